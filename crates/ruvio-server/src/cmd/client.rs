@@ -1,0 +1,317 @@
+//! CLIENT and its subcommands: ID, SETNAME, GETNAME, LIST, INFO, KILL, SETINFO,
+//! NO-EVICT, NO-TOUCH, REPLY, HELP.
+//!
+//! A shard knows only its own connections, so CLIENT LIST and CLIENT KILL see the
+//! clients of the shard the caller is connected to (in per-shard mode that is the
+//! whole "node", as Redis Cluster clients expect).
+
+use super::{dispatch_sub, meta, reply_help, Ctx, ServerCommand, SubCommand, ERR_SYNTAX};
+use crate::conn::{ClientState, ReplyMode};
+use ruvio_engine::command::flags::*;
+use ruvio_resp::{Args, Protocol, Reply};
+
+/// The client family's table.
+pub const COMMANDS: &[ServerCommand] = &[ServerCommand {
+    meta: meta("client", -2, 0, &["slow"], "connection", "A container for client connection commands.", "2.4.0", "Depends on subcommand."),
+    handler: client,
+}];
+
+const SUBCOMMANDS: &[SubCommand] = &[
+    SubCommand { name: "id", arity: 2, handler: id },
+    SubCommand { name: "setname", arity: 3, handler: setname },
+    SubCommand { name: "getname", arity: 2, handler: getname },
+    SubCommand { name: "list", arity: -2, handler: list },
+    SubCommand { name: "info", arity: 2, handler: info },
+    SubCommand { name: "kill", arity: -3, handler: kill },
+    SubCommand { name: "setinfo", arity: 4, handler: setinfo },
+    SubCommand { name: "no-evict", arity: 3, handler: no_evict },
+    SubCommand { name: "no-touch", arity: 3, handler: no_touch },
+    SubCommand { name: "reply", arity: 3, handler: reply_mode },
+    SubCommand { name: "help", arity: 2, handler: help },
+];
+
+/// Redis' error for a name with spaces or special characters.
+pub const ERR_BAD_NAME: &str =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+/// `CLIENT <subcommand> [args]`
+fn client(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    dispatch_sub(ctx, args, reply, "client", SUBCOMMANDS)
+}
+
+/// Names (and library names) may hold only printable ASCII without spaces.
+pub fn valid_client_name(name: &[u8]) -> bool {
+    name.iter().all(|&b| (b'!'..=b'~').contains(&b))
+}
+
+fn id(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    reply.int(ctx.client.id as i64);
+}
+
+fn setname(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let name = args.get(2);
+    if !valid_client_name(name) {
+        return reply.error(ERR_BAD_NAME);
+    }
+    ctx.client.name = name.to_vec();
+    reply.ok();
+}
+
+fn getname(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    if ctx.client.name.is_empty() {
+        reply.null();
+    } else {
+        reply.bulk(&ctx.client.name);
+    }
+}
+
+/// One CLIENT LIST line (without the trailing newline), in Redis 7.2's field order.
+pub fn describe(c: &ClientState, now_ms: u64) -> String {
+    let flags = if c.readonly { "r" } else { "N" };
+    format!(
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=16384 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        c.id,
+        c.peer,
+        c.local,
+        c.fd,
+        String::from_utf8_lossy(&c.name),
+        now_ms.saturating_sub(c.created_ms) / 1000,
+        now_ms.saturating_sub(c.last_cmd_ms) / 1000,
+        flags,
+        c.db,
+        c.last_cmd,
+        if c.proto == Protocol::Resp3 { 3 } else { 2 },
+        String::from_utf8_lossy(&c.lib_name),
+        String::from_utf8_lossy(&c.lib_ver),
+    )
+}
+
+/// All clients of this shard, the caller included, ordered by id.
+fn shard_clients<'a>(ctx: &'a Ctx<'_>) -> Vec<&'a ClientState> {
+    let mut all: Vec<&ClientState> = ctx.conns.iter().map(|(_, c)| &c.client).collect();
+    all.push(ctx.client);
+    all.sort_by_key(|c| c.id);
+    all
+}
+
+/// `CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]`
+fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut only_normal = true;
+    let mut i = 2;
+    while i < args.len() {
+        let opt = args.get(i);
+        if opt.eq_ignore_ascii_case(b"TYPE") && i + 1 < args.len() {
+            let ty = args.get(i + 1).to_ascii_lowercase();
+            only_normal = match ty.as_slice() {
+                b"normal" => true,
+                b"master" | b"replica" | b"slave" | b"pubsub" => false,
+                _ => {
+                    return reply.error(&format!(
+                        "ERR Unknown client type '{}'",
+                        String::from_utf8_lossy(args.get(i + 1))
+                    ))
+                }
+            };
+            i += 2;
+        } else if opt.eq_ignore_ascii_case(b"ID") && i + 1 < args.len() {
+            let mut wanted = Vec::new();
+            for j in i + 1..args.len() {
+                match super::parse_i64(args.get(j)) {
+                    Some(n) if n > 0 => wanted.push(n as u64),
+                    _ => return reply.error("ERR Invalid client ID"),
+                }
+            }
+            ids = Some(wanted);
+            i = args.len();
+        } else {
+            return reply.error(ERR_SYNTAX);
+        }
+    }
+    let now = ctx.core.now_ms;
+    let mut text = String::new();
+    for c in shard_clients(ctx) {
+        if only_normal && ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
+            text.push_str(&describe(c, now));
+            text.push('\n');
+        }
+    }
+    reply.verbatim("txt", text.as_bytes());
+}
+
+/// `CLIENT INFO`
+fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    let mut line = describe(ctx.client, ctx.core.now_ms);
+    line.push('\n');
+    reply.verbatim("txt", line.as_bytes());
+}
+
+/// `CLIENT KILL ip:port` or `CLIENT KILL [ID id] [ADDR ip:port] [LADDR ip:port] [USER name] [SKIPME yes|no] [MAXAGE secs]`
+fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    if args.len() == 3 {
+        let addr = String::from_utf8_lossy(args.get(2)).into_owned();
+        let killed = kill_matching(ctx, |c| c.peer == addr, false);
+        return if killed > 0 { reply.ok() } else { reply.error("ERR No such client") };
+    }
+    if args.len() % 2 != 0 {
+        return reply.error(ERR_SYNTAX);
+    }
+    let mut filters: Vec<Box<dyn Fn(&ClientState) -> bool>> = Vec::new();
+    let mut skip_me = true;
+    for pair in (2..args.len()).step_by(2) {
+        let (opt, value) = (args.get(pair).to_ascii_lowercase(), args.get(pair + 1));
+        let text = String::from_utf8_lossy(value).into_owned();
+        match opt.as_slice() {
+            b"id" => match super::parse_i64(value) {
+                Some(n) if n > 0 => filters.push(Box::new(move |c| c.id == n as u64)),
+                _ => return reply.error("ERR client-id should be greater than 0"),
+            },
+            b"addr" => filters.push(Box::new(move |c| c.peer == text)),
+            b"laddr" => filters.push(Box::new(move |c| c.local == text)),
+            b"user" => {
+                let is_default = text == "default";
+                filters.push(Box::new(move |_| is_default))
+            }
+            b"type" => match text.to_ascii_lowercase().as_str() {
+                "normal" => {}
+                "master" | "replica" | "slave" | "pubsub" => filters.push(Box::new(|_| false)),
+                _ => return reply.error(&format!("ERR Unknown client type '{text}'")),
+            },
+            b"skipme" => match text.to_ascii_lowercase().as_str() {
+                "yes" => skip_me = true,
+                "no" => skip_me = false,
+                _ => return reply.error(ERR_SYNTAX),
+            },
+            b"maxage" => match super::parse_i64(value) {
+                Some(secs) => {
+                    let now = ctx.core.now_ms;
+                    filters.push(Box::new(move |c| {
+                        now.saturating_sub(c.created_ms) as i64 >= secs.saturating_mul(1000)
+                    }))
+                }
+                None => return reply.error(super::ERR_NOT_INTEGER),
+            },
+            _ => return reply.error(ERR_SYNTAX),
+        }
+    }
+    let killed = kill_matching(ctx, |c| filters.iter().all(|f| f(c)), skip_me);
+    reply.int(killed as i64);
+}
+
+/// Mark matching clients for closing; returns how many.
+fn kill_matching(ctx: &mut Ctx<'_>, matches: impl Fn(&ClientState) -> bool, skip_me: bool) -> usize {
+    let mut killed = 0;
+    for (_, conn) in ctx.conns.iter_mut() {
+        if matches(&conn.client) {
+            conn.client.closing = true;
+            killed += 1;
+        }
+    }
+    if !skip_me && matches(ctx.client) {
+        ctx.client.closing = true;
+        killed += 1;
+    }
+    killed
+}
+
+/// `CLIENT SETINFO LIB-NAME|LIB-VER value`
+fn setinfo(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let (attr, value) = (args.get(2), args.get(3));
+    let slot = if attr.eq_ignore_ascii_case(b"lib-name") {
+        if !valid_client_name(value) {
+            return reply.error("ERR lib-name cannot contain spaces, newlines or special characters.");
+        }
+        &mut ctx.client.lib_name
+    } else if attr.eq_ignore_ascii_case(b"lib-ver") {
+        if !valid_client_name(value) {
+            return reply.error("ERR lib-ver cannot contain spaces, newlines or special characters.");
+        }
+        &mut ctx.client.lib_ver
+    } else {
+        return reply.error(&format!(
+            "ERR Unrecognized option '{}'",
+            String::from_utf8_lossy(attr)
+        ));
+    };
+    *slot = value.to_vec();
+    reply.ok();
+}
+
+/// Parse `ON|OFF` into a bool.
+fn on_off(arg: &[u8]) -> Option<bool> {
+    if arg.eq_ignore_ascii_case(b"on") {
+        Some(true)
+    } else if arg.eq_ignore_ascii_case(b"off") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+fn no_evict(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    match on_off(args.get(2)) {
+        Some(on) => {
+            ctx.client.no_evict = on;
+            reply.ok()
+        }
+        None => reply.error(ERR_SYNTAX),
+    }
+}
+
+fn no_touch(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    match on_off(args.get(2)) {
+        Some(on) => {
+            ctx.client.no_touch = on;
+            reply.ok()
+        }
+        None => reply.error(ERR_SYNTAX),
+    }
+}
+
+/// `CLIENT REPLY ON|OFF|SKIP`: OFF and SKIP are not answered.
+fn reply_mode(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let mode = args.get(2);
+    if mode.eq_ignore_ascii_case(b"on") {
+        ctx.client.reply_mode = ReplyMode::On;
+        reply.ok();
+    } else if mode.eq_ignore_ascii_case(b"off") {
+        ctx.client.reply_mode = ReplyMode::Off;
+    } else if mode.eq_ignore_ascii_case(b"skip") {
+        if ctx.client.reply_mode != ReplyMode::Off {
+            ctx.client.reply_mode = ReplyMode::SkipNext;
+        }
+    } else {
+        reply.error(ERR_SYNTAX);
+    }
+}
+
+fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    reply_help(
+        reply,
+        "client",
+        &[
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are: ID, ADDR, LADDR, USER, SKIPME, MAXAGE.",
+            "LIST [options ...]",
+            "    Return information about client connections. Options: TYPE, ID.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "NO-TOUCH (ON|OFF)",
+            "    Will not touch LRU/LFU stats when this mode is on.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "SETINFO <option> <value>",
+            "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+        ],
+    );
+}

@@ -1,0 +1,220 @@
+//! CLUSTER (INFO, SLOTS, SHARDS, NODES, KEYSLOT, MYID, COUNTKEYSINSLOT,
+//! GETKEYSINSLOT, HELP), READONLY, READWRITE and ASKING.
+//!
+//! In per-shard mode every shard answers as one master node of a cluster that is
+//! the whole server; in forward mode Ruvio is a standalone server and answers as
+//! Redis does with cluster support disabled.
+
+use super::{dispatch_sub, meta, parse_i64, reply_help, Ctx, ServerCommand, SubCommand};
+use crate::config::PortMode;
+use crate::topology::Node;
+use ruvio_engine::command::flags::*;
+use ruvio_engine::slot::{key_slot, SLOT_COUNT};
+use ruvio_resp::{Args, Reply};
+
+/// The cluster family's table.
+pub const COMMANDS: &[ServerCommand] = &[
+    ServerCommand {
+        meta: meta("cluster", -2, 0, &["slow"], "cluster", "A container for Redis Cluster commands.", "3.0.0", "Depends on subcommand."),
+        handler: cluster,
+    },
+    ServerCommand {
+        meta: meta("readonly", 1, LOADING | STALE | FAST, &["fast", "connection"], "cluster", "Enables read-only queries for a connection to a Redis Cluster replica node.", "3.0.0", "O(1)"),
+        handler: readonly,
+    },
+    ServerCommand {
+        meta: meta("readwrite", 1, LOADING | STALE | FAST, &["fast", "connection"], "cluster", "Enables read-write queries for a connection to a Reids Cluster replica node.", "3.0.0", "O(1)"),
+        handler: readwrite,
+    },
+    ServerCommand {
+        meta: meta("asking", 1, FAST, &["fast", "connection"], "cluster", "Signals that a cluster client is following an -ASK redirect.", "3.0.0", "O(1)"),
+        handler: asking,
+    },
+];
+
+const SUBCOMMANDS: &[SubCommand] = &[
+    SubCommand { name: "info", arity: 2, handler: info },
+    SubCommand { name: "slots", arity: 2, handler: slots },
+    SubCommand { name: "shards", arity: 2, handler: shards },
+    SubCommand { name: "nodes", arity: 2, handler: nodes },
+    SubCommand { name: "keyslot", arity: 3, handler: keyslot },
+    SubCommand { name: "myid", arity: 2, handler: myid },
+    SubCommand { name: "countkeysinslot", arity: 3, handler: countkeysinslot },
+    SubCommand { name: "getkeysinslot", arity: 4, handler: getkeysinslot },
+    SubCommand { name: "help", arity: 2, handler: help },
+];
+
+const ERR_NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
+
+fn cluster_enabled(ctx: &Ctx<'_>) -> bool {
+    ctx.core.topo.mode == PortMode::PerShard
+}
+
+/// `CLUSTER <subcommand> [args]`
+fn cluster(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    if !cluster_enabled(ctx) {
+        return reply.error(ERR_NO_CLUSTER);
+    }
+    dispatch_sub(ctx, args, reply, "cluster", SUBCOMMANDS)
+}
+
+fn readonly(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    if !cluster_enabled(ctx) {
+        return reply.error(ERR_NO_CLUSTER);
+    }
+    ctx.client.readonly = true;
+    reply.ok();
+}
+
+fn readwrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    if !cluster_enabled(ctx) {
+        return reply.error(ERR_NO_CLUSTER);
+    }
+    ctx.client.readonly = false;
+    reply.ok();
+}
+
+fn asking(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    if !cluster_enabled(ctx) {
+        return reply.error(ERR_NO_CLUSTER);
+    }
+    reply.ok();
+}
+
+fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    let n = ctx.core.topo.nodes.len();
+    let text = format!(
+        "cluster_state:ok\r\ncluster_slots_assigned:{SLOT_COUNT}\r\ncluster_slots_ok:{SLOT_COUNT}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{n}\r\ncluster_size:{n}\r\ncluster_current_epoch:{n}\r\ncluster_my_epoch:{}\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
+        ctx.core.id + 1
+    );
+    reply.verbatim("txt", text.as_bytes());
+}
+
+/// The node triple CLUSTER SLOTS lists: host, port, id, metadata (none).
+fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node) {
+    reply.array(4);
+    reply.bulk(host.as_bytes());
+    reply.int(node.port as i64);
+    reply.bulk(node.id.as_bytes());
+    reply.map(0);
+}
+
+fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    let topo = &ctx.core.topo;
+    reply.array(topo.nodes.len());
+    for node in &topo.nodes {
+        reply.array(3);
+        reply.int(node.first_slot as i64);
+        reply.int(node.last_slot as i64);
+        reply_node(reply, &topo.host, node);
+    }
+}
+
+fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    let topo = &ctx.core.topo;
+    reply.array(topo.nodes.len());
+    for node in &topo.nodes {
+        reply.map(2);
+        reply.bulk(b"slots");
+        reply.array(2);
+        reply.int(node.first_slot as i64);
+        reply.int(node.last_slot as i64);
+        reply.bulk(b"nodes");
+        reply.array(1);
+        reply.map(7);
+        reply.bulk(b"id");
+        reply.bulk(node.id.as_bytes());
+        reply.bulk(b"port");
+        reply.int(node.port as i64);
+        reply.bulk(b"ip");
+        reply.bulk(topo.host.as_bytes());
+        reply.bulk(b"endpoint");
+        reply.bulk(topo.host.as_bytes());
+        reply.bulk(b"role");
+        reply.bulk(b"master");
+        reply.bulk(b"replication-offset");
+        reply.int(0);
+        reply.bulk(b"health");
+        reply.bulk(b"online");
+    }
+}
+
+fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    let topo = &ctx.core.topo;
+    let mut text = String::new();
+    for (i, node) in topo.nodes.iter().enumerate() {
+        let flags = if i == ctx.core.id { "myself,master" } else { "master" };
+        text.push_str(&format!(
+            "{} {}:{}@{} {} - 0 0 {} connected {}-{}\n",
+            node.id,
+            topo.host,
+            node.port,
+            node.port as u32 + 10000,
+            flags,
+            i + 1,
+            node.first_slot,
+            node.last_slot
+        ));
+    }
+    reply.verbatim("txt", text.as_bytes());
+}
+
+fn keyslot(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    reply.int(key_slot(args.get(2)) as i64);
+}
+
+fn myid(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    let id = ctx.core.topo.nodes[ctx.core.id].id.clone();
+    reply.bulk(id.as_bytes());
+}
+
+/// A slot argument, if it is an integer in 0..16384.
+fn parse_slot(arg: &[u8]) -> Option<u16> {
+    parse_i64(arg).filter(|s| (0..SLOT_COUNT as i64).contains(s)).map(|s| s as u16)
+}
+
+fn countkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    match parse_slot(args.get(2)) {
+        Some(slot) => reply.int(ctx.core.engine.count_keys_in_slot(ctx.client.db, slot) as i64),
+        None => reply.error("ERR Invalid slot"),
+    }
+}
+
+fn getkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let (Some(slot), Some(count)) = (parse_slot(args.get(2)), parse_i64(args.get(3))) else {
+        return reply.error("ERR Invalid slot or number of keys");
+    };
+    if count < 0 {
+        return reply.error("ERR Invalid slot or number of keys");
+    }
+    let keys = ctx.core.engine.keys_in_slot(ctx.client.db, slot, count as usize);
+    reply.array(keys.len());
+    keys.iter().for_each(|k| reply.bulk(k));
+}
+
+fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    reply_help(
+        reply,
+        "cluster",
+        &[
+            "COUNTKEYSINSLOT <slot>",
+            "    Return the number of keys in <slot>.",
+            "GETKEYSINSLOT <slot> <count>",
+            "    Return key names stored by current node in a slot.",
+            "INFO",
+            "    Return information about the cluster.",
+            "KEYSLOT <key>",
+            "    Return the hash slot for <key>.",
+            "MYID",
+            "    Return the node id.",
+            "NODES",
+            "    Return cluster configuration seen by node. Output format:",
+            "    <id> <ip:port@bus-port[,hostname]> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+            "SHARDS",
+            "    Return information about slot range mappings and the nodes associated with them.",
+            "SLOTS",
+            "    Return information about slots range mappings. Each range is made of:",
+            "    start, end, master and replicas IP addresses, ports and ids",
+        ],
+    );
+}

@@ -1,0 +1,190 @@
+//! Connection commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT.
+
+use super::{meta, parse_i64, Ctx, ServerCommand, ERR_NOT_INTEGER};
+use crate::conn::ReplyMode;
+use crate::config::PortMode;
+use ruvio_engine::command::flags::*;
+use ruvio_resp::{Args, Protocol, Reply};
+
+/// The Redis version Ruvio answers as (HELLO, INFO). Clients read it to pick features.
+pub const REDIS_VERSION: &str = "7.0.15";
+
+const CONN: &[&str] = &["fast", "connection"];
+
+/// The connection family's table.
+pub const COMMANDS: &[ServerCommand] = &[
+    ServerCommand {
+        meta: meta("ping", -1, FAST, CONN, "connection", "Returns the server's liveliness response.", "1.0.0", "O(1)"),
+        handler: ping,
+    },
+    ServerCommand {
+        meta: meta("echo", 2, LOADING | STALE | FAST, CONN, "connection", "Returns the given string.", "1.0.0", "O(1)"),
+        handler: echo,
+    },
+    ServerCommand {
+        meta: meta("quit", -1, ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH, CONN, "connection", "Closes the connection.", "1.0.0", "O(1)"),
+        handler: quit,
+    },
+    ServerCommand {
+        meta: meta("reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, CONN, "connection", "Resets the connection.", "6.2.0", "O(1)"),
+        handler: reset,
+    },
+    ServerCommand {
+        meta: meta("hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, CONN, "connection", "Handshakes with the Redis server.", "6.0.0", "O(1)"),
+        handler: hello,
+    },
+    ServerCommand {
+        meta: meta("auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, CONN, "connection", "Authenticates the connection.", "1.0.0", "O(N) where N is the number of passwords defined for the user"),
+        handler: auth,
+    },
+    ServerCommand {
+        meta: meta("select", 2, LOADING | STALE | FAST, CONN, "connection", "Changes the selected database.", "1.0.0", "O(1)"),
+        handler: select,
+    },
+];
+
+/// `PING [message]`
+fn ping(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    match args.len() {
+        1 => reply.simple("PONG"),
+        2 => reply.bulk(args.get(1)),
+        _ => reply.error("ERR wrong number of arguments for 'ping' command"),
+    }
+}
+
+/// `ECHO message`
+fn echo(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    reply.bulk(args.get(1));
+}
+
+/// `QUIT`: reply OK, then close once the reply is written.
+fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    reply.ok();
+    ctx.client.closing = true;
+}
+
+/// `RESET`: back to a fresh connection's state.
+fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    let c = &mut *ctx.client;
+    c.db = 0;
+    c.proto = Protocol::Resp2;
+    c.name.clear();
+    c.reply_mode = ReplyMode::On;
+    c.no_evict = false;
+    c.no_touch = false;
+    c.readonly = false;
+    c.authenticated = ctx.core.cfg.requirepass.is_none();
+    reply.proto = Protocol::Resp2;
+    reply.simple("RESET");
+}
+
+/// Check a username/password pair against the configuration.
+fn credentials_ok(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
+    user == b"default"
+        && ctx.core.cfg.requirepass.as_ref().is_none_or(|p| p.as_bytes() == pass)
+}
+
+const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// `AUTH [username] password`
+fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let (user, pass) = match args.len() {
+        2 => {
+            if ctx.core.cfg.requirepass.is_none() {
+                reply.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+                return;
+            }
+            (&b"default"[..], args.get(1))
+        }
+        3 => (args.get(1), args.get(2)),
+        _ => return reply.error(super::ERR_SYNTAX),
+    };
+    if credentials_ok(ctx, user, pass) {
+        ctx.client.authenticated = true;
+        reply.ok();
+    } else {
+        reply.error(ERR_WRONGPASS);
+    }
+}
+
+/// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
+fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let mut proto = None;
+    let mut i = 1;
+    if args.len() > 1 {
+        match parse_i64(args.get(1)) {
+            Some(2) => proto = Some(Protocol::Resp2),
+            Some(3) => proto = Some(Protocol::Resp3),
+            Some(_) => return reply.error("NOPROTO unsupported protocol version"),
+            None => return reply.error("ERR Protocol version is not an integer or out of range"),
+        }
+        i = 2;
+    }
+    let mut auth = None;
+    let mut name = None;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        let opt = args.get(i);
+        if opt.eq_ignore_ascii_case(b"AUTH") && more >= 2 {
+            auth = Some((args.get(i + 1), args.get(i + 2)));
+            i += 3;
+        } else if opt.eq_ignore_ascii_case(b"SETNAME") && more >= 1 {
+            name = Some(args.get(i + 1));
+            i += 2;
+        } else {
+            return reply.error(&format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(opt)
+            ));
+        }
+    }
+    if let Some((user, pass)) = auth {
+        if !credentials_ok(ctx, user, pass) {
+            return reply.error(ERR_WRONGPASS);
+        }
+        ctx.client.authenticated = true;
+    }
+    if !ctx.client.authenticated {
+        return reply.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+    }
+    if let Some(name) = name {
+        if !super::client::valid_client_name(name) {
+            return reply.error(super::client::ERR_BAD_NAME);
+        }
+        ctx.client.name = name.to_vec();
+    }
+    if let Some(p) = proto {
+        ctx.client.proto = p;
+        reply.proto = p;
+    }
+    reply.map(7);
+    reply.bulk(b"server");
+    reply.bulk(b"redis");
+    reply.bulk(b"version");
+    reply.bulk(REDIS_VERSION.as_bytes());
+    reply.bulk(b"proto");
+    reply.int(if ctx.client.proto == Protocol::Resp3 { 3 } else { 2 });
+    reply.bulk(b"id");
+    reply.int(ctx.client.id as i64);
+    reply.bulk(b"mode");
+    reply.bulk(match ctx.core.cfg.port_mode {
+        PortMode::PerShard => b"cluster",
+        PortMode::Forward => b"standalone",
+    });
+    reply.bulk(b"role");
+    reply.bulk(b"master");
+    reply.bulk(b"modules");
+    reply.array(0);
+}
+
+/// `SELECT index`
+fn select(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let Some(index) = parse_i64(args.get(1)) else {
+        return reply.error(ERR_NOT_INTEGER);
+    };
+    if index < 0 || index as usize >= ctx.core.engine.db_count() {
+        return reply.error("ERR DB index is out of range");
+    }
+    ctx.client.db = index as usize;
+    reply.ok();
+}

@@ -1,0 +1,153 @@
+//! COMMAND and its subcommands (COUNT, INFO, DOCS, GETKEYS, LIST, HELP), all
+//! answered from the command table.
+
+use super::{dispatch_sub, meta, reply_help, Ctx, ServerCommand, SubCommand};
+use crate::registry::{registry, Command};
+use ruvio_engine::command::flags;
+use ruvio_resp::{Args, Reply};
+
+/// The introspection family's table.
+pub const COMMANDS: &[ServerCommand] = &[ServerCommand {
+    meta: meta("command", -1, flags::LOADING | flags::STALE, &["slow", "connection"], "server", "Returns detailed information about all commands.", "2.8.13", "O(N) where N is the total number of Redis commands"),
+    handler: command,
+}];
+
+const SUBCOMMANDS: &[SubCommand] = &[
+    SubCommand { name: "count", arity: 2, handler: count },
+    SubCommand { name: "info", arity: -2, handler: info },
+    SubCommand { name: "docs", arity: -2, handler: docs },
+    SubCommand { name: "getkeys", arity: -3, handler: getkeys },
+    SubCommand { name: "list", arity: -2, handler: list },
+    SubCommand { name: "help", arity: 2, handler: help },
+];
+
+/// `COMMAND [subcommand ...]`: with no argument, the INFO of every command.
+fn command(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    if args.len() == 1 {
+        let all = &registry().commands;
+        reply.array(all.len());
+        all.iter().for_each(|c| reply_info(reply, c));
+        return;
+    }
+    dispatch_sub(ctx, args, reply, "command", SUBCOMMANDS)
+}
+
+fn count(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    reply.int(registry().commands.len() as i64);
+}
+
+/// The ten-element description COMMAND INFO gives of one command.
+fn reply_info(reply: &mut Reply<'_>, cmd: &Command) {
+    let m = cmd.meta;
+    reply.array(10);
+    reply.bulk(m.name.as_bytes());
+    reply.int(m.arity as i64);
+    let names: Vec<&str> = flags::NAMES.iter().filter(|(f, _)| m.has(*f)).map(|&(_, n)| n).collect();
+    reply.set(names.len());
+    names.iter().for_each(|n| reply.simple(n));
+    reply.int(m.keys.first as i64);
+    reply.int(m.keys.last as i64);
+    reply.int(m.keys.step as i64);
+    reply.set(m.acl.len());
+    m.acl.iter().for_each(|c| reply.simple(&format!("@{c}")));
+    reply.array(0);
+    reply.array(0);
+    reply.array(0);
+}
+
+/// `COMMAND INFO [name ...]`: unknown names answer null.
+fn info(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    if args.len() == 2 {
+        let all = &registry().commands;
+        reply.array(all.len());
+        all.iter().for_each(|c| reply_info(reply, c));
+        return;
+    }
+    reply.array(args.len() - 2);
+    for name in args.iter().skip(2) {
+        match registry().lookup(name) {
+            Some(c) => reply_info(reply, c),
+            None => reply.null_array(),
+        }
+    }
+}
+
+/// `COMMAND DOCS [name ...]`: a map of name to its documentation.
+fn docs(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let selected: Vec<&Command> = if args.len() == 2 {
+        registry().commands.iter().collect()
+    } else {
+        args.iter().skip(2).filter_map(|n| registry().lookup(n)).collect()
+    };
+    reply.map(selected.len());
+    for c in selected {
+        reply.bulk(c.meta.name.as_bytes());
+        reply.map(4);
+        reply.bulk(b"summary");
+        reply.bulk(c.meta.summary.as_bytes());
+        reply.bulk(b"since");
+        reply.bulk(c.meta.since.as_bytes());
+        reply.bulk(b"group");
+        reply.bulk(c.meta.group.as_bytes());
+        reply.bulk(b"complexity");
+        reply.bulk(c.meta.complexity.as_bytes());
+    }
+}
+
+/// `COMMAND GETKEYS command [arg ...]`
+fn getkeys(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let Some(cmd) = registry().lookup(args.get(2)) else {
+        return reply.error("ERR Invalid command specified");
+    };
+    let argc = args.len() - 2;
+    if !cmd.meta.arity_ok(argc) {
+        return reply.error("ERR Invalid number of arguments specified for command");
+    }
+    let keys: Vec<usize> = cmd.meta.keys.positions(argc).collect();
+    if keys.is_empty() {
+        return reply.error("ERR The command has no key arguments");
+    }
+    reply.array(keys.len());
+    keys.iter().for_each(|&p| reply.bulk(args.get(p + 2)));
+}
+
+/// `COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]`
+fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let filter: Box<dyn Fn(&Command) -> bool> = match args.len() {
+        2 => Box::new(|_| true),
+        5 if args.get(2).eq_ignore_ascii_case(b"filterby") => {
+            let (kind, value) = (args.get(3).to_ascii_lowercase(), args.get(4).to_ascii_lowercase());
+            match kind.as_slice() {
+                b"module" => Box::new(|_| false),
+                b"aclcat" => Box::new(move |c| c.meta.acl.iter().any(|a| a.as_bytes() == value.as_slice())),
+                b"pattern" => Box::new(move |c| crate::glob::matches(&value, c.meta.name.as_bytes())),
+                _ => return reply.error(super::ERR_SYNTAX),
+            }
+        }
+        _ => return reply.error(super::ERR_SYNTAX),
+    };
+    let names: Vec<&str> = registry().commands.iter().filter(|c| filter(c)).map(|c| c.meta.name).collect();
+    reply.array(names.len());
+    names.iter().for_each(|n| reply.bulk(n.as_bytes()));
+}
+
+fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+    reply_help(
+        reply,
+        "command",
+        &[
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+        ],
+    );
+}

@@ -1,0 +1,143 @@
+//! The server's own command families: commands that need the connection or the
+//! server rather than only the keyspace. Each module exports `COMMANDS`, a table
+//! of [`ServerCommand`] rows, and container commands (CLIENT, CONFIG, COMMAND,
+//! CLUSTER, OBJECT-like) dispatch their subcommands from a [`SubCommand`] table.
+
+pub mod client;
+pub mod cluster;
+pub mod connection;
+pub mod introspection;
+pub mod server;
+
+use crate::conn::{ClientState, Conn};
+use crate::shard::ShardCore;
+use crate::slab::Slab;
+use ruvio_engine::CommandMeta;
+use ruvio_resp::{Args, Reply};
+
+/// Everything a server command may look at or change.
+pub struct Ctx<'a> {
+    pub core: &'a mut ShardCore,
+    pub client: &'a mut ClientState,
+    /// The shard's other connections (the caller's own is taken out while it runs).
+    pub conns: &'a mut Slab<Conn>,
+}
+
+/// A server command handler.
+pub type ServerFn = fn(&mut Ctx<'_>, Args<'_>, &mut Reply<'_>);
+
+/// One row of a server family's table.
+#[derive(Debug)]
+pub struct ServerCommand {
+    pub meta: CommandMeta,
+    pub handler: ServerFn,
+}
+
+/// One subcommand of a container command (`CLIENT ID`, `CONFIG GET` ...).
+pub struct SubCommand {
+    /// Lower-case subcommand name.
+    pub name: &'static str,
+    /// Arity with Redis' sign convention, counting the container and the subcommand.
+    pub arity: i32,
+    pub handler: ServerFn,
+}
+
+/// Every server family's rows.
+pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
+    [
+        connection::COMMANDS,
+        client::COMMANDS,
+        cluster::COMMANDS,
+        server::COMMANDS,
+        introspection::COMMANDS,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// Run the subcommand named by `args[1]` from `table`, with Redis' errors for an
+/// unknown subcommand or a wrong argument count.
+pub fn dispatch_sub(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+    container: &str,
+    table: &[SubCommand],
+) {
+    let name = args.get(1);
+    let Some(sub) = table.iter().find(|s| s.name.as_bytes().eq_ignore_ascii_case(name)) else {
+        reply.error(&format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            String::from_utf8_lossy(&name[..name.len().min(128)]),
+            container.to_ascii_uppercase()
+        ));
+        return;
+    };
+    let argc = args.len() as i32;
+    let fits = if sub.arity >= 0 { argc == sub.arity } else { argc >= -sub.arity };
+    if !fits {
+        reply.error(&format!(
+            "ERR wrong number of arguments for '{}|{}' command",
+            container.to_ascii_lowercase(),
+            sub.name
+        ));
+        return;
+    }
+    (sub.handler)(ctx, args, reply)
+}
+
+/// Reply with a HELP text: an array of status lines, as Redis' addReplyHelp.
+pub fn reply_help(reply: &mut Reply<'_>, container: &str, lines: &[&str]) {
+    reply.array(lines.len() + 3);
+    reply.simple(&format!(
+        "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        container.to_ascii_uppercase()
+    ));
+    for line in lines {
+        reply.simple(line);
+    }
+    reply.simple("HELP");
+    reply.simple("    Print this help.");
+}
+
+/// Shorthand for a server command's metadata row.
+#[allow(clippy::too_many_arguments)]
+pub const fn meta(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    acl: &'static [&'static str],
+    group: &'static str,
+    summary: &'static str,
+    since: &'static str,
+    complexity: &'static str,
+) -> CommandMeta {
+    CommandMeta {
+        name,
+        arity,
+        flags,
+        keys: ruvio_engine::KeySpec::NONE,
+        acl,
+        group,
+        summary,
+        since,
+        complexity,
+    }
+}
+
+/// Parse a whole argument as an i64 the way Redis' string2ll does.
+pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if text.is_empty() || text.starts_with('+') || (text.len() > 1 && text.starts_with('0')) {
+        return None;
+    }
+    if text.starts_with("-0") {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// Redis' `ERR value is not an integer or out of range`.
+pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+/// Redis' `ERR syntax error`.
+pub const ERR_SYNTAX: &str = "ERR syntax error";

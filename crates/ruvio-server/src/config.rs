@@ -1,0 +1,215 @@
+//! Server configuration: defaults, the TOML file, and command-line overrides.
+//!
+//! Precedence is CLI > file > default. Every setting is documented in
+//! `config/ruvio.toml`; CONFIG GET/SET read and write the runtime copy that
+//! each shard keeps (see `cmd::server`).
+
+use clap::{Parser, ValueEnum};
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// How clients reach the shards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PortMode {
+    /// Shard i listens on `port + i`; cluster-aware clients route by slot (MOVED).
+    PerShard,
+    /// Every shard accepts on `port` (SO_REUSEPORT); keys of other shards are forwarded.
+    Forward,
+}
+
+impl PortMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            PortMode::PerShard => "per-shard",
+            PortMode::Forward => "forward",
+        }
+    }
+}
+
+/// When a write is acknowledged. Only `memory` exists until the WAL lands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Durability {
+    /// No persistence: writes live in memory only.
+    Memory,
+}
+
+/// Command-line flags; each overrides the same setting from the config file.
+#[derive(Parser, Debug, Default)]
+#[command(name = "ruvio", version, about = "Ruvio: a thread-per-core, Redis-compatible in-memory store")]
+pub struct Cli {
+    /// TOML configuration file (see config/ruvio.toml).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long)]
+    pub bind: Option<String>,
+    /// TCP port (per-shard mode: the port of shard 0).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Number of shards (default: one per CPU).
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// per-shard or forward.
+    #[arg(long, value_enum)]
+    pub port_mode: Option<PortMode>,
+    /// CPUs to pin shards to, e.g. `0,1` or `0-3` (shard i runs on the i-th CPU listed).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// memory (the WAL adds everysec and always).
+    #[arg(long, value_enum)]
+    pub durability: Option<Durability>,
+    /// Require clients to AUTH with this password.
+    #[arg(long)]
+    pub requirepass: Option<String>,
+}
+
+/// The config file's shape: every field optional, missing ones take the default.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    bind: Option<String>,
+    port: Option<u16>,
+    shards: Option<usize>,
+    port_mode: Option<PortMode>,
+    cpus: Option<String>,
+    durability: Option<Durability>,
+    databases: Option<usize>,
+    requirepass: Option<String>,
+    proto_max_bulk_len: Option<usize>,
+    client_query_buffer_limit: Option<usize>,
+    hz: Option<u32>,
+}
+
+/// The resolved configuration every shard starts from.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub bind: String,
+    pub port: u16,
+    pub shards: usize,
+    pub port_mode: PortMode,
+    /// CPU of each shard, `cpus[i]` for shard i.
+    pub cpus: Vec<usize>,
+    pub durability: Durability,
+    pub databases: usize,
+    pub requirepass: Option<String>,
+    /// Largest bulk string a client may send (Redis: 512 MiB).
+    pub proto_max_bulk_len: usize,
+    /// A client whose unparsed input grows past this is closed (Redis: 1 GiB).
+    pub client_query_buffer_limit: usize,
+    /// Background tasks (active expiry) run this many times per second.
+    pub hz: u32,
+    /// Where the config was loaded from, for INFO's `config_file`.
+    pub config_file: Option<PathBuf>,
+}
+
+impl Config {
+    /// Resolve the configuration from the command line and the optional file.
+    pub fn load(cli: Cli) -> Result<Config, String> {
+        let file = match &cli.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                toml::from_str::<FileConfig>(&text)
+                    .map_err(|e| format!("invalid config {}: {e}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let online = available_cpus();
+        let shards = cli.shards.or(file.shards).unwrap_or(online.len()).max(1);
+        let cpus = match cli.cpus.as_deref().or(file.cpus.as_deref()) {
+            Some(list) => parse_cpu_list(list)?,
+            None => online,
+        };
+        if cpus.is_empty() {
+            return Err("cpus: the list is empty".into());
+        }
+        let cpus = (0..shards).map(|i| cpus[i % cpus.len()]).collect();
+        Ok(Config {
+            bind: cli.bind.or(file.bind).unwrap_or_else(|| "127.0.0.1".into()),
+            port: cli.port.or(file.port).unwrap_or(6379),
+            shards,
+            port_mode: cli.port_mode.or(file.port_mode).unwrap_or(PortMode::Forward),
+            cpus,
+            durability: cli.durability.or(file.durability).unwrap_or(Durability::Memory),
+            databases: file.databases.unwrap_or(16).clamp(1, 1 << 16),
+            requirepass: cli.requirepass.or(file.requirepass).filter(|p| !p.is_empty()),
+            proto_max_bulk_len: file.proto_max_bulk_len.unwrap_or(512 << 20),
+            client_query_buffer_limit: file.client_query_buffer_limit.unwrap_or(1 << 30),
+            hz: file.hz.unwrap_or(10).clamp(1, 500),
+            config_file: cli.config,
+        })
+    }
+
+    /// The port shard `shard` listens on.
+    pub fn shard_port(&self, shard: usize) -> u16 {
+        match self.port_mode {
+            PortMode::PerShard => self.port + shard as u16,
+            PortMode::Forward => self.port,
+        }
+    }
+}
+
+/// CPUs this process may run on, in order.
+fn available_cpus() -> Vec<usize> {
+    let ids: Vec<usize> = core_ids();
+    if ids.is_empty() {
+        vec![0]
+    } else {
+        ids
+    }
+}
+
+fn core_ids() -> Vec<usize> {
+    // SAFETY: sched_getaffinity writes into the zeroed set we own.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
+/// Parse `0,2,4-7` into a list of CPU numbers.
+pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
+    let mut cpus = Vec::new();
+    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("cpus: cannot parse '{part}'");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    Ok(cpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0,2,4-6").unwrap(), vec![0, 2, 4, 5, 6]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+    }
+
+    #[test]
+    fn cli_overrides_file() {
+        let dir = std::env::temp_dir().join(format!("ruvio-cfg-{}", std::process::id()));
+        std::fs::write(&dir, "port = 7000\nshards = 3\nport_mode = \"per-shard\"\n").unwrap();
+        let cli = Cli { config: Some(dir.clone()), port: Some(7100), ..Cli::default() };
+        let cfg = Config::load(cli).unwrap();
+        assert_eq!((cfg.port, cfg.shards, cfg.port_mode), (7100, 3, PortMode::PerShard));
+        assert_eq!(cfg.shard_port(2), 7102);
+        std::fs::remove_file(dir).unwrap();
+    }
+}

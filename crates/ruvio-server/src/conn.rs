@@ -1,0 +1,276 @@
+//! One client connection: its read buffer, its client-visible state, and the reply
+//! queue that keeps replies in request order.
+//!
+//! Replies are normally encoded straight into `ReplyQueue::ready`. A reply that is
+//! not known yet (a command forwarded to another shard, later a write waiting for
+//! its WAL group's fsync) takes a *held slot*: everything after it queues behind the
+//! slot until the slot is filled, so the client sees replies strictly in order. This
+//! is the only mechanism for asynchronous replies; forwarding and durability share it.
+
+use ruvio_resp::{CommandParser, Protocol};
+use std::collections::VecDeque;
+
+/// What the client can see and change about its connection (CLIENT, HELLO, SELECT).
+#[derive(Debug)]
+pub struct ClientState {
+    pub id: u64,
+    pub name: Vec<u8>,
+    pub lib_name: Vec<u8>,
+    pub lib_ver: Vec<u8>,
+    pub db: usize,
+    pub proto: Protocol,
+    pub authenticated: bool,
+    pub no_evict: bool,
+    pub no_touch: bool,
+    pub reply_mode: ReplyMode,
+    pub readonly: bool,
+    pub peer: String,
+    pub local: String,
+    pub created_ms: u64,
+    pub last_cmd_ms: u64,
+    pub last_cmd: &'static str,
+    pub fd: i32,
+    /// Set by QUIT, protocol errors and CLIENT KILL: flush, then close.
+    pub closing: bool,
+}
+
+/// CLIENT REPLY ON|OFF|SKIP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Drop the reply of the next command only.
+    SkipNext,
+    /// Drop the reply of this command (SKIP was the previous command).
+    Skip,
+}
+
+/// How the parts of one held reply combine (multi-key commands split across shards).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Merge {
+    /// A single part: its bytes are the reply.
+    Single,
+    /// Integer replies summed (DEL, UNLINK, EXISTS, TOUCH, DBSIZE).
+    SumInts,
+    /// Arrays concatenated in part order (KEYS).
+    ConcatArrays,
+    /// Array elements put back in request order: element i comes from part
+    /// `order[i]` (MGET split across shards).
+    Scatter,
+    /// Every part answered `+OK`: reply `+OK` once (MSET, FLUSHALL).
+    AllOk,
+    /// The first part that is not a null reply (RANDOMKEY).
+    FirstNonNull,
+    /// A SCAN answered by shard `shard` of `shards`: its cursor gets the shard in
+    /// the bits above [`SCAN_SHARD_SHIFT`], and moves on to the next shard when the
+    /// shard's own scan is done.
+    Scan { shard: u16, shards: u16 },
+}
+
+/// Engine SCAN cursors stay below 2^40; the server keeps the shard index above.
+pub const SCAN_SHARD_SHIFT: u32 = 40;
+
+/// A reply waiting for `parts` answers; `after` holds the replies that follow it.
+#[derive(Debug)]
+struct Held {
+    seq: u64,
+    merge: Merge,
+    parts: Vec<Option<Vec<u8>>>,
+    missing: usize,
+    /// For [`Merge::Scatter`]: the part each result element comes from.
+    order: Vec<u16>,
+    after: Vec<u8>,
+}
+
+/// Replies of one connection in request order.
+#[derive(Debug, Default)]
+pub struct ReplyQueue {
+    /// Bytes ready to be sent.
+    pub ready: Vec<u8>,
+    held: VecDeque<Held>,
+    next_seq: u64,
+}
+
+impl ReplyQueue {
+    /// Where the next immediate reply must be written.
+    pub fn sink(&mut self) -> &mut Vec<u8> {
+        match self.held.back_mut() {
+            Some(h) => &mut h.after,
+            None => &mut self.ready,
+        }
+    }
+
+    /// Reserve a held slot with `parts` parts; returns its sequence number.
+    pub fn hold(&mut self, merge: Merge, parts: usize) -> u64 {
+        self.hold_ordered(merge, parts, Vec::new())
+    }
+
+    /// Like [`hold`](Self::hold), with the element order of a [`Merge::Scatter`].
+    pub fn hold_ordered(&mut self, merge: Merge, parts: usize, order: Vec<u16>) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.held.push_back(Held {
+            seq,
+            merge,
+            parts: vec![None; parts],
+            missing: parts,
+            order,
+            after: Vec::new(),
+        });
+        seq
+    }
+
+    /// True when some reply is still outstanding.
+    pub fn is_holding(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Fill part `part` of held slot `seq`; releases every leading slot that is complete.
+    pub fn fill(&mut self, seq: u64, part: usize, bytes: Vec<u8>) {
+        let Some(front) = self.held.front() else { return };
+        let Some(h) = self.held.get_mut((seq - front.seq) as usize) else { return };
+        if let Some(slot @ None) = h.parts.get_mut(part) {
+            *slot = Some(bytes);
+            h.missing -= 1;
+        }
+        while self.held.front().is_some_and(|h| h.missing == 0) {
+            let h = self.held.pop_front().expect("front exists");
+            let parts: Vec<Vec<u8>> = h.parts.into_iter().flatten().collect();
+            merge_into(h.merge, &parts, &h.order, &mut self.ready);
+            self.ready.extend_from_slice(&h.after);
+        }
+    }
+}
+
+/// Combine reply parts per `merge`, appending the result to `out`.
+pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<u8>) {
+    if let Some(err) = parts.iter().find(|p| p.first() == Some(&b'-')) {
+        out.extend_from_slice(err);
+        return;
+    }
+    match merge {
+        Merge::Single => parts.iter().for_each(|p| out.extend_from_slice(p)),
+        Merge::AllOk => out.extend_from_slice(b"+OK\r\n"),
+        Merge::SumInts => {
+            let sum: i64 = parts.iter().filter_map(|p| ruvio_resp::parse_int_reply(p)).sum();
+            out.push(b':');
+            out.extend_from_slice(sum.to_string().as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        Merge::ConcatArrays => {
+            let bodies: Vec<(usize, &[u8])> =
+                parts.iter().filter_map(|p| ruvio_resp::array_body(p)).collect();
+            let count: usize = bodies.iter().map(|(n, _)| n).sum();
+            out.push(b'*');
+            out.extend_from_slice(count.to_string().as_bytes());
+            out.extend_from_slice(b"\r\n");
+            bodies.iter().for_each(|(_, body)| out.extend_from_slice(body));
+        }
+        Merge::Scatter => scatter(parts, order, out),
+        Merge::Scan { shard, shards } => {
+            parts.iter().for_each(|p| rewrite_scan_cursor(p, shard as u64, shards as u64, out))
+        }
+        Merge::FirstNonNull => {
+            let is_null = |p: &Vec<u8>| p.starts_with(b"$-1") || p.starts_with(b"_");
+            match parts.iter().find(|p| !is_null(p)).or(parts.first()) {
+                Some(p) => out.extend_from_slice(p),
+                None => out.extend_from_slice(b"$-1\r\n"),
+            }
+        }
+    }
+}
+
+/// Copy a SCAN reply, replacing the shard-local cursor with a server-wide one.
+fn rewrite_scan_cursor(reply: &[u8], shard: u64, shards: u64, out: &mut Vec<u8>) {
+    let parsed = ruvio_resp::array_body(reply).and_then(|(_, body)| {
+        let cursor_len = ruvio_resp::reply_len(body)?;
+        let cursor_reply = &body[..cursor_len];
+        let start = cursor_reply.iter().position(|&b| b == b'\n')? + 1;
+        let inner: u64 = std::str::from_utf8(&cursor_reply[start..cursor_len - 2]).ok()?.parse().ok()?;
+        Some((inner, &body[cursor_len..]))
+    });
+    let Some((inner, keys)) = parsed else {
+        out.extend_from_slice(reply);
+        return;
+    };
+    let next = match inner {
+        0 if shard + 1 < shards => (shard + 1) << SCAN_SHARD_SHIFT,
+        0 => 0,
+        n => (shard << SCAN_SHARD_SHIFT) | n,
+    };
+    let next = next.to_string();
+    out.extend_from_slice(format!("*2\r\n${}\r\n{}\r\n", next.len(), next).as_bytes());
+    out.extend_from_slice(keys);
+}
+
+/// Rebuild an array whose element i is the next element of part `order[i]`.
+fn scatter(parts: &[Vec<u8>], order: &[u16], out: &mut Vec<u8>) {
+    let mut bodies: Vec<&[u8]> =
+        parts.iter().map(|p| ruvio_resp::array_body(p).map_or(&[][..], |(_, b)| b)).collect();
+    out.push(b'*');
+    out.extend_from_slice(order.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for &part in order {
+        let body = &mut bodies[part as usize];
+        let len = ruvio_resp::reply_len(body).unwrap_or(body.len());
+        out.extend_from_slice(&body[..len]);
+        *body = &body[len..];
+    }
+}
+
+/// A connection: socket, input, parser, client state and replies.
+#[derive(Debug)]
+pub struct Conn {
+    pub fd: i32,
+    /// Generation of the slab slot, so completions of a closed connection are ignored.
+    pub gen: u32,
+    /// Received bytes not yet parsed (a partial command at most, between batches).
+    pub input: Vec<u8>,
+    /// Don't parse again until `input` holds this many bytes (large bulk arriving).
+    pub input_need: usize,
+    pub parser: CommandParser,
+    pub client: ClientState,
+    pub replies: ReplyQueue,
+    /// Bytes handed to the kernel in the in-flight send.
+    pub sending: Vec<u8>,
+    pub send_offset: usize,
+    pub recv_in_flight: bool,
+    pub send_in_flight: bool,
+    /// The socket was shut down; free the slot once no operation is in flight.
+    pub shut: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_slots_keep_request_order() {
+        let mut q = ReplyQueue::default();
+        q.sink().extend_from_slice(b"+A\r\n");
+        let s1 = q.hold(Merge::Single, 1);
+        q.sink().extend_from_slice(b"+C\r\n");
+        let s2 = q.hold(Merge::SumInts, 2);
+        q.sink().extend_from_slice(b"+E\r\n");
+        q.fill(s2, 1, b":2\r\n".to_vec());
+        q.fill(s2, 0, b":3\r\n".to_vec());
+        assert_eq!(q.ready, b"+A\r\n");
+        q.fill(s1, 0, b"+B\r\n".to_vec());
+        assert_eq!(q.ready, b"+A\r\n+B\r\n+C\r\n:5\r\n+E\r\n");
+        assert!(!q.is_holding());
+    }
+
+    #[test]
+    fn merges() {
+        let mut out = Vec::new();
+        let parts = [b"*1\r\n$1\r\na\r\n".to_vec(), b"*2\r\n$-1\r\n$1\r\nb\r\n".to_vec()];
+        merge_into(Merge::ConcatArrays, &parts, &[], &mut out);
+        assert_eq!(out, b"*3\r\n$1\r\na\r\n$-1\r\n$1\r\nb\r\n");
+        out.clear();
+        merge_into(Merge::Scatter, &parts, &[1, 0, 1], &mut out);
+        assert_eq!(out, b"*3\r\n$-1\r\n$1\r\na\r\n$1\r\nb\r\n");
+        out.clear();
+        merge_into(Merge::SumInts, &[b"-ERR x\r\n".to_vec(), b":1\r\n".to_vec()], &[], &mut out);
+        assert_eq!(out, b"-ERR x\r\n");
+    }
+}

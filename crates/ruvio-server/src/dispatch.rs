@@ -1,0 +1,286 @@
+//! From received bytes to replies: parse each command of the read batch, look it up,
+//! check arity and authentication once, route it by hash slot, run it.
+//!
+//! Routing (see DESIGN.md): in per-shard mode a key of another shard gets `MOVED`
+//! and keys in different slots get `CROSSSLOT`, as Redis Cluster; in forward mode
+//! the command runs where its keys live and the reply comes back through a held
+//! slot of the connection's reply queue, multi-key commands split and merged.
+
+use crate::cmd::Ctx;
+use crate::config::PortMode;
+use crate::conn::{ClientState, Conn, Merge, ReplyMode, ReplyQueue, SCAN_SHARD_SHIFT};
+use crate::forward::{run_engine_command, Tag};
+use crate::registry::{registry, Command, Handler};
+use crate::shard::ShardCore;
+use crate::slab::Slab;
+use crate::stats::TIMING_SAMPLE_EVERY;
+use ruvio_engine::command::flags::{ALL_SHARDS, NO_AUTH, SPLITTABLE};
+use ruvio_engine::command::ExecCtx;
+use ruvio_engine::slot::key_slot;
+use ruvio_resp::{Args, Parsed, Protocol, Reply};
+use std::time::Instant;
+
+/// Redis' CROSSSLOT error.
+pub const ERR_CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+
+/// Where a command runs.
+enum Route {
+    Local,
+    Moved(u16, usize),
+    CrossSlot,
+    /// Entirely on another shard.
+    Remote(usize),
+    /// Keys on several shards: the key positions each shard gets.
+    Split(Vec<(usize, Vec<usize>)>),
+    /// Every shard runs it and the replies merge.
+    AllShards,
+    /// SCAN: the shard in the cursor's high bits, with the shard-local cursor.
+    Scan(usize, u64),
+}
+
+/// Parse and run every complete command in the connection's input. Returns false
+/// when the connection must stop reading (it is closing).
+pub fn process_input(core: &mut ShardCore, conns: &mut Slab<Conn>, conn: &mut Conn, index: u32) -> bool {
+    if conn.input.len() < conn.input_need {
+        return true;
+    }
+    conn.input_need = 0;
+    let who = (index, conn.gen);
+    let Conn { input, parser, client, replies, .. } = conn;
+    let mut pos = 0;
+    while pos < input.len() && !client.closing {
+        match parser.parse(&input[pos..], &core.limits) {
+            Ok(Parsed::Complete { args, consumed }) => {
+                pos += consumed;
+                if !args.is_empty() {
+                    execute(core, conns, client, replies, who, args);
+                }
+            }
+            Ok(Parsed::Incomplete { need_bytes }) => {
+                conn.input_need = need_bytes;
+                break;
+            }
+            Err(e) => {
+                Reply::new(replies.sink(), client.proto).error(&e.message());
+                client.closing = true;
+            }
+        }
+    }
+    input.drain(..pos);
+    if input.len() > core.cfg.client_query_buffer_limit {
+        // Redis closes such a client without a reply (client-query-buffer-limit).
+        client.closing = true;
+    }
+    !client.closing
+}
+
+/// Run one command and leave its reply (or a held slot for it) in `replies`.
+fn execute(core: &mut ShardCore, conns: &mut Slab<Conn>, client: &mut ClientState, replies: &mut ReplyQueue, who: (u32, u32), args: Args<'_>) {
+    let Some(cmd) = registry().lookup(args.get(0)) else {
+        return Reply::new(replies.sink(), client.proto).error(&unknown_command(args));
+    };
+    if !cmd.meta.arity_ok(args.len()) {
+        let text = format!("ERR wrong number of arguments for '{}' command", cmd.meta.name);
+        return Reply::new(replies.sink(), client.proto).error(&text);
+    }
+    if !client.authenticated && !cmd.meta.has(NO_AUTH) {
+        return Reply::new(replies.sink(), client.proto).error("NOAUTH Authentication required.");
+    }
+    client.last_cmd = cmd.meta.name;
+    client.last_cmd_ms = core.now_ms;
+    core.stats.commands += 1;
+    if client.reply_mode == ReplyMode::SkipNext {
+        client.reply_mode = ReplyMode::Skip;
+    }
+    let stat = &mut core.stats.per_command[cmd.id];
+    stat.calls += 1;
+    let started = (stat.calls % TIMING_SAMPLE_EVERY == 0).then(Instant::now);
+    let before = replies.sink().len();
+    let holding_before = replies.is_holding();
+
+    match route(core, cmd, args) {
+        Route::Local => run_local(core, conns, client, replies, cmd, args),
+        Route::Moved(slot, shard) => {
+            let node = &core.topo.nodes[shard];
+            let text = format!("MOVED {slot} {}:{}", core.topo.host, node.port);
+            Reply::new(replies.sink(), client.proto).error(&text);
+        }
+        Route::CrossSlot => Reply::new(replies.sink(), client.proto).error(ERR_CROSSSLOT),
+        Route::Remote(shard) => {
+            let seq = replies.hold(Merge::Single, 1);
+            core.outbox.request(shard, core.id, tag(client, who, seq, 0), args.iter());
+        }
+        Route::Split(groups) => split(core, client, replies, who, cmd, args, groups),
+        Route::AllShards => {
+            let shards = core.topo.nodes.len();
+            let seq = replies.hold(cmd.merge.unwrap_or(Merge::Single), shards);
+            for shard in 0..shards {
+                send_part(core, client, replies, who, seq, shard, shard, args.iter());
+            }
+        }
+        Route::Scan(shard, inner) => {
+            let merge = Merge::Scan { shard: shard as u16, shards: core.topo.nodes.len() as u16 };
+            let seq = replies.hold(merge, 1);
+            let cursor = inner.to_string();
+            let rewritten = args.iter().enumerate().map(|(i, a)| if i == 1 { cursor.as_bytes() } else { a });
+            send_part(core, client, replies, who, seq, 0, shard, rewritten.collect::<Vec<_>>().into_iter());
+        }
+    }
+
+    if let Some(started) = started {
+        core.stats.per_command[cmd.id].usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
+    }
+    let sink = replies.sink();
+    if sink.get(before) == Some(&b'-') && !holding_before {
+        core.stats.per_command[cmd.id].failed += 1;
+    }
+    match client.reply_mode {
+        ReplyMode::Off => sink.truncate(before),
+        ReplyMode::Skip => {
+            sink.truncate(before);
+            client.reply_mode = ReplyMode::On;
+        }
+        _ => {}
+    }
+}
+
+/// Redis 7's text for an unknown command (arguments quoted, capped at 128 bytes, no newlines).
+fn unknown_command(args: Args<'_>) -> String {
+    let mut shown = String::new();
+    for arg in args.iter().skip(1) {
+        if shown.len() >= 128 {
+            break;
+        }
+        let room = 128 - shown.len();
+        let text = String::from_utf8_lossy(&arg[..arg.len().min(room)]).into_owned();
+        shown.push_str(&format!("'{text}' "));
+    }
+    let name = args.get(0);
+    let name = String::from_utf8_lossy(&name[..name.len().min(128)]);
+    format!("ERR unknown command '{name}', with args beginning with: {shown}").replace(['\r', '\n'], " ")
+}
+
+fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
+    Tag {
+        conn: who.0,
+        gen: who.1,
+        seq,
+        part,
+        db: client.db as u16,
+        resp3: client.proto == Protocol::Resp3,
+        no_touch: client.no_touch,
+    }
+}
+
+/// Run a command on this shard with the client's context.
+fn run_local(core: &mut ShardCore, conns: &mut Slab<Conn>, client: &mut ClientState, replies: &mut ReplyQueue, cmd: &Command, args: Args<'_>) {
+    let mut reply = Reply::new(replies.sink(), client.proto);
+    match cmd.handler {
+        Handler::Engine(handler) => {
+            let mut ctx = ExecCtx { db: client.db, now_ms: core.now_ms, no_touch: client.no_touch };
+            handler(&mut core.engine, &mut ctx, args, &mut reply);
+        }
+        Handler::Server(handler) => {
+            let mut ctx = Ctx { core, client, conns };
+            handler(&mut ctx, args, &mut reply);
+        }
+    }
+}
+
+/// Send part `part` of held slot `seq` to `shard`, or run it here when `shard` is this one.
+#[allow(clippy::too_many_arguments)]
+fn send_part<'a>(core: &mut ShardCore, client: &ClientState, replies: &mut ReplyQueue, who: (u32, u32), seq: u64, part: usize, shard: usize, args: impl ExactSizeIterator<Item = &'a [u8]>) {
+    let tag = tag(client, who, seq, part as u16);
+    if shard != core.id {
+        return core.outbox.request(shard, core.id, tag, args);
+    }
+    let mut encoded = Vec::new();
+    crate::forward::encode_command(&mut encoded, args);
+    let mut parser = ruvio_resp::CommandParser::default();
+    let mut out = Vec::new();
+    if let Ok(Parsed::Complete { args, .. }) = parser.parse(&encoded, &core.limits) {
+        run_engine_command(core, client.db, client.proto, client.no_touch, args, &mut out);
+    }
+    replies.fill(seq, part, out);
+}
+
+/// Split a multi-key command by shard: each shard gets its keys (with the arguments
+/// that follow each key up to the key step, e.g. MSET's values).
+fn split(core: &mut ShardCore, client: &ClientState, replies: &mut ReplyQueue, who: (u32, u32), cmd: &Command, args: Args<'_>, groups: Vec<(usize, Vec<usize>)>) {
+    let merge = cmd.merge.unwrap_or(Merge::Single);
+    let order: Vec<u16> = if merge == Merge::Scatter {
+        let mut order = Vec::new();
+        for pos in cmd.meta.keys.positions(args.len()) {
+            let owner = core.topo.key_owner(args.get(pos));
+            order.push(groups.iter().position(|(s, _)| *s == owner).unwrap_or(0) as u16);
+        }
+        order
+    } else {
+        Vec::new()
+    };
+    let seq = replies.hold_ordered(merge, groups.len(), order);
+    let step = cmd.meta.keys.step.max(1) as usize;
+    for (part, (shard, positions)) in groups.iter().enumerate() {
+        let mut sub: Vec<&[u8]> = vec![args.get(0)];
+        for &p in positions {
+            sub.extend((p..(p + step).min(args.len())).map(|i| args.get(i)));
+        }
+        send_part(core, client, replies, who, seq, part, *shard, sub.into_iter());
+    }
+}
+
+/// Decide where a command runs.
+fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
+    let shards = core.topo.nodes.len();
+    let forward = core.topo.mode == PortMode::Forward;
+    if !matches!(cmd.handler, Handler::Engine(_)) {
+        return Route::Local;
+    }
+    if forward && shards == 1 {
+        return Route::Local;
+    }
+    if cmd.meta.keys.first == 0 {
+        if forward && cmd.meta.has(ALL_SHARDS) {
+            return match cmd.merge {
+                Some(Merge::Scan { .. }) => scan_route(args),
+                _ => Route::AllShards,
+            };
+        }
+        return Route::Local;
+    }
+    let mut positions = cmd.meta.keys.positions(args.len());
+    let Some(first) = positions.next() else { return Route::Local };
+    if !forward {
+        let slot = key_slot(args.get(first));
+        if positions.any(|p| key_slot(args.get(p)) != slot) {
+            return Route::CrossSlot;
+        }
+        let owner = core.topo.owner(slot);
+        return if owner == core.id { Route::Local } else { Route::Moved(slot, owner) };
+    }
+    let owner = core.topo.key_owner(args.get(first));
+    let mut groups: Vec<(usize, Vec<usize>)> = vec![(owner, vec![first])];
+    for p in positions {
+        let o = core.topo.key_owner(args.get(p));
+        match groups.iter_mut().find(|(s, _)| *s == o) {
+            Some((_, ps)) => ps.push(p),
+            None => groups.push((o, vec![p])),
+        }
+    }
+    match groups.len() {
+        1 if owner == core.id => Route::Local,
+        1 => Route::Remote(owner),
+        _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
+        _ => Route::CrossSlot,
+    }
+}
+
+/// Route a SCAN by the shard named in its cursor; an unparsable cursor runs here
+/// so the engine answers with Redis' error.
+fn scan_route(args: Args<'_>) -> Route {
+    let cursor = std::str::from_utf8(args.get(1)).ok().and_then(|c| c.parse::<u64>().ok());
+    match cursor {
+        Some(c) => Route::Scan((c >> SCAN_SHARD_SHIFT) as usize, c & ((1 << SCAN_SHARD_SHIFT) - 1)),
+        None => Route::Local,
+    }
+}

@@ -1,0 +1,308 @@
+//! Work that crosses shards (forward mode): requests travel to the shard that owns
+//! their keys and replies come back, over glommio's lock-free SPSC channels.
+//!
+//! Messages are batched: everything one loop iteration produced for a shard goes
+//! as one message (one message per pipeline batch, not per command: a message
+//! costs about as much as a GET). Each message is followed by a write to the
+//! target's doorbell eventfd, which the target's ring is always reading, so a shard
+//! blocked in `io_uring_enter` wakes up for it.
+//!
+//! A request carries its commands re-encoded as RESP and a [`Tag`] per command
+//! naming the connection, the held reply slot and the part it fills.
+
+use crate::conn::{Conn, Merge};
+use crate::registry::Handler;
+use crate::shard::ShardCore;
+use crate::slab::Slab;
+use glommio::channels::shared_channel::{ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender};
+use ruvio_engine::command::ExecCtx;
+use ruvio_resp::{CommandParser, Parsed, Protocol, Reply};
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+/// How each cross-shard command's partial replies combine. One table, read when
+/// the registry is built; commands not listed never span shards.
+pub const CROSS_SHARD_MERGES: &[(&str, Merge)] = &[
+    ("del", Merge::SumInts),
+    ("unlink", Merge::SumInts),
+    ("exists", Merge::SumInts),
+    ("touch", Merge::SumInts),
+    ("mget", Merge::Scatter),
+    ("mset", Merge::AllOk),
+    ("dbsize", Merge::SumInts),
+    ("keys", Merge::ConcatArrays),
+    ("flushdb", Merge::AllOk),
+    ("flushall", Merge::AllOk),
+    ("swapdb", Merge::AllOk),
+    ("randomkey", Merge::FirstNonNull),
+    ("scan", Merge::Scan { shard: 0, shards: 0 }),
+];
+
+/// Messages in flight between two shards.
+pub const CHANNEL_MESSAGES_MAX: usize = 1024;
+
+/// Who a forwarded command's reply belongs to.
+#[derive(Clone, Copy, Debug)]
+pub struct Tag {
+    pub conn: u32,
+    pub gen: u32,
+    pub seq: u64,
+    pub part: u16,
+    pub db: u16,
+    pub resp3: bool,
+    pub no_touch: bool,
+}
+
+/// Commands for one shard, from one shard.
+#[derive(Debug, Default)]
+pub struct RequestBatch {
+    pub from: usize,
+    /// The commands, RESP-encoded, one per tag.
+    pub commands: Vec<u8>,
+    pub tags: Vec<Tag>,
+}
+
+/// Replies going back; `tags[i].1` is the length of reply i in `replies`.
+#[derive(Debug, Default)]
+pub struct ReplyBatch {
+    pub replies: Vec<u8>,
+    pub tags: Vec<(Tag, u32)>,
+}
+
+/// One message between shards.
+#[derive(Debug)]
+pub enum ShardMsg {
+    Requests(RequestBatch),
+    Replies(ReplyBatch),
+}
+
+/// What this shard will send to each other shard at the end of the loop iteration.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    requests: Vec<RequestBatch>,
+    replies: Vec<ReplyBatch>,
+}
+
+impl Outbox {
+    fn ensure(&mut self, shards: usize) {
+        if self.requests.len() < shards {
+            self.requests.resize_with(shards, Default::default);
+            self.replies.resize_with(shards, Default::default);
+        }
+    }
+
+    /// Queue a command (given as its arguments) for `shard`.
+    pub fn request<'a>(&mut self, shard: usize, from: usize, tag: Tag, args: impl ExactSizeIterator<Item = &'a [u8]>) {
+        self.ensure(shard + 1);
+        let batch = &mut self.requests[shard];
+        batch.from = from;
+        encode_command(&mut batch.commands, args);
+        batch.tags.push(tag);
+    }
+
+    /// Queue a reply for `shard`.
+    pub fn reply(&mut self, shard: usize, tag: Tag, bytes: &[u8]) {
+        self.ensure(shard + 1);
+        let batch = &mut self.replies[shard];
+        batch.replies.extend_from_slice(bytes);
+        batch.tags.push((tag, bytes.len() as u32));
+    }
+}
+
+/// Encode a command as a RESP multibulk.
+pub fn encode_command<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [u8]>) {
+    out.push(b'*');
+    out.extend_from_slice(args.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for arg in args {
+        out.push(b'$');
+        out.extend_from_slice(arg.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// The unconnected ends of every channel, made before the shards start.
+pub struct MeshPlan {
+    /// `senders[from][to]`
+    senders: Vec<Vec<Option<SharedSender<ShardMsg>>>>,
+    /// `receivers[to][from]`
+    receivers: Vec<Vec<Option<SharedReceiver<ShardMsg>>>>,
+    doorbells: Vec<RawFd>,
+}
+
+impl MeshPlan {
+    /// Channels between every ordered pair of `shards` shards, and their doorbells.
+    pub fn new(shards: usize) -> std::io::Result<MeshPlan> {
+        let mut senders: Vec<Vec<Option<SharedSender<ShardMsg>>>> = (0..shards).map(|_| (0..shards).map(|_| None).collect()).collect();
+        let mut receivers: Vec<Vec<Option<SharedReceiver<ShardMsg>>>> = (0..shards).map(|_| (0..shards).map(|_| None).collect()).collect();
+        for from in 0..shards {
+            for to in (0..shards).filter(|&to| to != from) {
+                let (tx, rx) = glommio::channels::shared_channel::new_bounded(CHANNEL_MESSAGES_MAX);
+                senders[from][to] = Some(tx);
+                receivers[to][from] = Some(rx);
+            }
+        }
+        let doorbells = (0..shards)
+            .map(|_| {
+                // SAFETY: plain syscall; the descriptor lives as long as the process.
+                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+                if fd < 0 {
+                    Err(std::io::Error::last_os_error())
+                } else {
+                    Ok(fd)
+                }
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(MeshPlan { senders, receivers, doorbells })
+    }
+
+    /// The ends shard `shard` owns.
+    pub fn take(&mut self, shard: usize) -> MeshEnds {
+        MeshEnds {
+            me: shard,
+            senders: std::mem::take(&mut self.senders[shard]),
+            receivers: std::mem::take(&mut self.receivers[shard]),
+            doorbells: self.doorbells.clone(),
+        }
+    }
+}
+
+/// One shard's unconnected channel ends (movable to its thread).
+pub struct MeshEnds {
+    me: usize,
+    senders: Vec<Option<SharedSender<ShardMsg>>>,
+    receivers: Vec<Option<SharedReceiver<ShardMsg>>>,
+    doorbells: Vec<RawFd>,
+}
+
+impl MeshEnds {
+    /// Connect the channel ends on the shard's own executor.
+    pub async fn connect(self) -> Mesh {
+        let mut senders = Vec::new();
+        for s in self.senders {
+            senders.push(match s {
+                Some(s) => Some(s.connect().await),
+                None => None,
+            });
+        }
+        let mut receivers = Vec::new();
+        for r in self.receivers {
+            receivers.push(match r {
+                Some(r) => Some(r.connect().await),
+                None => None,
+            });
+        }
+        Mesh { me: self.me, senders, receivers, doorbells: self.doorbells, backlog: VecDeque::new() }
+    }
+}
+
+/// A shard's connected channels.
+pub struct Mesh {
+    me: usize,
+    senders: Vec<Option<ConnectedSender<ShardMsg>>>,
+    receivers: Vec<Option<ConnectedReceiver<ShardMsg>>>,
+    doorbells: Vec<RawFd>,
+    /// Messages that found their channel full; retried every loop iteration.
+    backlog: VecDeque<(usize, ShardMsg)>,
+}
+
+impl Mesh {
+    /// The eventfd this shard's ring reads to wake up for messages.
+    pub fn my_doorbell(&self) -> RawFd {
+        self.doorbells[self.me]
+    }
+
+    /// Everything waiting in the incoming channels.
+    pub fn receive_all(&mut self) -> Vec<ShardMsg> {
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut messages = Vec::new();
+        for rx in self.receivers.iter_mut().flatten() {
+            while let Poll::Ready(Some(msg)) = futures_core::Stream::poll_next(Pin::new(&mut *rx), &mut cx) {
+                messages.push(msg);
+            }
+        }
+        messages
+    }
+
+    /// Send every non-empty batch of the outbox, then ring the doorbells of the shards that got mail.
+    pub fn ship(&mut self, outbox: &mut Outbox) {
+        for to in 0..outbox.requests.len() {
+            if !outbox.requests[to].tags.is_empty() {
+                self.backlog.push_back((to, ShardMsg::Requests(std::mem::take(&mut outbox.requests[to]))));
+            }
+            if !outbox.replies[to].tags.is_empty() {
+                self.backlog.push_back((to, ShardMsg::Replies(std::mem::take(&mut outbox.replies[to]))));
+            }
+        }
+        let mut woken = 0u64;
+        let mut retry = VecDeque::new();
+        while let Some((to, msg)) = self.backlog.pop_front() {
+            let Some(Some(tx)) = self.senders.get(to) else { continue };
+            match tx.try_send(msg) {
+                Ok(()) => woken |= 1 << (to % 64),
+                Err(msg) => retry.push_back((to, msg)),
+            }
+        }
+        self.backlog = retry;
+        for (to, &fd) in self.doorbells.iter().enumerate() {
+            if woken & (1 << (to % 64)) != 0 {
+                let one: u64 = 1;
+                // SAFETY: writing 8 bytes from a local to an eventfd we created.
+                unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+            }
+        }
+    }
+}
+
+/// Handle one message from another shard.
+pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
+    match msg {
+        ShardMsg::Requests(batch) => run_requests(core, batch),
+        ShardMsg::Replies(batch) => {
+            let mut offset = 0;
+            for (tag, len) in batch.tags {
+                let bytes = batch.replies[offset..offset + len as usize].to_vec();
+                offset += len as usize;
+                if let Some(conn) = conns.get_mut(tag.conn, tag.gen) {
+                    conn.replies.fill(tag.seq, tag.part as usize, bytes);
+                    core.dirty.push((tag.conn, tag.gen));
+                }
+            }
+        }
+    }
+}
+
+/// Execute forwarded commands against this shard's keyspace and queue the replies.
+fn run_requests(core: &mut ShardCore, batch: RequestBatch) {
+    let mut parser = CommandParser::default();
+    let mut offset = 0;
+    let mut out = Vec::new();
+    for tag in batch.tags {
+        out.clear();
+        let proto = if tag.resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
+        match parser.parse(&batch.commands[offset..], &core.limits) {
+            Ok(Parsed::Complete { args, consumed }) => {
+                offset += consumed;
+                run_engine_command(core, tag.db as usize, proto, tag.no_touch, args, &mut out);
+            }
+            _ => Reply::new(&mut out, proto).error("ERR internal: malformed forwarded command"),
+        }
+        core.outbox.reply(batch.from, tag, &out);
+    }
+}
+
+/// Run an engine command on this shard, appending its reply to `out`.
+pub fn run_engine_command(core: &mut ShardCore, db: usize, proto: Protocol, no_touch: bool, args: ruvio_resp::Args<'_>, out: &mut Vec<u8>) {
+    let mut reply = Reply::new(out, proto);
+    match crate::registry::registry().lookup(args.get(0)).map(|c| c.handler) {
+        Some(Handler::Engine(handler)) => {
+            let mut ctx = ExecCtx { db, now_ms: core.now_ms, no_touch };
+            handler(&mut core.engine, &mut ctx, args, &mut reply);
+        }
+        _ => reply.error("ERR internal: not a keyspace command"),
+    }
+}

@@ -1,0 +1,81 @@
+//! `ruvio`: start one pinned glommio executor per shard, each owning its slice of
+//! the keyspace and its sockets, and wait for them.
+
+mod cmd;
+mod config;
+mod conn;
+mod dispatch;
+mod forward;
+mod glob;
+mod net;
+mod registry;
+mod shard;
+mod slab;
+mod stats;
+mod topology;
+
+use clap::Parser;
+use config::{Cli, Config};
+use glommio::{LocalExecutorBuilder, Placement};
+use std::sync::Arc;
+
+/// Bytes of I/O buffers glommio registers per executor. Ruvio's sockets use its own
+/// ring, so glommio needs little (its default is 10 MiB per shard).
+const GLOMMIO_IO_MEMORY_BYTES: usize = 256 << 10;
+
+fn main() {
+    let cfg = match Config::load(Cli::parse()) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("ruvio: {e}");
+            std::process::exit(1);
+        }
+    };
+    let registry = registry::registry();
+    let topo = Arc::new(topology::Topology::new(&cfg));
+    let shared = Arc::new(stats::Shared::new(cfg.shards, cfg.databases, shard::unix_ms()));
+    let mut mesh = if cfg.shards > 1 {
+        Some(forward::MeshPlan::new(cfg.shards).unwrap_or_else(|e| fail(&format!("cannot create shard channels: {e}"))))
+    } else {
+        None
+    };
+    eprintln!(
+        "ruvio {}: {} shard(s), {} mode, {} commands, listening on {}:{}{}",
+        env!("CARGO_PKG_VERSION"),
+        cfg.shards,
+        cfg.port_mode.name(),
+        registry.commands.len(),
+        cfg.bind,
+        cfg.port,
+        if cfg.port_mode == config::PortMode::PerShard { format!("-{}", cfg.shard_port(cfg.shards - 1)) } else { String::new() },
+    );
+    let mut handles = Vec::new();
+    for id in 0..cfg.shards {
+        let (cfg, topo, shared) = (cfg.clone(), topo.clone(), shared.clone());
+        let ends = mesh.as_mut().map(|m| m.take(id));
+        let cpu = cfg.cpus[id];
+        let handle = LocalExecutorBuilder::new(Placement::Fixed(cpu))
+            .name(&format!("ruvio-shard-{id}"))
+            .io_memory(GLOMMIO_IO_MEMORY_BYTES)
+            .spawn(move || async move {
+                let mesh = match ends {
+                    Some(ends) => Some(ends.connect().await),
+                    None => None,
+                };
+                match shard::Shard::new(id, cfg, topo, shared, mesh) {
+                    Ok(shard) => shard.run().await,
+                    Err(e) => fail(&format!("shard {id}: {e}")),
+                }
+            })
+            .unwrap_or_else(|e| fail(&format!("cannot start shard {id} on CPU {cpu}: {e}")));
+        handles.push(handle);
+    }
+    for handle in handles {
+        let _ = handle.join();
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("ruvio: {message}");
+    std::process::exit(1);
+}

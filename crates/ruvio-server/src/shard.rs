@@ -1,0 +1,391 @@
+//! One shard: a pinned thread running a glommio executor whose single task drives
+//! the shard's sockets through an io_uring ring of its own (see docs/runtime.md
+//! for why the sockets are not on glommio's ring).
+//!
+//! The loop: wait for completions (one `io_uring_enter` that also submits), handle
+//! them (accept, receive → parse → execute → replies, send done), take messages
+//! from the other shards, ship forwarded work, start one send per connection with
+//! new replies, run the background tick. Everything the shard owns (keyspace,
+//! connections) is touched only by this thread.
+
+use crate::config::Config;
+use crate::conn::{ClientState, Conn, ReplyMode, ReplyQueue};
+use crate::dispatch;
+use crate::forward::{Mesh, Outbox};
+use crate::slab::Slab;
+use crate::stats::{Shared, ShardStats};
+use crate::topology::Topology;
+use io_uring::{cqueue, opcode, types, IoUring};
+use ruvio_engine::Engine;
+use ruvio_resp::{Limits, Protocol};
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Submission queue entries; completions get twice as many (kernel default).
+const RING_ENTRIES: u32 = 4096;
+/// Bytes a connection's input buffer starts with and grows by.
+const INPUT_CHUNK_BYTES: usize = 16 * 1024;
+/// Stop reading from a client whose unsent replies exceed this (it is not reading).
+const OUTPUT_PAUSE_BYTES: usize = 64 << 20;
+/// The background tick (gauges, active expiry).
+const TICK: Duration = Duration::from_millis(10);
+/// Keys examined by active expiry per tick, so a tick never pauses the shard.
+const EXPIRE_KEYS_PER_TICK: usize = 500;
+
+/// Operation kinds carried in the top byte of a completion's user data.
+const OP_ACCEPT: u64 = 1;
+const OP_RECV: u64 = 2;
+const OP_SEND: u64 = 3;
+const OP_DOORBELL: u64 = 4;
+
+fn token(op: u64, gen: u32, index: u32) -> u64 {
+    (op << 56) | ((gen as u64) << 32) | index as u64
+}
+
+fn untoken(data: u64) -> (u64, u32, u32) {
+    (data >> 56, ((data >> 32) & 0x00ff_ffff) as u32, data as u32)
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The shard's state that commands may touch (everything but the connections).
+pub struct ShardCore {
+    pub id: usize,
+    pub cfg: Config,
+    pub engine: Engine,
+    pub topo: Arc<Topology>,
+    pub shared: Arc<Shared>,
+    pub stats: ShardStats,
+    pub limits: Limits,
+    /// Wall clock read once per loop iteration.
+    pub now_ms: u64,
+    /// Connections whose replies changed since the last flush: (index, generation).
+    pub dirty: Vec<(u32, u32)>,
+    /// Work for other shards, shipped once per loop iteration.
+    pub outbox: Outbox,
+}
+
+/// A shard with its sockets.
+pub struct Shard {
+    pub core: ShardCore,
+    pub conns: Slab<Conn>,
+    ring: IoUring,
+    listener: socket2::Socket,
+    mesh: Option<Mesh>,
+    doorbell_value: Box<u64>,
+    next_tick_ms: u64,
+}
+
+impl Shard {
+    /// Set up shard `id`: its keyspace, ring and listening socket.
+    pub fn new(id: usize, cfg: Config, topo: Arc<Topology>, shared: Arc<Shared>, mesh: Option<Mesh>) -> std::io::Result<Shard> {
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_coop_taskrun()
+            .setup_taskrun_flag()
+            .build(RING_ENTRIES)?;
+        let listener = crate::net::listen(&cfg.bind, cfg.shard_port(id), cfg.shards > 1 && cfg.port_mode == crate::config::PortMode::Forward)?;
+        let limits = Limits {
+            bulk_bytes_max: cfg.proto_max_bulk_len,
+            ..Limits::default()
+        };
+        let mut stats = ShardStats::default();
+        stats.per_command = vec![Default::default(); crate::registry::registry().commands.len()];
+        let engine = Engine::new(cfg.databases);
+        Ok(Shard {
+            core: ShardCore { id, cfg, engine, topo, shared, stats, limits, now_ms: unix_ms(), dirty: Vec::new(), outbox: Outbox::default() },
+            conns: Slab::default(),
+            ring,
+            listener,
+            mesh,
+            doorbell_value: Box::new(0),
+            next_tick_ms: 0,
+        })
+    }
+
+    /// Run the shard until the process exits.
+    pub async fn run(mut self) {
+        self.arm_accept();
+        self.arm_doorbell();
+        let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(RING_ENTRIES as usize);
+        loop {
+            self.wait_for_completions();
+            self.core.now_ms = unix_ms();
+            completions.clear();
+            completions.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+            for &(data, result, flags) in &completions {
+                self.complete(data, result, flags);
+            }
+            self.take_mesh_messages();
+            self.ship_outbox();
+            self.flush_dirty();
+            if self.core.now_ms >= self.next_tick_ms {
+                self.tick();
+            }
+            glommio::yield_if_needed().await;
+        }
+    }
+
+    /// Submit queued operations and wait for at least one completion or the next tick.
+    fn wait_for_completions(&mut self) {
+        let wait_ms = self.next_tick_ms.saturating_sub(unix_ms()).min(TICK.as_millis() as u64);
+        let ts = types::Timespec::new().nsec((wait_ms as u32) * 1_000_000);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => {}
+            Err(e) => panic!("io_uring_enter failed: {e}"),
+        }
+    }
+
+    /// Queue one submission, making room by submitting when the queue is full.
+    fn push(&mut self, entry: io_uring::squeue::Entry) {
+        // SAFETY: every buffer referenced by an entry lives in a connection (or the
+        // shard) that is not freed or resized until the operation completes.
+        unsafe {
+            while self.ring.submission().push(&entry).is_err() {
+                let _ = self.ring.submit();
+            }
+        }
+    }
+
+    fn arm_accept(&mut self) {
+        use std::os::fd::AsRawFd;
+        let fd = self.listener.as_raw_fd();
+        self.push(opcode::AcceptMulti::new(types::Fd(fd)).flags(libc::SOCK_CLOEXEC).build().user_data(token(OP_ACCEPT, 0, 0)));
+    }
+
+    fn arm_doorbell(&mut self) {
+        let Some(fd) = self.mesh.as_ref().map(|m| m.my_doorbell()) else { return };
+        let buf = &mut *self.doorbell_value as *mut u64 as *mut u8;
+        self.push(opcode::Read::new(types::Fd(fd), buf, 8).build().user_data(token(OP_DOORBELL, 0, 0)));
+    }
+
+    fn complete(&mut self, data: u64, result: i32, flags: u32) {
+        let (op, gen, index) = untoken(data);
+        match op {
+            OP_ACCEPT => {
+                if result >= 0 {
+                    self.accepted(result);
+                }
+                if !cqueue::more(flags) {
+                    self.arm_accept();
+                }
+            }
+            OP_RECV => self.received(index, gen, result),
+            OP_SEND => self.sent(index, gen, result),
+            OP_DOORBELL => self.arm_doorbell(),
+            _ => {}
+        }
+    }
+
+    fn accepted(&mut self, fd: RawFd) {
+        let sock = crate::net::adopt(fd);
+        let client_id = self.core.shared.next_client_id();
+        let now = self.core.now_ms;
+        let authenticated = self.core.cfg.requirepass.is_none();
+        let mut conn_gen = 0;
+        let index = self.conns.insert_with(|_, gen| {
+            conn_gen = gen;
+            Conn {
+            fd,
+            gen,
+            input: Vec::with_capacity(INPUT_CHUNK_BYTES),
+            input_need: 0,
+            parser: Default::default(),
+            client: ClientState {
+                id: client_id,
+                name: Vec::new(),
+                lib_name: Vec::new(),
+                lib_ver: Vec::new(),
+                db: 0,
+                proto: Protocol::Resp2,
+                authenticated,
+                no_evict: false,
+                no_touch: false,
+                reply_mode: ReplyMode::On,
+                readonly: false,
+                peer: sock.0,
+                local: sock.1,
+                created_ms: now,
+                last_cmd_ms: now,
+                last_cmd: "NULL",
+                fd,
+                closing: false,
+            },
+            replies: ReplyQueue::default(),
+            sending: Vec::new(),
+            send_offset: 0,
+            recv_in_flight: false,
+            send_in_flight: false,
+            shut: false,
+        }
+        });
+        self.core.stats.connections_received += 1;
+        self.arm_recv(index, conn_gen);
+    }
+
+    fn arm_recv(&mut self, index: u32, gen: u32) {
+        let Some(conn) = self.conns.get_mut(index, gen) else { return };
+        if conn.recv_in_flight || conn.shut || conn.client.closing {
+            return;
+        }
+        let want = INPUT_CHUNK_BYTES.max(conn.input_need.saturating_sub(conn.input.len()));
+        if conn.input.capacity() - conn.input.len() < INPUT_CHUNK_BYTES / 4 || conn.input.capacity() - conn.input.len() < want.min(1 << 30) {
+            conn.input.reserve(want);
+        }
+        let spare = conn.input.capacity() - conn.input.len();
+        let ptr = conn.input.as_mut_ptr().wrapping_add(conn.input.len());
+        conn.recv_in_flight = true;
+        let fd = conn.fd;
+        self.push(opcode::Recv::new(types::Fd(fd), ptr, spare.min(u32::MAX as usize) as u32).build().user_data(token(OP_RECV, gen, index)));
+    }
+
+    fn received(&mut self, index: u32, gen: u32, result: i32) {
+        let Some(mut conn) = self.conns.take(index, gen) else { return };
+        conn.recv_in_flight = false;
+        if result <= 0 || conn.shut {
+            self.conns.restore(index, conn);
+            self.close(index, gen);
+            return;
+        }
+        // SAFETY: the kernel wrote `result` bytes into the spare capacity we lent it.
+        unsafe { conn.input.set_len(conn.input.len() + result as usize) };
+        self.core.stats.net_input_bytes += result as u64;
+        let ok = dispatch::process_input(&mut self.core, &mut self.conns, &mut conn);
+        let paused = conn.replies.ready.len() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
+        self.conns.restore(index, conn);
+        self.core.dirty.push((index, gen));
+        if ok && !paused {
+            self.arm_recv(index, gen);
+        }
+    }
+
+    fn sent(&mut self, index: u32, gen: u32, result: i32) {
+        let Some(conn) = self.conns.get_mut(index, gen) else { return };
+        conn.send_in_flight = false;
+        if result < 0 || conn.shut {
+            self.close(index, gen);
+            return;
+        }
+        conn.send_offset += result as usize;
+        self.core.stats.net_output_bytes += result as u64;
+        if conn.send_offset >= conn.sending.len() {
+            conn.sending.clear();
+            conn.send_offset = 0;
+        }
+        self.start_send(index, gen);
+        // A paused reader may resume once its backlog is gone.
+        if let Some(conn) = self.conns.get_mut(index, gen) {
+            if !conn.recv_in_flight && conn.sending.is_empty() && !conn.client.closing {
+                self.arm_recv(index, gen);
+            }
+        }
+    }
+
+    /// Start a send of whatever is ready, unless one is in flight; close a finished closing connection.
+    fn start_send(&mut self, index: u32, gen: u32) {
+        let Some(conn) = self.conns.get_mut(index, gen) else { return };
+        if conn.send_in_flight || conn.shut {
+            return;
+        }
+        if conn.sending.is_empty() {
+            std::mem::swap(&mut conn.sending, &mut conn.replies.ready);
+            conn.send_offset = 0;
+        }
+        if conn.sending.is_empty() {
+            if conn.client.closing && !conn.replies.is_holding() {
+                self.close(index, gen);
+            }
+            return;
+        }
+        let rest = &conn.sending[conn.send_offset..];
+        let (ptr, len, fd) = (rest.as_ptr(), rest.len().min(u32::MAX as usize) as u32, conn.fd);
+        conn.send_in_flight = true;
+        self.push(opcode::Send::new(types::Fd(fd), ptr, len).flags(libc::MSG_NOSIGNAL).build().user_data(token(OP_SEND, gen, index)));
+    }
+
+    /// Shut the socket down; the slot is freed once no operation is in flight.
+    fn close(&mut self, index: u32, gen: u32) {
+        let Some(conn) = self.conns.get_mut(index, gen) else { return };
+        if !conn.shut {
+            conn.shut = true;
+            // SAFETY: plain syscall on a descriptor this connection owns.
+            unsafe { libc::shutdown(conn.fd, libc::SHUT_RDWR) };
+        }
+        if !conn.recv_in_flight && !conn.send_in_flight {
+            // SAFETY: no operation references the descriptor any more.
+            unsafe { libc::close(conn.fd) };
+            self.conns.remove(index);
+        }
+    }
+
+    fn flush_dirty(&mut self) {
+        let dirty = std::mem::take(&mut self.core.dirty);
+        for &(index, gen) in &dirty {
+            self.start_send(index, gen);
+        }
+        let mut dirty = dirty;
+        dirty.clear();
+        if self.core.dirty.is_empty() {
+            self.core.dirty = dirty;
+        }
+        // Connections marked closing by another client (CLIENT KILL) are found here.
+        let killed: Vec<(u32, u32)> = self.conns.iter().filter(|(_, c)| c.client.closing && !c.send_in_flight && c.sending.is_empty() && c.replies.ready.is_empty()).map(|(i, c)| (i, c.gen)).collect();
+        for (index, gen) in killed {
+            self.close(index, gen);
+        }
+    }
+
+    fn take_mesh_messages(&mut self) {
+        let Some(mesh) = self.mesh.as_mut() else { return };
+        let messages = mesh.receive_all();
+        for message in messages {
+            crate::forward::handle(&mut self.core, &mut self.conns, message);
+        }
+    }
+
+    fn ship_outbox(&mut self) {
+        if let Some(mesh) = self.mesh.as_mut() {
+            mesh.ship(&mut self.core.outbox);
+        }
+    }
+
+    /// Background work: publish gauges, expire keys in a small slice.
+    fn tick(&mut self) {
+        self.next_tick_ms = self.core.now_ms + TICK.as_millis() as u64;
+        self.core.engine.active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
+        self.publish_gauges();
+    }
+
+    fn publish_gauges(&self) {
+        let core = &self.core;
+        let g = &core.shared.shards[core.id];
+        let engine_stats = core.engine.stats();
+        g.clients.store(self.conns.len() as u64, Relaxed);
+        g.commands.store(core.stats.commands, Relaxed);
+        g.connections_received.store(core.stats.connections_received, Relaxed);
+        g.net_input_bytes.store(core.stats.net_input_bytes, Relaxed);
+        g.net_output_bytes.store(core.stats.net_output_bytes, Relaxed);
+        g.expired_keys.store(engine_stats.expired_keys, Relaxed);
+        g.keyspace_hits.store(engine_stats.keyspace_hits, Relaxed);
+        g.keyspace_misses.store(engine_stats.keyspace_misses, Relaxed);
+        g.used_memory.store(core.engine.used_memory_bytes() as u64, Relaxed);
+        for (keys, expires) in &g.keys {
+            keys.store(0, Relaxed);
+            expires.store(0, Relaxed);
+        }
+        for (db, keys, expires) in core.engine.keyspace_info() {
+            if let Some((k, e)) = g.keys.get(db) {
+                k.store(keys as u64, Relaxed);
+                e.store(expires as u64, Relaxed);
+            }
+        }
+    }
+}
