@@ -7,10 +7,23 @@
 //! protocol error whose text is exactly what Redis sends before closing.
 //!
 //! Arguments are spans into the caller's read buffer (zero copy); only inline
-//! commands with quotes are unescaped into the parser's scratch buffer.
+//! commands are unescaped into the parser's scratch buffer.
+//!
+//! Replies are encoded with [`Reply`]; replies that travel between shards as bytes
+//! are split and merged with [`reply_len`], [`parse_int_reply`] and [`array_body`].
+//! Doubles use [`format_double_g17`], Redis 7.0's `%.17g`.
 
+#![warn(missing_docs)]
+
+mod double;
 mod parse;
 mod reply;
+mod scan;
 
-pub use parse::{Args, ArgsIter, CommandParser, Limits, Parsed, ProtocolError};
+pub use double::format_double_g17;
+pub use parse::{
+    Args, ArgsIter, CommandParser, Limits, Parsed, ProtocolError, BULK_BYTES_MAX, INLINE_BYTES_MAX,
+    MULTIBULK_LEN_MAX,
+};
 pub use reply::{Protocol, Reply};
+pub use scan::{array_body, parse_int_reply, reply_len, scan_reply, MalformedReply};

@@ -35,6 +35,14 @@ pub enum Durability {
     Memory,
 }
 
+impl Durability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Memory => "memory",
+        }
+    }
+}
+
 /// Command-line flags; each overrides the same setting from the config file.
 #[derive(Parser, Debug, Default)]
 #[command(name = "ruvio", version, about = "Ruvio: a thread-per-core, Redis-compatible in-memory store")]

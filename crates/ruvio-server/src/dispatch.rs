@@ -61,7 +61,7 @@ pub fn process_input(core: &mut ShardCore, conns: &mut Slab<Conn>, conn: &mut Co
                 break;
             }
             Err(e) => {
-                Reply::new(replies.sink(), client.proto).error(&e.message());
+                e.write_reply(replies.sink());
                 client.closing = true;
             }
         }

@@ -244,7 +244,9 @@ impl Mesh {
             let Some(Some(tx)) = self.senders.get(to) else { continue };
             match tx.try_send(msg) {
                 Ok(()) => woken |= 1 << (to % 64),
-                Err(msg) => retry.push_back((to, msg)),
+                Err(glommio::GlommioError::WouldBlock(glommio::ResourceType::Channel(msg))) => retry.push_back((to, msg)),
+                // The other shard is gone: the process is exiting.
+                Err(_) => {}
             }
         }
         self.backlog = retry;

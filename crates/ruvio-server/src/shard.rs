@@ -258,7 +258,7 @@ impl Shard {
         // SAFETY: the kernel wrote `result` bytes into the spare capacity we lent it.
         unsafe { conn.input.set_len(conn.input.len() + result as usize) };
         self.core.stats.net_input_bytes += result as u64;
-        let ok = dispatch::process_input(&mut self.core, &mut self.conns, &mut conn);
+        let ok = dispatch::process_input(&mut self.core, &mut self.conns, &mut conn, index);
         let paused = conn.replies.ready.len() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
         self.conns.restore(index, conn);
         self.core.dirty.push((index, gen));

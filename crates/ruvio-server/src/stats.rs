@@ -11,7 +11,6 @@ use std::time::Instant;
 pub struct ShardStats {
     pub commands: u64,
     pub connections_received: u64,
-    pub rejected_connections: u64,
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     /// Per command id: calls, sampled microseconds, failed calls.

@@ -7,7 +7,6 @@
 
 use super::{dispatch_sub, meta, reply_help, Ctx, ServerCommand, SubCommand, ERR_SYNTAX};
 use crate::conn::{ClientState, ReplyMode};
-use ruvio_engine::command::flags::*;
 use ruvio_resp::{Args, Protocol, Reply};
 
 /// The client family's table.

@@ -299,7 +299,7 @@ const PARAMS: &[Param] = &[
     Param { name: "io-threads", get: |_| "1".into(), set: None },
     Param { name: "shards", get: |c| c.cfg.shards.to_string(), set: None },
     Param { name: "port-mode", get: |c| c.cfg.port_mode.name().into(), set: None },
-    Param { name: "durability", get: |_| "memory".into(), set: None },
+    Param { name: "durability", get: |c| c.cfg.durability.name().into(), set: None },
 ];
 
 const CONFIG_SUBCOMMANDS: &[SubCommand] = &[

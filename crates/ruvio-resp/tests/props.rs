@@ -1,0 +1,221 @@
+//! Property tests of the request parser: round trips, every split point of a
+//! pipelined stream, arbitrary bytes, and the two promises the server relies on:
+//! `need_bytes` is a true lower bound, and an answer never changes once given.
+
+mod common;
+
+use common::{encode_multibulk, parse_once, Argv, Outcome};
+use proptest::prelude::*;
+use ruvio_resp::{CommandParser, Limits};
+
+fn argv_strategy() -> impl Strategy<Value = Argv> {
+    proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..8)
+}
+
+/// Bytes that steer the parser into its interesting paths, mixed with anything.
+fn protocolish_bytes(max_len: usize) -> impl Strategy<Value = Vec<u8>> {
+    let byte = prop_oneof![
+        3 => proptest::sample::select(b"*$\r\n0123456789-+ \t\"'\\x".to_vec()),
+        1 => any::<u8>(),
+    ];
+    proptest::collection::vec(byte, 0..max_len)
+}
+
+/// A token with no quote, backslash or whitespace: inline sends it verbatim.
+fn safe_token() -> impl Strategy<Value = Vec<u8>> {
+    proptest::string::string_regex("[A-Za-z0-9_.:{}-]{1,12}")
+        .expect("valid regex")
+        .prop_map(String::into_bytes)
+}
+
+/// Small limits so that random inputs reach every limit check.
+fn small_limits() -> Limits {
+    Limits {
+        bulk_bytes_max: 40,
+        multibulk_len_max: 6,
+        inline_bytes_max: 24,
+    }
+}
+
+/// Parse `buf` command by command: the commands found and what ended the walk.
+fn drain(parser: &mut CommandParser, buf: &[u8], limits: &Limits) -> (Vec<Argv>, Outcome) {
+    let mut commands = Vec::new();
+    let mut offset = 0;
+    loop {
+        match parse_once(parser, &buf[offset..], limits) {
+            Outcome::Complete { argv, consumed } => {
+                assert!(consumed > 0 && consumed <= buf.len() - offset);
+                commands.push(argv);
+                offset += consumed;
+            }
+            Outcome::Incomplete { need_bytes } => {
+                assert!(
+                    need_bytes > buf.len() - offset,
+                    "need_bytes must exceed what is there"
+                );
+                return (
+                    commands,
+                    Outcome::Incomplete {
+                        need_bytes: offset + need_bytes,
+                    },
+                );
+            }
+            error => return (commands, error),
+        }
+    }
+}
+
+/// The inline encoding of one argument with double quotes: printable bytes as they
+/// are, everything else (and `"`, `\`) escaped.
+fn quote(arg: &[u8]) -> Vec<u8> {
+    let mut out = vec![b'"'];
+    for &b in arg {
+        match b {
+            b'"' | b'\\' => out.extend_from_slice(&[b'\\', b]),
+            0x20..=0x7e => out.push(b),
+            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// (1) Any argv, encoded as multibulk, parses back identical.
+    #[test]
+    fn multibulk_round_trip(argv in argv_strategy()) {
+        let encoded = encode_multibulk(&argv);
+        let mut parser = CommandParser::new();
+        let got = parse_once(&mut parser, &encoded, &Limits::default());
+        prop_assert_eq!(got, Outcome::Complete { argv, consumed: encoded.len() });
+    }
+
+    /// (2) A pipelined stream fed in two reads, split at every point, yields the
+    /// same commands; every `need_bytes` on the way is at most the end of the
+    /// command being waited for.
+    #[test]
+    fn pipelined_stream_split_anywhere(
+        commands in proptest::collection::vec(
+            prop_oneof![
+                3 => argv_strategy().prop_map(|a| (a, false)),
+                1 => proptest::collection::vec(safe_token(), 0..4).prop_map(|a| (a, true)),
+            ],
+            1..5,
+        ),
+    ) {
+        let mut stream = Vec::new();
+        let mut ends = Vec::new();
+        for (argv, inline) in &commands {
+            if *inline {
+                stream.extend_from_slice(&argv.join(&b' '));
+                stream.extend_from_slice(b"\r\n");
+            } else {
+                stream.extend_from_slice(&encode_multibulk(argv));
+            }
+            ends.push(stream.len());
+        }
+        let expected: Vec<Argv> = commands.into_iter().map(|(argv, _)| argv).collect();
+        let limits = Limits::default();
+        let mut parser = CommandParser::new();
+        for split in 0..=stream.len() {
+            let (first, end) = drain(&mut parser, &stream[..split], &limits);
+            let Outcome::Incomplete { need_bytes } = end else {
+                panic!("split {split}: {end:?}");
+            };
+            // The command being waited for is the next unfinished one.
+            let waiting_for = ends[first.len().min(ends.len() - 1)];
+            prop_assert!(first.len() == expected.len() || need_bytes <= waiting_for);
+            let consumed: usize = if first.is_empty() { 0 } else { ends[first.len() - 1] };
+            let (rest, end) = drain(&mut parser, &stream[consumed..], &limits);
+            let ended_waiting = matches!(end, Outcome::Incomplete { .. });
+            prop_assert!(ended_waiting);
+            let mut all = first;
+            all.extend(rest);
+            prop_assert_eq!(&all, &expected);
+        }
+    }
+
+    /// (3) Arbitrary bytes never panic, under default and small limits.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in protocolish_bytes(400)) {
+        let mut parser = CommandParser::new();
+        drain(&mut parser, &bytes, &Limits::default());
+        drain(&mut parser, &bytes, &small_limits());
+    }
+
+    /// An answer depends only on a prefix: once complete or an error, more bytes
+    /// change nothing; while incomplete, nothing changes before `need_bytes`.
+    #[test]
+    fn answers_are_prefix_stable(bytes in protocolish_bytes(120), small in any::<bool>()) {
+        let limits = if small { small_limits() } else { Limits::default() };
+        let mut parser = CommandParser::new();
+        let outcomes: Vec<Outcome> =
+            (0..=bytes.len()).map(|k| parse_once(&mut parser, &bytes[..k], &limits)).collect();
+        for (k, outcome) in outcomes.iter().enumerate() {
+            match outcome {
+                Outcome::Incomplete { need_bytes } => {
+                    prop_assert!(*need_bytes > k);
+                    for later in outcomes.iter().take(*need_bytes).skip(k) {
+                        let still_waiting = matches!(later, Outcome::Incomplete { .. });
+                        prop_assert!(still_waiting,
+                            "prefix {} said need {} but a shorter prefix gave {:?}", k, need_bytes, later);
+                    }
+                }
+                done => {
+                    if let Some(next) = outcomes.get(k + 1) {
+                        prop_assert_eq!(next, done);
+                    }
+                }
+            }
+        }
+    }
+
+    /// (4) Inline commands of plain tokens, with any spacing, round trip.
+    #[test]
+    fn inline_tokens_round_trip(
+        tokens in proptest::collection::vec(safe_token(), 1..8),
+        gaps in proptest::collection::vec(proptest::sample::select(vec![" ", "\t", "  ", " \t "]), 9),
+        crlf in any::<bool>(),
+    ) {
+        let mut line = gaps[0].as_bytes().to_vec();
+        for (token, gap) in tokens.iter().zip(&gaps[1..]) {
+            line.extend_from_slice(token);
+            line.extend_from_slice(gap.as_bytes());
+        }
+        line.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+        let got = parse_once(&mut CommandParser::new(), &line, &Limits::default());
+        prop_assert_eq!(got, Outcome::Complete { argv: tokens, consumed: line.len() });
+    }
+
+    /// Any bytes survive double-quoted inline encoding with escapes.
+    #[test]
+    fn inline_quoted_round_trip(argv in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 1..5)) {
+        let mut line = Vec::new();
+        for arg in &argv {
+            line.extend_from_slice(&quote(arg));
+            line.push(b' ');
+        }
+        line.extend_from_slice(b"\r\n");
+        let got = parse_once(&mut CommandParser::new(), &line, &Limits::default());
+        prop_assert_eq!(got, Outcome::Complete { argv, consumed: line.len() });
+    }
+
+    /// Single quotes keep everything literal except `\'`.
+    #[test]
+    fn inline_single_quoted_round_trip(arg in proptest::collection::vec(any::<u8>().prop_filter("no LF or backslash", |b| *b != b'\n' && *b != b'\\'), 0..30)) {
+        let mut line = b"SET k '".to_vec();
+        for &b in &arg {
+            if b == b'\'' {
+                line.extend_from_slice(b"\\'");
+            } else {
+                line.push(b);
+            }
+        }
+        line.extend_from_slice(b"'\n");
+        let got = parse_once(&mut CommandParser::new(), &line, &Limits::default());
+        let argv = vec![b"SET".to_vec(), b"k".to_vec(), arg];
+        prop_assert_eq!(got, Outcome::Complete { argv, consumed: line.len() });
+    }
+}
