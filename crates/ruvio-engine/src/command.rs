@@ -7,21 +7,37 @@ use ruvio_resp::{Args, Reply};
 
 /// Command flags (Redis' `CMD_*`), as a bit set.
 pub mod flags {
+    /// May modify the dataset.
     pub const WRITE: u32 = 1 << 0;
+    /// Only reads data.
     pub const READONLY: u32 = 1 << 1;
+    /// May grow memory: refused when out of memory.
     pub const DENYOOM: u32 = 1 << 2;
+    /// Administrative command.
     pub const ADMIN: u32 = 1 << 3;
+    /// Pub/Sub related.
     pub const PUBSUB: u32 = 1 << 4;
+    /// Not allowed in scripts.
     pub const NOSCRIPT: u32 = 1 << 5;
+    /// May block the client.
     pub const BLOCKING: u32 = 1 << 6;
+    /// Allowed while the dataset loads.
     pub const LOADING: u32 = 1 << 7;
+    /// Allowed on a replica with stale data.
     pub const STALE: u32 = 1 << 8;
+    /// Not shown to MONITOR.
     pub const SKIP_MONITOR: u32 = 1 << 9;
+    /// Not recorded in the slow log.
     pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    /// O(1) or O(log N): eligible for the lean dispatch path.
     pub const FAST: u32 = 1 << 11;
+    /// Allowed before AUTH.
     pub const NO_AUTH: u32 = 1 << 12;
+    /// May produce replication traffic.
     pub const MAY_REPLICATE: u32 = 1 << 13;
+    /// Not allowed inside MULTI.
     pub const NO_MULTI: u32 = 1 << 14;
+    /// Allowed while a script is busy.
     pub const ALLOW_BUSY: u32 = 1 << 15;
     /// Ruvio: a multi-key command whose keys may be split across shards and the
     /// replies merged (MGET, MSET, DEL, UNLINK, EXISTS, TOUCH).
@@ -55,23 +71,47 @@ pub mod flags {
 /// last argument, `-2` the one before it; `first = 0` means the command takes no keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeySpec {
+    /// Index of the first key (0: no keys).
     pub first: i32,
+    /// Index of the last key; negative counts from the end.
     pub last: i32,
+    /// Distance between keys.
     pub step: i32,
 }
 
 impl KeySpec {
-    pub const NONE: KeySpec = KeySpec { first: 0, last: 0, step: 0 };
-    pub const ONE: KeySpec = KeySpec { first: 1, last: 1, step: 1 };
-    pub const ALL: KeySpec = KeySpec { first: 1, last: -1, step: 1 };
+    /// No keys.
+    pub const NONE: KeySpec = KeySpec {
+        first: 0,
+        last: 0,
+        step: 0,
+    };
+    /// One key at index 1.
+    pub const ONE: KeySpec = KeySpec {
+        first: 1,
+        last: 1,
+        step: 1,
+    };
+    /// Every argument after the name is a key.
+    pub const ALL: KeySpec = KeySpec {
+        first: 1,
+        last: -1,
+        step: 1,
+    };
 
     /// Indexes of the key arguments of a command with `argc` arguments (including its name).
     pub fn positions(&self, argc: usize) -> impl Iterator<Item = usize> {
         let argc = argc as i32;
         let (first, step) = (self.first, self.step.max(1));
-        let last = if self.last < 0 { argc + self.last } else { self.last.min(argc - 1) };
+        let last = if self.last < 0 {
+            argc + self.last
+        } else {
+            self.last.min(argc - 1)
+        };
         let end = if first == 0 { 0 } else { last + 1 };
-        (first.max(1)..end.max(first.max(1))).step_by(step as usize).map(|i| i as usize)
+        (first.max(1)..end.max(first.max(1)))
+            .step_by(step as usize)
+            .map(|i| i as usize)
     }
 }
 
@@ -84,6 +124,7 @@ pub struct CommandMeta {
     pub arity: i32,
     /// Bit set of [`flags`].
     pub flags: u32,
+    /// Key positions.
     pub keys: KeySpec,
     /// ACL categories without the `@` (e.g. `["string", "fast"]`); `keyspace`,
     /// `read`/`write` etc. as Redis lists them.
@@ -99,6 +140,7 @@ pub struct CommandMeta {
 }
 
 impl CommandMeta {
+    /// True when the row has `flag`.
     pub fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
     }
@@ -130,6 +172,52 @@ pub type EngineFn = fn(&mut crate::Engine, &mut ExecCtx, Args<'_>, &mut Reply<'_
 /// One row of an engine family's command table.
 #[derive(Debug)]
 pub struct EngineCommand {
+    /// Everything but the handler.
     pub meta: CommandMeta,
+    /// The handler.
     pub handler: EngineFn,
 }
+
+impl KeySpec {
+    /// Keys at 1 and 2 (RENAME, COPY, LCS).
+    pub const FIRST_TWO: KeySpec = KeySpec {
+        first: 1,
+        last: 2,
+        step: 1,
+    };
+    /// Every other argument from 1 (MSET's key/value pairs).
+    pub const PAIRS: KeySpec = KeySpec {
+        first: 1,
+        last: -1,
+        step: 2,
+    };
+    /// The key after a subcommand name (OBJECT ENCODING key, MEMORY USAGE key).
+    pub const SECOND: KeySpec = KeySpec {
+        first: 2,
+        last: 2,
+        step: 1,
+    };
+}
+
+/// One table row: `command!(name, arity, flags, keys, [acl..], group, since, summary,
+/// complexity, handler)`. A macro rather than a `const fn` so rows read like data.
+macro_rules! command {
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, [$($acl:literal),*], $group:literal,
+     $since:literal, $summary:expr, $complexity:expr, $handler:expr) => {
+        $crate::command::EngineCommand {
+            meta: $crate::command::CommandMeta {
+                name: $name,
+                arity: $arity,
+                flags: $flags,
+                keys: $keys,
+                acl: &[$($acl),*],
+                group: $group,
+                summary: $summary,
+                since: $since,
+                complexity: $complexity,
+            },
+            handler: $handler,
+        }
+    };
+}
+pub(crate) use command;

@@ -13,7 +13,11 @@ const CRC16_TABLE: [u16; 256] = {
         let mut crc = (i as u16) << 8;
         let mut bit = 0;
         while bit < 8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
             bit += 1;
         }
         table[i] = crc;
@@ -24,7 +28,9 @@ const CRC16_TABLE: [u16; 256] = {
 
 /// CRC16-CCITT (XMODEM): polynomial 0x1021, initial value 0, as Redis' crc16.c.
 pub fn crc16(bytes: &[u8]) -> u16 {
-    bytes.iter().fold(0u16, |crc, &b| (crc << 8) ^ CRC16_TABLE[((crc >> 8) as u8 ^ b) as usize])
+    bytes.iter().fold(0u16, |crc, &b| {
+        (crc << 8) ^ CRC16_TABLE[((crc >> 8) as u8 ^ b) as usize]
+    })
 }
 
 /// The part of `key` that is hashed: the text between the first `{` and the next `}`

@@ -180,23 +180,35 @@ pub struct MeshEnds {
 }
 
 impl MeshEnds {
-    /// Connect the channel ends on the shard's own executor.
+    /// Connect the channel ends on the shard's own executor. Every end connects in a
+    /// task of its own: a sender's connect waits for the peer's receiver, so
+    /// connecting one by one would deadlock two shards waiting on each other.
     pub async fn connect(self) -> Mesh {
-        let mut senders = Vec::new();
-        for s in self.senders {
-            senders.push(match s {
-                Some(s) => Some(s.connect().await),
+        let senders: Vec<_> = self
+            .senders
+            .into_iter()
+            .map(|s| s.map(|s| glommio::spawn_local(s.connect()).detach()))
+            .collect();
+        let receivers: Vec<_> = self
+            .receivers
+            .into_iter()
+            .map(|r| r.map(|r| glommio::spawn_local(r.connect()).detach()))
+            .collect();
+        let mut connected_senders = Vec::new();
+        for s in senders {
+            connected_senders.push(match s {
+                Some(task) => task.await,
                 None => None,
             });
         }
-        let mut receivers = Vec::new();
-        for r in self.receivers {
-            receivers.push(match r {
-                Some(r) => Some(r.connect().await),
+        let mut connected_receivers = Vec::new();
+        for r in receivers {
+            connected_receivers.push(match r {
+                Some(task) => task.await,
                 None => None,
             });
         }
-        Mesh { me: self.me, senders, receivers, doorbells: self.doorbells, backlog: VecDeque::new() }
+        Mesh { me: self.me, senders: connected_senders, receivers: connected_receivers, doorbells: self.doorbells, backlog: VecDeque::new() }
     }
 }
 

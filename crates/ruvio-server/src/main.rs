@@ -6,7 +6,6 @@ mod config;
 mod conn;
 mod dispatch;
 mod forward;
-mod glob;
 mod net;
 mod registry;
 mod shard;

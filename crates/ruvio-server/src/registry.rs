@@ -75,3 +75,35 @@ pub fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(Registry::build)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_ignores_case_and_rejects_long_names() {
+        let reg = registry();
+        assert_eq!(reg.lookup(b"PiNg").map(|c| c.meta.name), Some("ping"));
+        assert!(reg.lookup(&[b'a'; 100]).is_none());
+        assert!(reg.lookup(b"").is_none());
+    }
+
+    #[test]
+    fn readme_coverage_table_lists_every_command() {
+        let readme = include_str!("../../../README.md");
+        let missing: Vec<&str> = registry()
+            .commands
+            .iter()
+            .map(|c| c.meta.name)
+            .filter(|name| !readme.contains(&format!("| {} |", name.to_ascii_uppercase())))
+            .collect();
+        assert!(missing.is_empty(), "README coverage table misses: {missing:?}");
+    }
+
+    #[test]
+    fn cross_shard_merge_rules_name_real_commands() {
+        for (name, _) in CROSS_SHARD_MERGES {
+            assert!(registry().lookup(name.as_bytes()).is_some(), "{name} is not a command");
+        }
+    }
+}

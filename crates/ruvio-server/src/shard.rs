@@ -258,7 +258,14 @@ impl Shard {
         // SAFETY: the kernel wrote `result` bytes into the spare capacity we lent it.
         unsafe { conn.input.set_len(conn.input.len() + result as usize) };
         self.core.stats.net_input_bytes += result as u64;
-        let ok = dispatch::process_input(&mut self.core, &mut self.conns, &mut conn, index);
+        // A bug must cost one connection, never the shard: Redis' semantics say no
+        // input can panic, and the tests and fuzzers hold us to it; this is the net.
+        let run = std::panic::AssertUnwindSafe(|| dispatch::process_input(&mut self.core, &mut self.conns, &mut conn, index));
+        let ok = std::panic::catch_unwind(run).unwrap_or_else(|_| {
+            conn.replies.sink().extend_from_slice(b"-ERR internal error, closing the connection\r\n");
+            conn.client.closing = true;
+            false
+        });
         let paused = conn.replies.ready.len() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
         self.conns.restore(index, conn);
         self.core.dirty.push((index, gen));
@@ -326,20 +333,15 @@ impl Shard {
         }
     }
 
+    /// Start sends for every connection with new replies (or a pending close).
     fn flush_dirty(&mut self) {
-        let dirty = std::mem::take(&mut self.core.dirty);
+        let mut dirty = std::mem::take(&mut self.core.dirty);
         for &(index, gen) in &dirty {
             self.start_send(index, gen);
         }
-        let mut dirty = dirty;
         dirty.clear();
         if self.core.dirty.is_empty() {
             self.core.dirty = dirty;
-        }
-        // Connections marked closing by another client (CLIENT KILL) are found here.
-        let killed: Vec<(u32, u32)> = self.conns.iter().filter(|(_, c)| c.client.closing && !c.send_in_flight && c.sending.is_empty() && c.replies.ready.is_empty()).map(|(i, c)| (i, c.gen)).collect();
-        for (index, gen) in killed {
-            self.close(index, gen);
         }
     }
 

@@ -200,9 +200,10 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
 /// Mark matching clients for closing; returns how many.
 fn kill_matching(ctx: &mut Ctx<'_>, matches: impl Fn(&ClientState) -> bool, skip_me: bool) -> usize {
     let mut killed = 0;
-    for (_, conn) in ctx.conns.iter_mut() {
+    for (index, conn) in ctx.conns.iter_mut() {
         if matches(&conn.client) {
             conn.client.closing = true;
+            ctx.core.dirty.push((index, conn.gen));
             killed += 1;
         }
     }

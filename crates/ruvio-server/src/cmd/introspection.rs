@@ -120,7 +120,7 @@ fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
             match kind.as_slice() {
                 b"module" => Box::new(|_| false),
                 b"aclcat" => Box::new(move |c| c.meta.acl.iter().any(|a| a.as_bytes() == value.as_slice())),
-                b"pattern" => Box::new(move |c| crate::glob::matches(&value, c.meta.name.as_bytes())),
+                b"pattern" => Box::new(move |c| ruvio_engine::glob_match(&value, c.meta.name.as_bytes())),
                 _ => return reply.error(super::ERR_SYNTAX),
             }
         }

@@ -317,7 +317,7 @@ fn config(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
 fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     let matched: Vec<&Param> = PARAMS
         .iter()
-        .filter(|p| args.iter().skip(2).any(|pat| crate::glob::matches(&pat.to_ascii_lowercase(), p.name.as_bytes())))
+        .filter(|p| args.iter().skip(2).any(|pat| ruvio_engine::glob_match(&pat.to_ascii_lowercase(), p.name.as_bytes())))
         .collect();
     reply.map(matched.len());
     for p in matched {

@@ -1,0 +1,174 @@
+//! Every client-visible error of the engine's commands, as a small enum mapped in
+//! one place to Redis 7.0's exact text (as Dragonfly's `OpStatus` is).
+//!
+//! Handlers return `Err(CmdError::..)` from their parse and execute steps; the one
+//! [`CmdError::write`] turns it into the `-ERR ...` line. Variants that quote the
+//! client's bytes keep them raw, as Redis does (only CR and LF become spaces).
+
+use ruvio_resp::Reply;
+
+/// A command failure with a fixed Redis error text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmdError {
+    /// The key holds a value of another type.
+    WrongType,
+    /// An argument (or the stored value) is not a 64-bit integer in Redis' syntax.
+    NotInteger,
+    /// An argument (or the stored value) is not a float (`strtold` syntax).
+    NotFloat,
+    /// Unknown or misplaced option.
+    Syntax,
+    /// INCR/INCRBY/DECR leaves the i64 range.
+    IncrOverflow,
+    /// DECRBY with `-9223372036854775808`.
+    DecrOverflow,
+    /// INCRBYFLOAT result is NaN or infinite.
+    NanOrInfinity,
+    /// A string would exceed `proto-max-bulk-len`.
+    StringTooLong,
+    /// SETRANGE with a negative offset.
+    OffsetOutOfRange,
+    /// RENAME of a missing key.
+    NoSuchKey,
+    /// A DB index outside `0..databases`.
+    DbIndexOutOfRange,
+    /// MOVE/COPY onto itself.
+    SameObject,
+    /// An expire time that is not positive or overflows; carries the command name
+    /// (`set`, `getex`, `expire` ...) as Redis prints it.
+    InvalidExpireTime(&'static str),
+    /// EXPIRE with NX together with XX, GT or LT.
+    ExpireNxWithOthers,
+    /// EXPIRE with GT and LT.
+    ExpireGtAndLt,
+    /// SCAN cursor that is not an unsigned integer.
+    InvalidCursor,
+    /// SWAPDB first argument not an integer.
+    InvalidFirstDbIndex,
+    /// SWAPDB second argument not an integer.
+    InvalidSecondDbIndex,
+    /// SELECT argument not an integer.
+    InvalidDbIndex,
+    /// LCS on a key holding a non-string.
+    LcsNotStrings,
+    /// LCS with both LEN and IDX.
+    LcsLenAndIdx,
+    /// LCS table larger than `proto-max-bulk-len`.
+    LcsTooBig,
+    /// LCS table allocation failed.
+    LcsAllocFailed,
+    /// OBJECT FREQ without an LFU policy.
+    LfuNotSelected,
+    /// Wrong argument count detected inside a handler (MSET with an odd count).
+    WrongArity(&'static str),
+}
+
+impl CmdError {
+    /// The error line Redis sends, without the leading `-` and the CRLF.
+    pub fn message(self) -> &'static str {
+        match self {
+            CmdError::WrongType => {
+                "WRONGTYPE Operation against a key holding the wrong kind of value"
+            }
+            CmdError::NotInteger => "ERR value is not an integer or out of range",
+            CmdError::NotFloat => "ERR value is not a valid float",
+            CmdError::Syntax => "ERR syntax error",
+            CmdError::IncrOverflow => "ERR increment or decrement would overflow",
+            CmdError::DecrOverflow => "ERR decrement would overflow",
+            CmdError::NanOrInfinity => "ERR increment would produce NaN or Infinity",
+            CmdError::StringTooLong => {
+                "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+            }
+            CmdError::OffsetOutOfRange => "ERR offset is out of range",
+            CmdError::NoSuchKey => "ERR no such key",
+            CmdError::DbIndexOutOfRange => "ERR DB index is out of range",
+            CmdError::SameObject => "ERR source and destination objects are the same",
+            CmdError::InvalidExpireTime(cmd) => invalid_expire_message(cmd),
+            CmdError::ExpireNxWithOthers => {
+                "ERR NX and XX, GT or LT options at the same time are not compatible"
+            }
+            CmdError::ExpireGtAndLt => "ERR GT and LT options at the same time are not compatible",
+            CmdError::InvalidCursor => "ERR invalid cursor",
+            CmdError::InvalidFirstDbIndex => "ERR invalid first DB index",
+            CmdError::InvalidSecondDbIndex => "ERR invalid second DB index",
+            CmdError::InvalidDbIndex => "ERR invalid DB index",
+            CmdError::LcsNotStrings => "ERR The specified keys must contain string values",
+            CmdError::LcsLenAndIdx => {
+                "ERR If you want both the length and indexes, please just use IDX."
+            }
+            CmdError::LcsTooBig => {
+                "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+            }
+            CmdError::LcsAllocFailed => {
+                "ERR Insufficient memory, failed allocating transient memory for LCS"
+            }
+            CmdError::LfuNotSelected => {
+                "ERR An LFU maxmemory policy is not selected, access frequency not tracked. \
+                 Please note that when switching between policies at runtime LRU and LFU data \
+                 will take some time to adjust."
+            }
+            CmdError::WrongArity(cmd) => wrong_arity_message(cmd),
+        }
+    }
+
+    /// Write the error reply.
+    pub fn write(self, reply: &mut Reply<'_>) {
+        reply.error(self.message());
+    }
+}
+
+/// `invalid expire time in '<cmd>' command` for the commands that can say it.
+fn invalid_expire_message(cmd: &str) -> &'static str {
+    match cmd {
+        "set" => "ERR invalid expire time in 'set' command",
+        "setex" => "ERR invalid expire time in 'setex' command",
+        "psetex" => "ERR invalid expire time in 'psetex' command",
+        "getex" => "ERR invalid expire time in 'getex' command",
+        "expire" => "ERR invalid expire time in 'expire' command",
+        "pexpire" => "ERR invalid expire time in 'pexpire' command",
+        "expireat" => "ERR invalid expire time in 'expireat' command",
+        "pexpireat" => "ERR invalid expire time in 'pexpireat' command",
+        _ => "ERR invalid expire time",
+    }
+}
+
+/// `wrong number of arguments for '<cmd>' command` for the handlers that check it.
+fn wrong_arity_message(cmd: &str) -> &'static str {
+    match cmd {
+        "mset" => "ERR wrong number of arguments for 'mset' command",
+        "msetnx" => "ERR wrong number of arguments for 'msetnx' command",
+        _ => "ERR wrong number of arguments",
+    }
+}
+
+/// Write an error line that quotes client bytes (`prefix` + `quoted` + `suffix`) the
+/// way Redis' `addReplyErrorFormat` does: the bytes stay raw, CR and LF become spaces.
+pub fn write_quoted_error(reply: &mut Reply<'_>, prefix: &str, quoted: &[u8], suffix: &str) {
+    let mut line = Vec::with_capacity(prefix.len() + quoted.len() + suffix.len() + 3);
+    line.push(b'-');
+    line.extend_from_slice(prefix.as_bytes());
+    line.extend_from_slice(quoted);
+    line.extend_from_slice(suffix.as_bytes());
+    for b in &mut line {
+        if *b == b'\r' || *b == b'\n' {
+            *b = b' ';
+        }
+    }
+    line.extend_from_slice(b"\r\n");
+    reply.raw(&line);
+}
+
+/// `ERR Unsupported option <opt>` (EXPIRE family). Redis prints the option with `%s`,
+/// so it stops at the first NUL byte.
+pub fn write_unsupported_option(reply: &mut Reply<'_>, opt: &[u8]) {
+    let opt = opt.split(|&b| b == 0).next().unwrap_or_default();
+    write_quoted_error(reply, "ERR Unsupported option ", opt, "");
+}
+
+/// `ERR unknown subcommand '<sub>'. Try <CONTAINER> HELP.` (at most 128 bytes quoted).
+pub fn write_unknown_subcommand(reply: &mut Reply<'_>, sub: &[u8], container_upper: &str) {
+    let sub = sub.split(|&b| b == 0).next().unwrap_or_default();
+    let sub = &sub[..sub.len().min(128)];
+    let suffix = format!("'. Try {container_upper} HELP.");
+    write_quoted_error(reply, "ERR unknown subcommand '", sub, &suffix);
+}

@@ -1,0 +1,263 @@
+//! The generic keyspace family (Redis' db.c, expire.c and the keyspace part of
+//! object.c): the command table first, then DEL/EXISTS/TYPE/TOUCH and the commands
+//! that move keys around (RENAME, COPY, MOVE). Expiry commands are in [`expire`],
+//! whole-database commands in [`scan`], introspection in [`object`].
+//!
+//! OBJECT and MEMORY are container rows (key position 2, so routing finds the key
+//! of `OBJECT ENCODING key`); their subcommands are in [`object::OBJECT_SUBCOMMANDS`]
+//! and [`object::MEMORY_SUBCOMMANDS`], dispatched by the container's handler.
+
+mod expire;
+pub(crate) mod object;
+mod scan;
+
+use ruvio_resp::{Args, Reply};
+
+use crate::args::{eq_ci, i32_arg};
+use crate::command::{command, flags::*, EngineCommand, ExecCtx, KeySpec};
+use crate::engine::{clock_of, Lookup};
+use crate::error::CmdError;
+use crate::Engine;
+
+/// The generic family's command table.
+#[rustfmt::skip]
+pub const COMMANDS: &[EngineCommand] = &[
+    command!("del", -2, WRITE | SPLITTABLE, KeySpec::ALL, ["keyspace", "write", "slow"], "generic", "1.0.0",
+        "Delete a key",
+        "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
+        del),
+    command!("unlink", -2, WRITE | FAST | SPLITTABLE, KeySpec::ALL, ["keyspace", "write", "fast"], "generic",
+        "4.0.0", "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
+        "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
+        del),
+    command!("exists", -2, READONLY | FAST | SPLITTABLE, KeySpec::ALL, ["keyspace", "read", "fast"], "generic",
+        "1.0.0", "Determine if a key exists", "O(N) where N is the number of keys to check.", exists),
+    command!("type", 2, READONLY | FAST, KeySpec::ONE, ["keyspace", "read", "fast"], "generic", "1.0.0",
+        "Determine the type stored at key", "O(1)", type_of),
+    command!("touch", -2, READONLY | FAST | SPLITTABLE, KeySpec::ALL, ["keyspace", "read", "fast"], "generic",
+        "3.2.1", "Alters the last access time of a key(s). Returns the number of existing keys specified.",
+        "O(N) where N is the number of keys that will be touched.", touch),
+    command!("ttl", 2, READONLY | FAST, KeySpec::ONE, ["keyspace", "read", "fast"], "generic", "1.0.0",
+        "Get the time to live for a key in seconds", "O(1)", expire::ttl),
+    command!("pttl", 2, READONLY | FAST, KeySpec::ONE, ["keyspace", "read", "fast"], "generic", "2.6.0",
+        "Get the time to live for a key in milliseconds", "O(1)", expire::pttl),
+    command!("expiretime", 2, READONLY | FAST, KeySpec::ONE, ["keyspace", "read", "fast"], "generic", "7.0.0",
+        "Get the expiration Unix timestamp for a key", "O(1)", expire::expiretime),
+    command!("pexpiretime", 2, READONLY | FAST, KeySpec::ONE, ["keyspace", "read", "fast"], "generic", "7.0.0",
+        "Get the expiration Unix timestamp for a key in milliseconds", "O(1)", expire::pexpiretime),
+    command!("expire", -3, WRITE | FAST, KeySpec::ONE, ["keyspace", "write", "fast"], "generic", "1.0.0",
+        "Set a key's time to live in seconds", "O(1)", expire::expire),
+    command!("pexpire", -3, WRITE | FAST, KeySpec::ONE, ["keyspace", "write", "fast"], "generic", "2.6.0",
+        "Set a key's time to live in milliseconds", "O(1)", expire::pexpire),
+    command!("expireat", -3, WRITE | FAST, KeySpec::ONE, ["keyspace", "write", "fast"], "generic", "1.2.0",
+        "Set the expiration for a key as a UNIX timestamp", "O(1)", expire::expireat),
+    command!("pexpireat", -3, WRITE | FAST, KeySpec::ONE, ["keyspace", "write", "fast"], "generic", "2.6.0",
+        "Set the expiration for a key as a UNIX timestamp specified in milliseconds", "O(1)", expire::pexpireat),
+    command!("persist", 2, WRITE | FAST, KeySpec::ONE, ["keyspace", "write", "fast"], "generic", "2.2.0",
+        "Remove the expiration from a key", "O(1)", expire::persist),
+    command!("rename", 3, WRITE, KeySpec::FIRST_TWO, ["keyspace", "write", "slow"], "generic", "1.0.0",
+        "Rename a key", "O(1)", rename),
+    command!("renamenx", 3, WRITE | FAST, KeySpec::FIRST_TWO, ["keyspace", "write", "fast"], "generic", "1.0.0",
+        "Rename a key, only if the new key does not exist", "O(1)", renamenx),
+    command!("copy", -3, WRITE | DENYOOM, KeySpec::FIRST_TWO, ["keyspace", "write", "slow"], "generic", "6.2.0",
+        "Copy a key", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+        copy),
+    command!("move", 3, WRITE | FAST, KeySpec::ONE, ["keyspace", "write", "fast"], "generic", "1.0.0",
+        "Move a key to another database", "O(1)", move_key),
+    command!("keys", 2, READONLY | ALL_SHARDS, KeySpec::NONE, ["keyspace", "read", "slow", "dangerous"], "generic",
+        "1.0.0", "Find all keys matching the given pattern",
+        "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+        scan::keys),
+    command!("scan", -2, READONLY | ALL_SHARDS, KeySpec::NONE, ["keyspace", "read", "slow"], "generic", "2.8.0",
+        "Incrementally iterate the keys space",
+        "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+        scan::scan),
+    command!("randomkey", 1, READONLY | ALL_SHARDS, KeySpec::NONE, ["keyspace", "read", "slow"], "generic", "1.0.0",
+        "Return a random key from the keyspace", "O(1)", scan::randomkey),
+    command!("dbsize", 1, READONLY | FAST | ALL_SHARDS, KeySpec::NONE, ["keyspace", "read", "fast"], "server",
+        "1.0.0", "Return the number of keys in the selected database", "O(1)", scan::dbsize),
+    command!("flushdb", -1, WRITE | ALL_SHARDS, KeySpec::NONE, ["keyspace", "write", "slow", "dangerous"], "server",
+        "1.0.0", "Remove all keys from the current database",
+        "O(N) where N is the number of keys in the selected database", scan::flushdb),
+    command!("flushall", -1, WRITE | ALL_SHARDS, KeySpec::NONE, ["keyspace", "write", "slow", "dangerous"],
+        "server", "1.0.0", "Remove all keys from all databases",
+        "O(N) where N is the total number of keys in all databases", scan::flushall),
+    command!("swapdb", 3, WRITE | FAST | ALL_SHARDS, KeySpec::NONE, ["keyspace", "write", "fast", "dangerous"],
+        "server", "4.0.0", "Swaps two Redis databases",
+        "O(N) where N is the count of clients watching or blocking on keys from both databases.", scan::swapdb),
+    command!("object", -2, 0, KeySpec::SECOND, ["slow"], "generic", "2.2.3",
+        "A container for object introspection commands", "Depends on subcommand.", object::object),
+    command!("memory", -2, 0, KeySpec::SECOND, ["slow"], "server", "4.0.0",
+        "A container for memory diagnostics commands", "Depends on subcommand.", object::memory),
+];
+
+/// `DEL key [key ...]` and `UNLINK key [key ...]`: the number of keys removed.
+fn del(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    let mut deleted = 0;
+    for key in args.iter().skip(1) {
+        let Some(id) = engine.db(ctx.db).find(key) else {
+            continue;
+        };
+        if engine.is_expired(ctx.db, id, ctx.now_ms) {
+            engine.expire_now(ctx.db, id);
+        } else {
+            engine.db_mut(ctx.db).remove(id);
+            deleted += 1;
+        }
+    }
+    reply.int(deleted);
+}
+
+/// `EXISTS key [key ...]`: how many of the keys exist (repeats count again).
+fn exists(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    let count = args
+        .iter()
+        .skip(1)
+        .filter(|key| {
+            engine
+                .lookup(ctx, ctx.db, key, Lookup::READ_NOTOUCH)
+                .is_some()
+        })
+        .count();
+    reply.int(count as i64);
+}
+
+/// `TOUCH key [key ...]`: update the access time; how many exist.
+fn touch(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    let touched = args.iter().skip(1).filter(|key| {
+        // TOUCH touches even for CLIENT NO-TOUCH clients, as in Redis.
+        let forced = ExecCtx {
+            db: ctx.db,
+            now_ms: ctx.now_ms,
+            no_touch: false,
+        };
+        engine.lookup(&forced, ctx.db, key, Lookup::READ).is_some()
+    });
+    reply.int(touched.count() as i64);
+}
+
+/// `TYPE key`: `string`, ... or `none`.
+fn type_of(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    match engine.lookup(ctx, ctx.db, args.get(1), Lookup::READ_NOTOUCH) {
+        Some(id) => reply.simple(engine.db(ctx.db).entry(id).value().value_type().name()),
+        None => reply.simple("none"),
+    }
+}
+
+/// `RENAME key newkey`
+fn rename(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    match rename_generic(engine, ctx, args, false) {
+        Ok(_) => reply.ok(),
+        Err(e) => e.write(reply),
+    }
+}
+
+/// `RENAMENX key newkey`: 1 when renamed, 0 when `newkey` exists.
+fn renamenx(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    match rename_generic(engine, ctx, args, true) {
+        Ok(done) => reply.int(done as i64),
+        Err(e) => e.write(reply),
+    }
+}
+
+/// Redis' `renameGenericCommand`: the value, TTL and access time move to `newkey`.
+fn rename_generic(
+    engine: &mut Engine,
+    ctx: &ExecCtx,
+    args: Args<'_>,
+    nx: bool,
+) -> Result<bool, CmdError> {
+    let (from, to) = (args.get(1), args.get(2));
+    let id = engine.lookup_write(ctx, from).ok_or(CmdError::NoSuchKey)?;
+    if from == to {
+        return Ok(!nx);
+    }
+    if let Some(target) = engine.lookup_write(ctx, to) {
+        if nx {
+            return Ok(false);
+        }
+        engine.db_mut(ctx.db).remove(target);
+    }
+    let db = engine.db_mut(ctx.db);
+    let entry = db.remove(id);
+    db.insert(entry.rekey(to));
+    Ok(true)
+}
+
+/// `COPY source destination [DB destination-db] [REPLACE]`: 1 when copied.
+fn copy(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    match copy_body(engine, ctx, args) {
+        Ok(copied) => reply.int(copied as i64),
+        Err(e) => e.write(reply),
+    }
+}
+
+fn copy_body(engine: &mut Engine, ctx: &ExecCtx, args: Args<'_>) -> Result<bool, CmdError> {
+    let (mut replace, mut dst_db) = (false, ctx.db);
+    let mut j = 3;
+    while j < args.len() {
+        if eq_ci(args.get(j), "REPLACE") {
+            replace = true;
+        } else if eq_ci(args.get(j), "DB") && j + 1 < args.len() {
+            dst_db = db_index(engine, args.get(j + 1))?;
+            j += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let (src, dst) = (args.get(1), args.get(2));
+    if dst_db == ctx.db && src == dst {
+        return Err(CmdError::SameObject);
+    }
+    let Some(id) = engine.lookup_read(ctx, src) else {
+        return Ok(false);
+    };
+    if let Some(existing) = engine.lookup(ctx, dst_db, dst, Lookup::WRITE) {
+        if !replace {
+            return Ok(false);
+        }
+        engine.db_mut(dst_db).remove(existing);
+    }
+    let copy = engine
+        .db(ctx.db)
+        .entry(id)
+        .duplicate(dst, clock_of(ctx.now_ms));
+    engine.db_mut(dst_db).insert(copy);
+    Ok(true)
+}
+
+/// `MOVE key db`: 1 when moved, 0 when missing here or present there.
+fn move_key(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    match move_body(engine, ctx, args) {
+        Ok(moved) => reply.int(moved as i64),
+        Err(e) => e.write(reply),
+    }
+}
+
+fn move_body(engine: &mut Engine, ctx: &ExecCtx, args: Args<'_>) -> Result<bool, CmdError> {
+    let key = args.get(1);
+    let dst_db = db_index(engine, args.get(2))?;
+    if dst_db == ctx.db {
+        return Err(CmdError::SameObject);
+    }
+    let Some(id) = engine.lookup_write(ctx, key) else {
+        return Ok(false);
+    };
+    if engine.lookup(ctx, dst_db, key, Lookup::WRITE).is_some() {
+        return Ok(false);
+    }
+    let entry = engine.db_mut(ctx.db).remove(id);
+    engine.db_mut(dst_db).insert(entry);
+    Ok(true)
+}
+
+/// A DB index argument of MOVE/COPY: not an int -> `value is not an integer or out
+/// of range`; outside the databases -> `DB index is out of range`.
+fn db_index(engine: &Engine, arg: &[u8]) -> Result<usize, CmdError> {
+    let id = i32_arg(arg, CmdError::NotInteger)?;
+    usize::try_from(id)
+        .ok()
+        .filter(|&i| i < engine.db_count())
+        .ok_or(CmdError::DbIndexOutOfRange)
+}

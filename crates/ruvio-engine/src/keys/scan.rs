@@ -1,0 +1,239 @@
+//! Whole-database commands: KEYS, SCAN, RANDOMKEY, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB.
+//!
+//! SCAN's cursor is a slab slot id (< 2^32, so below the 2^40 the server reserves
+//! for its shard bits): entries never move, so a key present for the whole
+//! iteration is returned exactly once, whatever inserts, deletes and index splits
+//! happen between calls.
+
+use ruvio_resp::{Args, Reply};
+
+use crate::args::{eq_ci, i32_arg, int_arg, parse_cursor};
+use crate::command::ExecCtx;
+use crate::error::CmdError;
+use crate::glob::glob_match;
+use crate::keyspace::EntryId;
+use crate::strings::finish;
+use crate::Engine;
+
+/// SCAN visits at most this many slots per key of COUNT, so a sparse slab (many
+/// deleted keys) cannot make one call long.
+const SCAN_SLOTS_PER_COUNT: usize = 10;
+/// Redis' default SCAN COUNT.
+const SCAN_COUNT_DEFAULT: usize = 10;
+
+/// `KEYS pattern`: every live key matching the glob pattern.
+pub(crate) fn keys(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    let pattern = args.get(1);
+    let all = pattern == b"*";
+    let db = engine.db(ctx.db);
+    let matching: Vec<&[u8]> = db
+        .iter()
+        .filter(|(_, e)| all || glob_match(pattern, e.key()))
+        .filter(|(_, e)| e.expire_at().is_none_or(|at| ctx.now_ms <= at))
+        .map(|(_, e)| e.key())
+        .collect();
+    reply.array(matching.len());
+    for key in matching {
+        reply.bulk(key);
+    }
+}
+
+/// SCAN's filters.
+struct ScanOptions<'a> {
+    count: usize,
+    pattern: Option<&'a [u8]>,
+    type_name: Option<&'a [u8]>,
+}
+
+fn parse_scan_options(args: Args<'_>) -> Result<ScanOptions<'_>, CmdError> {
+    let mut o = ScanOptions {
+        count: SCAN_COUNT_DEFAULT,
+        pattern: None,
+        type_name: None,
+    };
+    let mut i = 2;
+    while i < args.len() {
+        let (opt, has_value) = (args.get(i), i + 1 < args.len());
+        if eq_ci(opt, "COUNT") && has_value {
+            let count = int_arg(args.get(i + 1))?;
+            if count < 1 {
+                return Err(CmdError::Syntax);
+            }
+            o.count = usize::try_from(count).unwrap_or(usize::MAX);
+        } else if eq_ci(opt, "MATCH") && has_value {
+            let pattern = args.get(i + 1);
+            o.pattern = (pattern != b"*").then_some(pattern);
+        } else if eq_ci(opt, "TYPE") && has_value {
+            o.type_name = Some(args.get(i + 1));
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    Ok(o)
+}
+
+/// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`
+pub(crate) fn scan(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    let result = (|| {
+        let cursor = parse_cursor(args.get(1)).ok_or(CmdError::InvalidCursor)?;
+        let options = parse_scan_options(args)?;
+        let (next, ids) = walk(engine, ctx.db, cursor, options.count);
+        let keys = filter(engine, ctx, &ids, &options);
+        reply.array(2);
+        reply.bulk_int(next as i64);
+        reply.array(keys.len());
+        for key in keys {
+            reply.bulk(&key);
+        }
+        Ok(())
+    })();
+    finish(result, reply);
+}
+
+/// Visit slots from `cursor` until `count` live entries or the slot budget; returns
+/// the next cursor (0 at the end) and the live ids seen.
+fn walk(engine: &Engine, db: usize, cursor: u64, count: usize) -> (u64, Vec<EntryId>) {
+    let db = engine.db(db);
+    let high = db.slots_high() as u64;
+    let mut ids = Vec::with_capacity(count.min(1024));
+    let mut slot = cursor;
+    let mut budget = count.saturating_mul(SCAN_SLOTS_PER_COUNT);
+    while slot < high && ids.len() < count && budget > 0 {
+        if db.slot(slot as u32).is_some() {
+            ids.push(slot as u32);
+        }
+        slot += 1;
+        budget -= 1;
+    }
+    (if slot >= high { 0 } else { slot }, ids)
+}
+
+/// Apply MATCH, drop (and delete) expired keys, apply TYPE, in Redis' order.
+fn filter(
+    engine: &mut Engine,
+    ctx: &ExecCtx,
+    ids: &[EntryId],
+    o: &ScanOptions<'_>,
+) -> Vec<Vec<u8>> {
+    let mut keys = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let entry = engine.db(ctx.db).entry(id);
+        if o.pattern.is_some_and(|p| !glob_match(p, entry.key())) {
+            continue;
+        }
+        if engine.is_expired(ctx.db, id, ctx.now_ms) {
+            engine.expire_now(ctx.db, id);
+            continue;
+        }
+        let entry = engine.db(ctx.db).entry(id);
+        if o.type_name
+            .is_some_and(|t| !t.eq_ignore_ascii_case(entry.value().value_type().name().as_bytes()))
+        {
+            continue;
+        }
+        keys.push(entry.key().to_vec());
+    }
+    keys
+}
+
+/// `RANDOMKEY`: a random live key, nil when the database is empty.
+pub(crate) fn randomkey(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    loop {
+        let mut state = engine.next_random() | 1;
+        let picked = engine.db(ctx.db).random(|| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        });
+        let Some(id) = picked else {
+            return reply.null();
+        };
+        if engine.is_expired(ctx.db, id, ctx.now_ms) {
+            engine.expire_now(ctx.db, id);
+            continue;
+        }
+        return reply.bulk(engine.db(ctx.db).entry(id).key());
+    }
+}
+
+/// `DBSIZE`
+pub(crate) fn dbsize(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    reply.int(engine.db(ctx.db).len() as i64);
+}
+
+/// Redis' `getFlushCommandFlags`: `Some(lazy)`, or `None` for a syntax error.
+fn flush_mode(args: Args<'_>) -> Option<bool> {
+    match args.len() {
+        1 => Some(false),
+        2 if eq_ci(args.get(1), "SYNC") => Some(false),
+        2 if eq_ci(args.get(1), "ASYNC") => Some(true),
+        _ => None,
+    }
+}
+
+/// `FLUSHDB [ASYNC | SYNC]`: ASYNC frees the entries in slices during active expiry.
+pub(crate) fn flushdb(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    match flush_mode(args) {
+        Some(lazy) => {
+            engine.flush_db(ctx.db, lazy);
+            reply.ok();
+        }
+        None => CmdError::Syntax.write(reply),
+    }
+}
+
+/// `FLUSHALL [ASYNC | SYNC]`
+pub(crate) fn flushall(
+    engine: &mut Engine,
+    _ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    match flush_mode(args) {
+        Some(lazy) => {
+            for db in 0..engine.db_count() {
+                engine.flush_db(db, lazy);
+            }
+            reply.ok();
+        }
+        None => CmdError::Syntax.write(reply),
+    }
+}
+
+/// `SWAPDB index1 index2`
+pub(crate) fn swapdb(
+    engine: &mut Engine,
+    _ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    let result = (|| {
+        let a = i32_arg(args.get(1), CmdError::InvalidFirstDbIndex)?;
+        let b = i32_arg(args.get(2), CmdError::InvalidSecondDbIndex)?;
+        let in_range = |i: i32| usize::try_from(i).ok().filter(|&i| i < engine.db_count());
+        let (a, b) = in_range(a)
+            .zip(in_range(b))
+            .ok_or(CmdError::DbIndexOutOfRange)?;
+        engine.swap_dbs(a, b);
+        reply.ok();
+        Ok(())
+    })();
+    finish(result, reply);
+}

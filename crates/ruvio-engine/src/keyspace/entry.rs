@@ -1,0 +1,686 @@
+//! `Entry`: one key, its value, its expiry and its access clock in 48 bytes.
+//!
+//! ```text
+//!  0        8                      16                                   48
+//!  +--------+----------------------+------------------------------------+
+//!  | expire | layout kind flags    |  area: 32 bytes                    |
+//!  | at ms  | klen vlen clock(24b) |  W0      W1      W2      W3         |
+//!  +--------+----------------------+------------------------------------+
+//! ```
+//!
+//! The 32-byte area holds the key and the value, each either inline or as a thin
+//! [`HeapStr`] pointer in a fixed word:
+//!
+//! | layout | key                  | value                         | fits when            |
+//! |--------|----------------------|-------------------------------|----------------------|
+//! | L0     | `area[0..klen]`      | `area[klen..klen+vlen]`       | klen + vlen <= 32    |
+//! | L1     | `area[0..klen]`      | pointer in W3                 | klen <= 24           |
+//! | L2     | pointer in W3        | `area[0..vlen]`               | vlen <= 24           |
+//! | L3     | pointer in W2        | pointer in W3                 | always               |
+//!
+//! Integers are 8 inline bytes, so an int value never needs a heap block. A
+//! `key:000000012345` key with a 16-byte value is L0: no heap allocation at all.
+//! `expire_at_ms == 0` means "no TTL" (Redis deletes any key whose expiry is in the
+//! past before storing it, so 0 never needs to be stored). A vacant slab slot keeps
+//! the next free slot's index in `expire_at_ms`.
+//!
+//! Pointers live in `MaybeUninit<u8>` storage so moving an `Entry` copies their
+//! provenance along with their bytes.
+
+use std::mem::MaybeUninit;
+
+use smallvec::SmallVec;
+
+use super::heapstr::{greedy_capacity, HeapStr};
+use crate::value::{
+    Encoding, StrRef, ValueRef, EMBSTR_BYTES_MAX, SHARED_INTEGERS, SHARED_REFCOUNT,
+};
+
+/// Size of an entry; asserted below.
+pub const ENTRY_BYTES: usize = 48;
+/// Bytes shared by the inline key and value.
+const AREA_BYTES: usize = 32;
+const WORD_BYTES: usize = 8;
+/// Longest inline key when the value takes the last word (L1) and longest inline
+/// value when the key does (L2).
+const INLINE_BESIDE_WORD_MAX: usize = AREA_BYTES - WORD_BYTES;
+/// Inline lengths are stored in a byte.
+const _: () = assert!(AREA_BYTES <= u8::MAX as usize);
+
+// `layout` bits.
+const KEY_HEAP: u8 = 1;
+const VALUE_HEAP: u8 = 2;
+const VACANT: u8 = 0x80;
+
+// `kind` values. Later families add pointer kinds (list, hash ...) stored like a
+// heap value in W3 and dropped by kind.
+const KIND_STR: u8 = 0;
+const KIND_INT: u8 = 1;
+
+// `flags` bits.
+/// The string was modified in place (APPEND/SETRANGE): Redis reports `raw`.
+const FLAG_RAW: u8 = 1;
+/// An integer that is a private object in Redis (created by COPY): refcount 1.
+const FLAG_PRIVATE_INT: u8 = 2;
+
+/// Mask of the 24-bit access clock (Redis' `LRU_CLOCK_MAX`).
+pub const CLOCK_MASK: u32 = (1 << 24) - 1;
+
+/// One keyspace entry (or a vacant slab slot).
+#[repr(C, align(8))]
+pub struct Entry {
+    expire_at_ms: u64,
+    layout: u8,
+    kind: u8,
+    flags: u8,
+    klen: u8,
+    vlen: u8,
+    clock: [u8; 3],
+    area: [MaybeUninit<u8>; AREA_BYTES],
+}
+
+const _: () = assert!(std::mem::size_of::<Entry>() == ENTRY_BYTES);
+
+// SAFETY: an Entry uniquely owns its heap blocks, like a Box.
+unsafe impl Send for Entry {}
+
+/// A value about to be stored.
+#[derive(Clone, Copy, Debug)]
+pub enum NewValue<'a> {
+    /// String bytes; `raw` marks strings modified in place (OBJECT ENCODING `raw`).
+    Str { bytes: &'a [u8], raw: bool },
+    /// An integer (OBJECT ENCODING `int`).
+    Int(i64),
+}
+
+/// The key part while assembling an entry.
+enum KeyPart<'a> {
+    Bytes(&'a [u8]),
+    Heap(HeapStr),
+}
+
+/// The value part while assembling an entry.
+enum ValuePart<'a> {
+    Inline(&'a [u8]),
+    Heap(HeapStr),
+}
+
+/// An entry taken apart (RENAME/MOVE rebuild it around another key).
+struct Parts {
+    key_inline: [u8; AREA_BYTES],
+    key_heap: Option<HeapStr>,
+    klen: usize,
+    value_inline: [u8; AREA_BYTES],
+    value_heap: Option<HeapStr>,
+    vlen: usize,
+    kind: u8,
+    flags: u8,
+    clock: u32,
+    expire_at_ms: u64,
+}
+
+impl Entry {
+    /// A vacant slab slot pointing at the next free slot.
+    pub fn vacant(next_free: u32) -> Entry {
+        Entry {
+            expire_at_ms: next_free as u64,
+            layout: VACANT,
+            kind: 0,
+            flags: 0,
+            klen: 0,
+            vlen: 0,
+            clock: [0; 3],
+            area: [MaybeUninit::uninit(); AREA_BYTES],
+        }
+    }
+
+    /// True for a vacant slab slot.
+    pub fn is_vacant(&self) -> bool {
+        self.layout == VACANT
+    }
+
+    /// The next free slot of a vacant slot.
+    pub fn next_free(&self) -> u32 {
+        debug_assert!(self.is_vacant());
+        self.expire_at_ms as u32
+    }
+
+    /// A new entry with no expiry.
+    pub fn new(key: &[u8], value: NewValue<'_>, clock: u32) -> Entry {
+        let (kind, flags, int_bytes);
+        let part = match value {
+            NewValue::Str { bytes, raw } => {
+                kind = KIND_STR;
+                flags = if raw { FLAG_RAW } else { 0 };
+                ValuePart::Inline(bytes)
+            }
+            NewValue::Int(n) => {
+                kind = KIND_INT;
+                flags = 0;
+                int_bytes = n.to_ne_bytes();
+                ValuePart::Inline(&int_bytes)
+            }
+        };
+        Self::assemble(KeyPart::Bytes(key), part, kind, flags, clock, 0)
+    }
+
+    /// Lay out `key` and `value` (see the module table).
+    fn assemble(
+        key: KeyPart<'_>,
+        value: ValuePart<'_>,
+        kind: u8,
+        flags: u8,
+        clock: u32,
+        expire_at_ms: u64,
+    ) -> Entry {
+        let mut e = Entry {
+            expire_at_ms,
+            layout: 0,
+            kind,
+            flags,
+            klen: 0,
+            vlen: 0,
+            clock: [0; 3],
+            area: [MaybeUninit::uninit(); AREA_BYTES],
+        };
+        e.set_clock(clock);
+        let key = match key {
+            KeyPart::Bytes(k) if k.len() <= INLINE_BESIDE_WORD_MAX || fits_l0(k, &value) => k,
+            KeyPart::Bytes(k) => return e.with_heap_key(HeapStr::from_slice(k), value),
+            KeyPart::Heap(h) => return e.with_heap_key(h, value),
+        };
+        e.klen = key.len() as u8;
+        e.write_inline(0, key);
+        match value {
+            ValuePart::Inline(v) if key.len() + v.len() <= AREA_BYTES => {
+                e.vlen = v.len() as u8;
+                e.write_inline(key.len(), v);
+            }
+            ValuePart::Inline(v) => {
+                debug_assert_eq!(kind, KIND_STR, "integers always fit inline");
+                e.layout = VALUE_HEAP;
+                e.write_heap(3, HeapStr::from_slice(v));
+            }
+            ValuePart::Heap(h) => {
+                e.layout = VALUE_HEAP;
+                e.write_heap(3, h);
+            }
+        }
+        e
+    }
+
+    /// L2 or L3: the key is on the heap.
+    fn with_heap_key(mut self, key: HeapStr, value: ValuePart<'_>) -> Entry {
+        match value {
+            ValuePart::Inline(v) if v.len() <= INLINE_BESIDE_WORD_MAX => {
+                self.layout = KEY_HEAP;
+                self.vlen = v.len() as u8;
+                self.write_inline(0, v);
+                self.write_heap(3, key);
+            }
+            ValuePart::Inline(v) => {
+                self.layout = KEY_HEAP | VALUE_HEAP;
+                self.write_heap(2, key);
+                self.write_heap(3, HeapStr::from_slice(v));
+            }
+            ValuePart::Heap(h) => {
+                self.layout = KEY_HEAP | VALUE_HEAP;
+                self.write_heap(2, key);
+                self.write_heap(3, h);
+            }
+        }
+        self
+    }
+
+    fn write_inline(&mut self, at: usize, bytes: &[u8]) {
+        assert!(at + bytes.len() <= AREA_BYTES);
+        // SAFETY: bounds checked above; u8 -> MaybeUninit<u8> has the same layout.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.area.as_mut_ptr().add(at) as *mut u8,
+                bytes.len(),
+            );
+        }
+    }
+
+    fn inline(&self, at: usize, len: usize) -> &[u8] {
+        assert!(at + len <= AREA_BYTES);
+        // SAFETY: in bounds, and every layout initialises the inline bytes it reads.
+        unsafe { std::slice::from_raw_parts(self.area.as_ptr().add(at) as *const u8, len) }
+    }
+
+    fn write_heap(&mut self, word: usize, s: HeapStr) {
+        // SAFETY: word 2 or 3 is 8-aligned inside the 8-aligned entry (area starts at
+        // offset 16) and 8 bytes long; HeapStr is a single pointer.
+        unsafe {
+            std::ptr::write(
+                self.area.as_mut_ptr().add(word * WORD_BYTES) as *mut HeapStr,
+                s,
+            )
+        }
+    }
+
+    fn heap(&self, word: usize) -> &HeapStr {
+        // SAFETY: only called for words the layout says hold a HeapStr.
+        unsafe { &*(self.area.as_ptr().add(word * WORD_BYTES) as *const HeapStr) }
+    }
+
+    fn heap_mut(&mut self, word: usize) -> &mut HeapStr {
+        // SAFETY: as in `heap`, and `&mut self` makes the access unique.
+        unsafe { &mut *(self.area.as_mut_ptr().add(word * WORD_BYTES) as *mut HeapStr) }
+    }
+
+    fn take_heap(&mut self, word: usize) -> HeapStr {
+        // SAFETY: as in `heap`; the caller clears the layout bit so it is not read again.
+        unsafe { std::ptr::read(self.area.as_ptr().add(word * WORD_BYTES) as *const HeapStr) }
+    }
+
+    fn key_word(&self) -> usize {
+        if self.layout & VALUE_HEAP != 0 {
+            2
+        } else {
+            3
+        }
+    }
+
+    fn value_at(&self) -> usize {
+        if self.layout & KEY_HEAP != 0 {
+            0
+        } else {
+            self.klen as usize
+        }
+    }
+
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        debug_assert!(!self.is_vacant());
+        if self.layout & KEY_HEAP != 0 {
+            self.heap(self.key_word()).as_slice()
+        } else {
+            self.inline(0, self.klen as usize)
+        }
+    }
+
+    /// The string bytes (for KIND_STR) or the 8 integer bytes (for KIND_INT).
+    fn value_bytes(&self) -> &[u8] {
+        if self.layout & VALUE_HEAP != 0 {
+            self.heap(3).as_slice()
+        } else {
+            self.inline(self.value_at(), self.vlen as usize)
+        }
+    }
+
+    fn int_value(&self) -> i64 {
+        let mut raw = [0u8; 8];
+        raw.copy_from_slice(self.value_bytes());
+        i64::from_ne_bytes(raw)
+    }
+
+    /// The value.
+    pub fn value(&self) -> ValueRef<'_> {
+        match self.kind {
+            KIND_INT => ValueRef::Str(StrRef::Int(self.int_value())),
+            _ => ValueRef::Str(StrRef::Bytes(self.value_bytes())),
+        }
+    }
+
+    /// The string value (every value is a string so far).
+    pub fn str_value(&self) -> StrRef<'_> {
+        match self.value() {
+            ValueRef::Str(s) => s,
+        }
+    }
+
+    /// What OBJECT ENCODING reports.
+    pub fn encoding(&self) -> Encoding {
+        match self.kind {
+            KIND_INT => Encoding::Int,
+            _ if self.flags & FLAG_RAW != 0 => Encoding::Raw,
+            _ if self.value_bytes().len() > EMBSTR_BYTES_MAX => Encoding::Raw,
+            _ => Encoding::Embstr,
+        }
+    }
+
+    /// What OBJECT REFCOUNT reports: shared small integers say `INT_MAX`.
+    pub fn refcount(&self) -> i64 {
+        if self.kind == KIND_INT && self.flags & FLAG_PRIVATE_INT == 0 {
+            let n = self.int_value();
+            if (0..SHARED_INTEGERS).contains(&n) {
+                return SHARED_REFCOUNT;
+            }
+        }
+        1
+    }
+
+    /// Absolute expiry in Unix milliseconds, if any.
+    pub fn expire_at(&self) -> Option<u64> {
+        (self.expire_at_ms != 0).then_some(self.expire_at_ms)
+    }
+
+    /// Only the keyspace sets expiries, so it can keep its TTL bookkeeping right.
+    pub(super) fn set_expire_at(&mut self, at: Option<u64>) {
+        debug_assert!(at != Some(0));
+        self.expire_at_ms = at.unwrap_or(0);
+    }
+
+    /// The 24-bit access clock (seconds).
+    pub fn clock(&self) -> u32 {
+        u32::from_le_bytes([self.clock[0], self.clock[1], self.clock[2], 0])
+    }
+
+    /// Set the access clock.
+    pub fn set_clock(&mut self, clock: u32) {
+        let b = (clock & CLOCK_MASK).to_le_bytes();
+        self.clock = [b[0], b[1], b[2]];
+    }
+
+    /// Heap bytes owned by this entry, estimated as glibc malloc chunks.
+    pub fn heap_bytes(&self) -> usize {
+        if self.is_vacant() {
+            return 0;
+        }
+        let mut total = 0;
+        if self.layout & KEY_HEAP != 0 {
+            total += malloc_chunk_bytes(self.heap(self.key_word()).block_bytes());
+        }
+        if self.layout & VALUE_HEAP != 0 {
+            total += malloc_chunk_bytes(self.heap(3).block_bytes());
+        }
+        total
+    }
+
+    /// Replace the value (the key, expiry and clock stay).
+    pub fn set_value(&mut self, value: NewValue<'_>) {
+        match value {
+            NewValue::Str { bytes, raw } => self.set_str(bytes, raw),
+            NewValue::Int(n) => {
+                self.replace_value(ValuePart::Inline(&n.to_ne_bytes()), KIND_INT, 0)
+            }
+        }
+    }
+
+    fn set_str(&mut self, bytes: &[u8], raw: bool) {
+        let flags = if raw { FLAG_RAW } else { 0 };
+        let fits_inline = bytes.len() <= self.inline_room_for_value();
+        let in_place = if self.layout & VALUE_HEAP == 0 {
+            if fits_inline {
+                let at = self.value_at();
+                self.write_inline(at, bytes);
+                self.vlen = bytes.len() as u8;
+            }
+            fits_inline
+        } else {
+            !fits_inline && self.kind == KIND_STR && self.heap_mut(3).try_overwrite(bytes)
+        };
+        if in_place {
+            self.kind = KIND_STR;
+            self.flags = flags;
+        } else {
+            self.replace_value(ValuePart::Inline(bytes), KIND_STR, flags);
+        }
+    }
+
+    /// Rebuild around the current key with a new value.
+    fn replace_value(&mut self, value: ValuePart<'_>, kind: u8, flags: u8) {
+        let parts = std::mem::replace(self, Entry::vacant(0)).into_parts();
+        let key = match parts.key_heap {
+            Some(h) => KeyPart::Heap(h),
+            None => KeyPart::Bytes(&parts.key_inline[..parts.klen]),
+        };
+        *self = Entry::assemble(key, value, kind, flags, parts.clock, parts.expire_at_ms);
+    }
+
+    /// Take the entry apart without freeing anything it owns.
+    fn into_parts(mut self) -> Parts {
+        debug_assert!(!self.is_vacant());
+        let mut parts = Parts {
+            key_inline: [0; AREA_BYTES],
+            key_heap: None,
+            klen: self.klen as usize,
+            value_inline: [0; AREA_BYTES],
+            value_heap: None,
+            vlen: self.vlen as usize,
+            kind: self.kind,
+            flags: self.flags,
+            clock: self.clock(),
+            expire_at_ms: self.expire_at_ms,
+        };
+        if self.layout & KEY_HEAP != 0 {
+            parts.key_heap = Some(self.take_heap(self.key_word()));
+        } else {
+            parts.key_inline[..parts.klen].copy_from_slice(self.inline(0, parts.klen));
+        }
+        if self.layout & VALUE_HEAP != 0 {
+            parts.value_heap = Some(self.take_heap(3));
+        } else {
+            let at = self.value_at();
+            parts.value_inline[..parts.vlen].copy_from_slice(self.inline(at, parts.vlen));
+        }
+        // Everything owned has been moved out: dropping `self` must free nothing.
+        self.layout = VACANT;
+        parts
+    }
+
+    /// The same value (moved, not copied), expiry and clock under another key
+    /// (RENAME, MOVE).
+    pub fn rekey(self, key: &[u8]) -> Entry {
+        let parts = self.into_parts();
+        let value = match parts.value_heap {
+            Some(h) => ValuePart::Heap(h),
+            None => ValuePart::Inline(&parts.value_inline[..parts.vlen]),
+        };
+        Entry::assemble(
+            KeyPart::Bytes(key),
+            value,
+            parts.kind,
+            parts.flags,
+            parts.clock,
+            parts.expire_at_ms,
+        )
+    }
+
+    /// A copy of the value under `key`, with this expiry (COPY; Redis' dupStringObject:
+    /// the copy of a shared integer is a private object).
+    pub fn duplicate(&self, key: &[u8], clock: u32) -> Entry {
+        let mut flags = self.flags;
+        if self.kind == KIND_INT {
+            flags |= FLAG_PRIVATE_INT;
+        }
+        Entry::assemble(
+            KeyPart::Bytes(key),
+            ValuePart::Inline(self.value_bytes()),
+            self.kind,
+            flags,
+            clock,
+            self.expire_at_ms,
+        )
+    }
+
+    /// APPEND: the string becomes `raw`; returns the new length.
+    pub fn append(&mut self, tail: &[u8]) -> usize {
+        if self.layout & VALUE_HEAP != 0 && self.kind == KIND_STR {
+            self.flags |= FLAG_RAW;
+            let s = self.heap_mut(3);
+            s.append(tail);
+            return s.len();
+        }
+        let mut buf = itoa::Buffer::new();
+        let current = self.str_value();
+        let current = current.bytes(&mut buf);
+        let new_len = current.len() + tail.len();
+        if new_len <= self.inline_room_for_value() {
+            let mut joined: SmallVec<[u8; AREA_BYTES]> = SmallVec::from_slice(current);
+            joined.extend_from_slice(tail);
+            self.set_str(&joined, true);
+        } else {
+            let mut s = HeapStr::with_capacity_from(current, greedy_capacity(new_len));
+            s.append(tail);
+            self.replace_value(ValuePart::Heap(s), KIND_STR, FLAG_RAW);
+        }
+        new_len
+    }
+
+    /// SETRANGE: write `patch` at `offset`, zero-padding; the string becomes `raw`.
+    /// Returns the new length.
+    pub fn set_range(&mut self, offset: usize, patch: &[u8]) -> usize {
+        let end = offset + patch.len();
+        if !(self.layout & VALUE_HEAP != 0 && self.kind == KIND_STR) {
+            let mut buf = itoa::Buffer::new();
+            let current = self.str_value();
+            let current = current.bytes(&mut buf);
+            let new_len = current.len().max(end);
+            if new_len <= self.inline_room_for_value() {
+                let mut joined: SmallVec<[u8; AREA_BYTES]> = SmallVec::from_slice(current);
+                joined.resize(new_len, 0);
+                joined[offset..end].copy_from_slice(patch);
+                self.set_str(&joined, true);
+                return new_len;
+            }
+            let cap = if end > current.len() {
+                greedy_capacity(new_len)
+            } else {
+                new_len
+            };
+            let s = HeapStr::with_capacity_from(current, cap);
+            self.replace_value(ValuePart::Heap(s), KIND_STR, FLAG_RAW);
+        }
+        self.flags |= FLAG_RAW;
+        let s = self.heap_mut(3);
+        s.grow_zeroed(end);
+        s.as_mut_slice()[offset..end].copy_from_slice(patch);
+        s.len()
+    }
+
+    /// Longest value that can stay inline next to the current key.
+    fn inline_room_for_value(&self) -> usize {
+        if self.layout & KEY_HEAP != 0 {
+            INLINE_BESIDE_WORD_MAX
+        } else {
+            AREA_BYTES - self.klen as usize
+        }
+    }
+}
+
+/// True when an inline key and this value share the area (L0).
+fn fits_l0(key: &[u8], value: &ValuePart<'_>) -> bool {
+    matches!(value, ValuePart::Inline(v) if key.len() + v.len() <= AREA_BYTES)
+}
+
+/// glibc's chunk for a request: 8 bytes of header, 16-byte granularity, 32 minimum.
+pub fn malloc_chunk_bytes(request: usize) -> usize {
+    ((request + 8 + 15) & !15).max(32)
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        if self.is_vacant() {
+            return;
+        }
+        if self.layout & KEY_HEAP != 0 {
+            drop(self.take_heap(self.key_word()));
+        }
+        if self.layout & VALUE_HEAP != 0 {
+            drop(self.take_heap(3));
+        }
+        self.layout = VACANT;
+    }
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_vacant() {
+            return write!(f, "Vacant(next={})", self.next_free());
+        }
+        f.debug_struct("Entry")
+            .field("key", &String::from_utf8_lossy(self.key()))
+            .field("value", &self.value())
+            .field("layout", &self.layout)
+            .field("expire_at_ms", &self.expire_at())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(bytes: &[u8]) -> NewValue<'_> {
+        NewValue::Str { bytes, raw: false }
+    }
+
+    #[test]
+    fn every_layout_round_trips() {
+        let long_key = vec![b'k'; 40];
+        let long_val = vec![b'v'; 100];
+        let cases: [(&[u8], &[u8], u8); 6] = [
+            (b"key:000000012345", b"0123456789abcdef", 0),
+            (b"k", &[b'x'; 31], 0),
+            (b"key:000000012345", &long_val, VALUE_HEAP),
+            (&long_key, b"short", KEY_HEAP),
+            (&long_key, &long_val, KEY_HEAP | VALUE_HEAP),
+            (b"", b"", 0),
+        ];
+        for (k, v, layout) in cases {
+            let e = Entry::new(k, s(v), 7);
+            assert_eq!(e.layout, layout, "{e:?}");
+            assert_eq!(e.key(), k);
+            assert_eq!(e.str_value(), StrRef::Bytes(v));
+            assert_eq!(e.clock(), 7);
+            let moved = e.rekey(b"other");
+            assert_eq!(moved.key(), b"other");
+            assert_eq!(moved.str_value(), StrRef::Bytes(v));
+        }
+    }
+
+    #[test]
+    fn integers_are_inline() {
+        let e = Entry::new(&[b'k'; 30], NewValue::Int(-42), 0);
+        assert_eq!(e.layout, KEY_HEAP);
+        assert_eq!(e.str_value(), StrRef::Int(-42));
+        assert_eq!(e.encoding(), Encoding::Int);
+        assert_eq!(e.refcount(), 1);
+        let shared = Entry::new(b"k", NewValue::Int(5), 0);
+        assert_eq!(shared.refcount(), SHARED_REFCOUNT);
+        assert_eq!(shared.duplicate(b"c", 0).refcount(), 1);
+        assert_eq!(shared.heap_bytes(), 0);
+    }
+
+    #[test]
+    fn set_value_switches_layouts() {
+        let mut e = Entry::new(b"key", s(b"small"), 0);
+        e.set_value(s(&[b'a'; 200]));
+        assert_eq!(e.str_value(), StrRef::Bytes(&[b'a'; 200]));
+        assert_eq!(e.encoding(), Encoding::Raw);
+        e.set_value(s(&[b'b'; 150]));
+        assert_eq!(e.str_value(), StrRef::Bytes(&[b'b'; 150]));
+        e.set_value(NewValue::Int(12));
+        assert_eq!(e.str_value(), StrRef::Int(12));
+        e.set_value(s(b"tiny"));
+        assert_eq!(e.str_value(), StrRef::Bytes(b"tiny"));
+        assert_eq!(e.encoding(), Encoding::Embstr);
+        assert_eq!(e.key(), b"key");
+    }
+
+    #[test]
+    fn append_and_set_range_make_raw() {
+        let mut e = Entry::new(b"key", NewValue::Int(12), 0);
+        assert_eq!(e.append(b"34"), 4);
+        assert_eq!(e.str_value(), StrRef::Bytes(b"1234"));
+        assert_eq!(e.encoding(), Encoding::Raw);
+        for _ in 0..20 {
+            e.append(b"abcdefgh");
+        }
+        assert_eq!(e.str_value().len(), 164);
+        assert_eq!(e.set_range(170, b"zz"), 172);
+        let v = match e.str_value() {
+            StrRef::Bytes(b) => b.to_vec(),
+            StrRef::Int(_) => unreachable!(),
+        };
+        assert_eq!(&v[164..172], b"\0\0\0\0\0\0zz");
+        let mut f = Entry::new(b"k", s(b"hello"), 0);
+        assert_eq!(f.set_range(1, b"EL"), 5);
+        assert_eq!(f.str_value(), StrRef::Bytes(b"hELlo"));
+        assert_eq!(f.encoding(), Encoding::Raw);
+    }
+}

@@ -1,0 +1,286 @@
+//! The keyspace of one database: a slab of compact entries plus a hash index.
+//!
+//! Layout, from the bottom up:
+//! - [`entry`]: one key with its value, expiry and access clock in 48 bytes; short
+//!   keys and values inline, longer ones behind a thin pointer; integers as `i64`.
+//! - [`slab`]: entries in 1024-slot chunks, addressed by stable `u32` ids; a bitmap
+//!   marks the ids that have a TTL (so keys without one pay nothing for expiry and
+//!   active expiry walks only the others).
+//! - [`index`]: key hash -> id, an extendible hash table of small hashbrown tables
+//!   that split one at a time, so no resize ever touches more than ~1800 ids.
+//!
+//! Per key that is 48 bytes of entry plus ~5-8 bytes of index (4-byte id and a
+//! control byte at 60-88% load) and 1/8 byte of TTL bitmap; a key or value too long
+//! to sit inline adds one heap block.
+//!
+//! Hashing: ahash with a per-database random seed (ahash's runtime RNG), so keys
+//! crafted to collide cannot be precomputed. Nothing depends on hash order: SCAN
+//! cursors are slot ids.
+
+mod entry;
+mod heapstr;
+mod index;
+mod slab;
+
+pub use entry::{Entry, NewValue, CLOCK_MASK, ENTRY_BYTES};
+pub use heapstr::STRING_BYTES_MAX;
+pub use slab::{TtlScan, CHUNK_SLOTS};
+
+use index::Index;
+use slab::Slab;
+
+/// Bytes of one occupied index bucket: the `u32` id and hashbrown's control byte.
+const INDEX_SLOT_BYTES: usize = 5;
+
+/// A stable handle of a live entry (its slab slot).
+pub type EntryId = u32;
+
+/// One database: entries, their index and the counters INFO needs.
+pub struct Db {
+    slab: Slab,
+    index: Index,
+    hasher: ahash::RandomState,
+    /// Heap bytes owned by the entries (see [`Entry::heap_bytes`]).
+    heap_bytes: usize,
+    /// Entries with a TTL.
+    volatile: usize,
+}
+
+impl Default for Db {
+    fn default() -> Self {
+        Db {
+            slab: Slab::default(),
+            index: Index::default(),
+            hasher: ahash::RandomState::new(),
+            heap_bytes: 0,
+            volatile: 0,
+        }
+    }
+}
+
+impl Db {
+    /// Number of keys (including logically expired ones not yet removed, as DBSIZE).
+    pub fn len(&self) -> usize {
+        self.slab.len()
+    }
+
+    /// True when the database holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.slab.len() == 0
+    }
+
+    /// Number of keys with a TTL.
+    pub fn volatile_len(&self) -> usize {
+        self.volatile
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The id of `key`, expired or not.
+    pub fn find(&self, key: &[u8]) -> Option<EntryId> {
+        let slab = &self.slab;
+        self.index
+            .find(self.hash(key), |id| slab.get(id).key() == key)
+    }
+
+    /// The live entry `id`.
+    pub fn entry(&self, id: EntryId) -> &Entry {
+        self.slab.get(id)
+    }
+
+    /// Add `entry` (whose key must be absent); its expiry is honoured.
+    pub fn insert(&mut self, entry: Entry) -> EntryId {
+        let hash = self.hash(entry.key());
+        let volatile = entry.expire_at().is_some();
+        self.heap_bytes += entry.heap_bytes();
+        let id = self.slab.insert(entry);
+        if volatile {
+            self.slab.set_ttl_bit(id, true);
+            self.volatile += 1;
+        }
+        let Db {
+            slab,
+            index,
+            hasher,
+            ..
+        } = self;
+        index.insert(hash, id, |x| hasher.hash_one(slab.get(x).key()));
+        id
+    }
+
+    /// Remove entry `id` and return it.
+    pub fn remove(&mut self, id: EntryId) -> Entry {
+        let hash = self.hash(self.slab.get(id).key());
+        let removed = self.index.remove(hash, id);
+        debug_assert!(removed, "entry missing from the index");
+        if self.slab.get(id).expire_at().is_some() {
+            self.volatile -= 1;
+        }
+        let entry = self.slab.remove(id);
+        self.heap_bytes -= entry.heap_bytes();
+        entry
+    }
+
+    /// Change entry `id`'s value through `change` (which cannot touch the key or the
+    /// expiry); keeps the heap accounting right.
+    pub fn modify<R>(&mut self, id: EntryId, change: impl FnOnce(&mut Entry) -> R) -> R {
+        let entry = self.slab.get_mut(id);
+        let before = entry.heap_bytes();
+        let result = change(entry);
+        let after = entry.heap_bytes();
+        self.heap_bytes = self.heap_bytes + after - before;
+        result
+    }
+
+    /// Set the access clock of entry `id`.
+    pub fn touch(&mut self, id: EntryId, clock: u32) {
+        self.slab.get_mut(id).set_clock(clock);
+    }
+
+    /// Set or clear the expiry of entry `id`.
+    pub fn set_expire(&mut self, id: EntryId, at_ms: Option<u64>) {
+        let entry = self.slab.get_mut(id);
+        let had = entry.expire_at().is_some();
+        entry.set_expire_at(at_ms);
+        match (had, at_ms.is_some()) {
+            (false, true) => self.volatile += 1,
+            (true, false) => self.volatile -= 1,
+            _ => {}
+        }
+        self.slab.set_ttl_bit(id, at_ms.is_some());
+    }
+
+    /// Slot ids are below this; SCAN walks `0..slots_high()`.
+    pub fn slots_high(&self) -> u32 {
+        self.slab.high()
+    }
+
+    /// The live entry in slot `id`, if the slot is in use.
+    pub fn slot(&self, id: u32) -> Option<&Entry> {
+        (id < self.slab.high())
+            .then(|| self.slab.get(id))
+            .filter(|e| !e.is_vacant())
+    }
+
+    /// Every live entry with its id, in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = (EntryId, &Entry)> {
+        (0..self.slab.high())
+            .map(|id| (id, self.slab.get(id)))
+            .filter(|(_, e)| !e.is_vacant())
+    }
+
+    /// The next entry with a TTL at or after slot `from` (see [`TtlScan`]).
+    pub fn next_with_ttl(&self, from: u32, words_budget: &mut usize) -> TtlScan {
+        self.slab.next_with_ttl(from, words_budget)
+    }
+
+    /// A random live entry: random slots first, then a walk from a random slot.
+    pub fn random(&self, mut random: impl FnMut() -> u64) -> Option<EntryId> {
+        const RANDOM_PROBES_MAX: usize = 64;
+        let high = self.slab.high() as u64;
+        if self.is_empty() || high == 0 {
+            return None;
+        }
+        for _ in 0..RANDOM_PROBES_MAX {
+            let id = (random() % high) as u32;
+            if !self.slab.get(id).is_vacant() {
+                return Some(id);
+            }
+        }
+        let start = (random() % high) as u32;
+        (start..self.slab.high())
+            .chain(0..start)
+            .find(|&id| !self.slab.get(id).is_vacant())
+    }
+
+    /// Estimated bytes used: chunks, index, heap blocks.
+    pub fn memory_bytes(&self) -> usize {
+        self.slab.allocated_bytes() + self.index.allocated_bytes() + self.heap_bytes
+    }
+
+    /// Bytes one key costs besides its heap blocks: its entry and its index slot (a
+    /// 4-byte id and a 1-byte control byte; empty buckets are not charged, as Redis'
+    /// MEMORY USAGE does not charge its bucket array).
+    pub fn entry_overhead_bytes(&self) -> usize {
+        ENTRY_BYTES + INDEX_SLOT_BYTES
+    }
+
+    /// Empty the database, handing back its entry chunks for freeing later.
+    pub fn take_chunks(&mut self) -> Vec<Box<[Entry]>> {
+        std::mem::take(self).slab.into_chunks()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::entry::malloc_chunk_bytes;
+    use super::*;
+
+    fn put(db: &mut Db, key: &str, value: &str) -> EntryId {
+        db.insert(Entry::new(
+            key.as_bytes(),
+            NewValue::Str {
+                bytes: value.as_bytes(),
+                raw: false,
+            },
+            0,
+        ))
+    }
+
+    #[test]
+    fn insert_find_remove() {
+        let mut db = Db::default();
+        for n in 0..5000 {
+            put(&mut db, &format!("key:{n:012}"), "v");
+        }
+        assert_eq!(db.len(), 5000);
+        let id = db.find(b"key:000000000042").unwrap();
+        assert_eq!(db.entry(id).key(), b"key:000000000042");
+        db.set_expire(id, Some(1000));
+        assert_eq!(db.volatile_len(), 1);
+        let removed = db.remove(id);
+        assert_eq!(removed.expire_at(), Some(1000));
+        assert_eq!(db.volatile_len(), 0);
+        assert_eq!(db.find(b"key:000000000042"), None);
+        assert_eq!(db.len(), 4999);
+        assert_eq!(db.iter().count(), 4999);
+    }
+
+    #[test]
+    fn heap_accounting_follows_changes() {
+        let mut db = Db::default();
+        let id = put(&mut db, "k", "short");
+        assert_eq!(db.heap_bytes, 0);
+        db.modify(id, |e| {
+            e.set_value(NewValue::Str {
+                bytes: &[b'x'; 100],
+                raw: false,
+            })
+        });
+        assert_eq!(db.heap_bytes, malloc_chunk_bytes(108));
+        db.remove(id);
+        assert_eq!(db.heap_bytes, 0);
+    }
+
+    #[test]
+    fn random_finds_the_only_key() {
+        let mut db = Db::default();
+        for n in 0..3000 {
+            put(&mut db, &n.to_string(), "v");
+        }
+        for n in 0..3000 {
+            if n != 1234 {
+                let id = db.find(n.to_string().as_bytes()).unwrap();
+                db.remove(id);
+            }
+        }
+        let mut x = 1u64;
+        let id = db.random(|| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            x >> 11
+        });
+        assert_eq!(db.entry(id.unwrap()).key(), b"1234");
+    }
+}

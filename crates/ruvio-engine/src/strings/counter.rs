@@ -1,0 +1,129 @@
+//! INCR, DECR, INCRBY, DECRBY (one core, Redis' `incrDecrCommand`) and INCRBYFLOAT.
+//! All of them keep the key's TTL, as Redis does.
+
+use ruvio_resp::{Args, Reply};
+
+use super::string_of;
+use crate::args::int_arg;
+use crate::command::ExecCtx;
+use crate::engine::clock_of;
+use crate::error::CmdError;
+use crate::keyspace::{Entry, NewValue};
+use crate::longdouble::LongDouble;
+use crate::value::StrRef;
+use crate::Engine;
+
+/// Add `delta` to the integer at `key` (0 when missing) and return the result.
+fn incr_by(engine: &mut Engine, ctx: &ExecCtx, key: &[u8], delta: i64) -> Result<i64, CmdError> {
+    let existing = engine.lookup_write(ctx, key);
+    let current = match existing {
+        None => 0,
+        Some(id) => match string_of(engine.db(ctx.db).entry(id))? {
+            StrRef::Int(n) => n,
+            StrRef::Bytes(b) => crate::args::parse_i64(b).ok_or(CmdError::NotInteger)?,
+        },
+    };
+    let new = current.checked_add(delta).ok_or(CmdError::IncrOverflow)?;
+    store(engine, ctx, key, existing, NewValue::Int(new));
+    Ok(new)
+}
+
+/// Replace the value of `existing` (keeping its TTL) or add `key`.
+fn store(
+    engine: &mut Engine,
+    ctx: &ExecCtx,
+    key: &[u8],
+    existing: Option<u32>,
+    value: NewValue<'_>,
+) {
+    let db = engine.db_mut(ctx.db);
+    match existing {
+        Some(id) => db.modify(id, |e| e.set_value(value)),
+        None => {
+            db.insert(Entry::new(key, value, clock_of(ctx.now_ms)));
+        }
+    }
+}
+
+fn reply_int(reply: &mut Reply<'_>, result: Result<i64, CmdError>) {
+    match result {
+        Ok(n) => reply.int(n),
+        Err(e) => e.write(reply),
+    }
+}
+
+/// `INCR key`
+pub(crate) fn incr(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    reply_int(reply, incr_by(engine, ctx, args.get(1), 1));
+}
+
+/// `DECR key`
+pub(crate) fn decr(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    reply_int(reply, incr_by(engine, ctx, args.get(1), -1));
+}
+
+/// `INCRBY key increment`
+pub(crate) fn incrby(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    let result = int_arg(args.get(2)).and_then(|delta| incr_by(engine, ctx, args.get(1), delta));
+    reply_int(reply, result);
+}
+
+/// `DECRBY key decrement`
+pub(crate) fn decrby(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    let result = int_arg(args.get(2)).and_then(|delta| {
+        let negated = delta.checked_neg().ok_or(CmdError::DecrOverflow)?;
+        incr_by(engine, ctx, args.get(1), negated)
+    });
+    reply_int(reply, result);
+}
+
+/// `INCRBYFLOAT key increment`: long double arithmetic and formatting as Redis.
+pub(crate) fn incrbyfloat(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    let key = args.get(1);
+    let result = (|| {
+        let existing = engine.lookup_write(ctx, key);
+        let current = match existing {
+            None => LongDouble::from_i64(0),
+            Some(id) => match string_of(engine.db(ctx.db).entry(id))? {
+                StrRef::Int(n) => LongDouble::from_i64(n),
+                StrRef::Bytes(b) => LongDouble::parse(b).ok_or(CmdError::NotFloat)?,
+            },
+        };
+        let delta = LongDouble::parse(args.get(2)).ok_or(CmdError::NotFloat)?;
+        let sum = current.add(delta);
+        if !sum.is_finite() {
+            return Err(CmdError::NanOrInfinity);
+        }
+        let text = sum.to_human_string();
+        store(
+            engine,
+            ctx,
+            key,
+            existing,
+            NewValue::Str {
+                bytes: text.as_bytes(),
+                raw: false,
+            },
+        );
+        Ok(text)
+    })();
+    match result {
+        Ok(text) => reply.bulk(text.as_bytes()),
+        Err(e) => e.write(reply),
+    }
+}

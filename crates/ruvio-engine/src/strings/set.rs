@@ -1,0 +1,408 @@
+//! The SET family: one generic core ([`set_generic`], Redis' `setGenericCommand`)
+//! serves SET, SETNX, SETEX, PSETEX and GETSET; the option parser
+//! ([`parse_extended`], Redis' `parseExtendedStringArgumentsOrReply`) serves SET and
+//! GETEX. MSET/MSETNX and GETEX are here too since they share the pieces.
+
+use ruvio_resp::{Args, Reply};
+
+use super::{encode_arg, finish, get_generic, string_of};
+use crate::args::eq_ci;
+use crate::command::ExecCtx;
+use crate::error::CmdError;
+use crate::Engine;
+
+/// Which command's options are being parsed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OptionsOf {
+    Set,
+    GetEx,
+}
+
+/// How an expire argument is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ExpireUnit {
+    /// EX: seconds from now.
+    Seconds,
+    /// PX: milliseconds from now.
+    Millis,
+    /// EXAT: Unix seconds.
+    UnixSeconds,
+    /// PXAT: Unix milliseconds.
+    UnixMillis,
+}
+
+impl ExpireUnit {
+    fn in_seconds(self) -> bool {
+        matches!(self, ExpireUnit::Seconds | ExpireUnit::UnixSeconds)
+    }
+    fn relative(self) -> bool {
+        matches!(self, ExpireUnit::Seconds | ExpireUnit::Millis)
+    }
+}
+
+/// Parsed SET/GETEX options.
+#[derive(Clone, Copy, Default)]
+struct SetOptions<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keep_ttl: bool,
+    persist: bool,
+    expire: Option<(ExpireUnit, &'a [u8])>,
+}
+
+/// Redis 7.0's option grammar for SET (from argv[3]) and GETEX (from argv[2]):
+/// NX/XX exclude each other, KEEPTTL/PERSIST exclude every expire form, the expire
+/// forms exclude each other (repeating the same one is allowed, the last wins).
+fn parse_extended<'a>(
+    args: Args<'a>,
+    from: usize,
+    of: OptionsOf,
+) -> Result<SetOptions<'a>, CmdError> {
+    let mut o = SetOptions::default();
+    let mut j = from;
+    while j < args.len() {
+        let opt = args.get(j);
+        let next = (j + 1 < args.len()).then(|| args.get(j + 1));
+        let set = of == OptionsOf::Set;
+        let other_expire = |u: ExpireUnit| o.expire.is_some_and(|(unit, _)| unit != u);
+        if set && eq_ci(opt, "NX") && !o.xx {
+            o.nx = true;
+        } else if set && eq_ci(opt, "XX") && !o.nx {
+            o.xx = true;
+        } else if set && eq_ci(opt, "GET") {
+            o.get = true;
+        } else if set && eq_ci(opt, "KEEPTTL") && !o.persist && o.expire.is_none() {
+            o.keep_ttl = true;
+        } else if !set && eq_ci(opt, "PERSIST") && o.expire.is_none() && !o.keep_ttl {
+            o.persist = true;
+        } else if let (Some(unit), Some(value)) = (expire_keyword(opt), next) {
+            if o.keep_ttl || o.persist || other_expire(unit) {
+                return Err(CmdError::Syntax);
+            }
+            o.expire = Some((unit, value));
+            j += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    Ok(o)
+}
+
+fn expire_keyword(opt: &[u8]) -> Option<ExpireUnit> {
+    if eq_ci(opt, "EX") {
+        Some(ExpireUnit::Seconds)
+    } else if eq_ci(opt, "PX") {
+        Some(ExpireUnit::Millis)
+    } else if eq_ci(opt, "EXAT") {
+        Some(ExpireUnit::UnixSeconds)
+    } else if eq_ci(opt, "PXAT") {
+        Some(ExpireUnit::UnixMillis)
+    } else {
+        None
+    }
+}
+
+/// Redis' `getExpireMillisecondsOrReply`: the absolute expiry in Unix ms, or
+/// `invalid expire time in '<cmd>' command` for non-positive or overflowing values.
+pub(crate) fn expire_at_ms(
+    unit: ExpireUnit,
+    arg: &[u8],
+    now_ms: u64,
+    cmd: &'static str,
+) -> Result<u64, CmdError> {
+    let invalid = CmdError::InvalidExpireTime(cmd);
+    let mut ms = crate::args::int_arg(arg)?;
+    if ms <= 0 || (unit.in_seconds() && ms > i64::MAX / 1000) {
+        return Err(invalid);
+    }
+    if unit.in_seconds() {
+        ms *= 1000;
+    }
+    if unit.relative() {
+        ms = ms.checked_add(now_ms as i64).ok_or(invalid)?;
+    }
+    if ms <= 0 {
+        return Err(invalid);
+    }
+    Ok(ms as u64)
+}
+
+/// What SET-family commands reply when they did (`ok`) or did not (`abort`) store.
+#[derive(Clone, Copy)]
+enum Outcome {
+    /// `+OK` / nil (SET, SETEX, PSETEX).
+    OkOrNull,
+    /// `:1` / `:0` (SETNX).
+    OneOrZero,
+}
+
+/// How one SET-family command calls the core.
+struct SetCall<'a> {
+    /// Index of the value argument.
+    value_at: usize,
+    options: SetOptions<'a>,
+    /// Name in `invalid expire time in '<cmd>' command`.
+    cmd: &'static str,
+    outcome: Outcome,
+}
+
+/// Redis' `setGenericCommand`.
+fn set_generic(
+    engine: &mut Engine,
+    ctx: &ExecCtx,
+    args: Args<'_>,
+    call: SetCall<'_>,
+    reply: &mut Reply<'_>,
+) -> Result<(), CmdError> {
+    let SetCall {
+        value_at,
+        options,
+        cmd,
+        outcome,
+    } = call;
+    let key = args.get(1);
+    let expire_at = match options.expire {
+        Some((unit, arg)) => Some(expire_at_ms(unit, arg, ctx.now_ms, cmd)?),
+        None => None,
+    };
+    let value = encode_arg(args.get(value_at))?;
+    if options.get {
+        get_generic(engine, ctx, key, reply)?;
+    }
+    let existing = engine.lookup_write(ctx, key);
+    if (options.nx && existing.is_some()) || (options.xx && existing.is_none()) {
+        if !options.get {
+            match outcome {
+                Outcome::OkOrNull => reply.null(),
+                Outcome::OneOrZero => reply.int(0),
+            }
+        }
+        return Ok(());
+    }
+    let id = engine.set_key(ctx, key, existing, value, options.keep_ttl);
+    if let Some(at) = expire_at {
+        engine.db_mut(ctx.db).set_expire(id, Some(at));
+    }
+    if !options.get {
+        match outcome {
+            Outcome::OkOrNull => reply.ok(),
+            Outcome::OneOrZero => reply.int(1),
+        }
+    }
+    Ok(())
+}
+
+/// `SET key value [NX | XX] [GET] [EX seconds | PX milliseconds |
+/// EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]`
+pub(crate) fn set(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    let result = parse_extended(args, 3, OptionsOf::Set).and_then(|o| {
+        set_generic(
+            engine,
+            ctx,
+            args,
+            SetCall {
+                value_at: 2,
+                options: o,
+                cmd: "set",
+                outcome: Outcome::OkOrNull,
+            },
+            reply,
+        )
+    });
+    finish(result, reply);
+}
+
+/// `SETNX key value`: 1 when set, 0 when the key existed.
+pub(crate) fn setnx(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    let o = SetOptions {
+        nx: true,
+        ..SetOptions::default()
+    };
+    finish(
+        set_generic(
+            engine,
+            ctx,
+            args,
+            SetCall {
+                value_at: 2,
+                options: o,
+                cmd: "setnx",
+                outcome: Outcome::OneOrZero,
+            },
+            reply,
+        ),
+        reply,
+    );
+}
+
+/// `SETEX key seconds value`
+pub(crate) fn setex(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    let o = SetOptions {
+        expire: Some((ExpireUnit::Seconds, args.get(2))),
+        ..SetOptions::default()
+    };
+    finish(
+        set_generic(
+            engine,
+            ctx,
+            args,
+            SetCall {
+                value_at: 3,
+                options: o,
+                cmd: "setex",
+                outcome: Outcome::OkOrNull,
+            },
+            reply,
+        ),
+        reply,
+    );
+}
+
+/// `PSETEX key milliseconds value`
+pub(crate) fn psetex(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    let o = SetOptions {
+        expire: Some((ExpireUnit::Millis, args.get(2))),
+        ..SetOptions::default()
+    };
+    finish(
+        set_generic(
+            engine,
+            ctx,
+            args,
+            SetCall {
+                value_at: 3,
+                options: o,
+                cmd: "psetex",
+                outcome: Outcome::OkOrNull,
+            },
+            reply,
+        ),
+        reply,
+    );
+}
+
+/// `GETSET key value`: the old value (or nil), and the new value without TTL.
+pub(crate) fn getset(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    let o = SetOptions {
+        get: true,
+        ..SetOptions::default()
+    };
+    finish(
+        set_generic(
+            engine,
+            ctx,
+            args,
+            SetCall {
+                value_at: 2,
+                options: o,
+                cmd: "getset",
+                outcome: Outcome::OkOrNull,
+            },
+            reply,
+        ),
+        reply,
+    );
+}
+
+/// `MSET key value [key value ...]`
+pub(crate) fn mset(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    finish(mset_generic(engine, ctx, args, false, "mset", reply), reply);
+}
+
+/// `MSETNX key value [key value ...]`: 1 when all were set, 0 (and nothing set) when
+/// any key existed.
+pub(crate) fn msetnx(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    finish(
+        mset_generic(engine, ctx, args, true, "msetnx", reply),
+        reply,
+    );
+}
+
+fn mset_generic(
+    engine: &mut Engine,
+    ctx: &ExecCtx,
+    args: Args<'_>,
+    nx: bool,
+    cmd: &'static str,
+    reply: &mut Reply<'_>,
+) -> Result<(), CmdError> {
+    if args.len().is_multiple_of(2) {
+        return Err(CmdError::WrongArity(cmd));
+    }
+    let pairs = (1..args.len())
+        .step_by(2)
+        .map(|i| (args.get(i), args.get(i + 1)));
+    if nx
+        && pairs
+            .clone()
+            .any(|(key, _)| engine.lookup_write(ctx, key).is_some())
+    {
+        reply.int(0);
+        return Ok(());
+    }
+    for (_, value) in pairs.clone() {
+        encode_arg(value)?;
+    }
+    for (key, value) in pairs {
+        let existing = engine.lookup_write(ctx, key);
+        engine.set_key(ctx, key, existing, encode_arg(value)?, false);
+    }
+    if nx {
+        reply.int(1);
+    } else {
+        reply.ok();
+    }
+    Ok(())
+}
+
+/// `GETEX key [EX seconds | PX milliseconds | EXAT unix-time-seconds |
+/// PXAT unix-time-milliseconds | PERSIST]`: the value, then its TTL changed.
+pub(crate) fn getex(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+    finish(getex_body(engine, ctx, args, reply), reply);
+}
+
+fn getex_body(
+    engine: &mut Engine,
+    ctx: &ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> Result<(), CmdError> {
+    let options = parse_extended(args, 2, OptionsOf::GetEx)?;
+    let Some(id) = engine.lookup_read(ctx, args.get(1)) else {
+        reply.null();
+        return Ok(());
+    };
+    string_of(engine.db(ctx.db).entry(id))?;
+    let expire_at = match options.expire {
+        Some((unit, arg)) => Some((unit, expire_at_ms(unit, arg, ctx.now_ms, "getex")?)),
+        None => None,
+    };
+    string_of(engine.db(ctx.db).entry(id))?.reply(reply);
+    let db = engine.db_mut(ctx.db);
+    match expire_at {
+        Some((unit, at)) if !unit.relative() && at <= ctx.now_ms => {
+            db.remove(id);
+        }
+        Some((_, at)) => db.set_expire(id, Some(at)),
+        None if options.persist => db.set_expire(id, None),
+        None => {}
+    }
+    Ok(())
+}

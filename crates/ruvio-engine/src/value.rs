@@ -1,0 +1,132 @@
+//! Public views of stored values: the type (TYPE), the encoding (OBJECT ENCODING)
+//! and borrowed string contents. Only strings exist so far; the enums already name
+//! the other Redis types so later families slot in without changing callers.
+
+/// Longest string Redis 7.0 keeps `embstr`-encoded (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
+pub const EMBSTR_BYTES_MAX: usize = 44;
+
+/// Integers `0..SHARED_INTEGERS` are shared objects in Redis (OBJECT REFCOUNT says
+/// `2147483647` for them); `OBJ_SHARED_INTEGERS`.
+pub const SHARED_INTEGERS: i64 = 10_000;
+
+/// Redis' `OBJ_SHARED_REFCOUNT` (`INT_MAX`).
+pub const SHARED_REFCOUNT: i64 = i32::MAX as i64;
+
+/// The Redis type of a value, as TYPE and SCAN TYPE name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueType {
+    /// `string`
+    String,
+    /// `list`
+    List,
+    /// `set`
+    Set,
+    /// `zset`
+    ZSet,
+    /// `hash`
+    Hash,
+    /// `stream`
+    Stream,
+}
+
+impl ValueType {
+    /// The name TYPE replies with.
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueType::String => "string",
+            ValueType::List => "list",
+            ValueType::Set => "set",
+            ValueType::ZSet => "zset",
+            ValueType::Hash => "hash",
+            ValueType::Stream => "stream",
+        }
+    }
+}
+
+/// The encoding OBJECT ENCODING reports (what Redis 7.0 would use, not Ruvio's layout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// A canonical 64-bit decimal integer.
+    Int,
+    /// A string of at most [`EMBSTR_BYTES_MAX`] bytes never modified in place.
+    Embstr,
+    /// A longer string, or one modified by APPEND/SETRANGE.
+    Raw,
+}
+
+impl Encoding {
+    /// The name OBJECT ENCODING replies with.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Int => "int",
+            Encoding::Embstr => "embstr",
+            Encoding::Raw => "raw",
+        }
+    }
+}
+
+/// A borrowed string value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrRef<'a> {
+    /// Stored as an integer; its bytes are its decimal form.
+    Int(i64),
+    /// Stored as bytes.
+    Bytes(&'a [u8]),
+}
+
+impl<'a> StrRef<'a> {
+    /// Length of the string form in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            StrRef::Int(n) => itoa::Buffer::new().format(*n).len(),
+            StrRef::Bytes(b) => b.len(),
+        }
+    }
+
+    /// True for the empty string.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes of the string form; integers are formatted into `buf`.
+    pub fn bytes<'b>(&self, buf: &'b mut itoa::Buffer) -> &'b [u8]
+    where
+        'a: 'b,
+    {
+        match *self {
+            StrRef::Int(n) => buf.format(n).as_bytes(),
+            StrRef::Bytes(b) => b,
+        }
+    }
+
+    /// Write it as a bulk string reply.
+    pub fn reply(&self, reply: &mut ruvio_resp::Reply<'_>) {
+        match *self {
+            StrRef::Int(n) => reply.bulk_int(n),
+            StrRef::Bytes(b) => reply.bulk(b),
+        }
+    }
+}
+
+/// A borrowed stored value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueRef<'a> {
+    /// A string (including int-encoded ones).
+    Str(StrRef<'a>),
+}
+
+impl<'a> ValueRef<'a> {
+    /// The Redis type.
+    pub fn value_type(&self) -> ValueType {
+        match self {
+            ValueRef::Str(_) => ValueType::String,
+        }
+    }
+
+    /// The string, or `None` for other types.
+    pub fn as_str(&self) -> Option<StrRef<'a>> {
+        match *self {
+            ValueRef::Str(s) => Some(s),
+        }
+    }
+}

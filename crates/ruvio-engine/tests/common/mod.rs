@@ -1,0 +1,174 @@
+//! Test harness: run a command line against an [`Engine`] the way the server does
+//! (RESP request bytes -> parser -> table lookup -> arity check -> handler) and return
+//! the exact reply bytes as a string.
+
+#![allow(dead_code)]
+
+use ruvio_engine::{Engine, ExecCtx};
+use ruvio_resp::{CommandParser, Limits, Parsed, Protocol, Reply};
+
+/// A fixed "now" so TTL arithmetic in tests is exact.
+pub const NOW_MS: u64 = 1_700_000_000_000;
+
+/// An engine plus the connection state the server would keep.
+pub struct Harness {
+    pub engine: Engine,
+    pub db: usize,
+    pub now_ms: u64,
+    pub no_touch: bool,
+    pub proto: Protocol,
+    parser: CommandParser,
+}
+
+impl Default for Harness {
+    fn default() -> Self {
+        Harness {
+            engine: Engine::new(16),
+            db: 0,
+            now_ms: NOW_MS,
+            no_touch: false,
+            proto: Protocol::Resp2,
+            parser: CommandParser::default(),
+        }
+    }
+}
+
+impl Harness {
+    /// A RESP3 harness.
+    pub fn resp3() -> Harness {
+        Harness {
+            proto: Protocol::Resp3,
+            ..Harness::default()
+        }
+    }
+
+    /// Run one command line (redis-cli quoting) and return the reply bytes as text.
+    pub fn run(&mut self, line: &str) -> String {
+        let args = split_line(line);
+        let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        String::from_utf8_lossy(&self.run_args(&refs)).into_owned()
+    }
+
+    /// Run one command given as raw arguments; returns the reply bytes.
+    pub fn run_args(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        let request = encode_request(args);
+        let mut out = Vec::new();
+        let parsed = self
+            .parser
+            .parse(&request, &Limits::default())
+            .expect("valid request");
+        let Parsed::Complete { args, .. } = parsed else {
+            panic!("incomplete request")
+        };
+        let mut reply = Reply::new(&mut out, self.proto);
+        let name = String::from_utf8_lossy(args.get(0)).to_ascii_lowercase();
+        let sub = (args.len() > 1).then(|| args.get(1));
+        let Some(cmd) = Engine::find_command(args.get(0), sub) else {
+            reply.error(&format!("ERR unknown command '{name}'"));
+            return out;
+        };
+        if !cmd.meta.arity_ok(args.len()) {
+            reply.error(&format!(
+                "ERR wrong number of arguments for '{}' command",
+                cmd.meta.name
+            ));
+            return out;
+        }
+        let mut ctx = ExecCtx {
+            db: self.db,
+            now_ms: self.now_ms,
+            no_touch: self.no_touch,
+        };
+        (cmd.handler)(&mut self.engine, &mut ctx, args, &mut reply);
+        out
+    }
+}
+
+/// Run `line` on a fresh RESP2 engine context (the brief's `run(&mut engine, ..)`).
+pub fn run(engine: &mut Engine, line: &str) -> String {
+    let mut h = Harness {
+        engine: std::mem::replace(engine, Engine::new(0)),
+        ..Harness::default()
+    };
+    let out = h.run(line);
+    *engine = h.engine;
+    out
+}
+
+/// `*N\r\n$len\r\narg\r\n...`
+pub fn encode_request(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Split a line like redis-cli: spaces separate, `"..."` quotes with `\n \r \t \\ \" \xHH`.
+pub fn split_line(line: &str) -> Vec<Vec<u8>> {
+    let bytes = line.as_bytes();
+    let mut args = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b' ' {
+            i += 1;
+            continue;
+        }
+        let mut arg = Vec::new();
+        if bytes[i] == b'"' {
+            i += 1;
+            while i < bytes.len() && bytes[i] != b'"' {
+                if bytes[i] == b'\\' && i + 1 < bytes.len() {
+                    i += 1;
+                    match bytes[i] {
+                        b'n' => arg.push(b'\n'),
+                        b'r' => arg.push(b'\r'),
+                        b't' => arg.push(b'\t'),
+                        b'x' => {
+                            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
+                            arg.push(u8::from_str_radix(hex, 16).unwrap());
+                            i += 2;
+                        }
+                        c => arg.push(c),
+                    }
+                } else {
+                    arg.push(bytes[i]);
+                }
+                i += 1;
+            }
+            i += 1;
+        } else {
+            while i < bytes.len() && bytes[i] != b' ' {
+                arg.push(bytes[i]);
+                i += 1;
+            }
+        }
+        args.push(arg);
+    }
+    args
+}
+
+/// Expected bulk string reply.
+pub fn bulk(s: &str) -> String {
+    format!("${}\r\n{}\r\n", s.len(), s)
+}
+
+/// Expected integer reply.
+pub fn int(n: i64) -> String {
+    format!(":{n}\r\n")
+}
+
+/// Expected error reply.
+pub fn err(s: &str) -> String {
+    format!("-{s}\r\n")
+}
+
+pub const OK: &str = "+OK\r\n";
+pub const NIL: &str = "$-1\r\n";
+pub const NIL3: &str = "_\r\n";
+pub const WRONGTYPE: &str =
+    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+pub const NOT_INT: &str = "-ERR value is not an integer or out of range\r\n";
+pub const SYNTAX: &str = "-ERR syntax error\r\n";
