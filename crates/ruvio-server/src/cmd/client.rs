@@ -16,17 +16,17 @@ pub const COMMANDS: &[ServerCommand] = &[ServerCommand {
 }];
 
 const SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand { name: "id", arity: 2, handler: id },
-    SubCommand { name: "setname", arity: 3, handler: setname },
-    SubCommand { name: "getname", arity: 2, handler: getname },
-    SubCommand { name: "list", arity: -2, handler: list },
-    SubCommand { name: "info", arity: 2, handler: info },
-    SubCommand { name: "kill", arity: -3, handler: kill },
-    SubCommand { name: "setinfo", arity: 4, handler: setinfo },
-    SubCommand { name: "no-evict", arity: 3, handler: no_evict },
-    SubCommand { name: "no-touch", arity: 3, handler: no_touch },
-    SubCommand { name: "reply", arity: 3, handler: reply_mode },
-    SubCommand { name: "help", arity: 2, handler: help },
+    SubCommand { name: "client|id", arity: 2, handler: id },
+    SubCommand { name: "client|setname", arity: 3, handler: setname },
+    SubCommand { name: "client|getname", arity: 2, handler: getname },
+    SubCommand { name: "client|list", arity: -2, handler: list },
+    SubCommand { name: "client|info", arity: 2, handler: info },
+    SubCommand { name: "client|kill", arity: -3, handler: kill },
+    SubCommand { name: "client|setinfo", arity: 4, handler: setinfo },
+    SubCommand { name: "client|no-evict", arity: 3, handler: no_evict },
+    SubCommand { name: "client|no-touch", arity: 3, handler: no_touch },
+    SubCommand { name: "client|reply", arity: 3, handler: reply_mode },
+    SubCommand { name: "client|help", arity: 2, handler: help },
 ];
 
 /// Redis' error for a name with spaces or special characters.

@@ -33,15 +33,15 @@ pub const COMMANDS: &[ServerCommand] = &[
 ];
 
 const SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand { name: "info", arity: 2, handler: info },
-    SubCommand { name: "slots", arity: 2, handler: slots },
-    SubCommand { name: "shards", arity: 2, handler: shards },
-    SubCommand { name: "nodes", arity: 2, handler: nodes },
-    SubCommand { name: "keyslot", arity: 3, handler: keyslot },
-    SubCommand { name: "myid", arity: 2, handler: myid },
-    SubCommand { name: "countkeysinslot", arity: 3, handler: countkeysinslot },
-    SubCommand { name: "getkeysinslot", arity: 4, handler: getkeysinslot },
-    SubCommand { name: "help", arity: 2, handler: help },
+    SubCommand { name: "cluster|info", arity: 2, handler: info },
+    SubCommand { name: "cluster|slots", arity: 2, handler: slots },
+    SubCommand { name: "cluster|shards", arity: 2, handler: shards },
+    SubCommand { name: "cluster|nodes", arity: 2, handler: nodes },
+    SubCommand { name: "cluster|keyslot", arity: 3, handler: keyslot },
+    SubCommand { name: "cluster|myid", arity: 2, handler: myid },
+    SubCommand { name: "cluster|countkeysinslot", arity: 3, handler: countkeysinslot },
+    SubCommand { name: "cluster|getkeysinslot", arity: 4, handler: getkeysinslot },
+    SubCommand { name: "cluster|help", arity: 2, handler: help },
 ];
 
 const ERR_NO_CLUSTER: &str = "ERR This instance has cluster support disabled";

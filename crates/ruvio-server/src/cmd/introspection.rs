@@ -13,12 +13,12 @@ pub const COMMANDS: &[ServerCommand] = &[ServerCommand {
 }];
 
 const SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand { name: "count", arity: 2, handler: count },
-    SubCommand { name: "info", arity: -2, handler: info },
-    SubCommand { name: "docs", arity: -2, handler: docs },
-    SubCommand { name: "getkeys", arity: -3, handler: getkeys },
-    SubCommand { name: "list", arity: -2, handler: list },
-    SubCommand { name: "help", arity: 2, handler: help },
+    SubCommand { name: "command|count", arity: 2, handler: count },
+    SubCommand { name: "command|info", arity: -2, handler: info },
+    SubCommand { name: "command|docs", arity: -2, handler: docs },
+    SubCommand { name: "command|getkeys", arity: -3, handler: getkeys },
+    SubCommand { name: "command|list", arity: -2, handler: list },
+    SubCommand { name: "command|help", arity: 2, handler: help },
 ];
 
 /// `COMMAND [subcommand ...]`: with no argument, the INFO of every command.

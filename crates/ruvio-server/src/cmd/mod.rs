@@ -35,7 +35,7 @@ pub struct ServerCommand {
 
 /// One subcommand of a container command (`CLIENT ID`, `CONFIG GET` ...).
 pub struct SubCommand {
-    /// Lower-case subcommand name.
+    /// Lower-case full name, `container|subcommand` (as CLIENT LIST's `cmd=` shows it).
     pub name: &'static str,
     /// Arity with Redis' sign convention, counting the container and the subcommand.
     pub arity: i32,
@@ -65,7 +65,8 @@ pub fn dispatch_sub(
     table: &[SubCommand],
 ) {
     let name = args.get(1);
-    let Some(sub) = table.iter().find(|s| s.name.as_bytes().eq_ignore_ascii_case(name)) else {
+    let sub_name = |s: &SubCommand| s.name.split_once('|').map_or(s.name, |(_, sub)| sub);
+    let Some(sub) = table.iter().find(|s| sub_name(s).as_bytes().eq_ignore_ascii_case(name)) else {
         reply.error(&format!(
             "ERR unknown subcommand '{}'. Try {} HELP.",
             String::from_utf8_lossy(&name[..name.len().min(128)]),
@@ -76,13 +77,10 @@ pub fn dispatch_sub(
     let argc = args.len() as i32;
     let fits = if sub.arity >= 0 { argc == sub.arity } else { argc >= -sub.arity };
     if !fits {
-        reply.error(&format!(
-            "ERR wrong number of arguments for '{}|{}' command",
-            container.to_ascii_lowercase(),
-            sub.name
-        ));
+        reply.error(&format!("ERR wrong number of arguments for '{}' command", sub.name));
         return;
     }
+    ctx.client.last_cmd = sub.name;
     (sub.handler)(ctx, args, reply)
 }
 

@@ -303,10 +303,10 @@ const PARAMS: &[Param] = &[
 ];
 
 const CONFIG_SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand { name: "get", arity: -3, handler: config_get },
-    SubCommand { name: "set", arity: -4, handler: config_set },
-    SubCommand { name: "resetstat", arity: 2, handler: config_resetstat },
-    SubCommand { name: "help", arity: 2, handler: config_help },
+    SubCommand { name: "config|get", arity: -3, handler: config_get },
+    SubCommand { name: "config|set", arity: -4, handler: config_set },
+    SubCommand { name: "config|resetstat", arity: 2, handler: config_resetstat },
+    SubCommand { name: "config|help", arity: 2, handler: config_help },
 ];
 
 fn config(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
@@ -400,8 +400,8 @@ fn shutdown(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
 }
 
 const DEBUG_SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand { name: "sleep", arity: 3, handler: debug_sleep },
-    SubCommand { name: "help", arity: 2, handler: debug_help },
+    SubCommand { name: "debug|sleep", arity: 3, handler: debug_sleep },
+    SubCommand { name: "debug|help", arity: 2, handler: debug_help },
 ];
 
 fn debug(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Memory per data shape: resident memory a server adds to hold the same data.
+
+For each of the seed's 12 shapes and each server: start a fresh server, read its
+idle resident set (VmRSS from /proc), load the shape, read it again, and report
+the difference in KiB and the ratio to the baseline server. Resident memory is
+what the machine pays, whatever the allocator or the server's own accounting
+says. Keys look like `key:000000012345`.
+
+Examples:
+  scripts/memory_shapes.py                      # Ruvio vs Redis 7 vs Valkey
+  scripts/memory_shapes.py --no-ruvio --scale 0.05 --no-record   # quick functional check
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import benchlib as bl
+
+SETTLE_S = 0.5
+"""Pause before each RSS reading so lazy frees and background threads settle."""
+
+BATCH = 1000
+"""Commands per pipelined batch while loading."""
+
+
+@dataclass
+class Shape:
+    """One data shape: its label, how many keys it makes, and its commands."""
+
+    label: str
+    count: int
+    commands: Callable[[int, str], Iterator[list]]
+    keys: Callable[[int], int] = lambda n: n
+
+    def scaled(self, scale: float) -> int:
+        return max(1, int(self.count * scale))
+
+
+def key(prefix: str, i: int, tag: str = "") -> str:
+    """`prefix:000000012345`, with an optional `{tag}` so a shard owns the key."""
+    return f"{{{tag}}}{prefix}:{i:012d}" if tag else f"{prefix}:{i:012d}"
+
+
+def per_key(build: Callable[[str, int], list], prefix: str) -> Callable[[int, str], Iterator[list]]:
+    """Commands for n keys named `prefix:...`, one command per key."""
+    def gen(n: int, tag: str) -> Iterator[list]:
+        for i in range(n):
+            yield build(key(prefix, i, tag), i)
+    return gen
+
+
+def geo_points(n: int, tag: str) -> Iterator[list]:
+    """n points in one key, 500 per GEOADD, spread over a few degrees."""
+    name = key("geo", 0, tag)
+    args: list = ["GEOADD", name]
+    for i in range(n):
+        args += [f"{(i % 1000) * 0.01 - 5:.5f}", f"{(i // 1000) * 0.01 + 30:.5f}", f"p{i}"]
+        if len(args) >= 2 + 3 * 500:
+            yield args
+            args = ["GEOADD", name]
+    if len(args) > 2:
+        yield args
+
+
+VALUE_16 = "v" * 16
+VALUE_128 = "v" * 128
+
+SHAPES: list[Shape] = [
+    Shape("20,000 lists of 20 elements", 20_000,
+          per_key(lambda k, i: ["RPUSH", k] + [f"element-{j:02d}" for j in range(20)], "list")),
+    Shape("5,000 HyperLogLogs of 100 elements", 5_000,
+          per_key(lambda k, i: ["PFADD", k] + [f"{i}-{j}" for j in range(100)], "hll")),
+    Shape("20,000 bitmaps of 128 B (SETBIT)", 20_000, per_key(lambda k, i: ["SETBIT", k, "1023", "1"], "bitmap")),
+    Shape("100,000 BITFIELD counters (u16)", 100_000,
+          per_key(lambda k, i: ["BITFIELD", k, "INCRBY", "u16", "0", "1"], "counter")),
+    Shape("100,000 geo points in one key", 100_000, geo_points, keys=lambda n: 1),
+    Shape("100,000 strings of 16 B", 100_000, per_key(lambda k, i: ["SET", k, VALUE_16], "key")),
+    Shape("100,000 strings of 128 B", 100_000, per_key(lambda k, i: ["SET", k, VALUE_128], "key")),
+    Shape("100,000 strings of 16 B with TTL", 100_000,
+          per_key(lambda k, i: ["SET", k, VALUE_16, "EX", "1000000"], "key")),
+    Shape("100,000 one-element lists", 100_000, per_key(lambda k, i: ["RPUSH", k, VALUE_16], "list")),
+    Shape("50,000 small hashes (3 fields)", 50_000,
+          per_key(lambda k, i: ["HSET", k, "f1", "value-1", "f2", "value-2", "f3", "value-3"], "hash")),
+    Shape("50,000 small sets (4 members)", 50_000,
+          per_key(lambda k, i: ["SADD", k, "m1", "m2", "m3", "m4"], "set")),
+    Shape("50,000 small sorted sets (3 members)", 50_000,
+          per_key(lambda k, i: ["ZADD", k, "1", "a", "2", "b", "3", "c"], "zset")),
+]
+
+
+def load_shape(port: int, shape: Shape, n: int, tag: str = "") -> str | None:
+    """Send the shape's commands; return None, or the first error reply's text."""
+    with bl.RespClient(port) as c:
+        batch: list = []
+        for cmd in shape.commands(n, tag):
+            batch.append(cmd)
+            if len(batch) == BATCH:
+                err = first_error(c.pipeline(batch))
+                if err:
+                    return err
+                batch = []
+        return first_error(c.pipeline(batch)) if batch else None
+
+
+def first_error(replies: list) -> str | None:
+    """Text of the first error reply in a batch: loading stops there."""
+    return next((str(r) for r in replies if isinstance(r, bl.RespError)), None)
+
+
+def measure_shape(spec: bl.ServerSpec, shape: Shape, n: int, cpus: str) -> dict:
+    """Fresh server: idle RSS, load, loaded RSS, key count check."""
+    with bl.ServerProcess(spec, cpus) as server:
+        time.sleep(SETTLE_S)
+        idle = server.rss_kib()
+        err = load_shape(server.port, shape, n)
+        if err:
+            status = "missing" if "unknown command" in err.lower() else "failed"
+            return {"status": status, "detail": err, "idle_kib": idle}
+        with server.client() as c:
+            dbsize = c.call("DBSIZE")
+        want = shape.keys(n)
+        if dbsize != want:
+            return {"status": "failed", "detail": f"DBSIZE {dbsize!r}, expected {want}", "idle_kib": idle}
+        time.sleep(SETTLE_S)
+        loaded = server.rss_kib()
+    return {"status": "ok", "idle_kib": idle, "loaded_kib": loaded, "added_kib": loaded - idle}
+
+
+def summarize(rounds: list[dict], names: list[str], baseline: str) -> dict:
+    """Median added KiB per shape and server, ratio to the baseline, totals."""
+    rows = []
+    for label in rounds[0]["results"][names[0]]:
+        per = {}
+        for n in names:
+            entries = [r["results"][n][label] for r in rounds]
+            ok = [e["added_kib"] for e in entries if e["status"] == "ok"]
+            per[n] = {"status": "ok" if len(ok) == len(entries) else entries[-1]["status"],
+                      "added_kib_rounds": ok, "added_kib": bl.median(ok) if ok else None,
+                      "idle_kib": bl.median([e["idle_kib"] for e in entries]),
+                      "detail": next((e.get("detail") for e in entries if e.get("detail")), None)}
+        for n in names:
+            if n != baseline and per[n]["added_kib"] and per.get(baseline, {}).get("added_kib"):
+                per[n]["ratio"] = bl.ratio(per[n]["added_kib"], per[baseline]["added_kib"])
+        rows.append({"label": label, "servers": per})
+    totals = {n: sum(r["servers"][n]["added_kib"] or 0 for r in rows) for n in names}
+    summary = {n: summarize_server(rows, n, baseline) for n in names if n != baseline}
+    return {"rows": rows, "totals_kib": totals, "summary": summary, "baseline": baseline}
+
+
+def summarize_server(rows: list[dict], name: str, baseline: str) -> dict:
+    """Ratios over the shapes both servers loaded: a missing shape must not make a
+    server look smaller."""
+    both = [r["servers"] for r in rows if "ratio" in r["servers"][name]]
+    ours, theirs = sum(s[name]["added_kib"] for s in both), sum(s[baseline]["added_kib"] for s in both)
+    return {"geomean_ratio": bl.geomean(s[name]["ratio"] for s in both),
+            "total_ratio": bl.ratio(ours, theirs), "shapes_compared": len(both),
+            "shapes_below_baseline": sum(s[name]["ratio"] < 1 for s in both),
+            "shapes_missing": sum(r["servers"][name]["status"] == "missing" for r in rows)}
+
+
+def print_report(result: dict, names: list[str]) -> None:
+    baseline = result["baseline"]
+    others = [n for n in names if n != baseline]
+    headers = ["data shape"] + [f"{n} KiB" for n in names] + [f"{n}/{baseline}" for n in others]
+    rows = []
+    for r in result["rows"]:
+        s = r["servers"]
+        cells = [r["label"]] + [f"{s[n]['added_kib']:,.0f}" if s[n]["status"] == "ok" else s[n]["status"]
+                                for n in names]
+        cells += [bl.fmt_ratio(s[n].get("ratio", float("nan"))) for n in others]
+        rows.append(cells)
+    print(bl.format_table(headers, rows))
+    idle = {n: result["rows"][0]["servers"][n]["idle_kib"] for n in names}
+    print("\nidle RSS KiB: " + ", ".join(f"{n} {v:,.0f}" for n, v in idle.items()))
+    for n, s in result["summary"].items():
+        print(f"{n} vs {baseline} over {s['shapes_compared']} shapes: total {bl.fmt_ratio(s['total_ratio'])}, "
+              f"geometric mean {bl.fmt_ratio(s['geomean_ratio'])}, {s['shapes_below_baseline']} below; "
+              f"{s['shapes_missing']} missing")
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bl.add_server_args(p)
+    p.add_argument("--rounds", type=int, default=1, help="memory is steady; more rounds show the spread")
+    p.add_argument("--scale", type=float, default=1.0, help="multiply every shape's count (functional runs)")
+    bl.add_baseline_arg(p)
+    p.add_argument("--shapes", help="substring selecting shapes by label")
+    return p.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    specs = bl.build_servers(args)
+    names = [s.name for s in specs]
+    bl.require_baseline(args, names)
+    shapes = [s for s in SHAPES if not args.shapes or args.shapes in s.label]
+    rounds = []
+    for i, order in enumerate(bl.round_orders(names, args.rounds)):
+        print(f"round {i + 1}/{args.rounds}", flush=True)
+        results = {n: {} for n in order}
+        for shape in shapes:
+            for n in order:
+                spec = next(s for s in specs if s.name == n)
+                results[n][shape.label] = measure_shape(spec, shape, shape.scaled(args.scale), args.server_cpu)
+                e = results[n][shape.label]
+                print(f"  {n:8} {shape.label:40} {e.get('added_kib', e['status'])}", flush=True)
+        rounds.append({"order": order, "results": results})
+    result = summarize(rounds, names, args.baseline)
+    print()
+    print_report(result, names)
+    if not args.no_record:
+        record = bl.record_header("memory-shapes", args, specs)
+        record.update({"shapes": [{"label": s.label, "count": s.scaled(args.scale)} for s in shapes],
+                       "rounds": rounds, "result": result})
+        print(f"\nrecord: {bl.write_record(record, args.out, 'memory')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
