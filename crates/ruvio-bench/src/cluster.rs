@@ -20,44 +20,9 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Hash slots in a Redis Cluster.
 const SLOTS: usize = 16384;
 
-/// CRC16-CCITT (XMODEM) lookup table, built at compile time. The generator keeps
-/// its own slot function rather than linking the server's engine, so it builds
-/// and measures any server whatever state the engine crate is in.
-const CRC16_TABLE: [u16; 256] = {
-    let mut table = [0u16; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut crc = (i as u16) << 8;
-        let mut bit = 0;
-        while bit < 8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-            bit += 1;
-        }
-        table[i] = crc;
-        i += 1;
-    }
-    table
-};
-
-/// Redis Cluster's hash slot of `key`: CRC16 of its `{tag}` when it has a
-/// non-empty one, else of the whole key.
-pub fn key_slot(key: &[u8]) -> u16 {
-    let hashed = match key.iter().position(|&b| b == b'{') {
-        Some(open) => match key[open + 1..].iter().position(|&b| b == b'}') {
-            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
-            _ => key,
-        },
-        None => key,
-    };
-    let crc = hashed.iter().fold(0u16, |crc, &b| {
-        (crc << 8) ^ CRC16_TABLE[((crc >> 8) as u8 ^ b) as usize]
-    });
-    crc % SLOTS as u16
-}
+/// Redis Cluster's hash slot of a key, shared with the server so the two can
+/// never disagree about where a key lives.
+pub use ruvio_engine::slot::key_slot;
 
 /// One shard: where to connect and which slots it owns (inclusive ranges).
 #[derive(Debug, Clone, PartialEq, Eq)]

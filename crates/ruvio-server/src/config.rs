@@ -45,7 +45,11 @@ impl Durability {
 
 /// Command-line flags; each overrides the same setting from the config file.
 #[derive(Parser, Debug, Default)]
-#[command(name = "ruvio", version, about = "Ruvio: a thread-per-core, Redis-compatible in-memory store")]
+#[command(
+    name = "ruvio",
+    version,
+    about = "Ruvio: a thread-per-core, Redis-compatible in-memory store"
+)]
 pub struct Cli {
     /// TOML configuration file (see config/ruvio.toml).
     #[arg(long)]
@@ -138,11 +142,20 @@ impl Config {
             bind: cli.bind.or(file.bind).unwrap_or_else(|| "127.0.0.1".into()),
             port: cli.port.or(file.port).unwrap_or(6379),
             shards,
-            port_mode: cli.port_mode.or(file.port_mode).unwrap_or(PortMode::Forward),
+            port_mode: cli
+                .port_mode
+                .or(file.port_mode)
+                .unwrap_or(PortMode::Forward),
             cpus,
-            durability: cli.durability.or(file.durability).unwrap_or(Durability::Memory),
+            durability: cli
+                .durability
+                .or(file.durability)
+                .unwrap_or(Durability::Memory),
             databases: file.databases.unwrap_or(16).clamp(1, 1 << 16),
-            requirepass: cli.requirepass.or(file.requirepass).filter(|p| !p.is_empty()),
+            requirepass: cli
+                .requirepass
+                .or(file.requirepass)
+                .filter(|p| !p.is_empty()),
             proto_max_bulk_len: file.proto_max_bulk_len.unwrap_or(512 << 20),
             client_query_buffer_limit: file.client_query_buffer_limit.unwrap_or(1 << 30),
             hz: file.hz.unwrap_or(10).clamp(1, 500),
@@ -176,7 +189,9 @@ fn core_ids() -> Vec<usize> {
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
             return Vec::new();
         }
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
     }
 }
 
@@ -187,7 +202,8 @@ pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
         let bad = || format!("cpus: cannot parse '{part}'");
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
                 if a > b {
                     return Err(bad());
                 }
@@ -214,9 +230,16 @@ mod tests {
     fn cli_overrides_file() {
         let dir = std::env::temp_dir().join(format!("ruvio-cfg-{}", std::process::id()));
         std::fs::write(&dir, "port = 7000\nshards = 3\nport_mode = \"per-shard\"\n").unwrap();
-        let cli = Cli { config: Some(dir.clone()), port: Some(7100), ..Cli::default() };
+        let cli = Cli {
+            config: Some(dir.clone()),
+            port: Some(7100),
+            ..Cli::default()
+        };
         let cfg = Config::load(cli).unwrap();
-        assert_eq!((cfg.port, cfg.shards, cfg.port_mode), (7100, 3, PortMode::PerShard));
+        assert_eq!(
+            (cfg.port, cfg.shards, cfg.port_mode),
+            (7100, 3, PortMode::PerShard)
+        );
         assert_eq!(cfg.shard_port(2), 7102);
         std::fs::remove_file(dir).unwrap();
     }

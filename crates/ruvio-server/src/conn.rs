@@ -127,8 +127,12 @@ impl ReplyQueue {
 
     /// Fill part `part` of held slot `seq`; releases every leading slot that is complete.
     pub fn fill(&mut self, seq: u64, part: usize, bytes: Vec<u8>) {
-        let Some(front) = self.held.front() else { return };
-        let Some(h) = self.held.get_mut((seq - front.seq) as usize) else { return };
+        let Some(front) = self.held.front() else {
+            return;
+        };
+        let Some(h) = self.held.get_mut((seq - front.seq) as usize) else {
+            return;
+        };
         if let Some(slot @ None) = h.parts.get_mut(part) {
             *slot = Some(bytes);
             h.missing -= 1;
@@ -152,24 +156,31 @@ pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<
         Merge::Single => parts.iter().for_each(|p| out.extend_from_slice(p)),
         Merge::AllOk => out.extend_from_slice(b"+OK\r\n"),
         Merge::SumInts => {
-            let sum: i64 = parts.iter().filter_map(|p| ruvio_resp::parse_int_reply(p)).sum();
+            let sum: i64 = parts
+                .iter()
+                .filter_map(|p| ruvio_resp::parse_int_reply(p))
+                .sum();
             out.push(b':');
             out.extend_from_slice(sum.to_string().as_bytes());
             out.extend_from_slice(b"\r\n");
         }
         Merge::ConcatArrays => {
-            let bodies: Vec<(usize, &[u8])> =
-                parts.iter().filter_map(|p| ruvio_resp::array_body(p)).collect();
+            let bodies: Vec<(usize, &[u8])> = parts
+                .iter()
+                .filter_map(|p| ruvio_resp::array_body(p))
+                .collect();
             let count: usize = bodies.iter().map(|(n, _)| n).sum();
             out.push(b'*');
             out.extend_from_slice(count.to_string().as_bytes());
             out.extend_from_slice(b"\r\n");
-            bodies.iter().for_each(|(_, body)| out.extend_from_slice(body));
+            bodies
+                .iter()
+                .for_each(|(_, body)| out.extend_from_slice(body));
         }
         Merge::Scatter => scatter(parts, order, out),
-        Merge::Scan { shard, shards } => {
-            parts.iter().for_each(|p| rewrite_scan_cursor(p, shard as u64, shards as u64, out))
-        }
+        Merge::Scan { shard, shards } => parts
+            .iter()
+            .for_each(|p| rewrite_scan_cursor(p, shard as u64, shards as u64, out)),
         Merge::FirstNonNull => {
             let is_null = |p: &Vec<u8>| p.starts_with(b"$-1") || p.starts_with(b"_");
             match parts.iter().find(|p| !is_null(p)).or(parts.first()) {
@@ -186,7 +197,10 @@ fn rewrite_scan_cursor(reply: &[u8], shard: u64, shards: u64, out: &mut Vec<u8>)
         let cursor_len = ruvio_resp::reply_len(body)?;
         let cursor_reply = &body[..cursor_len];
         let start = cursor_reply.iter().position(|&b| b == b'\n')? + 1;
-        let inner: u64 = std::str::from_utf8(&cursor_reply[start..cursor_len - 2]).ok()?.parse().ok()?;
+        let inner: u64 = std::str::from_utf8(&cursor_reply[start..cursor_len - 2])
+            .ok()?
+            .parse()
+            .ok()?;
         Some((inner, &body[cursor_len..]))
     });
     let Some((inner, keys)) = parsed else {
@@ -205,8 +219,10 @@ fn rewrite_scan_cursor(reply: &[u8], shard: u64, shards: u64, out: &mut Vec<u8>)
 
 /// Rebuild an array whose element i is the next element of part `order[i]`.
 fn scatter(parts: &[Vec<u8>], order: &[u16], out: &mut Vec<u8>) {
-    let mut bodies: Vec<&[u8]> =
-        parts.iter().map(|p| ruvio_resp::array_body(p).map_or(&[][..], |(_, b)| b)).collect();
+    let mut bodies: Vec<&[u8]> = parts
+        .iter()
+        .map(|p| ruvio_resp::array_body(p).map_or(&[][..], |(_, b)| b))
+        .collect();
     out.push(b'*');
     out.extend_from_slice(order.len().to_string().as_bytes());
     out.extend_from_slice(b"\r\n");
@@ -263,14 +279,22 @@ mod tests {
     #[test]
     fn merges() {
         let mut out = Vec::new();
-        let parts = [b"*1\r\n$1\r\na\r\n".to_vec(), b"*2\r\n$-1\r\n$1\r\nb\r\n".to_vec()];
+        let parts = [
+            b"*1\r\n$1\r\na\r\n".to_vec(),
+            b"*2\r\n$-1\r\n$1\r\nb\r\n".to_vec(),
+        ];
         merge_into(Merge::ConcatArrays, &parts, &[], &mut out);
         assert_eq!(out, b"*3\r\n$1\r\na\r\n$-1\r\n$1\r\nb\r\n");
         out.clear();
         merge_into(Merge::Scatter, &parts, &[1, 0, 1], &mut out);
         assert_eq!(out, b"*3\r\n$-1\r\n$1\r\na\r\n$1\r\nb\r\n");
         out.clear();
-        merge_into(Merge::SumInts, &[b"-ERR x\r\n".to_vec(), b":1\r\n".to_vec()], &[], &mut out);
+        merge_into(
+            Merge::SumInts,
+            &[b"-ERR x\r\n".to_vec(), b":1\r\n".to_vec()],
+            &[],
+            &mut out,
+        );
         assert_eq!(out, b"-ERR x\r\n");
     }
 }

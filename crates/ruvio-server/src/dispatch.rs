@@ -40,13 +40,24 @@ enum Route {
 
 /// Parse and run every complete command in the connection's input. Returns false
 /// when the connection must stop reading (it is closing).
-pub fn process_input(core: &mut ShardCore, conns: &mut Slab<Conn>, conn: &mut Conn, index: u32) -> bool {
+pub fn process_input(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    conn: &mut Conn,
+    index: u32,
+) -> bool {
     if conn.input.len() < conn.input_need {
         return true;
     }
     conn.input_need = 0;
     let who = (index, conn.gen);
-    let Conn { input, parser, client, replies, .. } = conn;
+    let Conn {
+        input,
+        parser,
+        client,
+        replies,
+        ..
+    } = conn;
     let mut pos = 0;
     while pos < input.len() && !client.closing {
         match parser.parse(&input[pos..], &core.limits) {
@@ -75,12 +86,22 @@ pub fn process_input(core: &mut ShardCore, conns: &mut Slab<Conn>, conn: &mut Co
 }
 
 /// Run one command and leave its reply (or a held slot for it) in `replies`.
-fn execute(core: &mut ShardCore, conns: &mut Slab<Conn>, client: &mut ClientState, replies: &mut ReplyQueue, who: (u32, u32), args: Args<'_>) {
+fn execute(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    args: Args<'_>,
+) {
     let Some(cmd) = registry().lookup(args.get(0)) else {
         return Reply::new(replies.sink(), client.proto).error(&unknown_command(args));
     };
     if !cmd.meta.arity_ok(args.len()) {
-        let text = format!("ERR wrong number of arguments for '{}' command", cmd.meta.name);
+        let text = format!(
+            "ERR wrong number of arguments for '{}' command",
+            cmd.meta.name
+        );
         return Reply::new(replies.sink(), client.proto).error(&text);
     }
     if !client.authenticated && !cmd.meta.has(NO_AUTH) {
@@ -94,7 +115,10 @@ fn execute(core: &mut ShardCore, conns: &mut Slab<Conn>, client: &mut ClientStat
     }
     let stat = &mut core.stats.per_command[cmd.id];
     stat.calls += 1;
-    let started = (stat.calls % TIMING_SAMPLE_EVERY == 0).then(Instant::now);
+    let started = stat
+        .calls
+        .is_multiple_of(TIMING_SAMPLE_EVERY)
+        .then(Instant::now);
     let before = replies.sink().len();
     let holding_before = replies.is_holding();
 
@@ -108,7 +132,16 @@ fn execute(core: &mut ShardCore, conns: &mut Slab<Conn>, client: &mut ClientStat
         Route::CrossSlot => Reply::new(replies.sink(), client.proto).error(ERR_CROSSSLOT),
         Route::Remote(shard) => {
             let seq = replies.hold(Merge::Single, 1);
-            core.outbox.request(shard, core.id, tag(client, who, seq, 0), args.iter());
+            core.outbox
+                .request(shard, core.id, tag(client, who, seq, 0), args.iter());
+        }
+        // A split command's arguments are checked here: no shard sees them whole.
+        Route::Split(_) if !whole_key_steps(cmd, args) => {
+            let text = format!(
+                "ERR wrong number of arguments for '{}' command",
+                cmd.meta.name
+            );
+            Reply::new(replies.sink(), client.proto).error(&text);
         }
         Route::Split(groups) => split(core, client, replies, who, cmd, args, groups),
         Route::AllShards => {
@@ -119,16 +152,32 @@ fn execute(core: &mut ShardCore, conns: &mut Slab<Conn>, client: &mut ClientStat
             }
         }
         Route::Scan(shard, inner) => {
-            let merge = Merge::Scan { shard: shard as u16, shards: core.topo.nodes.len() as u16 };
+            let merge = Merge::Scan {
+                shard: shard as u16,
+                shards: core.topo.nodes.len() as u16,
+            };
             let seq = replies.hold(merge, 1);
             let cursor = inner.to_string();
-            let rewritten = args.iter().enumerate().map(|(i, a)| if i == 1 { cursor.as_bytes() } else { a });
-            send_part(core, client, replies, who, seq, 0, shard, rewritten.collect::<Vec<_>>().into_iter());
+            let rewritten = args
+                .iter()
+                .enumerate()
+                .map(|(i, a)| if i == 1 { cursor.as_bytes() } else { a });
+            send_part(
+                core,
+                client,
+                replies,
+                who,
+                seq,
+                0,
+                shard,
+                rewritten.collect::<Vec<_>>().into_iter(),
+            );
         }
     }
 
     if let Some(started) = started {
-        core.stats.per_command[cmd.id].usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
+        core.stats.per_command[cmd.id].usec +=
+            started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
     }
     let sink = replies.sink();
     if sink.get(before) == Some(&b'-') && !holding_before {
@@ -157,7 +206,8 @@ fn unknown_command(args: Args<'_>) -> String {
     }
     let name = args.get(0);
     let name = String::from_utf8_lossy(&name[..name.len().min(128)]);
-    format!("ERR unknown command '{name}', with args beginning with: {shown}").replace(['\r', '\n'], " ")
+    format!("ERR unknown command '{name}', with args beginning with: {shown}")
+        .replace(['\r', '\n'], " ")
 }
 
 fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
@@ -173,15 +223,30 @@ fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
 }
 
 /// Run a command on this shard with the client's context.
-fn run_local(core: &mut ShardCore, conns: &mut Slab<Conn>, client: &mut ClientState, replies: &mut ReplyQueue, cmd: &Command, args: Args<'_>) {
+fn run_local(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    cmd: &Command,
+    args: Args<'_>,
+) {
     let mut reply = Reply::new(replies.sink(), client.proto);
     match cmd.handler {
         Handler::Engine(handler) => {
-            let mut ctx = ExecCtx { db: client.db, now_ms: core.now_ms, no_touch: client.no_touch };
+            let mut ctx = ExecCtx {
+                db: client.db,
+                now_ms: core.now_ms,
+                no_touch: client.no_touch,
+            };
             handler(&mut core.engine, &mut ctx, args, &mut reply);
         }
         Handler::Server(handler) => {
-            let mut ctx = Ctx { core, client, conns };
+            let mut ctx = Ctx {
+                core,
+                client,
+                conns,
+            };
             handler(&mut ctx, args, &mut reply);
         }
     }
@@ -189,7 +254,16 @@ fn run_local(core: &mut ShardCore, conns: &mut Slab<Conn>, client: &mut ClientSt
 
 /// Send part `part` of held slot `seq` to `shard`, or run it here when `shard` is this one.
 #[allow(clippy::too_many_arguments)]
-fn send_part<'a>(core: &mut ShardCore, client: &ClientState, replies: &mut ReplyQueue, who: (u32, u32), seq: u64, part: usize, shard: usize, args: impl ExactSizeIterator<Item = &'a [u8]>) {
+fn send_part<'a>(
+    core: &mut ShardCore,
+    client: &ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    seq: u64,
+    part: usize,
+    shard: usize,
+    args: impl ExactSizeIterator<Item = &'a [u8]>,
+) {
     let tag = tag(client, who, seq, part as u16);
     if shard != core.id {
         return core.outbox.request(shard, core.id, tag, args);
@@ -199,14 +273,39 @@ fn send_part<'a>(core: &mut ShardCore, client: &ClientState, replies: &mut Reply
     let mut parser = ruvio_resp::CommandParser::default();
     let mut out = Vec::new();
     if let Ok(Parsed::Complete { args, .. }) = parser.parse(&encoded, &core.limits) {
-        run_engine_command(core, client.db, client.proto, client.no_touch, args, &mut out);
+        run_engine_command(
+            core,
+            client.db,
+            client.proto,
+            client.no_touch,
+            args,
+            &mut out,
+        );
     }
     replies.fill(seq, part, out);
 }
 
+/// True when the arguments after the first key come in whole key steps (MSET's
+/// key/value pairs), as the command's own arity check would demand.
+fn whole_key_steps(cmd: &Command, args: Args<'_>) -> bool {
+    let (first, step) = (
+        cmd.meta.keys.first.max(1) as usize,
+        cmd.meta.keys.step.max(1) as usize,
+    );
+    args.len() >= first && (args.len() - first).is_multiple_of(step)
+}
+
 /// Split a multi-key command by shard: each shard gets its keys (with the arguments
 /// that follow each key up to the key step, e.g. MSET's values).
-fn split(core: &mut ShardCore, client: &ClientState, replies: &mut ReplyQueue, who: (u32, u32), cmd: &Command, args: Args<'_>, groups: Vec<(usize, Vec<usize>)>) {
+fn split(
+    core: &mut ShardCore,
+    client: &ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    cmd: &Command,
+    args: Args<'_>,
+    groups: Vec<(usize, Vec<usize>)>,
+) {
     let merge = cmd.merge.unwrap_or(Merge::Single);
     let order: Vec<u16> = if merge == Merge::Scatter {
         let mut order = Vec::new();
@@ -225,7 +324,16 @@ fn split(core: &mut ShardCore, client: &ClientState, replies: &mut ReplyQueue, w
         for &p in positions {
             sub.extend((p..(p + step).min(args.len())).map(|i| args.get(i)));
         }
-        send_part(core, client, replies, who, seq, part, *shard, sub.into_iter());
+        send_part(
+            core,
+            client,
+            replies,
+            who,
+            seq,
+            part,
+            *shard,
+            sub.into_iter(),
+        );
     }
 }
 
@@ -249,14 +357,20 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         return Route::Local;
     }
     let mut positions = cmd.meta.keys.positions(args.len());
-    let Some(first) = positions.next() else { return Route::Local };
+    let Some(first) = positions.next() else {
+        return Route::Local;
+    };
     if !forward {
         let slot = key_slot(args.get(first));
         if positions.any(|p| key_slot(args.get(p)) != slot) {
             return Route::CrossSlot;
         }
         let owner = core.topo.owner(slot);
-        return if owner == core.id { Route::Local } else { Route::Moved(slot, owner) };
+        return if owner == core.id {
+            Route::Local
+        } else {
+            Route::Moved(slot, owner)
+        };
     }
     let owner = core.topo.key_owner(args.get(first));
     let mut groups: Vec<(usize, Vec<usize>)> = vec![(owner, vec![first])];
@@ -278,9 +392,14 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
 /// Route a SCAN by the shard named in its cursor; an unparsable cursor runs here
 /// so the engine answers with Redis' error.
 fn scan_route(args: Args<'_>) -> Route {
-    let cursor = std::str::from_utf8(args.get(1)).ok().and_then(|c| c.parse::<u64>().ok());
+    let cursor = std::str::from_utf8(args.get(1))
+        .ok()
+        .and_then(|c| c.parse::<u64>().ok());
     match cursor {
-        Some(c) => Route::Scan((c >> SCAN_SHARD_SHIFT) as usize, c & ((1 << SCAN_SHARD_SHIFT) - 1)),
+        Some(c) => Route::Scan(
+            (c >> SCAN_SHARD_SHIFT) as usize,
+            c & ((1 << SCAN_SHARD_SHIFT) - 1),
+        ),
         None => Route::Local,
     }
 }

@@ -14,7 +14,9 @@ use crate::conn::{Conn, Merge};
 use crate::registry::Handler;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
-use glommio::channels::shared_channel::{ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender};
+use glommio::channels::shared_channel::{
+    ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender,
+};
 use ruvio_engine::command::ExecCtx;
 use ruvio_resp::{CommandParser, Parsed, Protocol, Reply};
 use std::collections::VecDeque;
@@ -37,7 +39,13 @@ pub const CROSS_SHARD_MERGES: &[(&str, Merge)] = &[
     ("flushall", Merge::AllOk),
     ("swapdb", Merge::AllOk),
     ("randomkey", Merge::FirstNonNull),
-    ("scan", Merge::Scan { shard: 0, shards: 0 }),
+    (
+        "scan",
+        Merge::Scan {
+            shard: 0,
+            shards: 0,
+        },
+    ),
 ];
 
 /// Messages in flight between two shards.
@@ -94,7 +102,13 @@ impl Outbox {
     }
 
     /// Queue a command (given as its arguments) for `shard`.
-    pub fn request<'a>(&mut self, shard: usize, from: usize, tag: Tag, args: impl ExactSizeIterator<Item = &'a [u8]>) {
+    pub fn request<'a>(
+        &mut self,
+        shard: usize,
+        from: usize,
+        tag: Tag,
+        args: impl ExactSizeIterator<Item = &'a [u8]>,
+    ) {
         self.ensure(shard + 1);
         let batch = &mut self.requests[shard];
         batch.from = from;
@@ -137,8 +151,12 @@ pub struct MeshPlan {
 impl MeshPlan {
     /// Channels between every ordered pair of `shards` shards, and their doorbells.
     pub fn new(shards: usize) -> std::io::Result<MeshPlan> {
-        let mut senders: Vec<Vec<Option<SharedSender<ShardMsg>>>> = (0..shards).map(|_| (0..shards).map(|_| None).collect()).collect();
-        let mut receivers: Vec<Vec<Option<SharedReceiver<ShardMsg>>>> = (0..shards).map(|_| (0..shards).map(|_| None).collect()).collect();
+        let mut senders: Vec<Vec<Option<SharedSender<ShardMsg>>>> = (0..shards)
+            .map(|_| (0..shards).map(|_| None).collect())
+            .collect();
+        let mut receivers: Vec<Vec<Option<SharedReceiver<ShardMsg>>>> = (0..shards)
+            .map(|_| (0..shards).map(|_| None).collect())
+            .collect();
         for from in 0..shards {
             for to in (0..shards).filter(|&to| to != from) {
                 let (tx, rx) = glommio::channels::shared_channel::new_bounded(CHANNEL_MESSAGES_MAX);
@@ -157,7 +175,11 @@ impl MeshPlan {
                 }
             })
             .collect::<std::io::Result<Vec<_>>>()?;
-        Ok(MeshPlan { senders, receivers, doorbells })
+        Ok(MeshPlan {
+            senders,
+            receivers,
+            doorbells,
+        })
     }
 
     /// The ends shard `shard` owns.
@@ -208,7 +230,13 @@ impl MeshEnds {
                 None => None,
             });
         }
-        Mesh { me: self.me, senders: connected_senders, receivers: connected_receivers, doorbells: self.doorbells, backlog: VecDeque::new() }
+        Mesh {
+            me: self.me,
+            senders: connected_senders,
+            receivers: connected_receivers,
+            doorbells: self.doorbells,
+            backlog: VecDeque::new(),
+        }
     }
 }
 
@@ -233,7 +261,9 @@ impl Mesh {
         let mut cx = Context::from_waker(Waker::noop());
         let mut messages = Vec::new();
         for rx in self.receivers.iter_mut().flatten() {
-            while let Poll::Ready(Some(msg)) = futures_core::Stream::poll_next(Pin::new(&mut *rx), &mut cx) {
+            while let Poll::Ready(Some(msg)) =
+                futures_core::Stream::poll_next(Pin::new(&mut *rx), &mut cx)
+            {
                 messages.push(msg);
             }
         }
@@ -244,19 +274,29 @@ impl Mesh {
     pub fn ship(&mut self, outbox: &mut Outbox) {
         for to in 0..outbox.requests.len() {
             if !outbox.requests[to].tags.is_empty() {
-                self.backlog.push_back((to, ShardMsg::Requests(std::mem::take(&mut outbox.requests[to]))));
+                self.backlog.push_back((
+                    to,
+                    ShardMsg::Requests(std::mem::take(&mut outbox.requests[to])),
+                ));
             }
             if !outbox.replies[to].tags.is_empty() {
-                self.backlog.push_back((to, ShardMsg::Replies(std::mem::take(&mut outbox.replies[to]))));
+                self.backlog.push_back((
+                    to,
+                    ShardMsg::Replies(std::mem::take(&mut outbox.replies[to])),
+                ));
             }
         }
         let mut woken = 0u64;
         let mut retry = VecDeque::new();
         while let Some((to, msg)) = self.backlog.pop_front() {
-            let Some(Some(tx)) = self.senders.get(to) else { continue };
+            let Some(Some(tx)) = self.senders.get(to) else {
+                continue;
+            };
             match tx.try_send(msg) {
                 Ok(()) => woken |= 1 << (to % 64),
-                Err(glommio::GlommioError::WouldBlock(glommio::ResourceType::Channel(msg))) => retry.push_back((to, msg)),
+                Err(glommio::GlommioError::WouldBlock(glommio::ResourceType::Channel(msg))) => {
+                    retry.push_back((to, msg))
+                }
                 // The other shard is gone: the process is exiting.
                 Err(_) => {}
             }
@@ -297,7 +337,11 @@ fn run_requests(core: &mut ShardCore, batch: RequestBatch) {
     let mut out = Vec::new();
     for tag in batch.tags {
         out.clear();
-        let proto = if tag.resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
+        let proto = if tag.resp3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        };
         match parser.parse(&batch.commands[offset..], &core.limits) {
             Ok(Parsed::Complete { args, consumed }) => {
                 offset += consumed;
@@ -310,11 +354,25 @@ fn run_requests(core: &mut ShardCore, batch: RequestBatch) {
 }
 
 /// Run an engine command on this shard, appending its reply to `out`.
-pub fn run_engine_command(core: &mut ShardCore, db: usize, proto: Protocol, no_touch: bool, args: ruvio_resp::Args<'_>, out: &mut Vec<u8>) {
+pub fn run_engine_command(
+    core: &mut ShardCore,
+    db: usize,
+    proto: Protocol,
+    no_touch: bool,
+    args: ruvio_resp::Args<'_>,
+    out: &mut Vec<u8>,
+) {
     let mut reply = Reply::new(out, proto);
-    match crate::registry::registry().lookup(args.get(0)).map(|c| c.handler) {
+    match crate::registry::registry()
+        .lookup(args.get(0))
+        .map(|c| c.handler)
+    {
         Some(Handler::Engine(handler)) => {
-            let mut ctx = ExecCtx { db, now_ms: core.now_ms, no_touch };
+            let mut ctx = ExecCtx {
+                db,
+                now_ms: core.now_ms,
+                no_touch,
+            };
             handler(&mut core.engine, &mut ctx, args, &mut reply);
         }
         _ => reply.error("ERR internal: not a keyspace command"),

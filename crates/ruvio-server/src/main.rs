@@ -32,9 +32,16 @@ fn main() {
     };
     let registry = registry::registry();
     let topo = Arc::new(topology::Topology::new(&cfg));
-    let shared = Arc::new(stats::Shared::new(cfg.shards, cfg.databases, shard::unix_ms()));
+    let shared = Arc::new(stats::Shared::new(
+        cfg.shards,
+        cfg.databases,
+        shard::unix_ms(),
+    ));
     let mut mesh = if cfg.shards > 1 {
-        Some(forward::MeshPlan::new(cfg.shards).unwrap_or_else(|e| fail(&format!("cannot create shard channels: {e}"))))
+        Some(
+            forward::MeshPlan::new(cfg.shards)
+                .unwrap_or_else(|e| fail(&format!("cannot create shard channels: {e}"))),
+        )
     } else {
         None
     };
@@ -46,7 +53,11 @@ fn main() {
         registry.commands.len(),
         cfg.bind,
         cfg.port,
-        if cfg.port_mode == config::PortMode::PerShard { format!("-{}", cfg.shard_port(cfg.shards - 1)) } else { String::new() },
+        if cfg.port_mode == config::PortMode::PerShard {
+            format!("-{}", cfg.shard_port(cfg.shards - 1))
+        } else {
+            String::new()
+        },
     );
     let mut handles = Vec::new();
     for id in 0..cfg.shards {

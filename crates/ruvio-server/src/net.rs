@@ -11,10 +11,17 @@ const LISTEN_BACKLOG: i32 = 1024;
 /// the same port (forward mode); the kernel spreads connections across them.
 pub fn listen(bind: &str, port: u16, shared: bool) -> std::io::Result<Socket> {
     let ip: IpAddr = bind.parse().map_err(|_| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("bind: '{bind}' is not an IP address"))
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("bind: '{bind}' is not an IP address"),
+        )
     })?;
     let addr = SocketAddr::new(ip, port);
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), Some(Protocol::TCP))?;
+    let socket = Socket::new(
+        Domain::for_address(addr),
+        Type::STREAM.cloexec(),
+        Some(Protocol::TCP),
+    )?;
     socket.set_reuse_address(true)?;
     if shared {
         socket.set_reuse_port(true)?;
@@ -31,7 +38,9 @@ pub fn adopt(fd: RawFd) -> (String, String) {
     let socket = unsafe { Socket::from_raw_fd(fd) };
     let _ = socket.set_tcp_nodelay(true);
     let show = |a: std::io::Result<SockAddr>| {
-        a.ok().and_then(|a| a.as_socket()).map_or_else(|| "?:0".to_string(), |a| a.to_string())
+        a.ok()
+            .and_then(|a| a.as_socket())
+            .map_or_else(|| "?:0".to_string(), |a| a.to_string())
     };
     let ends = (show(socket.peer_addr()), show(socket.local_addr()));
     let _ = socket.into_raw_fd();

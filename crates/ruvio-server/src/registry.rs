@@ -44,15 +44,24 @@ const COMMAND_NAME_BYTES_MAX: usize = 32;
 
 impl Registry {
     fn build() -> Registry {
-        let engine = ruvio_engine::Engine::commands().map(|c| (&c.meta, Handler::Engine(c.handler)));
+        let engine =
+            ruvio_engine::Engine::commands().map(|c| (&c.meta, Handler::Engine(c.handler)));
         let server = crate::cmd::commands().map(|c| (&c.meta, Handler::Server(c.handler)));
         let mut commands = Vec::new();
         let mut by_name = AHashMap::new();
         for (id, (meta, handler)) in engine.chain(server).enumerate() {
             let previous = by_name.insert(meta.name.as_bytes(), id);
             assert!(previous.is_none(), "command {} registered twice", meta.name);
-            let merge = CROSS_SHARD_MERGES.iter().find(|(name, _)| *name == meta.name).map(|&(_, m)| m);
-            commands.push(Command { id, meta, handler, merge });
+            let merge = CROSS_SHARD_MERGES
+                .iter()
+                .find(|(name, _)| *name == meta.name)
+                .map(|&(_, m)| m);
+            commands.push(Command {
+                id,
+                meta,
+                handler,
+                merge,
+            });
         }
         Registry { commands, by_name }
     }
@@ -97,13 +106,19 @@ mod tests {
             .map(|c| c.meta.name)
             .filter(|name| !readme.contains(&format!("| {} |", name.to_ascii_uppercase())))
             .collect();
-        assert!(missing.is_empty(), "README coverage table misses: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "README coverage table misses: {missing:?}"
+        );
     }
 
     #[test]
     fn cross_shard_merge_rules_name_real_commands() {
         for (name, _) in CROSS_SHARD_MERGES {
-            assert!(registry().lookup(name.as_bytes()).is_some(), "{name} is not a command");
+            assert!(
+                registry().lookup(name.as_bytes()).is_some(),
+                "{name} is not a command"
+            );
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::conn::{ClientState, Conn, ReplyMode, ReplyQueue};
 use crate::dispatch;
 use crate::forward::{Mesh, Outbox};
 use crate::slab::Slab;
-use crate::stats::{Shared, ShardStats};
+use crate::stats::{ShardStats, Shared};
 use crate::topology::Topology;
 use io_uring::{cqueue, opcode, types, IoUring};
 use ruvio_engine::Engine;
@@ -50,7 +50,9 @@ fn untoken(data: u64) -> (u64, u32, u32) {
 
 /// Milliseconds since the Unix epoch.
 pub fn unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The shard's state that commands may touch (everything but the connections).
@@ -83,23 +85,46 @@ pub struct Shard {
 
 impl Shard {
     /// Set up shard `id`: its keyspace, ring and listening socket.
-    pub fn new(id: usize, cfg: Config, topo: Arc<Topology>, shared: Arc<Shared>, mesh: Option<Mesh>) -> std::io::Result<Shard> {
+    pub fn new(
+        id: usize,
+        cfg: Config,
+        topo: Arc<Topology>,
+        shared: Arc<Shared>,
+        mesh: Option<Mesh>,
+    ) -> std::io::Result<Shard> {
         let ring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
             .setup_coop_taskrun()
             .setup_taskrun_flag()
             .build(RING_ENTRIES)?;
-        let listener = crate::net::listen(&cfg.bind, cfg.shard_port(id), cfg.shards > 1 && cfg.port_mode == crate::config::PortMode::Forward)?;
+        let listener = crate::net::listen(
+            &cfg.bind,
+            cfg.shard_port(id),
+            cfg.shards > 1 && cfg.port_mode == crate::config::PortMode::Forward,
+        )?;
         let limits = Limits {
             bulk_bytes_max: cfg.proto_max_bulk_len,
             ..Limits::default()
         };
-        let mut stats = ShardStats::default();
-        stats.per_command = vec![Default::default(); crate::registry::registry().commands.len()];
+        let stats = ShardStats {
+            per_command: vec![Default::default(); crate::registry::registry().commands.len()],
+            ..Default::default()
+        };
         let engine = Engine::new(cfg.databases);
         Ok(Shard {
-            core: ShardCore { id, cfg, engine, topo, shared, stats, limits, now_ms: unix_ms(), dirty: Vec::new(), outbox: Outbox::default() },
+            core: ShardCore {
+                id,
+                cfg,
+                engine,
+                topo,
+                shared,
+                stats,
+                limits,
+                now_ms: unix_ms(),
+                dirty: Vec::new(),
+                outbox: Outbox::default(),
+            },
             conns: Slab::default(),
             ring,
             listener,
@@ -118,7 +143,11 @@ impl Shard {
             self.wait_for_completions();
             self.core.now_ms = unix_ms();
             completions.clear();
-            completions.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+            completions.extend(
+                self.ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
             for &(data, result, flags) in &completions {
                 self.complete(data, result, flags);
             }
@@ -134,12 +163,19 @@ impl Shard {
 
     /// Submit queued operations and wait for at least one completion or the next tick.
     fn wait_for_completions(&mut self) {
-        let wait_ms = self.next_tick_ms.saturating_sub(unix_ms()).min(TICK.as_millis() as u64);
+        let wait_ms = self
+            .next_tick_ms
+            .saturating_sub(unix_ms())
+            .min(TICK.as_millis() as u64);
         let ts = types::Timespec::new().nsec((wait_ms as u32) * 1_000_000);
         let args = types::SubmitArgs::new().timespec(&ts);
         match self.ring.submitter().submit_with_args(1, &args) {
             Ok(_) => {}
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                ) => {}
             Err(e) => panic!("io_uring_enter failed: {e}"),
         }
     }
@@ -158,13 +194,24 @@ impl Shard {
     fn arm_accept(&mut self) {
         use std::os::fd::AsRawFd;
         let fd = self.listener.as_raw_fd();
-        self.push(opcode::AcceptMulti::new(types::Fd(fd)).flags(libc::SOCK_CLOEXEC).build().user_data(token(OP_ACCEPT, 0, 0)));
+        self.push(
+            opcode::AcceptMulti::new(types::Fd(fd))
+                .flags(libc::SOCK_CLOEXEC)
+                .build()
+                .user_data(token(OP_ACCEPT, 0, 0)),
+        );
     }
 
     fn arm_doorbell(&mut self) {
-        let Some(fd) = self.mesh.as_ref().map(|m| m.my_doorbell()) else { return };
+        let Some(fd) = self.mesh.as_ref().map(|m| m.my_doorbell()) else {
+            return;
+        };
         let buf = &mut *self.doorbell_value as *mut u64 as *mut u8;
-        self.push(opcode::Read::new(types::Fd(fd), buf, 8).build().user_data(token(OP_DOORBELL, 0, 0)));
+        self.push(
+            opcode::Read::new(types::Fd(fd), buf, 8)
+                .build()
+                .user_data(token(OP_DOORBELL, 0, 0)),
+        );
     }
 
     fn complete(&mut self, data: u64, result: i32, flags: u32) {
@@ -194,61 +241,71 @@ impl Shard {
         let index = self.conns.insert_with(|_, gen| {
             conn_gen = gen;
             Conn {
-            fd,
-            gen,
-            input: Vec::with_capacity(INPUT_CHUNK_BYTES),
-            input_need: 0,
-            parser: Default::default(),
-            client: ClientState {
-                id: client_id,
-                name: Vec::new(),
-                lib_name: Vec::new(),
-                lib_ver: Vec::new(),
-                db: 0,
-                proto: Protocol::Resp2,
-                authenticated,
-                no_evict: false,
-                no_touch: false,
-                reply_mode: ReplyMode::On,
-                readonly: false,
-                peer: sock.0,
-                local: sock.1,
-                created_ms: now,
-                last_cmd_ms: now,
-                last_cmd: "NULL",
                 fd,
-                closing: false,
-            },
-            replies: ReplyQueue::default(),
-            sending: Vec::new(),
-            send_offset: 0,
-            recv_in_flight: false,
-            send_in_flight: false,
-            shut: false,
-        }
+                gen,
+                input: Vec::with_capacity(INPUT_CHUNK_BYTES),
+                input_need: 0,
+                parser: Default::default(),
+                client: ClientState {
+                    id: client_id,
+                    name: Vec::new(),
+                    lib_name: Vec::new(),
+                    lib_ver: Vec::new(),
+                    db: 0,
+                    proto: Protocol::Resp2,
+                    authenticated,
+                    no_evict: false,
+                    no_touch: false,
+                    reply_mode: ReplyMode::On,
+                    readonly: false,
+                    peer: sock.0,
+                    local: sock.1,
+                    created_ms: now,
+                    last_cmd_ms: now,
+                    last_cmd: "NULL",
+                    fd,
+                    closing: false,
+                },
+                replies: ReplyQueue::default(),
+                sending: Vec::new(),
+                send_offset: 0,
+                recv_in_flight: false,
+                send_in_flight: false,
+                shut: false,
+            }
         });
         self.core.stats.connections_received += 1;
         self.arm_recv(index, conn_gen);
     }
 
     fn arm_recv(&mut self, index: u32, gen: u32) {
-        let Some(conn) = self.conns.get_mut(index, gen) else { return };
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
         if conn.recv_in_flight || conn.shut || conn.client.closing {
             return;
         }
         let want = INPUT_CHUNK_BYTES.max(conn.input_need.saturating_sub(conn.input.len()));
-        if conn.input.capacity() - conn.input.len() < INPUT_CHUNK_BYTES / 4 || conn.input.capacity() - conn.input.len() < want.min(1 << 30) {
+        if conn.input.capacity() - conn.input.len() < INPUT_CHUNK_BYTES / 4
+            || conn.input.capacity() - conn.input.len() < want.min(1 << 30)
+        {
             conn.input.reserve(want);
         }
         let spare = conn.input.capacity() - conn.input.len();
         let ptr = conn.input.as_mut_ptr().wrapping_add(conn.input.len());
         conn.recv_in_flight = true;
         let fd = conn.fd;
-        self.push(opcode::Recv::new(types::Fd(fd), ptr, spare.min(u32::MAX as usize) as u32).build().user_data(token(OP_RECV, gen, index)));
+        self.push(
+            opcode::Recv::new(types::Fd(fd), ptr, spare.min(u32::MAX as usize) as u32)
+                .build()
+                .user_data(token(OP_RECV, gen, index)),
+        );
     }
 
     fn received(&mut self, index: u32, gen: u32, result: i32) {
-        let Some(mut conn) = self.conns.take(index, gen) else { return };
+        let Some(mut conn) = self.conns.take(index, gen) else {
+            return;
+        };
         conn.recv_in_flight = false;
         if result <= 0 || conn.shut {
             self.conns.restore(index, conn);
@@ -260,9 +317,13 @@ impl Shard {
         self.core.stats.net_input_bytes += result as u64;
         // A bug must cost one connection, never the shard: Redis' semantics say no
         // input can panic, and the tests and fuzzers hold us to it; this is the net.
-        let run = std::panic::AssertUnwindSafe(|| dispatch::process_input(&mut self.core, &mut self.conns, &mut conn, index));
+        let run = std::panic::AssertUnwindSafe(|| {
+            dispatch::process_input(&mut self.core, &mut self.conns, &mut conn, index)
+        });
         let ok = std::panic::catch_unwind(run).unwrap_or_else(|_| {
-            conn.replies.sink().extend_from_slice(b"-ERR internal error, closing the connection\r\n");
+            conn.replies
+                .sink()
+                .extend_from_slice(b"-ERR internal error, closing the connection\r\n");
             conn.client.closing = true;
             false
         });
@@ -275,7 +336,9 @@ impl Shard {
     }
 
     fn sent(&mut self, index: u32, gen: u32, result: i32) {
-        let Some(conn) = self.conns.get_mut(index, gen) else { return };
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
         conn.send_in_flight = false;
         if result < 0 || conn.shut {
             self.close(index, gen);
@@ -298,7 +361,9 @@ impl Shard {
 
     /// Start a send of whatever is ready, unless one is in flight; close a finished closing connection.
     fn start_send(&mut self, index: u32, gen: u32) {
-        let Some(conn) = self.conns.get_mut(index, gen) else { return };
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
         if conn.send_in_flight || conn.shut {
             return;
         }
@@ -313,14 +378,25 @@ impl Shard {
             return;
         }
         let rest = &conn.sending[conn.send_offset..];
-        let (ptr, len, fd) = (rest.as_ptr(), rest.len().min(u32::MAX as usize) as u32, conn.fd);
+        let (ptr, len, fd) = (
+            rest.as_ptr(),
+            rest.len().min(u32::MAX as usize) as u32,
+            conn.fd,
+        );
         conn.send_in_flight = true;
-        self.push(opcode::Send::new(types::Fd(fd), ptr, len).flags(libc::MSG_NOSIGNAL).build().user_data(token(OP_SEND, gen, index)));
+        self.push(
+            opcode::Send::new(types::Fd(fd), ptr, len)
+                .flags(libc::MSG_NOSIGNAL)
+                .build()
+                .user_data(token(OP_SEND, gen, index)),
+        );
     }
 
     /// Shut the socket down; the slot is freed once no operation is in flight.
     fn close(&mut self, index: u32, gen: u32) {
-        let Some(conn) = self.conns.get_mut(index, gen) else { return };
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
         if !conn.shut {
             conn.shut = true;
             // SAFETY: plain syscall on a descriptor this connection owns.
@@ -346,7 +422,9 @@ impl Shard {
     }
 
     fn take_mesh_messages(&mut self) {
-        let Some(mesh) = self.mesh.as_mut() else { return };
+        let Some(mesh) = self.mesh.as_mut() else {
+            return;
+        };
         let messages = mesh.receive_all();
         for message in messages {
             crate::forward::handle(&mut self.core, &mut self.conns, message);
@@ -362,7 +440,9 @@ impl Shard {
     /// Background work: publish gauges, expire keys in a small slice.
     fn tick(&mut self) {
         self.next_tick_ms = self.core.now_ms + TICK.as_millis() as u64;
-        self.core.engine.active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
+        self.core
+            .engine
+            .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
         self.publish_gauges();
     }
 
@@ -372,13 +452,17 @@ impl Shard {
         let engine_stats = core.engine.stats();
         g.clients.store(self.conns.len() as u64, Relaxed);
         g.commands.store(core.stats.commands, Relaxed);
-        g.connections_received.store(core.stats.connections_received, Relaxed);
+        g.connections_received
+            .store(core.stats.connections_received, Relaxed);
         g.net_input_bytes.store(core.stats.net_input_bytes, Relaxed);
-        g.net_output_bytes.store(core.stats.net_output_bytes, Relaxed);
+        g.net_output_bytes
+            .store(core.stats.net_output_bytes, Relaxed);
         g.expired_keys.store(engine_stats.expired_keys, Relaxed);
         g.keyspace_hits.store(engine_stats.keyspace_hits, Relaxed);
-        g.keyspace_misses.store(engine_stats.keyspace_misses, Relaxed);
-        g.used_memory.store(core.engine.used_memory_bytes() as u64, Relaxed);
+        g.keyspace_misses
+            .store(engine_stats.keyspace_misses, Relaxed);
+        g.used_memory
+            .store(core.engine.used_memory_bytes() as u64, Relaxed);
         for (keys, expires) in &g.keys {
             keys.store(0, Relaxed);
             expires.store(0, Relaxed);

@@ -70,7 +70,11 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             started: Instant::now(),
             started_unix_ms: now_ms,
-            run_id: format!("{:020x}{:020x}", now_ms, std::process::id() as u64 * 0x9e37_79b9),
+            run_id: format!(
+                "{:020x}{:020x}",
+                now_ms,
+                std::process::id() as u64 * 0x9e37_79b9
+            ),
         }
     }
 

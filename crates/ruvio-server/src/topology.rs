@@ -28,7 +28,11 @@ pub struct Topology {
 impl Topology {
     pub fn new(cfg: &Config) -> Topology {
         let n = cfg.shards;
-        let host = if cfg.bind == "0.0.0.0" || cfg.bind == "::" { "127.0.0.1".into() } else { cfg.bind.clone() };
+        let host = if cfg.bind == "0.0.0.0" || cfg.bind == "::" {
+            "127.0.0.1".into()
+        } else {
+            cfg.bind.clone()
+        };
         let nodes: Vec<Node> = (0..n)
             .map(|i| Node {
                 id: node_id(&host, cfg.shard_port(i), i),
@@ -41,7 +45,12 @@ impl Topology {
         for (i, node) in nodes.iter().enumerate() {
             slot_owner[node.first_slot as usize..=node.last_slot as usize].fill(i as u16);
         }
-        Topology { nodes, host, mode: cfg.port_mode, slot_owner }
+        Topology {
+            nodes,
+            host,
+            mode: cfg.port_mode,
+            slot_owner,
+        }
     }
 
     /// The shard that owns `slot`.
@@ -80,7 +89,12 @@ mod tests {
     #[test]
     fn ranges_cover_all_slots() {
         for shards in 1..=7 {
-            let cli = Cli { shards: Some(shards), port_mode: Some(PortMode::PerShard), port: Some(7000), ..Cli::default() };
+            let cli = Cli {
+                shards: Some(shards),
+                port_mode: Some(PortMode::PerShard),
+                port: Some(7000),
+                ..Cli::default()
+            };
             let topo = Topology::new(&Config::load(cli).unwrap());
             assert_eq!(topo.nodes[0].first_slot, 0);
             assert_eq!(topo.nodes.last().unwrap().last_slot, SLOT_COUNT - 1);

@@ -11,22 +11,75 @@ use ruvio_resp::{Args, Protocol, Reply};
 
 /// The client family's table.
 pub const COMMANDS: &[ServerCommand] = &[ServerCommand {
-    meta: meta("client", -2, 0, &["slow"], "connection", "A container for client connection commands.", "2.4.0", "Depends on subcommand."),
+    meta: meta(
+        "client",
+        -2,
+        0,
+        &["slow"],
+        "connection",
+        "A container for client connection commands.",
+        "2.4.0",
+        "Depends on subcommand.",
+    ),
     handler: client,
 }];
 
 const SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand { name: "client|id", arity: 2, handler: id },
-    SubCommand { name: "client|setname", arity: 3, handler: setname },
-    SubCommand { name: "client|getname", arity: 2, handler: getname },
-    SubCommand { name: "client|list", arity: -2, handler: list },
-    SubCommand { name: "client|info", arity: 2, handler: info },
-    SubCommand { name: "client|kill", arity: -3, handler: kill },
-    SubCommand { name: "client|setinfo", arity: 4, handler: setinfo },
-    SubCommand { name: "client|no-evict", arity: 3, handler: no_evict },
-    SubCommand { name: "client|no-touch", arity: 3, handler: no_touch },
-    SubCommand { name: "client|reply", arity: 3, handler: reply_mode },
-    SubCommand { name: "client|help", arity: 2, handler: help },
+    SubCommand {
+        name: "client|id",
+        arity: 2,
+        handler: id,
+    },
+    SubCommand {
+        name: "client|setname",
+        arity: 3,
+        handler: setname,
+    },
+    SubCommand {
+        name: "client|getname",
+        arity: 2,
+        handler: getname,
+    },
+    SubCommand {
+        name: "client|list",
+        arity: -2,
+        handler: list,
+    },
+    SubCommand {
+        name: "client|info",
+        arity: 2,
+        handler: info,
+    },
+    SubCommand {
+        name: "client|kill",
+        arity: -3,
+        handler: kill,
+    },
+    SubCommand {
+        name: "client|setinfo",
+        arity: 4,
+        handler: setinfo,
+    },
+    SubCommand {
+        name: "client|no-evict",
+        arity: 3,
+        handler: no_evict,
+    },
+    SubCommand {
+        name: "client|no-touch",
+        arity: 3,
+        handler: no_touch,
+    },
+    SubCommand {
+        name: "client|reply",
+        arity: 3,
+        handler: reply_mode,
+    },
+    SubCommand {
+        name: "client|help",
+        arity: 2,
+        handler: help,
+    },
 ];
 
 /// Redis' error for a name with spaces or special characters.
@@ -150,12 +203,16 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     if args.len() == 3 {
         let addr = String::from_utf8_lossy(args.get(2)).into_owned();
         let killed = kill_matching(ctx, |c| c.peer == addr, false);
-        return if killed > 0 { reply.ok() } else { reply.error("ERR No such client") };
+        return if killed > 0 {
+            reply.ok()
+        } else {
+            reply.error("ERR No such client")
+        };
     }
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return reply.error(ERR_SYNTAX);
     }
-    let mut filters: Vec<Box<dyn Fn(&ClientState) -> bool>> = Vec::new();
+    let mut filters: Vec<ClientFilter> = Vec::new();
     let mut skip_me = true;
     for pair in (2..args.len()).step_by(2) {
         let (opt, value) = (args.get(pair).to_ascii_lowercase(), args.get(pair + 1));
@@ -197,8 +254,15 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     reply.int(killed as i64);
 }
 
+/// One CLIENT KILL filter.
+type ClientFilter = Box<dyn Fn(&ClientState) -> bool>;
+
 /// Mark matching clients for closing; returns how many.
-fn kill_matching(ctx: &mut Ctx<'_>, matches: impl Fn(&ClientState) -> bool, skip_me: bool) -> usize {
+fn kill_matching(
+    ctx: &mut Ctx<'_>,
+    matches: impl Fn(&ClientState) -> bool,
+    skip_me: bool,
+) -> usize {
     let mut killed = 0;
     for (index, conn) in ctx.conns.iter_mut() {
         if matches(&conn.client) {
@@ -219,12 +283,14 @@ fn setinfo(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     let (attr, value) = (args.get(2), args.get(3));
     let slot = if attr.eq_ignore_ascii_case(b"lib-name") {
         if !valid_client_name(value) {
-            return reply.error("ERR lib-name cannot contain spaces, newlines or special characters.");
+            return reply
+                .error("ERR lib-name cannot contain spaces, newlines or special characters.");
         }
         &mut ctx.client.lib_name
     } else if attr.eq_ignore_ascii_case(b"lib-ver") {
         if !valid_client_name(value) {
-            return reply.error("ERR lib-ver cannot contain spaces, newlines or special characters.");
+            return reply
+                .error("ERR lib-ver cannot contain spaces, newlines or special characters.");
         }
         &mut ctx.client.lib_ver
     } else {

@@ -15,33 +15,105 @@ use ruvio_resp::{Args, Reply};
 /// The cluster family's table.
 pub const COMMANDS: &[ServerCommand] = &[
     ServerCommand {
-        meta: meta("cluster", -2, 0, &["slow"], "cluster", "A container for Redis Cluster commands.", "3.0.0", "Depends on subcommand."),
+        meta: meta(
+            "cluster",
+            -2,
+            0,
+            &["slow"],
+            "cluster",
+            "A container for Redis Cluster commands.",
+            "3.0.0",
+            "Depends on subcommand.",
+        ),
         handler: cluster,
     },
     ServerCommand {
-        meta: meta("readonly", 1, LOADING | STALE | FAST, &["fast", "connection"], "cluster", "Enables read-only queries for a connection to a Redis Cluster replica node.", "3.0.0", "O(1)"),
+        meta: meta(
+            "readonly",
+            1,
+            LOADING | STALE | FAST,
+            &["fast", "connection"],
+            "cluster",
+            "Enables read-only queries for a connection to a Redis Cluster replica node.",
+            "3.0.0",
+            "O(1)",
+        ),
         handler: readonly,
     },
     ServerCommand {
-        meta: meta("readwrite", 1, LOADING | STALE | FAST, &["fast", "connection"], "cluster", "Enables read-write queries for a connection to a Reids Cluster replica node.", "3.0.0", "O(1)"),
+        meta: meta(
+            "readwrite",
+            1,
+            LOADING | STALE | FAST,
+            &["fast", "connection"],
+            "cluster",
+            "Enables read-write queries for a connection to a Reids Cluster replica node.",
+            "3.0.0",
+            "O(1)",
+        ),
         handler: readwrite,
     },
     ServerCommand {
-        meta: meta("asking", 1, FAST, &["fast", "connection"], "cluster", "Signals that a cluster client is following an -ASK redirect.", "3.0.0", "O(1)"),
+        meta: meta(
+            "asking",
+            1,
+            FAST,
+            &["fast", "connection"],
+            "cluster",
+            "Signals that a cluster client is following an -ASK redirect.",
+            "3.0.0",
+            "O(1)",
+        ),
         handler: asking,
     },
 ];
 
 const SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand { name: "cluster|info", arity: 2, handler: info },
-    SubCommand { name: "cluster|slots", arity: 2, handler: slots },
-    SubCommand { name: "cluster|shards", arity: 2, handler: shards },
-    SubCommand { name: "cluster|nodes", arity: 2, handler: nodes },
-    SubCommand { name: "cluster|keyslot", arity: 3, handler: keyslot },
-    SubCommand { name: "cluster|myid", arity: 2, handler: myid },
-    SubCommand { name: "cluster|countkeysinslot", arity: 3, handler: countkeysinslot },
-    SubCommand { name: "cluster|getkeysinslot", arity: 4, handler: getkeysinslot },
-    SubCommand { name: "cluster|help", arity: 2, handler: help },
+    SubCommand {
+        name: "cluster|info",
+        arity: 2,
+        handler: info,
+    },
+    SubCommand {
+        name: "cluster|slots",
+        arity: 2,
+        handler: slots,
+    },
+    SubCommand {
+        name: "cluster|shards",
+        arity: 2,
+        handler: shards,
+    },
+    SubCommand {
+        name: "cluster|nodes",
+        arity: 2,
+        handler: nodes,
+    },
+    SubCommand {
+        name: "cluster|keyslot",
+        arity: 3,
+        handler: keyslot,
+    },
+    SubCommand {
+        name: "cluster|myid",
+        arity: 2,
+        handler: myid,
+    },
+    SubCommand {
+        name: "cluster|countkeysinslot",
+        arity: 3,
+        handler: countkeysinslot,
+    },
+    SubCommand {
+        name: "cluster|getkeysinslot",
+        arity: 4,
+        handler: getkeysinslot,
+    },
+    SubCommand {
+        name: "cluster|help",
+        arity: 2,
+        handler: help,
+    },
 ];
 
 const ERR_NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
@@ -143,7 +215,11 @@ fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
     let topo = &ctx.core.topo;
     let mut text = String::new();
     for (i, node) in topo.nodes.iter().enumerate() {
-        let flags = if i == ctx.core.id { "myself,master" } else { "master" };
+        let flags = if i == ctx.core.id {
+            "myself,master"
+        } else {
+            "master"
+        };
         text.push_str(&format!(
             "{} {}:{}@{} {} - 0 0 {} connected {}-{}\n",
             node.id,
@@ -170,7 +246,9 @@ fn myid(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
 
 /// A slot argument, if it is an integer in 0..16384.
 fn parse_slot(arg: &[u8]) -> Option<u16> {
-    parse_i64(arg).filter(|s| (0..SLOT_COUNT as i64).contains(s)).map(|s| s as u16)
+    parse_i64(arg)
+        .filter(|s| (0..SLOT_COUNT as i64).contains(s))
+        .map(|s| s as u16)
 }
 
 fn countkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
@@ -187,7 +265,10 @@ fn getkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     if count < 0 {
         return reply.error("ERR Invalid slot or number of keys");
     }
-    let keys = ctx.core.engine.keys_in_slot(ctx.client.db, slot, count as usize);
+    let keys = ctx
+        .core
+        .engine
+        .keys_in_slot(ctx.client.db, slot, count as usize);
     reply.array(keys.len());
     keys.iter().for_each(|k| reply.bulk(k));
 }

@@ -1,8 +1,8 @@
 //! Connection commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT.
 
 use super::{meta, parse_i64, Ctx, ServerCommand, ERR_NOT_INTEGER};
-use crate::conn::ReplyMode;
 use crate::config::PortMode;
+use crate::conn::ReplyMode;
 use ruvio_engine::command::flags::*;
 use ruvio_resp::{Args, Protocol, Reply};
 
@@ -14,31 +14,94 @@ const CONN: &[&str] = &["fast", "connection"];
 /// The connection family's table.
 pub const COMMANDS: &[ServerCommand] = &[
     ServerCommand {
-        meta: meta("ping", -1, FAST, CONN, "connection", "Returns the server's liveliness response.", "1.0.0", "O(1)"),
+        meta: meta(
+            "ping",
+            -1,
+            FAST,
+            CONN,
+            "connection",
+            "Returns the server's liveliness response.",
+            "1.0.0",
+            "O(1)",
+        ),
         handler: ping,
     },
     ServerCommand {
-        meta: meta("echo", 2, LOADING | STALE | FAST, CONN, "connection", "Returns the given string.", "1.0.0", "O(1)"),
+        meta: meta(
+            "echo",
+            2,
+            LOADING | STALE | FAST,
+            CONN,
+            "connection",
+            "Returns the given string.",
+            "1.0.0",
+            "O(1)",
+        ),
         handler: echo,
     },
     ServerCommand {
-        meta: meta("quit", -1, ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH, CONN, "connection", "Closes the connection.", "1.0.0", "O(1)"),
+        meta: meta(
+            "quit",
+            -1,
+            ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH,
+            CONN,
+            "connection",
+            "Closes the connection.",
+            "1.0.0",
+            "O(1)",
+        ),
         handler: quit,
     },
     ServerCommand {
-        meta: meta("reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, CONN, "connection", "Resets the connection.", "6.2.0", "O(1)"),
+        meta: meta(
+            "reset",
+            1,
+            NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+            CONN,
+            "connection",
+            "Resets the connection.",
+            "6.2.0",
+            "O(1)",
+        ),
         handler: reset,
     },
     ServerCommand {
-        meta: meta("hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, CONN, "connection", "Handshakes with the Redis server.", "6.0.0", "O(1)"),
+        meta: meta(
+            "hello",
+            -1,
+            NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+            CONN,
+            "connection",
+            "Handshakes with the Redis server.",
+            "6.0.0",
+            "O(1)",
+        ),
         handler: hello,
     },
     ServerCommand {
-        meta: meta("auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, CONN, "connection", "Authenticates the connection.", "1.0.0", "O(N) where N is the number of passwords defined for the user"),
+        meta: meta(
+            "auth",
+            -2,
+            NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+            CONN,
+            "connection",
+            "Authenticates the connection.",
+            "1.0.0",
+            "O(N) where N is the number of passwords defined for the user",
+        ),
         handler: auth,
     },
     ServerCommand {
-        meta: meta("select", 2, LOADING | STALE | FAST, CONN, "connection", "Changes the selected database.", "1.0.0", "O(1)"),
+        meta: meta(
+            "select",
+            2,
+            LOADING | STALE | FAST,
+            CONN,
+            "connection",
+            "Changes the selected database.",
+            "1.0.0",
+            "O(1)",
+        ),
         handler: select,
     },
 ];
@@ -81,7 +144,12 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
 /// Check a username/password pair against the configuration.
 fn credentials_ok(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
     user == b"default"
-        && ctx.core.cfg.requirepass.as_ref().is_none_or(|p| p.as_bytes() == pass)
+        && ctx
+            .core
+            .cfg
+            .requirepass
+            .as_ref()
+            .is_none_or(|p| p.as_bytes() == pass)
 }
 
 const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
@@ -163,7 +231,11 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     reply.bulk(b"version");
     reply.bulk(REDIS_VERSION.as_bytes());
     reply.bulk(b"proto");
-    reply.int(if ctx.client.proto == Protocol::Resp3 { 3 } else { 2 });
+    reply.int(if ctx.client.proto == Protocol::Resp3 {
+        3
+    } else {
+        2
+    });
     reply.bulk(b"id");
     reply.int(ctx.client.id as i64);
     reply.bulk(b"mode");

@@ -8,17 +8,50 @@ use ruvio_resp::{Args, Reply};
 
 /// The introspection family's table.
 pub const COMMANDS: &[ServerCommand] = &[ServerCommand {
-    meta: meta("command", -1, flags::LOADING | flags::STALE, &["slow", "connection"], "server", "Returns detailed information about all commands.", "2.8.13", "O(N) where N is the total number of Redis commands"),
+    meta: meta(
+        "command",
+        -1,
+        flags::LOADING | flags::STALE,
+        &["slow", "connection"],
+        "server",
+        "Returns detailed information about all commands.",
+        "2.8.13",
+        "O(N) where N is the total number of Redis commands",
+    ),
     handler: command,
 }];
 
 const SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand { name: "command|count", arity: 2, handler: count },
-    SubCommand { name: "command|info", arity: -2, handler: info },
-    SubCommand { name: "command|docs", arity: -2, handler: docs },
-    SubCommand { name: "command|getkeys", arity: -3, handler: getkeys },
-    SubCommand { name: "command|list", arity: -2, handler: list },
-    SubCommand { name: "command|help", arity: 2, handler: help },
+    SubCommand {
+        name: "command|count",
+        arity: 2,
+        handler: count,
+    },
+    SubCommand {
+        name: "command|info",
+        arity: -2,
+        handler: info,
+    },
+    SubCommand {
+        name: "command|docs",
+        arity: -2,
+        handler: docs,
+    },
+    SubCommand {
+        name: "command|getkeys",
+        arity: -3,
+        handler: getkeys,
+    },
+    SubCommand {
+        name: "command|list",
+        arity: -2,
+        handler: list,
+    },
+    SubCommand {
+        name: "command|help",
+        arity: 2,
+        handler: help,
+    },
 ];
 
 /// `COMMAND [subcommand ...]`: with no argument, the INFO of every command.
@@ -42,7 +75,11 @@ fn reply_info(reply: &mut Reply<'_>, cmd: &Command) {
     reply.array(10);
     reply.bulk(m.name.as_bytes());
     reply.int(m.arity as i64);
-    let names: Vec<&str> = flags::NAMES.iter().filter(|(f, _)| m.has(*f)).map(|&(_, n)| n).collect();
+    let names: Vec<&str> = flags::NAMES
+        .iter()
+        .filter(|(f, _)| m.has(*f))
+        .map(|&(_, n)| n)
+        .collect();
     reply.set(names.len());
     names.iter().for_each(|n| reply.simple(n));
     reply.int(m.keys.first as i64);
@@ -77,7 +114,10 @@ fn docs(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     let selected: Vec<&Command> = if args.len() == 2 {
         registry().commands.iter().collect()
     } else {
-        args.iter().skip(2).filter_map(|n| registry().lookup(n)).collect()
+        args.iter()
+            .skip(2)
+            .filter_map(|n| registry().lookup(n))
+            .collect()
     };
     reply.map(selected.len());
     for c in selected {
@@ -116,17 +156,29 @@ fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     let filter: Box<dyn Fn(&Command) -> bool> = match args.len() {
         2 => Box::new(|_| true),
         5 if args.get(2).eq_ignore_ascii_case(b"filterby") => {
-            let (kind, value) = (args.get(3).to_ascii_lowercase(), args.get(4).to_ascii_lowercase());
+            let (kind, value) = (
+                args.get(3).to_ascii_lowercase(),
+                args.get(4).to_ascii_lowercase(),
+            );
             match kind.as_slice() {
                 b"module" => Box::new(|_| false),
-                b"aclcat" => Box::new(move |c| c.meta.acl.iter().any(|a| a.as_bytes() == value.as_slice())),
-                b"pattern" => Box::new(move |c| ruvio_engine::glob_match(&value, c.meta.name.as_bytes())),
+                b"aclcat" => {
+                    Box::new(move |c| c.meta.acl.iter().any(|a| a.as_bytes() == value.as_slice()))
+                }
+                b"pattern" => {
+                    Box::new(move |c| ruvio_engine::glob_match(&value, c.meta.name.as_bytes()))
+                }
                 _ => return reply.error(super::ERR_SYNTAX),
             }
         }
         _ => return reply.error(super::ERR_SYNTAX),
     };
-    let names: Vec<&str> = registry().commands.iter().filter(|c| filter(c)).map(|c| c.meta.name).collect();
+    let names: Vec<&str> = registry()
+        .commands
+        .iter()
+        .filter(|c| filter(c))
+        .map(|c| c.meta.name)
+        .collect();
     reply.array(names.len());
     names.iter().for_each(|n| reply.bulk(n.as_bytes()));
 }

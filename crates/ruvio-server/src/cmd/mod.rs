@@ -66,7 +66,10 @@ pub fn dispatch_sub(
 ) {
     let name = args.get(1);
     let sub_name = |s: &SubCommand| s.name.split_once('|').map_or(s.name, |(_, sub)| sub);
-    let Some(sub) = table.iter().find(|s| sub_name(s).as_bytes().eq_ignore_ascii_case(name)) else {
+    let Some(sub) = table
+        .iter()
+        .find(|s| sub_name(s).as_bytes().eq_ignore_ascii_case(name))
+    else {
         reply.error(&format!(
             "ERR unknown subcommand '{}'. Try {} HELP.",
             String::from_utf8_lossy(&name[..name.len().min(128)]),
@@ -75,9 +78,16 @@ pub fn dispatch_sub(
         return;
     };
     let argc = args.len() as i32;
-    let fits = if sub.arity >= 0 { argc == sub.arity } else { argc >= -sub.arity };
+    let fits = if sub.arity >= 0 {
+        argc == sub.arity
+    } else {
+        argc >= -sub.arity
+    };
     if !fits {
-        reply.error(&format!("ERR wrong number of arguments for '{}' command", sub.name));
+        reply.error(&format!(
+            "ERR wrong number of arguments for '{}' command",
+            sub.name
+        ));
         return;
     }
     ctx.client.last_cmd = sub.name;

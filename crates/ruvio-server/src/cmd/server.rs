@@ -43,13 +43,29 @@ pub const COMMANDS: &[ServerCommand] = &[
 
 /// `INFO [section [section ...]]`
 fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    let wanted: Vec<String> = args.iter().skip(1).map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
+    let wanted: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
     let text = info_text(ctx, &wanted);
     reply.verbatim("txt", text.as_bytes());
 }
 
 /// The sections INFO prints with no argument, in Redis' order.
-const DEFAULT_SECTIONS: &[&str] = &["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace"];
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
 
 fn info_text(ctx: &Ctx<'_>, wanted: &[String]) -> String {
     let everything = wanted.iter().any(|w| w == "all" || w == "everything");
@@ -68,7 +84,15 @@ fn info_text(ctx: &Ctx<'_>, wanted: &[String]) -> String {
         }
         let mut title = name.to_string();
         title[..1].make_ascii_uppercase();
-        let _ = write!(out, "# {}\r\n", if name == "cpu" { "CPU".to_string() } else { title });
+        let _ = write!(
+            out,
+            "# {}\r\n",
+            if name == "cpu" {
+                "CPU".to_string()
+            } else {
+                title
+            }
+        );
         section(ctx.core, name, &mut out);
     }
     out
@@ -86,7 +110,11 @@ fn human_bytes(n: u64) -> String {
 /// Resident set size of the process in bytes.
 pub fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
@@ -113,8 +141,18 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             line("redis_git_sha1", &"00000000");
             line("redis_git_dirty", &0);
             line("redis_build_id", &"0");
-            line("redis_mode", &if core.cfg.port_mode == PortMode::PerShard { "cluster" } else { "standalone" });
-            line("os", &format!("{} {}", std::env::consts::OS, std::env::consts::ARCH));
+            line(
+                "redis_mode",
+                &if core.cfg.port_mode == PortMode::PerShard {
+                    "cluster"
+                } else {
+                    "standalone"
+                },
+            );
+            line(
+                "os",
+                &format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+            );
             line("arch_bits", &64);
             line("monotonic_clock", &"POSIX clock_gettime");
             line("multiplexing_api", &"io_uring");
@@ -127,8 +165,21 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             line("uptime_in_days", &(uptime / 86400));
             line("hz", &core.cfg.hz);
             line("configured_hz", &core.cfg.hz);
-            line("executable", &std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
-            line("config_file", &core.cfg.config_file.as_ref().map(|p| p.display().to_string()).unwrap_or_default());
+            line(
+                "executable",
+                &std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            );
+            line(
+                "config_file",
+                &core
+                    .cfg
+                    .config_file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            );
             line("ruvio_version", &env!("CARGO_PKG_VERSION"));
             line("ruvio_shards", &core.cfg.shards);
             line("ruvio_shard", &core.id);
@@ -157,7 +208,10 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             line("maxmemory", &0);
             line("maxmemory_human", &"0B");
             line("maxmemory_policy", &"noeviction");
-            line("mem_fragmentation_ratio", &format!("{:.2}", rss as f64 / used.max(1) as f64));
+            line(
+                "mem_fragmentation_ratio",
+                &format!("{:.2}", rss as f64 / used.max(1) as f64),
+            );
             line("mem_allocator", &"libc");
         }
         "persistence" => {
@@ -173,11 +227,17 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
         }
         "stats" => {
             let total = shared.sum(|g| &g.commands);
-            line("total_connections_received", &shared.sum(|g| &g.connections_received));
+            line(
+                "total_connections_received",
+                &shared.sum(|g| &g.connections_received),
+            );
             line("total_commands_processed", &total);
             line("instantaneous_ops_per_sec", &0);
             line("total_net_input_bytes", &shared.sum(|g| &g.net_input_bytes));
-            line("total_net_output_bytes", &shared.sum(|g| &g.net_output_bytes));
+            line(
+                "total_net_output_bytes",
+                &shared.sum(|g| &g.net_output_bytes),
+            );
             line("rejected_connections", &0);
             line("expired_keys", &shared.sum(|g| &g.expired_keys));
             line("evicted_keys", &0);
@@ -185,7 +245,10 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             line("keyspace_misses", &shared.sum(|g| &g.keyspace_misses));
             line("pubsub_channels", &0);
             line("pubsub_patterns", &0);
-            line("total_error_replies", &core.stats.per_command.iter().map(|c| c.failed).sum::<u64>());
+            line(
+                "total_error_replies",
+                &core.stats.per_command.iter().map(|c| c.failed).sum::<u64>(),
+            );
         }
         "replication" => {
             line("role", &"master");
@@ -201,7 +264,10 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             line("used_cpu_sys_children", &"0.000000");
             line("used_cpu_user_children", &"0.000000");
         }
-        "cluster" => line("cluster_enabled", &((core.cfg.port_mode == PortMode::PerShard) as u8)),
+        "cluster" => line(
+            "cluster_enabled",
+            &((core.cfg.port_mode == PortMode::PerShard) as u8),
+        ),
         "keyspace" => {
             for db in 0..core.cfg.databases {
                 let (keys, expires) = if core.cfg.port_mode == PortMode::PerShard {
@@ -211,7 +277,10 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
                     shared.db_keys(db)
                 };
                 if keys > 0 {
-                    line(&format!("db{db}"), &format!("keys={keys},expires={expires},avg_ttl=0"));
+                    line(
+                        &format!("db{db}"),
+                        &format!("keys={keys},expires={expires},avg_ttl=0"),
+                    );
                 }
             }
         }
@@ -228,11 +297,14 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
     }
 }
 
+/// Applies a CONFIG SET value; `Err` when the value is not acceptable.
+type ParamSetter = fn(&mut ShardCore, &str) -> Result<(), ()>;
+
 /// A CONFIG parameter: how to show it and (if mutable) how to set it.
 struct Param {
     name: &'static str,
     get: fn(&ShardCore) -> String,
-    set: Option<fn(&mut ShardCore, &str) -> Result<(), ()>>,
+    set: Option<ParamSetter>,
 }
 
 fn set_hz(core: &mut ShardCore, v: &str) -> Result<(), ()> {
@@ -281,32 +353,130 @@ fn parse_memory(v: &str) -> Option<usize> {
 }
 
 const PARAMS: &[Param] = &[
-    Param { name: "bind", get: |c| c.cfg.bind.clone(), set: None },
-    Param { name: "port", get: |c| c.cfg.port.to_string(), set: None },
-    Param { name: "databases", get: |c| c.cfg.databases.to_string(), set: None },
-    Param { name: "save", get: |_| String::new(), set: Some(set_persistence_off) },
-    Param { name: "appendonly", get: |_| "no".into(), set: Some(set_persistence_off) },
-    Param { name: "appendfsync", get: |_| "everysec".into(), set: None },
-    Param { name: "requirepass", get: |c| c.cfg.requirepass.clone().unwrap_or_default(), set: Some(set_requirepass) },
-    Param { name: "hz", get: |c| c.cfg.hz.to_string(), set: Some(set_hz) },
-    Param { name: "proto-max-bulk-len", get: |c| c.cfg.proto_max_bulk_len.to_string(), set: Some(set_bulk_len) },
-    Param { name: "client-query-buffer-limit", get: |c| c.cfg.client_query_buffer_limit.to_string(), set: Some(set_query_limit) },
-    Param { name: "maxmemory", get: |_| "0".into(), set: None },
-    Param { name: "maxmemory-policy", get: |_| "noeviction".into(), set: None },
-    Param { name: "maxclients", get: |_| "10000".into(), set: None },
-    Param { name: "timeout", get: |_| "0".into(), set: None },
-    Param { name: "cluster-enabled", get: |c| if c.cfg.port_mode == PortMode::PerShard { "yes".into() } else { "no".into() }, set: None },
-    Param { name: "io-threads", get: |_| "1".into(), set: None },
-    Param { name: "shards", get: |c| c.cfg.shards.to_string(), set: None },
-    Param { name: "port-mode", get: |c| c.cfg.port_mode.name().into(), set: None },
-    Param { name: "durability", get: |c| c.cfg.durability.name().into(), set: None },
+    Param {
+        name: "bind",
+        get: |c| c.cfg.bind.clone(),
+        set: None,
+    },
+    Param {
+        name: "port",
+        get: |c| c.cfg.port.to_string(),
+        set: None,
+    },
+    Param {
+        name: "databases",
+        get: |c| c.cfg.databases.to_string(),
+        set: None,
+    },
+    Param {
+        name: "save",
+        get: |_| String::new(),
+        set: Some(set_persistence_off),
+    },
+    Param {
+        name: "appendonly",
+        get: |_| "no".into(),
+        set: Some(set_persistence_off),
+    },
+    Param {
+        name: "appendfsync",
+        get: |_| "everysec".into(),
+        set: None,
+    },
+    Param {
+        name: "requirepass",
+        get: |c| c.cfg.requirepass.clone().unwrap_or_default(),
+        set: Some(set_requirepass),
+    },
+    Param {
+        name: "hz",
+        get: |c| c.cfg.hz.to_string(),
+        set: Some(set_hz),
+    },
+    Param {
+        name: "proto-max-bulk-len",
+        get: |c| c.cfg.proto_max_bulk_len.to_string(),
+        set: Some(set_bulk_len),
+    },
+    Param {
+        name: "client-query-buffer-limit",
+        get: |c| c.cfg.client_query_buffer_limit.to_string(),
+        set: Some(set_query_limit),
+    },
+    Param {
+        name: "maxmemory",
+        get: |_| "0".into(),
+        set: None,
+    },
+    Param {
+        name: "maxmemory-policy",
+        get: |_| "noeviction".into(),
+        set: None,
+    },
+    Param {
+        name: "maxclients",
+        get: |_| "10000".into(),
+        set: None,
+    },
+    Param {
+        name: "timeout",
+        get: |_| "0".into(),
+        set: None,
+    },
+    Param {
+        name: "cluster-enabled",
+        get: |c| {
+            if c.cfg.port_mode == PortMode::PerShard {
+                "yes".into()
+            } else {
+                "no".into()
+            }
+        },
+        set: None,
+    },
+    Param {
+        name: "io-threads",
+        get: |_| "1".into(),
+        set: None,
+    },
+    Param {
+        name: "shards",
+        get: |c| c.cfg.shards.to_string(),
+        set: None,
+    },
+    Param {
+        name: "port-mode",
+        get: |c| c.cfg.port_mode.name().into(),
+        set: None,
+    },
+    Param {
+        name: "durability",
+        get: |c| c.cfg.durability.name().into(),
+        set: None,
+    },
 ];
 
 const CONFIG_SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand { name: "config|get", arity: -3, handler: config_get },
-    SubCommand { name: "config|set", arity: -4, handler: config_set },
-    SubCommand { name: "config|resetstat", arity: 2, handler: config_resetstat },
-    SubCommand { name: "config|help", arity: 2, handler: config_help },
+    SubCommand {
+        name: "config|get",
+        arity: -3,
+        handler: config_get,
+    },
+    SubCommand {
+        name: "config|set",
+        arity: -4,
+        handler: config_set,
+    },
+    SubCommand {
+        name: "config|resetstat",
+        arity: 2,
+        handler: config_resetstat,
+    },
+    SubCommand {
+        name: "config|help",
+        arity: 2,
+        handler: config_help,
+    },
 ];
 
 fn config(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
@@ -317,7 +487,11 @@ fn config(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
 fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     let matched: Vec<&Param> = PARAMS
         .iter()
-        .filter(|p| args.iter().skip(2).any(|pat| ruvio_engine::glob_match(&pat.to_ascii_lowercase(), p.name.as_bytes())))
+        .filter(|p| {
+            args.iter()
+                .skip(2)
+                .any(|pat| ruvio_engine::glob_match(&pat.to_ascii_lowercase(), p.name.as_bytes()))
+        })
         .collect();
     reply.map(matched.len());
     for p in matched {
@@ -328,14 +502,16 @@ fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
 
 /// `CONFIG SET parameter value [parameter value ...]`
 fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return reply.error("ERR wrong number of arguments for 'config|set' command");
     }
     for pair in (2..args.len()).step_by(2) {
         let name = String::from_utf8_lossy(args.get(pair)).to_ascii_lowercase();
         let value = String::from_utf8_lossy(args.get(pair + 1)).into_owned();
         let Some(param) = PARAMS.iter().find(|p| p.name == name) else {
-            return reply.error(&format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
+            return reply.error(&format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+            ));
         };
         let Some(set) = param.set else {
             return reply.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
@@ -372,7 +548,9 @@ fn config_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
 
 /// `TIME`
 fn time(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     let _ = ctx;
     reply.array(2);
     reply.bulk(now.as_secs().to_string().as_bytes());
@@ -387,7 +565,9 @@ fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
 /// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`
 fn shutdown(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     for arg in args.iter().skip(1) {
-        let known = [&b"nosave"[..], b"save", b"now", b"force"].iter().any(|k| arg.eq_ignore_ascii_case(k));
+        let known = [&b"nosave"[..], b"save", b"now", b"force"]
+            .iter()
+            .any(|k| arg.eq_ignore_ascii_case(k));
         if arg.eq_ignore_ascii_case(b"abort") {
             return reply.error("ERR No shutdown in progress.");
         }
@@ -400,8 +580,21 @@ fn shutdown(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
 }
 
 const DEBUG_SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand { name: "debug|sleep", arity: 3, handler: debug_sleep },
-    SubCommand { name: "debug|help", arity: 2, handler: debug_help },
+    SubCommand {
+        name: "debug|sleep",
+        arity: 3,
+        handler: debug_sleep,
+    },
+    SubCommand {
+        name: "debug|protocol",
+        arity: 3,
+        handler: debug_protocol,
+    },
+    SubCommand {
+        name: "debug|help",
+        arity: 2,
+        handler: debug_help,
+    },
 ];
 
 fn debug(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
@@ -410,13 +603,68 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
 
 /// `DEBUG SLEEP seconds`: blocks this shard, as Redis blocks its main thread.
 fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    let secs = std::str::from_utf8(args.get(2)).ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+    let secs = std::str::from_utf8(args.get(2))
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(0.0);
     if secs > 0.0 && secs.is_finite() {
         std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
     }
     reply.ok();
 }
 
+/// `DEBUG PROTOCOL type`: one reply of each RESP type, for client tests.
+fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    let resp3 = ctx.client.proto == ruvio_resp::Protocol::Resp3;
+    match args.get(2).to_ascii_lowercase().as_slice() {
+        b"string" => reply.bulk(b"Hello World"),
+        b"integer" => reply.int(12345),
+        // Redis' fixed test value, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
+        b"double" => reply.double(3.141),
+        b"bignum" if resp3 => reply.raw(b"(1234567999999999999999999999999999999\r\n"),
+        b"bignum" => reply.bulk(b"1234567999999999999999999999999999999"),
+        b"null" => reply.null(),
+        b"array" | b"set" => {
+            if args.get(2).eq_ignore_ascii_case(b"set") { reply.set(3) } else { reply.array(3) }
+            (0..3).for_each(|i| reply.int(i));
+        }
+        b"map" => {
+            reply.map(3);
+            for i in 0..3 {
+                reply.int(i);
+                reply.boolean(i == 1);
+            }
+        }
+        b"attrib" | b"push" if !resp3 => reply.error("ERR RESP2 is not supported by this command"),
+        b"attrib" => {
+            reply.raw(b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n");
+            reply.bulk(b"Some real reply following the attribute");
+        }
+        b"push" => {
+            reply.push(2);
+            reply.bulk(b"server-cpu-usage");
+            reply.int(42);
+            reply.bulk(b"Some real reply following the push reply");
+        }
+        b"verbatim" => reply.verbatim("txt", b"This is a verbatim\nstring"),
+        b"true" => reply.boolean(true),
+        b"false" => reply.boolean(false),
+        _ => reply.error("ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"),
+    }
+}
+
 fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
-    reply_help(reply, "debug", &["SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed."]);
+    reply_help(
+        reply,
+        "debug",
+        &[
+            "PROTOCOL <type>",
+            "    Reply with a test value of the specified type. <type> can be: string,",
+            "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+            "    true, false.",
+            "SLEEP <seconds>",
+            "    Stop the server for <seconds>. Decimals allowed.",
+        ],
+    );
 }

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Ruvio's test command: every check CI runs, in one script.
+#
+# On a fresh Debian machine (as root, or with sudo) it first installs what the tests
+# need and is missing: redis-server and redis-tools (the differential test compares
+# against a real Redis; the client tests use redis-cli), and the Python packages
+# redis and pytest. Then it checks formatting, lints, builds the server in release and
+# debug, runs every Rust test, and runs the Python client tests against the release
+# binary. Any failure stops it with a non-zero exit.
+#
+#   scripts/test.sh
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+# The differential tests must run here, never skip for want of redis-server.
+export RUVIO_REQUIRE_REDIS=1
+# Keep the work tree clean of __pycache__ and .pytest_cache.
+export PYTHONDONTWRITEBYTECODE=1
+
+started_s=$SECONDS
+step() {
+    printf '\n==> [%4ds] %s\n' "$((SECONDS - started_s))" "$*"
+}
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        echo "need root to run: $*" >&2
+        return 1
+    fi
+}
+
+# --- what the tests need -----------------------------------------------------------
+apt_packages=()
+command -v redis-server >/dev/null 2>&1 || apt_packages+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || apt_packages+=(redis-tools)
+if ! command -v python3 >/dev/null 2>&1; then
+    apt_packages+=(python3 python3-pip)
+elif ! python3 -c 'import redis, pytest' 2>/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then
+    apt_packages+=(python3-pip)
+fi
+if [ "${#apt_packages[@]}" -gt 0 ]; then
+    step "apt-get install ${apt_packages[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    as_root apt-get update -q
+    as_root apt-get install -y -q --no-install-recommends "${apt_packages[@]}"
+fi
+if ! python3 -c 'import redis, pytest' 2>/dev/null; then
+    step "pip install redis pytest"
+    # Debian's own python refuses plain pip installs (PEP 668); fall back to the flag.
+    python3 -m pip install -q "redis>=5" pytest \
+        || python3 -m pip install -q --break-system-packages "redis>=5" pytest
+fi
+redis-server --version
+python3 -c 'import redis, pytest; print("redis-py", redis.__version__, "pytest", pytest.__version__)'
+
+# --- format, lint, build ------------------------------------------------------------
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo build --release -p ruvio-server"
+cargo build --release -p ruvio-server
+
+step "cargo build -p ruvio-server"
+cargo build -p ruvio-server
+
+# --- tests --------------------------------------------------------------------------
+step "cargo test --workspace"
+cargo test --workspace
+
+step "pytest tests/python (RUVIO_BIN=target/release/ruvio)"
+RUVIO_BIN="$PWD/target/release/ruvio" python3 -m pytest -q -p no:cacheprovider tests/python
+
+step "all tests passed in $((SECONDS - started_s)) s"
