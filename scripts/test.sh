@@ -38,6 +38,8 @@ as_root() {
 apt_packages=()
 command -v redis-server >/dev/null 2>&1 || apt_packages+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || apt_packages+=(redis-tools)
+# The benchmark page test renders site-data/index.html in headless Chromium.
+command -v chromium >/dev/null 2>&1 || apt_packages+=(chromium)
 if ! command -v python3 >/dev/null 2>&1; then
     apt_packages+=(python3 python3-pip)
 elif ! python3 -c 'import redis, pytest' 2>/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then
@@ -75,7 +77,7 @@ cargo build -p ruvio-server
 step "cargo test --workspace"
 cargo test --workspace
 
-step "pytest tests/python (RUVIO_BIN=target/release/ruvio)"
-RUVIO_BIN="$PWD/target/release/ruvio" python3 -m pytest -q -p no:cacheprovider tests/python
+step "pytest tests/python tests/site (RUVIO_BIN=target/release/ruvio)"
+RUVIO_BIN="$PWD/target/release/ruvio" python3 -m pytest -q -p no:cacheprovider tests/python tests/site
 
 step "all tests passed in $((SECONDS - started_s)) s"

@@ -59,10 +59,15 @@ pub fn process_input(
         ..
     } = conn;
     let mut pos = 0;
+    let mut prefetched = 0;
     while pos < input.len() && !client.closing {
+        if prefetched == 0 {
+            prefetched = prefetch_window(core, parser, &input[pos..], client.db);
+        }
         match parser.parse(&input[pos..], &core.limits) {
             Ok(Parsed::Complete { args, consumed }) => {
                 pos += consumed;
+                prefetched -= 1;
                 if !args.is_empty() {
                     execute(core, conns, client, replies, who, args);
                 }
@@ -83,6 +88,56 @@ pub fn process_input(
         client.closing = true;
     }
     !client.closing
+}
+
+/// Commands looked ahead at per prefetch pass: enough to overlap the misses of a
+/// typical pipeline (16), few enough that the lines are still cached when used.
+const PREFETCH_WINDOW: usize = 16;
+
+/// Prefetch the keyspace lines of the next commands in `input` when more than one
+/// command is waiting (a lone command gains nothing). Returns how many commands the
+/// pass covered, at least 1.
+fn prefetch_window(
+    core: &ShardCore,
+    parser: &mut ruvio_resp::CommandParser,
+    input: &[u8],
+    db: usize,
+) -> usize {
+    let mut pos = 0;
+    let mut seen = 0;
+    let mut keys: [(usize, usize); PREFETCH_WINDOW] = [(0, 0); PREFETCH_WINDOW];
+    while seen < PREFETCH_WINDOW {
+        let Ok(Parsed::Complete { args, consumed }) = parser.parse(&input[pos..], &core.limits)
+        else {
+            break;
+        };
+        keys[seen] = first_key_span(args, input).unwrap_or((0, 0));
+        pos += consumed;
+        seen += 1;
+    }
+    if seen > 1 {
+        let keys = keys[..seen].iter().filter(|(start, end)| end > start);
+        keys.clone()
+            .for_each(|&(start, end)| core.engine.prefetch(db, &input[start..end]));
+        keys.for_each(|&(start, end)| core.engine.prefetch_value(db, &input[start..end]));
+    }
+    seen.max(1)
+}
+
+/// Where the first key of a keyspace command lies in `input`, if the command has
+/// one there (inline commands' arguments live in the parser's scratch space).
+fn first_key_span(args: Args<'_>, input: &[u8]) -> Option<(usize, usize)> {
+    if args.is_empty() {
+        return None;
+    }
+    let cmd = registry().lookup(args.get(0))?;
+    let first = cmd.meta.keys.first as usize;
+    if !matches!(cmd.handler, Handler::Engine(_)) || first == 0 || args.len() <= first {
+        return None;
+    }
+    let key = args.get(first);
+    let start = (key.as_ptr() as usize).checked_sub(input.as_ptr() as usize)?;
+    (start + key.len() <= input.len()).then_some((start, start + key.len()))
 }
 
 /// Run one command and leave its reply (or a held slot for it) in `replies`.

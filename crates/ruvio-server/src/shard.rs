@@ -34,6 +34,11 @@ const TICK: Duration = Duration::from_millis(10);
 /// Keys examined by active expiry per tick, so a tick never pauses the shard.
 const EXPIRE_KEYS_PER_TICK: usize = 500;
 
+/// `IORING_RECVSEND_POLL_FIRST`: a receive is re-armed right after its connection's
+/// replies were produced, when the client has not answered yet; trying the socket
+/// first would fail every time at pipeline 1, so wait for readiness straight away.
+const RECV_POLL_FIRST: u16 = 1 << 0;
+
 /// Operation kinds carried in the top byte of a completion's user data.
 const OP_ACCEPT: u64 = 1;
 const OP_RECV: u64 = 2;
@@ -297,6 +302,7 @@ impl Shard {
         let fd = conn.fd;
         self.push(
             opcode::Recv::new(types::Fd(fd), ptr, spare.min(u32::MAX as usize) as u32)
+                .ioprio(RECV_POLL_FIRST)
                 .build()
                 .user_data(token(OP_RECV, gen, index)),
         );

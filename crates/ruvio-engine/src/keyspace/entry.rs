@@ -303,6 +303,12 @@ impl Entry {
     }
 
     /// The string bytes (for KIND_STR) or the 8 integer bytes (for KIND_INT).
+    /// The start of the value's heap block, if the value lives on the heap; reads
+    /// only the entry (for prefetching the block).
+    pub fn value_block(&self) -> Option<*const u8> {
+        (self.layout & VALUE_HEAP != 0).then(|| self.heap(3).block_ptr())
+    }
+
     fn value_bytes(&self) -> &[u8] {
         if self.layout & VALUE_HEAP != 0 {
             self.heap(3).as_slice()

@@ -106,6 +106,11 @@ impl HeapStr {
         HEADER_BYTES + self.capacity()
     }
 
+    /// Where the block starts, for prefetching: reading it is the caller's business.
+    pub fn block_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr() as *const u8
+    }
+
     /// The stored bytes.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: `len` initialised bytes follow the header.

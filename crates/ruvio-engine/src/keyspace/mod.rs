@@ -85,6 +85,30 @@ impl Db {
             .find(self.hash(key), |id| slab.get(id).key() == key)
     }
 
+    /// Touch the index slots `key` hashes to and prefetch the candidate entries,
+    /// reading none of them (see [`crate::Engine::prefetch`]).
+    pub fn prefetch(&self, key: &[u8]) {
+        let slab = &self.slab;
+        self.index.find(self.hash(key), |id| {
+            prefetch_bytes(
+                slab.get(id) as *const Entry as *const u8,
+                std::mem::size_of::<Entry>(),
+            );
+            false
+        });
+    }
+
+    /// Prefetch the heap block of `key`'s value (a second pass after [`prefetch`](Self::prefetch),
+    /// when the entry is on its way).
+    pub fn prefetch_value(&self, key: &[u8]) {
+        if let Some(block) = self
+            .find(key)
+            .and_then(|id| self.slab.get(id).value_block())
+        {
+            prefetch_bytes(block, 1);
+        }
+    }
+
     /// The live entry `id`.
     pub fn entry(&self, id: EntryId) -> &Entry {
         self.slab.get(id)
@@ -211,6 +235,23 @@ impl Db {
     pub fn take_chunks(&mut self) -> Vec<Box<[Entry]>> {
         std::mem::take(self).slab.into_chunks()
     }
+}
+
+/// Ask the CPU to start loading the cache lines of `len` bytes at `ptr`. A hint
+/// only: it never faults and changes nothing but the cache.
+fn prefetch_bytes(ptr: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: prefetch is a hint that never dereferences or faults, and SSE is
+        // part of the x86_64 baseline.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(ptr as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(ptr.wrapping_add(len.saturating_sub(1)) as *const i8);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (ptr, len);
 }
 
 #[cfg(test)]
