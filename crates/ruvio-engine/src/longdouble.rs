@@ -627,8 +627,123 @@ fn parse_hex(negative: bool, s: &[u8]) -> Option<LongDouble> {
         .filter(|v| v.class != Class::Zero)
 }
 
+/// Fraction digits `%.17Lf` prints; decimals with more take the exact path.
+const FAST_FRACTION_DIGITS: usize = FRACTION_DIGITS as usize;
+/// Bound on |a| + |b| (in units of 10^-17) for [`sum_small_decimals`]. Parsing each
+/// operand and rounding the sum each err by at most 2^-64 of the value, so the long
+/// double sum lies within 2^-64 * 2(|a| + |b|) < 1.1e-18 of the exact decimal sum
+/// when |a| + |b| < 10; printing 17 fraction digits then gives exactly that sum.
+const FAST_MAGNITUDE_MAX: i128 = 10 * 10i128.pow(FRACTION_DIGITS);
+
+/// A plain decimal (`-12.5`, `.25`, `3`) as an integer count of 10^-17, if it has at
+/// most 17 fraction digits and a small integer part.
+fn small_decimal(s: &[u8]) -> Option<i128> {
+    let (negative, body) = match s.first()? {
+        b'-' => (true, &s[1..]),
+        _ => (false, s),
+    };
+    let (int, frac) = match body.iter().position(|&b| b == b'.') {
+        Some(dot) => (&body[..dot], &body[dot + 1..]),
+        None => (body, &body[body.len()..]),
+    };
+    let digits_ok = |d: &[u8]| d.iter().all(u8::is_ascii_digit);
+    if int.len() + frac.len() == 0
+        || int.len() > 3
+        || frac.len() > FAST_FRACTION_DIGITS
+        || !digits_ok(int)
+        || !digits_ok(frac)
+    {
+        return None;
+    }
+    let mut value: i128 = 0;
+    for &d in int.iter().chain(frac) {
+        value = value * 10 + (d - b'0') as i128;
+    }
+    value *= 10i128.pow((FAST_FRACTION_DIGITS - frac.len()) as u32);
+    Some(if negative { -value } else { value })
+}
+
+/// INCRBYFLOAT's common case without big-number arithmetic: when both operands are
+/// small plain decimals (see [`FAST_MAGNITUDE_MAX`]), Redis prints their exact
+/// decimal sum, so add them as integers. `None` means "use the exact path".
+pub fn sum_small_decimals(a: &[u8], b: &[u8]) -> Option<String> {
+    let (x, y) = (small_decimal(a)?, small_decimal(b)?);
+    if x.abs() + y.abs() >= FAST_MAGNITUDE_MAX {
+        return None;
+    }
+    let sum = x + y;
+    let scale = 10i128.pow(FRACTION_DIGITS);
+    let (int, frac) = (sum.abs() / scale, sum.abs() % scale);
+    let sign = if sum < 0 { "-" } else { "" };
+    let mut text = format!("{sign}{int}.{frac:017}");
+    while text.ends_with('0') {
+        text.pop();
+    }
+    if text.ends_with('.') {
+        text.pop();
+    }
+    Some(text)
+}
+
 #[cfg(test)]
 mod tests {
+    proptest::proptest! {
+        /// Whenever the fast path answers, it answers what the exact x87 path does.
+        #[test]
+        fn fast_path_matches_exact_path(
+            a_int in 0u32..20, a_frac in 0u64..100_000_000_000_000_000, a_digits in 0usize..18, a_neg: bool,
+            b_int in 0u32..20, b_frac in 0u64..100_000_000_000_000_000, b_digits in 0usize..18, b_neg: bool,
+        ) {
+            let text = |int: u32, frac: u64, digits: usize, neg: bool| {
+                let frac = format!("{frac:017}");
+                let sign = if neg { "-" } else { "" };
+                if digits == 0 { format!("{sign}{int}") } else { format!("{sign}{int}.{}", &frac[..digits]) }
+            };
+            let (a, b) = (text(a_int, a_frac, a_digits, a_neg), text(b_int, b_frac, b_digits, b_neg));
+            if let Some(fast) = sum_small_decimals(a.as_bytes(), b.as_bytes()) {
+                let exact = LongDouble::parse(a.as_bytes()).unwrap().add(LongDouble::parse(b.as_bytes()).unwrap());
+                proptest::prop_assert_eq!(fast, exact.to_human_string(), "{} + {}", a, b);
+            }
+        }
+    }
+
+    #[test]
+    fn small_decimal_fast_path_agrees_with_exact_arithmetic() {
+        let samples = [
+            "0",
+            "1.5",
+            "-1.5",
+            "0.1",
+            "0.2",
+            "-0.3",
+            "9.99999999999999999",
+            "3",
+            ".5",
+            "7.",
+            "0.00000000000000001",
+            "-4.25",
+            "2.5e3",
+            "+1",
+            "1e-5",
+            "12345",
+            "4.123456789012345678",
+        ];
+        for a in samples {
+            for b in samples {
+                let fast = sum_small_decimals(a.as_bytes(), b.as_bytes());
+                let exact = LongDouble::parse(a.as_bytes())
+                    .zip(LongDouble::parse(b.as_bytes()))
+                    .map(|(x, y)| x.add(y).to_human_string());
+                if let Some(fast) = fast {
+                    assert_eq!(Some(fast), exact, "{a} + {b}");
+                }
+            }
+        }
+        assert_eq!(sum_small_decimals(b"0.1", b"0.2").as_deref(), Some("0.3"));
+        assert_eq!(sum_small_decimals(b"-1.5", b"1.5").as_deref(), Some("0"));
+        assert_eq!(sum_small_decimals(b"2.5e3", b"1"), None);
+    }
+
     use super::*;
 
     fn incr(a: &str, b: &str) -> String {

@@ -254,6 +254,8 @@ pub struct Conn {
     pub send_in_flight: bool,
     /// The socket was shut down; free the slot once no operation is in flight.
     pub shut: bool,
+    /// The socket is in the ring's file table at the connection's slab index.
+    pub fixed: bool,
 }
 
 #[cfg(test)]

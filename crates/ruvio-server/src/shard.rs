@@ -39,6 +39,10 @@ const EXPIRE_KEYS_PER_TICK: usize = 500;
 /// first would fail every time at pipeline 1, so wait for readiness straight away.
 const RECV_POLL_FIRST: u16 = 1 << 0;
 
+/// Slots of the ring's registered file table: connections with a lower slab index
+/// use fixed files, the rest plain descriptors.
+const FIXED_FILES: u32 = 4096;
+
 /// Operation kinds carried in the top byte of a completion's user data.
 const OP_ACCEPT: u64 = 1;
 const OP_RECV: u64 = 2;
@@ -86,6 +90,8 @@ pub struct Shard {
     mesh: Option<Mesh>,
     doorbell_value: Box<u64>,
     next_tick_ms: u64,
+    /// The ring has a registered file table (kernels since 5.19).
+    fixed_files: bool,
 }
 
 impl Shard {
@@ -103,6 +109,7 @@ impl Shard {
             .setup_coop_taskrun()
             .setup_taskrun_flag()
             .build(RING_ENTRIES)?;
+        let fixed_files = ring.submitter().register_files_sparse(FIXED_FILES).is_ok();
         let listener = crate::net::listen(
             &cfg.bind,
             cfg.shard_port(id),
@@ -136,6 +143,7 @@ impl Shard {
             mesh,
             doorbell_value: Box::new(0),
             next_tick_ms: 0,
+            fixed_files,
         })
     }
 
@@ -277,10 +285,27 @@ impl Shard {
                 recv_in_flight: false,
                 send_in_flight: false,
                 shut: false,
+                fixed: false,
             }
         });
         self.core.stats.connections_received += 1;
+        self.register_fixed_file(index, conn_gen, fd);
         self.arm_recv(index, conn_gen);
+    }
+
+    /// Put the socket in the ring's file table at the connection's index, so its
+    /// operations skip the per-operation file lookup and reference counting.
+    fn register_fixed_file(&mut self, index: u32, gen: u32, fd: RawFd) {
+        let registered = self.fixed_files
+            && index < FIXED_FILES
+            && self
+                .ring
+                .submitter()
+                .register_files_update(index, &[fd])
+                .is_ok();
+        if let Some(conn) = self.conns.get_mut(index, gen) {
+            conn.fixed = registered;
+        }
     }
 
     fn arm_recv(&mut self, index: u32, gen: u32) {
@@ -299,13 +324,16 @@ impl Shard {
         let spare = conn.input.capacity() - conn.input.len();
         let ptr = conn.input.as_mut_ptr().wrapping_add(conn.input.len());
         conn.recv_in_flight = true;
-        let fd = conn.fd;
-        self.push(
-            opcode::Recv::new(types::Fd(fd), ptr, spare.min(u32::MAX as usize) as u32)
+        let len = spare.min(u32::MAX as usize) as u32;
+        let entry = match conn.fixed {
+            true => opcode::Recv::new(types::Fixed(index), ptr, len)
                 .ioprio(RECV_POLL_FIRST)
-                .build()
-                .user_data(token(OP_RECV, gen, index)),
-        );
+                .build(),
+            false => opcode::Recv::new(types::Fd(conn.fd), ptr, len)
+                .ioprio(RECV_POLL_FIRST)
+                .build(),
+        };
+        self.push(entry.user_data(token(OP_RECV, gen, index)));
     }
 
     fn received(&mut self, index: u32, gen: u32, result: i32) {
@@ -384,18 +412,22 @@ impl Shard {
             return;
         }
         let rest = &conn.sending[conn.send_offset..];
-        let (ptr, len, fd) = (
+        let (ptr, len, fd, fixed) = (
             rest.as_ptr(),
             rest.len().min(u32::MAX as usize) as u32,
             conn.fd,
+            conn.fixed,
         );
         conn.send_in_flight = true;
-        self.push(
-            opcode::Send::new(types::Fd(fd), ptr, len)
+        let entry = match fixed {
+            true => opcode::Send::new(types::Fixed(index), ptr, len)
                 .flags(libc::MSG_NOSIGNAL)
-                .build()
-                .user_data(token(OP_SEND, gen, index)),
-        );
+                .build(),
+            false => opcode::Send::new(types::Fd(fd), ptr, len)
+                .flags(libc::MSG_NOSIGNAL)
+                .build(),
+        };
+        self.push(entry.user_data(token(OP_SEND, gen, index)));
     }
 
     /// Shut the socket down; the slot is freed once no operation is in flight.
@@ -409,8 +441,13 @@ impl Shard {
             unsafe { libc::shutdown(conn.fd, libc::SHUT_RDWR) };
         }
         if !conn.recv_in_flight && !conn.send_in_flight {
+            let (fd, fixed) = (conn.fd, conn.fixed);
+            if fixed {
+                // The ring's reference must go too, or the socket outlives close().
+                let _ = self.ring.submitter().register_files_update(index, &[-1]);
+            }
             // SAFETY: no operation references the descriptor any more.
-            unsafe { libc::close(conn.fd) };
+            unsafe { libc::close(fd) };
             self.conns.remove(index);
         }
     }

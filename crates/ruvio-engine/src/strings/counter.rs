@@ -9,7 +9,7 @@ use crate::command::ExecCtx;
 use crate::engine::clock_of;
 use crate::error::CmdError;
 use crate::keyspace::{Entry, NewValue};
-use crate::longdouble::LongDouble;
+use crate::longdouble::{sum_small_decimals, LongDouble};
 use crate::value::StrRef;
 use crate::Engine;
 
@@ -98,18 +98,28 @@ pub(crate) fn incrbyfloat(
     let result = (|| {
         let existing = engine.lookup_write(ctx, key);
         let current = match existing {
-            None => LongDouble::from_i64(0),
-            Some(id) => match string_of(engine.db(ctx.db).entry(id))? {
-                StrRef::Int(n) => LongDouble::from_i64(n),
-                StrRef::Bytes(b) => LongDouble::parse(b).ok_or(CmdError::NotFloat)?,
-            },
+            None => StrRef::Int(0),
+            Some(id) => string_of(engine.db(ctx.db).entry(id))?,
         };
-        let delta = LongDouble::parse(args.get(2)).ok_or(CmdError::NotFloat)?;
-        let sum = current.add(delta);
-        if !sum.is_finite() {
-            return Err(CmdError::NanOrInfinity);
-        }
-        let text = sum.to_human_string();
+        let text = match &current {
+            StrRef::Int(n) => sum_small_decimals(n.to_string().as_bytes(), args.get(2)),
+            StrRef::Bytes(b) => sum_small_decimals(b, args.get(2)),
+        };
+        let text = match text {
+            Some(text) => text,
+            None => {
+                let current = match current {
+                    StrRef::Int(n) => LongDouble::from_i64(n),
+                    StrRef::Bytes(b) => LongDouble::parse(b).ok_or(CmdError::NotFloat)?,
+                };
+                let delta = LongDouble::parse(args.get(2)).ok_or(CmdError::NotFloat)?;
+                let sum = current.add(delta);
+                if !sum.is_finite() {
+                    return Err(CmdError::NanOrInfinity);
+                }
+                sum.to_human_string()
+            }
+        };
         store(
             engine,
             ctx,
