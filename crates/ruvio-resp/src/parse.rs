@@ -518,7 +518,7 @@ fn hex_value(b: u8) -> Option<u8> {
 /// Redis's `string2ll`: an optional `-`, then `0` alone or a digit 1-9 followed by
 /// digits; nothing else (no `+`, no spaces, no leading zeros, no `-0`), at most 20
 /// characters, and the value must fit an `i64`.
-pub(crate) fn string2ll(s: &[u8]) -> Option<i64> {
+pub fn string2ll(s: &[u8]) -> Option<i64> {
     if s.is_empty() || s.len() > INTEGER_CHARS_MAX {
         return None;
     }

@@ -134,16 +134,7 @@ pub const fn meta(
 }
 
 /// Parse a whole argument as an i64 the way Redis' string2ll does.
-pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    if text.is_empty() || text.starts_with('+') || (text.len() > 1 && text.starts_with('0')) {
-        return None;
-    }
-    if text.starts_with("-0") {
-        return None;
-    }
-    text.parse().ok()
-}
+pub use ruvio_resp::string2ll as parse_i64;
 
 /// Redis' `ERR value is not an integer or out of range`.
 pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
