@@ -256,6 +256,8 @@ pub struct Conn {
     pub shut: bool,
     /// The socket is in the ring's file table at the connection's slab index.
     pub fixed: bool,
+    /// Commands at the front of `input` whose keyspace lines are already prefetched.
+    pub prefetched: usize,
 }
 
 #[cfg(test)]

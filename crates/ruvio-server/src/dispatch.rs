@@ -51,6 +51,8 @@ pub fn process_input(
     }
     conn.input_need = 0;
     let who = (index, conn.gen);
+    // Commands at the front whose lines the shard's batch pass already prefetched.
+    let mut prefetched = std::mem::take(&mut conn.prefetched);
     let Conn {
         input,
         parser,
@@ -59,7 +61,6 @@ pub fn process_input(
         ..
     } = conn;
     let mut pos = 0;
-    let mut prefetched = 0;
     while pos < input.len() && !client.closing {
         if prefetched == 0 {
             prefetched = prefetch_window(core, parser, &input[pos..], client.db);
@@ -92,7 +93,58 @@ pub fn process_input(
 
 /// Commands looked ahead at per prefetch pass: enough to overlap the misses of a
 /// typical pipeline (16), few enough that the lines are still cached when used.
-const PREFETCH_WINDOW: usize = 16;
+pub const PREFETCH_WINDOW: usize = 16;
+
+/// The first keys of up to [`PREFETCH_WINDOW`] commands at the front of an input
+/// buffer, as spans of that buffer.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyWindow {
+    keys: [(u32, u32); PREFETCH_WINDOW],
+    /// Commands the window covers (with or without a key).
+    pub commands: usize,
+}
+
+impl KeyWindow {
+    /// Parse up to [`PREFETCH_WINDOW`] whole commands of `input` and note their first keys.
+    pub fn scan(
+        core: &ShardCore,
+        parser: &mut ruvio_resp::CommandParser,
+        input: &[u8],
+    ) -> KeyWindow {
+        let mut window = KeyWindow::default();
+        let mut pos = 0;
+        while window.commands < PREFETCH_WINDOW {
+            let Ok(Parsed::Complete { args, consumed }) = parser.parse(&input[pos..], &core.limits)
+            else {
+                break;
+            };
+            let (start, end) = first_key_span(args, input).unwrap_or((0, 0));
+            window.keys[window.commands] = (start as u32, end as u32);
+            pos += consumed;
+            window.commands += 1;
+        }
+        window
+    }
+
+    fn keys<'a>(&'a self, input: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.keys[..self.commands]
+            .iter()
+            .filter(|(start, end)| end > start)
+            .map(|&(start, end)| &input[start as usize..end as usize])
+    }
+
+    /// First prefetch pass: index slots and entries.
+    pub fn prefetch_entries(&self, core: &ShardCore, db: usize, input: &[u8]) {
+        self.keys(input)
+            .for_each(|key| core.engine.prefetch(db, key));
+    }
+
+    /// Second pass, once the entries are on their way: the values outside them.
+    pub fn prefetch_values(&self, core: &ShardCore, db: usize, input: &[u8]) {
+        self.keys(input)
+            .for_each(|key| core.engine.prefetch_value(db, key));
+    }
+}
 
 /// Prefetch the keyspace lines of the next commands in `input` when more than one
 /// command is waiting (a lone command gains nothing). Returns how many commands the
@@ -103,25 +155,12 @@ fn prefetch_window(
     input: &[u8],
     db: usize,
 ) -> usize {
-    let mut pos = 0;
-    let mut seen = 0;
-    let mut keys: [(usize, usize); PREFETCH_WINDOW] = [(0, 0); PREFETCH_WINDOW];
-    while seen < PREFETCH_WINDOW {
-        let Ok(Parsed::Complete { args, consumed }) = parser.parse(&input[pos..], &core.limits)
-        else {
-            break;
-        };
-        keys[seen] = first_key_span(args, input).unwrap_or((0, 0));
-        pos += consumed;
-        seen += 1;
+    let window = KeyWindow::scan(core, parser, input);
+    if window.commands > 1 {
+        window.prefetch_entries(core, db, input);
+        window.prefetch_values(core, db, input);
     }
-    if seen > 1 {
-        let keys = keys[..seen].iter().filter(|(start, end)| end > start);
-        keys.clone()
-            .for_each(|&(start, end)| core.engine.prefetch(db, &input[start..end]));
-        keys.for_each(|&(start, end)| core.engine.prefetch_value(db, &input[start..end]));
-    }
-    seen.max(1)
+    window.commands.max(1)
 }
 
 /// Where the first key of a keyspace command lies in `input`, if the command has

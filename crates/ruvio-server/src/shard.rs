@@ -10,7 +10,7 @@
 
 use crate::config::Config;
 use crate::conn::{ClientState, Conn, ReplyMode, ReplyQueue};
-use crate::dispatch;
+use crate::dispatch::{self, KeyWindow};
 use crate::forward::{Mesh, Outbox};
 use crate::slab::Slab;
 use crate::stats::{ShardStats, Shared};
@@ -92,6 +92,11 @@ pub struct Shard {
     next_tick_ms: u64,
     /// The ring has a registered file table (kernels since 5.19).
     fixed_files: bool,
+    /// This iteration's receiving connections, in completion order, with the first
+    /// keys of their batches (see [`Shard::take_received`]).
+    windows: Vec<(u32, u32, KeyWindow)>,
+    /// The window of the batch that runs next.
+    window_cursor: usize,
 }
 
 impl Shard {
@@ -144,6 +149,8 @@ impl Shard {
             doorbell_value: Box::new(0),
             next_tick_ms: 0,
             fixed_files,
+            windows: Vec::new(),
+            window_cursor: 0,
         })
     }
 
@@ -161,6 +168,7 @@ impl Shard {
                     .completion()
                     .map(|c| (c.user_data(), c.result(), c.flags())),
             );
+            self.take_received(&completions);
             for &(data, result, flags) in &completions {
                 self.complete(data, result, flags);
             }
@@ -238,7 +246,12 @@ impl Shard {
                     self.arm_accept();
                 }
             }
-            OP_RECV => self.received(index, gen, result),
+            OP_RECV => {
+                if result > 0 {
+                    self.prefetch_ahead();
+                }
+                self.received(index, gen, result)
+            }
             OP_SEND => self.sent(index, gen, result),
             OP_DOORBELL => self.arm_doorbell(),
             _ => {}
@@ -286,6 +299,7 @@ impl Shard {
                 send_in_flight: false,
                 shut: false,
                 fixed: false,
+                prefetched: 0,
             }
         });
         self.core.stats.connections_received += 1;
@@ -336,6 +350,66 @@ impl Shard {
         self.push(entry.user_data(token(OP_RECV, gen, index)));
     }
 
+    /// Before any received batch runs: account the bytes every receive of this
+    /// iteration delivered and note the first keys of each connection's batch
+    /// ([`KeyWindow`]). Batches then run in completion order while the prefetch
+    /// runs ahead of them (see [`prefetch_ahead`](Self::prefetch_ahead)).
+    fn take_received(&mut self, completions: &[(u64, i32, u32)]) {
+        self.windows.clear();
+        self.window_cursor = 0;
+        let mut commands = 0;
+        for &(data, result, _) in completions {
+            let (op, gen, index) = untoken(data);
+            if op != OP_RECV || result <= 0 {
+                continue;
+            }
+            let Some(conn) = self.conns.get_mut(index, gen) else {
+                continue;
+            };
+            // SAFETY: the kernel wrote `result` bytes into the spare capacity we lent it.
+            unsafe { conn.input.set_len(conn.input.len() + result as usize) };
+            self.core.stats.net_input_bytes += result as u64;
+            let window = KeyWindow::scan(&self.core, &mut conn.parser, &conn.input);
+            conn.prefetched = window.commands;
+            commands += window.commands;
+            self.windows.push((index, gen, window));
+        }
+        if commands <= 1 {
+            // A lone command gains nothing from prefetching.
+            self.windows.clear();
+            return;
+        }
+        self.prefetch_window_entries(0);
+        self.prefetch_window_entries(1);
+        self.prefetch_window_values(0);
+    }
+
+    /// Called as each received batch starts: the entries of the batch two ahead and
+    /// the values of the next batch start loading, so a batch's cache misses are in
+    /// flight while the batch before it runs.
+    fn prefetch_ahead(&mut self) {
+        let current = self.window_cursor;
+        self.window_cursor += 1;
+        self.prefetch_window_entries(current + 2);
+        self.prefetch_window_values(current + 1);
+    }
+
+    fn prefetch_window_entries(&self, w: usize) {
+        if let Some((index, gen, window)) = self.windows.get(w) {
+            if let Some(conn) = self.conns.get(*index, *gen) {
+                window.prefetch_entries(&self.core, conn.client.db, &conn.input);
+            }
+        }
+    }
+
+    fn prefetch_window_values(&self, w: usize) {
+        if let Some((index, gen, window)) = self.windows.get(w) {
+            if let Some(conn) = self.conns.get(*index, *gen) {
+                window.prefetch_values(&self.core, conn.client.db, &conn.input);
+            }
+        }
+    }
+
     fn received(&mut self, index: u32, gen: u32, result: i32) {
         let Some(mut conn) = self.conns.take(index, gen) else {
             return;
@@ -346,9 +420,6 @@ impl Shard {
             self.close(index, gen);
             return;
         }
-        // SAFETY: the kernel wrote `result` bytes into the spare capacity we lent it.
-        unsafe { conn.input.set_len(conn.input.len() + result as usize) };
-        self.core.stats.net_input_bytes += result as u64;
         // A bug must cost one connection, never the shard: Redis' semantics say no
         // input can panic, and the tests and fuzzers hold us to it; this is the net.
         let run = std::panic::AssertUnwindSafe(|| {

@@ -51,6 +51,14 @@ impl<T> Slab<T> {
         self.slots.get_mut(index as usize)?.as_deref_mut()
     }
 
+    /// The value at `index` if its generation is `gen`, shared.
+    pub fn get(&self, index: u32, gen: u32) -> Option<&T> {
+        if self.gens.get(index as usize) != Some(&gen) {
+            return None;
+        }
+        self.slots.get(index as usize)?.as_deref()
+    }
+
     /// Take the value out (to work on it beside the rest of the slab); put it back with
     /// [`restore`](Self::restore).
     pub fn take(&mut self, index: u32, gen: u32) -> Option<Box<T>> {
