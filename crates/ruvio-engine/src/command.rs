@@ -80,6 +80,24 @@ pub struct KeySpec {
 }
 
 impl KeySpec {
+    /// Keys at 1 and 2 (RENAME, COPY, LCS).
+    pub const FIRST_TWO: KeySpec = KeySpec {
+        first: 1,
+        last: 2,
+        step: 1,
+    };
+    /// Every other argument from 1 (MSET's key/value pairs).
+    pub const PAIRS: KeySpec = KeySpec {
+        first: 1,
+        last: -1,
+        step: 2,
+    };
+    /// The key after a subcommand name (OBJECT ENCODING key, MEMORY USAGE key).
+    pub const SECOND: KeySpec = KeySpec {
+        first: 2,
+        last: 2,
+        step: 1,
+    };
     /// No keys.
     pub const NONE: KeySpec = KeySpec {
         first: 0,
@@ -176,27 +194,6 @@ pub struct EngineCommand {
     pub meta: CommandMeta,
     /// The handler.
     pub handler: EngineFn,
-}
-
-impl KeySpec {
-    /// Keys at 1 and 2 (RENAME, COPY, LCS).
-    pub const FIRST_TWO: KeySpec = KeySpec {
-        first: 1,
-        last: 2,
-        step: 1,
-    };
-    /// Every other argument from 1 (MSET's key/value pairs).
-    pub const PAIRS: KeySpec = KeySpec {
-        first: 1,
-        last: -1,
-        step: 2,
-    };
-    /// The key after a subcommand name (OBJECT ENCODING key, MEMORY USAGE key).
-    pub const SECOND: KeySpec = KeySpec {
-        first: 2,
-        last: 2,
-        step: 1,
-    };
 }
 
 /// One table row: `command!(name, arity, flags, keys, [acl..], group, since, summary,

@@ -239,25 +239,7 @@ pub(crate) fn setnx(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, repl
 
 /// `SETEX key seconds value`
 pub(crate) fn setex(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    let o = SetOptions {
-        expire: Some((ExpireUnit::Seconds, args.get(2))),
-        ..SetOptions::default()
-    };
-    finish(
-        set_generic(
-            engine,
-            ctx,
-            args,
-            SetCall {
-                value_at: 3,
-                options: o,
-                cmd: "setex",
-                outcome: Outcome::OkOrNull,
-            },
-            reply,
-        ),
-        reply,
-    );
+    set_expiring(engine, ctx, args, reply, ExpireUnit::Seconds, "setex");
 }
 
 /// `PSETEX key milliseconds value`
@@ -267,25 +249,29 @@ pub(crate) fn psetex(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) {
-    let o = SetOptions {
-        expire: Some((ExpireUnit::Millis, args.get(2))),
+    set_expiring(engine, ctx, args, reply, ExpireUnit::Millis, "psetex");
+}
+
+/// SETEX and PSETEX: a SET whose TTL is argument 2 in `unit` and value argument 3.
+fn set_expiring(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+    unit: ExpireUnit,
+    cmd: &'static str,
+) {
+    let options = SetOptions {
+        expire: Some((unit, args.get(2))),
         ..SetOptions::default()
     };
-    finish(
-        set_generic(
-            engine,
-            ctx,
-            args,
-            SetCall {
-                value_at: 3,
-                options: o,
-                cmd: "psetex",
-                outcome: Outcome::OkOrNull,
-            },
-            reply,
-        ),
-        reply,
-    );
+    let call = SetCall {
+        value_at: 3,
+        options,
+        cmd,
+        outcome: Outcome::OkOrNull,
+    };
+    finish(set_generic(engine, ctx, args, call, reply), reply);
 }
 
 /// `GETSET key value`: the old value (or nil), and the new value without TTL.
