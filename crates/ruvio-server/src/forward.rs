@@ -10,6 +10,7 @@
 //! A request carries its commands re-encoded as RESP and a [`Tag`] per command
 //! naming the connection, the held reply slot and the part it fills.
 
+use crate::cmd::server::ConfigChange;
 use crate::conn::{Conn, Merge};
 use crate::registry::Handler;
 use crate::shard::ShardCore;
@@ -84,6 +85,7 @@ pub struct ReplyBatch {
 pub enum ShardMsg {
     Requests(RequestBatch),
     Replies(ReplyBatch),
+    Config(ConfigChange),
 }
 
 /// What this shard will send to each other shard at the end of the loop iteration.
@@ -91,6 +93,8 @@ pub enum ShardMsg {
 pub struct Outbox {
     requests: Vec<RequestBatch>,
     replies: Vec<ReplyBatch>,
+    /// Changes every other shard must apply.
+    broadcasts: Vec<ConfigChange>,
 }
 
 impl Outbox {
@@ -114,6 +118,16 @@ impl Outbox {
         batch.from = from;
         encode_command(&mut batch.commands, args);
         batch.tags.push(tag);
+    }
+
+    /// Queue a configuration change for every other shard.
+    pub fn broadcast(&mut self, change: ConfigChange) {
+        self.broadcasts.push(change);
+    }
+
+    /// Drop queued broadcasts (a server with one shard).
+    pub fn clear_broadcasts(&mut self) {
+        self.broadcasts.clear();
     }
 
     /// Queue a reply for `shard`.
@@ -272,6 +286,12 @@ impl Mesh {
 
     /// Send every non-empty batch of the outbox, then ring the doorbells of the shards that got mail.
     pub fn ship(&mut self, outbox: &mut Outbox) {
+        for change in outbox.broadcasts.drain(..) {
+            for to in (0..self.senders.len()).filter(|&to| to != self.me) {
+                self.backlog
+                    .push_back((to, ShardMsg::Config(change.clone())));
+            }
+        }
         for to in 0..outbox.requests.len() {
             if !outbox.requests[to].tags.is_empty() {
                 self.backlog.push_back((
@@ -316,6 +336,7 @@ impl Mesh {
 pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
     match msg {
         ShardMsg::Requests(batch) => run_requests(core, batch),
+        ShardMsg::Config(change) => crate::cmd::server::apply_config_change(core, &change),
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
             for (tag, len) in batch.tags {

@@ -546,8 +546,10 @@ impl Shard {
     }
 
     fn ship_outbox(&mut self) {
-        if let Some(mesh) = self.mesh.as_mut() {
-            mesh.ship(&mut self.core.outbox);
+        match self.mesh.as_mut() {
+            Some(mesh) => mesh.ship(&mut self.core.outbox),
+            // A lone shard has no one to tell.
+            None => self.core.outbox.clear_broadcasts(),
         }
     }
 

@@ -556,3 +556,34 @@ fn many_connections_see_one_keyspace() {
         assert_eq!(values, (0..8).collect::<Vec<i64>>());
     }
 }
+
+/// CONFIG SET on one shard reaches every shard: connections land on both shards
+/// (SO_REUSEPORT), and each must soon read the new value back.
+#[test]
+fn config_set_reaches_every_shard() {
+    let server = common::Server::ruvio(common::PortMode::Forward, 2);
+    let mut first = server.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("hz")
+        .arg("42")
+        .query(&mut first)
+        .unwrap();
+    for _ in 0..16 {
+        let mut conn = server.client();
+        let mut seen = String::new();
+        for _ in 0..200 {
+            let pair: Vec<String> = redis::cmd("CONFIG")
+                .arg("GET")
+                .arg("hz")
+                .query(&mut conn)
+                .unwrap();
+            seen = pair[1].clone();
+            if seen == "42" {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(seen, "42", "a shard never applied the broadcast CONFIG SET");
+    }
+}

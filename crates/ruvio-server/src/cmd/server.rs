@@ -3,7 +3,8 @@
 //!
 //! INFO reports the whole server: the shard answering reads the gauges every shard
 //! publishes on its background tick (see `stats`), so the other shards' numbers are
-//! at most one tick (10 ms) old. CONFIG SET changes the answering shard's copy.
+//! at most one tick (10 ms) old. CONFIG SET and RESETSTAT apply on the answering
+//! shard and are broadcast to the others, which apply them within a loop iteration.
 
 use super::{dispatch_sub, meta, reply_help, Ctx, ServerCommand, SubCommand, ERR_SYNTAX};
 use crate::config::PortMode;
@@ -505,6 +506,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     if !args.len().is_multiple_of(2) {
         return reply.error("ERR wrong number of arguments for 'config|set' command");
     }
+    let mut applied = Vec::new();
     for pair in (2..args.len()).step_by(2) {
         let name = String::from_utf8_lossy(args.get(pair)).to_ascii_lowercase();
         let value = String::from_utf8_lossy(args.get(pair + 1)).into_owned();
@@ -519,15 +521,46 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
         if set(ctx.core, &value).is_err() {
             return reply.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - argument couldn't be parsed into an integer"));
         }
+        applied.push((name, value));
     }
+    ctx.core.outbox.broadcast(ConfigChange::Set(applied));
     reply.ok();
 }
 
+/// A configuration change made on one shard, for every other shard to apply too
+/// (one server, one configuration: a client's CONFIG SET lands on one shard).
+#[derive(Clone, Debug)]
+pub enum ConfigChange {
+    /// Parameters already validated by the shard that received CONFIG SET.
+    Set(Vec<(String, String)>),
+    /// CONFIG RESETSTAT.
+    ResetStats,
+}
+
+/// Apply a change another shard broadcast.
+pub fn apply_config_change(core: &mut ShardCore, change: &ConfigChange) {
+    match change {
+        ConfigChange::Set(pairs) => {
+            for (name, value) in pairs {
+                if let Some(set) = PARAMS.iter().find(|p| p.name == name).and_then(|p| p.set) {
+                    let _ = set(core, value);
+                }
+            }
+        }
+        ConfigChange::ResetStats => reset_stats(core),
+    }
+}
+
+fn reset_stats(core: &mut ShardCore) {
+    let per_command = core.stats.per_command.len();
+    core.stats = Default::default();
+    core.stats.per_command = vec![Default::default(); per_command];
+    core.engine.reset_stats();
+}
+
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
-    let per_command = ctx.core.stats.per_command.len();
-    ctx.core.stats = Default::default();
-    ctx.core.stats.per_command = vec![Default::default(); per_command];
-    ctx.core.engine.reset_stats();
+    reset_stats(ctx.core);
+    ctx.core.outbox.broadcast(ConfigChange::ResetStats);
     reply.ok();
 }
 
