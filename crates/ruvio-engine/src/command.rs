@@ -164,12 +164,18 @@ impl CommandMeta {
     }
     /// True when `argc` (name included) satisfies the arity.
     pub fn arity_ok(&self, argc: usize) -> bool {
-        let argc = argc as i32;
-        if self.arity >= 0 {
-            argc == self.arity
-        } else {
-            argc >= -self.arity
-        }
+        arity_fits(self.arity, argc)
+    }
+}
+
+/// Redis' arity rule: a positive arity is the exact argument count (name included),
+/// a negative one the least.
+pub fn arity_fits(arity: i32, argc: usize) -> bool {
+    let argc = argc.min(i32::MAX as usize) as i32;
+    if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
     }
 }
 
@@ -218,3 +224,18 @@ macro_rules! command {
     };
 }
 pub(crate) use command;
+
+/// Redis' `addReplyHelp`: header, the lines, then `HELP` and its description, as
+/// status replies.
+pub fn reply_help(reply: &mut Reply<'_>, container: &[u8], lines: &[&str]) {
+    let name = String::from_utf8_lossy(container).to_ascii_uppercase();
+    reply.array(lines.len() + 3);
+    reply.simple(&format!(
+        "{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    ));
+    for line in lines {
+        reply.simple(line);
+    }
+    reply.simple("HELP");
+    reply.simple("    Print this help.");
+}

@@ -237,7 +237,6 @@ fn scatter(parts: &[Vec<u8>], order: &[u16], out: &mut Vec<u8>) {
 /// A connection: socket, input, parser, client state and replies.
 #[derive(Debug)]
 pub struct Conn {
-    pub fd: i32,
     /// Generation of the slab slot, so completions of a closed connection are ignored.
     pub gen: u32,
     /// Received bytes not yet parsed (a partial command at most, between batches).

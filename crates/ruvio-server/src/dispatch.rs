@@ -192,6 +192,7 @@ fn execute(
         return Reply::new(replies.sink(), client.proto).error(&unknown_command(args));
     };
     if !cmd.meta.arity_ok(args.len()) {
+        core.stats.per_command[cmd.id].rejected += 1;
         let text = format!(
             "ERR wrong number of arguments for '{}' command",
             cmd.meta.name
@@ -199,6 +200,7 @@ fn execute(
         return Reply::new(replies.sink(), client.proto).error(&text);
     }
     if !client.authenticated && !cmd.meta.has(NO_AUTH) {
+        core.stats.per_command[cmd.id].rejected += 1;
         return Reply::new(replies.sink(), client.proto).error("NOAUTH Authentication required.");
     }
     client.last_cmd = cmd.meta.name;

@@ -267,7 +267,6 @@ impl Shard {
         let index = self.conns.insert_with(|_, gen| {
             conn_gen = gen;
             Conn {
-                fd,
                 gen,
                 input: Vec::with_capacity(INPUT_CHUNK_BYTES),
                 input_need: 0,
@@ -343,7 +342,7 @@ impl Shard {
             true => opcode::Recv::new(types::Fixed(index), ptr, len)
                 .ioprio(RECV_POLL_FIRST)
                 .build(),
-            false => opcode::Recv::new(types::Fd(conn.fd), ptr, len)
+            false => opcode::Recv::new(types::Fd(conn.client.fd), ptr, len)
                 .ioprio(RECV_POLL_FIRST)
                 .build(),
         };
@@ -486,7 +485,7 @@ impl Shard {
         let (ptr, len, fd, fixed) = (
             rest.as_ptr(),
             rest.len().min(u32::MAX as usize) as u32,
-            conn.fd,
+            conn.client.fd,
             conn.fixed,
         );
         conn.send_in_flight = true;
@@ -509,10 +508,10 @@ impl Shard {
         if !conn.shut {
             conn.shut = true;
             // SAFETY: plain syscall on a descriptor this connection owns.
-            unsafe { libc::shutdown(conn.fd, libc::SHUT_RDWR) };
+            unsafe { libc::shutdown(conn.client.fd, libc::SHUT_RDWR) };
         }
         if !conn.recv_in_flight && !conn.send_in_flight {
-            let (fd, fixed) = (conn.fd, conn.fixed);
+            let (fd, fixed) = (conn.client.fd, conn.fixed);
             if fixed {
                 // The ring's reference must go too, or the socket outlives close().
                 let _ = self.ring.submitter().register_files_update(index, &[-1]);

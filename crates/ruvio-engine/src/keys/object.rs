@@ -6,6 +6,7 @@
 //! flags and key position, for COMMAND INFO/DOCS. The container handler resolves the
 //! subcommand and answers Redis' `unknown subcommand` and subcommand-arity errors.
 
+use crate::command::reply_help;
 use ruvio_resp::{Args, Reply};
 
 use crate::args::{eq_ci, int_arg};
@@ -134,21 +135,6 @@ pub(crate) fn memory(
     reply: &mut Reply<'_>,
 ) {
     dispatch(engine, ctx, args, reply, MEMORY_SUBCOMMANDS, "MEMORY");
-}
-
-/// Redis' `addReplyHelp`: header, the lines, then `HELP` and its description, as
-/// status replies.
-fn reply_help(reply: &mut Reply<'_>, container: &[u8], lines: &[&str]) {
-    let name = String::from_utf8_lossy(container).to_ascii_uppercase();
-    reply.array(lines.len() + 3);
-    reply.simple(&format!(
-        "{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    ));
-    for line in lines {
-        reply.simple(line);
-    }
-    reply.simple("HELP");
-    reply.simple("    Print this help.");
 }
 
 /// The entry OBJECT looks at (no touch, counts a hit or miss); replies nil when missing.

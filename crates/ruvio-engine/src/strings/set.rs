@@ -216,25 +216,16 @@ pub(crate) fn set(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply:
 
 /// `SETNX key value`: 1 when set, 0 when the key existed.
 pub(crate) fn setnx(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    let o = SetOptions {
-        nx: true,
-        ..SetOptions::default()
+    let call = SetCall {
+        value_at: 2,
+        options: SetOptions {
+            nx: true,
+            ..SetOptions::default()
+        },
+        cmd: "setnx",
+        outcome: Outcome::OneOrZero,
     };
-    finish(
-        set_generic(
-            engine,
-            ctx,
-            args,
-            SetCall {
-                value_at: 2,
-                options: o,
-                cmd: "setnx",
-                outcome: Outcome::OneOrZero,
-            },
-            reply,
-        ),
-        reply,
-    );
+    finish(set_generic(engine, ctx, args, call, reply), reply);
 }
 
 /// `SETEX key seconds value`
@@ -281,25 +272,16 @@ pub(crate) fn getset(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) {
-    let o = SetOptions {
-        get: true,
-        ..SetOptions::default()
+    let call = SetCall {
+        value_at: 2,
+        options: SetOptions {
+            get: true,
+            ..SetOptions::default()
+        },
+        cmd: "getset",
+        outcome: Outcome::OkOrNull,
     };
-    finish(
-        set_generic(
-            engine,
-            ctx,
-            args,
-            SetCall {
-                value_at: 2,
-                options: o,
-                cmd: "getset",
-                outcome: Outcome::OkOrNull,
-            },
-            reply,
-        ),
-        reply,
-    );
+    finish(set_generic(engine, ctx, args, call, reply), reply);
 }
 
 /// `MSET key value [key value ...]`

@@ -5,8 +5,9 @@
 //! clients of the shard the caller is connected to (in per-shard mode that is the
 //! whole "node", as Redis Cluster clients expect).
 
-use super::{dispatch_sub, meta, reply_help, Ctx, ServerCommand, SubCommand, ERR_SYNTAX};
+use super::{dispatch_sub, meta, Ctx, ServerCommand, SubCommand, ERR_SYNTAX};
 use crate::conn::{ClientState, ReplyMode};
+use ruvio_engine::command::reply_help;
 use ruvio_resp::{Args, Protocol, Reply};
 
 /// The client family's table.
@@ -354,7 +355,7 @@ fn reply_mode(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
 fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
     reply_help(
         reply,
-        "client",
+        b"client",
         &[
             "GETNAME",
             "    Return the name of the current connection.",

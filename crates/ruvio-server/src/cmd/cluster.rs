@@ -5,10 +5,11 @@
 //! the whole server; in forward mode Ruvio is a standalone server and answers as
 //! Redis does with cluster support disabled.
 
-use super::{dispatch_sub, meta, parse_i64, reply_help, Ctx, ServerCommand, SubCommand};
+use super::{dispatch_sub, meta, parse_i64, Ctx, ServerCommand, SubCommand};
 use crate::config::PortMode;
 use crate::topology::Node;
 use ruvio_engine::command::flags::*;
+use ruvio_engine::command::reply_help;
 use ruvio_engine::slot::{key_slot, SLOT_COUNT};
 use ruvio_resp::{Args, Reply};
 
@@ -276,7 +277,7 @@ fn getkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
 fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
     reply_help(
         reply,
-        "cluster",
+        b"cluster",
         &[
             "COUNTKEYSINSLOT <slot>",
             "    Return the number of keys in <slot>.",

@@ -1,9 +1,10 @@
 //! COMMAND and its subcommands (COUNT, INFO, DOCS, GETKEYS, LIST, HELP), all
 //! answered from the command table.
 
-use super::{dispatch_sub, meta, reply_help, Ctx, ServerCommand, SubCommand};
+use super::{dispatch_sub, meta, Ctx, ServerCommand, SubCommand};
 use crate::registry::{registry, Command};
 use ruvio_engine::command::flags;
+use ruvio_engine::command::reply_help;
 use ruvio_resp::{Args, Reply};
 
 /// The introspection family's table.
@@ -186,7 +187,7 @@ fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
 fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
     reply_help(
         reply,
-        "command",
+        b"command",
         &[
             "(no subcommand)",
             "    Return details about all Redis commands.",

@@ -12,6 +12,7 @@ pub mod server;
 use crate::conn::{ClientState, Conn};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
+use ruvio_engine::error::write_unknown_subcommand;
 use ruvio_engine::CommandMeta;
 use ruvio_resp::{Args, Reply};
 
@@ -70,19 +71,9 @@ pub fn dispatch_sub(
         .iter()
         .find(|s| sub_name(s).as_bytes().eq_ignore_ascii_case(name))
     else {
-        reply.error(&format!(
-            "ERR unknown subcommand '{}'. Try {} HELP.",
-            String::from_utf8_lossy(&name[..name.len().min(128)]),
-            container.to_ascii_uppercase()
-        ));
-        return;
+        return write_unknown_subcommand(reply, name, &container.to_ascii_uppercase());
     };
-    let argc = args.len() as i32;
-    let fits = if sub.arity >= 0 {
-        argc == sub.arity
-    } else {
-        argc >= -sub.arity
-    };
+    let fits = ruvio_engine::command::arity_fits(sub.arity, args.len());
     if !fits {
         reply.error(&format!(
             "ERR wrong number of arguments for '{}' command",
@@ -92,20 +83,6 @@ pub fn dispatch_sub(
     }
     ctx.client.last_cmd = sub.name;
     (sub.handler)(ctx, args, reply)
-}
-
-/// Reply with a HELP text: an array of status lines, as Redis' addReplyHelp.
-pub fn reply_help(reply: &mut Reply<'_>, container: &str, lines: &[&str]) {
-    reply.array(lines.len() + 3);
-    reply.simple(&format!(
-        "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        container.to_ascii_uppercase()
-    ));
-    for line in lines {
-        reply.simple(line);
-    }
-    reply.simple("HELP");
-    reply.simple("    Print this help.");
 }
 
 /// Shorthand for a server command's metadata row.

@@ -6,10 +6,11 @@
 //! at most one tick (10 ms) old. CONFIG SET and RESETSTAT apply on the answering
 //! shard and are broadcast to the others, which apply them within a loop iteration.
 
-use super::{dispatch_sub, meta, reply_help, Ctx, ServerCommand, SubCommand, ERR_SYNTAX};
+use super::{dispatch_sub, meta, Ctx, ServerCommand, SubCommand, ERR_SYNTAX};
 use crate::config::PortMode;
 use crate::shard::ShardCore;
 use ruvio_engine::command::flags::*;
+use ruvio_engine::command::reply_help;
 use ruvio_resp::{Args, Reply};
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
@@ -288,7 +289,7 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
         "commandstats" => {
             for cmd in &crate::registry::registry().commands {
                 let s = core.stats.per_command[cmd.id];
-                if s.calls > 0 {
+                if s.calls > 0 || s.rejected > 0 {
                     let per_call = s.usec as f64 / s.calls as f64;
                     line(&format!("cmdstat_{}", cmd.meta.name), &format!("calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}", s.calls, s.usec, s.rejected, s.failed));
                 }
@@ -567,7 +568,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
 fn config_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
     reply_help(
         reply,
-        "config",
+        b"config",
         &[
             "GET <pattern>",
             "    Return parameters matching the glob-like <pattern> and their values.",
@@ -690,7 +691,7 @@ fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
 fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
     reply_help(
         reply,
-        "debug",
+        b"debug",
         &[
             "PROTOCOL <type>",
             "    Reply with a test value of the specified type. <type> can be: string,",
