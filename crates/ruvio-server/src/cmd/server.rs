@@ -290,7 +290,7 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             for cmd in &crate::registry::registry().commands {
                 let s = core.stats.per_command[cmd.id];
                 if s.calls > 0 || s.rejected > 0 {
-                    let per_call = s.usec as f64 / s.calls as f64;
+                    let per_call = s.usec as f64 / s.calls.max(1) as f64;
                     line(&format!("cmdstat_{}", cmd.meta.name), &format!("calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}", s.calls, s.usec, s.rejected, s.failed));
                 }
             }
