@@ -137,15 +137,15 @@ impl Engine {
         self.dbs.len()
     }
 
-    /// Validate a SELECT argument: `Ok(index)` or the exact error line Redis sends
-    /// (`ERR invalid DB index` / `ERR DB index is out of range`).
-    pub fn parse_db_index(&self, arg: &[u8]) -> Result<usize, &'static str> {
+    /// Validate a SELECT argument: `Ok(index)` or Redis' error (`ERR invalid DB
+    /// index` / `ERR DB index is out of range`).
+    pub fn parse_db_index(&self, arg: &[u8]) -> Result<usize, crate::CmdError> {
         use crate::error::CmdError;
-        let id = crate::args::i32_arg(arg, CmdError::InvalidDbIndex).map_err(CmdError::message)?;
+        let id = crate::args::i32_arg(arg, CmdError::InvalidDbIndex)?;
         usize::try_from(id)
             .ok()
             .filter(|&i| i < self.dbs.len())
-            .ok_or(CmdError::DbIndexOutOfRange.message())
+            .ok_or(CmdError::DbIndexOutOfRange)
     }
 
     /// Counters for INFO stats.

@@ -566,6 +566,13 @@ impl<'a> Args<'a> {
         let (s, e) = self.spans[i];
         &self.base[s as usize..e as usize]
     }
+    /// The arguments from index `from` on (`COMMAND GETKEYS`'s embedded command).
+    pub fn tail(&self, from: usize) -> Args<'a> {
+        Args {
+            base: self.base,
+            spans: &self.spans[from.min(self.spans.len())..],
+        }
+    }
     /// Iterate over all arguments.
     pub fn iter(&self) -> ArgsIter<'a> {
         ArgsIter {
@@ -605,6 +612,42 @@ impl<'a> Iterator for ArgsIter<'a> {
 }
 
 impl ExactSizeIterator for ArgsIter<'_> {}
+
+/// A command's arguments owned in one buffer: what a blocked command keeps to run
+/// again later, and what travels between shards instead of re-encoded RESP.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnedArgs {
+    base: Vec<u8>,
+    spans: Vec<(u32, u32)>,
+}
+
+impl OwnedArgs {
+    /// Copy `args` (one allocation for the bytes, one for the spans).
+    pub fn from_args(args: Args<'_>) -> OwnedArgs {
+        OwnedArgs::from_iter(args.iter())
+    }
+
+    /// Borrow as [`Args`].
+    pub fn args(&self) -> Args<'_> {
+        Args {
+            base: &self.base,
+            spans: &self.spans,
+        }
+    }
+}
+
+impl<'a> FromIterator<&'a [u8]> for OwnedArgs {
+    fn from_iter<I: IntoIterator<Item = &'a [u8]>>(iter: I) -> OwnedArgs {
+        let mut owned = OwnedArgs::default();
+        for arg in iter {
+            let start = owned.base.len();
+            owned.base.extend_from_slice(arg);
+            // Arguments come from a parsed request, bounded far below 4 GiB in total.
+            owned.spans.push((start as u32, owned.base.len() as u32));
+        }
+        owned
+    }
+}
 
 #[cfg(test)]
 mod tests {

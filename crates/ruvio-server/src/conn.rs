@@ -32,6 +32,18 @@ pub struct ClientState {
     pub fd: i32,
     /// Set by QUIT, protocol errors and CLIENT KILL: flush, then close.
     pub closing: bool,
+    /// Waiting for a blocking command's answer: no later command runs until then.
+    pub blocked: Option<BlockedOn>,
+}
+
+/// The blocking command a client waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockedOn {
+    /// Its held reply slot.
+    pub seq: u64,
+    /// The shard it was sent to, when another shard owns its keys (told if the
+    /// client goes away).
+    pub remote: Option<usize>,
 }
 
 /// CLIENT REPLY ON|OFF|SKIP.
@@ -118,6 +130,11 @@ impl ReplyQueue {
             after: Vec::new(),
         });
         seq
+    }
+
+    /// True once held slot `seq` has been filled and released.
+    pub fn is_released(&self, seq: u64) -> bool {
+        self.held.front().is_none_or(|h| h.seq > seq)
     }
 
     /// True when some reply is still outstanding.

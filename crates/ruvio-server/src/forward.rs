@@ -10,15 +10,16 @@
 //! A request carries its commands re-encoded as RESP and a [`Tag`] per command
 //! naming the connection, the held reply slot and the part it fills.
 
+use crate::blocking::Waiter;
 use crate::cmd::server::ConfigChange;
 use crate::conn::{Conn, Merge};
-use crate::registry::Handler;
+use crate::exec::{self, run_engine, Caller};
+use crate::registry::registry;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use glommio::channels::shared_channel::{
     ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender,
 };
-use ruvio_engine::command::ExecCtx;
 use ruvio_resp::{CommandParser, Parsed, Protocol, Reply};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -52,8 +53,8 @@ pub const CROSS_SHARD_MERGES: &[(&str, Merge)] = &[
 /// Messages in flight between two shards.
 pub const CHANNEL_MESSAGES_MAX: usize = 1024;
 
-/// Who a forwarded command's reply belongs to.
-#[derive(Clone, Copy, Debug)]
+/// Who a forwarded command's reply belongs to, and the client context it runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tag {
     pub conn: u32,
     pub gen: u32,
@@ -62,6 +63,7 @@ pub struct Tag {
     pub db: u16,
     pub resp3: bool,
     pub no_touch: bool,
+    pub client_id: u64,
 }
 
 /// Commands for one shard, from one shard.
@@ -86,6 +88,16 @@ pub enum ShardMsg {
     Requests(RequestBatch),
     Replies(ReplyBatch),
     Config(ConfigChange),
+    Control(Control),
+}
+
+/// Requests about blocked clients.
+#[derive(Clone, Copy, Debug)]
+pub enum Control {
+    /// Connection `(conn, gen)` of shard `from` went away: drop what it left parked.
+    Cancel { from: usize, conn: u32, gen: u32 },
+    /// CLIENT UNBLOCK `client_id` (TIMEOUT, or ERROR when `error`).
+    Unblock { client_id: u64, error: bool },
 }
 
 /// What this shard will send to each other shard at the end of the loop iteration.
@@ -95,6 +107,8 @@ pub struct Outbox {
     replies: Vec<ReplyBatch>,
     /// Changes every other shard must apply.
     broadcasts: Vec<ConfigChange>,
+    /// Control messages for one shard.
+    controls: Vec<(usize, Control)>,
 }
 
 impl Outbox {
@@ -123,6 +137,11 @@ impl Outbox {
     /// Queue a configuration change for every other shard.
     pub fn broadcast(&mut self, change: ConfigChange) {
         self.broadcasts.push(change);
+    }
+
+    /// Queue a control message for `shard`.
+    pub fn control(&mut self, shard: usize, control: Control) {
+        self.controls.push((shard, control));
     }
 
     /// Drop queued broadcasts (a server with one shard).
@@ -292,6 +311,9 @@ impl Mesh {
                     .push_back((to, ShardMsg::Config(change.clone())));
             }
         }
+        for (to, control) in outbox.controls.drain(..) {
+            self.backlog.push_back((to, ShardMsg::Control(control)));
+        }
         for to in 0..outbox.requests.len() {
             if !outbox.requests[to].tags.is_empty() {
                 self.backlog.push_back((
@@ -335,7 +357,14 @@ impl Mesh {
 /// Handle one message from another shard.
 pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
     match msg {
-        ShardMsg::Requests(batch) => run_requests(core, batch),
+        ShardMsg::Requests(batch) => run_requests(core, conns, batch),
+        ShardMsg::Control(Control::Cancel { from, conn, gen }) => exec::drop_waiter(
+            core,
+            |w| matches!(w, Waiter::Remote { shard, tag } if *shard == from && tag.conn == conn && tag.gen == gen),
+        ),
+        ShardMsg::Control(Control::Unblock { client_id, error }) => {
+            exec::unblock(core, conns, client_id, error);
+        }
         ShardMsg::Config(change) => crate::cmd::server::apply_config_change(core, &change),
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
@@ -345,57 +374,61 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
                 if let Some(conn) = conns.get_mut(tag.conn, tag.gen) {
                     conn.replies.fill(tag.seq, tag.part as usize, bytes);
                     core.dirty.push((tag.conn, tag.gen));
+                    let answered = conn
+                        .client
+                        .blocked
+                        .is_some_and(|b| conn.replies.is_released(b.seq));
+                    if answered {
+                        conn.client.blocked = None;
+                        core.resume.push((tag.conn, tag.gen));
+                    }
                 }
             }
         }
     }
 }
 
-/// Execute forwarded commands against this shard's keyspace and queue the replies.
-fn run_requests(core: &mut ShardCore, batch: RequestBatch) {
+/// Execute forwarded commands against this shard's keyspace and queue the replies;
+/// a command with nothing to serve yet is parked until a write or its deadline.
+fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
     let mut parser = CommandParser::default();
     let mut offset = 0;
     let mut out = Vec::new();
     for tag in batch.tags {
         out.clear();
-        let proto = if tag.resp3 {
-            Protocol::Resp3
-        } else {
-            Protocol::Resp2
+        let caller = Caller {
+            client_id: tag.client_id,
+            db: tag.db as usize,
+            proto: if tag.resp3 {
+                Protocol::Resp3
+            } else {
+                Protocol::Resp2
+            },
+            no_touch: tag.no_touch,
+            may_block: true,
         };
-        match parser.parse(&batch.commands[offset..], &core.limits) {
-            Ok(Parsed::Complete { args, consumed }) => {
-                offset += consumed;
-                run_engine_command(core, tag.db as usize, proto, tag.no_touch, args, &mut out);
+        let parsed = parser.parse(&batch.commands[offset..], &core.limits);
+        let Ok(Parsed::Complete { args, consumed }) = parsed else {
+            Reply::new(&mut out, caller.proto).error("ERR internal: malformed forwarded command");
+            core.outbox.reply(batch.from, tag, &out);
+            continue;
+        };
+        offset += consumed;
+        let Some(cmd) = registry().lookup(args.get(0)) else {
+            Reply::new(&mut out, caller.proto).error("ERR internal: unknown forwarded command");
+            core.outbox.reply(batch.from, tag, &out);
+            continue;
+        };
+        match run_engine(core, cmd, caller, args, &mut out) {
+            Some(block) => {
+                let waiter = Waiter::Remote {
+                    shard: batch.from,
+                    tag,
+                };
+                exec::park(core, waiter, caller, args, block);
             }
-            _ => Reply::new(&mut out, proto).error("ERR internal: malformed forwarded command"),
+            None => core.outbox.reply(batch.from, tag, &out),
         }
-        core.outbox.reply(batch.from, tag, &out);
-    }
-}
-
-/// Run an engine command on this shard, appending its reply to `out`.
-pub fn run_engine_command(
-    core: &mut ShardCore,
-    db: usize,
-    proto: Protocol,
-    no_touch: bool,
-    args: ruvio_resp::Args<'_>,
-    out: &mut Vec<u8>,
-) {
-    let mut reply = Reply::new(out, proto);
-    match crate::registry::registry()
-        .lookup(args.get(0))
-        .map(|c| c.handler)
-    {
-        Some(Handler::Engine(handler)) => {
-            let mut ctx = ExecCtx {
-                db,
-                now_ms: core.now_ms,
-                no_touch,
-            };
-            handler(&mut core.engine, &mut ctx, args, &mut reply);
-        }
-        _ => reply.error("ERR internal: not a keyspace command"),
+        exec::serve_ready(core, conns);
     }
 }

@@ -8,10 +8,11 @@
 //! new replies, run the background tick. Everything the shard owns (keyspace,
 //! connections) is touched only by this thread.
 
+use crate::blocking::{Blocking, Waiter};
 use crate::config::Config;
-use crate::conn::{ClientState, Conn, ReplyMode, ReplyQueue};
+use crate::conn::{BlockedOn, ClientState, Conn, ReplyMode, ReplyQueue};
 use crate::dispatch::{self, KeyWindow};
-use crate::forward::{Mesh, Outbox};
+use crate::forward::{Control, Mesh, Outbox};
 use crate::slab::Slab;
 use crate::stats::{ShardStats, Shared};
 use crate::topology::Topology;
@@ -79,6 +80,11 @@ pub struct ShardCore {
     pub dirty: Vec<(u32, u32)>,
     /// Work for other shards, shipped once per loop iteration.
     pub outbox: Outbox,
+    /// Commands parked until a key is written (BLPOP ...).
+    pub blocking: Blocking,
+    /// Connections whose blocking command was answered: run the commands they
+    /// received meanwhile.
+    pub resume: Vec<(u32, u32)>,
 }
 
 /// A shard with its sockets.
@@ -141,6 +147,8 @@ impl Shard {
                 now_ms: unix_ms(),
                 dirty: Vec::new(),
                 outbox: Outbox::default(),
+                blocking: Blocking::default(),
+                resume: Vec::new(),
             },
             conns: Slab::default(),
             ring,
@@ -173,6 +181,8 @@ impl Shard {
                 self.complete(data, result, flags);
             }
             self.take_mesh_messages();
+            crate::exec::expire_blocked(&mut self.core, &mut self.conns);
+            self.resume_unblocked();
             self.ship_outbox();
             self.flush_dirty();
             if self.core.now_ms >= self.next_tick_ms {
@@ -290,6 +300,7 @@ impl Shard {
                     last_cmd: "NULL",
                     fd,
                     closing: false,
+                    blocked: None,
                 },
                 replies: ReplyQueue::default(),
                 sending: Vec::new(),
@@ -409,16 +420,39 @@ impl Shard {
         }
     }
 
+    /// Run what unblocked connections received while they waited. Running it may
+    /// unblock others (or block again); every round takes the list afresh.
+    fn resume_unblocked(&mut self) {
+        while !self.core.resume.is_empty() {
+            for (index, gen) in std::mem::take(&mut self.core.resume) {
+                let idle = self
+                    .conns
+                    .get(index, gen)
+                    .is_none_or(|c| c.input.is_empty() || c.shut);
+                if !idle {
+                    self.run_input(index, gen);
+                }
+            }
+        }
+    }
+
     fn received(&mut self, index: u32, gen: u32, result: i32) {
-        let Some(mut conn) = self.conns.take(index, gen) else {
+        let Some(conn) = self.conns.get_mut(index, gen) else {
             return;
         };
         conn.recv_in_flight = false;
         if result <= 0 || conn.shut {
-            self.conns.restore(index, conn);
             self.close(index, gen);
             return;
         }
+        self.run_input(index, gen);
+    }
+
+    /// Parse and run the connection's input, then re-arm its receive.
+    fn run_input(&mut self, index: u32, gen: u32) {
+        let Some(mut conn) = self.conns.take(index, gen) else {
+            return;
+        };
         // A bug must cost one connection, never the shard: Redis' semantics say no
         // input can panic, and the tests and fuzzers hold us to it; this is the net.
         let run = std::panic::AssertUnwindSafe(|| {
@@ -509,7 +543,13 @@ impl Shard {
             conn.shut = true;
             // SAFETY: plain syscall on a descriptor this connection owns.
             unsafe { libc::shutdown(conn.client.fd, libc::SHUT_RDWR) };
+            if let Some(blocked) = conn.client.blocked.take() {
+                self.forget_blocked(index, gen, blocked);
+            }
         }
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
         if !conn.recv_in_flight && !conn.send_in_flight {
             let (fd, fixed) = (conn.client.fd, conn.fixed);
             if fixed {
@@ -519,6 +559,26 @@ impl Shard {
             // SAFETY: no operation references the descriptor any more.
             unsafe { libc::close(fd) };
             self.conns.remove(index);
+        }
+    }
+
+    /// A blocked client went away: its parked command goes too, here or on the
+    /// shard it was sent to.
+    fn forget_blocked(&mut self, index: u32, gen: u32, blocked: BlockedOn) {
+        match blocked.remote {
+            None => crate::exec::drop_waiter(
+                &mut self.core,
+                |w| matches!(*w, Waiter::Local { index: i, gen: g, .. } if i == index && g == gen),
+            ),
+            Some(shard) => {
+                let from = self.core.id;
+                let cancel = Control::Cancel {
+                    from,
+                    conn: index,
+                    gen,
+                };
+                self.core.outbox.control(shard, cancel);
+            }
         }
     }
 
@@ -578,6 +638,8 @@ impl Shard {
             .store(engine_stats.keyspace_misses, Relaxed);
         g.used_memory
             .store(core.engine.used_memory_bytes() as u64, Relaxed);
+        g.blocked_clients.store(core.blocking.len() as u64, Relaxed);
+        g.dirty.store(core.stats.dirty, Relaxed);
         for (keys, expires) in &g.keys {
             keys.store(0, Relaxed);
             expires.store(0, Relaxed);

@@ -193,7 +193,7 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             line("maxclients", &10000);
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
-            line("blocked_clients", &0);
+            line("blocked_clients", &shared.sum(|g| &g.blocked_clients));
             line("tracking_clients", &0);
             line("clients_in_timeout_table", &0);
         }
@@ -219,7 +219,7 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
         "persistence" => {
             line("loading", &0);
             line("async_loading", &0);
-            line("rdb_changes_since_last_save", &0);
+            line("rdb_changes_since_last_save", &shared.sum(|g| &g.dirty));
             line("rdb_bgsave_in_progress", &0);
             line("rdb_last_save_time", &(shared.started_unix_ms / 1000));
             line("rdb_last_bgsave_status", &"ok");
