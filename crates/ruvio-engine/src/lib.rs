@@ -40,6 +40,7 @@ mod args;
 mod glob;
 mod keys;
 mod keyspace;
+mod lists;
 mod longdouble;
 mod strings;
 

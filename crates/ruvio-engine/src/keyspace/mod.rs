@@ -22,6 +22,7 @@ mod heapstr;
 mod index;
 mod slab;
 
+pub(crate) use entry::malloc_chunk_bytes;
 pub use entry::{Entry, NewValue, CLOCK_MASK, ENTRY_BYTES};
 pub use heapstr::STRING_BYTES_MAX;
 pub use slab::{TtlScan, CHUNK_SLOTS};
