@@ -3,8 +3,9 @@
 //! accounting.
 
 use crate::command::{EngineCommand, ExecCtx};
-use crate::keyspace::{Db, Entry, EntryId, NewValue, TtlScan, CLOCK_MASK};
+use crate::keyspace::{Collection, Db, Entry, EntryId, NewValue, TtlScan, CLOCK_MASK};
 use crate::slot::key_slot;
+use crate::value::ValueMut;
 
 /// Counters INFO `stats` reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -51,9 +52,33 @@ const LAZY_FREE_CHUNKS_PER_CYCLE: usize = 16;
 /// TTLs among many keys cannot make one call slow.
 const TTL_WORDS_PER_BUDGET_KEY: usize = 4;
 
+/// Encoding thresholds the families read (Redis' CONFIG parameters of the same
+/// names), per shard; CONFIG SET reaches every shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// `list-max-listpack-size`: negative = node size class (-2: 8 KiB), positive =
+    /// elements per node.
+    pub list_max_listpack_size: i32,
+    /// `hash-max-listpack-entries`: fields a packed hash may hold.
+    pub hash_max_listpack_entries: usize,
+    /// `hash-max-listpack-value`: longest field or value a packed hash may hold.
+    pub hash_max_listpack_value: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            list_max_listpack_size: -2,
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+        }
+    }
+}
+
 /// The keyspace of one shard: `databases` databases, owned outright.
 pub struct Engine {
     dbs: Vec<Db>,
+    config: EngineConfig,
     stats: EngineStats,
     rng: u64,
     /// Where active expiry resumes: database and slot.
@@ -73,6 +98,7 @@ impl Engine {
         let seed = ahash::RandomState::new().hash_one(0x5EED_u64) | 1;
         Engine {
             dbs: (0..databases).map(|_| Db::default()).collect(),
+            config: EngineConfig::default(),
             stats: EngineStats::default(),
             rng: seed,
             expire_cursor: (0, 0),
@@ -146,6 +172,16 @@ impl Engine {
             .ok()
             .filter(|&i| i < self.dbs.len())
             .ok_or(CmdError::DbIndexOutOfRange)
+    }
+
+    /// The encoding thresholds.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The encoding thresholds, for CONFIG SET.
+    pub fn config_mut(&mut self) -> &mut EngineConfig {
+        &mut self.config
     }
 
     /// Counters for INFO stats.
@@ -344,6 +380,42 @@ impl Engine {
     /// `lookupKeyWrite` in the client's database.
     pub(crate) fn lookup_write(&mut self, ctx: &ExecCtx, key: &[u8]) -> Option<EntryId> {
         self.lookup(ctx, ctx.db, key, Lookup::WRITE)
+    }
+
+    /// Add `key` (absent: a write lookup found nothing) holding `value` in the
+    /// client's database, without expiry.
+    #[allow(dead_code)] // until the list commands land
+    pub(crate) fn add_collection(
+        &mut self,
+        ctx: &ExecCtx,
+        key: &[u8],
+        value: Collection,
+    ) -> EntryId {
+        let clock = clock_of(ctx.now_ms);
+        self.dbs[ctx.db].insert(Entry::new_collection(key, value, clock))
+    }
+
+    /// Change the collection of entry `id` of `db` in place through `change`; the
+    /// database's heap accounting follows (collections report their bytes in O(1)).
+    #[allow(dead_code)] // until the list commands land
+    pub(crate) fn modify_value<R>(
+        &mut self,
+        db: usize,
+        id: EntryId,
+        change: impl FnOnce(ValueMut<'_>) -> R,
+    ) -> R {
+        self.dbs[db].modify(id, |e| change(e.value_mut()))
+    }
+
+    /// Delete entry `id` of `db` when its collection is empty (Redis never keeps an
+    /// empty list or hash). True when it was deleted.
+    #[allow(dead_code)] // until the list commands land
+    pub(crate) fn delete_if_empty(&mut self, db: usize, id: EntryId) -> bool {
+        let empty = self.dbs[db].entry(id).value().is_empty_collection();
+        if empty {
+            self.dbs[db].remove(id);
+        }
+        empty
     }
 
     /// Redis' `setKey`: store `value` under `key` in the client's database, replacing

@@ -45,7 +45,7 @@ mod longdouble;
 mod strings;
 
 pub use command::{CommandMeta, EngineCommand, EngineFn, ExecCtx, KeySpec};
-pub use engine::{Engine, EngineStats};
+pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::CmdError;
 pub use glob::glob_match;
 pub use keyspace::ENTRY_BYTES;

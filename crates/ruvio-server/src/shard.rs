@@ -134,7 +134,8 @@ impl Shard {
             per_command: vec![Default::default(); crate::registry::registry().commands.len()],
             ..Default::default()
         };
-        let engine = Engine::new(cfg.databases);
+        let mut engine = Engine::new(cfg.databases);
+        *engine.config_mut() = cfg.engine;
         Ok(Shard {
             core: ShardCore {
                 id,

@@ -23,7 +23,7 @@ mod index;
 mod slab;
 
 pub(crate) use entry::malloc_chunk_bytes;
-pub use entry::{Entry, NewValue, CLOCK_MASK, ENTRY_BYTES};
+pub use entry::{Collection, Entry, NewValue, CLOCK_MASK, ENTRY_BYTES};
 pub use heapstr::STRING_BYTES_MAX;
 pub use slab::{TtlScan, CHUNK_SLOTS};
 
