@@ -22,9 +22,7 @@ const LET_IT_PARK: Duration = Duration::from_millis(60);
 fn conn_for(server: &Server, key: &str) -> RawConn {
     match server.mode {
         PortMode::Forward => server.raw(),
-        PortMode::PerShard => {
-            RawConn::connect(server.shard_port(shard_of_key(key, server.shards)))
-        }
+        PortMode::PerShard => RawConn::connect(server.shard_port(shard_of_key(key, server.shards))),
     }
 }
 
