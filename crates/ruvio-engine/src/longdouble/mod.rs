@@ -11,11 +11,11 @@
 //!   texts INCRBYFLOAT meets (up to 38 digits, exponents within +-27).
 //! - [`soft`]: the exact software emulation with big integers: the fallback for
 //!   everything else (hex floats, huge and tiny values) and the tests' oracle.
-//! - `libc` (tests only): glibc's `strtold` and `printf` through a small C file,
+//! - `libc` (tests and the benchmark only): glibc's `strtold` and `printf` through a small C file,
 //!   the alternative measured in docs/long-double.md and the tests' other oracle.
 
 mod fast;
-#[cfg(test)]
+#[cfg(any(test, feature = "bench-internals"))]
 mod libc;
 mod soft;
 #[cfg(test)]
@@ -147,4 +147,29 @@ pub fn incr_by_float(current: LongDouble, incr: LongDouble) -> Result<FloatText,
         return Err(CmdError::NanOrInfinity);
     }
     Ok(sum.to_human())
+}
+
+/// The three INCRBYFLOAT paths side by side, for `examples/longdouble_bench.rs`.
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod bench {
+    use super::*;
+
+    /// The software emulation alone (the path before the hardware one, without its
+    /// shortcut for sums below 10).
+    pub fn software(a: &[u8], b: &[u8]) -> Option<Vec<u8>> {
+        let sum = soft::Emulated::parse(a)?.add(soft::Emulated::parse(b)?);
+        sum.is_finite().then(|| sum.to_human_string().into_bytes())
+    }
+
+    /// (a): Rust conversions, x87 add.
+    pub fn hardware(a: &[u8], b: &[u8]) -> Option<FloatText> {
+        incr_by_float(LongDouble::parse(a)?, LongDouble::parse(b)?).ok()
+    }
+
+    /// (b): glibc's strtold and printf.
+    pub fn libc(a: &[u8], b: &[u8]) -> Option<FloatText> {
+        let sum = libc::add(libc::parse(a)?, libc::parse(b)?);
+        sum.is_finite().then(|| libc::format_human(sum))
+    }
 }

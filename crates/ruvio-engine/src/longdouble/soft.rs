@@ -167,7 +167,7 @@ impl Big {
         self.trim();
     }
 
-    #[cfg(any(test, not(target_arch = "x86_64")))]
+    #[cfg(any(test, feature = "bench-internals", not(target_arch = "x86_64")))]
     fn add(&self, other: &Big) -> Big {
         let mut out = Vec::with_capacity(self.0.len().max(other.0.len()) + 1);
         let mut carry = 0u64;
@@ -310,7 +310,7 @@ impl Emulated {
     }
 
     /// `self + other` with x87 rounding.
-    #[cfg(any(test, not(target_arch = "x86_64")))]
+    #[cfg(any(test, feature = "bench-internals", not(target_arch = "x86_64")))]
     pub fn add(self, other: Emulated) -> Emulated {
         use Class::*;
         match (self.class, other.class) {
@@ -475,7 +475,7 @@ fn shr_big(a: &Big, bits: u64) -> Big {
 }
 
 /// Sum of two non-zero finite values, rounded once.
-#[cfg(any(test, not(target_arch = "x86_64")))]
+#[cfg(any(test, feature = "bench-internals", not(target_arch = "x86_64")))]
 fn add_finite(a: (bool, u64, i64), b: (bool, u64, i64)) -> Emulated {
     // Keep `a` the one with the larger exponent.
     let (a, b) = if a.2 >= b.2 { (a, b) } else { (b, a) };
