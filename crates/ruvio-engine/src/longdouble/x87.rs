@@ -41,3 +41,18 @@ pub(super) fn add(a: LongDouble, b: LongDouble) -> LongDouble {
         .add(super::soft::Emulated::from_bits(b))
         .to_bits()
 }
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    /// The add's rounding rests on the control word the process starts with; Rust
+    /// never changes it, and neither may anything Ruvio links.
+    #[test]
+    fn control_word_is_the_linux_default() {
+        let mut cw: u16 = 0;
+        // SAFETY: `fnstcw` stores the 2-byte control word at a live u16.
+        unsafe {
+            core::arch::asm!("fnstcw word ptr [{cw}]", cw = in(reg) &mut cw, options(nostack));
+        }
+        assert_eq!(cw, 0x037f, "x87 control word: precision/rounding changed");
+    }
+}
