@@ -5,9 +5,10 @@
 //! and `printf("%.17Lf")` (exact digits, ties to even) bit for bit, so neither may
 //! approximate: each computes the one exact integer the answer is rounded from.
 //! That stays within 192 bits when the input has at most 38 significant digits and
-//! a decimal exponent within +-27 (5^27 still fits a u64), and when the output's
-//! integer part is below 2^128: every value INCRBYFLOAT prints below 10^38 (it
-//! prints 17 fraction digits at most), and every text it stored back.
+//! a decimal exponent within +-27 (5^27 still fits a u64), and when the printed
+//! integer part is below 2^128. Every text INCRBYFLOAT itself stores for a value
+//! below 10^38 meets both: a value with a fraction is below 2^63, so its text has
+//! at most 19 + 17 digits.
 
 use super::{FloatText, LongDouble};
 
