@@ -124,6 +124,7 @@ impl Engine {
         crate::strings::COMMANDS
             .iter()
             .chain(crate::keys::COMMANDS.iter())
+            .chain(crate::lists::COMMANDS.iter())
     }
 
     /// The command named `name` (lower case, `container|sub` for subcommands).
@@ -422,7 +423,6 @@ impl Engine {
 
     /// Add `key` (absent: a write lookup found nothing) holding `value` in the
     /// client's database, without expiry.
-    #[allow(dead_code)] // until the list commands land
     pub(crate) fn add_collection(
         &mut self,
         ctx: &ExecCtx,
@@ -435,7 +435,6 @@ impl Engine {
 
     /// Change the collection of entry `id` of `db` in place through `change`; the
     /// database's heap accounting follows (collections report their bytes in O(1)).
-    #[allow(dead_code)] // until the list commands land
     pub(crate) fn modify_value<R>(
         &mut self,
         db: usize,
@@ -447,7 +446,6 @@ impl Engine {
 
     /// Delete entry `id` of `db` when its collection is empty (Redis never keeps an
     /// empty list or hash). True when it was deleted.
-    #[allow(dead_code)] // until the list commands land
     pub(crate) fn delete_if_empty(&mut self, db: usize, id: EntryId) -> bool {
         let empty = self.dbs[db].entry(id).value().is_empty_collection();
         if empty {

@@ -61,6 +61,29 @@ pub enum CmdError {
     LfuNotSelected,
     /// Wrong argument count detected inside a handler (MSET with an odd count).
     WrongArity(&'static str),
+    /// LSET past the end of the list.
+    IndexOutOfRange,
+    /// A count that must be `>= 0` (`getPositiveLongFromObjectOrReply`, LPOP count).
+    NotPositive,
+    /// A long outside `-LONG_MAX..=LONG_MAX` (`getRangeLongFromObjectOrReply` without
+    /// a message: LREM count, LPOS RANK).
+    OutsideLongRange,
+    /// LPOS RANK 0.
+    RankZero,
+    /// LPOS COUNT below 0 (or not an integer).
+    CountNegative,
+    /// LPOS MAXLEN below 0 (or not an integer).
+    MaxlenNegative,
+    /// LMPOP/BLMPOP numkeys below 1 (or not an integer).
+    NumkeysNotPositive,
+    /// LMPOP/BLMPOP COUNT below 1 (or not an integer).
+    CountNotPositive,
+    /// A blocking timeout that is not a float.
+    TimeoutNotFloat,
+    /// A blocking timeout below 0.
+    TimeoutNegative,
+    /// A blocking timeout whose deadline overflows.
+    TimeoutOutOfRange,
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
     Line(Vec<u8>),
@@ -113,6 +136,23 @@ impl CmdError {
                  will take some time to adjust."
             }
             CmdError::WrongArity(cmd) => wrong_arity_message(cmd),
+            CmdError::IndexOutOfRange => "ERR index out of range",
+            CmdError::NotPositive => "ERR value is out of range, must be positive",
+            CmdError::OutsideLongRange => {
+                "ERR value is out of range, value must between -9223372036854775807 and \
+                 9223372036854775807"
+            }
+            CmdError::RankZero => {
+                "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
+                 second ... or use negative to start from the end of the list"
+            }
+            CmdError::CountNegative => "ERR COUNT can't be negative",
+            CmdError::MaxlenNegative => "ERR MAXLEN can't be negative",
+            CmdError::NumkeysNotPositive => "ERR numkeys should be greater than 0",
+            CmdError::CountNotPositive => "ERR count should be greater than 0",
+            CmdError::TimeoutNotFloat => "ERR timeout is not a float or out of range",
+            CmdError::TimeoutNegative => "ERR timeout is negative",
+            CmdError::TimeoutOutOfRange => "ERR timeout is out of range",
         }
     }
 
@@ -185,6 +225,8 @@ fn wrong_arity_message(cmd: &str) -> &'static str {
     match cmd {
         "mset" => "ERR wrong number of arguments for 'mset' command",
         "msetnx" => "ERR wrong number of arguments for 'msetnx' command",
+        "lpop" => "ERR wrong number of arguments for 'lpop' command",
+        "rpop" => "ERR wrong number of arguments for 'rpop' command",
         _ => "ERR wrong number of arguments",
     }
 }

@@ -382,6 +382,27 @@ impl Emulated {
         matches!(self.class, Class::Zero | Class::Finite { .. })
     }
 
+    /// The nearest `f64` (for blocking timeouts, where Redis multiplies by 1000
+    /// and rounds up to whole milliseconds: a double's 53 bits give the same
+    /// milliseconds for any timeout a client can mean).
+    pub fn to_f64(self) -> f64 {
+        let magnitude = match self.class {
+            Class::Zero => 0.0,
+            Class::NaN => return f64::NAN,
+            Class::Infinite => f64::INFINITY,
+            Class::Finite { mantissa, exp } => {
+                // Scale in two steps so neither factor over- or underflows early.
+                let half = (exp / 2) as i32;
+                mantissa as f64 * 2f64.powi(half) * 2f64.powi(exp as i32 - half)
+            }
+        };
+        if self.negative {
+            -magnitude
+        } else {
+            magnitude
+        }
+    }
+
     /// Redis' `ld2string(.., LD_STR_HUMAN)`: `%.17Lf` with trailing zeros (and a
     /// trailing dot) removed, and `-0` written as `0`.
     pub fn to_human_string(self) -> String {
