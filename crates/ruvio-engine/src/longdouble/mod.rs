@@ -94,6 +94,11 @@ impl LongDouble {
         self.sign_exp & 0x7fff != 0x7fff
     }
 
+    /// The nearest `f64` (blocking timeouts: milliseconds need far less precision).
+    pub fn to_f64(self) -> f64 {
+        soft::Emulated::from_bits(self).to_f64()
+    }
+
     /// `self + other` on the x87.
     pub fn add(self, other: LongDouble) -> LongDouble {
         x87::add(self, other)
