@@ -287,7 +287,11 @@ pub struct Conn {
     pub gen: u32,
     /// Received bytes not yet parsed (a partial command at most, between batches).
     pub input: Vec<u8>,
-    /// Don't parse again until `input` holds this many bytes (large bulk arriving).
+    /// Bytes at the front of `input` already run (kept while a receive is in flight,
+    /// since the kernel writes at the end the receive was armed with).
+    pub input_start: usize,
+    /// Don't parse again until `input` holds this many bytes past `input_start`
+    /// (a large bulk arriving).
     pub input_need: usize,
     pub parser: CommandParser,
     pub client: ClientState,
@@ -301,7 +305,7 @@ pub struct Conn {
     pub shut: bool,
     /// The socket is in the ring's file table at the connection's slab index.
     pub fixed: bool,
-    /// Commands at the front of `input` whose keyspace lines are already prefetched.
+    /// Commands at the front of the pending input whose keyspace lines are already prefetched.
     pub prefetched: usize,
 }
 

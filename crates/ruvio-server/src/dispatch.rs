@@ -47,7 +47,7 @@ pub fn process_input(
     conn: &mut Conn,
     index: u32,
 ) -> bool {
-    if conn.input.len() < conn.input_need || conn.client.blocked.is_some() {
+    if conn.input.len() - conn.input_start < conn.input_need || conn.client.blocked.is_some() {
         return true;
     }
     conn.input_need = 0;
@@ -61,7 +61,7 @@ pub fn process_input(
         replies,
         ..
     } = conn;
-    let mut pos = 0;
+    let mut pos = conn.input_start;
     while pos < input.len() && !client.closing && client.blocked.is_none() {
         if prefetched == 0 {
             prefetched = prefetch_window(core, parser, &input[pos..], client.db);
@@ -84,8 +84,15 @@ pub fn process_input(
             }
         }
     }
-    input.drain(..pos);
-    if input.len() > core.cfg.client_query_buffer_limit {
+    if conn.recv_in_flight {
+        // The kernel is writing after the current end of `input` (a blocked client's
+        // input, run once it was answered): keep the bytes in place until then.
+        conn.input_start = pos;
+    } else {
+        input.drain(..pos);
+        conn.input_start = 0;
+    }
+    if input.len() - conn.input_start > core.cfg.client_query_buffer_limit {
         // Redis closes such a client without a reply (client-query-buffer-limit).
         client.closing = true;
     }

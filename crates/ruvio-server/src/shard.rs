@@ -280,6 +280,7 @@ impl Shard {
             Conn {
                 gen,
                 input: Vec::with_capacity(INPUT_CHUNK_BYTES),
+                input_start: 0,
                 input_need: 0,
                 parser: Default::default(),
                 client: ClientState {
@@ -340,7 +341,8 @@ impl Shard {
         if conn.recv_in_flight || conn.shut || conn.client.closing {
             return;
         }
-        let want = INPUT_CHUNK_BYTES.max(conn.input_need.saturating_sub(conn.input.len()));
+        let pending = conn.input.len() - conn.input_start;
+        let want = INPUT_CHUNK_BYTES.max(conn.input_need.saturating_sub(pending));
         if conn.input.capacity() - conn.input.len() < INPUT_CHUNK_BYTES / 4
             || conn.input.capacity() - conn.input.len() < want.min(1 << 30)
         {
@@ -380,7 +382,8 @@ impl Shard {
             // SAFETY: the kernel wrote `result` bytes into the spare capacity we lent it.
             unsafe { conn.input.set_len(conn.input.len() + result as usize) };
             self.core.stats.net_input_bytes += result as u64;
-            let window = KeyWindow::scan(&self.core, &mut conn.parser, &conn.input);
+            let pending = &conn.input[conn.input_start..];
+            let window = KeyWindow::scan(&self.core, &mut conn.parser, pending);
             conn.prefetched = window.commands;
             commands += window.commands;
             self.windows.push((index, gen, window));
@@ -408,7 +411,8 @@ impl Shard {
     fn prefetch_window_entries(&self, w: usize) {
         if let Some((index, gen, window)) = self.windows.get(w) {
             if let Some(conn) = self.conns.get(*index, *gen) {
-                window.prefetch_entries(&self.core, conn.client.db, &conn.input);
+                let pending = &conn.input[conn.input_start..];
+                window.prefetch_entries(&self.core, conn.client.db, pending);
             }
         }
     }
@@ -416,7 +420,8 @@ impl Shard {
     fn prefetch_window_values(&self, w: usize) {
         if let Some((index, gen, window)) = self.windows.get(w) {
             if let Some(conn) = self.conns.get(*index, *gen) {
-                window.prefetch_values(&self.core, conn.client.db, &conn.input);
+                let pending = &conn.input[conn.input_start..];
+                window.prefetch_values(&self.core, conn.client.db, pending);
             }
         }
     }
@@ -429,7 +434,7 @@ impl Shard {
                 let idle = self
                     .conns
                     .get(index, gen)
-                    .is_none_or(|c| c.input.is_empty() || c.shut);
+                    .is_none_or(|c| c.input.len() == c.input_start || c.shut);
                 if !idle {
                     self.run_input(index, gen);
                 }

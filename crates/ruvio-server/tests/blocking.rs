@@ -85,7 +85,8 @@ fn times_out_with_a_null_array(server: &Server) {
         waited >= Duration::from_millis(190) && waited < Duration::from_secs(3),
         "{waited:?}"
     );
-    c.roundtrip(&encode(&["BRPOPLPUSH", key, "dst", "0.05"]), b"*-1\r\n");
+    let dst = format!("{{{key}}}dst");
+    c.roundtrip(&encode(&["BRPOPLPUSH", key, &dst, "0.05"]), b"*-1\r\n");
     let _hello = c.cmd(&["HELLO", "3"]);
     c.roundtrip(&encode(&["BLPOP", key, "0.05"]), b"_\r\n");
 }
@@ -145,6 +146,21 @@ fn pipelined_commands_wait_for_the_blocked_one(server: &Server) {
     pusher.roundtrip(&encode(&["LPOP", key]), b"$15\r\nfrom-the-waiter\r\n");
 }
 
+/// The commands behind a blocked one run once it is answered, exactly once, and the
+/// connection's next request is read correctly (a receive is in flight meanwhile).
+fn input_behind_a_timed_out_command_runs_once(server: &Server) {
+    let key = &keys_per_shard(server, "behind")[0];
+    let mut c = conn_for(server, key);
+    let mut request = encode(&["BLPOP", key, "0.02"]);
+    request.extend(encode(&["LLEN", key]));
+    request.extend(encode(&["ECHO", "after"]));
+    c.roundtrip(&request, b"*-1\r\n:0\r\n$5\r\nafter\r\n");
+    let mut request = encode(&["RPUSH", key, "x"]);
+    request.extend(encode(&["BLPOP", key, "-1"]));
+    request.extend(encode(&["LPOP", key]));
+    c.roundtrip(&request, b":1\r\n-ERR timeout is negative\r\n$1\r\nx\r\n");
+}
+
 fn blmove_chains_to_the_next_waiter(server: &Server) {
     let (src, dst) = ("{chain}src", "{chain}dst");
     let mut mover = conn_for(server, src);
@@ -191,6 +207,7 @@ fn all_cases(server: &Server) {
     client_unblock_releases_it(server);
     disconnect_while_blocked(server);
     pipelined_commands_wait_for_the_blocked_one(server);
+    input_behind_a_timed_out_command_runs_once(server);
     blmove_chains_to_the_next_waiter(server);
     info_counts_blocked_clients(server);
 }
