@@ -48,6 +48,12 @@ impl Lookup {
 /// Chunks of lazily freed entries (FLUSHALL ASYNC) released per active expiry call:
 /// 16 x 1024 entries is well under a millisecond even when each owns a heap block.
 const LAZY_FREE_CHUNKS_PER_CYCLE: usize = 16;
+/// Values at least this big are freed in slices after DEL/UNLINK/expiry.
+const LAZY_FREE_BYTES_MIN: usize = 64 * 1024;
+/// Nodes of lazily freed values released per active expiry call, and the share one
+/// `free_some` call gets (a node is at most 64 KiB: well under a millisecond).
+const LAZY_FREE_NODES_PER_CYCLE: usize = 256;
+const LAZY_FREE_NODES_PER_CALL: usize = 64;
 /// Bitmap words active expiry may read per key of budget, so a database with few
 /// TTLs among many keys cannot make one call slow.
 const TTL_WORDS_PER_BUDGET_KEY: usize = 4;
@@ -85,6 +91,11 @@ pub struct Engine {
     expire_cursor: (usize, u32),
     /// Entry chunks of flushed databases waiting to be freed in slices.
     lazy_free: Vec<Box<[Entry]>>,
+    /// Deleted keys whose values are too big to free in one go, freed a slice at a
+    /// time by active expiry (so DEL of a million-element list never pauses the
+    /// shard), with the heap bytes they still hold.
+    lazy_values: Vec<Entry>,
+    lazy_value_bytes: usize,
 }
 
 /// Redis' LRU clock: seconds, 24 bits.
@@ -103,6 +114,8 @@ impl Engine {
             rng: seed,
             expire_cursor: (0, 0),
             lazy_free: Vec::new(),
+            lazy_values: Vec::new(),
+            lazy_value_bytes: 0,
         }
     }
 
@@ -210,7 +223,7 @@ impl Engine {
     pub fn used_memory_bytes(&self) -> usize {
         let pending =
             self.lazy_free.len() * crate::keyspace::CHUNK_SLOTS * crate::keyspace::ENTRY_BYTES;
-        self.dbs.iter().map(Db::memory_bytes).sum::<usize>() + pending
+        self.dbs.iter().map(Db::memory_bytes).sum::<usize>() + pending + self.lazy_value_bytes
     }
 
     /// Keys of database `db` hashing to `slot` (CLUSTER COUNTKEYSINSLOT). Walks the
@@ -278,7 +291,7 @@ impl Engine {
                         .expire_at()
                         .is_some_and(|at| now_ms > at)
                     {
-                        self.dbs[db].remove(id);
+                        self.delete(db, id);
                         expired += 1;
                     }
                 }
@@ -301,6 +314,31 @@ impl Engine {
     fn free_lazily(&mut self, chunks: usize) {
         let keep = self.lazy_free.len().saturating_sub(chunks);
         self.lazy_free.truncate(keep);
+        let mut nodes = LAZY_FREE_NODES_PER_CYCLE;
+        while nodes > 0 {
+            let Some(entry) = self.lazy_values.last_mut() else {
+                break;
+            };
+            let before = entry.heap_bytes();
+            let done = entry.free_some(nodes);
+            nodes = nodes.saturating_sub(LAZY_FREE_NODES_PER_CALL);
+            let after = if done { 0 } else { entry.heap_bytes() };
+            self.lazy_value_bytes = self.lazy_value_bytes.saturating_sub(before - after);
+            if done {
+                self.lazy_values.pop();
+            }
+        }
+    }
+
+    /// Delete entry `id` of `db`. A value holding more than [`LAZY_FREE_BYTES_MIN`]
+    /// is freed in slices later (Redis' lazyfree for UNLINK and big DELs).
+    pub(crate) fn delete(&mut self, db: usize, id: EntryId) {
+        let entry = self.dbs[db].remove(id);
+        let bytes = entry.heap_bytes();
+        if bytes >= LAZY_FREE_BYTES_MIN {
+            self.lazy_value_bytes += bytes;
+            self.lazy_values.push(entry);
+        }
     }
 
     // ----- helpers for the command families -----
@@ -339,7 +377,7 @@ impl Engine {
 
     /// Delete entry `id` because it expired.
     pub(crate) fn expire_now(&mut self, db: usize, id: EntryId) {
-        self.dbs[db].remove(id);
+        self.delete(db, id);
         self.stats.expired_keys += 1;
     }
 
@@ -442,5 +480,34 @@ impl Engine {
             }
             None => db.insert(Entry::new(key, value, clock)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lists::{End, ListValue};
+
+    #[test]
+    fn a_big_deleted_list_is_freed_in_slices() {
+        let mut engine = Engine::new(1);
+        let mut list = ListValue::new();
+        for i in 0..300_000u32 {
+            list.push(End::Tail, format!("{i:032}").as_bytes(), -2);
+        }
+        let ctx = ExecCtx::new(0, 1);
+        let id = engine.add_collection(&ctx, b"big", Collection::List(list));
+        let held = engine.used_memory_bytes();
+        engine.delete(0, id);
+        assert_eq!(engine.db(0).len(), 0);
+        assert!(engine.used_memory_bytes() * 2 > held, "freed at once");
+        let mut cycles = 0;
+        while !engine.lazy_values.is_empty() {
+            engine.active_expire_cycle(1, 10);
+            cycles += 1;
+            assert!(cycles < 10_000);
+        }
+        assert!(cycles > 1, "one cycle freed it all");
+        assert_eq!(engine.lazy_value_bytes, 0);
     }
 }

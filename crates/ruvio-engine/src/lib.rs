@@ -49,6 +49,9 @@ pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::CmdError;
 pub use glob::glob_match;
 pub use keyspace::ENTRY_BYTES;
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub use longdouble::bench as longdouble_bench;
 
 /// The generic keyspace family's table.
 pub use keys::COMMANDS as KEY_COMMANDS;

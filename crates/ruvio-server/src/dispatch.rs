@@ -189,6 +189,36 @@ fn execute(
     who: (u32, u32),
     args: Args<'_>,
 ) {
+    // CLIENT REPLY SKIP hides the next reply whatever it is, rejections included
+    // (Redis flips the flag in resetClient, after every command).
+    if client.reply_mode == ReplyMode::SkipNext {
+        client.reply_mode = ReplyMode::Skip;
+    }
+    let before = replies.sink().len();
+    let first_new_slot = replies.next_seq();
+    run_command(core, conns, client, replies, who, args);
+    if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip) {
+        if replies.next_seq() == first_new_slot {
+            replies.sink().truncate(before);
+        } else {
+            // Answered later (another shard, a blocked command): drop it then.
+            replies.silence_from(first_new_slot);
+        }
+    }
+    if client.reply_mode == ReplyMode::Skip {
+        client.reply_mode = ReplyMode::On;
+    }
+}
+
+/// Look a command up, check it, route it and run it (or send it on).
+fn run_command(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    args: Args<'_>,
+) {
     let Some(cmd) = registry().lookup(args.get(0)) else {
         return Reply::new(replies.sink(), client.proto).error(&unknown_command(args));
     };
@@ -207,9 +237,6 @@ fn execute(
     client.last_cmd = cmd.meta.name;
     client.last_cmd_ms = core.now_ms;
     core.stats.commands += 1;
-    if client.reply_mode == ReplyMode::SkipNext {
-        client.reply_mode = ReplyMode::Skip;
-    }
     let stat = &mut core.stats.per_command[cmd.id];
     stat.calls += 1;
     let started = stat
@@ -289,14 +316,6 @@ fn execute(
     let server_cmd = matches!(cmd.handler, Handler::Server(_));
     if server_cmd && sink.get(before) == Some(&b'-') && !holding_before {
         core.stats.per_command[cmd.id].failed += 1;
-    }
-    match client.reply_mode {
-        ReplyMode::Off => sink.truncate(before),
-        ReplyMode::Skip => {
-            sink.truncate(before);
-            client.reply_mode = ReplyMode::On;
-        }
-        _ => {}
     }
 }
 

@@ -7,8 +7,14 @@
 //! target's doorbell eventfd, which the target's ring is always reading, so a shard
 //! blocked in `io_uring_enter` wakes up for it.
 //!
-//! A request carries its commands re-encoded as RESP and a [`Tag`] per command
-//! naming the connection, the held reply slot and the part it fills.
+//! A request carries its commands as parsed arguments (an [`ArgsBatch`], never
+//! re-encoded as RESP and parsed again) and a [`Tag`] per command naming the
+//! connection, the held reply slot, the part it fills and the client context the
+//! command runs with (database, protocol, no-touch, client id). The owner may
+//! defer an answer (a blocked command); the origin's held slot is released by the
+//! answer, and a departed client's parked command is dropped by a
+//! [`Control::Cancel`]. Channels never lose a message: a full channel keeps the
+//! message in the sender's backlog until the next loop iteration.
 
 use crate::blocking::Waiter;
 use crate::cmd::server::ConfigChange;
@@ -20,7 +26,7 @@ use crate::slab::Slab;
 use glommio::channels::shared_channel::{
     ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender,
 };
-use ruvio_resp::{CommandParser, Parsed, Protocol, Reply};
+use ruvio_resp::{ArgsBatch, Protocol, Reply};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::pin::Pin;
@@ -70,8 +76,8 @@ pub struct Tag {
 #[derive(Debug, Default)]
 pub struct RequestBatch {
     pub from: usize,
-    /// The commands, RESP-encoded, one per tag.
-    pub commands: Vec<u8>,
+    /// The commands, one per tag.
+    pub commands: ArgsBatch,
     pub tags: Vec<Tag>,
 }
 
@@ -130,7 +136,7 @@ impl Outbox {
         self.ensure(shard + 1);
         let batch = &mut self.requests[shard];
         batch.from = from;
-        encode_command(&mut batch.commands, args);
+        batch.commands.push(args);
         batch.tags.push(tag);
     }
 
@@ -155,20 +161,6 @@ impl Outbox {
         let batch = &mut self.replies[shard];
         batch.replies.extend_from_slice(bytes);
         batch.tags.push((tag, bytes.len() as u32));
-    }
-}
-
-/// Encode a command as a RESP multibulk.
-pub fn encode_command<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [u8]>) {
-    out.push(b'*');
-    out.extend_from_slice(args.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for arg in args {
-        out.push(b'$');
-        out.extend_from_slice(arg.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
     }
 }
 
@@ -391,10 +383,8 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
 /// Execute forwarded commands against this shard's keyspace and queue the replies;
 /// a command with nothing to serve yet is parked until a write or its deadline.
 fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
-    let mut parser = CommandParser::default();
-    let mut offset = 0;
     let mut out = Vec::new();
-    for tag in batch.tags {
+    for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
         let caller = Caller {
             client_id: tag.client_id,
@@ -407,13 +397,6 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
             no_touch: tag.no_touch,
             may_block: true,
         };
-        let parsed = parser.parse(&batch.commands[offset..], &core.limits);
-        let Ok(Parsed::Complete { args, consumed }) = parsed else {
-            Reply::new(&mut out, caller.proto).error("ERR internal: malformed forwarded command");
-            core.outbox.reply(batch.from, tag, &out);
-            continue;
-        };
-        offset += consumed;
         let Some(cmd) = registry().lookup(args.get(0)) else {
             Reply::new(&mut out, caller.proto).error("ERR internal: unknown forwarded command");
             core.outbox.reply(batch.from, tag, &out);

@@ -466,7 +466,7 @@ impl Shard {
             conn.client.closing = true;
             false
         });
-        let paused = conn.replies.ready.len() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
+        let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
         self.conns.restore(index, conn);
         self.core.dirty.push((index, gen));
         if ok && !paused {

@@ -51,20 +51,6 @@ const PIPELINE_MAX: usize = 40;
 /// Commands kept for the failure message.
 const HISTORY_MAX: usize = 30;
 
-type Cmd = Vec<Vec<u8>>;
-
-fn cmd(words: &[&str]) -> Cmd {
-    words.iter().map(|w| w.as_bytes().to_vec()).collect()
-}
-
-fn show_cmd(command: &Cmd) -> String {
-    command
-        .iter()
-        .map(|a| show(a))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Random commands over a small key space.
 struct Generator {
     rng: StdRng,
@@ -628,13 +614,8 @@ fn run_differential(label: &str, shards: usize) {
     if require_redis_server(label).is_none() {
         return;
     }
-    let seeds: Vec<u64> = match std::env::var("RUVIO_DIFF_SEED") {
-        Ok(seed) => vec![seed.parse().expect("RUVIO_DIFF_SEED is a number")],
-        Err(_) => SEEDS.to_vec(),
-    };
-    let commands: usize = std::env::var("RUVIO_DIFF_COMMANDS")
-        .map(|n| n.parse().expect("RUVIO_DIFF_COMMANDS is a number"))
-        .unwrap_or(COMMANDS_PER_SEED);
+    let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
+    let commands = settings.commands;
     let base_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock")
@@ -642,7 +623,7 @@ fn run_differential(label: &str, shards: usize) {
     let reference_server = Server::redis();
     let target_server = Server::forward(shards);
     let mut total = 0;
-    for seed in seeds {
+    for seed in settings.seeds.iter().copied() {
         let mut run = Run {
             reference: reference_server.raw(),
             target: target_server.raw(),
@@ -650,7 +631,7 @@ fn run_differential(label: &str, shards: usize) {
             label,
             seed,
             compared: 0,
-            trace: std::env::var_os("RUVIO_DIFF_TRACE").is_some(),
+            trace: settings.trace_commands,
         };
         // Start every sequence from empty databases.
         for conn in [&mut run.reference, &mut run.target] {

@@ -116,7 +116,7 @@ fn del(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply
         if engine.is_expired(ctx.db, id, ctx.now_ms) {
             engine.expire_now(ctx.db, id);
         } else {
-            engine.db_mut(ctx.db).remove(id);
+            engine.delete(ctx.db, id);
             ctx.changed(key, events::DEL, 1);
             deleted += 1;
         }
@@ -218,7 +218,7 @@ fn rename_generic(
         if nx {
             return Ok(false);
         }
-        engine.db_mut(ctx.db).remove(target);
+        engine.delete(ctx.db, target);
     }
     let db = engine.db_mut(ctx.db);
     let entry = db.remove(id);
@@ -265,7 +265,7 @@ fn copy_body(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>) -> Result<b
         if !replace {
             return Ok(false);
         }
-        engine.db_mut(dst_db).remove(existing);
+        engine.delete(dst_db, existing);
     }
     let copy = engine
         .db(ctx.db)

@@ -354,7 +354,6 @@ impl Entry {
         unsafe { &*(self.area.as_ptr().add(3 * WORD_BYTES) as *const ListValue) }
     }
 
-    #[cfg_attr(not(test), allow(dead_code))] // until the list commands land
     fn heap_list_mut(&mut self) -> &mut ListValue {
         debug_assert!(self.kind == Kind::List && self.layout & VALUE_HEAP != 0);
         // SAFETY: as in `heap_list`; `&mut self` makes the access unique.
@@ -434,7 +433,6 @@ impl Entry {
 
     /// The value, for changing a collection in place (strings change through
     /// [`set_value`](Self::set_value), [`append`](Self::append) ...).
-    #[cfg_attr(not(test), allow(dead_code))] // until the list commands land
     pub fn value_mut(&mut self) -> ValueMut<'_> {
         match self.kind {
             Kind::Str | Kind::Int => ValueMut::Str,
@@ -511,6 +509,15 @@ impl Entry {
             };
         }
         total
+    }
+
+    /// Free up to about `nodes_max` nodes of a big collection (lazy freeing); true
+    /// when what is left is cheap to drop at once.
+    pub fn free_some(&mut self, nodes_max: usize) -> bool {
+        match self.value_mut() {
+            ValueMut::Str => true,
+            ValueMut::List(l) => l.free_some(nodes_max),
+        }
     }
 
     /// Replace the value (the key, expiry and clock stay).
