@@ -390,3 +390,252 @@ fn many_elements_round_trip_through_both_encodings() {
     assert_eq!(h.run("LLEN l"), int(10));
     assert_eq!(h.run("LRANGE l 0 1"), arr(&["e000000010", "e000000011"]));
 }
+
+// ---- against a real server ----------------------------------------------------
+
+/// Random list commands against a running server and the engine, reply bytes
+/// compared one by one. Run with `RUVIO_COMPARE_PORT=<port> cargo test -p
+/// ruvio-engine --test lists -- --ignored`; add `RUVIO_COMPARE_ENCODING=1` for a
+/// server whose list encodings follow Redis 7.2 (7.2 itself, Valkey) to compare
+/// OBJECT ENCODING too (elements stay below 4 KiB, where Valkey's plain nodes
+/// never differ from 7.2's packed ones). `RUVIO_COMPARE_SEED` picks another run.
+#[test]
+#[ignore = "needs a server: RUVIO_COMPARE_PORT"]
+fn matches_a_real_server() {
+    use std::io::{BufRead, BufReader, Write};
+    let Ok(port) = std::env::var("RUVIO_COMPARE_PORT") else {
+        return;
+    };
+    let with_encoding = std::env::var("RUVIO_COMPARE_ENCODING").is_ok();
+    let stream = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+
+    fn read_reply(r: &mut impl BufRead, out: &mut Vec<u8>) {
+        let start = out.len();
+        r.read_until(b'\n', out).unwrap();
+        let line = out[start..].to_vec();
+        let n: i64 = std::str::from_utf8(&line[1..line.len() - 2])
+            .unwrap_or("0")
+            .parse()
+            .unwrap_or(0);
+        match line[0] {
+            b'$' if n >= 0 => {
+                let mut body = vec![0; n as usize + 2];
+                r.read_exact(&mut body).unwrap();
+                out.extend_from_slice(&body);
+            }
+            b'*' if n > 0 => (0..n).for_each(|_| read_reply(r, out)),
+            _ => {}
+        }
+    }
+    let mut server = |args: &[Vec<u8>]| -> Vec<u8> {
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        writer.write_all(&encode_request(&refs)).unwrap();
+        let mut out = Vec::new();
+        read_reply(&mut reader, &mut out);
+        out
+    };
+
+    let mut seed = std::env::var("RUVIO_COMPARE_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0x9e37_79b9_7f4a_7c15)
+        | 1;
+    let mut rand = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n.max(1)
+    };
+    let mut h = Harness::default();
+    server(&[b"FLUSHALL".to_vec()]);
+    server(&[
+        b"CONFIG".to_vec(),
+        b"SET".to_vec(),
+        b"list-max-listpack-size".to_vec(),
+        b"-2".to_vec(),
+    ]);
+    h.run("SET s x");
+    server(&[b"SET".to_vec(), b"s".to_vec(), b"x".to_vec()]);
+    let keys = ["k1", "k2", "s"];
+    let mut history: Vec<String> = Vec::new();
+    for step in 0..20_000 {
+        let elem = |rand: &mut dyn FnMut(u64) -> u64| -> Vec<u8> {
+            match rand(10) {
+                0 => b"a".to_vec(),
+                1 => b"b".to_vec(),
+                2 => rand(300).to_string().into_bytes(),
+                3 => (1_000_000_000 + rand(10)).to_string().into_bytes(),
+                4 => b"007".to_vec(),
+                5 => Vec::new(),
+                6 => vec![b'L'; 300 + rand(3500) as usize],
+                _ => vec![b'a' + rand(3) as u8; rand(70) as usize],
+            }
+        };
+        let key = |rand: &mut dyn FnMut(u64) -> u64| {
+            keys[(rand(10) as usize).min(9) / 4].as_bytes().to_vec()
+        };
+        let end = |rand: &mut dyn FnMut(u64) -> u64| {
+            if rand(2) == 0 {
+                b"LEFT".to_vec()
+            } else {
+                b"RIGHT".to_vec()
+            }
+        };
+        let small = |rand: &mut dyn FnMut(u64) -> u64, span: u64| {
+            (rand(2 * span + 1) as i64 - span as i64)
+                .to_string()
+                .into_bytes()
+        };
+        let mut argv: Vec<Vec<u8>> = Vec::new();
+        let word = |s: &str| s.as_bytes().to_vec();
+        // Every other stretch of steps mostly pushes, so lists grow long enough for
+        // many-node quicklists.
+        let pick = match (step / 1500) % 2 {
+            1 if rand(3) != 0 => 0,
+            _ => rand(17),
+        };
+        match pick {
+            0 | 1 => {
+                argv.push(word(
+                    ["RPUSH", "LPUSH", "RPUSHX", "LPUSHX"][rand(4) as usize],
+                ));
+                argv.push(key(&mut rand));
+                for _ in 0..1 + rand(6) {
+                    argv.push(elem(&mut rand));
+                }
+            }
+            2 => {
+                argv.push(word(["LPOP", "RPOP"][rand(2) as usize]));
+                argv.push(key(&mut rand));
+                if rand(2) == 0 {
+                    argv.push(rand(6).to_string().into_bytes());
+                }
+            }
+            3 => argv.extend([word("LLEN"), key(&mut rand)]),
+            4 => argv.extend([
+                word("LRANGE"),
+                key(&mut rand),
+                small(&mut rand, 8),
+                small(&mut rand, 8),
+            ]),
+            5 => argv.extend([word("LINDEX"), key(&mut rand), small(&mut rand, 8)]),
+            6 => argv.extend([
+                word("LSET"),
+                key(&mut rand),
+                small(&mut rand, 6),
+                elem(&mut rand),
+            ]),
+            7 => {
+                let at = if rand(2) == 0 { "BEFORE" } else { "AFTER" };
+                argv.extend([
+                    word("LINSERT"),
+                    key(&mut rand),
+                    word(at),
+                    elem(&mut rand),
+                    elem(&mut rand),
+                ]);
+            }
+            8 => argv.extend([
+                word("LREM"),
+                key(&mut rand),
+                small(&mut rand, 3),
+                elem(&mut rand),
+            ]),
+            9 => argv.extend([
+                word("LTRIM"),
+                key(&mut rand),
+                small(&mut rand, 10),
+                small(&mut rand, 10),
+            ]),
+            10 => {
+                argv.extend([word("LPOS"), key(&mut rand), elem(&mut rand)]);
+                if rand(2) == 0 {
+                    let rank = (rand(5) as i64 - 2).to_string();
+                    argv.extend([word("RANK"), word(&rank)]);
+                }
+                if rand(2) == 0 {
+                    argv.extend([word("COUNT"), rand(4).to_string().into_bytes()]);
+                }
+                if rand(3) == 0 {
+                    argv.extend([word("MAXLEN"), rand(6).to_string().into_bytes()]);
+                }
+            }
+            11 => argv.extend([
+                word("LMOVE"),
+                key(&mut rand),
+                key(&mut rand),
+                end(&mut rand),
+                end(&mut rand),
+            ]),
+            12 => argv.extend([word("RPOPLPUSH"), key(&mut rand), key(&mut rand)]),
+            13 => {
+                argv.extend([
+                    word("LMPOP"),
+                    word("2"),
+                    key(&mut rand),
+                    key(&mut rand),
+                    end(&mut rand),
+                ]);
+                if rand(2) == 0 {
+                    argv.extend([word("COUNT"), (1 + rand(4)).to_string().into_bytes()]);
+                }
+            }
+            14 => {
+                // Blocking commands only where they cannot block the connection.
+                let (a, b) = (key(&mut rand), key(&mut rand));
+                let ready = |k: &[u8], h: &mut Harness| h.run_args(&[b"LLEN", k]) != b":0\r\n";
+                if rand(2) == 0 && ready(&a, &mut h) {
+                    argv.extend([
+                        word("BLMOVE"),
+                        a,
+                        b,
+                        end(&mut rand),
+                        end(&mut rand),
+                        word("0"),
+                    ]);
+                } else if ready(&a, &mut h) || ready(&b, &mut h) {
+                    argv.extend([word(["BLPOP", "BRPOP"][rand(2) as usize]), a, b, word("0")]);
+                } else {
+                    continue;
+                }
+            }
+            15 if with_encoding => argv.extend([word("OBJECT"), word("ENCODING"), key(&mut rand)]),
+            _ => {
+                let fill = rand(16) as i64 - 5;
+                h.engine.config_mut().list_max_listpack_size = fill as i32;
+                let fill = fill.to_string().into_bytes();
+                server(&[
+                    word("CONFIG"),
+                    word("SET"),
+                    word("list-max-listpack-size"),
+                    fill.clone(),
+                ]);
+                history.push(format!(
+                    "CONFIG SET list-max-listpack-size {}",
+                    String::from_utf8_lossy(&fill)
+                ));
+                continue;
+            }
+        }
+        let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+        let ours = h.run_args(&refs);
+        let theirs = server(&argv);
+        let shown: Vec<String> = argv
+            .iter()
+            .map(|a| match a.len() {
+                0..=40 => String::from_utf8_lossy(a).into_owned(),
+                n => format!("<{n} bytes>"),
+            })
+            .collect();
+        history.push(shown.join(" "));
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&theirs),
+            "step {step}: {}\nlast commands:\n{}",
+            shown.join(" "),
+            history[history.len().saturating_sub(30)..].join("\n")
+        );
+    }
+}
