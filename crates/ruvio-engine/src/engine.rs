@@ -454,6 +454,27 @@ impl Engine {
         empty
     }
 
+    /// Take `key` out of database `db` whole (value, expiry, access clock) to hand it
+    /// to another shard for one command (forward mode's cross-shard commands). A key
+    /// past its expiry is deleted and reported missing, as any lookup would.
+    pub fn lend(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<Entry> {
+        let id = self.dbs.get(db)?.find(key)?;
+        if self.is_expired(db, id, now_ms) {
+            self.expire_now(db, id);
+            return None;
+        }
+        Some(self.dbs[db].remove(id))
+    }
+
+    /// Put an entry lent by [`lend`](Self::lend) into database `db`, replacing a
+    /// key of the same name.
+    pub fn adopt(&mut self, db: usize, entry: Entry) {
+        if let Some(existing) = self.dbs[db].find(entry.key()) {
+            self.delete(db, existing);
+        }
+        self.dbs[db].insert(entry);
+    }
+
     /// Redis' `setKey`: store `value` under `key` in the client's database, replacing
     /// `existing` (the id a write lookup returned). The TTL is dropped unless
     /// `keep_ttl`. Returns the entry's id.

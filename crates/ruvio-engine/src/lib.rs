@@ -48,7 +48,7 @@ pub use command::{CommandMeta, EngineCommand, EngineFn, ExecCtx, KeySpec};
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::CmdError;
 pub use glob::glob_match;
-pub use keyspace::ENTRY_BYTES;
+pub use keyspace::{Entry, ENTRY_BYTES};
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub use longdouble::bench as longdouble_bench;

@@ -12,6 +12,7 @@ use crate::config::PortMode;
 use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyMode, ReplyQueue, SCAN_SHARD_SHIFT};
 use crate::exec::{self, run_engine, Caller};
 use crate::forward::Tag;
+use crate::lending;
 use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
@@ -33,6 +34,9 @@ enum Route {
     Remote(usize),
     /// Keys on several shards: the key positions each shard gets.
     Split(Vec<(usize, Vec<usize>)>),
+    /// Keys on several shards, one atomic command: borrow them all and run it here
+    /// (see [`crate::lending`]).
+    Lend(Vec<(usize, Vec<usize>)>),
     /// Every shard runs it and the replies merge.
     AllShards,
     /// SCAN: the shard in the cursor's high bits, with the shard-local cursor.
@@ -282,6 +286,12 @@ fn run_command(
             Reply::new(replies.sink(), client.proto).error(&text);
         }
         Route::Split(groups) => split(core, client, replies, who, cmd, args, groups),
+        Route::Lend(groups) => {
+            let seq = replies.hold(Merge::Single, 1);
+            // Like a blocked client: nothing after it runs until it is answered.
+            client.blocked = Some(BlockedOn { seq, remote: None });
+            lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
+        }
         Route::AllShards => {
             let shards = core.topo.nodes.len();
             let seq = replies.hold(cmd.merge.unwrap_or(Merge::Single), shards);
@@ -364,6 +374,7 @@ fn caller(client: &ClientState) -> Caller {
         proto: client.proto,
         no_touch: client.no_touch,
         may_block: true,
+        borrowing: false,
     }
 }
 
@@ -380,13 +391,14 @@ fn run_local(
     match cmd.handler {
         Handler::Engine(_) => {
             let caller = caller(client);
-            if let Some(block) = run_engine(core, cmd, caller, args, replies.sink()) {
+            if let Some(block) = run_engine(core, cmd, caller, args, replies.sink()).block {
                 let seq = replies.hold(Merge::Single, 1);
                 client.blocked = Some(BlockedOn { seq, remote: None });
                 let waiter = Waiter::Local {
                     index: who.0,
                     gen: who.1,
                     seq,
+                    part: 0,
                 };
                 exec::park(core, waiter, caller, args, block);
             }
@@ -422,14 +434,26 @@ fn send_part<'a>(
     }
     let owned: OwnedArgs = args.collect();
     let mut out = Vec::new();
-    if let Some(cmd) = registry().lookup(owned.args().get(0)) {
-        let caller = Caller {
-            may_block: false,
-            ..caller(client)
-        };
-        run_engine(core, cmd, caller, owned.args(), &mut out);
+    let Some(cmd) = registry().lookup(owned.args().get(0)) else {
+        return replies.fill(seq, part, out);
+    };
+    let caller = Caller {
+        may_block: false,
+        ..caller(client)
+    };
+    match run_engine(core, cmd, caller, owned.args(), &mut out).block {
+        // A key of this part is lent to another shard: the part waits for it.
+        Some(block) => {
+            let waiter = Waiter::Local {
+                index: who.0,
+                gen: who.1,
+                seq,
+                part: part as u16,
+            };
+            exec::park(core, waiter, caller, owned.args(), block);
+        }
+        None => replies.fill(seq, part, out),
     }
-    replies.fill(seq, part, out);
 }
 
 /// True when the arguments after the first key come in whole key steps (MSET's
@@ -531,6 +555,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         1 if owner == core.id => Route::Local,
         1 => Route::Remote(owner),
         _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
+        _ if !cmd.meta.has(BLOCKING) => Route::Lend(groups),
         _ => Route::CrossSlot,
     }
 }

@@ -20,6 +20,7 @@ use crate::blocking::Waiter;
 use crate::cmd::server::ConfigChange;
 use crate::conn::{Conn, Merge};
 use crate::exec::{self, run_engine, Caller};
+use crate::lending::{self, LendRequest, Lent};
 use crate::registry::registry;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
@@ -95,6 +96,15 @@ pub enum ShardMsg {
     Replies(ReplyBatch),
     Config(ConfigChange),
     Control(Control),
+    /// A coordinator asks for keys (see [`crate::lending`]).
+    Lend(LendRequest),
+    /// An owner lends them.
+    Lent {
+        ticket: u64,
+        entries: Lent,
+    },
+    /// A coordinator gives them back.
+    GiveBack(Lent),
 }
 
 /// Requests about blocked clients.
@@ -113,8 +123,8 @@ pub struct Outbox {
     replies: Vec<ReplyBatch>,
     /// Changes every other shard must apply.
     broadcasts: Vec<ConfigChange>,
-    /// Control messages for one shard.
-    controls: Vec<(usize, Control)>,
+    /// Messages for one shard each (control, lending).
+    direct: Vec<(usize, ShardMsg)>,
 }
 
 impl Outbox {
@@ -147,7 +157,38 @@ impl Outbox {
 
     /// Queue a control message for `shard`.
     pub fn control(&mut self, shard: usize, control: Control) {
-        self.controls.push((shard, control));
+        self.direct(shard, ShardMsg::Control(control));
+    }
+
+    /// Ask `shard` to lend keys.
+    pub fn lend(&mut self, shard: usize, request: LendRequest) {
+        self.direct(shard, ShardMsg::Lend(request));
+    }
+
+    /// Lend keys to coordinator `shard`.
+    pub fn lent(&mut self, shard: usize, ticket: u64, entries: Lent) {
+        self.direct(shard, ShardMsg::Lent { ticket, entries });
+    }
+
+    /// Give borrowed keys back to `shard`.
+    pub fn give_back(&mut self, shard: usize, entries: Lent) {
+        self.direct(shard, ShardMsg::GiveBack(entries));
+    }
+
+    /// Queue `message` for `shard` after everything queued for it so far: the
+    /// batches built until now go first, so a lend request never overtakes the
+    /// commands a client sent before its cross-shard command.
+    fn direct(&mut self, shard: usize, message: ShardMsg) {
+        self.ensure(shard + 1);
+        if !self.requests[shard].tags.is_empty() {
+            let batch = std::mem::take(&mut self.requests[shard]);
+            self.direct.push((shard, ShardMsg::Requests(batch)));
+        }
+        if !self.replies[shard].tags.is_empty() {
+            let batch = std::mem::take(&mut self.replies[shard]);
+            self.direct.push((shard, ShardMsg::Replies(batch)));
+        }
+        self.direct.push((shard, message));
     }
 
     /// Drop queued broadcasts (a server with one shard).
@@ -303,8 +344,8 @@ impl Mesh {
                     .push_back((to, ShardMsg::Config(change.clone())));
             }
         }
-        for (to, control) in outbox.controls.drain(..) {
-            self.backlog.push_back((to, ShardMsg::Control(control)));
+        for (to, message) in outbox.direct.drain(..) {
+            self.backlog.push_back((to, message));
         }
         for to in 0..outbox.requests.len() {
             if !outbox.requests[to].tags.is_empty() {
@@ -357,6 +398,9 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Control(Control::Unblock { client_id, error }) => {
             exec::unblock(core, conns, client_id, error);
         }
+        ShardMsg::Lend(request) => lending::lend(core, conns, request),
+        ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
+        ShardMsg::GiveBack(entries) => lending::take_back(core, conns, entries),
         ShardMsg::Config(change) => crate::cmd::server::apply_config_change(core, &change),
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
@@ -396,13 +440,14 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
             },
             no_touch: tag.no_touch,
             may_block: true,
+            borrowing: false,
         };
         let Some(cmd) = registry().lookup(args.get(0)) else {
             Reply::new(&mut out, caller.proto).error("ERR internal: unknown forwarded command");
             core.outbox.reply(batch.from, tag, &out);
             continue;
         };
-        match run_engine(core, cmd, caller, args, &mut out) {
+        match run_engine(core, cmd, caller, args, &mut out).block {
             Some(block) => {
                 let waiter = Waiter::Remote {
                     shard: batch.from,

@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::conn::{BlockedOn, ClientState, Conn, ReplyMode, ReplyQueue};
 use crate::dispatch::{self, KeyWindow};
 use crate::forward::{Control, Mesh, Outbox};
+use crate::lending::Lending;
 use crate::slab::Slab;
 use crate::stats::{ShardStats, Shared};
 use crate::topology::Topology;
@@ -85,6 +86,8 @@ pub struct ShardCore {
     /// Connections whose blocking command was answered: run the commands they
     /// received meanwhile.
     pub resume: Vec<(u32, u32)>,
+    /// Keys lent to, and commands run on keys borrowed from, other shards.
+    pub lending: Lending,
 }
 
 /// A shard with its sockets.
@@ -150,6 +153,7 @@ impl Shard {
                 outbox: Outbox::default(),
                 blocking: Blocking::default(),
                 resume: Vec::new(),
+                lending: Lending::default(),
             },
             conns: Slab::default(),
             ring,

@@ -10,11 +10,11 @@
 //! two groups on different shards when there are 2): per group three list keys, two hash
 //! keys and one string key. A command gets a key of its own type most of the time, so
 //! that lists and hashes grow past the encoding thresholds, and another key of the group
-//! otherwise, which brings WRONGTYPE and missing-key replies. Multi-key commands that
-//! forward mode does not split (LMOVE, RPOPLPUSH, LMPOP, BLPOP, BRPOP, BLMOVE,
-//! BRPOPLPUSH, BLMPOP, RENAME, RENAMENX, COPY) take keys of one group with 2 shards, as a
-//! Redis Cluster client would (keys of different shards answer `-CROSSSLOT`, see the
-//! README); with 1 shard they also mix groups. DEL, EXISTS and MGET take any keys.
+//! otherwise, which brings WRONGTYPE and missing-key replies. Multi-key commands
+//! (LMOVE, RPOPLPUSH, LMPOP, RENAME, RENAMENX, COPY, DEL, EXISTS, MGET) take keys of
+//! any group: forward mode runs them across shards by borrowing the keys. The blocking
+//! ones (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) take keys of one group with 2
+//! shards: across shards they answer `-CROSSSLOT` (docs/cross-shard.md).
 //!
 //! # Sequences
 //!
@@ -134,6 +134,9 @@ const LIST_COMMANDS: &[&str] = &[
     "RPOPLPUSH",
     "LMPOP",
 ];
+/// The steps that generate blocking commands.
+const BLOCKING_OPS: &[Op] = &[Op::BlockingPop, Op::Blmove, Op::Brpoplpush, Op::Blmpop];
+
 const BLOCKING_LIST_COMMANDS: &[&str] = &["BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH", "BLMPOP"];
 const HASH_COMMANDS: &[&str] = &[
     "HSET",
@@ -413,8 +416,11 @@ impl Group {
 struct Generator {
     rng: StdRng,
     groups: Vec<Group>,
-    /// Whether multi-key commands forward mode does not split may mix groups.
+    /// Whether multi-key commands may mix groups (forward mode borrows keys across
+    /// shards for them).
     multi_key_any: bool,
+    /// Whether blocking multi-key commands may mix groups (not across shards).
+    blocking_mix: bool,
     /// The steps the target supports, with cumulative weights.
     ops: Vec<(Op, u32)>,
     families: Vec<Family>,
@@ -445,7 +451,8 @@ impl Generator {
         Generator {
             rng: StdRng::seed_from_u64(seed),
             groups,
-            multi_key_any: shards == 1,
+            multi_key_any: true,
+            blocking_mix: shards == 1,
             ops,
             families: families.to_vec(),
         }
@@ -797,6 +804,12 @@ impl Generator {
     /// (comparison rule 2).
     fn next(&mut self) -> Vec<Cmd> {
         let op = self.pick_op();
+        // Blocking commands wait on one shard: with 2 shards their keys stay in one
+        // group (keys of different shards answer -CROSSSLOT, see docs/cross-shard.md).
+        let mixing = self.multi_key_any;
+        if BLOCKING_OPS.contains(&op) {
+            self.multi_key_any = self.blocking_mix;
+        }
         let words: Vec<String> = match op {
             Op::Push => {
                 let name = self.pick(&["LPUSH", "RPUSH"]).to_string();
@@ -1071,6 +1084,7 @@ impl Generator {
             }
             Op::Dbsize => vec!["DBSIZE".into()],
         };
+        self.multi_key_any = mixing;
         vec![words.into_iter().map(String::into_bytes).collect()]
     }
 
