@@ -51,12 +51,8 @@ fn main() {
         };
         out.clear();
         let mut reply = Reply::new(&mut out, Protocol::Resp2);
-        let mut ctx = ExecCtx {
-            db: 0,
-            now_ms: 1_700_000_000_000,
-            no_touch: false,
-        };
-        (set.handler)(&mut engine, &mut ctx, args, &mut reply);
+        let mut ctx = ExecCtx::new(0, 1_700_000_000_000);
+        (set.handler)(&mut engine, &mut ctx, args, &mut reply).expect("SET succeeds");
     }
     let after = rss_bytes();
     println!(

@@ -3,6 +3,7 @@
 //! MOVED/CROSSSLOT, COMMAND INFO/DOCS/COUNT/GETKEYS and (later) the WAL all read it.
 //! Each family module exports `pub const COMMANDS: &[EngineCommand]`.
 
+use crate::error::CmdError;
 use ruvio_resp::{Args, Reply};
 
 /// Command flags (Redis' `CMD_*`), as a bit set.
@@ -67,70 +68,129 @@ pub mod flags {
     ];
 }
 
-/// Key positions with Redis' (first, last, step) convention: `last = -1` means the
-/// last argument, `-2` the one before it; `first = 0` means the command takes no keys.
+/// One way a command names its keys (Redis' key specs, reduced to what routing needs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KeySpec {
-    /// Index of the first key (0: no keys).
-    pub first: i32,
-    /// Index of the last key; negative counts from the end.
-    pub last: i32,
-    /// Distance between keys.
-    pub step: i32,
+pub enum KeyShape {
+    /// Redis' legacy `(first, last, step)`: `last = -1` is the last argument, `-2` the
+    /// one before it (BLPOP's keys before the timeout).
+    Range {
+        /// Index of the first key.
+        first: i32,
+        /// Index of the last key; negative counts from the end.
+        last: i32,
+        /// Distance between keys.
+        step: i32,
+    },
+    /// A key count at index `at`, then that many keys (LMPOP at 1, BLMPOP and EVAL
+    /// at 2, ZUNIONSTORE's sources at 2).
+    NumKeys {
+        /// Index of the `numkeys` argument.
+        at: usize,
+    },
 }
 
-impl KeySpec {
-    /// Keys at 1 and 2 (RENAME, COPY, LCS).
-    pub const FIRST_TWO: KeySpec = KeySpec {
-        first: 1,
-        last: 2,
-        step: 1,
-    };
-    /// Every other argument from 1 (MSET's key/value pairs).
-    pub const PAIRS: KeySpec = KeySpec {
-        first: 1,
-        last: -1,
-        step: 2,
-    };
-    /// The key after a subcommand name (OBJECT ENCODING key, MEMORY USAGE key).
-    pub const SECOND: KeySpec = KeySpec {
-        first: 2,
-        last: 2,
-        step: 1,
-    };
-    /// No keys.
-    pub const NONE: KeySpec = KeySpec {
-        first: 0,
-        last: 0,
-        step: 0,
-    };
-    /// One key at index 1.
-    pub const ONE: KeySpec = KeySpec {
-        first: 1,
-        last: 1,
-        step: 1,
-    };
-    /// Every argument after the name is a key.
-    pub const ALL: KeySpec = KeySpec {
-        first: 1,
-        last: -1,
-        step: 1,
-    };
+/// Where a command's keys are: a list of [`KeyShape`]s read in order (ZUNIONSTORE:
+/// the destination range, then the numkeys sources). Routing, CROSSSLOT, prefetch,
+/// COMMAND GETKEYS/INFO and the blocking machinery all read this one description.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeySpec(pub &'static [KeyShape]);
 
-    /// Indexes of the key arguments of a command with `argc` arguments (including its name).
-    pub fn positions(&self, argc: usize) -> impl Iterator<Item = usize> {
-        let argc = argc as i32;
-        let (first, step) = (self.first, self.step.max(1));
-        let last = if self.last < 0 {
-            argc + self.last
-        } else {
-            self.last.min(argc - 1)
-        };
-        let end = if first == 0 { 0 } else { last + 1 };
-        (first.max(1)..end.max(first.max(1)))
-            .step_by(step as usize)
-            .map(|i| i as usize)
+/// Most keys a spec yields before the rest of the routing code must allocate.
+pub type KeyPositions = smallvec::SmallVec<[usize; 8]>;
+
+impl KeySpec {
+    const fn range(first: i32, last: i32, step: i32) -> KeyShape {
+        KeyShape::Range { first, last, step }
     }
+    /// Keys at 1 and 2 (RENAME, COPY, LCS, LMOVE).
+    pub const FIRST_TWO: KeySpec = KeySpec(&[Self::range(1, 2, 1)]);
+    /// Every other argument from 1 (MSET's key/value pairs).
+    pub const PAIRS: KeySpec = KeySpec(&[Self::range(1, -1, 2)]);
+    /// The key after a subcommand name (OBJECT ENCODING key, MEMORY USAGE key).
+    pub const SECOND: KeySpec = KeySpec(&[Self::range(2, 2, 1)]);
+    /// No keys.
+    pub const NONE: KeySpec = KeySpec(&[]);
+    /// One key at index 1.
+    pub const ONE: KeySpec = KeySpec(&[Self::range(1, 1, 1)]);
+    /// Every argument after the name is a key.
+    pub const ALL: KeySpec = KeySpec(&[Self::range(1, -1, 1)]);
+    /// Every argument but the last (BLPOP k1 k2 timeout).
+    pub const ALL_BUT_LAST: KeySpec = KeySpec(&[Self::range(1, -2, 1)]);
+    /// `numkeys` at 1, keys after it (LMPOP).
+    pub const NUMKEYS_AT_1: KeySpec = KeySpec(&[KeyShape::NumKeys { at: 1 }]);
+    /// `numkeys` at 2, keys after it (BLMPOP, EVAL).
+    pub const NUMKEYS_AT_2: KeySpec = KeySpec(&[KeyShape::NumKeys { at: 2 }]);
+
+    /// True when the command takes no keys at all.
+    pub fn is_none(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// True when where the keys are depends on the arguments (COMMAND INFO's
+    /// `movablekeys`).
+    pub fn is_movable(&self) -> bool {
+        self.0.iter().any(|s| !matches!(s, KeyShape::Range { .. }))
+    }
+
+    /// Redis' legacy `(first, last, step)` triple for COMMAND INFO: the leading range
+    /// spec, `(0, 0, 0)` when the keys move.
+    pub fn legacy_range(&self) -> (i32, i32, i32) {
+        match self.0.first() {
+            Some(&KeyShape::Range { first, last, step }) => (first, last, step),
+            _ => (0, 0, 0),
+        }
+    }
+
+    /// Index of the first key when it does not depend on the arguments (the
+    /// prefetch pass only looks there).
+    pub fn fixed_first(&self) -> Option<usize> {
+        match self.0.first() {
+            Some(&KeyShape::Range { first, .. }) if first > 0 => Some(first as usize),
+            _ => None,
+        }
+    }
+
+    /// Indexes of the key arguments in `args` (name at 0), in argument order. A
+    /// numkeys argument that is not a count within the arguments yields no keys from
+    /// that shape (the handler then answers Redis' error).
+    pub fn positions(&self, args: ruvio_resp::Args<'_>) -> KeyPositions {
+        let argc = args.len();
+        let mut out = KeyPositions::new();
+        for shape in self.0 {
+            match *shape {
+                KeyShape::Range { first, last, step } => {
+                    out.extend(range_positions(first, last, step, argc))
+                }
+                KeyShape::NumKeys { at } => {
+                    let count = (at < argc)
+                        .then(|| crate::args::parse_i64(args.get(at)))
+                        .flatten()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .filter(|&n| n > 0 && n < argc - at);
+                    if let Some(n) = count {
+                        out.extend(at + 1..at + 1 + n);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The positions of one legacy range in a command of `argc` arguments.
+fn range_positions(first: i32, last: i32, step: i32, argc: usize) -> impl Iterator<Item = usize> {
+    let argc = argc.min(i32::MAX as usize) as i32;
+    let step = step.max(1);
+    let last = if last < 0 {
+        argc + last
+    } else {
+        last.min(argc - 1)
+    };
+    let begin = first.max(1);
+    let end = if first == 0 { 0 } else { last + 1 };
+    (begin..end.max(begin))
+        .step_by(step as usize)
+        .map(|i| i as usize)
 }
 
 /// Everything the table knows about a command apart from its handler.
@@ -180,7 +240,7 @@ pub fn arity_fits(arity: i32, argc: usize) -> bool {
 }
 
 /// Per-call context the server passes to engine handlers.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct ExecCtx {
     /// Selected database index.
     pub db: usize,
@@ -188,10 +248,237 @@ pub struct ExecCtx {
     pub now_ms: u64,
     /// CLIENT NO-TOUCH is on: reads don't update the access time.
     pub no_touch: bool,
+    /// The command may block (false inside MULTI and scripts, and for a blocked
+    /// command run again after its deadline): a blocking handler with nothing to
+    /// serve then answers as if its timeout had passed.
+    pub may_block: bool,
+    /// What the command did (see [`Effects`]).
+    pub effects: Effects,
 }
 
+impl ExecCtx {
+    /// A context for database `db` at `now_ms`, blocking allowed, nothing tracked.
+    pub fn new(db: usize, now_ms: u64) -> ExecCtx {
+        ExecCtx {
+            db,
+            now_ms,
+            may_block: true,
+            ..ExecCtx::default()
+        }
+    }
+
+    /// Record that `key` (in the client's database) was changed by this command:
+    /// counts `changes` towards `dirty`, notes the key (blocked clients, later WATCH
+    /// and client tracking) and the keyspace event (later notifications).
+    pub fn changed(&mut self, key: &[u8], event: Event, changes: u64) {
+        self.changed_in(self.db, key, event, changes);
+    }
+
+    /// [`changed`](Self::changed) for a key of database `db` (MOVE, COPY ... DB).
+    pub fn changed_in(&mut self, db: usize, key: &[u8], event: Event, changes: u64) {
+        let effects = &mut self.effects;
+        effects.dirty += changes;
+        if effects.track_keys {
+            effects.keys.push(db, key);
+        }
+        if effects.track_events {
+            effects.events.push(event);
+            effects.event_keys.push(db, key);
+        }
+    }
+
+    /// Log this command as `argv` instead of its own arguments (Redis'
+    /// `rewriteClientCommandVector`/`alsoPropagate`): relative times become absolute,
+    /// random choices their outcome, blocking pops plain pops. Called more than once,
+    /// the records are logged in order.
+    pub fn log_as(&mut self, argv: &[&[u8]]) {
+        self.effects.rewritten = true;
+        if self.effects.track_log {
+            self.effects.log.push_record(argv);
+        }
+    }
+}
+
+/// Keyspace event classes (Redis' `NOTIFY_*`), for `notify-keyspace-events`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventClass {
+    /// `g`: DEL, EXPIRE, RENAME ...
+    Generic,
+    /// `$`
+    String,
+    /// `l`
+    List,
+    /// `h`
+    Hash,
+    /// `x`: a key expired.
+    Expired,
+}
+
+/// One keyspace event: its class and Redis' event name (`lpush`, `hset`, `del` ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Class, for filtering.
+    pub class: EventClass,
+    /// Redis' event name.
+    pub name: &'static str,
+}
+
+impl Event {
+    /// An event of `class` named `name`.
+    pub const fn new(class: EventClass, name: &'static str) -> Event {
+        Event { class, name }
+    }
+}
+
+/// Byte strings in one flat buffer: no allocation per item once the buffers have
+/// grown, which keeps recording effects off the allocator on the hot path.
+#[derive(Debug, Default)]
+pub struct KeyList {
+    bytes: Vec<u8>,
+    /// `(db, end offset in bytes)` per item.
+    ends: Vec<(usize, usize)>,
+}
+
+impl KeyList {
+    fn push(&mut self, db: usize, key: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        self.ends.push((db, self.bytes.len()));
+    }
+
+    /// Number of items.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True when nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// `(db, bytes)` in the order recorded.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        let starts = std::iter::once(0).chain(self.ends.iter().map(|&(_, end)| end));
+        self.ends
+            .iter()
+            .zip(starts)
+            .map(|(&(db, end), start)| (db, &self.bytes[start..end]))
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+}
+
+/// Commands to log, as flat argument lists.
+#[derive(Debug, Default)]
+pub struct LogRecords {
+    args: KeyList,
+    /// Number of arguments of each record.
+    counts: Vec<usize>,
+}
+
+impl LogRecords {
+    fn push_record(&mut self, argv: &[&[u8]]) {
+        argv.iter().for_each(|a| self.args.push(0, a));
+        self.counts.push(argv.len());
+    }
+
+    /// Each record as its arguments.
+    pub fn records(&self) -> Vec<Vec<Vec<u8>>> {
+        let mut args = self.args.iter().map(|(_, a)| a.to_vec());
+        self.counts
+            .iter()
+            .map(|&n| args.by_ref().take(n).collect())
+            .collect()
+    }
+
+    fn clear(&mut self) {
+        self.args.clear();
+        self.counts.clear();
+    }
+}
+
+/// What a command did, recorded while it runs and read by the server afterwards
+/// (Redis keeps the same facts in `server.dirty`, `signalModifiedKey`,
+/// `notifyKeyspaceEvent` and `alsoPropagate`). The engine never knows who listens:
+/// the `track_*` switches, set by the server, say what is worth recording, so a SET
+/// with nobody blocked, watching or logging only bumps a counter.
+#[derive(Debug, Default)]
+pub struct Effects {
+    /// Changes made (Redis' `dirty`): INFO persistence, and "log this command" when
+    /// nonzero and not rewritten.
+    pub dirty: u64,
+    /// Record modified keys in [`keys`](Self::keys).
+    pub track_keys: bool,
+    /// Record keyspace events in [`events`](Self::events).
+    pub track_events: bool,
+    /// Record rewritten log records in [`log`](Self::log).
+    pub track_log: bool,
+    /// Keys modified, in order (possibly repeated).
+    pub keys: KeyList,
+    /// Keyspace events in order; the key of event i is item i of `event_keys`.
+    pub events: Vec<Event>,
+    /// The key of each event.
+    pub event_keys: KeyList,
+    /// The command asked to be logged as something else ([`ExecCtx::log_as`]).
+    pub rewritten: bool,
+    /// The rewritten records (when `track_log`).
+    pub log: LogRecords,
+}
+
+impl Effects {
+    /// Forget the previous command's effects, keeping the buffers and switches.
+    pub fn clear(&mut self) {
+        self.dirty = 0;
+        self.rewritten = false;
+        self.keys.clear();
+        self.events.clear();
+        self.event_keys.clear();
+        self.log.clear();
+    }
+
+    /// What the write-ahead log must hold for this command, given its arguments:
+    /// nothing for a no-op, the rewritten records, or the command itself.
+    pub fn log_records(&self, argv: Args<'_>) -> Vec<Vec<Vec<u8>>> {
+        if self.rewritten {
+            self.log.records()
+        } else if self.dirty > 0 {
+            vec![argv.iter().map(<[u8]>::to_vec).collect()]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// A handler's answer besides the reply it wrote.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The command ran; its reply is written.
+    Done,
+    /// Nothing to serve yet: park the client on these keys until one of them is
+    /// written or the deadline passes, then run the command again. Nothing was
+    /// written to the reply. On timeout the client gets a null array (Redis'
+    /// `replyToBlockedClientTimedOut` for lists, sorted sets and streams).
+    Block(Block),
+}
+
+/// Where and until when a command blocks.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Argument indexes of the keys to wait on (BLMOVE waits on its source only).
+    pub keys: KeyPositions,
+    /// Absolute Unix ms after which the client times out; `None` waits forever.
+    pub deadline_ms: Option<u64>,
+}
+
+/// What every engine handler returns: an [`Outcome`], or an error the caller writes
+/// once, from the type (so statistics count failures from the type, never from
+/// reply bytes). A handler that returns an error has written nothing.
+pub type CmdResult = Result<Outcome, CmdError>;
+
 /// A command handler running on the shard that owns its keys.
-pub type EngineFn = fn(&mut crate::Engine, &mut ExecCtx, Args<'_>, &mut Reply<'_>);
+pub type EngineFn = fn(&mut crate::Engine, &mut ExecCtx, Args<'_>, &mut Reply<'_>) -> CmdResult;
 
 /// One row of an engine family's command table.
 #[derive(Debug)]

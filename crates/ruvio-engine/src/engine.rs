@@ -3,8 +3,9 @@
 //! accounting.
 
 use crate::command::{EngineCommand, ExecCtx};
-use crate::keyspace::{Db, Entry, EntryId, NewValue, TtlScan, CLOCK_MASK};
+use crate::keyspace::{Collection, Db, Entry, EntryId, NewValue, TtlScan, CLOCK_MASK};
 use crate::slot::key_slot;
+use crate::value::ValueMut;
 
 /// Counters INFO `stats` reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -47,19 +48,54 @@ impl Lookup {
 /// Chunks of lazily freed entries (FLUSHALL ASYNC) released per active expiry call:
 /// 16 x 1024 entries is well under a millisecond even when each owns a heap block.
 const LAZY_FREE_CHUNKS_PER_CYCLE: usize = 16;
+/// Values at least this big are freed in slices after DEL/UNLINK/expiry.
+const LAZY_FREE_BYTES_MIN: usize = 64 * 1024;
+/// Nodes of lazily freed values released per active expiry call, and the share one
+/// `free_some` call gets (a node is at most 64 KiB: well under a millisecond).
+const LAZY_FREE_NODES_PER_CYCLE: usize = 256;
+const LAZY_FREE_NODES_PER_CALL: usize = 64;
 /// Bitmap words active expiry may read per key of budget, so a database with few
 /// TTLs among many keys cannot make one call slow.
 const TTL_WORDS_PER_BUDGET_KEY: usize = 4;
 
+/// Encoding thresholds the families read (Redis' CONFIG parameters of the same
+/// names), per shard; CONFIG SET reaches every shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// `list-max-listpack-size`: negative = node size class (-2: 8 KiB), positive =
+    /// elements per node.
+    pub list_max_listpack_size: i32,
+    /// `hash-max-listpack-entries`: fields a packed hash may hold.
+    pub hash_max_listpack_entries: usize,
+    /// `hash-max-listpack-value`: longest field or value a packed hash may hold.
+    pub hash_max_listpack_value: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            list_max_listpack_size: -2,
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+        }
+    }
+}
+
 /// The keyspace of one shard: `databases` databases, owned outright.
 pub struct Engine {
     dbs: Vec<Db>,
+    config: EngineConfig,
     stats: EngineStats,
     rng: u64,
     /// Where active expiry resumes: database and slot.
     expire_cursor: (usize, u32),
     /// Entry chunks of flushed databases waiting to be freed in slices.
     lazy_free: Vec<Box<[Entry]>>,
+    /// Deleted keys whose values are too big to free in one go, freed a slice at a
+    /// time by active expiry (so DEL of a million-element list never pauses the
+    /// shard), with the heap bytes they still hold.
+    lazy_values: Vec<Entry>,
+    lazy_value_bytes: usize,
 }
 
 /// Redis' LRU clock: seconds, 24 bits.
@@ -73,10 +109,13 @@ impl Engine {
         let seed = ahash::RandomState::new().hash_one(0x5EED_u64) | 1;
         Engine {
             dbs: (0..databases).map(|_| Db::default()).collect(),
+            config: EngineConfig::default(),
             stats: EngineStats::default(),
             rng: seed,
             expire_cursor: (0, 0),
             lazy_free: Vec::new(),
+            lazy_values: Vec::new(),
+            lazy_value_bytes: 0,
         }
     }
 
@@ -85,6 +124,7 @@ impl Engine {
         crate::strings::COMMANDS
             .iter()
             .chain(crate::keys::COMMANDS.iter())
+            .chain(crate::lists::COMMANDS.iter())
     }
 
     /// The command named `name` (lower case, `container|sub` for subcommands).
@@ -137,15 +177,25 @@ impl Engine {
         self.dbs.len()
     }
 
-    /// Validate a SELECT argument: `Ok(index)` or the exact error line Redis sends
-    /// (`ERR invalid DB index` / `ERR DB index is out of range`).
-    pub fn parse_db_index(&self, arg: &[u8]) -> Result<usize, &'static str> {
+    /// Validate a SELECT argument: `Ok(index)` or Redis' error (`ERR invalid DB
+    /// index` / `ERR DB index is out of range`).
+    pub fn parse_db_index(&self, arg: &[u8]) -> Result<usize, crate::CmdError> {
         use crate::error::CmdError;
-        let id = crate::args::i32_arg(arg, CmdError::InvalidDbIndex).map_err(CmdError::message)?;
+        let id = crate::args::i32_arg(arg, CmdError::InvalidDbIndex)?;
         usize::try_from(id)
             .ok()
             .filter(|&i| i < self.dbs.len())
-            .ok_or(CmdError::DbIndexOutOfRange.message())
+            .ok_or(CmdError::DbIndexOutOfRange)
+    }
+
+    /// The encoding thresholds.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The encoding thresholds, for CONFIG SET.
+    pub fn config_mut(&mut self) -> &mut EngineConfig {
+        &mut self.config
     }
 
     /// Counters for INFO stats.
@@ -173,7 +223,7 @@ impl Engine {
     pub fn used_memory_bytes(&self) -> usize {
         let pending =
             self.lazy_free.len() * crate::keyspace::CHUNK_SLOTS * crate::keyspace::ENTRY_BYTES;
-        self.dbs.iter().map(Db::memory_bytes).sum::<usize>() + pending
+        self.dbs.iter().map(Db::memory_bytes).sum::<usize>() + pending + self.lazy_value_bytes
     }
 
     /// Keys of database `db` hashing to `slot` (CLUSTER COUNTKEYSINSLOT). Walks the
@@ -241,7 +291,7 @@ impl Engine {
                         .expire_at()
                         .is_some_and(|at| now_ms > at)
                     {
-                        self.dbs[db].remove(id);
+                        self.delete(db, id);
                         expired += 1;
                     }
                 }
@@ -264,6 +314,31 @@ impl Engine {
     fn free_lazily(&mut self, chunks: usize) {
         let keep = self.lazy_free.len().saturating_sub(chunks);
         self.lazy_free.truncate(keep);
+        let mut nodes = LAZY_FREE_NODES_PER_CYCLE;
+        while nodes > 0 {
+            let Some(entry) = self.lazy_values.last_mut() else {
+                break;
+            };
+            let before = entry.heap_bytes();
+            let done = entry.free_some(nodes);
+            nodes = nodes.saturating_sub(LAZY_FREE_NODES_PER_CALL);
+            let after = if done { 0 } else { entry.heap_bytes() };
+            self.lazy_value_bytes = self.lazy_value_bytes.saturating_sub(before - after);
+            if done {
+                self.lazy_values.pop();
+            }
+        }
+    }
+
+    /// Delete entry `id` of `db`. A value holding more than [`LAZY_FREE_BYTES_MIN`]
+    /// is freed in slices later (Redis' lazyfree for UNLINK and big DELs).
+    pub(crate) fn delete(&mut self, db: usize, id: EntryId) {
+        let entry = self.dbs[db].remove(id);
+        let bytes = entry.heap_bytes();
+        if bytes >= LAZY_FREE_BYTES_MIN {
+            self.lazy_value_bytes += bytes;
+            self.lazy_values.push(entry);
+        }
     }
 
     // ----- helpers for the command families -----
@@ -302,7 +377,7 @@ impl Engine {
 
     /// Delete entry `id` because it expired.
     pub(crate) fn expire_now(&mut self, db: usize, id: EntryId) {
-        self.dbs[db].remove(id);
+        self.delete(db, id);
         self.stats.expired_keys += 1;
     }
 
@@ -346,6 +421,60 @@ impl Engine {
         self.lookup(ctx, ctx.db, key, Lookup::WRITE)
     }
 
+    /// Add `key` (absent: a write lookup found nothing) holding `value` in the
+    /// client's database, without expiry.
+    pub(crate) fn add_collection(
+        &mut self,
+        ctx: &ExecCtx,
+        key: &[u8],
+        value: Collection,
+    ) -> EntryId {
+        let clock = clock_of(ctx.now_ms);
+        self.dbs[ctx.db].insert(Entry::new_collection(key, value, clock))
+    }
+
+    /// Change the collection of entry `id` of `db` in place through `change`; the
+    /// database's heap accounting follows (collections report their bytes in O(1)).
+    pub(crate) fn modify_value<R>(
+        &mut self,
+        db: usize,
+        id: EntryId,
+        change: impl FnOnce(ValueMut<'_>) -> R,
+    ) -> R {
+        self.dbs[db].modify(id, |e| change(e.value_mut()))
+    }
+
+    /// Delete entry `id` of `db` when its collection is empty (Redis never keeps an
+    /// empty list or hash). True when it was deleted.
+    pub(crate) fn delete_if_empty(&mut self, db: usize, id: EntryId) -> bool {
+        let empty = self.dbs[db].entry(id).value().is_empty_collection();
+        if empty {
+            self.dbs[db].remove(id);
+        }
+        empty
+    }
+
+    /// Take `key` out of database `db` whole (value, expiry, access clock) to hand it
+    /// to another shard for one command (forward mode's cross-shard commands). A key
+    /// past its expiry is deleted and reported missing, as any lookup would.
+    pub fn lend(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<Entry> {
+        let id = self.dbs.get(db)?.find(key)?;
+        if self.is_expired(db, id, now_ms) {
+            self.expire_now(db, id);
+            return None;
+        }
+        Some(self.dbs[db].remove(id))
+    }
+
+    /// Put an entry lent by [`lend`](Self::lend) into database `db`, replacing a
+    /// key of the same name.
+    pub fn adopt(&mut self, db: usize, entry: Entry) {
+        if let Some(existing) = self.dbs[db].find(entry.key()) {
+            self.delete(db, existing);
+        }
+        self.dbs[db].insert(entry);
+    }
+
     /// Redis' `setKey`: store `value` under `key` in the client's database, replacing
     /// `existing` (the id a write lookup returned). The TTL is dropped unless
     /// `keep_ttl`. Returns the entry's id.
@@ -372,5 +501,34 @@ impl Engine {
             }
             None => db.insert(Entry::new(key, value, clock)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lists::{End, ListValue};
+
+    #[test]
+    fn a_big_deleted_list_is_freed_in_slices() {
+        let mut engine = Engine::new(1);
+        let mut list = ListValue::new();
+        for i in 0..300_000u32 {
+            list.push(End::Tail, format!("{i:032}").as_bytes(), -2);
+        }
+        let ctx = ExecCtx::new(0, 1);
+        let id = engine.add_collection(&ctx, b"big", Collection::List(list));
+        let held = engine.used_memory_bytes();
+        engine.delete(0, id);
+        assert_eq!(engine.db(0).len(), 0);
+        assert!(engine.used_memory_bytes() * 2 > held, "freed at once");
+        let mut cycles = 0;
+        while !engine.lazy_values.is_empty() {
+            engine.active_expire_cycle(1, 10);
+            cycles += 1;
+            assert!(cycles < 10_000);
+        }
+        assert!(cycles > 1, "one cycle freed it all");
+        assert_eq!(engine.lazy_value_bytes, 0);
     }
 }

@@ -8,7 +8,7 @@
 use ruvio_resp::Reply;
 
 /// A command failure with a fixed Redis error text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CmdError {
     /// The key holds a value of another type.
     WrongType,
@@ -61,11 +61,37 @@ pub enum CmdError {
     LfuNotSelected,
     /// Wrong argument count detected inside a handler (MSET with an odd count).
     WrongArity(&'static str),
+    /// LSET past the end of the list.
+    IndexOutOfRange,
+    /// A count that must be `>= 0` (`getPositiveLongFromObjectOrReply`, LPOP count).
+    NotPositive,
+    /// A long outside `-LONG_MAX..=LONG_MAX` (`getRangeLongFromObjectOrReply` without
+    /// a message: LREM count, LPOS RANK).
+    OutsideLongRange,
+    /// LPOS RANK 0.
+    RankZero,
+    /// LPOS COUNT below 0 (or not an integer).
+    CountNegative,
+    /// LPOS MAXLEN below 0 (or not an integer).
+    MaxlenNegative,
+    /// LMPOP/BLMPOP numkeys below 1 (or not an integer).
+    NumkeysNotPositive,
+    /// LMPOP/BLMPOP COUNT below 1 (or not an integer).
+    CountNotPositive,
+    /// A blocking timeout that is not a float.
+    TimeoutNotFloat,
+    /// A blocking timeout below 0.
+    TimeoutNegative,
+    /// A blocking timeout whose deadline overflows.
+    TimeoutOutOfRange,
+    /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
+    /// (without the leading `-`).
+    Line(Vec<u8>),
 }
 
 impl CmdError {
     /// The error line Redis sends, without the leading `-` and the CRLF.
-    pub fn message(self) -> &'static str {
+    pub fn message(&self) -> &str {
         match self {
             CmdError::WrongType => {
                 "WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -84,6 +110,8 @@ impl CmdError {
             CmdError::DbIndexOutOfRange => "ERR DB index is out of range",
             CmdError::SameObject => "ERR source and destination objects are the same",
             CmdError::InvalidExpireTime(cmd) => invalid_expire_message(cmd),
+            // Only the static variants are read as text; a quoted line is written raw.
+            CmdError::Line(line) => std::str::from_utf8(line).unwrap_or("ERR"),
             CmdError::ExpireNxWithOthers => {
                 "ERR NX and XX, GT or LT options at the same time are not compatible"
             }
@@ -108,12 +136,72 @@ impl CmdError {
                  will take some time to adjust."
             }
             CmdError::WrongArity(cmd) => wrong_arity_message(cmd),
+            CmdError::IndexOutOfRange => "ERR index out of range",
+            CmdError::NotPositive => "ERR value is out of range, must be positive",
+            CmdError::OutsideLongRange => {
+                "ERR value is out of range, value must between -9223372036854775807 and \
+                 9223372036854775807"
+            }
+            CmdError::RankZero => {
+                "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
+                 second ... or use negative to start from the end of the list"
+            }
+            CmdError::CountNegative => "ERR COUNT can't be negative",
+            CmdError::MaxlenNegative => "ERR MAXLEN can't be negative",
+            CmdError::NumkeysNotPositive => "ERR numkeys should be greater than 0",
+            CmdError::CountNotPositive => "ERR count should be greater than 0",
+            CmdError::TimeoutNotFloat => "ERR timeout is not a float or out of range",
+            CmdError::TimeoutNegative => "ERR timeout is negative",
+            CmdError::TimeoutOutOfRange => "ERR timeout is out of range",
         }
     }
 
     /// Write the error reply.
-    pub fn write(self, reply: &mut Reply<'_>) {
-        reply.error(self.message());
+    pub fn write(&self, reply: &mut Reply<'_>) {
+        match self {
+            CmdError::Line(line) => {
+                let mut raw = Vec::with_capacity(line.len() + 3);
+                raw.push(b'-');
+                raw.extend_from_slice(line);
+                raw.extend_from_slice(b"\r\n");
+                reply.raw(&raw);
+            }
+            _ => reply.error(self.message()),
+        }
+    }
+
+    /// An error line that quotes client bytes (`prefix` + `quoted` + `suffix`) the way
+    /// Redis' `addReplyErrorFormat` does: the bytes stay as they are, CR and LF become
+    /// spaces.
+    pub fn quoted(prefix: &str, quoted: &[u8], suffix: &str) -> CmdError {
+        let mut line = Vec::with_capacity(prefix.len() + quoted.len() + suffix.len());
+        line.extend_from_slice(prefix.as_bytes());
+        line.extend_from_slice(quoted);
+        line.extend_from_slice(suffix.as_bytes());
+        for b in &mut line {
+            if *b == b'\r' || *b == b'\n' {
+                *b = b' ';
+            }
+        }
+        CmdError::Line(line)
+    }
+
+    /// `ERR Unsupported option <opt>` (EXPIRE family). Redis prints the option with
+    /// `%s`, so it stops at the first NUL byte.
+    pub fn unsupported_option(opt: &[u8]) -> CmdError {
+        let opt = opt.split(|&b| b == 0).next().unwrap_or_default();
+        CmdError::quoted("ERR Unsupported option ", opt, "")
+    }
+
+    /// `ERR unknown subcommand '<sub>'. Try <CONTAINER> HELP.` (at most 128 bytes quoted).
+    pub fn unknown_subcommand(sub: &[u8], container_upper: &str) -> CmdError {
+        let sub = sub.split(|&b| b == 0).next().unwrap_or_default();
+        let sub = &sub[..sub.len().min(128)];
+        CmdError::quoted(
+            "ERR unknown subcommand '",
+            sub,
+            &format!("'. Try {container_upper} HELP."),
+        )
     }
 }
 
@@ -137,38 +225,8 @@ fn wrong_arity_message(cmd: &str) -> &'static str {
     match cmd {
         "mset" => "ERR wrong number of arguments for 'mset' command",
         "msetnx" => "ERR wrong number of arguments for 'msetnx' command",
+        "lpop" => "ERR wrong number of arguments for 'lpop' command",
+        "rpop" => "ERR wrong number of arguments for 'rpop' command",
         _ => "ERR wrong number of arguments",
     }
-}
-
-/// Write an error line that quotes client bytes (`prefix` + `quoted` + `suffix`) the
-/// way Redis' `addReplyErrorFormat` does: the bytes stay raw, CR and LF become spaces.
-pub fn write_quoted_error(reply: &mut Reply<'_>, prefix: &str, quoted: &[u8], suffix: &str) {
-    let mut line = Vec::with_capacity(prefix.len() + quoted.len() + suffix.len() + 3);
-    line.push(b'-');
-    line.extend_from_slice(prefix.as_bytes());
-    line.extend_from_slice(quoted);
-    line.extend_from_slice(suffix.as_bytes());
-    for b in &mut line {
-        if *b == b'\r' || *b == b'\n' {
-            *b = b' ';
-        }
-    }
-    line.extend_from_slice(b"\r\n");
-    reply.raw(&line);
-}
-
-/// `ERR Unsupported option <opt>` (EXPIRE family). Redis prints the option with `%s`,
-/// so it stops at the first NUL byte.
-pub fn write_unsupported_option(reply: &mut Reply<'_>, opt: &[u8]) {
-    let opt = opt.split(|&b| b == 0).next().unwrap_or_default();
-    write_quoted_error(reply, "ERR Unsupported option ", opt, "");
-}
-
-/// `ERR unknown subcommand '<sub>'. Try <CONTAINER> HELP.` (at most 128 bytes quoted).
-pub fn write_unknown_subcommand(reply: &mut Reply<'_>, sub: &[u8], container_upper: &str) {
-    let sub = sub.split(|&b| b == 0).next().unwrap_or_default();
-    let sub = &sub[..sub.len().min(128)];
-    let suffix = format!("'. Try {container_upper} HELP.");
-    write_quoted_error(reply, "ERR unknown subcommand '", sub, &suffix);
 }

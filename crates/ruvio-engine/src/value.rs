@@ -1,6 +1,9 @@
-//! Public views of stored values: the type (TYPE), the encoding (OBJECT ENCODING)
-//! and borrowed string contents. Only strings exist so far; the enums already name
-//! the other Redis types so later families slot in without changing callers.
+//! Public views of stored values: the type (TYPE), the encoding (OBJECT ENCODING),
+//! borrowed contents ([`ValueRef`]) and mutable access to collections
+//! ([`ValueMut`]). Every match over them is exhaustive: a new kind is a compile
+//! error wherever it must be handled.
+
+use crate::lists::ListValue;
 
 /// Longest string Redis 7.0 keeps `embstr`-encoded (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
 pub const EMBSTR_BYTES_MAX: usize = 44;
@@ -52,6 +55,10 @@ pub enum Encoding {
     Embstr,
     /// A longer string, or one modified by APPEND/SETRANGE.
     Raw,
+    /// A small collection in one packed block.
+    Listpack,
+    /// A big list: a chain of packed nodes.
+    Quicklist,
 }
 
 impl Encoding {
@@ -61,6 +68,8 @@ impl Encoding {
             Encoding::Int => "int",
             Encoding::Embstr => "embstr",
             Encoding::Raw => "raw",
+            Encoding::Listpack => "listpack",
+            Encoding::Quicklist => "quicklist",
         }
     }
 }
@@ -109,10 +118,12 @@ impl<'a> StrRef<'a> {
 }
 
 /// A borrowed stored value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum ValueRef<'a> {
     /// A string (including int-encoded ones).
     Str(StrRef<'a>),
+    /// A list.
+    List(&'a ListValue),
 }
 
 impl<'a> ValueRef<'a> {
@@ -120,6 +131,7 @@ impl<'a> ValueRef<'a> {
     pub fn value_type(&self) -> ValueType {
         match self {
             ValueRef::Str(_) => ValueType::String,
+            ValueRef::List(_) => ValueType::List,
         }
     }
 
@@ -127,6 +139,43 @@ impl<'a> ValueRef<'a> {
     pub fn as_str(&self) -> Option<StrRef<'a>> {
         match *self {
             ValueRef::Str(s) => Some(s),
+            ValueRef::List(_) => None,
+        }
+    }
+
+    /// True for a collection with no element left (never true for strings).
+    pub fn is_empty_collection(&self) -> bool {
+        match self {
+            ValueRef::Str(_) => false,
+            ValueRef::List(l) => l.is_empty(),
+        }
+    }
+
+    /// The list, or `None` for other types.
+    pub fn as_list(&self) -> Option<&'a ListValue> {
+        match *self {
+            ValueRef::List(l) => Some(l),
+            ValueRef::Str(_) => None,
+        }
+    }
+}
+
+/// A stored value opened for change in place. Strings change through the entry's
+/// own methods (their layout moves between inline and heap), so they carry nothing.
+#[derive(Debug)]
+pub enum ValueMut<'a> {
+    /// A string.
+    Str,
+    /// A list.
+    List(&'a mut ListValue),
+}
+
+impl<'a> ValueMut<'a> {
+    /// The list, or `None` for other types.
+    pub fn into_list(self) -> Option<&'a mut ListValue> {
+        match self {
+            ValueMut::List(l) => Some(l),
+            ValueMut::Str => None,
         }
     }
 }

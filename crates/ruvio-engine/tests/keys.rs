@@ -452,9 +452,12 @@ fn cluster_slot_helpers() {
     assert_eq!(h.engine.parse_db_index(b"3"), Ok(3));
     assert_eq!(
         h.engine.parse_db_index(b"16"),
-        Err("ERR DB index is out of range")
+        Err(ruvio_engine::CmdError::DbIndexOutOfRange)
     );
-    assert_eq!(h.engine.parse_db_index(b"x"), Err("ERR invalid DB index"));
+    assert_eq!(
+        h.engine.parse_db_index(b"x"),
+        Err(ruvio_engine::CmdError::InvalidDbIndex)
+    );
 }
 
 #[test]

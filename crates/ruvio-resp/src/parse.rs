@@ -566,6 +566,13 @@ impl<'a> Args<'a> {
         let (s, e) = self.spans[i];
         &self.base[s as usize..e as usize]
     }
+    /// The arguments from index `from` on (`COMMAND GETKEYS`'s embedded command).
+    pub fn tail(&self, from: usize) -> Args<'a> {
+        Args {
+            base: self.base,
+            spans: &self.spans[from.min(self.spans.len())..],
+        }
+    }
     /// Iterate over all arguments.
     pub fn iter(&self) -> ArgsIter<'a> {
         ArgsIter {
@@ -605,6 +612,84 @@ impl<'a> Iterator for ArgsIter<'a> {
 }
 
 impl ExactSizeIterator for ArgsIter<'_> {}
+
+/// A command's arguments owned in one buffer: what a blocked command keeps to run
+/// again later, and what travels between shards instead of re-encoded RESP.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnedArgs {
+    base: Vec<u8>,
+    spans: Vec<(u32, u32)>,
+}
+
+impl OwnedArgs {
+    /// Copy `args` (one allocation for the bytes, one for the spans).
+    pub fn from_args(args: Args<'_>) -> OwnedArgs {
+        OwnedArgs::from_iter(args.iter())
+    }
+
+    /// Borrow as [`Args`].
+    pub fn args(&self) -> Args<'_> {
+        Args {
+            base: &self.base,
+            spans: &self.spans,
+        }
+    }
+}
+
+/// Many commands' arguments in one buffer: what one message between shards
+/// carries (the commands parsed once, on the shard that received them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArgsBatch {
+    args: OwnedArgs,
+    /// Index into `args.spans` where each command ends.
+    ends: Vec<u32>,
+}
+
+impl ArgsBatch {
+    /// Append one command.
+    pub fn push<'a>(&mut self, args: impl IntoIterator<Item = &'a [u8]>) {
+        for arg in args {
+            let start = self.args.base.len();
+            self.args.base.extend_from_slice(arg);
+            self.args
+                .spans
+                .push((start as u32, self.args.base.len() as u32));
+        }
+        self.ends.push(self.args.spans.len() as u32);
+    }
+
+    /// Number of commands.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True when the batch holds no command.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The commands in the order pushed.
+    pub fn iter(&self) -> impl Iterator<Item = Args<'_>> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        self.ends.iter().zip(starts).map(|(&end, start)| Args {
+            base: &self.args.base,
+            spans: &self.args.spans[start as usize..end as usize],
+        })
+    }
+}
+
+impl<'a> FromIterator<&'a [u8]> for OwnedArgs {
+    fn from_iter<I: IntoIterator<Item = &'a [u8]>>(iter: I) -> OwnedArgs {
+        let mut owned = OwnedArgs::default();
+        for arg in iter {
+            let start = owned.base.len();
+            owned.base.extend_from_slice(arg);
+            // Arguments come from a parsed request, bounded far below 4 GiB in total.
+            owned.spans.push((start as u32, owned.base.len() as u32));
+        }
+        owned
+    }
+}
 
 #[cfg(test)]
 mod tests {

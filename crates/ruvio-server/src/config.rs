@@ -92,6 +92,9 @@ struct FileConfig {
     proto_max_bulk_len: Option<usize>,
     client_query_buffer_limit: Option<usize>,
     hz: Option<u32>,
+    list_max_listpack_size: Option<i32>,
+    hash_max_listpack_entries: Option<usize>,
+    hash_max_listpack_value: Option<usize>,
 }
 
 /// The resolved configuration every shard starts from.
@@ -114,6 +117,8 @@ pub struct Config {
     pub hz: u32,
     /// Where the config was loaded from, for INFO's `config_file`.
     pub config_file: Option<PathBuf>,
+    /// Encoding thresholds of the data types (list-max-listpack-size ...).
+    pub engine: ruvio_engine::EngineConfig,
 }
 
 impl Config {
@@ -128,6 +133,7 @@ impl Config {
             }
             None => FileConfig::default(),
         };
+        let engine = engine_config(&file);
         let online = available_cpus();
         let shards = cli.shards.or(file.shards).unwrap_or(online.len()).max(1);
         let cpus = match cli.cpus.as_deref().or(file.cpus.as_deref()) {
@@ -160,6 +166,7 @@ impl Config {
             client_query_buffer_limit: file.client_query_buffer_limit.unwrap_or(1 << 30),
             hz: file.hz.unwrap_or(10).clamp(1, 500),
             config_file: cli.config,
+            engine,
         })
     }
 
@@ -169,6 +176,22 @@ impl Config {
             PortMode::PerShard => self.port + shard as u16,
             PortMode::Forward => self.port,
         }
+    }
+}
+
+/// The data types' thresholds from the file, Redis' defaults for the rest.
+fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
+    let default = ruvio_engine::EngineConfig::default();
+    ruvio_engine::EngineConfig {
+        list_max_listpack_size: file
+            .list_max_listpack_size
+            .unwrap_or(default.list_max_listpack_size),
+        hash_max_listpack_entries: file
+            .hash_max_listpack_entries
+            .unwrap_or(default.hash_max_listpack_entries),
+        hash_max_listpack_value: file
+            .hash_max_listpack_value
+            .unwrap_or(default.hash_max_listpack_value),
     }
 }
 

@@ -6,18 +6,20 @@
 //! the command runs where its keys live and the reply comes back through a held
 //! slot of the connection's reply queue, multi-key commands split and merged.
 
+use crate::blocking::Waiter;
 use crate::cmd::Ctx;
 use crate::config::PortMode;
-use crate::conn::{ClientState, Conn, Merge, ReplyMode, ReplyQueue, SCAN_SHARD_SHIFT};
-use crate::forward::{run_engine_command, Tag};
+use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyMode, ReplyQueue, SCAN_SHARD_SHIFT};
+use crate::exec::{self, run_engine, Caller};
+use crate::forward::Tag;
+use crate::lending;
 use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::TIMING_SAMPLE_EVERY;
-use ruvio_engine::command::flags::{ALL_SHARDS, NO_AUTH, SPLITTABLE};
-use ruvio_engine::command::ExecCtx;
+use ruvio_engine::command::flags::{ALL_SHARDS, BLOCKING, NO_AUTH, SPLITTABLE};
 use ruvio_engine::slot::key_slot;
-use ruvio_resp::{Args, Parsed, Protocol, Reply};
+use ruvio_resp::{Args, OwnedArgs, Parsed, Protocol, Reply};
 use std::time::Instant;
 
 /// Redis' CROSSSLOT error.
@@ -32,6 +34,9 @@ enum Route {
     Remote(usize),
     /// Keys on several shards: the key positions each shard gets.
     Split(Vec<(usize, Vec<usize>)>),
+    /// Keys on several shards, one atomic command: borrow them all and run it here
+    /// (see [`crate::lending`]).
+    Lend(Vec<(usize, Vec<usize>)>),
     /// Every shard runs it and the replies merge.
     AllShards,
     /// SCAN: the shard in the cursor's high bits, with the shard-local cursor.
@@ -46,7 +51,7 @@ pub fn process_input(
     conn: &mut Conn,
     index: u32,
 ) -> bool {
-    if conn.input.len() < conn.input_need {
+    if conn.input.len() - conn.input_start < conn.input_need || conn.client.blocked.is_some() {
         return true;
     }
     conn.input_need = 0;
@@ -60,8 +65,8 @@ pub fn process_input(
         replies,
         ..
     } = conn;
-    let mut pos = 0;
-    while pos < input.len() && !client.closing {
+    let mut pos = conn.input_start;
+    while pos < input.len() && !client.closing && client.blocked.is_none() {
         if prefetched == 0 {
             prefetched = prefetch_window(core, parser, &input[pos..], client.db);
         }
@@ -83,8 +88,15 @@ pub fn process_input(
             }
         }
     }
-    input.drain(..pos);
-    if input.len() > core.cfg.client_query_buffer_limit {
+    if conn.recv_in_flight {
+        // The kernel is writing after the current end of `input` (a blocked client's
+        // input, run once it was answered): keep the bytes in place until then.
+        conn.input_start = pos;
+    } else {
+        input.drain(..pos);
+        conn.input_start = 0;
+    }
+    if input.len() - conn.input_start > core.cfg.client_query_buffer_limit {
         // Redis closes such a client without a reply (client-query-buffer-limit).
         client.closing = true;
     }
@@ -170,8 +182,8 @@ fn first_key_span(args: Args<'_>, input: &[u8]) -> Option<(usize, usize)> {
         return None;
     }
     let cmd = registry().lookup(args.get(0))?;
-    let first = cmd.meta.keys.first as usize;
-    if !matches!(cmd.handler, Handler::Engine(_)) || first == 0 || args.len() <= first {
+    let first = cmd.meta.keys.fixed_first()?;
+    if !matches!(cmd.handler, Handler::Engine(_)) || args.len() <= first {
         return None;
     }
     let key = args.get(first);
@@ -181,6 +193,36 @@ fn first_key_span(args: Args<'_>, input: &[u8]) -> Option<(usize, usize)> {
 
 /// Run one command and leave its reply (or a held slot for it) in `replies`.
 fn execute(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    args: Args<'_>,
+) {
+    // CLIENT REPLY SKIP hides the next reply whatever it is, rejections included
+    // (Redis flips the flag in resetClient, after every command).
+    if client.reply_mode == ReplyMode::SkipNext {
+        client.reply_mode = ReplyMode::Skip;
+    }
+    let before = replies.sink().len();
+    let first_new_slot = replies.next_seq();
+    run_command(core, conns, client, replies, who, args);
+    if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip) {
+        if replies.next_seq() == first_new_slot {
+            replies.sink().truncate(before);
+        } else {
+            // Answered later (another shard, a blocked command): drop it then.
+            replies.silence_from(first_new_slot);
+        }
+    }
+    if client.reply_mode == ReplyMode::Skip {
+        client.reply_mode = ReplyMode::On;
+    }
+}
+
+/// Look a command up, check it, route it and run it (or send it on).
+fn run_command(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
     client: &mut ClientState,
@@ -206,9 +248,6 @@ fn execute(
     client.last_cmd = cmd.meta.name;
     client.last_cmd_ms = core.now_ms;
     core.stats.commands += 1;
-    if client.reply_mode == ReplyMode::SkipNext {
-        client.reply_mode = ReplyMode::Skip;
-    }
     let stat = &mut core.stats.per_command[cmd.id];
     stat.calls += 1;
     let started = stat
@@ -219,7 +258,7 @@ fn execute(
     let holding_before = replies.is_holding();
 
     match route(core, cmd, args) {
-        Route::Local => run_local(core, conns, client, replies, cmd, args),
+        Route::Local => run_local(core, conns, client, replies, who, cmd, args),
         Route::Moved(slot, shard) => {
             let node = &core.topo.nodes[shard];
             let text = format!("MOVED {slot} {}:{}", core.topo.host, node.port);
@@ -230,6 +269,13 @@ fn execute(
             let seq = replies.hold(Merge::Single, 1);
             core.outbox
                 .request(shard, core.id, tag(client, who, seq, 0), args.iter());
+            if cmd.meta.has(BLOCKING) {
+                // It may park on the owner: run nothing else until it answers.
+                client.blocked = Some(BlockedOn {
+                    seq,
+                    remote: Some(shard),
+                });
+            }
         }
         // A split command's arguments are checked here: no shard sees them whole.
         Route::Split(_) if !whole_key_steps(cmd, args) => {
@@ -240,6 +286,12 @@ fn execute(
             Reply::new(replies.sink(), client.proto).error(&text);
         }
         Route::Split(groups) => split(core, client, replies, who, cmd, args, groups),
+        Route::Lend(groups) => {
+            let seq = replies.hold(Merge::Single, 1);
+            // Like a blocked client: nothing after it runs until it is answered.
+            client.blocked = Some(BlockedOn { seq, remote: None });
+            lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
+        }
         Route::AllShards => {
             let shards = core.topo.nodes.len();
             let seq = replies.hold(cmd.merge.unwrap_or(Merge::Single), shards);
@@ -276,16 +328,11 @@ fn execute(
             started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
     }
     let sink = replies.sink();
-    if sink.get(before) == Some(&b'-') && !holding_before {
+    // Engine errors are counted from their type in `exec::run_engine`; server
+    // commands still write their own error lines.
+    let server_cmd = matches!(cmd.handler, Handler::Server(_));
+    if server_cmd && sink.get(before) == Some(&b'-') && !holding_before {
         core.stats.per_command[cmd.id].failed += 1;
-    }
-    match client.reply_mode {
-        ReplyMode::Off => sink.truncate(before),
-        ReplyMode::Skip => {
-            sink.truncate(before);
-            client.reply_mode = ReplyMode::On;
-        }
-        _ => {}
     }
 }
 
@@ -315,6 +362,19 @@ fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
         db: client.db as u16,
         resp3: client.proto == Protocol::Resp3,
         no_touch: client.no_touch,
+        client_id: client.id,
+    }
+}
+
+/// How `client` runs engine commands.
+fn caller(client: &ClientState) -> Caller {
+    Caller {
+        client_id: client.id,
+        db: client.db,
+        proto: client.proto,
+        no_touch: client.no_touch,
+        may_block: true,
+        borrowing: false,
     }
 }
 
@@ -324,20 +384,28 @@ fn run_local(
     conns: &mut Slab<Conn>,
     client: &mut ClientState,
     replies: &mut ReplyQueue,
+    who: (u32, u32),
     cmd: &Command,
     args: Args<'_>,
 ) {
-    let mut reply = Reply::new(replies.sink(), client.proto);
     match cmd.handler {
-        Handler::Engine(handler) => {
-            let mut ctx = ExecCtx {
-                db: client.db,
-                now_ms: core.now_ms,
-                no_touch: client.no_touch,
-            };
-            handler(&mut core.engine, &mut ctx, args, &mut reply);
+        Handler::Engine(_) => {
+            let caller = caller(client);
+            if let Some(block) = run_engine(core, cmd, caller, args, replies.sink()).block {
+                let seq = replies.hold(Merge::Single, 1);
+                client.blocked = Some(BlockedOn { seq, remote: None });
+                let waiter = Waiter::Local {
+                    index: who.0,
+                    gen: who.1,
+                    seq,
+                    part: 0,
+                };
+                exec::park(core, waiter, caller, args, block);
+            }
+            exec::serve_ready(core, conns);
         }
         Handler::Server(handler) => {
+            let mut reply = Reply::new(replies.sink(), client.proto);
             let mut ctx = Ctx {
                 core,
                 client,
@@ -364,30 +432,35 @@ fn send_part<'a>(
     if shard != core.id {
         return core.outbox.request(shard, core.id, tag, args);
     }
-    let mut encoded = Vec::new();
-    crate::forward::encode_command(&mut encoded, args);
-    let mut parser = ruvio_resp::CommandParser::default();
+    let owned: OwnedArgs = args.collect();
     let mut out = Vec::new();
-    if let Ok(Parsed::Complete { args, .. }) = parser.parse(&encoded, &core.limits) {
-        run_engine_command(
-            core,
-            client.db,
-            client.proto,
-            client.no_touch,
-            args,
-            &mut out,
-        );
+    let Some(cmd) = registry().lookup(owned.args().get(0)) else {
+        return replies.fill(seq, part, out);
+    };
+    let caller = Caller {
+        may_block: false,
+        ..caller(client)
+    };
+    match run_engine(core, cmd, caller, owned.args(), &mut out).block {
+        // A key of this part is lent to another shard: the part waits for it.
+        Some(block) => {
+            let waiter = Waiter::Local {
+                index: who.0,
+                gen: who.1,
+                seq,
+                part: part as u16,
+            };
+            exec::park(core, waiter, caller, owned.args(), block);
+        }
+        None => replies.fill(seq, part, out),
     }
-    replies.fill(seq, part, out);
 }
 
 /// True when the arguments after the first key come in whole key steps (MSET's
 /// key/value pairs), as the command's own arity check would demand.
 fn whole_key_steps(cmd: &Command, args: Args<'_>) -> bool {
-    let (first, step) = (
-        cmd.meta.keys.first.max(1) as usize,
-        cmd.meta.keys.step.max(1) as usize,
-    );
+    let (first, _, step) = cmd.meta.keys.legacy_range();
+    let (first, step) = (first.max(1) as usize, step.max(1) as usize);
     args.len() >= first && (args.len() - first).is_multiple_of(step)
 }
 
@@ -405,7 +478,7 @@ fn split(
     let merge = cmd.merge.unwrap_or(Merge::Single);
     let order: Vec<u16> = if merge == Merge::Scatter {
         let mut order = Vec::new();
-        for pos in cmd.meta.keys.positions(args.len()) {
+        for pos in cmd.meta.keys.positions(args) {
             let owner = core.topo.key_owner(args.get(pos));
             order.push(groups.iter().position(|(s, _)| *s == owner).unwrap_or(0) as u16);
         }
@@ -414,7 +487,7 @@ fn split(
         Vec::new()
     };
     let seq = replies.hold_ordered(merge, groups.len(), order);
-    let step = cmd.meta.keys.step.max(1) as usize;
+    let step = cmd.meta.keys.legacy_range().2.max(1) as usize;
     for (part, (shard, positions)) in groups.iter().enumerate() {
         let mut sub: Vec<&[u8]> = vec![args.get(0)];
         for &p in positions {
@@ -443,7 +516,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     if forward && shards == 1 {
         return Route::Local;
     }
-    if cmd.meta.keys.first == 0 {
+    if cmd.meta.keys.is_none() {
         if forward && cmd.meta.has(ALL_SHARDS) {
             return match cmd.merge {
                 Some(Merge::Scan { .. }) => scan_route(args),
@@ -452,7 +525,8 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         }
         return Route::Local;
     }
-    let mut positions = cmd.meta.keys.positions(args.len());
+    let positions = cmd.meta.keys.positions(args);
+    let mut positions = positions.into_iter();
     let Some(first) = positions.next() else {
         return Route::Local;
     };
@@ -481,6 +555,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         1 if owner == core.id => Route::Local,
         1 => Route::Remote(owner),
         _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
+        _ if !cmd.meta.has(BLOCKING) => Route::Lend(groups),
         _ => Route::CrossSlot,
     }
 }

@@ -7,19 +7,27 @@
 //! target's doorbell eventfd, which the target's ring is always reading, so a shard
 //! blocked in `io_uring_enter` wakes up for it.
 //!
-//! A request carries its commands re-encoded as RESP and a [`Tag`] per command
-//! naming the connection, the held reply slot and the part it fills.
+//! A request carries its commands as parsed arguments (an [`ArgsBatch`], never
+//! re-encoded as RESP and parsed again) and a [`Tag`] per command naming the
+//! connection, the held reply slot, the part it fills and the client context the
+//! command runs with (database, protocol, no-touch, client id). The owner may
+//! defer an answer (a blocked command); the origin's held slot is released by the
+//! answer, and a departed client's parked command is dropped by a
+//! [`Control::Cancel`]. Channels never lose a message: a full channel keeps the
+//! message in the sender's backlog until the next loop iteration.
 
+use crate::blocking::Waiter;
 use crate::cmd::server::ConfigChange;
 use crate::conn::{Conn, Merge};
-use crate::registry::Handler;
+use crate::exec::{self, run_engine, Caller};
+use crate::lending::{self, LendRequest, Lent};
+use crate::registry::registry;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use glommio::channels::shared_channel::{
     ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender,
 };
-use ruvio_engine::command::ExecCtx;
-use ruvio_resp::{CommandParser, Parsed, Protocol, Reply};
+use ruvio_resp::{ArgsBatch, Protocol, Reply};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::pin::Pin;
@@ -52,8 +60,8 @@ pub const CROSS_SHARD_MERGES: &[(&str, Merge)] = &[
 /// Messages in flight between two shards.
 pub const CHANNEL_MESSAGES_MAX: usize = 1024;
 
-/// Who a forwarded command's reply belongs to.
-#[derive(Clone, Copy, Debug)]
+/// Who a forwarded command's reply belongs to, and the client context it runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tag {
     pub conn: u32,
     pub gen: u32,
@@ -62,14 +70,15 @@ pub struct Tag {
     pub db: u16,
     pub resp3: bool,
     pub no_touch: bool,
+    pub client_id: u64,
 }
 
 /// Commands for one shard, from one shard.
 #[derive(Debug, Default)]
 pub struct RequestBatch {
     pub from: usize,
-    /// The commands, RESP-encoded, one per tag.
-    pub commands: Vec<u8>,
+    /// The commands, one per tag.
+    pub commands: ArgsBatch,
     pub tags: Vec<Tag>,
 }
 
@@ -86,6 +95,25 @@ pub enum ShardMsg {
     Requests(RequestBatch),
     Replies(ReplyBatch),
     Config(ConfigChange),
+    Control(Control),
+    /// A coordinator asks for keys (see [`crate::lending`]).
+    Lend(LendRequest),
+    /// An owner lends them.
+    Lent {
+        ticket: u64,
+        entries: Lent,
+    },
+    /// A coordinator gives them back.
+    GiveBack(Lent),
+}
+
+/// Requests about blocked clients.
+#[derive(Clone, Copy, Debug)]
+pub enum Control {
+    /// Connection `(conn, gen)` of shard `from` went away: drop what it left parked.
+    Cancel { from: usize, conn: u32, gen: u32 },
+    /// CLIENT UNBLOCK `client_id` (TIMEOUT, or ERROR when `error`).
+    Unblock { client_id: u64, error: bool },
 }
 
 /// What this shard will send to each other shard at the end of the loop iteration.
@@ -95,6 +123,8 @@ pub struct Outbox {
     replies: Vec<ReplyBatch>,
     /// Changes every other shard must apply.
     broadcasts: Vec<ConfigChange>,
+    /// Messages for one shard each (control, lending).
+    direct: Vec<(usize, ShardMsg)>,
 }
 
 impl Outbox {
@@ -116,13 +146,49 @@ impl Outbox {
         self.ensure(shard + 1);
         let batch = &mut self.requests[shard];
         batch.from = from;
-        encode_command(&mut batch.commands, args);
+        batch.commands.push(args);
         batch.tags.push(tag);
     }
 
     /// Queue a configuration change for every other shard.
     pub fn broadcast(&mut self, change: ConfigChange) {
         self.broadcasts.push(change);
+    }
+
+    /// Queue a control message for `shard`.
+    pub fn control(&mut self, shard: usize, control: Control) {
+        self.direct(shard, ShardMsg::Control(control));
+    }
+
+    /// Ask `shard` to lend keys.
+    pub fn lend(&mut self, shard: usize, request: LendRequest) {
+        self.direct(shard, ShardMsg::Lend(request));
+    }
+
+    /// Lend keys to coordinator `shard`.
+    pub fn lent(&mut self, shard: usize, ticket: u64, entries: Lent) {
+        self.direct(shard, ShardMsg::Lent { ticket, entries });
+    }
+
+    /// Give borrowed keys back to `shard`.
+    pub fn give_back(&mut self, shard: usize, entries: Lent) {
+        self.direct(shard, ShardMsg::GiveBack(entries));
+    }
+
+    /// Queue `message` for `shard` after everything queued for it so far: the
+    /// batches built until now go first, so a lend request never overtakes the
+    /// commands a client sent before its cross-shard command.
+    fn direct(&mut self, shard: usize, message: ShardMsg) {
+        self.ensure(shard + 1);
+        if !self.requests[shard].tags.is_empty() {
+            let batch = std::mem::take(&mut self.requests[shard]);
+            self.direct.push((shard, ShardMsg::Requests(batch)));
+        }
+        if !self.replies[shard].tags.is_empty() {
+            let batch = std::mem::take(&mut self.replies[shard]);
+            self.direct.push((shard, ShardMsg::Replies(batch)));
+        }
+        self.direct.push((shard, message));
     }
 
     /// Drop queued broadcasts (a server with one shard).
@@ -136,20 +202,6 @@ impl Outbox {
         let batch = &mut self.replies[shard];
         batch.replies.extend_from_slice(bytes);
         batch.tags.push((tag, bytes.len() as u32));
-    }
-}
-
-/// Encode a command as a RESP multibulk.
-pub fn encode_command<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [u8]>) {
-    out.push(b'*');
-    out.extend_from_slice(args.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for arg in args {
-        out.push(b'$');
-        out.extend_from_slice(arg.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
     }
 }
 
@@ -292,6 +344,9 @@ impl Mesh {
                     .push_back((to, ShardMsg::Config(change.clone())));
             }
         }
+        for (to, message) in outbox.direct.drain(..) {
+            self.backlog.push_back((to, message));
+        }
         for to in 0..outbox.requests.len() {
             if !outbox.requests[to].tags.is_empty() {
                 self.backlog.push_back((
@@ -335,7 +390,17 @@ impl Mesh {
 /// Handle one message from another shard.
 pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
     match msg {
-        ShardMsg::Requests(batch) => run_requests(core, batch),
+        ShardMsg::Requests(batch) => run_requests(core, conns, batch),
+        ShardMsg::Control(Control::Cancel { from, conn, gen }) => exec::drop_waiter(
+            core,
+            |w| matches!(w, Waiter::Remote { shard, tag } if *shard == from && tag.conn == conn && tag.gen == gen),
+        ),
+        ShardMsg::Control(Control::Unblock { client_id, error }) => {
+            exec::unblock(core, conns, client_id, error);
+        }
+        ShardMsg::Lend(request) => lending::lend(core, conns, request),
+        ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
+        ShardMsg::GiveBack(entries) => lending::take_back(core, conns, entries),
         ShardMsg::Config(change) => crate::cmd::server::apply_config_change(core, &change),
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
@@ -345,57 +410,53 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
                 if let Some(conn) = conns.get_mut(tag.conn, tag.gen) {
                     conn.replies.fill(tag.seq, tag.part as usize, bytes);
                     core.dirty.push((tag.conn, tag.gen));
+                    let answered = conn
+                        .client
+                        .blocked
+                        .is_some_and(|b| conn.replies.is_released(b.seq));
+                    if answered {
+                        conn.client.blocked = None;
+                        core.resume.push((tag.conn, tag.gen));
+                    }
                 }
             }
         }
     }
 }
 
-/// Execute forwarded commands against this shard's keyspace and queue the replies.
-fn run_requests(core: &mut ShardCore, batch: RequestBatch) {
-    let mut parser = CommandParser::default();
-    let mut offset = 0;
+/// Execute forwarded commands against this shard's keyspace and queue the replies;
+/// a command with nothing to serve yet is parked until a write or its deadline.
+fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
     let mut out = Vec::new();
-    for tag in batch.tags {
+    for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
-        let proto = if tag.resp3 {
-            Protocol::Resp3
-        } else {
-            Protocol::Resp2
+        let caller = Caller {
+            client_id: tag.client_id,
+            db: tag.db as usize,
+            proto: if tag.resp3 {
+                Protocol::Resp3
+            } else {
+                Protocol::Resp2
+            },
+            no_touch: tag.no_touch,
+            may_block: true,
+            borrowing: false,
         };
-        match parser.parse(&batch.commands[offset..], &core.limits) {
-            Ok(Parsed::Complete { args, consumed }) => {
-                offset += consumed;
-                run_engine_command(core, tag.db as usize, proto, tag.no_touch, args, &mut out);
+        let Some(cmd) = registry().lookup(args.get(0)) else {
+            Reply::new(&mut out, caller.proto).error("ERR internal: unknown forwarded command");
+            core.outbox.reply(batch.from, tag, &out);
+            continue;
+        };
+        match run_engine(core, cmd, caller, args, &mut out).block {
+            Some(block) => {
+                let waiter = Waiter::Remote {
+                    shard: batch.from,
+                    tag,
+                };
+                exec::park(core, waiter, caller, args, block);
             }
-            _ => Reply::new(&mut out, proto).error("ERR internal: malformed forwarded command"),
+            None => core.outbox.reply(batch.from, tag, &out),
         }
-        core.outbox.reply(batch.from, tag, &out);
-    }
-}
-
-/// Run an engine command on this shard, appending its reply to `out`.
-pub fn run_engine_command(
-    core: &mut ShardCore,
-    db: usize,
-    proto: Protocol,
-    no_touch: bool,
-    args: ruvio_resp::Args<'_>,
-    out: &mut Vec<u8>,
-) {
-    let mut reply = Reply::new(out, proto);
-    match crate::registry::registry()
-        .lookup(args.get(0))
-        .map(|c| c.handler)
-    {
-        Some(Handler::Engine(handler)) => {
-            let mut ctx = ExecCtx {
-                db,
-                now_ms: core.now_ms,
-                no_touch,
-            };
-            handler(&mut core.engine, &mut ctx, args, &mut reply);
-        }
-        _ => reply.error("ERR internal: not a keyspace command"),
+        exec::serve_ready(core, conns);
     }
 }

@@ -1,11 +1,14 @@
 //! `ruvio`: start one pinned glommio executor per shard, each owning its slice of
 //! the keyspace and its sockets, and wait for them.
 
+mod blocking;
 mod cmd;
 mod config;
 mod conn;
 mod dispatch;
+mod exec;
 mod forward;
+mod lending;
 mod net;
 mod registry;
 mod shard;

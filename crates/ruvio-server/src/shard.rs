@@ -8,10 +8,12 @@
 //! new replies, run the background tick. Everything the shard owns (keyspace,
 //! connections) is touched only by this thread.
 
+use crate::blocking::{Blocking, Waiter};
 use crate::config::Config;
-use crate::conn::{ClientState, Conn, ReplyMode, ReplyQueue};
+use crate::conn::{BlockedOn, ClientState, Conn, ReplyMode, ReplyQueue};
 use crate::dispatch::{self, KeyWindow};
-use crate::forward::{Mesh, Outbox};
+use crate::forward::{Control, Mesh, Outbox};
+use crate::lending::Lending;
 use crate::slab::Slab;
 use crate::stats::{ShardStats, Shared};
 use crate::topology::Topology;
@@ -79,6 +81,13 @@ pub struct ShardCore {
     pub dirty: Vec<(u32, u32)>,
     /// Work for other shards, shipped once per loop iteration.
     pub outbox: Outbox,
+    /// Commands parked until a key is written (BLPOP ...).
+    pub blocking: Blocking,
+    /// Connections whose blocking command was answered: run the commands they
+    /// received meanwhile.
+    pub resume: Vec<(u32, u32)>,
+    /// Keys lent to, and commands run on keys borrowed from, other shards.
+    pub lending: Lending,
 }
 
 /// A shard with its sockets.
@@ -128,7 +137,8 @@ impl Shard {
             per_command: vec![Default::default(); crate::registry::registry().commands.len()],
             ..Default::default()
         };
-        let engine = Engine::new(cfg.databases);
+        let mut engine = Engine::new(cfg.databases);
+        *engine.config_mut() = cfg.engine;
         Ok(Shard {
             core: ShardCore {
                 id,
@@ -141,6 +151,9 @@ impl Shard {
                 now_ms: unix_ms(),
                 dirty: Vec::new(),
                 outbox: Outbox::default(),
+                blocking: Blocking::default(),
+                resume: Vec::new(),
+                lending: Lending::default(),
             },
             conns: Slab::default(),
             ring,
@@ -173,6 +186,8 @@ impl Shard {
                 self.complete(data, result, flags);
             }
             self.take_mesh_messages();
+            crate::exec::expire_blocked(&mut self.core, &mut self.conns);
+            self.resume_unblocked();
             self.ship_outbox();
             self.flush_dirty();
             if self.core.now_ms >= self.next_tick_ms {
@@ -269,6 +284,7 @@ impl Shard {
             Conn {
                 gen,
                 input: Vec::with_capacity(INPUT_CHUNK_BYTES),
+                input_start: 0,
                 input_need: 0,
                 parser: Default::default(),
                 client: ClientState {
@@ -290,6 +306,7 @@ impl Shard {
                     last_cmd: "NULL",
                     fd,
                     closing: false,
+                    blocked: None,
                 },
                 replies: ReplyQueue::default(),
                 sending: Vec::new(),
@@ -328,7 +345,8 @@ impl Shard {
         if conn.recv_in_flight || conn.shut || conn.client.closing {
             return;
         }
-        let want = INPUT_CHUNK_BYTES.max(conn.input_need.saturating_sub(conn.input.len()));
+        let pending = conn.input.len() - conn.input_start;
+        let want = INPUT_CHUNK_BYTES.max(conn.input_need.saturating_sub(pending));
         if conn.input.capacity() - conn.input.len() < INPUT_CHUNK_BYTES / 4
             || conn.input.capacity() - conn.input.len() < want.min(1 << 30)
         {
@@ -368,7 +386,8 @@ impl Shard {
             // SAFETY: the kernel wrote `result` bytes into the spare capacity we lent it.
             unsafe { conn.input.set_len(conn.input.len() + result as usize) };
             self.core.stats.net_input_bytes += result as u64;
-            let window = KeyWindow::scan(&self.core, &mut conn.parser, &conn.input);
+            let pending = &conn.input[conn.input_start..];
+            let window = KeyWindow::scan(&self.core, &mut conn.parser, pending);
             conn.prefetched = window.commands;
             commands += window.commands;
             self.windows.push((index, gen, window));
@@ -396,7 +415,8 @@ impl Shard {
     fn prefetch_window_entries(&self, w: usize) {
         if let Some((index, gen, window)) = self.windows.get(w) {
             if let Some(conn) = self.conns.get(*index, *gen) {
-                window.prefetch_entries(&self.core, conn.client.db, &conn.input);
+                let pending = &conn.input[conn.input_start..];
+                window.prefetch_entries(&self.core, conn.client.db, pending);
             }
         }
     }
@@ -404,21 +424,45 @@ impl Shard {
     fn prefetch_window_values(&self, w: usize) {
         if let Some((index, gen, window)) = self.windows.get(w) {
             if let Some(conn) = self.conns.get(*index, *gen) {
-                window.prefetch_values(&self.core, conn.client.db, &conn.input);
+                let pending = &conn.input[conn.input_start..];
+                window.prefetch_values(&self.core, conn.client.db, pending);
+            }
+        }
+    }
+
+    /// Run what unblocked connections received while they waited. Running it may
+    /// unblock others (or block again); every round takes the list afresh.
+    fn resume_unblocked(&mut self) {
+        while !self.core.resume.is_empty() {
+            for (index, gen) in std::mem::take(&mut self.core.resume) {
+                let idle = self
+                    .conns
+                    .get(index, gen)
+                    .is_none_or(|c| c.input.len() == c.input_start || c.shut);
+                if !idle {
+                    self.run_input(index, gen);
+                }
             }
         }
     }
 
     fn received(&mut self, index: u32, gen: u32, result: i32) {
-        let Some(mut conn) = self.conns.take(index, gen) else {
+        let Some(conn) = self.conns.get_mut(index, gen) else {
             return;
         };
         conn.recv_in_flight = false;
         if result <= 0 || conn.shut {
-            self.conns.restore(index, conn);
             self.close(index, gen);
             return;
         }
+        self.run_input(index, gen);
+    }
+
+    /// Parse and run the connection's input, then re-arm its receive.
+    fn run_input(&mut self, index: u32, gen: u32) {
+        let Some(mut conn) = self.conns.take(index, gen) else {
+            return;
+        };
         // A bug must cost one connection, never the shard: Redis' semantics say no
         // input can panic, and the tests and fuzzers hold us to it; this is the net.
         let run = std::panic::AssertUnwindSafe(|| {
@@ -431,7 +475,7 @@ impl Shard {
             conn.client.closing = true;
             false
         });
-        let paused = conn.replies.ready.len() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
+        let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
         self.conns.restore(index, conn);
         self.core.dirty.push((index, gen));
         if ok && !paused {
@@ -509,7 +553,13 @@ impl Shard {
             conn.shut = true;
             // SAFETY: plain syscall on a descriptor this connection owns.
             unsafe { libc::shutdown(conn.client.fd, libc::SHUT_RDWR) };
+            if let Some(blocked) = conn.client.blocked.take() {
+                self.forget_blocked(index, gen, blocked);
+            }
         }
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
         if !conn.recv_in_flight && !conn.send_in_flight {
             let (fd, fixed) = (conn.client.fd, conn.fixed);
             if fixed {
@@ -519,6 +569,26 @@ impl Shard {
             // SAFETY: no operation references the descriptor any more.
             unsafe { libc::close(fd) };
             self.conns.remove(index);
+        }
+    }
+
+    /// A blocked client went away: its parked command goes too, here or on the
+    /// shard it was sent to.
+    fn forget_blocked(&mut self, index: u32, gen: u32, blocked: BlockedOn) {
+        match blocked.remote {
+            None => crate::exec::drop_waiter(
+                &mut self.core,
+                |w| matches!(*w, Waiter::Local { index: i, gen: g, .. } if i == index && g == gen),
+            ),
+            Some(shard) => {
+                let from = self.core.id;
+                let cancel = Control::Cancel {
+                    from,
+                    conn: index,
+                    gen,
+                };
+                self.core.outbox.control(shard, cancel);
+            }
         }
     }
 
@@ -578,6 +648,8 @@ impl Shard {
             .store(engine_stats.keyspace_misses, Relaxed);
         g.used_memory
             .store(core.engine.used_memory_bytes() as u64, Relaxed);
+        g.blocked_clients.store(core.blocking.len() as u64, Relaxed);
+        g.dirty.store(core.stats.dirty, Relaxed);
         for (keys, expires) in &g.keys {
             keys.store(0, Relaxed);
             expires.store(0, Relaxed);

@@ -3,7 +3,9 @@
 //! tick, so INFO on any shard can report the whole server (at most one tick stale
 //! for the other shards).
 
+use ahash::AHashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Counters of one shard, owned by that shard.
@@ -13,6 +15,8 @@ pub struct ShardStats {
     pub connections_received: u64,
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
+    /// Changes to the dataset (Redis' `dirty`, INFO `rdb_changes_since_last_save`).
+    pub dirty: u64,
     /// Per command id: calls, sampled microseconds, failed calls.
     pub per_command: Vec<CommandStat>,
 }
@@ -43,6 +47,8 @@ pub struct ShardGauges {
     pub keyspace_hits: AtomicU64,
     pub keyspace_misses: AtomicU64,
     pub used_memory: AtomicU64,
+    pub blocked_clients: AtomicU64,
+    pub dirty: AtomicU64,
     /// Per database: keys and keys with a TTL.
     pub keys: Vec<(AtomicU64, AtomicU64)>,
 }
@@ -55,6 +61,10 @@ pub struct Shared {
     pub started: Instant,
     pub started_unix_ms: u64,
     pub run_id: String,
+    /// Which shard holds each blocked client's parked command (CLIENT UNBLOCK may
+    /// arrive on any shard). Touched only when a client blocks or is released,
+    /// never on the request path of other commands.
+    blocked_clients: Mutex<AHashMap<u64, usize>>,
 }
 
 impl Shared {
@@ -70,6 +80,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             started: Instant::now(),
             started_unix_ms: now_ms,
+            blocked_clients: Mutex::default(),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,
@@ -81,6 +92,27 @@ impl Shared {
     /// A new client id, unique across shards (used once per accepted connection).
     pub fn next_client_id(&self) -> u64 {
         self.next_client_id.fetch_add(1, Relaxed)
+    }
+
+    /// Record that `client_id` is parked on `shard` (or no longer parked).
+    pub fn note_blocked(&self, client_id: u64, shard: Option<usize>) {
+        let mut map = self
+            .blocked_clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match shard {
+            Some(shard) => map.insert(client_id, shard),
+            None => map.remove(&client_id),
+        };
+    }
+
+    /// The shard where `client_id` is parked, if it is blocked.
+    pub fn blocked_on(&self, client_id: u64) -> Option<usize> {
+        let map = self
+            .blocked_clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        map.get(&client_id).copied()
     }
 
     /// Sum one gauge over all shards.

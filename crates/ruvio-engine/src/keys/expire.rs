@@ -8,9 +8,9 @@
 use ruvio_resp::{Args, Reply};
 
 use crate::args::{eq_ci, int_arg};
-use crate::command::ExecCtx;
+use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::engine::Lookup;
-use crate::error::{write_unsupported_option, CmdError};
+use crate::error::CmdError;
 use crate::Engine;
 
 /// EXPIRE's condition flags.
@@ -22,14 +22,8 @@ struct Conditions {
     lt: bool,
 }
 
-/// Why option parsing failed: a fixed error, or `Unsupported option <opt>`.
-enum OptionError<'a> {
-    Fixed(CmdError),
-    Unsupported(&'a [u8]),
-}
-
 /// Redis' `parseExtendedExpireArgumentsOrReply`.
-fn parse_conditions(args: Args<'_>) -> Result<Conditions, OptionError<'_>> {
+fn parse_conditions(args: Args<'_>) -> Result<Conditions, CmdError> {
     let mut c = Conditions::default();
     for opt in args.iter().skip(3) {
         if eq_ci(opt, "NX") {
@@ -41,14 +35,14 @@ fn parse_conditions(args: Args<'_>) -> Result<Conditions, OptionError<'_>> {
         } else if eq_ci(opt, "LT") {
             c.lt = true;
         } else {
-            return Err(OptionError::Unsupported(opt));
+            return Err(CmdError::unsupported_option(opt));
         }
     }
     if c.nx && (c.xx || c.gt || c.lt) {
-        return Err(OptionError::Fixed(CmdError::ExpireNxWithOthers));
+        return Err(CmdError::ExpireNxWithOthers);
     }
     if c.gt && c.lt {
-        return Err(OptionError::Fixed(CmdError::ExpireGtAndLt));
+        return Err(CmdError::ExpireGtAndLt);
     }
     Ok(c)
 }
@@ -65,25 +59,20 @@ struct Variant {
 /// because the time is already past), 0 when the key is missing or a condition failed.
 fn expire_generic(
     engine: &mut Engine,
-    ctx: &ExecCtx,
+    ctx: &mut ExecCtx,
     args: Args<'_>,
     v: Variant,
     reply: &mut Reply<'_>,
-) {
-    let conditions = match parse_conditions(args) {
-        Ok(c) => c,
-        Err(OptionError::Fixed(e)) => return e.write(reply),
-        Err(OptionError::Unsupported(opt)) => return write_unsupported_option(reply, opt),
-    };
-    match expire_body(engine, ctx, args, v, conditions) {
-        Ok(done) => reply.int(done as i64),
-        Err(e) => e.write(reply),
-    }
+) -> CmdResult {
+    let conditions = parse_conditions(args)?;
+    let done = expire_body(engine, ctx, args, v, conditions)?;
+    reply.int(done as i64);
+    Ok(Done)
 }
 
 fn expire_body(
     engine: &mut Engine,
-    ctx: &ExecCtx,
+    ctx: &mut ExecCtx,
     args: Args<'_>,
     v: Variant,
     c: Conditions,
@@ -91,10 +80,12 @@ fn expire_body(
     let invalid = CmdError::InvalidExpireTime(v.name);
     let mut when = int_arg(args.get(2))?;
     if v.seconds {
-        when = when.checked_mul(1000).ok_or(invalid)?;
+        when = when.checked_mul(1000).ok_or_else(|| invalid.clone())?;
     }
     if v.relative {
-        when = when.checked_add(ctx.now_ms as i64).ok_or(invalid)?;
+        when = when
+            .checked_add(ctx.now_ms as i64)
+            .ok_or_else(|| invalid.clone())?;
     }
     let Some(id) = engine.lookup_write(ctx, args.get(1)) else {
         return Ok(false);
@@ -107,11 +98,17 @@ fn expire_body(
     if refused {
         return Ok(false);
     }
+    let key = args.get(1);
     let db = engine.db_mut(ctx.db);
     if when <= ctx.now_ms as i64 {
         db.remove(id);
+        ctx.changed(key, super::events::DEL, 1);
+        ctx.log_as(&[b"DEL", key]);
     } else {
         db.set_expire(id, Some(when as u64));
+        ctx.changed(key, super::events::EXPIRE, 1);
+        let when = itoa::Buffer::new().format(when).to_owned();
+        ctx.log_as(&[b"PEXPIREAT", key, when.as_bytes()]);
     }
     Ok(true)
 }
@@ -122,7 +119,7 @@ pub(crate) fn expire(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     expire_generic(
         engine,
         ctx,
@@ -133,7 +130,7 @@ pub(crate) fn expire(
             relative: true,
         },
         reply,
-    );
+    )
 }
 
 /// `PEXPIRE key milliseconds [NX | XX | GT | LT]`
@@ -142,7 +139,7 @@ pub(crate) fn pexpire(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     expire_generic(
         engine,
         ctx,
@@ -153,7 +150,7 @@ pub(crate) fn pexpire(
             relative: true,
         },
         reply,
-    );
+    )
 }
 
 /// `EXPIREAT key unix-time-seconds [NX | XX | GT | LT]`
@@ -162,7 +159,7 @@ pub(crate) fn expireat(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     expire_generic(
         engine,
         ctx,
@@ -173,7 +170,7 @@ pub(crate) fn expireat(
             relative: false,
         },
         reply,
-    );
+    )
 }
 
 /// `PEXPIREAT key unix-time-milliseconds [NX | XX | GT | LT]`
@@ -182,7 +179,7 @@ pub(crate) fn pexpireat(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     expire_generic(
         engine,
         ctx,
@@ -193,7 +190,7 @@ pub(crate) fn pexpireat(
             relative: false,
         },
         reply,
-    );
+    )
 }
 
 /// Redis' `ttlGenericCommand`: -2 when missing, -1 without TTL, else the remaining
@@ -219,13 +216,25 @@ fn ttl_generic(engine: &mut Engine, ctx: &ExecCtx, key: &[u8], in_ms: bool, abso
 }
 
 /// `TTL key`
-pub(crate) fn ttl(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+pub(crate) fn ttl(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     reply.int(ttl_generic(engine, ctx, args.get(1), false, false));
+    Ok(Done)
 }
 
 /// `PTTL key`
-pub(crate) fn pttl(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+pub(crate) fn pttl(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     reply.int(ttl_generic(engine, ctx, args.get(1), true, false));
+    Ok(Done)
 }
 
 /// `EXPIRETIME key`
@@ -234,8 +243,9 @@ pub(crate) fn expiretime(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     reply.int(ttl_generic(engine, ctx, args.get(1), false, true));
+    Ok(Done)
 }
 
 /// `PEXPIRETIME key`
@@ -244,8 +254,9 @@ pub(crate) fn pexpiretime(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     reply.int(ttl_generic(engine, ctx, args.get(1), true, true));
+    Ok(Done)
 }
 
 /// `PERSIST key`: 1 when a TTL was removed.
@@ -254,7 +265,7 @@ pub(crate) fn persist(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     let removed = match engine.lookup_write(ctx, args.get(1)) {
         Some(id) if engine.db(ctx.db).entry(id).expire_at().is_some() => {
             engine.db_mut(ctx.db).set_expire(id, None);
@@ -262,5 +273,9 @@ pub(crate) fn persist(
         }
         _ => false,
     };
+    if removed {
+        ctx.changed(args.get(1), super::events::PERSIST, 1);
+    }
     reply.int(removed as i64);
+    Ok(Done)
 }

@@ -14,10 +14,25 @@ mod scan;
 use ruvio_resp::{Args, Reply};
 
 use crate::args::{eq_ci, i32_arg};
-use crate::command::{command, flags::*, EngineCommand, ExecCtx, KeySpec};
+use crate::command::{
+    command, flags::*, CmdResult, EngineCommand, ExecCtx, KeySpec, Outcome::Done,
+};
 use crate::engine::{clock_of, Lookup};
 use crate::error::CmdError;
 use crate::Engine;
+
+/// The generic family's keyspace events.
+pub(crate) mod events {
+    use crate::command::{Event, EventClass::Generic};
+    pub const DEL: Event = Event::new(Generic, "del");
+    pub const EXPIRE: Event = Event::new(Generic, "expire");
+    pub const PERSIST: Event = Event::new(Generic, "persist");
+    pub const RENAME_FROM: Event = Event::new(Generic, "rename_from");
+    pub const RENAME_TO: Event = Event::new(Generic, "rename_to");
+    pub const COPY_TO: Event = Event::new(Generic, "copy_to");
+    pub const MOVE_FROM: Event = Event::new(Generic, "move_from");
+    pub const MOVE_TO: Event = Event::new(Generic, "move_to");
+}
 
 /// The generic family's command table.
 #[rustfmt::skip]
@@ -92,7 +107,7 @@ pub const COMMANDS: &[EngineCommand] = &[
 ];
 
 /// `DEL key [key ...]` and `UNLINK key [key ...]`: the number of keys removed.
-fn del(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn del(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) -> CmdResult {
     let mut deleted = 0;
     for key in args.iter().skip(1) {
         let Some(id) = engine.db(ctx.db).find(key) else {
@@ -101,15 +116,22 @@ fn del(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply
         if engine.is_expired(ctx.db, id, ctx.now_ms) {
             engine.expire_now(ctx.db, id);
         } else {
-            engine.db_mut(ctx.db).remove(id);
+            engine.delete(ctx.db, id);
+            ctx.changed(key, events::DEL, 1);
             deleted += 1;
         }
     }
     reply.int(deleted);
+    Ok(Done)
 }
 
 /// `EXISTS key [key ...]`: how many of the keys exist (repeats count again).
-fn exists(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn exists(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     let count = args
         .iter()
         .skip(1)
@@ -120,50 +142,70 @@ fn exists(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Re
         })
         .count();
     reply.int(count as i64);
+    Ok(Done)
 }
 
 /// `TOUCH key [key ...]`: update the access time; how many exist.
-fn touch(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    let touched = args.iter().skip(1).filter(|key| {
-        // TOUCH touches even for CLIENT NO-TOUCH clients, as in Redis.
-        let forced = ExecCtx {
-            db: ctx.db,
-            now_ms: ctx.now_ms,
-            no_touch: false,
-        };
-        engine.lookup(&forced, ctx.db, key, Lookup::READ).is_some()
-    });
-    reply.int(touched.count() as i64);
+fn touch(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    // TOUCH touches even for CLIENT NO-TOUCH clients, as in Redis.
+    let no_touch = std::mem::replace(&mut ctx.no_touch, false);
+    let touched = args
+        .iter()
+        .skip(1)
+        .filter(|key| engine.lookup(ctx, ctx.db, key, Lookup::READ).is_some())
+        .count();
+    ctx.no_touch = no_touch;
+    reply.int(touched as i64);
+    Ok(Done)
 }
 
 /// `TYPE key`: `string`, ... or `none`.
-fn type_of(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn type_of(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     match engine.lookup(ctx, ctx.db, args.get(1), Lookup::READ_NOTOUCH) {
         Some(id) => reply.simple(engine.db(ctx.db).entry(id).value().value_type().name()),
         None => reply.simple("none"),
     }
+    Ok(Done)
 }
 
 /// `RENAME key newkey`
-fn rename(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    match rename_generic(engine, ctx, args, false) {
-        Ok(_) => reply.ok(),
-        Err(e) => e.write(reply),
-    }
+fn rename(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    rename_generic(engine, ctx, args, false)?;
+    reply.ok();
+    Ok(Done)
 }
 
 /// `RENAMENX key newkey`: 1 when renamed, 0 when `newkey` exists.
-fn renamenx(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    match rename_generic(engine, ctx, args, true) {
-        Ok(done) => reply.int(done as i64),
-        Err(e) => e.write(reply),
-    }
+fn renamenx(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    let renamed = rename_generic(engine, ctx, args, true)?;
+    reply.int(renamed as i64);
+    Ok(Done)
 }
 
 /// Redis' `renameGenericCommand`: the value, TTL and access time move to `newkey`.
 fn rename_generic(
     engine: &mut Engine,
-    ctx: &ExecCtx,
+    ctx: &mut ExecCtx,
     args: Args<'_>,
     nx: bool,
 ) -> Result<bool, CmdError> {
@@ -176,23 +218,29 @@ fn rename_generic(
         if nx {
             return Ok(false);
         }
-        engine.db_mut(ctx.db).remove(target);
+        engine.delete(ctx.db, target);
     }
     let db = engine.db_mut(ctx.db);
     let entry = db.remove(id);
     db.insert(entry.rekey(to));
+    ctx.changed(from, events::RENAME_FROM, 1);
+    ctx.changed(to, events::RENAME_TO, 0);
     Ok(true)
 }
 
 /// `COPY source destination [DB destination-db] [REPLACE]`: 1 when copied.
-fn copy(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    match copy_body(engine, ctx, args) {
-        Ok(copied) => reply.int(copied as i64),
-        Err(e) => e.write(reply),
-    }
+fn copy(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    let copied = copy_body(engine, ctx, args)?;
+    reply.int(copied as i64);
+    Ok(Done)
 }
 
-fn copy_body(engine: &mut Engine, ctx: &ExecCtx, args: Args<'_>) -> Result<bool, CmdError> {
+fn copy_body(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>) -> Result<bool, CmdError> {
     let (mut replace, mut dst_db) = (false, ctx.db);
     let mut j = 3;
     while j < args.len() {
@@ -217,25 +265,30 @@ fn copy_body(engine: &mut Engine, ctx: &ExecCtx, args: Args<'_>) -> Result<bool,
         if !replace {
             return Ok(false);
         }
-        engine.db_mut(dst_db).remove(existing);
+        engine.delete(dst_db, existing);
     }
     let copy = engine
         .db(ctx.db)
         .entry(id)
         .duplicate(dst, clock_of(ctx.now_ms));
     engine.db_mut(dst_db).insert(copy);
+    ctx.changed_in(dst_db, dst, events::COPY_TO, 1);
     Ok(true)
 }
 
 /// `MOVE key db`: 1 when moved, 0 when missing here or present there.
-fn move_key(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    match move_body(engine, ctx, args) {
-        Ok(moved) => reply.int(moved as i64),
-        Err(e) => e.write(reply),
-    }
+fn move_key(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    let moved = move_body(engine, ctx, args)?;
+    reply.int(moved as i64);
+    Ok(Done)
 }
 
-fn move_body(engine: &mut Engine, ctx: &ExecCtx, args: Args<'_>) -> Result<bool, CmdError> {
+fn move_body(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>) -> Result<bool, CmdError> {
     let key = args.get(1);
     let dst_db = db_index(engine, args.get(2))?;
     if dst_db == ctx.db {
@@ -249,6 +302,8 @@ fn move_body(engine: &mut Engine, ctx: &ExecCtx, args: Args<'_>) -> Result<bool,
     }
     let entry = engine.db_mut(ctx.db).remove(id);
     engine.db_mut(dst_db).insert(entry);
+    ctx.changed(key, events::MOVE_FROM, 1);
+    ctx.changed_in(dst_db, key, events::MOVE_TO, 0);
     Ok(true)
 }
 

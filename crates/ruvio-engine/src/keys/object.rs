@@ -10,11 +10,12 @@ use crate::command::reply_help;
 use ruvio_resp::{Args, Reply};
 
 use crate::args::{eq_ci, int_arg};
-use crate::command::{command, flags::*, EngineCommand, ExecCtx, KeySpec};
+use crate::command::{
+    command, flags::*, CmdResult, EngineCommand, ExecCtx, KeySpec, Outcome::Done,
+};
 use crate::engine::{clock_of, Lookup};
-use crate::error::{write_quoted_error, write_unknown_subcommand, CmdError};
+use crate::error::CmdError;
 use crate::keyspace::CLOCK_MASK;
-use crate::strings::finish;
 use crate::Engine;
 
 /// OBJECT's subcommands.
@@ -89,19 +90,18 @@ fn dispatch(
     reply: &mut Reply<'_>,
     table: &'static [EngineCommand],
     container_upper: &str,
-) {
+) -> CmdResult {
     let sub = args.get(1);
     let Some(row) = find_subcommand(table, sub) else {
-        return write_unknown_subcommand(reply, sub, container_upper);
+        return Err(CmdError::unknown_subcommand(sub, container_upper));
     };
     if !row.meta.arity_ok(args.len()) {
         let name = row.meta.name.as_bytes();
-        return write_quoted_error(
-            reply,
+        return Err(CmdError::quoted(
             "ERR wrong number of arguments for '",
             name,
             "' command",
-        );
+        ));
     }
     (row.handler)(engine, ctx, args, reply)
 }
@@ -123,8 +123,8 @@ pub(crate) fn object(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
-    dispatch(engine, ctx, args, reply, OBJECT_SUBCOMMANDS, "OBJECT");
+) -> CmdResult {
+    dispatch(engine, ctx, args, reply, OBJECT_SUBCOMMANDS, "OBJECT")
 }
 
 /// `MEMORY <subcommand> [<arg> ...]`
@@ -133,8 +133,8 @@ pub(crate) fn memory(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
-    dispatch(engine, ctx, args, reply, MEMORY_SUBCOMMANDS, "MEMORY");
+) -> CmdResult {
+    dispatch(engine, ctx, args, reply, MEMORY_SUBCOMMANDS, "MEMORY")
 }
 
 /// The entry OBJECT looks at (no touch, counts a hit or miss); replies nil when missing.
@@ -152,37 +152,70 @@ fn object_lookup(
 }
 
 /// `OBJECT ENCODING key`: `int`, `embstr` or `raw`, as Redis 7.0 would report.
-fn object_encoding(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn object_encoding(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     if let Some(id) = object_lookup(engine, ctx, args, reply) {
         reply.bulk(engine.db(ctx.db).entry(id).encoding().name().as_bytes());
     }
+    Ok(Done)
 }
 
 /// `OBJECT REFCOUNT key`: 2147483647 for shared small integers, else 1.
-fn object_refcount(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn object_refcount(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     if let Some(id) = object_lookup(engine, ctx, args, reply) {
         reply.int(engine.db(ctx.db).entry(id).refcount());
     }
+    Ok(Done)
 }
 
 /// `OBJECT IDLETIME key`: seconds since the last access.
-fn object_idletime(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn object_idletime(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     if let Some(id) = object_lookup(engine, ctx, args, reply) {
         let then = engine.db(ctx.db).entry(id).clock();
         reply.int(idle_seconds(clock_of(ctx.now_ms), then) as i64);
     }
+    Ok(Done)
 }
 
 /// `OBJECT FREQ key`: Ruvio has no LFU policy, so Redis' error for that case.
-fn object_freq(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    if object_lookup(engine, ctx, args, reply).is_some() {
-        CmdError::LfuNotSelected.write(reply);
+fn object_freq(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    match engine.lookup(ctx, ctx.db, args.get(2), Lookup::READ_NOTOUCH) {
+        Some(_) => Err(CmdError::LfuNotSelected),
+        None => {
+            reply.null();
+            Ok(Done)
+        }
     }
 }
 
 /// `OBJECT HELP`
-fn object_help(_engine: &mut Engine, _ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn object_help(
+    _engine: &mut Engine,
+    _ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     reply_help(reply, args.get(0), OBJECT_HELP);
+    Ok(Done)
 }
 
 /// Redis' `estimateObjectIdleTime` in seconds, including its 24-bit wrap-around.
@@ -197,37 +230,45 @@ fn idle_seconds(now: u32, then: u32) -> u32 {
 /// `MEMORY USAGE key [SAMPLES count]`: bytes the key costs in Ruvio's layout (its
 /// entry, its index slot and its heap blocks); nil when missing. Like Redis it does
 /// not check the key's TTL.
-fn memory_usage(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    let result = (|| {
-        let mut j = 3;
-        while j < args.len() {
-            if eq_ci(args.get(j), "SAMPLES") && j + 1 < args.len() {
-                if int_arg(args.get(j + 1))? < 0 {
-                    return Err(CmdError::Syntax);
-                }
-                j += 2;
-            } else {
+fn memory_usage(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    let mut j = 3;
+    while j < args.len() {
+        if eq_ci(args.get(j), "SAMPLES") && j + 1 < args.len() {
+            if int_arg(args.get(j + 1))? < 0 {
                 return Err(CmdError::Syntax);
             }
+            j += 2;
+        } else {
+            return Err(CmdError::Syntax);
         }
-        let db = engine.db(ctx.db);
-        match db.find(args.get(2)) {
-            None => reply.null(),
-            Some(id) => reply.int((db.entry_overhead_bytes() + db.entry(id).heap_bytes()) as i64),
-        }
-        Ok(())
-    })();
-    finish(result, reply);
+    }
+    let db = engine.db(ctx.db);
+    match db.find(args.get(2)) {
+        None => reply.null(),
+        Some(id) => reply.int((db.entry_overhead_bytes() + db.entry(id).heap_bytes()) as i64),
+    }
+    Ok(Done)
 }
 
 /// `MEMORY DOCTOR`: Redis' verdicts for a small or a healthy instance.
-fn memory_doctor(engine: &mut Engine, _ctx: &mut ExecCtx, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn memory_doctor(
+    engine: &mut Engine,
+    _ctx: &mut ExecCtx,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     let text: &[u8] = if engine.used_memory_bytes() < DOCTOR_BYTES_MIN {
         b"Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting."
     } else {
         b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base."
     };
     reply.verbatim("txt", text);
+    Ok(Done)
 }
 
 /// `MEMORY MALLOC-STATS`: what Redis answers when not built with jemalloc.
@@ -236,18 +277,31 @@ fn memory_malloc_stats(
     _ctx: &mut ExecCtx,
     _args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     reply.verbatim("txt", b"Stats not supported for the current allocator");
+    Ok(Done)
 }
 
 /// `MEMORY PURGE`: a no-op `OK`, as Redis without jemalloc.
-fn memory_purge(_engine: &mut Engine, _ctx: &mut ExecCtx, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn memory_purge(
+    _engine: &mut Engine,
+    _ctx: &mut ExecCtx,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     reply.ok();
+    Ok(Done)
 }
 
 /// `MEMORY HELP`
-fn memory_help(_engine: &mut Engine, _ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn memory_help(
+    _engine: &mut Engine,
+    _ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     reply_help(reply, args.get(0), MEMORY_HELP);
+    Ok(Done)
 }
 
 #[cfg(test)]

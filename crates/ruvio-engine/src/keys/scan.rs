@@ -8,11 +8,10 @@
 use ruvio_resp::{Args, Reply};
 
 use crate::args::{eq_ci, i32_arg, int_arg, parse_cursor};
-use crate::command::ExecCtx;
+use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::error::CmdError;
 use crate::glob::glob_match;
 use crate::keyspace::EntryId;
-use crate::strings::finish;
 use crate::Engine;
 
 /// SCAN visits at most this many slots per key of COUNT, so a sparse slab (many
@@ -22,7 +21,12 @@ const SCAN_SLOTS_PER_COUNT: usize = 10;
 const SCAN_COUNT_DEFAULT: usize = 10;
 
 /// `KEYS pattern`: every live key matching the glob pattern.
-pub(crate) fn keys(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+pub(crate) fn keys(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     let pattern = args.get(1);
     let all = pattern == b"*";
     let db = engine.db(ctx.db);
@@ -36,6 +40,7 @@ pub(crate) fn keys(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply
     for key in matching {
         reply.bulk(key);
     }
+    Ok(Done)
 }
 
 /// SCAN's filters.
@@ -74,21 +79,23 @@ fn parse_scan_options(args: Args<'_>) -> Result<ScanOptions<'_>, CmdError> {
 }
 
 /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`
-pub(crate) fn scan(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    let result = (|| {
-        let cursor = parse_cursor(args.get(1)).ok_or(CmdError::InvalidCursor)?;
-        let options = parse_scan_options(args)?;
-        let (next, ids) = walk(engine, ctx.db, cursor, options.count);
-        let keys = filter(engine, ctx, &ids, &options);
-        reply.array(2);
-        reply.bulk_int(next as i64);
-        reply.array(keys.len());
-        for key in keys {
-            reply.bulk(&key);
-        }
-        Ok(())
-    })();
-    finish(result, reply);
+pub(crate) fn scan(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    let cursor = parse_cursor(args.get(1)).ok_or(CmdError::InvalidCursor)?;
+    let options = parse_scan_options(args)?;
+    let (next, ids) = walk(engine, ctx.db, cursor, options.count);
+    let keys = filter(engine, ctx, &ids, &options);
+    reply.array(2);
+    reply.bulk_int(next as i64);
+    reply.array(keys.len());
+    for key in keys {
+        reply.bulk(&key);
+    }
+    Ok(Done)
 }
 
 /// Visit slots from `cursor` until `count` live entries or the slot budget; returns
@@ -143,7 +150,7 @@ pub(crate) fn randomkey(
     ctx: &mut ExecCtx,
     _args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     loop {
         let mut state = engine.next_random() | 1;
         let picked = engine.db(ctx.db).random(|| {
@@ -152,14 +159,15 @@ pub(crate) fn randomkey(
             state ^= state << 17;
             state
         });
-        let Some(id) = picked else {
-            return reply.null();
-        };
-        if engine.is_expired(ctx.db, id, ctx.now_ms) {
-            engine.expire_now(ctx.db, id);
-            continue;
+        match picked {
+            None => reply.null(),
+            Some(id) if engine.is_expired(ctx.db, id, ctx.now_ms) => {
+                engine.expire_now(ctx.db, id);
+                continue;
+            }
+            Some(id) => reply.bulk(engine.db(ctx.db).entry(id).key()),
         }
-        return reply.bulk(engine.db(ctx.db).entry(id).key());
+        return Ok(Done);
     }
 }
 
@@ -169,8 +177,9 @@ pub(crate) fn dbsize(
     ctx: &mut ExecCtx,
     _args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     reply.int(engine.db(ctx.db).len() as i64);
+    Ok(Done)
 }
 
 /// Redis' `getFlushCommandFlags`: `Some(lazy)`, or `None` for a syntax error.
@@ -189,51 +198,47 @@ pub(crate) fn flushdb(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
-    match flush_mode(args) {
-        Some(lazy) => {
-            engine.flush_db(ctx.db, lazy);
-            reply.ok();
-        }
-        None => CmdError::Syntax.write(reply),
-    }
+) -> CmdResult {
+    let lazy = flush_mode(args).ok_or(CmdError::Syntax)?;
+    ctx.effects.dirty += engine.db(ctx.db).len() as u64;
+    engine.flush_db(ctx.db, lazy);
+    reply.ok();
+    Ok(Done)
 }
 
 /// `FLUSHALL [ASYNC | SYNC]`
 pub(crate) fn flushall(
     engine: &mut Engine,
-    _ctx: &mut ExecCtx,
+    ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
-    match flush_mode(args) {
-        Some(lazy) => {
-            for db in 0..engine.db_count() {
-                engine.flush_db(db, lazy);
-            }
-            reply.ok();
-        }
-        None => CmdError::Syntax.write(reply),
+) -> CmdResult {
+    let lazy = flush_mode(args).ok_or(CmdError::Syntax)?;
+    for db in 0..engine.db_count() {
+        ctx.effects.dirty += engine.db(db).len() as u64;
+        engine.flush_db(db, lazy);
     }
+    // Redis counts one more change so that even an empty FLUSHALL is logged.
+    ctx.effects.dirty += 1;
+    reply.ok();
+    Ok(Done)
 }
 
 /// `SWAPDB index1 index2`
 pub(crate) fn swapdb(
     engine: &mut Engine,
-    _ctx: &mut ExecCtx,
+    ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
-    let result = (|| {
-        let a = i32_arg(args.get(1), CmdError::InvalidFirstDbIndex)?;
-        let b = i32_arg(args.get(2), CmdError::InvalidSecondDbIndex)?;
-        let in_range = |i: i32| usize::try_from(i).ok().filter(|&i| i < engine.db_count());
-        let (a, b) = in_range(a)
-            .zip(in_range(b))
-            .ok_or(CmdError::DbIndexOutOfRange)?;
-        engine.swap_dbs(a, b);
-        reply.ok();
-        Ok(())
-    })();
-    finish(result, reply);
+) -> CmdResult {
+    let a = i32_arg(args.get(1), CmdError::InvalidFirstDbIndex)?;
+    let b = i32_arg(args.get(2), CmdError::InvalidSecondDbIndex)?;
+    let in_range = |i: i32| usize::try_from(i).ok().filter(|&i| i < engine.db_count());
+    let (a, b) = in_range(a)
+        .zip(in_range(b))
+        .ok_or(CmdError::DbIndexOutOfRange)?;
+    engine.swap_dbs(a, b);
+    ctx.effects.dirty += 1;
+    reply.ok();
+    Ok(Done)
 }

@@ -32,9 +32,13 @@ use std::mem::MaybeUninit;
 use smallvec::SmallVec;
 
 use super::heapstr::{greedy_capacity, HeapStr};
+use crate::lists::{ListEncoding, ListValue};
 use crate::value::{
-    Encoding, StrRef, ValueRef, EMBSTR_BYTES_MAX, SHARED_INTEGERS, SHARED_REFCOUNT,
+    Encoding, StrRef, ValueMut, ValueRef, EMBSTR_BYTES_MAX, SHARED_INTEGERS, SHARED_REFCOUNT,
 };
+
+const _: () = assert!(std::mem::size_of::<HeapStr>() == WORD_BYTES);
+const _: () = assert!(std::mem::size_of::<ListValue>() == WORD_BYTES);
 
 /// Size of an entry; asserted below.
 pub const ENTRY_BYTES: usize = 48;
@@ -52,10 +56,44 @@ const KEY_HEAP: u8 = 1;
 const VALUE_HEAP: u8 = 2;
 const VACANT: u8 = 0x80;
 
-// `kind` values. Later families add pointer kinds (list, hash ...) stored like a
-// heap value in W3 and dropped by kind.
-const KIND_STR: u8 = 0;
-const KIND_INT: u8 = 1;
+/// What the value is. Collections always live behind the pointer in W3 (with the
+/// `VALUE_HEAP` layout bit), as one-word owned handles; every match over kinds is
+/// exhaustive, so a new kind is a compile error wherever it must be handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Kind {
+    /// String bytes, inline or a [`HeapStr`].
+    Str,
+    /// An `i64`, always inline.
+    Int,
+    /// A [`ListValue`] in W3.
+    List,
+}
+
+/// What word 3 owns when the value is on the heap. [`Entry::write_heap_value`] and
+/// [`Entry::take_heap_value`] are the only conversions between it and the raw word.
+pub(crate) enum HeapValue {
+    /// A string too long to sit inline.
+    Str(HeapStr),
+    /// A list.
+    List(ListValue),
+}
+
+impl HeapValue {
+    fn kind(&self) -> Kind {
+        match self {
+            HeapValue::Str(_) => Kind::Str,
+            HeapValue::List(_) => Kind::List,
+        }
+    }
+}
+
+/// A collection about to be stored under a key.
+#[cfg_attr(not(test), allow(dead_code))] // until the list commands land
+pub enum Collection {
+    /// A list.
+    List(ListValue),
+}
 
 // `flags` bits.
 /// The string was modified in place (APPEND/SETRANGE): Redis reports `raw`.
@@ -71,7 +109,7 @@ pub const CLOCK_MASK: u32 = (1 << 24) - 1;
 pub struct Entry {
     expire_at_ms: u64,
     layout: u8,
-    kind: u8,
+    kind: Kind,
     flags: u8,
     klen: u8,
     vlen: u8,
@@ -102,7 +140,7 @@ enum KeyPart<'a> {
 /// The value part while assembling an entry.
 enum ValuePart<'a> {
     Inline(&'a [u8]),
-    Heap(HeapStr),
+    Heap(HeapValue),
 }
 
 /// An entry taken apart (RENAME/MOVE rebuild it around another key).
@@ -111,9 +149,9 @@ struct Parts {
     key_heap: Option<HeapStr>,
     klen: usize,
     value_inline: [u8; AREA_BYTES],
-    value_heap: Option<HeapStr>,
+    value_heap: Option<HeapValue>,
     vlen: usize,
-    kind: u8,
+    kind: Kind,
     flags: u8,
     clock: u32,
     expire_at_ms: u64,
@@ -125,7 +163,7 @@ impl Entry {
         Entry {
             expire_at_ms: next_free as u64,
             layout: VACANT,
-            kind: 0,
+            kind: Kind::Str,
             flags: 0,
             klen: 0,
             vlen: 0,
@@ -150,12 +188,12 @@ impl Entry {
         let (kind, flags, int_bytes);
         let part = match value {
             NewValue::Str { bytes, raw } => {
-                kind = KIND_STR;
+                kind = Kind::Str;
                 flags = if raw { FLAG_RAW } else { 0 };
                 ValuePart::Inline(bytes)
             }
             NewValue::Int(n) => {
-                kind = KIND_INT;
+                kind = Kind::Int;
                 flags = 0;
                 int_bytes = n.to_ne_bytes();
                 ValuePart::Inline(&int_bytes)
@@ -164,11 +202,28 @@ impl Entry {
         Self::assemble(KeyPart::Bytes(key), part, kind, flags, clock, 0)
     }
 
+    /// A new entry holding a collection, with no expiry.
+    #[cfg_attr(not(test), allow(dead_code))] // until the list commands land
+    pub fn new_collection(key: &[u8], value: Collection, clock: u32) -> Entry {
+        let value = match value {
+            Collection::List(list) => HeapValue::List(list),
+        };
+        let kind = value.kind();
+        Self::assemble(
+            KeyPart::Bytes(key),
+            ValuePart::Heap(value),
+            kind,
+            0,
+            clock,
+            0,
+        )
+    }
+
     /// Lay out `key` and `value` (see the module table).
     fn assemble(
         key: KeyPart<'_>,
         value: ValuePart<'_>,
-        kind: u8,
+        kind: Kind,
         flags: u8,
         clock: u32,
         expire_at_ms: u64,
@@ -197,13 +252,13 @@ impl Entry {
                 e.write_inline(key.len(), v);
             }
             ValuePart::Inline(v) => {
-                debug_assert_eq!(kind, KIND_STR, "integers always fit inline");
+                debug_assert_eq!(kind, Kind::Str, "integers always fit inline");
                 e.layout = VALUE_HEAP;
-                e.write_heap(3, HeapStr::from_slice(v));
+                e.write_heap_value(HeapValue::Str(HeapStr::from_slice(v)));
             }
             ValuePart::Heap(h) => {
                 e.layout = VALUE_HEAP;
-                e.write_heap(3, h);
+                e.write_heap_value(h);
             }
         }
         e
@@ -221,12 +276,12 @@ impl Entry {
             ValuePart::Inline(v) => {
                 self.layout = KEY_HEAP | VALUE_HEAP;
                 self.write_heap(2, key);
-                self.write_heap(3, HeapStr::from_slice(v));
+                self.write_heap_value(HeapValue::Str(HeapStr::from_slice(v)));
             }
             ValuePart::Heap(h) => {
                 self.layout = KEY_HEAP | VALUE_HEAP;
                 self.write_heap(2, key);
-                self.write_heap(3, h);
+                self.write_heap_value(h);
             }
         }
         self
@@ -259,6 +314,50 @@ impl Entry {
                 s,
             )
         }
+    }
+
+    /// Store the owned value in word 3 and set the kind to match. One half of the
+    /// raw-conversion pair: everything that puts a heap value into an entry goes
+    /// through here.
+    fn write_heap_value(&mut self, value: HeapValue) {
+        self.kind = value.kind();
+        let at = self.area.as_mut_ptr().wrapping_add(3 * WORD_BYTES);
+        // SAFETY: word 3 is 8-aligned inside the 8-aligned entry and 8 bytes long;
+        // every heap value type is one pointer-sized word (asserted below).
+        unsafe {
+            match value {
+                HeapValue::Str(s) => std::ptr::write(at as *mut HeapStr, s),
+                HeapValue::List(l) => std::ptr::write(at as *mut ListValue, l),
+            }
+        }
+    }
+
+    /// Move the owned value out of word 3 (by kind). The other half of the pair:
+    /// the caller clears `VALUE_HEAP` (or drops the entry's layout) so it is not
+    /// read again.
+    fn take_heap_value(&mut self) -> HeapValue {
+        debug_assert!(self.layout & VALUE_HEAP != 0);
+        let at = self.area.as_ptr().wrapping_add(3 * WORD_BYTES);
+        // SAFETY: with VALUE_HEAP set, word 3 holds the value `kind` names, written
+        // by `write_heap_value`.
+        unsafe {
+            match self.kind {
+                Kind::Str | Kind::Int => HeapValue::Str(std::ptr::read(at as *const HeapStr)),
+                Kind::List => HeapValue::List(std::ptr::read(at as *const ListValue)),
+            }
+        }
+    }
+
+    fn heap_list(&self) -> &ListValue {
+        debug_assert!(self.kind == Kind::List && self.layout & VALUE_HEAP != 0);
+        // SAFETY: a list entry keeps its ListValue in word 3 (see write_heap_value).
+        unsafe { &*(self.area.as_ptr().add(3 * WORD_BYTES) as *const ListValue) }
+    }
+
+    fn heap_list_mut(&mut self) -> &mut ListValue {
+        debug_assert!(self.kind == Kind::List && self.layout & VALUE_HEAP != 0);
+        // SAFETY: as in `heap_list`; `&mut self` makes the access unique.
+        unsafe { &mut *(self.area.as_mut_ptr().add(3 * WORD_BYTES) as *mut ListValue) }
     }
 
     fn heap(&self, word: usize) -> &HeapStr {
@@ -303,10 +402,10 @@ impl Entry {
     }
 
     /// The string bytes (for KIND_STR) or the 8 integer bytes (for KIND_INT).
-    /// The start of the value's heap block, if the value lives on the heap; reads
+    /// The start of a string value's heap block, if it lives on the heap; reads
     /// only the entry (for prefetching the block).
     pub fn value_block(&self) -> Option<*const u8> {
-        (self.layout & VALUE_HEAP != 0).then(|| self.heap(3).block_ptr())
+        (self.layout & VALUE_HEAP != 0 && self.kind == Kind::Str).then(|| self.heap(3).block_ptr())
     }
 
     fn value_bytes(&self) -> &[u8] {
@@ -326,31 +425,44 @@ impl Entry {
     /// The value.
     pub fn value(&self) -> ValueRef<'_> {
         match self.kind {
-            KIND_INT => ValueRef::Str(StrRef::Int(self.int_value())),
-            _ => ValueRef::Str(StrRef::Bytes(self.value_bytes())),
+            Kind::Int => ValueRef::Str(StrRef::Int(self.int_value())),
+            Kind::Str => ValueRef::Str(StrRef::Bytes(self.value_bytes())),
+            Kind::List => ValueRef::List(self.heap_list()),
         }
     }
 
-    /// The string value (every value is a string so far).
-    pub fn str_value(&self) -> StrRef<'_> {
-        match self.value() {
-            ValueRef::Str(s) => s,
+    /// The value, for changing a collection in place (strings change through
+    /// [`set_value`](Self::set_value), [`append`](Self::append) ...).
+    pub fn value_mut(&mut self) -> ValueMut<'_> {
+        match self.kind {
+            Kind::Str | Kind::Int => ValueMut::Str,
+            Kind::List => ValueMut::List(self.heap_list_mut()),
         }
+    }
+
+    /// The string value; the empty string for a collection (tests and the
+    /// string paths that checked the type first).
+    pub fn str_value(&self) -> StrRef<'_> {
+        self.value().as_str().unwrap_or(StrRef::Bytes(b""))
     }
 
     /// What OBJECT ENCODING reports.
     pub fn encoding(&self) -> Encoding {
         match self.kind {
-            KIND_INT => Encoding::Int,
-            _ if self.flags & FLAG_RAW != 0 => Encoding::Raw,
-            _ if self.value_bytes().len() > EMBSTR_BYTES_MAX => Encoding::Raw,
-            _ => Encoding::Embstr,
+            Kind::Int => Encoding::Int,
+            Kind::Str if self.flags & FLAG_RAW != 0 => Encoding::Raw,
+            Kind::Str if self.value_bytes().len() > EMBSTR_BYTES_MAX => Encoding::Raw,
+            Kind::Str => Encoding::Embstr,
+            Kind::List => match self.heap_list().encoding() {
+                ListEncoding::Listpack => Encoding::Listpack,
+                ListEncoding::Quicklist => Encoding::Quicklist,
+            },
         }
     }
 
     /// What OBJECT REFCOUNT reports: shared small integers say `INT_MAX`.
     pub fn refcount(&self) -> i64 {
-        if self.kind == KIND_INT && self.flags & FLAG_PRIVATE_INT == 0 {
+        if self.kind == Kind::Int && self.flags & FLAG_PRIVATE_INT == 0 {
             let n = self.int_value();
             if (0..SHARED_INTEGERS).contains(&n) {
                 return SHARED_REFCOUNT;
@@ -391,9 +503,21 @@ impl Entry {
             total += malloc_chunk_bytes(self.heap(self.key_word()).block_bytes());
         }
         if self.layout & VALUE_HEAP != 0 {
-            total += malloc_chunk_bytes(self.heap(3).block_bytes());
+            total += match self.kind {
+                Kind::Str | Kind::Int => malloc_chunk_bytes(self.heap(3).block_bytes()),
+                Kind::List => self.heap_list().heap_bytes(),
+            };
         }
         total
+    }
+
+    /// Free up to about `nodes_max` nodes of a big collection (lazy freeing); true
+    /// when what is left is cheap to drop at once.
+    pub fn free_some(&mut self, nodes_max: usize) -> bool {
+        match self.value_mut() {
+            ValueMut::Str => true,
+            ValueMut::List(l) => l.free_some(nodes_max),
+        }
     }
 
     /// Replace the value (the key, expiry and clock stay).
@@ -401,7 +525,7 @@ impl Entry {
         match value {
             NewValue::Str { bytes, raw } => self.set_str(bytes, raw),
             NewValue::Int(n) => {
-                self.replace_value(ValuePart::Inline(&n.to_ne_bytes()), KIND_INT, 0)
+                self.replace_value(ValuePart::Inline(&n.to_ne_bytes()), Kind::Int, 0)
             }
         }
     }
@@ -409,7 +533,9 @@ impl Entry {
     fn set_str(&mut self, bytes: &[u8], raw: bool) {
         let flags = if raw { FLAG_RAW } else { 0 };
         let fits_inline = bytes.len() <= self.inline_room_for_value();
-        let in_place = if self.layout & VALUE_HEAP == 0 {
+        let in_place = if self.kind == Kind::List {
+            false
+        } else if self.layout & VALUE_HEAP == 0 {
             if fits_inline {
                 let at = self.value_at();
                 self.write_inline(at, bytes);
@@ -417,18 +543,18 @@ impl Entry {
             }
             fits_inline
         } else {
-            !fits_inline && self.kind == KIND_STR && self.heap_mut(3).try_overwrite(bytes)
+            !fits_inline && self.kind == Kind::Str && self.heap_mut(3).try_overwrite(bytes)
         };
         if in_place {
-            self.kind = KIND_STR;
+            self.kind = Kind::Str;
             self.flags = flags;
         } else {
-            self.replace_value(ValuePart::Inline(bytes), KIND_STR, flags);
+            self.replace_value(ValuePart::Inline(bytes), Kind::Str, flags);
         }
     }
 
     /// Rebuild around the current key with a new value.
-    fn replace_value(&mut self, value: ValuePart<'_>, kind: u8, flags: u8) {
+    fn replace_value(&mut self, value: ValuePart<'_>, kind: Kind, flags: u8) {
         let parts = std::mem::replace(self, Entry::vacant(0)).into_parts();
         let key = match parts.key_heap {
             Some(h) => KeyPart::Heap(h),
@@ -458,7 +584,7 @@ impl Entry {
             parts.key_inline[..parts.klen].copy_from_slice(self.inline(0, parts.klen));
         }
         if self.layout & VALUE_HEAP != 0 {
-            parts.value_heap = Some(self.take_heap(3));
+            parts.value_heap = Some(self.take_heap_value());
         } else {
             let at = self.value_at();
             parts.value_inline[..parts.vlen].copy_from_slice(self.inline(at, parts.vlen));
@@ -486,16 +612,21 @@ impl Entry {
         )
     }
 
-    /// A copy of the value under `key`, with this expiry (COPY; Redis' dupStringObject:
-    /// the copy of a shared integer is a private object).
+    /// A deep copy of the value under `key`, with this expiry (COPY; Redis'
+    /// dupStringObject: the copy of a shared integer is a private object).
     pub fn duplicate(&self, key: &[u8], clock: u32) -> Entry {
         let mut flags = self.flags;
-        if self.kind == KIND_INT {
-            flags |= FLAG_PRIVATE_INT;
-        }
+        let value = match self.kind {
+            Kind::Int => {
+                flags |= FLAG_PRIVATE_INT;
+                ValuePart::Inline(self.value_bytes())
+            }
+            Kind::Str => ValuePart::Inline(self.value_bytes()),
+            Kind::List => ValuePart::Heap(HeapValue::List(self.heap_list().deep_clone())),
+        };
         Entry::assemble(
             KeyPart::Bytes(key),
-            ValuePart::Inline(self.value_bytes()),
+            value,
             self.kind,
             flags,
             clock,
@@ -505,7 +636,8 @@ impl Entry {
 
     /// APPEND: the string becomes `raw`; returns the new length.
     pub fn append(&mut self, tail: &[u8]) -> usize {
-        if self.layout & VALUE_HEAP != 0 && self.kind == KIND_STR {
+        debug_assert!(matches!(self.kind, Kind::Str | Kind::Int));
+        if self.layout & VALUE_HEAP != 0 && self.kind == Kind::Str {
             self.flags |= FLAG_RAW;
             let s = self.heap_mut(3);
             s.append(tail);
@@ -522,7 +654,7 @@ impl Entry {
         } else {
             let mut s = HeapStr::with_capacity_from(current, greedy_capacity(new_len));
             s.append(tail);
-            self.replace_value(ValuePart::Heap(s), KIND_STR, FLAG_RAW);
+            self.replace_value(ValuePart::Heap(HeapValue::Str(s)), Kind::Str, FLAG_RAW);
         }
         new_len
     }
@@ -531,7 +663,8 @@ impl Entry {
     /// Returns the new length.
     pub fn set_range(&mut self, offset: usize, patch: &[u8]) -> usize {
         let end = offset + patch.len();
-        if !(self.layout & VALUE_HEAP != 0 && self.kind == KIND_STR) {
+        debug_assert!(matches!(self.kind, Kind::Str | Kind::Int));
+        if !(self.layout & VALUE_HEAP != 0 && self.kind == Kind::Str) {
             let mut buf = itoa::Buffer::new();
             let current = self.str_value();
             let current = current.bytes(&mut buf);
@@ -549,7 +682,7 @@ impl Entry {
                 new_len
             };
             let s = HeapStr::with_capacity_from(current, cap);
-            self.replace_value(ValuePart::Heap(s), KIND_STR, FLAG_RAW);
+            self.replace_value(ValuePart::Heap(HeapValue::Str(s)), Kind::Str, FLAG_RAW);
         }
         self.flags |= FLAG_RAW;
         let s = self.heap_mut(3);
@@ -587,7 +720,7 @@ impl Drop for Entry {
             drop(self.take_heap(self.key_word()));
         }
         if self.layout & VALUE_HEAP != 0 {
-            drop(self.take_heap(3));
+            drop(self.take_heap_value());
         }
         self.layout = VACANT;
     }
@@ -666,6 +799,37 @@ mod tests {
         assert_eq!(e.str_value(), StrRef::Bytes(b"tiny"));
         assert_eq!(e.encoding(), Encoding::Embstr);
         assert_eq!(e.key(), b"key");
+    }
+
+    #[test]
+    fn list_entries_own_their_list() {
+        use crate::lists::End;
+        let mut list = ListValue::new();
+        for i in 0..1000 {
+            list.push(End::Tail, format!("element-{i:04}").as_bytes(), -2);
+        }
+        for key in [&b"short"[..], &[b'k'; 40]] {
+            let e = Entry::new_collection(key, Collection::List(list.deep_clone()), 3);
+            assert_eq!(e.key(), key);
+            assert_eq!(e.value().as_list().map(|l| l.len()), Some(1000));
+            assert_eq!(e.encoding(), Encoding::Quicklist);
+            let list_bytes = e.value().as_list().map_or(0, |l| l.heap_bytes());
+            assert!(list_bytes > 0 && e.heap_bytes() >= list_bytes);
+            let copy = e.duplicate(b"copy", 0);
+            let mut moved = e.rekey(b"moved");
+            if let ValueMut::List(l) = moved.value_mut() {
+                l.pop(End::Head, -2);
+            }
+            assert_eq!(moved.value().as_list().map(|l| l.len()), Some(999));
+            assert_eq!(copy.value().as_list().map(|l| l.len()), Some(1000));
+            // A string over a list frees the list (valgrind/ASan check the drop).
+            moved.set_value(NewValue::Str {
+                bytes: b"now a string",
+                raw: false,
+            });
+            assert_eq!(moved.str_value(), StrRef::Bytes(b"now a string"));
+            assert_eq!(moved.key(), b"moved");
+        }
     }
 
     #[test]

@@ -22,7 +22,8 @@ mod heapstr;
 mod index;
 mod slab;
 
-pub use entry::{malloc_chunk_bytes, Entry, NewValue, CLOCK_MASK, ENTRY_BYTES};
+pub(crate) use entry::malloc_chunk_bytes;
+pub use entry::{Collection, Entry, NewValue, CLOCK_MASK, ENTRY_BYTES};
 pub use heapstr::STRING_BYTES_MAX;
 pub use slab::{TtlScan, CHUNK_SLOTS};
 
@@ -257,6 +258,7 @@ fn prefetch_bytes(ptr: *const u8, len: usize) {
 
 #[cfg(test)]
 mod tests {
+    use super::entry::malloc_chunk_bytes;
     use super::*;
 
     fn put(db: &mut Db, key: &str, value: &str) -> EntryId {

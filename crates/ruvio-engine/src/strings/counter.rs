@@ -5,16 +5,21 @@ use ruvio_resp::{Args, Reply};
 
 use super::string_of;
 use crate::args::int_arg;
-use crate::command::ExecCtx;
+use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::engine::clock_of;
 use crate::error::CmdError;
 use crate::keyspace::{Entry, NewValue};
-use crate::longdouble::{sum_small_decimals, LongDouble};
+use crate::longdouble::{incr_by_float, FloatText, LongDouble};
 use crate::value::StrRef;
 use crate::Engine;
 
 /// Add `delta` to the integer at `key` (0 when missing) and return the result.
-fn incr_by(engine: &mut Engine, ctx: &ExecCtx, key: &[u8], delta: i64) -> Result<i64, CmdError> {
+fn incr_by(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    key: &[u8],
+    delta: i64,
+) -> Result<i64, CmdError> {
     let existing = engine.lookup_write(ctx, key);
     let current = match existing {
         None => 0,
@@ -25,6 +30,7 @@ fn incr_by(engine: &mut Engine, ctx: &ExecCtx, key: &[u8], delta: i64) -> Result
     };
     let new = current.checked_add(delta).ok_or(CmdError::IncrOverflow)?;
     store(engine, ctx, key, existing, NewValue::Int(new));
+    ctx.changed(key, super::events::INCRBY, 1);
     Ok(new)
 }
 
@@ -45,21 +51,29 @@ fn store(
     }
 }
 
-fn reply_int(reply: &mut Reply<'_>, result: Result<i64, CmdError>) {
-    match result {
-        Ok(n) => reply.int(n),
-        Err(e) => e.write(reply),
-    }
+fn reply_int(reply: &mut Reply<'_>, result: Result<i64, CmdError>) -> CmdResult {
+    reply.int(result?);
+    Ok(Done)
 }
 
 /// `INCR key`
-pub(crate) fn incr(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    reply_int(reply, incr_by(engine, ctx, args.get(1), 1));
+pub(crate) fn incr(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    reply_int(reply, incr_by(engine, ctx, args.get(1), 1))
 }
 
 /// `DECR key`
-pub(crate) fn decr(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    reply_int(reply, incr_by(engine, ctx, args.get(1), -1));
+pub(crate) fn decr(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    reply_int(reply, incr_by(engine, ctx, args.get(1), -1))
 }
 
 /// `INCRBY key increment`
@@ -68,9 +82,9 @@ pub(crate) fn incrby(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     let result = int_arg(args.get(2)).and_then(|delta| incr_by(engine, ctx, args.get(1), delta));
-    reply_int(reply, result);
+    reply_int(reply, result)
 }
 
 /// `DECRBY key decrement`
@@ -79,12 +93,12 @@ pub(crate) fn decrby(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     let result = int_arg(args.get(2)).and_then(|delta| {
         let negated = delta.checked_neg().ok_or(CmdError::DecrOverflow)?;
         incr_by(engine, ctx, args.get(1), negated)
     });
-    reply_int(reply, result);
+    reply_int(reply, result)
 }
 
 /// `INCRBYFLOAT key increment`: long double arithmetic and formatting as Redis.
@@ -93,33 +107,21 @@ pub(crate) fn incrbyfloat(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     let key = args.get(1);
-    let result = (|| {
+    let result = (|| -> Result<FloatText, CmdError> {
         let existing = engine.lookup_write(ctx, key);
+        // Redis parses the stored value first, then the increment; both failures
+        // are the same error.
         let current = match existing {
-            None => StrRef::Int(0),
-            Some(id) => string_of(engine.db(ctx.db).entry(id))?,
+            None => LongDouble::ZERO,
+            Some(id) => match string_of(engine.db(ctx.db).entry(id))? {
+                StrRef::Int(n) => LongDouble::from_i64(n),
+                StrRef::Bytes(b) => LongDouble::parse(b).ok_or(CmdError::NotFloat)?,
+            },
         };
-        let text = match &current {
-            StrRef::Int(n) => sum_small_decimals(n.to_string().as_bytes(), args.get(2)),
-            StrRef::Bytes(b) => sum_small_decimals(b, args.get(2)),
-        };
-        let text = match text {
-            Some(text) => text,
-            None => {
-                let current = match current {
-                    StrRef::Int(n) => LongDouble::from_i64(n),
-                    StrRef::Bytes(b) => LongDouble::parse(b).ok_or(CmdError::NotFloat)?,
-                };
-                let delta = LongDouble::parse(args.get(2)).ok_or(CmdError::NotFloat)?;
-                let sum = current.add(delta);
-                if !sum.is_finite() {
-                    return Err(CmdError::NanOrInfinity);
-                }
-                sum.to_human_string()
-            }
-        };
+        let incr = LongDouble::parse(args.get(2)).ok_or(CmdError::NotFloat)?;
+        let text = incr_by_float(current, incr)?;
         store(
             engine,
             ctx,
@@ -131,9 +133,11 @@ pub(crate) fn incrbyfloat(
             },
         );
         Ok(text)
-    })();
-    match result {
-        Ok(text) => reply.bulk(text.as_bytes()),
-        Err(e) => e.write(reply),
-    }
+    })()?;
+    // Logged as a SET of the result (KEEPTTL keeps the deadline), as Redis does, so
+    // replaying the log cannot drift with the float arithmetic.
+    ctx.changed(key, super::events::INCRBYFLOAT, 1);
+    ctx.log_as(&[b"SET", key, result.as_bytes(), b"KEEPTTL"]);
+    reply.bulk(result.as_bytes());
+    Ok(Done)
 }

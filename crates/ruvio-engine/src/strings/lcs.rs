@@ -4,9 +4,8 @@
 
 use ruvio_resp::{Args, Reply};
 
-use super::finish;
 use crate::args::{eq_ci, int_arg};
-use crate::command::ExecCtx;
+use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::error::CmdError;
 use crate::keyspace::STRING_BYTES_MAX;
 use crate::Engine;
@@ -61,17 +60,19 @@ fn operand(engine: &mut Engine, ctx: &ExecCtx, key: &[u8]) -> Result<Option<Vec<
 }
 
 /// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`
-pub(crate) fn lcs(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    let result = (|| {
-        let a = operand(engine, ctx, args.get(1));
-        let b = operand(engine, ctx, args.get(2));
-        let (a, b) = (a?.unwrap_or_default(), b?.unwrap_or_default());
-        let options = parse_options(args)?;
-        let table = Table::build(&a, &b)?;
-        write_reply(&table, &a, &b, &options, reply);
-        Ok(())
-    })();
-    finish(result, reply);
+pub(crate) fn lcs(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    let a = operand(engine, ctx, args.get(1));
+    let b = operand(engine, ctx, args.get(2));
+    let (a, b) = (a?.unwrap_or_default(), b?.unwrap_or_default());
+    let options = parse_options(args)?;
+    let table = Table::build(&a, &b)?;
+    write_reply(&table, &a, &b, &options, reply);
+    Ok(Done)
 }
 
 /// `lcs[i][j]` = LCS length of `a[..i]` and `b[..j]`, row-major, `(alen+1) x (blen+1)`.

@@ -8,7 +8,9 @@ mod set;
 
 use ruvio_resp::{Args, Reply};
 
-use crate::command::{command, flags::*, EngineCommand, ExecCtx, KeySpec};
+use crate::command::{
+    command, flags::*, CmdResult, EngineCommand, ExecCtx, KeySpec, Outcome::Done,
+};
 use crate::error::CmdError;
 use crate::keyspace::{Entry, NewValue, STRING_BYTES_MAX};
 use crate::value::StrRef;
@@ -44,11 +46,14 @@ fn check_string_length(size: u64, append: u64) -> Result<(), CmdError> {
     }
 }
 
-/// Write the error of a failed handler body.
-pub(crate) fn finish(result: Result<(), CmdError>, reply: &mut Reply<'_>) {
-    if let Err(e) = result {
-        e.write(reply);
-    }
+/// The string family's keyspace events.
+pub(crate) mod events {
+    use crate::command::{Event, EventClass::String};
+    pub const SET: Event = Event::new(String, "set");
+    pub const APPEND: Event = Event::new(String, "append");
+    pub const SETRANGE: Event = Event::new(String, "setrange");
+    pub const INCRBY: Event = Event::new(String, "incrby");
+    pub const INCRBYFLOAT: Event = Event::new(String, "incrbyfloat");
 }
 
 /// The string family's command table.
@@ -109,8 +114,9 @@ pub const COMMANDS: &[EngineCommand] = &[
 const GETRANGE_COMPLEXITY: &str = "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.";
 
 /// `GET key`: the value, nil when missing, WRONGTYPE for other types.
-fn get(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    finish(get_generic(engine, ctx, args.get(1), reply), reply);
+fn get(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) -> CmdResult {
+    get_generic(engine, ctx, args.get(1), reply)?;
+    Ok(Done)
 }
 
 /// Redis' `getGenericCommand`: reply with the value (or nil); an error is returned
@@ -129,7 +135,12 @@ pub(crate) fn get_generic(
 }
 
 /// `MGET key [key ...]`: one value or nil per key (nil for other types too).
-fn mget(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn mget(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     reply.array(args.len() - 1);
     for key in args.iter().skip(1) {
         match engine.lookup_read(ctx, key) {
@@ -140,47 +151,58 @@ fn mget(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Repl
             None => reply.null(),
         }
     }
+    Ok(Done)
 }
 
 /// `GETDEL key`: the value, then the key is deleted.
-fn getdel(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn getdel(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     let key = args.get(1);
-    let result = get_generic(engine, ctx, key, reply).map(|()| {
-        if let Some(id) = engine.db(ctx.db).find(key) {
-            engine.db_mut(ctx.db).remove(id);
-        }
-    });
-    finish(result, reply);
+    get_generic(engine, ctx, key, reply)?;
+    if let Some(id) = engine.db(ctx.db).find(key) {
+        engine.db_mut(ctx.db).remove(id);
+        ctx.changed(key, crate::keys::events::DEL, 1);
+    }
+    Ok(Done)
 }
 
 /// `STRLEN key`: length of the string, 0 when missing.
-fn strlen(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    let result = match engine.lookup_read(ctx, args.get(1)) {
-        None => Ok(0),
-        Some(id) => string_of(engine.db(ctx.db).entry(id)).map(|s| s.len()),
+fn strlen(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    let len = match engine.lookup_read(ctx, args.get(1)) {
+        None => 0,
+        Some(id) => string_of(engine.db(ctx.db).entry(id))?.len(),
     };
-    match result {
-        Ok(n) => reply.int(n as i64),
-        Err(e) => e.write(reply),
-    }
+    reply.int(len as i64);
+    Ok(Done)
 }
 
 /// `GETRANGE key start end` (and `SUBSTR`): the bytes between two inclusive offsets,
 /// negative offsets counting from the end.
-fn getrange(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    let result = (|| {
-        let start = crate::args::int_arg(args.get(2))?;
-        let end = crate::args::int_arg(args.get(3))?;
-        let Some(id) = engine.lookup_read(ctx, args.get(1)) else {
-            reply.bulk(b"");
-            return Ok(());
-        };
-        let mut buf = itoa::Buffer::new();
-        let value = string_of(engine.db(ctx.db).entry(id))?;
-        reply.bulk(substring(value.bytes(&mut buf), start, end));
-        Ok(())
-    })();
-    finish(result, reply);
+fn getrange(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    let start = crate::args::int_arg(args.get(2))?;
+    let end = crate::args::int_arg(args.get(3))?;
+    let Some(id) = engine.lookup_read(ctx, args.get(1)) else {
+        reply.bulk(b"");
+        return Ok(Done);
+    };
+    let mut buf = itoa::Buffer::new();
+    let value = string_of(engine.db(ctx.db).entry(id))?;
+    reply.bulk(substring(value.bytes(&mut buf), start, end));
+    Ok(Done)
 }
 
 /// Redis 7.0's GETRANGE index arithmetic.
@@ -204,60 +226,72 @@ fn substring(s: &[u8], mut start: i64, mut end: i64) -> &[u8] {
 }
 
 /// `APPEND key value`: append, creating the key when missing; replies the new length.
-fn append(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn append(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     let (key, tail) = (args.get(1), args.get(2));
-    let result = (|| -> Result<usize, CmdError> {
-        let Some(id) = engine.lookup_write(ctx, key) else {
+    let len = match engine.lookup_write(ctx, key) {
+        None => {
             let value = encode_arg(tail)?;
             engine.set_key(ctx, key, None, value, false);
-            return Ok(tail.len());
-        };
-        let current_len = string_of(engine.db(ctx.db).entry(id))?.len();
-        check_string_length(current_len as u64, tail.len() as u64)?;
-        Ok(engine.db_mut(ctx.db).modify(id, |e| e.append(tail)))
-    })();
-    match result {
-        Ok(len) => reply.int(len as i64),
-        Err(e) => e.write(reply),
-    }
+            tail.len()
+        }
+        Some(id) => {
+            let current_len = string_of(engine.db(ctx.db).entry(id))?.len();
+            check_string_length(current_len as u64, tail.len() as u64)?;
+            engine.db_mut(ctx.db).modify(id, |e| e.append(tail))
+        }
+    };
+    ctx.changed(key, events::APPEND, 1);
+    reply.int(len as i64);
+    Ok(Done)
 }
 
 /// `SETRANGE key offset value`: overwrite from `offset`, zero-padding; replies the
 /// new length.
-fn setrange(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+fn setrange(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     let (key, patch) = (args.get(1), args.get(3));
-    let result = (|| -> Result<usize, CmdError> {
-        let offset = crate::args::int_arg(args.get(2))?;
-        if offset < 0 {
-            return Err(CmdError::OffsetOutOfRange);
-        }
-        let id = match engine.lookup_write(ctx, key) {
-            None if patch.is_empty() => return Ok(0),
-            None => {
-                check_string_length(offset as u64, patch.len() as u64)?;
-                let empty = NewValue::Str {
-                    bytes: b"",
-                    raw: true,
-                };
-                engine.set_key(ctx, key, None, empty, false)
-            }
-            Some(id) => {
-                let current_len = string_of(engine.db(ctx.db).entry(id))?.len();
-                if patch.is_empty() {
-                    return Ok(current_len);
-                }
-                check_string_length(offset as u64, patch.len() as u64)?;
-                id
-            }
-        };
-        Ok(engine
-            .db_mut(ctx.db)
-            .modify(id, |e| e.set_range(offset as usize, patch)))
-    })();
-    match result {
-        Ok(len) => reply.int(len as i64),
-        Err(e) => e.write(reply),
+    let offset = crate::args::int_arg(args.get(2))?;
+    if offset < 0 {
+        return Err(CmdError::OffsetOutOfRange);
     }
+    let id = match engine.lookup_write(ctx, key) {
+        None if patch.is_empty() => {
+            reply.int(0);
+            return Ok(Done);
+        }
+        None => {
+            check_string_length(offset as u64, patch.len() as u64)?;
+            let empty = NewValue::Str {
+                bytes: b"",
+                raw: true,
+            };
+            engine.set_key(ctx, key, None, empty, false)
+        }
+        Some(id) => {
+            let current_len = string_of(engine.db(ctx.db).entry(id))?.len();
+            if patch.is_empty() {
+                reply.int(current_len as i64);
+                return Ok(Done);
+            }
+            check_string_length(offset as u64, patch.len() as u64)?;
+            id
+        }
+    };
+    let len = engine
+        .db_mut(ctx.db)
+        .modify(id, |e| e.set_range(offset as usize, patch));
+    ctx.changed(key, events::SETRANGE, 1);
+    reply.int(len as i64);
+    Ok(Done)
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 
 use ruvio_resp::{Args, Reply};
 
-use super::{encode_arg, finish, get_generic, string_of};
+use super::{encode_arg, events, get_generic, string_of};
 use crate::args::eq_ci;
-use crate::command::ExecCtx;
+use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::error::CmdError;
 use crate::Engine;
 
@@ -121,7 +121,9 @@ pub(crate) fn expire_at_ms(
         ms *= 1000;
     }
     if unit.relative() {
-        ms = ms.checked_add(now_ms as i64).ok_or(invalid)?;
+        ms = ms
+            .checked_add(now_ms as i64)
+            .ok_or_else(|| invalid.clone())?;
     }
     if ms <= 0 {
         return Err(invalid);
@@ -131,7 +133,7 @@ pub(crate) fn expire_at_ms(
 
 /// What SET-family commands reply when they did (`ok`) or did not (`abort`) store.
 #[derive(Clone, Copy)]
-enum Outcome {
+enum Answer {
     /// `+OK` / nil (SET, SETEX, PSETEX).
     OkOrNull,
     /// `:1` / `:0` (SETNX).
@@ -145,13 +147,13 @@ struct SetCall<'a> {
     options: SetOptions<'a>,
     /// Name in `invalid expire time in '<cmd>' command`.
     cmd: &'static str,
-    outcome: Outcome,
+    answer: Answer,
 }
 
 /// Redis' `setGenericCommand`.
 fn set_generic(
     engine: &mut Engine,
-    ctx: &ExecCtx,
+    ctx: &mut ExecCtx,
     args: Args<'_>,
     call: SetCall<'_>,
     reply: &mut Reply<'_>,
@@ -160,7 +162,7 @@ fn set_generic(
         value_at,
         options,
         cmd,
-        outcome,
+        answer,
     } = call;
     let key = args.get(1);
     let expire_at = match options.expire {
@@ -174,21 +176,25 @@ fn set_generic(
     let existing = engine.lookup_write(ctx, key);
     if (options.nx && existing.is_some()) || (options.xx && existing.is_none()) {
         if !options.get {
-            match outcome {
-                Outcome::OkOrNull => reply.null(),
-                Outcome::OneOrZero => reply.int(0),
+            match answer {
+                Answer::OkOrNull => reply.null(),
+                Answer::OneOrZero => reply.int(0),
             }
         }
         return Ok(());
     }
     let id = engine.set_key(ctx, key, existing, value, options.keep_ttl);
+    ctx.changed(key, events::SET, 1);
     if let Some(at) = expire_at {
         engine.db_mut(ctx.db).set_expire(id, Some(at));
+        // A relative TTL is logged as its deadline (Redis 7 propagates SET PXAT).
+        let at = itoa::Buffer::new().format(at).to_owned();
+        ctx.log_as(&[b"SET", key, args.get(value_at), b"PXAT", at.as_bytes()]);
     }
     if !options.get {
-        match outcome {
-            Outcome::OkOrNull => reply.ok(),
-            Outcome::OneOrZero => reply.int(1),
+        match answer {
+            Answer::OkOrNull => reply.ok(),
+            Answer::OneOrZero => reply.int(1),
         }
     }
     Ok(())
@@ -196,26 +202,30 @@ fn set_generic(
 
 /// `SET key value [NX | XX] [GET] [EX seconds | PX milliseconds |
 /// EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]`
-pub(crate) fn set(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    let result = parse_extended(args, 3, OptionsOf::Set).and_then(|o| {
-        set_generic(
-            engine,
-            ctx,
-            args,
-            SetCall {
-                value_at: 2,
-                options: o,
-                cmd: "set",
-                outcome: Outcome::OkOrNull,
-            },
-            reply,
-        )
-    });
-    finish(result, reply);
+pub(crate) fn set(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    let options = parse_extended(args, 3, OptionsOf::Set)?;
+    let call = SetCall {
+        value_at: 2,
+        options,
+        cmd: "set",
+        answer: Answer::OkOrNull,
+    };
+    set_generic(engine, ctx, args, call, reply)?;
+    Ok(Done)
 }
 
 /// `SETNX key value`: 1 when set, 0 when the key existed.
-pub(crate) fn setnx(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
+pub(crate) fn setnx(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
     let call = SetCall {
         value_at: 2,
         options: SetOptions {
@@ -223,14 +233,20 @@ pub(crate) fn setnx(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, repl
             ..SetOptions::default()
         },
         cmd: "setnx",
-        outcome: Outcome::OneOrZero,
+        answer: Answer::OneOrZero,
     };
-    finish(set_generic(engine, ctx, args, call, reply), reply);
+    set_generic(engine, ctx, args, call, reply)?;
+    Ok(Done)
 }
 
 /// `SETEX key seconds value`
-pub(crate) fn setex(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    set_expiring(engine, ctx, args, reply, ExpireUnit::Seconds, "setex");
+pub(crate) fn setex(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    set_expiring(engine, ctx, args, reply, ExpireUnit::Seconds, "setex")
 }
 
 /// `PSETEX key milliseconds value`
@@ -239,8 +255,8 @@ pub(crate) fn psetex(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
-    set_expiring(engine, ctx, args, reply, ExpireUnit::Millis, "psetex");
+) -> CmdResult {
+    set_expiring(engine, ctx, args, reply, ExpireUnit::Millis, "psetex")
 }
 
 /// SETEX and PSETEX: a SET whose TTL is argument 2 in `unit` and value argument 3.
@@ -251,7 +267,7 @@ fn set_expiring(
     reply: &mut Reply<'_>,
     unit: ExpireUnit,
     cmd: &'static str,
-) {
+) -> CmdResult {
     let options = SetOptions {
         expire: Some((unit, args.get(2))),
         ..SetOptions::default()
@@ -260,9 +276,10 @@ fn set_expiring(
         value_at: 3,
         options,
         cmd,
-        outcome: Outcome::OkOrNull,
+        answer: Answer::OkOrNull,
     };
-    finish(set_generic(engine, ctx, args, call, reply), reply);
+    set_generic(engine, ctx, args, call, reply)?;
+    Ok(Done)
 }
 
 /// `GETSET key value`: the old value (or nil), and the new value without TTL.
@@ -271,7 +288,7 @@ pub(crate) fn getset(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
+) -> CmdResult {
     let call = SetCall {
         value_at: 2,
         options: SetOptions {
@@ -279,14 +296,21 @@ pub(crate) fn getset(
             ..SetOptions::default()
         },
         cmd: "getset",
-        outcome: Outcome::OkOrNull,
+        answer: Answer::OkOrNull,
     };
-    finish(set_generic(engine, ctx, args, call, reply), reply);
+    set_generic(engine, ctx, args, call, reply)?;
+    Ok(Done)
 }
 
 /// `MSET key value [key value ...]`
-pub(crate) fn mset(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    finish(mset_generic(engine, ctx, args, false, "mset", reply), reply);
+pub(crate) fn mset(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    mset_generic(engine, ctx, args, false, "mset", reply)?;
+    Ok(Done)
 }
 
 /// `MSETNX key value [key value ...]`: 1 when all were set, 0 (and nothing set) when
@@ -296,16 +320,14 @@ pub(crate) fn msetnx(
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
-) {
-    finish(
-        mset_generic(engine, ctx, args, true, "msetnx", reply),
-        reply,
-    );
+) -> CmdResult {
+    mset_generic(engine, ctx, args, true, "msetnx", reply)?;
+    Ok(Done)
 }
 
 fn mset_generic(
     engine: &mut Engine,
-    ctx: &ExecCtx,
+    ctx: &mut ExecCtx,
     args: Args<'_>,
     nx: bool,
     cmd: &'static str,
@@ -331,6 +353,7 @@ fn mset_generic(
     for (key, value) in pairs {
         let existing = engine.lookup_write(ctx, key);
         engine.set_key(ctx, key, existing, encode_arg(value)?, false);
+        ctx.changed(key, events::SET, 1);
     }
     if nx {
         reply.int(1);
@@ -342,13 +365,19 @@ fn mset_generic(
 
 /// `GETEX key [EX seconds | PX milliseconds | EXAT unix-time-seconds |
 /// PXAT unix-time-milliseconds | PERSIST]`: the value, then its TTL changed.
-pub(crate) fn getex(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply<'_>) {
-    finish(getex_body(engine, ctx, args, reply), reply);
+pub(crate) fn getex(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    getex_body(engine, ctx, args, reply)?;
+    Ok(Done)
 }
 
 fn getex_body(
     engine: &mut Engine,
-    ctx: &ExecCtx,
+    ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> Result<(), CmdError> {
@@ -363,13 +392,25 @@ fn getex_body(
         None => None,
     };
     string_of(engine.db(ctx.db).entry(id))?.reply(reply);
+    let key = args.get(1);
     let db = engine.db_mut(ctx.db);
     match expire_at {
         Some((unit, at)) if !unit.relative() && at <= ctx.now_ms => {
             db.remove(id);
+            ctx.changed(key, crate::keys::events::DEL, 1);
+            ctx.log_as(&[b"DEL", key]);
         }
-        Some((_, at)) => db.set_expire(id, Some(at)),
-        None if options.persist => db.set_expire(id, None),
+        Some((_, at)) => {
+            db.set_expire(id, Some(at));
+            ctx.changed(key, crate::keys::events::EXPIRE, 1);
+            let at = itoa::Buffer::new().format(at).to_owned();
+            ctx.log_as(&[b"PEXPIREAT", key, at.as_bytes()]);
+        }
+        None if options.persist && db.entry(id).expire_at().is_some() => {
+            db.set_expire(id, None);
+            ctx.changed(key, crate::keys::events::PERSIST, 1);
+            ctx.log_as(&[b"PERSIST", key]);
+        }
         None => {}
     }
     Ok(())

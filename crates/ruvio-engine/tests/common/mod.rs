@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use ruvio_engine::command::{Block, Effects, Outcome};
 use ruvio_engine::{Engine, ExecCtx};
 use ruvio_resp::{CommandParser, Limits, Parsed, Protocol, Reply};
 
@@ -17,6 +18,11 @@ pub struct Harness {
     pub now_ms: u64,
     pub no_touch: bool,
     pub proto: Protocol,
+    /// What the last command recorded (every `track_*` switch on).
+    pub effects: Effects,
+    /// The block request of the last command, when it asked to block (its reply
+    /// is then empty).
+    pub blocked: Option<Block>,
     parser: CommandParser,
 }
 
@@ -28,6 +34,8 @@ impl Default for Harness {
             now_ms: NOW_MS,
             no_touch: false,
             proto: Protocol::Resp2,
+            effects: Effects::default(),
+            blocked: None,
             parser: CommandParser::default(),
         }
     }
@@ -74,13 +82,45 @@ impl Harness {
             ));
             return out;
         }
-        let mut ctx = ExecCtx {
-            db: self.db,
-            now_ms: self.now_ms,
-            no_touch: self.no_touch,
-        };
-        (cmd.handler)(&mut self.engine, &mut ctx, args, &mut reply);
+        let mut ctx = ExecCtx::new(self.db, self.now_ms);
+        ctx.no_touch = self.no_touch;
+        ctx.effects.track_keys = true;
+        ctx.effects.track_events = true;
+        ctx.effects.track_log = true;
+        self.blocked = None;
+        match (cmd.handler)(&mut self.engine, &mut ctx, args, &mut reply) {
+            Ok(Outcome::Done) => {}
+            Ok(Outcome::Block(block)) => self.blocked = Some(block),
+            Err(e) => e.write(&mut reply),
+        }
+        self.effects = ctx.effects;
         out
+    }
+}
+
+impl Harness {
+    /// What the write-ahead log would hold for `line` run now: its records as
+    /// space-joined text (the records of a no-op are none).
+    pub fn log_of(&mut self, line: &str) -> Vec<String> {
+        let args = split_line(line);
+        let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        self.run_args(&refs);
+        let request = encode_request(&refs);
+        let mut parser = CommandParser::default();
+        let Ok(Parsed::Complete { args, .. }) = parser.parse(&request, &Limits::default()) else {
+            panic!("incomplete request")
+        };
+        self.effects
+            .log_records(args)
+            .iter()
+            .map(|record| {
+                record
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
     }
 }
 

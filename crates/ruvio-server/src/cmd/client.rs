@@ -1,5 +1,5 @@
 //! CLIENT and its subcommands: ID, SETNAME, GETNAME, LIST, INFO, KILL, SETINFO,
-//! NO-EVICT, NO-TOUCH, REPLY, HELP.
+//! NO-EVICT, NO-TOUCH, REPLY, UNBLOCK, HELP.
 //!
 //! A shard knows only its own connections, so CLIENT LIST and CLIENT KILL see the
 //! clients of the shard the caller is connected to (in per-shard mode that is the
@@ -75,6 +75,11 @@ const SUBCOMMANDS: &[SubCommand] = &[
         name: "client|reply",
         arity: 3,
         handler: reply_mode,
+    },
+    SubCommand {
+        name: "client|unblock",
+        arity: -3,
+        handler: unblock,
     },
     SubCommand {
         name: "client|help",
@@ -335,6 +340,43 @@ fn no_touch(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     }
 }
 
+/// `CLIENT UNBLOCK client-id [TIMEOUT | ERROR]`: 1 when the client was blocked and
+/// is now answered (a null array, or `-UNBLOCKED` with ERROR), 0 otherwise. The
+/// parked command may live on another shard (forward mode): the shard that holds it
+/// is told, and the answer is 1 if it was parked when asked.
+fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+    if args.len() > 4 {
+        return reply.error(
+            "ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
+        );
+    }
+    let error = match args.iter().nth(3) {
+        None => false,
+        Some(reason) if reason.eq_ignore_ascii_case(b"timeout") => false,
+        Some(reason) if reason.eq_ignore_ascii_case(b"error") => true,
+        Some(_) => return reply.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+    };
+    let Some(id) = super::parse_i64(args.get(2)) else {
+        return reply.error(super::ERR_NOT_INTEGER);
+    };
+    let Ok(id) = u64::try_from(id) else {
+        return reply.int(0);
+    };
+    let answered = match ctx.core.shared.blocked_on(id) {
+        None => false,
+        Some(shard) if shard == ctx.core.id => crate::exec::unblock(ctx.core, ctx.conns, id, error),
+        Some(shard) => {
+            let control = crate::forward::Control::Unblock {
+                client_id: id,
+                error,
+            };
+            ctx.core.outbox.control(shard, control);
+            true
+        }
+    };
+    reply.int(answered as i64);
+}
+
 /// `CLIENT REPLY ON|OFF|SKIP`: OFF and SKIP are not answered.
 fn reply_mode(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     let mode = args.get(2);
@@ -379,6 +421,8 @@ fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
             "    Assign the name <name> to the current connection.",
             "SETINFO <option> <value>",
             "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
         ],
     );
 }

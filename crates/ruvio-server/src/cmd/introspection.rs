@@ -76,16 +76,20 @@ fn reply_info(reply: &mut Reply<'_>, cmd: &Command) {
     reply.array(10);
     reply.bulk(m.name.as_bytes());
     reply.int(m.arity as i64);
-    let names: Vec<&str> = flags::NAMES
+    let mut names: Vec<&str> = flags::NAMES
         .iter()
         .filter(|(f, _)| m.has(*f))
         .map(|&(_, n)| n)
         .collect();
+    if m.keys.is_movable() {
+        names.push("movablekeys");
+    }
     reply.set(names.len());
     names.iter().for_each(|n| reply.simple(n));
-    reply.int(m.keys.first as i64);
-    reply.int(m.keys.last as i64);
-    reply.int(m.keys.step as i64);
+    let (first, last, step) = m.keys.legacy_range();
+    reply.int(first as i64);
+    reply.int(last as i64);
+    reply.int(step as i64);
     reply.set(m.acl.len());
     m.acl.iter().for_each(|c| reply.simple(&format!("@{c}")));
     reply.array(0);
@@ -144,7 +148,10 @@ fn getkeys(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     if !cmd.meta.arity_ok(argc) {
         return reply.error("ERR Invalid number of arguments specified for command");
     }
-    let keys: Vec<usize> = cmd.meta.keys.positions(argc).collect();
+    let keys = cmd.meta.keys.positions(args.tail(2));
+    if keys.is_empty() && cmd.meta.keys.is_movable() {
+        return reply.error("ERR Invalid arguments specified for command");
+    }
     if keys.is_empty() {
         return reply.error("ERR The command has no key arguments");
     }

@@ -12,7 +12,7 @@ pub mod server;
 use crate::conn::{ClientState, Conn};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
-use ruvio_engine::error::write_unknown_subcommand;
+use ruvio_engine::CmdError;
 use ruvio_engine::CommandMeta;
 use ruvio_resp::{Args, Reply};
 
@@ -71,7 +71,7 @@ pub fn dispatch_sub(
         .iter()
         .find(|s| sub_name(s).as_bytes().eq_ignore_ascii_case(name))
     else {
-        return write_unknown_subcommand(reply, name, &container.to_ascii_uppercase());
+        return CmdError::unknown_subcommand(name, &container.to_ascii_uppercase()).write(reply);
     };
     let fits = ruvio_engine::command::arity_fits(sub.arity, args.len());
     if !fits {

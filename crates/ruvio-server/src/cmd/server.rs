@@ -193,7 +193,7 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             line("maxclients", &10000);
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
-            line("blocked_clients", &0);
+            line("blocked_clients", &shared.sum(|g| &g.blocked_clients));
             line("tracking_clients", &0);
             line("clients_in_timeout_table", &0);
         }
@@ -219,7 +219,7 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
         "persistence" => {
             line("loading", &0);
             line("async_loading", &0);
-            line("rdb_changes_since_last_save", &0);
+            line("rdb_changes_since_last_save", &shared.sum(|g| &g.dirty));
             line("rdb_bgsave_in_progress", &0);
             line("rdb_last_save_time", &(shared.started_unix_ms / 1000));
             line("rdb_last_bgsave_status", &"ok");
@@ -331,6 +331,29 @@ fn set_query_limit(core: &mut ShardCore, v: &str) -> Result<(), ()> {
     Ok(())
 }
 
+fn set_list_max_listpack_size(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    core.engine.config_mut().list_max_listpack_size = v.parse::<i32>().map_err(|_| ())?;
+    Ok(())
+}
+
+/// Redis' size_t configs take 0..=LONG_MAX.
+fn parse_size(v: &str) -> Result<usize, ()> {
+    v.parse::<usize>()
+        .ok()
+        .filter(|&n| n <= i64::MAX as usize)
+        .ok_or(())
+}
+
+fn set_hash_max_listpack_entries(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    core.engine.config_mut().hash_max_listpack_entries = parse_size(v)?;
+    Ok(())
+}
+
+fn set_hash_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    core.engine.config_mut().hash_max_listpack_value = parse_size(v)?;
+    Ok(())
+}
+
 /// Only the values persistence-off servers have: no snapshots, no AOF.
 fn set_persistence_off(_core: &mut ShardCore, v: &str) -> Result<(), ()> {
     (v.is_empty() || v == "no").then_some(()).ok_or(())
@@ -404,6 +427,36 @@ const PARAMS: &[Param] = &[
         name: "client-query-buffer-limit",
         get: |c| c.cfg.client_query_buffer_limit.to_string(),
         set: Some(set_query_limit),
+    },
+    Param {
+        name: "list-max-listpack-size",
+        get: |c| c.engine.config().list_max_listpack_size.to_string(),
+        set: Some(set_list_max_listpack_size),
+    },
+    Param {
+        name: "list-max-ziplist-size",
+        get: |c| c.engine.config().list_max_listpack_size.to_string(),
+        set: Some(set_list_max_listpack_size),
+    },
+    Param {
+        name: "hash-max-listpack-entries",
+        get: |c| c.engine.config().hash_max_listpack_entries.to_string(),
+        set: Some(set_hash_max_listpack_entries),
+    },
+    Param {
+        name: "hash-max-ziplist-entries",
+        get: |c| c.engine.config().hash_max_listpack_entries.to_string(),
+        set: Some(set_hash_max_listpack_entries),
+    },
+    Param {
+        name: "hash-max-listpack-value",
+        get: |c| c.engine.config().hash_max_listpack_value.to_string(),
+        set: Some(set_hash_max_listpack_value),
+    },
+    Param {
+        name: "hash-max-ziplist-value",
+        get: |c| c.engine.config().hash_max_listpack_value.to_string(),
+        set: Some(set_hash_max_listpack_value),
     },
     Param {
         name: "maxmemory",

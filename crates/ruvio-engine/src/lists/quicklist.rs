@@ -1,0 +1,554 @@
+//! `Quicklist`: a big list as a chain of [`Packed`] nodes (OBJECT ENCODING
+//! `quicklist`).
+//!
+//! Why a chain: a list of a million elements in one block would make every push
+//! at the head move megabytes, and every realloc copy them. Bounded nodes keep
+//! each change O(node) while the elements stay densely packed.
+//!
+//! Why these exact node rules: whether a list becomes a `listpack` again depends
+//! on it having exactly one node (see [`super::ListValue`]), so nodes are created,
+//! split and merged exactly where Redis 7.2's quicklist.c does it (push at an end
+//! fills the end node until `_quicklistNodeAllowInsert` refuses, LINSERT follows
+//! `_quicklistInsert` including its split and `_quicklistMergeNodes`, deletions
+//! drop a node only when it is empty and never merge). Node decisions use the fill
+//! the quicklist was created with, as Redis's `quicklist->fill` (later CONFIG SETs
+//! only affect the listpack/quicklist conversions).
+//!
+//! Redis keeps an element of 1 GiB or more in a "plain" node of its own; Ruvio's
+//! elements are at most 512 MiB, so as in Redis 7.2 every node is packed. An
+//! element bigger than the node limit still ends up alone in its node, because no
+//! node accepts it and no node accepts anything next to it.
+//!
+//! The nodes sit in a `VecDeque` with each node's element count beside its pointer,
+//! so finding position `i` skips whole nodes by reading one contiguous array, from
+//! whichever end is nearer, and touches only the block that holds `i`.
+
+use std::collections::VecDeque;
+
+use super::listpack::{Packed, PackedIter, PackedRevIter};
+use super::rules;
+use super::End;
+use crate::keyspace::malloc_chunk_bytes;
+
+/// Once the node array has at least this many slots, it shrinks when three
+/// quarters of them are unused (so a list that grew and shrank gives memory back,
+/// and a steady queue does not reallocate back and forth).
+const NODE_SLOTS_SHRINK_MIN: usize = 64;
+
+/// One node: its block and, beside it, its element count (a copy of the block's,
+/// kept here so index seeks never touch the blocks they skip).
+pub struct Node {
+    block: Packed,
+    count: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Node>() == 16);
+
+impl Node {
+    fn new(block: Packed) -> Node {
+        let count = count_u32(block.len());
+        Node { block, count }
+    }
+
+    /// The node's elements.
+    pub fn block(&self) -> &Packed {
+        &self.block
+    }
+}
+
+/// Node counts fit a `u32`: a node grows past its limit only through one command's
+/// arguments (at most `MULTIBULK_LEN_MAX`, 2^30) on top of a node within limits.
+fn count_u32(n: usize) -> u32 {
+    u32::try_from(n).expect("list node count fits u32")
+}
+
+/// The chain of nodes and its totals.
+pub struct Quicklist {
+    nodes: VecDeque<Node>,
+    /// Elements in all nodes.
+    len: usize,
+    /// Sum of the nodes' block chunks (so `heap_bytes` is O(1)).
+    blocks_heap_bytes: usize,
+    /// Redis's `quicklist->fill`, fixed at creation.
+    fill: i16,
+}
+
+impl Quicklist {
+    /// A quicklist holding `block` (if it has elements), with node fill `fill`.
+    pub fn from_block(block: Packed, fill: i32) -> Quicklist {
+        let mut ql = Quicklist {
+            nodes: VecDeque::new(),
+            len: 0,
+            blocks_heap_bytes: 0,
+            fill: rules::quicklist_fill(fill),
+        };
+        if !block.is_empty() {
+            ql.insert_node(0, block);
+        }
+        ql
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The nodes, head first.
+    pub fn nodes(&self) -> &VecDeque<Node> {
+        &self.nodes
+    }
+
+    /// The fill the node decisions use.
+    pub fn fill(&self) -> i32 {
+        i32::from(self.fill)
+    }
+
+    /// Heap bytes: this struct's box, the node array and every block.
+    pub fn heap_bytes(&self) -> usize {
+        let array = match self.nodes.capacity() {
+            0 => 0,
+            slots => malloc_chunk_bytes(slots * std::mem::size_of::<Node>()),
+        };
+        malloc_chunk_bytes(std::mem::size_of::<Quicklist>()) + array + self.blocks_heap_bytes
+    }
+
+    /// The only block, when there is exactly one node (the shrink check).
+    pub fn single_block(&self) -> Option<&Packed> {
+        match self.nodes.len() {
+            1 => Some(&self.nodes[0].block),
+            _ => None,
+        }
+    }
+
+    /// Give up the only node's block (there must be exactly one node).
+    pub fn into_single_block(mut self) -> Packed {
+        assert_eq!(
+            self.nodes.len(),
+            1,
+            "only a one-node quicklist becomes a listpack"
+        );
+        self.nodes.pop_front().map(|n| n.block).expect("one node")
+    }
+
+    fn insert_node(&mut self, at: usize, block: Packed) {
+        self.len += block.len();
+        self.blocks_heap_bytes += block.heap_bytes();
+        self.nodes.insert(at, Node::new(block));
+    }
+
+    fn remove_node(&mut self, at: usize) -> Packed {
+        let node = self.nodes.remove(at).expect("node index in range");
+        self.len -= node.count as usize;
+        self.blocks_heap_bytes -= node.block.heap_bytes();
+        let slots = self.nodes.capacity();
+        if slots >= NODE_SLOTS_SHRINK_MIN && self.nodes.len() * 4 <= slots {
+            self.nodes.shrink_to(self.nodes.len() * 2);
+        }
+        node.block
+    }
+
+    /// Change node `at` through `change`, keeping the totals right.
+    fn with_node<R>(&mut self, at: usize, change: impl FnOnce(&mut Packed) -> R) -> R {
+        let node = &mut self.nodes[at];
+        let heap_before = node.block.heap_bytes();
+        let result = change(&mut node.block);
+        let count = node.block.len();
+        self.len = self.len + count - node.count as usize;
+        self.blocks_heap_bytes = self.blocks_heap_bytes + node.block.heap_bytes() - heap_before;
+        node.count = count_u32(count);
+        result
+    }
+
+    /// Drop node `at` if it has no element left.
+    fn drop_if_empty(&mut self, at: usize) -> bool {
+        let empty = self.nodes[at].count == 0;
+        if empty {
+            self.remove_node(at);
+        }
+        empty
+    }
+
+    /// `_quicklistNodeAllowInsert` for node `at` and an element of `len` bytes.
+    fn allows_insert(&self, at: usize, len: usize) -> bool {
+        self.nodes.get(at).is_some_and(|n| {
+            rules::node_allows_insert(self.fill(), n.block.redis_bytes(), n.count as usize, len)
+        })
+    }
+
+    /// `quicklistPushHead` / `quicklistPushTail`.
+    pub fn push(&mut self, end: End, elem: &[u8]) {
+        let at = match end {
+            End::Head => 0,
+            End::Tail => self.nodes.len().saturating_sub(1),
+        };
+        if self.allows_insert(at, elem.len()) {
+            self.with_node(at, |b| match end {
+                End::Head => b.push_front(elem),
+                End::Tail => b.push_back(elem),
+            });
+        } else {
+            let mut block = Packed::new();
+            block.push_back(elem);
+            let at = match end {
+                End::Head => 0,
+                End::Tail => self.nodes.len(),
+            };
+            self.insert_node(at, block);
+        }
+    }
+
+    /// Remove and return the element at `end`.
+    pub fn pop(&mut self, end: End) -> Option<super::Popped> {
+        let at = match end {
+            End::Head => 0,
+            End::Tail => self.nodes.len().checked_sub(1)?,
+        };
+        let popped = self.with_node(at, |b| {
+            let (off, elem) = match end {
+                End::Head => (0, b.entry_at(0).0),
+                End::Tail => {
+                    let (start, elem) = b.entry_before(b.data_bytes());
+                    (start, elem)
+                }
+            };
+            let out = super::Popped::from_slice(elem);
+            b.remove_at(off);
+            out
+        });
+        self.drop_if_empty(at);
+        Some(popped)
+    }
+
+    /// Remove `n` elements at `end` (`quicklistDelRange` from an end).
+    pub fn drop_end(&mut self, end: End, mut n: usize) {
+        while n > 0 && !self.nodes.is_empty() {
+            let at = match end {
+                End::Head => 0,
+                End::Tail => self.nodes.len() - 1,
+            };
+            let count = self.nodes[at].count as usize;
+            if count <= n {
+                self.remove_node(at);
+                n -= count;
+            } else {
+                self.with_node(at, |b| match end {
+                    End::Head => {
+                        let off = b.offset_of(n);
+                        b.remove_range(0, off);
+                    }
+                    End::Tail => {
+                        let off = b.offset_of(count - n);
+                        let stop = b.data_bytes();
+                        b.remove_range(off, stop);
+                    }
+                });
+                n = 0;
+            }
+        }
+    }
+
+    /// Node and position inside it of element `index` (< len), skipping whole
+    /// nodes from the nearer end.
+    pub fn locate(&self, index: usize) -> (usize, usize) {
+        debug_assert!(index < self.len);
+        if index < self.len / 2 {
+            let mut before = 0;
+            for (at, node) in self.nodes.iter().enumerate() {
+                let count = node.count as usize;
+                if index < before + count {
+                    return (at, index - before);
+                }
+                before += count;
+            }
+        } else {
+            let mut after = self.len;
+            for (at, node) in self.nodes.iter().enumerate().rev() {
+                let count = node.count as usize;
+                after -= count;
+                if index >= after {
+                    return (at, index - after);
+                }
+            }
+        }
+        unreachable!("index below len lies in a node")
+    }
+
+    /// Element `index`.
+    pub fn get(&self, index: usize) -> Option<&[u8]> {
+        if index >= self.len {
+            return None;
+        }
+        let (at, i) = self.locate(index);
+        self.nodes[at].block.get(i)
+    }
+
+    /// Replace element `index` in place (`quicklistReplaceEntry`: the node may end
+    /// up over its limit, as in Redis).
+    pub fn set(&mut self, index: usize, elem: &[u8]) -> bool {
+        if index >= self.len {
+            return false;
+        }
+        let (at, i) = self.locate(index);
+        self.with_node(at, |b| {
+            let off = b.offset_of(i);
+            b.replace_at(off, elem);
+        });
+        true
+    }
+
+    /// Insert `elem` before or after the first element equal to `pivot`
+    /// (`_quicklistInsert`); false when there is none.
+    pub fn insert(&mut self, pivot: &[u8], after: bool, elem: &[u8]) -> bool {
+        let Some((at, i, off)) = self.find(pivot) else {
+            return false;
+        };
+        let count = self.nodes[at].count as usize;
+        let full = !self.allows_insert(at, elem.len());
+        let at_tail = after && i == count - 1;
+        let at_head = !after && i == 0;
+        let avail_next = at_tail && self.allows_insert(at + 1, elem.len());
+        let avail_prev = at_head && at > 0 && self.allows_insert(at - 1, elem.len());
+        if !full {
+            self.with_node(at, |b| {
+                let off = if after { b.entry_at(off).1 } else { off };
+                b.insert_at(off, elem);
+            });
+        } else if avail_next {
+            self.with_node(at + 1, |b| b.push_front(elem));
+        } else if avail_prev {
+            self.with_node(at - 1, |b| b.push_back(elem));
+        } else if at_tail || at_head {
+            let mut block = Packed::new();
+            block.push_back(elem);
+            self.insert_node(if after { at + 1 } else { at }, block);
+        } else {
+            // Split the full node around the pivot; the new element starts the
+            // part after it (or ends the part before it), then neighbours merge.
+            let center = if after {
+                let mut tail = self.with_node(at, |b| {
+                    let cut = b.entry_at(off).1;
+                    b.split_off(cut)
+                });
+                tail.push_front(elem);
+                self.insert_node(at + 1, tail);
+                at
+            } else {
+                let mut front = self.with_node(at, |b| {
+                    let back = b.split_off(off);
+                    std::mem::replace(b, back)
+                });
+                front.push_back(elem);
+                self.insert_node(at, front);
+                at + 1
+            };
+            self.merge_around(center);
+        }
+        true
+    }
+
+    /// The first element equal to `elem`: node, position in it, byte offset.
+    fn find(&self, elem: &[u8]) -> Option<(usize, usize, usize)> {
+        for (at, node) in self.nodes.iter().enumerate() {
+            let mut off = 0;
+            for i in 0..node.count as usize {
+                let (e, next) = node.block.entry_at(off);
+                if e == elem {
+                    return Some((at, i, off));
+                }
+                off = next;
+            }
+        }
+        None
+    }
+
+    /// `_quicklistNodeAllowMerge` for nodes `a` and `a + 1`.
+    fn allows_merge(&self, a: usize) -> bool {
+        match (self.nodes.get(a), self.nodes.get(a + 1)) {
+            (Some(x), Some(y)) => rules::nodes_allow_merge(
+                self.fill(),
+                (x.block.redis_bytes(), x.count as usize),
+                (y.block.redis_bytes(), y.count as usize),
+            ),
+            _ => false,
+        }
+    }
+
+    /// Merge node `a + 1` into node `a`.
+    fn merge(&mut self, a: usize) {
+        let right = self.remove_node(a + 1);
+        self.with_node(a, |b| b.append(&right));
+    }
+
+    /// `_quicklistMergeNodes(center)`: try (prev_prev, prev), (next, next_next),
+    /// (prev, center), then (center or the merge result, next), in that order.
+    fn merge_around(&mut self, mut center: usize) {
+        if center >= 2 && self.allows_merge(center - 2) {
+            self.merge(center - 2);
+            center -= 1;
+        }
+        if self.allows_merge(center + 1) {
+            self.merge(center + 1);
+        }
+        let target = if center >= 1 && self.allows_merge(center - 1) {
+            self.merge(center - 1);
+            center - 1
+        } else {
+            center
+        };
+        if self.allows_merge(target) {
+            self.merge(target);
+        }
+    }
+
+    /// Remove elements equal to `elem`, at most `limit`, from the head (or from
+    /// the tail when `from_back`); emptied nodes go, nothing merges (as
+    /// `quicklistDelIndex`). Returns how many went.
+    pub fn remove(&mut self, elem: &[u8], limit: usize, from_back: bool) -> usize {
+        let mut removed = 0;
+        if from_back {
+            let mut at = self.nodes.len();
+            while at > 0 && removed < limit {
+                at -= 1;
+                removed += self.with_node(at, |b| b.remove_matches(elem, limit - removed, true));
+                self.drop_if_empty(at);
+            }
+        } else {
+            let mut at = 0;
+            while at < self.nodes.len() && removed < limit {
+                removed += self.with_node(at, |b| b.remove_matches(elem, limit - removed, false));
+                if !self.drop_if_empty(at) {
+                    at += 1;
+                }
+            }
+        }
+        removed
+    }
+
+    /// Elements from `index` forwards.
+    pub fn iter_from(&self, index: usize) -> QuickIter<'_> {
+        if index >= self.len {
+            return QuickIter {
+                nodes: &self.nodes,
+                at: self.nodes.len(),
+                inner: None,
+            };
+        }
+        let (at, i) = self.locate(index);
+        let block = &self.nodes[at].block;
+        QuickIter {
+            nodes: &self.nodes,
+            at,
+            inner: Some(block.iter_at(block.offset_of(i))),
+        }
+    }
+
+    /// Elements from `index` backwards.
+    pub fn iter_rev_from(&self, index: usize) -> QuickRevIter<'_> {
+        if index >= self.len {
+            return QuickRevIter {
+                nodes: &self.nodes,
+                at: 0,
+                inner: None,
+            };
+        }
+        let (at, i) = self.locate(index);
+        let block = &self.nodes[at].block;
+        QuickRevIter {
+            nodes: &self.nodes,
+            at,
+            inner: Some(block.rev_iter_at(block.offset_of(i + 1))),
+        }
+    }
+
+    /// Free up to `nodes_max` whole nodes from the tail; true when at most one is
+    /// left (dropping the rest is then O(1)).
+    pub fn free_nodes(&mut self, nodes_max: usize) -> bool {
+        for _ in 0..nodes_max {
+            if self.nodes.len() <= 1 {
+                break;
+            }
+            let last = self.nodes.len() - 1;
+            drop(self.remove_node(last));
+        }
+        self.nodes.len() <= 1
+    }
+
+    /// An independent copy (same fill, same nodes).
+    pub fn deep_clone(&self) -> Quicklist {
+        let mut nodes = VecDeque::with_capacity(self.nodes.len());
+        nodes.extend(self.nodes.iter().map(|n| Node {
+            block: n.block.deep_clone(),
+            count: n.count,
+        }));
+        Quicklist {
+            nodes,
+            len: self.len,
+            blocks_heap_bytes: self.blocks_heap_bytes,
+            fill: self.fill,
+        }
+    }
+
+    /// Recompute every total from scratch and compare (tests).
+    #[cfg(test)]
+    pub fn check_invariants(&self) {
+        let mut len = 0;
+        let mut heap = 0;
+        for node in &self.nodes {
+            assert_eq!(node.count as usize, node.block.len());
+            assert_eq!(node.block.iter().count(), node.block.len());
+            assert!(node.count > 0, "empty node left in the chain");
+            len += node.count as usize;
+            heap += node.block.heap_bytes();
+        }
+        assert_eq!(len, self.len);
+        assert_eq!(heap, self.blocks_heap_bytes);
+    }
+}
+
+/// Elements of a quicklist from some index forwards.
+pub struct QuickIter<'a> {
+    nodes: &'a VecDeque<Node>,
+    at: usize,
+    inner: Option<PackedIter<'a>>,
+}
+
+impl<'a> Iterator for QuickIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        loop {
+            if let Some(e) = self.inner.as_mut()?.next() {
+                return Some(e);
+            }
+            self.at += 1;
+            self.inner = self.nodes.get(self.at).map(|n| n.block.iter());
+        }
+    }
+}
+
+/// Elements of a quicklist from some index backwards.
+pub struct QuickRevIter<'a> {
+    nodes: &'a VecDeque<Node>,
+    at: usize,
+    inner: Option<PackedRevIter<'a>>,
+}
+
+impl<'a> Iterator for QuickRevIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        loop {
+            if let Some(e) = self.inner.as_mut()?.next() {
+                return Some(e);
+            }
+            self.inner = match self.at.checked_sub(1) {
+                Some(prev) => {
+                    self.at = prev;
+                    let block = &self.nodes[prev].block;
+                    Some(block.rev_iter_at(block.data_bytes()))
+                }
+                None => None,
+            };
+        }
+    }
+}

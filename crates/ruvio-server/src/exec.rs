@@ -1,0 +1,238 @@
+//! Running engine commands on this shard, whoever asked: a local connection, another
+//! shard (forward mode) or a blocked client whose key was written. One function
+//! ([`run_engine`]) builds the execution context, runs the handler, writes a typed
+//! error once, counts it, and consumes the command's effects (dirty counter, keys
+//! that wake blocked clients). Blocked clients are parked, served, timed out and
+//! released here (the bookkeeping itself is [`crate::blocking`]).
+
+use crate::blocking::{Blocked, Waiter};
+use crate::conn::Conn;
+use crate::registry::{registry, Command, Handler};
+use crate::shard::ShardCore;
+use crate::slab::Slab;
+use ruvio_engine::command::{Block, ExecCtx, KeyPositions, Outcome};
+use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
+
+/// Who runs a command and how.
+#[derive(Clone, Copy, Debug)]
+pub struct Caller {
+    pub client_id: u64,
+    pub db: usize,
+    pub proto: Protocol,
+    pub no_touch: bool,
+    /// False inside a context that must not block (a timed-out retry, later MULTI).
+    pub may_block: bool,
+    /// Running a cross-shard command on borrowed keys (see [`crate::lending`]):
+    /// lent keys are not waited for, and the keys written are reported.
+    pub borrowing: bool,
+}
+
+/// What running a command left to do.
+#[derive(Debug, Default)]
+pub struct Ran {
+    /// Park the command: nothing to serve yet, or a key of it is lent out.
+    pub block: Option<Block>,
+    /// `(db, key)` written, when the caller was borrowing.
+    pub modified: Vec<(usize, Vec<u8>)>,
+}
+
+/// Run engine command `cmd` with `args`, appending its reply (or error) to `out`.
+/// When the command has nothing to serve yet, or one of its keys is lent to another
+/// shard, nothing is written and [`Ran::block`] says what to wait for.
+pub fn run_engine(
+    core: &mut ShardCore,
+    cmd: &Command,
+    caller: Caller,
+    args: Args<'_>,
+    out: &mut Vec<u8>,
+) -> Ran {
+    let Handler::Engine(handler) = cmd.handler else {
+        Reply::new(out, caller.proto).error("ERR internal: not a keyspace command");
+        return Ran::default();
+    };
+    if !caller.borrowing && core.lending.any_lent() {
+        if let Some(block) = lent_keys(core, cmd, caller.db, args) {
+            return Ran {
+                block: Some(block),
+                modified: Vec::new(),
+            };
+        }
+    }
+    let mut ctx = ExecCtx::new(caller.db, core.now_ms);
+    ctx.no_touch = caller.no_touch;
+    ctx.may_block = caller.may_block;
+    ctx.effects.track_keys = caller.borrowing || !core.blocking.is_empty();
+    let mut reply = Reply::new(out, caller.proto);
+    let outcome = handler(&mut core.engine, &mut ctx, args, &mut reply);
+    core.stats.dirty += ctx.effects.dirty;
+    for (db, key) in ctx.effects.keys.iter() {
+        core.blocking.signal(db, key);
+    }
+    let modified = match caller.borrowing {
+        true => ctx
+            .effects
+            .keys
+            .iter()
+            .map(|(db, k)| (db, k.to_vec()))
+            .collect(),
+        false => Vec::new(),
+    };
+    let block = match outcome {
+        Ok(Outcome::Done) => None,
+        Ok(Outcome::Block(block)) if caller.may_block => Some(block),
+        Ok(Outcome::Block(_)) => {
+            reply.null_array();
+            None
+        }
+        Err(e) => {
+            core.stats.per_command[cmd.id].failed += 1;
+            e.write(&mut reply);
+            None
+        }
+    };
+    Ran { block, modified }
+}
+
+/// The keys of a command that are lent to another shard right now, as a block
+/// request without deadline: the command runs when they are back.
+fn lent_keys(core: &ShardCore, cmd: &Command, db: usize, args: Args<'_>) -> Option<Block> {
+    let keys: KeyPositions = cmd
+        .meta
+        .keys
+        .positions(args)
+        .into_iter()
+        .filter(|&p| core.lending.is_lent(db, args.get(p)))
+        .collect();
+    (!keys.is_empty()).then_some(Block {
+        keys,
+        deadline_ms: None,
+    })
+}
+
+/// Park a command that returned [`Outcome::Block`].
+pub fn park(core: &mut ShardCore, waiter: Waiter, caller: Caller, args: Args<'_>, block: Block) {
+    let keys = block.keys.iter().map(|&i| args.get(i).to_vec()).collect();
+    core.shared.note_blocked(caller.client_id, Some(core.id));
+    core.blocking.park(Blocked {
+        waiter,
+        client_id: caller.client_id,
+        db: caller.db,
+        proto: caller.proto,
+        no_touch: caller.no_touch,
+        argv: OwnedArgs::from_args(args),
+        keys,
+        deadline_ms: block.deadline_ms,
+    });
+}
+
+/// Serve the clients blocked on every key written since the last call, oldest
+/// first per key, until no written key has a waiter that can be served. A served
+/// command may write keys itself (BLMOVE pushes): those are served in turn. Each
+/// round removes a client, so this ends.
+pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    while let Some((db, key)) = core.blocking.take_ready() {
+        for ticket in core.blocking.waiting_on(db, &key) {
+            let Some(blocked) = core.blocking.get(ticket) else {
+                continue;
+            };
+            let argv = blocked.argv.clone();
+            let caller = caller_of(blocked);
+            let Some(cmd) = registry().lookup(argv.args().get(0)) else {
+                continue;
+            };
+            let mut out = Vec::new();
+            if let Some(block) = run_engine(core, cmd, caller, argv.args(), &mut out).block {
+                // Nothing to serve after all (another waiter took it, or a key is
+                // lent out): keep waiting, on the keys it waits for now.
+                core.blocking.rearm(ticket, &argv.args(), &block);
+                break;
+            }
+            release(core, conns, ticket, out);
+        }
+    }
+}
+
+/// Answer every blocked client whose deadline has passed with a null array.
+pub fn expire_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    if core
+        .blocking
+        .next_deadline()
+        .is_none_or(|at| at >= core.now_ms)
+    {
+        return;
+    }
+    for ticket in core.blocking.timed_out(core.now_ms) {
+        answer_early(core, conns, ticket, false);
+    }
+}
+
+/// CLIENT UNBLOCK on this shard: answer `client_id`'s blocked command now with a
+/// null array (`error = false`) or `-UNBLOCKED`. False when it is not parked here.
+pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool {
+    match core.blocking.find(|b| b.client_id == client_id) {
+        Some(ticket) => {
+            answer_early(core, conns, ticket, error);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Forget the commands a departed client left parked here.
+pub fn drop_waiter(core: &mut ShardCore, gone: impl Fn(&Waiter) -> bool) {
+    while let Some(ticket) = core.blocking.find(|b| gone(&b.waiter)) {
+        if let Some(b) = core.blocking.remove(ticket) {
+            core.shared.note_blocked(b.client_id, None);
+        }
+    }
+}
+
+fn caller_of(blocked: &Blocked) -> Caller {
+    Caller {
+        client_id: blocked.client_id,
+        db: blocked.db,
+        proto: blocked.proto,
+        no_touch: blocked.no_touch,
+        may_block: true,
+        borrowing: false,
+    }
+}
+
+/// Timeout or CLIENT UNBLOCK: the reply Redis gives a client unblocked without data.
+fn answer_early(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, error: bool) {
+    let Some(blocked) = core.blocking.get(ticket) else {
+        return;
+    };
+    let mut out = Vec::new();
+    let mut reply = Reply::new(&mut out, blocked.proto);
+    if error {
+        reply.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+    } else {
+        reply.null_array();
+    }
+    release(core, conns, ticket, out);
+}
+
+/// Remove `ticket` and deliver `reply` to its client.
+fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, reply: Vec<u8>) {
+    let Some(blocked) = core.blocking.remove(ticket) else {
+        return;
+    };
+    core.shared.note_blocked(blocked.client_id, None);
+    match blocked.waiter {
+        Waiter::Local {
+            index,
+            gen,
+            seq,
+            part,
+        } => {
+            if let Some(conn) = conns.get_mut(index, gen) {
+                conn.replies.fill(seq, part as usize, reply);
+                conn.client.blocked = None;
+                core.dirty.push((index, gen));
+                core.resume.push((index, gen));
+            }
+        }
+        Waiter::Remote { shard, tag } => core.outbox.reply(shard, tag, &reply),
+    }
+}

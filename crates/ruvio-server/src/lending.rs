@@ -1,0 +1,246 @@
+//! Multi-key commands whose keys live on several shards (forward mode): RENAME,
+//! COPY, MSETNX, LCS, LMOVE, RPOPLPUSH, LMPOP ... run with Redis' exact semantics
+//! by *borrowing* the keys.
+//!
+//! The shard the client is connected to coordinates: it asks each owner, one shard
+//! at a time in shard order, to lend it the command's keys. An owner takes the
+//! entries out of its keyspace (value, expiry and access clock move as they are,
+//! no copy) and marks the keys lent; until they come back, any command touching a
+//! lent key waits on the owner, parked exactly like a blocked client, and runs
+//! when they return. With every key borrowed, the coordinator puts the entries into
+//! its own keyspace, runs the ordinary handler once, takes the keys out again and
+//! returns them (or their absence) to their owners, which wake whoever waited.
+//!
+//! Why this shape: one mechanism gives every multi-key command its single-Redis
+//! semantics without a per-command cross-shard protocol; the keys are locked for
+//! the command's duration, so no client can observe a half-done RENAME (it waits a
+//! moment instead); asking owners in a fixed order means two coordinators can never
+//! hold keys the other waits for (ordered locking, as Dragonfly's VLL). What a
+//! concurrent client can observe is written in docs/cross-shard.md.
+
+use crate::conn::Conn;
+use crate::exec::{self, run_engine, Caller};
+use crate::registry::Command;
+use crate::shard::ShardCore;
+use crate::slab::Slab;
+use ahash::{AHashMap, AHashSet};
+use ruvio_engine::Entry;
+use ruvio_resp::OwnedArgs;
+use std::collections::VecDeque;
+
+/// A coordinator asks an owner for keys.
+#[derive(Debug)]
+pub struct LendRequest {
+    /// The coordinating shard.
+    pub from: usize,
+    pub ticket: u64,
+    pub db: usize,
+    pub keys: Vec<Vec<u8>>,
+}
+
+/// Entries travelling between shards: `(db, key, entry)`; `None` is "no such key".
+pub type Lent = Vec<(usize, Vec<u8>, Option<Entry>)>;
+
+/// One cross-shard command this shard coordinates.
+#[derive(Debug)]
+struct CrossOp {
+    /// Connection `(index, gen)` and its held reply slot.
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    argv: OwnedArgs,
+    cmd: &'static Command,
+    /// Owners and their keys, in shard order.
+    plan: Vec<(usize, Vec<Vec<u8>>)>,
+    /// Next owner to ask.
+    next: usize,
+    /// What the owners lent so far.
+    borrowed: Lent,
+}
+
+/// This shard's lending state.
+#[derive(Debug, Default)]
+pub struct Lending {
+    /// Keys of this shard that are out on loan.
+    lent: AHashSet<(usize, Vec<u8>)>,
+    /// Requests for keys that are out on loan, oldest first.
+    waiting: VecDeque<LendRequest>,
+    /// Commands this shard coordinates.
+    ops: AHashMap<u64, CrossOp>,
+    next_ticket: u64,
+}
+
+impl Lending {
+    /// True when some key of this shard is out on loan (then every command checks
+    /// its keys against the lent set).
+    pub fn any_lent(&self) -> bool {
+        !self.lent.is_empty()
+    }
+
+    /// True when `key` of `db` is out on loan.
+    pub fn is_lent(&self, db: usize, key: &[u8]) -> bool {
+        self.lent.contains(&(db, key.to_vec()))
+    }
+}
+
+/// Start coordinating `cmd` for connection `conn`, whose held slot `seq` gets the
+/// reply. `groups` are the owners and the argument positions of their keys.
+#[allow(clippy::too_many_arguments)]
+pub fn start(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    cmd: &'static Command,
+    args: ruvio_resp::Args<'_>,
+    groups: Vec<(usize, Vec<usize>)>,
+) {
+    let mut plan: Vec<(usize, Vec<Vec<u8>>)> = groups
+        .into_iter()
+        .map(|(shard, positions)| {
+            let mut keys: Vec<Vec<u8>> = positions.iter().map(|&p| args.get(p).to_vec()).collect();
+            keys.sort();
+            keys.dedup();
+            (shard, keys)
+        })
+        .collect();
+    plan.sort_by_key(|(shard, _)| *shard);
+    let ticket = core.lending.next_ticket;
+    core.lending.next_ticket += 1;
+    core.lending.ops.insert(
+        ticket,
+        CrossOp {
+            conn,
+            seq,
+            caller,
+            argv: OwnedArgs::from_args(args),
+            cmd,
+            plan,
+            next: 0,
+            borrowed: Vec::new(),
+        },
+    );
+    advance(core, conns, ticket);
+}
+
+/// Ask the next owner, or run the command when every key is here.
+fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    let Some(op) = core.lending.ops.get(&ticket) else {
+        return;
+    };
+    let Some((owner, keys)) = op.plan.get(op.next) else {
+        return finish(core, conns, ticket);
+    };
+    let request = LendRequest {
+        from: core.id,
+        ticket,
+        db: op.caller.db,
+        keys: keys.clone(),
+    };
+    if *owner == core.id {
+        lend(core, conns, request);
+    } else {
+        core.outbox.lend(*owner, request);
+    }
+}
+
+/// An owner's side: lend the keys now, or queue the request until they are back.
+pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) {
+    let busy = request
+        .keys
+        .iter()
+        .any(|k| core.lending.is_lent(request.db, k));
+    if busy {
+        core.lending.waiting.push_back(request);
+        return;
+    }
+    let mut entries = Lent::with_capacity(request.keys.len());
+    for key in request.keys {
+        let entry = core.engine.lend(request.db, &key, core.now_ms);
+        core.lending.lent.insert((request.db, key.clone()));
+        entries.push((request.db, key, entry));
+    }
+    if request.from == core.id {
+        lent(core, conns, request.ticket, entries);
+    } else {
+        core.outbox.lent(request.from, request.ticket, entries);
+    }
+}
+
+/// The coordinator's side: an owner lent its keys.
+pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: Lent) {
+    let Some(op) = core.lending.ops.get_mut(&ticket) else {
+        return;
+    };
+    op.borrowed.extend(entries);
+    op.next += 1;
+    advance(core, conns, ticket);
+}
+
+/// Every key is here: run the command, send the keys home, answer the client.
+fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    let Some(op) = core.lending.ops.remove(&ticket) else {
+        return;
+    };
+    let mut homes: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(op.borrowed.len());
+    for (entry_db, key, entry) in op.borrowed {
+        let owner = core.topo.key_owner(&key);
+        if let Some(entry) = entry {
+            core.engine.adopt(entry_db, entry);
+        }
+        homes.push((entry_db, key, owner));
+    }
+    let caller = Caller {
+        may_block: false,
+        borrowing: true,
+        ..op.caller
+    };
+    let mut out = Vec::new();
+    let modified = run_engine(core, op.cmd, caller, op.argv.args(), &mut out).modified;
+    // A key written outside the borrowed ones that another shard owns (COPY ... DB
+    // n) goes to its owner too.
+    for (key_db, key) in modified {
+        let owner = core.topo.key_owner(&key);
+        let known = homes.iter().any(|(d, k, _)| *d == key_db && *k == key);
+        if owner != core.id && !known {
+            homes.push((key_db, key, owner));
+        }
+    }
+    let mut returns: AHashMap<usize, Lent> = AHashMap::new();
+    for (key_db, key, owner) in homes {
+        let entry = core.engine.lend(key_db, &key, 0);
+        returns.entry(owner).or_default().push((key_db, key, entry));
+    }
+    for (owner, entries) in returns {
+        if owner == core.id {
+            take_back(core, conns, entries);
+        } else {
+            core.outbox.give_back(owner, entries);
+        }
+    }
+    let (index, gen) = op.conn;
+    if let Some(conn) = conns.get_mut(index, gen) {
+        conn.replies.fill(op.seq, 0, out);
+        conn.client.blocked = None;
+        core.dirty.push((index, gen));
+        core.resume.push((index, gen));
+    }
+}
+
+/// An owner's side: its keys are back (changed or gone). Wake whoever waited on
+/// them, then lend to the next coordinator in line.
+pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent) {
+    for (db, key, entry) in entries {
+        core.lending.lent.remove(&(db, key.clone()));
+        if let Some(entry) = entry {
+            core.engine.adopt(db, entry);
+        }
+        core.blocking.signal(db, &key);
+    }
+    exec::serve_ready(core, conns);
+    let waiting = std::mem::take(&mut core.lending.waiting);
+    for request in waiting {
+        lend(core, conns, request);
+    }
+}
