@@ -266,20 +266,6 @@ impl Table {
         }
     }
 
-    /// Make room for `additional` more fields (Redis's `dictExpand` on a big HSET).
-    pub fn reserve(&mut self, additional: usize) {
-        let Table {
-            index,
-            slots,
-            hasher,
-            ..
-        } = self;
-        index.reserve(additional, |&id| {
-            hasher.hash_one(node_at(slots, id).field())
-        });
-        slots.reserve(additional);
-    }
-
     /// Live fields (expired ones not yet removed included).
     pub fn len(&self) -> usize {
         self.len as usize
@@ -584,11 +570,11 @@ impl Table {
     /// One HSCAN step from `cursor`: calls `f` for the fields of the slots examined
     /// (expired ones included: the caller filters), stopping after `count` fields or
     /// `count * SCAN_SLOTS_PER_COUNT` slots; returns the next cursor, 0 at the end.
-    pub fn scan(
-        &self,
+    pub fn scan<'a>(
+        &'a self,
         cursor: u64,
         count: usize,
-        mut f: impl FnMut(TableEntry<'_>) -> bool,
+        mut f: impl FnMut(TableEntry<'a>) -> bool,
     ) -> u64 {
         let epoch = (cursor >> 32) as u32;
         let mut id = if cursor != 0 && epoch == self.epoch {
@@ -702,21 +688,33 @@ impl Table {
         }
     }
 
-    /// Free up to `budget` nodes from the end of the slab, forgetting the index and
-    /// the expiry heap first (O(1): they hold plain integers). Only for a table being
-    /// destroyed: afterwards nothing but further calls and drop may touch it.
+    /// Free up to `budget` nodes from the end of the slab (lazy freeing of a deleted
+    /// big hash), forgetting the index and the expiry heap on the first call (O(1):
+    /// they hold plain integers). Only for a table being destroyed: afterwards
+    /// nothing but further calls, [`Table::heap_bytes`] and drop may touch it.
     /// Returns true when no node is left.
     pub fn free_some(&mut self, budget: usize) -> bool {
-        if !self.index.is_empty() {
+        if !self.index.is_empty() || self.expiry.capacity() > 0 {
             self.index = HashTable::new();
             self.expiry = Vec::new();
+            self.free_head = NO_ID;
         }
         for _ in 0..budget {
             let Some(slot) = self.slots.pop() else { break };
             if let Some(ptr) = slot.node() {
+                let bytes = NodeRef {
+                    ptr,
+                    _table: std::marker::PhantomData,
+                }
+                .block_bytes();
+                self.node_bytes -= malloc_chunk_bytes(bytes);
+                self.len -= 1;
                 // SAFETY: popped: nothing refers to the node any more.
                 unsafe { free_node(ptr) }
             }
+        }
+        if self.slots.is_empty() {
+            self.slots = Vec::new();
         }
         self.slots.is_empty()
     }

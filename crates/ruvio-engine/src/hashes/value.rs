@@ -288,10 +288,17 @@ impl HashValue {
     /// `listpack_entries_max`, else when an argument is longer than
     /// `listpack_value_bytes_max`, or when they could not fit the block. Returns true
     /// if it converted.
-    pub fn convert_for_args<A: AsRef<[u8]>>(&mut self, args: &[A], limits: HashLimits) -> bool {
+    pub fn convert_for_args<A, I>(&mut self, args: I, limits: HashLimits) -> bool
+    where
+        A: AsRef<[u8]>,
+        I: IntoIterator<Item = A>,
+        I::IntoIter: ExactSizeIterator,
+    {
         let Repr::Packed(p) = self.repr() else {
             return false;
         };
+        let data_len = p.data_len();
+        let args = args.into_iter();
         let pairs = args.len() / 2;
         if pairs > limits.listpack_entries_max {
             self.convert_to_table(pairs);
@@ -306,7 +313,7 @@ impl HashValue {
             }
             sum = sum.saturating_add(len);
         }
-        if p.data_len().saturating_add(sum) > PACKED_BYTES_MAX {
+        if data_len.saturating_add(sum) > PACKED_BYTES_MAX {
             self.convert_to_table(0);
             return true;
         }
@@ -591,12 +598,12 @@ impl HashValue {
     /// whatever the cursor (as Redis). For a table, `count` is the number of fields
     /// wanted; see the `table` module for the cursor's guarantee: every field stored
     /// and live for the whole scan is returned at least once.
-    pub fn scan(
-        &self,
+    pub fn scan<'a>(
+        &'a self,
         cursor: u64,
         count: usize,
         now_ms: u64,
-        mut f: impl FnMut(&[u8], &[u8]),
+        mut f: impl FnMut(&'a [u8], &'a [u8]),
     ) -> u64 {
         match self.repr() {
             Repr::Packed(p) => {
@@ -625,10 +632,15 @@ impl HashValue {
         }
     }
 
-    /// Give the memory up in bounded slices (lazy free of a deleted big hash): the
-    /// returned [`Reclaim`] frees `budget` fields per call.
-    pub fn into_reclaim(self) -> Reclaim {
-        Reclaim { value: Some(self) }
+    /// Free up to `nodes_max` fields of a big hash so a deleted one is released in
+    /// slices (the engine's lazy free); true when what is left is one block. Only for
+    /// a value being destroyed: afterwards nothing but further calls,
+    /// [`HashValue::heap_bytes`] and drop may touch it.
+    pub fn free_some(&mut self, nodes_max: usize) -> bool {
+        match self.repr_mut() {
+            ReprMut::Packed(_) => true,
+            ReprMut::Table(t) => t.free_some(nodes_max),
+        }
     }
 
     /// Heap bytes recomputed from scratch (tests).
@@ -641,29 +653,6 @@ impl HashValue {
                 t.heap_bytes_recomputed()
             }
         }
-    }
-}
-
-/// A hash being freed a slice at a time (see [`HashValue::into_reclaim`]).
-pub struct Reclaim {
-    value: Option<HashValue>,
-}
-
-impl Reclaim {
-    /// Free up to `budget` fields' memory; true when everything is freed (dropping
-    /// it then costs O(1)).
-    pub fn free_some(&mut self, budget: usize) -> bool {
-        let Some(v) = self.value.as_mut() else {
-            return true;
-        };
-        let done = match v.repr_mut() {
-            ReprMut::Packed(_) => true,
-            ReprMut::Table(t) => t.free_some(budget),
-        };
-        if done {
-            self.value = None;
-        }
-        done
     }
 }
 
