@@ -41,7 +41,8 @@
 use std::ptr::NonNull;
 
 use super::listpack::{
-    entry_bytes, Located, Packed, PackedEntry, PackedIter, BLOCK_ALIGN, PACKED_BYTES_MAX,
+    entry_bytes, Located, Packed, PackedEntry, PackedIter, BLOCK_ALIGN, ENTRY_OVERHEAD_MAX,
+    PACKED_BYTES_MAX,
 };
 use super::table::{Table, TableEntry, TableIter};
 use super::{HashEncoding, HashLimits};
@@ -333,12 +334,21 @@ impl HashValue {
 
     /// Convert `listpack` to `listpackex` (Redis's `hashTypeSetExInit`); no-op for the
     /// other encodings.
+    ///
+    /// A block too close to [`PACKED_BYTES_MAX`] for the extra byte per field
+    /// becomes a table instead (only reachable with a raised
+    /// `hash-max-listpack-value`; Redis's own cap is the same 1 GiB).
     pub fn enable_field_expiry(&mut self) {
         if let Repr::Packed(p) = self.repr() {
-            if !p.has_ttl() {
-                let ex = p.with_ttl_slots();
-                drop(std::mem::replace(self, HashValue::from_packed(ex)));
+            if p.has_ttl() {
+                return;
             }
+            if p.data_len() + p.len() > PACKED_BYTES_MAX {
+                self.convert_to_table(0);
+                return;
+            }
+            let ex = p.with_ttl_slots();
+            drop(std::mem::replace(self, HashValue::from_packed(ex)));
         }
     }
 
@@ -484,6 +494,12 @@ impl HashValue {
         debug_assert!(at_ms != 0, "expiry time 0 means none in a packed hash");
         let at_ms = at_ms.max(1);
         self.enable_field_expiry();
+        if let Repr::Packed(p) = self.repr() {
+            // A time takes up to one varint more than "none".
+            if p.data_len() + ENTRY_OVERHEAD_MAX > PACKED_BYTES_MAX {
+                self.convert_to_table(0);
+            }
+        }
         match self.repr_mut() {
             ReprMut::Packed(p) => match p.find(field) {
                 Some((loc, e)) => {
