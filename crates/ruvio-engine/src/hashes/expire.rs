@@ -158,6 +158,8 @@ fn hexpire_generic(
             r.int(code);
         }
     })?;
+    // A field deleted by a past time counts as expired, as in Redis.
+    e.count_expired_fields(deleted.len());
     let changes = (deleted.len() + updated.len()) as u64;
     if changes > 0 {
         let event = if deleted.is_empty() {
@@ -442,6 +444,7 @@ pub(super) fn hgetex(
         })?;
     }
     after_lazy_expiry(e, ctx, key, id, expired, false);
+    e.count_expired_fields(deleted.len());
     let changes = (deleted.len() + updated) as u64;
     if changes > 0 {
         let event = match option {
@@ -621,6 +624,7 @@ pub(super) fn hsetex(
     })?;
     r.int(1);
     ctx.changed(key, events::HSET, (pairs.len() / 2) as u64);
+    e.count_expired_fields(deleted.len());
     if !deleted.is_empty() {
         ctx.changed(key, events::HDEL, 0);
         for field in &deleted {

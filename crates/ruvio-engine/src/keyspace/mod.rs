@@ -154,15 +154,19 @@ impl Db {
     }
 
     /// Change entry `id`'s value through `change` (which cannot touch the key or the
-    /// expiry); keeps the heap accounting right.
+    /// expiry); keeps the heap accounting and the field-TTL bitmap right.
     pub fn modify<R>(&mut self, id: EntryId, change: impl FnOnce(&mut Entry) -> R) -> R {
         let entry = self.slab.get_mut(id);
         let before = entry.heap_bytes();
+        let had_field_ttls = entry.has_field_ttls();
         let result = change(entry);
         let after = entry.heap_bytes();
         let field_ttls = entry.has_field_ttls();
         self.heap_bytes = self.heap_bytes + after - before;
-        self.slab.set_field_ttl_bit(id, field_ttls);
+        // Strings never touch the bitmap (no cache line for it on SET's path).
+        if field_ttls != had_field_ttls {
+            self.slab.set_field_ttl_bit(id, field_ttls);
+        }
         result
     }
 
