@@ -454,6 +454,15 @@ impl Engine {
         empty
     }
 
+    /// True when `key` exists in database `db` at `now_ms` (no statistics, no access
+    /// time: a server-side probe).
+    pub fn exists(&self, db: usize, key: &[u8], now_ms: u64) -> bool {
+        let Some(found) = self.dbs.get(db).and_then(|d| d.find(key)) else {
+            return false;
+        };
+        !self.is_expired(db, found, now_ms)
+    }
+
     /// Take `key` out of database `db` whole (value, expiry, access clock) to hand it
     /// to another shard for one command (forward mode's cross-shard commands). A key
     /// past its expiry is deleted and reported missing, as any lookup would.

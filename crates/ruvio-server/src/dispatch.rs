@@ -555,8 +555,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         1 if owner == core.id => Route::Local,
         1 => Route::Remote(owner),
         _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
-        _ if !cmd.meta.has(BLOCKING) => Route::Lend(groups),
-        _ => Route::CrossSlot,
+        _ => Route::Lend(groups),
     }
 }
 

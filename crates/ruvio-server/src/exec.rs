@@ -135,6 +135,13 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             let Some(blocked) = core.blocking.get(ticket) else {
                 continue;
             };
+            if let Waiter::Watch { shard, ticket: op } = blocked.waiter {
+                // A coordinator elsewhere retries; whoever is next here may still
+                // take the element first (fairness across shards is approximate).
+                core.blocking.remove(ticket);
+                crate::lending::wake(core, conns, shard, op);
+                continue;
+            }
             let argv = blocked.argv.clone();
             let caller = caller_of(blocked);
             let Some(cmd) = registry().lookup(argv.args().get(0)) else {
@@ -169,13 +176,28 @@ pub fn expire_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
 /// CLIENT UNBLOCK on this shard: answer `client_id`'s blocked command now with a
 /// null array (`error = false`) or `-UNBLOCKED`. False when it is not parked here.
 pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool {
-    match core.blocking.find(|b| b.client_id == client_id) {
+    let parked =
+        |b: &Blocked| b.client_id == client_id && !matches!(b.waiter, Waiter::Watch { .. });
+    match core.blocking.find(parked) {
         Some(ticket) => {
             answer_early(core, conns, ticket, error);
             true
         }
-        None => false,
+        None => crate::lending::unblock(core, conns, client_id, error),
     }
+}
+
+/// The reply a client unblocked without data gets: a null array (timeout), or
+/// `-UNBLOCKED` (CLIENT UNBLOCK ... ERROR).
+pub fn early_reply(proto: Protocol, error: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut reply = Reply::new(&mut out, proto);
+    if error {
+        reply.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+    } else {
+        reply.null_array();
+    }
+    out
 }
 
 /// Forget the commands a departed client left parked here.
@@ -203,13 +225,7 @@ fn answer_early(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, error
     let Some(blocked) = core.blocking.get(ticket) else {
         return;
     };
-    let mut out = Vec::new();
-    let mut reply = Reply::new(&mut out, blocked.proto);
-    if error {
-        reply.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-    } else {
-        reply.null_array();
-    }
+    let out = early_reply(blocked.proto, error);
     release(core, conns, ticket, out);
 }
 
@@ -234,5 +250,6 @@ fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, reply: Vec
             }
         }
         Waiter::Remote { shard, tag } => core.outbox.reply(shard, tag, &reply),
+        Waiter::Watch { .. } => {}
     }
 }

@@ -105,6 +105,17 @@ pub enum ShardMsg {
     },
     /// A coordinator gives them back.
     GiveBack(Lent),
+    /// A coordinator's blocking command waits on these keys.
+    Watch(LendRequest),
+    /// A watched key was written: try command `ticket` again.
+    Wake {
+        ticket: u64,
+    },
+    /// Stop watching for coordinator `from`'s command `ticket`.
+    Unwatch {
+        from: usize,
+        ticket: u64,
+    },
 }
 
 /// Requests about blocked clients.
@@ -173,6 +184,21 @@ impl Outbox {
     /// Give borrowed keys back to `shard`.
     pub fn give_back(&mut self, shard: usize, entries: Lent) {
         self.direct(shard, ShardMsg::GiveBack(entries));
+    }
+
+    /// Ask `shard` to watch keys for a blocking command.
+    pub fn watch(&mut self, shard: usize, request: LendRequest) {
+        self.direct(shard, ShardMsg::Watch(request));
+    }
+
+    /// Tell coordinator `shard` to try command `ticket` again.
+    pub fn wake(&mut self, shard: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Wake { ticket });
+    }
+
+    /// Tell `shard` to stop watching for command `ticket` of coordinator `from`.
+    pub fn unwatch(&mut self, shard: usize, from: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Unwatch { from, ticket });
     }
 
     /// Queue `message` for `shard` after everything queued for it so far: the
@@ -401,6 +427,9 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Lend(request) => lending::lend(core, conns, request),
         ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
         ShardMsg::GiveBack(entries) => lending::take_back(core, conns, entries),
+        ShardMsg::Watch(request) => lending::watch(core, conns, request),
+        ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
+        ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),
         ShardMsg::Config(change) => crate::cmd::server::apply_config_change(core, &change),
         ShardMsg::Replies(batch) => {
             let mut offset = 0;

@@ -11,10 +11,9 @@
 //! keys and one string key. A command gets a key of its own type most of the time, so
 //! that lists and hashes grow past the encoding thresholds, and another key of the group
 //! otherwise, which brings WRONGTYPE and missing-key replies. Multi-key commands
-//! (LMOVE, RPOPLPUSH, LMPOP, RENAME, RENAMENX, COPY, DEL, EXISTS, MGET) take keys of
-//! any group: forward mode runs them across shards by borrowing the keys. The blocking
-//! ones (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) take keys of one group with 2
-//! shards: across shards they answer `-CROSSSLOT` (docs/cross-shard.md).
+//! (LMOVE, RPOPLPUSH, LMPOP, RENAME, RENAMENX, COPY, DEL, EXISTS, MGET and the
+//! blocking BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) take keys of any group: forward
+//! mode runs them across shards by borrowing the keys (docs/cross-shard.md).
 //!
 //! # Sequences
 //!
@@ -452,7 +451,7 @@ impl Generator {
             rng: StdRng::seed_from_u64(seed),
             groups,
             multi_key_any: true,
-            blocking_mix: shards == 1,
+            blocking_mix: true,
             ops,
             families: families.to_vec(),
         }
@@ -804,8 +803,8 @@ impl Generator {
     /// (comparison rule 2).
     fn next(&mut self) -> Vec<Cmd> {
         let op = self.pick_op();
-        // Blocking commands wait on one shard: with 2 shards their keys stay in one
-        // group (keys of different shards answer -CROSSSLOT, see docs/cross-shard.md).
+        // `blocking_mix` can keep blocking commands on one group's keys when a
+        // target cannot wait on several shards.
         let mixing = self.multi_key_any;
         if BLOCKING_OPS.contains(&op) {
             self.multi_key_any = self.blocking_mix;
