@@ -44,6 +44,7 @@ mod lists;
 mod longdouble;
 mod strings;
 
+pub use args::parse_cursor;
 pub use command::{CommandMeta, EngineCommand, EngineFn, ExecCtx, KeySpec};
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::CmdError;

@@ -519,7 +519,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     if cmd.meta.keys.is_none() {
         if forward && cmd.meta.has(ALL_SHARDS) {
             return match cmd.merge {
-                Some(Merge::Scan { .. }) => scan_route(args),
+                Some(Merge::Scan { .. }) => scan_route(args, shards),
                 _ => Route::AllShards,
             };
         }
@@ -561,15 +561,15 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
 
 /// Route a SCAN by the shard named in its cursor; an unparsable cursor runs here
 /// so the engine answers with Redis' error.
-fn scan_route(args: Args<'_>) -> Route {
-    let cursor = std::str::from_utf8(args.get(1))
-        .ok()
-        .and_then(|c| c.parse::<u64>().ok());
-    match cursor {
-        Some(c) => Route::Scan(
+/// A cursor naming a shard that does not exist runs here too: the engine finds
+/// nothing past the end and answers cursor 0 (the scan is over), as Redis does for
+/// a cursor past its table.
+fn scan_route(args: Args<'_>, shards: usize) -> Route {
+    match ruvio_engine::parse_cursor(args.get(1)) {
+        Some(c) if ((c >> SCAN_SHARD_SHIFT) as usize) < shards => Route::Scan(
             (c >> SCAN_SHARD_SHIFT) as usize,
             c & ((1 << SCAN_SHARD_SHIFT) - 1),
         ),
-        None => Route::Local,
+        _ => Route::Local,
     }
 }

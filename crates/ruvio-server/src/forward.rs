@@ -476,7 +476,17 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
             core.outbox.reply(batch.from, tag, &out);
             continue;
         };
-        match run_engine(core, cmd, caller, args, &mut out).block {
+        // A bug in one command must not take the shard (and every connection
+        // waiting on it) down: the net answers this command with an error.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_engine(core, cmd, caller, args, &mut out)
+        }));
+        let block = ran.unwrap_or_else(|_| {
+            out.clear();
+            Reply::new(&mut out, caller.proto).error("ERR internal error");
+            Default::default()
+        });
+        match block.block {
             Some(block) => {
                 let waiter = Waiter::Remote {
                     shard: batch.from,
