@@ -55,9 +55,6 @@
 //!
 //! # Not generated
 //!
-//! - With 2 shards, LMPOP/BLMPOP whose numkeys exceeds the keys that follow: the key
-//!   specs then take words like `LEFT` for keys, which may live on the other shard
-//!   (Redis answers a syntax error, a sharded server may answer `-CROSSSLOT` first).
 //! - `LPOS ... RANK -9223372036854775808`: Redis 7.0.15 negates it with signed overflow
 //!   and answers as if it were a valid rank; 7.2 rejects it ("value is out of range").
 //! - HRANDFIELD with a huge negative count without WITHVALUES (Redis would build a reply
@@ -133,9 +130,6 @@ const LIST_COMMANDS: &[&str] = &[
     "RPOPLPUSH",
     "LMPOP",
 ];
-/// The steps that generate blocking commands.
-const BLOCKING_OPS: &[Op] = &[Op::BlockingPop, Op::Blmove, Op::Brpoplpush, Op::Blmpop];
-
 const BLOCKING_LIST_COMMANDS: &[&str] = &["BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH", "BLMPOP"];
 const HASH_COMMANDS: &[&str] = &[
     "HSET",
@@ -415,18 +409,13 @@ impl Group {
 struct Generator {
     rng: StdRng,
     groups: Vec<Group>,
-    /// Whether multi-key commands may mix groups (forward mode borrows keys across
-    /// shards for them).
-    multi_key_any: bool,
-    /// Whether blocking multi-key commands may mix groups (not across shards).
-    blocking_mix: bool,
     /// The steps the target supports, with cumulative weights.
     ops: Vec<(Op, u32)>,
     families: Vec<Family>,
 }
 
 impl Generator {
-    fn new(seed: u64, shards: usize, families: &[Family]) -> Generator {
+    fn new(seed: u64, families: &[Family]) -> Generator {
         let mut groups = Vec::new();
         for shard in 0..2 {
             let tag = (b'a'..=b'z')
@@ -450,8 +439,6 @@ impl Generator {
         Generator {
             rng: StdRng::seed_from_u64(seed),
             groups,
-            multi_key_any: true,
-            blocking_mix: true,
             ops,
             families: families.to_vec(),
         }
@@ -479,7 +466,8 @@ impl Generator {
 
     /// A second group for a multi-key command: the same one with 2 shards.
     fn second_group(&mut self, first: usize) -> usize {
-        if self.multi_key_any && self.chance(0.3) {
+        // Multi-key commands may mix groups: forward mode borrows keys across shards.
+        if self.chance(0.3) {
             self.group()
         } else {
             first
@@ -644,8 +632,8 @@ impl Generator {
         let keys = self.list_keys(n);
         match self.rng.random_range(0..15) {
             0 => words.push(self.pick(&["0", "-1", "abc"]).into()),
-            // numkeys larger than the keys given: only where any word may be a key.
-            1 if self.multi_key_any => words.push((n + 1).to_string()),
+            // numkeys larger than the keys given: a word like LEFT becomes a key.
+            1 => words.push((n + 1).to_string()),
             // numkeys smaller: a key stands where the direction belongs.
             2 if n > 1 => words.push((n - 1).to_string()),
             _ => words.push(n.to_string()),
@@ -803,12 +791,6 @@ impl Generator {
     /// (comparison rule 2).
     fn next(&mut self) -> Vec<Cmd> {
         let op = self.pick_op();
-        // `blocking_mix` can keep blocking commands on one group's keys when a
-        // target cannot wait on several shards.
-        let mixing = self.multi_key_any;
-        if BLOCKING_OPS.contains(&op) {
-            self.multi_key_any = self.blocking_mix;
-        }
         let words: Vec<String> = match op {
             Op::Push => {
                 let name = self.pick(&["LPUSH", "RPUSH"]).to_string();
@@ -1083,7 +1065,6 @@ impl Generator {
             }
             Op::Dbsize => vec!["DBSIZE".into()],
         };
-        self.multi_key_any = mixing;
         vec![words.into_iter().map(String::into_bytes).collect()]
     }
 
@@ -1582,7 +1563,7 @@ fn run_differential(label: &str, shards: usize) {
                 assert!(hello.starts_with(b"%"), "HELLO 3: {}", show(&hello));
             }
         }
-        let mut generator = Generator::new(seed, shards, &families);
+        let mut generator = Generator::new(seed, &families);
         let initial = generator.initial_config();
         run.batch(&initial, 0);
         let mut index = 0;
