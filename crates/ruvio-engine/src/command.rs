@@ -47,6 +47,10 @@ pub mod flags {
     /// FLUSHALL, SCAN, RANDOMKEY ...); in forward mode it runs on all shards.
     pub const ALL_SHARDS: u32 = 1 << 17;
 
+    /// Ruvio: a `DB index` option names the database of the command's last key
+    /// (COPY ... DB n); borrowing across shards fetches that key there.
+    pub const DB_OPTION: u32 = 1 << 18;
+
     /// Redis' flag names, in the order COMMAND INFO lists them.
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),

@@ -20,7 +20,7 @@ use crate::blocking::Waiter;
 use crate::cmd::server::ConfigChange;
 use crate::conn::{Conn, Merge};
 use crate::exec::{self, run_engine, Caller};
-use crate::lending::{self, LendRequest, Lent};
+use crate::lending::{self, LendRequest, Lent, WatchRequest};
 use crate::registry::registry;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
@@ -106,7 +106,7 @@ pub enum ShardMsg {
     /// A coordinator gives them back.
     GiveBack(Lent),
     /// A coordinator's blocking command waits on these keys.
-    Watch(LendRequest),
+    Watch(WatchRequest),
     /// A watched key was written: try command `ticket` again.
     Wake {
         ticket: u64,
@@ -187,7 +187,7 @@ impl Outbox {
     }
 
     /// Ask `shard` to watch keys for a blocking command.
-    pub fn watch(&mut self, shard: usize, request: LendRequest) {
+    pub fn watch(&mut self, shard: usize, request: WatchRequest) {
         self.direct(shard, ShardMsg::Watch(request));
     }
 

@@ -25,14 +25,26 @@ use crate::registry::Command;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use ahash::{AHashMap, AHashSet};
+use ruvio_engine::command::flags::DB_OPTION;
 use ruvio_engine::Entry;
 use ruvio_resp::OwnedArgs;
 use std::collections::VecDeque;
 
-/// A coordinator asks an owner for keys.
+/// A key in its database.
+pub type DbKey = (usize, Vec<u8>);
+
+/// A coordinator asks an owner for keys, each `(db, key)`.
 #[derive(Debug)]
 pub struct LendRequest {
     /// The coordinating shard.
+    pub from: usize,
+    pub ticket: u64,
+    pub keys: Vec<DbKey>,
+}
+
+/// A coordinator asks an owner to watch keys of `db` for its blocking command.
+#[derive(Debug)]
+pub struct WatchRequest {
     pub from: usize,
     pub ticket: u64,
     pub db: usize,
@@ -51,8 +63,8 @@ struct CrossOp {
     caller: Caller,
     argv: OwnedArgs,
     cmd: &'static Command,
-    /// Owners and their keys, in shard order.
-    plan: Vec<(usize, Vec<Vec<u8>>)>,
+    /// Owners and their `(db, key)`s, in shard order.
+    plan: Vec<(usize, Vec<DbKey>)>,
     /// Next owner to ask.
     next: usize,
     /// What the owners lent so far.
@@ -83,7 +95,7 @@ impl CrossOp {
 #[derive(Debug, Default)]
 pub struct Lending {
     /// Keys of this shard that are out on loan.
-    lent: AHashSet<(usize, Vec<u8>)>,
+    lent: AHashSet<DbKey>,
     /// Requests for keys that are out on loan, oldest first.
     waiting: VecDeque<LendRequest>,
     /// Commands this shard coordinates.
@@ -117,10 +129,21 @@ pub fn start(
     args: ruvio_resp::Args<'_>,
     groups: Vec<(usize, Vec<usize>)>,
 ) {
-    let mut plan: Vec<(usize, Vec<Vec<u8>>)> = groups
+    let last_key = groups.iter().flat_map(|(_, p)| p.iter().copied()).max();
+    let target_db = other_db(core, cmd, args);
+    let mut plan: Vec<(usize, Vec<DbKey>)> = groups
         .into_iter()
         .map(|(shard, positions)| {
-            let mut keys: Vec<Vec<u8>> = positions.iter().map(|&p| args.get(p).to_vec()).collect();
+            let mut keys: Vec<DbKey> = positions
+                .iter()
+                .map(|&p| {
+                    let db = match target_db {
+                        Some(db) if Some(p) == last_key => db,
+                        _ => caller.db,
+                    };
+                    (db, args.get(p).to_vec())
+                })
+                .collect();
             keys.sort();
             keys.dedup();
             (shard, keys)
@@ -146,6 +169,17 @@ pub fn start(
     advance(core, conns, ticket);
 }
 
+/// The database a `DB index` option names for the command's last key (COPY ... DB
+/// n: the destination lives there), for commands whose row says they take one.
+fn other_db(core: &ShardCore, cmd: &Command, args: ruvio_resp::Args<'_>) -> Option<usize> {
+    if !cmd.meta.has(DB_OPTION) {
+        return None;
+    }
+    let at =
+        (1..args.len().saturating_sub(1)).find(|&i| args.get(i).eq_ignore_ascii_case(b"db"))?;
+    core.engine.parse_db_index(args.get(at + 1)).ok()
+}
+
 /// Ask the next owner, or run the command when every key is here.
 fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     let Some(op) = core.lending.ops.get(&ticket) else {
@@ -157,7 +191,6 @@ fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     let request = LendRequest {
         from: core.id,
         ticket,
-        db: op.caller.db,
         keys: keys.clone(),
     };
     if *owner == core.id {
@@ -172,16 +205,16 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
     let busy = request
         .keys
         .iter()
-        .any(|k| core.lending.is_lent(request.db, k));
+        .any(|(db, k)| core.lending.is_lent(*db, k));
     if busy {
         core.lending.waiting.push_back(request);
         return;
     }
     let mut entries = Lent::with_capacity(request.keys.len());
-    for key in request.keys {
-        let entry = core.engine.lend(request.db, &key, core.now_ms);
-        core.lending.lent.insert((request.db, key.clone()));
-        entries.push((request.db, key, entry));
+    for (db, key) in request.keys {
+        let entry = core.engine.lend(db, &key, core.now_ms);
+        core.lending.lent.insert((db, key.clone()));
+        entries.push((db, key, entry));
     }
     if request.from == core.id {
         lent(core, conns, request.ticket, entries);
@@ -302,7 +335,7 @@ fn wait(
     core.shared.note_blocked(op.caller.client_id, Some(core.id));
     core.lending.ops.insert(ticket, op);
     for (owner, keys) in per_owner {
-        let request = LendRequest {
+        let request = WatchRequest {
             from: core.id,
             ticket,
             db,
@@ -318,7 +351,7 @@ fn wait(
 
 /// An owner's side: watch keys for a coordinator; a key that already exists wakes
 /// it at once (it was written between the try and the watch).
-pub fn watch(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) {
+pub fn watch(core: &mut ShardCore, conns: &mut Slab<Conn>, request: WatchRequest) {
     let present = request
         .keys
         .iter()

@@ -74,7 +74,7 @@ pub const COMMANDS: &[EngineCommand] = &[
         "Rename a key", "O(1)", rename),
     command!("renamenx", 3, WRITE | FAST, KeySpec::FIRST_TWO, ["keyspace", "write", "fast"], "generic", "1.0.0",
         "Rename a key, only if the new key does not exist", "O(1)", renamenx),
-    command!("copy", -3, WRITE | DENYOOM, KeySpec::FIRST_TWO, ["keyspace", "write", "slow"], "generic", "6.2.0",
+    command!("copy", -3, WRITE | DENYOOM | DB_OPTION, KeySpec::FIRST_TWO, ["keyspace", "write", "slow"], "generic", "6.2.0",
         "Copy a key", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
         copy),
     command!("move", 3, WRITE | FAST, KeySpec::ONE, ["keyspace", "write", "fast"], "generic", "1.0.0",
