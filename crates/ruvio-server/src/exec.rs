@@ -10,7 +10,7 @@ use crate::conn::Conn;
 use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
-use ruvio_engine::command::{Block, ExecCtx, KeyPositions, Outcome};
+use ruvio_engine::command::{Block, Effects, ExecCtx, KeyPositions, Outcome};
 use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
 
 /// Who runs a command and how.
@@ -61,18 +61,19 @@ pub fn run_engine(
     let mut ctx = ExecCtx::new(caller.db, core.now_ms);
     ctx.no_touch = caller.no_touch;
     ctx.may_block = caller.may_block;
-    ctx.effects.track_keys = caller.borrowing || !core.blocking.is_empty();
+    if caller.borrowing || !core.blocking.is_empty() {
+        ctx.effects = Effects::recording(true, false, false);
+    }
     let mut reply = Reply::new(out, caller.proto);
     let outcome = handler(&mut core.engine, &mut ctx, args, &mut reply);
     core.stats.dirty += ctx.effects.dirty;
-    for (db, key) in ctx.effects.keys.iter() {
+    for (db, key) in ctx.effects.modified_keys() {
         core.blocking.signal(db, key);
     }
     let modified = match caller.borrowing {
         true => ctx
             .effects
-            .keys
-            .iter()
+            .modified_keys()
             .map(|(db, k)| (db, k.to_vec()))
             .collect(),
         false => Vec::new(),

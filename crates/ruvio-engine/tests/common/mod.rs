@@ -84,9 +84,7 @@ impl Harness {
         }
         let mut ctx = ExecCtx::new(self.db, self.now_ms);
         ctx.no_touch = self.no_touch;
-        ctx.effects.track_keys = true;
-        ctx.effects.track_events = true;
-        ctx.effects.track_log = true;
+        ctx.effects = Effects::recording(true, true, true);
         self.blocked = None;
         match (cmd.handler)(&mut self.engine, &mut ctx, args, &mut reply) {
             Ok(Outcome::Done) => {}
