@@ -16,6 +16,9 @@ pub struct EngineStats {
     pub keyspace_hits: u64,
     /// Read lookups that did not.
     pub keyspace_misses: u64,
+    /// Hash fields removed because their expiry time passed, lazily or by active
+    /// expiry (Redis 8's `expired_subkeys`).
+    pub expired_fields: u64,
 }
 
 /// How a lookup behaves (Redis' `LOOKUP_*` flags).
@@ -57,6 +60,10 @@ const LAZY_FREE_NODES_PER_CALL: usize = 64;
 /// Bitmap words active expiry may read per key of budget, so a database with few
 /// TTLs among many keys cannot make one call slow.
 const TTL_WORDS_PER_BUDGET_KEY: usize = 4;
+/// Hash fields active expiry may remove per key of budget: a field costs far less
+/// than a key (no index lookup, a heap pop or a block move), so the same time buys
+/// several.
+const FIELDS_PER_BUDGET_KEY: usize = 4;
 
 /// Encoding thresholds the families read (Redis' CONFIG parameters of the same
 /// names), per shard; CONFIG SET reaches every shard.
@@ -89,6 +96,8 @@ pub struct Engine {
     rng: u64,
     /// Where active expiry resumes: database and slot.
     expire_cursor: (usize, u32),
+    /// Where active hash field expiry resumes: database and slot.
+    field_expire_cursor: (usize, u32),
     /// Entry chunks of flushed databases waiting to be freed in slices.
     lazy_free: Vec<Box<[Entry]>>,
     /// Deleted keys whose values are too big to free in one go, freed a slice at a
@@ -113,6 +122,7 @@ impl Engine {
             stats: EngineStats::default(),
             rng: seed,
             expire_cursor: (0, 0),
+            field_expire_cursor: (0, 0),
             lazy_free: Vec::new(),
             lazy_values: Vec::new(),
             lazy_value_bytes: 0,
@@ -125,6 +135,7 @@ impl Engine {
             .iter()
             .chain(crate::keys::COMMANDS.iter())
             .chain(crate::lists::COMMANDS.iter())
+            .chain(crate::hashes::COMMANDS.iter())
     }
 
     /// The command named `name` (lower case, `container|sub` for subcommands).
@@ -251,6 +262,7 @@ impl Engine {
             *db = Db::default();
         }
         self.expire_cursor = (0, 0);
+        self.field_expire_cursor = (0, 0);
     }
 
     /// Empty database `db`; with `lazy` its entries are freed in slices by
@@ -264,14 +276,24 @@ impl Engine {
 
     /// Active expiry: examine up to `keys_budget` keys that have a TTL, starting where
     /// the previous call stopped and moving on across databases, and delete those
-    /// past their time. Also frees a slice of lazily flushed data. Returns the number
-    /// of keys expired; when it is a large share of `keys_budget`, call again soon
-    /// (Redis repeats its cycle while more than 25% of the sample was expired).
+    /// past their time; then remove up to `keys_budget * FIELDS_PER_BUDGET_KEY` hash
+    /// fields past theirs. Also frees a slice of lazily flushed data. Returns the
+    /// number of keys expired plus the fields expired in key units (fields divided
+    /// by `FIELDS_PER_BUDGET_KEY`); when it is a large share of `keys_budget`, call
+    /// again soon (Redis repeats its cycle while more than 25% of the sample was
+    /// expired).
     pub fn active_expire_cycle(&mut self, now_ms: u64, keys_budget: usize) -> usize {
         self.free_lazily(LAZY_FREE_CHUNKS_PER_CYCLE);
         if self.dbs.is_empty() {
             return 0;
         }
+        let fields_budget = keys_budget.saturating_mul(FIELDS_PER_BUDGET_KEY);
+        let fields = self.active_expire_fields(now_ms, fields_budget);
+        self.active_expire_keys(now_ms, keys_budget) + fields.div_ceil(FIELDS_PER_BUDGET_KEY)
+    }
+
+    /// The key half of [`Engine::active_expire_cycle`]; returns the keys expired.
+    fn active_expire_keys(&mut self, now_ms: u64, keys_budget: usize) -> usize {
         let mut words_budget = keys_budget.saturating_mul(TTL_WORDS_PER_BUDGET_KEY).max(64);
         let (mut db, mut from) = self.expire_cursor;
         let (mut examined, mut expired, mut dbs_passed) = (0, 0, 0);
@@ -309,6 +331,63 @@ impl Engine {
         self.expire_cursor = (db % self.dbs.len(), from);
         self.stats.expired_keys += expired as u64;
         expired
+    }
+
+    /// The field half of [`Engine::active_expire_cycle`]: visit the hashes with
+    /// field expiry times (the keyspace's second bitmap) from where the previous call
+    /// stopped, removing their expired fields, earliest first, until `fields_budget`
+    /// fields are gone (or as many bitmap words were read); a hash left empty is
+    /// deleted, as Redis does. Returns the fields removed.
+    fn active_expire_fields(&mut self, now_ms: u64, fields_budget: usize) -> usize {
+        let mut words_budget = fields_budget
+            .saturating_mul(TTL_WORDS_PER_BUDGET_KEY)
+            .max(64);
+        let (mut db, mut from) = self.field_expire_cursor;
+        let (mut removed, mut dbs_passed) = (0, 0);
+        while removed < fields_budget && dbs_passed <= self.dbs.len() {
+            db %= self.dbs.len();
+            match self.dbs[db].next_with_field_ttl(from, &mut words_budget) {
+                TtlScan::Found(id) => {
+                    from = id + 1;
+                    let due = self.dbs[db]
+                        .entry(id)
+                        .value()
+                        .as_hash()
+                        .and_then(|h| h.next_expire_at())
+                        .is_some_and(|at| now_ms > at);
+                    if !due {
+                        continue;
+                    }
+                    let budget = fields_budget - removed;
+                    let n = self.dbs[db].modify(id, |e| match e.value_mut() {
+                        ValueMut::Hash(h) => h.remove_expired(now_ms, budget),
+                        _ => 0,
+                    });
+                    removed += n;
+                    if !self.delete_if_empty(db, id) && n == budget {
+                        // Out of budget with expired fields left: resume at this hash.
+                        from = id;
+                    }
+                }
+                TtlScan::End => {
+                    db += 1;
+                    from = 0;
+                    dbs_passed += 1;
+                }
+                TtlScan::Budget(next) => {
+                    from = next;
+                    break;
+                }
+            }
+        }
+        self.field_expire_cursor = (db % self.dbs.len(), from);
+        self.stats.expired_fields += removed as u64;
+        removed
+    }
+
+    /// Count `n` hash fields removed lazily because their time passed.
+    pub(crate) fn count_expired_fields(&mut self, n: usize) {
+        self.stats.expired_fields += n as u64;
     }
 
     fn free_lazily(&mut self, chunks: usize) {

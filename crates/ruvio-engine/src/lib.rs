@@ -38,6 +38,7 @@ pub mod value;
 
 mod args;
 mod glob;
+mod hashes;
 mod keys;
 mod keyspace;
 mod lists;
