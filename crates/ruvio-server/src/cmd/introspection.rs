@@ -40,7 +40,7 @@ const SUBCOMMANDS: &[SubCommand] = &[
     },
     SubCommand {
         name: "command|getkeys",
-        arity: -3,
+        arity: -4,
         handler: getkeys,
     },
     SubCommand {
