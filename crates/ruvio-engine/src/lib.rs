@@ -13,7 +13,8 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text, in one place.
-//! - `strings`, `keys`, `lists`: the command families; each exports `COMMANDS`.
+//! - `strings`, `keys`, `lists`, `hashes`: the command families; each exports
+//!   `COMMANDS`.
 //! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
 //!
 //! What the server must know:
@@ -55,6 +56,8 @@ pub use keyspace::{Entry, ENTRY_BYTES};
 #[doc(hidden)]
 pub use longdouble::bench as longdouble_bench;
 
+/// The hash family's table (also reachable through [`Engine::commands`]).
+pub use hashes::COMMANDS as HASH_COMMANDS;
 /// The generic keyspace family's table.
 pub use keys::COMMANDS as KEY_COMMANDS;
 /// The list family's table (also reachable through [`Engine::commands`]).
