@@ -310,6 +310,8 @@ pub enum EventClass {
     List,
     /// `h`
     Hash,
+    /// `z`
+    ZSet,
     /// `x`: a key expired.
     Expired,
 }

@@ -43,6 +43,7 @@ mod keyspace;
 mod lists;
 mod longdouble;
 mod strings;
+mod zsets;
 
 pub use command::{CommandMeta, EngineCommand, EngineFn, ExecCtx, KeySpec};
 pub use engine::{Engine, EngineConfig, EngineStats};
@@ -59,3 +60,5 @@ pub use keys::COMMANDS as KEY_COMMANDS;
 pub use lists::COMMANDS as LIST_COMMANDS;
 /// The string family's table (also reachable through [`Engine::commands`]).
 pub use strings::COMMANDS as STRING_COMMANDS;
+/// The sorted-set family's command table.
+pub use zsets::COMMANDS as ZSET_COMMANDS;

@@ -4,6 +4,7 @@
 //! error wherever it must be handled.
 
 use crate::lists::ListValue;
+use crate::zsets::ZSetValue;
 
 /// Longest string Redis 7.0 keeps `embstr`-encoded (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
 pub const EMBSTR_BYTES_MAX: usize = 44;
@@ -59,6 +60,8 @@ pub enum Encoding {
     Listpack,
     /// A big list: a chain of packed nodes.
     Quicklist,
+    /// A big sorted set: an ordered structure with a member index.
+    Skiplist,
 }
 
 impl Encoding {
@@ -70,6 +73,7 @@ impl Encoding {
             Encoding::Raw => "raw",
             Encoding::Listpack => "listpack",
             Encoding::Quicklist => "quicklist",
+            Encoding::Skiplist => "skiplist",
         }
     }
 }
@@ -124,6 +128,8 @@ pub enum ValueRef<'a> {
     Str(StrRef<'a>),
     /// A list.
     List(&'a ListValue),
+    /// A sorted set.
+    ZSet(&'a ZSetValue),
 }
 
 impl<'a> ValueRef<'a> {
@@ -132,6 +138,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Str(_) => ValueType::String,
             ValueRef::List(_) => ValueType::List,
+            ValueRef::ZSet(_) => ValueType::ZSet,
         }
     }
 
@@ -139,7 +146,7 @@ impl<'a> ValueRef<'a> {
     pub fn as_str(&self) -> Option<StrRef<'a>> {
         match *self {
             ValueRef::Str(s) => Some(s),
-            ValueRef::List(_) => None,
+            ValueRef::List(_) | ValueRef::ZSet(_) => None,
         }
     }
 
@@ -148,6 +155,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Str(_) => false,
             ValueRef::List(l) => l.is_empty(),
+            ValueRef::ZSet(z) => z.is_empty(),
         }
     }
 
@@ -155,7 +163,15 @@ impl<'a> ValueRef<'a> {
     pub fn as_list(&self) -> Option<&'a ListValue> {
         match *self {
             ValueRef::List(l) => Some(l),
-            ValueRef::Str(_) => None,
+            ValueRef::Str(_) | ValueRef::ZSet(_) => None,
+        }
+    }
+
+    /// The sorted set, or `None` for other types.
+    pub fn as_zset(&self) -> Option<&'a ZSetValue> {
+        match *self {
+            ValueRef::ZSet(z) => Some(z),
+            ValueRef::Str(_) | ValueRef::List(_) => None,
         }
     }
 }
@@ -168,6 +184,8 @@ pub enum ValueMut<'a> {
     Str,
     /// A list.
     List(&'a mut ListValue),
+    /// A sorted set.
+    ZSet(&'a mut ZSetValue),
 }
 
 impl<'a> ValueMut<'a> {
@@ -175,7 +193,15 @@ impl<'a> ValueMut<'a> {
     pub fn into_list(self) -> Option<&'a mut ListValue> {
         match self {
             ValueMut::List(l) => Some(l),
-            ValueMut::Str => None,
+            ValueMut::Str | ValueMut::ZSet(_) => None,
+        }
+    }
+
+    /// The sorted set, or `None` for other types.
+    pub fn into_zset(self) -> Option<&'a mut ZSetValue> {
+        match self {
+            ValueMut::ZSet(z) => Some(z),
+            ValueMut::Str | ValueMut::List(_) => None,
         }
     }
 }

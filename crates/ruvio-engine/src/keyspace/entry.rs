@@ -36,9 +36,11 @@ use crate::lists::{ListEncoding, ListValue};
 use crate::value::{
     Encoding, StrRef, ValueMut, ValueRef, EMBSTR_BYTES_MAX, SHARED_INTEGERS, SHARED_REFCOUNT,
 };
+use crate::zsets::{ZSetEncoding, ZSetValue};
 
 const _: () = assert!(std::mem::size_of::<HeapStr>() == WORD_BYTES);
 const _: () = assert!(std::mem::size_of::<ListValue>() == WORD_BYTES);
+const _: () = assert!(std::mem::size_of::<ZSetValue>() == WORD_BYTES);
 
 /// Size of an entry; asserted below.
 pub const ENTRY_BYTES: usize = 48;
@@ -68,6 +70,8 @@ enum Kind {
     Int,
     /// A [`ListValue`] in W3.
     List,
+    /// A [`ZSetValue`] in W3.
+    ZSet,
 }
 
 /// What word 3 owns when the value is on the heap. [`Entry::write_heap_value`] and
@@ -77,6 +81,8 @@ pub(crate) enum HeapValue {
     Str(HeapStr),
     /// A list.
     List(ListValue),
+    /// A sorted set.
+    ZSet(ZSetValue),
 }
 
 impl HeapValue {
@@ -84,6 +90,7 @@ impl HeapValue {
         match self {
             HeapValue::Str(_) => Kind::Str,
             HeapValue::List(_) => Kind::List,
+            HeapValue::ZSet(_) => Kind::ZSet,
         }
     }
 }
@@ -93,6 +100,8 @@ impl HeapValue {
 pub enum Collection {
     /// A list.
     List(ListValue),
+    /// A sorted set.
+    ZSet(ZSetValue),
 }
 
 // `flags` bits.
@@ -207,6 +216,7 @@ impl Entry {
     pub fn new_collection(key: &[u8], value: Collection, clock: u32) -> Entry {
         let value = match value {
             Collection::List(list) => HeapValue::List(list),
+            Collection::ZSet(zset) => HeapValue::ZSet(zset),
         };
         let kind = value.kind();
         Self::assemble(
@@ -328,6 +338,7 @@ impl Entry {
             match value {
                 HeapValue::Str(s) => std::ptr::write(at as *mut HeapStr, s),
                 HeapValue::List(l) => std::ptr::write(at as *mut ListValue, l),
+                HeapValue::ZSet(z) => std::ptr::write(at as *mut ZSetValue, z),
             }
         }
     }
@@ -344,6 +355,7 @@ impl Entry {
             match self.kind {
                 Kind::Str | Kind::Int => HeapValue::Str(std::ptr::read(at as *const HeapStr)),
                 Kind::List => HeapValue::List(std::ptr::read(at as *const ListValue)),
+                Kind::ZSet => HeapValue::ZSet(std::ptr::read(at as *const ZSetValue)),
             }
         }
     }
@@ -358,6 +370,19 @@ impl Entry {
         debug_assert!(self.kind == Kind::List && self.layout & VALUE_HEAP != 0);
         // SAFETY: as in `heap_list`; `&mut self` makes the access unique.
         unsafe { &mut *(self.area.as_mut_ptr().add(3 * WORD_BYTES) as *mut ListValue) }
+    }
+
+    fn heap_zset(&self) -> &ZSetValue {
+        debug_assert!(self.kind == Kind::ZSet && self.layout & VALUE_HEAP != 0);
+        // SAFETY: a sorted-set entry keeps its ZSetValue in word 3 (see
+        // write_heap_value).
+        unsafe { &*(self.area.as_ptr().add(3 * WORD_BYTES) as *const ZSetValue) }
+    }
+
+    fn heap_zset_mut(&mut self) -> &mut ZSetValue {
+        debug_assert!(self.kind == Kind::ZSet && self.layout & VALUE_HEAP != 0);
+        // SAFETY: as in `heap_zset`; `&mut self` makes the access unique.
+        unsafe { &mut *(self.area.as_mut_ptr().add(3 * WORD_BYTES) as *mut ZSetValue) }
     }
 
     fn heap(&self, word: usize) -> &HeapStr {
@@ -428,6 +453,7 @@ impl Entry {
             Kind::Int => ValueRef::Str(StrRef::Int(self.int_value())),
             Kind::Str => ValueRef::Str(StrRef::Bytes(self.value_bytes())),
             Kind::List => ValueRef::List(self.heap_list()),
+            Kind::ZSet => ValueRef::ZSet(self.heap_zset()),
         }
     }
 
@@ -437,6 +463,7 @@ impl Entry {
         match self.kind {
             Kind::Str | Kind::Int => ValueMut::Str,
             Kind::List => ValueMut::List(self.heap_list_mut()),
+            Kind::ZSet => ValueMut::ZSet(self.heap_zset_mut()),
         }
     }
 
@@ -456,6 +483,10 @@ impl Entry {
             Kind::List => match self.heap_list().encoding() {
                 ListEncoding::Listpack => Encoding::Listpack,
                 ListEncoding::Quicklist => Encoding::Quicklist,
+            },
+            Kind::ZSet => match self.heap_zset().encoding() {
+                ZSetEncoding::Listpack => Encoding::Listpack,
+                ZSetEncoding::Skiplist => Encoding::Skiplist,
             },
         }
     }
@@ -506,6 +537,7 @@ impl Entry {
             total += match self.kind {
                 Kind::Str | Kind::Int => malloc_chunk_bytes(self.heap(3).block_bytes()),
                 Kind::List => self.heap_list().heap_bytes(),
+                Kind::ZSet => self.heap_zset().heap_bytes(),
             };
         }
         total
@@ -517,6 +549,7 @@ impl Entry {
         match self.value_mut() {
             ValueMut::Str => true,
             ValueMut::List(l) => l.free_some(nodes_max),
+            ValueMut::ZSet(z) => z.free_some(nodes_max),
         }
     }
 
@@ -533,7 +566,7 @@ impl Entry {
     fn set_str(&mut self, bytes: &[u8], raw: bool) {
         let flags = if raw { FLAG_RAW } else { 0 };
         let fits_inline = bytes.len() <= self.inline_room_for_value();
-        let in_place = if self.kind == Kind::List {
+        let in_place = if matches!(self.kind, Kind::List | Kind::ZSet) {
             false
         } else if self.layout & VALUE_HEAP == 0 {
             if fits_inline {
@@ -623,6 +656,7 @@ impl Entry {
             }
             Kind::Str => ValuePart::Inline(self.value_bytes()),
             Kind::List => ValuePart::Heap(HeapValue::List(self.heap_list().deep_clone())),
+            Kind::ZSet => ValuePart::Heap(HeapValue::ZSet(self.heap_zset().deep_clone())),
         };
         Entry::assemble(
             KeyPart::Bytes(key),
