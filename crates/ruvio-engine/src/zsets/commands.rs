@@ -114,14 +114,14 @@ fn zadd_generic(
         }
     }
     let elements = args.len() - at;
-    if elements % 2 != 0 || elements == 0 {
+    if !elements.is_multiple_of(2) || elements == 0 {
         return Err(CmdError::Syntax);
     }
     let pairs = elements / 2;
     if f.nx && f.xx {
         return Err(CmdError::ZaddXxAndNx);
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         return Err(CmdError::ZaddGtLtNx);
     }
     if f.incr && pairs > 1 {
@@ -415,6 +415,9 @@ enum RangeType {
     Lex,
 }
 
+/// Members chosen by a range, copied out, in reply order.
+type Selected = Vec<(Vec<u8>, f64)>;
+
 /// The parsed form of any ZRANGE variant.
 struct RangeRequest {
     withscores: bool,
@@ -430,7 +433,7 @@ fn zrange_select(
     mut kind: RangeType,
     mut rev: Option<bool>,
     store: bool,
-) -> Result<(RangeRequest, Vec<(Vec<u8>, f64)>), CmdError> {
+) -> Result<(RangeRequest, Selected), CmdError> {
     let mut withscores = false;
     let (mut offset, mut limit) = (0i64, -1i64);
     let mut j = src + 3;

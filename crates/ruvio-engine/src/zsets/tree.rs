@@ -60,7 +60,7 @@ impl ZTree {
     /// An empty tree.
     pub fn new() -> ZTree {
         let hasher = ahash::RandomState::new();
-        let seed = hasher.hash_one(0x5a5e_7u32) as u32;
+        let seed = hasher.hash_one(0x0005_a5e7_u32) as u32;
         ZTree {
             nodes: Vec::new(),
             free: Vec::new(),
