@@ -25,7 +25,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn member(m: u8) -> Vec<u8> {
     // Some members pass the value limit, forcing a conversion.
-    if m % 53 == 0 {
+    if m.is_multiple_of(53) {
         vec![b'L'; 20 + m as usize]
     } else {
         format!("m{}", m % 40).into_bytes()
