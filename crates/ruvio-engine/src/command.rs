@@ -315,6 +315,8 @@ pub enum EventClass {
     List,
     /// `h`
     Hash,
+    /// `z`
+    ZSet,
     /// `x`: a key expired.
     Expired,
 }

@@ -76,6 +76,10 @@ pub struct EngineConfig {
     pub hash_max_listpack_entries: usize,
     /// `hash-max-listpack-value`: longest field or value a packed hash may hold.
     pub hash_max_listpack_value: usize,
+    /// `zset-max-listpack-entries`: members a packed sorted set may hold.
+    pub zset_max_listpack_entries: usize,
+    /// `zset-max-listpack-value`: longest member a packed sorted set may hold.
+    pub zset_max_listpack_value: usize,
 }
 
 impl Default for EngineConfig {
@@ -84,6 +88,8 @@ impl Default for EngineConfig {
             list_max_listpack_size: -2,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
         }
     }
 }
@@ -136,6 +142,7 @@ impl Engine {
             .chain(crate::keys::COMMANDS.iter())
             .chain(crate::lists::COMMANDS.iter())
             .chain(crate::hashes::COMMANDS.iter())
+            .chain(crate::zsets::COMMANDS.iter())
     }
 
     /// The command named `name` (lower case, `container|sub` for subcommands).

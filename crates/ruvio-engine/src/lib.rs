@@ -45,6 +45,7 @@ mod keyspace;
 mod lists;
 mod longdouble;
 mod strings;
+mod zsets;
 
 pub use args::parse_cursor;
 pub use command::{CommandMeta, EngineCommand, EngineFn, ExecCtx, KeySpec};
@@ -64,3 +65,5 @@ pub use keys::COMMANDS as KEY_COMMANDS;
 pub use lists::COMMANDS as LIST_COMMANDS;
 /// The string family's table (also reachable through [`Engine::commands`]).
 pub use strings::COMMANDS as STRING_COMMANDS;
+/// The sorted-set family's command table.
+pub use zsets::COMMANDS as ZSET_COMMANDS;

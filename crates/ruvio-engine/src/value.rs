@@ -5,6 +5,7 @@
 
 use crate::hashes::HashValue;
 use crate::lists::ListValue;
+use crate::zsets::ZSetValue;
 
 /// Longest string Redis 7.0 keeps `embstr`-encoded (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
 pub const EMBSTR_BYTES_MAX: usize = 44;
@@ -65,6 +66,8 @@ pub enum Encoding {
     ListpackEx,
     /// A big hash.
     Hashtable,
+    /// A big sorted set: an ordered structure with a member index.
+    Skiplist,
 }
 
 impl Encoding {
@@ -78,6 +81,7 @@ impl Encoding {
             Encoding::Quicklist => "quicklist",
             Encoding::ListpackEx => "listpackex",
             Encoding::Hashtable => "hashtable",
+            Encoding::Skiplist => "skiplist",
         }
     }
 }
@@ -134,6 +138,8 @@ pub enum ValueRef<'a> {
     List(&'a ListValue),
     /// A hash.
     Hash(&'a HashValue),
+    /// A sorted set.
+    ZSet(&'a ZSetValue),
 }
 
 impl<'a> ValueRef<'a> {
@@ -143,6 +149,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(_) => ValueType::String,
             ValueRef::List(_) => ValueType::List,
             ValueRef::Hash(_) => ValueType::Hash,
+            ValueRef::ZSet(_) => ValueType::ZSet,
         }
     }
 
@@ -150,7 +157,7 @@ impl<'a> ValueRef<'a> {
     pub fn as_str(&self) -> Option<StrRef<'a>> {
         match *self {
             ValueRef::Str(s) => Some(s),
-            ValueRef::List(_) | ValueRef::Hash(_) => None,
+            _ => None,
         }
     }
 
@@ -160,6 +167,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(_) => false,
             ValueRef::List(l) => l.is_empty(),
             ValueRef::Hash(h) => h.is_empty(),
+            ValueRef::ZSet(z) => z.is_empty(),
         }
     }
 
@@ -167,7 +175,7 @@ impl<'a> ValueRef<'a> {
     pub fn as_list(&self) -> Option<&'a ListValue> {
         match *self {
             ValueRef::List(l) => Some(l),
-            ValueRef::Str(_) | ValueRef::Hash(_) => None,
+            _ => None,
         }
     }
 
@@ -175,7 +183,15 @@ impl<'a> ValueRef<'a> {
     pub fn as_hash(&self) -> Option<&'a HashValue> {
         match *self {
             ValueRef::Hash(h) => Some(h),
-            ValueRef::Str(_) | ValueRef::List(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The sorted set, or `None` for other types.
+    pub fn as_zset(&self) -> Option<&'a ZSetValue> {
+        match *self {
+            ValueRef::ZSet(z) => Some(z),
+            _ => None,
         }
     }
 }
@@ -190,6 +206,8 @@ pub enum ValueMut<'a> {
     List(&'a mut ListValue),
     /// A hash.
     Hash(&'a mut HashValue),
+    /// A sorted set.
+    ZSet(&'a mut ZSetValue),
 }
 
 impl<'a> ValueMut<'a> {
@@ -197,7 +215,7 @@ impl<'a> ValueMut<'a> {
     pub fn into_list(self) -> Option<&'a mut ListValue> {
         match self {
             ValueMut::List(l) => Some(l),
-            ValueMut::Str | ValueMut::Hash(_) => None,
+            _ => None,
         }
     }
 
@@ -205,7 +223,15 @@ impl<'a> ValueMut<'a> {
     pub fn into_hash(self) -> Option<&'a mut HashValue> {
         match self {
             ValueMut::Hash(h) => Some(h),
-            ValueMut::Str | ValueMut::List(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The sorted set, or `None` for other types.
+    pub fn into_zset(self) -> Option<&'a mut ZSetValue> {
+        match self {
+            ValueMut::ZSet(z) => Some(z),
+            _ => None,
         }
     }
 }

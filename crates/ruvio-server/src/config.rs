@@ -95,6 +95,8 @@ struct FileConfig {
     list_max_listpack_size: Option<i32>,
     hash_max_listpack_entries: Option<usize>,
     hash_max_listpack_value: Option<usize>,
+    zset_max_listpack_entries: Option<usize>,
+    zset_max_listpack_value: Option<usize>,
 }
 
 /// The resolved configuration every shard starts from.
@@ -192,6 +194,12 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         hash_max_listpack_value: file
             .hash_max_listpack_value
             .unwrap_or(default.hash_max_listpack_value),
+        zset_max_listpack_entries: file
+            .zset_max_listpack_entries
+            .unwrap_or(default.zset_max_listpack_entries),
+        zset_max_listpack_value: file
+            .zset_max_listpack_value
+            .unwrap_or(default.zset_max_listpack_value),
     }
 }
 

@@ -354,6 +354,16 @@ fn set_hash_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> 
     Ok(())
 }
 
+fn set_zset_max_listpack_entries(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    core.engine.config_mut().zset_max_listpack_entries = parse_size(v)?;
+    Ok(())
+}
+
+fn set_zset_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    core.engine.config_mut().zset_max_listpack_value = parse_size(v)?;
+    Ok(())
+}
+
 /// Only the values persistence-off servers have: no snapshots, no AOF.
 fn set_persistence_off(_core: &mut ShardCore, v: &str) -> Result<(), ()> {
     (v.is_empty() || v == "no").then_some(()).ok_or(())
@@ -457,6 +467,26 @@ const PARAMS: &[Param] = &[
         name: "hash-max-ziplist-value",
         get: |c| c.engine.config().hash_max_listpack_value.to_string(),
         set: Some(set_hash_max_listpack_value),
+    },
+    Param {
+        name: "zset-max-listpack-entries",
+        get: |c| c.engine.config().zset_max_listpack_entries.to_string(),
+        set: Some(set_zset_max_listpack_entries),
+    },
+    Param {
+        name: "zset-max-ziplist-entries",
+        get: |c| c.engine.config().zset_max_listpack_entries.to_string(),
+        set: Some(set_zset_max_listpack_entries),
+    },
+    Param {
+        name: "zset-max-listpack-value",
+        get: |c| c.engine.config().zset_max_listpack_value.to_string(),
+        set: Some(set_zset_max_listpack_value),
+    },
+    Param {
+        name: "zset-max-ziplist-value",
+        get: |c| c.engine.config().zset_max_listpack_value.to_string(),
+        set: Some(set_zset_max_listpack_value),
     },
     Param {
         name: "maxmemory",
