@@ -310,6 +310,8 @@ pub enum EventClass {
     List,
     /// `h`
     Hash,
+    /// `s`
+    Set,
     /// `x`: a key expired.
     Expired,
 }

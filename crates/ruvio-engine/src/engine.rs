@@ -69,6 +69,12 @@ pub struct EngineConfig {
     pub hash_max_listpack_entries: usize,
     /// `hash-max-listpack-value`: longest field or value a packed hash may hold.
     pub hash_max_listpack_value: usize,
+    /// `set-max-intset-entries`: members an all-integer set may hold as an intset.
+    pub set_max_intset_entries: usize,
+    /// `set-max-listpack-entries`: members a packed set may hold.
+    pub set_max_listpack_entries: usize,
+    /// `set-max-listpack-value`: longest member a packed set may hold.
+    pub set_max_listpack_value: usize,
 }
 
 impl Default for EngineConfig {
@@ -77,6 +83,9 @@ impl Default for EngineConfig {
             list_max_listpack_size: -2,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
         }
     }
 }
@@ -125,6 +134,7 @@ impl Engine {
             .iter()
             .chain(crate::keys::COMMANDS.iter())
             .chain(crate::lists::COMMANDS.iter())
+            .chain(crate::sets::COMMANDS.iter())
     }
 
     /// The command named `name` (lower case, `container|sub` for subcommands).

@@ -84,6 +84,10 @@ pub enum CmdError {
     TimeoutNegative,
     /// A blocking timeout whose deadline overflows.
     TimeoutOutOfRange,
+    /// SINTERCARD: numkeys beyond the arguments.
+    NumkeysExceedArgs,
+    /// SINTERCARD: a negative (or non-integer) LIMIT.
+    LimitNegative,
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
     Line(Vec<u8>),
@@ -153,6 +157,10 @@ impl CmdError {
             CmdError::TimeoutNotFloat => "ERR timeout is not a float or out of range",
             CmdError::TimeoutNegative => "ERR timeout is negative",
             CmdError::TimeoutOutOfRange => "ERR timeout is out of range",
+            CmdError::NumkeysExceedArgs => {
+                "ERR Number of keys can't be greater than number of args"
+            }
+            CmdError::LimitNegative => "ERR LIMIT can't be negative",
         }
     }
 

@@ -13,7 +13,7 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text, in one place.
-//! - `strings`, `keys`, `lists`: the command families; each exports `COMMANDS`.
+//! - `strings`, `keys`, `lists`, `sets`: the command families; each exports `COMMANDS`.
 //! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
 //!
 //! What the server must know:
@@ -42,6 +42,7 @@ mod keys;
 mod keyspace;
 mod lists;
 mod longdouble;
+mod sets;
 mod strings;
 
 pub use command::{CommandMeta, EngineCommand, EngineFn, ExecCtx, KeySpec};
@@ -57,5 +58,7 @@ pub use longdouble::bench as longdouble_bench;
 pub use keys::COMMANDS as KEY_COMMANDS;
 /// The list family's table (also reachable through [`Engine::commands`]).
 pub use lists::COMMANDS as LIST_COMMANDS;
+/// The set family's table (also reachable through [`Engine::commands`]).
+pub use sets::COMMANDS as SET_COMMANDS;
 /// The string family's table (also reachable through [`Engine::commands`]).
 pub use strings::COMMANDS as STRING_COMMANDS;

@@ -4,6 +4,7 @@
 //! error wherever it must be handled.
 
 use crate::lists::ListValue;
+use crate::sets::SetValue;
 
 /// Longest string Redis 7.0 keeps `embstr`-encoded (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
 pub const EMBSTR_BYTES_MAX: usize = 44;
@@ -59,6 +60,10 @@ pub enum Encoding {
     Listpack,
     /// A big list: a chain of packed nodes.
     Quicklist,
+    /// A small all-integer set: sorted integers.
+    Intset,
+    /// A big set: a hash table.
+    Hashtable,
 }
 
 impl Encoding {
@@ -70,6 +75,8 @@ impl Encoding {
             Encoding::Raw => "raw",
             Encoding::Listpack => "listpack",
             Encoding::Quicklist => "quicklist",
+            Encoding::Intset => "intset",
+            Encoding::Hashtable => "hashtable",
         }
     }
 }
@@ -124,6 +131,8 @@ pub enum ValueRef<'a> {
     Str(StrRef<'a>),
     /// A list.
     List(&'a ListValue),
+    /// A set.
+    Set(&'a SetValue),
 }
 
 impl<'a> ValueRef<'a> {
@@ -132,6 +141,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Str(_) => ValueType::String,
             ValueRef::List(_) => ValueType::List,
+            ValueRef::Set(_) => ValueType::Set,
         }
     }
 
@@ -139,7 +149,7 @@ impl<'a> ValueRef<'a> {
     pub fn as_str(&self) -> Option<StrRef<'a>> {
         match *self {
             ValueRef::Str(s) => Some(s),
-            ValueRef::List(_) => None,
+            ValueRef::List(_) | ValueRef::Set(_) => None,
         }
     }
 
@@ -148,6 +158,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Str(_) => false,
             ValueRef::List(l) => l.is_empty(),
+            ValueRef::Set(s) => s.is_empty(),
         }
     }
 
@@ -155,7 +166,15 @@ impl<'a> ValueRef<'a> {
     pub fn as_list(&self) -> Option<&'a ListValue> {
         match *self {
             ValueRef::List(l) => Some(l),
-            ValueRef::Str(_) => None,
+            ValueRef::Str(_) | ValueRef::Set(_) => None,
+        }
+    }
+
+    /// The set, or `None` for other types.
+    pub fn as_set(&self) -> Option<&'a SetValue> {
+        match *self {
+            ValueRef::Set(s) => Some(s),
+            ValueRef::Str(_) | ValueRef::List(_) => None,
         }
     }
 }
@@ -168,6 +187,8 @@ pub enum ValueMut<'a> {
     Str,
     /// A list.
     List(&'a mut ListValue),
+    /// A set.
+    Set(&'a mut SetValue),
 }
 
 impl<'a> ValueMut<'a> {
@@ -175,7 +196,15 @@ impl<'a> ValueMut<'a> {
     pub fn into_list(self) -> Option<&'a mut ListValue> {
         match self {
             ValueMut::List(l) => Some(l),
-            ValueMut::Str => None,
+            ValueMut::Str | ValueMut::Set(_) => None,
+        }
+    }
+
+    /// The set, or `None` for other types.
+    pub fn into_set(self) -> Option<&'a mut SetValue> {
+        match self {
+            ValueMut::Set(s) => Some(s),
+            ValueMut::Str | ValueMut::List(_) => None,
         }
     }
 }

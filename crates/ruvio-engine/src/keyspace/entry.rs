@@ -33,12 +33,14 @@ use smallvec::SmallVec;
 
 use super::heapstr::{greedy_capacity, HeapStr};
 use crate::lists::{ListEncoding, ListValue};
+use crate::sets::{SetEncoding, SetValue};
 use crate::value::{
     Encoding, StrRef, ValueMut, ValueRef, EMBSTR_BYTES_MAX, SHARED_INTEGERS, SHARED_REFCOUNT,
 };
 
 const _: () = assert!(std::mem::size_of::<HeapStr>() == WORD_BYTES);
 const _: () = assert!(std::mem::size_of::<ListValue>() == WORD_BYTES);
+const _: () = assert!(std::mem::size_of::<SetValue>() == WORD_BYTES);
 
 /// Size of an entry; asserted below.
 pub const ENTRY_BYTES: usize = 48;
@@ -68,6 +70,8 @@ enum Kind {
     Int,
     /// A [`ListValue`] in W3.
     List,
+    /// A [`SetValue`] in W3.
+    Set,
 }
 
 /// What word 3 owns when the value is on the heap. [`Entry::write_heap_value`] and
@@ -77,6 +81,8 @@ pub(crate) enum HeapValue {
     Str(HeapStr),
     /// A list.
     List(ListValue),
+    /// A set.
+    Set(SetValue),
 }
 
 impl HeapValue {
@@ -84,6 +90,7 @@ impl HeapValue {
         match self {
             HeapValue::Str(_) => Kind::Str,
             HeapValue::List(_) => Kind::List,
+            HeapValue::Set(_) => Kind::Set,
         }
     }
 }
@@ -93,6 +100,8 @@ impl HeapValue {
 pub enum Collection {
     /// A list.
     List(ListValue),
+    /// A set.
+    Set(SetValue),
 }
 
 // `flags` bits.
@@ -207,6 +216,7 @@ impl Entry {
     pub fn new_collection(key: &[u8], value: Collection, clock: u32) -> Entry {
         let value = match value {
             Collection::List(list) => HeapValue::List(list),
+            Collection::Set(set) => HeapValue::Set(set),
         };
         let kind = value.kind();
         Self::assemble(
@@ -328,6 +338,7 @@ impl Entry {
             match value {
                 HeapValue::Str(s) => std::ptr::write(at as *mut HeapStr, s),
                 HeapValue::List(l) => std::ptr::write(at as *mut ListValue, l),
+                HeapValue::Set(v) => std::ptr::write(at as *mut SetValue, v),
             }
         }
     }
@@ -344,6 +355,7 @@ impl Entry {
             match self.kind {
                 Kind::Str | Kind::Int => HeapValue::Str(std::ptr::read(at as *const HeapStr)),
                 Kind::List => HeapValue::List(std::ptr::read(at as *const ListValue)),
+                Kind::Set => HeapValue::Set(std::ptr::read(at as *const SetValue)),
             }
         }
     }
@@ -358,6 +370,18 @@ impl Entry {
         debug_assert!(self.kind == Kind::List && self.layout & VALUE_HEAP != 0);
         // SAFETY: as in `heap_list`; `&mut self` makes the access unique.
         unsafe { &mut *(self.area.as_mut_ptr().add(3 * WORD_BYTES) as *mut ListValue) }
+    }
+
+    fn heap_set(&self) -> &SetValue {
+        debug_assert!(self.kind == Kind::Set && self.layout & VALUE_HEAP != 0);
+        // SAFETY: a set entry keeps its SetValue in word 3 (see write_heap_value).
+        unsafe { &*(self.area.as_ptr().add(3 * WORD_BYTES) as *const SetValue) }
+    }
+
+    fn heap_set_mut(&mut self) -> &mut SetValue {
+        debug_assert!(self.kind == Kind::Set && self.layout & VALUE_HEAP != 0);
+        // SAFETY: as in `heap_set`; `&mut self` makes the access unique.
+        unsafe { &mut *(self.area.as_mut_ptr().add(3 * WORD_BYTES) as *mut SetValue) }
     }
 
     fn heap(&self, word: usize) -> &HeapStr {
@@ -428,6 +452,7 @@ impl Entry {
             Kind::Int => ValueRef::Str(StrRef::Int(self.int_value())),
             Kind::Str => ValueRef::Str(StrRef::Bytes(self.value_bytes())),
             Kind::List => ValueRef::List(self.heap_list()),
+            Kind::Set => ValueRef::Set(self.heap_set()),
         }
     }
 
@@ -437,6 +462,7 @@ impl Entry {
         match self.kind {
             Kind::Str | Kind::Int => ValueMut::Str,
             Kind::List => ValueMut::List(self.heap_list_mut()),
+            Kind::Set => ValueMut::Set(self.heap_set_mut()),
         }
     }
 
@@ -456,6 +482,11 @@ impl Entry {
             Kind::List => match self.heap_list().encoding() {
                 ListEncoding::Listpack => Encoding::Listpack,
                 ListEncoding::Quicklist => Encoding::Quicklist,
+            },
+            Kind::Set => match self.heap_set().encoding() {
+                SetEncoding::Intset => Encoding::Intset,
+                SetEncoding::Listpack => Encoding::Listpack,
+                SetEncoding::Hashtable => Encoding::Hashtable,
             },
         }
     }
@@ -506,6 +537,7 @@ impl Entry {
             total += match self.kind {
                 Kind::Str | Kind::Int => malloc_chunk_bytes(self.heap(3).block_bytes()),
                 Kind::List => self.heap_list().heap_bytes(),
+                Kind::Set => self.heap_set().heap_bytes(),
             };
         }
         total
@@ -517,6 +549,7 @@ impl Entry {
         match self.value_mut() {
             ValueMut::Str => true,
             ValueMut::List(l) => l.free_some(nodes_max),
+            ValueMut::Set(s) => s.free_some(nodes_max),
         }
     }
 
@@ -533,7 +566,7 @@ impl Entry {
     fn set_str(&mut self, bytes: &[u8], raw: bool) {
         let flags = if raw { FLAG_RAW } else { 0 };
         let fits_inline = bytes.len() <= self.inline_room_for_value();
-        let in_place = if self.kind == Kind::List {
+        let in_place = if matches!(self.kind, Kind::List | Kind::Set) {
             false
         } else if self.layout & VALUE_HEAP == 0 {
             if fits_inline {
@@ -623,6 +656,7 @@ impl Entry {
             }
             Kind::Str => ValuePart::Inline(self.value_bytes()),
             Kind::List => ValuePart::Heap(HeapValue::List(self.heap_list().deep_clone())),
+            Kind::Set => ValuePart::Heap(HeapValue::Set(self.heap_set().deep_clone())),
         };
         Entry::assemble(
             KeyPart::Bytes(key),
