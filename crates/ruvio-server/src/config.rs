@@ -192,6 +192,8 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         hash_max_listpack_value: file
             .hash_max_listpack_value
             .unwrap_or(default.hash_max_listpack_value),
+        // The set-max-* thresholds are not read from the file yet.
+        ..default
     }
 }
 
