@@ -317,6 +317,8 @@ pub enum EventClass {
     Hash,
     /// `z`
     ZSet,
+    /// `s`
+    Set,
     /// `x`: a key expired.
     Expired,
 }

@@ -80,6 +80,12 @@ pub struct EngineConfig {
     pub zset_max_listpack_entries: usize,
     /// `zset-max-listpack-value`: longest member a packed sorted set may hold.
     pub zset_max_listpack_value: usize,
+    /// `set-max-intset-entries`: members an all-integer set may hold as an intset.
+    pub set_max_intset_entries: usize,
+    /// `set-max-listpack-entries`: members a packed set may hold.
+    pub set_max_listpack_entries: usize,
+    /// `set-max-listpack-value`: longest member a packed set may hold.
+    pub set_max_listpack_value: usize,
 }
 
 impl Default for EngineConfig {
@@ -90,6 +96,9 @@ impl Default for EngineConfig {
             hash_max_listpack_value: 64,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
         }
     }
 }
@@ -143,6 +152,7 @@ impl Engine {
             .chain(crate::lists::COMMANDS.iter())
             .chain(crate::hashes::COMMANDS.iter())
             .chain(crate::zsets::COMMANDS.iter())
+            .chain(crate::sets::COMMANDS.iter())
     }
 
     /// The command named `name` (lower case, `container|sub` for subcommands).

@@ -130,7 +130,9 @@ pub enum CmdError {
     LimitNeedsBy,
     /// ZRANGE BYLEX with WITHSCORES.
     WithscoresBylex,
-    /// ZINTERCARD LIMIT below 0.
+    /// SINTERCARD: numkeys beyond the arguments.
+    NumkeysExceedArgs,
+    /// SINTERCARD, ZINTERCARD: a negative (or non-integer) LIMIT.
     LimitNegative,
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
@@ -235,6 +237,9 @@ impl CmdError {
             }
             CmdError::WithscoresBylex => {
                 "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+            }
+            CmdError::NumkeysExceedArgs => {
+                "ERR Number of keys can't be greater than number of args"
             }
             CmdError::LimitNegative => "ERR LIMIT can't be negative",
         }

@@ -13,8 +13,8 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text, in one place.
-//! - `strings`, `keys`, `lists`, `hashes`: the command families; each exports
-//!   `COMMANDS`.
+//! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`: the command families;
+//!   each exports `COMMANDS`.
 //! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
 //!
 //! What the server must know:
@@ -44,6 +44,7 @@ mod keys;
 mod keyspace;
 mod lists;
 mod longdouble;
+mod sets;
 mod strings;
 mod zsets;
 
@@ -63,6 +64,8 @@ pub use hashes::COMMANDS as HASH_COMMANDS;
 pub use keys::COMMANDS as KEY_COMMANDS;
 /// The list family's table (also reachable through [`Engine::commands`]).
 pub use lists::COMMANDS as LIST_COMMANDS;
+/// The set family's table (also reachable through [`Engine::commands`]).
+pub use sets::COMMANDS as SET_COMMANDS;
 /// The string family's table (also reachable through [`Engine::commands`]).
 pub use strings::COMMANDS as STRING_COMMANDS;
 /// The sorted-set family's command table.

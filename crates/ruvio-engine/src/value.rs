@@ -5,6 +5,7 @@
 
 use crate::hashes::HashValue;
 use crate::lists::ListValue;
+use crate::sets::SetValue;
 use crate::zsets::ZSetValue;
 
 /// Longest string Redis 7.0 keeps `embstr`-encoded (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
@@ -68,6 +69,8 @@ pub enum Encoding {
     Hashtable,
     /// A big sorted set: an ordered structure with a member index.
     Skiplist,
+    /// A small all-integer set: sorted integers.
+    Intset,
 }
 
 impl Encoding {
@@ -82,6 +85,7 @@ impl Encoding {
             Encoding::ListpackEx => "listpackex",
             Encoding::Hashtable => "hashtable",
             Encoding::Skiplist => "skiplist",
+            Encoding::Intset => "intset",
         }
     }
 }
@@ -140,6 +144,8 @@ pub enum ValueRef<'a> {
     Hash(&'a HashValue),
     /// A sorted set.
     ZSet(&'a ZSetValue),
+    /// A set.
+    Set(&'a SetValue),
 }
 
 impl<'a> ValueRef<'a> {
@@ -150,6 +156,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::List(_) => ValueType::List,
             ValueRef::Hash(_) => ValueType::Hash,
             ValueRef::ZSet(_) => ValueType::ZSet,
+            ValueRef::Set(_) => ValueType::Set,
         }
     }
 
@@ -168,6 +175,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::List(l) => l.is_empty(),
             ValueRef::Hash(h) => h.is_empty(),
             ValueRef::ZSet(z) => z.is_empty(),
+            ValueRef::Set(s) => s.is_empty(),
         }
     }
 
@@ -194,6 +202,14 @@ impl<'a> ValueRef<'a> {
             _ => None,
         }
     }
+
+    /// The set, or `None` for other types.
+    pub fn as_set(&self) -> Option<&'a SetValue> {
+        match *self {
+            ValueRef::Set(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 /// A stored value opened for change in place. Strings change through the entry's
@@ -208,6 +224,8 @@ pub enum ValueMut<'a> {
     Hash(&'a mut HashValue),
     /// A sorted set.
     ZSet(&'a mut ZSetValue),
+    /// A set.
+    Set(&'a mut SetValue),
 }
 
 impl<'a> ValueMut<'a> {
@@ -231,6 +249,14 @@ impl<'a> ValueMut<'a> {
     pub fn into_zset(self) -> Option<&'a mut ZSetValue> {
         match self {
             ValueMut::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
+    /// The set, or `None` for other types.
+    pub fn into_set(self) -> Option<&'a mut SetValue> {
+        match self {
+            ValueMut::Set(s) => Some(s),
             _ => None,
         }
     }

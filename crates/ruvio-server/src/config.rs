@@ -97,6 +97,9 @@ struct FileConfig {
     hash_max_listpack_value: Option<usize>,
     zset_max_listpack_entries: Option<usize>,
     zset_max_listpack_value: Option<usize>,
+    set_max_intset_entries: Option<usize>,
+    set_max_listpack_entries: Option<usize>,
+    set_max_listpack_value: Option<usize>,
 }
 
 /// The resolved configuration every shard starts from.
@@ -200,6 +203,15 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         zset_max_listpack_value: file
             .zset_max_listpack_value
             .unwrap_or(default.zset_max_listpack_value),
+        set_max_intset_entries: file
+            .set_max_intset_entries
+            .unwrap_or(default.set_max_intset_entries),
+        set_max_listpack_entries: file
+            .set_max_listpack_entries
+            .unwrap_or(default.set_max_listpack_entries),
+        set_max_listpack_value: file
+            .set_max_listpack_value
+            .unwrap_or(default.set_max_listpack_value),
     }
 }
 

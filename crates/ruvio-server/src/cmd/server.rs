@@ -489,6 +489,30 @@ const PARAMS: &[Param] = &[
         set: Some(set_zset_max_listpack_value),
     },
     Param {
+        name: "set-max-intset-entries",
+        get: |c| c.engine.config().set_max_intset_entries.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().set_max_intset_entries = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "set-max-listpack-entries",
+        get: |c| c.engine.config().set_max_listpack_entries.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().set_max_listpack_entries = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "set-max-listpack-value",
+        get: |c| c.engine.config().set_max_listpack_value.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().set_max_listpack_value = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    Param {
         name: "maxmemory",
         get: |_| "0".into(),
         set: None,
