@@ -303,6 +303,24 @@ pub struct Conn {
     pub prefetched: usize,
 }
 
+impl Conn {
+    /// The reply of held slot `seq` has arrived: if the client was waiting on it
+    /// (a blocked or cross-shard command), it may run its next commands (queued
+    /// in `resume`). A part of a split command answered late leaves a client that
+    /// waits on something else waiting.
+    pub fn unblock_if_waiting_on(
+        &mut self,
+        seq: u64,
+        resume: &mut Vec<(u32, u32)>,
+        who: (u32, u32),
+    ) {
+        if self.client.blocked.is_some_and(|b| b.seq == seq) {
+            self.client.blocked = None;
+            resume.push(who);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
