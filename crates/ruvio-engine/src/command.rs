@@ -1,5 +1,6 @@
-//! The command table is data: every command's name, arity, flags, key positions and
-//! ACL categories live in one `CommandMeta` value next to its handler. Routing,
+//! The command table is data: every command's name, arity, flags, key positions,
+//! ACL categories and cross-shard merge rule live in one `CommandMeta` value next to
+//! its handler. Routing,
 //! MOVED/CROSSSLOT, COMMAND INFO/DOCS/COUNT/GETKEYS and (later) the WAL all read it.
 //! Each family module exports `pub const COMMANDS: &[EngineCommand]`.
 
@@ -215,6 +216,9 @@ pub struct CommandMeta {
     pub since: &'static str,
     /// COMMAND DOCS: complexity text.
     pub complexity: &'static str,
+    /// How the replies of the shards combine when the command runs on several
+    /// ([`flags::SPLITTABLE`] and [`flags::ALL_SHARDS`] rows); `None` for the rest.
+    pub merge: Option<MergeRule>,
 }
 
 impl CommandMeta {
@@ -226,6 +230,25 @@ impl CommandMeta {
     pub fn arity_ok(&self, argc: usize) -> bool {
         arity_fits(self.arity, argc)
     }
+}
+
+/// How the partial replies of a command that spans shards (forward mode) become
+/// one reply. A field of the command's row, so a command's merge cannot drift from
+/// the command; the server maps it to its reply merger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeRule {
+    /// The integers add up (DEL, EXISTS, DBSIZE ...).
+    SumInts,
+    /// Each shard answered for some keys: the elements go back in argument order (MGET).
+    Scatter,
+    /// `+OK` once every shard said OK (MSET, FLUSHALL ...).
+    AllOk,
+    /// The arrays are concatenated (KEYS).
+    ConcatArrays,
+    /// The first reply that is not null (RANDOMKEY).
+    FirstNonNull,
+    /// SCAN: one shard at a time, named by the cursor's high bits.
+    Scan,
 }
 
 /// Redis' arity rule: a positive arity is the exact argument count (name included),
@@ -490,10 +513,21 @@ pub struct EngineCommand {
 }
 
 /// One table row: `command!(name, arity, flags, keys, [acl..], group, since, summary,
-/// complexity, handler)`. A macro rather than a `const fn` so rows read like data.
+/// complexity, handler)`, ending `handler, merge = MergeRule::SumInts` for a command
+/// that spans shards. A macro rather than a `const fn` so rows read like data.
 macro_rules! command {
     ($name:literal, $arity:expr, $flags:expr, $keys:expr, [$($acl:literal),*], $group:literal,
      $since:literal, $summary:expr, $complexity:expr, $handler:expr) => {
+        $crate::command::command!($name, $arity, $flags, $keys, [$($acl),*], $group, $since,
+            $summary, $complexity, $handler, None)
+    };
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, [$($acl:literal),*], $group:literal,
+     $since:literal, $summary:expr, $complexity:expr, $handler:expr, merge = $merge:expr) => {
+        $crate::command::command!($name, $arity, $flags, $keys, [$($acl),*], $group, $since,
+            $summary, $complexity, $handler, Some($merge))
+    };
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, [$($acl:literal),*], $group:literal,
+     $since:literal, $summary:expr, $complexity:expr, $handler:expr, $merge:expr) => {
         $crate::command::EngineCommand {
             meta: $crate::command::CommandMeta {
                 name: $name,
@@ -505,6 +539,7 @@ macro_rules! command {
                 summary: $summary,
                 since: $since,
                 complexity: $complexity,
+                merge: $merge,
             },
             handler: $handler,
         }

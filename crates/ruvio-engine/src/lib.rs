@@ -44,7 +44,7 @@ mod lists;
 mod longdouble;
 mod strings;
 
-pub use command::{CommandMeta, EngineCommand, EngineFn, ExecCtx, KeySpec};
+pub use command::{CommandMeta, EngineCommand, EngineFn, ExecCtx, KeySpec, MergeRule};
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::CmdError;
 pub use glob::glob_match;

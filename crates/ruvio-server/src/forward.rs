@@ -12,7 +12,7 @@
 
 use crate::blocking::Waiter;
 use crate::cmd::server::ConfigChange;
-use crate::conn::{Conn, Merge};
+use crate::conn::Conn;
 use crate::exec::{self, run_engine, Caller};
 use crate::registry::registry;
 use crate::shard::ShardCore;
@@ -25,30 +25,6 @@ use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-
-/// How each cross-shard command's partial replies combine. One table, read when
-/// the registry is built; commands not listed never span shards.
-pub const CROSS_SHARD_MERGES: &[(&str, Merge)] = &[
-    ("del", Merge::SumInts),
-    ("unlink", Merge::SumInts),
-    ("exists", Merge::SumInts),
-    ("touch", Merge::SumInts),
-    ("mget", Merge::Scatter),
-    ("mset", Merge::AllOk),
-    ("dbsize", Merge::SumInts),
-    ("keys", Merge::ConcatArrays),
-    ("flushdb", Merge::AllOk),
-    ("flushall", Merge::AllOk),
-    ("swapdb", Merge::AllOk),
-    ("randomkey", Merge::FirstNonNull),
-    (
-        "scan",
-        Merge::Scan {
-            shard: 0,
-            shards: 0,
-        },
-    ),
-];
 
 /// Messages in flight between two shards.
 pub const CHANNEL_MESSAGES_MAX: usize = 1024;

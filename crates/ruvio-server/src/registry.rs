@@ -7,9 +7,8 @@
 
 use crate::cmd::ServerFn;
 use crate::conn::Merge;
-use crate::forward::CROSS_SHARD_MERGES;
 use ahash::AHashMap;
-use ruvio_engine::{CommandMeta, EngineFn};
+use ruvio_engine::{CommandMeta, EngineFn, MergeRule};
 use std::sync::OnceLock;
 
 /// What runs a command.
@@ -52,15 +51,11 @@ impl Registry {
         for (id, (meta, handler)) in engine.chain(server).enumerate() {
             let previous = by_name.insert(meta.name.as_bytes(), id);
             assert!(previous.is_none(), "command {} registered twice", meta.name);
-            let merge = CROSS_SHARD_MERGES
-                .iter()
-                .find(|(name, _)| *name == meta.name)
-                .map(|&(_, m)| m);
             commands.push(Command {
                 id,
                 meta,
                 handler,
-                merge,
+                merge: meta.merge.map(merge_of),
             });
         }
         Registry { commands, by_name }
@@ -76,6 +71,22 @@ impl Registry {
         lower.copy_from_slice(name);
         lower.make_ascii_lowercase();
         self.by_name.get(&*lower).map(|&id| &self.commands[id])
+    }
+}
+
+/// The server's reply merger for a row's merge rule.
+fn merge_of(rule: MergeRule) -> Merge {
+    match rule {
+        MergeRule::SumInts => Merge::SumInts,
+        MergeRule::Scatter => Merge::Scatter,
+        MergeRule::AllOk => Merge::AllOk,
+        MergeRule::ConcatArrays => Merge::ConcatArrays,
+        MergeRule::FirstNonNull => Merge::FirstNonNull,
+        // Where the cursor points is filled in per call (dispatch's `Route::Scan`).
+        MergeRule::Scan => Merge::Scan {
+            shard: 0,
+            shards: 0,
+        },
     }
 }
 
@@ -112,12 +123,16 @@ mod tests {
         );
     }
 
+    /// Exactly the commands that may span shards say how their replies merge.
     #[test]
-    fn cross_shard_merge_rules_name_real_commands() {
-        for (name, _) in CROSS_SHARD_MERGES {
-            assert!(
-                registry().lookup(name.as_bytes()).is_some(),
-                "{name} is not a command"
+    fn commands_spanning_shards_have_a_merge_rule() {
+        use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE};
+        for c in &registry().commands {
+            assert_eq!(
+                c.merge.is_some(),
+                c.meta.has(SPLITTABLE | ALL_SHARDS),
+                "{}",
+                c.meta.name
             );
         }
     }

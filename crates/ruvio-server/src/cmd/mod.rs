@@ -107,6 +107,7 @@ pub const fn meta(
         summary,
         since,
         complexity,
+        merge: None,
     }
 }
 
