@@ -5,12 +5,13 @@
 //! the whole server; in forward mode Ruvio is a standalone server and answers as
 //! Redis does with cluster support disabled.
 
-use super::{dispatch_sub, meta, parse_i64, Ctx, ServerCommand, SubCommand};
+use super::{dispatch_sub, meta, parse_i64, Ctx, ServerCommand, ServerResult, SubCommand};
 use crate::config::PortMode;
 use crate::topology::Node;
 use ruvio_engine::command::flags::*;
 use ruvio_engine::command::reply_help;
 use ruvio_engine::slot::{key_slot, SLOT_COUNT};
+use ruvio_engine::CmdError;
 use ruvio_resp::{Args, Reply};
 
 /// The cluster family's table.
@@ -117,50 +118,48 @@ const SUBCOMMANDS: &[SubCommand] = &[
     },
 ];
 
-const ERR_NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
-
-fn cluster_enabled(ctx: &Ctx<'_>) -> bool {
-    ctx.core.topo.mode == PortMode::PerShard
+/// Cluster commands answer Redis' "cluster support disabled" in forward mode.
+fn require_cluster(ctx: &Ctx<'_>) -> ServerResult {
+    match ctx.core.topo.mode {
+        PortMode::PerShard => Ok(()),
+        PortMode::Forward => Err(CmdError::ClusterDisabled),
+    }
 }
 
 /// `CLUSTER <subcommand> [args]`
-fn cluster(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    if !cluster_enabled(ctx) {
-        return reply.error(ERR_NO_CLUSTER);
-    }
+fn cluster(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     dispatch_sub(ctx, args, reply, "cluster", SUBCOMMANDS)
 }
 
-fn readonly(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
-    if !cluster_enabled(ctx) {
-        return reply.error(ERR_NO_CLUSTER);
-    }
+fn readonly(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     ctx.client.readonly = true;
     reply.ok();
+    Ok(())
 }
 
-fn readwrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
-    if !cluster_enabled(ctx) {
-        return reply.error(ERR_NO_CLUSTER);
-    }
+fn readwrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     ctx.client.readonly = false;
     reply.ok();
+    Ok(())
 }
 
-fn asking(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
-    if !cluster_enabled(ctx) {
-        return reply.error(ERR_NO_CLUSTER);
-    }
+fn asking(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     reply.ok();
+    Ok(())
 }
 
-fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let n = ctx.core.topo.nodes.len();
     let text = format!(
         "cluster_state:ok\r\ncluster_slots_assigned:{SLOT_COUNT}\r\ncluster_slots_ok:{SLOT_COUNT}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{n}\r\ncluster_size:{n}\r\ncluster_current_epoch:{n}\r\ncluster_my_epoch:{}\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
         ctx.core.id + 1
     );
     reply.verbatim("txt", text.as_bytes());
+    Ok(())
 }
 
 /// The node triple CLUSTER SLOTS lists: host, port, id, metadata (none).
@@ -172,7 +171,7 @@ fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node) {
     reply.map(0);
 }
 
-fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let topo = &ctx.core.topo;
     reply.array(topo.nodes.len());
     for node in &topo.nodes {
@@ -181,9 +180,10 @@ fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
         reply.int(node.last_slot as i64);
         reply_node(reply, &topo.host, node);
     }
+    Ok(())
 }
 
-fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let topo = &ctx.core.topo;
     reply.array(topo.nodes.len());
     for node in &topo.nodes {
@@ -210,9 +210,10 @@ fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
         reply.bulk(b"health");
         reply.bulk(b"online");
     }
+    Ok(())
 }
 
-fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let topo = &ctx.core.topo;
     let mut text = String::new();
     for (i, node) in topo.nodes.iter().enumerate() {
@@ -234,15 +235,18 @@ fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
         ));
     }
     reply.verbatim("txt", text.as_bytes());
+    Ok(())
 }
 
-fn keyslot(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn keyslot(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply.int(key_slot(args.get(2)) as i64);
+    Ok(())
 }
 
-fn myid(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn myid(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let id = ctx.core.topo.nodes[ctx.core.id].id.clone();
     reply.bulk(id.as_bytes());
+    Ok(())
 }
 
 /// A slot argument, if it is an integer in 0..16384.
@@ -252,29 +256,25 @@ fn parse_slot(arg: &[u8]) -> Option<u16> {
         .map(|s| s as u16)
 }
 
-fn countkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    match parse_slot(args.get(2)) {
-        Some(slot) => reply.int(ctx.core.engine.count_keys_in_slot(ctx.client.db, slot) as i64),
-        None => reply.error("ERR Invalid slot"),
-    }
+fn countkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let slot = parse_slot(args.get(2)).ok_or(CmdError::InvalidSlot)?;
+    reply.int(ctx.core.engine.count_keys_in_slot(ctx.client.db, slot) as i64);
+    Ok(())
 }
 
-fn getkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    let (Some(slot), Some(count)) = (parse_slot(args.get(2)), parse_i64(args.get(3))) else {
-        return reply.error("ERR Invalid slot or number of keys");
+fn getkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let slot = parse_slot(args.get(2));
+    let count = parse_i64(args.get(3)).and_then(|n| usize::try_from(n).ok());
+    let (Some(slot), Some(count)) = (slot, count) else {
+        return Err(CmdError::InvalidSlotOrCount);
     };
-    if count < 0 {
-        return reply.error("ERR Invalid slot or number of keys");
-    }
-    let keys = ctx
-        .core
-        .engine
-        .keys_in_slot(ctx.client.db, slot, count as usize);
+    let keys = ctx.core.engine.keys_in_slot(ctx.client.db, slot, count);
     reply.array(keys.len());
     keys.iter().for_each(|k| reply.bulk(k));
+    Ok(())
 }
 
-fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply_help(
         reply,
         b"cluster",
@@ -299,4 +299,5 @@ fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
             "    start, end, master and replicas IP addresses, ports and ids",
         ],
     );
+    Ok(())
 }

@@ -2,6 +2,9 @@
 //! server rather than only the keyspace. Each module exports `COMMANDS`, a table
 //! of [`ServerCommand`] rows, and container commands (CLIENT, CONFIG, COMMAND,
 //! CLUSTER, OBJECT-like) dispatch their subcommands from a [`SubCommand`] table.
+//!
+//! A handler returns `Err(CmdError)` having written nothing; the dispatcher writes
+//! the error once and counts the failure from the type, as for engine commands.
 
 pub mod client;
 pub mod cluster;
@@ -24,8 +27,12 @@ pub struct Ctx<'a> {
     pub conns: &'a mut Slab<Conn>,
 }
 
+/// What a server handler returns: `Ok` after writing its whole reply, or the error
+/// the dispatcher writes.
+pub type ServerResult = Result<(), CmdError>;
+
 /// A server command handler.
-pub type ServerFn = fn(&mut Ctx<'_>, Args<'_>, &mut Reply<'_>);
+pub type ServerFn = fn(&mut Ctx<'_>, Args<'_>, &mut Reply<'_>) -> ServerResult;
 
 /// One row of a server family's table.
 #[derive(Debug)]
@@ -64,22 +71,17 @@ pub fn dispatch_sub(
     reply: &mut Reply<'_>,
     container: &str,
     table: &[SubCommand],
-) {
+) -> ServerResult {
     let name = args.get(1);
     let sub_name = |s: &SubCommand| s.name.split_once('|').map_or(s.name, |(_, sub)| sub);
     let Some(sub) = table
         .iter()
         .find(|s| sub_name(s).as_bytes().eq_ignore_ascii_case(name))
     else {
-        return CmdError::unknown_subcommand(name, &container.to_ascii_uppercase()).write(reply);
+        return Err(CmdError::unknown_subcommand(name, container));
     };
-    let fits = ruvio_engine::command::arity_fits(sub.arity, args.len());
-    if !fits {
-        reply.error(&format!(
-            "ERR wrong number of arguments for '{}' command",
-            sub.name
-        ));
-        return;
+    if !ruvio_engine::command::arity_fits(sub.arity, args.len()) {
+        return Err(CmdError::WrongArity(sub.name));
     }
     ctx.client.last_cmd = sub.name;
     (sub.handler)(ctx, args, reply)
@@ -113,8 +115,3 @@ pub const fn meta(
 
 /// Parse a whole argument as an i64 the way Redis' string2ll does.
 pub use ruvio_resp::string2ll as parse_i64;
-
-/// Redis' `ERR value is not an integer or out of range`.
-pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-/// Redis' `ERR syntax error`.
-pub const ERR_SYNTAX: &str = "ERR syntax error";
