@@ -17,6 +17,7 @@ use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{ALL_SHARDS, BLOCKING, NO_AUTH, SPLITTABLE};
+use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, OwnedArgs, Parsed, Protocol, Reply};
@@ -168,9 +169,9 @@ fn first_key_span(args: Args<'_>, input: &[u8]) -> Option<(usize, usize)> {
     if args.is_empty() {
         return None;
     }
-    let cmd = registry().lookup(args.get(0))?;
+    let cmd = registry().lookup(args.get(0))?.resolve(args).ok()?;
     let first = cmd.meta.keys.fixed_first()?;
-    if !matches!(cmd.handler, Handler::Engine(_)) || args.len() <= first {
+    if !matches!(cmd.handler, Some(Handler::Engine(_))) || args.len() <= first {
         return None;
     }
     let key = args.get(first);
@@ -182,8 +183,8 @@ fn first_key_span(args: Args<'_>, input: &[u8]) -> Option<(usize, usize)> {
 ///
 /// Errors are written once, here (engine errors in [`run_engine`], which also runs
 /// forwarded commands), from their type: one found before the command is admitted
-/// (unknown command, arity, NOAUTH) counts as a rejected call, one after as a
-/// failed call, whichever kind of handler answered it.
+/// (unknown command, arity, NOAUTH) counts as a rejected call, one after (unknown
+/// subcommand included) as a failed call, whichever kind of handler answered it.
 fn execute(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
@@ -221,7 +222,11 @@ fn execute(
         .then(Instant::now);
     let before = replies.sink().len();
 
-    let result = run_routed(core, conns, client, replies, who, cmd, args);
+    // A container runs as its subcommand (its statistics stay the container's).
+    let result = cmd.resolve(args).and_then(|cmd| {
+        client.last_cmd = cmd.meta.name;
+        run_routed(core, conns, client, replies, who, cmd, args)
+    });
 
     if let Some(started) = started {
         core.stats.per_command[cmd.id].usec +=
@@ -242,7 +247,7 @@ fn execute(
     }
 }
 
-/// Run command `cmd` where its keys are: here, on another shard (a held
+/// Run resolved command `cmd` where its keys are: here, on another shard (a held
 /// reply slot), or split over several. An error to write comes back.
 fn run_routed(
     core: &mut ShardCore,
@@ -351,7 +356,7 @@ fn run_local(
     args: Args<'_>,
 ) -> Result<(), CmdError> {
     match cmd.handler {
-        Handler::Engine(_) => {
+        Some(Handler::Engine(_)) => {
             let caller = caller(client);
             if let Some(block) = run_engine(core, cmd, caller, args, replies.sink()) {
                 let seq = replies.hold(Merge::Single, 1);
@@ -366,7 +371,7 @@ fn run_local(
             exec::serve_ready(core, conns);
             Ok(())
         }
-        Handler::Server(handler) => {
+        Some(Handler::Server(handler)) => {
             let mut reply = Reply::new(replies.sink(), client.proto);
             let mut ctx = Ctx {
                 core,
@@ -375,6 +380,7 @@ fn run_local(
             };
             handler(&mut ctx, args, &mut reply)
         }
+        None => unreachable!("{} resolves to a subcommand", cmd.meta.name),
     }
 }
 
@@ -460,7 +466,7 @@ fn split(
 fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     let shards = core.topo.nodes.len();
     let forward = core.topo.mode == PortMode::Forward;
-    if !matches!(cmd.handler, Handler::Engine(_)) {
+    if !matches!(cmd.handler, Some(Handler::Engine(_))) {
         return Route::Local;
     }
     if forward && shards == 1 {

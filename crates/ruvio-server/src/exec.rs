@@ -34,7 +34,7 @@ pub fn run_engine(
     args: Args<'_>,
     out: &mut Vec<u8>,
 ) -> Option<Block> {
-    let Handler::Engine(handler) = cmd.handler else {
+    let Some(Handler::Engine(handler)) = cmd.handler else {
         Reply::new(out, caller.proto).error("ERR internal: not a keyspace command");
         return None;
     };

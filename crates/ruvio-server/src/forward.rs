@@ -20,6 +20,7 @@ use crate::slab::Slab;
 use glommio::channels::shared_channel::{
     ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender,
 };
+use ruvio_engine::command::CommandTree;
 use ruvio_resp::{CommandParser, Parsed, Protocol, Reply};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -390,7 +391,11 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
             continue;
         };
         offset += consumed;
-        let Some(cmd) = registry().lookup(args.get(0)) else {
+        // The origin resolved it already; this finds the same (sub)command row.
+        let Some(cmd) = registry()
+            .lookup(args.get(0))
+            .and_then(|c| c.resolve(args).ok())
+        else {
             Reply::new(&mut out, caller.proto).error("ERR internal: unknown forwarded command");
             core.outbox.reply(batch.from, tag, &out);
             continue;

@@ -1,13 +1,17 @@
 //! The command table the server dispatches from: the engine's families plus the
 //! server's own (connection, client, cluster, server administration).
 //!
-//! Built once from the families' `COMMANDS` tables; nothing else lists command
-//! names. Lookup lower-cases the name into a stack buffer, so dispatch allocates
-//! nothing.
+//! Built once from the families' `COMMANDS` tables, which share one row format
+//! ([`CommandRow`]); nothing else lists command names. Lookup lower-cases the name
+//! into a stack buffer, so dispatch allocates nothing. A container's subcommand is
+//! resolved from the arguments ([`CommandTree::resolve`], Redis' `lookupCommand`)
+//! once the container is admitted, and the subcommand's own arity, key positions
+//! and handler are what dispatch checks, routes and runs.
 
 use crate::cmd::ServerFn;
 use crate::conn::Merge;
 use ahash::AHashMap;
+use ruvio_engine::command::{CommandRow, CommandTree};
 use ruvio_engine::{CommandMeta, EngineFn, MergeRule};
 use std::sync::OnceLock;
 
@@ -20,57 +24,52 @@ pub enum Handler {
     Server(ServerFn),
 }
 
-/// One row of the table.
+/// One row of the table, or one subcommand of a container row.
 #[derive(Debug)]
 pub struct Command {
-    /// Index in [`Registry::commands`], used for per-command statistics.
+    /// Index in [`Registry::commands`], used for per-command statistics. A
+    /// subcommand shares its container's (INFO commandstats reports containers).
     pub id: usize,
     pub meta: &'static CommandMeta,
-    pub handler: Handler,
+    /// `None` only for a container whose every call names a subcommand:
+    /// [`CommandTree::resolve`] never returns such a row (checked when the table is
+    /// built).
+    pub handler: Option<Handler>,
     /// How partial replies combine when the command spans shards (forward mode).
     pub merge: Option<Merge>,
+    /// A container's subcommands.
+    pub subcommands: Vec<Command>,
 }
 
-/// Every command Ruvio knows.
-#[derive(Debug)]
-pub struct Registry {
-    pub commands: Vec<Command>,
-    by_name: AHashMap<&'static [u8], usize>,
-}
-
-/// Longest command name; a longer name cannot be a command.
-const COMMAND_NAME_BYTES_MAX: usize = 32;
-
-impl Registry {
-    fn build() -> Registry {
-        let engine =
-            ruvio_engine::Engine::commands().map(|c| (&c.meta, Handler::Engine(c.handler)));
-        let server = crate::cmd::commands().map(|c| (&c.meta, Handler::Server(c.handler)));
-        let mut commands = Vec::new();
-        let mut by_name = AHashMap::new();
-        for (id, (meta, handler)) in engine.chain(server).enumerate() {
-            let previous = by_name.insert(meta.name.as_bytes(), id);
-            assert!(previous.is_none(), "command {} registered twice", meta.name);
-            commands.push(Command {
-                id,
-                meta,
-                handler,
-                merge: meta.merge.map(merge_of),
-            });
-        }
-        Registry { commands, by_name }
+impl CommandTree for Command {
+    fn meta(&self) -> &CommandMeta {
+        self.meta
     }
+    fn subcommands(&self) -> &[Self] {
+        &self.subcommands
+    }
+}
 
-    /// Find a command by name, ignoring ASCII case.
-    pub fn lookup(&self, name: &[u8]) -> Option<&Command> {
-        if name.len() > COMMAND_NAME_BYTES_MAX {
-            return None;
-        }
-        let mut lower = [0u8; COMMAND_NAME_BYTES_MAX];
-        let lower = &mut lower[..name.len()];
-        lower.copy_from_slice(name);
-        lower.make_ascii_lowercase();
-        self.by_name.get(&*lower).map(|&id| &self.commands[id])
+impl Command {
+    /// The registry's entry for `row` (and its subcommands), statistics slot `id`.
+    fn new<H: Copy>(id: usize, row: &'static CommandRow<H>, handler: fn(H) -> Handler) -> Command {
+        let command = Command {
+            id,
+            meta: &row.meta,
+            handler: row.handler.map(handler),
+            merge: row.meta.merge.map(merge_of),
+            subcommands: row
+                .subcommands
+                .iter()
+                .map(|sub| Command::new(id, sub, handler))
+                .collect(),
+        };
+        assert!(
+            command.handler.is_some() || (!command.subcommands.is_empty() && row.meta.arity <= -2),
+            "{}: a row without a handler must be a container called only with a subcommand",
+            row.meta.name
+        );
+        command
     }
 }
 
@@ -90,6 +89,50 @@ fn merge_of(rule: MergeRule) -> Merge {
     }
 }
 
+/// Every command Ruvio knows.
+#[derive(Debug)]
+pub struct Registry {
+    pub commands: Vec<Command>,
+    by_name: AHashMap<&'static [u8], usize>,
+}
+
+/// Longest command name; a longer name cannot be a command.
+const COMMAND_NAME_BYTES_MAX: usize = 32;
+
+impl Registry {
+    fn build() -> Registry {
+        let mut commands = Vec::new();
+        for row in ruvio_engine::Engine::commands() {
+            commands.push(Command::new(commands.len(), row, Handler::Engine));
+        }
+        for row in crate::cmd::commands() {
+            commands.push(Command::new(commands.len(), row, Handler::Server));
+        }
+        let mut by_name = AHashMap::new();
+        for command in &commands {
+            let previous = by_name.insert(command.meta.name.as_bytes(), command.id);
+            assert!(
+                previous.is_none(),
+                "command {} registered twice",
+                command.meta.name
+            );
+        }
+        Registry { commands, by_name }
+    }
+
+    /// Find a top-level command by name, ignoring ASCII case.
+    pub fn lookup(&self, name: &[u8]) -> Option<&Command> {
+        if name.len() > COMMAND_NAME_BYTES_MAX {
+            return None;
+        }
+        let mut lower = [0u8; COMMAND_NAME_BYTES_MAX];
+        let lower = &mut lower[..name.len()];
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        self.by_name.get(&*lower).map(|&id| &self.commands[id])
+    }
+}
+
 /// The process-wide table (immutable after the first call).
 pub fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
@@ -99,6 +142,9 @@ pub fn registry() -> &'static Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE};
+    use ruvio_engine::CmdError;
+    use ruvio_resp::OwnedArgs;
 
     #[test]
     fn lookup_ignores_case_and_rejects_long_names() {
@@ -126,7 +172,6 @@ mod tests {
     /// Exactly the commands that may span shards say how their replies merge.
     #[test]
     fn commands_spanning_shards_have_a_merge_rule() {
-        use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE};
         for c in &registry().commands {
             assert_eq!(
                 c.merge.is_some(),
@@ -135,5 +180,38 @@ mod tests {
                 c.meta.name
             );
         }
+    }
+
+    fn resolve(line: &[&str]) -> Result<(&'static str, usize), CmdError> {
+        let args: OwnedArgs = line.iter().map(|a| a.as_bytes()).collect();
+        let cmd = registry().lookup(line[0].as_bytes()).expect("a command");
+        cmd.resolve(args.args()).map(|row| (row.meta.name, row.id))
+    }
+
+    #[test]
+    fn subcommands_resolve_with_redis_errors() {
+        let client = registry().lookup(b"client").unwrap().id;
+        assert_eq!(resolve(&["CLIENT", "List"]), Ok(("client|list", client)));
+        assert_eq!(
+            resolve(&["client", "setname"]),
+            Err(CmdError::WrongArity("client|setname"))
+        );
+        assert_eq!(
+            resolve(&["client", "nope"]),
+            Err(CmdError::unknown_subcommand(b"nope", "client"))
+        );
+        // COMMAND alone runs its own handler; with an argument, a subcommand's.
+        assert!(matches!(resolve(&["command"]), Ok(("command", _))));
+        assert!(matches!(
+            resolve(&["command", "count"]),
+            Ok(("command|count", _))
+        ));
+        // Engine containers resolve the same way, to rows with their own keys.
+        assert!(matches!(
+            resolve(&["object", "encoding", "k"]),
+            Ok(("object|encoding", _))
+        ));
+        // A plain command is its own row (its arity is the dispatcher's check).
+        assert!(matches!(resolve(&["get", "k"]), Ok(("get", _))));
     }
 }

@@ -3,9 +3,10 @@
 //! that move keys around (RENAME, COPY, MOVE). Expiry commands are in [`expire`],
 //! whole-database commands in [`scan`], introspection in [`object`].
 //!
-//! OBJECT and MEMORY are container rows (key position 2, so routing finds the key
-//! of `OBJECT ENCODING key`); their subcommands are in [`object::OBJECT_SUBCOMMANDS`]
-//! and [`object::MEMORY_SUBCOMMANDS`], dispatched by the container's handler.
+//! OBJECT and MEMORY are container rows without a handler; their subcommands are
+//! in [`object::OBJECT_SUBCOMMANDS`] and [`object::MEMORY_SUBCOMMANDS`], resolved
+//! (and routed by their own key position) before they run. The containers keep key
+//! position 2 for COMMAND INFO, as Ruvio has always answered.
 
 mod expire;
 pub(crate) mod object;
@@ -108,9 +109,11 @@ pub const COMMANDS: &[EngineCommand] = &[
         "O(N) where N is the count of clients watching or blocking on keys from both databases.", scan::swapdb,
         merge = MergeRule::AllOk),
     command!("object", -2, 0, KeySpec::SECOND, ["slow"], "generic", "2.2.3",
-        "A container for object introspection commands", "Depends on subcommand.", object::object),
+        "A container for object introspection commands", "Depends on subcommand.",
+        subcommands = object::OBJECT_SUBCOMMANDS),
     command!("memory", -2, 0, KeySpec::SECOND, ["slow"], "server", "4.0.0",
-        "A container for memory diagnostics commands", "Depends on subcommand.", object::memory),
+        "A container for memory diagnostics commands", "Depends on subcommand.",
+        subcommands = object::MEMORY_SUBCOMMANDS),
 ];
 
 /// `DEL key [key ...]` and `UNLINK key [key ...]`: the number of keys removed.

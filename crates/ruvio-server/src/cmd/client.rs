@@ -5,94 +5,54 @@
 //! clients of the shard the caller is connected to (in per-shard mode that is the
 //! whole "node", as Redis Cluster clients expect).
 
-use super::{dispatch_sub, meta, Ctx, ServerCommand, ServerResult, SubCommand};
+use super::{Ctx, ServerCommand, ServerResult};
 use crate::conn::{ClientState, ReplyMode};
-use ruvio_engine::command::reply_help;
-use ruvio_engine::CmdError;
+use ruvio_engine::command::{command, flags::*, reply_help};
+use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
 
 /// The client family's table.
-pub const COMMANDS: &[ServerCommand] = &[ServerCommand {
-    meta: meta(
-        "client",
-        -2,
-        0,
-        &["slow"],
-        "connection",
-        "A container for client connection commands.",
-        "2.4.0",
-        "Depends on subcommand.",
-    ),
-    handler: client,
-}];
-
-const SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand {
-        name: "client|id",
-        arity: 2,
-        handler: id,
-    },
-    SubCommand {
-        name: "client|setname",
-        arity: 3,
-        handler: setname,
-    },
-    SubCommand {
-        name: "client|getname",
-        arity: 2,
-        handler: getname,
-    },
-    SubCommand {
-        name: "client|list",
-        arity: -2,
-        handler: list,
-    },
-    SubCommand {
-        name: "client|info",
-        arity: 2,
-        handler: info,
-    },
-    SubCommand {
-        name: "client|kill",
-        arity: -3,
-        handler: kill,
-    },
-    SubCommand {
-        name: "client|setinfo",
-        arity: 4,
-        handler: setinfo,
-    },
-    SubCommand {
-        name: "client|no-evict",
-        arity: 3,
-        handler: no_evict,
-    },
-    SubCommand {
-        name: "client|no-touch",
-        arity: 3,
-        handler: no_touch,
-    },
-    SubCommand {
-        name: "client|reply",
-        arity: 3,
-        handler: reply_mode,
-    },
-    SubCommand {
-        name: "client|unblock",
-        arity: -3,
-        handler: unblock,
-    },
-    SubCommand {
-        name: "client|help",
-        arity: 2,
-        handler: help,
-    },
+#[rustfmt::skip]
+pub const COMMANDS: &[ServerCommand] = &[
+    command!("client", -2, 0, KeySpec::NONE, ["slow"], "connection", "2.4.0",
+        "A container for client connection commands.", "Depends on subcommand.",
+        subcommands = SUBCOMMANDS),
 ];
 
-/// `CLIENT <subcommand> [args]`
-fn client(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    dispatch_sub(ctx, args, reply, "client", SUBCOMMANDS)
-}
+/// CLIENT's subcommands, with Redis' arity, flags and ACL categories.
+#[rustfmt::skip]
+const SUBCOMMANDS: &[ServerCommand] = &[
+    command!("client|id", 2, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "5.0.0", "Returns the client ID for the current connection", "O(1)", id),
+    command!("client|setname", 3, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "2.6.9", "Set the current connection name", "O(1)", setname),
+    command!("client|getname", 2, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "2.6.9", "Get the current connection name", "O(1)", getname),
+    command!("client|list", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous", "connection"], "connection", "2.4.0", "Get the list of client connections",
+        "O(N) where N is the number of client connections", list),
+    command!("client|info", 2, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "6.2.0", "Returns information about the current client connection.", "O(1)", info),
+    command!("client|kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous", "connection"], "connection", "2.4.0", "Kill the connection of a client",
+        "O(N) where N is the number of client connections", kill),
+    command!("client|setinfo", 4, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "7.2.0", "Sets information specific to the client or connection.", "O(1)", setinfo),
+    command!("client|no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous", "connection"], "connection", "7.0.0",
+        "Set client eviction mode for the current connection", "O(1)", no_evict),
+    command!("client|no-touch", 3, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "7.2.0", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "O(1)",
+        no_touch),
+    command!("client|reply", 3, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "3.2.0", "Instruct the server whether to reply to commands", "O(1)", reply_mode),
+    command!("client|unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous", "connection"], "connection", "5.0.0",
+        "Unblock a client blocked in a blocking command from a different connection",
+        "O(log N) where N is the number of client connections", unblock),
+    command!("client|help", 2, LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection", "5.0.0",
+        "Show helpful text about the different subcommands", "O(1)", help),
+];
 
 /// Names (and library names) may hold only printable ASCII without spaces.
 pub fn valid_client_name(name: &[u8]) -> bool {

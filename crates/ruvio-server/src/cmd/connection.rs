@@ -1,110 +1,33 @@
 //! Connection commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT.
 
-use super::{meta, parse_i64, Ctx, ServerCommand, ServerResult};
+use super::{parse_i64, Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
 use crate::conn::ReplyMode;
-use ruvio_engine::command::flags::*;
-use ruvio_engine::CmdError;
+use ruvio_engine::command::{command, flags::*};
+use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
 
 /// The Redis version Ruvio answers as (HELLO, INFO). Clients read it to pick features.
 pub const REDIS_VERSION: &str = "7.0.15";
 
-const CONN: &[&str] = &["fast", "connection"];
-
 /// The connection family's table.
+#[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
-    ServerCommand {
-        meta: meta(
-            "ping",
-            -1,
-            FAST,
-            CONN,
-            "connection",
-            "Returns the server's liveliness response.",
-            "1.0.0",
-            "O(1)",
-        ),
-        handler: ping,
-    },
-    ServerCommand {
-        meta: meta(
-            "echo",
-            2,
-            LOADING | STALE | FAST,
-            CONN,
-            "connection",
-            "Returns the given string.",
-            "1.0.0",
-            "O(1)",
-        ),
-        handler: echo,
-    },
-    ServerCommand {
-        meta: meta(
-            "quit",
-            -1,
-            ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH,
-            CONN,
-            "connection",
-            "Closes the connection.",
-            "1.0.0",
-            "O(1)",
-        ),
-        handler: quit,
-    },
-    ServerCommand {
-        meta: meta(
-            "reset",
-            1,
-            NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
-            CONN,
-            "connection",
-            "Resets the connection.",
-            "6.2.0",
-            "O(1)",
-        ),
-        handler: reset,
-    },
-    ServerCommand {
-        meta: meta(
-            "hello",
-            -1,
-            NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
-            CONN,
-            "connection",
-            "Handshakes with the Redis server.",
-            "6.0.0",
-            "O(1)",
-        ),
-        handler: hello,
-    },
-    ServerCommand {
-        meta: meta(
-            "auth",
-            -2,
-            NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
-            CONN,
-            "connection",
-            "Authenticates the connection.",
-            "1.0.0",
-            "O(N) where N is the number of passwords defined for the user",
-        ),
-        handler: auth,
-    },
-    ServerCommand {
-        meta: meta(
-            "select",
-            2,
-            LOADING | STALE | FAST,
-            CONN,
-            "connection",
-            "Changes the selected database.",
-            "1.0.0",
-            "O(1)",
-        ),
-        handler: select,
-    },
+    command!("ping", -1, FAST, KeySpec::NONE, ["fast", "connection"], "connection", "1.0.0",
+        "Returns the server's liveliness response.", "O(1)", ping),
+    command!("echo", 2, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "connection"], "connection", "1.0.0",
+        "Returns the given string.", "O(1)", echo),
+    command!("quit", -1, ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH, KeySpec::NONE,
+        ["fast", "connection"], "connection", "1.0.0", "Closes the connection.", "O(1)", quit),
+    command!("reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, KeySpec::NONE,
+        ["fast", "connection"], "connection", "6.2.0", "Resets the connection.", "O(1)", reset),
+    command!("hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, KeySpec::NONE,
+        ["fast", "connection"], "connection", "6.0.0", "Handshakes with the Redis server.", "O(1)", hello),
+    command!("auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, KeySpec::NONE,
+        ["fast", "connection"], "connection", "1.0.0", "Authenticates the connection.",
+        "O(N) where N is the number of passwords defined for the user", auth),
+    command!("select", 2, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "connection"], "connection", "1.0.0",
+        "Changes the selected database.", "O(1)", select),
 ];
 
 /// `PING [message]`

@@ -1,68 +1,49 @@
 //! COMMAND and its subcommands (COUNT, INFO, DOCS, GETKEYS, LIST, HELP), all
 //! answered from the command table.
 
-use super::{dispatch_sub, meta, Ctx, ServerCommand, ServerResult, SubCommand};
+use super::{Ctx, ServerCommand, ServerResult};
 use crate::registry::{registry, Command};
-use ruvio_engine::command::flags;
-use ruvio_engine::command::reply_help;
-use ruvio_engine::CmdError;
+use ruvio_engine::command::{command, flags, reply_help};
+use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 
 /// The introspection family's table.
-pub const COMMANDS: &[ServerCommand] = &[ServerCommand {
-    meta: meta(
-        "command",
-        -1,
-        flags::LOADING | flags::STALE,
-        &["slow", "connection"],
-        "server",
-        "Returns detailed information about all commands.",
-        "2.8.13",
-        "O(N) where N is the total number of Redis commands",
-    ),
-    handler: command,
-}];
-
-const SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand {
-        name: "command|count",
-        arity: 2,
-        handler: count,
-    },
-    SubCommand {
-        name: "command|info",
-        arity: -2,
-        handler: info,
-    },
-    SubCommand {
-        name: "command|docs",
-        arity: -2,
-        handler: docs,
-    },
-    SubCommand {
-        name: "command|getkeys",
-        arity: -3,
-        handler: getkeys,
-    },
-    SubCommand {
-        name: "command|list",
-        arity: -2,
-        handler: list,
-    },
-    SubCommand {
-        name: "command|help",
-        arity: 2,
-        handler: help,
-    },
+#[rustfmt::skip]
+pub const COMMANDS: &[ServerCommand] = &[
+    command!("command", -1, flags::LOADING | flags::STALE, KeySpec::NONE, ["slow", "connection"], "server",
+        "2.8.13", "Returns detailed information about all commands.",
+        "O(N) where N is the total number of Redis commands", all, subcommands = SUBCOMMANDS),
 ];
 
-/// `COMMAND [subcommand ...]`: with no argument, the INFO of every command.
-fn command(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    if args.len() == 1 {
-        reply_all_info(reply);
-        return Ok(());
-    }
-    dispatch_sub(ctx, args, reply, "command", SUBCOMMANDS)
+/// The flags every COMMAND subcommand has.
+const SUB_FLAGS: u32 = flags::LOADING | flags::STALE;
+
+/// COMMAND's subcommands, with Redis' flags and ACL categories. GETKEYS keeps the
+/// arity Ruvio has always checked (-3; Redis says -4), so `COMMAND GETKEYS GET`
+/// answers "Invalid number of arguments specified for command" as before.
+#[rustfmt::skip]
+const SUBCOMMANDS: &[ServerCommand] = &[
+    command!("command|count", 2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "2.8.13",
+        "Get total number of Redis commands", "O(1)", count),
+    command!("command|info", -2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "2.8.13",
+        "Get array of specific Redis command details, or all when no argument is given.",
+        "O(N) where N is the number of commands to look up", info),
+    command!("command|docs", -2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "7.0.0",
+        "Get array of specific Redis command documentation", "O(N) where N is the number of commands to look up",
+        docs),
+    command!("command|getkeys", -3, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "2.8.13",
+        "Extract keys given a full Redis command", "O(N) where N is the number of arguments to the command",
+        getkeys),
+    command!("command|list", -2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "7.0.0",
+        "Get an array of Redis command names", "O(N) where N is the total number of Redis commands", list),
+    command!("command|help", 2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "5.0.0",
+        "Show helpful text about the different subcommands", "O(1)", help),
+];
+
+/// `COMMAND` (no subcommand): the INFO of every command.
+fn all(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    reply_all_info(reply);
+    Ok(())
 }
 
 /// `COMMAND COUNT`

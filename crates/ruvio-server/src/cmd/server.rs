@@ -6,42 +6,35 @@
 //! at most one tick (10 ms) old. CONFIG SET and RESETSTAT apply on the answering
 //! shard and are broadcast to the others, which apply them within a loop iteration.
 
-use super::{dispatch_sub, meta, Ctx, ServerCommand, ServerResult, SubCommand};
+use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::*;
-use ruvio_engine::command::reply_help;
-use ruvio_engine::CmdError;
+use ruvio_engine::command::{command, flags::*, reply_help};
+use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// The server family's table.
+#[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
-    ServerCommand {
-        meta: meta("info", -1, LOADING | STALE, &["slow", "dangerous"], "server", "Returns information and statistics about the server.", "1.0.0", "O(1)"),
-        handler: info,
-    },
-    ServerCommand {
-        meta: meta("config", -2, 0, &["slow"], "server", "A container for server configuration commands.", "2.0.0", "Depends on subcommand."),
-        handler: config,
-    },
-    ServerCommand {
-        meta: meta("time", 1, LOADING | STALE | FAST, &["fast"], "server", "Returns the server time.", "2.6.0", "O(1)"),
-        handler: time,
-    },
-    ServerCommand {
-        meta: meta("lastsave", 1, LOADING | STALE | FAST, &["fast", "admin", "dangerous"], "server", "Returns the Unix timestamp of the last successful save to disk.", "1.0.0", "O(1)"),
-        handler: lastsave,
-    },
-    ServerCommand {
-        meta: meta("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, &["admin", "slow", "dangerous"], "server", "Synchronously saves the database(s) to disk and shuts down the Redis server.", "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)"),
-        handler: shutdown,
-    },
-    ServerCommand {
-        meta: meta("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, &["admin", "slow", "dangerous"], "server", "A container for debugging commands.", "1.0.0", "Depends on subcommand."),
-        handler: debug,
-    },
+    command!("info", -1, LOADING | STALE, KeySpec::NONE, ["slow", "dangerous"], "server", "1.0.0",
+        "Returns information and statistics about the server.", "O(1)", info),
+    command!("config", -2, 0, KeySpec::NONE, ["slow"], "server", "2.0.0",
+        "A container for server configuration commands.", "Depends on subcommand.",
+        subcommands = CONFIG_SUBCOMMANDS),
+    command!("time", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast"], "server", "2.6.0",
+        "Returns the server time.", "O(1)", time),
+    command!("lastsave", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "admin", "dangerous"], "server", "1.0.0",
+        "Returns the Unix timestamp of the last successful save to disk.", "O(1)", lastsave),
+    command!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
+        shutdown),
+    command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "A container for debugging commands.", "Depends on subcommand.",
+        subcommands = DEBUG_SUBCOMMANDS),
 ];
 
 /// `INFO [section [section ...]]`
@@ -513,32 +506,21 @@ const PARAMS: &[Param] = &[
     },
 ];
 
-const CONFIG_SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand {
-        name: "config|get",
-        arity: -3,
-        handler: config_get,
-    },
-    SubCommand {
-        name: "config|set",
-        arity: -4,
-        handler: config_set,
-    },
-    SubCommand {
-        name: "config|resetstat",
-        arity: 2,
-        handler: config_resetstat,
-    },
-    SubCommand {
-        name: "config|help",
-        arity: 2,
-        handler: config_help,
-    },
+/// CONFIG's subcommands, with Redis' arity, flags and ACL categories.
+#[rustfmt::skip]
+const CONFIG_SUBCOMMANDS: &[ServerCommand] = &[
+    command!("config|get", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "2.0.0", "Get the values of configuration parameters",
+        "O(N) when N is the number of configuration parameters provided", config_get),
+    command!("config|set", -4, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "2.0.0", "Set configuration parameters to the given values",
+        "O(N) when N is the number of configuration parameters provided", config_set),
+    command!("config|resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "2.0.0", "Reset the stats returned by INFO", "O(1)",
+        config_resetstat),
+    command!("config|help", 2, LOADING | STALE, KeySpec::NONE, ["slow"], "server", "5.0.0",
+        "Show helpful text about the different subcommands", "O(1)", config_help),
 ];
-
-fn config(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    dispatch_sub(ctx, args, reply, "config", CONFIG_SUBCOMMANDS)
-}
 
 /// `CONFIG GET pattern [pattern ...]`
 fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
@@ -670,27 +652,19 @@ fn shutdown(_ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> Serve
     std::process::exit(0);
 }
 
-const DEBUG_SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand {
-        name: "debug|sleep",
-        arity: 3,
-        handler: debug_sleep,
-    },
-    SubCommand {
-        name: "debug|protocol",
-        arity: 3,
-        handler: debug_protocol,
-    },
-    SubCommand {
-        name: "debug|help",
-        arity: 2,
-        handler: debug_help,
-    },
+/// DEBUG's subcommands. Redis parses DEBUG's arguments in its handler and has no
+/// rows for them; Ruvio gives them rows (DEBUG's flags and categories) so that they
+/// are resolved and checked like every other container's.
+#[rustfmt::skip]
+const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
+    command!("debug|sleep", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Stop the server for a number of seconds", "O(1)", debug_sleep),
+    command!("debug|protocol", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0", "Reply with a test value of a RESP type", "O(1)",
+        debug_protocol),
+    command!("debug|help", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Show helpful text about the different subcommands", "O(1)", debug_help),
 ];
-
-fn debug(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    dispatch_sub(ctx, args, reply, "debug", DEBUG_SUBCOMMANDS)
-}
 
 /// `DEBUG SLEEP seconds`: blocks this shard, as Redis blocks its main thread.
 fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
