@@ -40,6 +40,8 @@ command -v redis-server >/dev/null 2>&1 || apt_packages+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || apt_packages+=(redis-tools)
 # The benchmark page test renders site-data/index.html in headless Chromium.
 command -v chromium >/dev/null 2>&1 || apt_packages+=(chromium)
+# The keyspace and collection tests also run under valgrind's memcheck.
+command -v valgrind >/dev/null 2>&1 || apt_packages+=(valgrind)
 if ! command -v python3 >/dev/null 2>&1; then
     apt_packages+=(python3 python3-pip)
 elif ! python3 -c 'import redis, pytest' 2>/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then
@@ -76,6 +78,15 @@ cargo build -p ruvio-server
 # --- tests --------------------------------------------------------------------------
 step "cargo test --workspace"
 cargo test --workspace
+
+# The unsafe entry and value code (one-word handles, raw conversions) under a memory
+# checker: the keyspace, list and hash unit tests, with fewer property-test cases
+# (memcheck runs them ~30x slower). Definite leaks and invalid accesses fail.
+step "valgrind memcheck: engine keyspace, lists, hashes"
+engine_tests=$(cargo test -p ruvio-engine --lib --no-run --message-format=json 2>/dev/null \
+    | python3 -c 'import json,sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][0])')
+PROPTEST_CASES=24 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+    "$engine_tests" keyspace lists hashes engine::
 
 step "pytest tests/python tests/site (RUVIO_BIN=target/release/ruvio)"
 RUVIO_BIN="$PWD/target/release/ruvio" python3 -m pytest -q -p no:cacheprovider tests/python tests/site

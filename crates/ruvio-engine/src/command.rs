@@ -50,6 +50,10 @@ pub mod flags {
     /// FLUSHALL, SCAN, RANDOMKEY ...); in forward mode it runs on all shards.
     pub const ALL_SHARDS: u32 = 1 << 17;
 
+    /// Ruvio: a `DB index` option names the database of the command's last key
+    /// (COPY ... DB n); borrowing across shards fetches that key there.
+    pub const DB_OPTION: u32 = 1 << 18;
+
     /// Redis' flag names, in the order COMMAND INFO lists them.
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -305,14 +309,15 @@ impl ExecCtx {
 
     /// [`changed`](Self::changed) for a key of database `db` (MOVE, COPY ... DB).
     pub fn changed_in(&mut self, db: usize, key: &[u8], event: Event, changes: u64) {
-        let effects = &mut self.effects;
-        effects.dirty += changes;
-        if effects.track_keys {
-            effects.keys.push(db, key);
-        }
-        if effects.track_events {
-            effects.events.push(event);
-            effects.event_keys.push(db, key);
+        self.effects.dirty += changes;
+        if let Some(r) = self.effects.record.as_deref_mut() {
+            if r.track_keys {
+                r.keys.push(db, key);
+            }
+            if r.track_events {
+                r.events.push(event);
+                r.event_keys.push(db, key);
+            }
         }
     }
 
@@ -322,8 +327,8 @@ impl ExecCtx {
     /// the records are logged in order.
     pub fn log_as(&mut self, argv: &[&[u8]]) {
         self.effects.rewritten = true;
-        if self.effects.track_log {
-            self.effects.log.push_record(argv);
+        if let Some(r) = self.effects.record.as_deref_mut().filter(|r| r.track_log) {
+            r.log.push_record(argv);
         }
     }
 }
@@ -392,11 +397,6 @@ impl KeyList {
             .zip(starts)
             .map(|(&(db, end), start)| (db, &self.bytes[start..end]))
     }
-
-    fn clear(&mut self) {
-        self.bytes.clear();
-        self.ends.clear();
-    }
 }
 
 /// Commands to log, as flat argument lists.
@@ -421,23 +421,28 @@ impl LogRecords {
             .map(|&n| args.by_ref().take(n).collect())
             .collect()
     }
-
-    fn clear(&mut self) {
-        self.args.clear();
-        self.counts.clear();
-    }
 }
 
 /// What a command did, recorded while it runs and read by the server afterwards
 /// (Redis keeps the same facts in `server.dirty`, `signalModifiedKey`,
 /// `notifyKeyspaceEvent` and `alsoPropagate`). The engine never knows who listens:
-/// the `track_*` switches, set by the server, say what is worth recording, so a SET
-/// with nobody blocked, watching or logging only bumps a counter.
+/// the server says what is worth recording ([`Effects::recording`]); with nothing
+/// asked for, the effects are a counter and a flag, so a SET with nobody blocked,
+/// watching or logging pays for nothing else (the recorded part is boxed).
 #[derive(Debug, Default)]
 pub struct Effects {
     /// Changes made (Redis' `dirty`): INFO persistence, and "log this command" when
     /// nonzero and not rewritten.
     pub dirty: u64,
+    /// The command asked to be logged as something else ([`ExecCtx::log_as`]).
+    pub rewritten: bool,
+    /// What is recorded, when the server asked for anything.
+    pub record: Option<Box<Recorded>>,
+}
+
+/// The recorded effects of one command.
+#[derive(Debug, Default)]
+pub struct Recorded {
     /// Record modified keys in [`keys`](Self::keys).
     pub track_keys: bool,
     /// Record keyspace events in [`events`](Self::events).
@@ -450,28 +455,48 @@ pub struct Effects {
     pub events: Vec<Event>,
     /// The key of each event.
     pub event_keys: KeyList,
-    /// The command asked to be logged as something else ([`ExecCtx::log_as`]).
-    pub rewritten: bool,
     /// The rewritten records (when `track_log`).
     pub log: LogRecords,
 }
 
 impl Effects {
-    /// Forget the previous command's effects, keeping the buffers and switches.
-    pub fn clear(&mut self) {
-        self.dirty = 0;
-        self.rewritten = false;
-        self.keys.clear();
-        self.events.clear();
-        self.event_keys.clear();
-        self.log.clear();
+    /// Effects that record modified keys, keyspace events and log records as asked.
+    pub fn recording(keys: bool, events: bool, log: bool) -> Effects {
+        let record = (keys || events || log).then(|| {
+            Box::new(Recorded {
+                track_keys: keys,
+                track_events: events,
+                track_log: log,
+                ..Recorded::default()
+            })
+        });
+        Effects {
+            record,
+            ..Effects::default()
+        }
+    }
+
+    /// The keys modified, `(db, key)` in order (none unless recorded).
+    pub fn modified_keys(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        self.record.iter().flat_map(|r| r.keys.iter())
+    }
+
+    /// The keyspace events, with their `(db, key)` (none unless recorded).
+    pub fn events(&self) -> impl Iterator<Item = (Event, usize, &[u8])> {
+        self.record
+            .iter()
+            .flat_map(|r| r.events.iter().zip(r.event_keys.iter()))
+            .map(|(&event, (db, key))| (event, db, key))
     }
 
     /// What the write-ahead log must hold for this command, given its arguments:
     /// nothing for a no-op, the rewritten records, or the command itself.
     pub fn log_records(&self, argv: Args<'_>) -> Vec<Vec<Vec<u8>>> {
         if self.rewritten {
-            self.log.records()
+            self.record
+                .as_ref()
+                .map(|r| r.log.records())
+                .unwrap_or_default()
         } else if self.dirty > 0 {
             vec![argv.iter().map(<[u8]>::to_vec).collect()]
         } else {

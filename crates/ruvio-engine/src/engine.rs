@@ -16,6 +16,9 @@ pub struct EngineStats {
     pub keyspace_hits: u64,
     /// Read lookups that did not.
     pub keyspace_misses: u64,
+    /// Hash fields removed because their expiry time passed, lazily or by active
+    /// expiry (Redis 8's `expired_subkeys`).
+    pub expired_fields: u64,
 }
 
 /// How a lookup behaves (Redis' `LOOKUP_*` flags).
@@ -48,9 +51,19 @@ impl Lookup {
 /// Chunks of lazily freed entries (FLUSHALL ASYNC) released per active expiry call:
 /// 16 x 1024 entries is well under a millisecond even when each owns a heap block.
 const LAZY_FREE_CHUNKS_PER_CYCLE: usize = 16;
+/// Values at least this big are freed in slices after DEL/UNLINK/expiry.
+const LAZY_FREE_BYTES_MIN: usize = 64 * 1024;
+/// Nodes of lazily freed values released per active expiry call, and the share one
+/// `free_some` call gets (a node is at most 64 KiB: well under a millisecond).
+const LAZY_FREE_NODES_PER_CYCLE: usize = 256;
+const LAZY_FREE_NODES_PER_CALL: usize = 64;
 /// Bitmap words active expiry may read per key of budget, so a database with few
 /// TTLs among many keys cannot make one call slow.
 const TTL_WORDS_PER_BUDGET_KEY: usize = 4;
+/// Hash fields active expiry may remove per key of budget: a field costs far less
+/// than a key (no index lookup, a heap pop or a block move), so the same time buys
+/// several.
+const FIELDS_PER_BUDGET_KEY: usize = 4;
 
 /// Encoding thresholds the families read (Redis' CONFIG parameters of the same
 /// names), per shard; CONFIG SET reaches every shard.
@@ -83,8 +96,15 @@ pub struct Engine {
     rng: u64,
     /// Where active expiry resumes: database and slot.
     expire_cursor: (usize, u32),
+    /// Where active hash field expiry resumes: database and slot.
+    field_expire_cursor: (usize, u32),
     /// Entry chunks of flushed databases waiting to be freed in slices.
     lazy_free: Vec<Box<[Entry]>>,
+    /// Deleted keys whose values are too big to free in one go, freed a slice at a
+    /// time by active expiry (so DEL of a million-element list never pauses the
+    /// shard), with the heap bytes they still hold.
+    lazy_values: Vec<Entry>,
+    lazy_value_bytes: usize,
 }
 
 /// Redis' LRU clock: seconds, 24 bits.
@@ -102,7 +122,10 @@ impl Engine {
             stats: EngineStats::default(),
             rng: seed,
             expire_cursor: (0, 0),
+            field_expire_cursor: (0, 0),
             lazy_free: Vec::new(),
+            lazy_values: Vec::new(),
+            lazy_value_bytes: 0,
         }
     }
 
@@ -111,6 +134,8 @@ impl Engine {
         crate::strings::COMMANDS
             .iter()
             .chain(crate::keys::COMMANDS.iter())
+            .chain(crate::lists::COMMANDS.iter())
+            .chain(crate::hashes::COMMANDS.iter())
     }
 
     /// The top-level command named `name` (lower case).
@@ -193,7 +218,7 @@ impl Engine {
     pub fn used_memory_bytes(&self) -> usize {
         let pending =
             self.lazy_free.len() * crate::keyspace::CHUNK_SLOTS * crate::keyspace::ENTRY_BYTES;
-        self.dbs.iter().map(Db::memory_bytes).sum::<usize>() + pending
+        self.dbs.iter().map(Db::memory_bytes).sum::<usize>() + pending + self.lazy_value_bytes
     }
 
     /// Keys of database `db` hashing to `slot` (CLUSTER COUNTKEYSINSLOT). Walks the
@@ -221,6 +246,7 @@ impl Engine {
             *db = Db::default();
         }
         self.expire_cursor = (0, 0);
+        self.field_expire_cursor = (0, 0);
     }
 
     /// Empty database `db`; with `lazy` its entries are freed in slices by
@@ -234,14 +260,24 @@ impl Engine {
 
     /// Active expiry: examine up to `keys_budget` keys that have a TTL, starting where
     /// the previous call stopped and moving on across databases, and delete those
-    /// past their time. Also frees a slice of lazily flushed data. Returns the number
-    /// of keys expired; when it is a large share of `keys_budget`, call again soon
-    /// (Redis repeats its cycle while more than 25% of the sample was expired).
+    /// past their time; then remove up to `keys_budget * FIELDS_PER_BUDGET_KEY` hash
+    /// fields past theirs. Also frees a slice of lazily flushed data. Returns the
+    /// number of keys expired plus the fields expired in key units (fields divided
+    /// by `FIELDS_PER_BUDGET_KEY`); when it is a large share of `keys_budget`, call
+    /// again soon (Redis repeats its cycle while more than 25% of the sample was
+    /// expired).
     pub fn active_expire_cycle(&mut self, now_ms: u64, keys_budget: usize) -> usize {
         self.free_lazily(LAZY_FREE_CHUNKS_PER_CYCLE);
         if self.dbs.is_empty() {
             return 0;
         }
+        let fields_budget = keys_budget.saturating_mul(FIELDS_PER_BUDGET_KEY);
+        let fields = self.active_expire_fields(now_ms, fields_budget);
+        self.active_expire_keys(now_ms, keys_budget) + fields.div_ceil(FIELDS_PER_BUDGET_KEY)
+    }
+
+    /// The key half of [`Engine::active_expire_cycle`]; returns the keys expired.
+    fn active_expire_keys(&mut self, now_ms: u64, keys_budget: usize) -> usize {
         let mut words_budget = keys_budget.saturating_mul(TTL_WORDS_PER_BUDGET_KEY).max(64);
         let (mut db, mut from) = self.expire_cursor;
         let (mut examined, mut expired, mut dbs_passed) = (0, 0, 0);
@@ -261,7 +297,7 @@ impl Engine {
                         .expire_at()
                         .is_some_and(|at| now_ms > at)
                     {
-                        self.dbs[db].remove(id);
+                        self.delete(db, id);
                         expired += 1;
                     }
                 }
@@ -281,9 +317,91 @@ impl Engine {
         expired
     }
 
+    /// The field half of [`Engine::active_expire_cycle`]: visit the hashes with
+    /// field expiry times (the keyspace's second bitmap) from where the previous call
+    /// stopped, removing their expired fields, earliest first, until `fields_budget`
+    /// fields are gone (or as many bitmap words were read); a hash left empty is
+    /// deleted, as Redis does. Returns the fields removed.
+    fn active_expire_fields(&mut self, now_ms: u64, fields_budget: usize) -> usize {
+        let mut words_budget = fields_budget
+            .saturating_mul(TTL_WORDS_PER_BUDGET_KEY)
+            .max(64);
+        let (mut db, mut from) = self.field_expire_cursor;
+        let (mut removed, mut dbs_passed) = (0, 0);
+        while removed < fields_budget && dbs_passed <= self.dbs.len() {
+            db %= self.dbs.len();
+            match self.dbs[db].next_with_field_ttl(from, &mut words_budget) {
+                TtlScan::Found(id) => {
+                    from = id + 1;
+                    let due = self.dbs[db]
+                        .entry(id)
+                        .value()
+                        .as_hash()
+                        .and_then(|h| h.next_expire_at())
+                        .is_some_and(|at| now_ms > at);
+                    if !due {
+                        continue;
+                    }
+                    let budget = fields_budget - removed;
+                    let n = self.dbs[db].modify(id, |e| match e.value_mut() {
+                        ValueMut::Hash(h) => h.remove_expired(now_ms, budget),
+                        _ => 0,
+                    });
+                    removed += n;
+                    if !self.delete_if_empty(db, id) && n == budget {
+                        // Out of budget with expired fields left: resume at this hash.
+                        from = id;
+                    }
+                }
+                TtlScan::End => {
+                    db += 1;
+                    from = 0;
+                    dbs_passed += 1;
+                }
+                TtlScan::Budget(next) => {
+                    from = next;
+                    break;
+                }
+            }
+        }
+        self.field_expire_cursor = (db % self.dbs.len(), from);
+        self.stats.expired_fields += removed as u64;
+        removed
+    }
+
+    /// Count `n` hash fields removed lazily because their time passed.
+    pub(crate) fn count_expired_fields(&mut self, n: usize) {
+        self.stats.expired_fields += n as u64;
+    }
+
     fn free_lazily(&mut self, chunks: usize) {
         let keep = self.lazy_free.len().saturating_sub(chunks);
         self.lazy_free.truncate(keep);
+        let mut nodes = LAZY_FREE_NODES_PER_CYCLE;
+        while nodes > 0 {
+            let Some(entry) = self.lazy_values.last_mut() else {
+                break;
+            };
+            let before = entry.heap_bytes();
+            let done = entry.free_some(nodes);
+            nodes = nodes.saturating_sub(LAZY_FREE_NODES_PER_CALL);
+            let after = if done { 0 } else { entry.heap_bytes() };
+            self.lazy_value_bytes = self.lazy_value_bytes.saturating_sub(before - after);
+            if done {
+                self.lazy_values.pop();
+            }
+        }
+    }
+
+    /// Delete entry `id` of `db`. A value holding more than [`LAZY_FREE_BYTES_MIN`]
+    /// is freed in slices later (Redis' lazyfree for UNLINK and big DELs).
+    pub(crate) fn delete(&mut self, db: usize, id: EntryId) {
+        let entry = self.dbs[db].remove(id);
+        let bytes = entry.heap_bytes();
+        if bytes >= LAZY_FREE_BYTES_MIN {
+            self.lazy_value_bytes += bytes;
+            self.lazy_values.push(entry);
+        }
     }
 
     // ----- helpers for the command families -----
@@ -322,7 +440,7 @@ impl Engine {
 
     /// Delete entry `id` because it expired.
     pub(crate) fn expire_now(&mut self, db: usize, id: EntryId) {
-        self.dbs[db].remove(id);
+        self.delete(db, id);
         self.stats.expired_keys += 1;
     }
 
@@ -368,7 +486,6 @@ impl Engine {
 
     /// Add `key` (absent: a write lookup found nothing) holding `value` in the
     /// client's database, without expiry.
-    #[allow(dead_code)] // until the list commands land
     pub(crate) fn add_collection(
         &mut self,
         ctx: &ExecCtx,
@@ -381,7 +498,6 @@ impl Engine {
 
     /// Change the collection of entry `id` of `db` in place through `change`; the
     /// database's heap accounting follows (collections report their bytes in O(1)).
-    #[allow(dead_code)] // until the list commands land
     pub(crate) fn modify_value<R>(
         &mut self,
         db: usize,
@@ -393,13 +509,42 @@ impl Engine {
 
     /// Delete entry `id` of `db` when its collection is empty (Redis never keeps an
     /// empty list or hash). True when it was deleted.
-    #[allow(dead_code)] // until the list commands land
     pub(crate) fn delete_if_empty(&mut self, db: usize, id: EntryId) -> bool {
         let empty = self.dbs[db].entry(id).value().is_empty_collection();
         if empty {
             self.dbs[db].remove(id);
         }
         empty
+    }
+
+    /// True when `key` exists in database `db` at `now_ms` (no statistics, no access
+    /// time: a server-side probe).
+    pub fn exists(&self, db: usize, key: &[u8], now_ms: u64) -> bool {
+        let Some(found) = self.dbs.get(db).and_then(|d| d.find(key)) else {
+            return false;
+        };
+        !self.is_expired(db, found, now_ms)
+    }
+
+    /// Take `key` out of database `db` whole (value, expiry, access clock) to hand it
+    /// to another shard for one command (forward mode's cross-shard commands). A key
+    /// past its expiry is deleted and reported missing, as any lookup would.
+    pub fn lend(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<Entry> {
+        let id = self.dbs.get(db)?.find(key)?;
+        if self.is_expired(db, id, now_ms) {
+            self.expire_now(db, id);
+            return None;
+        }
+        Some(self.dbs[db].remove(id))
+    }
+
+    /// Put an entry lent by [`lend`](Self::lend) into database `db`, replacing a
+    /// key of the same name.
+    pub fn adopt(&mut self, db: usize, entry: Entry) {
+        if let Some(existing) = self.dbs[db].find(entry.key()) {
+            self.delete(db, existing);
+        }
+        self.dbs[db].insert(entry);
     }
 
     /// Redis' `setKey`: store `value` under `key` in the client's database, replacing
@@ -428,5 +573,34 @@ impl Engine {
             }
             None => db.insert(Entry::new(key, value, clock)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lists::{End, ListValue};
+
+    #[test]
+    fn a_big_deleted_list_is_freed_in_slices() {
+        let mut engine = Engine::new(1);
+        let mut list = ListValue::new();
+        for i in 0..300_000u32 {
+            list.push(End::Tail, format!("{i:032}").as_bytes(), -2);
+        }
+        let ctx = ExecCtx::new(0, 1);
+        let id = engine.add_collection(&ctx, b"big", Collection::List(list));
+        let held = engine.used_memory_bytes();
+        engine.delete(0, id);
+        assert_eq!(engine.db(0).len(), 0);
+        assert!(engine.used_memory_bytes() * 2 > held, "freed at once");
+        let mut cycles = 0;
+        while !engine.lazy_values.is_empty() {
+            engine.active_expire_cycle(1, 10);
+            cycles += 1;
+            assert!(cycles < 10_000);
+        }
+        assert!(cycles > 1, "one cycle freed it all");
+        assert_eq!(engine.lazy_value_bytes, 0);
     }
 }

@@ -69,6 +69,55 @@ pub enum CmdError {
     /// `config|get`): the table's arity, or a count the handler checks (MSET's
     /// pairs).
     WrongArity(&'static str),
+    /// LSET past the end of the list.
+    IndexOutOfRange,
+    /// A count that must be `>= 0` (`getPositiveLongFromObjectOrReply`, LPOP count).
+    NotPositive,
+    /// A long outside `-LONG_MAX..=LONG_MAX` (`getRangeLongFromObjectOrReply` without
+    /// a message: LREM count, LPOS RANK).
+    OutsideLongRange,
+    /// LPOS RANK 0.
+    RankZero,
+    /// LPOS COUNT below 0 (or not an integer).
+    CountNegative,
+    /// LPOS MAXLEN below 0 (or not an integer).
+    MaxlenNegative,
+    /// LMPOP/BLMPOP numkeys below 1 (or not an integer).
+    NumkeysNotPositive,
+    /// LMPOP/BLMPOP COUNT below 1 (or not an integer).
+    CountNotPositive,
+    /// A blocking timeout that is not a float.
+    TimeoutNotFloat,
+    /// A blocking timeout below 0.
+    TimeoutNegative,
+    /// A blocking timeout whose deadline overflows.
+    TimeoutOutOfRange,
+    /// HINCRBY on a field whose value is not an integer.
+    HashValueNotInteger,
+    /// HINCRBYFLOAT on a field whose value is not a float.
+    HashValueNotFloat,
+    /// HINCRBYFLOAT with an infinite increment.
+    IncrementNanOrInfinity,
+    /// HRANDFIELD WITHVALUES with a count beyond +-LONG_MAX/2.
+    ValueOutOfRange,
+    /// Hash field expiry commands: `FIELDS` not where it must be.
+    FieldsMissing,
+    /// Hash field expiry commands: `numfields` differs from the fields given.
+    NumFieldsMismatch,
+    /// HTTL, HPERSIST, HGETDEL, HGETEX: `numfields` not a positive integer.
+    NumFieldsNotPositive,
+    /// HEXPIRE family: `numfields` not a positive integer (its own wording).
+    NumFieldsParameter,
+    /// HSETEX: `numfields` not an integer in 1..=INT_MAX.
+    InvalidNumberOfFields,
+    /// A hash field expiry time below 0.
+    ExpireTimeNegative,
+    /// HSETEX: EX/PX/EXAT/PXAT without a value.
+    MissingExpireTime,
+    /// HSETEX: both FNX and FXX.
+    FnxAndFxx,
+    /// HSETEX: more than one of EX, PX, EXAT, PXAT, KEEPTTL.
+    OneExpiration,
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
     Line(Vec<u8>),
@@ -194,6 +243,42 @@ impl CmdError {
             }
             CmdError::WrongArity(cmd) => {
                 return format!("ERR wrong number of arguments for '{cmd}' command").into()
+            }
+            CmdError::IndexOutOfRange => "ERR index out of range",
+            CmdError::NotPositive => "ERR value is out of range, must be positive",
+            CmdError::OutsideLongRange => {
+                "ERR value is out of range, value must between -9223372036854775807 and \
+                 9223372036854775807"
+            }
+            CmdError::RankZero => {
+                "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
+                 second ... or use negative to start from the end of the list"
+            }
+            CmdError::CountNegative => "ERR COUNT can't be negative",
+            CmdError::MaxlenNegative => "ERR MAXLEN can't be negative",
+            CmdError::NumkeysNotPositive => "ERR numkeys should be greater than 0",
+            CmdError::CountNotPositive => "ERR count should be greater than 0",
+            CmdError::TimeoutNotFloat => "ERR timeout is not a float or out of range",
+            CmdError::TimeoutNegative => "ERR timeout is negative",
+            CmdError::TimeoutOutOfRange => "ERR timeout is out of range",
+            CmdError::HashValueNotInteger => "ERR hash value is not an integer",
+            CmdError::HashValueNotFloat => "ERR hash value is not a float",
+            CmdError::IncrementNanOrInfinity => "ERR value is NaN or Infinity",
+            CmdError::ValueOutOfRange => "ERR value is out of range",
+            CmdError::FieldsMissing => {
+                "ERR Mandatory argument FIELDS is missing or not at the right position"
+            }
+            CmdError::NumFieldsMismatch => {
+                "ERR The `numfields` parameter must match the number of arguments"
+            }
+            CmdError::NumFieldsNotPositive => "ERR Number of fields must be a positive integer",
+            CmdError::NumFieldsParameter => "ERR Parameter `numFields` should be greater than 0",
+            CmdError::InvalidNumberOfFields => "ERR invalid number of fields",
+            CmdError::ExpireTimeNegative => "ERR invalid expire time, must be >= 0",
+            CmdError::MissingExpireTime => "ERR missing expire time",
+            CmdError::FnxAndFxx => "ERR Only one of FXX or FNX arguments can be specified",
+            CmdError::OneExpiration => {
+                "ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified"
             }
             CmdError::NoAuth => "NOAUTH Authentication required.",
             CmdError::Moved { slot, host, port } => {
@@ -374,6 +459,12 @@ fn invalid_expire_message(cmd: &str) -> &'static str {
         "pexpire" => "ERR invalid expire time in 'pexpire' command",
         "expireat" => "ERR invalid expire time in 'expireat' command",
         "pexpireat" => "ERR invalid expire time in 'pexpireat' command",
+        "hexpire" => "ERR invalid expire time in 'hexpire' command",
+        "hpexpire" => "ERR invalid expire time in 'hpexpire' command",
+        "hexpireat" => "ERR invalid expire time in 'hexpireat' command",
+        "hpexpireat" => "ERR invalid expire time in 'hpexpireat' command",
+        "hsetex" => "ERR invalid expire time in 'hsetex' command",
+        "hgetex" => "ERR invalid expire time in 'hgetex' command",
         _ => "ERR invalid expire time",
     }
 }

@@ -14,7 +14,7 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text (the server's too), in one place.
-//! - `strings`, `keys`: the command families; each exports `COMMANDS`.
+//! - `strings`, `keys`, `lists`: the command families; each exports `COMMANDS`.
 //! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
 //!
 //! What the server must know:
@@ -38,21 +38,28 @@ pub mod value;
 
 mod args;
 mod glob;
+mod hashes;
 mod keys;
 mod keyspace;
 mod lists;
 mod longdouble;
 mod strings;
 
+pub use args::parse_cursor;
 pub use command::{
     CommandMeta, CommandRow, CommandTree, EngineCommand, EngineFn, ExecCtx, KeySpec, MergeRule,
 };
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::CmdError;
 pub use glob::glob_match;
-pub use keyspace::ENTRY_BYTES;
+pub use keyspace::{Entry, ENTRY_BYTES};
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub use longdouble::bench as longdouble_bench;
 
 /// The generic keyspace family's table.
 pub use keys::COMMANDS as KEY_COMMANDS;
+/// The list family's table (also reachable through [`Engine::commands`]).
+pub use lists::COMMANDS as LIST_COMMANDS;
 /// The string family's table (also reachable through [`Engine::commands`]).
 pub use strings::COMMANDS as STRING_COMMANDS;

@@ -3,6 +3,7 @@
 //! ([`ValueMut`]). Every match over them is exhaustive: a new kind is a compile
 //! error wherever it must be handled.
 
+use crate::hashes::HashValue;
 use crate::lists::ListValue;
 
 /// Longest string Redis 7.0 keeps `embstr`-encoded (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
@@ -46,7 +47,8 @@ impl ValueType {
     }
 }
 
-/// The encoding OBJECT ENCODING reports (what Redis 7.0 would use, not Ruvio's layout).
+/// The encoding OBJECT ENCODING reports (what Redis would use, not Ruvio's layout:
+/// 7.0's names, and 7.4's `listpackex` for a small hash with field expiry).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
     /// A canonical 64-bit decimal integer.
@@ -59,6 +61,10 @@ pub enum Encoding {
     Listpack,
     /// A big list: a chain of packed nodes.
     Quicklist,
+    /// A small hash whose fields may carry expiry times (Redis 7.4+).
+    ListpackEx,
+    /// A big hash.
+    Hashtable,
 }
 
 impl Encoding {
@@ -70,6 +76,8 @@ impl Encoding {
             Encoding::Raw => "raw",
             Encoding::Listpack => "listpack",
             Encoding::Quicklist => "quicklist",
+            Encoding::ListpackEx => "listpackex",
+            Encoding::Hashtable => "hashtable",
         }
     }
 }
@@ -124,6 +132,8 @@ pub enum ValueRef<'a> {
     Str(StrRef<'a>),
     /// A list.
     List(&'a ListValue),
+    /// A hash.
+    Hash(&'a HashValue),
 }
 
 impl<'a> ValueRef<'a> {
@@ -132,6 +142,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Str(_) => ValueType::String,
             ValueRef::List(_) => ValueType::List,
+            ValueRef::Hash(_) => ValueType::Hash,
         }
     }
 
@@ -139,7 +150,7 @@ impl<'a> ValueRef<'a> {
     pub fn as_str(&self) -> Option<StrRef<'a>> {
         match *self {
             ValueRef::Str(s) => Some(s),
-            ValueRef::List(_) => None,
+            ValueRef::List(_) | ValueRef::Hash(_) => None,
         }
     }
 
@@ -148,6 +159,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Str(_) => false,
             ValueRef::List(l) => l.is_empty(),
+            ValueRef::Hash(h) => h.is_empty(),
         }
     }
 
@@ -155,7 +167,15 @@ impl<'a> ValueRef<'a> {
     pub fn as_list(&self) -> Option<&'a ListValue> {
         match *self {
             ValueRef::List(l) => Some(l),
-            ValueRef::Str(_) => None,
+            ValueRef::Str(_) | ValueRef::Hash(_) => None,
+        }
+    }
+
+    /// The hash, or `None` for other types.
+    pub fn as_hash(&self) -> Option<&'a HashValue> {
+        match *self {
+            ValueRef::Hash(h) => Some(h),
+            ValueRef::Str(_) | ValueRef::List(_) => None,
         }
     }
 }
@@ -168,6 +188,8 @@ pub enum ValueMut<'a> {
     Str,
     /// A list.
     List(&'a mut ListValue),
+    /// A hash.
+    Hash(&'a mut HashValue),
 }
 
 impl<'a> ValueMut<'a> {
@@ -175,7 +197,15 @@ impl<'a> ValueMut<'a> {
     pub fn into_list(self) -> Option<&'a mut ListValue> {
         match self {
             ValueMut::List(l) => Some(l),
-            ValueMut::Str => None,
+            ValueMut::Str | ValueMut::Hash(_) => None,
+        }
+    }
+
+    /// The hash, or `None` for other types.
+    pub fn into_hash(self) -> Option<&'a mut HashValue> {
+        match self {
+            ValueMut::Hash(h) => Some(h),
+            ValueMut::Str | ValueMut::List(_) => None,
         }
     }
 }

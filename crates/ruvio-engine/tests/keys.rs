@@ -524,3 +524,37 @@ fn command_table_flags() {
     assert_eq!(memory.subcommands.len(), 5);
     assert!(memory.handler.is_none(), "a container runs its subcommands");
 }
+
+/// What each write of the generic and string families leaves for the write-ahead
+/// log: relative times as absolute ones, floats as their result, no-ops nothing.
+#[test]
+fn log_records_are_deterministic() {
+    let mut h = Harness::default();
+    let at = NOW_MS + 10_000;
+    assert_eq!(h.log_of("SET k v"), ["SET k v"]);
+    assert_eq!(h.log_of("SET k v EX 10"), [format!("SET k v PXAT {at}")]);
+    assert_eq!(h.log_of("SETEX k 10 v"), [format!("SET k v PXAT {at}")]);
+    assert_eq!(h.log_of("SET k w NX"), Vec::<String>::new());
+    assert_eq!(h.log_of("EXPIRE k 10"), [format!("PEXPIREAT k {at}")]);
+    assert_eq!(h.log_of("EXPIRE nope 10"), Vec::<String>::new());
+    assert_eq!(h.log_of("GETEX k PX 10000"), [format!("PEXPIREAT k {at}")]);
+    assert_eq!(h.log_of("PERSIST k"), ["PERSIST k"]);
+    assert_eq!(h.log_of("PERSIST k"), Vec::<String>::new());
+    assert_eq!(h.log_of("GETEX k PERSIST"), Vec::<String>::new());
+    assert_eq!(h.log_of("EXPIRE k -1"), ["DEL k"]);
+    h.run("SET f 10.5");
+    assert_eq!(h.log_of("INCRBYFLOAT f 0.25"), ["SET f 10.75 KEEPTTL"]);
+    assert_eq!(h.log_of("INCR n"), ["INCR n"]);
+    assert_eq!(h.log_of("RENAME n m"), ["RENAME n m"]);
+    assert_eq!(h.log_of("COPY m c"), ["COPY m c"]);
+    assert_eq!(h.log_of("COPY m c"), Vec::<String>::new());
+    assert_eq!(h.log_of("MOVE c 1"), ["MOVE c 1"]);
+    assert_eq!(h.log_of("DEL m nope"), ["DEL m nope"]);
+    assert_eq!(h.log_of("DEL nope"), Vec::<String>::new());
+    assert_eq!(h.log_of("GET f"), Vec::<String>::new());
+    assert_eq!(h.log_of("FLUSHALL"), ["FLUSHALL"]);
+    assert_eq!(
+        h.effects.dirty, 3,
+        "FLUSHALL counts the keys it removed, plus one"
+    );
+}

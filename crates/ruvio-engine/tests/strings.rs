@@ -310,6 +310,20 @@ fn incrbyfloat() {
         h.run("INCRBYFLOAT s 1"),
         err("ERR value is not a valid float")
     );
+    // The stored value is parsed before the increment: its error wins.
+    assert_eq!(
+        h.run("INCRBYFLOAT s inf"),
+        err("ERR value is not a valid float")
+    );
+    assert_eq!(h.run("INCRBYFLOAT hex 0x1p3"), bulk("8"));
+    assert_eq!(h.run("SET g 10000000.5"), OK);
+    assert_eq!(h.run("INCRBYFLOAT g 1.5"), bulk("10000002"));
+    assert_eq!(
+        h.run("INCRBYFLOAT g 0.1"),
+        bulk("10000002.1000000000003638")
+    );
+    assert_eq!(h.run("SET m -1"), OK);
+    assert_eq!(h.run("INCRBYFLOAT m 1"), bulk("0"));
     let mut h3 = Harness::resp3();
     assert_eq!(h3.run("INCRBYFLOAT k 1.5"), bulk("1.5"));
 }

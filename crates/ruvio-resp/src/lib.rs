@@ -22,7 +22,7 @@ mod scan;
 
 pub use double::format_double_g17;
 pub use parse::{
-    string2ll, Args, ArgsIter, CommandParser, Limits, OwnedArgs, Parsed, ProtocolError,
+    string2ll, Args, ArgsBatch, ArgsIter, CommandParser, Limits, OwnedArgs, Parsed, ProtocolError,
     BULK_BYTES_MAX, INLINE_BYTES_MAX, MULTIBULK_LEN_MAX,
 };
 pub use reply::{Protocol, Reply};

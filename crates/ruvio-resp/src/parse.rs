@@ -636,6 +636,48 @@ impl OwnedArgs {
     }
 }
 
+/// Many commands' arguments in one buffer: what one message between shards
+/// carries (the commands parsed once, on the shard that received them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArgsBatch {
+    args: OwnedArgs,
+    /// Index into `args.spans` where each command ends.
+    ends: Vec<u32>,
+}
+
+impl ArgsBatch {
+    /// Append one command.
+    pub fn push<'a>(&mut self, args: impl IntoIterator<Item = &'a [u8]>) {
+        for arg in args {
+            let start = self.args.base.len();
+            self.args.base.extend_from_slice(arg);
+            self.args
+                .spans
+                .push((start as u32, self.args.base.len() as u32));
+        }
+        self.ends.push(self.args.spans.len() as u32);
+    }
+
+    /// Number of commands.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True when the batch holds no command.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The commands in the order pushed.
+    pub fn iter(&self) -> impl Iterator<Item = Args<'_>> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        self.ends.iter().zip(starts).map(|(&end, start)| Args {
+            base: &self.args.base,
+            spans: &self.args.spans[start as usize..end as usize],
+        })
+    }
+}
+
 impl<'a> FromIterator<&'a [u8]> for OwnedArgs {
     fn from_iter<I: IntoIterator<Item = &'a [u8]>>(iter: I) -> OwnedArgs {
         let mut owned = OwnedArgs::default();

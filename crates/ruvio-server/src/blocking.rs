@@ -26,10 +26,20 @@ use std::collections::{BTreeSet, VecDeque};
 /// Who gets the reply of a blocked command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Waiter {
-    /// A connection of this shard: fill held slot `seq` of connection `(index, gen)`.
-    Local { index: u32, gen: u32, seq: u64 },
+    /// A connection of this shard: fill part `part` of held slot `seq` of
+    /// connection `(index, gen)`.
+    Local {
+        index: u32,
+        gen: u32,
+        seq: u64,
+        part: u16,
+    },
     /// A connection of another shard: reply to `shard` with `tag`.
     Remote { shard: usize, tag: Tag },
+    /// A cross-shard blocking command coordinated by `shard` (see
+    /// [`crate::lending`]): when a key is written, tell the coordinator to try its
+    /// command again; nothing runs here.
+    Watch { shard: usize, ticket: u64 },
 }
 
 /// One parked command.
@@ -64,6 +74,14 @@ impl Blocking {
     /// Number of parked commands (INFO `blocked_clients`).
     pub fn len(&self) -> usize {
         self.parked.len()
+    }
+
+    /// Parked watches for other shards' blocking commands (not clients of this shard).
+    pub fn watches(&self) -> usize {
+        self.parked
+            .values()
+            .filter(|b| matches!(b.waiter, Waiter::Watch { .. }))
+            .count()
     }
 
     /// True when nobody waits (then commands need not record the keys they touch).
@@ -149,6 +167,37 @@ impl Blocking {
             .collect()
     }
 
+    /// Wait on the keys `block` names from now on (a command run again that still
+    /// cannot be served), keeping its place in the queues of keys it still waits on.
+    pub fn rearm(
+        &mut self,
+        ticket: u64,
+        args: &ruvio_resp::Args<'_>,
+        block: &ruvio_engine::command::Block,
+    ) {
+        let keys: Vec<Vec<u8>> = block.keys.iter().map(|&i| args.get(i).to_vec()).collect();
+        let Some(parked) = self.parked.get(&ticket) else {
+            return;
+        };
+        if parked.keys == keys && parked.deadline_ms == block.deadline_ms {
+            return;
+        }
+        let mut parked = self.remove(ticket).expect("parked above");
+        parked.keys = keys;
+        parked.deadline_ms = block.deadline_ms;
+        let db = parked.db;
+        for key in &parked.keys {
+            self.by_key
+                .entry((db, key.clone()))
+                .or_default()
+                .push_back(ticket);
+        }
+        if let Some(at) = parked.deadline_ms {
+            self.deadlines.insert((at, ticket));
+        }
+        self.parked.insert(ticket, parked);
+    }
+
     /// The ticket of the first parked command matching `waiter`.
     pub fn find(&self, matches: impl Fn(&Blocked) -> bool) -> Option<u64> {
         self.parked
@@ -168,6 +217,7 @@ mod tests {
                 index,
                 gen: 0,
                 seq: 0,
+                part: 0,
             },
             client_id: index as u64,
             db: 0,

@@ -91,6 +91,8 @@ struct Held {
     missing: usize,
     /// For [`Merge::Scatter`]: the part each result element comes from.
     order: Vec<u16>,
+    /// CLIENT REPLY OFF/SKIP was in force for the command: drop its reply.
+    silent: bool,
     after: Vec<u8>,
 }
 
@@ -127,9 +129,34 @@ impl ReplyQueue {
             parts: vec![None; parts],
             missing: parts,
             order,
+            silent: false,
             after: Vec::new(),
         });
         seq
+    }
+
+    /// The sequence number the next held slot will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Drop the replies of the slots held from `seq` on (CLIENT REPLY OFF/SKIP for a
+    /// command answered later); what queues behind them is kept.
+    pub fn silence_from(&mut self, seq: u64) {
+        self.held
+            .iter_mut()
+            .filter(|h| h.seq >= seq)
+            .for_each(|h| h.silent = true);
+    }
+
+    /// Bytes waiting to be sent or parked behind held slots (output back-pressure).
+    pub fn pending_bytes(&self) -> usize {
+        let parked: usize = self
+            .held
+            .iter()
+            .map(|h| h.after.len() + h.parts.iter().flatten().map(Vec::len).sum::<usize>())
+            .sum();
+        self.ready.len() + parked
     }
 
     /// True once held slot `seq` has been filled and released.
@@ -157,7 +184,9 @@ impl ReplyQueue {
         while self.held.front().is_some_and(|h| h.missing == 0) {
             let h = self.held.pop_front().expect("front exists");
             let parts: Vec<Vec<u8>> = h.parts.into_iter().flatten().collect();
-            merge_into(h.merge, &parts, &h.order, &mut self.ready);
+            if !h.silent {
+                merge_into(h.merge, &parts, &h.order, &mut self.ready);
+            }
             self.ready.extend_from_slice(&h.after);
         }
     }
@@ -258,7 +287,11 @@ pub struct Conn {
     pub gen: u32,
     /// Received bytes not yet parsed (a partial command at most, between batches).
     pub input: Vec<u8>,
-    /// Don't parse again until `input` holds this many bytes (large bulk arriving).
+    /// Bytes at the front of `input` already run (kept while a receive is in flight,
+    /// since the kernel writes at the end the receive was armed with).
+    pub input_start: usize,
+    /// Don't parse again until `input` holds this many bytes past `input_start`
+    /// (a large bulk arriving).
     pub input_need: usize,
     pub parser: CommandParser,
     pub client: ClientState,
@@ -272,7 +305,7 @@ pub struct Conn {
     pub shut: bool,
     /// The socket is in the ring's file table at the connection's slab index.
     pub fixed: bool,
-    /// Commands at the front of `input` whose keyspace lines are already prefetched.
+    /// Commands at the front of the pending input whose keyspace lines are already prefetched.
     pub prefetched: usize,
 }
 

@@ -12,6 +12,7 @@ use crate::config::PortMode;
 use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyMode, ReplyQueue, SCAN_SHARD_SHIFT};
 use crate::exec::{self, run_engine, Caller};
 use crate::forward::Tag;
+use crate::lending;
 use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
@@ -32,6 +33,9 @@ enum Route {
     Remote(usize),
     /// Keys on several shards: the key positions each shard gets.
     Split(Vec<(usize, Vec<usize>)>),
+    /// Keys on several shards, one atomic command: borrow them all and run it here
+    /// (see [`crate::lending`]).
+    Lend(Vec<(usize, Vec<usize>)>),
     /// Every shard runs it and the replies merge.
     AllShards,
     /// SCAN: the shard in the cursor's high bits, with the shard-local cursor.
@@ -46,7 +50,7 @@ pub fn process_input(
     conn: &mut Conn,
     index: u32,
 ) -> bool {
-    if conn.input.len() < conn.input_need || conn.client.blocked.is_some() {
+    if conn.input.len() - conn.input_start < conn.input_need || conn.client.blocked.is_some() {
         return true;
     }
     conn.input_need = 0;
@@ -60,7 +64,7 @@ pub fn process_input(
         replies,
         ..
     } = conn;
-    let mut pos = 0;
+    let mut pos = conn.input_start;
     while pos < input.len() && !client.closing && client.blocked.is_none() {
         if prefetched == 0 {
             prefetched = prefetch_window(core, parser, &input[pos..], client.db);
@@ -83,8 +87,15 @@ pub fn process_input(
             }
         }
     }
-    input.drain(..pos);
-    if input.len() > core.cfg.client_query_buffer_limit {
+    if conn.recv_in_flight {
+        // The kernel is writing after the current end of `input` (a blocked client's
+        // input, run once it was answered): keep the bytes in place until then.
+        conn.input_start = pos;
+    } else {
+        input.drain(..pos);
+        conn.input_start = 0;
+    }
+    if input.len() - conn.input_start > core.cfg.client_query_buffer_limit {
         // Redis closes such a client without a reply (client-query-buffer-limit).
         client.closing = true;
     }
@@ -193,6 +204,36 @@ fn execute(
     who: (u32, u32),
     args: Args<'_>,
 ) {
+    // CLIENT REPLY SKIP hides the next reply whatever it is, rejections included
+    // (Redis flips the flag in resetClient, after every command).
+    if client.reply_mode == ReplyMode::SkipNext {
+        client.reply_mode = ReplyMode::Skip;
+    }
+    let before = replies.sink().len();
+    let first_new_slot = replies.next_seq();
+    run_command(core, conns, client, replies, who, args);
+    if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip) {
+        if replies.next_seq() == first_new_slot {
+            replies.sink().truncate(before);
+        } else {
+            // Answered later (another shard, a blocked command): drop it then.
+            replies.silence_from(first_new_slot);
+        }
+    }
+    if client.reply_mode == ReplyMode::Skip {
+        client.reply_mode = ReplyMode::On;
+    }
+}
+
+/// Look a command up, check it, route it and run it (or send it on).
+fn run_command(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    args: Args<'_>,
+) {
     let Some(cmd) = registry().lookup(args.get(0)) else {
         return CmdError::unknown_command(args)
             .write(&mut Reply::new(replies.sink(), client.proto));
@@ -211,17 +252,12 @@ fn execute(
     client.last_cmd = cmd.meta.name;
     client.last_cmd_ms = core.now_ms;
     core.stats.commands += 1;
-    if client.reply_mode == ReplyMode::SkipNext {
-        client.reply_mode = ReplyMode::Skip;
-    }
     let stat = &mut core.stats.per_command[cmd.id];
     stat.calls += 1;
     let started = stat
         .calls
         .is_multiple_of(TIMING_SAMPLE_EVERY)
         .then(Instant::now);
-    let before = replies.sink().len();
-
     // A container runs as its subcommand (its statistics stay the container's).
     let result = cmd.resolve(args).and_then(|cmd| {
         client.last_cmd = cmd.meta.name;
@@ -236,15 +272,6 @@ fn execute(
         core.stats.per_command[cmd.id].failed += 1;
         e.write(&mut Reply::new(replies.sink(), client.proto));
     }
-    let sink = replies.sink();
-    match client.reply_mode {
-        ReplyMode::Off => sink.truncate(before),
-        ReplyMode::Skip => {
-            sink.truncate(before);
-            client.reply_mode = ReplyMode::On;
-        }
-        _ => {}
-    }
 }
 
 /// Run resolved command `cmd` where its keys are: here, on another shard (a held
@@ -255,7 +282,7 @@ fn run_routed(
     client: &mut ClientState,
     replies: &mut ReplyQueue,
     who: (u32, u32),
-    cmd: &Command,
+    cmd: &'static Command,
     args: Args<'_>,
 ) -> Result<(), CmdError> {
     match route(core, cmd, args) {
@@ -283,6 +310,13 @@ fn run_routed(
         Route::Split(_) if !whole_key_steps(cmd, args) => Err(CmdError::WrongArity(cmd.meta.name)),
         Route::Split(groups) => {
             split(core, client, replies, who, cmd, args, groups);
+            Ok(())
+        }
+        Route::Lend(groups) => {
+            let seq = replies.hold(Merge::Single, 1);
+            // Like a blocked client: nothing after it runs until it is answered.
+            client.blocked = Some(BlockedOn { seq, remote: None });
+            lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
             Ok(())
         }
         Route::AllShards => {
@@ -340,6 +374,7 @@ fn caller(client: &ClientState) -> Caller {
         proto: client.proto,
         no_touch: client.no_touch,
         may_block: true,
+        borrowing: false,
     }
 }
 
@@ -358,13 +393,14 @@ fn run_local(
     match cmd.handler {
         Some(Handler::Engine(_)) => {
             let caller = caller(client);
-            if let Some(block) = run_engine(core, cmd, caller, args, replies.sink()) {
+            if let Some(block) = run_engine(core, cmd, caller, args, replies.sink()).block {
                 let seq = replies.hold(Merge::Single, 1);
                 client.blocked = Some(BlockedOn { seq, remote: None });
                 let waiter = Waiter::Local {
                     index: who.0,
                     gen: who.1,
                     seq,
+                    part: 0,
                 };
                 exec::park(core, waiter, caller, args, block);
             }
@@ -402,14 +438,26 @@ fn send_part<'a>(
     }
     let owned: OwnedArgs = args.collect();
     let mut out = Vec::new();
-    if let Some(cmd) = registry().lookup(owned.args().get(0)) {
-        let caller = Caller {
-            may_block: false,
-            ..caller(client)
-        };
-        run_engine(core, cmd, caller, owned.args(), &mut out);
+    let Some(cmd) = registry().lookup(owned.args().get(0)) else {
+        return replies.fill(seq, part, out);
+    };
+    let caller = Caller {
+        may_block: false,
+        ..caller(client)
+    };
+    match run_engine(core, cmd, caller, owned.args(), &mut out).block {
+        // A key of this part is lent to another shard: the part waits for it.
+        Some(block) => {
+            let waiter = Waiter::Local {
+                index: who.0,
+                gen: who.1,
+                seq,
+                part: part as u16,
+            };
+            exec::park(core, waiter, caller, owned.args(), block);
+        }
+        None => replies.fill(seq, part, out),
     }
-    replies.fill(seq, part, out);
 }
 
 /// True when the arguments after the first key come in whole key steps (MSET's
@@ -475,7 +523,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     if cmd.meta.keys.is_none() {
         if forward && cmd.meta.has(ALL_SHARDS) {
             return match cmd.merge {
-                Some(Merge::Scan { .. }) => scan_route(args),
+                Some(Merge::Scan { .. }) => scan_route(args, shards),
                 _ => Route::AllShards,
             };
         }
@@ -511,21 +559,21 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         1 if owner == core.id => Route::Local,
         1 => Route::Remote(owner),
         _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
-        _ => Route::CrossSlot,
+        _ => Route::Lend(groups),
     }
 }
 
 /// Route a SCAN by the shard named in its cursor; an unparsable cursor runs here
 /// so the engine answers with Redis' error.
-fn scan_route(args: Args<'_>) -> Route {
-    let cursor = std::str::from_utf8(args.get(1))
-        .ok()
-        .and_then(|c| c.parse::<u64>().ok());
-    match cursor {
-        Some(c) => Route::Scan(
+/// A cursor naming a shard that does not exist runs here too: the engine finds
+/// nothing past the end and answers cursor 0 (the scan is over), as Redis does for
+/// a cursor past its table.
+fn scan_route(args: Args<'_>, shards: usize) -> Route {
+    match ruvio_engine::parse_cursor(args.get(1)) {
+        Some(c) if ((c >> SCAN_SHARD_SHIFT) as usize) < shards => Route::Scan(
             (c >> SCAN_SHARD_SHIFT) as usize,
             c & ((1 << SCAN_SHARD_SHIFT) - 1),
         ),
-        None => Route::Local,
+        _ => Route::Local,
     }
 }

@@ -10,7 +10,7 @@ use crate::conn::Conn;
 use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
-use ruvio_engine::command::{Block, ExecCtx, Outcome};
+use ruvio_engine::command::{Block, Effects, ExecCtx, KeyPositions, Outcome};
 use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
 
 /// Who runs a command and how.
@@ -22,33 +22,63 @@ pub struct Caller {
     pub no_touch: bool,
     /// False inside a context that must not block (a timed-out retry, later MULTI).
     pub may_block: bool,
+    /// Running a cross-shard command on borrowed keys (see [`crate::lending`]):
+    /// lent keys are not waited for, and the keys written are reported.
+    pub borrowing: bool,
+}
+
+/// What running a command left to do.
+#[derive(Debug, Default)]
+pub struct Ran {
+    /// Park the command: nothing to serve yet, or a key of it is lent out.
+    pub block: Option<Block>,
+    /// `(db, key)` written, when the caller was borrowing.
+    pub modified: Vec<(usize, Vec<u8>)>,
 }
 
 /// Run engine command `cmd` with `args`, appending its reply (or error) to `out`.
-/// Returns the block request when the command has nothing to serve yet; nothing is
-/// written then.
+/// When the command has nothing to serve yet, or one of its keys is lent to another
+/// shard, nothing is written and [`Ran::block`] says what to wait for.
 pub fn run_engine(
     core: &mut ShardCore,
     cmd: &Command,
     caller: Caller,
     args: Args<'_>,
     out: &mut Vec<u8>,
-) -> Option<Block> {
+) -> Ran {
     let Some(Handler::Engine(handler)) = cmd.handler else {
         Reply::new(out, caller.proto).error("ERR internal: not a keyspace command");
-        return None;
+        return Ran::default();
     };
+    if !caller.borrowing && core.lending.any_lent() {
+        if let Some(block) = lent_keys(core, cmd, caller.db, args) {
+            return Ran {
+                block: Some(block),
+                modified: Vec::new(),
+            };
+        }
+    }
     let mut ctx = ExecCtx::new(caller.db, core.now_ms);
     ctx.no_touch = caller.no_touch;
     ctx.may_block = caller.may_block;
-    ctx.effects.track_keys = !core.blocking.is_empty();
+    if caller.borrowing || !core.blocking.is_empty() {
+        ctx.effects = Effects::recording(true, false, false);
+    }
     let mut reply = Reply::new(out, caller.proto);
     let outcome = handler(&mut core.engine, &mut ctx, args, &mut reply);
     core.stats.dirty += ctx.effects.dirty;
-    for (db, key) in ctx.effects.keys.iter() {
+    for (db, key) in ctx.effects.modified_keys() {
         core.blocking.signal(db, key);
     }
-    match outcome {
+    let modified = match caller.borrowing {
+        true => ctx
+            .effects
+            .modified_keys()
+            .map(|(db, k)| (db, k.to_vec()))
+            .collect(),
+        false => Vec::new(),
+    };
+    let block = match outcome {
         Ok(Outcome::Done) => None,
         Ok(Outcome::Block(block)) if caller.may_block => Some(block),
         Ok(Outcome::Block(_)) => {
@@ -60,7 +90,24 @@ pub fn run_engine(
             e.write(&mut reply);
             None
         }
-    }
+    };
+    Ran { block, modified }
+}
+
+/// The keys of a command that are lent to another shard right now, as a block
+/// request without deadline: the command runs when they are back.
+fn lent_keys(core: &ShardCore, cmd: &Command, db: usize, args: Args<'_>) -> Option<Block> {
+    let keys: KeyPositions = cmd
+        .meta
+        .keys
+        .positions(args)
+        .into_iter()
+        .filter(|&p| core.lending.is_lent(db, args.get(p)))
+        .collect();
+    (!keys.is_empty()).then_some(Block {
+        keys,
+        deadline_ms: None,
+    })
 }
 
 /// Park a command that returned [`Outcome::Block`].
@@ -89,14 +136,23 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             let Some(blocked) = core.blocking.get(ticket) else {
                 continue;
             };
+            if let Waiter::Watch { shard, ticket: op } = blocked.waiter {
+                // A coordinator elsewhere retries; whoever is next here may still
+                // take the element first (fairness across shards is approximate).
+                core.blocking.remove(ticket);
+                crate::lending::wake(core, conns, shard, op);
+                continue;
+            }
             let argv = blocked.argv.clone();
             let caller = caller_of(blocked);
             let Some(cmd) = registry().lookup(argv.args().get(0)) else {
                 continue;
             };
             let mut out = Vec::new();
-            if run_engine(core, cmd, caller, argv.args(), &mut out).is_some() {
-                // Nothing to serve after all (another waiter took it): keep waiting.
+            if let Some(block) = run_engine(core, cmd, caller, argv.args(), &mut out).block {
+                // Nothing to serve after all (another waiter took it, or a key is
+                // lent out): keep waiting, on the keys it waits for now.
+                core.blocking.rearm(ticket, &argv.args(), &block);
                 break;
             }
             release(core, conns, ticket, out);
@@ -121,13 +177,28 @@ pub fn expire_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
 /// CLIENT UNBLOCK on this shard: answer `client_id`'s blocked command now with a
 /// null array (`error = false`) or `-UNBLOCKED`. False when it is not parked here.
 pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool {
-    match core.blocking.find(|b| b.client_id == client_id) {
+    let parked =
+        |b: &Blocked| b.client_id == client_id && !matches!(b.waiter, Waiter::Watch { .. });
+    match core.blocking.find(parked) {
         Some(ticket) => {
             answer_early(core, conns, ticket, error);
             true
         }
-        None => false,
+        None => crate::lending::unblock(core, conns, client_id, error),
     }
+}
+
+/// The reply a client unblocked without data gets: a null array (timeout), or
+/// `-UNBLOCKED` (CLIENT UNBLOCK ... ERROR).
+pub fn early_reply(proto: Protocol, error: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut reply = Reply::new(&mut out, proto);
+    if error {
+        reply.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+    } else {
+        reply.null_array();
+    }
+    out
 }
 
 /// Forget the commands a departed client left parked here.
@@ -146,6 +217,7 @@ fn caller_of(blocked: &Blocked) -> Caller {
         proto: blocked.proto,
         no_touch: blocked.no_touch,
         may_block: true,
+        borrowing: false,
     }
 }
 
@@ -154,13 +226,7 @@ fn answer_early(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, error
     let Some(blocked) = core.blocking.get(ticket) else {
         return;
     };
-    let mut out = Vec::new();
-    let mut reply = Reply::new(&mut out, blocked.proto);
-    if error {
-        reply.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-    } else {
-        reply.null_array();
-    }
+    let out = early_reply(blocked.proto, error);
     release(core, conns, ticket, out);
 }
 
@@ -171,14 +237,20 @@ fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, reply: Vec
     };
     core.shared.note_blocked(blocked.client_id, None);
     match blocked.waiter {
-        Waiter::Local { index, gen, seq } => {
+        Waiter::Local {
+            index,
+            gen,
+            seq,
+            part,
+        } => {
             if let Some(conn) = conns.get_mut(index, gen) {
-                conn.replies.fill(seq, 0, reply);
+                conn.replies.fill(seq, part as usize, reply);
                 conn.client.blocked = None;
                 core.dirty.push((index, gen));
                 core.resume.push((index, gen));
             }
         }
         Waiter::Remote { shard, tag } => core.outbox.reply(shard, tag, &reply),
+        Waiter::Watch { .. } => {}
     }
 }

@@ -7,13 +7,20 @@
 //! target's doorbell eventfd, which the target's ring is always reading, so a shard
 //! blocked in `io_uring_enter` wakes up for it.
 //!
-//! A request carries its commands re-encoded as RESP and a [`Tag`] per command
-//! naming the connection, the held reply slot and the part it fills.
+//! A request carries its commands as parsed arguments (an [`ArgsBatch`], never
+//! re-encoded as RESP and parsed again) and a [`Tag`] per command naming the
+//! connection, the held reply slot, the part it fills and the client context the
+//! command runs with (database, protocol, no-touch, client id). The owner may
+//! defer an answer (a blocked command); the origin's held slot is released by the
+//! answer, and a departed client's parked command is dropped by a
+//! [`Control::Cancel`]. Channels never lose a message: a full channel keeps the
+//! message in the sender's backlog until the next loop iteration.
 
 use crate::blocking::Waiter;
 use crate::cmd::server::ConfigChange;
 use crate::conn::Conn;
 use crate::exec::{self, run_engine, Caller};
+use crate::lending::{self, LendRequest, Lent, WatchRequest};
 use crate::registry::registry;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
@@ -21,7 +28,7 @@ use glommio::channels::shared_channel::{
     ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender,
 };
 use ruvio_engine::command::CommandTree;
-use ruvio_resp::{CommandParser, Parsed, Protocol, Reply};
+use ruvio_resp::{ArgsBatch, Protocol, Reply};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::pin::Pin;
@@ -47,8 +54,8 @@ pub struct Tag {
 #[derive(Debug, Default)]
 pub struct RequestBatch {
     pub from: usize,
-    /// The commands, RESP-encoded, one per tag.
-    pub commands: Vec<u8>,
+    /// The commands, one per tag.
+    pub commands: ArgsBatch,
     pub tags: Vec<Tag>,
 }
 
@@ -66,6 +73,26 @@ pub enum ShardMsg {
     Replies(ReplyBatch),
     Config(ConfigChange),
     Control(Control),
+    /// A coordinator asks for keys (see [`crate::lending`]).
+    Lend(LendRequest),
+    /// An owner lends them.
+    Lent {
+        ticket: u64,
+        entries: Lent,
+    },
+    /// A coordinator gives them back.
+    GiveBack(Lent),
+    /// A coordinator's blocking command waits on these keys.
+    Watch(WatchRequest),
+    /// A watched key was written: try command `ticket` again.
+    Wake {
+        ticket: u64,
+    },
+    /// Stop watching for coordinator `from`'s command `ticket`.
+    Unwatch {
+        from: usize,
+        ticket: u64,
+    },
 }
 
 /// Requests about blocked clients.
@@ -84,8 +111,8 @@ pub struct Outbox {
     replies: Vec<ReplyBatch>,
     /// Changes every other shard must apply.
     broadcasts: Vec<ConfigChange>,
-    /// Control messages for one shard.
-    controls: Vec<(usize, Control)>,
+    /// Messages for one shard each (control, lending).
+    direct: Vec<(usize, ShardMsg)>,
 }
 
 impl Outbox {
@@ -107,7 +134,7 @@ impl Outbox {
         self.ensure(shard + 1);
         let batch = &mut self.requests[shard];
         batch.from = from;
-        encode_command(&mut batch.commands, args);
+        batch.commands.push(args);
         batch.tags.push(tag);
     }
 
@@ -118,7 +145,53 @@ impl Outbox {
 
     /// Queue a control message for `shard`.
     pub fn control(&mut self, shard: usize, control: Control) {
-        self.controls.push((shard, control));
+        self.direct(shard, ShardMsg::Control(control));
+    }
+
+    /// Ask `shard` to lend keys.
+    pub fn lend(&mut self, shard: usize, request: LendRequest) {
+        self.direct(shard, ShardMsg::Lend(request));
+    }
+
+    /// Lend keys to coordinator `shard`.
+    pub fn lent(&mut self, shard: usize, ticket: u64, entries: Lent) {
+        self.direct(shard, ShardMsg::Lent { ticket, entries });
+    }
+
+    /// Give borrowed keys back to `shard`.
+    pub fn give_back(&mut self, shard: usize, entries: Lent) {
+        self.direct(shard, ShardMsg::GiveBack(entries));
+    }
+
+    /// Ask `shard` to watch keys for a blocking command.
+    pub fn watch(&mut self, shard: usize, request: WatchRequest) {
+        self.direct(shard, ShardMsg::Watch(request));
+    }
+
+    /// Tell coordinator `shard` to try command `ticket` again.
+    pub fn wake(&mut self, shard: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Wake { ticket });
+    }
+
+    /// Tell `shard` to stop watching for command `ticket` of coordinator `from`.
+    pub fn unwatch(&mut self, shard: usize, from: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Unwatch { from, ticket });
+    }
+
+    /// Queue `message` for `shard` after everything queued for it so far: the
+    /// batches built until now go first, so a lend request never overtakes the
+    /// commands a client sent before its cross-shard command.
+    fn direct(&mut self, shard: usize, message: ShardMsg) {
+        self.ensure(shard + 1);
+        if !self.requests[shard].tags.is_empty() {
+            let batch = std::mem::take(&mut self.requests[shard]);
+            self.direct.push((shard, ShardMsg::Requests(batch)));
+        }
+        if !self.replies[shard].tags.is_empty() {
+            let batch = std::mem::take(&mut self.replies[shard]);
+            self.direct.push((shard, ShardMsg::Replies(batch)));
+        }
+        self.direct.push((shard, message));
     }
 
     /// Drop queued broadcasts (a server with one shard).
@@ -132,20 +205,6 @@ impl Outbox {
         let batch = &mut self.replies[shard];
         batch.replies.extend_from_slice(bytes);
         batch.tags.push((tag, bytes.len() as u32));
-    }
-}
-
-/// Encode a command as a RESP multibulk.
-pub fn encode_command<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [u8]>) {
-    out.push(b'*');
-    out.extend_from_slice(args.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for arg in args {
-        out.push(b'$');
-        out.extend_from_slice(arg.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
     }
 }
 
@@ -288,8 +347,8 @@ impl Mesh {
                     .push_back((to, ShardMsg::Config(change.clone())));
             }
         }
-        for (to, control) in outbox.controls.drain(..) {
-            self.backlog.push_back((to, ShardMsg::Control(control)));
+        for (to, message) in outbox.direct.drain(..) {
+            self.backlog.push_back((to, message));
         }
         for to in 0..outbox.requests.len() {
             if !outbox.requests[to].tags.is_empty() {
@@ -342,6 +401,12 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Control(Control::Unblock { client_id, error }) => {
             exec::unblock(core, conns, client_id, error);
         }
+        ShardMsg::Lend(request) => lending::lend(core, conns, request),
+        ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
+        ShardMsg::GiveBack(entries) => lending::take_back(core, conns, entries),
+        ShardMsg::Watch(request) => lending::watch(core, conns, request),
+        ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
+        ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),
         ShardMsg::Config(change) => crate::cmd::server::apply_config_change(core, &change),
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
@@ -368,10 +433,8 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
 /// Execute forwarded commands against this shard's keyspace and queue the replies;
 /// a command with nothing to serve yet is parked until a write or its deadline.
 fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
-    let mut parser = CommandParser::default();
-    let mut offset = 0;
     let mut out = Vec::new();
-    for tag in batch.tags {
+    for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
         let caller = Caller {
             client_id: tag.client_id,
@@ -383,14 +446,8 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
             },
             no_touch: tag.no_touch,
             may_block: true,
+            borrowing: false,
         };
-        let parsed = parser.parse(&batch.commands[offset..], &core.limits);
-        let Ok(Parsed::Complete { args, consumed }) = parsed else {
-            Reply::new(&mut out, caller.proto).error("ERR internal: malformed forwarded command");
-            core.outbox.reply(batch.from, tag, &out);
-            continue;
-        };
-        offset += consumed;
         // The origin resolved it already; this finds the same (sub)command row.
         let Some(cmd) = registry()
             .lookup(args.get(0))
@@ -400,7 +457,17 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
             core.outbox.reply(batch.from, tag, &out);
             continue;
         };
-        match run_engine(core, cmd, caller, args, &mut out) {
+        // A bug in one command must not take the shard (and every connection
+        // waiting on it) down: the net answers this command with an error.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_engine(core, cmd, caller, args, &mut out)
+        }));
+        let block = ran.unwrap_or_else(|_| {
+            out.clear();
+            Reply::new(&mut out, caller.proto).error("ERR internal error");
+            Default::default()
+        });
+        match block.block {
             Some(block) => {
                 let waiter = Waiter::Remote {
                     shard: batch.from,

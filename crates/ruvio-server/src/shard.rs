@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::conn::{BlockedOn, ClientState, Conn, ReplyMode, ReplyQueue};
 use crate::dispatch::{self, KeyWindow};
 use crate::forward::{Control, Mesh, Outbox};
+use crate::lending::Lending;
 use crate::slab::Slab;
 use crate::stats::{ShardStats, Shared};
 use crate::topology::Topology;
@@ -85,6 +86,8 @@ pub struct ShardCore {
     /// Connections whose blocking command was answered: run the commands they
     /// received meanwhile.
     pub resume: Vec<(u32, u32)>,
+    /// Keys lent to, and commands run on keys borrowed from, other shards.
+    pub lending: Lending,
 }
 
 /// A shard with its sockets.
@@ -150,6 +153,7 @@ impl Shard {
                 outbox: Outbox::default(),
                 blocking: Blocking::default(),
                 resume: Vec::new(),
+                lending: Lending::default(),
             },
             conns: Slab::default(),
             ring,
@@ -183,6 +187,7 @@ impl Shard {
             }
             self.take_mesh_messages();
             crate::exec::expire_blocked(&mut self.core, &mut self.conns);
+            crate::lending::expire(&mut self.core, &mut self.conns);
             self.resume_unblocked();
             self.ship_outbox();
             self.flush_dirty();
@@ -280,6 +285,7 @@ impl Shard {
             Conn {
                 gen,
                 input: Vec::with_capacity(INPUT_CHUNK_BYTES),
+                input_start: 0,
                 input_need: 0,
                 parser: Default::default(),
                 client: ClientState {
@@ -340,7 +346,8 @@ impl Shard {
         if conn.recv_in_flight || conn.shut || conn.client.closing {
             return;
         }
-        let want = INPUT_CHUNK_BYTES.max(conn.input_need.saturating_sub(conn.input.len()));
+        let pending = conn.input.len() - conn.input_start;
+        let want = INPUT_CHUNK_BYTES.max(conn.input_need.saturating_sub(pending));
         if conn.input.capacity() - conn.input.len() < INPUT_CHUNK_BYTES / 4
             || conn.input.capacity() - conn.input.len() < want.min(1 << 30)
         {
@@ -380,7 +387,8 @@ impl Shard {
             // SAFETY: the kernel wrote `result` bytes into the spare capacity we lent it.
             unsafe { conn.input.set_len(conn.input.len() + result as usize) };
             self.core.stats.net_input_bytes += result as u64;
-            let window = KeyWindow::scan(&self.core, &mut conn.parser, &conn.input);
+            let pending = &conn.input[conn.input_start..];
+            let window = KeyWindow::scan(&self.core, &mut conn.parser, pending);
             conn.prefetched = window.commands;
             commands += window.commands;
             self.windows.push((index, gen, window));
@@ -408,7 +416,8 @@ impl Shard {
     fn prefetch_window_entries(&self, w: usize) {
         if let Some((index, gen, window)) = self.windows.get(w) {
             if let Some(conn) = self.conns.get(*index, *gen) {
-                window.prefetch_entries(&self.core, conn.client.db, &conn.input);
+                let pending = &conn.input[conn.input_start..];
+                window.prefetch_entries(&self.core, conn.client.db, pending);
             }
         }
     }
@@ -416,7 +425,8 @@ impl Shard {
     fn prefetch_window_values(&self, w: usize) {
         if let Some((index, gen, window)) = self.windows.get(w) {
             if let Some(conn) = self.conns.get(*index, *gen) {
-                window.prefetch_values(&self.core, conn.client.db, &conn.input);
+                let pending = &conn.input[conn.input_start..];
+                window.prefetch_values(&self.core, conn.client.db, pending);
             }
         }
     }
@@ -429,7 +439,7 @@ impl Shard {
                 let idle = self
                     .conns
                     .get(index, gen)
-                    .is_none_or(|c| c.input.is_empty() || c.shut);
+                    .is_none_or(|c| c.input.len() == c.input_start || c.shut);
                 if !idle {
                     self.run_input(index, gen);
                 }
@@ -466,7 +476,7 @@ impl Shard {
             conn.client.closing = true;
             false
         });
-        let paused = conn.replies.ready.len() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
+        let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
         self.conns.restore(index, conn);
         self.core.dirty.push((index, gen));
         if ok && !paused {
@@ -566,6 +576,7 @@ impl Shard {
     /// A blocked client went away: its parked command goes too, here or on the
     /// shard it was sent to.
     fn forget_blocked(&mut self, index: u32, gen: u32, blocked: BlockedOn) {
+        crate::lending::forget(&mut self.core, index, gen);
         match blocked.remote {
             None => crate::exec::drop_waiter(
                 &mut self.core,
@@ -639,7 +650,9 @@ impl Shard {
             .store(engine_stats.keyspace_misses, Relaxed);
         g.used_memory
             .store(core.engine.used_memory_bytes() as u64, Relaxed);
-        g.blocked_clients.store(core.blocking.len() as u64, Relaxed);
+        let watches = core.blocking.watches();
+        let blocked = core.blocking.len() - watches + core.lending.waiting_len();
+        g.blocked_clients.store(blocked as u64, Relaxed);
         g.dirty.store(core.stats.dirty, Relaxed);
         for (keys, expires) in &g.keys {
             keys.store(0, Relaxed);

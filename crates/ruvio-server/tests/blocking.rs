@@ -22,9 +22,7 @@ const LET_IT_PARK: Duration = Duration::from_millis(60);
 fn conn_for(server: &Server, key: &str) -> RawConn {
     match server.mode {
         PortMode::Forward => server.raw(),
-        PortMode::PerShard => {
-            RawConn::connect(server.shard_port(shard_of_key(key, server.shards)))
-        }
+        PortMode::PerShard => RawConn::connect(server.shard_port(shard_of_key(key, server.shards))),
     }
 }
 
@@ -87,7 +85,8 @@ fn times_out_with_a_null_array(server: &Server) {
         waited >= Duration::from_millis(190) && waited < Duration::from_secs(3),
         "{waited:?}"
     );
-    c.roundtrip(&encode(&["BRPOPLPUSH", key, "dst", "0.05"]), b"*-1\r\n");
+    let dst = format!("{{{key}}}dst");
+    c.roundtrip(&encode(&["BRPOPLPUSH", key, &dst, "0.05"]), b"*-1\r\n");
     let _hello = c.cmd(&["HELLO", "3"]);
     c.roundtrip(&encode(&["BLPOP", key, "0.05"]), b"_\r\n");
 }
@@ -147,6 +146,21 @@ fn pipelined_commands_wait_for_the_blocked_one(server: &Server) {
     pusher.roundtrip(&encode(&["LPOP", key]), b"$15\r\nfrom-the-waiter\r\n");
 }
 
+/// The commands behind a blocked one run once it is answered, exactly once, and the
+/// connection's next request is read correctly (a receive is in flight meanwhile).
+fn input_behind_a_timed_out_command_runs_once(server: &Server) {
+    let key = &keys_per_shard(server, "behind")[0];
+    let mut c = conn_for(server, key);
+    let mut request = encode(&["BLPOP", key, "0.02"]);
+    request.extend(encode(&["LLEN", key]));
+    request.extend(encode(&["ECHO", "after"]));
+    c.roundtrip(&request, b"*-1\r\n:0\r\n$5\r\nafter\r\n");
+    let mut request = encode(&["RPUSH", key, "x"]);
+    request.extend(encode(&["BLPOP", key, "-1"]));
+    request.extend(encode(&["LPOP", key]));
+    c.roundtrip(&request, b":1\r\n-ERR timeout is negative\r\n$1\r\nx\r\n");
+}
+
 fn blmove_chains_to_the_next_waiter(server: &Server) {
     let (src, dst) = ("{chain}src", "{chain}dst");
     let mut mover = conn_for(server, src);
@@ -186,6 +200,52 @@ fn info_counts_blocked_clients(server: &Server) {
     }
 }
 
+/// Forward mode with several shards: a blocking command whose keys live on
+/// different shards waits on all of them (the owners watch the keys for the shard
+/// the client is connected to), as one Redis would.
+fn blocking_across_shards(server: &Server) {
+    let keys = keys_per_shard(server, "across");
+    let (k0, k1) = (&keys[0], &keys[1]);
+    let mut waiter = server.raw();
+    waiter.send(&encode(&["BLPOP", k0, k1, "0"]));
+    waiter.expect_silence(STILL_BLOCKED);
+    let mut pusher = server.raw();
+    pusher.roundtrip(&encode(&["RPUSH", k1, "v1"]), b":1\r\n");
+    waiter.expect(&pair(k1, "v1"));
+
+    waiter.send(&encode(&["BLMOVE", k0, k1, "RIGHT", "LEFT", "0"]));
+    waiter.expect_silence(STILL_BLOCKED);
+    pusher.roundtrip(&encode(&["LPUSH", k0, "moved"]), b":1\r\n");
+    waiter.expect(b"$5\r\nmoved\r\n");
+    pusher.roundtrip(
+        &encode(&["LRANGE", k1, "0", "-1"]),
+        b"*1\r\n$5\r\nmoved\r\n",
+    );
+    pusher.roundtrip(&encode(&["DEL", k1]), b":1\r\n");
+
+    waiter.roundtrip(
+        &encode(&["BLMPOP", "0.05", "2", k0, k1, "LEFT"]),
+        b"*-1\r\n",
+    );
+
+    let id = String::from_utf8(waiter.cmd(&["CLIENT", "ID"])).unwrap();
+    let id = id.trim_start_matches(':').trim_end().to_string();
+    waiter.send(&encode(&["BRPOP", k1, k0, "0"]));
+    sleep(LET_IT_PARK);
+    pusher.roundtrip(&encode(&["CLIENT", "UNBLOCK", &id]), b":1\r\n");
+    waiter.expect(b"*-1\r\n");
+
+    {
+        let mut gone = server.raw();
+        gone.send(&encode(&["BLPOP", k0, k1, "0"]));
+        gone.expect_silence(STILL_BLOCKED);
+    }
+    sleep(Duration::from_millis(200));
+    pusher.roundtrip(&encode(&["RPUSH", k0, "kept"]), b":1\r\n");
+    pusher.roundtrip(&encode(&["LPOP", k0]), b"$4\r\nkept\r\n");
+    waiter.roundtrip(&encode(&["PING"]), b"+PONG\r\n");
+}
+
 fn all_cases(server: &Server) {
     wake_by_push_from_another_client(server);
     served_in_the_order_they_blocked(server);
@@ -193,6 +253,7 @@ fn all_cases(server: &Server) {
     client_unblock_releases_it(server);
     disconnect_while_blocked(server);
     pipelined_commands_wait_for_the_blocked_one(server);
+    input_behind_a_timed_out_command_runs_once(server);
     blmove_chains_to_the_next_waiter(server);
     info_counts_blocked_clients(server);
 }
@@ -204,7 +265,9 @@ fn forward_one_shard() {
 
 #[test]
 fn forward_two_shards() {
-    all_cases(&Server::forward(2));
+    let server = Server::forward(2);
+    all_cases(&server);
+    blocking_across_shards(&server);
 }
 
 #[test]

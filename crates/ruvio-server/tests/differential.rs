@@ -25,9 +25,9 @@
 //!
 //! # Not generated
 //!
-//! With 2 shards, RENAME, RENAMENX, COPY, LCS and MSETNX only get keys that share a hash
-//! tag: forward mode splits and merges MGET/MSET/DEL/UNLINK/EXISTS/TOUCH (which get any
-//! keys), but other multi-key commands across shards are not part of issue 2.
+//! Nothing multi-key is held back with 2 shards: forward mode splits and merges
+//! MGET/MSET/DEL/UNLINK/EXISTS/TOUCH, and runs RENAME, RENAMENX, COPY, LCS and MSETNX on
+//! keys borrowed from their owners (docs/cross-shard.md).
 //!
 //! Reproduce a failure with `RUVIO_DIFF_SEED=<seed> RUVIO_DIFF_COMMANDS=<n>`; the failure
 //! message shows the seed, the command index and the preceding commands.
@@ -51,20 +51,6 @@ const PIPELINE_MAX: usize = 40;
 /// Commands kept for the failure message.
 const HISTORY_MAX: usize = 30;
 
-type Cmd = Vec<Vec<u8>>;
-
-fn cmd(words: &[&str]) -> Cmd {
-    words.iter().map(|w| w.as_bytes().to_vec()).collect()
-}
-
-fn show_cmd(command: &Cmd) -> String {
-    command
-        .iter()
-        .map(|a| show(a))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Random commands over a small key space.
 struct Generator {
     rng: StdRng,
@@ -76,8 +62,6 @@ struct Generator {
     plain: Vec<String>,
     /// Groups of keys sharing a hash tag (each group on one shard).
     tagged: Vec<Vec<String>>,
-    /// Whether RENAME/COPY/LCS/MSETNX may take keys of different shards.
-    multi_key_any: bool,
     /// Commands that create non-string values, those the target supports.
     other_types: Vec<&'static str>,
 }
@@ -197,7 +181,6 @@ impl Generator {
             base_unix_s,
             plain,
             tagged,
-            multi_key_any: shards == 1,
             other_types: Vec::new(),
         }
     }
@@ -221,17 +204,9 @@ impl Generator {
         keys.choose(&mut self.rng).expect("keys").clone()
     }
 
-    /// Two keys for a multi-key command that forward mode does not split.
+    /// Two keys for a multi-key command (forward mode borrows them across shards).
     fn key_pair(&mut self) -> (String, String) {
-        if self.multi_key_any {
-            (self.key(), self.key())
-        } else {
-            let group = self.tagged.choose(&mut self.rng).expect("groups").clone();
-            (
-                group.choose(&mut self.rng).expect("keys").clone(),
-                group.choose(&mut self.rng).expect("keys").clone(),
-            )
-        }
+        (self.key(), self.key())
     }
 
     fn keys(&mut self, max: usize) -> Vec<String> {
@@ -628,13 +603,8 @@ fn run_differential(label: &str, shards: usize) {
     if require_redis_server(label).is_none() {
         return;
     }
-    let seeds: Vec<u64> = match std::env::var("RUVIO_DIFF_SEED") {
-        Ok(seed) => vec![seed.parse().expect("RUVIO_DIFF_SEED is a number")],
-        Err(_) => SEEDS.to_vec(),
-    };
-    let commands: usize = std::env::var("RUVIO_DIFF_COMMANDS")
-        .map(|n| n.parse().expect("RUVIO_DIFF_COMMANDS is a number"))
-        .unwrap_or(COMMANDS_PER_SEED);
+    let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
+    let commands = settings.commands;
     let base_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock")
@@ -642,7 +612,7 @@ fn run_differential(label: &str, shards: usize) {
     let reference_server = Server::redis();
     let target_server = Server::forward(shards);
     let mut total = 0;
-    for seed in seeds {
+    for seed in settings.seeds.iter().copied() {
         let mut run = Run {
             reference: reference_server.raw(),
             target: target_server.raw(),
@@ -650,7 +620,7 @@ fn run_differential(label: &str, shards: usize) {
             label,
             seed,
             compared: 0,
-            trace: std::env::var_os("RUVIO_DIFF_TRACE").is_some(),
+            trace: settings.trace_commands,
         };
         // Start every sequence from empty databases.
         for conn in [&mut run.reference, &mut run.target] {

@@ -610,3 +610,40 @@ fn many_connections_at_once() {
     drop(conns);
     assert_alive(&server);
 }
+
+#[test]
+fn client_reply_skip_hides_rejected_commands_too() {
+    let server = Server::forward(2);
+    let mut c = server.raw();
+    c.roundtrip(
+        b"CLIENT REPLY SKIP\r\nFOO a\r\nGET\r\nCLIENT REPLY SKIP\r\nGET\r\nPING\r\n",
+        b"-ERR wrong number of arguments for 'get' command\r\n+PONG\r\n",
+    );
+}
+
+#[test]
+fn client_reply_off_hides_replies_answered_by_another_shard() {
+    let server = Server::forward(2);
+    let mut c = server.raw();
+    let (a, b) = (key_on_shard("off", 0, 2), key_on_shard("off", 1, 2));
+    let mut request = encode(&["CLIENT", "REPLY", "OFF"]);
+    for (key, value) in [(&a, "1"), (&b, "2")] {
+        request.extend(encode(&["SET", key, value]));
+        request.extend(encode(&["GET", key]));
+    }
+    request.extend(encode(&["MGET", &a, &b]));
+    request.extend(encode(&["CLIENT", "REPLY", "ON"]));
+    request.extend(encode(&["MGET", &a, &b]));
+    c.roundtrip(&request, b"+OK\r\n*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
+}
+
+#[test]
+fn scan_cursor_naming_a_missing_shard_ends_the_scan() {
+    let server = Server::forward(2);
+    let mut c = server.raw();
+    for cursor in ["18446744073709551615", "-1", "1099511627776000"] {
+        c.roundtrip(&encode(&["SCAN", cursor]), b"*2\r\n$1\r\n0\r\n*0\r\n");
+    }
+    c.roundtrip(&encode(&["SCAN", "x"]), b"-ERR invalid cursor\r\n");
+    c.roundtrip(&encode(&["PING"]), b"+PONG\r\n");
+}

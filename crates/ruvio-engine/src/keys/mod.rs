@@ -77,7 +77,7 @@ pub const COMMANDS: &[EngineCommand] = &[
         "Rename a key", "O(1)", rename),
     command!("renamenx", 3, WRITE | FAST, KeySpec::FIRST_TWO, ["keyspace", "write", "fast"], "generic", "1.0.0",
         "Rename a key, only if the new key does not exist", "O(1)", renamenx),
-    command!("copy", -3, WRITE | DENYOOM, KeySpec::FIRST_TWO, ["keyspace", "write", "slow"], "generic", "6.2.0",
+    command!("copy", -3, WRITE | DENYOOM | DB_OPTION, KeySpec::FIRST_TWO, ["keyspace", "write", "slow"], "generic", "6.2.0",
         "Copy a key", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
         copy),
     command!("move", 3, WRITE | FAST, KeySpec::ONE, ["keyspace", "write", "fast"], "generic", "1.0.0",
@@ -126,7 +126,7 @@ fn del(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, reply: &mut Reply
         if engine.is_expired(ctx.db, id, ctx.now_ms) {
             engine.expire_now(ctx.db, id);
         } else {
-            engine.db_mut(ctx.db).remove(id);
+            engine.delete(ctx.db, id);
             ctx.changed(key, events::DEL, 1);
             deleted += 1;
         }
@@ -228,7 +228,7 @@ fn rename_generic(
         if nx {
             return Ok(false);
         }
-        engine.db_mut(ctx.db).remove(target);
+        engine.delete(ctx.db, target);
     }
     let db = engine.db_mut(ctx.db);
     let entry = db.remove(id);
@@ -275,7 +275,7 @@ fn copy_body(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>) -> Result<b
         if !replace {
             return Ok(false);
         }
-        engine.db_mut(dst_db).remove(existing);
+        engine.delete(dst_db, existing);
     }
     let copy = engine
         .db(ctx.db)

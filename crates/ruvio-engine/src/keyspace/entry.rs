@@ -32,6 +32,7 @@ use std::mem::MaybeUninit;
 use smallvec::SmallVec;
 
 use super::heapstr::{greedy_capacity, HeapStr};
+use crate::hashes::{HashEncoding, HashValue};
 use crate::lists::{ListEncoding, ListValue};
 use crate::value::{
     Encoding, StrRef, ValueMut, ValueRef, EMBSTR_BYTES_MAX, SHARED_INTEGERS, SHARED_REFCOUNT,
@@ -39,6 +40,7 @@ use crate::value::{
 
 const _: () = assert!(std::mem::size_of::<HeapStr>() == WORD_BYTES);
 const _: () = assert!(std::mem::size_of::<ListValue>() == WORD_BYTES);
+const _: () = assert!(std::mem::size_of::<HashValue>() == WORD_BYTES);
 
 /// Size of an entry; asserted below.
 pub const ENTRY_BYTES: usize = 48;
@@ -68,6 +70,8 @@ enum Kind {
     Int,
     /// A [`ListValue`] in W3.
     List,
+    /// A [`HashValue`] in W3.
+    Hash,
 }
 
 /// What word 3 owns when the value is on the heap. [`Entry::write_heap_value`] and
@@ -77,6 +81,8 @@ pub(crate) enum HeapValue {
     Str(HeapStr),
     /// A list.
     List(ListValue),
+    /// A hash.
+    Hash(HashValue),
 }
 
 impl HeapValue {
@@ -84,6 +90,7 @@ impl HeapValue {
         match self {
             HeapValue::Str(_) => Kind::Str,
             HeapValue::List(_) => Kind::List,
+            HeapValue::Hash(_) => Kind::Hash,
         }
     }
 }
@@ -93,6 +100,8 @@ impl HeapValue {
 pub enum Collection {
     /// A list.
     List(ListValue),
+    /// A hash.
+    Hash(HashValue),
 }
 
 // `flags` bits.
@@ -207,6 +216,7 @@ impl Entry {
     pub fn new_collection(key: &[u8], value: Collection, clock: u32) -> Entry {
         let value = match value {
             Collection::List(list) => HeapValue::List(list),
+            Collection::Hash(hash) => HeapValue::Hash(hash),
         };
         let kind = value.kind();
         Self::assemble(
@@ -328,6 +338,7 @@ impl Entry {
             match value {
                 HeapValue::Str(s) => std::ptr::write(at as *mut HeapStr, s),
                 HeapValue::List(l) => std::ptr::write(at as *mut ListValue, l),
+                HeapValue::Hash(h) => std::ptr::write(at as *mut HashValue, h),
             }
         }
     }
@@ -344,6 +355,7 @@ impl Entry {
             match self.kind {
                 Kind::Str | Kind::Int => HeapValue::Str(std::ptr::read(at as *const HeapStr)),
                 Kind::List => HeapValue::List(std::ptr::read(at as *const ListValue)),
+                Kind::Hash => HeapValue::Hash(std::ptr::read(at as *const HashValue)),
             }
         }
     }
@@ -354,11 +366,28 @@ impl Entry {
         unsafe { &*(self.area.as_ptr().add(3 * WORD_BYTES) as *const ListValue) }
     }
 
-    #[cfg_attr(not(test), allow(dead_code))] // until the list commands land
     fn heap_list_mut(&mut self) -> &mut ListValue {
         debug_assert!(self.kind == Kind::List && self.layout & VALUE_HEAP != 0);
         // SAFETY: as in `heap_list`; `&mut self` makes the access unique.
         unsafe { &mut *(self.area.as_mut_ptr().add(3 * WORD_BYTES) as *mut ListValue) }
+    }
+
+    fn heap_hash(&self) -> &HashValue {
+        debug_assert!(self.kind == Kind::Hash && self.layout & VALUE_HEAP != 0);
+        // SAFETY: a hash entry keeps its HashValue in word 3 (see write_heap_value).
+        unsafe { &*(self.area.as_ptr().add(3 * WORD_BYTES) as *const HashValue) }
+    }
+
+    fn heap_hash_mut(&mut self) -> &mut HashValue {
+        debug_assert!(self.kind == Kind::Hash && self.layout & VALUE_HEAP != 0);
+        // SAFETY: as in `heap_hash`; `&mut self` makes the access unique.
+        unsafe { &mut *(self.area.as_mut_ptr().add(3 * WORD_BYTES) as *mut HashValue) }
+    }
+
+    /// True for a hash with at least one field expiry time (expired or not), so the
+    /// keyspace can find the hashes active field expiry must visit.
+    pub fn has_field_ttls(&self) -> bool {
+        self.kind == Kind::Hash && self.heap_hash().next_expire_at().is_some()
     }
 
     fn heap(&self, word: usize) -> &HeapStr {
@@ -429,16 +458,17 @@ impl Entry {
             Kind::Int => ValueRef::Str(StrRef::Int(self.int_value())),
             Kind::Str => ValueRef::Str(StrRef::Bytes(self.value_bytes())),
             Kind::List => ValueRef::List(self.heap_list()),
+            Kind::Hash => ValueRef::Hash(self.heap_hash()),
         }
     }
 
     /// The value, for changing a collection in place (strings change through
     /// [`set_value`](Self::set_value), [`append`](Self::append) ...).
-    #[cfg_attr(not(test), allow(dead_code))] // until the list commands land
     pub fn value_mut(&mut self) -> ValueMut<'_> {
         match self.kind {
             Kind::Str | Kind::Int => ValueMut::Str,
             Kind::List => ValueMut::List(self.heap_list_mut()),
+            Kind::Hash => ValueMut::Hash(self.heap_hash_mut()),
         }
     }
 
@@ -458,6 +488,11 @@ impl Entry {
             Kind::List => match self.heap_list().encoding() {
                 ListEncoding::Listpack => Encoding::Listpack,
                 ListEncoding::Quicklist => Encoding::Quicklist,
+            },
+            Kind::Hash => match self.heap_hash().encoding() {
+                HashEncoding::Listpack => Encoding::Listpack,
+                HashEncoding::ListpackEx => Encoding::ListpackEx,
+                HashEncoding::Hashtable => Encoding::Hashtable,
             },
         }
     }
@@ -508,9 +543,20 @@ impl Entry {
             total += match self.kind {
                 Kind::Str | Kind::Int => malloc_chunk_bytes(self.heap(3).block_bytes()),
                 Kind::List => self.heap_list().heap_bytes(),
+                Kind::Hash => self.heap_hash().heap_bytes(),
             };
         }
         total
+    }
+
+    /// Free up to about `nodes_max` nodes of a big collection (lazy freeing); true
+    /// when what is left is cheap to drop at once.
+    pub fn free_some(&mut self, nodes_max: usize) -> bool {
+        match self.value_mut() {
+            ValueMut::Str => true,
+            ValueMut::List(l) => l.free_some(nodes_max),
+            ValueMut::Hash(h) => h.free_some(nodes_max),
+        }
     }
 
     /// Replace the value (the key, expiry and clock stay).
@@ -526,7 +572,7 @@ impl Entry {
     fn set_str(&mut self, bytes: &[u8], raw: bool) {
         let flags = if raw { FLAG_RAW } else { 0 };
         let fits_inline = bytes.len() <= self.inline_room_for_value();
-        let in_place = if self.kind == Kind::List {
+        let in_place = if matches!(self.kind, Kind::List | Kind::Hash) {
             false
         } else if self.layout & VALUE_HEAP == 0 {
             if fits_inline {
@@ -616,6 +662,7 @@ impl Entry {
             }
             Kind::Str => ValuePart::Inline(self.value_bytes()),
             Kind::List => ValuePart::Heap(HeapValue::List(self.heap_list().deep_clone())),
+            Kind::Hash => ValuePart::Heap(HeapValue::Hash(self.heap_hash().deep_clone())),
         };
         Entry::assemble(
             KeyPart::Bytes(key),

@@ -121,7 +121,11 @@ impl Db {
         let hash = self.hash(entry.key());
         let volatile = entry.expire_at().is_some();
         self.heap_bytes += entry.heap_bytes();
+        let field_ttls = entry.has_field_ttls();
         let id = self.slab.insert(entry);
+        if field_ttls {
+            self.slab.set_field_ttl_bit(id, true);
+        }
         if volatile {
             self.slab.set_ttl_bit(id, true);
             self.volatile += 1;
@@ -156,7 +160,9 @@ impl Db {
         let before = entry.heap_bytes();
         let result = change(entry);
         let after = entry.heap_bytes();
+        let field_ttls = entry.has_field_ttls();
         self.heap_bytes = self.heap_bytes + after - before;
+        self.slab.set_field_ttl_bit(id, field_ttls);
         result
     }
 
@@ -200,6 +206,12 @@ impl Db {
     /// The next entry with a TTL at or after slot `from` (see [`TtlScan`]).
     pub fn next_with_ttl(&self, from: u32, words_budget: &mut usize) -> TtlScan {
         self.slab.next_with_ttl(from, words_budget)
+    }
+
+    /// The next hash with field expiry times at or after slot `from` (active field
+    /// expiry; see [`TtlScan`]).
+    pub fn next_with_field_ttl(&self, from: u32, words_budget: &mut usize) -> TtlScan {
+        self.slab.next_with_field_ttl(from, words_budget)
     }
 
     /// A random live entry: random slots first, then a walk from a random slot.

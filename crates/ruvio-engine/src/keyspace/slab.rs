@@ -9,7 +9,8 @@
 //! - chunks are allocated one at a time, so growth never copies the entries.
 //!
 //! Freed slots form a LIFO free list threaded through the vacant entries. One bit per
-//! slot marks entries with a TTL, so active expiry walks only those.
+//! slot marks entries with a TTL, so active expiry walks only those; a second bitmap
+//! marks hashes with field expiry times, for active field expiry.
 
 use super::entry::{Entry, ENTRY_BYTES};
 
@@ -41,6 +42,8 @@ pub struct Slab {
     chunks: Vec<Box<[Entry]>>,
     /// One bit per slot: the entry has a TTL.
     ttl_bits: Vec<u64>,
+    /// One bit per slot: the entry is a hash with field expiry times.
+    field_ttl_bits: Vec<u64>,
     free_head: Option<u32>,
     live: usize,
     /// Slots handed out so far; ids `>= high` were never used.
@@ -61,7 +64,7 @@ impl Slab {
     /// Bytes of the chunks and the TTL bitmap.
     pub fn allocated_bytes(&self) -> usize {
         self.chunks.len() * CHUNK_SLOTS * ENTRY_BYTES
-            + self.ttl_bits.len() * 8
+            + (self.ttl_bits.len() + self.field_ttl_bits.len()) * 8
             + self.chunks.capacity() * std::mem::size_of::<Box<[Entry]>>()
     }
 
@@ -88,6 +91,8 @@ impl Slab {
             self.chunks.push(chunk);
             self.ttl_bits
                 .extend(std::iter::repeat_n(0, CHUNK_SLOTS / 64));
+            self.field_ttl_bits
+                .extend(std::iter::repeat_n(0, CHUNK_SLOTS / 64));
         }
         self.high += 1;
         self.high - 1
@@ -99,6 +104,7 @@ impl Slab {
         let old = std::mem::replace(self.get_mut(id), Entry::vacant(next));
         debug_assert!(!old.is_vacant());
         self.set_ttl_bit(id, false);
+        self.set_field_ttl_bit(id, false);
         self.free_head = Some(id);
         self.live -= 1;
         old
@@ -116,41 +122,61 @@ impl Slab {
 
     /// Mark or unmark slot `id` as having a TTL.
     pub fn set_ttl_bit(&mut self, id: u32, on: bool) {
-        let (word, bit) = (id as usize / 64, id % 64);
-        if on {
-            self.ttl_bits[word] |= 1 << bit;
-        } else {
-            self.ttl_bits[word] &= !(1 << bit);
-        }
+        set_bit(&mut self.ttl_bits, id, on);
+    }
+
+    /// Mark or unmark slot `id` as a hash with field expiry times.
+    pub fn set_field_ttl_bit(&mut self, id: u32, on: bool) {
+        set_bit(&mut self.field_ttl_bits, id, on);
     }
 
     /// The first slot `>= from` with a TTL, reading at most `words_budget` bitmap
     /// words (the budget is decremented by the words read).
     pub fn next_with_ttl(&self, from: u32, words_budget: &mut usize) -> TtlScan {
-        let mut word = from as usize / 64;
-        let mut mask = u64::MAX << (from % 64);
-        while *words_budget > 0 {
-            let Some(&bits) = self.ttl_bits.get(word) else {
-                return TtlScan::End;
-            };
-            *words_budget -= 1;
-            let bits = bits & mask;
-            if bits != 0 {
-                return TtlScan::Found((word * 64) as u32 + bits.trailing_zeros());
-            }
-            word += 1;
-            mask = u64::MAX;
-        }
-        if word >= self.ttl_bits.len() {
-            TtlScan::End
-        } else {
-            TtlScan::Budget((word * 64) as u32)
-        }
+        next_set_bit(&self.ttl_bits, from, words_budget)
+    }
+
+    /// The first slot `>= from` holding a hash with field expiry times, as
+    /// [`Slab::next_with_ttl`].
+    pub fn next_with_field_ttl(&self, from: u32, words_budget: &mut usize) -> TtlScan {
+        next_set_bit(&self.field_ttl_bits, from, words_budget)
     }
 
     /// Give up the chunks (for freeing them a few at a time).
     pub fn into_chunks(self) -> Vec<Box<[Entry]>> {
         self.chunks
+    }
+}
+
+fn set_bit(bits: &mut [u64], id: u32, on: bool) {
+    let (word, bit) = (id as usize / 64, id % 64);
+    if on {
+        bits[word] |= 1 << bit;
+    } else {
+        bits[word] &= !(1 << bit);
+    }
+}
+
+/// The first set bit `>= from` in `bits`, reading at most `words_budget` words.
+fn next_set_bit(bits: &[u64], from: u32, words_budget: &mut usize) -> TtlScan {
+    let mut word = from as usize / 64;
+    let mut mask = u64::MAX << (from % 64);
+    while *words_budget > 0 {
+        let Some(&set) = bits.get(word) else {
+            return TtlScan::End;
+        };
+        *words_budget -= 1;
+        let set = set & mask;
+        if set != 0 {
+            return TtlScan::Found((word * 64) as u32 + set.trailing_zeros());
+        }
+        word += 1;
+        mask = u64::MAX;
+    }
+    if word >= bits.len() {
+        TtlScan::End
+    } else {
+        TtlScan::Budget((word * 64) as u32)
     }
 }
 

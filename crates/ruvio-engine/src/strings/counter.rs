@@ -9,7 +9,7 @@ use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::engine::clock_of;
 use crate::error::CmdError;
 use crate::keyspace::{Entry, NewValue};
-use crate::longdouble::{sum_small_decimals, LongDouble};
+use crate::longdouble::{incr_by_float, FloatText, LongDouble};
 use crate::value::StrRef;
 use crate::Engine;
 
@@ -109,31 +109,19 @@ pub(crate) fn incrbyfloat(
     reply: &mut Reply<'_>,
 ) -> CmdResult {
     let key = args.get(1);
-    let result = (|| {
+    let result = (|| -> Result<FloatText, CmdError> {
         let existing = engine.lookup_write(ctx, key);
+        // Redis parses the stored value first, then the increment; both failures
+        // are the same error.
         let current = match existing {
-            None => StrRef::Int(0),
-            Some(id) => string_of(engine.db(ctx.db).entry(id))?,
+            None => LongDouble::ZERO,
+            Some(id) => match string_of(engine.db(ctx.db).entry(id))? {
+                StrRef::Int(n) => LongDouble::from_i64(n),
+                StrRef::Bytes(b) => LongDouble::parse(b).ok_or(CmdError::NotFloat)?,
+            },
         };
-        let text = match &current {
-            StrRef::Int(n) => sum_small_decimals(n.to_string().as_bytes(), args.get(2)),
-            StrRef::Bytes(b) => sum_small_decimals(b, args.get(2)),
-        };
-        let text = match text {
-            Some(text) => text,
-            None => {
-                let current = match current {
-                    StrRef::Int(n) => LongDouble::from_i64(n),
-                    StrRef::Bytes(b) => LongDouble::parse(b).ok_or(CmdError::NotFloat)?,
-                };
-                let delta = LongDouble::parse(args.get(2)).ok_or(CmdError::NotFloat)?;
-                let sum = current.add(delta);
-                if !sum.is_finite() {
-                    return Err(CmdError::NanOrInfinity);
-                }
-                sum.to_human_string()
-            }
-        };
+        let incr = LongDouble::parse(args.get(2)).ok_or(CmdError::NotFloat)?;
+        let text = incr_by_float(current, incr)?;
         store(
             engine,
             ctx,

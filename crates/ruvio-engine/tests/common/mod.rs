@@ -69,6 +69,8 @@ impl Harness {
             panic!("incomplete request")
         };
         let mut reply = Reply::new(&mut out, self.proto);
+        // A command refused before it runs (unknown, arity) does not block either.
+        self.blocked = None;
         let resolved = match Engine::find_command(args.get(0)) {
             Some(row) if !row.meta.arity_ok(args.len()) => Err(CmdError::WrongArity(row.meta.name)),
             Some(row) => row.resolve(args),
@@ -84,10 +86,7 @@ impl Harness {
         let handler = cmd.handler.expect("a resolved row has a handler");
         let mut ctx = ExecCtx::new(self.db, self.now_ms);
         ctx.no_touch = self.no_touch;
-        ctx.effects.track_keys = true;
-        ctx.effects.track_events = true;
-        ctx.effects.track_log = true;
-        self.blocked = None;
+        ctx.effects = Effects::recording(true, true, true);
         match handler(&mut self.engine, &mut ctx, args, &mut reply) {
             Ok(Outcome::Done) => {}
             Ok(Outcome::Block(block)) => self.blocked = Some(block),

@@ -18,9 +18,7 @@ pub const COMMANDS: &[ServerCommand] = &[
 /// The flags every COMMAND subcommand has.
 const SUB_FLAGS: u32 = flags::LOADING | flags::STALE;
 
-/// COMMAND's subcommands, with Redis' flags and ACL categories. GETKEYS keeps the
-/// arity Ruvio has always checked (-3; Redis says -4), so `COMMAND GETKEYS GET`
-/// answers "Invalid number of arguments specified for command" as before.
+/// COMMAND's subcommands, with Redis' arity, flags and ACL categories.
 #[rustfmt::skip]
 const SUBCOMMANDS: &[ServerCommand] = &[
     command!("command|count", 2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "2.8.13",
@@ -31,7 +29,7 @@ const SUBCOMMANDS: &[ServerCommand] = &[
     command!("command|docs", -2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "7.0.0",
         "Get array of specific Redis command documentation", "O(N) where N is the number of commands to look up",
         docs),
-    command!("command|getkeys", -3, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "2.8.13",
+    command!("command|getkeys", -4, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "2.8.13",
         "Extract keys given a full Redis command", "O(N) where N is the number of arguments to the command",
         getkeys),
     command!("command|list", -2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "7.0.0",

@@ -573,6 +573,62 @@ pub fn show(bytes: &[u8]) -> String {
     out
 }
 
+/// One command of a differential sequence: its arguments as bytes.
+pub type Cmd = Vec<Vec<u8>>;
+
+/// A [`Cmd`] from string arguments.
+pub fn cmd(words: &[&str]) -> Cmd {
+    words.iter().map(|w| w.as_bytes().to_vec()).collect()
+}
+
+/// A command shown for failure messages and traces, each argument as [`show`] prints it.
+pub fn show_cmd(command: &[Vec<u8>]) -> String {
+    command
+        .iter()
+        .map(|a| show(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// How a differential test runs, from the environment, so that a failure can be replayed
+/// with the seed and command count its message prints.
+pub struct DiffSettings {
+    /// `RUVIO_DIFF_SEED`: one seed instead of the test's own list.
+    pub seeds: Vec<u64>,
+    /// `RUVIO_DIFF_COMMANDS`: commands per sequence instead of the test's default.
+    pub commands: usize,
+    /// `RUVIO_DIFF_TRACE` set to anything but `histogram`: print every command with
+    /// Redis's reply.
+    pub trace_commands: bool,
+    /// `RUVIO_DIFF_TRACE` set at all: print what the tests that keep one collected about
+    /// the replies (differential_collections: a histogram of reply kinds per command).
+    pub trace_summary: bool,
+    /// Neither the seed nor the command count was overridden: the run is the full,
+    /// reproducible one, so checks over the whole run (coverage) apply.
+    pub full_run: bool,
+}
+
+impl DiffSettings {
+    /// Reads the environment; `seeds` and `commands` are the test's defaults.
+    pub fn from_env(seeds: &[u64], commands: usize) -> DiffSettings {
+        let seed = std::env::var("RUVIO_DIFF_SEED").ok();
+        let count = std::env::var("RUVIO_DIFF_COMMANDS").ok();
+        let trace = std::env::var("RUVIO_DIFF_TRACE").ok();
+        DiffSettings {
+            full_run: seed.is_none() && count.is_none(),
+            seeds: match seed {
+                Some(seed) => vec![seed.parse().expect("RUVIO_DIFF_SEED is a number")],
+                None => seeds.to_vec(),
+            },
+            commands: count
+                .map(|n| n.parse().expect("RUVIO_DIFF_COMMANDS is a number"))
+                .unwrap_or(commands),
+            trace_commands: trace.as_deref().is_some_and(|t| t != "histogram"),
+            trace_summary: trace.is_some(),
+        }
+    }
+}
+
 /// Encodes a command as a RESP multibulk request.
 pub fn encode<A: AsRef<[u8]>>(args: &[A]) -> Vec<u8> {
     let mut out = Vec::new();

@@ -1,0 +1,577 @@
+//! `Packed`: a small hash as ONE heap block of length-prefixed field/value pairs
+//! (Redis's `listpack` and `listpackex` encodings).
+//!
+//! ```text
+//!  0        4      6     7
+//!  +--------+------+-----+---------------------------------------------------+
+//!  | bytes  | count|flags| entries: [flen][field][vlen][value]([ttl])  ...     |
+//!  | u32 le |u16 le| u8  | flen, vlen, ttl: LEB128 varints                    |
+//!  +--------+------+-----+---------------------------------------------------+
+//! ```
+//!
+//! Why this shape:
+//! - One block with an exact-size reallocation on every write is what makes a small
+//!   hash cheap: `f1 f2 f3` with `value-1 value-2 value-3` is 7 + 33 = 40 bytes, one
+//!   48-byte glibc chunk, against Redis's 16-byte robj + listpack. Every operation is
+//!   O(block size), like Redis's listpack; the conversion thresholds keep blocks small.
+//! - The header is 7 bytes, not 8, exactly so that shape fits a 48-byte chunk.
+//!   A 1-byte varint covers the lengths below 128, which is every length the default
+//!   `hash-max-listpack-value` (64) lets in; longer ones (a raised limit) cost more.
+//! - `flags & FLAG_TTL` switches the entries to triples (Redis's `listpackex`): a hash
+//!   pays for TTLs only once a field expiry command has touched it. A ttl of 0 means
+//!   "none" (one byte); a time is 6-7 bytes. As in Redis, the triples are kept
+//!   ordered by expiry time with the fields without one at the end, so the next
+//!   field to expire is the first one, and active expiry removes a prefix.
+//!
+//! Limits: a block holds at most [`PACKED_FIELDS_MAX`] fields (the `u16` count) and
+//! [`PACKED_BYTES_MAX`] bytes of entries (Redis's listpack safety size). The hash
+//! converts to a table before it would exceed either, whatever the configuration
+//! says (see `HashValue` for every conversion rule).
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
+use std::ptr::NonNull;
+
+use crate::keyspace::malloc_chunk_bytes;
+
+/// Bytes of entries one block may hold: Redis's `LISTPACK_MAX_SAFETY_SIZE` (1 GiB).
+/// Far below `u32::MAX`, so the length arithmetic never overflows.
+pub const PACKED_BYTES_MAX: usize = 1 << 30;
+
+/// Fields one block may hold: the header keeps the count in a `u16`. Redis's default
+/// `hash-max-listpack-entries` is 128; a configuration above this converts here.
+pub const PACKED_FIELDS_MAX: usize = u16::MAX as usize;
+
+/// Header: data length (u32 LE), field count (u16 LE), flags.
+const HEADER_BYTES: usize = 7;
+const LEN_AT: usize = 0;
+const COUNT_AT: usize = 4;
+const FLAGS_AT: usize = 6;
+
+/// Entries are triples with an expiry time (`listpackex`).
+const FLAG_TTL: u8 = 1;
+
+/// Alignment of the block: 2, so the low pointer bit is free for `HashValue`'s tag.
+pub const BLOCK_ALIGN: usize = 2;
+
+/// Longest LEB128 encoding of a `u64`.
+const VARINT_BYTES_MAX: usize = 10;
+
+/// Largest entry overhead besides the field and value bytes: three varints.
+pub const ENTRY_OVERHEAD_MAX: usize = 3 * VARINT_BYTES_MAX;
+
+const _: () = assert!(PACKED_BYTES_MAX + ENTRY_OVERHEAD_MAX < u32::MAX as usize);
+
+/// A varint in a small buffer.
+struct Varint {
+    buf: [u8; VARINT_BYTES_MAX],
+    len: u8,
+}
+
+impl Varint {
+    fn new(mut v: u64) -> Varint {
+        let mut buf = [0u8; VARINT_BYTES_MAX];
+        let mut len = 0;
+        loop {
+            let low = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                buf[len] = low;
+                len += 1;
+                break;
+            }
+            buf[len] = low | 0x80;
+            len += 1;
+        }
+        Varint {
+            buf,
+            len: len as u8,
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len as usize]
+    }
+}
+
+/// Decode the varint at `data[at..]`; returns the value and the offset after it.
+/// The data was written by this module, so a malformed varint is a bug.
+fn read_varint(data: &[u8], mut at: usize) -> (u64, usize) {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let b = data[at];
+        at += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return (v, at);
+        }
+        shift += 7;
+        debug_assert!(shift < 64, "corrupt varint in a packed hash");
+    }
+}
+
+/// Bytes the entry for `field`/`value` takes (with a ttl slot of `ttl` when `with_ttl`).
+pub fn entry_bytes(field: usize, value: usize, ttl: Option<u64>, with_ttl: bool) -> usize {
+    let mut n = Varint::new(field as u64).len as usize
+        + field
+        + Varint::new(value as u64).len as usize
+        + value;
+    if with_ttl {
+        n += Varint::new(ttl.unwrap_or(0)).len as usize;
+    }
+    n
+}
+
+/// Where one entry lies in the data (offsets from the start of the entries).
+#[derive(Clone, Copy, Debug)]
+pub struct Located {
+    /// First byte of the entry.
+    pub start: usize,
+    /// First byte of the value's length prefix.
+    value_len_at: usize,
+    /// One past the entry's last byte.
+    pub end: usize,
+    /// The entry's expiry time (`None` without one or without triples).
+    pub expire_at: Option<u64>,
+    /// Position among the entries (0-based).
+    pub index: usize,
+}
+
+/// One decoded entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PackedEntry<'a> {
+    /// The field.
+    pub field: &'a [u8],
+    /// The value.
+    pub value: &'a [u8],
+    /// The absolute expiry time in Unix ms, if any.
+    pub expire_at: Option<u64>,
+}
+
+/// A small hash in one block. `repr(transparent)` over a 2-aligned pointer, so a
+/// `HashValue` word with a clear tag bit *is* a `Packed`.
+#[repr(transparent)]
+pub struct Packed {
+    ptr: NonNull<u8>,
+}
+
+// SAFETY: a Packed uniquely owns its block, like a Box<[u8]>.
+unsafe impl Send for Packed {}
+
+fn layout_for(data_len: usize) -> Layout {
+    // Cannot fail: the size is far below isize::MAX and the alignment is 2.
+    Layout::from_size_align(HEADER_BYTES + data_len, BLOCK_ALIGN).expect("packed hash layout")
+}
+
+impl Packed {
+    /// An empty hash; with `with_ttl` its entries are triples (`listpackex`).
+    pub fn new(with_ttl: bool) -> Packed {
+        Self::from_data(&[], 0, with_ttl)
+    }
+
+    /// A block holding `data` (well-formed entries) and `count` fields.
+    fn from_data(data: &[u8], count: usize, with_ttl: bool) -> Packed {
+        assert!(data.len() <= PACKED_BYTES_MAX && count <= PACKED_FIELDS_MAX);
+        let layout = layout_for(data.len());
+        // SAFETY: the layout has a non-zero size (the header).
+        let raw = unsafe { alloc(layout) };
+        let Some(ptr) = NonNull::new(raw) else {
+            handle_alloc_error(layout)
+        };
+        // SAFETY: the block is fresh and `HEADER_BYTES + data.len()` long.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                ptr.as_ptr().add(HEADER_BYTES),
+                data.len(),
+            );
+        }
+        let mut p = Packed { ptr };
+        p.write_header(data.len(), count, if with_ttl { FLAG_TTL } else { 0 });
+        p
+    }
+
+    fn header(&self) -> &[u8; HEADER_BYTES] {
+        // SAFETY: every block starts with a header; u8 arrays need no alignment.
+        unsafe { &*(self.ptr.as_ptr() as *const [u8; HEADER_BYTES]) }
+    }
+
+    fn write_header(&mut self, data_len: usize, count: usize, flags: u8) {
+        debug_assert!(data_len <= PACKED_BYTES_MAX && count <= PACKED_FIELDS_MAX);
+        let mut h = [0u8; HEADER_BYTES];
+        h[LEN_AT..COUNT_AT].copy_from_slice(&(data_len as u32).to_le_bytes());
+        h[COUNT_AT..FLAGS_AT].copy_from_slice(&(count as u16).to_le_bytes());
+        h[FLAGS_AT] = flags;
+        // SAFETY: the block starts with HEADER_BYTES bytes we own uniquely.
+        unsafe { std::ptr::copy_nonoverlapping(h.as_ptr(), self.ptr.as_ptr(), HEADER_BYTES) }
+    }
+
+    /// Bytes of entries.
+    pub fn data_len(&self) -> usize {
+        let h = self.header();
+        u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize
+    }
+
+    /// Number of fields stored (expired ones included).
+    pub fn len(&self) -> usize {
+        let h = self.header();
+        u16::from_le_bytes([h[COUNT_AT], h[COUNT_AT + 1]]) as usize
+    }
+
+    /// True when entries are triples with an expiry time (`listpackex`).
+    pub fn has_ttl(&self) -> bool {
+        self.header()[FLAGS_AT] & FLAG_TTL != 0
+    }
+
+    /// Size of the block requested from the allocator.
+    pub fn block_bytes(&self) -> usize {
+        HEADER_BYTES + self.data_len()
+    }
+
+    /// Heap bytes as a glibc chunk.
+    pub fn heap_bytes(&self) -> usize {
+        malloc_chunk_bytes(self.block_bytes())
+    }
+
+    /// Where the block starts (for prefetching).
+    pub fn block_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The entries' bytes.
+    fn data(&self) -> &[u8] {
+        // SAFETY: `data_len` initialised bytes follow the header.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(HEADER_BYTES), self.data_len()) }
+    }
+
+    /// Give up ownership of the block without freeing it (`HashValue` adopts it).
+    pub fn into_raw(self) -> NonNull<u8> {
+        std::mem::ManuallyDrop::new(self).ptr
+    }
+
+    /// Decode the entry starting at `at`.
+    fn decode(&self, at: usize, index: usize) -> (Located, PackedEntry<'_>) {
+        let data = self.data();
+        let (flen, f_at) = read_varint(data, at);
+        let field = &data[f_at..f_at + flen as usize];
+        let value_len_at = f_at + flen as usize;
+        let (vlen, v_at) = read_varint(data, value_len_at);
+        let value = &data[v_at..v_at + vlen as usize];
+        let mut end = v_at + vlen as usize;
+        let mut expire_at = None;
+        if self.has_ttl() {
+            let (ttl, after) = read_varint(data, end);
+            end = after;
+            expire_at = (ttl != 0).then_some(ttl);
+        }
+        let loc = Located {
+            start: at,
+            value_len_at,
+            end,
+            expire_at,
+            index,
+        };
+        (
+            loc,
+            PackedEntry {
+                field,
+                value,
+                expire_at,
+            },
+        )
+    }
+
+    /// Every entry in order, expired ones included.
+    pub fn iter(&self) -> PackedIter<'_> {
+        PackedIter {
+            packed: self,
+            at: 0,
+            index: 0,
+        }
+    }
+
+    /// The entry of `field`, expired or not.
+    pub fn find(&self, field: &[u8]) -> Option<(Located, PackedEntry<'_>)> {
+        let mut it = self.iter();
+        while let Some((loc, e)) = it.next_located() {
+            if e.field == field {
+                return Some((loc, e));
+            }
+        }
+        None
+    }
+
+    /// The entry at position `index` (O(index)).
+    pub fn nth(&self, index: usize) -> Option<PackedEntry<'_>> {
+        self.iter().nth(index)
+    }
+
+    /// Replace `data[at..at + remove]` with the concatenation of `pieces`, reallocating
+    /// the block to the exact new size, and set the field count to `count`.
+    ///
+    /// The caller guarantees the result stays within [`PACKED_BYTES_MAX`] and
+    /// [`PACKED_FIELDS_MAX`] and that the pieces do not point into this block (they
+    /// cannot: the block is borrowed mutably).
+    fn splice(&mut self, at: usize, remove: usize, pieces: &[&[u8]], count: usize) {
+        let old_len = self.data_len();
+        debug_assert!(at + remove <= old_len);
+        let insert: usize = pieces.iter().map(|p| p.len()).sum();
+        let new_len = old_len - remove + insert;
+        assert!(new_len <= PACKED_BYTES_MAX && count <= PACKED_FIELDS_MAX);
+        let flags = self.header()[FLAGS_AT];
+        let tail = old_len - at - remove;
+        if new_len > old_len {
+            self.resize_block(old_len, new_len);
+        }
+        // SAFETY: the block holds max(old_len, new_len) data bytes here; the tail moves
+        // within it (`copy` allows overlap); the pieces are outside the block.
+        unsafe {
+            let base = self.ptr.as_ptr().add(HEADER_BYTES);
+            std::ptr::copy(base.add(at + remove), base.add(at + insert), tail);
+            let mut w = base.add(at);
+            for p in pieces {
+                std::ptr::copy_nonoverlapping(p.as_ptr(), w, p.len());
+                w = w.add(p.len());
+            }
+        }
+        if new_len < old_len {
+            self.resize_block(old_len, new_len);
+        }
+        self.write_header(new_len, count, flags);
+    }
+
+    fn resize_block(&mut self, old_len: usize, new_len: usize) {
+        // SAFETY: the block was allocated with `layout_for(old_len)`; the new size is
+        // non-zero (the header).
+        let raw = unsafe {
+            realloc(
+                self.ptr.as_ptr(),
+                layout_for(old_len),
+                HEADER_BYTES + new_len,
+            )
+        };
+        let Some(ptr) = NonNull::new(raw) else {
+            handle_alloc_error(layout_for(new_len))
+        };
+        self.ptr = ptr;
+    }
+
+    /// Offset where a new entry with expiry `at` goes: before the first entry whose
+    /// time is later or equal, or which has none (Redis's `listpackExAddInternal`);
+    /// the end for `None` or without triples.
+    fn insert_offset(&self, expire_at: Option<u64>) -> usize {
+        let Some(at) = expire_at.filter(|_| self.has_ttl()) else {
+            return self.data_len();
+        };
+        let mut it = self.iter();
+        while let Some((loc, e)) = it.next_located() {
+            if e.expire_at.is_none_or(|t| t >= at) {
+                return loc.start;
+            }
+        }
+        self.data_len()
+    }
+
+    /// Add a field known to be absent, at its ordered position. The caller checked
+    /// the size limits ([`Packed::fits`]).
+    pub fn insert(&mut self, field: &[u8], value: &[u8], expire_at: Option<u64>) {
+        debug_assert!(expire_at.is_none() || self.has_ttl());
+        let at = self.insert_offset(expire_at);
+        let with_ttl = self.has_ttl();
+        let (fl, vl) = (
+            Varint::new(field.len() as u64),
+            Varint::new(value.len() as u64),
+        );
+        let ttl = Varint::new(expire_at.unwrap_or(0));
+        let ttl_bytes: &[u8] = if with_ttl { ttl.bytes() } else { &[] };
+        let count = self.len() + 1;
+        self.splice(
+            at,
+            0,
+            &[fl.bytes(), field, vl.bytes(), value, ttl_bytes],
+            count,
+        );
+    }
+
+    /// True when one more entry of these sizes keeps the block within its limits.
+    pub fn fits(&self, field: usize, value: usize, grows_by_one: bool) -> bool {
+        let extra = entry_bytes(field, value, Some(u64::MAX), self.has_ttl());
+        self.data_len() + extra <= PACKED_BYTES_MAX
+            && (!grows_by_one || self.len() < PACKED_FIELDS_MAX)
+    }
+
+    /// Replace the value of the entry at `loc` in place (its position and ttl stay).
+    pub fn replace_value(&mut self, loc: Located, value: &[u8]) {
+        let vl = Varint::new(value.len() as u64);
+        let ttl = Varint::new(loc.expire_at.unwrap_or(0));
+        let ttl_bytes: &[u8] = if self.has_ttl() { ttl.bytes() } else { &[] };
+        let count = self.len();
+        self.splice(
+            loc.value_len_at,
+            loc.end - loc.value_len_at,
+            &[vl.bytes(), value, ttl_bytes],
+            count,
+        );
+    }
+
+    /// Remove the entry at `loc`.
+    pub fn remove(&mut self, loc: Located) {
+        let count = self.len() - 1;
+        self.splice(loc.start, loc.end - loc.start, &[], count);
+    }
+
+    /// Give the entry at `loc` a new value and expiry and move it to the position
+    /// the new expiry calls for (Redis deletes and re-adds it the same way).
+    pub fn reinsert(&mut self, loc: Located, value: &[u8], expire_at: Option<u64>) {
+        debug_assert!(self.has_ttl());
+        let field = self.decode(loc.start, loc.index).1.field.to_vec();
+        self.remove(loc);
+        self.insert(&field, value, expire_at);
+    }
+
+    /// Remove the first `n` entries in one move (active expiry of a sorted prefix).
+    pub fn remove_prefix(&mut self, n: usize) {
+        let mut it = self.iter();
+        let mut end = 0;
+        for _ in 0..n {
+            match it.next_located() {
+                Some((loc, _)) => end = loc.end,
+                None => break,
+            }
+        }
+        let count = self.len() - it.index;
+        self.splice(0, end, &[], count);
+    }
+
+    /// The same entries as triples with no expiry (`listpack` -> `listpackex`).
+    pub fn with_ttl_slots(&self) -> Packed {
+        debug_assert!(!self.has_ttl());
+        let mut data = Vec::with_capacity(self.data_len() + self.len());
+        let mut it = self.iter();
+        while let Some((loc, _)) = it.next_located() {
+            data.extend_from_slice(&self.data()[loc.start..loc.end]);
+            data.push(0);
+        }
+        Packed::from_data(&data, self.len(), true)
+    }
+
+    /// An independent copy.
+    pub fn deep_clone(&self) -> Packed {
+        Packed::from_data(self.data(), self.len(), self.has_ttl())
+    }
+}
+
+impl Drop for Packed {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout and not freed before.
+        unsafe { dealloc(self.ptr.as_ptr(), layout_for(self.data_len())) }
+    }
+}
+
+impl std::fmt::Debug for Packed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Iterator over the entries of a [`Packed`] in order.
+pub struct PackedIter<'a> {
+    packed: &'a Packed,
+    at: usize,
+    index: usize,
+}
+
+impl<'a> PackedIter<'a> {
+    /// The next entry with its location.
+    pub fn next_located(&mut self) -> Option<(Located, PackedEntry<'a>)> {
+        if self.at >= self.packed.data_len() {
+            return None;
+        }
+        let (loc, e) = self.packed.decode(self.at, self.index);
+        self.at = loc.end;
+        self.index += 1;
+        Some((loc, e))
+    }
+}
+
+impl<'a> Iterator for PackedIter<'a> {
+    type Item = PackedEntry<'a>;
+
+    fn next(&mut self) -> Option<PackedEntry<'a>> {
+        self.next_located().map(|(_, e)| e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(p: &Packed) -> Vec<(Vec<u8>, Vec<u8>, Option<u64>)> {
+        p.iter()
+            .map(|e| (e.field.to_vec(), e.value.to_vec(), e.expire_at))
+            .collect()
+    }
+
+    #[test]
+    fn varints_round_trip() {
+        for v in [
+            0,
+            1,
+            127,
+            128,
+            300,
+            16_383,
+            16_384,
+            u32::MAX as u64,
+            u64::MAX,
+        ] {
+            let enc = Varint::new(v);
+            assert_eq!(read_varint(enc.bytes(), 0), (v, enc.bytes().len()));
+        }
+        assert_eq!(Varint::new(127).bytes().len(), 1);
+        assert_eq!(Varint::new(128).bytes().len(), 2);
+        assert_eq!(Varint::new(u64::MAX).bytes().len(), VARINT_BYTES_MAX);
+    }
+
+    #[test]
+    fn three_fields_fit_a_48_byte_chunk() {
+        let mut p = Packed::new(false);
+        assert_eq!(p.heap_bytes(), 32);
+        for (f, v) in [("f1", "value-1"), ("f2", "value-2"), ("f3", "value-3")] {
+            p.insert(f.as_bytes(), v.as_bytes(), None);
+        }
+        assert_eq!(p.block_bytes(), 7 + 33);
+        assert_eq!(p.heap_bytes(), 48);
+        assert_eq!(p.len(), 3);
+    }
+
+    #[test]
+    fn ttl_entries_stay_ordered() {
+        let mut p = Packed::new(false).with_ttl_slots();
+        p.insert(b"none", b"1", None);
+        p.insert(b"late", b"2", Some(300));
+        p.insert(b"early", b"3", Some(100));
+        p.insert(b"mid", b"4", Some(200));
+        p.insert(b"mid2", b"5", Some(200));
+        let order: Vec<_> = p.iter().map(|e| e.field.to_vec()).collect();
+        assert_eq!(
+            order,
+            [&b"early"[..], b"mid2", b"mid", b"late", b"none"].map(|s| s.to_vec())
+        );
+        let (loc, _) = p.find(b"late").unwrap();
+        p.reinsert(loc, b"22", None);
+        assert_eq!(
+            fields(&p).last().unwrap(),
+            &(b"late".to_vec(), b"22".to_vec(), None)
+        );
+        p.remove_prefix(2);
+        assert_eq!(p.len(), 3);
+        assert_eq!(fields(&p)[0].0, b"mid");
+        let (loc, _) = p.find(b"mid").unwrap();
+        p.replace_value(loc, &[b'x'; 300]);
+        assert_eq!(p.find(b"mid").unwrap().1.value, &[b'x'; 300][..]);
+        assert_eq!(p.find(b"mid").unwrap().1.expire_at, Some(200));
+        let c = p.deep_clone();
+        assert_eq!(fields(&c), fields(&p));
+    }
+}

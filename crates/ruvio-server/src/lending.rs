@@ -1,0 +1,511 @@
+//! Multi-key commands whose keys live on several shards (forward mode): RENAME,
+//! COPY, MSETNX, LCS, LMOVE, RPOPLPUSH, LMPOP ... run with Redis' exact semantics
+//! by *borrowing* the keys.
+//!
+//! The shard the client is connected to coordinates: it asks each owner, one shard
+//! at a time in shard order, to lend it the command's keys. An owner takes the
+//! entries out of its keyspace (value, expiry and access clock move as they are,
+//! no copy) and marks the keys lent; until they come back, any command touching a
+//! lent key waits on the owner, parked exactly like a blocked client, and runs
+//! when they return. With every key borrowed, the coordinator puts the entries into
+//! its own keyspace, runs the ordinary handler once, takes the keys out again and
+//! returns them (or their absence) to their owners, which wake whoever waited.
+//!
+//! Why this shape: one mechanism gives every multi-key command its single-Redis
+//! semantics without a per-command cross-shard protocol; the keys are locked for
+//! the command's duration, so no client can observe a half-done RENAME (it waits a
+//! moment instead); asking owners in a fixed order means two coordinators can never
+//! hold keys the other waits for (ordered locking, as Dragonfly's VLL). What a
+//! concurrent client can observe is written in docs/cross-shard.md.
+
+use crate::blocking::{Blocked, Waiter};
+use crate::conn::Conn;
+use crate::exec::{self, run_engine, Caller};
+use crate::registry::Command;
+use crate::shard::ShardCore;
+use crate::slab::Slab;
+use ahash::{AHashMap, AHashSet};
+use ruvio_engine::command::flags::DB_OPTION;
+use ruvio_engine::Entry;
+use ruvio_resp::OwnedArgs;
+use std::collections::VecDeque;
+
+/// A key in its database.
+pub type DbKey = (usize, Vec<u8>);
+
+/// A coordinator asks an owner for keys, each `(db, key)`.
+#[derive(Debug)]
+pub struct LendRequest {
+    /// The coordinating shard.
+    pub from: usize,
+    pub ticket: u64,
+    pub keys: Vec<DbKey>,
+}
+
+/// A coordinator asks an owner to watch keys of `db` for its blocking command.
+#[derive(Debug)]
+pub struct WatchRequest {
+    pub from: usize,
+    pub ticket: u64,
+    pub db: usize,
+    pub keys: Vec<Vec<u8>>,
+}
+
+/// Entries travelling between shards: `(db, key, entry)`; `None` is "no such key".
+pub type Lent = Vec<(usize, Vec<u8>, Option<Entry>)>;
+
+/// One cross-shard command this shard coordinates.
+#[derive(Debug)]
+struct CrossOp {
+    /// Connection `(index, gen)` and its held reply slot.
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    argv: OwnedArgs,
+    cmd: &'static Command,
+    /// Owners and their `(db, key)`s, in shard order.
+    plan: Vec<(usize, Vec<DbKey>)>,
+    /// Next owner to ask.
+    next: usize,
+    /// What the owners lent so far.
+    borrowed: Lent,
+    /// A blocking command with nothing to serve: its deadline, and the owners
+    /// watching its keys for it (it is tried again when one of them writes a key).
+    waiting: Option<Waiting>,
+}
+
+/// A cross-shard blocking command between tries.
+#[derive(Debug)]
+struct Waiting {
+    deadline_ms: Option<u64>,
+    watchers: Vec<usize>,
+    /// Parked on the watches (false while a retry is borrowing the keys: then it
+    /// must run to the end, or the borrowed keys would never go back).
+    watching: bool,
+}
+
+impl CrossOp {
+    /// Parked between tries: it may be timed out, unblocked or dropped now.
+    fn is_parked(&self) -> bool {
+        self.waiting.as_ref().is_some_and(|w| w.watching)
+    }
+}
+
+/// This shard's lending state.
+#[derive(Debug, Default)]
+pub struct Lending {
+    /// Keys of this shard that are out on loan.
+    lent: AHashSet<DbKey>,
+    /// Requests for keys that are out on loan, oldest first.
+    waiting: VecDeque<LendRequest>,
+    /// Commands this shard coordinates.
+    ops: AHashMap<u64, CrossOp>,
+    next_ticket: u64,
+}
+
+impl Lending {
+    /// True when some key of this shard is out on loan (then every command checks
+    /// its keys against the lent set).
+    pub fn any_lent(&self) -> bool {
+        !self.lent.is_empty()
+    }
+
+    /// True when `key` of `db` is out on loan.
+    pub fn is_lent(&self, db: usize, key: &[u8]) -> bool {
+        self.lent.contains(&(db, key.to_vec()))
+    }
+}
+
+/// Start coordinating `cmd` for connection `conn`, whose held slot `seq` gets the
+/// reply. `groups` are the owners and the argument positions of their keys.
+#[allow(clippy::too_many_arguments)]
+pub fn start(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    cmd: &'static Command,
+    args: ruvio_resp::Args<'_>,
+    groups: Vec<(usize, Vec<usize>)>,
+) {
+    let last_key = groups.iter().flat_map(|(_, p)| p.iter().copied()).max();
+    let target_db = other_db(core, cmd, args);
+    let mut plan: Vec<(usize, Vec<DbKey>)> = groups
+        .into_iter()
+        .map(|(shard, positions)| {
+            let mut keys: Vec<DbKey> = positions
+                .iter()
+                .map(|&p| {
+                    let db = match target_db {
+                        Some(db) if Some(p) == last_key => db,
+                        _ => caller.db,
+                    };
+                    (db, args.get(p).to_vec())
+                })
+                .collect();
+            keys.sort();
+            keys.dedup();
+            (shard, keys)
+        })
+        .collect();
+    plan.sort_by_key(|(shard, _)| *shard);
+    let ticket = core.lending.next_ticket;
+    core.lending.next_ticket += 1;
+    core.lending.ops.insert(
+        ticket,
+        CrossOp {
+            conn,
+            seq,
+            caller,
+            argv: OwnedArgs::from_args(args),
+            cmd,
+            plan,
+            next: 0,
+            borrowed: Vec::new(),
+            waiting: None,
+        },
+    );
+    advance(core, conns, ticket);
+}
+
+/// The database a `DB index` option names for the command's last key (COPY ... DB
+/// n: the destination lives there), for commands whose row says they take one.
+fn other_db(core: &ShardCore, cmd: &Command, args: ruvio_resp::Args<'_>) -> Option<usize> {
+    if !cmd.meta.has(DB_OPTION) {
+        return None;
+    }
+    let at =
+        (1..args.len().saturating_sub(1)).find(|&i| args.get(i).eq_ignore_ascii_case(b"db"))?;
+    core.engine.parse_db_index(args.get(at + 1)).ok()
+}
+
+/// Ask the next owner, or run the command when every key is here.
+fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    let Some(op) = core.lending.ops.get(&ticket) else {
+        return;
+    };
+    let Some((owner, keys)) = op.plan.get(op.next) else {
+        return finish(core, conns, ticket);
+    };
+    let request = LendRequest {
+        from: core.id,
+        ticket,
+        keys: keys.clone(),
+    };
+    if *owner == core.id {
+        lend(core, conns, request);
+    } else {
+        core.outbox.lend(*owner, request);
+    }
+}
+
+/// An owner's side: lend the keys now, or queue the request until they are back.
+pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) {
+    let busy = request
+        .keys
+        .iter()
+        .any(|(db, k)| core.lending.is_lent(*db, k));
+    if busy {
+        core.lending.waiting.push_back(request);
+        return;
+    }
+    let mut entries = Lent::with_capacity(request.keys.len());
+    for (db, key) in request.keys {
+        let entry = core.engine.lend(db, &key, core.now_ms);
+        core.lending.lent.insert((db, key.clone()));
+        entries.push((db, key, entry));
+    }
+    if request.from == core.id {
+        lent(core, conns, request.ticket, entries);
+    } else {
+        core.outbox.lent(request.from, request.ticket, entries);
+    }
+}
+
+/// The coordinator's side: an owner lent its keys.
+pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: Lent) {
+    let Some(op) = core.lending.ops.get_mut(&ticket) else {
+        // Never happens (an op being borrowed for is never dropped), but keys must
+        // never stay lent: send them straight back.
+        let owner = entries.first().map(|(_, key, _)| core.topo.key_owner(key));
+        match owner {
+            Some(owner) if owner == core.id => take_back(core, conns, entries),
+            Some(owner) => core.outbox.give_back(owner, entries),
+            None => {}
+        }
+        return;
+    };
+    op.borrowed.extend(entries);
+    op.next += 1;
+    advance(core, conns, ticket);
+}
+
+/// Every key is here: run the command, send the keys home, answer the client (or,
+/// for a blocking command with nothing to serve, have the owners watch its keys).
+fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    let Some(mut op) = core.lending.ops.remove(&ticket) else {
+        return;
+    };
+    let borrowed = std::mem::take(&mut op.borrowed);
+    let mut homes: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(borrowed.len());
+    for (entry_db, key, entry) in borrowed {
+        let owner = core.topo.key_owner(&key);
+        if let Some(entry) = entry {
+            core.engine.adopt(entry_db, entry);
+        }
+        homes.push((entry_db, key, owner));
+    }
+    let caller = Caller {
+        borrowing: true,
+        ..op.caller
+    };
+    let mut out = Vec::new();
+    let ran = run_engine(core, op.cmd, caller, op.argv.args(), &mut out);
+    let modified = ran.modified;
+    // A key written outside the borrowed ones that another shard owns (COPY ... DB
+    // n) goes to its owner too.
+    for (key_db, key) in modified {
+        let owner = core.topo.key_owner(&key);
+        let known = homes.iter().any(|(d, k, _)| *d == key_db && *k == key);
+        if owner != core.id && !known {
+            homes.push((key_db, key, owner));
+        }
+    }
+    let mut returns: AHashMap<usize, Lent> = AHashMap::new();
+    for (key_db, key, owner) in homes {
+        let entry = core.engine.lend(key_db, &key, 0);
+        returns.entry(owner).or_default().push((key_db, key, entry));
+    }
+    for (owner, entries) in returns {
+        if owner == core.id {
+            take_back(core, conns, entries);
+        } else {
+            core.outbox.give_back(owner, entries);
+        }
+    }
+    match ran.block {
+        Some(block) => wait(core, conns, ticket, op, block),
+        None => answer(core, conns, &op, out),
+    }
+}
+
+/// Fill the client's held slot and let its connection go on.
+fn answer(core: &mut ShardCore, conns: &mut Slab<Conn>, op: &CrossOp, reply: Vec<u8>) {
+    core.shared.note_blocked(op.caller.client_id, None);
+    let (index, gen) = op.conn;
+    if let Some(conn) = conns.get_mut(index, gen) {
+        conn.replies.fill(op.seq, 0, reply);
+        conn.client.blocked = None;
+        core.dirty.push((index, gen));
+        core.resume.push((index, gen));
+    }
+}
+
+/// A blocking command found nothing: ask the owners of the keys it waits on to
+/// watch them, and try again when one of them is written.
+fn wait(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    ticket: u64,
+    mut op: CrossOp,
+    block: ruvio_engine::command::Block,
+) {
+    let args = op.argv.args();
+    let mut per_owner: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
+    for &position in &block.keys {
+        let key = args.get(position).to_vec();
+        let owner = core.topo.key_owner(&key);
+        match per_owner.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, keys)) => keys.push(key),
+            None => per_owner.push((owner, vec![key])),
+        }
+    }
+    let deadline_ms = match &op.waiting {
+        Some(w) => w.deadline_ms,
+        None => block.deadline_ms,
+    };
+    op.waiting = Some(Waiting {
+        deadline_ms,
+        watchers: per_owner.iter().map(|(o, _)| *o).collect(),
+        watching: true,
+    });
+    op.next = 0;
+    let db = op.caller.db;
+    core.shared.note_blocked(op.caller.client_id, Some(core.id));
+    core.lending.ops.insert(ticket, op);
+    for (owner, keys) in per_owner {
+        let request = WatchRequest {
+            from: core.id,
+            ticket,
+            db,
+            keys,
+        };
+        if owner == core.id {
+            watch(core, conns, request);
+        } else {
+            core.outbox.watch(owner, request);
+        }
+    }
+}
+
+/// An owner's side: watch keys for a coordinator; a key that already exists wakes
+/// it at once (it was written between the try and the watch).
+pub fn watch(core: &mut ShardCore, conns: &mut Slab<Conn>, request: WatchRequest) {
+    let present = request
+        .keys
+        .iter()
+        .any(|k| core.engine.exists(request.db, k, core.now_ms));
+    if present {
+        return wake(core, conns, request.from, request.ticket);
+    }
+    let waiter = Waiter::Watch {
+        shard: request.from,
+        ticket: request.ticket,
+    };
+    core.blocking.park(Blocked {
+        waiter,
+        client_id: 0,
+        db: request.db,
+        proto: ruvio_resp::Protocol::Resp2,
+        no_touch: true,
+        argv: OwnedArgs::default(),
+        keys: request.keys,
+        deadline_ms: None,
+    });
+}
+
+/// An owner's side: the coordinator no longer needs the watch `ticket`.
+pub fn unwatch(core: &mut ShardCore, from: usize, ticket: u64) {
+    exec::drop_waiter(core, |w| {
+        *w == Waiter::Watch {
+            shard: from,
+            ticket,
+        }
+    });
+}
+
+/// Tell coordinator `shard` that a key of its command `ticket` was written.
+pub fn wake(core: &mut ShardCore, conns: &mut Slab<Conn>, shard: usize, ticket: u64) {
+    if shard == core.id {
+        retry(core, conns, ticket);
+    } else {
+        core.outbox.wake(shard, ticket);
+    }
+}
+
+/// The coordinator's side: a watched key was written; drop the other watches and
+/// try the command again.
+pub fn retry(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    let Some(op) = core.lending.ops.get_mut(&ticket) else {
+        return;
+    };
+    let Some(waiting) = op.waiting.as_mut().filter(|w| w.watching) else {
+        return; // already trying again
+    };
+    waiting.watching = false;
+    let watchers = std::mem::take(&mut waiting.watchers);
+    drop_watches(core, ticket, &watchers);
+    advance(core, conns, ticket);
+}
+
+fn drop_watches(core: &mut ShardCore, ticket: u64, watchers: &[usize]) {
+    for &owner in watchers {
+        if owner == core.id {
+            unwatch(core, owner, ticket);
+        } else {
+            core.outbox.unwatch(owner, core.id, ticket);
+        }
+    }
+}
+
+/// Time out the waiting cross-shard blocking commands whose deadline passed.
+pub fn expire(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    let now = core.now_ms;
+    let due: Vec<u64> = core
+        .lending
+        .ops
+        .iter()
+        .filter(|(_, op)| {
+            let deadline = op.waiting.as_ref().and_then(|w| w.deadline_ms);
+            op.is_parked() && deadline.is_some_and(|at| at <= now)
+        })
+        .map(|(&t, _)| t)
+        .collect();
+    for ticket in due {
+        answer_early(core, conns, ticket, false);
+    }
+}
+
+/// CLIENT UNBLOCK of a client waiting in a cross-shard blocking command here.
+pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool {
+    let found = core
+        .lending
+        .ops
+        .iter()
+        .find(|(_, op)| op.caller.client_id == client_id && op.is_parked())
+        .map(|(&t, _)| t);
+    match found {
+        Some(ticket) => {
+            answer_early(core, conns, ticket, error);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The client of connection `(index, gen)` went away: stop waiting for it.
+pub fn forget(core: &mut ShardCore, index: u32, gen: u32) {
+    let gone: Vec<u64> = core
+        .lending
+        .ops
+        .iter()
+        .filter(|(_, op)| op.conn == (index, gen) && op.is_parked())
+        .map(|(&t, _)| t)
+        .collect();
+    for ticket in gone {
+        if let Some(op) = core.lending.ops.remove(&ticket) {
+            let watchers = op.waiting.map(|w| w.watchers).unwrap_or_default();
+            drop_watches(core, ticket, &watchers);
+            core.shared.note_blocked(op.caller.client_id, None);
+        }
+    }
+}
+
+/// Answer a waiting command without data (timeout, CLIENT UNBLOCK).
+fn answer_early(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, error: bool) {
+    let Some(op) = core.lending.ops.remove(&ticket) else {
+        return;
+    };
+    let watchers = op
+        .waiting
+        .as_ref()
+        .map(|w| w.watchers.clone())
+        .unwrap_or_default();
+    drop_watches(core, ticket, &watchers);
+    answer(core, conns, &op, exec::early_reply(op.caller.proto, error));
+}
+
+impl Lending {
+    /// Cross-shard blocking commands waiting here (INFO `blocked_clients`).
+    pub fn waiting_len(&self) -> usize {
+        self.ops.values().filter(|op| op.is_parked()).count()
+    }
+}
+
+/// An owner's side: its keys are back (changed or gone). Wake whoever waited on
+/// them, then lend to the next coordinator in line.
+pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent) {
+    for (db, key, entry) in entries {
+        core.lending.lent.remove(&(db, key.clone()));
+        if let Some(entry) = entry {
+            core.engine.adopt(db, entry);
+        }
+        core.blocking.signal(db, &key);
+    }
+    exec::serve_ready(core, conns);
+    let waiting = std::mem::take(&mut core.lending.waiting);
+    for request in waiting {
+        lend(core, conns, request);
+    }
+}
