@@ -344,6 +344,10 @@ pub enum EventClass {
     List,
     /// `h`
     Hash,
+    /// `z`
+    ZSet,
+    /// `s`
+    Set,
     /// `x`: a key expired.
     Expired,
 }

@@ -76,6 +76,16 @@ pub struct EngineConfig {
     pub hash_max_listpack_entries: usize,
     /// `hash-max-listpack-value`: longest field or value a packed hash may hold.
     pub hash_max_listpack_value: usize,
+    /// `zset-max-listpack-entries`: members a packed sorted set may hold.
+    pub zset_max_listpack_entries: usize,
+    /// `zset-max-listpack-value`: longest member a packed sorted set may hold.
+    pub zset_max_listpack_value: usize,
+    /// `set-max-intset-entries`: members an all-integer set may hold as an intset.
+    pub set_max_intset_entries: usize,
+    /// `set-max-listpack-entries`: members a packed set may hold.
+    pub set_max_listpack_entries: usize,
+    /// `set-max-listpack-value`: longest member a packed set may hold.
+    pub set_max_listpack_value: usize,
 }
 
 impl Default for EngineConfig {
@@ -84,6 +94,11 @@ impl Default for EngineConfig {
             list_max_listpack_size: -2,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
         }
     }
 }
@@ -136,6 +151,8 @@ impl Engine {
             .chain(crate::keys::COMMANDS.iter())
             .chain(crate::lists::COMMANDS.iter())
             .chain(crate::hashes::COMMANDS.iter())
+            .chain(crate::zsets::COMMANDS.iter())
+            .chain(crate::sets::COMMANDS.iter())
     }
 
     /// The top-level command named `name` (lower case).

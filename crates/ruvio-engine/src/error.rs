@@ -118,6 +118,30 @@ pub enum CmdError {
     FnxAndFxx,
     /// HSETEX: more than one of EX, PX, EXAT, PXAT, KEEPTTL.
     OneExpiration,
+    /// A score range bound that is not a float (ZRANGEBYSCORE, ZCOUNT ...).
+    MinMaxNotFloat,
+    /// A lex range bound without `(`, `[`, `-` or `+`.
+    MinMaxNotLex,
+    /// ZADD with both XX and NX.
+    ZaddXxAndNx,
+    /// ZADD with GT, LT and/or NX together.
+    ZaddGtLtNx,
+    /// ZADD INCR with more than one pair.
+    ZaddIncrPairs,
+    /// ZADD INCR / ZINCRBY leaving NaN (`inf` plus `-inf`).
+    ScoreNan,
+    /// A WEIGHTS value that is not a float.
+    WeightNotFloat,
+    /// ZUNIONSTORE ... with numkeys below 1; carries the command name.
+    AtLeastOneKey(&'static str),
+    /// ZRANGE LIMIT without BYSCORE or BYLEX.
+    LimitNeedsBy,
+    /// ZRANGE BYLEX with WITHSCORES.
+    WithscoresBylex,
+    /// SINTERCARD: numkeys beyond the arguments.
+    NumkeysExceedArgs,
+    /// SINTERCARD, ZINTERCARD: a negative (or non-integer) LIMIT.
+    LimitNegative,
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
     Line(Vec<u8>),
@@ -280,6 +304,26 @@ impl CmdError {
             CmdError::OneExpiration => {
                 "ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified"
             }
+            CmdError::MinMaxNotFloat => "ERR min or max is not a float",
+            CmdError::MinMaxNotLex => "ERR min or max not valid string range item",
+            CmdError::ZaddXxAndNx => "ERR XX and NX options at the same time are not compatible",
+            CmdError::ZaddGtLtNx => {
+                "ERR GT, LT, and/or NX options at the same time are not compatible"
+            }
+            CmdError::ZaddIncrPairs => "ERR INCR option supports a single increment-element pair",
+            CmdError::ScoreNan => "ERR resulting score is not a number (NaN)",
+            CmdError::WeightNotFloat => "ERR weight value is not a float",
+            CmdError::AtLeastOneKey(cmd) => at_least_one_key_message(cmd),
+            CmdError::LimitNeedsBy => {
+                "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+            }
+            CmdError::WithscoresBylex => {
+                "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+            }
+            CmdError::NumkeysExceedArgs => {
+                "ERR Number of keys can't be greater than number of args"
+            }
+            CmdError::LimitNegative => "ERR LIMIT can't be negative",
             CmdError::NoAuth => "NOAUTH Authentication required.",
             CmdError::Moved { slot, host, port } => {
                 return format!("MOVED {slot} {host}:{port}").into()
@@ -466,5 +510,20 @@ fn invalid_expire_message(cmd: &str) -> &'static str {
         "hsetex" => "ERR invalid expire time in 'hsetex' command",
         "hgetex" => "ERR invalid expire time in 'hgetex' command",
         _ => "ERR invalid expire time",
+    }
+}
+
+/// `ERR at least 1 input key is needed for '<cmd>' command` for the sorted-set
+/// algebra (static: the commands are few and known).
+fn at_least_one_key_message(cmd: &str) -> &'static str {
+    match cmd {
+        "zunionstore" => "ERR at least 1 input key is needed for 'zunionstore' command",
+        "zinterstore" => "ERR at least 1 input key is needed for 'zinterstore' command",
+        "zdiffstore" => "ERR at least 1 input key is needed for 'zdiffstore' command",
+        "zunion" => "ERR at least 1 input key is needed for 'zunion' command",
+        "zinter" => "ERR at least 1 input key is needed for 'zinter' command",
+        "zdiff" => "ERR at least 1 input key is needed for 'zdiff' command",
+        "zintercard" => "ERR at least 1 input key is needed for 'zintercard' command",
+        _ => "ERR at least 1 input key is needed",
     }
 }

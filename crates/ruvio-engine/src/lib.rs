@@ -14,7 +14,8 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text (the server's too), in one place.
-//! - `strings`, `keys`, `lists`: the command families; each exports `COMMANDS`.
+//! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`: the command families;
+//!   each exports `COMMANDS`.
 //! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
 //!
 //! What the server must know:
@@ -43,7 +44,9 @@ mod keys;
 mod keyspace;
 mod lists;
 mod longdouble;
+mod sets;
 mod strings;
+mod zsets;
 
 pub use args::parse_cursor;
 pub use command::{
@@ -57,9 +60,15 @@ pub use keyspace::{Entry, ENTRY_BYTES};
 #[doc(hidden)]
 pub use longdouble::bench as longdouble_bench;
 
+/// The hash family's table (also reachable through [`Engine::commands`]).
+pub use hashes::COMMANDS as HASH_COMMANDS;
 /// The generic keyspace family's table.
 pub use keys::COMMANDS as KEY_COMMANDS;
 /// The list family's table (also reachable through [`Engine::commands`]).
 pub use lists::COMMANDS as LIST_COMMANDS;
+/// The set family's table (also reachable through [`Engine::commands`]).
+pub use sets::COMMANDS as SET_COMMANDS;
 /// The string family's table (also reachable through [`Engine::commands`]).
 pub use strings::COMMANDS as STRING_COMMANDS;
+/// The sorted-set family's command table.
+pub use zsets::COMMANDS as ZSET_COMMANDS;

@@ -182,6 +182,7 @@ const TOKENS: &[&[u8]] = &[
     b"IDLETIME", b"FREQ", b"HELP", b"USAGE", b"DOCTOR", b"PURGE", b"MALLOC-STATS", b"ASYNC",
     b"SYNC", b"*", b"[", b"[^", b"\\", b"a*b?[c-a]", b"15", b"16", b"536870912", b"\r\n", b"\0",
     b"list", b"LEFT", b"RIGHT", b"BEFORE", b"AFTER", b"RANK", b"MAXLEN", b"a", b"2",
+    b"hash", b"bighash", b"f", b"FIELDS", b"FNX", b"FXX", b"WITHVALUES", b"NOVALUES", b"3", b"-5",
 ];
 
 fn arg() -> impl Strategy<Value = Vec<u8>> {
@@ -204,6 +205,12 @@ proptest! {
         h.run("MSET k v int 12 long xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
         h.run("EXPIRE k 100");
         h.run("RPUSH list a b c 1 2 a");
+        h.run("HSET hash f v a 1 1 2 fl 1.5");
+        h.run("HPEXPIRE hash 20 FIELDS 2 a f");
+        for i in 0..200 {
+            h.run(&format!("HSET bighash {i} v{i}"));
+        }
+        h.run("HPEXPIRE bighash 30 FIELDS 3 1 2 3");
         for (index, mut args) in picks {
             let cmd = commands[index.index(commands.len())];
             let mut argv: Vec<Vec<u8>> = cmd.meta.name.split('|').map(|p| p.as_bytes().to_vec()).collect();

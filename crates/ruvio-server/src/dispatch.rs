@@ -211,14 +211,16 @@ fn execute(
     }
     let before = replies.sink().len();
     let first_new_slot = replies.next_seq();
+    // A reply answered later (another shard, a blocked command) is dropped when it
+    // arrives, even if that is before this command returns (a local part).
+    replies.silent_new = matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip);
     run_command(core, conns, client, replies, who, args);
-    if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip) {
-        if replies.next_seq() == first_new_slot {
-            replies.sink().truncate(before);
-        } else {
-            // Answered later (another shard, a blocked command): drop it then.
-            replies.silence_from(first_new_slot);
-        }
+    replies.silent_new = false;
+    // The mode after the command decides for a reply written now: CLIENT REPLY ON
+    // answers +OK although the mode was OFF when it started.
+    let silenced = matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip);
+    if silenced && replies.next_seq() == first_new_slot {
+        replies.sink().truncate(before);
     }
     if client.reply_mode == ReplyMode::Skip {
         client.reply_mode = ReplyMode::On;

@@ -245,9 +245,8 @@ fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, reply: Vec
         } => {
             if let Some(conn) = conns.get_mut(index, gen) {
                 conn.replies.fill(seq, part as usize, reply);
-                conn.client.blocked = None;
                 core.dirty.push((index, gen));
-                core.resume.push((index, gen));
+                conn.unblock_if_waiting_on(seq, &mut core.resume, (index, gen));
             }
         }
         Waiter::Remote { shard, tag } => core.outbox.reply(shard, tag, &reply),

@@ -296,9 +296,8 @@ fn answer(core: &mut ShardCore, conns: &mut Slab<Conn>, op: &CrossOp, reply: Vec
     let (index, gen) = op.conn;
     if let Some(conn) = conns.get_mut(index, gen) {
         conn.replies.fill(op.seq, 0, reply);
-        conn.client.blocked = None;
         core.dirty.push((index, gen));
-        core.resume.push((index, gen));
+        conn.unblock_if_waiting_on(op.seq, &mut core.resume, (index, gen));
     }
 }
 

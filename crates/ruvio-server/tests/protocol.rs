@@ -647,3 +647,17 @@ fn scan_cursor_naming_a_missing_shard_ends_the_scan() {
     c.roundtrip(&encode(&["SCAN", "x"]), b"-ERR invalid cursor\r\n");
     c.roundtrip(&encode(&["PING"]), b"+PONG\r\n");
 }
+
+#[test]
+fn client_reply_skip_hides_a_reply_completed_within_the_command() {
+    // SCAN 0 runs on shard 0: on connections of shard 0 its held slot fills before
+    // the command returns; on the others it fills later. Both must stay hidden.
+    let server = Server::forward(2);
+    for _ in 0..6 {
+        let mut c = server.raw();
+        c.roundtrip(
+            b"CLIENT REPLY SKIP\r\nSCAN 0\r\nCLIENT REPLY SKIP\r\nDBSIZE\r\nPING\r\n",
+            b"+PONG\r\n",
+        );
+    }
+}

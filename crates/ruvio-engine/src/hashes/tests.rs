@@ -337,7 +337,8 @@ fn run(limits: HashLimits, ops: Vec<Op>, reclaim_budget: usize) -> Result<(), Te
             }
             Op::ConvertForArgs(args) => {
                 let expect = m.is_packed()
-                    && (args.len() / 2 > limits.listpack_entries_max
+                    && ((value::CONVERT_ON_PAIR_COUNT
+                        && args.len() / 2 > limits.listpack_entries_max)
                         || args
                             .iter()
                             .any(|a| a.len() > limits.listpack_value_bytes_max));
@@ -519,7 +520,10 @@ fn conversions_follow_redis_rules() {
     assert_eq!(h.encoding(), HashEncoding::Hashtable);
     let mut h = three_fields();
     let args: Vec<&[u8]> = vec![b"f1"; 2 * 129];
-    assert!(h.convert_for_args(&args, SMALL));
+    assert_eq!(
+        h.convert_for_args(&args, SMALL),
+        value::CONVERT_ON_PAIR_COUNT
+    );
     assert_eq!(h.len(), 3);
     assert!(!three_fields().convert_for_args(&[&b"f1"[..], b"short"], SMALL));
     // A field TTL makes it listpackex, for good; TTLs travel into the table.

@@ -15,9 +15,11 @@
 //!   no field matches). A `listpackex` stays one when its TTLs are gone.
 //! - packed -> `hashtable`, before a write:
 //!   - [`HashValue::convert_for_args`] (Redis's `hashTypeTryConversion`, called by
-//!     HSET/HMSET/HSETNX/HSETEX with the raw field/value arguments): more pairs than
-//!     `hash-max-listpack-entries`, or any argument longer than
-//!     `hash-max-listpack-value`, or the block would pass [`PACKED_BYTES_MAX`];
+//!     HSET/HMSET/HSETNX/HSETEX with the raw field/value arguments): any argument
+//!     longer than `hash-max-listpack-value`, or the block would pass
+//!     [`PACKED_BYTES_MAX`] (Redis 7.2+ also converts, pre-sized, when there are
+//!     more pairs than `hash-max-listpack-entries`, even if some repeat or exist
+//!     already: see [`CONVERT_ON_PAIR_COUNT`]);
 //!   - inside every `set*`: the field or the value is longer than
 //!     `hash-max-listpack-value` (Redis's check in `hashTypeSet`, which is what
 //!     catches HINCRBY/HINCRBYFLOAT results);
@@ -39,10 +41,20 @@
 use std::ptr::NonNull;
 
 use super::listpack::{
-    entry_bytes, Located, Packed, PackedEntry, PackedIter, BLOCK_ALIGN, PACKED_BYTES_MAX,
+    entry_bytes, Located, Packed, PackedEntry, PackedIter, BLOCK_ALIGN, ENTRY_OVERHEAD_MAX,
+    PACKED_BYTES_MAX,
 };
 use super::table::{Table, TableEntry, TableIter};
 use super::{HashEncoding, HashLimits};
+
+/// Whether [`HashValue::convert_for_args`] converts as soon as a command brings more
+/// field/value pairs than `hash-max-listpack-entries` (Redis 7.2+, to pre-size the
+/// table) instead of only once the hash really holds more fields (Redis 7.0). Off:
+/// the project's reference server and its differential tests are Redis 7.0, and
+/// the two differ only for a command whose pairs repeat fields or update existing
+/// ones (`HSET h f 1 f 2 f 3` with `hash-max-listpack-entries 2` stays a listpack in
+/// 7.0 and becomes a hashtable in 7.2+).
+pub const CONVERT_ON_PAIR_COUNT: bool = false;
 
 /// Tag bit of a boxed table.
 const TABLE_TAG: usize = 1;
@@ -284,10 +296,10 @@ impl HashValue {
 
     /// Redis's `hashTypeTryConversion`: `args` are the raw field/value arguments of
     /// HSET, HMSET, HSETNX or HSETEX, checked before any is written. Converts to a
-    /// table (pre-sized, like Redis's `dictExpand`) when there are more pairs than
-    /// `listpack_entries_max`, else when an argument is longer than
-    /// `listpack_value_bytes_max`, or when they could not fit the block. Returns true
-    /// if it converted.
+    /// table when an argument is longer than `listpack_value_bytes_max`, or when they
+    /// could not fit the block (and, with [`CONVERT_ON_PAIR_COUNT`], pre-sized when
+    /// there are more pairs than `listpack_entries_max`). Returns true if it
+    /// converted.
     pub fn convert_for_args<A, I>(&mut self, args: I, limits: HashLimits) -> bool
     where
         A: AsRef<[u8]>,
@@ -300,7 +312,7 @@ impl HashValue {
         let data_len = p.data_len();
         let args = args.into_iter();
         let pairs = args.len() / 2;
-        if pairs > limits.listpack_entries_max {
+        if CONVERT_ON_PAIR_COUNT && pairs > limits.listpack_entries_max {
             self.convert_to_table(pairs);
             return true;
         }
@@ -322,12 +334,21 @@ impl HashValue {
 
     /// Convert `listpack` to `listpackex` (Redis's `hashTypeSetExInit`); no-op for the
     /// other encodings.
+    ///
+    /// A block too close to [`PACKED_BYTES_MAX`] for the extra byte per field
+    /// becomes a table instead (only reachable with a raised
+    /// `hash-max-listpack-value`; Redis's own cap is the same 1 GiB).
     pub fn enable_field_expiry(&mut self) {
         if let Repr::Packed(p) = self.repr() {
-            if !p.has_ttl() {
-                let ex = p.with_ttl_slots();
-                drop(std::mem::replace(self, HashValue::from_packed(ex)));
+            if p.has_ttl() {
+                return;
             }
+            if p.data_len() + p.len() > PACKED_BYTES_MAX {
+                self.convert_to_table(0);
+                return;
+            }
+            let ex = p.with_ttl_slots();
+            drop(std::mem::replace(self, HashValue::from_packed(ex)));
         }
     }
 
@@ -473,6 +494,12 @@ impl HashValue {
         debug_assert!(at_ms != 0, "expiry time 0 means none in a packed hash");
         let at_ms = at_ms.max(1);
         self.enable_field_expiry();
+        if let Repr::Packed(p) = self.repr() {
+            // A time takes up to one varint more than "none".
+            if p.data_len() + ENTRY_OVERHEAD_MAX > PACKED_BYTES_MAX {
+                self.convert_to_table(0);
+            }
+        }
         match self.repr_mut() {
             ReprMut::Packed(p) => match p.find(field) {
                 Some((loc, e)) => {

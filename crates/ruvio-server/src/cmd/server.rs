@@ -349,6 +349,16 @@ fn set_hash_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> 
     Ok(())
 }
 
+fn set_zset_max_listpack_entries(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    core.engine.config_mut().zset_max_listpack_entries = parse_size(v)?;
+    Ok(())
+}
+
+fn set_zset_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    core.engine.config_mut().zset_max_listpack_value = parse_size(v)?;
+    Ok(())
+}
+
 /// Only the values persistence-off servers have: no snapshots, no AOF.
 fn set_persistence_off(_core: &mut ShardCore, v: &str) -> Result<(), ()> {
     (v.is_empty() || v == "no").then_some(()).ok_or(())
@@ -452,6 +462,50 @@ const PARAMS: &[Param] = &[
         name: "hash-max-ziplist-value",
         get: |c| c.engine.config().hash_max_listpack_value.to_string(),
         set: Some(set_hash_max_listpack_value),
+    },
+    Param {
+        name: "zset-max-listpack-entries",
+        get: |c| c.engine.config().zset_max_listpack_entries.to_string(),
+        set: Some(set_zset_max_listpack_entries),
+    },
+    Param {
+        name: "zset-max-ziplist-entries",
+        get: |c| c.engine.config().zset_max_listpack_entries.to_string(),
+        set: Some(set_zset_max_listpack_entries),
+    },
+    Param {
+        name: "zset-max-listpack-value",
+        get: |c| c.engine.config().zset_max_listpack_value.to_string(),
+        set: Some(set_zset_max_listpack_value),
+    },
+    Param {
+        name: "zset-max-ziplist-value",
+        get: |c| c.engine.config().zset_max_listpack_value.to_string(),
+        set: Some(set_zset_max_listpack_value),
+    },
+    Param {
+        name: "set-max-intset-entries",
+        get: |c| c.engine.config().set_max_intset_entries.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().set_max_intset_entries = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "set-max-listpack-entries",
+        get: |c| c.engine.config().set_max_listpack_entries.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().set_max_listpack_entries = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "set-max-listpack-value",
+        get: |c| c.engine.config().set_max_listpack_value.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().set_max_listpack_value = parse_size(v)?;
+            Ok(())
+        }),
     },
     Param {
         name: "maxmemory",
