@@ -155,31 +155,15 @@ impl Engine {
             .chain(crate::sets::COMMANDS.iter())
     }
 
-    /// The command named `name` (lower case, `container|sub` for subcommands).
+    /// The top-level command named `name` (lower case).
     pub fn command(name: &str) -> Option<&'static EngineCommand> {
         Self::commands().find(|c| c.meta.name == name)
     }
 
-    /// The subcommand rows of container `container` (`"object"`, `"memory"`), for
-    /// COMMAND INFO/DOCS; empty for other names. The container's own handler
-    /// dispatches to them.
-    pub fn subcommands(container: &str) -> &'static [EngineCommand] {
-        match container {
-            "object" => crate::keys::object::OBJECT_SUBCOMMANDS,
-            "memory" => crate::keys::object::MEMORY_SUBCOMMANDS,
-            _ => &[],
-        }
-    }
-
-    /// The row for a request starting with `name` (and `sub`, its second argument),
-    /// case-insensitively: a container's subcommand row when one matches (its arity
-    /// is the one Redis checks), else the `name` row.
-    pub fn find_command(name: &[u8], sub: Option<&[u8]>) -> Option<&'static EngineCommand> {
-        let row = Self::commands().find(|c| name.eq_ignore_ascii_case(c.meta.name.as_bytes()))?;
-        let sub_row = sub.and_then(|sub| {
-            crate::keys::object::find_subcommand(Self::subcommands(row.meta.name), sub)
-        });
-        Some(sub_row.unwrap_or(row))
+    /// The top-level row named `name`, case-insensitively; a container's subcommand
+    /// is then [`resolve`](crate::command::CommandTree::resolve)d from the arguments.
+    pub fn find_command(name: &[u8]) -> Option<&'static EngineCommand> {
+        Self::commands().find(|c| name.eq_ignore_ascii_case(c.meta.name.as_bytes()))
     }
 
     /// Start loading the cache lines a lookup of `key` in `db` will touch, without

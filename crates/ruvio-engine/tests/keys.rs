@@ -463,6 +463,7 @@ fn cluster_slot_helpers() {
 #[test]
 fn command_table_flags() {
     use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE};
+    use ruvio_engine::command::CommandTree;
     use ruvio_engine::Engine;
     let with = |flag| {
         let mut names: Vec<&str> = Engine::commands()
@@ -497,16 +498,31 @@ fn command_table_flags() {
         names.iter().all(|n| !n.contains('|')),
         "subcommands are not top-level rows"
     );
-    let sub = Engine::find_command(b"OBJECT", Some(b"Encoding")).unwrap();
-    assert_eq!((sub.meta.name, sub.meta.arity), ("object|encoding", 3));
-    assert_eq!(
-        Engine::find_command(b"object", Some(b"nope"))
+    let resolve = |line: &[&[u8]]| {
+        let args: ruvio_resp::OwnedArgs = line.iter().copied().collect();
+        Engine::find_command(line[0])
             .unwrap()
-            .meta
-            .name,
-        "object"
+            .resolve(args.args())
+            .map(|row| (row.meta.name, row.meta.arity))
+    };
+    assert_eq!(
+        resolve(&[b"OBJECT", b"Encoding", b"k"]),
+        Ok(("object|encoding", 3))
     );
-    assert_eq!(Engine::subcommands("memory").len(), 5);
+    assert_eq!(
+        resolve(&[b"object", b"encoding"]),
+        Err(ruvio_engine::CmdError::WrongArity("object|encoding"))
+    );
+    assert!(resolve(&[b"object", b"nope"]).is_err());
+    assert_eq!(resolve(&[b"GET", b"k"]), Ok(("get", 2)));
+    assert_eq!(
+        resolve(&[b"OBJECT"]),
+        Ok(("object", -2)),
+        "a bare container is itself"
+    );
+    let memory = Engine::find_command(b"memory").unwrap();
+    assert_eq!(memory.subcommands.len(), 5);
+    assert!(memory.handler.is_none(), "a container runs its subcommands");
 }
 
 /// What each write of the generic and string families leaves for the write-ahead

@@ -315,12 +315,14 @@ fn run_no_block(engine: &mut Engine, line: &str) -> String {
     let Ok(Parsed::Complete { args, .. }) = parser.parse(&request, &Limits::default()) else {
         panic!("incomplete request")
     };
-    let cmd = Engine::find_command(args.get(0), None).expect("a list command");
+    let handler = Engine::find_command(args.get(0))
+        .and_then(|row| row.handler)
+        .expect("a list command");
     let mut ctx = ExecCtx::new(0, NOW_MS);
     ctx.may_block = false;
     let mut out = Vec::new();
     let mut reply = Reply::new(&mut out, Protocol::Resp2);
-    match (cmd.handler)(engine, &mut ctx, args, &mut reply) {
+    match handler(engine, &mut ctx, args, &mut reply) {
         Ok(Outcome::Done) => {}
         Ok(Outcome::Block(_)) => panic!("blocked where it may not"),
         Err(e) => e.write(&mut reply),

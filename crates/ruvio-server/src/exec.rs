@@ -46,7 +46,7 @@ pub fn run_engine(
     args: Args<'_>,
     out: &mut Vec<u8>,
 ) -> Ran {
-    let Handler::Engine(handler) = cmd.handler else {
+    let Some(Handler::Engine(handler)) = cmd.handler else {
         Reply::new(out, caller.proto).error("ERR internal: not a keyspace command");
         return Ran::default();
     };

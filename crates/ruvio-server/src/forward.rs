@@ -18,7 +18,7 @@
 
 use crate::blocking::Waiter;
 use crate::cmd::server::ConfigChange;
-use crate::conn::{Conn, Merge};
+use crate::conn::Conn;
 use crate::exec::{self, run_engine, Caller};
 use crate::lending::{self, LendRequest, Lent, WatchRequest};
 use crate::registry::registry;
@@ -27,35 +27,12 @@ use crate::slab::Slab;
 use glommio::channels::shared_channel::{
     ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender,
 };
+use ruvio_engine::command::CommandTree;
 use ruvio_resp::{ArgsBatch, Protocol, Reply};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-
-/// How each cross-shard command's partial replies combine. One table, read when
-/// the registry is built; commands not listed never span shards.
-pub const CROSS_SHARD_MERGES: &[(&str, Merge)] = &[
-    ("del", Merge::SumInts),
-    ("unlink", Merge::SumInts),
-    ("exists", Merge::SumInts),
-    ("touch", Merge::SumInts),
-    ("mget", Merge::Scatter),
-    ("mset", Merge::AllOk),
-    ("dbsize", Merge::SumInts),
-    ("keys", Merge::ConcatArrays),
-    ("flushdb", Merge::AllOk),
-    ("flushall", Merge::AllOk),
-    ("swapdb", Merge::AllOk),
-    ("randomkey", Merge::FirstNonNull),
-    (
-        "scan",
-        Merge::Scan {
-            shard: 0,
-            shards: 0,
-        },
-    ),
-];
 
 /// Messages in flight between two shards.
 pub const CHANNEL_MESSAGES_MAX: usize = 1024;
@@ -471,7 +448,11 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
             may_block: true,
             borrowing: false,
         };
-        let Some(cmd) = registry().lookup(args.get(0)) else {
+        // The origin resolved it already; this finds the same (sub)command row.
+        let Some(cmd) = registry()
+            .lookup(args.get(0))
+            .and_then(|c| c.resolve(args).ok())
+        else {
             Reply::new(&mut out, caller.proto).error("ERR internal: unknown forwarded command");
             core.outbox.reply(batch.from, tag, &out);
             continue;
