@@ -713,16 +713,35 @@ def clean_json(value):
     return value
 
 
+_STARTED_AT = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+"""When the benchmark script started (this module is imported first thing)."""
+
+
+def sha256_of(path: str | None) -> str | None:
+    """The sha256 of a server binary, so a record names exactly what it measured."""
+    if not path:
+        return None
+    import hashlib
+    import shutil
+    path = shutil.which(path) or path
+    try:
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
 def record_header(kind: str, args: argparse.Namespace, servers: Sequence[ServerSpec]) -> dict:
-    """Fields every record starts with: what ran, where, when, with which settings."""
+    """Fields every record starts with: what ran, where, when it started, with which
+    settings, and the sha256 of every binary measured."""
     settings = {k: v for k, v in vars(args).items() if not callable(v)}
     return {
         "kind": kind,
-        "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": _STARTED_AT,
         "machine": machine_info(),
         "git": git_commit(),
         "servers": [{"name": s.name, "kind": s.kind, "binary": s.binary, "version": s.version,
-                     "argv": s.argv} for s in servers],
+                     "sha256": sha256_of(s.binary), "argv": s.argv} for s in servers],
         "settings": settings,
         "command_line": sys.argv,
     }

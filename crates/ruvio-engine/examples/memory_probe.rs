@@ -31,7 +31,9 @@ fn main() {
     let mut parser = CommandParser::default();
     let mut out = Vec::with_capacity(64);
     let mut request = Vec::with_capacity(256);
-    let set = Engine::find_command(b"SET", None).expect("SET row");
+    let set = Engine::find_command(b"SET")
+        .and_then(|row| row.handler)
+        .expect("SET row");
     let before = rss_bytes();
     for i in 0..keys {
         let key = format!("key:{i:012}");
@@ -52,7 +54,7 @@ fn main() {
         out.clear();
         let mut reply = Reply::new(&mut out, Protocol::Resp2);
         let mut ctx = ExecCtx::new(0, 1_700_000_000_000);
-        (set.handler)(&mut engine, &mut ctx, args, &mut reply).expect("SET succeeds");
+        set(&mut engine, &mut ctx, args, &mut reply).expect("SET succeeds");
     }
     let after = rss_bytes();
     println!(

@@ -1,7 +1,10 @@
-//! The command table is data: every command's name, arity, flags, key positions and
-//! ACL categories live in one `CommandMeta` value next to its handler. Routing,
-//! MOVED/CROSSSLOT, COMMAND INFO/DOCS/COUNT/GETKEYS and (later) the WAL all read it.
-//! Each family module exports `pub const COMMANDS: &[EngineCommand]`.
+//! The command table is data: every command's name, arity, flags, key positions,
+//! ACL categories and cross-shard merge rule live in one `CommandMeta` value next to
+//! its handler and, for a container (CLIENT, OBJECT ...), its subcommand rows.
+//! Routing, MOVED/CROSSSLOT, COMMAND INFO/DOCS/COUNT/GETKEYS and (later) the WAL all
+//! read it. Each family module exports `pub const COMMANDS: &[EngineCommand]`; the
+//! server's families write their rows in the same [`CommandRow`] format with the same
+//! [`command!`] macro, only with a handler type of their own.
 
 use crate::error::CmdError;
 use ruvio_resp::{Args, Reply};
@@ -46,6 +49,10 @@ pub mod flags {
     /// Ruvio: the command touches the whole keyspace of every shard (KEYS, DBSIZE,
     /// FLUSHALL, SCAN, RANDOMKEY ...); in forward mode it runs on all shards.
     pub const ALL_SHARDS: u32 = 1 << 17;
+
+    /// Ruvio: a `DB index` option names the database of the command's last key
+    /// (COPY ... DB n); borrowing across shards fetches that key there.
+    pub const DB_OPTION: u32 = 1 << 18;
 
     /// Redis' flag names, in the order COMMAND INFO lists them.
     pub const NAMES: &[(u32, &str)] = &[
@@ -215,6 +222,9 @@ pub struct CommandMeta {
     pub since: &'static str,
     /// COMMAND DOCS: complexity text.
     pub complexity: &'static str,
+    /// How the replies of the shards combine when the command runs on several
+    /// ([`flags::SPLITTABLE`] and [`flags::ALL_SHARDS`] rows); `None` for the rest.
+    pub merge: Option<MergeRule>,
 }
 
 impl CommandMeta {
@@ -226,6 +236,29 @@ impl CommandMeta {
     pub fn arity_ok(&self, argc: usize) -> bool {
         arity_fits(self.arity, argc)
     }
+    /// A subcommand's own name, after the `|` (`list` for `client|list`).
+    pub fn subcommand_name(&self) -> &'static str {
+        self.name.split_once('|').map_or(self.name, |(_, sub)| sub)
+    }
+}
+
+/// How the partial replies of a command that spans shards (forward mode) become
+/// one reply. A field of the command's row, so a command's merge cannot drift from
+/// the command; the server maps it to its reply merger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeRule {
+    /// The integers add up (DEL, EXISTS, DBSIZE ...).
+    SumInts,
+    /// Each shard answered for some keys: the elements go back in argument order (MGET).
+    Scatter,
+    /// `+OK` once every shard said OK (MSET, FLUSHALL ...).
+    AllOk,
+    /// The arrays are concatenated (KEYS).
+    ConcatArrays,
+    /// The first reply that is not null (RANDOMKEY).
+    FirstNonNull,
+    /// SCAN: one shard at a time, named by the cursor's high bits.
+    Scan,
 }
 
 /// Redis' arity rule: a positive arity is the exact argument count (name included),
@@ -276,14 +309,15 @@ impl ExecCtx {
 
     /// [`changed`](Self::changed) for a key of database `db` (MOVE, COPY ... DB).
     pub fn changed_in(&mut self, db: usize, key: &[u8], event: Event, changes: u64) {
-        let effects = &mut self.effects;
-        effects.dirty += changes;
-        if effects.track_keys {
-            effects.keys.push(db, key);
-        }
-        if effects.track_events {
-            effects.events.push(event);
-            effects.event_keys.push(db, key);
+        self.effects.dirty += changes;
+        if let Some(r) = self.effects.record.as_deref_mut() {
+            if r.track_keys {
+                r.keys.push(db, key);
+            }
+            if r.track_events {
+                r.events.push(event);
+                r.event_keys.push(db, key);
+            }
         }
     }
 
@@ -293,8 +327,8 @@ impl ExecCtx {
     /// the records are logged in order.
     pub fn log_as(&mut self, argv: &[&[u8]]) {
         self.effects.rewritten = true;
-        if self.effects.track_log {
-            self.effects.log.push_record(argv);
+        if let Some(r) = self.effects.record.as_deref_mut().filter(|r| r.track_log) {
+            r.log.push_record(argv);
         }
     }
 }
@@ -310,6 +344,10 @@ pub enum EventClass {
     List,
     /// `h`
     Hash,
+    /// `z`
+    ZSet,
+    /// `s`
+    Set,
     /// `x`: a key expired.
     Expired,
 }
@@ -363,11 +401,6 @@ impl KeyList {
             .zip(starts)
             .map(|(&(db, end), start)| (db, &self.bytes[start..end]))
     }
-
-    fn clear(&mut self) {
-        self.bytes.clear();
-        self.ends.clear();
-    }
 }
 
 /// Commands to log, as flat argument lists.
@@ -392,23 +425,28 @@ impl LogRecords {
             .map(|&n| args.by_ref().take(n).collect())
             .collect()
     }
-
-    fn clear(&mut self) {
-        self.args.clear();
-        self.counts.clear();
-    }
 }
 
 /// What a command did, recorded while it runs and read by the server afterwards
 /// (Redis keeps the same facts in `server.dirty`, `signalModifiedKey`,
 /// `notifyKeyspaceEvent` and `alsoPropagate`). The engine never knows who listens:
-/// the `track_*` switches, set by the server, say what is worth recording, so a SET
-/// with nobody blocked, watching or logging only bumps a counter.
+/// the server says what is worth recording ([`Effects::recording`]); with nothing
+/// asked for, the effects are a counter and a flag, so a SET with nobody blocked,
+/// watching or logging pays for nothing else (the recorded part is boxed).
 #[derive(Debug, Default)]
 pub struct Effects {
     /// Changes made (Redis' `dirty`): INFO persistence, and "log this command" when
     /// nonzero and not rewritten.
     pub dirty: u64,
+    /// The command asked to be logged as something else ([`ExecCtx::log_as`]).
+    pub rewritten: bool,
+    /// What is recorded, when the server asked for anything.
+    pub record: Option<Box<Recorded>>,
+}
+
+/// The recorded effects of one command.
+#[derive(Debug, Default)]
+pub struct Recorded {
     /// Record modified keys in [`keys`](Self::keys).
     pub track_keys: bool,
     /// Record keyspace events in [`events`](Self::events).
@@ -421,28 +459,48 @@ pub struct Effects {
     pub events: Vec<Event>,
     /// The key of each event.
     pub event_keys: KeyList,
-    /// The command asked to be logged as something else ([`ExecCtx::log_as`]).
-    pub rewritten: bool,
     /// The rewritten records (when `track_log`).
     pub log: LogRecords,
 }
 
 impl Effects {
-    /// Forget the previous command's effects, keeping the buffers and switches.
-    pub fn clear(&mut self) {
-        self.dirty = 0;
-        self.rewritten = false;
-        self.keys.clear();
-        self.events.clear();
-        self.event_keys.clear();
-        self.log.clear();
+    /// Effects that record modified keys, keyspace events and log records as asked.
+    pub fn recording(keys: bool, events: bool, log: bool) -> Effects {
+        let record = (keys || events || log).then(|| {
+            Box::new(Recorded {
+                track_keys: keys,
+                track_events: events,
+                track_log: log,
+                ..Recorded::default()
+            })
+        });
+        Effects {
+            record,
+            ..Effects::default()
+        }
+    }
+
+    /// The keys modified, `(db, key)` in order (none unless recorded).
+    pub fn modified_keys(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        self.record.iter().flat_map(|r| r.keys.iter())
+    }
+
+    /// The keyspace events, with their `(db, key)` (none unless recorded).
+    pub fn events(&self) -> impl Iterator<Item = (Event, usize, &[u8])> {
+        self.record
+            .iter()
+            .flat_map(|r| r.events.iter().zip(r.event_keys.iter()))
+            .map(|(&event, (db, key))| (event, db, key))
     }
 
     /// What the write-ahead log must hold for this command, given its arguments:
     /// nothing for a no-op, the rewritten records, or the command itself.
     pub fn log_records(&self, argv: Args<'_>) -> Vec<Vec<Vec<u8>>> {
         if self.rewritten {
-            self.log.records()
+            self.record
+                .as_ref()
+                .map(|r| r.log.records())
+                .unwrap_or_default()
         } else if self.dirty > 0 {
             vec![argv.iter().map(<[u8]>::to_vec).collect()]
         } else {
@@ -480,21 +538,105 @@ pub type CmdResult = Result<Outcome, CmdError>;
 /// A command handler running on the shard that owns its keys.
 pub type EngineFn = fn(&mut crate::Engine, &mut ExecCtx, Args<'_>, &mut Reply<'_>) -> CmdResult;
 
-/// One row of an engine family's command table.
+/// One row of a command table: what the table knows about the command, what runs
+/// it, and a container's subcommands. Generic over the handler so that the engine's
+/// families (`H` = [`EngineFn`]) and the server's (a handler that needs the
+/// connection) share one row format, one macro and one subcommand resolution
+/// ([`CommandTree::resolve`]), while the handler types stay apart: engine handlers
+/// are pure keyspace work that may run on another shard, server handlers cannot.
 #[derive(Debug)]
-pub struct EngineCommand {
+pub struct CommandRow<H: 'static> {
     /// Everything but the handler.
     pub meta: CommandMeta,
-    /// The handler.
-    pub handler: EngineFn,
+    /// The handler; `None` for a container every call of which names a subcommand
+    /// (its arity is at most -2), as Redis' CONFIG or OBJECT have no proc of their own.
+    pub handler: Option<H>,
+    /// A container's subcommands (`object|encoding` ...) with their own arity,
+    /// flags and key positions; empty for other commands.
+    pub subcommands: &'static [CommandRow<H>],
 }
 
-/// One table row: `command!(name, arity, flags, keys, [acl..], group, since, summary,
-/// complexity, handler)`. A macro rather than a `const fn` so rows read like data.
-macro_rules! command {
+/// One row of an engine family's command table.
+pub type EngineCommand = CommandRow<EngineFn>;
+
+/// A table row that may be a container. The engine's rows and the server's registry
+/// resolve `CONTAINER sub ...` through the one [`resolve`](Self::resolve), so a
+/// subcommand is found, and its arity checked, the same way everywhere.
+pub trait CommandTree: Sized {
+    /// The row's metadata.
+    fn meta(&self) -> &CommandMeta;
+    /// The row's subcommands (empty unless it is a container).
+    fn subcommands(&self) -> &[Self];
+
+    /// Redis' `lookupCommand` below the name: the subcommand row named by `args[1]`
+    /// when this row is a container called with one, its arity checked (`unknown
+    /// subcommand`, or `wrong number of arguments` naming the subcommand,
+    /// `'config|get'`); else this row. The caller has checked this row's own arity
+    /// (the dispatcher does, before authentication), so a container without a
+    /// handler, whose arity is at most -2, always resolves to a subcommand.
+    fn resolve(&self, args: Args<'_>) -> Result<&Self, CmdError> {
+        let subs = self.subcommands();
+        if args.len() < 2 || subs.is_empty() {
+            return Ok(self);
+        }
+        let name = args.get(1);
+        let sub = subs
+            .iter()
+            .find(|s| name.eq_ignore_ascii_case(s.meta().subcommand_name().as_bytes()))
+            .ok_or_else(|| CmdError::unknown_subcommand(name, self.meta().name))?;
+        if !sub.meta().arity_ok(args.len()) {
+            return Err(CmdError::WrongArity(sub.meta().name));
+        }
+        Ok(sub)
+    }
+}
+
+impl<H> CommandTree for CommandRow<H> {
+    fn meta(&self) -> &CommandMeta {
+        &self.meta
+    }
+    fn subcommands(&self) -> &[Self] {
+        self.subcommands
+    }
+}
+
+/// One table row:
+///
+/// ```text
+/// command!(name, arity, flags, keys, [acl..], group, since, summary, complexity, handler)
+/// command!(.., handler, merge = MergeRule::SumInts)      // spans shards
+/// command!(.., subcommands = TABLE)                      // a container, no handler
+/// command!(.., handler, subcommands = TABLE)             // a container that runs bare
+/// ```
+///
+/// A macro rather than a `const fn` so rows read like data. The handler type comes
+/// from the table the row is in ([`EngineCommand`] or the server's rows).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __command_row {
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, [$($acl:literal),*], $group:literal,
+     $since:literal, $summary:expr, $complexity:expr, subcommands = $subs:expr) => {
+        $crate::__command_row!(@row $name, $arity, $flags, $keys, [$($acl),*], $group, $since,
+            $summary, $complexity, None, None, $subs)
+    };
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, [$($acl:literal),*], $group:literal,
+     $since:literal, $summary:expr, $complexity:expr, $handler:expr, subcommands = $subs:expr) => {
+        $crate::__command_row!(@row $name, $arity, $flags, $keys, [$($acl),*], $group, $since,
+            $summary, $complexity, Some($handler), None, $subs)
+    };
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, [$($acl:literal),*], $group:literal,
+     $since:literal, $summary:expr, $complexity:expr, $handler:expr, merge = $merge:expr) => {
+        $crate::__command_row!(@row $name, $arity, $flags, $keys, [$($acl),*], $group, $since,
+            $summary, $complexity, Some($handler), Some($merge), &[])
+    };
     ($name:literal, $arity:expr, $flags:expr, $keys:expr, [$($acl:literal),*], $group:literal,
      $since:literal, $summary:expr, $complexity:expr, $handler:expr) => {
-        $crate::command::EngineCommand {
+        $crate::__command_row!(@row $name, $arity, $flags, $keys, [$($acl),*], $group, $since,
+            $summary, $complexity, Some($handler), None, &[])
+    };
+    (@row $name:literal, $arity:expr, $flags:expr, $keys:expr, [$($acl:literal),*], $group:literal,
+     $since:literal, $summary:expr, $complexity:expr, $handler:expr, $merge:expr, $subs:expr) => {
+        $crate::command::CommandRow {
             meta: $crate::command::CommandMeta {
                 name: $name,
                 arity: $arity,
@@ -505,12 +647,15 @@ macro_rules! command {
                 summary: $summary,
                 since: $since,
                 complexity: $complexity,
+                merge: $merge,
             },
             handler: $handler,
+            subcommands: $subs,
         }
     };
 }
-pub(crate) use command;
+#[doc(inline)]
+pub use __command_row as command;
 
 /// Redis' `addReplyHelp`: header, the lines, then `HELP` and its description, as
 /// status replies.

@@ -76,6 +76,16 @@ pub struct EngineConfig {
     pub hash_max_listpack_entries: usize,
     /// `hash-max-listpack-value`: longest field or value a packed hash may hold.
     pub hash_max_listpack_value: usize,
+    /// `zset-max-listpack-entries`: members a packed sorted set may hold.
+    pub zset_max_listpack_entries: usize,
+    /// `zset-max-listpack-value`: longest member a packed sorted set may hold.
+    pub zset_max_listpack_value: usize,
+    /// `set-max-intset-entries`: members an all-integer set may hold as an intset.
+    pub set_max_intset_entries: usize,
+    /// `set-max-listpack-entries`: members a packed set may hold.
+    pub set_max_listpack_entries: usize,
+    /// `set-max-listpack-value`: longest member a packed set may hold.
+    pub set_max_listpack_value: usize,
 }
 
 impl Default for EngineConfig {
@@ -84,6 +94,11 @@ impl Default for EngineConfig {
             list_max_listpack_size: -2,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
         }
     }
 }
@@ -136,33 +151,19 @@ impl Engine {
             .chain(crate::keys::COMMANDS.iter())
             .chain(crate::lists::COMMANDS.iter())
             .chain(crate::hashes::COMMANDS.iter())
+            .chain(crate::zsets::COMMANDS.iter())
+            .chain(crate::sets::COMMANDS.iter())
     }
 
-    /// The command named `name` (lower case, `container|sub` for subcommands).
+    /// The top-level command named `name` (lower case).
     pub fn command(name: &str) -> Option<&'static EngineCommand> {
         Self::commands().find(|c| c.meta.name == name)
     }
 
-    /// The subcommand rows of container `container` (`"object"`, `"memory"`), for
-    /// COMMAND INFO/DOCS; empty for other names. The container's own handler
-    /// dispatches to them.
-    pub fn subcommands(container: &str) -> &'static [EngineCommand] {
-        match container {
-            "object" => crate::keys::object::OBJECT_SUBCOMMANDS,
-            "memory" => crate::keys::object::MEMORY_SUBCOMMANDS,
-            _ => &[],
-        }
-    }
-
-    /// The row for a request starting with `name` (and `sub`, its second argument),
-    /// case-insensitively: a container's subcommand row when one matches (its arity
-    /// is the one Redis checks), else the `name` row.
-    pub fn find_command(name: &[u8], sub: Option<&[u8]>) -> Option<&'static EngineCommand> {
-        let row = Self::commands().find(|c| name.eq_ignore_ascii_case(c.meta.name.as_bytes()))?;
-        let sub_row = sub.and_then(|sub| {
-            crate::keys::object::find_subcommand(Self::subcommands(row.meta.name), sub)
-        });
-        Some(sub_row.unwrap_or(row))
+    /// The top-level row named `name`, case-insensitively; a container's subcommand
+    /// is then [`resolve`](crate::command::CommandTree::resolve)d from the arguments.
+    pub fn find_command(name: &[u8]) -> Option<&'static EngineCommand> {
+        Self::commands().find(|c| name.eq_ignore_ascii_case(c.meta.name.as_bytes()))
     }
 
     /// Start loading the cache lines a lookup of `key` in `db` will touch, without
@@ -531,6 +532,15 @@ impl Engine {
             self.dbs[db].remove(id);
         }
         empty
+    }
+
+    /// True when `key` exists in database `db` at `now_ms` (no statistics, no access
+    /// time: a server-side probe).
+    pub fn exists(&self, db: usize, key: &[u8], now_ms: u64) -> bool {
+        let Some(found) = self.dbs.get(db).and_then(|d| d.find(key)) else {
+            return false;
+        };
+        !self.is_expired(db, found, now_ms)
     }
 
     /// Take `key` out of database `db` whole (value, expiry, access clock) to hand it

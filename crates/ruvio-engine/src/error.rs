@@ -1,11 +1,17 @@
-//! Every client-visible error of the engine's commands, as a small enum mapped in
-//! one place to Redis 7.0's exact text (as Dragonfly's `OpStatus` is).
+//! Every client-visible error of Ruvio's commands, as a small enum mapped in one
+//! place to Redis 7.0's exact text (as Dragonfly's `OpStatus` is): the engine's
+//! command families, the server's own commands (connection, CLIENT, CLUSTER,
+//! CONFIG, COMMAND, DEBUG) and the dispatcher's checks (unknown command or
+//! subcommand, arity, NOAUTH, MOVED, CROSSSLOT). One enum rather than an engine
+//! enum and a server enum so that there is one mapping to Redis' text and one
+//! writer, and statistics count a failure from the type whoever produced it.
 //!
 //! Handlers return `Err(CmdError::..)` from their parse and execute steps; the one
 //! [`CmdError::write`] turns it into the `-ERR ...` line. Variants that quote the
 //! client's bytes keep them raw, as Redis does (only CR and LF become spaces).
 
-use ruvio_resp::Reply;
+use ruvio_resp::{Args, Reply};
+use std::borrow::Cow;
 
 /// A command failure with a fixed Redis error text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,7 +65,9 @@ pub enum CmdError {
     LcsAllocFailed,
     /// OBJECT FREQ without an LFU policy.
     LfuNotSelected,
-    /// Wrong argument count detected inside a handler (MSET with an odd count).
+    /// Wrong argument count for the named command or subcommand (`get`,
+    /// `config|get`): the table's arity, or a count the handler checks (MSET's
+    /// pairs).
     WrongArity(&'static str),
     /// LSET past the end of the list.
     IndexOutOfRange,
@@ -110,15 +118,111 @@ pub enum CmdError {
     FnxAndFxx,
     /// HSETEX: more than one of EX, PX, EXAT, PXAT, KEEPTTL.
     OneExpiration,
+    /// A score range bound that is not a float (ZRANGEBYSCORE, ZCOUNT ...).
+    MinMaxNotFloat,
+    /// A lex range bound without `(`, `[`, `-` or `+`.
+    MinMaxNotLex,
+    /// ZADD with both XX and NX.
+    ZaddXxAndNx,
+    /// ZADD with GT, LT and/or NX together.
+    ZaddGtLtNx,
+    /// ZADD INCR with more than one pair.
+    ZaddIncrPairs,
+    /// ZADD INCR / ZINCRBY leaving NaN (`inf` plus `-inf`).
+    ScoreNan,
+    /// A WEIGHTS value that is not a float.
+    WeightNotFloat,
+    /// ZUNIONSTORE ... with numkeys below 1; carries the command name.
+    AtLeastOneKey(&'static str),
+    /// ZRANGE LIMIT without BYSCORE or BYLEX.
+    LimitNeedsBy,
+    /// ZRANGE BYLEX with WITHSCORES.
+    WithscoresBylex,
+    /// SINTERCARD: numkeys beyond the arguments.
+    NumkeysExceedArgs,
+    /// SINTERCARD, ZINTERCARD: a negative (or non-integer) LIMIT.
+    LimitNegative,
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
     Line(Vec<u8>),
+
+    // ----- the dispatcher's checks -----
+    /// A command that needs AUTH first.
+    NoAuth,
+    /// Per-shard mode: the key's slot lives on another shard (node).
+    Moved {
+        /// The key's hash slot.
+        slot: u16,
+        /// The owner's host.
+        host: String,
+        /// The owner's port.
+        port: u16,
+    },
+    /// Keys of one command in different slots (or, in forward mode, on different
+    /// shards for a command that cannot be split).
+    CrossSlot,
+
+    // ----- connection commands -----
+    /// AUTH with a password while none is configured.
+    AuthNotConfigured,
+    /// AUTH or HELLO AUTH with a wrong user or password.
+    WrongPass,
+    /// HELLO with a protocol version other than 2 or 3.
+    NoProto,
+    /// HELLO's protocol version is not an integer.
+    ProtoNotInteger,
+    /// HELLO without AUTH from an unauthenticated client.
+    HelloNoAuth,
+
+    // ----- CLIENT -----
+    /// CLIENT SETNAME / HELLO SETNAME with a space or special character.
+    BadClientName,
+    /// CLIENT SETINFO LIB-NAME with a space or special character.
+    BadLibName,
+    /// CLIENT SETINFO LIB-VER with a space or special character.
+    BadLibVer,
+    /// CLIENT LIST ID with an id that is not a positive integer.
+    InvalidClientId,
+    /// CLIENT KILL ID with an id that is not a positive integer.
+    ClientIdNotPositive,
+    /// CLIENT KILL ip:port matched no client.
+    NoSuchClient,
+    /// CLIENT UNBLOCK with more than one reason.
+    UnblockArgs,
+    /// CLIENT UNBLOCK with a reason other than TIMEOUT or ERROR.
+    UnblockReason,
+
+    // ----- CLUSTER -----
+    /// A cluster command in forward mode (Ruvio is then a standalone server).
+    ClusterDisabled,
+    /// CLUSTER COUNTKEYSINSLOT with a slot outside 0..16384.
+    InvalidSlot,
+    /// CLUSTER GETKEYSINSLOT with a bad slot or count.
+    InvalidSlotOrCount,
+
+    // ----- COMMAND GETKEYS -----
+    /// The command to inspect does not exist.
+    GetKeysUnknownCommand,
+    /// The command to inspect has the wrong number of arguments.
+    GetKeysWrongArity,
+    /// The command's key positions depend on arguments that name no keys.
+    GetKeysInvalidArgs,
+    /// The command takes no keys.
+    GetKeysNoKeys,
+
+    // ----- server administration -----
+    /// SHUTDOWN ABORT with no shutdown in progress.
+    NoShutdownInProgress,
+    /// DEBUG PROTOCOL attrib/push on a RESP2 connection.
+    Resp2NotSupported,
+    /// DEBUG PROTOCOL with an unknown type name.
+    DebugProtocolType,
 }
 
 impl CmdError {
     /// The error line Redis sends, without the leading `-` and the CRLF.
-    pub fn message(&self) -> &str {
-        match self {
+    pub fn message(&self) -> Cow<'_, str> {
+        let text = match self {
             CmdError::WrongType => {
                 "WRONGTYPE Operation against a key holding the wrong kind of value"
             }
@@ -136,8 +240,8 @@ impl CmdError {
             CmdError::DbIndexOutOfRange => "ERR DB index is out of range",
             CmdError::SameObject => "ERR source and destination objects are the same",
             CmdError::InvalidExpireTime(cmd) => invalid_expire_message(cmd),
-            // Only the static variants are read as text; a quoted line is written raw.
-            CmdError::Line(line) => std::str::from_utf8(line).unwrap_or("ERR"),
+            // Written raw by `write`; as text only for tests and logs.
+            CmdError::Line(line) => return String::from_utf8_lossy(line),
             CmdError::ExpireNxWithOthers => {
                 "ERR NX and XX, GT or LT options at the same time are not compatible"
             }
@@ -161,7 +265,9 @@ impl CmdError {
                  Please note that when switching between policies at runtime LRU and LFU data \
                  will take some time to adjust."
             }
-            CmdError::WrongArity(cmd) => wrong_arity_message(cmd),
+            CmdError::WrongArity(cmd) => {
+                return format!("ERR wrong number of arguments for '{cmd}' command").into()
+            }
             CmdError::IndexOutOfRange => "ERR index out of range",
             CmdError::NotPositive => "ERR value is out of range, must be positive",
             CmdError::OutsideLongRange => {
@@ -198,7 +304,75 @@ impl CmdError {
             CmdError::OneExpiration => {
                 "ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified"
             }
-        }
+            CmdError::MinMaxNotFloat => "ERR min or max is not a float",
+            CmdError::MinMaxNotLex => "ERR min or max not valid string range item",
+            CmdError::ZaddXxAndNx => "ERR XX and NX options at the same time are not compatible",
+            CmdError::ZaddGtLtNx => {
+                "ERR GT, LT, and/or NX options at the same time are not compatible"
+            }
+            CmdError::ZaddIncrPairs => "ERR INCR option supports a single increment-element pair",
+            CmdError::ScoreNan => "ERR resulting score is not a number (NaN)",
+            CmdError::WeightNotFloat => "ERR weight value is not a float",
+            CmdError::AtLeastOneKey(cmd) => at_least_one_key_message(cmd),
+            CmdError::LimitNeedsBy => {
+                "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+            }
+            CmdError::WithscoresBylex => {
+                "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+            }
+            CmdError::NumkeysExceedArgs => {
+                "ERR Number of keys can't be greater than number of args"
+            }
+            CmdError::LimitNegative => "ERR LIMIT can't be negative",
+            CmdError::NoAuth => "NOAUTH Authentication required.",
+            CmdError::Moved { slot, host, port } => {
+                return format!("MOVED {slot} {host}:{port}").into()
+            }
+            CmdError::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot",
+            CmdError::AuthNotConfigured => {
+                "ERR AUTH <password> called without any password configured for the default \
+                 user. Are you sure your configuration is correct?"
+            }
+            CmdError::WrongPass => "WRONGPASS invalid username-password pair or user is disabled.",
+            CmdError::NoProto => "NOPROTO unsupported protocol version",
+            CmdError::ProtoNotInteger => "ERR Protocol version is not an integer or out of range",
+            CmdError::HelloNoAuth => {
+                "NOAUTH HELLO must be called with the client already authenticated, otherwise \
+                 the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the \
+                 client and select the RESP protocol version at the same time"
+            }
+            CmdError::BadClientName => {
+                "ERR Client names cannot contain spaces, newlines or special characters."
+            }
+            CmdError::BadLibName => {
+                "ERR lib-name cannot contain spaces, newlines or special characters."
+            }
+            CmdError::BadLibVer => {
+                "ERR lib-ver cannot contain spaces, newlines or special characters."
+            }
+            CmdError::InvalidClientId => "ERR Invalid client ID",
+            CmdError::ClientIdNotPositive => "ERR client-id should be greater than 0",
+            CmdError::NoSuchClient => "ERR No such client",
+            CmdError::UnblockArgs => {
+                "ERR unknown subcommand or wrong number of arguments for 'unblock'. \
+                 Try CLIENT HELP."
+            }
+            CmdError::UnblockReason => "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            CmdError::ClusterDisabled => "ERR This instance has cluster support disabled",
+            CmdError::InvalidSlot => "ERR Invalid slot",
+            CmdError::InvalidSlotOrCount => "ERR Invalid slot or number of keys",
+            CmdError::GetKeysUnknownCommand => "ERR Invalid command specified",
+            CmdError::GetKeysWrongArity => "ERR Invalid number of arguments specified for command",
+            CmdError::GetKeysInvalidArgs => "ERR Invalid arguments specified for command",
+            CmdError::GetKeysNoKeys => "ERR The command has no key arguments",
+            CmdError::NoShutdownInProgress => "ERR No shutdown in progress.",
+            CmdError::Resp2NotSupported => "ERR RESP2 is not supported by this command",
+            CmdError::DebugProtocolType => {
+                "ERR Wrong protocol type name. Please use one of the following: \
+                 string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"
+            }
+        };
+        Cow::Borrowed(text)
     }
 
     /// Write the error reply.
@@ -211,7 +385,7 @@ impl CmdError {
                 raw.extend_from_slice(b"\r\n");
                 reply.raw(&raw);
             }
-            _ => reply.error(self.message()),
+            _ => reply.error(&self.message()),
         }
     }
 
@@ -239,16 +413,84 @@ impl CmdError {
     }
 
     /// `ERR unknown subcommand '<sub>'. Try <CONTAINER> HELP.` (at most 128 bytes quoted).
-    pub fn unknown_subcommand(sub: &[u8], container_upper: &str) -> CmdError {
+    pub fn unknown_subcommand(sub: &[u8], container: &str) -> CmdError {
         let sub = sub.split(|&b| b == 0).next().unwrap_or_default();
-        let sub = &sub[..sub.len().min(128)];
+        let sub = &sub[..sub.len().min(QUOTED_BYTES_MAX)];
+        let container = container.to_ascii_uppercase();
         CmdError::quoted(
             "ERR unknown subcommand '",
             sub,
-            &format!("'. Try {container_upper} HELP."),
+            &format!("'. Try {container} HELP."),
+        )
+    }
+
+    /// Redis 7's `ERR unknown command '<name>', with args beginning with: '<arg>' ...`:
+    /// the name and the arguments quoted up to [`QUOTED_BYTES_MAX`] bytes each way.
+    pub fn unknown_command(args: Args<'_>) -> CmdError {
+        let mut shown = Vec::new();
+        for arg in args.iter().skip(1) {
+            if shown.len() >= QUOTED_BYTES_MAX {
+                break;
+            }
+            let room = QUOTED_BYTES_MAX - shown.len();
+            shown.push(b'\'');
+            shown.extend_from_slice(&arg[..arg.len().min(room)]);
+            shown.extend_from_slice(b"' ");
+        }
+        let name = args.get(0);
+        let mut line = b"ERR unknown command '".to_vec();
+        line.extend_from_slice(&name[..name.len().min(QUOTED_BYTES_MAX)]);
+        line.extend_from_slice(b"', with args beginning with: ");
+        line.extend_from_slice(&shown);
+        CmdError::quoted("", &line, "")
+    }
+
+    /// `ERR Syntax error in HELLO option '<opt>'`.
+    pub fn hello_option(opt: &[u8]) -> CmdError {
+        CmdError::quoted("ERR Syntax error in HELLO option '", opt, "'")
+    }
+
+    /// `ERR Unknown client type '<type>'` (CLIENT LIST / KILL TYPE).
+    pub fn unknown_client_type(ty: &[u8]) -> CmdError {
+        CmdError::quoted("ERR Unknown client type '", ty, "'")
+    }
+
+    /// `ERR Unrecognized option '<attr>'` (CLIENT SETINFO).
+    pub fn unrecognized_option(attr: &[u8]) -> CmdError {
+        CmdError::quoted("ERR Unrecognized option '", attr, "'")
+    }
+
+    /// CONFIG SET of a parameter that does not exist (`name` lower-cased, as Redis
+    /// prints it).
+    pub fn config_unknown(name: &[u8]) -> CmdError {
+        CmdError::quoted(
+            "ERR Unknown option or number of arguments for CONFIG SET - '",
+            name,
+            "'",
+        )
+    }
+
+    /// CONFIG SET of a parameter fixed at start-up.
+    pub fn config_immutable(name: &[u8]) -> CmdError {
+        CmdError::quoted(
+            "ERR CONFIG SET failed (possibly related to argument '",
+            name,
+            "') - can't set immutable config",
+        )
+    }
+
+    /// CONFIG SET with a value the parameter cannot take.
+    pub fn config_bad_value(name: &[u8]) -> CmdError {
+        CmdError::quoted(
+            "ERR CONFIG SET failed (possibly related to argument '",
+            name,
+            "') - argument couldn't be parsed into an integer",
         )
     }
 }
+
+/// Most bytes of a client's argument an error line quotes (Redis' `%.128s`).
+const QUOTED_BYTES_MAX: usize = 128;
 
 /// `invalid expire time in '<cmd>' command` for the commands that can say it.
 fn invalid_expire_message(cmd: &str) -> &'static str {
@@ -271,17 +513,17 @@ fn invalid_expire_message(cmd: &str) -> &'static str {
     }
 }
 
-/// `wrong number of arguments for '<cmd>' command` for the handlers that check it.
-fn wrong_arity_message(cmd: &str) -> &'static str {
+/// `ERR at least 1 input key is needed for '<cmd>' command` for the sorted-set
+/// algebra (static: the commands are few and known).
+fn at_least_one_key_message(cmd: &str) -> &'static str {
     match cmd {
-        "mset" => "ERR wrong number of arguments for 'mset' command",
-        "msetnx" => "ERR wrong number of arguments for 'msetnx' command",
-        "lpop" => "ERR wrong number of arguments for 'lpop' command",
-        "rpop" => "ERR wrong number of arguments for 'rpop' command",
-        "hset" => "ERR wrong number of arguments for 'hset' command",
-        "hmset" => "ERR wrong number of arguments for 'hmset' command",
-        "hsetex" => "ERR wrong number of arguments for 'hsetex' command",
-        "hgetex" => "ERR wrong number of arguments for 'hgetex' command",
-        _ => "ERR wrong number of arguments",
+        "zunionstore" => "ERR at least 1 input key is needed for 'zunionstore' command",
+        "zinterstore" => "ERR at least 1 input key is needed for 'zinterstore' command",
+        "zdiffstore" => "ERR at least 1 input key is needed for 'zdiffstore' command",
+        "zunion" => "ERR at least 1 input key is needed for 'zunion' command",
+        "zinter" => "ERR at least 1 input key is needed for 'zinter' command",
+        "zdiff" => "ERR at least 1 input key is needed for 'zdiff' command",
+        "zintercard" => "ERR at least 1 input key is needed for 'zintercard' command",
+        _ => "ERR at least 1 input key is needed",
     }
 }

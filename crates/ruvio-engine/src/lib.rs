@@ -6,15 +6,16 @@
 //! [`ruvio_resp::Reply`]; the server decides where those bytes go.
 //!
 //! Layout (one module per command family, as Redis' t_*.c files):
-//! - [`command`]: the command metadata type (name, arity, flags, keys, ACL categories).
+//! - [`command`]: the command table's row format (name, arity, flags, keys, ACL
+//!   categories, merge rule, subcommands), shared with the server's own commands.
 //! - [`slot`]: CRC16 hash slots and hash tags, exactly as Redis Cluster.
 //! - [`engine`]: [`Engine`], one shard's databases, lookups with lazy expiry, active
 //!   expiry, statistics, memory accounting.
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
-//! - [`error`]: every client-visible error text, in one place.
-//! - `strings`, `keys`, `lists`, `hashes`: the command families; each exports
-//!   `COMMANDS`.
+//! - [`error`]: every client-visible error text (the server's too), in one place.
+//! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`: the command families;
+//!   each exports `COMMANDS`.
 //! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
 //!
 //! What the server must know:
@@ -22,11 +23,10 @@
 //! - [`ExecCtx::now_ms`] is wall-clock Unix milliseconds; every expiry decision
 //!   (lazy or active) compares against it, and relative TTLs are stored as absolute
 //!   times.
-//! - Container commands OBJECT and MEMORY are single rows (key position 2, so
-//!   `OBJECT ENCODING key` routes by its key); their handlers resolve the subcommand
-//!   and answer Redis' `unknown subcommand` / subcommand arity errors. The
-//!   subcommand rows (`object|encoding` ...) are in [`Engine::subcommands`] for
-//!   COMMAND INFO/DOCS.
+//! - Container commands OBJECT and MEMORY are rows without a handler that carry
+//!   their subcommand rows (`object|encoding` ...); the caller resolves the
+//!   subcommand ([`CommandTree::resolve`]: Redis' `unknown subcommand` and
+//!   subcommand arity errors) and routes and runs the subcommand's row.
 //! - SCAN cursors are slab slot ids below 2^32.
 
 #![warn(missing_docs)]
@@ -44,9 +44,14 @@ mod keys;
 mod keyspace;
 mod lists;
 mod longdouble;
+mod sets;
 mod strings;
+mod zsets;
 
-pub use command::{CommandMeta, EngineCommand, EngineFn, ExecCtx, KeySpec};
+pub use args::parse_cursor;
+pub use command::{
+    CommandMeta, CommandRow, CommandTree, EngineCommand, EngineFn, ExecCtx, KeySpec, MergeRule,
+};
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::CmdError;
 pub use glob::glob_match;
@@ -61,5 +66,9 @@ pub use hashes::COMMANDS as HASH_COMMANDS;
 pub use keys::COMMANDS as KEY_COMMANDS;
 /// The list family's table (also reachable through [`Engine::commands`]).
 pub use lists::COMMANDS as LIST_COMMANDS;
+/// The set family's table (also reachable through [`Engine::commands`]).
+pub use sets::COMMANDS as SET_COMMANDS;
 /// The string family's table (also reachable through [`Engine::commands`]).
 pub use strings::COMMANDS as STRING_COMMANDS;
+/// The sorted-set family's command table.
+pub use zsets::COMMANDS as ZSET_COMMANDS;

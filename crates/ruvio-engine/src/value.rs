@@ -5,6 +5,8 @@
 
 use crate::hashes::HashValue;
 use crate::lists::ListValue;
+use crate::sets::SetValue;
+use crate::zsets::ZSetValue;
 
 /// Longest string Redis 7.0 keeps `embstr`-encoded (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
 pub const EMBSTR_BYTES_MAX: usize = 44;
@@ -65,6 +67,10 @@ pub enum Encoding {
     ListpackEx,
     /// A big hash.
     Hashtable,
+    /// A big sorted set: an ordered structure with a member index.
+    Skiplist,
+    /// A small all-integer set: sorted integers.
+    Intset,
 }
 
 impl Encoding {
@@ -78,6 +84,8 @@ impl Encoding {
             Encoding::Quicklist => "quicklist",
             Encoding::ListpackEx => "listpackex",
             Encoding::Hashtable => "hashtable",
+            Encoding::Skiplist => "skiplist",
+            Encoding::Intset => "intset",
         }
     }
 }
@@ -134,6 +142,10 @@ pub enum ValueRef<'a> {
     List(&'a ListValue),
     /// A hash.
     Hash(&'a HashValue),
+    /// A sorted set.
+    ZSet(&'a ZSetValue),
+    /// A set.
+    Set(&'a SetValue),
 }
 
 impl<'a> ValueRef<'a> {
@@ -143,6 +155,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(_) => ValueType::String,
             ValueRef::List(_) => ValueType::List,
             ValueRef::Hash(_) => ValueType::Hash,
+            ValueRef::ZSet(_) => ValueType::ZSet,
+            ValueRef::Set(_) => ValueType::Set,
         }
     }
 
@@ -150,7 +164,7 @@ impl<'a> ValueRef<'a> {
     pub fn as_str(&self) -> Option<StrRef<'a>> {
         match *self {
             ValueRef::Str(s) => Some(s),
-            ValueRef::List(_) | ValueRef::Hash(_) => None,
+            _ => None,
         }
     }
 
@@ -160,6 +174,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(_) => false,
             ValueRef::List(l) => l.is_empty(),
             ValueRef::Hash(h) => h.is_empty(),
+            ValueRef::ZSet(z) => z.is_empty(),
+            ValueRef::Set(s) => s.is_empty(),
         }
     }
 
@@ -167,7 +183,7 @@ impl<'a> ValueRef<'a> {
     pub fn as_list(&self) -> Option<&'a ListValue> {
         match *self {
             ValueRef::List(l) => Some(l),
-            ValueRef::Str(_) | ValueRef::Hash(_) => None,
+            _ => None,
         }
     }
 
@@ -175,7 +191,23 @@ impl<'a> ValueRef<'a> {
     pub fn as_hash(&self) -> Option<&'a HashValue> {
         match *self {
             ValueRef::Hash(h) => Some(h),
-            ValueRef::Str(_) | ValueRef::List(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The sorted set, or `None` for other types.
+    pub fn as_zset(&self) -> Option<&'a ZSetValue> {
+        match *self {
+            ValueRef::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
+    /// The set, or `None` for other types.
+    pub fn as_set(&self) -> Option<&'a SetValue> {
+        match *self {
+            ValueRef::Set(s) => Some(s),
+            _ => None,
         }
     }
 }
@@ -190,6 +222,10 @@ pub enum ValueMut<'a> {
     List(&'a mut ListValue),
     /// A hash.
     Hash(&'a mut HashValue),
+    /// A sorted set.
+    ZSet(&'a mut ZSetValue),
+    /// A set.
+    Set(&'a mut SetValue),
 }
 
 impl<'a> ValueMut<'a> {
@@ -197,7 +233,7 @@ impl<'a> ValueMut<'a> {
     pub fn into_list(self) -> Option<&'a mut ListValue> {
         match self {
             ValueMut::List(l) => Some(l),
-            ValueMut::Str | ValueMut::Hash(_) => None,
+            _ => None,
         }
     }
 
@@ -205,7 +241,23 @@ impl<'a> ValueMut<'a> {
     pub fn into_hash(self) -> Option<&'a mut HashValue> {
         match self {
             ValueMut::Hash(h) => Some(h),
-            ValueMut::Str | ValueMut::List(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The sorted set, or `None` for other types.
+    pub fn into_zset(self) -> Option<&'a mut ZSetValue> {
+        match self {
+            ValueMut::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
+    /// The set, or `None` for other types.
+    pub fn into_set(self) -> Option<&'a mut SetValue> {
+        match self {
+            ValueMut::Set(s) => Some(s),
+            _ => None,
         }
     }
 }

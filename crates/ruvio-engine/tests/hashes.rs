@@ -25,7 +25,10 @@ fn ints(items: &[i64]) -> String {
 }
 
 fn events(h: &Harness) -> Vec<(EventClass, &'static str)> {
-    h.effects.events.iter().map(|e| (e.class, e.name)).collect()
+    h.effects
+        .events()
+        .map(|(e, _, _)| (e.class, e.name))
+        .collect()
 }
 
 const FIELDS_MISSING: &str =

@@ -463,6 +463,7 @@ fn cluster_slot_helpers() {
 #[test]
 fn command_table_flags() {
     use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE};
+    use ruvio_engine::command::CommandTree;
     use ruvio_engine::Engine;
     let with = |flag| {
         let mut names: Vec<&str> = Engine::commands()
@@ -497,14 +498,63 @@ fn command_table_flags() {
         names.iter().all(|n| !n.contains('|')),
         "subcommands are not top-level rows"
     );
-    let sub = Engine::find_command(b"OBJECT", Some(b"Encoding")).unwrap();
-    assert_eq!((sub.meta.name, sub.meta.arity), ("object|encoding", 3));
-    assert_eq!(
-        Engine::find_command(b"object", Some(b"nope"))
+    let resolve = |line: &[&[u8]]| {
+        let args: ruvio_resp::OwnedArgs = line.iter().copied().collect();
+        Engine::find_command(line[0])
             .unwrap()
-            .meta
-            .name,
-        "object"
+            .resolve(args.args())
+            .map(|row| (row.meta.name, row.meta.arity))
+    };
+    assert_eq!(
+        resolve(&[b"OBJECT", b"Encoding", b"k"]),
+        Ok(("object|encoding", 3))
     );
-    assert_eq!(Engine::subcommands("memory").len(), 5);
+    assert_eq!(
+        resolve(&[b"object", b"encoding"]),
+        Err(ruvio_engine::CmdError::WrongArity("object|encoding"))
+    );
+    assert!(resolve(&[b"object", b"nope"]).is_err());
+    assert_eq!(resolve(&[b"GET", b"k"]), Ok(("get", 2)));
+    assert_eq!(
+        resolve(&[b"OBJECT"]),
+        Ok(("object", -2)),
+        "a bare container is itself"
+    );
+    let memory = Engine::find_command(b"memory").unwrap();
+    assert_eq!(memory.subcommands.len(), 5);
+    assert!(memory.handler.is_none(), "a container runs its subcommands");
+}
+
+/// What each write of the generic and string families leaves for the write-ahead
+/// log: relative times as absolute ones, floats as their result, no-ops nothing.
+#[test]
+fn log_records_are_deterministic() {
+    let mut h = Harness::default();
+    let at = NOW_MS + 10_000;
+    assert_eq!(h.log_of("SET k v"), ["SET k v"]);
+    assert_eq!(h.log_of("SET k v EX 10"), [format!("SET k v PXAT {at}")]);
+    assert_eq!(h.log_of("SETEX k 10 v"), [format!("SET k v PXAT {at}")]);
+    assert_eq!(h.log_of("SET k w NX"), Vec::<String>::new());
+    assert_eq!(h.log_of("EXPIRE k 10"), [format!("PEXPIREAT k {at}")]);
+    assert_eq!(h.log_of("EXPIRE nope 10"), Vec::<String>::new());
+    assert_eq!(h.log_of("GETEX k PX 10000"), [format!("PEXPIREAT k {at}")]);
+    assert_eq!(h.log_of("PERSIST k"), ["PERSIST k"]);
+    assert_eq!(h.log_of("PERSIST k"), Vec::<String>::new());
+    assert_eq!(h.log_of("GETEX k PERSIST"), Vec::<String>::new());
+    assert_eq!(h.log_of("EXPIRE k -1"), ["DEL k"]);
+    h.run("SET f 10.5");
+    assert_eq!(h.log_of("INCRBYFLOAT f 0.25"), ["SET f 10.75 KEEPTTL"]);
+    assert_eq!(h.log_of("INCR n"), ["INCR n"]);
+    assert_eq!(h.log_of("RENAME n m"), ["RENAME n m"]);
+    assert_eq!(h.log_of("COPY m c"), ["COPY m c"]);
+    assert_eq!(h.log_of("COPY m c"), Vec::<String>::new());
+    assert_eq!(h.log_of("MOVE c 1"), ["MOVE c 1"]);
+    assert_eq!(h.log_of("DEL m nope"), ["DEL m nope"]);
+    assert_eq!(h.log_of("DEL nope"), Vec::<String>::new());
+    assert_eq!(h.log_of("GET f"), Vec::<String>::new());
+    assert_eq!(h.log_of("FLUSHALL"), ["FLUSHALL"]);
+    assert_eq!(
+        h.effects.dirty, 3,
+        "FLUSHALL counts the keys it removed, plus one"
+    );
 }

@@ -36,6 +36,10 @@ pub enum Waiter {
     },
     /// A connection of another shard: reply to `shard` with `tag`.
     Remote { shard: usize, tag: Tag },
+    /// A cross-shard blocking command coordinated by `shard` (see
+    /// [`crate::lending`]): when a key is written, tell the coordinator to try its
+    /// command again; nothing runs here.
+    Watch { shard: usize, ticket: u64 },
 }
 
 /// One parked command.
@@ -70,6 +74,14 @@ impl Blocking {
     /// Number of parked commands (INFO `blocked_clients`).
     pub fn len(&self) -> usize {
         self.parked.len()
+    }
+
+    /// Parked watches for other shards' blocking commands (not clients of this shard).
+    pub fn watches(&self) -> usize {
+        self.parked
+            .values()
+            .filter(|b| matches!(b.waiter, Waiter::Watch { .. }))
+            .count()
     }
 
     /// True when nobody waits (then commands need not record the keys they touch).

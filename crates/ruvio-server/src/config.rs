@@ -95,6 +95,11 @@ struct FileConfig {
     list_max_listpack_size: Option<i32>,
     hash_max_listpack_entries: Option<usize>,
     hash_max_listpack_value: Option<usize>,
+    zset_max_listpack_entries: Option<usize>,
+    zset_max_listpack_value: Option<usize>,
+    set_max_intset_entries: Option<usize>,
+    set_max_listpack_entries: Option<usize>,
+    set_max_listpack_value: Option<usize>,
 }
 
 /// The resolved configuration every shard starts from.
@@ -192,6 +197,21 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         hash_max_listpack_value: file
             .hash_max_listpack_value
             .unwrap_or(default.hash_max_listpack_value),
+        zset_max_listpack_entries: file
+            .zset_max_listpack_entries
+            .unwrap_or(default.zset_max_listpack_entries),
+        zset_max_listpack_value: file
+            .zset_max_listpack_value
+            .unwrap_or(default.zset_max_listpack_value),
+        set_max_intset_entries: file
+            .set_max_intset_entries
+            .unwrap_or(default.set_max_intset_entries),
+        set_max_listpack_entries: file
+            .set_max_listpack_entries
+            .unwrap_or(default.set_max_listpack_entries),
+        set_max_listpack_value: file
+            .set_max_listpack_value
+            .unwrap_or(default.set_max_listpack_value),
     }
 }
 

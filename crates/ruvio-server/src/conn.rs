@@ -103,6 +103,9 @@ pub struct ReplyQueue {
     pub ready: Vec<u8>,
     held: VecDeque<Held>,
     next_seq: u64,
+    /// Slots held from now on belong to a command whose reply is dropped (CLIENT
+    /// REPLY OFF/SKIP); set around one command by the dispatcher.
+    pub silent_new: bool,
 }
 
 impl ReplyQueue {
@@ -129,7 +132,7 @@ impl ReplyQueue {
             parts: vec![None; parts],
             missing: parts,
             order,
-            silent: false,
+            silent: self.silent_new,
             after: Vec::new(),
         });
         seq
@@ -138,15 +141,6 @@ impl ReplyQueue {
     /// The sequence number the next held slot will get.
     pub fn next_seq(&self) -> u64 {
         self.next_seq
-    }
-
-    /// Drop the replies of the slots held from `seq` on (CLIENT REPLY OFF/SKIP for a
-    /// command answered later); what queues behind them is kept.
-    pub fn silence_from(&mut self, seq: u64) {
-        self.held
-            .iter_mut()
-            .filter(|h| h.seq >= seq)
-            .for_each(|h| h.silent = true);
     }
 
     /// Bytes waiting to be sent or parked behind held slots (output back-pressure).
@@ -307,6 +301,24 @@ pub struct Conn {
     pub fixed: bool,
     /// Commands at the front of the pending input whose keyspace lines are already prefetched.
     pub prefetched: usize,
+}
+
+impl Conn {
+    /// The reply of held slot `seq` has arrived: if the client was waiting on it
+    /// (a blocked or cross-shard command), it may run its next commands (queued
+    /// in `resume`). A part of a split command answered late leaves a client that
+    /// waits on something else waiting.
+    pub fn unblock_if_waiting_on(
+        &mut self,
+        seq: u64,
+        resume: &mut Vec<(u32, u32)>,
+        who: (u32, u32),
+    ) {
+        if self.client.blocked.is_some_and(|b| b.seq == seq) {
+            self.client.blocked = None;
+            resume.push(who);
+        }
+    }
 }
 
 #[cfg(test)]

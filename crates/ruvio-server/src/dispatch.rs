@@ -18,12 +18,11 @@ use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{ALL_SHARDS, BLOCKING, NO_AUTH, SPLITTABLE};
+use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
+use ruvio_engine::CmdError;
 use ruvio_resp::{Args, OwnedArgs, Parsed, Protocol, Reply};
 use std::time::Instant;
-
-/// Redis' CROSSSLOT error.
-pub const ERR_CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
 
 /// Where a command runs.
 enum Route {
@@ -181,9 +180,9 @@ fn first_key_span(args: Args<'_>, input: &[u8]) -> Option<(usize, usize)> {
     if args.is_empty() {
         return None;
     }
-    let cmd = registry().lookup(args.get(0))?;
+    let cmd = registry().lookup(args.get(0))?.resolve(args).ok()?;
     let first = cmd.meta.keys.fixed_first()?;
-    if !matches!(cmd.handler, Handler::Engine(_)) || args.len() <= first {
+    if !matches!(cmd.handler, Some(Handler::Engine(_))) || args.len() <= first {
         return None;
     }
     let key = args.get(first);
@@ -192,6 +191,11 @@ fn first_key_span(args: Args<'_>, input: &[u8]) -> Option<(usize, usize)> {
 }
 
 /// Run one command and leave its reply (or a held slot for it) in `replies`.
+///
+/// Errors are written once, here (engine errors in [`run_engine`], which also runs
+/// forwarded commands), from their type: one found before the command is admitted
+/// (unknown command, arity, NOAUTH) counts as a rejected call, one after (unknown
+/// subcommand included) as a failed call, whichever kind of handler answered it.
 fn execute(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
@@ -207,14 +211,16 @@ fn execute(
     }
     let before = replies.sink().len();
     let first_new_slot = replies.next_seq();
+    // A reply answered later (another shard, a blocked command) is dropped when it
+    // arrives, even if that is before this command returns (a local part).
+    replies.silent_new = matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip);
     run_command(core, conns, client, replies, who, args);
-    if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip) {
-        if replies.next_seq() == first_new_slot {
-            replies.sink().truncate(before);
-        } else {
-            // Answered later (another shard, a blocked command): drop it then.
-            replies.silence_from(first_new_slot);
-        }
+    replies.silent_new = false;
+    // The mode after the command decides for a reply written now: CLIENT REPLY ON
+    // answers +OK although the mode was OFF when it started.
+    let silenced = matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip);
+    if silenced && replies.next_seq() == first_new_slot {
+        replies.sink().truncate(before);
     }
     if client.reply_mode == ReplyMode::Skip {
         client.reply_mode = ReplyMode::On;
@@ -231,19 +237,19 @@ fn run_command(
     args: Args<'_>,
 ) {
     let Some(cmd) = registry().lookup(args.get(0)) else {
-        return Reply::new(replies.sink(), client.proto).error(&unknown_command(args));
+        return CmdError::unknown_command(args)
+            .write(&mut Reply::new(replies.sink(), client.proto));
     };
-    if !cmd.meta.arity_ok(args.len()) {
+    let rejected = if !cmd.meta.arity_ok(args.len()) {
+        Some(CmdError::WrongArity(cmd.meta.name))
+    } else if !client.authenticated && !cmd.meta.has(NO_AUTH) {
+        Some(CmdError::NoAuth)
+    } else {
+        None
+    };
+    if let Some(e) = rejected {
         core.stats.per_command[cmd.id].rejected += 1;
-        let text = format!(
-            "ERR wrong number of arguments for '{}' command",
-            cmd.meta.name
-        );
-        return Reply::new(replies.sink(), client.proto).error(&text);
-    }
-    if !client.authenticated && !cmd.meta.has(NO_AUTH) {
-        core.stats.per_command[cmd.id].rejected += 1;
-        return Reply::new(replies.sink(), client.proto).error("NOAUTH Authentication required.");
+        return e.write(&mut Reply::new(replies.sink(), client.proto));
     }
     client.last_cmd = cmd.meta.name;
     client.last_cmd_ms = core.now_ms;
@@ -254,17 +260,41 @@ fn run_command(
         .calls
         .is_multiple_of(TIMING_SAMPLE_EVERY)
         .then(Instant::now);
-    let before = replies.sink().len();
-    let holding_before = replies.is_holding();
+    // A container runs as its subcommand (its statistics stay the container's).
+    let result = cmd.resolve(args).and_then(|cmd| {
+        client.last_cmd = cmd.meta.name;
+        run_routed(core, conns, client, replies, who, cmd, args)
+    });
 
+    if let Some(started) = started {
+        core.stats.per_command[cmd.id].usec +=
+            started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
+    }
+    if let Err(e) = result {
+        core.stats.per_command[cmd.id].failed += 1;
+        e.write(&mut Reply::new(replies.sink(), client.proto));
+    }
+}
+
+/// Run resolved command `cmd` where its keys are: here, on another shard (a held
+/// reply slot), or split over several. An error to write comes back.
+fn run_routed(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    cmd: &'static Command,
+    args: Args<'_>,
+) -> Result<(), CmdError> {
     match route(core, cmd, args) {
         Route::Local => run_local(core, conns, client, replies, who, cmd, args),
-        Route::Moved(slot, shard) => {
-            let node = &core.topo.nodes[shard];
-            let text = format!("MOVED {slot} {}:{}", core.topo.host, node.port);
-            Reply::new(replies.sink(), client.proto).error(&text);
-        }
-        Route::CrossSlot => Reply::new(replies.sink(), client.proto).error(ERR_CROSSSLOT),
+        Route::Moved(slot, shard) => Err(CmdError::Moved {
+            slot,
+            host: core.topo.host.clone(),
+            port: core.topo.nodes[shard].port,
+        }),
+        Route::CrossSlot => Err(CmdError::CrossSlot),
         Route::Remote(shard) => {
             let seq = replies.hold(Merge::Single, 1);
             core.outbox
@@ -276,21 +306,20 @@ fn run_command(
                     remote: Some(shard),
                 });
             }
+            Ok(())
         }
         // A split command's arguments are checked here: no shard sees them whole.
-        Route::Split(_) if !whole_key_steps(cmd, args) => {
-            let text = format!(
-                "ERR wrong number of arguments for '{}' command",
-                cmd.meta.name
-            );
-            Reply::new(replies.sink(), client.proto).error(&text);
+        Route::Split(_) if !whole_key_steps(cmd, args) => Err(CmdError::WrongArity(cmd.meta.name)),
+        Route::Split(groups) => {
+            split(core, client, replies, who, cmd, args, groups);
+            Ok(())
         }
-        Route::Split(groups) => split(core, client, replies, who, cmd, args, groups),
         Route::Lend(groups) => {
             let seq = replies.hold(Merge::Single, 1);
             // Like a blocked client: nothing after it runs until it is answered.
             client.blocked = Some(BlockedOn { seq, remote: None });
             lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
+            Ok(())
         }
         Route::AllShards => {
             let shards = core.topo.nodes.len();
@@ -298,6 +327,7 @@ fn run_command(
             for shard in 0..shards {
                 send_part(core, client, replies, who, seq, shard, shard, args.iter());
             }
+            Ok(())
         }
         Route::Scan(shard, inner) => {
             let merge = Merge::Scan {
@@ -320,37 +350,9 @@ fn run_command(
                 shard,
                 rewritten.collect::<Vec<_>>().into_iter(),
             );
+            Ok(())
         }
     }
-
-    if let Some(started) = started {
-        core.stats.per_command[cmd.id].usec +=
-            started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
-    }
-    let sink = replies.sink();
-    // Engine errors are counted from their type in `exec::run_engine`; server
-    // commands still write their own error lines.
-    let server_cmd = matches!(cmd.handler, Handler::Server(_));
-    if server_cmd && sink.get(before) == Some(&b'-') && !holding_before {
-        core.stats.per_command[cmd.id].failed += 1;
-    }
-}
-
-/// Redis 7's text for an unknown command (arguments quoted, capped at 128 bytes, no newlines).
-fn unknown_command(args: Args<'_>) -> String {
-    let mut shown = String::new();
-    for arg in args.iter().skip(1) {
-        if shown.len() >= 128 {
-            break;
-        }
-        let room = 128 - shown.len();
-        let text = String::from_utf8_lossy(&arg[..arg.len().min(room)]).into_owned();
-        shown.push_str(&format!("'{text}' "));
-    }
-    let name = args.get(0);
-    let name = String::from_utf8_lossy(&name[..name.len().min(128)]);
-    format!("ERR unknown command '{name}', with args beginning with: {shown}")
-        .replace(['\r', '\n'], " ")
 }
 
 fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
@@ -378,7 +380,9 @@ fn caller(client: &ClientState) -> Caller {
     }
 }
 
-/// Run a command on this shard with the client's context.
+/// Run a command on this shard with the client's context. A server handler's
+/// error comes back to be written once by [`execute`]; an engine handler's is
+/// written and counted by [`run_engine`].
 fn run_local(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
@@ -387,9 +391,9 @@ fn run_local(
     who: (u32, u32),
     cmd: &Command,
     args: Args<'_>,
-) {
+) -> Result<(), CmdError> {
     match cmd.handler {
-        Handler::Engine(_) => {
+        Some(Handler::Engine(_)) => {
             let caller = caller(client);
             if let Some(block) = run_engine(core, cmd, caller, args, replies.sink()).block {
                 let seq = replies.hold(Merge::Single, 1);
@@ -403,16 +407,18 @@ fn run_local(
                 exec::park(core, waiter, caller, args, block);
             }
             exec::serve_ready(core, conns);
+            Ok(())
         }
-        Handler::Server(handler) => {
+        Some(Handler::Server(handler)) => {
             let mut reply = Reply::new(replies.sink(), client.proto);
             let mut ctx = Ctx {
                 core,
                 client,
                 conns,
             };
-            handler(&mut ctx, args, &mut reply);
+            handler(&mut ctx, args, &mut reply)
         }
+        None => unreachable!("{} resolves to a subcommand", cmd.meta.name),
     }
 }
 
@@ -510,7 +516,7 @@ fn split(
 fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     let shards = core.topo.nodes.len();
     let forward = core.topo.mode == PortMode::Forward;
-    if !matches!(cmd.handler, Handler::Engine(_)) {
+    if !matches!(cmd.handler, Some(Handler::Engine(_))) {
         return Route::Local;
     }
     if forward && shards == 1 {
@@ -519,7 +525,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     if cmd.meta.keys.is_none() {
         if forward && cmd.meta.has(ALL_SHARDS) {
             return match cmd.merge {
-                Some(Merge::Scan { .. }) => scan_route(args),
+                Some(Merge::Scan { .. }) => scan_route(args, shards),
                 _ => Route::AllShards,
             };
         }
@@ -555,22 +561,21 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         1 if owner == core.id => Route::Local,
         1 => Route::Remote(owner),
         _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
-        _ if !cmd.meta.has(BLOCKING) => Route::Lend(groups),
-        _ => Route::CrossSlot,
+        _ => Route::Lend(groups),
     }
 }
 
 /// Route a SCAN by the shard named in its cursor; an unparsable cursor runs here
 /// so the engine answers with Redis' error.
-fn scan_route(args: Args<'_>) -> Route {
-    let cursor = std::str::from_utf8(args.get(1))
-        .ok()
-        .and_then(|c| c.parse::<u64>().ok());
-    match cursor {
-        Some(c) => Route::Scan(
+/// A cursor naming a shard that does not exist runs here too: the engine finds
+/// nothing past the end and answers cursor 0 (the scan is over), as Redis does for
+/// a cursor past its table.
+fn scan_route(args: Args<'_>, shards: usize) -> Route {
+    match ruvio_engine::parse_cursor(args.get(1)) {
+        Some(c) if ((c >> SCAN_SHARD_SHIFT) as usize) < shards => Route::Scan(
             (c >> SCAN_SHARD_SHIFT) as usize,
             c & ((1 << SCAN_SHARD_SHIFT) - 1),
         ),
-        None => Route::Local,
+        _ => Route::Local,
     }
 }

@@ -10,7 +10,7 @@ use crate::conn::Conn;
 use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
-use ruvio_engine::command::{Block, ExecCtx, KeyPositions, Outcome};
+use ruvio_engine::command::{Block, Effects, ExecCtx, KeyPositions, Outcome};
 use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
 
 /// Who runs a command and how.
@@ -46,7 +46,7 @@ pub fn run_engine(
     args: Args<'_>,
     out: &mut Vec<u8>,
 ) -> Ran {
-    let Handler::Engine(handler) = cmd.handler else {
+    let Some(Handler::Engine(handler)) = cmd.handler else {
         Reply::new(out, caller.proto).error("ERR internal: not a keyspace command");
         return Ran::default();
     };
@@ -61,18 +61,19 @@ pub fn run_engine(
     let mut ctx = ExecCtx::new(caller.db, core.now_ms);
     ctx.no_touch = caller.no_touch;
     ctx.may_block = caller.may_block;
-    ctx.effects.track_keys = caller.borrowing || !core.blocking.is_empty();
+    if caller.borrowing || !core.blocking.is_empty() {
+        ctx.effects = Effects::recording(true, false, false);
+    }
     let mut reply = Reply::new(out, caller.proto);
     let outcome = handler(&mut core.engine, &mut ctx, args, &mut reply);
     core.stats.dirty += ctx.effects.dirty;
-    for (db, key) in ctx.effects.keys.iter() {
+    for (db, key) in ctx.effects.modified_keys() {
         core.blocking.signal(db, key);
     }
     let modified = match caller.borrowing {
         true => ctx
             .effects
-            .keys
-            .iter()
+            .modified_keys()
             .map(|(db, k)| (db, k.to_vec()))
             .collect(),
         false => Vec::new(),
@@ -135,6 +136,13 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             let Some(blocked) = core.blocking.get(ticket) else {
                 continue;
             };
+            if let Waiter::Watch { shard, ticket: op } = blocked.waiter {
+                // A coordinator elsewhere retries; whoever is next here may still
+                // take the element first (fairness across shards is approximate).
+                core.blocking.remove(ticket);
+                crate::lending::wake(core, conns, shard, op);
+                continue;
+            }
             let argv = blocked.argv.clone();
             let caller = caller_of(blocked);
             let Some(cmd) = registry().lookup(argv.args().get(0)) else {
@@ -169,13 +177,28 @@ pub fn expire_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
 /// CLIENT UNBLOCK on this shard: answer `client_id`'s blocked command now with a
 /// null array (`error = false`) or `-UNBLOCKED`. False when it is not parked here.
 pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool {
-    match core.blocking.find(|b| b.client_id == client_id) {
+    let parked =
+        |b: &Blocked| b.client_id == client_id && !matches!(b.waiter, Waiter::Watch { .. });
+    match core.blocking.find(parked) {
         Some(ticket) => {
             answer_early(core, conns, ticket, error);
             true
         }
-        None => false,
+        None => crate::lending::unblock(core, conns, client_id, error),
     }
+}
+
+/// The reply a client unblocked without data gets: a null array (timeout), or
+/// `-UNBLOCKED` (CLIENT UNBLOCK ... ERROR).
+pub fn early_reply(proto: Protocol, error: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut reply = Reply::new(&mut out, proto);
+    if error {
+        reply.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+    } else {
+        reply.null_array();
+    }
+    out
 }
 
 /// Forget the commands a departed client left parked here.
@@ -203,13 +226,7 @@ fn answer_early(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, error
     let Some(blocked) = core.blocking.get(ticket) else {
         return;
     };
-    let mut out = Vec::new();
-    let mut reply = Reply::new(&mut out, blocked.proto);
-    if error {
-        reply.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-    } else {
-        reply.null_array();
-    }
+    let out = early_reply(blocked.proto, error);
     release(core, conns, ticket, out);
 }
 
@@ -228,11 +245,11 @@ fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, reply: Vec
         } => {
             if let Some(conn) = conns.get_mut(index, gen) {
                 conn.replies.fill(seq, part as usize, reply);
-                conn.client.blocked = None;
                 core.dirty.push((index, gen));
-                core.resume.push((index, gen));
+                conn.unblock_if_waiting_on(seq, &mut core.resume, (index, gen));
             }
         }
         Waiter::Remote { shard, tag } => core.outbox.reply(shard, tag, &reply),
+        Waiter::Watch { .. } => {}
     }
 }

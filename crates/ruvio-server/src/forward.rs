@@ -18,44 +18,21 @@
 
 use crate::blocking::Waiter;
 use crate::cmd::server::ConfigChange;
-use crate::conn::{Conn, Merge};
+use crate::conn::Conn;
 use crate::exec::{self, run_engine, Caller};
-use crate::lending::{self, LendRequest, Lent};
+use crate::lending::{self, LendRequest, Lent, WatchRequest};
 use crate::registry::registry;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use glommio::channels::shared_channel::{
     ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender,
 };
+use ruvio_engine::command::CommandTree;
 use ruvio_resp::{ArgsBatch, Protocol, Reply};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-
-/// How each cross-shard command's partial replies combine. One table, read when
-/// the registry is built; commands not listed never span shards.
-pub const CROSS_SHARD_MERGES: &[(&str, Merge)] = &[
-    ("del", Merge::SumInts),
-    ("unlink", Merge::SumInts),
-    ("exists", Merge::SumInts),
-    ("touch", Merge::SumInts),
-    ("mget", Merge::Scatter),
-    ("mset", Merge::AllOk),
-    ("dbsize", Merge::SumInts),
-    ("keys", Merge::ConcatArrays),
-    ("flushdb", Merge::AllOk),
-    ("flushall", Merge::AllOk),
-    ("swapdb", Merge::AllOk),
-    ("randomkey", Merge::FirstNonNull),
-    (
-        "scan",
-        Merge::Scan {
-            shard: 0,
-            shards: 0,
-        },
-    ),
-];
 
 /// Messages in flight between two shards.
 pub const CHANNEL_MESSAGES_MAX: usize = 1024;
@@ -105,6 +82,17 @@ pub enum ShardMsg {
     },
     /// A coordinator gives them back.
     GiveBack(Lent),
+    /// A coordinator's blocking command waits on these keys.
+    Watch(WatchRequest),
+    /// A watched key was written: try command `ticket` again.
+    Wake {
+        ticket: u64,
+    },
+    /// Stop watching for coordinator `from`'s command `ticket`.
+    Unwatch {
+        from: usize,
+        ticket: u64,
+    },
 }
 
 /// Requests about blocked clients.
@@ -173,6 +161,21 @@ impl Outbox {
     /// Give borrowed keys back to `shard`.
     pub fn give_back(&mut self, shard: usize, entries: Lent) {
         self.direct(shard, ShardMsg::GiveBack(entries));
+    }
+
+    /// Ask `shard` to watch keys for a blocking command.
+    pub fn watch(&mut self, shard: usize, request: WatchRequest) {
+        self.direct(shard, ShardMsg::Watch(request));
+    }
+
+    /// Tell coordinator `shard` to try command `ticket` again.
+    pub fn wake(&mut self, shard: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Wake { ticket });
+    }
+
+    /// Tell `shard` to stop watching for command `ticket` of coordinator `from`.
+    pub fn unwatch(&mut self, shard: usize, from: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Unwatch { from, ticket });
     }
 
     /// Queue `message` for `shard` after everything queued for it so far: the
@@ -401,6 +404,9 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Lend(request) => lending::lend(core, conns, request),
         ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
         ShardMsg::GiveBack(entries) => lending::take_back(core, conns, entries),
+        ShardMsg::Watch(request) => lending::watch(core, conns, request),
+        ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
+        ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),
         ShardMsg::Config(change) => crate::cmd::server::apply_config_change(core, &change),
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
@@ -442,12 +448,26 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
             may_block: true,
             borrowing: false,
         };
-        let Some(cmd) = registry().lookup(args.get(0)) else {
+        // The origin resolved it already; this finds the same (sub)command row.
+        let Some(cmd) = registry()
+            .lookup(args.get(0))
+            .and_then(|c| c.resolve(args).ok())
+        else {
             Reply::new(&mut out, caller.proto).error("ERR internal: unknown forwarded command");
             core.outbox.reply(batch.from, tag, &out);
             continue;
         };
-        match run_engine(core, cmd, caller, args, &mut out).block {
+        // A bug in one command must not take the shard (and every connection
+        // waiting on it) down: the net answers this command with an error.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_engine(core, cmd, caller, args, &mut out)
+        }));
+        let block = ran.unwrap_or_else(|_| {
+            out.clear();
+            Reply::new(&mut out, caller.proto).error("ERR internal error");
+            Default::default()
+        });
+        match block.block {
             Some(block) => {
                 let waiter = Waiter::Remote {
                     shard: batch.from,

@@ -18,20 +18,33 @@
 //! hold keys the other waits for (ordered locking, as Dragonfly's VLL). What a
 //! concurrent client can observe is written in docs/cross-shard.md.
 
+use crate::blocking::{Blocked, Waiter};
 use crate::conn::Conn;
 use crate::exec::{self, run_engine, Caller};
 use crate::registry::Command;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use ahash::{AHashMap, AHashSet};
+use ruvio_engine::command::flags::DB_OPTION;
 use ruvio_engine::Entry;
 use ruvio_resp::OwnedArgs;
 use std::collections::VecDeque;
 
-/// A coordinator asks an owner for keys.
+/// A key in its database.
+pub type DbKey = (usize, Vec<u8>);
+
+/// A coordinator asks an owner for keys, each `(db, key)`.
 #[derive(Debug)]
 pub struct LendRequest {
     /// The coordinating shard.
+    pub from: usize,
+    pub ticket: u64,
+    pub keys: Vec<DbKey>,
+}
+
+/// A coordinator asks an owner to watch keys of `db` for its blocking command.
+#[derive(Debug)]
+pub struct WatchRequest {
     pub from: usize,
     pub ticket: u64,
     pub db: usize,
@@ -50,19 +63,39 @@ struct CrossOp {
     caller: Caller,
     argv: OwnedArgs,
     cmd: &'static Command,
-    /// Owners and their keys, in shard order.
-    plan: Vec<(usize, Vec<Vec<u8>>)>,
+    /// Owners and their `(db, key)`s, in shard order.
+    plan: Vec<(usize, Vec<DbKey>)>,
     /// Next owner to ask.
     next: usize,
     /// What the owners lent so far.
     borrowed: Lent,
+    /// A blocking command with nothing to serve: its deadline, and the owners
+    /// watching its keys for it (it is tried again when one of them writes a key).
+    waiting: Option<Waiting>,
+}
+
+/// A cross-shard blocking command between tries.
+#[derive(Debug)]
+struct Waiting {
+    deadline_ms: Option<u64>,
+    watchers: Vec<usize>,
+    /// Parked on the watches (false while a retry is borrowing the keys: then it
+    /// must run to the end, or the borrowed keys would never go back).
+    watching: bool,
+}
+
+impl CrossOp {
+    /// Parked between tries: it may be timed out, unblocked or dropped now.
+    fn is_parked(&self) -> bool {
+        self.waiting.as_ref().is_some_and(|w| w.watching)
+    }
 }
 
 /// This shard's lending state.
 #[derive(Debug, Default)]
 pub struct Lending {
     /// Keys of this shard that are out on loan.
-    lent: AHashSet<(usize, Vec<u8>)>,
+    lent: AHashSet<DbKey>,
     /// Requests for keys that are out on loan, oldest first.
     waiting: VecDeque<LendRequest>,
     /// Commands this shard coordinates.
@@ -96,10 +129,21 @@ pub fn start(
     args: ruvio_resp::Args<'_>,
     groups: Vec<(usize, Vec<usize>)>,
 ) {
-    let mut plan: Vec<(usize, Vec<Vec<u8>>)> = groups
+    let last_key = groups.iter().flat_map(|(_, p)| p.iter().copied()).max();
+    let target_db = other_db(core, cmd, args);
+    let mut plan: Vec<(usize, Vec<DbKey>)> = groups
         .into_iter()
         .map(|(shard, positions)| {
-            let mut keys: Vec<Vec<u8>> = positions.iter().map(|&p| args.get(p).to_vec()).collect();
+            let mut keys: Vec<DbKey> = positions
+                .iter()
+                .map(|&p| {
+                    let db = match target_db {
+                        Some(db) if Some(p) == last_key => db,
+                        _ => caller.db,
+                    };
+                    (db, args.get(p).to_vec())
+                })
+                .collect();
             keys.sort();
             keys.dedup();
             (shard, keys)
@@ -119,9 +163,21 @@ pub fn start(
             plan,
             next: 0,
             borrowed: Vec::new(),
+            waiting: None,
         },
     );
     advance(core, conns, ticket);
+}
+
+/// The database a `DB index` option names for the command's last key (COPY ... DB
+/// n: the destination lives there), for commands whose row says they take one.
+fn other_db(core: &ShardCore, cmd: &Command, args: ruvio_resp::Args<'_>) -> Option<usize> {
+    if !cmd.meta.has(DB_OPTION) {
+        return None;
+    }
+    let at =
+        (1..args.len().saturating_sub(1)).find(|&i| args.get(i).eq_ignore_ascii_case(b"db"))?;
+    core.engine.parse_db_index(args.get(at + 1)).ok()
 }
 
 /// Ask the next owner, or run the command when every key is here.
@@ -135,7 +191,6 @@ fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     let request = LendRequest {
         from: core.id,
         ticket,
-        db: op.caller.db,
         keys: keys.clone(),
     };
     if *owner == core.id {
@@ -150,16 +205,16 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
     let busy = request
         .keys
         .iter()
-        .any(|k| core.lending.is_lent(request.db, k));
+        .any(|(db, k)| core.lending.is_lent(*db, k));
     if busy {
         core.lending.waiting.push_back(request);
         return;
     }
     let mut entries = Lent::with_capacity(request.keys.len());
-    for key in request.keys {
-        let entry = core.engine.lend(request.db, &key, core.now_ms);
-        core.lending.lent.insert((request.db, key.clone()));
-        entries.push((request.db, key, entry));
+    for (db, key) in request.keys {
+        let entry = core.engine.lend(db, &key, core.now_ms);
+        core.lending.lent.insert((db, key.clone()));
+        entries.push((db, key, entry));
     }
     if request.from == core.id {
         lent(core, conns, request.ticket, entries);
@@ -171,6 +226,14 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
 /// The coordinator's side: an owner lent its keys.
 pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: Lent) {
     let Some(op) = core.lending.ops.get_mut(&ticket) else {
+        // Never happens (an op being borrowed for is never dropped), but keys must
+        // never stay lent: send them straight back.
+        let owner = entries.first().map(|(_, key, _)| core.topo.key_owner(key));
+        match owner {
+            Some(owner) if owner == core.id => take_back(core, conns, entries),
+            Some(owner) => core.outbox.give_back(owner, entries),
+            None => {}
+        }
         return;
     };
     op.borrowed.extend(entries);
@@ -178,13 +241,15 @@ pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: 
     advance(core, conns, ticket);
 }
 
-/// Every key is here: run the command, send the keys home, answer the client.
+/// Every key is here: run the command, send the keys home, answer the client (or,
+/// for a blocking command with nothing to serve, have the owners watch its keys).
 fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
-    let Some(op) = core.lending.ops.remove(&ticket) else {
+    let Some(mut op) = core.lending.ops.remove(&ticket) else {
         return;
     };
-    let mut homes: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(op.borrowed.len());
-    for (entry_db, key, entry) in op.borrowed {
+    let borrowed = std::mem::take(&mut op.borrowed);
+    let mut homes: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(borrowed.len());
+    for (entry_db, key, entry) in borrowed {
         let owner = core.topo.key_owner(&key);
         if let Some(entry) = entry {
             core.engine.adopt(entry_db, entry);
@@ -192,12 +257,12 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         homes.push((entry_db, key, owner));
     }
     let caller = Caller {
-        may_block: false,
         borrowing: true,
         ..op.caller
     };
     let mut out = Vec::new();
-    let modified = run_engine(core, op.cmd, caller, op.argv.args(), &mut out).modified;
+    let ran = run_engine(core, op.cmd, caller, op.argv.args(), &mut out);
+    let modified = ran.modified;
     // A key written outside the borrowed ones that another shard owns (COPY ... DB
     // n) goes to its owner too.
     for (key_db, key) in modified {
@@ -219,12 +284,211 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
             core.outbox.give_back(owner, entries);
         }
     }
+    match ran.block {
+        Some(block) => wait(core, conns, ticket, op, block),
+        None => answer(core, conns, &op, out),
+    }
+}
+
+/// Fill the client's held slot and let its connection go on.
+fn answer(core: &mut ShardCore, conns: &mut Slab<Conn>, op: &CrossOp, reply: Vec<u8>) {
+    core.shared.note_blocked(op.caller.client_id, None);
     let (index, gen) = op.conn;
     if let Some(conn) = conns.get_mut(index, gen) {
-        conn.replies.fill(op.seq, 0, out);
-        conn.client.blocked = None;
+        conn.replies.fill(op.seq, 0, reply);
         core.dirty.push((index, gen));
-        core.resume.push((index, gen));
+        conn.unblock_if_waiting_on(op.seq, &mut core.resume, (index, gen));
+    }
+}
+
+/// A blocking command found nothing: ask the owners of the keys it waits on to
+/// watch them, and try again when one of them is written.
+fn wait(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    ticket: u64,
+    mut op: CrossOp,
+    block: ruvio_engine::command::Block,
+) {
+    let args = op.argv.args();
+    let mut per_owner: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
+    for &position in &block.keys {
+        let key = args.get(position).to_vec();
+        let owner = core.topo.key_owner(&key);
+        match per_owner.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, keys)) => keys.push(key),
+            None => per_owner.push((owner, vec![key])),
+        }
+    }
+    let deadline_ms = match &op.waiting {
+        Some(w) => w.deadline_ms,
+        None => block.deadline_ms,
+    };
+    op.waiting = Some(Waiting {
+        deadline_ms,
+        watchers: per_owner.iter().map(|(o, _)| *o).collect(),
+        watching: true,
+    });
+    op.next = 0;
+    let db = op.caller.db;
+    core.shared.note_blocked(op.caller.client_id, Some(core.id));
+    core.lending.ops.insert(ticket, op);
+    for (owner, keys) in per_owner {
+        let request = WatchRequest {
+            from: core.id,
+            ticket,
+            db,
+            keys,
+        };
+        if owner == core.id {
+            watch(core, conns, request);
+        } else {
+            core.outbox.watch(owner, request);
+        }
+    }
+}
+
+/// An owner's side: watch keys for a coordinator; a key that already exists wakes
+/// it at once (it was written between the try and the watch).
+pub fn watch(core: &mut ShardCore, conns: &mut Slab<Conn>, request: WatchRequest) {
+    let present = request
+        .keys
+        .iter()
+        .any(|k| core.engine.exists(request.db, k, core.now_ms));
+    if present {
+        return wake(core, conns, request.from, request.ticket);
+    }
+    let waiter = Waiter::Watch {
+        shard: request.from,
+        ticket: request.ticket,
+    };
+    core.blocking.park(Blocked {
+        waiter,
+        client_id: 0,
+        db: request.db,
+        proto: ruvio_resp::Protocol::Resp2,
+        no_touch: true,
+        argv: OwnedArgs::default(),
+        keys: request.keys,
+        deadline_ms: None,
+    });
+}
+
+/// An owner's side: the coordinator no longer needs the watch `ticket`.
+pub fn unwatch(core: &mut ShardCore, from: usize, ticket: u64) {
+    exec::drop_waiter(core, |w| {
+        *w == Waiter::Watch {
+            shard: from,
+            ticket,
+        }
+    });
+}
+
+/// Tell coordinator `shard` that a key of its command `ticket` was written.
+pub fn wake(core: &mut ShardCore, conns: &mut Slab<Conn>, shard: usize, ticket: u64) {
+    if shard == core.id {
+        retry(core, conns, ticket);
+    } else {
+        core.outbox.wake(shard, ticket);
+    }
+}
+
+/// The coordinator's side: a watched key was written; drop the other watches and
+/// try the command again.
+pub fn retry(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    let Some(op) = core.lending.ops.get_mut(&ticket) else {
+        return;
+    };
+    let Some(waiting) = op.waiting.as_mut().filter(|w| w.watching) else {
+        return; // already trying again
+    };
+    waiting.watching = false;
+    let watchers = std::mem::take(&mut waiting.watchers);
+    drop_watches(core, ticket, &watchers);
+    advance(core, conns, ticket);
+}
+
+fn drop_watches(core: &mut ShardCore, ticket: u64, watchers: &[usize]) {
+    for &owner in watchers {
+        if owner == core.id {
+            unwatch(core, owner, ticket);
+        } else {
+            core.outbox.unwatch(owner, core.id, ticket);
+        }
+    }
+}
+
+/// Time out the waiting cross-shard blocking commands whose deadline passed.
+pub fn expire(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    let now = core.now_ms;
+    let due: Vec<u64> = core
+        .lending
+        .ops
+        .iter()
+        .filter(|(_, op)| {
+            let deadline = op.waiting.as_ref().and_then(|w| w.deadline_ms);
+            op.is_parked() && deadline.is_some_and(|at| at <= now)
+        })
+        .map(|(&t, _)| t)
+        .collect();
+    for ticket in due {
+        answer_early(core, conns, ticket, false);
+    }
+}
+
+/// CLIENT UNBLOCK of a client waiting in a cross-shard blocking command here.
+pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool {
+    let found = core
+        .lending
+        .ops
+        .iter()
+        .find(|(_, op)| op.caller.client_id == client_id && op.is_parked())
+        .map(|(&t, _)| t);
+    match found {
+        Some(ticket) => {
+            answer_early(core, conns, ticket, error);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The client of connection `(index, gen)` went away: stop waiting for it.
+pub fn forget(core: &mut ShardCore, index: u32, gen: u32) {
+    let gone: Vec<u64> = core
+        .lending
+        .ops
+        .iter()
+        .filter(|(_, op)| op.conn == (index, gen) && op.is_parked())
+        .map(|(&t, _)| t)
+        .collect();
+    for ticket in gone {
+        if let Some(op) = core.lending.ops.remove(&ticket) {
+            let watchers = op.waiting.map(|w| w.watchers).unwrap_or_default();
+            drop_watches(core, ticket, &watchers);
+            core.shared.note_blocked(op.caller.client_id, None);
+        }
+    }
+}
+
+/// Answer a waiting command without data (timeout, CLIENT UNBLOCK).
+fn answer_early(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, error: bool) {
+    let Some(op) = core.lending.ops.remove(&ticket) else {
+        return;
+    };
+    let watchers = op
+        .waiting
+        .as_ref()
+        .map(|w| w.watchers.clone())
+        .unwrap_or_default();
+    drop_watches(core, ticket, &watchers);
+    answer(core, conns, &op, exec::early_reply(op.caller.proto, error));
+}
+
+impl Lending {
+    /// Cross-shard blocking commands waiting here (INFO `blocked_clients`).
+    pub fn waiting_len(&self) -> usize {
+        self.ops.values().filter(|op| op.is_parked()).count()
     }
 }
 

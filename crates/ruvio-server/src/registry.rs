@@ -1,15 +1,18 @@
 //! The command table the server dispatches from: the engine's families plus the
 //! server's own (connection, client, cluster, server administration).
 //!
-//! Built once from the families' `COMMANDS` tables; nothing else lists command
-//! names. Lookup lower-cases the name into a stack buffer, so dispatch allocates
-//! nothing.
+//! Built once from the families' `COMMANDS` tables, which share one row format
+//! ([`CommandRow`]); nothing else lists command names. Lookup lower-cases the name
+//! into a stack buffer, so dispatch allocates nothing. A container's subcommand is
+//! resolved from the arguments ([`CommandTree::resolve`], Redis' `lookupCommand`)
+//! once the container is admitted, and the subcommand's own arity, key positions
+//! and handler are what dispatch checks, routes and runs.
 
 use crate::cmd::ServerFn;
 use crate::conn::Merge;
-use crate::forward::CROSS_SHARD_MERGES;
 use ahash::AHashMap;
-use ruvio_engine::{CommandMeta, EngineFn};
+use ruvio_engine::command::{CommandRow, CommandTree};
+use ruvio_engine::{CommandMeta, EngineFn, MergeRule};
 use std::sync::OnceLock;
 
 /// What runs a command.
@@ -21,15 +24,69 @@ pub enum Handler {
     Server(ServerFn),
 }
 
-/// One row of the table.
+/// One row of the table, or one subcommand of a container row.
 #[derive(Debug)]
 pub struct Command {
-    /// Index in [`Registry::commands`], used for per-command statistics.
+    /// Index in [`Registry::commands`], used for per-command statistics. A
+    /// subcommand shares its container's (INFO commandstats reports containers).
     pub id: usize,
     pub meta: &'static CommandMeta,
-    pub handler: Handler,
+    /// `None` only for a container whose every call names a subcommand:
+    /// [`CommandTree::resolve`] never returns such a row (checked when the table is
+    /// built).
+    pub handler: Option<Handler>,
     /// How partial replies combine when the command spans shards (forward mode).
     pub merge: Option<Merge>,
+    /// A container's subcommands.
+    pub subcommands: Vec<Command>,
+}
+
+impl CommandTree for Command {
+    fn meta(&self) -> &CommandMeta {
+        self.meta
+    }
+    fn subcommands(&self) -> &[Self] {
+        &self.subcommands
+    }
+}
+
+impl Command {
+    /// The registry's entry for `row` (and its subcommands), statistics slot `id`.
+    fn new<H: Copy>(id: usize, row: &'static CommandRow<H>, handler: fn(H) -> Handler) -> Command {
+        let command = Command {
+            id,
+            meta: &row.meta,
+            handler: row.handler.map(handler),
+            merge: row.meta.merge.map(merge_of),
+            subcommands: row
+                .subcommands
+                .iter()
+                .map(|sub| Command::new(id, sub, handler))
+                .collect(),
+        };
+        assert!(
+            command.handler.is_some() || (!command.subcommands.is_empty() && row.meta.arity <= -2),
+            "{}: a row without a handler must be a container called only with a subcommand",
+            row.meta.name
+        );
+        command
+    }
+}
+
+/// The server's reply merger for a row's merge rule.
+fn merge_of(rule: MergeRule) -> Merge {
+    match rule {
+        MergeRule::SumInts => Merge::SumInts,
+        MergeRule::Scatter => Merge::Scatter,
+        MergeRule::AllOk => Merge::AllOk,
+        MergeRule::ConcatArrays => Merge::ConcatArrays,
+        MergeRule::FirstNonNull => Merge::FirstNonNull,
+        // Where the cursor points is filled in per call (dispatch's `Route::Scan`).
+        MergeRule::Scan => Merge::Scan {
+            shard: 0,
+            shards: 0,
+        },
+    }
 }
 
 /// Every command Ruvio knows.
@@ -44,29 +101,26 @@ const COMMAND_NAME_BYTES_MAX: usize = 32;
 
 impl Registry {
     fn build() -> Registry {
-        let engine =
-            ruvio_engine::Engine::commands().map(|c| (&c.meta, Handler::Engine(c.handler)));
-        let server = crate::cmd::commands().map(|c| (&c.meta, Handler::Server(c.handler)));
         let mut commands = Vec::new();
+        for row in ruvio_engine::Engine::commands() {
+            commands.push(Command::new(commands.len(), row, Handler::Engine));
+        }
+        for row in crate::cmd::commands() {
+            commands.push(Command::new(commands.len(), row, Handler::Server));
+        }
         let mut by_name = AHashMap::new();
-        for (id, (meta, handler)) in engine.chain(server).enumerate() {
-            let previous = by_name.insert(meta.name.as_bytes(), id);
-            assert!(previous.is_none(), "command {} registered twice", meta.name);
-            let merge = CROSS_SHARD_MERGES
-                .iter()
-                .find(|(name, _)| *name == meta.name)
-                .map(|&(_, m)| m);
-            commands.push(Command {
-                id,
-                meta,
-                handler,
-                merge,
-            });
+        for command in &commands {
+            let previous = by_name.insert(command.meta.name.as_bytes(), command.id);
+            assert!(
+                previous.is_none(),
+                "command {} registered twice",
+                command.meta.name
+            );
         }
         Registry { commands, by_name }
     }
 
-    /// Find a command by name, ignoring ASCII case.
+    /// Find a top-level command by name, ignoring ASCII case.
     pub fn lookup(&self, name: &[u8]) -> Option<&Command> {
         if name.len() > COMMAND_NAME_BYTES_MAX {
             return None;
@@ -88,6 +142,9 @@ pub fn registry() -> &'static Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE};
+    use ruvio_engine::CmdError;
+    use ruvio_resp::OwnedArgs;
 
     #[test]
     fn lookup_ignores_case_and_rejects_long_names() {
@@ -112,13 +169,49 @@ mod tests {
         );
     }
 
+    /// Exactly the commands that may span shards say how their replies merge.
     #[test]
-    fn cross_shard_merge_rules_name_real_commands() {
-        for (name, _) in CROSS_SHARD_MERGES {
-            assert!(
-                registry().lookup(name.as_bytes()).is_some(),
-                "{name} is not a command"
+    fn commands_spanning_shards_have_a_merge_rule() {
+        for c in &registry().commands {
+            assert_eq!(
+                c.merge.is_some(),
+                c.meta.has(SPLITTABLE | ALL_SHARDS),
+                "{}",
+                c.meta.name
             );
         }
+    }
+
+    fn resolve(line: &[&str]) -> Result<(&'static str, usize), CmdError> {
+        let args: OwnedArgs = line.iter().map(|a| a.as_bytes()).collect();
+        let cmd = registry().lookup(line[0].as_bytes()).expect("a command");
+        cmd.resolve(args.args()).map(|row| (row.meta.name, row.id))
+    }
+
+    #[test]
+    fn subcommands_resolve_with_redis_errors() {
+        let client = registry().lookup(b"client").unwrap().id;
+        assert_eq!(resolve(&["CLIENT", "List"]), Ok(("client|list", client)));
+        assert_eq!(
+            resolve(&["client", "setname"]),
+            Err(CmdError::WrongArity("client|setname"))
+        );
+        assert_eq!(
+            resolve(&["client", "nope"]),
+            Err(CmdError::unknown_subcommand(b"nope", "client"))
+        );
+        // COMMAND alone runs its own handler; with an argument, a subcommand's.
+        assert!(matches!(resolve(&["command"]), Ok(("command", _))));
+        assert!(matches!(
+            resolve(&["command", "count"]),
+            Ok(("command|count", _))
+        ));
+        // Engine containers resolve the same way, to rows with their own keys.
+        assert!(matches!(
+            resolve(&["object", "encoding", "k"]),
+            Ok(("object|encoding", _))
+        ));
+        // A plain command is its own row (its arity is the dispatcher's check).
+        assert!(matches!(resolve(&["get", "k"]), Ok(("get", _))));
     }
 }

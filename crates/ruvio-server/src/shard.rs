@@ -187,6 +187,7 @@ impl Shard {
             }
             self.take_mesh_messages();
             crate::exec::expire_blocked(&mut self.core, &mut self.conns);
+            crate::lending::expire(&mut self.core, &mut self.conns);
             self.resume_unblocked();
             self.ship_outbox();
             self.flush_dirty();
@@ -575,6 +576,7 @@ impl Shard {
     /// A blocked client went away: its parked command goes too, here or on the
     /// shard it was sent to.
     fn forget_blocked(&mut self, index: u32, gen: u32, blocked: BlockedOn) {
+        crate::lending::forget(&mut self.core, index, gen);
         match blocked.remote {
             None => crate::exec::drop_waiter(
                 &mut self.core,
@@ -648,7 +650,9 @@ impl Shard {
             .store(engine_stats.keyspace_misses, Relaxed);
         g.used_memory
             .store(core.engine.used_memory_bytes() as u64, Relaxed);
-        g.blocked_clients.store(core.blocking.len() as u64, Relaxed);
+        let watches = core.blocking.watches();
+        let blocked = core.blocking.len() - watches + core.lending.waiting_len();
+        g.blocked_clients.store(blocked as u64, Relaxed);
         g.dirty.store(core.stats.dirty, Relaxed);
         for (keys, expires) in &g.keys {
             keys.store(0, Relaxed);

@@ -200,6 +200,52 @@ fn info_counts_blocked_clients(server: &Server) {
     }
 }
 
+/// Forward mode with several shards: a blocking command whose keys live on
+/// different shards waits on all of them (the owners watch the keys for the shard
+/// the client is connected to), as one Redis would.
+fn blocking_across_shards(server: &Server) {
+    let keys = keys_per_shard(server, "across");
+    let (k0, k1) = (&keys[0], &keys[1]);
+    let mut waiter = server.raw();
+    waiter.send(&encode(&["BLPOP", k0, k1, "0"]));
+    waiter.expect_silence(STILL_BLOCKED);
+    let mut pusher = server.raw();
+    pusher.roundtrip(&encode(&["RPUSH", k1, "v1"]), b":1\r\n");
+    waiter.expect(&pair(k1, "v1"));
+
+    waiter.send(&encode(&["BLMOVE", k0, k1, "RIGHT", "LEFT", "0"]));
+    waiter.expect_silence(STILL_BLOCKED);
+    pusher.roundtrip(&encode(&["LPUSH", k0, "moved"]), b":1\r\n");
+    waiter.expect(b"$5\r\nmoved\r\n");
+    pusher.roundtrip(
+        &encode(&["LRANGE", k1, "0", "-1"]),
+        b"*1\r\n$5\r\nmoved\r\n",
+    );
+    pusher.roundtrip(&encode(&["DEL", k1]), b":1\r\n");
+
+    waiter.roundtrip(
+        &encode(&["BLMPOP", "0.05", "2", k0, k1, "LEFT"]),
+        b"*-1\r\n",
+    );
+
+    let id = String::from_utf8(waiter.cmd(&["CLIENT", "ID"])).unwrap();
+    let id = id.trim_start_matches(':').trim_end().to_string();
+    waiter.send(&encode(&["BRPOP", k1, k0, "0"]));
+    sleep(LET_IT_PARK);
+    pusher.roundtrip(&encode(&["CLIENT", "UNBLOCK", &id]), b":1\r\n");
+    waiter.expect(b"*-1\r\n");
+
+    {
+        let mut gone = server.raw();
+        gone.send(&encode(&["BLPOP", k0, k1, "0"]));
+        gone.expect_silence(STILL_BLOCKED);
+    }
+    sleep(Duration::from_millis(200));
+    pusher.roundtrip(&encode(&["RPUSH", k0, "kept"]), b":1\r\n");
+    pusher.roundtrip(&encode(&["LPOP", k0]), b"$4\r\nkept\r\n");
+    waiter.roundtrip(&encode(&["PING"]), b"+PONG\r\n");
+}
+
 fn all_cases(server: &Server) {
     wake_by_push_from_another_client(server);
     served_in_the_order_they_blocked(server);
@@ -219,7 +265,9 @@ fn forward_one_shard() {
 
 #[test]
 fn forward_two_shards() {
-    all_cases(&Server::forward(2));
+    let server = Server::forward(2);
+    all_cases(&server);
+    blocking_across_shards(&server);
 }
 
 #[test]

@@ -62,8 +62,6 @@ struct Generator {
     plain: Vec<String>,
     /// Groups of keys sharing a hash tag (each group on one shard).
     tagged: Vec<Vec<String>>,
-    /// Whether RENAME/COPY/LCS/MSETNX may take keys of different shards.
-    multi_key_any: bool,
     /// Commands that create non-string values, those the target supports.
     other_types: Vec<&'static str>,
 }
@@ -183,7 +181,6 @@ impl Generator {
             base_unix_s,
             plain,
             tagged,
-            multi_key_any: true,
             other_types: Vec::new(),
         }
     }
@@ -207,17 +204,9 @@ impl Generator {
         keys.choose(&mut self.rng).expect("keys").clone()
     }
 
-    /// Two keys for a multi-key command that forward mode does not split.
+    /// Two keys for a multi-key command (forward mode borrows them across shards).
     fn key_pair(&mut self) -> (String, String) {
-        if self.multi_key_any {
-            (self.key(), self.key())
-        } else {
-            let group = self.tagged.choose(&mut self.rng).expect("groups").clone();
-            (
-                group.choose(&mut self.rng).expect("keys").clone(),
-                group.choose(&mut self.rng).expect("keys").clone(),
-            )
-        }
+        (self.key(), self.key())
     }
 
     fn keys(&mut self, max: usize) -> Vec<String> {

@@ -636,3 +636,28 @@ fn client_reply_off_hides_replies_answered_by_another_shard() {
     request.extend(encode(&["MGET", &a, &b]));
     c.roundtrip(&request, b"+OK\r\n*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
 }
+
+#[test]
+fn scan_cursor_naming_a_missing_shard_ends_the_scan() {
+    let server = Server::forward(2);
+    let mut c = server.raw();
+    for cursor in ["18446744073709551615", "-1", "1099511627776000"] {
+        c.roundtrip(&encode(&["SCAN", cursor]), b"*2\r\n$1\r\n0\r\n*0\r\n");
+    }
+    c.roundtrip(&encode(&["SCAN", "x"]), b"-ERR invalid cursor\r\n");
+    c.roundtrip(&encode(&["PING"]), b"+PONG\r\n");
+}
+
+#[test]
+fn client_reply_skip_hides_a_reply_completed_within_the_command() {
+    // SCAN 0 runs on shard 0: on connections of shard 0 its held slot fills before
+    // the command returns; on the others it fills later. Both must stay hidden.
+    let server = Server::forward(2);
+    for _ in 0..6 {
+        let mut c = server.raw();
+        c.roundtrip(
+            b"CLIENT REPLY SKIP\r\nSCAN 0\r\nCLIENT REPLY SKIP\r\nDBSIZE\r\nPING\r\n",
+            b"+PONG\r\n",
+        );
+    }
+}

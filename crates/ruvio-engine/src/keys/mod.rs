@@ -3,9 +3,10 @@
 //! that move keys around (RENAME, COPY, MOVE). Expiry commands are in [`expire`],
 //! whole-database commands in [`scan`], introspection in [`object`].
 //!
-//! OBJECT and MEMORY are container rows (key position 2, so routing finds the key
-//! of `OBJECT ENCODING key`); their subcommands are in [`object::OBJECT_SUBCOMMANDS`]
-//! and [`object::MEMORY_SUBCOMMANDS`], dispatched by the container's handler.
+//! OBJECT and MEMORY are container rows without a handler; their subcommands are
+//! in [`object::OBJECT_SUBCOMMANDS`] and [`object::MEMORY_SUBCOMMANDS`], resolved
+//! (and routed by their own key position) before they run. The containers keep key
+//! position 2 for COMMAND INFO, as Ruvio has always answered.
 
 mod expire;
 pub(crate) mod object;
@@ -15,7 +16,7 @@ use ruvio_resp::{Args, Reply};
 
 use crate::args::{eq_ci, i32_arg};
 use crate::command::{
-    command, flags::*, CmdResult, EngineCommand, ExecCtx, KeySpec, Outcome::Done,
+    command, flags::*, CmdResult, EngineCommand, ExecCtx, KeySpec, MergeRule, Outcome::Done,
 };
 use crate::engine::{clock_of, Lookup};
 use crate::error::CmdError;
@@ -40,18 +41,20 @@ pub const COMMANDS: &[EngineCommand] = &[
     command!("del", -2, WRITE | SPLITTABLE, KeySpec::ALL, ["keyspace", "write", "slow"], "generic", "1.0.0",
         "Delete a key",
         "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
-        del),
+        del, merge = MergeRule::SumInts),
     command!("unlink", -2, WRITE | FAST | SPLITTABLE, KeySpec::ALL, ["keyspace", "write", "fast"], "generic",
         "4.0.0", "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
         "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
-        del),
+        del, merge = MergeRule::SumInts),
     command!("exists", -2, READONLY | FAST | SPLITTABLE, KeySpec::ALL, ["keyspace", "read", "fast"], "generic",
-        "1.0.0", "Determine if a key exists", "O(N) where N is the number of keys to check.", exists),
+        "1.0.0", "Determine if a key exists", "O(N) where N is the number of keys to check.", exists,
+        merge = MergeRule::SumInts),
     command!("type", 2, READONLY | FAST, KeySpec::ONE, ["keyspace", "read", "fast"], "generic", "1.0.0",
         "Determine the type stored at key", "O(1)", type_of),
     command!("touch", -2, READONLY | FAST | SPLITTABLE, KeySpec::ALL, ["keyspace", "read", "fast"], "generic",
         "3.2.1", "Alters the last access time of a key(s). Returns the number of existing keys specified.",
-        "O(N) where N is the number of keys that will be touched.", touch),
+        "O(N) where N is the number of keys that will be touched.", touch,
+        merge = MergeRule::SumInts),
     command!("ttl", 2, READONLY | FAST, KeySpec::ONE, ["keyspace", "read", "fast"], "generic", "1.0.0",
         "Get the time to live for a key in seconds", "O(1)", expire::ttl),
     command!("pttl", 2, READONLY | FAST, KeySpec::ONE, ["keyspace", "read", "fast"], "generic", "2.6.0",
@@ -74,7 +77,7 @@ pub const COMMANDS: &[EngineCommand] = &[
         "Rename a key", "O(1)", rename),
     command!("renamenx", 3, WRITE | FAST, KeySpec::FIRST_TWO, ["keyspace", "write", "fast"], "generic", "1.0.0",
         "Rename a key, only if the new key does not exist", "O(1)", renamenx),
-    command!("copy", -3, WRITE | DENYOOM, KeySpec::FIRST_TWO, ["keyspace", "write", "slow"], "generic", "6.2.0",
+    command!("copy", -3, WRITE | DENYOOM | DB_OPTION, KeySpec::FIRST_TWO, ["keyspace", "write", "slow"], "generic", "6.2.0",
         "Copy a key", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
         copy),
     command!("move", 3, WRITE | FAST, KeySpec::ONE, ["keyspace", "write", "fast"], "generic", "1.0.0",
@@ -82,28 +85,35 @@ pub const COMMANDS: &[EngineCommand] = &[
     command!("keys", 2, READONLY | ALL_SHARDS, KeySpec::NONE, ["keyspace", "read", "slow", "dangerous"], "generic",
         "1.0.0", "Find all keys matching the given pattern",
         "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
-        scan::keys),
+        scan::keys, merge = MergeRule::ConcatArrays),
     command!("scan", -2, READONLY | ALL_SHARDS, KeySpec::NONE, ["keyspace", "read", "slow"], "generic", "2.8.0",
         "Incrementally iterate the keys space",
         "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
-        scan::scan),
+        scan::scan, merge = MergeRule::Scan),
     command!("randomkey", 1, READONLY | ALL_SHARDS, KeySpec::NONE, ["keyspace", "read", "slow"], "generic", "1.0.0",
-        "Return a random key from the keyspace", "O(1)", scan::randomkey),
+        "Return a random key from the keyspace", "O(1)", scan::randomkey,
+        merge = MergeRule::FirstNonNull),
     command!("dbsize", 1, READONLY | FAST | ALL_SHARDS, KeySpec::NONE, ["keyspace", "read", "fast"], "server",
-        "1.0.0", "Return the number of keys in the selected database", "O(1)", scan::dbsize),
+        "1.0.0", "Return the number of keys in the selected database", "O(1)", scan::dbsize,
+        merge = MergeRule::SumInts),
     command!("flushdb", -1, WRITE | ALL_SHARDS, KeySpec::NONE, ["keyspace", "write", "slow", "dangerous"], "server",
         "1.0.0", "Remove all keys from the current database",
-        "O(N) where N is the number of keys in the selected database", scan::flushdb),
+        "O(N) where N is the number of keys in the selected database", scan::flushdb,
+        merge = MergeRule::AllOk),
     command!("flushall", -1, WRITE | ALL_SHARDS, KeySpec::NONE, ["keyspace", "write", "slow", "dangerous"],
         "server", "1.0.0", "Remove all keys from all databases",
-        "O(N) where N is the total number of keys in all databases", scan::flushall),
+        "O(N) where N is the total number of keys in all databases", scan::flushall,
+        merge = MergeRule::AllOk),
     command!("swapdb", 3, WRITE | FAST | ALL_SHARDS, KeySpec::NONE, ["keyspace", "write", "fast", "dangerous"],
         "server", "4.0.0", "Swaps two Redis databases",
-        "O(N) where N is the count of clients watching or blocking on keys from both databases.", scan::swapdb),
+        "O(N) where N is the count of clients watching or blocking on keys from both databases.", scan::swapdb,
+        merge = MergeRule::AllOk),
     command!("object", -2, 0, KeySpec::SECOND, ["slow"], "generic", "2.2.3",
-        "A container for object introspection commands", "Depends on subcommand.", object::object),
+        "A container for object introspection commands", "Depends on subcommand.",
+        subcommands = object::OBJECT_SUBCOMMANDS),
     command!("memory", -2, 0, KeySpec::SECOND, ["slow"], "server", "4.0.0",
-        "A container for memory diagnostics commands", "Depends on subcommand.", object::memory),
+        "A container for memory diagnostics commands", "Depends on subcommand.",
+        subcommands = object::MEMORY_SUBCOMMANDS),
 ];
 
 /// `DEL key [key ...]` and `UNLINK key [key ...]`: the number of keys removed.

@@ -1,10 +1,10 @@
 //! Introspection containers: `OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ|HELP` and
 //! `MEMORY USAGE|DOCTOR|MALLOC-STATS|PURGE|HELP`.
 //!
-//! The container rows (`object`, `memory`) are in the family table; each
-//! subcommand is a row of its own here (`object|encoding` ...) with Redis' arity,
-//! flags and key position, for COMMAND INFO/DOCS. The container handler resolves the
-//! subcommand and answers Redis' `unknown subcommand` and subcommand-arity errors.
+//! The container rows (`object`, `memory`) are in the family table and carry these
+//! subcommand rows (`object|encoding` ...), each with Redis' arity, flags and key
+//! position. The caller resolves the subcommand (`CommandTree::resolve`, with Redis'
+//! `unknown subcommand` and subcommand-arity errors) and runs its handler directly.
 
 use crate::command::reply_help;
 use ruvio_resp::{Args, Reply};
@@ -81,61 +81,6 @@ const MEMORY_HELP: &[&str] = &[
 
 /// Below this much data MEMORY DOCTOR declines to judge (Redis: 5 MB).
 const DOCTOR_BYTES_MIN: usize = 5 * 1024 * 1024;
-
-/// Run the subcommand `args[1]` of `container` from `table`, with Redis' errors.
-fn dispatch(
-    engine: &mut Engine,
-    ctx: &mut ExecCtx,
-    args: Args<'_>,
-    reply: &mut Reply<'_>,
-    table: &'static [EngineCommand],
-    container_upper: &str,
-) -> CmdResult {
-    let sub = args.get(1);
-    let Some(row) = find_subcommand(table, sub) else {
-        return Err(CmdError::unknown_subcommand(sub, container_upper));
-    };
-    if !row.meta.arity_ok(args.len()) {
-        let name = row.meta.name.as_bytes();
-        return Err(CmdError::quoted(
-            "ERR wrong number of arguments for '",
-            name,
-            "' command",
-        ));
-    }
-    (row.handler)(engine, ctx, args, reply)
-}
-
-/// The row of `table` named `container|sub`, case-insensitively.
-pub(crate) fn find_subcommand(
-    table: &'static [EngineCommand],
-    sub: &[u8],
-) -> Option<&'static EngineCommand> {
-    table.iter().find(|c| {
-        let name = c.meta.name.split_once('|').map_or(c.meta.name, |(_, s)| s);
-        sub.eq_ignore_ascii_case(name.as_bytes())
-    })
-}
-
-/// `OBJECT <subcommand> [<arg> ...]`
-pub(crate) fn object(
-    engine: &mut Engine,
-    ctx: &mut ExecCtx,
-    args: Args<'_>,
-    reply: &mut Reply<'_>,
-) -> CmdResult {
-    dispatch(engine, ctx, args, reply, OBJECT_SUBCOMMANDS, "OBJECT")
-}
-
-/// `MEMORY <subcommand> [<arg> ...]`
-pub(crate) fn memory(
-    engine: &mut Engine,
-    ctx: &mut ExecCtx,
-    args: Args<'_>,
-    reply: &mut Reply<'_>,
-) -> CmdResult {
-    dispatch(engine, ctx, args, reply, MEMORY_SUBCOMMANDS, "MEMORY")
-}
 
 /// The entry OBJECT looks at (no touch, counts a hit or miss); replies nil when missing.
 fn object_lookup(

@@ -34,13 +34,17 @@ use smallvec::SmallVec;
 use super::heapstr::{greedy_capacity, HeapStr};
 use crate::hashes::{HashEncoding, HashValue};
 use crate::lists::{ListEncoding, ListValue};
+use crate::sets::{SetEncoding, SetValue};
 use crate::value::{
     Encoding, StrRef, ValueMut, ValueRef, EMBSTR_BYTES_MAX, SHARED_INTEGERS, SHARED_REFCOUNT,
 };
+use crate::zsets::{ZSetEncoding, ZSetValue};
 
 const _: () = assert!(std::mem::size_of::<HeapStr>() == WORD_BYTES);
 const _: () = assert!(std::mem::size_of::<ListValue>() == WORD_BYTES);
 const _: () = assert!(std::mem::size_of::<HashValue>() == WORD_BYTES);
+const _: () = assert!(std::mem::size_of::<ZSetValue>() == WORD_BYTES);
+const _: () = assert!(std::mem::size_of::<SetValue>() == WORD_BYTES);
 
 /// Size of an entry; asserted below.
 pub const ENTRY_BYTES: usize = 48;
@@ -72,6 +76,10 @@ enum Kind {
     List,
     /// A [`HashValue`] in W3.
     Hash,
+    /// A [`ZSetValue`] in W3.
+    ZSet,
+    /// A [`SetValue`] in W3.
+    Set,
 }
 
 /// What word 3 owns when the value is on the heap. [`Entry::write_heap_value`] and
@@ -83,6 +91,10 @@ pub(crate) enum HeapValue {
     List(ListValue),
     /// A hash.
     Hash(HashValue),
+    /// A sorted set.
+    ZSet(ZSetValue),
+    /// A set.
+    Set(SetValue),
 }
 
 impl HeapValue {
@@ -91,6 +103,8 @@ impl HeapValue {
             HeapValue::Str(_) => Kind::Str,
             HeapValue::List(_) => Kind::List,
             HeapValue::Hash(_) => Kind::Hash,
+            HeapValue::ZSet(_) => Kind::ZSet,
+            HeapValue::Set(_) => Kind::Set,
         }
     }
 }
@@ -102,6 +116,10 @@ pub enum Collection {
     List(ListValue),
     /// A hash.
     Hash(HashValue),
+    /// A sorted set.
+    ZSet(ZSetValue),
+    /// A set.
+    Set(SetValue),
 }
 
 // `flags` bits.
@@ -217,6 +235,8 @@ impl Entry {
         let value = match value {
             Collection::List(list) => HeapValue::List(list),
             Collection::Hash(hash) => HeapValue::Hash(hash),
+            Collection::ZSet(zset) => HeapValue::ZSet(zset),
+            Collection::Set(set) => HeapValue::Set(set),
         };
         let kind = value.kind();
         Self::assemble(
@@ -339,6 +359,8 @@ impl Entry {
                 HeapValue::Str(s) => std::ptr::write(at as *mut HeapStr, s),
                 HeapValue::List(l) => std::ptr::write(at as *mut ListValue, l),
                 HeapValue::Hash(h) => std::ptr::write(at as *mut HashValue, h),
+                HeapValue::ZSet(z) => std::ptr::write(at as *mut ZSetValue, z),
+                HeapValue::Set(v) => std::ptr::write(at as *mut SetValue, v),
             }
         }
     }
@@ -356,6 +378,8 @@ impl Entry {
                 Kind::Str | Kind::Int => HeapValue::Str(std::ptr::read(at as *const HeapStr)),
                 Kind::List => HeapValue::List(std::ptr::read(at as *const ListValue)),
                 Kind::Hash => HeapValue::Hash(std::ptr::read(at as *const HashValue)),
+                Kind::ZSet => HeapValue::ZSet(std::ptr::read(at as *const ZSetValue)),
+                Kind::Set => HeapValue::Set(std::ptr::read(at as *const SetValue)),
             }
         }
     }
@@ -388,6 +412,31 @@ impl Entry {
     /// keyspace can find the hashes active field expiry must visit.
     pub fn has_field_ttls(&self) -> bool {
         self.kind == Kind::Hash && self.heap_hash().next_expire_at().is_some()
+    }
+
+    fn heap_zset(&self) -> &ZSetValue {
+        debug_assert!(self.kind == Kind::ZSet && self.layout & VALUE_HEAP != 0);
+        // SAFETY: a sorted-set entry keeps its ZSetValue in word 3 (see
+        // write_heap_value).
+        unsafe { &*(self.area.as_ptr().add(3 * WORD_BYTES) as *const ZSetValue) }
+    }
+
+    fn heap_zset_mut(&mut self) -> &mut ZSetValue {
+        debug_assert!(self.kind == Kind::ZSet && self.layout & VALUE_HEAP != 0);
+        // SAFETY: as in `heap_zset`; `&mut self` makes the access unique.
+        unsafe { &mut *(self.area.as_mut_ptr().add(3 * WORD_BYTES) as *mut ZSetValue) }
+    }
+
+    fn heap_set(&self) -> &SetValue {
+        debug_assert!(self.kind == Kind::Set && self.layout & VALUE_HEAP != 0);
+        // SAFETY: a set entry keeps its SetValue in word 3 (see write_heap_value).
+        unsafe { &*(self.area.as_ptr().add(3 * WORD_BYTES) as *const SetValue) }
+    }
+
+    fn heap_set_mut(&mut self) -> &mut SetValue {
+        debug_assert!(self.kind == Kind::Set && self.layout & VALUE_HEAP != 0);
+        // SAFETY: as in `heap_set`; `&mut self` makes the access unique.
+        unsafe { &mut *(self.area.as_mut_ptr().add(3 * WORD_BYTES) as *mut SetValue) }
     }
 
     fn heap(&self, word: usize) -> &HeapStr {
@@ -459,6 +508,8 @@ impl Entry {
             Kind::Str => ValueRef::Str(StrRef::Bytes(self.value_bytes())),
             Kind::List => ValueRef::List(self.heap_list()),
             Kind::Hash => ValueRef::Hash(self.heap_hash()),
+            Kind::ZSet => ValueRef::ZSet(self.heap_zset()),
+            Kind::Set => ValueRef::Set(self.heap_set()),
         }
     }
 
@@ -469,6 +520,8 @@ impl Entry {
             Kind::Str | Kind::Int => ValueMut::Str,
             Kind::List => ValueMut::List(self.heap_list_mut()),
             Kind::Hash => ValueMut::Hash(self.heap_hash_mut()),
+            Kind::ZSet => ValueMut::ZSet(self.heap_zset_mut()),
+            Kind::Set => ValueMut::Set(self.heap_set_mut()),
         }
     }
 
@@ -493,6 +546,15 @@ impl Entry {
                 HashEncoding::Listpack => Encoding::Listpack,
                 HashEncoding::ListpackEx => Encoding::ListpackEx,
                 HashEncoding::Hashtable => Encoding::Hashtable,
+            },
+            Kind::ZSet => match self.heap_zset().encoding() {
+                ZSetEncoding::Listpack => Encoding::Listpack,
+                ZSetEncoding::Skiplist => Encoding::Skiplist,
+            },
+            Kind::Set => match self.heap_set().encoding() {
+                SetEncoding::Intset => Encoding::Intset,
+                SetEncoding::Listpack => Encoding::Listpack,
+                SetEncoding::Hashtable => Encoding::Hashtable,
             },
         }
     }
@@ -544,6 +606,8 @@ impl Entry {
                 Kind::Str | Kind::Int => malloc_chunk_bytes(self.heap(3).block_bytes()),
                 Kind::List => self.heap_list().heap_bytes(),
                 Kind::Hash => self.heap_hash().heap_bytes(),
+                Kind::ZSet => self.heap_zset().heap_bytes(),
+                Kind::Set => self.heap_set().heap_bytes(),
             };
         }
         total
@@ -556,6 +620,8 @@ impl Entry {
             ValueMut::Str => true,
             ValueMut::List(l) => l.free_some(nodes_max),
             ValueMut::Hash(h) => h.free_some(nodes_max),
+            ValueMut::ZSet(z) => z.free_some(nodes_max),
+            ValueMut::Set(s) => s.free_some(nodes_max),
         }
     }
 
@@ -572,7 +638,7 @@ impl Entry {
     fn set_str(&mut self, bytes: &[u8], raw: bool) {
         let flags = if raw { FLAG_RAW } else { 0 };
         let fits_inline = bytes.len() <= self.inline_room_for_value();
-        let in_place = if matches!(self.kind, Kind::List | Kind::Hash) {
+        let in_place = if matches!(self.kind, Kind::List | Kind::Hash | Kind::ZSet | Kind::Set) {
             false
         } else if self.layout & VALUE_HEAP == 0 {
             if fits_inline {
@@ -663,6 +729,8 @@ impl Entry {
             Kind::Str => ValuePart::Inline(self.value_bytes()),
             Kind::List => ValuePart::Heap(HeapValue::List(self.heap_list().deep_clone())),
             Kind::Hash => ValuePart::Heap(HeapValue::Hash(self.heap_hash().deep_clone())),
+            Kind::ZSet => ValuePart::Heap(HeapValue::ZSet(self.heap_zset().deep_clone())),
+            Kind::Set => ValuePart::Heap(HeapValue::Set(self.heap_set().deep_clone())),
         };
         Entry::assemble(
             KeyPart::Bytes(key),

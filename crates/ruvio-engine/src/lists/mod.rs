@@ -29,6 +29,8 @@ pub(crate) mod rules;
 pub(crate) mod value;
 
 mod blocking;
+
+pub(crate) use blocking::parse_timeout;
 mod commands;
 
 #[cfg(test)]

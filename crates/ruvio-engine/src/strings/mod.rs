@@ -9,7 +9,7 @@ mod set;
 use ruvio_resp::{Args, Reply};
 
 use crate::command::{
-    command, flags::*, CmdResult, EngineCommand, ExecCtx, KeySpec, Outcome::Done,
+    command, flags::*, CmdResult, EngineCommand, ExecCtx, KeySpec, MergeRule, Outcome::Done,
 };
 use crate::error::CmdError;
 use crate::keyspace::{Entry, NewValue, STRING_BYTES_MAX};
@@ -72,12 +72,14 @@ pub const COMMANDS: &[EngineCommand] = &[
     command!("getset", 3, WRITE | DENYOOM | FAST, KeySpec::ONE, ["write", "string", "fast"], "string", "1.0.0",
         "Set the string value of a key and return its old value", "O(1)", set::getset),
     command!("mset", -3, WRITE | DENYOOM | SPLITTABLE, KeySpec::PAIRS, ["write", "string", "slow"], "string",
-        "1.0.1", "Set multiple keys to multiple values", "O(N) where N is the number of keys to set.", set::mset),
+        "1.0.1", "Set multiple keys to multiple values", "O(N) where N is the number of keys to set.", set::mset,
+        merge = MergeRule::AllOk),
     command!("msetnx", -3, WRITE | DENYOOM, KeySpec::PAIRS, ["write", "string", "slow"], "string", "1.0.1",
         "Set multiple keys to multiple values, only if none of the keys exist",
         "O(N) where N is the number of keys to set.", set::msetnx),
     command!("mget", -2, READONLY | FAST | SPLITTABLE, KeySpec::ALL, ["read", "string", "fast"], "string", "1.0.0",
-        "Get the values of all the given keys", "O(N) where N is the number of keys to retrieve.", mget),
+        "Get the values of all the given keys", "O(N) where N is the number of keys to retrieve.", mget,
+        merge = MergeRule::Scatter),
     command!("getdel", 2, WRITE | FAST, KeySpec::ONE, ["write", "string", "fast"], "string", "6.2.0",
         "Get the value of a key and delete the key", "O(1)", getdel),
     command!("getex", -2, WRITE | FAST, KeySpec::ONE, ["write", "string", "fast"], "string", "6.2.0",

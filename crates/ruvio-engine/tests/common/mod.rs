@@ -1,11 +1,11 @@
 //! Test harness: run a command line against an [`Engine`] the way the server does
-//! (RESP request bytes -> parser -> table lookup -> arity check -> handler) and return
+//! (RESP request bytes -> parser -> table lookup -> subcommand and arity -> handler) and return
 //! the exact reply bytes as a string.
 
 #![allow(dead_code)]
 
-use ruvio_engine::command::{Block, Effects, Outcome};
-use ruvio_engine::{Engine, ExecCtx};
+use ruvio_engine::command::{Block, CommandTree, Effects, Outcome};
+use ruvio_engine::{CmdError, Engine, ExecCtx};
 use ruvio_resp::{CommandParser, Limits, Parsed, Protocol, Reply};
 
 /// A fixed "now" so TTL arithmetic in tests is exact.
@@ -69,26 +69,25 @@ impl Harness {
             panic!("incomplete request")
         };
         let mut reply = Reply::new(&mut out, self.proto);
-        let name = String::from_utf8_lossy(args.get(0)).to_ascii_lowercase();
-        let sub = (args.len() > 1).then(|| args.get(1));
-        let Some(cmd) = Engine::find_command(args.get(0), sub) else {
-            reply.error(&format!("ERR unknown command '{name}'"));
-            return out;
+        // A command refused before it runs (unknown, arity) does not block either.
+        self.blocked = None;
+        let resolved = match Engine::find_command(args.get(0)) {
+            Some(row) if !row.meta.arity_ok(args.len()) => Err(CmdError::WrongArity(row.meta.name)),
+            Some(row) => row.resolve(args),
+            None => Err(CmdError::unknown_command(args)),
         };
-        if !cmd.meta.arity_ok(args.len()) {
-            reply.error(&format!(
-                "ERR wrong number of arguments for '{}' command",
-                cmd.meta.name
-            ));
-            return out;
-        }
+        let cmd = match resolved {
+            Ok(cmd) => cmd,
+            Err(e) => {
+                e.write(&mut reply);
+                return out;
+            }
+        };
+        let handler = cmd.handler.expect("a resolved row has a handler");
         let mut ctx = ExecCtx::new(self.db, self.now_ms);
         ctx.no_touch = self.no_touch;
-        ctx.effects.track_keys = true;
-        ctx.effects.track_events = true;
-        ctx.effects.track_log = true;
-        self.blocked = None;
-        match (cmd.handler)(&mut self.engine, &mut ctx, args, &mut reply) {
+        ctx.effects = Effects::recording(true, true, true);
+        match handler(&mut self.engine, &mut ctx, args, &mut reply) {
             Ok(Outcome::Done) => {}
             Ok(Outcome::Block(block)) => self.blocked = Some(block),
             Err(e) => e.write(&mut reply),

@@ -5,122 +5,82 @@
 //! clients of the shard the caller is connected to (in per-shard mode that is the
 //! whole "node", as Redis Cluster clients expect).
 
-use super::{dispatch_sub, meta, Ctx, ServerCommand, SubCommand, ERR_SYNTAX};
+use super::{Ctx, ServerCommand, ServerResult};
 use crate::conn::{ClientState, ReplyMode};
-use ruvio_engine::command::reply_help;
+use ruvio_engine::command::{command, flags::*, reply_help};
+use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
 
 /// The client family's table.
-pub const COMMANDS: &[ServerCommand] = &[ServerCommand {
-    meta: meta(
-        "client",
-        -2,
-        0,
-        &["slow"],
-        "connection",
-        "A container for client connection commands.",
-        "2.4.0",
-        "Depends on subcommand.",
-    ),
-    handler: client,
-}];
-
-const SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand {
-        name: "client|id",
-        arity: 2,
-        handler: id,
-    },
-    SubCommand {
-        name: "client|setname",
-        arity: 3,
-        handler: setname,
-    },
-    SubCommand {
-        name: "client|getname",
-        arity: 2,
-        handler: getname,
-    },
-    SubCommand {
-        name: "client|list",
-        arity: -2,
-        handler: list,
-    },
-    SubCommand {
-        name: "client|info",
-        arity: 2,
-        handler: info,
-    },
-    SubCommand {
-        name: "client|kill",
-        arity: -3,
-        handler: kill,
-    },
-    SubCommand {
-        name: "client|setinfo",
-        arity: 4,
-        handler: setinfo,
-    },
-    SubCommand {
-        name: "client|no-evict",
-        arity: 3,
-        handler: no_evict,
-    },
-    SubCommand {
-        name: "client|no-touch",
-        arity: 3,
-        handler: no_touch,
-    },
-    SubCommand {
-        name: "client|reply",
-        arity: 3,
-        handler: reply_mode,
-    },
-    SubCommand {
-        name: "client|unblock",
-        arity: -3,
-        handler: unblock,
-    },
-    SubCommand {
-        name: "client|help",
-        arity: 2,
-        handler: help,
-    },
+#[rustfmt::skip]
+pub const COMMANDS: &[ServerCommand] = &[
+    command!("client", -2, 0, KeySpec::NONE, ["slow"], "connection", "2.4.0",
+        "A container for client connection commands.", "Depends on subcommand.",
+        subcommands = SUBCOMMANDS),
 ];
 
-/// Redis' error for a name with spaces or special characters.
-pub const ERR_BAD_NAME: &str =
-    "ERR Client names cannot contain spaces, newlines or special characters.";
-
-/// `CLIENT <subcommand> [args]`
-fn client(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    dispatch_sub(ctx, args, reply, "client", SUBCOMMANDS)
-}
+/// CLIENT's subcommands, with Redis' arity, flags and ACL categories.
+#[rustfmt::skip]
+const SUBCOMMANDS: &[ServerCommand] = &[
+    command!("client|id", 2, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "5.0.0", "Returns the client ID for the current connection", "O(1)", id),
+    command!("client|setname", 3, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "2.6.9", "Set the current connection name", "O(1)", setname),
+    command!("client|getname", 2, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "2.6.9", "Get the current connection name", "O(1)", getname),
+    command!("client|list", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous", "connection"], "connection", "2.4.0", "Get the list of client connections",
+        "O(N) where N is the number of client connections", list),
+    command!("client|info", 2, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "6.2.0", "Returns information about the current client connection.", "O(1)", info),
+    command!("client|kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous", "connection"], "connection", "2.4.0", "Kill the connection of a client",
+        "O(N) where N is the number of client connections", kill),
+    command!("client|setinfo", 4, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "7.2.0", "Sets information specific to the client or connection.", "O(1)", setinfo),
+    command!("client|no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous", "connection"], "connection", "7.0.0",
+        "Set client eviction mode for the current connection", "O(1)", no_evict),
+    command!("client|no-touch", 3, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "7.2.0", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "O(1)",
+        no_touch),
+    command!("client|reply", 3, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection",
+        "3.2.0", "Instruct the server whether to reply to commands", "O(1)", reply_mode),
+    command!("client|unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous", "connection"], "connection", "5.0.0",
+        "Unblock a client blocked in a blocking command from a different connection",
+        "O(log N) where N is the number of client connections", unblock),
+    command!("client|help", 2, LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection", "5.0.0",
+        "Show helpful text about the different subcommands", "O(1)", help),
+];
 
 /// Names (and library names) may hold only printable ASCII without spaces.
 pub fn valid_client_name(name: &[u8]) -> bool {
     name.iter().all(|&b| (b'!'..=b'~').contains(&b))
 }
 
-fn id(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn id(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply.int(ctx.client.id as i64);
+    Ok(())
 }
 
-fn setname(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn setname(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let name = args.get(2);
     if !valid_client_name(name) {
-        return reply.error(ERR_BAD_NAME);
+        return Err(CmdError::BadClientName);
     }
     ctx.client.name = name.to_vec();
     reply.ok();
+    Ok(())
 }
 
-fn getname(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn getname(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if ctx.client.name.is_empty() {
         reply.null();
     } else {
         reply.bulk(&ctx.client.name);
     }
+    Ok(())
 }
 
 /// One CLIENT LIST line (without the trailing newline), in Redis 7.2's field order.
@@ -153,7 +113,7 @@ fn shard_clients<'a>(ctx: &'a Ctx<'_>) -> Vec<&'a ClientState> {
 }
 
 /// `CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]`
-fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let mut ids: Option<Vec<u64>> = None;
     let mut only_normal = true;
     let mut i = 2;
@@ -164,12 +124,7 @@ fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
             only_normal = match ty.as_slice() {
                 b"normal" => true,
                 b"master" | b"replica" | b"slave" | b"pubsub" => false,
-                _ => {
-                    return reply.error(&format!(
-                        "ERR Unknown client type '{}'",
-                        String::from_utf8_lossy(args.get(i + 1))
-                    ))
-                }
+                _ => return Err(CmdError::unknown_client_type(args.get(i + 1))),
             };
             i += 2;
         } else if opt.eq_ignore_ascii_case(b"ID") && i + 1 < args.len() {
@@ -177,13 +132,13 @@ fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
             for j in i + 1..args.len() {
                 match super::parse_i64(args.get(j)) {
                     Some(n) if n > 0 => wanted.push(n as u64),
-                    _ => return reply.error("ERR Invalid client ID"),
+                    _ => return Err(CmdError::InvalidClientId),
                 }
             }
             ids = Some(wanted);
             i = args.len();
         } else {
-            return reply.error(ERR_SYNTAX);
+            return Err(CmdError::Syntax);
         }
     }
     let now = ctx.core.now_ms;
@@ -195,28 +150,29 @@ fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
         }
     }
     reply.verbatim("txt", text.as_bytes());
+    Ok(())
 }
 
 /// `CLIENT INFO`
-fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let mut line = describe(ctx.client, ctx.core.now_ms);
     line.push('\n');
     reply.verbatim("txt", line.as_bytes());
+    Ok(())
 }
 
 /// `CLIENT KILL ip:port` or `CLIENT KILL [ID id] [ADDR ip:port] [LADDR ip:port] [USER name] [SKIPME yes|no] [MAXAGE secs]`
-fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if args.len() == 3 {
         let addr = String::from_utf8_lossy(args.get(2)).into_owned();
-        let killed = kill_matching(ctx, |c| c.peer == addr, false);
-        return if killed > 0 {
-            reply.ok()
-        } else {
-            reply.error("ERR No such client")
-        };
+        if kill_matching(ctx, |c| c.peer == addr, false) == 0 {
+            return Err(CmdError::NoSuchClient);
+        }
+        reply.ok();
+        return Ok(());
     }
     if !args.len().is_multiple_of(2) {
-        return reply.error(ERR_SYNTAX);
+        return Err(CmdError::Syntax);
     }
     let mut filters: Vec<ClientFilter> = Vec::new();
     let mut skip_me = true;
@@ -226,7 +182,7 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
         match opt.as_slice() {
             b"id" => match super::parse_i64(value) {
                 Some(n) if n > 0 => filters.push(Box::new(move |c| c.id == n as u64)),
-                _ => return reply.error("ERR client-id should be greater than 0"),
+                _ => return Err(CmdError::ClientIdNotPositive),
             },
             b"addr" => filters.push(Box::new(move |c| c.peer == text)),
             b"laddr" => filters.push(Box::new(move |c| c.local == text)),
@@ -237,12 +193,12 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
             b"type" => match text.to_ascii_lowercase().as_str() {
                 "normal" => {}
                 "master" | "replica" | "slave" | "pubsub" => filters.push(Box::new(|_| false)),
-                _ => return reply.error(&format!("ERR Unknown client type '{text}'")),
+                _ => return Err(CmdError::unknown_client_type(value)),
             },
             b"skipme" => match text.to_ascii_lowercase().as_str() {
                 "yes" => skip_me = true,
                 "no" => skip_me = false,
-                _ => return reply.error(ERR_SYNTAX),
+                _ => return Err(CmdError::Syntax),
             },
             b"maxage" => match super::parse_i64(value) {
                 Some(secs) => {
@@ -251,13 +207,14 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
                         now.saturating_sub(c.created_ms) as i64 >= secs.saturating_mul(1000)
                     }))
                 }
-                None => return reply.error(super::ERR_NOT_INTEGER),
+                None => return Err(CmdError::NotInteger),
             },
-            _ => return reply.error(ERR_SYNTAX),
+            _ => return Err(CmdError::Syntax),
         }
     }
     let killed = kill_matching(ctx, |c| filters.iter().all(|f| f(c)), skip_me);
     reply.int(killed as i64);
+    Ok(())
 }
 
 /// One CLIENT KILL filter.
@@ -285,28 +242,21 @@ fn kill_matching(
 }
 
 /// `CLIENT SETINFO LIB-NAME|LIB-VER value`
-fn setinfo(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn setinfo(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let (attr, value) = (args.get(2), args.get(3));
-    let slot = if attr.eq_ignore_ascii_case(b"lib-name") {
-        if !valid_client_name(value) {
-            return reply
-                .error("ERR lib-name cannot contain spaces, newlines or special characters.");
-        }
-        &mut ctx.client.lib_name
+    let (slot, invalid) = if attr.eq_ignore_ascii_case(b"lib-name") {
+        (&mut ctx.client.lib_name, CmdError::BadLibName)
     } else if attr.eq_ignore_ascii_case(b"lib-ver") {
-        if !valid_client_name(value) {
-            return reply
-                .error("ERR lib-ver cannot contain spaces, newlines or special characters.");
-        }
-        &mut ctx.client.lib_ver
+        (&mut ctx.client.lib_ver, CmdError::BadLibVer)
     } else {
-        return reply.error(&format!(
-            "ERR Unrecognized option '{}'",
-            String::from_utf8_lossy(attr)
-        ));
+        return Err(CmdError::unrecognized_option(attr));
     };
+    if !valid_client_name(value) {
+        return Err(invalid);
+    }
     *slot = value.to_vec();
     reply.ok();
+    Ok(())
 }
 
 /// Parse `ON|OFF` into a bool.
@@ -320,47 +270,36 @@ fn on_off(arg: &[u8]) -> Option<bool> {
     }
 }
 
-fn no_evict(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    match on_off(args.get(2)) {
-        Some(on) => {
-            ctx.client.no_evict = on;
-            reply.ok()
-        }
-        None => reply.error(ERR_SYNTAX),
-    }
+fn no_evict(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    ctx.client.no_evict = on_off(args.get(2)).ok_or(CmdError::Syntax)?;
+    reply.ok();
+    Ok(())
 }
 
-fn no_touch(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    match on_off(args.get(2)) {
-        Some(on) => {
-            ctx.client.no_touch = on;
-            reply.ok()
-        }
-        None => reply.error(ERR_SYNTAX),
-    }
+fn no_touch(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    ctx.client.no_touch = on_off(args.get(2)).ok_or(CmdError::Syntax)?;
+    reply.ok();
+    Ok(())
 }
 
 /// `CLIENT UNBLOCK client-id [TIMEOUT | ERROR]`: 1 when the client was blocked and
 /// is now answered (a null array, or `-UNBLOCKED` with ERROR), 0 otherwise. The
 /// parked command may live on another shard (forward mode): the shard that holds it
 /// is told, and the answer is 1 if it was parked when asked.
-fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if args.len() > 4 {
-        return reply.error(
-            "ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
-        );
+        return Err(CmdError::UnblockArgs);
     }
     let error = match args.iter().nth(3) {
         None => false,
         Some(reason) if reason.eq_ignore_ascii_case(b"timeout") => false,
         Some(reason) if reason.eq_ignore_ascii_case(b"error") => true,
-        Some(_) => return reply.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        Some(_) => return Err(CmdError::UnblockReason),
     };
-    let Some(id) = super::parse_i64(args.get(2)) else {
-        return reply.error(super::ERR_NOT_INTEGER);
-    };
+    let id = super::parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
     let Ok(id) = u64::try_from(id) else {
-        return reply.int(0);
+        reply.int(0);
+        return Ok(());
     };
     let answered = match ctx.core.shared.blocked_on(id) {
         None => false,
@@ -375,10 +314,11 @@ fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
         }
     };
     reply.int(answered as i64);
+    Ok(())
 }
 
 /// `CLIENT REPLY ON|OFF|SKIP`: OFF and SKIP are not answered.
-fn reply_mode(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn reply_mode(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let mode = args.get(2);
     if mode.eq_ignore_ascii_case(b"on") {
         ctx.client.reply_mode = ReplyMode::On;
@@ -390,11 +330,12 @@ fn reply_mode(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
             ctx.client.reply_mode = ReplyMode::SkipNext;
         }
     } else {
-        reply.error(ERR_SYNTAX);
+        return Err(CmdError::Syntax);
     }
+    Ok(())
 }
 
-fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply_help(
         reply,
         b"client",
@@ -425,4 +366,5 @@ fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
             "    Unblock the specified blocked client.",
         ],
     );
+    Ok(())
 }

@@ -5,162 +5,89 @@
 //! the whole server; in forward mode Ruvio is a standalone server and answers as
 //! Redis does with cluster support disabled.
 
-use super::{dispatch_sub, meta, parse_i64, Ctx, ServerCommand, SubCommand};
+use super::{parse_i64, Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
 use crate::topology::Node;
-use ruvio_engine::command::flags::*;
-use ruvio_engine::command::reply_help;
+use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::slot::{key_slot, SLOT_COUNT};
+use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 
 /// The cluster family's table.
+#[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
-    ServerCommand {
-        meta: meta(
-            "cluster",
-            -2,
-            0,
-            &["slow"],
-            "cluster",
-            "A container for Redis Cluster commands.",
-            "3.0.0",
-            "Depends on subcommand.",
-        ),
-        handler: cluster,
-    },
-    ServerCommand {
-        meta: meta(
-            "readonly",
-            1,
-            LOADING | STALE | FAST,
-            &["fast", "connection"],
-            "cluster",
-            "Enables read-only queries for a connection to a Redis Cluster replica node.",
-            "3.0.0",
-            "O(1)",
-        ),
-        handler: readonly,
-    },
-    ServerCommand {
-        meta: meta(
-            "readwrite",
-            1,
-            LOADING | STALE | FAST,
-            &["fast", "connection"],
-            "cluster",
-            "Enables read-write queries for a connection to a Reids Cluster replica node.",
-            "3.0.0",
-            "O(1)",
-        ),
-        handler: readwrite,
-    },
-    ServerCommand {
-        meta: meta(
-            "asking",
-            1,
-            FAST,
-            &["fast", "connection"],
-            "cluster",
-            "Signals that a cluster client is following an -ASK redirect.",
-            "3.0.0",
-            "O(1)",
-        ),
-        handler: asking,
-    },
+    command!("cluster", -2, 0, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
+        "A container for Redis Cluster commands.", "Depends on subcommand.", subcommands = SUBCOMMANDS),
+    command!("readonly", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "connection"], "cluster", "3.0.0",
+        "Enables read-only queries for a connection to a Redis Cluster replica node.", "O(1)", readonly),
+    command!("readwrite", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "connection"], "cluster", "3.0.0",
+        "Enables read-write queries for a connection to a Reids Cluster replica node.", "O(1)", readwrite),
+    command!("asking", 1, FAST, KeySpec::NONE, ["fast", "connection"], "cluster", "3.0.0",
+        "Signals that a cluster client is following an -ASK redirect.", "O(1)", asking),
 ];
 
-const SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand {
-        name: "cluster|info",
-        arity: 2,
-        handler: info,
-    },
-    SubCommand {
-        name: "cluster|slots",
-        arity: 2,
-        handler: slots,
-    },
-    SubCommand {
-        name: "cluster|shards",
-        arity: 2,
-        handler: shards,
-    },
-    SubCommand {
-        name: "cluster|nodes",
-        arity: 2,
-        handler: nodes,
-    },
-    SubCommand {
-        name: "cluster|keyslot",
-        arity: 3,
-        handler: keyslot,
-    },
-    SubCommand {
-        name: "cluster|myid",
-        arity: 2,
-        handler: myid,
-    },
-    SubCommand {
-        name: "cluster|countkeysinslot",
-        arity: 3,
-        handler: countkeysinslot,
-    },
-    SubCommand {
-        name: "cluster|getkeysinslot",
-        arity: 4,
-        handler: getkeysinslot,
-    },
-    SubCommand {
-        name: "cluster|help",
-        arity: 2,
-        handler: help,
-    },
+/// CLUSTER's subcommands, with Redis' arity, flags and ACL categories.
+#[rustfmt::skip]
+const SUBCOMMANDS: &[ServerCommand] = &[
+    command!("cluster|info", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
+        "Provides info about Redis Cluster node state", "O(1)", info),
+    command!("cluster|slots", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
+        "Get array of Cluster slot to node mappings", "O(N) where N is the total number of Cluster nodes", slots),
+    command!("cluster|shards", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "7.0.0",
+        "Get array of cluster slots to node mappings", "O(N) where N is the total number of cluster nodes", shards),
+    command!("cluster|nodes", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
+        "Get Cluster config for the node", "O(N) where N is the total number of Cluster nodes", nodes),
+    command!("cluster|keyslot", 3, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
+        "Returns the hash slot of the specified key", "O(N) where N is the number of bytes in the key", keyslot),
+    command!("cluster|myid", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
+        "Return the node id", "O(1)", myid),
+    command!("cluster|countkeysinslot", 3, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
+        "Return the number of local keys in the specified hash slot", "O(1)", countkeysinslot),
+    command!("cluster|getkeysinslot", 4, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
+        "Return local key names in the specified hash slot",
+        "O(log(N)) where N is the number of requested keys", getkeysinslot),
+    command!("cluster|help", 2, LOADING | STALE, KeySpec::NONE, ["slow"], "cluster", "5.0.0",
+        "Show helpful text about the different subcommands", "O(1)", help),
 ];
 
-const ERR_NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
-
-fn cluster_enabled(ctx: &Ctx<'_>) -> bool {
-    ctx.core.topo.mode == PortMode::PerShard
+/// Every cluster command answers Redis' "cluster support disabled" in forward
+/// mode, as Redis' `clusterCommand` does before looking at its subcommand.
+fn require_cluster(ctx: &Ctx<'_>) -> ServerResult {
+    match ctx.core.topo.mode {
+        PortMode::PerShard => Ok(()),
+        PortMode::Forward => Err(CmdError::ClusterDisabled),
+    }
 }
 
-/// `CLUSTER <subcommand> [args]`
-fn cluster(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    if !cluster_enabled(ctx) {
-        return reply.error(ERR_NO_CLUSTER);
-    }
-    dispatch_sub(ctx, args, reply, "cluster", SUBCOMMANDS)
-}
-
-fn readonly(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
-    if !cluster_enabled(ctx) {
-        return reply.error(ERR_NO_CLUSTER);
-    }
+fn readonly(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     ctx.client.readonly = true;
     reply.ok();
+    Ok(())
 }
 
-fn readwrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
-    if !cluster_enabled(ctx) {
-        return reply.error(ERR_NO_CLUSTER);
-    }
+fn readwrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     ctx.client.readonly = false;
     reply.ok();
+    Ok(())
 }
 
-fn asking(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
-    if !cluster_enabled(ctx) {
-        return reply.error(ERR_NO_CLUSTER);
-    }
+fn asking(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     reply.ok();
+    Ok(())
 }
 
-fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     let n = ctx.core.topo.nodes.len();
     let text = format!(
         "cluster_state:ok\r\ncluster_slots_assigned:{SLOT_COUNT}\r\ncluster_slots_ok:{SLOT_COUNT}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{n}\r\ncluster_size:{n}\r\ncluster_current_epoch:{n}\r\ncluster_my_epoch:{}\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
         ctx.core.id + 1
     );
     reply.verbatim("txt", text.as_bytes());
+    Ok(())
 }
 
 /// The node triple CLUSTER SLOTS lists: host, port, id, metadata (none).
@@ -172,7 +99,8 @@ fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node) {
     reply.map(0);
 }
 
-fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     let topo = &ctx.core.topo;
     reply.array(topo.nodes.len());
     for node in &topo.nodes {
@@ -181,9 +109,11 @@ fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
         reply.int(node.last_slot as i64);
         reply_node(reply, &topo.host, node);
     }
+    Ok(())
 }
 
-fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     let topo = &ctx.core.topo;
     reply.array(topo.nodes.len());
     for node in &topo.nodes {
@@ -210,9 +140,11 @@ fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
         reply.bulk(b"health");
         reply.bulk(b"online");
     }
+    Ok(())
 }
 
-fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     let topo = &ctx.core.topo;
     let mut text = String::new();
     for (i, node) in topo.nodes.iter().enumerate() {
@@ -234,15 +166,20 @@ fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
         ));
     }
     reply.verbatim("txt", text.as_bytes());
+    Ok(())
 }
 
-fn keyslot(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn keyslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     reply.int(key_slot(args.get(2)) as i64);
+    Ok(())
 }
 
-fn myid(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn myid(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     let id = ctx.core.topo.nodes[ctx.core.id].id.clone();
     reply.bulk(id.as_bytes());
+    Ok(())
 }
 
 /// A slot argument, if it is an integer in 0..16384.
@@ -252,29 +189,28 @@ fn parse_slot(arg: &[u8]) -> Option<u16> {
         .map(|s| s as u16)
 }
 
-fn countkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    match parse_slot(args.get(2)) {
-        Some(slot) => reply.int(ctx.core.engine.count_keys_in_slot(ctx.client.db, slot) as i64),
-        None => reply.error("ERR Invalid slot"),
-    }
+fn countkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
+    let slot = parse_slot(args.get(2)).ok_or(CmdError::InvalidSlot)?;
+    reply.int(ctx.core.engine.count_keys_in_slot(ctx.client.db, slot) as i64);
+    Ok(())
 }
 
-fn getkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    let (Some(slot), Some(count)) = (parse_slot(args.get(2)), parse_i64(args.get(3))) else {
-        return reply.error("ERR Invalid slot or number of keys");
+fn getkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
+    let slot = parse_slot(args.get(2));
+    let count = parse_i64(args.get(3)).and_then(|n| usize::try_from(n).ok());
+    let (Some(slot), Some(count)) = (slot, count) else {
+        return Err(CmdError::InvalidSlotOrCount);
     };
-    if count < 0 {
-        return reply.error("ERR Invalid slot or number of keys");
-    }
-    let keys = ctx
-        .core
-        .engine
-        .keys_in_slot(ctx.client.db, slot, count as usize);
+    let keys = ctx.core.engine.keys_in_slot(ctx.client.db, slot, count);
     reply.array(keys.len());
     keys.iter().for_each(|k| reply.bulk(k));
+    Ok(())
 }
 
-fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn help(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
     reply_help(
         reply,
         b"cluster",
@@ -299,4 +235,5 @@ fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
             "    start, end, master and replicas IP addresses, ports and ids",
         ],
     );
+    Ok(())
 }

@@ -1,133 +1,60 @@
 //! Connection commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT.
 
-use super::{meta, parse_i64, Ctx, ServerCommand, ERR_NOT_INTEGER};
+use super::{parse_i64, Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
 use crate::conn::ReplyMode;
-use ruvio_engine::command::flags::*;
+use ruvio_engine::command::{command, flags::*};
+use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
 
 /// The Redis version Ruvio answers as (HELLO, INFO). Clients read it to pick features.
 pub const REDIS_VERSION: &str = "7.0.15";
 
-const CONN: &[&str] = &["fast", "connection"];
-
 /// The connection family's table.
+#[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
-    ServerCommand {
-        meta: meta(
-            "ping",
-            -1,
-            FAST,
-            CONN,
-            "connection",
-            "Returns the server's liveliness response.",
-            "1.0.0",
-            "O(1)",
-        ),
-        handler: ping,
-    },
-    ServerCommand {
-        meta: meta(
-            "echo",
-            2,
-            LOADING | STALE | FAST,
-            CONN,
-            "connection",
-            "Returns the given string.",
-            "1.0.0",
-            "O(1)",
-        ),
-        handler: echo,
-    },
-    ServerCommand {
-        meta: meta(
-            "quit",
-            -1,
-            ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH,
-            CONN,
-            "connection",
-            "Closes the connection.",
-            "1.0.0",
-            "O(1)",
-        ),
-        handler: quit,
-    },
-    ServerCommand {
-        meta: meta(
-            "reset",
-            1,
-            NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
-            CONN,
-            "connection",
-            "Resets the connection.",
-            "6.2.0",
-            "O(1)",
-        ),
-        handler: reset,
-    },
-    ServerCommand {
-        meta: meta(
-            "hello",
-            -1,
-            NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
-            CONN,
-            "connection",
-            "Handshakes with the Redis server.",
-            "6.0.0",
-            "O(1)",
-        ),
-        handler: hello,
-    },
-    ServerCommand {
-        meta: meta(
-            "auth",
-            -2,
-            NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
-            CONN,
-            "connection",
-            "Authenticates the connection.",
-            "1.0.0",
-            "O(N) where N is the number of passwords defined for the user",
-        ),
-        handler: auth,
-    },
-    ServerCommand {
-        meta: meta(
-            "select",
-            2,
-            LOADING | STALE | FAST,
-            CONN,
-            "connection",
-            "Changes the selected database.",
-            "1.0.0",
-            "O(1)",
-        ),
-        handler: select,
-    },
+    command!("ping", -1, FAST, KeySpec::NONE, ["fast", "connection"], "connection", "1.0.0",
+        "Returns the server's liveliness response.", "O(1)", ping),
+    command!("echo", 2, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "connection"], "connection", "1.0.0",
+        "Returns the given string.", "O(1)", echo),
+    command!("quit", -1, ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH, KeySpec::NONE,
+        ["fast", "connection"], "connection", "1.0.0", "Closes the connection.", "O(1)", quit),
+    command!("reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, KeySpec::NONE,
+        ["fast", "connection"], "connection", "6.2.0", "Resets the connection.", "O(1)", reset),
+    command!("hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, KeySpec::NONE,
+        ["fast", "connection"], "connection", "6.0.0", "Handshakes with the Redis server.", "O(1)", hello),
+    command!("auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, KeySpec::NONE,
+        ["fast", "connection"], "connection", "1.0.0", "Authenticates the connection.",
+        "O(N) where N is the number of passwords defined for the user", auth),
+    command!("select", 2, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "connection"], "connection", "1.0.0",
+        "Changes the selected database.", "O(1)", select),
 ];
 
 /// `PING [message]`
-fn ping(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn ping(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     match args.len() {
         1 => reply.simple("PONG"),
         2 => reply.bulk(args.get(1)),
-        _ => reply.error("ERR wrong number of arguments for 'ping' command"),
+        _ => return Err(CmdError::WrongArity("ping")),
     }
+    Ok(())
 }
 
 /// `ECHO message`
-fn echo(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn echo(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply.bulk(args.get(1));
+    Ok(())
 }
 
 /// `QUIT`: reply OK, then close once the reply is written.
-fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply.ok();
     ctx.client.closing = true;
+    Ok(())
 }
 
 /// `RESET`: back to a fresh connection's state.
-fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let c = &mut *ctx.client;
     c.db = 0;
     c.proto = Protocol::Resp2;
@@ -139,6 +66,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
     c.authenticated = ctx.core.cfg.requirepass.is_none();
     reply.proto = Protocol::Resp2;
     reply.simple("RESET");
+    Ok(())
 }
 
 /// Check a username/password pair against the configuration.
@@ -152,39 +80,32 @@ fn credentials_ok(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
             .is_none_or(|p| p.as_bytes() == pass)
 }
 
-const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
-
 /// `AUTH [username] password`
-fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let (user, pass) = match args.len() {
-        2 => {
-            if ctx.core.cfg.requirepass.is_none() {
-                reply.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
-                return;
-            }
-            (&b"default"[..], args.get(1))
-        }
+        2 if ctx.core.cfg.requirepass.is_none() => return Err(CmdError::AuthNotConfigured),
+        2 => (&b"default"[..], args.get(1)),
         3 => (args.get(1), args.get(2)),
-        _ => return reply.error(super::ERR_SYNTAX),
+        _ => return Err(CmdError::Syntax),
     };
-    if credentials_ok(ctx, user, pass) {
-        ctx.client.authenticated = true;
-        reply.ok();
-    } else {
-        reply.error(ERR_WRONGPASS);
+    if !credentials_ok(ctx, user, pass) {
+        return Err(CmdError::WrongPass);
     }
+    ctx.client.authenticated = true;
+    reply.ok();
+    Ok(())
 }
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
-fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let mut proto = None;
     let mut i = 1;
     if args.len() > 1 {
         match parse_i64(args.get(1)) {
             Some(2) => proto = Some(Protocol::Resp2),
             Some(3) => proto = Some(Protocol::Resp3),
-            Some(_) => return reply.error("NOPROTO unsupported protocol version"),
-            None => return reply.error("ERR Protocol version is not an integer or out of range"),
+            Some(_) => return Err(CmdError::NoProto),
+            None => return Err(CmdError::ProtoNotInteger),
         }
         i = 2;
     }
@@ -200,24 +121,21 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
             name = Some(args.get(i + 1));
             i += 2;
         } else {
-            return reply.error(&format!(
-                "ERR Syntax error in HELLO option '{}'",
-                String::from_utf8_lossy(opt)
-            ));
+            return Err(CmdError::hello_option(opt));
         }
     }
     if let Some((user, pass)) = auth {
         if !credentials_ok(ctx, user, pass) {
-            return reply.error(ERR_WRONGPASS);
+            return Err(CmdError::WrongPass);
         }
         ctx.client.authenticated = true;
     }
     if !ctx.client.authenticated {
-        return reply.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        return Err(CmdError::HelloNoAuth);
     }
     if let Some(name) = name {
         if !super::client::valid_client_name(name) {
-            return reply.error(super::client::ERR_BAD_NAME);
+            return Err(CmdError::BadClientName);
         }
         ctx.client.name = name.to_vec();
     }
@@ -247,16 +165,16 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
     reply.bulk(b"master");
     reply.bulk(b"modules");
     reply.array(0);
+    Ok(())
 }
 
 /// `SELECT index`
-fn select(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    let Some(index) = parse_i64(args.get(1)) else {
-        return reply.error(ERR_NOT_INTEGER);
-    };
+fn select(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let index = parse_i64(args.get(1)).ok_or(CmdError::NotInteger)?;
     if index < 0 || index as usize >= ctx.core.engine.db_count() {
-        return reply.error("ERR DB index is out of range");
+        return Err(CmdError::DbIndexOutOfRange);
     }
     ctx.client.db = index as usize;
     reply.ok();
+    Ok(())
 }

@@ -1,73 +1,60 @@
 //! COMMAND and its subcommands (COUNT, INFO, DOCS, GETKEYS, LIST, HELP), all
 //! answered from the command table.
 
-use super::{dispatch_sub, meta, Ctx, ServerCommand, SubCommand};
+use super::{Ctx, ServerCommand, ServerResult};
 use crate::registry::{registry, Command};
-use ruvio_engine::command::flags;
-use ruvio_engine::command::reply_help;
+use ruvio_engine::command::{command, flags, reply_help};
+use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 
 /// The introspection family's table.
-pub const COMMANDS: &[ServerCommand] = &[ServerCommand {
-    meta: meta(
-        "command",
-        -1,
-        flags::LOADING | flags::STALE,
-        &["slow", "connection"],
-        "server",
-        "Returns detailed information about all commands.",
-        "2.8.13",
-        "O(N) where N is the total number of Redis commands",
-    ),
-    handler: command,
-}];
-
-const SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand {
-        name: "command|count",
-        arity: 2,
-        handler: count,
-    },
-    SubCommand {
-        name: "command|info",
-        arity: -2,
-        handler: info,
-    },
-    SubCommand {
-        name: "command|docs",
-        arity: -2,
-        handler: docs,
-    },
-    SubCommand {
-        name: "command|getkeys",
-        arity: -3,
-        handler: getkeys,
-    },
-    SubCommand {
-        name: "command|list",
-        arity: -2,
-        handler: list,
-    },
-    SubCommand {
-        name: "command|help",
-        arity: 2,
-        handler: help,
-    },
+#[rustfmt::skip]
+pub const COMMANDS: &[ServerCommand] = &[
+    command!("command", -1, flags::LOADING | flags::STALE, KeySpec::NONE, ["slow", "connection"], "server",
+        "2.8.13", "Returns detailed information about all commands.",
+        "O(N) where N is the total number of Redis commands", all, subcommands = SUBCOMMANDS),
 ];
 
-/// `COMMAND [subcommand ...]`: with no argument, the INFO of every command.
-fn command(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    if args.len() == 1 {
-        let all = &registry().commands;
-        reply.array(all.len());
-        all.iter().for_each(|c| reply_info(reply, c));
-        return;
-    }
-    dispatch_sub(ctx, args, reply, "command", SUBCOMMANDS)
+/// The flags every COMMAND subcommand has.
+const SUB_FLAGS: u32 = flags::LOADING | flags::STALE;
+
+/// COMMAND's subcommands, with Redis' arity, flags and ACL categories.
+#[rustfmt::skip]
+const SUBCOMMANDS: &[ServerCommand] = &[
+    command!("command|count", 2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "2.8.13",
+        "Get total number of Redis commands", "O(1)", count),
+    command!("command|info", -2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "2.8.13",
+        "Get array of specific Redis command details, or all when no argument is given.",
+        "O(N) where N is the number of commands to look up", info),
+    command!("command|docs", -2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "7.0.0",
+        "Get array of specific Redis command documentation", "O(N) where N is the number of commands to look up",
+        docs),
+    command!("command|getkeys", -4, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "2.8.13",
+        "Extract keys given a full Redis command", "O(N) where N is the number of arguments to the command",
+        getkeys),
+    command!("command|list", -2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "7.0.0",
+        "Get an array of Redis command names", "O(N) where N is the total number of Redis commands", list),
+    command!("command|help", 2, SUB_FLAGS, KeySpec::NONE, ["slow", "connection"], "server", "5.0.0",
+        "Show helpful text about the different subcommands", "O(1)", help),
+];
+
+/// `COMMAND` (no subcommand): the INFO of every command.
+fn all(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    reply_all_info(reply);
+    Ok(())
 }
 
-fn count(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+/// `COMMAND COUNT`
+fn count(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply.int(registry().commands.len() as i64);
+    Ok(())
+}
+
+/// The INFO of every command, in table order.
+fn reply_all_info(reply: &mut Reply<'_>) {
+    let all = &registry().commands;
+    reply.array(all.len());
+    all.iter().for_each(|c| reply_info(reply, c));
 }
 
 /// The ten-element description COMMAND INFO gives of one command.
@@ -98,12 +85,10 @@ fn reply_info(reply: &mut Reply<'_>, cmd: &Command) {
 }
 
 /// `COMMAND INFO [name ...]`: unknown names answer null.
-fn info(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn info(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if args.len() == 2 {
-        let all = &registry().commands;
-        reply.array(all.len());
-        all.iter().for_each(|c| reply_info(reply, c));
-        return;
+        reply_all_info(reply);
+        return Ok(());
     }
     reply.array(args.len() - 2);
     for name in args.iter().skip(2) {
@@ -112,10 +97,11 @@ fn info(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
             None => reply.null_array(),
         }
     }
+    Ok(())
 }
 
 /// `COMMAND DOCS [name ...]`: a map of name to its documentation.
-fn docs(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn docs(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let selected: Vec<&Command> = if args.len() == 2 {
         registry().commands.iter().collect()
     } else {
@@ -137,30 +123,31 @@ fn docs(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
         reply.bulk(b"complexity");
         reply.bulk(c.meta.complexity.as_bytes());
     }
+    Ok(())
 }
 
 /// `COMMAND GETKEYS command [arg ...]`
-fn getkeys(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    let Some(cmd) = registry().lookup(args.get(2)) else {
-        return reply.error("ERR Invalid command specified");
-    };
-    let argc = args.len() - 2;
-    if !cmd.meta.arity_ok(argc) {
-        return reply.error("ERR Invalid number of arguments specified for command");
+fn getkeys(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let cmd = registry()
+        .lookup(args.get(2))
+        .ok_or(CmdError::GetKeysUnknownCommand)?;
+    if !cmd.meta.arity_ok(args.len() - 2) {
+        return Err(CmdError::GetKeysWrongArity);
     }
     let keys = cmd.meta.keys.positions(args.tail(2));
     if keys.is_empty() && cmd.meta.keys.is_movable() {
-        return reply.error("ERR Invalid arguments specified for command");
+        return Err(CmdError::GetKeysInvalidArgs);
     }
     if keys.is_empty() {
-        return reply.error("ERR The command has no key arguments");
+        return Err(CmdError::GetKeysNoKeys);
     }
     reply.array(keys.len());
     keys.iter().for_each(|&p| reply.bulk(args.get(p + 2)));
+    Ok(())
 }
 
 /// `COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]`
-fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let filter: Box<dyn Fn(&Command) -> bool> = match args.len() {
         2 => Box::new(|_| true),
         5 if args.get(2).eq_ignore_ascii_case(b"filterby") => {
@@ -176,10 +163,10 @@ fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
                 b"pattern" => {
                     Box::new(move |c| ruvio_engine::glob_match(&value, c.meta.name.as_bytes()))
                 }
-                _ => return reply.error(super::ERR_SYNTAX),
+                _ => return Err(CmdError::Syntax),
             }
         }
-        _ => return reply.error(super::ERR_SYNTAX),
+        _ => return Err(CmdError::Syntax),
     };
     let names: Vec<&str> = registry()
         .commands
@@ -189,9 +176,10 @@ fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
         .collect();
     reply.array(names.len());
     names.iter().for_each(|n| reply.bulk(n.as_bytes()));
+    Ok(())
 }
 
-fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply_help(
         reply,
         b"command",
@@ -210,4 +198,5 @@ fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
             "    Return the keys from a full Redis command.",
         ],
     );
+    Ok(())
 }

@@ -1,7 +1,11 @@
 //! The server's own command families: commands that need the connection or the
-//! server rather than only the keyspace. Each module exports `COMMANDS`, a table
-//! of [`ServerCommand`] rows, and container commands (CLIENT, CONFIG, COMMAND,
-//! CLUSTER, OBJECT-like) dispatch their subcommands from a [`SubCommand`] table.
+//! server rather than only the keyspace. Each module exports `COMMANDS`, a table of
+//! [`ServerCommand`] rows in the engine's row format (`command!`); a container
+//! (CLIENT, CONFIG, COMMAND, CLUSTER, DEBUG) carries its subcommand rows, which the
+//! dispatcher resolves, checks and runs directly.
+//!
+//! A handler returns `Err(CmdError)` having written nothing; the dispatcher writes
+//! the error once and counts the failure from the type, as for engine commands.
 
 pub mod client;
 pub mod cluster;
@@ -12,8 +16,7 @@ pub mod server;
 use crate::conn::{ClientState, Conn};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
-use ruvio_engine::CmdError;
-use ruvio_engine::CommandMeta;
+use ruvio_engine::{CmdError, CommandRow};
 use ruvio_resp::{Args, Reply};
 
 /// Everything a server command may look at or change.
@@ -24,24 +27,15 @@ pub struct Ctx<'a> {
     pub conns: &'a mut Slab<Conn>,
 }
 
+/// What a server handler returns: `Ok` after writing its whole reply, or the error
+/// the dispatcher writes.
+pub type ServerResult = Result<(), CmdError>;
+
 /// A server command handler.
-pub type ServerFn = fn(&mut Ctx<'_>, Args<'_>, &mut Reply<'_>);
+pub type ServerFn = fn(&mut Ctx<'_>, Args<'_>, &mut Reply<'_>) -> ServerResult;
 
 /// One row of a server family's table.
-#[derive(Debug)]
-pub struct ServerCommand {
-    pub meta: CommandMeta,
-    pub handler: ServerFn,
-}
-
-/// One subcommand of a container command (`CLIENT ID`, `CONFIG GET` ...).
-pub struct SubCommand {
-    /// Lower-case full name, `container|subcommand` (as CLIENT LIST's `cmd=` shows it).
-    pub name: &'static str,
-    /// Arity with Redis' sign convention, counting the container and the subcommand.
-    pub arity: i32,
-    pub handler: ServerFn,
-}
+pub type ServerCommand = CommandRow<ServerFn>;
 
 /// Every server family's rows.
 pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
@@ -56,64 +50,5 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
     .flatten()
 }
 
-/// Run the subcommand named by `args[1]` from `table`, with Redis' errors for an
-/// unknown subcommand or a wrong argument count.
-pub fn dispatch_sub(
-    ctx: &mut Ctx<'_>,
-    args: Args<'_>,
-    reply: &mut Reply<'_>,
-    container: &str,
-    table: &[SubCommand],
-) {
-    let name = args.get(1);
-    let sub_name = |s: &SubCommand| s.name.split_once('|').map_or(s.name, |(_, sub)| sub);
-    let Some(sub) = table
-        .iter()
-        .find(|s| sub_name(s).as_bytes().eq_ignore_ascii_case(name))
-    else {
-        return CmdError::unknown_subcommand(name, &container.to_ascii_uppercase()).write(reply);
-    };
-    let fits = ruvio_engine::command::arity_fits(sub.arity, args.len());
-    if !fits {
-        reply.error(&format!(
-            "ERR wrong number of arguments for '{}' command",
-            sub.name
-        ));
-        return;
-    }
-    ctx.client.last_cmd = sub.name;
-    (sub.handler)(ctx, args, reply)
-}
-
-/// Shorthand for a server command's metadata row.
-#[allow(clippy::too_many_arguments)]
-pub const fn meta(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    acl: &'static [&'static str],
-    group: &'static str,
-    summary: &'static str,
-    since: &'static str,
-    complexity: &'static str,
-) -> CommandMeta {
-    CommandMeta {
-        name,
-        arity,
-        flags,
-        keys: ruvio_engine::KeySpec::NONE,
-        acl,
-        group,
-        summary,
-        since,
-        complexity,
-    }
-}
-
 /// Parse a whole argument as an i64 the way Redis' string2ll does.
 pub use ruvio_resp::string2ll as parse_i64;
-
-/// Redis' `ERR value is not an integer or out of range`.
-pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-/// Redis' `ERR syntax error`.
-pub const ERR_SYNTAX: &str = "ERR syntax error";

@@ -6,45 +6,39 @@
 //! at most one tick (10 ms) old. CONFIG SET and RESETSTAT apply on the answering
 //! shard and are broadcast to the others, which apply them within a loop iteration.
 
-use super::{dispatch_sub, meta, Ctx, ServerCommand, SubCommand, ERR_SYNTAX};
+use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::*;
-use ruvio_engine::command::reply_help;
+use ruvio_engine::command::{command, flags::*, reply_help};
+use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// The server family's table.
+#[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
-    ServerCommand {
-        meta: meta("info", -1, LOADING | STALE, &["slow", "dangerous"], "server", "Returns information and statistics about the server.", "1.0.0", "O(1)"),
-        handler: info,
-    },
-    ServerCommand {
-        meta: meta("config", -2, 0, &["slow"], "server", "A container for server configuration commands.", "2.0.0", "Depends on subcommand."),
-        handler: config,
-    },
-    ServerCommand {
-        meta: meta("time", 1, LOADING | STALE | FAST, &["fast"], "server", "Returns the server time.", "2.6.0", "O(1)"),
-        handler: time,
-    },
-    ServerCommand {
-        meta: meta("lastsave", 1, LOADING | STALE | FAST, &["fast", "admin", "dangerous"], "server", "Returns the Unix timestamp of the last successful save to disk.", "1.0.0", "O(1)"),
-        handler: lastsave,
-    },
-    ServerCommand {
-        meta: meta("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, &["admin", "slow", "dangerous"], "server", "Synchronously saves the database(s) to disk and shuts down the Redis server.", "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)"),
-        handler: shutdown,
-    },
-    ServerCommand {
-        meta: meta("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, &["admin", "slow", "dangerous"], "server", "A container for debugging commands.", "1.0.0", "Depends on subcommand."),
-        handler: debug,
-    },
+    command!("info", -1, LOADING | STALE, KeySpec::NONE, ["slow", "dangerous"], "server", "1.0.0",
+        "Returns information and statistics about the server.", "O(1)", info),
+    command!("config", -2, 0, KeySpec::NONE, ["slow"], "server", "2.0.0",
+        "A container for server configuration commands.", "Depends on subcommand.",
+        subcommands = CONFIG_SUBCOMMANDS),
+    command!("time", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast"], "server", "2.6.0",
+        "Returns the server time.", "O(1)", time),
+    command!("lastsave", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "admin", "dangerous"], "server", "1.0.0",
+        "Returns the Unix timestamp of the last successful save to disk.", "O(1)", lastsave),
+    command!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
+        shutdown),
+    command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "A container for debugging commands.", "Depends on subcommand.",
+        subcommands = DEBUG_SUBCOMMANDS),
 ];
 
 /// `INFO [section [section ...]]`
-fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let wanted: Vec<String> = args
         .iter()
         .skip(1)
@@ -52,6 +46,7 @@ fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
         .collect();
     let text = info_text(ctx, &wanted);
     reply.verbatim("txt", text.as_bytes());
+    Ok(())
 }
 
 /// The sections INFO prints with no argument, in Redis' order.
@@ -354,6 +349,16 @@ fn set_hash_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> 
     Ok(())
 }
 
+fn set_zset_max_listpack_entries(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    core.engine.config_mut().zset_max_listpack_entries = parse_size(v)?;
+    Ok(())
+}
+
+fn set_zset_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    core.engine.config_mut().zset_max_listpack_value = parse_size(v)?;
+    Ok(())
+}
+
 /// Only the values persistence-off servers have: no snapshots, no AOF.
 fn set_persistence_off(_core: &mut ShardCore, v: &str) -> Result<(), ()> {
     (v.is_empty() || v == "no").then_some(()).ok_or(())
@@ -459,6 +464,50 @@ const PARAMS: &[Param] = &[
         set: Some(set_hash_max_listpack_value),
     },
     Param {
+        name: "zset-max-listpack-entries",
+        get: |c| c.engine.config().zset_max_listpack_entries.to_string(),
+        set: Some(set_zset_max_listpack_entries),
+    },
+    Param {
+        name: "zset-max-ziplist-entries",
+        get: |c| c.engine.config().zset_max_listpack_entries.to_string(),
+        set: Some(set_zset_max_listpack_entries),
+    },
+    Param {
+        name: "zset-max-listpack-value",
+        get: |c| c.engine.config().zset_max_listpack_value.to_string(),
+        set: Some(set_zset_max_listpack_value),
+    },
+    Param {
+        name: "zset-max-ziplist-value",
+        get: |c| c.engine.config().zset_max_listpack_value.to_string(),
+        set: Some(set_zset_max_listpack_value),
+    },
+    Param {
+        name: "set-max-intset-entries",
+        get: |c| c.engine.config().set_max_intset_entries.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().set_max_intset_entries = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "set-max-listpack-entries",
+        get: |c| c.engine.config().set_max_listpack_entries.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().set_max_listpack_entries = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "set-max-listpack-value",
+        get: |c| c.engine.config().set_max_listpack_value.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().set_max_listpack_value = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    Param {
         name: "maxmemory",
         get: |_| "0".into(),
         set: None,
@@ -511,35 +560,24 @@ const PARAMS: &[Param] = &[
     },
 ];
 
-const CONFIG_SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand {
-        name: "config|get",
-        arity: -3,
-        handler: config_get,
-    },
-    SubCommand {
-        name: "config|set",
-        arity: -4,
-        handler: config_set,
-    },
-    SubCommand {
-        name: "config|resetstat",
-        arity: 2,
-        handler: config_resetstat,
-    },
-    SubCommand {
-        name: "config|help",
-        arity: 2,
-        handler: config_help,
-    },
+/// CONFIG's subcommands, with Redis' arity, flags and ACL categories.
+#[rustfmt::skip]
+const CONFIG_SUBCOMMANDS: &[ServerCommand] = &[
+    command!("config|get", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "2.0.0", "Get the values of configuration parameters",
+        "O(N) when N is the number of configuration parameters provided", config_get),
+    command!("config|set", -4, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "2.0.0", "Set configuration parameters to the given values",
+        "O(N) when N is the number of configuration parameters provided", config_set),
+    command!("config|resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "2.0.0", "Reset the stats returned by INFO", "O(1)",
+        config_resetstat),
+    command!("config|help", 2, LOADING | STALE, KeySpec::NONE, ["slow"], "server", "5.0.0",
+        "Show helpful text about the different subcommands", "O(1)", config_help),
 ];
 
-fn config(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    dispatch_sub(ctx, args, reply, "config", CONFIG_SUBCOMMANDS)
-}
-
 /// `CONFIG GET pattern [pattern ...]`
-fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let matched: Vec<&Param> = PARAMS
         .iter()
         .filter(|p| {
@@ -553,32 +591,31 @@ fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
         reply.bulk(p.name.as_bytes());
         reply.bulk((p.get)(ctx.core).as_bytes());
     }
+    Ok(())
 }
 
 /// `CONFIG SET parameter value [parameter value ...]`
-fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if !args.len().is_multiple_of(2) {
-        return reply.error("ERR wrong number of arguments for 'config|set' command");
+        return Err(CmdError::WrongArity("config|set"));
     }
     let mut applied = Vec::new();
     for pair in (2..args.len()).step_by(2) {
-        let name = String::from_utf8_lossy(args.get(pair)).to_ascii_lowercase();
+        let name = args.get(pair).to_ascii_lowercase();
         let value = String::from_utf8_lossy(args.get(pair + 1)).into_owned();
-        let Some(param) = PARAMS.iter().find(|p| p.name == name) else {
-            return reply.error(&format!(
-                "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
-            ));
-        };
-        let Some(set) = param.set else {
-            return reply.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
-        };
+        let param = PARAMS
+            .iter()
+            .find(|p| p.name.as_bytes() == name)
+            .ok_or_else(|| CmdError::config_unknown(&name))?;
+        let set = param.set.ok_or_else(|| CmdError::config_immutable(&name))?;
         if set(ctx.core, &value).is_err() {
-            return reply.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - argument couldn't be parsed into an integer"));
+            return Err(CmdError::config_bad_value(&name));
         }
-        applied.push((name, value));
+        applied.push((param.name.to_string(), value));
     }
     ctx.core.outbox.broadcast(ConfigChange::Set(applied));
     reply.ok();
+    Ok(())
 }
 
 /// A configuration change made on one shard, for every other shard to apply too
@@ -612,13 +649,14 @@ fn reset_stats(core: &mut ShardCore) {
     core.engine.reset_stats();
 }
 
-fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reset_stats(ctx.core);
     ctx.core.outbox.broadcast(ConfigChange::ResetStats);
     reply.ok();
+    Ok(())
 }
 
-fn config_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn config_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply_help(
         reply,
         b"config",
@@ -631,65 +669,59 @@ fn config_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
             "    Reset statistics reported by the INFO command.",
         ],
     );
+    Ok(())
 }
 
 /// `TIME`
-fn time(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn time(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let _ = ctx;
     reply.array(2);
     reply.bulk(now.as_secs().to_string().as_bytes());
     reply.bulk(now.subsec_micros().to_string().as_bytes());
+    Ok(())
 }
 
 /// `LASTSAVE`: nothing is saved yet, so the start time, as a fresh Redis answers.
-fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply.int((ctx.core.shared.started_unix_ms / 1000) as i64);
+    Ok(())
 }
 
 /// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`
-fn shutdown(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn shutdown(_ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
     for arg in args.iter().skip(1) {
         let known = [&b"nosave"[..], b"save", b"now", b"force"]
             .iter()
             .any(|k| arg.eq_ignore_ascii_case(k));
         if arg.eq_ignore_ascii_case(b"abort") {
-            return reply.error("ERR No shutdown in progress.");
+            return Err(CmdError::NoShutdownInProgress);
         }
         if !known {
-            return reply.error(ERR_SYNTAX);
+            return Err(CmdError::Syntax);
         }
     }
     eprintln!("ruvio: SHUTDOWN requested, exiting");
     std::process::exit(0);
 }
 
-const DEBUG_SUBCOMMANDS: &[SubCommand] = &[
-    SubCommand {
-        name: "debug|sleep",
-        arity: 3,
-        handler: debug_sleep,
-    },
-    SubCommand {
-        name: "debug|protocol",
-        arity: 3,
-        handler: debug_protocol,
-    },
-    SubCommand {
-        name: "debug|help",
-        arity: 2,
-        handler: debug_help,
-    },
+/// DEBUG's subcommands. Redis parses DEBUG's arguments in its handler and has no
+/// rows for them; Ruvio gives them rows (DEBUG's flags and categories) so that they
+/// are resolved and checked like every other container's.
+#[rustfmt::skip]
+const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
+    command!("debug|sleep", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Stop the server for a number of seconds", "O(1)", debug_sleep),
+    command!("debug|protocol", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0", "Reply with a test value of a RESP type", "O(1)",
+        debug_protocol),
+    command!("debug|help", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Show helpful text about the different subcommands", "O(1)", debug_help),
 ];
 
-fn debug(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
-    dispatch_sub(ctx, args, reply, "debug", DEBUG_SUBCOMMANDS)
-}
-
 /// `DEBUG SLEEP seconds`: blocks this shard, as Redis blocks its main thread.
-fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let secs = std::str::from_utf8(args.get(2))
         .ok()
         .and_then(|s| s.parse::<f64>().ok())
@@ -698,10 +730,11 @@ fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
         std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
     }
     reply.ok();
+    Ok(())
 }
 
 /// `DEBUG PROTOCOL type`: one reply of each RESP type, for client tests.
-fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
+fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let resp3 = ctx.client.proto == ruvio_resp::Protocol::Resp3;
     match args.get(2).to_ascii_lowercase().as_slice() {
         b"string" => reply.bulk(b"Hello World"),
@@ -713,7 +746,11 @@ fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
         b"bignum" => reply.bulk(b"1234567999999999999999999999999999999"),
         b"null" => reply.null(),
         b"array" | b"set" => {
-            if args.get(2).eq_ignore_ascii_case(b"set") { reply.set(3) } else { reply.array(3) }
+            if args.get(2).eq_ignore_ascii_case(b"set") {
+                reply.set(3)
+            } else {
+                reply.array(3)
+            }
             (0..3).for_each(|i| reply.int(i));
         }
         b"map" => {
@@ -723,7 +760,7 @@ fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
                 reply.boolean(i == 1);
             }
         }
-        b"attrib" | b"push" if !resp3 => reply.error("ERR RESP2 is not supported by this command"),
+        b"attrib" | b"push" if !resp3 => return Err(CmdError::Resp2NotSupported),
         b"attrib" => {
             reply.raw(b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n");
             reply.bulk(b"Some real reply following the attribute");
@@ -737,11 +774,12 @@ fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) {
         b"verbatim" => reply.verbatim("txt", b"This is a verbatim\nstring"),
         b"true" => reply.boolean(true),
         b"false" => reply.boolean(false),
-        _ => reply.error("ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"),
+        _ => return Err(CmdError::DebugProtocolType),
     }
+    Ok(())
 }
 
-fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
+fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply_help(
         reply,
         b"debug",
@@ -754,4 +792,5 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) {
             "    Stop the server for <seconds>. Decimals allowed.",
         ],
     );
+    Ok(())
 }

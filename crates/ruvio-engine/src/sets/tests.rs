@@ -1,0 +1,1 @@
+//! Property tests of the set encodings against a model.

@@ -1,0 +1,1171 @@
+//! The sorted-set commands but the algebra: thin handlers over the cores below,
+//! each in Redis's order of checks (which error wins when several apply is part
+//! of the behaviour). As in t_zset.c, ZADD and ZINCRBY share [`zadd_generic`],
+//! every ZRANGE form shares [`zrange_generic`], the three ZREMRANGEBY* share
+//! [`zremrange_generic`], and every pop goes through [`pop_first`].
+
+use ruvio_resp::{Args, Reply};
+
+use super::score::{parse_score, LexRange, ScoreRange};
+use super::{change_zset, events, limits, reply_pairs, resp3, zset_at, ZLimits, ZSetValue};
+use crate::args::{eq_ci, int_arg, parse_cursor};
+use crate::command::{Block, CmdResult, Event, ExecCtx, KeyPositions, Outcome, Outcome::Done};
+use crate::error::CmdError;
+use crate::keyspace::{Collection, EntryId};
+use crate::lists::{clamp_range, parse_timeout};
+use crate::Engine;
+
+/// Redis's default ZSCAN COUNT.
+const SCAN_COUNT_DEFAULT: usize = 10;
+/// ZRANDMEMBER with a negative count picks this many at most per call before
+/// checking nothing else is needed; the reply itself is bounded by the count.
+const RANDOM_PICKS_INLINE: usize = 64;
+
+/// Which end a pop takes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Min,
+    Max,
+}
+
+impl Side {
+    fn event(self) -> Event {
+        match self {
+            Side::Min => events::ZPOPMIN,
+            Side::Max => events::ZPOPMAX,
+        }
+    }
+    fn command(self) -> &'static [u8] {
+        match self {
+            Side::Min => b"ZPOPMIN",
+            Side::Max => b"ZPOPMAX",
+        }
+    }
+}
+
+/// Delete the key of entry `id` when its set is empty, with Redis's `del` event.
+fn removed(engine: &mut Engine, ctx: &mut ExecCtx, key: &[u8], id: EntryId) {
+    if engine.delete_if_empty(ctx.db, id) {
+        ctx.changed(key, crate::keys::events::DEL, 0);
+    }
+}
+
+// ---- ZADD / ZINCRBY ---------------------------------------------------------
+
+/// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]`.
+pub(super) fn zadd(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zadd_generic(e, ctx, args, r, false)
+}
+
+/// `ZINCRBY key increment member`: ZADD INCR without options.
+pub(super) fn zincrby(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zadd_generic(e, ctx, args, r, true)
+}
+
+#[derive(Default)]
+struct ZaddFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+    ch: bool,
+    incr: bool,
+}
+
+/// `zaddGenericCommand`: flags, then every score parsed before the key is looked
+/// up; a listpack receiving many elements converts first.
+fn zadd_generic(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+    zincrby: bool,
+) -> CmdResult {
+    let key = args.get(1);
+    let mut f = ZaddFlags {
+        incr: zincrby,
+        ..ZaddFlags::default()
+    };
+    let mut at = 2;
+    if !zincrby {
+        while at < args.len() {
+            let opt = args.get(at);
+            let flag = match () {
+                _ if eq_ci(opt, "nx") => &mut f.nx,
+                _ if eq_ci(opt, "xx") => &mut f.xx,
+                _ if eq_ci(opt, "gt") => &mut f.gt,
+                _ if eq_ci(opt, "lt") => &mut f.lt,
+                _ if eq_ci(opt, "ch") => &mut f.ch,
+                _ if eq_ci(opt, "incr") => &mut f.incr,
+                _ => break,
+            };
+            *flag = true;
+            at += 1;
+        }
+    }
+    let elements = args.len() - at;
+    if !elements.is_multiple_of(2) || elements == 0 {
+        return Err(CmdError::Syntax);
+    }
+    let pairs = elements / 2;
+    if f.nx && f.xx {
+        return Err(CmdError::ZaddXxAndNx);
+    }
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
+        return Err(CmdError::ZaddGtLtNx);
+    }
+    if f.incr && pairs > 1 {
+        return Err(CmdError::ZaddIncrPairs);
+    }
+    let mut scores = Vec::with_capacity(pairs.min(1024));
+    for i in 0..pairs {
+        scores.push(parse_score(args.get(at + 2 * i))?);
+    }
+    let lim = limits(e);
+    let id = match e.lookup_write(ctx, key) {
+        Some(id) => {
+            zset_at(e, ctx.db, id)?;
+            change_zset(e, ctx.db, id, |z| z.maybe_convert(pairs, lim))?;
+            Some(id)
+        }
+        None if f.xx => {
+            if f.incr {
+                r.null();
+            } else {
+                r.int(0);
+            }
+            return Ok(Done);
+        }
+        None => None,
+    };
+    let mut fresh = None;
+    if id.is_none() {
+        let longest = (0..pairs).map(|i| args.get(at + 2 * i + 1).len()).max();
+        fresh = Some(ZSetValue::create(pairs, longest.unwrap_or(0), lim));
+    }
+    let apply = |z: &mut ZSetValue| -> Result<(usize, usize, Option<f64>), CmdError> {
+        let (mut added, mut updated, mut last) = (0, 0, None);
+        for (i, &score) in scores.iter().enumerate() {
+            let member = args.get(at + 2 * i + 1);
+            let (done, value) = add_one(z, member, score, &f, lim)?;
+            match done {
+                AddOutcome::Added => added += 1,
+                AddOutcome::Updated => updated += 1,
+                AddOutcome::Same | AddOutcome::Nop => {}
+            }
+            last = (done != AddOutcome::Nop).then_some(value);
+        }
+        Ok((added, updated, last))
+    };
+    let (added, updated, last) = match (id, fresh.as_mut()) {
+        (Some(id), _) => change_zset(e, ctx.db, id, apply)??,
+        (None, Some(z)) => apply(z)?,
+        (None, None) => unreachable_none(),
+    };
+    if let Some(z) = fresh {
+        if !z.is_empty() {
+            e.add_collection(ctx, key, Collection::ZSet(z));
+        }
+    }
+    if f.incr {
+        match last {
+            Some(s) => r.double(s),
+            None => r.null(),
+        }
+    } else {
+        r.int((if f.ch { added + updated } else { added }) as i64);
+    }
+    if added + updated > 0 {
+        let event = if f.incr { events::ZINCR } else { events::ZADD };
+        ctx.changed(key, event, (added + updated) as u64);
+    }
+    Ok(Done)
+}
+
+/// Never reached: a missing key always has a fresh set. Kept total without a panic.
+fn unreachable_none() -> (usize, usize, Option<f64>) {
+    (0, 0, None)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AddOutcome {
+    Added,
+    Updated,
+    Same,
+    Nop,
+}
+
+/// `zsetAdd` for one element: what happened and the resulting score.
+fn add_one(
+    z: &mut ZSetValue,
+    member: &[u8],
+    score: f64,
+    f: &ZaddFlags,
+    lim: ZLimits,
+) -> Result<(AddOutcome, f64), CmdError> {
+    match z.score(member) {
+        Some(cur) => {
+            if f.nx {
+                return Ok((AddOutcome::Nop, cur));
+            }
+            let new = if f.incr { cur + score } else { score };
+            if new.is_nan() {
+                return Err(CmdError::ScoreNan);
+            }
+            if (f.lt && new >= cur) || (f.gt && new <= cur) {
+                return Ok((AddOutcome::Nop, cur));
+            }
+            if new != cur {
+                z.update(member, new);
+                Ok((AddOutcome::Updated, new))
+            } else {
+                Ok((AddOutcome::Same, new))
+            }
+        }
+        None if f.xx => Ok((AddOutcome::Nop, score)),
+        None => {
+            z.insert(member, score, lim);
+            Ok((AddOutcome::Added, score))
+        }
+    }
+}
+
+// ---- simple reads -----------------------------------------------------------
+
+/// `ZSCORE key member`: the score or nil.
+pub(super) fn zscore(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let score = match e.lookup_read(ctx, args.get(1)) {
+        Some(id) => zset_at(e, ctx.db, id)?.score(args.get(2)),
+        None => None,
+    };
+    match score {
+        Some(s) => r.double(s),
+        None => r.null(),
+    }
+    Ok(Done)
+}
+
+/// `ZMSCORE key member [member ...]`: a score or nil per member.
+pub(super) fn zmscore(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let id = e.lookup_read(ctx, args.get(1));
+    let z = match id {
+        Some(id) => Some(zset_at(e, ctx.db, id)?),
+        None => None,
+    };
+    r.array(args.len() - 2);
+    for member in args.tail(2) {
+        match z.and_then(|z| z.score(member)) {
+            Some(s) => r.double(s),
+            None => r.null(),
+        }
+    }
+    Ok(Done)
+}
+
+/// `ZCARD key`: the number of members, 0 when missing.
+pub(super) fn zcard(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let len = match e.lookup_read(ctx, args.get(1)) {
+        Some(id) => zset_at(e, ctx.db, id)?.len(),
+        None => 0,
+    };
+    r.int(len as i64);
+    Ok(Done)
+}
+
+/// Ranks `lo..hi` of the members inside a score range.
+fn score_ranks(z: &ZSetValue, range: &ScoreRange) -> (usize, usize) {
+    let lo = z.count_while(|_, s| range.below(s));
+    let hi = z.count_while(|_, s| range.not_above(s));
+    (lo, hi.max(lo))
+}
+
+/// Ranks `lo..hi` of the members inside a lex range.
+fn lex_ranks(z: &ZSetValue, range: &LexRange) -> (usize, usize) {
+    let lo = z.count_while(|m, _| range.below(m));
+    let hi = z.count_while(|m, _| range.not_above(m));
+    (lo, hi.max(lo))
+}
+
+/// `ZCOUNT key min max`: members with a score in the range.
+pub(super) fn zcount(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let range = ScoreRange::parse(args.get(2), args.get(3))?;
+    let n = match e.lookup_read(ctx, args.get(1)) {
+        Some(id) => {
+            let (lo, hi) = score_ranks(zset_at(e, ctx.db, id)?, &range);
+            hi - lo
+        }
+        None => 0,
+    };
+    r.int(n as i64);
+    Ok(Done)
+}
+
+/// `ZLEXCOUNT key min max`: members in the lex range.
+pub(super) fn zlexcount(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let range = LexRange::parse(args.get(2), args.get(3))?;
+    let n = match e.lookup_read(ctx, args.get(1)) {
+        Some(id) => {
+            let (lo, hi) = lex_ranks(zset_at(e, ctx.db, id)?, &range);
+            hi - lo
+        }
+        None => 0,
+    };
+    r.int(n as i64);
+    Ok(Done)
+}
+
+/// `ZRANK key member [WITHSCORE]`.
+pub(super) fn zrank(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    rank_generic(e, ctx, args, r, false)
+}
+
+/// `ZREVRANK key member [WITHSCORE]`.
+pub(super) fn zrevrank(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    rank_generic(e, ctx, args, r, true)
+}
+
+/// `zrankGenericCommand` (7.2, with WITHSCORE).
+fn rank_generic(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+    rev: bool,
+) -> CmdResult {
+    if args.len() > 4 {
+        return Err(CmdError::WrongArity(if rev { "zrevrank" } else { "zrank" }));
+    }
+    let withscore = args.len() == 4;
+    if withscore && !eq_ci(args.get(3), "withscore") {
+        return Err(CmdError::Syntax);
+    }
+    let found = match e.lookup_read(ctx, args.get(1)) {
+        Some(id) => {
+            let z = zset_at(e, ctx.db, id)?;
+            z.rank(args.get(2))
+                .map(|(k, s)| (if rev { z.len() - 1 - k } else { k }, s))
+        }
+        None => None,
+    };
+    match (found, withscore) {
+        (None, true) => r.null_array(),
+        (None, false) => r.null(),
+        (Some((k, s)), true) => {
+            r.array(2);
+            r.int(k as i64);
+            r.double(s);
+        }
+        (Some((k, _)), false) => r.int(k as i64),
+    }
+    Ok(Done)
+}
+
+// ---- ZRANGE and friends -----------------------------------------------------
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RangeType {
+    Auto,
+    Rank,
+    Score,
+    Lex,
+}
+
+/// Members chosen by a range, copied out, in reply order.
+type Selected = Vec<(Vec<u8>, f64)>;
+
+/// The parsed form of any ZRANGE variant.
+struct RangeRequest {
+    withscores: bool,
+}
+
+/// `zrangeGenericCommand`: `src` is where the key is (1, or 2 for ZRANGESTORE),
+/// `kind`/`rev` preset by the legacy commands. Returns the members in reply order.
+fn zrange_select(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    src: usize,
+    mut kind: RangeType,
+    mut rev: Option<bool>,
+    store: bool,
+) -> Result<(RangeRequest, Selected), CmdError> {
+    let mut withscores = false;
+    let (mut offset, mut limit) = (0i64, -1i64);
+    let mut j = src + 3;
+    while j < args.len() {
+        let left = args.len() - j - 1;
+        let opt = args.get(j);
+        if !store && eq_ci(opt, "withscores") {
+            withscores = true;
+        } else if eq_ci(opt, "limit") && left >= 2 {
+            offset = int_arg(args.get(j + 1))?;
+            limit = int_arg(args.get(j + 2))?;
+            j += 2;
+        } else if rev.is_none() && eq_ci(opt, "rev") {
+            rev = Some(true);
+        } else if kind == RangeType::Auto && eq_ci(opt, "bylex") {
+            kind = RangeType::Lex;
+        } else if kind == RangeType::Auto && eq_ci(opt, "byscore") {
+            kind = RangeType::Score;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let rev = rev.unwrap_or(false);
+    if kind == RangeType::Auto {
+        kind = RangeType::Rank;
+    }
+    if limit != -1 && kind == RangeType::Rank {
+        return Err(CmdError::LimitNeedsBy);
+    }
+    if withscores && kind == RangeType::Lex {
+        return Err(CmdError::WithscoresBylex);
+    }
+    let (mut min_at, mut max_at) = (src + 1, src + 2);
+    if rev && kind != RangeType::Rank {
+        std::mem::swap(&mut min_at, &mut max_at);
+    }
+    enum Parsed {
+        Rank(i64, i64),
+        Score(ScoreRange),
+        Lex(LexRange),
+    }
+    let parsed = match kind {
+        RangeType::Score => Parsed::Score(ScoreRange::parse(args.get(min_at), args.get(max_at))?),
+        RangeType::Lex => Parsed::Lex(LexRange::parse(args.get(min_at), args.get(max_at))?),
+        _ => Parsed::Rank(int_arg(args.get(min_at))?, int_arg(args.get(max_at))?),
+    };
+    let req = RangeRequest { withscores };
+    let key = args.get(src);
+    let id = if store {
+        e.lookup_write(ctx, key)
+    } else {
+        e.lookup_read(ctx, key)
+    };
+    let Some(id) = id else {
+        return Ok((req, Vec::new()));
+    };
+    let z = zset_at(e, ctx.db, id)?;
+    let len = z.len();
+    let (lo, hi) = match &parsed {
+        Parsed::Rank(start, stop) => {
+            let n = i64::try_from(len).unwrap_or(i64::MAX);
+            match clamp_range(*start, *stop, n) {
+                // Both within 0..len.
+                Some((a, b)) if rev => ((n - 1 - b) as usize, (n - a) as usize),
+                Some((a, b)) => (a as usize, b as usize + 1),
+                None => (0, 0),
+            }
+        }
+        Parsed::Score(range) => score_ranks(z, range),
+        Parsed::Lex(range) => lex_ranks(z, range),
+    };
+    let (skip, take) = if kind == RangeType::Rank {
+        (0, usize::MAX)
+    } else if offset < 0 {
+        (0, 0)
+    } else {
+        let take = usize::try_from(limit).unwrap_or(usize::MAX);
+        (usize::try_from(offset).unwrap_or(usize::MAX), take)
+    };
+    let count = (hi - lo).saturating_sub(skip).min(take);
+    let out: Vec<(Vec<u8>, f64)> = if count == 0 {
+        Vec::new()
+    } else if rev {
+        z.iter_from(len - hi + skip, true)
+            .take(count)
+            .map(|(m, s)| (m.to_vec(), s))
+            .collect()
+    } else {
+        z.iter_from(lo + skip, false)
+            .take(count)
+            .map(|(m, s)| (m.to_vec(), s))
+            .collect()
+    };
+    Ok((req, out))
+}
+
+fn zrange_reply(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+    kind: RangeType,
+    rev: Option<bool>,
+) -> CmdResult {
+    let (req, out) = zrange_select(e, ctx, args, 1, kind, rev, false)?;
+    if req.withscores {
+        let nested = resp3(r);
+        reply_pairs(r, out.iter().map(|(m, s)| (&m[..], *s)), nested);
+    } else {
+        r.array(out.len());
+        for (m, _) in &out {
+            r.bulk(m);
+        }
+    }
+    Ok(Done)
+}
+
+/// `ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`.
+pub(super) fn zrange(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zrange_reply(e, ctx, args, r, RangeType::Auto, None)
+}
+
+/// `ZREVRANGE key start stop [WITHSCORES]`.
+pub(super) fn zrevrange(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zrange_reply(e, ctx, args, r, RangeType::Rank, Some(true))
+}
+
+/// `ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]`.
+pub(super) fn zrangebyscore(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zrange_reply(e, ctx, args, r, RangeType::Score, Some(false))
+}
+
+/// `ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]`.
+pub(super) fn zrevrangebyscore(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zrange_reply(e, ctx, args, r, RangeType::Score, Some(true))
+}
+
+/// `ZRANGEBYLEX key min max [LIMIT offset count]`.
+pub(super) fn zrangebylex(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zrange_reply(e, ctx, args, r, RangeType::Lex, Some(false))
+}
+
+/// `ZREVRANGEBYLEX key max min [LIMIT offset count]`.
+pub(super) fn zrevrangebylex(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zrange_reply(e, ctx, args, r, RangeType::Lex, Some(true))
+}
+
+/// `ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]`: the
+/// size of the stored result; an empty result deletes `dst`.
+pub(super) fn zrangestore(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let (_, mut out) = zrange_select(e, ctx, args, 2, RangeType::Auto, None, true)?;
+    // REV selects in descending order; the stored set is built ascending.
+    out.sort_by(super::redis_order);
+    store_result(e, ctx, args.get(1), &out, events::ZRANGESTORE, r);
+    Ok(Done)
+}
+
+/// Store `out` (in order) at `dst`, replacing whatever was there, or delete `dst`
+/// when it is empty; reply with the size (the STORE commands' ending).
+pub(super) fn store_result(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    dst: &[u8],
+    out: &[(Vec<u8>, f64)],
+    event: Event,
+    r: &mut Reply<'_>,
+) {
+    let old = e.lookup_write(ctx, dst);
+    if out.is_empty() {
+        r.int(0);
+        if let Some(id) = old {
+            e.delete(ctx.db, id);
+            ctx.changed(dst, crate::keys::events::DEL, 1);
+        }
+        return;
+    }
+    if let Some(id) = old {
+        e.delete(ctx.db, id);
+    }
+    let value = ZSetValue::from_sorted(out, limits(e));
+    e.add_collection(ctx, dst, Collection::ZSet(value));
+    r.int(out.len() as i64);
+    ctx.changed(dst, event, 1);
+}
+
+// ---- removal ----------------------------------------------------------------
+
+/// `ZREM key member [member ...]`: how many were removed.
+pub(super) fn zrem(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let key = args.get(1);
+    let Some(id) = e.lookup_write(ctx, key) else {
+        r.int(0);
+        return Ok(Done);
+    };
+    zset_at(e, ctx.db, id)?;
+    let deleted = change_zset(e, ctx.db, id, |z| {
+        let mut n = 0;
+        for m in args.tail(2) {
+            if z.remove(m) {
+                n += 1;
+                if z.is_empty() {
+                    break;
+                }
+            }
+        }
+        n
+    })?;
+    r.int(deleted as i64);
+    if deleted > 0 {
+        ctx.changed(key, events::ZREM, deleted as u64);
+        removed(e, ctx, key, id);
+    }
+    Ok(Done)
+}
+
+/// `ZREMRANGEBYRANK key start stop`.
+pub(super) fn zremrangebyrank(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zremrange_generic(e, ctx, args, r, RangeType::Rank)
+}
+
+/// `ZREMRANGEBYSCORE key min max`.
+pub(super) fn zremrangebyscore(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zremrange_generic(e, ctx, args, r, RangeType::Score)
+}
+
+/// `ZREMRANGEBYLEX key min max`.
+pub(super) fn zremrangebylex(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zremrange_generic(e, ctx, args, r, RangeType::Lex)
+}
+
+/// `zremrangeGenericCommand`: the range is parsed before the key is looked up.
+fn zremrange_generic(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+    kind: RangeType,
+) -> CmdResult {
+    let (a, b) = (args.get(2), args.get(3));
+    enum Parsed {
+        Rank(i64, i64),
+        Score(ScoreRange),
+        Lex(LexRange),
+    }
+    let (parsed, event) = match kind {
+        RangeType::Score => (
+            Parsed::Score(ScoreRange::parse(a, b)?),
+            events::ZREMRANGEBYSCORE,
+        ),
+        RangeType::Lex => (Parsed::Lex(LexRange::parse(a, b)?), events::ZREMRANGEBYLEX),
+        _ => (
+            Parsed::Rank(int_arg(a)?, int_arg(b)?),
+            events::ZREMRANGEBYRANK,
+        ),
+    };
+    let key = args.get(1);
+    let Some(id) = e.lookup_write(ctx, key) else {
+        r.int(0);
+        return Ok(Done);
+    };
+    let z = zset_at(e, ctx.db, id)?;
+    let (lo, hi) = match &parsed {
+        Parsed::Rank(start, stop) => {
+            let n = i64::try_from(z.len()).unwrap_or(i64::MAX);
+            match clamp_range(*start, *stop, n) {
+                Some((a, b)) => (a as usize, b as usize + 1),
+                None => (0, 0),
+            }
+        }
+        Parsed::Score(range) => score_ranks(z, range),
+        Parsed::Lex(range) => lex_ranks(z, range),
+    };
+    let deleted = hi - lo;
+    if deleted > 0 {
+        change_zset(e, ctx.db, id, |z| z.remove_ranks(lo, hi))?;
+        ctx.changed(key, event, deleted as u64);
+        removed(e, ctx, key, id);
+    }
+    r.int(deleted as i64);
+    Ok(Done)
+}
+
+// ---- pops -------------------------------------------------------------------
+
+/// How a pop answers.
+#[derive(Clone, Copy)]
+enum PopShape {
+    /// ZPOPMIN without count: flat `[m, s]`.
+    Single,
+    /// ZPOPMIN with count: pairs, nested in RESP3.
+    Counted,
+    /// BZPOPMIN: `[key, m, s]`.
+    Blocking,
+    /// ZMPOP/BZMPOP: `[key, [[m, s] ...]]`.
+    Multi,
+}
+
+/// Pop up to `count` members at `side` from the first of the keys at `keys` that
+/// holds a sorted set (`genericZpopCommand`): a key of another type fails the
+/// command. False when every key is missing (nothing written).
+#[allow(clippy::too_many_arguments)]
+fn pop_first(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    keys: &[usize],
+    side: Side,
+    count: usize,
+    shape: PopShape,
+    r: &mut Reply<'_>,
+) -> Result<bool, CmdError> {
+    let mut found = None;
+    for &at in keys {
+        let key = args.get(at);
+        if let Some(id) = e.lookup_write(ctx, key) {
+            zset_at(e, ctx.db, id)?;
+            found = Some((key, id));
+            break;
+        }
+    }
+    let Some((key, id)) = found else {
+        return Ok(false);
+    };
+    let z = zset_at(e, ctx.db, id)?;
+    let n = count.min(z.len());
+    let popped: Vec<(Vec<u8>, f64)> = z
+        .iter_from(0, side == Side::Max)
+        .take(n)
+        .map(|(m, s)| (m.to_vec(), s))
+        .collect();
+    let pairs = || popped.iter().map(|(m, s)| (&m[..], *s));
+    match shape {
+        PopShape::Single | PopShape::Counted => {
+            let nested = matches!(shape, PopShape::Counted) && resp3(r);
+            reply_pairs(r, pairs(), nested);
+        }
+        PopShape::Blocking => {
+            r.array(3);
+            r.bulk(key);
+            if let Some((m, s)) = popped.first() {
+                r.bulk(m);
+                r.double(*s);
+            }
+        }
+        PopShape::Multi => {
+            r.array(2);
+            r.bulk(key);
+            reply_pairs(r, pairs(), true);
+        }
+    }
+    if n > 0 {
+        let len = z.len();
+        let (lo, hi) = match side {
+            Side::Min => (0, n),
+            Side::Max => (len - n, len),
+        };
+        change_zset(e, ctx.db, id, |z| z.remove_ranks(lo, hi))?;
+        ctx.changed(key, side.event(), n as u64);
+        removed(e, ctx, key, id);
+        let mut digits = itoa::Buffer::new();
+        ctx.log_as(&[side.command(), key, digits.format(count.max(1)).as_bytes()]);
+    }
+    Ok(true)
+}
+
+/// `ZPOPMIN key [count]`.
+pub(super) fn zpopmin(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zpop_generic(e, ctx, args, r, Side::Min)
+}
+
+/// `ZPOPMAX key [count]`.
+pub(super) fn zpopmax(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    zpop_generic(e, ctx, args, r, Side::Max)
+}
+
+fn zpop_generic(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+    side: Side,
+) -> CmdResult {
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let (count, shape) = if args.len() == 3 {
+        let n = crate::args::parse_i64(args.get(2))
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or(CmdError::NotPositive)?;
+        (n, PopShape::Counted)
+    } else {
+        (1, PopShape::Single)
+    };
+    if !pop_first(e, ctx, args, &[1], side, count, shape, r)? {
+        r.array(0);
+    }
+    Ok(Done)
+}
+
+/// Parsed `numkeys key [key ...] MIN|MAX [COUNT count]`.
+struct MpopArgs {
+    keys: KeyPositions,
+    side: Side,
+    count: usize,
+}
+
+/// `zmpopGenericCommand`'s parsing with numkeys at `numkeys_at`.
+fn parse_mpop(args: Args<'_>, numkeys_at: usize) -> Result<MpopArgs, CmdError> {
+    let numkeys = crate::args::parse_i64(args.get(numkeys_at))
+        .filter(|&n| n > 0)
+        .ok_or(CmdError::NumkeysNotPositive)?;
+    let first = numkeys_at + 1;
+    let where_at = usize::try_from(numkeys)
+        .ok()
+        .and_then(|n| first.checked_add(n))
+        .filter(|&at| at < args.len())
+        .ok_or(CmdError::Syntax)?;
+    let side = match args.get(where_at) {
+        w if eq_ci(w, "min") => Side::Min,
+        w if eq_ci(w, "max") => Side::Max,
+        _ => return Err(CmdError::Syntax),
+    };
+    let mut count = None;
+    let mut j = where_at + 1;
+    while j < args.len() {
+        if count.is_none() && j + 1 < args.len() && eq_ci(args.get(j), "count") {
+            j += 1;
+            let n = crate::args::parse_i64(args.get(j))
+                .filter(|&n| n > 0)
+                .ok_or(CmdError::CountNotPositive)?;
+            count = Some(usize::try_from(n).unwrap_or(usize::MAX));
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    Ok(MpopArgs {
+        keys: (first..where_at).collect(),
+        side,
+        count: count.unwrap_or(1),
+    })
+}
+
+/// `ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]`: `[key, [[m, s] ...]]` from
+/// the first non-empty set, or nil.
+pub(super) fn zmpop(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let p = parse_mpop(args, 1)?;
+    if !pop_first(e, ctx, args, &p.keys, p.side, p.count, PopShape::Multi, r)? {
+        r.null_array();
+    }
+    Ok(Done)
+}
+
+/// `BZPOPMIN key [key ...] timeout`.
+pub(super) fn bzpopmin(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    bzpop_generic(e, ctx, args, r, Side::Min)
+}
+
+/// `BZPOPMAX key [key ...] timeout`.
+pub(super) fn bzpopmax(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    bzpop_generic(e, ctx, args, r, Side::Max)
+}
+
+/// Block on `keys` or, where blocking is not allowed, answer Redis's timeout reply.
+fn block_or_null(
+    ctx: &ExecCtx,
+    r: &mut Reply<'_>,
+    keys: KeyPositions,
+    deadline_ms: Option<u64>,
+) -> Outcome {
+    if ctx.may_block {
+        return Outcome::Block(Block { keys, deadline_ms });
+    }
+    r.null_array();
+    Outcome::Done
+}
+
+fn bzpop_generic(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+    side: Side,
+) -> CmdResult {
+    let last = args.len() - 1;
+    let deadline_ms = parse_timeout(args.get(last), ctx.now_ms)?;
+    let keys: KeyPositions = (1..last).collect();
+    if pop_first(e, ctx, args, &keys, side, 1, PopShape::Blocking, r)? {
+        return Ok(Done);
+    }
+    Ok(block_or_null(ctx, r, keys, deadline_ms))
+}
+
+/// `BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]`.
+pub(super) fn bzmpop(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let p = parse_mpop(args, 2)?;
+    let deadline_ms = parse_timeout(args.get(1), ctx.now_ms)?;
+    if pop_first(e, ctx, args, &p.keys, p.side, p.count, PopShape::Multi, r)? {
+        return Ok(Done);
+    }
+    Ok(block_or_null(ctx, r, p.keys, deadline_ms))
+}
+
+// ---- random and scan --------------------------------------------------------
+
+/// `ZRANDMEMBER key [count [WITHSCORES]]`.
+pub(super) fn zrandmember(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    if args.len() > 4 {
+        return Err(CmdError::Syntax);
+    }
+    if args.len() == 2 {
+        let Some(id) = e.lookup_read(ctx, args.get(1)) else {
+            r.null();
+            return Ok(Done);
+        };
+        let len = zset_at(e, ctx.db, id)?.len();
+        let pick = (e.next_random() % len.max(1) as u64) as usize;
+        match zset_at(e, ctx.db, id)?.iter_from(pick, false).next() {
+            Some((m, _)) => r.bulk(m),
+            None => r.null(),
+        }
+        return Ok(Done);
+    }
+    let l = match int_arg(args.get(2))? {
+        i64::MIN => return Err(CmdError::OutsideLongRange),
+        n => n,
+    };
+    let withscores = args.len() == 4;
+    if withscores && !eq_ci(args.get(3), "withscores") {
+        return Err(CmdError::Syntax);
+    }
+    if withscores && l < -(i64::MAX / 2) {
+        return Err(CmdError::ValueOutOfRange);
+    }
+    let Some(id) = e.lookup_read(ctx, args.get(1)) else {
+        r.array(0);
+        return Ok(Done);
+    };
+    let len = zset_at(e, ctx.db, id)?.len();
+    let count = usize::try_from(l.unsigned_abs()).unwrap_or(usize::MAX);
+    let ranks: Vec<usize> = if l < 0 {
+        let mut v = Vec::with_capacity(count.min(RANDOM_PICKS_INLINE * 1024));
+        for _ in 0..count {
+            v.push((e.next_random() % len as u64) as usize);
+        }
+        v
+    } else if count >= len {
+        (0..len).collect()
+    } else {
+        // Floyd's sampling: `count` distinct ranks, then shuffled.
+        let mut chosen = std::collections::HashSet::with_capacity(count);
+        let mut v = Vec::with_capacity(count);
+        for j in len - count..len {
+            let t = (e.next_random() % (j as u64 + 1)) as usize;
+            let pick = if chosen.insert(t) { t } else { j };
+            if pick == j {
+                chosen.insert(j);
+            }
+            v.push(pick);
+        }
+        for i in (1..v.len()).rev() {
+            let k = (e.next_random() % (i as u64 + 1)) as usize;
+            v.swap(i, k);
+        }
+        v
+    };
+    let z = zset_at(e, ctx.db, id)?;
+    let picked: Vec<(&[u8], f64)> = ranks
+        .iter()
+        .filter_map(|&k| z.iter_from(k, false).next())
+        .collect();
+    if withscores {
+        reply_pairs(r, picked.into_iter(), resp3(r));
+    } else {
+        r.array(picked.len());
+        for (m, _) in picked {
+            r.bulk(m);
+        }
+    }
+    Ok(Done)
+}
+
+/// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: a listpack answers whole
+/// with cursor 0 (as Redis); a skiplist's cursor is the next rank.
+pub(super) fn zscan(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+) -> CmdResult {
+    let cursor = parse_cursor(args.get(2)).ok_or(CmdError::InvalidCursor)?;
+    let mut count = SCAN_COUNT_DEFAULT;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 3;
+    while i < args.len() {
+        let (opt, has_value) = (args.get(i), i + 1 < args.len());
+        if eq_ci(opt, "count") && has_value {
+            let n = int_arg(args.get(i + 1))?;
+            if n < 1 {
+                return Err(CmdError::Syntax);
+            }
+            count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if eq_ci(opt, "match") && has_value {
+            let p = args.get(i + 1);
+            pattern = (p != b"*").then_some(p);
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    let Some(id) = e.lookup_read(ctx, args.get(1)) else {
+        r.array(2);
+        r.bulk(b"0");
+        r.array(0);
+        return Ok(Done);
+    };
+    let z = zset_at(e, ctx.db, id)?;
+    let len = z.len();
+    let (start, take) = match z.encoding() {
+        super::ZSetEncoding::Listpack => (0, len),
+        super::ZSetEncoding::Skiplist => (usize::try_from(cursor).unwrap_or(usize::MAX), count),
+    };
+    let end = start.saturating_add(take).min(len);
+    let next = if end >= len { 0 } else { end as u64 };
+    let items: Vec<(&[u8], f64)> = if start >= len {
+        Vec::new()
+    } else {
+        z.iter_from(start, false)
+            .take(end - start)
+            .filter(|(m, _)| pattern.is_none_or(|p| crate::glob_match(p, m)))
+            .collect()
+    };
+    r.array(2);
+    r.bulk(itoa::Buffer::new().format(next).as_bytes());
+    r.array(items.len() * 2);
+    let mut text = Vec::new();
+    for (m, s) in items {
+        r.bulk(m);
+        text.clear();
+        ruvio_resp::format_double_g17(s, &mut text);
+        r.bulk(&text);
+    }
+    Ok(Done)
+}
