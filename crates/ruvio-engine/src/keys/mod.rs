@@ -108,10 +108,10 @@ pub const COMMANDS: &[EngineCommand] = &[
         "server", "4.0.0", "Swaps two Redis databases",
         "O(N) where N is the count of clients watching or blocking on keys from both databases.", scan::swapdb,
         merge = MergeRule::AllOk),
-    command!("object", -2, 0, KeySpec::SECOND, ["slow"], "generic", "2.2.3",
+    command!("object", -2, 0, KeySpec::NONE, ["slow"], "generic", "2.2.3",
         "A container for object introspection commands", "Depends on subcommand.",
         subcommands = object::OBJECT_SUBCOMMANDS),
-    command!("memory", -2, 0, KeySpec::SECOND, ["slow"], "server", "4.0.0",
+    command!("memory", -2, 0, KeySpec::NONE, ["slow"], "server", "4.0.0",
         "A container for memory diagnostics commands", "Depends on subcommand.",
         subcommands = object::MEMORY_SUBCOMMANDS),
 ];

@@ -3,6 +3,7 @@
 
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::registry::{registry, Command};
+use ruvio_engine::command::CommandTree;
 use ruvio_engine::command::{command, flags, reply_help};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
@@ -134,6 +135,11 @@ fn getkeys(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
     if !cmd.meta.arity_ok(args.len() - 2) {
         return Err(CmdError::GetKeysWrongArity);
     }
+    // A container's keys are its subcommand's (OBJECT ENCODING key).
+    let cmd = cmd.resolve(args.tail(2)).map_err(|e| match e {
+        CmdError::WrongArity(_) => CmdError::GetKeysWrongArity,
+        _ => CmdError::GetKeysUnknownCommand,
+    })?;
     let keys = cmd.meta.keys.positions(args.tail(2));
     if keys.is_empty() && cmd.meta.keys.is_movable() {
         return Err(CmdError::GetKeysInvalidArgs);
