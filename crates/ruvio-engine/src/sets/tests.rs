@@ -151,7 +151,7 @@ impl Model {
     }
 
     /// `maybeConvertToIntset`, for an all-integer set.
-    fn to_intset(&mut self, l: &SetLimits) {
+    fn maybe_convert_to_intset(&mut self, l: &SetLimits) {
         let all_ints = self.members.iter().all(|m| int_member(m).is_some());
         if self.encoding == SetEncoding::Intset
             || !all_ints
@@ -298,7 +298,7 @@ fn apply(set: &mut Option<SetValue>, model: &mut Option<Model>, op: &Op, l: &Set
                     .all(|x| int_member(x.bytes(&mut itoa::Buffer::new())).is_some())
                 {
                     s.maybe_convert_to_intset(l);
-                    m.to_intset(l);
+                    m.maybe_convert_to_intset(l);
                 }
             }
         }
