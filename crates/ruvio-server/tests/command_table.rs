@@ -61,6 +61,10 @@ const CALLS: &[&[&str]] = &[
     &["BZMPOP", "0", "2", "a", "b", "MAX", "COUNT", "2"],
     &["ZSCAN", "z", "0"],
     &["ZRANDMEMBER", "z", "2", "WITHSCORES"],
+    &["SINTERCARD", "2", "a", "b", "LIMIT", "1"],
+    &["SINTERCARD", "1", "a", "b"],
+    &["SMOVE", "a", "b", "m"],
+    &["SUNIONSTORE", "d", "a", "b", "c"],
     &["PING"],
 ];
 
