@@ -51,6 +51,10 @@
 //! # Not generated
 //!
 //! - ZRANK/ZREVRANK WITHSCORE (Redis 7.2 only).
+//! - Lex ranges (ZRANGEBYLEX, ZREVRANGEBYLEX, ZLEXCOUNT, ZREMRANGEBYLEX, ZRANGE and
+//!   ZRANGESTORE BYLEX) over members of different scores: Redis documents the result
+//!   as unspecified, and its skiplist's answer depends on its random levels. They go
+//!   to a per-group zset whose scores are all 0 (or to a string, or a missing key).
 //! - Blocking commands that could block for long (timeout 0 on an empty key).
 //! - ZRANDMEMBER with a huge negative count.
 //!
