@@ -1116,6 +1116,16 @@ pub(super) fn zscan(
     r: &mut Reply<'_>,
 ) -> CmdResult {
     let cursor = parse_cursor(args.get(2)).ok_or(CmdError::InvalidCursor)?;
+    // Redis's order (zscanCommand, then scanGenericCommand): the cursor, then the
+    // key (a missing key answers an empty scan, another type WRONGTYPE), and only
+    // then the options, so `ZSCAN missing 0 COUNT x` is an empty scan, not an error.
+    let Some(id) = e.lookup_read(ctx, args.get(1)) else {
+        r.array(2);
+        r.bulk(b"0");
+        r.array(0);
+        return Ok(Done);
+    };
+    let z = zset_at(e, ctx.db, id)?;
     let mut count = SCAN_COUNT_DEFAULT;
     let mut pattern: Option<&[u8]> = None;
     let mut i = 3;
@@ -1135,13 +1145,6 @@ pub(super) fn zscan(
         }
         i += 2;
     }
-    let Some(id) = e.lookup_read(ctx, args.get(1)) else {
-        r.array(2);
-        r.bulk(b"0");
-        r.array(0);
-        return Ok(Done);
-    };
-    let z = zset_at(e, ctx.db, id)?;
     let len = z.len();
     let (start, take) = match z.encoding() {
         super::ZSetEncoding::Listpack => (0, len),

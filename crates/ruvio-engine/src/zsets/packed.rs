@@ -52,8 +52,14 @@ pub fn entry_bytes(member_len: usize) -> usize {
 }
 
 /// Append one entry to `out`.
+///
+/// A score of -0 is stored as 0: Redis keeps listpack scores as text written by
+/// `d2string`, which prints an integral double through `ll2string`, and
+/// `(long long)-0.0` is 0; so `ZADD k -0 m` on a listpack answers `ZSCORE` 0
+/// (checked against redis-server 7.0), while a skiplist keeps the double's sign.
 fn encode_entry(out: &mut Vec<u8>, member: &[u8], score: f64) {
-    out.extend_from_slice(&score.to_le_bytes());
+    // `+ 0.0` turns -0.0 into 0.0 and leaves every other value as it is.
+    out.extend_from_slice(&(score + 0.0).to_le_bytes());
     let mut v = member.len();
     loop {
         let low = (v as u8) & !VARINT_MORE;
