@@ -107,15 +107,26 @@ pub enum Control {
 /// What this shard will send to each other shard at the end of the loop iteration.
 #[derive(Debug, Default)]
 pub struct Outbox {
+    /// This shard, and how many there are (a broadcast goes to every other one).
+    me: usize,
+    shards: usize,
     requests: Vec<RequestBatch>,
     replies: Vec<ReplyBatch>,
-    /// Changes every other shard must apply.
-    broadcasts: Vec<ConfigChange>,
-    /// Messages for one shard each (control, lending).
+    /// Messages for one shard each (configuration, control, lending), each queued
+    /// behind the batches built for that shard before it.
     direct: Vec<(usize, ShardMsg)>,
 }
 
 impl Outbox {
+    /// The outbox of shard `me` of `shards`.
+    pub fn new(me: usize, shards: usize) -> Outbox {
+        Outbox {
+            me,
+            shards,
+            ..Outbox::default()
+        }
+    }
+
     fn ensure(&mut self, shards: usize) {
         if self.requests.len() < shards {
             self.requests.resize_with(shards, Default::default);
@@ -138,9 +149,14 @@ impl Outbox {
         batch.tags.push(tag);
     }
 
-    /// Queue a configuration change for every other shard.
+    /// Queue a configuration change for every other shard, behind the commands
+    /// already queued for it (a pipelined command sent before CONFIG SET runs under
+    /// the old value everywhere, as on one Redis).
     pub fn broadcast(&mut self, change: ConfigChange) {
-        self.broadcasts.push(change);
+        let me = self.me;
+        for to in (0..self.shards).filter(|&to| to != me) {
+            self.direct(to, ShardMsg::Config(change.clone()));
+        }
     }
 
     /// Queue a control message for `shard`.
@@ -192,11 +208,6 @@ impl Outbox {
             self.direct.push((shard, ShardMsg::Replies(batch)));
         }
         self.direct.push((shard, message));
-    }
-
-    /// Drop queued broadcasts (a server with one shard).
-    pub fn clear_broadcasts(&mut self) {
-        self.broadcasts.clear();
     }
 
     /// Queue a reply for `shard`.
@@ -341,12 +352,6 @@ impl Mesh {
 
     /// Send every non-empty batch of the outbox, then ring the doorbells of the shards that got mail.
     pub fn ship(&mut self, outbox: &mut Outbox) {
-        for change in outbox.broadcasts.drain(..) {
-            for to in (0..self.senders.len()).filter(|&to| to != self.me) {
-                self.backlog
-                    .push_back((to, ShardMsg::Config(change.clone())));
-            }
-        }
         for (to, message) in outbox.direct.drain(..) {
             self.backlog.push_back((to, message));
         }

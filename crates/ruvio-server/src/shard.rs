@@ -137,6 +137,7 @@ impl Shard {
             per_command: vec![Default::default(); crate::registry::registry().commands.len()],
             ..Default::default()
         };
+        let shards = topo.nodes.len();
         let mut engine = Engine::new(cfg.databases);
         *engine.config_mut() = cfg.engine;
         Ok(Shard {
@@ -150,7 +151,7 @@ impl Shard {
                 limits,
                 now_ms: unix_ms(),
                 dirty: Vec::new(),
-                outbox: Outbox::default(),
+                outbox: Outbox::new(id, shards),
                 blocking: Blocking::default(),
                 resume: Vec::new(),
                 lending: Lending::default(),
@@ -617,10 +618,9 @@ impl Shard {
     }
 
     fn ship_outbox(&mut self) {
-        match self.mesh.as_mut() {
-            Some(mesh) => mesh.ship(&mut self.core.outbox),
-            // A lone shard has no one to tell.
-            None => self.core.outbox.clear_broadcasts(),
+        // A lone shard has no mesh and its outbox stays empty.
+        if let Some(mesh) = self.mesh.as_mut() {
+            mesh.ship(&mut self.core.outbox);
         }
     }
 
