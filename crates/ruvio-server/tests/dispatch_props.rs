@@ -10,15 +10,10 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use std::sync::OnceLock;
+use proptest::test_runner::TestCaseError;
 
 /// Keys on both shards, and a hash-tagged pair that stays on one.
 const KEYS: &[&str] = &["a", "b", "c", "d", "e", "{t}x", "{t}y"];
-
-fn server() -> &'static Server {
-    static SERVER: OnceLock<Server> = OnceLock::new();
-    SERVER.get_or_init(|| Server::ruvio(PortMode::Forward, 2))
-}
 
 fn key() -> impl Strategy<Value = String> {
     prop::sample::select(KEYS).prop_map(str::to_string)
@@ -105,35 +100,52 @@ fn expected_replies(commands: &[Vec<String>]) -> usize {
     expected
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+/// One generated pipeline against `server`: exactly one reply per request, then the
+/// closing ECHO; the connection and every shard still answer.
+fn check_pipeline(server: &Server, mut commands: Vec<Vec<String>>) -> Result<(), TestCaseError> {
+    // A trailing SKIP would hide the closing ECHO; give it a command to hide.
+    if commands
+        .last()
+        .is_some_and(|c| c.len() == 3 && c[2] == "SKIP")
+    {
+        commands.push(vec!["PING".to_string()]);
+    }
+    let mut conn = server.raw();
+    let mut request = Vec::new();
+    for c in &commands {
+        request.extend(encode(c));
+    }
+    request.extend(encode(&["ECHO", "end-of-pipeline"]));
+    conn.send(&request);
+    for _ in 0..expected_replies(&commands) {
+        conn.read_reply();
+    }
+    let last = conn.read_reply();
+    prop_assert!(
+        last == b"$15\r\nend-of-pipeline\r\n",
+        "expected the closing ECHO, got {}",
+        show(&last)
+    );
+    conn.roundtrip(&encode(&["PING"]), b"+PONG\r\n");
+    for _ in 0..4 {
+        server.raw().roundtrip(&encode(&["PING"]), b"+PONG\r\n");
+    }
+    Ok(())
+}
 
-    #[test]
-    fn every_request_gets_exactly_one_reply(mut commands in prop::collection::vec(command(), 1..60)) {
-        // A trailing SKIP would hide the closing ECHO; give it a command to hide.
-        if commands.last().is_some_and(|c| c.len() == 3 && c[2] == "SKIP") {
-            commands.push(vec!["PING".to_string()]);
-        }
-        let server = server();
-        let mut conn = server.raw();
-        let mut request = Vec::new();
-        for c in &commands {
-            request.extend(encode(c));
-        }
-        request.extend(encode(&["ECHO", "end-of-pipeline"]));
-        conn.send(&request);
-        for _ in 0..expected_replies(&commands) {
-            conn.read_reply();
-        }
-        let last = conn.read_reply();
-        prop_assert!(
-            last == b"$15\r\nend-of-pipeline\r\n",
-            "expected the closing ECHO, got {}",
-            show(&last)
-        );
-        conn.roundtrip(&encode(&["PING"]), b"+PONG\r\n");
-        for _ in 0..4 {
-            server.raw().roundtrip(&encode(&["PING"]), b"+PONG\r\n");
-        }
+#[test]
+fn every_request_gets_exactly_one_reply() {
+    // One server for every case, stopped when the test ends (a static would
+    // outlive the test process's cleanup and leak the server).
+    let server = Server::ruvio(PortMode::Forward, 2);
+    let config = ProptestConfig {
+        cases: 48,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let pipelines = prop::collection::vec(command(), 1..60);
+    if let Err(e) = runner.run(&pipelines, |commands| check_pipeline(&server, commands)) {
+        panic!("{e}");
     }
 }
