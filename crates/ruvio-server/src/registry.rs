@@ -10,7 +10,6 @@
 
 use crate::cmd::ServerFn;
 use crate::conn::Merge;
-use ahash::AHashMap;
 use ruvio_engine::command::{CommandRow, CommandTree};
 use ruvio_engine::{CommandMeta, EngineFn, MergeRule};
 use std::sync::OnceLock;
@@ -93,7 +92,20 @@ fn merge_of(rule: MergeRule) -> Merge {
 #[derive(Debug)]
 pub struct Registry {
     pub commands: Vec<Command>,
-    by_name: AHashMap<&'static [u8], usize>,
+    /// Command ids by the shape of their name (see [`name_bucket`]): a lookup
+    /// compares a few names case-insensitively instead of copying and hashing
+    /// (it runs twice per request, once for the prefetch pass).
+    buckets: Vec<Vec<usize>>,
+}
+
+/// Buckets per name length: names are told apart by length and the low five bits
+/// of their first letter (the same for both cases of an ASCII letter); a bucket
+/// holds a handful of names at most (HGET, HSET, HDEL, HLEN ...).
+const BUCKETS_PER_LENGTH: usize = 32;
+
+/// The bucket of a name of at most [`COMMAND_NAME_BYTES_MAX`] bytes (not empty).
+fn name_bucket(name: &[u8]) -> usize {
+    name.len() * BUCKETS_PER_LENGTH + (name[0] & 0x1f) as usize
 }
 
 /// Longest command name; a longer name cannot be a command.
@@ -108,28 +120,29 @@ impl Registry {
         for row in crate::cmd::commands() {
             commands.push(Command::new(commands.len(), row, Handler::Server));
         }
-        let mut by_name = AHashMap::new();
+        let mut buckets = vec![Vec::new(); (COMMAND_NAME_BYTES_MAX + 1) * BUCKETS_PER_LENGTH];
         for command in &commands {
-            let previous = by_name.insert(command.meta.name.as_bytes(), command.id);
-            assert!(
-                previous.is_none(),
-                "command {} registered twice",
-                command.meta.name
-            );
+            let name = command.meta.name.as_bytes();
+            assert!(!name.is_empty() && name.len() <= COMMAND_NAME_BYTES_MAX);
+            let bucket = &mut buckets[name_bucket(name)];
+            let taken = bucket
+                .iter()
+                .any(|&id: &usize| commands[id].meta.name == command.meta.name);
+            assert!(!taken, "command {} registered twice", command.meta.name);
+            bucket.push(command.id);
         }
-        Registry { commands, by_name }
+        Registry { commands, buckets }
     }
 
     /// Find a top-level command by name, ignoring ASCII case.
     pub fn lookup(&self, name: &[u8]) -> Option<&Command> {
-        if name.len() > COMMAND_NAME_BYTES_MAX {
+        if name.is_empty() || name.len() > COMMAND_NAME_BYTES_MAX {
             return None;
         }
-        let mut lower = [0u8; COMMAND_NAME_BYTES_MAX];
-        let lower = &mut lower[..name.len()];
-        lower.copy_from_slice(name);
-        lower.make_ascii_lowercase();
-        self.by_name.get(&*lower).map(|&id| &self.commands[id])
+        self.buckets[name_bucket(name)]
+            .iter()
+            .map(|&id| &self.commands[id])
+            .find(|c| name.eq_ignore_ascii_case(c.meta.name.as_bytes()))
     }
 }
 

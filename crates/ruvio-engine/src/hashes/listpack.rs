@@ -292,11 +292,24 @@ impl Packed {
 
     /// The entry of `field`, expired or not.
     pub fn find(&self, field: &[u8]) -> Option<(Located, PackedEntry<'_>)> {
-        let mut it = self.iter();
-        while let Some((loc, e)) = it.next_located() {
-            if e.field == field {
-                return Some((loc, e));
+        // A tight walk over the lengths (HGET is mostly this loop): an entry is
+        // decoded in full only once its field matches.
+        let data = self.data();
+        let ttl = self.has_ttl();
+        let (mut at, mut index) = (0, 0);
+        while at < data.len() {
+            let (flen, f_at) = read_varint(data, at);
+            let f_end = f_at + flen as usize;
+            let (vlen, v_at) = read_varint(data, f_end);
+            let mut end = v_at + vlen as usize;
+            if ttl {
+                end = read_varint(data, end).1;
             }
+            if &data[f_at..f_end] == field {
+                return Some(self.decode(at, index));
+            }
+            at = end;
+            index += 1;
         }
         None
     }
