@@ -137,11 +137,19 @@ impl KeyWindow {
         window
     }
 
+    /// The window's keys, a key repeated by the next command once: a pipeline on
+    /// one hot key prefetches it once, not sixteen times.
     fn keys<'a>(&'a self, input: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let mut previous: &[u8] = &[];
         self.keys[..self.commands]
             .iter()
             .filter(|(start, end)| end > start)
             .map(|&(start, end)| &input[start as usize..end as usize])
+            .filter(move |key| {
+                let repeated = *key == previous;
+                previous = key;
+                !repeated
+            })
     }
 
     /// First prefetch pass: index slots and entries.

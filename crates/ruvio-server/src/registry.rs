@@ -95,7 +95,7 @@ pub struct Registry {
     /// Command ids by the shape of their name (see [`name_bucket`]): a lookup
     /// compares a few names case-insensitively instead of copying and hashing
     /// (it runs twice per request, once for the prefetch pass).
-    buckets: Vec<Vec<usize>>,
+    buckets: Vec<Vec<(&'static [u8], usize)>>,
 }
 
 /// Buckets per name length: names are told apart by length and the low five bits
@@ -125,11 +125,9 @@ impl Registry {
             let name = command.meta.name.as_bytes();
             assert!(!name.is_empty() && name.len() <= COMMAND_NAME_BYTES_MAX);
             let bucket = &mut buckets[name_bucket(name)];
-            let taken = bucket
-                .iter()
-                .any(|&id: &usize| commands[id].meta.name == command.meta.name);
+            let taken = bucket.iter().any(|&(other, _)| other == name);
             assert!(!taken, "command {} registered twice", command.meta.name);
-            bucket.push(command.id);
+            bucket.push((name, command.id));
         }
         Registry { commands, buckets }
     }
@@ -139,10 +137,22 @@ impl Registry {
         if name.is_empty() || name.len() > COMMAND_NAME_BYTES_MAX {
             return None;
         }
-        self.buckets[name_bucket(name)]
+        // A pipeline mostly repeats one command: try this thread's last hit first.
+        thread_local! {
+            static LAST: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        }
+        let last = LAST.with(|l| l.get());
+        if let Some(c) = self.commands.get(last) {
+            if name.eq_ignore_ascii_case(c.meta.name.as_bytes()) {
+                return Some(c);
+            }
+        }
+        // Names sit in the bucket itself: no pointer chasing through the rows.
+        let (_, id) = self.buckets[name_bucket(name)]
             .iter()
-            .map(|&id| &self.commands[id])
-            .find(|c| name.eq_ignore_ascii_case(c.meta.name.as_bytes()))
+            .find(|(candidate, _)| name.eq_ignore_ascii_case(candidate))?;
+        LAST.with(|l| l.set(*id));
+        Some(&self.commands[*id])
     }
 }
 
