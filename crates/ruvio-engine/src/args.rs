@@ -1,6 +1,7 @@
 //! Argument parsing with Redis' exact acceptance rules.
 
 use crate::error::CmdError;
+use ruvio_resp::Args;
 
 /// Redis' `string2ll` (one implementation, in the protocol crate): exactly the
 /// strings that are the canonical decimal form of an i64, which is why such values
@@ -44,6 +45,65 @@ pub fn parse_cursor(s: &[u8]) -> Option<u64> {
     } else {
         value
     })
+}
+
+/// Redis' default SCAN/SSCAN/HSCAN/ZSCAN COUNT.
+pub const SCAN_COUNT_DEFAULT: usize = 10;
+
+/// The options `scanGenericCommand` reads after the cursor.
+#[derive(Debug, Default)]
+pub struct ScanArgs<'a> {
+    /// COUNT (at least 1).
+    pub count: usize,
+    /// MATCH, unless it is `*` (which matches everything).
+    pub pattern: Option<&'a [u8]>,
+    /// TYPE (SCAN only).
+    pub type_name: Option<&'a [u8]>,
+    /// NOVALUES (HSCAN only).
+    pub novalues: bool,
+}
+
+/// Which scan is parsing: SCAN also takes TYPE, HSCAN also NOVALUES.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanOf {
+    /// SCAN.
+    Keys,
+    /// HSCAN.
+    Hash,
+    /// SSCAN, ZSCAN.
+    Members,
+}
+
+/// Redis' `scanGenericCommand` option loop over `args[from..]`: COUNT below 1, an
+/// option without its value or one this scan does not take is a syntax error.
+pub fn parse_scan_args(args: Args<'_>, from: usize, of: ScanOf) -> Result<ScanArgs<'_>, CmdError> {
+    let mut o = ScanArgs {
+        count: SCAN_COUNT_DEFAULT,
+        ..ScanArgs::default()
+    };
+    let mut i = from;
+    while i < args.len() {
+        let (opt, value) = (args.get(i), (i + 1 < args.len()).then(|| args.get(i + 1)));
+        match value {
+            Some(n) if eq_ci(opt, "COUNT") => {
+                let count = int_arg(n)?;
+                if count < 1 {
+                    return Err(CmdError::Syntax);
+                }
+                o.count = usize::try_from(count).unwrap_or(usize::MAX);
+            }
+            Some(p) if eq_ci(opt, "MATCH") => o.pattern = (p != b"*").then_some(p),
+            Some(t) if of == ScanOf::Keys && eq_ci(opt, "TYPE") => o.type_name = Some(t),
+            _ if of == ScanOf::Hash && eq_ci(opt, "NOVALUES") => {
+                o.novalues = true;
+                i += 1;
+                continue;
+            }
+            _ => return Err(CmdError::Syntax),
+        }
+        i += 2;
+    }
+    Ok(o)
 }
 
 #[cfg(test)]

@@ -8,16 +8,13 @@ use super::{
     after_lazy_expiry, change_hash, delete_if_empty, events, expire_field, hash_at, limits,
     read_hash, write_hash, write_or_create, HashValue,
 };
-use crate::args::{eq_ci, int_arg, parse_cursor};
+use crate::args::{int_arg, parse_cursor, parse_scan_args, ScanOf};
 use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::error::CmdError;
 use crate::glob::glob_match;
 use crate::keyspace::EntryId;
 use crate::longdouble::{incr_by_float, LongDouble};
 use crate::Engine;
-
-/// Redis's default HSCAN COUNT.
-const SCAN_COUNT_DEFAULT: usize = 10;
 
 /// `HSET key field value [field value ...]`: the number of fields created.
 pub(super) fn hset(
@@ -429,44 +426,6 @@ pub(super) fn hincrbyfloat(
     Ok(Done)
 }
 
-/// HSCAN's options.
-struct ScanOptions<'a> {
-    count: usize,
-    pattern: Option<&'a [u8]>,
-    novalues: bool,
-}
-
-/// `scanGenericCommand`'s option loop for a hash: COUNT, MATCH, NOVALUES.
-fn parse_scan_options(args: Args<'_>) -> Result<ScanOptions<'_>, CmdError> {
-    let mut o = ScanOptions {
-        count: SCAN_COUNT_DEFAULT,
-        pattern: None,
-        novalues: false,
-    };
-    let mut i = 3;
-    while i < args.len() {
-        let (opt, has_value) = (args.get(i), i + 1 < args.len());
-        if eq_ci(opt, "COUNT") && has_value {
-            let count = int_arg(args.get(i + 1))?;
-            if count < 1 {
-                return Err(CmdError::Syntax);
-            }
-            o.count = usize::try_from(count).unwrap_or(usize::MAX);
-            i += 2;
-        } else if eq_ci(opt, "MATCH") && has_value {
-            let pattern = args.get(i + 1);
-            o.pattern = (pattern != b"*").then_some(pattern);
-            i += 2;
-        } else if eq_ci(opt, "NOVALUES") {
-            o.novalues = true;
-            i += 1;
-        } else {
-            return Err(CmdError::Syntax);
-        }
-    }
-    Ok(o)
-}
-
 /// `HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]`: `[next cursor,
 /// [field, value, ...]]`. A packed hash answers everything at once with cursor 0
 /// (as Redis); a table's cursor is its own (see the `table` module): every field
@@ -485,7 +444,7 @@ pub(super) fn hscan(
         r.array(0);
         return Ok(Done);
     };
-    let o = parse_scan_options(args)?;
+    let o = parse_scan_args(args, 3, ScanOf::Hash)?;
     let h = hash_at(e, ctx.db, id)?;
     let mut found: Vec<(&[u8], &[u8])> = Vec::new();
     let next = h.scan(cursor, o.count, ctx.now_ms, |field, value| {

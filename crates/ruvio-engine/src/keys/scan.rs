@@ -7,7 +7,7 @@
 
 use ruvio_resp::{Args, Reply};
 
-use crate::args::{eq_ci, i32_arg, int_arg, parse_cursor};
+use crate::args::{eq_ci, i32_arg, parse_cursor, parse_scan_args, ScanArgs, ScanOf};
 use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::error::CmdError;
 use crate::glob::glob_match;
@@ -17,8 +17,6 @@ use crate::Engine;
 /// SCAN visits at most this many slots per key of COUNT, so a sparse slab (many
 /// deleted keys) cannot make one call long.
 const SCAN_SLOTS_PER_COUNT: usize = 10;
-/// Redis' default SCAN COUNT.
-const SCAN_COUNT_DEFAULT: usize = 10;
 
 /// `KEYS pattern`: every live key matching the glob pattern.
 pub(crate) fn keys(
@@ -43,41 +41,6 @@ pub(crate) fn keys(
     Ok(Done)
 }
 
-/// SCAN's filters.
-struct ScanOptions<'a> {
-    count: usize,
-    pattern: Option<&'a [u8]>,
-    type_name: Option<&'a [u8]>,
-}
-
-fn parse_scan_options(args: Args<'_>) -> Result<ScanOptions<'_>, CmdError> {
-    let mut o = ScanOptions {
-        count: SCAN_COUNT_DEFAULT,
-        pattern: None,
-        type_name: None,
-    };
-    let mut i = 2;
-    while i < args.len() {
-        let (opt, has_value) = (args.get(i), i + 1 < args.len());
-        if eq_ci(opt, "COUNT") && has_value {
-            let count = int_arg(args.get(i + 1))?;
-            if count < 1 {
-                return Err(CmdError::Syntax);
-            }
-            o.count = usize::try_from(count).unwrap_or(usize::MAX);
-        } else if eq_ci(opt, "MATCH") && has_value {
-            let pattern = args.get(i + 1);
-            o.pattern = (pattern != b"*").then_some(pattern);
-        } else if eq_ci(opt, "TYPE") && has_value {
-            o.type_name = Some(args.get(i + 1));
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
-    Ok(o)
-}
-
 /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`
 pub(crate) fn scan(
     engine: &mut Engine,
@@ -86,7 +49,7 @@ pub(crate) fn scan(
     reply: &mut Reply<'_>,
 ) -> CmdResult {
     let cursor = parse_cursor(args.get(1)).ok_or(CmdError::InvalidCursor)?;
-    let options = parse_scan_options(args)?;
+    let options = parse_scan_args(args, 2, ScanOf::Keys)?;
     let (next, ids) = walk(engine, ctx.db, cursor, options.count);
     let keys = filter(engine, ctx, &ids, &options);
     reply.array(2);
@@ -117,12 +80,7 @@ fn walk(engine: &Engine, db: usize, cursor: u64, count: usize) -> (u64, Vec<Entr
 }
 
 /// Apply MATCH, drop (and delete) expired keys, apply TYPE, in Redis' order.
-fn filter(
-    engine: &mut Engine,
-    ctx: &ExecCtx,
-    ids: &[EntryId],
-    o: &ScanOptions<'_>,
-) -> Vec<Vec<u8>> {
+fn filter(engine: &mut Engine, ctx: &ExecCtx, ids: &[EntryId], o: &ScanArgs<'_>) -> Vec<Vec<u8>> {
     let mut keys = Vec::with_capacity(ids.len());
     for &id in ids {
         let entry = engine.db(ctx.db).entry(id);

@@ -8,7 +8,7 @@ use super::{
     change_set, delete_if_empty, events, inter_generic, limits, reply_members, set_at,
     union_diff_command, InterMode, SetOp, SetValue,
 };
-use crate::args::{eq_ci, int_arg, parse_cursor};
+use crate::args::{eq_ci, int_arg, parse_cursor, parse_scan_args, ScanArgs, ScanOf};
 use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::error::CmdError;
 use crate::glob::glob_match;
@@ -24,9 +24,6 @@ const SPOP_LOG_BATCH_MAX: usize = 1024;
 /// and would build a reply of up to 2^63 members; Ruvio refuses beyond this
 /// ("value is out of range") so one command cannot exhaust memory.
 const SRANDMEMBER_REPEATS_MAX: u64 = 1 << 24;
-
-/// Members an SSCAN of a hash table returns per unit of COUNT's default.
-const SSCAN_COUNT_DEFAULT: usize = 10;
 
 /// `SADD key member [member ...]`: how many were added.
 pub(super) fn sadd(
@@ -469,25 +466,7 @@ pub(super) fn sscan(
         return Ok(Done);
     };
     let set = set_at(e, ctx.db, id)?;
-    let mut count = SSCAN_COUNT_DEFAULT;
-    let mut pattern: Option<&[u8]> = None;
-    let mut i = 3;
-    while i < args.len() {
-        let (opt, has_value) = (args.get(i), i + 1 < args.len());
-        if eq_ci(opt, "COUNT") && has_value {
-            let n = int_arg(args.get(i + 1))?;
-            if n < 1 {
-                return Err(CmdError::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if eq_ci(opt, "MATCH") && has_value {
-            let p = args.get(i + 1);
-            pattern = (p != b"*").then_some(p);
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
+    let ScanArgs { count, pattern, .. } = parse_scan_args(args, 3, ScanOf::Members)?;
     let mut digits = itoa::Buffer::new();
     let mut keep =
         |m: &crate::value::StrRef<'_>| pattern.is_none_or(|p| glob_match(p, m.bytes(&mut digits)));

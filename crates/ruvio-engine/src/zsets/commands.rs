@@ -8,7 +8,7 @@ use ruvio_resp::{Args, Reply};
 
 use super::score::{parse_score, LexRange, ScoreRange};
 use super::{change_zset, events, limits, reply_pairs, resp3, zset_at, ZLimits, ZSetValue};
-use crate::args::{eq_ci, int_arg, parse_cursor};
+use crate::args::{eq_ci, int_arg, parse_cursor, parse_scan_args, ScanArgs, ScanOf};
 use crate::command::{Block, CmdResult, Event, ExecCtx, KeyPositions, Outcome, Outcome::Done};
 use crate::error::CmdError;
 use crate::keyspace::{Collection, EntryId};
@@ -16,7 +16,6 @@ use crate::lists::{clamp_range, parse_timeout};
 use crate::Engine;
 
 /// Redis's default ZSCAN COUNT.
-const SCAN_COUNT_DEFAULT: usize = 10;
 /// ZRANDMEMBER with a negative count picks this many at most per call before
 /// checking nothing else is needed; the reply itself is bounded by the count.
 const RANDOM_PICKS_INLINE: usize = 64;
@@ -1126,25 +1125,7 @@ pub(super) fn zscan(
         return Ok(Done);
     };
     let z = zset_at(e, ctx.db, id)?;
-    let mut count = SCAN_COUNT_DEFAULT;
-    let mut pattern: Option<&[u8]> = None;
-    let mut i = 3;
-    while i < args.len() {
-        let (opt, has_value) = (args.get(i), i + 1 < args.len());
-        if eq_ci(opt, "count") && has_value {
-            let n = int_arg(args.get(i + 1))?;
-            if n < 1 {
-                return Err(CmdError::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if eq_ci(opt, "match") && has_value {
-            let p = args.get(i + 1);
-            pattern = (p != b"*").then_some(p);
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
+    let ScanArgs { count, pattern, .. } = parse_scan_args(args, 3, ScanOf::Members)?;
     let len = z.len();
     let (start, take) = match z.encoding() {
         super::ZSetEncoding::Listpack => (0, len),
