@@ -1006,3 +1006,52 @@ fn matches_a_real_server() {
         }
     }
 }
+
+/// The write-ahead log record of every hash write, and none for a no-op: relative
+/// field TTLs become absolute, floats their result.
+#[test]
+fn every_hash_write_logs_a_deterministic_record() {
+    let mut h = Harness::default();
+    let at = (NOW_MS + 100_000).to_string();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        ("HSET h a 1 b 2", vec!["HSET h a 1 b 2".into()]),
+        ("HSET h a 1", vec!["HSET h a 1".into()]),
+        ("HSETNX h a 9", vec![]),
+        ("HSETNX h c 3", vec!["HSETNX h c 3".into()]),
+        ("HMSET h d 4", vec!["HMSET h d 4".into()]),
+        ("HDEL h nope", vec![]),
+        ("HDEL h d", vec!["HDEL h d".into()]),
+        ("HINCRBY h n 5", vec!["HINCRBY h n 5".into()]),
+        (
+            "HEXPIRE h 100 FIELDS 1 a",
+            vec![format!("HPEXPIREAT h {at} FIELDS 1 a")],
+        ),
+        (
+            "HPEXPIRE h 100000 FIELDS 1 b",
+            vec![format!("HPEXPIREAT h {at} FIELDS 1 b")],
+        ),
+        ("HEXPIREAT nope 100 FIELDS 1 a", vec![]),
+        (
+            "HPERSIST h FIELDS 1 b",
+            vec!["HPERSIST h FIELDS 1 b".into()],
+        ),
+        ("HPERSIST h FIELDS 1 b", vec![]),
+    ];
+    for (line, want) in cases {
+        assert_eq!(h.log_of(line), want, "{line}");
+    }
+    let float = h.log_of("HINCRBYFLOAT h f 1.5");
+    assert_eq!(float, ["HSETEX h KEEPTTL FIELDS 1 f 1.5"]);
+    for line in [
+        "HGETDEL h FIELDS 1 c",
+        "HGETEX h PX 100000 FIELDS 1 n",
+        "HSETEX h PX 100000 FIELDS 1 x 1",
+    ] {
+        let records = h.log_of(line);
+        assert!(
+            !records.is_empty() && !records.iter().any(|r| r.contains(" PX ")),
+            "{line}: {records:?}"
+        );
+    }
+    assert!(h.log_of("HGETDEL h FIELDS 1 nope").is_empty());
+}

@@ -644,3 +644,41 @@ fn matches_a_real_server() {
         );
     }
 }
+
+/// The write-ahead log record of every list write, and none for a no-op.
+#[test]
+fn every_list_write_logs_a_deterministic_record() {
+    let mut h = Harness::default();
+    let none: Vec<String> = Vec::new();
+    let cases: &[(&str, &[&str])] = &[
+        ("LPUSHX l a", &[]),
+        ("RPUSH l a b c d e", &["RPUSH l a b c d e"]),
+        ("LPUSH l z", &["LPUSH l z"]),
+        ("LPUSHX l y", &["LPUSHX l y"]),
+        ("RPUSHX l f", &["RPUSHX l f"]),
+        ("LSET l 0 Y", &["LSET l 0 Y"]),
+        ("LINSERT l BEFORE a A", &["LINSERT l BEFORE a A"]),
+        ("LINSERT l BEFORE nope x", &[]),
+        ("LREM l 1 A", &["LREM l 1 A"]),
+        ("LREM l 1 nope", &[]),
+        ("LTRIM l 0 -1", &[]),
+        ("LTRIM l 1 -1", &["LTRIM l 1 -1"]),
+        ("LPOP l", &["LPOP l"]),
+        ("RPOP l 2", &["RPOP l 2"]),
+        ("LPOP nope", &[]),
+        ("LMOVE l m LEFT RIGHT", &["LMOVE l m LEFT RIGHT"]),
+        ("RPOPLPUSH l m", &["RPOPLPUSH l m"]),
+        ("LMPOP 2 nope m LEFT COUNT 5", &["LPOP m 2"]),
+        ("BLPOP nope l 0", &["LPOP l"]),
+        ("BLPOP empty 0.01", &[]),
+    ];
+    for (line, expected) in cases {
+        let got = h.log_of(line);
+        let want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            got,
+            if want.is_empty() { none.clone() } else { want },
+            "{line}"
+        );
+    }
+}
