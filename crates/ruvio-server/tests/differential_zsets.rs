@@ -372,6 +372,12 @@ impl Generator {
             0..20 => return vec![self.zadd()],
             20..23 => {
                 let key = self.key();
+                // ZINCRBY is a ZADD INCR of one pair: with `zset-max-listpack-entries`
+                // at 0, 7.2's zsetTypeMaybeConvert turns an existing listpack into a
+                // skiplist first (rule 3).
+                if self.entries_max == 0 {
+                    self.bulk_added.insert(key.clone());
+                }
                 let mut by = self.score();
                 if by == "-0" && self.bulk_added.contains(&key) {
                     by = "0".into(); // As in zadd().
