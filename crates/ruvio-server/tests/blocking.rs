@@ -246,6 +246,33 @@ fn blocking_across_shards(server: &Server) {
     waiter.roundtrip(&encode(&["PING"]), b"+PONG\r\n");
 }
 
+/// The sorted-set blocking pops use the same machinery: woken by ZADD from another
+/// client in blocking order, timed out with a null array.
+fn sorted_set_pops(server: &Server) {
+    let key = &keys_per_shard(server, "zpop")[server.shards - 1];
+    let mut first = conn_for(server, key);
+    let mut second = conn_for(server, key);
+    first.send(&encode(&["BZPOPMIN", key, "0"]));
+    sleep(LET_IT_PARK);
+    second.send(&encode(&["BZMPOP", "0", "1", key, "MAX", "COUNT", "2"]));
+    sleep(LET_IT_PARK);
+    let mut pusher = conn_for(server, key);
+    pusher.roundtrip(
+        &encode(&["ZADD", key, "1", "a", "2", "b", "3", "c"]),
+        b":3\r\n",
+    );
+    first.expect(format!("*3\r\n{}$1\r\na\r\n$1\r\n1\r\n", bulk(key)).as_bytes());
+    second.expect(
+        format!(
+            "*2\r\n{}*2\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n",
+            bulk(key)
+        )
+        .as_bytes(),
+    );
+    pusher.roundtrip(&encode(&["EXISTS", key]), b":0\r\n");
+    first.roundtrip(&encode(&["BZPOPMAX", key, "0.02"]), b"*-1\r\n");
+}
+
 fn all_cases(server: &Server) {
     wake_by_push_from_another_client(server);
     served_in_the_order_they_blocked(server);
@@ -256,6 +283,7 @@ fn all_cases(server: &Server) {
     input_behind_a_timed_out_command_runs_once(server);
     blmove_chains_to_the_next_waiter(server);
     info_counts_blocked_clients(server);
+    sorted_set_pops(server);
 }
 
 #[test]
