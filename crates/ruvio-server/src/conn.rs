@@ -73,10 +73,9 @@ pub enum Merge {
     AllOk,
     /// The first part that is not a null reply (RANDOMKEY).
     FirstNonNull,
-    /// A SCAN answered by shard `shard` of `shards`: its cursor gets the shard in
-    /// the bits above [`SCAN_SHARD_SHIFT`], and moves on to the next shard when the
-    /// shard's own scan is done.
-    Scan { shard: u16, shards: u16 },
+    /// A SCAN answered by shards `shard`, `shard + 1` ... (part i from shard
+    /// `shard + i`): see [`merge_scan`].
+    Scan { shard: u16 },
 }
 
 /// Engine SCAN cursors stay below 2^40; the server keeps the shard index above.
@@ -218,9 +217,7 @@ pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<
                 .for_each(|(_, body)| out.extend_from_slice(body));
         }
         Merge::Scatter => scatter(parts, order, out),
-        Merge::Scan { shard, shards } => parts
-            .iter()
-            .for_each(|p| rewrite_scan_cursor(p, shard as u64, shards as u64, out)),
+        Merge::Scan { shard, .. } => merge_scan(parts, shard as u64, out),
         Merge::FirstNonNull => {
             let is_null = |p: &Vec<u8>| p.starts_with(b"$-1") || p.starts_with(b"_");
             match parts.iter().find(|p| !is_null(p)).or(parts.first()) {
@@ -231,30 +228,44 @@ pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<
     }
 }
 
-/// Copy a SCAN reply, replacing the shard-local cursor with a server-wide one.
-fn rewrite_scan_cursor(reply: &[u8], shard: u64, shards: u64, out: &mut Vec<u8>) {
-    let parsed = ruvio_resp::array_body(reply).and_then(|(_, body)| {
-        let cursor_len = ruvio_resp::reply_len(body)?;
-        let cursor_reply = &body[..cursor_len];
-        let start = cursor_reply.iter().position(|&b| b == b'\n')? + 1;
-        let inner: u64 = std::str::from_utf8(&cursor_reply[start..cursor_len - 2])
-            .ok()?
-            .parse()
-            .ok()?;
-        Some((inner, &body[cursor_len..]))
-    });
-    let Some((inner, keys)) = parsed else {
-        out.extend_from_slice(reply);
-        return;
-    };
-    let next = match inner {
-        0 if shard + 1 < shards => (shard + 1) << SCAN_SHARD_SHIFT,
-        0 => 0,
-        n => (shard << SCAN_SHARD_SHIFT) | n,
-    };
+/// A shard's SCAN reply taken apart: its own cursor, its key count and the keys.
+fn scan_parts(reply: &[u8]) -> Option<(u64, usize, &[u8])> {
+    let (_, body) = ruvio_resp::array_body(reply)?;
+    let cursor_len = ruvio_resp::reply_len(body)?;
+    let cursor_reply = &body[..cursor_len];
+    let start = cursor_reply.iter().position(|&b| b == b'\n')? + 1;
+    let inner: u64 = std::str::from_utf8(&cursor_reply[start..cursor_len - 2])
+        .ok()?
+        .parse()
+        .ok()?;
+    let (count, keys) = ruvio_resp::array_body(&body[cursor_len..])?;
+    Some((inner, count, keys))
+}
+
+/// SCAN answered by shards `shard`, `shard + 1` ...: the keys of every shard up to
+/// the first one with more to give, and that shard's cursor (with the shard in the
+/// bits above [`SCAN_SHARD_SHIFT`]); cursor 0 when every shard is done. A small
+/// database comes back whole in one call, as from Redis; the keys of the shards
+/// after that one are dropped (the scan reaches them later from their start).
+fn merge_scan(parts: &[Vec<u8>], shard: u64, out: &mut Vec<u8>) {
+    let mut next = 0;
+    let mut total = 0;
+    let mut keys: Vec<&[u8]> = Vec::with_capacity(parts.len());
+    for (j, part) in parts.iter().enumerate() {
+        let Some((inner, count, body)) = scan_parts(part) else {
+            out.extend_from_slice(part);
+            return;
+        };
+        total += count;
+        keys.push(body);
+        if inner != 0 {
+            next = ((shard + j as u64) << SCAN_SHARD_SHIFT) | inner;
+            break;
+        }
+    }
     let next = next.to_string();
-    out.extend_from_slice(format!("*2\r\n${}\r\n{}\r\n", next.len(), next).as_bytes());
-    out.extend_from_slice(keys);
+    out.extend_from_slice(format!("*2\r\n${}\r\n{}\r\n*{total}\r\n", next.len(), next).as_bytes());
+    keys.iter().for_each(|k| out.extend_from_slice(k));
 }
 
 /// Rebuild an array whose element i is the next element of part `order[i]`.

@@ -338,26 +338,30 @@ fn run_routed(
             Ok(())
         }
         Route::Scan(shard, inner) => {
+            // The shard in the cursor continues from its position, every later shard
+            // from its start: the merge keeps what a single Redis would return.
+            let shards = core.topo.nodes.len();
             let merge = Merge::Scan {
                 shard: shard as u16,
-                shards: core.topo.nodes.len() as u16,
             };
-            let seq = replies.hold(merge, 1);
-            let cursor = inner.to_string();
-            let rewritten = args
-                .iter()
-                .enumerate()
-                .map(|(i, a)| if i == 1 { cursor.as_bytes() } else { a });
-            send_part(
-                core,
-                client,
-                replies,
-                who,
-                seq,
-                0,
-                shard,
-                rewritten.collect::<Vec<_>>().into_iter(),
-            );
+            let seq = replies.hold(merge, shards - shard);
+            for (part, owner) in (shard..shards).enumerate() {
+                let cursor = if part == 0 { inner } else { 0 }.to_string();
+                let rewritten =
+                    args.iter()
+                        .enumerate()
+                        .map(|(i, a)| if i == 1 { cursor.as_bytes() } else { a });
+                send_part(
+                    core,
+                    client,
+                    replies,
+                    who,
+                    seq,
+                    part,
+                    owner,
+                    rewritten.collect::<Vec<_>>().into_iter(),
+                );
+            }
             Ok(())
         }
     }

@@ -81,10 +81,7 @@ fn merge_of(rule: MergeRule) -> Merge {
         MergeRule::ConcatArrays => Merge::ConcatArrays,
         MergeRule::FirstNonNull => Merge::FirstNonNull,
         // Where the cursor points is filled in per call (dispatch's `Route::Scan`).
-        MergeRule::Scan => Merge::Scan {
-            shard: 0,
-            shards: 0,
-        },
+        MergeRule::Scan => Merge::Scan { shard: 0 },
     }
 }
 

@@ -587,3 +587,34 @@ fn config_set_reaches_every_shard() {
         assert_eq!(seen, "42", "a shard never applied the broadcast CONFIG SET");
     }
 }
+
+/// A small database comes back whole from one `SCAN 0`, as from one Redis (many
+/// applications call SCAN once), whatever the shard count.
+fn small_scan_in_one_call(shards: usize) {
+    let server = Server::forward(shards);
+    let mut con = server.client();
+    let keys = spread_keys("small", 3);
+    for k in &keys {
+        let _: () = redis::cmd("SET").arg(k).arg("v").query(&mut con).unwrap();
+    }
+    let (cursor, mut got): (u64, Vec<String>) = redis::cmd("SCAN").arg(0).query(&mut con).unwrap();
+    got.sort();
+    assert_eq!((cursor, got), (0, keys.clone()));
+    let (cursor, got): (u64, Vec<String>) = redis::cmd("SCAN")
+        .arg(0)
+        .arg("MATCH")
+        .arg("small1")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!((cursor, got), (0, vec!["small1".to_string()]));
+}
+
+#[test]
+fn small_scan_in_one_call_one_shard() {
+    small_scan_in_one_call(1);
+}
+
+#[test]
+fn small_scan_in_one_call_two_shards() {
+    small_scan_in_one_call(2);
+}
