@@ -94,6 +94,15 @@ pub enum KeyShape {
         /// Index of the `numkeys` argument.
         at: usize,
     },
+    /// Keys introduced by a keyword, searched from index `from`: the first half of
+    /// the arguments after it are keys, the second half their values (XREAD ...
+    /// STREAMS k1 k2 id1 id2; Redis' keyword spec with `lastkey -1, limit 2`).
+    KeywordHalf {
+        /// The keyword, matched without case.
+        keyword: &'static str,
+        /// First index searched.
+        from: usize,
+    },
 }
 
 /// Where a command's keys are: a list of [`KeyShape`]s read in order (ZUNIONSTORE:
@@ -176,6 +185,17 @@ impl KeySpec {
                         .filter(|&n| n > 0 && n < argc - at);
                     if let Some(n) = count {
                         out.extend(at + 1..at + 1 + n);
+                    }
+                }
+                KeyShape::KeywordHalf { keyword, from } => {
+                    let found = (from..argc)
+                        .find(|&i| args.get(i).eq_ignore_ascii_case(keyword.as_bytes()));
+                    if let Some(k) = found {
+                        let rest = argc - k - 1;
+                        // An odd remainder has no well-formed keys (the handler errors).
+                        if rest > 0 && rest.is_multiple_of(2) {
+                            out.extend(k + 1..k + 1 + rest / 2);
+                        }
                     }
                 }
             }
@@ -670,4 +690,45 @@ pub fn reply_help(reply: &mut Reply<'_>, container: &[u8], lines: &[&str]) {
     }
     reply.simple("HELP");
     reply.simple("    Print this help.");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ruvio_resp::OwnedArgs;
+
+    fn positions(spec: KeySpec, line: &str) -> Vec<usize> {
+        let args: OwnedArgs = line.split(' ').map(str::as_bytes).collect();
+        spec.positions(args.args()).into_vec()
+    }
+
+    #[test]
+    fn every_key_shape_finds_its_keys() {
+        let none: Vec<usize> = Vec::new();
+        assert_eq!(positions(KeySpec::ONE, "GET k"), [1]);
+        assert_eq!(positions(KeySpec::PAIRS, "MSET a 1 b 2"), [1, 3]);
+        assert_eq!(positions(KeySpec::ALL_BUT_LAST, "BLPOP a b 0"), [1, 2]);
+        assert_eq!(positions(KeySpec::NUMKEYS_AT_1, "LMPOP 2 a b LEFT"), [2, 3]);
+        assert_eq!(positions(KeySpec::NUMKEYS_AT_1, "LMPOP 0 a LEFT"), none);
+        assert_eq!(positions(KeySpec::NUMKEYS_AT_2, "BLMPOP 0 9 a LEFT"), none);
+        let zunionstore = KeySpec(&[
+            KeyShape::Range {
+                first: 1,
+                last: 1,
+                step: 1,
+            },
+            KeyShape::NumKeys { at: 2 },
+        ]);
+        assert_eq!(
+            positions(zunionstore, "ZUNIONSTORE d 2 a b WEIGHTS 1 2"),
+            [1, 3, 4]
+        );
+        let xread = KeySpec(&[KeyShape::KeywordHalf {
+            keyword: "STREAMS",
+            from: 1,
+        }]);
+        assert_eq!(positions(xread, "XREAD COUNT 2 streams s1 s2 0 0"), [4, 5]);
+        assert_eq!(positions(xread, "XREAD STREAMS s1 s2 0"), none);
+        assert!(xread.is_movable() && !KeySpec::ALL_BUT_LAST.is_movable());
+    }
 }
