@@ -127,6 +127,25 @@ def hash_seed(key: str, n: int) -> list[list]:
     return [["DEL", key], args]
 
 
+def zset_seed(key: str, n: int) -> list[list]:
+    """DEL then ZADD members m0..m{n-1} with score i, 1,000 pairs per command."""
+    cmds: list[list] = [["DEL", key]]
+    for start in range(0, n, 1000):
+        args: list = ["ZADD", key]
+        for i in range(start, min(n, start + 1000)):
+            args += [str(i), f"m{i}"]
+        cmds.append(args)
+    return cmds
+
+
+def set_seed(key: str, first: int, n: int) -> list[list]:
+    """DEL then SADD members m{first}..m{first+n-1}, 1,000 per command."""
+    cmds: list[list] = [["DEL", key]]
+    for start in range(first, first + n, 1000):
+        cmds.append(["SADD", key] + [f"m{i}" for i in range(start, min(first + n, start + 1000))])
+    return cmds
+
+
 def geo_seed(key: str) -> list[list]:
     """GEO_POINTS points on a grid GEO_SPAN_DEG wide around GEO_CENTER."""
     lon0, lat0 = GEO_CENTER
@@ -233,6 +252,13 @@ EXTRA_ROWS: list[Row] = [
         [["SET", "float:grow", "10000000.5"]]),
     Row("HINCRBYFLOAT (growing value)", "HINCRBYFLOAT hash:float f 1.5", is_float_text,
         [["DEL", "hash:float"], ["HSET", "hash:float", "f", "10000000.5"]]),
+    # The sets-and-sorted-sets issue's extra rows.
+    Row("ZRANGEBYSCORE (100 of 10,000 members)", "ZRANGEBYSCORE zset:10k 5000 5099",
+        array_of(100), zset_seed("zset:10k", 10_000), scale=0.2),
+    Row("ZADD (new members into a 1M-member set)", "ZADD zset:1m __rand_int__ n:__rand_int__",
+        is_int, zset_seed("zset:1m", 1_000_000)),
+    Row("SINTER (two 10,000-member sets)", "SINTER {s}:a {s}:b", array_of(5_000),
+        set_seed("{s}:a", 0, 10_000) + set_seed("{s}:b", 5_000, 10_000), scale=0.01),
 ]
 """Rows beyond the seed's 60, run with --extra-rows."""
 
@@ -399,7 +425,7 @@ def parse_args() -> argparse.Namespace:
                    help="every request of a row on one key (all in cache): the fixed "
                         "per-request cost shows")
     p.add_argument("--extra-rows", action="store_true",
-                   help="also run the rows beyond the seed's table (growing INCRBYFLOAT/HINCRBYFLOAT)")
+                   help="also run the rows beyond the seed's table (growing INCRBYFLOAT/HINCRBYFLOAT, big sorted sets and sets)")
     return p.parse_args()
 
 
