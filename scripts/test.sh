@@ -3,8 +3,9 @@
 #
 # On a fresh Debian machine (as root, or with sudo) it first installs what the tests
 # need and is missing: redis-server and redis-tools (the differential test compares
-# against a real Redis; the client tests use redis-cli), and the Python packages
-# redis and pytest. Then it checks formatting, lints, builds the server in release and
+# against a real Redis; the client tests use redis-cli), valgrind (the keyspace and
+# collection tests also run under memcheck), chromium (the page test), and the
+# Python packages redis and pytest. Then it checks formatting, lints, builds the server in release and
 # debug, runs every Rust test, and runs the Python client tests against the release
 # binary. Any failure stops it with a non-zero exit.
 #
