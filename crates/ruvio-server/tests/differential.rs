@@ -575,24 +575,19 @@ impl Run<'_> {
                 self.history.pop_front();
             }
             if !equivalent(command, &expected, &got) {
-                let history: Vec<String> = self.history.iter().cloned().collect();
-                panic!(
-                    "{label}: replies differ (seed {seed}, command #{index}, batch of {n})\n\
-                     command:  {command}\n\
-                     redis:    {expected}\n\
-                     target:   {got}\n\
-                     last commands (oldest first):\n  {history}\n\
-                     reproduce: RUVIO_DIFF_SEED={seed} RUVIO_DIFF_COMMANDS={count}",
-                    label = self.label,
-                    seed = self.seed,
-                    index = start_index + i,
-                    n = batch.len(),
-                    command = show_cmd(command),
-                    expected = show(&expected),
-                    got = show(&got),
-                    history = history.join("\n  "),
-                    count = start_index + i + 1,
-                );
+                Mismatch {
+                    label: self.label,
+                    seed: self.seed,
+                    mode: String::new(),
+                    index: start_index + i,
+                    batch: batch.len(),
+                    command: show_cmd(command),
+                    expected: &expected,
+                    got: &got,
+                    history: &self.history,
+                    count: start_index + i + 1,
+                }
+                .fail();
             }
             self.compared += 1;
         }

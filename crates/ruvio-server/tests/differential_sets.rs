@@ -465,29 +465,19 @@ impl Run<'_> {
             }
             let probe = expected.get(i + 1).map(Vec::as_slice);
             if !equivalent(command, &expected[i], &got[i], probe) {
-                let history: Vec<String> = self.history.iter().cloned().collect();
-                panic!(
-                    "{label}: replies differ (seed {seed}, {protocol}, {mode}, command #{index})\n\
-                     command: {command}\n\
-                     redis:   {expected}\n\
-                     target:  {got}\n\
-                     last commands (oldest first):\n  {history}\n\
-                     reproduce: RUVIO_DIFF_SEED={seed} RUVIO_DIFF_COMMANDS={count}",
-                    label = self.label,
-                    seed = self.seed,
-                    protocol = if self.resp3 { "RESP3" } else { "RESP2" },
-                    mode = if self.pipelined {
-                        "pipelined"
-                    } else {
-                        "one step at a time"
-                    },
-                    index = start + i,
-                    command = show_cmd(command),
-                    expected = show(&expected[i]),
-                    got = show(&got[i]),
-                    history = history.join("\n  "),
-                    count = start + i + 1,
-                );
+                Mismatch {
+                    label: self.label,
+                    seed: self.seed,
+                    mode: diff_mode(self.resp3, self.pipelined),
+                    index: start + i,
+                    batch: batch.len(),
+                    command: show_cmd(command),
+                    expected: &expected[i],
+                    got: &got[i],
+                    history: &self.history,
+                    count: start + i + 1,
+                }
+                .fail();
             }
             self.compared += 1;
         }

@@ -1000,3 +1000,60 @@ fn decode_at(buf: &[u8], at: usize) -> (Value, usize) {
         other => panic!("unknown RESP type byte {:?}", other as char),
     }
 }
+
+/// Where a differential run stood when a reply differed: everything the failure
+/// message shows (one format for every differential test).
+pub struct Mismatch<'a> {
+    pub label: &'a str,
+    pub seed: u64,
+    /// `RESP3, pipelined` and the like; empty when the run has one mode.
+    pub mode: String,
+    pub index: usize,
+    pub batch: usize,
+    pub command: String,
+    pub expected: &'a [u8],
+    pub got: &'a [u8],
+    pub history: &'a std::collections::VecDeque<String>,
+    /// `RUVIO_DIFF_COMMANDS` that reproduces it.
+    pub count: usize,
+}
+
+impl Mismatch<'_> {
+    /// Fail the test with the mismatch, the commands before it, and how to replay it.
+    pub fn fail(&self) -> ! {
+        let history: Vec<&str> = self.history.iter().map(String::as_str).collect();
+        let mode = if self.mode.is_empty() {
+            String::new()
+        } else {
+            format!("{}, ", self.mode)
+        };
+        panic!(
+            "{label}: replies differ (seed {seed}, {mode}command #{index}, batch of {n})\n\
+             command:  {command}\n\
+             redis:    {expected}\n\
+             target:   {got}\n\
+             last commands (oldest first):\n  {history}\n\
+             reproduce: RUVIO_DIFF_SEED={seed} RUVIO_DIFF_COMMANDS={count}",
+            label = self.label,
+            seed = self.seed,
+            index = self.index,
+            n = self.batch,
+            command = self.command,
+            expected = show(self.expected),
+            got = show(self.got),
+            history = history.join("\n  "),
+            count = self.count,
+        );
+    }
+}
+
+/// `RESP3, pipelined` and the like, for [`Mismatch::mode`].
+pub fn diff_mode(resp3: bool, pipelined: bool) -> String {
+    let protocol = if resp3 { "RESP3" } else { "RESP2" };
+    let how = if pipelined {
+        "pipelined"
+    } else {
+        "one step at a time"
+    };
+    format!("{protocol}, {how}")
+}
