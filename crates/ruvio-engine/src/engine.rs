@@ -438,8 +438,8 @@ impl Engine {
         self.dbs.swap(a, b);
     }
 
-    /// A pseudo-random number (RANDOMKEY).
-    pub(crate) fn next_random(&mut self) -> u64 {
+    /// A pseudo-random number (RANDOMKEY; the server's pick of a shard for it).
+    pub fn next_random(&mut self) -> u64 {
         // xorshift64*: plenty for picking keys.
         self.rng ^= self.rng >> 12;
         self.rng ^= self.rng << 25;

@@ -32,6 +32,9 @@ pub struct ClientState {
     pub fd: i32,
     /// Set by QUIT, protocol errors and CLIENT KILL: flush, then close.
     pub closing: bool,
+    /// Killed by another client (CLIENT KILL): close without waiting for replies
+    /// still outstanding (a blocked command's), as Redis frees such a client.
+    pub killed: bool,
     /// Waiting for a blocking command's answer: no later command runs until then.
     pub blocked: Option<BlockedOn>,
 }
@@ -71,11 +74,21 @@ pub enum Merge {
     Scatter,
     /// Every part answered `+OK`: reply `+OK` once (MSET, FLUSHALL).
     AllOk,
-    /// The first part that is not a null reply (RANDOMKEY).
+    /// The first part that is not a null reply (a RANDOMKEY that no shard weighs).
     FirstNonNull,
+    /// RANDOMKEY over shards: parts come in pairs from each shard, its key count
+    /// (DBSIZE) then its random key; the shard whose share of the keys holds the
+    /// point `pick` (a fraction of 2^32) answers, so every key is equally likely.
+    /// A null from it (its keys just expired) falls back to any other key.
+    WeightedPick { pick: u32 },
     /// A SCAN answered by shards `shard`, `shard + 1` ... (part i from shard
     /// `shard + i`): see [`merge_scan`].
     Scan { shard: u16 },
+    /// CLIENT LIST: each part a bulk string of lines; the lines of every shard in
+    /// client id order, as a verbatim string under RESP3.
+    ClientLines { verbatim: bool },
+    /// CLIENT KILL ip:port (the old form): `+OK` when some shard killed the client.
+    KillOne,
 }
 
 /// Engine SCAN cursors stay below 2^40; the server keeps the shard index above.
@@ -218,6 +231,39 @@ pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<
         }
         Merge::Scatter => scatter(parts, order, out),
         Merge::Scan { shard, .. } => merge_scan(parts, shard as u64, out),
+        Merge::ClientLines { verbatim } => client_lines(parts, verbatim, out),
+        Merge::KillOne => {
+            let killed: i64 = parts
+                .iter()
+                .filter_map(|p| ruvio_resp::parse_int_reply(p))
+                .sum();
+            match killed {
+                0 => out.extend_from_slice(b"-ERR No such client\r\n"),
+                _ => out.extend_from_slice(b"+OK\r\n"),
+            }
+        }
+        Merge::WeightedPick { pick } => {
+            let counts: Vec<u64> = parts
+                .iter()
+                .step_by(2)
+                .map(|p| ruvio_resp::parse_int_reply(p).unwrap_or(0).max(0) as u64)
+                .collect();
+            let keys: Vec<Vec<u8>> = parts.iter().skip(1).step_by(2).cloned().collect();
+            let total: u64 = counts.iter().sum();
+            let mut point = ((total as u128 * pick as u128) >> 32) as u64;
+            let chosen = counts.iter().position(|&n| {
+                let here = point < n;
+                point = point.saturating_sub(n);
+                here
+            });
+            let first = chosen.unwrap_or(0);
+            let ordered: Vec<Vec<u8>> = keys[first..]
+                .iter()
+                .chain(&keys[..first])
+                .cloned()
+                .collect();
+            merge_into(Merge::FirstNonNull, &ordered, order, out);
+        }
         Merge::FirstNonNull => {
             let is_null = |p: &Vec<u8>| p.starts_with(b"$-1") || p.starts_with(b"_");
             match parts.iter().find(|p| !is_null(p)).or(parts.first()) {
@@ -226,6 +272,47 @@ pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<
             }
         }
     }
+}
+
+/// CLIENT LIST's parts (bulk strings of lines) as one text, lines by client id.
+fn client_lines(parts: &[Vec<u8>], verbatim: bool, out: &mut Vec<u8>) {
+    let mut lines: Vec<&[u8]> = parts
+        .iter()
+        .filter_map(|p| bulk_text(p))
+        .flat_map(|text| text.split_inclusive(|&b| b == b'\n'))
+        .collect();
+    let id_of = |line: &[u8]| -> u64 {
+        let digits = line.get(3..).unwrap_or_default();
+        let end = digits
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(digits.len());
+        std::str::from_utf8(&digits[..end])
+            .ok()
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(0)
+    };
+    lines.sort_by_key(|l| id_of(l));
+    let len: usize = lines.iter().map(|l| l.len()).sum();
+    let (kind, prefix): (u8, &[u8]) = if verbatim {
+        (b'=', b"txt:")
+    } else {
+        (b'$', b"")
+    };
+    out.push(kind);
+    out.extend_from_slice((len + prefix.len()).to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(prefix);
+    lines.iter().for_each(|l| out.extend_from_slice(l));
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The contents of a RESP2 bulk string reply.
+fn bulk_text(reply: &[u8]) -> Option<&[u8]> {
+    let rest = reply.strip_prefix(b"$")?;
+    let eol = rest.iter().position(|&b| b == b'\r')?;
+    let len: usize = std::str::from_utf8(&rest[..eol]).ok()?.parse().ok()?;
+    rest.get(eol + 2..eol + 2 + len)
 }
 
 /// A shard's SCAN reply taken apart: its own cursor, its key count and the keys.
@@ -372,5 +459,16 @@ mod tests {
             &mut out,
         );
         assert_eq!(out, b"-ERR x\r\n");
+        out.clear();
+        let lines = [
+            b"$15\r\nid=10 a=1\nid=3\n\r\n".to_vec(),
+            b"$9\r\nid=7 b=2\n\r\n".to_vec(),
+        ];
+        merge_into(Merge::ClientLines { verbatim: true }, &lines, &[], &mut out);
+        assert_eq!(out, b"=28\r\ntxt:id=3\nid=7 b=2\nid=10 a=1\n\r\n");
+        out.clear();
+        let kills = [b":0\r\n".to_vec(), b":0\r\n".to_vec()];
+        merge_into(Merge::KillOne, &kills, &[], &mut out);
+        assert_eq!(out, b"-ERR No such client\r\n");
     }
 }

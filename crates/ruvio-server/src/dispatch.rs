@@ -245,8 +245,9 @@ fn run_command(
     args: Args<'_>,
 ) {
     let Some(cmd) = registry().lookup(args.get(0)) else {
-        return CmdError::unknown_command(args)
-            .write(&mut Reply::new(replies.sink(), client.proto));
+        let e = CmdError::unknown_command(args);
+        core.stats.count_error(&e);
+        return e.write(&mut Reply::new(replies.sink(), client.proto));
     };
     let rejected = if !cmd.meta.arity_ok(args.len()) {
         Some(CmdError::WrongArity(cmd.meta.name))
@@ -256,30 +257,35 @@ fn run_command(
         None
     };
     if let Some(e) = rejected {
-        core.stats.per_command[cmd.id].rejected += 1;
+        core.stats.per_command[cmd.stat].rejected += 1;
+        core.stats.count_error(&e);
         return e.write(&mut Reply::new(replies.sink(), client.proto));
     }
     client.last_cmd = cmd.meta.name;
     client.last_cmd_ms = core.now_ms;
+    // A container runs as its subcommand, which has statistics of its own; an
+    // unknown subcommand fails as the container.
+    let (stat, result) = match cmd.resolve(args) {
+        Ok(sub) => {
+            client.last_cmd = sub.meta.name;
+            let sampled = (core.stats.per_command[sub.stat].calls + 1)
+                .is_multiple_of(TIMING_SAMPLE_EVERY)
+                .then(Instant::now);
+            let result = run_routed(core, conns, client, replies, who, sub, args);
+            let stat = &mut core.stats.per_command[sub.stat];
+            if let Some(started) = sampled {
+                stat.usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
+            }
+            (sub.stat, result)
+        }
+        Err(e) => (cmd.stat, Err(e)),
+    };
+    // Counted after the call, as Redis' call() does: INFO does not see itself.
     core.stats.commands += 1;
-    let stat = &mut core.stats.per_command[cmd.id];
-    stat.calls += 1;
-    let started = stat
-        .calls
-        .is_multiple_of(TIMING_SAMPLE_EVERY)
-        .then(Instant::now);
-    // A container runs as its subcommand (its statistics stay the container's).
-    let result = cmd.resolve(args).and_then(|cmd| {
-        client.last_cmd = cmd.meta.name;
-        run_routed(core, conns, client, replies, who, cmd, args)
-    });
-
-    if let Some(started) = started {
-        core.stats.per_command[cmd.id].usec +=
-            started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
-    }
+    core.stats.per_command[stat].calls += 1;
     if let Err(e) = result {
-        core.stats.per_command[cmd.id].failed += 1;
+        core.stats.per_command[stat].failed += 1;
+        core.stats.count_error(&e);
         e.write(&mut Reply::new(replies.sink(), client.proto));
     }
 }
@@ -331,6 +337,26 @@ fn run_routed(
         }
         Route::AllShards => {
             let shards = core.topo.nodes.len();
+            if cmd.merge == Some(Merge::FirstNonNull) {
+                // RANDOMKEY: each shard's key count with its key, weighed at merge.
+                let pick = core.engine.next_random() as u32;
+                let seq = replies.hold(Merge::WeightedPick { pick }, 2 * shards);
+                for shard in 0..shards {
+                    let count = [b"DBSIZE".as_slice()].into_iter();
+                    send_part(core, client, replies, who, seq, 2 * shard, shard, count);
+                    send_part(
+                        core,
+                        client,
+                        replies,
+                        who,
+                        seq,
+                        2 * shard + 1,
+                        shard,
+                        args.iter(),
+                    );
+                }
+                return Ok(());
+            }
             let seq = replies.hold(cmd.merge.unwrap_or(Merge::Single), shards);
             for shard in 0..shards {
                 send_part(core, client, replies, who, seq, shard, shard, args.iter());
@@ -427,8 +453,13 @@ fn run_local(
                 core,
                 client,
                 conns,
+                gather: None,
             };
-            handler(&mut ctx, args, &mut reply)
+            let result = handler(&mut ctx, args, &mut reply);
+            if let Some(gather) = ctx.gather {
+                crate::gather::start(core, client, replies, who, gather);
+            }
+            result
         }
         None => unreachable!("{} resolves to a subcommand", cmd.meta.name),
     }

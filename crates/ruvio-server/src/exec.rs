@@ -86,7 +86,8 @@ pub fn run_engine(
             None
         }
         Err(e) => {
-            core.stats.per_command[cmd.id].failed += 1;
+            core.stats.per_command[cmd.stat].failed += 1;
+            core.stats.count_error(&e);
             e.write(&mut reply);
             None
         }

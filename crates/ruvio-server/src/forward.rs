@@ -17,9 +17,11 @@
 //! message in the sender's backlog until the next loop iteration.
 
 use crate::blocking::Waiter;
+use crate::cmd::client::ClientQuery;
 use crate::cmd::server::ConfigChange;
 use crate::conn::Conn;
 use crate::exec::{self, run_engine, Caller};
+use crate::gather;
 use crate::lending::{self, LendRequest, Lent, WatchRequest};
 use crate::registry::registry;
 use crate::shard::ShardCore;
@@ -92,6 +94,21 @@ pub enum ShardMsg {
     Unwatch {
         from: usize,
         ticket: u64,
+    },
+    /// Shard `from`'s INFO call `ticket` wants fresh counters (see [`crate::gather`]).
+    Publish {
+        from: usize,
+        ticket: u64,
+    },
+    /// They are published.
+    Published {
+        ticket: u64,
+    },
+    /// CLIENT LIST or KILL from shard `from`: answer part `tag.part` of its reply.
+    Clients {
+        from: usize,
+        tag: Tag,
+        query: Box<ClientQuery>,
     },
 }
 
@@ -192,6 +209,22 @@ impl Outbox {
     /// Tell `shard` to stop watching for command `ticket` of coordinator `from`.
     pub fn unwatch(&mut self, shard: usize, from: usize, ticket: u64) {
         self.direct(shard, ShardMsg::Unwatch { from, ticket });
+    }
+
+    /// Ask `shard` to publish its counters for INFO call `ticket` of shard `from`.
+    pub fn publish(&mut self, shard: usize, from: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Publish { from, ticket });
+    }
+
+    /// Tell `shard` its INFO call `ticket` has this shard's counters.
+    pub fn published(&mut self, shard: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Published { ticket });
+    }
+
+    /// Ask `shard` about its clients for shard `from`'s CLIENT LIST or KILL.
+    pub fn clients(&mut self, shard: usize, from: usize, tag: Tag, query: ClientQuery) {
+        let query = Box::new(query);
+        self.direct(shard, ShardMsg::Clients { from, tag, query });
     }
 
     /// Queue `message` for `shard` after everything queued for it so far: the
@@ -413,23 +446,18 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
         ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),
         ShardMsg::Config(change) => crate::cmd::server::apply_config_change(core, &change),
+        ShardMsg::Publish { from, ticket } => gather::publish(core, conns, from, ticket),
+        ShardMsg::Published { ticket } => gather::published(core, conns, ticket),
+        ShardMsg::Clients { from, tag, query } => {
+            gather::answer_clients(core, conns, from, tag, &query)
+        }
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
             for (tag, len) in batch.tags {
                 let bytes = batch.replies[offset..offset + len as usize].to_vec();
                 offset += len as usize;
-                if let Some(conn) = conns.get_mut(tag.conn, tag.gen) {
-                    conn.replies.fill(tag.seq, tag.part as usize, bytes);
-                    core.dirty.push((tag.conn, tag.gen));
-                    let answered = conn
-                        .client
-                        .blocked
-                        .is_some_and(|b| conn.replies.is_released(b.seq));
-                    if answered {
-                        conn.client.blocked = None;
-                        core.resume.push((tag.conn, tag.gen));
-                    }
-                }
+                let who = (tag.conn, tag.gen);
+                gather::deliver(core, conns, who, tag.seq, tag.part as usize, bytes);
             }
         }
     }

@@ -8,6 +8,7 @@ mod conn;
 mod dispatch;
 mod exec;
 mod forward;
+mod gather;
 mod lending;
 mod net;
 mod registry;

@@ -26,9 +26,11 @@ pub enum Handler {
 /// One row of the table, or one subcommand of a container row.
 #[derive(Debug)]
 pub struct Command {
-    /// Index in [`Registry::commands`], used for per-command statistics. A
-    /// subcommand shares its container's (INFO commandstats reports containers).
+    /// Index in [`Registry::commands`] (a subcommand: its container's).
     pub id: usize,
+    /// Slot in the per-command statistics (INFO commandstats reports each
+    /// subcommand on its own, `cmdstat_config|get`, as Redis 7 does).
+    pub stat: usize,
     pub meta: &'static CommandMeta,
     /// `None` only for a container whose every call names a subcommand:
     /// [`CommandTree::resolve`] never returns such a row (checked when the table is
@@ -50,17 +52,25 @@ impl CommandTree for Command {
 }
 
 impl Command {
-    /// The registry's entry for `row` (and its subcommands), statistics slot `id`.
-    fn new<H: Copy>(id: usize, row: &'static CommandRow<H>, handler: fn(H) -> Handler) -> Command {
+    /// The registry's entry for `row` (and its subcommands); statistics slots are
+    /// taken from `stats`, the next free one.
+    fn new<H: Copy>(
+        id: usize,
+        row: &'static CommandRow<H>,
+        handler: fn(H) -> Handler,
+        stats: &mut usize,
+    ) -> Command {
+        *stats += 1;
         let command = Command {
             id,
+            stat: *stats - 1,
             meta: &row.meta,
             handler: row.handler.map(handler),
             merge: row.meta.merge.map(merge_of),
             subcommands: row
                 .subcommands
                 .iter()
-                .map(|sub| Command::new(id, sub, handler))
+                .map(|sub| Command::new(id, sub, handler, stats))
                 .collect(),
         };
         assert!(
@@ -89,6 +99,8 @@ fn merge_of(rule: MergeRule) -> Merge {
 #[derive(Debug)]
 pub struct Registry {
     pub commands: Vec<Command>,
+    /// Statistics slots: one per command and subcommand.
+    pub stat_slots: usize,
     /// Command ids by the shape of their name (see [`name_bucket`]): a lookup
     /// compares a few names case-insensitively instead of copying and hashing
     /// (it runs twice per request, once for the prefetch pass).
@@ -111,11 +123,14 @@ const COMMAND_NAME_BYTES_MAX: usize = 32;
 impl Registry {
     fn build() -> Registry {
         let mut commands = Vec::new();
+        let mut stat_slots = 0;
         for row in ruvio_engine::Engine::commands() {
-            commands.push(Command::new(commands.len(), row, Handler::Engine));
+            let id = commands.len();
+            commands.push(Command::new(id, row, Handler::Engine, &mut stat_slots));
         }
         for row in crate::cmd::commands() {
-            commands.push(Command::new(commands.len(), row, Handler::Server));
+            let id = commands.len();
+            commands.push(Command::new(id, row, Handler::Server, &mut stat_slots));
         }
         let mut buckets = vec![Vec::new(); (COMMAND_NAME_BYTES_MAX + 1) * BUCKETS_PER_LENGTH];
         for command in &commands {
@@ -126,7 +141,18 @@ impl Registry {
             assert!(!taken, "command {} registered twice", command.meta.name);
             bucket.push((name, command.id));
         }
-        Registry { commands, buckets }
+        Registry {
+            commands,
+            stat_slots,
+            buckets,
+        }
+    }
+
+    /// Every command and subcommand row, containers first.
+    pub fn all_rows(&self) -> impl Iterator<Item = &Command> {
+        self.commands
+            .iter()
+            .flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()))
     }
 
     /// Find a top-level command by name, ignoring ASCII case.

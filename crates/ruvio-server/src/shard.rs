@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::conn::{BlockedOn, ClientState, Conn, ReplyMode, ReplyQueue};
 use crate::dispatch::{self, KeyWindow};
 use crate::forward::{Control, Mesh, Outbox};
+use crate::gather::Gathering;
 use crate::lending::Lending;
 use crate::slab::Slab;
 use crate::stats::{ShardStats, Shared};
@@ -88,6 +89,8 @@ pub struct ShardCore {
     pub resume: Vec<(u32, u32)>,
     /// Keys lent to, and commands run on keys borrowed from, other shards.
     pub lending: Lending,
+    /// INFO calls waiting for the other shards to publish their statistics.
+    pub gathering: Gathering,
 }
 
 /// A shard with its sockets.
@@ -134,7 +137,7 @@ impl Shard {
             ..Limits::default()
         };
         let stats = ShardStats {
-            per_command: vec![Default::default(); crate::registry::registry().commands.len()],
+            per_command: vec![Default::default(); crate::registry::registry().stat_slots],
             ..Default::default()
         };
         let shards = topo.nodes.len();
@@ -155,6 +158,7 @@ impl Shard {
                 blocking: Blocking::default(),
                 resume: Vec::new(),
                 lending: Lending::default(),
+                gathering: Gathering::default(),
             },
             conns: Slab::default(),
             ring,
@@ -308,6 +312,7 @@ impl Shard {
                     last_cmd: "NULL",
                     fd,
                     closing: false,
+                    killed: false,
                     blocked: None,
                 },
                 replies: ReplyQueue::default(),
@@ -522,7 +527,7 @@ impl Shard {
             conn.send_offset = 0;
         }
         if conn.sending.is_empty() {
-            if conn.client.closing && !conn.replies.is_holding() {
+            if conn.client.killed || (conn.client.closing && !conn.replies.is_holding()) {
                 self.close(index, gen);
             }
             return;
@@ -630,39 +635,59 @@ impl Shard {
         self.core
             .engine
             .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
+        let stats = &mut self.core.stats;
+        stats.ops.tick(self.core.now_ms, stats.commands);
         self.publish_gauges();
     }
-
     fn publish_gauges(&self) {
-        let core = &self.core;
-        let g = &core.shared.shards[core.id];
-        let engine_stats = core.engine.stats();
-        g.clients.store(self.conns.len() as u64, Relaxed);
-        g.commands.store(core.stats.commands, Relaxed);
-        g.connections_received
-            .store(core.stats.connections_received, Relaxed);
-        g.net_input_bytes.store(core.stats.net_input_bytes, Relaxed);
-        g.net_output_bytes
-            .store(core.stats.net_output_bytes, Relaxed);
-        g.expired_keys.store(engine_stats.expired_keys, Relaxed);
-        g.keyspace_hits.store(engine_stats.keyspace_hits, Relaxed);
-        g.keyspace_misses
-            .store(engine_stats.keyspace_misses, Relaxed);
-        g.used_memory
-            .store(core.engine.used_memory_bytes() as u64, Relaxed);
-        let watches = core.blocking.watches();
-        let blocked = core.blocking.len() - watches + core.lending.waiting_len();
-        g.blocked_clients.store(blocked as u64, Relaxed);
-        g.dirty.store(core.stats.dirty, Relaxed);
-        for (keys, expires) in &g.keys {
-            keys.store(0, Relaxed);
-            expires.store(0, Relaxed);
-        }
-        for (db, keys, expires) in core.engine.keyspace_info() {
-            if let Some((k, e)) = g.keys.get(db) {
-                k.store(keys as u64, Relaxed);
-                e.store(expires as u64, Relaxed);
-            }
+        publish_gauges(&self.core, self.conns.len());
+    }
+}
+
+/// Publish this shard's gauges and statistics tables for the other shards' INFO
+/// (on every tick, and when a gathering INFO asks: see [`crate::gather`]).
+pub fn publish_gauges(core: &ShardCore, clients: usize) {
+    let g = &core.shared.shards[core.id];
+    let engine_stats = core.engine.stats();
+    g.clients.store(clients as u64, Relaxed);
+    g.commands.store(core.stats.commands, Relaxed);
+    g.connections_received
+        .store(core.stats.connections_received, Relaxed);
+    g.net_input_bytes.store(core.stats.net_input_bytes, Relaxed);
+    g.net_output_bytes
+        .store(core.stats.net_output_bytes, Relaxed);
+    g.expired_keys.store(engine_stats.expired_keys, Relaxed);
+    g.keyspace_hits.store(engine_stats.keyspace_hits, Relaxed);
+    g.keyspace_misses
+        .store(engine_stats.keyspace_misses, Relaxed);
+    g.used_memory
+        .store(core.engine.used_memory_bytes() as u64, Relaxed);
+    g.blocked_clients.store(blocked_here(core), Relaxed);
+    g.dirty.store(core.stats.dirty, Relaxed);
+    g.ops_per_sec.store(core.stats.ops.per_sec(), Relaxed);
+    g.epoch.store(core.stats.epoch, Relaxed);
+    let mut tables = g.tables.lock().unwrap_or_else(|e| e.into_inner());
+    tables.epoch = core.stats.epoch;
+    tables.per_command.clone_from(&core.stats.per_command);
+    tables.errors.clear();
+    tables
+        .errors
+        .extend(core.stats.errors.iter().map(|(code, &n)| (code.clone(), n)));
+    drop(tables);
+    for (keys, expires) in &g.keys {
+        keys.store(0, Relaxed);
+        expires.store(0, Relaxed);
+    }
+    for (db, keys, expires) in core.engine.keyspace_info() {
+        if let Some((k, e)) = g.keys.get(db) {
+            k.store(keys as u64, Relaxed);
+            e.store(expires as u64, Relaxed);
         }
     }
+}
+
+/// Clients of this shard blocked in a command (parked, or waiting for borrowed keys).
+pub fn blocked_here(core: &ShardCore) -> u64 {
+    let watches = core.blocking.watches();
+    (core.blocking.len() - watches + core.lending.waiting_len()) as u64
 }

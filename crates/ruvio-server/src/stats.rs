@@ -2,8 +2,14 @@
 //! the request path) and publishes a snapshot into [`Shared`] on every background
 //! tick, so INFO on any shard can report the whole server (at most one tick stale
 //! for the other shards).
+//!
+//! CONFIG RESETSTAT on any shard starts a new statistics *epoch*: every shard resets
+//! its counters when the broadcast reaches it, and until it has published counters of
+//! the new epoch, readers count it as zero. So INFO right after RESETSTAT never shows
+//! counts from before it, on any shard.
 
 use ahash::AHashMap;
+use ruvio_engine::CmdError;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -19,6 +25,72 @@ pub struct ShardStats {
     pub dirty: u64,
     /// Per command id: calls, sampled microseconds, failed calls.
     pub per_command: Vec<CommandStat>,
+    /// Error replies by their code (the first word: `ERR`, `WRONGTYPE` ...), for INFO
+    /// errorstats.
+    pub errors: AHashMap<Box<str>, u64>,
+    /// The statistics epoch these counters belong to (see the module docs).
+    pub epoch: u64,
+    /// `instantaneous_ops_per_sec`'s samples.
+    pub ops: OpsSampler,
+}
+
+/// Distinct error codes INFO errorstats tracks, as Redis' `ERROR_STATS_NUMBER`: a
+/// client inventing codes (a script's `redis.error_reply`) cannot grow the table.
+const ERROR_CODES_MAX: usize = 128;
+
+impl ShardStats {
+    /// Count one error reply under its code.
+    pub fn count_error(&mut self, error: &CmdError) {
+        let message = error.message();
+        let code = message.split(' ').next().unwrap_or_default();
+        if let Some(n) = self.errors.get_mut(code) {
+            *n += 1;
+        } else if self.errors.len() < ERROR_CODES_MAX {
+            self.errors.insert(code.into(), 1);
+        }
+    }
+}
+
+/// Redis' instantaneous_ops_per_sec: the mean rate over the last 16 samples taken
+/// every 100 ms.
+#[derive(Debug, Default)]
+pub struct OpsSampler {
+    samples: [u64; OPS_SAMPLES],
+    next: usize,
+    last_ms: u64,
+    last_commands: u64,
+}
+
+const OPS_SAMPLES: usize = 16;
+const OPS_SAMPLE_EVERY_MS: u64 = 100;
+
+impl OpsSampler {
+    /// Take a sample if 100 ms passed; `commands` is the shard's running count.
+    pub fn tick(&mut self, now_ms: u64, commands: u64) {
+        let elapsed = now_ms.saturating_sub(self.last_ms);
+        if elapsed < OPS_SAMPLE_EVERY_MS {
+            return;
+        }
+        let done = commands.saturating_sub(self.last_commands);
+        self.samples[self.next] = done * 1000 / elapsed.max(1);
+        self.next = (self.next + 1) % OPS_SAMPLES;
+        self.last_ms = now_ms;
+        self.last_commands = commands;
+    }
+
+    /// Operations per second, averaged over the samples.
+    pub fn per_sec(&self) -> u64 {
+        self.samples.iter().sum::<u64>() / OPS_SAMPLES as u64
+    }
+}
+
+/// What a shard publishes of its tables on every tick (read under a lock that only
+/// INFO and the tick take).
+#[derive(Debug, Default)]
+pub struct StatTables {
+    pub epoch: u64,
+    pub per_command: Vec<CommandStat>,
+    pub errors: Vec<(Box<str>, u64)>,
 }
 
 /// INFO commandstats for one command.
@@ -49,8 +121,12 @@ pub struct ShardGauges {
     pub used_memory: AtomicU64,
     pub blocked_clients: AtomicU64,
     pub dirty: AtomicU64,
+    pub ops_per_sec: AtomicU64,
+    /// The statistics epoch of the counters above (see the module docs).
+    pub epoch: AtomicU64,
     /// Per database: keys and keys with a TTL.
     pub keys: Vec<(AtomicU64, AtomicU64)>,
+    pub tables: Mutex<StatTables>,
 }
 
 /// State every shard can read: gauges, the client id counter, identity.
@@ -65,6 +141,8 @@ pub struct Shared {
     /// arrive on any shard). Touched only when a client blocks or is released,
     /// never on the request path of other commands.
     blocked_clients: Mutex<AHashMap<u64, usize>>,
+    /// The current statistics epoch (CONFIG RESETSTAT starts the next one).
+    stats_epoch: AtomicU64,
 }
 
 impl Shared {
@@ -81,6 +159,7 @@ impl Shared {
             started: Instant::now(),
             started_unix_ms: now_ms,
             blocked_clients: Mutex::default(),
+            stats_epoch: AtomicU64::new(0),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,
@@ -120,11 +199,38 @@ impl Shared {
         self.shards.iter().map(|s| gauge(s).load(Relaxed)).sum()
     }
 
-    /// Keys and keys with a TTL in `db`, summed over all shards.
-    pub fn db_keys(&self, db: usize) -> (u64, u64) {
-        self.shards.iter().fold((0, 0), |(k, e), s| {
-            let (keys, expires) = &s.keys[db];
-            (k + keys.load(Relaxed), e + expires.load(Relaxed))
-        })
+    /// Sum a resettable counter over the shards that have published counters of the
+    /// current statistics epoch (the others were reset and count as zero).
+    pub fn sum_counter(&self, gauge: impl Fn(&ShardGauges) -> &AtomicU64) -> u64 {
+        let epoch = self.stats_epoch();
+        self.shards
+            .iter()
+            .filter(|s| s.epoch.load(Relaxed) >= epoch)
+            .map(|s| gauge(s).load(Relaxed))
+            .sum()
+    }
+
+    /// The current statistics epoch.
+    pub fn stats_epoch(&self) -> u64 {
+        self.stats_epoch.load(Relaxed)
+    }
+
+    /// Start a new statistics epoch (CONFIG RESETSTAT); returns it.
+    pub fn next_stats_epoch(&self) -> u64 {
+        self.stats_epoch.fetch_add(1, Relaxed) + 1
+    }
+
+    /// Read every other shard's published tables of the current epoch.
+    pub fn for_other_tables(&self, me: usize, mut f: impl FnMut(&StatTables)) {
+        let epoch = self.stats_epoch();
+        for (id, shard) in self.shards.iter().enumerate() {
+            if id == me {
+                continue;
+            }
+            let tables = shard.tables.lock().unwrap_or_else(|e| e.into_inner());
+            if tables.epoch >= epoch {
+                f(&tables);
+            }
+        }
     }
 }

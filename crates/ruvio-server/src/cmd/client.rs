@@ -1,12 +1,17 @@
 //! CLIENT and its subcommands: ID, SETNAME, GETNAME, LIST, INFO, KILL, SETINFO,
 //! NO-EVICT, NO-TOUCH, REPLY, UNBLOCK, HELP.
 //!
-//! A shard knows only its own connections, so CLIENT LIST and CLIENT KILL see the
-//! clients of the shard the caller is connected to (in per-shard mode that is the
-//! whole "node", as Redis Cluster clients expect).
+//! A shard knows only its own connections. In forward mode CLIENT LIST and CLIENT
+//! KILL ask every shard ([`ClientQuery`], gathered by [`crate::gather`]), so they see
+//! every client of the server; in per-shard mode they see the shard's own, the
+//! "node" a Redis Cluster client expects.
 
 use super::{Ctx, ServerCommand, ServerResult};
-use crate::conn::{ClientState, ReplyMode};
+use crate::config::PortMode;
+use crate::conn::{ClientState, Conn, Merge, ReplyMode};
+use crate::gather::Gather;
+use crate::shard::ShardCore;
+use crate::slab::Slab;
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
@@ -104,26 +109,122 @@ pub fn describe(c: &ClientState, now_ms: u64) -> String {
     )
 }
 
-/// All clients of this shard, the caller included, ordered by id.
-fn shard_clients<'a>(ctx: &'a Ctx<'_>) -> Vec<&'a ClientState> {
-    let mut all: Vec<&ClientState> = ctx.conns.iter().map(|(_, c)| &c.client).collect();
-    all.push(ctx.client);
-    all.sort_by_key(|c| c.id);
-    all
+/// Which clients CLIENT LIST or CLIENT KILL names: every filter given must match.
+/// Plain data, so the question can go to the other shards (forward mode).
+#[derive(Clone, Debug, Default)]
+pub struct ClientFilter {
+    ids: Option<Vec<u64>>,
+    addr: Option<String>,
+    laddr: Option<String>,
+    /// A TYPE or USER that no client here has (pubsub, replica, another user).
+    nobody: bool,
+    /// MAXAGE: connected at least this many milliseconds.
+    min_age_ms: Option<i64>,
+    /// SKIPME yes: the caller, who is not killed.
+    skip_id: Option<u64>,
+}
+
+impl ClientFilter {
+    fn matches(&self, c: &ClientState, now_ms: u64) -> bool {
+        !self.nobody
+            && self.skip_id != Some(c.id)
+            && self.ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
+            && self.addr.as_ref().is_none_or(|a| *a == c.peer)
+            && self.laddr.as_ref().is_none_or(|a| *a == c.local)
+            && self
+                .min_age_ms
+                .is_none_or(|age| now_ms.saturating_sub(c.created_ms) as i64 >= age)
+    }
+}
+
+/// A question about clients, answered by every shard for its own connections.
+#[derive(Clone, Debug)]
+pub enum ClientQuery {
+    /// CLIENT LIST: each shard answers a bulk string of its lines.
+    List(ClientFilter),
+    /// CLIENT KILL: each shard closes its matching clients and answers how many.
+    Kill(ClientFilter),
+}
+
+/// Answer `query` for this shard's clients (`caller` is the connection running the
+/// command, when it is on this shard). The reply is one part of a gathered answer
+/// ([`Merge::ClientLines`], [`Merge::SumInts`], [`Merge::KillOne`]), or the whole
+/// answer on one shard.
+pub fn answer(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    caller: Option<&mut ClientState>,
+    query: &ClientQuery,
+) -> Vec<u8> {
+    let now = core.now_ms;
+    let mut out = Vec::new();
+    match query {
+        ClientQuery::List(filter) => {
+            let mut clients: Vec<&ClientState> = conns.iter().map(|(_, c)| &c.client).collect();
+            clients.extend(caller.as_deref());
+            clients.sort_by_key(|c| c.id);
+            let mut text = String::new();
+            for c in clients.into_iter().filter(|c| filter.matches(c, now)) {
+                text.push_str(&describe(c, now));
+                text.push('\n');
+            }
+            Reply::new(&mut out, Protocol::Resp2).bulk(text.as_bytes());
+        }
+        ClientQuery::Kill(filter) => {
+            let mut killed = 0;
+            for (index, conn) in conns.iter_mut() {
+                if filter.matches(&conn.client, now) {
+                    conn.client.closing = true;
+                    conn.client.killed = true;
+                    core.dirty.push((index, conn.gen));
+                    killed += 1;
+                }
+            }
+            if let Some(me) = caller.filter(|c| filter.matches(c, now)) {
+                me.closing = true;
+                killed += 1;
+            }
+            Reply::new(&mut out, Protocol::Resp2).int(killed);
+        }
+    }
+    out
+}
+
+/// Run `query` on every shard's clients (forward mode, several shards) or on this
+/// shard's (per-shard mode keeps the node view, as a Redis Cluster node).
+fn ask_every_shard(
+    ctx: &mut Ctx<'_>,
+    query: ClientQuery,
+    merge: Merge,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let local = answer(ctx.core, ctx.conns, Some(ctx.client), &query);
+    let gathered = ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.cfg.shards > 1;
+    if gathered {
+        ctx.gather = Some(Gather::Clients {
+            query,
+            merge,
+            local,
+        });
+    } else {
+        let mut whole = Vec::new();
+        crate::conn::merge_into(merge, &[local], &[], &mut whole);
+        reply.raw(&whole);
+    }
+    Ok(())
 }
 
 /// `CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]`
 fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let mut ids: Option<Vec<u64>> = None;
-    let mut only_normal = true;
+    let mut filter = ClientFilter::default();
     let mut i = 2;
     while i < args.len() {
         let opt = args.get(i);
         if opt.eq_ignore_ascii_case(b"TYPE") && i + 1 < args.len() {
             let ty = args.get(i + 1).to_ascii_lowercase();
-            only_normal = match ty.as_slice() {
-                b"normal" => true,
-                b"master" | b"replica" | b"slave" | b"pubsub" => false,
+            filter.nobody = match ty.as_slice() {
+                b"normal" => false,
+                b"master" | b"replica" | b"slave" | b"pubsub" => true,
                 _ => return Err(CmdError::unknown_client_type(args.get(i + 1))),
             };
             i += 2;
@@ -135,22 +236,16 @@ fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
                     _ => return Err(CmdError::InvalidClientId),
                 }
             }
-            ids = Some(wanted);
+            filter.ids = Some(wanted);
             i = args.len();
         } else {
             return Err(CmdError::Syntax);
         }
     }
-    let now = ctx.core.now_ms;
-    let mut text = String::new();
-    for c in shard_clients(ctx) {
-        if only_normal && ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
-            text.push_str(&describe(c, now));
-            text.push('\n');
-        }
-    }
-    reply.verbatim("txt", text.as_bytes());
-    Ok(())
+    let merge = Merge::ClientLines {
+        verbatim: ctx.client.proto == Protocol::Resp3,
+    };
+    ask_every_shard(ctx, ClientQuery::List(filter), merge, reply)
 }
 
 /// `CLIENT INFO`
@@ -164,35 +259,31 @@ fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 /// `CLIENT KILL ip:port` or `CLIENT KILL [ID id] [ADDR ip:port] [LADDR ip:port] [USER name] [SKIPME yes|no] [MAXAGE secs]`
 fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if args.len() == 3 {
-        let addr = String::from_utf8_lossy(args.get(2)).into_owned();
-        if kill_matching(ctx, |c| c.peer == addr, false) == 0 {
-            return Err(CmdError::NoSuchClient);
-        }
-        reply.ok();
-        return Ok(());
+        let filter = ClientFilter {
+            addr: Some(String::from_utf8_lossy(args.get(2)).into_owned()),
+            ..Default::default()
+        };
+        return ask_every_shard(ctx, ClientQuery::Kill(filter), Merge::KillOne, reply);
     }
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
-    let mut filters: Vec<ClientFilter> = Vec::new();
+    let mut filter = ClientFilter::default();
     let mut skip_me = true;
     for pair in (2..args.len()).step_by(2) {
         let (opt, value) = (args.get(pair).to_ascii_lowercase(), args.get(pair + 1));
         let text = String::from_utf8_lossy(value).into_owned();
         match opt.as_slice() {
             b"id" => match super::parse_i64(value) {
-                Some(n) if n > 0 => filters.push(Box::new(move |c| c.id == n as u64)),
+                Some(n) if n > 0 => filter.ids = Some(vec![n as u64]),
                 _ => return Err(CmdError::ClientIdNotPositive),
             },
-            b"addr" => filters.push(Box::new(move |c| c.peer == text)),
-            b"laddr" => filters.push(Box::new(move |c| c.local == text)),
-            b"user" => {
-                let is_default = text == "default";
-                filters.push(Box::new(move |_| is_default))
-            }
+            b"addr" => filter.addr = Some(text),
+            b"laddr" => filter.laddr = Some(text),
+            b"user" => filter.nobody |= text != "default",
             b"type" => match text.to_ascii_lowercase().as_str() {
                 "normal" => {}
-                "master" | "replica" | "slave" | "pubsub" => filters.push(Box::new(|_| false)),
+                "master" | "replica" | "slave" | "pubsub" => filter.nobody = true,
                 _ => return Err(CmdError::unknown_client_type(value)),
             },
             b"skipme" => match text.to_ascii_lowercase().as_str() {
@@ -201,44 +292,14 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
                 _ => return Err(CmdError::Syntax),
             },
             b"maxage" => match super::parse_i64(value) {
-                Some(secs) => {
-                    let now = ctx.core.now_ms;
-                    filters.push(Box::new(move |c| {
-                        now.saturating_sub(c.created_ms) as i64 >= secs.saturating_mul(1000)
-                    }))
-                }
+                Some(secs) => filter.min_age_ms = Some(secs.saturating_mul(1000)),
                 None => return Err(CmdError::NotInteger),
             },
             _ => return Err(CmdError::Syntax),
         }
     }
-    let killed = kill_matching(ctx, |c| filters.iter().all(|f| f(c)), skip_me);
-    reply.int(killed as i64);
-    Ok(())
-}
-
-/// One CLIENT KILL filter.
-type ClientFilter = Box<dyn Fn(&ClientState) -> bool>;
-
-/// Mark matching clients for closing; returns how many.
-fn kill_matching(
-    ctx: &mut Ctx<'_>,
-    matches: impl Fn(&ClientState) -> bool,
-    skip_me: bool,
-) -> usize {
-    let mut killed = 0;
-    for (index, conn) in ctx.conns.iter_mut() {
-        if matches(&conn.client) {
-            conn.client.closing = true;
-            ctx.core.dirty.push((index, conn.gen));
-            killed += 1;
-        }
-    }
-    if !skip_me && matches(ctx.client) {
-        ctx.client.closing = true;
-        killed += 1;
-    }
-    killed
+    filter.skip_id = skip_me.then_some(ctx.client.id);
+    ask_every_shard(ctx, ClientQuery::Kill(filter), Merge::SumInts, reply)
 }
 
 /// `CLIENT SETINFO LIB-NAME|LIB-VER value`

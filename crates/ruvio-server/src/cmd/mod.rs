@@ -14,6 +14,7 @@ pub mod introspection;
 pub mod server;
 
 use crate::conn::{ClientState, Conn};
+use crate::gather::Gather;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use ruvio_engine::{CmdError, CommandRow};
@@ -25,6 +26,9 @@ pub struct Ctx<'a> {
     pub client: &'a mut ClientState,
     /// The shard's other connections (the caller's own is taken out while it runs).
     pub conns: &'a mut Slab<Conn>,
+    /// Set by a handler whose answer needs every shard (forward mode): the
+    /// dispatcher holds the reply and asks them ([`crate::gather`]).
+    pub gather: Option<Gather>,
 }
 
 /// What a server handler returns: `Ok` after writing its whole reply, or the error

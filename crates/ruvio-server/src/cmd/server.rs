@@ -8,12 +8,14 @@
 
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
+use crate::gather::Gather;
 use crate::shard::ShardCore;
+use crate::stats::{CommandStat, ShardGauges, ShardStats};
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 use std::fmt::Write;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The server family's table.
 #[rustfmt::skip]
@@ -44,7 +46,13 @@ fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         .skip(1)
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    let text = info_text(ctx, &wanted);
+    if ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.cfg.shards > 1 {
+        // The other shards publish first: INFO counts everything done before it.
+        ctx.gather = Some(Gather::Info { sections: wanted });
+        return Ok(());
+    }
+    // `len` counts the caller's slot too (taken out while it runs).
+    let text = info_text(ctx.core, ctx.conns.len(), &wanted);
     reply.verbatim("txt", text.as_bytes());
     Ok(())
 }
@@ -64,7 +72,9 @@ const DEFAULT_SECTIONS: &[&str] = &[
     "keyspace",
 ];
 
-fn info_text(ctx: &Ctx<'_>, wanted: &[String]) -> String {
+/// INFO's text for section names `wanted`; `clients` is this shard's connection
+/// count (the other shards' come from what they published).
+pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String {
     let everything = wanted.iter().any(|w| w == "all" || w == "everything");
     let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
     let mut sections: Vec<&str> = Vec::new();
@@ -90,7 +100,7 @@ fn info_text(ctx: &Ctx<'_>, wanted: &[String]) -> String {
                 title
             }
         );
-        section(ctx.core, name, &mut out);
+        section(core, clients, name, &mut out);
     }
     out
 }
@@ -126,7 +136,7 @@ fn cpu_seconds() -> (f64, f64) {
     (secs(usage.ru_stime), secs(usage.ru_utime))
 }
 
-fn section(core: &ShardCore, name: &str, out: &mut String) {
+fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
     let shared = &core.shared;
     let uptime = shared.started.elapsed().as_secs();
     let mut line = |k: &str, v: &dyn std::fmt::Display| {
@@ -183,12 +193,23 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             line("ruvio_port_mode", &core.cfg.port_mode.name());
         }
         "clients" => {
-            line("connected_clients", &shared.sum(|g| &g.clients).max(1));
+            let gauge_here = |gauge: fn(&ShardGauges) -> &AtomicU64| {
+                gauge(&shared.shards[core.id]).load(Relaxed)
+            };
+            let (clients_elsewhere, blocked_elsewhere) = match core.cfg.port_mode {
+                PortMode::PerShard => (0, 0),
+                PortMode::Forward => (
+                    shared.sum(|g| &g.clients) - gauge_here(|g| &g.clients),
+                    shared.sum(|g| &g.blocked_clients) - gauge_here(|g| &g.blocked_clients),
+                ),
+            };
+            line("connected_clients", &(clients as u64 + clients_elsewhere));
             line("cluster_connections", &0);
             line("maxclients", &10000);
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
-            line("blocked_clients", &shared.sum(|g| &g.blocked_clients));
+            let blocked = crate::shard::blocked_here(core) + blocked_elsewhere;
+            line("blocked_clients", &blocked);
             line("tracking_clients", &0);
             line("clients_in_timeout_table", &0);
         }
@@ -223,29 +244,49 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             line("aof_last_write_status", &"ok");
         }
         "stats" => {
-            let total = shared.sum(|g| &g.commands);
+            let engine = core.engine.stats();
+            let counter = |live: u64, gauge: fn(&ShardGauges) -> &AtomicU64| {
+                server_counter(core, live, gauge)
+            };
+            let stats = &core.stats;
             line(
                 "total_connections_received",
-                &shared.sum(|g| &g.connections_received),
+                &counter(stats.connections_received, |g| &g.connections_received),
             );
-            line("total_commands_processed", &total);
-            line("instantaneous_ops_per_sec", &0);
-            line("total_net_input_bytes", &shared.sum(|g| &g.net_input_bytes));
+            line(
+                "total_commands_processed",
+                &counter(stats.commands, |g| &g.commands),
+            );
+            line(
+                "instantaneous_ops_per_sec",
+                &counter(stats.ops.per_sec(), |g| &g.ops_per_sec),
+            );
+            line(
+                "total_net_input_bytes",
+                &counter(stats.net_input_bytes, |g| &g.net_input_bytes),
+            );
             line(
                 "total_net_output_bytes",
-                &shared.sum(|g| &g.net_output_bytes),
+                &counter(stats.net_output_bytes, |g| &g.net_output_bytes),
             );
             line("rejected_connections", &0);
-            line("expired_keys", &shared.sum(|g| &g.expired_keys));
+            line(
+                "expired_keys",
+                &counter(engine.expired_keys, |g| &g.expired_keys),
+            );
             line("evicted_keys", &0);
-            line("keyspace_hits", &shared.sum(|g| &g.keyspace_hits));
-            line("keyspace_misses", &shared.sum(|g| &g.keyspace_misses));
+            line(
+                "keyspace_hits",
+                &counter(engine.keyspace_hits, |g| &g.keyspace_hits),
+            );
+            line(
+                "keyspace_misses",
+                &counter(engine.keyspace_misses, |g| &g.keyspace_misses),
+            );
             line("pubsub_channels", &0);
             line("pubsub_patterns", &0);
-            line(
-                "total_error_replies",
-                &core.stats.per_command.iter().map(|c| c.failed).sum::<u64>(),
-            );
+            let errors: u64 = server_errors(core).iter().map(|(_, n)| n).sum();
+            line("total_error_replies", &errors);
         }
         "replication" => {
             line("role", &"master");
@@ -266,13 +307,26 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             &((core.cfg.port_mode == PortMode::PerShard) as u8),
         ),
         "keyspace" => {
-            for db in 0..core.cfg.databases {
-                let (keys, expires) = if core.cfg.port_mode == PortMode::PerShard {
-                    let g = &shared.shards[core.id].keys[db];
-                    (g.0.load(Relaxed), g.1.load(Relaxed))
-                } else {
-                    shared.db_keys(db)
-                };
+            let mut dbs = vec![(0u64, 0u64); core.cfg.databases];
+            for (db, keys, expires) in core.engine.keyspace_info() {
+                if let Some(counts) = dbs.get_mut(db) {
+                    *counts = (keys as u64, expires as u64);
+                }
+            }
+            if core.cfg.port_mode == PortMode::Forward {
+                let others = shared
+                    .shards
+                    .iter()
+                    .enumerate()
+                    .filter(|&(id, _)| id != core.id);
+                for (_, gauges) in others {
+                    for (counts, (keys, expires)) in dbs.iter_mut().zip(&gauges.keys) {
+                        counts.0 += keys.load(Relaxed);
+                        counts.1 += expires.load(Relaxed);
+                    }
+                }
+            }
+            for (db, (keys, expires)) in dbs.into_iter().enumerate() {
                 if keys > 0 {
                     line(
                         &format!("db{db}"),
@@ -282,16 +336,84 @@ fn section(core: &ShardCore, name: &str, out: &mut String) {
             }
         }
         "commandstats" => {
-            for cmd in &crate::registry::registry().commands {
-                let s = core.stats.per_command[cmd.id];
-                if s.calls > 0 || s.rejected > 0 {
+            let per_command = server_command_stats(core);
+            for cmd in crate::registry::registry().all_rows() {
+                let s = per_command[cmd.stat];
+                if s.calls > 0 || s.rejected > 0 || s.failed > 0 {
                     let per_call = s.usec as f64 / s.calls.max(1) as f64;
                     line(&format!("cmdstat_{}", cmd.meta.name), &format!("calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}", s.calls, s.usec, s.rejected, s.failed));
                 }
             }
         }
+        "errorstats" => {
+            for (code, count) in server_errors(core) {
+                line(&format!("errorstat_{code}"), &format!("count={count}"));
+            }
+        }
         _ => {}
     }
+}
+
+/// A resettable counter of the whole server: this shard's live value plus what the
+/// other shards published in the current statistics epoch. Per-shard mode reports
+/// the node alone, as a Redis Cluster node does.
+fn server_counter(core: &ShardCore, live: u64, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64 {
+    if core.cfg.port_mode == PortMode::PerShard {
+        return live;
+    }
+    let others: u64 = core
+        .shared
+        .sum_counter(gauge)
+        .saturating_sub(gauge_of_mine(core, gauge));
+    live + others
+}
+
+/// This shard's own published value of a counter, if it is of the current epoch.
+fn gauge_of_mine(core: &ShardCore, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64 {
+    let mine = &core.shared.shards[core.id];
+    if mine.epoch.load(Relaxed) >= core.shared.stats_epoch() {
+        gauge(mine).load(Relaxed)
+    } else {
+        0
+    }
+}
+
+/// INFO commandstats of the whole server (of the node in per-shard mode).
+fn server_command_stats(core: &ShardCore) -> Vec<CommandStat> {
+    let mut total = core.stats.per_command.clone();
+    if core.cfg.port_mode == PortMode::Forward {
+        core.shared.for_other_tables(core.id, |tables| {
+            for (sum, s) in total.iter_mut().zip(&tables.per_command) {
+                sum.calls += s.calls;
+                sum.usec += s.usec;
+                sum.failed += s.failed;
+                sum.rejected += s.rejected;
+            }
+        });
+    }
+    total
+}
+
+/// INFO errorstats of the whole server (of the node in per-shard mode), by code.
+fn server_errors(core: &ShardCore) -> Vec<(Box<str>, u64)> {
+    let mut total: Vec<(Box<str>, u64)> = core
+        .stats
+        .errors
+        .iter()
+        .map(|(code, &n)| (code.clone(), n))
+        .collect();
+    if core.cfg.port_mode == PortMode::Forward {
+        core.shared.for_other_tables(core.id, |tables| {
+            for (code, n) in &tables.errors {
+                match total.iter_mut().find(|(c, _)| c == code) {
+                    Some((_, sum)) => *sum += n,
+                    None => total.push((code.clone(), *n)),
+                }
+            }
+        });
+    }
+    total.sort();
+    total
 }
 
 /// Applies a CONFIG SET value; `Err` when the value is not acceptable.
@@ -624,8 +746,8 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
 pub enum ConfigChange {
     /// Parameters already validated by the shard that received CONFIG SET.
     Set(Vec<(String, String)>),
-    /// CONFIG RESETSTAT.
-    ResetStats,
+    /// CONFIG RESETSTAT, which started this statistics epoch.
+    ResetStats { epoch: u64 },
 }
 
 /// Apply a change another shard broadcast.
@@ -638,20 +760,29 @@ pub fn apply_config_change(core: &mut ShardCore, change: &ConfigChange) {
                 }
             }
         }
-        ConfigChange::ResetStats => reset_stats(core),
+        ConfigChange::ResetStats { epoch } => reset_stats(core, *epoch),
     }
 }
 
-fn reset_stats(core: &mut ShardCore) {
-    let per_command = core.stats.per_command.len();
-    core.stats = Default::default();
-    core.stats.per_command = vec![Default::default(); per_command];
+/// Zero the counters Redis' CONFIG RESETSTAT zeroes (not the dataset's change count)
+/// and move to statistics epoch `epoch`.
+fn reset_stats(core: &mut ShardCore, epoch: u64) {
+    let stats = &mut core.stats;
+    *stats = ShardStats {
+        per_command: vec![Default::default(); stats.per_command.len()],
+        dirty: stats.dirty,
+        epoch,
+        ..Default::default()
+    };
     core.engine.reset_stats();
 }
 
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    reset_stats(ctx.core);
-    ctx.core.outbox.broadcast(ConfigChange::ResetStats);
+    let epoch = ctx.core.shared.next_stats_epoch();
+    reset_stats(ctx.core, epoch);
+    ctx.core
+        .outbox
+        .broadcast(ConfigChange::ResetStats { epoch });
     reply.ok();
     Ok(())
 }

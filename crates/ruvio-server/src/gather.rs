@@ -1,0 +1,167 @@
+//! Server-wide answers in forward mode, gathered over the mesh, so that a plain
+//! client sees one server whichever shard it landed on:
+//!
+//! - INFO asks every other shard to publish its counters and tables now
+//!   ([`ShardMsg::Publish`](crate::forward::ShardMsg)), then renders from the
+//!   published values: everything a shard did before it saw the request is counted
+//!   (its replies to this client included), and no shard waits for another.
+//! - CLIENT LIST and CLIENT KILL send the question ([`ClientQuery`]) to every shard;
+//!   each answers for its own connections in a part of one held reply, merged by
+//!   [`Merge::ClientLines`] or [`Merge::SumInts`] / [`Merge::KillOne`].
+//!
+//! Like a cross-shard command, the caller's connection runs nothing it pipelined
+//! after the command until the answer is complete.
+
+use crate::cmd::client::ClientQuery;
+use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
+use crate::forward::Tag;
+use crate::shard::ShardCore;
+use crate::slab::Slab;
+use ahash::AHashMap;
+use ruvio_resp::{Protocol, Reply};
+
+/// What a server command asks to be gathered from every shard.
+#[derive(Debug)]
+pub enum Gather {
+    /// Render INFO with these section names once every other shard has published.
+    Info { sections: Vec<String> },
+    /// Ask every shard `query`; `local` is this shard's part, already answered.
+    Clients {
+        query: ClientQuery,
+        merge: Merge,
+        local: Vec<u8>,
+    },
+}
+
+/// An INFO call waiting for the other shards to publish.
+#[derive(Debug)]
+struct PendingInfo {
+    conn: u32,
+    gen: u32,
+    seq: u64,
+    proto: Protocol,
+    sections: Vec<String>,
+    missing: usize,
+}
+
+/// A shard's INFO calls in flight.
+#[derive(Debug, Default)]
+pub struct Gathering {
+    next_ticket: u64,
+    info: AHashMap<u64, PendingInfo>,
+}
+
+/// Hold the caller's reply and send `gather`'s questions to every other shard.
+pub fn start(
+    core: &mut ShardCore,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    gather: Gather,
+) {
+    let shards = core.topo.nodes.len();
+    let others = (0..shards).filter(|&s| s != core.id);
+    match gather {
+        Gather::Info { sections } => {
+            let seq = replies.hold(Merge::Single, 1);
+            client.blocked = Some(BlockedOn { seq, remote: None });
+            core.gathering.next_ticket += 1;
+            let ticket = core.gathering.next_ticket;
+            let pending = PendingInfo {
+                conn: who.0,
+                gen: who.1,
+                seq,
+                proto: client.proto,
+                sections,
+                missing: shards - 1,
+            };
+            core.gathering.info.insert(ticket, pending);
+            for to in others {
+                core.outbox.publish(to, core.id, ticket);
+            }
+        }
+        Gather::Clients {
+            query,
+            merge,
+            local,
+        } => {
+            let seq = replies.hold(merge, shards);
+            client.blocked = Some(BlockedOn { seq, remote: None });
+            for to in others {
+                let tag = Tag {
+                    conn: who.0,
+                    gen: who.1,
+                    seq,
+                    part: to as u16,
+                    db: client.db as u16,
+                    resp3: client.proto == Protocol::Resp3,
+                    no_touch: client.no_touch,
+                    client_id: client.id,
+                };
+                core.outbox.clients(to, core.id, tag, query.clone());
+            }
+            replies.fill(seq, core.id, local);
+        }
+    }
+}
+
+/// Another shard's INFO wants this shard's counters now.
+pub fn publish(core: &mut ShardCore, conns: &Slab<Conn>, from: usize, ticket: u64) {
+    crate::shard::publish_gauges(core, conns.len());
+    core.outbox.published(from, ticket);
+}
+
+/// A shard published for INFO call `ticket`: render it when it was the last.
+pub fn published(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    let Some(pending) = core.gathering.info.get_mut(&ticket) else {
+        return;
+    };
+    pending.missing -= 1;
+    if pending.missing > 0 {
+        return;
+    }
+    let Some(p) = core.gathering.info.remove(&ticket) else {
+        return;
+    };
+    let text = crate::cmd::server::info_text(core, conns.len(), &p.sections);
+    let mut out = Vec::new();
+    Reply::new(&mut out, p.proto).verbatim("txt", text.as_bytes());
+    deliver(core, conns, (p.conn, p.gen), p.seq, 0, out);
+}
+
+/// Another shard's CLIENT LIST or KILL: answer for this shard's connections.
+pub fn answer_clients(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    from: usize,
+    tag: Tag,
+    query: &ClientQuery,
+) {
+    let part = crate::cmd::client::answer(core, conns, None, query);
+    core.outbox.reply(from, tag, &part);
+}
+
+/// Put part `part` of held reply `seq` into connection `who`'s queue; a client
+/// waiting for it goes on with what it pipelined after.
+pub fn deliver(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    who: (u32, u32),
+    seq: u64,
+    part: usize,
+    bytes: Vec<u8>,
+) {
+    let Some(conn) = conns.get_mut(who.0, who.1) else {
+        return;
+    };
+    conn.replies.fill(seq, part, bytes);
+    core.dirty.push(who);
+    let answered = conn
+        .client
+        .blocked
+        .is_some_and(|b| conn.replies.is_released(b.seq));
+    if answered {
+        conn.client.blocked = None;
+        core.resume.push(who);
+    }
+}

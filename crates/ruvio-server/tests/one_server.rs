@@ -1,0 +1,310 @@
+//! Forward mode is one Redis to a plain client: clients, statistics and the random
+//! key are server-wide, whichever shard each connection landed on. Every test runs
+//! with 1, 2 and 4 shards (4 shards on this 2-CPU machine share CPUs, which forward
+//! mode allows), and each passes against a real redis-server too
+//! (`RUVIO_TEST_TARGET=redis`).
+//!
+//! Connections land on shards by the kernel's SO_REUSEPORT hash, so a handful of
+//! connections covers several shards; the tests do not depend on which.
+
+mod common;
+
+use common::*;
+use redis::{Connection, FromRedisValue, Value};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Connections each test opens: with 4 shards, enough that several shards get some.
+const CLIENTS: usize = 12;
+
+fn q<T: FromRedisValue>(con: &mut Connection, args: &[&str]) -> T {
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// The value of `field` in INFO `section` (as a string), if present.
+fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<String> {
+    let text: String = q(con, &["INFO", section]);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+}
+
+/// `key=value` pairs of one INFO line's value (`calls=3,usec=...`).
+fn info_pairs(value: &str) -> BTreeMap<String, String> {
+    value
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Named connections c0, c1 ... and their client ids.
+fn named_clients(server: &Server) -> Vec<(Connection, i64)> {
+    (0..CLIENTS)
+        .map(|i| {
+            let mut con = server.client();
+            let _: () = q(&mut con, &["CLIENT", "SETNAME", &format!("c{i}")]);
+            let id: i64 = q(&mut con, &["CLIENT", "ID"]);
+            (con, id)
+        })
+        .collect()
+}
+
+/// Poll (a functional wait, not a timing assertion) until `done` holds or 5 s pass.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+fn clients_everywhere(shards: usize) {
+    let server = Server::forward(shards);
+    let mut clients = named_clients(&server);
+    let mut admin = server.client();
+    let list: String = q(&mut admin, &["CLIENT", "LIST"]);
+    let lines: Vec<&str> = list.lines().collect();
+    assert_eq!(lines.len(), CLIENTS + 1, "{list}");
+    let ids: Vec<i64> = lines
+        .iter()
+        .map(|l| l["id=".len()..l.find(' ').unwrap()].parse().unwrap())
+        .collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "ordered by id: {ids:?}"
+    );
+    for (i, (_, id)) in clients.iter().enumerate() {
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with(&format!("id={id} ")))
+            .unwrap();
+        assert!(line.contains(&format!(" name=c{i} ")), "{line}");
+    }
+
+    // CLIENT LIST ID picks clients of any shard.
+    let wanted = format!("{}", clients[5].1);
+    let one: String = q(&mut admin, &["CLIENT", "LIST", "ID", &wanted, "999999"]);
+    assert_eq!(one.lines().count(), 1, "{one}");
+    assert!(one.contains(" name=c5 "), "{one}");
+
+    // CLIENT KILL ID, new syntax: the count; the victim's connection is closed.
+    let victim = clients[3].1.to_string();
+    assert_eq!(q::<i64>(&mut admin, &["CLIENT", "KILL", "ID", &victim]), 1);
+    assert_eq!(q::<i64>(&mut admin, &["CLIENT", "KILL", "ID", &victim]), 0);
+    assert!(redis::cmd("PING")
+        .query::<String>(&mut clients[3].0)
+        .is_err());
+
+    // The old syntax by address.
+    let line = q::<String>(
+        &mut admin,
+        &["CLIENT", "LIST", "ID", &clients[4].1.to_string()],
+    );
+    let addr = line
+        .split(' ')
+        .find_map(|f| f.strip_prefix("addr="))
+        .unwrap()
+        .to_string();
+    assert_eq!(q::<String>(&mut admin, &["CLIENT", "KILL", &addr]), "OK");
+    let gone = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg(&addr)
+        .query::<String>(&mut admin)
+        .unwrap_err();
+    assert_eq!(gone.detail(), Some("No such client"), "{gone}");
+
+    // A blocked client on any shard counts in INFO and can be killed.
+    let mut blocked = server.client();
+    let blocked_id: i64 = q(&mut blocked, &["CLIENT", "ID"]);
+    let waiter = std::thread::spawn(move || {
+        redis::cmd("BLPOP")
+            .arg("nothing")
+            .arg(0)
+            .query::<Value>(&mut blocked)
+    });
+    assert!(eventually(|| info_field(
+        &mut admin,
+        "clients",
+        "blocked_clients"
+    )
+    .as_deref()
+        == Some("1")));
+    let killed: i64 = q(
+        &mut admin,
+        &["CLIENT", "KILL", "ID", &blocked_id.to_string()],
+    );
+    assert_eq!(killed, 1);
+    assert!(
+        waiter.join().unwrap().is_err(),
+        "the blocked client was closed"
+    );
+
+    // Everyone but the caller, wherever they are.
+    let rest: i64 = q(
+        &mut admin,
+        &["CLIENT", "KILL", "USER", "default", "SKIPME", "yes"],
+    );
+    assert_eq!(rest, (CLIENTS - 2) as i64);
+    assert!(eventually(|| info_field(
+        &mut admin,
+        "clients",
+        "connected_clients"
+    )
+    .as_deref()
+        == Some("1")));
+    assert_eq!(
+        info_field(&mut admin, "clients", "blocked_clients").as_deref(),
+        Some("0")
+    );
+    let list: String = q(&mut admin, &["CLIENT", "LIST"]);
+    assert_eq!(list.lines().count(), 1, "{list}");
+}
+
+#[test]
+fn clients_everywhere_1_shard() {
+    clients_everywhere(1);
+}
+
+#[test]
+fn clients_everywhere_2_shards() {
+    clients_everywhere(2);
+}
+
+#[test]
+fn clients_everywhere_4_shards() {
+    clients_everywhere(4);
+}
+
+fn statistics_everywhere(shards: usize) {
+    let server = Server::forward(shards);
+    let mut admin = server.client();
+    let _: () = q(&mut admin, &["SET", "before", "x"]);
+    let _: () = q(&mut admin, &["CONFIG", "RESETSTAT"]);
+    let mut clients = named_clients(&server);
+    // A fresh connection, maybe on a shard none of the others use, sees it all at
+    // once. (Error counts are taken as differences: a client library's handshake
+    // may fail a command on some servers, as CLIENT SETINFO on Redis 7.0.)
+    let mut fresh = server.client();
+    let count_of = |con: &mut Connection, code: &str| -> u64 {
+        info_field(con, "errorstats", &format!("errorstat_{code}"))
+            .and_then(|v| v.strip_prefix("count=").and_then(|n| n.parse().ok()))
+            .unwrap_or(0)
+    };
+    let errors_of = |con: &mut Connection| -> u64 {
+        info_field(con, "stats", "total_error_replies")
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (err_before, errors_before) = (count_of(&mut fresh, "ERR"), errors_of(&mut fresh));
+    for (i, (con, _)) in clients.iter_mut().enumerate() {
+        let key = format!("key:{i}");
+        let _: () = q(con, &["SET", &key, "v"]);
+        let _: Option<String> = q(con, &["GET", &key]);
+        let _: Option<String> = q(con, &["GET", &format!("missing:{i}")]);
+        assert!(redis::cmd("LPUSH")
+            .arg(&key)
+            .arg("x")
+            .query::<i64>(con)
+            .is_err());
+        assert!(redis::cmd("NOSUCHCOMMAND").query::<Value>(con).is_err());
+    }
+    let set = info_pairs(&info_field(&mut fresh, "commandstats", "cmdstat_set").unwrap());
+    assert_eq!(
+        set["calls"],
+        CLIENTS.to_string(),
+        "the SET before RESETSTAT is not counted"
+    );
+    let lpush = info_pairs(&info_field(&mut fresh, "commandstats", "cmdstat_lpush").unwrap());
+    assert_eq!(lpush["failed_calls"], CLIENTS.to_string());
+    let setname = info_field(&mut fresh, "commandstats", "cmdstat_client|setname").unwrap();
+    assert_eq!(info_pairs(&setname)["calls"], CLIENTS.to_string());
+    assert_eq!(count_of(&mut fresh, "WRONGTYPE"), CLIENTS as u64);
+    assert_eq!(count_of(&mut fresh, "ERR") - err_before, CLIENTS as u64);
+    assert_eq!(errors_of(&mut fresh) - errors_before, 2 * CLIENTS as u64);
+    let hits = info_field(&mut fresh, "stats", "keyspace_hits").unwrap();
+    assert_eq!(hits, CLIENTS.to_string());
+    let misses = info_field(&mut fresh, "stats", "keyspace_misses").unwrap();
+    assert_eq!(misses, CLIENTS.to_string());
+    let keys = info_field(&mut fresh, "keyspace", "db0").unwrap();
+    assert!(
+        keys.starts_with(&format!("keys={},", CLIENTS + 1)),
+        "{keys}"
+    );
+    // RESETSTAT on one connection resets every shard's counters.
+    let _: () = q(&mut clients[7].0, &["CONFIG", "RESETSTAT"]);
+    let mut after = server.client();
+    assert_eq!(info_field(&mut after, "commandstats", "cmdstat_set"), None);
+    assert_eq!(
+        info_field(&mut after, "errorstats", "errorstat_WRONGTYPE"),
+        None
+    );
+    // Only the new connection's handshake errors, if any, are counted.
+    assert!(errors_of(&mut after) < 2 * CLIENTS as u64);
+}
+
+#[test]
+fn statistics_everywhere_1_shard() {
+    statistics_everywhere(1);
+}
+
+#[test]
+fn statistics_everywhere_2_shards() {
+    statistics_everywhere(2);
+}
+
+#[test]
+fn statistics_everywhere_4_shards() {
+    statistics_everywhere(4);
+}
+
+/// RANDOMKEY is uniform over the keys, not over the shards: 12 keys, whatever the
+/// shards hold, each drawn about 1/12 of the time (bounds: more than 6 standard
+/// deviations away from the mean, so the test does not flake).
+fn randomkey_uniform(shards: usize) {
+    let server = Server::forward(shards);
+    let mut con = server.client();
+    assert_eq!(q::<Value>(&mut con, &["RANDOMKEY"]), Value::Nil);
+    let keys: Vec<String> = (0..12).map(|i| format!("rk:{i}")).collect();
+    for key in &keys {
+        let _: () = q(&mut con, &["SET", key, "v"]);
+    }
+    let draws = 2400;
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut pipe = redis::pipe();
+    for _ in 0..draws {
+        pipe.cmd("RANDOMKEY");
+    }
+    for key in pipe.query::<Vec<String>>(&mut con).unwrap() {
+        *seen.entry(key).or_default() += 1;
+    }
+    assert_eq!(seen.len(), keys.len(), "{seen:?}");
+    for (key, n) in &seen {
+        assert!(
+            (120..=290).contains(n),
+            "{key} drawn {n} of {draws}: {seen:?}"
+        );
+    }
+}
+
+#[test]
+fn randomkey_uniform_1_shard() {
+    randomkey_uniform(1);
+}
+
+#[test]
+fn randomkey_uniform_2_shards() {
+    randomkey_uniform(2);
+}
+
+#[test]
+fn randomkey_uniform_4_shards() {
+    randomkey_uniform(4);
+}
