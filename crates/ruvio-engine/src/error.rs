@@ -90,6 +90,10 @@ pub enum CmdError {
     TimeoutNotFloat,
     /// A blocking timeout below 0.
     TimeoutNegative,
+    /// CLIENT PAUSE's timeout is not an integer.
+    TimeoutNotInteger,
+    /// CLIENT PAUSE with a mode other than WRITE or ALL.
+    PauseMode,
     /// A blocking timeout whose deadline overflows.
     TimeoutOutOfRange,
     /// HINCRBY on a field whose value is not an integer.
@@ -284,6 +288,8 @@ impl CmdError {
             CmdError::CountNotPositive => "ERR count should be greater than 0",
             CmdError::TimeoutNotFloat => "ERR timeout is not a float or out of range",
             CmdError::TimeoutNegative => "ERR timeout is negative",
+            CmdError::TimeoutNotInteger => "ERR timeout is not an integer or out of range",
+            CmdError::PauseMode => "ERR CLIENT PAUSE mode must be WRITE or ALL",
             CmdError::TimeoutOutOfRange => "ERR timeout is out of range",
             CmdError::HashValueNotInteger => "ERR hash value is not an integer",
             CmdError::HashValueNotFloat => "ERR hash value is not a float",
@@ -424,6 +430,19 @@ impl CmdError {
         )
     }
 
+    /// Redis' `addReplySubcommandSyntaxError`: a subcommand with arguments it does
+    /// not take.
+    pub fn subcommand_syntax(sub: &[u8], container: &str) -> CmdError {
+        let sub = sub.split(|&b| b == 0).next().unwrap_or_default();
+        let sub = &sub[..sub.len().min(QUOTED_BYTES_MAX)];
+        let container = container.to_ascii_uppercase();
+        CmdError::quoted(
+            "ERR unknown subcommand or wrong number of arguments for '",
+            sub,
+            &format!("'. Try {container} HELP."),
+        )
+    }
+
     /// Redis 7's `ERR unknown command '<name>', with args beginning with: '<arg>' ...`:
     /// the name and the arguments quoted up to [`QUOTED_BYTES_MAX`] bytes each way.
     pub fn unknown_command(args: Args<'_>) -> CmdError {
@@ -476,6 +495,15 @@ impl CmdError {
             "ERR CONFIG SET failed (possibly related to argument '",
             name,
             "') - can't set immutable config",
+        )
+    }
+
+    /// CONFIG SET naming a parameter twice.
+    pub fn config_duplicate(name: &[u8]) -> CmdError {
+        CmdError::quoted(
+            "ERR CONFIG SET failed (possibly related to argument '",
+            name,
+            "') - duplicate parameter",
         )
     }
 

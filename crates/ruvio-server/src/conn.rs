@@ -35,6 +35,8 @@ pub struct ClientState {
     /// Killed by another client (CLIENT KILL): close without waiting for replies
     /// still outstanding (a blocked command's), as Redis frees such a client.
     pub killed: bool,
+    /// Holds a command that waits for the end of CLIENT PAUSE (see [`crate::pause`]).
+    pub paused: bool,
     /// Waiting for a blocking command's answer: no later command runs until then.
     pub blocked: Option<BlockedOn>,
 }

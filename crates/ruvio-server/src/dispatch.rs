@@ -50,7 +50,8 @@ pub fn process_input(
     conn: &mut Conn,
     index: u32,
 ) -> bool {
-    if conn.input.len() - conn.input_start < conn.input_need || conn.client.blocked.is_some() {
+    let waiting = conn.client.blocked.is_some() || conn.client.paused;
+    if conn.input.len() - conn.input_start < conn.input_need || waiting {
         return true;
     }
     conn.input_need = 0;
@@ -71,6 +72,12 @@ pub fn process_input(
         }
         match parser.parse(&input[pos..], &core.limits) {
             Ok(Parsed::Complete { args, consumed }) => {
+                if core.pause.is_active() && waits_for_pause(core, args) {
+                    // Left unread: it runs when the pause ends.
+                    client.paused = true;
+                    core.pause.park(who);
+                    break;
+                }
                 pos += consumed;
                 prefetched -= 1;
                 if !args.is_empty() {
@@ -100,6 +107,19 @@ pub fn process_input(
         client.closing = true;
     }
     !client.closing
+}
+
+/// A command CLIENT PAUSE holds back now (unknown commands and arity errors are
+/// answered at once, as Redis rejects them before it looks at the pause).
+fn waits_for_pause(core: &ShardCore, args: Args<'_>) -> bool {
+    let Some(cmd) = registry().lookup(args.get(0)) else {
+        return false;
+    };
+    if !cmd.meta.arity_ok(args.len()) {
+        return false;
+    }
+    let meta = cmd.resolve(args).map_or(cmd.meta, |sub| sub.meta);
+    core.pause.holds(meta, core.now_ms)
 }
 
 /// Commands looked ahead at per prefetch pass: enough to overlap the misses of a

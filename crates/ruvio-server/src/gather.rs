@@ -5,6 +5,9 @@
 //!   ([`ShardMsg::Publish`](crate::forward::ShardMsg)), then renders from the
 //!   published values: everything a shard did before it saw the request is counted
 //!   (its replies to this client included), and no shard waits for another.
+//! - CONFIG SET, CONFIG RESETSTAT, CLIENT PAUSE and UNPAUSE broadcast their change,
+//!   then the same request: its answer arrives after the change (the queue to each
+//!   shard is ordered), so the client's `+OK` means every shard applied it.
 //! - CLIENT LIST and CLIENT KILL send the question ([`ClientQuery`]) to every shard;
 //!   each answers for its own connections in a part of one held reply, merged by
 //!   [`Merge::ClientLines`] or [`Merge::SumInts`] / [`Merge::KillOne`].
@@ -23,8 +26,8 @@ use ruvio_resp::{Protocol, Reply};
 /// What a server command asks to be gathered from every shard.
 #[derive(Debug)]
 pub enum Gather {
-    /// Render INFO with these section names once every other shard has published.
-    Info { sections: Vec<String> },
+    /// Once every other shard has published (and applied what was sent before).
+    AfterAll(Then),
     /// Ask every shard `query`; `local` is this shard's part, already answered.
     Clients {
         query: ClientQuery,
@@ -33,22 +36,31 @@ pub enum Gather {
     },
 }
 
-/// An INFO call waiting for the other shards to publish.
+/// What to answer once every shard has published.
 #[derive(Debug)]
-struct PendingInfo {
+pub enum Then {
+    /// INFO with these section names, rendered from the fresh counters.
+    Info { sections: Vec<String> },
+    /// This reply (a broadcast change's `+OK`).
+    Reply(Vec<u8>),
+}
+
+/// A call waiting for the other shards to publish.
+#[derive(Debug)]
+struct Pending {
     conn: u32,
     gen: u32,
     seq: u64,
     proto: Protocol,
-    sections: Vec<String>,
+    then: Then,
     missing: usize,
 }
 
-/// A shard's INFO calls in flight.
+/// A shard's calls in flight.
 #[derive(Debug, Default)]
 pub struct Gathering {
     next_ticket: u64,
-    info: AHashMap<u64, PendingInfo>,
+    pending: AHashMap<u64, Pending>,
 }
 
 /// Hold the caller's reply and send `gather`'s questions to every other shard.
@@ -62,20 +74,20 @@ pub fn start(
     let shards = core.topo.nodes.len();
     let others = (0..shards).filter(|&s| s != core.id);
     match gather {
-        Gather::Info { sections } => {
+        Gather::AfterAll(then) => {
             let seq = replies.hold(Merge::Single, 1);
             client.blocked = Some(BlockedOn { seq, remote: None });
             core.gathering.next_ticket += 1;
             let ticket = core.gathering.next_ticket;
-            let pending = PendingInfo {
+            let pending = Pending {
                 conn: who.0,
                 gen: who.1,
                 seq,
                 proto: client.proto,
-                sections,
+                then,
                 missing: shards - 1,
             };
-            core.gathering.info.insert(ticket, pending);
+            core.gathering.pending.insert(ticket, pending);
             for to in others {
                 core.outbox.publish(to, core.id, ticket);
             }
@@ -111,21 +123,27 @@ pub fn publish(core: &mut ShardCore, conns: &Slab<Conn>, from: usize, ticket: u6
     core.outbox.published(from, ticket);
 }
 
-/// A shard published for INFO call `ticket`: render it when it was the last.
+/// A shard published for call `ticket`: answer it when it was the last.
 pub fn published(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
-    let Some(pending) = core.gathering.info.get_mut(&ticket) else {
+    let Some(pending) = core.gathering.pending.get_mut(&ticket) else {
         return;
     };
     pending.missing -= 1;
     if pending.missing > 0 {
         return;
     }
-    let Some(p) = core.gathering.info.remove(&ticket) else {
+    let Some(p) = core.gathering.pending.remove(&ticket) else {
         return;
     };
-    let text = crate::cmd::server::info_text(core, conns.len(), &p.sections);
-    let mut out = Vec::new();
-    Reply::new(&mut out, p.proto).verbatim("txt", text.as_bytes());
+    let out = match p.then {
+        Then::Info { sections } => {
+            let text = crate::cmd::server::info_text(core, conns.len(), &sections);
+            let mut out = Vec::new();
+            Reply::new(&mut out, p.proto).verbatim("txt", text.as_bytes());
+            out
+        }
+        Then::Reply(bytes) => bytes,
+    };
     deliver(core, conns, (p.conn, p.gen), p.seq, 0, out);
 }
 

@@ -11,6 +11,7 @@ mod forward;
 mod gather;
 mod lending;
 mod net;
+mod pause;
 mod registry;
 mod shard;
 mod slab;

@@ -15,6 +15,7 @@ use crate::dispatch::{self, KeyWindow};
 use crate::forward::{Control, Mesh, Outbox};
 use crate::gather::Gathering;
 use crate::lending::Lending;
+use crate::pause::Pause;
 use crate::slab::Slab;
 use crate::stats::{ShardStats, Shared};
 use crate::topology::Topology;
@@ -89,8 +90,10 @@ pub struct ShardCore {
     pub resume: Vec<(u32, u32)>,
     /// Keys lent to, and commands run on keys borrowed from, other shards.
     pub lending: Lending,
-    /// INFO calls waiting for the other shards to publish their statistics.
+    /// Calls waiting for the other shards to publish (INFO) or apply a change.
     pub gathering: Gathering,
+    /// CLIENT PAUSE as this shard applies it.
+    pub pause: Pause,
 }
 
 /// A shard with its sockets.
@@ -159,6 +162,7 @@ impl Shard {
                 resume: Vec::new(),
                 lending: Lending::default(),
                 gathering: Gathering::default(),
+                pause: Pause::default(),
             },
             conns: Slab::default(),
             ring,
@@ -313,6 +317,7 @@ impl Shard {
                     fd,
                     closing: false,
                     killed: false,
+                    paused: false,
                     blocked: None,
                 },
                 replies: ReplyQueue::default(),
@@ -637,6 +642,9 @@ impl Shard {
             .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
         let stats = &mut self.core.stats;
         stats.ops.tick(self.core.now_ms, stats.commands);
+        if self.core.pause.expired(self.core.now_ms) {
+            end_pause(&mut self.core, &mut self.conns);
+        }
         self.publish_gauges();
     }
     fn publish_gauges(&self) {
@@ -690,4 +698,14 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
 pub fn blocked_here(core: &ShardCore) -> u64 {
     let watches = core.blocking.watches();
     (core.blocking.len() - watches + core.lending.waiting_len()) as u64
+}
+
+/// End CLIENT PAUSE on this shard: the connections that waited run what they hold.
+pub fn end_pause(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    for who in core.pause.end() {
+        if let Some(conn) = conns.get_mut(who.0, who.1) {
+            conn.client.paused = false;
+            core.resume.push(who);
+        }
+    }
 }

@@ -308,3 +308,134 @@ fn randomkey_uniform_2_shards() {
 fn randomkey_uniform_4_shards() {
     randomkey_uniform(4);
 }
+
+/// CLIENT PAUSE WRITE holds the writes of clients on every shard (reads go on)
+/// until CLIENT UNPAUSE; then they run, in order.
+fn pause_everywhere(shards: usize) {
+    let server = Server::forward(shards);
+    let mut admin = server.client();
+    let clients = named_clients(&server);
+    assert_eq!(
+        q::<String>(&mut admin, &["CLIENT", "PAUSE", "60000", "WRITE"]),
+        "OK"
+    );
+    let writers: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, (mut con, _))| {
+            let key = format!("paused:{i}");
+            // A read goes on during a WRITE pause.
+            assert_eq!(q::<Option<String>>(&mut con, &["GET", &key]), None);
+            std::thread::spawn(move || q::<String>(&mut con, &["SET", &key, "v"]))
+        })
+        .collect();
+    // The writes are held: give them time to arrive, then look.
+    std::thread::sleep(Duration::from_millis(100));
+    for i in 0..CLIENTS {
+        let key = format!("paused:{i}");
+        assert_eq!(
+            q::<Option<String>>(&mut admin, &["GET", &key]),
+            None,
+            "{key}"
+        );
+    }
+    assert_eq!(q::<String>(&mut admin, &["CLIENT", "UNPAUSE"]), "OK");
+    for writer in writers {
+        assert_eq!(writer.join().unwrap(), "OK");
+    }
+    for i in 0..CLIENTS {
+        let key = format!("paused:{i}");
+        assert_eq!(
+            q::<Option<String>>(&mut admin, &["GET", &key]).as_deref(),
+            Some("v")
+        );
+    }
+    // ALL holds reads too, until the deadline.
+    assert_eq!(
+        q::<String>(&mut admin, &["CLIENT", "PAUSE", "200", "ALL"]),
+        "OK"
+    );
+    let mut reader = server.client();
+    assert_eq!(
+        q::<Option<String>>(&mut reader, &["GET", "paused:0"]).as_deref(),
+        Some("v")
+    );
+    let e = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg("10")
+        .arg("BOGUS")
+        .query::<Value>(&mut reader);
+    assert_eq!(
+        e.unwrap_err().detail(),
+        Some("CLIENT PAUSE mode must be WRITE or ALL")
+    );
+}
+
+#[test]
+fn pause_everywhere_1_shard() {
+    pause_everywhere(1);
+}
+
+#[test]
+fn pause_everywhere_2_shards() {
+    pause_everywhere(2);
+}
+
+#[test]
+fn pause_everywhere_4_shards() {
+    pause_everywhere(4);
+}
+
+/// CONFIG SET is all or nothing, and every connection (any shard) sees the new value
+/// as soon as the `+OK` is back.
+fn config_everywhere(shards: usize) {
+    let server = Server::forward(shards);
+    let mut clients = named_clients(&server);
+    let hz = |con: &mut Connection| -> String {
+        let pair: Vec<String> = q(con, &["CONFIG", "GET", "hz"]);
+        pair[1].clone()
+    };
+    let before = hz(&mut clients[0].0);
+    let failed = redis::cmd("CONFIG")
+        .arg(&["SET", "hz", "37", "list-max-listpack-size", "abc"])
+        .query::<Value>(&mut clients[0].0)
+        .unwrap_err();
+    assert!(
+        failed.detail().unwrap().contains("list-max-listpack-size"),
+        "{failed}"
+    );
+    let dup = redis::cmd("CONFIG")
+        .arg(&["SET", "hz", "37", "HZ", "38"])
+        .query::<Value>(&mut clients[0].0)
+        .unwrap_err();
+    assert!(
+        dup.detail().unwrap().ends_with("- duplicate parameter"),
+        "{dup}"
+    );
+    for (con, _) in clients.iter_mut() {
+        assert_eq!(hz(con), before, "a failed CONFIG SET changed nothing");
+    }
+    for round in 0..3 {
+        let value = (40 + round).to_string();
+        let (setter, _) = &mut clients[round * 5 % CLIENTS];
+        assert_eq!(q::<String>(setter, &["CONFIG", "SET", "hz", &value]), "OK");
+        for (con, _) in clients.iter_mut() {
+            assert_eq!(hz(con), value);
+        }
+    }
+}
+
+#[test]
+fn config_everywhere_1_shard() {
+    config_everywhere(1);
+}
+
+#[test]
+fn config_everywhere_2_shards() {
+    config_everywhere(2);
+}
+
+#[test]
+fn config_everywhere_4_shards() {
+    config_everywhere(4);
+}

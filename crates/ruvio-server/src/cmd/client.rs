@@ -7,6 +7,7 @@
 //! "node" a Redis Cluster client expects.
 
 use super::{Ctx, ServerCommand, ServerResult};
+use crate::cmd::server::ConfigChange;
 use crate::config::PortMode;
 use crate::conn::{ClientState, Conn, Merge, ReplyMode};
 use crate::gather::Gather;
@@ -55,6 +56,13 @@ const SUBCOMMANDS: &[ServerCommand] = &[
         ["admin", "slow", "dangerous", "connection"], "connection", "5.0.0",
         "Unblock a client blocked in a blocking command from a different connection",
         "O(log N) where N is the number of client connections", unblock),
+    command!("client|pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous", "connection"], "connection", "3.0.0",
+        "Suspend processing of commands.", "O(1)", pause),
+    command!("client|unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous", "connection"], "connection", "6.2.0",
+        "Resume processing of clients that were paused.", "O(N) Where N is the number of paused clients",
+        unpause),
     command!("client|help", 2, LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection", "5.0.0",
         "Show helpful text about the different subcommands", "O(1)", help),
 ];
@@ -378,6 +386,38 @@ fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     Ok(())
 }
 
+/// `CLIENT PAUSE timeout [WRITE|ALL]`: every shard pauses before the `+OK`.
+fn pause(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if args.len() > 4 {
+        return Err(CmdError::subcommand_syntax(args.get(1), "client"));
+    }
+    let timeout = super::parse_i64(args.get(2)).ok_or(CmdError::TimeoutNotInteger)?;
+    if timeout < 0 {
+        return Err(CmdError::TimeoutNegative);
+    }
+    let all = match args.iter().nth(3) {
+        None => true,
+        Some(mode) if mode.eq_ignore_ascii_case(b"all") => true,
+        Some(mode) if mode.eq_ignore_ascii_case(b"write") => false,
+        Some(_) => return Err(CmdError::PauseMode),
+    };
+    let until_ms = ctx.core.now_ms.saturating_add(timeout as u64);
+    ctx.core.pause.start(until_ms, all);
+    ctx.core
+        .outbox
+        .broadcast(ConfigChange::Pause { until_ms, all });
+    super::ok_everywhere(ctx, reply);
+    Ok(())
+}
+
+/// `CLIENT UNPAUSE`
+fn unpause(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    crate::shard::end_pause(ctx.core, ctx.conns);
+    ctx.core.outbox.broadcast(ConfigChange::Unpause);
+    super::ok_everywhere(ctx, reply);
+    Ok(())
+}
+
 /// `CLIENT REPLY ON|OFF|SKIP`: OFF and SKIP are not answered.
 fn reply_mode(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let mode = args.get(2);
@@ -413,6 +453,10 @@ fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
             "    Kill connections. Options are: ID, ADDR, LADDR, USER, SKIPME, MAXAGE.",
             "LIST [options ...]",
             "    Return information about client connections. Options: TYPE, ID.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
             "NO-EVICT (ON|OFF)",
             "    Protect current client connection from eviction.",
             "NO-TOUCH (ON|OFF)",

@@ -14,7 +14,7 @@ pub mod introspection;
 pub mod server;
 
 use crate::conn::{ClientState, Conn};
-use crate::gather::Gather;
+use crate::gather::{Gather, Then};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use ruvio_engine::{CmdError, CommandRow};
@@ -56,3 +56,14 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
 
 /// Parse a whole argument as an i64 the way Redis' string2ll does.
 pub use ruvio_resp::string2ll as parse_i64;
+
+/// Answer `+OK` once every shard applied what this command broadcast (forward mode
+/// with several shards; at once otherwise).
+pub fn ok_everywhere(ctx: &mut Ctx<'_>, reply: &mut Reply<'_>) {
+    let shards = ctx.core.topo.nodes.len();
+    if shards > 1 && ctx.core.cfg.port_mode == crate::config::PortMode::Forward {
+        ctx.gather = Some(Gather::AfterAll(Then::Reply(b"+OK\r\n".to_vec())));
+    } else {
+        reply.ok();
+    }
+}

@@ -8,8 +8,10 @@
 
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
-use crate::gather::Gather;
+use crate::conn::Conn;
+use crate::gather::{Gather, Then};
 use crate::shard::ShardCore;
+use crate::slab::Slab;
 use crate::stats::{CommandStat, ShardGauges, ShardStats};
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, KeySpec};
@@ -48,7 +50,7 @@ fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         .collect();
     if ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.cfg.shards > 1 {
         // The other shards publish first: INFO counts everything done before it.
-        ctx.gather = Some(Gather::Info { sections: wanted });
+        ctx.gather = Some(Gather::AfterAll(Then::Info { sections: wanted }));
         return Ok(());
     }
     // `len` counts the caller's slot too (taken out while it runs).
@@ -716,12 +718,14 @@ fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
     Ok(())
 }
 
-/// `CONFIG SET parameter value [parameter value ...]`
+/// `CONFIG SET parameter value [parameter value ...]`: all or nothing, as Redis 7:
+/// names are checked first, then values applied in order; when one fails, the
+/// ones applied before it get their old values back.
 fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::WrongArity("config|set"));
     }
-    let mut applied = Vec::new();
+    let mut changes: Vec<(&Param, ParamSetter, String)> = Vec::new();
     for pair in (2..args.len()).step_by(2) {
         let name = args.get(pair).to_ascii_lowercase();
         let value = String::from_utf8_lossy(args.get(pair + 1)).into_owned();
@@ -730,13 +734,26 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
             .find(|p| p.name.as_bytes() == name)
             .ok_or_else(|| CmdError::config_unknown(&name))?;
         let set = param.set.ok_or_else(|| CmdError::config_immutable(&name))?;
-        if set(ctx.core, &value).is_err() {
-            return Err(CmdError::config_bad_value(&name));
+        if changes.iter().any(|(p, ..)| p.name == param.name) {
+            return Err(CmdError::config_duplicate(&name));
         }
-        applied.push((param.name.to_string(), value));
+        changes.push((param, set, value));
     }
+    let before: Vec<String> = changes.iter().map(|(p, ..)| (p.get)(ctx.core)).collect();
+    for (i, (param, set, value)) in changes.iter().enumerate() {
+        if set(ctx.core, value).is_err() {
+            for ((_, undo, _), old) in changes[..i].iter().zip(&before).rev() {
+                let _ = undo(ctx.core, old);
+            }
+            return Err(CmdError::config_bad_value(param.name.as_bytes()));
+        }
+    }
+    let applied = changes
+        .into_iter()
+        .map(|(p, _, v)| (p.name.to_string(), v))
+        .collect();
     ctx.core.outbox.broadcast(ConfigChange::Set(applied));
-    reply.ok();
+    super::ok_everywhere(ctx, reply);
     Ok(())
 }
 
@@ -748,10 +765,14 @@ pub enum ConfigChange {
     Set(Vec<(String, String)>),
     /// CONFIG RESETSTAT, which started this statistics epoch.
     ResetStats { epoch: u64 },
+    /// CLIENT PAUSE until `until_ms` (ALL when `all`, else WRITE).
+    Pause { until_ms: u64, all: bool },
+    /// CLIENT UNPAUSE.
+    Unpause,
 }
 
 /// Apply a change another shard broadcast.
-pub fn apply_config_change(core: &mut ShardCore, change: &ConfigChange) {
+pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change: &ConfigChange) {
     match change {
         ConfigChange::Set(pairs) => {
             for (name, value) in pairs {
@@ -761,6 +782,8 @@ pub fn apply_config_change(core: &mut ShardCore, change: &ConfigChange) {
             }
         }
         ConfigChange::ResetStats { epoch } => reset_stats(core, *epoch),
+        ConfigChange::Pause { until_ms, all } => core.pause.start(*until_ms, *all),
+        ConfigChange::Unpause => crate::shard::end_pause(core, conns),
     }
 }
 
