@@ -16,6 +16,8 @@
 //! - [`error`]: every client-visible error text (the server's too), in one place.
 //! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`: the command families;
 //!   each exports `COMMANDS`.
+//! - `fill`: FILLGET and FILLSET, Ruvio's stampede-free cache read, and the
+//!   per-shard fill leases.
 //! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
 //!
 //! What the server must know:
@@ -38,6 +40,7 @@ pub mod slot;
 pub mod value;
 
 mod args;
+mod fill;
 mod glob;
 mod hashes;
 mod keys;
@@ -62,6 +65,10 @@ pub use longdouble::bench as longdouble_bench;
 
 /// The hash family's table (also reachable through [`Engine::commands`]).
 pub use hashes::COMMANDS as HASH_COMMANDS;
+/// The fill family's table (FILLGET, FILLSET).
+pub use fill::COMMANDS as FILL_COMMANDS;
+/// Lease length when FILLGET names none, and the longest LEASE and WAIT.
+pub use fill::{LEASE_MS_DEFAULT, LEASE_MS_MAX};
 /// The generic keyspace family's table.
 pub use keys::COMMANDS as KEY_COMMANDS;
 /// The list family's table (also reachable through [`Engine::commands`]).

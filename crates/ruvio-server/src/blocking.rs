@@ -168,7 +168,10 @@ impl Blocking {
     }
 
     /// Wait on the keys `block` names from now on (a command run again that still
-    /// cannot be served), keeping its place in the queues of keys it still waits on.
+    /// cannot be served), keeping its place in the queues when the keys are the
+    /// same. The earlier deadline stands: a command run again computes its
+    /// deadline from now, but Redis counts a timeout from when the client blocked
+    /// (and FILLGET's waiters must keep their order for the next lease).
     pub fn rearm(
         &mut self,
         ticket: u64,
@@ -179,12 +182,16 @@ impl Blocking {
         let Some(parked) = self.parked.get(&ticket) else {
             return;
         };
-        if parked.keys == keys && parked.deadline_ms == block.deadline_ms {
+        let deadline_ms = match (parked.deadline_ms, block.deadline_ms) {
+            (Some(old), Some(new)) => Some(old.min(new)),
+            (old, new) => old.or(new),
+        };
+        if parked.keys == keys && parked.deadline_ms == deadline_ms {
             return;
         }
         let mut parked = self.remove(ticket).expect("parked above");
         parked.keys = keys;
-        parked.deadline_ms = block.deadline_ms;
+        parked.deadline_ms = deadline_ms;
         let db = parked.db;
         for key in &parked.keys {
             self.by_key

@@ -174,6 +174,20 @@ pub fn expire_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     }
 }
 
+/// End the fill leases past their time (FILLGET): the clients blocked on their
+/// keys run again, and the oldest receives the next lease.
+pub fn expire_fill_leases(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    let mut ended = false;
+    let blocking = &mut core.blocking;
+    core.engine.expire_fill_leases(core.now_ms, |db, key| {
+        blocking.signal(db, key);
+        ended = true;
+    });
+    if ended {
+        serve_ready(core, conns);
+    }
+}
+
 /// CLIENT UNBLOCK on this shard: answer `client_id`'s blocked command now with a
 /// null array (`error = false`) or `-UNBLOCKED`. False when it is not parked here.
 pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool {
