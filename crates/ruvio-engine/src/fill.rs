@@ -64,7 +64,9 @@ use ruvio_resp::{Args, Reply};
 
 use crate::args::{eq_ci, int_arg};
 use crate::command::{
-    command, flags::*, Block, CmdResult, EngineCommand, ExecCtx, KeyPositions, KeySpec,
+    command,
+    flags::*,
+    Block, CmdResult, EngineCommand, ExecCtx, KeyPositions, KeySpec,
     Outcome::{self, Done},
 };
 use crate::error::CmdError;

@@ -63,12 +63,12 @@ pub use keyspace::{Entry, ENTRY_BYTES};
 #[doc(hidden)]
 pub use longdouble::bench as longdouble_bench;
 
-/// The hash family's table (also reachable through [`Engine::commands`]).
-pub use hashes::COMMANDS as HASH_COMMANDS;
 /// The fill family's table (FILLGET, FILLSET).
 pub use fill::COMMANDS as FILL_COMMANDS;
 /// Lease length when FILLGET names none, and the longest LEASE and WAIT.
 pub use fill::{LEASE_MS_DEFAULT, LEASE_MS_MAX};
+/// The hash family's table (also reachable through [`Engine::commands`]).
+pub use hashes::COMMANDS as HASH_COMMANDS;
 /// The generic keyspace family's table.
 pub use keys::COMMANDS as KEY_COMMANDS;
 /// The list family's table (also reachable through [`Engine::commands`]).

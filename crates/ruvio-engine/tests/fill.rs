@@ -33,7 +33,10 @@ fn a_present_key_answers_exactly_as_get() {
     h.run("SET n 12345");
     h.run("RPUSH l a");
     for key in ["s", "n", "l"] {
-        assert_eq!(h.run(&format!("FILLGET {key}")), h.run(&format!("GET {key}")));
+        assert_eq!(
+            h.run(&format!("FILLGET {key}")),
+            h.run(&format!("GET {key}"))
+        );
     }
     assert_eq!(h.run("FILLGET l"), WRONGTYPE);
     assert_eq!(h.run("FILLGET s LEASE 5 WAIT 0"), bulk("hello"));
@@ -52,7 +55,10 @@ fn the_first_miss_gets_a_lease_the_others_wait() {
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(reply, lease2(&token, LEASE_MS_DEFAULT));
     assert_eq!(h.blocked, None);
-    assert!(h.log_of("FILLGET other").is_empty(), "a lease is not logged");
+    assert!(
+        h.log_of("FILLGET other").is_empty(),
+        "a lease is not logged"
+    );
     assert_eq!(h.effects.dirty, 0);
     assert!(h.effects.modified_keys().next().is_none());
 
@@ -88,7 +94,12 @@ fn resp3_leases_are_maps_and_pending_is_null() {
     let token = token_of(&reply);
     assert_eq!(
         reply,
-        format!("%2\r\n{}{}{}:1500\r\n", bulk("token"), bulk(&token), bulk("lease"))
+        format!(
+            "%2\r\n{}{}{}:1500\r\n",
+            bulk("token"),
+            bulk(&token),
+            bulk("lease")
+        )
     );
     assert_eq!(h.run("FILLGET k WAIT 0"), NIL3);
 }
@@ -100,7 +111,11 @@ fn stale_tokens_store_nothing() {
     assert_eq!(h.run("FILLSET k nonsense v"), stale, "never granted");
     assert_eq!(h.run(&format!("FILLSET k {} v", "0".repeat(32))), stale);
     let token = token_of(&h.run("FILLGET k LEASE 100"));
-    assert_eq!(h.run(&format!("FILLSET other {token} v")), stale, "other key");
+    assert_eq!(
+        h.run(&format!("FILLSET other {token} v")),
+        stale,
+        "other key"
+    );
     h.db = 1;
     assert_eq!(h.run(&format!("FILLSET k {token} v")), stale, "other db");
     h.db = 0;
@@ -108,7 +123,10 @@ fn stale_tokens_store_nothing() {
     h.now_ms += 100;
     let next = token_of(&h.run("FILLGET k"));
     assert_ne!(next, token);
-    assert_eq!(h.log_of(&format!("FILLSET k {token} old")), Vec::<String>::new());
+    assert_eq!(
+        h.log_of(&format!("FILLSET k {token} old")),
+        Vec::<String>::new()
+    );
     assert_eq!(h.run("EXISTS k"), int(0));
     assert_eq!(h.run(&format!("FILLSET k {next} new")), OK);
     assert_eq!(h.run(&format!("FILLSET k {next} again")), stale, "used");
@@ -174,7 +192,10 @@ fn option_errors() {
     let mut h = Harness::default();
     let lease = err("ERR LEASE must be between 1 and 3600000 milliseconds");
     let wait = err("ERR WAIT must be between 0 and 3600000 milliseconds");
-    assert_eq!(CmdError::FillLeaseRange.message(), &lease[1..lease.len() - 2]);
+    assert_eq!(
+        CmdError::FillLeaseRange.message(),
+        &lease[1..lease.len() - 2]
+    );
     assert!(lease.contains(&LEASE_MS_MAX.to_string()));
     assert_eq!(h.run("FILLGET k LEASE 0"), lease);
     assert_eq!(h.run("FILLGET k LEASE -1"), lease);
