@@ -30,10 +30,12 @@
 //!   `*-1`, RESP3 `_`; `None` in redis-py). FILLGET never answers a plain null
 //!   bulk, so the three reply kinds (bulk value, lease, null) cannot be confused.
 //! - FILLSET stores the value (and the expiry) only with the live token of the
-//!   key's current lease, and ends the lease; a token that is unknown, expired,
-//!   already used, or of a lease ended because another command wrote the key in
-//!   between (a fill must not overwrite newer data) gets
-//!   [`CmdError::FillTokenStale`] and stores nothing.
+//!   key's current lease, and ends the lease; a token that is unknown, expired or
+//!   already used gets [`CmdError::FillTokenStale`] and stores nothing. So does
+//!   the live token while the key holds a value another command stored after the
+//!   grant (a fill must not overwrite newer data): the lease ends there too. (The
+//!   engine does not watch every write for leases: a key written and deleted
+//!   again before the FILLSET leaves the lease live.)
 //!
 //! Leases are not data: granting one writes nothing, is not logged and does not
 //! count as a change. FILLSET is a write: it notifies `set` and is logged as

@@ -30,6 +30,9 @@
 //!   subcommand ([`CommandTree::resolve`]: Redis' `unknown subcommand` and
 //!   subcommand arity errors) and routes and runs the subcommand's row.
 //! - SCAN cursors are slab slot ids below 2^32.
+//! - FILLGET leases end on their own: the server calls
+//!   [`Engine::expire_fill_leases`] every loop iteration and runs the clients
+//!   blocked on each key it reports again.
 
 #![warn(missing_docs)]
 

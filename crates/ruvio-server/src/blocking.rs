@@ -258,4 +258,29 @@ mod tests {
         assert!(b.is_empty());
         assert!(b.by_key.is_empty() && b.deadlines.is_empty());
     }
+
+    /// A command run again that still blocks keeps its place and its first
+    /// deadline (FILLGET's waiters take the next lease in arrival order).
+    #[test]
+    fn rearming_keeps_the_place_and_the_first_deadline() {
+        use ruvio_engine::command::{Block, KeyPositions};
+        let mut b = Blocking::default();
+        let first = b.park(blocked(&["k"], Some(100), 1));
+        let second = b.park(blocked(&["k"], Some(150), 2));
+        let argv = OwnedArgs::from_iter([&b"fillget"[..], b"k"]);
+        let again = |deadline_ms| Block {
+            keys: KeyPositions::from_slice(&[1]),
+            deadline_ms,
+        };
+        b.rearm(first, &argv.args(), &again(Some(500)));
+        assert_eq!(b.waiting_on(0, b"k"), vec![first, second]);
+        assert_eq!(b.next_deadline(), Some(100));
+        // Waiting for a lent key (no deadline of its own) keeps the deadline too.
+        b.rearm(second, &argv.args(), &again(None));
+        assert_eq!(b.get(second).unwrap().deadline_ms, Some(150));
+        // A first wait without deadline takes the one the command computes now.
+        let third = b.park(blocked(&["k"], None, 3));
+        b.rearm(third, &argv.args(), &again(Some(900)));
+        assert_eq!(b.timed_out(900), vec![first, second, third]);
+    }
 }

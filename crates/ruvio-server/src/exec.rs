@@ -2,8 +2,9 @@
 //! shard (forward mode) or a blocked client whose key was written. One function
 //! ([`run_engine`]) builds the execution context, runs the handler, writes a typed
 //! error once, counts it, and consumes the command's effects (dirty counter, keys
-//! that wake blocked clients). Blocked clients are parked, served, timed out and
-//! released here (the bookkeeping itself is [`crate::blocking`]).
+//! that wake blocked clients). Blocked clients are parked, served, timed out,
+//! woken when a FILLGET lease ends, and released here (the bookkeeping itself is
+//! [`crate::blocking`]).
 
 use crate::blocking::{Blocked, Waiter};
 use crate::conn::Conn;
