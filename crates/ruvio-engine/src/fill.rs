@@ -266,14 +266,16 @@ fn fillget(e: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, r: &mut Reply<'_>)
     let now = ctx.now_ms;
     if e.fills.live(ctx.db, key, now).is_none() {
         let random = e.next_random();
-        let token = e.fills.grant(ctx.db, key, now + options.lease_ms, random);
+        let token = e
+            .fills
+            .grant(ctx.db, key, now.saturating_add(options.lease_ms), random);
         reply_lease(r, token, options.lease_ms);
         return Ok(Done);
     }
     if ctx.may_block && options.wait_ms > 0 {
         return Ok(Outcome::Block(Block {
             keys: KeyPositions::from_slice(&[1]),
-            deadline_ms: Some(now + options.wait_ms),
+            deadline_ms: Some(now.saturating_add(options.wait_ms)),
         }));
     }
     r.null_array();
