@@ -120,6 +120,8 @@ pub struct Engine {
     /// shard), with the heap bytes they still hold.
     lazy_values: Vec<Entry>,
     lazy_value_bytes: usize,
+    /// FILLGET's fill leases (see `fill`).
+    pub(crate) fills: crate::fill::Leases,
 }
 
 /// Redis' LRU clock: seconds, 24 bits.
@@ -141,6 +143,7 @@ impl Engine {
             lazy_free: Vec::new(),
             lazy_values: Vec::new(),
             lazy_value_bytes: 0,
+            fills: crate::fill::Leases::default(),
         }
     }
 
@@ -153,6 +156,7 @@ impl Engine {
             .chain(crate::hashes::COMMANDS.iter())
             .chain(crate::zsets::COMMANDS.iter())
             .chain(crate::sets::COMMANDS.iter())
+            .chain(crate::fill::COMMANDS.iter())
     }
 
     /// The top-level command named `name` (lower case).

@@ -96,6 +96,12 @@ pub enum CmdError {
     PauseMode,
     /// A blocking timeout whose deadline overflows.
     TimeoutOutOfRange,
+    /// FILLSET with a token that is not the key's live fill lease.
+    FillTokenStale,
+    /// FILLGET LEASE outside 1..=LEASE_MS_MAX.
+    FillLeaseRange,
+    /// FILLGET WAIT outside 0..=LEASE_MS_MAX.
+    FillWaitRange,
     /// HINCRBY on a field whose value is not an integer.
     HashValueNotInteger,
     /// HINCRBYFLOAT on a field whose value is not a float.
@@ -291,6 +297,11 @@ impl CmdError {
             CmdError::TimeoutNotInteger => "ERR timeout is not an integer or out of range",
             CmdError::PauseMode => "ERR CLIENT PAUSE mode must be WRITE or ALL",
             CmdError::TimeoutOutOfRange => "ERR timeout is out of range",
+            CmdError::FillTokenStale => {
+                "ERR fill token is stale or unknown (the lease ended or was never granted)"
+            }
+            CmdError::FillLeaseRange => "ERR LEASE must be between 1 and 3600000 milliseconds",
+            CmdError::FillWaitRange => "ERR WAIT must be between 0 and 3600000 milliseconds",
             CmdError::HashValueNotInteger => "ERR hash value is not an integer",
             CmdError::HashValueNotFloat => "ERR hash value is not a float",
             CmdError::IncrementNanOrInfinity => "ERR value is NaN or Infinity",
@@ -537,6 +548,7 @@ fn invalid_expire_message(cmd: &str) -> &'static str {
         "hpexpireat" => "ERR invalid expire time in 'hpexpireat' command",
         "hsetex" => "ERR invalid expire time in 'hsetex' command",
         "hgetex" => "ERR invalid expire time in 'hgetex' command",
+        "fillset" => "ERR invalid expire time in 'fillset' command",
         _ => "ERR invalid expire time",
     }
 }

@@ -16,6 +16,8 @@
 //! - [`error`]: every client-visible error text (the server's too), in one place.
 //! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`: the command families;
 //!   each exports `COMMANDS`.
+//! - `fill`: FILLGET and FILLSET, Ruvio's stampede-free cache read, and the
+//!   per-shard fill leases.
 //! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
 //!
 //! What the server must know:
@@ -28,6 +30,9 @@
 //!   subcommand ([`CommandTree::resolve`]: Redis' `unknown subcommand` and
 //!   subcommand arity errors) and routes and runs the subcommand's row.
 //! - SCAN cursors are slab slot ids below 2^32.
+//! - FILLGET leases end on their own: the server calls
+//!   [`Engine::expire_fill_leases`] every loop iteration and runs the clients
+//!   blocked on each key it reports again.
 
 #![warn(missing_docs)]
 
@@ -38,6 +43,7 @@ pub mod slot;
 pub mod value;
 
 mod args;
+mod fill;
 mod glob;
 mod hashes;
 mod keys;
@@ -60,6 +66,10 @@ pub use keyspace::{Entry, ENTRY_BYTES};
 #[doc(hidden)]
 pub use longdouble::bench as longdouble_bench;
 
+/// The fill family's table (FILLGET, FILLSET).
+pub use fill::COMMANDS as FILL_COMMANDS;
+/// Lease length when FILLGET names none, and the longest LEASE and WAIT.
+pub use fill::{LEASE_MS_DEFAULT, LEASE_MS_MAX};
 /// The hash family's table (also reachable through [`Engine::commands`]).
 pub use hashes::COMMANDS as HASH_COMMANDS;
 /// The generic keyspace family's table.

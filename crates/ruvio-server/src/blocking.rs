@@ -168,7 +168,10 @@ impl Blocking {
     }
 
     /// Wait on the keys `block` names from now on (a command run again that still
-    /// cannot be served), keeping its place in the queues of keys it still waits on.
+    /// cannot be served), keeping its place in the queues when the keys are the
+    /// same. The earlier deadline stands: a command run again computes its
+    /// deadline from now, but Redis counts a timeout from when the client blocked
+    /// (and FILLGET's waiters must keep their order for the next lease).
     pub fn rearm(
         &mut self,
         ticket: u64,
@@ -179,12 +182,16 @@ impl Blocking {
         let Some(parked) = self.parked.get(&ticket) else {
             return;
         };
-        if parked.keys == keys && parked.deadline_ms == block.deadline_ms {
+        let deadline_ms = match (parked.deadline_ms, block.deadline_ms) {
+            (Some(old), Some(new)) => Some(old.min(new)),
+            (old, new) => old.or(new),
+        };
+        if parked.keys == keys && parked.deadline_ms == deadline_ms {
             return;
         }
         let mut parked = self.remove(ticket).expect("parked above");
         parked.keys = keys;
-        parked.deadline_ms = block.deadline_ms;
+        parked.deadline_ms = deadline_ms;
         let db = parked.db;
         for key in &parked.keys {
             self.by_key
@@ -250,5 +257,30 @@ mod tests {
         b.remove(third);
         assert!(b.is_empty());
         assert!(b.by_key.is_empty() && b.deadlines.is_empty());
+    }
+
+    /// A command run again that still blocks keeps its place and its first
+    /// deadline (FILLGET's waiters take the next lease in arrival order).
+    #[test]
+    fn rearming_keeps_the_place_and_the_first_deadline() {
+        use ruvio_engine::command::{Block, KeyPositions};
+        let mut b = Blocking::default();
+        let first = b.park(blocked(&["k"], Some(100), 1));
+        let second = b.park(blocked(&["k"], Some(150), 2));
+        let argv = OwnedArgs::from_iter([&b"fillget"[..], b"k"]);
+        let again = |deadline_ms| Block {
+            keys: KeyPositions::from_slice(&[1]),
+            deadline_ms,
+        };
+        b.rearm(first, &argv.args(), &again(Some(500)));
+        assert_eq!(b.waiting_on(0, b"k"), vec![first, second]);
+        assert_eq!(b.next_deadline(), Some(100));
+        // Waiting for a lent key (no deadline of its own) keeps the deadline too.
+        b.rearm(second, &argv.args(), &again(None));
+        assert_eq!(b.get(second).unwrap().deadline_ms, Some(150));
+        // A first wait without deadline takes the one the command computes now.
+        let third = b.park(blocked(&["k"], None, 3));
+        b.rearm(third, &argv.args(), &again(Some(900)));
+        assert_eq!(b.timed_out(900), vec![first, second, third]);
     }
 }

@@ -2,8 +2,9 @@
 //! shard (forward mode) or a blocked client whose key was written. One function
 //! ([`run_engine`]) builds the execution context, runs the handler, writes a typed
 //! error once, counts it, and consumes the command's effects (dirty counter, keys
-//! that wake blocked clients). Blocked clients are parked, served, timed out and
-//! released here (the bookkeeping itself is [`crate::blocking`]).
+//! that wake blocked clients). Blocked clients are parked, served, timed out,
+//! woken when a FILLGET lease ends, and released here (the bookkeeping itself is
+//! [`crate::blocking`]).
 
 use crate::blocking::{Blocked, Waiter};
 use crate::conn::Conn;
@@ -172,6 +173,20 @@ pub fn expire_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     }
     for ticket in core.blocking.timed_out(core.now_ms) {
         answer_early(core, conns, ticket, false);
+    }
+}
+
+/// End the fill leases past their time (FILLGET): the clients blocked on their
+/// keys run again, and the oldest receives the next lease.
+pub fn expire_fill_leases(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    let mut ended = false;
+    let blocking = &mut core.blocking;
+    core.engine.expire_fill_leases(core.now_ms, |db, key| {
+        blocking.signal(db, key);
+        ended = true;
+    });
+    if ended {
+        serve_ready(core, conns);
     }
 }
 

@@ -196,6 +196,7 @@ impl Shard {
             }
             self.take_mesh_messages();
             crate::exec::expire_blocked(&mut self.core, &mut self.conns);
+            crate::exec::expire_fill_leases(&mut self.core, &mut self.conns);
             crate::lending::expire(&mut self.core, &mut self.conns);
             self.resume_unblocked();
             self.ship_outbox();

@@ -6,6 +6,8 @@ mod counter;
 mod lcs;
 mod set;
 
+pub(crate) use set::{expire_at_ms, ExpireUnit};
+
 use ruvio_resp::{Args, Reply};
 
 use crate::command::{
