@@ -1,4 +1,5 @@
-"""redis-cli: `-c` against per-shard mode (following MOVED), plain against forward mode."""
+"""redis-cli: `-c` against per-shard mode (following MOVED), plain against forward mode
+(1, 2 and 4 shards)."""
 
 import shutil
 import subprocess
@@ -34,8 +35,9 @@ def test_cluster_mode_follows_redirects(start_server):
     assert out.strip() == f"MOVED {key_slot(key)} 127.0.0.1:{server.ports[1]}"
 
 
-def test_plain_against_forward_mode(start_server):
-    server = start_server("forward", 2)
+@pytest.mark.parametrize("shards", [1, 2, 4])
+def test_plain_against_forward_mode(start_server, shards):
+    server = start_server("forward", shards)
     port = server.port
     assert cli(port, "PING") == "PONG\n"
     k0, k1 = key_on_shard("fw", 0, 2), key_on_shard("fw", 1, 2)
@@ -53,13 +55,14 @@ def test_plain_against_forward_mode(start_server):
     assert cli(port, "GET", k0) == "\n"
 
 
-def test_pipe_mass_insert(start_server):
-    server = start_server("forward", 2)
+@pytest.mark.parametrize("shards", [1, 2, 4])
+def test_pipe_mass_insert(start_server, shards):
+    server = start_server("forward", shards)
     count = 2000
     payload = "".join(f"SET pipe:{i} {i}\r\n" for i in range(count)).encode()
     out = cli(server.port, "--pipe", stdin=payload)
     assert "errors: 0, replies: %d" % count in out, out
     assert cli(server.port, "DBSIZE") == f"{count}\n"
-    assert {shard_of_key(f"pipe:{i}", 2) for i in range(count)} == {0, 1}
+    assert {shard_of_key(f"pipe:{i}", shards) for i in range(count)} == set(range(shards))
     scanned = cli(server.port, "--scan", "--pattern", "pipe:1*").split()
     assert sorted(scanned) == sorted(f"pipe:{i}" for i in range(count) if str(i).startswith("1"))

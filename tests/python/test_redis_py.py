@@ -1,4 +1,4 @@
-"""redis-py's plain `Redis` client against forward mode with 1 and 2 shards."""
+"""redis-py's plain `Redis` client against forward mode with 1, 2 and 4 shards."""
 
 import time
 
@@ -7,7 +7,7 @@ import redis
 
 from support import key_on_shard, shard_of_key
 
-SHARD_COUNTS = [1, 2]
+SHARD_COUNTS = [1, 2, 4]
 
 
 def client(server, **kwargs):

@@ -1,4 +1,4 @@
-//! The `redis` crate's plain (non-cluster) client against forward mode with 1 and 2
+//! The `redis` crate's plain (non-cluster) client against forward mode with 1, 2 and 4
 //! shards: a client that knows nothing of shards must see one Redis.
 //!
 //! Multi-key commands that are not split by forward mode (RENAME, COPY, MSETNX, LCS) use
@@ -178,6 +178,11 @@ fn strings_2_shards() {
     strings(2);
 }
 
+#[test]
+fn strings_4_shards() {
+    strings(4);
+}
+
 fn keyspace(shards: usize) {
     let server = Server::forward(shards);
     let mut con = server.client();
@@ -263,6 +268,11 @@ fn keyspace_2_shards() {
     keyspace(2);
 }
 
+#[test]
+fn keyspace_4_shards() {
+    keyspace(4);
+}
+
 fn expiry(shards: usize) {
     let server = Server::forward(shards);
     let mut con = server.client();
@@ -344,6 +354,11 @@ fn expiry_2_shards() {
     expiry(2);
 }
 
+#[test]
+fn expiry_4_shards() {
+    expiry(4);
+}
+
 fn multi_key_across_shards(shards: usize) {
     let server = Server::forward(shards);
     let mut con = server.client();
@@ -421,6 +436,11 @@ fn multi_key_across_shards_2_shards() {
     multi_key_across_shards(2);
 }
 
+#[test]
+fn multi_key_across_shards_4_shards() {
+    multi_key_across_shards(4);
+}
+
 fn select_databases(shards: usize) {
     let server = Server::forward(shards);
     let mut con = server.client();
@@ -485,6 +505,11 @@ fn select_databases_2_shards() {
     select_databases(2);
 }
 
+#[test]
+fn select_databases_4_shards() {
+    select_databases(4);
+}
+
 fn pipelines(shards: usize) {
     let server = Server::forward(shards);
     let mut con = server.client();
@@ -536,6 +561,11 @@ fn pipelines_1_shard() {
 #[test]
 fn pipelines_2_shards() {
     pipelines(2);
+}
+
+#[test]
+fn pipelines_4_shards() {
+    pipelines(4);
 }
 
 /// Keys on one shard are reachable from connections that the kernel gives to any shard.
