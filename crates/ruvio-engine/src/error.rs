@@ -90,6 +90,8 @@ pub enum CmdError {
     TimeoutNotFloat,
     /// A blocking timeout below 0.
     TimeoutNegative,
+    /// CONFIG REWRITE when Ruvio was started without `--config`.
+    NoConfigFile,
     /// CLIENT PAUSE's timeout is not an integer.
     TimeoutNotInteger,
     /// CLIENT PAUSE with a mode other than WRITE or ALL.
@@ -294,6 +296,7 @@ impl CmdError {
             CmdError::CountNotPositive => "ERR count should be greater than 0",
             CmdError::TimeoutNotFloat => "ERR timeout is not a float or out of range",
             CmdError::TimeoutNegative => "ERR timeout is negative",
+            CmdError::NoConfigFile => "ERR The server is running without a config file",
             CmdError::TimeoutNotInteger => "ERR timeout is not an integer or out of range",
             CmdError::PauseMode => "ERR CLIENT PAUSE mode must be WRITE or ALL",
             CmdError::TimeoutOutOfRange => "ERR timeout is out of range",
@@ -507,6 +510,11 @@ impl CmdError {
             name,
             "') - can't set immutable config",
         )
+    }
+
+    /// CONFIG REWRITE could not write the file (Redis: `Rewriting config file: <why>`).
+    pub fn rewrite_failed(why: &str) -> CmdError {
+        CmdError::quoted("ERR Rewriting config file: ", why.as_bytes(), "")
     }
 
     /// CONFIG SET naming a parameter twice.

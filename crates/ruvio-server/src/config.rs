@@ -287,3 +287,38 @@ mod tests {
         std::fs::remove_file(dir).unwrap();
     }
 }
+
+/// CONFIG REWRITE: give `settings` (TOML key, running value) their values in the
+/// config file at `path`, keeping everything else in it. A key the file format does
+/// not know is skipped; one the file lacks is appended.
+pub fn rewrite(path: &std::path::Path, settings: &[(String, String)]) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("{e}"))?;
+    for (key, value) in settings {
+        let item = match value.parse::<i64>() {
+            Ok(n) => toml_edit::value(n),
+            Err(_) => toml_edit::value(value.as_str()),
+        };
+        // Only keys the file format takes, with a value of the right type.
+        let alone = format!("{key} = {item}");
+        if toml::from_str::<FileConfig>(&alone).is_err() {
+            continue;
+        }
+        match doc.get_mut(key) {
+            Some(old) if old.is_value() => {
+                let decor = old.as_value().map(|v| v.decor().clone());
+                *old = item;
+                if let (Some(decor), Some(v)) = (decor, old.as_value_mut()) {
+                    *v.decor_mut() = decor;
+                }
+            }
+            _ => {
+                doc.insert(key, item);
+            }
+        }
+    }
+    let new_text = doc.to_string();
+    let temp = path.with_extension("rewrite.tmp");
+    std::fs::write(&temp, new_text).map_err(|e| e.to_string())?;
+    std::fs::rename(&temp, path).map_err(|e| e.to_string())
+}

@@ -439,3 +439,61 @@ fn config_everywhere_2_shards() {
 fn config_everywhere_4_shards() {
     config_everywhere(4);
 }
+
+/// CONFIG REWRITE writes the running values into the file Ruvio started with,
+/// keeping its comments; a restart from that file has them. Without a file it is
+/// Redis' error.
+#[test]
+fn config_rewrite_keeps_the_file() {
+    let server = Server::ruvio(PortMode::Forward, 2);
+    let mut con = server.client();
+    let e = redis::cmd("CONFIG")
+        .arg("REWRITE")
+        .query::<Value>(&mut con)
+        .unwrap_err();
+    assert_eq!(
+        e.detail(),
+        Some("The server is running without a config file")
+    );
+    drop(server);
+
+    let dir = std::env::temp_dir().join(format!("ruvio-rewrite-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ruvio.toml");
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/ruvio.toml");
+    let original = std::fs::read_to_string(shipped).unwrap();
+    // The tests choose the port: the file must not.
+    let original: String = original
+        .lines()
+        .filter(|l| !l.starts_with("port ") && !l.starts_with("bind "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&path, &original).unwrap();
+    let config = path.to_str().unwrap();
+    let server = Server::ruvio_with(PortMode::Forward, 2, &["--config", config]);
+    let mut con = server.client();
+    let _: () = q(
+        &mut con,
+        &["CONFIG", "SET", "hz", "42", "set-max-intset-entries", "77"],
+    );
+    let _: () = q(&mut con, &["CONFIG", "REWRITE"]);
+    let rewritten = std::fs::read_to_string(&path).unwrap();
+    assert!(rewritten.contains("\nhz = 42\n"), "{rewritten}");
+    assert!(
+        rewritten.contains("\nset_max_intset_entries = 77\n"),
+        "{rewritten}"
+    );
+    let comments = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with('#'))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(comments(&rewritten), comments(&original), "comments kept");
+    drop(server);
+    let server = Server::ruvio_with(PortMode::Forward, 1, &["--config", config]);
+    let mut con = server.client();
+    let hz: Vec<String> = q(&mut con, &["CONFIG", "GET", "hz"]);
+    assert_eq!(hz[1], "42");
+    let _ = std::fs::remove_dir_all(&dir);
+}

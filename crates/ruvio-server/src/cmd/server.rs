@@ -696,6 +696,9 @@ const CONFIG_SUBCOMMANDS: &[ServerCommand] = &[
     command!("config|resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "2.0.0", "Reset the stats returned by INFO", "O(1)",
         config_resetstat),
+    command!("config|rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "2.8.0",
+        "Overwrite the configuration file with the in-memory configuration", "O(1)", config_rewrite),
     command!("config|help", 2, LOADING | STALE, KeySpec::NONE, ["slow"], "server", "5.0.0",
         "Show helpful text about the different subcommands", "O(1)", config_help),
 ];
@@ -810,6 +813,24 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -
     Ok(())
 }
 
+/// `CONFIG REWRITE`: the config file Ruvio started with gets the running values of
+/// the settings CONFIG SET can change, in place: its comments, order and other
+/// settings stay as they are; a setting the file lacks is appended. The new file
+/// replaces the old one by a rename, so a crash leaves one or the other.
+fn config_rewrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let Some(path) = ctx.core.cfg.config_file.clone() else {
+        return Err(CmdError::NoConfigFile);
+    };
+    let settings: Vec<(String, String)> = PARAMS
+        .iter()
+        .filter(|p| p.set.is_some() && !p.name.contains("ziplist"))
+        .map(|p| (p.name.replace('-', "_"), (p.get)(ctx.core)))
+        .collect();
+    crate::config::rewrite(&path, &settings).map_err(|e| CmdError::rewrite_failed(&e))?;
+    reply.ok();
+    Ok(())
+}
+
 fn config_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply_help(
         reply,
@@ -821,6 +842,8 @@ fn config_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Se
             "    Set the configuration <directive> to <value>.",
             "RESETSTAT",
             "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
         ],
     );
     Ok(())

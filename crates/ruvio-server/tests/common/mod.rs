@@ -192,6 +192,11 @@ impl Server {
 
     /// Starts the `ruvio` binary regardless of `RUVIO_TEST_TARGET`.
     pub fn ruvio(mode: PortMode, shards: usize) -> Server {
+        Server::ruvio_with(mode, shards, &[])
+    }
+
+    /// Starts the `ruvio` binary with `extra` arguments after the test's own.
+    pub fn ruvio_with(mode: PortMode, shards: usize, extra: &[&str]) -> Server {
         assert!(shards >= 1);
         let port_count = match mode {
             PortMode::Forward => 1,
@@ -201,18 +206,20 @@ impl Server {
         let dir = unique_dir("ruvio");
         let log = dir.join("ruvio.log");
         let child = spawn_logged(
-            Command::new(ruvio_bin()).args([
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                &first.to_string(),
-                "--shards",
-                &shards.to_string(),
-                "--port-mode",
-                mode.flag(),
-                "--durability",
-                "memory",
-            ]),
+            Command::new(ruvio_bin())
+                .args([
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    &first.to_string(),
+                    "--shards",
+                    &shards.to_string(),
+                    "--port-mode",
+                    mode.flag(),
+                    "--durability",
+                    "memory",
+                ])
+                .args(extra),
             &log,
         );
         let mut server = Server {
