@@ -258,36 +258,6 @@ pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
     Ok(cpus)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0,2,4-6").unwrap(), vec![0, 2, 4, 5, 6]);
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("x").is_err());
-    }
-
-    #[test]
-    fn cli_overrides_file() {
-        let dir = std::env::temp_dir().join(format!("ruvio-cfg-{}", std::process::id()));
-        std::fs::write(&dir, "port = 7000\nshards = 3\nport_mode = \"per-shard\"\n").unwrap();
-        let cli = Cli {
-            config: Some(dir.clone()),
-            port: Some(7100),
-            ..Cli::default()
-        };
-        let cfg = Config::load(cli).unwrap();
-        assert_eq!(
-            (cfg.port, cfg.shards, cfg.port_mode),
-            (7100, 3, PortMode::PerShard)
-        );
-        assert_eq!(cfg.shard_port(2), 7102);
-        std::fs::remove_file(dir).unwrap();
-    }
-}
-
 /// CONFIG REWRITE: give `settings` (TOML key, running value) their values in the
 /// config file at `path`, keeping everything else in it. A key the file format does
 /// not know is skipped; one the file lacks is appended.
@@ -321,4 +291,34 @@ pub fn rewrite(path: &std::path::Path, settings: &[(String, String)]) -> Result<
     let temp = path.with_extension("rewrite.tmp");
     std::fs::write(&temp, new_text).map_err(|e| e.to_string())?;
     std::fs::rename(&temp, path).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0,2,4-6").unwrap(), vec![0, 2, 4, 5, 6]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+    }
+
+    #[test]
+    fn cli_overrides_file() {
+        let dir = std::env::temp_dir().join(format!("ruvio-cfg-{}", std::process::id()));
+        std::fs::write(&dir, "port = 7000\nshards = 3\nport_mode = \"per-shard\"\n").unwrap();
+        let cli = Cli {
+            config: Some(dir.clone()),
+            port: Some(7100),
+            ..Cli::default()
+        };
+        let cfg = Config::load(cli).unwrap();
+        assert_eq!(
+            (cfg.port, cfg.shards, cfg.port_mode),
+            (7100, 3, PortMode::PerShard)
+        );
+        assert_eq!(cfg.shard_port(2), 7102);
+        std::fs::remove_file(dir).unwrap();
+    }
 }
