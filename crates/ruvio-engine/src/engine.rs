@@ -3,6 +3,7 @@
 //! accounting.
 
 use crate::command::{EngineCommand, ExecCtx};
+use crate::evict::EvictionPolicy;
 use crate::keyspace::{Collection, Db, Entry, EntryId, NewValue, TtlScan, CLOCK_MASK};
 use crate::slot::key_slot;
 use crate::value::ValueMut;
@@ -19,6 +20,8 @@ pub struct EngineStats {
     /// Hash fields removed because their expiry time passed, lazily or by active
     /// expiry (Redis 8's `expired_subkeys`).
     pub expired_fields: u64,
+    /// Keys removed to stay under `maxmemory`.
+    pub evicted_keys: u64,
 }
 
 /// How a lookup behaves (Redis' `LOOKUP_*` flags).
@@ -86,6 +89,14 @@ pub struct EngineConfig {
     pub set_max_listpack_entries: usize,
     /// `set-max-listpack-value`: longest member a packed set may hold.
     pub set_max_listpack_value: usize,
+    /// `maxmemory-policy`: which keys go when the server is over `maxmemory`.
+    pub maxmemory_policy: EvictionPolicy,
+    /// `maxmemory-samples`: keys sampled per eviction.
+    pub maxmemory_samples: usize,
+    /// `lfu-log-factor`: how slowly the LFU counter grows.
+    pub lfu_log_factor: u32,
+    /// `lfu-decay-time`: minutes of no access that take one off the LFU counter.
+    pub lfu_decay_time: u32,
 }
 
 impl Default for EngineConfig {
@@ -99,6 +110,10 @@ impl Default for EngineConfig {
             set_max_intset_entries: 512,
             set_max_listpack_entries: 128,
             set_max_listpack_value: 64,
+            maxmemory_policy: EvictionPolicy::NoEviction,
+            maxmemory_samples: 5,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
         }
     }
 }
@@ -107,7 +122,7 @@ impl Default for EngineConfig {
 pub struct Engine {
     dbs: Vec<Db>,
     config: EngineConfig,
-    stats: EngineStats,
+    pub(crate) stats: EngineStats,
     rng: u64,
     /// Where active expiry resumes: database and slot.
     expire_cursor: (usize, u32),
@@ -122,6 +137,8 @@ pub struct Engine {
     lazy_value_bytes: usize,
     /// FILLGET's fill leases (see `fill`).
     pub(crate) fills: crate::fill::Leases,
+    /// Eviction candidates kept between evictions (see `evict`).
+    pub(crate) evict_pool: crate::evict::Pool,
 }
 
 /// Redis' LRU clock: seconds, 24 bits.
@@ -144,6 +161,7 @@ impl Engine {
             lazy_values: Vec::new(),
             lazy_value_bytes: 0,
             fills: crate::fill::Leases::default(),
+            evict_pool: Default::default(),
         }
     }
 
@@ -428,6 +446,17 @@ impl Engine {
     // ----- helpers for the command families -----
 
     /// Database `i` (the server guarantees `i < db_count()`).
+    pub(crate) fn dbs_iter(&self) -> impl Iterator<Item = &Db> {
+        self.dbs.iter()
+    }
+
+    /// Bytes of values deleted but not yet freed (lazy free).
+    pub(crate) fn lazy_pending_bytes(&self) -> usize {
+        let chunks =
+            self.lazy_free.len() * crate::keyspace::CHUNK_SLOTS * crate::keyspace::ENTRY_BYTES;
+        chunks + self.lazy_value_bytes
+    }
+
     pub(crate) fn db(&self, i: usize) -> &Db {
         &self.dbs[i]
     }
@@ -489,7 +518,9 @@ impl Engine {
         }
         if let Some(id) = found {
             if how.touch && !ctx.no_touch {
-                self.dbs[db].touch(id, clock_of(ctx.now_ms));
+                let old = self.dbs[db].entry(id).clock();
+                let clock = self.touched_clock(old, ctx.now_ms);
+                self.dbs[db].touch(id, clock);
             }
         }
         found
@@ -513,7 +544,7 @@ impl Engine {
         key: &[u8],
         value: Collection,
     ) -> EntryId {
-        let clock = clock_of(ctx.now_ms);
+        let clock = self.new_clock(ctx.now_ms);
         self.dbs[ctx.db].insert(Entry::new_collection(key, value, clock))
     }
 
@@ -579,13 +610,17 @@ impl Engine {
         value: NewValue<'_>,
         keep_ttl: bool,
     ) -> EntryId {
-        let clock = clock_of(ctx.now_ms);
+        let clock = self.new_clock(ctx.now_ms);
+        // An overwrite keeps the key's access frequency (Redis' dbOverwrite).
+        let keep_clock = self.config.maxmemory_policy.is_lfu();
         let db = &mut self.dbs[ctx.db];
         match existing {
             Some(id) => {
                 db.modify(id, |e| {
                     e.set_value(value);
-                    e.set_clock(clock);
+                    if !keep_clock {
+                        e.set_clock(clock);
+                    }
                 });
                 if !keep_ttl {
                     db.set_expire(id, None);

@@ -65,6 +65,8 @@ pub enum CmdError {
     LcsAllocFailed,
     /// OBJECT FREQ without an LFU policy.
     LfuNotSelected,
+    /// OBJECT IDLETIME under an LFU policy.
+    LruNotSelected,
     /// Wrong argument count for the named command or subcommand (`get`,
     /// `config|get`): the table's arity, or a count the handler checks (MSET's
     /// pairs).
@@ -92,6 +94,8 @@ pub enum CmdError {
     TimeoutNegative,
     /// CONFIG REWRITE when Ruvio was started without `--config`.
     NoConfigFile,
+    /// A command that may grow memory, over `maxmemory` with nothing to evict.
+    Oom,
     /// CLIENT PAUSE's timeout is not an integer.
     TimeoutNotInteger,
     /// CLIENT PAUSE with a mode other than WRITE or ALL.
@@ -277,6 +281,11 @@ impl CmdError {
                  Please note that when switching between policies at runtime LRU and LFU data \
                  will take some time to adjust."
             }
+            CmdError::LruNotSelected => {
+                "ERR An LRU maxmemory policy is not selected, access time not tracked. \
+                 Please note that when switching between policies at runtime LRU and LFU data \
+                 will take some time to adjust."
+            }
             CmdError::WrongArity(cmd) => {
                 return format!("ERR wrong number of arguments for '{cmd}' command").into()
             }
@@ -297,6 +306,7 @@ impl CmdError {
             CmdError::TimeoutNotFloat => "ERR timeout is not a float or out of range",
             CmdError::TimeoutNegative => "ERR timeout is negative",
             CmdError::NoConfigFile => "ERR The server is running without a config file",
+            CmdError::Oom => "OOM command not allowed when used memory > 'maxmemory'.",
             CmdError::TimeoutNotInteger => "ERR timeout is not an integer or out of range",
             CmdError::PauseMode => "ERR CLIENT PAUSE mode must be WRITE or ALL",
             CmdError::TimeoutOutOfRange => "ERR timeout is out of range",
@@ -515,6 +525,15 @@ impl CmdError {
     /// CONFIG REWRITE could not write the file (Redis: `Rewriting config file: <why>`).
     pub fn rewrite_failed(why: &str) -> CmdError {
         CmdError::quoted("ERR Rewriting config file: ", why.as_bytes(), "")
+    }
+
+    /// CONFIG SET of a value `name` cannot take, for `reason`.
+    pub fn config_failed(name: &[u8], reason: &str) -> CmdError {
+        CmdError::quoted(
+            "ERR CONFIG SET failed (possibly related to argument '",
+            name,
+            &format!("') - {reason}"),
+        )
     }
 
     /// CONFIG SET naming a parameter twice.

@@ -43,6 +43,7 @@ pub mod slot;
 pub mod value;
 
 mod args;
+mod evict;
 mod fill;
 mod glob;
 mod hashes;
@@ -60,6 +61,7 @@ pub use command::{
 };
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::CmdError;
+pub use evict::EvictionPolicy;
 pub use glob::glob_match;
 pub use keyspace::{Entry, ENTRY_BYTES};
 #[cfg(feature = "bench-internals")]

@@ -75,6 +75,21 @@ pub struct Cli {
     /// Require clients to AUTH with this password.
     #[arg(long)]
     pub requirepass: Option<String>,
+    /// Memory limit in bytes, with Redis' units (100mb, 2gb); 0: no limit.
+    #[arg(long)]
+    pub maxmemory: Option<String>,
+    /// What goes past maxmemory: noeviction, allkeys-lru, allkeys-lfu, allkeys-random,
+    /// volatile-lru, volatile-lfu, volatile-random or volatile-ttl.
+    #[arg(long)]
+    pub maxmemory_policy: Option<String>,
+}
+
+/// A size in the config file: bytes, or text with Redis' units ("100mb").
+#[derive(Deserialize, Debug, Clone)]
+#[serde(untagged)]
+enum MemorySize {
+    Bytes(u64),
+    Text(String),
 }
 
 /// The config file's shape: every field optional, missing ones take the default.
@@ -100,6 +115,11 @@ struct FileConfig {
     set_max_intset_entries: Option<usize>,
     set_max_listpack_entries: Option<usize>,
     set_max_listpack_value: Option<usize>,
+    maxmemory: Option<MemorySize>,
+    maxmemory_policy: Option<String>,
+    maxmemory_samples: Option<usize>,
+    lfu_log_factor: Option<u32>,
+    lfu_decay_time: Option<u32>,
 }
 
 /// The resolved configuration every shard starts from.
@@ -120,6 +140,8 @@ pub struct Config {
     pub client_query_buffer_limit: usize,
     /// Background tasks (active expiry) run this many times per second.
     pub hz: u32,
+    /// `maxmemory` in bytes; 0: no limit.
+    pub maxmemory: u64,
     /// Where the config was loaded from, for INFO's `config_file`.
     pub config_file: Option<PathBuf>,
     /// Encoding thresholds of the data types (list-max-listpack-size ...).
@@ -138,7 +160,26 @@ impl Config {
             }
             None => FileConfig::default(),
         };
-        let engine = engine_config(&file);
+        let mut engine = engine_config(&file);
+        if let Some(name) = cli
+            .maxmemory_policy
+            .as_deref()
+            .or(file.maxmemory_policy.as_deref())
+        {
+            engine.maxmemory_policy = ruvio_engine::EvictionPolicy::parse(name)
+                .ok_or_else(|| format!("maxmemory-policy: unknown policy {name:?}"))?;
+        }
+        let maxmemory = match cli
+            .maxmemory
+            .map(MemorySize::Text)
+            .or(file.maxmemory.clone())
+        {
+            None => 0,
+            Some(MemorySize::Bytes(n)) => n,
+            Some(MemorySize::Text(text)) => parse_memory(&text)
+                .ok_or_else(|| format!("maxmemory: not a memory size: {text:?}"))?
+                as u64,
+        };
         let online = available_cpus();
         let shards = cli.shards.or(file.shards).unwrap_or(online.len()).max(1);
         let cpus = match cli.cpus.as_deref().or(file.cpus.as_deref()) {
@@ -170,6 +211,7 @@ impl Config {
             proto_max_bulk_len: file.proto_max_bulk_len.unwrap_or(512 << 20),
             client_query_buffer_limit: file.client_query_buffer_limit.unwrap_or(1 << 30),
             hz: file.hz.unwrap_or(10).clamp(1, 500),
+            maxmemory,
             config_file: cli.config,
             engine,
         })
@@ -212,6 +254,13 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         set_max_listpack_value: file
             .set_max_listpack_value
             .unwrap_or(default.set_max_listpack_value),
+        maxmemory_samples: file
+            .maxmemory_samples
+            .unwrap_or(default.maxmemory_samples)
+            .clamp(1, 64),
+        lfu_log_factor: file.lfu_log_factor.unwrap_or(default.lfu_log_factor),
+        lfu_decay_time: file.lfu_decay_time.unwrap_or(default.lfu_decay_time),
+        ..default
     }
 }
 
@@ -256,6 +305,24 @@ pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
         }
     }
     Ok(cpus)
+}
+
+/// A size with Redis' units (`k` 1000, `kb` 1024, `m`, `mb`, `g`, `gb`; any case).
+pub fn parse_memory(v: &str) -> Option<usize> {
+    let v = v.to_ascii_lowercase();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let mul: usize = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1 << 20,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1 << 30,
+        _ => return None,
+    };
+    num.parse::<usize>().ok()?.checked_mul(mul)
 }
 
 /// CONFIG REWRITE: give `settings` (TOML key, running value) their values in the

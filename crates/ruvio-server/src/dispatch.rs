@@ -13,11 +13,12 @@ use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyMode, ReplyQueue, SC
 use crate::exec::{self, run_engine, Caller};
 use crate::forward::Tag;
 use crate::lending;
+use crate::memory;
 use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::TIMING_SAMPLE_EVERY;
-use ruvio_engine::command::flags::{ALL_SHARDS, BLOCKING, NO_AUTH, SPLITTABLE};
+use ruvio_engine::command::flags::{ALL_SHARDS, BLOCKING, DENYOOM, NO_AUTH, SPLITTABLE};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
@@ -107,6 +108,13 @@ pub fn process_input(
         client.closing = true;
     }
     !client.closing
+}
+
+/// The command (or its subcommand) may grow memory: refused past `maxmemory`.
+fn denies_oom(cmd: &Command, args: Args<'_>) -> bool {
+    cmd.resolve(args)
+        .map_or(cmd.meta, |sub| sub.meta)
+        .has(DENYOOM)
 }
 
 /// A command CLIENT PAUSE holds back now (unknown commands and arity errors are
@@ -273,6 +281,8 @@ fn run_command(
         Some(CmdError::WrongArity(cmd.meta.name))
     } else if !client.authenticated && !cmd.meta.has(NO_AUTH) {
         Some(CmdError::NoAuth)
+    } else if core.cfg.maxmemory != 0 && denies_oom(cmd, args) && memory::must_refuse(core) {
+        Some(CmdError::Oom)
     } else {
         None
     };

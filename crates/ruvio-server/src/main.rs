@@ -1,6 +1,7 @@
 //! `ruvio`: start one pinned glommio executor per shard, each owning its slice of
 //! the keyspace and its sockets, and wait for them.
 
+mod alloc;
 mod blocking;
 mod cmd;
 mod config;
@@ -10,6 +11,7 @@ mod exec;
 mod forward;
 mod gather;
 mod lending;
+mod memory;
 mod net;
 mod pause;
 mod registry;
@@ -26,6 +28,10 @@ use std::sync::Arc;
 /// Bytes of I/O buffers glommio registers per executor. Ruvio's sockets use its own
 /// ring, so glommio needs little (its default is 10 MiB per shard).
 const GLOMMIO_IO_MEMORY_BYTES: usize = 256 << 10;
+
+/// Every allocation is counted (INFO used_memory, maxmemory).
+#[global_allocator]
+static ALLOCATOR: alloc::CountingAlloc = alloc::CountingAlloc;
 
 fn main() {
     let cfg = match Config::load(Cli::parse()) {

@@ -199,6 +199,7 @@ impl Shard {
             crate::exec::expire_fill_leases(&mut self.core, &mut self.conns);
             crate::lending::expire(&mut self.core, &mut self.conns);
             self.resume_unblocked();
+            crate::memory::enforce(&mut self.core);
             self.ship_outbox();
             self.flush_dirty();
             if self.core.now_ms >= self.next_tick_ms {
@@ -669,8 +670,7 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     g.keyspace_hits.store(engine_stats.keyspace_hits, Relaxed);
     g.keyspace_misses
         .store(engine_stats.keyspace_misses, Relaxed);
-    g.used_memory
-        .store(core.engine.used_memory_bytes() as u64, Relaxed);
+    g.evicted_keys.store(engine_stats.evicted_keys, Relaxed);
     g.blocked_clients.store(blocked_here(core), Relaxed);
     g.dirty.store(core.stats.dirty, Relaxed);
     g.ops_per_sec.store(core.stats.ops.per_sec(), Relaxed);
@@ -683,15 +683,17 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
         .errors
         .extend(core.stats.errors.iter().map(|(code, &n)| (code.clone(), n)));
     drop(tables);
-    for (keys, expires) in &g.keys {
-        keys.store(0, Relaxed);
-        expires.store(0, Relaxed);
-    }
+    // Each gauge is stored once: a reader never sees a database's count at zero
+    // in between (eviction decides by them).
+    let mut counts = vec![(0u64, 0u64); g.keys.len()];
     for (db, keys, expires) in core.engine.keyspace_info() {
-        if let Some((k, e)) = g.keys.get(db) {
-            k.store(keys as u64, Relaxed);
-            e.store(expires as u64, Relaxed);
+        if let Some(c) = counts.get_mut(db) {
+            *c = (keys as u64, expires as u64);
         }
+    }
+    for ((k, e), (keys, expires)) in g.keys.iter().zip(counts) {
+        k.store(keys, Relaxed);
+        e.store(expires, Relaxed);
     }
 }
 

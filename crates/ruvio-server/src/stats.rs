@@ -118,7 +118,11 @@ pub struct ShardGauges {
     pub expired_keys: AtomicU64,
     pub keyspace_hits: AtomicU64,
     pub keyspace_misses: AtomicU64,
-    pub used_memory: AtomicU64,
+    /// Bytes the shard's keyspace reuses before allocating (see `memory`).
+    pub reusable_bytes: AtomicU64,
+    /// Bytes of the shard's dataset, as its engine estimates them (see `memory`).
+    pub dataset_bytes: AtomicU64,
+    pub evicted_keys: AtomicU64,
     pub blocked_clients: AtomicU64,
     pub dirty: AtomicU64,
     pub ops_per_sec: AtomicU64,

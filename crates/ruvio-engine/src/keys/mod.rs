@@ -18,7 +18,7 @@ use crate::args::{eq_ci, i32_arg};
 use crate::command::{
     command, flags::*, CmdResult, EngineCommand, ExecCtx, KeySpec, MergeRule, Outcome::Done,
 };
-use crate::engine::{clock_of, Lookup};
+use crate::engine::Lookup;
 use crate::error::CmdError;
 use crate::Engine;
 
@@ -277,10 +277,8 @@ fn copy_body(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>) -> Result<b
         }
         engine.delete(dst_db, existing);
     }
-    let copy = engine
-        .db(ctx.db)
-        .entry(id)
-        .duplicate(dst, clock_of(ctx.now_ms));
+    let clock = engine.new_clock(ctx.now_ms);
+    let copy = engine.db(ctx.db).entry(id).duplicate(dst, clock);
     engine.db_mut(dst_db).insert(copy);
     ctx.changed_in(dst_db, dst, events::COPY_TO, 1);
     Ok(true)

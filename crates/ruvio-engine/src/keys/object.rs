@@ -129,6 +129,15 @@ fn object_idletime(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> CmdResult {
+    if engine.config().maxmemory_policy.is_lfu() {
+        return match engine.lookup(ctx, ctx.db, args.get(2), Lookup::READ_NOTOUCH) {
+            Some(_) => Err(CmdError::LruNotSelected),
+            None => {
+                reply.null();
+                Ok(Done)
+            }
+        };
+    }
     if let Some(id) = object_lookup(engine, ctx, args, reply) {
         let then = engine.db(ctx.db).entry(id).clock();
         reply.int(idle_seconds(clock_of(ctx.now_ms), then) as i64);
@@ -136,15 +145,23 @@ fn object_idletime(
     Ok(Done)
 }
 
-/// `OBJECT FREQ key`: Ruvio has no LFU policy, so Redis' error for that case.
+/// `OBJECT FREQ key`: the LFU counter (after decay) under an LFU policy, else
+/// Redis' error.
 fn object_freq(
     engine: &mut Engine,
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> CmdResult {
+    let lfu = engine.config().maxmemory_policy.is_lfu();
     match engine.lookup(ctx, ctx.db, args.get(2), Lookup::READ_NOTOUCH) {
-        Some(_) => Err(CmdError::LfuNotSelected),
+        Some(_) if !lfu => Err(CmdError::LfuNotSelected),
+        Some(id) => {
+            let clock = engine.db(ctx.db).entry(id).clock();
+            let decay = engine.config().lfu_decay_time;
+            reply.int(crate::evict::lfu_decayed(clock, ctx.now_ms, decay) as i64);
+            Ok(Done)
+        }
         None => {
             reply.null();
             Ok(Done)

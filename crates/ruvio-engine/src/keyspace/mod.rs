@@ -237,6 +237,18 @@ impl Db {
             .find(|&id| !self.slab.get(id).is_vacant())
     }
 
+    /// Bytes of entry slots allocated but free (new keys take them first).
+    pub fn free_slot_bytes(&self) -> usize {
+        self.slab
+            .allocated_bytes()
+            .saturating_sub(self.slab.len() * ENTRY_BYTES)
+    }
+
+    /// Entry slots in use or freed (random picks range over them).
+    pub fn slot_count(&self) -> u32 {
+        self.slab.high()
+    }
+
     /// Estimated bytes used: chunks, index, heap blocks.
     pub fn memory_bytes(&self) -> usize {
         self.slab.allocated_bytes() + self.index.allocated_bytes() + self.heap_bytes

@@ -6,7 +6,6 @@ use ruvio_resp::{Args, Reply};
 use super::string_of;
 use crate::args::int_arg;
 use crate::command::{CmdResult, ExecCtx, Outcome::Done};
-use crate::engine::clock_of;
 use crate::error::CmdError;
 use crate::keyspace::{Entry, NewValue};
 use crate::longdouble::{incr_by_float, FloatText, LongDouble};
@@ -42,11 +41,12 @@ fn store(
     existing: Option<u32>,
     value: NewValue<'_>,
 ) {
+    let clock = engine.new_clock(ctx.now_ms);
     let db = engine.db_mut(ctx.db);
     match existing {
         Some(id) => db.modify(id, |e| e.set_value(value)),
         None => {
-            db.insert(Entry::new(key, value, clock_of(ctx.now_ms)));
+            db.insert(Entry::new(key, value, clock));
         }
     }
 }

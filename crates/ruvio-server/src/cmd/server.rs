@@ -14,7 +14,7 @@ use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::{CommandStat, ShardGauges, ShardStats};
 use ruvio_engine::command::{command, flags::*, reply_help};
-use ruvio_engine::{CmdError, KeySpec};
+use ruvio_engine::{CmdError, EvictionPolicy, KeySpec};
 use ruvio_resp::{Args, Reply};
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -216,7 +216,7 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             line("clients_in_timeout_table", &0);
         }
         "memory" => {
-            let used = shared.sum(|g| &g.used_memory);
+            let used = crate::alloc::allocated_bytes();
             let rss = rss_bytes();
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));
@@ -225,9 +225,17 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             line("used_memory_peak", &used);
             line("used_memory_peak_human", &human_bytes(used));
             line("used_memory_dataset", &used);
-            line("maxmemory", &0);
-            line("maxmemory_human", &"0B");
-            line("maxmemory_policy", &"noeviction");
+            // What maxmemory limits: allocated bytes less what the keyspaces reuse.
+            line(
+                "ruvio_used_memory_for_maxmemory",
+                &crate::memory::used_for_limit(core),
+            );
+            line("maxmemory", &core.cfg.maxmemory);
+            line("maxmemory_human", &human_bytes(core.cfg.maxmemory));
+            line(
+                "maxmemory_policy",
+                &core.engine.config().maxmemory_policy.name(),
+            );
             line(
                 "mem_fragmentation_ratio",
                 &format!("{:.2}", rss as f64 / used.max(1) as f64),
@@ -276,7 +284,10 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
                 "expired_keys",
                 &counter(engine.expired_keys, |g| &g.expired_keys),
             );
-            line("evicted_keys", &0);
+            line(
+                "evicted_keys",
+                &counter(engine.evicted_keys, |g| &g.evicted_keys),
+            );
             line(
                 "keyspace_hits",
                 &counter(engine.keyspace_hits, |g| &g.keyspace_hits),
@@ -489,22 +500,7 @@ fn set_persistence_off(_core: &mut ShardCore, v: &str) -> Result<(), ()> {
 }
 
 /// `100`, `10kb`, `1gb` ... as Redis' memtoull.
-fn parse_memory(v: &str) -> Option<usize> {
-    let v = v.to_ascii_lowercase();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (num, unit) = v.split_at(split);
-    let mul: usize = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1 << 20,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1 << 30,
-        _ => return None,
-    };
-    num.parse::<usize>().ok()?.checked_mul(mul)
-}
+use crate::config::parse_memory;
 
 const PARAMS: &[Param] = &[
     Param {
@@ -633,13 +629,45 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "maxmemory",
-        get: |_| "0".into(),
-        set: None,
+        get: |c| c.cfg.maxmemory.to_string(),
+        set: Some(|c, v| {
+            c.cfg.maxmemory = parse_memory(v).ok_or(())? as u64;
+            Ok(())
+        }),
     },
     Param {
         name: "maxmemory-policy",
-        get: |_| "noeviction".into(),
-        set: None,
+        get: |c| c.engine.config().maxmemory_policy.name().into(),
+        set: Some(|c, v| {
+            c.engine.config_mut().maxmemory_policy = EvictionPolicy::parse(v).ok_or(())?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "maxmemory-samples",
+        get: |c| c.engine.config().maxmemory_samples.to_string(),
+        set: Some(|c, v| {
+            let n = v.parse::<usize>().map_err(|_| ())?;
+            c.engine.config_mut().maxmemory_samples =
+                (1..=64).contains(&n).then_some(n).ok_or(())?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "lfu-log-factor",
+        get: |c| c.engine.config().lfu_log_factor.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().lfu_log_factor = v.parse().map_err(|_| ())?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "lfu-decay-time",
+        get: |c| c.engine.config().lfu_decay_time.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().lfu_decay_time = v.parse().map_err(|_| ())?;
+            Ok(())
+        }),
     },
     Param {
         name: "maxclients",
@@ -748,7 +776,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
             for ((_, undo, _), old) in changes[..i].iter().zip(&before).rev() {
                 let _ = undo(ctx.core, old);
             }
-            return Err(CmdError::config_bad_value(param.name.as_bytes()));
+            return Err(bad_value(param.name));
         }
     }
     let applied = changes
@@ -758,6 +786,21 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
     ctx.core.outbox.broadcast(ConfigChange::Set(applied));
     super::ok_everywhere(ctx, reply);
     Ok(())
+}
+
+/// CONFIG SET's error for a value `name` cannot take, with Redis' reason.
+fn bad_value(name: &str) -> CmdError {
+    let reason = match name {
+        "maxmemory-policy" => format!(
+            "argument(s) must be one of the following: {}",
+            EvictionPolicy::names()
+        ),
+        "maxmemory" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
+            "argument must be a memory value".into()
+        }
+        _ => return CmdError::config_bad_value(name.as_bytes()),
+    };
+    CmdError::config_failed(name.as_bytes(), &reason)
 }
 
 /// A configuration change made on one shard, for every other shard to apply too

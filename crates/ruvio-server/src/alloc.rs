@@ -1,0 +1,87 @@
+//! The process's allocated bytes, counted as they are allocated (INFO
+//! `used_memory`, and what `maxmemory` limits), not estimated.
+//!
+//! A global allocator wraps the system allocator and adds each block's usable size
+//! (`malloc_usable_size`, what Redis' zmalloc counts) to a per-thread counter; a
+//! thread folds its counter into the shared total once it has moved by
+//! [`FLUSH_BYTES`], so the request path never touches a shared cache line. The
+//! total is therefore exact to within `FLUSH_BYTES` per thread. A block freed by
+//! another thread than the one that allocated it (a value moved between shards)
+//! counts correctly: only the sum matters.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+
+/// The allocator Ruvio runs with.
+pub struct CountingAlloc;
+
+/// Bytes allocated by every thread, as folded in so far.
+static ALLOCATED: AtomicIsize = AtomicIsize::new(0);
+
+/// A thread folds its count into [`ALLOCATED`] once it moved this far.
+const FLUSH_BYTES: isize = 64 * 1024;
+
+thread_local! {
+    /// This thread's count not yet folded in (no destructor: safe in an allocator).
+    static PENDING: Cell<isize> = const { Cell::new(0) };
+}
+
+fn note(delta: isize) {
+    let _ = PENDING.try_with(|pending| {
+        let now = pending.get() + delta;
+        if now.abs() >= FLUSH_BYTES {
+            ALLOCATED.fetch_add(now, Relaxed);
+            pending.set(0);
+        } else {
+            pending.set(now);
+        }
+    });
+}
+
+fn usable(ptr: *mut u8) -> isize {
+    // SAFETY: `ptr` is a live block from the system allocator (malloc family).
+    unsafe { libc::malloc_usable_size(ptr.cast()) as isize }
+}
+
+// SAFETY: every call goes to the system allocator unchanged; only counts are added.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's guarantees.
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() {
+            note(usable(ptr));
+        }
+        ptr
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's guarantees.
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            note(usable(ptr));
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        note(-usable(ptr));
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let before = usable(ptr);
+        // SAFETY: forwarded with the caller's guarantees.
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        if !new.is_null() {
+            note(usable(new) - before);
+        }
+        new
+    }
+}
+
+/// Bytes the process has allocated (exact to within 64 KiB per thread).
+pub fn allocated_bytes() -> u64 {
+    ALLOCATED.load(Relaxed).max(0) as u64
+}
