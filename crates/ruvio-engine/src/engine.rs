@@ -86,6 +86,10 @@ pub struct EngineConfig {
     pub set_max_listpack_entries: usize,
     /// `set-max-listpack-value`: longest member a packed set may hold.
     pub set_max_listpack_value: usize,
+    /// `proto-max-bulk-len`: SETBIT, GETBIT and BITFIELD refuse a bit offset whose
+    /// byte is not below it, as Redis does (Ruvio's strings stop at
+    /// `STRING_BYTES_MAX` whatever it says).
+    pub proto_max_bulk_len: usize,
 }
 
 impl Default for EngineConfig {
@@ -99,6 +103,7 @@ impl Default for EngineConfig {
             set_max_intset_entries: 512,
             set_max_listpack_entries: 128,
             set_max_listpack_value: 64,
+            proto_max_bulk_len: crate::keyspace::STRING_BYTES_MAX,
         }
     }
 }
@@ -149,6 +154,7 @@ impl Engine {
         crate::strings::COMMANDS
             .iter()
             .chain(crate::keys::COMMANDS.iter())
+            .chain(crate::bitmaps::COMMANDS.iter())
             .chain(crate::lists::COMMANDS.iter())
             .chain(crate::hashes::COMMANDS.iter())
             .chain(crate::zsets::COMMANDS.iter())
