@@ -382,6 +382,27 @@ fn bitfield_types_and_overflow_edges() {
         one(&mut h, "BITFIELD k OVERFLOW WRAP INCRBY i8 0 -1"),
         ints(&[127])
     );
+    // Redis' check takes a signed SET value far enough below the range (where
+    // `max - value` overflows 64 bits) as too big: SAT stores the maximum.
+    let min = i64::MIN;
+    for (ty, value, stored) in [
+        ("i1", min, 0),
+        ("i1", min + 1, -1),
+        ("i8", min + 127, 127),
+        ("i8", min + 128, -128),
+        ("i63", min, (1 << 62) - 1),
+    ] {
+        let line = format!("BITFIELD q OVERFLOW SAT SET {ty} 0 {value} GET {ty} 0");
+        let reply = h.run(&line);
+        assert!(reply.ends_with(&int(stored)), "{line}: {reply}");
+    }
+    assert_eq!(
+        one(
+            &mut h,
+            &format!("BITFIELD q OVERFLOW SAT SET i64 0 {min} GET i64 0")
+        ),
+        ints(&[i64::MAX - 1, min])
+    );
     // The 64-bit edges.
     let max = i64::MAX;
     assert_eq!(

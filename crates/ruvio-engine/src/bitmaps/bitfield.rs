@@ -134,6 +134,14 @@ impl Field {
         }
     }
 
+    /// True for a signed SET value that Redis' overflow check takes as too big
+    /// although it is far below the range: `checkSignedBitfieldOverflow` computes
+    /// `max - value` in 64 bits, which wraps negative for such values, so SAT
+    /// stores the maximum (WRAP and FAIL do not care which side it overflowed).
+    fn set_wraps_to_too_big(self, value: i64) -> bool {
+        self.signed && self.bits < 64 && self.range().1 - i128::from(value) > i128::from(i64::MAX)
+    }
+
     /// `target` as the field stores it under `overflow`, or `None` (FAIL).
     pub(crate) fn fit(self, target: i128, overflow: Overflow) -> Option<i64> {
         let (min, max) = self.range();
@@ -164,6 +172,9 @@ impl FieldOp {
             // 2^64 - 1, which saturates to the maximum.
             Action::Set(v) if !field.signed => {
                 (field.fit(i128::from(v as u64), self.overflow)?, false)
+            }
+            Action::Set(v) if self.overflow == Overflow::Sat && field.set_wraps_to_too_big(v) => {
+                (field.fit(field.range().1, self.overflow)?, false)
             }
             Action::Set(v) => (field.fit(i128::from(v), self.overflow)?, false),
             Action::IncrBy(by) => {
