@@ -21,8 +21,8 @@
 //! Redis 7.2's rules throughout, with BITOP's DIFF, DIFF1, ANDOR and ONE as Redis
 //! 8.2 defines them. One deliberate difference from 7.2: a BITFIELD whose writes
 //! all fail (OVERFLOW FAIL) but which created or grew the string counts as one
-//! change, so it is logged and seen (Redis fixed this after 8.2; 7.2 loses the
-//! growth on replicas).
+//! change, so it is logged and seen (7.2 counts none and loses the growth on
+//! replicas; redis/redis#15699 fixes it the same way).
 
 pub(crate) mod bitfield;
 pub(crate) mod ops;

@@ -8,7 +8,8 @@
 //!
 //! Lengths are `u32`: every constructor is only reached with at most
 //! [`STRING_BYTES_MAX`] bytes (the command layer checks Redis's
-//! `proto-max-bulk-len` limit first), and the conversions below assert it.
+//! `proto-max-bulk-len` limit first; a BITFIELD write at the last bit offset
+//! reaches up to 8 bytes further, as in Redis), and the conversions below assert it.
 
 use std::alloc::{alloc, alloc_zeroed, dealloc, handle_alloc_error, realloc, Layout};
 use std::ptr::NonNull;
