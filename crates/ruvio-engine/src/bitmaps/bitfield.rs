@@ -14,6 +14,7 @@
 //! first, even if every write then fails.
 
 use ruvio_resp::{Args, Reply};
+use smallvec::SmallVec;
 
 use super::{bit_offset, events, grows, string_for_write};
 use crate::args::{eq_ci, int_arg, parse_i64};
@@ -218,10 +219,14 @@ fn overflow_kind(arg: &[u8]) -> Result<Overflow, CmdError> {
     }
 }
 
+/// Subcommands kept without a heap allocation: the usual BITFIELD has one or two.
+const OPS_INLINE: usize = 4;
+type FieldOps = SmallVec<[FieldOp; OPS_INLINE]>;
+
 /// Every subcommand, in order, each with the OVERFLOW in force where it stands.
-fn parse_ops(engine: &Engine, args: Args<'_>) -> Result<Vec<FieldOp>, CmdError> {
+fn parse_ops(engine: &Engine, args: Args<'_>) -> Result<FieldOps, CmdError> {
     // A GET takes three arguments, so this bounds the list by the input.
-    let mut ops = Vec::with_capacity((args.len() - 2) / 3);
+    let mut ops = FieldOps::with_capacity((args.len() - 2) / 3);
     let mut overflow = Overflow::Wrap;
     let mut j = 2;
     while j < args.len() {
