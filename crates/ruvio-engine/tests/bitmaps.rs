@@ -488,6 +488,9 @@ fn bitfield_errors_and_read_only() {
     assert_eq!(h.run("BITFIELD k GET u8 -1"), BIT_OFFSET);
     assert_eq!(h.run("BITFIELD k GET u8 #-1"), BIT_OFFSET);
     assert_eq!(h.run("BITFIELD k GET u8 #x"), BIT_OFFSET);
+    // `#n` times the width wraps in 64 bits, as Redis computes it.
+    assert_eq!(h.run("BITFIELD k GET i64 #144115188075855872"), BIT_OFFSET);
+    assert_eq!(h.run("BITFIELD k GET i64 #288230376151711745"), ints(&[0]));
     assert_eq!(h.run("BITFIELD k SET u8 0 x"), NOT_INT);
     assert_eq!(h.run("BITFIELD k GET u8"), SYNTAX);
     assert_eq!(h.run("BITFIELD k SET u8 0"), SYNTAX);

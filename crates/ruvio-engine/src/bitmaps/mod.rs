@@ -82,8 +82,11 @@ fn bit_offset(engine: &Engine, arg: &[u8], field_bits: u32) -> Result<u64, CmdEr
         Some((b'#', rest)) if field_bits > 0 => (rest, i64::from(field_bits)),
         _ => (arg, 1),
     };
+    // Redis multiplies in 64 bits and checks the sign after, so a `#n` so large
+    // that the product wraps is refused or taken as what it wraps to; the same
+    // here, for the same answers.
     let offset = crate::args::parse_i64(digits)
-        .and_then(|n| n.checked_mul(scale))
+        .map(|n| n.wrapping_mul(scale))
         .and_then(|n| u64::try_from(n).ok())
         .ok_or(CmdError::BitOffset)?;
     let bytes_max = engine.config().proto_max_bulk_len.min(STRING_BYTES_MAX) as u64;
