@@ -97,6 +97,10 @@ pub struct EngineConfig {
     pub lfu_log_factor: u32,
     /// `lfu-decay-time`: minutes of no access that take one off the LFU counter.
     pub lfu_decay_time: u32,
+    /// `proto-max-bulk-len`: SETBIT, GETBIT and BITFIELD refuse a bit offset whose
+    /// byte is not below it, as Redis does (Ruvio's strings stop at
+    /// `STRING_BYTES_MAX` whatever it says).
+    pub proto_max_bulk_len: usize,
 }
 
 impl Default for EngineConfig {
@@ -114,6 +118,7 @@ impl Default for EngineConfig {
             maxmemory_samples: 5,
             lfu_log_factor: 10,
             lfu_decay_time: 1,
+            proto_max_bulk_len: crate::keyspace::STRING_BYTES_MAX,
         }
     }
 }
@@ -170,6 +175,7 @@ impl Engine {
         crate::strings::COMMANDS
             .iter()
             .chain(crate::keys::COMMANDS.iter())
+            .chain(crate::bitmaps::COMMANDS.iter())
             .chain(crate::lists::COMMANDS.iter())
             .chain(crate::hashes::COMMANDS.iter())
             .chain(crate::zsets::COMMANDS.iter())

@@ -158,6 +158,24 @@ pub enum CmdError {
     NumkeysExceedArgs,
     /// SINTERCARD, ZINTERCARD: a negative (or non-integer) LIMIT.
     LimitNegative,
+    /// SETBIT, GETBIT, BITFIELD: a bit offset that is not an integer, is negative
+    /// or reaches past `proto-max-bulk-len`.
+    BitOffset,
+    /// SETBIT with a value other than 0 or 1.
+    BitValue,
+    /// BITPOS with a bit other than 0 or 1.
+    BitArgument,
+    /// BITFIELD with a type other than `i1`..`i64`, `u1`..`u63`.
+    BitfieldType,
+    /// BITFIELD OVERFLOW with a type other than WRAP, SAT, FAIL.
+    BitfieldOverflow,
+    /// BITFIELD_RO with SET or INCRBY.
+    BitfieldReadOnly,
+    /// BITOP NOT with more than one source.
+    BitopNotOneSource,
+    /// BITOP DIFF, DIFF1 or ANDOR with one source; carries the operation's name in
+    /// upper case, as Redis 8.2 prints it.
+    BitopTwoSources(&'static str),
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
     Line(Vec<u8>),
@@ -354,6 +372,20 @@ impl CmdError {
                 "ERR Number of keys can't be greater than number of args"
             }
             CmdError::LimitNegative => "ERR LIMIT can't be negative",
+            CmdError::BitOffset => "ERR bit offset is not an integer or out of range",
+            CmdError::BitValue => "ERR bit is not an integer or out of range",
+            CmdError::BitArgument => "ERR The bit argument must be 1 or 0.",
+            CmdError::BitfieldType => {
+                "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not \
+                 supported but i64 is."
+            }
+            CmdError::BitfieldOverflow => "ERR Invalid OVERFLOW type specified",
+            CmdError::BitfieldReadOnly => "ERR BITFIELD_RO only supports the GET subcommand",
+            CmdError::BitopNotOneSource => "ERR BITOP NOT must be called with a single source key.",
+            CmdError::BitopTwoSources(op) => {
+                return format!("ERR BITOP {op} must be called with at least two source keys.")
+                    .into()
+            }
             CmdError::NoAuth => "NOAUTH Authentication required.",
             CmdError::Moved { slot, host, port } => {
                 return format!("MOVED {slot} {host}:{port}").into()

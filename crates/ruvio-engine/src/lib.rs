@@ -14,7 +14,7 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text (the server's too), in one place.
-//! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`: the command families;
+//! - `strings`, `bitmaps`, `keys`, `lists`, `hashes`, `sets`, `zsets`: the command families;
 //!   each exports `COMMANDS`.
 //! - `fill`: FILLGET and FILLSET, Ruvio's stampede-free cache read, and the
 //!   per-shard fill leases.
@@ -43,6 +43,7 @@ pub mod slot;
 pub mod value;
 
 mod args;
+mod bitmaps;
 mod evict;
 mod fill;
 mod glob;
@@ -68,6 +69,8 @@ pub use keyspace::{Entry, ENTRY_BYTES};
 #[doc(hidden)]
 pub use longdouble::bench as longdouble_bench;
 
+/// The bitmap family's table (also reachable through [`Engine::commands`]).
+pub use bitmaps::COMMANDS as BITMAP_COMMANDS;
 /// The fill family's table (FILLGET, FILLSET).
 pub use fill::COMMANDS as FILL_COMMANDS;
 /// Lease length when FILLGET names none, and the longest LEASE and WAIT.

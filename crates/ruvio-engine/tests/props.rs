@@ -183,6 +183,8 @@ const TOKENS: &[&[u8]] = &[
     b"SYNC", b"*", b"[", b"[^", b"\\", b"a*b?[c-a]", b"15", b"16", b"536870912", b"\r\n", b"\0",
     b"list", b"LEFT", b"RIGHT", b"BEFORE", b"AFTER", b"RANK", b"MAXLEN", b"a", b"2",
     b"hash", b"bighash", b"f", b"FIELDS", b"FNX", b"FXX", b"WITHVALUES", b"NOVALUES", b"3", b"-5",
+    b"u8", b"i64", b"u63", b"i1", b"#3", b"OVERFLOW", b"SAT", b"FAIL", b"INCRBY", b"SET", b"BIT",
+    b"BYTE", b"AND", b"NOT", b"DIFF", b"ONE",
 ];
 
 fn arg() -> impl Strategy<Value = Vec<u8>> {

@@ -254,6 +254,9 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         set_max_listpack_value: file
             .set_max_listpack_value
             .unwrap_or(default.set_max_listpack_value),
+        proto_max_bulk_len: file
+            .proto_max_bulk_len
+            .unwrap_or(default.proto_max_bulk_len),
         maxmemory_samples: file
             .maxmemory_samples
             .unwrap_or(default.maxmemory_samples)

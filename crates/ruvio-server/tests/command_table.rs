@@ -65,6 +65,13 @@ const CALLS: &[&[&str]] = &[
     &["SINTERCARD", "1", "a", "b"],
     &["SMOVE", "a", "b", "m"],
     &["SUNIONSTORE", "d", "a", "b", "c"],
+    &["SETBIT", "k", "7", "1"],
+    &["BITCOUNT", "k", "0", "-1", "BIT"],
+    &["BITPOS", "k", "1"],
+    &["BITOP", "AND", "d", "a", "b"],
+    &["BITOP", "NOT", "d", "a"],
+    &["BITFIELD", "k", "INCRBY", "u8", "0", "1"],
+    &["BITFIELD_RO", "k", "GET", "u8", "0"],
     &["PING"],
 ];
 

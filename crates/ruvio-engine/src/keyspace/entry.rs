@@ -771,32 +771,47 @@ impl Entry {
     /// Returns the new length.
     pub fn set_range(&mut self, offset: usize, patch: &[u8]) -> usize {
         let end = offset + patch.len();
+        self.edit_bytes(end, |bytes| {
+            bytes[offset..end].copy_from_slice(patch);
+            bytes.len()
+        })
+    }
+
+    /// SETRANGE, SETBIT and BITFIELD: make the string at least `len` bytes long
+    /// (zero-filled), mark it `raw` (Redis unshares the object before writing into
+    /// it, so an `int` or `embstr` becomes `raw` even when no byte changes), and let
+    /// `change` edit the bytes in place. A string that was empty gets exactly `len`
+    /// bytes of zeroed memory (Redis' `sdsnewlen` for a new key: a far-out SETBIT
+    /// costs no memset, the pages come zeroed); one that grows on the heap grows
+    /// greedily (`sdsgrowzero`), so a bitmap filled upwards is amortised O(1) per
+    /// byte. Short results stay inline.
+    pub fn edit_bytes<R>(&mut self, len: usize, change: impl FnOnce(&mut [u8]) -> R) -> R {
         debug_assert!(matches!(self.kind, Kind::Str | Kind::Int));
         if !(self.layout & VALUE_HEAP != 0 && self.kind == Kind::Str) {
             let mut buf = itoa::Buffer::new();
             let current = self.str_value();
             let current = current.bytes(&mut buf);
-            let new_len = current.len().max(end);
+            let new_len = current.len().max(len);
             if new_len <= self.inline_room_for_value() {
                 let mut joined: SmallVec<[u8; AREA_BYTES]> = SmallVec::from_slice(current);
                 joined.resize(new_len, 0);
-                joined[offset..end].copy_from_slice(patch);
+                let result = change(&mut joined);
                 self.set_str(&joined, true);
-                return new_len;
+                return result;
             }
-            let cap = if end > current.len() {
-                greedy_capacity(new_len)
+            let s = if current.is_empty() {
+                HeapStr::zeroed(new_len)
+            } else if new_len > current.len() {
+                HeapStr::with_capacity_from(current, greedy_capacity(new_len))
             } else {
-                new_len
+                HeapStr::from_slice(current)
             };
-            let s = HeapStr::with_capacity_from(current, cap);
             self.replace_value(ValuePart::Heap(HeapValue::Str(s)), Kind::Str, FLAG_RAW);
         }
         self.flags |= FLAG_RAW;
         let s = self.heap_mut(3);
-        s.grow_zeroed(end);
-        s.as_mut_slice()[offset..end].copy_from_slice(patch);
-        s.len()
+        s.grow_zeroed(len);
+        change(s.as_mut_slice())
     }
 
     /// Longest value that can stay inline next to the current key.
@@ -938,6 +953,27 @@ mod tests {
             assert_eq!(moved.str_value(), StrRef::Bytes(b"now a string"));
             assert_eq!(moved.key(), b"moved");
         }
+    }
+
+    #[test]
+    fn edit_bytes_grows_exactly_then_greedily() {
+        let mut small = Entry::new(b"k", s(b""), 0);
+        small.edit_bytes(2, |b| b[1] = 7);
+        assert_eq!(small.layout, 0, "inline");
+        assert_eq!(small.str_value(), StrRef::Bytes(b"\0\x07"));
+        assert_eq!(small.encoding(), Encoding::Raw);
+        let mut big = Entry::new(b"k", s(b""), 0);
+        big.edit_bytes(128, |b| b[127] = 1);
+        assert_eq!(big.heap(3).capacity(), 128, "a new bitmap: exact");
+        big.edit_bytes(129, |b| b[128] = 2);
+        assert!(big.heap(3).capacity() >= 256, "growing: greedy");
+        assert_eq!(big.str_value().len(), 129);
+        let mut n = Entry::new(b"k", NewValue::Int(7), 0);
+        assert_eq!(n.edit_bytes(0, |b| b.len()), 1);
+        assert_eq!(
+            (n.str_value(), n.encoding()),
+            (StrRef::Bytes(b"7"), Encoding::Raw)
+        );
     }
 
     #[test]

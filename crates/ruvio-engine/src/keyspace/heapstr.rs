@@ -8,9 +8,10 @@
 //!
 //! Lengths are `u32`: every constructor is only reached with at most
 //! [`STRING_BYTES_MAX`] bytes (the command layer checks Redis's
-//! `proto-max-bulk-len` limit first), and the conversions below assert it.
+//! `proto-max-bulk-len` limit first; a BITFIELD write at the last bit offset
+//! reaches up to 8 bytes further, as in Redis), and the conversions below assert it.
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
+use std::alloc::{alloc, alloc_zeroed, dealloc, handle_alloc_error, realloc, Layout};
 use std::ptr::NonNull;
 
 /// Largest string the engine stores (Redis's default `proto-max-bulk-len`, 512 MiB).
@@ -78,6 +79,26 @@ impl HeapStr {
             });
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), Self::data_ptr(ptr), bytes.len());
         }
+        HeapStr { ptr }
+    }
+
+    /// `len` zero bytes with exactly that capacity, from the allocator's zeroed
+    /// memory (for a big block glibc's `calloc` maps fresh pages and writes nothing).
+    pub fn zeroed(len: usize) -> HeapStr {
+        let layout = layout_for(len);
+        // SAFETY: the layout has a non-zero size (the header).
+        let raw = unsafe { alloc_zeroed(layout) } as *mut Header;
+        let Some(ptr) = NonNull::new(raw) else {
+            handle_alloc_error(layout)
+        };
+        // SAFETY: the block is fresh and big enough for the header; the `len` bytes
+        // after it are already zero.
+        unsafe {
+            ptr.as_ptr().write(Header {
+                len: to_u32(len),
+                cap: to_u32(len),
+            })
+        };
         HeapStr { ptr }
     }
 
@@ -236,6 +257,9 @@ mod tests {
         assert_eq!(s.as_slice(), b"short");
         let empty = HeapStr::from_slice(b"");
         assert_eq!(empty.len(), 0);
+        let zeros = HeapStr::zeroed(1000);
+        assert_eq!((zeros.len(), zeros.capacity()), (1000, 1000));
+        assert!(zeros.as_slice().iter().all(|&b| b == 0));
     }
 
     #[test]

@@ -453,6 +453,7 @@ fn set_bulk_len(core: &mut ShardCore, v: &str) -> Result<(), ()> {
     let n = parse_memory(v).filter(|&n| n >= 1 << 20).ok_or(())?;
     core.cfg.proto_max_bulk_len = n;
     core.limits.bulk_bytes_max = n;
+    core.engine.config_mut().proto_max_bulk_len = n;
     Ok(())
 }
 
