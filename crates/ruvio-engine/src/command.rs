@@ -103,6 +103,15 @@ pub enum KeyShape {
         /// First index searched.
         from: usize,
     },
+    /// The argument after the last of these keywords, searched from index `from`
+    /// (GEORADIUS ... STORE key | STOREDIST key: Redis' `georadiusGetKeys`, where a
+    /// later STORE or STOREDIST overrides an earlier one).
+    AfterLastKeyword {
+        /// The keywords, matched without case.
+        keywords: &'static [&'static str],
+        /// First index searched.
+        from: usize,
+    },
 }
 
 /// Where a command's keys are: a list of [`KeyShape`]s read in order (ZUNIONSTORE:
@@ -197,6 +206,22 @@ impl KeySpec {
                             out.extend(k + 1..k + 1 + rest / 2);
                         }
                     }
+                }
+                KeyShape::AfterLastKeyword { keywords, from } => {
+                    let mut found = None;
+                    let mut i = from;
+                    while i + 1 < argc {
+                        let arg = args.get(i);
+                        if keywords
+                            .iter()
+                            .any(|k| arg.eq_ignore_ascii_case(k.as_bytes()))
+                        {
+                            found = Some(i + 1);
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    out.extend(found);
                 }
             }
         }
@@ -730,5 +755,23 @@ mod tests {
         assert_eq!(positions(xread, "XREAD COUNT 2 streams s1 s2 0 0"), [4, 5]);
         assert_eq!(positions(xread, "XREAD STREAMS s1 s2 0"), none);
         assert!(xread.is_movable() && !KeySpec::ALL_BUT_LAST.is_movable());
+        let georadius = KeySpec(&[
+            KeyShape::Range {
+                first: 1,
+                last: 1,
+                step: 1,
+            },
+            KeyShape::AfterLastKeyword {
+                keywords: &["STORE", "STOREDIST"],
+                from: 5,
+            },
+        ]);
+        assert_eq!(positions(georadius, "GEORADIUS k 1 2 3 m"), [1]);
+        assert_eq!(positions(georadius, "GEORADIUS k 1 2 3 m STORE d"), [1, 7]);
+        assert_eq!(
+            positions(georadius, "GEORADIUS k 1 2 3 m store d storedist e"),
+            [1, 9]
+        );
+        assert_eq!(positions(georadius, "GEORADIUS k 1 2 3 m STORE"), [1]);
     }
 }

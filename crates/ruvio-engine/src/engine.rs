@@ -153,6 +153,7 @@ impl Engine {
             .chain(crate::hashes::COMMANDS.iter())
             .chain(crate::zsets::COMMANDS.iter())
             .chain(crate::sets::COMMANDS.iter())
+            .chain(crate::geo::COMMANDS.iter())
     }
 
     /// The top-level command named `name` (lower case).

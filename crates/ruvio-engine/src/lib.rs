@@ -14,7 +14,7 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text (the server's too), in one place.
-//! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`: the command families;
+//! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `geo`: the command families;
 //!   each exports `COMMANDS`.
 //! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
 //!
@@ -38,6 +38,7 @@ pub mod slot;
 pub mod value;
 
 mod args;
+mod geo;
 mod glob;
 mod hashes;
 mod keys;
@@ -60,6 +61,8 @@ pub use keyspace::{Entry, ENTRY_BYTES};
 #[doc(hidden)]
 pub use longdouble::bench as longdouble_bench;
 
+/// The geo family's table (also reachable through [`Engine::commands`]).
+pub use geo::COMMANDS as GEO_COMMANDS;
 /// The hash family's table (also reachable through [`Engine::commands`]).
 pub use hashes::COMMANDS as HASH_COMMANDS;
 /// The generic keyspace family's table.

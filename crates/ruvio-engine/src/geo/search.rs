@@ -1,0 +1,248 @@
+//! Finding the members of a geo set inside a shape, with Redis's answer and
+//! faster than Redis.
+//!
+//! Redis (`membersOfAllNeighbors`) walks the score range of each of the nine cells
+//! of [`hash::areas`] in turn and computes the haversine distance of every member
+//! there. Its answer is defined by that walk: the members inside the shape, in
+//! the order (cell index, rank in the set). This module finds exactly those
+//! members and knows each one's place in that order, but visits far fewer:
+//!
+//! - A cell is split into its four children (in score order, so the walk order is
+//!   kept) while it holds many members; a child whose conservative bounds
+//!   ([`hash::cell_bounds`]) put it wholly outside the shape is skipped. Only the
+//!   members of the remaining small cells get the exact test.
+//! - A COUNT search sorted nearest first ([`nearest`]) visits cells best-first by
+//!   their least possible distance and stops once COUNT members are nearer than
+//!   any unvisited cell can be: GEOSEARCH ... COUNT 10 computes a few dozen
+//!   distances where Redis computes thousands.
+//!
+//! A cell's members are found by two rank lookups for its score range; nothing is
+//! allocated per member (a [`Hit`] borrows the member from the set).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use super::hash::{self, Cell, Shape};
+use crate::zsets::ZSetValue;
+
+/// A cell with at most this many members is scanned rather than split: a split
+/// costs rank lookups that pay off only when they skip several members.
+const SCAN_MEMBERS_MAX: usize = 16;
+
+/// A member found inside the shape.
+#[derive(Clone, Copy, Debug)]
+pub struct Hit<'a> {
+    /// The member.
+    pub member: &'a [u8],
+    /// Its score (the geohash).
+    pub score: f64,
+    /// Decoded longitude.
+    pub lon: f64,
+    /// Decoded latitude.
+    pub lat: f64,
+    /// Metres from the centre.
+    pub dist_m: f64,
+    /// Which of the nine cells Redis finds it in, and its rank in the set:
+    /// Redis's order of discovery.
+    pub order: (u8, usize),
+}
+
+impl Hit<'_> {
+    /// Nearest first, ties in Redis's order of discovery (glibc's `qsort` is a
+    /// stable merge sort for arrays of this size).
+    pub fn cmp_near(&self, other: &Self) -> Ordering {
+        self.dist_m
+            .total_cmp(&other.dist_m)
+            .then(self.order.cmp(&other.order))
+    }
+
+    /// Farthest first, ties in Redis's order of discovery.
+    pub fn cmp_far(&self, other: &Self) -> Ordering {
+        other
+            .dist_m
+            .total_cmp(&self.dist_m)
+            .then(self.order.cmp(&other.order))
+    }
+}
+
+/// Ranks `lo..hi` of the members with `min <= score < max`.
+fn rank_range(z: &ZSetValue, min: f64, max: f64) -> (usize, usize) {
+    let lo = z.count_while(|_, s| s < min);
+    let hi = z.count_while(|_, s| s < max);
+    (lo, hi.max(lo))
+}
+
+/// The cells Redis scans, with their index, skipping the excluded ones and a cell
+/// equal to the one scanned just before (Redis's duplicate check, which never
+/// compares with the centre).
+fn redis_cells(shape: &Shape) -> impl Iterator<Item = (u8, Cell)> {
+    let cells = hash::areas(shape);
+    let mut last: Option<Cell> = None;
+    (0u8..9).filter_map(move |i| {
+        let cell = cells[usize::from(i)];
+        if cell.is_zero() || (i > 1 && last == Some(cell)) {
+            return None;
+        }
+        // Redis's `last_processed` stays 0 after the centre: cell 1 is never
+        // compared with it.
+        last = if i == 0 { None } else { Some(cell) };
+        Some((i, cell))
+    })
+}
+
+/// The members of ranks `lo..hi` inside the shape, in rank order, to `emit`;
+/// stops when `emit` says so.
+fn scan<'a>(
+    z: &'a ZSetValue,
+    shape: &Shape,
+    index: u8,
+    (lo, hi): (usize, usize),
+    emit: &mut impl FnMut(Hit<'a>) -> bool,
+) -> bool {
+    for (k, (member, score)) in z.iter_from(lo, false).take(hi - lo).enumerate() {
+        let (lon, lat) = hash::decode_score(score);
+        if let Some(dist_m) = shape.contains(lon, lat) {
+            let hit = Hit {
+                member,
+                score,
+                lon,
+                lat,
+                dist_m,
+                order: (index, lo + k),
+            };
+            if !emit(hit) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Every member inside the shape, in Redis's order, to `emit` until it returns
+/// false (ANY's early stop).
+pub fn walk<'a>(z: &'a ZSetValue, shape: &Shape, mut emit: impl FnMut(Hit<'a>) -> bool) {
+    let cos_lat = shape.cos_lat();
+    for (index, cell) in redis_cells(shape) {
+        if !walk_cell(z, shape, cos_lat, index, cell, &mut emit) {
+            return;
+        }
+    }
+}
+
+fn walk_cell<'a>(
+    z: &'a ZSetValue,
+    shape: &Shape,
+    cos_lat: f64,
+    index: u8,
+    cell: Cell,
+    emit: &mut impl FnMut(Hit<'a>) -> bool,
+) -> bool {
+    if !shape.may_contain(&hash::cell_bounds(cell, shape.lon, shape.lat, cos_lat)) {
+        return true;
+    }
+    let (min, max) = cell.score_range();
+    let ranks = rank_range(z, min, max);
+    if ranks.1 - ranks.0 <= SCAN_MEMBERS_MAX || cell.step >= hash::STEP_MAX {
+        return scan(z, shape, index, ranks, emit);
+    }
+    (0..4).all(|q| walk_cell(z, shape, cos_lat, index, cell.child(q), emit))
+}
+
+/// A cell waiting in [`nearest`]'s queue, least bound first.
+struct Pending {
+    bound_m: f64,
+    index: u8,
+    cell: Cell,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.bound_m
+            .total_cmp(&other.bound_m)
+            .then((self.index, self.cell).cmp(&(other.index, other.cell)))
+    }
+}
+
+/// A found member in [`nearest`]'s bounded heap, worst (farthest) on top.
+struct Kept<'a>(Hit<'a>);
+
+impl PartialEq for Kept<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Kept<'_> {}
+impl PartialOrd for Kept<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Kept<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.cmp_near(&other.0)
+    }
+}
+
+/// The `count` members inside the shape nearest the centre, nearest first (ties
+/// in Redis's order of discovery), found best-first. `count` is at least 1.
+pub fn nearest<'a>(z: &'a ZSetValue, shape: &Shape, count: usize) -> Vec<Hit<'a>> {
+    let cos_lat = shape.cos_lat();
+    let mut queue = BinaryHeap::new();
+    let push = |queue: &mut BinaryHeap<Reverse<Pending>>, index: u8, cell: Cell| {
+        let bounds = hash::cell_bounds(cell, shape.lon, shape.lat, cos_lat);
+        if shape.may_contain(&bounds) {
+            queue.push(Reverse(Pending {
+                bound_m: bounds.distance_m,
+                index,
+                cell,
+            }));
+        }
+    };
+    for (index, cell) in redis_cells(shape) {
+        push(&mut queue, index, cell);
+    }
+    // At most `count` kept; the bound keeps the allocation within the set's size.
+    let mut kept: BinaryHeap<Kept<'a>> = BinaryHeap::with_capacity(count.min(z.len()) + 1);
+    while let Some(Reverse(p)) = queue.pop() {
+        if kept.len() >= count && kept.peek().is_some_and(|w| p.bound_m > w.0.dist_m) {
+            break;
+        }
+        let (min, max) = p.cell.score_range();
+        let ranks = rank_range(z, min, max);
+        if ranks.0 == ranks.1 {
+            continue;
+        }
+        if ranks.1 - ranks.0 > SCAN_MEMBERS_MAX && p.cell.step < hash::STEP_MAX {
+            for q in 0..4 {
+                push(&mut queue, p.index, p.cell.child(q));
+            }
+            continue;
+        }
+        scan(z, shape, p.index, ranks, &mut |hit| {
+            if kept.len() < count {
+                kept.push(Kept(hit));
+            } else if kept
+                .peek()
+                .is_some_and(|w| hit.cmp_near(&w.0) == Ordering::Less)
+            {
+                kept.pop();
+                kept.push(Kept(hit));
+            }
+            true
+        });
+    }
+    let mut out: Vec<Hit<'a>> = kept.into_iter().map(|k| k.0).collect();
+    out.sort_by(Hit::cmp_near);
+    out
+}
