@@ -103,9 +103,19 @@ pub enum KeyShape {
         /// First index searched.
         from: usize,
     },
-    /// The argument after the last of these keywords, searched from index `from`
-    /// (GEORADIUS ... STORE key | STOREDIST key: Redis' `georadiusGetKeys`, where a
-    /// later STORE or STOREDIST overrides an earlier one).
+    /// The argument after the first `keyword` at or after index `from`, the last
+    /// argument excluded (Redis' keyword key spec with `lastkey 0`: GEORADIUS ...
+    /// STORE key).
+    Keyword {
+        /// The keyword, matched without case.
+        keyword: &'static str,
+        /// First index searched.
+        from: usize,
+    },
+    /// The argument after the last of these keywords at or after index `from`,
+    /// unless an earlier shape listed it: the key a command with repeated options
+    /// really writes (GEORADIUS ... STORE a STORE b writes b, which Redis' key
+    /// specs do not name).
     AfterLastKeyword {
         /// The keywords, matched without case.
         keywords: &'static [&'static str],
@@ -207,6 +217,11 @@ impl KeySpec {
                         }
                     }
                 }
+                KeyShape::Keyword { keyword, from } => {
+                    let found = (from..argc.saturating_sub(1))
+                        .find(|&i| args.get(i).eq_ignore_ascii_case(keyword.as_bytes()));
+                    out.extend(found.map(|i| i + 1));
+                }
                 KeyShape::AfterLastKeyword { keywords, from } => {
                     let mut found = None;
                     let mut i = from;
@@ -221,7 +236,7 @@ impl KeySpec {
                         }
                         i += 1;
                     }
-                    out.extend(found);
+                    out.extend(found.filter(|k| !out.contains(k)));
                 }
             }
         }
@@ -761,17 +776,31 @@ mod tests {
                 last: 1,
                 step: 1,
             },
+            KeyShape::Keyword {
+                keyword: "STORE",
+                from: 6,
+            },
+            KeyShape::Keyword {
+                keyword: "STOREDIST",
+                from: 6,
+            },
             KeyShape::AfterLastKeyword {
                 keywords: &["STORE", "STOREDIST"],
-                from: 5,
+                from: 6,
             },
         ]);
         assert_eq!(positions(georadius, "GEORADIUS k 1 2 3 m"), [1]);
         assert_eq!(positions(georadius, "GEORADIUS k 1 2 3 m STORE d"), [1, 7]);
         assert_eq!(
-            positions(georadius, "GEORADIUS k 1 2 3 m store d storedist e"),
-            [1, 9]
+            positions(georadius, "GEORADIUS k 1 2 3 m storedist d store e"),
+            [1, 9, 7]
         );
         assert_eq!(positions(georadius, "GEORADIUS k 1 2 3 m STORE"), [1]);
+        assert_eq!(positions(georadius, "GEORADIUS k 1 2 3 store x"), [1]);
+        // Redis' specs name d only; the command writes e.
+        assert_eq!(
+            positions(georadius, "GEORADIUS k 1 2 3 m STORE d STORE e"),
+            [1, 7, 9]
+        );
     }
 }

@@ -26,19 +26,38 @@ pub(crate) mod events {
     pub const GEOSEARCHSTORE: Event = Event::new(ZSet, "geosearchstore");
 }
 
-/// GEORADIUS and GEORADIUSBYMEMBER: the source, then the key after the last
-/// STORE or STOREDIST (Redis's `georadiusGetKeys`, searching from argument 5).
-const RADIUS_KEYS: KeySpec = KeySpec(&[
-    KeyShape::Range {
-        first: 1,
-        last: 1,
-        step: 1,
-    },
-    KeyShape::AfterLastKeyword {
-        keywords: &["STORE", "STOREDIST"],
-        from: 5,
-    },
-]);
+/// GEORADIUS and GEORADIUSBYMEMBER: the source, the keys Redis's key specs name
+/// (after the first STORE and the first STOREDIST among the options, which start
+/// at `options_at`), and the key really written when the options repeat (the
+/// last STORE or STOREDIST wins; see [`KeyShape::AfterLastKeyword`]).
+macro_rules! radius_keys {
+    ($options_at:expr) => {
+        KeySpec(&[
+            KeyShape::Range {
+                first: 1,
+                last: 1,
+                step: 1,
+            },
+            KeyShape::Keyword {
+                keyword: "STORE",
+                from: $options_at,
+            },
+            KeyShape::Keyword {
+                keyword: "STOREDIST",
+                from: $options_at,
+            },
+            KeyShape::AfterLastKeyword {
+                keywords: &["STORE", "STOREDIST"],
+                from: $options_at,
+            },
+        ])
+    };
+}
+
+/// GEORADIUS's keys: options from argument 6.
+const RADIUS_KEYS: KeySpec = radius_keys!(6);
+/// GEORADIUSBYMEMBER's keys: options from argument 5.
+const BYMEMBER_KEYS: KeySpec = radius_keys!(5);
 
 const RADIUS_COMPLEXITY: &str = "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.";
 const SEARCH_COMPLEXITY: &str = "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape";
@@ -64,7 +83,7 @@ pub const COMMANDS: &[EngineCommand] = &[
         RADIUS_COMPLEXITY, commands::georadius),
     command!("georadius_ro", -6, READONLY, KeySpec::ONE, ["read", "geo", "slow"], "geo", "3.2.10",
         "A read-only variant for GEORADIUS", RADIUS_COMPLEXITY, commands::georadius_ro),
-    command!("georadiusbymember", -5, WRITE | DENYOOM, RADIUS_KEYS, ["write", "geo", "slow"], "geo", "3.2.0",
+    command!("georadiusbymember", -5, WRITE | DENYOOM, BYMEMBER_KEYS, ["write", "geo", "slow"], "geo", "3.2.0",
         "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member",
         RADIUS_COMPLEXITY, commands::georadiusbymember),
     command!("georadiusbymember_ro", -5, READONLY, KeySpec::ONE, ["read", "geo", "slow"], "geo", "3.2.10",
