@@ -65,11 +65,41 @@ impl Hit<'_> {
     }
 }
 
-/// Ranks `lo..hi` of the members with `min <= score < max`.
-fn rank_range(z: &ZSetValue, min: f64, max: f64) -> (usize, usize) {
-    let lo = z.count_while(|_, s| s < min);
-    let hi = z.count_while(|_, s| s < max);
-    (lo, hi.max(lo))
+/// A cell and the ranks `lo..hi` of its members (scores in its range).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Span {
+    cell: Cell,
+    lo: usize,
+    hi: usize,
+}
+
+impl Span {
+    /// The members of `cell`: two rank lookups.
+    fn of(z: &ZSetValue, cell: Cell) -> Span {
+        let (min, max) = cell.score_range();
+        let lo = z.count_while(|_, s| s < min);
+        let hi = z.count_while(|_, s| s < max).max(lo);
+        Span { cell, lo, hi }
+    }
+
+    fn len(&self) -> usize {
+        self.hi - self.lo
+    }
+
+    /// The four children in score order: three rank lookups, the outer bounds
+    /// being the parent's.
+    fn children(&self, z: &ZSetValue) -> [Span; 4] {
+        let mut bounds = [self.lo, self.lo, self.lo, self.lo, self.hi];
+        for (q, bound) in bounds.iter_mut().enumerate().take(4).skip(1) {
+            let (min, _) = self.cell.child(q as u64).score_range();
+            *bound = z.count_while(|_, s| s < min).clamp(self.lo, self.hi);
+        }
+        std::array::from_fn(|q| Span {
+            cell: self.cell.child(q as u64),
+            lo: bounds[q],
+            hi: bounds[q + 1].max(bounds[q]),
+        })
+    }
 }
 
 /// The cells Redis scans, with their index, skipping the excluded ones and a cell
@@ -90,16 +120,17 @@ fn redis_cells(shape: &Shape) -> impl Iterator<Item = (u8, Cell)> {
     })
 }
 
-/// The members of ranks `lo..hi` inside the shape, in rank order, to `emit`;
-/// stops when `emit` says so.
+/// The members of `span` inside the shape, in rank order, to `emit`; stops when
+/// `emit` says so.
 fn scan<'a>(
     z: &'a ZSetValue,
     shape: &Shape,
     index: u8,
-    (lo, hi): (usize, usize),
+    span: Span,
     emit: &mut impl FnMut(Hit<'a>) -> bool,
 ) -> bool {
-    for (k, (member, score)) in z.iter_from(lo, false).take(hi - lo).enumerate() {
+    let members = z.iter_from(span.lo, false).take(span.len());
+    for (k, (member, score)) in members.enumerate() {
         let (lon, lat) = hash::decode_score(score);
         if let Some(dist_m) = shape.contains(lon, lat) {
             let hit = Hit {
@@ -108,7 +139,7 @@ fn scan<'a>(
                 lon,
                 lat,
                 dist_m,
-                order: (index, lo + k),
+                order: (index, span.lo + k),
             };
             if !emit(hit) {
                 return false;
@@ -118,41 +149,52 @@ fn scan<'a>(
     true
 }
 
+/// True when `span` is worth scanning or splitting.
+fn may_hold(shape: &Shape, cos_lat: f64, span: &Span) -> bool {
+    span.len() > 0
+        && shape.may_contain(&hash::cell_bounds(span.cell, shape.lon, shape.lat, cos_lat))
+}
+
+/// True when `span` is scanned rather than split.
+fn scan_whole(span: &Span) -> bool {
+    span.len() <= SCAN_MEMBERS_MAX || span.cell.step >= hash::STEP_MAX
+}
+
 /// Every member inside the shape, in Redis's order, to `emit` until it returns
 /// false (ANY's early stop).
 pub fn walk<'a>(z: &'a ZSetValue, shape: &Shape, mut emit: impl FnMut(Hit<'a>) -> bool) {
     let cos_lat = shape.cos_lat();
     for (index, cell) in redis_cells(shape) {
-        if !walk_cell(z, shape, cos_lat, index, cell, &mut emit) {
+        if !walk_span(z, shape, cos_lat, index, Span::of(z, cell), &mut emit) {
             return;
         }
     }
 }
 
-fn walk_cell<'a>(
+fn walk_span<'a>(
     z: &'a ZSetValue,
     shape: &Shape,
     cos_lat: f64,
     index: u8,
-    cell: Cell,
+    span: Span,
     emit: &mut impl FnMut(Hit<'a>) -> bool,
 ) -> bool {
-    if !shape.may_contain(&hash::cell_bounds(cell, shape.lon, shape.lat, cos_lat)) {
+    if !may_hold(shape, cos_lat, &span) {
         return true;
     }
-    let (min, max) = cell.score_range();
-    let ranks = rank_range(z, min, max);
-    if ranks.1 - ranks.0 <= SCAN_MEMBERS_MAX || cell.step >= hash::STEP_MAX {
-        return scan(z, shape, index, ranks, emit);
+    if scan_whole(&span) {
+        return scan(z, shape, index, span, emit);
     }
-    (0..4).all(|q| walk_cell(z, shape, cos_lat, index, cell.child(q), emit))
+    span.children(z)
+        .into_iter()
+        .all(|child| walk_span(z, shape, cos_lat, index, child, emit))
 }
 
 /// A cell waiting in [`nearest`]'s queue, least bound first.
 struct Pending {
     bound_m: f64,
     index: u8,
-    cell: Cell,
+    span: Span,
 }
 
 impl PartialEq for Pending {
@@ -170,7 +212,7 @@ impl Ord for Pending {
     fn cmp(&self, other: &Self) -> Ordering {
         self.bound_m
             .total_cmp(&other.bound_m)
-            .then((self.index, self.cell).cmp(&(other.index, other.cell)))
+            .then((self.index, self.span).cmp(&(other.index, other.span)))
     }
 }
 
@@ -199,18 +241,21 @@ impl Ord for Kept<'_> {
 pub fn nearest<'a>(z: &'a ZSetValue, shape: &Shape, count: usize) -> Vec<Hit<'a>> {
     let cos_lat = shape.cos_lat();
     let mut queue = BinaryHeap::new();
-    let push = |queue: &mut BinaryHeap<Reverse<Pending>>, index: u8, cell: Cell| {
-        let bounds = hash::cell_bounds(cell, shape.lon, shape.lat, cos_lat);
+    let push = |queue: &mut BinaryHeap<Reverse<Pending>>, index: u8, span: Span| {
+        if span.len() == 0 {
+            return;
+        }
+        let bounds = hash::cell_bounds(span.cell, shape.lon, shape.lat, cos_lat);
         if shape.may_contain(&bounds) {
             queue.push(Reverse(Pending {
                 bound_m: bounds.distance_m,
                 index,
-                cell,
+                span,
             }));
         }
     };
     for (index, cell) in redis_cells(shape) {
-        push(&mut queue, index, cell);
+        push(&mut queue, index, Span::of(z, cell));
     }
     // At most `count` kept; the bound keeps the allocation within the set's size.
     let mut kept: BinaryHeap<Kept<'a>> = BinaryHeap::with_capacity(count.min(z.len()) + 1);
@@ -218,18 +263,13 @@ pub fn nearest<'a>(z: &'a ZSetValue, shape: &Shape, count: usize) -> Vec<Hit<'a>
         if kept.len() >= count && kept.peek().is_some_and(|w| p.bound_m > w.0.dist_m) {
             break;
         }
-        let (min, max) = p.cell.score_range();
-        let ranks = rank_range(z, min, max);
-        if ranks.0 == ranks.1 {
-            continue;
-        }
-        if ranks.1 - ranks.0 > SCAN_MEMBERS_MAX && p.cell.step < hash::STEP_MAX {
-            for q in 0..4 {
-                push(&mut queue, p.index, p.cell.child(q));
+        if !scan_whole(&p.span) {
+            for child in p.span.children(z) {
+                push(&mut queue, p.index, child);
             }
             continue;
         }
-        scan(z, shape, p.index, ranks, &mut |hit| {
+        scan(z, shape, p.index, p.span, &mut |hit| {
             if kept.len() < count {
                 kept.push(Kept(hit));
             } else if kept
