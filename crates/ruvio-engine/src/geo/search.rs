@@ -286,3 +286,120 @@ pub fn nearest<'a>(z: &'a ZSetValue, shape: &Shape, count: usize) -> Vec<Hit<'a>
     out.sort_by(Hit::cmp_near);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geo::hash::ShapeKind;
+    use crate::zsets::ZLimits;
+
+    /// A small deterministic generator (no dependency for a test).
+    struct Lcg(u64);
+    impl Lcg {
+        fn unit(&mut self) -> f64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 11) as f64 / (1u64 << 53) as f64
+        }
+        fn range(&mut self, lo: f64, hi: f64) -> f64 {
+            lo + (hi - lo) * self.unit()
+        }
+    }
+
+    /// Redis's walk without shortcuts: every member of every cell, tested.
+    fn plain_walk<'a>(z: &'a ZSetValue, shape: &Shape) -> Vec<(u8, usize, &'a [u8])> {
+        let mut out = Vec::new();
+        for (index, cell) in redis_cells(shape) {
+            let span = Span::of(z, cell);
+            scan(z, shape, index, span, &mut |h| {
+                out.push((h.order.0, h.order.1, h.member));
+                true
+            });
+        }
+        out
+    }
+
+    /// Points clustered at the poles' limits, across the antimeridian and
+    /// spread out; shapes of every size around them: the pruned walk and the
+    /// best-first search answer what the plain walk answers.
+    #[test]
+    fn pruned_searches_answer_as_the_plain_walk() {
+        let lim = ZLimits {
+            entries: 128,
+            value: 64,
+        };
+        let centres = [
+            (179.95, 0.0),
+            (-179.95, 40.0),
+            (10.0, 85.0),
+            (-70.0, -85.0),
+            (13.36, 38.11),
+        ];
+        let mut rng = Lcg(7);
+        let mut z = ZSetValue::new();
+        for i in 0..3000 {
+            let (lon, lat) = if i % 4 == 0 {
+                (rng.range(-180.0, 180.0), rng.range(-85.0, 85.0))
+            } else {
+                let (clon, clat) = centres[i % centres.len()];
+                let lon = clon + rng.range(-0.5, 0.5);
+                let lon = if lon > 180.0 {
+                    lon - 360.0
+                } else if lon < -180.0 {
+                    lon + 360.0
+                } else {
+                    lon
+                };
+                (
+                    lon,
+                    (clat + rng.range(-0.5, 0.5)).clamp(hash::LAT_MIN, hash::LAT_MAX),
+                )
+            };
+            let score = hash::score_of(lon, lat).expect("in range");
+            z.insert(format!("p{i}").as_bytes(), score, lim);
+        }
+        for round in 0..300 {
+            let (clon, clat) = centres[round % centres.len()];
+            let lon = (clon + rng.range(-0.6, 0.6)).clamp(-180.0, 180.0);
+            let lat = (clat + rng.range(-0.6, 0.6)).clamp(hash::LAT_MIN, hash::LAT_MAX);
+            let size = 10f64.powf(rng.range(0.0, 7.0));
+            let kind = if round % 2 == 0 {
+                ShapeKind::Radius(size)
+            } else {
+                ShapeKind::Box {
+                    width: size,
+                    height: size * rng.range(0.2, 3.0),
+                }
+            };
+            let shape = Shape {
+                lon,
+                lat,
+                kind,
+                conversion: 1.0,
+            };
+            let expected = plain_walk(&z, &shape);
+            let mut got = Vec::new();
+            walk(&z, &shape, |h| {
+                got.push((h.order.0, h.order.1, h.member));
+                true
+            });
+            assert_eq!(got, expected, "walk, round {round}");
+            let mut all = Vec::new();
+            walk(&z, &shape, |h| {
+                all.push(h);
+                true
+            });
+            all.sort_by(Hit::cmp_near);
+            for count in [1, 10, 100] {
+                let near: Vec<_> = nearest(&z, &shape, count)
+                    .iter()
+                    .map(|h| h.member)
+                    .collect();
+                let want: Vec<_> = all.iter().take(count).map(|h| h.member).collect();
+                assert_eq!(near, want, "nearest {count}, round {round}");
+            }
+        }
+    }
+}
