@@ -96,6 +96,30 @@ fn replies_equal_redis() {
     }
 }
 
+/// `%f` of the pair as glibc prints it (the exact decimal expansion, the sign of
+/// zero), captured from redis-server 7.0.15.
+#[test]
+fn invalid_pairs_print_as_c() {
+    let mut h = Harness::default();
+    assert_eq!(
+        h.run("GEOADD k 1e300 0 a"),
+        err("ERR invalid longitude,latitude pair 1000000000000000052504760255204420248704468581108159154915854115511802457988908195786371375080447864043704443832883878176942523235360430575644792184786706982848387200926575803737830233794788090059368953234970799945081119038967640880074652742780142494579258788820056842838115669472196386865459400540160.000000,0.000000")
+    );
+    assert_eq!(
+        h.run("GEOADD k -0 100 a"),
+        err("ERR invalid longitude,latitude pair -0.000000,100.000000")
+    );
+    assert_eq!(
+        h.run("GEOADD k 0x10 100 a"),
+        err("ERR invalid longitude,latitude pair 16.000000,100.000000")
+    );
+    assert_eq!(h.run("GEOADD k 1 -1e-7 a"), int(1));
+    assert_eq!(
+        h.run("GEOSEARCH k FROMLONLAT 1e-320 86 BYRADIUS 1 m"),
+        err("ERR invalid longitude,latitude pair 0.000000,86.000000")
+    );
+}
+
 #[test]
 fn resp3_positions_are_doubles() {
     let mut h = Harness::resp3();

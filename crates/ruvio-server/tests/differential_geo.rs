@@ -605,3 +605,73 @@ fn differential_geo_forward_1_shard() {
 fn differential_geo_forward_2_shards() {
     run_differential("differential_geo_forward_2_shards", 2);
 }
+
+/// GEORADIUS ... STORE a STORE b writes b, a key Redis's key specs do not name:
+/// with the three keys on different shards, Ruvio still borrows b and the result
+/// lands where Redis has it.
+#[test]
+fn repeated_store_writes_the_last_key_across_shards() {
+    let label = "repeated_store_writes_the_last_key_across_shards";
+    if require_redis_server(label).is_none() {
+        return;
+    }
+    let (redis, ruvio) = (Server::redis(), Server::forward(2));
+    let (mut theirs, mut ours) = (redis.raw(), ruvio.raw());
+    let src = key_on_shard("src", 0, 2);
+    let first = key_on_shard("first", 1, 2);
+    let last = key_on_shard("last", 1, 2);
+    let other = key_on_shard("other", 0, 2);
+    let steps: Vec<Vec<&str>> = vec![
+        vec![
+            "GEOADD",
+            &src,
+            "13.361389",
+            "38.115556",
+            "Palermo",
+            "15.087269",
+            "37.502669",
+            "Catania",
+        ],
+        vec![
+            "GEORADIUS",
+            &src,
+            "15",
+            "37",
+            "200",
+            "km",
+            "STORE",
+            &first,
+            "STORE",
+            &last,
+        ],
+        vec![
+            "GEORADIUS",
+            &src,
+            "15",
+            "37",
+            "200",
+            "km",
+            "STORE",
+            &first,
+            "STOREDIST",
+            &other,
+        ],
+        vec!["EXISTS", &first],
+        vec!["ZRANGE", &last, "0", "-1", "WITHSCORES"],
+        vec!["ZRANGE", &other, "0", "-1", "WITHSCORES"],
+        vec![
+            "GEOSEARCHSTORE",
+            &first,
+            &src,
+            "FROMMEMBER",
+            "Palermo",
+            "BYRADIUS",
+            "1",
+            "km",
+        ],
+        vec!["ZRANGE", &first, "0", "-1", "WITHSCORES"],
+    ];
+    for step in &steps {
+        assert_eq!(show(&ours.cmd(step)), show(&theirs.cmd(step)), "{step:?}");
+    }
+}
