@@ -4,6 +4,7 @@
 //! `georadiusGeneric` there.
 
 use ruvio_resp::{Args, Reply};
+use smallvec::SmallVec;
 
 use super::events;
 use super::hash::{self, Shape, ShapeKind};
@@ -15,6 +16,10 @@ use crate::keyspace::Collection;
 use crate::zsets::score::parse_score;
 use crate::zsets::{self, ZSetValue};
 use crate::Engine;
+
+/// GEOADD's scores are kept on the stack up to this many points (one GEOADD of a
+/// few points, the common case, allocates nothing for them).
+const SCORES_INLINE: usize = 8;
 
 /// A longitude,latitude pair at `args[at..at + 2]` (`extractLongLatOrReply`).
 fn lon_lat(args: Args<'_>, at: usize) -> Result<(f64, f64), CmdError> {
@@ -115,7 +120,7 @@ pub(super) fn geoadd(
         return Err(CmdError::Syntax);
     }
     let triples = rest / 3;
-    let mut scores = Vec::with_capacity(triples);
+    let mut scores: SmallVec<[f64; SCORES_INLINE]> = SmallVec::with_capacity(triples);
     for i in 0..triples {
         let (lon, lat) = lon_lat(args, at + 3 * i)?;
         scores.push(hash::score_of(lon, lat).unwrap_or_default());
@@ -125,7 +130,6 @@ pub(super) fn geoadd(
     let existing = match e.lookup_write(ctx, key) {
         Some(id) => {
             zsets::zset_at(e, ctx.db, id)?;
-            zsets::change_zset(e, ctx.db, id, |z| z.maybe_convert(triples, lim))?;
             Some(id)
         }
         None if xx => {
@@ -154,7 +158,10 @@ pub(super) fn geoadd(
         (added, moved)
     };
     let (added, moved) = match existing {
-        Some(id) => zsets::change_zset(e, ctx.db, id, apply)?,
+        Some(id) => zsets::change_zset(e, ctx.db, id, |z| {
+            z.maybe_convert(triples, lim);
+            apply(z)
+        })?,
         None => {
             let longest = (0..triples).map(|i| member(i).len()).max().unwrap_or(0);
             let mut z = ZSetValue::create(triples, longest, lim);
