@@ -11,6 +11,8 @@
 //! - [`search`]: which members a search returns, in Redis's order, visiting only
 //!   the parts of the cells that can matter.
 //! - `commands`: the handlers, in Redis's order of checks.
+//!
+//! docs/geo.md says what is Redis's step for step and why the search is faster.
 
 pub(crate) mod hash;
 pub(crate) mod search;
