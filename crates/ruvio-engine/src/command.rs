@@ -103,6 +103,25 @@ pub enum KeyShape {
         /// First index searched.
         from: usize,
     },
+    /// The argument after the first `keyword` at or after index `from`, the last
+    /// argument excluded (Redis' keyword key spec with `lastkey 0`: GEORADIUS ...
+    /// STORE key).
+    Keyword {
+        /// The keyword, matched without case.
+        keyword: &'static str,
+        /// First index searched.
+        from: usize,
+    },
+    /// The argument after the last of these keywords at or after index `from`,
+    /// unless an earlier shape listed it: the key a command with repeated options
+    /// really writes (GEORADIUS ... STORE a STORE b writes b, which Redis' key
+    /// specs do not name).
+    AfterLastKeyword {
+        /// The keywords, matched without case.
+        keywords: &'static [&'static str],
+        /// First index searched.
+        from: usize,
+    },
 }
 
 /// Where a command's keys are: a list of [`KeyShape`]s read in order (ZUNIONSTORE:
@@ -197,6 +216,27 @@ impl KeySpec {
                             out.extend(k + 1..k + 1 + rest / 2);
                         }
                     }
+                }
+                KeyShape::Keyword { keyword, from } => {
+                    let found = (from..argc.saturating_sub(1))
+                        .find(|&i| args.get(i).eq_ignore_ascii_case(keyword.as_bytes()));
+                    out.extend(found.map(|i| i + 1));
+                }
+                KeyShape::AfterLastKeyword { keywords, from } => {
+                    let mut found = None;
+                    let mut i = from;
+                    while i + 1 < argc {
+                        let arg = args.get(i);
+                        if keywords
+                            .iter()
+                            .any(|k| arg.eq_ignore_ascii_case(k.as_bytes()))
+                        {
+                            found = Some(i + 1);
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    out.extend(found.filter(|k| !out.contains(k)));
                 }
             }
         }
@@ -730,5 +770,37 @@ mod tests {
         assert_eq!(positions(xread, "XREAD COUNT 2 streams s1 s2 0 0"), [4, 5]);
         assert_eq!(positions(xread, "XREAD STREAMS s1 s2 0"), none);
         assert!(xread.is_movable() && !KeySpec::ALL_BUT_LAST.is_movable());
+        let georadius = KeySpec(&[
+            KeyShape::Range {
+                first: 1,
+                last: 1,
+                step: 1,
+            },
+            KeyShape::Keyword {
+                keyword: "STORE",
+                from: 6,
+            },
+            KeyShape::Keyword {
+                keyword: "STOREDIST",
+                from: 6,
+            },
+            KeyShape::AfterLastKeyword {
+                keywords: &["STORE", "STOREDIST"],
+                from: 6,
+            },
+        ]);
+        assert_eq!(positions(georadius, "GEORADIUS k 1 2 3 m"), [1]);
+        assert_eq!(positions(georadius, "GEORADIUS k 1 2 3 m STORE d"), [1, 7]);
+        assert_eq!(
+            positions(georadius, "GEORADIUS k 1 2 3 m storedist d store e"),
+            [1, 9, 7]
+        );
+        assert_eq!(positions(georadius, "GEORADIUS k 1 2 3 m STORE"), [1]);
+        assert_eq!(positions(georadius, "GEORADIUS k 1 2 3 store x"), [1]);
+        // Redis' specs name d only; the command writes e.
+        assert_eq!(
+            positions(georadius, "GEORADIUS k 1 2 3 m STORE d STORE e"),
+            [1, 7, 9]
+        );
     }
 }

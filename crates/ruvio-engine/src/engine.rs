@@ -181,6 +181,7 @@ impl Engine {
             .chain(crate::zsets::COMMANDS.iter())
             .chain(crate::sets::COMMANDS.iter())
             .chain(crate::fill::COMMANDS.iter())
+            .chain(crate::geo::COMMANDS.iter())
     }
 
     /// The top-level command named `name` (lower case).

@@ -176,6 +176,28 @@ pub enum CmdError {
     /// BITOP DIFF, DIFF1 or ANDOR with one source; carries the operation's name in
     /// upper case, as Redis 8.2 prints it.
     BitopTwoSources(&'static str),
+    /// GEO: a member to search from is not in the set.
+    GeoMemberNotFound,
+    /// GEO: a distance unit other than m, km, ft, mi.
+    GeoUnit,
+    /// GEO: a radius that is not a float.
+    GeoRadiusNotFloat,
+    /// GEO: a negative radius.
+    GeoRadiusNegative,
+    /// GEOSEARCH BYBOX: a width that is not a float.
+    GeoWidthNotFloat,
+    /// GEOSEARCH BYBOX: a height that is not a float.
+    GeoHeightNotFloat,
+    /// GEOSEARCH BYBOX: a negative width or height.
+    GeoBoxNegative,
+    /// GEO search COUNT below 1.
+    GeoCountNotPositive,
+    /// GEO search ANY without COUNT.
+    GeoAnyNeedsCount,
+    /// GEORADIUS STORE/STOREDIST with WITHDIST, WITHHASH or WITHCOORD.
+    GeoStoreWithOptions,
+    /// GEOSEARCHSTORE with WITHDIST, WITHHASH or WITHCOORD.
+    GeoSearchStoreWithOptions,
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
     Line(Vec<u8>),
@@ -385,6 +407,23 @@ impl CmdError {
             CmdError::BitopTwoSources(op) => {
                 return format!("ERR BITOP {op} must be called with at least two source keys.")
                     .into()
+            }
+            CmdError::GeoMemberNotFound => "ERR could not decode requested zset member",
+            CmdError::GeoUnit => "ERR unsupported unit provided. please use M, KM, FT, MI",
+            CmdError::GeoRadiusNotFloat => "ERR need numeric radius",
+            CmdError::GeoRadiusNegative => "ERR radius cannot be negative",
+            CmdError::GeoWidthNotFloat => "ERR need numeric width",
+            CmdError::GeoHeightNotFloat => "ERR need numeric height",
+            CmdError::GeoBoxNegative => "ERR height or width cannot be negative",
+            CmdError::GeoCountNotPositive => "ERR COUNT must be > 0",
+            CmdError::GeoAnyNeedsCount => "ERR the ANY argument requires COUNT argument",
+            CmdError::GeoStoreWithOptions => {
+                "ERR STORE option in GEORADIUS is not compatible with WITHDIST, WITHHASH and \
+                 WITHCOORD options"
+            }
+            CmdError::GeoSearchStoreWithOptions => {
+                "ERR GEOSEARCHSTORE is not compatible with WITHDIST, WITHHASH and WITHCOORD \
+                 options"
             }
             CmdError::NoAuth => "NOAUTH Authentication required.",
             CmdError::Moved { slot, host, port } => {

@@ -14,7 +14,8 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text (the server's too), in one place.
-//! - `strings`, `bitmaps`, `keys`, `lists`, `hashes`, `sets`, `zsets`: the command families;
+//! - `strings`, `bitmaps`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `geo`: the command
+//!   families;
 //!   each exports `COMMANDS`.
 //! - `fill`: FILLGET and FILLSET, Ruvio's stampede-free cache read, and the
 //!   per-shard fill leases.
@@ -46,6 +47,7 @@ mod args;
 mod bitmaps;
 mod evict;
 mod fill;
+mod geo;
 mod glob;
 mod hashes;
 mod keys;
@@ -75,6 +77,8 @@ pub use bitmaps::COMMANDS as BITMAP_COMMANDS;
 pub use fill::COMMANDS as FILL_COMMANDS;
 /// Lease length when FILLGET names none, and the longest LEASE and WAIT.
 pub use fill::{LEASE_MS_DEFAULT, LEASE_MS_MAX};
+/// The geo family's table (also reachable through [`Engine::commands`]).
+pub use geo::COMMANDS as GEO_COMMANDS;
 /// The hash family's table (also reachable through [`Engine::commands`]).
 pub use hashes::COMMANDS as HASH_COMMANDS;
 /// The generic keyspace family's table.

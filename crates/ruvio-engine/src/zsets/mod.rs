@@ -178,7 +178,7 @@ pub const COMMANDS: &[EngineCommand] = &[
 // ---- helpers ----------------------------------------------------------------
 
 /// The encoding thresholds now.
-fn limits(engine: &Engine) -> ZLimits {
+pub(crate) fn limits(engine: &Engine) -> ZLimits {
     let c = engine.config();
     ZLimits {
         entries: c.zset_max_listpack_entries,
@@ -187,7 +187,7 @@ fn limits(engine: &Engine) -> ZLimits {
 }
 
 /// The sorted set in entry `id` of `db`, or WRONGTYPE.
-fn zset_at(engine: &Engine, db: usize, id: EntryId) -> Result<&ZSetValue, CmdError> {
+pub(crate) fn zset_at(engine: &Engine, db: usize, id: EntryId) -> Result<&ZSetValue, CmdError> {
     engine
         .db(db)
         .entry(id)
@@ -198,7 +198,7 @@ fn zset_at(engine: &Engine, db: usize, id: EntryId) -> Result<&ZSetValue, CmdErr
 
 /// Change the sorted set in entry `id` of `db` (heap accounting kept), or
 /// WRONGTYPE.
-fn change_zset<R>(
+pub(crate) fn change_zset<R>(
     engine: &mut Engine,
     db: usize,
     id: EntryId,
@@ -239,7 +239,7 @@ fn resp3(r: &Reply<'_>) -> bool {
 
 /// Redis's order of (member, score) pairs: by score, then by member bytes (scores
 /// are never NaN).
-fn redis_order(a: &(Vec<u8>, f64), b: &(Vec<u8>, f64)) -> std::cmp::Ordering {
+pub(crate) fn redis_order(a: &(Vec<u8>, f64), b: &(Vec<u8>, f64)) -> std::cmp::Ordering {
     a.1.partial_cmp(&b.1)
         .unwrap_or(std::cmp::Ordering::Equal)
         .then_with(|| a.0.cmp(&b.0))
