@@ -86,6 +86,9 @@ pub struct EngineConfig {
     pub set_max_listpack_entries: usize,
     /// `set-max-listpack-value`: longest member a packed set may hold.
     pub set_max_listpack_value: usize,
+    /// Redis' `cluster-enabled`: per-shard mode, where each shard answers as a
+    /// cluster node (SORT then refuses BY and GET patterns, as Redis Cluster).
+    pub cluster_enabled: bool,
 }
 
 impl Default for EngineConfig {
@@ -99,6 +102,7 @@ impl Default for EngineConfig {
             set_max_intset_entries: 512,
             set_max_listpack_entries: 128,
             set_max_listpack_value: 64,
+            cluster_enabled: false,
         }
     }
 }
@@ -153,6 +157,7 @@ impl Engine {
             .chain(crate::hashes::COMMANDS.iter())
             .chain(crate::zsets::COMMANDS.iter())
             .chain(crate::sets::COMMANDS.iter())
+            .chain(crate::sort::COMMANDS.iter())
     }
 
     /// The top-level command named `name` (lower case).

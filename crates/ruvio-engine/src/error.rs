@@ -142,6 +142,12 @@ pub enum CmdError {
     NumkeysExceedArgs,
     /// SINTERCARD, ZINTERCARD: a negative (or non-integer) LIMIT.
     LimitNegative,
+    /// SORT: an element or weight is not a double (`strtod` syntax, in range).
+    SortScoreNotDouble,
+    /// SORT BY a pattern while cluster mode (per-shard mode) is on.
+    SortByInCluster,
+    /// SORT GET while cluster mode (per-shard mode) is on.
+    SortGetInCluster,
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
     Line(Vec<u8>),
@@ -324,6 +330,9 @@ impl CmdError {
                 "ERR Number of keys can't be greater than number of args"
             }
             CmdError::LimitNegative => "ERR LIMIT can't be negative",
+            CmdError::SortScoreNotDouble => "ERR One or more scores can't be converted into double",
+            CmdError::SortByInCluster => "ERR BY option of SORT denied in Cluster mode.",
+            CmdError::SortGetInCluster => "ERR GET option of SORT denied in Cluster mode.",
             CmdError::NoAuth => "NOAUTH Authentication required.",
             CmdError::Moved { slot, host, port } => {
                 return format!("MOVED {slot} {host}:{port}").into()

@@ -14,7 +14,7 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text (the server's too), in one place.
-//! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`: the command families;
+//! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `sort`: the command families;
 //!   each exports `COMMANDS`.
 //! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
 //!
@@ -45,6 +45,7 @@ mod keyspace;
 mod lists;
 mod longdouble;
 mod sets;
+mod sort;
 mod strings;
 mod zsets;
 
@@ -59,6 +60,7 @@ pub use keyspace::{Entry, ENTRY_BYTES};
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub use longdouble::bench as longdouble_bench;
+pub use sort::value_keys_wanted;
 
 /// The hash family's table (also reachable through [`Engine::commands`]).
 pub use hashes::COMMANDS as HASH_COMMANDS;
@@ -68,6 +70,8 @@ pub use keys::COMMANDS as KEY_COMMANDS;
 pub use lists::COMMANDS as LIST_COMMANDS;
 /// The set family's table (also reachable through [`Engine::commands`]).
 pub use sets::COMMANDS as SET_COMMANDS;
+/// SORT and SORT_RO (also reachable through [`Engine::commands`]).
+pub use sort::COMMANDS as SORT_COMMANDS;
 /// The string family's table (also reachable through [`Engine::commands`]).
 pub use strings::COMMANDS as STRING_COMMANDS;
 /// The sorted-set family's command table.

@@ -138,7 +138,15 @@ impl Config {
             }
             None => FileConfig::default(),
         };
-        let engine = engine_config(&file);
+        let port_mode = cli
+            .port_mode
+            .or(file.port_mode)
+            .unwrap_or(PortMode::Forward);
+        // Per-shard mode answers as Redis Cluster nodes do (`cluster-enabled yes`).
+        let engine = ruvio_engine::EngineConfig {
+            cluster_enabled: port_mode == PortMode::PerShard,
+            ..engine_config(&file)
+        };
         let online = available_cpus();
         let shards = cli.shards.or(file.shards).unwrap_or(online.len()).max(1);
         let cpus = match cli.cpus.as_deref().or(file.cpus.as_deref()) {
@@ -153,10 +161,7 @@ impl Config {
             bind: cli.bind.or(file.bind).unwrap_or_else(|| "127.0.0.1".into()),
             port: cli.port.or(file.port).unwrap_or(6379),
             shards,
-            port_mode: cli
-                .port_mode
-                .or(file.port_mode)
-                .unwrap_or(PortMode::Forward),
+            port_mode,
             cpus,
             durability: cli
                 .durability
@@ -212,6 +217,7 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         set_max_listpack_value: file
             .set_max_listpack_value
             .unwrap_or(default.set_max_listpack_value),
+        cluster_enabled: default.cluster_enabled,
     }
 }
 
