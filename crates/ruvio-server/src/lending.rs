@@ -72,7 +72,18 @@ struct CrossOp {
     /// A blocking command with nothing to serve: its deadline, and the owners
     /// watching its keys for it (it is tried again when one of them writes a key).
     waiting: Option<Waiting>,
+    /// A command that reads keys named in a value (SORT ... BY/GET patterns): how
+    /// many times the keys were borrowed again because the value named keys that
+    /// were not borrowed yet.
+    value_key_tries: Option<u32>,
 }
+
+/// Times a command that reads keys named in a value (SORT BY/GET) gives its keys
+/// back and borrows again with the keys its value names. The first round borrows
+/// the argument keys and finds the pattern keys; the second holds them all unless
+/// a writer changed the sorted key in between. After this many rounds the command
+/// runs with what it holds (see docs/cross-shard.md).
+const VALUE_KEY_TRIES_MAX: u32 = 4;
 
 /// A cross-shard blocking command between tries.
 #[derive(Debug)]
@@ -164,6 +175,7 @@ pub fn start(
             next: 0,
             borrowed: Vec::new(),
             waiting: None,
+            value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
         },
     );
     advance(core, conns, ticket);
@@ -243,6 +255,8 @@ pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: 
 
 /// Every key is here: run the command, send the keys home, answer the client (or,
 /// for a blocking command with nothing to serve, have the owners watch its keys).
+/// A command that reads keys named in a value first checks it holds them all; if
+/// not, it gives everything back and borrows again with them.
 fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     let Some(mut op) = core.lending.ops.remove(&ticket) else {
         return;
@@ -255,6 +269,12 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
             core.engine.adopt(entry_db, entry);
         }
         homes.push((entry_db, key, owner));
+    }
+    if let Some(missing) = value_keys_missing(core, &op, &homes) {
+        send_home(core, conns, homes);
+        plan_more(core, &mut op, missing);
+        core.lending.ops.insert(ticket, op);
+        return advance(core, conns, ticket);
     }
     let caller = Caller {
         borrowing: true,
@@ -272,6 +292,16 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
             homes.push((key_db, key, owner));
         }
     }
+    send_home(core, conns, homes);
+    match ran.block {
+        Some(block) => wait(core, conns, ticket, op, block),
+        None => answer(core, conns, &op, out),
+    }
+}
+
+/// Take the keys `(db, key, owner)` out of this shard's keyspace again and return
+/// each to its owner (this shard's own straight back).
+fn send_home(core: &mut ShardCore, conns: &mut Slab<Conn>, homes: Vec<(usize, Vec<u8>, usize)>) {
     let mut returns: AHashMap<usize, Lent> = AHashMap::new();
     for (key_db, key, owner) in homes {
         let entry = core.engine.lend(key_db, &key, 0);
@@ -284,10 +314,49 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
             core.outbox.give_back(owner, entries);
         }
     }
-    match ran.block {
-        Some(block) => wait(core, conns, ticket, op, block),
-        None => answer(core, conns, &op, out),
+}
+
+/// For a command that reads keys named in a value (SORT BY/GET), with its keys
+/// `held`: the keys its value names that are not held, when there are some and
+/// it may still borrow again.
+fn value_keys_missing(
+    core: &ShardCore,
+    op: &CrossOp,
+    held: &[(usize, Vec<u8>, usize)],
+) -> Option<Vec<DbKey>> {
+    let tries = op.value_key_tries?;
+    if tries >= VALUE_KEY_TRIES_MAX {
+        return None;
     }
+    let db = op.caller.db;
+    let held: AHashSet<(usize, &[u8])> = held.iter().map(|(d, k, _)| (*d, k.as_slice())).collect();
+    let missing: Vec<DbKey> = core
+        .engine
+        .value_keys(db, op.argv.args(), core.now_ms)
+        .into_iter()
+        .filter(|k| !held.contains(&(db, k.as_slice())))
+        .map(|k| (db, k))
+        .collect();
+    (!missing.is_empty()).then_some(missing)
+}
+
+/// Add `keys` to the command's plan (each with its owner, in shard order) and
+/// start borrowing from the first owner again.
+fn plan_more(core: &ShardCore, op: &mut CrossOp, keys: Vec<DbKey>) {
+    for (db, key) in keys {
+        let owner = core.topo.key_owner(&key);
+        match op.plan.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, owned)) => owned.push((db, key)),
+            None => op.plan.push((owner, vec![(db, key)])),
+        }
+    }
+    for (_, keys) in &mut op.plan {
+        keys.sort();
+        keys.dedup();
+    }
+    op.plan.sort_by_key(|(shard, _)| *shard);
+    op.next = 0;
+    op.value_key_tries = op.value_key_tries.map(|n| n + 1);
 }
 
 /// Fill the client's held slot and let its connection go on.
