@@ -571,8 +571,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     }
     // SORT ... BY/GET patterns read keys named by the sorted elements, which may
     // live anywhere: borrow them all (the lender finds out which).
-    let from_value =
-        cmd.meta.keys.reads_keys_from_value() && ruvio_engine::value_keys_wanted(args);
+    let from_value = cmd.meta.keys.reads_keys_from_value() && ruvio_engine::value_keys_wanted(args);
     match groups.len() {
         _ if from_value => Route::Lend(groups),
         1 if owner == core.id => Route::Local,

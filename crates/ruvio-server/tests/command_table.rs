@@ -65,6 +65,13 @@ const CALLS: &[&[&str]] = &[
     &["SINTERCARD", "1", "a", "b"],
     &["SMOVE", "a", "b", "m"],
     &["SUNIONSTORE", "d", "a", "b", "c"],
+    &["SORT", "k"],
+    &["SORT", "k", "BY", "w", "GET", "#", "STORE", "d", "LIMIT", "0", "1"],
+    &["SORT", "k", "STORE", "d", "STORE", "e"],
+    &["SORT", "k", "LIMIT", "STORE", "d"],
+    &["SORT", "k", "STORE", "limit", "a", "b"],
+    &["SORT", "k", "STORE"],
+    &["SORT_RO", "k", "STORE", "d"],
     &["PING"],
 ];
 
