@@ -326,7 +326,11 @@ fn run_routed(
             let seq = replies.hold(Merge::Single, 1);
             // Like a blocked client: nothing after it runs until it is answered.
             client.blocked = Some(BlockedOn { seq, remote: None });
-            lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
+            let at_once = lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
+            if let Some(reply) = at_once {
+                replies.fill(seq, 0, reply);
+                client.blocked = None;
+            }
             Ok(())
         }
         Route::AllShards => {

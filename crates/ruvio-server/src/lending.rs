@@ -112,6 +112,11 @@ pub struct Lending {
     /// Commands this shard coordinates.
     ops: AHashMap<u64, CrossOp>,
     next_ticket: u64,
+    /// The connection whose command [`start`] is starting (it is out of the slab
+    /// meanwhile), and its reply when every key was this shard's and the command
+    /// ran before `start` returned (SORT BY/GET with local keys only).
+    starting: Option<(u32, u32)>,
+    answered_at_once: Option<Vec<u8>>,
 }
 
 impl Lending {
@@ -128,7 +133,9 @@ impl Lending {
 }
 
 /// Start coordinating `cmd` for connection `conn`, whose held slot `seq` gets the
-/// reply. `groups` are the owners and the argument positions of their keys.
+/// reply. `groups` are the owners and the argument positions of their keys. When
+/// every key is this shard's and free, the command runs before this returns, and
+/// the reply comes back here instead (the connection is out of the slab).
 #[allow(clippy::too_many_arguments)]
 pub fn start(
     core: &mut ShardCore,
@@ -139,7 +146,7 @@ pub fn start(
     cmd: &'static Command,
     args: ruvio_resp::Args<'_>,
     groups: Vec<(usize, Vec<usize>)>,
-) {
+) -> Option<Vec<u8>> {
     let last_key = groups.iter().flat_map(|(_, p)| p.iter().copied()).max();
     let target_db = other_db(core, cmd, args);
     let mut plan: Vec<(usize, Vec<DbKey>)> = groups
@@ -178,7 +185,10 @@ pub fn start(
             value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
         },
     );
+    core.lending.starting = Some(conn);
     advance(core, conns, ticket);
+    core.lending.starting = None;
+    core.lending.answered_at_once.take()
 }
 
 /// The database a `DB index` option names for the command's last key (COPY ... DB
@@ -362,6 +372,10 @@ fn plan_more(core: &ShardCore, op: &mut CrossOp, keys: Vec<DbKey>) {
 /// Fill the client's held slot and let its connection go on.
 fn answer(core: &mut ShardCore, conns: &mut Slab<Conn>, op: &CrossOp, reply: Vec<u8>) {
     core.shared.note_blocked(op.caller.client_id, None);
+    if core.lending.starting == Some(op.conn) {
+        core.lending.answered_at_once = Some(reply);
+        return;
+    }
     let (index, gen) = op.conn;
     if let Some(conn) = conns.get_mut(index, gen) {
         conn.replies.fill(op.seq, 0, reply);

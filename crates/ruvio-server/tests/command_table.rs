@@ -66,7 +66,9 @@ const CALLS: &[&[&str]] = &[
     &["SMOVE", "a", "b", "m"],
     &["SUNIONSTORE", "d", "a", "b", "c"],
     &["SORT", "k"],
-    &["SORT", "k", "BY", "w", "GET", "#", "STORE", "d", "LIMIT", "0", "1"],
+    &[
+        "SORT", "k", "BY", "w", "GET", "#", "STORE", "d", "LIMIT", "0", "1",
+    ],
     &["SORT", "k", "STORE", "d", "STORE", "e"],
     &["SORT", "k", "LIMIT", "STORE", "d"],
     &["SORT", "k", "STORE", "limit", "a", "b"],
