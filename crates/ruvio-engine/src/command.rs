@@ -799,7 +799,7 @@ mod tests {
                 skips: &[("LIMIT", 2), ("GET", 1), ("BY", 1)],
             },
         ]);
-        assert_eq!(positions(sort, "SORT k BY w GET # store d"), [1, 6]);
+        assert_eq!(positions(sort, "SORT k BY w GET # store d"), [1, 7]);
         assert_eq!(positions(sort, "SORT k STORE d STORE e"), [1, 5]);
         assert_eq!(positions(sort, "SORT k LIMIT STORE d"), [1]);
         assert_eq!(positions(sort, "SORT k STORE limit a b"), [1, 3]);
