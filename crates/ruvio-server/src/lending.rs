@@ -81,9 +81,10 @@ struct CrossOp {
 /// Times a command that reads keys named in a value (SORT BY/GET) gives its keys
 /// back and borrows again with the keys its value names. The first round borrows
 /// the argument keys and finds the pattern keys; the second holds them all unless
-/// a writer changed the sorted key in between. After this many rounds the command
-/// runs with what it holds (see docs/cross-shard.md).
-const VALUE_KEY_TRIES_MAX: u32 = 4;
+/// a writer changed the sorted key in between. After this many rounds (a writer
+/// adding elements faster than a round takes) the command runs with what it holds
+/// (see docs/cross-shard.md).
+const VALUE_KEY_TRIES_MAX: u32 = 16;
 
 /// A cross-shard blocking command between tries.
 #[derive(Debug)]
