@@ -118,7 +118,7 @@ pub enum KeyShape {
     /// Keys that no argument names: they are read from a value (SORT's BY and GET
     /// patterns build key names from the sorted elements; Redis' `unknown` key
     /// spec). Yields no position; it makes the command `movablekeys`, and tells
-    /// forward mode to ask the engine for them (`Engine::sort_pattern_keys`).
+    /// forward mode to ask the engine for them (`Engine::value_keys`).
     FromValue,
 }
 
