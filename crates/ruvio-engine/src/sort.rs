@@ -304,19 +304,15 @@ impl Engine {
         if self.is_expired(db, id, now_ms) {
             return Vec::new();
         }
-        let mut elems = Strings::default();
-        each_elem(self.db(db).entry(id).value(), |x| {
-            elems.push(x);
-        });
         let mut keys = Vec::new();
         let mut buf = Vec::new();
-        for i in 0..elems.len() {
+        each_elem(self.db(db).entry(id).value(), |elem| {
             for pattern in &patterns {
-                if pattern.key_into(elems.get(i), &mut buf) {
+                if pattern.key_into(elem, &mut buf) {
                     keys.push(buf.clone());
                 }
             }
-        }
+        });
         keys.sort_unstable();
         keys.dedup();
         keys

@@ -357,3 +357,18 @@ fn pattern_keys_for_forward_mode() {
     h.run("DEL l");
     assert!(keys(&h.engine, "SORT l BY w_*").is_empty());
 }
+
+#[test]
+fn every_pattern_lookup_is_a_read() {
+    // Redis: the sorted key, every BY key, the GET keys of the rows kept (the
+    // destination is a write lookup and counts nothing).
+    let mut h = with(&["RPUSH m 1 2 3", "SET w_1 1"]);
+    h.engine.reset_stats();
+    h.run("SORT m BY w_* GET w_*");
+    let stats = h.engine.stats();
+    assert_eq!((stats.keyspace_hits, stats.keyspace_misses), (3, 4));
+    h.engine.reset_stats();
+    h.run("SORT m BY w_* GET w_* LIMIT 0 1 STORE d");
+    let stats = h.engine.stats();
+    assert_eq!((stats.keyspace_hits, stats.keyspace_misses), (2, 3));
+}
