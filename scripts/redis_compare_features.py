@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
 import re
 import sys
 import time
@@ -146,6 +147,13 @@ def set_seed(key: str, first: int, n: int) -> list[list]:
     return cmds
 
 
+def random_int_list_seed(key: str, n: int) -> list[list]:
+    """DEL then RPUSH n random integers in +-1,000,000, seeded with n so that every
+    server sorts the same list."""
+    rng = random.Random(n)
+    return [["DEL", key], ["RPUSH", key] + [str(rng.randint(-1_000_000, 1_000_000)) for _ in range(n)]]
+
+
 def geo_seed(key: str) -> list[list]:
     """GEO_POINTS points on a grid GEO_SPAN_DEG wide around GEO_CENTER."""
     lon0, lat0 = GEO_CENTER
@@ -259,6 +267,10 @@ EXTRA_ROWS: list[Row] = [
         is_int, zset_seed("zset:1m", 1_000_000)),
     Row("SINTER (two 10,000-member sets)", "SINTER {s}:a {s}:b", array_of(5_000),
         set_seed("{s}:a", 0, 10_000) + set_seed("{s}:b", 5_000, 10_000), scale=0.01),
+    # The SORT issue's row: a numeric sort of a 1,000-element list (read-only, so
+    # every request sorts the same list again).
+    Row("SORT (1,000 numbers)", "SORT sort:1k", array_of(1_000),
+        random_int_list_seed("sort:1k", 1_000), scale=0.05),
 ]
 """Rows beyond the seed's 60, run with --extra-rows."""
 

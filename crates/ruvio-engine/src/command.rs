@@ -122,6 +122,23 @@ pub enum KeyShape {
         /// First index searched.
         from: usize,
     },
+    /// The argument after the last `keyword` among options scanned from index
+    /// `from`, where each option named in `skips` takes that many arguments (SORT
+    /// ... STORE dst: Redis' `sortGetKeys`, quirks included: the scan goes on at
+    /// the key itself, so `STORE limit a b` skips two).
+    OptionKey {
+        /// The keyword naming the key (`STORE`), matched without case.
+        keyword: &'static str,
+        /// First index scanned.
+        from: usize,
+        /// Options whose arguments are skipped, and how many each takes.
+        skips: &'static [(&'static str, usize)],
+    },
+    /// Keys that no argument names: they are read from a value (SORT's BY and GET
+    /// patterns build key names from the sorted elements; Redis' `unknown` key
+    /// spec). Yields no position; it makes the command `movablekeys`, and tells
+    /// forward mode to ask the engine for them (`Engine::value_keys`).
+    FromValue,
 }
 
 /// Where a command's keys are: a list of [`KeyShape`]s read in order (ZUNIONSTORE:
@@ -159,6 +176,12 @@ impl KeySpec {
     /// True when the command takes no keys at all.
     pub fn is_none(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// True when some of the command's keys are read from a value rather than
+    /// named by its arguments ([`KeyShape::FromValue`]).
+    pub fn reads_keys_from_value(&self) -> bool {
+        self.0.contains(&KeyShape::FromValue)
     }
 
     /// True when where the keys are depends on the arguments (COMMAND INFO's
@@ -238,10 +261,43 @@ impl KeySpec {
                     }
                     out.extend(found.filter(|k| !out.contains(k)));
                 }
+                KeyShape::OptionKey {
+                    keyword,
+                    from,
+                    skips,
+                } => out.extend(option_key(args, keyword, from, skips)),
+                KeyShape::FromValue => {}
             }
         }
         out
     }
+}
+
+/// [`KeyShape::OptionKey`]'s scan: the index after the last `keyword` that has an
+/// argument after it, skipping the arguments of the options in `skips`.
+fn option_key(
+    args: ruvio_resp::Args<'_>,
+    keyword: &str,
+    from: usize,
+    skips: &[(&str, usize)],
+) -> Option<usize> {
+    let mut found = None;
+    let mut i = from;
+    while i < args.len() {
+        let arg = args.get(i);
+        let skip = skips
+            .iter()
+            .find(|(name, _)| arg.eq_ignore_ascii_case(name.as_bytes()));
+        match skip {
+            Some(&(_, n)) => i = i.saturating_add(n),
+            None if arg.eq_ignore_ascii_case(keyword.as_bytes()) && i + 1 < args.len() => {
+                found = Some(i + 1)
+            }
+            None => {}
+        }
+        i = i.saturating_add(1);
+    }
+    found
 }
 
 /// The positions of one legacy range in a command of `argc` arguments.
@@ -802,5 +858,25 @@ mod tests {
             positions(georadius, "GEORADIUS k 1 2 3 m STORE d STORE e"),
             [1, 7, 9]
         );
+        let sort = KeySpec(&[
+            KeyShape::Range {
+                first: 1,
+                last: 1,
+                step: 1,
+            },
+            KeyShape::FromValue,
+            KeyShape::OptionKey {
+                keyword: "STORE",
+                from: 2,
+                skips: &[("LIMIT", 2), ("GET", 1), ("BY", 1)],
+            },
+        ]);
+        assert_eq!(positions(sort, "SORT k BY w GET # store d"), [1, 7]);
+        assert_eq!(positions(sort, "SORT k STORE d STORE e"), [1, 5]);
+        assert_eq!(positions(sort, "SORT k LIMIT STORE d"), [1]);
+        assert_eq!(positions(sort, "SORT k STORE limit a b"), [1, 3]);
+        assert_eq!(positions(sort, "SORT k STORE"), [1]);
+        assert!(sort.is_movable() && sort.reads_keys_from_value());
+        assert_eq!(sort.legacy_range(), (1, 1, 1));
     }
 }

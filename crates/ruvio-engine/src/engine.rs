@@ -101,6 +101,9 @@ pub struct EngineConfig {
     /// byte is not below it, as Redis does (Ruvio's strings stop at
     /// `STRING_BYTES_MAX` whatever it says).
     pub proto_max_bulk_len: usize,
+    /// Redis' `cluster-enabled`: per-shard mode, where each shard answers as a
+    /// cluster node (SORT then refuses BY and GET patterns, as Redis Cluster).
+    pub cluster_enabled: bool,
 }
 
 impl Default for EngineConfig {
@@ -119,6 +122,7 @@ impl Default for EngineConfig {
             lfu_log_factor: 10,
             lfu_decay_time: 1,
             proto_max_bulk_len: crate::keyspace::STRING_BYTES_MAX,
+            cluster_enabled: false,
         }
     }
 }
@@ -182,6 +186,7 @@ impl Engine {
             .chain(crate::sets::COMMANDS.iter())
             .chain(crate::fill::COMMANDS.iter())
             .chain(crate::geo::COMMANDS.iter())
+            .chain(crate::sort::COMMANDS.iter())
     }
 
     /// The top-level command named `name` (lower case).

@@ -198,6 +198,12 @@ pub enum CmdError {
     GeoStoreWithOptions,
     /// GEOSEARCHSTORE with WITHDIST, WITHHASH or WITHCOORD.
     GeoSearchStoreWithOptions,
+    /// SORT: an element or weight is not a double (`strtod` syntax, in range).
+    SortScoreNotDouble,
+    /// SORT BY a pattern while cluster mode (per-shard mode) is on.
+    SortByInCluster,
+    /// SORT GET while cluster mode (per-shard mode) is on.
+    SortGetInCluster,
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
     Line(Vec<u8>),
@@ -425,6 +431,9 @@ impl CmdError {
                 "ERR GEOSEARCHSTORE is not compatible with WITHDIST, WITHHASH and WITHCOORD \
                  options"
             }
+            CmdError::SortScoreNotDouble => "ERR One or more scores can't be converted into double",
+            CmdError::SortByInCluster => "ERR BY option of SORT denied in Cluster mode.",
+            CmdError::SortGetInCluster => "ERR GET option of SORT denied in Cluster mode.",
             CmdError::NoAuth => "NOAUTH Authentication required.",
             CmdError::Moved { slot, host, port } => {
                 return format!("MOVED {slot} {host}:{port}").into()

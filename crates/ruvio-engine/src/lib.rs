@@ -14,8 +14,8 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text (the server's too), in one place.
-//! - `strings`, `bitmaps`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `geo`: the command
-//!   families;
+//! - `strings`, `bitmaps`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `geo`, `sort`: the
+//!   command families;
 //!   each exports `COMMANDS`.
 //! - `fill`: FILLGET and FILLSET, Ruvio's stampede-free cache read, and the
 //!   per-shard fill leases.
@@ -55,6 +55,7 @@ mod keyspace;
 mod lists;
 mod longdouble;
 mod sets;
+mod sort;
 mod strings;
 mod zsets;
 
@@ -70,6 +71,7 @@ pub use keyspace::{Entry, ENTRY_BYTES};
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub use longdouble::bench as longdouble_bench;
+pub use sort::value_keys_wanted;
 
 /// The bitmap family's table (also reachable through [`Engine::commands`]).
 pub use bitmaps::COMMANDS as BITMAP_COMMANDS;
@@ -87,6 +89,8 @@ pub use keys::COMMANDS as KEY_COMMANDS;
 pub use lists::COMMANDS as LIST_COMMANDS;
 /// The set family's table (also reachable through [`Engine::commands`]).
 pub use sets::COMMANDS as SET_COMMANDS;
+/// SORT and SORT_RO (also reachable through [`Engine::commands`]).
+pub use sort::COMMANDS as SORT_COMMANDS;
 /// The string family's table (also reachable through [`Engine::commands`]).
 pub use strings::COMMANDS as STRING_COMMANDS;
 /// The sorted-set family's command table.

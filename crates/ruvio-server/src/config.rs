@@ -160,7 +160,15 @@ impl Config {
             }
             None => FileConfig::default(),
         };
-        let mut engine = engine_config(&file);
+        let port_mode = cli
+            .port_mode
+            .or(file.port_mode)
+            .unwrap_or(PortMode::Forward);
+        // Per-shard mode answers as Redis Cluster nodes do (`cluster-enabled yes`).
+        let mut engine = ruvio_engine::EngineConfig {
+            cluster_enabled: port_mode == PortMode::PerShard,
+            ..engine_config(&file)
+        };
         if let Some(name) = cli
             .maxmemory_policy
             .as_deref()
@@ -194,10 +202,7 @@ impl Config {
             bind: cli.bind.or(file.bind).unwrap_or_else(|| "127.0.0.1".into()),
             port: cli.port.or(file.port).unwrap_or(6379),
             shards,
-            port_mode: cli
-                .port_mode
-                .or(file.port_mode)
-                .unwrap_or(PortMode::Forward),
+            port_mode,
             cpus,
             durability: cli
                 .durability
@@ -254,6 +259,7 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         set_max_listpack_value: file
             .set_max_listpack_value
             .unwrap_or(default.set_max_listpack_value),
+        cluster_enabled: default.cluster_enabled,
         proto_max_bulk_len: file
             .proto_max_bulk_len
             .unwrap_or(default.proto_max_bulk_len),

@@ -362,7 +362,11 @@ fn run_routed(
             let seq = replies.hold(Merge::Single, 1);
             // Like a blocked client: nothing after it runs until it is answered.
             client.blocked = Some(BlockedOn { seq, remote: None });
-            lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
+            let at_once = lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
+            if let Some(reply) = at_once {
+                replies.fill(seq, 0, reply);
+                client.blocked = None;
+            }
             Ok(())
         }
         Route::AllShards => {
@@ -630,7 +634,11 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
             None => groups.push((o, vec![p])),
         }
     }
+    // SORT ... BY/GET patterns read keys named by the sorted elements, which may
+    // live anywhere: borrow them all (the lender finds out which).
+    let from_value = cmd.meta.keys.reads_keys_from_value() && ruvio_engine::value_keys_wanted(args);
     match groups.len() {
+        _ if from_value => Route::Lend(groups),
         1 if owner == core.id => Route::Local,
         1 => Route::Remote(owner),
         _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),

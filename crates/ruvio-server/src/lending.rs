@@ -72,7 +72,19 @@ struct CrossOp {
     /// A blocking command with nothing to serve: its deadline, and the owners
     /// watching its keys for it (it is tried again when one of them writes a key).
     waiting: Option<Waiting>,
+    /// A command that reads keys named in a value (SORT ... BY/GET patterns): how
+    /// many times the keys were borrowed again because the value named keys that
+    /// were not borrowed yet.
+    value_key_tries: Option<u32>,
 }
+
+/// Times a command that reads keys named in a value (SORT BY/GET) gives its keys
+/// back and borrows again with the keys its value names. The first round borrows
+/// the argument keys and finds the pattern keys; the second holds them all unless
+/// a writer changed the sorted key in between. After this many rounds (a writer
+/// adding elements faster than a round takes) the command runs with what it holds
+/// (see docs/cross-shard.md).
+const VALUE_KEY_TRIES_MAX: u32 = 16;
 
 /// A cross-shard blocking command between tries.
 #[derive(Debug)]
@@ -101,6 +113,11 @@ pub struct Lending {
     /// Commands this shard coordinates.
     ops: AHashMap<u64, CrossOp>,
     next_ticket: u64,
+    /// The connection whose command [`start`] is starting (it is out of the slab
+    /// meanwhile), and its reply when every key was this shard's and the command
+    /// ran before `start` returned (SORT BY/GET with local keys only).
+    starting: Option<(u32, u32)>,
+    answered_at_once: Option<Vec<u8>>,
 }
 
 impl Lending {
@@ -117,7 +134,9 @@ impl Lending {
 }
 
 /// Start coordinating `cmd` for connection `conn`, whose held slot `seq` gets the
-/// reply. `groups` are the owners and the argument positions of their keys.
+/// reply. `groups` are the owners and the argument positions of their keys. When
+/// every key is this shard's and free, the command runs before this returns, and
+/// the reply comes back here instead (the connection is out of the slab).
 #[allow(clippy::too_many_arguments)]
 pub fn start(
     core: &mut ShardCore,
@@ -128,7 +147,7 @@ pub fn start(
     cmd: &'static Command,
     args: ruvio_resp::Args<'_>,
     groups: Vec<(usize, Vec<usize>)>,
-) {
+) -> Option<Vec<u8>> {
     let last_key = groups.iter().flat_map(|(_, p)| p.iter().copied()).max();
     let target_db = other_db(core, cmd, args);
     let mut plan: Vec<(usize, Vec<DbKey>)> = groups
@@ -164,9 +183,13 @@ pub fn start(
             next: 0,
             borrowed: Vec::new(),
             waiting: None,
+            value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
         },
     );
+    core.lending.starting = Some(conn);
     advance(core, conns, ticket);
+    core.lending.starting = None;
+    core.lending.answered_at_once.take()
 }
 
 /// The database a `DB index` option names for the command's last key (COPY ... DB
@@ -243,6 +266,8 @@ pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: 
 
 /// Every key is here: run the command, send the keys home, answer the client (or,
 /// for a blocking command with nothing to serve, have the owners watch its keys).
+/// A command that reads keys named in a value first checks it holds them all; if
+/// not, it gives everything back and borrows again with them.
 fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     let Some(mut op) = core.lending.ops.remove(&ticket) else {
         return;
@@ -255,6 +280,12 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
             core.engine.adopt(entry_db, entry);
         }
         homes.push((entry_db, key, owner));
+    }
+    if let Some(missing) = value_keys_missing(core, &op, &homes) {
+        send_home(core, conns, homes);
+        plan_more(core, &mut op, missing);
+        core.lending.ops.insert(ticket, op);
+        return advance(core, conns, ticket);
     }
     let caller = Caller {
         borrowing: true,
@@ -272,6 +303,16 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
             homes.push((key_db, key, owner));
         }
     }
+    send_home(core, conns, homes);
+    match ran.block {
+        Some(block) => wait(core, conns, ticket, op, block),
+        None => answer(core, conns, &op, out),
+    }
+}
+
+/// Take the keys `(db, key, owner)` out of this shard's keyspace again and return
+/// each to its owner (this shard's own straight back).
+fn send_home(core: &mut ShardCore, conns: &mut Slab<Conn>, homes: Vec<(usize, Vec<u8>, usize)>) {
     let mut returns: AHashMap<usize, Lent> = AHashMap::new();
     for (key_db, key, owner) in homes {
         let entry = core.engine.lend(key_db, &key, 0);
@@ -284,15 +325,58 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
             core.outbox.give_back(owner, entries);
         }
     }
-    match ran.block {
-        Some(block) => wait(core, conns, ticket, op, block),
-        None => answer(core, conns, &op, out),
+}
+
+/// For a command that reads keys named in a value (SORT BY/GET), with its keys
+/// `held`: the keys its value names that are not held, when there are some and
+/// it may still borrow again.
+fn value_keys_missing(
+    core: &ShardCore,
+    op: &CrossOp,
+    held: &[(usize, Vec<u8>, usize)],
+) -> Option<Vec<DbKey>> {
+    let tries = op.value_key_tries?;
+    if tries >= VALUE_KEY_TRIES_MAX {
+        return None;
     }
+    let db = op.caller.db;
+    let held: AHashSet<(usize, &[u8])> = held.iter().map(|(d, k, _)| (*d, k.as_slice())).collect();
+    let missing: Vec<DbKey> = core
+        .engine
+        .value_keys(db, op.argv.args(), core.now_ms)
+        .into_iter()
+        .filter(|k| !held.contains(&(db, k.as_slice())))
+        .map(|k| (db, k))
+        .collect();
+    (!missing.is_empty()).then_some(missing)
+}
+
+/// Add `keys` to the command's plan (each with its owner, in shard order) and
+/// start borrowing from the first owner again.
+fn plan_more(core: &ShardCore, op: &mut CrossOp, keys: Vec<DbKey>) {
+    for (db, key) in keys {
+        let owner = core.topo.key_owner(&key);
+        match op.plan.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, owned)) => owned.push((db, key)),
+            None => op.plan.push((owner, vec![(db, key)])),
+        }
+    }
+    for (_, keys) in &mut op.plan {
+        keys.sort();
+        keys.dedup();
+    }
+    op.plan.sort_by_key(|(shard, _)| *shard);
+    op.next = 0;
+    op.value_key_tries = op.value_key_tries.map(|n| n + 1);
 }
 
 /// Fill the client's held slot and let its connection go on.
 fn answer(core: &mut ShardCore, conns: &mut Slab<Conn>, op: &CrossOp, reply: Vec<u8>) {
     core.shared.note_blocked(op.caller.client_id, None);
+    if core.lending.starting == Some(op.conn) {
+        core.lending.answered_at_once = Some(reply);
+        return;
+    }
     let (index, gen) = op.conn;
     if let Some(conn) = conns.get_mut(index, gen) {
         conn.replies.fill(op.seq, 0, reply);

@@ -136,6 +136,15 @@ const CALLS: &[&[&str]] = &[
     ],
     &["GEORADIUS_RO", "g", "1", "2", "3", "km", "STORE", "d"],
     &["GEODIST", "g", "a", "b", "km"],
+    &["SORT", "k"],
+    &[
+        "SORT", "k", "BY", "w", "GET", "#", "STORE", "d", "LIMIT", "0", "1",
+    ],
+    &["SORT", "k", "STORE", "d", "STORE", "e"],
+    &["SORT", "k", "LIMIT", "STORE", "d"],
+    &["SORT", "k", "STORE", "limit", "a", "b"],
+    &["SORT", "k", "STORE"],
+    &["SORT_RO", "k", "STORE", "d"],
     &["PING"],
 ];
 
