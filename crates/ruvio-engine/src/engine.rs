@@ -86,6 +86,8 @@ pub struct EngineConfig {
     pub set_max_listpack_entries: usize,
     /// `set-max-listpack-value`: longest member a packed set may hold.
     pub set_max_listpack_value: usize,
+    /// `hll-sparse-max-bytes`: longest sparse HyperLogLog before it turns dense.
+    pub hll_sparse_max_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -99,6 +101,7 @@ impl Default for EngineConfig {
             set_max_intset_entries: 512,
             set_max_listpack_entries: 128,
             set_max_listpack_value: 64,
+            hll_sparse_max_bytes: crate::hll::SPARSE_BYTES_MAX_DEFAULT,
         }
     }
 }
@@ -153,6 +156,7 @@ impl Engine {
             .chain(crate::hashes::COMMANDS.iter())
             .chain(crate::zsets::COMMANDS.iter())
             .chain(crate::sets::COMMANDS.iter())
+            .chain(crate::hll::COMMANDS.iter())
     }
 
     /// The top-level command named `name` (lower case).

@@ -142,6 +142,14 @@ pub enum CmdError {
     NumkeysExceedArgs,
     /// SINTERCARD, ZINTERCARD: a negative (or non-integer) LIMIT.
     LimitNegative,
+    /// A string that is not a HyperLogLog where one is needed (PFADD, PFCOUNT ...).
+    NotHll,
+    /// A HyperLogLog whose registers do not decode (`INVALIDOBJ`).
+    HllCorrupted,
+    /// PFDEBUG of a missing key.
+    PfdebugNoKey,
+    /// PFDEBUG DECODE of a dense HyperLogLog.
+    HllNotSparse,
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
     Line(Vec<u8>),
@@ -324,6 +332,10 @@ impl CmdError {
                 "ERR Number of keys can't be greater than number of args"
             }
             CmdError::LimitNegative => "ERR LIMIT can't be negative",
+            CmdError::NotHll => "WRONGTYPE Key is not a valid HyperLogLog string value.",
+            CmdError::HllCorrupted => "INVALIDOBJ Corrupted HLL object detected",
+            CmdError::PfdebugNoKey => "ERR The specified key does not exist",
+            CmdError::HllNotSparse => "ERR HLL encoding is not sparse",
             CmdError::NoAuth => "NOAUTH Authentication required.",
             CmdError::Moved { slot, host, port } => {
                 return format!("MOVED {slot} {host}:{port}").into()

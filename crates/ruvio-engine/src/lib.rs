@@ -14,7 +14,7 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text (the server's too), in one place.
-//! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`: the command families;
+//! - `strings`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `hll`: the command families;
 //!   each exports `COMMANDS`.
 //! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
 //!
@@ -40,6 +40,7 @@ pub mod value;
 mod args;
 mod glob;
 mod hashes;
+mod hll;
 mod keys;
 mod keyspace;
 mod lists;
@@ -62,6 +63,8 @@ pub use longdouble::bench as longdouble_bench;
 
 /// The hash family's table (also reachable through [`Engine::commands`]).
 pub use hashes::COMMANDS as HASH_COMMANDS;
+/// The HyperLogLog family's table (also reachable through [`Engine::commands`]).
+pub use hll::COMMANDS as HLL_COMMANDS;
 /// The generic keyspace family's table.
 pub use keys::COMMANDS as KEY_COMMANDS;
 /// The list family's table (also reachable through [`Engine::commands`]).
