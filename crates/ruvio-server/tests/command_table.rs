@@ -65,6 +65,10 @@ const CALLS: &[&[&str]] = &[
     &["SINTERCARD", "1", "a", "b"],
     &["SMOVE", "a", "b", "m"],
     &["SUNIONSTORE", "d", "a", "b", "c"],
+    &["PFADD", "h", "a", "b"],
+    &["PFCOUNT", "a", "b", "c"],
+    &["PFMERGE", "d", "a", "b"],
+    &["PFDEBUG", "ENCODING", "h"],
     &["PING"],
 ];
 

@@ -11,7 +11,7 @@ use super::{Histogram, REGISTERS, REGISTER_BITS, REGISTER_MAX};
 
 /// Bytes of the packed registers.
 pub(crate) const REGISTER_BYTES: usize = (REGISTERS * REGISTER_BITS).div_ceil(8);
-const _: () = assert!(REGISTER_BYTES == 12288 && REGISTER_BYTES % 3 == 0);
+const _: () = assert!(REGISTER_BYTES == 12288 && REGISTER_BYTES.is_multiple_of(3));
 
 /// Byte offset and bit shift of register `index`.
 fn position(index: usize) -> (usize, u32) {

@@ -184,13 +184,14 @@ pub(crate) fn histogram(value: &[u8], histogram: &mut Histogram) -> Result<(), C
 }
 
 /// Walk the registers in order, calling `visit(first, len, value)` for each VAL
-/// run; stops before a run that would pass register 16384 (Redis 7.2's bound on
-/// every opcode) and fails unless exactly 16384 registers were covered.
+/// run; fails, before visiting it, at a run that would pass register 16384, and
+/// unless exactly 16384 registers were covered (Redis 7.2.10's bounds, which
+/// refuse what older versions accepted: VALs after the last register).
 fn for_each_val(value: &[u8], mut visit: impl FnMut(usize, usize, u8)) -> Result<(), CmdError> {
     let mut index = 0usize;
     for (_, op) in ops(value) {
         if index + op.len() > REGISTERS {
-            break;
+            return Err(CmdError::HllCorrupted);
         }
         if let Op::Val { value, len } = op {
             visit(index, len, value);

@@ -219,8 +219,14 @@ fn corrupt_values_are_refused_not_panicked_on() {
     let mut short_dense = new_header(DENSE).to_vec();
     short_dense.resize(DENSE_BYTES - 1, 0);
     assert_eq!(parse(StrRef::Bytes(&short_dense)), Err(CmdError::NotHll));
-    // Too few registers, a header alone, and an XZERO cut short at the end.
-    let corrupt = [sparse_of(&[0x7f, 0xfe]), sparse_of(&[]), sparse_of(&[0x7f])];
+    // Too few registers, a header alone, an XZERO cut short at the end, a VAL
+    // after the last register.
+    let corrupt = [
+        sparse_of(&[0x7f, 0xfe]),
+        sparse_of(&[]),
+        sparse_of(&[0x7f]),
+        sparse_of(&[0x7f, 0xff, 0x80]),
+    ];
     for v in &corrupt {
         assert_eq!(parse(StrRef::Bytes(v)).map(|(_, r)| r), Ok(Repr::Sparse));
         assert_eq!(count(v, Repr::Sparse), Err(CmdError::HllCorrupted));
