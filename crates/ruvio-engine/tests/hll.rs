@@ -47,7 +47,15 @@ fn pfadd_creates_and_counts() {
     assert_eq!(h.run("PFCOUNT k"), int(3));
     assert_eq!(h.effects.dirty, 0, "served from the cache");
     assert_eq!(h.run("PFCOUNT missing"), int(0));
-    assert_eq!(h.run("PFCOUNT k e missing"), int(3));
+    // The log: PFADD that changed a register as itself, a no-op not at all; a
+    // PFCOUNT that stored its cache as itself (its replay stores the same bytes).
+    assert_eq!(h.log_of("PFADD k d"), ["PFADD k d"]);
+    assert_eq!(h.log_of("PFADD k d"), Vec::<String>::new());
+    assert_eq!(h.log_of("PFCOUNT k"), ["PFCOUNT k"]);
+    assert_eq!(h.log_of("PFCOUNT k"), Vec::<String>::new());
+    assert_eq!(h.log_of("PFDEBUG TODENSE k"), ["PFDEBUG TODENSE k"]);
+    assert_eq!(h.run("PFCOUNT k"), int(4));
+    assert_eq!(h.run("PFCOUNT k e missing"), int(4));
     assert_eq!(h.effects.dirty, 0);
 }
 

@@ -55,60 +55,11 @@ pub(super) fn pfadd(
 ) -> CmdResult {
     let key = args.get(1);
     let elements = args.tail(2);
-    let sparse_max = e.config().hll_sparse_max_bytes;
     let updated = match e.lookup_write(ctx, key) {
-        None => {
-            let mut value = sparse::empty();
-            let mut updated = 1;
-            for element in elements.iter() {
-                // A fresh value cannot be corrupt.
-                updated += u64::from(add(&mut value, element, sparse_max)?);
-            }
-            invalidate_cache(&mut value);
-            let new = NewValue::Str {
-                bytes: &value,
-                raw: true,
-            };
-            e.set_key(ctx, key, None, new, false);
-            updated
-        }
-        Some(id) => match hll_at(e, ctx.db, id)? {
-            (_, Repr::Dense) => e.db_mut(ctx.db).modify(id, |entry| {
-                let value = bytes_mut(entry);
-                let mut updated = 0;
-                for element in elements.iter() {
-                    let (index, count) = hash::pattern(element);
-                    updated += u64::from(dense::raise(&mut value[HEADER_BYTES..], index, count));
-                }
-                if updated > 0 {
-                    invalidate_cache(value);
-                }
-                updated
-            }),
-            (bytes, Repr::Sparse) => {
-                let mut value = bytes.to_vec();
-                let mut updated = 0;
-                let mut failed = None;
-                for element in elements.iter() {
-                    match add(&mut value, element, sparse_max) {
-                        Ok(grew) => updated += u64::from(grew),
-                        Err(err) => {
-                            failed = Some(err);
-                            break;
-                        }
-                    }
-                }
-                // Redis changes the value in place: what was added before a
-                // corrupt part was found stays, without a dirty count.
-                if failed.is_none() && updated > 0 {
-                    invalidate_cache(&mut value);
-                }
-                store(e, ctx.db, id, &value);
-                if let Some(err) = failed {
-                    return Err(err);
-                }
-                updated
-            }
+        None => add_to_new(e, ctx, key, elements)?,
+        Some(id) => match hll_at(e, ctx.db, id)?.1 {
+            Repr::Dense => add_to_dense(e, ctx.db, id, elements),
+            Repr::Sparse => add_to_sparse(e, ctx.db, id, elements)?,
         },
     };
     if updated > 0 {
@@ -116,6 +67,78 @@ pub(super) fn pfadd(
     }
     r.int(i64::from(updated > 0));
     Ok(Done)
+}
+
+/// PFADD creating `key`: the changes made (the key counts as one, as in Redis).
+fn add_to_new(
+    e: &mut Engine,
+    ctx: &ExecCtx,
+    key: &[u8],
+    elements: Args<'_>,
+) -> Result<u64, CmdError> {
+    let sparse_max = e.config().hll_sparse_max_bytes;
+    let mut value = sparse::empty();
+    let mut updated = 1;
+    for element in elements.iter() {
+        // A fresh value cannot be corrupt.
+        updated += u64::from(add(&mut value, element, sparse_max)?);
+    }
+    invalidate_cache(&mut value);
+    let new = NewValue::Str {
+        bytes: &value,
+        raw: true,
+    };
+    e.set_key(ctx, key, None, new, false);
+    Ok(updated)
+}
+
+/// PFADD into a dense HLL: each element writes at most one register, in place.
+fn add_to_dense(e: &mut Engine, db: usize, id: EntryId, elements: Args<'_>) -> u64 {
+    e.db_mut(db).modify(id, |entry| {
+        let value = bytes_mut(entry);
+        let mut updated = 0;
+        for element in elements.iter() {
+            let (index, count) = hash::pattern(element);
+            updated += u64::from(dense::raise(&mut value[HEADER_BYTES..], index, count));
+        }
+        if updated > 0 {
+            invalidate_cache(value);
+        }
+        updated
+    })
+}
+
+/// PFADD into a sparse HLL: rebuilt in a scratch copy (it may grow or turn
+/// dense) and stored back at its exact size.
+fn add_to_sparse(
+    e: &mut Engine,
+    db: usize,
+    id: EntryId,
+    elements: Args<'_>,
+) -> Result<u64, CmdError> {
+    let sparse_max = e.config().hll_sparse_max_bytes;
+    let mut value = hll_at(e, db, id)?.0.to_vec();
+    let mut updated = 0;
+    let mut failed = None;
+    for element in elements.iter() {
+        match add(&mut value, element, sparse_max) {
+            Ok(grew) => updated += u64::from(grew),
+            Err(err) => {
+                failed = Some(err);
+                break;
+            }
+        }
+    }
+    // Redis changes the value in place: what was added before a corrupt part
+    // was found stays, without a dirty count.
+    if failed.is_none() && updated > 0 {
+        invalidate_cache(&mut value);
+    }
+    store(e, db, id, &value);
+    match failed {
+        Some(err) => Err(err),
+        None => Ok(updated),
+    }
 }
 
 /// `PFCOUNT key [key ...]`: the estimated cardinality of one HLL (cached in its
