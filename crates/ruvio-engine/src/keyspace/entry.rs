@@ -770,7 +770,7 @@ impl Entry {
     /// A string value's bytes for changing in place at the same length (a
     /// HyperLogLog's registers and header); the string becomes `raw`, as Redis's
     /// `dbUnshareStringValue` makes it. `None` for integers and collections.
-    pub fn str_bytes_mut(&mut self) -> Option<&mut [u8]> {
+    pub(crate) fn str_bytes_mut(&mut self) -> Option<&mut [u8]> {
         if self.kind != Kind::Str {
             return None;
         }
