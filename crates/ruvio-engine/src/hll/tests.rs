@@ -265,3 +265,74 @@ fn estimator_edges() {
     max.fill(0);
     assert_eq!(count_registers(&max), 0);
 }
+
+/// The registers of a valid value, one byte each.
+fn registers_of(value: &[u8]) -> Vec<u8> {
+    let dense = match repr_of(value) {
+        Repr::Dense => value.to_vec(),
+        Repr::Sparse => sparse::to_dense(value).expect("valid"),
+    };
+    (0..REGISTERS)
+        .map(|i| dense::get(&dense[HEADER_BYTES..], i))
+        .collect()
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A register update: clustered indexes (so runs split and merge), values
+    /// mostly below 33 (sparse) and sometimes above (promotion).
+    fn update() -> impl Strategy<Value = (usize, u8)> {
+        let index = prop_oneof![0usize..80, (0usize..REGISTERS), REGISTERS - 80..REGISTERS];
+        let count = prop_oneof![8 => 1u8..=6, 2 => 1u8..=32, 1 => 33u8..=51];
+        (index, count)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Raising registers through the sparse code keeps exactly the registers
+        /// a plain array keeps, reports a change exactly when the array changed,
+        /// and stays within hll-sparse-max-bytes while sparse.
+        #[test]
+        fn raise_follows_a_register_array(
+            updates in proptest::collection::vec(update(), 1..150),
+            sparse_max in prop_oneof![Just(40usize), Just(300), Just(3000)],
+        ) {
+            let mut value = sparse::empty();
+            let mut model = vec![0u8; REGISTERS];
+            for (index, count) in updates {
+                let grew = raise(&mut value, index, count, sparse_max).expect("valid");
+                prop_assert_eq!(grew, count > model[index]);
+                model[index] = model[index].max(count);
+                if repr_of(&value) == Repr::Sparse {
+                    prop_assert!(value.len() <= sparse_max.max(18));
+                    let mut histogram = [0u64; 64];
+                    prop_assert!(sparse::histogram(&value, &mut histogram).is_ok());
+                }
+            }
+            prop_assert_eq!(registers_of(&value), model);
+        }
+
+        /// Whatever follows a sparse header, reading and writing it never panics.
+        #[test]
+        fn corrupt_sparse_never_panics(
+            ops in proptest::collection::vec(any::<u8>(), 0..40),
+            index in 0usize..REGISTERS,
+            count in 1u8..=51,
+        ) {
+            let value = sparse_of(&ops);
+            let _ = count_registers(&[0; REGISTERS]);
+            let _ = super::count(&value, Repr::Sparse);
+            let _ = sparse::to_dense(&value);
+            let _ = sparse::decode(&value);
+            let mut max = [0u8; REGISTERS];
+            let _ = sparse::merge_into(&value, &mut max);
+            let mut changed = value.clone();
+            if sparse::set(&mut changed, index, count, 3000).is_ok() {
+                prop_assert!(changed.len() >= HEADER_BYTES);
+            }
+        }
+    }
+}
