@@ -78,6 +78,8 @@ fn add_to_new(
 ) -> Result<u64, CmdError> {
     let sparse_max = e.config().hll_sparse_max_bytes;
     let mut value = sparse::empty();
+    // Room for what the elements can add while sparse (at most 3 bytes each).
+    value.reserve((elements.len() * 3).min(sparse_max));
     let mut updated = 1;
     for element in elements.iter() {
         // A fresh value cannot be corrupt.
