@@ -423,6 +423,16 @@ impl ExecCtx {
         self.changed_in(self.db, key, event, changes);
     }
 
+    /// Record a change to `key` that has no keyspace event (Redis's
+    /// `signalModifiedKey` and `server.dirty` without `notifyKeyspaceEvent`: PFCOUNT
+    /// storing its cached cardinality, PFDEBUG TODENSE).
+    pub fn changed_silently(&mut self, key: &[u8], changes: u64) {
+        self.effects.dirty += changes;
+        if let Some(r) = self.effects.record.as_deref_mut().filter(|r| r.track_keys) {
+            r.keys.push(self.db, key);
+        }
+    }
+
     /// [`changed`](Self::changed) for a key of database `db` (MOVE, COPY ... DB).
     pub fn changed_in(&mut self, db: usize, key: &[u8], event: Event, changes: u64) {
         self.effects.dirty += changes;

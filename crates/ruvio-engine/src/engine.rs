@@ -104,6 +104,8 @@ pub struct EngineConfig {
     /// Redis' `cluster-enabled`: per-shard mode, where each shard answers as a
     /// cluster node (SORT then refuses BY and GET patterns, as Redis Cluster).
     pub cluster_enabled: bool,
+    /// `hll-sparse-max-bytes`: longest sparse HyperLogLog before it turns dense.
+    pub hll_sparse_max_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -123,6 +125,7 @@ impl Default for EngineConfig {
             lfu_decay_time: 1,
             proto_max_bulk_len: crate::keyspace::STRING_BYTES_MAX,
             cluster_enabled: false,
+            hll_sparse_max_bytes: crate::hll::SPARSE_BYTES_MAX_DEFAULT,
         }
     }
 }
@@ -187,6 +190,7 @@ impl Engine {
             .chain(crate::fill::COMMANDS.iter())
             .chain(crate::geo::COMMANDS.iter())
             .chain(crate::sort::COMMANDS.iter())
+            .chain(crate::hll::COMMANDS.iter())
     }
 
     /// The top-level command named `name` (lower case).

@@ -204,6 +204,14 @@ pub enum CmdError {
     SortByInCluster,
     /// SORT GET while cluster mode (per-shard mode) is on.
     SortGetInCluster,
+    /// A string that is not a HyperLogLog where one is needed (PFADD, PFCOUNT ...).
+    NotHll,
+    /// A HyperLogLog whose registers do not decode (`INVALIDOBJ`).
+    HllCorrupted,
+    /// PFDEBUG of a missing key.
+    PfdebugNoKey,
+    /// PFDEBUG DECODE of a dense HyperLogLog.
+    HllNotSparse,
     /// An error line that quotes the client's bytes, built by [`CmdError::quoted`]
     /// (without the leading `-`).
     Line(Vec<u8>),
@@ -434,6 +442,10 @@ impl CmdError {
             CmdError::SortScoreNotDouble => "ERR One or more scores can't be converted into double",
             CmdError::SortByInCluster => "ERR BY option of SORT denied in Cluster mode.",
             CmdError::SortGetInCluster => "ERR GET option of SORT denied in Cluster mode.",
+            CmdError::NotHll => "WRONGTYPE Key is not a valid HyperLogLog string value.",
+            CmdError::HllCorrupted => "INVALIDOBJ Corrupted HLL object detected",
+            CmdError::PfdebugNoKey => "ERR The specified key does not exist",
+            CmdError::HllNotSparse => "ERR HLL encoding is not sparse",
             CmdError::NoAuth => "NOAUTH Authentication required.",
             CmdError::Moved { slot, host, port } => {
                 return format!("MOVED {slot} {host}:{port}").into()

@@ -14,8 +14,8 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text (the server's too), in one place.
-//! - `strings`, `bitmaps`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `geo`, `sort`: the
-//!   command families;
+//! - `strings`, `bitmaps`, `hll`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `geo`, `sort`:
+//!   the command families;
 //!   each exports `COMMANDS`.
 //! - `fill`: FILLGET and FILLSET, Ruvio's stampede-free cache read, and the
 //!   per-shard fill leases.
@@ -50,6 +50,7 @@ mod fill;
 mod geo;
 mod glob;
 mod hashes;
+mod hll;
 mod keys;
 mod keyspace;
 mod lists;
@@ -83,6 +84,8 @@ pub use fill::{LEASE_MS_DEFAULT, LEASE_MS_MAX};
 pub use geo::COMMANDS as GEO_COMMANDS;
 /// The hash family's table (also reachable through [`Engine::commands`]).
 pub use hashes::COMMANDS as HASH_COMMANDS;
+/// The HyperLogLog family's table (also reachable through [`Engine::commands`]).
+pub use hll::COMMANDS as HLL_COMMANDS;
 /// The generic keyspace family's table.
 pub use keys::COMMANDS as KEY_COMMANDS;
 /// The list family's table (also reachable through [`Engine::commands`]).

@@ -115,6 +115,7 @@ struct FileConfig {
     set_max_intset_entries: Option<usize>,
     set_max_listpack_entries: Option<usize>,
     set_max_listpack_value: Option<usize>,
+    hll_sparse_max_bytes: Option<usize>,
     maxmemory: Option<MemorySize>,
     maxmemory_policy: Option<String>,
     maxmemory_samples: Option<usize>,
@@ -259,6 +260,9 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         set_max_listpack_value: file
             .set_max_listpack_value
             .unwrap_or(default.set_max_listpack_value),
+        hll_sparse_max_bytes: file
+            .hll_sparse_max_bytes
+            .unwrap_or(default.hll_sparse_max_bytes),
         cluster_enabled: default.cluster_enabled,
         proto_max_bulk_len: file
             .proto_max_bulk_len

@@ -145,6 +145,10 @@ const CALLS: &[&[&str]] = &[
     &["SORT", "k", "STORE", "limit", "a", "b"],
     &["SORT", "k", "STORE"],
     &["SORT_RO", "k", "STORE", "d"],
+    &["PFADD", "h", "a", "b"],
+    &["PFCOUNT", "a", "b", "c"],
+    &["PFMERGE", "d", "a", "b"],
+    &["PFDEBUG", "ENCODING", "h"],
     &["PING"],
 ];
 

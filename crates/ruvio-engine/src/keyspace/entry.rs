@@ -767,6 +767,26 @@ impl Entry {
         new_len
     }
 
+    /// A string value's bytes for changing in place at the same length (a
+    /// HyperLogLog's registers and header); the string becomes `raw`, as Redis's
+    /// `dbUnshareStringValue` makes it. `None` for integers and collections.
+    pub(crate) fn str_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        if self.kind != Kind::Str {
+            return None;
+        }
+        self.flags |= FLAG_RAW;
+        if self.layout & VALUE_HEAP != 0 {
+            return Some(self.heap_mut(3).as_mut_slice());
+        }
+        let (at, len) = (self.value_at(), self.vlen as usize);
+        assert!(at + len <= AREA_BYTES);
+        // SAFETY: in bounds, the inline value bytes are initialised, and `&mut self`
+        // makes the access unique; u8 and MaybeUninit<u8> share their layout.
+        Some(unsafe {
+            std::slice::from_raw_parts_mut(self.area.as_mut_ptr().add(at) as *mut u8, len)
+        })
+    }
+
     /// SETRANGE: write `patch` at `offset`, zero-padding; the string becomes `raw`.
     /// Returns the new length.
     pub fn set_range(&mut self, offset: usize, patch: &[u8]) -> usize {

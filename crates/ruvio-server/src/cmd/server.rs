@@ -629,6 +629,17 @@ const PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "hll-sparse-max-bytes",
+        get: |c| c.engine.config().hll_sparse_max_bytes.to_string(),
+        set: Some(|c, v| {
+            let n = parse_memory(v)
+                .filter(|&n| n <= i64::MAX as usize)
+                .ok_or(())?;
+            c.engine.config_mut().hll_sparse_max_bytes = n;
+            Ok(())
+        }),
+    },
+    Param {
         name: "maxmemory",
         get: |c| c.cfg.maxmemory.to_string(),
         set: Some(|c, v| {
