@@ -117,6 +117,7 @@ struct FileConfig {
     set_max_listpack_value: Option<usize>,
     hll_sparse_max_bytes: Option<usize>,
     maxmemory: Option<MemorySize>,
+    maxclients: Option<u64>,
     maxmemory_policy: Option<String>,
     maxmemory_samples: Option<usize>,
     lfu_log_factor: Option<u32>,
@@ -143,6 +144,8 @@ pub struct Config {
     pub hz: u32,
     /// `maxmemory` in bytes; 0: no limit.
     pub maxmemory: u64,
+    /// `maxclients`: connections the server accepts at once (Redis: 10000).
+    pub maxclients: u64,
     /// Where the config was loaded from, for INFO's `config_file`.
     pub config_file: Option<PathBuf>,
     /// Encoding thresholds of the data types (list-max-listpack-size ...).
@@ -218,6 +221,7 @@ impl Config {
             client_query_buffer_limit: file.client_query_buffer_limit.unwrap_or(1 << 30),
             hz: file.hz.unwrap_or(10).clamp(1, 500),
             maxmemory,
+            maxclients: file.maxclients.unwrap_or(10_000).max(1),
             config_file: cli.config,
             engine,
         })

@@ -105,6 +105,8 @@ pub struct Shard {
     mesh: Option<Mesh>,
     doorbell_value: Box<u64>,
     next_tick_ms: u64,
+    /// The last accept failed (out of descriptors ...): accept again at the next tick.
+    accept_failed: bool,
     /// The ring has a registered file table (kernels since 5.19).
     fixed_files: bool,
     /// This iteration's receiving connections, in completion order, with the first
@@ -170,6 +172,7 @@ impl Shard {
             mesh,
             doorbell_value: Box::new(0),
             next_tick_ms: 0,
+            accept_failed: false,
             fixed_files,
             windows: Vec::new(),
             window_cursor: 0,
@@ -268,8 +271,12 @@ impl Shard {
             OP_ACCEPT => {
                 if result >= 0 {
                     self.accepted(result);
+                } else {
+                    // EMFILE, ENFILE, ENOMEM ...: try again at the next tick rather
+                    // than spin on a failing accept.
+                    self.accept_failed = true;
                 }
-                if !cqueue::more(flags) {
+                if !cqueue::more(flags) && !self.accept_failed {
                     self.arm_accept();
                 }
             }
@@ -286,6 +293,17 @@ impl Shard {
     }
 
     fn accepted(&mut self, fd: RawFd) {
+        if !self.core.shared.admit_client(self.core.cfg.maxclients) {
+            // Redis answers, then closes: the client sees why.
+            const FULL: &[u8] = b"-ERR max number of clients reached\r\n";
+            // SAFETY: a write and a close on the descriptor accept just gave us.
+            unsafe {
+                libc::write(fd, FULL.as_ptr().cast(), FULL.len());
+                libc::close(fd);
+            }
+            self.core.stats.rejected_connections += 1;
+            return;
+        }
         let sock = crate::net::adopt(fd);
         let client_id = self.core.shared.next_client_id();
         let now = self.core.now_ms;
@@ -583,6 +601,7 @@ impl Shard {
             // SAFETY: no operation references the descriptor any more.
             unsafe { libc::close(fd) };
             self.conns.remove(index);
+            self.core.shared.client_gone();
         }
     }
 
@@ -639,6 +658,9 @@ impl Shard {
     /// Background work: publish gauges, expire keys in a small slice.
     fn tick(&mut self) {
         self.next_tick_ms = self.core.now_ms + TICK.as_millis() as u64;
+        if std::mem::take(&mut self.accept_failed) {
+            self.arm_accept();
+        }
         self.core
             .engine
             .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
@@ -663,6 +685,8 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     g.commands.store(core.stats.commands, Relaxed);
     g.connections_received
         .store(core.stats.connections_received, Relaxed);
+    g.rejected_connections
+        .store(core.stats.rejected_connections, Relaxed);
     g.net_input_bytes.store(core.stats.net_input_bytes, Relaxed);
     g.net_output_bytes
         .store(core.stats.net_output_bytes, Relaxed);

@@ -19,6 +19,8 @@ use std::time::Instant;
 pub struct ShardStats {
     pub commands: u64,
     pub connections_received: u64,
+    /// Connections refused at `maxclients`.
+    pub rejected_connections: u64,
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     /// Changes to the dataset (Redis' `dirty`, INFO `rdb_changes_since_last_save`).
@@ -113,6 +115,7 @@ pub struct ShardGauges {
     pub clients: AtomicU64,
     pub commands: AtomicU64,
     pub connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub expired_keys: AtomicU64,
@@ -147,6 +150,8 @@ pub struct Shared {
     blocked_clients: Mutex<AHashMap<u64, usize>>,
     /// The current statistics epoch (CONFIG RESETSTAT starts the next one).
     stats_epoch: AtomicU64,
+    /// Connections open on every shard (`maxclients` counts them).
+    open_clients: AtomicU64,
 }
 
 impl Shared {
@@ -164,12 +169,26 @@ impl Shared {
             started_unix_ms: now_ms,
             blocked_clients: Mutex::default(),
             stats_epoch: AtomicU64::new(0),
+            open_clients: AtomicU64::new(0),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,
                 std::process::id() as u64 * 0x9e37_79b9
             ),
         }
+    }
+
+    /// Count a new connection unless `maxclients` are open already (then false).
+    pub fn admit_client(&self, maxclients: u64) -> bool {
+        let admitted = self
+            .open_clients
+            .fetch_update(Relaxed, Relaxed, |n| (n < maxclients).then_some(n + 1));
+        admitted.is_ok()
+    }
+
+    /// A connection counted by [`admit_client`](Self::admit_client) closed.
+    pub fn client_gone(&self) {
+        self.open_clients.fetch_sub(1, Relaxed);
     }
 
     /// A new client id, unique across shards (used once per accepted connection).

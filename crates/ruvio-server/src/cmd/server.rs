@@ -207,7 +207,7 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             };
             line("connected_clients", &(clients as u64 + clients_elsewhere));
             line("cluster_connections", &0);
-            line("maxclients", &10000);
+            line("maxclients", &core.cfg.maxclients);
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
             let blocked = crate::shard::blocked_here(core) + blocked_elsewhere;
@@ -279,7 +279,10 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
                 "total_net_output_bytes",
                 &counter(stats.net_output_bytes, |g| &g.net_output_bytes),
             );
-            line("rejected_connections", &0);
+            line(
+                "rejected_connections",
+                &counter(stats.rejected_connections, |g| &g.rejected_connections),
+            );
             line(
                 "expired_keys",
                 &counter(engine.expired_keys, |g| &g.expired_keys),
@@ -683,8 +686,11 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "maxclients",
-        get: |_| "10000".into(),
-        set: None,
+        get: |c| c.cfg.maxclients.to_string(),
+        set: Some(|c, v| {
+            c.cfg.maxclients = v.parse::<u64>().ok().filter(|&n| n >= 1).ok_or(())?;
+            Ok(())
+        }),
     },
     Param {
         name: "timeout",
