@@ -1107,7 +1107,8 @@ pub(super) fn zrandmember(
 }
 
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: a listpack answers whole
-/// with cursor 0 (as Redis); a skiplist's cursor is the next rank.
+/// with cursor 0 (as Redis); a skiplist's cursor counts the member slots not yet
+/// visited, so members present for the whole scan are all returned.
 pub(super) fn zscan(
     e: &mut Engine,
     ctx: &mut ExecCtx,
@@ -1126,21 +1127,12 @@ pub(super) fn zscan(
     };
     let z = zset_at(e, ctx.db, id)?;
     let ScanArgs { count, pattern, .. } = parse_scan_args(args, 3, ScanOf::Members)?;
-    let len = z.len();
-    let (start, take) = match z.encoding() {
-        super::ZSetEncoding::Listpack => (0, len),
-        super::ZSetEncoding::Skiplist => (usize::try_from(cursor).unwrap_or(usize::MAX), count),
-    };
-    let end = start.saturating_add(take).min(len);
-    let next = if end >= len { 0 } else { end as u64 };
-    let items: Vec<(&[u8], f64)> = if start >= len {
-        Vec::new()
-    } else {
-        z.iter_from(start, false)
-            .take(end - start)
-            .filter(|(m, _)| pattern.is_none_or(|p| crate::glob_match(p, m)))
-            .collect()
-    };
+    let mut items: Vec<(&[u8], f64)> = Vec::new();
+    let next = z.scan(cursor, count, |m, s| {
+        if pattern.is_none_or(|p| crate::glob_match(p, m)) {
+            items.push((m, s));
+        }
+    });
     r.array(2);
     r.bulk(itoa::Buffer::new().format(next).as_bytes());
     r.array(items.len() * 2);
