@@ -298,8 +298,8 @@ pub(super) fn zcard(
 
 /// Ranks `lo..hi` of the members inside a score range.
 fn score_ranks(z: &ZSetValue, range: &ScoreRange) -> (usize, usize) {
-    let lo = z.count_while(|_, s| range.below(s));
-    let hi = z.count_while(|_, s| range.not_above(s));
+    let lo = z.count_score_while(|s| range.below(s));
+    let hi = z.count_score_while(|s| range.not_above(s));
     (lo, hi.max(lo))
 }
 

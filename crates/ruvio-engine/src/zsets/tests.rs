@@ -113,6 +113,9 @@ fn check_ranks(z: &ZSetValue, sorted: &[(Vec<u8>, f64)], probes: &[usize]) {
         if k < len {
             let below = z.count_while(|m, s| super::packed::less(s, m, sorted[k].1, &sorted[k].0));
             assert_eq!(below, k);
+            let s = sorted[k].1;
+            let first = sorted.iter().position(|e| e.1 >= s).unwrap_or(len);
+            assert_eq!(z.count_score_while(|x| x < s), first);
         }
     }
     assert_eq!(z.iter_from(len, false).next(), None);
@@ -391,4 +394,115 @@ fn deep_tree_grows_and_shrinks() {
         }
     }
     check(&z, &model, &mut rng);
+}
+
+/// In-process micro benchmark of the skiplist encoding (docs/zsets.md has the
+/// numbers): `cargo test --release -p ruvio-engine --lib zset_micro_bench --
+/// --ignored --nocapture`.
+#[test]
+#[ignore = "a benchmark: run by hand in release"]
+fn zset_micro_bench() {
+    use std::hint::black_box;
+    use std::time::Instant;
+    let limits = ZLimits {
+        entries: 128,
+        value: 64,
+    };
+    let ns = |t: Instant, n: usize| t.elapsed().as_nanos() as f64 / n as f64;
+    // The feature benchmark's seed: m0..m999999 with score i, in order.
+    let n = 1_000_000;
+    let mut big = ZSetValue::new();
+    let t = Instant::now();
+    for i in 0..n {
+        big.insert(format!("m{i}").as_bytes(), i as f64, limits);
+    }
+    println!("seed 1M in order: {:.0} ns/insert", ns(t, n));
+    println!(
+        "1M members (m<i>, score i): {:.1} heap B/member",
+        big.heap_bytes() as f64 / n as f64
+    );
+    // ZADD zset:1m __rand_int__ n:__rand_int__ : new members, random places.
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let adds = 200_000;
+    let new: Vec<(Vec<u8>, f64)> = (0..adds)
+        .map(|_| {
+            let r = rng.next() % 1_000_000_000_000;
+            (
+                format!("n:{r:012}").into_bytes(),
+                (rng.next() % n as u64) as f64,
+            )
+        })
+        .collect();
+    let t = Instant::now();
+    for (m, s) in &new {
+        if big.score(m).is_none() {
+            big.insert(m, *s, limits);
+        }
+    }
+    println!("ZADD new member into 1M: {:.0} ns/op", ns(t, adds));
+    println!(
+        "1.2M members after random adds: {:.1} heap B/member",
+        big.heap_bytes() as f64 / big.len() as f64
+    );
+    let t = Instant::now();
+    let mut hits = 0;
+    for (m, _) in &new {
+        hits += usize::from(big.score(m).is_some());
+    }
+    black_box(hits);
+    println!("ZSCORE in 1.2M: {:.0} ns/op", ns(t, adds));
+    let t = Instant::now();
+    for (m, _) in new.iter().take(50_000) {
+        black_box(big.rank(m));
+    }
+    println!("ZRANK in 1.2M: {:.0} ns/op", ns(t, 50_000));
+    let t = Instant::now();
+    for (m, s) in new.iter().take(50_000) {
+        big.update(m, s + 0.5);
+    }
+    println!("ZADD score update in 1.2M: {:.0} ns/op", ns(t, 50_000));
+    let t = Instant::now();
+    for (m, _) in new.iter().take(50_000) {
+        big.remove(m);
+    }
+    println!("ZREM in 1.2M: {:.0} ns/op", ns(t, 50_000));
+    // ZRANGEBYSCORE zset:10k 5000 5099 (two rank lookups, 100 steps).
+    let mut small = ZSetValue::new();
+    for i in 0..10_000 {
+        small.insert(format!("m{i}").as_bytes(), i as f64, limits);
+    }
+    let reps = 20_000;
+    let t = Instant::now();
+    for r in 0..reps {
+        let a = (5000 + r % 7) as f64;
+        let lo = small.count_score_while(|s| s < a);
+        let hi = small.count_score_while(|s| s <= a + 99.0);
+        let out: Vec<(Vec<u8>, f64)> = small
+            .iter_from(lo, false)
+            .take(hi - lo)
+            .map(|(m, s)| (m.to_vec(), s))
+            .collect();
+        black_box(out);
+    }
+    println!("ZRANGEBYSCORE 100 of 10k: {:.0} ns/op", ns(t, reps));
+    let t = Instant::now();
+    for r in 0..reps {
+        let out: Vec<(Vec<u8>, f64)> = small
+            .iter_from(4900 + r % 7, true)
+            .take(100)
+            .map(|(m, s)| (m.to_vec(), s))
+            .collect();
+        black_box(out);
+    }
+    println!("ZREVRANGE 100 of 10k: {:.0} ns/op", ns(t, reps));
+    let t = Instant::now();
+    let mut cursor = 0;
+    let mut seen = 0;
+    loop {
+        cursor = big.scan(cursor, 10, |_, _| seen += 1);
+        if cursor == 0 {
+            break;
+        }
+    }
+    println!("ZSCAN whole 1.15M by 10: {:.0} ns/member", ns(t, seen));
 }

@@ -36,7 +36,7 @@ use std::ptr::NonNull;
 use hashbrown::HashTable;
 use smallvec::SmallVec;
 
-use super::packed::{less, varint_len};
+use super::packed::varint_len;
 use crate::keyspace::malloc_chunk_bytes;
 
 /// Members per leaf: 512 bytes of handles (one 528-byte chunk); a binary search
@@ -571,15 +571,31 @@ impl ZTree {
     /// How many leading members satisfy `before` (which must hold for a prefix of
     /// the order and fail after it): a lower bound, O(log n).
     pub fn count_while(&self, before: impl Fn(&[u8], f64) -> bool) -> usize {
+        self.count_by(
+            |c| before(c.max.bytes(), c.max_score),
+            |m| before(m.bytes(), m.score()),
+        )
+    }
+
+    /// [`count_while`](Self::count_while) for a predicate on the score alone:
+    /// inner nodes answer from their cached scores, with no member read.
+    pub fn count_score_while(&self, before: impl Fn(f64) -> bool) -> usize {
+        self.count_by(|c| before(c.max_score), |m| before(m.score()))
+    }
+
+    /// The lower bound where `child_before` / `member_before` turn false.
+    fn count_by(
+        &self,
+        child_before: impl Fn(&Child) -> bool,
+        member_before: impl Fn(&Member) -> bool,
+    ) -> usize {
         let mut node = &self.root;
         let mut count = 0;
         loop {
             match node {
-                Node::Leaf(keys) => {
-                    return count + keys.partition_point(|k| before(k.bytes(), k.score()))
-                }
+                Node::Leaf(keys) => return count + keys.partition_point(&member_before),
                 Node::Inner(children) => {
-                    let i = children.partition_point(|c| before(c.max.bytes(), c.max_score));
+                    let i = children.partition_point(&child_before);
                     count += children[..i].iter().map(|c| c.count).sum::<usize>();
                     match children.get(i) {
                         Some(c) => node = &c.node,
@@ -592,7 +608,7 @@ impl ZTree {
 
     /// The 0-based rank of a member with `score`.
     pub fn rank(&self, member: &[u8], score: f64) -> usize {
-        self.count_while(|m, s| less(s, m, score, member))
+        self.count_by(|c| c.before(score, member), |m| m.before(score, member))
     }
 
     /// Insert a member known to be absent.
@@ -788,7 +804,7 @@ impl ZTree {
         let all: Vec<_> = self.iter_at(0, false).collect();
         assert_eq!(all.len(), self.len());
         for w in all.windows(2) {
-            assert!(less(w[0].1, w[0].0, w[1].1, w[1].0));
+            assert!(super::packed::less(w[0].1, w[0].0, w[1].1, w[1].0));
         }
         assert_eq!(self.index.len(), self.len());
         for (at, m) in self.slots.iter().enumerate() {

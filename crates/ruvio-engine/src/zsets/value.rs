@@ -291,6 +291,16 @@ impl ZSetValue {
         }
     }
 
+    /// [`count_while`](Self::count_while) for a predicate on the score alone
+    /// (score ranges): a skiplist answers it without reading member bytes in
+    /// its inner nodes.
+    pub fn count_score_while(&self, before: impl Fn(f64) -> bool) -> usize {
+        match self.repr() {
+            Repr::Packed(p) => p.iter().take_while(|&(_, _, s)| before(s)).count(),
+            Repr::Tree(t) => t.count_score_while(before),
+        }
+    }
+
     /// Members from rank `start` upwards (`rev` false) or downwards from rank
     /// `start` counted from the top (`rev` true), as (member, score).
     pub fn iter_from(&self, start: usize, rev: bool) -> Iter<'_> {
