@@ -10,12 +10,11 @@
 //! docs/zsets.md for the numbers.
 //!
 //! - [`Member`]: each member is ONE allocation, `[score f64][len varint][bytes]`,
-//!   and everything else holds its 8-byte handle. Leaves hold only handles
-//!   (8 bytes per member), ordered by (score, member bytes) as `zslInsert` orders;
-//!   a comparison reads the member's block, which is also what iteration reads
-//!   for the reply. Inner nodes keep, per child, the member count and the largest
-//!   member with its score, so a descent compares scores without a dereference
-//!   except on ties.
+//!   and everything else holds its 8-byte handle.
+//! - Leaves hold [`Key`]s, (score, handle) pairs ordered by (score, member
+//!   bytes) as `zslInsert` orders them: a search compares the scores in the leaf
+//!   and reads a member block only on a tie. Inner nodes keep, per child, the
+//!   member count and the largest key.
 //! - `slots`: every member's handle in a dense vector; removal moves the last slot
 //!   into the hole. ZSCAN walks the slots from the end down (as the sets'
 //!   `Table` does): a removal only moves the last member, which the walk has
@@ -39,8 +38,8 @@ use smallvec::SmallVec;
 use super::packed::varint_len;
 use crate::keyspace::malloc_chunk_bytes;
 
-/// Members per leaf: 512 bytes of handles (one 528-byte chunk); a binary search
-/// reads ~6 member blocks.
+/// Keys per leaf: 1 KiB of (score, handle) pairs; a binary search reads ~5 of
+/// its cache lines.
 const LEAF_CAP: usize = 64;
 /// Children per inner node (a child is 56 bytes: ~1.8 KiB per node); one more
 /// slot is allocated for the moment between an insert and the split.
@@ -147,58 +146,53 @@ impl Member {
         let layout = Self::layout(self.bytes().len());
         dealloc(self.0.as_ptr(), layout);
     }
+}
 
-    /// True when this member sorts before (`score`, `member`).
+/// A member in the order: its score (kept beside the handle so a search reads
+/// the leaf, not the member blocks) and its handle.
+#[derive(Clone, Copy)]
+struct Key {
+    score: f64,
+    member: Member,
+}
+
+impl Key {
+    /// True when this key sorts before (`score`, `member`).
     fn before(&self, score: f64, member: &[u8]) -> bool {
-        let s = self.score();
-        s < score || (s == score && self.bytes() < member)
+        self.score < score || (self.score == score && self.member.bytes() < member)
     }
 }
 
-/// One child of an inner node: its member count and largest member (with that
-/// member's score, so descents compare scores in place).
+/// One child of an inner node: its member count and largest key.
 struct Child {
     count: usize,
-    max_score: f64,
-    max: Member,
+    max: Key,
     node: Node,
 }
 
 impl Child {
     fn of(node: Node) -> Child {
-        let max = node.last();
         Child {
             count: node.count(),
-            max_score: max.score(),
-            max,
+            max: node.last(),
             node,
         }
     }
 
-    /// Recompute the count and max from the node (after a split or merge).
+    /// Recompute the count and max from the node (after a split).
     fn refresh(&mut self) {
         self.count = self.node.count();
-        self.set_max(self.node.last());
-    }
-
-    fn set_max(&mut self, max: Member) {
-        self.max = max;
-        self.max_score = max.score();
-    }
-
-    /// True when this whole child sorts before (`score`, `member`).
-    fn before(&self, score: f64, member: &[u8]) -> bool {
-        self.max_score < score || (self.max_score == score && self.max.bytes() < member)
+        self.max = self.node.last();
     }
 }
 
 enum Node {
-    Leaf(Vec<Member>),
+    Leaf(Vec<Key>),
     Inner(Vec<Child>),
 }
 
 impl Node {
-    fn new_leaf() -> Vec<Member> {
+    fn new_leaf() -> Vec<Key> {
         Vec::with_capacity(LEAF_CAP)
     }
 
@@ -229,8 +223,8 @@ impl Node {
         }
     }
 
-    /// The largest member (the node is not empty).
-    fn last(&self) -> Member {
+    /// The largest key (the node is not empty).
+    fn last(&self) -> Key {
         match self {
             Node::Leaf(keys) => keys[keys.len() - 1],
             Node::Inner(children) => children[children.len() - 1].max,
@@ -290,8 +284,9 @@ fn insert_in(
     match node {
         Node::Leaf(keys) => {
             let pos = keys.partition_point(|k| k.before(score, member));
+            let key = Key { score, member: m };
             if keys.len() < LEAF_CAP {
-                keys.insert(pos, m);
+                keys.insert(pos, key);
                 return None;
             }
             // An append splits off a leaf of one: score-ordered loads stay full.
@@ -299,23 +294,23 @@ fn insert_in(
             let mut right = Node::new_leaf();
             right.extend(keys.drain(at..));
             if pos < at {
-                keys.insert(pos, m);
+                keys.insert(pos, key);
             } else {
-                right.insert(pos - at, m);
+                right.insert(pos - at, key);
             }
             nodes.leaves += 1;
             Some(Node::Leaf(right))
         }
         Node::Inner(children) => {
             let last = children.len() - 1;
-            let i = children[..last].partition_point(|c| c.before(score, member));
+            let i = children[..last].partition_point(|c| c.max.before(score, member));
             let split = insert_in(&mut children[i].node, m, score, member, nodes);
             match split {
                 None => {
                     let c = &mut children[i];
                     c.count += 1;
-                    if !m.before(c.max_score, c.max.bytes()) {
-                        c.set_max(m);
+                    if c.max.before(score, member) {
+                        c.max = Key { score, member: m };
                     }
                     None
                 }
@@ -349,7 +344,7 @@ fn remove_in(
     nodes: &mut NodeCounts,
 ) {
     match node {
-        Node::Leaf(keys) => gone.extend(keys.drain(lo..hi)),
+        Node::Leaf(keys) => gone.extend(keys.drain(lo..hi).map(|k| k.member)),
         Node::Inner(children) => {
             let (mut base, mut i) = (0, 0);
             let mut touched = SmallVec::<[usize; 2]>::new();
@@ -365,8 +360,7 @@ fn remove_in(
                 if a < b {
                     remove_in(&mut children[i].node, a - base, b - base, gone, nodes);
                     children[i].count -= b - a;
-                    let max = children[i].node.last();
-                    children[i].set_max(max);
+                    children[i].max = children[i].node.last();
                     touched.push(i);
                 }
                 base += count;
@@ -407,14 +401,14 @@ fn fix_child(children: &mut Vec<Child>, i: usize, nodes: &mut NodeCounts) {
         (_, other) => drop(other),
     }
     children[left].count += gone.count;
-    children[left].set_max(gone.max);
+    children[left].max = gone.max;
 }
 
 /// Push every handle below `node` to `gone` and free the nodes.
 fn drop_subtree(node: Node, gone: &mut Vec<Member>, nodes: &mut NodeCounts) {
     nodes.dropped(&node);
     match node {
-        Node::Leaf(keys) => gone.extend_from_slice(&keys),
+        Node::Leaf(keys) => gone.extend(keys.iter().map(|k| k.member)),
         Node::Inner(children) => {
             for c in children {
                 drop_subtree(c.node, gone, nodes);
@@ -459,7 +453,7 @@ impl ZTree {
             if leaf.len() == LEAF_CAP {
                 level.push(Node::Leaf(std::mem::replace(&mut leaf, Node::new_leaf())));
             }
-            leaf.push(m);
+            leaf.push(Key { score, member: m });
         }
         level.push(Node::Leaf(leaf));
         let mut counts = NodeCounts {
@@ -507,7 +501,7 @@ impl ZTree {
                 malloc_chunk_bytes(bytes)
             }
         };
-        let leaf = malloc_chunk_bytes(LEAF_CAP * std::mem::size_of::<Member>());
+        let leaf = malloc_chunk_bytes(LEAF_CAP * std::mem::size_of::<Key>());
         let inner = malloc_chunk_bytes((INNER_CAP + 1) * std::mem::size_of::<Child>());
         malloc_chunk_bytes(std::mem::size_of::<ZTree>())
             + self.nodes.leaves * leaf
@@ -572,28 +566,28 @@ impl ZTree {
     /// the order and fail after it): a lower bound, O(log n).
     pub fn count_while(&self, before: impl Fn(&[u8], f64) -> bool) -> usize {
         self.count_by(
-            |c| before(c.max.bytes(), c.max_score),
-            |m| before(m.bytes(), m.score()),
+            |c| before(c.max.member.bytes(), c.max.score),
+            |k| before(k.member.bytes(), k.score),
         )
     }
 
     /// [`count_while`](Self::count_while) for a predicate on the score alone:
     /// inner nodes answer from their cached scores, with no member read.
     pub fn count_score_while(&self, before: impl Fn(f64) -> bool) -> usize {
-        self.count_by(|c| before(c.max_score), |m| before(m.score()))
+        self.count_by(|c| before(c.max.score), |k| before(k.score))
     }
 
-    /// The lower bound where `child_before` / `member_before` turn false.
+    /// The lower bound where `child_before` / `key_before` turn false.
     fn count_by(
         &self,
         child_before: impl Fn(&Child) -> bool,
-        member_before: impl Fn(&Member) -> bool,
+        key_before: impl Fn(&Key) -> bool,
     ) -> usize {
         let mut node = &self.root;
         let mut count = 0;
         loop {
             match node {
-                Node::Leaf(keys) => return count + keys.partition_point(&member_before),
+                Node::Leaf(keys) => return count + keys.partition_point(&key_before),
                 Node::Inner(children) => {
                     let i = children.partition_point(&child_before);
                     count += children[..i].iter().map(|c| c.count).sum::<usize>();
@@ -608,7 +602,7 @@ impl ZTree {
 
     /// The 0-based rank of a member with `score`.
     pub fn rank(&self, member: &[u8], score: f64) -> usize {
-        self.count_by(|c| c.before(score, member), |m| m.before(score, member))
+        self.count_by(|c| c.max.before(score, member), |k| k.before(score, member))
     }
 
     /// Insert a member known to be absent.
@@ -780,6 +774,9 @@ impl ZTree {
                 Node::Leaf(keys) => {
                     n.leaves += 1;
                     assert_eq!(keys.capacity(), LEAF_CAP);
+                    for k in keys {
+                        assert_eq!(k.score.to_bits(), k.member.score().to_bits());
+                    }
                     assert!(keys.len() <= LEAF_CAP);
                     assert_eq!(*leaf_depth.get_or_insert(depth), depth);
                 }
@@ -790,8 +787,9 @@ impl ZTree {
                     for c in children {
                         assert!(c.node.width() > 0, "empty child");
                         assert_eq!(c.count, c.node.count());
-                        assert!(c.max == c.node.last());
-                        assert_eq!(c.max_score.to_bits(), c.max.score().to_bits());
+                        let last = c.node.last();
+                        assert!(c.max.member == last.member);
+                        assert_eq!(c.max.score.to_bits(), last.score.to_bits());
                         walk(&c.node, depth + 1, leaf_depth, n);
                     }
                 }
@@ -835,7 +833,7 @@ impl Drop for ZTree {
 /// step is O(1) amortized.
 pub struct TreeIter<'a> {
     path: SmallVec<[(&'a [Child], usize); DEPTH_INLINE]>,
-    leaf: &'a [Member],
+    leaf: &'a [Key],
     pos: usize,
     left: usize,
     rev: bool,
@@ -884,8 +882,8 @@ impl<'a> Iterator for TreeIter<'a> {
             return None;
         }
         self.left -= 1;
-        let leaf: &'a [Member] = self.leaf;
-        let m = &leaf[self.pos];
+        let leaf: &'a [Key] = self.leaf;
+        let k = &leaf[self.pos];
         if self.left > 0 {
             let at_end = if self.rev {
                 self.pos == 0
@@ -900,7 +898,7 @@ impl<'a> Iterator for TreeIter<'a> {
                 self.pos += 1;
             }
         }
-        Some((m.bytes(), m.score()))
+        Some((k.member.bytes(), k.score))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
