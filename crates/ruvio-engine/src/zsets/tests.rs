@@ -506,3 +506,21 @@ fn zset_micro_bench() {
     }
     println!("ZSCAN whole 1.15M by 10: {:.0} ns/member", ns(t, seen));
 }
+
+/// A skiplist of one long member (ZADD k 1 <100 bytes>) stays small: its root
+/// leaf grows from a few keys, not a full 1 KiB leaf.
+#[test]
+fn a_one_member_skiplist_is_small() {
+    let limits = ZLimits {
+        entries: 128,
+        value: 64,
+    };
+    let mut z = ZSetValue::new();
+    z.insert(&[b'x'; 100], 1.0, limits);
+    assert_eq!(z.encoding(), ZSetEncoding::Skiplist);
+    z.check_invariants();
+    assert!(z.heap_bytes() < 640, "{}", z.heap_bytes());
+    let stored = ZSetValue::from_sorted(&[(vec![b'y'; 100], 2.0)], limits);
+    stored.check_invariants();
+    assert!(stored.heap_bytes() < 640, "{}", stored.heap_bytes());
+}

@@ -47,6 +47,8 @@ const LEAF_CAP: usize = 64;
 const INNER_CAP: usize = 32;
 /// A node with fewer entries than this tries to merge with a neighbour.
 const LEAF_MIN: usize = LEAF_CAP / 4;
+/// First capacity of a root leaf that grows from empty.
+const ROOT_LEAF_MIN: usize = 4;
 const INNER_MIN: usize = INNER_CAP / 4;
 /// Path depth kept inline by iterators (64 * 32^7 members: far beyond memory).
 const DEPTH_INLINE: usize = 8;
@@ -260,6 +262,8 @@ pub struct ZTree {
     member_heap_bytes: usize,
     /// Nodes detached by `free_some`, freed a few per call.
     dying: Vec<Node>,
+    /// True once `free_some` has detached the order and index.
+    detached: bool,
 }
 
 // SAFETY: a ZTree uniquely owns its member blocks, like a Vec<Box<[u8]>>.
@@ -286,6 +290,12 @@ fn insert_in(
         Node::Leaf(keys) => {
             let pos = keys.partition_point(|k| k.before(score, member));
             let key = Key { score, member: m };
+            if keys.len() == keys.capacity() && keys.len() < LEAF_CAP {
+                // Only a root leaf starts small (a skiplist of one long member
+                // stays small): it doubles up to a full leaf before any split.
+                let grown = (keys.capacity() * 2).clamp(ROOT_LEAF_MIN, LEAF_CAP);
+                keys.reserve_exact(grown - keys.len());
+            }
             if keys.len() < LEAF_CAP {
                 keys.insert(pos, key);
                 return None;
@@ -473,7 +483,7 @@ impl ZTree {
     /// An empty tree.
     pub fn new() -> ZTree {
         ZTree {
-            root: Node::Leaf(Node::new_leaf()),
+            root: Node::Leaf(Vec::new()),
             slots: Vec::new(),
             index: HashTable::new(),
             hasher: ahash::RandomState::new(),
@@ -483,6 +493,7 @@ impl ZTree {
             },
             member_heap_bytes: 0,
             dying: Vec::new(),
+            detached: false,
         }
     }
 
@@ -504,6 +515,10 @@ impl ZTree {
                 level.push(Node::Leaf(std::mem::replace(&mut leaf, Node::new_leaf())));
             }
             leaf.push(Key { score, member: m });
+        }
+        if level.is_empty() {
+            // A root leaf may be small (see `insert_in`).
+            leaf.shrink_to_fit();
         }
         level.push(Node::Leaf(leaf));
         let mut counts = NodeCounts {
@@ -553,8 +568,16 @@ impl ZTree {
         };
         let leaf = malloc_chunk_bytes(LEAF_CAP * std::mem::size_of::<Key>());
         let inner = malloc_chunk_bytes((INNER_CAP + 1) * std::mem::size_of::<Child>());
+        // Every leaf is full-size but a root leaf, which grows (see `insert_in`).
+        let leaves = match &self.root {
+            Node::Leaf(keys) => {
+                vec_bytes(keys.capacity() * std::mem::size_of::<Key>())
+                    + (self.nodes.leaves - 1) * leaf
+            }
+            Node::Inner(_) => self.nodes.leaves * leaf,
+        };
         malloc_chunk_bytes(std::mem::size_of::<ZTree>())
-            + self.nodes.leaves * leaf
+            + leaves
             + self.nodes.inners * inner
             + vec_bytes(self.slots.capacity() * std::mem::size_of::<Member>())
             + vec_bytes(self.dying.capacity() * std::mem::size_of::<Node>())
@@ -686,7 +709,7 @@ impl ZTree {
                 Some(only) => only.node,
                 None => {
                     self.nodes.leaves += 1;
-                    Node::Leaf(Node::new_leaf())
+                    Node::Leaf(Vec::new())
                 }
             };
             self.nodes.inners -= 1;
@@ -786,11 +809,12 @@ impl ZTree {
     /// (lazy free): the order and index go first, so what is left stays a valid
     /// empty set. True when nothing is left to free.
     pub fn free_some(&mut self, nodes_max: usize) -> bool {
-        // A zero-capacity root leaf marks a tree already detached.
-        let detached = matches!(&self.root, Node::Leaf(keys) if keys.capacity() == 0);
-        if !detached {
+        if !self.detached {
+            self.detached = true;
             self.index = HashTable::new();
+            // The new root leaf owns nothing but is counted like any root.
             let root = std::mem::replace(&mut self.root, Node::Leaf(Vec::new()));
+            self.nodes.leaves += 1;
             self.dying.push(root);
         }
         let keep = self.slots.len().saturating_sub(nodes_max);
@@ -823,7 +847,9 @@ impl ZTree {
             match node {
                 Node::Leaf(keys) => {
                     n.leaves += 1;
-                    assert_eq!(keys.capacity(), LEAF_CAP);
+                    if depth > 0 {
+                        assert_eq!(keys.capacity(), LEAF_CAP);
+                    }
                     for k in keys {
                         assert_eq!(k.score.to_bits(), k.member.score().to_bits());
                     }
