@@ -2,7 +2,7 @@
 //! member handles plus a dense slot vector and a member index.
 //!
 //! Why a counted B+tree and not Redis's skip list or a binary tree: a descent
-//! touches ~log64(n) nodes of contiguous handles instead of ~2 log2(n) scattered
+//! touches ~log64(n) nodes of contiguous keys instead of ~2 log2(n) scattered
 //! nodes, so ZADD into a million members costs a handful of cache misses, not
 //! forty; each inner node keeps its children's member counts, so rank (ZRANK),
 //! select (ZRANGE offsets) and the two lookups of ZCOUNT are O(log n); and a
@@ -23,8 +23,9 @@
 //! - `index`: a `hashbrown::HashTable<u32>` of slots keyed by the member's hash:
 //!   ZSCORE and ZADD's "is it there" are O(1), at 5 bytes per bucket.
 //!
-//! Every node is allocated at its full capacity ([`LEAF_CAP`], [`INNER_CAP`]), so
-//! heap accounting is a count of nodes. A split of the last leaf on an append
+//! Every node but a root leaf is allocated at its full capacity ([`LEAF_CAP`],
+//! [`INNER_CAP`]), so heap accounting is a count of nodes (a root leaf grows from
+//! [`ROOT_LEAF_MIN`] keys, so a skiplist of a few long members stays small). A split of the last leaf on an append
 //! leaves the old leaf full, so sets built in score order (timestamps, ranks,
 //! ZADD of m0..mN) keep full leaves; a full leaf with a neighbour that has room
 //! passes one key over instead of splitting. A node that drops below a quarter
@@ -47,9 +48,9 @@ const LEAF_CAP: usize = 64;
 const INNER_CAP: usize = 32;
 /// A node with fewer entries than this tries to merge with a neighbour.
 const LEAF_MIN: usize = LEAF_CAP / 4;
+const INNER_MIN: usize = INNER_CAP / 4;
 /// First capacity of a root leaf that grows from empty.
 const ROOT_LEAF_MIN: usize = 4;
-const INNER_MIN: usize = INNER_CAP / 4;
 /// Path depth kept inline by iterators (64 * 32^7 members: far beyond memory).
 const DEPTH_INLINE: usize = 8;
 
