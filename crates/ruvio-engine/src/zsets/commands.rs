@@ -298,8 +298,8 @@ pub(super) fn zcard(
 
 /// Ranks `lo..hi` of the members inside a score range.
 fn score_ranks(z: &ZSetValue, range: &ScoreRange) -> (usize, usize) {
-    let lo = z.count_while(|_, s| range.below(s));
-    let hi = z.count_while(|_, s| range.not_above(s));
+    let lo = z.count_score_while(|s| range.below(s));
+    let hi = z.count_score_while(|s| range.not_above(s));
     (lo, hi.max(lo))
 }
 
@@ -414,16 +414,26 @@ enum RangeType {
     Lex,
 }
 
-/// Members chosen by a range, copied out, in reply order.
-type Selected = Vec<(Vec<u8>, f64)>;
-
-/// The parsed form of any ZRANGE variant.
-struct RangeRequest {
+/// What a ZRANGE variant chose: `count` members from `start` in reply order
+/// (ascending ranks, or descending from the top when `rev`) of the set in entry
+/// `id`. The reply streams them from the set; nothing is copied.
+struct Selection {
     withscores: bool,
+    id: Option<EntryId>,
+    start: usize,
+    count: usize,
+    rev: bool,
+}
+
+impl Selection {
+    /// The chosen members of `z`, the set in entry `id`.
+    fn iter<'a>(&self, z: &'a ZSetValue) -> impl Iterator<Item = (&'a [u8], f64)> + 'a {
+        z.iter_from(self.start, self.rev).take(self.count)
+    }
 }
 
 /// `zrangeGenericCommand`: `src` is where the key is (1, or 2 for ZRANGESTORE),
-/// `kind`/`rev` preset by the legacy commands. Returns the members in reply order.
+/// `kind`/`rev` preset by the legacy commands. Returns what to answer, as ranks.
 fn zrange_select(
     e: &mut Engine,
     ctx: &mut ExecCtx,
@@ -432,7 +442,7 @@ fn zrange_select(
     mut kind: RangeType,
     mut rev: Option<bool>,
     store: bool,
-) -> Result<(RangeRequest, Selected), CmdError> {
+) -> Result<Selection, CmdError> {
     let mut withscores = false;
     let (mut offset, mut limit) = (0i64, -1i64);
     let mut j = src + 3;
@@ -480,7 +490,13 @@ fn zrange_select(
         RangeType::Lex => Parsed::Lex(LexRange::parse(args.get(min_at), args.get(max_at))?),
         _ => Parsed::Rank(int_arg(args.get(min_at))?, int_arg(args.get(max_at))?),
     };
-    let req = RangeRequest { withscores };
+    let mut sel = Selection {
+        withscores,
+        id: None,
+        start: 0,
+        count: 0,
+        rev,
+    };
     let key = args.get(src);
     let id = if store {
         e.lookup_write(ctx, key)
@@ -488,7 +504,7 @@ fn zrange_select(
         e.lookup_read(ctx, key)
     };
     let Some(id) = id else {
-        return Ok((req, Vec::new()));
+        return Ok(sel);
     };
     let z = zset_at(e, ctx.db, id)?;
     let len = z.len();
@@ -513,21 +529,12 @@ fn zrange_select(
         let take = usize::try_from(limit).unwrap_or(usize::MAX);
         (usize::try_from(offset).unwrap_or(usize::MAX), take)
     };
-    let count = (hi - lo).saturating_sub(skip).min(take);
-    let out: Vec<(Vec<u8>, f64)> = if count == 0 {
-        Vec::new()
-    } else if rev {
-        z.iter_from(len - hi + skip, true)
-            .take(count)
-            .map(|(m, s)| (m.to_vec(), s))
-            .collect()
-    } else {
-        z.iter_from(lo + skip, false)
-            .take(count)
-            .map(|(m, s)| (m.to_vec(), s))
-            .collect()
-    };
-    Ok((req, out))
+    sel.count = (hi - lo).saturating_sub(skip).min(take);
+    if sel.count > 0 {
+        sel.id = Some(id);
+        sel.start = if rev { len - hi + skip } else { lo + skip };
+    }
+    Ok(sel)
 }
 
 fn zrange_reply(
@@ -538,14 +545,34 @@ fn zrange_reply(
     kind: RangeType,
     rev: Option<bool>,
 ) -> CmdResult {
-    let (req, out) = zrange_select(e, ctx, args, 1, kind, rev, false)?;
-    if req.withscores {
-        let nested = resp3(r);
-        reply_pairs(r, out.iter().map(|(m, s)| (&m[..], *s)), nested);
-    } else {
-        r.array(out.len());
-        for (m, _) in &out {
-            r.bulk(m);
+    let sel = zrange_select(e, ctx, args, 1, kind, rev, false)?;
+    let Some(id) = sel.id else {
+        r.array(0);
+        return Ok(Done);
+    };
+    let z = zset_at(e, ctx.db, id)?;
+    let nested = resp3(r);
+    match (sel.withscores, nested) {
+        (true, true) => {
+            r.array(sel.count);
+            for (m, s) in sel.iter(z) {
+                r.array(2);
+                r.bulk(m);
+                r.double(s);
+            }
+        }
+        (true, false) => {
+            r.array(sel.count * 2);
+            for (m, s) in sel.iter(z) {
+                r.bulk(m);
+                r.double(s);
+            }
+        }
+        (false, _) => {
+            r.array(sel.count);
+            for (m, _) in sel.iter(z) {
+                r.bulk(m);
+            }
         }
     }
     Ok(Done)
@@ -619,7 +646,14 @@ pub(super) fn zrangestore(
     args: Args<'_>,
     r: &mut Reply<'_>,
 ) -> CmdResult {
-    let (_, mut out) = zrange_select(e, ctx, args, 2, RangeType::Auto, None, true)?;
+    let sel = zrange_select(e, ctx, args, 2, RangeType::Auto, None, true)?;
+    let mut out: Vec<(Vec<u8>, f64)> = match sel.id {
+        Some(id) => sel
+            .iter(zset_at(e, ctx.db, id)?)
+            .map(|(m, s)| (m.to_vec(), s))
+            .collect(),
+        None => Vec::new(),
+    };
     // REV selects in descending order; the stored set is built ascending.
     out.sort_by(super::redis_order);
     store_result(e, ctx, args.get(1), &out, events::ZRANGESTORE, r);
@@ -1107,7 +1141,8 @@ pub(super) fn zrandmember(
 }
 
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: a listpack answers whole
-/// with cursor 0 (as Redis); a skiplist's cursor is the next rank.
+/// with cursor 0 (as Redis); a skiplist's cursor counts the member slots not yet
+/// visited, so members present for the whole scan are all returned.
 pub(super) fn zscan(
     e: &mut Engine,
     ctx: &mut ExecCtx,
@@ -1126,21 +1161,12 @@ pub(super) fn zscan(
     };
     let z = zset_at(e, ctx.db, id)?;
     let ScanArgs { count, pattern, .. } = parse_scan_args(args, 3, ScanOf::Members)?;
-    let len = z.len();
-    let (start, take) = match z.encoding() {
-        super::ZSetEncoding::Listpack => (0, len),
-        super::ZSetEncoding::Skiplist => (usize::try_from(cursor).unwrap_or(usize::MAX), count),
-    };
-    let end = start.saturating_add(take).min(len);
-    let next = if end >= len { 0 } else { end as u64 };
-    let items: Vec<(&[u8], f64)> = if start >= len {
-        Vec::new()
-    } else {
-        z.iter_from(start, false)
-            .take(end - start)
-            .filter(|(m, _)| pattern.is_none_or(|p| crate::glob_match(p, m)))
-            .collect()
-    };
+    let mut items: Vec<(&[u8], f64)> = Vec::new();
+    let next = z.scan(cursor, count, |m, s| {
+        if pattern.is_none_or(|p| crate::glob_match(p, m)) {
+            items.push((m, s));
+        }
+    });
     r.array(2);
     r.bulk(itoa::Buffer::new().format(next).as_bytes());
     r.array(items.len() * 2);

@@ -8,8 +8,9 @@
 //! rank and range. OBJECT ENCODING shows which one a set uses, so the switch
 //! happens where Redis 7.2 switches (see [`value`]).
 //!
-//! - [`packed`]: `ZPacked`, members with 8-byte scores in one block (`listpack`).
-//! - [`tree`]: `ZTree`, an order-statistic treap plus a member index (`skiplist`).
+//! - [`packed`]: `ZPacked`, members with compact scores in one block (`listpack`).
+//! - [`tree`]: `ZTree`, a counted B+tree of member handles plus slots and a
+//!   member index (`skiplist`).
 //! - [`value`]: `ZSetValue`, one tagged word holding either.
 //! - [`score`]: score and range parsing as Redis does it.
 

@@ -3,17 +3,19 @@
 //!
 //! Why this layout: the common sorted set is tiny (a leaderboard per user, a few
 //! timestamps per session), and one exact-size block per set is what keeps 50,000
-//! sets of 3 members near 100 bytes per key. The block is
+//! sets of 3 members well under 100 bytes per key. The block is
 //!
 //! ```text
-//! [data bytes u32][count u32] [score f64 LE | len varint | member] ...
+//! [data bytes u32][count u32] [score | len varint | member] ...
 //! ```
 //!
 //! in score order (ties by member bytes, as Redis's `zslInsert` orders them).
-//! Scores are the 8 bytes of the double, never text: a read answers the exact
-//! value with no parsing, and 8 bytes is what `%.17g` text would cost for any
-//! score that is not a small integer. Three 1-byte members with small scores take
-//! 8 + 3 x 10 = 38 bytes: one 48-byte glibc chunk.
+//! A score is one varint `u`: an even `u` is an integral score (`u / 2`
+//! zigzag-decoded, |score| < 2^53 so the integer is the double exactly), an odd
+//! `u` (1) says the 8 raw bytes of the double follow (fractions, infinities,
+//! integers from 2^53 on). Either way a read gives back the exact double with no
+//! text parsing. Three 1-byte members with scores 1, 2, 3 take 8 + 3 x 3 = 17
+//! bytes: one 32-byte glibc chunk (24 usable bytes).
 //!
 //! Every change builds the new block from the old one ([`ZPacked::splice`]): one
 //! allocation and two copies, what Redis's `lpInsert`/`lpDelete` cost with their
@@ -29,8 +31,16 @@ use crate::keyspace::malloc_chunk_bytes;
 pub const BLOCK_ALIGN: usize = 8;
 /// Header: data bytes and member count, two `u32`.
 const HEADER_BYTES: usize = 8;
-/// Bytes of a stored score.
-const SCORE_BYTES: usize = 8;
+/// Most bytes a stored score takes: the tag varint and the raw double.
+const SCORE_BYTES_MAX: usize = 9;
+/// Bytes of a raw double.
+const F64_BYTES: usize = 8;
+/// The score varint that says a raw double follows.
+const SCORE_F64_TAG: u64 = 1;
+/// Integral scores below this magnitude are stored as integers: every integer
+/// up to 2^53 is exactly a double, and its zigzag form shifted left by one fits
+/// a u64.
+const SCORE_INT_LIMIT: f64 = 9_007_199_254_740_992.0;
 /// Largest block. Redis converts a listpack that would pass 1 GiB
 /// (`LISTPACK_MAX_SAFETY_SIZE`); the `u32` header fits it with room to spare.
 pub const PACKED_BYTES_MAX: usize = 1 << 30;
@@ -41,14 +51,67 @@ const VARINT_PAYLOAD_BITS: u32 = 7;
 const VARINT_MORE: u8 = 0x80;
 
 /// Bytes a LEB128 varint of `v` takes.
-fn varint_len(v: usize) -> usize {
+pub fn varint_len(v: usize) -> usize {
     let bits = usize::BITS - v.leading_zeros().min(usize::BITS - 1);
     bits.div_ceil(VARINT_PAYLOAD_BITS) as usize
 }
 
-/// Bytes one entry of a member of `member_len` bytes takes.
+/// Most bytes one entry of a member of `member_len` bytes takes (the limit
+/// checks use this bound; the actual entry may be up to 8 bytes shorter).
 pub fn entry_bytes(member_len: usize) -> usize {
-    SCORE_BYTES + varint_len(member_len) + member_len
+    SCORE_BYTES_MAX + varint_len(member_len) + member_len
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let low = (v as u8) & !VARINT_MORE;
+        v >>= VARINT_PAYLOAD_BITS;
+        if v == 0 {
+            out.push(low);
+            break;
+        }
+        out.push(low | VARINT_MORE);
+    }
+}
+
+/// The varint at `bytes[*at..]`; moves `at` past it.
+fn get_varint(bytes: &[u8], at: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let b = bytes[*at];
+        *at += 1;
+        v |= u64::from(b & !VARINT_MORE) << shift;
+        if b & VARINT_MORE == 0 {
+            return v;
+        }
+        shift += VARINT_PAYLOAD_BITS;
+    }
+}
+
+/// Append a score (see the module docs).
+fn put_score(out: &mut Vec<u8>, score: f64) {
+    if score.fract() == 0.0 && score.abs() < SCORE_INT_LIMIT {
+        let i = score as i64;
+        let zigzag = ((i << 1) ^ (i >> 63)) as u64;
+        put_varint(out, zigzag << 1);
+    } else {
+        put_varint(out, SCORE_F64_TAG);
+        out.extend_from_slice(&score.to_le_bytes());
+    }
+}
+
+/// The score at `bytes[*at..]`; moves `at` past it.
+fn get_score(bytes: &[u8], at: &mut usize) -> f64 {
+    let u = get_varint(bytes, at);
+    if u == SCORE_F64_TAG {
+        let mut raw = [0u8; F64_BYTES];
+        raw.copy_from_slice(&bytes[*at..*at + F64_BYTES]);
+        *at += F64_BYTES;
+        return f64::from_le_bytes(raw);
+    }
+    let zigzag = u >> 1;
+    (((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64)) as f64
 }
 
 /// Append one entry to `out`.
@@ -59,37 +122,16 @@ pub fn entry_bytes(member_len: usize) -> usize {
 /// (checked against redis-server 7.0), while a skiplist keeps the double's sign.
 fn encode_entry(out: &mut Vec<u8>, member: &[u8], score: f64) {
     // `+ 0.0` turns -0.0 into 0.0 and leaves every other value as it is.
-    out.extend_from_slice(&(score + 0.0).to_le_bytes());
-    let mut v = member.len();
-    loop {
-        let low = (v as u8) & !VARINT_MORE;
-        v >>= VARINT_PAYLOAD_BITS;
-        if v == 0 {
-            out.push(low);
-            break;
-        }
-        out.push(low | VARINT_MORE);
-    }
+    put_score(out, score + 0.0);
+    put_varint(out, member.len() as u64);
     out.extend_from_slice(member);
 }
 
 /// Decode the entry at the start of `bytes`: (member, score, entry length).
 fn decode_entry(bytes: &[u8]) -> (&[u8], f64, usize) {
-    let mut raw = [0u8; SCORE_BYTES];
-    raw.copy_from_slice(&bytes[..SCORE_BYTES]);
-    let score = f64::from_le_bytes(raw);
-    let mut len = 0usize;
-    let mut shift = 0;
-    let mut at = SCORE_BYTES;
-    loop {
-        let b = bytes[at];
-        at += 1;
-        len |= usize::from(b & !VARINT_MORE) << shift;
-        if b & VARINT_MORE == 0 {
-            break;
-        }
-        shift += VARINT_PAYLOAD_BITS;
-    }
+    let mut at = 0;
+    let score = get_score(bytes, &mut at);
+    let len = get_varint(bytes, &mut at) as usize;
     (&bytes[at..at + len], score, at + len)
 }
 
@@ -301,14 +343,54 @@ mod tests {
     use super::*;
 
     #[test]
-    fn three_small_members_fit_a_48_byte_chunk() {
+    fn three_small_members_fit_a_32_byte_chunk() {
         let p = ZPacked::from_sorted([(&b"a"[..], 1.0), (b"b", 2.0), (b"c", 3.0)]);
-        assert_eq!(p.block_bytes(), 38);
-        assert_eq!(p.heap_bytes(), 48);
+        assert_eq!(p.block_bytes(), 17);
+        assert_eq!(p.heap_bytes(), 32);
         let all: Vec<_> = p.iter().map(|(_, m, s)| (m.to_vec(), s)).collect();
         assert_eq!(all.len(), 3);
         assert_eq!(varint_len(0), 1);
         assert_eq!(varint_len(127), 1);
         assert_eq!(varint_len(128), 2);
+    }
+
+    #[test]
+    fn scores_round_trip_exactly() {
+        let two53 = SCORE_INT_LIMIT;
+        let scores = [
+            0.0,
+            1.0,
+            -1.0,
+            63.0,
+            -64.0,
+            1e15,
+            -1e15,
+            two53 - 1.0,
+            -(two53 - 1.0),
+            two53,
+            -two53,
+            two53 * 2.0,
+            0.5,
+            -2.25,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            f64::MIN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        for s in scores {
+            let mut out = Vec::new();
+            put_score(&mut out, s);
+            let mut at = 0;
+            assert_eq!(get_score(&out, &mut at).to_bits(), s.to_bits(), "{s}");
+            assert_eq!(at, out.len());
+            assert!(out.len() <= SCORE_BYTES_MAX);
+        }
+        // -0 becomes 0 in a listpack, as Redis's text form does.
+        let p = ZPacked::from_sorted([(&b"z"[..], -0.0)]);
+        assert_eq!(p.iter().next().map(|(_, _, s)| s.to_bits()), Some(0));
+        let mut out = Vec::new();
+        put_score(&mut out, 5.0);
+        assert_eq!(out.len(), 1);
     }
 }

@@ -18,7 +18,7 @@
 use std::ptr::NonNull;
 
 use super::packed::{self, PackedIter, ZPacked, PACKED_BYTES_MAX};
-use super::tree::ZTree;
+use super::tree::{TreeIter, ZTree};
 
 /// Tag bit of a tree pointer.
 const TREE_TAG: usize = 1;
@@ -120,11 +120,9 @@ impl ZSetValue {
                 ptr: ZPacked::from_sorted(entries.iter().map(|(m, s)| (&m[..], *s))).into_raw(),
             }
         } else {
-            let mut tree = ZTree::new();
-            for (m, s) in entries {
-                tree.insert(m, *s);
-            }
-            ZSetValue::from_tree(tree)
+            ZSetValue::from_tree(ZTree::from_sorted(
+                entries.iter().map(|(m, s)| (&m[..], *s)),
+            ))
         }
     }
 
@@ -198,10 +196,7 @@ impl ZSetValue {
         // SAFETY: the untagged word is a ZPacked; it is taken out here and the word
         // overwritten below before anything can observe it.
         let block = unsafe { ZPacked::from_raw(self.ptr) };
-        let mut tree = ZTree::new();
-        for (_, m, s) in block.iter() {
-            tree.insert(m, s);
-        }
+        let tree = ZTree::from_sorted(block.iter().map(|(_, m, s)| (m, s)));
         drop(block);
         let raw = Box::into_raw(Box::new(tree)).map_addr(|a| a | TREE_TAG) as *mut u8;
         // SAFETY: a Box pointer is non-null, and so is it with a bit set.
@@ -259,9 +254,7 @@ impl ZSetValue {
                 }
             }
             ReprMut::Tree(t) => {
-                if t.remove(member).is_some() {
-                    t.insert(member, score);
-                }
+                t.update(member, score);
             }
         }
     }
@@ -298,6 +291,16 @@ impl ZSetValue {
         }
     }
 
+    /// [`count_while`](Self::count_while) for a predicate on the score alone
+    /// (score ranges): a skiplist answers it without reading member bytes in
+    /// its inner nodes.
+    pub fn count_score_while(&self, before: impl Fn(f64) -> bool) -> usize {
+        match self.repr() {
+            Repr::Packed(p) => p.iter().take_while(|&(_, _, s)| before(s)).count(),
+            Repr::Tree(t) => t.count_score_while(before),
+        }
+    }
+
     /// Members from rank `start` upwards (`rev` false) or downwards from rank
     /// `start` counted from the top (`rev` true), as (member, score).
     pub fn iter_from(&self, start: usize, rev: bool) -> Iter<'_> {
@@ -315,13 +318,30 @@ impl ZSetValue {
                 all.truncate(len.saturating_sub(start));
                 Inner::PackedRev(all)
             }
-            Repr::Tree(t) => Inner::Tree {
-                tree: t,
-                next: start,
-                rev,
-            },
+            Repr::Tree(t) => {
+                let at = if rev {
+                    len.checked_sub(start + 1).unwrap_or(len)
+                } else {
+                    start
+                };
+                Inner::Tree(t.iter_at(at, rev))
+            }
         };
-        Iter { inner, len }
+        Iter { inner }
+    }
+
+    /// One ZSCAN step over a skiplist from `cursor`, calling `f` for about
+    /// `count` members; the next cursor (0 when done). Every member present for
+    /// the whole scan is returned (see [`ZTree::scan`]). A listpack answers whole
+    /// with cursor 0, as Redis.
+    pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(&'a [u8], f64)) -> u64 {
+        match self.repr() {
+            Repr::Packed(p) => {
+                p.iter().for_each(|(_, m, s)| f(m, s));
+                0
+            }
+            Repr::Tree(t) => t.scan(cursor, count, f),
+        }
     }
 
     /// Every member in ascending order.
@@ -383,20 +403,18 @@ impl std::fmt::Debug for ZSetValue {
     }
 }
 
+// An iterator lives on the stack for one command: boxing the tree's path would
+// allocate per call (ZRANDMEMBER starts one per pick).
+#[allow(clippy::large_enum_variant)]
 enum Inner<'a> {
     Packed(PackedIter<'a>),
     PackedRev(Vec<(&'a [u8], f64)>),
-    Tree {
-        tree: &'a ZTree,
-        next: usize,
-        rev: bool,
-    },
+    Tree(TreeIter<'a>),
 }
 
 /// Members of a sorted set in one direction, as (member, score).
 pub struct Iter<'a> {
     inner: Inner<'a>,
-    len: usize,
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -406,14 +424,7 @@ impl<'a> Iterator for Iter<'a> {
         match &mut self.inner {
             Inner::Packed(it) => it.next().map(|(_, m, s)| (m, s)),
             Inner::PackedRev(all) => all.pop(),
-            Inner::Tree { tree, next, rev } => {
-                if *next >= self.len {
-                    return None;
-                }
-                let k = if *rev { self.len - 1 - *next } else { *next };
-                *next += 1;
-                Some(tree.select(k))
-            }
+            Inner::Tree(it) => it.next(),
         }
     }
 }
