@@ -68,6 +68,18 @@ def geo_points(n: int, tag: str) -> Iterator[list]:
         yield args
 
 
+def one_big_key(command: str, prefix: str, scored: bool) -> Callable[[int, str], Iterator[list]]:
+    """n members `m<i>` in one key, 1000 per command (ZADD with score i)."""
+    def gen(n: int, tag: str) -> Iterator[list]:
+        name = key(prefix, 0, tag)
+        for start in range(0, n, 1000):
+            args: list = [command, name]
+            for i in range(start, min(n, start + 1000)):
+                args += [str(i), f"m{i}"] if scored else [f"m{i}"]
+            yield args
+    return gen
+
+
 VALUE_16 = "v" * 16
 VALUE_128 = "v" * 128
 
@@ -92,6 +104,13 @@ SHAPES: list[Shape] = [
     Shape("50,000 small sorted sets (3 members)", 50_000,
           per_key(lambda k, i: ["ZADD", k, "1", "a", "2", "b", "3", "c"], "zset")),
 ]
+
+EXTRA_SHAPES: list[Shape] = [
+    Shape("one set of 1,000,000 members", 1_000_000, one_big_key("SADD", "bigset", False), keys=lambda n: 1),
+    Shape("one sorted set of 1,000,000 members", 1_000_000, one_big_key("ZADD", "bigzset", True),
+          keys=lambda n: 1),
+]
+"""Big-collection shapes outside the seed's 12 (`--extra-shapes`)."""
 
 
 def load_shape(port: int, shape: Shape, n: int, tag: str = "") -> str | None:
@@ -191,6 +210,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--scale", type=float, default=1.0, help="multiply every shape's count (functional runs)")
     bl.add_baseline_arg(p)
     p.add_argument("--shapes", help="substring selecting shapes by label")
+    p.add_argument("--extra-shapes", action="store_true",
+                   help="also one set and one sorted set of 1,000,000 members")
     return p.parse_args()
 
 
@@ -199,7 +220,8 @@ def main() -> int:
     specs = bl.build_servers(args)
     names = [s.name for s in specs]
     bl.require_baseline(args, names)
-    shapes = [s for s in SHAPES if not args.shapes or args.shapes in s.label]
+    pool = SHAPES + (EXTRA_SHAPES if args.extra_shapes else [])
+    shapes = [s for s in pool if not args.shapes or args.shapes in s.label]
     rounds = []
     for i, order in enumerate(bl.round_orders(names, args.rounds)):
         print(f"round {i + 1}/{args.rounds}", flush=True)
