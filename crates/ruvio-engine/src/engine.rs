@@ -151,6 +151,9 @@ pub struct Engine {
     pub(crate) fills: crate::fill::Leases,
     /// Eviction candidates kept between evictions (see `evict`).
     pub(crate) evict_pool: crate::evict::Pool,
+    /// A buffer commands build values in before storing them at their exact size
+    /// (PFADD), so building allocates nothing per call.
+    pub(crate) scratch: Vec<u8>,
 }
 
 /// Redis' LRU clock: seconds, 24 bits.
@@ -174,6 +177,7 @@ impl Engine {
             lazy_value_bytes: 0,
             fills: crate::fill::Leases::default(),
             evict_pool: Default::default(),
+            scratch: Vec::new(),
         }
     }
 
@@ -464,6 +468,17 @@ impl Engine {
     /// Database `i` (the server guarantees `i < db_count()`).
     pub(crate) fn dbs_iter(&self) -> impl Iterator<Item = &Db> {
         self.dbs.iter()
+    }
+
+    /// Keep `buffer` as the scratch buffer for the next call, unless it grew past
+    /// what is worth keeping (a huge corrupt value must not pin its size).
+    pub(crate) fn give_back_scratch(&mut self, mut buffer: Vec<u8>) {
+        /// Largest scratch capacity kept between calls (a dense HLL is 12 KiB).
+        const SCRATCH_KEEP_BYTES: usize = 64 << 10;
+        if buffer.capacity() > SCRATCH_KEEP_BYTES {
+            buffer = Vec::new();
+        }
+        self.scratch = buffer;
     }
 
     /// Bytes of values deleted but not yet freed (lazy free).

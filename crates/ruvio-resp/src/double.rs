@@ -15,6 +15,10 @@ const SIGNIFICANT_DIGITS: usize = 17;
 /// Longest `%.17g` text of an `f64`: sign, 17 digits, point, `e-308`: 24 bytes.
 pub(crate) const G17_BYTES_MAX: usize = 24;
 
+/// Integral doubles below this print as plain integers under `%.17g` (the exponent
+/// is below the precision, 17): every one is exact, as all are below 2^63.
+const INTEGRAL_FIXED_LIMIT: f64 = 1e17;
+
 /// Room for Rust's `{:.16e}` form: sign, 17 digits, point, `e-324`.
 const SCIENTIFIC_BYTES_MAX: usize = 32;
 
@@ -75,6 +79,12 @@ pub(crate) fn g17(d: f64) -> StackText<G17_BYTES_MAX> {
         text.extend(b"nan");
     } else if d.is_infinite() {
         text.extend(b"inf");
+    } else if d.fract() == 0.0 && d.abs() < INTEGRAL_FIXED_LIMIT {
+        // An integral value below 1e17 prints all its digits and nothing else
+        // (fixed notation, no point), exactly the integer: skip the digit search.
+        // Scores such as 1, 2, 3 are the common case (ZSCORE, ZINCRBY).
+        let mut digits = itoa::Buffer::new();
+        text.extend(digits.format(d.abs() as u64).as_bytes());
     } else {
         let (digits, exponent) = decimal_digits(d.abs());
         layout_g(&digits, exponent, &mut text);
@@ -182,5 +192,31 @@ mod tests {
         assert_eq!(g(-f64::NAN), "-nan");
         assert_eq!(g(f64::INFINITY), "inf");
         assert_eq!(g(f64::NEG_INFINITY), "-inf");
+        assert_eq!(g(99_999_999_999_999_984.0), "99999999999999984");
+        assert_eq!(g(-123.0), "-123");
+    }
+
+    /// The integral fast path prints what the general path prints.
+    #[test]
+    fn integral_fast_path_matches_the_general_one() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for i in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let magnitude = (x % 64) as i32;
+            let d = ((x >> 8) as f64 % 2f64.powi(magnitude)).trunc()
+                * if i % 2 == 0 { 1.0 } else { -1.0 };
+            let general = format!("{:.16e}", d.abs());
+            let (mantissa, exp) = general.split_once('e').unwrap();
+            let exp: i32 = exp.parse().unwrap();
+            let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+            if exp >= 17 {
+                continue;
+            }
+            let int_digits = digits[..(exp + 1) as usize].to_string();
+            let sign = if d.is_sign_negative() { "-" } else { "" };
+            assert_eq!(g(d), format!("{sign}{int_digits}"), "{d}");
+        }
     }
 }

@@ -77,21 +77,33 @@ fn add_to_new(
     elements: Args<'_>,
 ) -> Result<u64, CmdError> {
     let sparse_max = e.config().hll_sparse_max_bytes;
-    let mut value = sparse::empty();
-    // Room for what the elements can add while sparse (at most 3 bytes each).
-    value.reserve((elements.len() * 3).min(sparse_max));
+    // Built in the engine's scratch buffer: only the stored block is allocated,
+    // so thousands of small HLLs pack tightly (memory_shapes.py).
+    let mut value = std::mem::take(&mut e.scratch);
+    value.clear();
+    value.extend_from_slice(&sparse::empty());
     let mut updated = 1;
+    let mut result = Ok(());
     for element in elements.iter() {
-        // A fresh value cannot be corrupt.
-        updated += u64::from(add(&mut value, element, sparse_max)?);
+        // A fresh value cannot be corrupt, but the error is passed on all the same.
+        match add(&mut value, element, sparse_max) {
+            Ok(grew) => updated += u64::from(grew),
+            Err(err) => {
+                result = Err(err);
+                break;
+            }
+        }
     }
-    invalidate_cache(&mut value);
-    let new = NewValue::Str {
-        bytes: &value,
-        raw: true,
-    };
-    e.set_key(ctx, key, None, new, false);
-    Ok(updated)
+    if result.is_ok() {
+        invalidate_cache(&mut value);
+        let new = NewValue::Str {
+            bytes: &value,
+            raw: true,
+        };
+        e.set_key(ctx, key, None, new, false);
+    }
+    e.give_back_scratch(value);
+    result.map(|()| updated)
 }
 
 /// PFADD into a dense HLL: each element writes at most one register, in place.
@@ -119,7 +131,15 @@ fn add_to_sparse(
     elements: Args<'_>,
 ) -> Result<u64, CmdError> {
     let sparse_max = e.config().hll_sparse_max_bytes;
-    let mut value = hll_at(e, db, id)?.0.to_vec();
+    let mut value = std::mem::take(&mut e.scratch);
+    value.clear();
+    match hll_at(e, db, id) {
+        Ok((bytes, _)) => value.extend_from_slice(bytes),
+        Err(err) => {
+            e.give_back_scratch(value);
+            return Err(err);
+        }
+    }
     let mut updated = 0;
     let mut failed = None;
     for element in elements.iter() {
@@ -137,6 +157,7 @@ fn add_to_sparse(
         invalidate_cache(&mut value);
     }
     store(e, db, id, &value);
+    e.give_back_scratch(value);
     match failed {
         Some(err) => Err(err),
         None => Ok(updated),

@@ -18,6 +18,7 @@
 //!   STORE forms (and SPOP taking everything) are [`union_diff_generic`].
 
 pub(crate) mod intset;
+mod member;
 pub(crate) mod table;
 pub(crate) mod value;
 

@@ -14,11 +14,12 @@
 
 use hashbrown::HashTable;
 
+use super::member::Member;
 use crate::keyspace::malloc_chunk_bytes;
 
 /// The members (see the module docs).
 pub struct Table {
-    members: Vec<Box<[u8]>>,
+    members: Vec<Member>,
     index: HashTable<u32>,
     hasher: ahash::RandomState,
     /// Sum of the glibc chunks of the members' boxes.
@@ -28,12 +29,8 @@ pub struct Table {
 /// Most members a table holds: positions are `u32` to keep the index small.
 pub const TABLE_LEN_MAX: usize = u32::MAX as usize;
 
-fn chunk_of(member: &[u8]) -> usize {
-    if member.is_empty() {
-        0
-    } else {
-        malloc_chunk_bytes(member.len())
-    }
+fn chunk_of(member: &Member) -> usize {
+    malloc_chunk_bytes(member.block_bytes())
 }
 
 impl Table {
@@ -83,8 +80,9 @@ impl Table {
         let (members, hasher) = (&self.members, &self.hasher);
         self.index
             .insert_unique(hash, at, |&i| hasher.hash_one(&*members[i as usize]));
-        self.member_chunk_bytes += chunk_of(member);
-        self.members.push(member.into());
+        let member = Member::new(member);
+        self.member_chunk_bytes += chunk_of(&member);
+        self.members.push(member);
         true
     }
 
@@ -101,7 +99,7 @@ impl Table {
 
     /// Remove the member at position `at` (the last one takes its place) and
     /// return it.
-    pub fn remove_at(&mut self, at: usize) -> Box<[u8]> {
+    pub fn remove_at(&mut self, at: usize) -> Member {
         let hash = self.hasher.hash_one(&*self.members[at]);
         if let Ok(slot) = self.index.find_entry(hash, |&i| i as usize == at) {
             slot.remove();
@@ -130,7 +128,7 @@ impl Table {
 
     /// Heap bytes owned (this struct's box included), O(1).
     pub fn heap_bytes(&self) -> usize {
-        let vec = self.members.capacity() * std::mem::size_of::<Box<[u8]>>();
+        let vec = self.members.capacity() * std::mem::size_of::<Member>();
         malloc_chunk_bytes(std::mem::size_of::<Table>())
             + if vec == 0 { 0 } else { malloc_chunk_bytes(vec) }
             + self.index.allocation_size()
