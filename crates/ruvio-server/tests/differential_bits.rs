@@ -53,7 +53,6 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
-use std::collections::VecDeque;
 
 /// Commands per sequence unless `RUVIO_DIFF_COMMANDS` says otherwise.
 const COMMANDS_PER_SEED: usize = 3000;
@@ -61,8 +60,6 @@ const COMMANDS_PER_SEED: usize = 3000;
 const SEEDS: &[u64] = &[1, 2, 3, 4];
 /// Largest pipeline sent in one write.
 const PIPELINE_MAX: usize = 30;
-/// Commands kept for the failure message.
-const HISTORY_MAX: usize = 30;
 /// String keys: enough for BITOP with three sources and a missing key now and then.
 const BIT_KEYS: usize = 4;
 /// Redis-only scratch key for rule 2.
@@ -478,98 +475,42 @@ fn model_bitop(op: &str, sources: &[Vec<u8>]) -> Vec<u8> {
         .collect()
 }
 
-struct Run<'a> {
-    reference: RawConn,
-    target: RawConn,
-    history: VecDeque<String>,
-    label: &'a str,
-    seed: u64,
-    resp3: bool,
-    pipelined: bool,
-    trace: bool,
-    compared: usize,
-}
-
-impl Run<'_> {
-    fn remember(&mut self, command: &Cmd, reply: &[u8]) {
-        if self.trace {
-            eprintln!("{} -> {}", show_cmd(command), show(reply));
-        }
-        self.history.push_back(show_cmd(command));
-        if self.history.len() > HISTORY_MAX {
-            self.history.pop_front();
+/// Rule 2: Ruvio against the model over Redis's sources, then Redis brought level.
+fn model_step(run: &mut DiffRun<'_>, command: &Cmd, index: usize) {
+    let op = String::from_utf8_lossy(&command[1]).to_ascii_uppercase();
+    let (dest, sources) = (&command[2], &command[3..]);
+    let mut values = Vec::new();
+    let mut wrong_type = false;
+    for key in sources {
+        match decode(&run.reference.cmd(&[b"GET".as_slice(), key.as_slice()])) {
+            Value::Bulk(bytes) => values.push(bytes),
+            Value::Nil => values.push(Vec::new()),
+            _ => wrong_type = true,
         }
     }
-
-    fn fail(&self, command: &Cmd, index: usize, batch: usize, expected: &[u8], got: &[u8]) -> ! {
-        Mismatch {
-            label: self.label,
-            seed: self.seed,
-            mode: diff_mode(self.resp3, self.pipelined),
-            index,
-            batch,
-            command: show_cmd(command),
-            expected,
-            got,
-            history: &self.history,
-            count: index + 1,
-        }
-        .fail()
+    let result = model_bitop(&op, &values);
+    let expected = if sources.len() < 2 && op != "ONE" {
+        format!("-ERR BITOP {op} must be called with at least two source keys.\r\n")
+    } else if wrong_type {
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n".into()
+    } else {
+        format!(":{}\r\n", result.len())
+    };
+    let got = run.target.cmd(command);
+    run.remember(show_cmd(command), expected.as_bytes());
+    if got != expected.as_bytes() {
+        run.fail(show_cmd(command), index, 1, expected.as_bytes(), &got);
     }
-
-    /// Sends `batch` to both servers in one write each and compares the replies.
-    fn batch(&mut self, batch: &[Cmd], start: usize) {
-        let bytes: Vec<u8> = batch.iter().flat_map(|c| encode(c)).collect();
-        self.reference.send(&bytes);
-        self.target.send(&bytes);
-        let expected: Vec<Vec<u8>> = batch.iter().map(|_| self.reference.read_reply()).collect();
-        let got: Vec<Vec<u8>> = batch.iter().map(|_| self.target.read_reply()).collect();
-        for (i, command) in batch.iter().enumerate() {
-            self.remember(command, &expected[i]);
-            if !equivalent(command, &expected[i], &got[i]) {
-                self.fail(command, start + i, batch.len(), &expected[i], &got[i]);
-            }
-            self.compared += 1;
+    run.compared += 1;
+    if expected.starts_with(':') {
+        let scratch = SCRATCH.as_bytes();
+        if !result.is_empty() {
+            run.reference
+                .cmd(&[b"SET".as_slice(), scratch, result.as_slice()]);
         }
-    }
-
-    /// Rule 2: Ruvio against the model over Redis's sources, then Redis brought level.
-    fn model_step(&mut self, command: &Cmd, index: usize) {
-        let op = String::from_utf8_lossy(&command[1]).to_ascii_uppercase();
-        let (dest, sources) = (&command[2], &command[3..]);
-        let mut values = Vec::new();
-        let mut wrong_type = false;
-        for key in sources {
-            match decode(&self.reference.cmd(&[b"GET".as_slice(), key.as_slice()])) {
-                Value::Bulk(bytes) => values.push(bytes),
-                Value::Nil => values.push(Vec::new()),
-                _ => wrong_type = true,
-            }
-        }
-        let result = model_bitop(&op, &values);
-        let expected = if sources.len() < 2 && op != "ONE" {
-            format!("-ERR BITOP {op} must be called with at least two source keys.\r\n")
-        } else if wrong_type {
-            "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n".into()
-        } else {
-            format!(":{}\r\n", result.len())
-        };
-        let got = self.target.cmd(command);
-        self.remember(command, expected.as_bytes());
-        if got != expected.as_bytes() {
-            self.fail(command, index, 1, expected.as_bytes(), &got);
-        }
-        self.compared += 1;
-        if expected.starts_with(':') {
-            let scratch = SCRATCH.as_bytes();
-            if !result.is_empty() {
-                self.reference
-                    .cmd(&[b"SET".as_slice(), scratch, result.as_slice()]);
-            }
-            self.reference
-                .cmd(&[b"BITOP".as_slice(), b"OR", dest.as_slice(), scratch]);
-            self.reference.cmd(&[b"DEL".as_slice(), scratch]);
-        }
+        run.reference
+            .cmd(&[b"BITOP".as_slice(), b"OR", dest.as_slice(), scratch]);
+        run.reference.cmd(&[b"DEL".as_slice(), scratch]);
     }
 }
 
@@ -584,26 +525,10 @@ fn run_differential(label: &str, shards: usize) {
     for (n, seed) in settings.seeds.iter().copied().enumerate() {
         let pipelined = seed % 2 == 0;
         let resp3 = seed % 4 >= 2;
-        let mut run = Run {
-            reference: reference_server.raw(),
-            target: target_server.raw(),
-            history: VecDeque::new(),
-            label,
-            seed,
-            resp3,
-            pipelined,
-            trace: settings.trace_commands,
-            compared: 0,
-        };
-        for conn in [&mut run.reference, &mut run.target] {
-            assert_eq!(conn.cmd(&["FLUSHALL"]), b"+OK\r\n");
-            if resp3 {
-                let hello = conn.cmd(&["HELLO", "3"]);
-                assert!(hello.starts_with(b"%"), "HELLO 3: {}", show(&hello));
-            }
-        }
+        let servers = (&reference_server, &target_server);
+        let mut run = DiffRun::start(label, seed, servers, &settings, resp3, pipelined);
         let mut generator = Generator::new(seed, shards, n == 0);
-        run.batch(&generator.initial(), 0);
+        run.batch(&generator.initial(), 0, equivalent);
         let mut index = 0;
         while index < settings.commands {
             let size = if pipelined {
@@ -622,14 +547,14 @@ fn run_differential(label: &str, shards: usize) {
                     }
                 }
             }
-            run.batch(&batch, index);
+            run.batch(&batch, index, equivalent);
             index += batch.len();
             if let Some(command) = model {
-                run.model_step(&command, index);
+                model_step(&mut run, &command, index);
                 index += 1;
             }
         }
-        run.batch(&generator.state_dump(), index);
+        run.batch(&generator.state_dump(), index, equivalent);
         total += run.compared;
     }
     eprintln!("{label}: {total} replies equivalent");

@@ -45,13 +45,11 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
-use std::collections::VecDeque;
 
 /// Commands per sequence unless `RUVIO_DIFF_COMMANDS` says otherwise.
 const COMMANDS_PER_SEED: usize = 1500;
 const SEEDS: &[u64] = &[1, 2, 3, 4];
 const PIPELINE_MAX: usize = 20;
-const HISTORY_MAX: usize = 20;
 const HLL_KEYS: usize = 4;
 /// Distinct small elements: PFADD of a few keeps hitting registers already set.
 const POOL: u32 = 200_000;
@@ -283,64 +281,25 @@ fn short_cmd(command: &Cmd) -> String {
     )
 }
 
-struct Run<'a> {
-    reference: RawConn,
-    target: RawConn,
-    history: VecDeque<String>,
-    label: &'a str,
-    seed: u64,
-    resp3: bool,
-    pipelined: bool,
-    trace: bool,
-    compared: usize,
+/// Replies must be equal byte for byte: this family has no allowlist.
+fn equal(_: &Cmd, expected: &[u8], got: &[u8]) -> bool {
+    expected == got
 }
 
-impl Run<'_> {
-    /// Sends `batch` to both servers in one write each and compares the replies.
-    fn batch(&mut self, batch: &[Cmd], start: usize) {
-        let bytes: Vec<u8> = batch.iter().flat_map(|c| encode(c)).collect();
-        self.reference.send(&bytes);
-        self.target.send(&bytes);
-        for (i, command) in batch.iter().enumerate() {
-            let expected = self.reference.read_reply();
-            let got = self.target.read_reply();
-            if self.trace {
-                eprintln!("{} -> {}", short_cmd(command), show(&expected));
-            }
-            self.history.push_back(short_cmd(command));
-            if self.history.len() > HISTORY_MAX {
-                self.history.pop_front();
-            }
-            if expected != got {
-                Mismatch {
-                    label: self.label,
-                    seed: self.seed,
-                    mode: diff_mode(self.resp3, self.pipelined),
-                    index: start + i,
-                    batch: batch.len(),
-                    command: short_cmd(command),
-                    expected: &expected,
-                    got: &got,
-                    history: &self.history,
-                    count: start + i + 1,
-                }
-                .fail();
-            }
-            self.compared += 1;
-        }
-    }
-
-    /// A Redis-made value under `to` on both servers: GET on Redis (compared with
-    /// Ruvio's GET), SET of Redis's bytes on both.
-    fn copy(&mut self, from: &str, to: &str, start: usize) {
-        self.batch(&[cmd(&["GET", from])], start);
-        let reply = self.reference.cmd(&["GET", from]);
-        let Value::Bulk(bytes) = decode(&reply) else {
-            return; // missing or not a string: nothing to copy
-        };
-        let set = vec![b"SET".to_vec(), to.as_bytes().to_vec(), bytes];
-        self.batch(&[set, cmd(&["PFCOUNT", to]), cmd(&["GET", to])], start + 1);
-    }
+/// A Redis-made value under `to` on both servers: GET on Redis (compared with
+/// Ruvio's GET), SET of Redis's bytes on both.
+fn copy_value(run: &mut DiffRun<'_>, from: &str, to: &str, start: usize) {
+    run.batch(&[cmd(&["GET", from])], start, equal);
+    let reply = run.reference.cmd(&["GET", from]);
+    let Value::Bulk(bytes) = decode(&reply) else {
+        return; // missing or not a string: nothing to copy
+    };
+    let set = vec![b"SET".to_vec(), to.as_bytes().to_vec(), bytes];
+    run.batch(
+        &[set, cmd(&["PFCOUNT", to]), cmd(&["GET", to])],
+        start + 1,
+        equal,
+    );
 }
 
 fn run_differential(label: &str, shards: usize) {
@@ -354,29 +313,14 @@ fn run_differential(label: &str, shards: usize) {
     for seed in settings.seeds.iter().copied() {
         let pipelined = seed % 2 == 0;
         let resp3 = seed % 4 >= 2;
-        let mut run = Run {
-            reference: reference_server.raw(),
-            target: target_server.raw(),
-            history: VecDeque::new(),
-            label,
-            seed,
-            resp3,
-            pipelined,
-            trace: settings.trace_commands,
-            compared: 0,
-        };
-        for conn in [&mut run.reference, &mut run.target] {
-            assert_eq!(conn.cmd(&["FLUSHALL"]), b"+OK\r\n");
-            if resp3 {
-                let hello = conn.cmd(&["HELLO", "3"]);
-                assert!(hello.starts_with(b"%"), "HELLO 3: {}", show(&hello));
-            }
-        }
+        let servers = (&reference_server, &target_server);
+        let mut run = DiffRun::start(label, seed, servers, &settings, resp3, pipelined);
+        run.show = short_cmd;
         let mut generator = Generator::new(seed, shards);
         let initial = generator.initial();
-        run.batch(&initial, 0);
+        run.batch(&initial, 0, equal);
         if seed == 1 {
-            run.batch(&[cmd(&["PFSELFTEST"])], 0);
+            run.batch(&[cmd(&["PFSELFTEST"])], 0, equal);
         }
         let mut index = 0;
         while index < settings.commands {
@@ -390,19 +334,19 @@ fn run_differential(label: &str, shards: usize) {
                 match generator.next() {
                     Step::Commands(commands) => batch.extend(commands),
                     Step::Copy { from, to } => {
-                        run.batch(&batch, index);
+                        run.batch(&batch, index, equal);
                         index += batch.len();
                         batch.clear();
-                        run.copy(&from, &to, index);
+                        copy_value(&mut run, &from, &to, index);
                         index += 4;
                         break;
                     }
                 }
             }
-            run.batch(&batch, index);
+            run.batch(&batch, index, equal);
             index += batch.len();
         }
-        run.batch(&generator.state_dump(), index);
+        run.batch(&generator.state_dump(), index, equal);
         total += run.compared;
     }
     eprintln!("{label}: {total} replies equal");

@@ -63,7 +63,7 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 
 /// Commands per sequence unless `RUVIO_DIFF_COMMANDS` says otherwise: four sequences
 /// per configuration stay well under the 30 s budget of a debug build.
@@ -72,8 +72,6 @@ const COMMANDS_PER_SEED: usize = 4000;
 const SEEDS: &[u64] = &[1, 2, 3, 4];
 /// Largest pipeline sent in one write.
 const PIPELINE_MAX: usize = 30;
-/// Commands kept for the failure message.
-const HISTORY_MAX: usize = 30;
 /// SSCAN calls per iteration before the test gives up: the largest set here has a few
 /// hundred members, so a scan that has not reached cursor 0 by then never will.
 const SCAN_CALLS_MAX: usize = 1000;
@@ -423,64 +421,30 @@ fn scan_union(conn: &mut RawConn, command: &Cmd, first: &[u8]) -> Vec<u8> {
     panic!("{} did not reach cursor 0", show_cmd(command));
 }
 
-struct Run<'a> {
-    reference: RawConn,
-    target: RawConn,
-    history: VecDeque<String>,
-    label: &'a str,
-    seed: u64,
-    resp3: bool,
-    pipelined: bool,
-    trace: bool,
-    compared: usize,
-}
-
-impl Run<'_> {
-    /// Sends `batch` to both servers in one write each and compares the replies; an
-    /// SSCAN may only come last (it is iterated to the end on each server).
-    fn batch(&mut self, batch: &[Cmd], start: usize) {
-        let bytes: Vec<u8> = batch.iter().flat_map(|c| encode(c)).collect();
-        self.reference.send(&bytes);
-        self.target.send(&bytes);
-        let mut expected = Vec::with_capacity(batch.len());
-        let mut got = Vec::with_capacity(batch.len());
-        for _ in batch {
-            expected.push(self.reference.read_reply());
-            got.push(self.target.read_reply());
+/// Send `batch` to both servers in one write each and compare the replies; an
+/// SSCAN may only come last (it is iterated to the end on each server).
+fn compare_batch(run: &mut DiffRun<'_>, batch: &[Cmd], start: usize) {
+    let (mut expected, mut got) = run.send(batch);
+    if let Some(last) = batch.last() {
+        let i = batch.len() - 1;
+        if name_of(last) == "SSCAN" {
+            expected[i] = scan_union(&mut run.reference, last, &expected[i]);
+            got[i] = scan_union(&mut run.target, last, &got[i]);
         }
-        if let Some(last) = batch.last() {
-            let i = batch.len() - 1;
-            if name_of(last) == "SSCAN" {
-                expected[i] = scan_union(&mut self.reference, last, &expected[i]);
-                got[i] = scan_union(&mut self.target, last, &got[i]);
-            }
+    }
+    for (i, command) in batch.iter().enumerate() {
+        run.remember(show_cmd(command), &expected[i]);
+        let probe = expected.get(i + 1).map(Vec::as_slice);
+        if !equivalent(command, &expected[i], &got[i], probe) {
+            run.fail(
+                show_cmd(command),
+                start + i,
+                batch.len(),
+                &expected[i],
+                &got[i],
+            );
         }
-        for (i, command) in batch.iter().enumerate() {
-            if self.trace {
-                eprintln!("{} -> {}", show_cmd(command), show(&expected[i]));
-            }
-            self.history.push_back(show_cmd(command));
-            if self.history.len() > HISTORY_MAX {
-                self.history.pop_front();
-            }
-            let probe = expected.get(i + 1).map(Vec::as_slice);
-            if !equivalent(command, &expected[i], &got[i], probe) {
-                Mismatch {
-                    label: self.label,
-                    seed: self.seed,
-                    mode: diff_mode(self.resp3, self.pipelined),
-                    index: start + i,
-                    batch: batch.len(),
-                    command: show_cmd(command),
-                    expected: &expected[i],
-                    got: &got[i],
-                    history: &self.history,
-                    count: start + i + 1,
-                }
-                .fail();
-            }
-            self.compared += 1;
-        }
+        run.compared += 1;
     }
 }
 
@@ -495,27 +459,11 @@ fn run_differential(label: &str, shards: usize) {
     for seed in settings.seeds.iter().copied() {
         let pipelined = seed % 2 == 0;
         let resp3 = seed % 4 >= 2;
-        let mut run = Run {
-            reference: reference_server.raw(),
-            target: target_server.raw(),
-            history: VecDeque::new(),
-            label,
-            seed,
-            resp3,
-            pipelined,
-            trace: settings.trace_commands,
-            compared: 0,
-        };
-        for conn in [&mut run.reference, &mut run.target] {
-            assert_eq!(conn.cmd(&["FLUSHALL"]), b"+OK\r\n");
-            if resp3 {
-                let hello = conn.cmd(&["HELLO", "3"]);
-                assert!(hello.starts_with(b"%"), "HELLO 3: {}", show(&hello));
-            }
-        }
+        let servers = (&reference_server, &target_server);
+        let mut run = DiffRun::start(label, seed, servers, &settings, resp3, pipelined);
         let mut generator = Generator::new(seed, shards);
         let initial = generator.initial();
-        run.batch(&initial, 0);
+        compare_batch(&mut run, &initial, 0);
         let mut index = 0;
         while index < settings.commands {
             let size = if pipelined {
@@ -532,10 +480,10 @@ fn run_differential(label: &str, shards: usize) {
                     break;
                 }
             }
-            run.batch(&batch, index);
+            compare_batch(&mut run, &batch, index);
             index += batch.len();
         }
-        run.batch(&generator.state_dump(), index);
+        compare_batch(&mut run, &generator.state_dump(), index);
         total += run.compared;
     }
     eprintln!("{label}: {total} replies equivalent");

@@ -64,7 +64,6 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
-use std::collections::VecDeque;
 
 /// Commands per sequence unless `RUVIO_DIFF_COMMANDS` says otherwise.
 const COMMANDS_PER_SEED: usize = 3000;
@@ -72,8 +71,6 @@ const COMMANDS_PER_SEED: usize = 3000;
 const SEEDS: &[u64] = &[1, 2, 3, 4];
 /// Largest pipeline sent in one write.
 const PIPELINE_MAX: usize = 30;
-/// Commands kept for the failure message.
-const HISTORY_MAX: usize = 30;
 
 /// Elements of the numeric keys.
 const NUMBERS: &[&str] = &[
@@ -454,54 +451,6 @@ fn equivalent(command: &Cmd, expected: &[u8], got: &[u8]) -> bool {
     }
 }
 
-struct Run<'a> {
-    reference: RawConn,
-    target: RawConn,
-    history: VecDeque<String>,
-    label: &'a str,
-    seed: u64,
-    resp3: bool,
-    pipelined: bool,
-    trace: bool,
-    compared: usize,
-}
-
-impl Run<'_> {
-    /// Sends `batch` to both servers in one write each and compares the replies.
-    fn batch(&mut self, batch: &[Cmd], start: usize) {
-        let bytes: Vec<u8> = batch.iter().flat_map(|c| encode(c)).collect();
-        self.reference.send(&bytes);
-        self.target.send(&bytes);
-        for (i, command) in batch.iter().enumerate() {
-            let expected = self.reference.read_reply();
-            let got = self.target.read_reply();
-            if self.trace {
-                eprintln!("{} -> {}", show_cmd(command), show(&expected));
-            }
-            self.history.push_back(show_cmd(command));
-            if self.history.len() > HISTORY_MAX {
-                self.history.pop_front();
-            }
-            if !equivalent(command, &expected, &got) {
-                Mismatch {
-                    label: self.label,
-                    seed: self.seed,
-                    mode: diff_mode(self.resp3, self.pipelined),
-                    index: start + i,
-                    batch: batch.len(),
-                    command: show_cmd(command),
-                    expected: &expected,
-                    got: &got,
-                    history: &self.history,
-                    count: start + i + 1,
-                }
-                .fail();
-            }
-            self.compared += 1;
-        }
-    }
-}
-
 fn run_differential(label: &str, shards: usize) {
     if require_redis_server(label).is_none() {
         return;
@@ -513,27 +462,11 @@ fn run_differential(label: &str, shards: usize) {
     for seed in settings.seeds.iter().copied() {
         let pipelined = seed % 2 == 0;
         let resp3 = seed % 4 >= 2;
-        let mut run = Run {
-            reference: reference_server.raw(),
-            target: target_server.raw(),
-            history: VecDeque::new(),
-            label,
-            seed,
-            resp3,
-            pipelined,
-            trace: settings.trace_commands,
-            compared: 0,
-        };
-        for conn in [&mut run.reference, &mut run.target] {
-            assert_eq!(conn.cmd(&["FLUSHALL"]), b"+OK\r\n");
-            if resp3 {
-                let hello = conn.cmd(&["HELLO", "3"]);
-                assert!(hello.starts_with(b"%"), "HELLO 3: {}", show(&hello));
-            }
-        }
+        let servers = (&reference_server, &target_server);
+        let mut run = DiffRun::start(label, seed, servers, &settings, resp3, pipelined);
         let mut generator = Generator::new(seed, shards);
         let initial = generator.initial();
-        run.batch(&initial, 0);
+        run.batch(&initial, 0, equivalent);
         let mut index = 0;
         while index < settings.commands {
             let size = if pipelined {
@@ -545,10 +478,10 @@ fn run_differential(label: &str, shards: usize) {
             while batch.len() < size && index + batch.len() < settings.commands {
                 batch.extend(generator.next());
             }
-            run.batch(&batch, index);
+            run.batch(&batch, index, equivalent);
             index += batch.len();
         }
-        run.batch(&generator.state_dump(), index);
+        run.batch(&generator.state_dump(), index, equivalent);
         total += run.compared;
     }
     eprintln!("{label}: {total} replies equivalent");
