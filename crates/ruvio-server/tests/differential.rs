@@ -39,7 +39,6 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
-use std::collections::VecDeque;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Commands per sequence unless `RUVIO_DIFF_COMMANDS` says otherwise.
@@ -48,8 +47,6 @@ const COMMANDS_PER_SEED: usize = 2500;
 const SEEDS: &[u64] = &[1, 2, 3, 4];
 /// Largest pipeline sent in one write.
 const PIPELINE_MAX: usize = 40;
-/// Commands kept for the failure message.
-const HISTORY_MAX: usize = 30;
 
 /// Random commands over a small key space.
 struct Generator {
@@ -547,53 +544,6 @@ fn supported_other_types(conn: &mut RawConn) -> Vec<&'static str> {
     supported
 }
 
-struct Run<'a> {
-    reference: RawConn,
-    target: RawConn,
-    history: VecDeque<String>,
-    label: &'a str,
-    seed: u64,
-    compared: usize,
-    /// `RUVIO_DIFF_TRACE=1`: print every command and Redis's reply.
-    trace: bool,
-}
-
-impl Run<'_> {
-    /// Sends `batch` to both servers in one write each and compares the replies in order.
-    fn batch(&mut self, batch: &[Cmd], start_index: usize) {
-        let bytes: Vec<u8> = batch.iter().flat_map(|c| encode(c)).collect();
-        self.reference.send(&bytes);
-        self.target.send(&bytes);
-        for (i, command) in batch.iter().enumerate() {
-            let expected = self.reference.read_reply();
-            let got = self.target.read_reply();
-            if self.trace {
-                eprintln!("{} -> {}", show_cmd(command), show(&expected));
-            }
-            self.history.push_back(show_cmd(command));
-            if self.history.len() > HISTORY_MAX {
-                self.history.pop_front();
-            }
-            if !equivalent(command, &expected, &got) {
-                Mismatch {
-                    label: self.label,
-                    seed: self.seed,
-                    mode: String::new(),
-                    index: start_index + i,
-                    batch: batch.len(),
-                    command: show_cmd(command),
-                    expected: &expected,
-                    got: &got,
-                    history: &self.history,
-                    count: start_index + i + 1,
-                }
-                .fail();
-            }
-            self.compared += 1;
-        }
-    }
-}
-
 fn run_differential(label: &str, shards: usize) {
     if require_redis_server(label).is_none() {
         return;
@@ -608,25 +558,15 @@ fn run_differential(label: &str, shards: usize) {
     let target_server = Server::forward(shards);
     let mut total = 0;
     for seed in settings.seeds.iter().copied() {
-        let mut run = Run {
-            reference: reference_server.raw(),
-            target: target_server.raw(),
-            history: VecDeque::new(),
-            label,
-            seed,
-            compared: 0,
-            trace: settings.trace_commands,
-        };
-        // Start every sequence from empty databases.
-        for conn in [&mut run.reference, &mut run.target] {
-            assert_eq!(conn.cmd(&["FLUSHALL"]), b"+OK\r\n");
-        }
+        let pipelined = seed % 2 == 0;
+        let pair = (&reference_server, &target_server);
+        // Every sequence starts from empty databases.
+        let mut run = DiffRun::start(label, seed, pair, &settings, false, pipelined);
         let mut generator = Generator::new(seed, shards, base_unix_s);
         generator.other_types = supported_other_types(&mut run.target);
         if generator.other_types.is_empty() && seed == 1 {
             eprintln!("{label}: the target has no list/set/hash commands yet; WRONGTYPE cases are not generated");
         }
-        let pipelined = seed % 2 == 0;
         let mut index = 0;
         while index < commands {
             let n = if pipelined {
@@ -638,11 +578,11 @@ fn run_differential(label: &str, shards: usize) {
                 1
             };
             let batch: Vec<Cmd> = (0..n).map(|_| generator.next()).collect();
-            run.batch(&batch, index);
+            run.batch(&batch, index, equivalent);
             index += n;
         }
         let dump = generator.state_dump();
-        run.batch(&dump, index);
+        run.batch(&dump, index, equivalent);
         total += run.compared;
     }
     eprintln!("{label}: {total} replies identical");

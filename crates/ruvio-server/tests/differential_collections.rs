@@ -92,7 +92,6 @@ use collections::coverage::{check_coverage, histogram_key, print_histogram, Hist
 use collections::generator::{supported_families, Family, Generator};
 use common::*;
 use rand::Rng;
-use std::collections::VecDeque;
 
 /// Commands per sequence unless `RUVIO_DIFF_COMMANDS` says otherwise (as differential.rs).
 const COMMANDS_PER_SEED: usize = 2500;
@@ -101,89 +100,54 @@ const COMMANDS_PER_SEED: usize = 2500;
 const SEEDS: &[u64] = &[1, 2, 3, 4];
 /// Largest pipeline sent in one write.
 const PIPELINE_MAX: usize = 40;
-/// Commands kept for the failure message.
-const HISTORY_MAX: usize = 30;
 /// `hz` of the reference Redis: blocked clients time out in its event loop, which wakes
 /// every 1000/hz ms, so hz 100 answers a 0.01 s timeout in about 20 ms instead of 100.
 const REDIS_HZ: &str = "100";
 
 /// One sequence against both servers: the two connections, what a failure message
 /// needs, and the histogram the sequences of one configuration share.
-struct Run<'a> {
-    reference: RawConn,
-    target: RawConn,
-    history: VecDeque<String>,
-    label: &'a str,
-    seed: u64,
-    /// The sequence's length: a failure in the state dump after it replays with this many.
-    commands: usize,
-    resp3: bool,
-    pipelined: bool,
-    compared: usize,
-    /// `RUVIO_DIFF_TRACE`: print every command with Redis's reply.
-    trace: bool,
-    histogram: &'a mut Histogram,
-}
-
-impl Run<'_> {
-    /// Sends `batch` to both servers in one write each, then compares the replies in order.
-    /// An HSCAN may only come last: it is iterated to the end on each server.
-    fn batch(&mut self, batch: &[Cmd], start_index: usize) {
-        let bytes: Vec<u8> = batch.iter().flat_map(|c| encode(c)).collect();
-        self.reference.send(&bytes);
-        self.target.send(&bytes);
-        let mut expected: Vec<Vec<u8>> = Vec::with_capacity(batch.len());
-        let mut got: Vec<Vec<u8>> = Vec::with_capacity(batch.len());
-        for _ in batch {
-            expected.push(self.reference.read_reply());
-            got.push(self.target.read_reply());
-        }
-        for (i, command) in batch.iter().enumerate() {
-            *self
-                .histogram
-                .entry(histogram_key(command))
-                .or_default()
-                .entry(reply_kind(&expected[i]))
-                .or_default() += 1;
-            if name_of(command) == "HSCAN" {
-                if i + 1 == batch.len() {
-                    expected[i] = scan_union(&mut self.reference, command, &expected[i]);
-                    got[i] = scan_union(&mut self.target, command, &got[i]);
-                } else {
-                    // Only the arity cases of the state dump: they cannot iterate.
-                    assert!(
-                        expected[i].starts_with(b"-"),
-                        "a successful HSCAN must end its batch"
-                    );
-                }
+/// Send `batch` to both servers in one write each, then compare the replies in
+/// order, counting each reply's kind in `histogram`. An HSCAN may only come last: it
+/// is iterated to the end on each server.
+fn compare_batch(
+    run: &mut DiffRun<'_>,
+    histogram: &mut Histogram,
+    batch: &[Cmd],
+    start_index: usize,
+) {
+    let (mut expected, mut got) = run.send(batch);
+    for (i, command) in batch.iter().enumerate() {
+        *histogram
+            .entry(histogram_key(command))
+            .or_default()
+            .entry(reply_kind(&expected[i]))
+            .or_default() += 1;
+        if name_of(command) == "HSCAN" {
+            if i + 1 == batch.len() {
+                expected[i] = scan_union(&mut run.reference, command, &expected[i]);
+                got[i] = scan_union(&mut run.target, command, &got[i]);
+            } else {
+                // Only the arity cases of the state dump: they cannot iterate.
+                assert!(
+                    expected[i].starts_with(b"-"),
+                    "a successful HSCAN must end its batch"
+                );
             }
         }
-        for (i, command) in batch.iter().enumerate() {
-            if self.trace {
-                eprintln!("{} -> {}", show_cmd(command), show(&expected[i]));
-            }
-            self.history.push_back(show_cmd(command));
-            if self.history.len() > HISTORY_MAX {
-                self.history.pop_front();
-            }
-            let probe = expected.get(i + 1).map(Vec::as_slice);
-            if !equivalent(command, &expected[i], &got[i], probe) {
-                Mismatch {
-                    label: self.label,
-                    seed: self.seed,
-                    mode: diff_mode(self.resp3, self.pipelined),
-                    index: start_index + i,
-                    batch: batch.len(),
-                    command: show_cmd(command),
-                    expected: &expected[i],
-                    got: &got[i],
-                    history: &self.history,
-                    count: (start_index + i + 1).min(self.commands),
-                }
-                .fail();
-            }
-            self.compared += 1;
+    }
+    for (i, command) in batch.iter().enumerate() {
+        run.remember(show_cmd(command), &expected[i]);
+        let probe = expected.get(i + 1).map(Vec::as_slice);
+        if !equivalent(command, &expected[i], &got[i], probe) {
+            run.fail(
+                show_cmd(command),
+                start_index + i,
+                batch.len(),
+                &expected[i],
+                &got[i],
+            );
         }
+        run.compared += 1;
     }
 }
 
@@ -215,30 +179,13 @@ fn run_differential(label: &str, shards: usize) {
     for seed in settings.seeds.iter().copied() {
         let pipelined = seed % 2 == 0;
         let resp3 = seed % 4 >= 2;
-        let mut run = Run {
-            reference: reference_server.raw(),
-            target: target_server.raw(),
-            history: VecDeque::new(),
-            label,
-            seed,
-            commands: settings.commands,
-            resp3,
-            pipelined,
-            compared: 0,
-            trace: settings.trace_commands,
-            histogram: &mut histogram,
-        };
-        for conn in [&mut run.reference, &mut run.target] {
-            assert_eq!(conn.cmd(&["FLUSHALL"]), b"+OK\r\n");
-            if resp3 {
-                // The HELLO reply names the server and its version: not compared.
-                let hello = conn.cmd(&["HELLO", "3"]);
-                assert!(hello.starts_with(b"%"), "HELLO 3: {}", show(&hello));
-            }
-        }
+        // The HELLO 3 reply names the server and its version: not compared.
+        let pair = (&reference_server, &target_server);
+        let mut run = DiffRun::start(label, seed, pair, &settings, resp3, pipelined);
+        run.commands = settings.commands;
         let mut generator = Generator::new(seed, &families);
         let initial = generator.initial_config();
-        run.batch(&initial, 0);
+        compare_batch(&mut run, &mut histogram, &initial, 0);
         let mut index = 0;
         while index < settings.commands {
             let size = if pipelined {
@@ -255,11 +202,11 @@ fn run_differential(label: &str, shards: usize) {
                     break;
                 }
             }
-            run.batch(&batch, index);
+            compare_batch(&mut run, &mut histogram, &batch, index);
             index += batch.len();
         }
         let dump = generator.state_dump();
-        run.batch(&dump, index);
+        compare_batch(&mut run, &mut histogram, &dump, index);
         total += run.compared;
     }
     if settings.trace_summary {

@@ -69,7 +69,7 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashSet};
 
 /// Commands per sequence unless `RUVIO_DIFF_COMMANDS` says otherwise: 4 seeds x 2 shard
 /// counts of this many stay within the file's ~40 s budget in a debug build.
@@ -78,8 +78,6 @@ const COMMANDS_PER_SEED: usize = 2500;
 const SEEDS: &[u64] = &[1, 2, 3, 4];
 /// Largest pipeline sent in one write.
 const PIPELINE_MAX: usize = 40;
-/// Commands kept for the failure message.
-const HISTORY_MAX: usize = 30;
 /// ZSCAN calls per iteration before giving up: the largest set has a few hundred
 /// members, so a scan that has not returned cursor 0 by then never will.
 const SCAN_CALLS_MAX: usize = 1000;
@@ -786,65 +784,31 @@ fn scan_union(conn: &mut RawConn, command: &Cmd, first: &[u8]) -> Vec<u8> {
     panic!("{} did not reach cursor 0", show_cmd(command));
 }
 
-struct Run<'a> {
-    reference: RawConn,
-    target: RawConn,
-    history: VecDeque<String>,
-    label: &'a str,
-    seed: u64,
-    commands: usize,
-    resp3: bool,
-    pipelined: bool,
-    compared: usize,
-    trace: bool,
-}
-
-impl Run<'_> {
-    /// Sends `batch` to both servers in one write each, then compares the replies in
-    /// order. A ZSCAN may only come last: it is iterated to the end on each server.
-    fn batch(&mut self, batch: &[Step], start_index: usize) {
-        let bytes: Vec<u8> = batch.iter().flat_map(|s| encode(&s.cmd)).collect();
-        self.reference.send(&bytes);
-        self.target.send(&bytes);
-        let mut expected = Vec::with_capacity(batch.len());
-        let mut got = Vec::with_capacity(batch.len());
-        for _ in batch {
-            expected.push(self.reference.read_reply());
-            got.push(self.target.read_reply());
+/// Send `batch` to both servers in one write each, then compare the replies in
+/// order. A ZSCAN may only come last: it is iterated to the end on each server.
+fn compare_batch(run: &mut DiffRun<'_>, batch: &[Step], start_index: usize) {
+    let commands: Vec<Cmd> = batch.iter().map(|step| step.cmd.clone()).collect();
+    let (mut expected, mut got) = run.send(&commands);
+    if let Some(last) = batch.last() {
+        if name_of(&last.cmd) == "ZSCAN" {
+            let i = batch.len() - 1;
+            expected[i] = scan_union(&mut run.reference, &last.cmd, &expected[i]);
+            got[i] = scan_union(&mut run.target, &last.cmd, &got[i]);
         }
-        if let Some(last) = batch.last() {
-            if name_of(&last.cmd) == "ZSCAN" {
-                let i = batch.len() - 1;
-                expected[i] = scan_union(&mut self.reference, &last.cmd, &expected[i]);
-                got[i] = scan_union(&mut self.target, &last.cmd, &got[i]);
-            }
+    }
+    for (i, step) in batch.iter().enumerate() {
+        run.remember(show_cmd(&step.cmd), &expected[i]);
+        let probe = expected.get(i + 1).map(Vec::as_slice);
+        if !equivalent(step, &expected[i], &got[i], probe) {
+            run.fail(
+                show_cmd(&step.cmd),
+                start_index + i,
+                batch.len(),
+                &expected[i],
+                &got[i],
+            );
         }
-        for (i, step) in batch.iter().enumerate() {
-            if self.trace {
-                eprintln!("{} -> {}", show_cmd(&step.cmd), show(&expected[i]));
-            }
-            self.history.push_back(show_cmd(&step.cmd));
-            if self.history.len() > HISTORY_MAX {
-                self.history.pop_front();
-            }
-            let probe = expected.get(i + 1).map(Vec::as_slice);
-            if !equivalent(step, &expected[i], &got[i], probe) {
-                Mismatch {
-                    label: self.label,
-                    seed: self.seed,
-                    mode: diff_mode(self.resp3, self.pipelined),
-                    index: start_index + i,
-                    batch: batch.len(),
-                    command: show_cmd(&step.cmd),
-                    expected: &expected[i],
-                    got: &got[i],
-                    history: &self.history,
-                    count: (start_index + i + 1).min(self.commands),
-                }
-                .fail();
-            }
-            self.compared += 1;
-        }
+        run.compared += 1;
     }
 }
 
@@ -867,29 +831,13 @@ fn run_differential(label: &str, shards: usize) {
     for seed in settings.seeds.iter().copied() {
         let pipelined = seed % 2 == 0;
         let resp3 = seed % 4 >= 2;
-        let mut run = Run {
-            reference: reference_server.raw(),
-            target: target_server.raw(),
-            history: VecDeque::new(),
-            label,
-            seed,
-            commands: settings.commands,
-            resp3,
-            pipelined,
-            compared: 0,
-            trace: settings.trace_commands,
-        };
-        for conn in [&mut run.reference, &mut run.target] {
-            assert_eq!(conn.cmd(&["FLUSHALL"]), b"+OK\r\n");
-            if resp3 {
-                // The HELLO reply names the server and its version: not compared.
-                let hello = conn.cmd(&["HELLO", "3"]);
-                assert!(hello.starts_with(b"%"), "HELLO 3: {}", show(&hello));
-            }
-        }
+        // The HELLO 3 reply names the server and its version: not compared.
+        let pair = (&reference_server, &target_server);
+        let mut run = DiffRun::start(label, seed, pair, &settings, resp3, pipelined);
+        run.commands = settings.commands;
         let mut generator = Generator::new(seed);
         let initial = generator.initial_config();
-        run.batch(&initial, 0);
+        compare_batch(&mut run, &initial, 0);
         let mut index = 0;
         let mut held: Option<Vec<Step>> = None;
         while index < settings.commands {
@@ -913,7 +861,7 @@ fn run_differential(label: &str, shards: usize) {
                     break;
                 }
             }
-            run.batch(&batch, index);
+            compare_batch(&mut run, &batch, index);
             index += batch.len();
             if batch.iter().any(|s| name_of(&s.cmd) == "CONFIG") {
                 // CONFIG SET reaches the other shards by broadcast, applied within
@@ -923,7 +871,7 @@ fn run_differential(label: &str, shards: usize) {
             }
         }
         let dump = generator.state_dump();
-        run.batch(&dump, index);
+        compare_batch(&mut run, &dump, index);
         total += run.compared;
     }
     eprintln!("{label}: {total} replies equivalent");
