@@ -81,13 +81,14 @@ step "cargo test --workspace"
 cargo test --workspace
 
 # The unsafe entry and value code (one-word handles, raw conversions) under a memory
-# checker: the keyspace, list and hash unit tests, with fewer property-test cases
+# checker: the keyspace, list, hash, set and sorted-set unit tests (the code with
+# raw pointers: entries, packed blocks, member blocks, the B+tree), with fewer property-test cases
 # (memcheck runs them ~30x slower). Definite leaks and invalid accesses fail.
-step "valgrind memcheck: engine keyspace, lists, hashes"
+step "valgrind memcheck: engine keyspace, lists, hashes, sets, sorted sets, blocks"
 engine_tests=$(cargo test -p ruvio-engine --lib --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][0])')
 PROPTEST_CASES=24 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-    "$engine_tests" keyspace lists hashes engine::
+    "$engine_tests" keyspace lists hashes engine:: block sets:: zsets::tests
 
 step "pytest tests/python tests/site (RUVIO_BIN=target/release/ruvio)"
 RUVIO_BIN="$PWD/target/release/ruvio" python3 -m pytest -q -p no:cacheprovider tests/python tests/site

@@ -45,6 +45,7 @@ pub mod value;
 
 mod args;
 mod bitmaps;
+mod block;
 mod evict;
 mod fill;
 mod geo;

@@ -31,13 +31,12 @@
 //! passes one key over instead of splitting. A node that drops below a quarter
 //! merges with a neighbour that has room.
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
 use hashbrown::HashTable;
 use smallvec::SmallVec;
 
-use super::packed::varint_len;
+use crate::block;
 use crate::keyspace::malloc_chunk_bytes;
 
 /// Keys per leaf: 1 KiB of (score, handle) pairs; a binary search reads ~5 of
@@ -61,9 +60,6 @@ pub const TREE_MEMBERS_MAX: usize = u32::MAX as usize;
 const SCORE_BYTES: usize = 8;
 /// Alignment of member blocks (the score is read in place).
 const MEMBER_ALIGN: usize = 8;
-/// Varint payload bits per byte and the continuation bit (as packed.rs).
-const VARINT_PAYLOAD_BITS: u32 = 7;
-const VARINT_MORE: u8 = 0x80;
 
 /// A handle to one member block: `[score f64][len varint][bytes]`.
 ///
@@ -75,38 +71,10 @@ const VARINT_MORE: u8 = 0x80;
 struct Member(NonNull<u8>);
 
 impl Member {
-    fn layout(len: usize) -> Layout {
-        // Member lengths are bounded by the protocol's bulk limit, far below
-        // isize::MAX.
-        Layout::from_size_align(SCORE_BYTES + varint_len(len) + len, MEMBER_ALIGN)
-            .unwrap_or(Layout::new::<u64>())
-    }
-
     fn new(bytes: &[u8], score: f64) -> Member {
-        let layout = Self::layout(bytes.len());
-        // SAFETY: the layout is at least SCORE_BYTES + 1 bytes.
-        let raw = unsafe { alloc(layout) };
-        let Some(ptr) = NonNull::new(raw) else {
-            handle_alloc_error(layout)
-        };
-        let mut at = SCORE_BYTES;
-        let mut v = bytes.len();
-        // SAFETY: the block holds the score, the varint of the length (written
-        // byte by byte, `varint_len` bytes) and the bytes.
-        unsafe {
-            raw.cast::<f64>().write(score);
-            loop {
-                let low = (v as u8) & !VARINT_MORE;
-                v >>= VARINT_PAYLOAD_BITS;
-                let more = if v == 0 { 0 } else { VARINT_MORE };
-                raw.add(at).write(low | more);
-                at += 1;
-                if v == 0 {
-                    break;
-                }
-            }
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), raw.add(at), bytes.len());
-        }
+        let ptr = block::new(SCORE_BYTES, MEMBER_ALIGN, bytes);
+        // SAFETY: the block starts with SCORE_BYTES left for the score, 8-aligned.
+        unsafe { ptr.as_ptr().cast::<f64>().write(score) };
         Member(ptr)
     }
 
@@ -122,24 +90,12 @@ impl Member {
 
     /// The member's bytes, borrowed as long as the handle is.
     fn bytes(&self) -> &[u8] {
-        let p = self.0.as_ptr();
-        let (mut len, mut shift, mut at) = (0usize, 0, SCORE_BYTES);
-        loop {
-            // SAFETY: a live block (type invariant) holds a complete varint here.
-            let b = unsafe { p.add(at).read() };
-            at += 1;
-            len |= usize::from(b & !VARINT_MORE) << shift;
-            if b & VARINT_MORE == 0 {
-                break;
-            }
-            shift += VARINT_PAYLOAD_BITS;
-        }
-        // SAFETY: the `len` bytes follow the varint inside the block.
-        unsafe { std::slice::from_raw_parts(p.add(at), len) }
+        // SAFETY: a live block (type invariant) made with the score prefix.
+        unsafe { block::bytes(self.0, SCORE_BYTES) }
     }
 
     fn chunk_bytes(&self) -> usize {
-        malloc_chunk_bytes(Self::layout(self.bytes().len()).size())
+        malloc_chunk_bytes(block::layout(SCORE_BYTES, MEMBER_ALIGN, self.bytes().len()).size())
     }
 
     /// Free the block.
@@ -147,8 +103,8 @@ impl Member {
     /// # Safety
     /// The handle must be live and held nowhere any more.
     unsafe fn free(self) {
-        let layout = Self::layout(self.bytes().len());
-        dealloc(self.0.as_ptr(), layout);
+        // SAFETY: live and held nowhere, per the caller.
+        unsafe { block::free(self.0, SCORE_BYTES, MEMBER_ALIGN) }
     }
 }
 
