@@ -1,0 +1,243 @@
+//! The differential tests' shared parts: how a run is configured from the
+//! environment ([`DiffSettings`]), the runner that sends the same commands to
+//! redis-server and Ruvio and compares the replies ([`DiffRun`]), and the one
+//! failure report ([`Mismatch`]).
+
+use super::*;
+
+/// How a differential test runs, from the environment, so that a failure can be replayed
+/// with the seed and command count its message prints.
+pub struct DiffSettings {
+    /// `RUVIO_DIFF_SEED`: one seed instead of the test's own list.
+    pub seeds: Vec<u64>,
+    /// `RUVIO_DIFF_COMMANDS`: commands per sequence instead of the test's default.
+    pub commands: usize,
+    /// `RUVIO_DIFF_TRACE` set to anything but `histogram`: print every command with
+    /// Redis's reply.
+    pub trace_commands: bool,
+    /// `RUVIO_DIFF_TRACE` set at all: print what the tests that keep one collected about
+    /// the replies (differential_collections: a histogram of reply kinds per command).
+    pub trace_summary: bool,
+    /// Neither the seed nor the command count was overridden: the run is the full,
+    /// reproducible one, so checks over the whole run (coverage) apply.
+    pub full_run: bool,
+}
+
+impl DiffSettings {
+    /// Reads the environment; `seeds` and `commands` are the test's defaults.
+    pub fn from_env(seeds: &[u64], commands: usize) -> DiffSettings {
+        let seed = std::env::var("RUVIO_DIFF_SEED").ok();
+        let count = std::env::var("RUVIO_DIFF_COMMANDS").ok();
+        let trace = std::env::var("RUVIO_DIFF_TRACE").ok();
+        DiffSettings {
+            full_run: seed.is_none() && count.is_none(),
+            seeds: match seed {
+                Some(seed) => vec![seed.parse().expect("RUVIO_DIFF_SEED is a number")],
+                None => seeds.to_vec(),
+            },
+            commands: count
+                .map(|n| n.parse().expect("RUVIO_DIFF_COMMANDS is a number"))
+                .unwrap_or(commands),
+            trace_commands: trace.as_deref().is_some_and(|t| t != "histogram"),
+            trace_summary: trace.is_some(),
+        }
+    }
+}
+
+/// Where a differential run stood when a reply differed: everything the failure
+/// message shows (one format for every differential test).
+pub struct Mismatch<'a> {
+    pub label: &'a str,
+    pub seed: u64,
+    /// `RESP3, pipelined` and the like; empty when the run has one mode.
+    pub mode: String,
+    pub index: usize,
+    pub batch: usize,
+    pub command: String,
+    pub expected: &'a [u8],
+    pub got: &'a [u8],
+    pub history: &'a std::collections::VecDeque<String>,
+    /// `RUVIO_DIFF_COMMANDS` that reproduces it.
+    pub count: usize,
+}
+
+impl Mismatch<'_> {
+    /// Fail the test with the mismatch, the commands before it, and how to replay it.
+    pub fn fail(&self) -> ! {
+        let history: Vec<&str> = self.history.iter().map(String::as_str).collect();
+        let mode = if self.mode.is_empty() {
+            String::new()
+        } else {
+            format!("{}, ", self.mode)
+        };
+        panic!(
+            "{label}: replies differ (seed {seed}, {mode}command #{index}, batch of {n})\n\
+             command:  {command}\n\
+             redis:    {expected}\n\
+             target:   {got}\n\
+             last commands (oldest first):\n  {history}\n\
+             reproduce: RUVIO_DIFF_SEED={seed} RUVIO_DIFF_COMMANDS={count}",
+            label = self.label,
+            seed = self.seed,
+            index = self.index,
+            n = self.batch,
+            command = self.command,
+            expected = show(self.expected),
+            got = show(self.got),
+            history = history.join("\n  "),
+            count = self.count,
+        );
+    }
+}
+
+/// `RESP3, pipelined` and the like, for [`Mismatch::mode`].
+pub fn diff_mode(resp3: bool, pipelined: bool) -> String {
+    let protocol = if resp3 { "RESP3" } else { "RESP2" };
+    let how = if pipelined {
+        "pipelined"
+    } else {
+        "one step at a time"
+    };
+    format!("{protocol}, {how}")
+}
+
+/// Commands kept for a failure message.
+pub const DIFF_HISTORY_MAX: usize = 30;
+
+/// One differential sequence: a connection to redis-server and one to Ruvio that
+/// get the same commands, the last commands sent (for the failure message), and the
+/// count of replies compared. The families' tests add their own steps (scan unions,
+/// model checks) around [`DiffRun::batch`].
+pub struct DiffRun<'a> {
+    pub reference: RawConn,
+    pub target: RawConn,
+    pub history: std::collections::VecDeque<String>,
+    pub label: &'a str,
+    pub seed: u64,
+    pub resp3: bool,
+    pub pipelined: bool,
+    pub trace: bool,
+    pub compared: usize,
+    /// The largest command count to name in a failure's replay hint.
+    pub commands: usize,
+    /// How a command is printed in traces and failures (a test with huge commands
+    /// shortens them).
+    pub show: fn(&Cmd) -> String,
+}
+
+impl<'a> DiffRun<'a> {
+    /// Connect to both servers, empty them, and switch both to RESP3 when `resp3`.
+    pub fn start(
+        label: &'a str,
+        seed: u64,
+        servers: (&Server, &Server),
+        settings: &DiffSettings,
+        resp3: bool,
+        pipelined: bool,
+    ) -> DiffRun<'a> {
+        let mut run = DiffRun {
+            reference: servers.0.raw(),
+            target: servers.1.raw(),
+            history: Default::default(),
+            label,
+            seed,
+            resp3,
+            pipelined,
+            trace: settings.trace_commands,
+            compared: 0,
+            commands: usize::MAX,
+            show: |command| show_cmd(command),
+        };
+        for conn in [&mut run.reference, &mut run.target] {
+            assert_eq!(conn.cmd(&["FLUSHALL"]), b"+OK\r\n");
+            if resp3 {
+                let hello = conn.cmd(&["HELLO", "3"]);
+                assert!(hello.starts_with(b"%"), "HELLO 3: {}", show(&hello));
+            }
+        }
+        run
+    }
+
+    /// Note `shown` (a command as printed) in the history, and trace it with Redis's
+    /// reply when asked.
+    pub fn remember(&mut self, shown: String, reply: &[u8]) {
+        if self.trace {
+            eprintln!("{shown} -> {}", show(reply));
+        }
+        self.history.push_back(shown);
+        if self.history.len() > DIFF_HISTORY_MAX {
+            self.history.pop_front();
+        }
+    }
+
+    /// Fail the test: command `shown` at `index` (in a batch of `batch`) answered
+    /// `got` where Redis answered `expected`.
+    pub fn fail(
+        &self,
+        shown: String,
+        index: usize,
+        batch: usize,
+        expected: &[u8],
+        got: &[u8],
+    ) -> ! {
+        Mismatch {
+            label: self.label,
+            seed: self.seed,
+            mode: diff_mode(self.resp3, self.pipelined),
+            index,
+            batch,
+            command: shown,
+            expected,
+            got,
+            history: &self.history,
+            count: (index + 1).min(self.commands),
+        }
+        .fail()
+    }
+
+    /// Send `batch` to both servers in one write each; every reply, Redis's first.
+    pub fn send(&mut self, batch: &[Cmd]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let bytes: Vec<u8> = batch.iter().flat_map(|c| encode(c)).collect();
+        self.reference.send(&bytes);
+        self.target.send(&bytes);
+        let expected = batch.iter().map(|_| self.reference.read_reply()).collect();
+        let got = batch.iter().map(|_| self.target.read_reply()).collect();
+        (expected, got)
+    }
+
+    /// Send `batch` (its first command is number `start` of the sequence) and
+    /// compare the replies one by one with `equivalent` (the test's allowlist).
+    pub fn batch(
+        &mut self,
+        batch: &[Cmd],
+        start: usize,
+        equivalent: impl Fn(&Cmd, &[u8], &[u8]) -> bool,
+    ) {
+        let (expected, got) = self.send(batch);
+        self.compare(batch, start, &expected, &got, equivalent);
+    }
+
+    /// Compare replies already read (see [`batch`](Self::batch)).
+    pub fn compare(
+        &mut self,
+        batch: &[Cmd],
+        start: usize,
+        expected: &[Vec<u8>],
+        got: &[Vec<u8>],
+        equivalent: impl Fn(&Cmd, &[u8], &[u8]) -> bool,
+    ) {
+        for (i, command) in batch.iter().enumerate() {
+            self.remember((self.show)(command), &expected[i]);
+            if !equivalent(command, &expected[i], &got[i]) {
+                self.fail(
+                    (self.show)(command),
+                    start + i,
+                    batch.len(),
+                    &expected[i],
+                    &got[i],
+                );
+            }
+            self.compared += 1;
+        }
+    }
+}
