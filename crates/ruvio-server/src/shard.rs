@@ -94,6 +94,8 @@ pub struct ShardCore {
     pub gathering: Gathering,
     /// CLIENT PAUSE as this shard applies it.
     pub pause: Pause,
+    /// When this shard next returns free allocator pages (see `memory`).
+    pub next_trim_ms: u64,
 }
 
 /// A shard with its sockets.
@@ -165,6 +167,7 @@ impl Shard {
                 lending: Lending::default(),
                 gathering: Gathering::default(),
                 pause: Pause::default(),
+                next_trim_ms: 0,
             },
             conns: Slab::default(),
             ring,
@@ -669,6 +672,7 @@ impl Shard {
         if self.core.pause.expired(self.core.now_ms) {
             end_pause(&mut self.core, &mut self.conns);
         }
+        crate::memory::give_back_free_pages(&mut self.core);
         self.publish_gauges();
     }
     fn publish_gauges(&self) {
