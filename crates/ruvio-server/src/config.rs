@@ -118,6 +118,7 @@ struct FileConfig {
     hll_sparse_max_bytes: Option<usize>,
     maxmemory: Option<MemorySize>,
     maxclients: Option<u64>,
+    timeout: Option<u64>,
     maxmemory_policy: Option<String>,
     maxmemory_samples: Option<usize>,
     lfu_log_factor: Option<u32>,
@@ -146,6 +147,8 @@ pub struct Config {
     pub maxmemory: u64,
     /// `maxclients`: connections the server accepts at once (Redis: 10000).
     pub maxclients: u64,
+    /// `timeout`: close a client idle this many seconds (0: never).
+    pub timeout_s: u64,
     /// Where the config was loaded from, for INFO's `config_file`.
     pub config_file: Option<PathBuf>,
     /// Encoding thresholds of the data types (list-max-listpack-size ...).
@@ -222,6 +225,7 @@ impl Config {
             hz: file.hz.unwrap_or(10).clamp(1, 500),
             maxmemory,
             maxclients: file.maxclients.unwrap_or(10_000).max(1),
+            timeout_s: file.timeout.unwrap_or(0),
             config_file: cli.config,
             engine,
         })

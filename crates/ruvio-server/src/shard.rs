@@ -31,8 +31,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const RING_ENTRIES: u32 = 4096;
 /// Bytes a connection's input buffer starts with and grows by.
 const INPUT_CHUNK_BYTES: usize = 16 * 1024;
+/// A connection's input or output buffer above this capacity is given back once it
+/// is empty: one 512 MB SET or GET must not pin its buffer for the connection's life.
+const BUFFER_KEEP_BYTES: usize = 1 << 20;
 /// Stop reading from a client whose unsent replies exceed this (it is not reading).
 const OUTPUT_PAUSE_BYTES: usize = 64 << 20;
+/// How often `timeout` looks for idle clients (Redis checks each client about once
+/// a second too).
+const IDLE_SWEEP_EVERY_MS: u64 = 1000;
 /// The background tick (gauges, active expiry).
 const TICK: Duration = Duration::from_millis(10);
 /// Keys examined by active expiry per tick, so a tick never pauses the shard.
@@ -109,6 +115,8 @@ pub struct Shard {
     next_tick_ms: u64,
     /// The last accept failed (out of descriptors ...): accept again at the next tick.
     accept_failed: bool,
+    /// When `timeout` next looks for idle clients.
+    next_idle_sweep_ms: u64,
     /// The ring has a registered file table (kernels since 5.19).
     fixed_files: bool,
     /// This iteration's receiving connections, in completion order, with the first
@@ -176,6 +184,7 @@ impl Shard {
             doorbell_value: Box::new(0),
             next_tick_ms: 0,
             accept_failed: false,
+            next_idle_sweep_ms: 0,
             fixed_files,
             windows: Vec::new(),
             window_cursor: 0,
@@ -511,6 +520,7 @@ impl Shard {
             false
         });
         let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
+        shrink_input(&mut conn);
         self.conns.restore(index, conn);
         self.core.dirty.push((index, gen));
         if ok && !paused {
@@ -532,6 +542,10 @@ impl Shard {
         if conn.send_offset >= conn.sending.len() {
             conn.sending.clear();
             conn.send_offset = 0;
+            if conn.sending.capacity() > BUFFER_KEEP_BYTES {
+                // A large reply went out: do not keep its buffer for small ones.
+                conn.sending = Vec::new();
+            }
         }
         self.start_send(index, gen);
         // A paused reader may resume once its backlog is gone.
@@ -673,8 +687,29 @@ impl Shard {
             end_pause(&mut self.core, &mut self.conns);
         }
         crate::memory::give_back_free_pages(&mut self.core);
+        self.close_idle_clients();
         self.publish_gauges();
     }
+    /// `timeout`: once a second, close the clients idle longer than it (Redis'
+    /// clientsCronHandleTimeout). A blocked client waits by its own timeout instead.
+    fn close_idle_clients(&mut self) {
+        let timeout_ms = self.core.cfg.timeout_s.saturating_mul(1000);
+        if timeout_ms == 0 || self.core.now_ms < self.next_idle_sweep_ms {
+            return;
+        }
+        self.next_idle_sweep_ms = self.core.now_ms + IDLE_SWEEP_EVERY_MS;
+        let now = self.core.now_ms;
+        for (index, conn) in self.conns.iter_mut() {
+            let c = &mut conn.client;
+            let last = c.last_cmd_ms.max(c.created_ms);
+            if c.blocked.is_none() && !c.paused && now.saturating_sub(last) > timeout_ms {
+                c.closing = true;
+                c.killed = true;
+                self.core.dirty.push((index, conn.gen));
+            }
+        }
+    }
+
     fn publish_gauges(&self) {
         publish_gauges(&self.core, self.conns.len());
     }
@@ -738,5 +773,15 @@ pub fn end_pause(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             conn.client.paused = false;
             core.resume.push(who);
         }
+    }
+}
+
+/// Give back an input buffer that a large request grew, once it is consumed and no
+/// receive is writing into it.
+fn shrink_input(conn: &mut Conn) {
+    let consumed = conn.input.len() == conn.input_start;
+    if consumed && !conn.recv_in_flight && conn.input.capacity() > BUFFER_KEEP_BYTES {
+        conn.input = Vec::with_capacity(INPUT_CHUNK_BYTES);
+        conn.input_start = 0;
     }
 }

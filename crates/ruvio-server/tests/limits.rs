@@ -61,3 +61,64 @@ fn maxclients_1_shard() {
 fn maxclients_2_shards() {
     maxclients(2);
 }
+
+/// `timeout`: an idle client is closed; one that keeps sending commands, and one
+/// blocked in BLPOP, are not.
+#[test]
+fn idle_clients_are_closed() {
+    let server = Server::forward(2);
+    let mut admin = server.raw();
+    assert_eq!(admin.cmd(&["CONFIG", "SET", "timeout", "1"]), b"+OK\r\n");
+    let mut idle = std::net::TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut busy = server.raw();
+    let mut blocked = server.raw();
+    blocked.send(&encode(&["BLPOP", "timeout:list", "0"]));
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(3500) {
+        assert_eq!(busy.cmd(&["PING"]), b"+PONG\r\n");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let mut byte = [0u8; 1];
+    assert_eq!(
+        idle.read(&mut byte).unwrap_or(0),
+        0,
+        "the idle client was closed"
+    );
+    // (So was `admin`, idle as well.)
+    assert_eq!(busy.cmd(&["CONFIG", "SET", "timeout", "0"]), b"+OK\r\n");
+    assert_eq!(busy.cmd(&["LPUSH", "timeout:list", "x"]), b":1\r\n");
+    blocked.expect(b"*2\r\n$12\r\ntimeout:list\r\n$1\r\nx\r\n");
+}
+
+/// A connection's buffers do not keep the size of one large request or reply.
+#[test]
+fn large_request_buffers_are_given_back() {
+    let server = Server::forward(1);
+    let mut con = server.raw();
+    let used = |con: &mut RawConn| -> u64 {
+        let info = String::from_utf8_lossy(&con.cmd(&["INFO", "memory"])).into_owned();
+        let line = info
+            .lines()
+            .find(|l| l.starts_with("used_memory:"))
+            .unwrap();
+        line["used_memory:".len()..].trim().parse().unwrap()
+    };
+    let before = used(&mut con);
+    let big = vec![b'x'; 32 << 20];
+    assert_eq!(con.cmd(&[b"SET".as_slice(), b"big", &big]), b"+OK\r\n");
+    let reply = con.cmd(&["GET", "big"]);
+    assert_eq!(reply.len(), big.len() + 13);
+    assert_eq!(con.cmd(&["DEL", "big"]), b":1\r\n");
+    // Lazily freed values and the buffers go within a moment.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = used(&mut con);
+        if now < before + (4 << 20) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "used_memory {now}, was {before}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -694,8 +694,11 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "timeout",
-        get: |_| "0".into(),
-        set: None,
+        get: |c| c.cfg.timeout_s.to_string(),
+        set: Some(|c, v| {
+            c.cfg.timeout_s = v.parse().map_err(|_| ())?;
+            Ok(())
+        }),
     },
     Param {
         name: "cluster-enabled",
