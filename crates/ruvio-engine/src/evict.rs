@@ -84,7 +84,8 @@ impl EvictionPolicy {
         )
     }
 
-    fn volatile_only(self) -> bool {
+    /// Only keys with a TTL may go.
+    pub fn volatile_only(self) -> bool {
         matches!(
             self,
             EvictionPolicy::VolatileLru

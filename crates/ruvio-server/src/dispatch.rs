@@ -21,7 +21,7 @@ use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{ALL_SHARDS, BLOCKING, DENYOOM, NO_AUTH, SPLITTABLE};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
-use ruvio_engine::CmdError;
+use ruvio_engine::{CmdError, CommandMeta};
 use ruvio_resp::{Args, OwnedArgs, Parsed, Protocol, Reply};
 use std::time::Instant;
 
@@ -112,9 +112,13 @@ pub fn process_input(
 
 /// The command (or its subcommand) may grow memory: refused past `maxmemory`.
 fn denies_oom(cmd: &Command, args: Args<'_>) -> bool {
-    cmd.resolve(args)
-        .map_or(cmd.meta, |sub| sub.meta)
-        .has(DENYOOM)
+    flags_row(cmd, args).has(DENYOOM)
+}
+
+/// The row whose flags govern this call: the subcommand's, or the container's when
+/// the subcommand is unknown (that error comes later, from `resolve`).
+fn flags_row<'a>(cmd: &'a Command, args: Args<'_>) -> &'a CommandMeta {
+    cmd.resolve(args).map_or(cmd.meta, |sub| sub.meta)
 }
 
 /// A command CLIENT PAUSE holds back now (unknown commands and arity errors are
@@ -126,8 +130,7 @@ fn waits_for_pause(core: &ShardCore, args: Args<'_>) -> bool {
     if !cmd.meta.arity_ok(args.len()) {
         return false;
     }
-    let meta = cmd.resolve(args).map_or(cmd.meta, |sub| sub.meta);
-    core.pause.holds(meta, core.now_ms)
+    core.pause.holds(flags_row(cmd, args), core.now_ms)
 }
 
 /// Commands looked ahead at per prefetch pass: enough to overlap the misses of a

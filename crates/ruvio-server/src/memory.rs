@@ -80,13 +80,7 @@ pub fn must_refuse(core: &mut ShardCore) -> bool {
     if policy == EvictionPolicy::NoEviction {
         return true;
     }
-    let volatile = matches!(
-        policy,
-        EvictionPolicy::VolatileLru
-            | EvictionPolicy::VolatileLfu
-            | EvictionPolicy::VolatileRandom
-            | EvictionPolicy::VolatileTtl
-    );
+    let volatile = policy.volatile_only();
     let me = core.id;
     !core.shared.shards.iter().enumerate().any(|(id, g)| {
         id != me
