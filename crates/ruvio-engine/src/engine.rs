@@ -301,6 +301,7 @@ impl Engine {
 
     /// Empty every database now (the server's FLUSHALL on start-up, tests).
     pub fn flush_all(&mut self) {
+        crate::fault::note_mutation();
         for db in &mut self.dbs {
             *db = Db::default();
         }
@@ -311,6 +312,7 @@ impl Engine {
     /// Empty database `db`; with `lazy` its entries are freed in slices by
     /// [`Engine::active_expire_cycle`] instead of now.
     pub(crate) fn flush_db(&mut self, db: usize, lazy: bool) {
+        crate::fault::note_mutation();
         let chunks = self.dbs[db].take_chunks();
         if lazy {
             self.lazy_free.extend(chunks);
@@ -499,6 +501,7 @@ impl Engine {
 
     /// Swap two databases (SWAPDB).
     pub(crate) fn swap_dbs(&mut self, a: usize, b: usize) {
+        crate::fault::note_mutation();
         self.dbs.swap(a, b);
     }
 

@@ -287,6 +287,10 @@ pub enum CmdError {
     Resp2NotSupported,
     /// DEBUG PROTOCOL with an unknown type name.
     DebugProtocolType,
+
+    // ----- fault containment -----
+    /// The command (named) panicked before changing anything (see `fault`).
+    InternalPanic(&'static str),
 }
 
 impl CmdError {
@@ -310,6 +314,12 @@ impl CmdError {
             CmdError::DbIndexOutOfRange => "ERR DB index is out of range",
             CmdError::SameObject => "ERR source and destination objects are the same",
             CmdError::InvalidExpireTime(cmd) => invalid_expire_message(cmd),
+            CmdError::InternalPanic(cmd) => {
+                return format!(
+                    "ERR internal error in '{cmd}' command: nothing was changed (see the server log)"
+                )
+                .into()
+            }
             // Written raw by `write`; as text only for tests and logs.
             CmdError::Line(line) => return String::from_utf8_lossy(line),
             CmdError::ExpireNxWithOthers => {

@@ -2,13 +2,19 @@
 //!
 //! Why it is shaped this way:
 //!
-//! - **Stateless per call.** `parse` looks at the front of the caller's buffer and
-//!   answers complete / incomplete / error. Nothing is remembered between calls, so
-//!   the caller may compact, grow or replace its buffer freely. To keep re-parsing
-//!   cheap, `Incomplete` carries `need_bytes`, a lower bound on the buffer length
-//!   before another attempt can change the answer (for a bulk whose header has
-//!   arrived, that is the end of its payload: a 100 MB value is parsed once, not on
-//!   every read).
+//! - **Resumes where it stopped.** `parse` looks at the front of the caller's buffer
+//!   and answers complete / incomplete / error. An incomplete multibulk keeps its
+//!   progress (the arguments already read and where the next one starts), as Redis
+//!   keeps `multibulklen`/`bulklen`: a 100k-argument command trickled in small reads
+//!   costs one pass over its arguments, not one per read. The contract that makes
+//!   this safe: after `Incomplete`, the next call gets the same command's bytes at
+//!   the front of its buffer (more may have arrived, the buffer may have moved or
+//!   been compacted), or the caller calls [`CommandParser::reset`] first.
+//!   [`CommandParser::peek`] parses without reading or keeping that state, for
+//!   look-ahead passes over commands behind the front. `Incomplete` also carries
+//!   `need_bytes`, a lower bound on the buffer length before another attempt can
+//!   change the answer (for a bulk whose header has arrived, that is the end of its
+//!   payload: a 100 MB value is looked at once, not on every read).
 //! - **Redis's exact decisions.** Which bytes are accepted, which error is raised
 //!   and when, follow Redis 7.0's `processMultibulkBuffer` / `processInlineBuffer`
 //!   and `sdssplitargs`, including their leniencies: the byte after a header's `\r`
@@ -196,19 +202,39 @@ impl fmt::Display for ProtocolError {
 
 impl std::error::Error for ProtocolError {}
 
-/// Reusable parser state (scratch space for inline unescaping and argument spans).
+/// Reusable parser state (scratch space for inline unescaping and argument spans,
+/// and the progress of an incomplete multibulk at the front of the buffer).
 ///
 /// Keep one per connection: in steady state `parse` allocates nothing.
 #[derive(Default, Debug)]
 pub struct CommandParser {
     spans: Vec<(u32, u32)>,
     scratch: Vec<u8>,
+    /// An incomplete multibulk's progress: its arguments so far are in `spans`.
+    partial: Option<Partial>,
+}
+
+/// How far an incomplete multibulk at the front of the buffer has been read.
+#[derive(Debug)]
+struct Partial {
+    /// Arguments the header announced.
+    count: usize,
+    /// Where the next `$len` header starts.
+    next: usize,
+    /// The arguments read so far (spans of the buffer).
+    spans: Vec<(u32, u32)>,
 }
 
 /// Internal answer of the two parsers; the arguments are in the parser's spans.
 enum Progress {
-    Complete { consumed: usize },
-    Incomplete { need_bytes: usize },
+    Complete {
+        consumed: usize,
+    },
+    Incomplete {
+        need_bytes: usize,
+        /// A multibulk whose header has been read: `(count, next header offset)`.
+        resume_at: Option<(usize, usize)>,
+    },
 }
 
 impl CommandParser {
@@ -223,13 +249,54 @@ impl CommandParser {
     /// one, as in Redis. On `Complete` the caller drops `consumed` bytes and calls
     /// again for the next pipelined command; on an error it sends
     /// [`ProtocolError::write_reply`] and closes the connection.
+    ///
+    /// After `Incomplete`, call again with the same command at the front of `buf`
+    /// (see the module doc) or [`reset`](Self::reset) first.
     pub fn parse<'a>(
         &'a mut self,
         buf: &'a [u8],
         limits: &Limits,
     ) -> Result<Parsed<'a>, ProtocolError> {
-        self.spans.clear();
-        self.spans.shrink_to(SPANS_RETAINED_MAX);
+        let resume = self.partial.take().filter(|p| p.next <= buf.len());
+        self.parse_from(buf, limits, resume, true)
+    }
+
+    /// Parse one command from the front of `buf` without using or keeping the
+    /// progress of an incomplete multibulk: for look-ahead over commands that are
+    /// not at the front of the connection's input. Answers as [`parse`](Self::parse).
+    pub fn peek<'a>(
+        &'a mut self,
+        buf: &'a [u8],
+        limits: &Limits,
+    ) -> Result<Parsed<'a>, ProtocolError> {
+        self.parse_from(buf, limits, None, false)
+    }
+
+    /// Forget an incomplete multibulk's progress (the caller dropped or replaced
+    /// the bytes at the front of its buffer).
+    pub fn reset(&mut self) {
+        self.partial = None;
+    }
+
+    fn parse_from<'a>(
+        &'a mut self,
+        buf: &'a [u8],
+        limits: &Limits,
+        resume: Option<Partial>,
+        remember: bool,
+    ) -> Result<Parsed<'a>, ProtocolError> {
+        let resume = match resume {
+            Some(partial) => {
+                // Continue the kept arguments (moved, not copied).
+                self.spans = partial.spans;
+                Some((partial.count, partial.next))
+            }
+            None => {
+                self.spans.clear();
+                self.spans.shrink_to(SPANS_RETAINED_MAX);
+                None
+            }
+        };
         let inline = match buf.first() {
             None => return Ok(Parsed::Incomplete { need_bytes: 1 }),
             Some(b'*') => false,
@@ -238,11 +305,25 @@ impl CommandParser {
         let progress = if inline {
             parse_inline(buf, limits, &mut self.spans, &mut self.scratch)?
         } else {
-            parse_multibulk(buf, limits, &mut self.spans)?
+            parse_multibulk(buf, limits, &mut self.spans, resume)?
         };
+        if let (
+            Progress::Incomplete {
+                resume_at: Some((count, next)),
+                ..
+            },
+            true,
+        ) = (&progress, remember)
+        {
+            self.partial = Some(Partial {
+                count: *count,
+                next: *next,
+                spans: std::mem::take(&mut self.spans),
+            });
+        }
         let this: &'a CommandParser = self;
         Ok(match progress {
-            Progress::Incomplete { need_bytes } => Parsed::Incomplete { need_bytes },
+            Progress::Incomplete { need_bytes, .. } => Parsed::Incomplete { need_bytes },
             Progress::Complete { consumed } => {
                 let base = if inline { &this.scratch[..] } else { buf };
                 let args = Args {
@@ -295,25 +376,40 @@ fn find_header(buf: &[u8], start: usize, limits: &Limits) -> Header {
     }
 }
 
-/// `*count\r\n` then `count` times `$len\r\n<len bytes>\r\n`.
+/// `*count\r\n` then `count` times `$len\r\n<len bytes>\r\n`, or the rest of one
+/// whose header and first `spans.len()` arguments were read before (`resume`:
+/// the count and where the next argument starts).
 fn parse_multibulk(
     buf: &[u8],
     limits: &Limits,
     spans: &mut Vec<(u32, u32)>,
+    resume: Option<(usize, usize)>,
 ) -> Result<Progress, ProtocolError> {
-    let (cr, mut pos) = match find_header(buf, 0, limits) {
-        Header::Complete { cr, next } => (cr, next),
-        Header::Incomplete { need_bytes } => return Ok(Progress::Incomplete { need_bytes }),
-        Header::TooBig => return Err(ProtocolError::TooBigMbulkCountString),
+    let (count, mut pos) = match resume {
+        Some(progress) => progress,
+        None => match find_header(buf, 0, limits) {
+            Header::Complete { cr, next } => (multibulk_count(&buf[1..cr], limits)?, next),
+            Header::Incomplete { need_bytes } => {
+                return Ok(Progress::Incomplete {
+                    need_bytes,
+                    resume_at: None,
+                })
+            }
+            Header::TooBig => return Err(ProtocolError::TooBigMbulkCountString),
+        },
     };
-    let count = multibulk_count(&buf[1..cr], limits)?;
-    for _ in 0..count {
+    while spans.len() < count {
         match parse_bulk(buf, pos, limits)? {
             Bulk::Complete { start, end, next } => {
                 spans.push((start, end));
                 pos = next;
             }
-            Bulk::Incomplete { need_bytes } => return Ok(Progress::Incomplete { need_bytes }),
+            Bulk::Incomplete { need_bytes } => {
+                return Ok(Progress::Incomplete {
+                    need_bytes,
+                    resume_at: Some((count, pos)),
+                })
+            }
         }
     }
     Ok(Progress::Complete { consumed: pos })
@@ -390,6 +486,7 @@ fn parse_inline(
         }
         return Ok(Progress::Incomplete {
             need_bytes: buf.len() + 1,
+            resume_at: None,
         });
     };
     let line_end = match newline.checked_sub(1) {

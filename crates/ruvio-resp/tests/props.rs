@@ -142,6 +142,7 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in protocolish_bytes(400)) {
         let mut parser = CommandParser::new();
         drain(&mut parser, &bytes, &Limits::default());
+        parser.reset();
         drain(&mut parser, &bytes, &small_limits());
     }
 
@@ -218,4 +219,72 @@ proptest! {
         let argv = vec![b"SET".to_vec(), b"k".to_vec(), arg];
         prop_assert_eq!(got, Outcome::Complete { argv, consumed: line.len() });
     }
+}
+
+proptest! {
+    /// A pipelined stream trickled in reads of random sizes, the connection's way:
+    /// the unread bytes are moved to a fresh buffer between reads (compaction), and a
+    /// look-ahead `peek` at the command behind the front runs before each `parse`. The
+    /// parser resumes the front command's kept progress and yields exactly the
+    /// commands a one-shot parse gives.
+    #[test]
+    fn trickled_stream_resumes_across_reads(
+        commands in proptest::collection::vec(argv_strategy(), 1..4),
+        chunks in proptest::collection::vec(1usize..9, 1..400),
+    ) {
+        let stream: Vec<u8> = commands.iter().flat_map(|argv| encode_multibulk(argv)).collect();
+        let limits = Limits::default();
+        let mut parser = CommandParser::new();
+        let mut unread: Vec<u8> = Vec::new();
+        let mut got: Vec<Argv> = Vec::new();
+        let mut fed = 0;
+        let mut chunk = chunks.iter().cycle();
+        while fed < stream.len() {
+            let take = (*chunk.next().unwrap()).min(stream.len() - fed);
+            // A fresh allocation each read: progress is kept as offsets, not addresses.
+            let mut buffer = std::mem::take(&mut unread);
+            buffer.extend_from_slice(&stream[fed..fed + take]);
+            fed += take;
+            let mut pos = 0;
+            while let Outcome::Complete { consumed, .. } = parse_once(&mut parser, &buffer[pos..], &limits) {
+                // Peeking at the next command must not disturb what parse keeps.
+                let _ = parser.peek(&buffer[pos + consumed..], &limits);
+                let Outcome::Complete { argv, consumed } = parse_once(&mut parser, &buffer[pos..], &limits) else {
+                    panic!("a complete command parsed again must stay complete");
+                };
+                got.push(argv);
+                pos += consumed;
+            }
+            unread = buffer[pos..].to_vec();
+        }
+        prop_assert!(unread.is_empty());
+        prop_assert_eq!(got, commands);
+    }
+}
+
+/// A command's progress survives many reads: 10,000 empty arguments fed three bytes
+/// at a time arrive whole.
+#[test]
+fn many_arguments_trickled_arrive_whole() {
+    let argv: Argv = std::iter::once(b"DEL".to_vec())
+        .chain(std::iter::repeat_n(Vec::new(), 10_000))
+        .collect();
+    let stream = encode_multibulk(&argv);
+    let mut parser = CommandParser::new();
+    let limits = Limits::default();
+    for end in (3..stream.len()).step_by(3) {
+        let outcome = parse_once(&mut parser, &stream[..end], &limits);
+        assert!(
+            matches!(outcome, Outcome::Incomplete { .. }),
+            "at {end}: {outcome:?}"
+        );
+    }
+    let outcome = parse_once(&mut parser, &stream, &limits);
+    assert_eq!(
+        outcome,
+        Outcome::Complete {
+            argv,
+            consumed: stream.len()
+        }
+    );
 }

@@ -82,6 +82,11 @@ pub struct Cli {
     /// volatile-lru, volatile-lfu, volatile-random or volatile-ttl.
     #[arg(long)]
     pub maxmemory_policy: Option<String>,
+    /// Address announced in MOVED and CLUSTER replies (Redis' cluster-announce-ip);
+    /// by default the bind address, or, bound to every interface, the address each
+    /// client connected to.
+    #[arg(long)]
+    pub cluster_announce_ip: Option<String>,
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -123,6 +128,7 @@ struct FileConfig {
     maxmemory_samples: Option<usize>,
     lfu_log_factor: Option<u32>,
     lfu_decay_time: Option<u32>,
+    cluster_announce_ip: Option<String>,
 }
 
 /// The resolved configuration every shard starts from.
@@ -149,6 +155,8 @@ pub struct Config {
     pub maxclients: u64,
     /// `timeout`: close a client idle this many seconds (0: never).
     pub timeout_s: u64,
+    /// `cluster-announce-ip`: empty for none.
+    pub cluster_announce_ip: String,
     /// Where the config was loaded from, for INFO's `config_file`.
     pub config_file: Option<PathBuf>,
     /// Encoding thresholds of the data types (list-max-listpack-size ...).
@@ -226,6 +234,10 @@ impl Config {
             maxmemory,
             maxclients: file.maxclients.unwrap_or(10_000).max(1),
             timeout_s: file.timeout.unwrap_or(0),
+            cluster_announce_ip: cli
+                .cluster_announce_ip
+                .or(file.cluster_announce_ip)
+                .unwrap_or_default(),
             config_file: cli.config,
             engine,
         })

@@ -147,7 +147,8 @@ pub struct KeyWindow {
 }
 
 impl KeyWindow {
-    /// Parse up to [`PREFETCH_WINDOW`] whole commands of `input` and note their first keys.
+    /// Parse up to [`PREFETCH_WINDOW`] whole commands of `input` (the front of the
+    /// connection's unread input) and note their first keys.
     pub fn scan(
         core: &ShardCore,
         parser: &mut ruvio_resp::CommandParser,
@@ -156,8 +157,14 @@ impl KeyWindow {
         let mut window = KeyWindow::default();
         let mut pos = 0;
         while window.commands < PREFETCH_WINDOW {
-            let Ok(Parsed::Complete { args, consumed }) = parser.parse(&input[pos..], &core.limits)
-            else {
+            // The front command may be an incomplete multibulk whose progress the
+            // parser keeps; the ones behind it are only looked at.
+            let parsed = if pos == 0 {
+                parser.parse(input, &core.limits)
+            } else {
+                parser.peek(&input[pos..], &core.limits)
+            };
+            let Ok(Parsed::Complete { args, consumed }) = parsed else {
                 break;
             };
             let (start, end) = first_key_span(args, input).unwrap_or((0, 0));
@@ -338,7 +345,10 @@ fn run_routed(
         Route::Local => run_local(core, conns, client, replies, who, cmd, args),
         Route::Moved(slot, shard) => Err(CmdError::Moved {
             slot,
-            host: core.topo.host.clone(),
+            host: core
+                .topo
+                .announced_host(&core.cfg.cluster_announce_ip, &client.local)
+                .to_string(),
             port: core.topo.nodes[shard].port,
         }),
         Route::CrossSlot => Err(CmdError::CrossSlot),

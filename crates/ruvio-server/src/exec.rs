@@ -11,7 +11,8 @@ use crate::conn::Conn;
 use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
-use ruvio_engine::command::{Block, Effects, ExecCtx, KeyPositions, Outcome};
+use ruvio_engine::command::{Block, CmdResult, Effects, ExecCtx, KeyPositions, Outcome};
+use ruvio_engine::CmdError;
 use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
 
 /// Who runs a command and how.
@@ -65,8 +66,21 @@ pub fn run_engine(
     if caller.borrowing || !core.blocking.is_empty() {
         ctx.effects = Effects::recording(true, false, false);
     }
+    let reply_start = out.len();
+    let mutations_before = ruvio_engine::fault::mutations();
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        handler(
+            &mut core.engine,
+            &mut ctx,
+            args,
+            &mut Reply::new(out, caller.proto),
+        )
+    }));
     let mut reply = Reply::new(out, caller.proto);
-    let outcome = handler(&mut core.engine, &mut ctx, args, &mut reply);
+    let outcome = match ran {
+        Ok(outcome) => outcome,
+        Err(_) => contain_panic(core, cmd, mutations_before, reply_start, &mut reply),
+    };
     core.stats.dirty += ctx.effects.dirty;
     for (db, key) in ctx.effects.modified_keys() {
         core.blocking.signal(db, key);
@@ -94,6 +108,36 @@ pub fn run_engine(
         }
     };
     Ran { block, modified }
+}
+
+/// A keyspace command panicked (a bug: no input may cause one). If it changed
+/// nothing, its partial reply is dropped and the caller gets an error; the
+/// connection and the shard go on. If it had begun changing the keyspace, a value
+/// may be half-changed and nothing can say which: the process exits with a clear
+/// message (so the service manager restarts it) rather than serve it. See
+/// docs/faults.md.
+fn contain_panic(
+    core: &ShardCore,
+    cmd: &Command,
+    mutations_before: u64,
+    reply_start: usize,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    let name = cmd.meta.name;
+    if ruvio_engine::fault::mutations() != mutations_before {
+        eprintln!(
+            "ruvio: shard {}: '{name}' panicked after it had begun changing the keyspace; \
+             exiting rather than serve data that may be half-changed",
+            core.id
+        );
+        std::process::exit(crate::EXIT_SHARD_FAILED);
+    }
+    eprintln!(
+        "ruvio: shard {}: '{name}' panicked before changing anything; answered with an error",
+        core.id
+    );
+    reply.out.truncate(reply_start);
+    Err(CmdError::InternalPanic(name))
 }
 
 /// The keys of a command that are lent to another shard right now, as a block

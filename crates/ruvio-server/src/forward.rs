@@ -39,6 +39,15 @@ use std::task::{Context, Poll, Waker};
 /// Messages in flight between two shards.
 pub const CHANNEL_MESSAGES_MAX: usize = 1024;
 
+/// Messages a shard may hold back for full channels before it stops taking new
+/// client input: a channel full means its receiver is behind, and reading more
+/// requests would only grow the backlog. Replies and control messages keep flowing
+/// (nothing is dropped), clients' unread bytes wait in their sockets (TCP
+/// back-pressure), and input is taken again once the backlog is below this. Each
+/// loop iteration adds at most a few messages per peer, so a quarter of a channel
+/// is several iterations of slack.
+pub const MESH_BACKLOG_MESSAGES_MAX: usize = CHANNEL_MESSAGES_MAX / 4;
+
 /// Who a forwarded command's reply belongs to, and the client context it runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tag {
@@ -364,6 +373,11 @@ pub struct Mesh {
 }
 
 impl Mesh {
+    /// Too many messages wait for full channels: take no new client input.
+    pub fn congested(&self) -> bool {
+        self.backlog.len() > MESH_BACKLOG_MESSAGES_MAX
+    }
+
     /// The eventfd this shard's ring reads to wake up for messages.
     pub fn my_doorbell(&self) -> RawFd {
         self.doorbells[self.me]

@@ -29,6 +29,27 @@ use std::sync::Arc;
 /// ring, so glommio needs little (its default is 10 MiB per shard).
 const GLOMMIO_IO_MEMORY_BYTES: usize = 256 << 10;
 
+/// Exit status when a shard cannot go on (its loop panicked, or a command panicked
+/// after it had begun changing the keyspace): EX_SOFTWARE. The process exits as a
+/// whole, so a service manager restarts it, rather than leave a dead shard behind
+/// whose clients and held replies would wait forever (docs/faults.md).
+pub const EXIT_SHARD_FAILED: i32 = 70;
+
+/// Exits the process when dropped by a panic unwinding a shard's thread.
+struct ExitIfShardDies(usize);
+
+impl Drop for ExitIfShardDies {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "ruvio: shard {} stopped after a panic (logged above); exiting so the service manager restarts the server",
+                self.0
+            );
+            std::process::exit(EXIT_SHARD_FAILED);
+        }
+    }
+}
+
 /// Every allocation is counted (INFO used_memory, maxmemory).
 #[global_allocator]
 static ALLOCATOR: alloc::CountingAlloc = alloc::CountingAlloc;
@@ -79,6 +100,7 @@ fn main() {
             .name(&format!("ruvio-shard-{id}"))
             .io_memory(GLOMMIO_IO_MEMORY_BYTES)
             .spawn(move || async move {
+                let _exit_if_this_shard_dies = ExitIfShardDies(id);
                 let mesh = match ends {
                     Some(ends) => Some(ends.connect().await),
                     None => None,

@@ -22,6 +22,7 @@ use crate::topology::Topology;
 use io_uring::{cqueue, opcode, types, IoUring};
 use ruvio_engine::Engine;
 use ruvio_resp::{Limits, Protocol};
+use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -31,6 +32,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const RING_ENTRIES: u32 = 4096;
 /// Bytes a connection's input buffer starts with and grows by.
 const INPUT_CHUNK_BYTES: usize = 16 * 1024;
+/// A declared bulk's buffer grows by at most what has arrived, or this much: memory
+/// follows the bytes a client really sent, not the length it announced.
+const INPUT_GROWTH_MIN_BYTES: usize = 1 << 20;
 /// A connection's input or output buffer above this capacity is given back once it
 /// is empty: one 512 MB SET or GET must not pin its buffer for the connection's life.
 const BUFFER_KEEP_BYTES: usize = 1 << 20;
@@ -39,6 +43,9 @@ const OUTPUT_PAUSE_BYTES: usize = 64 << 20;
 /// How often `timeout` looks for idle clients (Redis checks each client about once
 /// a second too).
 const IDLE_SWEEP_EVERY_MS: u64 = 1000;
+/// How long a shard waits before retrying when the kernel could not take its ring's
+/// submissions (EAGAIN, ENOMEM): long enough not to spin, short for clients.
+const RING_BACKOFF: Duration = Duration::from_millis(1);
 /// The background tick (gauges, active expiry).
 const TICK: Duration = Duration::from_millis(10);
 /// Keys examined by active expiry per tick, so a tick never pauses the shard.
@@ -124,6 +131,11 @@ pub struct Shard {
     windows: Vec<(u32, u32, KeyWindow)>,
     /// The window of the batch that runs next.
     window_cursor: usize,
+    /// Submissions that found the ring's queue full, in order; they go in as room
+    /// appears (before each wait), never by spinning on a full queue.
+    overflow: VecDeque<io_uring::squeue::Entry>,
+    /// Connections with input left unread while the mesh was congested.
+    deferred: Vec<(u32, u32)>,
 }
 
 impl Shard {
@@ -188,6 +200,8 @@ impl Shard {
             fixed_files,
             windows: Vec::new(),
             window_cursor: 0,
+            overflow: VecDeque::new(),
+            deferred: Vec::new(),
         })
     }
 
@@ -216,6 +230,7 @@ impl Shard {
             self.resume_unblocked();
             crate::memory::enforce(&mut self.core);
             self.ship_outbox();
+            self.run_deferred();
             self.flush_dirty();
             if self.core.now_ms >= self.next_tick_ms {
                 self.tick();
@@ -225,32 +240,64 @@ impl Shard {
     }
 
     /// Submit queued operations and wait for at least one completion or the next tick.
+    /// A transient failure (the kernel out of memory for the ring's work) backs off
+    /// for a millisecond; a failure that says the ring itself is unusable ends the
+    /// process with a message, since this shard cannot go on.
     fn wait_for_completions(&mut self) {
+        self.submit_overflow();
         let wait_ms = self
             .next_tick_ms
             .saturating_sub(unix_ms())
             .min(TICK.as_millis() as u64);
         let ts = types::Timespec::new().nsec((wait_ms as u32) * 1_000_000);
         let args = types::SubmitArgs::new().timespec(&ts);
-        match self.ring.submitter().submit_with_args(1, &args) {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
-                ) => {}
-            Err(e) => panic!("io_uring_enter failed: {e}"),
+        let Err(e) = self.ring.submitter().submit_with_args(1, &args) else {
+            return;
+        };
+        match e.raw_os_error() {
+            Some(libc::ETIME | libc::EINTR | libc::EBUSY) => {}
+            Some(libc::EAGAIN | libc::ENOMEM) => {
+                std::thread::sleep(RING_BACKOFF);
+            }
+            _ => {
+                eprintln!(
+                    "ruvio: shard {}: io_uring_enter failed: {e}; exiting",
+                    self.core.id
+                );
+                std::process::exit(crate::EXIT_SHARD_FAILED);
+            }
         }
     }
 
-    /// Queue one submission, making room by submitting when the queue is full.
+    /// Queue one submission; if the ring's queue is full even after submitting what
+    /// it holds, keep it in `overflow` (order kept) for the next wait.
     fn push(&mut self, entry: io_uring::squeue::Entry) {
-        // SAFETY: every buffer referenced by an entry lives in a connection (or the
-        // shard) that is not freed or resized until the operation completes.
-        unsafe {
-            while self.ring.submission().push(&entry).is_err() {
-                let _ = self.ring.submit();
+        if self.overflow.is_empty() && self.try_push(&entry) {
+            return;
+        }
+        self.overflow.push_back(entry);
+    }
+
+    /// Move waiting submissions into the ring while it has room.
+    fn submit_overflow(&mut self) {
+        while let Some(entry) = self.overflow.pop_front() {
+            if !self.try_push(&entry) {
+                self.overflow.push_front(entry);
+                return;
             }
+        }
+    }
+
+    fn try_push(&mut self, entry: &io_uring::squeue::Entry) -> bool {
+        // SAFETY: every buffer referenced by an entry lives in a connection (or the
+        // shard) that is not freed or resized until the operation completes; an entry
+        // waiting in `overflow` counts as in flight for that rule.
+        unsafe {
+            if self.ring.submission().push(entry).is_ok() {
+                return true;
+            }
+            let _ = self.ring.submit();
+            self.ring.submission().push(entry).is_ok()
         }
     }
 
@@ -390,7 +437,11 @@ impl Shard {
             return;
         }
         let pending = conn.input.len() - conn.input_start;
-        let want = INPUT_CHUNK_BYTES.max(conn.input_need.saturating_sub(pending));
+        // Room for the rest of a declared bulk, but never more than what has arrived
+        // (or 1 MiB): a client declaring 512 MB and sending nothing costs little.
+        let growth_max = pending.max(INPUT_GROWTH_MIN_BYTES);
+        let still_needed = conn.input_need.saturating_sub(pending);
+        let want = INPUT_CHUNK_BYTES.max(still_needed.min(growth_max));
         if conn.input.capacity() - conn.input.len() < INPUT_CHUNK_BYTES / 4
             || conn.input.capacity() - conn.input.len() < want.min(1 << 30)
         {
@@ -502,8 +553,13 @@ impl Shard {
         self.run_input(index, gen);
     }
 
-    /// Parse and run the connection's input, then re-arm its receive.
+    /// Parse and run the connection's input, then re-arm its receive. While the
+    /// mesh is congested the input waits (see [`crate::forward::MESH_BACKLOG_MESSAGES_MAX`]).
     fn run_input(&mut self, index: u32, gen: u32) {
+        if self.mesh.as_ref().is_some_and(Mesh::congested) {
+            self.deferred.push((index, gen));
+            return;
+        }
         let Some(mut conn) = self.conns.take(index, gen) else {
             return;
         };
@@ -670,6 +726,17 @@ impl Shard {
         if let Some(mesh) = self.mesh.as_mut() {
             mesh.ship(&mut self.core.outbox);
         }
+    }
+
+    /// Run the input left waiting while the mesh was congested, once it is not.
+    fn run_deferred(&mut self) {
+        if self.deferred.is_empty() || self.mesh.as_ref().is_some_and(Mesh::congested) {
+            return;
+        }
+        for (index, gen) in std::mem::take(&mut self.deferred) {
+            self.run_input(index, gen);
+        }
+        self.ship_outbox();
     }
 
     /// Background work: publish gauges, expire keys in a small slice.

@@ -19,8 +19,11 @@ pub struct Node {
 #[derive(Clone, Debug)]
 pub struct Topology {
     pub nodes: Vec<Node>,
-    /// Host clients are told to connect to (MOVED, CLUSTER SLOTS).
+    /// The bind address (127.0.0.1 when bound to every interface): the node ids'
+    /// seed, and what clients are told unless [`Topology::announced_host`] says else.
     pub host: String,
+    /// Bound to every interface (0.0.0.0 or ::).
+    wildcard: bool,
     pub mode: PortMode,
     slot_owner: Vec<u16>,
 }
@@ -28,7 +31,8 @@ pub struct Topology {
 impl Topology {
     pub fn new(cfg: &Config) -> Topology {
         let n = cfg.shards;
-        let host = if cfg.bind == "0.0.0.0" || cfg.bind == "::" {
+        let wildcard = cfg.bind == "0.0.0.0" || cfg.bind == "::";
+        let host = if wildcard {
             "127.0.0.1".into()
         } else {
             cfg.bind.clone()
@@ -48,8 +52,26 @@ impl Topology {
         Topology {
             nodes,
             host,
+            wildcard,
             mode: cfg.port_mode,
             slot_owner,
+        }
+    }
+
+    /// The host clients are told to connect to (MOVED, CLUSTER SLOTS/SHARDS/NODES):
+    /// `cluster-announce-ip` when set, else the bind address; bound to every
+    /// interface, the address this client reached us on (`local`, `ip:port`), so a
+    /// client on another machine is never sent to 127.0.0.1.
+    pub fn announced_host<'a>(&'a self, announce_ip: &'a str, local: &'a str) -> &'a str {
+        if !announce_ip.is_empty() {
+            return announce_ip;
+        }
+        if !self.wildcard {
+            return &self.host;
+        }
+        match local.rsplit_once(':') {
+            Some((ip, _port)) if !ip.is_empty() => ip.trim_start_matches('[').trim_end_matches(']'),
+            _ => &self.host,
         }
     }
 
@@ -104,5 +126,30 @@ mod tests {
             }
             assert!(topo.nodes.iter().all(|n| n.id.len() == 40));
         }
+    }
+
+    #[test]
+    fn announced_host_follows_announce_ip_then_bind_then_the_client() {
+        let topo = |bind: &str| {
+            let cli = Cli {
+                bind: Some(bind.into()),
+                ..Cli::default()
+            };
+            Topology::new(&Config::load(cli).unwrap())
+        };
+        let specific = topo("127.0.0.2");
+        assert_eq!(specific.announced_host("", "127.0.0.2:7000"), "127.0.0.2");
+        assert_eq!(
+            specific.announced_host("10.1.2.3", "127.0.0.2:7000"),
+            "10.1.2.3"
+        );
+        let any = topo("0.0.0.0");
+        assert_eq!(any.announced_host("", "192.0.2.7:7000"), "192.0.2.7");
+        assert_eq!(any.announced_host("", "[::1]:7000"), "::1");
+        assert_eq!(any.announced_host("", ""), "127.0.0.1");
+        assert_eq!(
+            any.announced_host("host.example", "192.0.2.7:7000"),
+            "host.example"
+        );
     }
 }

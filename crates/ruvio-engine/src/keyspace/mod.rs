@@ -118,6 +118,7 @@ impl Db {
 
     /// Add `entry` (whose key must be absent); its expiry is honoured.
     pub fn insert(&mut self, entry: Entry) -> EntryId {
+        crate::fault::note_mutation();
         let hash = self.hash(entry.key());
         let volatile = entry.expire_at().is_some();
         self.heap_bytes += entry.heap_bytes();
@@ -142,6 +143,7 @@ impl Db {
 
     /// Remove entry `id` and return it.
     pub fn remove(&mut self, id: EntryId) -> Entry {
+        crate::fault::note_mutation();
         let hash = self.hash(self.slab.get(id).key());
         let removed = self.index.remove(hash, id);
         debug_assert!(removed, "entry missing from the index");
@@ -156,6 +158,7 @@ impl Db {
     /// Change entry `id`'s value through `change` (which cannot touch the key or the
     /// expiry); keeps the heap accounting and the field-TTL bitmap right.
     pub fn modify<R>(&mut self, id: EntryId, change: impl FnOnce(&mut Entry) -> R) -> R {
+        crate::fault::note_mutation();
         let entry = self.slab.get_mut(id);
         let before = entry.heap_bytes();
         let had_field_ttls = entry.has_field_ttls();
@@ -177,6 +180,7 @@ impl Db {
 
     /// Set or clear the expiry of entry `id`.
     pub fn set_expire(&mut self, id: EntryId, at_ms: Option<u64>) {
+        crate::fault::note_mutation();
         let entry = self.slab.get_mut(id);
         let had = entry.expire_at().is_some();
         entry.set_expire_at(at_ms);

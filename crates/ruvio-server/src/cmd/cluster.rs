@@ -102,12 +102,13 @@ fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node) {
 fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
     let topo = &ctx.core.topo;
+    let host = announced_host(ctx);
     reply.array(topo.nodes.len());
     for node in &topo.nodes {
         reply.array(3);
         reply.int(node.first_slot as i64);
         reply.int(node.last_slot as i64);
-        reply_node(reply, &topo.host, node);
+        reply_node(reply, host, node);
     }
     Ok(())
 }
@@ -115,6 +116,7 @@ fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
 fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
     let topo = &ctx.core.topo;
+    let host = announced_host(ctx);
     reply.array(topo.nodes.len());
     for node in &topo.nodes {
         reply.map(2);
@@ -130,9 +132,9 @@ fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
         reply.bulk(b"port");
         reply.int(node.port as i64);
         reply.bulk(b"ip");
-        reply.bulk(topo.host.as_bytes());
+        reply.bulk(host.as_bytes());
         reply.bulk(b"endpoint");
-        reply.bulk(topo.host.as_bytes());
+        reply.bulk(host.as_bytes());
         reply.bulk(b"role");
         reply.bulk(b"master");
         reply.bulk(b"replication-offset");
@@ -146,6 +148,7 @@ fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
     let topo = &ctx.core.topo;
+    let host = announced_host(ctx);
     let mut text = String::new();
     for (i, node) in topo.nodes.iter().enumerate() {
         let flags = if i == ctx.core.id {
@@ -156,7 +159,7 @@ fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
         text.push_str(&format!(
             "{} {}:{}@{} {} - 0 0 {} connected {}-{}\n",
             node.id,
-            topo.host,
+            host,
             node.port,
             node.port as u32 + 10000,
             flags,
@@ -167,6 +170,13 @@ fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     }
     reply.verbatim("txt", text.as_bytes());
     Ok(())
+}
+
+/// The host this client is told to connect to (see `Topology::announced_host`).
+fn announced_host<'a>(ctx: &'a Ctx<'_>) -> &'a str {
+    let core = &ctx.core;
+    core.topo
+        .announced_host(&core.cfg.cluster_announce_ip, &ctx.client.local)
 }
 
 fn keyslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {

@@ -701,6 +701,14 @@ const PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "cluster-announce-ip",
+        get: |c| c.cfg.cluster_announce_ip.clone(),
+        set: Some(|c, v| {
+            c.cfg.cluster_announce_ip = v.to_string();
+            Ok(())
+        }),
+    },
+    Param {
         name: "cluster-enabled",
         get: |c| {
             if c.cfg.port_mode == PortMode::PerShard {

@@ -1,0 +1,48 @@
+//! Fault containment support: a count of keyspace mutations, and fault points for
+//! tests.
+//!
+//! The server catches a panic in a command (a bug: no input may cause one) and must
+//! then know whether the keyspace is still as it was. Every change to a database goes
+//! through [`crate::keyspace::Db`]'s `insert`, `remove`, `modify` and `set_expire`, or
+//! through the engine's `flush_all`, `flush_db` and `swap_dbs`; each bumps this
+//! shard's mutation count (a thread-local: one shard per thread, one add per change).
+//! A panicking command that moved the count may have left a value half-changed, and
+//! the server treats that shard as unable to continue; one that did not left the
+//! keyspace exactly as it found it, and only its caller sees an error.
+//!
+//! Fault points exist only in debug builds (the test binaries): `RUVIO_FAULT=<name>`
+//! in the environment makes the point of that name panic, so the tests can show what
+//! a real bug would do. Release builds compile them to nothing.
+
+use std::cell::Cell;
+
+thread_local! {
+    static MUTATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Count one change to this shard's keyspace.
+#[inline]
+pub(crate) fn note_mutation() {
+    MUTATIONS.with(|m| m.set(m.get().wrapping_add(1)));
+}
+
+/// Changes made to this thread's keyspace so far (compare two readings).
+#[inline]
+pub fn mutations() -> u64 {
+    MUTATIONS.with(Cell::get)
+}
+
+/// Panic here when `RUVIO_FAULT` names this point (debug builds only).
+#[cfg(debug_assertions)]
+pub(crate) fn point(name: &str) {
+    static ARMED: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let armed = ARMED.get_or_init(|| std::env::var("RUVIO_FAULT").ok());
+    if armed.as_deref() == Some(name) {
+        panic!("fault point {name} (RUVIO_FAULT)");
+    }
+}
+
+/// Fault points are compiled out of release builds.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub(crate) fn point(_name: &str) {}
