@@ -10,9 +10,11 @@
 //! the server treats that shard as unable to continue; one that did not left the
 //! keyspace exactly as it found it, and only its caller sees an error.
 //!
-//! Fault points exist only in debug builds (the test binaries): `RUVIO_FAULT=<name>`
-//! in the environment makes the point of that name panic, so the tests can show what
-//! a real bug would do. Release builds compile them to nothing.
+//! Fault points exist only in debug builds (the test binaries): with
+//! `RUVIO_FAULT=lpush:mid-write` in the environment, LPUSH panics at its `mid-write`
+//! point, so the tests can show what a real bug would do. Release builds compile
+//! them to nothing. Points: the list pushes (`lpush`, `rpush`, `lpushx`, `rpushx`)
+//! at `before-write` and `mid-write` (inside the change of an existing list).
 
 use std::cell::Cell;
 
@@ -32,17 +34,21 @@ pub fn mutations() -> u64 {
     MUTATIONS.with(Cell::get)
 }
 
-/// Panic here when `RUVIO_FAULT` names this point (debug builds only).
+/// Panic here when `RUVIO_FAULT` is `<command>:<stage>` for this command (its name
+/// as the client sent it, any case) and stage (debug builds only).
 #[cfg(debug_assertions)]
-pub(crate) fn point(name: &str) {
+pub(crate) fn point(command: &[u8], stage: &str) {
     static ARMED: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let armed = ARMED.get_or_init(|| std::env::var("RUVIO_FAULT").ok());
-    if armed.as_deref() == Some(name) {
-        panic!("fault point {name} (RUVIO_FAULT)");
+    let Some((name, armed_stage)) = armed.as_deref().and_then(|a| a.split_once(':')) else {
+        return;
+    };
+    if armed_stage == stage && name.as_bytes().eq_ignore_ascii_case(command) {
+        panic!("fault point {name}:{stage} (RUVIO_FAULT)");
     }
 }
 
 /// Fault points are compiled out of release builds.
 #[cfg(not(debug_assertions))]
 #[inline(always)]
-pub(crate) fn point(_name: &str) {}
+pub(crate) fn point(_command: &[u8], _stage: &str) {}

@@ -263,11 +263,11 @@ fn push_generic(
     let key = args.get(1);
     let elems = args.tail(2);
     let fill = fill(engine);
-    crate::fault::point("push-before-write");
+    crate::fault::point(args.get(0), "before-write");
     let len = match engine.lookup_write(ctx, key) {
         Some(id) => change_list(engine, ctx.db, id, |l| {
             l.push_many(end, elems, fill);
-            crate::fault::point("push-mid-write");
+            crate::fault::point(args.get(0), "mid-write");
             l.len()
         })?,
         None if only_existing => {

@@ -203,6 +203,16 @@ impl Server {
 
     /// Starts the `ruvio` binary with `extra` arguments after the test's own.
     pub fn ruvio_with(mode: PortMode, shards: usize, extra: &[&str]) -> Server {
+        Server::ruvio_with_env(mode, shards, extra, &[])
+    }
+
+    /// As [`Server::ruvio_with`], with `env` added to the server's environment.
+    pub fn ruvio_with_env(
+        mode: PortMode,
+        shards: usize,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         assert!(shards >= 1);
         let port_count = match mode {
             PortMode::Forward => 1,
@@ -213,9 +223,13 @@ impl Server {
         let log = dir.join("ruvio.log");
         let child = spawn_logged(
             Command::new(ruvio_bin())
+                // 127.0.0.1 unless the test binds elsewhere itself.
+                .args(
+                    ["--bind", "127.0.0.1"]
+                        .iter()
+                        .filter(|_| !extra.contains(&"--bind")),
+                )
                 .args([
-                    "--bind",
-                    "127.0.0.1",
                     "--port",
                     &first.to_string(),
                     "--shards",
@@ -225,7 +239,8 @@ impl Server {
                     "--durability",
                     "memory",
                 ])
-                .args(extra),
+                .args(extra)
+                .envs(env.iter().copied()),
             &log,
         );
         let mut server = Server {
@@ -387,6 +402,21 @@ impl Server {
         self.children
             .iter_mut()
             .all(|child| matches!(child.try_wait(), Ok(None)))
+    }
+
+    /// Waits up to `timeout` for the (first) process to exit; its exit code, or
+    /// `None` if it is still running.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.children[0].try_wait() {
+                return Some(status.code().unwrap_or(-1));
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Server logs so far (for failure messages).
@@ -627,6 +657,18 @@ impl RawConn {
     pub fn connect(port: u16) -> RawConn {
         let stream = TcpStream::connect(("127.0.0.1", port))
             .unwrap_or_else(|e| panic!("connect to 127.0.0.1:{port}: {e}"));
+        stream
+            .set_read_timeout(Some(IO_TIMEOUT))
+            .expect("set_read_timeout");
+        stream.set_nodelay(true).expect("set_nodelay");
+        RawConn {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Wraps a connected stream (any address), with [`IO_TIMEOUT`] reads.
+    pub fn from_stream(stream: TcpStream) -> RawConn {
         stream
             .set_read_timeout(Some(IO_TIMEOUT))
             .expect("set_read_timeout");
