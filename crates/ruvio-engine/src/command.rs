@@ -543,6 +543,14 @@ impl LogRecords {
         self.counts.push(argv.len());
     }
 
+    /// Call `visit` with each record's arguments, in order, allocating nothing.
+    pub fn visit<'a>(&'a self, visit: &mut impl FnMut(&mut dyn Iterator<Item = &'a [u8]>)) {
+        let mut args = self.args.iter().map(|(_, a)| a);
+        for &n in &self.counts {
+            visit(&mut args.by_ref().take(n));
+        }
+    }
+
     /// Each record as its arguments.
     pub fn records(&self) -> Vec<Vec<Vec<u8>>> {
         let mut args = self.args.iter().map(|(_, a)| a.to_vec());
@@ -617,6 +625,22 @@ impl Effects {
             .iter()
             .flat_map(|r| r.events.iter().zip(r.event_keys.iter()))
             .map(|(&event, (db, key))| (event, db, key))
+    }
+
+    /// [`log_records`](Self::log_records) without copying: `visit` gets each
+    /// record's arguments in order (the log appends them straight to its buffer).
+    pub fn visit_log_records<'a>(
+        &'a self,
+        argv: Args<'a>,
+        mut visit: impl FnMut(&mut dyn Iterator<Item = &'a [u8]>),
+    ) {
+        if self.rewritten {
+            if let Some(r) = &self.record {
+                r.log.visit(&mut visit);
+            }
+        } else if self.dirty > 0 {
+            visit(&mut argv.iter());
+        }
     }
 
     /// What the write-ahead log must hold for this command, given its arguments:

@@ -291,6 +291,10 @@ pub enum CmdError {
     // ----- fault containment -----
     /// The command (named) panicked before changing anything (see `fault`).
     InternalPanic(&'static str),
+
+    // ----- durability -----
+    /// The write-ahead log failed (the OS error's text): writes are refused.
+    AofWriteFailed(String),
 }
 
 impl CmdError {
@@ -314,6 +318,9 @@ impl CmdError {
             CmdError::DbIndexOutOfRange => "ERR DB index is out of range",
             CmdError::SameObject => "ERR source and destination objects are the same",
             CmdError::InvalidExpireTime(cmd) => invalid_expire_message(cmd),
+            CmdError::AofWriteFailed(error) => {
+                return format!("MISCONF Errors writing to the AOF file: {error}").into()
+            }
             CmdError::InternalPanic(cmd) => {
                 return format!(
                     "ERR internal error in '{cmd}' command: nothing was changed (see the server log)"

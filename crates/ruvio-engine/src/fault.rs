@@ -14,7 +14,8 @@
 //! `RUVIO_FAULT=lpush:mid-write` in the environment, LPUSH panics at its `mid-write`
 //! point, so the tests can show what a real bug would do. Release builds compile
 //! them to nothing. Points: the list pushes (`lpush`, `rpush`, `lpushx`, `rpushx`)
-//! at `before-write` and `mid-write` (inside the change of an existing list).
+//! at `before-write` and `mid-write` (inside the change of an existing list); the
+//! server's log at `wal:enospc` (every log write after the first fails with ENOSPC).
 
 use std::cell::Cell;
 
@@ -36,19 +37,30 @@ pub fn mutations() -> u64 {
 
 /// Panic here when `RUVIO_FAULT` is `<command>:<stage>` for this command (its name
 /// as the client sent it, any case) and stage (debug builds only).
-#[cfg(debug_assertions)]
 pub(crate) fn point(command: &[u8], stage: &str) {
+    if is_armed(command, stage) {
+        panic!(
+            "fault point {}:{stage} (RUVIO_FAULT)",
+            String::from_utf8_lossy(command)
+        );
+    }
+}
+
+/// `RUVIO_FAULT` is `<name>:<stage>` (name compared in any case); always false in
+/// release builds. The server uses it for its own fault points (the log's disk).
+#[cfg(debug_assertions)]
+pub fn is_armed(name: &[u8], stage: &str) -> bool {
     static ARMED: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let armed = ARMED.get_or_init(|| std::env::var("RUVIO_FAULT").ok());
-    let Some((name, armed_stage)) = armed.as_deref().and_then(|a| a.split_once(':')) else {
-        return;
-    };
-    if armed_stage == stage && name.as_bytes().eq_ignore_ascii_case(command) {
-        panic!("fault point {name}:{stage} (RUVIO_FAULT)");
-    }
+    armed
+        .as_deref()
+        .and_then(|a| a.split_once(':'))
+        .is_some_and(|(n, s)| s == stage && n.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// Fault points are compiled out of release builds.
 #[cfg(not(debug_assertions))]
 #[inline(always)]
-pub(crate) fn point(_command: &[u8], _stage: &str) {}
+pub fn is_armed(_name: &[u8], _stage: &str) -> bool {
+    false
+}

@@ -27,19 +27,28 @@ impl PortMode {
     }
 }
 
-/// When a write is acknowledged. Only `memory` exists until the WAL lands.
+/// When a write is acknowledged (docs/durability.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Durability {
     /// No persistence: writes live in memory only.
     Memory,
+    /// Every write is logged and acknowledged at once; the log is fsynced once a
+    /// second (Redis' `appendonly yes`, `appendfsync everysec`).
+    Everysec,
 }
 
 impl Durability {
     pub fn name(self) -> &'static str {
         match self {
             Durability::Memory => "memory",
+            Durability::Everysec => "everysec",
         }
+    }
+
+    /// Writes go to a log.
+    pub fn logs(self) -> bool {
+        self != Durability::Memory
     }
 }
 
@@ -69,9 +78,16 @@ pub struct Cli {
     /// CPUs to pin shards to, e.g. `0,1` or `0-3` (shard i runs on the i-th CPU listed).
     #[arg(long)]
     pub cpus: Option<String>,
-    /// memory (the WAL adds everysec and always).
+    /// memory (no log) or everysec (a log per shard, fsynced once a second).
     #[arg(long, value_enum)]
     pub durability: Option<Durability>,
+    /// Data directory: the shards' logs (default ./data).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Start even if a log is damaged in the middle: cut it at the damage (the
+    /// records after it are lost). Without it such a start is refused.
+    #[arg(long)]
+    pub wal_truncate_corrupt: bool,
     /// Require clients to AUTH with this password.
     #[arg(long)]
     pub requirepass: Option<String>,
@@ -129,6 +145,7 @@ struct FileConfig {
     lfu_log_factor: Option<u32>,
     lfu_decay_time: Option<u32>,
     cluster_announce_ip: Option<String>,
+    dir: Option<PathBuf>,
 }
 
 /// The resolved configuration every shard starts from.
@@ -157,6 +174,10 @@ pub struct Config {
     pub timeout_s: u64,
     /// `cluster-announce-ip`: empty for none.
     pub cluster_announce_ip: String,
+    /// Where the shards' logs live.
+    pub dir: PathBuf,
+    /// Cut a log damaged in the middle instead of refusing to start.
+    pub wal_truncate_corrupt: bool,
     /// Where the config was loaded from, for INFO's `config_file`.
     pub config_file: Option<PathBuf>,
     /// Encoding thresholds of the data types (list-max-listpack-size ...).
@@ -238,6 +259,11 @@ impl Config {
                 .cluster_announce_ip
                 .or(file.cluster_announce_ip)
                 .unwrap_or_default(),
+            dir: cli
+                .dir
+                .or(file.dir)
+                .unwrap_or_else(|| PathBuf::from("./data")),
+            wal_truncate_corrupt: cli.wal_truncate_corrupt,
             config_file: cli.config,
             engine,
         })

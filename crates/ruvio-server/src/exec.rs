@@ -11,6 +11,7 @@ use crate::conn::Conn;
 use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
+use ruvio_engine::command::flags::WRITE;
 use ruvio_engine::command::{Block, CmdResult, Effects, ExecCtx, KeyPositions, Outcome};
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
@@ -60,11 +61,27 @@ pub fn run_engine(
             };
         }
     }
+    // A command on keys borrowed from other shards is not logged here: its keys'
+    // records belong in their owners' logs (docs/durability.md, known gaps).
+    let logging = core.wal.is_some() && cmd.meta.has(WRITE) && !caller.borrowing;
+    if let Some(error) = core
+        .wal
+        .as_ref()
+        .and_then(|w| w.failed())
+        .filter(|_| logging)
+    {
+        let e = CmdError::AofWriteFailed(error.to_string());
+        core.stats.per_command[cmd.stat].failed += 1;
+        core.stats.count_error(&e);
+        e.write(&mut Reply::new(out, caller.proto));
+        return Ran::default();
+    }
     let mut ctx = ExecCtx::new(caller.db, core.now_ms);
     ctx.no_touch = caller.no_touch;
     ctx.may_block = caller.may_block;
-    if caller.borrowing || !core.blocking.is_empty() {
-        ctx.effects = Effects::recording(true, false, false);
+    let keys = caller.borrowing || !core.blocking.is_empty();
+    if keys || logging {
+        ctx.effects = Effects::recording(keys, false, logging);
     }
     let reply_start = out.len();
     let mutations_before = ruvio_engine::fault::mutations();
@@ -82,6 +99,10 @@ pub fn run_engine(
         Err(_) => contain_panic(core, cmd, mutations_before, reply_start, &mut reply),
     };
     core.stats.dirty += ctx.effects.dirty;
+    if let Some(wal) = core.wal.as_mut().filter(|_| logging) {
+        ctx.effects
+            .visit_log_records(args, |record| wal.append(caller.db, record));
+    }
     for (db, key) in ctx.effects.modified_keys() {
         core.blocking.signal(db, key);
     }

@@ -19,6 +19,7 @@ mod shard;
 mod slab;
 mod stats;
 mod topology;
+mod wal;
 
 use clap::Parser;
 use config::{Cli, Config};
@@ -62,6 +63,9 @@ fn main() {
             std::process::exit(1);
         }
     };
+    if let Err(e) = wal::check_layout(&cfg) {
+        fail(&e);
+    }
     let registry = registry::registry();
     let topo = Arc::new(topology::Topology::new(&cfg));
     let shared = Arc::new(stats::Shared::new(

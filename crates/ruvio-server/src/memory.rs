@@ -39,8 +39,12 @@ pub fn enforce(core: &mut ShardCore) -> bool {
         if evicted == EVICT_PER_CHECK_MAX || !my_turn(core) {
             return true;
         }
-        if core.engine.evict_one(core.now_ms).is_none() {
+        let Some((db, key)) = core.engine.evict_one(core.now_ms) else {
             return true;
+        };
+        // Redis propagates an eviction as a DEL: a restart must not bring it back.
+        if let Some(wal) = core.wal.as_mut() {
+            wal.append(db, &mut [&b"DEL"[..], &key].into_iter());
         }
         evicted += 1;
         core.stats.dirty += 1;

@@ -65,6 +65,8 @@ const OP_ACCEPT: u64 = 1;
 const OP_RECV: u64 = 2;
 const OP_SEND: u64 = 3;
 const OP_DOORBELL: u64 = 4;
+const OP_WAL_WRITE: u64 = 5;
+const OP_WAL_FSYNC: u64 = 6;
 
 fn token(op: u64, gen: u32, index: u32) -> u64 {
     (op << 56) | ((gen as u64) << 32) | index as u64
@@ -109,6 +111,8 @@ pub struct ShardCore {
     pub pause: Pause,
     /// When this shard next returns free allocator pages (see `memory`).
     pub next_trim_ms: u64,
+    /// The write-ahead log (durability everysec); `None` in memory mode.
+    pub wal: Option<crate::wal::Wal>,
 }
 
 /// A shard with its sockets.
@@ -170,6 +174,13 @@ impl Shard {
         let shards = topo.nodes.len();
         let mut engine = Engine::new(cfg.databases);
         *engine.config_mut() = cfg.engine;
+        let wal = if cfg.durability.logs() {
+            let end = crate::wal::recover(&mut engine, &cfg, id, unix_ms())
+                .map_err(std::io::Error::other)?;
+            Some(crate::wal::Wal::open(&cfg, id, end)?)
+        } else {
+            None
+        };
         Ok(Shard {
             core: ShardCore {
                 id,
@@ -188,6 +199,7 @@ impl Shard {
                 gathering: Gathering::default(),
                 pause: Pause::default(),
                 next_trim_ms: 0,
+                wal,
             },
             conns: Slab::default(),
             ring,
@@ -231,6 +243,7 @@ impl Shard {
             crate::memory::enforce(&mut self.core);
             self.ship_outbox();
             self.run_deferred();
+            self.submit_wal_write();
             self.flush_dirty();
             if self.core.now_ms >= self.next_tick_ms {
                 self.tick();
@@ -347,6 +360,12 @@ impl Shard {
             }
             OP_SEND => self.sent(index, gen, result),
             OP_DOORBELL => self.arm_doorbell(),
+            OP_WAL_WRITE => self.wal_written(result),
+            OP_WAL_FSYNC => {
+                if let Some(wal) = self.core.wal.as_mut() {
+                    wal.fsync_done(result);
+                }
+            }
             _ => {}
         }
     }
@@ -556,7 +575,7 @@ impl Shard {
     /// Parse and run the connection's input, then re-arm its receive. While the
     /// mesh is congested the input waits (see [`crate::forward::MESH_BACKLOG_MESSAGES_MAX`]).
     fn run_input(&mut self, index: u32, gen: u32) {
-        if self.mesh.as_ref().is_some_and(Mesh::congested) {
+        if self.input_must_wait() {
             self.deferred.push((index, gen));
             return;
         }
@@ -728,9 +747,59 @@ impl Shard {
         }
     }
 
+    /// New requests wait while a peer shard is behind or the log's disk is.
+    fn input_must_wait(&self) -> bool {
+        self.mesh.as_ref().is_some_and(Mesh::congested)
+            || self
+                .core
+                .wal
+                .as_ref()
+                .is_some_and(crate::wal::Wal::backed_up)
+    }
+
+    /// Submit the log's next write, if one is due (one in flight at a time).
+    fn submit_wal_write(&mut self) {
+        let Some(op) = self.core.wal.as_mut().and_then(crate::wal::Wal::next_write) else {
+            return;
+        };
+        self.push_wal_write(op);
+    }
+
+    fn push_wal_write(&mut self, op: crate::wal::WriteOp) {
+        let entry = opcode::Write::new(types::Fd(op.fd), op.ptr, op.len)
+            .offset(op.offset)
+            .build()
+            .user_data(token(OP_WAL_WRITE, 0, 0));
+        self.push(entry);
+    }
+
+    /// The log's write completed: continue a short write, or start the next one.
+    fn wal_written(&mut self, result: i32) {
+        let Some(wal) = self.core.wal.as_mut() else {
+            return;
+        };
+        match wal.write_done(result) {
+            Some(rest) => self.push_wal_write(rest),
+            None => self.submit_wal_write(),
+        }
+    }
+
+    /// everysec: start the log's fsync once a second.
+    fn sync_wal_if_due(&mut self) {
+        let now = self.core.now_ms;
+        let Some(fd) = self.core.wal.as_mut().and_then(|w| w.fsync_due(now)) else {
+            return;
+        };
+        let entry = opcode::Fsync::new(types::Fd(fd))
+            .flags(types::FsyncFlags::DATASYNC)
+            .build()
+            .user_data(token(OP_WAL_FSYNC, 0, 0));
+        self.push(entry);
+    }
+
     /// Run the input left waiting while the mesh was congested, once it is not.
     fn run_deferred(&mut self) {
-        if self.deferred.is_empty() || self.mesh.as_ref().is_some_and(Mesh::congested) {
+        if self.deferred.is_empty() || self.input_must_wait() {
             return;
         }
         for (index, gen) in std::mem::take(&mut self.deferred) {
@@ -754,6 +823,7 @@ impl Shard {
             end_pause(&mut self.core, &mut self.conns);
         }
         crate::memory::give_back_free_pages(&mut self.core);
+        self.sync_wal_if_due();
         self.close_idle_clients();
         self.publish_gauges();
     }
@@ -804,6 +874,8 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     g.blocked_clients.store(blocked_here(core), Relaxed);
     g.dirty.store(core.stats.dirty, Relaxed);
     g.ops_per_sec.store(core.stats.ops.per_sec(), Relaxed);
+    let wal_failed = core.wal.as_ref().is_some_and(|w| w.failed().is_some());
+    g.wal_failed.store(wal_failed as u64, Relaxed);
     g.epoch.store(core.stats.epoch, Relaxed);
     let mut tables = g.tables.lock().unwrap_or_else(|e| e.into_inner());
     tables.epoch = core.stats.epoch;

@@ -129,6 +129,8 @@ pub struct ShardGauges {
     pub blocked_clients: AtomicU64,
     pub dirty: AtomicU64,
     pub ops_per_sec: AtomicU64,
+    /// 1 once the shard's write-ahead log failed (INFO aof_last_write_status).
+    pub wal_failed: AtomicU64,
     /// The statistics epoch of the counters above (see the module docs).
     pub epoch: AtomicU64,
     /// Per database: keys and keys with a TTL.

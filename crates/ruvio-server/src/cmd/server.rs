@@ -249,9 +249,14 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             line("rdb_bgsave_in_progress", &0);
             line("rdb_last_save_time", &(shared.started_unix_ms / 1000));
             line("rdb_last_bgsave_status", &"ok");
-            line("aof_enabled", &0);
+            line("aof_enabled", &(core.cfg.durability.logs() as u8));
             line("aof_rewrite_in_progress", &0);
-            line("aof_last_write_status", &"ok");
+            let failed = shared
+                .shards
+                .iter()
+                .any(|g| g.wal_failed.load(Relaxed) != 0)
+                || core.wal.as_ref().is_some_and(|w| w.failed().is_some());
+            line("aof_last_write_status", &if failed { "err" } else { "ok" });
         }
         "stats" => {
             let engine = core.engine.stats();
@@ -529,8 +534,11 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "appendonly",
-        get: |_| "no".into(),
-        set: Some(set_persistence_off),
+        get: |c| if c.cfg.durability.logs() { "yes" } else { "no" }.into(),
+        set: Some(|c, v| {
+            let now = if c.cfg.durability.logs() { "yes" } else { "no" };
+            (v == now).then_some(()).ok_or(())
+        }),
     },
     Param {
         name: "appendfsync",

@@ -236,9 +236,13 @@ impl Server {
                     &shards.to_string(),
                     "--port-mode",
                     mode.flag(),
-                    "--durability",
-                    "memory",
                 ])
+                // In memory unless the test says otherwise.
+                .args(
+                    ["--durability", "memory"]
+                        .iter()
+                        .filter(|_| !extra.contains(&"--durability")),
+                )
                 .args(extra)
                 .envs(env.iter().copied()),
             &log,

@@ -1,0 +1,362 @@
+//! A shard's write-ahead log: what its writes append, when the bytes go to disk,
+//! and how the keyspace is rebuilt from it at start (docs/durability.md).
+//!
+//! - **Appending** costs a memcpy: `exec::run_engine` hands every write's log
+//!   records (the engine's `Effects::visit_log_records`) to [`Wal::append`], which
+//!   frames them into the `filling` buffer.
+//! - **Writing** is one io_uring write per loop iteration at most: when no write is
+//!   in flight and `filling` holds records, the two buffers swap and the shard
+//!   submits `writing` at the segment's offset on its own ring (the loop never
+//!   waits for the disk). Records appended meanwhile form the next write: group
+//!   commit falls out of the double buffer.
+//! - **everysec**: an fdatasync once a second (from the tick), never two at once.
+//! - **Back-pressure**: when the disk is slower than the writes and `filling` passes
+//!   [`FILLING_BYTES_MAX`], the shard takes no new client input until it drains.
+//! - **Disk errors** (a failed or short write, a failed fsync) stop the log: writes
+//!   get Redis' `-MISCONF Errors writing to the AOF file: ...`, reads go on, INFO
+//!   persistence says `aof_last_write_status:err`.
+//! - **Recovery** ([`recover`]) replays each segment in order through the engine's
+//!   own handlers before the shard takes clients; a torn tail is cut at the last
+//!   good record (with a log line), damage in the middle refuses the start unless
+//!   `--wal-truncate-corrupt`.
+
+use crate::config::{Config, Durability};
+use crate::registry::{registry, Handler};
+use ruvio_engine::command::CommandTree;
+use ruvio_engine::command::ExecCtx;
+use ruvio_engine::Engine;
+use ruvio_resp::{OwnedArgs, Protocol, Reply};
+use ruvio_wal::segment::{list_segments, segment_name, shard_dir, SEGMENT_BYTES_MAX};
+use ruvio_wal::{append_command, read_log, LogEnd};
+use std::fs::{File, OpenOptions};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+
+/// Records waiting for the disk beyond this stop the shard from reading new
+/// requests (the log's memory stays bounded when the disk is slower than writes).
+pub const FILLING_BYTES_MAX: usize = 64 << 20;
+
+/// How often `everysec` syncs the log.
+const FSYNC_EVERY_MS: u64 = 1000;
+
+/// One shard's log.
+pub struct Wal {
+    mode: Durability,
+    dir: PathBuf,
+    file: File,
+    segment: u64,
+    /// Bytes of the current segment written or being written.
+    offset: u64,
+    /// Records appended since the last write was submitted.
+    filling: Vec<u8>,
+    /// The bytes of the write in flight (untouched until it completes).
+    writing: Vec<u8>,
+    /// Bytes of `writing` the kernel has taken so far.
+    written: usize,
+    write_in_flight: bool,
+    fsync_in_flight: bool,
+    /// Bytes were written since the last fsync started.
+    unsynced: bool,
+    next_fsync_ms: u64,
+    /// The first disk error; the log takes no more writes once set.
+    error: Option<String>,
+    /// Writes completed (the fault point counts them).
+    writes_done: u64,
+}
+
+/// A write the shard submits: `len` bytes at `ptr` to `fd` at `offset`.
+pub struct WriteOp {
+    pub fd: RawFd,
+    pub ptr: *const u8,
+    pub len: u32,
+    pub offset: u64,
+}
+
+impl Wal {
+    /// Open shard `shard`'s log for appending after recovery: the last segment,
+    /// cut to `valid_bytes`, or a first segment.
+    pub fn open(cfg: &Config, shard: usize, end: RecoveredEnd) -> std::io::Result<Wal> {
+        let dir = shard_dir(&cfg.dir, shard);
+        std::fs::create_dir_all(&dir)?;
+        let (segment, offset) = match end {
+            RecoveredEnd::Segment {
+                number,
+                valid_bytes,
+            } => (number, valid_bytes),
+            RecoveredEnd::Empty => (1, 0),
+        };
+        let file = open_segment(&dir, segment)?;
+        file.set_len(offset)?;
+        Ok(Wal {
+            mode: cfg.durability,
+            dir,
+            file,
+            segment,
+            offset,
+            filling: Vec::new(),
+            writing: Vec::new(),
+            written: 0,
+            write_in_flight: false,
+            fsync_in_flight: false,
+            unsynced: false,
+            next_fsync_ms: 0,
+            error: None,
+            writes_done: 0,
+        })
+    }
+
+    /// Log one record: `args` ran in database `db`.
+    pub fn append(&mut self, db: usize, args: &mut dyn Iterator<Item = &[u8]>) {
+        if self.error.is_none() {
+            append_command(&mut self.filling, db, args);
+        }
+    }
+
+    /// The first disk error, when writes must be refused.
+    pub fn failed(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// Too many records wait for the disk: take no new requests.
+    pub fn backed_up(&self) -> bool {
+        self.filling.len() > FILLING_BYTES_MAX
+    }
+
+    /// The next write to submit, if none is in flight and records wait.
+    pub fn next_write(&mut self) -> Option<WriteOp> {
+        if self.write_in_flight || self.filling.is_empty() || self.error.is_some() {
+            return None;
+        }
+        std::mem::swap(&mut self.filling, &mut self.writing);
+        self.filling.clear();
+        self.written = 0;
+        self.write_in_flight = true;
+        Some(self.pending_op())
+    }
+
+    fn pending_op(&self) -> WriteOp {
+        let rest = &self.writing[self.written..];
+        WriteOp {
+            fd: self.file.as_raw_fd(),
+            ptr: rest.as_ptr(),
+            len: rest.len().min(u32::MAX as usize) as u32,
+            offset: self.offset,
+        }
+    }
+
+    /// The write in flight completed with `result`; returns the rest to submit
+    /// after a short write.
+    pub fn write_done(&mut self, result: i32) -> Option<WriteOp> {
+        let result = self.injected_fault(result);
+        if result <= 0 {
+            self.write_in_flight = false;
+            self.fail("write", result);
+            return None;
+        }
+        self.written += result as usize;
+        self.offset += result as u64;
+        self.unsynced = true;
+        if self.written < self.writing.len() {
+            return Some(self.pending_op());
+        }
+        self.write_in_flight = false;
+        if self.offset >= SEGMENT_BYTES_MAX && !self.fsync_in_flight {
+            self.rotate();
+        }
+        None
+    }
+
+    /// `RUVIO_FAULT=wal:enospc` (debug builds): every write after the first one
+    /// fails as a full disk would, to test what writers and readers see.
+    fn injected_fault(&mut self, result: i32) -> i32 {
+        self.writes_done += 1;
+        let full = ruvio_engine::fault::is_armed(b"wal", "enospc") && self.writes_done > 1;
+        if full {
+            -libc::ENOSPC
+        } else {
+            result
+        }
+    }
+
+    /// An fsync to start now (`everysec`: once a second, one at a time).
+    pub fn fsync_due(&mut self, now_ms: u64) -> Option<RawFd> {
+        let due = self.mode == Durability::Everysec && now_ms >= self.next_fsync_ms;
+        if !due || !self.unsynced || self.fsync_in_flight || self.error.is_some() {
+            return None;
+        }
+        self.next_fsync_ms = now_ms + FSYNC_EVERY_MS;
+        self.unsynced = false;
+        self.fsync_in_flight = true;
+        Some(self.file.as_raw_fd())
+    }
+
+    /// The fsync in flight completed with `result`.
+    pub fn fsync_done(&mut self, result: i32) {
+        self.fsync_in_flight = false;
+        if result < 0 {
+            self.fail("fsync", result);
+        }
+    }
+
+    /// Start the next segment: the current one is synced first (its last bytes must
+    /// not be lost when only the new file is synced later).
+    fn rotate(&mut self) {
+        if let Err(e) = self.file.sync_data() {
+            self.error = Some(strerror(e.raw_os_error().unwrap_or(libc::EIO)));
+            return;
+        }
+        match open_segment(&self.dir, self.segment + 1) {
+            Ok(file) => {
+                self.file = file;
+                self.segment += 1;
+                self.offset = 0;
+            }
+            Err(e) => self.error = Some(strerror(e.raw_os_error().unwrap_or(libc::EIO))),
+        }
+    }
+
+    fn fail(&mut self, what: &str, result: i32) {
+        let error = if result == 0 {
+            "short write".to_string()
+        } else {
+            strerror(-result)
+        };
+        eprintln!(
+            "ruvio: log {what} failed in {}: {error}; writes are refused from now on",
+            self.dir.display()
+        );
+        self.error.get_or_insert(error);
+    }
+}
+
+/// The C library's text for `errno` (Redis prints `strerror`), without Rust's
+/// ` (os error N)` suffix.
+fn strerror(errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}
+
+fn open_segment(dir: &Path, number: u64) -> std::io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .read(true)
+        .write(true)
+        .truncate(false)
+        .open(dir.join(segment_name(number)))
+}
+
+/// Refuse to start on logs written with another shard count: a key's records are
+/// in the log of the shard that owned it, and another count moves keys.
+pub fn check_layout(cfg: &Config) -> Result<(), String> {
+    if !cfg.durability.logs() {
+        return Ok(());
+    }
+    let found = ruvio_wal::segment::shard_dirs(&cfg.dir)
+        .map_err(|e| format!("data directory {}: {e}", cfg.dir.display()))?;
+    let with_logs: Vec<usize> = found
+        .into_iter()
+        .filter(|&i| list_segments(&shard_dir(&cfg.dir, i)).is_ok_and(|s| !s.is_empty()))
+        .collect();
+    match with_logs.iter().max() {
+        Some(&last) if last + 1 != cfg.shards => Err(format!(
+            "{} holds the logs of {} shards; start with --shards {} (changing the shard count of a data directory is not supported yet)",
+            cfg.dir.display(),
+            last + 1,
+            last + 1
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Where the recovered log ends: the segment to append to and its good length.
+pub enum RecoveredEnd {
+    Empty,
+    Segment { number: u64, valid_bytes: u64 },
+}
+
+/// Replay shard `shard`'s log into `engine`. Returns where appending resumes, or
+/// why the shard cannot start.
+pub fn recover(
+    engine: &mut Engine,
+    cfg: &Config,
+    shard: usize,
+    now_ms: u64,
+) -> Result<RecoveredEnd, String> {
+    let dir = shard_dir(&cfg.dir, shard);
+    let segments = list_segments(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut end = RecoveredEnd::Empty;
+    let mut records = 0u64;
+    let mut scratch = Vec::new();
+    for (i, &number) in segments.iter().enumerate() {
+        let path = dir.join(segment_name(number));
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (valid, how) = read_log(&bytes, |record| {
+            replay(engine, record.db, &record.args, now_ms, &mut scratch);
+            records += 1;
+        });
+        let last = i + 1 == segments.len();
+        match how {
+            LogEnd::Clean => {}
+            LogEnd::TornTail { at } if last => eprintln!(
+                "ruvio: shard {shard}: {} ends in a partly written record at byte {at}; cut there",
+                path.display()
+            ),
+            LogEnd::TornTail { at } | LogEnd::Corrupt { at, .. } if cfg.wal_truncate_corrupt => {
+                eprintln!(
+                    "ruvio: shard {shard}: {} is damaged at byte {at}; cut there as --wal-truncate-corrupt says (later records and segments are dropped)",
+                    path.display()
+                );
+                for &later in &segments[i + 1..] {
+                    let _ = std::fs::remove_file(dir.join(segment_name(later)));
+                }
+                return Ok(RecoveredEnd::Segment { number, valid_bytes: valid as u64 });
+            }
+            LogEnd::TornTail { at } | LogEnd::Corrupt { at, .. } => {
+                return Err(format!(
+                    "{} is damaged at byte {at} and good records follow; refusing to start (--wal-truncate-corrupt cuts the log there, losing what follows)",
+                    path.display()
+                ))
+            }
+        }
+        end = RecoveredEnd::Segment {
+            number,
+            valid_bytes: valid as u64,
+        };
+    }
+    if records > 0 {
+        eprintln!("ruvio: shard {shard}: replayed {records} log records");
+    }
+    Ok(end)
+}
+
+/// Run one logged command through the engine (its reply is dropped). Only engine
+/// commands are ever logged (`exec::run_engine` is the one place that appends).
+fn replay(engine: &mut Engine, db: usize, args: &[&[u8]], now_ms: u64, scratch: &mut Vec<u8>) {
+    if args.is_empty() {
+        return;
+    }
+    let argv: OwnedArgs = args.iter().copied().collect();
+    let argv = argv.args();
+    let command = registry()
+        .lookup(argv.get(0))
+        .and_then(|c| c.resolve(argv).ok());
+    let Some(Handler::Engine(handler)) = command.and_then(|c| c.handler) else {
+        eprintln!(
+            "ruvio: a log record names no keyspace command: {:?}",
+            String::from_utf8_lossy(argv.get(0))
+        );
+        return;
+    };
+    let mut ctx = ExecCtx::new(db, now_ms);
+    ctx.may_block = false;
+    scratch.clear();
+    let _ = handler(
+        engine,
+        &mut ctx,
+        argv,
+        &mut Reply::new(scratch, Protocol::Resp2),
+    );
+}
