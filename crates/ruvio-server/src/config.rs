@@ -36,6 +36,9 @@ pub enum Durability {
     /// Every write is logged and acknowledged at once; the log is fsynced once a
     /// second (Redis' `appendonly yes`, `appendfsync everysec`).
     Everysec,
+    /// A write's reply, and every later reply of its connection, is sent once the
+    /// log group holding it is on disk (Redis' `appendfsync always`).
+    Always,
 }
 
 impl Durability {
@@ -43,6 +46,7 @@ impl Durability {
         match self {
             Durability::Memory => "memory",
             Durability::Everysec => "everysec",
+            Durability::Always => "always",
         }
     }
 
@@ -78,7 +82,8 @@ pub struct Cli {
     /// CPUs to pin shards to, e.g. `0,1` or `0-3` (shard i runs on the i-th CPU listed).
     #[arg(long)]
     pub cpus: Option<String>,
-    /// memory (no log) or everysec (a log per shard, fsynced once a second).
+    /// memory (no log), everysec (a log per shard, fsynced once a second) or always
+    /// (replies wait until their writes are on disk).
     #[arg(long, value_enum)]
     pub durability: Option<Durability>,
     /// Data directory: the shards' logs (default ./data).

@@ -120,6 +120,9 @@ pub struct ReplyQueue {
     /// Slots held from now on belong to a command whose reply is dropped (CLIENT
     /// REPLY OFF/SKIP); set around one command by the dispatcher.
     pub silent_new: bool,
+    /// `always`: the last gate held for a logged write, `(seq, log group)` (see
+    /// `durable`).
+    pub last_gate: Option<(u64, u64)>,
 }
 
 impl ReplyQueue {

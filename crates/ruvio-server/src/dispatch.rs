@@ -10,6 +10,7 @@ use crate::blocking::Waiter;
 use crate::cmd::Ctx;
 use crate::config::PortMode;
 use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyMode, ReplyQueue, SCAN_SHARD_SHIFT};
+use crate::durable;
 use crate::exec::{self, run_engine, Caller};
 use crate::forward::Tag;
 use crate::lending;
@@ -18,7 +19,7 @@ use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::TIMING_SAMPLE_EVERY;
-use ruvio_engine::command::flags::{ALL_SHARDS, BLOCKING, DENYOOM, NO_AUTH, SPLITTABLE};
+use ruvio_engine::command::flags::{ALL_SHARDS, BLOCKING, DENYOOM, NO_AUTH, SPLITTABLE, WRITE};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::{CmdError, CommandMeta};
@@ -480,7 +481,16 @@ fn run_local(
     match cmd.handler {
         Some(Handler::Engine(_)) => {
             let caller = caller(client);
-            if let Some(block) = run_engine(core, cmd, caller, args, replies.sink()).block {
+            let gate = cmd
+                .meta
+                .has(WRITE)
+                .then(|| durable::open_gate(core, replies))
+                .flatten();
+            let ran = run_engine(core, cmd, caller, args, replies.sink());
+            if let Some(gate) = gate {
+                durable::close_gate(core, replies, who, gate);
+            }
+            if let Some(block) = ran.block {
                 let seq = replies.hold(Merge::Single, 1);
                 client.blocked = Some(BlockedOn { seq, remote: None });
                 let waiter = Waiter::Local {

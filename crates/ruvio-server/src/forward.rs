@@ -506,6 +506,7 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
         };
         // A bug in one command must not take the shard (and every connection
         // waiting on it) down: the net answers this command with an error.
+        let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run_engine(core, cmd, caller, args, &mut out)
         }));
@@ -522,7 +523,7 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
                 };
                 exec::park(core, waiter, caller, args, block);
             }
-            None => core.outbox.reply(batch.from, tag, &out),
+            None => crate::durable::reply_forwarded(core, batch.from, tag, &out, filling_before),
         }
         exec::serve_ready(core, conns);
     }

@@ -7,6 +7,7 @@ mod cmd;
 mod config;
 mod conn;
 mod dispatch;
+mod durable;
 mod exec;
 mod forward;
 mod gather;

@@ -111,8 +111,10 @@ pub struct ShardCore {
     pub pause: Pause,
     /// When this shard next returns free allocator pages (see `memory`).
     pub next_trim_ms: u64,
-    /// The write-ahead log (durability everysec); `None` in memory mode.
+    /// The write-ahead log (durability everysec or always); `None` in memory mode.
     pub wal: Option<crate::wal::Wal>,
+    /// `always`: replies waiting for their log group (see `durable`).
+    pub gated: crate::durable::Gated,
 }
 
 /// A shard with its sockets.
@@ -200,6 +202,7 @@ impl Shard {
                 pause: Pause::default(),
                 next_trim_ms: 0,
                 wal,
+                gated: Default::default(),
             },
             conns: Slab::default(),
             ring,
@@ -365,6 +368,8 @@ impl Shard {
                 if let Some(wal) = self.core.wal.as_mut() {
                     wal.fsync_done(result);
                 }
+                crate::durable::release(&mut self.core, &mut self.conns);
+                self.submit_wal_write();
             }
             _ => {}
         }
@@ -766,35 +771,43 @@ impl Shard {
     }
 
     fn push_wal_write(&mut self, op: crate::wal::WriteOp) {
-        let entry = opcode::Write::new(types::Fd(op.fd), op.ptr, op.len)
+        let write = opcode::Write::new(types::Fd(op.fd), op.ptr, op.len)
             .offset(op.offset)
             .build()
             .user_data(token(OP_WAL_WRITE, 0, 0));
-        self.push(entry);
+        self.push(write);
     }
 
-    /// The log's write completed: continue a short write, or start the next one.
+    /// The log's write completed: continue a short write; under `always` sync the
+    /// group now (submitted with the next wait: no linked entries, which a full
+    /// ring could separate); else start the next write.
     fn wal_written(&mut self, result: i32) {
         let Some(wal) = self.core.wal.as_mut() else {
             return;
         };
-        match wal.write_done(result) {
-            Some(rest) => self.push_wal_write(rest),
+        if let Some(rest) = wal.write_done(result) {
+            return self.push_wal_write(rest);
+        }
+        match wal.group_sync_due() {
+            Some(fd) => self.push_fsync(fd),
             None => self.submit_wal_write(),
         }
     }
 
-    /// everysec: start the log's fsync once a second.
-    fn sync_wal_if_due(&mut self) {
-        let now = self.core.now_ms;
-        let Some(fd) = self.core.wal.as_mut().and_then(|w| w.fsync_due(now)) else {
-            return;
-        };
+    fn push_fsync(&mut self, fd: RawFd) {
         let entry = opcode::Fsync::new(types::Fd(fd))
             .flags(types::FsyncFlags::DATASYNC)
             .build()
             .user_data(token(OP_WAL_FSYNC, 0, 0));
         self.push(entry);
+    }
+
+    /// everysec: start the log's fsync once a second.
+    fn sync_wal_if_due(&mut self) {
+        let now = self.core.now_ms;
+        if let Some(fd) = self.core.wal.as_mut().and_then(|w| w.fsync_due(now)) {
+            self.push_fsync(fd);
+        }
     }
 
     /// Run the input left waiting while the mesh was congested, once it is not.

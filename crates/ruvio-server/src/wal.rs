@@ -14,7 +14,9 @@
 //!   [`FILLING_BYTES_MAX`], the shard takes no new client input until it drains.
 //! - **Disk errors** (a failed or short write, a failed fsync) stop the log: writes
 //!   get Redis' `-MISCONF Errors writing to the AOF file: ...`, reads go on, INFO
-//!   persistence says `aof_last_write_status:err`.
+//!   persistence says `aof_last_write_status:err`. Under `always` the process exits
+//!   instead, as Redis does: the replies waiting for the failed group can be neither
+//!   sent nor taken back.
 //! - **Recovery** ([`recover`]) replays each segment in order through the engine's
 //!   own handlers before the shard takes clients; a torn tail is cut at the last
 //!   good record (with a log line), damage in the middle refuses the start unless
@@ -62,6 +64,12 @@ pub struct Wal {
     error: Option<String>,
     /// Writes completed (the fault point counts them).
     writes_done: u64,
+    /// The group records appended now belong to (always: released together).
+    open_group: u64,
+    /// The group of the write in flight.
+    writing_group: u64,
+    /// Every group up to this one is on disk.
+    durable_group: u64,
 }
 
 /// A write the shard submits: `len` bytes at `ptr` to `fd` at `offset`.
@@ -102,6 +110,9 @@ impl Wal {
             next_fsync_ms: 0,
             error: None,
             writes_done: 0,
+            open_group: 1,
+            writing_group: 0,
+            durable_group: 0,
         })
     }
 
@@ -110,6 +121,27 @@ impl Wal {
         if self.error.is_none() {
             append_command(&mut self.filling, db, args);
         }
+    }
+
+    /// `always`: replies of logged writes wait for their group.
+    pub fn gates_replies(&self) -> bool {
+        self.mode == Durability::Always
+    }
+
+    /// The group records appended now belong to.
+    pub fn open_group(&self) -> u64 {
+        self.open_group
+    }
+
+    /// Every group up to this one is on disk.
+    pub fn durable_group(&self) -> u64 {
+        self.durable_group
+    }
+
+    /// Bytes appended so far and not yet submitted (a write logged something when
+    /// this grew).
+    pub fn filling_bytes(&self) -> usize {
+        self.filling.len()
     }
 
     /// The first disk error, when writes must be refused.
@@ -123,14 +155,19 @@ impl Wal {
     }
 
     /// The next write to submit, if none is in flight and records wait.
+    /// Under `always` the write is followed by an fdatasync, and the next write
+    /// waits for both (the records appended meanwhile are the next group).
     pub fn next_write(&mut self) -> Option<WriteOp> {
-        if self.write_in_flight || self.filling.is_empty() || self.error.is_some() {
+        let busy = self.write_in_flight || (self.gates_replies() && self.fsync_in_flight);
+        if busy || self.filling.is_empty() || self.error.is_some() {
             return None;
         }
         std::mem::swap(&mut self.filling, &mut self.writing);
         self.filling.clear();
         self.written = 0;
         self.write_in_flight = true;
+        self.writing_group = self.open_group;
+        self.open_group += 1;
         Some(self.pending_op())
     }
 
@@ -160,7 +197,7 @@ impl Wal {
             return Some(self.pending_op());
         }
         self.write_in_flight = false;
-        if self.offset >= SEGMENT_BYTES_MAX && !self.fsync_in_flight {
+        if self.offset >= SEGMENT_BYTES_MAX && !self.fsync_in_flight && !self.gates_replies() {
             self.rotate();
         }
         None
@@ -190,11 +227,29 @@ impl Wal {
         Some(self.file.as_raw_fd())
     }
 
-    /// The fsync in flight completed with `result`.
+    /// `always`: the group just written goes to disk now (one fdatasync per group).
+    pub fn group_sync_due(&mut self) -> Option<RawFd> {
+        if !self.gates_replies() || self.error.is_some() || self.write_in_flight {
+            return None;
+        }
+        self.fsync_in_flight = true;
+        Some(self.file.as_raw_fd())
+    }
+
+    /// The fsync in flight completed with `result`; under `always` its group (and
+    /// every one before) is now durable.
     pub fn fsync_done(&mut self, result: i32) {
         self.fsync_in_flight = false;
         if result < 0 {
             self.fail("fsync", result);
+            return;
+        }
+        if self.gates_replies() && !self.write_in_flight {
+            self.unsynced = false;
+            self.durable_group = self.writing_group;
+            if self.offset >= SEGMENT_BYTES_MAX {
+                self.rotate();
+            }
         }
     }
 
@@ -221,6 +276,16 @@ impl Wal {
         } else {
             strerror(-result)
         };
+        if self.gates_replies() {
+            // Replies of the writes in this group are queued behind it and can
+            // never be released as written: as Redis under appendfsync always,
+            // stop rather than acknowledge or drop them.
+            eprintln!(
+                "ruvio: log {what} failed in {}: {error}; cannot recover from a log write error under durability always, exiting",
+                self.dir.display()
+            );
+            std::process::exit(crate::EXIT_SHARD_FAILED);
+        }
         eprintln!(
             "ruvio: log {what} failed in {}: {error}; writes are refused from now on",
             self.dir.display()

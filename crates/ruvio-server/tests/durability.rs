@@ -21,7 +21,10 @@ fn data_dir(tag: &str) -> PathBuf {
 
 fn start(mode: PortMode, shards: usize, dir: &Path, extra: &[&str]) -> Server {
     let dir = dir.to_str().unwrap();
-    let mut args = vec!["--durability", "everysec", "--dir", dir];
+    let mut args = vec!["--dir", dir];
+    if !extra.contains(&"--durability") {
+        args.extend(["--durability", "everysec"]);
+    }
     args.extend_from_slice(extra);
     Server::ruvio_with(mode, shards, &args)
 }
@@ -299,6 +302,103 @@ fn a_full_disk_refuses_writes_and_reads_go_on() {
         show(&info)
     );
     assert!(server.logs().contains("No space left on device"));
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `always`: every acknowledged write survives a SIGKILL sent right after its
+/// reply, with several clients and shards (forwarded writes included), lists and
+/// hashes and expiries too. Three rounds here; `scripts/crash_loop.py` runs more.
+#[test]
+fn always_keeps_every_acknowledged_write_through_sigkill() {
+    for (mode, shards) in [(PortMode::Forward, 2), (PortMode::PerShard, 1)] {
+        let dir = data_dir(&format!("always-{mode:?}-{shards}"));
+        for round in 0..3 {
+            let server = start(mode, shards, &dir, &["--durability", "always"]);
+            let port = server.port();
+            let writers: Vec<_> = (0..4)
+                .map(|w| {
+                    std::thread::spawn(move || {
+                        let mut c = RawConn::connect(port);
+                        let mut acked = Vec::new();
+                        for i in 0..40 {
+                            let key = format!("r{round}w{w}k{i}");
+                            // A pipeline: write, read of it, list push, hash set.
+                            let mut batch = encode(&["SET", &key, &i.to_string(), "EX", "1000"]);
+                            batch.extend(encode(&["GET", &key]));
+                            batch.extend(encode(&["RPUSH", &format!("list{w}"), &key]));
+                            batch.extend(encode(&["HSET", &format!("hash{w}"), &key, "1"]));
+                            c.send(&batch);
+                            c.expect(b"+OK\r\n");
+                            c.expect(format!("${}\r\n{i}\r\n", i.to_string().len()).as_bytes());
+                            let _ = c.read_reply();
+                            c.expect(b":1\r\n");
+                            acked.push(key);
+                        }
+                        acked
+                    })
+                })
+                .collect();
+            let acked: Vec<Vec<String>> = writers.into_iter().map(|t| t.join().unwrap()).collect();
+            drop(server); // SIGKILL right after the last reply
+            let server = start(mode, shards, &dir, &["--durability", "always"]);
+            let mut c = server.raw();
+            for (w, keys) in acked.iter().enumerate() {
+                for (i, key) in keys.iter().enumerate() {
+                    let value = c.cmd(&["GET", key]);
+                    assert_eq!(
+                        value,
+                        format!("${}\r\n{i}\r\n", i.to_string().len()).into_bytes(),
+                        "{key} lost"
+                    );
+                    let ttl = c.cmd(&["TTL", key]);
+                    let ttl: i64 = std::str::from_utf8(&ttl[1..ttl.len() - 2])
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    assert!((900..=1000).contains(&ttl), "{key} ttl {ttl}");
+                    assert_eq!(c.cmd(&["HEXISTS", &format!("hash{w}"), key]), b":1\r\n");
+                }
+                let len = c.cmd(&["LLEN", &format!("list{w}")]);
+                let expected = format!(":{}\r\n", 40 * (round + 1));
+                assert_eq!(
+                    show(&len),
+                    show(expected.as_bytes()),
+                    "list{w} after round {round}"
+                );
+            }
+            drop(server);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// `always` never acknowledges a write the disk did not take: with every log write
+/// after the first failing (`RUVIO_FAULT=wal:enospc`), the second SET gets no
+/// reply, and the server exits as Redis does under `appendfsync always`.
+#[test]
+fn always_never_acknowledges_a_write_the_disk_refused() {
+    let dir = data_dir("always-enospc");
+    let d = dir.to_str().unwrap();
+    let mut server = Server::ruvio_with_env(
+        PortMode::Forward,
+        1,
+        &["--durability", "always", "--dir", d],
+        &[("RUVIO_FAULT", "wal:enospc")],
+    );
+    let mut c = server.raw();
+    assert_eq!(c.cmd(&["SET", "first", "1"]), b"+OK\r\n");
+    c.send(&encode(&["SET", "second", "2"]));
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(10)),
+        Some(70),
+        "{}",
+        server.logs()
+    );
+    c.expect_closed();
+    assert!(server
+        .logs()
+        .contains("cannot recover from a log write error under durability always"));
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

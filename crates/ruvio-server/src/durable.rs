@@ -1,0 +1,112 @@
+//! `--durability always`: a write's reply, and every later reply of its
+//! connection, is released only once the log group holding the write is on disk.
+//!
+//! No reply bytes are copied aside for this: the connection's reply queue already
+//! releases replies in request order behind held slots (forwarded commands use
+//! them), so a logged write is preceded by a **gate**, a held slot with no bytes of
+//! its own. The write's reply and everything after it queue behind the gate; when
+//! the shard's fdatasync of that group completes, [`release`] fills the gate and the
+//! queue sends them. A pipeline of writes in one loop iteration shares one gate (they
+//! share one group). A write forwarded from another shard is answered only after its
+//! group is durable (its reply waits here, then goes out in a reply batch); the
+//! origin's queue keeps the order. Reads never wait for the log: a read on a
+//! connection with no pending write is answered at once.
+
+use crate::conn::{Conn, Merge, ReplyQueue};
+use crate::forward::Tag;
+use crate::shard::ShardCore;
+use crate::slab::Slab;
+
+/// Replies waiting for their log group.
+#[derive(Debug, Default)]
+pub struct Gated {
+    /// `(group, connection index, generation, gate seq)`, groups ascending.
+    local: Vec<(u64, u32, u32, u64)>,
+    /// `(group, origin shard, tag, reply)` of forwarded writes.
+    remote: Vec<(u64, usize, Tag, Vec<u8>)>,
+}
+
+/// Before a write runs on a local connection under `always`: the gate its reply
+/// will queue behind (the connection's current one when it is still the last
+/// held slot and belongs to the open group), or `None` without `always`.
+pub fn open_gate(core: &ShardCore, replies: &mut ReplyQueue) -> Option<Gate> {
+    let wal = core.wal.as_ref().filter(|w| w.gates_replies())?;
+    let group = wal.open_group();
+    let reuse = replies
+        .last_gate
+        .filter(|&(seq, g)| g == group && replies.next_seq() == seq + 1);
+    let seq = match reuse {
+        Some((seq, _)) => seq,
+        None => replies.hold(Merge::Single, 1),
+    };
+    Some(Gate {
+        seq,
+        group,
+        reused: reuse.is_some(),
+        filling_before: wal.filling_bytes(),
+    })
+}
+
+/// A gate opened by [`open_gate`].
+#[derive(Clone, Copy, Debug)]
+pub struct Gate {
+    seq: u64,
+    group: u64,
+    reused: bool,
+    filling_before: usize,
+}
+
+/// After the write ran: if it logged something, its gate waits for the group;
+/// a new gate whose command logged nothing opens at once.
+pub fn close_gate(core: &mut ShardCore, replies: &mut ReplyQueue, who: (u32, u32), gate: Gate) {
+    let logged = core
+        .wal
+        .as_ref()
+        .is_some_and(|w| w.filling_bytes() > gate.filling_before);
+    if gate.reused {
+        return;
+    }
+    if logged {
+        replies.last_gate = Some((gate.seq, gate.group));
+        core.gated.local.push((gate.group, who.0, who.1, gate.seq));
+    } else {
+        replies.fill(gate.seq, 0, Vec::new());
+    }
+}
+
+/// A forwarded write's reply: sent now, or once its group is durable when it logged.
+pub fn reply_forwarded(
+    core: &mut ShardCore,
+    to: usize,
+    tag: Tag,
+    reply: &[u8],
+    filling_before: usize,
+) {
+    let wait = core
+        .wal
+        .as_ref()
+        .filter(|w| w.gates_replies() && w.filling_bytes() > filling_before)
+        .map(|w| w.open_group());
+    match wait {
+        Some(group) => core.gated.remote.push((group, to, tag, reply.to_vec())),
+        None => core.outbox.reply(to, tag, reply),
+    }
+}
+
+/// Release every reply whose group is durable now.
+pub fn release(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    let Some(durable) = core.wal.as_ref().map(|w| w.durable_group()) else {
+        return;
+    };
+    let ready = core.gated.local.partition_point(|g| g.0 <= durable);
+    for (_, index, gen, seq) in core.gated.local.drain(..ready) {
+        if let Some(conn) = conns.get_mut(index, gen) {
+            conn.replies.fill(seq, 0, Vec::new());
+            core.dirty.push((index, gen));
+        }
+    }
+    let ready = core.gated.remote.partition_point(|g| g.0 <= durable);
+    for (_, to, tag, reply) in core.gated.remote.drain(..ready) {
+        core.outbox.reply(to, tag, &reply);
+    }
+}
