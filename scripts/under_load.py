@@ -8,8 +8,8 @@ load generator is ruvio-bench, because it reports per-request percentiles from
 HdrHistogram; redis-benchmark's p99 is coarser.
 
 The fsync-on-every-write rows (Ruvio durability=always against Redis
-appendfsync always) are listed but skipped with a note until Ruvio has
-durability; pass --fsync to run them then.
+appendfsync always, each logging into its own fresh work directory) run with
+--fsync.
 
 Examples:
   scripts/under_load.py
@@ -58,10 +58,10 @@ SCENARIOS = [
     Scenario("set", 50, 16, fsync=True), Scenario("set", 200, 16, shards=2, fsync=True),
 ]
 
-FSYNC_NOTE = "skipped: Ruvio has no durability yet (run with --fsync once it does)"
+FSYNC_NOTE = "skipped: pass --fsync to run the durability=always rows"
 
 REDIS_FSYNC_ARGS = ["--appendonly", "yes", "--appendfsync", "always"]
-RUVIO_FSYNC_ARGS = ["--durability", "always"]
+RUVIO_FSYNC_ARGS = ["--durability", "always", "--dir", "{dir}"]
 
 
 def shard_cpus(server_cpus: str, shards: int) -> str:
