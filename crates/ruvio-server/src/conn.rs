@@ -39,6 +39,8 @@ pub struct ClientState {
     pub paused: bool,
     /// Waiting for a blocking command's answer: no later command runs until then.
     pub blocked: Option<BlockedOn>,
+    /// Pub/Sub subscriptions (see [`crate::pubsub`]).
+    pub subs: crate::pubsub::Subscriptions,
 }
 
 /// The blocking command a client waits on.

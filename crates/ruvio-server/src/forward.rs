@@ -23,6 +23,7 @@ use crate::conn::Conn;
 use crate::exec::{self, run_engine, Caller};
 use crate::gather;
 use crate::lending::{self, LendRequest, Lent, WatchRequest};
+use crate::pubsub::{Kind, MessageBatch};
 use crate::registry::registry;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
@@ -110,6 +111,8 @@ pub enum ShardMsg {
         tag: Tag,
         query: Box<ClientQuery>,
     },
+    /// Pub/Sub messages to deliver (see [`crate::pubsub`]).
+    Messages(MessageBatch),
 }
 
 /// Requests about blocked clients.
@@ -132,6 +135,8 @@ pub struct Outbox {
     /// Messages for one shard each (configuration, control, lending), each queued
     /// behind the batches built for that shard before it.
     direct: Vec<(usize, ShardMsg)>,
+    /// Pub/Sub messages for each shard (see [`crate::pubsub`]).
+    messages: Vec<MessageBatch>,
 }
 
 impl Outbox {
@@ -241,6 +246,24 @@ impl Outbox {
             self.direct.push((shard, ShardMsg::Replies(batch)));
         }
         self.direct.push((shard, message));
+    }
+
+    /// Queue a Pub/Sub message for `shard`'s subscribers; with a tag, `shard`
+    /// answers how many received it.
+    pub fn message(
+        &mut self,
+        shard: usize,
+        tag: Option<Tag>,
+        kind: Kind,
+        channel: &[u8],
+        message: &[u8],
+    ) {
+        if self.messages.len() <= shard {
+            self.messages.resize_with(shard + 1, Default::default);
+        }
+        let batch = &mut self.messages[shard];
+        batch.from = self.me;
+        batch.push(tag, kind, channel, message);
     }
 
     /// Queue a reply for `shard`.
@@ -402,6 +425,12 @@ impl Mesh {
                 ));
             }
         }
+        for (to, batch) in outbox.messages.iter_mut().enumerate() {
+            if !batch.is_empty() {
+                self.backlog
+                    .push_back((to, ShardMsg::Messages(std::mem::take(batch))));
+            }
+        }
         let mut woken = 0u64;
         let mut retry = VecDeque::new();
         while let Some((to, msg)) = self.backlog.pop_front() {
@@ -451,6 +480,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Clients { from, tag, query } => {
             gather::answer_clients(core, conns, from, tag, &query)
         }
+        ShardMsg::Messages(batch) => crate::pubsub::deliver_batch(core, conns, batch),
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
             for (tag, len) in batch.tags {

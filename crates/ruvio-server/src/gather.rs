@@ -34,6 +34,8 @@ pub enum Gather {
         merge: Merge,
         local: Vec<u8>,
     },
+    /// A PUBLISH whose subscribers are on other shards too.
+    Publish(Box<crate::pubsub::Publication>),
 }
 
 /// What to answer once every shard has published.
@@ -113,6 +115,9 @@ pub fn start(
                 core.outbox.clients(to, core.id, tag, query.clone());
             }
             replies.fill(seq, core.id, local);
+        }
+        Gather::Publish(publication) => {
+            crate::pubsub::start_publish(core, client, replies, who, *publication)
         }
     }
 }

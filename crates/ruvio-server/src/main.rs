@@ -14,6 +14,7 @@ mod lending;
 mod memory;
 mod net;
 mod pause;
+mod pubsub;
 mod registry;
 mod shard;
 mod slab;

@@ -351,6 +351,7 @@ impl Shard {
                     killed: false,
                     paused: false,
                     blocked: None,
+                    subs: Default::default(),
                 },
                 replies: ReplyQueue::default(),
                 sending: Vec::new(),
@@ -602,9 +603,11 @@ impl Shard {
             conn.shut = true;
             // SAFETY: plain syscall on a descriptor this connection owns.
             unsafe { libc::shutdown(conn.client.fd, libc::SHUT_RDWR) };
+            let mut subs = std::mem::take(&mut conn.client.subs);
             if let Some(blocked) = conn.client.blocked.take() {
                 self.forget_blocked(index, gen, blocked);
             }
+            crate::pubsub::forget_all(&self.core, &mut subs, (index, gen));
         }
         let Some(conn) = self.conns.get_mut(index, gen) else {
             return;

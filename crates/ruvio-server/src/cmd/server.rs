@@ -10,6 +10,7 @@ use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
 use crate::conn::Conn;
 use crate::gather::{Gather, Then};
+use crate::pubsub::Kind;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::{CommandStat, ShardGauges, ShardStats};
@@ -299,8 +300,18 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
                 "keyspace_misses",
                 &counter(engine.keyspace_misses, |g| &g.keyspace_misses),
             );
-            line("pubsub_channels", &0);
-            line("pubsub_patterns", &0);
+            line(
+                "pubsub_channels",
+                &crate::pubsub::distinct(core, Kind::Channel),
+            );
+            line(
+                "pubsub_patterns",
+                &crate::pubsub::distinct(core, Kind::Pattern),
+            );
+            line(
+                "pubsubshard_channels",
+                &crate::pubsub::distinct(core, Kind::Shard),
+            );
             let errors: u64 = server_errors(core).iter().map(|(_, n)| n).sum();
             line("total_error_replies", &errors);
         }
