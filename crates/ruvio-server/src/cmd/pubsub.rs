@@ -105,7 +105,7 @@ fn psubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
 }
 
 fn ssubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    check_slot(ctx, args)?;
+    check_slot(ctx, args.iter().skip(1))?;
     subscribe_to(ctx, args, reply, Kind::Shard)
 }
 
@@ -118,7 +118,7 @@ fn punsubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
 }
 
 fn sunsubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    check_slot(ctx, args)?;
+    check_slot(ctx, args.iter().skip(1))?;
     unsubscribe_from(ctx, args, reply, Kind::Shard)
 }
 
@@ -176,12 +176,11 @@ fn unsubscribe_from(
 }
 
 /// Per-shard mode: shard channels must share one slot, owned by this shard.
-fn check_slot(ctx: &Ctx<'_>, args: Args<'_>) -> ServerResult {
+fn check_slot<'a>(ctx: &Ctx<'_>, mut names: impl Iterator<Item = &'a [u8]>) -> ServerResult {
     let topo = &ctx.core.topo;
     if topo.mode != PortMode::PerShard {
         return Ok(());
     }
-    let mut names = args.iter().skip(1);
     let Some(first) = names.next() else {
         return Ok(());
     };
@@ -210,7 +209,7 @@ fn publish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 /// delivers (a cluster node's subscribers of its own slots).
 fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if ctx.core.topo.mode == PortMode::PerShard {
-        check_slot(ctx, args)?;
+        check_slot(ctx, std::iter::once(args.get(1)))?;
         let caller = Caller {
             out: &mut *reply.out,
             proto: reply.proto,
