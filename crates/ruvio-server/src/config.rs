@@ -123,6 +123,7 @@ struct FileConfig {
     maxmemory_samples: Option<usize>,
     lfu_log_factor: Option<u32>,
     lfu_decay_time: Option<u32>,
+    client_output_buffer_limit: Option<String>,
 }
 
 /// The resolved configuration every shard starts from.
@@ -153,6 +154,8 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     /// Encoding thresholds of the data types (list-max-listpack-size ...).
     pub engine: ruvio_engine::EngineConfig,
+    /// `client-output-buffer-limit` (see [`crate::outlimit`]).
+    pub client_output_buffer_limit: crate::outlimit::OutputLimits,
 }
 
 impl Config {
@@ -205,6 +208,13 @@ impl Config {
             return Err("cpus: the list is empty".into());
         }
         let cpus = (0..shards).map(|i| cpus[i % cpus.len()]).collect();
+        let output_limits = crate::outlimit::OutputLimits::default();
+        let client_output_buffer_limit = match file.client_output_buffer_limit.as_deref() {
+            Some(text) => output_limits
+                .updated(text)
+                .map_err(|why| format!("client_output_buffer_limit: {why}"))?,
+            None => output_limits,
+        };
         Ok(Config {
             bind: cli.bind.or(file.bind).unwrap_or_else(|| "127.0.0.1".into()),
             port: cli.port.or(file.port).unwrap_or(6379),
@@ -228,6 +238,7 @@ impl Config {
             timeout_s: file.timeout.unwrap_or(0),
             config_file: cli.config,
             engine,
+            client_output_buffer_limit,
         })
     }
 

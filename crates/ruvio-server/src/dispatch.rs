@@ -84,6 +84,14 @@ pub fn process_input(
                 if !args.is_empty() {
                     execute(core, conns, client, replies, who, args);
                 }
+                if crate::outlimit::hard_limit_crossed(
+                    &core.cfg.client_output_buffer_limit,
+                    client,
+                    replies,
+                ) {
+                    // Stop here: the shard closes it (see `outlimit`).
+                    client.closing = true;
+                }
             }
             Ok(Parsed::Incomplete { need_bytes }) => {
                 conn.input_need = need_bytes;

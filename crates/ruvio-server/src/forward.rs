@@ -497,6 +497,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
 /// a command with nothing to serve yet is parked until a write or its deadline.
 fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
     let mut out = Vec::new();
+    let mut built = crate::outlimit::BuiltOutput::default();
     for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
         let caller = Caller {
@@ -538,7 +539,11 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
                 };
                 exec::park(core, waiter, caller, args, block);
             }
-            None => core.outbox.reply(batch.from, tag, &out),
+            None => {
+                let limits = &core.cfg.client_output_buffer_limit;
+                crate::outlimit::cap_forwarded(limits, &mut built, (tag.conn, tag.gen), &mut out);
+                core.outbox.reply(batch.from, tag, &out)
+            }
         }
         exec::serve_ready(core, conns);
     }

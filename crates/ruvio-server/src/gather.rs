@@ -179,6 +179,8 @@ pub fn deliver(
     };
     conn.replies.fill(seq, part, bytes);
     core.dirty.push(who);
+    let limits = &core.cfg.client_output_buffer_limit;
+    crate::outlimit::enforce(limits, core.now_ms, &mut core.dirty, conn, who);
     let answered = conn
         .client
         .blocked

@@ -243,8 +243,14 @@ pub fn deliver_here(
     mut caller: Option<Caller<'_>>,
 ) -> u64 {
     let ShardCore {
-        shared, dirty, id, ..
+        shared,
+        dirty,
+        id,
+        cfg,
+        now_ms,
+        ..
     } = core;
+    let limits = &cfg.client_output_buffer_limit;
     let here = &shared.pubsub.shards[*id];
     if !here.may_receive(kind) {
         return 0;
@@ -253,9 +259,14 @@ pub fn deliver_here(
     let mut received = 0;
     let mut send = |who: Who, encoded: &[u8]| match conns.get_mut(who.0, who.1) {
         Some(conn) => {
-            write_message(conn.replies.sink(), conn.client.proto, encoded);
-            dirty.push(who);
             received += 1;
+            // A client closed for its output limit gets nothing more (Redis
+            // still counts it).
+            if !conn.client.killed {
+                write_message(conn.replies.sink(), conn.client.proto, encoded);
+                dirty.push(who);
+                crate::outlimit::enforce(limits, *now_ms, dirty, conn, who);
+            }
         }
         None => {
             // Only the running connection is out of the slab (a closed one has

@@ -352,6 +352,7 @@ impl Shard {
                     paused: false,
                     blocked: None,
                     subs: Default::default(),
+                    obuf_soft_since_ms: 0,
                 },
                 replies: ReplyQueue::default(),
                 sending: Vec::new(),
@@ -520,6 +521,15 @@ impl Shard {
             conn.client.closing = true;
             false
         });
+        let core = &mut self.core;
+        let limits = &core.cfg.client_output_buffer_limit;
+        crate::outlimit::enforce(
+            limits,
+            core.now_ms,
+            &mut core.dirty,
+            &mut conn,
+            (index, gen),
+        );
         let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
         shrink_input(&mut conn);
         self.conns.restore(index, conn);

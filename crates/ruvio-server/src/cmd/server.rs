@@ -704,6 +704,18 @@ const PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "client-output-buffer-limit",
+        get: |c| c.cfg.client_output_buffer_limit.render(),
+        set: Some(|c, v| {
+            c.cfg.client_output_buffer_limit = c
+                .cfg
+                .client_output_buffer_limit
+                .updated(v)
+                .map_err(|_| ())?;
+            Ok(())
+        }),
+    },
+    Param {
         name: "timeout",
         get: |c| c.cfg.timeout_s.to_string(),
         set: Some(|c, v| {
@@ -808,7 +820,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
             for ((_, undo, _), old) in changes[..i].iter().zip(&before).rev() {
                 let _ = undo(ctx.core, old);
             }
-            return Err(bad_value(param.name));
+            return Err(bad_value(param.name, value));
         }
     }
     let applied = changes
@@ -821,7 +833,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
 }
 
 /// CONFIG SET's error for a value `name` cannot take, with Redis' reason.
-fn bad_value(name: &str) -> CmdError {
+fn bad_value(name: &str, value: &str) -> CmdError {
     let reason = match name {
         "maxmemory-policy" => format!(
             "argument(s) must be one of the following: {}",
@@ -830,6 +842,11 @@ fn bad_value(name: &str) -> CmdError {
         "maxmemory" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
             "argument must be a memory value".into()
         }
+        "client-output-buffer-limit" => crate::outlimit::OutputLimits::default()
+            .updated(value)
+            .err()
+            .unwrap_or_default()
+            .into(),
         _ => return CmdError::config_bad_value(name.as_bytes()),
     };
     CmdError::config_failed(name.as_bytes(), &reason)
