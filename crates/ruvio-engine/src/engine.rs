@@ -154,6 +154,9 @@ pub struct Engine {
     /// A buffer commands build values in before storing them at their exact size
     /// (PFADD), so building allocates nothing per call.
     pub(crate) scratch: Vec<u8>,
+    /// Keys expired since the last [`Engine::take_expired`], `(db, key)`, kept only
+    /// while [`Engine::record_expired`] asked for them (keyspace notifications).
+    expired_log: Option<Vec<(usize, Vec<u8>)>>,
 }
 
 /// Redis' LRU clock: seconds, 24 bits.
@@ -178,6 +181,34 @@ impl Engine {
             fills: crate::fill::Leases::default(),
             evict_pool: Default::default(),
             scratch: Vec::new(),
+            expired_log: None,
+        }
+    }
+
+    /// Keep the keys that expire (lazily or actively) for [`Engine::take_expired`],
+    /// or stop keeping them.
+    pub fn record_expired(&mut self, on: bool) {
+        match on {
+            true => {
+                self.expired_log.get_or_insert_with(Vec::new);
+            }
+            false => self.expired_log = None,
+        }
+    }
+
+    /// The keys expired since the last call, `(db, key)` in order (none unless
+    /// recorded).
+    pub fn take_expired(&mut self) -> Vec<(usize, Vec<u8>)> {
+        self.expired_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Note entry `id` of `db` as expired, when asked to.
+    fn log_expired(&mut self, db: usize, id: EntryId) {
+        if let Some(log) = self.expired_log.as_mut() {
+            log.push((db, self.dbs[db].entry(id).key().to_vec()));
         }
     }
 
@@ -356,6 +387,7 @@ impl Engine {
                         .expire_at()
                         .is_some_and(|at| now_ms > at)
                     {
+                        self.log_expired(db, id);
                         self.delete(db, id);
                         expired += 1;
                     }
@@ -521,6 +553,7 @@ impl Engine {
 
     /// Delete entry `id` because it expired.
     pub(crate) fn expire_now(&mut self, db: usize, id: EntryId) {
+        self.log_expired(db, id);
         self.delete(db, id);
         self.stats.expired_keys += 1;
     }

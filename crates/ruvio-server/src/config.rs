@@ -124,6 +124,7 @@ struct FileConfig {
     lfu_log_factor: Option<u32>,
     lfu_decay_time: Option<u32>,
     client_output_buffer_limit: Option<String>,
+    notify_keyspace_events: Option<String>,
 }
 
 /// The resolved configuration every shard starts from.
@@ -156,6 +157,8 @@ pub struct Config {
     pub engine: ruvio_engine::EngineConfig,
     /// `client-output-buffer-limit` (see [`crate::outlimit`]).
     pub client_output_buffer_limit: crate::outlimit::OutputLimits,
+    /// `notify-keyspace-events` as Redis' flag bits (see [`crate::notify`]).
+    pub notify_keyspace_events: u32,
 }
 
 impl Config {
@@ -215,6 +218,11 @@ impl Config {
                 .map_err(|why| format!("client_output_buffer_limit: {why}"))?,
             None => output_limits,
         };
+        let notify_keyspace_events = match file.notify_keyspace_events.as_deref() {
+            Some(text) => crate::notify::parse(text)
+                .ok_or_else(|| format!("notify_keyspace_events: {}", crate::notify::INVALID))?,
+            None => 0,
+        };
         Ok(Config {
             bind: cli.bind.or(file.bind).unwrap_or_else(|| "127.0.0.1".into()),
             port: cli.port.or(file.port).unwrap_or(6379),
@@ -239,6 +247,7 @@ impl Config {
             config_file: cli.config,
             engine,
             client_output_buffer_limit,
+            notify_keyspace_events,
         })
     }
 

@@ -62,12 +62,18 @@ pub fn run_engine(
     let mut ctx = ExecCtx::new(caller.db, core.now_ms);
     ctx.no_touch = caller.no_touch;
     ctx.may_block = caller.may_block;
-    if caller.borrowing || !core.blocking.is_empty() {
-        ctx.effects = Effects::recording(true, false, false);
+    let notify = crate::notify::wanted(core);
+    if caller.borrowing || !core.blocking.is_empty() || notify {
+        ctx.effects =
+            Effects::recording(caller.borrowing || !core.blocking.is_empty(), notify, false);
     }
     let mut reply = Reply::new(out, caller.proto);
     let outcome = handler(&mut core.engine, &mut ctx, args, &mut reply);
     core.stats.dirty += ctx.effects.dirty;
+    if notify {
+        crate::notify::queue_expired(core);
+        crate::notify::queue_effects(core, &ctx.effects);
+    }
     for (db, key) in ctx.effects.modified_keys() {
         core.blocking.signal(db, key);
     }

@@ -13,6 +13,7 @@ mod gather;
 mod lending;
 mod memory;
 mod net;
+mod notify;
 mod outlimit;
 mod pause;
 mod pubsub;

@@ -39,9 +39,10 @@ pub fn enforce(core: &mut ShardCore) -> bool {
         if evicted == EVICT_PER_CHECK_MAX || !my_turn(core) {
             return true;
         }
-        if core.engine.evict_one(core.now_ms).is_none() {
+        let Some((db, key)) = core.engine.evict_one(core.now_ms) else {
             return true;
-        }
+        };
+        crate::notify::queue(core, crate::notify::EVICTED, "evicted", db, &key);
         evicted += 1;
         core.stats.dirty += 1;
         publish_sizes(core);

@@ -102,6 +102,8 @@ pub struct ShardCore {
     pub pause: Pause,
     /// When this shard next returns free allocator pages (see `memory`).
     pub next_trim_ms: u64,
+    /// Keyspace notifications waiting for the end of the loop iteration.
+    pub notifications: crate::notify::Pending,
 }
 
 /// A shard with its sockets.
@@ -158,6 +160,7 @@ impl Shard {
         let shards = topo.nodes.len();
         let mut engine = Engine::new(cfg.databases);
         *engine.config_mut() = cfg.engine;
+        engine.record_expired(crate::notify::expiry_wanted(cfg.notify_keyspace_events));
         Ok(Shard {
             core: ShardCore {
                 id,
@@ -176,6 +179,7 @@ impl Shard {
                 gathering: Gathering::default(),
                 pause: Pause::default(),
                 next_trim_ms: 0,
+                notifications: Default::default(),
             },
             conns: Slab::default(),
             ring,
@@ -215,6 +219,7 @@ impl Shard {
             crate::lending::expire(&mut self.core, &mut self.conns);
             self.resume_unblocked();
             crate::memory::enforce(&mut self.core);
+            crate::notify::deliver_pending(&mut self.core, &mut self.conns);
             self.ship_outbox();
             self.flush_dirty();
             if self.core.now_ms >= self.next_tick_ms {
@@ -694,6 +699,7 @@ impl Shard {
         self.core
             .engine
             .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
+        crate::notify::queue_expired(&mut self.core);
         let stats = &mut self.core.stats;
         stats.ops.tick(self.core.now_ms, stats.commands);
         if self.core.pause.expired(self.core.now_ms) {

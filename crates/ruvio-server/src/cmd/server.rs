@@ -704,6 +704,16 @@ const PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "notify-keyspace-events",
+        get: |c| crate::notify::render(c.cfg.notify_keyspace_events),
+        set: Some(|c, v| {
+            let flags = crate::notify::parse(v).ok_or(())?;
+            c.cfg.notify_keyspace_events = flags;
+            c.engine.record_expired(crate::notify::expiry_wanted(flags));
+            Ok(())
+        }),
+    },
+    Param {
         name: "client-output-buffer-limit",
         get: |c| c.cfg.client_output_buffer_limit.render(),
         set: Some(|c, v| {
@@ -842,6 +852,7 @@ fn bad_value(name: &str, value: &str) -> CmdError {
         "maxmemory" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
             "argument must be a memory value".into()
         }
+        "notify-keyspace-events" => crate::notify::INVALID.into(),
         "client-output-buffer-limit" => crate::outlimit::OutputLimits::default()
             .updated(value)
             .err()
