@@ -199,13 +199,46 @@ fn forward_mode_counts_every_shard() {
         "{}",
         show(&clients)
     );
+    let pubsub_clients = p.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]);
+    assert_eq!(
+        String::from_utf8_lossy(&pubsub_clients)
+            .matches("flags=P")
+            .count(),
+        16,
+        "{}",
+        show(&pubsub_clients)
+    );
+    let normal_clients = p.cmd(&["CLIENT", "LIST", "TYPE", "normal"]);
+    assert!(
+        !contains(&normal_clients, b"flags=P"),
+        "{}",
+        show(&normal_clients)
+    );
+    assert!(
+        contains(&normal_clients, b"cmd=client|list"),
+        "{}",
+        show(&normal_clients)
+    );
+    // Only the publisher is a normal client, and it is skipped.
+    assert_eq!(
+        p.cmd(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]),
+        b":0\r\n"
+    );
     // Subscribers that go away leave no count behind.
     subs.truncate(8);
+    wait_for_receivers(&mut p, 9);
+    // CLIENT KILL TYPE pubsub reaches the subscribers of every shard.
+    assert_eq!(p.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]), b":8\r\n");
+    wait_for_receivers(&mut p, 0);
+}
+
+/// Publish to `fan` until `n` subscriptions receive it (closes are seen a moment later).
+fn wait_for_receivers(p: &mut RawConn, n: usize) {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while p.cmd(&["PUBLISH", "fan", "later"]) != b":9\r\n" {
+    while p.cmd(&["PUBLISH", "fan", "later"]) != format!(":{n}\r\n").into_bytes() {
         assert!(
             std::time::Instant::now() < deadline,
-            "closed subscribers still counted"
+            "still not {n} receivers"
         );
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -144,6 +144,9 @@ pub struct ClientFilter {
     min_age_ms: Option<i64>,
     /// SKIPME yes: the caller, who is not killed.
     skip_id: Option<u64>,
+    /// TYPE pubsub (true) or normal (false): a client with subscriptions is of
+    /// the pubsub class.
+    pubsub: Option<bool>,
 }
 
 impl ClientFilter {
@@ -156,6 +159,7 @@ impl ClientFilter {
             && self
                 .min_age_ms
                 .is_none_or(|age| now_ms.saturating_sub(c.created_ms) as i64 >= age)
+            && self.pubsub.is_none_or(|p| p == c.subs.active())
     }
 }
 
@@ -244,9 +248,10 @@ fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         let opt = args.get(i);
         if opt.eq_ignore_ascii_case(b"TYPE") && i + 1 < args.len() {
             let ty = args.get(i + 1).to_ascii_lowercase();
-            filter.nobody = match ty.as_slice() {
-                b"normal" => false,
-                b"master" | b"replica" | b"slave" | b"pubsub" => true,
+            match ty.as_slice() {
+                b"normal" => filter.pubsub = Some(false),
+                b"pubsub" => filter.pubsub = Some(true),
+                b"master" | b"replica" | b"slave" => filter.nobody = true,
                 _ => return Err(CmdError::unknown_client_type(args.get(i + 1))),
             };
             i += 2;
@@ -304,8 +309,9 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             b"laddr" => filter.laddr = Some(text),
             b"user" => filter.nobody |= text != "default",
             b"type" => match text.to_ascii_lowercase().as_str() {
-                "normal" => {}
-                "master" | "replica" | "slave" | "pubsub" => filter.nobody = true,
+                "normal" => filter.pubsub = Some(false),
+                "pubsub" => filter.pubsub = Some(true),
+                "master" | "replica" | "slave" => filter.nobody = true,
                 _ => return Err(CmdError::unknown_client_type(value)),
             },
             b"skipme" => match text.to_ascii_lowercase().as_str() {
