@@ -222,3 +222,35 @@ fn stuck_subscriber_cut_one_shard() {
 fn stuck_subscriber_cut_two_shards() {
     stuck_subscriber(2);
 }
+
+/// The soft limit: a subscriber over it is cut only once it stayed over for more
+/// than its seconds, while output keeps coming.
+#[test]
+fn soft_limit_waits_its_seconds() {
+    let server = Server::forward(2);
+    let mut admin = server.raw();
+    assert_eq!(
+        admin.cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 0 256kb 1"
+        ]),
+        b"+OK\r\n"
+    );
+    let mut stuck = server.raw();
+    stuck.send(&encode(&["SUBSCRIBE", "flood"]));
+    stuck.expect(&encode_confirmation());
+    let mut publisher = server.raw();
+    let payload = "p".repeat(64 << 10);
+    let started = Instant::now();
+    while publisher.cmd(&["PUBLISH", "flood", &payload]) != b":0\r\n" {
+        assert!(started.elapsed() < Duration::from_secs(15), "never cut");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let after = started.elapsed();
+    assert!(
+        after > Duration::from_secs(1),
+        "cut after {after:?}, within its second"
+    );
+}
