@@ -157,6 +157,21 @@ pub struct Engine {
     /// Keys expired since the last [`Engine::take_expired`], `(db, key)`, kept only
     /// while [`Engine::record_expired`] asked for them (keyspace notifications).
     expired_log: Option<Vec<(usize, Vec<u8>)>>,
+    /// Keys added since the last [`Engine::take_new_keys`], kept only while
+    /// [`Engine::record_new_keys`] asked for them (the `new` keyspace event).
+    new_log: Option<Vec<NewKey>>,
+}
+
+/// A key a command added (Redis' `dbAdd`, which announces a `new` event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewKey {
+    /// How many keyspace events the command had recorded before adding it: the
+    /// `new` event goes before event number `before`.
+    pub before: usize,
+    /// The database it was added to.
+    pub db: usize,
+    /// Its name.
+    pub key: Vec<u8>,
 }
 
 /// Redis' LRU clock: seconds, 24 bits.
@@ -182,6 +197,37 @@ impl Engine {
             evict_pool: Default::default(),
             scratch: Vec::new(),
             expired_log: None,
+            new_log: None,
+        }
+    }
+
+    /// Keep the keys commands add for [`Engine::take_new_keys`], or stop keeping them.
+    pub fn record_new_keys(&mut self, on: bool) {
+        match on {
+            true => {
+                self.new_log.get_or_insert_with(Vec::new);
+            }
+            false => self.new_log = None,
+        }
+    }
+
+    /// The keys added since the last call, in order (none unless recorded).
+    pub fn take_new_keys(&mut self) -> Vec<NewKey> {
+        self.new_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Note that the command of `ctx` adds `key` to database `db`, when asked to.
+    pub(crate) fn log_new(&mut self, ctx: &ExecCtx, db: usize, key: &[u8]) {
+        if let Some(log) = self.new_log.as_mut() {
+            let before = ctx.effects.record.as_ref().map_or(0, |r| r.events.len());
+            log.push(NewKey {
+                before,
+                db,
+                key: key.to_vec(),
+            });
         }
     }
 
@@ -609,6 +655,7 @@ impl Engine {
         value: Collection,
     ) -> EntryId {
         let clock = self.new_clock(ctx.now_ms);
+        self.log_new(ctx, ctx.db, key);
         self.dbs[ctx.db].insert(Entry::new_collection(key, value, clock))
     }
 
@@ -675,6 +722,9 @@ impl Engine {
         keep_ttl: bool,
     ) -> EntryId {
         let clock = self.new_clock(ctx.now_ms);
+        if existing.is_none() {
+            self.log_new(ctx, ctx.db, key);
+        }
         // An overwrite keeps the key's access frequency (Redis' dbOverwrite).
         let keep_clock = self.config.maxmemory_policy.is_lfu();
         let db = &mut self.dbs[ctx.db];

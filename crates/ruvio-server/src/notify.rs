@@ -8,8 +8,8 @@
 //! ([`crate::pubsub`]): to the shard's own subscribers, and in forward mode to the
 //! other shards with subscribers (one server); in per-shard mode they stay on the
 //! shard, as Redis Cluster's notifications stay on their node. Expired keys (lazy
-//! and active expiry) and evicted keys are reported by the engine and the eviction
-//! loop.
+//! and active expiry), added keys (`new`) and evicted keys are reported by the
+//! engine and the eviction loop.
 
 use crate::config::PortMode;
 use crate::conn::Conn;
@@ -98,6 +98,11 @@ pub fn expiry_wanted(flags: u32) -> bool {
     flags & (KEYSPACE | KEYEVENT) != 0 && flags & EXPIRED != 0
 }
 
+/// True when added keys must be reported by the engine (the `new` class).
+pub fn new_keys_wanted(flags: u32) -> bool {
+    flags & (KEYSPACE | KEYEVENT) != 0 && flags & NEW != 0
+}
+
 /// Queue the keys the engine expired (lazily in a command, or by active expiry).
 pub fn queue_expired(core: &mut ShardCore) {
     for (db, key) in core.engine.take_expired() {
@@ -123,16 +128,25 @@ pub struct Pending {
     events: Vec<(u32, &'static str, usize, Vec<u8>)>,
 }
 
-/// Queue a command's recorded events that the setting selects.
+/// Queue a command's recorded events that the setting selects, each key it added
+/// announced as `new` just before the event that followed the addition.
 pub fn queue_effects(core: &mut ShardCore, effects: &Effects) {
     let flags = core.cfg.notify_keyspace_events;
-    for (event, db, key) in effects.events() {
+    let new_keys = core.engine.take_new_keys();
+    let mut new_keys = new_keys.into_iter().peekable();
+    for (i, (event, db, key)) in effects.events().enumerate() {
+        while let Some(added) = new_keys.next_if(|k| k.before <= i) {
+            queue(core, NEW, "new", added.db, &added.key);
+        }
         let flag = class_flag(event.class);
         if flags & flag != 0 {
             core.notifications
                 .events
                 .push((flag, event.name, db, key.to_vec()));
         }
+    }
+    for added in new_keys {
+        queue(core, NEW, "new", added.db, &added.key);
     }
 }
 

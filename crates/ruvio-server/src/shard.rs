@@ -161,6 +161,7 @@ impl Shard {
         let mut engine = Engine::new(cfg.databases);
         *engine.config_mut() = cfg.engine;
         engine.record_expired(crate::notify::expiry_wanted(cfg.notify_keyspace_events));
+        engine.record_new_keys(crate::notify::new_keys_wanted(cfg.notify_keyspace_events));
         Ok(Shard {
             core: ShardCore {
                 id,

@@ -90,6 +90,8 @@ const COMMANDS: &[&[&str]] = &[
     &["ZADD", "{v}a", "1", "x"],
     &["ZUNIONSTORE", "{v}b", "1", "{v}a"],
     &["COPY", "{v}b", "{v}c"],
+    &["MOVE", "s3", "1"],
+    &["RENAME", "{v}c", "{v}b"],
     &["SET", "short", "v", "PX", "1"],
 ];
 
@@ -98,7 +100,7 @@ const COMMANDS: &[&[&str]] = &[
 fn events_of(server: &Server) -> Vec<Vec<u8>> {
     let mut admin = server.raw();
     assert_eq!(
-        admin.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]),
+        admin.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEAn"]),
         b"+OK\r\n"
     );
     let mut sub = server.raw();

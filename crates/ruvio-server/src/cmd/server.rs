@@ -710,6 +710,8 @@ const PARAMS: &[Param] = &[
             let flags = crate::notify::parse(v).ok_or(())?;
             c.cfg.notify_keyspace_events = flags;
             c.engine.record_expired(crate::notify::expiry_wanted(flags));
+            c.engine
+                .record_new_keys(crate::notify::new_keys_wanted(flags));
             Ok(())
         }),
     },
