@@ -157,16 +157,30 @@ pub struct Engine {
     /// Keys expired since the last [`Engine::take_expired`], `(db, key)`, kept only
     /// while [`Engine::record_expired`] asked for them (keyspace notifications).
     expired_log: Option<Vec<(usize, Vec<u8>)>>,
-    /// Keys added since the last [`Engine::take_new_keys`], kept only while
-    /// [`Engine::record_new_keys`] asked for them (the `new` keyspace event).
-    new_log: Option<Vec<NewKey>>,
+    /// Keys added and keys read but missing since the last
+    /// [`Engine::take_key_notes`], kept only while [`Engine::record_key_notes`]
+    /// asked for them (the `new` and `keymiss` keyspace events).
+    key_notes: Option<Vec<KeyNote>>,
+    /// Which notes [`Engine::record_key_notes`] asked for: added keys, missed keys.
+    note_kinds: (bool, bool),
 }
 
-/// A key a command added (Redis' `dbAdd`, which announces a `new` event).
+/// What happened to a key that Redis announces from the keyspace itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyNoteKind {
+    /// A command added it (Redis' `dbAdd`: the `new` event).
+    New,
+    /// A read looked it up and it was not there (the `keymiss` event).
+    Miss,
+}
+
+/// A key a command added or missed, with its place among the command's events.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewKey {
-    /// How many keyspace events the command had recorded before adding it: the
-    /// `new` event goes before event number `before`.
+pub struct KeyNote {
+    /// What happened.
+    pub kind: KeyNoteKind,
+    /// How many keyspace events the command had recorded before: the note goes
+    /// before event number `before`.
     pub before: usize,
     /// The database it was added to.
     pub db: usize,
@@ -197,23 +211,26 @@ impl Engine {
             evict_pool: Default::default(),
             scratch: Vec::new(),
             expired_log: None,
-            new_log: None,
+            key_notes: None,
+            note_kinds: (false, false),
         }
     }
 
-    /// Keep the keys commands add for [`Engine::take_new_keys`], or stop keeping them.
-    pub fn record_new_keys(&mut self, on: bool) {
-        match on {
+    /// Keep the keys commands add (`added`) and the keys reads miss (`missed`) for
+    /// [`Engine::take_key_notes`]; neither stops keeping them.
+    pub fn record_key_notes(&mut self, added: bool, missed: bool) {
+        self.note_kinds = (added, missed);
+        match added || missed {
             true => {
-                self.new_log.get_or_insert_with(Vec::new);
+                self.key_notes.get_or_insert_with(Vec::new);
             }
-            false => self.new_log = None,
+            false => self.key_notes = None,
         }
     }
 
-    /// The keys added since the last call, in order (none unless recorded).
-    pub fn take_new_keys(&mut self) -> Vec<NewKey> {
-        self.new_log
+    /// The notes since the last call, in order (none unless recorded).
+    pub fn take_key_notes(&mut self) -> Vec<KeyNote> {
+        self.key_notes
             .as_mut()
             .map(std::mem::take)
             .unwrap_or_default()
@@ -221,9 +238,16 @@ impl Engine {
 
     /// Note that the command of `ctx` adds `key` to database `db`, when asked to.
     pub(crate) fn log_new(&mut self, ctx: &ExecCtx, db: usize, key: &[u8]) {
-        if let Some(log) = self.new_log.as_mut() {
+        if self.note_kinds.0 {
+            self.note_key(ctx, KeyNoteKind::New, db, key);
+        }
+    }
+
+    fn note_key(&mut self, ctx: &ExecCtx, kind: KeyNoteKind, db: usize, key: &[u8]) {
+        if let Some(log) = self.key_notes.as_mut() {
             let before = ctx.effects.record.as_ref().map_or(0, |r| r.events.len());
-            log.push(NewKey {
+            log.push(KeyNote {
+                kind,
                 before,
                 db,
                 key: key.to_vec(),
@@ -623,7 +647,12 @@ impl Engine {
         if how.stats {
             match found {
                 Some(_) => self.stats.keyspace_hits += 1,
-                None => self.stats.keyspace_misses += 1,
+                None => {
+                    self.stats.keyspace_misses += 1;
+                    if self.note_kinds.1 {
+                        self.note_key(ctx, KeyNoteKind::Miss, db, key);
+                    }
+                }
             }
         }
         if let Some(id) = found {

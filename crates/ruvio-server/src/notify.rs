@@ -17,6 +17,7 @@ use crate::pubsub::{self, Kind};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use ruvio_engine::command::{Effects, EventClass};
+use ruvio_engine::{KeyNote, KeyNoteKind};
 
 /// Redis' `NOTIFY_*` bits.
 pub const KEYSPACE: u32 = 1 << 0;
@@ -98,9 +99,11 @@ pub fn expiry_wanted(flags: u32) -> bool {
     flags & (KEYSPACE | KEYEVENT) != 0 && flags & EXPIRED != 0
 }
 
-/// True when added keys must be reported by the engine (the `new` class).
-pub fn new_keys_wanted(flags: u32) -> bool {
-    flags & (KEYSPACE | KEYEVENT) != 0 && flags & NEW != 0
+/// Which key notes the engine must keep: added keys (the `new` class), missed
+/// keys (`m`).
+pub fn key_notes_wanted(flags: u32) -> (bool, bool) {
+    let on = flags & (KEYSPACE | KEYEVENT) != 0;
+    (on && flags & NEW != 0, on && flags & KEY_MISS != 0)
 }
 
 /// Queue the keys the engine expired (lazily in a command, or by active expiry).
@@ -129,14 +132,14 @@ pub struct Pending {
 }
 
 /// Queue a command's recorded events that the setting selects, each key it added
-/// announced as `new` just before the event that followed the addition.
+/// (`new`) or missed (`keymiss`) announced just before the event that followed.
 pub fn queue_effects(core: &mut ShardCore, effects: &Effects) {
     let flags = core.cfg.notify_keyspace_events;
-    let new_keys = core.engine.take_new_keys();
-    let mut new_keys = new_keys.into_iter().peekable();
+    let notes = core.engine.take_key_notes();
+    let mut notes = notes.into_iter().peekable();
     for (i, (event, db, key)) in effects.events().enumerate() {
-        while let Some(added) = new_keys.next_if(|k| k.before <= i) {
-            queue(core, NEW, "new", added.db, &added.key);
+        while let Some(note) = notes.next_if(|k| k.before <= i) {
+            queue_note(core, &note);
         }
         let flag = class_flag(event.class);
         if flags & flag != 0 {
@@ -145,8 +148,15 @@ pub fn queue_effects(core: &mut ShardCore, effects: &Effects) {
                 .push((flag, event.name, db, key.to_vec()));
         }
     }
-    for added in new_keys {
-        queue(core, NEW, "new", added.db, &added.key);
+    for note in notes {
+        queue_note(core, &note);
+    }
+}
+
+fn queue_note(core: &mut ShardCore, note: &KeyNote) {
+    match note.kind {
+        KeyNoteKind::New => queue(core, NEW, "new", note.db, &note.key),
+        KeyNoteKind::Miss => queue(core, KEY_MISS, "keymiss", note.db, &note.key),
     }
 }
 

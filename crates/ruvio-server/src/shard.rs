@@ -161,7 +161,8 @@ impl Shard {
         let mut engine = Engine::new(cfg.databases);
         *engine.config_mut() = cfg.engine;
         engine.record_expired(crate::notify::expiry_wanted(cfg.notify_keyspace_events));
-        engine.record_new_keys(crate::notify::new_keys_wanted(cfg.notify_keyspace_events));
+        let (added, missed) = crate::notify::key_notes_wanted(cfg.notify_keyspace_events);
+        engine.record_key_notes(added, missed);
         Ok(Shard {
             core: ShardCore {
                 id,

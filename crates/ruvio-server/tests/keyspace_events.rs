@@ -91,6 +91,12 @@ const COMMANDS: &[&[&str]] = &[
     &["ZUNIONSTORE", "{v}b", "1", "{v}a"],
     &["COPY", "{v}b", "{v}c"],
     &["MOVE", "s3", "1"],
+    &["GET", "missing"],
+    &["MGET", "{w}a", "{w}b"],
+    &["HGET", "nohash", "f"],
+    &["LRANGE", "nolist", "0", "-1"],
+    &["EXISTS", "nokey"],
+    &["TYPE", "nokey"],
     &["RENAME", "{v}c", "{v}b"],
     &["SET", "short", "v", "PX", "1"],
 ];
@@ -100,7 +106,7 @@ const COMMANDS: &[&[&str]] = &[
 fn events_of(server: &Server) -> Vec<Vec<u8>> {
     let mut admin = server.raw();
     assert_eq!(
-        admin.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEAn"]),
+        admin.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEAnm"]),
         b"+OK\r\n"
     );
     let mut sub = server.raw();

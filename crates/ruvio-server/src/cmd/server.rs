@@ -710,8 +710,8 @@ const PARAMS: &[Param] = &[
             let flags = crate::notify::parse(v).ok_or(())?;
             c.cfg.notify_keyspace_events = flags;
             c.engine.record_expired(crate::notify::expiry_wanted(flags));
-            c.engine
-                .record_new_keys(crate::notify::new_keys_wanted(flags));
+            let (added, missed) = crate::notify::key_notes_wanted(flags);
+            c.engine.record_key_notes(added, missed);
             Ok(())
         }),
     },
