@@ -154,6 +154,38 @@ pub struct Engine {
     /// A buffer commands build values in before storing them at their exact size
     /// (PFADD), so building allocates nothing per call.
     pub(crate) scratch: Vec<u8>,
+    /// Keys expired since the last [`Engine::take_expired`], `(db, key)`, kept only
+    /// while [`Engine::record_expired`] asked for them (keyspace notifications).
+    expired_log: Option<Vec<(usize, Vec<u8>)>>,
+    /// Keys added and keys read but missing since the last
+    /// [`Engine::take_key_notes`], kept only while [`Engine::record_key_notes`]
+    /// asked for them (the `new` and `keymiss` keyspace events).
+    key_notes: Option<Vec<KeyNote>>,
+    /// Which notes [`Engine::record_key_notes`] asked for: added keys, missed keys.
+    note_kinds: (bool, bool),
+}
+
+/// What happened to a key that Redis announces from the keyspace itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyNoteKind {
+    /// A command added it (Redis' `dbAdd`: the `new` event).
+    New,
+    /// A read looked it up and it was not there (the `keymiss` event).
+    Miss,
+}
+
+/// A key a command added or missed, with its place among the command's events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyNote {
+    /// What happened.
+    pub kind: KeyNoteKind,
+    /// How many keyspace events the command had recorded before: the note goes
+    /// before event number `before`.
+    pub before: usize,
+    /// The database it was added to.
+    pub db: usize,
+    /// Its name.
+    pub key: Vec<u8>,
 }
 
 /// Redis' LRU clock: seconds, 24 bits.
@@ -178,6 +210,75 @@ impl Engine {
             fills: crate::fill::Leases::default(),
             evict_pool: Default::default(),
             scratch: Vec::new(),
+            expired_log: None,
+            key_notes: None,
+            note_kinds: (false, false),
+        }
+    }
+
+    /// Keep the keys commands add (`added`) and the keys reads miss (`missed`) for
+    /// [`Engine::take_key_notes`]; neither stops keeping them.
+    pub fn record_key_notes(&mut self, added: bool, missed: bool) {
+        self.note_kinds = (added, missed);
+        match added || missed {
+            true => {
+                self.key_notes.get_or_insert_with(Vec::new);
+            }
+            false => self.key_notes = None,
+        }
+    }
+
+    /// The notes since the last call, in order (none unless recorded).
+    pub fn take_key_notes(&mut self) -> Vec<KeyNote> {
+        self.key_notes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Note that the command of `ctx` adds `key` to database `db`, when asked to.
+    pub(crate) fn log_new(&mut self, ctx: &ExecCtx, db: usize, key: &[u8]) {
+        if self.note_kinds.0 {
+            self.note_key(ctx, KeyNoteKind::New, db, key);
+        }
+    }
+
+    fn note_key(&mut self, ctx: &ExecCtx, kind: KeyNoteKind, db: usize, key: &[u8]) {
+        if let Some(log) = self.key_notes.as_mut() {
+            let before = ctx.effects.record.as_ref().map_or(0, |r| r.events.len());
+            log.push(KeyNote {
+                kind,
+                before,
+                db,
+                key: key.to_vec(),
+            });
+        }
+    }
+
+    /// Keep the keys that expire (lazily or actively) for [`Engine::take_expired`],
+    /// or stop keeping them.
+    pub fn record_expired(&mut self, on: bool) {
+        match on {
+            true => {
+                self.expired_log.get_or_insert_with(Vec::new);
+            }
+            false => self.expired_log = None,
+        }
+    }
+
+    /// The keys expired since the last call, `(db, key)` in order (none unless
+    /// recorded).
+    pub fn take_expired(&mut self) -> Vec<(usize, Vec<u8>)> {
+        self.expired_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Note entry `id` of `db` as expired, when asked to.
+    fn log_expired(&mut self, db: usize, id: EntryId) {
+        if let Some(log) = self.expired_log.as_mut() {
+            log.push((db, self.dbs[db].entry(id).key().to_vec()));
         }
     }
 
@@ -358,6 +459,7 @@ impl Engine {
                         .expire_at()
                         .is_some_and(|at| now_ms > at)
                     {
+                        self.log_expired(db, id);
                         self.delete(db, id);
                         expired += 1;
                     }
@@ -524,6 +626,7 @@ impl Engine {
 
     /// Delete entry `id` because it expired.
     pub(crate) fn expire_now(&mut self, db: usize, id: EntryId) {
+        self.log_expired(db, id);
         self.delete(db, id);
         self.stats.expired_keys += 1;
     }
@@ -547,7 +650,12 @@ impl Engine {
         if how.stats {
             match found {
                 Some(_) => self.stats.keyspace_hits += 1,
-                None => self.stats.keyspace_misses += 1,
+                None => {
+                    self.stats.keyspace_misses += 1;
+                    if self.note_kinds.1 {
+                        self.note_key(ctx, KeyNoteKind::Miss, db, key);
+                    }
+                }
             }
         }
         if let Some(id) = found {
@@ -579,6 +687,7 @@ impl Engine {
         value: Collection,
     ) -> EntryId {
         let clock = self.new_clock(ctx.now_ms);
+        self.log_new(ctx, ctx.db, key);
         self.dbs[ctx.db].insert(Entry::new_collection(key, value, clock))
     }
 
@@ -645,6 +754,9 @@ impl Engine {
         keep_ttl: bool,
     ) -> EntryId {
         let clock = self.new_clock(ctx.now_ms);
+        if existing.is_none() {
+            self.log_new(ctx, ctx.db, key);
+        }
         // An overwrite keeps the key's access frequency (Redis' dbOverwrite).
         let keep_clock = self.config.maxmemory_policy.is_lfu();
         let db = &mut self.dbs[ctx.db];

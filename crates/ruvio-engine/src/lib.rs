@@ -66,7 +66,7 @@ pub use args::parse_cursor;
 pub use command::{
     CommandMeta, CommandRow, CommandTree, EngineCommand, EngineFn, ExecCtx, KeySpec, MergeRule,
 };
-pub use engine::{Engine, EngineConfig, EngineStats};
+pub use engine::{Engine, EngineConfig, EngineStats, KeyNote, KeyNoteKind};
 pub use error::CmdError;
 pub use evict::EvictionPolicy;
 pub use glob::glob_match;

@@ -151,6 +151,8 @@ struct FileConfig {
     lfu_decay_time: Option<u32>,
     cluster_announce_ip: Option<String>,
     dir: Option<PathBuf>,
+    client_output_buffer_limit: Option<String>,
+    notify_keyspace_events: Option<String>,
 }
 
 /// The resolved configuration every shard starts from.
@@ -187,6 +189,10 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     /// Encoding thresholds of the data types (list-max-listpack-size ...).
     pub engine: ruvio_engine::EngineConfig,
+    /// `client-output-buffer-limit` (see [`crate::outlimit`]).
+    pub client_output_buffer_limit: crate::outlimit::OutputLimits,
+    /// `notify-keyspace-events` as Redis' flag bits (see [`crate::notify`]).
+    pub notify_keyspace_events: u32,
 }
 
 impl Config {
@@ -239,6 +245,18 @@ impl Config {
             return Err("cpus: the list is empty".into());
         }
         let cpus = (0..shards).map(|i| cpus[i % cpus.len()]).collect();
+        let output_limits = crate::outlimit::OutputLimits::default();
+        let client_output_buffer_limit = match file.client_output_buffer_limit.as_deref() {
+            Some(text) => output_limits
+                .updated(text)
+                .map_err(|why| format!("client_output_buffer_limit: {why}"))?,
+            None => output_limits,
+        };
+        let notify_keyspace_events = match file.notify_keyspace_events.as_deref() {
+            Some(text) => crate::notify::parse(text)
+                .ok_or_else(|| format!("notify_keyspace_events: {}", crate::notify::INVALID))?,
+            None => 0,
+        };
         Ok(Config {
             bind: cli.bind.or(file.bind).unwrap_or_else(|| "127.0.0.1".into()),
             port: cli.port.or(file.port).unwrap_or(6379),
@@ -271,6 +289,8 @@ impl Config {
             wal_truncate_corrupt: cli.wal_truncate_corrupt,
             config_file: cli.config,
             engine,
+            client_output_buffer_limit,
+            notify_keyspace_events,
         })
     }
 

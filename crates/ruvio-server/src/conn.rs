@@ -39,6 +39,11 @@ pub struct ClientState {
     pub paused: bool,
     /// Waiting for a blocking command's answer: no later command runs until then.
     pub blocked: Option<BlockedOn>,
+    /// Pub/Sub subscriptions (see [`crate::pubsub`]).
+    pub subs: crate::pubsub::Subscriptions,
+    /// Since when the output has been over the soft `client-output-buffer-limit`
+    /// (0: it is not); see [`crate::outlimit`].
+    pub obuf_soft_since_ms: u64,
 }
 
 /// The blocking command a client waits on.

@@ -85,6 +85,14 @@ pub fn process_input(
                 if !args.is_empty() {
                     execute(core, conns, client, replies, who, args);
                 }
+                if crate::outlimit::hard_limit_crossed(
+                    &core.cfg.client_output_buffer_limit,
+                    client,
+                    replies,
+                ) {
+                    // Stop here: the shard closes it (see `outlimit`).
+                    client.closing = true;
+                }
             }
             Ok(Parsed::Incomplete { need_bytes }) => {
                 conn.input_need = need_bytes;
@@ -120,6 +128,14 @@ fn denies_oom(cmd: &Command, args: Args<'_>) -> bool {
 /// the subcommand is unknown (that error comes later, from `resolve`).
 fn flags_row<'a>(cmd: &'a Command, args: Args<'_>) -> &'a CommandMeta {
     cmd.resolve(args).map_or(cmd.meta, |sub| sub.meta)
+}
+
+/// RESP2 subscribed mode: Redis' error for a command other than (un)subscribing,
+/// PING, QUIT and RESET, named as the (sub)command it resolves to.
+fn subscribed_mode_refusal(cmd: &Command, args: Args<'_>) -> Option<CmdError> {
+    let name = flags_row(cmd, args).name;
+    let allowed = crate::cmd::pubsub::allowed_while_subscribed(name);
+    (!allowed).then(|| crate::cmd::pubsub::not_allowed_while_subscribed(name))
 }
 
 /// A command CLIENT PAUSE holds back now (unknown commands and arity errors are
@@ -294,6 +310,8 @@ fn run_command(
         Some(CmdError::NoAuth)
     } else if core.cfg.maxmemory != 0 && denies_oom(cmd, args) && memory::must_refuse(core) {
         Some(CmdError::Oom)
+    } else if client.proto == Protocol::Resp2 && client.subs.active() {
+        subscribed_mode_refusal(cmd, args)
     } else {
         None
     };
@@ -511,6 +529,7 @@ fn run_local(
                 client,
                 conns,
                 gather: None,
+                who,
             };
             let result = handler(&mut ctx, args, &mut reply);
             if let Some(gather) = ctx.gather {

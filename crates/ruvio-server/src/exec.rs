@@ -80,8 +80,9 @@ pub fn run_engine(
     ctx.no_touch = caller.no_touch;
     ctx.may_block = caller.may_block;
     let keys = caller.borrowing || !core.blocking.is_empty();
-    if keys || logging {
-        ctx.effects = Effects::recording(keys, false, logging);
+    let notify = crate::notify::wanted(core);
+    if keys || logging || notify {
+        ctx.effects = Effects::recording(keys, notify, logging);
     }
     let reply_start = out.len();
     let mutations_before = ruvio_engine::fault::mutations();
@@ -102,6 +103,10 @@ pub fn run_engine(
     if let Some(wal) = core.wal.as_mut().filter(|_| logging) {
         ctx.effects
             .visit_log_records(args, |record| wal.append(caller.db, record));
+    }
+    if notify {
+        crate::notify::queue_expired(core);
+        crate::notify::queue_effects(core, &ctx.effects);
     }
     for (db, key) in ctx.effects.modified_keys() {
         core.blocking.signal(db, key);

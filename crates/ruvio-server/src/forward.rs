@@ -23,6 +23,7 @@ use crate::conn::Conn;
 use crate::exec::{self, run_engine, Caller};
 use crate::gather;
 use crate::lending::{self, LendRequest, Lent, WatchRequest};
+use crate::pubsub::{Kind, MessageBatch};
 use crate::registry::registry;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
@@ -119,6 +120,8 @@ pub enum ShardMsg {
         tag: Tag,
         query: Box<ClientQuery>,
     },
+    /// Pub/Sub messages to deliver (see [`crate::pubsub`]).
+    Messages(MessageBatch),
 }
 
 /// Requests about blocked clients.
@@ -141,6 +144,8 @@ pub struct Outbox {
     /// Messages for one shard each (configuration, control, lending), each queued
     /// behind the batches built for that shard before it.
     direct: Vec<(usize, ShardMsg)>,
+    /// Pub/Sub messages for each shard (see [`crate::pubsub`]).
+    messages: Vec<MessageBatch>,
 }
 
 impl Outbox {
@@ -250,6 +255,24 @@ impl Outbox {
             self.direct.push((shard, ShardMsg::Replies(batch)));
         }
         self.direct.push((shard, message));
+    }
+
+    /// Queue a Pub/Sub message for `shard`'s subscribers; with a tag, `shard`
+    /// answers how many received it.
+    pub fn message(
+        &mut self,
+        shard: usize,
+        tag: Option<Tag>,
+        kind: Kind,
+        channel: &[u8],
+        message: &[u8],
+    ) {
+        if self.messages.len() <= shard {
+            self.messages.resize_with(shard + 1, Default::default);
+        }
+        let batch = &mut self.messages[shard];
+        batch.from = self.me;
+        batch.push(tag, kind, channel, message);
     }
 
     /// Queue a reply for `shard`.
@@ -416,6 +439,12 @@ impl Mesh {
                 ));
             }
         }
+        for (to, batch) in outbox.messages.iter_mut().enumerate() {
+            if !batch.is_empty() {
+                self.backlog
+                    .push_back((to, ShardMsg::Messages(std::mem::take(batch))));
+            }
+        }
         let mut woken = 0u64;
         let mut retry = VecDeque::new();
         while let Some((to, msg)) = self.backlog.pop_front() {
@@ -465,6 +494,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Clients { from, tag, query } => {
             gather::answer_clients(core, conns, from, tag, &query)
         }
+        ShardMsg::Messages(batch) => crate::pubsub::deliver_batch(core, conns, batch),
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
             for (tag, len) in batch.tags {
@@ -481,6 +511,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
 /// a command with nothing to serve yet is parked until a write or its deadline.
 fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
     let mut out = Vec::new();
+    let mut built = crate::outlimit::BuiltOutput::default();
     for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
         let caller = Caller {
@@ -523,7 +554,11 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
                 };
                 exec::park(core, waiter, caller, args, block);
             }
-            None => crate::durable::reply_forwarded(core, batch.from, tag, &out, filling_before),
+            None => {
+                let limits = &core.cfg.client_output_buffer_limit;
+                crate::outlimit::cap_forwarded(limits, &mut built, (tag.conn, tag.gen), &mut out);
+                crate::durable::reply_forwarded(core, batch.from, tag, &out, filling_before)
+            }
         }
         exec::serve_ready(core, conns);
     }

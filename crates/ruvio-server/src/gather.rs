@@ -34,6 +34,8 @@ pub enum Gather {
         merge: Merge,
         local: Vec<u8>,
     },
+    /// A PUBLISH whose subscribers are on other shards too.
+    Publish(Box<crate::pubsub::Publication>),
 }
 
 /// What to answer once every shard has published.
@@ -114,6 +116,9 @@ pub fn start(
             }
             replies.fill(seq, core.id, local);
         }
+        Gather::Publish(publication) => {
+            crate::pubsub::start_publish(core, client, replies, who, *publication)
+        }
     }
 }
 
@@ -174,6 +179,8 @@ pub fn deliver(
     };
     conn.replies.fill(seq, part, bytes);
     core.dirty.push(who);
+    let limits = &core.cfg.client_output_buffer_limit;
+    crate::outlimit::enforce(limits, core.now_ms, &mut core.dirty, conn, who);
     let answered = conn
         .client
         .blocked

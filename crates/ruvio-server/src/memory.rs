@@ -46,6 +46,7 @@ pub fn enforce(core: &mut ShardCore) -> bool {
         if let Some(wal) = core.wal.as_mut() {
             wal.append(db, &mut [&b"DEL"[..], &key].into_iter());
         }
+        crate::notify::queue(core, crate::notify::EVICTED, "evicted", db, &key);
         evicted += 1;
         core.stats.dirty += 1;
         publish_sizes(core);

@@ -115,6 +115,8 @@ pub struct ShardCore {
     pub wal: Option<crate::wal::Wal>,
     /// `always`: replies waiting for their log group (see `durable`).
     pub gated: crate::durable::Gated,
+    /// Keyspace notifications waiting for the end of the loop iteration.
+    pub notifications: crate::notify::Pending,
 }
 
 /// A shard with its sockets.
@@ -183,6 +185,9 @@ impl Shard {
         } else {
             None
         };
+        engine.record_expired(crate::notify::expiry_wanted(cfg.notify_keyspace_events));
+        let (added, missed) = crate::notify::key_notes_wanted(cfg.notify_keyspace_events);
+        engine.record_key_notes(added, missed);
         Ok(Shard {
             core: ShardCore {
                 id,
@@ -203,6 +208,7 @@ impl Shard {
                 next_trim_ms: 0,
                 wal,
                 gated: Default::default(),
+                notifications: Default::default(),
             },
             conns: Slab::default(),
             ring,
@@ -244,6 +250,7 @@ impl Shard {
             crate::lending::expire(&mut self.core, &mut self.conns);
             self.resume_unblocked();
             crate::memory::enforce(&mut self.core);
+            crate::notify::deliver_pending(&mut self.core, &mut self.conns);
             self.ship_outbox();
             self.run_deferred();
             self.submit_wal_write();
@@ -422,6 +429,8 @@ impl Shard {
                     killed: false,
                     paused: false,
                     blocked: None,
+                    subs: Default::default(),
+                    obuf_soft_since_ms: 0,
                 },
                 replies: ReplyQueue::default(),
                 sending: Vec::new(),
@@ -599,6 +608,15 @@ impl Shard {
             conn.client.closing = true;
             false
         });
+        let core = &mut self.core;
+        let limits = &core.cfg.client_output_buffer_limit;
+        crate::outlimit::enforce(
+            limits,
+            core.now_ms,
+            &mut core.dirty,
+            &mut conn,
+            (index, gen),
+        );
         let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
         shrink_input(&mut conn);
         self.conns.restore(index, conn);
@@ -682,9 +700,11 @@ impl Shard {
             conn.shut = true;
             // SAFETY: plain syscall on a descriptor this connection owns.
             unsafe { libc::shutdown(conn.client.fd, libc::SHUT_RDWR) };
+            let mut subs = std::mem::take(&mut conn.client.subs);
             if let Some(blocked) = conn.client.blocked.take() {
                 self.forget_blocked(index, gen, blocked);
             }
+            crate::pubsub::forget_all(&self.core, &mut subs, (index, gen));
         }
         let Some(conn) = self.conns.get_mut(index, gen) else {
             return;
@@ -830,6 +850,7 @@ impl Shard {
         self.core
             .engine
             .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
+        crate::notify::queue_expired(&mut self.core);
         let stats = &mut self.core.stats;
         stats.ops.tick(self.core.now_ms, stats.commands);
         if self.core.pause.expired(self.core.now_ms) {

@@ -154,6 +154,8 @@ pub struct Shared {
     stats_epoch: AtomicU64,
     /// Connections open on every shard (`maxclients` counts them).
     open_clients: AtomicU64,
+    /// Every shard's Pub/Sub subscribers.
+    pub pubsub: crate::pubsub::Subscribers,
 }
 
 impl Shared {
@@ -172,6 +174,7 @@ impl Shared {
             blocked_clients: Mutex::default(),
             stats_epoch: AtomicU64::new(0),
             open_clients: AtomicU64::new(0),
+            pubsub: crate::pubsub::Subscribers::new(shards),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,

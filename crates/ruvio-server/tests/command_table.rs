@@ -150,6 +150,9 @@ const CALLS: &[&[&str]] = &[
     &["PFMERGE", "d", "a", "b"],
     &["PFDEBUG", "ENCODING", "h"],
     &["PING"],
+    &["SPUBLISH", "ch", "m"],
+    &["SSUBSCRIBE", "a", "b"],
+    &["SUNSUBSCRIBE", "a"],
 ];
 
 fn info_fields(reply: &Value) -> Option<Vec<String>> {

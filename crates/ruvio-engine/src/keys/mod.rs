@@ -230,6 +230,8 @@ fn rename_generic(
         }
         engine.delete(ctx.db, target);
     }
+    // Redis adds the new name afresh (dbAdd): a `new` event even over a deleted key.
+    engine.log_new(ctx, ctx.db, to);
     let db = engine.db_mut(ctx.db);
     let entry = db.remove(id);
     db.insert(entry.rekey(to));
@@ -279,6 +281,7 @@ fn copy_body(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>) -> Result<b
     }
     let clock = engine.new_clock(ctx.now_ms);
     let copy = engine.db(ctx.db).entry(id).duplicate(dst, clock);
+    engine.log_new(ctx, dst_db, dst);
     engine.db_mut(dst_db).insert(copy);
     ctx.changed_in(dst_db, dst, events::COPY_TO, 1);
     Ok(true)
@@ -309,6 +312,7 @@ fn move_body(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>) -> Result<b
         return Ok(false);
     }
     let entry = engine.db_mut(ctx.db).remove(id);
+    engine.log_new(ctx, dst_db, key);
     engine.db_mut(dst_db).insert(entry);
     ctx.changed(key, events::MOVE_FROM, 1);
     ctx.changed_in(dst_db, key, events::MOVE_TO, 0);

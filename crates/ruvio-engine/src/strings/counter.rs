@@ -42,6 +42,9 @@ fn store(
     value: NewValue<'_>,
 ) {
     let clock = engine.new_clock(ctx.now_ms);
+    if existing.is_none() {
+        engine.log_new(ctx, ctx.db, key);
+    }
     let db = engine.db_mut(ctx.db);
     match existing {
         Some(id) => db.modify(id, |e| e.set_value(value)),

@@ -187,6 +187,8 @@ fn set_generic(
     ctx.changed(key, events::SET, 1);
     if let Some(at) = expire_at {
         engine.db_mut(ctx.db).set_expire(id, Some(at));
+        // Redis announces the TTL as an `expire` event after the `set`.
+        ctx.changed(key, crate::keys::events::EXPIRE, 0);
         // A relative TTL is logged as its deadline (Redis 7 propagates SET PXAT).
         let at = itoa::Buffer::new().format(at).to_owned();
         ctx.log_as(&[b"SET", key, args.get(value_at), b"PXAT", at.as_bytes()]);

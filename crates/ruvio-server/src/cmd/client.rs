@@ -11,6 +11,7 @@ use crate::cmd::server::ConfigChange;
 use crate::config::PortMode;
 use crate::conn::{ClientState, Conn, Merge, ReplyMode};
 use crate::gather::Gather;
+use crate::pubsub::Kind;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use ruvio_engine::command::{command, flags::*, reply_help};
@@ -98,9 +99,19 @@ fn getname(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
 
 /// One CLIENT LIST line (without the trailing newline), in Redis 7.2's field order.
 pub fn describe(c: &ClientState, now_ms: u64) -> String {
-    let flags = if c.readonly { "r" } else { "N" };
+    let mut flags = String::new();
+    if c.subs.active() {
+        flags.push('P');
+    }
+    if c.readonly {
+        flags.push('r');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let sub = |kind| c.subs.of(kind).len();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=16384 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=16384 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.peer,
         c.local,
@@ -110,6 +121,9 @@ pub fn describe(c: &ClientState, now_ms: u64) -> String {
         now_ms.saturating_sub(c.last_cmd_ms) / 1000,
         flags,
         c.db,
+        sub(Kind::Channel),
+        sub(Kind::Pattern),
+        sub(Kind::Shard),
         c.last_cmd,
         if c.proto == Protocol::Resp3 { 3 } else { 2 },
         String::from_utf8_lossy(&c.lib_name),
@@ -130,6 +144,9 @@ pub struct ClientFilter {
     min_age_ms: Option<i64>,
     /// SKIPME yes: the caller, who is not killed.
     skip_id: Option<u64>,
+    /// TYPE pubsub (true) or normal (false): a client with subscriptions is of
+    /// the pubsub class.
+    pubsub: Option<bool>,
 }
 
 impl ClientFilter {
@@ -142,6 +159,7 @@ impl ClientFilter {
             && self
                 .min_age_ms
                 .is_none_or(|age| now_ms.saturating_sub(c.created_ms) as i64 >= age)
+            && self.pubsub.is_none_or(|p| p == c.subs.active())
     }
 }
 
@@ -230,9 +248,10 @@ fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         let opt = args.get(i);
         if opt.eq_ignore_ascii_case(b"TYPE") && i + 1 < args.len() {
             let ty = args.get(i + 1).to_ascii_lowercase();
-            filter.nobody = match ty.as_slice() {
-                b"normal" => false,
-                b"master" | b"replica" | b"slave" | b"pubsub" => true,
+            match ty.as_slice() {
+                b"normal" => filter.pubsub = Some(false),
+                b"pubsub" => filter.pubsub = Some(true),
+                b"master" | b"replica" | b"slave" => filter.nobody = true,
                 _ => return Err(CmdError::unknown_client_type(args.get(i + 1))),
             };
             i += 2;
@@ -290,8 +309,9 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             b"laddr" => filter.laddr = Some(text),
             b"user" => filter.nobody |= text != "default",
             b"type" => match text.to_ascii_lowercase().as_str() {
-                "normal" => {}
-                "master" | "replica" | "slave" | "pubsub" => filter.nobody = true,
+                "normal" => filter.pubsub = Some(false),
+                "pubsub" => filter.pubsub = Some(true),
+                "master" | "replica" | "slave" => filter.nobody = true,
                 _ => return Err(CmdError::unknown_client_type(value)),
             },
             b"skipme" => match text.to_ascii_lowercase().as_str() {

@@ -31,7 +31,14 @@ pub const COMMANDS: &[ServerCommand] = &[
 ];
 
 /// `PING [message]`
-fn ping(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn ping(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if ctx.client.proto == Protocol::Resp2 && ctx.client.subs.active() && args.len() <= 2 {
+        // Subscribed mode: an array, as a subscriber reads only arrays then.
+        reply.array(2);
+        reply.bulk(b"pong");
+        reply.bulk(if args.len() == 2 { args.get(1) } else { b"" });
+        return Ok(());
+    }
     match args.len() {
         1 => reply.simple("PONG"),
         2 => reply.bulk(args.get(1)),
@@ -64,6 +71,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     c.no_touch = false;
     c.readonly = false;
     c.authenticated = ctx.core.cfg.requirepass.is_none();
+    crate::pubsub::forget_all(ctx.core, &mut c.subs, ctx.who);
     reply.proto = Protocol::Resp2;
     reply.simple("RESET");
     Ok(())

@@ -144,7 +144,9 @@ fn getkeys(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
     if keys.is_empty() && cmd.meta.keys.is_movable() {
         return Err(CmdError::GetKeysInvalidArgs);
     }
-    if keys.is_empty() {
+    // Shard channels have key specs for routing only (Redis flags them NOT_KEY):
+    // they are no keys.
+    if keys.is_empty() || cmd.meta.has(flags::PUBSUB) {
         return Err(CmdError::GetKeysNoKeys);
     }
     reply.array(keys.len());

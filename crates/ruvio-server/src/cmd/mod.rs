@@ -11,6 +11,7 @@ pub mod client;
 pub mod cluster;
 pub mod connection;
 pub mod introspection;
+pub mod pubsub;
 pub mod server;
 
 use crate::conn::{ClientState, Conn};
@@ -29,6 +30,8 @@ pub struct Ctx<'a> {
     /// Set by a handler whose answer needs every shard (forward mode): the
     /// dispatcher holds the reply and asks them ([`crate::gather`]).
     pub gather: Option<Gather>,
+    /// The caller's connection (slab index, generation).
+    pub who: (u32, u32),
 }
 
 /// What a server handler returns: `Ok` after writing its whole reply, or the error
@@ -49,6 +52,7 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         cluster::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
+        pubsub::COMMANDS,
     ]
     .into_iter()
     .flatten()

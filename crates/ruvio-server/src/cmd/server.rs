@@ -10,6 +10,7 @@ use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
 use crate::conn::Conn;
 use crate::gather::{Gather, Then};
+use crate::pubsub::Kind;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::{CommandStat, ShardGauges, ShardStats};
@@ -304,8 +305,18 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
                 "keyspace_misses",
                 &counter(engine.keyspace_misses, |g| &g.keyspace_misses),
             );
-            line("pubsub_channels", &0);
-            line("pubsub_patterns", &0);
+            line(
+                "pubsub_channels",
+                &crate::pubsub::distinct(core, Kind::Channel),
+            );
+            line(
+                "pubsub_patterns",
+                &crate::pubsub::distinct(core, Kind::Pattern),
+            );
+            line(
+                "pubsubshard_channels",
+                &crate::pubsub::distinct(core, Kind::Shard),
+            );
             let errors: u64 = server_errors(core).iter().map(|(_, n)| n).sum();
             line("total_error_replies", &errors);
         }
@@ -701,6 +712,30 @@ const PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "notify-keyspace-events",
+        get: |c| crate::notify::render(c.cfg.notify_keyspace_events),
+        set: Some(|c, v| {
+            let flags = crate::notify::parse(v).ok_or(())?;
+            c.cfg.notify_keyspace_events = flags;
+            c.engine.record_expired(crate::notify::expiry_wanted(flags));
+            let (added, missed) = crate::notify::key_notes_wanted(flags);
+            c.engine.record_key_notes(added, missed);
+            Ok(())
+        }),
+    },
+    Param {
+        name: "client-output-buffer-limit",
+        get: |c| c.cfg.client_output_buffer_limit.render(),
+        set: Some(|c, v| {
+            c.cfg.client_output_buffer_limit = c
+                .cfg
+                .client_output_buffer_limit
+                .updated(v)
+                .map_err(|_| ())?;
+            Ok(())
+        }),
+    },
+    Param {
         name: "timeout",
         get: |c| c.cfg.timeout_s.to_string(),
         set: Some(|c, v| {
@@ -813,7 +848,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
             for ((_, undo, _), old) in changes[..i].iter().zip(&before).rev() {
                 let _ = undo(ctx.core, old);
             }
-            return Err(bad_value(param.name));
+            return Err(bad_value(param.name, value));
         }
     }
     let applied = changes
@@ -826,7 +861,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
 }
 
 /// CONFIG SET's error for a value `name` cannot take, with Redis' reason.
-fn bad_value(name: &str) -> CmdError {
+fn bad_value(name: &str, value: &str) -> CmdError {
     let reason = match name {
         "maxmemory-policy" => format!(
             "argument(s) must be one of the following: {}",
@@ -835,6 +870,12 @@ fn bad_value(name: &str) -> CmdError {
         "maxmemory" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
             "argument must be a memory value".into()
         }
+        "notify-keyspace-events" => crate::notify::INVALID.into(),
+        "client-output-buffer-limit" => crate::outlimit::OutputLimits::default()
+            .updated(value)
+            .err()
+            .unwrap_or_default()
+            .into(),
         _ => return CmdError::config_bad_value(name.as_bytes()),
     };
     CmdError::config_failed(name.as_bytes(), &reason)

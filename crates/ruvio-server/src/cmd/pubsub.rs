@@ -1,0 +1,363 @@
+//! Pub/Sub commands: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH,
+//! SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH and PUBSUB's subcommands. Delivery across
+//! shards is [`crate::pubsub`]'s.
+//!
+//! Confirmations are push messages (RESP3 `>`, RESP2 arrays), one per name. In
+//! per-shard mode the shard-channel commands are routed as Redis Cluster routes
+//! them: `MOVED` to the slot's owner, `CROSSSLOT` for names in several slots.
+
+use super::{Ctx, ServerCommand, ServerResult};
+use crate::config::PortMode;
+use crate::gather::Gather;
+use crate::pubsub::{self, Caller, Kind, Publication};
+use ruvio_engine::command::{command, flags::*, reply_help};
+use ruvio_engine::slot::key_slot;
+use ruvio_engine::{glob_match, CmdError, KeySpec};
+use ruvio_resp::{Args, Reply};
+
+/// The Pub/Sub family's table, with Redis' arity, flags and ACL categories.
+#[rustfmt::skip]
+pub const COMMANDS: &[ServerCommand] = &[
+    command!("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["pubsub", "slow"], "pubsub",
+        "2.0.0", "Listens for messages published to channels.",
+        "O(N) where N is the number of channels to subscribe to.", subscribe),
+    command!("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["pubsub", "slow"], "pubsub",
+        "2.0.0", "Stops listening to messages posted to channels.",
+        "O(N) where N is the number of channels to unsubscribe.", unsubscribe),
+    command!("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["pubsub", "slow"], "pubsub",
+        "2.0.0", "Listens for messages published to channels that match one or more patterns.",
+        "O(N) where N is the number of patterns to subscribe to.", psubscribe),
+    command!("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["pubsub", "slow"], "pubsub",
+        "2.0.0", "Stops listening to messages published to channels that match one or more patterns.",
+        "O(N) where N is the number of patterns to unsubscribe.", punsubscribe),
+    command!("publish", 3, PUBSUB | LOADING | STALE | FAST, KeySpec::NONE, ["pubsub", "fast"], "pubsub",
+        "2.0.0", "Posts a message to a channel.",
+        "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+        publish),
+    command!("ssubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, KeySpec::ALL, ["pubsub", "slow"], "pubsub",
+        "7.0.0", "Listens for messages published to shard channels.",
+        "O(N) where N is the number of shard channels to subscribe to.", ssubscribe),
+    command!("sunsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, KeySpec::ALL, ["pubsub", "slow"], "pubsub",
+        "7.0.0", "Stops listening to messages posted to shard channels.",
+        "O(N) where N is the number of shard channels to unsubscribe.", sunsubscribe),
+    command!("spublish", 3, PUBSUB | LOADING | STALE | FAST, KeySpec::ONE, ["pubsub", "fast"], "pubsub",
+        "7.0.0", "Post a message to a shard channel",
+        "O(N) where N is the number of clients subscribed to the receiving shard channel.", spublish),
+    command!("pubsub", -2, 0, KeySpec::NONE, ["slow"], "pubsub", "2.8.0",
+        "A container for Pub/Sub commands.", "Depends on subcommand.", subcommands = SUBCOMMANDS),
+];
+
+/// PUBSUB's subcommands.
+#[rustfmt::skip]
+const SUBCOMMANDS: &[ServerCommand] = &[
+    command!("pubsub|channels", -2, PUBSUB | LOADING | STALE, KeySpec::NONE, ["pubsub", "slow"], "pubsub",
+        "2.8.0", "Returns the active channels.",
+        "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
+        channels),
+    command!("pubsub|numpat", 2, PUBSUB | LOADING | STALE, KeySpec::NONE, ["pubsub", "slow"], "pubsub",
+        "2.8.0", "Returns a count of unique pattern subscriptions.", "O(1)", numpat),
+    command!("pubsub|numsub", -2, PUBSUB | LOADING | STALE, KeySpec::NONE, ["pubsub", "slow"], "pubsub",
+        "2.8.0", "Returns a count of subscribers to channels.",
+        "O(N) for the NUMSUB subcommand, where N is the number of requested channels", numsub),
+    command!("pubsub|shardchannels", -2, PUBSUB | LOADING | STALE, KeySpec::NONE, ["pubsub", "slow"], "pubsub",
+        "7.0.0", "Returns the active shard channels.",
+        "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+        shardchannels),
+    command!("pubsub|shardnumsub", -2, PUBSUB | LOADING | STALE, KeySpec::NONE, ["pubsub", "slow"], "pubsub",
+        "7.0.0", "Returns the count of subscribers of shard channels.",
+        "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+        shardnumsub),
+    command!("pubsub|help", 2, LOADING | STALE, KeySpec::NONE, ["slow"], "pubsub", "6.2.0",
+        "Returns helpful text about the different subcommands.", "O(1)", help),
+];
+
+/// The commands a RESP2 client may send while subscribed (Redis' list).
+pub fn allowed_while_subscribed(name: &str) -> bool {
+    matches!(
+        name,
+        "ping"
+            | "subscribe"
+            | "ssubscribe"
+            | "unsubscribe"
+            | "sunsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "quit"
+            | "reset"
+    )
+}
+
+/// Redis' error for any other command then.
+pub fn not_allowed_while_subscribed(name: &str) -> CmdError {
+    CmdError::quoted(
+        "ERR Can't execute '",
+        name.as_bytes(),
+        "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+    )
+}
+
+fn subscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    subscribe_to(ctx, args, reply, Kind::Channel)
+}
+
+fn psubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    subscribe_to(ctx, args, reply, Kind::Pattern)
+}
+
+fn ssubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    check_slot(ctx, args.iter().skip(1))?;
+    subscribe_to(ctx, args, reply, Kind::Shard)
+}
+
+fn unsubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    unsubscribe_from(ctx, args, reply, Kind::Channel)
+}
+
+fn punsubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    unsubscribe_from(ctx, args, reply, Kind::Pattern)
+}
+
+fn sunsubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    check_slot(ctx, args.iter().skip(1))?;
+    unsubscribe_from(ctx, args, reply, Kind::Shard)
+}
+
+/// One confirmation: `[word, name or null, the client's count]`.
+fn confirm(reply: &mut Reply<'_>, word: &[u8], name: Option<&[u8]>, count: usize) {
+    reply.push(3);
+    reply.bulk(word);
+    match name {
+        Some(name) => reply.bulk(name),
+        None => reply.null(),
+    }
+    reply.int(count as i64);
+}
+
+fn subscribe_to(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+    kind: Kind,
+) -> ServerResult {
+    for name in args.iter().skip(1) {
+        pubsub::subscribe(ctx.core, ctx.client, ctx.who, kind, name);
+        let count = ctx.client.subs.count(kind);
+        confirm(reply, kind.subscribe_word(), Some(name), count);
+    }
+    Ok(())
+}
+
+/// Unsubscribe from the names given, or from every name of the kind; with none to
+/// leave, one confirmation with a null name.
+fn unsubscribe_from(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+    kind: Kind,
+) -> ServerResult {
+    let names: Vec<Vec<u8>> = match args.len() {
+        1 => ctx.client.subs.of(kind).iter().cloned().collect(),
+        _ => args.iter().skip(1).map(<[u8]>::to_vec).collect(),
+    };
+    if names.is_empty() {
+        confirm(
+            reply,
+            kind.unsubscribe_word(),
+            None,
+            ctx.client.subs.count(kind),
+        );
+    }
+    for name in names {
+        pubsub::unsubscribe(ctx.core, ctx.client, ctx.who, kind, &name);
+        let count = ctx.client.subs.count(kind);
+        confirm(reply, kind.unsubscribe_word(), Some(&name), count);
+    }
+    Ok(())
+}
+
+/// Per-shard mode: shard channels must share one slot, owned by this shard.
+fn check_slot<'a>(ctx: &Ctx<'_>, mut names: impl Iterator<Item = &'a [u8]>) -> ServerResult {
+    let topo = &ctx.core.topo;
+    if topo.mode != PortMode::PerShard {
+        return Ok(());
+    }
+    let Some(first) = names.next() else {
+        return Ok(());
+    };
+    let slot = key_slot(first);
+    if names.any(|n| key_slot(n) != slot) {
+        return Err(CmdError::CrossSlot);
+    }
+    let owner = topo.owner(slot);
+    if owner != ctx.core.id {
+        return Err(CmdError::Moved {
+            slot,
+            host: topo.host.clone(),
+            port: topo.nodes[owner].port,
+        });
+    }
+    Ok(())
+}
+
+/// `PUBLISH channel message`
+fn publish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    publish_to(ctx, args, reply, Kind::Channel);
+    Ok(())
+}
+
+/// `SPUBLISH shardchannel message`: in per-shard mode only the slot's owner
+/// delivers (a cluster node's subscribers of its own slots).
+fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if ctx.core.topo.mode == PortMode::PerShard {
+        check_slot(ctx, std::iter::once(args.get(1)))?;
+        let caller = Caller {
+            out: &mut *reply.out,
+            proto: reply.proto,
+        };
+        let (channel, message) = (args.get(1), args.get(2));
+        let n = pubsub::deliver_here(
+            ctx.core,
+            ctx.conns,
+            Kind::Shard,
+            channel,
+            message,
+            Some(caller),
+        );
+        reply.int(n as i64);
+        return Ok(());
+    }
+    publish_to(ctx, args, reply, Kind::Shard);
+    Ok(())
+}
+
+/// Deliver here, then to the other shards with subscribers (see [`crate::pubsub`]).
+fn publish_to(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Kind) {
+    let (channel, message) = (args.get(1), args.get(2));
+    let caller = Caller {
+        out: &mut *reply.out,
+        proto: reply.proto,
+    };
+    let local = pubsub::deliver_here(ctx.core, ctx.conns, kind, channel, message, Some(caller));
+    let core = &mut *ctx.core;
+    let me = core.id;
+    let subscribers = &core.shared.pubsub.shards;
+    let others = (0..subscribers.len()).filter(|&s| s != me && subscribers[s].may_receive(kind));
+    match core.topo.mode {
+        PortMode::Forward => {
+            let shards: Vec<usize> = others.collect();
+            if shards.is_empty() {
+                reply.int(local as i64);
+            } else {
+                ctx.gather = Some(Gather::Publish(Box::new(Publication {
+                    kind,
+                    channel: channel.to_vec(),
+                    message: message.to_vec(),
+                    local,
+                    shards,
+                })));
+            }
+        }
+        PortMode::PerShard => {
+            let shards: Vec<usize> = others.collect();
+            for to in shards {
+                core.outbox.message(to, None, kind, channel, message);
+            }
+            reply.int(local as i64);
+        }
+    }
+}
+
+/// `PUBSUB CHANNELS [pattern]`
+fn channels(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    list_names(ctx, args, reply, Kind::Channel)
+}
+
+/// `PUBSUB SHARDCHANNELS [pattern]`
+fn shardchannels(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    list_names(ctx, args, reply, Kind::Shard)
+}
+
+/// The distinct names with subscribers on the visible shards, matching the pattern.
+fn list_names(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+    kind: Kind,
+) -> ServerResult {
+    if args.len() > 3 {
+        return Err(CmdError::subcommand_syntax(args.get(1), "pubsub"));
+    }
+    let pattern = (args.len() == 3).then(|| args.get(2));
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    let shards = &ctx.core.shared.pubsub.shards;
+    for s in pubsub::visible_shards(ctx.core) {
+        let registry = shards[s].registry();
+        let matching = registry
+            .of(kind)
+            .keys()
+            .filter(|name| pattern.is_none_or(|p| glob_match(p, name)));
+        names.extend(matching.cloned());
+    }
+    names.sort_unstable();
+    names.dedup();
+    reply.array(names.len());
+    names.iter().for_each(|n| reply.bulk(n));
+    Ok(())
+}
+
+/// `PUBSUB NUMSUB [channel ...]`
+fn numsub(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    count_subscribers(ctx, args, reply, Kind::Channel)
+}
+
+/// `PUBSUB SHARDNUMSUB [shardchannel ...]`
+fn shardnumsub(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    count_subscribers(ctx, args, reply, Kind::Shard)
+}
+
+/// Each name with its subscriber count over the visible shards.
+fn count_subscribers(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+    kind: Kind,
+) -> ServerResult {
+    let shards = &ctx.core.shared.pubsub.shards;
+    reply.array((args.len() - 2) * 2);
+    for name in args.iter().skip(2) {
+        let count: usize = pubsub::visible_shards(ctx.core)
+            .map(|s| shards[s].registry().of(kind).get(name).map_or(0, Vec::len))
+            .sum();
+        reply.bulk(name);
+        reply.int(count as i64);
+    }
+    Ok(())
+}
+
+/// `PUBSUB NUMPAT`: distinct patterns subscribed to.
+fn numpat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    reply.int(pubsub::distinct(ctx.core, Kind::Pattern) as i64);
+    Ok(())
+}
+
+/// `PUBSUB HELP`
+fn help(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    reply_help(
+        reply,
+        args.get(0),
+        &[
+            "CHANNELS [<pattern>]",
+            "    Return the currently active channels matching a <pattern> (default: '*').",
+            "NUMPAT",
+            "    Return number of subscriptions to patterns.",
+            "NUMSUB [<channel> ...]",
+            "    Return the number of subscribers for the specified channels, excluding",
+            "    pattern subscriptions(default: no channels).",
+            "SHARDCHANNELS [<pattern>]",
+            "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+            "SHARDNUMSUB [<shardchannel> ...]",
+            "    Return the number of subscribers for the specified shard level channel(s)",
+        ],
+    );
+    Ok(())
+}
