@@ -40,6 +40,7 @@
 pub mod command;
 pub mod engine;
 pub mod error;
+pub mod rdb;
 pub mod slot;
 pub mod value;
 
