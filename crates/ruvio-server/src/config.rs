@@ -82,6 +82,9 @@ pub struct Cli {
     /// volatile-lru, volatile-lfu, volatile-random or volatile-ttl.
     #[arg(long)]
     pub maxmemory_policy: Option<String>,
+    /// Load this Redis RDB file (dump.rdb) at start; each shard keeps its keys.
+    #[arg(long)]
+    pub import_rdb: Option<PathBuf>,
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -153,6 +156,8 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
     /// Encoding thresholds of the data types (list-max-listpack-size ...).
     pub engine: ruvio_engine::EngineConfig,
+    /// A Redis RDB file to load at start (`--import-rdb`).
+    pub import_rdb: Option<PathBuf>,
 }
 
 impl Config {
@@ -228,6 +233,7 @@ impl Config {
             timeout_s: file.timeout.unwrap_or(0),
             config_file: cli.config,
             engine,
+            import_rdb: cli.import_rdb,
         })
     }
 

@@ -10,6 +10,7 @@ mod dispatch;
 mod exec;
 mod forward;
 mod gather;
+mod import;
 mod lending;
 mod memory;
 mod net;

@@ -158,6 +158,9 @@ impl Shard {
         let shards = topo.nodes.len();
         let mut engine = Engine::new(cfg.databases);
         *engine.config_mut() = cfg.engine;
+        if let Some(path) = &cfg.import_rdb {
+            crate::import::load_rdb(&mut engine, path, id, &topo)?;
+        }
         Ok(Shard {
             core: ShardCore {
                 id,

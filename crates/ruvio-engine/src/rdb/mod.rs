@@ -9,6 +9,7 @@
 //! - [`build`]: those elements made into a Ruvio value under the configured
 //!   encoding thresholds (what Redis does after loading: convert when too big).
 //! - [`listpack`], [`lzf`]: the blobs inside objects, and Redis's string compression.
+//! - [`file`]: a whole Redis RDB file loaded into one shard (`--import-rdb`).
 //!
 //! A DUMP payload is `type byte | object | RDB version (u16 LE) | CRC-64 (u64 LE)`,
 //! the CRC (Redis's crc64, Jones polynomial, from the `crc` crate) over all bytes
@@ -23,6 +24,7 @@
 pub(crate) mod build;
 pub(crate) mod decode;
 pub(crate) mod encode;
+pub mod file;
 pub(crate) mod listpack;
 pub(crate) mod lzf;
 

@@ -1,0 +1,156 @@
+//! Loading a Redis RDB file (`dump.rdb`, versions 1 to 12) into one shard's
+//! keyspace: the header, the opcodes around the keys (aux fields, SELECTDB,
+//! RESIZEDB, expiry in seconds and milliseconds, LRU/LFU hints, Redis 7 function
+//! libraries), each key's object through [`super::decode`], and the CRC-64 trailer.
+//!
+//! Each shard reads the whole file and keeps the keys whose slot it owns (`keep`):
+//! no keys cross threads at start, the shards load in parallel, and a file is
+//! read once per shard (its bytes shared through the page cache).
+
+use super::decode::{read_object, LoadError, Reader};
+use super::{build, CRC64, RDB_VERSION_MAX};
+use crate::Engine;
+
+/// `RDB_OPCODE_*`.
+mod opcode {
+    pub const FUNCTION_PRE_GA: u8 = 0xf5;
+    pub const FUNCTION2: u8 = 0xf6;
+    pub const MODULE_AUX: u8 = 0xf7;
+    pub const IDLE: u8 = 0xf8;
+    pub const FREQ: u8 = 0xf9;
+    pub const AUX: u8 = 0xfa;
+    pub const RESIZEDB: u8 = 0xfb;
+    pub const EXPIRETIME_MS: u8 = 0xfc;
+    pub const EXPIRETIME: u8 = 0xfd;
+    pub const SELECTDB: u8 = 0xfe;
+    pub const EOF: u8 = 0xff;
+}
+
+/// What a load did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Loaded {
+    /// Keys stored in this keyspace.
+    pub keys: usize,
+    /// Keys skipped as already expired.
+    pub expired: usize,
+}
+
+fn corrupt(what: &str) -> String {
+    format!("RDB file is corrupt: {what}")
+}
+
+fn explain(e: LoadError) -> String {
+    match e {
+        LoadError::Corrupt => corrupt("bad or truncated data"),
+        LoadError::Module => "RDB file holds a module type, which Ruvio does not support".into(),
+        LoadError::Stream => "RDB file holds a stream, which Ruvio does not support".into(),
+        LoadError::UnknownType(t) => corrupt(&format!("unknown object type {t}")),
+    }
+}
+
+/// Load `file` into `engine`, storing only keys for which `keep(key)` is true.
+/// Keys already expired at `now_ms` are skipped; a key in a database beyond the
+/// configured count is an error, as in Redis.
+pub fn load(
+    engine: &mut Engine,
+    file: &[u8],
+    now_ms: u64,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Result<Loaded, String> {
+    if file.len() < 9 || &file[..5] != b"REDIS" {
+        return Err("not an RDB file (no REDIS signature)".into());
+    }
+    let version: u16 = std::str::from_utf8(&file[5..9])
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| corrupt("bad version"))?;
+    if !(1..=RDB_VERSION_MAX).contains(&version) {
+        return Err(format!(
+            "RDB version {version} is not supported (at most {RDB_VERSION_MAX})"
+        ));
+    }
+    let mut r = Reader::new(&file[9..]);
+    let mut out = Loaded::default();
+    let mut db = 0usize;
+    let mut expire_at: Option<u64> = None;
+    let clock = engine.new_clock(now_ms);
+    loop {
+        let op = r.u8().map_err(explain)?;
+        match op {
+            opcode::EOF => break,
+            opcode::AUX => {
+                r.string().map_err(explain)?;
+                r.string().map_err(explain)?;
+            }
+            opcode::RESIZEDB => {
+                r.len().map_err(explain)?;
+                r.len().map_err(explain)?;
+            }
+            opcode::SELECTDB => {
+                let n = r.len().map_err(explain)?;
+                db = usize::try_from(n)
+                    .ok()
+                    .filter(|&d| d < engine.db_count())
+                    .ok_or_else(|| {
+                        format!(
+                            "RDB file uses database {n}, beyond the {} configured",
+                            engine.db_count()
+                        )
+                    })?;
+            }
+            opcode::EXPIRETIME_MS => expire_at = Some(r.u64_le().map_err(explain)?),
+            opcode::EXPIRETIME => {
+                let secs = u32::from_le_bytes(r.take(4).map_err(explain)?.try_into().expect("4"));
+                expire_at = Some(u64::from(secs) * 1000);
+            }
+            opcode::FREQ => {
+                r.u8().map_err(explain)?;
+            }
+            opcode::IDLE => {
+                r.len().map_err(explain)?;
+            }
+            opcode::FUNCTION2 | opcode::FUNCTION_PRE_GA => {
+                return Err(
+                    "RDB file holds function libraries, which Ruvio does not support".into(),
+                )
+            }
+            opcode::MODULE_AUX => return Err(explain(LoadError::Module)),
+            kind => {
+                let key = r.string().map_err(explain)?;
+                let value = read_object(&mut r, kind).map_err(explain)?;
+                let at = expire_at.take();
+                if !keep(&key) {
+                    continue;
+                }
+                if at.is_some_and(|at| at <= now_ms) {
+                    out.expired += 1;
+                    continue;
+                }
+                let entry = build::entry(engine.config(), &key, value, clock).map_err(|_| {
+                    corrupt(&format!(
+                        "key {:?} does not load",
+                        String::from_utf8_lossy(&key)
+                    ))
+                })?;
+                let keyspace = engine.db_mut(db);
+                if let Some(old) = keyspace.find(&key) {
+                    keyspace.remove(old);
+                }
+                let id = keyspace.insert(entry);
+                if at.is_some() {
+                    keyspace.set_expire(id, at);
+                }
+                out.keys += 1;
+            }
+        }
+    }
+    let body_end = file.len() - r.remaining();
+    if version >= 5 {
+        let sum = r.take(8).map_err(|_| corrupt("missing checksum"))?;
+        let sum = u64::from_le_bytes(sum.try_into().expect("8"));
+        if sum != 0 && sum != CRC64.checksum(&file[..body_end]) {
+            return Err(corrupt("checksum mismatch"));
+        }
+    }
+    Ok(out)
+}
