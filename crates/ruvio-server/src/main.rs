@@ -8,6 +8,7 @@ mod config;
 mod conn;
 mod dispatch;
 mod exec;
+mod export;
 mod forward;
 mod gather;
 mod import;

@@ -2,7 +2,9 @@
 //! type, small and big encodings, expiry times, two databases) is loaded by Ruvio
 //! at start, in forward mode with 2 shards and per-shard mode with 2 shards (each
 //! key on the shard owning its slot), and every key reads back as on Redis.
-//! A file that is not an RDB stops the server with a message.
+//! A file that is not an RDB stops the server with a message. The other way:
+//! `DEBUG EXPORT-RDB` on Ruvio (2 shards) writes a file that redis-server loads
+//! (`DEBUG RELOAD NOSAVE`) with every key, TTL and database.
 
 mod common;
 
@@ -149,6 +151,38 @@ fn redis_dump_loads_in_both_port_modes() {
     compare(&redis, &forward, "forward");
     let per_shard = Server::ruvio_with(PortMode::PerShard, 2, &["--import-rdb", &path]);
     compare(&redis, &per_shard, "per-shard");
+}
+
+#[test]
+fn debug_export_rdb_loads_in_redis() {
+    if require_redis_server("rdb_import").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let config = |name: &str| match decode(&conn_cmd(&redis, &["CONFIG", "GET", name])) {
+        Value::Array(items) => items[1].text(),
+        other => panic!("{other:?}"),
+    };
+    let path = format!("{}/{}", config("dir"), config("dbfilename"));
+    let ruvio = Server::forward(2);
+    let mut conn = ruvio.raw();
+    for c in setup() {
+        let reply = conn.cmd(&c);
+        assert!(!reply.starts_with(b"-"), "{c:?}: {}", show(&reply));
+    }
+    std::thread::sleep(Duration::from_millis(350)); // `gone` expires, not exported
+    assert_eq!(
+        show(&conn.cmd(&["DEBUG", "EXPORT-RDB", &path])),
+        show(b"+OK\r\n")
+    );
+    // Redis loads the file Ruvio wrote in place of its own dump.
+    assert_eq!(
+        show(&redis.raw().cmd(&["DEBUG", "RELOAD", "NOSAVE"])),
+        show(b"+OK\r\n")
+    );
+    compare(&redis, &ruvio, "export");
+    assert_eq!(redis.raw().cmd(&["EXISTS", "gone"]), b":0\r\n");
+    assert_eq!(redis.raw().cmd(&["DBSIZE"]), conn.cmd(&["DBSIZE"]));
 }
 
 #[test]

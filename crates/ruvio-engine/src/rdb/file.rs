@@ -3,12 +3,19 @@
 //! RESIZEDB, expiry in seconds and milliseconds, LRU/LFU hints, Redis 7 function
 //! libraries), each key's object through [`super::decode`], and the CRC-64 trailer.
 //!
+//! Writing is split the same way: each shard writes its keys as a *section*
+//! ([`write_section`]: SELECTDB, then per key its expiry opcode, type, key and
+//! object), and [`assemble`] puts the header, the sections and the EOF/CRC-64
+//! trailer together into one file Redis loads (a database may appear in several
+//! sections; Redis's loader just switches database at each SELECTDB).
+//!
 //! Each shard reads the whole file and keeps the keys whose slot it owns (`keep`):
 //! no keys cross threads at start, the shards load in parallel, and a file is
 //! read once per shard (its bytes shared through the page cache).
 
 use super::decode::{read_object, LoadError, Reader};
-use super::{build, CRC64, RDB_VERSION_MAX};
+use super::encode::{write_len, write_object, write_string};
+use super::{build, CRC64, RDB_VERSION, RDB_VERSION_MAX};
 use crate::Engine;
 
 /// `RDB_OPCODE_*`.
@@ -153,4 +160,52 @@ pub fn load(
         }
     }
     Ok(out)
+}
+
+/// This shard's keys as one section of an RDB file (keys already expired at
+/// `now_ms` left out), and the RDB version its objects need.
+pub fn write_section(engine: &Engine, now_ms: u64) -> (Vec<u8>, u16) {
+    let mut out = Vec::new();
+    let mut version = RDB_VERSION;
+    for db in 0..engine.db_count() {
+        let keyspace = engine.db(db);
+        if keyspace.is_empty() {
+            continue;
+        }
+        out.push(opcode::SELECTDB);
+        write_len(&mut out, db as u64);
+        for (_, entry) in keyspace.iter() {
+            let at = entry.expire_at();
+            if at.is_some_and(|at| at <= now_ms) {
+                continue;
+            }
+            if let Some(at) = at {
+                out.push(opcode::EXPIRETIME_MS);
+                out.extend_from_slice(&at.to_le_bytes());
+            }
+            // The type byte goes before the key: write the object aside first.
+            let mut object = Vec::new();
+            version = version.max(write_object(&mut object, entry.value()));
+            out.push(object[0]);
+            write_string(&mut out, entry.key());
+            out.extend_from_slice(&object[1..]);
+        }
+    }
+    (out, version)
+}
+
+/// A whole RDB file from sections made by [`write_section`] (`version`: the
+/// highest any of them needs).
+pub fn assemble<'a>(sections: impl IntoIterator<Item = &'a [u8]>, version: u16) -> Vec<u8> {
+    let mut out = format!("REDIS{version:04}").into_bytes();
+    out.push(opcode::AUX);
+    write_string(&mut out, b"ruvio-ver");
+    write_string(&mut out, env!("CARGO_PKG_VERSION").as_bytes());
+    for section in sections {
+        out.extend_from_slice(section);
+    }
+    out.push(opcode::EOF);
+    let crc = CRC64.checksum(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
 }
