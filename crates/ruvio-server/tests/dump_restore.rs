@@ -11,7 +11,9 @@
 //!   encoding's).
 //! - Errors: BUSYKEY, bad checksum, a too-new version, corrupt objects under a valid
 //!   checksum, negative TTL, IDLETIME and FREQ values, syntax; then TTL, ABSTTL,
-//!   past expiry, REPLACE, IDLETIME read back with OBJECT IDLETIME.
+//!   past expiry, REPLACE, IDLETIME read back with OBJECT IDLETIME, FREQ with
+//!   OBJECT FREQ under allkeys-lfu; a RESTOREd list wakes a blocked BLPOP.
+//! - Hash field TTLs: RDB 12 payloads that keep them (Ruvio to Ruvio).
 
 mod common;
 
@@ -235,6 +237,12 @@ fn restore_errors_and_options_match_redis() {
         vec![b"RESTORE", b"gone", b"1", p, b"ABSTTL"],
         vec![b"EXISTS", b"gone"],
         vec![b"DUMP", b"gone"],
+        vec![b"CONFIG", b"SET", b"maxmemory-policy", b"allkeys-lfu"],
+        vec![b"RESTORE", b"lfu", b"0", p, b"FREQ", b"100"],
+        vec![b"OBJECT", b"FREQ", b"lfu"],
+        vec![b"RESTORE", b"lfu2", b"0", p, b"IDLETIME", b"100"],
+        vec![b"OBJECT", b"FREQ", b"lfu2"],
+        vec![b"CONFIG", b"SET", b"maxmemory-policy", b"noeviction"],
     ];
     for c in &cases {
         let (want, got) = (a.cmd(c), b.cmd(c));
@@ -256,4 +264,73 @@ fn restore_errors_and_options_match_redis() {
             show_cmd(&c.iter().map(|a| a.to_vec()).collect::<Vec<_>>())
         );
     }
+}
+
+#[test]
+fn restore_wakes_a_blocked_pop() {
+    if require_redis_server("dump_restore").is_none() {
+        return;
+    }
+    let (redis, ruvio) = (Server::redis(), Server::forward(2));
+    let payload = {
+        let mut a = redis.raw();
+        a.cmd(&["RPUSH", "src", "x", "y"]);
+        bulk(&a.cmd(&["DUMP", "src"]))
+    };
+    for server in [&redis, &ruvio] {
+        let mut waiter = server.raw();
+        waiter.send(&encode(&["BLPOP", "wake", "5"]));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let ok = server
+            .raw()
+            .cmd(&[b"RESTORE".as_slice(), b"wake", b"0", &payload]);
+        assert_eq!(ok, b"+OK\r\n");
+        assert_eq!(
+            show(&waiter.read_reply()),
+            show(b"*2\r\n$4\r\nwake\r\n$1\r\nx\r\n")
+        );
+    }
+}
+
+/// A hash with field expiry times travels as Redis 7.4's HASH_METADATA (RDB 12):
+/// Ruvio restores it with the times; Redis 7.0 refuses it as it refuses any 7.4
+/// payload.
+#[test]
+fn hash_field_ttls_travel_as_rdb_12() {
+    if require_redis_server("dump_restore").is_none() {
+        return;
+    }
+    let (redis, ruvio) = (Server::redis(), Server::forward(2));
+    let mut b = ruvio.raw();
+    b.cmd(&["HSET", "h", "f", "v", "g", "w"]);
+    assert_eq!(
+        b.cmd(&["HPEXPIRE", "h", "100000", "FIELDS", "1", "f"]),
+        b"*1\r\n:1\r\n"
+    );
+    let payload = bulk(&b.cmd(&["DUMP", "h"]));
+    assert_eq!(&payload[payload.len() - 10..payload.len() - 8], &[12, 0]);
+    assert_eq!(
+        b.cmd(&[b"RESTORE".as_slice(), b"h2", b"0", &payload]),
+        b"+OK\r\n"
+    );
+    let ttls = decode(&b.cmd(&["HPTTL", "h2", "FIELDS", "2", "f", "g"]));
+    let Value::Array(ttls) = ttls else {
+        panic!("{ttls:?}")
+    };
+    assert!(
+        matches!(ttls[0], Value::Int(ms) if ms > 90_000 && ms <= 100_000),
+        "{ttls:?}"
+    );
+    assert_eq!(ttls[1], Value::Int(-1));
+    assert_eq!(
+        show(&b.cmd(&["HGETALL", "h2"])),
+        show(&b.cmd(&["HGETALL", "h"]))
+    );
+    let refused = redis
+        .raw()
+        .cmd(&[b"RESTORE".as_slice(), b"h", b"0", &payload]);
+    assert_eq!(
+        show(&refused),
+        show(b"-ERR DUMP payload version or checksum are wrong\r\n")
+    );
 }

@@ -1,7 +1,7 @@
 //! Loading a Redis RDB file (`dump.rdb`, versions 1 to 12) into one shard's
 //! keyspace: the header, the opcodes around the keys (aux fields, SELECTDB,
-//! RESIZEDB, expiry in seconds and milliseconds, LRU/LFU hints, Redis 7 function
-//! libraries), each key's object through [`super::decode`], and the CRC-64 trailer.
+//! RESIZEDB, expiry in seconds and milliseconds, LRU/LFU hints, Redis 7.4's slot
+//! info; Redis 7 function libraries are refused), each key's object through [`super::decode`], and the CRC-64 trailer.
 //!
 //! Writing is split the same way: each shard writes its keys as a *section*
 //! ([`write_section`]: SELECTDB, then per key its expiry opcode, type, key and
@@ -20,8 +20,9 @@ use crate::Engine;
 
 /// `RDB_OPCODE_*`.
 mod opcode {
-    pub const FUNCTION_PRE_GA: u8 = 0xf5;
-    pub const FUNCTION2: u8 = 0xf6;
+    pub const SLOT_INFO: u8 = 0xf4;
+    pub const FUNCTION2: u8 = 0xf5;
+    pub const FUNCTION_PRE_GA: u8 = 0xf6;
     pub const MODULE_AUX: u8 = 0xf7;
     pub const IDLE: u8 = 0xf8;
     pub const FREQ: u8 = 0xf9;
@@ -115,6 +116,12 @@ pub fn load(
             }
             opcode::IDLE => {
                 r.len().map_err(explain)?;
+            }
+            opcode::SLOT_INFO => {
+                // Redis 7.4 cluster nodes: slot id, keys, keys with expiry.
+                for _ in 0..3 {
+                    r.len().map_err(explain)?;
+                }
             }
             opcode::FUNCTION2 | opcode::FUNCTION_PRE_GA => {
                 return Err(
