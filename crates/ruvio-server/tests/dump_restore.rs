@@ -14,6 +14,8 @@
 //!   past expiry, REPLACE, IDLETIME read back with OBJECT IDLETIME, FREQ with
 //!   OBJECT FREQ under allkeys-lfu; a RESTOREd list wakes a blocked BLPOP.
 //! - Hash field TTLs: RDB 12 payloads that keep them (Ruvio to Ruvio).
+//! - Thresholds: a listpack or intset payload over the configured entries is
+//!   converted on RESTORE, as Redis converts it.
 
 mod common;
 
@@ -333,4 +335,38 @@ fn hash_field_ttls_travel_as_rdb_12() {
         show(&refused),
         show(b"-ERR DUMP payload version or checksum are wrong\r\n")
     );
+}
+
+/// RESTORE converts a listpack that is too big for the configured thresholds, as
+/// Redis's loader does.
+#[test]
+fn restore_converts_under_the_configured_thresholds() {
+    if require_redis_server("dump_restore").is_none() {
+        return;
+    }
+    let (redis, ruvio) = (Server::redis(), Server::forward(1));
+    let (mut a, mut b) = (redis.raw(), ruvio.raw());
+    a.cmd(&["HSET", "h", "a", "1", "b", "2", "c", "3"]);
+    a.cmd(&["ZADD", "z", "1", "a", "2", "b", "3", "c"]);
+    a.cmd(&["SADD", "s", "1", "2", "3"]);
+    let dumps: Vec<(&str, Vec<u8>)> = ["h", "z", "s"]
+        .iter()
+        .map(|k| (*k, bulk(&a.cmd(&["DUMP", k]))))
+        .collect();
+    for conn in [&mut a, &mut b] {
+        for (name, value) in [
+            ("hash-max-listpack-entries", "2"),
+            ("zset-max-listpack-entries", "2"),
+            ("set-max-intset-entries", "2"),
+        ] {
+            assert_eq!(conn.cmd(&["CONFIG", "SET", name, value]), b"+OK\r\n");
+        }
+    }
+    for (key, payload) in &dumps {
+        let copy = format!("{key}2");
+        let restore = [b"RESTORE".as_slice(), copy.as_bytes(), b"0", payload];
+        assert_eq!(show(&b.cmd(&restore)), show(&a.cmd(&restore)));
+        let encoding = ["OBJECT", "ENCODING", copy.as_str()];
+        assert_eq!(show(&b.cmd(&encoding)), show(&a.cmd(&encoding)), "{key}");
+    }
 }

@@ -61,7 +61,13 @@ fn set(config: &EngineConfig, members: &[Vec<u8>]) -> Result<SetValue, LoadError
         listpack_entries: config.set_max_listpack_entries,
         listpack_value: config.set_max_listpack_value,
     };
-    let mut set = SetValue::create(first, members.len(), &limits);
+    // Redis's loader (7.0 and 7.2 alike): more members than
+    // `set-max-intset-entries` is a table from the start, whatever they are.
+    let mut set = if members.len() > limits.intset_entries {
+        SetValue::new_hashtable(members.len())
+    } else {
+        SetValue::create(first, members.len(), &limits)
+    };
     for m in members {
         if !set.add(m, &limits) {
             return Err(LoadError::Corrupt);

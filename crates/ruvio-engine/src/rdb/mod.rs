@@ -28,7 +28,7 @@ pub mod file;
 pub(crate) mod listpack;
 pub(crate) mod lzf;
 
-use crc::{Crc, CRC_64_REDIS};
+use crc::{Crc, Table, CRC_64_REDIS};
 
 use crate::value::ValueRef;
 
@@ -39,8 +39,9 @@ pub const RDB_VERSION_HASH_TTL: u16 = 12;
 /// The newest version Ruvio reads.
 pub const RDB_VERSION_MAX: u16 = 12;
 
-/// Redis's `crc64` (Jones polynomial, reflected).
-const CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_REDIS);
+/// Redis's `crc64` (Jones polynomial, reflected), slice-by-16 tables (32 KiB,
+/// built at compile time): DUMP of a big value and RDB files checksum fast.
+const CRC64: Crc<u64, Table<16>> = Crc::<u64, Table<16>>::new(&CRC_64_REDIS);
 
 /// The object type bytes (`RDB_TYPE_*`).
 pub mod types {
@@ -98,7 +99,13 @@ pub mod types {
 
 /// The DUMP payload of `value`.
 pub fn dump_payload(value: ValueRef<'_>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(32);
+    // A string's payload is its bytes plus at most 9 length bytes, the type byte
+    // and the 10-byte footer: one allocation.
+    let hint = match value {
+        ValueRef::Str(s) => s.len() + 20,
+        _ => 64,
+    };
+    let mut out = Vec::with_capacity(hint);
     let version = encode::write_object(&mut out, value);
     seal(out, version)
 }

@@ -129,6 +129,125 @@ fn old_encodings_load() {
     );
 }
 
+/// A ziplist (Redis < 7.0) of short strings and small integers.
+fn ziplist(items: &[&str]) -> Vec<u8> {
+    let mut entries = Vec::new();
+    let mut prev = 0usize;
+    for item in items {
+        let start = entries.len();
+        entries.push(prev as u8);
+        match item.parse::<i64>() {
+            Ok(v @ 0..=12) => entries.push(0xf1 + v as u8),
+            Ok(v) if i8::try_from(v).is_ok() => entries.extend_from_slice(&[0xfe, v as u8]),
+            Ok(v) => {
+                entries.push(0xc0);
+                entries.extend_from_slice(&(v as i16).to_le_bytes());
+            }
+            Err(_) => {
+                entries.push(item.len() as u8);
+                entries.extend_from_slice(item.as_bytes());
+            }
+        }
+        prev = entries.len() - start;
+    }
+    let total = 10 + entries.len() + 1;
+    let mut zl = (total as u32).to_le_bytes().to_vec();
+    zl.extend_from_slice(&((total - 1 - prev) as u32).to_le_bytes());
+    zl.extend_from_slice(&(items.len() as u16).to_le_bytes());
+    zl.extend_from_slice(&entries);
+    zl.push(0xff);
+    zl
+}
+
+/// The object bytes of type `kind` holding one blob.
+fn blob_object(kind: u8, blob: &[u8]) -> Vec<u8> {
+    let mut object = vec![kind];
+    encode::write_len(&mut object, blob.len() as u64);
+    object.extend_from_slice(blob);
+    object
+}
+
+#[test]
+fn ziplist_encodings_of_redis_6_load() {
+    let zl = ziplist(&["a", "7", "-100", "3000"]);
+    let want = Loaded::List(bytes(&["a", "7", "-100", "3000"]));
+    assert_eq!(
+        load_payload(&blob_object(types::LIST_ZIPLIST, &zl)),
+        Ok(want)
+    );
+    let zl = ziplist(&["m", "1.5", "n", "2"]);
+    assert_eq!(
+        load_payload(&blob_object(types::ZSET_ZIPLIST, &zl)),
+        Ok(Loaded::ZSet(vec![
+            (b"m".to_vec(), 1.5),
+            (b"n".to_vec(), 2.0)
+        ]))
+    );
+    let zl = ziplist(&["f", "v"]);
+    assert_eq!(
+        load_payload(&blob_object(types::HASH_ZIPLIST, &zl)),
+        Ok(Loaded::Hash(vec![(b"f".to_vec(), b"v".to_vec(), 0)]))
+    );
+    // A quicklist (RDB 7-9) of two ziplist nodes.
+    let mut object = vec![types::LIST_QUICKLIST, 2];
+    for node in [ziplist(&["a", "b"]), ziplist(&["5"])] {
+        encode::write_len(&mut object, node.len() as u64);
+        object.extend_from_slice(&node);
+    }
+    assert_eq!(
+        load_payload(&object),
+        Ok(Loaded::List(bytes(&["a", "b", "5"])))
+    );
+    // An odd ziplist where pairs are expected is corrupt.
+    let zl = ziplist(&["f", "v", "g"]);
+    assert_eq!(
+        load_payload(&blob_object(types::HASH_ZIPLIST, &zl)),
+        Err(LoadError::Corrupt)
+    );
+}
+
+#[test]
+fn lzf_strings_and_plain_quicklist_nodes_load() {
+    let text = "abcabcabcabcabcabcabcabcabcabcabcabc".repeat(3);
+    let mut object = vec![types::STRING];
+    encode::write_string(&mut object, text.as_bytes());
+    assert_eq!(object[1], 0xc3, "compressed");
+    assert_eq!(
+        load_payload(&object),
+        Ok(Loaded::Str(text.clone().into_bytes()))
+    );
+    // QUICKLIST_2 with one plain node (container 1) and one packed node.
+    let mut object = vec![types::LIST_QUICKLIST_2, 2, 1];
+    encode::write_string(&mut object, text.as_bytes());
+    object.push(2);
+    let mut lp = listpack::ListpackWriter::new();
+    lp.push(b"tail");
+    encode::write_string(&mut object, &lp.finish());
+    assert_eq!(
+        load_payload(&object),
+        Ok(Loaded::List(vec![text.into_bytes(), b"tail".to_vec()]))
+    );
+}
+
+#[test]
+fn duplicates_nan_and_empty_collections_are_corrupt() {
+    let config = EngineConfig::default();
+    let bad = [
+        Loaded::Set(bytes(&["a", "a"])),
+        Loaded::Hash(vec![
+            (b"f".to_vec(), b"1".to_vec(), 0),
+            (b"f".to_vec(), b"2".to_vec(), 0),
+        ]),
+        Loaded::ZSet(vec![(b"m".to_vec(), 1.0), (b"m".to_vec(), 2.0)]),
+        Loaded::ZSet(vec![(b"m".to_vec(), f64::NAN)]),
+        Loaded::List(Vec::new()),
+        Loaded::Set(Vec::new()),
+    ];
+    for loaded in bad {
+        assert!(build::entry(&config, b"k", loaded, 0).is_err());
+    }
+}
+
 #[test]
 fn modules_and_streams_are_refused_by_name() {
     assert_eq!(load_payload(&[types::MODULE_2, 0]), Err(LoadError::Module));
