@@ -185,6 +185,65 @@ fn debug_export_rdb_loads_in_redis() {
     assert_eq!(redis.raw().cmd(&["DBSIZE"]), conn.cmd(&["DBSIZE"]));
 }
 
+/// Under an LRU policy Redis saves each key's idle time, under an LFU one its
+/// counter; Ruvio keeps them on import and writes them on export.
+#[test]
+fn idle_time_and_frequency_travel_with_the_file() {
+    if require_redis_server("rdb_import").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let mut a = redis.raw();
+    a.cmd(&["SET", "src", "v"]);
+    let payload = match decode(&a.cmd(&["DUMP", "src"])) {
+        Value::Bulk(b) => b,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        a.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]),
+        b"+OK\r\n"
+    );
+    let restore = |key: &[u8], option: &[u8], value: &[u8]| -> Vec<Vec<u8>> {
+        vec![
+            b"RESTORE".to_vec(),
+            key.to_vec(),
+            b"0".to_vec(),
+            payload.clone(),
+            option.to_vec(),
+            value.to_vec(),
+        ]
+    };
+    assert_eq!(a.cmd(&restore(b"idle", b"IDLETIME", b"1000")), b"+OK\r\n");
+    assert_eq!(a.cmd(&["SAVE"]), b"+OK\r\n");
+    let config = |conn: &mut RawConn, name: &str| match decode(&conn.cmd(&["CONFIG", "GET", name]))
+    {
+        Value::Array(items) => items[1].text(),
+        other => panic!("{other:?}"),
+    };
+    let path = format!("{}/{}", config(&mut a, "dir"), config(&mut a, "dbfilename"));
+    let ruvio = Server::ruvio_with(
+        PortMode::Forward,
+        1,
+        &["--import-rdb", &path, "--maxmemory-policy", "allkeys-lru"],
+    );
+    let mut b = ruvio.raw();
+    let idle = decode(&b.cmd(&["OBJECT", "IDLETIME", "idle"]));
+    assert!(matches!(idle, Value::Int(1000..=1002)), "{idle:?}");
+
+    assert_eq!(
+        b.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(b.cmd(&restore(b"hot", b"FREQ", b"77")), b"+OK\r\n");
+    assert_eq!(b.cmd(&["DEBUG", "EXPORT-RDB", &path]), b"+OK\r\n");
+    assert_eq!(
+        a.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(a.cmd(&["DEBUG", "RELOAD", "NOSAVE"]), b"+OK\r\n");
+    assert_eq!(a.cmd(&["OBJECT", "FREQ", "hot"]), b":77\r\n");
+}
+
 #[test]
 fn a_file_that_is_not_rdb_stops_the_server() {
     let dir = std::env::temp_dir().join(format!("ruvio-rdb-import-{}", std::process::id()));

@@ -7,8 +7,6 @@ use ruvio_resp::{Args, Reply};
 use crate::args::{eq_ci, int_arg};
 use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::error::CmdError;
-use crate::evict::new_clock;
-use crate::keyspace::CLOCK_MASK;
 use crate::rdb;
 use crate::Engine;
 
@@ -88,7 +86,12 @@ pub(super) fn restore(
     }
     let object = rdb::verify_payload(args.get(3)).ok_or(CmdError::DumpPayloadInvalid)?;
     let loaded = rdb::load_payload(object).map_err(|_| CmdError::BadDataFormat)?;
-    let clock = restored_clock(engine, ctx.now_ms, &options);
+    let clock = rdb::build::access_clock(
+        engine.config().maxmemory_policy,
+        ctx.now_ms,
+        options.idle_seconds,
+        options.freq,
+    );
     let entry = rdb::build::entry(engine.config(), key, loaded, clock)
         .map_err(|_| CmdError::BadDataFormat)?;
     if let Some(id) = existing {
@@ -129,22 +132,4 @@ fn log_absolute(ctx: &mut ExecCtx, args: Args<'_>, at: i64) {
     argv.extend(args.iter().skip(4));
     argv.push(b"ABSTTL");
     ctx.log_as(&argv);
-}
-
-/// The restored key's access clock (`objectSetLRUOrLFU`): FREQ sets the LFU
-/// counter under an LFU policy, IDLETIME the last access under an LRU one;
-/// otherwise a new key's clock.
-fn restored_clock(engine: &Engine, now_ms: u64, options: &RestoreOptions) -> u32 {
-    let policy = engine.config().maxmemory_policy;
-    let fresh = new_clock(policy, now_ms);
-    match (policy.is_lfu(), options.freq, options.idle_seconds) {
-        (true, Some(freq), _) => (fresh & !0xff) | freq as u32,
-        (false, _, Some(idle)) => match u32::try_from(idle).ok().and_then(|i| fresh.checked_sub(i))
-        {
-            Some(at) => at,
-            // An idle time past the clock's start: Redis's fallback.
-            None => (fresh + CLOCK_MASK / 2) % CLOCK_MASK,
-        },
-        _ => fresh,
-    }
 }

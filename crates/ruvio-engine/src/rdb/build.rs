@@ -5,8 +5,9 @@
 
 use super::decode::{HashField, LoadError, Loaded};
 use crate::engine::EngineConfig;
+use crate::evict::{new_clock, EvictionPolicy};
 use crate::hashes::{HashLimits, HashValue};
-use crate::keyspace::{Collection, Entry, NewValue};
+use crate::keyspace::{Collection, Entry, NewValue, CLOCK_MASK};
 use crate::lists::{End, ListValue};
 use crate::sets::{SetLimits, SetValue};
 use crate::zsets::{ZLimits, ZSetValue};
@@ -114,4 +115,26 @@ fn hash(config: &EngineConfig, fields: &[HashField]) -> Result<HashValue, LoadEr
         }
     }
     Ok(hash)
+}
+
+/// A loaded key's access clock (`objectSetLRUOrLFU`): a FREQ counter under an LFU
+/// policy, an IDLE time in seconds under an LRU one (RESTORE's options, an RDB
+/// file's opcodes); otherwise a new key's clock.
+pub fn access_clock(
+    policy: EvictionPolicy,
+    now_ms: u64,
+    idle_seconds: Option<i64>,
+    freq: Option<i64>,
+) -> u32 {
+    let fresh = new_clock(policy, now_ms);
+    match (policy.is_lfu(), freq, idle_seconds) {
+        (true, Some(freq), _) => (fresh & !0xff) | (freq as u32 & 0xff),
+        (false, _, Some(idle)) => match u32::try_from(idle).ok().and_then(|i| fresh.checked_sub(i))
+        {
+            Some(at) => at,
+            // An idle time past the clock's start: Redis's fallback.
+            None => (fresh + CLOCK_MASK / 2) % CLOCK_MASK,
+        },
+        _ => fresh,
+    }
 }

@@ -1,6 +1,7 @@
 //! Loading a Redis RDB file (`dump.rdb`, versions 1 to 12) into one shard's
 //! keyspace: the header, the opcodes around the keys (aux fields, SELECTDB,
-//! RESIZEDB, expiry in seconds and milliseconds, LRU/LFU hints, Redis 7.4's slot
+//! RESIZEDB, expiry in seconds and milliseconds, LRU/LFU hints (kept as the
+//! key's access clock under a matching policy, as Redis), Redis 7.4's slot
 //! info; Redis 7 function libraries are refused), each key's object through [`super::decode`], and the CRC-64 trailer.
 //!
 //! Writing is split the same way: each shard writes its keys as a *section*
@@ -16,6 +17,9 @@
 use super::decode::{read_object, LoadError, Reader};
 use super::encode::{write_len, write_object, write_string};
 use super::{build, CRC64, RDB_VERSION, RDB_VERSION_MAX};
+use crate::engine::clock_of;
+use crate::evict::{lfu_decayed, EvictionPolicy};
+use crate::keys::object::idle_seconds;
 use crate::Engine;
 
 /// `RDB_OPCODE_*`.
@@ -81,7 +85,8 @@ pub fn load(
     let mut out = Loaded::default();
     let mut db = 0usize;
     let mut expire_at: Option<u64> = None;
-    let clock = engine.new_clock(now_ms);
+    let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
+    let policy = engine.config().maxmemory_policy;
     loop {
         let op = r.u8().map_err(explain)?;
         match op {
@@ -111,12 +116,8 @@ pub fn load(
                 let secs = u32::from_le_bytes(r.take(4).map_err(explain)?.try_into().expect("4"));
                 expire_at = Some(u64::from(secs) * 1000);
             }
-            opcode::FREQ => {
-                r.u8().map_err(explain)?;
-            }
-            opcode::IDLE => {
-                r.len().map_err(explain)?;
-            }
+            opcode::FREQ => freq = Some(i64::from(r.u8().map_err(explain)?)),
+            opcode::IDLE => idle = Some(r.len().map_err(explain)?.min(i64::MAX as u64) as i64),
             opcode::SLOT_INFO => {
                 // Redis 7.4 cluster nodes: slot id, keys, keys with expiry.
                 for _ in 0..3 {
@@ -133,6 +134,7 @@ pub fn load(
                 let key = r.string().map_err(explain)?;
                 let value = read_object(&mut r, kind).map_err(explain)?;
                 let at = expire_at.take();
+                let clock = build::access_clock(policy, now_ms, idle.take(), freq.take());
                 if !keep(&key) {
                     continue;
                 }
@@ -190,6 +192,7 @@ pub fn write_section(engine: &Engine, now_ms: u64) -> (Vec<u8>, u16) {
                 out.push(opcode::EXPIRETIME_MS);
                 out.extend_from_slice(&at.to_le_bytes());
             }
+            write_access_hint(&mut out, engine, entry.clock(), now_ms);
             // The type byte goes before the key: write the object aside first.
             let mut object = Vec::new();
             version = version.max(write_object(&mut object, entry.value()));
@@ -199,6 +202,23 @@ pub fn write_section(engine: &Engine, now_ms: u64) -> (Vec<u8>, u16) {
         }
     }
     (out, version)
+}
+
+/// Redis saves a key's idle seconds under an LRU policy and its LFU counter under
+/// an LFU one, so a server loading the file evicts in the same order.
+fn write_access_hint(out: &mut Vec<u8>, engine: &Engine, clock: u32, now_ms: u64) {
+    let config = engine.config();
+    match config.maxmemory_policy {
+        EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => {
+            out.push(opcode::IDLE);
+            write_len(out, u64::from(idle_seconds(clock_of(now_ms), clock)));
+        }
+        EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu => {
+            out.push(opcode::FREQ);
+            out.push(lfu_decayed(clock, now_ms, config.lfu_decay_time) as u8);
+        }
+        _ => {}
+    }
 }
 
 /// A whole RDB file from sections made by [`write_section`] (`version`: the
