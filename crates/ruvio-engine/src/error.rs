@@ -295,6 +295,20 @@ pub enum CmdError {
     // ----- durability -----
     /// The write-ahead log failed (the OS error's text): writes are refused.
     AofWriteFailed(String),
+
+    // ----- DUMP / RESTORE -----
+    /// RESTORE onto an existing key without REPLACE.
+    BusyKey,
+    /// RESTORE with a negative TTL.
+    InvalidTtlValue,
+    /// RESTORE IDLETIME below 0.
+    InvalidIdletime,
+    /// RESTORE FREQ outside 0..=255.
+    InvalidFreq,
+    /// A payload whose RDB version is too new or whose CRC does not match.
+    DumpPayloadInvalid,
+    /// A payload whose object does not decode.
+    BadDataFormat,
 }
 
 impl CmdError {
@@ -510,6 +524,12 @@ impl CmdError {
                 "ERR Wrong protocol type name. Please use one of the following: \
                  string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"
             }
+            CmdError::BusyKey => "BUSYKEY Target key name already exists.",
+            CmdError::InvalidTtlValue => "ERR Invalid TTL value, must be >= 0",
+            CmdError::InvalidIdletime => "ERR Invalid IDLETIME value, must be >= 0",
+            CmdError::InvalidFreq => "ERR Invalid FREQ value, must be >= 0 and <= 255",
+            CmdError::DumpPayloadInvalid => "ERR DUMP payload version or checksum are wrong",
+            CmdError::BadDataFormat => "ERR Bad data format",
         };
         Cow::Borrowed(text)
     }

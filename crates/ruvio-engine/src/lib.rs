@@ -41,6 +41,7 @@ pub mod command;
 pub mod engine;
 pub mod error;
 pub mod fault;
+pub mod rdb;
 pub mod slot;
 pub mod value;
 

@@ -108,6 +108,9 @@ pub struct Cli {
     /// client connected to.
     #[arg(long)]
     pub cluster_announce_ip: Option<String>,
+    /// Load this Redis RDB file (dump.rdb) at start; each shard keeps its keys.
+    #[arg(long)]
+    pub import_rdb: Option<PathBuf>,
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -193,6 +196,8 @@ pub struct Config {
     pub client_output_buffer_limit: crate::outlimit::OutputLimits,
     /// `notify-keyspace-events` as Redis' flag bits (see [`crate::notify`]).
     pub notify_keyspace_events: u32,
+    /// A Redis RDB file to load at start (`--import-rdb`).
+    pub import_rdb: Option<PathBuf>,
 }
 
 impl Config {
@@ -291,6 +296,7 @@ impl Config {
             engine,
             client_output_buffer_limit,
             notify_keyspace_events,
+            import_rdb: cli.import_rdb,
         })
     }
 

@@ -45,6 +45,8 @@ pub enum Then {
     Info { sections: Vec<String> },
     /// This reply (a broadcast change's `+OK`).
     Reply(Vec<u8>),
+    /// DEBUG EXPORT-RDB: every shard wrote its part of this file; assemble it.
+    ExportRdb(String),
 }
 
 /// A call waiting for the other shards to publish.
@@ -148,6 +150,10 @@ pub fn published(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
             out
         }
         Then::Reply(bytes) => bytes,
+        Then::ExportRdb(path) => match crate::export::assemble(&path, 0..core.topo.nodes.len()) {
+            Ok(()) => b"+OK\r\n".to_vec(),
+            Err(e) => format!("-ERR EXPORT-RDB failed: {e}\r\n").into_bytes(),
+        },
     };
     deliver(core, conns, (p.conn, p.gen), p.seq, 0, out);
 }

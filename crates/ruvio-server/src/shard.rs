@@ -178,6 +178,9 @@ impl Shard {
         let shards = topo.nodes.len();
         let mut engine = Engine::new(cfg.databases);
         *engine.config_mut() = cfg.engine;
+        if let Some(path) = &cfg.import_rdb {
+            crate::import::load_rdb(&mut engine, path, id, &topo)?;
+        }
         let wal = if cfg.durability.logs() {
             let end = crate::wal::recover(&mut engine, &cfg, id, unix_ms())
                 .map_err(std::io::Error::other)?;

@@ -8,6 +8,7 @@
 //! (and routed by their own key position) before they run. The containers keep key
 //! position 2 for COMMAND INFO, as Ruvio has always answered.
 
+mod dump;
 mod expire;
 pub(crate) mod object;
 mod scan;
@@ -33,6 +34,7 @@ pub(crate) mod events {
     pub const COPY_TO: Event = Event::new(Generic, "copy_to");
     pub const MOVE_FROM: Event = Event::new(Generic, "move_from");
     pub const MOVE_TO: Event = Event::new(Generic, "move_to");
+    pub const RESTORE: Event = Event::new(Generic, "restore");
 }
 
 /// The generic family's command table.
@@ -114,6 +116,14 @@ pub const COMMANDS: &[EngineCommand] = &[
     command!("memory", -2, 0, KeySpec::NONE, ["slow"], "server", "4.0.0",
         "A container for memory diagnostics commands", "Depends on subcommand.",
         subcommands = object::MEMORY_SUBCOMMANDS),
+    command!("dump", 2, READONLY, KeySpec::ONE, ["keyspace", "read", "slow"], "generic", "2.6.0",
+        "Return a serialized version of the value stored at the specified key.",
+        "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+        dump::dump),
+    command!("restore", -4, WRITE | DENYOOM, KeySpec::ONE, ["keyspace", "write", "slow", "dangerous"], "generic",
+        "2.6.0", "Create a key using the provided serialized value, previously obtained using DUMP.",
+        "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+        dump::restore),
 ];
 
 /// `DEL key [key ...]` and `UNLINK key [key ...]`: the number of keys removed.

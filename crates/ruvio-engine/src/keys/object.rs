@@ -181,7 +181,7 @@ fn object_help(
 }
 
 /// Redis' `estimateObjectIdleTime` in seconds, including its 24-bit wrap-around.
-fn idle_seconds(now: u32, then: u32) -> u32 {
+pub(crate) fn idle_seconds(now: u32, then: u32) -> u32 {
     if now >= then {
         now - then
     } else {

@@ -893,6 +893,8 @@ pub enum ConfigChange {
     Pause { until_ms: u64, all: bool },
     /// CLIENT UNPAUSE.
     Unpause,
+    /// DEBUG EXPORT-RDB: write this shard's part of the file at this path.
+    ExportRdb(String),
 }
 
 /// Apply a change another shard broadcast.
@@ -908,6 +910,11 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         ConfigChange::ResetStats { epoch } => reset_stats(core, *epoch),
         ConfigChange::Pause { until_ms, all } => core.pause.start(*until_ms, *all),
         ConfigChange::Unpause => crate::shard::end_pause(core, conns),
+        ConfigChange::ExportRdb(path) => {
+            if let Err(e) = crate::export::write_part(core, path) {
+                eprintln!("shard {}: DEBUG EXPORT-RDB {path}: {e}", core.id);
+            }
+        }
     }
 }
 
@@ -1016,6 +1023,9 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
         debug_protocol),
     command!("debug|help", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "Show helpful text about the different subcommands", "O(1)", debug_help),
+    command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
 ];
 
 /// `DEBUG SLEEP seconds`: blocks this shard, as Redis blocks its main thread.
@@ -1077,6 +1087,26 @@ fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
     Ok(())
 }
 
+/// `DEBUG EXPORT-RDB path`: every shard's keys in one RDB file (see
+/// [`crate::export`]); `+OK` once the file is complete.
+fn debug_export_rdb(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let path = String::from_utf8_lossy(args.get(2)).into_owned();
+    let shards = ctx.core.topo.nodes.len();
+    let failed = |e: String| CmdError::Line(format!("ERR EXPORT-RDB failed: {e}").into_bytes());
+    crate::export::remove_parts(&path, shards);
+    crate::export::write_part(ctx.core, &path).map_err(|e| failed(e.to_string()))?;
+    if shards > 1 && ctx.core.cfg.port_mode == PortMode::Forward {
+        ctx.core
+            .outbox
+            .broadcast(ConfigChange::ExportRdb(path.clone()));
+        ctx.gather = Some(Gather::AfterAll(Then::ExportRdb(path)));
+    } else {
+        crate::export::assemble(&path, [ctx.core.id]).map_err(failed)?;
+        reply.ok();
+    }
+    Ok(())
+}
+
 fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply_help(
         reply,
@@ -1088,6 +1118,8 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
             "    true, false.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
+            "EXPORT-RDB <path>",
+            "    Write every key as a Redis RDB file at <path> (Ruvio only).",
         ],
     );
     Ok(())

@@ -1,0 +1,238 @@
+//! Loading a Redis RDB file (`dump.rdb`, versions 1 to 12) into one shard's
+//! keyspace: the header, the opcodes around the keys (aux fields, SELECTDB,
+//! RESIZEDB, expiry in seconds and milliseconds, LRU/LFU hints (kept as the
+//! key's access clock under a matching policy, as Redis), Redis 7.4's slot
+//! info; Redis 7 function libraries are refused), each key's object through [`super::decode`], and the CRC-64 trailer.
+//!
+//! Writing is split the same way: each shard writes its keys as a *section*
+//! ([`write_section`]: SELECTDB, then per key its expiry opcode, type, key and
+//! object), and [`assemble`] puts the header, the sections and the EOF/CRC-64
+//! trailer together into one file Redis loads (a database may appear in several
+//! sections; Redis's loader just switches database at each SELECTDB).
+//!
+//! Each shard reads the whole file and keeps the keys whose slot it owns (`keep`):
+//! no keys cross threads at start, the shards load in parallel, and a file is
+//! read once per shard (its bytes shared through the page cache).
+
+use super::decode::{read_object, LoadError, Reader};
+use super::encode::{write_len, write_object, write_string};
+use super::{build, CRC64, RDB_VERSION, RDB_VERSION_MAX};
+use crate::engine::clock_of;
+use crate::evict::{lfu_decayed, EvictionPolicy};
+use crate::keys::object::idle_seconds;
+use crate::Engine;
+
+/// `RDB_OPCODE_*`.
+mod opcode {
+    pub const SLOT_INFO: u8 = 0xf4;
+    pub const FUNCTION2: u8 = 0xf5;
+    pub const FUNCTION_PRE_GA: u8 = 0xf6;
+    pub const MODULE_AUX: u8 = 0xf7;
+    pub const IDLE: u8 = 0xf8;
+    pub const FREQ: u8 = 0xf9;
+    pub const AUX: u8 = 0xfa;
+    pub const RESIZEDB: u8 = 0xfb;
+    pub const EXPIRETIME_MS: u8 = 0xfc;
+    pub const EXPIRETIME: u8 = 0xfd;
+    pub const SELECTDB: u8 = 0xfe;
+    pub const EOF: u8 = 0xff;
+}
+
+/// What a load did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Loaded {
+    /// Keys stored in this keyspace.
+    pub keys: usize,
+    /// Keys skipped as already expired.
+    pub expired: usize,
+}
+
+fn corrupt(what: &str) -> String {
+    format!("RDB file is corrupt: {what}")
+}
+
+fn explain(e: LoadError) -> String {
+    match e {
+        LoadError::Corrupt => corrupt("bad or truncated data"),
+        LoadError::Module => "RDB file holds a module type, which Ruvio does not support".into(),
+        LoadError::Stream => "RDB file holds a stream, which Ruvio does not support".into(),
+        LoadError::UnknownType(t) => corrupt(&format!("unknown object type {t}")),
+    }
+}
+
+/// Load `file` into `engine`, storing only keys for which `keep(key)` is true.
+/// Keys already expired at `now_ms` are skipped; a key in a database beyond the
+/// configured count is an error, as in Redis.
+pub fn load(
+    engine: &mut Engine,
+    file: &[u8],
+    now_ms: u64,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Result<Loaded, String> {
+    if file.len() < 9 || &file[..5] != b"REDIS" {
+        return Err("not an RDB file (no REDIS signature)".into());
+    }
+    let version: u16 = std::str::from_utf8(&file[5..9])
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| corrupt("bad version"))?;
+    if !(1..=RDB_VERSION_MAX).contains(&version) {
+        return Err(format!(
+            "RDB version {version} is not supported (at most {RDB_VERSION_MAX})"
+        ));
+    }
+    let mut r = Reader::new(&file[9..]);
+    let mut out = Loaded::default();
+    let mut db = 0usize;
+    let mut expire_at: Option<u64> = None;
+    let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
+    let policy = engine.config().maxmemory_policy;
+    loop {
+        let op = r.u8().map_err(explain)?;
+        match op {
+            opcode::EOF => break,
+            opcode::AUX => {
+                r.string().map_err(explain)?;
+                r.string().map_err(explain)?;
+            }
+            opcode::RESIZEDB => {
+                r.len().map_err(explain)?;
+                r.len().map_err(explain)?;
+            }
+            opcode::SELECTDB => {
+                let n = r.len().map_err(explain)?;
+                db = usize::try_from(n)
+                    .ok()
+                    .filter(|&d| d < engine.db_count())
+                    .ok_or_else(|| {
+                        format!(
+                            "RDB file uses database {n}, beyond the {} configured",
+                            engine.db_count()
+                        )
+                    })?;
+            }
+            opcode::EXPIRETIME_MS => expire_at = Some(r.u64_le().map_err(explain)?),
+            opcode::EXPIRETIME => {
+                let secs = u32::from_le_bytes(r.take(4).map_err(explain)?.try_into().expect("4"));
+                expire_at = Some(u64::from(secs) * 1000);
+            }
+            opcode::FREQ => freq = Some(i64::from(r.u8().map_err(explain)?)),
+            opcode::IDLE => idle = Some(r.len().map_err(explain)?.min(i64::MAX as u64) as i64),
+            opcode::SLOT_INFO => {
+                // Redis 7.4 cluster nodes: slot id, keys, keys with expiry.
+                for _ in 0..3 {
+                    r.len().map_err(explain)?;
+                }
+            }
+            opcode::FUNCTION2 | opcode::FUNCTION_PRE_GA => {
+                return Err(
+                    "RDB file holds function libraries, which Ruvio does not support".into(),
+                )
+            }
+            opcode::MODULE_AUX => return Err(explain(LoadError::Module)),
+            kind => {
+                let key = r.string().map_err(explain)?;
+                let value = read_object(&mut r, kind).map_err(explain)?;
+                let at = expire_at.take();
+                let clock = build::access_clock(policy, now_ms, idle.take(), freq.take());
+                if !keep(&key) {
+                    continue;
+                }
+                if at.is_some_and(|at| at <= now_ms) {
+                    out.expired += 1;
+                    continue;
+                }
+                let entry = build::entry(engine.config(), &key, value, clock).map_err(|_| {
+                    corrupt(&format!(
+                        "key {:?} does not load",
+                        String::from_utf8_lossy(&key)
+                    ))
+                })?;
+                let keyspace = engine.db_mut(db);
+                if let Some(old) = keyspace.find(&key) {
+                    keyspace.remove(old);
+                }
+                let id = keyspace.insert(entry);
+                if at.is_some() {
+                    keyspace.set_expire(id, at);
+                }
+                out.keys += 1;
+            }
+        }
+    }
+    let body_end = file.len() - r.remaining();
+    if version >= 5 {
+        let sum = r.take(8).map_err(|_| corrupt("missing checksum"))?;
+        let sum = u64::from_le_bytes(sum.try_into().expect("8"));
+        if sum != 0 && sum != CRC64.checksum(&file[..body_end]) {
+            return Err(corrupt("checksum mismatch"));
+        }
+    }
+    Ok(out)
+}
+
+/// This shard's keys as one section of an RDB file (keys already expired at
+/// `now_ms` left out), and the RDB version its objects need.
+pub fn write_section(engine: &Engine, now_ms: u64) -> (Vec<u8>, u16) {
+    let mut out = Vec::new();
+    let mut version = RDB_VERSION;
+    for db in 0..engine.db_count() {
+        let keyspace = engine.db(db);
+        if keyspace.is_empty() {
+            continue;
+        }
+        out.push(opcode::SELECTDB);
+        write_len(&mut out, db as u64);
+        for (_, entry) in keyspace.iter() {
+            let at = entry.expire_at();
+            if at.is_some_and(|at| at <= now_ms) {
+                continue;
+            }
+            if let Some(at) = at {
+                out.push(opcode::EXPIRETIME_MS);
+                out.extend_from_slice(&at.to_le_bytes());
+            }
+            write_access_hint(&mut out, engine, entry.clock(), now_ms);
+            // The type byte goes before the key: write the object aside first.
+            let mut object = Vec::new();
+            version = version.max(write_object(&mut object, entry.value()));
+            out.push(object[0]);
+            write_string(&mut out, entry.key());
+            out.extend_from_slice(&object[1..]);
+        }
+    }
+    (out, version)
+}
+
+/// Redis saves a key's idle seconds under an LRU policy and its LFU counter under
+/// an LFU one, so a server loading the file evicts in the same order.
+fn write_access_hint(out: &mut Vec<u8>, engine: &Engine, clock: u32, now_ms: u64) {
+    let config = engine.config();
+    match config.maxmemory_policy {
+        EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => {
+            out.push(opcode::IDLE);
+            write_len(out, u64::from(idle_seconds(clock_of(now_ms), clock)));
+        }
+        EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu => {
+            out.push(opcode::FREQ);
+            out.push(lfu_decayed(clock, now_ms, config.lfu_decay_time) as u8);
+        }
+        _ => {}
+    }
+}
+
+/// A whole RDB file from sections made by [`write_section`] (`version`: the
+/// highest any of them needs).
+pub fn assemble<'a>(sections: impl IntoIterator<Item = &'a [u8]>, version: u16) -> Vec<u8> {
+    let mut out = format!("REDIS{version:04}").into_bytes();
+    out.push(opcode::AUX);
+    write_string(&mut out, b"ruvio-ver");
+    write_string(&mut out, env!("CARGO_PKG_VERSION").as_bytes());
+    for section in sections {
+        out.extend_from_slice(section);
+    }
+    out.push(opcode::EOF);
+    let crc = CRC64.checksum(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
