@@ -6,7 +6,7 @@
 use super::decode::{HashField, LoadError, Loaded};
 use crate::engine::EngineConfig;
 use crate::evict::{new_clock, EvictionPolicy};
-use crate::hashes::{HashLimits, HashValue};
+use crate::hashes::{HashLimits, HashValue, FIELD_EXPIRE_AT_MS_MAX};
 use crate::keyspace::{Collection, Entry, NewValue, CLOCK_MASK};
 use crate::lists::{End, ListValue};
 use crate::sets::{SetLimits, SetValue};
@@ -106,6 +106,11 @@ fn hash(config: &EngineConfig, fields: &[HashField]) -> Result<HashValue, LoadEr
     };
     let mut hash = HashValue::new();
     for (field, value, expire_at) in fields {
+        // Redis's loader refuses times past `EB_EXPIRE_TIME_MAX` (2^48 - 1); Ruvio
+        // keeps to what its commands can set (2^46 - 1, the year 4199).
+        if *expire_at > FIELD_EXPIRE_AT_MS_MAX as u64 {
+            return Err(LoadError::Corrupt);
+        }
         hash.convert_for_args([field, value], limits);
         if !hash.set(field, value, limits) {
             return Err(LoadError::Corrupt);

@@ -219,7 +219,11 @@ fn write_hash(out: &mut Vec<u8>, hash: &HashValue) {
 /// its time relative to it plus one (0: none), the field and the value.
 fn write_hash_with_ttls(out: &mut Vec<u8>, hash: &HashValue) {
     out.push(types::HASH_METADATA);
-    let min = hash.next_expire_at().unwrap_or_default();
+    let min = hash
+        .entries()
+        .filter_map(|f| f.expire_at)
+        .min()
+        .unwrap_or_default();
     out.extend_from_slice(&min.to_le_bytes());
     write_len(out, hash.len() as u64);
     for f in hash.entries() {

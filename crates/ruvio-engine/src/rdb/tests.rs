@@ -242,6 +242,7 @@ fn duplicates_nan_and_empty_collections_are_corrupt() {
         Loaded::ZSet(vec![(b"m".to_vec(), f64::NAN)]),
         Loaded::List(Vec::new()),
         Loaded::Set(Vec::new()),
+        Loaded::Hash(vec![(b"f".to_vec(), b"v".to_vec(), u64::MAX - 1)]),
     ];
     for loaded in bad {
         assert!(build::entry(&config, b"k", loaded, 0).is_err());
