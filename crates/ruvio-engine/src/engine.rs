@@ -721,6 +721,13 @@ impl Engine {
         !self.is_expired(db, found, now_ms)
     }
 
+    /// The entry of `key` in database `db` if it exists at `now_ms` (no statistics,
+    /// no access time: the server reads it to log its state).
+    pub fn peek_entry(&self, db: usize, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        let found = self.dbs.get(db)?.find(key)?;
+        (!self.is_expired(db, found, now_ms)).then(|| self.dbs[db].entry(found))
+    }
+
     /// Take `key` out of database `db` whole (value, expiry, access clock) to hand it
     /// to another shard for one command (forward mode's cross-shard commands). A key
     /// past its expiry is deleted and reported missing, as any lookup would.

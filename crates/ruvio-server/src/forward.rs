@@ -93,7 +93,7 @@ pub enum ShardMsg {
         entries: Lent,
     },
     /// A coordinator gives them back.
-    GiveBack(Lent),
+    GiveBack(Lent, lending::KeyRecords),
     /// A coordinator's blocking command waits on these keys.
     Watch(WatchRequest),
     /// A watched key was written: try command `ticket` again.
@@ -206,8 +206,8 @@ impl Outbox {
     }
 
     /// Give borrowed keys back to `shard`.
-    pub fn give_back(&mut self, shard: usize, entries: Lent) {
-        self.direct(shard, ShardMsg::GiveBack(entries));
+    pub fn give_back(&mut self, shard: usize, entries: Lent, records: lending::KeyRecords) {
+        self.direct(shard, ShardMsg::GiveBack(entries, records));
     }
 
     /// Ask `shard` to watch keys for a blocking command.
@@ -484,7 +484,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         }
         ShardMsg::Lend(request) => lending::lend(core, conns, request),
         ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
-        ShardMsg::GiveBack(entries) => lending::take_back(core, conns, entries),
+        ShardMsg::GiveBack(entries, records) => lending::take_back(core, conns, entries, records),
         ShardMsg::Watch(request) => lending::watch(core, conns, request),
         ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
         ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),

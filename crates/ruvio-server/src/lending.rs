@@ -253,8 +253,8 @@ pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: 
         // never stay lent: send them straight back.
         let owner = entries.first().map(|(_, key, _)| core.topo.key_owner(key));
         match owner {
-            Some(owner) if owner == core.id => take_back(core, conns, entries),
-            Some(owner) => core.outbox.give_back(owner, entries),
+            Some(owner) if owner == core.id => take_back(core, conns, entries, Vec::new()),
+            Some(owner) => core.outbox.give_back(owner, entries, Vec::new()),
             None => {}
         }
         return;
@@ -282,7 +282,7 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         homes.push((entry_db, key, owner));
     }
     if let Some(missing) = value_keys_missing(core, &op, &homes) {
-        send_home(core, conns, homes);
+        send_home(core, conns, homes, &[]);
         plan_more(core, &mut op, missing);
         core.lending.ops.insert(ticket, op);
         return advance(core, conns, ticket);
@@ -296,14 +296,15 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     let modified = ran.modified;
     // A key written outside the borrowed ones that another shard owns (COPY ... DB
     // n) goes to its owner too.
-    for (key_db, key) in modified {
-        let owner = core.topo.key_owner(&key);
-        let known = homes.iter().any(|(d, k, _)| *d == key_db && *k == key);
+    for (key_db, key) in &modified {
+        let owner = core.topo.key_owner(key);
+        let known = homes.iter().any(|(d, k, _)| d == key_db && k == key);
         if owner != core.id && !known {
-            homes.push((key_db, key, owner));
+            homes.push((*key_db, key.clone(), owner));
         }
     }
-    send_home(core, conns, homes);
+    log_local_changes(core, &modified, &homes);
+    send_home(core, conns, homes, &modified);
     match ran.block {
         Some(block) => wait(core, conns, ticket, op, block),
         None => answer(core, conns, &op, out),
@@ -311,18 +312,77 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
 }
 
 /// Take the keys `(db, key, owner)` out of this shard's keyspace again and return
-/// each to its owner (this shard's own straight back).
-fn send_home(core: &mut ShardCore, conns: &mut Slab<Conn>, homes: Vec<(usize, Vec<u8>, usize)>) {
-    let mut returns: AHashMap<usize, Lent> = AHashMap::new();
+/// each to its owner (this shard's own straight back). With a log, each `modified`
+/// key travels with the record of its new state, for its owner's log.
+fn send_home(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    homes: Vec<(usize, Vec<u8>, usize)>,
+    modified: &[(usize, Vec<u8>)],
+) {
+    let logging = core.wal.is_some();
+    let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
     for (key_db, key, owner) in homes {
         let entry = core.engine.lend(key_db, &key, 0);
-        returns.entry(owner).or_default().push((key_db, key, entry));
+        let (entries, records) = returns.entry(owner).or_default();
+        if logging && modified.iter().any(|(d, k)| *d == key_db && *k == key) {
+            records.push((key_db, state_record(&key, entry.as_ref())));
+        }
+        entries.push((key_db, key, entry));
     }
-    for (owner, entries) in returns {
+    for (owner, (entries, records)) in returns {
         if owner == core.id {
-            take_back(core, conns, entries);
+            take_back(core, conns, entries, records);
         } else {
-            core.outbox.give_back(owner, entries);
+            core.outbox.give_back(owner, entries, records);
+        }
+    }
+}
+
+/// Log records that set keys to a state, whatever it was before: what a command on
+/// borrowed keys logs for each key it changed (its arguments would replay on one
+/// shard, but its keys' records belong in their owners' logs).
+pub type KeyRecords = Vec<(usize, Vec<Vec<u8>>)>;
+
+/// The record that puts `key` in the state of `entry` (`RESTORE ... REPLACE ABSTTL`
+/// with Redis' DUMP payload), or deletes it.
+fn state_record(key: &[u8], entry: Option<&Entry>) -> Vec<Vec<u8>> {
+    let Some(entry) = entry else {
+        return vec![b"DEL".to_vec(), key.to_vec()];
+    };
+    let expire_at = entry.expire_at().unwrap_or(0).to_string().into_bytes();
+    let payload = ruvio_engine::rdb::dump_payload(entry.value());
+    vec![
+        b"RESTORE".to_vec(),
+        key.to_vec(),
+        expire_at,
+        payload,
+        b"REPLACE".to_vec(),
+        b"ABSTTL".to_vec(),
+    ]
+}
+
+/// Log the new state of the keys this shard owns that a command on borrowed keys
+/// changed and that stay here (not sent home: they were never borrowed).
+fn log_local_changes(
+    core: &mut ShardCore,
+    modified: &[(usize, Vec<u8>)],
+    homes: &[(usize, Vec<u8>, usize)],
+) {
+    if core.wal.is_none() {
+        return;
+    }
+    for (db, key) in modified {
+        let travels = homes.iter().any(|(d, k, _)| d == db && k == key);
+        if travels || core.topo.key_owner(key) != core.id {
+            continue;
+        }
+        let record = {
+            let entry = core.engine.peek_entry(*db, key, core.now_ms);
+            state_record(key, entry)
+        };
+        if let Some(wal) = core.wal.as_mut() {
+            wal.append(*db, &mut record.iter().map(Vec::as_slice));
         }
     }
 }
@@ -578,7 +638,12 @@ impl Lending {
 
 /// An owner's side: its keys are back (changed or gone). Wake whoever waited on
 /// them, then lend to the next coordinator in line.
-pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent) {
+pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, records: KeyRecords) {
+    if let Some(wal) = core.wal.as_mut() {
+        for (db, record) in &records {
+            wal.append(*db, &mut record.iter().map(Vec::as_slice));
+        }
+    }
     for (db, key, entry) in entries {
         core.lending.lent.remove(&(db, key.clone()));
         if let Some(entry) = entry {

@@ -402,3 +402,52 @@ fn always_never_acknowledges_a_write_the_disk_refused() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Forward mode runs a command whose keys live on several shards on borrowed keys;
+/// each key it changed is logged by its owner as its new state (RESTORE ... ABSTTL,
+/// or DEL), so a restart rebuilds every shard's part.
+#[test]
+fn cross_shard_writes_are_logged_by_their_keys_owners() {
+    let dir = data_dir("cross");
+    let server = start(PortMode::Forward, 2, &dir, &[]);
+    let (a, b) = (key_on_shard("a", 0, 2), key_on_shard("b", 1, 2));
+    let (s0, s1, dst) = (
+        key_on_shard("s", 0, 2),
+        key_on_shard("t", 1, 2),
+        key_on_shard("u", 0, 2),
+    );
+    let (l0, l1) = (key_on_shard("l", 0, 2), key_on_shard("m", 1, 2));
+    let mut c = server.raw();
+    for (cmd, want) in [
+        (vec!["SET", &a, "va", "EX", "5000"], &b"+OK\r\n"[..]),
+        (vec!["RENAME", &a, &b], b"+OK\r\n"),
+        (vec!["SADD", &s0, "x", "y"], b":2\r\n"),
+        (vec!["SADD", &s1, "z"], b":1\r\n"),
+        (vec!["SMOVE", &s0, &s1, "x"], b":1\r\n"),
+        (vec!["SUNIONSTORE", &dst, &s0, &s1], b":3\r\n"),
+        (vec!["RPUSH", &l0, "1", "2"], b":2\r\n"),
+        (vec!["LMOVE", &l0, &l1, "LEFT", "RIGHT"], b"$1\r\n1\r\n"),
+    ] {
+        assert_eq!(show(&c.cmd(&cmd)), show(want), "{cmd:?}");
+    }
+    std::thread::sleep(AFTER_SYNC);
+    drop(server);
+    let server = start(PortMode::Forward, 2, &dir, &[]);
+    let mut c = server.raw();
+    assert_eq!(c.cmd(&["EXISTS", &a]), b":0\r\n");
+    assert_eq!(c.cmd(&["GET", &b]), b"$2\r\nva\r\n");
+    let ttl = c.cmd(&["TTL", &b]);
+    let ttl: i64 = std::str::from_utf8(&ttl[1..ttl.len() - 2])
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((4900..=5000).contains(&ttl), "ttl {ttl}");
+    assert_eq!(c.cmd(&["SMEMBERS", &s0]), b"*1\r\n$1\r\ny\r\n");
+    assert_eq!(c.cmd(&["SCARD", &s1]), b":2\r\n");
+    assert_eq!(c.cmd(&["SCARD", &dst]), b":3\r\n");
+    assert_eq!(c.cmd(&["LRANGE", &l0, "0", "-1"]), b"*1\r\n$1\r\n2\r\n");
+    assert_eq!(c.cmd(&["LRANGE", &l1, "0", "-1"]), b"*1\r\n$1\r\n1\r\n");
+    assert_eq!(c.cmd(&["DBSIZE"]), b":6\r\n");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
