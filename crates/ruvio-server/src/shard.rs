@@ -913,6 +913,7 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     g.ops_per_sec.store(core.stats.ops.per_sec(), Relaxed);
     let wal_failed = core.wal.as_ref().is_some_and(|w| w.failed().is_some());
     g.wal_failed.store(wal_failed as u64, Relaxed);
+    g.dirty_at_save.store(core.stats.dirty_at_save, Relaxed);
     g.epoch.store(core.stats.epoch, Relaxed);
     let mut tables = g.tables.lock().unwrap_or_else(|e| e.into_inner());
     tables.epoch = core.stats.epoch;

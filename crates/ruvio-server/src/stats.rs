@@ -25,6 +25,8 @@ pub struct ShardStats {
     pub net_output_bytes: u64,
     /// Changes to the dataset (Redis' `dirty`, INFO `rdb_changes_since_last_save`).
     pub dirty: u64,
+    /// `dirty` when this shard last saved a snapshot.
+    pub dirty_at_save: u64,
     /// Per command id: calls, sampled microseconds, failed calls.
     pub per_command: Vec<CommandStat>,
     /// Error replies by their code (the first word: `ERR`, `WRONGTYPE` ...), for INFO
@@ -131,6 +133,8 @@ pub struct ShardGauges {
     pub ops_per_sec: AtomicU64,
     /// 1 once the shard's write-ahead log failed (INFO aof_last_write_status).
     pub wal_failed: AtomicU64,
+    /// `dirty` at the shard's last snapshot.
+    pub dirty_at_save: AtomicU64,
     /// The statistics epoch of the counters above (see the module docs).
     pub epoch: AtomicU64,
     /// Per database: keys and keys with a TTL.
@@ -144,7 +148,8 @@ pub struct Shared {
     pub shards: Vec<ShardGauges>,
     next_client_id: AtomicU64,
     pub started: Instant,
-    pub started_unix_ms: u64,
+    /// Unix seconds of the last completed SAVE (the start time before one).
+    pub last_save_unix_s: AtomicU64,
     pub run_id: String,
     /// Which shard holds each blocked client's parked command (CLIENT UNBLOCK may
     /// arrive on any shard). Touched only when a client blocks or is released,
@@ -170,7 +175,7 @@ impl Shared {
             shards: gauges,
             next_client_id: AtomicU64::new(1),
             started: Instant::now(),
-            started_unix_ms: now_ms,
+            last_save_unix_s: AtomicU64::new(now_ms / 1000),
             blocked_clients: Mutex::default(),
             stats_epoch: AtomicU64::new(0),
             open_clients: AtomicU64::new(0),

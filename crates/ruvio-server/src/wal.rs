@@ -24,6 +24,7 @@
 
 use crate::config::{Config, Durability};
 use crate::registry::{registry, Handler};
+use crate::shard::ShardCore;
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::command::ExecCtx;
 use ruvio_engine::Engine;
@@ -142,6 +143,21 @@ impl Wal {
     /// this grew).
     pub fn filling_bytes(&self) -> usize {
         self.filling.len()
+    }
+
+    /// Where the next record will be in the log: `(segment, offset)`, counting the
+    /// bytes still in flight or waiting. A snapshot taken now covers everything
+    /// before it.
+    pub fn log_end(&self) -> (u64, u64) {
+        let in_flight = if self.write_in_flight {
+            self.writing.len() - self.written
+        } else {
+            0
+        };
+        (
+            self.segment,
+            self.offset + (in_flight + self.filling.len()) as u64,
+        )
     }
 
     /// The first disk error, when writes must be refused.
@@ -336,6 +352,70 @@ pub fn check_layout(cfg: &Config) -> Result<(), String> {
     }
 }
 
+/// A snapshot of this shard (SAVE): its keyspace written as an RDB file named by
+/// the log position it covers, `snapshot-<segment>-<offset>.rdb` (temp file,
+/// fsync, rename, so a crash leaves the previous one), then older snapshots and
+/// the segments before its one are deleted. Taken whole while the shard waits,
+/// as Redis' SAVE blocks (a time-sliced version that keeps serving is issue 8's
+/// next step).
+pub fn snapshot(core: &mut ShardCore) -> Result<(), String> {
+    let Some(wal) = core.wal.as_ref() else {
+        return Err("persistence is off (--durability memory)".into());
+    };
+    let (segment, offset) = wal.log_end();
+    let dir = wal.dir.clone();
+    let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms);
+    let file = ruvio_engine::rdb::file::assemble([section.as_slice()], version);
+    let name = snapshot_name(segment, offset);
+    let tmp = dir.join(format!("{name}.tmp"));
+    let write = || -> std::io::Result<()> {
+        let mut f = File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, &file)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dir.join(&name))?;
+        File::open(&dir)?.sync_all()
+    };
+    write().map_err(|e| format!("{}: {e}", dir.join(&name).display()))?;
+    for (seg, off) in list_snapshots(&dir) {
+        if (seg, off) != (segment, offset) {
+            let _ = std::fs::remove_file(dir.join(snapshot_name(seg, off)));
+        }
+    }
+    for old in list_segments(&dir).unwrap_or_default() {
+        if old < segment {
+            let _ = std::fs::remove_file(dir.join(segment_name(old)));
+        }
+    }
+    core.shared
+        .last_save_unix_s
+        .fetch_max(core.now_ms / 1000, std::sync::atomic::Ordering::Relaxed);
+    core.stats.dirty_at_save = core.stats.dirty;
+    Ok(())
+}
+
+fn snapshot_name(segment: u64, offset: u64) -> String {
+    format!("snapshot-{segment:010}-{offset:012}.rdb")
+}
+
+/// The snapshots in `dir` as `(segment, offset)`, oldest first.
+fn list_snapshots(dir: &Path) -> Vec<(u64, u64)> {
+    let mut found: Vec<(u64, u64)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let (seg, off) = name
+                .strip_prefix("snapshot-")?
+                .strip_suffix(".rdb")?
+                .split_once('-')?;
+            Some((seg.parse().ok()?, off.parse().ok()?))
+        })
+        .collect();
+    found.sort_unstable();
+    found
+}
+
 /// Where the recovered log ends: the segment to append to and its good length.
 pub enum RecoveredEnd {
     Empty,
@@ -351,17 +431,37 @@ pub fn recover(
     now_ms: u64,
 ) -> Result<RecoveredEnd, String> {
     let dir = shard_dir(&cfg.dir, shard);
-    let segments = list_segments(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let from = load_snapshot(engine, &dir, shard, now_ms)?;
+    let segments: Vec<u64> = list_segments(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .into_iter()
+        .filter(|&n| n >= from.0)
+        .collect();
     let mut end = RecoveredEnd::Empty;
     let mut records = 0u64;
     let mut scratch = Vec::new();
     for (i, &number) in segments.iter().enumerate() {
         let path = dir.join(segment_name(number));
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (valid, how) = read_log(&bytes, |record| {
+        // The snapshot covers its segment up to its offset.
+        let skip = if number == from.0 {
+            (from.1 as usize).min(bytes.len())
+        } else {
+            0
+        };
+        let (valid, how) = read_log(&bytes[skip..], |record| {
             replay(engine, record.db, &record.args, now_ms, &mut scratch);
             records += 1;
         });
+        let valid = valid + skip;
+        let how = match how {
+            LogEnd::TornTail { at } => LogEnd::TornTail { at: at + skip },
+            LogEnd::Corrupt { at, reason } => LogEnd::Corrupt {
+                at: at + skip,
+                reason,
+            },
+            clean => clean,
+        };
         let last = i + 1 == segments.len();
         match how {
             LogEnd::Clean => {}
@@ -395,6 +495,29 @@ pub fn recover(
         eprintln!("ruvio: shard {shard}: replayed {records} log records");
     }
     Ok(end)
+}
+
+/// Load the newest snapshot of the shard, if any; returns the log position it
+/// covers (`(0, 0)`: none, replay the whole log).
+fn load_snapshot(
+    engine: &mut Engine,
+    dir: &Path,
+    shard: usize,
+    now_ms: u64,
+) -> Result<(u64, u64), String> {
+    let Some(&(segment, offset)) = list_snapshots(dir).last() else {
+        return Ok((0, 0));
+    };
+    let path = dir.join(snapshot_name(segment, offset));
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let loaded = ruvio_engine::rdb::file::load(engine, &bytes, now_ms, |_| true)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!(
+        "ruvio: shard {shard}: loaded {} keys from {}",
+        loaded.keys,
+        path.display()
+    );
+    Ok((segment, offset))
 }
 
 /// Run one logged command through the engine (its reply is dropped). Only engine

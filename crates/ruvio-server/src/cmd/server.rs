@@ -32,6 +32,8 @@ pub const COMMANDS: &[ServerCommand] = &[
         "Returns the server time.", "O(1)", time),
     command!("lastsave", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "admin", "dangerous"], "server", "1.0.0",
         "Returns the Unix timestamp of the last successful save to disk.", "O(1)", lastsave),
+    command!("save", 1, ADMIN | NOSCRIPT | NO_MULTI, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Synchronously saves the database(s) to disk.", "O(N) where N is the total number of keys in all databases", save),
     command!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Synchronously saves the database(s) to disk and shuts down the Redis server.",
@@ -246,9 +248,13 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
         "persistence" => {
             line("loading", &0);
             line("async_loading", &0);
-            line("rdb_changes_since_last_save", &shared.sum(|g| &g.dirty));
+            let saved = shared.sum(|g| &g.dirty_at_save);
+            line(
+                "rdb_changes_since_last_save",
+                &shared.sum(|g| &g.dirty).saturating_sub(saved),
+            );
             line("rdb_bgsave_in_progress", &0);
-            line("rdb_last_save_time", &(shared.started_unix_ms / 1000));
+            line("rdb_last_save_time", &shared.last_save_unix_s.load(Relaxed));
             line("rdb_last_bgsave_status", &"ok");
             line("aof_enabled", &(core.cfg.durability.logs() as u8));
             line("aof_rewrite_in_progress", &0);
@@ -895,6 +901,8 @@ pub enum ConfigChange {
     Unpause,
     /// DEBUG EXPORT-RDB: write this shard's part of the file at this path.
     ExportRdb(String),
+    /// SAVE: take this shard's snapshot.
+    Snapshot,
 }
 
 /// Apply a change another shard broadcast.
@@ -913,6 +921,11 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         ConfigChange::ExportRdb(path) => {
             if let Err(e) = crate::export::write_part(core, path) {
                 eprintln!("shard {}: DEBUG EXPORT-RDB {path}: {e}", core.id);
+            }
+        }
+        ConfigChange::Snapshot => {
+            if let Err(e) = crate::wal::snapshot(core) {
+                eprintln!("ruvio: shard {}: SAVE failed: {e}", core.id);
             }
         }
     }
@@ -988,9 +1001,25 @@ fn time(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     Ok(())
 }
 
-/// `LASTSAVE`: nothing is saved yet, so the start time, as a fresh Redis answers.
+/// `LASTSAVE`: the last completed SAVE, or the start time before one (as a fresh
+/// Redis answers).
 fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    reply.int((ctx.core.shared.started_unix_ms / 1000) as i64);
+    reply.int(ctx.core.shared.last_save_unix_s.load(Relaxed) as i64);
+    Ok(())
+}
+
+/// `SAVE`: every shard writes a snapshot of its keys and drops the log it covers
+/// (docs/durability.md); `+OK` once all have. Needs a log (`--durability everysec`
+/// or `always`).
+fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    crate::wal::snapshot(ctx.core)
+        .map_err(|e| CmdError::Line(format!("ERR SAVE failed: {e}").into_bytes()))?;
+    if ctx.core.topo.nodes.len() > 1 && ctx.core.cfg.port_mode == PortMode::Forward {
+        ctx.core.outbox.broadcast(ConfigChange::Snapshot);
+        ctx.gather = Some(Gather::AfterAll(Then::Reply(b"+OK\r\n".to_vec())));
+    } else {
+        reply.ok();
+    }
     Ok(())
 }
 
