@@ -451,3 +451,47 @@ fn cross_shard_writes_are_logged_by_their_keys_owners() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SAVE writes each shard's snapshot and drops the log it covers; a restart loads
+/// the snapshot and replays only the log after it (INCR would double otherwise).
+#[test]
+fn save_snapshots_then_the_log_after_it_replays() {
+    let dir = data_dir("save");
+    let server = start(PortMode::Forward, 2, &dir, &[]);
+    let mut c = server.raw();
+    for i in 0..20 {
+        assert_eq!(c.cmd(&["INCR", &format!("n{i}")]), b":1\r\n");
+    }
+    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+    let info = c.cmd(&["INFO", "persistence"]);
+    assert!(
+        contains(&info, b"rdb_changes_since_last_save:0\r\n"),
+        "{}",
+        show(&info)
+    );
+    for i in 0..20 {
+        assert_eq!(c.cmd(&["INCR", &format!("n{i}")]), b":2\r\n");
+    }
+    std::thread::sleep(AFTER_SYNC);
+    drop(server);
+    for shard in 0..2 {
+        let snapshots = std::fs::read_dir(dir.join(format!("shard-{shard}")))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("snapshot-")
+            })
+            .count();
+        assert_eq!(snapshots, 1, "shard {shard}");
+    }
+    let server = start(PortMode::Forward, 2, &dir, &[]);
+    let mut c = server.raw();
+    for i in 0..20 {
+        assert_eq!(c.cmd(&["GET", &format!("n{i}")]), b"$1\r\n2\r\n", "n{i}");
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
