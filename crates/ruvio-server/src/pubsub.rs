@@ -302,8 +302,8 @@ pub fn deliver_here(
 struct Item {
     tag: Option<Tag>,
     kind: Kind,
-    channel_len: u32,
-    message_len: u32,
+    channel_len: usize,
+    message_len: usize,
 }
 
 /// The publications one shard sends another in one loop iteration.
@@ -321,8 +321,8 @@ impl MessageBatch {
         self.items.push(Item {
             tag,
             kind,
-            channel_len: channel.len() as u32,
-            message_len: message.len() as u32,
+            channel_len: channel.len(),
+            message_len: message.len(),
         });
     }
 
@@ -335,10 +335,10 @@ impl MessageBatch {
 pub fn deliver_batch(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: MessageBatch) {
     let mut offset = 0;
     for item in &batch.items {
-        let channel = &batch.data[offset..offset + item.channel_len as usize];
-        offset += item.channel_len as usize;
-        let message = &batch.data[offset..offset + item.message_len as usize];
-        offset += item.message_len as usize;
+        let channel = &batch.data[offset..offset + item.channel_len];
+        offset += item.channel_len;
+        let message = &batch.data[offset..offset + item.message_len];
+        offset += item.message_len;
         let received = deliver_here(core, conns, item.kind, channel, message, None);
         if let Some(tag) = item.tag {
             core.outbox.reply(batch.from, tag, &int_reply(received));
