@@ -291,6 +291,11 @@ pub enum CmdError {
     // ----- fault containment -----
     /// The command (named) panicked before changing anything (see `fault`).
     InternalPanic(&'static str),
+
+    // ----- streams -----
+    /// A stream command's error, its whole text (the stream family keeps its texts
+    /// in `streams::errors`).
+    Stream(&'static str),
 }
 
 impl CmdError {
@@ -314,6 +319,7 @@ impl CmdError {
             CmdError::DbIndexOutOfRange => "ERR DB index is out of range",
             CmdError::SameObject => "ERR source and destination objects are the same",
             CmdError::InvalidExpireTime(cmd) => invalid_expire_message(cmd),
+            CmdError::Stream(text) => text,
             CmdError::InternalPanic(cmd) => {
                 return format!(
                     "ERR internal error in '{cmd}' command: nothing was changed (see the server log)"

@@ -394,6 +394,9 @@ fn wait(
     mut op: CrossOp,
     block: ruvio_engine::command::Block,
 ) {
+    if !block.rewrite.is_empty() {
+        op.argv = crate::exec::parked_argv(op.argv.args(), &block.rewrite);
+    }
     let args = op.argv.args();
     let mut per_owner: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
     for &position in &block.keys {
@@ -438,7 +441,7 @@ pub fn watch(core: &mut ShardCore, conns: &mut Slab<Conn>, request: WatchRequest
     let present = request
         .keys
         .iter()
-        .any(|k| core.engine.exists(request.db, k, core.now_ms));
+        .any(|k| core.engine.exists_for_waiter(request.db, k, core.now_ms));
     if present {
         return wake(core, conns, request.from, request.ticket);
     }
