@@ -399,10 +399,7 @@ pub(super) fn xsetid(
     let at = e.lookup_write(ctx, key).ok_or(CmdError::NoSuchKey)?;
     let s = stream_at(e, ctx.db, at)?;
     if !s.is_empty() {
-        let top = s
-            .range_rev(StreamId::MIN, StreamId::MAX)
-            .next()
-            .map_or(StreamId::MIN, |x| x.id);
+        let top = s.last_entry_id().unwrap_or(StreamId::MIN);
         if id < top {
             return Err(stream_err(errors::XSETID_SMALLER));
         }

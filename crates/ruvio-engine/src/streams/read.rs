@@ -9,7 +9,7 @@
 use ruvio_resp::{Args, Reply};
 
 use super::id::{strict_id, StreamId};
-use super::{errors, reply_entries, stream_at};
+use super::{errors, reply_entries, stream_at, StreamValue};
 use crate::command::{Block, CmdResult, ExecCtx, Outcome};
 use crate::error::CmdError;
 use crate::Engine;
@@ -95,7 +95,8 @@ pub(super) fn xread(
         .filter(|&n| {
             e.lookup_read(ctx, args.get(p.keys_at + n))
                 .and_then(|id| e.db(ctx.db).entry(id).value().as_stream())
-                .is_some_and(|s| !s.is_empty() && s.last_id() > after[n])
+                .and_then(StreamValue::last_entry_id)
+                .is_some_and(|last| last > after[n])
         })
         .collect();
     if ready.is_empty() {

@@ -300,6 +300,13 @@ impl StreamValue {
             .take_while(move |e| e.id >= start)
     }
 
+    /// The last live entry's ID (`streamLastValidID`).
+    pub fn last_entry_id(&self) -> Option<StreamId> {
+        self.range_rev(StreamId::MIN, StreamId::MAX)
+            .next()
+            .map(|e| e.id)
+    }
+
     /// The first live entry's ID.
     pub fn first_id(&self) -> Option<StreamId> {
         self.range(StreamId::MIN, StreamId::MAX)
@@ -353,10 +360,10 @@ impl StreamValue {
                     last < min
                 }
             };
+            if limit != 0 && dropped + node.live as u64 > limit {
+                break;
+            }
             if whole {
-                if limit != 0 && dropped + node.count as u64 > limit {
-                    break;
-                }
                 let live = node.live as u64;
                 let gone = first.remove().heap_bytes();
                 s.node_bytes -= gone;
@@ -375,11 +382,10 @@ impl StreamValue {
             for &at in &doomed {
                 node.mark_deleted(at);
             }
+            // A node left with deleted entries only stays, as in Redis (its
+            // entries still count towards its fill).
             s.len -= doomed.len() as u64;
             dropped += doomed.len() as u64;
-            if node.live == 0 {
-                s.node_bytes -= first.remove().heap_bytes();
-            }
             break;
         }
         dropped
