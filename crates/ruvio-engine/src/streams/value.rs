@@ -6,8 +6,9 @@
 //! `stream-node-max-entries` (100) entries in one listpack per radix-tree node.
 //! Ruvio does the same with a `BTreeMap` keyed by each node's first (master) ID and
 //! a byte vector per node: an entry costs its payload plus a few bytes of header.
-//! Node boundaries are Redis's (100 entries, or 4096 bytes), so `MAXLEN ~`, which
-//! only drops whole nodes, keeps what Redis keeps for streams of small entries.
+//! Node boundaries are Redis's (100 entries, or 4096 bytes of Redis's listpack
+//! encoding of them), so `MAXLEN ~`, which only drops whole nodes, keeps what
+//! Redis keeps.
 //!
 //! An entry in a node: a flag byte (deleted or not), the ms part as a delta from
 //! the node's master ID, the sequence, the pair count, then each field and value
@@ -20,7 +21,7 @@ use super::id::StreamId;
 
 /// Entries per node before a new one starts (`stream-node-max-entries`).
 pub const NODE_ENTRIES_MAX: usize = 100;
-/// Bytes per node before a new one starts (`stream-node-max-bytes`).
+/// Listpack bytes per node before a new one starts (`stream-node-max-bytes`).
 pub const NODE_BYTES_MAX: usize = 4096;
 
 const LIVE: u8 = 0;
@@ -62,6 +63,80 @@ struct Node {
     count: usize,
     /// Entries not deleted.
     live: usize,
+    /// The size Redis's listpack for these entries would have: Redis closes a node
+    /// by it, so Ruvio does too (see [`listpack`]).
+    lp_bytes: usize,
+}
+
+/// Redis's listpack sizes, for node boundaries only (`lpEncodeBacklen`,
+/// `lpStringToInt64`, t_stream.c's entry layout with master-field compression).
+mod listpack {
+    /// Header (total bytes, count) and end byte.
+    pub const EMPTY: usize = 7;
+
+    fn backlen(encoded: usize) -> usize {
+        match encoded {
+            0..=127 => 1,
+            128..=16382 => 2,
+            16383..=2097150 => 3,
+            2097151..=268435454 => 4,
+            _ => 5,
+        }
+    }
+
+    pub fn int(v: i64) -> usize {
+        let encoded = match v {
+            0..=127 => 1,
+            -4096..=4095 => 2,
+            -32768..=32767 => 3,
+            -8388608..=8388607 => 4,
+            -2147483648..=2147483647 => 5,
+            _ => 9,
+        };
+        encoded + backlen(encoded)
+    }
+
+    /// A string element: an integer when it reads as one, as `lpAppend` stores it.
+    pub fn string(s: &[u8]) -> usize {
+        if let Some(n) = crate::args::parse_i64(s)
+            .filter(|n| s.len() <= 20 && itoa::Buffer::new().format(*n).as_bytes() == s)
+        {
+            return int(n);
+        }
+        let encoded = match s.len() {
+            0..=63 => 1 + s.len(),
+            64..=4095 => 2 + s.len(),
+            n => 5 + n,
+        };
+        encoded + backlen(encoded)
+    }
+
+    /// The master entry of a node whose first entry has `fields`.
+    pub fn master(fields: &[&[u8]]) -> usize {
+        let names: usize = fields.iter().step_by(2).map(|f| string(f)).sum();
+        int(1) + int(0) + int((fields.len() / 2) as i64) + names + int(0)
+    }
+
+    /// One entry: flags, ms and seq deltas, the fields unless they are the
+    /// master's, the values, and the entry's element count.
+    pub fn entry(ms_delta: u64, seq_delta: u64, fields: &[&[u8]], same_fields: bool) -> usize {
+        let pairs = fields.len() / 2;
+        let flags = if same_fields { 2 } else { 0 };
+        let mut total = int(flags) + int(ms_delta as i64) + int(seq_delta as i64);
+        if same_fields {
+            total += fields
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .map(|v| string(v))
+                .sum::<usize>();
+            total + int(pairs as i64 + 3)
+        } else {
+            total += int(pairs as i64);
+            total += fields.iter().map(|f| string(f)).sum::<usize>();
+            total + int(2 * pairs as i64 + 4)
+        }
+    }
 }
 
 /// One entry read from a node.
@@ -97,6 +172,25 @@ impl<'a> EntryRef<'a> {
 
 impl Node {
     fn push(&mut self, master: StreamId, id: StreamId, fields: &[&[u8]]) {
+        let same_fields = match self.entries(master).next() {
+            None => {
+                self.lp_bytes = listpack::EMPTY + listpack::master(fields);
+                true
+            }
+            Some(first) => {
+                first.pairs == fields.len() / 2
+                    && first
+                        .fields()
+                        .step_by(2)
+                        .eq(fields.iter().step_by(2).copied())
+            }
+        };
+        self.lp_bytes += listpack::entry(
+            id.ms - master.ms,
+            id.seq.wrapping_sub(master.seq),
+            fields,
+            same_fields,
+        );
         self.bytes.push(LIVE);
         put_varint(&mut self.bytes, id.ms - master.ms);
         put_varint(&mut self.bytes, id.seq);
@@ -130,8 +224,10 @@ impl Node {
         self.live -= 1;
     }
 
-    fn full(&self) -> bool {
-        self.count >= NODE_ENTRIES_MAX || self.bytes.len() >= NODE_BYTES_MAX
+    /// Redis's rule for a new node before appending an entry whose fields and
+    /// values total `payload` bytes.
+    fn full_for(&self, payload: usize) -> bool {
+        self.count >= NODE_ENTRIES_MAX || self.lp_bytes + payload >= NODE_BYTES_MAX
     }
 
     fn heap_bytes(&self) -> usize {
@@ -246,8 +342,9 @@ impl StreamValue {
     pub fn append(&mut self, id: StreamId, fields: &[&[u8]]) {
         debug_assert!(id > self.0.last_id || self.0.entries_added == 0);
         let s = &mut *self.0;
+        let payload = fields.iter().map(|f| f.len()).sum();
         match s.nodes.last_entry() {
-            Some(mut node) if !node.get().full() => {
+            Some(mut node) if !node.get().full_for(payload) => {
                 let master = *node.key();
                 let before = node.get().heap_bytes();
                 node.get_mut().push(master, id, fields);
@@ -374,10 +471,21 @@ impl StreamValue {
             if approx {
                 break;
             }
-            let live = node.entries(master).filter(|e| !e.deleted);
+            // Redis stops at the first entry at or past MINID, deleted or not
+            // (after XSETID a deleted entry may be above later ones).
             let doomed: Vec<usize> = match to {
-                TrimTo::MaxLen(max) => live.take((s.len - max) as usize).map(|e| e.at).collect(),
-                TrimTo::MinId(min) => live.take_while(|e| e.id < min).map(|e| e.at).collect(),
+                TrimTo::MaxLen(max) => node
+                    .entries(master)
+                    .filter(|e| !e.deleted)
+                    .take((s.len - max) as usize)
+                    .map(|e| e.at)
+                    .collect(),
+                TrimTo::MinId(min) => node
+                    .entries(master)
+                    .take_while(|e| e.id < min)
+                    .filter(|e| !e.deleted)
+                    .map(|e| e.at)
+                    .collect(),
             };
             for &at in &doomed {
                 node.mark_deleted(at);
