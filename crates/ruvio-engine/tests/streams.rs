@@ -93,3 +93,22 @@ fn xread_blocks_with_dollar_rewritten() {
     assert_eq!(block.deadline_ms, Some(NOW_MS + 250));
     assert!(block.rewrite.is_empty());
 }
+
+/// Redis 7.0 lets XSETID go below a deleted entry that still heads its node; the
+/// next entry then sits below its node's first ID (found by the 60,000-command
+/// differential run: it panicked before the delta wrapped). Replies from 7.0.
+#[test]
+fn an_id_below_its_nodes_first_entry() {
+    let mut h = Harness::default();
+    h.run("XADD s 5-0 a 1");
+    h.run("XADD s 9-0 b 2");
+    assert_eq!(h.run("XDEL s 9-0"), int(1));
+    assert_eq!(h.run("XTRIM s MINID 7"), int(1));
+    assert_eq!(h.run("XSETID s 1-0"), "+OK\r\n");
+    assert_eq!(h.run("XADD s 2-0 c 3"), bulk("2-0"));
+    let entry = "*1\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n";
+    assert_eq!(h.run("XRANGE s - +"), entry);
+    assert_eq!(h.run("XRANGE s 2 3"), entry);
+    assert_eq!(h.run("XREVRANGE s 3 2"), entry);
+    assert_eq!(h.run("XLEN s"), int(1));
+}

@@ -186,13 +186,15 @@ impl Node {
             }
         };
         self.lp_bytes += listpack::entry(
-            id.ms - master.ms,
+            id.ms.wrapping_sub(master.ms),
             id.seq.wrapping_sub(master.seq),
             fields,
             same_fields,
         );
         self.bytes.push(LIVE);
-        put_varint(&mut self.bytes, id.ms - master.ms);
+        // After XSETID below a deleted master entry an ID may be below its
+        // node's master: the delta wraps, as Redis's signed one does.
+        put_varint(&mut self.bytes, id.ms.wrapping_sub(master.ms));
         put_varint(&mut self.bytes, id.seq);
         put_varint(&mut self.bytes, (fields.len() / 2) as u64);
         for f in fields {
@@ -251,7 +253,7 @@ impl<'a> Iterator for NodeIter<'a> {
         }
         let start = self.at;
         let mut at = start + 1;
-        let ms = self.master.ms + get_varint(bytes, &mut at);
+        let ms = self.master.ms.wrapping_add(get_varint(bytes, &mut at));
         let seq = get_varint(bytes, &mut at);
         let pairs = get_varint(bytes, &mut at) as usize;
         let body_start = at;
@@ -377,10 +379,11 @@ impl StreamValue {
             .next_back()
             .map(|(k, _)| *k)
             .unwrap_or(StreamId::MIN);
+        // No stop at a node whose master is past `end`: after XSETID below a
+        // deleted master, the last node may hold entries below its master.
         self.0
             .nodes
             .range(first_node..)
-            .take_while(move |(master, _)| **master <= end)
             .flat_map(|(master, node)| node.live_entries(*master))
             .skip_while(move |e| e.id < start)
             .take_while(move |e| e.id <= end)
@@ -388,10 +391,11 @@ impl StreamValue {
 
     /// Live entries with IDs in `[start, end]`, descending.
     pub fn range_rev(&self, start: StreamId, end: StreamId) -> impl Iterator<Item = EntryRef<'_>> {
-        self.0
-            .nodes
-            .range(..=end)
-            .rev()
+        // The node after `end` too: it may hold entries below its master (see
+        // `range`).
+        let next = self.0.nodes.range(end..).find(|(m, _)| **m > end);
+        next.into_iter()
+            .chain(self.0.nodes.range(..=end).rev())
             .flat_map(|(master, node)| node.live_entries(*master).rev())
             .skip_while(move |e| e.id > end)
             .take_while(move |e| e.id >= start)
