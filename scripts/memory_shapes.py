@@ -80,6 +80,14 @@ def one_big_key(command: str, prefix: str, scored: bool) -> Callable[[int, str],
     return gen
 
 
+def stream_entries(n: int, tag: str) -> Iterator[list]:
+    """n small entries in one stream (field `f`, the entry's number as value),
+    ten per millisecond: the shape docs/streams.md quotes."""
+    name = key("stream", 0, tag)
+    for i in range(n):
+        yield ["XADD", name, f"{1_700_000_000_000 + i // 10}-{i % 10}", "f", str(i)]
+
+
 VALUE_16 = "v" * 16
 VALUE_128 = "v" * 128
 
@@ -109,6 +117,7 @@ EXTRA_SHAPES: list[Shape] = [
     Shape("one set of 1,000,000 members", 1_000_000, one_big_key("SADD", "bigset", False), keys=lambda n: 1),
     Shape("one sorted set of 1,000,000 members", 1_000_000, one_big_key("ZADD", "bigzset", True),
           keys=lambda n: 1),
+    Shape("one stream of 1,000,000 entries", 1_000_000, stream_entries, keys=lambda n: 1),
 ]
 """Big-collection shapes outside the seed's 12 (`--extra-shapes`)."""
 

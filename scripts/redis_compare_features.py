@@ -271,6 +271,13 @@ EXTRA_ROWS: list[Row] = [
     # every request sorts the same list again).
     Row("SORT (1,000 numbers)", "SORT sort:1k", array_of(1_000),
         random_int_list_seed("sort:1k", 1_000), scale=0.05),
+    # The streams helper's rows: BullMQ's event append (a capped stream) and a
+    # reader's page of 10 from a 1,000-entry stream.
+    Row("XADD (MAXLEN ~ 1000, * ID)", "XADD stream:cap MAXLEN ~ 1000 * event completed jobId __rand_int__",
+        is_bulk, [["DEL", "stream:cap"]]),
+    Row("XRANGE (10 of 1,000 entries)", "XRANGE stream:1k 500 + COUNT 10", array_of(10),
+        [["DEL", "stream:1k"]] + [["XADD", "stream:1k", f"{i + 1}-0", "f", f"v{i}"] for i in range(1_000)],
+        scale=0.5),
 ]
 """Rows beyond the seed's 60, run with --extra-rows."""
 

@@ -476,6 +476,8 @@ pub enum EventClass {
     Set,
     /// `x`: a key expired.
     Expired,
+    /// `t`
+    Stream,
 }
 
 /// One keyspace event: its class and Redis' event name (`lpush`, `hset`, `del` ...).
@@ -678,6 +680,9 @@ pub struct Block {
     pub keys: KeyPositions,
     /// Absolute Unix ms after which the client times out; `None` waits forever.
     pub deadline_ms: Option<u64>,
+    /// Arguments to replace in the parked command (index, new bytes): XREAD's `$`
+    /// becomes the stream's last ID at the time it blocked.
+    pub rewrite: Vec<(usize, Vec<u8>)>,
 }
 
 /// What every engine handler returns: an [`Outcome`], or an error the caller writes

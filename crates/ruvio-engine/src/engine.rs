@@ -291,6 +291,7 @@ impl Engine {
             .chain(crate::lists::COMMANDS.iter())
             .chain(crate::hashes::COMMANDS.iter())
             .chain(crate::zsets::COMMANDS.iter())
+            .chain(crate::streams::COMMANDS.iter())
             .chain(crate::sets::COMMANDS.iter())
             .chain(crate::fill::COMMANDS.iter())
             .chain(crate::geo::COMMANDS.iter())
@@ -726,6 +727,17 @@ impl Engine {
     pub fn peek_entry(&self, db: usize, key: &[u8], now_ms: u64) -> Option<&Entry> {
         let found = self.dbs.get(db)?.find(key)?;
         (!self.is_expired(db, found, now_ms)).then(|| self.dbs[db].entry(found))
+    }
+
+    /// True when `key` exists and is not a stream: a value a blocked command may be
+    /// able to take now. A stream exists whether or not it holds anything new for
+    /// a waiting XREAD, so only a write to it wakes one.
+    pub fn exists_for_waiter(&self, db: usize, key: &[u8], now_ms: u64) -> bool {
+        let Some(found) = self.dbs.get(db).and_then(|d| d.find(key)) else {
+            return false;
+        };
+        let stream = self.db(db).entry(found).value().as_stream().is_some();
+        !stream && !self.is_expired(db, found, now_ms)
     }
 
     /// Take `key` out of database `db` whole (value, expiry, access clock) to hand it

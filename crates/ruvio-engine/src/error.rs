@@ -309,6 +309,11 @@ pub enum CmdError {
     DumpPayloadInvalid,
     /// A payload whose object does not decode.
     BadDataFormat,
+
+    // ----- streams -----
+    /// A stream command's error, its whole text (the stream family keeps its texts
+    /// in `streams::errors`).
+    Stream(&'static str),
 }
 
 impl CmdError {
@@ -335,6 +340,7 @@ impl CmdError {
             CmdError::AofWriteFailed(error) => {
                 return format!("MISCONF Errors writing to the AOF file: {error}").into()
             }
+            CmdError::Stream(text) => text,
             CmdError::InternalPanic(cmd) => {
                 return format!(
                     "ERR internal error in '{cmd}' command: nothing was changed (see the server log)"

@@ -276,6 +276,7 @@ fn fillget(e: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>, r: &mut Reply<'_>)
         return Ok(Outcome::Block(Block {
             keys: KeyPositions::from_slice(&[1]),
             deadline_ms: Some(now.saturating_add(options.wait_ms)),
+            rewrite: Vec::new(),
         }));
     }
     r.null_array();

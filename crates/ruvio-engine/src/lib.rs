@@ -14,7 +14,7 @@
 //! - `keyspace`: the per-database table and its compact entry layout.
 //! - [`value`]: public views of values (type, encoding, string contents).
 //! - [`error`]: every client-visible error text (the server's too), in one place.
-//! - `strings`, `bitmaps`, `hll`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `geo`, `sort`:
+//! - `strings`, `bitmaps`, `hll`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `geo`, `sort`, `streams`:
 //!   the command families;
 //!   each exports `COMMANDS`.
 //! - `fill`: FILLGET and FILLSET, Ruvio's stampede-free cache read, and the
@@ -60,6 +60,7 @@ mod lists;
 mod longdouble;
 mod sets;
 mod sort;
+mod streams;
 mod strings;
 mod zsets;
 
@@ -97,6 +98,8 @@ pub use lists::COMMANDS as LIST_COMMANDS;
 pub use sets::COMMANDS as SET_COMMANDS;
 /// SORT and SORT_RO (also reachable through [`Engine::commands`]).
 pub use sort::COMMANDS as SORT_COMMANDS;
+/// The stream family's table (also reachable through [`Engine::commands`]).
+pub use streams::COMMANDS as STREAM_COMMANDS;
 /// The string family's table (also reachable through [`Engine::commands`]).
 pub use strings::COMMANDS as STRING_COMMANDS;
 /// The sorted-set family's command table.

@@ -445,7 +445,7 @@ fn each_elem(value: ValueRef<'_>, mut f: impl FnMut(&[u8])) {
             s.iter().for_each(|m| f(m.bytes(&mut buf)));
         }
         ValueRef::ZSet(z) => z.iter().for_each(|(m, _)| f(m)),
-        ValueRef::Str(_) | ValueRef::Hash(_) => {}
+        ValueRef::Str(_) | ValueRef::Hash(_) | ValueRef::Stream(_) => {}
     }
 }
 

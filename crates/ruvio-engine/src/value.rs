@@ -6,6 +6,7 @@
 use crate::hashes::HashValue;
 use crate::lists::ListValue;
 use crate::sets::SetValue;
+use crate::streams::StreamValue;
 use crate::zsets::ZSetValue;
 
 /// Longest string Redis 7.0 keeps `embstr`-encoded (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
@@ -71,6 +72,8 @@ pub enum Encoding {
     Skiplist,
     /// A small all-integer set: sorted integers.
     Intset,
+    /// A stream.
+    Stream,
 }
 
 impl Encoding {
@@ -86,6 +89,7 @@ impl Encoding {
             Encoding::Hashtable => "hashtable",
             Encoding::Skiplist => "skiplist",
             Encoding::Intset => "intset",
+            Encoding::Stream => "stream",
         }
     }
 }
@@ -146,6 +150,8 @@ pub enum ValueRef<'a> {
     ZSet(&'a ZSetValue),
     /// A set.
     Set(&'a SetValue),
+    /// A stream.
+    Stream(&'a StreamValue),
 }
 
 impl<'a> ValueRef<'a> {
@@ -157,6 +163,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(_) => ValueType::Hash,
             ValueRef::ZSet(_) => ValueType::ZSet,
             ValueRef::Set(_) => ValueType::Set,
+            ValueRef::Stream(_) => ValueType::Stream,
         }
     }
 
@@ -176,6 +183,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(h) => h.is_empty(),
             ValueRef::ZSet(z) => z.is_empty(),
             ValueRef::Set(s) => s.is_empty(),
+            // An empty stream stays (XDEL, XTRIM and MAXLEN 0 keep the key).
+            ValueRef::Stream(_) => false,
         }
     }
 
@@ -210,6 +219,14 @@ impl<'a> ValueRef<'a> {
             _ => None,
         }
     }
+
+    /// The stream, or `None` for other types.
+    pub fn as_stream(&self) -> Option<&'a StreamValue> {
+        match *self {
+            ValueRef::Stream(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 /// A stored value opened for change in place. Strings change through the entry's
@@ -226,6 +243,8 @@ pub enum ValueMut<'a> {
     ZSet(&'a mut ZSetValue),
     /// A set.
     Set(&'a mut SetValue),
+    /// A stream.
+    Stream(&'a mut StreamValue),
 }
 
 impl<'a> ValueMut<'a> {
@@ -257,6 +276,14 @@ impl<'a> ValueMut<'a> {
     pub fn into_set(self) -> Option<&'a mut SetValue> {
         match self {
             ValueMut::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The stream, or `None` for other types.
+    pub fn into_stream(self) -> Option<&'a mut StreamValue> {
+        match self {
+            ValueMut::Stream(s) => Some(s),
             _ => None,
         }
     }

@@ -274,7 +274,8 @@ fn blocking_pops_block_or_serve() {
         h.blocked,
         Some(Block {
             keys: [1, 2].into_iter().collect(),
-            deadline_ms: None
+            deadline_ms: None,
+            rewrite: Vec::new(),
         })
     );
     assert_eq!(h.run("BRPOP a 1.5"), "");

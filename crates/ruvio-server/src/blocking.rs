@@ -271,6 +271,7 @@ mod tests {
         let again = |deadline_ms| Block {
             keys: KeyPositions::from_slice(&[1]),
             deadline_ms,
+            rewrite: Vec::new(),
         };
         b.rearm(first, &argv.args(), &again(Some(500)));
         assert_eq!(b.waiting_on(0, b"k"), vec![first, second]);

@@ -179,6 +179,7 @@ fn lent_keys(core: &ShardCore, cmd: &Command, db: usize, args: Args<'_>) -> Opti
     (!keys.is_empty()).then_some(Block {
         keys,
         deadline_ms: None,
+        rewrite: Vec::new(),
     })
 }
 
@@ -192,10 +193,24 @@ pub fn park(core: &mut ShardCore, waiter: Waiter, caller: Caller, args: Args<'_>
         db: caller.db,
         proto: caller.proto,
         no_touch: caller.no_touch,
-        argv: OwnedArgs::from_args(args),
+        argv: parked_argv(args, &block.rewrite),
         keys,
         deadline_ms: block.deadline_ms,
     });
+}
+
+/// The arguments a parked command runs with again: its own, with the handler's
+/// replacements (XREAD's `$` as the ID it stood for).
+pub(crate) fn parked_argv(args: Args<'_>, rewrite: &[(usize, Vec<u8>)]) -> OwnedArgs {
+    if rewrite.is_empty() {
+        return OwnedArgs::from_args(args);
+    }
+    OwnedArgs::from_iter((0..args.len()).map(|i| {
+        rewrite
+            .iter()
+            .find(|(at, _)| *at == i)
+            .map_or(args.get(i), |(_, new)| new.as_slice())
+    }))
 }
 
 /// Serve the clients blocked on every key written since the last call, oldest

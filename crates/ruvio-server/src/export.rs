@@ -29,7 +29,8 @@ pub fn remove_parts(path: &str, shards: usize) {
 /// Write this shard's keys as its part: the RDB version they need (u16 LE), then
 /// the section.
 pub fn write_part(core: &ShardCore, path: &str) -> std::io::Result<()> {
-    let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms);
+    let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms)
+        .map_err(std::io::Error::other)?;
     let mut bytes = Vec::with_capacity(section.len() + 2);
     bytes.extend_from_slice(&version.to_le_bytes());
     bytes.extend_from_slice(&section);

@@ -122,6 +122,7 @@ fn class_flag(class: EventClass) -> u32 {
         EventClass::ZSet => ZSET,
         EventClass::Set => SET,
         EventClass::Expired => EXPIRED,
+        EventClass::Stream => STREAM,
     }
 }
 

@@ -364,7 +364,7 @@ pub fn snapshot(core: &mut ShardCore) -> Result<(), String> {
     };
     let (segment, offset) = wal.log_end();
     let dir = wal.dir.clone();
-    let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms);
+    let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms)?;
     let file = ruvio_engine::rdb::file::assemble([section.as_slice()], version);
     let name = snapshot_name(segment, offset);
     let tmp = dir.join(format!("{name}.tmp"));

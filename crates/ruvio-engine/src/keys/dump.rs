@@ -18,7 +18,14 @@ pub(super) fn dump(
     reply: &mut Reply<'_>,
 ) -> CmdResult {
     match engine.lookup_read(ctx, args.get(1)) {
-        Some(id) => reply.bulk(&rdb::dump_payload(engine.db(ctx.db).entry(id).value())),
+        Some(id) => match rdb::dump_payload(engine.db(ctx.db).entry(id).value()) {
+            Some(payload) => reply.bulk(&payload),
+            None => {
+                return Err(CmdError::Line(
+                    b"ERR DUMP of a stream is not supported yet".to_vec(),
+                ))
+            }
+        },
         None => reply.null(),
     }
     Ok(Done)

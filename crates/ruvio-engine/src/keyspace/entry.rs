@@ -35,6 +35,7 @@ use super::heapstr::{greedy_capacity, HeapStr};
 use crate::hashes::{HashEncoding, HashValue};
 use crate::lists::{ListEncoding, ListValue};
 use crate::sets::{SetEncoding, SetValue};
+use crate::streams::StreamValue;
 use crate::value::{
     Encoding, StrRef, ValueMut, ValueRef, EMBSTR_BYTES_MAX, SHARED_INTEGERS, SHARED_REFCOUNT,
 };
@@ -45,6 +46,7 @@ const _: () = assert!(std::mem::size_of::<ListValue>() == WORD_BYTES);
 const _: () = assert!(std::mem::size_of::<HashValue>() == WORD_BYTES);
 const _: () = assert!(std::mem::size_of::<ZSetValue>() == WORD_BYTES);
 const _: () = assert!(std::mem::size_of::<SetValue>() == WORD_BYTES);
+const _: () = assert!(std::mem::size_of::<StreamValue>() == WORD_BYTES);
 
 /// Size of an entry; asserted below.
 pub const ENTRY_BYTES: usize = 48;
@@ -80,6 +82,8 @@ enum Kind {
     ZSet,
     /// A [`SetValue`] in W3.
     Set,
+    /// A [`StreamValue`] in W3.
+    Stream,
 }
 
 /// What word 3 owns when the value is on the heap. [`Entry::write_heap_value`] and
@@ -95,6 +99,8 @@ pub(crate) enum HeapValue {
     ZSet(ZSetValue),
     /// A set.
     Set(SetValue),
+    /// A stream.
+    Stream(StreamValue),
 }
 
 impl HeapValue {
@@ -105,6 +111,7 @@ impl HeapValue {
             HeapValue::Hash(_) => Kind::Hash,
             HeapValue::ZSet(_) => Kind::ZSet,
             HeapValue::Set(_) => Kind::Set,
+            HeapValue::Stream(_) => Kind::Stream,
         }
     }
 }
@@ -120,6 +127,8 @@ pub enum Collection {
     ZSet(ZSetValue),
     /// A set.
     Set(SetValue),
+    /// A stream.
+    Stream(StreamValue),
 }
 
 // `flags` bits.
@@ -237,6 +246,7 @@ impl Entry {
             Collection::Hash(hash) => HeapValue::Hash(hash),
             Collection::ZSet(zset) => HeapValue::ZSet(zset),
             Collection::Set(set) => HeapValue::Set(set),
+            Collection::Stream(stream) => HeapValue::Stream(stream),
         };
         let kind = value.kind();
         Self::assemble(
@@ -361,6 +371,7 @@ impl Entry {
                 HeapValue::Hash(h) => std::ptr::write(at as *mut HashValue, h),
                 HeapValue::ZSet(z) => std::ptr::write(at as *mut ZSetValue, z),
                 HeapValue::Set(v) => std::ptr::write(at as *mut SetValue, v),
+                HeapValue::Stream(v) => std::ptr::write(at as *mut StreamValue, v),
             }
         }
     }
@@ -380,6 +391,7 @@ impl Entry {
                 Kind::Hash => HeapValue::Hash(std::ptr::read(at as *const HashValue)),
                 Kind::ZSet => HeapValue::ZSet(std::ptr::read(at as *const ZSetValue)),
                 Kind::Set => HeapValue::Set(std::ptr::read(at as *const SetValue)),
+                Kind::Stream => HeapValue::Stream(std::ptr::read(at as *const StreamValue)),
             }
         }
     }
@@ -437,6 +449,19 @@ impl Entry {
         debug_assert!(self.kind == Kind::Set && self.layout & VALUE_HEAP != 0);
         // SAFETY: as in `heap_set`; `&mut self` makes the access unique.
         unsafe { &mut *(self.area.as_mut_ptr().add(3 * WORD_BYTES) as *mut SetValue) }
+    }
+
+    fn heap_stream(&self) -> &StreamValue {
+        debug_assert!(self.kind == Kind::Stream && self.layout & VALUE_HEAP != 0);
+        // SAFETY: a stream entry keeps its StreamValue in word 3 (see
+        // write_heap_value).
+        unsafe { &*(self.area.as_ptr().add(3 * WORD_BYTES) as *const StreamValue) }
+    }
+
+    fn heap_stream_mut(&mut self) -> &mut StreamValue {
+        debug_assert!(self.kind == Kind::Stream && self.layout & VALUE_HEAP != 0);
+        // SAFETY: as in `heap_stream`; `&mut self` makes the access unique.
+        unsafe { &mut *(self.area.as_mut_ptr().add(3 * WORD_BYTES) as *mut StreamValue) }
     }
 
     fn heap(&self, word: usize) -> &HeapStr {
@@ -510,6 +535,7 @@ impl Entry {
             Kind::Hash => ValueRef::Hash(self.heap_hash()),
             Kind::ZSet => ValueRef::ZSet(self.heap_zset()),
             Kind::Set => ValueRef::Set(self.heap_set()),
+            Kind::Stream => ValueRef::Stream(self.heap_stream()),
         }
     }
 
@@ -522,6 +548,7 @@ impl Entry {
             Kind::Hash => ValueMut::Hash(self.heap_hash_mut()),
             Kind::ZSet => ValueMut::ZSet(self.heap_zset_mut()),
             Kind::Set => ValueMut::Set(self.heap_set_mut()),
+            Kind::Stream => ValueMut::Stream(self.heap_stream_mut()),
         }
     }
 
@@ -556,6 +583,7 @@ impl Entry {
                 SetEncoding::Listpack => Encoding::Listpack,
                 SetEncoding::Hashtable => Encoding::Hashtable,
             },
+            Kind::Stream => Encoding::Stream,
         }
     }
 
@@ -608,6 +636,7 @@ impl Entry {
                 Kind::Hash => self.heap_hash().heap_bytes(),
                 Kind::ZSet => self.heap_zset().heap_bytes(),
                 Kind::Set => self.heap_set().heap_bytes(),
+                Kind::Stream => self.heap_stream().heap_bytes(),
             };
         }
         total
@@ -622,6 +651,7 @@ impl Entry {
             ValueMut::Hash(h) => h.free_some(nodes_max),
             ValueMut::ZSet(z) => z.free_some(nodes_max),
             ValueMut::Set(s) => s.free_some(nodes_max),
+            ValueMut::Stream(s) => s.free_some(nodes_max),
         }
     }
 
@@ -638,7 +668,10 @@ impl Entry {
     fn set_str(&mut self, bytes: &[u8], raw: bool) {
         let flags = if raw { FLAG_RAW } else { 0 };
         let fits_inline = bytes.len() <= self.inline_room_for_value();
-        let in_place = if matches!(self.kind, Kind::List | Kind::Hash | Kind::ZSet | Kind::Set) {
+        let in_place = if matches!(
+            self.kind,
+            Kind::List | Kind::Hash | Kind::ZSet | Kind::Set | Kind::Stream
+        ) {
             false
         } else if self.layout & VALUE_HEAP == 0 {
             if fits_inline {
@@ -731,6 +764,7 @@ impl Entry {
             Kind::Hash => ValuePart::Heap(HeapValue::Hash(self.heap_hash().deep_clone())),
             Kind::ZSet => ValuePart::Heap(HeapValue::ZSet(self.heap_zset().deep_clone())),
             Kind::Set => ValuePart::Heap(HeapValue::Set(self.heap_set().deep_clone())),
+            Kind::Stream => ValuePart::Heap(HeapValue::Stream(self.heap_stream().deep_clone())),
         };
         Entry::assemble(
             KeyPart::Bytes(key),

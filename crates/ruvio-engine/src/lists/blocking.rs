@@ -185,7 +185,11 @@ fn block_or_answer(
     nothing: Nothing,
 ) -> Outcome {
     if ctx.may_block {
-        return Outcome::Block(Block { keys, deadline_ms });
+        return Outcome::Block(Block {
+            keys,
+            deadline_ms,
+            rewrite: Vec::new(),
+        });
     }
     match nothing {
         Nothing::NullArray => r.null_array(),

@@ -92,9 +92,11 @@ fn write_str_ref(out: &mut Vec<u8>, s: StrRef<'_>) {
 }
 
 /// Append `value`'s type byte and object to `out`; returns the RDB version the
-/// bytes need (10, or 12 for a hash with field expiry times).
-pub fn write_object(out: &mut Vec<u8>, value: ValueRef<'_>) -> u16 {
+/// bytes need (10, or 12 for a hash with field expiry times), or `None` for a
+/// stream (its RDB encoding is not written yet: nothing is appended).
+pub fn write_object(out: &mut Vec<u8>, value: ValueRef<'_>) -> Option<u16> {
     match value {
+        ValueRef::Stream(_) => return None,
         ValueRef::Str(s) => {
             out.push(types::STRING);
             write_str_ref(out, s);
@@ -104,11 +106,11 @@ pub fn write_object(out: &mut Vec<u8>, value: ValueRef<'_>) -> u16 {
         ValueRef::ZSet(z) => write_zset(out, z),
         ValueRef::Hash(h) if h.next_expire_at().is_some() => {
             write_hash_with_ttls(out, h);
-            return RDB_VERSION_HASH_TTL;
+            return Some(RDB_VERSION_HASH_TTL);
         }
         ValueRef::Hash(h) => write_hash(out, h),
     }
-    RDB_VERSION
+    Some(RDB_VERSION)
 }
 
 /// A quicklist of listpacks (`RDB_TYPE_LIST_QUICKLIST_2`): a listpack-encoded list

@@ -172,8 +172,9 @@ pub fn load(
 }
 
 /// This shard's keys as one section of an RDB file (keys already expired at
-/// `now_ms` left out), and the RDB version its objects need.
-pub fn write_section(engine: &Engine, now_ms: u64) -> (Vec<u8>, u16) {
+/// `now_ms` left out), and the RDB version its objects need; an error naming a key
+/// whose type cannot be written yet (a stream).
+pub fn write_section(engine: &Engine, now_ms: u64) -> Result<(Vec<u8>, u16), String> {
     let mut out = Vec::new();
     let mut version = RDB_VERSION;
     for db in 0..engine.db_count() {
@@ -195,13 +196,19 @@ pub fn write_section(engine: &Engine, now_ms: u64) -> (Vec<u8>, u16) {
             write_access_hint(&mut out, engine, entry.clock(), now_ms);
             // The type byte goes before the key: write the object aside first.
             let mut object = Vec::new();
-            version = version.max(write_object(&mut object, entry.value()));
+            let needs = write_object(&mut object, entry.value()).ok_or_else(|| {
+                format!(
+                    "key '{}' is a stream, which RDB files cannot hold yet",
+                    String::from_utf8_lossy(entry.key())
+                )
+            })?;
+            version = version.max(needs);
             out.push(object[0]);
             write_string(&mut out, entry.key());
             out.extend_from_slice(&object[1..]);
         }
     }
-    (out, version)
+    Ok((out, version))
 }
 
 /// Redis saves a key's idle seconds under an LRU policy and its LFU counter under

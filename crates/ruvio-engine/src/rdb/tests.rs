@@ -13,7 +13,7 @@ use crate::keyspace::Entry;
 fn round_trip(loaded: Loaded) -> (Loaded, Vec<u8>) {
     let config = EngineConfig::default();
     let entry: Entry = build::entry(&config, b"k", loaded, 0).expect("builds");
-    let payload = dump_payload(entry.value());
+    let payload = dump_payload(entry.value()).expect("not a stream");
     let object = verify_payload(&payload).expect("verifies");
     (load_payload(object).expect("loads"), payload)
 }
@@ -262,7 +262,8 @@ fn modules_and_streams_are_refused_by_name() {
 fn bad_footers_are_refused() {
     let mut p = dump_payload(crate::value::ValueRef::Str(crate::value::StrRef::Bytes(
         b"v",
-    )));
+    )))
+    .expect("a string");
     assert!(verify_payload(&p).is_some());
     let last = p.len() - 1;
     p[last] ^= 1;

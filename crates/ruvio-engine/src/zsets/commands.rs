@@ -1019,7 +1019,11 @@ fn block_or_null(
     deadline_ms: Option<u64>,
 ) -> Outcome {
     if ctx.may_block {
-        return Outcome::Block(Block { keys, deadline_ms });
+        return Outcome::Block(Block {
+            keys,
+            deadline_ms,
+            rewrite: Vec::new(),
+        });
     }
     r.null_array();
     Outcome::Done

@@ -1,0 +1,156 @@
+//! Streams (Redis's t_stream.c): the stream value first, then the commands.
+//!
+//! Why now and why this shape: BullMQ's queue events (and most job queues built on
+//! Redis) append to a stream with `XADD ... MAXLEN ~ n`, and listeners follow it
+//! with `XREAD BLOCK`. The value packs entries into nodes of up to 100, as Redis
+//! does, so a stream of small events costs little more than its payload (see
+//! docs/streams.md for the numbers).
+//!
+//! - [`id`]: entry IDs and Redis's rules for reading them.
+//! - [`value`]: `StreamValue`, the entries in nodes, with the last ID,
+//!   entries-added and max-deleted-id Redis keeps.
+//! - `commands`: XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XSETID;
+//!   `read`: XREAD, which blocks through [`Outcome::Block`] like BLPOP and is run
+//!   again by the server when a key it waits on is written.
+//!
+//! Consumer groups (XGROUP, XREADGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM) and
+//! XINFO are not here yet: their commands answer Redis's unknown-command error.
+//!
+//! [`Outcome::Block`]: crate::command::Outcome::Block
+
+pub(crate) mod id;
+pub(crate) mod value;
+
+mod commands;
+mod read;
+
+#[cfg(test)]
+mod tests;
+
+pub use value::StreamValue;
+
+use ruvio_resp::Reply;
+
+use crate::command::{command, flags::*, EngineCommand, KeyShape, KeySpec};
+use crate::error::CmdError;
+use crate::keyspace::EntryId;
+use crate::Engine;
+use value::EntryRef;
+
+/// The stream family's keyspace events (Redis's names).
+pub(crate) mod events {
+    use crate::command::{Event, EventClass::Stream};
+    pub const XADD: Event = Event::new(Stream, "xadd");
+    pub const XTRIM: Event = Event::new(Stream, "xtrim");
+    pub const XDEL: Event = Event::new(Stream, "xdel");
+    pub const XSETID: Event = Event::new(Stream, "xsetid");
+}
+
+/// The stream family's error texts (Redis 7's).
+pub(crate) mod errors {
+    pub const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+    pub const ID_ZERO: &str = "ERR The ID specified in XADD must be greater than 0-0";
+    pub const ID_TOO_SMALL: &str =
+        "ERR The ID specified in XADD is equal or smaller than the target stream top item";
+    pub const IDS_EXHAUSTED: &str =
+        "ERR The stream has exhausted the last possible ID, unable to add more items";
+    pub const MAXLEN_NEGATIVE: &str = "ERR The MAXLEN argument must be >= 0.";
+    pub const LIMIT_NEGATIVE: &str = "ERR The LIMIT argument must be >= 0.";
+    pub const LIMIT_WITHOUT_STRATEGY: &str =
+        "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy";
+    pub const LIMIT_WITHOUT_APPROX: &str =
+        "ERR syntax error, LIMIT cannot be used without the special ~ option";
+    pub const START_INVALID: &str = "ERR invalid start ID for the interval";
+    pub const END_INVALID: &str = "ERR invalid end ID for the interval";
+    /// Redis 7.0's text (7.2 names the command as `'xread'`).
+    pub const XREAD_UNBALANCED: &str =
+        "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.";
+    pub const XSETID_SMALLER: &str =
+        "ERR The ID specified in XSETID is smaller than the target stream top item";
+    pub const XSETID_BELOW_DELETED: &str =
+        "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id";
+    pub const XSETID_ADDED_NEGATIVE: &str = "ERR entries_added must be positive";
+    pub const XSETID_ADDED_TOO_SMALL: &str =
+        "ERR The entries_added specified in XSETID is smaller than the target stream length";
+}
+
+/// XREAD's keys: the first half of what follows `STREAMS`.
+const XREAD_KEYS: KeySpec = KeySpec(&[KeyShape::KeywordHalf {
+    keyword: "STREAMS",
+    from: 1,
+}]);
+
+/// The stream family's command table (Redis 7's arity, flags, keys, ACL categories
+/// and docs).
+#[rustfmt::skip]
+pub const COMMANDS: &[EngineCommand] = &[
+    command!("xadd", -5, WRITE | DENYOOM | FAST, KeySpec::ONE, ["write", "stream", "fast"], "stream", "5.0.0",
+        "Appends a new entry to a stream",
+        "O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted.",
+        commands::xadd),
+    command!("xlen", 2, READONLY | FAST, KeySpec::ONE, ["read", "stream", "fast"], "stream", "5.0.0",
+        "Return the number of entries in a stream", "O(1)", commands::xlen),
+    command!("xrange", -4, READONLY, KeySpec::ONE, ["read", "stream", "slow"], "stream", "5.0.0",
+        "Return a range of elements in a stream, with IDs matching the specified IDs interval",
+        "O(N) with N being the number of elements being returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).",
+        commands::xrange),
+    command!("xrevrange", -4, READONLY, KeySpec::ONE, ["read", "stream", "slow"], "stream", "5.0.0",
+        "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE",
+        "O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).",
+        commands::xrevrange),
+    command!("xdel", -3, WRITE | FAST, KeySpec::ONE, ["write", "stream", "fast"], "stream", "5.0.0",
+        "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.",
+        "O(1) for each single item to delete in the stream, regardless of the stream size.",
+        commands::xdel),
+    command!("xtrim", -4, WRITE, KeySpec::ONE, ["write", "stream", "slow"], "stream", "5.0.0",
+        "Trims the stream to (approximately if '~' is passed) a certain size",
+        "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.",
+        commands::xtrim),
+    command!("xsetid", -3, WRITE | DENYOOM | FAST, KeySpec::ONE, ["write", "stream", "fast"], "stream", "5.0.0",
+        "An internal command for replicating stream values", "O(1)", commands::xsetid),
+    command!("xread", -4, READONLY | BLOCKING, XREAD_KEYS, ["read", "stream", "slow", "blocking"], "stream",
+        "5.0.0", "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.",
+        "For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data.", read::xread),
+];
+
+// ---- helpers ----------------------------------------------------------------
+
+/// The stream in entry `id` of `db`, or WRONGTYPE.
+fn stream_at(engine: &Engine, db: usize, id: EntryId) -> Result<&StreamValue, CmdError> {
+    engine
+        .db(db)
+        .entry(id)
+        .value()
+        .as_stream()
+        .ok_or(CmdError::WrongType)
+}
+
+/// Change the stream in entry `id` of `db` (heap accounting kept), or WRONGTYPE.
+fn change_stream<R>(
+    engine: &mut Engine,
+    db: usize,
+    id: EntryId,
+    change: impl FnOnce(&mut StreamValue) -> R,
+) -> Result<R, CmdError> {
+    engine
+        .modify_value(db, id, |v| v.into_stream().map(change))
+        .ok_or(CmdError::WrongType)
+}
+
+/// One entry as Redis replies with it: `[id, [field, value, ...]]`.
+fn reply_entry(reply: &mut Reply<'_>, entry: &EntryRef<'_>) {
+    reply.array(2);
+    reply.bulk(&entry.id.format());
+    reply.array(entry.pairs() * 2);
+    entry.fields().for_each(|f| reply.bulk(f));
+}
+
+/// Entries, written after their count (the iterator is walked twice: once to
+/// count, once to write, so nothing is buffered).
+fn reply_entries<'a, I>(reply: &mut Reply<'_>, entries: impl Fn() -> I)
+where
+    I: Iterator<Item = EntryRef<'a>>,
+{
+    reply.array(entries().count());
+    entries().for_each(|e| reply_entry(reply, &e));
+}

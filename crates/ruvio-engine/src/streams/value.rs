@@ -1,0 +1,525 @@
+//! `StreamValue`: a stream in one machine word (a `Box`), entries packed in nodes.
+//!
+//! Why nodes: a stream is mostly appended to and read in ID order, and its entries
+//! are small. A map from ID to a boxed entry would cost a tree slot, an ID and an
+//! allocation per entry (about 60 bytes before the payload); Redis packs up to
+//! `stream-node-max-entries` (100) entries in one listpack per radix-tree node.
+//! Ruvio does the same with a `BTreeMap` keyed by each node's first (master) ID and
+//! a byte vector per node: an entry costs its payload plus a few bytes of header.
+//! Node boundaries are Redis's (100 entries, or 4096 bytes of Redis's listpack
+//! encoding of them), so `MAXLEN ~`, which only drops whole nodes, keeps what
+//! Redis keeps.
+//!
+//! An entry in a node: a flag byte (deleted or not), the ms part as a delta from
+//! the node's master ID, the sequence, the pair count, then each field and value
+//! with its length (LEB128 varints throughout). Deleting marks the flag; a node
+//! whose entries are all deleted is dropped, as Redis does.
+
+use std::collections::BTreeMap;
+
+use super::id::StreamId;
+
+/// Entries per node before a new one starts (`stream-node-max-entries`).
+pub const NODE_ENTRIES_MAX: usize = 100;
+/// Listpack bytes per node before a new one starts (`stream-node-max-bytes`).
+pub const NODE_BYTES_MAX: usize = 4096;
+
+const LIVE: u8 = 0;
+const DELETED: u8 = 1;
+/// Estimated bookkeeping per node: its tree slot (ID and vector) and the vector's
+/// allocation header, with the tree's half-full nodes.
+const NODE_OVERHEAD_BYTES: usize = 2 * (16 + 24) + 16;
+
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let low = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(low);
+            return;
+        }
+        out.push(low | 0x80);
+    }
+}
+
+fn get_varint(bytes: &[u8], at: &mut usize) -> u64 {
+    let (mut n, mut shift) = (0u64, 0);
+    loop {
+        let b = bytes[*at];
+        *at += 1;
+        n |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return n;
+        }
+        shift += 7;
+    }
+}
+
+/// One node: entries packed in ID order.
+#[derive(Clone, Debug, Default)]
+struct Node {
+    bytes: Vec<u8>,
+    /// Entries written, deleted ones included.
+    count: usize,
+    /// Entries not deleted.
+    live: usize,
+    /// The size Redis's listpack for these entries would have: Redis closes a node
+    /// by it, so Ruvio does too (see [`listpack`]).
+    lp_bytes: usize,
+}
+
+/// Redis's listpack sizes, for node boundaries only (`lpEncodeBacklen`,
+/// `lpStringToInt64`, t_stream.c's entry layout with master-field compression).
+mod listpack {
+    /// Header (total bytes, count) and end byte.
+    pub const EMPTY: usize = 7;
+
+    fn backlen(encoded: usize) -> usize {
+        match encoded {
+            0..=127 => 1,
+            128..=16382 => 2,
+            16383..=2097150 => 3,
+            2097151..=268435454 => 4,
+            _ => 5,
+        }
+    }
+
+    pub fn int(v: i64) -> usize {
+        let encoded = match v {
+            0..=127 => 1,
+            -4096..=4095 => 2,
+            -32768..=32767 => 3,
+            -8388608..=8388607 => 4,
+            -2147483648..=2147483647 => 5,
+            _ => 9,
+        };
+        encoded + backlen(encoded)
+    }
+
+    /// A string element: an integer when it reads as one, as `lpAppend` stores it.
+    pub fn string(s: &[u8]) -> usize {
+        if let Some(n) = crate::args::parse_i64(s)
+            .filter(|n| s.len() <= 20 && itoa::Buffer::new().format(*n).as_bytes() == s)
+        {
+            return int(n);
+        }
+        let encoded = match s.len() {
+            0..=63 => 1 + s.len(),
+            64..=4095 => 2 + s.len(),
+            n => 5 + n,
+        };
+        encoded + backlen(encoded)
+    }
+
+    /// The master entry of a node whose first entry has `fields`.
+    pub fn master(fields: &[&[u8]]) -> usize {
+        let names: usize = fields.iter().step_by(2).map(|f| string(f)).sum();
+        int(1) + int(0) + int((fields.len() / 2) as i64) + names + int(0)
+    }
+
+    /// One entry: flags, ms and seq deltas, the fields unless they are the
+    /// master's, the values, and the entry's element count.
+    pub fn entry(ms_delta: u64, seq_delta: u64, fields: &[&[u8]], same_fields: bool) -> usize {
+        let pairs = fields.len() / 2;
+        let flags = if same_fields { 2 } else { 0 };
+        let mut total = int(flags) + int(ms_delta as i64) + int(seq_delta as i64);
+        if same_fields {
+            total += fields
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .map(|v| string(v))
+                .sum::<usize>();
+            total + int(pairs as i64 + 3)
+        } else {
+            total += int(pairs as i64);
+            total += fields.iter().map(|f| string(f)).sum::<usize>();
+            total + int(2 * pairs as i64 + 4)
+        }
+    }
+}
+
+/// One entry read from a node.
+#[derive(Clone, Copy, Debug)]
+pub struct EntryRef<'a> {
+    /// Its ID.
+    pub id: StreamId,
+    /// Where it starts in its node (for marking it deleted).
+    at: usize,
+    deleted: bool,
+    pairs: usize,
+    body: &'a [u8],
+}
+
+impl<'a> EntryRef<'a> {
+    /// Number of field/value pairs.
+    pub fn pairs(&self) -> usize {
+        self.pairs
+    }
+
+    /// Fields and values, alternating.
+    pub fn fields(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let body = self.body;
+        let mut at = 0;
+        (0..self.pairs * 2).map(move |_| {
+            let len = get_varint(body, &mut at) as usize;
+            let s = &body[at..at + len];
+            at += len;
+            s
+        })
+    }
+}
+
+impl Node {
+    fn push(&mut self, master: StreamId, id: StreamId, fields: &[&[u8]]) {
+        let same_fields = match self.entries(master).next() {
+            None => {
+                self.lp_bytes = listpack::EMPTY + listpack::master(fields);
+                true
+            }
+            Some(first) => {
+                first.pairs == fields.len() / 2
+                    && first
+                        .fields()
+                        .step_by(2)
+                        .eq(fields.iter().step_by(2).copied())
+            }
+        };
+        self.lp_bytes += listpack::entry(
+            id.ms.wrapping_sub(master.ms),
+            id.seq.wrapping_sub(master.seq),
+            fields,
+            same_fields,
+        );
+        self.bytes.push(LIVE);
+        // After XSETID below a deleted master entry an ID may be below its
+        // node's master: the delta wraps, as Redis's signed one does.
+        put_varint(&mut self.bytes, id.ms.wrapping_sub(master.ms));
+        put_varint(&mut self.bytes, id.seq);
+        put_varint(&mut self.bytes, (fields.len() / 2) as u64);
+        for f in fields {
+            put_varint(&mut self.bytes, f.len() as u64);
+            self.bytes.extend_from_slice(f);
+        }
+        self.count += 1;
+        self.live += 1;
+    }
+
+    /// Every entry, deleted ones included, in order.
+    fn entries(&self, master: StreamId) -> NodeIter<'_> {
+        NodeIter {
+            bytes: &self.bytes,
+            at: 0,
+            master,
+        }
+    }
+
+    fn live_entries(&self, master: StreamId) -> impl DoubleEndedIterator<Item = EntryRef<'_>> {
+        // Nodes are small (at most 100 entries): collecting the offsets lets a
+        // reverse range walk them backwards.
+        let all: Vec<EntryRef<'_>> = self.entries(master).filter(|e| !e.deleted).collect();
+        all.into_iter()
+    }
+
+    fn mark_deleted(&mut self, at: usize) {
+        self.bytes[at] = DELETED;
+        self.live -= 1;
+    }
+
+    /// Redis's rule for a new node before appending an entry whose fields and
+    /// values total `payload` bytes.
+    fn full_for(&self, payload: usize) -> bool {
+        self.count >= NODE_ENTRIES_MAX || self.lp_bytes + payload >= NODE_BYTES_MAX
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.bytes.capacity() + NODE_OVERHEAD_BYTES
+    }
+}
+
+struct NodeIter<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    master: StreamId,
+}
+
+impl<'a> Iterator for NodeIter<'a> {
+    type Item = EntryRef<'a>;
+
+    fn next(&mut self) -> Option<EntryRef<'a>> {
+        let bytes = self.bytes;
+        if self.at >= bytes.len() {
+            return None;
+        }
+        let start = self.at;
+        let mut at = start + 1;
+        let ms = self.master.ms.wrapping_add(get_varint(bytes, &mut at));
+        let seq = get_varint(bytes, &mut at);
+        let pairs = get_varint(bytes, &mut at) as usize;
+        let body_start = at;
+        for _ in 0..pairs * 2 {
+            let len = get_varint(bytes, &mut at) as usize;
+            at += len;
+        }
+        self.at = at;
+        Some(EntryRef {
+            id: StreamId::new(ms, seq),
+            at: start,
+            deleted: bytes[start] == DELETED,
+            pairs,
+            body: &bytes[body_start..at],
+        })
+    }
+}
+
+/// How a trim is bounded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrimTo {
+    /// Keep at most this many entries.
+    MaxLen(u64),
+    /// Drop entries below this ID.
+    MinId(StreamId),
+}
+
+/// The stream behind the handle.
+#[derive(Clone, Debug, Default)]
+struct Stream {
+    nodes: BTreeMap<StreamId, Node>,
+    len: u64,
+    last_id: StreamId,
+    max_deleted_id: StreamId,
+    entries_added: u64,
+    node_bytes: usize,
+}
+
+/// A Redis stream (one word: the boxed stream).
+#[derive(Clone, Debug, Default)]
+pub struct StreamValue(Box<Stream>);
+
+impl StreamValue {
+    /// An empty stream, last ID `0-0`.
+    pub fn new() -> StreamValue {
+        StreamValue::default()
+    }
+
+    /// Entries not deleted.
+    pub fn len(&self) -> u64 {
+        self.0.len
+    }
+
+    /// True with no entry (a stream key may still exist empty).
+    pub fn is_empty(&self) -> bool {
+        self.0.len == 0
+    }
+
+    /// The greatest ID ever added (or set by XSETID).
+    pub fn last_id(&self) -> StreamId {
+        self.0.last_id
+    }
+
+    /// The greatest ID deleted by XDEL.
+    pub fn max_deleted_id(&self) -> StreamId {
+        self.0.max_deleted_id
+    }
+
+    /// Entries ever added.
+    pub fn entries_added(&self) -> u64 {
+        self.0.entries_added
+    }
+
+    /// XSETID: the new last ID, and optionally entries-added and max-deleted-id.
+    pub fn set_last_id(&mut self, id: StreamId, added: Option<u64>, max_deleted: Option<StreamId>) {
+        let s = &mut self.0;
+        s.last_id = id;
+        if let Some(n) = added {
+            s.entries_added = n;
+        }
+        if let Some(m) = max_deleted {
+            s.max_deleted_id = m;
+        }
+    }
+
+    /// Append an entry with `id`, which the caller made greater than
+    /// [`last_id`](Self::last_id); `fields` alternate field and value.
+    pub fn append(&mut self, id: StreamId, fields: &[&[u8]]) {
+        debug_assert!(id > self.0.last_id || self.0.entries_added == 0);
+        let s = &mut *self.0;
+        let payload = fields.iter().map(|f| f.len()).sum();
+        match s.nodes.last_entry() {
+            Some(mut node) if !node.get().full_for(payload) => {
+                let master = *node.key();
+                let before = node.get().heap_bytes();
+                node.get_mut().push(master, id, fields);
+                s.node_bytes = s.node_bytes + node.get().heap_bytes() - before;
+            }
+            last => {
+                // A full node gets no more entries: give back its growth room.
+                if let Some(mut full) = last {
+                    let before = full.get().heap_bytes();
+                    full.get_mut().bytes.shrink_to_fit();
+                    s.node_bytes = s.node_bytes + full.get().heap_bytes() - before;
+                }
+                let mut node = Node::default();
+                node.push(id, id, fields);
+                s.node_bytes += node.heap_bytes();
+                s.nodes.insert(id, node);
+            }
+        }
+        s.len += 1;
+        s.last_id = id;
+        s.entries_added += 1;
+    }
+
+    /// Live entries with IDs in `[start, end]`, ascending.
+    pub fn range(&self, start: StreamId, end: StreamId) -> impl Iterator<Item = EntryRef<'_>> {
+        let first_node = self
+            .0
+            .nodes
+            .range(..=start)
+            .next_back()
+            .map(|(k, _)| *k)
+            .unwrap_or(StreamId::MIN);
+        // No stop at a node whose master is past `end`: after XSETID below a
+        // deleted master, the last node may hold entries below its master.
+        self.0
+            .nodes
+            .range(first_node..)
+            .flat_map(|(master, node)| node.live_entries(*master))
+            .skip_while(move |e| e.id < start)
+            .take_while(move |e| e.id <= end)
+    }
+
+    /// Live entries with IDs in `[start, end]`, descending.
+    pub fn range_rev(&self, start: StreamId, end: StreamId) -> impl Iterator<Item = EntryRef<'_>> {
+        // The node after `end` too: it may hold entries below its master (see
+        // `range`).
+        let next = self.0.nodes.range(end..).find(|(m, _)| **m > end);
+        next.into_iter()
+            .chain(self.0.nodes.range(..=end).rev())
+            .flat_map(|(master, node)| node.live_entries(*master).rev())
+            .skip_while(move |e| e.id > end)
+            .take_while(move |e| e.id >= start)
+    }
+
+    /// The last live entry's ID (`streamLastValidID`).
+    pub fn last_entry_id(&self) -> Option<StreamId> {
+        self.range_rev(StreamId::MIN, StreamId::MAX)
+            .next()
+            .map(|e| e.id)
+    }
+
+    /// The first live entry's ID.
+    pub fn first_id(&self) -> Option<StreamId> {
+        self.range(StreamId::MIN, StreamId::MAX)
+            .next()
+            .map(|e| e.id)
+    }
+
+    /// Delete the entry `id`; false when there is none.
+    pub fn delete(&mut self, id: StreamId) -> bool {
+        let s = &mut *self.0;
+        let Some((&master, node)) = s.nodes.range_mut(..=id).next_back() else {
+            return false;
+        };
+        let Some(at) = node
+            .entries(master)
+            .find(|e| e.id == id && !e.deleted)
+            .map(|e| e.at)
+        else {
+            return false;
+        };
+        node.mark_deleted(at);
+        if node.live == 0 {
+            let gone = s.nodes.remove(&master).map_or(0, |n| n.heap_bytes());
+            s.node_bytes -= gone;
+        }
+        s.len -= 1;
+        if id > s.max_deleted_id {
+            s.max_deleted_id = id;
+        }
+        true
+    }
+
+    /// `streamTrim`: drop entries from the head down to `to`. `approx` drops whole
+    /// nodes only; `limit` (0: none) caps the entries an approximate trim drops.
+    /// Returns the number dropped.
+    pub fn trim(&mut self, to: TrimTo, approx: bool, limit: u64) -> u64 {
+        let s = &mut *self.0;
+        let mut dropped = 0u64;
+        while let Some(mut first) = s.nodes.first_entry() {
+            let master = *first.key();
+            let node = first.get_mut();
+            let whole = match to {
+                TrimTo::MaxLen(max) => {
+                    if s.len <= max {
+                        break;
+                    }
+                    s.len - node.live as u64 >= max
+                }
+                TrimTo::MinId(min) => {
+                    let last = node.entries(master).last().map_or(master, |e| e.id);
+                    last < min
+                }
+            };
+            if limit != 0 && dropped + node.live as u64 > limit {
+                break;
+            }
+            if whole {
+                let live = node.live as u64;
+                let gone = first.remove().heap_bytes();
+                s.node_bytes -= gone;
+                s.len -= live;
+                dropped += live;
+                continue;
+            }
+            if approx {
+                break;
+            }
+            // Redis stops at the first entry at or past MINID, deleted or not
+            // (after XSETID a deleted entry may be above later ones).
+            let doomed: Vec<usize> = match to {
+                TrimTo::MaxLen(max) => node
+                    .entries(master)
+                    .filter(|e| !e.deleted)
+                    .take((s.len - max) as usize)
+                    .map(|e| e.at)
+                    .collect(),
+                TrimTo::MinId(min) => node
+                    .entries(master)
+                    .take_while(|e| e.id < min)
+                    .filter(|e| !e.deleted)
+                    .map(|e| e.at)
+                    .collect(),
+            };
+            for &at in &doomed {
+                node.mark_deleted(at);
+            }
+            // A node left with deleted entries only stays, as in Redis (its
+            // entries still count towards its fill).
+            s.len -= doomed.len() as u64;
+            dropped += doomed.len() as u64;
+            break;
+        }
+        dropped
+    }
+
+    /// Heap bytes (O(1)).
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Stream>() + self.0.node_bytes
+    }
+
+    /// A deep copy (COPY).
+    pub fn deep_clone(&self) -> StreamValue {
+        self.clone()
+    }
+
+    /// Free some nodes (lazy freeing); true when what is left is cheap to drop.
+    pub fn free_some(&mut self, nodes_max: usize) -> bool {
+        for _ in 0..nodes_max {
+            if self.0.nodes.pop_first().is_none() {
+                break;
+            }
+        }
+        self.0.nodes.is_empty()
+    }
+}
