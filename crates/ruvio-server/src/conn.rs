@@ -198,6 +198,13 @@ impl ReplyQueue {
             self.ready.extend_from_slice(&h.after);
         }
     }
+
+    /// Bytes of the ready replies and of those parked behind the last held slot, in
+    /// constant time: what the dispatcher checks before each command of a batch so
+    /// that one read of a pipeline cannot queue unbounded replies.
+    pub fn immediate_bytes(&self) -> usize {
+        self.ready.len() + self.held.back().map_or(0, |h| h.after.len())
+    }
 }
 
 /// Combine reply parts per `merge`, appending the result to `out`.

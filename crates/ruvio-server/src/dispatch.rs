@@ -15,7 +15,7 @@ use crate::forward::Tag;
 use crate::lending;
 use crate::memory;
 use crate::registry::{registry, Command, Handler};
-use crate::shard::ShardCore;
+use crate::shard::{ShardCore, OUTPUT_PAUSE_BYTES};
 use crate::slab::Slab;
 use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{ALL_SHARDS, BLOCKING, DENYOOM, NO_AUTH, SPLITTABLE};
@@ -57,6 +57,7 @@ pub fn process_input(
     }
     conn.input_need = 0;
     let who = (index, conn.gen);
+    let sending = conn.sending.len();
     // Commands at the front whose lines the shard's batch pass already prefetched.
     let mut prefetched = std::mem::take(&mut conn.prefetched);
     let Conn {
@@ -68,6 +69,11 @@ pub fn process_input(
     } = conn;
     let mut pos = conn.input_start;
     while pos < input.len() && !client.closing && client.blocked.is_none() {
+        if sending + replies.immediate_bytes() > OUTPUT_PAUSE_BYTES {
+            // The client is not reading its replies: the rest of this read waits
+            // until they are sent (the shard resumes it), as the next read does.
+            break;
+        }
         if prefetched == 0 {
             prefetched = prefetch_window(core, parser, &input[pos..], client.db);
         }

@@ -38,8 +38,9 @@ const INPUT_GROWTH_MIN_BYTES: usize = 1 << 20;
 /// A connection's input or output buffer above this capacity is given back once it
 /// is empty: one 512 MB SET or GET must not pin its buffer for the connection's life.
 const BUFFER_KEEP_BYTES: usize = 1 << 20;
-/// Stop reading from a client whose unsent replies exceed this (it is not reading).
-const OUTPUT_PAUSE_BYTES: usize = 64 << 20;
+/// Stop reading from a client whose unsent replies exceed this (it is not reading);
+/// the commands of a read that are not run yet wait too (see `dispatch::process_input`).
+pub const OUTPUT_PAUSE_BYTES: usize = 64 << 20;
 /// How often `timeout` looks for idle clients (Redis checks each client about once
 /// a second too).
 const IDLE_SWEEP_EVERY_MS: u64 = 1000;
@@ -604,10 +605,11 @@ impl Shard {
             }
         }
         self.start_send(index, gen);
-        // A paused reader may resume once its backlog is gone.
+        // A paused reader may resume once its backlog is gone: first the commands
+        // its last read left waiting, then the next read.
         if let Some(conn) = self.conns.get_mut(index, gen) {
             if !conn.recv_in_flight && conn.sending.is_empty() && !conn.client.closing {
-                self.arm_recv(index, gen);
+                self.run_input(index, gen);
             }
         }
     }
