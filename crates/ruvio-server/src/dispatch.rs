@@ -15,7 +15,7 @@ use crate::forward::Tag;
 use crate::lending;
 use crate::memory;
 use crate::registry::{registry, Command, Handler};
-use crate::shard::{ShardCore, OUTPUT_PAUSE_BYTES};
+use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{ALL_SHARDS, BLOCKING, DENYOOM, NO_AUTH, SPLITTABLE};
@@ -69,7 +69,7 @@ pub fn process_input(
     } = conn;
     let mut pos = conn.input_start;
     while pos < input.len() && !client.closing && client.blocked.is_none() {
-        if sending + replies.immediate_bytes() > OUTPUT_PAUSE_BYTES {
+        if replies.is_backed_up(sending) {
             // The client is not reading its replies: the rest of this read waits
             // until they are sent (the shard resumes it), as the next read does.
             break;

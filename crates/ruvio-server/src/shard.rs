@@ -229,6 +229,7 @@ impl Shard {
             crate::exec::expire_fill_leases(&mut self.core, &mut self.conns);
             crate::lending::expire(&mut self.core, &mut self.conns);
             self.resume_unblocked();
+            self.resume_backed_up();
             crate::memory::enforce(&mut self.core);
             self.ship_outbox();
             self.run_deferred();
@@ -576,7 +577,8 @@ impl Shard {
             conn.client.closing = true;
             false
         });
-        let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
+        let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES
+            || conn.replies.is_backed_up(conn.sending.len());
         shrink_input(&mut conn);
         self.conns.restore(index, conn);
         self.core.dirty.push((index, gen));
@@ -612,6 +614,34 @@ impl Shard {
                 self.run_input(index, gen);
             }
         }
+    }
+
+    /// Connections that stopped reading because their replies backed up go on once
+    /// they no longer are: replies awaited from other shards arrived (the fills mark
+    /// the connection dirty), perhaps silent ones with nothing to send. This does not
+    /// wait for a send to complete: a client that reads only after writing its whole
+    /// pipeline would never let one complete.
+    fn resume_backed_up(&mut self) {
+        let marked = self.core.dirty.len();
+        for i in 0..marked {
+            let (index, gen) = self.core.dirty[i];
+            if self.waits_for_its_replies(index, gen) {
+                self.run_input(index, gen);
+            }
+        }
+    }
+
+    /// The connection stopped reading because its replies backed up
+    /// ([`crate::conn::ReplyQueue::is_backed_up`]) and they no longer are.
+    fn waits_for_its_replies(&self, index: u32, gen: u32) -> bool {
+        let congested = self.mesh.as_ref().is_some_and(Mesh::congested);
+        self.conns.get(index, gen).is_some_and(|conn| {
+            !congested
+                && !conn.recv_in_flight
+                && !conn.shut
+                && !conn.client.closing
+                && !conn.replies.is_backed_up(conn.sending.len())
+        })
     }
 
     /// Start a send of whatever is ready, unless one is in flight; close a finished closing connection.
