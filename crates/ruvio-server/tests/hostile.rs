@@ -1,6 +1,7 @@
 //! Hostile clients (issue 7), short version: each attack runs against a fresh Ruvio
-//! (forward mode, 2 shards; the giant-bulk attack also in per-shard mode) while a
-//! well-behaved client keeps reading keys of both shards with GET. For each attack:
+//! (forward mode, 2 shards; giant bulks and never-reading clients also in per-shard
+//! mode) while a well-behaved client keeps reading keys of both shards with GET. For
+//! each attack:
 //!
 //! - every GET of the good client is answered with the right value (its p50/p99/max
 //!   are printed; the only timed assertion is the harness's 20 s read timeout),
@@ -9,6 +10,10 @@
 //!   idle process,
 //! - afterwards every shard still answers (PING on fresh connections, a GET of a key
 //!   each shard owns, DBSIZE which asks every shard) and the process is alive.
+//!
+//! `slow_reader_gets_every_reply` and `silent_forwarded_pipeline_goes_on` check the
+//! other side of the output bounds: input held back while replies pile up runs once
+//! they are gone.
 //!
 //! Every loop is bounded in count and time; everything is on loopback. The long
 //! version (bigger counts, redis-server 7 side by side, a JSON record) is
@@ -66,7 +71,9 @@ const RANDOM_BYTES_RSS_BOUND: u64 = 64 * MIB;
 /// cursor's shard bits (1.7 GB); a range-checked cursor costs nothing.
 const SCAN_CURSOR_RSS_BOUND: u64 = 32 * MIB;
 
+/// Clients that never read, per never-reading attack.
 const NEVER_READING_CLIENTS: usize = 4;
+/// Connections the churn attack has open at once (one per thread).
 const CHURN_THREADS: usize = 8;
 
 /// Resident memory of process `pid` in bytes; `None` once the process is gone.
