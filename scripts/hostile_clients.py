@@ -328,6 +328,39 @@ def scan_cursor(port: int, z: Sizes, deadline: float) -> dict:
             "above_u64": str(c.call("SCAN", "18446744073709551616"))}
 
 
+HUGE = "9223372036854775807"
+HUGE_COMMANDS = [
+    ["SCAN", "0", "COUNT", HUGE], ["SSCAN", "s", "0", "COUNT", HUGE], ["HSCAN", "h", "0", "COUNT", HUGE],
+    ["ZSCAN", "z", "0", "COUNT", HUGE], ["LRANGE", "l", "-" + HUGE, HUGE], ["LPOS", "l", "a", "COUNT", HUGE],
+    ["SRANDMEMBER", "s", "-" + HUGE], ["HRANDFIELD", "h", "-" + HUGE], ["ZRANDMEMBER", "z", "-" + HUGE],
+    ["ZRANGEBYSCORE", "z", "-inf", "+inf", "LIMIT", "0", HUGE], ["SINTERCARD", "1", "s", "LIMIT", HUGE],
+    ["GETRANGE", "str", "-" + HUGE, HUGE], ["BITCOUNT", "str", "-" + HUGE, HUGE],
+]
+"""Counts and ranges at the ends of the 64-bit range. A server that sizes a reply by
+one of them (Redis 7 does for the negative RANDMEMBER/RANDFIELD counts) does not
+answer within HUGE_REPLY_TIMEOUT_S; the attack stops there (such a server grows by
+GBs a minute until it is killed) and the row says which command it was."""
+
+HUGE_REPLY_TIMEOUT_S = 2.0
+
+
+def huge_counts(port: int, z: Sizes, deadline: float) -> dict:
+    c = bl.RespClient(port, timeout_s=HUGE_REPLY_TIMEOUT_S)
+    for setup in (["RPUSH", "l", "a", "b", "c"], ["SADD", "s", "a", "b", "c"],
+                  ["ZADD", "z", 1, "a", 2, "b"], ["HSET", "h", "a", 1], ["SET", "str", "hello"]):
+        c.call(*setup)
+    replies = {}
+    for cmd in HUGE_COMMANDS:
+        try:
+            replies[" ".join(cmd)] = str(c.call(*cmd))[:60]
+        except OSError as e:
+            replies[" ".join(cmd)] = f"no reply: {e}"
+            break
+        if time.monotonic() > deadline:
+            break
+    return {"replies": replies}
+
+
 ATTACKS: dict[str, Callable[[int, Sizes, float], dict]] = {
     "slowloris": slowloris,
     "giant-bulks": giant_bulks,
@@ -337,6 +370,7 @@ ATTACKS: dict[str, Callable[[int, Sizes, float], dict]] = {
     "never-reading": never_reading,
     "random-bytes": random_bytes,
     "scan-cursor": scan_cursor,
+    "huge-counts": huge_counts,
 }
 
 
@@ -396,9 +430,11 @@ def run_attack(spec: bl.ServerSpec, name: str, z: Sizes, cpus: str) -> dict:
         sampling.set()
         sampler.join()
         alive = survived(server)
+        state = "alive" if alive else "NOT ANSWERING" if server.proc.poll() is None else "DEAD"
         lat.sort()
         row = {
             "attack": name, "server": spec.name, "seconds": round(took, 3), "survived": alive,
+            "state": state,
             "good_gets": len(lat), "good_wrong": wrong, "good_error": good_error,
             "p50_ms": percentile(lat, 0.5) * 1e3, "p99_ms": percentile(lat, 0.99) * 1e3,
             "max_ms": percentile(lat, 1.0) * 1e3,
@@ -406,7 +442,7 @@ def run_attack(spec: bl.ServerSpec, name: str, z: Sizes, cpus: str) -> dict:
         }
         print(f"{spec.name:>6} {name:<17} {took:7.2f}s  p50 {row['p50_ms']:7.2f} ms  "
               f"p99 {row['p99_ms']:8.2f} ms  max {row['max_ms']:8.2f} ms  "
-              f"peak RSS {peak[0] / 1024:7.1f} MiB  {'alive' if alive else 'DEAD'}"
+              f"peak RSS {peak[0] / 1024:7.1f} MiB  {state}"
               f"{'  wrong GETs: %d' % wrong if wrong else ''}{'  ' + error if error else ''}"
               f"{'  good client: ' + good_error if good_error else ''}", flush=True)
         return row
