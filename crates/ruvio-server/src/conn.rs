@@ -7,6 +7,7 @@
 //! slot until the slot is filled, so the client sees replies strictly in order. This
 //! is the only mechanism for asynchronous replies; forwarding and durability share it.
 
+use crate::shard::OUTPUT_PAUSE_BYTES;
 use ruvio_resp::{CommandParser, Protocol};
 use std::collections::VecDeque;
 
@@ -206,7 +207,27 @@ impl ReplyQueue {
             self.ready.extend_from_slice(&h.after);
         }
     }
+
+    /// Bytes of the ready replies and of those parked behind the last held slot, in
+    /// constant time: what the dispatcher checks before each command of a batch so
+    /// that one read of a pipeline cannot queue unbounded replies.
+    pub fn immediate_bytes(&self) -> usize {
+        self.ready.len() + self.held.back().map_or(0, |h| h.after.len())
+    }
+
+    /// The client's replies are backed up: unsent bytes past
+    /// [`OUTPUT_PAUSE_BYTES`], or [`HELD_REPLIES_MAX`] replies still awaited from
+    /// other shards. The rest of its input waits (not read, not run) until they go.
+    pub fn is_backed_up(&self, sending: usize) -> bool {
+        sending + self.immediate_bytes() > OUTPUT_PAUSE_BYTES || self.held.len() >= HELD_REPLIES_MAX
+    }
 }
+
+/// Replies one connection may await from other shards at once. A forwarded reply's
+/// size is known only when it arrives, so this count is what bounds them: one read
+/// of 500 forwarded GETs of a 1 MiB value queued 500 MiB without it. 64 in flight
+/// per connection still hides the mesh round trip of a deep pipeline.
+pub const HELD_REPLIES_MAX: usize = 64;
 
 /// Combine reply parts per `merge`, appending the result to `out`.
 pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<u8>) {

@@ -58,6 +58,7 @@ pub fn process_input(
     }
     conn.input_need = 0;
     let who = (index, conn.gen);
+    let sending = conn.sending.len();
     // Commands at the front whose lines the shard's batch pass already prefetched.
     let mut prefetched = std::mem::take(&mut conn.prefetched);
     let Conn {
@@ -69,6 +70,11 @@ pub fn process_input(
     } = conn;
     let mut pos = conn.input_start;
     while pos < input.len() && !client.closing && client.blocked.is_none() {
+        if replies.is_backed_up(sending) {
+            // The client is not reading its replies: the rest of this read waits
+            // until they are sent (the shard resumes it), as the next read does.
+            break;
+        }
         if prefetched == 0 {
             prefetched = prefetch_window(core, parser, &input[pos..], client.db);
         }

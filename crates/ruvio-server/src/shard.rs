@@ -38,8 +38,9 @@ const INPUT_GROWTH_MIN_BYTES: usize = 1 << 20;
 /// A connection's input or output buffer above this capacity is given back once it
 /// is empty: one 512 MB SET or GET must not pin its buffer for the connection's life.
 const BUFFER_KEEP_BYTES: usize = 1 << 20;
-/// Stop reading from a client whose unsent replies exceed this (it is not reading).
-const OUTPUT_PAUSE_BYTES: usize = 64 << 20;
+/// Stop reading from a client whose unsent replies exceed this (it is not reading);
+/// the commands of a read that are not run yet wait too (see `dispatch::process_input`).
+pub const OUTPUT_PAUSE_BYTES: usize = 64 << 20;
 /// How often `timeout` looks for idle clients (Redis checks each client about once
 /// a second too).
 const IDLE_SWEEP_EVERY_MS: u64 = 1000;
@@ -252,6 +253,7 @@ impl Shard {
             crate::exec::expire_fill_leases(&mut self.core, &mut self.conns);
             crate::lending::expire(&mut self.core, &mut self.conns);
             self.resume_unblocked();
+            self.resume_backed_up();
             crate::memory::enforce(&mut self.core);
             crate::notify::deliver_pending(&mut self.core, &mut self.conns);
             self.ship_outbox();
@@ -620,7 +622,8 @@ impl Shard {
             &mut conn,
             (index, gen),
         );
-        let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES;
+        let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES
+            || conn.replies.is_backed_up(conn.sending.len());
         shrink_input(&mut conn);
         self.conns.restore(index, conn);
         self.core.dirty.push((index, gen));
@@ -649,12 +652,41 @@ impl Shard {
             }
         }
         self.start_send(index, gen);
-        // A paused reader may resume once its backlog is gone.
+        // A paused reader may resume once its backlog is gone: first the commands
+        // its last read left waiting, then the next read.
         if let Some(conn) = self.conns.get_mut(index, gen) {
             if !conn.recv_in_flight && conn.sending.is_empty() && !conn.client.closing {
-                self.arm_recv(index, gen);
+                self.run_input(index, gen);
             }
         }
+    }
+
+    /// Connections that stopped reading because their replies backed up go on once
+    /// they no longer are: replies awaited from other shards arrived (the fills mark
+    /// the connection dirty), perhaps silent ones with nothing to send. This does not
+    /// wait for a send to complete: a client that reads only after writing its whole
+    /// pipeline would never let one complete.
+    fn resume_backed_up(&mut self) {
+        let marked = self.core.dirty.len();
+        for i in 0..marked {
+            let (index, gen) = self.core.dirty[i];
+            if self.waits_for_its_replies(index, gen) {
+                self.run_input(index, gen);
+            }
+        }
+    }
+
+    /// The connection stopped reading because its replies backed up
+    /// ([`crate::conn::ReplyQueue::is_backed_up`]) and they no longer are.
+    fn waits_for_its_replies(&self, index: u32, gen: u32) -> bool {
+        let congested = self.mesh.as_ref().is_some_and(Mesh::congested);
+        self.conns.get(index, gen).is_some_and(|conn| {
+            !congested
+                && !conn.recv_in_flight
+                && !conn.shut
+                && !conn.client.closing
+                && !conn.replies.is_backed_up(conn.sending.len())
+        })
     }
 
     /// Start a send of whatever is ready, unless one is in flight; close a finished closing connection.

@@ -20,6 +20,12 @@ use crate::Engine;
 /// checking nothing else is needed; the reply itself is bounded by the count.
 const RANDOM_PICKS_INLINE: usize = 64;
 
+/// Most members ZRANDMEMBER with a negative count answers, as for SRANDMEMBER and
+/// HRANDFIELD: Redis streams up to 2^63 of them, which ends in an out-of-memory
+/// kill (tests/hostile.rs saw 3 GB in a few seconds, and the shard never stopped);
+/// Ruvio answers "value is out of range" instead.
+const ZRANDMEMBER_REPEATS_MAX: u64 = 1 << 24;
+
 /// Which end a pop takes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Side {
@@ -1101,6 +1107,9 @@ pub(super) fn zrandmember(
         return Ok(Done);
     };
     let len = zset_at(e, ctx.db, id)?.len();
+    if l < 0 && l.unsigned_abs() > ZRANDMEMBER_REPEATS_MAX {
+        return Err(CmdError::ValueOutOfRange);
+    }
     let count = usize::try_from(l.unsigned_abs()).unwrap_or(usize::MAX);
     let ranks: Vec<usize> = if l < 0 {
         let mut v = Vec::with_capacity(count.min(RANDOM_PICKS_INLINE * 1024));

@@ -423,6 +423,12 @@ impl Server {
         }
     }
 
+    /// Process id of the first (or only) server process: its /proc entry gives the
+    /// resident memory the hostile-client tests bound.
+    pub fn pid(&self) -> u32 {
+        self.children[0].id()
+    }
+
     /// Server logs so far (for failure messages).
     pub fn logs(&self) -> String {
         let mut out = String::new();
