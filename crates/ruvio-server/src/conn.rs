@@ -39,6 +39,13 @@ pub struct ClientState {
     pub paused: bool,
     /// Waiting for a blocking command's answer: no later command runs until then.
     pub blocked: Option<BlockedOn>,
+    /// Between MULTI and EXEC: the queued commands (see [`crate::multi`]).
+    pub multi: Option<crate::multi::Queued>,
+    /// Keys this client watches, `(db, key)`, and the epoch of those watches.
+    pub watching: Vec<crate::lending::DbKey>,
+    pub watch_epoch: u64,
+    /// Running EXEC's queue: commands do not block.
+    pub in_exec: bool,
 }
 
 /// The blocking command a client waits on.

@@ -267,7 +267,7 @@ fn execute(
 }
 
 /// Look a command up, check it, route it and run it (or send it on).
-fn run_command(
+pub(crate) fn run_command(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
     client: &mut ClientState,
@@ -278,6 +278,7 @@ fn run_command(
     let Some(cmd) = registry().lookup(args.get(0)) else {
         let e = CmdError::unknown_command(args);
         core.stats.count_error(&e);
+        crate::multi::flag_refused(client);
         return e.write(&mut Reply::new(replies.sink(), client.proto));
     };
     let rejected = if !cmd.meta.arity_ok(args.len()) {
@@ -292,7 +293,11 @@ fn run_command(
     if let Some(e) = rejected {
         core.stats.per_command[cmd.stat].rejected += 1;
         core.stats.count_error(&e);
+        crate::multi::flag_refused(client);
         return e.write(&mut Reply::new(replies.sink(), client.proto));
+    }
+    if crate::multi::queue(core, client, replies, cmd, args) {
+        return;
     }
     client.last_cmd = cmd.meta.name;
     client.last_cmd_ms = core.now_ms;
@@ -304,7 +309,12 @@ fn run_command(
             let sampled = (core.stats.per_command[sub.stat].calls + 1)
                 .is_multiple_of(TIMING_SAMPLE_EVERY)
                 .then(Instant::now);
-            let result = run_routed(core, conns, client, replies, who, sub, args);
+            let result = match sub.meta.name {
+                // They need the reply queue: run here rather than as server handlers.
+                "exec" => crate::multi::exec(core, conns, client, replies, who),
+                "watch" => crate::multi::watch_keys(core, client, replies, who, args),
+                _ => run_routed(core, conns, client, replies, who, sub, args),
+            };
             let stat = &mut core.stats.per_command[sub.stat];
             if let Some(started) = sampled {
                 stat.usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
@@ -430,7 +440,7 @@ fn run_routed(
     }
 }
 
-fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
+pub(crate) fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
     Tag {
         conn: who.0,
         gen: who.1,
@@ -444,13 +454,13 @@ fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
 }
 
 /// How `client` runs engine commands.
-fn caller(client: &ClientState) -> Caller {
+pub(crate) fn caller(client: &ClientState) -> Caller {
     Caller {
         client_id: client.id,
         db: client.db,
         proto: client.proto,
         no_touch: client.no_touch,
-        may_block: true,
+        may_block: !client.in_exec,
         borrowing: false,
     }
 }

@@ -62,14 +62,22 @@ pub fn run_engine(
     let mut ctx = ExecCtx::new(caller.db, core.now_ms);
     ctx.no_touch = caller.no_touch;
     ctx.may_block = caller.may_block;
-    if caller.borrowing || !core.blocking.is_empty() {
+    let watched = core.watches.any();
+    if caller.borrowing || !core.blocking.is_empty() || watched {
         ctx.effects = Effects::recording(true, false, false);
+    }
+    if watched && cmd.meta.keys.is_none() {
+        let flushed = crate::watch::flushed_dbs(core, cmd.meta.name, caller.db, args);
+        crate::watch::flush(core, &flushed);
     }
     let mut reply = Reply::new(out, caller.proto);
     let outcome = handler(&mut core.engine, &mut ctx, args, &mut reply);
     core.stats.dirty += ctx.effects.dirty;
     for (db, key) in ctx.effects.modified_keys() {
         core.blocking.signal(db, key);
+        if watched {
+            crate::watch::touch(core, db, key);
+        }
     }
     let modified = match caller.borrowing {
         true => ctx

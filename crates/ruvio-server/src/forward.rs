@@ -110,6 +110,26 @@ pub enum ShardMsg {
         tag: Tag,
         query: Box<ClientQuery>,
     },
+    /// WATCH from shard `from`: register the keys (db, client in `tag`) for watch
+    /// epoch `epoch`, then answer `+OK` to `tag` (see [`crate::watch`]).
+    WatchKeys {
+        from: usize,
+        tag: Tag,
+        epoch: u64,
+        keys: Vec<Vec<u8>>,
+    },
+    /// UNWATCH (or EXEC, DISCARD, a closed client): forget `client_id`'s watches.
+    UnwatchKeys {
+        client_id: u64,
+        keys: Vec<lending::DbKey>,
+    },
+    /// A key client `client_id` watches in `epoch` was written.
+    Touched {
+        client_id: u64,
+        epoch: u64,
+    },
+    /// Borrowed keys a coordinator wrote: touch their watchers.
+    Written(Vec<lending::DbKey>),
 }
 
 /// Requests about blocked clients.
@@ -225,6 +245,41 @@ impl Outbox {
     pub fn clients(&mut self, shard: usize, from: usize, tag: Tag, query: ClientQuery) {
         let query = Box::new(query);
         self.direct(shard, ShardMsg::Clients { from, tag, query });
+    }
+
+    /// Register a WATCH with `shard`, the owner of `keys` (see [`crate::watch`]).
+    pub fn watch_keys(
+        &mut self,
+        shard: usize,
+        from: usize,
+        tag: Tag,
+        epoch: u64,
+        keys: Vec<Vec<u8>>,
+    ) {
+        self.direct(
+            shard,
+            ShardMsg::WatchKeys {
+                from,
+                tag,
+                epoch,
+                keys,
+            },
+        );
+    }
+
+    /// Tell owner `shard` to forget `client_id`'s watches of `keys`.
+    pub fn unwatch_keys(&mut self, shard: usize, client_id: u64, keys: Vec<lending::DbKey>) {
+        self.direct(shard, ShardMsg::UnwatchKeys { client_id, keys });
+    }
+
+    /// Tell `shard` that a key its client `client_id` watches was written.
+    pub fn touched(&mut self, shard: usize, client_id: u64, epoch: u64) {
+        self.direct(shard, ShardMsg::Touched { client_id, epoch });
+    }
+
+    /// Tell owner `shard` which of its borrowed keys were written.
+    pub fn written(&mut self, shard: usize, keys: Vec<lending::DbKey>) {
+        self.direct(shard, ShardMsg::Written(keys));
     }
 
     /// Queue `message` for `shard` after everything queued for it so far: the
@@ -450,6 +505,21 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Published { ticket } => gather::published(core, conns, ticket),
         ShardMsg::Clients { from, tag, query } => {
             gather::answer_clients(core, conns, from, tag, &query)
+        }
+        ShardMsg::WatchKeys {
+            from,
+            tag,
+            epoch,
+            keys,
+        } => crate::multi::watched_by(core, from, tag, epoch, keys),
+        ShardMsg::UnwatchKeys { client_id, keys } => {
+            crate::watch::unregister(core, client_id, &keys)
+        }
+        ShardMsg::Touched { client_id, epoch } => core.watches.mark_touched(client_id, epoch),
+        ShardMsg::Written(keys) => {
+            for (db, key) in keys {
+                crate::watch::touch(core, db, &key);
+            }
         }
         ShardMsg::Replies(batch) => {
             let mut offset = 0;

@@ -12,6 +12,7 @@ mod forward;
 mod gather;
 mod lending;
 mod memory;
+mod multi;
 mod net;
 mod pause;
 mod registry;
@@ -19,6 +20,7 @@ mod shard;
 mod slab;
 mod stats;
 mod topology;
+mod watch;
 
 use clap::Parser;
 use config::{Cli, Config};

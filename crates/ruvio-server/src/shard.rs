@@ -102,6 +102,8 @@ pub struct ShardCore {
     pub pause: Pause,
     /// When this shard next returns free allocator pages (see `memory`).
     pub next_trim_ms: u64,
+    /// Watched keys of this shard and touched watches of its clients.
+    pub watches: crate::watch::Watches,
 }
 
 /// A shard with its sockets.
@@ -176,6 +178,7 @@ impl Shard {
                 gathering: Gathering::default(),
                 pause: Pause::default(),
                 next_trim_ms: 0,
+                watches: Default::default(),
             },
             conns: Slab::default(),
             ring,
@@ -351,6 +354,10 @@ impl Shard {
                     killed: false,
                     paused: false,
                     blocked: None,
+                    multi: None,
+                    watching: Vec::new(),
+                    watch_epoch: 0,
+                    in_exec: false,
                 },
                 replies: ReplyQueue::default(),
                 sending: Vec::new(),
@@ -602,6 +609,7 @@ impl Shard {
             conn.shut = true;
             // SAFETY: plain syscall on a descriptor this connection owns.
             unsafe { libc::shutdown(conn.client.fd, libc::SHUT_RDWR) };
+            crate::multi::unwatch(&mut self.core, &mut conn.client);
             if let Some(blocked) = conn.client.blocked.take() {
                 self.forget_blocked(index, gen, blocked);
             }

@@ -98,9 +98,15 @@ fn getname(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
 
 /// One CLIENT LIST line (without the trailing newline), in Redis 7.2's field order.
 pub fn describe(c: &ClientState, now_ms: u64) -> String {
-    let flags = if c.readonly { "r" } else { "N" };
+    let flags = match (c.multi.is_some(), c.readonly) {
+        (true, true) => "xr",
+        (true, false) => "x",
+        (false, true) => "r",
+        (false, false) => "N",
+    };
+    let multi = c.multi.as_ref().map_or(-1, |q| q.len() as i64);
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=16384 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=16384 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.peer,
         c.local,
@@ -110,6 +116,7 @@ pub fn describe(c: &ClientState, now_ms: u64) -> String {
         now_ms.saturating_sub(c.last_cmd_ms) / 1000,
         flags,
         c.db,
+        multi,
         c.last_cmd,
         if c.proto == Protocol::Resp3 { 3 } else { 2 },
         String::from_utf8_lossy(&c.lib_name),

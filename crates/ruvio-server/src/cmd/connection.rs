@@ -64,6 +64,8 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     c.no_touch = false;
     c.readonly = false;
     c.authenticated = ctx.core.cfg.requirepass.is_none();
+    c.multi = None;
+    crate::multi::unwatch(ctx.core, ctx.client);
     reply.proto = Protocol::Resp2;
     reply.simple("RESET");
     Ok(())

@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod connection;
 pub mod introspection;
 pub mod server;
+pub mod transactions;
 
 use crate::conn::{ClientState, Conn};
 use crate::gather::{Gather, Then};
@@ -49,6 +50,7 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         cluster::COMMANDS,
         server::COMMANDS,
         introspection::COMMANDS,
+        transactions::COMMANDS,
     ]
     .into_iter()
     .flatten()
