@@ -450,6 +450,7 @@ pub(crate) fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) ->
         resp3: client.proto == Protocol::Resp3,
         no_touch: client.no_touch,
         client_id: client.id,
+        may_block: !client.in_exec,
     }
 }
 

@@ -50,6 +50,8 @@ pub struct Tag {
     pub resp3: bool,
     pub no_touch: bool,
     pub client_id: u64,
+    /// False for a command of EXEC's queue: it answers at once instead of blocking.
+    pub may_block: bool,
 }
 
 /// Commands for one shard, from one shard.
@@ -548,7 +550,7 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
                 Protocol::Resp2
             },
             no_touch: tag.no_touch,
-            may_block: true,
+            may_block: tag.may_block,
             borrowing: false,
         };
         // The origin resolved it already; this finds the same (sub)command row.

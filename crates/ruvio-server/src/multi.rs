@@ -380,6 +380,9 @@ fn run_in_turn(
     client.in_exec = true;
     for (_, args) in &queued.commands {
         crate::dispatch::run_command(core, conns, client, replies, who, args.args());
+        // A part answered later (another shard, borrowed keys) fills its held slot
+        // in order; the queue goes on without waiting for it.
+        client.blocked = None;
     }
     client.in_exec = false;
 }
