@@ -27,7 +27,7 @@ use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::watch;
-use ruvio_engine::command::flags::{ALL_SHARDS, NO_MULTI};
+use ruvio_engine::command::flags::{ALL_SHARDS, DB_OPTION, NO_MULTI};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
@@ -346,7 +346,10 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     for (cmd, args) in &queued.commands {
         let args = args.args();
         let engine = matches!(cmd.handler, Some(Handler::Engine(_)));
-        needs_more |= !engine || cmd.meta.has(ALL_SHARDS) || cmd.meta.keys.reads_keys_from_value();
+        needs_more |= !engine
+            || cmd.meta.has(ALL_SHARDS)
+            || cmd.meta.keys.reads_keys_from_value()
+            || names_other_db(cmd);
         keys.extend(
             cmd.meta
                 .keys
@@ -364,6 +367,13 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     keys.sort();
     keys.dedup();
     Plan::Borrowed(keys)
+}
+
+/// A command that writes a key of another database (COPY ... DB, MOVE): its
+/// target is not among the borrowed keys, so it runs in turn (its own borrowing
+/// knows the target database).
+fn names_other_db(cmd: &Command) -> bool {
+    cmd.meta.has(DB_OPTION) || cmd.meta.name == "move"
 }
 
 /// Answer an array of the queued commands' replies, each run through the
