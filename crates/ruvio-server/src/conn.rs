@@ -46,6 +46,9 @@ pub struct ClientState {
     pub watch_epoch: u64,
     /// Running EXEC's queue: commands do not block.
     pub in_exec: bool,
+    /// The commands of an EXEC still to run after a command that waits for
+    /// another shard (see [`crate::multi::continue_exec`]).
+    pub exec_rest: Option<crate::multi::InTurn>,
 }
 
 /// The blocking command a client waits on.

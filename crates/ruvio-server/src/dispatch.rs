@@ -51,6 +51,10 @@ pub fn process_input(
     conn: &mut Conn,
     index: u32,
 ) -> bool {
+    if conn.client.blocked.is_none() && conn.client.exec_rest.is_some() {
+        let who = (index, conn.gen);
+        crate::multi::continue_exec(core, conns, &mut conn.client, &mut conn.replies, who);
+    }
     let waiting = conn.client.blocked.is_some() || conn.client.paused;
     if conn.input.len() - conn.input_start < conn.input_need || waiting {
         return true;

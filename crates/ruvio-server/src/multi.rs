@@ -32,6 +32,7 @@ use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, OwnedArgs, Reply};
+use std::collections::VecDeque;
 
 /// A client's open transaction (between MULTI and EXEC or DISCARD).
 #[derive(Debug, Default)]
@@ -290,15 +291,7 @@ pub fn exec(
         return Err(e);
     }
     match plan(core, client, &queued) {
-        Plan::InTurn => {
-            let intact = watches_intact_here(core, client);
-            unwatch(core, client);
-            if intact {
-                run_in_turn(core, conns, client, replies, who, queued);
-            } else {
-                Reply::new(replies.sink(), client.proto).null_array();
-            }
-        }
+        Plan::InTurn => run_in_turn(core, conns, client, replies, who, queued),
         Plan::Borrowed(keys) => {
             let transaction = Transaction {
                 commands: queued.commands,
@@ -319,18 +312,6 @@ pub fn exec(
         }
     }
     Ok(())
-}
-
-/// Check the watches of this shard's keys (an expired key touches its watchers)
-/// and say whether the client's epoch is untouched. With keys on other shards
-/// (the in-order plan) a touch still on its way is not seen.
-fn watches_intact_here(core: &mut ShardCore, client: &ClientState) -> bool {
-    for (db, key) in &client.watching {
-        if owner_of(core, key) == core.id {
-            watch::check_expired(core, *db, key);
-        }
-    }
-    !core.watches.is_touched(client.id, client.watch_epoch)
 }
 
 /// Decide how the queue runs: in turn when every key (queued or watched) is this
@@ -376,8 +357,19 @@ fn names_other_db(cmd: &Command) -> bool {
     cmd.meta.has(DB_OPTION) || cmd.meta.name == "move"
 }
 
-/// Answer an array of the queued commands' replies, each run through the
-/// ordinary dispatcher in turn (blocking commands do not block).
+/// An EXEC running its queue in turn (see [`continue_exec`]).
+#[derive(Debug)]
+pub struct InTurn {
+    commands: VecDeque<OwnedArgs>,
+    /// The watch epoch still to check before the first command runs.
+    check_epoch: Option<u64>,
+}
+
+/// Run the queue through the ordinary dispatcher, in turn (blocking commands do
+/// not block). The watches are checked first: this shard's keys now (an expired
+/// one touches its watchers), another shard's once that owner has answered a
+/// [`ShardMsg::WatchSync`](crate::forward::ShardMsg) (its touches, sent before
+/// its answer, have arrived then).
 fn run_in_turn(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
@@ -386,15 +378,80 @@ fn run_in_turn(
     who: (u32, u32),
     queued: Queued,
 ) {
-    Reply::new(replies.sink(), client.proto).array(queued.commands.len());
+    let watched = std::mem::take(&mut client.watching);
+    let mut remote = Vec::new();
+    for (owner, keys) in by_owner(core, watched.clone()) {
+        if owner == core.id {
+            keys.iter()
+                .for_each(|(db, key)| watch::check_expired(core, *db, key));
+        } else {
+            remote.push((owner, keys));
+        }
+    }
+    client.exec_rest = Some(InTurn {
+        commands: queued.commands.into_iter().map(|(_, args)| args).collect(),
+        check_epoch: Some(client.watch_epoch),
+    });
+    if !remote.is_empty() {
+        let seq = replies.hold(Merge::Single, remote.len());
+        for (part, (owner, keys)) in remote.into_iter().enumerate() {
+            let tag = crate::dispatch::tag(client, who, seq, part as u16);
+            core.outbox.watch_sync(owner, core.id, tag, keys);
+        }
+        client.blocked = Some(BlockedOn { seq, remote: None });
+    }
+    // After the syncs: an owner checks, then forgets.
+    forget_watches(core, client.id, watched);
+    continue_exec(core, conns, client, replies, who);
+}
+
+/// The owner's side of [`ShardMsg::WatchSync`](crate::forward::ShardMsg): touch
+/// the watchers of expired keys, then answer (nothing: the part is empty).
+pub fn watch_sync(core: &mut ShardCore, from: usize, tag: crate::forward::Tag, keys: Vec<DbKey>) {
+    for (db, key) in keys {
+        watch::check_expired(core, db, &key);
+    }
+    core.outbox.reply(from, tag, b"");
+}
+
+/// Run the rest of an EXEC queue, in turn, until it is done or a command waits
+/// for another shard (a command on borrowed keys, an answer gathered from every
+/// shard): then the connection waits as for a blocked command, and this goes on
+/// when the answer is in, before any later input (the dispatcher calls it first).
+pub fn continue_exec(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+) {
+    if client.blocked.is_some() {
+        return;
+    }
+    let Some(mut rest) = client.exec_rest.take() else {
+        return;
+    };
+    if let Some(epoch) = rest.check_epoch.take() {
+        let touched = core.watches.is_touched(client.id, epoch);
+        core.watches.clear_touched(client.id);
+        client.watch_epoch += 1;
+        let mut reply = Reply::new(replies.sink(), client.proto);
+        if touched {
+            return reply.null_array();
+        }
+        reply.array(rest.commands.len());
+    }
     client.in_exec = true;
-    for (_, args) in &queued.commands {
+    while client.blocked.is_none() {
+        let Some(args) = rest.commands.pop_front() else {
+            break;
+        };
         crate::dispatch::run_command(core, conns, client, replies, who, args.args());
-        // A part answered later (another shard, borrowed keys) fills its held slot
-        // in order; the queue goes on without waiting for it.
-        client.blocked = None;
     }
     client.in_exec = false;
+    if !rest.commands.is_empty() {
+        client.exec_rest = Some(rest);
+    }
 }
 
 /// Run a transaction on keys borrowed from their owners (the coordinator's side

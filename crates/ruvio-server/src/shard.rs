@@ -358,6 +358,7 @@ impl Shard {
                     watching: Vec::new(),
                     watch_epoch: 0,
                     in_exec: false,
+                    exec_rest: Default::default(),
                 },
                 replies: ReplyQueue::default(),
                 sending: Vec::new(),
@@ -486,10 +487,9 @@ impl Shard {
     fn resume_unblocked(&mut self) {
         while !self.core.resume.is_empty() {
             for (index, gen) in std::mem::take(&mut self.core.resume) {
-                let idle = self
-                    .conns
-                    .get(index, gen)
-                    .is_none_or(|c| c.input.len() == c.input_start || c.shut);
+                let idle = self.conns.get(index, gen).is_none_or(|c| {
+                    (c.input.len() == c.input_start && c.client.exec_rest.is_none()) || c.shut
+                });
                 if !idle {
                     self.run_input(index, gen);
                 }

@@ -7,7 +7,8 @@
 //! and reads (SET, INCR, GET, DEL, LPUSH, RPOP, MSET, RENAME), so either connection
 //! touches the other's watched keys and runtime errors (WRONGTYPE, not an integer)
 //! land inside EXEC; refusals while queueing (arity, unknown command) so EXEC
-//! aborts; FLUSHDB; BLPOP only inside MULTI (where it must not block). The four
+//! aborts; FLUSHDB; BLPOP only inside MULTI (where it must not block); PING, ECHO
+//! and DBSIZE (a queue with them runs in turn, not on borrowed keys). The four
 //! keys are spread over both shards, so transactions and watches cross shards.
 //! Seeds 2 and 4 use RESP3. Expiries are left out: their timing differs between
 //! two servers (tests/transactions.rs checks them).
@@ -66,6 +67,9 @@ impl Generator {
             82..84 => vec!["NOSUCHCMD".into(), k],
             84..85 => vec!["FLUSHDB".into()],
             85..90 if self.in_multi[conn] => vec!["BLPOP".into(), k, "0".into()],
+            90..93 => vec!["PING".into()],
+            93..95 => vec!["DBSIZE".into()],
+            95..96 => vec!["ECHO".into(), v],
             _ => vec!["EXISTS".into(), k, self.key()],
         };
         match words[0].as_str() {
@@ -84,7 +88,9 @@ fn run(shards: usize, settings: &DiffSettings) {
     let reference = Server::redis();
     let target = Server::ruvio(PortMode::Forward, shards);
     let n = shards.max(2);
-    let keys: Vec<String> = (0..4).map(|i| key_on_shard("dtx", i % n, n)).collect();
+    let keys: Vec<String> = (0..4)
+        .map(|i| key_on_shard(&format!("dtx{i}-"), i % n, n))
+        .collect();
     for &seed in &settings.seeds {
         let resp3 = seed % 2 == 0;
         let mut redis = [reference.raw(), reference.raw()];

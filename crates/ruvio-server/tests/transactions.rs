@@ -172,6 +172,13 @@ fn watch_across_shards(server: &Server) {
             queued(&mut a, &["INCR", k]);
         }
         a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+        // With commands that need the connection or every shard in the queue.
+        ok(&mut a, &watch);
+        ok(&mut b, &["SET", touched, "5"]);
+        ok(&mut a, &["MULTI"]);
+        queued(&mut a, &["PING"]);
+        queued(&mut a, &["DBSIZE"]);
+        a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
     }
     // Untouched, the transaction over every shard runs.
     let mut watch = vec!["WATCH"];
@@ -210,6 +217,13 @@ fn watch_and_expiry(server: &Server) {
     ok(&mut a, &["MULTI"]);
     queued(&mut a, &["GET", &key]);
     a.roundtrip(&encode(&["EXEC"]), b"*1\r\n$-1\r\n");
+    // The same with a connection command in the queue (forward mode runs it in turn).
+    ok(&mut a, &["SET", &key, "v", "PX", "100"]);
+    ok(&mut a, &["WATCH", &key]);
+    thread::sleep(Duration::from_millis(200));
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["PING"]);
+    a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
 }
 
 /// FLUSHALL touches the watched keys that exist, not the missing ones.
