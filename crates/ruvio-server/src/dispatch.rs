@@ -296,8 +296,8 @@ pub(crate) fn run_command(
     };
     if let Some(e) = rejected {
         core.stats.per_command[cmd.stat].rejected += 1;
+        let e = crate::multi::refused(core, client, cmd, e);
         core.stats.count_error(&e);
-        crate::multi::flag_refused(client);
         return e.write(&mut Reply::new(replies.sink(), client.proto));
     }
     if crate::multi::queue(core, client, replies, cmd, args) {

@@ -76,6 +76,33 @@ pub fn flag_refused(client: &mut ClientState) {
     }
 }
 
+/// A command refused before it runs (arity, NOAUTH, OOM) inside MULTI flags the
+/// transaction; EXEC itself refused discards it, with Redis' `EXECABORT
+/// Transaction discarded because of: <error>` as the error.
+pub fn refused(
+    core: &mut ShardCore,
+    client: &mut ClientState,
+    cmd: &Command,
+    error: CmdError,
+) -> CmdError {
+    let Some(queued) = client.multi.as_mut() else {
+        return error;
+    };
+    if cmd.meta.name != "exec" {
+        queued.failed = true;
+        return error;
+    }
+    client.multi = None;
+    unwatch(core, client);
+    let message = error.message();
+    let reason = message.strip_prefix("ERR ").unwrap_or(&message);
+    CmdError::quoted(
+        "EXECABORT Transaction discarded because of: ",
+        reason.as_bytes(),
+        "",
+    )
+}
+
 /// Inside MULTI: check and queue `cmd` (answering `+QUEUED` or the refusal) and
 /// return true; outside MULTI, or for a command that runs at once, return false.
 pub fn queue(

@@ -100,6 +100,15 @@ fn refused_command_aborts_exec(server: &Server) {
         &encode(&["EXEC"]),
         b"-EXECABORT Transaction discarded because of previous errors.\r\n",
     );
+    // EXEC itself refused discards the transaction.
+    ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", &key, "1"]);
+    c.roundtrip(
+        &encode(&["EXEC", "x"]),
+        b"-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n",
+    );
+    c.roundtrip(&encode(&["EXEC"]), b"-ERR EXEC without MULTI\r\n");
+    c.roundtrip(&encode(&["EXISTS", &key]), b":0\r\n");
 }
 
 /// WATCH on a key of every shard: a write from another client aborts EXEC
