@@ -358,6 +358,13 @@ fn cluster_rules(server: &Server) {
     );
     c.roundtrip(&encode(&["EXEC"]), b"-ERR EXEC without MULTI\r\n");
     c.roundtrip(&encode(&["EXISTS", &here]), b":0\r\n");
+    // WATCH follows the same rules.
+    let moved = c.cmd(&["WATCH", &there]);
+    assert!(moved.starts_with(b"-MOVED "), "{}", show(&moved));
+    c.roundtrip(
+        &encode(&["WATCH", &here, &other_slot]),
+        b"-CROSSSLOT Keys in request don't hash to the same slot\r\n",
+    );
 }
 
 /// A writer moves one unit between two keys on different shards in transactions;
