@@ -45,8 +45,11 @@ impl Generator {
         let v = self.rng.random_range(0..20).to_string();
         let words: Vec<String> = match self.rng.random_range(0..100) {
             0..10 => vec!["MULTI".into()],
-            10..18 => vec!["EXEC".into()],
-            18..21 => vec!["DISCARD".into()],
+            // Mostly inside MULTI: outside, EXEC and DISCARD are only errors.
+            10..18 if self.in_multi[conn] || self.rng.random_bool(0.2) => vec!["EXEC".into()],
+            18..21 if self.in_multi[conn] || self.rng.random_bool(0.2) => {
+                vec!["DISCARD".into()]
+            }
             21..30 => {
                 let n = self.rng.random_range(1..=3);
                 let mut w = vec!["WATCH".to_string()];
