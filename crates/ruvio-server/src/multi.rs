@@ -14,10 +14,12 @@
 //!   command and every watched key are borrowed from their owners
 //!   ([`crate::lending`]), the queue runs here on them ([`run_borrowed`]), and they
 //!   go back: no client of any shard sees a partial transaction;
-//! - **in order** (forward mode, a transaction mixing keys of other shards with
-//!   commands that need every shard or the connection, as DBSIZE or SELECT): each
-//!   command runs as it would outside MULTI, replies in one array, without
-//!   isolation (documented as a limit).
+//! - **in turn across shards** (forward mode, a transaction mixing keys of other
+//!   shards with commands that need every shard or the connection, as DBSIZE or
+//!   SELECT): each command runs as it would outside MULTI, replies in one array;
+//!   a command that waits for another shard suspends the queue until it is
+//!   answered ([`continue_exec`]). Without isolation (documented as a limit); the
+//!   watch check is exact (the owners of watched keys answer a sync first).
 
 use crate::config::PortMode;
 use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
