@@ -29,6 +29,7 @@ use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::watch;
+use ahash::AHashSet;
 use ruvio_engine::command::flags::{ALL_SHARDS, DB_OPTION, NO_MULTI};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
@@ -248,11 +249,15 @@ pub fn watch_keys(
     let cmd = registry().lookup(b"watch").expect("WATCH is in the table");
     cluster_slot(core, cmd, args, None)?;
     let db = client.db;
+    let mut seen: AHashSet<(usize, &[u8])> = client
+        .watching
+        .iter()
+        .map(|(d, k)| (*d, k.as_slice()))
+        .collect();
     let mut fresh: Vec<DbKey> = Vec::new();
     for key in args.iter().skip(1) {
-        let dk = (db, key.to_vec());
-        if !client.watching.contains(&dk) && !fresh.contains(&dk) {
-            fresh.push(dk);
+        if seen.insert((db, key)) {
+            fresh.push((db, key.to_vec()));
         }
     }
     let groups = by_owner(core, fresh.clone());
