@@ -255,6 +255,34 @@ fn watch_and_flushall(server: &Server) {
     m.roundtrip(&encode(&["EXEC"]), b"*1\r\n$-1\r\n");
 }
 
+/// Forward mode (one server, 16 databases): FLUSHDB of another database leaves the
+/// watch alone, SWAPDB with the watched key's database touches it; the client's
+/// own write touches its watch too.
+fn watch_flushdb_swapdb_and_own_writes(server: &Server) {
+    let key = key_on_shard("tx-swap", server.shards - 1, server.shards);
+    let mut a = conn_for(server, &key);
+    let mut b = conn_for(server, &key);
+    ok(&mut a, &["SET", &key, "v"]);
+    ok(&mut a, &["WATCH", &key]);
+    ok(&mut b, &["SELECT", "9"]);
+    ok(&mut b, &["FLUSHDB"]);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["GET", &key]);
+    a.roundtrip(&encode(&["EXEC"]), b"*1\r\n$1\r\nv\r\n");
+    ok(&mut a, &["WATCH", &key]);
+    ok(&mut b, &["SWAPDB", "0", "9"]);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["GET", &key]);
+    a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+    ok(&mut b, &["SWAPDB", "0", "9"]);
+    ok(&mut a, &["WATCH", &key]);
+    ok(&mut a, &["SET", &key, "mine"]);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["GET", &key]);
+    a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+    a.cmd(&["DEL", &key]);
+}
+
 fn blocking_commands_do_not_block(server: &Server) {
     let key = key_on_shard("tx-block", server.shards - 1, server.shards);
     let mut a = conn_for(server, &key);
@@ -453,6 +481,7 @@ fn watch_retry_loop_loses_nothing(server: &Server) {
 fn forward_one_shard() {
     let server = Server::forward(1);
     all_cases(&server);
+    watch_flushdb_swapdb_and_own_writes(&server);
     watch_retry_loop_loses_nothing(&server);
 }
 
@@ -460,6 +489,7 @@ fn forward_one_shard() {
 fn forward_two_shards() {
     let server = Server::forward(2);
     all_cases(&server);
+    watch_flushdb_swapdb_and_own_writes(&server);
     watch_across_shards(&server);
     atomic_across_shards(&server);
     watch_retry_loop_loses_nothing(&server);
@@ -469,6 +499,7 @@ fn forward_two_shards() {
 fn forward_four_shards() {
     let server = Server::forward(4);
     all_cases(&server);
+    watch_flushdb_swapdb_and_own_writes(&server);
     watch_across_shards(&server);
     atomic_across_shards(&server);
 }
