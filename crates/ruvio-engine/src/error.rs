@@ -314,6 +314,20 @@ pub enum CmdError {
     /// A stream command's error, its whole text (the stream family keeps its texts
     /// in `streams::errors`).
     Stream(&'static str),
+
+    // ----- transactions -----
+    /// MULTI inside MULTI.
+    MultiNested,
+    /// WATCH inside MULTI.
+    WatchInMulti,
+    /// EXEC outside MULTI.
+    ExecWithoutMulti,
+    /// DISCARD outside MULTI.
+    DiscardWithoutMulti,
+    /// EXEC of a transaction that had a command refused while queueing.
+    ExecAbort,
+    /// A `no-multi` command inside MULTI.
+    NotAllowedInMulti,
 }
 
 impl CmdError {
@@ -526,6 +540,12 @@ impl CmdError {
             CmdError::GetKeysNoKeys => "ERR The command has no key arguments",
             CmdError::NoShutdownInProgress => "ERR No shutdown in progress.",
             CmdError::Resp2NotSupported => "ERR RESP2 is not supported by this command",
+            CmdError::MultiNested => "ERR MULTI calls can not be nested",
+            CmdError::WatchInMulti => "ERR WATCH inside MULTI is not allowed",
+            CmdError::ExecWithoutMulti => "ERR EXEC without MULTI",
+            CmdError::DiscardWithoutMulti => "ERR DISCARD without MULTI",
+            CmdError::ExecAbort => "EXECABORT Transaction discarded because of previous errors.",
+            CmdError::NotAllowedInMulti => "ERR Command not allowed inside a transaction",
             CmdError::DebugProtocolType => {
                 "ERR Wrong protocol type name. Please use one of the following: \
                  string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"

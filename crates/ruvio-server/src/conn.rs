@@ -45,6 +45,16 @@ pub struct ClientState {
     /// Since when the output has been over the soft `client-output-buffer-limit`
     /// (0: it is not); see [`crate::outlimit`].
     pub obuf_soft_since_ms: u64,
+    /// Between MULTI and EXEC: the queued commands (see [`crate::multi`]).
+    pub multi: Option<crate::multi::Queued>,
+    /// Keys this client watches, `(db, key)`, and the epoch of those watches.
+    pub watching: Vec<crate::lending::DbKey>,
+    pub watch_epoch: u64,
+    /// Running EXEC's queue: commands do not block.
+    pub in_exec: bool,
+    /// The commands of an EXEC still to run after a command that waits for
+    /// another shard (see [`crate::multi::continue_exec`]).
+    pub exec_rest: Option<crate::multi::InTurn>,
 }
 
 /// The blocking command a client waits on.

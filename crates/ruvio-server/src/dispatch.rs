@@ -52,6 +52,10 @@ pub fn process_input(
     conn: &mut Conn,
     index: u32,
 ) -> bool {
+    if conn.client.blocked.is_none() && conn.client.exec_rest.is_some() {
+        let who = (index, conn.gen);
+        crate::multi::continue_exec(core, conns, &mut conn.client, &mut conn.replies, who);
+    }
     let waiting = conn.client.blocked.is_some() || conn.client.paused;
     if conn.input.len() - conn.input_start < conn.input_need || waiting {
         return true;
@@ -297,7 +301,7 @@ fn execute(
 }
 
 /// Look a command up, check it, route it and run it (or send it on).
-fn run_command(
+pub(crate) fn run_command(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
     client: &mut ClientState,
@@ -308,6 +312,7 @@ fn run_command(
     let Some(cmd) = registry().lookup(args.get(0)) else {
         let e = CmdError::unknown_command(args);
         core.stats.count_error(&e);
+        crate::multi::flag_refused(client);
         return e.write(&mut Reply::new(replies.sink(), client.proto));
     };
     let rejected = if !cmd.meta.arity_ok(args.len()) {
@@ -323,8 +328,12 @@ fn run_command(
     };
     if let Some(e) = rejected {
         core.stats.per_command[cmd.stat].rejected += 1;
+        let e = crate::multi::refused(core, client, cmd, e);
         core.stats.count_error(&e);
         return e.write(&mut Reply::new(replies.sink(), client.proto));
+    }
+    if crate::multi::queue(core, client, replies, cmd, args) {
+        return;
     }
     client.last_cmd = cmd.meta.name;
     client.last_cmd_ms = core.now_ms;
@@ -336,7 +345,12 @@ fn run_command(
             let sampled = (core.stats.per_command[sub.stat].calls + 1)
                 .is_multiple_of(TIMING_SAMPLE_EVERY)
                 .then(Instant::now);
-            let result = run_routed(core, conns, client, replies, who, sub, args);
+            let result = match sub.meta.name {
+                // They need the reply queue: run here rather than as server handlers.
+                "exec" => crate::multi::exec(core, conns, client, replies, who),
+                "watch" => crate::multi::watch_keys(core, client, replies, who, args),
+                _ => run_routed(core, conns, client, replies, who, sub, args),
+            };
             let stat = &mut core.stats.per_command[sub.stat];
             if let Some(started) = sampled {
                 stat.usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
@@ -465,7 +479,7 @@ fn run_routed(
     }
 }
 
-fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
+pub(crate) fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
     Tag {
         conn: who.0,
         gen: who.1,
@@ -475,17 +489,18 @@ fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
         resp3: client.proto == Protocol::Resp3,
         no_touch: client.no_touch,
         client_id: client.id,
+        may_block: !client.in_exec,
     }
 }
 
 /// How `client` runs engine commands.
-fn caller(client: &ClientState) -> Caller {
+pub(crate) fn caller(client: &ClientState) -> Caller {
     Caller {
         client_id: client.id,
         db: client.db,
         proto: client.proto,
         no_touch: client.no_touch,
-        may_block: true,
+        may_block: !client.in_exec,
         borrowing: false,
     }
 }

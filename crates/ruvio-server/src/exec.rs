@@ -79,10 +79,15 @@ pub fn run_engine(
     let mut ctx = ExecCtx::new(caller.db, core.now_ms);
     ctx.no_touch = caller.no_touch;
     ctx.may_block = caller.may_block;
-    let keys = caller.borrowing || !core.blocking.is_empty();
+    let watched = core.watches.any();
+    let keys = caller.borrowing || !core.blocking.is_empty() || watched;
     let notify = crate::notify::wanted(core);
     if keys || logging || notify {
         ctx.effects = Effects::recording(keys, notify, logging);
+    }
+    if watched && cmd.meta.keys.is_none() {
+        let flushed = crate::watch::flushed_dbs(core, cmd.meta.name, caller.db, args);
+        crate::watch::flush(core, &flushed);
     }
     let reply_start = out.len();
     let mutations_before = ruvio_engine::fault::mutations();
@@ -110,6 +115,9 @@ pub fn run_engine(
     }
     for (db, key) in ctx.effects.modified_keys() {
         core.blocking.signal(db, key);
+        if watched {
+            crate::watch::touch(core, db, key);
+        }
     }
     let modified = match caller.borrowing {
         true => ctx

@@ -60,6 +60,8 @@ pub struct Tag {
     pub resp3: bool,
     pub no_touch: bool,
     pub client_id: u64,
+    /// False for a command of EXEC's queue: it answers at once instead of blocking.
+    pub may_block: bool,
 }
 
 /// Commands for one shard, from one shard.
@@ -122,6 +124,33 @@ pub enum ShardMsg {
     },
     /// Pub/Sub messages to deliver (see [`crate::pubsub`]).
     Messages(MessageBatch),
+    /// WATCH from shard `from`: register the keys (db, client in `tag`) for watch
+    /// epoch `epoch`, then answer `+OK` to `tag` (see [`crate::watch`]).
+    WatchKeys {
+        from: usize,
+        tag: Tag,
+        epoch: u64,
+        keys: Vec<Vec<u8>>,
+    },
+    /// UNWATCH (or EXEC, DISCARD, a closed client): forget `client_id`'s watches.
+    UnwatchKeys {
+        client_id: u64,
+        keys: Vec<lending::DbKey>,
+    },
+    /// A key client `client_id` watches in `epoch` was written.
+    Touched {
+        client_id: u64,
+        epoch: u64,
+    },
+    /// Borrowed keys a coordinator wrote: touch their watchers.
+    Written(Vec<lending::DbKey>),
+    /// An EXEC of shard `from` checks its watches of these keys: touch the
+    /// watchers of the expired ones, then answer `tag` (empty).
+    WatchSync {
+        from: usize,
+        tag: Tag,
+        keys: Vec<lending::DbKey>,
+    },
 }
 
 /// Requests about blocked clients.
@@ -239,6 +268,46 @@ impl Outbox {
     pub fn clients(&mut self, shard: usize, from: usize, tag: Tag, query: ClientQuery) {
         let query = Box::new(query);
         self.direct(shard, ShardMsg::Clients { from, tag, query });
+    }
+
+    /// Register a WATCH with `shard`, the owner of `keys` (see [`crate::watch`]).
+    pub fn watch_keys(
+        &mut self,
+        shard: usize,
+        from: usize,
+        tag: Tag,
+        epoch: u64,
+        keys: Vec<Vec<u8>>,
+    ) {
+        self.direct(
+            shard,
+            ShardMsg::WatchKeys {
+                from,
+                tag,
+                epoch,
+                keys,
+            },
+        );
+    }
+
+    /// Tell owner `shard` to forget `client_id`'s watches of `keys`.
+    pub fn unwatch_keys(&mut self, shard: usize, client_id: u64, keys: Vec<lending::DbKey>) {
+        self.direct(shard, ShardMsg::UnwatchKeys { client_id, keys });
+    }
+
+    /// Tell `shard` that a key its client `client_id` watches was written.
+    pub fn touched(&mut self, shard: usize, client_id: u64, epoch: u64) {
+        self.direct(shard, ShardMsg::Touched { client_id, epoch });
+    }
+
+    /// Ask owner `shard` to check the watched `keys` for an EXEC (see [`crate::multi`]).
+    pub fn watch_sync(&mut self, shard: usize, from: usize, tag: Tag, keys: Vec<lending::DbKey>) {
+        self.direct(shard, ShardMsg::WatchSync { from, tag, keys });
+    }
+
+    /// Tell owner `shard` which of its borrowed keys were written.
+    pub fn written(&mut self, shard: usize, keys: Vec<lending::DbKey>) {
+        self.direct(shard, ShardMsg::Written(keys));
     }
 
     /// Queue `message` for `shard` after everything queued for it so far: the
@@ -495,6 +564,22 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             gather::answer_clients(core, conns, from, tag, &query)
         }
         ShardMsg::Messages(batch) => crate::pubsub::deliver_batch(core, conns, batch),
+        ShardMsg::WatchKeys {
+            from,
+            tag,
+            epoch,
+            keys,
+        } => crate::multi::watched_by(core, from, tag, epoch, keys),
+        ShardMsg::UnwatchKeys { client_id, keys } => {
+            crate::watch::unregister(core, client_id, &keys)
+        }
+        ShardMsg::Touched { client_id, epoch } => core.watches.mark_touched(client_id, epoch),
+        ShardMsg::WatchSync { from, tag, keys } => crate::multi::watch_sync(core, from, tag, keys),
+        ShardMsg::Written(keys) => {
+            for (db, key) in keys {
+                crate::watch::touch(core, db, &key);
+            }
+        }
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
             for (tag, len) in batch.tags {
@@ -523,7 +608,7 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
                 Protocol::Resp2
             },
             no_touch: tag.no_touch,
-            may_block: true,
+            may_block: tag.may_block,
             borrowing: false,
         };
         // The origin resolved it already; this finds the same (sub)command row.

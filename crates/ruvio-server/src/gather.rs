@@ -113,6 +113,7 @@ pub fn start(
                     resp3: client.proto == Protocol::Resp3,
                     no_touch: client.no_touch,
                     client_id: client.id,
+                    may_block: false,
                 };
                 core.outbox.clients(to, core.id, tag, query.clone());
             }

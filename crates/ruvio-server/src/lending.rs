@@ -20,8 +20,9 @@
 
 use crate::blocking::{Blocked, Waiter};
 use crate::conn::Conn;
-use crate::exec::{self, run_engine, Caller};
-use crate::registry::Command;
+use crate::exec::{self, run_engine, Caller, Ran};
+use crate::multi::Transaction;
+use crate::registry::{registry, Command};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use ahash::{AHashMap, AHashSet};
@@ -76,6 +77,8 @@ struct CrossOp {
     /// many times the keys were borrowed again because the value named keys that
     /// were not borrowed yet.
     value_key_tries: Option<u32>,
+    /// EXEC of a transaction: `cmd` is EXEC's row and this is what runs.
+    transaction: Option<Box<Transaction>>,
 }
 
 /// Times a command that reads keys named in a value (SORT BY/GET) gives its keys
@@ -184,6 +187,55 @@ pub fn start(
             borrowed: Vec::new(),
             waiting: None,
             value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
+            transaction: None,
+        },
+    );
+    core.lending.starting = Some(conn);
+    advance(core, conns, ticket);
+    core.lending.starting = None;
+    core.lending.answered_at_once.take()
+}
+
+/// Start coordinating the EXEC of `transaction` for connection `conn` (held slot
+/// `seq`): borrow `keys` (every key its commands name and every watched key),
+/// run it here ([`crate::multi::run_borrowed`]), give them back. As [`start`],
+/// the reply comes back here when it ran before this returns.
+#[allow(clippy::too_many_arguments)]
+pub fn start_transaction(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    transaction: Transaction,
+    keys: Vec<DbKey>,
+) -> Option<Vec<u8>> {
+    let mut plan: Vec<(usize, Vec<DbKey>)> = Vec::new();
+    for (db, key) in keys {
+        let owner = core.topo.key_owner(&key);
+        match plan.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, owned)) => owned.push((db, key)),
+            None => plan.push((owner, vec![(db, key)])),
+        }
+    }
+    plan.sort_by_key(|(shard, _)| *shard);
+    let exec = registry().lookup(b"exec").expect("EXEC is in the table");
+    let ticket = core.lending.next_ticket;
+    core.lending.next_ticket += 1;
+    core.lending.ops.insert(
+        ticket,
+        CrossOp {
+            conn,
+            seq,
+            caller,
+            argv: [b"EXEC".as_slice()].into_iter().collect(),
+            cmd: exec,
+            plan,
+            next: 0,
+            borrowed: Vec::new(),
+            waiting: None,
+            value_key_tries: None,
+            transaction: Some(Box::new(transaction)),
         },
     );
     core.lending.starting = Some(conn);
@@ -235,6 +287,10 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
     }
     let mut entries = Lent::with_capacity(request.keys.len());
     for (db, key) in request.keys {
+        if core.watches.any() {
+            // Its watchers learn of an expiry before a transaction checks them.
+            crate::watch::check_expired(core, db, &key);
+        }
         let entry = core.engine.lend(db, &key, core.now_ms);
         core.lending.lent.insert((db, key.clone()));
         entries.push((db, key, entry));
@@ -292,8 +348,15 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         ..op.caller
     };
     let mut out = Vec::new();
-    let ran = run_engine(core, op.cmd, caller, op.argv.args(), &mut out);
+    let ran = match &op.transaction {
+        Some(transaction) => Ran {
+            block: None,
+            modified: crate::multi::run_borrowed(core, transaction, caller, &mut out),
+        },
+        None => run_engine(core, op.cmd, caller, op.argv.args(), &mut out),
+    };
     let modified = ran.modified;
+    report_written(core, &modified);
     // A key written outside the borrowed ones that another shard owns (COPY ... DB
     // n) goes to its owner too.
     for (key_db, key) in &modified {
@@ -308,6 +371,21 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     match ran.block {
         Some(block) => wait(core, conns, ticket, op, block),
         None => answer(core, conns, &op, out),
+    }
+}
+
+/// Tell the owners of borrowed keys that were written, so they touch the clients
+/// watching them (before the keys go back: messages arrive in order).
+fn report_written(core: &mut ShardCore, modified: &[DbKey]) {
+    let mut written: AHashMap<usize, Vec<DbKey>> = AHashMap::new();
+    for (db, key) in modified {
+        let owner = core.topo.key_owner(key);
+        if owner != core.id {
+            written.entry(owner).or_default().push((*db, key.clone()));
+        }
+    }
+    for (owner, keys) in written {
+        core.outbox.written(owner, keys);
     }
 }
 

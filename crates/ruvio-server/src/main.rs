@@ -15,6 +15,7 @@ mod gather;
 mod import;
 mod lending;
 mod memory;
+mod multi;
 mod net;
 mod notify;
 mod outlimit;
@@ -26,6 +27,7 @@ mod slab;
 mod stats;
 mod topology;
 mod wal;
+mod watch;
 
 use clap::Parser;
 use config::{Cli, Config};

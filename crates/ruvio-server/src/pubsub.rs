@@ -382,6 +382,7 @@ pub fn start_publish(
             resp3: client.proto == Protocol::Resp3,
             no_touch: client.no_touch,
             client_id: client.id,
+            may_block: false,
         };
         core.outbox
             .message(to, Some(tag), p.kind, &p.channel, &p.message);

@@ -118,6 +118,8 @@ pub struct ShardCore {
     pub gated: crate::durable::Gated,
     /// Keyspace notifications waiting for the end of the loop iteration.
     pub notifications: crate::notify::Pending,
+    /// Watched keys of this shard and touched watches of its clients.
+    pub watches: crate::watch::Watches,
 }
 
 /// A shard with its sockets.
@@ -213,6 +215,7 @@ impl Shard {
                 wal,
                 gated: Default::default(),
                 notifications: Default::default(),
+                watches: Default::default(),
             },
             conns: Slab::default(),
             ring,
@@ -436,6 +439,11 @@ impl Shard {
                     blocked: None,
                     subs: Default::default(),
                     obuf_soft_since_ms: 0,
+                    multi: None,
+                    watching: Vec::new(),
+                    watch_epoch: 0,
+                    in_exec: false,
+                    exec_rest: Default::default(),
                 },
                 replies: ReplyQueue::default(),
                 sending: Vec::new(),
@@ -568,10 +576,9 @@ impl Shard {
     fn resume_unblocked(&mut self) {
         while !self.core.resume.is_empty() {
             for (index, gen) in std::mem::take(&mut self.core.resume) {
-                let idle = self
-                    .conns
-                    .get(index, gen)
-                    .is_none_or(|c| c.input.len() == c.input_start || c.shut);
+                let idle = self.conns.get(index, gen).is_none_or(|c| {
+                    (c.input.len() == c.input_start && c.client.exec_rest.is_none()) || c.shut
+                });
                 if !idle {
                     self.run_input(index, gen);
                 }
@@ -735,6 +742,7 @@ impl Shard {
             conn.shut = true;
             // SAFETY: plain syscall on a descriptor this connection owns.
             unsafe { libc::shutdown(conn.client.fd, libc::SHUT_RDWR) };
+            crate::multi::unwatch(&mut self.core, &mut conn.client);
             let mut subs = std::mem::take(&mut conn.client.subs);
             if let Some(blocked) = conn.client.blocked.take() {
                 self.forget_blocked(index, gen, blocked);

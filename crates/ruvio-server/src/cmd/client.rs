@@ -103,6 +103,9 @@ pub fn describe(c: &ClientState, now_ms: u64) -> String {
     if c.subs.active() {
         flags.push('P');
     }
+    if c.multi.is_some() {
+        flags.push('x');
+    }
     if c.readonly {
         flags.push('r');
     }
@@ -110,8 +113,9 @@ pub fn describe(c: &ClientState, now_ms: u64) -> String {
         flags.push('N');
     }
     let sub = |kind| c.subs.of(kind).len();
+    let multi = c.multi.as_ref().map_or(-1, |q| q.len() as i64);
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=16384 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=16384 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.peer,
         c.local,
@@ -124,6 +128,7 @@ pub fn describe(c: &ClientState, now_ms: u64) -> String {
         sub(Kind::Channel),
         sub(Kind::Pattern),
         sub(Kind::Shard),
+        multi,
         c.last_cmd,
         if c.proto == Protocol::Resp3 { 3 } else { 2 },
         String::from_utf8_lossy(&c.lib_name),

@@ -72,6 +72,8 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     c.readonly = false;
     c.authenticated = ctx.core.cfg.requirepass.is_none();
     crate::pubsub::forget_all(ctx.core, &mut c.subs, ctx.who);
+    c.multi = None;
+    crate::multi::unwatch(ctx.core, ctx.client);
     reply.proto = Protocol::Resp2;
     reply.simple("RESET");
     Ok(())

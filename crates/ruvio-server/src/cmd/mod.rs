@@ -13,6 +13,7 @@ pub mod connection;
 pub mod introspection;
 pub mod pubsub;
 pub mod server;
+pub mod transactions;
 
 use crate::conn::{ClientState, Conn};
 use crate::gather::{Gather, Then};
@@ -53,6 +54,7 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         server::COMMANDS,
         introspection::COMMANDS,
         pubsub::COMMANDS,
+        transactions::COMMANDS,
     ]
     .into_iter()
     .flatten()

@@ -1,0 +1,57 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH. The state and the running
+//! of queued commands are [`crate::multi`]; watched keys are [`crate::watch`].
+
+use super::{Ctx, ServerCommand, ServerResult};
+use ruvio_engine::command::{command, flags::*};
+use ruvio_engine::KeySpec;
+use ruvio_resp::{Args, Reply};
+
+/// The transaction family's table, with Redis 7's flags and ACL categories.
+#[rustfmt::skip]
+pub const COMMANDS: &[ServerCommand] = &[
+    command!("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::NONE,
+        ["fast", "transaction"], "transactions", "1.2.0", "Starts a transaction.", "O(1)", multi),
+    command!("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG, KeySpec::NONE, ["slow", "transaction"],
+        "transactions", "1.2.0", "Executes all commands in a transaction.",
+        "Depends on commands in the transaction", run_by_dispatcher),
+    command!("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::NONE,
+        ["fast", "transaction"], "transactions", "2.0.0", "Discards a transaction.",
+        "O(N), when N is the number of queued commands", discard),
+    command!("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::ALL,
+        ["fast", "transaction"], "transactions", "2.2.0",
+        "Monitors changes to keys to determine the execution of a transaction.", "O(1) for every key.",
+        run_by_dispatcher),
+    command!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::NONE,
+        ["fast", "transaction"], "transactions", "2.2.0",
+        "Forgets about watched keys of a transaction.", "O(1)", unwatch),
+];
+
+/// `MULTI`
+fn multi(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    crate::multi::multi(ctx.client)?;
+    reply.ok();
+    Ok(())
+}
+
+/// `DISCARD`
+fn discard(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    crate::multi::discard(ctx.core, ctx.client)?;
+    reply.ok();
+    Ok(())
+}
+
+/// `UNWATCH`
+fn unwatch(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    crate::multi::unwatch(ctx.core, ctx.client);
+    reply.ok();
+    Ok(())
+}
+
+/// EXEC and WATCH answer through the reply queue (a held slot while other shards
+/// work): the dispatcher runs them ([`crate::multi::exec`], [`crate::multi::watch_keys`]).
+fn run_by_dispatcher(_ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
+    unreachable!(
+        "{} is run by the dispatcher",
+        String::from_utf8_lossy(args.get(0))
+    )
+}

@@ -1,0 +1,520 @@
+//! MULTI/EXEC transactions and WATCH, as the dispatcher runs them (the command
+//! rows are in [`crate::cmd::transactions`]; the design and its cost are in
+//! docs/transactions.md).
+//!
+//! Inside MULTI every command but EXEC, DISCARD, MULTI, WATCH, QUIT and RESET is
+//! checked and queued (`+QUEUED`); a refusal (unknown command, arity, `no-multi`,
+//! MOVED/CROSSSLOT in per-shard mode) flags the transaction and EXEC answers
+//! `EXECABORT`. EXEC runs the queue in one of three ways:
+//!
+//! - **here**: every key is this shard's and free (always in per-shard mode and
+//!   with one shard): each command runs through the ordinary dispatcher, one after
+//!   the other in this loop iteration, so nothing else runs in between;
+//! - **borrowed** (forward mode, keys on several shards): the keys of every queued
+//!   command and every watched key are borrowed from their owners
+//!   ([`crate::lending`]), the queue runs here on them ([`run_borrowed`]), and they
+//!   go back: no client of any shard sees a partial transaction;
+//! - **in turn across shards** (forward mode, a transaction mixing keys of other
+//!   shards with commands that need every shard or the connection, as DBSIZE or
+//!   SELECT): each command runs as it would outside MULTI, replies in one array;
+//!   a command that waits for another shard suspends the queue until it is
+//!   answered ([`continue_exec`]). Without isolation (documented as a limit); the
+//!   watch check is exact (the owners of watched keys answer a sync first).
+
+use crate::config::PortMode;
+use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
+use crate::exec::{run_engine, Caller};
+use crate::lending::{self, DbKey};
+use crate::registry::{registry, Command, Handler};
+use crate::shard::ShardCore;
+use crate::slab::Slab;
+use crate::watch;
+use ahash::AHashSet;
+use ruvio_engine::command::flags::{ALL_SHARDS, DB_OPTION, NO_MULTI};
+use ruvio_engine::command::CommandTree;
+use ruvio_engine::slot::key_slot;
+use ruvio_engine::CmdError;
+use ruvio_resp::{Args, OwnedArgs, Reply};
+use std::collections::VecDeque;
+
+/// A client's open transaction (between MULTI and EXEC or DISCARD).
+#[derive(Debug, Default)]
+pub struct Queued {
+    /// The commands, resolved to the row that runs them, with their arguments.
+    commands: Vec<(&'static Command, OwnedArgs)>,
+    /// A command was refused while queueing: EXEC aborts.
+    failed: bool,
+}
+
+impl Queued {
+    /// Commands queued (CLIENT LIST `multi=`).
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+}
+
+/// A transaction running on borrowed keys (see [`crate::lending`]).
+#[derive(Debug)]
+pub struct Transaction {
+    commands: Vec<(&'static Command, OwnedArgs)>,
+    /// The watch epoch EXEC checks, and the watched keys to forget afterwards.
+    epoch: u64,
+    watched: Vec<DbKey>,
+}
+
+/// Commands that run at once inside MULTI instead of being queued (Redis'
+/// processCommand list).
+fn runs_in_multi(name: &str) -> bool {
+    matches!(
+        name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
+}
+
+/// Mark the client's open transaction as failed (a command refused before it
+/// could be queued: unknown, wrong arity, not authenticated, out of memory).
+pub fn flag_refused(client: &mut ClientState) {
+    if let Some(queued) = client.multi.as_mut() {
+        queued.failed = true;
+    }
+}
+
+/// A command refused before it runs (arity, NOAUTH, OOM) inside MULTI flags the
+/// transaction; EXEC itself refused discards it, with Redis' `EXECABORT
+/// Transaction discarded because of: <error>` as the error.
+pub fn refused(
+    core: &mut ShardCore,
+    client: &mut ClientState,
+    cmd: &Command,
+    error: CmdError,
+) -> CmdError {
+    let Some(queued) = client.multi.as_mut() else {
+        return error;
+    };
+    if cmd.meta.name != "exec" {
+        queued.failed = true;
+        return error;
+    }
+    client.multi = None;
+    unwatch(core, client);
+    let message = error.message();
+    let reason = message.strip_prefix("ERR ").unwrap_or(&message);
+    CmdError::quoted(
+        "EXECABORT Transaction discarded because of: ",
+        reason.as_bytes(),
+        "",
+    )
+}
+
+/// Inside MULTI: check and queue `cmd` (answering `+QUEUED` or the refusal) and
+/// return true; outside MULTI, or for a command that runs at once, return false.
+pub fn queue(
+    core: &mut ShardCore,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    cmd: &'static Command,
+    args: Args<'_>,
+) -> bool {
+    if client.multi.is_none() || runs_in_multi(cmd.meta.name) {
+        return false;
+    }
+    let checked = cmd.resolve(args).and_then(|sub| {
+        if sub.meta.has(NO_MULTI) {
+            return Err(CmdError::NotAllowedInMulti);
+        }
+        cluster_slot(core, sub, args, None)?;
+        Ok(sub)
+    });
+    let mut reply = Reply::new(replies.sink(), client.proto);
+    let Some(queued) = client.multi.as_mut() else {
+        return false;
+    };
+    match checked {
+        Ok(sub) => {
+            queued.commands.push((sub, OwnedArgs::from_args(args)));
+            reply.simple("QUEUED");
+        }
+        Err(e) => {
+            queued.failed = true;
+            core.stats.per_command[cmd.stat].rejected += 1;
+            core.stats.count_error(&e);
+            e.write(&mut reply);
+        }
+    }
+    true
+}
+
+/// Per-shard mode: the slot of `cmd`'s keys joined to `slot` (the keys seen so
+/// far), or MOVED / CROSSSLOT as Redis Cluster answers for keys not in one slot of
+/// this node: for each command when queued, for the whole queue at EXEC.
+/// Forward mode: no restriction.
+fn cluster_slot(
+    core: &ShardCore,
+    cmd: &Command,
+    args: Args<'_>,
+    mut slot: Option<u16>,
+) -> Result<Option<u16>, CmdError> {
+    if core.topo.mode == PortMode::Forward {
+        return Ok(slot);
+    }
+    for p in cmd.meta.keys.positions(args) {
+        let key_slot = key_slot(args.get(p));
+        match slot {
+            Some(s) if s != key_slot => return Err(CmdError::CrossSlot),
+            _ => slot = Some(key_slot),
+        }
+    }
+    match slot {
+        Some(s) if core.topo.owner(s) != core.id => Err(CmdError::Moved {
+            slot: s,
+            host: core.topo.host.clone(),
+            port: core.topo.nodes[core.topo.owner(s)].port,
+        }),
+        _ => Ok(slot),
+    }
+}
+
+/// `MULTI`
+pub fn multi(client: &mut ClientState) -> Result<(), CmdError> {
+    if client.multi.is_some() {
+        return Err(CmdError::MultiNested);
+    }
+    client.multi = Some(Queued::default());
+    Ok(())
+}
+
+/// `DISCARD`
+pub fn discard(core: &mut ShardCore, client: &mut ClientState) -> Result<(), CmdError> {
+    if client.multi.take().is_none() {
+        return Err(CmdError::DiscardWithoutMulti);
+    }
+    unwatch(core, client);
+    Ok(())
+}
+
+/// Forget every key the client watches and start a new watch epoch (UNWATCH,
+/// DISCARD, EXEC, RESET, a closed connection).
+pub fn unwatch(core: &mut ShardCore, client: &mut ClientState) {
+    let watched = std::mem::take(&mut client.watching);
+    forget_watches(core, client.id, watched);
+    client.watch_epoch += 1;
+    core.watches.clear_touched(client.id);
+}
+
+/// Tell the owners of `watched` to forget `client_id`'s watches.
+fn forget_watches(core: &mut ShardCore, client_id: u64, watched: Vec<DbKey>) {
+    for (owner, keys) in by_owner(core, watched) {
+        if owner == core.id {
+            watch::unregister(core, client_id, &keys);
+        } else {
+            core.outbox.unwatch_keys(owner, client_id, keys);
+        }
+    }
+}
+
+/// Group keys by the shard that owns them (all this shard's unless forward mode).
+fn by_owner(core: &ShardCore, keys: Vec<DbKey>) -> Vec<(usize, Vec<DbKey>)> {
+    let mut groups: Vec<(usize, Vec<DbKey>)> = Vec::new();
+    for (db, key) in keys {
+        let owner = owner_of(core, &key);
+        match groups.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, ks)) => ks.push((db, key)),
+            None => groups.push((owner, vec![(db, key)])),
+        }
+    }
+    groups
+}
+
+/// The shard whose keyspace holds `key`: its owner in forward mode, this shard
+/// in per-shard mode (a key of another slot was refused before).
+fn owner_of(core: &ShardCore, key: &[u8]) -> usize {
+    match core.topo.mode {
+        PortMode::Forward => core.topo.key_owner(key),
+        _ => core.id,
+    }
+}
+
+/// `WATCH key [key ...]`: register the keys with their owners; the reply waits
+/// for every owner (a held slot) so a write after `+OK` is always seen.
+pub fn watch_keys(
+    core: &mut ShardCore,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    args: Args<'_>,
+) -> Result<(), CmdError> {
+    if client.multi.is_some() {
+        return Err(CmdError::WatchInMulti);
+    }
+    let cmd = registry().lookup(b"watch").expect("WATCH is in the table");
+    cluster_slot(core, cmd, args, None)?;
+    let db = client.db;
+    let mut seen: AHashSet<(usize, &[u8])> = client
+        .watching
+        .iter()
+        .map(|(d, k)| (*d, k.as_slice()))
+        .collect();
+    let mut fresh: Vec<DbKey> = Vec::new();
+    for key in args.iter().skip(1) {
+        if seen.insert((db, key)) {
+            fresh.push((db, key.to_vec()));
+        }
+    }
+    let groups = by_owner(core, fresh.clone());
+    client.watching.extend(fresh);
+    let remote = groups.iter().filter(|(o, _)| *o != core.id).count();
+    let seq = (remote > 0).then(|| replies.hold(Merge::AllOk, remote));
+    let mut part = 0;
+    for (owner, keys) in groups {
+        let keys: Vec<Vec<u8>> = keys.into_iter().map(|(_, k)| k).collect();
+        if owner == core.id {
+            watch::register(core, core.id, client.id, client.watch_epoch, db, &keys);
+        } else if let Some(seq) = seq {
+            let tag = crate::dispatch::tag(client, who, seq, part);
+            core.outbox
+                .watch_keys(owner, core.id, tag, client.watch_epoch, keys);
+            part += 1;
+        }
+    }
+    if seq.is_none() {
+        Reply::new(replies.sink(), client.proto).ok();
+    }
+    Ok(())
+}
+
+/// The owner's side of a WATCH from shard `from`: register, then answer `+OK`.
+pub fn watched_by(
+    core: &mut ShardCore,
+    from: usize,
+    tag: crate::forward::Tag,
+    epoch: u64,
+    keys: Vec<Vec<u8>>,
+) {
+    watch::register(core, from, tag.client_id, epoch, tag.db as usize, &keys);
+    core.outbox.reply(from, tag, b"+OK\r\n");
+}
+
+/// How EXEC runs the queue (see the module doc).
+enum Plan {
+    /// Through the dispatcher, one command after the other (here, or in order).
+    InTurn,
+    /// On these keys, borrowed from their owners.
+    Borrowed(Vec<DbKey>),
+}
+
+/// `EXEC` inside MULTI. Errors (EXECABORT) come back to be written once.
+pub fn exec(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+) -> Result<(), CmdError> {
+    let Some(queued) = client.multi.take() else {
+        return Err(CmdError::ExecWithoutMulti);
+    };
+    if queued.failed {
+        unwatch(core, client);
+        return Err(CmdError::ExecAbort);
+    }
+    let one_slot = queued.commands.iter().try_fold(None, |slot, (cmd, args)| {
+        cluster_slot(core, cmd, args.args(), slot)
+    });
+    if let Err(e) = one_slot {
+        unwatch(core, client);
+        return Err(e);
+    }
+    match plan(core, client, &queued) {
+        Plan::InTurn => run_in_turn(core, conns, client, replies, who, queued),
+        Plan::Borrowed(keys) => {
+            let transaction = Transaction {
+                commands: queued.commands,
+                epoch: client.watch_epoch,
+                watched: std::mem::take(&mut client.watching),
+            };
+            // A new epoch now; the owners forget the old watches once it ran.
+            client.watch_epoch += 1;
+            let seq = replies.hold(Merge::Single, 1);
+            client.blocked = Some(BlockedOn { seq, remote: None });
+            let caller = crate::dispatch::caller(client);
+            let at_once =
+                lending::start_transaction(core, conns, who, seq, caller, transaction, keys);
+            if let Some(reply) = at_once {
+                replies.fill(seq, 0, reply);
+                client.blocked = None;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Decide how the queue runs: in turn when every key (queued or watched) is this
+/// shard's and free, or when a command needs the connection or every shard;
+/// borrowed otherwise.
+fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
+    if core.topo.mode != PortMode::Forward || core.topo.nodes.len() == 1 {
+        return Plan::InTurn;
+    }
+    let db = client.db;
+    let mut keys: Vec<DbKey> = client.watching.clone();
+    let mut needs_more = false;
+    for (cmd, args) in &queued.commands {
+        let args = args.args();
+        let engine = matches!(cmd.handler, Some(Handler::Engine(_)));
+        needs_more |= !engine
+            || cmd.meta.has(ALL_SHARDS)
+            || cmd.meta.keys.reads_keys_from_value()
+            || names_other_db(cmd);
+        keys.extend(
+            cmd.meta
+                .keys
+                .positions(args)
+                .into_iter()
+                .map(|p| (db, args.get(p).to_vec())),
+        );
+    }
+    let all_here = keys
+        .iter()
+        .all(|(d, k)| core.topo.key_owner(k) == core.id && !core.lending.is_lent(*d, k));
+    if all_here || needs_more {
+        return Plan::InTurn;
+    }
+    keys.sort();
+    keys.dedup();
+    Plan::Borrowed(keys)
+}
+
+/// A command that writes a key of another database (COPY ... DB, MOVE): its
+/// target is not among the borrowed keys, so it runs in turn (its own borrowing
+/// knows the target database).
+fn names_other_db(cmd: &Command) -> bool {
+    cmd.meta.has(DB_OPTION) || cmd.meta.name == "move"
+}
+
+/// An EXEC running its queue in turn (see [`continue_exec`]).
+#[derive(Debug)]
+pub struct InTurn {
+    commands: VecDeque<OwnedArgs>,
+    /// The watch epoch still to check before the first command runs.
+    check_epoch: Option<u64>,
+}
+
+/// Run the queue through the ordinary dispatcher, in turn (blocking commands do
+/// not block). The watches are checked first: this shard's keys now (an expired
+/// one touches its watchers), another shard's once that owner has answered a
+/// [`ShardMsg::WatchSync`](crate::forward::ShardMsg) (its touches, sent before
+/// its answer, have arrived then).
+fn run_in_turn(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    queued: Queued,
+) {
+    let watched = std::mem::take(&mut client.watching);
+    let mut remote = Vec::new();
+    for (owner, keys) in by_owner(core, watched.clone()) {
+        if owner == core.id {
+            keys.iter()
+                .for_each(|(db, key)| watch::check_expired(core, *db, key));
+        } else {
+            remote.push((owner, keys));
+        }
+    }
+    client.exec_rest = Some(InTurn {
+        commands: queued.commands.into_iter().map(|(_, args)| args).collect(),
+        check_epoch: Some(client.watch_epoch),
+    });
+    if !remote.is_empty() {
+        let seq = replies.hold(Merge::Single, remote.len());
+        for (part, (owner, keys)) in remote.into_iter().enumerate() {
+            let tag = crate::dispatch::tag(client, who, seq, part as u16);
+            core.outbox.watch_sync(owner, core.id, tag, keys);
+        }
+        client.blocked = Some(BlockedOn { seq, remote: None });
+    }
+    // After the syncs: an owner checks, then forgets.
+    forget_watches(core, client.id, watched);
+    continue_exec(core, conns, client, replies, who);
+}
+
+/// The owner's side of [`ShardMsg::WatchSync`](crate::forward::ShardMsg): touch
+/// the watchers of expired keys, then answer (nothing: the part is empty).
+pub fn watch_sync(core: &mut ShardCore, from: usize, tag: crate::forward::Tag, keys: Vec<DbKey>) {
+    for (db, key) in keys {
+        watch::check_expired(core, db, &key);
+    }
+    core.outbox.reply(from, tag, b"");
+}
+
+/// Run the rest of an EXEC queue, in turn, until it is done or a command waits
+/// for another shard (a command on borrowed keys, an answer gathered from every
+/// shard): then the connection waits as for a blocked command, and this goes on
+/// when the answer is in, before any later input (the dispatcher calls it first).
+pub fn continue_exec(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+) {
+    if client.blocked.is_some() {
+        return;
+    }
+    let Some(mut rest) = client.exec_rest.take() else {
+        return;
+    };
+    if let Some(epoch) = rest.check_epoch.take() {
+        let touched = core.watches.is_touched(client.id, epoch);
+        core.watches.clear_touched(client.id);
+        client.watch_epoch += 1;
+        let mut reply = Reply::new(replies.sink(), client.proto);
+        if touched {
+            return reply.null_array();
+        }
+        reply.array(rest.commands.len());
+    }
+    client.in_exec = true;
+    while client.blocked.is_none() {
+        let Some(args) = rest.commands.pop_front() else {
+            break;
+        };
+        crate::dispatch::run_command(core, conns, client, replies, who, args.args());
+    }
+    client.in_exec = false;
+    if !rest.commands.is_empty() {
+        client.exec_rest = Some(rest);
+    }
+}
+
+/// Run a transaction on keys borrowed from their owners (the coordinator's side
+/// of [`lending`]): the whole reply goes to `out`; the keys it wrote come back.
+/// The watches are checked here, where every watched key is held.
+pub fn run_borrowed(
+    core: &mut ShardCore,
+    transaction: &Transaction,
+    caller: Caller,
+    out: &mut Vec<u8>,
+) -> Vec<DbKey> {
+    let mut modified = Vec::new();
+    let touched = core.watches.is_touched(caller.client_id, transaction.epoch);
+    forget_watches(core, caller.client_id, transaction.watched.clone());
+    core.watches.clear_touched(caller.client_id);
+    if touched {
+        Reply::new(out, caller.proto).null_array();
+        return modified;
+    }
+    Reply::new(out, caller.proto).array(transaction.commands.len());
+    let caller = Caller {
+        may_block: false,
+        ..caller
+    };
+    for (cmd, args) in &transaction.commands {
+        let ran = run_engine(core, cmd, caller, args.args(), out);
+        core.stats.commands += 1;
+        core.stats.per_command[cmd.stat].calls += 1;
+        modified.extend(ran.modified);
+    }
+    modified
+}

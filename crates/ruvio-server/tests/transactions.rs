@@ -1,0 +1,513 @@
+//! MULTI / EXEC / DISCARD / WATCH / UNWATCH with exact reply bytes, RESP2 and
+//! RESP3, 1, 2 and 4 shards, both port modes: queueing, per-command runtime errors,
+//! EXECABORT after a refused command, the misuse errors, WATCH touched by another
+//! client (on any shard), by expiry and by FLUSHALL, blocking commands that do not
+//! block inside EXEC, CLIENT LIST's `flags=x multi=N`, INFO commandstats, and the
+//! cluster rules (MOVED / CROSSSLOT abort the transaction) in per-shard mode.
+//! Then atomicity under concurrency: a transaction writing two keys on different
+//! shards is never seen half-applied, and a WATCH retry loop loses no increment.
+//!
+//! `RUVIO_TEST_TARGET=redis` runs the same cases against redis-server (a Redis
+//! Cluster for per-shard mode).
+
+mod common;
+
+use common::*;
+use std::thread;
+use std::time::Duration;
+
+/// A connection to the shard that owns `key` (any port in forward mode).
+fn conn_for(server: &Server, key: &str) -> RawConn {
+    match server.mode {
+        PortMode::Forward => server.raw(),
+        PortMode::PerShard => RawConn::connect(server.shard_port(shard_of_key(key, server.shards))),
+    }
+}
+
+fn ok(c: &mut RawConn, args: &[&str]) {
+    c.roundtrip(&encode(args), b"+OK\r\n");
+}
+
+fn queued(c: &mut RawConn, args: &[&str]) {
+    c.roundtrip(&encode(args), b"+QUEUED\r\n");
+}
+
+fn queues_and_runs_with_per_command_errors(server: &Server) {
+    let key = key_on_shard("tx-basic", server.shards - 1, server.shards);
+    let mut c = conn_for(server, &key);
+    ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", &key, "v"]);
+    queued(&mut c, &["INCR", &key]);
+    queued(&mut c, &["GET", &key]);
+    c.roundtrip(
+        &encode(&["EXEC"]),
+        b"*3\r\n+OK\r\n-ERR value is not an integer or out of range\r\n$1\r\nv\r\n",
+    );
+    ok(&mut c, &["MULTI"]);
+    c.roundtrip(&encode(&["EXEC"]), b"*0\r\n");
+    ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["DEL", &key]);
+    ok(&mut c, &["DISCARD"]);
+    c.roundtrip(&encode(&["GET", &key]), b"$1\r\nv\r\n");
+    c.roundtrip(&encode(&["DEL", &key]), b":1\r\n");
+}
+
+fn misuse_errors(server: &Server) {
+    let key = key_on_shard("tx-misuse", 0, server.shards);
+    let mut c = conn_for(server, &key);
+    c.roundtrip(&encode(&["EXEC"]), b"-ERR EXEC without MULTI\r\n");
+    c.roundtrip(&encode(&["DISCARD"]), b"-ERR DISCARD without MULTI\r\n");
+    ok(&mut c, &["MULTI"]);
+    c.roundtrip(
+        &encode(&["MULTI"]),
+        b"-ERR MULTI calls can not be nested\r\n",
+    );
+    c.roundtrip(
+        &encode(&["WATCH", &key]),
+        b"-ERR WATCH inside MULTI is not allowed\r\n",
+    );
+    queued(&mut c, &["SET", &key, "1"]);
+    // Neither error is a refusal: the transaction still runs.
+    c.roundtrip(&encode(&["EXEC"]), b"*1\r\n+OK\r\n");
+    c.roundtrip(&encode(&["DEL", &key]), b":1\r\n");
+}
+
+fn refused_command_aborts_exec(server: &Server) {
+    let key = key_on_shard("tx-abort", 0, server.shards);
+    let mut c = conn_for(server, &key);
+    ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", &key, "1"]);
+    c.roundtrip(
+        &encode(&["SET", &key]),
+        b"-ERR wrong number of arguments for 'set' command\r\n",
+    );
+    c.roundtrip(
+        &encode(&["NOSUCHCMD", "x"]),
+        b"-ERR unknown command 'NOSUCHCMD', with args beginning with: 'x' \r\n",
+    );
+    c.roundtrip(
+        &encode(&["EXEC"]),
+        b"-EXECABORT Transaction discarded because of previous errors.\r\n",
+    );
+    c.roundtrip(&encode(&["EXISTS", &key]), b":0\r\n");
+    // A no-multi command is refused too.
+    ok(&mut c, &["MULTI"]);
+    c.roundtrip(
+        &encode(&["SHUTDOWN"]),
+        b"-ERR Command not allowed inside a transaction\r\n",
+    );
+    c.roundtrip(
+        &encode(&["EXEC"]),
+        b"-EXECABORT Transaction discarded because of previous errors.\r\n",
+    );
+    // EXEC itself refused discards the transaction.
+    ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", &key, "1"]);
+    c.roundtrip(
+        &encode(&["EXEC", "x"]),
+        b"-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n",
+    );
+    c.roundtrip(&encode(&["EXEC"]), b"-ERR EXEC without MULTI\r\n");
+    c.roundtrip(&encode(&["EXISTS", &key]), b":0\r\n");
+}
+
+/// WATCH on a key of every shard: a write from another client aborts EXEC
+/// (null array, `_` in RESP3); an untouched or unwatched key lets it run.
+fn watch_touched_by_another_client(server: &Server) {
+    for shard in 0..server.shards {
+        let key = key_on_shard("tx-watch", shard, server.shards);
+        let mut a = conn_for(server, &key);
+        let mut b = conn_for(server, &key);
+        ok(&mut a, &["WATCH", &key]);
+        ok(&mut b, &["SET", &key, "other"]);
+        ok(&mut a, &["MULTI"]);
+        queued(&mut a, &["SET", &key, "mine"]);
+        a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+        b.roundtrip(&encode(&["GET", &key]), b"$5\r\nother\r\n");
+
+        // RESP3: the null is `_`.
+        a.cmd(&["HELLO", "3"]);
+        ok(&mut a, &["WATCH", &key]);
+        b.roundtrip(&encode(&["DEL", &key]), b":1\r\n");
+        ok(&mut a, &["MULTI"]);
+        queued(&mut a, &["SET", &key, "mine"]);
+        a.roundtrip(&encode(&["EXEC"]), b"_\r\n");
+        a.cmd(&["HELLO", "2"]);
+
+        // Untouched: it runs; touched after UNWATCH: it runs too.
+        ok(&mut a, &["WATCH", &key]);
+        ok(&mut a, &["MULTI"]);
+        queued(&mut a, &["SET", &key, "mine"]);
+        a.roundtrip(&encode(&["EXEC"]), b"*1\r\n+OK\r\n");
+        ok(&mut a, &["WATCH", &key]);
+        ok(&mut a, &["UNWATCH"]);
+        ok(&mut b, &["SET", &key, "other"]);
+        ok(&mut a, &["MULTI"]);
+        queued(&mut a, &["GET", &key]);
+        a.roundtrip(&encode(&["EXEC"]), b"*1\r\n$5\r\nother\r\n");
+        // EXEC forgets the watches: a later write does not abort the next one.
+        ok(&mut a, &["WATCH", &key]);
+        ok(&mut a, &["MULTI"]);
+        a.roundtrip(&encode(&["EXEC"]), b"*0\r\n");
+        ok(&mut b, &["SET", &key, "again"]);
+        ok(&mut a, &["MULTI"]);
+        a.roundtrip(&encode(&["EXEC"]), b"*0\r\n");
+        // A failed transaction (EXECABORT) forgets them as well, as does DISCARD.
+        ok(&mut a, &["WATCH", &key]);
+        ok(&mut a, &["MULTI"]);
+        a.cmd(&["NOSUCHCMD"]);
+        a.cmd(&["EXEC"]);
+        ok(&mut b, &["SET", &key, "again"]);
+        ok(&mut a, &["MULTI"]);
+        a.roundtrip(&encode(&["EXEC"]), b"*0\r\n");
+        b.roundtrip(&encode(&["DEL", &key]), b":1\r\n");
+    }
+}
+
+/// Watching a key of another shard in forward mode: every write reaches it.
+fn watch_across_shards(server: &Server) {
+    // Two keys at least (redis-server is one shard to the harness).
+    let n = server.shards.max(2);
+    let keys: Vec<String> = (0..n).map(|s| key_on_shard("tx-xwatch", s, n)).collect();
+    let mut a = server.raw();
+    let mut b = server.raw();
+    for touched in &keys {
+        let mut watch = vec!["WATCH"];
+        watch.extend(keys.iter().map(String::as_str));
+        ok(&mut a, &watch);
+        ok(&mut b, &["SET", touched, "5"]);
+        ok(&mut a, &["MULTI"]);
+        for k in &keys {
+            queued(&mut a, &["INCR", k]);
+        }
+        a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+        // With commands that need the connection or every shard in the queue.
+        ok(&mut a, &watch);
+        ok(&mut b, &["SET", touched, "5"]);
+        ok(&mut a, &["MULTI"]);
+        queued(&mut a, &["PING"]);
+        queued(&mut a, &["DBSIZE"]);
+        a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+    }
+    // Untouched, the transaction over every shard runs.
+    let mut watch = vec!["WATCH"];
+    watch.extend(keys.iter().map(String::as_str));
+    ok(&mut a, &watch);
+    ok(&mut a, &["MULTI"]);
+    for k in &keys {
+        queued(&mut a, &["INCR", k]);
+    }
+    let expected = format!("*{}\r\n{}", keys.len(), ":6\r\n".repeat(keys.len()));
+    a.roundtrip(&encode(&["EXEC"]), expected.as_bytes());
+    // A RENAME from another client onto a watched key of another shard.
+    let (src, dst) = (&keys[0], &keys[keys.len() - 1]);
+    ok(&mut a, &["WATCH", dst]);
+    ok(&mut b, &["RENAME", src, dst]);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["GET", dst]);
+    a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+    let mut del = vec!["DEL"];
+    del.extend(keys.iter().map(String::as_str));
+    b.cmd(&del);
+}
+
+/// Redis 7: a watched key that expires aborts EXEC; one already expired when
+/// watched does not.
+fn watch_and_expiry(server: &Server) {
+    let key = key_on_shard("tx-expire", server.shards - 1, server.shards);
+    let mut a = conn_for(server, &key);
+    ok(&mut a, &["SET", &key, "v", "PX", "100"]);
+    ok(&mut a, &["WATCH", &key]);
+    thread::sleep(Duration::from_millis(200));
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["GET", &key]);
+    a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+    ok(&mut a, &["WATCH", &key]);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["GET", &key]);
+    a.roundtrip(&encode(&["EXEC"]), b"*1\r\n$-1\r\n");
+    // The same with a connection command in the queue (forward mode runs it in turn).
+    ok(&mut a, &["SET", &key, "v", "PX", "100"]);
+    ok(&mut a, &["WATCH", &key]);
+    thread::sleep(Duration::from_millis(200));
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["PING"]);
+    a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+}
+
+/// FLUSHALL touches the watched keys that exist, not the missing ones.
+fn watch_and_flushall(server: &Server) {
+    let key = key_on_shard("tx-flush", server.shards - 1, server.shards);
+    let missing = key_on_shard("tx-flush-missing", 0, server.shards);
+    let mut a = conn_for(server, &key);
+    let mut b = conn_for(server, &key);
+    ok(&mut a, &["SET", &key, "v"]);
+    ok(&mut a, &["WATCH", &key]);
+    ok(&mut b, &["FLUSHALL"]);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["GET", &key]);
+    a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+    let mut m = conn_for(server, &missing);
+    ok(&mut m, &["WATCH", &missing]);
+    ok(&mut b, &["FLUSHALL"]);
+    ok(&mut m, &["MULTI"]);
+    queued(&mut m, &["GET", &missing]);
+    m.roundtrip(&encode(&["EXEC"]), b"*1\r\n$-1\r\n");
+}
+
+/// Forward mode (one server, 16 databases): FLUSHDB of another database leaves the
+/// watch alone, SWAPDB with the watched key's database touches it; the client's
+/// own write touches its watch too.
+fn watch_flushdb_swapdb_and_own_writes(server: &Server) {
+    let key = key_on_shard("tx-swap", server.shards - 1, server.shards);
+    let mut a = conn_for(server, &key);
+    let mut b = conn_for(server, &key);
+    ok(&mut a, &["SET", &key, "v"]);
+    ok(&mut a, &["WATCH", &key]);
+    ok(&mut b, &["SELECT", "9"]);
+    ok(&mut b, &["FLUSHDB"]);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["GET", &key]);
+    a.roundtrip(&encode(&["EXEC"]), b"*1\r\n$1\r\nv\r\n");
+    ok(&mut a, &["WATCH", &key]);
+    ok(&mut b, &["SWAPDB", "0", "9"]);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["GET", &key]);
+    a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+    ok(&mut b, &["SWAPDB", "0", "9"]);
+    ok(&mut a, &["WATCH", &key]);
+    ok(&mut a, &["SET", &key, "mine"]);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["GET", &key]);
+    a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+    a.cmd(&["DEL", &key]);
+}
+
+fn blocking_commands_do_not_block(server: &Server) {
+    let key = key_on_shard("tx-block", server.shards - 1, server.shards);
+    let mut a = conn_for(server, &key);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["BLPOP", &key, "0"]);
+    queued(&mut a, &["BRPOPLPUSH", &key, &key, "0"]);
+    a.roundtrip(&encode(&["EXEC"]), b"*2\r\n*-1\r\n$-1\r\n");
+}
+
+fn client_list_and_commandstats(server: &Server) {
+    let key = key_on_shard("tx-stats", 0, server.shards);
+    let mut a = conn_for(server, &key);
+    let mut b = conn_for(server, &key);
+    ok(&mut a, &["CLIENT", "SETNAME", "txer"]);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["SET", &key, "1"]);
+    queued(&mut a, &["SET", &key, "2"]);
+    let list = b.cmd(&["CLIENT", "LIST"]);
+    let line = String::from_utf8_lossy(&list)
+        .lines()
+        .find(|l| l.contains("name=txer"))
+        .map(str::to_string)
+        .expect("the client is listed");
+    assert!(
+        line.contains(" flags=x ") && line.contains(" multi=2 "),
+        "{line}"
+    );
+    ok(&mut b, &["CONFIG", "RESETSTAT"]);
+    a.roundtrip(&encode(&["EXEC"]), b"*2\r\n+OK\r\n+OK\r\n");
+    let stats = String::from_utf8_lossy(&a.cmd(&["INFO", "commandstats"])).to_string();
+    assert!(stats.contains("cmdstat_exec:calls=1,"), "{stats}");
+    assert!(stats.contains("cmdstat_set:calls=2,"), "{stats}");
+    let list = b.cmd(&["CLIENT", "LIST"]);
+    let line = String::from_utf8_lossy(&list)
+        .lines()
+        .find(|l| l.contains("name=txer"))
+        .map(str::to_string)
+        .expect("the client is listed");
+    assert!(
+        line.contains(" flags=N ") && line.contains(" multi=-1 "),
+        "{line}"
+    );
+    a.cmd(&["DEL", &key]);
+}
+
+/// RESET ends the transaction and the watches.
+fn reset_ends_it(server: &Server) {
+    let key = key_on_shard("tx-reset", 0, server.shards);
+    let mut a = conn_for(server, &key);
+    let mut b = conn_for(server, &key);
+    ok(&mut a, &["WATCH", &key]);
+    ok(&mut a, &["MULTI"]);
+    queued(&mut a, &["SET", &key, "1"]);
+    a.roundtrip(&encode(&["RESET"]), b"+RESET\r\n");
+    a.roundtrip(&encode(&["EXEC"]), b"-ERR EXEC without MULTI\r\n");
+    ok(&mut b, &["SET", &key, "2"]);
+    ok(&mut a, &["MULTI"]);
+    a.roundtrip(&encode(&["EXEC"]), b"*0\r\n");
+    b.cmd(&["DEL", &key]);
+}
+
+fn all_cases(server: &Server) {
+    queues_and_runs_with_per_command_errors(server);
+    misuse_errors(server);
+    refused_command_aborts_exec(server);
+    watch_touched_by_another_client(server);
+    watch_and_expiry(server);
+    watch_and_flushall(server);
+    blocking_commands_do_not_block(server);
+    client_list_and_commandstats(server);
+    reset_ends_it(server);
+}
+
+/// Per-shard mode: keys of another node answer MOVED, keys of two slots CROSSSLOT,
+/// and either aborts the transaction, as Redis Cluster.
+fn cluster_rules(server: &Server) {
+    let here = key_on_shard("tx-cl", 0, server.shards);
+    let there = key_on_shard("tx-cl", 1, server.shards);
+    let mut c = conn_for(server, &here);
+    ok(&mut c, &["MULTI"]);
+    let moved = c.cmd(&["SET", &there, "1"]);
+    assert!(moved.starts_with(b"-MOVED "), "{}", show(&moved));
+    c.roundtrip(
+        &encode(&["EXEC"]),
+        b"-EXECABORT Transaction discarded because of previous errors.\r\n",
+    );
+    let other_slot = (0..)
+        .map(|i| format!("tx-cl2-{i}"))
+        .find(|k| {
+            shard_of_key(k, server.shards) == 0
+                && key_slot(k.as_bytes()) != key_slot(here.as_bytes())
+        })
+        .expect("a key in another slot of shard 0");
+    ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", &here, "1"]);
+    // Each command is checked alone when queued; EXEC checks them together.
+    queued(&mut c, &["SET", &other_slot, "1"]);
+    c.roundtrip(
+        &encode(&["EXEC"]),
+        b"-CROSSSLOT Keys in request don't hash to the same slot\r\n",
+    );
+    c.roundtrip(&encode(&["EXEC"]), b"-ERR EXEC without MULTI\r\n");
+    c.roundtrip(&encode(&["EXISTS", &here]), b":0\r\n");
+    // WATCH follows the same rules.
+    let moved = c.cmd(&["WATCH", &there]);
+    assert!(moved.starts_with(b"-MOVED "), "{}", show(&moved));
+    c.roundtrip(
+        &encode(&["WATCH", &here, &other_slot]),
+        b"-CROSSSLOT Keys in request don't hash to the same slot\r\n",
+    );
+}
+
+/// A writer moves one unit between two keys on different shards in transactions;
+/// readers, in transactions too, always see the sum intact.
+fn atomic_across_shards(server: &Server) {
+    let n = server.shards.max(2);
+    let a = key_on_shard("tx-atom", 0, n);
+    let b = key_on_shard("tx-atom", n - 1, n);
+    let mut setup = server.raw();
+    ok(&mut setup, &["MSET", &a, "1000", &b, "1000"]);
+    let rounds = 300;
+    let writer = {
+        let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
+        thread::spawn(move || {
+            for _ in 0..rounds {
+                ok(&mut c, &["MULTI"]);
+                queued(&mut c, &["DECR", &a]);
+                queued(&mut c, &["INCR", &b]);
+                let reply = c.cmd(&["EXEC"]);
+                assert!(reply.starts_with(b"*2\r\n:"), "{}", show(&reply));
+            }
+        })
+    };
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
+            thread::spawn(move || {
+                for _ in 0..rounds {
+                    ok(&mut c, &["MULTI"]);
+                    queued(&mut c, &["GET", &a]);
+                    queued(&mut c, &["GET", &b]);
+                    let reply = c.cmd(&["EXEC"]);
+                    let Value::Array(items) = decode(&reply) else {
+                        panic!("not an array: {}", show(&reply));
+                    };
+                    let sum: i64 = items
+                        .iter()
+                        .map(|x| x.text().parse::<i64>().expect("a number"))
+                        .sum();
+                    assert_eq!(sum, 2000, "half-applied transaction seen: {}", show(&reply));
+                }
+            })
+        })
+        .collect();
+    writer.join().expect("writer");
+    for r in readers {
+        r.join().expect("reader");
+    }
+    setup.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
+}
+
+/// Clients increment a counter of another shard with WATCH / GET / MULTI / SET /
+/// EXEC, retrying when EXEC answers null: no increment is lost.
+fn watch_retry_loop_loses_nothing(server: &Server) {
+    let key = key_on_shard("tx-counter", server.shards - 1, server.shards);
+    let per_client = 100;
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let (key, mut c) = (key.clone(), conn_for(server, &key));
+            thread::spawn(move || {
+                let mut done = 0;
+                while done < per_client {
+                    ok(&mut c, &["WATCH", &key]);
+                    let n: i64 = match decode(&c.cmd(&["GET", &key])) {
+                        Value::Nil => 0,
+                        v => v.text().parse().expect("a number"),
+                    };
+                    ok(&mut c, &["MULTI"]);
+                    queued(&mut c, &["SET", &key, &(n + 1).to_string()]);
+                    if c.cmd(&["EXEC"]) != b"*-1\r\n" {
+                        done += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("client");
+    }
+    let mut c = conn_for(server, &key);
+    c.roundtrip(&encode(&["GET", &key]), b"$3\r\n300\r\n");
+    c.cmd(&["DEL", &key]);
+}
+
+#[test]
+fn forward_one_shard() {
+    let server = Server::forward(1);
+    all_cases(&server);
+    watch_flushdb_swapdb_and_own_writes(&server);
+    watch_retry_loop_loses_nothing(&server);
+}
+
+#[test]
+fn forward_two_shards() {
+    let server = Server::forward(2);
+    all_cases(&server);
+    watch_flushdb_swapdb_and_own_writes(&server);
+    watch_across_shards(&server);
+    atomic_across_shards(&server);
+    watch_retry_loop_loses_nothing(&server);
+}
+
+#[test]
+fn forward_four_shards() {
+    let server = Server::forward(4);
+    all_cases(&server);
+    watch_flushdb_swapdb_and_own_writes(&server);
+    watch_across_shards(&server);
+    atomic_across_shards(&server);
+}
+
+#[test]
+fn per_shard_two_shards() {
+    let server = Server::per_shard(2);
+    all_cases(&server);
+    cluster_rules(&server);
+    watch_retry_loop_loses_nothing(&server);
+}

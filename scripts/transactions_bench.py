@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""EXEC of 10 SETs: Ruvio (forward mode, 2 shards) with the ten keys on one shard
+and spread over both, against one redis-server.
+
+Each connection sends batches of whole transactions (MULTI, 10 SETs, EXEC) in one
+write and reads until every reply byte of the batch has come (the replies are
+known exactly, so nothing is parsed: the Python client stays cheap). Rates are
+transactions per second, summed over the connections, median of the rounds.
+
+The keys-on-one-shard row runs on the keys' own shard where it can (forward mode
+has one port, so the connection lands on any shard; the row names where the keys
+live). The spread row makes EXEC borrow every key from both shards
+(docs/transactions.md): its cost against the one-shard row is the price of
+cross-shard atomicity.
+
+  scripts/transactions_bench.py --server-cpu 0-1 --client-cpu 1 --seconds 5
+Functional check:
+  scripts/transactions_bench.py --seconds 0.2 --rounds 1 --no-record
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import sys
+import threading
+import time
+
+import benchlib as bl
+
+SETS_PER_TX = 10
+"""SETs in each transaction."""
+
+SHARDS = 2
+"""Ruvio's shard count for the spread row."""
+
+
+def tx_keys(layout: str) -> list[str]:
+    """Ten keys: all in hash tag {a} (one shard), or spread over both shards."""
+    if layout == "on one shard":
+        return [f"{{a}}:k{i}" for i in range(SETS_PER_TX)]
+    keys, i = [], 0
+    want = [s % SHARDS for s in range(SETS_PER_TX)]
+    for shard in want:
+        while bl.key_slot(f"tx:{i}".encode()) * SHARDS // 16384 != shard:
+            i += 1
+        keys.append(f"tx:{i}")
+        i += 1
+    return keys
+
+
+def batch_bytes(keys: list[str], value: str, transactions: int) -> tuple[bytes, int]:
+    """The request of `transactions` transactions and the length of their replies."""
+    one = [["MULTI"]] + [["SET", k, value] for k in keys] + [["EXEC"]]
+    request = b"".join(bl.RespClient.encode(c) for c in one) * transactions
+    reply = b"+OK\r\n" + b"+QUEUED\r\n" * len(keys) + f"*{len(keys)}\r\n".encode() + b"+OK\r\n" * len(keys)
+    return request, len(reply) * transactions
+
+
+def drive(port: int, request: bytes, reply_len: int, transactions: int, until: float, done: list) -> None:
+    """One connection: send batches until `until`, count the transactions answered."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    count = 0
+    while time.monotonic() < until:
+        sock.sendall(request)
+        have = 0
+        while have < reply_len:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                raise RuntimeError("server closed the connection")
+            have += len(chunk)
+        count += transactions
+    sock.close()
+    done.append(count)
+
+
+def measure(port: int, layout: str, args: argparse.Namespace) -> float:
+    """Transactions per second over `args.clients` connections."""
+    request, reply_len = batch_bytes(tx_keys(layout), "x" * args.datasize, args.batch)
+    with bl.RespClient(port) as c:
+        reply = c.call("MULTI")
+        assert reply == "OK", reply
+        for k in tx_keys(layout):
+            c.call("SET", k, "x")
+        reply = c.call("EXEC")
+        assert isinstance(reply, list) and len(reply) == SETS_PER_TX, f"EXEC answered {reply!r}"
+    done: list[int] = []
+    until = time.monotonic() + args.seconds
+    started = time.monotonic()
+    threads = [threading.Thread(target=drive, args=(port, request, reply_len, args.batch, until, done))
+               for _ in range(args.clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(done) / (time.monotonic() - started)
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bl.add_server_args(p)
+    p.add_argument("--seconds", type=float, default=5.0, help="length of each measurement")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("-c", "--clients", type=int, default=4)
+    p.add_argument("--batch", type=int, default=16, help="transactions per write")
+    p.add_argument("-d", "--datasize", type=int, default=64)
+    return p.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    specs = bl.build_servers(args, ruvio_shards=SHARDS)
+    rows: dict[str, list[float]] = {}
+    for _ in range(args.rounds):
+        for spec in specs:
+            server = bl.ServerProcess(spec, args.server_cpu).start()
+            try:
+                layouts = ["on one shard", "spread over 2 shards"] if spec.kind == "ruvio" else ["on one shard"]
+                for layout in layouts:
+                    label = f"{spec.name}: EXEC of 10 SETs, keys {layout}"
+                    if spec.kind != "ruvio":
+                        label = f"{spec.name}: EXEC of 10 SETs"
+                    rows.setdefault(label, []).append(measure(server.port, layout, args))
+            finally:
+                server.stop()
+    table = [[label, bl.fmt_rate(statistics.median(rates))] for label, rates in rows.items()]
+    print(bl.format_table(["row", "transactions/s"], table))
+    if not args.no_record:
+        record = bl.record_header("transactions", args, specs)
+        record.update({"rates": rows})
+        print(f"\nrecord: {bl.write_record(record, args.out, 'transactions')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
