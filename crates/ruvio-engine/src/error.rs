@@ -287,6 +287,16 @@ pub enum CmdError {
     Resp2NotSupported,
     /// DEBUG PROTOCOL with an unknown type name.
     DebugProtocolType,
+
+    // ----- scripting -----
+    /// EVALSHA of a SHA1 not in the script cache.
+    NoScript,
+    /// EVAL with a negative number of keys.
+    ScriptNegativeKeys,
+    /// EVAL with more keys than arguments.
+    ScriptTooManyKeys,
+    /// SCRIPT FLUSH with an argument other than ASYNC or SYNC.
+    ScriptFlushArgs,
 }
 
 impl CmdError {
@@ -493,6 +503,10 @@ impl CmdError {
                 "ERR Wrong protocol type name. Please use one of the following: \
                  string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"
             }
+            CmdError::NoScript => "NOSCRIPT No matching script. Please use EVAL.",
+            CmdError::ScriptNegativeKeys => "ERR Number of keys can't be negative",
+            CmdError::ScriptTooManyKeys => "ERR Number of keys can't be greater than number of args",
+            CmdError::ScriptFlushArgs => "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
         };
         Cow::Borrowed(text)
     }

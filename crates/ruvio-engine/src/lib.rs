@@ -56,6 +56,7 @@ mod keys;
 mod keyspace;
 mod lists;
 mod longdouble;
+pub mod scripting;
 mod sets;
 mod sort;
 mod strings;
