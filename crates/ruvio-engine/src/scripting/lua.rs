@@ -39,7 +39,8 @@ thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
     /// The hash slots this shard serves (inclusive); `None`: all of them.
     static LOCAL_SLOTS: Cell<Option<(u16, u16)>> = const { Cell::new(None) };
-    /// `math.random`'s state (Redis' `redisLrand48`), reseeded before each script.
+    /// `math.random`'s state (Redis' `redisLrand48`): seeded with the shard's Lua
+    /// state and carried on from script to script, as Redis 7 does.
     static RAND48: Cell<u64> = const { Cell::new(0) };
 }
 
@@ -124,6 +125,7 @@ fn script_position(lua: &Lua, _: ()) -> mlua::Result<(Option<String>, Option<i64
 
 impl State {
     fn new(generation: u64) -> mlua::Result<State> {
+        srand48(0);
         let lua = Lua::new_with(
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
@@ -252,7 +254,6 @@ pub(super) fn run(
         globals.raw_set("KEYS", keys).map_err(internal)?;
         globals.raw_set("ARGV", argv).map_err(internal)?;
         state.hooks.raw_set("resp", 2).map_err(internal)?;
-        srand48(0);
         let handler: Function = state.hooks.get("handler").map_err(internal)?;
         let xpcall: Function = lua.globals().get("xpcall").map_err(internal)?;
         let runner = RefCell::new(Runner {
