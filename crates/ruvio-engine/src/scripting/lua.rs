@@ -1,7 +1,7 @@
 //! One Lua 5.1 state per shard thread, and running a script in it.
 //!
 //! The sandbox is `prelude.lua` (scripts see a read-only proxy of allowed
-//! globals). `redis.call` reaches the engine through `hooks.call`, a function
+//! globals). `redis.call` reaches the engine through a Rust function
 //! scoped to one script run (`Lua::scope`) that borrows the engine and the
 //! command's context: nothing outlives the run.
 
@@ -262,13 +262,29 @@ pub(super) fn run(
             keys: call.keys,
             read_only: call.read_only,
         });
+        let hooks = &state.hooks;
+        let redis: Table = hooks.raw_get("redis").map_err(internal)?;
+        let resp_of = || hooks.raw_get::<u8>("resp").unwrap_or(2);
         let outcome: (bool, Value) = lua
             .scope(|scope| {
-                let redis_call = scope
-                    .create_function(|lua, args: MultiValue| runner.borrow_mut().call(lua, args))?;
-                state.hooks.raw_set("call", redis_call)?;
+                let call = scope.create_function(|lua, args: MultiValue| {
+                    match runner.borrow_mut().call(lua, resp_of(), args)? {
+                        (false, Value::Table(err)) => Err(raise(lua, hooks, err)?),
+                        (_, v) => Ok(v),
+                    }
+                })?;
+                let pcall = scope.create_function(|lua, args: MultiValue| {
+                    runner
+                        .borrow_mut()
+                        .call(lua, resp_of(), args)
+                        .map(|(_, v)| v)
+                })?;
+                redis.raw_set("call", call)?;
+                redis.raw_set("pcall", pcall)?;
+                hooks.raw_set("pending", Value::Nil)?;
                 let result = xpcall.call::<(bool, Value)>((f, handler));
-                state.hooks.raw_set("call", Value::Nil)?;
+                redis.raw_set("call", Value::Nil)?;
+                redis.raw_set("pcall", Value::Nil)?;
                 result
             })
             .map_err(internal)?;
@@ -304,6 +320,19 @@ fn script_error(err: &Table, sha: &str) -> CmdError {
     CmdError::quoted("", &text, &suffix)
 }
 
+/// `redis.call`'s failure: the error table, with the script's position (the
+/// calling frame, kept even in a tail call since redis.call is a C function), left in
+/// `hooks.pending` for the error handler; a Rust function can only raise a
+/// userdata, which the handler swaps for it.
+fn raise(lua: &Lua, hooks: &Table, err: Table) -> mlua::Result<mlua::Error> {
+    let (source, line) = script_position(lua, ())?;
+    err.raw_set("source", source)?;
+    err.raw_set("line", line)?;
+    let text = err.raw_get::<mlua::String>("err")?.to_string_lossy();
+    hooks.raw_set("pending", err)?;
+    Ok(mlua::Error::runtime(text))
+}
+
 /// A `redis.call` / `redis.pcall` failure: the error table the script sees.
 fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<(bool, Value)> {
     let t = lua.create_table()?;
@@ -326,17 +355,16 @@ fn argument_bytes(v: &Value) -> Option<Vec<u8>> {
 }
 
 impl Runner<'_> {
-    /// `hooks.call(resp, raise, name, args...)`: run one command; `(true, value)`
-    /// or `(false, error table)` (raised by `redis.call`, returned by `redis.pcall`).
-    fn call(&mut self, lua: &Lua, args: MultiValue) -> mlua::Result<(bool, Value)> {
-        let mut args = args.into_iter();
-        let resp = match args.next() {
-            Some(Value::Integer(3)) => Protocol::Resp3,
-            Some(Value::Number(3.0)) => Protocol::Resp3,
-            _ => Protocol::Resp2,
+    /// `redis.call(name, args...)` / `redis.pcall`: run one command in protocol
+    /// `resp` (`redis.setresp`); `(true, value)` or `(false, error table)` (raised by
+    /// `redis.call`, returned by `redis.pcall`).
+    fn call(&mut self, lua: &Lua, resp: u8, args: MultiValue) -> mlua::Result<(bool, Value)> {
+        let resp = if resp == 3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
         };
-        let _raise = args.next();
-        let argv: Vec<Value> = args.collect();
+        let argv: Vec<Value> = args.into_iter().collect();
         if argv.is_empty() {
             return error_table(
                 lua,

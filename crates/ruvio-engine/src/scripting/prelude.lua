@@ -17,15 +17,9 @@ local redis = {
   LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
   REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
 }
-function redis.call(...)
-  local ok, v = hooks.call(hooks.resp, true, ...)
-  if not ok then error(v) end
-  return v
-end
-function redis.pcall(...)
-  local _, v = hooks.call(hooks.resp, false, ...)
-  return v
-end
+-- redis.call and redis.pcall are set for each run (Rust functions, so a tail call
+-- `return redis.call(...)` keeps the script's frame for the error position).
+hooks.redis = redis
 function redis.error_reply(e)
   if type(e) ~= 'string' then error('wrong number or type of arguments', 0) end
   if e:sub(1, 1) == '-' then e = e:sub(2) end
@@ -57,9 +51,23 @@ for k, v in pairs(G.math) do math[k] = v end
 math.random = host.random
 math.randomseed = host.randomseed
 
+-- pcall(redis.call, ...) hands the script the error's text, as Redis 7.0 does
+-- (a Rust function raises a userdata; its error table waits in hooks.pending).
+local function pcall_results(ok, ...)
+  if not ok and type((...)) == 'userdata' and hooks.pending then
+    local e = hooks.pending.err
+    hooks.pending = nil
+    return false, e
+  end
+  return ok, ...
+end
+local function script_pcall(...)
+  return pcall_results(G.pcall(...))
+end
+
 local globals = {
   assert = G.assert, error = G.error, ipairs = G.ipairs, next = G.next, pairs = G.pairs,
-  pcall = G.pcall, xpcall = G.xpcall, rawequal = G.rawequal, rawget = G.rawget,
+  pcall = script_pcall, xpcall = G.xpcall, rawequal = G.rawequal, rawget = G.rawget,
   rawset = G.rawset, select = G.select, setmetatable = G.setmetatable,
   getmetatable = G.getmetatable, tonumber = G.tonumber, tostring = G.tostring,
   type = G.type, unpack = G.unpack, loadstring = G.loadstring, gcinfo = G.gcinfo,
@@ -85,6 +93,12 @@ globals._G = env
 
 -- Redis' error handler: an error becomes {err=..., source=..., line=...}.
 function hooks.handler(e)
+  -- redis.call's failure: the error table it left (a Rust function raises a userdata).
+  if type(e) == 'userdata' and hooks.pending then
+    e = hooks.pending
+    hooks.pending = nil
+    return e
+  end
   if type(e) ~= 'table' then e = {err = 'ERR ' .. tostring(e)} end
   local source, line = host.where()
   if source then e.source = source; e.line = line end
