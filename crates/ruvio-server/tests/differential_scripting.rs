@@ -7,7 +7,7 @@
 //! libraries, `math.random`'s fixed sequence), the libraries (`cjson`, `bit`),
 //! `redis.call` / `redis.pcall` errors, the error texts of compile and runtime
 //! errors, EVAL's argument checks, EVALSHA / NOSCRIPT, SCRIPT LOAD / EXISTS /
-//! FLUSH, and EVAL_RO's write refusal.
+//! FLUSH, EVAL_RO's write refusal and `#!lua` shebangs (flags, their errors).
 //!
 //! Keys are all in one hash tag, so with 2 shards every script runs on the shard
 //! that owns them (routed by its declared keys) and touches undeclared keys of the
@@ -64,6 +64,16 @@ const CORPUS: &[&str] = &[
     "eval|\n\nreturn redis.call('nosuch')|0",
     "eval_ro|return redis.call('set', KEYS[1], '1')|1|{k}a",
     "eval|return {pcall(redis.call, 'nosuch')}|0",
+    "eval|#!lua\nerror('x')|0",
+    "eval|#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], '1')|1|{k}a",
+    "eval|#!lua flags=no-writes,allow-oom\nreturn 1|0",
+    "eval|#!lua flags=bad\nreturn 1|0",
+    "eval|#!python\nreturn 1|0",
+    "eval|#!lua name=x\nreturn 1|0",
+    "eval|#!lua|0",
+    "eval_ro|#!lua\nreturn 1|0",
+    "eval_ro|#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])|1|{k}s",
+    "script|load|#!lua flags=bad\nreturn 1",
     "eval|return x|0",
     "eval|x = 1|0",
     "eval|_G.x = 1|0",

@@ -167,9 +167,15 @@ impl State {
         if let Some(f) = self.functions.get(sha) {
             return Ok(f.clone());
         }
+        // A shebang line becomes a comment, so line numbers stay the script's.
+        let source: std::borrow::Cow<'_, [u8]> = if body.starts_with(b"#!") {
+            [b"--", body].concat().into()
+        } else {
+            body.into()
+        };
         let f = self
             .lua
-            .load(body)
+            .load(source.as_ref())
             .set_name("@user_script")
             .set_mode(ChunkMode::Text)
             .set_environment(self.env.clone())

@@ -77,6 +77,69 @@ fn declared_keys(args: Args<'_>) -> Result<usize, CmdError> {
     Ok(n as usize)
 }
 
+/// What a `#!lua flags=...` first line says (Redis 7's script flags).
+#[derive(Clone, Copy, Default)]
+struct Shebang {
+    /// The body starts with a shebang line.
+    present: bool,
+    /// `no-writes`: the script runs as read-only.
+    no_writes: bool,
+}
+
+/// Flags a shebang may name (`no-writes` is the one Ruvio acts on: Ruvio has no
+/// OOM refusal, stale replicas or cluster-down state for the others to lift).
+const SHEBANG_FLAGS: &[&str] = &[
+    "no-writes",
+    "allow-oom",
+    "allow-stale",
+    "no-cluster",
+    "allow-cross-slot-keys",
+];
+
+/// Parse the shebang of `body`, with Redis' errors.
+fn shebang(body: &[u8]) -> Result<Shebang, CmdError> {
+    if !body.starts_with(b"#!") {
+        return Ok(Shebang::default());
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err(CmdError::quoted("ERR Invalid script shebang", b"", ""));
+    };
+    let line = &body[..end];
+    let mut words = line.split(|&b| b == b' ').filter(|w| !w.is_empty());
+    let engine = words.next().unwrap_or_default();
+    if engine != b"#!lua" {
+        return Err(CmdError::quoted(
+            "ERR Unexpected engine in script shebang: ",
+            engine,
+            "",
+        ));
+    }
+    let mut parsed = Shebang {
+        present: true,
+        no_writes: false,
+    };
+    for word in words {
+        let Some(list) = word.strip_prefix(b"flags=") else {
+            return Err(CmdError::quoted(
+                "ERR Unknown lua shebang option: ",
+                word,
+                "",
+            ));
+        };
+        for flag in list.split(|&b| b == b',').filter(|f| !f.is_empty()) {
+            if !SHEBANG_FLAGS.iter().any(|f| f.as_bytes() == flag) {
+                return Err(CmdError::quoted(
+                    "ERR Unexpected flag in script shebang: ",
+                    flag,
+                    "",
+                ));
+            }
+            parsed.no_writes |= flag == b"no-writes";
+        }
+    }
+    Ok(parsed)
+}
+
 /// Run `body` (SHA1 `sha`) with the keys and arguments of `args`.
 fn run(
     engine: &mut Engine,
@@ -88,6 +151,15 @@ fn run(
     read_only: bool,
 ) -> CmdResult {
     let numkeys = declared_keys(args)?;
+    let flags = shebang(body)?;
+    if read_only && flags.present && !flags.no_writes {
+        return Err(CmdError::quoted(
+            "ERR Can not execute a script with write flag using *_ro command.",
+            b"",
+            "",
+        ));
+    }
+    let read_only = read_only || flags.no_writes;
     let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| args.get(i)).collect();
     let argv: Vec<&[u8]> = (3 + numkeys..args.len()).map(|i| args.get(i)).collect();
     let call = lua::Call {
@@ -176,6 +248,7 @@ fn script_load(
 ) -> CmdResult {
     let body = args.get(2);
     let sha = sha1_hex(body);
+    shebang(body)?;
     lua::compile_check(GENERATION.load(Ordering::Acquire), &sha, body)?;
     remember(body);
     reply.bulk(sha.as_bytes());
