@@ -3,7 +3,8 @@
 //! any shard), declared keys on both shards are borrowed, an undeclared key of the
 //! other shard gets Redis Cluster's non-local key error; in per-shard mode declared
 //! keys of another node answer MOVED and keys of two slots CROSSSLOT, as Redis
-//! Cluster. Writes made by a script wake a client blocked on the key.
+//! Cluster. Writes made by a script wake a client blocked on the key; a result table
+//! that contains itself ends in an error element instead of crashing the shard.
 
 mod common;
 
@@ -83,4 +84,19 @@ fn a_script_write_wakes_a_blocked_client() {
     );
     let woken = waiter.read_reply();
     assert_eq!(show(&woken), show(&encode(&[key.as_str(), "x"])));
+}
+
+/// A table that contains itself ends in an error element, not a crash, and the
+/// shard goes on.
+#[test]
+fn a_self_referencing_result_does_not_crash_the_shard() {
+    let server = Server::forward(1);
+    let mut c = server.raw();
+    let reply = c.cmd(&["eval", "local t = {} t[1] = t return t", "0"]);
+    assert!(
+        contains(&reply, b"-ERR reached lua stack limit\r\n"),
+        "{}",
+        show(&reply[..80])
+    );
+    assert_eq!(c.cmd(&["ping"]), b"+PONG\r\n");
 }

@@ -128,6 +128,18 @@ fn single(lua: &Lua, name: &str, value: Value) -> mlua::Result<Table> {
 /// Write the script's result as the client's reply (Redis' `luaReplyToRedisReply`);
 /// `resp` is the protocol the script chose with `redis.setresp` (2 or 3).
 pub(super) fn lua_to_reply(value: &Value, resp: u8, reply: &mut Reply<'_>) {
+    write_value(value, resp, reply, 0)
+}
+
+/// Nesting past which a reply element is an error instead (Redis' `reached lua
+/// stack limit`): a table that contains itself must not recurse forever.
+const DEPTH_MAX: usize = 1000;
+
+fn write_value(value: &Value, resp: u8, reply: &mut Reply<'_>, depth: usize) {
+    if depth > DEPTH_MAX {
+        reply.error("ERR reached lua stack limit");
+        return;
+    }
     match value {
         Value::String(s) => reply.bulk(&s.as_bytes()),
         Value::Boolean(b) if resp == 2 => {
@@ -140,7 +152,7 @@ pub(super) fn lua_to_reply(value: &Value, resp: u8, reply: &mut Reply<'_>) {
         Value::Boolean(b) => reply.boolean(*b),
         Value::Integer(n) => reply.int(*n),
         Value::Number(n) => reply.int(number_to_int(*n)),
-        Value::Table(t) => table_to_reply(t, resp, reply),
+        Value::Table(t) => table_to_reply(t, resp, reply, depth + 1),
         _ => reply.null(),
     }
 }
@@ -150,7 +162,7 @@ fn number_to_int(n: f64) -> i64 {
     n as i64
 }
 
-fn table_to_reply(t: &Table, resp: u8, reply: &mut Reply<'_>) {
+fn table_to_reply(t: &Table, resp: u8, reply: &mut Reply<'_>, depth: usize) {
     if let Ok(Value::String(err)) = t.raw_get::<Value>("err") {
         reply.raw(&error_line(&err.as_bytes()));
         return;
@@ -159,7 +171,7 @@ fn table_to_reply(t: &Table, resp: u8, reply: &mut Reply<'_>) {
         reply.simple(&String::from_utf8_lossy(&status_text(&ok.as_bytes())));
         return;
     }
-    if resp == 3 && resp3_table_to_reply(t, reply) {
+    if resp == 3 && resp3_table_to_reply(t, reply, depth) {
         return;
     }
     let mut items = Vec::new();
@@ -171,13 +183,13 @@ fn table_to_reply(t: &Table, resp: u8, reply: &mut Reply<'_>) {
     }
     reply.array(items.len());
     for v in &items {
-        lua_to_reply(v, resp, reply);
+        write_value(v, resp, reply, depth);
     }
 }
 
 /// The RESP3-only tables (`double`, `map`, `set`, `big_number`,
 /// `verbatim_string`); false if `t` is none of them.
-fn resp3_table_to_reply(t: &Table, reply: &mut Reply<'_>) -> bool {
+fn resp3_table_to_reply(t: &Table, reply: &mut Reply<'_>, depth: usize) -> bool {
     if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
         reply.double(d);
     } else if let Ok(Value::Integer(d)) = t.raw_get::<Value>("double") {
@@ -186,8 +198,8 @@ fn resp3_table_to_reply(t: &Table, reply: &mut Reply<'_>) -> bool {
         let pairs: Vec<(Value, Value)> = map.pairs::<Value, Value>().flatten().collect();
         reply.map(pairs.len());
         for (k, v) in &pairs {
-            lua_to_reply(k, 3, reply);
-            lua_to_reply(v, 3, reply);
+            write_value(k, 3, reply, depth);
+            write_value(v, 3, reply, depth);
         }
     } else if let Ok(Value::Table(set)) = t.raw_get::<Value>("set") {
         let members: Vec<Value> = set
@@ -197,7 +209,7 @@ fn resp3_table_to_reply(t: &Table, reply: &mut Reply<'_>) -> bool {
             .collect();
         reply.set(members.len());
         for k in &members {
-            lua_to_reply(k, 3, reply);
+            write_value(k, 3, reply, depth);
         }
     } else if let Ok(Value::String(big)) = t.raw_get::<Value>("big_number") {
         let text = status_text(&big.as_bytes());
