@@ -326,16 +326,16 @@ pub const SCRIPT_SUBCOMMANDS: &[EngineCommand] = &[
 /// categories and docs).
 #[rustfmt::skip]
 pub const COMMANDS: &[EngineCommand] = &[
-    command!("eval", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, KeySpec::NUMKEYS_AT_2,
+    command!("eval", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE, KeySpec::NUMKEYS_AT_2,
         ["slow", "scripting"], "scripting", "2.6.0", "Executes a server-side Lua script.",
         "Depends on the script that is executed.", eval),
-    command!("evalsha", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, KeySpec::NUMKEYS_AT_2,
+    command!("evalsha", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE, KeySpec::NUMKEYS_AT_2,
         ["slow", "scripting"], "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.",
         "Depends on the script that is executed.", evalsha),
-    command!("eval_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, KeySpec::NUMKEYS_AT_2,
+    command!("eval_ro", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY, KeySpec::NUMKEYS_AT_2,
         ["slow", "scripting"], "scripting", "7.0.0", "Executes a read-only server-side Lua script.",
         "Depends on the script that is executed.", eval_ro),
-    command!("evalsha_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, KeySpec::NUMKEYS_AT_2,
+    command!("evalsha_ro", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY, KeySpec::NUMKEYS_AT_2,
         ["slow", "scripting"], "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.",
         "Depends on the script that is executed.", evalsha_ro),
     command!("script", -2, 0, KeySpec::NONE, ["slow"], "scripting", "2.6.0",
