@@ -53,6 +53,8 @@ pub mod flags {
     /// Ruvio: a `DB index` option names the database of the command's last key
     /// (COPY ... DB n); borrowing across shards fetches that key there.
     pub const DB_OPTION: u32 = 1 << 18;
+    /// Redis' `no_mandatory_keys`: the key arguments may be absent (EVAL with 0 keys).
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 19;
 
     /// Redis' flag names, in the order COMMAND INFO lists them.
     pub const NAMES: &[(u32, &str)] = &[
@@ -70,6 +72,7 @@ pub mod flags {
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (MAY_REPLICATE, "may_replicate"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (NO_MULTI, "no_multi"),
         (ALLOW_BUSY, "allow_busy"),
     ];

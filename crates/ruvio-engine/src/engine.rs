@@ -297,6 +297,7 @@ impl Engine {
             .chain(crate::geo::COMMANDS.iter())
             .chain(crate::sort::COMMANDS.iter())
             .chain(crate::hll::COMMANDS.iter())
+            .chain(crate::scripting::COMMANDS.iter())
     }
 
     /// The top-level command named `name` (lower case).

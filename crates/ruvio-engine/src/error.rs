@@ -328,6 +328,16 @@ pub enum CmdError {
     ExecAbort,
     /// A `no-multi` command inside MULTI.
     NotAllowedInMulti,
+
+    // ----- scripting -----
+    /// EVALSHA of a SHA1 not in the script cache.
+    NoScript,
+    /// EVAL with a negative number of keys.
+    ScriptNegativeKeys,
+    /// EVAL with more keys than arguments.
+    ScriptTooManyKeys,
+    /// SCRIPT FLUSH with an argument other than ASYNC or SYNC.
+    ScriptFlushArgs,
 }
 
 impl CmdError {
@@ -556,6 +566,10 @@ impl CmdError {
             CmdError::InvalidFreq => "ERR Invalid FREQ value, must be >= 0 and <= 255",
             CmdError::DumpPayloadInvalid => "ERR DUMP payload version or checksum are wrong",
             CmdError::BadDataFormat => "ERR Bad data format",
+            CmdError::NoScript => "NOSCRIPT No matching script. Please use EVAL.",
+            CmdError::ScriptNegativeKeys => "ERR Number of keys can't be negative",
+            CmdError::ScriptTooManyKeys => "ERR Number of keys can't be greater than number of args",
+            CmdError::ScriptFlushArgs => "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
         };
         Cow::Borrowed(text)
     }

@@ -58,6 +58,7 @@ mod keys;
 mod keyspace;
 mod lists;
 mod longdouble;
+pub mod scripting;
 mod sets;
 mod sort;
 mod streams;

@@ -181,6 +181,9 @@ impl Shard {
         let shards = topo.nodes.len();
         let mut engine = Engine::new(cfg.databases);
         *engine.config_mut() = cfg.engine;
+        // Scripts may touch undeclared keys only in this shard's slots.
+        let node = &topo.nodes[id];
+        ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
         if let Some(path) = &cfg.import_rdb {
             crate::import::load_rdb(&mut engine, path, id, &topo)?;
         }

@@ -1,0 +1,445 @@
+//! One Lua 5.1 state per shard thread, and running a script in it.
+//!
+//! The sandbox is `prelude.lua` (scripts see a read-only proxy of allowed
+//! globals). `redis.call` reaches the engine through a Rust function
+//! scoped to one script run (`Lua::scope`) that borrows the engine and the
+//! command's context: nothing outlives the run.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use mlua::{ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use ruvio_resp::{OwnedArgs, Protocol, Reply};
+
+use super::resp;
+use crate::command::{arity_fits, flags, CommandTree, ExecCtx, Outcome};
+use crate::error::CmdError;
+use crate::Engine;
+
+/// A script to run: its body, SHA1, keys and arguments.
+pub(super) struct Call<'a> {
+    pub sha: &'a str,
+    pub body: &'a [u8],
+    pub keys: &'a [&'a [u8]],
+    pub argv: &'a [&'a [u8]],
+    pub read_only: bool,
+}
+
+/// A shard's interpreter and the scripts compiled in it.
+struct State {
+    lua: Lua,
+    /// The script cache generation this state was made in (see SCRIPT FLUSH).
+    generation: u64,
+    hooks: Table,
+    env: Table,
+    functions: HashMap<String, Function>,
+}
+
+thread_local! {
+    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+    /// The hash slots this shard serves (inclusive); `None`: all of them.
+    static LOCAL_SLOTS: Cell<Option<(u16, u16)>> = const { Cell::new(None) };
+    /// `math.random`'s state (Redis' `redisLrand48`): seeded with the shard's Lua
+    /// state and carried on from script to script, as Redis 7 does.
+    static RAND48: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Tell this shard thread which slots it serves: a script may touch undeclared
+/// keys only in these (Redis Cluster's rule for keys of other nodes).
+pub fn set_local_slots(first: u16, last: u16) {
+    LOCAL_SLOTS.with(|s| s.set(Some((first, last))));
+}
+
+fn slot_is_local(slot: u16) -> bool {
+    LOCAL_SLOTS
+        .with(|s| s.get())
+        .is_none_or(|(first, last)| (first..=last).contains(&slot))
+}
+
+/// Redis' `redisSrand48`.
+fn srand48(seed: i32) {
+    RAND48.with(|r| r.set(((seed as u32 as u64) << 16) | 0x330E));
+}
+
+/// Redis' `redisLrand48`: the 48-bit LCG of POSIX `lrand48`, top 31 bits.
+fn lrand48() -> i32 {
+    RAND48.with(|r| {
+        let x = r.get().wrapping_mul(0x5DEE_CE66D).wrapping_add(0xB) & ((1 << 48) - 1);
+        r.set(x);
+        (x >> 17) as i32
+    })
+}
+
+/// `math.random([m [, n]])` over `redisLrand48`, as Redis' `redis_math_random`.
+fn math_random(_: &Lua, args: MultiValue) -> mlua::Result<f64> {
+    let r = (lrand48() % i32::MAX) as f64 / i32::MAX as f64;
+    let ints: Vec<f64> = args
+        .iter()
+        .map(|v| match v {
+            Value::Integer(n) => *n as f64,
+            Value::Number(n) => *n,
+            _ => f64::NAN,
+        })
+        .collect();
+    match ints.as_slice() {
+        [] => Ok(r),
+        [u] => {
+            let u = u.floor();
+            if u < 1.0 {
+                return Err(mlua::Error::runtime(
+                    "bad argument #1 to 'random' (interval is empty)",
+                ));
+            }
+            Ok((r * u).floor() + 1.0)
+        }
+        [l, u] => {
+            let (l, u) = (l.floor(), u.floor());
+            if l > u {
+                return Err(mlua::Error::runtime(
+                    "bad argument #2 to 'random' (interval is empty)",
+                ));
+            }
+            Ok((r * (u - l + 1.0)).floor() + l)
+        }
+        _ => Err(mlua::Error::runtime("wrong number of arguments")),
+    }
+}
+
+/// The source and line of the innermost frame of the script (for error texts).
+fn script_position(lua: &Lua, _: ()) -> mlua::Result<(Option<String>, Option<i64>)> {
+    for level in 1..64 {
+        let found = lua.inspect_stack(level, |d| {
+            let source = d.source().source.map(|s| s.into_owned());
+            (source, d.current_line())
+        });
+        match found {
+            None => break,
+            Some((Some(source), line)) if source == "@user_script" => {
+                return Ok((Some(source), line.map(|l| l as i64)));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok((None, None))
+}
+
+impl State {
+    fn new(generation: u64) -> mlua::Result<State> {
+        srand48(0);
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::default(),
+        )?;
+        let host = lua.create_table()?;
+        host.set(
+            "sha1hex",
+            lua.create_function(|lua, s: mlua::String| {
+                lua.create_string(super::sha1_hex(&s.as_bytes()))
+            })?,
+        )?;
+        host.set("random", lua.create_function(math_random)?)?;
+        host.set(
+            "randomseed",
+            lua.create_function(|_, seed: f64| {
+                srand48(seed as i64 as i32);
+                Ok(())
+            })?,
+        )?;
+        host.set("where", lua.create_function(script_position)?)?;
+        host.set("cjson", super::libs::cjson(&lua)?)?;
+        host.set("bit", super::libs::bit(&lua)?)?;
+        let hooks = lua.create_table()?;
+        let env: Table = lua
+            .load(include_str!("prelude.lua"))
+            .set_name("=prelude")
+            .call((hooks.clone(), host))?;
+        Ok(State {
+            lua,
+            generation,
+            hooks,
+            env,
+            functions: HashMap::new(),
+        })
+    }
+
+    /// The compiled function of a script (Redis' `f_<sha>`), compiling it once.
+    fn function(&mut self, sha: &str, body: &[u8]) -> Result<Function, CmdError> {
+        if let Some(f) = self.functions.get(sha) {
+            return Ok(f.clone());
+        }
+        // A shebang line becomes a comment, so line numbers stay the script's.
+        let source: std::borrow::Cow<'_, [u8]> = if body.starts_with(b"#!") {
+            [b"--", body].concat().into()
+        } else {
+            body.into()
+        };
+        let f = self
+            .lua
+            .load(source.as_ref())
+            .set_name("@user_script")
+            .set_mode(ChunkMode::Text)
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                let message = match &e {
+                    mlua::Error::SyntaxError { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                CmdError::quoted(
+                    "ERR Error compiling script (new function): ",
+                    message.as_bytes(),
+                    "",
+                )
+            })?;
+        self.functions.insert(sha.to_owned(), f.clone());
+        Ok(f)
+    }
+}
+
+/// Run `f` on this thread's state, made (or remade after SCRIPT FLUSH) first.
+fn with_state<R>(
+    generation: u64,
+    f: impl FnOnce(&mut State) -> Result<R, CmdError>,
+) -> Result<R, CmdError> {
+    STATE.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.as_ref().is_none_or(|s| s.generation != generation) {
+            *slot = Some(State::new(generation).map_err(internal)?);
+        }
+        f(slot.as_mut().expect("state made above"))
+    })
+}
+
+fn internal(e: mlua::Error) -> CmdError {
+    CmdError::quoted("ERR ", e.to_string().as_bytes(), "")
+}
+
+/// Compile `body` on this shard (SCRIPT LOAD reports syntax errors).
+pub(super) fn compile_check(generation: u64, sha: &str, body: &[u8]) -> Result<(), CmdError> {
+    with_state(generation, |state| state.function(sha, body).map(|_| ()))
+}
+
+/// What `redis.call` needs during one run.
+struct Runner<'e> {
+    engine: &'e mut Engine,
+    ctx: &'e mut ExecCtx,
+    keys: &'e [&'e [u8]],
+    read_only: bool,
+}
+
+/// Run a script and write its reply.
+pub(super) fn run(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    reply: &mut Reply<'_>,
+    generation: u64,
+    call: &Call<'_>,
+) -> Result<(), CmdError> {
+    with_state(generation, |state| {
+        let f = state.function(call.sha, call.body)?;
+        let lua = &state.lua;
+        let globals: Table = state.hooks.get("globals").map_err(internal)?;
+        let keys = lua
+            .create_sequence_from(
+                call.keys
+                    .iter()
+                    .map(|k| lua.create_string(k))
+                    .collect::<mlua::Result<Vec<_>>>()
+                    .map_err(internal)?,
+            )
+            .map_err(internal)?;
+        let argv = lua
+            .create_sequence_from(
+                call.argv
+                    .iter()
+                    .map(|a| lua.create_string(a))
+                    .collect::<mlua::Result<Vec<_>>>()
+                    .map_err(internal)?,
+            )
+            .map_err(internal)?;
+        globals.raw_set("KEYS", keys).map_err(internal)?;
+        globals.raw_set("ARGV", argv).map_err(internal)?;
+        state.hooks.raw_set("resp", 2).map_err(internal)?;
+        let handler: Function = state.hooks.get("handler").map_err(internal)?;
+        let xpcall: Function = lua.globals().get("xpcall").map_err(internal)?;
+        let runner = RefCell::new(Runner {
+            engine,
+            ctx,
+            keys: call.keys,
+            read_only: call.read_only,
+        });
+        let hooks = &state.hooks;
+        let redis: Table = hooks.raw_get("redis").map_err(internal)?;
+        let resp_of = || hooks.raw_get::<u8>("resp").unwrap_or(2);
+        let outcome: (bool, Value) = lua
+            .scope(|scope| {
+                let call = scope.create_function(|lua, args: MultiValue| {
+                    match runner.borrow_mut().call(lua, resp_of(), args)? {
+                        (false, Value::Table(err)) => Err(raise(lua, hooks, err)?),
+                        (_, v) => Ok(v),
+                    }
+                })?;
+                let pcall = scope.create_function(|lua, args: MultiValue| {
+                    runner
+                        .borrow_mut()
+                        .call(lua, resp_of(), args)
+                        .map(|(_, v)| v)
+                })?;
+                redis.raw_set("call", call)?;
+                redis.raw_set("pcall", pcall)?;
+                hooks.raw_set("pending", Value::Nil)?;
+                let result = xpcall.call::<(bool, Value)>((f, handler));
+                redis.raw_set("call", Value::Nil)?;
+                redis.raw_set("pcall", Value::Nil)?;
+                result
+            })
+            .map_err(internal)?;
+        let resp_version: u8 = state.hooks.get("resp").unwrap_or(2);
+        match outcome {
+            (true, value) => {
+                resp::lua_to_reply(&value, resp_version, reply);
+                Ok(())
+            }
+            (false, Value::Table(err)) => Err(script_error(&err, call.sha)),
+            (false, other) => Err(CmdError::quoted(
+                "ERR ",
+                format!("{other:?}").as_bytes(),
+                "",
+            )),
+        }
+    })
+}
+
+/// `<err> script: <sha>, on <source>:<line>.` (Redis 7's text for an error that
+/// escaped the script).
+fn script_error(err: &Table, sha: &str) -> CmdError {
+    let text = err
+        .raw_get::<mlua::String>("err")
+        .map(|s| s.as_bytes().to_vec())
+        .unwrap_or_default();
+    let source = err.raw_get::<String>("source");
+    let line = err.raw_get::<i64>("line");
+    let suffix = match (source, line) {
+        (Ok(source), Ok(line)) => format!(" script: {sha}, on {source}:{line}."),
+        _ => format!(" script: {sha}"),
+    };
+    CmdError::quoted("", &text, &suffix)
+}
+
+/// `redis.call`'s failure: the error table, with the script's position (the
+/// calling frame, kept even in a tail call since redis.call is a C function), left in
+/// `hooks.pending` for the error handler; a Rust function can only raise a
+/// userdata, which the handler swaps for it.
+fn raise(lua: &Lua, hooks: &Table, err: Table) -> mlua::Result<mlua::Error> {
+    let (source, line) = script_position(lua, ())?;
+    err.raw_set("source", source)?;
+    err.raw_set("line", line)?;
+    let text = err.raw_get::<mlua::String>("err")?.to_string_lossy();
+    hooks.raw_set("pending", err)?;
+    Ok(mlua::Error::runtime(text))
+}
+
+/// A `redis.call` / `redis.pcall` failure: the error table the script sees.
+fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<(bool, Value)> {
+    let t = lua.create_table()?;
+    t.raw_set("err", lua.create_string(text)?)?;
+    Ok((false, Value::Table(t)))
+}
+
+/// A Lua argument of `redis.call` as bytes: strings as they are, numbers as Redis
+/// prints them (`%.17g`).
+fn argument_bytes(v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        Value::Integer(n) => Some(n.to_string().into_bytes()),
+        Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e17 => {
+            Some((*n as i64).to_string().into_bytes())
+        }
+        Value::Number(n) => Some(format!("{n}").into_bytes()),
+        _ => None,
+    }
+}
+
+impl Runner<'_> {
+    /// `redis.call(name, args...)` / `redis.pcall`: run one command in protocol
+    /// `resp` (`redis.setresp`); `(true, value)` or `(false, error table)` (raised by
+    /// `redis.call`, returned by `redis.pcall`).
+    fn call(&mut self, lua: &Lua, resp: u8, args: MultiValue) -> mlua::Result<(bool, Value)> {
+        let resp = if resp == 3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        };
+        let argv: Vec<Value> = args.into_iter().collect();
+        if argv.is_empty() {
+            return error_table(
+                lua,
+                b"ERR Please specify at least one argument for this redis lib call",
+            );
+        }
+        let Some(parts) = argv.iter().map(argument_bytes).collect::<Option<Vec<_>>>() else {
+            return error_table(
+                lua,
+                b"ERR Lua redis lib command arguments must be strings or integers",
+            );
+        };
+        let owned: OwnedArgs = parts.iter().map(|p| p.as_slice()).collect();
+        let args = owned.args();
+        let Some(top) = Engine::find_command(args.get(0)) else {
+            return error_table(lua, b"ERR Unknown Redis command called from script");
+        };
+        if !arity_fits(top.meta.arity, args.len()) {
+            return error_table(
+                lua,
+                b"ERR Wrong number of args calling Redis command from script",
+            );
+        }
+        let row = match top.resolve(args) {
+            Ok(row) => row,
+            Err(CmdError::WrongArity(_)) => {
+                return error_table(
+                    lua,
+                    b"ERR Wrong number of args calling Redis command from script",
+                )
+            }
+            Err(e) => return error_table(lua, e.message().as_bytes()),
+        };
+        if row.meta.has(flags::NOSCRIPT) {
+            return error_table(lua, b"ERR This Redis command is not allowed from script");
+        }
+        if self.read_only && row.meta.has(flags::WRITE) {
+            return error_table(
+                lua,
+                b"ERR Write commands are not allowed from read-only scripts.",
+            );
+        }
+        let positions = row.meta.keys.positions(args);
+        let foreign = positions
+            .into_iter()
+            .map(|p| args.get(p))
+            .any(|key| !self.keys.contains(&key) && !slot_is_local(crate::slot::key_slot(key)));
+        if foreign {
+            return error_table(
+                lua,
+                b"ERR Script attempted to access a non local key in a cluster node",
+            );
+        }
+        let Some(handler) = row.handler else {
+            return error_table(lua, b"ERR Unknown Redis command called from script");
+        };
+        let mut out = Vec::new();
+        let mut reply = Reply::new(&mut out, resp);
+        match handler(self.engine, self.ctx, args, &mut reply) {
+            Ok(Outcome::Done) => {}
+            Ok(Outcome::Block(_)) => reply.null_array(),
+            Err(e) => e.write(&mut reply),
+        }
+        let (value, _) = resp::reply_to_lua(lua, &out)?;
+        match value {
+            Value::Table(ref t) if t.raw_get::<Value>("err").is_ok_and(|v| !v.is_nil()) => {
+                Ok((false, value))
+            }
+            value => Ok((true, value)),
+        }
+    }
+}

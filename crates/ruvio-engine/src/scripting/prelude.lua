@@ -1,0 +1,108 @@
+-- The sandbox every script runs in (Redis' script_lua.c rules on stock Lua 5.1):
+-- scripts see a read-only proxy of an allow-list of globals; reading a missing
+-- global or writing any global is an error, library tables are read-only too.
+local hooks, host = ...
+local G = _G
+local error, rawget, setmetatable, tostring, type = error, rawget, setmetatable, tostring, type
+
+local function readonly(t)
+  return setmetatable({}, {
+    __index = t,
+    __newindex = function() error('Attempt to modify a readonly table', 2) end,
+    __metatable = false,
+  })
+end
+
+local redis = {
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
+}
+-- redis.call and redis.pcall are set for each run (Rust functions, so a tail call
+-- `return redis.call(...)` keeps the script's frame for the error position).
+hooks.redis = redis
+function redis.error_reply(e)
+  if type(e) ~= 'string' then error('wrong number or type of arguments', 0) end
+  if e:sub(1, 1) == '-' then e = e:sub(2) end
+  return {err = e}
+end
+function redis.status_reply(s)
+  if type(s) ~= 'string' then error('wrong number or type of arguments', 0) end
+  return {ok = s}
+end
+redis.sha1hex = host.sha1hex
+function redis.log(...)
+  if select('#', ...) < 2 then error('redis.log() requires two arguments or more.', 0) end
+end
+function redis.setresp(...)
+  if select('#', ...) ~= 1 then error('redis.setresp() requires one argument.', 0) end
+  local n = tonumber((...))
+  if n ~= 2 and n ~= 3 then error('RESP version must be 2 or 3.', 0) end
+  hooks.resp = n
+end
+function redis.set_repl(...)
+  if select('#', ...) ~= 1 then error('redis.set_repl() requires one argument.', 0) end
+end
+function redis.replicate_commands() return true end
+function redis.breakpoint() return false end
+function redis.debug() end
+
+local math = {}
+for k, v in pairs(G.math) do math[k] = v end
+math.random = host.random
+math.randomseed = host.randomseed
+
+-- pcall(redis.call, ...) hands the script the error's text, as Redis 7.0 does
+-- (a Rust function raises a userdata; its error table waits in hooks.pending).
+local function pcall_results(ok, ...)
+  if not ok and type((...)) == 'userdata' and hooks.pending then
+    local e = hooks.pending.err
+    hooks.pending = nil
+    return false, e
+  end
+  return ok, ...
+end
+local function script_pcall(...)
+  return pcall_results(G.pcall(...))
+end
+
+local globals = {
+  assert = G.assert, error = G.error, ipairs = G.ipairs, next = G.next, pairs = G.pairs,
+  pcall = script_pcall, xpcall = G.xpcall, rawequal = G.rawequal, rawget = G.rawget,
+  rawset = G.rawset, select = G.select, setmetatable = G.setmetatable,
+  getmetatable = G.getmetatable, tonumber = G.tonumber, tostring = G.tostring,
+  type = G.type, unpack = G.unpack, loadstring = G.loadstring, gcinfo = G.gcinfo,
+  _VERSION = G._VERSION,
+  coroutine = readonly(G.coroutine), string = readonly(G.string),
+  table = readonly(G.table), math = readonly(math), redis = readonly(redis),
+  cjson = readonly(host.cjson), bit = readonly(host.bit),
+}
+hooks.globals = globals
+
+local env = setmetatable({}, {
+  __index = function(_, name)
+    local v = rawget(globals, name)
+    if v == nil then
+      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+    end
+    return v
+  end,
+  __newindex = function() error('Attempt to modify a readonly table', 2) end,
+  __metatable = false,
+})
+globals._G = env
+
+-- Redis' error handler: an error becomes {err=..., source=..., line=...}.
+function hooks.handler(e)
+  -- redis.call's failure: the error table it left (a Rust function raises a userdata).
+  if type(e) == 'userdata' and hooks.pending then
+    e = hooks.pending
+    hooks.pending = nil
+    return e
+  end
+  if type(e) ~= 'table' then e = {err = 'ERR ' .. tostring(e)} end
+  local source, line = host.where()
+  if source then e.source = source; e.line = line end
+  return e
+end
+
+return env

@@ -1,0 +1,102 @@
+//! Where scripts run (docs/scripting.md): with 2 shards, in forward mode a script
+//! runs on the shard that owns its declared keys (EVALSHA too, after SCRIPT LOAD on
+//! any shard), declared keys on both shards are borrowed, an undeclared key of the
+//! other shard gets Redis Cluster's non-local key error; in per-shard mode declared
+//! keys of another node answer MOVED and keys of two slots CROSSSLOT, as Redis
+//! Cluster. Writes made by a script wake a client blocked on the key; a result table
+//! that contains itself ends in an error element instead of crashing the shard.
+
+mod common;
+
+use common::*;
+
+const INCR: &str = "return redis.call('incr', KEYS[1])";
+
+#[test]
+fn forward_mode_runs_scripts_where_their_keys_live() {
+    let server = Server::forward(2);
+    let mut c = server.raw();
+    let here = key_on_shard("a", 0, 2);
+    let there = key_on_shard("b", 1, 2);
+    for key in [&here, &there] {
+        assert_eq!(c.cmd(&["eval", INCR, "1", key]), b":1\r\n");
+        assert_eq!(c.cmd(&["get", key]), b"$1\r\n1\r\n");
+    }
+    // SCRIPT LOAD on this connection's shard, EVALSHA of keys of either shard.
+    let sha = c.cmd(&["script", "load", INCR]);
+    let sha = String::from_utf8(sha[5..45].to_vec()).unwrap();
+    for key in [&here, &there] {
+        assert_eq!(c.cmd(&["evalsha", &sha, "1", key]), b":2\r\n");
+    }
+    // Declared keys on both shards: the script sees both.
+    let both = "return redis.call('incr', KEYS[1]) + redis.call('incr', KEYS[2])";
+    assert_eq!(c.cmd(&["eval", both, "2", &here, &there]), b":6\r\n");
+    // An undeclared key of the other shard is refused (no keys: the client's shard).
+    let undeclared = format!("local r = redis.call('get', '{there}'); return r");
+    let reply = c.cmd(&["eval", &undeclared, "1", &here]);
+    let one_shard_owns_both = shard_of_key(&here, 2) == shard_of_key(&there, 2);
+    assert!(!one_shard_owns_both);
+    assert!(
+        reply.starts_with(
+            b"-ERR Script attempted to access a non local key in a cluster node script: "
+        ),
+        "{}",
+        show(&reply)
+    );
+}
+
+#[test]
+fn per_shard_mode_redirects_and_refuses_cross_slot_scripts() {
+    let server = Server::per_shard(2);
+    let mut c = RawConn::connect(server.shard_port(0));
+    let here = key_on_shard("a", 0, 2);
+    let there = key_on_shard("b", 1, 2);
+    assert_eq!(c.cmd(&["eval", INCR, "1", &here]), b":1\r\n");
+    let moved = c.cmd(&["eval", INCR, "1", &there]);
+    assert!(moved.starts_with(b"-MOVED "), "{}", show(&moved));
+    let cross = c.cmd(&["eval", INCR, "2", &here, "{other}x"]);
+    assert_eq!(
+        cross,
+        b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
+    );
+    // Undeclared keys of the same slot are allowed.
+    let same_slot = "return redis.call('set', '{t}b', 'v')";
+    let mut t = RawConn::connect(server.shard_port(shard_of_key("{t}a", 2)));
+    assert_eq!(t.cmd(&["eval", same_slot, "1", "{t}a"]), b"+OK\r\n");
+}
+
+#[test]
+fn a_script_write_wakes_a_blocked_client() {
+    let server = Server::forward(2);
+    let key = key_on_shard("q", 1, 2);
+    let mut waiter = server.raw();
+    waiter.send(&encode(&["blpop", &key, "5"]));
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let mut c = server.raw();
+    assert_eq!(
+        c.cmd(&[
+            "eval",
+            "return redis.call('rpush', KEYS[1], 'x')",
+            "1",
+            &key
+        ]),
+        b":1\r\n"
+    );
+    let woken = waiter.read_reply();
+    assert_eq!(show(&woken), show(&encode(&[key.as_str(), "x"])));
+}
+
+/// A table that contains itself ends in an error element, not a crash, and the
+/// shard goes on.
+#[test]
+fn a_self_referencing_result_does_not_crash_the_shard() {
+    let server = Server::forward(1);
+    let mut c = server.raw();
+    let reply = c.cmd(&["eval", "local t = {} t[1] = t return t", "0"]);
+    assert!(
+        contains(&reply, b"-ERR reached lua stack limit\r\n"),
+        "{}",
+        show(&reply[..80])
+    );
+    assert_eq!(c.cmd(&["ping"]), b"+PONG\r\n");
+}
