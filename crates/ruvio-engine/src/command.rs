@@ -55,6 +55,9 @@ pub mod flags {
     pub const DB_OPTION: u32 = 1 << 18;
     /// Redis' `no_mandatory_keys`: the key arguments may be absent (EVAL with 0 keys).
     pub const NO_MANDATORY_KEYS: u32 = 1 << 19;
+    /// Redis' `no_async_loading`: refused while a replica loads asynchronously
+    /// (SAVE); listed for COMMAND INFO.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 20;
 
     /// Redis' flag names, in the order COMMAND INFO lists them.
     pub const NAMES: &[(u32, &str)] = &[
@@ -74,6 +77,7 @@ pub mod flags {
         (MAY_REPLICATE, "may_replicate"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (NO_MULTI, "no_multi"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (ALLOW_BUSY, "allow_busy"),
     ];
 }

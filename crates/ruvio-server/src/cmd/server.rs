@@ -32,7 +32,7 @@ pub const COMMANDS: &[ServerCommand] = &[
         "Returns the server time.", "O(1)", time),
     command!("lastsave", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "admin", "dangerous"], "server", "1.0.0",
         "Returns the Unix timestamp of the last successful save to disk.", "O(1)", lastsave),
-    command!("save", 1, ADMIN | NOSCRIPT | NO_MULTI, KeySpec::NONE, ["admin", "slow", "dangerous"],
+    command!("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "Synchronously saves the database(s) to disk.", "O(N) where N is the total number of keys in all databases", save),
     command!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
