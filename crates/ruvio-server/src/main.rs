@@ -1,24 +1,7 @@
 //! `ruvio`: start one pinned glommio executor per shard, each owning its slice of
 //! the keyspace and its sockets, and wait for them.
 
-mod alloc;
-mod blocking;
-mod cmd;
-mod config;
-mod conn;
-mod dispatch;
-mod exec;
-mod forward;
-mod gather;
-mod lending;
-mod memory;
-mod net;
-mod pause;
-mod registry;
-mod shard;
-mod slab;
-mod stats;
-mod topology;
+use ruvio_server::{alloc, config, forward, registry, shard, stats, topology};
 
 use clap::Parser;
 use config::{Cli, Config};
