@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod exec;
 pub mod forward;
 pub mod gather;
+pub mod inproc;
 pub mod lending;
 pub mod memory;
 pub mod net;
