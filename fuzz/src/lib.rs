@@ -4,4 +4,5 @@
 //! two-shard server is `ruvio_server::inproc`.
 
 pub mod commands;
+pub mod engine;
 pub mod resp;
