@@ -1,7 +1,8 @@
 //! Pipelines of commands from the command table, on two clients of a two-shard
-//! server in forward mode, through the real dispatch path (routing, forwarding,
-//! split and merged replies, key lending, blocking, CLIENT PAUSE), with the reads
-//! cut at arbitrary points. See `ruvio_server::inproc` for the harness.
+//! server in forward or per-shard mode, through the real dispatch path (routing,
+//! MOVED and CROSSSLOT, forwarding, split and merged replies, key lending,
+//! blocking, CLIENT PAUSE), with the reads cut at arbitrary points. See
+//! `ruvio_server::inproc` for the harness.
 //!
 //! Checks: no panic, no hang (the shards go quiet; every blocked or paused client
 //! is answered once time passes or it is unblocked); every reply is well-formed
@@ -14,10 +15,13 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use ruvio_fuzz::commands::Request;
 use ruvio_fuzz::resp::encode_request;
+use ruvio_server::config::PortMode;
 use ruvio_server::inproc::TwoShards;
 
 #[derive(Arbitrary, Debug)]
 struct Input {
+    /// Per-shard mode (MOVED, CROSSSLOT, cluster replies) instead of forward mode.
+    per_shard: bool,
     /// Each request with the client (0 or 1) that sends it.
     requests: Vec<(bool, Request)>,
     /// Where each client's reads end (offsets into its bytes, modulo their length).
@@ -29,7 +33,12 @@ struct Input {
 const TIME_STEPS_MS: [u64; 3] = [1_000, 60_000, 3_600_000];
 
 fuzz_target!(|input: Input| {
-    let mut server = TwoShards::new();
+    let mode = if input.per_shard {
+        PortMode::PerShard
+    } else {
+        PortMode::Forward
+    };
+    let mut server = TwoShards::with_mode(mode);
     let clients = server.clients.len();
     let mut streams: Vec<Vec<u8>> = vec![Vec::new(); clients];
     let mut sent = vec![0usize; clients];

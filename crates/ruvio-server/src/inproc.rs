@@ -54,7 +54,7 @@ pub struct ClientView<'a> {
     pub unparsed: usize,
 }
 
-/// Two shards in forward mode, with one client each.
+/// Two shards with one client each.
 pub struct TwoShards {
     nodes: Vec<Node>,
     pub clients: Vec<Client>,
@@ -67,10 +67,16 @@ impl Default for TwoShards {
 }
 
 impl TwoShards {
+    /// Two shards in forward mode.
     pub fn new() -> TwoShards {
+        Self::with_mode(PortMode::Forward)
+    }
+
+    /// Two shards in `mode` (per-shard mode: each answers as a cluster node).
+    pub fn with_mode(mode: PortMode) -> TwoShards {
         let cli = Cli {
             shards: Some(2),
-            port_mode: Some(PortMode::Forward),
+            port_mode: Some(mode),
             cpus: Some("0".into()),
             ..Cli::default()
         };
