@@ -28,6 +28,11 @@ struct Input {
     cuts: Vec<u16>,
 }
 
+/// Allocations are counted as in the binary, so CONFIG SET maxmemory evicts and
+/// refuses for real.
+#[global_allocator]
+static ALLOCATOR: ruvio_server::alloc::CountingAlloc = ruvio_server::alloc::CountingAlloc;
+
 /// Time steps tried before everyone is released: a blocked command's timeout or a
 /// pause may run out within one of them.
 const TIME_STEPS_MS: [u64; 3] = [1_000, 60_000, 3_600_000];

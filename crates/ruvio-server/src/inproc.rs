@@ -14,7 +14,7 @@ use crate::shard::{end_pause, ShardCore};
 use crate::slab::Slab;
 use crate::stats::Shared;
 use crate::topology::Topology;
-use crate::{dispatch, exec, lending};
+use crate::{dispatch, exec, lending, memory};
 use std::sync::Arc;
 
 /// The harness's wall clock starts here (any fixed time: runs are reproducible).
@@ -164,6 +164,9 @@ impl TwoShards {
                 }
             }
             for shard in 0..self.nodes.len() {
+                // Every loop iteration enforces maxmemory (it counts only when the
+                // counting allocator is the global one, as in the binary).
+                memory::enforce(&mut self.nodes[shard].core);
                 for (index, gen) in std::mem::take(&mut self.nodes[shard].core.resume) {
                     moved = true;
                     self.run_input(shard, index, gen);
