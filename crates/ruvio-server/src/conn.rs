@@ -443,6 +443,63 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// A connection just accepted on descriptor `fd` (`sock`: peer and local
+    /// address), as client `client_id`, in slab generation `gen`.
+    pub fn new(
+        gen: u32,
+        client_id: u64,
+        fd: i32,
+        (peer, local): (String, String),
+        now_ms: u64,
+        authenticated: bool,
+    ) -> Conn {
+        Conn {
+            gen,
+            input: Vec::with_capacity(crate::shard::INPUT_CHUNK_BYTES),
+            input_start: 0,
+            input_need: 0,
+            parser: Default::default(),
+            client: ClientState {
+                id: client_id,
+                name: Vec::new(),
+                lib_name: Vec::new(),
+                lib_ver: Vec::new(),
+                db: 0,
+                proto: Protocol::Resp2,
+                authenticated,
+                no_evict: false,
+                no_touch: false,
+                reply_mode: ReplyMode::On,
+                readonly: false,
+                peer,
+                local,
+                created_ms: now_ms,
+                last_cmd_ms: now_ms,
+                last_cmd: "NULL",
+                fd,
+                closing: false,
+                killed: false,
+                paused: false,
+                blocked: None,
+                subs: Default::default(),
+                obuf_soft_since_ms: 0,
+                multi: None,
+                watching: Vec::new(),
+                watch_epoch: 0,
+                in_exec: false,
+                exec_rest: Default::default(),
+            },
+            replies: ReplyQueue::default(),
+            sending: Vec::new(),
+            send_offset: 0,
+            recv_in_flight: false,
+            send_in_flight: false,
+            shut: false,
+            fixed: false,
+            prefetched: 0,
+        }
+    }
+
     /// The reply of held slot `seq` has arrived: if the client was waiting on it
     /// (a blocked or cross-shard command), it may run its next commands (queued
     /// in `resume`). A part of a split command answered late leaves a client that

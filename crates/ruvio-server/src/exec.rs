@@ -232,6 +232,13 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
                 continue;
             };
             if let Waiter::Watch { shard, ticket: op } = blocked.waiter {
+                // Only a key that exists can serve a blocking command. A key given
+                // back unchanged by a borrower still counts as written; waking on
+                // it would let two cross-shard blocking commands on absent keys
+                // wake each other forever.
+                if !core.engine.exists(db, &key, core.now_ms) {
+                    continue;
+                }
                 // A coordinator elsewhere retries; whoever is next here may still
                 // take the element first (fairness across shards is approximate).
                 core.blocking.remove(ticket);
@@ -360,5 +367,42 @@ fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, reply: Vec
         }
         Waiter::Remote { shard, tag } => core.outbox.reply(shard, tag, &reply),
         Waiter::Watch { .. } => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::inproc::TwoShards;
+
+    /// Found by fuzz/dispatch_2shards: two cross-shard blocking commands on absent
+    /// keys. Each try borrows the keys and gives them back unchanged, which marks
+    /// them written on their owner; that woke the other command's watch, whose try
+    /// woke the first again, forever (the shards never went quiet). The settle of
+    /// the harness panics on such a livelock.
+    #[test]
+    fn cross_shard_blocking_commands_on_absent_keys_stay_parked() {
+        let mut server = TwoShards::new();
+        // "b" and "c" live on shard 0, "a" and "d" on shard 1.
+        server.send(1, &["BRPOP", "b", "a", "100"]);
+        server.send(0, &["BLPOP", "a", "b", "c", "d", "100"]);
+        assert!(server.view(0).blocked && server.view(1).blocked);
+        server.send(1, &["PING"]);
+        server.advance(101_000);
+        for c in 0..2 {
+            let view = server.view(c);
+            assert!(!view.blocked && !view.holding, "client {c}: {view:?}");
+        }
+        assert_eq!(server.view(0).replies, b"*-1\r\n");
+        assert_eq!(server.view(1).replies, b"*-1\r\n+PONG\r\n");
+    }
+
+    /// A watched key that comes back with data still wakes the waiting command.
+    #[test]
+    fn cross_shard_blocking_command_is_served_by_a_push() {
+        let mut server = TwoShards::new();
+        server.send(0, &["BLPOP", "a", "b", "0"]);
+        server.send(1, &["RPUSH", "b", "v"]);
+        assert_eq!(server.view(0).replies, b"*2\r\n$1\r\nb\r\n$1\r\nv\r\n");
+        assert_eq!(server.view(1).replies, b":1\r\n");
     }
 }

@@ -344,6 +344,28 @@ impl Outbox {
         batch.push(tag, kind, channel, message);
     }
 
+    /// Move everything queued into `messages`, in the order it must arrive: the
+    /// direct messages (each behind the batches built before it), then each
+    /// shard's pending request and reply batches.
+    pub fn take_messages(&mut self, messages: &mut impl Extend<(usize, ShardMsg)>) {
+        messages.extend(self.direct.drain(..));
+        for to in 0..self.requests.len() {
+            if !self.requests[to].tags.is_empty() {
+                let batch = std::mem::take(&mut self.requests[to]);
+                messages.extend([(to, ShardMsg::Requests(batch))]);
+            }
+            if !self.replies[to].tags.is_empty() {
+                let batch = std::mem::take(&mut self.replies[to]);
+                messages.extend([(to, ShardMsg::Replies(batch))]);
+            }
+        }
+        for (to, batch) in self.messages.iter_mut().enumerate() {
+            if !batch.is_empty() {
+                messages.extend([(to, ShardMsg::Messages(std::mem::take(batch)))]);
+            }
+        }
+    }
+
     /// Queue a reply for `shard`.
     pub fn reply(&mut self, shard: usize, tag: Tag, bytes: &[u8]) {
         self.ensure(shard + 1);
@@ -491,29 +513,7 @@ impl Mesh {
 
     /// Send every non-empty batch of the outbox, then ring the doorbells of the shards that got mail.
     pub fn ship(&mut self, outbox: &mut Outbox) {
-        for (to, message) in outbox.direct.drain(..) {
-            self.backlog.push_back((to, message));
-        }
-        for to in 0..outbox.requests.len() {
-            if !outbox.requests[to].tags.is_empty() {
-                self.backlog.push_back((
-                    to,
-                    ShardMsg::Requests(std::mem::take(&mut outbox.requests[to])),
-                ));
-            }
-            if !outbox.replies[to].tags.is_empty() {
-                self.backlog.push_back((
-                    to,
-                    ShardMsg::Replies(std::mem::take(&mut outbox.replies[to])),
-                ));
-            }
-        }
-        for (to, batch) in outbox.messages.iter_mut().enumerate() {
-            if !batch.is_empty() {
-                self.backlog
-                    .push_back((to, ShardMsg::Messages(std::mem::take(batch))));
-            }
-        }
+        outbox.take_messages(&mut self.backlog);
         let mut woken = 0u64;
         let mut retry = VecDeque::new();
         while let Some((to, msg)) = self.backlog.pop_front() {

@@ -1,33 +1,9 @@
 //! `ruvio`: start one pinned glommio executor per shard, each owning its slice of
 //! the keyspace and its sockets, and wait for them.
 
-mod alloc;
-mod blocking;
-mod cmd;
-mod config;
-mod conn;
-mod dispatch;
-mod durable;
-mod exec;
-mod export;
-mod forward;
-mod gather;
-mod import;
-mod lending;
-mod memory;
-mod multi;
-mod net;
-mod notify;
-mod outlimit;
-mod pause;
-mod pubsub;
-mod registry;
-mod shard;
-mod slab;
-mod stats;
-mod topology;
-mod wal;
-mod watch;
+use ruvio_server::{
+    alloc, config, forward, registry, shard, stats, topology, wal, EXIT_SHARD_FAILED,
+};
 
 use clap::Parser;
 use config::{Cli, Config};
@@ -37,12 +13,6 @@ use std::sync::Arc;
 /// Bytes of I/O buffers glommio registers per executor. Ruvio's sockets use its own
 /// ring, so glommio needs little (its default is 10 MiB per shard).
 const GLOMMIO_IO_MEMORY_BYTES: usize = 256 << 10;
-
-/// Exit status when a shard cannot go on (its loop panicked, or a command panicked
-/// after it had begun changing the keyspace): EX_SOFTWARE. The process exits as a
-/// whole, so a service manager restarts it, rather than leave a dead shard behind
-/// whose clients and held replies would wait forever (docs/faults.md).
-pub const EXIT_SHARD_FAILED: i32 = 70;
 
 /// Exits the process when dropped by a panic unwinding a shard's thread.
 struct ExitIfShardDies(usize);

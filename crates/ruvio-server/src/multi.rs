@@ -51,6 +51,11 @@ impl Queued {
     pub fn len(&self) -> usize {
         self.commands.len()
     }
+
+    /// Nothing queued yet.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
 }
 
 /// A transaction running on borrowed keys (see [`crate::lending`]).

@@ -10,7 +10,7 @@
 
 use crate::blocking::{Blocking, Waiter};
 use crate::config::Config;
-use crate::conn::{BlockedOn, ClientState, Conn, ReplyMode, ReplyQueue};
+use crate::conn::{BlockedOn, Conn};
 use crate::dispatch::{self, KeyWindow};
 use crate::forward::{Control, Mesh, Outbox};
 use crate::gather::Gathering;
@@ -21,7 +21,7 @@ use crate::stats::{ShardStats, Shared};
 use crate::topology::Topology;
 use io_uring::{cqueue, opcode, types, IoUring};
 use ruvio_engine::Engine;
-use ruvio_resp::{Limits, Protocol};
+use ruvio_resp::Limits;
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering::Relaxed;
@@ -31,7 +31,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// Submission queue entries; completions get twice as many (kernel default).
 const RING_ENTRIES: u32 = 4096;
 /// Bytes a connection's input buffer starts with and grows by.
-const INPUT_CHUNK_BYTES: usize = 16 * 1024;
+pub const INPUT_CHUNK_BYTES: usize = 16 * 1024;
 /// A declared bulk's buffer grows by at most what has arrived, or this much: memory
 /// follows the bytes a client really sent, not the length it announced.
 const INPUT_GROWTH_MIN_BYTES: usize = 1 << 20;
@@ -122,6 +122,69 @@ pub struct ShardCore {
     pub watches: crate::watch::Watches,
 }
 
+impl ShardCore {
+    /// Shard `id`'s state without its sockets: an empty keyspace configured from
+    /// `cfg`, empty statistics and queues.
+    /// Shard `id`'s state: its keyspace loaded (a Redis RDB file to import, then its
+    /// snapshot and write-ahead log), before it takes any client.
+    pub fn new(
+        id: usize,
+        cfg: Config,
+        topo: Arc<Topology>,
+        shared: Arc<Shared>,
+    ) -> std::io::Result<ShardCore> {
+        let limits = Limits {
+            bulk_bytes_max: cfg.proto_max_bulk_len,
+            ..Limits::default()
+        };
+        let stats = ShardStats {
+            per_command: vec![Default::default(); crate::registry::registry().stat_slots],
+            ..Default::default()
+        };
+        let shards = topo.nodes.len();
+        let mut engine = Engine::new(cfg.databases);
+        *engine.config_mut() = cfg.engine;
+        // Scripts may touch undeclared keys only in this shard's slots.
+        let node = &topo.nodes[id];
+        ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
+        if let Some(path) = &cfg.import_rdb {
+            crate::import::load_rdb(&mut engine, path, id, &topo)?;
+        }
+        let wal = if cfg.durability.logs() {
+            let end = crate::wal::recover(&mut engine, &cfg, id, unix_ms())
+                .map_err(std::io::Error::other)?;
+            Some(crate::wal::Wal::open(&cfg, id, end)?)
+        } else {
+            None
+        };
+        engine.record_expired(crate::notify::expiry_wanted(cfg.notify_keyspace_events));
+        let (added, missed) = crate::notify::key_notes_wanted(cfg.notify_keyspace_events);
+        engine.record_key_notes(added, missed);
+        Ok(ShardCore {
+            id,
+            cfg,
+            engine,
+            topo,
+            shared,
+            stats,
+            limits,
+            now_ms: unix_ms(),
+            dirty: Vec::new(),
+            outbox: Outbox::new(id, shards),
+            blocking: Blocking::default(),
+            resume: Vec::new(),
+            lending: Lending::default(),
+            gathering: Gathering::default(),
+            pause: Pause::default(),
+            next_trim_ms: 0,
+            wal,
+            gated: Default::default(),
+            notifications: Default::default(),
+            watches: Default::default(),
+        })
+    }
+}
+
 /// A shard with its sockets.
 pub struct Shard {
     pub core: ShardCore,
@@ -170,56 +233,8 @@ impl Shard {
             cfg.shard_port(id),
             cfg.shards > 1 && cfg.port_mode == crate::config::PortMode::Forward,
         )?;
-        let limits = Limits {
-            bulk_bytes_max: cfg.proto_max_bulk_len,
-            ..Limits::default()
-        };
-        let stats = ShardStats {
-            per_command: vec![Default::default(); crate::registry::registry().stat_slots],
-            ..Default::default()
-        };
-        let shards = topo.nodes.len();
-        let mut engine = Engine::new(cfg.databases);
-        *engine.config_mut() = cfg.engine;
-        // Scripts may touch undeclared keys only in this shard's slots.
-        let node = &topo.nodes[id];
-        ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
-        if let Some(path) = &cfg.import_rdb {
-            crate::import::load_rdb(&mut engine, path, id, &topo)?;
-        }
-        let wal = if cfg.durability.logs() {
-            let end = crate::wal::recover(&mut engine, &cfg, id, unix_ms())
-                .map_err(std::io::Error::other)?;
-            Some(crate::wal::Wal::open(&cfg, id, end)?)
-        } else {
-            None
-        };
-        engine.record_expired(crate::notify::expiry_wanted(cfg.notify_keyspace_events));
-        let (added, missed) = crate::notify::key_notes_wanted(cfg.notify_keyspace_events);
-        engine.record_key_notes(added, missed);
         Ok(Shard {
-            core: ShardCore {
-                id,
-                cfg,
-                engine,
-                topo,
-                shared,
-                stats,
-                limits,
-                now_ms: unix_ms(),
-                dirty: Vec::new(),
-                outbox: Outbox::new(id, shards),
-                blocking: Blocking::default(),
-                resume: Vec::new(),
-                lending: Lending::default(),
-                gathering: Gathering::default(),
-                pause: Pause::default(),
-                next_trim_ms: 0,
-                wal,
-                gated: Default::default(),
-                notifications: Default::default(),
-                watches: Default::default(),
-            },
+            core: ShardCore::new(id, cfg, topo, shared)?,
             conns: Slab::default(),
             ring,
             listener,
@@ -412,51 +427,7 @@ impl Shard {
         let mut conn_gen = 0;
         let index = self.conns.insert_with(|_, gen| {
             conn_gen = gen;
-            Conn {
-                gen,
-                input: Vec::with_capacity(INPUT_CHUNK_BYTES),
-                input_start: 0,
-                input_need: 0,
-                parser: Default::default(),
-                client: ClientState {
-                    id: client_id,
-                    name: Vec::new(),
-                    lib_name: Vec::new(),
-                    lib_ver: Vec::new(),
-                    db: 0,
-                    proto: Protocol::Resp2,
-                    authenticated,
-                    no_evict: false,
-                    no_touch: false,
-                    reply_mode: ReplyMode::On,
-                    readonly: false,
-                    peer: sock.0,
-                    local: sock.1,
-                    created_ms: now,
-                    last_cmd_ms: now,
-                    last_cmd: "NULL",
-                    fd,
-                    closing: false,
-                    killed: false,
-                    paused: false,
-                    blocked: None,
-                    subs: Default::default(),
-                    obuf_soft_since_ms: 0,
-                    multi: None,
-                    watching: Vec::new(),
-                    watch_epoch: 0,
-                    in_exec: false,
-                    exec_rest: Default::default(),
-                },
-                replies: ReplyQueue::default(),
-                sending: Vec::new(),
-                send_offset: 0,
-                recv_in_flight: false,
-                send_in_flight: false,
-                shut: false,
-                fixed: false,
-                prefetched: 0,
-            }
+            Conn::new(gen, client_id, fd, sock, now, authenticated)
         });
         self.core.stats.connections_received += 1;
         self.register_fixed_file(index, conn_gen, fd);
