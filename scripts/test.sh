@@ -90,6 +90,11 @@ engine_tests=$(cargo test -p ruvio-engine --lib --no-run --message-format=json 2
 PROPTEST_CASES=24 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
     "$engine_tests" keyspace lists hashes engine:: block sets:: zsets::tests
 
+# The fuzz targets' committed corpus plus 20,000 new executions each (docs/fuzzing.md;
+# needs the nightly toolchain, which the script installs with rustup if missing).
+step "scripts/fuzz.sh --short"
+scripts/fuzz.sh --short
+
 step "pytest tests/python tests/site (RUVIO_BIN=target/release/ruvio)"
 RUVIO_BIN="$PWD/target/release/ruvio" python3 -m pytest -q -p no:cacheprovider tests/python tests/site
 
