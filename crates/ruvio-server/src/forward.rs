@@ -620,17 +620,9 @@ fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatc
             core.outbox.reply(batch.from, tag, &out);
             continue;
         };
-        // A bug in one command must not take the shard (and every connection
-        // waiting on it) down: the net answers this command with an error.
         let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_engine(core, cmd, caller, args, &mut out)
-        }));
-        let block = ran.unwrap_or_else(|_| {
-            out.clear();
-            Reply::new(&mut out, caller.proto).error("ERR internal error");
-            Default::default()
-        });
+        // `run_engine` contains a panicking handler itself (docs/faults.md).
+        let block = run_engine(core, cmd, caller, args, &mut out);
         match block.block {
             Some(block) => {
                 let waiter = Waiter::Remote {
