@@ -80,6 +80,9 @@ const DEFAULT_SECTIONS: &[&str] = &[
 /// INFO's text for section names `wanted`; `clients` is this shard's connection
 /// count (the other shards' come from what they published).
 pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String {
+    // This shard's own gauges as of now (the tick publishes them only now and then):
+    // a SAVE or write it just answered must show.
+    crate::shard::publish_gauges(core, clients);
     let everything = wanted.iter().any(|w| w == "all" || w == "everything");
     let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
     let mut sections: Vec<&str> = Vec::new();
