@@ -1,7 +1,9 @@
 // BullMQ, a job queue built on Lua scripts, lists, sorted sets, hashes, streams and
 // blocking commands: against Ruvio in forward mode with 2 shards (with BullMQ's
 // documented cluster prefix, a hash tag, so that every key of a queue lives on one
-// shard), with 1 shard (default prefix), and against redis-server in the same run.
+// shard; two tags, one per shard), with 1 shard (default prefix), in per-shard mode
+// through an ioredis Cluster connection, and against redis-server and a Redis Cluster
+// in the same run.
 //
 // Why the hash tag on 2 shards: BullMQ's scripts build job keys from a prefix inside
 // Lua (keys the call did not declare); a script may touch undeclared keys only of the
@@ -11,13 +13,23 @@
 const assert = require('node:assert/strict');
 const { describe, it, before, after } = require('node:test');
 const { Queue, Worker, QueueEvents } = require('bullmq');
+const { Cluster } = require('ioredis');
 
-const { startRuvio, startRedis, eventually } = require('./lib/servers');
+const { startRuvio, startRedis, startRedisCluster, eventually, shardOfKey } = require('./lib/servers');
 
+// Hash-tag prefixes whose queues live on shard 1 and shard 0 of 2: the tests of one
+// suite alternate between them, so both shards serve queues.
+const TAGGED = ['{bull}', '{bullmq}'];
+// `prefixes`: the tests' prefixes in turn (undefined: BullMQ's default, `bull`).
+// `cluster`: BullMQ gets an ioredis Cluster connection (per-shard mode, Redis Cluster).
 const TARGETS = [
-  { name: 'ruvio forward 2 shards, prefix {bull}', start: () => startRuvio('forward', 2), prefix: '{bull}' },
-  { name: 'ruvio forward 1 shard, default prefix', start: () => startRuvio('forward', 1), prefix: undefined },
-  { name: 'redis-server, default prefix', start: startRedis, prefix: undefined },
+  { name: 'ruvio forward 2 shards, prefixes {bull} {bullmq}', start: () => startRuvio('forward', 2), prefixes: TAGGED },
+  { name: 'ruvio forward 1 shard, default prefix', start: () => startRuvio('forward', 1), prefixes: [undefined] },
+  { name: 'redis-server, default prefix', start: startRedis, prefixes: [undefined] },
+  { name: 'ruvio per-shard 2 shards as a Cluster, prefixes {bull} {bullmq}', start: () => startRuvio('per-shard', 2),
+    prefixes: TAGGED, cluster: true },
+  { name: 'redis cluster 2 masters, prefixes {bull} {bullmq}', start: () => startRedisCluster(2),
+    prefixes: TAGGED, cluster: true },
 ];
 
 for (const target of TARGETS) {
@@ -30,8 +42,13 @@ for (const target of TARGETS) {
     // from the start) and a Worker running `processor`, all closed after the suite.
     async function queueWithWorker(processor, workerOptions = {}) {
       const name = `q${++queueNumber}`;
-      const connection = { host: '127.0.0.1', port: server.port };
-      const options = { connection, prefix: target.prefix };
+      let connection = { host: '127.0.0.1', port: server.port };
+      if (target.cluster) {
+        // One shared Cluster client; BullMQ duplicates it for its blocking calls.
+        connection = new Cluster(server.nodes, { redisOptions: { maxRetriesPerRequest: null } });
+        closers.push(() => connection.disconnect());
+      }
+      const options = { connection, prefix: target.prefixes[queueNumber % target.prefixes.length] };
       const queue = new Queue(name, options);
       const events = new QueueEvents(name, { ...options, lastEventId: '0-0' });
       closers.push(() => queue.close(), () => events.close());
@@ -46,6 +63,7 @@ for (const target of TARGETS) {
     }
 
     before(async () => {
+      assert.deepEqual(TAGGED.map((tag) => shardOfKey(tag, 2)), [1, 0]);
       server = await target.start();
     });
     after(async () => {
