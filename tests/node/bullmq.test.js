@@ -12,7 +12,7 @@
 
 const assert = require('node:assert/strict');
 const { describe, it, before, after } = require('node:test');
-const { Queue, Worker, QueueEvents } = require('bullmq');
+const { Queue, Worker, QueueEvents, FlowProducer } = require('bullmq');
 const { Cluster } = require('ioredis');
 
 const { startRuvio, startRedis, startRedisCluster, eventually, shardOfKey } = require('./lib/servers');
@@ -181,6 +181,87 @@ for (const target of TARGETS) {
         ['added', {}], ['active', {}], ['progress', { data: 40 }], ['progress', { data: { step: 'two' } }],
         ['failed', { failedReason: 'nope' }],
       ]);
+    });
+
+    it('priorities: unprioritized first, then by priority; pause and resume', async () => {
+      const order = [];
+      const { queue, worker } = await queueWithWorker(async (job) => {
+        order.push(job.name);
+      }, { autorun: false });
+      await queue.pause();
+      assert.equal(await queue.isPaused(), true);
+      await queue.add('p3', {}, { priority: 3 });
+      await queue.add('none', {});
+      await queue.add('p1', {}, { priority: 1 });
+      await queue.add('p2', {}, { priority: 2 });
+      // BullMQ 6 keeps a paused queue's jobs in its wait list (the pause is a flag).
+      assert.deepEqual(await queue.getJobCounts('paused', 'prioritized', 'waiting'),
+        { paused: 0, prioritized: 3, waiting: 1 });
+      worker.run();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.deepEqual(order, [], 'a paused queue hands out no job');
+      await queue.resume();
+      await eventually(() => order.length === 4, 10_000, 'four jobs');
+      assert.deepEqual(order, ['none', 'p1', 'p2', 'p3']);
+    });
+
+    it('a flow: the parent runs after its children, with their return values', async () => {
+      let flowQueue;
+      const { queue } = await queueWithWorker(async (job) => {
+        if (job.name === 'child') return job.data.n * 10;
+        const values = Object.values(await job.getChildrenValues());
+        return values.reduce((a, b) => a + b, 0);
+      });
+      flowQueue = queue;
+      const flows = new FlowProducer({ connection: queue.opts.connection, prefix: queue.opts.prefix });
+      closers.push(() => flows.close());
+      const tree = await flows.add({
+        name: 'parent', queueName: flowQueue.name, data: {},
+        children: [1, 2, 3].map((n) => ({ name: 'child', queueName: flowQueue.name, data: { n } })),
+      });
+      assert.equal(await tree.job.getState(), 'waiting-children');
+      await eventually(async () => (await tree.job.getState()) === 'completed', 10_000, 'the parent');
+      assert.equal((await flowQueue.getJob(tree.job.id)).returnvalue, 60);
+      assert.deepEqual(await tree.job.getDependenciesCount(), { failed: 0, ignored: 0, processed: 3, unprocessed: 0 });
+    });
+
+    it('job logs, data updates, removal, deduplication, getWorkers, clean and obliterate', async () => {
+      const { queue, worker } = await queueWithWorker(async (job) => {
+        await job.log(`started ${job.data.n}`);
+        await job.updateData({ ...job.data, seen: true });
+        return job.data.n;
+      });
+      const job = await queue.add('logged', { n: 7 });
+      const events = new QueueEvents(queue.name, { connection: queue.opts.connection, prefix: queue.opts.prefix });
+      closers.push(() => events.close());
+      await events.waitUntilReady();
+      await eventually(async () => (await job.getState()) === 'completed', 10_000, 'the job');
+      assert.deepEqual(await queue.getJobLogs(job.id), { logs: ['started 7'], count: 1 });
+      assert.deepEqual((await queue.getJob(job.id)).data, { n: 7, seen: true });
+      const workers = await queue.getWorkers();
+      assert.equal(workers.length, 1, JSON.stringify(workers));
+      await worker.pause();
+      const first = await queue.add('once', {}, { deduplication: { id: 'same' } });
+      const second = await queue.add('once', {}, { deduplication: { id: 'same' } });
+      assert.equal(second.id, first.id);
+      assert.equal(await queue.getDeduplicationJobId('same'), first.id);
+      const gone = await queue.add('doomed', {});
+      await gone.remove();
+      assert.equal(await queue.getJob(gone.id), undefined);
+      assert.deepEqual(await queue.clean(0, 100, 'completed'), [job.id]);
+      assert.equal((await queue.getJobCounts('completed')).completed, 0);
+      await queue.obliterate({ force: true });
+      assert.deepEqual(await queue.getJobCounts('waiting', 'completed', 'failed'), { waiting: 0, completed: 0, failed: 0 });
+    });
+
+    it('a rate-limited worker takes at least the limit\'s duration per batch', async () => {
+      const done = [];
+      const { queue } = await queueWithWorker(async () => {
+        done.push(Date.now());
+      }, { limiter: { max: 2, duration: 300 } });
+      await queue.addBulk(Array.from({ length: 6 }, (_, n) => ({ name: 'limited', data: { n } })));
+      await eventually(() => done.length === 6, 10_000, 'six jobs');
+      assert.ok(done[5] - done[0] >= 550, `six jobs in ${done[5] - done[0]} ms`);
     });
   });
 }

@@ -16,7 +16,8 @@
 //!   go back: no client of any shard sees a partial transaction;
 //! - **in turn across shards** (forward mode, a transaction mixing keys of other
 //!   shards with commands that need every shard or the connection, as DBSIZE or
-//!   SELECT): each command runs as it would outside MULTI, replies in one array;
+//!   SELECT, or with a script, which may use undeclared keys of its owner's slots):
+//!   each command runs as it would outside MULTI, replies in one array;
 //!   a command that waits for another shard suspends the queue until it is
 //!   answered ([`continue_exec`]). Without isolation (documented as a limit); the
 //!   watch check is exact (the owners of watched keys answer a sync first).
@@ -369,7 +370,8 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
         needs_more |= !engine
             || cmd.meta.has(ALL_SHARDS)
             || cmd.meta.keys.reads_keys_from_value()
-            || names_other_db(cmd);
+            || names_other_db(cmd)
+            || may_name_undeclared_keys(cmd);
         keys.extend(
             cmd.meta
                 .keys
@@ -394,6 +396,14 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
 /// knows the target database).
 fn names_other_db(cmd: &Command) -> bool {
     cmd.meta.has(DB_OPTION) || cmd.meta.name == "move"
+}
+
+/// A script (EVAL, EVALSHA, FCALL ...): besides its declared keys it may use keys of
+/// their slot that it names only while running. Those live on their owner, so the
+/// script must run there, as it would outside MULTI; on borrowed keys it would
+/// answer the non-local key error for them (BullMQ's FlowProducer did).
+fn may_name_undeclared_keys(cmd: &Command) -> bool {
+    cmd.meta.group == "scripting"
 }
 
 /// An EXEC running its queue in turn (see [`continue_exec`]).
