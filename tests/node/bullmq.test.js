@@ -263,6 +263,26 @@ for (const target of TARGETS) {
       await eventually(() => done.length === 6, 10_000, 'six jobs');
       assert.ok(done[5] - done[0] >= 550, `six jobs in ${done[5] - done[0]} ms`);
     });
+
+    it('a stalled job (its worker gone, its lock expired) is taken up by another worker', async () => {
+      let hang;
+      const { queue, events, worker } = await queueWithWorker(() => new Promise((resolve) => {
+        hang = resolve;
+      }), { lockDuration: 400, stalledInterval: 200 });
+      const stalled = [];
+      events.on('stalled', ({ jobId }) => stalled.push(jobId));
+      const job = await queue.add('stuck', {});
+      await eventually(() => hang, 5000, 'the first worker to take the job');
+      // The first worker stops renewing its lock and never finishes the job.
+      await worker.close(true);
+      const rescuer = new Worker(queue.name, async () => 'rescued', {
+        connection: queue.opts.connection, prefix: queue.opts.prefix, stalledInterval: 200,
+      });
+      closers.push(() => rescuer.close());
+      assert.equal(await job.waitUntilFinished(events, 15_000), 'rescued');
+      assert.deepEqual(stalled, [job.id]);
+      hang();
+    });
   });
 }
 
