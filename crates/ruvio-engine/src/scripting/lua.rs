@@ -458,7 +458,11 @@ impl Runner<'_> {
         }
         let mut out = Vec::new();
         let mut reply = Reply::new(&mut out, resp);
-        match handler(self.engine, self.ctx, args, &mut reply) {
+        let engine = &mut *self.engine;
+        match self
+            .ctx
+            .run_inner(args, |ctx| handler(engine, ctx, args, &mut reply))
+        {
             Ok(Outcome::Done) => {}
             Ok(Outcome::Block(_)) => reply.null_array(),
             Err(e) => e.write(&mut reply),
