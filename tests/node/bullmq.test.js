@@ -206,14 +206,12 @@ for (const target of TARGETS) {
     });
 
     it('a flow: the parent runs after its children, with their return values', async () => {
-      let flowQueue;
-      const { queue } = await queueWithWorker(async (job) => {
+      const { queue: flowQueue } = await queueWithWorker(async (job) => {
         if (job.name === 'child') return job.data.n * 10;
         const values = Object.values(await job.getChildrenValues());
         return values.reduce((a, b) => a + b, 0);
       });
-      flowQueue = queue;
-      const flows = new FlowProducer({ connection: queue.opts.connection, prefix: queue.opts.prefix });
+      const flows = new FlowProducer({ connection: flowQueue.opts.connection, prefix: flowQueue.opts.prefix });
       closers.push(() => flows.close());
       const tree = await flows.add({
         name: 'parent', queueName: flowQueue.name, data: {},
@@ -232,9 +230,6 @@ for (const target of TARGETS) {
         return job.data.n;
       });
       const job = await queue.add('logged', { n: 7 });
-      const events = new QueueEvents(queue.name, { connection: queue.opts.connection, prefix: queue.opts.prefix });
-      closers.push(() => events.close());
-      await events.waitUntilReady();
       await eventually(async () => (await job.getState()) === 'completed', 10_000, 'the job');
       assert.deepEqual(await queue.getJobLogs(job.id), { logs: ['started 7'], count: 1 });
       assert.deepEqual((await queue.getJob(job.id)).data, { n: 7, seen: true });
