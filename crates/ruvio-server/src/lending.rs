@@ -726,6 +726,11 @@ impl Lending {
     pub fn waiting_len(&self) -> usize {
         self.ops.values().filter(|op| op.is_parked()).count()
     }
+
+    /// Keys of this shard are lent out now (a snapshot waits for them).
+    pub fn lends_any(&self) -> bool {
+        !self.lent.is_empty()
+    }
 }
 
 /// An owner's side: its keys are back (changed or gone). Wake whoever waited on

@@ -161,6 +161,12 @@ pub struct Shared {
     open_clients: AtomicU64,
     /// Every shard's Pub/Sub subscribers.
     pub pubsub: crate::pubsub::Subscribers,
+    /// BGSAVE / BGREWRITEAOF across the shards (see `snapshot`).
+    pub background_save: crate::snapshot::SaveState,
+    /// SHUTDOWN / SIGTERM in progress (see `shutdown`).
+    pub exit: crate::shutdown::ExitState,
+    /// Shards still loading their keyspace (see `loading`).
+    pub loading: crate::loading::LoadingState,
 }
 
 impl Shared {
@@ -180,6 +186,9 @@ impl Shared {
             stats_epoch: AtomicU64::new(0),
             open_clients: AtomicU64::new(0),
             pubsub: crate::pubsub::Subscribers::new(shards),
+            background_save: Default::default(),
+            exit: Default::default(),
+            loading: crate::loading::LoadingState::new(shards),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,
