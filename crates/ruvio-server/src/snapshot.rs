@@ -7,14 +7,17 @@
 //!   position at the start, so recovery loads it and replays the log after it, as
 //!   for SAVE's snapshots (`wal::snapshot`).
 //! - **Slices**: once per loop iteration the shard writes keys for at most
-//!   [`SLICE`] (plus one batch of [`KEYS_PER_STEP`]); while a snapshot runs the loop
-//!   does not sleep waiting for clients. The bytes go to a temporary file by plain
-//!   `write`s of at most about [`WRITE_BYTES`] into the page cache; the checksum
-//!   follows them.
-//! - **Sealing**: the last `fsync` of a large file takes long, so a helper thread
-//!   seals it (version digits if a key needed a newer RDB version, checksum,
-//!   `fsync`, rename, directory `fsync`) and deletes the older snapshot and the log
-//!   segments it covers. The shard polls for the outcome on its loop.
+//!   [`SLICE`] (plus one batch of [`KEYS_PER_STEP`]) into a buffer; while a
+//!   snapshot runs the loop does not sleep waiting for clients. Full buffers of
+//!   [`WRITE_BYTES`] go to a writer thread of the save, which writes them to a
+//!   temporary file (the checksum follows them; writeback is started every
+//!   [`WRITEBACK_BYTES`] so dirty pages never pile up). The shard never waits for
+//!   the disk: when [`CHUNKS_QUEUED_MAX`] buffers wait for the writer, the slice
+//!   writes no key (the save takes longer; its memory stays bounded).
+//! - **Sealing**: the writer thread then seals the file (version digits if a key
+//!   needed a newer RDB version, checksum, `fsync`, rename, directory `fsync`) and
+//!   deletes the older snapshot and the log segments it covers; the shard polls
+//!   for the outcome on its loop.
 //! - **Keys on loan**: a snapshot must not begin while keys of the shard are lent
 //!   to another shard (a command on borrowed keys, `lending`): they are out of the
 //!   keyspace and an unchanged key comes back with no log record. The start waits
@@ -33,9 +36,9 @@ use std::fmt::Display;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::AcqRel, Ordering::Relaxed};
-use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::time::{Duration, Instant};
 
 /// Time a loop iteration spends writing keys (p99 of the other clients' commands
@@ -45,6 +48,11 @@ const SLICE: Duration = Duration::from_micros(500);
 const KEYS_PER_STEP: usize = 256;
 /// Bytes gathered before a `write` to the file.
 const WRITE_BYTES: usize = 1 << 20;
+/// Chunks of [`WRITE_BYTES`] waiting for the writer thread at most (the memory a
+/// save may hold when the disk is slower than the scan).
+const CHUNKS_QUEUED_MAX: usize = 16;
+/// Bytes written between two writeback starts.
+const WRITEBACK_BYTES: u64 = 16 << 20;
 
 /// What a background snapshot was asked as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,7 +249,7 @@ pub struct ShardSave {
     /// A save was asked and waits for lent keys to come home.
     waiting: bool,
     writing: Option<Writing>,
-    /// The helper thread sealing the file: its outcome.
+    /// The writer thread, once every byte went to it: its outcome.
     sealing: Option<Receiver<Result<(), String>>>,
     /// `dirty` when the snapshot began (what the save covers).
     dirty_at_start: u64,
@@ -254,16 +262,23 @@ impl ShardSave {
     }
 }
 
-/// The file being written.
+/// What the shard hands its writer thread.
+enum Chunk {
+    /// The next bytes of the file.
+    Bytes(Vec<u8>),
+    /// Every byte was sent; the keys need this RDB version.
+    End(u16),
+}
+
+/// The keys being written.
 struct Writing {
-    snapshot: Snapshot,
-    file: File,
-    tmp: PathBuf,
-    dir: PathBuf,
-    /// The log position the snapshot covers.
-    position: (u64, u64),
-    checksum: Checksum,
-    /// Bytes not written to the file yet.
+    /// `None` once every key is out (the end is being handed over).
+    snapshot: Option<Snapshot>,
+    /// The RDB version the keys need, once the scan ended.
+    version: u16,
+    writer: SyncSender<Chunk>,
+    outcome: Receiver<Result<(), String>>,
+    /// Bytes not handed to the writer yet.
     pending: Vec<u8>,
     keys_per_slice: usize,
 }
@@ -292,7 +307,7 @@ fn begin_if_ready(core: &mut ShardCore) {
     }
 }
 
-/// The snapshot's file, opened with the header written, and the snapshot begun.
+/// The snapshot begun, its file created and its writer thread started.
 fn open(core: &mut ShardCore) -> Result<Writing, String> {
     let Some(wal) = core.wal.as_ref() else {
         return Err("persistence is off (--durability memory)".into());
@@ -304,17 +319,67 @@ fn open(core: &mut ShardCore) -> Result<Writing, String> {
         crate::wal::snapshot_name(position.0, position.1)
     ));
     let file = File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let (writer, chunks) = mpsc::sync_channel(CHUNKS_QUEUED_MAX);
+    let (done, outcome) = mpsc::channel();
+    std::thread::Builder::new()
+        .name(format!("ruvio-save-{}", core.id))
+        .spawn(move || {
+            let result = write_file(&file, &tmp, &chunks)
+                .and_then(|()| crate::wal::make_current(&tmp, &dir, position))
+                .map_err(|e| format!("{}: {e}", tmp.display()));
+            if result.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            let _ = done.send(result);
+        })
+        .map_err(|e| format!("cannot start a thread: {e}"))?;
     Ok(Writing {
-        snapshot: Snapshot::begin(&mut core.engine, core.now_ms),
-        file,
-        tmp,
-        dir,
-        position,
-        checksum: Checksum::default(),
-        // The header goes out with the first keys (the checksum follows writes).
+        snapshot: Some(Snapshot::begin(&mut core.engine, core.now_ms)),
+        version: RDB_VERSION,
+        writer,
+        outcome,
+        // The header goes out with the first keys.
         pending: header(RDB_VERSION),
         keys_per_slice: keys_per_slice(),
     })
+}
+
+/// The writer thread: the chunks in order into the file (the checksum follows
+/// them, writeback starts every [`WRITEBACK_BYTES`]), then the seal.
+fn write_file(file: &File, path: &Path, chunks: &Receiver<Chunk>) -> std::io::Result<()> {
+    let mut checksum = Checksum::default();
+    let mut writer = file;
+    let (mut written, mut kicked) = (0u64, 0u64);
+    loop {
+        match chunks.recv() {
+            Ok(Chunk::Bytes(bytes)) => {
+                checksum.update(&bytes);
+                writer.write_all(&bytes)?;
+                written += bytes.len() as u64;
+                if written - kicked >= WRITEBACK_BYTES {
+                    start_writeback(file, kicked, written - kicked);
+                    kicked = written;
+                }
+            }
+            Ok(Chunk::End(version)) => return seal(file, path, version, checksum),
+            Err(_) => return Err(std::io::Error::other("the save was abandoned")),
+        }
+    }
+}
+
+/// Ask the kernel to start writing `len` bytes at `offset` out now (no wait), so a
+/// large file's dirty pages do not pile up for the final fsync.
+fn start_writeback(file: &File, offset: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a plain syscall on a descriptor this thread owns; it only starts I/O.
+    unsafe {
+        libc::sync_file_range(
+            file.as_raw_fd(),
+            offset as i64,
+            len as i64,
+            libc::SYNC_FILE_RANGE_WRITE,
+        );
+    }
 }
 
 /// Keys a slice writes at most: unbounded (time decides), or fewer in debug
@@ -328,16 +393,17 @@ fn keys_per_slice() -> usize {
 }
 
 /// One loop iteration's share of the work: begin a waiting save, write a slice,
-/// or take the sealing thread's outcome.
+/// or take the writer's outcome.
 pub fn run_slice(core: &mut ShardCore) {
     begin_if_ready(core);
     if let Some(mut writing) = core.background_save.writing.take() {
         match write_slice(core, &mut writing) {
             Ok(false) => core.background_save.writing = Some(writing),
-            Ok(true) => seal_in_background(core, writing),
+            Ok(true) => core.background_save.sealing = Some(writing.outcome),
             Err(e) => {
-                let _ = writing.snapshot.end(&mut core.engine);
-                let _ = std::fs::remove_file(&writing.tmp);
+                if let Some(snapshot) = writing.snapshot.take() {
+                    let _ = snapshot.end(&mut core.engine);
+                }
                 finish(core, Err(e));
             }
         }
@@ -350,32 +416,44 @@ pub fn run_slice(core: &mut ShardCore) {
     {
         None | Some(Err(TryRecvError::Empty)) => return,
         Some(Ok(outcome)) => outcome,
-        Some(Err(TryRecvError::Disconnected)) => Err("the sealing thread died".into()),
+        Some(Err(TryRecvError::Disconnected)) => Err("the writer thread died".into()),
     };
     core.background_save.sealing = None;
     finish(core, outcome);
 }
 
-/// Write keys for one slice; true once every key is in the file.
+/// Write keys for one slice; true once every byte and the end went to the
+/// writer. When the writer is behind (the disk is slower), no key is written:
+/// the save takes longer, the shard never waits.
 fn write_slice(core: &mut ShardCore, w: &mut Writing) -> Result<bool, String> {
     let began = Instant::now();
     let mut keys_left = w.keys_per_slice;
     loop {
+        if w.pending.len() >= WRITE_BYTES || (w.snapshot.is_none() && !w.pending.is_empty()) {
+            let bytes = std::mem::replace(&mut w.pending, Vec::with_capacity(WRITE_BYTES));
+            match w.writer.try_send(Chunk::Bytes(bytes)) {
+                Ok(()) => {}
+                Err(TrySendError::Full(Chunk::Bytes(bytes))) => {
+                    w.pending = bytes;
+                    return Ok(false);
+                }
+                Err(_) => return Err(writer_gone(w)),
+            }
+        }
+        let Some(snapshot) = w.snapshot.as_mut() else {
+            return match w.writer.try_send(Chunk::End(w.version)) {
+                Ok(()) => Ok(true),
+                Err(TrySendError::Full(_)) => Ok(false),
+                Err(_) => Err(writer_gone(w)),
+            };
+        };
         let step = KEYS_PER_STEP.min(keys_left);
         keys_left -= step;
-        let done = w.snapshot.step(&mut core.engine, &mut w.pending, step);
-        if done {
+        if snapshot.step(&mut core.engine, &mut w.pending, step) {
             w.pending.push(END_OF_KEYS);
-        }
-        if done || w.pending.len() >= WRITE_BYTES {
-            w.checksum.update(&w.pending);
-            w.file
-                .write_all(&w.pending)
-                .map_err(|e| format!("{}: {e}", w.tmp.display()))?;
-            w.pending.clear();
-        }
-        if done {
-            return Ok(true);
+            let snapshot = w.snapshot.take().expect("scanning");
+            w.version = snapshot.end(&mut core.engine)?;
+            continue;
         }
         if keys_left == 0 || began.elapsed() >= SLICE {
             return Ok(false);
@@ -383,39 +461,11 @@ fn write_slice(core: &mut ShardCore, w: &mut Writing) -> Result<bool, String> {
     }
 }
 
-/// Every key is written: the engine stops copying on write, and a helper thread
-/// makes the file durable and current.
-fn seal_in_background(core: &mut ShardCore, w: Writing) {
-    let version = match w.snapshot.end(&mut core.engine) {
-        Ok(version) => version,
-        Err(e) => {
-            let _ = std::fs::remove_file(&w.tmp);
-            return finish(core, Err(e));
-        }
-    };
-    let (tx, rx) = mpsc::channel();
-    let Writing {
-        file,
-        tmp,
-        dir,
-        position,
-        checksum,
-        ..
-    } = w;
-    let sealing = std::thread::Builder::new()
-        .name(format!("ruvio-seal-{}", core.id))
-        .spawn(move || {
-            let sealed = seal(&file, &tmp, version, checksum)
-                .and_then(|()| crate::wal::make_current(&tmp, &dir, position))
-                .map_err(|e| format!("{}: {e}", tmp.display()));
-            if sealed.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            let _ = tx.send(sealed);
-        });
-    match sealing {
-        Ok(_) => core.background_save.sealing = Some(rx),
-        Err(e) => finish(core, Err(format!("cannot start a thread: {e}"))),
+/// The writer thread stopped early: its error.
+fn writer_gone(w: &Writing) -> String {
+    match w.outcome.recv() {
+        Ok(Err(e)) => e,
+        _ => "the writer thread died".into(),
     }
 }
 
