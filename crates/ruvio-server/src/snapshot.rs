@@ -18,10 +18,10 @@
 //!   needed a newer RDB version, checksum, `fsync`, rename, directory `fsync`) and
 //!   deletes the older snapshot and the log segments it covers; the shard polls
 //!   for the outcome on its loop.
-//! - **Keys on loan**: a snapshot must not begin while keys of the shard are lent
-//!   to another shard (a command on borrowed keys, `lending`): they are out of the
-//!   keyspace and an unchanged key comes back with no log record. The start waits
-//!   for them to come home.
+//! - **Keys on loan**: keys of the shard lent to another shard when the snapshot
+//!   begins (a command on borrowed keys, `lending`) are out of the keyspace, so
+//!   not in the snapshot; their state is logged when they come home, changed or
+//!   not, so the log after the snapshot's position restores them.
 //! - **The Redis view**: BGSAVE / BGREWRITEAOF (the log is rewritten by taking a
 //!   snapshot: its older segments go), their `SCHEDULE`d forms, INFO persistence's
 //!   `rdb_bgsave_in_progress`, `rdb_last_bgsave_status`, `rdb_*_bgsave_time_sec`,
@@ -246,8 +246,6 @@ fn status(ok: &AtomicBool) -> &'static str {
 /// One shard's part of a background save.
 #[derive(Default)]
 pub struct ShardSave {
-    /// A save was asked and waits for lent keys to come home.
-    waiting: bool,
     writing: Option<Writing>,
     /// The writer thread, once every byte went to it: its outcome.
     sealing: Option<Receiver<Result<(), String>>>,
@@ -258,7 +256,7 @@ pub struct ShardSave {
 impl ShardSave {
     /// A save is under way on this shard: the loop must not sleep.
     pub fn busy(&self) -> bool {
-        self.waiting || self.writing.is_some()
+        self.writing.is_some()
     }
 }
 
@@ -283,21 +281,11 @@ struct Writing {
     keys_per_slice: usize,
 }
 
-/// Begin this shard's part of the save the server just claimed (at once, or once
-/// its lent keys are home).
+/// Begin this shard's part of the save the server just claimed.
 pub fn request(core: &mut ShardCore) {
     if core.background_save.busy() {
         return;
     }
-    core.background_save.waiting = true;
-    begin_if_ready(core);
-}
-
-fn begin_if_ready(core: &mut ShardCore) {
-    if !core.background_save.waiting || core.lending.lends_any() {
-        return;
-    }
-    core.background_save.waiting = false;
     match open(core) {
         Ok(writing) => {
             core.background_save.writing = Some(writing);
@@ -319,6 +307,7 @@ fn open(core: &mut ShardCore) -> Result<Writing, String> {
         crate::wal::snapshot_name(position.0, position.1)
     ));
     let file = File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    core.lending.snapshot_taken();
     let (writer, chunks) = mpsc::sync_channel(CHUNKS_QUEUED_MAX);
     let (done, outcome) = mpsc::channel();
     std::thread::Builder::new()
@@ -392,10 +381,9 @@ fn keys_per_slice() -> usize {
     knob.unwrap_or(usize::MAX)
 }
 
-/// One loop iteration's share of the work: begin a waiting save, write a slice,
-/// or take the writer's outcome.
+/// One loop iteration's share of the work: write a slice, or take the writer's
+/// outcome.
 pub fn run_slice(core: &mut ShardCore) {
-    begin_if_ready(core);
     if let Some(mut writing) = core.background_save.writing.take() {
         match write_slice(core, &mut writing) {
             Ok(false) => core.background_save.writing = Some(writing),

@@ -369,6 +369,7 @@ pub fn snapshot(core: &mut ShardCore) -> Result<(), String> {
     };
     let (segment, offset) = wal.log_end();
     let dir = wal.dir.clone();
+    core.lending.snapshot_taken();
     let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms)?;
     let file = ruvio_engine::rdb::file::assemble([section.as_slice()], version);
     let tmp = dir.join(format!("{}.tmp", snapshot_name(segment, offset)));

@@ -351,3 +351,64 @@ fn bgsave_needs_a_log() {
         b"-ERR BGSAVE failed: persistence is off (--durability memory)\r\n".to_vec()
     );
 }
+
+/// Keys lent to another shard for a cross-shard command (LCS reads two keys of
+/// two shards and changes nothing) when a snapshot begins are not in it; their
+/// state is logged when they come home, so no key is lost by SAVE or BGSAVE.
+#[test]
+fn keys_on_loan_during_snapshots_are_not_lost() {
+    let dir = data_dir("loans");
+    let server = start(PortMode::Forward, 2, &dir, &[]);
+    let pairs: Vec<(String, String)> = (0..4)
+        .map(|i| {
+            (
+                key_on_shard(&format!("left{i}-"), 0, 2),
+                key_on_shard(&format!("right{i}-"), 1, 2),
+            )
+        })
+        .collect();
+    let mut c = server.raw();
+    for (a, b) in &pairs {
+        assert_eq!(c.cmd(&["SET", a, "abcde"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["SET", b, "abxde"]), b"+OK\r\n");
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = pairs
+        .iter()
+        .cloned()
+        .map(|(a, b)| {
+            let (port, stop) = (server.port(), stop.clone());
+            std::thread::spawn(move || {
+                let mut c = RawConn::connect(port);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    assert_eq!(c.cmd(&["LCS", &a, &b]), b"$4\r\nabde\r\n".to_vec());
+                }
+            })
+        })
+        .collect();
+    for round in 0..40 {
+        if round % 2 == 0 {
+            assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+        } else {
+            assert_eq!(
+                c.cmd(&["BGSAVE"]),
+                b"+Background saving started\r\n".to_vec()
+            );
+            wait_until_saved(&mut c);
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    std::thread::sleep(AFTER_SYNC);
+    drop(server);
+    let server = start(PortMode::Forward, 2, &dir, &[]);
+    let mut c = server.raw();
+    for (a, b) in &pairs {
+        assert_eq!(c.cmd(&["GET", a]), b"$5\r\nabcde\r\n".to_vec(), "{a}");
+        assert_eq!(c.cmd(&["GET", b]), b"$5\r\nabxde\r\n".to_vec(), "{b}");
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
