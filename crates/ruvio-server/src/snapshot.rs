@@ -313,6 +313,7 @@ fn open(core: &mut ShardCore) -> Result<Writing, String> {
     std::thread::Builder::new()
         .name(format!("ruvio-save-{}", core.id))
         .spawn(move || {
+            run_on_any_cpu();
             let result = write_file(&file, &tmp, &chunks)
                 .and_then(|()| crate::wal::make_current(&tmp, &dir, position))
                 .map_err(|e| format!("{}: {e}", tmp.display()));
@@ -353,6 +354,20 @@ fn write_file(file: &File, path: &Path, chunks: &Receiver<Chunk>) -> std::io::Re
             Ok(Chunk::End(version)) => return seal(file, path, version, checksum),
             Err(_) => return Err(std::io::Error::other("the save was abandoned")),
         }
+    }
+}
+
+/// A thread started by a shard inherits its pinning to the shard's CPU, where it
+/// would take turns with the shard's loop: let the writer run on any CPU.
+fn run_on_any_cpu() {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it;
+    // sched_setaffinity(0, ...) changes only the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in 0..libc::CPU_SETSIZE as usize {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
 
