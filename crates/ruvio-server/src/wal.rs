@@ -410,6 +410,18 @@ pub(crate) fn make_current(
     Ok(())
 }
 
+/// Snapshots a save left half written (`.tmp`: the process ended before it was
+/// sealed) are never loaded: delete them.
+fn remove_unfinished_snapshots(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("snapshot-") && name.ends_with(".rdb.tmp") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// The file name of a snapshot covering the log up to `(segment, offset)`.
 pub(crate) fn snapshot_name(segment: u64, offset: u64) -> String {
     format!("snapshot-{segment:010}-{offset:012}.rdb")
@@ -529,6 +541,7 @@ fn load_snapshot(
     shard: usize,
     now_ms: u64,
 ) -> Result<(u64, u64), String> {
+    remove_unfinished_snapshots(dir);
     let Some(&(segment, offset)) = list_snapshots(dir).last() else {
         return Ok((0, 0));
     };
@@ -615,6 +628,23 @@ mod tests {
         wal.flush_blocking().unwrap();
         let keys: Vec<Vec<u8>> = records_in(&dir).into_iter().map(|r| r[1].clone()).collect();
         assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A save the process did not finish leaves a `.tmp`: the next start deletes
+    /// it and loads the last sealed snapshot.
+    #[test]
+    fn an_unfinished_snapshot_is_deleted_at_start() {
+        let dir = std::env::temp_dir().join(format!("ruvio-wal-tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let shard = shard_dir(&dir, 0);
+        std::fs::create_dir_all(&shard).unwrap();
+        let unfinished = shard.join(format!("{}.tmp", snapshot_name(1, 40)));
+        std::fs::write(&unfinished, b"REDIS0010").unwrap();
+        let cfg = config(&dir);
+        let mut engine = crate::loading::empty_engine(&cfg);
+        recover(&mut engine, &cfg, 0, 0).unwrap();
+        assert!(!unfinished.exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
