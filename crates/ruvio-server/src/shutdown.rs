@@ -9,8 +9,9 @@
 //! Without a log (`--durability memory`) there is nothing to write.
 //!
 //! SHUTDOWN: the shard that got it prepares, tells the others (a broadcast), waits
-//! for all of them (`gather`), then exits, or, when one failed and FORCE is not
-//! given, answers `-ERR Errors trying to SHUTDOWN. Check logs.` and goes on.
+//! for all of them (`gather`), then exits, or, when a save failed and FORCE is not
+//! given, answers `-ERR Errors trying to SHUTDOWN. Check logs.` and goes on (a
+//! failed log sync is logged only, as Redis does with its AOF).
 //! A signal: one thread takes SIGTERM and SIGINT for the process; shard 0's tick
 //! sees it, starts the same preparation and exits once every shard is done (after
 //! a failure it logs and goes on, as Redis does).
@@ -59,13 +60,21 @@ pub fn prepare(core: &mut ShardCore, save: bool) {
         Some(wal) => wal.flush_blocking(),
     };
     let exit = &core.shared.exit;
-    if let Err(e) = result {
-        let what = if save { "saving" } else { "syncing the log" };
-        eprintln!(
-            "ruvio: shard {}: {what} before exiting failed: {e}",
+    match result {
+        Err(e) if save => {
+            eprintln!(
+                "ruvio: shard {}: saving before exiting failed: {e}",
+                core.id
+            );
+            exit.failed.store(true, Release);
+        }
+        // As Redis, which logs a failed AOF fsync at shutdown and exits anyway (a
+        // failed log refused every write since, so none is lost unacknowledged).
+        Err(e) => eprintln!(
+            "ruvio: shard {}: syncing the log before exiting failed: {e}",
             core.id
-        );
-        exit.failed.store(true, Release);
+        ),
+        Ok(()) => {}
     }
     exit.prepared.fetch_add(1, AcqRel);
 }

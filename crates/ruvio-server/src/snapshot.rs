@@ -300,6 +300,7 @@ fn open(core: &mut ShardCore) -> Result<Writing, String> {
     let Some(wal) = core.wal.as_ref() else {
         return Err("persistence is off (--durability memory)".into());
     };
+    injected_failure()?;
     let position = wal.log_end();
     let dir = wal.dir().to_path_buf();
     let tmp = dir.join(format!(
@@ -384,6 +385,15 @@ fn start_writeback(file: &File, offset: u64, len: u64) {
             libc::SYNC_FILE_RANGE_WRITE,
         );
     }
+}
+
+/// `RUVIO_FAULT=snapshot:fail` (debug builds): every snapshot fails, to test what
+/// SAVE, BGSAVE and SHUTDOWN answer then.
+pub(crate) fn injected_failure() -> Result<(), String> {
+    if ruvio_engine::fault::is_armed(b"snapshot", "fail") {
+        return Err("injected failure (RUVIO_FAULT=snapshot:fail)".into());
+    }
+    Ok(())
 }
 
 /// Keys a slice writes at most: unbounded (time decides), or fewer in debug

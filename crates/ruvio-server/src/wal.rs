@@ -367,6 +367,7 @@ pub fn snapshot(core: &mut ShardCore) -> Result<(), String> {
     let Some(wal) = core.wal.as_ref() else {
         return Err("persistence is off (--durability memory)".into());
     };
+    crate::snapshot::injected_failure()?;
     let (segment, offset) = wal.log_end();
     let dir = wal.dir.clone();
     core.lending.snapshot_taken();

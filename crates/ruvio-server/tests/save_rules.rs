@@ -204,3 +204,39 @@ fn sigterm_saves_and_exits() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A save that fails (the debug build's `RUVIO_FAULT=snapshot:fail`): BGSAVE ends
+/// with `rdb_last_bgsave_status:err` and LASTSAVE unmoved; SHUTDOWN SAVE answers
+/// Redis' error and the server goes on; with FORCE it exits.
+#[test]
+fn failed_saves_are_reported_and_shutdown_refused_unless_forced() {
+    let dir = data_dir("failing");
+    let dir_arg = dir.to_str().unwrap();
+    let mut server = Server::ruvio_with_env(
+        PortMode::Forward,
+        2,
+        &["--dir", dir_arg, "--durability", "everysec", "--save", ""],
+        &[("RUVIO_FAULT", "snapshot:fail")],
+    );
+    let mut c = server.raw();
+    let lastsave = c.cmd(&["LASTSAVE"]);
+    assert_eq!(
+        c.cmd(&["BGSAVE"]),
+        b"+Background saving started\r\n".to_vec()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "rdb_last_bgsave_status") != "err" {
+        assert!(Instant::now() < deadline, "the failure never showed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(info_field(&mut c, "rdb_bgsave_in_progress"), "0");
+    assert_eq!(c.cmd(&["LASTSAVE"]), lastsave);
+    assert_eq!(
+        c.cmd(&["SHUTDOWN", "SAVE"]),
+        b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n".to_vec()
+    );
+    assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n".to_vec());
+    c.send(&encode(&["SHUTDOWN", "SAVE", "FORCE"]));
+    assert_eq!(server.wait_exit(Duration::from_secs(10)), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
