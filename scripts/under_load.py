@@ -61,7 +61,9 @@ SCENARIOS = [
 FSYNC_NOTE = "skipped: pass --fsync to run the durability=always rows"
 
 REDIS_FSYNC_ARGS = ["--appendonly", "yes", "--appendfsync", "always"]
-RUVIO_FSYNC_ARGS = ["--durability", "always", "--dir", "{dir}"]
+# No save rules on either side (Redis runs with --save ""): no background save
+# lands inside a measured row.
+RUVIO_FSYNC_ARGS = ["--durability", "always", "--dir", "{dir}", "--save", ""]
 
 
 def shard_cpus(server_cpus: str, shards: int) -> str:

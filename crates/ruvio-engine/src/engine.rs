@@ -422,6 +422,11 @@ impl Engine {
         }
     }
 
+    /// Free `chunks` in slices, as a lazy flush does (a snapshot's frozen slab).
+    pub(crate) fn free_later(&mut self, chunks: Vec<Box<[Entry]>>) {
+        self.lazy_free.extend(chunks);
+    }
+
     /// Active expiry: examine up to `keys_budget` keys that have a TTL, starting where
     /// the previous call stopped and moving on across databases, and delete those
     /// past their time; then remove up to `keys_budget * FIELDS_PER_BUDGET_KEY` hash

@@ -43,6 +43,7 @@ pub mod error;
 pub mod fault;
 pub mod rdb;
 pub mod slot;
+pub mod snapshot;
 pub mod value;
 
 mod args;

@@ -111,6 +111,10 @@ pub struct Cli {
     /// Load this Redis RDB file (dump.rdb) at start; each shard keeps its keys.
     #[arg(long)]
     pub import_rdb: Option<PathBuf>,
+    /// Redis' save rules, e.g. "3600 1 300 100 60 10000" ("": none); they take
+    /// background snapshots when a log is kept.
+    #[arg(long)]
+    pub save: Option<String>,
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -156,6 +160,7 @@ struct FileConfig {
     dir: Option<PathBuf>,
     client_output_buffer_limit: Option<String>,
     notify_keyspace_events: Option<String>,
+    save: Option<String>,
 }
 
 /// The resolved configuration every shard starts from.
@@ -198,6 +203,8 @@ pub struct Config {
     pub notify_keyspace_events: u32,
     /// A Redis RDB file to load at start (`--import-rdb`).
     pub import_rdb: Option<PathBuf>,
+    /// `save` rules (see [`crate::save_rules`]).
+    pub save: Vec<crate::save_rules::SaveRule>,
 }
 
 impl Config {
@@ -262,6 +269,10 @@ impl Config {
                 .ok_or_else(|| format!("notify_keyspace_events: {}", crate::notify::INVALID))?,
             None => 0,
         };
+        let save_text = cli.save.or(file.save);
+        let save =
+            crate::save_rules::parse(save_text.as_deref().unwrap_or(crate::save_rules::DEFAULT))
+                .map_err(|e| format!("save: {e}"))?;
         Ok(Config {
             bind: cli.bind.or(file.bind).unwrap_or_else(|| "127.0.0.1".into()),
             port: cli.port.or(file.port).unwrap_or(6379),
@@ -297,6 +308,7 @@ impl Config {
             client_output_buffer_limit,
             notify_keyspace_events,
             import_rdb: cli.import_rdb,
+            save,
         })
     }
 

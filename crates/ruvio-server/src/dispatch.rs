@@ -20,7 +20,7 @@ use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{
-    ALLOW_BUSY, ALL_SHARDS, BLOCKING, DENYOOM, NO_AUTH, SPLITTABLE, WRITE,
+    ALLOW_BUSY, ALL_SHARDS, BLOCKING, DENYOOM, LOADING, NO_AUTH, SPLITTABLE, WRITE,
 };
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
@@ -321,6 +321,8 @@ pub(crate) fn run_command(
         Some(CmdError::WrongArity(cmd.meta.name))
     } else if !client.authenticated && !cmd.meta.has(NO_AUTH) {
         Some(CmdError::NoAuth)
+    } else if core.loading.refuses() && !flags_row(cmd, args).has(LOADING) {
+        Some(CmdError::Line(crate::loading::LOADING_ERROR.to_vec()))
     } else if core.cfg.maxmemory != 0 && denies_oom(cmd, args) && memory::must_refuse(core) {
         Some(CmdError::Oom)
     } else if client.proto == Protocol::Resp2 && client.subs.active() {

@@ -47,6 +47,8 @@ pub enum Then {
     Reply(Vec<u8>),
     /// DEBUG EXPORT-RDB: every shard wrote its part of this file; assemble it.
     ExportRdb(String),
+    /// SHUTDOWN: every shard prepared to exit (see `shutdown`).
+    Shutdown { force: bool },
 }
 
 /// A call waiting for the other shards to publish.
@@ -155,6 +157,7 @@ pub fn published(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
             Ok(()) => b"+OK\r\n".to_vec(),
             Err(e) => format!("-ERR EXPORT-RDB failed: {e}\r\n").into_bytes(),
         },
+        Then::Shutdown { force } => crate::shutdown::conclude(core, force),
     };
     deliver(core, conns, (p.conn, p.gen), p.seq, 0, out);
 }

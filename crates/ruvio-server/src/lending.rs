@@ -121,6 +121,9 @@ pub struct Lending {
     /// ran before `start` returned (SORT BY/GET with local keys only).
     starting: Option<(u32, u32)>,
     answered_at_once: Option<Vec<u8>>,
+    /// Keys that were out on loan when a snapshot was taken (SAVE): the snapshot
+    /// lacks them, so their state is logged when they come home, changed or not.
+    missed_by_snapshot: AHashSet<DbKey>,
 }
 
 impl Lending {
@@ -733,6 +736,12 @@ impl Lending {
     pub fn waiting_len(&self) -> usize {
         self.ops.values().filter(|op| op.is_parked()).count()
     }
+
+    /// A snapshot is taken now: the keys out on loan are not in it, so their
+    /// state is logged when they come home.
+    pub fn snapshot_taken(&mut self) {
+        self.missed_by_snapshot.extend(self.lent.iter().cloned());
+    }
 }
 
 /// An owner's side: its keys are back (changed or gone). Wake whoever waited on
@@ -747,7 +756,14 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
         wal.end_atomic();
     }
     for (db, key, entry) in entries {
-        core.lending.lent.remove(&(db, key.clone()));
+        let db_key = (db, key.clone());
+        core.lending.lent.remove(&db_key);
+        if core.lending.missed_by_snapshot.remove(&db_key) {
+            let record = state_record(&key, entry.as_ref());
+            if let (Some(wal), false) = (core.wal.as_mut(), record.is_empty()) {
+                wal.append(db, &mut record.iter().map(Vec::as_slice));
+            }
+        }
         if let Some(entry) = entry {
             core.engine.adopt(db, entry);
         }

@@ -2,7 +2,7 @@
 //! the keyspace and its sockets, and wait for them.
 
 use ruvio_server::{
-    alloc, config, forward, registry, shard, stats, topology, wal, EXIT_SHARD_FAILED,
+    alloc, config, forward, registry, reshard, shard, stats, topology, EXIT_SHARD_FAILED,
 };
 
 use clap::Parser;
@@ -41,7 +41,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    if let Err(e) = wal::check_layout(&cfg) {
+    if let Err(e) = reshard::prepare(&cfg) {
         fail(&e);
     }
     let registry = registry::registry();
@@ -51,6 +51,9 @@ fn main() {
         cfg.databases,
         shard::unix_ms(),
     ));
+    if let Err(e) = ruvio_server::shutdown::watch_signals(shared.clone()) {
+        fail(&format!("cannot watch for SIGTERM: {e}"));
+    }
     let mut mesh = if cfg.shards > 1 {
         Some(
             forward::MeshPlan::new(cfg.shards)

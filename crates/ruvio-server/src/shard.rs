@@ -120,13 +120,18 @@ pub struct ShardCore {
     pub notifications: crate::notify::Pending,
     /// Watched keys of this shard and touched watches of its clients.
     pub watches: crate::watch::Watches,
+    /// This shard's part of a BGSAVE / BGREWRITEAOF (see `snapshot`).
+    pub background_save: crate::snapshot::ShardSave,
+    /// Loading the keyspace at start (see `loading`).
+    pub loading: crate::loading::ShardLoading,
 }
 
 impl ShardCore {
     /// Shard `id`'s state without its sockets: an empty keyspace configured from
     /// `cfg`, empty statistics and queues.
     /// Shard `id`'s state: its keyspace loaded (a Redis RDB file to import, then its
-    /// snapshot and write-ahead log), before it takes any client.
+    /// snapshot and write-ahead log) now, or, with a log, by a thread while the
+    /// shard answers `-LOADING` (see `loading`).
     pub fn new(
         id: usize,
         cfg: Config,
@@ -142,30 +147,23 @@ impl ShardCore {
             ..Default::default()
         };
         let shards = topo.nodes.len();
-        let mut engine = Engine::new(cfg.databases);
-        *engine.config_mut() = cfg.engine;
         // Scripts may touch undeclared keys only in this shard's slots.
         let node = &topo.nodes[id];
         ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
         ruvio_engine::scripting::set_script_watches(shared.scripts.clone(), id);
         ruvio_engine::scripting::set_server_commands(crate::registry::script_row);
-        if let Some(path) = &cfg.import_rdb {
-            crate::import::load_rdb(&mut engine, path, id, &topo)?;
-        }
-        let wal = if cfg.durability.logs() {
-            let end = crate::wal::recover(&mut engine, &cfg, id, unix_ms())
-                .map_err(std::io::Error::other)?;
-            Some(crate::wal::Wal::open(&cfg, id, end)?)
+        // With a log, the keyspace loads on a thread while the shard answers
+        // -LOADING (see `loading`); without one, here and now.
+        let in_background = cfg.durability.logs();
+        let loading = if in_background {
+            crate::loading::start(&cfg, id, &topo)?
         } else {
-            None
+            Default::default()
         };
-        engine.record_expired(crate::notify::expiry_wanted(cfg.notify_keyspace_events));
-        let (added, missed) = crate::notify::key_notes_wanted(cfg.notify_keyspace_events);
-        engine.record_key_notes(added, missed);
-        Ok(ShardCore {
+        let mut core = ShardCore {
             id,
+            engine: crate::loading::empty_engine(&cfg),
             cfg,
-            engine,
             topo,
             shared,
             stats,
@@ -179,11 +177,19 @@ impl ShardCore {
             gathering: Gathering::default(),
             pause: Pause::default(),
             next_trim_ms: 0,
-            wal,
+            wal: None,
             gated: Default::default(),
             notifications: Default::default(),
             watches: Default::default(),
-        })
+            background_save: Default::default(),
+            loading,
+        };
+        if !in_background {
+            let (engine, end) =
+                crate::loading::load(&core.cfg, id, &core.topo).map_err(std::io::Error::other)?;
+            crate::loading::install(&mut core, engine, end)?;
+        }
+        Ok(core)
     }
 }
 
@@ -281,6 +287,8 @@ impl Shard {
             crate::notify::deliver_pending(&mut self.core, &mut self.conns);
             self.ship_outbox();
             self.run_deferred();
+            crate::snapshot::run_slice(&mut self.core);
+            crate::loading::poll(&mut self.core);
             self.submit_wal_write();
             self.flush_dirty();
             if self.core.now_ms >= self.next_tick_ms {
@@ -300,6 +308,12 @@ impl Shard {
             .next_tick_ms
             .saturating_sub(unix_ms())
             .min(TICK.as_millis() as u64);
+        // A background save writes a slice per iteration: do not sleep meanwhile.
+        let wait_ms = if self.core.background_save.busy() {
+            0
+        } else {
+            wait_ms
+        };
         let ts = types::Timespec::new().nsec((wait_ms as u32) * 1_000_000);
         let args = types::SubmitArgs::new().timespec(&ts);
         let Err(e) = self.ring.submitter().submit_with_args(1, &args) else {
@@ -877,6 +891,8 @@ impl Shard {
         }
         crate::memory::give_back_free_pages(&mut self.core);
         self.sync_wal_if_due();
+        crate::save_rules::check(&mut self.core);
+        crate::shutdown::on_tick(&mut self.core);
         self.close_idle_clients();
         self.publish_gauges();
     }

@@ -163,6 +163,12 @@ pub struct Shared {
     pub pubsub: crate::pubsub::Subscribers,
     /// Every shard's running script and `busy-reply-threshold` (`-BUSY`, SCRIPT KILL).
     pub scripts: std::sync::Arc<ruvio_engine::scripting::ScriptWatches>,
+    /// BGSAVE / BGREWRITEAOF across the shards (see `snapshot`).
+    pub background_save: crate::snapshot::SaveState,
+    /// SHUTDOWN / SIGTERM in progress (see `shutdown`).
+    pub exit: crate::shutdown::ExitState,
+    /// Shards still loading their keyspace (see `loading`).
+    pub loading: crate::loading::LoadingState,
 }
 
 impl Shared {
@@ -183,6 +189,9 @@ impl Shared {
             open_clients: AtomicU64::new(0),
             pubsub: crate::pubsub::Subscribers::new(shards),
             scripts: std::sync::Arc::new(ruvio_engine::scripting::ScriptWatches::new(shards)),
+            background_save: Default::default(),
+            exit: Default::default(),
+            loading: crate::loading::LoadingState::new(shards),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,

@@ -190,6 +190,34 @@ impl Wal {
         )
     }
 
+    /// The directory of this shard's log and snapshots.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Write and sync every record appended so far, blocking (the process is about
+    /// to exit: SHUTDOWN). A write in flight is written again at its offset (the
+    /// same bytes), the waiting records after it; nothing here changes the state,
+    /// so if the exit is called off the ring's writes complete as usual.
+    pub fn flush_blocking(&self) -> Result<(), String> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let in_flight: &[u8] = if self.write_in_flight {
+            &self.writing[self.written..]
+        } else {
+            &[]
+        };
+        let write = || -> std::io::Result<()> {
+            use std::os::unix::fs::FileExt;
+            self.file.write_all_at(in_flight, self.offset)?;
+            let after = self.offset + in_flight.len() as u64;
+            self.file.write_all_at(&self.filling, after)?;
+            self.file.sync_data()
+        };
+        write().map_err(|e| format!("{}: {e}", self.dir.display()))
+    }
+
     /// The first disk error, when writes must be refused.
     pub fn failed(&self) -> Option<&str> {
         self.error.as_deref()
@@ -360,29 +388,6 @@ fn open_segment(dir: &Path, number: u64) -> std::io::Result<File> {
         .open(dir.join(segment_name(number)))
 }
 
-/// Refuse to start on logs written with another shard count: a key's records are
-/// in the log of the shard that owned it, and another count moves keys.
-pub fn check_layout(cfg: &Config) -> Result<(), String> {
-    if !cfg.durability.logs() {
-        return Ok(());
-    }
-    let found = ruvio_wal::segment::shard_dirs(&cfg.dir)
-        .map_err(|e| format!("data directory {}: {e}", cfg.dir.display()))?;
-    let with_logs: Vec<usize> = found
-        .into_iter()
-        .filter(|&i| list_segments(&shard_dir(&cfg.dir, i)).is_ok_and(|s| !s.is_empty()))
-        .collect();
-    match with_logs.iter().max() {
-        Some(&last) if last + 1 != cfg.shards => Err(format!(
-            "{} holds the logs of {} shards; start with --shards {} (changing the shard count of a data directory is not supported yet)",
-            cfg.dir.display(),
-            last + 1,
-            last + 1
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// A snapshot of this shard (SAVE): its keyspace written as an RDB file named by
 /// the log position it covers, `snapshot-<segment>-<offset>.rdb` (temp file,
 /// fsync, rename, so a crash leaves the previous one), then older snapshots and
@@ -393,30 +398,20 @@ pub fn snapshot(core: &mut ShardCore) -> Result<(), String> {
     let Some(wal) = core.wal.as_ref() else {
         return Err("persistence is off (--durability memory)".into());
     };
+    crate::snapshot::injected_failure()?;
     let (segment, offset) = wal.log_end();
     let dir = wal.dir.clone();
+    core.lending.snapshot_taken();
     let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms)?;
     let file = ruvio_engine::rdb::file::assemble([section.as_slice()], version);
-    let name = snapshot_name(segment, offset);
-    let tmp = dir.join(format!("{name}.tmp"));
+    let tmp = dir.join(format!("{}.tmp", snapshot_name(segment, offset)));
     let write = || -> std::io::Result<()> {
         let mut f = File::create(&tmp)?;
         std::io::Write::write_all(&mut f, &file)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, dir.join(&name))?;
-        File::open(&dir)?.sync_all()
+        make_current(&tmp, &dir, (segment, offset))
     };
-    write().map_err(|e| format!("{}: {e}", dir.join(&name).display()))?;
-    for (seg, off) in list_snapshots(&dir) {
-        if (seg, off) != (segment, offset) {
-            let _ = std::fs::remove_file(dir.join(snapshot_name(seg, off)));
-        }
-    }
-    for old in list_segments(&dir).unwrap_or_default() {
-        if old < segment {
-            let _ = std::fs::remove_file(dir.join(segment_name(old)));
-        }
-    }
+    write().map_err(|e| format!("{}: {e}", tmp.display()))?;
     core.shared
         .last_save_unix_s
         .fetch_max(core.now_ms / 1000, std::sync::atomic::Ordering::Relaxed);
@@ -424,8 +419,49 @@ pub fn snapshot(core: &mut ShardCore) -> Result<(), String> {
     Ok(())
 }
 
-fn snapshot_name(segment: u64, offset: u64) -> String {
+/// A snapshot written and synced as `tmp` becomes the shard's snapshot covering
+/// the log up to `(segment, offset)` (rename, directory sync); then the older
+/// snapshots and the log segments before its segment are deleted.
+pub(crate) fn make_current(
+    tmp: &Path,
+    dir: &Path,
+    (segment, offset): (u64, u64),
+) -> std::io::Result<()> {
+    std::fs::rename(tmp, dir.join(snapshot_name(segment, offset)))?;
+    File::open(dir)?.sync_all()?;
+    for (seg, off) in list_snapshots(dir) {
+        if (seg, off) < (segment, offset) {
+            let _ = std::fs::remove_file(dir.join(snapshot_name(seg, off)));
+        }
+    }
+    for old in list_segments(dir).unwrap_or_default() {
+        if old < segment {
+            let _ = std::fs::remove_file(dir.join(segment_name(old)));
+        }
+    }
+    Ok(())
+}
+
+/// Snapshots a save left half written (`.tmp`: the process ended before it was
+/// sealed) are never loaded: delete them.
+fn remove_unfinished_snapshots(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("snapshot-") && name.ends_with(".rdb.tmp") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The file name of a snapshot covering the log up to `(segment, offset)`.
+pub(crate) fn snapshot_name(segment: u64, offset: u64) -> String {
     format!("snapshot-{segment:010}-{offset:012}.rdb")
+}
+
+/// `dir` holds a snapshot.
+pub(crate) fn has_snapshot(dir: &Path) -> bool {
+    !list_snapshots(dir).is_empty()
 }
 
 /// The snapshots in `dir` as `(segment, offset)`, oldest first.
@@ -481,6 +517,7 @@ pub fn recover(
             0
         };
         let (valid, how) = read_log(&bytes[skip..], |record| {
+            crate::loading::slow_replay();
             replay(engine, record.db, &record.args, now_ms, &mut scratch);
             records += 1;
         });
@@ -536,6 +573,7 @@ fn load_snapshot(
     shard: usize,
     now_ms: u64,
 ) -> Result<(u64, u64), String> {
+    remove_unfinished_snapshots(dir);
     let Some(&(segment, offset)) = list_snapshots(dir).last() else {
         return Ok((0, 0));
     };
@@ -578,4 +616,67 @@ fn replay(engine: &mut Engine, db: usize, args: &[&[u8]], now_ms: u64, scratch: 
         argv,
         &mut Reply::new(scratch, Protocol::Resp2),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Cli, Config, Durability};
+
+    fn config(dir: &Path) -> Config {
+        Config::load(Cli {
+            durability: Some(Durability::Everysec),
+            dir: Some(dir.to_path_buf()),
+            shards: Some(1),
+            cpus: Some("0".into()),
+            ..Cli::default()
+        })
+        .expect("a configuration")
+    }
+
+    fn records_in(dir: &Path) -> Vec<Vec<Vec<u8>>> {
+        let bytes = std::fs::read(shard_dir(dir, 0).join(segment_name(1))).unwrap();
+        let mut out = Vec::new();
+        read_log(&bytes, |r| {
+            out.push(r.args.iter().map(|a| a.to_vec()).collect())
+        });
+        out
+    }
+
+    /// SHUTDOWN's flush: records never submitted to the ring, and the rest of a
+    /// write in flight, are on disk afterwards.
+    #[test]
+    fn flush_blocking_writes_what_waits_and_what_is_in_flight() {
+        let dir = std::env::temp_dir().join(format!("ruvio-wal-flush-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut wal = Wal::open(&config(&dir), 0, RecoveredEnd::Empty).unwrap();
+        let set = |key: &'static [u8]| [&b"SET"[..], key, b"v"];
+        wal.append(0, &mut set(b"a").into_iter());
+        // The ring took this write but has not done it: its bytes are in flight.
+        let in_flight = wal.next_write().expect("a write");
+        assert!(in_flight.len > 0);
+        wal.append(0, &mut set(b"b").into_iter());
+        assert!(records_in(&dir).is_empty());
+        wal.flush_blocking().unwrap();
+        let keys: Vec<Vec<u8>> = records_in(&dir).into_iter().map(|r| r[1].clone()).collect();
+        assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A save the process did not finish leaves a `.tmp`: the next start deletes
+    /// it and loads the last sealed snapshot.
+    #[test]
+    fn an_unfinished_snapshot_is_deleted_at_start() {
+        let dir = std::env::temp_dir().join(format!("ruvio-wal-tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let shard = shard_dir(&dir, 0);
+        std::fs::create_dir_all(&shard).unwrap();
+        let unfinished = shard.join(format!("{}.tmp", snapshot_name(1, 40)));
+        std::fs::write(&unfinished, b"REDIS0010").unwrap();
+        let cfg = config(&dir);
+        let mut engine = crate::loading::empty_engine(&cfg);
+        recover(&mut engine, &cfg, 0, 0).unwrap();
+        assert!(!unfinished.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

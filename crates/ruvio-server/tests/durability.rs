@@ -255,23 +255,6 @@ fn damage_in_the_middle_refuses_to_start_unless_told_to_cut() {
 }
 
 #[test]
-fn another_shard_count_is_refused() {
-    let dir = data_dir("shards");
-    let server = start(PortMode::Forward, 2, &dir, &[]);
-    assert_eq!(server.raw().cmd(&["SET", "x", "1"]), b"+OK\r\n");
-    std::thread::sleep(AFTER_SYNC);
-    drop(server);
-    let out = std::process::Command::new(ruvio_bin())
-        .args(["--port", &free_ports(1, false).to_string(), "--shards", "1"])
-        .args(["--durability", "everysec", "--dir", dir.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("start with --shards 2"));
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
 fn a_full_disk_refuses_writes_and_reads_go_on() {
     let dir = data_dir("enospc");
     let d = dir.to_str().unwrap();

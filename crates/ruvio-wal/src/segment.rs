@@ -43,8 +43,8 @@ pub fn list_segments(dir: &Path) -> std::io::Result<Vec<u64>> {
     Ok(numbers)
 }
 
-/// The number of the shards' directories in `data_dir` (`shard-0` ...), to refuse a
-/// start with another shard count (keys would not be where their log is).
+/// The numbers of the shards' directories in `data_dir` (`shard-0` ...): a start
+/// with another shard count moves the keys to their new owners first.
 pub fn shard_dirs(data_dir: &Path) -> std::io::Result<Vec<usize>> {
     let mut shards = Vec::new();
     match std::fs::read_dir(data_dir) {

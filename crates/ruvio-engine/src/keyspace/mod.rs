@@ -13,10 +13,14 @@
 //! control byte at 60-88% load) and 1/8 byte of TTL bitmap; a key or value too long
 //! to sit inline adds one heap block.
 //!
+//! - [`cow`]: a snapshot in progress (BGSAVE without fork): entries are written
+//!   out before they change, so a scan in slices sees the database as it began.
+//!
 //! Hashing: ahash with a per-database random seed (ahash's runtime RNG), so keys
 //! crafted to collide cannot be precomputed. Nothing depends on hash order: SCAN
 //! cursors are slot ids.
 
+mod cow;
 mod entry;
 mod heapstr;
 mod index;
@@ -27,6 +31,7 @@ pub use entry::{Collection, Entry, NewValue, CLOCK_MASK, ENTRY_BYTES};
 pub use heapstr::STRING_BYTES_MAX;
 pub use slab::{TtlScan, CHUNK_SLOTS};
 
+use crate::engine::EngineConfig;
 use index::Index;
 use slab::Slab;
 
@@ -45,6 +50,8 @@ pub struct Db {
     heap_bytes: usize,
     /// Entries with a TTL.
     volatile: usize,
+    /// The snapshot in progress, if any (see [`cow`]).
+    pub(crate) cow: Option<Box<cow::Cow>>,
 }
 
 impl Default for Db {
@@ -55,6 +62,7 @@ impl Default for Db {
             hasher: ahash::RandomState::new(),
             heap_bytes: 0,
             volatile: 0,
+            cow: None,
         }
     }
 }
@@ -124,6 +132,9 @@ impl Db {
         self.heap_bytes += entry.heap_bytes();
         let field_ttls = entry.has_field_ttls();
         let id = self.slab.insert(entry);
+        if let Some(cow) = self.cow.as_deref_mut() {
+            cow.filled(id);
+        }
         if field_ttls {
             self.slab.set_field_ttl_bit(id, true);
         }
@@ -144,6 +155,7 @@ impl Db {
     /// Remove entry `id` and return it.
     pub fn remove(&mut self, id: EntryId) -> Entry {
         crate::fault::note_mutation();
+        self.before_change(id);
         let hash = self.hash(self.slab.get(id).key());
         let removed = self.index.remove(hash, id);
         debug_assert!(removed, "entry missing from the index");
@@ -159,6 +171,7 @@ impl Db {
     /// expiry); keeps the heap accounting and the field-TTL bitmap right.
     pub fn modify<R>(&mut self, id: EntryId, change: impl FnOnce(&mut Entry) -> R) -> R {
         crate::fault::note_mutation();
+        self.before_change(id);
         let entry = self.slab.get_mut(id);
         let before = entry.heap_bytes();
         let had_field_ttls = entry.has_field_ttls();
@@ -181,6 +194,7 @@ impl Db {
     /// Set or clear the expiry of entry `id`.
     pub fn set_expire(&mut self, id: EntryId, at_ms: Option<u64>) {
         crate::fault::note_mutation();
+        self.before_change(id);
         let entry = self.slab.get_mut(id);
         let had = entry.expire_at().is_some();
         entry.set_expire_at(at_ms);
@@ -265,9 +279,65 @@ impl Db {
         ENTRY_BYTES + INDEX_SLOT_BYTES
     }
 
-    /// Empty the database, handing back its entry chunks for freeing later.
+    /// Empty the database, handing back its entry chunks for freeing later; during
+    /// a snapshot the snapshot keeps them instead (its scan reads them).
     pub fn take_chunks(&mut self) -> Vec<Box<[Entry]>> {
-        std::mem::take(self).slab.into_chunks()
+        let cow = self.cow.take();
+        let slab = std::mem::take(self).slab;
+        let Some(mut cow) = cow else {
+            return slab.into_chunks();
+        };
+        let unneeded = cow.freeze(slab);
+        self.cow = Some(cow);
+        unneeded.map(Slab::into_chunks).unwrap_or_default()
+    }
+
+    /// Entry `id` is about to change: a snapshot that has not written it yet
+    /// writes its old state now.
+    fn before_change(&mut self, id: EntryId) {
+        if let Some(cow) = self.cow.as_deref_mut() {
+            cow.before_change(&self.slab, id);
+        }
+    }
+
+    /// Start a snapshot of this database, saved as database `db_index`, its
+    /// entries written as of `began_ms` under `config`.
+    pub(crate) fn snapshot_begin(&mut self, db_index: usize, config: EngineConfig, began_ms: u64) {
+        let end = self.slab.high();
+        self.cow = Some(Box::new(cow::Cow::new(db_index, end, config, began_ms)));
+    }
+
+    /// The snapshot's next bytes for this database: the entries written ahead of
+    /// the scan, then up to `budget` more scanned ones (counted off `budget`),
+    /// preceded by `SELECTDB` when there are any. True once the scan is done.
+    pub(crate) fn snapshot_step(&mut self, out: &mut Vec<u8>, budget: &mut usize) -> bool {
+        let Db { cow, slab, .. } = self;
+        let Some(cow) = cow.as_deref_mut() else {
+            return true;
+        };
+        let mark = out.len();
+        crate::rdb::file::write_select_db(out, cow.db_index);
+        let keys_at = out.len();
+        out.append(&mut cow.ahead);
+        let done = cow.scan(slab, out, budget);
+        if out.len() == keys_at {
+            out.truncate(mark);
+        }
+        done
+    }
+
+    /// End this database's snapshot: the RDB version its entries need or the
+    /// first one that could not be written, and the chunks a flush left to it.
+    pub(crate) fn snapshot_end(&mut self) -> (Result<u16, String>, Vec<Box<[Entry]>>) {
+        let Some(cow) = self.cow.take() else {
+            return (Ok(crate::rdb::RDB_VERSION), Vec::new());
+        };
+        let result = match &cow.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(cow.version),
+        };
+        let chunks = cow.into_frozen().map(Slab::into_chunks).unwrap_or_default();
+        (result, chunks)
     }
 }
 

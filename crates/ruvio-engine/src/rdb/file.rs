@@ -17,9 +17,10 @@
 use super::decode::{read_object, LoadError, Reader};
 use super::encode::{write_len, write_object, write_string};
 use super::{build, CRC64, RDB_VERSION, RDB_VERSION_MAX};
-use crate::engine::clock_of;
+use crate::engine::{clock_of, EngineConfig};
 use crate::evict::{lfu_decayed, EvictionPolicy};
 use crate::keys::object::idle_seconds;
+use crate::keyspace::Entry;
 use crate::Engine;
 
 /// `RDB_OPCODE_*`.
@@ -175,6 +176,16 @@ pub fn load(
 /// `now_ms` left out), and the RDB version its objects need; an error naming a key
 /// whose type cannot be written yet (a stream).
 pub fn write_section(engine: &Engine, now_ms: u64) -> Result<(Vec<u8>, u16), String> {
+    write_section_where(engine, now_ms, |_| true)
+}
+
+/// As [`write_section`], with only the keys for which `keep(key)` is true (a
+/// shard's keys sorted out to new owners when the shard count changes).
+pub fn write_section_where(
+    engine: &Engine,
+    now_ms: u64,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Result<(Vec<u8>, u16), String> {
     let mut out = Vec::new();
     let mut version = RDB_VERSION;
     for db in 0..engine.db_count() {
@@ -182,39 +193,60 @@ pub fn write_section(engine: &Engine, now_ms: u64) -> Result<(Vec<u8>, u16), Str
         if keyspace.is_empty() {
             continue;
         }
-        out.push(opcode::SELECTDB);
-        write_len(&mut out, db as u64);
-        for (_, entry) in keyspace.iter() {
-            let at = entry.expire_at();
-            if at.is_some_and(|at| at <= now_ms) {
-                continue;
-            }
-            if let Some(at) = at {
-                out.push(opcode::EXPIRETIME_MS);
-                out.extend_from_slice(&at.to_le_bytes());
-            }
-            write_access_hint(&mut out, engine, entry.clock(), now_ms);
-            // The type byte goes before the key: write the object aside first.
-            let mut object = Vec::new();
-            let needs = write_object(&mut object, entry.value()).ok_or_else(|| {
-                format!(
-                    "key '{}' is a stream, which RDB files cannot hold yet",
-                    String::from_utf8_lossy(entry.key())
-                )
-            })?;
-            version = version.max(needs);
-            out.push(object[0]);
-            write_string(&mut out, entry.key());
-            out.extend_from_slice(&object[1..]);
+        let mark = out.len();
+        write_select_db(&mut out, db);
+        let keys_at = out.len();
+        for (_, entry) in keyspace.iter().filter(|(_, e)| keep(e.key())) {
+            version = version.max(write_entry(&mut out, entry, engine.config(), now_ms)?);
+        }
+        if out.len() == keys_at {
+            out.truncate(mark);
         }
     }
     Ok((out, version))
 }
 
+/// `SELECTDB db`: the keys that follow are in database `db`.
+pub(crate) fn write_select_db(out: &mut Vec<u8>, db: usize) {
+    out.push(opcode::SELECTDB);
+    write_len(out, db as u64);
+}
+
+/// One key as an RDB file holds it (expiry, access hint, type, key, object), or
+/// nothing when it is expired at `now_ms`; returns the RDB version its object
+/// needs, or an error naming a key whose type cannot be written yet (a stream).
+pub(crate) fn write_entry(
+    out: &mut Vec<u8>,
+    entry: &Entry,
+    config: &EngineConfig,
+    now_ms: u64,
+) -> Result<u16, String> {
+    let at = entry.expire_at();
+    if at.is_some_and(|at| at <= now_ms) {
+        return Ok(RDB_VERSION);
+    }
+    if let Some(at) = at {
+        out.push(opcode::EXPIRETIME_MS);
+        out.extend_from_slice(&at.to_le_bytes());
+    }
+    write_access_hint(out, config, entry.clock(), now_ms);
+    // The type byte goes before the key: write the object aside first.
+    let mut object = Vec::new();
+    let needs = write_object(&mut object, entry.value()).ok_or_else(|| {
+        format!(
+            "key '{}' is a stream, which RDB files cannot hold yet",
+            String::from_utf8_lossy(entry.key())
+        )
+    })?;
+    out.push(object[0]);
+    write_string(out, entry.key());
+    out.extend_from_slice(&object[1..]);
+    Ok(needs)
+}
+
 /// Redis saves a key's idle seconds under an LRU policy and its LFU counter under
 /// an LFU one, so a server loading the file evicts in the same order.
-fn write_access_hint(out: &mut Vec<u8>, engine: &Engine, clock: u32, now_ms: u64) {
-    let config = engine.config();
+fn write_access_hint(out: &mut Vec<u8>, config: &EngineConfig, clock: u32, now_ms: u64) {
     match config.maxmemory_policy {
         EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => {
             out.push(opcode::IDLE);
@@ -231,10 +263,7 @@ fn write_access_hint(out: &mut Vec<u8>, engine: &Engine, clock: u32, now_ms: u64
 /// A whole RDB file from sections made by [`write_section`] (`version`: the
 /// highest any of them needs).
 pub fn assemble<'a>(sections: impl IntoIterator<Item = &'a [u8]>, version: u16) -> Vec<u8> {
-    let mut out = format!("REDIS{version:04}").into_bytes();
-    out.push(opcode::AUX);
-    write_string(&mut out, b"ruvio-ver");
-    write_string(&mut out, env!("CARGO_PKG_VERSION").as_bytes());
+    let mut out = header(version);
     for section in sections {
         out.extend_from_slice(section);
     }
@@ -242,4 +271,49 @@ pub fn assemble<'a>(sections: impl IntoIterator<Item = &'a [u8]>, version: u16) 
     let crc = CRC64.checksum(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// The bytes an RDB file of `version` starts with: the signature and version
+/// (at [`VERSION_AT`]), and Ruvio's version as an aux field.
+pub fn header(version: u16) -> Vec<u8> {
+    let mut out = format!("REDIS{version:04}").into_bytes();
+    out.push(opcode::AUX);
+    write_string(&mut out, b"ruvio-ver");
+    write_string(&mut out, env!("CARGO_PKG_VERSION").as_bytes());
+    out
+}
+
+/// Where the four version digits sit in an RDB file.
+pub const VERSION_AT: usize = 5;
+
+/// The version digits of an RDB file (for a header written before the keys said
+/// which version they need).
+pub fn version_digits(version: u16) -> [u8; 4] {
+    let digits = format!("{version:04}");
+    digits.as_bytes().try_into().expect("four digits")
+}
+
+/// The `EOF` opcode that ends the keys; the checksum of everything up to and
+/// including it follows as 8 bytes LE ([`Checksum`]).
+pub const END_OF_KEYS: u8 = opcode::EOF;
+
+/// Redis' CRC-64 of a file written piece by piece.
+pub struct Checksum(crc::Digest<'static, u64, crc::Table<16>>);
+
+impl Default for Checksum {
+    fn default() -> Self {
+        Checksum(CRC64.digest())
+    }
+}
+
+impl Checksum {
+    /// Account `bytes`, the next ones of the file.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The checksum of every byte accounted, as the file's trailer stores it.
+    pub fn finish(self) -> [u8; 8] {
+        self.0.finalize().to_le_bytes()
+    }
 }

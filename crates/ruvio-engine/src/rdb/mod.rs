@@ -9,7 +9,8 @@
 //! - [`build`]: those elements made into a Ruvio value under the configured
 //!   encoding thresholds (what Redis does after loading: convert when too big).
 //! - [`listpack`], [`lzf`]: the blobs inside objects, and Redis's string compression.
-//! - [`file`]: a whole Redis RDB file loaded into one shard (`--import-rdb`).
+//! - [`file`]: a whole Redis RDB file loaded into one shard (`--import-rdb`), and
+//!   written whole or as a stream (a snapshot taken in slices: [`crate::snapshot`]).
 //!
 //! A DUMP payload is `type byte | object | RDB version (u16 LE) | CRC-64 (u64 LE)`,
 //! the CRC (Redis's crc64, Jones polynomial, from the `crc` crate) over all bytes
@@ -41,7 +42,7 @@ pub const RDB_VERSION_MAX: u16 = 12;
 
 /// Redis's `crc64` (Jones polynomial, reflected), slice-by-16 tables (32 KiB,
 /// built at compile time): DUMP of a big value and RDB files checksum fast.
-const CRC64: Crc<u64, Table<16>> = Crc::<u64, Table<16>>::new(&CRC_64_REDIS);
+static CRC64: Crc<u64, Table<16>> = Crc::<u64, Table<16>>::new(&CRC_64_REDIS);
 
 /// The object type bytes (`RDB_TYPE_*`).
 pub mod types {

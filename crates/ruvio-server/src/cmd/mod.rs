@@ -11,6 +11,7 @@ pub mod client;
 pub mod cluster;
 pub mod connection;
 pub mod introspection;
+pub mod persistence;
 pub mod pubsub;
 pub mod server;
 pub mod transactions;
@@ -55,6 +56,7 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         introspection::COMMANDS,
         pubsub::COMMANDS,
         transactions::COMMANDS,
+        persistence::COMMANDS,
     ]
     .into_iter()
     .flatten()

@@ -249,18 +249,18 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             line("mem_allocator", &"libc");
         }
         "persistence" => {
-            line("loading", &0);
+            line("loading", &u8::from(shared.loading.any()));
             line("async_loading", &0);
             let saved = shared.sum(|g| &g.dirty_at_save);
             line(
                 "rdb_changes_since_last_save",
                 &shared.sum(|g| &g.dirty).saturating_sub(saved),
             );
-            line("rdb_bgsave_in_progress", &0);
-            line("rdb_last_save_time", &shared.last_save_unix_s.load(Relaxed));
-            line("rdb_last_bgsave_status", &"ok");
+            let last_save = shared.last_save_unix_s.load(Relaxed);
+            let saves = &shared.background_save;
+            saves.info_rdb(core.now_ms, last_save, &mut line);
             line("aof_enabled", &(core.cfg.durability.logs() as u8));
-            line("aof_rewrite_in_progress", &0);
+            saves.info_aof(core.now_ms, &mut line);
             let failed = shared
                 .shards
                 .iter()
@@ -523,9 +523,10 @@ fn set_zset_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> 
     Ok(())
 }
 
-/// Only the values persistence-off servers have: no snapshots, no AOF.
-fn set_persistence_off(_core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    (v.is_empty() || v == "no").then_some(()).ok_or(())
+/// `save` rules (see `save_rules`).
+fn set_save_rules(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    core.cfg.save = crate::save_rules::parse(v).map_err(|_| ())?;
+    Ok(())
 }
 
 /// `100`, `10kb`, `1gb` ... as Redis' memtoull.
@@ -549,8 +550,8 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "save",
-        get: |_| String::new(),
-        set: Some(set_persistence_off),
+        get: |c| crate::save_rules::format(&c.cfg.save),
+        set: Some(set_save_rules),
     },
     Param {
         name: "appendonly",
@@ -901,6 +902,7 @@ fn bad_value(name: &str, value: &str) -> CmdError {
             "argument must be a memory value".into()
         }
         "notify-keyspace-events" => crate::notify::INVALID.into(),
+        "save" => "Invalid save parameters".into(),
         "client-output-buffer-limit" => crate::outlimit::OutputLimits::default()
             .updated(value)
             .err()
@@ -927,6 +929,10 @@ pub enum ConfigChange {
     ExportRdb(String),
     /// SAVE: take this shard's snapshot.
     Snapshot,
+    /// BGSAVE / BGREWRITEAOF: begin this shard's part (see `snapshot`).
+    BackgroundSave,
+    /// SHUTDOWN or a signal: prepare to exit, saving or not (see `shutdown`).
+    Exit { save: bool },
 }
 
 /// Apply a change another shard broadcast.
@@ -952,6 +958,8 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
                 eprintln!("ruvio: shard {}: SAVE failed: {e}", core.id);
             }
         }
+        ConfigChange::BackgroundSave => crate::snapshot::request(core),
+        ConfigChange::Exit { save } => crate::shutdown::prepare(core, *save),
     }
 }
 
@@ -1036,6 +1044,11 @@ fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Server
 /// (docs/durability.md); `+OK` once all have. Needs a log (`--durability everysec`
 /// or `always`).
 fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if ctx.core.shared.background_save.running_kind().is_some() {
+        return Err(CmdError::Line(
+            b"ERR Background save already in progress".to_vec(),
+        ));
+    }
     crate::wal::snapshot(ctx.core)
         .map_err(|e| CmdError::Line(format!("ERR SAVE failed: {e}").into_bytes()))?;
     if ctx.core.topo.nodes.len() > 1 && ctx.core.cfg.port_mode == PortMode::Forward {
@@ -1048,30 +1061,46 @@ fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 }
 
 /// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`
-fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
+/// (see `shutdown`: every shard saves or syncs its log first).
+fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let has = |flag: &[u8]| args.iter().skip(1).any(|a| a.eq_ignore_ascii_case(flag));
     for arg in args.iter().skip(1) {
-        let known = [&b"nosave"[..], b"save", b"now", b"force"]
+        let known = [&b"nosave"[..], b"save", b"now", b"force", b"abort"]
             .iter()
             .any(|k| arg.eq_ignore_ascii_case(k));
-        if arg.eq_ignore_ascii_case(b"abort") {
-            return Err(CmdError::NoShutdownInProgress);
-        }
         if !known {
             return Err(CmdError::Syntax);
         }
     }
     // A script past busy-reply-threshold: only SHUTDOWN NOSAVE ends the server.
-    let nosave = args
-        .iter()
-        .skip(1)
-        .any(|a| a.eq_ignore_ascii_case(b"nosave"));
     let shards = ctx.core.topo.nodes.len();
+    // The busy shard cannot take part in an orderly exit: NOSAVE ends at once.
     match (0..shards).find_map(|s| ctx.core.shared.scripts.busy_error(s)) {
-        Some(busy) if !nosave => return Err(busy),
-        _ => {}
+        Some(busy) if !has(b"nosave") => return Err(busy),
+        Some(_) => {
+            eprintln!("ruvio: SHUTDOWN NOSAVE while a script is busy, exiting");
+            std::process::exit(0);
+        }
+        None => {}
     }
-    eprintln!("ruvio: SHUTDOWN requested, exiting");
-    std::process::exit(0);
+    // Redis' illegal combinations: ABORT with anything, SAVE with NOSAVE.
+    let abort = has(b"abort");
+    if (abort && args.len() > 2) || (has(b"save") && has(b"nosave")) {
+        return Err(CmdError::Syntax);
+    }
+    if abort {
+        return Err(CmdError::NoShutdownInProgress);
+    }
+    eprintln!("ruvio: SHUTDOWN requested");
+    let save = crate::shutdown::saves(ctx.core, has(b"save"), has(b"nosave"));
+    crate::shutdown::begin(ctx.core, save);
+    let force = has(b"force");
+    if shards > 1 {
+        ctx.gather = Some(Gather::AfterAll(Then::Shutdown { force }));
+    } else {
+        reply.raw(&crate::shutdown::conclude(ctx.core, force));
+    }
+    Ok(())
 }
 
 /// DEBUG's subcommands. Redis parses DEBUG's arguments in its handler and has no
