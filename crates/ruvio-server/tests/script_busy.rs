@@ -1,7 +1,7 @@
 //! Long scripts in forward mode with 2 shards: past `busy-reply-threshold` a command
 //! that needs the busy shard answers `-BUSY` on the other shard's connections,
 //! SCRIPT KILL from there stops the script (its caller gets Redis' error, `pcall`
-//! cannot swallow it), a script that wrote is `-UNKILLABLE`, SHUTDOWN without NOSAVE
+//! cannot swallow it, a loop inside a coroutine is stopped too), a script that wrote is `-UNKILLABLE`, SHUTDOWN without NOSAVE
 //! is refused and SHUTDOWN NOSAVE ends the server. The replies are the same with
 //! `RUVIO_TEST_TARGET=redis` (one redis-server: every connection is "another
 //! shard"), which checks them against Redis.
@@ -94,6 +94,16 @@ fn script_kill_stops_a_busy_script_and_others_see_busy() {
 fn pcall_cannot_swallow_script_kill() {
     let server = Server::forward(SHARDS);
     let body = "local ok = pcall(function() while true do end end) while true do end";
+    let (mut runner, mut other, _) = start_busy_script(&server, body);
+    assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
+    let reply = runner.read_reply();
+    assert!(reply.starts_with(KILLED), "{}", show(&reply));
+}
+
+#[test]
+fn a_loop_inside_a_coroutine_is_killed_too() {
+    let server = Server::forward(SHARDS);
+    let body = "coroutine.wrap(function() while true do end end)() return 1";
     let (mut runner, mut other, _) = start_busy_script(&server, body);
     assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
     let reply = runner.read_reply();

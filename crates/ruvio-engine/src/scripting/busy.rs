@@ -218,3 +218,65 @@ pub(super) fn kill_requested() -> bool {
     let run = CURRENT_RUN.with(|r| r.get());
     run != 0 && with_own(|_, own| own.kill.load(Ordering::Acquire) == run) == Some(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(e: CmdError) -> String {
+        e.message().to_string()
+    }
+
+    /// This thread as shard 0 of two, the threshold at `threshold_ms`.
+    fn watches(threshold_ms: u64) -> Arc<ScriptWatches> {
+        let watches = Arc::new(ScriptWatches::new(2));
+        watches.set_threshold_ms(threshold_ms);
+        set_script_watches(watches.clone(), 0);
+        watches
+    }
+
+    #[test]
+    fn script_kill_stops_only_the_run_it_was_asked_for() {
+        let watches = watches(0);
+        assert_eq!(
+            message(kill(false).unwrap_err()),
+            "NOTBUSY No scripts in execution right now."
+        );
+        let running = Running::start(false);
+        assert!(!kill_requested());
+        assert!(watches.busy_error(0).is_some() && watches.busy_error(1).is_none());
+        assert!(kill(false).is_ok());
+        assert!(kill_requested());
+        drop(running);
+        assert!(watches.busy_error(0).is_none());
+        // The next script is not stopped by the earlier request.
+        let _next = Running::start(false);
+        assert!(!kill_requested());
+    }
+
+    #[test]
+    fn a_script_that_wrote_or_of_the_other_kind_is_not_killed() {
+        let _watches = watches(0);
+        let running = Running::start(false);
+        note_write();
+        assert!(message(kill(false).unwrap_err()).starts_with("UNKILLABLE Sorry the script"));
+        assert!(!kill_requested());
+        drop(running);
+        let _function = Running::start(true);
+        assert_eq!(message(kill(false).unwrap_err()), BUSY_FUNCTION);
+        assert!(!kill_requested());
+        assert!(kill(true).is_ok());
+        assert!(kill_requested());
+    }
+
+    #[test]
+    fn busy_only_past_the_threshold() {
+        let watches = watches(60_000);
+        let running = Running::start(false);
+        assert!(watches.busy_error(0).is_none());
+        watches.set_threshold_ms(0);
+        assert_eq!(message(watches.busy_error(0).unwrap()), BUSY_EVAL);
+        drop(running);
+        assert!(watches.busy_error(0).is_none());
+    }
+}

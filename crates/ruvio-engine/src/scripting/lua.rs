@@ -155,7 +155,9 @@ impl State {
         host.set("struct", super::luastruct::library(&lua)?)?;
         let hooks = lua.create_table()?;
         lua.set_named_registry_value(luaaux::HOOKS, hooks.clone())?;
-        lua.set_hook(
+        // Global: coroutines a script creates inherit it (a per-thread hook would be
+        // dropped in them, and a loop inside one could not be killed).
+        lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(busy::HOOK_INSTRUCTIONS),
             stop_if_killed,
         )?;
