@@ -566,6 +566,13 @@ fn run_local(
             Ok(())
         }
         Some(Handler::Server(handler)) => {
+            // Server commands answer -BUSY as Redis does while any shard runs a
+            // script past the threshold (several would wait for that shard).
+            if !cmd.meta.has(ALLOW_BUSY) {
+                if let Some(busy) = core.shared.scripts.busy_elsewhere(core.id) {
+                    return Err(busy);
+                }
+            }
             let mut reply = Reply::new(replies.sink(), client.proto);
             let mut ctx = Ctx {
                 core,

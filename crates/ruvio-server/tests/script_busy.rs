@@ -70,11 +70,16 @@ fn script_kill_stops_a_busy_script_and_others_see_busy() {
     let server = Server::forward(SHARDS);
     let (mut runner, mut other, key) = start_busy_script(&server, "while true do end");
     assert_eq!(other.cmd(&["get", &key]), BUSY, "a key of the busy shard");
+    assert_eq!(other.cmd(&["ping"]), BUSY, "a server command");
     if server.kind == Target::Ruvio {
         // Ruvio only: the other shard's own keys are served (Redis is busy for all).
         let free = key_on_shard("free", 1, SHARDS);
         assert_eq!(other.cmd(&["get", &free]), b"$-1\r\n");
     }
+    assert_eq!(other.cmd(&["multi"]), b"+OK\r\n");
+    let mut discarded = b"-EXECABORT Transaction discarded because of: ".to_vec();
+    discarded.extend_from_slice(&BUSY[1..]);
+    assert_eq!(other.cmd(&["exec"]), discarded, "EXEC");
     assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
     let reply = runner.read_reply();
     assert!(
@@ -83,6 +88,7 @@ fn script_kill_stops_a_busy_script_and_others_see_busy() {
         show(&reply)
     );
     assert_eq!(until_not_busy(&mut other, &["get", &key]), b"$-1\r\n");
+    assert_eq!(other.cmd(&["exec"]), b"-ERR EXEC without MULTI\r\n");
     assert_eq!(
         other.cmd(&["script", "kill"]),
         b"-NOTBUSY No scripts in execution right now.\r\n"

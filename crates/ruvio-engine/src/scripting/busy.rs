@@ -109,6 +109,13 @@ impl ScriptWatches {
         Some(busy_error(function))
     }
 
+    /// `-BUSY` if a shard other than `shard` runs a script past the threshold.
+    pub fn busy_elsewhere(&self, shard: usize) -> Option<CmdError> {
+        (0..self.shards.len())
+            .filter(|&s| s != shard)
+            .find_map(|s| self.busy_error(s))
+    }
+
     /// SCRIPT KILL (`function` false) or FUNCTION KILL (true), with Redis' replies:
     /// stop every running script of that kind that has not written.
     fn kill(&self, function: bool) -> Result<(), CmdError> {
