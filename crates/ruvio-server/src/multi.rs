@@ -315,19 +315,6 @@ pub fn exec(
     replies: &mut ReplyQueue,
     who: (u32, u32),
 ) -> Result<(), CmdError> {
-    // As Redis: while a script runs past the threshold (here: on another shard,
-    // which the transaction may need), EXEC discards the transaction.
-    if client.multi.is_some() {
-        if let Some(busy) = core.shared.scripts.busy_elsewhere(core.id) {
-            client.multi = None;
-            unwatch(core, client);
-            return Err(CmdError::quoted(
-                "EXECABORT Transaction discarded because of: ",
-                busy.message().as_bytes(),
-                "",
-            ));
-        }
-    }
     let Some(queued) = client.multi.take() else {
         return Err(CmdError::ExecWithoutMulti);
     };

@@ -77,6 +77,7 @@ fn script_kill_stops_a_busy_script_and_others_see_busy() {
         assert_eq!(other.cmd(&["get", &free]), b"$-1\r\n");
     }
     assert_eq!(other.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(other.cmd(&["get", "any"]), BUSY, "a command inside MULTI");
     let mut discarded = b"-EXECABORT Transaction discarded because of: ".to_vec();
     discarded.extend_from_slice(&BUSY[1..]);
     assert_eq!(other.cmd(&["exec"]), discarded, "EXEC");
