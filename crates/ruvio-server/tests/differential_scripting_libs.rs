@@ -8,7 +8,8 @@
 //! uint64 wrapping, and every error text (bad arguments with the function's name as
 //! the caller names it, missing bytes, bad formats, nil keys, the C stack limits on
 //! nesting and on the number of values). `struct`: every format letter, alignment,
-//! both byte orders, `c0` both ways, `s`, `size`, and their errors.
+//! both byte orders, `c0` both ways, `s`, `size`, and their errors. `cjson` and
+//! `bit`: their argument errors.
 
 mod common;
 
@@ -114,6 +115,20 @@ const CORPUS: &[&str] = &[
     // Library errors are plain strings, as the C libraries raise them (cjson too).
     "eval|return cjson.encode(function() end)|0",
     "eval|local ok, e = pcall(cjson.encode, {f = function() end}) return e|0",
+    "eval|return cjson.encode()|0",
+    "eval|return cjson.encode(1, 2)|0",
+    "eval|return cjson.decode()|0",
+    "eval|return cjson.decode({})|0",
+    "eval|return cjson.decode(12)|0",
+    // bit: LuaBitOp's argument errors (the last bad argument of band is reported).
+    "eval|return bit.band()|0",
+    "eval|return bit.band(1, 'x', {})|0",
+    "eval|return bit.bor('3', 4)|0",
+    "eval|return bit.tohex('x')|0",
+    "eval|return bit.tohex(255, nil)|0",
+    "eval|return {bit.tohex(255, 2), bit.tohex(-1, -3), bit.tohex(1, 0), bit.tohex(1, 20)}|0",
+    "eval|return bit.lshift(1)|0",
+    "eval|return {bit.tobit(2^32 + 5), bit.bswap(1), bit.rol(1, 33), bit.ror(1, 1)}|0",
     "eval|return {cmsgpack._NAME, cmsgpack._VERSION, cmsgpack._COPYRIGHT, cmsgpack._DESCRIPTION}|0",
     // struct.pack: every letter, both orders, alignment.
     "eval|return struct.pack('>I2', 258)|0",

@@ -2,30 +2,42 @@
 //! over serde_json's parser, encoder as lua-cjson prints) and `bit` (LuaBitOp:
 //! 32-bit operations on numbers).
 
-use mlua::{Lua, Table, Value, Variadic};
+use mlua::{Lua, MultiValue, Table, Value};
+
+use super::luaaux;
 
 /// `cjson.encode`, `cjson.decode` and `cjson.null`.
 pub(super) fn cjson(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set(
         "encode",
-        lua.create_function(|lua, v: Value| {
+        lua.create_function(|lua, args: MultiValue| {
+            let v = one_argument(lua, args)?;
             let mut out = Vec::new();
-            encode(&v, &mut out, 0).map_err(|e| super::luaaux::lift(lua, e))?;
+            encode(&v, &mut out, 0).map_err(|e| luaaux::lift(lua, e))?;
             lua.create_string(out)
         })?,
     )?;
     t.set(
         "decode",
-        lua.create_function(|lua, s: mlua::String| {
-            let json: serde_json::Value = serde_json::from_slice(&s.as_bytes()).map_err(|e| {
-                mlua::Error::runtime(format!("Expected value but found invalid token: {e}"))
+        lua.create_function(|lua, args: MultiValue| {
+            let s = luaaux::check_string(lua, &[one_argument(lua, args)?], 1)?;
+            let json: serde_json::Value = serde_json::from_slice(&s).map_err(|e| {
+                luaaux::error(lua, format!("Expected value but found invalid token: {e}"))
             })?;
             decode(lua, &json)
         })?,
     )?;
     t.set("null", Value::NULL)?;
     Ok(t)
+}
+
+/// lua-cjson takes exactly one argument (`expected 1 argument` otherwise).
+fn one_argument(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
+    if args.len() != 1 {
+        return Err(luaaux::arg_error(lua, 1, "expected 1 argument"));
+    }
+    Ok(args.into_iter().next().unwrap_or(Value::Nil))
 }
 
 /// lua-cjson's default nesting limit.
@@ -194,69 +206,110 @@ fn tobit(n: f64) -> i32 {
     biased.to_bits() as u32 as i32
 }
 
+/// LuaBitOp's `barg`: argument `i` (1-based) as a 32-bit integer; anything but a
+/// number (or a numeric string) is `number expected`.
+fn barg(lua: &Lua, args: &[Value], i: usize) -> mlua::Result<i32> {
+    luaaux::check_number(lua, args, i).map(tobit)
+}
+
+/// A LuaBitOp function of its arguments.
+fn bit_fn(lua: &Lua, f: fn(&Lua, &[Value]) -> mlua::Result<i32>) -> mlua::Result<mlua::Function> {
+    lua.create_function(move |lua, args: MultiValue| {
+        let args: Vec<Value> = args.into_iter().collect();
+        f(lua, &args)
+    })
+}
+
+/// `band`, `bor`, `bxor`: the first argument, then the others from the last down
+/// (LuaBitOp's order, which decides which bad argument is reported).
+fn fold_args(lua: &Lua, args: &[Value], op: fn(i32, i32) -> i32) -> mlua::Result<i32> {
+    let mut acc = barg(lua, args, 1)?;
+    for i in (2..=args.len()).rev() {
+        acc = op(acc, barg(lua, args, i)?);
+    }
+    Ok(acc)
+}
+
+/// A shift or rotation: the value, then the count (low 5 bits).
+fn shift_args(lua: &Lua, args: &[Value]) -> mlua::Result<(i32, u32)> {
+    let n = barg(lua, args, 1)?;
+    let s = barg(lua, args, 2)? & 31;
+    Ok((n, s as u32))
+}
+
 /// `bit.tobit`, `bnot`, `band`, `bor`, `bxor`, `lshift`, `rshift`, `arshift`,
-/// `rol`, `ror`, `bswap`, `tohex`.
+/// `rol`, `ror`, `bswap`, `tohex`, with LuaBitOp's argument errors.
 pub(super) fn bit(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    t.set("tobit", lua.create_function(|_, n: f64| Ok(tobit(n)))?)?;
-    t.set("bnot", lua.create_function(|_, n: f64| Ok(!tobit(n)))?)?;
+    t.set("tobit", bit_fn(lua, |lua, a| barg(lua, a, 1))?)?;
+    t.set("bnot", bit_fn(lua, |lua, a| Ok(!barg(lua, a, 1)?))?)?;
     t.set(
         "band",
-        lua.create_function(|_, ns: Variadic<f64>| {
-            Ok(ns.iter().fold(-1i32, |a, &n| a & tobit(n)))
-        })?,
+        bit_fn(lua, |lua, a| fold_args(lua, a, |x, y| x & y))?,
     )?;
     t.set(
         "bor",
-        lua.create_function(|_, ns: Variadic<f64>| Ok(ns.iter().fold(0i32, |a, &n| a | tobit(n))))?,
+        bit_fn(lua, |lua, a| fold_args(lua, a, |x, y| x | y))?,
     )?;
     t.set(
         "bxor",
-        lua.create_function(|_, ns: Variadic<f64>| Ok(ns.iter().fold(0i32, |a, &n| a ^ tobit(n))))?,
+        bit_fn(lua, |lua, a| fold_args(lua, a, |x, y| x ^ y))?,
     )?;
     t.set(
         "lshift",
-        lua.create_function(|_, (n, s): (f64, f64)| {
-            Ok(((tobit(n) as u32) << (tobit(s) & 31)) as i32)
+        bit_fn(lua, |lua, a| {
+            let (n, s) = shift_args(lua, a)?;
+            Ok(((n as u32) << s) as i32)
         })?,
     )?;
     t.set(
         "rshift",
-        lua.create_function(|_, (n, s): (f64, f64)| {
-            Ok(((tobit(n) as u32) >> (tobit(s) & 31)) as i32)
+        bit_fn(lua, |lua, a| {
+            let (n, s) = shift_args(lua, a)?;
+            Ok(((n as u32) >> s) as i32)
         })?,
     )?;
     t.set(
         "arshift",
-        lua.create_function(|_, (n, s): (f64, f64)| Ok(tobit(n) >> (tobit(s) & 31)))?,
+        bit_fn(lua, |lua, a| {
+            let (n, s) = shift_args(lua, a)?;
+            Ok(n >> s)
+        })?,
     )?;
     t.set(
         "rol",
-        lua.create_function(|_, (n, s): (f64, f64)| {
-            Ok((tobit(n) as u32).rotate_left((tobit(s) & 31) as u32) as i32)
+        bit_fn(lua, |lua, a| {
+            let (n, s) = shift_args(lua, a)?;
+            Ok((n as u32).rotate_left(s) as i32)
         })?,
     )?;
     t.set(
         "ror",
-        lua.create_function(|_, (n, s): (f64, f64)| {
-            Ok((tobit(n) as u32).rotate_right((tobit(s) & 31) as u32) as i32)
+        bit_fn(lua, |lua, a| {
+            let (n, s) = shift_args(lua, a)?;
+            Ok((n as u32).rotate_right(s) as i32)
         })?,
     )?;
     t.set(
         "bswap",
-        lua.create_function(|_, n: f64| Ok(tobit(n).swap_bytes()))?,
+        bit_fn(lua, |lua, a| Ok(barg(lua, a, 1)?.swap_bytes()))?,
     )?;
     t.set(
         "tohex",
-        lua.create_function(|_, (n, digits): (f64, Option<f64>)| {
-            let d = digits.map(tobit).unwrap_or(8);
+        lua.create_function(|lua, args: MultiValue| {
+            let args: Vec<Value> = args.into_iter().collect();
+            let v = barg(lua, &args, 1)? as u32;
+            let d = if args.len() < 2 {
+                8
+            } else {
+                barg(lua, &args, 2)?
+            };
             let (upper, width) = if d < 0 {
-                (true, (-d).min(8) as usize)
+                (true, (d.unsigned_abs()).min(8) as usize)
             } else {
                 (false, d.min(8) as usize)
             };
-            let v = tobit(n) as u32 as u64;
-            let s = format!("{:08x}", v);
+            let s = format!("{v:08x}");
             let s = &s[8 - width..];
             Ok(if upper {
                 s.to_ascii_uppercase()
