@@ -108,6 +108,23 @@ fn pcall_cannot_swallow_script_kill() {
 }
 
 #[test]
+fn a_killed_script_that_caught_the_error_writes_nothing() {
+    let server = Server::forward(SHARDS);
+    let body = "local ok = pcall(function() while true do end end)\n\
+                redis.call('set', KEYS[1], 'x')\n\
+                return 1";
+    let (mut runner, mut other, key) = start_busy_script(&server, body);
+    assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
+    let reply = runner.read_reply();
+    assert!(
+        reply.starts_with(KILLED) && contains(&reply, b"on @user_script:2.\r\n"),
+        "{}",
+        show(&reply)
+    );
+    assert_eq!(until_not_busy(&mut other, &["get", &key]), b"$-1\r\n");
+}
+
+#[test]
 fn a_loop_inside_a_coroutine_is_killed_too() {
     let server = Server::forward(SHARDS);
     let body = "coroutine.wrap(function() while true do end end)() return 1";

@@ -398,6 +398,11 @@ impl Runner<'_> {
         } else {
             Protocol::Resp2
         };
+        if busy::kill_requested() {
+            // A killed script that caught the error runs no more commands (Redis
+            // checks on every line from then on).
+            return error_table(lua, busy::KILLED.as_bytes());
+        }
         let argv: Vec<Value> = args.into_iter().collect();
         if argv.is_empty() {
             return error_table(
