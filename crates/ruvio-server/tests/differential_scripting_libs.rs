@@ -149,6 +149,11 @@ const CORPUS: &[&str] = &[
     "eval|return struct.pack('I4', 2^32 + 5)|0",
     "eval|return struct.pack('i4', 3.9)|0",
     "eval|return struct.pack('i4', -3.9)|0",
+    // Doubles out of an integer's range convert as C on x86-64 does.
+    "eval|return struct.pack('>I5 H l', 2^64, 2^64, -2^70)|0",
+    "eval|return struct.pack('i4 I4', 0/0, 2^63)|0",
+    "eval|return {struct.unpack('d c0', struct.pack('d', -1) .. 'abc')}|0",
+    "eval|return {struct.unpack('b c0', struct.pack('b', 0) .. 'abc')}|0",
     // struct.pack errors.
     "eval|return struct.pack('i33', 1)|0",
     "eval|return struct.pack('!3')|0",

@@ -145,9 +145,34 @@ fn is_integer_option(opt: u8) -> bool {
     )
 }
 
+/// C's `(long)d` on x86-64 (`cvttsd2si`): truncation, and `LONG_MIN` for NaN or a
+/// value out of range (Rust's `as` saturates instead).
+fn c_long(d: f64) -> i64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if d.is_nan() || !(-TWO_63..TWO_63).contains(&d) {
+        return i64::MIN;
+    }
+    d as i64
+}
+
+/// C's `(unsigned long)d` as gcc compiles it for x86-64: below 2^63 through
+/// `(long)`, from 2^63 by subtracting 2^63 first (so 2^64 and above give 0).
+fn c_ulong(d: f64) -> u64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if d >= TWO_63 {
+        (c_long(d - TWO_63) as u64) ^ (1 << 63)
+    } else {
+        c_long(d) as u64
+    }
+}
+
 /// `putinteger`: `n` as a `size`-byte integer (negative numbers through `long`).
 fn put_integer(out: &mut Vec<u8>, n: f64, endian: Endian, size: usize) {
-    let mut value = if n < 0.0 { n as i64 as u64 } else { n as u64 };
+    let mut value = if n < 0.0 {
+        c_long(n) as u64
+    } else {
+        c_ulong(n)
+    };
     let mut bytes = [0u8; INT_SIZE_MAX as usize];
     let bytes = &mut bytes[..size.min(INT_SIZE_MAX as usize)];
     for b in bytes.iter_mut() {
@@ -295,7 +320,7 @@ fn unpack(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
                     let Some(n) = lua.coerce_number(previous)? else {
                         return Err(luaaux::error(lua, "format 'c0' needs a previous size"));
                     };
-                    size = n as usize;
+                    size = c_ulong(n) as usize;
                     results.pop();
                 }
                 let Some(bytes) = field(pos, size) else {
