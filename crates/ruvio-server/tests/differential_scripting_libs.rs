@@ -9,11 +9,12 @@
 //! the caller names it, missing bytes, bad formats, nil keys, the C stack limits on
 //! nesting and on the number of values). `struct`: every format letter, alignment,
 //! both byte orders, `c0` both ways, `s`, `size`, and their errors. `cjson` and
-//! `bit`: their argument errors.
+//! `bit`: their argument errors; `cjson.decode`'s tokens, numbers, errors and depth.
 //!
 //! Then seeded random inputs, compared the same way: byte strings biased to
 //! MessagePack markers for `unpack` / `unpack_one`, random Lua values for `pack` and
-//! a round trip, random `struct` formats with random data and values. Reproduce a
+//! a round trip, random `struct` formats with random data and values, random JSON
+//! texts (valid and not) for `cjson.decode`. Reproduce a
 //! failure with `RUVIO_DIFF_SEED=<seed> RUVIO_DIFF_COMMANDS=<n>`.
 
 mod common;
@@ -123,6 +124,17 @@ const CORPUS: &[&str] = &[
     // Library errors are plain strings, as the C libraries raise them (cjson too).
     "eval|return cjson.encode(function() end)|0",
     "eval|local ok, e = pcall(cjson.encode, {f = function() end}) return e|0",
+    // cjson.decode: lua-cjson's tokens, numbers (strtod), errors and depth limit.
+    "eval|return cjson.decode('x')|0",
+    "eval|return cjson.decode('[1,')|0",
+    "eval|return cjson.decode('{\"a\" 1}')|0",
+    "eval|return cjson.decode('')|0",
+    "eval|return cjson.decode('\\0a')|0",
+    "eval|return cjson.decode('\"\\ud800\"')|0",
+    "eval|local t = cjson.decode(string.rep('[', 1000) .. string.rep(']', 1000)) return type(t)|0",
+    "eval|return cjson.decode(string.rep('[', 1001) .. string.rep(']', 1001))|0",
+    "eval|return cmsgpack.pack(cjson.decode('[0x10, Infinity, -nan, 1e400, +1, 01, 0x1.8p3, \"\\ud83d\\ude00\"]'))|0",
+    "eval|return cjson.encode(cjson.decode('{\"b\":1,\"a\":2,\"c\":[true,false,null],\"d\":{}}'))|0",
     "eval|return cjson.encode()|0",
     "eval|return cjson.encode(1, 2)|0",
     "eval|return cjson.decode()|0",
@@ -296,6 +308,66 @@ const LUA_SCALARS: &[&str] = &[
     "cjson.null",
 ];
 const LUA_KEYS: &[&str] = &["1", "2", "3", "5", "0", "-1", "1.5", "'k'", "true", "2^40"];
+/// Pieces of JSON texts, valid and not.
+const JSON_PIECES: &[&str] = &[
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    "\"a\"",
+    "\"b\"",
+    "\"\\u00e9\"",
+    "\"\\ud83d\\ude00\"",
+    "\"\\ud800\"",
+    "\"\\x\"",
+    "\"\\n\\t\\/\"",
+    "\"open",
+    "1",
+    "-1",
+    "0",
+    "01",
+    "1.5",
+    "-0.0",
+    "1e400",
+    "-1e-400",
+    "1e",
+    ".5",
+    "-.5",
+    "0x1F",
+    "-0x10",
+    "0x1.8p3",
+    "0x",
+    "Infinity",
+    "-inf",
+    "NaN",
+    "nan(12)",
+    "+1",
+    "+",
+    "true",
+    "false",
+    "null",
+    "tru",
+    "nul",
+    "x",
+    " ",
+    "\n",
+    "12345678901234567890",
+    "1E+2",
+    "\"\\u12\"",
+    "\0",
+    "\"a\0b\"",
+];
+const JSON_DECODE: &str = "local ok, r = pcall(cjson.decode, ARGV[1]) \
+    if not ok then return r end return cmsgpack.pack(r)";
+
+fn json_text(rng: &mut StdRng) -> String {
+    (0..rng.random_range(0..10))
+        .map(|_| *JSON_PIECES.choose(rng).unwrap_or(&"1"))
+        .collect()
+}
+
 const STRUCT_OPTIONS: &[&str] = &[
     "<", ">", "!", " ", "x", "b", "B", "h", "H", "l", "L", "T", "i", "I", "f", "d", "c", "s", "i3",
     "I5", "i8", "I16", "c0", "c3", "!4", "!2", "!8", "!3", "i33", "c10", "z", "0",
@@ -364,7 +436,7 @@ fn struct_value(rng: &mut StdRng) -> String {
 /// One random EVAL: its arguments.
 fn random_call(rng: &mut StdRng) -> Vec<Vec<u8>> {
     let words = |w: &[&[u8]]| w.iter().map(|w| w.to_vec()).collect::<Vec<_>>();
-    match rng.random_range(0..10) {
+    match rng.random_range(0..12) {
         0..2 => {
             let data = message_bytes(rng);
             words(&[b"eval", UNPACK_ALL.as_bytes(), b"0", &data])
@@ -421,9 +493,13 @@ fn random_call(rng: &mut StdRng) -> Vec<Vec<u8>> {
             }
             call
         }
-        _ => {
+        9 => {
             let format = struct_format(rng);
             words(&[b"eval", STRUCT_SIZE.as_bytes(), b"0", format.as_bytes()])
+        }
+        _ => {
+            let text = json_text(rng);
+            words(&[b"eval", JSON_DECODE.as_bytes(), b"0", text.as_bytes()])
         }
     }
 }

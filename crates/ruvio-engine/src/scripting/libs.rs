@@ -1,6 +1,6 @@
-//! The libraries Redis gives scripts beyond Lua's own: `cjson` (encode/decode
-//! over serde_json's parser, encoder as lua-cjson prints) and `bit` (LuaBitOp:
-//! 32-bit operations on numbers).
+//! The libraries Redis gives scripts beyond Lua's own: `cjson` (encoder as
+//! lua-cjson prints, decoder in `cjson_decode`) and `bit` (LuaBitOp: 32-bit
+//! operations on numbers).
 
 use mlua::{Lua, MultiValue, Table, Value};
 
@@ -22,10 +22,7 @@ pub(super) fn cjson(lua: &Lua) -> mlua::Result<Table> {
         "decode",
         lua.create_function(|lua, args: MultiValue| {
             let s = luaaux::check_string(lua, &[one_argument(lua, args)?], 1)?;
-            let json: serde_json::Value = serde_json::from_slice(&s).map_err(|e| {
-                luaaux::error(lua, format!("Expected value but found invalid token: {e}"))
-            })?;
-            decode(lua, &json)
+            super::cjson_decode::decode(lua, &s)
         })?,
     )?;
     t.set("null", Value::NULL)?;
@@ -174,29 +171,6 @@ fn encode_table(t: &Table, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()> 
         }
     }
     Ok(())
-}
-
-fn decode(lua: &Lua, json: &serde_json::Value) -> mlua::Result<Value> {
-    Ok(match json {
-        serde_json::Value::Null => Value::NULL,
-        serde_json::Value::Bool(b) => Value::Boolean(*b),
-        serde_json::Value::Number(n) => Value::Number(n.as_f64().unwrap_or(0.0)),
-        serde_json::Value::String(s) => Value::String(lua.create_string(s)?),
-        serde_json::Value::Array(items) => {
-            let t = lua.create_table()?;
-            for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, decode(lua, item)?)?;
-            }
-            Value::Table(t)
-        }
-        serde_json::Value::Object(map) => {
-            let t = lua.create_table()?;
-            for (k, v) in map {
-                t.raw_set(k.as_str(), decode(lua, v)?)?;
-            }
-            Value::Table(t)
-        }
-    })
 }
 
 /// LuaBitOp's normalisation of a number to a signed 32-bit integer.
