@@ -13,7 +13,7 @@
 //!
 //! Then seeded random inputs, compared the same way: byte strings biased to
 //! MessagePack markers for `unpack` / `unpack_one`, random Lua values for `pack` and
-//! a round trip, random `struct` formats with random data and values, random JSON
+//! a round trip and for `cjson.encode`, random `struct` formats with random data and values, random JSON
 //! texts (valid and not) for `cjson.decode`. Reproduce a
 //! failure with `RUVIO_DIFF_SEED=<seed> RUVIO_DIFF_COMMANDS=<n>`.
 
@@ -135,6 +135,16 @@ const CORPUS: &[&str] = &[
     "eval|return cjson.decode(string.rep('[', 1001) .. string.rep(']', 1001))|0",
     "eval|return cmsgpack.pack(cjson.decode('[0x10, Infinity, -nan, 1e400, +1, 01, 0x1.8p3, \"\\ud83d\\ude00\"]'))|0",
     "eval|return cjson.encode(cjson.decode('{\"b\":1,\"a\":2,\"c\":[true,false,null],\"d\":{}}'))|0",
+    // cjson.encode: %.14g numbers, arrays vs objects (the int index quirk), sparse
+    // arrays, key types, nesting.
+    "eval|return cjson.encode({-2^63, 2^63, 2^53 + 1, -0.0, 1e15, 0.1, 1/3, 1e-5, 123456789012345})|0",
+    "eval|return cjson.encode({[1] = 1, [20] = 2})|0",
+    "eval|return cjson.encode({[1] = 1, [2^40] = 2})|0",
+    "eval|return cjson.encode({[1/0] = 1})|0",
+    "eval|return cjson.encode({1, 2, [3.5] = 3})|0",
+    "eval|return cjson.encode({[true] = 1})|0",
+    "eval|local t = {} t[1] = t return cjson.encode(t)|0",
+    "eval|return cjson.encode({'\\0\\1\\127/\\\\\"\\8\\12'})|0",
     "eval|return cjson.encode()|0",
     "eval|return cjson.encode(1, 2)|0",
     "eval|return cjson.decode()|0",
@@ -456,10 +466,14 @@ fn random_call(rng: &mut StdRng) -> Vec<Vec<u8>> {
             let values: Vec<String> = (0..rng.random_range(1..4))
                 .map(|_| lua_value(rng, 0))
                 .collect();
-            let script = format!(
-                "local p = cmsgpack.pack({}) return {{p, cmsgpack.pack({{cmsgpack.unpack(p)}})}}",
-                values.join(", ")
-            );
+            let script = if rng.random_bool(0.5) {
+                format!(
+                    "local p = cmsgpack.pack({}) return {{p, cmsgpack.pack({{cmsgpack.unpack(p)}})}}",
+                    values.join(", ")
+                )
+            } else {
+                format!("local ok, r = pcall(cjson.encode, {}) return r", values[0])
+            };
             words(&[b"eval", script.as_bytes(), b"0"])
         }
         5..7 => {
