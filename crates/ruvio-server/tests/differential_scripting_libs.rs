@@ -186,6 +186,9 @@ const CORPUS: &[&str] = &[
     "eval|return {struct.unpack('b c0', struct.pack('b', 0) .. 'abc')}|0",
     // struct.pack errors.
     "eval|return struct.pack('i33', 1)|0",
+    "eval|return struct.pack('i99999999999', 1)|0",
+    "eval|return struct.unpack('c2147483648', 'x')|0",
+    "eval|return struct.size('!99999999999')|0",
     "eval|return struct.pack('!3')|0",
     "eval|return struct.pack('y')|0",
     "eval|return struct.pack('c5', 'abc')|0",

@@ -63,17 +63,22 @@ impl Format<'_> {
         Some(opt)
     }
 
-    /// `getnum`: the digits that follow, or `default` (C `int` arithmetic, wrapping).
-    fn number(&mut self, default: i32) -> i32 {
+    /// `getnum`: the digits that follow, or `default`; past `INT_MAX` it is
+    /// Redis' `integral size overflow`.
+    fn number(&mut self, lua: &Lua, default: i32) -> mlua::Result<i32> {
         if !self.bytes.first().is_some_and(u8::is_ascii_digit) {
-            return default;
+            return Ok(default);
         }
         let mut n: i32 = 0;
         while let Some(&d) = self.bytes.first().filter(|d| d.is_ascii_digit()) {
-            n = n.wrapping_mul(10).wrapping_add((d - b'0') as i32);
+            let digit = (d - b'0') as i32;
+            if n > i32::MAX / 10 || n * 10 > i32::MAX - digit {
+                return Err(luaaux::error(lua, "integral size overflow"));
+            }
+            n = n * 10 + digit;
             self.bytes = &self.bytes[1..];
         }
-        n
+        Ok(n)
     }
 }
 
@@ -84,16 +89,16 @@ fn option_size(lua: &Lua, opt: u8, format: &mut Format<'_>) -> mlua::Result<usiz
         b'H' | b'h' => 2,
         b'L' | b'l' | b'T' | b'd' => 8,
         b'f' => 4,
-        b'c' => format.number(1) as isize as usize,
+        b'c' => format.number(lua, 1)? as usize,
         b'i' | b'I' => {
-            let size = format.number(4);
+            let size = format.number(lua, 4)?;
             if size > INT_SIZE_MAX {
                 return Err(luaaux::error(
                     lua,
                     format!("integral size {size} is larger than limit of {INT_SIZE_MAX}"),
                 ));
             }
-            size as isize as usize
+            size as usize
         }
         _ => 0,
     })
@@ -120,7 +125,7 @@ fn control_option(
         b'>' => header.endian = Endian::Big,
         b'<' => header.endian = Endian::Little,
         b'!' => {
-            let align = format.number(ALIGN_MAX);
+            let align = format.number(lua, ALIGN_MAX)?;
             if align <= 0 || align & (align - 1) != 0 {
                 return Err(luaaux::error(
                     lua,
