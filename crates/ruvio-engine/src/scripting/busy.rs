@@ -46,8 +46,11 @@ fn clock_ms() -> u64 {
     START.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
 
-/// One shard's running script as the other shards see it.
+/// One shard's running script as the other shards see it. On a cache line of its
+/// own: each script start and end writes it, and two shards running scripts must
+/// not share a line.
 #[derive(Default, Debug)]
+#[repr(align(128))]
 pub struct ScriptWatch {
     /// The running script's run number; 0 when none runs.
     run: AtomicU64,
