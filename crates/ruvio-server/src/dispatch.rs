@@ -327,6 +327,9 @@ pub(crate) fn run_command(
         Some(CmdError::Oom)
     } else if client.proto == Protocol::Resp2 && client.subs.active() {
         subscribed_mode_refusal(cmd, args)
+    } else if client.multi.is_some() && !cmd.meta.has(ALLOW_BUSY) {
+        // Redis refuses a command with -BUSY before queueing it (EXEC aborts).
+        core.shared.scripts.busy_elsewhere(core.id)
     } else {
         None
     };
@@ -568,6 +571,13 @@ fn run_local(
             Ok(())
         }
         Some(Handler::Server(handler)) => {
+            // Server commands answer -BUSY as Redis does while any shard runs a
+            // script past the threshold (several would wait for that shard).
+            if !cmd.meta.has(ALLOW_BUSY) {
+                if let Some(busy) = core.shared.scripts.busy_elsewhere(core.id) {
+                    return Err(busy);
+                }
+            }
             let mut reply = Reply::new(replies.sink(), client.proto);
             let mut ctx = Ctx {
                 core,

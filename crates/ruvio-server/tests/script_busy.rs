@@ -1,7 +1,7 @@
 //! Long scripts in forward mode with 2 shards: past `busy-reply-threshold` a command
 //! that needs the busy shard answers `-BUSY` on the other shard's connections,
 //! SCRIPT KILL from there stops the script (its caller gets Redis' error, `pcall`
-//! cannot swallow it), a script that wrote is `-UNKILLABLE`, SHUTDOWN without NOSAVE
+//! cannot swallow it, a loop inside a coroutine is stopped too), a script that wrote is `-UNKILLABLE`, SHUTDOWN without NOSAVE
 //! is refused and SHUTDOWN NOSAVE ends the server. The replies are the same with
 //! `RUVIO_TEST_TARGET=redis` (one redis-server: every connection is "another
 //! shard"), which checks them against Redis.
@@ -70,11 +70,17 @@ fn script_kill_stops_a_busy_script_and_others_see_busy() {
     let server = Server::forward(SHARDS);
     let (mut runner, mut other, key) = start_busy_script(&server, "while true do end");
     assert_eq!(other.cmd(&["get", &key]), BUSY, "a key of the busy shard");
+    assert_eq!(other.cmd(&["ping"]), BUSY, "a server command");
     if server.kind == Target::Ruvio {
         // Ruvio only: the other shard's own keys are served (Redis is busy for all).
         let free = key_on_shard("free", 1, SHARDS);
         assert_eq!(other.cmd(&["get", &free]), b"$-1\r\n");
     }
+    assert_eq!(other.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(other.cmd(&["get", "any"]), BUSY, "a command inside MULTI");
+    let mut discarded = b"-EXECABORT Transaction discarded because of: ".to_vec();
+    discarded.extend_from_slice(&BUSY[1..]);
+    assert_eq!(other.cmd(&["exec"]), discarded, "EXEC");
     assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
     let reply = runner.read_reply();
     assert!(
@@ -83,6 +89,7 @@ fn script_kill_stops_a_busy_script_and_others_see_busy() {
         show(&reply)
     );
     assert_eq!(until_not_busy(&mut other, &["get", &key]), b"$-1\r\n");
+    assert_eq!(other.cmd(&["exec"]), b"-ERR EXEC without MULTI\r\n");
     assert_eq!(
         other.cmd(&["script", "kill"]),
         b"-NOTBUSY No scripts in execution right now.\r\n"
@@ -94,6 +101,33 @@ fn script_kill_stops_a_busy_script_and_others_see_busy() {
 fn pcall_cannot_swallow_script_kill() {
     let server = Server::forward(SHARDS);
     let body = "local ok = pcall(function() while true do end end) while true do end";
+    let (mut runner, mut other, _) = start_busy_script(&server, body);
+    assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
+    let reply = runner.read_reply();
+    assert!(reply.starts_with(KILLED), "{}", show(&reply));
+}
+
+#[test]
+fn a_killed_script_that_caught_the_error_writes_nothing() {
+    let server = Server::forward(SHARDS);
+    let body = "local ok = pcall(function() while true do end end)\n\
+                redis.call('set', KEYS[1], 'x')\n\
+                return 1";
+    let (mut runner, mut other, key) = start_busy_script(&server, body);
+    assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
+    let reply = runner.read_reply();
+    assert!(
+        reply.starts_with(KILLED) && contains(&reply, b"on @user_script:2.\r\n"),
+        "{}",
+        show(&reply)
+    );
+    assert_eq!(until_not_busy(&mut other, &["get", &key]), b"$-1\r\n");
+}
+
+#[test]
+fn a_loop_inside_a_coroutine_is_killed_too() {
+    let server = Server::forward(SHARDS);
+    let body = "coroutine.wrap(function() while true do end end)() return 1";
     let (mut runner, mut other, _) = start_busy_script(&server, body);
     assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
     let reply = runner.read_reply();

@@ -46,8 +46,11 @@ fn clock_ms() -> u64 {
     START.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
 
-/// One shard's running script as the other shards see it.
+/// One shard's running script as the other shards see it. On a cache line of its
+/// own: each script start and end writes it, and two shards running scripts must
+/// not share a line.
 #[derive(Default, Debug)]
+#[repr(align(128))]
 pub struct ScriptWatch {
     /// The running script's run number; 0 when none runs.
     run: AtomicU64,
@@ -107,6 +110,13 @@ impl ScriptWatches {
     pub fn busy_error(&self, shard: usize) -> Option<CmdError> {
         let function = self.shards.get(shard)?.busy(self.threshold_ms())?;
         Some(busy_error(function))
+    }
+
+    /// `-BUSY` if a shard other than `shard` runs a script past the threshold.
+    pub fn busy_elsewhere(&self, shard: usize) -> Option<CmdError> {
+        (0..self.shards.len())
+            .filter(|&s| s != shard)
+            .find_map(|s| self.busy_error(s))
     }
 
     /// SCRIPT KILL (`function` false) or FUNCTION KILL (true), with Redis' replies:
@@ -217,4 +227,66 @@ pub(super) fn note_write() {
 pub(super) fn kill_requested() -> bool {
     let run = CURRENT_RUN.with(|r| r.get());
     run != 0 && with_own(|_, own| own.kill.load(Ordering::Acquire) == run) == Some(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(e: CmdError) -> String {
+        e.message().to_string()
+    }
+
+    /// This thread as shard 0 of two, the threshold at `threshold_ms`.
+    fn watches(threshold_ms: u64) -> Arc<ScriptWatches> {
+        let watches = Arc::new(ScriptWatches::new(2));
+        watches.set_threshold_ms(threshold_ms);
+        set_script_watches(watches.clone(), 0);
+        watches
+    }
+
+    #[test]
+    fn script_kill_stops_only_the_run_it_was_asked_for() {
+        let watches = watches(0);
+        assert_eq!(
+            message(kill(false).unwrap_err()),
+            "NOTBUSY No scripts in execution right now."
+        );
+        let running = Running::start(false);
+        assert!(!kill_requested());
+        assert!(watches.busy_error(0).is_some() && watches.busy_error(1).is_none());
+        assert!(kill(false).is_ok());
+        assert!(kill_requested());
+        drop(running);
+        assert!(watches.busy_error(0).is_none());
+        // The next script is not stopped by the earlier request.
+        let _next = Running::start(false);
+        assert!(!kill_requested());
+    }
+
+    #[test]
+    fn a_script_that_wrote_or_of_the_other_kind_is_not_killed() {
+        let _watches = watches(0);
+        let running = Running::start(false);
+        note_write();
+        assert!(message(kill(false).unwrap_err()).starts_with("UNKILLABLE Sorry the script"));
+        assert!(!kill_requested());
+        drop(running);
+        let _function = Running::start(true);
+        assert_eq!(message(kill(false).unwrap_err()), BUSY_FUNCTION);
+        assert!(!kill_requested());
+        assert!(kill(true).is_ok());
+        assert!(kill_requested());
+    }
+
+    #[test]
+    fn busy_only_past_the_threshold() {
+        let watches = watches(60_000);
+        let running = Running::start(false);
+        assert!(watches.busy_error(0).is_none());
+        watches.set_threshold_ms(0);
+        assert_eq!(message(watches.busy_error(0).unwrap()), BUSY_EVAL);
+        drop(running);
+        assert!(watches.busy_error(0).is_none());
+    }
 }

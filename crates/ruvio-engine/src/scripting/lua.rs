@@ -155,7 +155,9 @@ impl State {
         host.set("struct", super::luastruct::library(&lua)?)?;
         let hooks = lua.create_table()?;
         lua.set_named_registry_value(luaaux::HOOKS, hooks.clone())?;
-        lua.set_hook(
+        // Global: coroutines a script creates inherit it (a per-thread hook would be
+        // dropped in them, and a loop inside one could not be killed).
+        lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(busy::HOOK_INSTRUCTIONS),
             stop_if_killed,
         )?;
@@ -396,6 +398,11 @@ impl Runner<'_> {
         } else {
             Protocol::Resp2
         };
+        if busy::kill_requested() {
+            // A killed script that caught the error runs no more commands (Redis
+            // checks on every line from then on).
+            return error_table(lua, busy::KILLED.as_bytes());
+        }
         let argv: Vec<Value> = args.into_iter().collect();
         if argv.is_empty() {
             return error_table(

@@ -84,7 +84,7 @@ pub(super) fn arg_error(lua: &Lua, arg: usize, message: impl AsRef<[u8]>) -> mlu
 
 /// `luaL_typename`: the type name Lua's messages use (`no value` for an absent
 /// argument).
-fn type_name(v: Option<&Value>) -> &'static str {
+pub(super) fn type_name(v: Option<&Value>) -> &'static str {
     match v {
         None => "no value",
         Some(Value::Nil) => "nil",

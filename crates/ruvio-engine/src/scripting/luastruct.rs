@@ -63,17 +63,22 @@ impl Format<'_> {
         Some(opt)
     }
 
-    /// `getnum`: the digits that follow, or `default` (C `int` arithmetic, wrapping).
-    fn number(&mut self, default: i32) -> i32 {
+    /// `getnum`: the digits that follow, or `default`; past `INT_MAX` it is
+    /// Redis' `integral size overflow`.
+    fn number(&mut self, lua: &Lua, default: i32) -> mlua::Result<i32> {
         if !self.bytes.first().is_some_and(u8::is_ascii_digit) {
-            return default;
+            return Ok(default);
         }
         let mut n: i32 = 0;
         while let Some(&d) = self.bytes.first().filter(|d| d.is_ascii_digit()) {
-            n = n.wrapping_mul(10).wrapping_add((d - b'0') as i32);
+            let digit = (d - b'0') as i32;
+            if n > i32::MAX / 10 || n * 10 > i32::MAX - digit {
+                return Err(luaaux::error(lua, "integral size overflow"));
+            }
+            n = n * 10 + digit;
             self.bytes = &self.bytes[1..];
         }
-        n
+        Ok(n)
     }
 }
 
@@ -84,16 +89,16 @@ fn option_size(lua: &Lua, opt: u8, format: &mut Format<'_>) -> mlua::Result<usiz
         b'H' | b'h' => 2,
         b'L' | b'l' | b'T' | b'd' => 8,
         b'f' => 4,
-        b'c' => format.number(1) as isize as usize,
+        b'c' => format.number(lua, 1)? as usize,
         b'i' | b'I' => {
-            let size = format.number(4);
+            let size = format.number(lua, 4)?;
             if size > INT_SIZE_MAX {
                 return Err(luaaux::error(
                     lua,
                     format!("integral size {size} is larger than limit of {INT_SIZE_MAX}"),
                 ));
             }
-            size as isize as usize
+            size as usize
         }
         _ => 0,
     })
@@ -120,7 +125,7 @@ fn control_option(
         b'>' => header.endian = Endian::Big,
         b'<' => header.endian = Endian::Little,
         b'!' => {
-            let align = format.number(ALIGN_MAX);
+            let align = format.number(lua, ALIGN_MAX)?;
             if align <= 0 || align & (align - 1) != 0 {
                 return Err(luaaux::error(
                     lua,
@@ -145,9 +150,34 @@ fn is_integer_option(opt: u8) -> bool {
     )
 }
 
+/// C's `(long)d` on x86-64 (`cvttsd2si`): truncation, and `LONG_MIN` for NaN or a
+/// value out of range (Rust's `as` saturates instead).
+fn c_long(d: f64) -> i64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if d.is_nan() || !(-TWO_63..TWO_63).contains(&d) {
+        return i64::MIN;
+    }
+    d as i64
+}
+
+/// C's `(unsigned long)d` as gcc compiles it for x86-64: below 2^63 through
+/// `(long)`, from 2^63 by subtracting 2^63 first (so 2^64 and above give 0).
+fn c_ulong(d: f64) -> u64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if d >= TWO_63 {
+        (c_long(d - TWO_63) as u64) ^ (1 << 63)
+    } else {
+        c_long(d) as u64
+    }
+}
+
 /// `putinteger`: `n` as a `size`-byte integer (negative numbers through `long`).
 fn put_integer(out: &mut Vec<u8>, n: f64, endian: Endian, size: usize) {
-    let mut value = if n < 0.0 { n as i64 as u64 } else { n as u64 };
+    let mut value = if n < 0.0 {
+        c_long(n) as u64
+    } else {
+        c_ulong(n)
+    };
     let mut bytes = [0u8; INT_SIZE_MAX as usize];
     let bytes = &mut bytes[..size.min(INT_SIZE_MAX as usize)];
     for b in bytes.iter_mut() {
@@ -295,7 +325,7 @@ fn unpack(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
                     let Some(n) = lua.coerce_number(previous)? else {
                         return Err(luaaux::error(lua, "format 'c0' needs a previous size"));
                     };
-                    size = n as usize;
+                    size = c_ulong(n) as usize;
                     results.pop();
                 }
                 let Some(bytes) = field(pos, size) else {

@@ -17,6 +17,7 @@
 //! a generation: each shard drops its state before its next script.
 
 mod busy;
+mod cjson_decode;
 mod cmsgpack;
 mod libs;
 mod lua;
