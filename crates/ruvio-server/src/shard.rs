@@ -150,6 +150,7 @@ impl ShardCore {
         if let Some(path) = &cfg.import_rdb {
             crate::import::load_rdb(&mut engine, path, id, &topo)?;
         }
+        crate::cmd::functions::load_saved(&cfg, id)?;
         let wal = if cfg.durability.logs() {
             let end = crate::wal::recover(&mut engine, &cfg, id, unix_ms())
                 .map_err(std::io::Error::other)?;

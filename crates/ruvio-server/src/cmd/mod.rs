@@ -10,6 +10,7 @@
 pub mod client;
 pub mod cluster;
 pub mod connection;
+pub mod functions;
 pub mod introspection;
 pub mod pubsub;
 pub mod server;
@@ -55,6 +56,7 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         introspection::COMMANDS,
         pubsub::COMMANDS,
         transactions::COMMANDS,
+        functions::COMMANDS,
     ]
     .into_iter()
     .flatten()

@@ -906,6 +906,8 @@ pub enum ConfigChange {
     ExportRdb(String),
     /// SAVE: take this shard's snapshot.
     Snapshot,
+    /// The function libraries after a FUNCTION change, as a FUNCTION DUMP payload.
+    Functions(Vec<u8>),
 }
 
 /// Apply a change another shard broadcast.
@@ -931,6 +933,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
                 eprintln!("ruvio: shard {}: SAVE failed: {e}", core.id);
             }
         }
+        ConfigChange::Functions(payload) => super::functions::apply(core, payload),
     }
 }
 
