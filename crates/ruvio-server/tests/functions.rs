@@ -3,7 +3,8 @@
 //! FCALL runs wherever its keys route, and DELETE / FLUSH / RESTORE reach every
 //! shard the same way; in per-shard mode each node is its own server, as in Redis
 //! Cluster. With a log the libraries survive a restart. FUNCTION DUMP payloads move
-//! both ways between Redis and Ruvio.
+//! both ways between Redis and Ruvio, and a Redis dump.rdb brings its libraries
+//! (`--import-rdb`).
 
 mod common;
 
@@ -172,5 +173,31 @@ fn dump_payloads_move_between_redis_and_ruvio() {
             target.read_reply(),
             b"-ERR Function BUMP already exists\r\n"
         );
+    }
+}
+
+#[test]
+fn a_redis_dump_file_brings_its_libraries() {
+    if require_redis_server("a_redis_dump_file_brings_its_libraries").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let mut r = redis.raw();
+    assert_eq!(r.cmd(&["function", "load", LIB]), bulk("counter"));
+    assert_eq!(r.cmd(&["set", "k", "41"]), b"+OK\r\n");
+    assert_eq!(r.cmd(&["save"]), b"+OK\r\n");
+    let config = |r: &mut RawConn, name: &str| {
+        let reply = r.cmd(&["config", "get", name]);
+        let text = String::from_utf8_lossy(&reply).into_owned();
+        text.split("\r\n").nth(4).unwrap().to_owned()
+    };
+    let path = format!("{}/{}", config(&mut r, "dir"), config(&mut r, "dbfilename"));
+    for mode in [PortMode::Forward, PortMode::PerShard] {
+        let ruvio = Server::ruvio_with(mode, 2, &["--import-rdb", &path]);
+        let mut c = RawConn::connect(ruvio.shard_port(shard_of_key("k", 2)));
+        assert_eq!(bump(&mut c, "k"), b":42\r\n");
+        let mut other = RawConn::connect(ruvio.shard_port(1 - shard_of_key("k", 2)));
+        let there = key_on_shard("b", 1 - shard_of_key("k", 2), 2);
+        assert_eq!(bump(&mut other, &there), b":1\r\n");
     }
 }

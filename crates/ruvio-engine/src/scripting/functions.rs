@@ -18,7 +18,7 @@
 //! found ignoring case, as in Redis.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use mlua::{ChunkMode, Function, MultiValue, Table, Value};
 use ruvio_resp::{Args, Reply};
@@ -61,6 +61,9 @@ struct Functions {
     state: lua::State,
     env: Table,
     libraries: BTreeMap<String, Library>,
+    /// Every function by its lower-case name: its library and its place there
+    /// (FCALL's lookup; remade after each change).
+    by_name: HashMap<Vec<u8>, (String, usize)>,
 }
 
 thread_local! {
@@ -255,6 +258,7 @@ impl Functions {
             state,
             env,
             libraries: BTreeMap::new(),
+            by_name: HashMap::new(),
         })
     }
 
@@ -311,15 +315,23 @@ impl Functions {
         })
     }
 
-    /// The library holding function `name` (any case), and the function.
-    fn find(&self, name: &[u8]) -> Option<(&str, &Func)> {
-        self.libraries.iter().find_map(|(lib, library)| {
-            library
-                .functions
-                .iter()
-                .find(|f| f.name.as_bytes().eq_ignore_ascii_case(name))
-                .map(|f| (lib.as_str(), f))
-        })
+    /// Function `name` (any case).
+    fn find(&self, name: &[u8]) -> Option<&Func> {
+        let (library, i) = self.by_name.get(&name.to_ascii_lowercase())?;
+        self.libraries.get(library)?.functions.get(*i)
+    }
+
+    /// Remake [`Self::by_name`] after the libraries changed (a library may hold two
+    /// functions differing in case only, as in Redis: the first one is found).
+    fn reindex(&mut self) {
+        self.by_name.clear();
+        for (library, lib) in &self.libraries {
+            for (i, func) in lib.functions.iter().enumerate() {
+                self.by_name
+                    .entry(func.name.to_ascii_lowercase().into_bytes())
+                    .or_insert_with(|| (library.clone(), i));
+            }
+        }
     }
 
     /// `ERR Function <name> already exists` when a function of `library` is also
@@ -392,6 +404,7 @@ pub fn load(code: &[u8], replace: bool) -> Result<String, CmdError> {
         let library = f.compile(code)?;
         Functions::clash(&f.libraries, &library, |lib| lib == name)?;
         f.libraries.insert(name.clone(), library);
+        f.reindex();
         Ok(name)
     })
 }
@@ -402,8 +415,9 @@ pub fn delete(name: &[u8]) -> Result<(), CmdError> {
         let name = std::str::from_utf8(name).unwrap_or_default();
         f.libraries
             .remove(name)
-            .map(drop)
-            .ok_or_else(|| line("ERR Library not found"))
+            .ok_or_else(|| line("ERR Library not found"))?;
+        f.reindex();
+        Ok(())
     })
 }
 
@@ -457,6 +471,7 @@ pub fn restore(payload: &[u8], policy: RestorePolicy) -> Result<(), CmdError> {
                 f.libraries.extend(loaded);
             }
         }
+        f.reindex();
         Ok(())
     })
 }
@@ -580,7 +595,7 @@ fn fcall_generic(
     with_functions(|f| {
         let (name, flags, callback) = f
             .find(args.get(1))
-            .map(|(_, func)| (func.name.clone(), func.flags, func.callback.clone()))
+            .map(|func| (func.name.clone(), func.flags, func.callback.clone()))
             .ok_or_else(|| line("ERR Function not found"))?;
         let numkeys = crate::args::parse_i64(args.get(2))
             .ok_or_else(|| line("ERR Bad number of keys provided"))?;
