@@ -4,7 +4,7 @@
 //! shard the same way; in per-shard mode each node is its own server, as in Redis
 //! Cluster. With a log the libraries survive a restart. FUNCTION DUMP payloads move
 //! both ways between Redis and Ruvio, and a Redis dump.rdb brings its libraries
-//! (`--import-rdb`).
+//! (`--import-rdb`) and DEBUG EXPORT-RDB writes them for Redis.
 
 mod common;
 
@@ -200,4 +200,33 @@ fn a_redis_dump_file_brings_its_libraries() {
         let there = key_on_shard("b", 1 - shard_of_key("k", 2), 2);
         assert_eq!(bump(&mut other, &there), b":1\r\n");
     }
+}
+
+#[test]
+fn an_exported_file_brings_the_libraries_to_redis() {
+    if require_redis_server("an_exported_file_brings_the_libraries_to_redis").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let mut r = redis.raw();
+    let reply = r.cmd(&["config", "get", "dir"]);
+    let dir = String::from_utf8_lossy(&reply)
+        .split("\r\n")
+        .nth(4)
+        .unwrap()
+        .to_owned();
+    let reply = r.cmd(&["config", "get", "dbfilename"]);
+    let file = String::from_utf8_lossy(&reply)
+        .split("\r\n")
+        .nth(4)
+        .unwrap()
+        .to_owned();
+    let path = format!("{dir}/{file}");
+    let ruvio = Server::forward(2);
+    let mut c = ruvio.raw();
+    assert_eq!(c.cmd(&["function", "load", LIB]), bulk("counter"));
+    assert_eq!(bump(&mut c, "k"), b":1\r\n");
+    assert_eq!(c.cmd(&["debug", "export-rdb", &path]), b"+OK\r\n");
+    assert_eq!(r.cmd(&["debug", "reload", "nosave"]), b"+OK\r\n");
+    assert_eq!(bump(&mut r, "k"), b":2\r\n");
 }

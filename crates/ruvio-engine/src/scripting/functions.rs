@@ -482,9 +482,9 @@ pub fn replace_all(payload: &[u8]) -> Result<(), CmdError> {
     restore(payload, RestorePolicy::Flush)
 }
 
-/// FUNCTION DUMP: every library as Redis' payload (one `RDB_OPCODE_FUNCTION2`
-/// record per library, then the RDB version and CRC-64).
-pub fn dump() -> Vec<u8> {
+/// Every library as an `RDB_OPCODE_FUNCTION2` record (its code as an RDB string),
+/// as in Redis' RDB files and FUNCTION DUMP payloads.
+pub fn rdb_records() -> Vec<u8> {
     let mut out = Vec::new();
     FUNCTIONS.with(|cell| {
         if let Some(f) = cell.borrow().as_ref() {
@@ -494,7 +494,12 @@ pub fn dump() -> Vec<u8> {
             }
         }
     });
-    rdb::seal(out, rdb::RDB_VERSION)
+    out
+}
+
+/// FUNCTION DUMP: the records, then the RDB version and CRC-64.
+pub fn dump() -> Vec<u8> {
+    rdb::seal(rdb_records(), rdb::RDB_VERSION)
 }
 
 /// FUNCTION LIST: the libraries whose name matches `pattern` (a glob, any case),
