@@ -5,7 +5,9 @@
 //! RESTORE with each policy, DELETE, FLUSH, KILL, HELP) and their argument errors,
 //! the library metadata line and `redis.register_function`'s errors, what a library
 //! sees while it loads, FCALL / FCALL_RO's argument checks, the no-writes flag, the
-//! conversions of a function's result and the error texts of a failing function.
+//! conversions of a function's result and the error texts of a failing function;
+//! then FUNCTION RESTORE of crafted payloads (wrong type, truncated, duplicate
+//! library, function clash, bad code, empty) under each policy.
 //!
 //! Libraries listed hold one function each: Redis lists a library's functions in
 //! its hash table's order, which changes from run to run. Keys are in one hash tag.
@@ -219,6 +221,52 @@ fn functions_answer_as_redis() {
                 if resp3 { "RESP3" } else { "RESP2" }
             );
             run_corpus(&mut reference, &mut target, &label);
+        }
+    }
+}
+
+/// An `RDB_OPCODE_FUNCTION2` record of `code` (under 64 bytes).
+fn record(code: &str) -> Vec<u8> {
+    let mut out = vec![0xf5, code.len() as u8];
+    out.extend_from_slice(code.as_bytes());
+    out
+}
+
+/// FUNCTION RESTORE of crafted payloads (each sealed with a good checksum), under
+/// each policy: what Redis answers and what it leaves loaded.
+#[test]
+fn restore_payloads_answer_as_redis() {
+    if require_redis_server("restore_payloads_answer_as_redis").is_none() {
+        return;
+    }
+    let x = "#!lua name=x\nredis.register_function('a', function() end)";
+    let y = "#!lua name=y\nredis.register_function('a', function() end)";
+    let z = "#!lua name=z\nredis.register_function('b', function() end)";
+    let seal = |body: Vec<u8>| ruvio_engine::rdb::seal(body, 10);
+    let payloads = [
+        seal(vec![0x00, 0x01, b'a']),
+        seal(vec![0xf5, 0x20, b'a', b'b', b'c']),
+        seal([record(x), record(x)].concat()),
+        seal([record(x), record(y)].concat()),
+        seal(record("return 1")),
+        seal(record(x)),
+        seal([record(y), record(z)].concat()),
+        seal(Vec::new()),
+    ];
+    let redis = Server::redis();
+    let ruvio = Server::forward(2);
+    let (mut reference, mut target) = (redis.raw(), ruvio.raw());
+    for policy in [None, Some("APPEND"), Some("replace"), Some("FLUSH")] {
+        for payload in &payloads {
+            let mut command = vec![&b"function"[..], b"restore", payload];
+            command.extend(policy.map(str::as_bytes));
+            let want = reference.cmd(&command);
+            let got = target.cmd(&command);
+            assert_eq!(show(&got), show(&want), "{policy:?} {}", show(payload));
+            let list = ["function", "list", "libraryname", "x"];
+            assert_eq!(show(&target.cmd(&list)), show(&reference.cmd(&list)));
+            let stats = ["function", "stats"];
+            assert_eq!(show(&target.cmd(&stats)), show(&reference.cmd(&stats)));
         }
     }
 }

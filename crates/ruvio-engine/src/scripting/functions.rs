@@ -33,6 +33,8 @@ use crate::Engine;
 
 /// RDB's opcode for a function library (`RDB_OPCODE_FUNCTION2`).
 const RDB_OPCODE_FUNCTION2: u8 = 245;
+/// The record of Redis 7.0's release candidates (`RDB_OPCODE_FUNCTION_PRE_GA`).
+const RDB_OPCODE_FUNCTION_PRE_GA: u8 = 246;
 
 /// The one engine Ruvio has, as FUNCTION LIST and STATS name it.
 const ENGINE_NAME: &str = "LUA";
@@ -368,6 +370,10 @@ impl Functions {
             let kind = reader
                 .u8()
                 .map_err(|_| line("ERR can not read data type"))?;
+            if kind == RDB_OPCODE_FUNCTION_PRE_GA {
+                // Redis 7.2's answer (7.0 tries to read the old record).
+                return Err(line("ERR Pre-GA function format not supported"));
+            }
             if kind != RDB_OPCODE_FUNCTION2 {
                 return Err(line("ERR given type is not a function"));
             }
