@@ -57,30 +57,43 @@ struct Library {
     functions: Vec<Func>,
 }
 
-/// A shard's function engine: the Lua state the libraries are compiled in, the
-/// environment they see, and the libraries by name.
-struct Functions {
+/// A shard's function engine: the Lua state the libraries are compiled in and
+/// the environment they see.
+struct LuaEngine {
     state: lua::State,
     env: Table,
+}
+
+/// A shard's libraries by name.
+#[derive(Default)]
+struct Libraries {
     libraries: BTreeMap<String, Library>,
     /// Every function by its lower-case name: its library and its place there
     /// (FCALL's lookup; remade after each change).
     by_name: HashMap<Vec<u8>, (String, usize)>,
 }
 
+// Two cells, so that a running function holds only the engine: what reads the
+// libraries (FUNCTION STATS, LIST) can run beside it.
 thread_local! {
-    static FUNCTIONS: RefCell<Option<Functions>> = const { RefCell::new(None) };
+    static ENGINE: RefCell<Option<LuaEngine>> = const { RefCell::new(None) };
+    static LIBRARIES: RefCell<Libraries> = RefCell::default();
 }
 
 /// Run `f` on this thread's function engine, made at first use.
-fn with_functions<R>(f: impl FnOnce(&mut Functions) -> Result<R, CmdError>) -> Result<R, CmdError> {
-    FUNCTIONS.with(|cell| {
+fn with_engine<R>(f: impl FnOnce(&mut LuaEngine) -> Result<R, CmdError>) -> Result<R, CmdError> {
+    ENGINE.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
-            *slot = Some(Functions::new().map_err(internal)?);
+            *slot = Some(LuaEngine::new().map_err(internal)?);
         }
         f(slot.as_mut().expect("made above"))
     })
+}
+
+/// Run `f` on this thread's libraries.
+fn with_libraries<R>(f: impl FnOnce(&mut Libraries) -> R) -> R {
+    LIBRARIES.with(|cell| f(&mut cell.borrow_mut()))
 }
 
 /// Redis' `functionsVerifyName`: letters, digits and underscores, at least one.
@@ -248,20 +261,15 @@ fn register(registered: &mut Vec<Func>, args: MultiValue) -> Option<&'static str
     None
 }
 
-impl Functions {
-    fn new() -> mlua::Result<Functions> {
+impl LuaEngine {
+    fn new() -> mlua::Result<LuaEngine> {
         let state = lua::State::new(0)?;
         let env: Table = state
             .lua
             .load(include_str!("functions.lua"))
             .set_name("=functions")
             .call(state.hooks.clone())?;
-        Ok(Functions {
-            state,
-            env,
-            libraries: BTreeMap::new(),
-            by_name: HashMap::new(),
-        })
+        Ok(LuaEngine { state, env })
     }
 
     /// Compile and run a library's code, collecting the functions it registers.
@@ -316,7 +324,9 @@ impl Functions {
             functions,
         })
     }
+}
 
+impl Libraries {
     /// Function `name` (any case).
     fn find(&self, name: &[u8]) -> Option<&Func> {
         let (library, i) = self.by_name.get(&name.to_ascii_lowercase())?;
@@ -359,77 +369,78 @@ impl Functions {
         }
         Ok(())
     }
-
-    /// The libraries of a FUNCTION DUMP payload, loaded (not yet installed).
-    fn read_payload(&self, payload: &[u8]) -> Result<BTreeMap<String, Library>, CmdError> {
-        let body = rdb::verify_payload(payload)
-            .ok_or_else(|| line("ERR DUMP payload version or checksum are wrong"))?;
-        let mut reader = rdb::decode::Reader::new(body);
-        let mut loaded = BTreeMap::new();
-        while reader.remaining() > 0 {
-            let kind = reader
-                .u8()
-                .map_err(|_| line("ERR can not read data type"))?;
-            if kind == RDB_OPCODE_FUNCTION_PRE_GA {
-                // Redis 7.2's answer (7.0 tries to read the old record).
-                return Err(line("ERR Pre-GA function format not supported"));
-            }
-            if kind != RDB_OPCODE_FUNCTION2 {
-                return Err(line("ERR given type is not a function"));
-            }
-            let code = reader
-                .string()
-                .map_err(|_| line("ERR Failed loading library payload"))?;
-            let name = library_name(&code)?;
-            if loaded.contains_key(&name) {
-                return Err(CmdError::quoted(
-                    "ERR Library '",
-                    name.as_bytes(),
-                    "' already exists",
-                ));
-            }
-            let library = self.compile(&code)?;
-            Self::clash(&loaded, &library, |_| false)?;
-            loaded.insert(name, library);
-        }
-        Ok(loaded)
-    }
 }
 
-/// FUNCTION LOAD [REPLACE] code: the library's name.
-pub fn load(code: &[u8], replace: bool) -> Result<String, CmdError> {
-    with_functions(|f| {
-        let name = library_name(code)?;
-        if !replace && f.libraries.contains_key(&name) {
+/// The libraries of a FUNCTION DUMP payload, loaded (not yet installed).
+fn read_payload(payload: &[u8]) -> Result<BTreeMap<String, Library>, CmdError> {
+    let body = rdb::verify_payload(payload)
+        .ok_or_else(|| line("ERR DUMP payload version or checksum are wrong"))?;
+    let mut reader = rdb::decode::Reader::new(body);
+    let mut loaded = BTreeMap::new();
+    while reader.remaining() > 0 {
+        let kind = reader
+            .u8()
+            .map_err(|_| line("ERR can not read data type"))?;
+        if kind == RDB_OPCODE_FUNCTION_PRE_GA {
+            // Redis 7.2's answer (7.0 tries to read the old record).
+            return Err(line("ERR Pre-GA function format not supported"));
+        }
+        if kind != RDB_OPCODE_FUNCTION2 {
+            return Err(line("ERR given type is not a function"));
+        }
+        let code = reader
+            .string()
+            .map_err(|_| line("ERR Failed loading library payload"))?;
+        let name = library_name(&code)?;
+        if loaded.contains_key(&name) {
             return Err(CmdError::quoted(
                 "ERR Library '",
                 name.as_bytes(),
                 "' already exists",
             ));
         }
-        let library = f.compile(code)?;
-        Functions::clash(&f.libraries, &library, |lib| lib == name)?;
-        f.libraries.insert(name.clone(), library);
-        f.reindex();
+        let library = with_engine(|e| e.compile(&code))?;
+        Libraries::clash(&loaded, &library, |_| false)?;
+        loaded.insert(name, library);
+    }
+    Ok(loaded)
+}
+
+/// FUNCTION LOAD [REPLACE] code: the library's name.
+pub fn load(code: &[u8], replace: bool) -> Result<String, CmdError> {
+    let name = library_name(code)?;
+    if !replace && with_libraries(|l| l.libraries.contains_key(&name)) {
+        return Err(CmdError::quoted(
+            "ERR Library '",
+            name.as_bytes(),
+            "' already exists",
+        ));
+    }
+    let library = with_engine(|e| e.compile(code))?;
+    with_libraries(|l| {
+        Libraries::clash(&l.libraries, &library, |lib| lib == name)?;
+        l.libraries.insert(name.clone(), library);
+        l.reindex();
         Ok(name)
     })
 }
 
 /// FUNCTION DELETE name.
 pub fn delete(name: &[u8]) -> Result<(), CmdError> {
-    with_functions(|f| {
+    with_libraries(|l| {
         let name = std::str::from_utf8(name).unwrap_or_default();
-        f.libraries
+        l.libraries
             .remove(name)
             .ok_or_else(|| line("ERR Library not found"))?;
-        f.reindex();
+        l.reindex();
         Ok(())
     })
 }
 
 /// FUNCTION FLUSH: every library goes, and the Lua state with them.
 pub fn flush() {
-    FUNCTIONS.with(|cell| drop(cell.borrow_mut().take()));
+    with_libraries(|l| *l = Libraries::default());
+    ENGINE.with(|cell| drop(cell.borrow_mut().take()));
 }
 
 /// How FUNCTION RESTORE treats the libraries already loaded.
@@ -459,8 +470,8 @@ impl RestorePolicy {
 
 /// FUNCTION RESTORE payload [policy]: all of the payload's libraries, or none.
 pub fn restore(payload: &[u8], policy: RestorePolicy) -> Result<(), CmdError> {
-    with_functions(|f| {
-        let loaded = f.read_payload(payload)?;
+    let loaded = read_payload(payload)?;
+    with_libraries(|f| {
         match policy {
             RestorePolicy::Flush => f.libraries = loaded,
             RestorePolicy::Append | RestorePolicy::Replace => {
@@ -472,7 +483,7 @@ pub fn restore(payload: &[u8], policy: RestorePolicy) -> Result<(), CmdError> {
                             " already exists",
                         ));
                     }
-                    Functions::clash(&f.libraries, library, |lib| loaded.contains_key(lib))?;
+                    Libraries::clash(&f.libraries, library, |lib| loaded.contains_key(lib))?;
                 }
                 f.libraries.extend(loaded);
             }
@@ -492,12 +503,10 @@ pub fn replace_all(payload: &[u8]) -> Result<(), CmdError> {
 /// as in Redis' RDB files and FUNCTION DUMP payloads.
 pub fn rdb_records() -> Vec<u8> {
     let mut out = Vec::new();
-    FUNCTIONS.with(|cell| {
-        if let Some(f) = cell.borrow().as_ref() {
-            for library in f.libraries.values() {
-                out.push(RDB_OPCODE_FUNCTION2);
-                rdb::encode::write_string(&mut out, &library.code);
-            }
+    with_libraries(|l| {
+        for library in l.libraries.values() {
+            out.push(RDB_OPCODE_FUNCTION2);
+            rdb::encode::write_string(&mut out, &library.code);
         }
     });
     out
@@ -511,8 +520,7 @@ pub fn dump() -> Vec<u8> {
 /// FUNCTION LIST: the libraries whose name matches `pattern` (a glob, any case),
 /// their functions, and their code when `with_code`.
 pub fn list(reply: &mut Reply<'_>, pattern: Option<&[u8]>, with_code: bool) {
-    FUNCTIONS.with(|cell| {
-        let slot = cell.borrow();
+    with_libraries(|l| {
         let matches = |name: &str| {
             pattern.is_none_or(|p| {
                 crate::glob_match(
@@ -521,9 +529,9 @@ pub fn list(reply: &mut Reply<'_>, pattern: Option<&[u8]>, with_code: bool) {
                 )
             })
         };
-        let libraries: Vec<(&String, &Library)> = slot
+        let libraries: Vec<(&String, &Library)> = l
+            .libraries
             .iter()
-            .flat_map(|f| &f.libraries)
             .filter(|(name, _)| matches(name.as_str()))
             .collect();
         reply.array(libraries.len());
@@ -570,11 +578,9 @@ fn list_function(reply: &mut Reply<'_>, func: &Func) {
 
 /// How many libraries and functions this shard holds (FUNCTION STATS).
 pub fn counts() -> (usize, usize) {
-    FUNCTIONS.with(|cell| {
-        cell.borrow().as_ref().map_or((0, 0), |f| {
-            let functions = f.libraries.values().map(|l| l.functions.len()).sum();
-            (f.libraries.len(), functions)
-        })
+    with_libraries(|l| {
+        let functions = l.libraries.values().map(|lib| lib.functions.len()).sum();
+        (l.libraries.len(), functions)
     })
 }
 
@@ -603,41 +609,40 @@ fn fcall_generic(
     reply: &mut Reply<'_>,
     read_only_command: bool,
 ) -> CmdResult {
-    with_functions(|f| {
-        let (name, flags, callback) = f
-            .find(args.get(1))
+    let (name, flags, callback) = with_libraries(|l| {
+        l.find(args.get(1))
             .map(|func| (func.name.clone(), func.flags, func.callback.clone()))
-            .ok_or_else(|| line("ERR Function not found"))?;
-        let numkeys = crate::args::parse_i64(args.get(2))
-            .ok_or_else(|| line("ERR Bad number of keys provided"))?;
-        if numkeys > (args.len() - 3) as i64 {
-            return Err(CmdError::ScriptTooManyKeys);
-        }
-        if numkeys < 0 {
-            return Err(CmdError::ScriptNegativeKeys);
-        }
-        let no_writes = flags & NO_WRITES != 0;
-        if read_only_command && !no_writes {
-            return Err(line(
-                "ERR Can not execute a script with write flag using *_ro command.",
-            ));
-        }
-        let numkeys = numkeys as usize;
-        let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| args.get(i)).collect();
-        let argv: Vec<&[u8]> = (3 + numkeys..args.len()).map(|i| args.get(i)).collect();
-        let call = lua::Call {
-            sha: &name,
-            body: b"",
-            keys: &keys,
-            argv: &argv,
-            read_only: read_only_command || no_writes,
-            callback: Some(callback),
-        };
-        let may_block = std::mem::replace(&mut ctx.may_block, false);
-        let result = lua::run_in(&mut f.state, engine, ctx, reply, &call);
-        ctx.may_block = may_block;
-        result
-    })?;
+    })
+    .ok_or_else(|| line("ERR Function not found"))?;
+    let numkeys = crate::args::parse_i64(args.get(2))
+        .ok_or_else(|| line("ERR Bad number of keys provided"))?;
+    if numkeys > (args.len() - 3) as i64 {
+        return Err(CmdError::ScriptTooManyKeys);
+    }
+    if numkeys < 0 {
+        return Err(CmdError::ScriptNegativeKeys);
+    }
+    let no_writes = flags & NO_WRITES != 0;
+    if read_only_command && !no_writes {
+        return Err(line(
+            "ERR Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    let numkeys = numkeys as usize;
+    let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| args.get(i)).collect();
+    let argv: Vec<&[u8]> = (3 + numkeys..args.len()).map(|i| args.get(i)).collect();
+    let call = lua::Call {
+        sha: &name,
+        body: b"",
+        keys: &keys,
+        argv: &argv,
+        read_only: read_only_command || no_writes,
+        callback: Some(callback),
+    };
+    let may_block = std::mem::replace(&mut ctx.may_block, false);
+    let result = with_engine(|e| lua::run_in(&mut e.state, engine, ctx, reply, &call));
+    ctx.may_block = may_block;
+    result?;
     Ok(Outcome::Done)
 }
 
