@@ -4,9 +4,10 @@
 # On a fresh Debian machine (as root, or with sudo) it first installs what the tests
 # need and is missing: redis-server and redis-tools (the differential test compares
 # against a real Redis; the client tests use redis-cli), valgrind (the keyspace and
-# collection tests also run under memcheck), chromium (the page test), and the
-# Python packages redis and pytest. Then it checks formatting, lints, builds the server in release and
-# debug, runs every Rust test, and runs the Python client tests against the release
+# collection tests also run under memcheck), chromium (the page test), the
+# Python packages redis and pytest, Node.js with npm, and the Node client tests' pinned
+# packages (ioredis, BullMQ: `npm ci` in tests/node). Then it checks formatting, lints, builds the server in release and
+# debug, runs every Rust test, and runs the Python and Node.js client tests against the release
 # binary. Any failure stops it with a non-zero exit.
 #
 #   scripts/test.sh
@@ -48,6 +49,9 @@ if ! command -v python3 >/dev/null 2>&1; then
 elif ! python3 -c 'import redis, pytest' 2>/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then
     apt_packages+=(python3-pip)
 fi
+# The Node.js client tests (tests/node: ioredis, BullMQ).
+command -v node >/dev/null 2>&1 || apt_packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || apt_packages+=(npm)
 if [ "${#apt_packages[@]}" -gt 0 ]; then
     step "apt-get install ${apt_packages[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -62,6 +66,9 @@ if ! python3 -c 'import redis, pytest' 2>/dev/null; then
 fi
 redis-server --version
 python3 -c 'import redis, pytest; print("redis-py", redis.__version__, "pytest", pytest.__version__)'
+step "npm ci in tests/node (the versions of tests/node/package-lock.json)"
+(cd tests/node && npm ci --no-audit --no-fund)
+node --version
 
 # --- format, lint, build ------------------------------------------------------------
 step "cargo fmt --check"
@@ -97,5 +104,8 @@ scripts/fuzz.sh --short
 
 step "pytest tests/python tests/site (RUVIO_BIN=target/release/ruvio)"
 RUVIO_BIN="$PWD/target/release/ruvio" python3 -m pytest -q -p no:cacheprovider tests/python tests/site
+
+step "node --test tests/node: ioredis and BullMQ (RUVIO_BIN=target/release/ruvio)"
+(cd tests/node && RUVIO_BIN="$PWD/../../target/release/ruvio" npm test)
 
 step "all tests passed in $((SECONDS - started_s)) s"

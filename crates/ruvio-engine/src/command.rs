@@ -454,6 +454,22 @@ impl ExecCtx {
         }
     }
 
+    /// Run a command inside this one (a script's `redis.call`) so that the
+    /// outer command is logged as the inner writes (Redis' effects replication):
+    /// an inner write that was not rewritten is logged as its own arguments, and
+    /// the outer command's own arguments are never logged once anything changed.
+    pub fn run_inner<R>(&mut self, argv: Args<'_>, run: impl FnOnce(&mut ExecCtx) -> R) -> R {
+        let outer_rewritten = std::mem::replace(&mut self.effects.rewritten, false);
+        let dirty_before = self.effects.dirty;
+        let result = run(self);
+        if !self.effects.rewritten && self.effects.dirty > dirty_before {
+            let record: Vec<&[u8]> = argv.iter().collect();
+            self.log_as(&record);
+        }
+        self.effects.rewritten |= outer_rewritten;
+        result
+    }
+
     /// Log this command as `argv` instead of its own arguments (Redis'
     /// `rewriteClientCommandVector`/`alsoPropagate`): relative times become absolute,
     /// random choices their outcome, blocking pops plain pops. Called more than once,

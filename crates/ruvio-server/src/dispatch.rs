@@ -19,7 +19,9 @@ use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::TIMING_SAMPLE_EVERY;
-use ruvio_engine::command::flags::{ALL_SHARDS, BLOCKING, DENYOOM, NO_AUTH, SPLITTABLE, WRITE};
+use ruvio_engine::command::flags::{
+    ALLOW_BUSY, ALL_SHARDS, BLOCKING, DENYOOM, NO_AUTH, SPLITTABLE, WRITE,
+};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::{CmdError, CommandMeta};
@@ -380,7 +382,13 @@ fn run_routed(
     cmd: &'static Command,
     args: Args<'_>,
 ) -> Result<(), CmdError> {
-    match route(core, cmd, args) {
+    let route = route(core, cmd, args);
+    if !cmd.meta.has(ALLOW_BUSY) {
+        if let Some(busy) = busy_refusal(core, &route) {
+            return Err(busy);
+        }
+    }
+    match route {
         Route::Local => run_local(core, conns, client, replies, who, cmd, args),
         Route::Moved(slot, shard) => Err(CmdError::Moved {
             slot,
@@ -476,6 +484,20 @@ fn run_routed(
             }
             Ok(())
         }
+    }
+}
+
+/// `-BUSY` when the route needs a shard running a script past
+/// `busy-reply-threshold` (its loop is inside Lua; see docs/scripting.md).
+fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> {
+    let busy = |shard: usize| core.shared.scripts.busy_error(shard);
+    let shards = core.topo.nodes.len();
+    match route {
+        Route::Remote(shard) => busy(*shard),
+        Route::Split(groups) | Route::Lend(groups) => groups.iter().find_map(|(s, _)| busy(*s)),
+        Route::AllShards => (0..shards).find_map(busy),
+        Route::Scan(first, _) => (*first..shards).find_map(busy),
+        Route::Local | Route::Moved(..) | Route::CrossSlot => None,
     }
 }
 

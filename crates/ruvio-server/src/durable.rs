@@ -9,9 +9,12 @@
 //! queue sends them. A pipeline of writes in one loop iteration shares one gate (they
 //! share one group). A write forwarded from another shard is answered only after its
 //! group is durable (its reply waits here, then goes out in a reply batch); the
-//! origin's queue keeps the order. Reads never wait for the log: a read on a
-//! connection with no pending write is answered at once.
+//! origin's queue keeps the order. A blocked command served by a later write
+//! (BLPOP woken by a push) logs its pop, and its reply waits for that group too.
+//! Reads never wait for the log: a read on a connection with no pending write is
+//! answered at once.
 
+use crate::blocking::Waiter;
 use crate::conn::{Conn, Merge, ReplyQueue};
 use crate::forward::Tag;
 use crate::shard::ShardCore;
@@ -24,6 +27,31 @@ pub struct Gated {
     local: Vec<(u64, u32, u32, u64)>,
     /// `(group, origin shard, tag, reply)` of forwarded writes.
     remote: Vec<(u64, usize, Tag, Vec<u8>)>,
+    /// `(group, waiter, reply)` of blocked commands served by a later write.
+    served: Vec<(u64, Waiter, Vec<u8>)>,
+}
+
+/// A blocked command just served (BLPOP woken by a push): under `always`, when
+/// it logged a record (the pop), its reply is kept until that record's group is
+/// durable; otherwise it is handed back to be delivered now.
+pub fn hold_served(
+    core: &mut ShardCore,
+    waiter: Waiter,
+    reply: Vec<u8>,
+    filling_before: usize,
+) -> Option<(Waiter, Vec<u8>)> {
+    let wait = core
+        .wal
+        .as_ref()
+        .filter(|w| w.gates_replies() && w.filling_bytes() > filling_before)
+        .map(|w| w.open_group());
+    match wait {
+        Some(group) => {
+            core.gated.served.push((group, waiter, reply));
+            None
+        }
+        None => Some((waiter, reply)),
+    }
 }
 
 /// Before a write runs on a local connection under `always`: the gate its reply
@@ -108,5 +136,10 @@ pub fn release(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     let ready = core.gated.remote.partition_point(|g| g.0 <= durable);
     for (_, to, tag, reply) in core.gated.remote.drain(..ready) {
         core.outbox.reply(to, tag, &reply);
+    }
+    let ready = core.gated.served.partition_point(|g| g.0 <= durable);
+    let served: Vec<_> = core.gated.served.drain(..ready).collect();
+    for (_, waiter, reply) in served {
+        crate::exec::deliver(core, conns, waiter, reply);
     }
 }

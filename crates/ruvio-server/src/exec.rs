@@ -63,7 +63,7 @@ pub fn run_engine(
     }
     // A command on keys borrowed from other shards is not logged here: its keys'
     // records belong in their owners' logs (docs/durability.md, known gaps).
-    let logging = core.wal.is_some() && cmd.meta.has(WRITE) && !caller.borrowing;
+    let logging = core.wal.is_some() && may_write(cmd) && !caller.borrowing;
     if let Some(error) = core
         .wal
         .as_ref()
@@ -106,8 +106,12 @@ pub fn run_engine(
     };
     core.stats.dirty += ctx.effects.dirty;
     if let Some(wal) = core.wal.as_mut().filter(|_| logging) {
+        // A command logged as several records (a script's writes, a rewrite into
+        // two) replays whole or not at all.
+        wal.begin_atomic();
         ctx.effects
             .visit_log_records(args, |record| wal.append(caller.db, record));
+        wal.end_atomic();
     }
     if notify {
         crate::notify::queue_expired(core);
@@ -142,6 +146,13 @@ pub fn run_engine(
         }
     };
     Ran { block, modified }
+}
+
+/// Whether `cmd` can change the keyspace, so its effects are logged: a write
+/// command, or a script (EVAL, FCALL: Redis flags them neither write nor
+/// may-replicate, their `redis.call`s decide).
+fn may_write(cmd: &Command) -> bool {
+    cmd.meta.has(WRITE) || cmd.meta.group == "scripting"
 }
 
 /// A keyspace command panicked (a bug: no input may cause one). If it changed
@@ -251,13 +262,14 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
                 continue;
             };
             let mut out = Vec::new();
+            let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
             if let Some(block) = run_engine(core, cmd, caller, argv.args(), &mut out).block {
                 // Nothing to serve after all (another waiter took it, or a key is
                 // lent out): keep waiting, on the keys it waits for now.
                 core.blocking.rearm(ticket, &argv.args(), &block);
                 break;
             }
-            release(core, conns, ticket, out);
+            release_served(core, conns, ticket, out, filling_before);
         }
     }
 }
@@ -352,7 +364,33 @@ fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, reply: Vec
         return;
     };
     core.shared.note_blocked(blocked.client_id, None);
-    match blocked.waiter {
+    deliver(core, conns, blocked.waiter, reply);
+}
+
+/// [`release`] for a command served now, whose write may have been logged since
+/// the log held `filling_before` bytes: under `always` the reply waits for the
+/// write's group ([`crate::durable::hold_served`]).
+fn release_served(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    ticket: u64,
+    reply: Vec<u8>,
+    filling_before: usize,
+) {
+    let Some(blocked) = core.blocking.remove(ticket) else {
+        return;
+    };
+    core.shared.note_blocked(blocked.client_id, None);
+    if let Some((waiter, reply)) =
+        crate::durable::hold_served(core, blocked.waiter, reply, filling_before)
+    {
+        deliver(core, conns, waiter, reply);
+    }
+}
+
+/// Hand `reply` to the client `waiter` names.
+pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, waiter: Waiter, reply: Vec<u8>) {
+    match waiter {
         Waiter::Local {
             index,
             gen,

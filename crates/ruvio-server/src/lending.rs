@@ -461,18 +461,25 @@ fn log_local_changes(
     if core.wal.is_none() {
         return;
     }
+    let mut records = Vec::new();
     for (db, key) in modified {
         let travels = homes.iter().any(|(d, k, _)| d == db && k == key);
         if travels || core.topo.key_owner(key) != core.id {
             continue;
         }
-        let record = {
-            let entry = core.engine.peek_entry(*db, key, core.now_ms);
-            state_record(key, entry)
-        };
-        if let (Some(wal), false) = (core.wal.as_mut(), record.is_empty()) {
+        let entry = core.engine.peek_entry(*db, key, core.now_ms);
+        let record = state_record(key, entry);
+        if !record.is_empty() {
+            records.push((*db, record));
+        }
+    }
+    if let Some(wal) = core.wal.as_mut() {
+        // The keys one command or transaction changed here replay together.
+        wal.begin_atomic();
+        for (db, record) in &records {
             wal.append(*db, &mut record.iter().map(Vec::as_slice));
         }
+        wal.end_atomic();
     }
 }
 
@@ -732,9 +739,12 @@ impl Lending {
 /// them, then lend to the next coordinator in line.
 pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, records: KeyRecords) {
     if let Some(wal) = core.wal.as_mut() {
+        // The keys one command or transaction changed here replay together.
+        wal.begin_atomic();
         for (db, record) in &records {
             wal.append(*db, &mut record.iter().map(Vec::as_slice));
         }
+        wal.end_atomic();
     }
     for (db, key, entry) in entries {
         core.lending.lent.remove(&(db, key.clone()));

@@ -481,11 +481,19 @@ pub fn continue_exec(
         reply.array(rest.commands.len());
     }
     client.in_exec = true;
+    // What runs here before the queue waits (all of it, when every key is this
+    // shard's) is one log group: replayed whole or not at all.
+    if let Some(wal) = core.wal.as_mut() {
+        wal.begin_atomic();
+    }
     while client.blocked.is_none() {
         let Some(args) = rest.commands.pop_front() else {
             break;
         };
         crate::dispatch::run_command(core, conns, client, replies, who, args.args());
+    }
+    if let Some(wal) = core.wal.as_mut() {
+        wal.end_atomic();
     }
     client.in_exec = false;
     if !rest.commands.is_empty() {

@@ -185,6 +185,15 @@ pub fn registry() -> &'static Registry {
     REGISTRY.get_or_init(Registry::build)
 }
 
+/// The row a script's call of a server command resolves to (the engine asks for
+/// commands its own table lacks: see `ruvio_engine::scripting::set_server_commands`).
+pub fn script_row(
+    args: ruvio_resp::Args<'_>,
+) -> Option<Result<&'static CommandMeta, ruvio_engine::CmdError>> {
+    let cmd = registry().lookup(args.get(0))?;
+    Some(cmd.resolve(args).map(|row| row.meta))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -147,6 +147,8 @@ impl ShardCore {
         // Scripts may touch undeclared keys only in this shard's slots.
         let node = &topo.nodes[id];
         ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
+        ruvio_engine::scripting::set_script_watches(shared.scripts.clone(), id);
+        ruvio_engine::scripting::set_server_commands(crate::registry::script_row);
         if let Some(path) = &cfg.import_rdb {
             crate::import::load_rdb(&mut engine, path, id, &topo)?;
         }

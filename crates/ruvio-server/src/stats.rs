@@ -161,6 +161,8 @@ pub struct Shared {
     open_clients: AtomicU64,
     /// Every shard's Pub/Sub subscribers.
     pub pubsub: crate::pubsub::Subscribers,
+    /// Every shard's running script and `busy-reply-threshold` (`-BUSY`, SCRIPT KILL).
+    pub scripts: std::sync::Arc<ruvio_engine::scripting::ScriptWatches>,
 }
 
 impl Shared {
@@ -180,6 +182,7 @@ impl Shared {
             stats_epoch: AtomicU64::new(0),
             open_clients: AtomicU64::new(0),
             pubsub: crate::pubsub::Subscribers::new(shards),
+            scripts: std::sync::Arc::new(ruvio_engine::scripting::ScriptWatches::new(shards)),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,

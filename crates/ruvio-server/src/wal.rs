@@ -30,7 +30,7 @@ use ruvio_engine::command::ExecCtx;
 use ruvio_engine::Engine;
 use ruvio_resp::{OwnedArgs, Protocol, Reply};
 use ruvio_wal::segment::{list_segments, segment_name, shard_dir, SEGMENT_BYTES_MAX};
-use ruvio_wal::{append_command, read_log, LogEnd};
+use ruvio_wal::{append_command, read_log, Group, LogEnd};
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -71,6 +71,10 @@ pub struct Wal {
     writing_group: u64,
     /// Every group up to this one is on disk.
     durable_group: u64,
+    /// Records that replay together (a command's, a transaction's, a script's):
+    /// open while `atomic_depth` > 0.
+    atomic: Option<Group>,
+    atomic_depth: u32,
 }
 
 /// A write the shard submits: `len` bytes at `ptr` to `fd` at `offset`.
@@ -114,13 +118,39 @@ impl Wal {
             open_group: 1,
             writing_group: 0,
             durable_group: 0,
+            atomic: None,
+            atomic_depth: 0,
         })
     }
 
     /// Log one record: `args` ran in database `db`.
     pub fn append(&mut self, db: usize, args: &mut dyn Iterator<Item = &[u8]>) {
-        if self.error.is_none() {
-            append_command(&mut self.filling, db, args);
+        if self.error.is_some() {
+            return;
+        }
+        match &mut self.atomic {
+            Some(group) => group.append(&mut self.filling, db, args),
+            None => append_command(&mut self.filling, db, args),
+        }
+    }
+
+    /// The records appended until the matching [`end_atomic`](Self::end_atomic)
+    /// replay whole or not at all (one frame, one checksum). Nests: the outermost
+    /// pair makes the frame (a script inside EXEC is part of the transaction's).
+    pub fn begin_atomic(&mut self) {
+        if self.atomic_depth == 0 {
+            self.atomic = Some(Group::begin(&mut self.filling));
+        }
+        self.atomic_depth += 1;
+    }
+
+    /// Close what [`begin_atomic`](Self::begin_atomic) opened.
+    pub fn end_atomic(&mut self) {
+        self.atomic_depth = self.atomic_depth.saturating_sub(1);
+        if self.atomic_depth == 0 {
+            if let Some(group) = self.atomic.take() {
+                group.end(&mut self.filling);
+            }
         }
     }
 
@@ -175,7 +205,8 @@ impl Wal {
     /// waits for both (the records appended meanwhile are the next group).
     pub fn next_write(&mut self) -> Option<WriteOp> {
         let busy = self.write_in_flight || (self.gates_replies() && self.fsync_in_flight);
-        if busy || self.filling.is_empty() || self.error.is_some() {
+        // An open group is not written half (it closes within the command that opened it).
+        if busy || self.filling.is_empty() || self.error.is_some() || self.atomic.is_some() {
             return None;
         }
         std::mem::swap(&mut self.filling, &mut self.writing);

@@ -5,6 +5,7 @@
 //! Cluster. With a log the libraries survive a restart. FUNCTION DUMP payloads move
 //! both ways between Redis and Ruvio, and a Redis dump.rdb brings its libraries
 //! (`--import-rdb`) and DEBUG EXPORT-RDB writes them for Redis.
+//! FUNCTION KILL stops a function running past `busy-reply-threshold`.
 
 mod common;
 
@@ -110,13 +111,15 @@ fn libraries_survive_a_restart_with_the_log() {
         assert_eq!(c.cmd(&["function", "delete", "gone"]), b"+OK\r\n");
         // SAVE drops the log a snapshot covers: the libraries are kept apart from it.
         assert_eq!(c.cmd(&["save"]), b"+OK\r\n");
+        // A function's writes are logged (as the writes it made).
+        assert_eq!(bump(&mut c, &here), b":1\r\n");
+        std::thread::sleep(Duration::from_millis(1600));
     }
     std::thread::sleep(Duration::from_millis(100));
     let server = Server::ruvio_with(PortMode::Forward, 2, &args);
     let mut c = server.raw();
-    for key in [&here, &there] {
-        assert_eq!(bump(&mut c, key), b":1\r\n");
-    }
+    assert_eq!(bump(&mut c, &here), b":2\r\n");
+    assert_eq!(bump(&mut c, &there), b":1\r\n");
     assert_eq!(c.cmd(&["fcall", "g", "0"]), b"-ERR Function not found\r\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -229,4 +232,47 @@ fn an_exported_file_brings_the_libraries_to_redis() {
     assert_eq!(c.cmd(&["debug", "export-rdb", &path]), b"+OK\r\n");
     assert_eq!(r.cmd(&["debug", "reload", "nosave"]), b"+OK\r\n");
     assert_eq!(bump(&mut r, "k"), b":2\r\n");
+}
+
+/// A connection served by shard `shard` of 2 (forward mode spreads connections).
+fn conn_on_shard(server: &Server, shard: usize) -> RawConn {
+    let probe = key_on_shard("probe", shard, 2);
+    for _ in 0..200 {
+        let mut conn = server.raw();
+        let reply = conn.cmd(&["eval", "return redis.call('exists', ARGV[1])", "0", &probe]);
+        if reply == b":0\r\n" {
+            return conn;
+        }
+    }
+    panic!("no connection landed on shard {shard} in 200 tries");
+}
+
+#[test]
+fn function_kill_stops_a_busy_function() {
+    let server = Server::forward(2);
+    let mut other = conn_on_shard(&server, 1);
+    assert_eq!(
+        other.cmd(&["function", "kill"]),
+        b"-NOTBUSY No scripts in execution right now.\r\n"
+    );
+    let spin =
+        "#!lua name=spin\nredis.register_function('spin', function()\n  while true do end\nend)";
+    assert_eq!(other.cmd(&["function", "load", spin]), bulk("spin"));
+    assert_eq!(
+        other.cmd(&["config", "set", "busy-reply-threshold", "100"]),
+        b"+OK\r\n"
+    );
+    let mut runner = conn_on_shard(&server, 0);
+    runner.send(&encode(&["fcall", "spin", "0"]));
+    std::thread::sleep(Duration::from_millis(400));
+    let busy = b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n";
+    let key = key_on_shard("busy", 0, 2);
+    assert_eq!(other.cmd(&["get", &key]), busy);
+    assert_eq!(other.cmd(&["script", "kill"]), busy);
+    assert_eq!(other.cmd(&["function", "kill"]), b"+OK\r\n");
+    assert_eq!(
+        runner.read_reply(),
+        b"-ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:3.\r\n"
+    );
+    assert_eq!(runner.cmd(&["ping"]), b"+PONG\r\n");
 }

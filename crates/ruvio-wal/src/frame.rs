@@ -1,6 +1,10 @@
 //! Record framing: `payload length (u32 LE) | CRC32C of the payload (u32 LE) |
 //! payload`. A command's payload is `kind (1) | db (varint) | argument count
-//! (varint) | per argument: length (varint) and bytes`.
+//! (varint) | per argument: length (varint) and bytes`. A group's payload is
+//! `kind (1) | command bodies (a command's payload without its kind)`, two or more:
+//! one checksum covers them all, so a transaction or a script is replayed whole or
+//! not at all. The bodies carry no headers of their own, so nothing inside a group
+//! reads as a record when a reader looks for good records after a bad one.
 //!
 //! The length comes first so a reader knows where the next record starts; the
 //! checksum covers the payload only, so a torn write (the length written, the
@@ -19,11 +23,62 @@ pub const PAYLOAD_BYTES_MAX: usize = 1 << 31;
 /// The payload holds one command.
 pub const KIND_COMMAND: u8 = 1;
 
+/// The payload holds command bodies that replay together or not at all.
+pub const KIND_GROUP: u8 = 2;
+
+/// An open group of records at the end of a buffer ([`Group::begin`]).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Group {
+    start: usize,
+    members: usize,
+}
+
+impl Group {
+    /// Open a group at the end of `out`: the records appended with
+    /// [`append`](Self::append) until [`end`](Self::end) form one frame.
+    pub fn begin(out: &mut Vec<u8>) -> Group {
+        let start = out.len();
+        out.extend_from_slice(&[0; HEADER_BYTES]);
+        out.push(KIND_GROUP);
+        Group { start, members: 0 }
+    }
+
+    /// Add one command (`args` run in database `db`) to the group.
+    pub fn append<'a>(
+        &mut self,
+        out: &mut Vec<u8>,
+        db: usize,
+        args: impl IntoIterator<Item = &'a [u8]>,
+    ) {
+        append_body(out, db, args);
+        self.members += 1;
+    }
+
+    /// Close the group: nothing when it is empty, a command record when it holds
+    /// one command (a group's body is a command's), a group record otherwise.
+    pub fn end(self, out: &mut Vec<u8>) {
+        match self.members {
+            0 => out.truncate(self.start),
+            1 => {
+                out[self.start + HEADER_BYTES] = KIND_COMMAND;
+                seal(out, self.start);
+            }
+            _ => seal(out, self.start),
+        }
+    }
+}
+
 /// Append one command record (`args` run in database `db`) to `out`.
 pub fn append_command<'a>(out: &mut Vec<u8>, db: usize, args: impl IntoIterator<Item = &'a [u8]>) {
     let start = out.len();
     out.extend_from_slice(&[0; HEADER_BYTES]);
     out.push(KIND_COMMAND);
+    append_body(out, db, args);
+    seal(out, start);
+}
+
+/// A command's body: `db (varint) | argument count | per argument: length and bytes`.
+fn append_body<'a>(out: &mut Vec<u8>, db: usize, args: impl IntoIterator<Item = &'a [u8]>) {
     put_varint(out, db as u64);
     // The count precedes the arguments but is known after them: it goes into a
     // fixed-size slot, so nothing is moved and nothing allocated.
@@ -36,6 +91,10 @@ pub fn append_command<'a>(out: &mut Vec<u8>, db: usize, args: impl IntoIterator<
         count += 1;
     }
     put_fixed_varint(&mut out[count_at..count_at + COUNT_BYTES], count);
+}
+
+/// Fill in the header of the frame starting at `start` (its payload runs to the end).
+fn seal(out: &mut [u8], start: usize) {
     let payload = &out[start + HEADER_BYTES..];
     let len = payload.len() as u32;
     let crc = crc32c::crc32c(payload);

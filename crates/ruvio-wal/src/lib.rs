@@ -13,5 +13,5 @@ pub mod frame;
 pub mod read;
 pub mod segment;
 
-pub use frame::append_command;
+pub use frame::{append_command, Group};
 pub use read::{read_log, LogEnd, Record};

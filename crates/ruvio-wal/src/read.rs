@@ -8,7 +8,7 @@
 //! them would serve wrong data, so the reader reports corruption and the server
 //! refuses to start unless told to cut the log there.
 
-use crate::frame::{get_varint, HEADER_BYTES, KIND_COMMAND, PAYLOAD_BYTES_MAX};
+use crate::frame::{get_varint, HEADER_BYTES, KIND_COMMAND, KIND_GROUP, PAYLOAD_BYTES_MAX};
 
 /// One command record, borrowing the log's bytes.
 #[derive(Debug, PartialEq, Eq)]
@@ -28,14 +28,19 @@ pub enum LogEnd {
     Corrupt { at: usize, reason: &'static str },
 }
 
-/// Call `apply` with every good record of `log` in order; returns the offset
-/// after the last good record and how the log ended.
+/// Call `apply` with every good command record of `log` in order (a group's
+/// records one after the other, only once the whole group is known good); returns
+/// the offset after the last good record and how the log ended.
 pub fn read_log<'a>(log: &'a [u8], mut apply: impl FnMut(Record<'a>)) -> (usize, LogEnd) {
     let mut pos = 0;
     loop {
         match frame_at(log, pos) {
-            Ok((record, next)) => {
+            Ok((Records::One(record), next)) => {
                 apply(record);
+                pos = next;
+            }
+            Ok((Records::Group(records), next)) => {
+                records.into_iter().for_each(&mut apply);
                 pos = next;
             }
             // Nothing more, or zero-filled space (a payload is never empty).
@@ -52,8 +57,38 @@ pub fn read_log<'a>(log: &'a [u8], mut apply: impl FnMut(Record<'a>)) -> (usize,
     }
 }
 
-/// The record starting at `pos` and where the next one starts.
-fn frame_at(log: &[u8], pos: usize) -> Result<(Record<'_>, usize), &'static str> {
+/// The command records of the frame starting at `pos` (one, or a group's), and
+/// where the next frame starts.
+fn frame_at(log: &[u8], pos: usize) -> Result<(Records<'_>, usize), &'static str> {
+    let (payload, next) = payload_at(log, pos)?;
+    let records = match payload.first() {
+        Some(&KIND_GROUP) => Records::Group(group_records(&payload[1..])?),
+        _ => Records::One(decode_payload(payload).ok_or("malformed record payload")?),
+    };
+    Ok((records, next))
+}
+
+/// A frame's command records.
+enum Records<'a> {
+    One(Record<'a>),
+    Group(Vec<Record<'a>>),
+}
+
+/// A group's command bodies; any flaw rejects the whole group.
+fn group_records(body: &[u8]) -> Result<Vec<Record<'_>>, &'static str> {
+    let mut records = Vec::new();
+    let mut pos = 0;
+    while pos < body.len() {
+        records.push(decode_body(body, &mut pos).ok_or("malformed record group")?);
+    }
+    if records.len() < 2 {
+        return Err("malformed record group");
+    }
+    Ok(records)
+}
+
+/// The checked payload of the frame at `pos` and where the next frame starts.
+fn payload_at(log: &[u8], pos: usize) -> Result<(&[u8], usize), &'static str> {
     let header = log
         .get(pos..pos + HEADER_BYTES)
         .ok_or("partial record header")?;
@@ -69,8 +104,7 @@ fn frame_at(log: &[u8], pos: usize) -> Result<(Record<'_>, usize), &'static str>
     if crc32c::crc32c(payload) != crc {
         return Err("checksum mismatch");
     }
-    let record = decode_payload(payload).ok_or("malformed record payload")?;
-    Ok((record, start + len))
+    Ok((payload, start + len))
 }
 
 fn decode_payload(payload: &[u8]) -> Option<Record<'_>> {
@@ -79,21 +113,27 @@ fn decode_payload(payload: &[u8]) -> Option<Record<'_>> {
         return None;
     }
     let mut pos = 1;
-    let db = usize::try_from(get_varint(payload, &mut pos)?).ok()?;
-    let count = get_varint(payload, &mut pos)?;
+    let record = decode_body(payload, &mut pos)?;
+    (pos == payload.len()).then_some(record)
+}
+
+/// The command body at `*pos` of `buf` (database, arguments); `*pos` moves past it.
+fn decode_body<'a>(buf: &'a [u8], pos: &mut usize) -> Option<Record<'a>> {
+    let db = usize::try_from(get_varint(buf, pos)?).ok()?;
+    let count = get_varint(buf, pos)?;
     // Each argument takes at least one byte: a count beyond that is damage, and
     // must not size an allocation.
-    if count > (payload.len() - pos) as u64 {
+    if count > (buf.len() - *pos) as u64 {
         return None;
     }
     let mut args = Vec::with_capacity(count as usize);
     for _ in 0..count {
-        let len = usize::try_from(get_varint(payload, &mut pos)?).ok()?;
+        let len = usize::try_from(get_varint(buf, pos)?).ok()?;
         let end = pos.checked_add(len)?;
-        args.push(payload.get(pos..end)?);
-        pos = end;
+        args.push(buf.get(*pos..end)?);
+        *pos = end;
     }
-    (pos == payload.len()).then_some(Record { db, args })
+    Some(Record { db, args })
 }
 
 /// Some good record starts somewhere at or after `from` (only looked for once a bad
@@ -105,7 +145,7 @@ fn good_record_after(log: &[u8], from: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::append_command;
+    use crate::frame::{append_command, Group};
     use proptest::prelude::*;
 
     /// Records as written: database and arguments.
@@ -117,6 +157,28 @@ mod tests {
         for (db, args) in records {
             append_command(&mut log, *db, args.iter().map(Vec::as_slice));
             ends.push(log.len());
+        }
+        (log, ends)
+    }
+
+    /// `records` logged in groups of the sizes `sizes` (cycled): the log, and for
+    /// each group the records before its end and its end offset.
+    fn grouped_log_of(records: &Written, sizes: &[usize]) -> (Vec<u8>, Vec<(usize, usize)>) {
+        let mut log = Vec::new();
+        let mut ends = Vec::new();
+        let mut done = 0;
+        for &size in sizes.iter().cycle() {
+            if done == records.len() {
+                break;
+            }
+            let take = size.min(records.len() - done);
+            let mut group = Group::begin(&mut log);
+            for (db, args) in &records[done..done + take] {
+                group.append(&mut log, *db, args.iter().map(Vec::as_slice));
+            }
+            group.end(&mut log);
+            done += take;
+            ends.push((done, log.len()));
         }
         (log, ends)
     }
@@ -168,6 +230,46 @@ mod tests {
             } else {
                 prop_assert_eq!(end, LogEnd::TornTail { at: last_good });
             }
+        }
+
+        /// Groups (of one to four records) come back as written, and a log cut
+        /// anywhere keeps exactly the groups before the cut: never part of one.
+        #[test]
+        fn groups_replay_whole_or_not_at_all(
+            records in records(),
+            sizes in proptest::collection::vec(1usize..5, 1..4),
+            cut in any::<proptest::sample::Index>(),
+        ) {
+            let (log, ends) = grouped_log_of(&records, &sizes);
+            let (got, pos, end) = read_all(&log);
+            prop_assert_eq!(&got, &records);
+            prop_assert_eq!((pos, end), (log.len(), LogEnd::Clean));
+            let cut = cut.index(log.len() + 1);
+            let (whole, last_good) = ends.iter().rev().find(|e| e.1 <= cut).copied().unwrap_or((0, 0));
+            let (got, pos, end) = read_all(&log[..cut]);
+            prop_assert_eq!(&got[..], &records[..whole]);
+            prop_assert_eq!(pos, last_good);
+            if cut != last_good {
+                prop_assert_eq!(end, LogEnd::TornTail { at: last_good });
+            }
+        }
+
+        /// A flipped byte in a grouped log never yields a wrong record, nor part of
+        /// a group.
+        #[test]
+        fn a_flipped_byte_in_a_group_is_never_read_as_data(
+            records in records(),
+            sizes in proptest::collection::vec(1usize..5, 1..4),
+            at in any::<proptest::sample::Index>(),
+            bit in 0u8..8,
+        ) {
+            let (mut log, ends) = grouped_log_of(&records, &sizes);
+            let at = at.index(log.len());
+            log[at] ^= 1 << bit;
+            let (got, _, _) = read_all(&log);
+            let damaged = ends.iter().position(|e| e.1 > at).unwrap();
+            let before = if damaged == 0 { 0 } else { ends[damaged - 1].0 };
+            prop_assert_eq!(&got[..], &records[..before]);
         }
 
         /// A flipped byte never yields a wrong record: what is read is a prefix of

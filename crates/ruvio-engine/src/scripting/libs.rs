@@ -11,7 +11,7 @@ pub(super) fn cjson(lua: &Lua) -> mlua::Result<Table> {
         "encode",
         lua.create_function(|lua, v: Value| {
             let mut out = Vec::new();
-            encode(&v, &mut out, 0)?;
+            encode(&v, &mut out, 0).map_err(|e| super::luaaux::lift(lua, e))?;
             lua.create_string(out)
         })?,
     )?;

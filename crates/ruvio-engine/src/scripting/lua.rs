@@ -8,10 +8,12 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
-use mlua::{ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use mlua::{
+    ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState,
+};
 use ruvio_resp::{OwnedArgs, Protocol, Reply};
 
-use super::resp;
+use super::{busy, luaaux, resp, server_cmds};
 use crate::command::{arity_fits, flags, CommandTree, ExecCtx, Outcome};
 use crate::error::CmdError;
 use crate::Engine;
@@ -108,9 +110,10 @@ fn math_random(_: &Lua, args: MultiValue) -> mlua::Result<f64> {
     }
 }
 
-/// The source and line of the innermost frame of the script (for error texts).
+/// The source and line of the innermost frame of the script (for error texts;
+/// level 0 is the script itself when a hook asks).
 fn script_position(lua: &Lua, _: ()) -> mlua::Result<(Option<String>, Option<i64>)> {
-    for level in 1..64 {
+    for level in 0..64 {
         let found = lua.inspect_stack(level, |d| {
             let source = d.source().source.map(|s| s.into_owned());
             (source, d.current_line())
@@ -153,7 +156,14 @@ impl State {
         host.set("where", lua.create_function(script_position)?)?;
         host.set("cjson", super::libs::cjson(&lua)?)?;
         host.set("bit", super::libs::bit(&lua)?)?;
+        host.set("cmsgpack", super::cmsgpack::library(&lua)?)?;
+        host.set("struct", super::luastruct::library(&lua)?)?;
         let hooks = lua.create_table()?;
+        lua.set_named_registry_value(luaaux::HOOKS, hooks.clone())?;
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(busy::HOOK_INSTRUCTIONS),
+            stop_if_killed,
+        )?;
         let env: Table = lua
             .load(include_str!("prelude.lua"))
             .set_name("=prelude")
@@ -198,6 +208,20 @@ impl State {
             })?;
         self.functions.insert(sha.to_owned(), f.clone());
         Ok(f)
+    }
+}
+
+/// The count hook: a script SCRIPT KILL stopped raises Redis' error. The request
+/// stays, so the next check raises again: a script's `pcall` cannot swallow it.
+fn stop_if_killed(lua: &Lua, _: &mlua::Debug<'_>) -> mlua::Result<VmState> {
+    if !busy::kill_requested() {
+        return Ok(VmState::Continue);
+    }
+    let hooks: Table = lua.named_registry_value(luaaux::HOOKS)?;
+    let (_, err) = error_table(lua, busy::KILLED.as_bytes())?;
+    match err {
+        Value::Table(err) => Err(raise(lua, &hooks, err)?),
+        _ => Ok(VmState::Continue),
     }
 }
 
@@ -293,6 +317,7 @@ pub(super) fn run_in(
         let hooks = &state.hooks;
         let redis: Table = hooks.raw_get("redis").map_err(internal)?;
         let resp_of = || hooks.raw_get::<u8>("resp").unwrap_or(2);
+        let is_function = call.callback.is_some();
         let outcome: (bool, Value) = lua
             .scope(|scope| {
                 let call = scope.create_function(|lua, args: MultiValue| {
@@ -310,7 +335,9 @@ pub(super) fn run_in(
                 redis.raw_set("call", call)?;
                 redis.raw_set("pcall", pcall)?;
                 hooks.raw_set("pending", Value::Nil)?;
+                let running = busy::Running::start(is_function);
                 let result = xpcall.call::<(bool, Value)>((f, handler));
+                drop(running);
                 redis.raw_set("call", Value::Nil)?;
                 redis.raw_set("pcall", Value::Nil)?;
                 result
@@ -408,7 +435,7 @@ impl Runner<'_> {
         let owned: OwnedArgs = parts.iter().map(|p| p.as_slice()).collect();
         let args = owned.args();
         let Some(top) = Engine::find_command(args.get(0)) else {
-            return error_table(lua, b"ERR Unknown Redis command called from script");
+            return self.call_server(lua, resp, args);
         };
         if !arity_fits(top.meta.arity, args.len()) {
             return error_table(
@@ -449,19 +476,48 @@ impl Runner<'_> {
         let Some(handler) = row.handler else {
             return error_table(lua, b"ERR Unknown Redis command called from script");
         };
+        if row.meta.has(flags::WRITE) {
+            busy::note_write();
+        }
         let mut out = Vec::new();
         let mut reply = Reply::new(&mut out, resp);
-        match handler(self.engine, self.ctx, args, &mut reply) {
+        let engine = &mut *self.engine;
+        match self
+            .ctx
+            .run_inner(args, |ctx| handler(engine, ctx, args, &mut reply))
+        {
             Ok(Outcome::Done) => {}
             Ok(Outcome::Block(_)) => reply.null_array(),
             Err(e) => e.write(&mut reply),
         }
-        let (value, _) = resp::reply_to_lua(lua, &out)?;
-        match value {
-            Value::Table(ref t) if t.raw_get::<Value>("err").is_ok_and(|v| !v.is_nil()) => {
-                Ok((false, value))
-            }
-            value => Ok((true, value)),
+        reply_value(lua, &out)
+    }
+
+    /// A server command (TIME, PING, ...: see `server_cmds`).
+    fn call_server(
+        &mut self,
+        lua: &Lua,
+        resp: Protocol,
+        args: ruvio_resp::Args<'_>,
+    ) -> mlua::Result<(bool, Value)> {
+        let mut out = Vec::new();
+        let mut reply = Reply::new(&mut out, resp);
+        if let Err(text) =
+            server_cmds::call(self.engine, self.ctx, args, self.read_only, &mut reply)
+        {
+            return error_table(lua, text.as_bytes());
         }
+        reply_value(lua, &out)
+    }
+}
+
+/// A command's reply as `redis.call` returns it: `(false, error table)` for an error.
+fn reply_value(lua: &Lua, out: &[u8]) -> mlua::Result<(bool, Value)> {
+    let (value, _) = resp::reply_to_lua(lua, out)?;
+    match value {
+        Value::Table(ref t) if t.raw_get::<Value>("err").is_ok_and(|v| !v.is_nil()) => {
+            Ok((false, value))
+        }
+        value => Ok((true, value)),
     }
 }

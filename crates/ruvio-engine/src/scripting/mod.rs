@@ -1,5 +1,7 @@
 //! Lua scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT LOAD / EXISTS /
-//! FLUSH, on the reference Lua 5.1 that Redis embeds (through `mlua`).
+//! FLUSH / KILL, on the reference Lua 5.1 that Redis embeds (through `mlua`), with
+//! Redis' libraries (`cjson`, `bit`, `cmsgpack`, `struct`), long scripts' -BUSY and
+//! SCRIPT KILL ([`busy`]) and the server commands scripts may call ([`server_cmds`]).
 //!
 //! Why engine handlers: a script is keyspace work. Its row declares its keys with
 //! `NumKeys { at: 2 }`, so the dispatcher routes it like any multi-key command: to
@@ -17,10 +19,15 @@
 //! Functions (FUNCTION LOAD's libraries, FCALL, FCALL_RO) are [`functions`]: a
 //! second Lua state per shard thread, holding every library.
 
+mod busy;
+mod cmsgpack;
 pub mod functions;
 mod libs;
 mod lua;
+mod luaaux;
+mod luastruct;
 mod resp;
+mod server_cmds;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,7 +42,9 @@ use crate::command::{
 use crate::error::CmdError;
 use crate::Engine;
 
+pub use busy::{kill, set_script_watches, ScriptWatches};
 pub use lua::set_local_slots;
+pub use server_cmds::{set_server_commands, ServerLookup};
 
 /// Script bodies by their lower-case hex SHA1, shared by every shard.
 fn cache() -> &'static Mutex<HashMap<String, Arc<[u8]>>> {
@@ -176,7 +185,10 @@ fn run(
     };
     let generation = GENERATION.load(Ordering::Acquire);
     let may_block = std::mem::replace(&mut ctx.may_block, false);
+    // SELECT inside a script lasts until it ends (Redis 7).
+    let db = ctx.db;
     let result = lua::run(engine, ctx, reply, generation, &call);
+    ctx.db = db;
     ctx.may_block = may_block;
     result?;
     Ok(Outcome::Done)
@@ -292,6 +304,13 @@ fn script_flush(
     Ok(Outcome::Done)
 }
 
+/// SCRIPT KILL: stop the EVAL script running on any shard (see [`busy`]).
+fn script_kill(_: &mut Engine, _: &mut ExecCtx, _: Args<'_>, reply: &mut Reply<'_>) -> CmdResult {
+    kill(false)?;
+    reply.ok();
+    Ok(Outcome::Done)
+}
+
 fn script_help(_: &mut Engine, _: &mut ExecCtx, _: Args<'_>, reply: &mut Reply<'_>) -> CmdResult {
     reply_help(
         reply,
@@ -314,7 +333,7 @@ fn script_help(_: &mut Engine, _: &mut ExecCtx, _: Args<'_>, reply: &mut Reply<'
     Ok(Outcome::Done)
 }
 
-/// SCRIPT's subcommands (KILL needs a running script on another thread: not yet).
+/// SCRIPT's subcommands.
 #[rustfmt::skip]
 pub const SCRIPT_SUBCOMMANDS: &[EngineCommand] = &[
     command!("script|load", 3, NOSCRIPT | STALE, KeySpec::NONE, ["noscript", "slow", "scripting"], "scripting", "2.6.0",
@@ -323,6 +342,8 @@ pub const SCRIPT_SUBCOMMANDS: &[EngineCommand] = &[
         "Determines whether server-side Lua scripts exist in the script cache.", "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).", script_exists),
     command!("script|flush", -2, NOSCRIPT, KeySpec::NONE, ["noscript", "slow", "scripting"], "scripting", "2.6.0",
         "Removes all server-side Lua scripts from the script cache.", "O(N) with N being the number of scripts in cache", script_flush),
+    command!("script|kill", 2, NOSCRIPT | ALLOW_BUSY, KeySpec::NONE, ["noscript", "slow", "scripting"], "scripting", "2.6.0",
+        "Terminates a server-side Lua script during execution.", "O(1)", script_kill),
     command!("script|help", 2, LOADING | STALE, KeySpec::NONE, ["slow", "scripting"], "scripting", "5.0.0",
         "Returns helpful text about the different subcommands.", "O(1)", script_help),
 ];

@@ -55,8 +55,9 @@ math.randomseed = host.randomseed
 -- (a Rust function raises a userdata; its error table waits in hooks.pending).
 local function pcall_results(ok, ...)
   if not ok and type((...)) == 'userdata' and hooks.pending then
-    local e = hooks.pending.err
+    local e = hooks.pending
     hooks.pending = nil
+    if type(e) == 'table' then e = e.err end
     return false, e
   end
   return ok, ...
@@ -75,6 +76,7 @@ local globals = {
   coroutine = readonly(G.coroutine), string = readonly(G.string),
   table = readonly(G.table), math = readonly(math), redis = readonly(redis),
   cjson = readonly(host.cjson), bit = readonly(host.bit),
+  cmsgpack = readonly(host.cmsgpack), struct = readonly(host.struct),
 }
 hooks.globals = globals
 
@@ -93,11 +95,12 @@ globals._G = env
 
 -- Redis' error handler: an error becomes {err=..., source=..., line=...}.
 function hooks.handler(e)
-  -- redis.call's failure: the error table it left (a Rust function raises a userdata).
+  -- A Rust function raises a userdata: redis.call's failure left its error table,
+  -- a library (cmsgpack, struct) the text a C library would raise.
   if type(e) == 'userdata' and hooks.pending then
     e = hooks.pending
     hooks.pending = nil
-    return e
+    if type(e) == 'table' then return e end
   end
   if type(e) ~= 'table' then e = {err = 'ERR ' .. tostring(e)} end
   local source, line = host.where()

@@ -45,13 +45,18 @@ impl StreamId {
         }
     }
 
-    /// The ID as a reply writes it.
-    pub fn format(self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(24);
+    /// [`format`](Self::format) without an allocation (replies of many entries).
+    pub fn format_inline(self) -> smallvec::SmallVec<[u8; 41]> {
+        let mut out = smallvec::SmallVec::new();
         out.extend_from_slice(itoa::Buffer::new().format(self.ms).as_bytes());
         out.push(b'-');
         out.extend_from_slice(itoa::Buffer::new().format(self.seq).as_bytes());
         out
+    }
+
+    /// The ID as a reply writes it.
+    pub fn format(self) -> Vec<u8> {
+        self.format_inline().to_vec()
     }
 }
 

@@ -35,6 +35,7 @@ use crate::command::{command, flags::*, EngineCommand, KeyShape, KeySpec};
 use crate::error::CmdError;
 use crate::keyspace::EntryId;
 use crate::Engine;
+use smallvec::SmallVec;
 use value::EntryRef;
 
 /// The stream family's keyspace events (Redis's names).
@@ -140,17 +141,18 @@ fn change_stream<R>(
 /// One entry as Redis replies with it: `[id, [field, value, ...]]`.
 fn reply_entry(reply: &mut Reply<'_>, entry: &EntryRef<'_>) {
     reply.array(2);
-    reply.bulk(&entry.id.format());
+    reply.bulk(&entry.id.format_inline());
     reply.array(entry.pairs() * 2);
     entry.fields().for_each(|f| reply.bulk(f));
 }
 
-/// Entries, written after their count (the iterator is walked twice: once to
-/// count, once to write, so nothing is buffered).
+/// Entries, written after their count.
 fn reply_entries<'a, I>(reply: &mut Reply<'_>, entries: impl Fn() -> I)
 where
     I: Iterator<Item = EntryRef<'a>>,
 {
-    reply.array(entries().count());
-    entries().for_each(|e| reply_entry(reply, &e));
+    // One walk: the entries (a few words each) are kept for the array's length.
+    let found: SmallVec<[EntryRef<'a>; 16]> = entries().collect();
+    reply.array(found.len());
+    found.iter().for_each(|e| reply_entry(reply, e));
 }

@@ -214,11 +214,16 @@ impl Node {
         }
     }
 
-    fn live_entries(&self, master: StreamId) -> impl DoubleEndedIterator<Item = EntryRef<'_>> {
-        // Nodes are small (at most 100 entries): collecting the offsets lets a
-        // reverse range walk them backwards.
-        let all: Vec<EntryRef<'_>> = self.entries(master).filter(|e| !e.deleted).collect();
-        all.into_iter()
+    fn live_entries(&self, master: StreamId) -> impl Iterator<Item = EntryRef<'_>> {
+        self.entries(master).filter(|e| !e.deleted)
+    }
+
+    /// [`live_entries`](Self::live_entries) backwards. Entries are only
+    /// decodable forwards; nodes are small (at most 100 entries), so collecting
+    /// them costs one short vector per node walked.
+    fn live_entries_rev(&self, master: StreamId) -> impl Iterator<Item = EntryRef<'_>> {
+        let all: Vec<EntryRef<'_>> = self.live_entries(master).collect();
+        all.into_iter().rev()
     }
 
     fn mark_deleted(&mut self, at: usize) {
@@ -396,7 +401,7 @@ impl StreamValue {
         let next = self.0.nodes.range(end..).find(|(m, _)| **m > end);
         next.into_iter()
             .chain(self.0.nodes.range(..=end).rev())
-            .flat_map(|(master, node)| node.live_entries(*master).rev())
+            .flat_map(|(master, node)| node.live_entries_rev(*master))
             .skip_while(move |e| e.id > end)
             .take_while(move |e| e.id >= start)
     }

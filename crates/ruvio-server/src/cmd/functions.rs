@@ -247,13 +247,12 @@ fn function_stats(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) ->
     Ok(())
 }
 
-/// `FUNCTION KILL`. A function runs to its end on its shard, which serves nothing
-/// else meanwhile, so no command ever finds one running: this is where the
-/// scripts' kill (SCRIPT KILL's mechanism) is to be called once it exists.
-fn function_kill(_ctx: &mut Ctx<'_>, _args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
-    Err(CmdError::Line(
-        b"NOTBUSY No scripts in execution right now.".to_vec(),
-    ))
+/// `FUNCTION KILL`: stop the function running on any shard, if it has not written
+/// (the scripts' kill, `ruvio_engine::scripting::kill`, docs/scripting.md).
+fn function_kill(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    ruvio_engine::scripting::kill(true)?;
+    reply.ok();
+    Ok(())
 }
 
 /// `FUNCTION HELP`: Redis writes this text itself (its last line says "Prints",

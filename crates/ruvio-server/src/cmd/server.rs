@@ -791,7 +791,28 @@ const PARAMS: &[Param] = &[
         get: |c| c.cfg.durability.name().into(),
         set: None,
     },
+    Param {
+        name: "busy-reply-threshold",
+        get: |c| c.shared.scripts.threshold_ms().to_string(),
+        set: Some(set_busy_reply_threshold),
+    },
+    Param {
+        name: "lua-time-limit",
+        get: |c| c.shared.scripts.threshold_ms().to_string(),
+        set: Some(set_busy_reply_threshold),
+    },
 ];
+
+/// `busy-reply-threshold` (alias `lua-time-limit`), ms: one value for every shard.
+fn set_busy_reply_threshold(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    let ms = v
+        .parse::<u64>()
+        .ok()
+        .filter(|&ms| ms <= i64::MAX as u64)
+        .ok_or(())?;
+    core.shared.scripts.set_threshold_ms(ms);
+    Ok(())
+}
 
 /// CONFIG's subcommands, with Redis' arity, flags and ACL categories.
 #[rustfmt::skip]
@@ -1030,7 +1051,7 @@ fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 }
 
 /// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`
-fn shutdown(_ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
+fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
     for arg in args.iter().skip(1) {
         let known = [&b"nosave"[..], b"save", b"now", b"force"]
             .iter()
@@ -1041,6 +1062,16 @@ fn shutdown(_ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> Serve
         if !known {
             return Err(CmdError::Syntax);
         }
+    }
+    // A script past busy-reply-threshold: only SHUTDOWN NOSAVE ends the server.
+    let nosave = args
+        .iter()
+        .skip(1)
+        .any(|a| a.eq_ignore_ascii_case(b"nosave"));
+    let shards = ctx.core.topo.nodes.len();
+    match (0..shards).find_map(|s| ctx.core.shared.scripts.busy_error(s)) {
+        Some(busy) if !nosave => return Err(busy),
+        _ => {}
     }
     eprintln!("ruvio: SHUTDOWN requested, exiting");
     std::process::exit(0);

@@ -1,0 +1,220 @@
+//! Long scripts: `busy-reply-threshold` (`lua-time-limit`), `-BUSY`, SCRIPT KILL
+//! (and FUNCTION KILL) on a thread-per-core server.
+//!
+//! Redis runs a script on its one thread and, past the threshold, answers other
+//! clients from inside the script's Lua hook. A Ruvio shard is one thread too, but
+//! it serves its own connections from its event loop, which does not run while Lua
+//! does: polling the shard's sockets from inside the hook would re-enter that loop.
+//! So the roles split by shard:
+//! - the busy shard only runs the script; a Lua count hook (every
+//!   [`HOOK_INSTRUCTIONS`] instructions, as Redis' 100,000) checks a kill request;
+//!   its own clients wait, their commands run once the script is over;
+//! - every other shard sees the busy shard's [`ScriptWatch`] (atomics, shared by
+//!   all shards) and, past the threshold, answers `-BUSY` to a command that would
+//!   have to run on it, and serves SCRIPT KILL / FUNCTION KILL by setting its kill
+//!   request.
+//!
+//! A kill request names the run it is for, so a request that arrives as one script
+//! ends never stops the next one.
+
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use crate::error::CmdError;
+
+/// Lua instructions between two kill checks (Redis' `LUA_MASKCOUNT` hook: 100,000).
+pub(super) const HOOK_INSTRUCTIONS: u32 = 100_000;
+
+/// `busy-reply-threshold`'s default, ms (Redis' `lua-time-limit` 5000).
+const BUSY_REPLY_THRESHOLD_DEFAULT_MS: u64 = 5000;
+
+/// `-BUSY` for a running EVAL script (Redis' `shared.slowevalerr`).
+const BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// `-BUSY` for a running function (Redis' `shared.slowscripterr`).
+const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+/// The text the killed script's caller gets (before the script position).
+pub(super) const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
+
+/// Milliseconds on one clock every shard reads (monotonic, from first use).
+fn clock_ms() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+/// One shard's running script as the other shards see it.
+#[derive(Default, Debug)]
+pub struct ScriptWatch {
+    /// The running script's run number; 0 when none runs.
+    run: AtomicU64,
+    /// When it started ([`clock_ms`]).
+    started_ms: AtomicU64,
+    /// The run a kill was asked for.
+    kill: AtomicU64,
+    /// The running script has called a write command: it cannot be killed.
+    wrote: AtomicBool,
+    /// The running script is a function (FCALL), not an EVAL script.
+    function: AtomicBool,
+}
+
+impl ScriptWatch {
+    /// The kind of the script running past `threshold_ms`, if one is.
+    fn busy(&self, threshold_ms: u64) -> Option<bool> {
+        // The run is published after its start time: read it first.
+        if self.run.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let started = self.started_ms.load(Ordering::Acquire);
+        (clock_ms().saturating_sub(started) >= threshold_ms)
+            .then(|| self.function.load(Ordering::Acquire))
+    }
+}
+
+/// Every shard's [`ScriptWatch`] and the threshold, shared by all shards.
+#[derive(Debug)]
+pub struct ScriptWatches {
+    shards: Vec<ScriptWatch>,
+    threshold_ms: AtomicU64,
+    /// Run numbers, unique across shards.
+    next_run: AtomicU64,
+}
+
+impl ScriptWatches {
+    /// Watches for `shards` shards, none running, the default threshold.
+    pub fn new(shards: usize) -> ScriptWatches {
+        ScriptWatches {
+            shards: (0..shards).map(|_| ScriptWatch::default()).collect(),
+            threshold_ms: AtomicU64::new(BUSY_REPLY_THRESHOLD_DEFAULT_MS),
+            next_run: AtomicU64::new(1),
+        }
+    }
+
+    /// `busy-reply-threshold` in ms.
+    pub fn threshold_ms(&self) -> u64 {
+        self.threshold_ms.load(Ordering::Relaxed)
+    }
+
+    /// CONFIG SET busy-reply-threshold (or lua-time-limit).
+    pub fn set_threshold_ms(&self, ms: u64) {
+        self.threshold_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// `-BUSY` if `shard` runs a script past the threshold.
+    pub fn busy_error(&self, shard: usize) -> Option<CmdError> {
+        let function = self.shards.get(shard)?.busy(self.threshold_ms())?;
+        Some(busy_error(function))
+    }
+
+    /// SCRIPT KILL (`function` false) or FUNCTION KILL (true), with Redis' replies:
+    /// stop every running script of that kind that has not written.
+    fn kill(&self, function: bool) -> Result<(), CmdError> {
+        let mut killed = false;
+        let mut found = None;
+        for watch in &self.shards {
+            let run = watch.run.load(Ordering::Acquire);
+            if run == 0 {
+                continue;
+            }
+            let refusal = if watch.wrote.load(Ordering::Acquire) {
+                Some(CmdError::quoted(
+                    "UNKILLABLE Sorry the script already executed write commands against the dataset. \
+                     You can either wait the script termination or kill the server in a hard way using \
+                     the SHUTDOWN NOSAVE command.",
+                    b"",
+                    "",
+                ))
+            } else if watch.function.load(Ordering::Acquire) != function {
+                Some(busy_error(!function))
+            } else {
+                watch.kill.store(run, Ordering::Release);
+                killed = true;
+                None
+            };
+            found = found.or(Some(refusal));
+        }
+        match found {
+            None => Err(CmdError::quoted(
+                "NOTBUSY No scripts in execution right now.",
+                b"",
+                "",
+            )),
+            _ if killed => Ok(()),
+            Some(refusal) => Err(refusal.unwrap_or_else(|| busy_error(function))),
+        }
+    }
+}
+
+/// Redis' `-BUSY` for a running script of that kind.
+fn busy_error(function: bool) -> CmdError {
+    CmdError::quoted(if function { BUSY_FUNCTION } else { BUSY_EVAL }, b"", "")
+}
+
+thread_local! {
+    /// Every shard's watch and this shard's index among them (set at shard start).
+    static WATCHES: RefCell<Option<(Arc<ScriptWatches>, usize)>> = const { RefCell::new(None) };
+    /// The run number of the script this shard runs now (0: none).
+    static CURRENT_RUN: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Tell this shard thread where the script watches are and which one is its own.
+pub fn set_script_watches(watches: Arc<ScriptWatches>, shard: usize) {
+    WATCHES.with(|w| *w.borrow_mut() = Some((watches, shard)));
+}
+
+fn with_own<R>(f: impl FnOnce(&ScriptWatches, &ScriptWatch) -> R) -> Option<R> {
+    WATCHES.with(|w| {
+        let w = w.borrow();
+        let (watches, shard) = w.as_ref()?;
+        Some(f(watches, watches.shards.get(*shard)?))
+    })
+}
+
+/// SCRIPT KILL (`function` false) / FUNCTION KILL (`true`) from this shard: stops
+/// a script running on any shard. Without watches (an engine alone): `-NOTBUSY`.
+pub fn kill(function: bool) -> Result<(), CmdError> {
+    WATCHES.with(|w| match w.borrow().as_ref() {
+        Some((watches, _)) => watches.kill(function),
+        None => ScriptWatches::new(0).kill(function),
+    })
+}
+
+/// A script running on this shard, published while it lives.
+pub struct Running(());
+
+impl Running {
+    /// Publish a script (a function when `function`) as running on this shard.
+    pub fn start(function: bool) -> Running {
+        let run = with_own(|watches, own| {
+            let run = watches.next_run.fetch_add(1, Ordering::Relaxed);
+            own.wrote.store(false, Ordering::Release);
+            own.function.store(function, Ordering::Release);
+            own.started_ms.store(clock_ms(), Ordering::Release);
+            own.run.store(run, Ordering::Release);
+            run
+        });
+        CURRENT_RUN.with(|r| r.set(run.unwrap_or(0)));
+        Running(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        CURRENT_RUN.with(|r| r.set(0));
+        with_own(|_, own| own.run.store(0, Ordering::Release));
+    }
+}
+
+/// The running script called a write command: from now on it cannot be killed.
+pub(super) fn note_write() {
+    with_own(|_, own| own.wrote.store(true, Ordering::Release));
+}
+
+/// SCRIPT KILL / FUNCTION KILL asked to stop the script running on this shard.
+pub(super) fn kill_requested() -> bool {
+    let run = CURRENT_RUN.with(|r| r.get());
+    run != 0 && with_own(|_, own| own.kill.load(Ordering::Acquire) == run) == Some(true)
+}

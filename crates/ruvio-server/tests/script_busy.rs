@@ -1,0 +1,150 @@
+//! Long scripts in forward mode with 2 shards: past `busy-reply-threshold` a command
+//! that needs the busy shard answers `-BUSY` on the other shard's connections,
+//! SCRIPT KILL from there stops the script (its caller gets Redis' error, `pcall`
+//! cannot swallow it), a script that wrote is `-UNKILLABLE`, SHUTDOWN without NOSAVE
+//! is refused and SHUTDOWN NOSAVE ends the server. The replies are the same with
+//! `RUVIO_TEST_TARGET=redis` (one redis-server: every connection is "another
+//! shard"), which checks them against Redis.
+
+mod common;
+
+use common::*;
+use std::time::{Duration, Instant};
+
+const SHARDS: usize = 2;
+/// The threshold the tests set, ms (short, so the tests are quick).
+const THRESHOLD_MS: u64 = 100;
+const BUSY: &[u8] =
+    b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+const KILLED: &[u8] = b"-ERR Script killed by user with SCRIPT KILL...";
+
+/// A connection served by shard `shard` (forward mode spreads connections over the
+/// shards): a script without keys runs on the client's shard, and only there may it
+/// touch an undeclared key of that shard.
+fn conn_on_shard(server: &Server, shard: usize) -> RawConn {
+    let probe = key_on_shard("probe", shard, SHARDS);
+    for _ in 0..200 {
+        let mut conn = server.raw();
+        let reply = conn.cmd(&["eval", "return redis.call('exists', ARGV[1])", "0", &probe]);
+        if reply == b":0\r\n" {
+            return conn;
+        }
+    }
+    panic!("no connection landed on shard {shard} in 200 tries");
+}
+
+/// Start `body` on shard 0 from `runner` (its reply is read later) and wait past the
+/// threshold.
+fn start_busy_script(server: &Server, body: &str) -> (RawConn, RawConn, String) {
+    let mut other = conn_on_shard(server, 1);
+    assert_eq!(
+        other.cmd(&[
+            "config",
+            "set",
+            "busy-reply-threshold",
+            &THRESHOLD_MS.to_string()
+        ]),
+        b"+OK\r\n"
+    );
+    let mut runner = conn_on_shard(server, 0);
+    let key = key_on_shard("busy", 0, SHARDS);
+    runner.send(&encode(&["eval", body, "1", &key]));
+    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    (runner, other, key)
+}
+
+/// Ask with `conn` until the reply is not `-BUSY` (the script has ended), within 5 s.
+fn until_not_busy(conn: &mut RawConn, args: &[&str]) -> Vec<u8> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let reply = conn.cmd(args);
+        if reply != BUSY || Instant::now() > deadline {
+            return reply;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn script_kill_stops_a_busy_script_and_others_see_busy() {
+    let server = Server::forward(SHARDS);
+    let (mut runner, mut other, key) = start_busy_script(&server, "while true do end");
+    assert_eq!(other.cmd(&["get", &key]), BUSY, "a key of the busy shard");
+    if server.kind == Target::Ruvio {
+        // Ruvio only: the other shard's own keys are served (Redis is busy for all).
+        let free = key_on_shard("free", 1, SHARDS);
+        assert_eq!(other.cmd(&["get", &free]), b"$-1\r\n");
+    }
+    assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
+    let reply = runner.read_reply();
+    assert!(
+        reply.starts_with(KILLED) && contains(&reply, b"on @user_script:1.\r\n"),
+        "the killed script's caller: {}",
+        show(&reply)
+    );
+    assert_eq!(until_not_busy(&mut other, &["get", &key]), b"$-1\r\n");
+    assert_eq!(
+        other.cmd(&["script", "kill"]),
+        b"-NOTBUSY No scripts in execution right now.\r\n"
+    );
+    assert_eq!(runner.cmd(&["ping"]), b"+PONG\r\n");
+}
+
+#[test]
+fn pcall_cannot_swallow_script_kill() {
+    let server = Server::forward(SHARDS);
+    let body = "local ok = pcall(function() while true do end end) while true do end";
+    let (mut runner, mut other, _) = start_busy_script(&server, body);
+    assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
+    let reply = runner.read_reply();
+    assert!(reply.starts_with(KILLED), "{}", show(&reply));
+}
+
+#[test]
+fn a_script_that_wrote_is_unkillable_and_shutdown_nosave_ends_the_server() {
+    let mut server = Server::forward(SHARDS);
+    let body = "redis.call('set', KEYS[1], 'x') while true do end";
+    let (_runner, mut other, _) = start_busy_script(&server, body);
+    assert_eq!(
+        other.cmd(&["script", "kill"]),
+        b"-UNKILLABLE Sorry the script already executed write commands against the dataset. \
+          You can either wait the script termination or kill the server in a hard way using \
+          the SHUTDOWN NOSAVE command.\r\n"
+    );
+    assert_eq!(other.cmd(&["shutdown"]), BUSY);
+    other.send(&encode(&["shutdown", "nosave"]));
+    assert!(
+        server.wait_exit(Duration::from_secs(10)).is_some(),
+        "SHUTDOWN NOSAVE ended the server"
+    );
+}
+
+#[test]
+fn busy_reply_threshold_is_a_config_parameter() {
+    let server = Server::forward(SHARDS);
+    let mut conn = server.raw();
+    let pair = |name: &str, value: &str| {
+        format!(
+            "*2\r\n${}\r\n{name}\r\n${}\r\n{value}\r\n",
+            name.len(),
+            value.len()
+        )
+        .into_bytes()
+    };
+    assert_eq!(
+        conn.cmd(&["config", "get", "busy-reply-threshold"]),
+        pair("busy-reply-threshold", "5000")
+    );
+    assert_eq!(
+        conn.cmd(&["config", "set", "lua-time-limit", "250"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        conn.cmd(&["config", "get", "busy-reply-threshold"]),
+        pair("busy-reply-threshold", "250")
+    );
+    assert_eq!(
+        conn.cmd(&["config", "get", "lua-time-limit"]),
+        pair("lua-time-limit", "250")
+    );
+}

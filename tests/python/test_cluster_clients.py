@@ -1,0 +1,154 @@
+"""redis-py's `RedisCluster` against per-shard mode with 2 shards, for what its plain
+client does in test_pubsub.py, test_transactions.py and test_scripting.py: `pubsub()`
+(subscribe, psubscribe, get_message, run_in_thread, and sharded ssubscribe), a
+transaction pipeline and the WATCH retry loop of `RedisCluster.transaction` over
+hash-tagged keys (concurrent increments, none lost), and `register_script` with
+hash-tagged keys on both shards."""
+
+import threading
+import time
+
+import pytest
+from redis.cluster import RedisCluster
+
+from support import shard_of_key
+
+SHARDS = 2
+# Hash tags of both shards: {t0} and {t2} hash to shard 1 and 0 of 2 (checked below).
+TAGS = ["{t0}", "{t2}"]
+
+
+def cluster(server, **kwargs):
+    return RedisCluster(host="127.0.0.1", port=server.port, socket_timeout=20, **kwargs)
+
+
+def test_tags_cover_both_shards():
+    assert sorted(shard_of_key(tag, SHARDS) for tag in TAGS) == [0, 1]
+
+
+def next_message(p, timeout=5.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = p.get_message(ignore_subscribe_messages=True, timeout=0.1)
+        if m is not None:
+            return m
+    raise AssertionError("no message arrived")
+
+
+def test_pubsub_on_a_cluster(start_server):
+    server = start_server("per-shard", SHARDS)
+    rc = cluster(server)
+    p = rc.pubsub()
+    p.subscribe("news")
+    p.psubscribe("n*")
+    assert p.get_message(timeout=1)["type"] == "subscribe"
+    assert p.get_message(timeout=1)["type"] == "psubscribe"
+    # PUBLISH sent to any node reaches the subscriber, wherever it is connected.
+    for node in rc.get_primaries():
+        rc.publish("news", f"via {node.port}", target_nodes=node)
+        assert next_message(p)["data"] == f"via {node.port}".encode()
+        m = next_message(p)
+        assert (m["type"], m["pattern"], m["data"]) == ("pmessage", b"n*", f"via {node.port}".encode())
+    p.close()
+
+
+def test_sharded_pubsub_on_a_cluster(start_server):
+    server = start_server("per-shard", SHARDS)
+    rc = cluster(server)
+    p = rc.pubsub()
+    channels = [f"{tag}orders" for tag in TAGS]
+    for channel in channels:
+        p.ssubscribe(channel)
+    for channel in channels:
+        assert p.get_sharded_message(timeout=1)["type"] == "ssubscribe"
+    for channel in channels:
+        # SPUBLISH goes to the channel's slot owner and counts its subscribers.
+        assert rc.spublish(channel, "shipped") == 1
+        m = None
+        deadline = time.time() + 5
+        while m is None and time.time() < deadline:
+            m = p.get_sharded_message(ignore_subscribe_messages=True, timeout=0.1)
+        assert m is not None and (m["type"], m["channel"], m["data"]) == ("smessage", channel.encode(), b"shipped")
+    p.close()
+
+
+def test_run_in_thread_on_a_cluster(start_server):
+    server = start_server("per-shard", SHARDS)
+    rc = cluster(server)
+    received = []
+    done = threading.Event()
+
+    def handler(message):
+        received.append(message["data"])
+        if len(received) == 10:
+            done.set()
+
+    p = rc.pubsub()
+    p.subscribe(**{"worker": handler})
+    thread = p.run_in_thread(sleep_time=0.01, daemon=True)
+    deadline = time.time() + 5
+    while sum(n for _, n in rc.pubsub_numsub("worker", target_nodes=RedisCluster.ALL_NODES)) == 0:
+        assert time.time() < deadline
+        time.sleep(0.01)
+    for i in range(10):
+        rc.publish("worker", f"job{i}")
+    assert done.wait(5)
+    assert received == [f"job{i}".encode() for i in range(10)]
+    thread.stop()
+    thread.join(5)
+
+
+@pytest.mark.parametrize("tag", TAGS)
+def test_transaction_pipeline_on_a_cluster(start_server, tag):
+    rc = cluster(start_server("per-shard", SHARDS))
+    a, b = f"{tag}a", f"{tag}b"
+    pipe = rc.pipeline(transaction=True)
+    pipe.set(a, 1).incrby(b, 5).get(a).rpush(b, "x").lpush(a, "y")
+    results = pipe.execute(raise_on_error=False)
+    # With raise_on_error=False the cluster pipeline hands back raw replies.
+    assert results[:3] == [b"OK", 5, b"1"]
+    assert all("WRONGTYPE" in str(e) for e in results[3:]), results
+
+
+@pytest.mark.parametrize("tag", TAGS)
+def test_watch_retry_loop_on_a_cluster(start_server, tag):
+    server = start_server("per-shard", SHARDS)
+    counter, other = f"{tag}counter", f"{tag}other"
+    threads, per_thread = 4, 50
+
+    def work():
+        rc = cluster(server)
+
+        def incr(pipe):
+            n = int(pipe.get(counter) or 0)
+            pipe.multi()
+            pipe.set(counter, n + 1)
+            pipe.incr(other)
+
+        for _ in range(per_thread):
+            rc.transaction(incr, counter)
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    rc = cluster(server)
+    assert int(rc.get(counter)) == threads * per_thread
+    assert int(rc.get(other)) == threads * per_thread
+
+
+MOVE = """
+local n = redis.call('decrby', KEYS[1], ARGV[1])
+return {n, redis.call('incrby', KEYS[2], ARGV[1])}
+"""
+
+
+def test_register_script_on_a_cluster(start_server):
+    rc = cluster(start_server("per-shard", SHARDS))
+    move = rc.register_script(MOVE)
+    for tag in TAGS:
+        assert move(keys=[f"{tag}from", f"{tag}to"], args=[3]) == [-3, 3]
+    rc.script_flush()
+    for tag in TAGS:
+        assert move(keys=[f"{tag}from", f"{tag}to"], args=[4]) == [-7, 7]
