@@ -7,7 +7,8 @@
 //! its part when the broadcast reaches it), and once every shard has answered
 //! (crate::gather's `AfterAll`, ordered behind the broadcast) it assembles header,
 //! parts and the CRC-64 trailer into `path` (written as `path.tmp`, then renamed)
-//! and removes the parts. Per-shard mode writes the node's own keys, as a Redis
+//! and removes the parts; the function libraries come first, from the assembling
+//! shard. Per-shard mode writes the node's own keys, as a Redis
 //! Cluster node saves its own dump. Like Redis's SAVE, each shard blocks while it
 //! writes its part.
 
@@ -53,7 +54,10 @@ pub fn assemble(path: &str, shards: impl IntoIterator<Item = usize> + Clone) -> 
         .map(|p| u16::from_le_bytes([p[0], p[1]]))
         .max()
         .unwrap_or(ruvio_engine::rdb::RDB_VERSION);
-    let file = ruvio_engine::rdb::file::assemble(parts.iter().map(|p| &p[2..]), version);
+    // The function libraries (every shard holds the same) before the keys, as Redis.
+    let functions = ruvio_engine::scripting::functions::rdb_records();
+    let sections = std::iter::once(functions.as_slice()).chain(parts.iter().map(|p| &p[2..]));
+    let file = ruvio_engine::rdb::file::assemble(sections, version);
     let tmp = format!("{path}.tmp");
     std::fs::write(&tmp, &file)
         .and_then(|()| std::fs::rename(&tmp, path))

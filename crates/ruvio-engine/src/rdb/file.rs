@@ -2,7 +2,8 @@
 //! keyspace: the header, the opcodes around the keys (aux fields, SELECTDB,
 //! RESIZEDB, expiry in seconds and milliseconds, LRU/LFU hints (kept as the
 //! key's access clock under a matching policy, as Redis), Redis 7.4's slot
-//! info; Redis 7 function libraries are refused), each key's object through [`super::decode`], and the CRC-64 trailer.
+//! info; Redis 7 function libraries, loaded as FUNCTION LOAD would), each key's
+//! object through [`super::decode`], and the CRC-64 trailer.
 //!
 //! Writing is split the same way: each shard writes its keys as a *section*
 //! ([`write_section`]: SELECTDB, then per key its expiry opcode, type, key and
@@ -125,9 +126,15 @@ pub fn load(
                     r.len().map_err(explain)?;
                 }
             }
-            opcode::FUNCTION2 | opcode::FUNCTION_PRE_GA => {
+            opcode::FUNCTION2 => {
+                let code = r.string().map_err(explain)?;
+                crate::scripting::functions::load(&code, false).map_err(|e| {
+                    format!("a function library does not load: {}", e.message())
+                })?;
+            }
+            opcode::FUNCTION_PRE_GA => {
                 return Err(
-                    "RDB file holds function libraries, which Ruvio does not support".into(),
+                    "RDB file holds function libraries of a Redis 7.0 release candidate, which Ruvio does not read".into(),
                 )
             }
             opcode::MODULE_AUX => return Err(explain(LoadError::Module)),

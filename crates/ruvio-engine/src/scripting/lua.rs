@@ -25,14 +25,17 @@ pub(super) struct Call<'a> {
     pub keys: &'a [&'a [u8]],
     pub argv: &'a [&'a [u8]],
     pub read_only: bool,
+    /// A function's registered callback (FCALL): called with the keys and arguments
+    /// as its two parameters, no `KEYS` / `ARGV` globals; `sha` is then its name.
+    pub callback: Option<Function>,
 }
 
 /// A shard's interpreter and the scripts compiled in it.
-struct State {
-    lua: Lua,
+pub(super) struct State {
+    pub(super) lua: Lua,
     /// The script cache generation this state was made in (see SCRIPT FLUSH).
     generation: u64,
-    hooks: Table,
+    pub(super) hooks: Table,
     env: Table,
     functions: HashMap<String, Function>,
 }
@@ -117,7 +120,9 @@ fn script_position(lua: &Lua, _: ()) -> mlua::Result<(Option<String>, Option<i64
         });
         match found {
             None => break,
-            Some((Some(source), line)) if source == "@user_script" => {
+            Some((Some(source), line))
+                if source == "@user_script" || source == "@user_function" =>
+            {
                 return Ok((Some(source), line.map(|l| l as i64)));
             }
             Some(_) => {}
@@ -127,7 +132,7 @@ fn script_position(lua: &Lua, _: ()) -> mlua::Result<(Option<String>, Option<i64
 }
 
 impl State {
-    fn new(generation: u64) -> mlua::Result<State> {
+    pub(super) fn new(generation: u64) -> mlua::Result<State> {
         srand48(0);
         let lua = Lua::new_with(
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
@@ -236,7 +241,7 @@ fn with_state<R>(
     })
 }
 
-fn internal(e: mlua::Error) -> CmdError {
+pub(super) fn internal(e: mlua::Error) -> CmdError {
     CmdError::quoted("ERR ", e.to_string().as_bytes(), "")
 }
 
@@ -261,8 +266,18 @@ pub(super) fn run(
     generation: u64,
     call: &Call<'_>,
 ) -> Result<(), CmdError> {
-    with_state(generation, |state| {
-        let f = state.function(call.sha, call.body)?;
+    with_state(generation, |state| run_in(state, engine, ctx, reply, call))
+}
+
+/// Run a script, or a function's callback, in `state` and write its reply.
+pub(super) fn run_in(
+    state: &mut State,
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    reply: &mut Reply<'_>,
+    call: &Call<'_>,
+) -> Result<(), CmdError> {
+    {
         let lua = &state.lua;
         let globals: Table = state.hooks.get("globals").map_err(internal)?;
         let keys = lua
@@ -283,8 +298,15 @@ pub(super) fn run(
                     .map_err(internal)?,
             )
             .map_err(internal)?;
-        globals.raw_set("KEYS", keys).map_err(internal)?;
-        globals.raw_set("ARGV", argv).map_err(internal)?;
+        let f = match &call.callback {
+            Some(callback) => callback.bind((keys, argv)).map_err(internal)?,
+            None => {
+                globals.raw_set("KEYS", keys).map_err(internal)?;
+                globals.raw_set("ARGV", argv).map_err(internal)?;
+                state.function(call.sha, call.body)?
+            }
+        };
+        let lua = &state.lua;
         state.hooks.raw_set("resp", 2).map_err(internal)?;
         let handler: Function = state.hooks.get("handler").map_err(internal)?;
         let xpcall: Function = lua.globals().get("xpcall").map_err(internal)?;
@@ -297,6 +319,7 @@ pub(super) fn run(
         let hooks = &state.hooks;
         let redis: Table = hooks.raw_get("redis").map_err(internal)?;
         let resp_of = || hooks.raw_get::<u8>("resp").unwrap_or(2);
+        let is_function = call.callback.is_some();
         let outcome: (bool, Value) = lua
             .scope(|scope| {
                 let call = scope.create_function(|lua, args: MultiValue| {
@@ -314,7 +337,7 @@ pub(super) fn run(
                 redis.raw_set("call", call)?;
                 redis.raw_set("pcall", pcall)?;
                 hooks.raw_set("pending", Value::Nil)?;
-                let running = busy::Running::start(false);
+                let running = busy::Running::start(is_function);
                 let result = xpcall.call::<(bool, Value)>((f, handler));
                 drop(running);
                 redis.raw_set("call", Value::Nil)?;
@@ -335,7 +358,7 @@ pub(super) fn run(
                 "",
             )),
         }
-    })
+    }
 }
 
 /// `<err> script: <sha>, on <source>:<line>.` (Redis 7's text for an error that

@@ -15,10 +15,14 @@
 //! bodies live in one process-wide cache (SCRIPT LOAD on any shard serves EVALSHA on
 //! every shard), compiled lazily per shard. SCRIPT FLUSH empties the cache and bumps
 //! a generation: each shard drops its state before its next script.
+//!
+//! Functions (FUNCTION LOAD's libraries, FCALL, FCALL_RO) are [`functions`]: a
+//! second Lua state per shard thread, holding every library.
 
 mod busy;
 mod cjson_decode;
 mod cmsgpack;
+pub mod functions;
 mod libs;
 mod lua;
 mod luaaux;
@@ -178,6 +182,7 @@ fn run(
         keys: &keys,
         argv: &argv,
         read_only,
+        callback: None,
     };
     let generation = GENERATION.load(Ordering::Acquire);
     let may_block = std::mem::replace(&mut ctx.may_block, false);
@@ -363,4 +368,10 @@ pub const COMMANDS: &[EngineCommand] = &[
     command!("script", -2, 0, KeySpec::NONE, ["slow"], "scripting", "2.6.0",
         "A container for Lua scripts management commands.", "Depends on subcommand.",
         subcommands = SCRIPT_SUBCOMMANDS),
+    command!("fcall", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE, KeySpec::NUMKEYS_AT_2,
+        ["slow", "scripting"], "scripting", "7.0.0", "Invoke a function",
+        "Depends on the function that is executed.", functions::fcall),
+    command!("fcall_ro", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY, KeySpec::NUMKEYS_AT_2,
+        ["slow", "scripting"], "scripting", "7.0.0", "Invoke a read-only function",
+        "Depends on the function that is executed.", functions::fcall_ro),
 ];

@@ -10,6 +10,7 @@
 pub mod client;
 pub mod cluster;
 pub mod connection;
+pub mod functions;
 pub mod introspection;
 pub mod persistence;
 pub mod pubsub;
@@ -57,6 +58,7 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         pubsub::COMMANDS,
         transactions::COMMANDS,
         persistence::COMMANDS,
+        functions::COMMANDS,
     ]
     .into_iter()
     .flatten()

@@ -933,6 +933,8 @@ pub enum ConfigChange {
     BackgroundSave,
     /// SHUTDOWN or a signal: prepare to exit, saving or not (see `shutdown`).
     Exit { save: bool },
+    /// The function libraries after a FUNCTION change, as a FUNCTION DUMP payload.
+    Functions(Vec<u8>),
 }
 
 /// Apply a change another shard broadcast.
@@ -960,6 +962,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         }
         ConfigChange::BackgroundSave => crate::snapshot::request(core),
         ConfigChange::Exit { save } => crate::shutdown::prepare(core, *save),
+        ConfigChange::Functions(payload) => super::functions::apply(core, payload),
     }
 }
 
