@@ -5,7 +5,9 @@
 //!   entry, `XGROUP SETID ... ENTRIESREAD` for NOACK, `XGROUP CREATECONSUMER`),
 //!   XACK, XCLAIM, XAUTOCLAIM and XGROUP are replayed after SIGKILL into the same
 //!   groups, PELs (owners, delivery counts and times) and last IDs. Consumers'
-//!   seen times are the replay's, as on a Redis replica.
+//!   seen times are the replay's, as on a Redis replica; history reads are not
+//!   logged (Redis does not propagate them), so their delivery counts are not
+//!   replayed either.
 //! - SAVE: the snapshot holds the stream as RDB type 19 with its groups; a restart
 //!   loads it and XINFO STREAM FULL (times included) reads as before.
 
@@ -39,8 +41,10 @@ fn ok(c: &mut RawConn, args: &[&str]) -> Vec<u8> {
     reply
 }
 
-/// Two streams (one per shard) with groups, pending entries, acks and claims.
-fn write_groups(server: &Server) -> Vec<String> {
+/// Two streams (one per shard) with groups, pending entries, acks and claims;
+/// with `history`, a history read too (not logged, as Redis does not propagate
+/// it: its delivery counts survive a snapshot, not a replay).
+fn write_groups(server: &Server, history: bool) -> Vec<String> {
     let keys: Vec<String> = (0..2).map(|s| key_on_shard("events", s, 2)).collect();
     let mut c = server.raw();
     for key in &keys {
@@ -99,10 +103,12 @@ fn write_groups(server: &Server) -> Vec<String> {
                 ">",
             ],
         );
-        ok(
-            &mut c,
-            &["XREADGROUP", "GROUP", "workers", "w1", "STREAMS", key, "0"],
-        );
+        if history {
+            ok(
+                &mut c,
+                &["XREADGROUP", "GROUP", "workers", "w1", "STREAMS", key, "0"],
+            );
+        }
         ok(&mut c, &["XACK", key, "workers", "2-1", "4-1", "12-1"]);
         ok(
             &mut c,
@@ -168,7 +174,7 @@ fn state(server: &Server, keys: &[String], times: bool) -> Vec<String> {
 fn groups_replay_from_the_log_after_sigkill() {
     let dir = data_dir("replay");
     let server = start(&dir);
-    let keys = write_groups(&server);
+    let keys = write_groups(&server, false);
     let before = state(&server, &keys, false);
     std::thread::sleep(AFTER_SYNC);
     drop(server); // SIGKILL
@@ -182,7 +188,7 @@ fn groups_replay_from_the_log_after_sigkill() {
 fn groups_survive_save_and_restart() {
     let dir = data_dir("save");
     let server = start(&dir);
-    let keys = write_groups(&server);
+    let keys = write_groups(&server, true);
     assert_eq!(server.raw().cmd(&["SAVE"]), b"+OK\r\n");
     let before = state(&server, &keys, true);
     std::thread::sleep(Duration::from_millis(50));

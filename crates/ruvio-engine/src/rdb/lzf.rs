@@ -80,9 +80,12 @@ fn compress_with(t: &mut Table, input: &[u8], out_max: usize) -> Option<Vec<u8>>
         t.slots[slot] = stamp | ip as u64;
         let reference =
             (previous >> 32 == stamp >> 32).then_some((previous & 0xffff_ffff) as usize);
-        match reference.filter(|&r| {
-            r > 0 && ip - r - 1 < MAX_OFF && ip + 4 < len && input[r..r + 3] == input[ip..ip + 3]
-        }) {
+        // A match may start as late as the loop runs (3 bytes before the end):
+        // liblzf's length scan always takes a third byte, whatever `maxlen` says
+        // (a stream listpack ending `.. 01 06 01 ff` showed Redis matching there).
+        match reference
+            .filter(|&r| r > 0 && ip - r - 1 < MAX_OFF && input[r..r + 3] == input[ip..ip + 3])
+        {
             Some(r) => {
                 let off = ip - r - 1;
                 let maxlen = (len - ip - 2).min(MAX_REF);

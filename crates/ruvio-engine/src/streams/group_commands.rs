@@ -299,8 +299,9 @@ pub(super) fn xgroup_delconsumer(
     Ok(Done)
 }
 
-/// `XACK key group id [id ...]`: IDs are all checked first; a missing key or
-/// group acknowledges nothing.
+/// `XACK key group id [id ...]`: a missing key or group acknowledges nothing
+/// (before the IDs are read, as Redis 7.0); then every ID is checked before any
+/// is acknowledged.
 pub(super) fn xack(
     e: &mut Engine,
     ctx: &mut ExecCtx,
@@ -313,13 +314,13 @@ pub(super) fn xack(
         Some(at) => stream_at(e, ctx.db, at)?.groups().get(group).is_some(),
         None => false,
     };
-    let ids = (3..args.len())
-        .map(|i| strict_id(args.get(i)))
-        .collect::<Result<Vec<_>, _>>()?;
     let (Some(at), true) = (found, has_group) else {
         r.int(0);
         return Ok(Done);
     };
+    let ids = (3..args.len())
+        .map(|i| strict_id(args.get(i)))
+        .collect::<Result<Vec<_>, _>>()?;
     let acked = change_stream(e, ctx.db, at, |s| {
         ids.iter()
             .filter(|&&id| s.groups_mut().ack(group, id))

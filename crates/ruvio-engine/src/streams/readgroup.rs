@@ -129,22 +129,56 @@ pub(super) fn xreadgroup(
     // Redis counts each served stream as a change and logs only the records
     // below, never the command.
     ctx.effects.rewritten = true;
-    let count = p.count;
-    let mut served = Vec::new();
+    // Each stream is checked when its turn comes (the same stream named twice
+    // sees what the first read delivered), into a buffer: the reply's length is
+    // known at the end, as Redis's deferred length.
+    let mut body = Vec::new();
+    let mut served = 0;
     for n in 0..p.streams {
-        let s = stream_at(e, ctx.db, entries[n])?;
+        let (key, at) = (args.get(p.keys_at + n), entries[n]);
+        let s = stream_at(e, ctx.db, at)?;
         let after = match wants[n] {
-            Want::History(id) => Some(id),
+            Want::History(id) => id,
             Want::New | Want::NewAfterBlocking => {
                 let last = s.groups().get(group).map_or(StreamId::MIN, |g| g.last_id);
-                s.last_entry_id().filter(|&top| top > last).map(|_| last)
+                match s.last_entry_id() {
+                    Some(top) if top > last => last,
+                    _ => continue,
+                }
             }
         };
-        if let Some(after) = after {
-            served.push((n, after));
+        served += 1;
+        let now = ctx.now_ms as i64;
+        let created = change_stream(e, ctx.db, at, |s| {
+            s.groups_mut().ensure_consumer(group, consumer, now)
+        })?;
+        if created {
+            ctx.changed(key, events::XGROUP_CREATECONSUMER, 1);
+            if p.noack {
+                ctx.log_as(&[b"XGROUP", b"CREATECONSUMER", key, group, consumer]);
+            }
         }
+        let mut out = Reply::new(&mut body, r.proto);
+        if r.proto == Protocol::Resp2 {
+            out.array(2);
+        }
+        out.bulk(key);
+        // `streamIncrID` of the greatest ID wraps to 0-0.
+        let start = after.next().unwrap_or(StreamId::MIN);
+        let read = Read {
+            key,
+            group,
+            consumer,
+            count: p.count,
+            noack: p.noack,
+        };
+        match wants[n] {
+            Want::History(_) => serve_history(e, ctx, at, &read, start, &mut out)?,
+            Want::New | Want::NewAfterBlocking => serve_new(e, ctx, at, &read, start, &mut out)?,
+        }
+        ctx.effects.dirty += 1;
     }
-    if served.is_empty() {
+    if served == 0 {
         let Some(deadline_ms) = p.deadline else {
             r.null_array();
             return Ok(Outcome::Done);
@@ -160,41 +194,10 @@ pub(super) fn xreadgroup(
         }));
     }
     match r.proto {
-        Protocol::Resp3 => r.map(served.len()),
-        Protocol::Resp2 => r.array(served.len()),
+        Protocol::Resp3 => r.map(served),
+        Protocol::Resp2 => r.array(served),
     }
-    for (n, after) in served {
-        let key = args.get(p.keys_at + n);
-        let at = entries[n];
-        let now = ctx.now_ms as i64;
-        let created = change_stream(e, ctx.db, at, |s| {
-            s.groups_mut().ensure_consumer(group, consumer, now)
-        })?;
-        if created {
-            ctx.changed(key, events::XGROUP_CREATECONSUMER, 1);
-            if p.noack {
-                ctx.log_as(&[b"XGROUP", b"CREATECONSUMER", key, group, consumer]);
-            }
-        }
-        if r.proto == Protocol::Resp2 {
-            r.array(2);
-        }
-        r.bulk(key);
-        // `streamIncrID` of the greatest ID wraps to 0-0.
-        let start = after.next().unwrap_or(StreamId::MIN);
-        let read = Read {
-            key,
-            group,
-            consumer,
-            count,
-            noack: p.noack,
-        };
-        match wants[n] {
-            Want::History(_) => serve_history(e, ctx, at, &read, start, r)?,
-            Want::New | Want::NewAfterBlocking => serve_new(e, ctx, at, &read, start, r)?,
-        }
-        ctx.effects.dirty += 1;
-    }
+    r.out.extend_from_slice(&body);
     Ok(Outcome::Done)
 }
 
