@@ -341,3 +341,62 @@ proptest! {
         }
     }
 }
+
+/// Redis 5.0-6.2's type 15 (no first ID, max-deleted ID, entries-added or
+/// entries-read) and 7.2's type 21 (consumers' active time) load into the same
+/// stream as type 19, made here by editing a type-19 object whose counters are
+/// all one byte: entries-added is the length then, and a group at the last ID
+/// has read them all, as Redis's loader estimates.
+#[test]
+fn streams_load_from_types_15_and_21() {
+    use crate::streams::id::StreamId;
+    use crate::streams::StreamValue;
+    let build = |groups: bool| {
+        let mut s = StreamValue::new();
+        for i in 1..=5u64 {
+            s.append(StreamId::new(i, 1), &[b"f", b"v"]);
+        }
+        if groups {
+            s.groups_mut().create(b"g", StreamId::new(5, 1), 5);
+            s.groups_mut()
+                .create_consumer(b"g", b"alice", 1_700_000_000_000);
+            s.groups_mut()
+                .deliver(b"g", b"alice", StreamId::new(2, 1), 1_700_000_000_001);
+        }
+        let mut object = Vec::new();
+        encode::write_object(&mut object, crate::value::ValueRef::Stream(&s));
+        object
+    };
+    let (plain, with_group) = (build(false), build(true));
+    // The tail after the nodes without groups: length, last ID, first ID,
+    // max-deleted ID, entries-added, group count (one byte each).
+    let nodes_end = plain.len() - 9;
+    let tail = &with_group[nodes_end..];
+    assert_eq!(&tail[..9], &[5, 5, 1, 1, 1, 0, 0, 5, 1]);
+    let group = &tail[9..];
+    // Group: name (2 bytes), last ID (2), entries-read (1), then the rest.
+    let mut v15 = vec![types::STREAM_LISTPACKS];
+    v15.extend_from_slice(&with_group[1..nodes_end]);
+    v15.extend_from_slice(&tail[..3]);
+    v15.push(1);
+    v15.extend_from_slice(&group[..4]);
+    v15.extend_from_slice(&group[5..]);
+    let mut v21 = with_group.clone();
+    v21[0] = types::STREAM_LISTPACKS_3;
+    let seen = v21
+        .windows(6)
+        .position(|w| w == b"\x05alice")
+        .expect("consumer")
+        + 6
+        + 8;
+    v21.splice(seen..seen, 1_700_000_000_005i64.to_le_bytes());
+    for (kind, object) in [(15, v15), (21, v21)] {
+        let Loaded::Stream(loaded) = load_payload(&object).expect("loads") else {
+            panic!("type {kind} is not a stream")
+        };
+        let s = super::stream::build_stream(*loaded).expect("builds");
+        let mut again = Vec::new();
+        encode::write_object(&mut again, crate::value::ValueRef::Stream(&s));
+        assert_eq!(again, with_group, "type {kind}");
+    }
+}
