@@ -278,7 +278,8 @@ fn node_entries(master: StreamId, blob: &[u8]) -> Result<Vec<LoadedEntry>, LoadE
 
 /// Build the stream, checking what Redis's loader checks: nodes in order with
 /// no duplicate, the stored length, groups and consumers unique, every PEL entry
-/// owned by exactly one consumer.
+/// owned by exactly one consumer; and what Ruvio's value relies on: live entries
+/// ascending, none above the last ID.
 pub fn build_stream(loaded: LoadedStream) -> Result<StreamValue, LoadError> {
     let mut s = StreamValue::new();
     let mut prev: Option<StreamId> = None;
@@ -294,6 +295,15 @@ pub fn build_stream(loaded: LoadedStream) -> Result<StreamValue, LoadError> {
         s.push_loaded_node(*master, &fields);
     }
     if s.len() != loaded.len {
+        return Err(LoadError::Corrupt);
+    }
+    // Appends and ranges rely on live entries ascending up to the last ID (a
+    // deleted entry may sit above later ones after XSETID, as in Redis).
+    let live: Vec<StreamId> = s
+        .range(StreamId::MIN, StreamId::MAX)
+        .map(|e| e.id)
+        .collect();
+    if live.windows(2).any(|w| w[0] >= w[1]) || live.last().is_some_and(|&l| l > loaded.last_id) {
         return Err(LoadError::Corrupt);
     }
     let added = loaded.entries_added.unwrap_or(loaded.len);

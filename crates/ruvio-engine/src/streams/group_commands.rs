@@ -441,6 +441,11 @@ fn reply_pending_summary(r: &mut Reply<'_>, group: &Group) {
     }
 }
 
+/// True when the log records are kept (formatting them is work otherwise).
+fn logging(ctx: &ExecCtx) -> bool {
+    ctx.effects.record.as_ref().is_some_and(|r| r.track_log)
+}
+
 /// The record Redis propagates for a claimed (or dropped) pending entry
 /// (`streamPropagateXCLAIM`).
 pub(super) fn log_xclaim(
@@ -451,6 +456,9 @@ pub(super) fn log_xclaim(
     nack: &Nack,
     group_last: StreamId,
 ) {
+    if !logging(ctx) {
+        return;
+    }
     let time = itoa::Buffer::new().format(nack.delivery_ms).to_owned();
     let count = itoa::Buffer::new().format(nack.delivery_count).to_owned();
     let (id, last) = (id.format(), group_last.format());

@@ -231,24 +231,26 @@ fn serve_new(
         .take(read.count)
         .for_each(|entry| reply_entry(r, &entry));
     let now = ctx.now_ms as i64;
-    for &id in &ids {
-        let nack = change_stream(e, ctx.db, at, |s| {
+    // One change for the whole read; the pending entries made are logged after.
+    let delivered = change_stream(e, ctx.db, at, |s| {
+        let mut delivered = Vec::new();
+        for &id in &ids {
             let g = s.groups().get(read.group).expect("group checked");
             let (last, entries_read) = (g.last_id, g.entries_read);
             if id > last {
                 let entries_read = entries_read_after(s, entries_read, id);
                 s.groups_mut().set_last(read.group, id, entries_read);
             }
-            if read.noack {
-                return None;
+            if !read.noack {
+                s.groups_mut().deliver(read.group, read.consumer, id, now);
+                let g = s.groups().get(read.group).expect("group checked");
+                delivered.push((id, g.pel[&id].clone(), g.last_id));
             }
-            s.groups_mut().deliver(read.group, read.consumer, id, now);
-            let g = s.groups().get(read.group).expect("group checked");
-            Some((g.pel[&id].clone(), g.last_id))
-        })?;
-        if let Some((nack, last)) = nack {
-            log_xclaim(ctx, read.key, read.group, id, &nack, last);
         }
+        delivered
+    })?;
+    for (id, nack, last) in &delivered {
+        log_xclaim(ctx, read.key, read.group, *id, nack, *last);
     }
     if read.noack && !ids.is_empty() {
         let s = stream_at(e, ctx.db, at)?;
