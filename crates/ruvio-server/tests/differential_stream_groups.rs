@@ -3,7 +3,7 @@
 //! (`>` and history, COUNT, NOACK, several streams), XACK, XPENDING (summary and
 //! extended, IDLE, consumer), XCLAIM (IDLE, TIME, RETRYCOUNT, FORCE, JUSTID,
 //! LASTID), XAUTOCLAIM (COUNT, JUSTID), XINFO STREAM [FULL [COUNT n]], GROUPS and
-//! CONSUMERS, mixed with XADD, XDEL, XTRIM, XSETID, go to a real `redis-server`
+//! CONSUMERS, mixed with XADD, XDEL, XTRIM, XSETID and COPY, go to a real `redis-server`
 //! 7.0 and to Ruvio (forward mode, 1 and 2 shards). Replies must be equal byte for
 //! byte, but for what the clock decides.
 //!
@@ -356,9 +356,22 @@ impl Generator {
                 let n = self.rng.random_range(0..30).to_string();
                 vec!["XTRIM".into(), key, "MAXLEN".into(), n]
             }
-            92..96 => {
+            92..95 => {
                 let key = self.plain.choose(&mut self.rng).expect("plain").clone();
                 vec!["DUMP".into(), key]
+            }
+            95 => {
+                // Moves entries-added and max-deleted-id, which lag reads.
+                let mut w = vec!["XSETID".into(), self.stream(), self.next_id()];
+                if self.rng.random_range(0..2) == 0 {
+                    w.push("ENTRIESADDED".into());
+                    w.push(self.rng.random_range(0..400).to_string());
+                }
+                if self.rng.random_range(0..2) == 0 {
+                    w.push("MAXDELETEDID".into());
+                    w.push(self.id());
+                }
+                w
             }
             _ => {
                 let (from, to) = (self.stream(), "copy".to_string());
