@@ -1,6 +1,6 @@
 //! Differential test of stream consumer groups: seeded random sequences of
 //! XGROUP (CREATE, SETID, DESTROY, CREATECONSUMER, DELCONSUMER), XREADGROUP
-//! (`>` and history, COUNT, NOACK, several streams), XACK, XPENDING (summary and
+//! (`>` and history, COUNT, NOACK, BLOCK 1, several streams), XACK, XPENDING (summary and
 //! extended, IDLE, consumer), XCLAIM (IDLE, TIME, RETRYCOUNT, FORCE, JUSTID,
 //! LASTID), XAUTOCLAIM (COUNT, JUSTID), XINFO STREAM [FULL [COUNT n]], GROUPS and
 //! CONSUMERS, mixed with XADD, XDEL, XTRIM, XSETID and COPY, go to a real `redis-server`
@@ -211,6 +211,11 @@ impl Generator {
         }
         if self.rng.random_range(0..5) == 0 {
             w.push("NOACK".into());
+        }
+        if self.rng.random_range(0..8) == 0 {
+            // Served at once, or a null array after 1 ms on both servers.
+            w.push("BLOCK".into());
+            w.push("1".into());
         }
         w.push("STREAMS".into());
         let n = self.rng.random_range(1..=2);
