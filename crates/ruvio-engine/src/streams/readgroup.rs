@@ -39,10 +39,9 @@ use crate::Engine;
 /// What one stream's ID argument asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Want {
-    /// `>`: entries never delivered to the group.
+    /// `>` (or the parked command's marker for it): entries never delivered
+    /// to the group.
     New,
-    /// `>` of a client that blocked on it (the parked command's marker).
-    NewAfterBlocking,
     /// The consumer's pending entries after this ID.
     History(StreamId),
 }
@@ -118,7 +117,7 @@ pub(super) fn xreadgroup(
         wants.push(match args.get(ids_at + n) {
             b"$" => return Err(CmdError::Stream(errors::XREADGROUP_DOLLAR)),
             b">" => Want::New,
-            _ if was_blocked => Want::NewAfterBlocking,
+            _ if was_blocked => Want::New,
             // Redis marks `>` as the greatest ID, so that ID given literally is `>`.
             arg => match strict_id(arg)? {
                 StreamId::MAX => Want::New,
@@ -139,7 +138,7 @@ pub(super) fn xreadgroup(
         let s = stream_at(e, ctx.db, at)?;
         let after = match wants[n] {
             Want::History(id) => id,
-            Want::New | Want::NewAfterBlocking => {
+            Want::New => {
                 let last = s.groups().get(group).map_or(StreamId::MIN, |g| g.last_id);
                 match s.last_entry_id() {
                     Some(top) if top > last => last,
@@ -174,7 +173,7 @@ pub(super) fn xreadgroup(
         };
         match wants[n] {
             Want::History(_) => serve_history(e, ctx, at, &read, start, &mut out)?,
-            Want::New | Want::NewAfterBlocking => serve_new(e, ctx, at, &read, start, &mut out)?,
+            Want::New => serve_new(e, ctx, at, &read, start, &mut out)?,
         }
         ctx.effects.dirty += 1;
     }
