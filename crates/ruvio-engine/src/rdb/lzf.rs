@@ -224,6 +224,31 @@ mod tests {
         assert!(packed.len() < 12, "{packed:?}");
     }
 
+    /// Matches that start 3 or 4 bytes before the end, as liblzf takes them:
+    /// the expected bytes are Redis 7.0's DUMP of these strings.
+    #[test]
+    fn late_matches_are_redis_bytes() {
+        let hex = |h: &str| -> Vec<u8> {
+            (0..h.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+                .collect()
+        };
+        let cases: [(&[u8], &str); 2] = [
+            (
+                b"abcabcabcabcabcabcabcabc-xyz-xyz!",
+                "0361626361e00b02032d78797a2003017a21",
+            ),
+            (
+                b"aaaaaaaaaaaaaaaaaaaaaaaaa\x01\x06\x01\x1a\x01\x06\x01\xff",
+                "016161e00e00030106011a200300ff",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(compress(input, input.len() - 4), Some(hex(want)));
+        }
+    }
+
     #[test]
     fn incompressible_input_does_not_fit() {
         let input: Vec<u8> = (0..64u32).map(|i| (i * 97 % 251) as u8).collect();
