@@ -359,6 +359,26 @@ impl Groups {
     }
 }
 
+impl Groups {
+    /// Drop up to `max` pending entries (lazy freeing of a deleted stream); true
+    /// when none is left.
+    pub fn free_some(&mut self, max: usize) -> bool {
+        let mut budget = max;
+        for g in self.by_name.values_mut() {
+            while budget > 0 {
+                let Some((id, nack)) = g.pel.pop_first() else {
+                    break;
+                };
+                if let Some(c) = g.consumers.get_mut(&nack.consumer) {
+                    c.pel.remove(&id);
+                }
+                budget -= 1;
+            }
+        }
+        self.by_name.values().all(|g| g.pel.is_empty())
+    }
+}
+
 /// How XCLAIM / XAUTOCLAIM treat each entry.
 #[derive(Clone, Copy, Debug)]
 pub struct ClaimArgs {

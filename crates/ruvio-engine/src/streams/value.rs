@@ -649,13 +649,15 @@ impl StreamValue {
         self.clone()
     }
 
-    /// Free some nodes (lazy freeing); true when what is left is cheap to drop.
+    /// Free some nodes, then some pending entries (lazy freeing); true when what
+    /// is left is cheap to drop.
     pub fn free_some(&mut self, nodes_max: usize) -> bool {
         for _ in 0..nodes_max {
             if self.0.nodes.pop_first().is_none() {
                 break;
             }
         }
-        self.0.nodes.is_empty()
+        // A node holds up to 100 entries: a pending entry is far smaller.
+        self.0.nodes.is_empty() && self.0.groups.free_some(nodes_max * NODE_ENTRIES_MAX)
     }
 }
