@@ -260,8 +260,8 @@ fn modules_are_refused_by_name_and_a_cut_stream_is_corrupt() {
 }
 
 /// A stream with deleted entries, several nodes and a group with pending
-/// entries loads back to the same stream: its DUMP is the same bytes, and every
-/// cut of the payload is refused without a panic.
+/// entries loads back to the same stream: its DUMP is the same bytes; every cut
+/// of the payload and every flipped byte loads or is refused, never panics.
 #[test]
 fn streams_round_trip_with_their_groups() {
     use crate::streams::id::StreamId;
@@ -296,11 +296,21 @@ fn streams_round_trip_with_their_groups() {
     assert_eq!(back.len(), 248);
     let again = dump_payload(crate::value::ValueRef::Stream(&back)).expect("written");
     assert_eq!(again, payload);
-    for cut in 0..object.len() {
-        let _ = load_payload(&object[..cut]).map(|l| match l {
+    let load_and_build = |bytes: &[u8]| {
+        let _ = load_payload(bytes).map(|l| match l {
             Loaded::Stream(l) => super::stream::build_stream(*l).map(|_| ()),
             _ => Ok(()),
         });
+    };
+    for cut in 0..object.len() {
+        load_and_build(&object[..cut]);
+    }
+    for at in 1..object.len() {
+        for flip in [0x01, 0x80, 0xff] {
+            let mut bad = object.to_vec();
+            bad[at] ^= flip;
+            load_and_build(&bad);
+        }
     }
 }
 
