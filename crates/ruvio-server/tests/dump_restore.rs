@@ -16,6 +16,9 @@
 //! - Hash field TTLs: RDB 12 payloads that keep them (Ruvio to Ruvio).
 //! - Thresholds: a listpack or intset payload over the configured entries is
 //!   converted on RESTORE, as Redis converts it.
+//! - Streams: small ones DUMP to Redis's bytes; big ones with deleted entries and
+//!   consumer groups cross both ways, and Redis's payload restored on Ruvio DUMPs
+//!   back byte for byte.
 
 mod common;
 
@@ -368,5 +371,84 @@ fn restore_converts_under_the_configured_thresholds() {
         assert_eq!(show(&b.cmd(&restore)), show(&a.cmd(&restore)));
         let encoding = ["OBJECT", "ENCODING", copy.as_str()];
         assert_eq!(show(&b.cmd(&encoding)), show(&a.cmd(&encoding)), "{key}");
+    }
+}
+
+/// Streams (one node, several nodes with deleted entries and trimmed heads,
+/// consumer groups with pending entries and consumers) cross both ways; a Redis
+/// payload restored on Ruvio DUMPs back to the same bytes, times included (they
+/// are data in the payload).
+#[test]
+fn streams_with_groups_cross_both_ways() {
+    if require_redis_server("dump_restore").is_none() {
+        return;
+    }
+    let (redis, ruvio) = (Server::redis(), Server::forward(2));
+    let mut setup = vec![
+        words("XADD small 1-1 name job1 state waiting"),
+        words("XADD small 1-2 name job2 state active"),
+        words("XADD small 2-0 other 12345678901 x -70000"),
+        words("XGROUP CREATE empty g $ MKSTREAM"),
+    ];
+    for i in 1..=450 {
+        let mut c = words(&format!("XADD big {i}-{}", i % 3));
+        match i % 7 {
+            0 => c.extend(words(&format!(
+                "event failed jobId {i} reason {}",
+                "r".repeat(i % 90)
+            ))),
+            _ => c.extend(words(&format!("event completed jobId {i}"))),
+        }
+        setup.push(c);
+    }
+    setup.extend([
+        words("XDEL big 3-0 10-1 250-1 251-2"),
+        words("XTRIM big MAXLEN 430"),
+        words("XGROUP CREATE big workers 0"),
+        words("XGROUP CREATE big late $ ENTRIESREAD 3"),
+        words("XREADGROUP GROUP workers alice COUNT 7 STREAMS big >"),
+        words("XREADGROUP GROUP workers bob COUNT 3 STREAMS big >"),
+        words("XACK big workers 40-1"),
+        words("XGROUP CREATECONSUMER big workers carol"),
+        words("XCLAIM big workers bob 0 41-2 TIME 1700000000000 RETRYCOUNT 5"),
+    ]);
+    let reads: &[(&str, &[&str])] = &[
+        ("small", &["XRANGE", "small", "-", "+"]),
+        ("empty", &["XINFO", "STREAM", "empty", "FULL"]),
+        ("big", &["XINFO", "STREAM", "big", "FULL", "COUNT", "0"]),
+        ("big", &["XINFO", "GROUPS", "big"]),
+    ];
+    let (mut a, mut b) = (redis.raw(), ruvio.raw());
+    fill(&mut a, &setup);
+    fill(&mut b, &setup);
+    for key in ["small", "empty"] {
+        let (want, got) = (a.cmd(&["DUMP", key]), b.cmd(&["DUMP", key]));
+        assert_eq!(show(&got), show(&want), "DUMP {key}");
+    }
+    cross_streams(&mut a, &mut b, reads, "redis -> ruvio");
+    cross_streams(&mut b, &mut a, reads, "ruvio -> redis");
+    let (want, got) = (a.cmd(&["DUMP", "big"]), b.cmd(&["DUMP", "big-copy"]));
+    assert_eq!(show(&got), show(&want), "DUMP of Redis's restored stream");
+}
+
+/// [`cross`] for stream reads, whose key may follow a subcommand.
+fn cross_streams(from: &mut RawConn, to: &mut RawConn, reads: &[(&str, &[&str])], direction: &str) {
+    for (key, read) in reads {
+        let payload = bulk(&from.cmd(&["DUMP", key]));
+        let copy = format!("{key}-copy");
+        let ok = to.cmd(&[
+            b"RESTORE".as_slice(),
+            copy.as_bytes(),
+            b"0",
+            &payload,
+            b"REPLACE",
+        ]);
+        assert_eq!(ok, b"+OK\r\n", "{direction} RESTORE {key}: {}", show(&ok));
+        let read_copy: Vec<&str> = read
+            .iter()
+            .map(|&w| if w == *key { copy.as_str() } else { w })
+            .collect();
+        let (want, got) = (from.cmd(read), to.cmd(&read_copy));
+        assert_eq!(show(&got), show(&want), "{direction} {read:?}");
     }
 }

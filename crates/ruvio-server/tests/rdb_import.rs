@@ -1,5 +1,6 @@
 //! `--import-rdb`: a dump.rdb written by the real redis-server in this run (every
-//! type, small and big encodings, expiry times, two databases) is loaded by Ruvio
+//! type, small and big encodings, a stream of several nodes with deleted entries
+//! and consumer groups, expiry times, two databases) is loaded by Ruvio
 //! at start, in forward mode with 2 shards and per-shard mode with 2 shards (each
 //! key on the shard owning its slot), and every key reads back as on Redis.
 //! A file that is not an RDB stops the server with a message. The other way:
@@ -49,6 +50,13 @@ fn reads() -> Vec<(usize, &'static str, Vec<&'static str>, bool)> {
         (0, "set", vec!["SMEMBERS", "set"], true),
         (0, "bigset", vec!["SMEMBERS", "bigset"], true),
         (0, "ttl", vec!["GET", "ttl"], false),
+        (
+            0,
+            "events",
+            vec!["XINFO", "STREAM", "events", "FULL", "COUNT", "0"],
+            false,
+        ),
+        (0, "events", vec!["XINFO", "GROUPS", "events"], false),
         (1, "other", vec!["LRANGE", "other", "0", "-1"], false),
     ]
 }
@@ -72,11 +80,24 @@ fn setup() -> Vec<Vec<String>> {
         words("SADD set x y z"),
         with_elems("SADD bigset", 1000, |i| vec![format!("s{i}")]),
         words("SET ttl v PX 600000"),
+        words("XADD events 1-1 event added jobId 1"),
+        words("XGROUP CREATE events workers 0"),
+        words("XREADGROUP GROUP workers w1 STREAMS events >"),
+        words("XGROUP CREATECONSUMER events workers w2"),
+        words("XGROUP CREATE events idle $"),
+    ]
+    .into_iter()
+    .chain((2..=260).map(|i| words(&format!("XADD events {i}-0 event completed jobId {i}"))))
+    .chain([
+        words("XDEL events 5-0 150-0"),
+        words("XREADGROUP GROUP workers w2 COUNT 4 STREAMS events >"),
+        words("XACK events workers 3-0"),
         words("SET gone v PX 300"),
         words("SELECT 1"),
         words("RPUSH other x y"),
         words("SELECT 0"),
-    ]
+    ])
+    .collect()
 }
 
 fn sorted(reply: &[u8]) -> String {

@@ -38,6 +38,7 @@ pub fn entry(
         Loaded::Set(members) => Collection::Set(set(config, &members)?),
         Loaded::ZSet(members) => Collection::ZSet(zset(config, &members)?),
         Loaded::Hash(fields) => Collection::Hash(hash(config, &fields)?),
+        Loaded::Stream(stream) => Collection::Stream(super::stream::build_stream(*stream)?),
     };
     Ok(Entry::new_collection(key, collection, clock))
 }

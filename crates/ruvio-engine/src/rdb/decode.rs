@@ -1,6 +1,6 @@
 //! Reading one value in Redis's RDB object format, every encoding Redis has
 //! written since RDB 1 up to Redis 7.4's hashes with field expiry (RDB 12), into
-//! plain element lists ([`Loaded`]); the caller builds Ruvio's own encoding from
+//! plain element lists ([`Loaded`]; a stream into its nodes and groups); the caller builds Ruvio's own encoding from
 //! them under its thresholds ([`super::build`]). Every read is bounds-checked and
 //! every count is checked against the bytes left, so a bad payload is an error,
 //! never a panic or a huge allocation.
@@ -17,8 +17,6 @@ pub enum LoadError {
     Corrupt,
     /// A module type (Redis modules are not part of Ruvio).
     Module,
-    /// A stream (Ruvio has no streams).
-    Stream,
     /// A type byte no Redis version writes.
     UnknownType(u8),
 }
@@ -45,6 +43,8 @@ pub enum Loaded {
     ZSet(Vec<(Vec<u8>, f64)>),
     /// A hash.
     Hash(Vec<HashField>),
+    /// A stream, with its groups.
+    Stream(Box<super::stream::LoadedStream>),
 }
 
 /// A cursor over RDB bytes.
@@ -303,7 +303,7 @@ pub fn read_object(r: &mut Reader<'_>, kind: u8) -> Result<Loaded, LoadError> {
         types::LIST_QUICKLIST | types::LIST_QUICKLIST_2 => Loaded::List(read_quicklist(r, kind)?),
         types::MODULE_PRE_GA | types::MODULE_2 => return Err(LoadError::Module),
         types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3 => {
-            return Err(LoadError::Stream)
+            Loaded::Stream(Box::new(super::stream::read_stream(r, kind)?))
         }
         other => return Err(LoadError::UnknownType(other)),
     };

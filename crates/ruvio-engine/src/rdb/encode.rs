@@ -11,6 +11,7 @@
 //! skiplist). Ruvio's listpack-encoded sets are written as a plain set (type 2),
 //! which Redis 7.0 loads (its `SET_LISTPACK`, type 20, needs RDB 11). A hash with
 //! field expiry times is written as Redis 7.4's `HASH_METADATA` (24, RDB 12).
+//! Streams are Redis 7.0's `STREAM_LISTPACKS_2` (19, see [`super::stream`]).
 
 use super::listpack::{write_intset, ListpackWriter};
 use super::{lzf, types, RDB_VERSION, RDB_VERSION_HASH_TTL};
@@ -92,11 +93,12 @@ fn write_str_ref(out: &mut Vec<u8>, s: StrRef<'_>) {
 }
 
 /// Append `value`'s type byte and object to `out`; returns the RDB version the
-/// bytes need (10, or 12 for a hash with field expiry times), or `None` for a
-/// stream (its RDB encoding is not written yet: nothing is appended).
+/// bytes need (10, or 12 for a hash with field expiry times). Every type is
+/// written today; `None` (nothing appended) stays the answer for a type that
+/// could not be.
 pub fn write_object(out: &mut Vec<u8>, value: ValueRef<'_>) -> Option<u16> {
     match value {
-        ValueRef::Stream(_) => return None,
+        ValueRef::Stream(s) => super::stream::write_stream(out, s),
         ValueRef::Str(s) => {
             out.push(types::STRING);
             write_str_ref(out, s);

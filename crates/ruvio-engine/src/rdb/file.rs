@@ -57,7 +57,6 @@ fn explain(e: LoadError) -> String {
     match e {
         LoadError::Corrupt => corrupt("bad or truncated data"),
         LoadError::Module => "RDB file holds a module type, which Ruvio does not support".into(),
-        LoadError::Stream => "RDB file holds a stream, which Ruvio does not support".into(),
         LoadError::UnknownType(t) => corrupt(&format!("unknown object type {t}")),
     }
 }

@@ -80,9 +80,12 @@ fn compress_with(t: &mut Table, input: &[u8], out_max: usize) -> Option<Vec<u8>>
         t.slots[slot] = stamp | ip as u64;
         let reference =
             (previous >> 32 == stamp >> 32).then_some((previous & 0xffff_ffff) as usize);
-        match reference.filter(|&r| {
-            r > 0 && ip - r - 1 < MAX_OFF && ip + 4 < len && input[r..r + 3] == input[ip..ip + 3]
-        }) {
+        // A match may start as late as the loop runs (3 bytes before the end):
+        // liblzf's length scan always takes a third byte, whatever `maxlen` says
+        // (a stream listpack ending `.. 01 06 01 ff` showed Redis matching there).
+        match reference
+            .filter(|&r| r > 0 && ip - r - 1 < MAX_OFF && input[r..r + 3] == input[ip..ip + 3])
+        {
             Some(r) => {
                 let off = ip - r - 1;
                 let maxlen = (len - ip - 2).min(MAX_REF);
@@ -219,6 +222,31 @@ mod tests {
         let packed = compress(&[b'a'; 40], 36).unwrap();
         assert_eq!(decompress(&packed, 40).unwrap(), vec![b'a'; 40]);
         assert!(packed.len() < 12, "{packed:?}");
+    }
+
+    /// Matches that start 3 or 4 bytes before the end, as liblzf takes them:
+    /// the expected bytes are Redis 7.0's DUMP of these strings.
+    #[test]
+    fn late_matches_are_redis_bytes() {
+        let hex = |h: &str| -> Vec<u8> {
+            (0..h.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+                .collect()
+        };
+        let cases: [(&[u8], &str); 2] = [
+            (
+                b"abcabcabcabcabcabcabcabc-xyz-xyz!",
+                "0361626361e00b02032d78797a2003017a21",
+            ),
+            (
+                b"aaaaaaaaaaaaaaaaaaaaaaaaa\x01\x06\x01\x1a\x01\x06\x01\xff",
+                "016161e00e00030106011a200300ff",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(compress(input, input.len() - 4), Some(hex(want)));
+        }
     }
 
     #[test]

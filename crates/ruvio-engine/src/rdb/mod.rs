@@ -28,6 +28,7 @@ pub(crate) mod encode;
 pub mod file;
 pub(crate) mod listpack;
 pub(crate) mod lzf;
+pub(crate) mod stream;
 
 use crc::{Crc, Table, CRC_64_REDIS};
 
@@ -98,7 +99,8 @@ pub mod types {
     pub const HASH_LISTPACK_EX: u8 = 25;
 }
 
-/// The DUMP payload of `value` (`None` for a stream: not written yet).
+/// The DUMP payload of `value` (`None` for a type [`encode::write_object`]
+/// cannot write).
 pub fn dump_payload(value: ValueRef<'_>) -> Option<Vec<u8>> {
     // A string's payload is its bytes plus at most 9 length bytes, the type byte
     // and the 10-byte footer: one allocation.

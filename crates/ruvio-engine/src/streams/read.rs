@@ -14,22 +14,39 @@ use crate::command::{Block, CmdResult, ExecCtx, Outcome};
 use crate::error::CmdError;
 use crate::Engine;
 
-/// The parsed options of XREAD.
-struct ReadArgs {
-    count: usize,
-    deadline: Option<Option<u64>>,
+/// The parsed options of XREAD and XREADGROUP.
+pub(super) struct ReadArgs {
+    pub count: usize,
+    pub deadline: Option<Option<u64>>,
     /// Index of the first key.
-    keys_at: usize,
-    streams: usize,
+    pub keys_at: usize,
+    pub streams: usize,
+    /// XREADGROUP's `GROUP group consumer`: the index of the group's name.
+    pub group_at: Option<usize>,
+    pub noack: bool,
 }
 
-fn parse_read(args: Args<'_>, now_ms: u64) -> Result<ReadArgs, CmdError> {
+/// XREAD's and XREADGROUP's options (`xreadCommand`'s parsing loop): `group`
+/// says which command this is.
+pub(super) fn parse_read(args: Args<'_>, now_ms: u64, group: bool) -> Result<ReadArgs, CmdError> {
     let (mut count, mut deadline) = (usize::MAX, None);
+    let (mut group_at, mut noack) = (None, false);
     let mut i = 1;
     while i < args.len() {
         let more = args.len() - i - 1;
         let opt = args.get(i);
-        if opt.eq_ignore_ascii_case(b"block") && more > 0 {
+        if opt.eq_ignore_ascii_case(b"group") && more >= 2 {
+            if !group {
+                return Err(CmdError::Stream(errors::XREAD_GROUP_OPTION));
+            }
+            group_at = Some(i + 1);
+            i += 2;
+        } else if opt.eq_ignore_ascii_case(b"noack") {
+            if !group {
+                return Err(CmdError::Stream(errors::XREAD_NOACK_OPTION));
+            }
+            noack = true;
+        } else if opt.eq_ignore_ascii_case(b"block") && more > 0 {
             i += 1;
             deadline = Some(block_deadline(args.get(i), now_ms)?);
         } else if opt.eq_ignore_ascii_case(b"count") && more > 0 {
@@ -49,6 +66,8 @@ fn parse_read(args: Args<'_>, now_ms: u64) -> Result<ReadArgs, CmdError> {
                 deadline,
                 keys_at: i + 1,
                 streams: more / 2,
+                group_at,
+                noack,
             });
         } else {
             return Err(CmdError::Syntax);
@@ -60,7 +79,7 @@ fn parse_read(args: Args<'_>, now_ms: u64) -> Result<ReadArgs, CmdError> {
 
 /// `BLOCK ms`: an integer of milliseconds (`getTimeoutFromObjectOrReply` with
 /// `UNIT_MILLISECONDS`); 0 waits forever (`None`).
-fn block_deadline(arg: &[u8], now_ms: u64) -> Result<Option<u64>, CmdError> {
+pub(super) fn block_deadline(arg: &[u8], now_ms: u64) -> Result<Option<u64>, CmdError> {
     let ms = crate::args::parse_i64(arg).ok_or(CmdError::TimeoutNotInteger)?;
     match ms {
         ..=-1 => Err(CmdError::TimeoutNegative),
@@ -76,7 +95,7 @@ pub(super) fn xread(
     args: Args<'_>,
     r: &mut Reply<'_>,
 ) -> CmdResult {
-    let p = parse_read(args, ctx.now_ms)?;
+    let p = parse_read(args, ctx.now_ms, false)?;
     let ids_at = p.keys_at + p.streams;
     let mut after = Vec::with_capacity(p.streams);
     for n in 0..p.streams {
@@ -88,6 +107,7 @@ pub(super) fn xread(
         let arg = args.get(ids_at + n);
         after.push(match arg {
             b"$" => last.unwrap_or(StreamId::MIN),
+            b">" => return Err(CmdError::Stream(errors::XREAD_GT)),
             _ => strict_id(arg)?,
         });
     }

@@ -136,3 +136,24 @@ fn a_million_small_entries_stay_compact() {
     assert!(per_entry < 16.0, "{per_entry} bytes per entry");
     assert_eq!(s.len(), 1_000_000);
 }
+
+/// Lazy freeing drops the nodes, then the pending entries, a bounded number per
+/// call, and says when what is left is cheap.
+#[test]
+fn a_deleted_stream_with_a_big_pel_frees_in_steps() {
+    let mut s = StreamValue::new();
+    s.groups_mut().create(b"g", StreamId::MIN, 0);
+    s.groups_mut().create_consumer(b"g", b"c", 0);
+    for i in 1..=3000 {
+        s.append(StreamId::new(i, 0), &[b"f", b"v"]);
+        s.groups_mut().deliver(b"g", b"c", StreamId::new(i, 0), 0);
+    }
+    let mut calls = 0;
+    while !s.free_some(2) {
+        calls += 1;
+        assert!(calls < 100, "never done");
+    }
+    // 30 nodes at 2 a call, then 3000 entries at 200 a call.
+    assert!(calls >= 15, "{calls}");
+    assert_eq!(s.groups().get(b"g").map(|g| g.pel.len()), Some(0));
+}

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use super::groups::{Groups, ENTRIES_READ_UNKNOWN};
 use super::id::StreamId;
 
 /// Entries per node before a new one starts (`stream-node-max-entries`).
@@ -277,6 +278,17 @@ impl<'a> Iterator for NodeIter<'a> {
     }
 }
 
+/// One entry of a node as RDB writes it, deleted ones included.
+#[derive(Clone, Debug)]
+pub struct NodeEntry<'a> {
+    /// Its ID.
+    pub id: StreamId,
+    /// Marked deleted (XDEL, or an exact trim inside the node).
+    pub deleted: bool,
+    /// Fields and values, alternating.
+    pub fields: Vec<&'a [u8]>,
+}
+
 /// How a trim is bounded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TrimTo {
@@ -295,6 +307,7 @@ struct Stream {
     max_deleted_id: StreamId,
     entries_added: u64,
     node_bytes: usize,
+    groups: Groups,
 }
 
 /// A Redis stream (one word: the boxed stream).
@@ -510,7 +523,130 @@ impl StreamValue {
 
     /// Heap bytes (O(1)).
     pub fn heap_bytes(&self) -> usize {
-        std::mem::size_of::<Stream>() + self.0.node_bytes
+        std::mem::size_of::<Stream>() + self.0.node_bytes + self.0.groups.heap_bytes()
+    }
+
+    /// The consumer groups.
+    pub fn groups(&self) -> &Groups {
+        &self.0.groups
+    }
+
+    /// The consumer groups, to change.
+    pub fn groups_mut(&mut self) -> &mut Groups {
+        &mut self.0.groups
+    }
+
+    /// True when entry `id` is in the stream (`streamEntryExists`).
+    pub fn contains(&self, id: StreamId) -> bool {
+        self.range(id, id).next().is_some()
+    }
+
+    /// Redis's `first_id`: the first live entry, `0-0` when empty.
+    pub fn recorded_first_id(&self) -> StreamId {
+        self.first_id().unwrap_or(StreamId::MIN)
+    }
+
+    /// Each node's master ID and every entry it holds, deleted ones included
+    /// (what Redis's listpack for the node holds).
+    pub fn nodes(&self) -> impl Iterator<Item = (StreamId, Vec<NodeEntry<'_>>)> + '_ {
+        self.0.nodes.iter().map(|(master, node)| {
+            let entries = node
+                .entries(*master)
+                .map(|e| NodeEntry {
+                    id: e.id,
+                    deleted: e.deleted,
+                    fields: e.fields().collect(),
+                })
+                .collect();
+            (*master, entries)
+        })
+    }
+
+    /// Add a node loaded from RDB after the last one, entries as they were
+    /// (deleted ones marked). The caller sets the last ID and counters after.
+    pub fn push_loaded_node(&mut self, master: StreamId, entries: &[(StreamId, bool, Vec<&[u8]>)]) {
+        let s = &mut *self.0;
+        let mut node = Node::default();
+        for (id, _, fields) in entries {
+            node.push(master, *id, fields);
+        }
+        let doomed: Vec<usize> = node
+            .entries(master)
+            .zip(entries)
+            .filter(|(_, (_, deleted, _))| *deleted)
+            .map(|(e, _)| e.at)
+            .collect();
+        for at in doomed {
+            node.mark_deleted(at);
+        }
+        s.len += node.live as u64;
+        s.node_bytes += node.heap_bytes();
+        s.nodes.insert(master, node);
+    }
+
+    /// Number of nodes (XINFO's `radix-tree-keys`).
+    pub fn node_count(&self) -> usize {
+        self.0.nodes.len()
+    }
+
+    /// The nodes' master IDs, ascending (the keys of Redis's radix tree).
+    pub fn node_keys(&self) -> impl Iterator<Item = StreamId> + '_ {
+        self.0.nodes.keys().copied()
+    }
+
+    /// `streamRangeHasTombstones(s, start, NULL)`: may entries at or after `start`
+    /// have been deleted?
+    pub fn has_tombstones_from(&self, start: StreamId) -> bool {
+        let s = &*self.0;
+        if s.len == 0 || s.max_deleted_id == StreamId::MIN {
+            return false;
+        }
+        if self.recorded_first_id() > s.max_deleted_id {
+            return false;
+        }
+        start <= s.max_deleted_id
+    }
+
+    /// `streamEstimateDistanceFromFirstEverEntry`: the entries-read counter of a
+    /// group whose last ID is `id`, or [`ENTRIES_READ_UNKNOWN`].
+    pub fn entries_read_at(&self, id: StreamId) -> i64 {
+        let s = &*self.0;
+        let added = s.entries_added as i64;
+        if s.entries_added == 0 {
+            return 0;
+        }
+        if s.len == 0 && id <= s.last_id {
+            return added;
+        }
+        match id.cmp(&s.last_id) {
+            std::cmp::Ordering::Equal => return added,
+            std::cmp::Ordering::Greater => return ENTRIES_READ_UNKNOWN,
+            std::cmp::Ordering::Less => {}
+        }
+        let first = self.recorded_first_id();
+        if s.max_deleted_id == StreamId::MIN || s.max_deleted_id < first {
+            match id.cmp(&first) {
+                std::cmp::Ordering::Less => return added - s.len as i64,
+                std::cmp::Ordering::Equal => return added - s.len as i64 + 1,
+                std::cmp::Ordering::Greater => {}
+            }
+        }
+        ENTRIES_READ_UNKNOWN
+    }
+
+    /// A group's lag (`streamReplyWithCGLag`), `None` when unknowable.
+    pub fn lag(&self, last_id: StreamId, entries_read: i64) -> Option<i64> {
+        let added = self.0.entries_added as i64;
+        if added == 0 {
+            return Some(0);
+        }
+        if entries_read != ENTRIES_READ_UNKNOWN && !self.has_tombstones_from(last_id) {
+            return Some(added - entries_read);
+        }
+        match self.entries_read_at(last_id) {
+            ENTRIES_READ_UNKNOWN => None,
+            read => Some(added - read),
+        }
     }
 
     /// A deep copy (COPY).
@@ -518,13 +654,15 @@ impl StreamValue {
         self.clone()
     }
 
-    /// Free some nodes (lazy freeing); true when what is left is cheap to drop.
+    /// Free some nodes, then some pending entries (lazy freeing); true when what
+    /// is left is cheap to drop.
     pub fn free_some(&mut self, nodes_max: usize) -> bool {
         for _ in 0..nodes_max {
             if self.0.nodes.pop_first().is_none() {
                 break;
             }
         }
-        self.0.nodes.is_empty()
+        // A node holds up to 100 entries: a pending entry is far smaller.
+        self.0.nodes.is_empty() && self.0.groups.free_some(nodes_max * NODE_ENTRIES_MAX)
     }
 }
