@@ -435,15 +435,7 @@ fn state_record(key: &[u8], entry: Option<&Entry>) -> Vec<Vec<u8>> {
         return vec![b"DEL".to_vec(), key.to_vec()];
     };
     let expire_at = entry.expire_at().unwrap_or(0).to_string().into_bytes();
-    let Some(payload) = ruvio_engine::rdb::dump_payload(entry.value()) else {
-        // A stream has no DUMP payload yet: its change is not in the log
-        // (docs/durability.md, known gaps).
-        eprintln!(
-            "ruvio: a cross-shard write to stream '{}' is not logged",
-            String::from_utf8_lossy(key)
-        );
-        return Vec::new();
-    };
+    let payload = ruvio_engine::rdb::dump_payload(entry.value());
     vec![
         b"RESTORE".to_vec(),
         key.to_vec(),

@@ -18,14 +18,7 @@ pub(super) fn dump(
     reply: &mut Reply<'_>,
 ) -> CmdResult {
     match engine.lookup_read(ctx, args.get(1)) {
-        Some(id) => match rdb::dump_payload(engine.db(ctx.db).entry(id).value()) {
-            Some(payload) => reply.bulk(&payload),
-            None => {
-                return Err(CmdError::Line(
-                    b"ERR DUMP of a stream is not supported yet".to_vec(),
-                ))
-            }
-        },
+        Some(id) => reply.bulk(&rdb::dump_payload(engine.db(ctx.db).entry(id).value())),
         None => reply.null(),
     }
     Ok(Done)

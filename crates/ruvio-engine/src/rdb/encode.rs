@@ -93,10 +93,8 @@ fn write_str_ref(out: &mut Vec<u8>, s: StrRef<'_>) {
 }
 
 /// Append `value`'s type byte and object to `out`; returns the RDB version the
-/// bytes need (10, or 12 for a hash with field expiry times). Every type is
-/// written today; `None` (nothing appended) stays the answer for a type that
-/// could not be.
-pub fn write_object(out: &mut Vec<u8>, value: ValueRef<'_>) -> Option<u16> {
+/// bytes need (10, or 12 for a hash with field expiry times).
+pub fn write_object(out: &mut Vec<u8>, value: ValueRef<'_>) -> u16 {
     match value {
         ValueRef::Stream(s) => super::stream::write_stream(out, s),
         ValueRef::Str(s) => {
@@ -108,11 +106,11 @@ pub fn write_object(out: &mut Vec<u8>, value: ValueRef<'_>) -> Option<u16> {
         ValueRef::ZSet(z) => write_zset(out, z),
         ValueRef::Hash(h) if h.next_expire_at().is_some() => {
             write_hash_with_ttls(out, h);
-            return Some(RDB_VERSION_HASH_TTL);
+            return RDB_VERSION_HASH_TTL;
         }
         ValueRef::Hash(h) => write_hash(out, h),
     }
-    Some(RDB_VERSION)
+    RDB_VERSION
 }
 
 /// A quicklist of listpacks (`RDB_TYPE_LIST_QUICKLIST_2`): a listpack-encoded list

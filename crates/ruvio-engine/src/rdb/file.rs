@@ -238,12 +238,7 @@ pub(crate) fn write_entry(
     write_access_hint(out, config, entry.clock(), now_ms);
     // The type byte goes before the key: write the object aside first.
     let mut object = Vec::new();
-    let needs = write_object(&mut object, entry.value()).ok_or_else(|| {
-        format!(
-            "key '{}' is a stream, which RDB files cannot hold yet",
-            String::from_utf8_lossy(entry.key())
-        )
-    })?;
+    let needs = write_object(&mut object, entry.value());
     out.push(object[0]);
     write_string(out, entry.key());
     out.extend_from_slice(&object[1..]);

@@ -99,9 +99,8 @@ pub mod types {
     pub const HASH_LISTPACK_EX: u8 = 25;
 }
 
-/// The DUMP payload of `value` (`None` for a type [`encode::write_object`]
-/// cannot write).
-pub fn dump_payload(value: ValueRef<'_>) -> Option<Vec<u8>> {
+/// The DUMP payload of `value`.
+pub fn dump_payload(value: ValueRef<'_>) -> Vec<u8> {
     // A string's payload is its bytes plus at most 9 length bytes, the type byte
     // and the 10-byte footer: one allocation.
     let hint = match value {
@@ -109,8 +108,8 @@ pub fn dump_payload(value: ValueRef<'_>) -> Option<Vec<u8>> {
         _ => 64,
     };
     let mut out = Vec::with_capacity(hint);
-    let version = encode::write_object(&mut out, value)?;
-    Some(seal(out, version))
+    let version = encode::write_object(&mut out, value);
+    seal(out, version)
 }
 
 /// Append the footer (RDB `version`, CRC-64) to object bytes: a DUMP payload.
