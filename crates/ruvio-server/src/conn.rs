@@ -132,6 +132,13 @@ pub struct ReplyQueue {
     /// Bytes ready to be sent.
     pub ready: Vec<u8>,
     held: VecDeque<Held>,
+    /// Bytes parked behind every held slot but the last (the last one's `after` is
+    /// still being written through [`sink`](Self::sink)); kept as slots come and go
+    /// so [`immediate_bytes`](Self::immediate_bytes) stays constant time.
+    parked_closed: usize,
+    /// The largest recent filled reply, decaying by an eighth per fill: sizes the
+    /// number of replies this connection may await ([`held_limit`](Self::held_limit)).
+    recent_fill_bytes: usize,
     next_seq: u64,
     /// Slots held from now on belong to a command whose reply is dropped (CLIENT
     /// REPLY OFF/SKIP); set around one command by the dispatcher.
@@ -159,6 +166,9 @@ impl ReplyQueue {
     pub fn hold_ordered(&mut self, merge: Merge, parts: usize, order: Vec<u16>) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
+        if let Some(last) = self.held.back() {
+            self.parked_closed += last.after.len();
+        }
         self.held.push_back(Held {
             seq,
             merge,
@@ -205,11 +215,15 @@ impl ReplyQueue {
             return;
         };
         if let Some(slot @ None) = h.parts.get_mut(part) {
+            self.recent_fill_bytes = bytes.len().max(self.recent_fill_bytes * 7 / 8);
             *slot = Some(bytes);
             h.missing -= 1;
         }
         while self.held.front().is_some_and(|h| h.missing == 0) {
             let h = self.held.pop_front().expect("front exists");
+            if !self.held.is_empty() {
+                self.parked_closed -= h.after.len();
+            }
             let parts: Vec<Vec<u8>> = h.parts.into_iter().flatten().collect();
             if !h.silent {
                 merge_into(h.merge, &parts, &h.order, &mut self.ready);
@@ -218,18 +232,28 @@ impl ReplyQueue {
         }
     }
 
-    /// Bytes of the ready replies and of those parked behind the last held slot, in
+    /// Bytes of the ready replies and of those parked behind every held slot, in
     /// constant time: what the dispatcher checks before each command of a batch so
-    /// that one read of a pipeline cannot queue unbounded replies.
+    /// that one read of a pipeline cannot queue unbounded replies (counting only the
+    /// last slot's let a pipeline alternating local and forwarded commands park a
+    /// reply behind each of its [`HELD_REPLIES_MAX`] slots unseen).
     pub fn immediate_bytes(&self) -> usize {
-        self.ready.len() + self.held.back().map_or(0, |h| h.after.len())
+        self.ready.len() + self.parked_closed + self.held.back().map_or(0, |h| h.after.len())
     }
 
     /// The client's replies are backed up: unsent bytes past
     /// [`OUTPUT_PAUSE_BYTES`], or [`HELD_REPLIES_MAX`] replies still awaited from
     /// other shards. The rest of its input waits (not read, not run) until they go.
     pub fn is_backed_up(&self, sending: usize) -> bool {
-        sending + self.immediate_bytes() > OUTPUT_PAUSE_BYTES || self.held.len() >= HELD_REPLIES_MAX
+        sending + self.immediate_bytes() > OUTPUT_PAUSE_BYTES
+            || self.held.len() >= self.held_limit()
+    }
+
+    /// How many replies this connection may await at once: [`HELD_REPLIES_MAX`],
+    /// fewer once large replies have been arriving, so that about
+    /// [`HELD_BYTES_BUDGET`] of them are on their way.
+    fn held_limit(&self) -> usize {
+        (HELD_BYTES_BUDGET / self.recent_fill_bytes.max(1)).clamp(1, HELD_REPLIES_MAX)
     }
 }
 
@@ -238,6 +262,12 @@ impl ReplyQueue {
 /// of 500 forwarded GETs of a 1 MiB value queued 500 MiB without it. 64 in flight
 /// per connection still hides the mesh round trip of a deep pipeline.
 pub const HELD_REPLIES_MAX: usize = 64;
+
+/// Bytes of replies a connection should have on their way from other shards: once
+/// replies of 1 MiB arrive, 4 are awaited at a time instead of 64 (a pipeline of
+/// forwarded GETs of 1 MiB values held 64 MiB in flight plus 64 MiB ready; large
+/// replies need no depth to hide the mesh round trip).
+pub const HELD_BYTES_BUDGET: usize = 4 << 20;
 
 /// Combine reply parts per `merge`, appending the result to `out`.
 pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<u8>) {
@@ -535,6 +565,42 @@ mod tests {
         q.fill(s1, 0, b"+B\r\n".to_vec());
         assert_eq!(q.ready, b"+A\r\n+B\r\n+C\r\n:5\r\n+E\r\n");
         assert!(!q.is_holding());
+    }
+
+    /// Replies parked behind every held slot count, not only the last one's.
+    #[test]
+    fn immediate_bytes_counts_every_parked_reply() {
+        let mut q = ReplyQueue::default();
+        let parked =
+            |q: &ReplyQueue| q.ready.len() + q.held.iter().map(|h| h.after.len()).sum::<usize>();
+        let mut slots = Vec::new();
+        for i in 0..5 {
+            slots.push(q.hold(Merge::Single, 1));
+            q.sink().extend_from_slice(&vec![b'x'; 10 + i]);
+            assert_eq!(q.immediate_bytes(), parked(&q));
+        }
+        for (n, seq) in [2, 0, 4, 1, 3].map(|i| (i, slots[i])) {
+            q.fill(seq, 0, vec![b'r'; n + 1]);
+            assert_eq!(q.immediate_bytes(), parked(&q));
+        }
+        assert!(!q.is_holding());
+        assert_eq!(q.immediate_bytes(), q.ready.len());
+    }
+
+    /// Large replies arriving shrink how many a connection may await; small ones
+    /// bring the full depth back.
+    #[test]
+    fn held_limit_follows_reply_sizes() {
+        let mut q = ReplyQueue::default();
+        assert_eq!(q.held_limit(), HELD_REPLIES_MAX);
+        let seq = q.hold(Merge::Single, 1);
+        q.fill(seq, 0, vec![0; 1 << 20]);
+        assert_eq!(q.held_limit(), 4);
+        for _ in 0..64 {
+            let seq = q.hold(Merge::Single, 1);
+            q.fill(seq, 0, b"+OK\r\n".to_vec());
+        }
+        assert_eq!(q.held_limit(), HELD_REPLIES_MAX);
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::conn::Conn;
 use crate::exec::{self, run_engine, Caller};
 use crate::gather;
 use crate::lending::{self, LendRequest, Lent, WatchRequest};
+use crate::owner_tx::{self, Deferred};
 use crate::pubsub::{Kind, MessageBatch};
 use crate::registry::registry;
 use crate::shard::ShardCore;
@@ -48,6 +49,10 @@ pub const CHANNEL_MESSAGES_MAX: usize = 1024;
 /// loop iteration adds at most a few messages per peer, so a quarter of a channel
 /// is several iterations of slack.
 pub const MESH_BACKLOG_MESSAGES_MAX: usize = CHANNEL_MESSAGES_MAX / 4;
+
+/// A reply batch this large is sent at once: 64 forwarded GETs of 1 MiB values made
+/// one 64 MiB batch, held by the receiver until it had copied every reply out.
+pub const REPLY_BATCH_BYTES: usize = 256 << 10;
 
 /// Who a forwarded command's reply belongs to, and the client context it runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,6 +156,8 @@ pub enum ShardMsg {
         tag: Tag,
         keys: Vec<lending::DbKey>,
     },
+    /// A transaction whose keys are all this shard's (see [`crate::owner_tx`]).
+    Transaction(Box<crate::owner_tx::OwnerTx>),
 }
 
 /// Requests about blocked clients.
@@ -326,6 +333,12 @@ impl Outbox {
         self.direct.push((shard, message));
     }
 
+    /// Queue transaction `tx` for its owner `shard`, behind the commands queued for
+    /// it so far.
+    pub fn transaction(&mut self, shard: usize, tx: crate::owner_tx::OwnerTx) {
+        self.direct(shard, ShardMsg::Transaction(Box::new(tx)));
+    }
+
     /// Queue a Pub/Sub message for `shard`'s subscribers; with a tag, `shard`
     /// answers how many received it.
     pub fn message(
@@ -366,12 +379,19 @@ impl Outbox {
         }
     }
 
-    /// Queue a reply for `shard`.
+    /// Queue a reply for `shard`. A batch that has grown past
+    /// [`REPLY_BATCH_BYTES`] goes out as a message of its own, so the receiver frees
+    /// large replies as it takes them instead of holding the whole batch beside the
+    /// copies it made.
     pub fn reply(&mut self, shard: usize, tag: Tag, bytes: &[u8]) {
         self.ensure(shard + 1);
         let batch = &mut self.replies[shard];
         batch.replies.extend_from_slice(bytes);
         batch.tags.push((tag, bytes.len() as u32));
+        if batch.replies.len() >= REPLY_BATCH_BYTES {
+            let batch = std::mem::take(batch);
+            self.direct(shard, ShardMsg::Replies(batch));
+        }
     }
 }
 
@@ -543,14 +563,17 @@ impl Mesh {
 /// Handle one message from another shard.
 pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
     match msg {
-        ShardMsg::Requests(batch) => run_requests(core, conns, batch),
-        ShardMsg::Control(Control::Cancel { from, conn, gen }) => exec::drop_waiter(
-            core,
-            |w| matches!(w, Waiter::Remote { shard, tag } if *shard == from && tag.conn == conn && tag.gen == gen),
-        ),
-        ShardMsg::Control(Control::Unblock { client_id, error }) => {
-            exec::unblock(core, conns, client_id, error);
+        ShardMsg::Requests(batch) if owner_tx::is_waiting(core, batch.from) => {
+            owner_tx::defer(core, batch.from, Deferred::Requests(batch))
         }
+        ShardMsg::Requests(batch) => run_requests(core, conns, batch),
+        ShardMsg::Control(control @ Control::Cancel { from, .. })
+            if owner_tx::is_waiting(core, from) =>
+        {
+            owner_tx::defer(core, from, Deferred::Control(control))
+        }
+        ShardMsg::Control(control) => self::control(core, conns, control),
+        ShardMsg::Transaction(tx) => owner_tx::arrived(core, conns, *tx),
         ShardMsg::Lend(request) => lending::lend(core, conns, request),
         ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
         ShardMsg::GiveBack(entries, records) => lending::take_back(core, conns, entries, records),
@@ -592,25 +615,45 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
     }
 }
 
+/// A control message about a blocked client.
+pub(crate) fn control(core: &mut ShardCore, conns: &mut Slab<Conn>, control: Control) {
+    match control {
+        Control::Cancel { from, conn, gen } => {
+            exec::drop_waiter(
+                core,
+                |w| matches!(w, Waiter::Remote { shard, tag } if *shard == from && tag.conn == conn && tag.gen == gen),
+            );
+        }
+        Control::Unblock { client_id, error } => {
+            exec::unblock(core, conns, client_id, error);
+        }
+    }
+}
+
+/// The client context a forwarded command runs with.
+pub(crate) fn caller_of(tag: &Tag) -> Caller {
+    Caller {
+        client_id: tag.client_id,
+        db: tag.db as usize,
+        proto: if tag.resp3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        },
+        no_touch: tag.no_touch,
+        may_block: tag.may_block,
+        borrowing: false,
+    }
+}
+
 /// Execute forwarded commands against this shard's keyspace and queue the replies;
 /// a command with nothing to serve yet is parked until a write or its deadline.
-fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
+pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
     let mut out = Vec::new();
     let mut built = crate::outlimit::BuiltOutput::default();
     for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
-        let caller = Caller {
-            client_id: tag.client_id,
-            db: tag.db as usize,
-            proto: if tag.resp3 {
-                Protocol::Resp3
-            } else {
-                Protocol::Resp2
-            },
-            no_touch: tag.no_touch,
-            may_block: tag.may_block,
-            borrowing: false,
-        };
+        let caller = caller_of(&tag);
         // The origin resolved it already; this finds the same (sub)command row.
         let Some(cmd) = registry()
             .lookup(args.get(0))

@@ -121,6 +121,14 @@ impl TwoShards {
     /// Bytes arrive on client `c`'s connection: run them, then let the shards
     /// exchange messages until they are quiet.
     pub fn receive(&mut self, c: usize, bytes: &[u8]) {
+        self.receive_unsettled(c, bytes);
+        self.settle();
+    }
+
+    /// Bytes arrive on client `c`'s connection and run, but the shards keep their
+    /// messages until [`deliver_from`](Self::deliver_from) or [`settle`](Self::settle):
+    /// for tests of what arrives in which order.
+    pub fn receive_unsettled(&mut self, c: usize, bytes: &[u8]) {
         let client = self.clients[c];
         if let Some(conn) = self.nodes[client.shard]
             .conns
@@ -129,7 +137,16 @@ impl TwoShards {
             conn.input.extend_from_slice(bytes);
         }
         self.run_input(client.shard, client.index, client.gen);
-        self.settle();
+    }
+
+    /// Hand the messages shard `from` has queued so far to their shards, once.
+    pub fn deliver_from(&mut self, from: usize) {
+        let mut messages: Vec<(usize, ShardMsg)> = Vec::new();
+        self.nodes[from].core.outbox.take_messages(&mut messages);
+        for (to, message) in messages {
+            let node = &mut self.nodes[to];
+            forward::handle(&mut node.core, &mut node.conns, message);
+        }
     }
 
     /// Client `c` sends one command (encoded as RESP).

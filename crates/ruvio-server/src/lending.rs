@@ -124,6 +124,9 @@ pub struct Lending {
     /// Keys that were out on loan when a snapshot was taken (SAVE): the snapshot
     /// lacks them, so their state is logged when they come home, changed or not.
     missed_by_snapshot: AHashSet<DbKey>,
+    /// Per shard: what waits behind a transaction from it whose keys were out on
+    /// loan when it came (see [`crate::owner_tx`]).
+    pub deferred: Vec<VecDeque<crate::owner_tx::Deferred>>,
 }
 
 impl Lending {
@@ -136,6 +139,11 @@ impl Lending {
     /// True when `key` of `db` is out on loan.
     pub fn is_lent(&self, db: usize, key: &[u8]) -> bool {
         self.lent.contains(&(db, key.to_vec()))
+    }
+
+    /// True while this shard coordinates some cross-shard command.
+    pub fn coordinating(&self) -> bool {
+        !self.ops.is_empty()
     }
 }
 
@@ -280,10 +288,9 @@ fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
 
 /// An owner's side: lend the keys now, or queue the request until they are back.
 pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) {
-    let busy = request
-        .keys
-        .iter()
-        .any(|(db, k)| core.lending.is_lent(*db, k));
+    let busy = request.keys.iter().any(|(db, k)| {
+        core.lending.is_lent(*db, k) || crate::owner_tx::is_claimed(core, request.from, *db, k)
+    });
     if busy {
         core.lending.waiting.push_back(request);
         return;
@@ -762,6 +769,7 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
         core.blocking.signal(db, &key);
     }
     exec::serve_ready(core, conns);
+    crate::owner_tx::run_deferred(core, conns);
     let waiting = std::mem::take(&mut core.lending.waiting);
     for request in waiting {
         lend(core, conns, request);

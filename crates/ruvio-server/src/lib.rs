@@ -22,6 +22,7 @@ pub mod multi;
 pub mod net;
 pub mod notify;
 pub mod outlimit;
+pub mod owner_tx;
 pub mod pause;
 pub mod pubsub;
 pub mod registry;

@@ -306,6 +306,8 @@ enum Plan {
     InTurn,
     /// On these keys, borrowed from their owners.
     Borrowed(Vec<DbKey>),
+    /// On shard `0`, which owns every key ([`crate::owner_tx`]).
+    OnOwner(usize, Vec<DbKey>),
 }
 
 /// `EXEC` inside MULTI. Errors (EXECABORT) come back to be written once.
@@ -332,6 +334,9 @@ pub fn exec(
     }
     match plan(core, client, &queued) {
         Plan::InTurn => run_in_turn(core, conns, client, replies, who, queued),
+        Plan::OnOwner(owner, keys) => {
+            crate::owner_tx::send(core, client, replies, who, owner, queued.commands, keys)
+        }
         Plan::Borrowed(keys) => {
             let transaction = Transaction {
                 commands: queued.commands,
@@ -355,23 +360,25 @@ pub fn exec(
 }
 
 /// Decide how the queue runs: in turn when every key (queued or watched) is this
-/// shard's and free, or when a command needs the connection or every shard;
-/// borrowed otherwise.
+/// shard's and free, or when a command needs the connection or every shard; on
+/// the owner when every key is one other shard's and nothing is watched; borrowed
+/// otherwise.
 fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     if core.topo.mode != PortMode::Forward || core.topo.nodes.len() == 1 {
         return Plan::InTurn;
     }
     let db = client.db;
     let mut keys: Vec<DbKey> = client.watching.clone();
-    let mut needs_more = false;
+    let mut needs_connection = false;
+    let mut has_script = false;
     for (cmd, args) in &queued.commands {
         let args = args.args();
         let engine = matches!(cmd.handler, Some(Handler::Engine(_)));
-        needs_more |= !engine
+        needs_connection |= !engine
             || cmd.meta.has(ALL_SHARDS)
             || cmd.meta.keys.reads_keys_from_value()
-            || names_other_db(cmd)
-            || may_name_undeclared_keys(cmd);
+            || names_other_db(cmd);
+        has_script |= may_name_undeclared_keys(cmd);
         keys.extend(
             cmd.meta
                 .keys
@@ -383,12 +390,30 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     let all_here = keys
         .iter()
         .all(|(d, k)| core.topo.key_owner(k) == core.id && !core.lending.is_lent(*d, k));
-    if all_here || needs_more {
+    if all_here || needs_connection {
         return Plan::InTurn;
     }
     keys.sort();
     keys.dedup();
+    if let Some(owner) = single_other_owner(core, client, &keys) {
+        return Plan::OnOwner(owner, keys);
+    }
+    if has_script {
+        return Plan::InTurn;
+    }
     Plan::Borrowed(keys)
+}
+
+/// The shard that owns every one of `keys` when it is another one, nothing is
+/// watched and this shard coordinates no cross-shard command (see
+/// [`crate::owner_tx::is_claimed`]).
+fn single_other_owner(core: &ShardCore, client: &ClientState, keys: &[DbKey]) -> Option<usize> {
+    if !client.watching.is_empty() || core.lending.coordinating() {
+        return None;
+    }
+    let owner = core.topo.key_owner(&keys.first()?.1);
+    let one_owner = keys.iter().all(|(_, k)| core.topo.key_owner(k) == owner);
+    (one_owner && owner != core.id).then_some(owner)
 }
 
 /// A command that writes a key of another database (COPY ... DB, MOVE): its

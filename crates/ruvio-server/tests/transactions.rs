@@ -444,6 +444,83 @@ fn atomic_across_shards(server: &Server) {
     setup.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
 }
 
+/// Connections on every shard pipeline transactions on two keys of shard 0 (one
+/// of plain commands, one with a script, which may also name keys of its slot),
+/// each followed by a read of one of them; readers on every shard see the keys
+/// equal at every moment. From another shard such a transaction runs on the
+/// keys' owner as one message (docs/transactions.md).
+fn pipelined_transactions_on_the_owner(server: &Server) {
+    let tag = key_on_shard("txo", 0, server.shards);
+    let (x, y) = (format!("{{{tag}}}:x"), format!("{{{tag}}}:y"));
+    let mut setup = server.raw();
+    setup.cmd(&["DEL", &x, &y]);
+    let rounds = 40;
+    let writers: Vec<_> = (0..server.shards)
+        .map(|shard| {
+            let (x, y) = (x.clone(), y.clone());
+            let mut c = RawConn::connect(server.shard_port(shard));
+            thread::spawn(move || {
+                for _ in 0..rounds {
+                    let script = "redis.call('INCR', KEYS[1]); return redis.call('INCR', KEYS[2])";
+                    let mut request = Vec::new();
+                    for tx in [
+                        vec![vec!["INCR", x.as_str()], vec!["INCR", y.as_str()]],
+                        vec![vec!["EVAL", script, "2", x.as_str(), y.as_str()]],
+                    ] {
+                        request.extend(encode(&["MULTI"]));
+                        for command in &tx {
+                            request.extend(encode(command));
+                        }
+                        request.extend(encode(&["EXEC"]));
+                        request.extend(encode(&["GET", &x]));
+                    }
+                    c.send(&request);
+                    for commands in [2, 1] {
+                        assert_eq!(c.read_reply(), b"+OK\r\n");
+                        for _ in 0..commands {
+                            assert_eq!(c.read_reply(), b"+QUEUED\r\n");
+                        }
+                        let Value::Array(items) = decode(&c.read_reply()) else {
+                            panic!("EXEC did not answer an array");
+                        };
+                        let last = items.last().expect("a reply per command").text();
+                        let after = c.read_reply();
+                        assert_eq!(decode(&after).text(), last, "GET after EXEC");
+                    }
+                }
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..server.shards)
+        .map(|shard| {
+            let (x, y) = (x.clone(), y.clone());
+            let mut c = RawConn::connect(server.shard_port(shard));
+            thread::spawn(move || {
+                for _ in 0..rounds * 4 {
+                    let reply = c.cmd(&["MGET", &x, &y]);
+                    let Value::Array(items) = decode(&reply) else {
+                        panic!("not an array: {}", show(&reply));
+                    };
+                    assert_eq!(items[0], items[1], "half-applied transaction seen");
+                }
+            })
+        })
+        .collect();
+    for t in writers.into_iter().chain(readers) {
+        t.join().expect("client");
+    }
+    let total = (2 * rounds * server.shards).to_string();
+    setup.roundtrip(
+        &encode(&["MGET", &x, &y]),
+        format!(
+            "*2\r\n${n}\r\n{total}\r\n${n}\r\n{total}\r\n",
+            n = total.len()
+        )
+        .as_bytes(),
+    );
+    setup.cmd(&["DEL", &x, &y]);
+}
+
 /// Clients increment a counter of another shard with WATCH / GET / MULTI / SET /
 /// EXEC, retrying when EXEC answers null: no increment is lost.
 fn watch_retry_loop_loses_nothing(server: &Server) {
@@ -492,6 +569,7 @@ fn forward_two_shards() {
     watch_flushdb_swapdb_and_own_writes(&server);
     watch_across_shards(&server);
     atomic_across_shards(&server);
+    pipelined_transactions_on_the_owner(&server);
     watch_retry_loop_loses_nothing(&server);
 }
 
