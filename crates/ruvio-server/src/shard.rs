@@ -77,6 +77,15 @@ fn untoken(data: u64) -> (u64, u32, u32) {
     (data >> 56, ((data >> 32) & 0x00ff_ffff) as u32, data as u32)
 }
 
+/// A log group number (56 bits are plenty) in the `gen` and `index` of a token.
+fn token_group(group: u64) -> (u32, u32) {
+    (((group >> 32) & 0x00ff_ffff) as u32, group as u32)
+}
+
+fn untoken_group(gen: u32, index: u32) -> u64 {
+    ((gen as u64) << 32) | index as u64
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn unix_ms() -> u64 {
     SystemTime::now()
@@ -416,7 +425,7 @@ impl Shard {
             OP_WAL_WRITE => self.wal_written(result),
             OP_WAL_FSYNC => {
                 if let Some(wal) = self.core.wal.as_mut() {
-                    wal.fsync_done(result);
+                    wal.fsync_done(result, untoken_group(gen, index));
                 }
                 crate::durable::release(&mut self.core, &mut self.conns);
                 self.submit_wal_write();
@@ -842,17 +851,19 @@ impl Shard {
         if let Some(rest) = wal.write_done(result) {
             return self.push_wal_write(rest);
         }
-        match wal.group_sync_due() {
-            Some(fd) => self.push_fsync(fd),
-            None => self.submit_wal_write(),
+        if let Some((fd, group)) = wal.group_sync_due() {
+            self.push_fsync(fd, group);
         }
+        self.submit_wal_write();
     }
 
-    fn push_fsync(&mut self, fd: RawFd) {
+    /// Submit an fdatasync of the log; `group` (always) comes back with its completion.
+    fn push_fsync(&mut self, fd: RawFd, group: u64) {
+        let (gen, index) = token_group(group);
         let entry = opcode::Fsync::new(types::Fd(fd))
             .flags(types::FsyncFlags::DATASYNC)
             .build()
-            .user_data(token(OP_WAL_FSYNC, 0, 0));
+            .user_data(token(OP_WAL_FSYNC, gen, index));
         self.push(entry);
     }
 
@@ -860,7 +871,7 @@ impl Shard {
     fn sync_wal_if_due(&mut self) {
         let now = self.core.now_ms;
         if let Some(fd) = self.core.wal.as_mut().and_then(|w| w.fsync_due(now)) {
-            self.push_fsync(fd);
+            self.push_fsync(fd, 0);
         }
     }
 

@@ -42,6 +42,11 @@ pub const FILLING_BYTES_MAX: usize = 64 << 20;
 /// How often `everysec` syncs the log.
 const FSYNC_EVERY_MS: u64 = 1000;
 
+/// `always`: group syncs that may be in flight at once. The next group is written
+/// and synced while earlier syncs run, so clients whose requests arrive just after
+/// a group closed wait one sync, not the rest of the previous one plus their own.
+const GROUP_SYNCS_MAX: u32 = 4;
+
 /// One shard's log.
 pub struct Wal {
     mode: Durability,
@@ -57,7 +62,8 @@ pub struct Wal {
     /// Bytes of `writing` the kernel has taken so far.
     written: usize,
     write_in_flight: bool,
-    fsync_in_flight: bool,
+    /// Fsyncs submitted and not completed (everysec: at most one).
+    fsyncs_in_flight: u32,
     /// Bytes were written since the last fsync started.
     unsynced: bool,
     next_fsync_ms: u64,
@@ -110,7 +116,7 @@ impl Wal {
             writing: Vec::new(),
             written: 0,
             write_in_flight: false,
-            fsync_in_flight: false,
+            fsyncs_in_flight: 0,
             unsynced: false,
             next_fsync_ms: 0,
             error: None,
@@ -229,10 +235,15 @@ impl Wal {
     }
 
     /// The next write to submit, if none is in flight and records wait.
-    /// Under `always` the write is followed by an fdatasync, and the next write
-    /// waits for both (the records appended meanwhile are the next group).
+    /// Under `always` each write is followed by an fdatasync of its group; the
+    /// next group's write may start while up to [`GROUP_SYNCS_MAX`] syncs run
+    /// (a sync covers every write completed before it, so groups become durable
+    /// in order whichever sync ends first). A full segment waits for its syncs
+    /// to end, then rotates.
     pub fn next_write(&mut self) -> Option<WriteOp> {
-        let busy = self.write_in_flight || (self.gates_replies() && self.fsync_in_flight);
+        let syncs_full = self.gates_replies()
+            && (self.fsyncs_in_flight >= GROUP_SYNCS_MAX || self.offset >= SEGMENT_BYTES_MAX);
+        let busy = self.write_in_flight || syncs_full;
         // An open group is not written half (it closes within the command that opened it).
         if busy || self.filling.is_empty() || self.error.is_some() || self.atomic.is_some() {
             return None;
@@ -272,7 +283,7 @@ impl Wal {
             return Some(self.pending_op());
         }
         self.write_in_flight = false;
-        if self.offset >= SEGMENT_BYTES_MAX && !self.fsync_in_flight && !self.gates_replies() {
+        if self.offset >= SEGMENT_BYTES_MAX && self.fsyncs_in_flight == 0 && !self.gates_replies() {
             self.rotate();
         }
         None
@@ -293,36 +304,38 @@ impl Wal {
     /// An fsync to start now (`everysec`: once a second, one at a time).
     pub fn fsync_due(&mut self, now_ms: u64) -> Option<RawFd> {
         let due = self.mode == Durability::Everysec && now_ms >= self.next_fsync_ms;
-        if !due || !self.unsynced || self.fsync_in_flight || self.error.is_some() {
+        if !due || !self.unsynced || self.fsyncs_in_flight > 0 || self.error.is_some() {
             return None;
         }
         self.next_fsync_ms = now_ms + FSYNC_EVERY_MS;
         self.unsynced = false;
-        self.fsync_in_flight = true;
+        self.fsyncs_in_flight += 1;
         Some(self.file.as_raw_fd())
     }
 
-    /// `always`: the group just written goes to disk now (one fdatasync per group).
-    pub fn group_sync_due(&mut self) -> Option<RawFd> {
+    /// `always`: the group just written goes to disk now (one fdatasync per
+    /// group): its descriptor and the group, which [`fsync_done`](Self::fsync_done)
+    /// gets back.
+    pub fn group_sync_due(&mut self) -> Option<(RawFd, u64)> {
         if !self.gates_replies() || self.error.is_some() || self.write_in_flight {
             return None;
         }
-        self.fsync_in_flight = true;
-        Some(self.file.as_raw_fd())
+        self.fsyncs_in_flight += 1;
+        Some((self.file.as_raw_fd(), self.writing_group))
     }
 
-    /// The fsync in flight completed with `result`; under `always` its group (and
-    /// every one before) is now durable.
-    pub fn fsync_done(&mut self, result: i32) {
-        self.fsync_in_flight = false;
+    /// An fsync completed with `result`; under `always` the group it was started
+    /// for (and every one before: their writes had completed) is now durable.
+    pub fn fsync_done(&mut self, result: i32, group: u64) {
+        self.fsyncs_in_flight -= 1;
         if result < 0 {
             self.fail("fsync", result);
             return;
         }
-        if self.gates_replies() && !self.write_in_flight {
-            self.unsynced = false;
-            self.durable_group = self.writing_group;
-            if self.offset >= SEGMENT_BYTES_MAX {
+        if self.gates_replies() {
+            self.durable_group = self.durable_group.max(group);
+            let drained = self.fsyncs_in_flight == 0 && !self.write_in_flight;
+            if drained && self.offset >= SEGMENT_BYTES_MAX {
                 self.rotate();
             }
         }
