@@ -55,6 +55,10 @@ pub struct ClientState {
     /// The commands of an EXEC still to run after a command that waits for
     /// another shard (see [`crate::multi::continue_exec`]).
     pub exec_rest: Option<crate::multi::InTurn>,
+    /// A transaction of this client runs on borrowed keys without blocking it:
+    /// the coordinating op's ticket and the held slot of the client's last
+    /// transaction on it (see [`crate::lending::must_wait_for_transaction`]).
+    pub borrowing_tx: Option<(u64, u64)>,
 }
 
 /// The blocking command a client waits on.
@@ -518,6 +522,7 @@ impl Conn {
                 watch_epoch: 0,
                 in_exec: false,
                 exec_rest: Default::default(),
+                borrowing_tx: None,
             },
             replies: ReplyQueue::default(),
             sending: Vec::new(),

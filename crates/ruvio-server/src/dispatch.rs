@@ -92,6 +92,14 @@ pub fn process_input(
                     core.pause.park(who);
                     break;
                 }
+                if client.borrowing_tx.is_some()
+                    && lending::must_wait_for_transaction(core, client, args)
+                {
+                    // Left unread: it runs once the transaction answered.
+                    let seq = client.borrowing_tx.map_or(0, |(_, seq)| seq);
+                    client.blocked = Some(BlockedOn { seq, remote: None });
+                    break;
+                }
                 pos += consumed;
                 prefetched -= 1;
                 if !args.is_empty() {

@@ -19,14 +19,15 @@
 //! concurrent client can observe is written in docs/cross-shard.md.
 
 use crate::blocking::{Blocked, Waiter};
-use crate::conn::Conn;
+use crate::conn::{ClientState, Conn};
 use crate::exec::{self, run_engine, Caller, Ran};
 use crate::multi::Transaction;
-use crate::registry::{registry, Command};
+use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use ahash::{AHashMap, AHashSet};
-use ruvio_engine::command::flags::DB_OPTION;
+use ruvio_engine::command::flags::{ALL_SHARDS, DB_OPTION};
+use ruvio_engine::command::CommandTree;
 use ruvio_engine::Entry;
 use ruvio_resp::OwnedArgs;
 use std::collections::VecDeque;
@@ -79,6 +80,19 @@ struct CrossOp {
     value_key_tries: Option<u32>,
     /// EXEC of a transaction: `cmd` is EXEC's row and this is what runs.
     transaction: Option<Box<Transaction>>,
+    /// Transactions that run on these keys after it, before they go home (see
+    /// [`join_transaction`]).
+    riders: Vec<Rider>,
+}
+
+/// A transaction riding on another one's borrowed keys: its connection, held slot,
+/// client context and queue.
+#[derive(Debug)]
+struct Rider {
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    transaction: Transaction,
 }
 
 /// Times a command that reads keys named in a value (SORT BY/GET) gives its keys
@@ -104,6 +118,17 @@ impl CrossOp {
     fn is_parked(&self) -> bool {
         self.waiting.as_ref().is_some_and(|w| w.watching)
     }
+
+    /// An EXEC still borrowing its keys: another transaction may ride on it.
+    fn takes_riders(&self) -> bool {
+        self.transaction.is_some() && self.waiting.is_none()
+    }
+
+    /// Every one of `keys` is in its plan (it holds them all when it runs).
+    fn will_hold(&self, keys: &[DbKey]) -> bool {
+        keys.iter()
+            .all(|key| self.plan.iter().any(|(_, owned)| owned.contains(key)))
+    }
 }
 
 /// This shard's lending state.
@@ -116,10 +141,10 @@ pub struct Lending {
     /// Commands this shard coordinates.
     ops: AHashMap<u64, CrossOp>,
     next_ticket: u64,
-    /// The connection whose command [`start`] is starting (it is out of the slab
+    /// The op [`start`] is starting, and its connection (it is out of the slab
     /// meanwhile), and its reply when every key was this shard's and the command
     /// ran before `start` returned (SORT BY/GET with local keys only).
-    starting: Option<(u32, u32)>,
+    starting: Option<(u64, (u32, u32))>,
     answered_at_once: Option<Vec<u8>>,
     /// Keys that were out on loan when a snapshot was taken (SAVE): the snapshot
     /// lacks them, so their state is logged when they come home, changed or not.
@@ -144,6 +169,11 @@ impl Lending {
     /// True while this shard coordinates some cross-shard command.
     pub fn coordinating(&self) -> bool {
         !self.ops.is_empty()
+    }
+
+    /// The ticket the next cross-shard op started here gets.
+    pub fn next_ticket(&self) -> u64 {
+        self.next_ticket
     }
 }
 
@@ -199,9 +229,10 @@ pub fn start(
             waiting: None,
             value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
             transaction: None,
+            riders: Vec::new(),
         },
     );
-    core.lending.starting = Some(conn);
+    core.lending.starting = Some((ticket, conn));
     advance(core, conns, ticket);
     core.lending.starting = None;
     core.lending.answered_at_once.take()
@@ -247,9 +278,10 @@ pub fn start_transaction(
             waiting: None,
             value_key_tries: None,
             transaction: Some(Box::new(transaction)),
+            riders: Vec::new(),
         },
     );
-    core.lending.starting = Some(conn);
+    core.lending.starting = Some((ticket, conn));
     advance(core, conns, ticket);
     core.lending.starting = None;
     core.lending.answered_at_once.take()
@@ -365,7 +397,8 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         },
         None => run_engine(core, op.cmd, caller, op.argv.args(), &mut out),
     };
-    let modified = ran.modified;
+    let mut modified = ran.modified;
+    let riders = run_riders(core, std::mem::take(&mut op.riders), &mut modified);
     report_written(core, &modified);
     // A key written outside the borrowed ones that another shard owns (COPY ... DB
     // n) goes to its owner too.
@@ -380,8 +413,110 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     send_home(core, conns, homes, &modified);
     match ran.block {
         Some(block) => wait(core, conns, ticket, op, block),
-        None => answer(core, conns, &op, out),
+        None => answer(core, conns, ticket, &op, out),
     }
+    for (rider, reply) in riders {
+        fill(core, conns, rider.conn, rider.seq, reply);
+    }
+}
+
+/// Run the transactions riding on an op's keys, in the order they joined; what
+/// they wrote joins `modified`. Returns each with its reply.
+fn run_riders(
+    core: &mut ShardCore,
+    riders: Vec<Rider>,
+    modified: &mut Vec<DbKey>,
+) -> Vec<(Rider, Vec<u8>)> {
+    riders
+        .into_iter()
+        .map(|rider| {
+            let caller = Caller {
+                borrowing: true,
+                ..rider.caller
+            };
+            let mut out = Vec::new();
+            let written = crate::multi::run_borrowed(core, &rider.transaction, caller, &mut out);
+            modified.extend(written);
+            (rider, out)
+        })
+        .collect()
+}
+
+/// A transaction without WATCH on `keys` rides on the op of an EXEC coordinated
+/// here that will hold them all, if one is still borrowing: it runs right after
+/// that transaction, on the same loan, so transactions pipelined on the same keys
+/// (by one connection or several) take one round trip together instead of one
+/// each. A client whose previous transaction is still borrowing (`after`) rides
+/// on that one only, so its transactions run in its order. Returns the op's
+/// ticket, or the transaction when there is no such op.
+#[allow(clippy::too_many_arguments)]
+pub fn join_transaction(
+    core: &mut ShardCore,
+    after: Option<u64>,
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    transaction: Transaction,
+    keys: &[DbKey],
+) -> Result<u64, Transaction> {
+    let Some((&ticket, op)) = core.lending.ops.iter_mut().find(|(ticket, op)| {
+        after.is_none_or(|t| t == **ticket) && op.takes_riders() && op.will_hold(keys)
+    }) else {
+        return Err(transaction);
+    };
+    op.riders.push(Rider {
+        conn,
+        seq,
+        caller,
+        transaction,
+    });
+    Ok(ticket)
+}
+
+/// A client whose transaction runs on borrowed keys goes on meanwhile; a command
+/// it sends then waits for that transaction when it may touch its keys (a key in
+/// common, a command that is not a keyspace command or reads every shard), unless
+/// it is an EXEC that can ride on the same loan ([`join_transaction`]). Commands
+/// on other keys run at once, as any command of a pipeline on other keys does in
+/// forward mode.
+pub fn must_wait_for_transaction(
+    core: &ShardCore,
+    client: &ClientState,
+    args: ruvio_resp::Args<'_>,
+) -> bool {
+    let Some((ticket, _)) = client.borrowing_tx else {
+        return false;
+    };
+    let Some(op) = core.lending.ops.get(&ticket) else {
+        return false;
+    };
+    let Some(cmd) = registry()
+        .lookup(args.get(0))
+        .and_then(|c| c.resolve(args).ok())
+    else {
+        // Unknown or refused: answered at once, touching nothing.
+        return false;
+    };
+    if let Some(queued) = &client.multi {
+        return cmd.meta.name == "exec"
+            && !crate::multi::borrowed_keys(core, client, queued)
+                .is_some_and(|keys| op.takes_riders() && op.will_hold(&keys));
+    }
+    if cmd.meta.name == "multi" {
+        return false;
+    }
+    let keyspace_only = matches!(cmd.handler, Some(Handler::Engine(_)))
+        && !cmd.meta.has(ALL_SHARDS)
+        && !cmd.meta.has(DB_OPTION)
+        && !cmd.meta.keys.reads_keys_from_value()
+        && cmd.meta.group != "scripting";
+    !keyspace_only
+        || cmd
+            .meta
+            .keys
+            .positions(args)
+            .into_iter()
+            .any(|p| op.will_hold(&[(client.db, args.get(p).to_vec())]))
 }
 
 /// Tell the owners of borrowed keys that were written, so they touch the clients
@@ -529,17 +664,30 @@ fn plan_more(core: &ShardCore, op: &mut CrossOp, keys: Vec<DbKey>) {
 }
 
 /// Fill the client's held slot and let its connection go on.
-fn answer(core: &mut ShardCore, conns: &mut Slab<Conn>, op: &CrossOp, reply: Vec<u8>) {
+fn answer(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, op: &CrossOp, reply: Vec<u8>) {
     core.shared.note_blocked(op.caller.client_id, None);
-    if core.lending.starting == Some(op.conn) {
+    if core.lending.starting == Some((ticket, op.conn)) {
         core.lending.answered_at_once = Some(reply);
         return;
     }
-    let (index, gen) = op.conn;
+    fill(core, conns, op.conn, op.seq, reply);
+}
+
+/// Fill held slot `seq` of connection `conn`; a client that waited for it (or
+/// for its transaction on borrowed keys) goes on.
+fn fill(core: &mut ShardCore, conns: &mut Slab<Conn>, conn: (u32, u32), seq: u64, reply: Vec<u8>) {
+    let (index, gen) = conn;
     if let Some(conn) = conns.get_mut(index, gen) {
-        conn.replies.fill(op.seq, 0, reply);
+        conn.replies.fill(seq, 0, reply);
+        if conn
+            .client
+            .borrowing_tx
+            .is_some_and(|(_, last)| last == seq)
+        {
+            conn.client.borrowing_tx = None;
+        }
         core.dirty.push((index, gen));
-        conn.unblock_if_waiting_on(op.seq, &mut core.resume, (index, gen));
+        conn.unblock_if_waiting_on(seq, &mut core.resume, (index, gen));
     }
 }
 
@@ -727,7 +875,13 @@ fn answer_early(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, error
         .map(|w| w.watchers.clone())
         .unwrap_or_default();
     drop_watches(core, ticket, &watchers);
-    answer(core, conns, &op, exec::early_reply(op.caller.proto, error));
+    answer(
+        core,
+        conns,
+        ticket,
+        &op,
+        exec::early_reply(op.caller.proto, error),
+    );
 }
 
 impl Lending {
@@ -773,5 +927,82 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
     let waiting = std::mem::take(&mut core.lending.waiting);
     for request in waiting {
         lend(core, conns, request);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::inproc::TwoShards;
+
+    /// RESP for a pipeline of commands.
+    fn pipeline(commands: &[&[&str]]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for args in commands {
+            bytes.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+            for a in *args {
+                bytes.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+            }
+        }
+        bytes
+    }
+
+    // "b" and "c" live on shard 0, "a" and "d" on shard 1; client c is on shard c.
+
+    /// Transactions pipelined on the same keys of both shards ride on the first
+    /// one's loan; a command on other keys runs meanwhile, one on their keys waits
+    /// for them: every reply in order, each seeing what came before it.
+    #[test]
+    fn pipelined_transactions_ride_on_one_loan() {
+        let mut server = TwoShards::new();
+        let tx: &[&[&str]] = &[&["MULTI"], &["INCR", "a"], &["INCR", "b"], &["EXEC"]];
+        let mut request = Vec::new();
+        for _ in 0..3 {
+            request.extend(pipeline(tx));
+        }
+        request.extend(pipeline(&[&["SET", "d", "x"], &["MGET", "a", "b", "d"]]));
+        server.receive_unsettled(1, &request);
+        // The first EXEC borrows; the other two joined it; SET d (another key) ran;
+        // MGET of their keys waits for them.
+        assert!(server.view(1).blocked);
+        server.settle();
+        let mut expected = Vec::new();
+        for n in 1..=3 {
+            expected.extend_from_slice(b"+OK\r\n+QUEUED\r\n+QUEUED\r\n");
+            expected.extend_from_slice(format!("*2\r\n:{n}\r\n:{n}\r\n").as_bytes());
+        }
+        expected.extend_from_slice(b"+OK\r\n*3\r\n$1\r\n3\r\n$1\r\n3\r\n$1\r\nx\r\n");
+        assert_eq!(
+            String::from_utf8_lossy(server.view(1).replies),
+            String::from_utf8_lossy(&expected)
+        );
+        assert!(!server.view(1).holding && !server.view(1).blocked);
+    }
+
+    /// A transaction that cannot ride (other keys) waits for the one borrowing
+    /// before it starts, so a client's transactions run in its order.
+    #[test]
+    fn a_transaction_on_other_keys_waits_for_the_one_borrowing() {
+        let mut server = TwoShards::new();
+        server.receive_unsettled(
+            1,
+            &pipeline(&[
+                &["MULTI"],
+                &["SET", "a", "1"],
+                &["SET", "b", "1"],
+                &["EXEC"],
+                &["MULTI"],
+                &["GET", "b"],
+                &["SET", "c", "2"],
+                &["SET", "d", "2"],
+                &["EXEC"],
+            ]),
+        );
+        assert!(server.view(1).blocked);
+        server.settle();
+        assert_eq!(
+            String::from_utf8_lossy(server.view(1).replies),
+            "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n+OK\r\n\
+             +OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n$1\r\n1\r\n+OK\r\n+OK\r\n"
+        );
     }
 }

@@ -337,26 +337,74 @@ pub fn exec(
         Plan::OnOwner(owner, keys) => {
             crate::owner_tx::send(core, client, replies, who, owner, queued.commands, keys)
         }
-        Plan::Borrowed(keys) => {
-            let transaction = Transaction {
-                commands: queued.commands,
-                epoch: client.watch_epoch,
-                watched: std::mem::take(&mut client.watching),
-            };
-            // A new epoch now; the owners forget the old watches once it ran.
-            client.watch_epoch += 1;
-            let seq = replies.hold(Merge::Single, 1);
-            client.blocked = Some(BlockedOn { seq, remote: None });
-            let caller = crate::dispatch::caller(client);
-            let at_once =
-                lending::start_transaction(core, conns, who, seq, caller, transaction, keys);
-            if let Some(reply) = at_once {
-                replies.fill(seq, 0, reply);
-                client.blocked = None;
-            }
-        }
+        Plan::Borrowed(keys) => run_borrowing(core, conns, client, replies, who, queued, keys),
     }
     Ok(())
+}
+
+/// Start the EXEC of `queued` on `keys` borrowed from their owners. Without WATCH
+/// the client goes on meanwhile (later commands that may touch the keys wait:
+/// [`lending::must_wait_for_transaction`]), and the transaction rides on an EXEC
+/// already borrowing its keys here if there is one; with WATCH the client waits.
+fn run_borrowing(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    queued: Queued,
+    keys: Vec<DbKey>,
+) {
+    let unwatched = client.watching.is_empty();
+    let after = client.borrowing_tx.map(|(ticket, _)| ticket);
+    let transaction = Transaction {
+        commands: queued.commands,
+        epoch: client.watch_epoch,
+        watched: std::mem::take(&mut client.watching),
+    };
+    // A new epoch now; the owners forget the old watches once it ran.
+    client.watch_epoch += 1;
+    let seq = replies.hold(Merge::Single, 1);
+    let caller = crate::dispatch::caller(client);
+    let transaction = match unwatched {
+        true => {
+            match lending::join_transaction(core, after, who, seq, caller, transaction, &keys) {
+                Ok(ticket) => {
+                    client.borrowing_tx = Some((ticket, seq));
+                    return;
+                }
+                Err(transaction) => transaction,
+            }
+        }
+        false => transaction,
+    };
+    let ticket = core.lending.next_ticket();
+    match unwatched {
+        true => client.borrowing_tx = Some((ticket, seq)),
+        false => client.blocked = Some(BlockedOn { seq, remote: None }),
+    }
+    let at_once = lending::start_transaction(core, conns, who, seq, caller, transaction, keys);
+    if let Some(reply) = at_once {
+        replies.fill(seq, 0, reply);
+        client.blocked = None;
+        client.borrowing_tx = None;
+    }
+}
+
+/// The keys an EXEC of `queued` would borrow (no WATCH, keys on several shards,
+/// keyspace commands only), if that is how it would run.
+pub fn borrowed_keys(
+    core: &ShardCore,
+    client: &ClientState,
+    queued: &Queued,
+) -> Option<Vec<DbKey>> {
+    if queued.failed || !client.watching.is_empty() {
+        return None;
+    }
+    match plan(core, client, queued) {
+        Plan::Borrowed(keys) => Some(keys),
+        _ => None,
+    }
 }
 
 /// Decide how the queue runs: in turn when every key (queued or watched) is this
