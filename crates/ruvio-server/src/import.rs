@@ -33,3 +33,12 @@ pub fn load_rdb(
     );
     Ok(())
 }
+
+/// After [`load_rdb`] on this thread: the function libraries the file brought, as a
+/// FUNCTION DUMP payload (`None` when it had none). The engine keeps one set of
+/// libraries per thread, so a file loaded on a loading thread hands its libraries
+/// to the shard's thread this way.
+pub fn libraries_loaded() -> Option<Vec<u8>> {
+    use ruvio_engine::scripting::functions;
+    (functions::counts().0 > 0).then(functions::dump)
+}

@@ -44,8 +44,9 @@ impl LoadingState {
     }
 }
 
-/// What a loading thread hands back.
-type Loaded = Result<(Engine, Option<RecoveredEnd>), String>;
+/// What a loading thread hands back: the keyspace, where its log ended, and the
+/// function libraries the imported RDB file brought (a FUNCTION DUMP payload).
+type Loaded = Result<(Engine, Option<RecoveredEnd>, Option<Vec<u8>>), String>;
 
 /// One shard's view of the loading.
 #[derive(Default)]
@@ -74,17 +75,21 @@ pub fn empty_engine(cfg: &Config) -> Engine {
 }
 
 /// Load shard `id`'s keyspace: the RDB file to import, then its snapshot and log
-/// (`None` as the log's end: no log is kept).
+/// (`None` as the log's end: no log is kept). The file's function libraries load
+/// into this thread's set (the engine keeps one per thread), so they travel back
+/// as a payload for the shard's thread to take (`install`).
 pub fn load(cfg: &Config, id: usize, topo: &Topology) -> Loaded {
     let mut engine = empty_engine(cfg);
+    let mut libraries = None;
     if let Some(path) = &cfg.import_rdb {
         crate::import::load_rdb(&mut engine, path, id, topo).map_err(|e| e.to_string())?;
+        libraries = crate::import::libraries_loaded();
     }
     if !cfg.durability.logs() {
-        return Ok((engine, None));
+        return Ok((engine, None, libraries));
     }
     let end = crate::wal::recover(&mut engine, cfg, id, crate::shard::unix_ms())?;
-    Ok((engine, Some(end)))
+    Ok((engine, Some(end), libraries))
 }
 
 /// Start loading shard `id` on a thread of its own.
@@ -104,11 +109,12 @@ pub fn start(cfg: &Config, id: usize, topo: &Arc<Topology>) -> std::io::Result<S
 
 /// Put a loaded engine in place: the stand-in's configuration (CONFIG SET may
 /// have changed it meanwhile) and its recording switches carry over; the log
-/// opens where recovery left it.
+/// opens where recovery left it; the imported file's libraries join the shard's.
 pub fn install(
     core: &mut ShardCore,
     mut engine: Engine,
     end: Option<RecoveredEnd>,
+    libraries: Option<Vec<u8>>,
 ) -> std::io::Result<()> {
     *engine.config_mut() = *core.engine.config();
     let notify = core.cfg.notify_keyspace_events;
@@ -118,6 +124,9 @@ pub fn install(
     core.engine = engine;
     if let Some(end) = end {
         core.wal = Some(Wal::open(&core.cfg, core.id, end)?);
+    }
+    if let Some(payload) = libraries {
+        crate::cmd::functions::adopt_imported(core, &payload)?;
     }
     core.shared.loading.shard_loaded();
     Ok(())
@@ -136,8 +145,9 @@ pub fn poll(core: &mut ShardCore) {
     };
     if let Some(loaded) = done {
         core.loading.thread = None;
-        let installed =
-            loaded.and_then(|(engine, end)| install(core, engine, end).map_err(|e| e.to_string()));
+        let installed = loaded.and_then(|(engine, end, libraries)| {
+            install(core, engine, end, libraries).map_err(|e| e.to_string())
+        });
         if let Err(e) = installed {
             eprintln!("ruvio: shard {}: {e}", core.id);
             std::process::exit(1);
