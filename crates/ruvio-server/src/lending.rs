@@ -20,6 +20,7 @@
 
 use crate::blocking::{Blocked, Waiter};
 use crate::conn::Conn;
+use crate::durable;
 use crate::exec::{self, run_engine, Caller, Ran};
 use crate::multi::Transaction;
 use crate::registry::{registry, Command};
@@ -341,7 +342,7 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         homes.push((entry_db, key, owner));
     }
     if let Some(missing) = value_keys_missing(core, &op, &homes) {
-        send_home(core, conns, homes, &[]);
+        send_home(core, conns, homes, &[], None);
         plan_more(core, &mut op, missing);
         core.lending.ops.insert(ticket, op);
         return advance(core, conns, ticket);
@@ -350,6 +351,7 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         borrowing: true,
         ..op.caller
     };
+    let mark = durable::borrowed_mark(core);
     let mut out = Vec::new();
     let ran = match &op.transaction {
         Some(transaction) => Ran {
@@ -370,10 +372,14 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         }
     }
     log_local_changes(core, &modified, &homes);
-    send_home(core, conns, homes, &modified);
+    let acks = mark.map(|_| ticket);
+    let owners = send_home(core, conns, homes, &modified, acks);
     match ran.block {
         Some(block) => wait(core, conns, ticket, op, block),
-        None => answer(core, conns, &op, out),
+        None => {
+            let answer = Answer::of(&op, out);
+            durable::answer_borrowed(core, conns, ticket, mark, owners, answer);
+        }
     }
 }
 
@@ -394,13 +400,16 @@ fn report_written(core: &mut ShardCore, modified: &[DbKey]) {
 
 /// Take the keys `(db, key, owner)` out of this shard's keyspace again and return
 /// each to its owner (this shard's own straight back). With a log, each `modified`
-/// key travels with the record of its new state, for its owner's log.
+/// key travels with the record of its new state, for its owner's log. With `acks`
+/// (`always`: the command's ticket), each other owner that gets records is asked
+/// to acknowledge once they are on disk; returns how many were asked.
 fn send_home(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
     homes: Vec<(usize, Vec<u8>, usize)>,
     modified: &[(usize, Vec<u8>)],
-) {
+    acks: Option<u64>,
+) -> usize {
     let logging = core.wal.is_some();
     let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
     for (key_db, key, owner) in homes {
@@ -414,13 +423,19 @@ fn send_home(
         }
         entries.push((key_db, key, entry));
     }
+    let mut asked = 0;
     for (owner, (entries, records)) in returns {
-        if owner == core.id {
-            take_back(core, conns, entries, records);
-        } else {
-            core.outbox.give_back(owner, entries, records);
+        match acks.filter(|_| !records.is_empty()) {
+            _ if owner == core.id => take_back(core, conns, entries, records),
+            Some(ticket) => {
+                asked += 1;
+                core.outbox
+                    .give_back_acked(owner, entries, records, core.id, ticket);
+            }
+            None => core.outbox.give_back(owner, entries, records),
         }
     }
+    asked
 }
 
 /// Log records that set keys to a state, whatever it was before: what a command on
@@ -521,18 +536,46 @@ fn plan_more(core: &ShardCore, op: &mut CrossOp, keys: Vec<DbKey>) {
     op.value_key_tries = op.value_key_tries.map(|n| n + 1);
 }
 
+/// The reply to a command on borrowed keys and the client's slot it fills (kept
+/// aside under `always` until its writes are on disk, see [`durable`]).
+#[derive(Debug)]
+pub struct Answer {
+    /// Connection `(index, gen)` and its held reply slot.
+    conn: (u32, u32),
+    seq: u64,
+    client_id: u64,
+    reply: Vec<u8>,
+}
+
+impl Answer {
+    fn of(op: &CrossOp, reply: Vec<u8>) -> Answer {
+        Answer {
+            conn: op.conn,
+            seq: op.seq,
+            client_id: op.caller.client_id,
+            reply,
+        }
+    }
+}
+
 /// Fill the client's held slot and let its connection go on.
 fn answer(core: &mut ShardCore, conns: &mut Slab<Conn>, op: &CrossOp, reply: Vec<u8>) {
-    core.shared.note_blocked(op.caller.client_id, None);
-    if core.lending.starting == Some(op.conn) {
-        core.lending.answered_at_once = Some(reply);
+    deliver(core, conns, Answer::of(op, reply));
+}
+
+/// Fill the client's held slot with `answer` and let its connection go on (when
+/// its command is still starting, the reply goes back to [`start`] instead).
+pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, answer: Answer) {
+    core.shared.note_blocked(answer.client_id, None);
+    if core.lending.starting == Some(answer.conn) {
+        core.lending.answered_at_once = Some(answer.reply);
         return;
     }
-    let (index, gen) = op.conn;
+    let (index, gen) = answer.conn;
     if let Some(conn) = conns.get_mut(index, gen) {
-        conn.replies.fill(op.seq, 0, reply);
+        conn.replies.fill(answer.seq, 0, answer.reply);
         core.dirty.push((index, gen));
-        conn.unblock_if_waiting_on(op.seq, &mut core.resume, (index, gen));
+        conn.unblock_if_waiting_on(answer.seq, &mut core.resume, (index, gen));
     }
 }
 
@@ -734,6 +777,21 @@ impl Lending {
     pub fn snapshot_taken(&mut self) {
         self.missed_by_snapshot.extend(self.lent.iter().cloned());
     }
+}
+
+/// An owner's side under `always`: as [`take_back`], then acknowledge to
+/// coordinator `from`'s command `ticket` once the records are on disk.
+pub fn take_back_acked(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    entries: Lent,
+    records: KeyRecords,
+    from: usize,
+    ticket: u64,
+) {
+    let mark = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+    take_back(core, conns, entries, records);
+    durable::acknowledge_given_back(core, from, ticket, mark);
 }
 
 /// An owner's side: its keys are back (changed or gone). Wake whoever waited on
