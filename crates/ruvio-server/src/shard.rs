@@ -186,9 +186,9 @@ impl ShardCore {
             loading,
         };
         if !in_background {
-            let (engine, end, libraries) =
+            let (engine, end, imported) =
                 crate::loading::load(&core.cfg, id, &core.topo).map_err(std::io::Error::other)?;
-            crate::loading::install(&mut core, engine, end, libraries)?;
+            crate::loading::install(&mut core, engine, end, imported)?;
         }
         Ok(core)
     }

@@ -207,8 +207,8 @@ fn a_redis_dump_file_brings_its_libraries() {
 
 /// With a log, the file's libraries load on the shards' loading threads: they must
 /// reach every shard's set and its saved file, so FCALL works after the start and
-/// after a restart without `--import-rdb`; a later start that imports the file
-/// again keeps the saved set (a library loaded since stays).
+/// after a restart without `--import-rdb`; a later start given the file again
+/// keeps the saved set (a library loaded since stays).
 #[test]
 fn a_redis_dump_file_brings_its_libraries_into_the_log() {
     if require_redis_server("a_redis_dump_file_brings_its_libraries_into_the_log").is_none() {

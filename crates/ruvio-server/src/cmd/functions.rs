@@ -94,9 +94,9 @@ pub fn load_saved(cfg: &Config, shard: usize) -> std::io::Result<()> {
 /// At start, once the loading thread is done: the libraries of the imported RDB
 /// file (`--import-rdb`), loaded there into that thread's set, become this
 /// shard's, and with a log they are saved. A saved set wins over the file's: it
-/// is the set after the last change, which includes this file's libraries when an
-/// earlier start imported it (as the log replayed over the file's keys does).
-/// Every shard reads the whole file, so each takes the same libraries itself.
+/// is the set after the last change (the file is imported only into a data
+/// directory without keys, which may still hold libraries loaded since an earlier
+/// import). Every shard reads the whole file, so each takes the same libraries.
 pub fn adopt_imported(core: &mut ShardCore, payload: &[u8]) -> std::io::Result<()> {
     if core.wal.is_some() && saved_path(&core.cfg, core.id).exists() {
         return Ok(());
