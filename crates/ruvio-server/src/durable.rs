@@ -23,6 +23,11 @@
 //! notes `(group, coordinator, ticket)` and sends the acknowledgement from
 //! [`release`]. Without `always` none of this runs: the keys go home as before and
 //! the reply goes out at once.
+//!
+//! A write whose parts run on several shards (MSET or DEL split by owner, FLUSHALL
+//! on every shard) merges its parts into one held slot; the forwarded parts come
+//! back once durable, and the part run here gets a gate before that slot
+//! ([`open_parts_gate`]), so the merged reply waits for this shard's group too.
 
 use crate::blocking::Waiter;
 use crate::conn::{Conn, Merge, ReplyQueue};
@@ -175,6 +180,21 @@ pub fn open_gate(core: &ShardCore, replies: &mut ReplyQueue) -> Option<Gate> {
         reused: reuse.is_some(),
         filling_before: wal.filling_bytes(),
     })
+}
+
+/// Under `always`, before a write whose parts run on several shards (MSET, DEL,
+/// FLUSHALL ... split or sent to every shard) queues its merged reply: a gate for
+/// the part that runs here, so the reply also waits for this shard's group (the
+/// other shards answer their parts once theirs are durable, [`reply_forwarded`]).
+pub fn open_parts_gate(
+    core: &ShardCore,
+    replies: &mut ReplyQueue,
+    cmd: &crate::registry::Command,
+) -> Option<Gate> {
+    if !cmd.meta.has(ruvio_engine::command::flags::WRITE) {
+        return None;
+    }
+    open_gate(core, replies)
 }
 
 /// A gate opened by [`open_gate`].

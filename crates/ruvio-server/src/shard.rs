@@ -68,6 +68,7 @@ const OP_SEND: u64 = 3;
 const OP_DOORBELL: u64 = 4;
 const OP_WAL_WRITE: u64 = 5;
 const OP_WAL_FSYNC: u64 = 6;
+const OP_WAL_FSYNC_DELAY: u64 = 7;
 
 fn token(op: u64, gen: u32, index: u32) -> u64 {
     (op << 56) | ((gen as u64) << 32) | index as u64
@@ -414,6 +415,7 @@ impl Shard {
             OP_SEND => self.sent(index, gen, result),
             OP_DOORBELL => self.arm_doorbell(),
             OP_WAL_WRITE => self.wal_written(result),
+            OP_WAL_FSYNC_DELAY => self.push_fsync(index as RawFd),
             OP_WAL_FSYNC => {
                 if let Some(wal) = self.core.wal.as_mut() {
                     wal.fsync_done(result);
@@ -843,9 +845,21 @@ impl Shard {
             return self.push_wal_write(rest);
         }
         match wal.group_sync_due() {
+            Some(fd) if crate::wal::fsync_delayed(self.core.id) => self.push_fsync_delay(fd),
             Some(fd) => self.push_fsync(fd),
             None => self.submit_wal_write(),
         }
+    }
+
+    /// `wal::fsync_delayed` (debug builds): the group's fdatasync starts when a
+    /// timeout on the ring completes; the loop goes on meanwhile.
+    fn push_fsync_delay(&mut self, fd: RawFd) {
+        static DELAY: types::Timespec = types::Timespec::new().nsec(crate::wal::SLOW_FSYNC_NS);
+        let entry =
+            opcode::Timeout::new(&DELAY)
+                .build()
+                .user_data(token(OP_WAL_FSYNC_DELAY, 0, fd as u32));
+        self.push(entry);
     }
 
     fn push_fsync(&mut self, fd: RawFd) {

@@ -385,6 +385,17 @@ fn injected_slow_disk() {
 /// How long `wal:slow-write` holds each write.
 const SLOW_WRITE_MS: u64 = 200;
 
+/// `RUVIO_FAULT=wal:slow-fsync-<shard>` (debug builds): under `always`, shard
+/// `<shard>` starts each group's fdatasync [`SLOW_FSYNC_NS`] after its write,
+/// while its loop goes on, as a disk slow to flush would; tests see which replies
+/// wait for that shard's groups (release builds: never).
+pub fn fsync_delayed(shard: usize) -> bool {
+    cfg!(debug_assertions) && ruvio_engine::fault::is_armed(b"wal", &format!("slow-fsync-{shard}"))
+}
+
+/// How late `wal:slow-fsync-<shard>` starts each fdatasync.
+pub const SLOW_FSYNC_NS: u32 = 200_000_000;
+
 fn strerror(errno: i32) -> String {
     let text = std::io::Error::from_raw_os_error(errno).to_string();
     match text.find(" (os error") {

@@ -1,9 +1,14 @@
-//! `always` and commands on keys borrowed across shards (docs/durability.md,
-//! docs/cross-shard.md): the keys' owners log their new state when they come home,
-//! and the coordinator answers only once every owner has them on disk. The debug
-//! build's `RUVIO_FAULT=wal:slow-write` holds every log write 200 ms before it is
-//! submitted, so a reply sent before the owners' writes would come at once, and a
-//! SIGKILL right after it would lose the write.
+//! `always` and writes across shards (docs/durability.md, docs/cross-shard.md).
+//! Commands on borrowed keys: the keys' owners log their new state when they come
+//! home, and the coordinator answers only once every owner has them on disk.
+//! Split writes (MSET, DEL) and writes on every shard (FLUSHALL): the merged reply
+//! waits for the part run on the client's shard too, not only for the forwarded
+//! parts. The debug build's fault points make the disk slow: `wal:slow-write`
+//! holds every log write 200 ms before it is submitted (a reply sent before the
+//! owners' writes would come at once, and a SIGKILL right after it would lose the
+//! write); `wal:slow-fsync-<shard>` starts that shard's fdatasyncs 200 ms late
+//! while its loop goes on (a reply that does not wait for that shard's group comes
+//! at once).
 
 mod common;
 
@@ -11,12 +16,12 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The fault's hold on each log write (crates/ruvio-server/src/wal.rs), less a
-/// margin for the clock.
+/// The faults' hold on each log write or fsync (crates/ruvio-server/src/wal.rs),
+/// less a margin for the clock.
 const HELD_AT_LEAST: Duration = Duration::from_millis(180);
 
 fn data_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ruvio-borrowed-{}-{tag}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("ruvio-cross-shard-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
@@ -157,6 +162,67 @@ fn always_answers_borrowed_commands_that_wrote_nothing_at_once() {
         let took = sent.elapsed();
         assert!(took < HELD_AT_LEAST, "{command:?} waited {took:?}");
     }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The time `command` takes to be answered on `c`, checking its reply.
+fn timed(c: &mut RawConn, command: &[&str], reply: &[u8]) -> Duration {
+    let sent = Instant::now();
+    assert_eq!(c.cmd(command), reply, "{command:?}");
+    sent.elapsed()
+}
+
+/// With only shard 0's fsyncs slow, a client of shard 0 gets the reply of a write
+/// split over both shards (MSET, DEL) or run on every shard (FLUSHALL) only once
+/// shard 0's part is on disk, though shard 1 answered its part at once; a read of
+/// the same keys on another connection is not held.
+#[test]
+fn always_answers_split_writes_once_the_local_part_is_on_disk() {
+    let shards = 2;
+    let here = key_on_shard("here", 0, shards);
+    let there = key_on_shard("there", 1, shards);
+    let dir = data_dir("split");
+    let server = start(shards, &dir, &[("RUVIO_FAULT", "wal:slow-fsync-0")]);
+    let mut c = conn_on_shard(&server, 0, shards);
+    let writes: [(Vec<&str>, &[u8]); 3] = [
+        (vec!["MSET", &here, "1", &there, "2"], b"+OK\r\n"),
+        (vec!["DEL", &here, &there], b":2\r\n"),
+        (vec!["FLUSHALL"], b"+OK\r\n"),
+    ];
+    for (command, reply) in &writes {
+        if command[0] == "FLUSHALL" {
+            assert_eq!(c.cmd(&["MSET", &here, "1", &there, "2"]), b"+OK\r\n");
+        }
+        let took = timed(&mut c, command, reply);
+        assert!(took >= HELD_AT_LEAST, "{command:?} answered after {took:?}");
+    }
+    assert_eq!(c.cmd(&["MSET", &here, "1", &there, "2"]), b"+OK\r\n");
+    let mut reader = conn_on_shard(&server, 0, shards);
+    let took = timed(
+        &mut reader,
+        &["MGET", &here, &there],
+        b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n",
+    );
+    assert!(took < HELD_AT_LEAST, "a read waited {took:?}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With only an owner's fsyncs slow (its loop going on), a cross-shard RENAME is
+/// answered only after that owner's fdatasync, not after its write alone.
+#[test]
+fn always_answers_borrowed_writes_after_the_owners_fsync() {
+    let shards = 3;
+    let a = key_on_shard("a", 1, shards);
+    let b = key_on_shard("b", 2, shards);
+    let dir = data_dir("fsync");
+    let server = start(shards, &dir, &[("RUVIO_FAULT", "wal:slow-fsync-2")]);
+    let mut c = conn_on_shard(&server, 0, shards);
+    assert_eq!(c.cmd(&["SET", &a, "v"]), b"+OK\r\n");
+    let took = timed(&mut c, &["RENAME", &a, &b], b"+OK\r\n");
+    assert!(took >= HELD_AT_LEAST, "answered after {took:?}");
+    assert_eq!(c.cmd(&["GET", &b]), b"$1\r\nv\r\n");
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
