@@ -6,8 +6,9 @@
 //! With a log (`--durability everysec|always`) the file seeds an empty data
 //! directory once, as Redis 7 with `appendonly yes` loads dump.rdb only when it
 //! has no AOF yet and then writes its AOF base from it: a shard whose directory
-//! holds no snapshot and no logged record loads the file and, before it serves,
-//! takes a snapshot of what it loaded ([`settle`]), so the keys outlive the file
+//! holds no snapshot and no logged record loads the file and writes what it loaded
+//! as its first snapshot, covering the empty log ([`snapshot_imported`], on the
+//! loading thread while the shard answers -LOADING), so the keys outlive the file
 //! and a crash; a shard whose directory holds its data does not load the file
 //! again (that would bring back keys deleted since, and records logged after the
 //! import would replay against the file's keys twice). Without a log the file is
@@ -17,6 +18,8 @@ use std::path::Path;
 
 use ruvio_engine::Engine;
 use ruvio_wal::segment::{list_segments, segment_name, shard_dir};
+
+use crate::wal::{make_current, snapshot_name};
 
 use crate::config::Config;
 use crate::shard::ShardCore;
@@ -62,20 +65,43 @@ fn holds_data(dir: &Path) -> bool {
             .any(segment_written)
 }
 
+/// With a log, on the loading thread: the keyspace just imported into shard
+/// `shard`'s empty directory becomes its snapshot covering the empty log
+/// (position 1/0, where the log then starts; temp file, fsync, rename, directory
+/// sync). Empty segments a start that ended before this left are removed first,
+/// so the log starts afresh. Once this returns there is nothing else to recover.
+pub fn snapshot_imported(engine: &Engine, cfg: &Config, shard: usize) -> Result<(), String> {
+    let dir = shard_dir(&cfg.dir, shard);
+    let failed = |e: std::io::Error| {
+        format!(
+            "the snapshot of the imported file in {}: {e}",
+            dir.display()
+        )
+    };
+    std::fs::create_dir_all(&dir).map_err(failed)?;
+    for n in list_segments(&dir).map_err(failed)? {
+        std::fs::remove_file(dir.join(segment_name(n))).map_err(failed)?;
+    }
+    let (section, version) =
+        ruvio_engine::rdb::file::write_section(engine, crate::shard::unix_ms())?;
+    let file = ruvio_engine::rdb::file::assemble([section.as_slice()], version);
+    let tmp = dir.join(format!("{}.tmp", snapshot_name(1, 0)));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, &file)?;
+        f.sync_all()?;
+        make_current(&tmp, &dir, (1, 0))
+    };
+    write().map_err(failed)
+}
+
 /// On the shard's thread, once its loaded keyspace is in place and its log open:
-/// the file's libraries become the shard's, and with a log the imported keyspace
-/// is snapshotted before any client writes (blocking, as SAVE: the shard does not
-/// serve yet).
+/// the file's libraries become the shard's.
 pub fn settle(core: &mut ShardCore, imported: Imported) -> std::io::Result<()> {
-    if let Some(payload) = imported.libraries {
-        crate::cmd::functions::adopt_imported(core, &payload)?;
+    match imported.libraries {
+        Some(payload) => crate::cmd::functions::adopt_imported(core, &payload),
+        None => Ok(()),
     }
-    if core.wal.is_some() {
-        crate::wal::snapshot(core).map_err(|e| {
-            std::io::Error::other(format!("the snapshot of the imported file failed: {e}"))
-        })?;
-    }
-    Ok(())
 }
 
 /// Load `path` into shard `shard`'s `engine`.

@@ -89,6 +89,11 @@ pub fn load(cfg: &Config, id: usize, topo: &Topology) -> Loaded {
     {
         crate::import::load_rdb(&mut engine, path, id, topo).map_err(|e| e.to_string())?;
         imported = Some(crate::import::imported());
+        if cfg.durability.logs() {
+            // The directory held nothing: this snapshot is all there is to recover.
+            crate::import::snapshot_imported(&engine, cfg, id)?;
+            return Ok((engine, Some(RecoveredEnd::Empty), imported));
+        }
     }
     if !cfg.durability.logs() {
         return Ok((engine, None, imported));
