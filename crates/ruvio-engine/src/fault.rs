@@ -15,7 +15,9 @@
 //! point, so the tests can show what a real bug would do. Release builds compile
 //! them to nothing. Points: the list pushes (`lpush`, `rpush`, `lpushx`, `rpushx`)
 //! at `before-write` and `mid-write` (inside the change of an existing list); the
-//! server's log at `wal:enospc` (every log write after the first fails with ENOSPC);
+//! server's log at `wal:enospc` (every log write after the first fails with ENOSPC)
+//! and `wal:slow-write` (every log write waits 200 ms before it is submitted) and
+//! `wal:slow-fsync-<shard>` (that shard's fdatasyncs under `always` start 200 ms late);
 //! snapshots at `snapshot:fail` (every SAVE, BGSAVE and exit save fails).
 
 use std::cell::Cell;

@@ -428,7 +428,11 @@ fn run_routed(
         // A split command's arguments are checked here: no shard sees them whole.
         Route::Split(_) if !whole_key_steps(cmd, args) => Err(CmdError::WrongArity(cmd.meta.name)),
         Route::Split(groups) => {
+            let gate = durable::open_parts_gate(core, replies, cmd);
             split(core, client, replies, who, cmd, args, groups);
+            if let Some(gate) = gate {
+                durable::close_gate(core, replies, who, gate);
+            }
             Ok(())
         }
         Route::Lend(groups) => {
@@ -464,9 +468,13 @@ fn run_routed(
                 }
                 return Ok(());
             }
+            let gate = durable::open_parts_gate(core, replies, cmd);
             let seq = replies.hold(cmd.merge.unwrap_or(Merge::Single), shards);
             for shard in 0..shards {
                 send_part(core, client, replies, who, seq, shard, shard, args.iter());
+            }
+            if let Some(gate) = gate {
+                durable::close_gate(core, replies, who, gate);
             }
             Ok(())
         }

@@ -13,10 +13,26 @@
 //! (BLPOP woken by a push) logs its pop, and its reply waits for that group too.
 //! Reads never wait for the log: a read on a connection with no pending write is
 //! answered at once.
+//!
+//! A command on keys borrowed across shards (`lending.rs`) changes keys whose
+//! records their owners log when the keys come home, in the owners' own groups.
+//! Its coordinator keeps the reply aside (the client's later replies queue behind
+//! its held slot) until its own group, if it
+//! logged anything, is durable and every owner that got records acknowledged that
+//! the group holding them is ([`answer_borrowed`], [`acknowledged`]): the owner
+//! notes `(group, coordinator, ticket)` and sends the acknowledgement from
+//! [`release`]. Without `always` none of this runs: the keys go home as before and
+//! the reply goes out at once.
+//!
+//! A write whose parts run on several shards (MSET or DEL split by owner, FLUSHALL
+//! on every shard) merges its parts into one held slot; the forwarded parts come
+//! back once durable, and the part run here gets a gate before that slot
+//! ([`open_parts_gate`]), so the merged reply waits for this shard's group too.
 
 use crate::blocking::Waiter;
 use crate::conn::{Conn, Merge, ReplyQueue};
 use crate::forward::Tag;
+use crate::lending::{self, Answer};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 
@@ -29,6 +45,102 @@ pub struct Gated {
     remote: Vec<(u64, usize, Tag, Vec<u8>)>,
     /// `(group, waiter, reply)` of blocked commands served by a later write.
     served: Vec<(u64, Waiter, Vec<u8>)>,
+    /// Replies of commands on borrowed keys this shard coordinated.
+    borrowed: Vec<HeldBorrowed>,
+    /// `(group, coordinator, ticket)`: acknowledgements to send once the group
+    /// holding the records of keys given back is durable, groups ascending.
+    acks: Vec<(u64, usize, u64)>,
+}
+
+/// The reply of a command on borrowed keys, waiting for its writes' groups.
+#[derive(Debug)]
+struct HeldBorrowed {
+    ticket: u64,
+    /// This shard's group holding its records, if it logged any.
+    group: Option<u64>,
+    /// Owners that have not acknowledged yet.
+    owners_left: usize,
+    /// Its reply, and those of the transactions that rode on its keys.
+    answers: Vec<Answer>,
+}
+
+/// Under `always`, before a command on borrowed keys runs: how much this shard's
+/// log holds now (whatever grows past it is the command's); `None` otherwise.
+pub fn borrowed_mark(core: &ShardCore) -> Option<usize> {
+    core.wal
+        .as_ref()
+        .filter(|w| w.gates_replies())
+        .map(|w| w.filling_bytes())
+}
+
+/// A command on borrowed keys ran and sent its keys home, `owners` of them asked
+/// to acknowledge their records: answer now, or (under `always`, with a `mark`)
+/// once this shard's group and every acknowledgement are in. `answers` are its
+/// reply and those of the transactions that rode on its keys, in order.
+pub fn answer_borrowed(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    ticket: u64,
+    mark: Option<usize>,
+    owners: usize,
+    answers: Vec<Answer>,
+) {
+    let group = mark.and_then(|before| {
+        core.wal
+            .as_ref()
+            .filter(|w| w.filling_bytes() > before)
+            .map(|w| w.open_group())
+    });
+    if group.is_none() && owners == 0 {
+        for answer in answers {
+            lending::deliver(core, conns, answer);
+        }
+        return;
+    }
+    core.gated.borrowed.push(HeldBorrowed {
+        ticket,
+        group,
+        owners_left: owners,
+        answers,
+    });
+}
+
+/// An owner's side: keys of coordinator `from`'s command `ticket` came home with
+/// their records, logged past `mark`: acknowledge once they are durable (now when
+/// they need no wait: nothing logged, or the log does not gate replies).
+pub fn acknowledge_given_back(core: &mut ShardCore, from: usize, ticket: u64, mark: usize) {
+    let group = core
+        .wal
+        .as_ref()
+        .filter(|w| w.gates_replies() && w.filling_bytes() > mark)
+        .map(|w| w.open_group());
+    match group {
+        Some(group) => core.gated.acks.push((group, from, ticket)),
+        None => core.outbox.durable(from, ticket),
+    }
+}
+
+/// The coordinator's side: an owner has the records of command `ticket` on disk.
+pub fn acknowledged(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    if let Some(held) = core.gated.borrowed.iter_mut().find(|h| h.ticket == ticket) {
+        held.owners_left = held.owners_left.saturating_sub(1);
+    }
+    release_borrowed(core, conns);
+}
+
+/// Answer the held borrowed commands whose every group is durable.
+fn release_borrowed(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    if core.gated.borrowed.is_empty() {
+        return;
+    }
+    let durable = core.wal.as_ref().map_or(u64::MAX, |w| w.durable_group());
+    let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut core.gated.borrowed)
+        .into_iter()
+        .partition(|h| h.owners_left == 0 && h.group.is_none_or(|g| g <= durable));
+    core.gated.borrowed = waiting;
+    for answer in ready.into_iter().flat_map(|held| held.answers) {
+        lending::deliver(core, conns, answer);
+    }
 }
 
 /// A blocked command just served (BLPOP woken by a push): under `always`, when
@@ -73,6 +185,21 @@ pub fn open_gate(core: &ShardCore, replies: &mut ReplyQueue) -> Option<Gate> {
         reused: reuse.is_some(),
         filling_before: wal.filling_bytes(),
     })
+}
+
+/// Under `always`, before a write whose parts run on several shards (MSET, DEL,
+/// FLUSHALL ... split or sent to every shard) queues its merged reply: a gate for
+/// the part that runs here, so the reply also waits for this shard's group (the
+/// other shards answer their parts once theirs are durable, [`reply_forwarded`]).
+pub fn open_parts_gate(
+    core: &ShardCore,
+    replies: &mut ReplyQueue,
+    cmd: &crate::registry::Command,
+) -> Option<Gate> {
+    if !cmd.meta.has(ruvio_engine::command::flags::WRITE) {
+        return None;
+    }
+    open_gate(core, replies)
 }
 
 /// A gate opened by [`open_gate`].
@@ -142,4 +269,9 @@ pub fn release(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     for (_, waiter, reply) in served {
         crate::exec::deliver(core, conns, waiter, reply);
     }
+    let ready = core.gated.acks.partition_point(|g| g.0 <= durable);
+    for (_, coordinator, ticket) in core.gated.acks.drain(..ready) {
+        core.outbox.durable(coordinator, ticket);
+    }
+    release_borrowed(core, conns);
 }

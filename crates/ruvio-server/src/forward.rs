@@ -158,6 +158,18 @@ pub enum ShardMsg {
     },
     /// A transaction whose keys are all this shard's (see [`crate::owner_tx`]).
     Transaction(Box<crate::owner_tx::OwnerTx>),
+    /// A coordinator gives keys back under `always`: acknowledge its command
+    /// `ticket` with [`ShardMsg::Durable`] once the records are on disk.
+    GiveBackAcked {
+        entries: Lent,
+        records: lending::KeyRecords,
+        from: usize,
+        ticket: u64,
+    },
+    /// The records of command `ticket`'s keys are on this owner's disk.
+    Durable {
+        ticket: u64,
+    },
 }
 
 /// Requests about blocked clients.
@@ -315,6 +327,30 @@ impl Outbox {
     /// Tell owner `shard` which of its borrowed keys were written.
     pub fn written(&mut self, shard: usize, keys: Vec<lending::DbKey>) {
         self.direct(shard, ShardMsg::Written(keys));
+    }
+
+    /// Give borrowed keys back to `shard`, which acknowledges command `ticket` of
+    /// shard `from` once their records are on disk.
+    pub fn give_back_acked(
+        &mut self,
+        shard: usize,
+        entries: Lent,
+        records: lending::KeyRecords,
+        from: usize,
+        ticket: u64,
+    ) {
+        let message = ShardMsg::GiveBackAcked {
+            entries,
+            records,
+            from,
+            ticket,
+        };
+        self.direct(shard, message);
+    }
+
+    /// Tell coordinator `shard` that the records of its command `ticket` are on disk.
+    pub fn durable(&mut self, shard: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Durable { ticket });
     }
 
     /// Queue `message` for `shard` after everything queued for it so far: the
@@ -612,6 +648,13 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
                 gather::deliver(core, conns, who, tag.seq, tag.part as usize, bytes);
             }
         }
+        ShardMsg::GiveBackAcked {
+            entries,
+            records,
+            from,
+            ticket,
+        } => lending::take_back_acked(core, conns, entries, records, from, ticket),
+        ShardMsg::Durable { ticket } => crate::durable::acknowledged(core, conns, ticket),
     }
 }
 

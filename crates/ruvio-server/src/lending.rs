@@ -20,6 +20,7 @@
 
 use crate::blocking::{Blocked, Waiter};
 use crate::conn::{ClientState, Conn};
+use crate::durable;
 use crate::exec::{self, run_engine, Caller, Ran};
 use crate::multi::Transaction;
 use crate::registry::{registry, Command, Handler};
@@ -380,7 +381,7 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         homes.push((entry_db, key, owner));
     }
     if let Some(missing) = value_keys_missing(core, &op, &homes) {
-        send_home(core, conns, homes, &[]);
+        send_home(core, conns, homes, &[], None);
         plan_more(core, &mut op, missing);
         core.lending.ops.insert(ticket, op);
         return advance(core, conns, ticket);
@@ -389,6 +390,7 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         borrowing: true,
         ..op.caller
     };
+    let mark = durable::borrowed_mark(core);
     let mut out = Vec::new();
     let ran = match &op.transaction {
         Some(transaction) => Ran {
@@ -410,13 +412,21 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         }
     }
     log_local_changes(core, &modified, &homes);
-    send_home(core, conns, homes, &modified);
+    let acks = mark.map(|_| ticket);
+    let owners = send_home(core, conns, homes, &modified, acks);
     match ran.block {
         Some(block) => wait(core, conns, ticket, op, block),
-        None => answer(core, conns, ticket, &op, out),
-    }
-    for (rider, reply) in riders {
-        fill(core, conns, rider.conn, rider.seq, reply);
+        None => {
+            let mut answers = vec![Answer::of(ticket, &op, out)];
+            answers.extend(riders.into_iter().map(|(rider, reply)| Answer {
+                ticket,
+                conn: rider.conn,
+                seq: rider.seq,
+                client_id: rider.caller.client_id,
+                reply,
+            }));
+            durable::answer_borrowed(core, conns, ticket, mark, owners, answers);
+        }
     }
 }
 
@@ -536,13 +546,16 @@ fn report_written(core: &mut ShardCore, modified: &[DbKey]) {
 
 /// Take the keys `(db, key, owner)` out of this shard's keyspace again and return
 /// each to its owner (this shard's own straight back). With a log, each `modified`
-/// key travels with the record of its new state, for its owner's log.
+/// key travels with the record of its new state, for its owner's log. With `acks`
+/// (`always`: the command's ticket), each other owner that gets records is asked
+/// to acknowledge once they are on disk; returns how many were asked.
 fn send_home(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
     homes: Vec<(usize, Vec<u8>, usize)>,
     modified: &[(usize, Vec<u8>)],
-) {
+    acks: Option<u64>,
+) -> usize {
     let logging = core.wal.is_some();
     let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
     for (key_db, key, owner) in homes {
@@ -556,13 +569,19 @@ fn send_home(
         }
         entries.push((key_db, key, entry));
     }
+    let mut asked = 0;
     for (owner, (entries, records)) in returns {
-        if owner == core.id {
-            take_back(core, conns, entries, records);
-        } else {
-            core.outbox.give_back(owner, entries, records);
+        match acks.filter(|_| !records.is_empty()) {
+            _ if owner == core.id => take_back(core, conns, entries, records),
+            Some(ticket) => {
+                asked += 1;
+                core.outbox
+                    .give_back_acked(owner, entries, records, core.id, ticket);
+            }
+            None => core.outbox.give_back(owner, entries, records),
         }
     }
+    asked
 }
 
 /// Log records that set keys to a state, whatever it was before: what a command on
@@ -663,31 +682,57 @@ fn plan_more(core: &ShardCore, op: &mut CrossOp, keys: Vec<DbKey>) {
     op.value_key_tries = op.value_key_tries.map(|n| n + 1);
 }
 
-/// Fill the client's held slot and let its connection go on.
-fn answer(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, op: &CrossOp, reply: Vec<u8>) {
-    core.shared.note_blocked(op.caller.client_id, None);
-    if core.lending.starting == Some((ticket, op.conn)) {
-        core.lending.answered_at_once = Some(reply);
-        return;
-    }
-    fill(core, conns, op.conn, op.seq, reply);
+/// The reply to a command on borrowed keys and the client's slot it fills (kept
+/// aside under `always` until its writes are on disk, see [`durable`]).
+#[derive(Debug)]
+pub struct Answer {
+    /// The op that ran it (a command still starting answers at once).
+    ticket: u64,
+    /// Connection `(index, gen)` and its held reply slot.
+    conn: (u32, u32),
+    seq: u64,
+    client_id: u64,
+    reply: Vec<u8>,
 }
 
-/// Fill held slot `seq` of connection `conn`; a client that waited for it (or
-/// for its transaction on borrowed keys) goes on.
-fn fill(core: &mut ShardCore, conns: &mut Slab<Conn>, conn: (u32, u32), seq: u64, reply: Vec<u8>) {
-    let (index, gen) = conn;
+impl Answer {
+    fn of(ticket: u64, op: &CrossOp, reply: Vec<u8>) -> Answer {
+        Answer {
+            ticket,
+            conn: op.conn,
+            seq: op.seq,
+            client_id: op.caller.client_id,
+            reply,
+        }
+    }
+}
+
+/// Fill the client's held slot and let its connection go on.
+fn answer(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, op: &CrossOp, reply: Vec<u8>) {
+    deliver(core, conns, Answer::of(ticket, op, reply));
+}
+
+/// Fill the client's held slot with `answer` and let its connection go on (when
+/// its command is still starting, the reply goes back to [`start`] instead); a
+/// client whose transaction on borrowed keys this answers goes on too.
+pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, answer: Answer) {
+    core.shared.note_blocked(answer.client_id, None);
+    if core.lending.starting == Some((answer.ticket, answer.conn)) {
+        core.lending.answered_at_once = Some(answer.reply);
+        return;
+    }
+    let (index, gen) = answer.conn;
     if let Some(conn) = conns.get_mut(index, gen) {
-        conn.replies.fill(seq, 0, reply);
+        conn.replies.fill(answer.seq, 0, answer.reply);
         if conn
             .client
             .borrowing_tx
-            .is_some_and(|(_, last)| last == seq)
+            .is_some_and(|(_, last)| last == answer.seq)
         {
             conn.client.borrowing_tx = None;
         }
         core.dirty.push((index, gen));
-        conn.unblock_if_waiting_on(seq, &mut core.resume, (index, gen));
+        conn.unblock_if_waiting_on(answer.seq, &mut core.resume, (index, gen));
     }
 }
 
@@ -895,6 +940,21 @@ impl Lending {
     pub fn snapshot_taken(&mut self) {
         self.missed_by_snapshot.extend(self.lent.iter().cloned());
     }
+}
+
+/// An owner's side under `always`: as [`take_back`], then acknowledge to
+/// coordinator `from`'s command `ticket` once the records are on disk.
+pub fn take_back_acked(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    entries: Lent,
+    records: KeyRecords,
+    from: usize,
+    ticket: u64,
+) {
+    let mark = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+    take_back(core, conns, entries, records);
+    durable::acknowledge_given_back(core, from, ticket, mark);
 }
 
 /// An owner's side: its keys are back (changed or gone). Wake whoever waited on

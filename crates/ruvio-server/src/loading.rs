@@ -12,6 +12,7 @@
 //! otherwise forward commands to one that is not.
 
 use crate::config::Config;
+use crate::import::Imported;
 use crate::shard::ShardCore;
 use crate::topology::Topology;
 use crate::wal::{RecoveredEnd, Wal};
@@ -44,8 +45,9 @@ impl LoadingState {
     }
 }
 
-/// What a loading thread hands back.
-type Loaded = Result<(Engine, Option<RecoveredEnd>), String>;
+/// What a loading thread hands back: the keyspace, where its log ended, and what
+/// an imported RDB file brought.
+type Loaded = Result<(Engine, Option<RecoveredEnd>, Option<Imported>), String>;
 
 /// One shard's view of the loading.
 #[derive(Default)]
@@ -73,18 +75,31 @@ pub fn empty_engine(cfg: &Config) -> Engine {
     engine
 }
 
-/// Load shard `id`'s keyspace: the RDB file to import, then its snapshot and log
-/// (`None` as the log's end: no log is kept).
+/// Load shard `id`'s keyspace: the RDB file to import (see `import` for when),
+/// then its snapshot and log (`None` as the log's end: no log is kept). What the
+/// file brought beyond keys (its function libraries, loaded into this thread's
+/// set) travels back for the shard's thread to take (`install`).
 pub fn load(cfg: &Config, id: usize, topo: &Topology) -> Loaded {
     let mut engine = empty_engine(cfg);
-    if let Some(path) = &cfg.import_rdb {
+    let mut imported = None;
+    if let Some(path) = cfg
+        .import_rdb
+        .as_ref()
+        .filter(|_| crate::import::wanted(cfg, id))
+    {
         crate::import::load_rdb(&mut engine, path, id, topo).map_err(|e| e.to_string())?;
+        imported = Some(crate::import::imported());
+        if cfg.durability.logs() {
+            // The directory held nothing: this snapshot is all there is to recover.
+            crate::import::snapshot_imported(&engine, cfg, id)?;
+            return Ok((engine, Some(RecoveredEnd::Empty), imported));
+        }
     }
     if !cfg.durability.logs() {
-        return Ok((engine, None));
+        return Ok((engine, None, imported));
     }
     let end = crate::wal::recover(&mut engine, cfg, id, crate::shard::unix_ms())?;
-    Ok((engine, Some(end)))
+    Ok((engine, Some(end), imported))
 }
 
 /// Start loading shard `id` on a thread of its own.
@@ -104,11 +119,13 @@ pub fn start(cfg: &Config, id: usize, topo: &Arc<Topology>) -> std::io::Result<S
 
 /// Put a loaded engine in place: the stand-in's configuration (CONFIG SET may
 /// have changed it meanwhile) and its recording switches carry over; the log
-/// opens where recovery left it.
+/// opens where recovery left it; what an imported file brought settles
+/// (`import::settle`).
 pub fn install(
     core: &mut ShardCore,
     mut engine: Engine,
     end: Option<RecoveredEnd>,
+    imported: Option<Imported>,
 ) -> std::io::Result<()> {
     *engine.config_mut() = *core.engine.config();
     let notify = core.cfg.notify_keyspace_events;
@@ -118,6 +135,9 @@ pub fn install(
     core.engine = engine;
     if let Some(end) = end {
         core.wal = Some(Wal::open(&core.cfg, core.id, end)?);
+    }
+    if let Some(imported) = imported {
+        crate::import::settle(core, imported)?;
     }
     core.shared.loading.shard_loaded();
     Ok(())
@@ -136,8 +156,9 @@ pub fn poll(core: &mut ShardCore) {
     };
     if let Some(loaded) = done {
         core.loading.thread = None;
-        let installed =
-            loaded.and_then(|(engine, end)| install(core, engine, end).map_err(|e| e.to_string()));
+        let installed = loaded.and_then(|(engine, end, imported)| {
+            install(core, engine, end, imported).map_err(|e| e.to_string())
+        });
         if let Err(e) = installed {
             eprintln!("ruvio: shard {}: {e}", core.id);
             std::process::exit(1);

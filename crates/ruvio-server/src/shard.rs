@@ -68,6 +68,7 @@ const OP_SEND: u64 = 3;
 const OP_DOORBELL: u64 = 4;
 const OP_WAL_WRITE: u64 = 5;
 const OP_WAL_FSYNC: u64 = 6;
+const OP_WAL_FSYNC_DELAY: u64 = 7;
 
 fn token(op: u64, gen: u32, index: u32) -> u64 {
     (op << 56) | ((gen as u64) << 32) | index as u64
@@ -195,9 +196,9 @@ impl ShardCore {
             loading,
         };
         if !in_background {
-            let (engine, end) =
+            let (engine, end, imported) =
                 crate::loading::load(&core.cfg, id, &core.topo).map_err(std::io::Error::other)?;
-            crate::loading::install(&mut core, engine, end)?;
+            crate::loading::install(&mut core, engine, end, imported)?;
         }
         Ok(core)
     }
@@ -423,6 +424,7 @@ impl Shard {
             OP_SEND => self.sent(index, gen, result),
             OP_DOORBELL => self.arm_doorbell(),
             OP_WAL_WRITE => self.wal_written(result),
+            OP_WAL_FSYNC_DELAY => self.push_fsync(gen as RawFd, index as u64),
             OP_WAL_FSYNC => {
                 if let Some(wal) = self.core.wal.as_mut() {
                     wal.fsync_done(result, untoken_group(gen, index));
@@ -852,9 +854,25 @@ impl Shard {
             return self.push_wal_write(rest);
         }
         if let Some((fd, group)) = wal.group_sync_due() {
-            self.push_fsync(fd, group);
+            match crate::wal::fsync_delayed(self.core.id) {
+                true => self.push_fsync_delay(fd, group),
+                false => self.push_fsync(fd, group),
+            }
         }
         self.submit_wal_write();
+    }
+
+    /// `wal::fsync_delayed` (debug builds): the group's fdatasync starts when a
+    /// timeout on the ring completes; the loop goes on meanwhile. The token carries
+    /// the descriptor and the group (below 2^32 in a test).
+    fn push_fsync_delay(&mut self, fd: RawFd, group: u64) {
+        static DELAY: types::Timespec = types::Timespec::new().nsec(crate::wal::SLOW_FSYNC_NS);
+        let entry = opcode::Timeout::new(&DELAY).build().user_data(token(
+            OP_WAL_FSYNC_DELAY,
+            fd as u32,
+            group as u32,
+        ));
+        self.push(entry);
     }
 
     /// Submit an fdatasync of the log; `group` (always) comes back with its completion.

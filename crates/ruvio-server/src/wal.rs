@@ -248,6 +248,7 @@ impl Wal {
         if busy || self.filling.is_empty() || self.error.is_some() || self.atomic.is_some() {
             return None;
         }
+        injected_slow_disk();
         std::mem::swap(&mut self.filling, &mut self.writing);
         self.filling.clear();
         self.written = 0;
@@ -384,6 +385,30 @@ impl Wal {
 
 /// The C library's text for `errno` (Redis prints `strerror`), without Rust's
 /// ` (os error N)` suffix.
+/// `RUVIO_FAULT=wal:slow-write` (debug builds): each log write waits 200 ms
+/// before it is submitted, the records still only in memory, as behind a slow
+/// disk; the shard's loop stalls meanwhile. Tests use it to see that no reply
+/// waiting for those records goes out before them (release builds: nothing).
+fn injected_slow_disk() {
+    if ruvio_engine::fault::is_armed(b"wal", "slow-write") {
+        std::thread::sleep(std::time::Duration::from_millis(SLOW_WRITE_MS));
+    }
+}
+
+/// How long `wal:slow-write` holds each write.
+const SLOW_WRITE_MS: u64 = 200;
+
+/// `RUVIO_FAULT=wal:slow-fsync-<shard>` (debug builds): under `always`, shard
+/// `<shard>` starts each group's fdatasync [`SLOW_FSYNC_NS`] after its write,
+/// while its loop goes on, as a disk slow to flush would; tests see which replies
+/// wait for that shard's groups (release builds: never).
+pub fn fsync_delayed(shard: usize) -> bool {
+    cfg!(debug_assertions) && ruvio_engine::fault::is_armed(b"wal", &format!("slow-fsync-{shard}"))
+}
+
+/// How late `wal:slow-fsync-<shard>` starts each fdatasync.
+pub const SLOW_FSYNC_NS: u32 = 200_000_000;
+
 fn strerror(errno: i32) -> String {
     let text = std::io::Error::from_raw_os_error(errno).to_string();
     match text.find(" (os error") {

@@ -205,6 +205,57 @@ fn a_redis_dump_file_brings_its_libraries() {
     }
 }
 
+/// With a log, the file's libraries load on the shards' loading threads: they must
+/// reach every shard's set and its saved file, so FCALL works after the start and
+/// after a restart without `--import-rdb`; a later start given the file again
+/// keeps the saved set (a library loaded since stays).
+#[test]
+fn a_redis_dump_file_brings_its_libraries_into_the_log() {
+    if require_redis_server("a_redis_dump_file_brings_its_libraries_into_the_log").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let mut r = redis.raw();
+    assert_eq!(r.cmd(&["function", "load", LIB]), bulk("counter"));
+    assert_eq!(r.cmd(&["save"]), b"+OK\r\n");
+    let reply = r.cmd(&["config", "get", "dir"]);
+    let rdb_dir = String::from_utf8_lossy(&reply)
+        .split("\r\n")
+        .nth(4)
+        .unwrap()
+        .to_owned();
+    let path = format!("{rdb_dir}/dump.rdb");
+    let dir = std::env::temp_dir().join(format!("ruvio-functions-import-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let logged = ["--dir", dir.to_str().unwrap(), "--durability", "everysec"];
+    let importing = [&logged[..], &["--import-rdb", &path]].concat();
+    let keys = [key_on_shard("a", 0, 2), key_on_shard("b", 1, 2)];
+    let other = "#!lua name=other\nredis.register_function('other', function() return 7 end)";
+    {
+        let server = Server::ruvio_with(PortMode::Forward, 2, &importing);
+        let mut c = server.raw();
+        for key in &keys {
+            assert_eq!(bump(&mut c, key), b":1\r\n");
+        }
+    }
+    {
+        let server = Server::ruvio_with(PortMode::Forward, 2, &logged);
+        let mut c = server.raw();
+        for key in &keys {
+            assert_eq!(bump(&mut c, &format!("{key}-2")), b":1\r\n");
+        }
+        assert_eq!(c.cmd(&["function", "load", other]), bulk("other"));
+    }
+    let server = Server::ruvio_with(PortMode::Forward, 2, &importing);
+    let mut c = server.raw();
+    for key in &keys {
+        assert_eq!(bump(&mut c, &format!("{key}-3")), b":1\r\n");
+    }
+    assert_eq!(c.cmd(&["fcall", "other", "0"]), b":7\r\n");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn an_exported_file_brings_the_libraries_to_redis() {
     if require_redis_server("an_exported_file_brings_the_libraries_to_redis").is_none() {

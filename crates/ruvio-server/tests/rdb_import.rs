@@ -3,7 +3,8 @@
 //! and consumer groups, expiry times, two databases) is loaded by Ruvio
 //! at start, in forward mode with 2 shards and per-shard mode with 2 shards (each
 //! key on the shard owning its slot), and every key reads back as on Redis.
-//! A file that is not an RDB stops the server with a message. The other way:
+//! A file that is not an RDB stops the server with a message; with a log the file
+//! seeds the data directory once. The other way:
 //! `DEBUG EXPORT-RDB` on Ruvio (2 shards) writes a file that redis-server loads
 //! (`DEBUG RELOAD NOSAVE`) with every key, TTL and database.
 
@@ -263,6 +264,62 @@ fn idle_time_and_frequency_travel_with_the_file() {
     );
     assert_eq!(a.cmd(&["DEBUG", "RELOAD", "NOSAVE"]), b"+OK\r\n");
     assert_eq!(a.cmd(&["OBJECT", "FREQ", "hot"]), b":77\r\n");
+}
+
+/// With a log the file seeds the data directory once: its keys are snapshotted
+/// before clients write, so they outlive a SIGKILL and a restart without the file
+/// (a logged INCR then replays onto the imported value, not onto nothing), and a
+/// later start given the file again does not load it over the data (a key deleted
+/// since stays deleted, even once a snapshot no longer holds the DEL).
+#[test]
+fn with_a_log_the_file_seeds_the_data_directory_once() {
+    if require_redis_server("with_a_log_the_file_seeds_the_data_directory_once").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let mut r = redis.raw();
+    assert_eq!(r.cmd(&["MSET", "k", "41", "d", "doomed"]), b"+OK\r\n");
+    assert_eq!(r.cmd(&["SAVE"]), b"+OK\r\n");
+    let config = |name: &str| match decode(&conn_cmd(&redis, &["CONFIG", "GET", name])) {
+        Value::Array(items) => items[1].text(),
+        other => panic!("{other:?}"),
+    };
+    let path = format!("{}/{}", config("dir"), config("dbfilename"));
+    let dir = std::env::temp_dir().join(format!("ruvio-import-once-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let logged = [
+        "--dir",
+        dir.to_str().unwrap(),
+        "--durability",
+        "always",
+        "--save",
+        "",
+    ];
+    let importing = [&logged[..], &["--import-rdb", &path]].concat();
+    {
+        let server = Server::ruvio_with(PortMode::Forward, 2, &importing);
+        let mut c = server.raw();
+        assert_eq!(c.cmd(&["INCR", "k"]), b":42\r\n");
+        assert_eq!(c.cmd(&["DEL", "d"]), b":1\r\n");
+    } // SIGKILL
+    {
+        let server = Server::ruvio_with(PortMode::Forward, 2, &logged);
+        let mut c = server.raw();
+        assert_eq!(c.cmd(&["GET", "k"]), b"$2\r\n42\r\n");
+        assert_eq!(c.cmd(&["EXISTS", "d"]), b":0\r\n");
+        assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+    }
+    let server = Server::ruvio_with(PortMode::Forward, 2, &importing);
+    let mut c = server.raw();
+    assert_eq!(c.cmd(&["GET", "k"]), b"$2\r\n42\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "d"]), b":0\r\n");
+    assert!(
+        server.logs().contains("is not imported again"),
+        "{}",
+        server.logs()
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

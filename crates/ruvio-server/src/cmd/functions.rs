@@ -16,7 +16,9 @@
 //! - **Durability**: with a log (`--durability everysec|always`) each shard writes its
 //!   set, the same payload, to `functions.dump` in its data directory after every
 //!   change (temp file, fsync, rename) and restores it at start, before the log is
-//!   replayed. Libraries change rarely and are small: a file per change costs less
+//!   replayed. The libraries of a file imported at start (`--import-rdb`) load on
+//!   the loading thread and are handed to the shard ([`adopt_imported`]), then
+//!   saved. Libraries change rarely and are small: a file per change costs less
 //!   than teaching the log and the snapshot a second kind of record.
 
 use super::{ok_everywhere, Ctx, ServerCommand, ServerResult};
@@ -87,6 +89,26 @@ pub fn load_saved(cfg: &Config, shard: usize) -> std::io::Result<()> {
     };
     functions::replace_all(&payload)
         .map_err(|e| std::io::Error::other(format!("{}: {}", path.display(), e.message())))
+}
+
+/// At start, once the loading thread is done: the libraries of the imported RDB
+/// file (`--import-rdb`), loaded there into that thread's set, become this
+/// shard's, and with a log they are saved. A saved set wins over the file's: it
+/// is the set after the last change (the file is imported only into a data
+/// directory without keys, which may still hold libraries loaded since an earlier
+/// import). Every shard reads the whole file, so each takes the same libraries.
+pub fn adopt_imported(core: &mut ShardCore, payload: &[u8]) -> std::io::Result<()> {
+    if core.wal.is_some() && saved_path(&core.cfg, core.id).exists() {
+        return Ok(());
+    }
+    functions::replace_all(payload).map_err(|e| {
+        std::io::Error::other(format!(
+            "the imported function libraries do not load: {}",
+            e.message()
+        ))
+    })?;
+    save(core, payload);
+    Ok(())
 }
 
 /// Write this shard's libraries to its file (with a log only).
