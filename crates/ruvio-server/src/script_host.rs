@@ -1,5 +1,5 @@
 //! The server around a shard's scripts: what `redis.call` of PUBLISH, SPUBLISH,
-//! DBSIZE and LASTSAVE needs beyond the shard's keyspace
+//! DBSIZE, LASTSAVE and PUBSUB needs beyond the shard's keyspace
 //! ([`ruvio_engine::scripting::ScriptHost`]), and the delivery of what scripts
 //! published.
 //!
@@ -22,6 +22,8 @@
 //! DBSIZE adds the other shards' key counts as they last published them (on their
 //! 10 ms tick): a write on another shard shows within one tick.
 
+use crate::cmd::pubsub::View;
+use crate::cmd::ServerResult;
 use crate::config::PortMode;
 use crate::conn::Conn;
 use crate::pubsub::{self, Kind};
@@ -31,6 +33,7 @@ use crate::stats::Shared;
 use ruvio_engine::command::Published;
 use ruvio_engine::glob_match;
 use ruvio_engine::scripting::ScriptHost;
+use ruvio_resp::{Args, Reply};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -54,7 +57,8 @@ pub fn install(shared: Arc<Shared>, id: usize, mode: PortMode, slots: (u16, u16)
 }
 
 impl Host {
-    /// The shards whose subscribers a publication from here reaches and counts.
+    /// The shards whose subscribers a publication from here counts, and PUBSUB
+    /// sees ([`crate::pubsub::visible_shards`]).
     fn counted_shards(&self) -> std::ops::Range<usize> {
         match self.mode {
             PortMode::Forward => 0..self.shared.pubsub.shards.len(),
@@ -108,8 +112,16 @@ impl ScriptHost for Host {
             .sum()
     }
 
-    fn last_save_unix_s(&self) -> u64 {
-        self.shared.last_save_unix_s.load(Relaxed)
+    fn call(&self, name: &str, args: Args<'_>, reply: &mut Reply<'_>) -> Option<ServerResult> {
+        if name == "lastsave" {
+            reply.int(self.shared.last_save_unix_s.load(Relaxed) as i64);
+            return Some(Ok(()));
+        }
+        let view = View {
+            subscribers: &self.shared.pubsub,
+            shards: self.counted_shards(),
+        };
+        crate::cmd::pubsub::answer(&view, name, args, reply)
     }
 }
 

@@ -5,7 +5,8 @@
 //! script`), unknown subcommands, and read-only scripts calling them; LASTSAVE;
 //! DBSIZE counting every shard's keys; PUBLISH and SPUBLISH from scripts and
 //! functions reaching subscribers on both shards (channels, patterns, shard
-//! channels) with Redis' receiver counts and messages. Per-shard mode (Redis
+//! channels) with Redis' receiver counts and messages, and PUBSUB's counts seen
+//! from a script. Per-shard mode (Redis
 //! Cluster's rules, no differential reference): a script's PUBLISH counts the
 //! node's subscribers and reaches every node's, SPUBLISH to another node's shard
 //! channel is refused.
@@ -238,7 +239,8 @@ impl PubSubSide {
     }
 }
 
-/// Scripts and functions that publish, with the subscribers' view of each.
+/// Scripts and functions that publish or ask PUBSUB, with the subscribers' view of
+/// each.
 const PUBLISHING: &[&[&str]] = &[
     &["eval", "return redis.call('publish', 'news', 'hello')", "0"],
     &[
@@ -277,6 +279,30 @@ const PUBLISHING: &[&[&str]] = &[
     ],
     &["fcall", "announce", "0", "news", "from a function"],
     &["function", "delete", "publib"],
+    &[
+        "eval",
+        "return redis.call('pubsub', 'numsub', 'news', 'other', 'none')",
+        "0",
+    ],
+    &["eval_ro", "return redis.call('pubsub', 'numpat')", "0"],
+    &[
+        "eval",
+        "return redis.call('pubsub', 'channels', 'ne*')",
+        "0",
+    ],
+    &["eval", "return redis.call('pubsub', 'shardchannels')", "0"],
+    &[
+        "eval",
+        "return redis.call('pubsub', 'shardnumsub', '{s}sc', 'x')",
+        "0",
+    ],
+    &[
+        "eval",
+        "return redis.pcall('pubsub', 'channels', 'a', 'b')",
+        "0",
+    ],
+    &["eval", "return redis.pcall('pubsub', 'nosuch')", "0"],
+    &["eval", "return redis.call('pubsub')", "0"],
 ];
 
 /// PUBLISH / SPUBLISH from scripts and functions, with subscribers on both shards:

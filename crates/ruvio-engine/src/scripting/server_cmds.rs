@@ -10,9 +10,10 @@
 //! the caller's database is restored), and, through the shard's [`ScriptHost`],
 //! those that need the rest of the server: PUBLISH / SPUBLISH (counted now from
 //! every shard's subscriptions, delivered by the server after the script: see
-//! [`crate::command::Published`]), LASTSAVE, and DBSIZE's other shards. Any other
-//! server command (INFO, PUBSUB, ...) answers `Unknown Redis command called from
-//! script` (docs/scripting.md).
+//! [`crate::command::Published`]), DBSIZE's other shards, and the commands the host
+//! answers from what every shard shares (LASTSAVE, PUBSUB's subcommands). Any other
+//! server command (INFO, ...) answers `Unknown Redis command called from script`
+//! (docs/scripting.md).
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -47,8 +48,15 @@ pub trait ScriptHost {
     /// Keys in database `db` on the shards other than this one (as they last
     /// published them).
     fn keys_elsewhere(&self, db: usize) -> u64;
-    /// LASTSAVE: the Unix time of the last successful save, seconds.
-    fn last_save_unix_s(&self) -> u64;
+    /// Answer server command `name` (its row's name: `lastsave`, `pubsub|numsub`
+    /// ...) from what every shard shares; `None` for a command the host cannot
+    /// answer from a script.
+    fn call(
+        &self,
+        name: &str,
+        args: Args<'_>,
+        reply: &mut Reply<'_>,
+    ) -> Option<Result<(), CmdError>>;
 }
 
 thread_local! {
@@ -127,14 +135,10 @@ pub(super) fn call(
         }
         "select" => select(engine, ctx, args, reply),
         "publish" | "spublish" => return publish(ctx, meta.name == "spublish", args, reply),
-        "lastsave" => match with_host(|h| h.last_save_unix_s()) {
-            Some(unix_s) => {
-                reply.int(unix_s as i64);
-                Ok(())
-            }
+        name => match with_host(|h| h.call(name, args, reply)).flatten() {
+            Some(result) => result,
             None => return Err(UNKNOWN),
         },
-        _ => return Err(UNKNOWN),
     };
     if let Err(e) = result {
         e.write(reply);
