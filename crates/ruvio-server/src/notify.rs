@@ -175,7 +175,7 @@ pub fn queue(core: &mut ShardCore, flag: u32, event: &'static str, db: usize, ke
 /// Publish the queued events (once per loop iteration), after what scripts
 /// published.
 pub fn deliver_pending(core: &mut ShardCore, conns: &mut Slab<Conn>) {
-    crate::script_host::deliver(core, conns);
+    crate::script_host::deliver(core, conns, None);
     if core.notifications.events.is_empty() {
         return;
     }

@@ -11,10 +11,11 @@
 //!   their mutexes, so the count is exact at that moment;
 //! - the message itself is an effect of the command
 //!   ([`ruvio_engine::command::Published`]): queued after the script with the
-//!   keyspace events and sent at the end of the loop iteration, through the Pub/Sub
-//!   path (this shard's subscribers, then a batch to every other shard with
-//!   subscribers; per-shard mode: every shard for PUBLISH, as the cluster bus
-//!   carries it, the owner alone for SPUBLISH).
+//!   keyspace events and sent at the end of the loop iteration (or before a later
+//!   client PUBLISH on the shard, which keeps one publisher's messages in order),
+//!   through the Pub/Sub path (this shard's subscribers, then a batch to every other
+//!   shard with subscribers; per-shard mode: every shard for PUBLISH, as the
+//!   cluster bus carries it, the owner alone for SPUBLISH).
 //!
 //! So a subscriber that subscribes or leaves between the script's call and the end
 //! of its loop iteration may make the count differ from the deliveries: the same
@@ -26,7 +27,7 @@ use crate::cmd::pubsub::View;
 use crate::cmd::ServerResult;
 use crate::config::PortMode;
 use crate::conn::Conn;
-use crate::pubsub::{self, Kind};
+use crate::pubsub::{self, Caller, Kind};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::Shared;
@@ -130,9 +131,11 @@ pub fn queue(core: &mut ShardCore, published: Vec<Published>) {
     core.notifications.published.extend(published);
 }
 
-/// Send the queued publications (once per loop iteration, before the keyspace
-/// events of the same iteration).
-pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+/// Send the queued publications: once per loop iteration, before the keyspace
+/// events of the same iteration, and before a client's PUBLISH on this shard, so
+/// that one publisher's messages (a script's, then its client's) stay in order.
+/// `caller` is the running connection, out of the slab while its command runs.
+pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, mut caller: Option<Caller<'_>>) {
     if core.notifications.published.is_empty() {
         return;
     }
@@ -142,7 +145,11 @@ pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>) {
         } else {
             Kind::Channel
         };
-        pubsub::deliver_here(core, conns, kind, &p.channel, &p.message, None);
+        let running = caller.as_mut().map(|c| Caller {
+            out: &mut *c.out,
+            proto: c.proto,
+        });
+        pubsub::deliver_here(core, conns, kind, &p.channel, &p.message, running);
         // SPUBLISH in per-shard mode reaches the channel's owner only: this node.
         if p.shard_channel && core.topo.mode == PortMode::PerShard {
             continue;

@@ -279,6 +279,15 @@ const PUBLISHING: &[&[&str]] = &[
     ],
     &["fcall", "announce", "0", "news", "from a function"],
     &["function", "delete", "publib"],
+    // Inside a transaction.
+    &["multi"],
+    &[
+        "eval",
+        "return redis.call('publish', 'news', 'in a transaction')",
+        "0",
+    ],
+    &["publish", "news", "a client's, after it"],
+    &["exec"],
     &[
         "eval",
         "return redis.call('pubsub', 'numsub', 'news', 'other', 'none')",

@@ -202,6 +202,7 @@ fn check_slot<'a>(ctx: &Ctx<'_>, mut names: impl Iterator<Item = &'a [u8]>) -> S
 
 /// `PUBLISH channel message`
 fn publish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    deliver_scripts_first(ctx, reply);
     publish_to(ctx, args, reply, Kind::Channel);
     Ok(())
 }
@@ -209,6 +210,7 @@ fn publish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 /// `SPUBLISH shardchannel message`: in per-shard mode only the slot's owner
 /// delivers (a cluster node's subscribers of its own slots).
 fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    deliver_scripts_first(ctx, reply);
     if ctx.core.topo.mode == PortMode::PerShard {
         check_slot(ctx, std::iter::once(args.get(1)))?;
         let caller = Caller {
@@ -229,6 +231,17 @@ fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
     }
     publish_to(ctx, args, reply, Kind::Shard);
     Ok(())
+}
+
+/// What scripts on this shard published earlier in this loop iteration goes out
+/// before a client's publication (see `script_host`): one publisher's messages stay
+/// in order.
+fn deliver_scripts_first(ctx: &mut Ctx<'_>, reply: &mut Reply<'_>) {
+    let caller = Caller {
+        out: &mut *reply.out,
+        proto: reply.proto,
+    };
+    crate::script_host::deliver(ctx.core, ctx.conns, Some(caller));
 }
 
 /// Deliver here, then to the other shards with subscribers (see [`crate::pubsub`]).
