@@ -214,6 +214,8 @@ fn function_stats_shows_the_running_function() {
         ]),
         b"+OK\r\n"
     );
+    let mut resp3 = conn_on_shard(&server, 1);
+    resp3.cmd(&["hello", "3"]);
     let mut runner = conn_on_shard(&server, 0);
     let key = key_on_shard("busy", 0, SHARDS);
     runner.send(&encode(&["FCALL", "spin", "1", &key, "an arg"]));
@@ -239,6 +241,17 @@ fn function_stats_shows_the_running_function() {
     assert!(
         (THRESHOLD_MS..60_000).contains(&duration),
         "duration_ms {duration}"
+    );
+    // RESP3: maps.
+    let stats = resp3.cmd(&["function", "stats"]);
+    let running = b"%2\r\n$14\r\nrunning_script\r\n%3\r\n$4\r\nname\r\n$4\r\nspin\r\n\
+                    $7\r\ncommand\r\n*5\r\n$5\r\nFCALL\r\n";
+    let engines = b"$7\r\nengines\r\n%1\r\n$3\r\nLUA\r\n%2\r\n$15\r\nlibraries_count\r\n:1\r\n\
+                    $15\r\nfunctions_count\r\n:1\r\n";
+    assert!(
+        stats.starts_with(running) && stats.ends_with(engines),
+        "{}",
+        show(&stats)
     );
     assert_eq!(other.cmd(&["function", "kill"]), b"+OK\r\n");
     let reply = runner.read_reply();
