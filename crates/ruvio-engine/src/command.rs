@@ -601,6 +601,21 @@ pub struct Effects {
     pub rewritten: bool,
     /// What is recorded, when the server asked for anything.
     pub record: Option<Box<Recorded>>,
+    /// Messages a script published (PUBLISH / SPUBLISH from `redis.call`), in
+    /// order: the server delivers them after the command, as it delivers keyspace
+    /// events (docs/scripting.md).
+    pub published: Vec<Published>,
+}
+
+/// A message a script published: the server delivers it once the script is over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// SPUBLISH (a shard channel) rather than PUBLISH.
+    pub shard_channel: bool,
+    /// The channel (or shard channel).
+    pub channel: Vec<u8>,
+    /// The message.
+    pub message: Vec<u8>,
 }
 
 /// The recorded effects of one command.

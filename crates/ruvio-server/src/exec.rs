@@ -105,6 +105,9 @@ pub fn run_engine(
         Err(_) => contain_panic(core, cmd, mutations_before, reply_start, &mut reply),
     };
     core.stats.dirty += ctx.effects.dirty;
+    if !ctx.effects.published.is_empty() {
+        crate::script_host::queue(core, std::mem::take(&mut ctx.effects.published));
+    }
     if let Some(wal) = core.wal.as_mut().filter(|_| logging) {
         // A command logged as several records (a script's writes, a rewrite into
         // two) replays whole or not at all.

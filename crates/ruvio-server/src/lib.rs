@@ -28,6 +28,7 @@ pub mod pubsub;
 pub mod registry;
 pub mod reshard;
 pub mod save_rules;
+pub mod script_host;
 pub mod shard;
 pub mod shutdown;
 pub mod slab;

@@ -130,6 +130,8 @@ fn class_flag(class: EventClass) -> u32 {
 #[derive(Debug, Default)]
 pub struct Pending {
     events: Vec<(u32, &'static str, usize, Vec<u8>)>,
+    /// Messages scripts published (see `script_host`).
+    pub published: Vec<ruvio_engine::command::Published>,
 }
 
 /// Queue a command's recorded events that the setting selects, each key it added
@@ -170,8 +172,10 @@ pub fn queue(core: &mut ShardCore, flag: u32, event: &'static str, db: usize, ke
     }
 }
 
-/// Publish the queued events (once per loop iteration).
+/// Publish the queued events (once per loop iteration), after what scripts
+/// published.
 pub fn deliver_pending(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    crate::script_host::deliver(core, conns, None);
     if core.notifications.events.is_empty() {
         return;
     }

@@ -402,8 +402,12 @@ pub fn visible_shards(core: &ShardCore) -> std::ops::Range<usize> {
 /// Distinct names of `kind` subscribed to on the visible shards (INFO's
 /// `pubsub_channels`, `pubsub_patterns`, `pubsubshard_channels`; PUBSUB NUMPAT).
 pub fn distinct(core: &ShardCore, kind: Kind) -> u64 {
-    let shards = &core.shared.pubsub.shards;
-    let range = visible_shards(core);
+    distinct_in(&core.shared.pubsub, visible_shards(core), kind)
+}
+
+/// Distinct names of `kind` subscribed to on shards `range`.
+pub fn distinct_in(subscribers: &Subscribers, range: std::ops::Range<usize>, kind: Kind) -> u64 {
+    let shards = &subscribers.shards;
     if range.len() == 1 {
         return shards[range.start].registry().of(kind).len() as u64;
     }

@@ -2,7 +2,9 @@
 //! that needs the busy shard answers `-BUSY` on the other shard's connections,
 //! SCRIPT KILL from there stops the script (its caller gets Redis' error, `pcall`
 //! cannot swallow it, a loop inside a coroutine is stopped too), a script that wrote is `-UNKILLABLE`, SHUTDOWN without NOSAVE
-//! is refused and SHUTDOWN NOSAVE ends the server. The replies are the same with
+//! is refused and SHUTDOWN NOSAVE ends the server. FUNCTION STATS from another
+//! shard shows a running function (name, command, duration) and answers -BUSY while
+//! an EVAL script is busy. The replies are the same with
 //! `RUVIO_TEST_TARGET=redis` (one redis-server: every connection is "another
 //! shard"), which checks them against Redis.
 
@@ -181,4 +183,97 @@ fn busy_reply_threshold_is_a_config_parameter() {
         conn.cmd(&["config", "get", "lua-time-limit"]),
         pair("lua-time-limit", "250")
     );
+}
+
+/// FUNCTION STATS' engines part for one library of one function.
+const ENGINES: &[u8] =
+    b"$7\r\nengines\r\n*2\r\n$3\r\nLUA\r\n*4\r\n$15\r\nlibraries_count\r\n:1\r\n$15\r\nfunctions_count\r\n:1\r\n";
+
+/// FUNCTION STATS with no script running.
+fn stats_idle() -> Vec<u8> {
+    [&b"*4\r\n$14\r\nrunning_script\r\n$-1\r\n"[..], ENGINES].concat()
+}
+
+#[test]
+fn function_stats_shows_the_running_function() {
+    let server = Server::forward(SHARDS);
+    let mut other = conn_on_shard(&server, 1);
+    let library = "#!lua name=spinlib\n\
+                   redis.register_function('spin', function(keys, args) while true do end end)";
+    assert_eq!(
+        other.cmd(&["function", "load", library]),
+        b"$7\r\nspinlib\r\n"
+    );
+    assert_eq!(other.cmd(&["function", "stats"]), stats_idle());
+    assert_eq!(
+        other.cmd(&[
+            "config",
+            "set",
+            "busy-reply-threshold",
+            &THRESHOLD_MS.to_string()
+        ]),
+        b"+OK\r\n"
+    );
+    let mut resp3 = conn_on_shard(&server, 1);
+    resp3.cmd(&["hello", "3"]);
+    let mut runner = conn_on_shard(&server, 0);
+    let key = key_on_shard("busy", 0, SHARDS);
+    runner.send(&encode(&["FCALL", "spin", "1", &key, "an arg"]));
+    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    let stats = other.cmd(&["function", "stats"]);
+    let running = format!(
+        "*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\nname\r\n$4\r\nspin\r\n\
+         $7\r\ncommand\r\n*5\r\n$5\r\nFCALL\r\n$4\r\nspin\r\n$1\r\n1\r\n${}\r\n{key}\r\n\
+         $6\r\nan arg\r\n$11\r\nduration_ms\r\n:",
+        key.len()
+    );
+    assert!(
+        stats.starts_with(running.as_bytes()) && stats.ends_with(ENGINES),
+        "{}",
+        show(&stats)
+    );
+    let duration = &stats[running.len()..stats.len() - ENGINES.len()];
+    let duration: u64 = std::str::from_utf8(duration)
+        .ok()
+        .and_then(|d| d.strip_suffix("\r\n"))
+        .and_then(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("duration_ms in {}", show(&stats)));
+    assert!(
+        (THRESHOLD_MS..60_000).contains(&duration),
+        "duration_ms {duration}"
+    );
+    // RESP3: maps.
+    let stats = resp3.cmd(&["function", "stats"]);
+    let running = b"%2\r\n$14\r\nrunning_script\r\n%3\r\n$4\r\nname\r\n$4\r\nspin\r\n\
+                    $7\r\ncommand\r\n*5\r\n$5\r\nFCALL\r\n";
+    let engines = b"$7\r\nengines\r\n%1\r\n$3\r\nLUA\r\n%2\r\n$15\r\nlibraries_count\r\n:1\r\n\
+                    $15\r\nfunctions_count\r\n:1\r\n";
+    assert!(
+        stats.starts_with(running) && stats.ends_with(engines),
+        "{}",
+        show(&stats)
+    );
+    assert_eq!(other.cmd(&["function", "kill"]), b"+OK\r\n");
+    let reply = runner.read_reply();
+    assert!(
+        reply.starts_with(b"-ERR Script killed by user with"),
+        "{}",
+        show(&reply)
+    );
+    assert_eq!(
+        until_not_busy(&mut other, &["function", "stats"]),
+        stats_idle()
+    );
+}
+
+#[test]
+fn function_stats_is_busy_while_an_eval_script_is() {
+    let server = Server::forward(SHARDS);
+    let (mut runner, mut other, _) = start_busy_script(&server, "while true do end");
+    assert_eq!(other.cmd(&["function", "stats"]), BUSY);
+    assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
+    assert!(runner.read_reply().starts_with(KILLED));
+    let idle = b"*4\r\n$14\r\nrunning_script\r\n$-1\r\n$7\r\nengines\r\n*2\r\n$3\r\nLUA\r\n\
+                 *4\r\n$15\r\nlibraries_count\r\n:0\r\n$15\r\nfunctions_count\r\n:0\r\n";
+    assert_eq!(until_not_busy(&mut other, &["function", "stats"]), idle);
 }

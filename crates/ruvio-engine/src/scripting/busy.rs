@@ -16,11 +16,17 @@
 //!
 //! A kill request names the run it is for, so a request that arrives as one script
 //! ends never stops the next one.
+//!
+//! A running function also publishes its name and FCALL command ([`About`]) for
+//! FUNCTION STATS' `running_script` on the other shards: a mutex taken once per
+//! FCALL by its shard (uncontended unless STATS reads it), buffers reused.
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
+
+use ruvio_resp::Args;
 
 use crate::error::CmdError;
 
@@ -62,6 +68,28 @@ pub struct ScriptWatch {
     wrote: AtomicBool,
     /// The running script is a function (FCALL), not an EVAL script.
     function: AtomicBool,
+    /// The running function's name and command (FUNCTION STATS).
+    about: Mutex<About>,
+}
+
+/// What FUNCTION STATS shows of a running function.
+#[derive(Default, Debug)]
+struct About {
+    /// The run described: a reader ignores a description of an earlier run.
+    run: u64,
+    name: Vec<u8>,
+    /// The command's arguments end to end; `ends` closes each.
+    command: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+/// A running function as FUNCTION STATS' `running_script` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningFunction {
+    pub name: Vec<u8>,
+    /// The FCALL as its client sent it.
+    pub command: Vec<Vec<u8>>,
+    pub duration_ms: u64,
 }
 
 impl ScriptWatch {
@@ -74,6 +102,49 @@ impl ScriptWatch {
         let started = self.started_ms.load(Ordering::Acquire);
         (clock_ms().saturating_sub(started) >= threshold_ms)
             .then(|| self.function.load(Ordering::Acquire))
+    }
+
+    /// The function running here now, if one is.
+    fn running_function(&self) -> Option<RunningFunction> {
+        let run = self.run.load(Ordering::Acquire);
+        if run == 0 || !self.function.load(Ordering::Acquire) {
+            return None;
+        }
+        let started = self.started_ms.load(Ordering::Acquire);
+        let about = self.about.lock().unwrap_or_else(|e| e.into_inner());
+        if about.run != run {
+            return None;
+        }
+        let starts = std::iter::once(0).chain(about.ends.iter().copied());
+        let command = starts
+            .zip(&about.ends)
+            .map(|(start, &end)| about.command[start..end].to_vec())
+            .collect();
+        Some(RunningFunction {
+            name: about.name.clone(),
+            command,
+            duration_ms: clock_ms().saturating_sub(started),
+        })
+    }
+
+    /// Describe run `run` of function `name`, called by `command`.
+    fn describe(&self, run: u64, name: &str, command: Args<'_>) {
+        let mut about = self.about.lock().unwrap_or_else(|e| e.into_inner());
+        let About {
+            run: described,
+            name: about_name,
+            command: bytes,
+            ends,
+        } = &mut *about;
+        *described = run;
+        about_name.clear();
+        about_name.extend_from_slice(name.as_bytes());
+        bytes.clear();
+        ends.clear();
+        for arg in command.iter() {
+            bytes.extend_from_slice(arg);
+            ends.push(bytes.len());
+        }
     }
 }
 
@@ -158,6 +229,30 @@ impl ScriptWatches {
     }
 }
 
+/// FUNCTION STATS' `running_script`: a function running on any shard (the first
+/// found when several run at once), `None` when none does; Redis' `-BUSY` for an
+/// EVAL script running past the threshold (Redis answers STATS so then).
+pub fn running_function() -> Result<Option<RunningFunction>, CmdError> {
+    WATCHES.with(|w| {
+        let w = w.borrow();
+        let Some((watches, _)) = w.as_ref() else {
+            return Ok(None);
+        };
+        let threshold = watches.threshold_ms();
+        if watches
+            .shards
+            .iter()
+            .any(|s| s.busy(threshold) == Some(false))
+        {
+            return Err(busy_error(false));
+        }
+        Ok(watches
+            .shards
+            .iter()
+            .find_map(ScriptWatch::running_function))
+    })
+}
+
 /// Redis' `-BUSY` for a running script of that kind.
 fn busy_error(function: bool) -> CmdError {
     CmdError::quoted(if function { BUSY_FUNCTION } else { BUSY_EVAL }, b"", "")
@@ -196,12 +291,16 @@ pub fn kill(function: bool) -> Result<(), CmdError> {
 pub struct Running(());
 
 impl Running {
-    /// Publish a script (a function when `function`) as running on this shard.
-    pub fn start(function: bool) -> Running {
+    /// Publish a script as running on this shard: a function when `function` names
+    /// it and the command that called it.
+    pub fn start(function: Option<(&str, Args<'_>)>) -> Running {
         let run = with_own(|watches, own| {
             let run = watches.next_run.fetch_add(1, Ordering::Relaxed);
+            if let Some((name, command)) = function {
+                own.describe(run, name, command);
+            }
             own.wrote.store(false, Ordering::Release);
-            own.function.store(function, Ordering::Release);
+            own.function.store(function.is_some(), Ordering::Release);
             own.started_ms.store(clock_ms(), Ordering::Release);
             own.run.store(run, Ordering::Release);
             run
@@ -252,7 +351,7 @@ mod tests {
             message(kill(false).unwrap_err()),
             "NOTBUSY No scripts in execution right now."
         );
-        let running = Running::start(false);
+        let running = Running::start(None);
         assert!(!kill_requested());
         assert!(watches.busy_error(0).is_some() && watches.busy_error(1).is_none());
         assert!(kill(false).is_ok());
@@ -260,19 +359,21 @@ mod tests {
         drop(running);
         assert!(watches.busy_error(0).is_none());
         // The next script is not stopped by the earlier request.
-        let _next = Running::start(false);
+        let _next = Running::start(None);
         assert!(!kill_requested());
     }
 
     #[test]
     fn a_script_that_wrote_or_of_the_other_kind_is_not_killed() {
         let _watches = watches(0);
-        let running = Running::start(false);
+        let running = Running::start(None);
         note_write();
         assert!(message(kill(false).unwrap_err()).starts_with("UNKILLABLE Sorry the script"));
         assert!(!kill_requested());
         drop(running);
-        let _function = Running::start(true);
+        let command: ruvio_resp::OwnedArgs =
+            ["fcall", "f", "0"].iter().map(|a| a.as_bytes()).collect();
+        let _function = Running::start(Some(("f", command.args())));
         assert_eq!(message(kill(false).unwrap_err()), BUSY_FUNCTION);
         assert!(!kill_requested());
         assert!(kill(true).is_ok());
@@ -280,9 +381,31 @@ mod tests {
     }
 
     #[test]
+    fn function_stats_sees_a_running_function_and_refuses_during_a_busy_eval() {
+        let watches = watches(60_000);
+        assert_eq!(running_function(), Ok(None));
+        let command: ruvio_resp::OwnedArgs = ["FCALL", "spin", "1", "k"]
+            .iter()
+            .map(|a| a.as_bytes())
+            .collect();
+        let function = Running::start(Some(("spin", command.args())));
+        let seen = running_function().unwrap().expect("a running function");
+        assert_eq!(seen.name, b"spin");
+        assert_eq!(seen.command, [&b"FCALL"[..], b"spin", b"1", b"k"]);
+        drop(function);
+        assert_eq!(running_function(), Ok(None));
+        let eval = Running::start(None);
+        assert_eq!(running_function(), Ok(None), "an EVAL before the threshold");
+        watches.set_threshold_ms(0);
+        assert_eq!(message(running_function().unwrap_err()), BUSY_EVAL);
+        drop(eval);
+        assert_eq!(running_function(), Ok(None));
+    }
+
+    #[test]
     fn busy_only_past_the_threshold() {
         let watches = watches(60_000);
-        let running = Running::start(false);
+        let running = Running::start(None);
         assert!(watches.busy_error(0).is_none());
         watches.set_threshold_ms(0);
         assert_eq!(message(watches.busy_error(0).unwrap()), BUSY_EVAL);

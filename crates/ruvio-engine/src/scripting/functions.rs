@@ -584,13 +584,27 @@ pub fn counts() -> (usize, usize) {
     })
 }
 
-/// FUNCTION STATS: `running_script` is nil (a shard running a function serves no
-/// other command until it ends, see docs/scripting.md), then the engine's counts.
-pub fn stats(reply: &mut Reply<'_>) {
+/// FUNCTION STATS: `running_script` (a function running on any shard: its name,
+/// command and run time; nil when none runs; `-BUSY` while an EVAL script runs past
+/// the threshold, as Redis), then the engine's counts.
+pub fn stats(reply: &mut Reply<'_>) -> Result<(), CmdError> {
+    let running = super::busy::running_function()?;
     let (libraries, functions) = counts();
     reply.map(2);
     reply.bulk(b"running_script");
-    reply.null();
+    match running {
+        None => reply.null(),
+        Some(f) => {
+            reply.map(3);
+            reply.bulk(b"name");
+            reply.bulk(&f.name);
+            reply.bulk(b"command");
+            reply.array(f.command.len());
+            f.command.iter().for_each(|arg| reply.bulk(arg));
+            reply.bulk(b"duration_ms");
+            reply.int(f.duration_ms as i64);
+        }
+    }
     reply.bulk(b"engines");
     reply.map(1);
     reply.bulk(ENGINE_NAME.as_bytes());
@@ -599,6 +613,7 @@ pub fn stats(reply: &mut Reply<'_>) {
     reply.int(libraries as i64);
     reply.bulk(b"functions_count");
     reply.int(functions as i64);
+    Ok(())
 }
 
 /// FCALL / FCALL_RO function numkeys key... arg...
@@ -638,6 +653,7 @@ fn fcall_generic(
         argv: &argv,
         read_only: read_only_command || no_writes,
         callback: Some(callback),
+        command: args,
     };
     let may_block = std::mem::replace(&mut ctx.may_block, false);
     let result = with_engine(|e| lua::run_in(&mut e.state, engine, ctx, reply, &call));

@@ -28,6 +28,8 @@ pub(super) struct Call<'a> {
     /// A function's registered callback (FCALL): called with the keys and arguments
     /// as its two parameters, no `KEYS` / `ARGV` globals; `sha` is then its name.
     pub callback: Option<Function>,
+    /// The command as the client sent it (FUNCTION STATS shows a running FCALL's).
+    pub command: ruvio_resp::Args<'a>,
 }
 
 /// A shard's interpreter and the scripts compiled in it.
@@ -319,7 +321,7 @@ pub(super) fn run_in(
         let hooks = &state.hooks;
         let redis: Table = hooks.raw_get("redis").map_err(internal)?;
         let resp_of = || hooks.raw_get::<u8>("resp").unwrap_or(2);
-        let is_function = call.callback.is_some();
+        let function = call.callback.is_some().then_some((call.sha, call.command));
         let outcome: (bool, Value) = lua
             .scope(|scope| {
                 let call = scope.create_function(|lua, args: MultiValue| {
@@ -337,7 +339,7 @@ pub(super) fn run_in(
                 redis.raw_set("call", call)?;
                 redis.raw_set("pcall", pcall)?;
                 hooks.raw_set("pending", Value::Nil)?;
-                let running = busy::Running::start(is_function);
+                let running = busy::Running::start(function);
                 let result = xpcall.call::<(bool, Value)>((f, handler));
                 drop(running);
                 redis.raw_set("call", Value::Nil)?;
@@ -483,6 +485,13 @@ impl Runner<'_> {
         let Some(handler) = row.handler else {
             return error_table(lua, b"ERR Unknown Redis command called from script");
         };
+        if row.meta.name == "dbsize" {
+            // The whole server's count, not only this shard's (see `server_cmds`).
+            let here = self.engine.db(self.ctx.db).len();
+            let mut out = Vec::new();
+            Reply::new(&mut out, resp).int(server_cmds::dbsize(here, self.ctx.db) as i64);
+            return reply_value(lua, &out);
+        }
         if row.meta.has(flags::WRITE) {
             busy::note_write();
         }

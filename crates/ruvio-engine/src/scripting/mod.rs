@@ -45,7 +45,7 @@ use crate::Engine;
 
 pub use busy::{kill, set_script_watches, ScriptWatches};
 pub use lua::set_local_slots;
-pub use server_cmds::{set_server_commands, ServerLookup};
+pub use server_cmds::{set_script_host, set_server_commands, ScriptHost, ServerLookup};
 
 /// Script bodies by their lower-case hex SHA1, shared by every shard.
 fn cache() -> &'static Mutex<HashMap<String, Arc<[u8]>>> {
@@ -183,6 +183,7 @@ fn run(
         argv: &argv,
         read_only,
         callback: None,
+        command: args,
     };
     let generation = GENERATION.load(Ordering::Acquire);
     let may_block = std::mem::replace(&mut ctx.may_block, false);

@@ -5,18 +5,23 @@
 //! lookup of its rows at start ([`set_server_commands`]), so a script's call of a
 //! server command is checked as Redis checks it: arity, then the `noscript` flag
 //! (`This Redis command is not allowed from script`), then read-only scripts. The
-//! commands scripts commonly use and that need nothing beyond the script's shard are
-//! answered here: TIME (BullMQ stamps jobs with it), PING, ECHO and SELECT (which,
-//! as in Redis 7, lasts until the script ends: the caller's database is restored).
-//! Any other server command (INFO, DBSIZE, ...: they need every shard) answers
-//! `Unknown Redis command called from script` (docs/scripting.md).
+//! commands scripts commonly use are answered here: TIME (BullMQ stamps jobs with
+//! it), PING, ECHO and SELECT (which, as in Redis 7, lasts until the script ends:
+//! the caller's database is restored), and, through the shard's [`ScriptHost`],
+//! those that need the rest of the server: PUBLISH / SPUBLISH (counted now from
+//! every shard's subscriptions, delivered by the server after the script: see
+//! [`crate::command::Published`]), DBSIZE's other shards, and the commands the host
+//! answers from what every shard shares (LASTSAVE, PUBSUB's subcommands). Any other
+//! server command (INFO, ...) answers `Unknown Redis command called from script`
+//! (docs/scripting.md).
 
+use std::cell::RefCell;
 use std::sync::OnceLock;
 
 use ruvio_resp::{Args, Reply};
 
 use crate::args::parse_i64;
-use crate::command::{arity_fits, flags, CommandMeta, ExecCtx};
+use crate::command::{arity_fits, flags, CommandMeta, ExecCtx, Published};
 use crate::error::CmdError;
 use crate::Engine;
 
@@ -31,6 +36,53 @@ static SERVER_LOOKUP: OnceLock<ServerLookup> = OnceLock::new();
 pub fn set_server_commands(lookup: ServerLookup) {
     let _ = SERVER_LOOKUP.set(lookup);
 }
+
+/// What a script's server commands need from the server around the engine: one
+/// per shard thread ([`set_script_host`]).
+pub trait ScriptHost {
+    /// How many subscribers a message on `channel` reaches now (pattern
+    /// subscribers included for a plain channel), counted as the server counts a
+    /// client's PUBLISH (`shard_channel`: SPUBLISH's); `None` for a shard channel
+    /// of another node (per-shard mode), which a script may not publish to.
+    fn receivers(&self, shard_channel: bool, channel: &[u8]) -> Option<u64>;
+    /// Keys in database `db` on the shards other than this one (as they last
+    /// published them).
+    fn keys_elsewhere(&self, db: usize) -> u64;
+    /// Answer server command `name` (its row's name: `lastsave`, `pubsub|numsub`
+    /// ...) from what every shard shares; `None` for a command the host cannot
+    /// answer from a script.
+    fn call(
+        &self,
+        name: &str,
+        args: Args<'_>,
+        reply: &mut Reply<'_>,
+    ) -> Option<Result<(), CmdError>>;
+}
+
+thread_local! {
+    static HOST: RefCell<Option<Box<dyn ScriptHost>>> = const { RefCell::new(None) };
+}
+
+/// Give this shard thread's scripts the server around them (called at shard start).
+pub fn set_script_host(host: Box<dyn ScriptHost>) {
+    HOST.with(|h| *h.borrow_mut() = Some(host));
+}
+
+/// `f` of this thread's host; `None` for an engine alone (unit tests, tools).
+fn with_host<R>(f: impl FnOnce(&dyn ScriptHost) -> R) -> Option<R> {
+    HOST.with(|h| h.borrow().as_deref().map(f))
+}
+
+/// DBSIZE from a script: this shard's keys plus the other shards' (a whole
+/// server's count in forward mode, as Redis answers; the node's own in per-shard
+/// mode, whose host reports no other shard).
+pub(super) fn dbsize(here: usize, db: usize) -> u64 {
+    here as u64 + with_host(|h| h.keys_elsewhere(db)).unwrap_or(0)
+}
+
+/// Commands Redis marks `may-replicate` that a read-only script may not call:
+/// PUBLISH and SPUBLISH (COMMAND INFO does not list the flag for them).
+const PUBLISHING: &[&str] = &["publish", "spublish"];
 
 const UNKNOWN: &str = "ERR Unknown Redis command called from script";
 const WRONG_ARITY: &str = "ERR Wrong number of args calling Redis command from script";
@@ -56,7 +108,9 @@ pub(super) fn call(
     if meta.has(flags::NOSCRIPT) {
         return Err("ERR This Redis command is not allowed from script");
     }
-    if read_only && meta.has(flags::WRITE) {
+    if read_only
+        && (meta.has(flags::WRITE | flags::MAY_REPLICATE) || PUBLISHING.contains(&meta.name))
+    {
         return Err("ERR Write commands are not allowed from read-only scripts.");
     }
     let result = match meta.name {
@@ -80,11 +134,40 @@ pub(super) fn call(
             Ok(())
         }
         "select" => select(engine, ctx, args, reply),
-        _ => return Err(UNKNOWN),
+        "publish" | "spublish" => return publish(ctx, meta.name == "spublish", args, reply),
+        name => match with_host(|h| h.call(name, args, reply)).flatten() {
+            Some(result) => result,
+            None => return Err(UNKNOWN),
+        },
     };
     if let Err(e) = result {
         e.write(reply);
     }
+    Ok(())
+}
+
+/// PUBLISH / SPUBLISH: the receivers a client's publication would reach now; the
+/// message itself goes out once the script is over (the engine cannot reach the
+/// subscribers' connections: the server delivers the command's `published`). A
+/// shard channel of another node is refused as Redis Cluster refuses a non-local
+/// key.
+fn publish(
+    ctx: &mut ExecCtx,
+    shard_channel: bool,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> Result<(), &'static str> {
+    let (channel, message) = (args.get(1), args.get(2));
+    let receivers = with_host(|h| h.receivers(shard_channel, channel)).unwrap_or(Some(0));
+    let Some(receivers) = receivers else {
+        return Err("ERR Script attempted to access a non local key in a cluster node");
+    };
+    ctx.effects.published.push(Published {
+        shard_channel,
+        channel: channel.to_vec(),
+        message: message.to_vec(),
+    });
+    reply.int(receivers as i64);
     Ok(())
 }
 

@@ -263,10 +263,10 @@ fn function_list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
 }
 
 /// `FUNCTION STATS`: every shard holds the same libraries, so this shard's counts
-/// are the server's.
+/// are the server's; a function running on any shard is seen through the script
+/// watches.
 fn function_stats(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    functions::stats(reply);
-    Ok(())
+    functions::stats(reply)
 }
 
 /// `FUNCTION KILL`: stop the function running on any shard, if it has not written

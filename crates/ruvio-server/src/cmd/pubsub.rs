@@ -9,11 +9,12 @@
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
 use crate::gather::Gather;
-use crate::pubsub::{self, Caller, Kind, Publication};
+use crate::pubsub::{self, Caller, Kind, Publication, Subscribers};
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::{glob_match, CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
+use std::ops::Range;
 
 /// The Pub/Sub family's table, with Redis' arity, flags and ACL categories.
 #[rustfmt::skip]
@@ -201,6 +202,7 @@ fn check_slot<'a>(ctx: &Ctx<'_>, mut names: impl Iterator<Item = &'a [u8]>) -> S
 
 /// `PUBLISH channel message`
 fn publish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    deliver_scripts_first(ctx, reply);
     publish_to(ctx, args, reply, Kind::Channel);
     Ok(())
 }
@@ -208,6 +210,7 @@ fn publish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 /// `SPUBLISH shardchannel message`: in per-shard mode only the slot's owner
 /// delivers (a cluster node's subscribers of its own slots).
 fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    deliver_scripts_first(ctx, reply);
     if ctx.core.topo.mode == PortMode::PerShard {
         check_slot(ctx, std::iter::once(args.get(1)))?;
         let caller = Caller {
@@ -228,6 +231,17 @@ fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
     }
     publish_to(ctx, args, reply, Kind::Shard);
     Ok(())
+}
+
+/// What scripts on this shard published earlier in this loop iteration goes out
+/// before a client's publication (see `script_host`): one publisher's messages stay
+/// in order.
+fn deliver_scripts_first(ctx: &mut Ctx<'_>, reply: &mut Reply<'_>) {
+    let caller = Caller {
+        out: &mut *reply.out,
+        proto: reply.proto,
+    };
+    crate::script_host::deliver(ctx.core, ctx.conns, Some(caller));
 }
 
 /// Deliver here, then to the other shards with subscribers (see [`crate::pubsub`]).
@@ -267,30 +281,68 @@ fn publish_to(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Ki
     }
 }
 
+/// The subscriptions a PUBSUB call sees: every shard's, and which shards count
+/// ([`pubsub::visible_shards`]). A client's PUBSUB and a script's share the code.
+pub struct View<'a> {
+    pub subscribers: &'a Subscribers,
+    pub shards: Range<usize>,
+}
+
+impl<'a> View<'a> {
+    fn of(ctx: &'a Ctx<'_>) -> View<'a> {
+        View {
+            subscribers: &ctx.core.shared.pubsub,
+            shards: pubsub::visible_shards(ctx.core),
+        }
+    }
+}
+
+/// PUBSUB subcommand `name` (its row's name, `pubsub|numsub` ...) over `view`;
+/// `None` for a name that is not one (a script's call goes on to other commands).
+pub fn answer(
+    view: &View<'_>,
+    name: &str,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> Option<ServerResult> {
+    Some(match name {
+        "pubsub|channels" => list_names(view, args, reply, Kind::Channel),
+        "pubsub|shardchannels" => list_names(view, args, reply, Kind::Shard),
+        "pubsub|numsub" => count_subscribers(view, args, reply, Kind::Channel),
+        "pubsub|shardnumsub" => count_subscribers(view, args, reply, Kind::Shard),
+        "pubsub|numpat" => {
+            let patterns =
+                pubsub::distinct_in(view.subscribers, view.shards.clone(), Kind::Pattern);
+            reply.int(patterns as i64);
+            Ok(())
+        }
+        "pubsub|help" => {
+            write_help(args, reply);
+            Ok(())
+        }
+        _ => return None,
+    })
+}
+
 /// `PUBSUB CHANNELS [pattern]`
 fn channels(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    list_names(ctx, args, reply, Kind::Channel)
+    list_names(&View::of(ctx), args, reply, Kind::Channel)
 }
 
 /// `PUBSUB SHARDCHANNELS [pattern]`
 fn shardchannels(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    list_names(ctx, args, reply, Kind::Shard)
+    list_names(&View::of(ctx), args, reply, Kind::Shard)
 }
 
 /// The distinct names with subscribers on the visible shards, matching the pattern.
-fn list_names(
-    ctx: &mut Ctx<'_>,
-    args: Args<'_>,
-    reply: &mut Reply<'_>,
-    kind: Kind,
-) -> ServerResult {
+fn list_names(view: &View<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Kind) -> ServerResult {
     if args.len() > 3 {
         return Err(CmdError::subcommand_syntax(args.get(1), "pubsub"));
     }
     let pattern = (args.len() == 3).then(|| args.get(2));
     let mut names: Vec<Vec<u8>> = Vec::new();
-    let shards = &ctx.core.shared.pubsub.shards;
-    for s in pubsub::visible_shards(ctx.core) {
+    let shards = &view.subscribers.shards;
+    for s in view.shards.clone() {
         let registry = shards[s].registry();
         let matching = registry
             .of(kind)
@@ -307,25 +359,27 @@ fn list_names(
 
 /// `PUBSUB NUMSUB [channel ...]`
 fn numsub(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    count_subscribers(ctx, args, reply, Kind::Channel)
+    count_subscribers(&View::of(ctx), args, reply, Kind::Channel)
 }
 
 /// `PUBSUB SHARDNUMSUB [shardchannel ...]`
 fn shardnumsub(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    count_subscribers(ctx, args, reply, Kind::Shard)
+    count_subscribers(&View::of(ctx), args, reply, Kind::Shard)
 }
 
 /// Each name with its subscriber count over the visible shards.
 fn count_subscribers(
-    ctx: &mut Ctx<'_>,
+    view: &View<'_>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
     kind: Kind,
 ) -> ServerResult {
-    let shards = &ctx.core.shared.pubsub.shards;
+    let shards = &view.subscribers.shards;
     reply.array((args.len() - 2) * 2);
     for name in args.iter().skip(2) {
-        let count: usize = pubsub::visible_shards(ctx.core)
+        let count: usize = view
+            .shards
+            .clone()
             .map(|s| shards[s].registry().of(kind).get(name).map_or(0, Vec::len))
             .sum();
         reply.bulk(name);
@@ -342,6 +396,11 @@ fn numpat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 
 /// `PUBSUB HELP`
 fn help(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    write_help(args, reply);
+    Ok(())
+}
+
+fn write_help(args: Args<'_>, reply: &mut Reply<'_>) {
     reply_help(
         reply,
         args.get(0),
@@ -359,5 +418,4 @@ fn help(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
             "    Return the number of subscribers for the specified shard level channel(s)",
         ],
     );
-    Ok(())
 }

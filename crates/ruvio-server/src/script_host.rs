@@ -1,0 +1,164 @@
+//! The server around a shard's scripts: what `redis.call` of PUBLISH, SPUBLISH,
+//! DBSIZE, LASTSAVE and PUBSUB needs beyond the shard's keyspace
+//! ([`ruvio_engine::scripting::ScriptHost`]), and the delivery of what scripts
+//! published.
+//!
+//! A script runs inside the engine on one shard and cannot wait for the others, so
+//! a script's PUBLISH is split in two:
+//! - its reply, at the call, counts the receivers from every shard's subscription
+//!   registry (forward mode: the whole server's, as one Redis counts; per-shard
+//!   mode: the node's own, as Redis Cluster does). The registries are read under
+//!   their mutexes, so the count is exact at that moment;
+//! - the message itself is an effect of the command
+//!   ([`ruvio_engine::command::Published`]): queued after the script with the
+//!   keyspace events and sent at the end of the loop iteration (or before a later
+//!   client PUBLISH on the shard, which keeps one publisher's messages in order),
+//!   through the Pub/Sub path (this shard's subscribers, then a batch to every other
+//!   shard with subscribers; per-shard mode: every shard for PUBLISH, as the
+//!   cluster bus carries it, the owner alone for SPUBLISH).
+//!
+//! So a subscriber that subscribes or leaves between the script's call and the end
+//! of its loop iteration may make the count differ from the deliveries: the same
+//! window Redis has between two commands, now the length of one loop iteration.
+//! DBSIZE adds the other shards' key counts as they last published them (on their
+//! 10 ms tick): a write on another shard shows within one tick.
+
+use crate::cmd::pubsub::View;
+use crate::cmd::ServerResult;
+use crate::config::PortMode;
+use crate::conn::Conn;
+use crate::pubsub::{self, Caller, Kind};
+use crate::shard::ShardCore;
+use crate::slab::Slab;
+use crate::stats::Shared;
+use ruvio_engine::command::Published;
+use ruvio_engine::glob_match;
+use ruvio_engine::scripting::ScriptHost;
+use ruvio_resp::{Args, Reply};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// One shard's view of the server, for its scripts.
+struct Host {
+    shared: Arc<Shared>,
+    id: usize,
+    mode: PortMode,
+    /// The hash slots this shard serves (inclusive).
+    slots: (u16, u16),
+}
+
+/// Give this shard thread's scripts the server around them (at shard start).
+pub fn install(shared: Arc<Shared>, id: usize, mode: PortMode, slots: (u16, u16)) {
+    ruvio_engine::scripting::set_script_host(Box::new(Host {
+        shared,
+        id,
+        mode,
+        slots,
+    }));
+}
+
+impl Host {
+    /// The shards whose subscribers a publication from here counts, and PUBSUB
+    /// sees ([`crate::pubsub::visible_shards`]).
+    fn counted_shards(&self) -> std::ops::Range<usize> {
+        match self.mode {
+            PortMode::Forward => 0..self.shared.pubsub.shards.len(),
+            PortMode::PerShard => self.id..self.id + 1,
+        }
+    }
+}
+
+impl ScriptHost for Host {
+    fn receivers(&self, shard_channel: bool, channel: &[u8]) -> Option<u64> {
+        if shard_channel && self.mode == PortMode::PerShard {
+            let slot = ruvio_engine::slot::key_slot(channel);
+            if !(self.slots.0..=self.slots.1).contains(&slot) {
+                return None;
+            }
+        }
+        let kind = if shard_channel {
+            Kind::Shard
+        } else {
+            Kind::Channel
+        };
+        let subscribers = &self.shared.pubsub.shards;
+        let mut receivers = 0;
+        for shard in self.counted_shards() {
+            if !subscribers[shard].may_receive(kind) {
+                continue;
+            }
+            let registry = subscribers[shard].registry();
+            receivers += registry.of(kind).get(channel).map_or(0, Vec::len) as u64;
+            if kind == Kind::Channel {
+                receivers += registry
+                    .of(Kind::Pattern)
+                    .iter()
+                    .filter(|(pattern, _)| glob_match(pattern, channel))
+                    .map(|(_, list)| list.len() as u64)
+                    .sum::<u64>();
+            }
+        }
+        Some(receivers)
+    }
+
+    fn keys_elsewhere(&self, db: usize) -> u64 {
+        if self.mode == PortMode::PerShard {
+            return 0;
+        }
+        let shards = self.shared.shards.iter().enumerate();
+        shards
+            .filter(|&(shard, _)| shard != self.id)
+            .filter_map(|(_, gauges)| gauges.keys.get(db))
+            .map(|(keys, _)| keys.load(Relaxed))
+            .sum()
+    }
+
+    fn call(&self, name: &str, args: Args<'_>, reply: &mut Reply<'_>) -> Option<ServerResult> {
+        if name == "lastsave" {
+            reply.int(self.shared.last_save_unix_s.load(Relaxed) as i64);
+            return Some(Ok(()));
+        }
+        let view = View {
+            subscribers: &self.shared.pubsub,
+            shards: self.counted_shards(),
+        };
+        crate::cmd::pubsub::answer(&view, name, args, reply)
+    }
+}
+
+/// Queue what a command's scripts published, for the end of the loop iteration.
+pub fn queue(core: &mut ShardCore, published: Vec<Published>) {
+    core.notifications.published.extend(published);
+}
+
+/// Send the queued publications: once per loop iteration, before the keyspace
+/// events of the same iteration, and before a client's PUBLISH on this shard, so
+/// that one publisher's messages (a script's, then its client's) stay in order.
+/// `caller` is the running connection, out of the slab while its command runs.
+pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, mut caller: Option<Caller<'_>>) {
+    if core.notifications.published.is_empty() {
+        return;
+    }
+    for p in std::mem::take(&mut core.notifications.published) {
+        let kind = if p.shard_channel {
+            Kind::Shard
+        } else {
+            Kind::Channel
+        };
+        let running = caller.as_mut().map(|c| Caller {
+            out: &mut *c.out,
+            proto: c.proto,
+        });
+        pubsub::deliver_here(core, conns, kind, &p.channel, &p.message, running);
+        // SPUBLISH in per-shard mode reaches the channel's owner only: this node.
+        if p.shard_channel && core.topo.mode == PortMode::PerShard {
+            continue;
+        }
+        let me = core.id;
+        for to in 0..core.shared.pubsub.shards.len() {
+            if to != me && core.shared.pubsub.shards[to].may_receive(kind) {
+                core.outbox.message(to, None, kind, &p.channel, &p.message);
+            }
+        }
+    }
+}
