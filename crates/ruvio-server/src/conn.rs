@@ -228,9 +228,16 @@ impl ReplyQueue {
             if !self.held.is_empty() {
                 self.parked_closed -= h.after.len();
             }
-            let parts: Vec<Vec<u8>> = h.parts.into_iter().flatten().collect();
-            if !h.silent {
-                merge_into(h.merge, &parts, &h.order, &mut self.ready);
+            let mut parts: Vec<Vec<u8>> = h.parts.into_iter().flatten().collect();
+            let alone = h.merge == Merge::Single && self.ready.is_empty() && parts.len() == 1;
+            match parts.pop() {
+                // Nothing before it: the reply's buffer becomes the ready bytes.
+                Some(only) if alone && !h.silent => self.ready = only,
+                Some(last) if !h.silent => {
+                    parts.push(last);
+                    merge_into(h.merge, &parts, &h.order, &mut self.ready);
+                }
+                _ => {}
             }
             self.ready.extend_from_slice(&h.after);
         }

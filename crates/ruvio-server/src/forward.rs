@@ -422,6 +422,10 @@ impl Outbox {
     pub fn reply(&mut self, shard: usize, tag: Tag, bytes: &[u8]) {
         self.ensure(shard + 1);
         let batch = &mut self.replies[shard];
+        if batch.replies.is_empty() && bytes.len() >= REPLY_BATCH_BYTES {
+            // A large reply travels alone, in a buffer of its size (no doubling).
+            batch.replies.reserve_exact(bytes.len());
+        }
         batch.replies.extend_from_slice(bytes);
         batch.tags.push((tag, bytes.len() as u32));
         if batch.replies.len() >= REPLY_BATCH_BYTES {
@@ -638,6 +642,12 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             for (db, key) in keys {
                 crate::watch::touch(core, db, &key);
             }
+        }
+        ShardMsg::Replies(mut batch) if batch.tags.len() == 1 => {
+            // One reply (a large one travels alone): its buffer moves, no copy.
+            let (tag, _) = batch.tags[0];
+            let bytes = std::mem::take(&mut batch.replies);
+            gather::deliver(core, conns, (tag.conn, tag.gen), tag.seq, tag.part as usize, bytes);
         }
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
