@@ -42,10 +42,12 @@ pub const FILLING_BYTES_MAX: usize = 64 << 20;
 /// How often `everysec` syncs the log.
 const FSYNC_EVERY_MS: u64 = 1000;
 
-/// `always`: group syncs that may be in flight at once. The next group is written
-/// and synced while earlier syncs run, so clients whose requests arrive just after
-/// a group closed wait one sync, not the rest of the previous one plus their own.
-const GROUP_SYNCS_MAX: u32 = 4;
+/// `always`: group syncs that may be in flight at once. With more than one, the
+/// next group is written and synced while earlier syncs run. On this machine's
+/// disk the syncs serialize anyway and smaller groups mean more of them: a quick
+/// A/B of 1, 2 and 4 (SET, 50 and 200 clients, pipeline 16; docs/durability.md)
+/// found 1 as fast or faster everywhere but at 50 clients unpipelined, so one it is.
+const GROUP_SYNCS_MAX: u32 = 1;
 
 /// One shard's log.
 pub struct Wal {
