@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 /// Time a loop iteration spends writing keys (p99 of the other clients' commands
 /// grows by about this much).
-const SLICE: Duration = Duration::from_micros(500);
+const SLICE: Duration = Duration::from_micros(250);
 /// Keys written between two looks at the clock.
 const KEYS_PER_STEP: usize = 256;
 /// Bytes gathered before a `write` to the file.
