@@ -9,7 +9,9 @@ HdrHistogram; redis-benchmark's p99 is coarser.
 
 The fsync-on-every-write rows (Ruvio durability=always against Redis
 appendfsync always, each logging into its own fresh work directory) run with
---fsync.
+--fsync; the once-a-second rows (durability=everysec against appendfsync
+everysec, beside the same row without a log) with --everysec. --rows selects
+rows by a regular expression on their labels.
 
 Examples:
   scripts/under_load.py
@@ -19,6 +21,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import dataclass
 
@@ -30,14 +33,14 @@ class Scenario:
     """One row: a built-in test at a client count and pipeline depth.
 
     `shards` names the Ruvio configuration the row needs (1 is the plain one);
-    `fsync` rows need durability on both sides.
+    `log` rows ("always", "everysec") need durability on both sides.
     """
 
     test: str
     clients: int
     pipeline: int
     shards: int = 1
-    fsync: bool = False
+    log: str = ""
 
     def label(self) -> str:
         parts = [self.test.upper(), f"{self.clients} clients"]
@@ -45,7 +48,7 @@ class Scenario:
         if self.shards > 1:
             parts.append(f"Ruvio {self.shards} shards")
         label = " · ".join(parts)
-        return label + " · fsync always" if self.fsync else label
+        return label + LOG_LABELS[self.log]
 
 
 SCENARIOS = [
@@ -54,16 +57,32 @@ SCENARIOS = [
     Scenario("set", 200, 16), Scenario("hset", 200, 16),
     Scenario("set", 200, 16, shards=2), Scenario("set", 200, 16, shards=4),
     Scenario("get", 200, 16, shards=2),
-    Scenario("set", 50, 1, fsync=True), Scenario("set", 200, 1, fsync=True),
-    Scenario("set", 50, 16, fsync=True), Scenario("set", 200, 16, shards=2, fsync=True),
+    Scenario("set", 50, 1, log="always"), Scenario("set", 200, 1, log="always"),
+    Scenario("set", 50, 16, log="always"), Scenario("set", 200, 16, shards=2, log="always"),
+    Scenario("set", 200, 16, log="everysec"),
 ]
 
-FSYNC_NOTE = "skipped: pass --fsync to run the durability=always rows"
+LOG_LABELS = {"": "", "always": " · fsync always", "everysec": " · fsync everysec"}
+"""Label suffix of the rows of each log mode."""
 
-REDIS_FSYNC_ARGS = ["--appendonly", "yes", "--appendfsync", "always"]
+LOG_NAMES = {"": "", "always": "-fsync", "everysec": "-everysec"}
+"""Server name suffix of each log mode (the always rows' names as in older records)."""
+
+SKIPPED_NOTE = {"always": "skipped: pass --fsync to run the durability=always rows",
+                "everysec": "skipped: pass --everysec to run the durability=everysec rows"}
+
+REDIS_LOG_ARGS = {"": [], "always": ["--appendonly", "yes", "--appendfsync", "always"],
+                  "everysec": ["--appendonly", "yes", "--appendfsync", "everysec"]}
 # No save rules on either side (Redis runs with --save ""): no background save
 # lands inside a measured row.
-RUVIO_FSYNC_ARGS = ["--durability", "always", "--dir", "{dir}", "--save", ""]
+RUVIO_LOG_ARGS = {"": [], "always": ["--durability", "always", "--dir", "{dir}", "--save", ""],
+                  "everysec": ["--durability", "everysec", "--dir", "{dir}", "--save", ""]}
+
+
+def wanted(s: Scenario, args: argparse.Namespace) -> bool:
+    """The row runs: its log mode was asked for and its label matches --rows."""
+    mode_on = {"": True, "always": args.fsync, "everysec": args.everysec}[s.log]
+    return mode_on and re.search(args.rows, s.label()) is not None
 
 
 def shard_cpus(server_cpus: str, shards: int) -> str:
@@ -86,22 +105,21 @@ def variants(specs: list[bl.ServerSpec], args: argparse.Namespace) -> list[tuple
     with N shards against the same single Redis). Ruvio gets one configuration
     per shard count and per durability.
     """
-    rows = [s for s in SCENARIOS if args.fsync or not s.fsync]
+    rows = [s for s in SCENARIOS if wanted(s, args)]
     out = []
     for spec in specs:
         if spec.kind != "ruvio":
-            for fsync in sorted({s.fsync for s in rows}):
-                extra = REDIS_FSYNC_ARGS if fsync else []
-                v = bl.ServerSpec(spec.name + ("-fsync" if fsync else ""), spec.kind, spec.argv + extra,
+            for log in sorted({s.log for s in rows}):
+                v = bl.ServerSpec(spec.name + LOG_NAMES[log], spec.kind, spec.argv + REDIS_LOG_ARGS[log],
                                   spec.binary, spec.version)
-                out.append((v, [s for s in rows if s.fsync == fsync]))
+                out.append((v, [s for s in rows if s.log == log]))
             continue
-        for shards, fsync in sorted({(s.shards, s.fsync) for s in rows}):
+        for shards, log in sorted({(s.shards, s.log) for s in rows}):
             argv = bl.ruvio_argv(spec.binary, shards, shard_cpus(args.server_cpu, shards))
-            argv += (RUVIO_FSYNC_ARGS if fsync else []) + spec.argv[len(bl.ruvio_argv(spec.binary)):]
-            name = f"ruvio-{shards}sh" + ("-fsync" if fsync else "")
+            argv += RUVIO_LOG_ARGS[log] + spec.argv[len(bl.ruvio_argv(spec.binary)):]
+            name = f"ruvio-{shards}sh" + LOG_NAMES[log]
             out.append((bl.ServerSpec(name, "ruvio", argv, spec.binary, spec.version),
-                        [s for s in rows if s.shards == shards and s.fsync == fsync]))
+                        [s for s in rows if s.shards == shards and s.log == log]))
     return out
 
 
@@ -155,8 +173,10 @@ def print_report(medians: dict, args: argparse.Namespace) -> None:
     table = []
     for s in SCENARIOS:
         label = s.label()
-        if s.fsync and not args.fsync:
-            table.append([label, FSYNC_NOTE, ""])
+        if s.log and not wanted(s, args) and re.search(args.rows, label):
+            table.append([label, SKIPPED_NOTE[s.log], ""])
+            continue
+        if not wanted(s, args):
             continue
         per = medians.get(label, {})
         ruvio = next((v for k, v in per.items() if k.startswith("ruvio") and v["status"] == "ok"), None)
@@ -173,6 +193,8 @@ def parse_args() -> argparse.Namespace:
     bl.add_server_args(p)
     bl.add_generator_args(p, requests=1_000_000)
     p.add_argument("--fsync", action="store_true", help="also run the fsync-always rows")
+    p.add_argument("--everysec", action="store_true", help="also run the fsync-everysec rows")
+    p.add_argument("--rows", default="", help="regular expression selecting rows by label")
     return p.parse_args()
 
 
@@ -191,7 +213,8 @@ def main() -> int:
     if not args.no_record:
         record = bl.record_header("under-load", args, [v for v, _ in configs])
         record.update({"scenarios": [s.__dict__ | {"label": s.label()} for s in SCENARIOS],
-                       "fsync_note": None if args.fsync else FSYNC_NOTE,
+                       "fsync_note": None if args.fsync else SKIPPED_NOTE["always"],
+                       "everysec_note": None if args.everysec else SKIPPED_NOTE["everysec"],
                        "rounds": rounds, "medians": medians})
         print(f"\nrecord: {bl.write_record(record, args.out, 'under-load')}")
     return 0
