@@ -765,6 +765,16 @@ impl ArgsBatch {
         self.ends.is_empty()
     }
 
+    /// Command `i` (in the order pushed), if there is one.
+    pub fn get(&self, i: usize) -> Option<Args<'_>> {
+        let end = *self.ends.get(i)? as usize;
+        let start = i.checked_sub(1).map_or(0, |p| self.ends[p] as usize);
+        Some(Args {
+            base: &self.args.base,
+            spans: &self.args.spans[start..end],
+        })
+    }
+
     /// The commands in the order pushed.
     pub fn iter(&self) -> impl Iterator<Item = Args<'_>> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());

@@ -647,7 +647,14 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             // One reply (a large one travels alone): its buffer moves, no copy.
             let (tag, _) = batch.tags[0];
             let bytes = std::mem::take(&mut batch.replies);
-            gather::deliver(core, conns, (tag.conn, tag.gen), tag.seq, tag.part as usize, bytes);
+            gather::deliver(
+                core,
+                conns,
+                (tag.conn, tag.gen),
+                tag.seq,
+                tag.part as usize,
+                bytes,
+            );
         }
         ShardMsg::Replies(batch) => {
             let mut offset = 0;

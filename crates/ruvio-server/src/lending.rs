@@ -93,7 +93,7 @@ struct Rider {
     conn: (u32, u32),
     seq: u64,
     caller: Caller,
-    transaction: Transaction,
+    transaction: Box<Transaction>,
 }
 
 /// Times a command that reads keys named in a value (SORT BY/GET) gives its keys
@@ -250,7 +250,7 @@ pub fn start_transaction(
     conn: (u32, u32),
     seq: u64,
     caller: Caller,
-    transaction: Transaction,
+    transaction: Box<Transaction>,
     keys: Vec<DbKey>,
 ) -> Option<Vec<u8>> {
     let mut plan: Vec<(usize, Vec<DbKey>)> = Vec::new();
@@ -278,7 +278,7 @@ pub fn start_transaction(
             borrowed: Vec::new(),
             waiting: None,
             value_key_tries: None,
-            transaction: Some(Box::new(transaction)),
+            transaction: Some(transaction),
             riders: Vec::new(),
         },
     );
@@ -466,9 +466,9 @@ pub fn join_transaction(
     conn: (u32, u32),
     seq: u64,
     caller: Caller,
-    transaction: Transaction,
+    transaction: Box<Transaction>,
     keys: &[DbKey],
-) -> Result<u64, Transaction> {
+) -> Result<u64, Box<Transaction>> {
     let Some((&ticket, op)) = core.lending.ops.iter_mut().find(|(ticket, op)| {
         after.is_none_or(|t| t == **ticket) && op.takes_riders() && op.will_hold(keys)
     }) else {

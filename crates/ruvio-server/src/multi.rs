@@ -35,14 +35,46 @@ use ruvio_engine::command::flags::{ALL_SHARDS, DB_OPTION, NO_MULTI};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
-use ruvio_resp::{Args, OwnedArgs, Reply};
-use std::collections::VecDeque;
+use ruvio_resp::{Args, ArgsBatch, Reply};
+
+/// The commands of a transaction, each resolved to the row that runs it, their
+/// arguments copied into one buffer (two allocations that grow, not two per
+/// command).
+#[derive(Debug, Default)]
+pub struct Commands {
+    rows: Vec<&'static Command>,
+    args: ArgsBatch,
+}
+
+impl Commands {
+    fn push(&mut self, cmd: &'static Command, args: Args<'_>) {
+        self.rows.push(cmd);
+        self.args.push(args.iter());
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Command `i`: its row and arguments.
+    fn get(&self, i: usize) -> Option<(&'static Command, Args<'_>)> {
+        Some((*self.rows.get(i)?, self.args.get(i)?))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&'static Command, Args<'_>)> {
+        self.rows.iter().copied().zip(self.args.iter())
+    }
+}
 
 /// A client's open transaction (between MULTI and EXEC or DISCARD).
 #[derive(Debug, Default)]
 pub struct Queued {
     /// The commands, resolved to the row that runs them, with their arguments.
-    commands: Vec<(&'static Command, OwnedArgs)>,
+    commands: Commands,
     /// A command was refused while queueing: EXEC aborts.
     failed: bool,
 }
@@ -62,7 +94,7 @@ impl Queued {
 /// A transaction running on borrowed keys (see [`crate::lending`]).
 #[derive(Debug)]
 pub struct Transaction {
-    commands: Vec<(&'static Command, OwnedArgs)>,
+    commands: Commands,
     /// The watch epoch EXEC checks, and the watched keys to forget afterwards.
     epoch: u64,
     watched: Vec<DbKey>,
@@ -137,7 +169,7 @@ pub fn queue(
     };
     match checked {
         Ok(sub) => {
-            queued.commands.push((sub, OwnedArgs::from_args(args)));
+            queued.commands.push(sub, args);
             reply.simple("QUEUED");
         }
         Err(e) => {
@@ -326,7 +358,7 @@ pub fn exec(
         return Err(CmdError::ExecAbort);
     }
     let one_slot = queued.commands.iter().try_fold(None, |slot, (cmd, args)| {
-        cluster_slot(core, cmd, args.args(), slot)
+        cluster_slot(core, cmd, args, slot)
     });
     if let Err(e) = one_slot {
         unwatch(core, client);
@@ -357,11 +389,11 @@ fn run_borrowing(
 ) {
     let unwatched = client.watching.is_empty();
     let after = client.borrowing_tx.map(|(ticket, _)| ticket);
-    let transaction = Transaction {
+    let transaction = Box::new(Transaction {
         commands: queued.commands,
         epoch: client.watch_epoch,
         watched: std::mem::take(&mut client.watching),
-    };
+    });
     // A new epoch now; the owners forget the old watches once it ran.
     client.watch_epoch += 1;
     let seq = replies.hold(Merge::Single, 1);
@@ -419,8 +451,7 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     let mut keys: Vec<DbKey> = client.watching.clone();
     let mut needs_connection = false;
     let mut has_script = false;
-    for (cmd, args) in &queued.commands {
-        let args = args.args();
+    for (cmd, args) in queued.commands.iter() {
         let engine = matches!(cmd.handler, Some(Handler::Engine(_)));
         needs_connection |= !engine
             || cmd.meta.has(ALL_SHARDS)
@@ -482,7 +513,9 @@ fn may_name_undeclared_keys(cmd: &Command) -> bool {
 /// An EXEC running its queue in turn (see [`continue_exec`]).
 #[derive(Debug)]
 pub struct InTurn {
-    commands: VecDeque<OwnedArgs>,
+    commands: Commands,
+    /// The next command to run.
+    next: usize,
     /// The watch epoch still to check before the first command runs.
     check_epoch: Option<u64>,
 }
@@ -511,7 +544,8 @@ fn run_in_turn(
         }
     }
     client.exec_rest = Some(InTurn {
-        commands: queued.commands.into_iter().map(|(_, args)| args).collect(),
+        commands: queued.commands,
+        next: 0,
         check_epoch: Some(client.watch_epoch),
     });
     if !remote.is_empty() {
@@ -570,16 +604,17 @@ pub fn continue_exec(
         wal.begin_atomic();
     }
     while client.blocked.is_none() {
-        let Some(args) = rest.commands.pop_front() else {
+        let Some((_, args)) = rest.commands.get(rest.next) else {
             break;
         };
-        crate::dispatch::run_command(core, conns, client, replies, who, args.args());
+        rest.next += 1;
+        crate::dispatch::run_command(core, conns, client, replies, who, args);
     }
     if let Some(wal) = core.wal.as_mut() {
         wal.end_atomic();
     }
     client.in_exec = false;
-    if !rest.commands.is_empty() {
+    if rest.next < rest.commands.len() {
         client.exec_rest = Some(rest);
     }
 }
@@ -606,8 +641,8 @@ pub fn run_borrowed(
         may_block: false,
         ..caller
     };
-    for (cmd, args) in &transaction.commands {
-        let ran = run_engine(core, cmd, caller, args.args(), out);
+    for (cmd, args) in transaction.commands.iter() {
+        let ran = run_engine(core, cmd, caller, args, out);
         core.stats.commands += 1;
         core.stats.per_command[cmd.stat].calls += 1;
         modified.extend(ran.modified);

@@ -27,10 +27,10 @@ use crate::conn::{ClientState, Conn, Merge, ReplyQueue};
 use crate::exec::{self, run_engine};
 use crate::forward::{Control, RequestBatch, Tag};
 use crate::lending::DbKey;
-use crate::registry::Command;
+use crate::multi::Commands;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
-use ruvio_resp::{OwnedArgs, Reply};
+use ruvio_resp::Reply;
 use std::collections::VecDeque;
 
 /// A transaction sent to the shard that owns every key it names.
@@ -38,7 +38,7 @@ use std::collections::VecDeque;
 pub struct OwnerTx {
     pub from: usize,
     pub tag: Tag,
-    pub commands: Vec<(&'static Command, OwnedArgs)>,
+    pub commands: Commands,
     /// Every key the commands name, `(db, key)`.
     pub keys: Vec<DbKey>,
 }
@@ -58,7 +58,7 @@ pub fn send(
     replies: &mut ReplyQueue,
     who: (u32, u32),
     owner: usize,
-    commands: Vec<(&'static Command, OwnedArgs)>,
+    commands: Commands,
     keys: Vec<DbKey>,
 ) {
     let seq = replies.hold(Merge::Single, 1);
@@ -156,8 +156,8 @@ fn run(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
     if let Some(wal) = core.wal.as_mut() {
         wal.begin_atomic();
     }
-    for (cmd, args) in &tx.commands {
-        let ran = run_engine(core, cmd, caller, args.args(), &mut out);
+    for (cmd, args) in tx.commands.iter() {
+        let ran = run_engine(core, cmd, caller, args, &mut out);
         if ran.block.is_some() {
             // Only a script naming an undeclared key that is out on loan gets here
             // (the declared keys were checked): its slot needs an answer.
