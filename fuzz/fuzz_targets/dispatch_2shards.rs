@@ -1,8 +1,9 @@
 //! Pipelines of commands from the command table, on two clients of a two-shard
 //! server in forward or per-shard mode, through the real dispatch path (routing,
 //! MOVED and CROSSSLOT, forwarding, split and merged replies, key lending,
-//! blocking, CLIENT PAUSE), with the reads cut at arbitrary points. See
-//! `ruvio_server::inproc` for the harness.
+//! transactions on their keys' owner or riding on a loan, blocking, CLIENT PAUSE),
+//! with the reads cut at arbitrary points and some reads run while the other
+//! shard's messages are still in flight. See `ruvio_server::inproc` for the harness.
 //!
 //! Checks: no panic, no hang (the shards go quiet; every blocked or paused client
 //! is answered once time passes or it is unblocked); every reply is well-formed
@@ -26,6 +27,10 @@ struct Input {
     requests: Vec<(bool, Request)>,
     /// Where each client's reads end (offsets into its bytes, modulo their length).
     cuts: Vec<u16>,
+    /// Per read (cycled): the shards keep their messages after it instead of
+    /// exchanging them until quiet, so the other client's next read runs while a
+    /// cross-shard command, a loan or a forwarded transaction is in flight.
+    unsettled: Vec<bool>,
 }
 
 /// Allocations are counted as in the binary, so CONFIG SET maxmemory evicts and
@@ -66,13 +71,20 @@ fuzz_target!(|input: Input| {
         .map(|s| split_at_cuts(s, &input.cuts))
         .collect();
     let rounds = reads.iter().map(Vec::len).max().unwrap_or(0);
+    let mut read = 0;
     for round in 0..rounds {
         for (c, pieces) in reads.iter().enumerate() {
             if let Some(piece) = pieces.get(round) {
-                server.receive(c, piece);
+                let hold = !input.unsettled.is_empty() && input.unsettled[read % input.unsettled.len()];
+                read += 1;
+                match hold {
+                    true => server.receive_unsettled(c, piece),
+                    false => server.receive(c, piece),
+                }
             }
         }
     }
+    server.settle();
     // Each round answers at least one waiting command, or nothing ever will.
     loop {
         for step in TIME_STEPS_MS {
