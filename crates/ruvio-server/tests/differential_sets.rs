@@ -449,28 +449,17 @@ fn compare_batch(run: &mut DiffRun<'_>, batch: &[Cmd], start: usize) {
 }
 
 fn run_differential(label: &str, shards: usize) {
-    if require_redis_server(label).is_none() {
+    let Some(servers) = DiffServers::forward(label, shards) else {
         return;
-    }
+    };
     let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
-    let reference_server = Server::redis();
-    let target_server = Server::forward(shards);
-    let mut total = 0;
-    for seed in settings.seeds.iter().copied() {
-        let pipelined = seed % 2 == 0;
-        let resp3 = seed % 4 >= 2;
-        let servers = (&reference_server, &target_server);
-        let mut run = DiffRun::start(label, seed, servers, &settings, resp3, pipelined);
-        let mut generator = Generator::new(seed, shards);
+    let total = servers.each_seed(label, &settings, true, |run| {
+        let mut generator = Generator::new(run.seed, shards);
         let initial = generator.initial();
-        compare_batch(&mut run, &initial, 0);
+        compare_batch(run, &initial, 0);
         let mut index = 0;
         while index < settings.commands {
-            let size = if pipelined {
-                generator.rng.random_range(1..=PIPELINE_MAX)
-            } else {
-                1
-            };
+            let size = batch_size(&mut generator.rng, run.pipelined, PIPELINE_MAX);
             let mut batch: Vec<Cmd> = Vec::new();
             while batch.len() < size && index + batch.len() < settings.commands {
                 let step = generator.next();
@@ -480,12 +469,11 @@ fn run_differential(label: &str, shards: usize) {
                     break;
                 }
             }
-            compare_batch(&mut run, &batch, index);
+            compare_batch(run, &batch, index);
             index += batch.len();
         }
-        compare_batch(&mut run, &generator.state_dump(), index);
-        total += run.compared;
-    }
+        compare_batch(run, &generator.state_dump(), index);
+    });
     eprintln!("{label}: {total} replies equivalent");
 }
 

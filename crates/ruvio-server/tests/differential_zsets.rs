@@ -813,39 +813,21 @@ fn compare_batch(run: &mut DiffRun<'_>, batch: &[Step], start_index: usize) {
 }
 
 fn run_differential(label: &str, shards: usize) {
-    if require_redis_server(label).is_none() {
+    let Some(servers) = DiffServers::forward(label, shards) else {
         return;
-    }
+    };
     let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
-    let reference_server = Server::redis();
-    let target_server = Server::forward(shards);
-    let mut servers = vec![&reference_server];
-    if target() == Target::Redis {
-        servers.push(&target_server);
-    }
-    for server in servers {
-        let reply = server.raw().cmd(&["CONFIG", "SET", "hz", REDIS_HZ]);
-        assert_eq!(reply, b"+OK\r\n", "CONFIG SET hz: {}", show(&reply));
-    }
-    let mut total = 0;
-    for seed in settings.seeds.iter().copied() {
-        let pipelined = seed % 2 == 0;
-        let resp3 = seed % 4 >= 2;
-        // The HELLO 3 reply names the server and its version: not compared.
-        let pair = (&reference_server, &target_server);
-        let mut run = DiffRun::start(label, seed, pair, &settings, resp3, pipelined);
+    servers.set_redis_hz(REDIS_HZ);
+    // The HELLO 3 reply names the server and its version: not compared.
+    let total = servers.each_seed(label, &settings, true, |run| {
         run.commands = settings.commands;
-        let mut generator = Generator::new(seed);
+        let mut generator = Generator::new(run.seed);
         let initial = generator.initial_config();
-        compare_batch(&mut run, &initial, 0);
+        compare_batch(run, &initial, 0);
         let mut index = 0;
         let mut held: Option<Vec<Step>> = None;
         while index < settings.commands {
-            let size = if pipelined {
-                generator.rng.random_range(1..=PIPELINE_MAX)
-            } else {
-                1
-            };
+            let size = batch_size(&mut generator.rng, run.pipelined, PIPELINE_MAX);
             let mut batch: Vec<Step> = Vec::new();
             while batch.len() < size && index + batch.len() < settings.commands {
                 let steps = held.take().unwrap_or_else(|| generator.next());
@@ -861,7 +843,7 @@ fn run_differential(label: &str, shards: usize) {
                     break;
                 }
             }
-            compare_batch(&mut run, &batch, index);
+            compare_batch(run, &batch, index);
             index += batch.len();
             if batch.iter().any(|s| name_of(&s.cmd) == "CONFIG") {
                 // CONFIG SET reaches the other shards by broadcast, applied within
@@ -871,9 +853,8 @@ fn run_differential(label: &str, shards: usize) {
             }
         }
         let dump = generator.state_dump();
-        compare_batch(&mut run, &dump, index);
-        total += run.compared;
-    }
+        compare_batch(run, &dump, index);
+    });
     eprintln!("{label}: {total} replies equivalent");
 }
 

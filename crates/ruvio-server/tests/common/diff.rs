@@ -92,7 +92,7 @@ impl Mismatch<'_> {
 
 /// `RESP3, pipelined` and the like, for [`Mismatch::mode`].
 pub fn diff_mode(resp3: bool, pipelined: bool) -> String {
-    let protocol = if resp3 { "RESP3" } else { "RESP2" };
+    let protocol = protocol_name(resp3);
     let how = if pipelined {
         "pipelined"
     } else {
@@ -239,5 +239,113 @@ impl<'a> DiffRun<'a> {
             }
             self.compared += 1;
         }
+    }
+}
+
+/// A differential test's two servers: redis-server, the reference, and the target
+/// (Ruvio in forward mode; another redis-server under `RUVIO_TEST_TARGET=redis`).
+pub struct DiffServers {
+    pub reference: Server,
+    pub target: Server,
+}
+
+impl DiffServers {
+    /// Both servers, the target with `shards` shards; `None` when redis-server is
+    /// not installed (the test is then skipped, with a line saying so).
+    pub fn forward(label: &str, shards: usize) -> Option<DiffServers> {
+        require_redis_server(label)?;
+        Some(DiffServers {
+            reference: Server::redis(),
+            target: Server::forward(shards),
+        })
+    }
+
+    /// `CONFIG SET hz` on each redis-server of the two (Ruvio's timers do not
+    /// follow hz): a test whose replies depend on Redis's background work runs
+    /// it at a known pace.
+    pub fn set_redis_hz(&self, hz: &str) {
+        let mut servers = vec![&self.reference];
+        if target() == Target::Redis {
+            servers.push(&self.target);
+        }
+        for server in servers {
+            let reply = server.raw().cmd(&["CONFIG", "SET", "hz", hz]);
+            assert_eq!(reply, b"+OK\r\n", "CONFIG SET hz: {}", show(&reply));
+        }
+    }
+
+    /// Runs `sequence` once per seed of `settings`, each time on a fresh
+    /// [`DiffRun`] (empty databases): pipelined on even seeds, and in RESP3 on
+    /// seeds 2 and 3 modulo 4 when `both_protocols`. Returns how many replies
+    /// were compared in all.
+    pub fn each_seed<'a>(
+        &self,
+        label: &'a str,
+        settings: &DiffSettings,
+        both_protocols: bool,
+        mut sequence: impl FnMut(&mut DiffRun<'a>),
+    ) -> usize {
+        let mut total = 0;
+        for seed in settings.seeds.iter().copied() {
+            let pipelined = seed % 2 == 0;
+            let resp3 = both_protocols && seed % 4 >= 2;
+            let servers = (&self.reference, &self.target);
+            let mut run = DiffRun::start(label, seed, servers, settings, resp3, pipelined);
+            sequence(&mut run);
+            total += run.compared;
+        }
+        total
+    }
+}
+
+/// How many commands the next batch of a run takes: one when it goes one step
+/// at a time, else a pipeline of 1 to `max`.
+pub fn batch_size(rng: &mut impl rand::Rng, pipelined: bool, max: usize) -> usize {
+    if pipelined {
+        rng.random_range(1..=max)
+    } else {
+        1
+    }
+}
+
+/// The comparison of a family with no allowlist: replies equal byte for byte.
+pub fn identical(_: &Cmd, expected: &[u8], got: &[u8]) -> bool {
+    expected == got
+}
+
+/// `RESP3` or `RESP2`, for labels.
+pub fn protocol_name(resp3: bool) -> &'static str {
+    if resp3 {
+        "RESP3"
+    } else {
+        "RESP2"
+    }
+}
+
+/// Sends each line of `corpus` (a command's words separated by `|`), one at a
+/// time, on a new connection to each of `servers` (switched to RESP3 when
+/// `resp3`), and fails at the first reply of the target that differs from
+/// redis-server's.
+pub fn run_corpus(
+    corpus: &[impl AsRef<str>],
+    servers: (&Server, &Server),
+    resp3: bool,
+    label: &str,
+) {
+    let (mut reference, mut target) = (servers.0.raw(), servers.1.raw());
+    if resp3 {
+        reference.cmd(&["hello", "3"]);
+        target.cmd(&["hello", "3"]);
+    }
+    for line in corpus {
+        let line = line.as_ref();
+        let words: Vec<&str> = line.split('|').collect();
+        let want = reference.cmd(&words);
+        let got = target.cmd(&words);
+        assert_eq!(
+            show(&got),
+            show(&want),
+            "{label}: {line:?}: Ruvio's reply differs from Redis's"
+        );
     }
 }

@@ -597,6 +597,29 @@ pub fn key_on_shard(prefix: &str, shard: usize, n: usize) -> String {
         .expect("some key lands on every shard")
 }
 
+/// One key per shard of `n`, named from `prefix` (`prefix0`, `prefix1` ...).
+pub fn keys_per_shard(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|shard| key_on_shard(prefix, shard, n)).collect()
+}
+
+/// A bulk string's RESP bytes, as text.
+pub fn bulk(s: &str) -> String {
+    format!("${}\r\n{s}\r\n", s.len())
+}
+
+/// XREAD's and XREADGROUP's RESP2 reply for one stream and one entry with one
+/// field.
+pub fn stream_entry_reply(key: &str, id: &str, field: &str, value: &str) -> Vec<u8> {
+    format!(
+        "*1\r\n*2\r\n{}*1\r\n*2\r\n{}*2\r\n{}{}",
+        bulk(key),
+        bulk(id),
+        bulk(field),
+        bulk(value)
+    )
+    .into_bytes()
+}
+
 /// `needle` occurs in `haystack`.
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
