@@ -161,10 +161,7 @@ impl Generator {
         let plain: Vec<String> = (0..6).map(|i| format!("k{i}")).collect();
         let mut tagged = Vec::new();
         for shard in 0..2 {
-            let tag = (b'a'..=b'z')
-                .map(|c| (c as char).to_string())
-                .find(|t| shard_of_key(&format!("{{{t}}}"), 2) == shard)
-                .expect("a tag for every shard");
+            let tag = hash_tag_on_shard(shard, 2);
             tagged.push((0..3).map(|i| format!("{{{tag}}}{i}")).collect());
         }
         if shards == 2 {

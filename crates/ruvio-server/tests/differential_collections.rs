@@ -134,20 +134,7 @@ fn compare_batch(
             }
         }
     }
-    for (i, command) in batch.iter().enumerate() {
-        run.remember(show_cmd(command), &expected[i]);
-        let probe = expected.get(i + 1).map(Vec::as_slice);
-        if !equivalent(command, &expected[i], &got[i], probe) {
-            run.fail(
-                show_cmd(command),
-                start_index + i,
-                batch.len(),
-                &expected[i],
-                &got[i],
-            );
-        }
-        run.compared += 1;
-    }
+    run.compare_probing(batch, start_index, &expected, &got, equivalent);
 }
 
 fn run_differential(label: &str, shards: usize) {

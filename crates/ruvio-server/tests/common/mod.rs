@@ -597,6 +597,14 @@ pub fn key_on_shard(prefix: &str, shard: usize, n: usize) -> String {
         .expect("some key lands on every shard")
 }
 
+/// The first one-letter hash tag (`a` for `{a}`) whose keys land on `shard` of `n`.
+pub fn hash_tag_on_shard(shard: usize, n: usize) -> String {
+    (b'a'..=b'z')
+        .map(|c| (c as char).to_string())
+        .find(|t| shard_of_key(&format!("{{{t}}}"), n) == shard)
+        .expect("a tag for every shard")
+}
+
 /// One key per shard of `n`, named from `prefix` (`prefix0`, `prefix1` ...).
 pub fn keys_per_shard(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|shard| key_on_shard(prefix, shard, n)).collect()
