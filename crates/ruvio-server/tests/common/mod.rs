@@ -605,6 +605,22 @@ pub fn hash_tag_on_shard(shard: usize, n: usize) -> String {
         .expect("a tag for every shard")
 }
 
+/// A new connection served by shard `shard` of a forward-mode `server` (which
+/// spreads connections over its shards): a script without keys runs on the
+/// client's shard, and only there may it touch an undeclared key of that shard,
+/// so connections are opened until such a probe succeeds.
+pub fn conn_on_shard(server: &Server, shard: usize) -> RawConn {
+    let probe = key_on_shard("probe", shard, server.shards);
+    for _ in 0..200 {
+        let mut conn = server.raw();
+        let reply = conn.cmd(&["eval", "return redis.call('exists', ARGV[1])", "0", &probe]);
+        if reply == b":0\r\n" {
+            return conn;
+        }
+    }
+    panic!("no connection landed on shard {shard} in 200 tries");
+}
+
 /// One key per shard of `n`, named from `prefix` (`prefix0`, `prefix1` ...).
 pub fn keys_per_shard(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|shard| key_on_shard(prefix, shard, n)).collect()
