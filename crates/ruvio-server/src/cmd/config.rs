@@ -1,5 +1,5 @@
 //! CONFIG: GET, SET, RESETSTAT, REWRITE, HELP, over one table of parameters
-//! ([`PARAMS`]: how each is shown and, if mutable, set).
+//! (`PARAMS`: how each is shown and, if mutable, set).
 //!
 //! One server, one configuration: CONFIG SET and RESETSTAT apply on the answering
 //! shard and are broadcast to the others as a [`ConfigChange`], which they apply
@@ -17,7 +17,7 @@ use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, EvictionPolicy, KeySpec};
 use ruvio_resp::{Args, Reply};
 
-/// The CONFIG family's table (its subcommands are [`CONFIG_SUBCOMMANDS`]).
+/// The CONFIG family's table (its subcommands are `CONFIG_SUBCOMMANDS`).
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("config", -2, 0, KeySpec::NONE, ["slow"], "server", "2.0.0",

@@ -12,7 +12,7 @@ use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 
-/// The DEBUG family's table (its subcommands are [`DEBUG_SUBCOMMANDS`]).
+/// The DEBUG family's table (its subcommands are `DEBUG_SUBCOMMANDS`).
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
