@@ -131,21 +131,6 @@ fn dbsize_from_a_script_counts_every_shard() {
     }
 }
 
-/// A connection served by shard `shard` of a 2-shard forward-mode server (a script
-/// without keys runs on the client's shard, and only there sees an undeclared key
-/// of that shard).
-fn conn_on_shard(server: &Server, shard: usize) -> RawConn {
-    let probe = key_on_shard("probe", shard, 2);
-    for _ in 0..200 {
-        let mut conn = server.raw();
-        let reply = conn.cmd(&["eval", "return redis.call('exists', ARGV[1])", "0", &probe]);
-        if reply == b":0\r\n" {
-            return conn;
-        }
-    }
-    panic!("no connection landed on shard {shard} in 200 tries");
-}
-
 /// A publisher and three subscribers: on Ruvio the publisher and the first
 /// subscriber on shard 0, the others on shard 1.
 struct PubSubSide {
