@@ -5,12 +5,12 @@ transaction pipeline and the WATCH retry loop of `RedisCluster.transaction` over
 hash-tagged keys (concurrent increments, none lost), and `register_script` with
 hash-tagged keys on both shards."""
 
-import threading
 import time
 
 import pytest
 from redis.cluster import RedisCluster
 
+from clients import check_run_in_thread, check_watch_retry_loop, cluster, next_message
 from support import shard_of_key
 
 SHARDS = 2
@@ -18,21 +18,8 @@ SHARDS = 2
 TAGS = ["{t0}", "{t2}"]
 
 
-def cluster(server, **kwargs):
-    return RedisCluster(host="127.0.0.1", port=server.port, socket_timeout=20, **kwargs)
-
-
 def test_tags_cover_both_shards():
     assert sorted(shard_of_key(tag, SHARDS) for tag in TAGS) == [0, 1]
-
-
-def next_message(p, timeout=5.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        m = p.get_message(ignore_subscribe_messages=True, timeout=0.1)
-        if m is not None:
-            return m
-    raise AssertionError("no message arrived")
 
 
 def test_pubsub_on_a_cluster(start_server):
@@ -75,27 +62,10 @@ def test_sharded_pubsub_on_a_cluster(start_server):
 def test_run_in_thread_on_a_cluster(start_server):
     server = start_server("per-shard", SHARDS)
     rc = cluster(server)
-    received = []
-    done = threading.Event()
+    def subscribed():
+        return sum(n for _, n in rc.pubsub_numsub("worker", target_nodes=RedisCluster.ALL_NODES)) > 0
 
-    def handler(message):
-        received.append(message["data"])
-        if len(received) == 10:
-            done.set()
-
-    p = rc.pubsub()
-    p.subscribe(**{"worker": handler})
-    thread = p.run_in_thread(sleep_time=0.01, daemon=True)
-    deadline = time.time() + 5
-    while sum(n for _, n in rc.pubsub_numsub("worker", target_nodes=RedisCluster.ALL_NODES)) == 0:
-        assert time.time() < deadline
-        time.sleep(0.01)
-    for i in range(10):
-        rc.publish("worker", f"job{i}")
-    assert done.wait(5)
-    assert received == [f"job{i}".encode() for i in range(10)]
-    thread.stop()
-    thread.join(5)
+    check_run_in_thread(rc, subscribed)
 
 
 @pytest.mark.parametrize("tag", TAGS)
@@ -114,28 +84,7 @@ def test_transaction_pipeline_on_a_cluster(start_server, tag):
 def test_watch_retry_loop_on_a_cluster(start_server, tag):
     server = start_server("per-shard", SHARDS)
     counter, other = f"{tag}counter", f"{tag}other"
-    threads, per_thread = 4, 50
-
-    def work():
-        rc = cluster(server)
-
-        def incr(pipe):
-            n = int(pipe.get(counter) or 0)
-            pipe.multi()
-            pipe.set(counter, n + 1)
-            pipe.incr(other)
-
-        for _ in range(per_thread):
-            rc.transaction(incr, counter)
-
-    workers = [threading.Thread(target=work) for _ in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    rc = cluster(server)
-    assert int(rc.get(counter)) == threads * per_thread
-    assert int(rc.get(other)) == threads * per_thread
+    check_watch_retry_loop(lambda: cluster(server), counter, other, threads=4, per_thread=50)
 
 
 MOVE = """

@@ -1,27 +1,13 @@
 """redis-py's `pubsub()` against forward mode with 1 and 2 shards: get_message,
 psubscribe, listen, run_in_thread, and RESP3 push messages."""
 
-import threading
 import time
 
 import pytest
-import redis
+
+from clients import check_run_in_thread, client, next_message
 
 SHARD_COUNTS = [1, 2]
-
-
-def client(server, **kwargs):
-    return redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=20, **kwargs)
-
-
-def next_message(p, timeout=5.0):
-    """The next message (not a confirmation) within `timeout` seconds."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        m = p.get_message(ignore_subscribe_messages=True, timeout=0.1)
-        if m is not None:
-            return m
-    raise AssertionError("no message arrived")
 
 
 @pytest.mark.parametrize("shards", SHARD_COUNTS)
@@ -69,27 +55,7 @@ def test_listen_many_subscribers(start_server, shards):
 def test_run_in_thread(start_server, shards):
     server = start_server("forward", shards)
     r = client(server)
-    received = []
-    done = threading.Event()
-
-    def handler(message):
-        received.append(message["data"])
-        if len(received) == 10:
-            done.set()
-
-    p = r.pubsub()
-    p.subscribe(**{"worker": handler})
-    thread = p.run_in_thread(sleep_time=0.01, daemon=True)
-    deadline = time.time() + 5
-    while r.pubsub_numsub("worker") != [(b"worker", 1)]:
-        assert time.time() < deadline
-        time.sleep(0.01)
-    for i in range(10):
-        r.publish("worker", f"job{i}")
-    assert done.wait(5)
-    assert received == [f"job{i}".encode() for i in range(10)]
-    thread.stop()
-    thread.join(5)
+    check_run_in_thread(r, lambda: r.pubsub_numsub("worker") == [(b"worker", 1)])
 
 
 @pytest.mark.parametrize("shards", SHARD_COUNTS)

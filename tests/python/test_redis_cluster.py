@@ -2,15 +2,11 @@
 
 import pytest
 import redis
-from redis.cluster import RedisCluster
 
+from clients import cluster
 from support import command, key_on_shard, key_slot, shard_of_key, slot_range
 
 SHARDS = 2
-
-
-def cluster(server, **kwargs):
-    return RedisCluster(host="127.0.0.1", port=server.port, socket_timeout=20, **kwargs)
 
 
 def test_topology(start_server):

@@ -5,13 +5,10 @@ import time
 import pytest
 import redis
 
+from clients import client
 from support import key_on_shard, shard_of_key
 
 SHARD_COUNTS = [1, 2, 4]
-
-
-def client(server, **kwargs):
-    return redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=20, **kwargs)
 
 
 def spread_keys(prefix, count):

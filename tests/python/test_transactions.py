@@ -2,15 +2,10 @@
 over keys of both shards, and the WATCH retry loop of `Redis.transaction` under
 concurrent increments from several threads (no increment lost)."""
 
-import threading
-
 import redis
 
+from clients import check_watch_retry_loop, client
 from support import key_on_shard
-
-
-def client(server):
-    return redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=20)
 
 
 def test_pipeline_transaction_across_shards(start_server):
@@ -38,25 +33,4 @@ def test_watch_retry_loop_under_concurrent_increments(start_server):
     server = start_server("forward", 2)
     counter = key_on_shard("pyt-counter", 1, 2)
     other = key_on_shard("pyt-other", 0, 2)
-    threads, per_thread = 4, 100
-
-    def work():
-        r = client(server)
-
-        def incr(pipe):
-            n = int(pipe.get(counter) or 0)
-            pipe.multi()
-            pipe.set(counter, n + 1)
-            pipe.incr(other)
-
-        for _ in range(per_thread):
-            r.transaction(incr, counter)
-
-    workers = [threading.Thread(target=work) for _ in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    r = client(server)
-    assert int(r.get(counter)) == threads * per_thread
-    assert int(r.get(other)) == threads * per_thread
+    check_watch_retry_loop(lambda: client(server), counter, other, threads=4, per_thread=100)

@@ -12,13 +12,6 @@ const CORRUPT: &str = "-INVALIDOBJ Corrupted HLL object detected\r\n";
 /// An empty HLL as PFADD makes it: sparse, cache stale, XZERO 16384.
 const EMPTY: &str = r#""HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x7f\xff""#;
 
-fn events(h: &Harness) -> Vec<(EventClass, &'static str)> {
-    h.effects
-        .events()
-        .map(|(e, _, _)| (e.class, e.name))
-        .collect()
-}
-
 fn value(h: &mut Harness, key: &str) -> Vec<u8> {
     let reply = h.run_args(&[b"GET", key.as_bytes()]);
     let start = reply.iter().position(|&b| b == b'\n').expect("bulk") + 1;

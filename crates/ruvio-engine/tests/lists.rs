@@ -9,21 +9,6 @@ use ruvio_engine::command::{Block, EventClass, Outcome};
 use ruvio_engine::{Engine, ExecCtx};
 use ruvio_resp::{CommandParser, Limits, Parsed, Protocol, Reply};
 
-fn arr(items: &[&str]) -> String {
-    let mut out = format!("*{}\r\n", items.len());
-    for i in items {
-        out.push_str(&bulk(i));
-    }
-    out
-}
-
-fn events(h: &Harness) -> Vec<(EventClass, &'static str)> {
-    h.effects
-        .events()
-        .map(|(e, _, _)| (e.class, e.name))
-        .collect()
-}
-
 #[test]
 fn push_pop_and_read() {
     let mut h = Harness::default();
@@ -408,52 +393,13 @@ fn many_elements_round_trip_through_both_encodings() {
 #[test]
 #[ignore = "needs a server: RUVIO_COMPARE_PORT"]
 fn matches_a_real_server() {
-    use std::io::{BufRead, BufReader, Write};
-    let Ok(port) = std::env::var("RUVIO_COMPARE_PORT") else {
+    let Some(mut real) = RealServer::from_env() else {
         return;
     };
     let with_encoding = std::env::var("RUVIO_COMPARE_ENCODING").is_ok();
-    let stream = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).unwrap();
-    let mut writer = stream.try_clone().unwrap();
-    let mut reader = BufReader::new(stream);
+    let mut server = |args: &[Vec<u8>]| real.call(args);
 
-    fn read_reply(r: &mut impl BufRead, out: &mut Vec<u8>) {
-        let start = out.len();
-        r.read_until(b'\n', out).unwrap();
-        let line = out[start..].to_vec();
-        let n: i64 = std::str::from_utf8(&line[1..line.len() - 2])
-            .unwrap_or("0")
-            .parse()
-            .unwrap_or(0);
-        match line[0] {
-            b'$' if n >= 0 => {
-                let mut body = vec![0; n as usize + 2];
-                r.read_exact(&mut body).unwrap();
-                out.extend_from_slice(&body);
-            }
-            b'*' if n > 0 => (0..n).for_each(|_| read_reply(r, out)),
-            _ => {}
-        }
-    }
-    let mut server = |args: &[Vec<u8>]| -> Vec<u8> {
-        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-        writer.write_all(&encode_request(&refs)).unwrap();
-        let mut out = Vec::new();
-        read_reply(&mut reader, &mut out);
-        out
-    };
-
-    let mut seed = std::env::var("RUVIO_COMPARE_SEED")
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .unwrap_or(0x9e37_79b9_7f4a_7c15)
-        | 1;
-    let mut rand = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n.max(1)
-    };
+    let mut rand = compare_rand();
     let mut h = Harness::default();
     server(&[b"FLUSHALL".to_vec()]);
     server(&[

@@ -7,27 +7,12 @@ mod common;
 use common::*;
 use ruvio_engine::command::EventClass;
 
-fn arr(items: &[&str]) -> String {
-    let mut out = format!("*{}\r\n", items.len());
-    for i in items {
-        out.push_str(&bulk(i));
-    }
-    out
-}
-
 fn set3(items: &[&str]) -> String {
     let mut out = format!("~{}\r\n", items.len());
     for i in items {
         out.push_str(&bulk(i));
     }
     out
-}
-
-fn events(h: &Harness) -> Vec<(EventClass, &'static str)> {
-    h.effects
-        .events()
-        .map(|(e, _, _)| (e.class, e.name))
-        .collect()
 }
 
 /// The members of a RESP2 array reply of bulk strings, sorted.

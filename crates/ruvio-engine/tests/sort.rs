@@ -9,23 +9,8 @@ use ruvio_engine::command::EventClass;
 use ruvio_engine::Engine;
 use ruvio_resp::OwnedArgs;
 
-fn arr(items: &[&str]) -> String {
-    let mut out = format!("*{}\r\n", items.len());
-    for i in items {
-        out.push_str(&bulk(i));
-    }
-    out
-}
-
 fn err(text: &str) -> String {
     format!("-{text}\r\n")
-}
-
-fn events(h: &Harness) -> Vec<(EventClass, &'static str)> {
-    h.effects
-        .events()
-        .map(|(e, _, _)| (e.class, e.name))
-        .collect()
 }
 
 fn with(lines: &[&str]) -> Harness {

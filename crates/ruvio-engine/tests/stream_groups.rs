@@ -8,13 +8,6 @@ mod common;
 use common::*;
 use ruvio_engine::command::EventClass;
 
-fn events(h: &Harness) -> Vec<(EventClass, &'static str)> {
-    h.effects
-        .events()
-        .map(|(e, _, _)| (e.class, e.name))
-        .collect()
-}
-
 fn stream_with_group() -> Harness {
     let mut h = Harness::default();
     h.run("XADD s 1-1 a 1");

@@ -7,13 +7,6 @@ mod common;
 use common::*;
 use ruvio_engine::command::EventClass;
 
-fn events(h: &Harness) -> Vec<(EventClass, &'static str)> {
-    h.effects
-        .events()
-        .map(|(e, _, _)| (e.class, e.name))
-        .collect()
-}
-
 #[test]
 fn xadd_is_logged_with_the_id_it_made() {
     let mut h = Harness::default();

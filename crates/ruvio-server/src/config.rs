@@ -2,7 +2,7 @@
 //!
 //! Precedence is CLI > file > default. Every setting is documented in
 //! `config/ruvio.toml`; CONFIG GET/SET read and write the runtime copy that
-//! each shard keeps (see `cmd::server`).
+//! each shard keeps (see `cmd::config`).
 
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;

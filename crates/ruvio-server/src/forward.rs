@@ -18,7 +18,7 @@
 
 use crate::blocking::Waiter;
 use crate::cmd::client::ClientQuery;
-use crate::cmd::server::ConfigChange;
+use crate::cmd::config::ConfigChange;
 use crate::conn::Conn;
 use crate::exec::{self, run_engine, Caller};
 use crate::gather;
@@ -620,7 +620,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Watch(request) => lending::watch(core, conns, request),
         ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
         ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),
-        ShardMsg::Config(change) => crate::cmd::server::apply_config_change(core, conns, &change),
+        ShardMsg::Config(change) => crate::cmd::config::apply_config_change(core, conns, &change),
         ShardMsg::Publish { from, ticket } => gather::publish(core, conns, from, ticket),
         ShardMsg::Published { ticket } => gather::published(core, conns, ticket),
         ShardMsg::Clients { from, tag, query } => {

@@ -147,7 +147,7 @@ pub fn published(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     };
     let out = match p.then {
         Then::Info { sections } => {
-            let text = crate::cmd::server::info_text(core, conns.len(), &sections);
+            let text = crate::cmd::info::info_text(core, conns.len(), &sections);
             let mut out = Vec::new();
             Reply::new(&mut out, p.proto).verbatim("txt", text.as_bytes());
             out

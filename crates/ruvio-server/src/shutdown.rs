@@ -16,7 +16,7 @@
 //! sees it, starts the same preparation and exits once every shard is done (after
 //! a failure it logs and goes on, as Redis does).
 
-use crate::cmd::server::ConfigChange;
+use crate::cmd::config::ConfigChange;
 use crate::shard::ShardCore;
 use crate::stats::Shared;
 use std::sync::atomic::{

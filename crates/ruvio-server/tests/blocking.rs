@@ -26,23 +26,12 @@ fn conn_for(server: &Server, key: &str) -> RawConn {
     }
 }
 
-/// One key per shard, named from `prefix`.
-fn keys_per_shard(server: &Server, prefix: &str) -> Vec<String> {
-    (0..server.shards)
-        .map(|shard| key_on_shard(prefix, shard, server.shards))
-        .collect()
-}
-
-fn bulk(s: &str) -> String {
-    format!("${}\r\n{s}\r\n", s.len())
-}
-
 fn pair(key: &str, value: &str) -> Vec<u8> {
     format!("*2\r\n{}{}", bulk(key), bulk(value)).into_bytes()
 }
 
 fn wake_by_push_from_another_client(server: &Server) {
-    for key in keys_per_shard(server, "wake") {
+    for key in keys_per_shard("wake", server.shards) {
         let mut waiter = conn_for(server, &key);
         let mut pusher = conn_for(server, &key);
         waiter.send(&encode(&["BLPOP", &key, "0"]));
@@ -55,7 +44,7 @@ fn wake_by_push_from_another_client(server: &Server) {
 }
 
 fn served_in_the_order_they_blocked(server: &Server) {
-    let key = &keys_per_shard(server, "fair")[server.shards - 1];
+    let key = &keys_per_shard("fair", server.shards)[server.shards - 1];
     let mut first = conn_for(server, key);
     let mut second = conn_for(server, key);
     let mut third = conn_for(server, key);
@@ -76,7 +65,7 @@ fn served_in_the_order_they_blocked(server: &Server) {
 }
 
 fn times_out_with_a_null_array(server: &Server) {
-    let key = &keys_per_shard(server, "timeout")[0];
+    let key = &keys_per_shard("timeout", server.shards)[0];
     let mut c = conn_for(server, key);
     let started = Instant::now();
     c.roundtrip(&encode(&["BLPOP", key, "0.2"]), b"*-1\r\n");
@@ -92,7 +81,7 @@ fn times_out_with_a_null_array(server: &Server) {
 }
 
 fn client_unblock_releases_it(server: &Server) {
-    let key = &keys_per_shard(server, "unblock")[server.shards - 1];
+    let key = &keys_per_shard("unblock", server.shards)[server.shards - 1];
     let mut waiter = conn_for(server, key);
     let mut other = conn_for(server, key);
     let id = String::from_utf8(waiter.cmd(&["CLIENT", "ID"])).unwrap();
@@ -114,7 +103,7 @@ fn client_unblock_releases_it(server: &Server) {
 }
 
 fn disconnect_while_blocked(server: &Server) {
-    let key = &keys_per_shard(server, "gone")[server.shards - 1];
+    let key = &keys_per_shard("gone", server.shards)[server.shards - 1];
     {
         let mut waiter = conn_for(server, key);
         waiter.send(&encode(&["BLPOP", key, "0"]));
@@ -132,7 +121,7 @@ fn disconnect_while_blocked(server: &Server) {
 }
 
 fn pipelined_commands_wait_for_the_blocked_one(server: &Server) {
-    let key = &keys_per_shard(server, "pipe")[0];
+    let key = &keys_per_shard("pipe", server.shards)[0];
     let mut waiter = conn_for(server, key);
     let mut request = encode(&["BLPOP", key, "0"]);
     request.extend(encode(&["RPUSH", key, "from-the-waiter"]));
@@ -149,7 +138,7 @@ fn pipelined_commands_wait_for_the_blocked_one(server: &Server) {
 /// The commands behind a blocked one run once it is answered, exactly once, and the
 /// connection's next request is read correctly (a receive is in flight meanwhile).
 fn input_behind_a_timed_out_command_runs_once(server: &Server) {
-    let key = &keys_per_shard(server, "behind")[0];
+    let key = &keys_per_shard("behind", server.shards)[0];
     let mut c = conn_for(server, key);
     let mut request = encode(&["BLPOP", key, "0.02"]);
     request.extend(encode(&["LLEN", key]));
@@ -177,7 +166,7 @@ fn blmove_chains_to_the_next_waiter(server: &Server) {
 }
 
 fn info_counts_blocked_clients(server: &Server) {
-    let keys = keys_per_shard(server, "count");
+    let keys = keys_per_shard("count", server.shards);
     let mut waiters: Vec<RawConn> = keys
         .iter()
         .map(|key| {
@@ -204,7 +193,7 @@ fn info_counts_blocked_clients(server: &Server) {
 /// different shards waits on all of them (the owners watch the keys for the shard
 /// the client is connected to), as one Redis would.
 fn blocking_across_shards(server: &Server) {
-    let keys = keys_per_shard(server, "across");
+    let keys = keys_per_shard("across", server.shards);
     let (k0, k1) = (&keys[0], &keys[1]);
     let mut waiter = server.raw();
     waiter.send(&encode(&["BLPOP", k0, k1, "0"]));
@@ -249,7 +238,7 @@ fn blocking_across_shards(server: &Server) {
 /// The sorted-set blocking pops use the same machinery: woken by ZADD from another
 /// client in blocking order, timed out with a null array.
 fn sorted_set_pops(server: &Server) {
-    let key = &keys_per_shard(server, "zpop")[server.shards - 1];
+    let key = &keys_per_shard("zpop", server.shards)[server.shards - 1];
     let mut first = conn_for(server, key);
     let mut second = conn_for(server, key);
     first.send(&encode(&["BZPOPMIN", key, "0"]));

@@ -161,10 +161,7 @@ impl Generator {
         let plain: Vec<String> = (0..6).map(|i| format!("k{i}")).collect();
         let mut tagged = Vec::new();
         for shard in 0..2 {
-            let tag = (b'a'..=b'z')
-                .map(|c| (c as char).to_string())
-                .find(|t| shard_of_key(&format!("{{{t}}}"), 2) == shard)
-                .expect("a tag for every shard");
+            let tag = hash_tag_on_shard(shard, 2);
             tagged.push((0..3).map(|i| format!("{{{tag}}}{i}")).collect());
         }
         if shards == 2 {
@@ -545,46 +542,31 @@ fn supported_other_types(conn: &mut RawConn) -> Vec<&'static str> {
 }
 
 fn run_differential(label: &str, shards: usize) {
-    if require_redis_server(label).is_none() {
+    let Some(servers) = DiffServers::forward(label, shards) else {
         return;
-    }
+    };
     let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
     let commands = settings.commands;
     let base_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock")
         .as_secs();
-    let reference_server = Server::redis();
-    let target_server = Server::forward(shards);
-    let mut total = 0;
-    for seed in settings.seeds.iter().copied() {
-        let pipelined = seed % 2 == 0;
-        let pair = (&reference_server, &target_server);
-        // Every sequence starts from empty databases.
-        let mut run = DiffRun::start(label, seed, pair, &settings, false, pipelined);
-        let mut generator = Generator::new(seed, shards, base_unix_s);
+    let total = servers.each_seed(label, &settings, false, |run| {
+        let mut generator = Generator::new(run.seed, shards, base_unix_s);
         generator.other_types = supported_other_types(&mut run.target);
-        if generator.other_types.is_empty() && seed == 1 {
+        if generator.other_types.is_empty() && run.seed == 1 {
             eprintln!("{label}: the target has no list/set/hash commands yet; WRONGTYPE cases are not generated");
         }
         let mut index = 0;
         while index < commands {
-            let n = if pipelined {
-                generator
-                    .rng
-                    .random_range(1..=PIPELINE_MAX)
-                    .min(commands - index)
-            } else {
-                1
-            };
+            let n = batch_size(&mut generator.rng, run.pipelined, PIPELINE_MAX).min(commands - index);
             let batch: Vec<Cmd> = (0..n).map(|_| generator.next()).collect();
             run.batch(&batch, index, equivalent);
             index += n;
         }
         let dump = generator.state_dump();
         run.batch(&dump, index, equivalent);
-        total += run.compared;
-    }
+    });
     eprintln!("{label}: {total} replies identical");
 }
 

@@ -515,27 +515,17 @@ fn model_step(run: &mut DiffRun<'_>, command: &Cmd, index: usize) {
 }
 
 fn run_differential(label: &str, shards: usize) {
-    if require_redis_server(label).is_none() {
+    let Some(servers) = DiffServers::forward(label, shards) else {
         return;
-    }
+    };
     let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
-    let reference_server = Server::redis();
-    let target_server = Server::forward(shards);
-    let mut total = 0;
-    for (n, seed) in settings.seeds.iter().copied().enumerate() {
-        let pipelined = seed % 2 == 0;
-        let resp3 = seed % 4 >= 2;
-        let servers = (&reference_server, &target_server);
-        let mut run = DiffRun::start(label, seed, servers, &settings, resp3, pipelined);
-        let mut generator = Generator::new(seed, shards, n == 0);
+    let first_seed = settings.seeds[0];
+    let total = servers.each_seed(label, &settings, true, |run| {
+        let mut generator = Generator::new(run.seed, shards, run.seed == first_seed);
         run.batch(&generator.initial(), 0, equivalent);
         let mut index = 0;
         while index < settings.commands {
-            let size = if pipelined {
-                generator.rng.random_range(1..=PIPELINE_MAX)
-            } else {
-                1
-            };
+            let size = batch_size(&mut generator.rng, run.pipelined, PIPELINE_MAX);
             let mut batch: Vec<Cmd> = Vec::new();
             let mut model = None;
             while batch.len() < size && index + batch.len() < settings.commands {
@@ -550,13 +540,12 @@ fn run_differential(label: &str, shards: usize) {
             run.batch(&batch, index, equivalent);
             index += batch.len();
             if let Some(command) = model {
-                model_step(&mut run, &command, index);
+                model_step(run, &command, index);
                 index += 1;
             }
         }
         run.batch(&generator.state_dump(), index, equivalent);
-        total += run.compared;
-    }
+    });
     eprintln!("{label}: {total} replies equivalent");
 }
 

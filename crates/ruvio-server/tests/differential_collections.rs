@@ -91,7 +91,6 @@ use collections::compare::{equivalent, name_of, reply_kind, scan_union};
 use collections::coverage::{check_coverage, histogram_key, print_histogram, Histogram};
 use collections::generator::{supported_families, Family, Generator};
 use common::*;
-use rand::Rng;
 
 /// Commands per sequence unless `RUVIO_DIFF_COMMANDS` says otherwise (as differential.rs).
 const COMMANDS_PER_SEED: usize = 2500;
@@ -135,30 +134,15 @@ fn compare_batch(
             }
         }
     }
-    for (i, command) in batch.iter().enumerate() {
-        run.remember(show_cmd(command), &expected[i]);
-        let probe = expected.get(i + 1).map(Vec::as_slice);
-        if !equivalent(command, &expected[i], &got[i], probe) {
-            run.fail(
-                show_cmd(command),
-                start_index + i,
-                batch.len(),
-                &expected[i],
-                &got[i],
-            );
-        }
-        run.compared += 1;
-    }
+    run.compare_probing(batch, start_index, &expected, &got, equivalent);
 }
 
 fn run_differential(label: &str, shards: usize) {
-    if require_redis_server(label).is_none() {
+    let Some(servers) = DiffServers::forward(label, shards) else {
         return;
-    }
+    };
     let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
-    let reference_server = Server::redis();
-    let target_server = Server::forward(shards);
-    let families = supported_families(&mut target_server.raw());
+    let families = supported_families(&mut servers.target.raw());
     if families.is_empty() {
         eprintln!("SKIPPED {label}: the target implements no list or hash commands yet");
         return;
@@ -166,33 +150,17 @@ fn run_differential(label: &str, shards: usize) {
     if families.len() < Family::ALL.len() {
         eprintln!("{label}: the target implements only {families:?}; generating those");
     }
-    let mut servers = vec![&reference_server];
-    if target() == Target::Redis {
-        servers.push(&target_server);
-    }
-    for server in servers {
-        let reply = server.raw().cmd(&["CONFIG", "SET", "hz", REDIS_HZ]);
-        assert_eq!(reply, b"+OK\r\n", "CONFIG SET hz: {}", show(&reply));
-    }
+    servers.set_redis_hz(REDIS_HZ);
     let mut histogram = Histogram::new();
-    let mut total = 0;
-    for seed in settings.seeds.iter().copied() {
-        let pipelined = seed % 2 == 0;
-        let resp3 = seed % 4 >= 2;
-        // The HELLO 3 reply names the server and its version: not compared.
-        let pair = (&reference_server, &target_server);
-        let mut run = DiffRun::start(label, seed, pair, &settings, resp3, pipelined);
+    // The HELLO 3 reply names the server and its version: not compared.
+    let total = servers.each_seed(label, &settings, true, |run| {
         run.commands = settings.commands;
-        let mut generator = Generator::new(seed, &families);
+        let mut generator = Generator::new(run.seed, &families);
         let initial = generator.initial_config();
-        compare_batch(&mut run, &mut histogram, &initial, 0);
+        compare_batch(run, &mut histogram, &initial, 0);
         let mut index = 0;
         while index < settings.commands {
-            let size = if pipelined {
-                generator.rng.random_range(1..=PIPELINE_MAX)
-            } else {
-                1
-            };
+            let size = batch_size(&mut generator.rng, run.pipelined, PIPELINE_MAX);
             let mut batch: Vec<Cmd> = Vec::new();
             while batch.len() < size && index + batch.len() < settings.commands {
                 let step = generator.next();
@@ -202,13 +170,12 @@ fn run_differential(label: &str, shards: usize) {
                     break;
                 }
             }
-            compare_batch(&mut run, &mut histogram, &batch, index);
+            compare_batch(run, &mut histogram, &batch, index);
             index += batch.len();
         }
         let dump = generator.state_dump();
-        compare_batch(&mut run, &mut histogram, &dump, index);
-        total += run.compared;
-    }
+        compare_batch(run, &mut histogram, &dump, index);
+    });
     if settings.trace_summary {
         print_histogram(label, &histogram);
     }

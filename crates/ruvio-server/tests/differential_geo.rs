@@ -130,10 +130,7 @@ impl Generator {
     fn new(seed: u64) -> Generator {
         let mut groups = Vec::new();
         for shard in 0..2 {
-            let tag = (b'a'..=b'z')
-                .map(|c| (c as char).to_string())
-                .find(|t| shard_of_key(&format!("{{{t}}}"), 2) == shard)
-                .expect("a tag for every shard");
+            let tag = hash_tag_on_shard(shard, 2);
             groups.push(Group {
                 geos: (0..3).map(|i| format!("{{{tag}}}g{i}")).collect(),
                 string: format!("{{{tag}}}s"),
@@ -492,44 +489,27 @@ fn words(out: Vec<String>) -> Cmd {
     out.into_iter().map(String::into_bytes).collect()
 }
 
-/// Replies must be equal byte for byte: this family has no allowlist.
-fn equal(_: &Cmd, expected: &[u8], got: &[u8]) -> bool {
-    expected == got
-}
-
 fn run_differential(label: &str, shards: usize) {
-    if require_redis_server(label).is_none() {
+    let Some(servers) = DiffServers::forward(label, shards) else {
         return;
-    }
+    };
     let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
-    let reference_server = Server::redis();
-    let target_server = Server::forward(shards);
-    let mut total = 0;
-    for seed in settings.seeds.iter().copied() {
-        let pipelined = seed % 2 == 0;
-        let resp3 = seed % 4 >= 2;
-        let servers = (&reference_server, &target_server);
-        let mut run = DiffRun::start(label, seed, servers, &settings, resp3, pipelined);
+    let total = servers.each_seed(label, &settings, true, |run| {
         run.commands = settings.commands;
-        let mut generator = Generator::new(seed);
+        let mut generator = Generator::new(run.seed);
         let mut index = 0;
         while index < settings.commands {
-            let size = if pipelined {
-                generator.rng.random_range(1..=PIPELINE_MAX)
-            } else {
-                1
-            };
+            let size = batch_size(&mut generator.rng, run.pipelined, PIPELINE_MAX);
             let mut batch: Vec<Cmd> = Vec::new();
             while batch.len() < size && index + batch.len() < settings.commands {
                 batch.extend(generator.next());
             }
-            run.batch(&batch, index, equal);
+            run.batch(&batch, index, identical);
             index += batch.len();
         }
         let dump = generator.state_dump();
-        run.batch(&dump, index, equal);
-        total += run.compared;
-    }
+        run.batch(&dump, index, identical);
+    });
     eprintln!("{label}: {total} replies equal");
 }
 

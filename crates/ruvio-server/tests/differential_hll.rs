@@ -281,15 +281,10 @@ fn short_cmd(command: &Cmd) -> String {
     )
 }
 
-/// Replies must be equal byte for byte: this family has no allowlist.
-fn equal(_: &Cmd, expected: &[u8], got: &[u8]) -> bool {
-    expected == got
-}
-
 /// A Redis-made value under `to` on both servers: GET on Redis (compared with
 /// Ruvio's GET), SET of Redis's bytes on both.
 fn copy_value(run: &mut DiffRun<'_>, from: &str, to: &str, start: usize) {
-    run.batch(&[cmd(&["GET", from])], start, equal);
+    run.batch(&[cmd(&["GET", from])], start, identical);
     let reply = run.reference.cmd(&["GET", from]);
     let Value::Bulk(bytes) = decode(&reply) else {
         return; // missing or not a string: nothing to copy
@@ -298,57 +293,45 @@ fn copy_value(run: &mut DiffRun<'_>, from: &str, to: &str, start: usize) {
     run.batch(
         &[set, cmd(&["PFCOUNT", to]), cmd(&["GET", to])],
         start + 1,
-        equal,
+        identical,
     );
 }
 
 fn run_differential(label: &str, shards: usize) {
-    if require_redis_server(label).is_none() {
+    let Some(servers) = DiffServers::forward(label, shards) else {
         return;
-    }
+    };
     let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
-    let reference_server = Server::redis();
-    let target_server = Server::forward(shards);
-    let mut total = 0;
-    for seed in settings.seeds.iter().copied() {
-        let pipelined = seed % 2 == 0;
-        let resp3 = seed % 4 >= 2;
-        let servers = (&reference_server, &target_server);
-        let mut run = DiffRun::start(label, seed, servers, &settings, resp3, pipelined);
+    let total = servers.each_seed(label, &settings, true, |run| {
         run.show = short_cmd;
-        let mut generator = Generator::new(seed, shards);
+        let mut generator = Generator::new(run.seed, shards);
         let initial = generator.initial();
-        run.batch(&initial, 0, equal);
-        if seed == 1 {
-            run.batch(&[cmd(&["PFSELFTEST"])], 0, equal);
+        run.batch(&initial, 0, identical);
+        if run.seed == 1 {
+            run.batch(&[cmd(&["PFSELFTEST"])], 0, identical);
         }
         let mut index = 0;
         while index < settings.commands {
-            let size = if pipelined {
-                generator.rng.random_range(1..=PIPELINE_MAX)
-            } else {
-                1
-            };
+            let size = batch_size(&mut generator.rng, run.pipelined, PIPELINE_MAX);
             let mut batch: Vec<Cmd> = Vec::new();
             while batch.len() < size && index + batch.len() < settings.commands {
                 match generator.next() {
                     Step::Commands(commands) => batch.extend(commands),
                     Step::Copy { from, to } => {
-                        run.batch(&batch, index, equal);
+                        run.batch(&batch, index, identical);
                         index += batch.len();
                         batch.clear();
-                        copy_value(&mut run, &from, &to, index);
+                        copy_value(run, &from, &to, index);
                         index += 4;
                         break;
                     }
                 }
             }
-            run.batch(&batch, index, equal);
+            run.batch(&batch, index, identical);
             index += batch.len();
         }
-        run.batch(&generator.state_dump(), index, equal);
-        total += run.compared;
-    }
+        run.batch(&generator.state_dump(), index, identical);
+    });
     eprintln!("{label}: {total} replies equal");
 }
 

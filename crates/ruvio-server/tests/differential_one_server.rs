@@ -233,17 +233,15 @@ fn compare_views(pair: &mut Pair, rng: &mut StdRng) {
 }
 
 fn run(label: &str, shards: usize) {
-    if require_redis_server(label).is_none() {
+    let Some(servers) = DiffServers::forward(label, shards) else {
         return;
-    }
+    };
     let settings = DiffSettings::from_env(SEEDS, STEPS_PER_SEED);
-    let reference_server = Server::redis();
-    let target_server = Server::forward(shards);
     // Named connections on both servers (each lands on some shard of Ruvio).
     let mut named: Vec<(RawConn, RawConn)> = Vec::new();
     for i in 0..NAMED_CLIENTS {
-        let mut r = reference_server.raw();
-        let mut t = target_server.raw();
+        let mut r = servers.reference.raw();
+        let mut t = servers.target.raw();
         for conn in [&mut r, &mut t] {
             assert_eq!(
                 conn.cmd(&["CLIENT", "SETNAME", &format!("c{i}")]),
@@ -258,8 +256,8 @@ fn run(label: &str, shards: usize) {
     }
     for seed in settings.seeds.iter().copied() {
         let mut pair = Pair {
-            reference: reference_server.raw(),
-            target: target_server.raw(),
+            reference: servers.reference.raw(),
+            target: servers.target.raw(),
             seed,
             step: 0,
         };

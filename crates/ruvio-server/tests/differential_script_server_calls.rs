@@ -75,35 +75,14 @@ const CORPUS: &[&str] = &[
     "ping",
 ];
 
-fn run_corpus(reference: &mut RawConn, target: &mut RawConn, label: &str) {
-    for line in CORPUS {
-        let words: Vec<&str> = line.split('|').collect();
-        let want = reference.cmd(&words);
-        let got = target.cmd(&words);
-        assert_eq!(
-            show(&got),
-            show(&want),
-            "{label}: {line:?}: Ruvio's reply differs from Redis's"
-        );
-    }
-}
-
 #[test]
 fn server_commands_from_scripts_answer_as_redis() {
     if require_redis_server("server_commands_from_scripts_answer_as_redis").is_none() {
         return;
     }
-    let redis = Server::redis();
-    let ruvio = Server::forward(2);
+    let servers = (&Server::redis(), &Server::forward(2));
     for resp3 in [false, true] {
-        let mut reference = redis.raw();
-        let mut target = ruvio.raw();
-        if resp3 {
-            reference.cmd(&["hello", "3"]);
-            target.cmd(&["hello", "3"]);
-        }
-        let label = if resp3 { "RESP3" } else { "RESP2" };
-        run_corpus(&mut reference, &mut target, label);
+        run_corpus(CORPUS, servers, resp3, protocol_name(resp3));
     }
 }
 
@@ -150,21 +129,6 @@ fn dbsize_from_a_script_counts_every_shard() {
         ]);
         both(&["eval", "return redis.call('dbsize')", "0"]);
     }
-}
-
-/// A connection served by shard `shard` of a 2-shard forward-mode server (a script
-/// without keys runs on the client's shard, and only there sees an undeclared key
-/// of that shard).
-fn conn_on_shard(server: &Server, shard: usize) -> RawConn {
-    let probe = key_on_shard("probe", shard, 2);
-    for _ in 0..200 {
-        let mut conn = server.raw();
-        let reply = conn.cmd(&["eval", "return redis.call('exists', ARGV[1])", "0", &probe]);
-        if reply == b":0\r\n" {
-            return conn;
-        }
-    }
-    panic!("no connection landed on shard {shard} in 200 tries");
 }
 
 /// A publisher and three subscribers: on Ruvio the publisher and the first

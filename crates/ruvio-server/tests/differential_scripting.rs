@@ -128,19 +128,6 @@ const CORPUS: &[&str] = &[
     "llen|{k}s",
 ];
 
-fn run_corpus(reference: &mut RawConn, target: &mut RawConn, label: &str) {
-    for line in CORPUS {
-        let words: Vec<&str> = line.split('|').collect();
-        let want = reference.cmd(&words);
-        let got = target.cmd(&words);
-        assert_eq!(
-            show(&got),
-            show(&want),
-            "{label}: {line:?}: Ruvio's reply differs from Redis's"
-        );
-    }
-}
-
 #[test]
 fn scripts_answer_as_redis() {
     if require_redis_server("scripts_answer_as_redis").is_none() {
@@ -148,19 +135,9 @@ fn scripts_answer_as_redis() {
     }
     for shards in [1, 2] {
         for resp3 in [false, true] {
-            let redis = Server::redis();
-            let ruvio = Server::forward(shards);
-            let mut reference = redis.raw();
-            let mut target = ruvio.raw();
-            if resp3 {
-                reference.cmd(&["hello", "3"]);
-                target.cmd(&["hello", "3"]);
-            }
-            let label = format!(
-                "{shards} shard(s), {}",
-                if resp3 { "RESP3" } else { "RESP2" }
-            );
-            run_corpus(&mut reference, &mut target, &label);
+            let (redis, ruvio) = (Server::redis(), Server::forward(shards));
+            let label = format!("{shards} shard(s), {}", protocol_name(resp3));
+            run_corpus(CORPUS, (&redis, &ruvio), resp3, &label);
         }
     }
 }

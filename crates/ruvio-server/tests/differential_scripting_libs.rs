@@ -239,35 +239,14 @@ const CORPUS: &[&str] = &[
     "eval|struct.size = nil|0",
 ];
 
-fn run_corpus(reference: &mut RawConn, target: &mut RawConn, label: &str) {
-    for line in CORPUS {
-        let words: Vec<&str> = line.split('|').collect();
-        let want = reference.cmd(&words);
-        let got = target.cmd(&words);
-        assert_eq!(
-            show(&got),
-            show(&want),
-            "{label}: {line:?}: Ruvio's reply differs from Redis's"
-        );
-    }
-}
-
 #[test]
 fn script_libraries_answer_as_redis() {
     if require_redis_server("script_libraries_answer_as_redis").is_none() {
         return;
     }
-    let redis = Server::redis();
-    let ruvio = Server::forward(2);
+    let servers = (&Server::redis(), &Server::forward(2));
     for resp3 in [false, true] {
-        let mut reference = redis.raw();
-        let mut target = ruvio.raw();
-        if resp3 {
-            reference.cmd(&["hello", "3"]);
-            target.cmd(&["hello", "3"]);
-        }
-        let label = if resp3 { "RESP3" } else { "RESP2" };
-        run_corpus(&mut reference, &mut target, label);
+        run_corpus(CORPUS, servers, resp3, protocol_name(resp3));
     }
 }
 

@@ -72,9 +72,6 @@ const COMMANDS_PER_SEED: usize = 4000;
 const SEEDS: &[u64] = &[1, 2, 3, 4];
 /// Largest pipeline sent in one write.
 const PIPELINE_MAX: usize = 30;
-/// SSCAN calls per iteration before the test gives up: the largest set here has a few
-/// hundred members, so a scan that has not reached cursor 0 by then never will.
-const SCAN_CALLS_MAX: usize = 1000;
 /// Set keys; enough for three-way algebra with a missing key now and then.
 const SET_KEYS: usize = 4;
 
@@ -396,29 +393,17 @@ fn equivalent(command: &Cmd, expected: &[u8], got: &[u8], probe: Option<&[u8]>) 
 /// SSCAN iterated to cursor 0 on `conn` from its first reply: the sorted union as one
 /// RESP array, or the first reply when it is not a scan reply (an error).
 fn scan_union(conn: &mut RawConn, command: &Cmd, first: &[u8]) -> Vec<u8> {
+    let Some(items) = scan_items(conn, command, first) else {
+        return first.to_vec();
+    };
     let mut members = BTreeSet::new();
-    let mut reply = first.to_vec();
-    for _ in 0..SCAN_CALLS_MAX {
-        let Value::Array(parts) = decode(&reply) else {
-            return first.to_vec();
+    for item in &items {
+        let Value::Bulk(m) = item else {
+            panic!("SSCAN items: {items:?}");
         };
-        let [Value::Bulk(cursor), Value::Array(items)] = parts.as_slice() else {
-            return first.to_vec();
-        };
-        for item in items {
-            let Value::Bulk(m) = item else {
-                panic!("SSCAN items: {}", show(&reply));
-            };
-            members.insert(m.clone());
-        }
-        if cursor.as_slice() == b"0" {
-            return encode(&members.into_iter().collect::<Vec<_>>());
-        }
-        let mut next = command.clone();
-        next[2] = cursor.clone();
-        reply = conn.cmd(&next);
+        members.insert(m.clone());
     }
-    panic!("{} did not reach cursor 0", show_cmd(command));
+    encode(&members.into_iter().collect::<Vec<_>>())
 }
 
 /// Send `batch` to both servers in one write each and compare the replies; an
@@ -432,45 +417,21 @@ fn compare_batch(run: &mut DiffRun<'_>, batch: &[Cmd], start: usize) {
             got[i] = scan_union(&mut run.target, last, &got[i]);
         }
     }
-    for (i, command) in batch.iter().enumerate() {
-        run.remember(show_cmd(command), &expected[i]);
-        let probe = expected.get(i + 1).map(Vec::as_slice);
-        if !equivalent(command, &expected[i], &got[i], probe) {
-            run.fail(
-                show_cmd(command),
-                start + i,
-                batch.len(),
-                &expected[i],
-                &got[i],
-            );
-        }
-        run.compared += 1;
-    }
+    run.compare_probing(batch, start, &expected, &got, equivalent);
 }
 
 fn run_differential(label: &str, shards: usize) {
-    if require_redis_server(label).is_none() {
+    let Some(servers) = DiffServers::forward(label, shards) else {
         return;
-    }
+    };
     let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
-    let reference_server = Server::redis();
-    let target_server = Server::forward(shards);
-    let mut total = 0;
-    for seed in settings.seeds.iter().copied() {
-        let pipelined = seed % 2 == 0;
-        let resp3 = seed % 4 >= 2;
-        let servers = (&reference_server, &target_server);
-        let mut run = DiffRun::start(label, seed, servers, &settings, resp3, pipelined);
-        let mut generator = Generator::new(seed, shards);
+    let total = servers.each_seed(label, &settings, true, |run| {
+        let mut generator = Generator::new(run.seed, shards);
         let initial = generator.initial();
-        compare_batch(&mut run, &initial, 0);
+        compare_batch(run, &initial, 0);
         let mut index = 0;
         while index < settings.commands {
-            let size = if pipelined {
-                generator.rng.random_range(1..=PIPELINE_MAX)
-            } else {
-                1
-            };
+            let size = batch_size(&mut generator.rng, run.pipelined, PIPELINE_MAX);
             let mut batch: Vec<Cmd> = Vec::new();
             while batch.len() < size && index + batch.len() < settings.commands {
                 let step = generator.next();
@@ -480,12 +441,11 @@ fn run_differential(label: &str, shards: usize) {
                     break;
                 }
             }
-            compare_batch(&mut run, &batch, index);
+            compare_batch(run, &batch, index);
             index += batch.len();
         }
-        compare_batch(&mut run, &generator.state_dump(), index);
-        total += run.compared;
-    }
+        compare_batch(run, &generator.state_dump(), index);
+    });
     eprintln!("{label}: {total} replies equivalent");
 }
 

@@ -287,42 +287,27 @@ impl Generator {
     }
 }
 
-fn equal(_: &Cmd, expected: &[u8], got: &[u8]) -> bool {
-    expected == got
-}
-
 fn run_differential(label: &str, shards: usize) {
-    if require_redis_server(label).is_none() {
+    let Some(servers) = DiffServers::forward(label, shards) else {
         return;
-    }
+    };
     let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
-    let reference_server = Server::redis();
-    let target_server = Server::forward(shards);
-    let mut total = 0;
-    for seed in settings.seeds.iter().copied() {
-        let pipelined = seed % 2 == 0;
-        let resp3 = seed % 4 >= 2;
-        let servers = (&reference_server, &target_server);
-        let mut run = DiffRun::start(label, seed, servers, &settings, resp3, pipelined);
-        let mut generator = Generator::new(seed, shards);
+    let total = servers.each_seed(label, &settings, true, |run| {
+        let mut generator = Generator::new(run.seed, shards);
         let initial = generator.initial();
-        run.batch(&initial, 0, equal);
+        run.batch(&initial, 0, identical);
         let mut index = 0;
         while index < settings.commands {
-            let size = match pipelined {
-                true => generator.rng.random_range(1..=PIPELINE_MAX),
-                false => 1,
-            };
+            let size = batch_size(&mut generator.rng, run.pipelined, PIPELINE_MAX);
             let mut batch: Vec<Cmd> = Vec::new();
             while batch.len() < size {
                 batch.extend(generator.next());
             }
-            run.batch(&batch, index, equal);
+            run.batch(&batch, index, identical);
             index += batch.len();
         }
-        run.batch(&generator.state_dump(), index, equal);
-        total += run.compared;
-    }
+        run.batch(&generator.state_dump(), index, identical);
+    });
     eprintln!("{label}: {total} replies equal");
 }
 

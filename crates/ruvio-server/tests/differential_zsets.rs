@@ -78,9 +78,6 @@ const COMMANDS_PER_SEED: usize = 2500;
 const SEEDS: &[u64] = &[1, 2, 3, 4];
 /// Largest pipeline sent in one write.
 const PIPELINE_MAX: usize = 40;
-/// ZSCAN calls per iteration before giving up: the largest set has a few hundred
-/// members, so a scan that has not returned cursor 0 by then never will.
-const SCAN_CALLS_MAX: usize = 1000;
 /// How long a CONFIG SET is given to reach every shard before the next batch.
 const CONFIG_SETTLE: std::time::Duration = std::time::Duration::from_millis(20);
 /// `hz` of the reference: a 0.01 s blocking timeout fires within ~20 ms instead of 100.
@@ -117,6 +114,12 @@ struct Step {
     lenient_encoding: bool,
 }
 
+impl AsRef<Cmd> for Step {
+    fn as_ref(&self) -> &Cmd {
+        &self.cmd
+    }
+}
+
 struct Group {
     zsets: Vec<String>,
     /// A zset whose scores are all 0 (rule: lex ranges are only defined then).
@@ -143,10 +146,7 @@ impl Generator {
     fn new(seed: u64) -> Generator {
         let mut groups = Vec::new();
         for shard in 0..2 {
-            let tag = (b'a'..=b'z')
-                .map(|c| (c as char).to_string())
-                .find(|t| shard_of_key(&format!("{{{t}}}"), 2) == shard)
-                .expect("a tag for every shard");
+            let tag = hash_tag_on_shard(shard, 2);
             groups.push(Group {
                 zsets: (0..3).map(|i| format!("{{{tag}}}z{i}")).collect(),
                 lex: format!("{{{tag}}}x"),
@@ -761,27 +761,15 @@ fn equivalent(step: &Step, expected: &[u8], got: &[u8], probe: Option<&[u8]>) ->
 /// ZSCAN iterated to cursor 0 on `conn`, from its first reply: the sorted union of
 /// member/score pairs as text, or the first reply when it is not a scan reply.
 fn scan_union(conn: &mut RawConn, command: &Cmd, first: &[u8]) -> Vec<u8> {
-    let mut pairs = BTreeSet::new();
-    let mut reply = first.to_vec();
-    for _ in 0..SCAN_CALLS_MAX {
-        let Value::Array(parts) = decode(&reply) else {
-            return first.to_vec();
-        };
-        let [Value::Bulk(cursor), Value::Array(items)] = parts.as_slice() else {
-            return first.to_vec();
-        };
-        assert!(items.len() % 2 == 0, "ZSCAN items: {}", show(&reply));
-        for pair in items.chunks(2) {
-            pairs.insert((pair[0].text(), pair[1].text()));
-        }
-        if cursor.as_slice() == b"0" {
-            return format!("{pairs:?}").into_bytes();
-        }
-        let mut next = command.clone();
-        next[2] = cursor.clone();
-        reply = conn.cmd(&next);
-    }
-    panic!("{} did not reach cursor 0", show_cmd(command));
+    let Some(items) = scan_items(conn, command, first) else {
+        return first.to_vec();
+    };
+    assert!(items.len() % 2 == 0, "ZSCAN items: {items:?}");
+    let pairs: BTreeSet<(String, String)> = items
+        .chunks(2)
+        .map(|pair| (pair[0].text(), pair[1].text()))
+        .collect();
+    format!("{pairs:?}").into_bytes()
 }
 
 /// Send `batch` to both servers in one write each, then compare the replies in
@@ -796,56 +784,25 @@ fn compare_batch(run: &mut DiffRun<'_>, batch: &[Step], start_index: usize) {
             got[i] = scan_union(&mut run.target, &last.cmd, &got[i]);
         }
     }
-    for (i, step) in batch.iter().enumerate() {
-        run.remember(show_cmd(&step.cmd), &expected[i]);
-        let probe = expected.get(i + 1).map(Vec::as_slice);
-        if !equivalent(step, &expected[i], &got[i], probe) {
-            run.fail(
-                show_cmd(&step.cmd),
-                start_index + i,
-                batch.len(),
-                &expected[i],
-                &got[i],
-            );
-        }
-        run.compared += 1;
-    }
+    run.compare_probing(batch, start_index, &expected, &got, equivalent);
 }
 
 fn run_differential(label: &str, shards: usize) {
-    if require_redis_server(label).is_none() {
+    let Some(servers) = DiffServers::forward(label, shards) else {
         return;
-    }
+    };
     let settings = DiffSettings::from_env(SEEDS, COMMANDS_PER_SEED);
-    let reference_server = Server::redis();
-    let target_server = Server::forward(shards);
-    let mut servers = vec![&reference_server];
-    if target() == Target::Redis {
-        servers.push(&target_server);
-    }
-    for server in servers {
-        let reply = server.raw().cmd(&["CONFIG", "SET", "hz", REDIS_HZ]);
-        assert_eq!(reply, b"+OK\r\n", "CONFIG SET hz: {}", show(&reply));
-    }
-    let mut total = 0;
-    for seed in settings.seeds.iter().copied() {
-        let pipelined = seed % 2 == 0;
-        let resp3 = seed % 4 >= 2;
-        // The HELLO 3 reply names the server and its version: not compared.
-        let pair = (&reference_server, &target_server);
-        let mut run = DiffRun::start(label, seed, pair, &settings, resp3, pipelined);
+    servers.set_redis_hz(REDIS_HZ);
+    // The HELLO 3 reply names the server and its version: not compared.
+    let total = servers.each_seed(label, &settings, true, |run| {
         run.commands = settings.commands;
-        let mut generator = Generator::new(seed);
+        let mut generator = Generator::new(run.seed);
         let initial = generator.initial_config();
-        compare_batch(&mut run, &initial, 0);
+        compare_batch(run, &initial, 0);
         let mut index = 0;
         let mut held: Option<Vec<Step>> = None;
         while index < settings.commands {
-            let size = if pipelined {
-                generator.rng.random_range(1..=PIPELINE_MAX)
-            } else {
-                1
-            };
+            let size = batch_size(&mut generator.rng, run.pipelined, PIPELINE_MAX);
             let mut batch: Vec<Step> = Vec::new();
             while batch.len() < size && index + batch.len() < settings.commands {
                 let steps = held.take().unwrap_or_else(|| generator.next());
@@ -861,7 +818,7 @@ fn run_differential(label: &str, shards: usize) {
                     break;
                 }
             }
-            compare_batch(&mut run, &batch, index);
+            compare_batch(run, &batch, index);
             index += batch.len();
             if batch.iter().any(|s| name_of(&s.cmd) == "CONFIG") {
                 // CONFIG SET reaches the other shards by broadcast, applied within
@@ -871,9 +828,8 @@ fn run_differential(label: &str, shards: usize) {
             }
         }
         let dump = generator.state_dump();
-        compare_batch(&mut run, &dump, index);
-        total += run.compared;
-    }
+        compare_batch(run, &dump, index);
+    });
     eprintln!("{label}: {total} replies equivalent");
 }
 

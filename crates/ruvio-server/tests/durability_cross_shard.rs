@@ -36,19 +36,6 @@ fn start(shards: usize, dir: &Path, env: &[(&str, &str)]) -> Server {
     )
 }
 
-/// A connection served by shard `shard` of `shards` (forward mode spreads them).
-fn conn_on_shard(server: &Server, shard: usize, shards: usize) -> RawConn {
-    let probe = key_on_shard("probe", shard, shards);
-    for _ in 0..200 {
-        let mut conn = server.raw();
-        let reply = conn.cmd(&["eval", "return redis.call('exists', ARGV[1])", "0", &probe]);
-        if reply == b":0\r\n" {
-            return conn;
-        }
-    }
-    panic!("no connection landed on shard {shard} in 200 tries");
-}
-
 fn bulk(text: &str) -> Vec<u8> {
     format!("${}\r\n{text}\r\n", text.len()).into_bytes()
 }
@@ -113,7 +100,7 @@ fn always_answers_borrowed_writes_once_their_owners_have_them_on_disk() {
             let tag = format!("{}-{shards}", case.name);
             let dir = data_dir(&tag);
             let server = start(shards, &dir, &[("RUVIO_FAULT", "wal:slow-write")]);
-            let mut c = conn_on_shard(&server, 0, shards);
+            let mut c = conn_on_shard(&server, 0);
             for command in &case.setup {
                 assert_eq!(c.cmd(command), b"+OK\r\n", "{tag}");
             }
@@ -151,7 +138,7 @@ fn always_answers_borrowed_commands_that_wrote_nothing_at_once() {
     let empty = key_on_shard("empty", 1, shards);
     let dir = data_dir("nothing");
     let server = start(shards, &dir, &[("RUVIO_FAULT", "wal:slow-write")]);
-    let mut c = conn_on_shard(&server, 0, shards);
+    let mut c = conn_on_shard(&server, 0);
     assert_eq!(c.cmd(&["MSET", &a, "1", &b, "2"]), b"+OK\r\n");
     for (command, reply) in [
         (words(&["RENAMENX", &a, &b]), &b":0\r\n"[..]),
@@ -184,7 +171,7 @@ fn always_answers_split_writes_once_the_local_part_is_on_disk() {
     let there = key_on_shard("there", 1, shards);
     let dir = data_dir("split");
     let server = start(shards, &dir, &[("RUVIO_FAULT", "wal:slow-fsync-0")]);
-    let mut c = conn_on_shard(&server, 0, shards);
+    let mut c = conn_on_shard(&server, 0);
     let writes: [(Vec<&str>, &[u8]); 3] = [
         (vec!["MSET", &here, "1", &there, "2"], b"+OK\r\n"),
         (vec!["DEL", &here, &there], b":2\r\n"),
@@ -198,7 +185,7 @@ fn always_answers_split_writes_once_the_local_part_is_on_disk() {
         assert!(took >= HELD_AT_LEAST, "{command:?} answered after {took:?}");
     }
     assert_eq!(c.cmd(&["MSET", &here, "1", &there, "2"]), b"+OK\r\n");
-    let mut reader = conn_on_shard(&server, 0, shards);
+    let mut reader = conn_on_shard(&server, 0);
     let took = timed(
         &mut reader,
         &["MGET", &here, &there],
@@ -218,7 +205,7 @@ fn always_answers_borrowed_writes_after_the_owners_fsync() {
     let b = key_on_shard("b", 2, shards);
     let dir = data_dir("fsync");
     let server = start(shards, &dir, &[("RUVIO_FAULT", "wal:slow-fsync-2")]);
-    let mut c = conn_on_shard(&server, 0, shards);
+    let mut c = conn_on_shard(&server, 0);
     assert_eq!(c.cmd(&["SET", &a, "v"]), b"+OK\r\n");
     let took = timed(&mut c, &["RENAME", &a, &b], b"+OK\r\n");
     assert!(took >= HELD_AT_LEAST, "answered after {took:?}");

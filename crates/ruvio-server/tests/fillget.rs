@@ -42,13 +42,6 @@ fn port_for(server: &Server, key: &str) -> u16 {
     server.shard_port(shard_of_key(key, server.shards))
 }
 
-/// One key per shard, named from `prefix`.
-fn keys_per_shard(server: &Server, prefix: &str) -> Vec<String> {
-    (0..server.shards)
-        .map(|shard| key_on_shard(prefix, shard, server.shards))
-        .collect()
-}
-
 /// The token of a lease reply (RESP2 array or RESP3 map), or a panic naming it.
 fn token_of(reply: &[u8]) -> String {
     let value = decode(reply);
@@ -107,7 +100,7 @@ fn stampede_client(port: u16, key: &str, start: &Barrier) -> Outcome {
 }
 
 fn fifty_clients_miss_and_one_computes(server: &Server) {
-    for key in keys_per_shard(server, "stampede") {
+    for key in keys_per_shard("stampede", server.shards) {
         let start = Arc::new(Barrier::new(STAMPEDE_CLIENTS));
         let port = port_for(server, &key);
         let clients: Vec<_> = (0..STAMPEDE_CLIENTS)
@@ -142,7 +135,7 @@ fn stampede_of_fifty_clients() {
 }
 
 fn an_expired_lease_goes_to_the_oldest_waiter(server: &Server) {
-    for key in keys_per_shard(server, "handoff") {
+    for key in keys_per_shard("handoff", server.shards) {
         let mut holder = conn_for(server, &key);
         let first = token_of(&holder.cmd(&["FILLGET", &key, "LEASE", "400"]));
         let mut second = conn_for(server, &key);
@@ -172,7 +165,7 @@ fn lease_expiry_hands_the_lease_to_the_next_waiter() {
 }
 
 fn a_departed_holder_is_replaced_at_expiry(server: &Server) {
-    for key in keys_per_shard(server, "gone") {
+    for key in keys_per_shard("gone", server.shards) {
         let mut holder = conn_for(server, &key);
         let token = token_of(&holder.cmd(&["FILLGET", &key, "LEASE", "300"]));
         let mut waiter = conn_for(server, &key);
@@ -202,7 +195,7 @@ fn lease_holder_disconnects() {
 }
 
 fn stale_tokens_and_other_writers(server: &Server) {
-    for key in keys_per_shard(server, "stale") {
+    for key in keys_per_shard("stale", server.shards) {
         let mut c = conn_for(server, &key);
         let made_up = "0123456789abcdef0123456789abcdef";
         assert_eq!(c.cmd(&["FILLSET", &key, made_up, "v"]), STALE);
@@ -229,7 +222,7 @@ fn a_stale_token_is_rejected_and_stores_nothing() {
 }
 
 fn reply_shapes(server: &Server) {
-    for key in keys_per_shard(server, "shape") {
+    for key in keys_per_shard("shape", server.shards) {
         let mut two = conn_for(server, &key);
         let mut three = conn_for(server, &key);
         let hello = three.cmd(&["HELLO", "3"]);

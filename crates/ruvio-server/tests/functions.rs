@@ -285,19 +285,6 @@ fn an_exported_file_brings_the_libraries_to_redis() {
     assert_eq!(bump(&mut r, "k"), b":2\r\n");
 }
 
-/// A connection served by shard `shard` of 2 (forward mode spreads connections).
-fn conn_on_shard(server: &Server, shard: usize) -> RawConn {
-    let probe = key_on_shard("probe", shard, 2);
-    for _ in 0..200 {
-        let mut conn = server.raw();
-        let reply = conn.cmd(&["eval", "return redis.call('exists', ARGV[1])", "0", &probe]);
-        if reply == b":0\r\n" {
-            return conn;
-        }
-    }
-    panic!("no connection landed on shard {shard} in 200 tries");
-}
-
 #[test]
 fn function_kill_stops_a_busy_function() {
     let server = Server::forward(2);

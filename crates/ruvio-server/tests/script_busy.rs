@@ -20,21 +20,6 @@ const BUSY: &[u8] =
     b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
 const KILLED: &[u8] = b"-ERR Script killed by user with SCRIPT KILL...";
 
-/// A connection served by shard `shard` (forward mode spreads connections over the
-/// shards): a script without keys runs on the client's shard, and only there may it
-/// touch an undeclared key of that shard.
-fn conn_on_shard(server: &Server, shard: usize) -> RawConn {
-    let probe = key_on_shard("probe", shard, SHARDS);
-    for _ in 0..200 {
-        let mut conn = server.raw();
-        let reply = conn.cmd(&["eval", "return redis.call('exists', ARGV[1])", "0", &probe]);
-        if reply == b":0\r\n" {
-            return conn;
-        }
-    }
-    panic!("no connection landed on shard {shard} in 200 tries");
-}
-
 /// Start `body` on shard 0 from `runner` (its reply is read later) and wait past the
 /// threshold.
 fn start_busy_script(server: &Server, body: &str) -> (RawConn, RawConn, String) {

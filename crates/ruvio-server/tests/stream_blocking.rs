@@ -17,46 +17,23 @@ const STILL_BLOCKED: Duration = Duration::from_millis(150);
 /// Pause that lets the server park one client before the next one blocks.
 const LET_IT_PARK: Duration = Duration::from_millis(60);
 
-fn bulk(s: &str) -> String {
-    format!("${}\r\n{s}\r\n", s.len())
-}
-
-/// XREAD's RESP2 reply for one stream and one entry with one field.
-fn one_entry(key: &str, id: &str, field: &str, value: &str) -> Vec<u8> {
-    format!(
-        "*1\r\n*2\r\n{}*1\r\n*2\r\n{}*2\r\n{}{}",
-        bulk(key),
-        bulk(id),
-        bulk(field),
-        bulk(value)
-    )
-    .into_bytes()
-}
-
-/// One key per shard, named from `prefix`.
-fn keys_per_shard(server: &Server, prefix: &str) -> Vec<String> {
-    (0..server.shards.max(2))
-        .map(|shard| key_on_shard(prefix, shard, server.shards.max(2)))
-        .collect()
-}
-
 /// `$` is the last ID when the client blocked: an entry added before the wake-up
 /// write is not served, the new one is.
 fn dollar_serves_only_what_came_after(server: &Server) {
-    let key = &keys_per_shard(server, "dollar")[0];
+    let key = &keys_per_shard("dollar", server.shards.max(2))[0];
     let mut writer = server.raw();
     writer.roundtrip(&encode(&["XADD", key, "1-1", "old", "x"]), b"$3\r\n1-1\r\n");
     let mut waiter = server.raw();
     waiter.send(&encode(&["XREAD", "BLOCK", "0", "STREAMS", key, "$"]));
     waiter.expect_silence(STILL_BLOCKED);
     writer.roundtrip(&encode(&["XADD", key, "2-1", "new", "y"]), b"$3\r\n2-1\r\n");
-    waiter.expect(&one_entry(key, "2-1", "new", "y"));
+    waiter.expect(&stream_entry_reply(key, "2-1", "new", "y"));
     writer.roundtrip(&encode(&["DEL", key]), b":1\r\n");
 }
 
 /// A missing stream's `$` is 0-0: the first entry wakes the client.
 fn missing_stream_is_woken_by_its_first_entry(server: &Server) {
-    let key = &keys_per_shard(server, "fresh")[1];
+    let key = &keys_per_shard("fresh", server.shards.max(2))[1];
     let mut waiter = server.raw();
     waiter.send(&encode(&[
         "XREAD", "COUNT", "5", "BLOCK", "0", "STREAMS", key, "$",
@@ -64,13 +41,13 @@ fn missing_stream_is_woken_by_its_first_entry(server: &Server) {
     waiter.expect_silence(STILL_BLOCKED);
     let mut writer = server.raw();
     writer.roundtrip(&encode(&["XADD", key, "5-0", "f", "v"]), b"$3\r\n5-0\r\n");
-    waiter.expect(&one_entry(key, "5-0", "f", "v"));
+    waiter.expect(&stream_entry_reply(key, "5-0", "f", "v"));
     writer.roundtrip(&encode(&["DEL", key]), b":1\r\n");
 }
 
 /// Two readers after the same ID both get the entry, in blocking order.
 fn every_reader_is_served(server: &Server) {
-    let key = &keys_per_shard(server, "fan")[0];
+    let key = &keys_per_shard("fan", server.shards.max(2))[0];
     let mut first = server.raw();
     let mut second = server.raw();
     first.send(&encode(&["XREAD", "BLOCK", "0", "STREAMS", key, "0-0"]));
@@ -79,15 +56,15 @@ fn every_reader_is_served(server: &Server) {
     sleep(LET_IT_PARK);
     let mut writer = server.raw();
     writer.roundtrip(&encode(&["XADD", key, "7-7", "a", "b"]), b"$3\r\n7-7\r\n");
-    first.expect(&one_entry(key, "7-7", "a", "b"));
-    second.expect(&one_entry(key, "7-7", "a", "b"));
+    first.expect(&stream_entry_reply(key, "7-7", "a", "b"));
+    second.expect(&stream_entry_reply(key, "7-7", "a", "b"));
     writer.roundtrip(&encode(&["DEL", key]), b":1\r\n");
 }
 
 /// BLOCK ms times out with a null array (RESP2) or null (RESP3); an XADD of an
 /// entry below the ID asked for does not answer it early.
 fn times_out(server: &Server) {
-    let key = &keys_per_shard(server, "late")[0];
+    let key = &keys_per_shard("late", server.shards.max(2))[0];
     let mut writer = server.raw();
     writer.roundtrip(&encode(&["XADD", key, "1-0", "f", "v"]), b"$3\r\n1-0\r\n");
     let mut waiter = server.raw();
@@ -109,7 +86,7 @@ fn times_out(server: &Server) {
 /// Forward mode with two shards: one XREAD over streams on both shards is woken by
 /// an XADD to either, and is served only that stream's new entry.
 fn across_shards(server: &Server) {
-    let keys = keys_per_shard(server, "across");
+    let keys = keys_per_shard("across", server.shards.max(2));
     let (k0, k1) = (&keys[0], &keys[1]);
     let mut writer = server.raw();
     writer.roundtrip(&encode(&["XADD", k0, "1-0", "a", "1"]), b"$3\r\n1-0\r\n");
@@ -120,7 +97,7 @@ fn across_shards(server: &Server) {
     ]));
     waiter.expect_silence(STILL_BLOCKED);
     writer.roundtrip(&encode(&["XADD", k1, "3-0", "c", "2"]), b"$3\r\n3-0\r\n");
-    waiter.expect(&one_entry(k1, "3-0", "c", "2"));
+    waiter.expect(&stream_entry_reply(k1, "3-0", "c", "2"));
     waiter.roundtrip(
         &encode(&["XREAD", "BLOCK", "50", "STREAMS", k0, k1, "$", "$"]),
         b"*-1\r\n",

@@ -17,29 +17,6 @@ use std::time::Duration;
 /// How long a client must stay silent to count as blocked.
 const STILL_BLOCKED: Duration = Duration::from_millis(150);
 
-fn bulk(s: &str) -> String {
-    format!("${}\r\n{s}\r\n", s.len())
-}
-
-/// XREADGROUP's RESP2 reply for one stream and one entry with one field.
-fn one_entry(key: &str, id: &str, field: &str, value: &str) -> Vec<u8> {
-    format!(
-        "*1\r\n*2\r\n{}*1\r\n*2\r\n{}*2\r\n{}{}",
-        bulk(key),
-        bulk(id),
-        bulk(field),
-        bulk(value)
-    )
-    .into_bytes()
-}
-
-/// One key per shard, named from `prefix`.
-fn keys_per_shard(server: &Server, prefix: &str) -> Vec<String> {
-    (0..server.shards.max(2))
-        .map(|shard| key_on_shard(prefix, shard, server.shards.max(2)))
-        .collect()
-}
-
 fn create_group(conn: &mut RawConn, key: &str) {
     conn.roundtrip(
         &encode(&["XGROUP", "CREATE", key, "g", "$", "MKSTREAM"]),
@@ -47,26 +24,38 @@ fn create_group(conn: &mut RawConn, key: &str) {
     );
 }
 
-/// A blocked consumer gets the next entry, which is then pending for it.
-fn woken_by_xadd(server: &Server) {
-    let key = &keys_per_shard(server, "wake")[0];
-    let mut writer = server.raw();
-    create_group(&mut writer, key);
-    let mut waiter = server.raw();
-    waiter.send(&encode(&[
+/// Sends `XREADGROUP GROUP g <consumer> BLOCK <block_ms> STREAMS <key> >`.
+fn send_xreadgroup_block(conn: &mut RawConn, key: &str, consumer: &str, block_ms: &str) {
+    conn.send(&encode(&[
         "XREADGROUP",
         "GROUP",
         "g",
-        "alice",
+        consumer,
         "BLOCK",
-        "0",
+        block_ms,
         "STREAMS",
         key,
         ">",
     ]));
+}
+
+/// A new client blocked with no timeout reading `key` for `consumer` of group
+/// `g`, checked to stay silent.
+fn blocked_forever(server: &Server, key: &str, consumer: &str) -> RawConn {
+    let mut waiter = server.raw();
+    send_xreadgroup_block(&mut waiter, key, consumer, "0");
     waiter.expect_silence(STILL_BLOCKED);
+    waiter
+}
+
+/// A blocked consumer gets the next entry, which is then pending for it.
+fn woken_by_xadd(server: &Server) {
+    let key = &keys_per_shard("wake", server.shards.max(2))[0];
+    let mut writer = server.raw();
+    create_group(&mut writer, key);
+    let mut waiter = blocked_forever(server, key, "alice");
     writer.roundtrip(&encode(&["XADD", key, "5-1", "f", "v"]), b"$3\r\n5-1\r\n");
-    waiter.expect(&one_entry(key, "5-1", "f", "v"));
+    waiter.expect(&stream_entry_reply(key, "5-1", "f", "v"));
     let summary = writer.cmd(&["XPENDING", key, "g"]);
     let expected = format!(
         "*4\r\n:1\r\n{}{}*1\r\n*2\r\n{}{}",
@@ -81,7 +70,7 @@ fn woken_by_xadd(server: &Server) {
 
 /// Blocked on two streams on different shards, woken by the second.
 fn across_shards(server: &Server) {
-    let keys = keys_per_shard(server, "two");
+    let keys = keys_per_shard("two", server.shards.max(2));
     let mut writer = server.raw();
     for key in &keys {
         create_group(&mut writer, key);
@@ -107,7 +96,7 @@ fn across_shards(server: &Server) {
         &encode(&["XADD", &keys[1], "9-9", "a", "b"]),
         b"$3\r\n9-9\r\n",
     );
-    waiter.expect(&one_entry(&keys[1], "9-9", "a", "b"));
+    waiter.expect(&stream_entry_reply(&keys[1], "9-9", "a", "b"));
     for key in &keys {
         writer.roundtrip(&encode(&["DEL", key]), b":1\r\n");
     }
@@ -116,22 +105,12 @@ fn across_shards(server: &Server) {
 /// BLOCK ms times out with a null array; an XADD the group already delivered
 /// (SETID past it) does not answer early.
 fn times_out(server: &Server) {
-    let key = &keys_per_shard(server, "late")[0];
+    let key = &keys_per_shard("late", server.shards.max(2))[0];
     let mut writer = server.raw();
     create_group(&mut writer, key);
     writer.roundtrip(&encode(&["XGROUP", "SETID", key, "g", "9-0"]), b"+OK\r\n");
     let mut waiter = server.raw();
-    waiter.send(&encode(&[
-        "XREADGROUP",
-        "GROUP",
-        "g",
-        "carol",
-        "BLOCK",
-        "300",
-        "STREAMS",
-        key,
-        ">",
-    ]));
+    send_xreadgroup_block(&mut waiter, key, "carol", "300");
     sleep(Duration::from_millis(60));
     writer.roundtrip(&encode(&["XADD", key, "2-0", "f", "v"]), b"$3\r\n2-0\r\n");
     waiter.expect_silence(Duration::from_millis(100));
@@ -141,22 +120,10 @@ fn times_out(server: &Server) {
 
 /// Destroying the group answers the blocked client with Redis 7.0's NOGROUP.
 fn group_destroyed(server: &Server) {
-    let key = &keys_per_shard(server, "gone")[1];
+    let key = &keys_per_shard("gone", server.shards.max(2))[1];
     let mut writer = server.raw();
     create_group(&mut writer, key);
-    let mut waiter = server.raw();
-    waiter.send(&encode(&[
-        "XREADGROUP",
-        "GROUP",
-        "g",
-        "dave",
-        "BLOCK",
-        "0",
-        "STREAMS",
-        key,
-        ">",
-    ]));
-    waiter.expect_silence(STILL_BLOCKED);
+    let mut waiter = blocked_forever(server, key, "dave");
     writer.roundtrip(&encode(&["XGROUP", "DESTROY", key, "g"]), b":1\r\n");
     waiter.expect(b"-NOGROUP the consumer group this client was blocked on no longer exists\r\n");
     writer.roundtrip(&encode(&["DEL", key]), b":1\r\n");
@@ -164,22 +131,10 @@ fn group_destroyed(server: &Server) {
 
 /// Deleting the key answers the blocked client with Redis 7.0's UNBLOCKED.
 fn key_deleted(server: &Server) {
-    let key = &keys_per_shard(server, "del")[0];
+    let key = &keys_per_shard("del", server.shards.max(2))[0];
     let mut writer = server.raw();
     create_group(&mut writer, key);
-    let mut waiter = server.raw();
-    waiter.send(&encode(&[
-        "XREADGROUP",
-        "GROUP",
-        "g",
-        "erin",
-        "BLOCK",
-        "0",
-        "STREAMS",
-        key,
-        ">",
-    ]));
-    waiter.expect_silence(STILL_BLOCKED);
+    let mut waiter = blocked_forever(server, key, "erin");
     writer.roundtrip(&encode(&["DEL", key]), b":1\r\n");
     waiter.expect(b"-UNBLOCKED the stream key no longer exists\r\n");
 }

@@ -17,21 +17,6 @@ local sibling = '{' .. ARGV[1] .. '}sibling'
 redis.call('set', sibling, ARGV[2])
 return {redis.call('incr', KEYS[1]), redis.call('get', sibling)}";
 
-/// A connection served by shard `shard` (forward mode spreads connections over the
-/// shards): a script without keys runs on the client's shard, so a probe key of that
-/// shard is local to it.
-fn conn_on_shard(server: &Server, shard: usize) -> RawConn {
-    let probe = key_on_shard("probe", shard, SHARDS);
-    for _ in 0..200 {
-        let mut conn = server.raw();
-        let reply = conn.cmd(&["eval", "return redis.call('exists', ARGV[1])", "0", &probe]);
-        if reply == b":0\r\n" {
-            return conn;
-        }
-    }
-    panic!("no connection landed on shard {shard} in 200 tries");
-}
-
 #[test]
 fn a_script_in_exec_uses_undeclared_keys_of_its_slot_from_either_shard() {
     let server = Server::forward(SHARDS);

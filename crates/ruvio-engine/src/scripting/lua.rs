@@ -279,88 +279,79 @@ pub(super) fn run_in(
     reply: &mut Reply<'_>,
     call: &Call<'_>,
 ) -> Result<(), CmdError> {
-    {
-        let lua = &state.lua;
-        let globals: Table = state.hooks.get("globals").map_err(internal)?;
-        let keys = lua
-            .create_sequence_from(
-                call.keys
-                    .iter()
-                    .map(|k| lua.create_string(k))
-                    .collect::<mlua::Result<Vec<_>>>()
-                    .map_err(internal)?,
-            )
-            .map_err(internal)?;
-        let argv = lua
-            .create_sequence_from(
-                call.argv
-                    .iter()
-                    .map(|a| lua.create_string(a))
-                    .collect::<mlua::Result<Vec<_>>>()
-                    .map_err(internal)?,
-            )
-            .map_err(internal)?;
-        let f = match &call.callback {
-            Some(callback) => callback.bind((keys, argv)).map_err(internal)?,
-            None => {
-                globals.raw_set("KEYS", keys).map_err(internal)?;
-                globals.raw_set("ARGV", argv).map_err(internal)?;
-                state.function(call.sha, call.body)?
-            }
-        };
-        let lua = &state.lua;
-        state.hooks.raw_set("resp", 2).map_err(internal)?;
-        let handler: Function = state.hooks.get("handler").map_err(internal)?;
-        let xpcall: Function = lua.globals().get("xpcall").map_err(internal)?;
-        let runner = RefCell::new(Runner {
-            engine,
-            ctx,
-            keys: call.keys,
-            read_only: call.read_only,
-        });
-        let hooks = &state.hooks;
-        let redis: Table = hooks.raw_get("redis").map_err(internal)?;
-        let resp_of = || hooks.raw_get::<u8>("resp").unwrap_or(2);
-        let function = call.callback.is_some().then_some((call.sha, call.command));
-        let outcome: (bool, Value) = lua
-            .scope(|scope| {
-                let call = scope.create_function(|lua, args: MultiValue| {
-                    match runner.borrow_mut().call(lua, resp_of(), args)? {
-                        (false, Value::Table(err)) => Err(raise(lua, hooks, err)?),
-                        (_, v) => Ok(v),
-                    }
-                })?;
-                let pcall = scope.create_function(|lua, args: MultiValue| {
-                    runner
-                        .borrow_mut()
-                        .call(lua, resp_of(), args)
-                        .map(|(_, v)| v)
-                })?;
-                redis.raw_set("call", call)?;
-                redis.raw_set("pcall", pcall)?;
-                hooks.raw_set("pending", Value::Nil)?;
-                let running = busy::Running::start(function);
-                let result = xpcall.call::<(bool, Value)>((f, handler));
-                drop(running);
-                redis.raw_set("call", Value::Nil)?;
-                redis.raw_set("pcall", Value::Nil)?;
-                result
-            })
-            .map_err(internal)?;
-        let resp_version: u8 = state.hooks.get("resp").unwrap_or(2);
-        match outcome {
-            (true, value) => {
-                resp::lua_to_reply(&value, resp_version, reply);
-                Ok(())
-            }
-            (false, Value::Table(err)) => Err(script_error(&err, call.sha)),
-            (false, other) => Err(CmdError::quoted(
-                "ERR ",
-                format!("{other:?}").as_bytes(),
-                "",
-            )),
+    let lua = &state.lua;
+    let globals: Table = state.hooks.get("globals").map_err(internal)?;
+    let keys = string_sequence(lua, call.keys).map_err(internal)?;
+    let argv = string_sequence(lua, call.argv).map_err(internal)?;
+    let f = match &call.callback {
+        Some(callback) => callback.bind((keys, argv)).map_err(internal)?,
+        None => {
+            globals.raw_set("KEYS", keys).map_err(internal)?;
+            globals.raw_set("ARGV", argv).map_err(internal)?;
+            state.function(call.sha, call.body)?
         }
+    };
+    let lua = &state.lua;
+    state.hooks.raw_set("resp", 2).map_err(internal)?;
+    let handler: Function = state.hooks.get("handler").map_err(internal)?;
+    let xpcall: Function = lua.globals().get("xpcall").map_err(internal)?;
+    let runner = RefCell::new(Runner {
+        engine,
+        ctx,
+        keys: call.keys,
+        read_only: call.read_only,
+    });
+    let hooks = &state.hooks;
+    let redis: Table = hooks.raw_get("redis").map_err(internal)?;
+    let resp_of = || hooks.raw_get::<u8>("resp").unwrap_or(2);
+    let function = call.callback.is_some().then_some((call.sha, call.command));
+    let outcome: (bool, Value) = lua
+        .scope(|scope| {
+            let call = scope.create_function(|lua, args: MultiValue| {
+                match runner.borrow_mut().call(lua, resp_of(), args)? {
+                    (false, Value::Table(err)) => Err(raise(lua, hooks, err)?),
+                    (_, v) => Ok(v),
+                }
+            })?;
+            let pcall = scope.create_function(|lua, args: MultiValue| {
+                runner
+                    .borrow_mut()
+                    .call(lua, resp_of(), args)
+                    .map(|(_, v)| v)
+            })?;
+            redis.raw_set("call", call)?;
+            redis.raw_set("pcall", pcall)?;
+            hooks.raw_set("pending", Value::Nil)?;
+            let running = busy::Running::start(function);
+            let result = xpcall.call::<(bool, Value)>((f, handler));
+            drop(running);
+            redis.raw_set("call", Value::Nil)?;
+            redis.raw_set("pcall", Value::Nil)?;
+            result
+        })
+        .map_err(internal)?;
+    let resp_version: u8 = state.hooks.get("resp").unwrap_or(2);
+    match outcome {
+        (true, value) => {
+            resp::lua_to_reply(&value, resp_version, reply);
+            Ok(())
+        }
+        (false, Value::Table(err)) => Err(script_error(&err, call.sha)),
+        (false, other) => Err(CmdError::quoted(
+            "ERR ",
+            format!("{other:?}").as_bytes(),
+            "",
+        )),
     }
+}
+
+/// A Lua sequence of `items` as strings (a script's `KEYS` and `ARGV`).
+fn string_sequence(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
+    let strings = items
+        .iter()
+        .map(|item| lua.create_string(item))
+        .collect::<mlua::Result<Vec<_>>>()?;
+    lua.create_sequence_from(strings)
 }
 
 /// `<err> script: <sha>, on <source>:<line>.` (Redis 7's text for an error that

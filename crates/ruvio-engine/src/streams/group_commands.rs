@@ -13,10 +13,10 @@ use std::sync::Arc;
 
 use ruvio_resp::{Args, Reply};
 
-use super::groups::{ClaimArgs, Claimed, Group, Nack, ENTRIES_READ_UNKNOWN};
+use super::groups::{ClaimArgs, Claimed, Group, Groups, Nack, ENTRIES_READ_UNKNOWN};
 use super::id::{interval_id, parse_id, strict_id, StreamId};
 use super::{change_stream, errors, events, reply_entry, stream_at, StreamValue};
-use crate::command::{reply_help, CmdResult, ExecCtx, Outcome::Done};
+use crate::command::{reply_help, CmdResult, Event, ExecCtx, Outcome::Done};
 use crate::error::CmdError;
 use crate::keyspace::{Collection, EntryId};
 use crate::Engine;
@@ -265,18 +265,11 @@ pub(super) fn xgroup_createconsumer(
     args: Args<'_>,
     r: &mut Reply<'_>,
 ) -> CmdResult {
-    let t = xgroup_prelude(e, ctx, args, false, true)?;
-    let at = t.at.expect("CREATECONSUMER needs the key");
-    let (key, group, consumer) = (args.get(2), args.get(3), args.get(4));
     let now = ctx.now_ms as i64;
-    let created = change_stream(e, ctx.db, at, |s| {
-        s.groups_mut().create_consumer(group, consumer, now)
-    })?;
-    r.int(i64::from(created));
-    if created {
-        ctx.changed(key, events::XGROUP_CREATECONSUMER, 1);
-    }
-    Ok(Done)
+    let event = events::XGROUP_CREATECONSUMER;
+    change_consumer(e, ctx, args, r, event, |groups, group, consumer| {
+        groups.create_consumer(group, consumer, now).then_some(1)
+    })
 }
 
 /// `XGROUP DELCONSUMER key group consumer`: the number of entries it had pending.
@@ -286,15 +279,33 @@ pub(super) fn xgroup_delconsumer(
     args: Args<'_>,
     r: &mut Reply<'_>,
 ) -> CmdResult {
+    let event = events::XGROUP_DELCONSUMER;
+    change_consumer(e, ctx, args, r, event, |groups, group, consumer| {
+        groups
+            .delete_consumer(group, consumer)
+            .map(|pending| pending as i64)
+    })
+}
+
+/// CREATECONSUMER and DELCONSUMER: `change` acts on the consumer named by the
+/// last argument in the group (the key and the group must exist) and gives the
+/// count to reply with, or `None` when nothing changed (the reply is then 0 and
+/// no event fires).
+fn change_consumer(
+    e: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    r: &mut Reply<'_>,
+    event: Event,
+    change: impl FnOnce(&mut Groups, &[u8], &[u8]) -> Option<i64>,
+) -> CmdResult {
     let t = xgroup_prelude(e, ctx, args, false, true)?;
-    let at = t.at.expect("DELCONSUMER needs the key");
+    let at = t.at.expect("a consumer subcommand needs the key");
     let (key, group, consumer) = (args.get(2), args.get(3), args.get(4));
-    let pending = change_stream(e, ctx.db, at, |s| {
-        s.groups_mut().delete_consumer(group, consumer)
-    })?;
-    r.int(pending.unwrap_or(0) as i64);
-    if pending.is_some() {
-        ctx.changed(key, events::XGROUP_DELCONSUMER, 1);
+    let changed = change_stream(e, ctx.db, at, |s| change(s.groups_mut(), group, consumer))?;
+    r.int(changed.unwrap_or(0));
+    if changed.is_some() {
+        ctx.changed(key, event, 1);
     }
     Ok(Done)
 }

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use ruvio_engine::command::{Block, CommandTree, Effects, Outcome};
+use ruvio_engine::command::{Block, CommandTree, Effects, EventClass, Outcome};
 use ruvio_engine::{CmdError, Engine, ExecCtx};
 use ruvio_resp::{CommandParser, Limits, Parsed, Protocol, Reply};
 
@@ -211,3 +211,88 @@ pub const WRONGTYPE: &str =
     "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
 pub const NOT_INT: &str = "-ERR value is not an integer or out of range\r\n";
 pub const SYNTAX: &str = "-ERR syntax error\r\n";
+
+/// A connection to a running server (Redis, or Ruvio) at `RUVIO_COMPARE_PORT`, for
+/// the ignored tests that compare the engine's replies with a real server's.
+pub struct RealServer {
+    writer: std::net::TcpStream,
+    reader: std::io::BufReader<std::net::TcpStream>,
+}
+
+impl RealServer {
+    /// Connects to `RUVIO_COMPARE_PORT` on this host; `None` when it is not set.
+    pub fn from_env() -> Option<RealServer> {
+        let port = std::env::var("RUVIO_COMPARE_PORT").ok()?;
+        let port: u16 = port.parse().expect("RUVIO_COMPARE_PORT is a port");
+        let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        Some(RealServer {
+            writer: stream.try_clone().unwrap(),
+            reader: std::io::BufReader::new(stream),
+        })
+    }
+
+    /// Sends `args` as one request and reads its whole reply.
+    pub fn call(&mut self, args: &[Vec<u8>]) -> Vec<u8> {
+        use std::io::Write;
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        self.writer.write_all(&encode_request(&refs)).unwrap();
+        let mut out = Vec::new();
+        read_reply(&mut self.reader, &mut out);
+        out
+    }
+}
+
+/// Appends one whole reply (bulk strings, arrays and RESP3 maps nested to any
+/// depth; other types are one line) from `r` to `out`.
+fn read_reply(r: &mut impl std::io::BufRead, out: &mut Vec<u8>) {
+    let start = out.len();
+    r.read_until(b'\n', out).unwrap();
+    let line = out[start..].to_vec();
+    let n: i64 = std::str::from_utf8(&line[1..line.len() - 2])
+        .unwrap_or("0")
+        .parse()
+        .unwrap_or(0);
+    match line[0] {
+        b'$' if n >= 0 => {
+            let mut body = vec![0; n as usize + 2];
+            r.read_exact(&mut body).unwrap();
+            out.extend_from_slice(&body);
+        }
+        b'*' if n > 0 => (0..n).for_each(|_| read_reply(r, out)),
+        b'%' if n > 0 => (0..2 * n).for_each(|_| read_reply(r, out)),
+        _ => {}
+    }
+}
+
+/// The comparison tests' random source: `rand(n)` is in `0..n`, from a xorshift
+/// seeded by `RUVIO_COMPARE_SEED` (a fixed seed without it), so a run replays.
+pub fn compare_rand() -> impl FnMut(u64) -> u64 {
+    let mut seed = std::env::var("RUVIO_COMPARE_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0x9e37_79b9_7f4a_7c15)
+        | 1;
+    move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n.max(1)
+    }
+}
+
+/// An array reply of bulk strings, as RESP text.
+pub fn arr(items: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", items.len());
+    for i in items {
+        out.push_str(&bulk(i));
+    }
+    out
+}
+
+/// The keyspace events the last command fired: (class, name).
+pub fn events(h: &Harness) -> Vec<(EventClass, &'static str)> {
+    h.effects
+        .events()
+        .map(|(e, _, _)| (e.class, e.name))
+        .collect()
+}

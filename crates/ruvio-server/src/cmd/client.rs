@@ -7,7 +7,7 @@
 //! "node" a Redis Cluster client expects.
 
 use super::{Ctx, ServerCommand, ServerResult};
-use crate::cmd::server::ConfigChange;
+use crate::cmd::config::ConfigChange;
 use crate::config::PortMode;
 use crate::conn::{ClientState, Conn, Merge, ReplyMode};
 use crate::gather::Gather;

@@ -9,8 +9,11 @@
 
 pub mod client;
 pub mod cluster;
+pub mod config;
 pub mod connection;
+pub mod debug;
 pub mod functions;
+pub mod info;
 pub mod introspection;
 pub mod persistence;
 pub mod pubsub;
@@ -53,7 +56,10 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         connection::COMMANDS,
         client::COMMANDS,
         cluster::COMMANDS,
+        info::COMMANDS,
+        config::COMMANDS,
         server::COMMANDS,
+        debug::COMMANDS,
         introspection::COMMANDS,
         pubsub::COMMANDS,
         transactions::COMMANDS,

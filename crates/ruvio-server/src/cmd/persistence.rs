@@ -1,21 +1,106 @@
-//! Background saves: BGSAVE and BGREWRITEAOF, answered as Redis answers them; the
-//! work is [`crate::snapshot`] (a snapshot of every shard in time slices, no fork).
-//! SAVE, LASTSAVE and INFO persistence are in `server`.
+//! Persistence: SAVE, LASTSAVE, SHUTDOWN, and the background saves BGSAVE and
+//! BGREWRITEAOF, answered as Redis answers them. SAVE is [`crate::wal::snapshot`]
+//! on every shard; a background save is [`crate::snapshot`] (a snapshot of every
+//! shard in time slices, no fork); SHUTDOWN's orderly exit is [`crate::shutdown`].
+//! INFO persistence is in `info`.
 
+use super::config::ConfigChange;
 use super::{Ctx, ServerCommand, ServerResult};
+use crate::config::PortMode;
+use crate::gather::{Gather, Then};
 use crate::snapshot::{Kind, Start};
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
+use std::sync::atomic::Ordering::Relaxed;
 
-/// The background-save family's table, with Redis 7's flags and ACL categories.
+/// The persistence family's table, with Redis 7's flags and ACL categories.
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
+    command!("lastsave", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "admin", "dangerous"], "server", "1.0.0",
+        "Returns the Unix timestamp of the last successful save to disk.", "O(1)", lastsave),
+    command!("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Synchronously saves the database(s) to disk.", "O(N) where N is the total number of keys in all databases", save),
+    command!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
+        shutdown),
     command!("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "Asynchronously saves the database(s) to disk.", "O(1)", bgsave),
     command!("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "Asynchronously rewrites the append-only file to disk.", "O(1)", bgrewriteaof),
 ];
+
+/// `LASTSAVE`: the last completed SAVE, or the start time before one (as a fresh
+/// Redis answers).
+fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    reply.int(ctx.core.shared.last_save_unix_s.load(Relaxed) as i64);
+    Ok(())
+}
+
+/// `SAVE`: every shard writes a snapshot of its keys and drops the log it covers
+/// (docs/durability.md); `+OK` once all have. Needs a log (`--durability everysec`
+/// or `always`).
+fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if ctx.core.shared.background_save.running_kind().is_some() {
+        return Err(CmdError::Line(
+            b"ERR Background save already in progress".to_vec(),
+        ));
+    }
+    crate::wal::snapshot(ctx.core)
+        .map_err(|e| CmdError::Line(format!("ERR SAVE failed: {e}").into_bytes()))?;
+    if ctx.core.topo.nodes.len() > 1 && ctx.core.cfg.port_mode == PortMode::Forward {
+        ctx.core.outbox.broadcast(ConfigChange::Snapshot);
+        ctx.gather = Some(Gather::AfterAll(Then::Reply(b"+OK\r\n".to_vec())));
+    } else {
+        reply.ok();
+    }
+    Ok(())
+}
+
+/// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`
+/// (see `shutdown`: every shard saves or syncs its log first).
+fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let has = |flag: &[u8]| args.iter().skip(1).any(|a| a.eq_ignore_ascii_case(flag));
+    for arg in args.iter().skip(1) {
+        let known = [&b"nosave"[..], b"save", b"now", b"force", b"abort"]
+            .iter()
+            .any(|k| arg.eq_ignore_ascii_case(k));
+        if !known {
+            return Err(CmdError::Syntax);
+        }
+    }
+    // A script past busy-reply-threshold: only SHUTDOWN NOSAVE ends the server.
+    let shards = ctx.core.topo.nodes.len();
+    // The busy shard cannot take part in an orderly exit: NOSAVE ends at once.
+    match (0..shards).find_map(|s| ctx.core.shared.scripts.busy_error(s)) {
+        Some(busy) if !has(b"nosave") => return Err(busy),
+        Some(_) => {
+            eprintln!("ruvio: SHUTDOWN NOSAVE while a script is busy, exiting");
+            std::process::exit(0);
+        }
+        None => {}
+    }
+    // Redis' illegal combinations: ABORT with anything, SAVE with NOSAVE.
+    let abort = has(b"abort");
+    if (abort && args.len() > 2) || (has(b"save") && has(b"nosave")) {
+        return Err(CmdError::Syntax);
+    }
+    if abort {
+        return Err(CmdError::NoShutdownInProgress);
+    }
+    eprintln!("ruvio: SHUTDOWN requested");
+    let save = crate::shutdown::saves(ctx.core, has(b"save"), has(b"nosave"));
+    crate::shutdown::begin(ctx.core, save);
+    let force = has(b"force");
+    if shards > 1 {
+        ctx.gather = Some(Gather::AfterAll(Then::Shutdown { force }));
+    } else {
+        reply.raw(&crate::shutdown::conclude(ctx.core, force));
+    }
+    Ok(())
+}
 
 /// `BGSAVE [SCHEDULE]`
 fn bgsave(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {

@@ -6,10 +6,6 @@
 use crate::common::*;
 use std::collections::BTreeSet;
 
-/// HSCAN calls per iteration before the test gives up: the largest hash here has a few
-/// dozen fields, so a scan that has not returned cursor 0 by then never will.
-const SCAN_CALLS_MAX: usize = 1000;
-
 pub(crate) fn name_of(command: &Cmd) -> String {
     String::from_utf8_lossy(&command[0]).to_ascii_uppercase()
 }
@@ -114,42 +110,27 @@ pub(crate) fn equivalent(command: &Cmd, expected: &[u8], got: &[u8], probe: Opti
 /// pairs as one RESP array (sorted, deduplicated), or the first reply when it is not a
 /// scan reply (an error).
 pub(crate) fn scan_union(conn: &mut RawConn, command: &Cmd, first: &[u8]) -> Vec<u8> {
+    let Some(items) = scan_items(conn, command, first) else {
+        return first.to_vec();
+    };
+    assert!(items.len() % 2 == 0, "HSCAN items: {items:?}");
     let mut pairs = BTreeSet::new();
-    let mut reply = first.to_vec();
-    for _ in 0..SCAN_CALLS_MAX {
-        let Value::Array(parts) = decode(&reply) else {
-            return first.to_vec();
+    for pair in items.chunks(2) {
+        let (Value::Bulk(field), Value::Bulk(value)) = (&pair[0], &pair[1]) else {
+            panic!("HSCAN items: {items:?}");
         };
-        let [Value::Bulk(cursor), Value::Array(items)] = parts.as_slice() else {
-            return first.to_vec();
-        };
-        assert!(items.len() % 2 == 0, "HSCAN items: {}", show(&reply));
-        for pair in items.chunks(2) {
-            let (Value::Bulk(field), Value::Bulk(value)) = (&pair[0], &pair[1]) else {
-                panic!("HSCAN items: {}", show(&reply));
-            };
-            pairs.insert((field.clone(), value.clone()));
-        }
-        if cursor.as_slice() == b"0" {
-            let mut out = Vec::new();
-            out.extend_from_slice(format!("*{}\r\n", pairs.len() * 2).as_bytes());
-            for (field, value) in &pairs {
-                for part in [field, value] {
-                    out.extend_from_slice(format!("${}\r\n", part.len()).as_bytes());
-                    out.extend_from_slice(part);
-                    out.extend_from_slice(b"\r\n");
-                }
-            }
-            return out;
-        }
-        let mut next = command.clone();
-        next[2] = cursor.clone();
-        reply = conn.cmd(&next);
+        pairs.insert((field.clone(), value.clone()));
     }
-    panic!(
-        "{} did not reach cursor 0 in {SCAN_CALLS_MAX} calls",
-        show_cmd(command)
-    );
+    let mut out = Vec::new();
+    out.extend_from_slice(format!("*{}\r\n", pairs.len() * 2).as_bytes());
+    for (field, value) in &pairs {
+        for part in [field, value] {
+            out.extend_from_slice(format!("${}\r\n", part.len()).as_bytes());
+            out.extend_from_slice(part);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    out
 }
 
 /// The kind of a reply, for the histogram: errors by their text.

@@ -325,10 +325,7 @@ impl Generator {
     pub(crate) fn new(seed: u64, families: &[Family]) -> Generator {
         let mut groups = Vec::new();
         for shard in 0..2 {
-            let tag = (b'a'..=b'z')
-                .map(|c| (c as char).to_string())
-                .find(|t| shard_of_key(&format!("{{{t}}}"), 2) == shard)
-                .expect("a tag for every shard");
+            let tag = hash_tag_on_shard(shard, 2);
             groups.push(Group {
                 lists: (0..3).map(|i| format!("{{{tag}}}l{i}")).collect(),
                 hashes: (0..2).map(|i| format!("{{{tag}}}h{i}")).collect(),

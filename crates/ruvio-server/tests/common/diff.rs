@@ -92,7 +92,7 @@ impl Mismatch<'_> {
 
 /// `RESP3, pipelined` and the like, for [`Mismatch::mode`].
 pub fn diff_mode(resp3: bool, pipelined: bool) -> String {
-    let protocol = if resp3 { "RESP3" } else { "RESP2" };
+    let protocol = protocol_name(resp3);
     let how = if pipelined {
         "pipelined"
     } else {
@@ -226,18 +226,172 @@ impl<'a> DiffRun<'a> {
         got: &[Vec<u8>],
         equivalent: impl Fn(&Cmd, &[u8], &[u8]) -> bool,
     ) {
-        for (i, command) in batch.iter().enumerate() {
-            self.remember((self.show)(command), &expected[i]);
-            if !equivalent(command, &expected[i], &got[i]) {
-                self.fail(
-                    (self.show)(command),
-                    start + i,
-                    batch.len(),
-                    &expected[i],
-                    &got[i],
-                );
+        self.compare_probing(batch, start, expected, got, |command, e, g, _| {
+            equivalent(command, e, g)
+        });
+    }
+
+    /// [`compare`](Self::compare) for a test whose allowlist also looks at
+    /// Redis's reply to the next command of the batch (a probe the generator puts
+    /// after a command whose reply alone cannot be judged, such as OBJECT
+    /// ENCODING after SMEMBERS); a batch item is a command or a test's step that
+    /// holds one.
+    pub fn compare_probing<T: AsRef<Cmd>>(
+        &mut self,
+        batch: &[T],
+        start: usize,
+        expected: &[Vec<u8>],
+        got: &[Vec<u8>],
+        equivalent: impl Fn(&T, &[u8], &[u8], Option<&[u8]>) -> bool,
+    ) {
+        for (i, item) in batch.iter().enumerate() {
+            let shown = (self.show)(item.as_ref());
+            self.remember(shown.clone(), &expected[i]);
+            let probe = expected.get(i + 1).map(Vec::as_slice);
+            if !equivalent(item, &expected[i], &got[i], probe) {
+                self.fail(shown, start + i, batch.len(), &expected[i], &got[i]);
             }
             self.compared += 1;
         }
     }
+}
+
+/// A differential test's two servers: redis-server, the reference, and the target
+/// (Ruvio in forward mode; another redis-server under `RUVIO_TEST_TARGET=redis`).
+pub struct DiffServers {
+    pub reference: Server,
+    pub target: Server,
+}
+
+impl DiffServers {
+    /// Both servers, the target with `shards` shards; `None` when redis-server is
+    /// not installed (the test is then skipped, with a line saying so).
+    pub fn forward(label: &str, shards: usize) -> Option<DiffServers> {
+        require_redis_server(label)?;
+        Some(DiffServers {
+            reference: Server::redis(),
+            target: Server::forward(shards),
+        })
+    }
+
+    /// `CONFIG SET hz` on each redis-server of the two (Ruvio's timers do not
+    /// follow hz): a test whose replies depend on Redis's background work runs
+    /// it at a known pace.
+    pub fn set_redis_hz(&self, hz: &str) {
+        let mut servers = vec![&self.reference];
+        if target() == Target::Redis {
+            servers.push(&self.target);
+        }
+        for server in servers {
+            let reply = server.raw().cmd(&["CONFIG", "SET", "hz", hz]);
+            assert_eq!(reply, b"+OK\r\n", "CONFIG SET hz: {}", show(&reply));
+        }
+    }
+
+    /// Runs `sequence` once per seed of `settings`, each time on a fresh
+    /// [`DiffRun`] (empty databases): pipelined on even seeds, and in RESP3 on
+    /// seeds 2 and 3 modulo 4 when `both_protocols`. Returns how many replies
+    /// were compared in all.
+    pub fn each_seed<'a>(
+        &self,
+        label: &'a str,
+        settings: &DiffSettings,
+        both_protocols: bool,
+        mut sequence: impl FnMut(&mut DiffRun<'a>),
+    ) -> usize {
+        let mut total = 0;
+        for seed in settings.seeds.iter().copied() {
+            let pipelined = seed % 2 == 0;
+            let resp3 = both_protocols && seed % 4 >= 2;
+            let servers = (&self.reference, &self.target);
+            let mut run = DiffRun::start(label, seed, servers, settings, resp3, pipelined);
+            sequence(&mut run);
+            total += run.compared;
+        }
+        total
+    }
+}
+
+/// How many commands the next batch of a run takes: one when it goes one step
+/// at a time, else a pipeline of 1 to `max`.
+pub fn batch_size(rng: &mut impl rand::Rng, pipelined: bool, max: usize) -> usize {
+    if pipelined {
+        rng.random_range(1..=max)
+    } else {
+        1
+    }
+}
+
+/// The comparison of a family with no allowlist: replies equal byte for byte.
+pub fn identical(_: &Cmd, expected: &[u8], got: &[u8]) -> bool {
+    expected == got
+}
+
+/// `RESP3` or `RESP2`, for labels.
+pub fn protocol_name(resp3: bool) -> &'static str {
+    if resp3 {
+        "RESP3"
+    } else {
+        "RESP2"
+    }
+}
+
+/// Sends each line of `corpus` (a command's words separated by `|`), one at a
+/// time, on a new connection to each of `servers` (switched to RESP3 when
+/// `resp3`), and fails at the first reply of the target that differs from
+/// redis-server's.
+pub fn run_corpus(
+    corpus: &[impl AsRef<str>],
+    servers: (&Server, &Server),
+    resp3: bool,
+    label: &str,
+) {
+    let (mut reference, mut target) = (servers.0.raw(), servers.1.raw());
+    if resp3 {
+        reference.cmd(&["hello", "3"]);
+        target.cmd(&["hello", "3"]);
+    }
+    for line in corpus {
+        let line = line.as_ref();
+        let words: Vec<&str> = line.split('|').collect();
+        let want = reference.cmd(&words);
+        let got = target.cmd(&words);
+        assert_eq!(
+            show(&got),
+            show(&want),
+            "{label}: {line:?}: Ruvio's reply differs from Redis's"
+        );
+    }
+}
+
+/// Calls of SSCAN, HSCAN or ZSCAN before a test gives up on a cursor: the largest
+/// collection the tests make has a few hundred members, so a scan that has not
+/// returned cursor 0 by then never will.
+pub const SCAN_CALLS_MAX: usize = 1000;
+
+/// A key's SCAN (`SSCAN key cursor ...`, HSCAN, ZSCAN) followed to cursor 0 on
+/// `conn` from its first reply `first`: the items of every page, in order; `None`
+/// when a reply is not a scan reply (an error).
+pub fn scan_items(conn: &mut RawConn, command: &Cmd, first: &[u8]) -> Option<Vec<Value>> {
+    let mut items = Vec::new();
+    let mut reply = first.to_vec();
+    for _ in 0..SCAN_CALLS_MAX {
+        let Value::Array(parts) = decode(&reply) else {
+            return None;
+        };
+        let [Value::Bulk(cursor), Value::Array(page)] = parts.as_slice() else {
+            return None;
+        };
+        items.extend_from_slice(page);
+        if cursor.as_slice() == b"0" {
+            return Some(items);
+        }
+        let mut next = command.clone();
+        next[2] = cursor.clone();
+        reply = conn.cmd(&next);
+    }
+    panic!(
+        "{} did not reach cursor 0 in {SCAN_CALLS_MAX} calls",
+        show_cmd(command)
+    );
 }

@@ -597,6 +597,53 @@ pub fn key_on_shard(prefix: &str, shard: usize, n: usize) -> String {
         .expect("some key lands on every shard")
 }
 
+/// The first one-letter hash tag (`a` for `{a}`) whose keys land on `shard` of `n`.
+pub fn hash_tag_on_shard(shard: usize, n: usize) -> String {
+    (b'a'..=b'z')
+        .map(|c| (c as char).to_string())
+        .find(|t| shard_of_key(&format!("{{{t}}}"), n) == shard)
+        .expect("a tag for every shard")
+}
+
+/// A new connection served by shard `shard` of a forward-mode `server` (which
+/// spreads connections over its shards): a script without keys runs on the
+/// client's shard, and only there may it touch an undeclared key of that shard,
+/// so connections are opened until such a probe succeeds.
+pub fn conn_on_shard(server: &Server, shard: usize) -> RawConn {
+    let probe = key_on_shard("probe", shard, server.shards);
+    for _ in 0..200 {
+        let mut conn = server.raw();
+        let reply = conn.cmd(&["eval", "return redis.call('exists', ARGV[1])", "0", &probe]);
+        if reply == b":0\r\n" {
+            return conn;
+        }
+    }
+    panic!("no connection landed on shard {shard} in 200 tries");
+}
+
+/// One key per shard of `n`, named from `prefix` (`prefix0`, `prefix1` ...).
+pub fn keys_per_shard(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|shard| key_on_shard(prefix, shard, n)).collect()
+}
+
+/// A bulk string's RESP bytes, as text.
+pub fn bulk(s: &str) -> String {
+    format!("${}\r\n{s}\r\n", s.len())
+}
+
+/// XREAD's and XREADGROUP's RESP2 reply for one stream and one entry with one
+/// field.
+pub fn stream_entry_reply(key: &str, id: &str, field: &str, value: &str) -> Vec<u8> {
+    format!(
+        "*1\r\n*2\r\n{}*1\r\n*2\r\n{}*2\r\n{}{}",
+        bulk(key),
+        bulk(id),
+        bulk(field),
+        bulk(value)
+    )
+    .into_bytes()
+}
+
 /// `needle` occurs in `haystack`.
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)

@@ -1,0 +1,134 @@
+//! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, EXPORT-RDB, HELP).
+//!
+//! Redis' DEBUG is a grab bag for its test suite; Ruvio implements what clients'
+//! tests use (PROTOCOL: one reply of each RESP type; SLEEP: a blocked shard) and
+//! its own EXPORT-RDB, which writes the keyspace as a Redis RDB file.
+
+use super::config::ConfigChange;
+use super::{Ctx, ServerCommand, ServerResult};
+use crate::config::PortMode;
+use crate::gather::{Gather, Then};
+use ruvio_engine::command::{command, flags::*, reply_help};
+use ruvio_engine::{CmdError, KeySpec};
+use ruvio_resp::{Args, Reply};
+
+/// The DEBUG family's table (its subcommands are `DEBUG_SUBCOMMANDS`).
+#[rustfmt::skip]
+pub const COMMANDS: &[ServerCommand] = &[
+    command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "A container for debugging commands.", "Depends on subcommand.",
+        subcommands = DEBUG_SUBCOMMANDS),
+];
+
+/// rows for them; Ruvio gives them rows (DEBUG's flags and categories) so that they
+/// are resolved and checked like every other container's.
+#[rustfmt::skip]
+const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
+    command!("debug|sleep", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Stop the server for a number of seconds", "O(1)", debug_sleep),
+    command!("debug|protocol", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0", "Reply with a test value of a RESP type", "O(1)",
+        debug_protocol),
+    command!("debug|help", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Show helpful text about the different subcommands", "O(1)", debug_help),
+    command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
+];
+
+/// `DEBUG SLEEP seconds`: blocks this shard, as Redis blocks its main thread.
+fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let secs = std::str::from_utf8(args.get(2))
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    if secs > 0.0 && secs.is_finite() {
+        std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
+    }
+    reply.ok();
+    Ok(())
+}
+
+/// `DEBUG PROTOCOL type`: one reply of each RESP type, for client tests.
+fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let resp3 = ctx.client.proto == ruvio_resp::Protocol::Resp3;
+    match args.get(2).to_ascii_lowercase().as_slice() {
+        b"string" => reply.bulk(b"Hello World"),
+        b"integer" => reply.int(12345),
+        // Redis' fixed test value, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
+        b"double" => reply.double(3.141),
+        b"bignum" if resp3 => reply.raw(b"(1234567999999999999999999999999999999\r\n"),
+        b"bignum" => reply.bulk(b"1234567999999999999999999999999999999"),
+        b"null" => reply.null(),
+        b"array" | b"set" => {
+            if args.get(2).eq_ignore_ascii_case(b"set") {
+                reply.set(3)
+            } else {
+                reply.array(3)
+            }
+            (0..3).for_each(|i| reply.int(i));
+        }
+        b"map" => {
+            reply.map(3);
+            for i in 0..3 {
+                reply.int(i);
+                reply.boolean(i == 1);
+            }
+        }
+        b"attrib" | b"push" if !resp3 => return Err(CmdError::Resp2NotSupported),
+        b"attrib" => {
+            reply.raw(b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n");
+            reply.bulk(b"Some real reply following the attribute");
+        }
+        b"push" => {
+            reply.push(2);
+            reply.bulk(b"server-cpu-usage");
+            reply.int(42);
+            reply.bulk(b"Some real reply following the push reply");
+        }
+        b"verbatim" => reply.verbatim("txt", b"This is a verbatim\nstring"),
+        b"true" => reply.boolean(true),
+        b"false" => reply.boolean(false),
+        _ => return Err(CmdError::DebugProtocolType),
+    }
+    Ok(())
+}
+
+/// `DEBUG EXPORT-RDB path`: every shard's keys in one RDB file (see
+/// [`crate::export`]); `+OK` once the file is complete.
+fn debug_export_rdb(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let path = String::from_utf8_lossy(args.get(2)).into_owned();
+    let shards = ctx.core.topo.nodes.len();
+    let failed = |e: String| CmdError::Line(format!("ERR EXPORT-RDB failed: {e}").into_bytes());
+    crate::export::remove_parts(&path, shards);
+    crate::export::write_part(ctx.core, &path).map_err(|e| failed(e.to_string()))?;
+    if shards > 1 && ctx.core.cfg.port_mode == PortMode::Forward {
+        ctx.core
+            .outbox
+            .broadcast(ConfigChange::ExportRdb(path.clone()));
+        ctx.gather = Some(Gather::AfterAll(Then::ExportRdb(path)));
+    } else {
+        crate::export::assemble(&path, [ctx.core.id]).map_err(failed)?;
+        reply.ok();
+    }
+    Ok(())
+}
+
+fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    reply_help(
+        reply,
+        b"debug",
+        &[
+            "PROTOCOL <type>",
+            "    Reply with a test value of the specified type. <type> can be: string,",
+            "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+            "    true, false.",
+            "SLEEP <seconds>",
+            "    Stop the server for <seconds>. Decimals allowed.",
+            "EXPORT-RDB <path>",
+            "    Write every key as a Redis RDB file at <path> (Ruvio only).",
+        ],
+    );
+    Ok(())
+}

@@ -1,0 +1,439 @@
+//! INFO: the whole server's report, section by section in Redis' order and format.
+//!
+//! INFO reports the whole server: the shard answering reads the gauges every shard
+//! publishes on its background tick (see `stats`), so the other shards' numbers are
+//! at most one tick (10 ms) old. In forward mode with several shards the answer
+//! waits until every shard has published ([`crate::gather`]), so that INFO counts
+//! everything done before it. The process-wide numbers (RSS, CPU) are read here too.
+
+use super::{Ctx, ServerCommand, ServerResult};
+use crate::config::PortMode;
+use crate::gather::{Gather, Then};
+use crate::pubsub::Kind;
+use crate::shard::ShardCore;
+use crate::stats::{CommandStat, ShardGauges};
+use ruvio_engine::command::{command, flags::*};
+use ruvio_engine::KeySpec;
+use ruvio_resp::{Args, Reply};
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// The INFO family's table.
+#[rustfmt::skip]
+pub const COMMANDS: &[ServerCommand] = &[
+    command!("info", -1, LOADING | STALE, KeySpec::NONE, ["slow", "dangerous"], "server", "1.0.0",
+        "Returns information and statistics about the server.", "O(1)", info),
+];
+
+/// `INFO [section [section ...]]`
+fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let wanted: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    if ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.cfg.shards > 1 {
+        // The other shards publish first: INFO counts everything done before it.
+        ctx.gather = Some(Gather::AfterAll(Then::Info { sections: wanted }));
+        return Ok(());
+    }
+    // `len` counts the caller's slot too (taken out while it runs).
+    let text = info_text(ctx.core, ctx.conns.len(), &wanted);
+    reply.verbatim("txt", text.as_bytes());
+    Ok(())
+}
+
+/// The sections INFO prints with no argument, in Redis' order.
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+
+/// INFO's text for section names `wanted`; `clients` is this shard's connection
+/// count (the other shards' come from what they published).
+pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String {
+    // This shard's own gauges as of now (the tick publishes them only now and then):
+    // a SAVE or write it just answered must show.
+    crate::shard::publish_gauges(core, clients);
+    let everything = wanted.iter().any(|w| w == "all" || w == "everything");
+    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
+    let mut sections: Vec<&str> = Vec::new();
+    for &name in DEFAULT_SECTIONS.iter().chain(&["commandstats"]) {
+        let extra = name == "commandstats";
+        if everything || (default && !extra) || wanted.iter().any(|w| w == name) {
+            sections.push(name);
+        }
+    }
+    let mut out = String::new();
+    for name in sections {
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        let mut title = name.to_string();
+        title[..1].make_ascii_uppercase();
+        let _ = write!(
+            out,
+            "# {}\r\n",
+            if name == "cpu" {
+                "CPU".to_string()
+            } else {
+                title
+            }
+        );
+        section(core, clients, name, &mut out);
+    }
+    out
+}
+
+fn human_bytes(n: u64) -> String {
+    match n {
+        n if n < 1024 => format!("{n}B"),
+        n if n < 1 << 20 => format!("{:.2}K", n as f64 / 1024.0),
+        n if n < 1 << 30 => format!("{:.2}M", n as f64 / (1u64 << 20) as f64),
+        n => format!("{:.2}G", n as f64 / (1u64 << 30) as f64),
+    }
+}
+
+/// Resident set size of the process in bytes.
+pub fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+fn cpu_seconds() -> (f64, f64) {
+    // SAFETY: getrusage fills the zeroed struct we own.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(usage.ru_stime), secs(usage.ru_utime))
+}
+
+fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
+    let shared = &core.shared;
+    let uptime = shared.started.elapsed().as_secs();
+    let mut line = |k: &str, v: &dyn std::fmt::Display| {
+        let _ = write!(out, "{k}:{v}\r\n");
+    };
+    match name {
+        "server" => {
+            line("redis_version", &super::connection::REDIS_VERSION);
+            line("redis_git_sha1", &"00000000");
+            line("redis_git_dirty", &0);
+            line("redis_build_id", &"0");
+            line(
+                "redis_mode",
+                &if core.cfg.port_mode == PortMode::PerShard {
+                    "cluster"
+                } else {
+                    "standalone"
+                },
+            );
+            line(
+                "os",
+                &format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+            );
+            line("arch_bits", &64);
+            line("monotonic_clock", &"POSIX clock_gettime");
+            line("multiplexing_api", &"io_uring");
+            line("process_id", &std::process::id());
+            line("process_supervised", &"no");
+            line("run_id", &shared.run_id);
+            line("tcp_port", &core.cfg.shard_port(core.id));
+            line("server_time_usec", &(core.now_ms * 1000));
+            line("uptime_in_seconds", &uptime);
+            line("uptime_in_days", &(uptime / 86400));
+            line("hz", &core.cfg.hz);
+            line("configured_hz", &core.cfg.hz);
+            line(
+                "executable",
+                &std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            );
+            line(
+                "config_file",
+                &core
+                    .cfg
+                    .config_file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            );
+            line("ruvio_version", &env!("CARGO_PKG_VERSION"));
+            line("ruvio_shards", &core.cfg.shards);
+            line("ruvio_shard", &core.id);
+            line("ruvio_port_mode", &core.cfg.port_mode.name());
+        }
+        "clients" => {
+            let gauge_here = |gauge: fn(&ShardGauges) -> &AtomicU64| {
+                gauge(&shared.shards[core.id]).load(Relaxed)
+            };
+            let (clients_elsewhere, blocked_elsewhere) = match core.cfg.port_mode {
+                PortMode::PerShard => (0, 0),
+                PortMode::Forward => (
+                    shared.sum(|g| &g.clients) - gauge_here(|g| &g.clients),
+                    shared.sum(|g| &g.blocked_clients) - gauge_here(|g| &g.blocked_clients),
+                ),
+            };
+            line("connected_clients", &(clients as u64 + clients_elsewhere));
+            line("cluster_connections", &0);
+            line("maxclients", &core.cfg.maxclients);
+            line("client_recent_max_input_buffer", &0);
+            line("client_recent_max_output_buffer", &0);
+            let blocked = crate::shard::blocked_here(core) + blocked_elsewhere;
+            line("blocked_clients", &blocked);
+            line("tracking_clients", &0);
+            line("clients_in_timeout_table", &0);
+        }
+        "memory" => {
+            let used = crate::alloc::allocated_bytes();
+            let rss = rss_bytes();
+            line("used_memory", &used);
+            line("used_memory_human", &human_bytes(used));
+            line("used_memory_rss", &rss);
+            line("used_memory_rss_human", &human_bytes(rss));
+            line("used_memory_peak", &used);
+            line("used_memory_peak_human", &human_bytes(used));
+            line("used_memory_dataset", &used);
+            // What maxmemory limits: allocated bytes less what the keyspaces reuse.
+            line(
+                "ruvio_used_memory_for_maxmemory",
+                &crate::memory::used_for_limit(core),
+            );
+            line("maxmemory", &core.cfg.maxmemory);
+            line("maxmemory_human", &human_bytes(core.cfg.maxmemory));
+            line(
+                "maxmemory_policy",
+                &core.engine.config().maxmemory_policy.name(),
+            );
+            line(
+                "mem_fragmentation_ratio",
+                &format!("{:.2}", rss as f64 / used.max(1) as f64),
+            );
+            line("mem_allocator", &"libc");
+        }
+        "persistence" => {
+            line("loading", &u8::from(shared.loading.any()));
+            line("async_loading", &0);
+            let saved = shared.sum(|g| &g.dirty_at_save);
+            line(
+                "rdb_changes_since_last_save",
+                &shared.sum(|g| &g.dirty).saturating_sub(saved),
+            );
+            let last_save = shared.last_save_unix_s.load(Relaxed);
+            let saves = &shared.background_save;
+            saves.info_rdb(core.now_ms, last_save, &mut line);
+            line("aof_enabled", &(core.cfg.durability.logs() as u8));
+            saves.info_aof(core.now_ms, &mut line);
+            let failed = shared
+                .shards
+                .iter()
+                .any(|g| g.wal_failed.load(Relaxed) != 0)
+                || core.wal.as_ref().is_some_and(|w| w.failed().is_some());
+            line("aof_last_write_status", &if failed { "err" } else { "ok" });
+        }
+        "stats" => {
+            let engine = core.engine.stats();
+            let counter = |live: u64, gauge: fn(&ShardGauges) -> &AtomicU64| {
+                server_counter(core, live, gauge)
+            };
+            let stats = &core.stats;
+            line(
+                "total_connections_received",
+                &counter(stats.connections_received, |g| &g.connections_received),
+            );
+            line(
+                "total_commands_processed",
+                &counter(stats.commands, |g| &g.commands),
+            );
+            line(
+                "instantaneous_ops_per_sec",
+                &counter(stats.ops.per_sec(), |g| &g.ops_per_sec),
+            );
+            line(
+                "total_net_input_bytes",
+                &counter(stats.net_input_bytes, |g| &g.net_input_bytes),
+            );
+            line(
+                "total_net_output_bytes",
+                &counter(stats.net_output_bytes, |g| &g.net_output_bytes),
+            );
+            line(
+                "rejected_connections",
+                &counter(stats.rejected_connections, |g| &g.rejected_connections),
+            );
+            line(
+                "expired_keys",
+                &counter(engine.expired_keys, |g| &g.expired_keys),
+            );
+            line(
+                "evicted_keys",
+                &counter(engine.evicted_keys, |g| &g.evicted_keys),
+            );
+            line(
+                "keyspace_hits",
+                &counter(engine.keyspace_hits, |g| &g.keyspace_hits),
+            );
+            line(
+                "keyspace_misses",
+                &counter(engine.keyspace_misses, |g| &g.keyspace_misses),
+            );
+            line(
+                "pubsub_channels",
+                &crate::pubsub::distinct(core, Kind::Channel),
+            );
+            line(
+                "pubsub_patterns",
+                &crate::pubsub::distinct(core, Kind::Pattern),
+            );
+            line(
+                "pubsubshard_channels",
+                &crate::pubsub::distinct(core, Kind::Shard),
+            );
+            let errors: u64 = server_errors(core).iter().map(|(_, n)| n).sum();
+            line("total_error_replies", &errors);
+        }
+        "replication" => {
+            line("role", &"master");
+            line("connected_slaves", &0);
+            line("master_failover_state", &"no-failover");
+            line("master_replid", &shared.run_id);
+            line("master_repl_offset", &0);
+        }
+        "cpu" => {
+            let (sys, user) = cpu_seconds();
+            line("used_cpu_sys", &format!("{sys:.6}"));
+            line("used_cpu_user", &format!("{user:.6}"));
+            line("used_cpu_sys_children", &"0.000000");
+            line("used_cpu_user_children", &"0.000000");
+        }
+        "cluster" => line(
+            "cluster_enabled",
+            &((core.cfg.port_mode == PortMode::PerShard) as u8),
+        ),
+        "keyspace" => {
+            let mut dbs = vec![(0u64, 0u64); core.cfg.databases];
+            for (db, keys, expires) in core.engine.keyspace_info() {
+                if let Some(counts) = dbs.get_mut(db) {
+                    *counts = (keys as u64, expires as u64);
+                }
+            }
+            if core.cfg.port_mode == PortMode::Forward {
+                let others = shared
+                    .shards
+                    .iter()
+                    .enumerate()
+                    .filter(|&(id, _)| id != core.id);
+                for (_, gauges) in others {
+                    for (counts, (keys, expires)) in dbs.iter_mut().zip(&gauges.keys) {
+                        counts.0 += keys.load(Relaxed);
+                        counts.1 += expires.load(Relaxed);
+                    }
+                }
+            }
+            for (db, (keys, expires)) in dbs.into_iter().enumerate() {
+                if keys > 0 {
+                    line(
+                        &format!("db{db}"),
+                        &format!("keys={keys},expires={expires},avg_ttl=0"),
+                    );
+                }
+            }
+        }
+        "commandstats" => {
+            let per_command = server_command_stats(core);
+            for cmd in crate::registry::registry().all_rows() {
+                let s = per_command[cmd.stat];
+                if s.calls > 0 || s.rejected > 0 || s.failed > 0 {
+                    let per_call = s.usec as f64 / s.calls.max(1) as f64;
+                    line(&format!("cmdstat_{}", cmd.meta.name), &format!("calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}", s.calls, s.usec, s.rejected, s.failed));
+                }
+            }
+        }
+        "errorstats" => {
+            for (code, count) in server_errors(core) {
+                line(&format!("errorstat_{code}"), &format!("count={count}"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A resettable counter of the whole server: this shard's live value plus what the
+/// other shards published in the current statistics epoch. Per-shard mode reports
+/// the node alone, as a Redis Cluster node does.
+fn server_counter(core: &ShardCore, live: u64, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64 {
+    if core.cfg.port_mode == PortMode::PerShard {
+        return live;
+    }
+    let others: u64 = core
+        .shared
+        .sum_counter(gauge)
+        .saturating_sub(gauge_of_mine(core, gauge));
+    live + others
+}
+
+/// This shard's own published value of a counter, if it is of the current epoch.
+fn gauge_of_mine(core: &ShardCore, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64 {
+    let mine = &core.shared.shards[core.id];
+    if mine.epoch.load(Relaxed) >= core.shared.stats_epoch() {
+        gauge(mine).load(Relaxed)
+    } else {
+        0
+    }
+}
+
+/// INFO commandstats of the whole server (of the node in per-shard mode).
+fn server_command_stats(core: &ShardCore) -> Vec<CommandStat> {
+    let mut total = core.stats.per_command.clone();
+    if core.cfg.port_mode == PortMode::Forward {
+        core.shared.for_other_tables(core.id, |tables| {
+            for (sum, s) in total.iter_mut().zip(&tables.per_command) {
+                sum.calls += s.calls;
+                sum.usec += s.usec;
+                sum.failed += s.failed;
+                sum.rejected += s.rejected;
+            }
+        });
+    }
+    total
+}
+
+/// INFO errorstats of the whole server (of the node in per-shard mode), by code.
+fn server_errors(core: &ShardCore) -> Vec<(Box<str>, u64)> {
+    let mut total: Vec<(Box<str>, u64)> = core
+        .stats
+        .errors
+        .iter()
+        .map(|(code, &n)| (code.clone(), n))
+        .collect();
+    if core.cfg.port_mode == PortMode::Forward {
+        core.shared.for_other_tables(core.id, |tables| {
+            for (code, n) in &tables.errors {
+                match total.iter_mut().find(|(c, _)| c == code) {
+                    Some((_, sum)) => *sum += n,
+                    None => total.push((code.clone(), *n)),
+                }
+            }
+        });
+    }
+    total.sort();
+    total
+}
