@@ -48,6 +48,9 @@ pub(crate) struct Cow {
     pub(crate) version: u16,
     /// The first entry that could not be written.
     pub(crate) error: Option<String>,
+    /// Keys and keys with an expiry at the start, for the `RESIZEDB` hint of the
+    /// first section written (then `None`).
+    pub(crate) sizes: Option<(usize, usize)>,
 }
 
 impl Cow {
@@ -64,6 +67,7 @@ impl Cow {
             began_ms,
             version: crate::rdb::RDB_VERSION,
             error: None,
+            sizes: None,
         }
     }
 

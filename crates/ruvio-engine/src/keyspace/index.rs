@@ -87,6 +87,32 @@ impl Index {
         }
     }
 
+    /// Make room for about `n` ids in an empty index (a file being loaded says how
+    /// many keys follow): the directory at the depth `n` needs, each segment sized
+    /// for its share, so the load splits no segment and rehashes no key. Does
+    /// nothing once ids are stored.
+    pub fn reserve(&mut self, n: usize) {
+        let empty = self.segments.len() == 1 && self.segments[0].table.is_empty();
+        if !empty {
+            return;
+        }
+        // Segments filled to 3/4 of their limit after the load: room to grow.
+        let per_segment = SEGMENT_ITEMS_MAX * 3 / 4;
+        let mut depth = 0;
+        while (n >> depth) > per_segment && depth < DEPTH_MAX {
+            depth += 1;
+        }
+        let share = (n >> depth).min(SEGMENT_ITEMS_MAX);
+        self.depth = depth;
+        self.dir = (0..1u32 << depth).collect();
+        self.segments = (0..1usize << depth)
+            .map(|_| Segment {
+                table: HashTable::with_capacity(share),
+                depth,
+            })
+            .collect();
+    }
+
     /// Split segment `s` (which `hash` maps to) by its next hash bit.
     fn split(&mut self, s: usize, hash: u64, hash_of: &impl Fn(u32) -> u64) {
         let d = self.segments[s].depth;
@@ -158,6 +184,37 @@ mod tests {
         x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         x ^ (x >> 31)
+    }
+
+    /// A reserved index holds what it was sized for without splitting, and goes on
+    /// splitting past it.
+    #[test]
+    fn reserved_index_loads_without_splits() {
+        let mut index = Index::default();
+        index.reserve(50_000);
+        let segments = index.segments.len();
+        assert!(segments > 1);
+        for id in 0..50_000u32 {
+            index.insert(mix(id), id, mix);
+        }
+        assert_eq!(
+            index.segments.len(),
+            segments,
+            "no split within the reservation"
+        );
+        for id in 50_000..200_000u32 {
+            index.insert(mix(id), id, mix);
+        }
+        assert!(index.largest_segment() <= SEGMENT_ITEMS_MAX);
+        for id in (0..200_000u32).step_by(3) {
+            assert_eq!(index.find(mix(id), |x| x == id), Some(id));
+        }
+        index.reserve(1 << 30);
+        assert_eq!(
+            index.len(),
+            200_000,
+            "a reservation never touches a filled index"
+        );
     }
 
     #[test]

@@ -124,6 +124,12 @@ impl Db {
         self.slab.get(id)
     }
 
+    /// Make room for about `keys` keys while this database is empty (a file being
+    /// loaded says how many follow; see [`Index::reserve`]).
+    pub fn reserve(&mut self, keys: usize) {
+        self.index.reserve(keys);
+    }
+
     /// Add `entry` (whose key must be absent); its expiry is honoured.
     pub fn insert(&mut self, entry: Entry) -> EntryId {
         crate::fault::note_mutation();
@@ -304,7 +310,9 @@ impl Db {
     /// entries written as of `began_ms` under `config`.
     pub(crate) fn snapshot_begin(&mut self, db_index: usize, config: EngineConfig, began_ms: u64) {
         let end = self.slab.high();
-        self.cow = Some(Box::new(cow::Cow::new(db_index, end, config, began_ms)));
+        let mut cow = cow::Cow::new(db_index, end, config, began_ms);
+        cow.sizes = Some((self.len(), self.volatile_len()));
+        self.cow = Some(Box::new(cow));
     }
 
     /// The snapshot's next bytes for this database: the entries written ahead of
@@ -317,10 +325,15 @@ impl Db {
         };
         let mark = out.len();
         crate::rdb::file::write_select_db(out, cow.db_index);
+        if let Some((keys, volatile)) = cow.sizes {
+            crate::rdb::file::write_resize_db(out, keys, volatile);
+        }
         let keys_at = out.len();
         out.append(&mut cow.ahead);
         let done = cow.scan(slab, out, budget);
-        if out.len() == keys_at {
+        if out.len() > keys_at {
+            cow.sizes = None;
+        } else {
             out.truncate(mark);
         }
         done

@@ -97,8 +97,12 @@ pub fn load(
                 r.string().map_err(explain)?;
             }
             opcode::RESIZEDB => {
+                let keys = r.len().map_err(explain)?;
                 r.len().map_err(explain)?;
-                r.len().map_err(explain)?;
+                // A hint: never more keys than the bytes left could hold (a key
+                // takes at least 4), so a corrupt count reserves nothing absurd.
+                let keys = usize::try_from(keys).unwrap_or(usize::MAX).min(r.remaining() / 4);
+                engine.db_mut(db).reserve(keys);
             }
             opcode::SELECTDB => {
                 let n = r.len().map_err(explain)?;
@@ -201,6 +205,7 @@ pub fn write_section_where(
         }
         let mark = out.len();
         write_select_db(&mut out, db);
+        write_resize_db(&mut out, keyspace.len(), keyspace.volatile_len());
         let keys_at = out.len();
         for (_, entry) in keyspace.iter().filter(|(_, e)| keep(e.key())) {
             version = version.max(write_entry(&mut out, entry, engine.config(), now_ms)?);
@@ -216,6 +221,14 @@ pub fn write_section_where(
 pub(crate) fn write_select_db(out: &mut Vec<u8>, db: usize) {
     out.push(opcode::SELECTDB);
     write_len(out, db as u64);
+}
+
+/// `RESIZEDB keys volatile`: how many keys (and keys with an expiry) the database
+/// that follows holds, so a loader sizes its table once (Redis writes it too).
+pub(crate) fn write_resize_db(out: &mut Vec<u8>, keys: usize, volatile: usize) {
+    out.push(opcode::RESIZEDB);
+    write_len(out, keys as u64);
+    write_len(out, volatile as u64);
 }
 
 /// One key as an RDB file holds it (expiry, access hint, type, key, object), or
