@@ -24,6 +24,18 @@ pub const START_MS: u64 = 1_700_000_000_000;
 /// livelock (the settle panics).
 const SETTLE_ROUNDS_MAX: usize = 10_000;
 
+/// RESP for a pipeline of commands (what a client writes in one go).
+pub fn pipeline(commands: &[&[&str]]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for args in commands {
+        bytes.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for a in *args {
+            bytes.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+    }
+    bytes
+}
+
 /// One shard with its connections.
 struct Node {
     core: ShardCore,
@@ -151,11 +163,7 @@ impl TwoShards {
 
     /// Client `c` sends one command (encoded as RESP).
     pub fn send(&mut self, c: usize, args: &[&str]) {
-        let mut bytes = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            bytes.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        self.receive(c, &bytes);
+        self.receive(c, &pipeline(&[args]));
     }
 
     /// What `shard.rs`'s `run_input` does, without the panic net (a panic is a finding).

@@ -179,19 +179,7 @@ fn run(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
 
 #[cfg(test)]
 mod tests {
-    use crate::inproc::TwoShards;
-
-    /// RESP for a pipeline of commands.
-    fn pipeline(commands: &[&[&str]]) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        for args in commands {
-            bytes.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-            for a in *args {
-                bytes.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-            }
-        }
-        bytes
-    }
+    use crate::inproc::{pipeline, TwoShards};
 
     // "b" and "c" live on shard 0, "a" and "d" on shard 1; client c is on shard c.
 

@@ -20,19 +20,20 @@ const BUSY: &[u8] =
     b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
 const KILLED: &[u8] = b"-ERR Script killed by user with SCRIPT KILL...";
 
+/// CONFIG SET busy-reply-threshold to [`THRESHOLD_MS`] through `conn`.
+fn set_busy_threshold(conn: &mut RawConn) {
+    let ms = THRESHOLD_MS.to_string();
+    assert_eq!(
+        conn.cmd(&["config", "set", "busy-reply-threshold", &ms]),
+        b"+OK\r\n"
+    );
+}
+
 /// Start `body` on shard 0 from `runner` (its reply is read later) and wait past the
 /// threshold.
 fn start_busy_script(server: &Server, body: &str) -> (RawConn, RawConn, String) {
     let mut other = conn_on_shard(server, 1);
-    assert_eq!(
-        other.cmd(&[
-            "config",
-            "set",
-            "busy-reply-threshold",
-            &THRESHOLD_MS.to_string()
-        ]),
-        b"+OK\r\n"
-    );
+    set_busy_threshold(&mut other);
     let mut runner = conn_on_shard(server, 0);
     let key = key_on_shard("busy", 0, SHARDS);
     runner.send(&encode(&["eval", body, "1", &key]));
@@ -190,15 +191,7 @@ fn function_stats_shows_the_running_function() {
         b"$7\r\nspinlib\r\n"
     );
     assert_eq!(other.cmd(&["function", "stats"]), stats_idle());
-    assert_eq!(
-        other.cmd(&[
-            "config",
-            "set",
-            "busy-reply-threshold",
-            &THRESHOLD_MS.to_string()
-        ]),
-        b"+OK\r\n"
-    );
+    set_busy_threshold(&mut other);
     let mut resp3 = conn_on_shard(&server, 1);
     resp3.cmd(&["hello", "3"]);
     let mut runner = conn_on_shard(&server, 0);
