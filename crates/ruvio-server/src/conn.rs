@@ -257,7 +257,7 @@ impl ReplyQueue {
     /// other shards. The rest of its input waits (not read, not run) until they go.
     pub fn is_backed_up(&self, sending: usize) -> bool {
         sending + self.immediate_bytes() > OUTPUT_PAUSE_BYTES
-            || self.held.len() >= self.held_limit()
+            || (!self.held.is_empty() && self.held.len() >= self.held_limit())
     }
 
     /// How many replies this connection may await at once: [`HELD_REPLIES_MAX`],
