@@ -23,6 +23,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import random
 import re
@@ -253,6 +254,15 @@ ROWS: list[Row] = [
     Row("FILLGET (value present)", "FILLGET key:__rand_int__", is_bulk, reference="GET key:__rand_int__"),
 ]
 
+EVAL_SET_ZADD = "redis.call('SET',KEYS[1],ARGV[1]);return(redis.call('ZADD',KEYS[1]..':z',1,ARGV[1]))"
+EVALSHA_GET = "return(redis.call('GET',KEYS[1]))"
+
+
+def sha1_hex(body: str) -> str:
+    """The SHA1 EVALSHA names a script by."""
+    return hashlib.sha1(body.encode()).hexdigest()
+
+
 EXTRA_ROWS: list[Row] = [
     # Not in the seed's table: the engine-contracts issue's long-double rows, one key
     # growing from 10000000.5 (past the small-decimal cases), and the hash variant.
@@ -278,6 +288,12 @@ EXTRA_ROWS: list[Row] = [
     Row("XRANGE (10 of 1,000 entries)", "XRANGE stream:1k 500 + COUNT 10", array_of(10),
         [["DEL", "stream:1k"]] + [["XADD", "stream:1k", f"{i + 1}-0", "f", f"v{i}"] for i in range(1_000)],
         scale=0.5),
+    # Lua: a script's fixed cost (EVAL's body lookup, KEYS/ARGV, the run) and two
+    # redis.call round trips; EVALSHA reads one key. Bodies carry no spaces (the
+    # templates split on them).
+    Row("EVAL (SET and ZADD of its key)", f"EVAL {EVAL_SET_ZADD} 1 key:__rand_int__ __data__", is_int),
+    Row("EVALSHA (GET of its key)", f"EVALSHA {sha1_hex(EVALSHA_GET)} 1 key:__rand_int__", is_bulk,
+        [["SCRIPT", "LOAD", EVALSHA_GET]]),
 ]
 """Rows beyond the seed's 60, run with --extra-rows."""
 

@@ -463,8 +463,12 @@ impl ExecCtx {
         let dirty_before = self.effects.dirty;
         let result = run(self);
         if !self.effects.rewritten && self.effects.dirty > dirty_before {
-            let record: Vec<&[u8]> = argv.iter().collect();
-            self.log_as(&record);
+            if self.effects.record.as_ref().is_some_and(|r| r.track_log) {
+                let record: Vec<&[u8]> = argv.iter().collect();
+                self.log_as(&record);
+            } else {
+                self.effects.rewritten = true;
+            }
         }
         self.effects.rewritten |= outer_rewritten;
         result

@@ -731,6 +731,25 @@ impl OwnedArgs {
             spans: &self.spans,
         }
     }
+
+    /// Append one argument (arguments come from a parsed request or a script's
+    /// call, bounded far below 4 GiB in total).
+    pub fn push(&mut self, arg: &[u8]) {
+        let start = self.base.len();
+        self.base.extend_from_slice(arg);
+        self.spans.push((start as u32, self.base.len() as u32));
+    }
+
+    /// The bytes the argument buffer holds room for.
+    pub fn capacity(&self) -> usize {
+        self.base.capacity()
+    }
+
+    /// Forget every argument, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.base.clear();
+        self.spans.clear();
+    }
 }
 
 /// Many commands' arguments in one buffer: what one message between shards
@@ -746,11 +765,7 @@ impl ArgsBatch {
     /// Append one command.
     pub fn push<'a>(&mut self, args: impl IntoIterator<Item = &'a [u8]>) {
         for arg in args {
-            let start = self.args.base.len();
-            self.args.base.extend_from_slice(arg);
-            self.args
-                .spans
-                .push((start as u32, self.args.base.len() as u32));
+            self.args.push(arg);
         }
         self.ends.push(self.args.spans.len() as u32);
     }
@@ -789,10 +804,7 @@ impl<'a> FromIterator<&'a [u8]> for OwnedArgs {
     fn from_iter<I: IntoIterator<Item = &'a [u8]>>(iter: I) -> OwnedArgs {
         let mut owned = OwnedArgs::default();
         for arg in iter {
-            let start = owned.base.len();
-            owned.base.extend_from_slice(arg);
-            // Arguments come from a parsed request, bounded far below 4 GiB in total.
-            owned.spans.push((start as u32, owned.base.len() as u32));
+            owned.push(arg);
         }
         owned
     }

@@ -6,7 +6,6 @@
 //! command's context: nothing outlives the run.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 use mlua::{
     ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState,
@@ -39,7 +38,20 @@ pub(super) struct State {
     generation: u64,
     pub(super) hooks: Table,
     env: Table,
-    functions: HashMap<String, Function>,
+    functions: ahash::HashMap<String, Function>,
+    /// What every run uses, looked up once: the sandbox's globals (`KEYS`, `ARGV`),
+    /// the `redis` table, the error handler and `xpcall`.
+    globals: Table,
+    redis: Table,
+    handler: Function,
+    xpcall: Function,
+    /// `redis.call` and `redis.pcall`, made once: they reach the run in progress
+    /// through [`RUNNER`], and are present in `redis` only during a run.
+    call: Function,
+    pcall: Function,
+    /// The buffers of `redis.call` (its arguments, the command's encoded reply),
+    /// kept from run to run.
+    buffers: Option<(OwnedArgs, Vec<u8>)>,
 }
 
 thread_local! {
@@ -49,6 +61,72 @@ thread_local! {
     /// `math.random`'s state (Redis' `redisLrand48`): seeded with the shard's Lua
     /// state and carried on from script to script, as Redis 7 does.
     static RAND48: Cell<u64> = const { Cell::new(0) };
+    /// The run in progress on this thread (null between runs): what `redis.call`
+    /// reaches. Made per run by [`run_in`], taken out while a call uses it.
+    static RUNNER: Cell<*mut Runner<'static>> = const { Cell::new(std::ptr::null_mut()) };
+    /// The protocol of the run in progress (2 or 3): `redis.setresp` sets it.
+    static RESP: Cell<u8> = const { Cell::new(2) };
+}
+
+/// Makes a [`Runner`] the one `redis.call` reaches, until dropped.
+struct Installed(*mut Runner<'static>);
+
+impl Installed {
+    fn new(runner: &mut Runner<'_>) -> Installed {
+        let ptr = std::ptr::from_mut(runner).cast::<Runner<'static>>();
+        Installed(RUNNER.with(|r| r.replace(ptr)))
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        RUNNER.with(|r| r.set(self.0));
+    }
+}
+
+/// `redis.call` / `redis.pcall` with the run in progress; `None` outside a run.
+fn with_runner<R>(f: impl FnOnce(&mut Runner<'_>) -> R) -> Option<R> {
+    let ptr = RUNNER.with(|r| r.replace(std::ptr::null_mut()));
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: `ptr` comes from `Installed::new`, whose `Runner` lives on `run_in`'s
+    // stack until the guard is dropped, after the script ends; it is taken out of
+    // RUNNER while `f` runs, so no second `&mut` to it can exist.
+    let result = f(unsafe { &mut *ptr });
+    RUNNER.with(|r| r.set(ptr));
+    Some(result)
+}
+
+/// The protocol `redis.setresp` chose for this run.
+fn resp_of() -> u8 {
+    RESP.with(|r| r.get())
+}
+
+/// `redis.call`: a failing command raises its error.
+fn redis_call(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
+    let resp = resp_of();
+    match with_runner(|runner| runner.call(lua, resp, args)) {
+        None => Err(mlua::Error::runtime("redis.call used outside a script run")),
+        Some(result) => match result? {
+            (false, Value::Table(err)) => {
+                let hooks: Table = lua.named_registry_value(luaaux::HOOKS)?;
+                Err(raise(lua, &hooks, err)?)
+            }
+            (_, v) => Ok(v),
+        },
+    }
+}
+
+/// `redis.pcall`: a failing command's error table is returned.
+fn redis_pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
+    let resp = resp_of();
+    match with_runner(|runner| runner.call(lua, resp, args)) {
+        None => Err(mlua::Error::runtime(
+            "redis.pcall used outside a script run",
+        )),
+        Some(result) => result.map(|(_, v)| v),
+    }
 }
 
 /// Tell this shard thread which slots it serves: a script may touch undeclared
@@ -156,6 +234,13 @@ impl State {
             })?,
         )?;
         host.set("where", lua.create_function(script_position)?)?;
+        host.set(
+            "setresp",
+            lua.create_function(|_, n: u8| {
+                RESP.with(|r| r.set(n));
+                Ok(())
+            })?,
+        )?;
         host.set("cjson", super::libs::cjson(&lua)?)?;
         host.set("bit", super::libs::bit(&lua)?)?;
         host.set("cmsgpack", super::cmsgpack::library(&lua)?)?;
@@ -173,11 +258,18 @@ impl State {
             .set_name("=prelude")
             .call((hooks.clone(), host))?;
         Ok(State {
-            lua,
             generation,
-            hooks,
             env,
-            functions: HashMap::new(),
+            functions: Default::default(),
+            globals: hooks.get("globals")?,
+            redis: hooks.raw_get("redis")?,
+            handler: hooks.get("handler")?,
+            xpcall: lua.globals().get("xpcall")?,
+            call: lua.create_function(redis_call)?,
+            pcall: lua.create_function(redis_pcall)?,
+            buffers: None,
+            hooks,
+            lua,
         })
     }
 
@@ -252,12 +344,19 @@ pub(super) fn compile_check(generation: u64, sha: &str, body: &[u8]) -> Result<(
     with_state(generation, |state| state.function(sha, body).map(|_| ()))
 }
 
+/// The largest `redis.call` buffer kept for the next run (a big reply's is freed).
+const KEPT_BUFFER_BYTES: usize = 64 * 1024;
+
 /// What `redis.call` needs during one run.
 struct Runner<'e> {
     engine: &'e mut Engine,
     ctx: &'e mut ExecCtx,
     keys: &'e [&'e [u8]],
     read_only: bool,
+    /// The arguments of the call in progress, and its encoded reply: buffers reused
+    /// from call to call.
+    args: OwnedArgs,
+    out: Vec<u8>,
 }
 
 /// Run a script and write its reply.
@@ -280,57 +379,46 @@ pub(super) fn run_in(
     call: &Call<'_>,
 ) -> Result<(), CmdError> {
     let lua = &state.lua;
-    let globals: Table = state.hooks.get("globals").map_err(internal)?;
-    let keys = string_sequence(lua, call.keys).map_err(internal)?;
-    let argv = string_sequence(lua, call.argv).map_err(internal)?;
+    let (keys, argv) = string_sequences(lua, call.keys, call.argv).map_err(internal)?;
     let f = match &call.callback {
         Some(callback) => callback.bind((keys, argv)).map_err(internal)?,
         None => {
-            globals.raw_set("KEYS", keys).map_err(internal)?;
-            globals.raw_set("ARGV", argv).map_err(internal)?;
+            state.globals.raw_set("KEYS", keys).map_err(internal)?;
+            state.globals.raw_set("ARGV", argv).map_err(internal)?;
             state.function(call.sha, call.body)?
         }
     };
-    let lua = &state.lua;
-    state.hooks.raw_set("resp", 2).map_err(internal)?;
-    let handler: Function = state.hooks.get("handler").map_err(internal)?;
-    let xpcall: Function = lua.globals().get("xpcall").map_err(internal)?;
-    let runner = RefCell::new(Runner {
+    RESP.with(|r| r.set(2));
+    state
+        .hooks
+        .raw_set("pending", Value::Nil)
+        .map_err(internal)?;
+    let (args, out) = state.buffers.take().unwrap_or_default();
+    let mut runner = Runner {
         engine,
         ctx,
         keys: call.keys,
         read_only: call.read_only,
-    });
-    let hooks = &state.hooks;
-    let redis: Table = hooks.raw_get("redis").map_err(internal)?;
-    let resp_of = || hooks.raw_get::<u8>("resp").unwrap_or(2);
-    let function = call.callback.is_some().then_some((call.sha, call.command));
-    let outcome: (bool, Value) = lua
-        .scope(|scope| {
-            let call = scope.create_function(|lua, args: MultiValue| {
-                match runner.borrow_mut().call(lua, resp_of(), args)? {
-                    (false, Value::Table(err)) => Err(raise(lua, hooks, err)?),
-                    (_, v) => Ok(v),
-                }
-            })?;
-            let pcall = scope.create_function(|lua, args: MultiValue| {
-                runner
-                    .borrow_mut()
-                    .call(lua, resp_of(), args)
-                    .map(|(_, v)| v)
-            })?;
-            redis.raw_set("call", call)?;
-            redis.raw_set("pcall", pcall)?;
-            hooks.raw_set("pending", Value::Nil)?;
-            let running = busy::Running::start(function);
-            let result = xpcall.call::<(bool, Value)>((f, handler));
-            drop(running);
-            redis.raw_set("call", Value::Nil)?;
-            redis.raw_set("pcall", Value::Nil)?;
-            result
-        })
-        .map_err(internal)?;
-    let resp_version: u8 = state.hooks.get("resp").unwrap_or(2);
+        args,
+        out,
+    };
+    let outcome = {
+        let _installed = Installed::new(&mut runner);
+        let function = call.callback.is_some().then_some((call.sha, call.command));
+        let redis = &state.redis;
+        redis.raw_set("call", &state.call).map_err(internal)?;
+        redis.raw_set("pcall", &state.pcall).map_err(internal)?;
+        let running = busy::Running::start(function);
+        let result = state.xpcall.call::<(bool, Value)>((f, &state.handler));
+        drop(running);
+        redis.raw_set("call", Value::Nil).map_err(internal)?;
+        redis.raw_set("pcall", Value::Nil).map_err(internal)?;
+        result.map_err(internal)?
+    };
+    if runner.out.capacity() <= KEPT_BUFFER_BYTES && runner.args.capacity() <= KEPT_BUFFER_BYTES {
+        state.buffers = Some((runner.args, runner.out));
+    }
+    let resp_version = resp_of();
     match outcome {
         (true, value) => {
             resp::lua_to_reply(&value, resp_version, reply);
@@ -345,13 +433,28 @@ pub(super) fn run_in(
     }
 }
 
-/// A Lua sequence of `items` as strings (a script's `KEYS` and `ARGV`).
-fn string_sequence(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
-    let strings = items
-        .iter()
-        .map(|item| lua.create_string(item))
-        .collect::<mlua::Result<Vec<_>>>()?;
-    lua.create_sequence_from(strings)
+/// Lua sequences of `keys` and of `argv` as strings (a script's `KEYS` and
+/// `ARGV`), built on the stack in one protected call rather than a handle per string.
+fn string_sequences(lua: &Lua, keys: &[&[u8]], argv: &[&[u8]]) -> mlua::Result<(Table, Table)> {
+    let push_sequence = |state: *mut mlua::ffi::lua_State, items: &[&[u8]]| {
+        // SAFETY: `exec_raw` runs this protected, with stack room checked per string;
+        // every pointer and length comes from a live Rust slice.
+        unsafe {
+            mlua::ffi::lua_createtable(state, items.len().try_into().unwrap_or(0), 0);
+            for (i, item) in items.iter().enumerate() {
+                mlua::ffi::luaL_checkstack(state, 2, std::ptr::null());
+                mlua::ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                mlua::ffi::lua_rawseti(state, -2, (i + 1) as _);
+            }
+        }
+    };
+    // SAFETY: the closure leaves exactly the two tables on the stack.
+    unsafe {
+        lua.exec_raw((), |state| {
+            push_sequence(state, keys);
+            push_sequence(state, argv);
+        })
+    }
 }
 
 /// `<err> script: <sha>, on <source>:<line>.` (Redis 7's text for an error that
@@ -390,18 +493,19 @@ fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<(bool, Value)> {
     Ok((false, Value::Table(t)))
 }
 
-/// A Lua argument of `redis.call` as bytes: strings as they are, numbers as Redis
-/// prints them (`%.17g`).
-fn argument_bytes(v: &Value) -> Option<Vec<u8>> {
+/// Append a Lua argument of `redis.call` to `args`: strings as they are, numbers
+/// as Redis prints them (`%.17g`); `false` for any other type.
+fn push_argument(args: &mut OwnedArgs, v: &Value) -> bool {
     match v {
-        Value::String(s) => Some(s.as_bytes().to_vec()),
-        Value::Integer(n) => Some(n.to_string().into_bytes()),
+        Value::String(s) => args.push(&s.as_bytes()),
+        Value::Integer(n) => args.push(itoa::Buffer::new().format(*n).as_bytes()),
         Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e17 => {
-            Some((*n as i64).to_string().into_bytes())
+            args.push(itoa::Buffer::new().format(*n as i64).as_bytes())
         }
-        Value::Number(n) => Some(format!("{n}").into_bytes()),
-        _ => None,
+        Value::Number(n) => args.push(format!("{n}").as_bytes()),
+        _ => return false,
     }
+    true
 }
 
 impl Runner<'_> {
@@ -419,21 +523,33 @@ impl Runner<'_> {
             // checks on every line from then on).
             return error_table(lua, busy::KILLED.as_bytes());
         }
-        let argv: Vec<Value> = args.into_iter().collect();
-        if argv.is_empty() {
+        if args.is_empty() {
             return error_table(
                 lua,
                 b"ERR Please specify at least one argument for this redis lib call",
             );
         }
-        let Some(parts) = argv.iter().map(argument_bytes).collect::<Option<Vec<_>>>() else {
+        let mut owned = std::mem::take(&mut self.args);
+        owned.clear();
+        if !args.iter().all(|v| push_argument(&mut owned, v)) {
+            self.args = owned;
             return error_table(
                 lua,
                 b"ERR Lua redis lib command arguments must be strings or integers",
             );
-        };
-        let owned: OwnedArgs = parts.iter().map(|p| p.as_slice()).collect();
-        let args = owned.args();
+        }
+        let result = self.call_args(lua, resp, owned.args());
+        self.args = owned;
+        result
+    }
+
+    /// `redis.call` of the command `args`.
+    fn call_args(
+        &mut self,
+        lua: &Lua,
+        resp: Protocol,
+        args: ruvio_resp::Args<'_>,
+    ) -> mlua::Result<(bool, Value)> {
         let Some(top) = Engine::find_command(args.get(0)) else {
             return self.call_server(lua, resp, args);
         };
@@ -486,7 +602,8 @@ impl Runner<'_> {
         if row.meta.has(flags::WRITE) {
             busy::note_write();
         }
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
         let mut reply = Reply::new(&mut out, resp);
         let engine = &mut *self.engine;
         match self
@@ -497,7 +614,9 @@ impl Runner<'_> {
             Ok(Outcome::Block(_)) => reply.null_array(),
             Err(e) => e.write(&mut reply),
         }
-        reply_value(lua, &out)
+        let value = reply_value(lua, &out);
+        self.out = out;
+        value
     }
 
     /// A server command (TIME, PING, ...: see `server_cmds`).
@@ -521,10 +640,6 @@ impl Runner<'_> {
 /// A command's reply as `redis.call` returns it: `(false, error table)` for an error.
 fn reply_value(lua: &Lua, out: &[u8]) -> mlua::Result<(bool, Value)> {
     let (value, _) = resp::reply_to_lua(lua, out)?;
-    match value {
-        Value::Table(ref t) if t.raw_get::<Value>("err").is_ok_and(|v| !v.is_nil()) => {
-            Ok((false, value))
-        }
-        value => Ok((true, value)),
-    }
+    // An error reply is the only one that becomes an `{err = ...}` table.
+    Ok((out.first() != Some(&b'-'), value))
 }

@@ -30,7 +30,9 @@ mod luastruct;
 mod resp;
 mod server_cmds;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -61,12 +63,45 @@ pub(crate) fn sha1_hex(body: &[u8]) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()
 }
 
-/// Store `body` in the cache; its SHA1.
-fn remember(body: &[u8]) -> String {
+/// Store `body` in the cache; its SHA1 and the cached copy.
+fn remember(body: &[u8]) -> (String, Arc<[u8]>) {
     let sha = sha1_hex(body);
     let mut cache = cache().lock().unwrap_or_else(|e| e.into_inner());
-    cache.entry(sha.clone()).or_insert_with(|| Arc::from(body));
-    sha
+    let stored = cache.entry(sha.clone()).or_insert_with(|| Arc::from(body));
+    (sha, stored.clone())
+}
+
+/// The EVAL bodies this shard has cached in one generation, with their SHA1: a
+/// repeated EVAL skips hashing its body and the shared cache's lock.
+#[derive(Default)]
+struct EvalMemo {
+    generation: u64,
+    shas: ahash::HashMap<Arc<[u8]>, Rc<str>>,
+}
+
+thread_local! {
+    static EVALED: RefCell<EvalMemo> = RefCell::default();
+}
+
+/// The SHA1 of an EVAL's `body`, cached on every shard (as `remember`), looked up in
+/// this shard's memo first.
+fn remember_eval(generation: u64, body: &[u8]) -> Rc<str> {
+    EVALED.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.generation != generation {
+            *memo = EvalMemo {
+                generation,
+                shas: Default::default(),
+            };
+        }
+        if let Some(sha) = memo.shas.get(body) {
+            return sha.clone();
+        }
+        let (sha, stored) = remember(body);
+        let sha: Rc<str> = sha.into();
+        memo.shas.insert(stored, sha.clone());
+        sha
+    })
 }
 
 /// The cached body of `sha` (any case).
@@ -205,7 +240,7 @@ fn eval_generic(
 ) -> CmdResult {
     declared_keys(args)?;
     let body = args.get(1);
-    let sha = remember(body);
+    let sha = remember_eval(GENERATION.load(Ordering::Acquire), body);
     run(engine, ctx, args, reply, &sha, body, ro)
 }
 

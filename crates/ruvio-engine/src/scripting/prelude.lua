@@ -37,7 +37,7 @@ function redis.setresp(...)
   if select('#', ...) ~= 1 then error('redis.setresp() requires one argument.', 0) end
   local n = tonumber((...))
   if n ~= 2 and n ~= 3 then error('RESP version must be 2 or 3.', 0) end
-  hooks.resp = n
+  host.setresp(n)
 end
 function redis.set_repl(...)
   if select('#', ...) ~= 1 then error('redis.set_repl() requires one argument.', 0) end
@@ -80,14 +80,16 @@ local globals = {
 }
 hooks.globals = globals
 
-local env = setmetatable({}, {
+-- env's __index is the globals table itself (a hit costs no Lua call); a miss falls
+-- through to globals' own metatable, which raises Redis' error.
+setmetatable(globals, {
   __index = function(_, name)
-    local v = rawget(globals, name)
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
-    end
-    return v
+    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
+  __metatable = false,
+})
+local env = setmetatable({}, {
+  __index = globals,
   __newindex = function() error('Attempt to modify a readonly table', 2) end,
   __metatable = false,
 })
