@@ -42,13 +42,12 @@ pub(super) struct State {
     /// What every run uses, looked up once: the sandbox's globals (`KEYS`, `ARGV`),
     /// the `redis` table, the error handler and `xpcall`.
     globals: Table,
-    redis: Table,
     handler: Function,
     xpcall: Function,
-    /// `redis.call` and `redis.pcall`, made once: they reach the run in progress
-    /// through [`RUNNER`], and are present in `redis` only during a run.
-    call: Function,
-    pcall: Function,
+    /// The names every run sets, as Lua strings made once.
+    keys_name: mlua::String,
+    argv_name: mlua::String,
+    pending_name: mlua::String,
     /// The buffers of `redis.call` (its arguments, the command's encoded reply),
     /// kept from run to run.
     buffers: Option<(OwnedArgs, Vec<u8>)>,
@@ -247,6 +246,10 @@ impl State {
         host.set("struct", super::luastruct::library(&lua)?)?;
         let hooks = lua.create_table()?;
         lua.set_named_registry_value(luaaux::HOOKS, hooks.clone())?;
+        // Rust functions that reach the run in progress through RUNNER (a library's
+        // load-time code cannot see them: functions.lua gives it its own `redis`).
+        host.set("call", lua.create_function(redis_call)?)?;
+        host.set("pcall", lua.create_function(redis_pcall)?)?;
         // Global: coroutines a script creates inherit it (a per-thread hook would be
         // dropped in them, and a loop inside one could not be killed).
         lua.set_global_hook(
@@ -262,11 +265,11 @@ impl State {
             env,
             functions: Default::default(),
             globals: hooks.get("globals")?,
-            redis: hooks.raw_get("redis")?,
             handler: hooks.get("handler")?,
             xpcall: lua.globals().get("xpcall")?,
-            call: lua.create_function(redis_call)?,
-            pcall: lua.create_function(redis_pcall)?,
+            keys_name: lua.create_string("KEYS")?,
+            argv_name: lua.create_string("ARGV")?,
+            pending_name: lua.create_string("pending")?,
             buffers: None,
             hooks,
             lua,
@@ -383,15 +386,21 @@ pub(super) fn run_in(
     let f = match &call.callback {
         Some(callback) => callback.bind((keys, argv)).map_err(internal)?,
         None => {
-            state.globals.raw_set("KEYS", keys).map_err(internal)?;
-            state.globals.raw_set("ARGV", argv).map_err(internal)?;
+            state
+                .globals
+                .raw_set(&state.keys_name, keys)
+                .map_err(internal)?;
+            state
+                .globals
+                .raw_set(&state.argv_name, argv)
+                .map_err(internal)?;
             state.function(call.sha, call.body)?
         }
     };
     RESP.with(|r| r.set(2));
     state
         .hooks
-        .raw_set("pending", Value::Nil)
+        .raw_set(&state.pending_name, Value::Nil)
         .map_err(internal)?;
     let (args, out) = state.buffers.take().unwrap_or_default();
     let mut runner = Runner {
@@ -405,14 +414,9 @@ pub(super) fn run_in(
     let outcome = {
         let _installed = Installed::new(&mut runner);
         let function = call.callback.is_some().then_some((call.sha, call.command));
-        let redis = &state.redis;
-        redis.raw_set("call", &state.call).map_err(internal)?;
-        redis.raw_set("pcall", &state.pcall).map_err(internal)?;
         let running = busy::Running::start(function);
         let result = state.xpcall.call::<(bool, Value)>((f, &state.handler));
         drop(running);
-        redis.raw_set("call", Value::Nil).map_err(internal)?;
-        redis.raw_set("pcall", Value::Nil).map_err(internal)?;
         result.map_err(internal)?
     };
     if runner.out.capacity() <= KEPT_BUFFER_BYTES && runner.args.capacity() <= KEPT_BUFFER_BYTES {
@@ -434,27 +438,16 @@ pub(super) fn run_in(
 }
 
 /// Lua sequences of `keys` and of `argv` as strings (a script's `KEYS` and
-/// `ARGV`), built on the stack in one protected call rather than a handle per string.
+/// `ARGV`).
 fn string_sequences(lua: &Lua, keys: &[&[u8]], argv: &[&[u8]]) -> mlua::Result<(Table, Table)> {
-    let push_sequence = |state: *mut mlua::ffi::lua_State, items: &[&[u8]]| {
-        // SAFETY: `exec_raw` runs this protected, with stack room checked per string;
-        // every pointer and length comes from a live Rust slice.
-        unsafe {
-            mlua::ffi::lua_createtable(state, items.len().try_into().unwrap_or(0), 0);
-            for (i, item) in items.iter().enumerate() {
-                mlua::ffi::luaL_checkstack(state, 2, std::ptr::null());
-                mlua::ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-                mlua::ffi::lua_rawseti(state, -2, (i + 1) as _);
-            }
+    let sequence = |items: &[&[u8]]| -> mlua::Result<Table> {
+        let table = lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, item) in items.iter().enumerate() {
+            table.raw_set(i + 1, lua.create_string(item)?)?;
         }
+        Ok(table)
     };
-    // SAFETY: the closure leaves exactly the two tables on the stack.
-    unsafe {
-        lua.exec_raw((), |state| {
-            push_sequence(state, keys);
-            push_sequence(state, argv);
-        })
-    }
+    Ok((sequence(keys)?, sequence(argv)?))
 }
 
 /// `<err> script: <sha>, on <source>:<line>.` (Redis 7's text for an error that
