@@ -47,7 +47,7 @@ function hooks.loading(on)
   if on then current = load_api else current = globals end
 end
 
-return setmetatable({}, {
+local env = setmetatable({}, {
   __index = function(_, name)
     local v = rawget(current, name)
     if v == nil then missing(name) end
@@ -56,3 +56,6 @@ return setmetatable({}, {
   __newindex = function() error('Attempt to modify a readonly table', 2) end,
   __metatable = false,
 })
+-- Chunks a function makes with loadstring run in this environment too.
+hooks.chunk_env = env
+return env

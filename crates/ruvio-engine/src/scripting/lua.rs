@@ -199,9 +199,9 @@ fn script_position(lua: &Lua, _: ()) -> mlua::Result<(Option<String>, Option<i64
         });
         match found {
             None => break,
-            Some((Some(source), line))
-                if source == "@user_script" || source == "@user_function" =>
-            {
+            // The script, a library, or a chunk they made with loadstring; not a
+            // C function (`=[C]`) nor the sandbox's own code (`=prelude` ...).
+            Some((Some(source), line)) if !source.starts_with('=') => {
                 return Ok((Some(source), line.map(|l| l as i64)));
             }
             Some(_) => {}
@@ -260,6 +260,7 @@ impl State {
             .load(include_str!("prelude.lua"))
             .set_name("=prelude")
             .call((hooks.clone(), host))?;
+        lua.set_type_metatable::<mlua::String>(Some(hooks.get("string_metatable")?));
         Ok(State {
             generation,
             env,

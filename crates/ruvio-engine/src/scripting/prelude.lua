@@ -5,12 +5,44 @@ local hooks, host = ...
 local G = _G
 local error, rawget, setmetatable, tostring, type = error, rawget, setmetatable, tostring, type
 
+-- Every read-only view handed to scripts: rawset and setmetatable refuse them too
+-- (Redis' read-only tables refuse every write).
+local protected = setmetatable({}, {__mode = 'k'})
+
 local function readonly(t)
-  return setmetatable({}, {
+  local view = setmetatable({}, {
     __index = t,
     __newindex = function() error('Attempt to modify a readonly table', 2) end,
     __metatable = false,
   })
+  protected[view] = true
+  return view
+end
+
+local function refuse_protected(t)
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+end
+local function script_rawset(t, ...)
+  refuse_protected(t)
+  return G.rawset(t, ...)
+end
+local function script_setmetatable(t, ...)
+  refuse_protected(t)
+  return setmetatable(t, ...)
+end
+
+-- loadstring compiles text only (Redis' Lua cannot load bytecode: a binary chunk is
+-- parsed as text, and fails as text does), and the chunk runs in the caller's
+-- sandbox (hooks.chunk_env), not in the real globals.
+local function script_loadstring(source, name)
+  local text = source
+  if type(source) == 'string' and source:byte(1) == 27 then
+    text = ' ' .. source
+    name = name or source
+  end
+  local f, err = G.loadstring(text, name)
+  if f then G.setfenv(f, hooks.chunk_env) end
+  return f, err
 end
 
 local redis = {
@@ -70,9 +102,9 @@ end
 local globals = {
   assert = G.assert, error = G.error, ipairs = G.ipairs, next = G.next, pairs = G.pairs,
   pcall = script_pcall, xpcall = G.xpcall, rawequal = G.rawequal, rawget = G.rawget,
-  rawset = G.rawset, select = G.select, setmetatable = G.setmetatable,
+  rawset = script_rawset, select = G.select, setmetatable = script_setmetatable,
   getmetatable = G.getmetatable, tonumber = G.tonumber, tostring = G.tostring,
-  type = G.type, unpack = G.unpack, loadstring = G.loadstring, gcinfo = G.gcinfo,
+  type = G.type, unpack = G.unpack, loadstring = script_loadstring, gcinfo = G.gcinfo,
   _VERSION = G._VERSION,
   coroutine = readonly(G.coroutine), string = readonly(G.string),
   table = readonly(G.table), math = readonly(math), redis = readonly(redis),
@@ -94,6 +126,15 @@ local env = setmetatable({}, {
   __newindex = function() error('Attempt to modify a readonly table', 2) end,
   __metatable = false,
 })
+protected[env] = true
+hooks.chunk_env = env
+
+-- The strings' metatable: its __index is the read-only string library, and
+-- getmetatable('') hands out a read-only view of it (lua.rs installs it).
+local string_meta = {__index = globals.string}
+string_meta.__metatable = readonly(string_meta)
+hooks.string_metatable = string_meta
+
 globals._G = env
 
 -- Redis' error handler: an error becomes {err=..., source=..., line=...}.
