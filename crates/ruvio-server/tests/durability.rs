@@ -437,23 +437,35 @@ fn cross_shard_writes_are_logged_by_their_keys_owners() {
 
 /// SAVE writes each shard's snapshot and drops the log it covers; a restart loads
 /// the snapshot and replays only the log after it (INCR would double otherwise).
+/// In per-shard mode too, SAVE on one node saves every shard (as BGSAVE does).
 #[test]
 fn save_snapshots_then_the_log_after_it_replays() {
-    let dir = data_dir("save");
-    let server = start(PortMode::Forward, 2, &dir, &[]);
-    let mut c = server.raw();
-    for i in 0..20 {
-        assert_eq!(c.cmd(&["INCR", &format!("n{i}")]), b":1\r\n");
+    for mode in [PortMode::Forward, PortMode::PerShard] {
+        save_then_replay(mode);
     }
-    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
-    let info = c.cmd(&["INFO", "persistence"]);
+}
+
+fn save_then_replay(mode: PortMode) {
+    let dir = data_dir(&format!("save-{mode:?}"));
+    let server = start(mode, 2, &dir, &[]);
+    let mut conns: Vec<RawConn> = (0..2)
+        .map(|s| RawConn::connect(server.shard_port(s)))
+        .collect();
+    let owner = |key: &str| shard_of_key(key, 2);
+    for i in 0..20 {
+        let key = format!("n{i}");
+        assert_eq!(conns[owner(&key)].cmd(&["INCR", &key]), b":1\r\n");
+    }
+    assert_eq!(conns[0].cmd(&["SAVE"]), b"+OK\r\n");
+    let info = conns[1].cmd(&["INFO", "persistence"]);
     assert!(
         contains(&info, b"rdb_changes_since_last_save:0\r\n"),
-        "{}",
+        "{mode:?}: {}",
         show(&info)
     );
     for i in 0..20 {
-        assert_eq!(c.cmd(&["INCR", &format!("n{i}")]), b":2\r\n");
+        let key = format!("n{i}");
+        assert_eq!(conns[owner(&key)].cmd(&["INCR", &key]), b":2\r\n");
     }
     std::thread::sleep(AFTER_SYNC);
     drop(server);
@@ -468,12 +480,19 @@ fn save_snapshots_then_the_log_after_it_replays() {
                     .starts_with("snapshot-")
             })
             .count();
-        assert_eq!(snapshots, 1, "shard {shard}");
+        assert_eq!(snapshots, 1, "{mode:?} shard {shard}");
     }
-    let server = start(PortMode::Forward, 2, &dir, &[]);
-    let mut c = server.raw();
+    let server = start(mode, 2, &dir, &[]);
+    let mut conns: Vec<RawConn> = (0..2)
+        .map(|s| RawConn::connect(server.shard_port(s)))
+        .collect();
     for i in 0..20 {
-        assert_eq!(c.cmd(&["GET", &format!("n{i}")]), b"$1\r\n2\r\n", "n{i}");
+        let key = format!("n{i}");
+        assert_eq!(
+            conns[owner(&key)].cmd(&["GET", &key]),
+            b"$1\r\n2\r\n",
+            "{mode:?} {key}"
+        );
     }
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);

@@ -6,7 +6,6 @@
 
 use super::config::ConfigChange;
 use super::{Ctx, ServerCommand, ServerResult};
-use crate::config::PortMode;
 use crate::gather::{Gather, Then};
 use crate::snapshot::{Kind, Start};
 use ruvio_engine::command::{command, flags::*};
@@ -40,8 +39,9 @@ fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Server
 }
 
 /// `SAVE`: every shard writes a snapshot of its keys and drops the log it covers
-/// (docs/durability.md); `+OK` once all have. Needs a log (`--durability everysec`
-/// or `always`).
+/// (docs/durability.md); `+OK` once all have, in both port modes (the shards are
+/// one process with one data directory, as for BGSAVE). Needs a log
+/// (`--durability everysec` or `always`).
 fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if ctx.core.shared.background_save.running_kind().is_some() {
         return Err(CmdError::Line(
@@ -50,7 +50,7 @@ fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
     }
     crate::wal::snapshot(ctx.core)
         .map_err(|e| CmdError::Line(format!("ERR SAVE failed: {e}").into_bytes()))?;
-    if ctx.core.topo.nodes.len() > 1 && ctx.core.cfg.port_mode == PortMode::Forward {
+    if ctx.core.topo.nodes.len() > 1 {
         ctx.core.outbox.broadcast(ConfigChange::Snapshot);
         ctx.gather = Some(Gather::AfterAll(Then::Reply(b"+OK\r\n".to_vec())));
     } else {
