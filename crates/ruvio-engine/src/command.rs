@@ -533,6 +533,17 @@ pub struct KeyList {
 }
 
 impl KeyList {
+    /// Forget every item, keeping the buffers.
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// Bytes the buffers hold room for.
+    fn capacity_bytes(&self) -> usize {
+        self.bytes.capacity() + self.ends.capacity() * std::mem::size_of::<(usize, usize)>()
+    }
+
     fn push(&mut self, db: usize, key: &[u8]) {
         self.bytes.extend_from_slice(key);
         self.ends.push((db, self.bytes.len()));
@@ -641,21 +652,56 @@ pub struct Recorded {
     pub log: LogRecords,
 }
 
+/// Recorded effects' buffers grown past this are freed rather than kept for the
+/// next command (a script's thousand writes do not pin their memory).
+const RECORD_KEEP_BYTES: usize = 64 * 1024;
+
+impl Recorded {
+    /// Empty, tracking as asked, with the buffers of earlier commands.
+    fn reset(&mut self, keys: bool, events: bool, log: bool) {
+        if self.capacity_bytes() > RECORD_KEEP_BYTES {
+            *self = Recorded::default();
+        }
+        self.track_keys = keys;
+        self.track_events = events;
+        self.track_log = log;
+        self.keys.clear();
+        self.events.clear();
+        self.event_keys.clear();
+        self.log.args.clear();
+        self.log.counts.clear();
+    }
+
+    /// Bytes the buffers hold room for.
+    fn capacity_bytes(&self) -> usize {
+        self.keys.capacity_bytes()
+            + self.events.capacity() * std::mem::size_of::<Event>()
+            + self.event_keys.capacity_bytes()
+            + self.log.args.capacity_bytes()
+            + self.log.counts.capacity() * std::mem::size_of::<usize>()
+    }
+}
+
 impl Effects {
-    /// Effects that record modified keys, keyspace events and log records as asked.
-    pub fn recording(keys: bool, events: bool, log: bool) -> Effects {
+    /// Effects that record modified keys, keyspace events and log records as asked,
+    /// in `spare` (an earlier command's record, see [`take_record`](Self::take_record))
+    /// when there is one: a shard's commands reuse one record's buffers.
+    pub fn recording(spare: Option<Box<Recorded>>, keys: bool, events: bool, log: bool) -> Effects {
         let record = (keys || events || log).then(|| {
-            Box::new(Recorded {
-                track_keys: keys,
-                track_events: events,
-                track_log: log,
-                ..Recorded::default()
-            })
+            let mut record = spare.unwrap_or_default();
+            record.reset(keys, events, log);
+            record
         });
         Effects {
             record,
             ..Effects::default()
         }
+    }
+
+    /// The record, once the server has read it, for the next command's
+    /// [`recording`](Self::recording).
+    pub fn take_record(&mut self) -> Option<Box<Recorded>> {
+        self.record.take()
     }
 
     /// The keys modified, `(db, key)` in order (none unless recorded).

@@ -83,7 +83,7 @@ pub fn run_engine(
     let keys = caller.borrowing || !core.blocking.is_empty() || watched;
     let notify = crate::notify::wanted(core);
     if keys || logging || notify {
-        ctx.effects = Effects::recording(keys, notify, logging);
+        ctx.effects = Effects::recording(core.spare_record.take(), keys, notify, logging);
     }
     if watched && cmd.meta.keys.is_none() {
         let flushed = crate::watch::flushed_dbs(core, cmd.meta.name, caller.db, args);
@@ -148,6 +148,9 @@ pub fn run_engine(
             None
         }
     };
+    if let Some(record) = ctx.effects.take_record() {
+        core.spare_record = Some(record);
+    }
     Ran { block, modified }
 }
 

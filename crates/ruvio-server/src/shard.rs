@@ -134,6 +134,8 @@ pub struct ShardCore {
     pub background_save: crate::snapshot::ShardSave,
     /// Loading the keyspace at start (see `loading`).
     pub loading: crate::loading::ShardLoading,
+    /// The last command's recorded effects, whose buffers the next one reuses.
+    pub spare_record: Option<Box<ruvio_engine::command::Recorded>>,
 }
 
 impl ShardCore {
@@ -196,6 +198,7 @@ impl ShardCore {
             watches: Default::default(),
             background_save: Default::default(),
             loading,
+            spare_record: None,
         };
         if !in_background {
             let (engine, end, imported) =
@@ -831,7 +834,8 @@ impl Shard {
 
     /// Submit the log's next write, if one is due (one in flight at a time).
     fn submit_wal_write(&mut self) {
-        let Some(op) = self.core.wal.as_mut().and_then(crate::wal::Wal::next_write) else {
+        let now_ms = self.core.now_ms;
+        let Some(op) = self.core.wal.as_mut().and_then(|w| w.next_write(now_ms)) else {
             return;
         };
         self.push_wal_write(op);

@@ -86,7 +86,7 @@ impl Harness {
         let handler = cmd.handler.expect("a resolved row has a handler");
         let mut ctx = ExecCtx::new(self.db, self.now_ms);
         ctx.no_touch = self.no_touch;
-        ctx.effects = Effects::recording(true, true, true);
+        ctx.effects = Effects::recording(None, true, true, true);
         match handler(&mut self.engine, &mut ctx, args, &mut reply) {
             Ok(Outcome::Done) => {}
             Ok(Outcome::Block(block)) => self.blocked = Some(block),
