@@ -834,8 +834,7 @@ impl Shard {
 
     /// Submit the log's next write, if one is due (one in flight at a time).
     fn submit_wal_write(&mut self) {
-        let now_ms = self.core.now_ms;
-        let Some(op) = self.core.wal.as_mut().and_then(|w| w.next_write(now_ms)) else {
+        let Some(op) = self.core.wal.as_mut().and_then(crate::wal::Wal::next_write) else {
             return;
         };
         self.push_wal_write(op);

@@ -42,15 +42,6 @@ pub const FILLING_BYTES_MAX: usize = 64 << 20;
 /// How often `everysec` syncs the log.
 const FSYNC_EVERY_MS: u64 = 1000;
 
-/// `everysec` writes the records once this many bytes wait, or once the oldest has
-/// waited [`EVERYSEC_WRITE_MS`]: each write of a buffered file wakes an io_uring
-/// worker on the shard's CPU, and one per loop iteration cost a quarter of the
-/// shard's throughput at 1M SETs/s (docs/durability.md, Speed). The records are
-/// acknowledged meanwhile, as they are while any write is in flight: a kill -9 loses
-/// at most these milliseconds, well inside everysec's second.
-const EVERYSEC_WRITE_BYTES: usize = 256 * 1024;
-const EVERYSEC_WRITE_MS: u64 = 10;
-
 /// `always`: group syncs that may be in flight at once. With more than one, the
 /// next group is written and synced while earlier syncs run. On this machine's
 /// disk the syncs serialize anyway and smaller groups mean more of them: a quick
@@ -78,8 +69,6 @@ pub struct Wal {
     /// Bytes were written since the last fsync started.
     unsynced: bool,
     next_fsync_ms: u64,
-    /// everysec: when the records in `filling` are written even if few (0: none wait).
-    write_due_ms: u64,
     /// The first disk error; the log takes no more writes once set.
     error: Option<String>,
     /// Writes completed (the fault point counts them).
@@ -132,7 +121,6 @@ impl Wal {
             fsyncs_in_flight: 0,
             unsynced: false,
             next_fsync_ms: 0,
-            write_due_ms: 0,
             error: None,
             writes_done: 0,
             open_group: 1,
@@ -254,7 +242,7 @@ impl Wal {
     /// (a sync covers every write completed before it, so groups become durable
     /// in order whichever sync ends first). A full segment waits for its syncs
     /// to end, then rotates.
-    pub fn next_write(&mut self, now_ms: u64) -> Option<WriteOp> {
+    pub fn next_write(&mut self) -> Option<WriteOp> {
         let syncs_full = self.gates_replies()
             && (self.fsyncs_in_flight >= GROUP_SYNCS_MAX || self.offset >= SEGMENT_BYTES_MAX);
         let busy = self.write_in_flight || syncs_full;
@@ -262,10 +250,6 @@ impl Wal {
         if busy || self.filling.is_empty() || self.error.is_some() || self.atomic.is_some() {
             return None;
         }
-        if self.mode == Durability::Everysec && !self.everysec_write_due(now_ms) {
-            return None;
-        }
-        self.write_due_ms = 0;
         injected_slow_disk();
         std::mem::swap(&mut self.filling, &mut self.writing);
         self.filling.clear();
@@ -274,14 +258,6 @@ impl Wal {
         self.writing_group = self.open_group;
         self.open_group += 1;
         Some(self.pending_op())
-    }
-
-    /// everysec: enough records wait, or the oldest has waited long enough.
-    fn everysec_write_due(&mut self, now_ms: u64) -> bool {
-        if self.write_due_ms == 0 {
-            self.write_due_ms = now_ms + EVERYSEC_WRITE_MS;
-        }
-        self.filling.len() >= EVERYSEC_WRITE_BYTES || now_ms >= self.write_due_ms
     }
 
     fn pending_op(&self) -> WriteOp {
@@ -717,39 +693,13 @@ mod tests {
         let set = |key: &'static [u8]| [&b"SET"[..], key, b"v"];
         wal.append(0, &mut set(b"a").into_iter());
         // The ring took this write but has not done it: its bytes are in flight.
-        assert!(wal.next_write(0).is_none(), "everysec: a lone record waits");
-        let in_flight = wal.next_write(EVERYSEC_WRITE_MS).expect("a write");
+        let in_flight = wal.next_write().expect("a write");
         assert!(in_flight.len > 0);
         wal.append(0, &mut set(b"b").into_iter());
         assert!(records_in(&dir).is_empty());
         wal.flush_blocking().unwrap();
         let keys: Vec<Vec<u8>> = records_in(&dir).into_iter().map(|r| r[1].clone()).collect();
         assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    /// everysec writes a few records once the oldest has waited EVERYSEC_WRITE_MS,
-    /// and many at once.
-    #[test]
-    fn everysec_writes_records_in_batches() {
-        let dir = std::env::temp_dir().join(format!("ruvio-wal-batch-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let mut wal = Wal::open(&config(&dir), 0, RecoveredEnd::Empty).unwrap();
-        let start = 1_000;
-        wal.append(0, &mut [&b"SET"[..], b"a", b"v"].into_iter());
-        assert!(wal.next_write(start).is_none(), "one record waits");
-        assert!(wal.next_write(start + EVERYSEC_WRITE_MS - 1).is_none());
-        assert!(
-            wal.next_write(start + EVERYSEC_WRITE_MS).is_some(),
-            "then goes"
-        );
-        assert!(wal.write_done(wal.writing.len() as i32).is_none());
-        let big = vec![b'x'; EVERYSEC_WRITE_BYTES];
-        wal.append(0, &mut [&b"SET"[..], b"b", &big].into_iter());
-        assert!(
-            wal.next_write(start + 1 + EVERYSEC_WRITE_MS).is_some(),
-            "a full batch goes at once"
-        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
