@@ -13,7 +13,7 @@ use mlua::{
 use ruvio_resp::{OwnedArgs, Protocol, Reply};
 
 use super::{busy, luaaux, resp, server_cmds};
-use crate::command::{arity_fits, flags, CommandTree, ExecCtx, Outcome};
+use crate::command::{arity_fits, flags, CommandTree, ExecCtx, KeySpec, Outcome};
 use crate::error::CmdError;
 use crate::Engine;
 
@@ -44,9 +44,9 @@ pub(super) struct State {
     globals: Table,
     handler: Function,
     xpcall: Function,
-    /// The names every run sets, as Lua strings made once.
-    keys_name: mlua::String,
-    argv_name: mlua::String,
+    /// [`push_sequences`], which makes `KEYS` and `ARGV`.
+    push_sequences: Function,
+    /// `hooks.pending`'s name, as a Lua string made once.
     pending_name: mlua::String,
     /// The buffers of `redis.call` (its arguments, the command's encoded reply),
     /// kept from run to run.
@@ -132,6 +132,13 @@ fn redis_pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
 /// keys only in these (Redis Cluster's rule for keys of other nodes).
 pub fn set_local_slots(first: u16, last: u16) {
     LOCAL_SLOTS.with(|s| s.set(Some((first, last))));
+}
+
+/// This shard serves every slot (a lone shard): no key is another's.
+fn every_slot_is_local() -> bool {
+    LOCAL_SLOTS
+        .with(|s| s.get())
+        .is_none_or(|range| range == (0, crate::slot::SLOT_COUNT - 1))
 }
 
 fn slot_is_local(slot: u16) -> bool {
@@ -268,8 +275,8 @@ impl State {
             globals: hooks.get("globals")?,
             handler: hooks.get("handler")?,
             xpcall: lua.globals().get("xpcall")?,
-            keys_name: lua.create_string("KEYS")?,
-            argv_name: lua.create_string("ARGV")?,
+            // SAFETY: push_sequences is only called with a live `Sequences`.
+            push_sequences: unsafe { lua.create_c_function(push_sequences)? },
             pending_name: lua.create_string("pending")?,
             buffers: None,
             hooks,
@@ -382,19 +389,13 @@ pub(super) fn run_in(
     reply: &mut Reply<'_>,
     call: &Call<'_>,
 ) -> Result<(), CmdError> {
-    let lua = &state.lua;
-    let (keys, argv) = string_sequences(lua, call.keys, call.argv).map_err(internal)?;
     let f = match &call.callback {
-        Some(callback) => callback.bind((keys, argv)).map_err(internal)?,
+        Some(callback) => {
+            let (keys, argv) = string_sequences(state, call.keys, call.argv).map_err(internal)?;
+            callback.bind((keys, argv)).map_err(internal)?
+        }
         None => {
-            state
-                .globals
-                .raw_set(&state.keys_name, keys)
-                .map_err(internal)?;
-            state
-                .globals
-                .raw_set(&state.argv_name, argv)
-                .map_err(internal)?;
+            set_keys_and_argv(state, call.keys, call.argv).map_err(internal)?;
             state.function(call.sha, call.body)?
         }
     };
@@ -438,17 +439,61 @@ pub(super) fn run_in(
     }
 }
 
-/// Lua sequences of `keys` and of `argv` as strings (a script's `KEYS` and
-/// `ARGV`).
-fn string_sequences(lua: &Lua, keys: &[&[u8]], argv: &[&[u8]]) -> mlua::Result<(Table, Table)> {
-    let sequence = |items: &[&[u8]]| -> mlua::Result<Table> {
-        let table = lua.create_table_with_capacity(items.len(), 0)?;
-        for (i, item) in items.iter().enumerate() {
-            table.raw_set(i + 1, lua.create_string(item)?)?;
+/// A script's keys and arguments, handed to [`push_sequences`] by address.
+struct Sequences<'a> {
+    keys: &'a [&'a [u8]],
+    argv: &'a [&'a [u8]],
+}
+
+/// A C function: `(sequences)` returns the Lua sequences of a [`Sequences`]' keys
+/// and arguments as strings (a script's `KEYS` and `ARGV`); given a table as a
+/// second argument, stores them in it as `KEYS` and `ARGV` instead. Built on the
+/// stack with Lua's API, as Redis does: through mlua's handles each string and
+/// table cost several steps, and they were a sixth of a short script's time.
+///
+/// SAFETY (for Lua): argument 1 is the address of a live `Sequences` (only
+/// [`string_sequences`] and [`set_keys_and_argv`] call it); a C function may use
+/// 20 stack slots and this one uses at most 5. An allocation failure raises a Lua
+/// error across this frame, which holds nothing to drop.
+unsafe extern "C-unwind" fn push_sequences(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    // SAFETY: see above.
+    unsafe {
+        let sequences = &*(ffi::lua_touserdata(state, 1) as *const Sequences<'_>);
+        let into_table = ffi::lua_type(state, 2) == ffi::LUA_TTABLE;
+        for (name, items) in [(c"KEYS", sequences.keys), (c"ARGV", sequences.argv)] {
+            if into_table {
+                ffi::lua_pushstring(state, name.as_ptr());
+            }
+            ffi::lua_createtable(state, items.len().try_into().unwrap_or(0), 0);
+            for (i, item) in items.iter().enumerate() {
+                ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+            }
+            if into_table {
+                ffi::lua_rawset(state, 2);
+            }
         }
-        Ok(table)
-    };
-    Ok((sequence(keys)?, sequence(argv)?))
+        if into_table {
+            0
+        } else {
+            2
+        }
+    }
+}
+
+/// Lua sequences of `keys` and of `argv` as strings (a function's two arguments).
+fn string_sequences(state: &State, keys: &[&[u8]], argv: &[&[u8]]) -> mlua::Result<(Table, Table)> {
+    let sequences = Sequences { keys, argv };
+    let address = mlua::LightUserData(std::ptr::from_ref(&sequences).cast_mut().cast());
+    state.push_sequences.call(address)
+}
+
+/// A script's `KEYS` and `ARGV` globals.
+fn set_keys_and_argv(state: &State, keys: &[&[u8]], argv: &[&[u8]]) -> mlua::Result<()> {
+    let sequences = Sequences { keys, argv };
+    let address = mlua::LightUserData(std::ptr::from_ref(&sequences).cast_mut().cast());
+    state.push_sequences.call((address, &state.globals))
 }
 
 /// `<err> script: <sha>, on <source>:<line>.` (Redis 7's text for an error that
@@ -572,12 +617,7 @@ impl Runner<'_> {
                 b"ERR Write commands are not allowed from read-only scripts.",
             );
         }
-        let positions = row.meta.keys.positions(args);
-        let foreign = positions
-            .into_iter()
-            .map(|p| args.get(p))
-            .any(|key| !self.keys.contains(&key) && !slot_is_local(crate::slot::key_slot(key)));
-        if foreign {
+        if !every_slot_is_local() && self.touches_foreign_key(&row.meta.keys, args) {
             return error_table(
                 lua,
                 b"ERR Script attempted to access a non local key in a cluster node",
@@ -611,6 +651,15 @@ impl Runner<'_> {
         let value = reply_value(lua, &out);
         self.out = out;
         value
+    }
+
+    /// A key of `args` (at the positions `keys` gives) neither declared nor of this
+    /// shard's slots.
+    fn touches_foreign_key(&self, keys: &KeySpec, args: ruvio_resp::Args<'_>) -> bool {
+        keys.positions(args)
+            .into_iter()
+            .map(|p| args.get(p))
+            .any(|key| !self.keys.contains(&key) && !slot_is_local(crate::slot::key_slot(key)))
     }
 
     /// A server command (TIME, PING, ...: see `server_cmds`).
