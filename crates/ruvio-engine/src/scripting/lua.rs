@@ -8,9 +8,11 @@
 use std::cell::{Cell, RefCell};
 
 use mlua::{
-    ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState,
+    ffi, ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value,
+    VmState,
 };
 use ruvio_resp::{OwnedArgs, Protocol, Reply};
+use std::ffi::c_int;
 
 use super::{busy, luaaux, resp, server_cmds};
 use crate::command::{arity_fits, flags, CommandTree, ExecCtx, KeySpec, Outcome};
@@ -83,48 +85,122 @@ impl Drop for Installed {
     }
 }
 
-/// `redis.call` / `redis.pcall` with the run in progress; `None` outside a run.
-fn with_runner<R>(f: impl FnOnce(&mut Runner<'_>) -> R) -> Option<R> {
-    let ptr = RUNNER.with(|r| r.replace(std::ptr::null_mut()));
-    if ptr.is_null() {
-        return None;
-    }
-    // SAFETY: `ptr` comes from `Installed::new`, whose `Runner` lives on `run_in`'s
-    // stack until the guard is dropped, after the script ends; it is taken out of
-    // RUNNER while `f` runs, so no second `&mut` to it can exist.
-    let result = f(unsafe { &mut *ptr });
-    RUNNER.with(|r| r.set(ptr));
-    Some(result)
-}
-
 /// The protocol `redis.setresp` chose for this run.
 fn resp_of() -> u8 {
     RESP.with(|r| r.get())
 }
 
-/// `redis.call`: a failing command raises its error.
-fn redis_call(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
-    let resp = resp_of();
-    match with_runner(|runner| runner.call(lua, resp, args)) {
-        None => Err(mlua::Error::runtime("redis.call used outside a script run")),
-        Some(result) => match result? {
-            (false, Value::Table(err)) => {
-                let hooks: Table = lua.named_registry_value(luaaux::HOOKS)?;
-                Err(raise(lua, &hooks, err)?)
-            }
-            (_, v) => Ok(v),
-        },
+/// The registry name of [`convert_reply`].
+const CONVERT: &std::ffi::CStr = c"ruvio.convert_reply";
+
+/// `redis.call` as a C function: a failing command raises its error.
+unsafe extern "C-unwind" fn c_redis_call(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: called by Lua with its state.
+    unsafe { redis_call_on_stack(state, true) }
+}
+
+/// `redis.pcall` as a C function: a failing command's error table is returned.
+unsafe extern "C-unwind" fn c_redis_pcall(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: called by Lua with its state.
+    unsafe { redis_call_on_stack(state, false) }
+}
+
+/// `redis.call` / `redis.pcall` (`raise`) on Lua's stack, as Redis does: the
+/// arguments are read off the stack and the reply pushed onto it, with no mlua
+/// handle per value (through mlua, a call's conversions cost more than its
+/// command). Errors and the rarer reply types go through [`convert_reply`].
+///
+/// SAFETY: `state` is the running script's. This frame and the ones above it hold
+/// nothing to drop when Lua raises an error across them (an allocation failure,
+/// or `convert_reply`'s raise): the runner is a reference into `run_in`'s frame.
+unsafe fn redis_call_on_stack(state: *mut ffi::lua_State, raise: bool) -> c_int {
+    // SAFETY: see above; the runner lives until `run_in`'s guard resets RUNNER, after
+    // the script ends, and nothing else uses it while a call runs (a command called
+    // from a script cannot run a script).
+    unsafe {
+        let runner = RUNNER.with(|r| r.get());
+        if runner.is_null() {
+            ffi::lua_pushstring(state, c"redis.call used outside a script run".as_ptr());
+            ffi::lua_error(state);
+        }
+        let runner = &mut *runner;
+        runner.call_from_stack(state);
+        let out = runner.out.as_slice();
+        let top = ffi::lua_gettop(state);
+        if out.first() != Some(&b'-') && push_reply(state, out).is_some() {
+            return 1;
+        }
+        ffi::lua_settop(state, top);
+        ffi::luaL_checkstack(state, 3, std::ptr::null());
+        ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, CONVERT.as_ptr());
+        ffi::lua_pushboolean(state, raise as c_int);
+        ffi::lua_pushlstring(state, out.as_ptr().cast(), out.len());
+        ffi::lua_call(state, 2, 1);
+        1
     }
 }
 
-/// `redis.pcall`: a failing command's error table is returned.
-fn redis_pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
-    let resp = resp_of();
-    match with_runner(|runner| runner.call(lua, resp, args)) {
-        None => Err(mlua::Error::runtime(
-            "redis.pcall used outside a script run",
-        )),
-        Some(result) => result.map(|(_, v)| v),
+/// Push the reply at the start of `buf` as `redis.call` returns it, for the common
+/// types (integers, bulk strings and nil, status, arrays of them); `None` for the
+/// others (what is left pushed is dropped by the caller). Returns the bytes used.
+///
+/// SAFETY: `state` is a Lua state; the stack is checked before each push.
+unsafe fn push_reply(state: *mut ffi::lua_State, buf: &[u8]) -> Option<usize> {
+    let line_end = buf.windows(2).position(|w| w == b"\r\n")?;
+    let line = buf.get(1..line_end)?;
+    let after = line_end + 2;
+    let number = || ruvio_resp::string2ll(line);
+    // SAFETY: see above.
+    unsafe {
+        if ffi::lua_checkstack(state, 3) == 0 {
+            return None;
+        }
+        match buf[0] {
+            b':' => ffi::lua_pushnumber(state, number()? as f64),
+            b'$' => {
+                let n = number()?;
+                if n < 0 {
+                    ffi::lua_pushboolean(state, 0);
+                    return Some(after);
+                }
+                let bytes = buf.get(after..after.checked_add(n as usize)?)?;
+                ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
+                return Some(after + bytes.len() + 2);
+            }
+            b'+' => {
+                ffi::lua_createtable(state, 0, 1);
+                ffi::lua_pushlstring(state, line.as_ptr().cast(), line.len());
+                ffi::lua_setfield(state, -2, c"ok".as_ptr());
+            }
+            b'*' => {
+                let n = number()?;
+                if n < 0 {
+                    ffi::lua_pushboolean(state, 0);
+                    return Some(after);
+                }
+                ffi::lua_createtable(state, n.min(1 << 16) as c_int, 0);
+                let mut at = after;
+                for i in 1..=n {
+                    at += push_reply(state, buf.get(at..)?)?;
+                    ffi::lua_rawseti(state, -2, i as ffi::lua_Integer);
+                }
+                return Some(at);
+            }
+            _ => return None,
+        }
+    }
+    Some(after)
+}
+
+/// The reply `redis.call` got, for what [`push_reply`] leaves (errors, RESP3's
+/// types): `redis.call` raises an error reply, `redis.pcall` returns its table.
+fn convert_reply(lua: &Lua, (raise_error, reply): (bool, mlua::String)) -> mlua::Result<Value> {
+    match reply_value(lua, &reply.as_bytes())? {
+        (false, Value::Table(err)) if raise_error => {
+            let hooks: Table = lua.named_registry_value(luaaux::HOOKS)?;
+            Err(raise(lua, &hooks, err)?)
+        }
+        (_, value) => Ok(value),
     }
 }
 
@@ -255,8 +331,15 @@ impl State {
         lua.set_named_registry_value(luaaux::HOOKS, hooks.clone())?;
         // Rust functions that reach the run in progress through RUNNER (a library's
         // load-time code cannot see them: functions.lua gives it its own `redis`).
-        host.set("call", lua.create_function(redis_call)?)?;
-        host.set("pcall", lua.create_function(redis_pcall)?)?;
+        // SAFETY: Lua calls them with its state (see redis_call_on_stack).
+        unsafe {
+            host.set("call", lua.create_c_function(c_redis_call)?)?;
+            host.set("pcall", lua.create_c_function(c_redis_pcall)?)?;
+        }
+        lua.set_named_registry_value(
+            CONVERT.to_str().expect("ASCII"),
+            lua.create_function(convert_reply)?,
+        )?;
         // Global: coroutines a script creates inherit it (a per-thread hook would be
         // dropped in them, and a loop inside one could not be killed).
         lua.set_global_hook(
@@ -532,113 +615,115 @@ fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<(bool, Value)> {
     Ok((false, Value::Table(t)))
 }
 
-/// Append a Lua argument of `redis.call` to `args`: strings as they are, numbers
-/// as Redis prints them (`%.17g`); `false` for any other type.
-fn push_argument(args: &mut OwnedArgs, v: &Value) -> bool {
-    match v {
-        Value::String(s) => args.push(&s.as_bytes()),
-        Value::Integer(n) => args.push(itoa::Buffer::new().format(*n).as_bytes()),
-        Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e17 => {
-            args.push(itoa::Buffer::new().format(*n as i64).as_bytes())
-        }
-        Value::Number(n) => args.push(format!("{n}").as_bytes()),
-        _ => return false,
+/// A Lua number as `redis.call` passes it: whole numbers in i64's range as integers,
+/// others as Rust prints them.
+fn push_number(args: &mut OwnedArgs, n: f64) {
+    if n.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) {
+        args.push(itoa::Buffer::new().format(n as i64).as_bytes());
+    } else {
+        args.push(format!("{n}").as_bytes());
     }
-    true
 }
 
 impl Runner<'_> {
-    /// `redis.call(name, args...)` / `redis.pcall`: run one command in protocol
-    /// `resp` (`redis.setresp`); `(true, value)` or `(false, error table)` (raised by
-    /// `redis.call`, returned by `redis.pcall`).
-    fn call(&mut self, lua: &Lua, resp: u8, args: MultiValue) -> mlua::Result<(bool, Value)> {
-        let resp = if resp == 3 {
-            Protocol::Resp3
-        } else {
-            Protocol::Resp2
+    /// `redis.call(name, args...)` / `redis.pcall` with the arguments on `state`'s
+    /// stack, in the protocol `redis.setresp` chose: the command's reply, or the
+    /// error the script's call gets, encoded in `self.out`.
+    ///
+    /// SAFETY: `state` is the running script's, inside a C function's call.
+    unsafe fn call_from_stack(&mut self, state: *mut ffi::lua_State) {
+        let resp = match resp_of() {
+            3 => Protocol::Resp3,
+            _ => Protocol::Resp2,
         };
+        self.out.clear();
         if busy::kill_requested() {
             // A killed script that caught the error runs no more commands (Redis
             // checks on every line from then on).
-            return error_table(lua, busy::KILLED.as_bytes());
+            return self.fail(busy::KILLED.as_bytes());
         }
-        if args.is_empty() {
-            return error_table(
-                lua,
-                b"ERR Please specify at least one argument for this redis lib call",
-            );
+        // SAFETY: see above.
+        let (count, all_usable) = unsafe { self.read_arguments(state) };
+        if count == 0 {
+            return self.fail(b"ERR Please specify at least one argument for this redis lib call");
         }
-        let mut owned = std::mem::take(&mut self.args);
-        owned.clear();
-        if !args.iter().all(|v| push_argument(&mut owned, v)) {
-            self.args = owned;
-            return error_table(
-                lua,
-                b"ERR Lua redis lib command arguments must be strings or integers",
-            );
+        if !all_usable {
+            return self.fail(b"ERR Lua redis lib command arguments must be strings or integers");
         }
-        let result = self.call_args(lua, resp, owned.args());
-        self.args = owned;
-        result
+        let args = std::mem::take(&mut self.args);
+        self.run(resp, args.args());
+        self.args = args;
     }
 
-    /// `redis.call` of the command `args`.
-    fn call_args(
-        &mut self,
-        lua: &Lua,
-        resp: Protocol,
-        args: ruvio_resp::Args<'_>,
-    ) -> mlua::Result<(bool, Value)> {
+    /// The call's arguments into `self.args`: their count, and whether every one
+    /// was a string or a number.
+    ///
+    /// SAFETY: `state` is a Lua state.
+    unsafe fn read_arguments(&mut self, state: *mut ffi::lua_State) -> (c_int, bool) {
+        self.args.clear();
+        // SAFETY: see above; indexes 1..=top are the call's arguments.
+        unsafe {
+            let count = ffi::lua_gettop(state);
+            for i in 1..=count {
+                match ffi::lua_type(state, i) {
+                    ffi::LUA_TSTRING => {
+                        let mut len = 0;
+                        let ptr = ffi::lua_tolstring(state, i, &mut len);
+                        self.args.push(std::slice::from_raw_parts(ptr.cast(), len));
+                    }
+                    ffi::LUA_TNUMBER => push_number(&mut self.args, ffi::lua_tonumber(state, i)),
+                    _ => return (count, false),
+                }
+            }
+            (count, true)
+        }
+    }
+
+    /// The call's answer: the error reply `text` (a table `{err = text}` in Lua).
+    fn fail(&mut self, text: &[u8]) {
+        self.out.clear();
+        self.out.push(b'-');
+        self.out.extend_from_slice(text);
+        self.out.extend_from_slice(b"\r\n");
+    }
+
+    /// Run the command `args` as a script's call may, its reply into `self.out`.
+    fn run(&mut self, resp: Protocol, args: ruvio_resp::Args<'_>) {
         let Some(top) = Engine::find_command(args.get(0)) else {
-            return self.call_server(lua, resp, args);
+            return self.call_server(resp, args);
         };
         if !arity_fits(top.meta.arity, args.len()) {
-            return error_table(
-                lua,
-                b"ERR Wrong number of args calling Redis command from script",
-            );
+            return self.fail(b"ERR Wrong number of args calling Redis command from script");
         }
         let row = match top.resolve(args) {
             Ok(row) => row,
             Err(CmdError::WrongArity(_)) => {
-                return error_table(
-                    lua,
-                    b"ERR Wrong number of args calling Redis command from script",
-                )
+                return self.fail(b"ERR Wrong number of args calling Redis command from script")
             }
-            Err(e) => return error_table(lua, e.message().as_bytes()),
+            Err(e) => return self.fail(e.message().as_bytes()),
         };
         if row.meta.has(flags::NOSCRIPT) {
-            return error_table(lua, b"ERR This Redis command is not allowed from script");
+            return self.fail(b"ERR This Redis command is not allowed from script");
         }
         if self.read_only && row.meta.has(flags::WRITE) {
-            return error_table(
-                lua,
-                b"ERR Write commands are not allowed from read-only scripts.",
-            );
+            return self.fail(b"ERR Write commands are not allowed from read-only scripts.");
         }
         if !every_slot_is_local() && self.touches_foreign_key(&row.meta.keys, args) {
-            return error_table(
-                lua,
-                b"ERR Script attempted to access a non local key in a cluster node",
-            );
+            return self.fail(b"ERR Script attempted to access a non local key in a cluster node");
         }
         let Some(handler) = row.handler else {
-            return error_table(lua, b"ERR Unknown Redis command called from script");
+            return self.fail(b"ERR Unknown Redis command called from script");
         };
+        let mut reply = Reply::new(&mut self.out, resp);
         if row.meta.name == "dbsize" {
             // The whole server's count, not only this shard's (see `server_cmds`).
             let here = self.engine.db(self.ctx.db).len();
-            let mut out = Vec::new();
-            Reply::new(&mut out, resp).int(server_cmds::dbsize(here, self.ctx.db) as i64);
-            return reply_value(lua, &out);
+            reply.int(server_cmds::dbsize(here, self.ctx.db) as i64);
+            return;
         }
         if row.meta.has(flags::WRITE) {
             busy::note_write();
         }
-        let mut out = std::mem::take(&mut self.out);
-        out.clear();
-        let mut reply = Reply::new(&mut out, resp);
         let engine = &mut *self.engine;
         match self
             .ctx
@@ -648,9 +733,6 @@ impl Runner<'_> {
             Ok(Outcome::Block(_)) => reply.null_array(),
             Err(e) => e.write(&mut reply),
         }
-        let value = reply_value(lua, &out);
-        self.out = out;
-        value
     }
 
     /// A key of `args` (at the positions `keys` gives) neither declared nor of this
@@ -663,20 +745,13 @@ impl Runner<'_> {
     }
 
     /// A server command (TIME, PING, ...: see `server_cmds`).
-    fn call_server(
-        &mut self,
-        lua: &Lua,
-        resp: Protocol,
-        args: ruvio_resp::Args<'_>,
-    ) -> mlua::Result<(bool, Value)> {
-        let mut out = Vec::new();
-        let mut reply = Reply::new(&mut out, resp);
+    fn call_server(&mut self, resp: Protocol, args: ruvio_resp::Args<'_>) {
+        let mut reply = Reply::new(&mut self.out, resp);
         if let Err(text) =
             server_cmds::call(self.engine, self.ctx, args, self.read_only, &mut reply)
         {
-            return error_table(lua, text.as_bytes());
+            self.fail(text.as_bytes());
         }
-        reply_value(lua, &out)
     }
 }
 
