@@ -45,6 +45,8 @@ const CORPUS: &[&str] = &[
     "eval|return redis.call('hgetall', KEYS[1])|1|{k}h",
     "eval|return redis.call('incr', '{k}n')|1|{k}n",
     "eval|return redis.call('incrby', KEYS[1], 2.0)|1|{k}n",
+    // Numbers passed to redis.call are printed as Redis 7.0 prints them (%.17g).
+    "eval|local r = {} for _, v in ipairs({1e20, 1/3, -0.0, 0.1, 1e-7, 2^63, 2^53+1, 1e16, 1e17, -1.5e300, 0/0, 1/0, -1/0, 7}) do redis.call('set', KEYS[1], v) r[#r+1] = redis.call('get', KEYS[1]) end return r|1|{k}num",
     "eval|return redis.call('set', KEYS[1], 'v')|1|{k}x",
     "eval|return type(redis.call('set', KEYS[1], 'v'))|1|{k}x",
     "eval|return redis.call('set', KEYS[1], 'v').ok|1|{k}x",

@@ -615,13 +615,15 @@ fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<(bool, Value)> {
     Ok((false, Value::Table(t)))
 }
 
-/// A Lua number as `redis.call` passes it: whole numbers in i64's range as integers,
-/// others as Rust prints them.
+/// A Lua number as `redis.call` passes it: `%.17g`, as Redis 7.0 prints it
+/// (`0.10000000000000001`, `1e+20`, `-0`).
 fn push_number(args: &mut OwnedArgs, n: f64) {
-    if n.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) {
+    if n.fract() == 0.0 && n.abs() < 1e17 && !(n == 0.0 && n.is_sign_negative()) {
         args.push(itoa::Buffer::new().format(n as i64).as_bytes());
     } else {
-        args.push(format!("{n}").as_bytes());
+        let mut text = Vec::new();
+        ruvio_resp::format_double_g17(n, &mut text);
+        args.push(&text);
     }
 }
 
