@@ -1,9 +1,10 @@
 //! One Lua 5.1 state per shard thread, and running a script in it.
 //!
 //! The sandbox is `prelude.lua` (scripts see a read-only proxy of allowed
-//! globals). `redis.call` reaches the engine through a Rust function
-//! scoped to one script run (`Lua::scope`) that borrows the engine and the
-//! command's context: nothing outlives the run.
+//! globals). `redis.call` and `redis.pcall` are C functions made once per state
+//! (Lua's API through `mlua::ffi`, as Redis writes them): they reach the engine and
+//! the command's context through [`RUNNER`], a pointer to the run in progress that
+//! a guard sets for the run's length, so nothing outlives the run.
 
 use std::cell::{Cell, RefCell};
 
@@ -41,8 +42,8 @@ pub(super) struct State {
     pub(super) hooks: Table,
     env: Table,
     functions: ahash::HashMap<String, Function>,
-    /// What every run uses, looked up once: the sandbox's globals (`KEYS`, `ARGV`),
-    /// the `redis` table, the error handler and `xpcall`.
+    /// What every run uses, looked up once: the sandbox's globals (where `KEYS` and
+    /// `ARGV` go), the error handler and `xpcall`.
     globals: Table,
     handler: Function,
     xpcall: Function,
@@ -63,7 +64,7 @@ thread_local! {
     /// state and carried on from script to script, as Redis 7 does.
     static RAND48: Cell<u64> = const { Cell::new(0) };
     /// The run in progress on this thread (null between runs): what `redis.call`
-    /// reaches. Made per run by [`run_in`], taken out while a call uses it.
+    /// reaches. Set by [`run_in`] through [`Installed`] for the run's length.
     static RUNNER: Cell<*mut Runner<'static>> = const { Cell::new(std::ptr::null_mut()) };
     /// The protocol of the run in progress (2 or 3): `redis.setresp` sets it.
     static RESP: Cell<u8> = const { Cell::new(2) };
@@ -96,16 +97,23 @@ const CONVERT: &std::ffi::CStr = c"ruvio.convert_reply";
 /// `redis.call` as a C function: a failing command raises its error.
 unsafe extern "C-unwind" fn c_redis_call(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: called by Lua with its state.
-    unsafe { redis_call_on_stack(state, true) }
+    unsafe { redis_call_on_stack(state, Failure::Raise) }
 }
 
 /// `redis.pcall` as a C function: a failing command's error table is returned.
 unsafe extern "C-unwind" fn c_redis_pcall(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: called by Lua with its state.
-    unsafe { redis_call_on_stack(state, false) }
+    unsafe { redis_call_on_stack(state, Failure::Return) }
 }
 
-/// `redis.call` / `redis.pcall` (`raise`) on Lua's stack, as Redis does: the
+/// What `redis.call` (raise) and `redis.pcall` (return) do with an error reply.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    Raise,
+    Return,
+}
+
+/// `redis.call` / `redis.pcall` on Lua's stack, as Redis does: the
 /// arguments are read off the stack and the reply pushed onto it, with no mlua
 /// handle per value (through mlua, a call's conversions cost more than its
 /// command). Errors and the rarer reply types go through [`convert_reply`].
@@ -113,7 +121,7 @@ unsafe extern "C-unwind" fn c_redis_pcall(state: *mut ffi::lua_State) -> c_int {
 /// SAFETY: `state` is the running script's. This frame and the ones above it hold
 /// nothing to drop when Lua raises an error across them (an allocation failure,
 /// or `convert_reply`'s raise): the runner is a reference into `run_in`'s frame.
-unsafe fn redis_call_on_stack(state: *mut ffi::lua_State, raise: bool) -> c_int {
+unsafe fn redis_call_on_stack(state: *mut ffi::lua_State, failure: Failure) -> c_int {
     // SAFETY: see above; the runner lives until `run_in`'s guard resets RUNNER, after
     // the script ends, and nothing else uses it while a call runs (a command called
     // from a script cannot run a script).
@@ -133,7 +141,7 @@ unsafe fn redis_call_on_stack(state: *mut ffi::lua_State, raise: bool) -> c_int 
         ffi::lua_settop(state, top);
         ffi::luaL_checkstack(state, 3, std::ptr::null());
         ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, CONVERT.as_ptr());
-        ffi::lua_pushboolean(state, raise as c_int);
+        ffi::lua_pushboolean(state, (failure == Failure::Raise) as c_int);
         ffi::lua_pushlstring(state, out.as_ptr().cast(), out.len());
         ffi::lua_call(state, 2, 1);
         1
@@ -329,7 +337,7 @@ impl State {
         host.set("struct", super::luastruct::library(&lua)?)?;
         let hooks = lua.create_table()?;
         lua.set_named_registry_value(luaaux::HOOKS, hooks.clone())?;
-        // Rust functions that reach the run in progress through RUNNER (a library's
+        // C functions that reach the run in progress through RUNNER (a library's
         // load-time code cannot see them: functions.lua gives it its own `redis`).
         // SAFETY: Lua calls them with its state (see redis_call_on_stack).
         unsafe {

@@ -49,7 +49,7 @@ local redis = {
   LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
   REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
 }
--- redis.call and redis.pcall are Rust functions (so a tail call
+-- redis.call and redis.pcall are C functions (so a tail call
 -- `return redis.call(...)` keeps the script's frame for the error position).
 redis.call = host.call
 redis.pcall = host.pcall
