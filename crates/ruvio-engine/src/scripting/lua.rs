@@ -91,6 +91,64 @@ fn resp_of() -> u8 {
     RESP.with(|r| r.get())
 }
 
+/// The registry name of the sandbox's set of read-only views (`prelude.lua`).
+const PROTECTED: &std::ffi::CStr = c"ruvio.protected";
+
+/// Raise Redis' read-only error if argument 1 is one of the sandbox's read-only
+/// views (no position: Redis raises it from inside the Lua API).
+///
+/// SAFETY: `state` is a Lua state inside a C function's call with an argument 1.
+unsafe fn refuse_protected(state: *mut ffi::lua_State) {
+    // SAFETY: see above; two slots, popped again.
+    unsafe {
+        ffi::luaL_checkstack(state, 2, std::ptr::null());
+        ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, PROTECTED.as_ptr());
+        ffi::lua_pushvalue(state, 1);
+        ffi::lua_rawget(state, -2);
+        let protected = ffi::lua_toboolean(state, -1) != 0;
+        ffi::lua_pop(state, 2);
+        if protected {
+            ffi::lua_pushstring(state, c"Attempt to modify a readonly table".as_ptr());
+            ffi::lua_error(state);
+        }
+    }
+}
+
+/// The sandbox's `rawset`: Lua's (`luaB_rawset`), refusing the read-only views.
+/// A C function, as in Redis, so `return rawset(...)` keeps the script's frame.
+unsafe extern "C-unwind" fn sandbox_rawset(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: called by Lua with its state; Lua's own checks first.
+    unsafe {
+        ffi::luaL_checktype(state, 1, ffi::LUA_TTABLE);
+        ffi::luaL_checkany(state, 2);
+        ffi::luaL_checkany(state, 3);
+        refuse_protected(state);
+        ffi::lua_settop(state, 3);
+        ffi::lua_rawset(state, 1);
+        1
+    }
+}
+
+/// The sandbox's `setmetatable`: Lua's (`luaB_setmetatable`), refusing the
+/// read-only views.
+unsafe extern "C-unwind" fn sandbox_setmetatable(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: called by Lua with its state; Lua's own checks first.
+    unsafe {
+        let kind = ffi::lua_type(state, 2);
+        ffi::luaL_checktype(state, 1, ffi::LUA_TTABLE);
+        if kind != ffi::LUA_TNIL && kind != ffi::LUA_TTABLE {
+            ffi::luaL_argerror(state, 2, c"nil or table expected".as_ptr());
+        }
+        refuse_protected(state);
+        if ffi::luaL_getmetafield_(state, 1, c"__metatable".as_ptr()) != 0 {
+            ffi::luaL_error(state, c"cannot change a protected metatable".as_ptr());
+        }
+        ffi::lua_settop(state, 2);
+        ffi::lua_setmetatable(state, 1);
+        1
+    }
+}
+
 /// The registry name of [`convert_reply`].
 const CONVERT: &std::ffi::CStr = c"ruvio.convert_reply";
 
@@ -348,6 +406,11 @@ impl State {
             CONVERT.to_str().expect("ASCII"),
             lua.create_function(convert_reply)?,
         )?;
+        // SAFETY: Lua calls them with its state.
+        unsafe {
+            host.set("rawset", lua.create_c_function(sandbox_rawset)?)?;
+            host.set("setmetatable", lua.create_c_function(sandbox_setmetatable)?)?;
+        }
         // Global: coroutines a script creates inherit it (a per-thread hook would be
         // dropped in them, and a loop inside one could not be killed).
         lua.set_global_hook(
@@ -359,6 +422,10 @@ impl State {
             .set_name("=prelude")
             .call((hooks.clone(), host))?;
         lua.set_type_metatable::<mlua::String>(Some(hooks.get("string_metatable")?));
+        lua.set_named_registry_value(
+            PROTECTED.to_str().expect("ASCII"),
+            hooks.get::<Table>("protected")?,
+        )?;
         Ok(State {
             generation,
             env,

@@ -5,9 +5,11 @@ local hooks, host = ...
 local G = _G
 local error, rawget, setmetatable, tostring, type = error, rawget, setmetatable, tostring, type
 
--- Every read-only view handed to scripts: rawset and setmetatable refuse them too
--- (Redis' read-only tables refuse every write).
+-- Every read-only view handed to scripts: rawset and setmetatable (C functions in
+-- lua.rs, which find this set in the registry) refuse them too, as Redis'
+-- read-only tables refuse every write.
 local protected = setmetatable({}, {__mode = 'k'})
+hooks.protected = protected
 
 local function readonly(t)
   local view = setmetatable({}, {
@@ -17,18 +19,6 @@ local function readonly(t)
   })
   protected[view] = true
   return view
-end
-
-local function refuse_protected(t)
-  if protected[t] then error('Attempt to modify a readonly table', 0) end
-end
-local function script_rawset(t, ...)
-  refuse_protected(t)
-  return G.rawset(t, ...)
-end
-local function script_setmetatable(t, ...)
-  refuse_protected(t)
-  return setmetatable(t, ...)
 end
 
 -- loadstring compiles text only (Redis' Lua cannot load bytecode: a binary chunk is
@@ -102,7 +92,7 @@ end
 local globals = {
   assert = G.assert, error = G.error, ipairs = G.ipairs, next = G.next, pairs = G.pairs,
   pcall = script_pcall, xpcall = G.xpcall, rawequal = G.rawequal, rawget = G.rawget,
-  rawset = script_rawset, select = G.select, setmetatable = script_setmetatable,
+  rawset = host.rawset, select = G.select, setmetatable = host.setmetatable,
   getmetatable = G.getmetatable, tonumber = G.tonumber, tostring = G.tostring,
   type = G.type, unpack = G.unpack, loadstring = script_loadstring, gcinfo = G.gcinfo,
   _VERSION = G._VERSION,
