@@ -463,12 +463,7 @@ impl ExecCtx {
         let dirty_before = self.effects.dirty;
         let result = run(self);
         if !self.effects.rewritten && self.effects.dirty > dirty_before {
-            if self.effects.record.as_ref().is_some_and(|r| r.track_log) {
-                let record: Vec<&[u8]> = argv.iter().collect();
-                self.log_as(&record);
-            } else {
-                self.effects.rewritten = true;
-            }
+            self.log_record(argv.iter());
         }
         self.effects.rewritten |= outer_rewritten;
         result
@@ -479,6 +474,12 @@ impl ExecCtx {
     /// random choices their outcome, blocking pops plain pops. Called more than once,
     /// the records are logged in order.
     pub fn log_as(&mut self, argv: &[&[u8]]) {
+        self.log_record(argv.iter().copied());
+    }
+
+    /// [`log_as`](Self::log_as) of arguments as they come (nothing collected when
+    /// no log is kept).
+    fn log_record<'a>(&mut self, argv: impl IntoIterator<Item = &'a [u8]>) {
         self.effects.rewritten = true;
         if let Some(r) = self.effects.record.as_deref_mut().filter(|r| r.track_log) {
             r.log.push_record(argv);
@@ -578,9 +579,10 @@ pub struct LogRecords {
 }
 
 impl LogRecords {
-    fn push_record(&mut self, argv: &[&[u8]]) {
-        argv.iter().for_each(|a| self.args.push(0, a));
-        self.counts.push(argv.len());
+    fn push_record<'a>(&mut self, argv: impl IntoIterator<Item = &'a [u8]>) {
+        let before = self.args.len();
+        argv.into_iter().for_each(|a| self.args.push(0, a));
+        self.counts.push(self.args.len() - before);
     }
 
     /// Call `visit` with each record's arguments, in order, allocating nothing.
