@@ -436,14 +436,7 @@ fn run_routed(
             Ok(())
         }
         Route::Lend(groups) => {
-            let seq = replies.hold(Merge::Single, 1);
-            // Like a blocked client: nothing after it runs until it is answered.
-            client.blocked = Some(BlockedOn { seq, remote: None });
-            let at_once = lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
-            if let Some(reply) = at_once {
-                replies.fill(seq, 0, reply);
-                client.blocked = None;
-            }
+            borrow_and_run(core, conns, client, replies, who, cmd, args, groups);
             Ok(())
         }
         Route::AllShards => {
@@ -557,7 +550,7 @@ fn run_local(
     client: &mut ClientState,
     replies: &mut ReplyQueue,
     who: (u32, u32),
-    cmd: &Command,
+    cmd: &'static Command,
     args: Args<'_>,
 ) -> Result<(), CmdError> {
     match cmd.handler {
@@ -568,9 +561,24 @@ fn run_local(
                 .has(WRITE)
                 .then(|| durable::open_gate(core, replies))
                 .flatten();
+            let forward_shards = core.topo.mode == PortMode::Forward && core.topo.nodes.len() > 1;
+            if forward_shards && crate::script_lock::is_script(cmd.meta.name) {
+                crate::script_lock::begin_run(crate::script_lock::Run {
+                    may_start_over: true,
+                    may_lock_now: core.wal.is_none(),
+                    ..Default::default()
+                });
+            }
             let ran = run_engine(core, cmd, caller, args, replies.sink());
             if let Some(gate) = gate {
                 durable::close_gate(core, replies, who, gate);
+            }
+            if ran.start_over {
+                // It reached undeclared keys of other shards: again, under the
+                // script lock (see `script_lock`).
+                let groups = owner_groups(core, cmd, args);
+                borrow_and_run(core, conns, client, replies, who, cmd, args, groups);
+                return Ok(());
             }
             if let Some(block) = ran.block {
                 let seq = replies.hold(Merge::Single, 1);
@@ -702,6 +710,28 @@ fn split(
     }
 }
 
+/// Run `cmd` on keys borrowed from their owners `groups` (see [`lending`]); like a
+/// blocked client, the connection runs nothing after it until it is answered.
+#[allow(clippy::too_many_arguments)]
+fn borrow_and_run(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    cmd: &'static Command,
+    args: Args<'_>,
+    groups: Vec<(usize, Vec<usize>)>,
+) {
+    let seq = replies.hold(Merge::Single, 1);
+    client.blocked = Some(BlockedOn { seq, remote: None });
+    let at_once = lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
+    if let Some(reply) = at_once {
+        replies.fill(seq, 0, reply);
+        client.blocked = None;
+    }
+}
+
 /// Decide where a command runs.
 fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     let shards = core.topo.nodes.len();
@@ -721,6 +751,9 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         }
         return Route::Local;
     }
+    if forward && crate::script_lock::is_script(cmd.meta.name) {
+        return script_route(core, cmd, args);
+    }
     let positions = cmd.meta.keys.positions(args);
     let mut positions = positions.into_iter();
     let Some(first) = positions.next() else {
@@ -739,14 +772,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         };
     }
     let owner = core.topo.key_owner(args.get(first));
-    let mut groups: Vec<(usize, Vec<usize>)> = vec![(owner, vec![first])];
-    for p in positions {
-        let o = core.topo.key_owner(args.get(p));
-        match groups.iter_mut().find(|(s, _)| *s == o) {
-            Some((_, ps)) => ps.push(p),
-            None => groups.push((o, vec![p])),
-        }
-    }
+    let groups = owner_groups(core, cmd, args);
     // SORT ... BY/GET patterns read keys named by the sorted elements, which may
     // live anywhere: borrow them all (the lender finds out which).
     let from_value = cmd.meta.keys.reads_keys_from_value() && ruvio_engine::value_keys_wanted(args);
@@ -756,6 +782,35 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         1 => Route::Remote(owner),
         _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
         _ => Route::Lend(groups),
+    }
+}
+
+/// The owners of a command's keys, each with the argument positions of its keys,
+/// in the order the keys come (forward mode).
+fn owner_groups(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Vec<(usize, Vec<usize>)> {
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for p in cmd.meta.keys.positions(args) {
+        let o = core.topo.key_owner(args.get(p));
+        match groups.iter_mut().find(|(s, _)| *s == o) {
+            Some((_, ps)) => ps.push(p),
+            None => groups.push((o, vec![p])),
+        }
+    }
+    groups
+}
+
+/// Where a script runs in forward mode with several shards: where its declared
+/// keys are, unless they are on several shards, or it is known to reach
+/// undeclared keys of other shards or new here; then it borrows them under the
+/// script lock (see [`crate::script_lock`]).
+fn script_route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
+    let groups = owner_groups(core, cmd, args);
+    if groups.len() > 1 || crate::script_lock::must_lock(core, args) {
+        return Route::Lend(groups);
+    }
+    match groups.first() {
+        Some(&(owner, _)) if owner != core.id => Route::Remote(owner),
+        _ => Route::Local,
     }
 }
 

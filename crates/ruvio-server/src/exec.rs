@@ -37,6 +37,15 @@ pub struct Ran {
     pub block: Option<Block>,
     /// `(db, key)` written, when the caller was borrowing.
     pub modified: Vec<(usize, Vec<u8>)>,
+    /// A script's keys borrowed while it ran (see [`crate::script_lock`]): they
+    /// are in this shard's keyspace until the caller sends them home.
+    pub loans: Vec<(usize, Vec<u8>)>,
+    /// The script stopped to start over under the script lock: its reply was not
+    /// written and it changed nothing.
+    pub start_over: bool,
+    /// The script took the script lock while it ran (a caller borrowing frees it
+    /// once `loans` are home; otherwise they are sent and it is freed here).
+    pub locked_now: bool,
 }
 
 /// Run engine command `cmd` with `args`, appending its reply (or error) to `out`.
@@ -57,7 +66,7 @@ pub fn run_engine(
         if let Some(block) = lent_keys(core, cmd, caller.db, args) {
             return Ran {
                 block: Some(block),
-                modified: Vec::new(),
+                ..Ran::default()
             };
         }
     }
@@ -80,7 +89,14 @@ pub fn run_engine(
     ctx.no_touch = caller.no_touch;
     ctx.may_block = caller.may_block;
     let watched = core.watches.any();
-    let keys = caller.borrowing || !core.blocking.is_empty() || watched;
+    let script = cmd.meta.group == "scripting";
+    // A script that may borrow keys while it runs: what this shard queued for
+    // other shards goes first, and its written keys are recorded to report.
+    let may_borrow = script && crate::script_lock::may_borrow();
+    if may_borrow {
+        crate::forward::with_mesh(|mesh| mesh.ship(&mut core.outbox));
+    }
+    let keys = caller.borrowing || !core.blocking.is_empty() || watched || may_borrow;
     let notify = crate::notify::wanted(core);
     if keys || logging || notify {
         ctx.effects = Effects::recording(core.spare_record.take(), keys, notify, logging);
@@ -104,6 +120,14 @@ pub fn run_engine(
         Ok(outcome) => outcome,
         Err(_) => contain_panic(core, cmd, mutations_before, reply_start, &mut reply),
     };
+    let ended = match script {
+        true => script_ran(core, args),
+        false => Default::default(),
+    };
+    if ended.start_over {
+        reply.out.truncate(reply_start);
+        return ended;
+    }
     core.stats.dirty += ctx.effects.dirty;
     if !ctx.effects.published.is_empty() {
         crate::script_host::queue(core, std::mem::take(&mut ctx.effects.published));
@@ -148,10 +172,55 @@ pub fn run_engine(
             None
         }
     };
+    if !caller.borrowing && ended.locked_now {
+        let written: Vec<(usize, Vec<u8>)> = ctx
+            .effects
+            .modified_keys()
+            .map(|(db, k)| (db, k.to_vec()))
+            .collect();
+        crate::lending::send_loans_home(core, ended.loans, &written);
+        crate::script_lock::unlock(core);
+        return finish_ran(core, &mut ctx, block, modified, Ran::default());
+    }
+    finish_ran(core, &mut ctx, block, modified, ended)
+}
+
+/// The `Ran` of a command that ran to its end: what `script` left (see
+/// [`script_ran`]) with its block and modified keys; its recorded effects' buffers
+/// are kept for the next command.
+fn finish_ran(
+    core: &mut ShardCore,
+    ctx: &mut ExecCtx,
+    block: Option<Block>,
+    modified: Vec<(usize, Vec<u8>)>,
+    script: Ran,
+) -> Ran {
     if let Some(record) = ctx.effects.take_record() {
         core.spare_record = Some(record);
     }
-    Ran { block, modified }
+    Ran {
+        block,
+        modified,
+        ..script
+    }
+}
+
+/// After a script: the keys it borrowed while it ran, whether it took the script
+/// lock meanwhile or stopped to start over; a script that reached undeclared keys
+/// of other shards is remembered (see [`crate::script_lock`]).
+fn script_ran(core: &ShardCore, args: Args<'_>) -> Ran {
+    let ended = crate::script_lock::end_run();
+    if ended.reached {
+        crate::script_lock::remember(core, args);
+    } else if ended.confined {
+        crate::script_lock::confined(args);
+    }
+    Ran {
+        loans: ended.loans,
+        locked_now: ended.locked_now,
+        start_over: ruvio_engine::scripting::take_start_over(),
+        ..Ran::default()
+    }
 }
 
 /// Whether `cmd` can change the keyspace, so its effects are logged: a write

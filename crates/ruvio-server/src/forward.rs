@@ -33,6 +33,7 @@ use glommio::channels::shared_channel::{
 };
 use ruvio_engine::command::CommandTree;
 use ruvio_resp::{ArgsBatch, Protocol, Reply};
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::pin::Pin;
@@ -532,6 +533,7 @@ impl MeshEnds {
             receivers: connected_receivers,
             doorbells: self.doorbells,
             backlog: VecDeque::new(),
+            set_aside: Vec::new(),
         }
     }
 }
@@ -544,6 +546,79 @@ pub struct Mesh {
     doorbells: Vec<RawFd>,
     /// Messages that found their channel full; retried every loop iteration.
     backlog: VecDeque<(usize, ShardMsg)>,
+    /// Messages received while a script waited for keys ([`lend_now`]), handled
+    /// first at the next [`Mesh::receive_all`] (each peer's stay in order: they
+    /// came before anything still in its channel).
+    set_aside: Vec<ShardMsg>,
+}
+
+thread_local! {
+    /// This shard thread's channels (none for a lone shard). A thread-local, not a
+    /// field of the shard, because a script's call reaches them from inside the
+    /// engine ([`lend_now`]).
+    static MESH: RefCell<Option<Mesh>> = const { RefCell::new(None) };
+}
+
+/// Give this shard thread its connected channels (at shard start).
+pub fn install_mesh(mesh: Mesh) {
+    MESH.with(|m| *m.borrow_mut() = Some(mesh));
+}
+
+/// `f` of this thread's channels; `None` for a lone shard.
+pub fn with_mesh<R>(f: impl FnOnce(&mut Mesh) -> R) -> Option<R> {
+    MESH.with(|m| m.borrow_mut().as_mut().map(f))
+}
+
+/// Wake shard `to` (its ring reads its doorbell), for instance to look at the
+/// script lock again.
+pub fn ring(to: usize) {
+    with_mesh(|mesh| mesh.ring(to));
+}
+
+/// Borrow keys from `owner` now, waiting for them on this thread: what a script
+/// holding the script lock does for keys it did not declare (see
+/// [`crate::script_lock`]). The request goes behind everything already waiting
+/// for `owner`; what else arrives from `owner` meanwhile is set aside, in order.
+pub fn lend_now(owner: usize, request: LendRequest) -> Lent {
+    let ticket = request.ticket;
+    with_mesh(|mesh| {
+        mesh.backlog.push_back((owner, ShardMsg::Lend(request)));
+        let mut spins = 0u32;
+        loop {
+            mesh.send_backlog();
+            if !mesh.backlog.iter().any(|(to, _)| *to == owner) {
+                break;
+            }
+            pause(&mut spins);
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            let Some(Some(rx)) = mesh.receivers.get_mut(owner) else {
+                return Lent::new();
+            };
+            match futures_core::Stream::poll_next(Pin::new(rx), &mut cx) {
+                Poll::Ready(Some(ShardMsg::Lent { ticket: t, entries })) if t == ticket => {
+                    return entries
+                }
+                Poll::Ready(Some(other)) => mesh.set_aside.push(other),
+                // The owner is gone: the process is exiting.
+                Poll::Ready(None) => return Lent::new(),
+                Poll::Pending => pause(&mut spins),
+            }
+        }
+    })
+    .unwrap_or_default()
+}
+
+/// One step of a wait for another shard (each has its own CPU): spin a while,
+/// then let other threads run.
+fn pause(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 10_000 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
 }
 
 impl Mesh {
@@ -560,7 +635,7 @@ impl Mesh {
     /// Everything waiting in the incoming channels.
     pub fn receive_all(&mut self) -> Vec<ShardMsg> {
         let mut cx = Context::from_waker(Waker::noop());
-        let mut messages = Vec::new();
+        let mut messages = std::mem::take(&mut self.set_aside);
         for rx in self.receivers.iter_mut().flatten() {
             while let Poll::Ready(Some(msg)) =
                 futures_core::Stream::poll_next(Pin::new(&mut *rx), &mut cx)
@@ -574,6 +649,21 @@ impl Mesh {
     /// Send every non-empty batch of the outbox, then ring the doorbells of the shards that got mail.
     pub fn ship(&mut self, outbox: &mut Outbox) {
         outbox.take_messages(&mut self.backlog);
+        self.send_backlog();
+    }
+
+    /// Ring shard `to`'s doorbell.
+    fn ring(&self, to: usize) {
+        if let Some(&fd) = self.doorbells.get(to) {
+            let one: u64 = 1;
+            // SAFETY: writing 8 bytes from a local to an eventfd we created.
+            unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+        }
+    }
+
+    /// Send what waits in the backlog, in order, as far as the channels take it,
+    /// then ring the doorbells of the shards that got mail.
+    fn send_backlog(&mut self) {
         let mut woken = 0u64;
         let mut retry = VecDeque::new();
         while let Some((to, msg)) = self.backlog.pop_front() {
@@ -590,11 +680,9 @@ impl Mesh {
             }
         }
         self.backlog = retry;
-        for (to, &fd) in self.doorbells.iter().enumerate() {
+        for to in 0..self.doorbells.len() {
             if woken & (1 << (to % 64)) != 0 {
-                let one: u64 = 1;
-                // SAFETY: writing 8 bytes from a local to an eventfd we created.
-                unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+                self.ring(to);
             }
         }
     }
@@ -724,6 +812,13 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
             continue;
         };
         let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+        if crate::script_lock::is_script(cmd.meta.name) {
+            // It cannot start over from here, but may take the script lock.
+            crate::script_lock::begin_run(crate::script_lock::Run {
+                may_lock_now: core.wal.is_none(),
+                ..Default::default()
+            });
+        }
         // `run_engine` contains a panicking handler itself (docs/faults.md).
         let block = run_engine(core, cmd, caller, args, &mut out);
         match block.block {

@@ -43,6 +43,9 @@ pub struct LendRequest {
     pub from: usize,
     pub ticket: u64,
     pub keys: Vec<DbKey>,
+    /// A script holding the script lock waits for these keys on its thread (see
+    /// [`crate::script_lock`]): it goes before transactions queued for its shard.
+    pub now: bool,
 }
 
 /// A coordinator asks an owner to watch keys of `db` for its blocking command.
@@ -84,6 +87,24 @@ struct CrossOp {
     /// Transactions that run on these keys after it, before they go home (see
     /// [`join_transaction`]).
     riders: Vec<Rider>,
+    /// A script: it takes the script lock before it borrows (see
+    /// [`crate::script_lock`]).
+    wants_lock: bool,
+    /// Where it stands with borrowing and the script lock.
+    borrowing: Borrowing,
+}
+
+/// A command's borrowing, as the script lock sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Borrowing {
+    /// Not borrowing (not started, parked, or between a blocking command's tries).
+    Idle,
+    /// Borrowing, counted in the shard's borrowing commands.
+    Counted,
+    /// Holding the script lock, waiting for the server to be quiet.
+    Quieting,
+    /// Holding the script lock in a quiet server: its script may borrow now.
+    Locked,
 }
 
 /// A transaction riding on another one's borrowed keys: its connection, held slot,
@@ -153,6 +174,9 @@ pub struct Lending {
     /// Per shard: what waits behind a transaction from it whose keys were out on
     /// loan when it came (see [`crate::owner_tx`]).
     pub deferred: Vec<VecDeque<crate::owner_tx::Deferred>>,
+    /// Commands waiting for the script lock (or, holding it, for a quiet server)
+    /// before they borrow, oldest first.
+    parked_for_lock: VecDeque<u64>,
 }
 
 impl Lending {
@@ -160,6 +184,11 @@ impl Lending {
     /// its keys against the lent set).
     pub fn any_lent(&self) -> bool {
         !self.lent.is_empty()
+    }
+
+    /// The database of every key of this shard out on loan.
+    pub fn lent_dbs(&self) -> impl Iterator<Item = usize> + '_ {
+        self.lent.iter().map(|(db, _)| *db)
     }
 
     /// True when `key` of `db` is out on loan.
@@ -231,6 +260,8 @@ pub fn start(
             value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
             transaction: None,
             riders: Vec::new(),
+            wants_lock: crate::script_lock::is_script(cmd.meta.name),
+            borrowing: Borrowing::Idle,
         },
     );
     core.lending.starting = Some((ticket, conn));
@@ -280,6 +311,8 @@ pub fn start_transaction(
             value_key_tries: None,
             transaction: Some(transaction),
             riders: Vec::new(),
+            wants_lock: false,
+            borrowing: Borrowing::Idle,
         },
     );
     core.lending.starting = Some((ticket, conn));
@@ -301,6 +334,12 @@ fn other_db(core: &ShardCore, cmd: &Command, args: ruvio_resp::Args<'_>) -> Opti
 
 /// Ask the next owner, or run the command when every key is here.
 fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    if !may_borrow(core, ticket) {
+        if !core.lending.parked_for_lock.contains(&ticket) {
+            core.lending.parked_for_lock.push_back(ticket);
+        }
+        return;
+    }
     let Some(op) = core.lending.ops.get(&ticket) else {
         return;
     };
@@ -311,6 +350,7 @@ fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         from: core.id,
         ticket,
         keys: keys.clone(),
+        now: false,
     };
     if *owner == core.id {
         lend(core, conns, request);
@@ -319,10 +359,56 @@ fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     }
 }
 
+/// Whether command `ticket` may borrow now, as the script lock decides (see
+/// [`crate::script_lock`]): a script takes the lock, then waits for a quiet
+/// server; any other command counts itself as borrowing, unless another shard's
+/// script holds the lock.
+fn may_borrow(core: &mut ShardCore, ticket: u64) -> bool {
+    let Some(op) = core.lending.ops.get(&ticket) else {
+        return true;
+    };
+    let borrowing = match op.borrowing {
+        Borrowing::Idle if op.wants_lock => match crate::script_lock::try_lock(core) {
+            true => Borrowing::Quieting,
+            false => return false,
+        },
+        Borrowing::Idle => match crate::script_lock::begin_borrowing(core) {
+            true => Borrowing::Counted,
+            false => return false,
+        },
+        Borrowing::Quieting if crate::script_lock::quiet(core) => Borrowing::Locked,
+        other => other,
+    };
+    if let Some(op) = core.lending.ops.get_mut(&ticket) {
+        op.borrowing = borrowing;
+    }
+    borrowing != Borrowing::Quieting
+}
+
+/// The command no longer borrows: it frees the script lock, or its count.
+fn stop_borrowing(core: &ShardCore, op: &mut CrossOp) {
+    match std::mem::replace(&mut op.borrowing, Borrowing::Idle) {
+        Borrowing::Idle => {}
+        Borrowing::Counted => crate::script_lock::end_borrowing(core),
+        Borrowing::Quieting | Borrowing::Locked => crate::script_lock::unlock(core),
+    }
+}
+
+/// Go on with the commands parked for the script lock, in order, once they may
+/// (each loop iteration: a shard parked behind another's lock is woken when it is
+/// freed, a holder waiting for quiet when a command elsewhere stops borrowing).
+pub fn resume_parked_for_lock(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    let parked = std::mem::take(&mut core.lending.parked_for_lock);
+    for ticket in parked {
+        advance(core, conns, ticket);
+    }
+}
+
 /// An owner's side: lend the keys now, or queue the request until they are back.
 pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) {
     let busy = request.keys.iter().any(|(db, k)| {
-        core.lending.is_lent(*db, k) || crate::owner_tx::is_claimed(core, request.from, *db, k)
+        core.lending.is_lent(*db, k)
+            || (!request.now && crate::owner_tx::is_claimed(core, request.from, *db, k))
     });
     if busy {
         core.lending.waiting.push_back(request);
@@ -338,11 +424,19 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
         core.lending.lent.insert((db, key.clone()));
         entries.push((db, key, entry));
     }
+    count_lent(core);
     if request.from == core.id {
         lent(core, conns, request.ticket, entries);
     } else {
         core.outbox.lent(request.from, request.ticket, entries);
     }
+}
+
+/// Publish how many keys of this shard are out on loan (the script lock's quiet
+/// server has none but its own command's).
+fn count_lent(core: &ShardCore) {
+    let lent = core.lending.lent.len() as u64;
+    core.shared.shards[core.id].lent.store(lent, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// The coordinator's side: an owner lent its keys.
@@ -373,10 +467,14 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     };
     let borrowed = std::mem::take(&mut op.borrowed);
     let mut homes: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(borrowed.len());
+    let script = crate::script_lock::is_script(op.cmd.meta.name);
     for (entry_db, key, entry) in borrowed {
         let owner = core.topo.key_owner(&key);
         if let Some(entry) = entry {
             core.engine.adopt(entry_db, entry);
+            if script && owner != core.id {
+                crate::script_lock::note_held(entry_db);
+            }
         }
         homes.push((entry_db, key, owner));
     }
@@ -392,14 +490,23 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     };
     let mark = durable::borrowed_mark(core);
     let mut out = Vec::new();
-    let ran = match &op.transaction {
+    let mut ran = match &op.transaction {
         Some(transaction) => Ran {
-            block: None,
             modified: crate::multi::run_borrowed(core, transaction, caller, &mut out),
+            ..Ran::default()
         },
-        None => run_engine(core, op.cmd, caller, op.argv.args(), &mut out),
+        None => {
+            if op.borrowing == Borrowing::Locked {
+                script_may_borrow_now(core, op.plan.len() <= 1);
+            }
+            run_engine(core, op.cmd, caller, op.argv.args(), &mut out)
+        }
     };
-    let mut modified = ran.modified;
+    for (key_db, key) in std::mem::take(&mut ran.loans) {
+        let owner = core.topo.key_owner(&key);
+        homes.push((key_db, key, owner));
+    }
+    let mut modified = std::mem::take(&mut ran.modified);
     let riders = run_riders(core, std::mem::take(&mut op.riders), &mut modified);
     report_written(core, &modified);
     // A key written outside the borrowed ones that another shard owns (COPY ... DB
@@ -414,6 +521,10 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     log_local_changes(core, &modified, &homes);
     let acks = mark.map(|_| ticket);
     let owners = send_home(core, conns, homes, &modified, acks);
+    stop_borrowing(core, &mut op);
+    if ran.locked_now {
+        crate::script_lock::unlock(core);
+    }
     match ran.block {
         Some(block) => wait(core, conns, ticket, op, block),
         None => {
@@ -427,6 +538,37 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
             }));
             durable::answer_borrowed(core, conns, ticket, mark, owners, answers);
         }
+    }
+}
+
+/// The script about to run holds the script lock in a quiet server: it may borrow
+/// undeclared keys of other shards while it runs (`probation`: its declared keys
+/// are on one shard, see [`crate::script_lock::must_lock`]). What this shard queued for
+/// them goes out first, so that nothing it sent before (keys it gave back) comes
+/// after the script's requests.
+fn script_may_borrow_now(core: &mut ShardCore, probation: bool) {
+    crate::forward::with_mesh(|mesh| mesh.ship(&mut core.outbox));
+    crate::script_lock::begin_run(crate::script_lock::Run {
+        holds_lock: true,
+        probation,
+        ..Default::default()
+    });
+}
+
+/// A script that ran for a client of this shard, or for another shard, without a
+/// log, took the script lock while it ran and borrowed `loans` (never this
+/// shard's keys): send them home; each owner touches the watchers of those it
+/// wrote (`modified`).
+pub fn send_loans_home(core: &mut ShardCore, loans: Vec<DbKey>, modified: &[DbKey]) {
+    report_written(core, modified);
+    let mut returns: AHashMap<usize, Lent> = AHashMap::new();
+    for (db, key) in loans {
+        let entry = core.engine.lend(db, &key, 0);
+        let owner = core.topo.key_owner(&key);
+        returns.entry(owner).or_default().push((db, key, entry));
+    }
+    for (owner, entries) in returns {
+        core.outbox.give_back(owner, entries, Vec::new());
     }
 }
 
@@ -982,6 +1124,7 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
         }
         core.blocking.signal(db, &key);
     }
+    count_lent(core);
     exec::serve_ready(core, conns);
     crate::owner_tx::run_deferred(core, conns);
     let waiting = std::mem::take(&mut core.lending.waiting);

@@ -29,6 +29,7 @@ pub mod registry;
 pub mod reshard;
 pub mod save_rules;
 pub mod script_host;
+pub mod script_lock;
 pub mod shard;
 pub mod shutdown;
 pub mod slab;

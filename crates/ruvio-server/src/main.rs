@@ -86,11 +86,10 @@ fn main() {
             .io_memory(GLOMMIO_IO_MEMORY_BYTES)
             .spawn(move || async move {
                 let _exit_if_this_shard_dies = ExitIfShardDies(id);
-                let mesh = match ends {
-                    Some(ends) => Some(ends.connect().await),
-                    None => None,
-                };
-                match shard::Shard::new(id, cfg, topo, shared, mesh) {
+                if let Some(ends) = ends {
+                    ruvio_server::forward::install_mesh(ends.connect().await);
+                }
+                match shard::Shard::new(id, cfg, topo, shared) {
                     Ok(shard) => shard.run().await,
                     Err(e) => fail(&format!("shard {id}: {e}")),
                 }

@@ -33,7 +33,9 @@ use crate::slab::Slab;
 use crate::stats::Shared;
 use ruvio_engine::command::Published;
 use ruvio_engine::glob_match;
-use ruvio_engine::scripting::ScriptHost;
+use crate::topology::Topology;
+use ruvio_engine::scripting::{Reach, ScriptHost};
+use ruvio_engine::Engine;
 use ruvio_resp::{Args, Reply};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -41,6 +43,7 @@ use std::sync::Arc;
 /// One shard's view of the server, for its scripts.
 struct Host {
     shared: Arc<Shared>,
+    topo: Arc<Topology>,
     id: usize,
     mode: PortMode,
     /// The hash slots this shard serves (inclusive).
@@ -48,11 +51,14 @@ struct Host {
 }
 
 /// Give this shard thread's scripts the server around them (at shard start).
-pub fn install(shared: Arc<Shared>, id: usize, mode: PortMode, slots: (u16, u16)) {
+pub fn install(shared: Arc<Shared>, topo: Arc<Topology>, id: usize) {
+    let node = &topo.nodes[id];
+    let slots = (node.first_slot, node.last_slot);
     ruvio_engine::scripting::set_script_host(Box::new(Host {
         shared,
+        mode: topo.mode,
+        topo,
         id,
-        mode,
         slots,
     }));
 }
@@ -106,11 +112,13 @@ impl ScriptHost for Host {
             return 0;
         }
         let shards = self.shared.shards.iter().enumerate();
-        shards
+        let elsewhere: u64 = shards
             .filter(|&(shard, _)| shard != self.id)
             .filter_map(|(_, gauges)| gauges.keys.get(db))
             .map(|(keys, _)| keys.load(Relaxed))
-            .sum()
+            .sum();
+        // Their keys borrowed here count on them (they publish lent keys too).
+        elsewhere.saturating_sub(crate::script_lock::held_here(db))
     }
 
     fn call(&self, name: &str, args: Args<'_>, reply: &mut Reply<'_>) -> Option<ServerResult> {
@@ -123,6 +131,26 @@ impl ScriptHost for Host {
             shards: self.counted_shards(),
         };
         crate::cmd::pubsub::answer(&view, name, args, reply)
+    }
+
+    fn reach(&self, engine: &mut Engine, db: usize, keys: &[&[u8]], wrote: bool) -> Reach {
+        match self.mode {
+            PortMode::Forward => {
+                let core = (&*self.shared, &*self.topo, self.id);
+                crate::script_lock::reach(core, engine, db, keys, wrote)
+            }
+            // Redis Cluster's rule: a node's scripts see its own slots only.
+            PortMode::PerShard => {
+                let local = |key: &&[u8]| {
+                    let slot = ruvio_engine::slot::key_slot(key);
+                    (self.slots.0..=self.slots.1).contains(&slot)
+                };
+                match keys.iter().all(local) {
+                    true => Reach::Here,
+                    false => Reach::Refused,
+                }
+            }
+        }
     }
 }
 

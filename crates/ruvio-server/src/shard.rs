@@ -12,7 +12,7 @@ use crate::blocking::{Blocking, Waiter};
 use crate::config::Config;
 use crate::conn::{BlockedOn, Conn};
 use crate::dispatch::{self, KeyWindow};
-use crate::forward::{Control, Mesh, Outbox};
+use crate::forward::{self, Control, Mesh, Outbox};
 use crate::gather::Gathering;
 use crate::lending::Lending;
 use crate::pause::Pause;
@@ -164,8 +164,7 @@ impl ShardCore {
         ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
         ruvio_engine::scripting::set_script_watches(shared.scripts.clone(), id);
         ruvio_engine::scripting::set_server_commands(crate::registry::script_row);
-        let slots = (node.first_slot, node.last_slot);
-        crate::script_host::install(shared.clone(), id, topo.mode, slots);
+        crate::script_host::install(shared.clone(), topo.clone(), id);
         crate::cmd::functions::load_saved(&cfg, id)?;
         // With a log, the keyspace loads on a thread while the shard answers
         // -LOADING (see `loading`); without one, here and now.
@@ -215,7 +214,6 @@ pub struct Shard {
     pub conns: Slab<Conn>,
     ring: IoUring,
     listener: socket2::Socket,
-    mesh: Option<Mesh>,
     doorbell_value: Box<u64>,
     next_tick_ms: u64,
     /// The last accept failed (out of descriptors ...): accept again at the next tick.
@@ -243,7 +241,6 @@ impl Shard {
         cfg: Config,
         topo: Arc<Topology>,
         shared: Arc<Shared>,
-        mesh: Option<Mesh>,
     ) -> std::io::Result<Shard> {
         let ring = IoUring::builder()
             .setup_single_issuer()
@@ -262,7 +259,6 @@ impl Shard {
             conns: Slab::default(),
             ring,
             listener,
-            mesh,
             doorbell_value: Box::new(0),
             next_tick_ms: 0,
             accept_failed: false,
@@ -294,6 +290,7 @@ impl Shard {
                 self.complete(data, result, flags);
             }
             self.take_mesh_messages();
+            crate::lending::resume_parked_for_lock(&mut self.core, &mut self.conns);
             crate::exec::expire_blocked(&mut self.core, &mut self.conns);
             crate::exec::expire_fill_leases(&mut self.core, &mut self.conns);
             crate::lending::expire(&mut self.core, &mut self.conns);
@@ -394,7 +391,7 @@ impl Shard {
     }
 
     fn arm_doorbell(&mut self) {
-        let Some(fd) = self.mesh.as_ref().map(|m| m.my_doorbell()) else {
+        let Some(fd) = forward::with_mesh(|m| m.my_doorbell()) else {
             return;
         };
         let buf = &mut *self.doorbell_value as *mut u64 as *mut u8;
@@ -693,7 +690,7 @@ impl Shard {
     /// The connection stopped reading because its replies backed up
     /// ([`crate::conn::ReplyQueue::is_backed_up`]) and they no longer are.
     fn waits_for_its_replies(&self, index: u32, gen: u32) -> bool {
-        let congested = self.mesh.as_ref().is_some_and(Mesh::congested);
+        let congested = forward::with_mesh(|m| m.congested()).unwrap_or(false);
         self.conns.get(index, gen).is_some_and(|conn| {
             !congested
                 && !conn.recv_in_flight
@@ -806,10 +803,9 @@ impl Shard {
     }
 
     fn take_mesh_messages(&mut self) {
-        let Some(mesh) = self.mesh.as_mut() else {
+        let Some(messages) = forward::with_mesh(Mesh::receive_all) else {
             return;
         };
-        let messages = mesh.receive_all();
         for message in messages {
             crate::forward::handle(&mut self.core, &mut self.conns, message);
         }
@@ -817,14 +813,12 @@ impl Shard {
 
     fn ship_outbox(&mut self) {
         // A lone shard has no mesh and its outbox stays empty.
-        if let Some(mesh) = self.mesh.as_mut() {
-            mesh.ship(&mut self.core.outbox);
-        }
+        forward::with_mesh(|mesh| mesh.ship(&mut self.core.outbox));
     }
 
     /// New requests wait while a peer shard is behind or the log's disk is.
     fn input_must_wait(&self) -> bool {
-        self.mesh.as_ref().is_some_and(Mesh::congested)
+        forward::with_mesh(|m| m.congested()).unwrap_or(false)
             || self
                 .core
                 .wal
@@ -996,6 +990,13 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     for (db, keys, expires) in core.engine.keyspace_info() {
         if let Some(c) = counts.get_mut(db) {
             *c = (keys as u64, expires as u64);
+        }
+    }
+    // A key out on loan is still this shard's (a script's DBSIZE on the
+    // borrower leaves it out there).
+    for db in core.lending.lent_dbs() {
+        if let Some(c) = counts.get_mut(db) {
+            c.0 += 1;
         }
     }
     for ((k, e), (keys, expires)) in g.keys.iter().zip(counts) {

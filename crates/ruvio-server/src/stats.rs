@@ -137,6 +137,10 @@ pub struct ShardGauges {
     pub dirty_at_save: AtomicU64,
     /// The statistics epoch of the counters above (see the module docs).
     pub epoch: AtomicU64,
+    /// Commands of the shard borrowing keys now, and keys of the shard out on
+    /// loan (see `script_lock`).
+    pub borrowing: AtomicU64,
+    pub lent: AtomicU64,
     /// Per database: keys and keys with a TTL.
     pub keys: Vec<(AtomicU64, AtomicU64)>,
     pub tables: Mutex<StatTables>,
@@ -169,6 +173,8 @@ pub struct Shared {
     pub exit: crate::shutdown::ExitState,
     /// Shards still loading their keyspace (see `loading`).
     pub loading: crate::loading::LoadingState,
+    /// The script lock and the scripts known to need it (see `script_lock`).
+    pub script_lock: crate::script_lock::ScriptLock,
 }
 
 impl Shared {
@@ -192,6 +198,7 @@ impl Shared {
             background_save: Default::default(),
             exit: Default::default(),
             loading: crate::loading::LoadingState::new(shards),
+            script_lock: Default::default(),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,

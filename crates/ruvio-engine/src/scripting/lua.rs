@@ -15,7 +15,9 @@ use mlua::{
 use ruvio_resp::{OwnedArgs, Protocol, Reply};
 use std::ffi::c_int;
 
+use super::server_cmds::Reach;
 use super::{busy, luaaux, resp, server_cmds};
+use smallvec::SmallVec;
 use crate::command::{arity_fits, flags, CommandTree, ExecCtx, KeySpec, Outcome};
 use crate::error::CmdError;
 use crate::Engine;
@@ -270,8 +272,9 @@ fn convert_reply(lua: &Lua, (raise_error, reply): (bool, mlua::String)) -> mlua:
     }
 }
 
-/// Tell this shard thread which slots it serves: a script may touch undeclared
-/// keys only in these (Redis Cluster's rule for keys of other nodes).
+/// Tell this shard thread which slots it serves: with every slot, no key a script
+/// touches is another shard's, and its calls skip asking the host
+/// ([`ScriptHost::reach`]).
 pub fn set_local_slots(first: u16, last: u16) {
     LOCAL_SLOTS.with(|s| s.set(Some((first, last))));
 }
@@ -281,12 +284,6 @@ fn every_slot_is_local() -> bool {
     LOCAL_SLOTS
         .with(|s| s.get())
         .is_none_or(|range| range == (0, crate::slot::SLOT_COUNT - 1))
-}
-
-fn slot_is_local(slot: u16) -> bool {
-    LOCAL_SLOTS
-        .with(|s| s.get())
-        .is_none_or(|(first, last)| (first..=last).contains(&slot))
 }
 
 /// Redis' `redisSrand48`.
@@ -521,12 +518,36 @@ struct Runner<'e> {
     engine: &'e mut Engine,
     ctx: &'e mut ExecCtx,
     keys: &'e [&'e [u8]],
+    /// The database the script started in: its declared keys are there (after
+    /// SELECT, a key of the same name is another key).
+    start_db: usize,
     read_only: bool,
     /// The arguments of the call in progress, and its encoded reply: buffers reused
     /// from call to call.
     args: OwnedArgs,
     out: Vec<u8>,
+    /// The script called a write command (or published): it cannot start over.
+    wrote: bool,
+    /// The script is starting over elsewhere ([`Reach::StartOver`]): every later
+    /// call fails, so nothing more changes.
+    starting_over: bool,
 }
+
+thread_local! {
+    /// The last script run on this thread stopped to start over ([`take_start_over`]).
+    static STARTING_OVER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True when the script that just ran stopped to start over where it can reach
+/// every key ([`Reach::StartOver`]): its reply is to be discarded (it changed
+/// nothing).
+pub fn take_start_over() -> bool {
+    STARTING_OVER.with(|s| s.replace(false))
+}
+
+/// The error a call of a script that is starting over gets (no client sees it).
+const STARTING_OVER_TEXT: &[u8] = b"ERR the script starts over on another shard";
+const NON_LOCAL: &[u8] = b"ERR Script attempted to access a non local key in a cluster node";
 
 /// Run a script and write its reply.
 pub(super) fn run(
@@ -563,13 +584,17 @@ pub(super) fn run_in(
         .raw_set(&state.pending_name, Value::Nil)
         .map_err(internal)?;
     let (args, out) = state.buffers.take().unwrap_or_default();
+    let start_db = ctx.db;
     let mut runner = Runner {
         engine,
         ctx,
         keys: call.keys,
+        start_db,
         read_only: call.read_only,
         args,
         out,
+        wrote: false,
+        starting_over: false,
     };
     let outcome = {
         let _installed = Installed::new(&mut runner);
@@ -579,6 +604,9 @@ pub(super) fn run_in(
         drop(running);
         result.map_err(internal)?
     };
+    if runner.starting_over {
+        STARTING_OVER.with(|s| s.set(true));
+    }
     if runner.out.capacity() <= KEPT_BUFFER_BYTES && runner.args.capacity() <= KEPT_BUFFER_BYTES {
         state.buffers = Some((runner.args, runner.out));
     }
@@ -766,6 +794,9 @@ impl Runner<'_> {
 
     /// Run the command `args` as a script's call may, its reply into `self.out`.
     fn run(&mut self, resp: Protocol, args: ruvio_resp::Args<'_>) {
+        if self.starting_over {
+            return self.fail(STARTING_OVER_TEXT);
+        }
         let Some(top) = Engine::find_command(args.get(0)) else {
             return self.call_server(resp, args);
         };
@@ -785,8 +816,10 @@ impl Runner<'_> {
         if self.read_only && row.meta.has(flags::WRITE) {
             return self.fail(b"ERR Write commands are not allowed from read-only scripts.");
         }
-        if !every_slot_is_local() && self.touches_foreign_key(&row.meta.keys, args) {
-            return self.fail(b"ERR Script attempted to access a non local key in a cluster node");
+        if !every_slot_is_local() {
+            if let Err(text) = self.reach_foreign_keys(&row.meta.keys, args) {
+                return self.fail(text);
+            }
         }
         let Some(handler) = row.handler else {
             return self.fail(b"ERR Unknown Redis command called from script");
@@ -800,6 +833,7 @@ impl Runner<'_> {
         }
         if row.meta.has(flags::WRITE) {
             busy::note_write();
+            self.wrote = true;
         }
         let engine = &mut *self.engine;
         match self
@@ -812,13 +846,41 @@ impl Runner<'_> {
         }
     }
 
-    /// A key of `args` (at the positions `keys` gives) neither declared nor of this
-    /// shard's slots.
-    fn touches_foreign_key(&self, keys: &KeySpec, args: ruvio_resp::Args<'_>) -> bool {
-        keys.positions(args)
+    /// The keys of `args` (at the positions `keys` gives) outside the slots of the
+    /// declared keys (Redis Cluster's rule), shown to the host, which brings those
+    /// of other shards here ([`ScriptHost::reach`]); or the error the call gets.
+    fn reach_foreign_keys(
+        &mut self,
+        keys: &KeySpec,
+        args: ruvio_resp::Args<'_>,
+    ) -> Result<(), &'static [u8]> {
+        let declared = if self.ctx.db == self.start_db {
+            self.keys
+        } else {
+            &[]
+        };
+        let outside: SmallVec<[&[u8]; 4]> = keys
+            .positions(args)
             .into_iter()
             .map(|p| args.get(p))
-            .any(|key| !self.keys.contains(&key) && !slot_is_local(crate::slot::key_slot(key)))
+            .filter(|key| !declared.contains(key))
+            .filter(|key| {
+                let slot = crate::slot::key_slot(key);
+                !declared.iter().any(|d| crate::slot::key_slot(d) == slot)
+            })
+            .collect();
+        if outside.is_empty() {
+            return Ok(());
+        }
+        let wrote = self.wrote || !self.ctx.effects.published.is_empty();
+        match server_cmds::reach(self.engine, self.ctx.db, &outside, wrote) {
+            Reach::Here => Ok(()),
+            Reach::StartOver => {
+                self.starting_over = true;
+                Err(STARTING_OVER_TEXT)
+            }
+            Reach::Refused => Err(NON_LOCAL),
+        }
     }
 
     /// A server command (TIME, PING, ...: see `server_cmds`).

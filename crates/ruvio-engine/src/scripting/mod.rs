@@ -47,7 +47,8 @@ use crate::Engine;
 
 pub use busy::{kill, set_script_watches, ScriptWatches};
 pub use lua::set_local_slots;
-pub use server_cmds::{set_script_host, set_server_commands, ScriptHost, ServerLookup};
+pub use lua::take_start_over;
+pub use server_cmds::{set_script_host, set_server_commands, Reach, ScriptHost, ServerLookup};
 
 /// Script bodies by their lower-case hex SHA1, shared by every shard.
 fn cache() -> &'static Mutex<HashMap<String, Arc<[u8]>>> {
@@ -59,7 +60,7 @@ fn cache() -> &'static Mutex<HashMap<String, Arc<[u8]>>> {
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// The lower-case hex SHA1 of `body` (Redis' `sha1hex`).
-pub(crate) fn sha1_hex(body: &[u8]) -> String {
+pub fn sha1_hex(body: &[u8]) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()
 }
 

@@ -46,7 +46,7 @@ pub trait ScriptHost {
     /// of another node (per-shard mode), which a script may not publish to.
     fn receivers(&self, shard_channel: bool, channel: &[u8]) -> Option<u64>;
     /// Keys in database `db` on the shards other than this one (as they last
-    /// published them).
+    /// published them), less those of theirs borrowed here for the running script.
     fn keys_elsewhere(&self, db: usize) -> u64;
     /// Answer server command `name` (its row's name: `lastsave`, `pubsub|numsub`
     /// ...) from what every shard shares; `None` for a command the host cannot
@@ -57,6 +57,24 @@ pub trait ScriptHost {
         args: Args<'_>,
         reply: &mut Reply<'_>,
     ) -> Option<Result<(), CmdError>>;
+    /// A script's call names `keys` of database `db` outside the slots of the
+    /// keys it declared (what Redis Cluster refuses; with several shards, some
+    /// may belong to other shards): bring those of other shards into `engine`
+    /// for the rest of the script, or say why not. `wrote`: the script has
+    /// changed something already (then it cannot start over).
+    fn reach(&self, engine: &mut Engine, db: usize, keys: &[&[u8]], wrote: bool) -> Reach;
+}
+
+/// What a script's call of undeclared keys of other shards gets ([`ScriptHost::reach`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// The keys are here now, until the script ends.
+    Here,
+    /// The script stops at once, changes nothing more, and runs again from its
+    /// start where it can reach every key (the server discards this run's reply).
+    StartOver,
+    /// Redis Cluster's error: the keys stay where they are.
+    Refused,
 }
 
 thread_local! {
@@ -71,6 +89,11 @@ pub fn set_script_host(host: Box<dyn ScriptHost>) {
 /// `f` of this thread's host; `None` for an engine alone (unit tests, tools).
 fn with_host<R>(f: impl FnOnce(&dyn ScriptHost) -> R) -> Option<R> {
     HOST.with(|h| h.borrow().as_deref().map(f))
+}
+
+/// [`ScriptHost::reach`] of this thread's host; an engine alone refuses.
+pub(super) fn reach(engine: &mut Engine, db: usize, keys: &[&[u8]], wrote: bool) -> Reach {
+    with_host(|h| h.reach(engine, db, keys, wrote)).unwrap_or(Reach::Refused)
 }
 
 /// DBSIZE from a script: this shard's keys plus the other shards' (a whole

@@ -1,0 +1,392 @@
+//! Scripts that touch keys they did not declare, on other shards (forward mode with
+//! several shards): what one Redis allows (BullMQ builds job keys from a prefix
+//! inside its scripts) and Redis Cluster refuses.
+//!
+//! A script runs to completion on one shard, synchronously: it cannot wait for
+//! another shard's loop the way a borrowing command does (`lending`). So a script
+//! that needs such a key borrows it *now*: it sends the owner a lend request and
+//! waits on this thread for the answer ([`crate::forward::lend_now`]). The key comes
+//! into this shard's keyspace, is lent (invisible) on its owner, and goes home with
+//! the script's other borrowed keys when the script is over. Waiting on a thread is
+//! safe only when nothing the owner needs in order to answer can be waiting for
+//! this shard, which the **script lock** arranges:
+//!
+//! - One script at a time, in the whole process, may wait so: the holder of the
+//!   lock (an atomic; shard + 1, 0 when free).
+//! - Before the holder's script starts, the server is *quiet*: no command of any
+//!   shard is borrowing keys (each shard counts its borrowing commands, in
+//!   [`crate::stats::ShardGauges::borrowing`]), and no key of the holder's shard is
+//!   out on loan. A command that starts borrowing while the lock is held parks
+//!   until it is free (it counts itself first, then looks at the lock; the holder
+//!   takes the lock first, then looks at the counts: with sequentially consistent
+//!   atomics one of the two sees the other). So no other shard ever waits for the
+//!   holder, and every owner's loop answers the holder's requests.
+//! - Commands that borrow nothing (single-key commands, forwarded or local, and
+//!   scripts whose keys are all on one shard) go on everywhere meanwhile.
+//!
+//! Which scripts take the lock: every script whose declared keys are on several
+//! shards (it borrows anyway), and every script *known* to reach undeclared keys
+//! of other shards (by its body, SHA1 or function name, remembered for the
+//! process). A script not known yet that reaches such a key while running on the
+//! client's own shard, before it wrote anything, stops (its calls fail from then
+//! on, so it changes nothing), and runs again from its start under the lock; one
+//! that already wrote, or runs on another shard for a client (forwarded), gets
+//! Redis Cluster's error for that call. Both make it known, so the next run takes
+//! the lock. The costs and the remaining difference are in docs/scripting.md.
+
+use crate::lending::{DbKey, LendRequest};
+use crate::shard::ShardCore;
+use ahash::AHashSet;
+use ruvio_engine::scripting::Reach;
+use ruvio_engine::Engine;
+use ruvio_resp::Args;
+use std::cell::RefCell;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::Mutex;
+
+/// The process-wide part (in [`crate::stats::Shared`]).
+#[derive(Debug, Default)]
+pub struct ScriptLock {
+    /// 0 when free, else the holding shard + 1.
+    holder: AtomicUsize,
+    /// Shards with commands parked until the lock is free, a bit each (shard % 64).
+    parked: AtomicU64,
+    /// Scripts known to reach undeclared keys of other shards ([`identity`]).
+    known: Mutex<AHashSet<u64>>,
+    /// Bumped when `known` grows: each shard refreshes its copy then.
+    known_version: AtomicU64,
+}
+
+/// How the script about to run may reach undeclared keys of other shards.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Run {
+    /// It runs for a client of this shard and may start over under the lock.
+    pub may_start_over: bool,
+    /// Its command holds the script lock: it may borrow keys now.
+    pub holds_lock: bool,
+    /// It holds the lock for its probation: its declared keys are on one shard
+    /// and this shard has not run it without the lock ([`must_lock`]).
+    pub probation: bool,
+    /// It may take the lock while it runs, if the lock is free and the server quiet
+    /// (its caller sends borrowed keys home, and its writes' log records stay
+    /// right: a command on borrowed keys, or no log).
+    pub may_lock_now: bool,
+    /// What of a quiet server its own command accounts for: this shard's
+    /// borrowing commands (its own, when it borrows) and keys of this shard lent
+    /// (to itself).
+    pub own_borrowing: u64,
+    pub own_lent: usize,
+}
+
+/// What a script left behind ([`end_run`]).
+#[derive(Debug, Default)]
+pub struct Ended {
+    /// Keys it borrowed while it ran, `(db, key)`: in this shard's keyspace until
+    /// they are sent home.
+    pub loans: Vec<DbKey>,
+    /// It reached undeclared keys of other shards (it is remembered: [`remember`]).
+    pub reached: bool,
+    /// It took the script lock while it ran: free it once the loans are sent.
+    pub locked_now: bool,
+    /// It ran its probation under the lock and reached no key outside its
+    /// declared slots: it may run without the lock here from now on.
+    pub confined: bool,
+    /// Per database: keys of other shards here for it (borrowed before it ran or
+    /// while it ran), which its DBSIZE counts on their owners.
+    pub held: Vec<u64>,
+}
+
+/// This shard thread's part.
+#[derive(Default)]
+struct ThisShard {
+    run: Run,
+    /// What the running script leaves behind so far.
+    ended: Ended,
+    /// A copy of the scripts known to reach undeclared keys of other shards, and
+    /// the version it was taken at.
+    reaching: AHashSet<u64>,
+    known_version: u64,
+    /// Scripts this shard ran under the lock that reached none ([`must_lock`]).
+    confined: AHashSet<u64>,
+    /// Tickets of the lend requests the running script sent.
+    next_ticket: u64,
+}
+
+thread_local! {
+    static THIS: RefCell<ThisShard> = RefCell::default();
+}
+
+/// Tickets of a script's lend requests: apart from the lending module's own.
+const LEND_NOW_TICKETS: u64 = 1 << 63;
+
+/// The commands that run a script.
+pub fn is_script(name: &str) -> bool {
+    matches!(
+        name,
+        "eval" | "eval_ro" | "evalsha" | "evalsha_ro" | "fcall" | "fcall_ro"
+    )
+}
+
+/// The script about to run reaches undeclared keys as `run` says (until [`end_run`]).
+pub fn begin_run(run: Run) {
+    THIS.with(|t| t.borrow_mut().run = run);
+}
+
+/// The script about to run may borrow keys while it runs ([`begin_run`]).
+pub fn may_borrow() -> bool {
+    THIS.with(|t| {
+        let run = t.borrow().run;
+        run.holds_lock || run.may_lock_now
+    })
+}
+
+/// The script ran: what it left behind.
+pub fn end_run() -> Ended {
+    THIS.with(|t| {
+        let mut t = t.borrow_mut();
+        let confined = std::mem::take(&mut t.run).probation && !t.ended.reached;
+        Ended {
+            confined,
+            ..std::mem::take(&mut t.ended)
+        }
+    })
+}
+
+/// The host's side of a script's call of `keys` of `db` that it did not declare
+/// and other shards own ([`ruvio_engine::scripting::ScriptHost::reach`]).
+pub fn reach(
+    core: (&crate::stats::Shared, &crate::topology::Topology, usize),
+    engine: &mut Engine,
+    db: usize,
+    keys: &[&[u8]],
+    wrote: bool,
+) -> Reach {
+    let (shared, topo, me) = core;
+    THIS.with(|t| {
+        let mut t = t.borrow_mut();
+        t.ended.reached = true;
+        let mut wanted: Vec<(usize, DbKey)> = keys
+            .iter()
+            .map(|key| (topo.key_owner(key), key))
+            .filter(|(owner, _)| *owner != me)
+            .filter(|(_, key)| !t.ended.loans.iter().any(|(d, k)| *d == db && k == *key))
+            .map(|(owner, key)| (owner, (db, key.to_vec())))
+            .collect();
+        if wanted.is_empty() {
+            return Reach::Here;
+        }
+        if !t.run.holds_lock {
+            let run = t.run;
+            if run.may_lock_now && lock_now(shared, me, run) {
+                t.run.holds_lock = true;
+                t.ended.locked_now = true;
+            } else if run.may_start_over && !wrote {
+                return Reach::StartOver;
+            } else {
+                return Reach::Refused;
+            }
+        }
+        wanted.sort();
+        wanted.dedup();
+        let mut at = 0;
+        while at < wanted.len() {
+            let owner = wanted[at].0;
+            let end = at + wanted[at..].iter().take_while(|(o, _)| *o == owner).count();
+            let ticket = LEND_NOW_TICKETS + t.next_ticket;
+            t.next_ticket += 1;
+            let request = LendRequest {
+                from: me,
+                ticket,
+                keys: wanted[at..end].iter().map(|(_, k)| k.clone()).collect(),
+                now: true,
+            };
+            for (entry_db, key, entry) in crate::forward::lend_now(owner, request) {
+                if let Some(entry) = entry {
+                    engine.adopt(entry_db, entry);
+                    add_held(&mut t.ended.held, entry_db);
+                }
+                t.ended.loans.push((entry_db, key));
+            }
+            at = end;
+        }
+        Reach::Here
+    })
+}
+
+/// A key of another shard of database `db` is here for the script about to run
+/// (borrowed for its command).
+pub fn note_held(db: usize) {
+    THIS.with(|t| add_held(&mut t.borrow_mut().ended.held, db));
+}
+
+fn add_held(held: &mut Vec<u64>, db: usize) {
+    if held.len() <= db {
+        held.resize(db + 1, 0);
+    }
+    held[db] += 1;
+}
+
+/// Keys of other shards of database `db` here for the running script: a script's
+/// DBSIZE counts them on their owners, not here.
+pub fn held_here(db: usize) -> u64 {
+    THIS.with(|t| t.borrow().ended.held.get(db).copied().unwrap_or(0))
+}
+
+/// Take the lock in the middle of a script, if it is free and the server quiet but
+/// for the script's own command (`run`); false, and the lock stays free, otherwise.
+fn lock_now(shared: &crate::stats::Shared, me: usize, run: Run) -> bool {
+    let lock = &shared.script_lock;
+    if lock.holder.compare_exchange(0, me + 1, SeqCst, SeqCst).is_err() {
+        return false;
+    }
+    let quiet = shared.shards[me].lent.load(SeqCst) == run.own_lent as u64
+        && shared.shards.iter().enumerate().all(|(shard, gauges)| {
+            let own = if shard == me { run.own_borrowing } else { 0 };
+            gauges.borrowing.load(SeqCst) == own
+        });
+    if !quiet {
+        free(shared, me);
+    }
+    quiet
+}
+
+/// Take the script lock for this shard; false when another shard holds it (this
+/// shard is then woken when it is free).
+pub fn try_lock(core: &ShardCore) -> bool {
+    let lock = &core.shared.script_lock;
+    let me = core.id + 1;
+    if lock.holder.compare_exchange(0, me, SeqCst, SeqCst).is_ok() {
+        return true;
+    }
+    wait_for_lock(core)
+}
+
+/// Ask to be woken when the lock is free; true when it already is (try again).
+fn wait_for_lock(core: &ShardCore) -> bool {
+    let lock = &core.shared.script_lock;
+    lock.parked.fetch_or(1 << (core.id % 64), SeqCst);
+    let me = core.id + 1;
+    lock.holder.compare_exchange(0, me, SeqCst, SeqCst).is_ok()
+}
+
+/// The lock holder may let its script borrow now: no command of any shard is
+/// borrowing keys, and none of this shard's keys is out on loan.
+pub fn quiet(core: &ShardCore) -> bool {
+    !core.lending.any_lent() && core.shared.shards.iter().all(|s| s.borrowing.load(SeqCst) == 0)
+}
+
+/// Free the lock and wake the shards that parked commands behind it.
+pub fn unlock(core: &ShardCore) {
+    free(&core.shared, core.id);
+}
+
+/// Free the lock held by shard `me` and wake the shards parked behind it.
+fn free(shared: &crate::stats::Shared, me: usize) {
+    let lock = &shared.script_lock;
+    lock.holder.store(0, SeqCst);
+    let parked = lock.parked.swap(0, SeqCst);
+    for shard in (0..shared.shards.len()).filter(|s| parked & (1 << (s % 64)) != 0) {
+        if shard != me {
+            crate::forward::ring(shard);
+        }
+    }
+}
+
+/// A command of this shard starts borrowing keys; false when another shard holds
+/// the script lock (the command waits until it is free: this shard is woken then).
+pub fn begin_borrowing(core: &ShardCore) -> bool {
+    let lock = &core.shared.script_lock;
+    let count = &core.shared.shards[core.id].borrowing;
+    count.fetch_add(1, SeqCst);
+    // Parked on the holder's own shard too: the holder's script will wait on
+    // this thread, where a borrowing command could not go on.
+    if lock.holder.load(SeqCst) == 0 {
+        return true;
+    }
+    count.fetch_sub(1, SeqCst);
+    lock.parked.fetch_or(1 << (core.id % 64), SeqCst);
+    // Freed meanwhile: nobody will wake this shard, so go on now.
+    if lock.holder.load(SeqCst) == 0 {
+        return begin_borrowing(core);
+    }
+    false
+}
+
+/// A command of this shard is done borrowing: the lock holder may be waiting for
+/// the server to be quiet.
+pub fn end_borrowing(core: &ShardCore) {
+    core.shared.shards[core.id].borrowing.fetch_sub(1, SeqCst);
+    let holder = core.shared.script_lock.holder.load(SeqCst);
+    if holder != 0 && holder != core.id + 1 {
+        crate::forward::ring(holder - 1);
+    }
+}
+
+/// Whether the script `args` runs (EVAL, EVALSHA, FCALL ...) takes the script lock
+/// before it starts: it is known to reach keys outside its declared slots, or this
+/// shard has not run it yet (its first run here is its probation).
+pub fn must_lock(core: &ShardCore, args: Args<'_>) -> bool {
+    let Some(id) = identity(args) else {
+        return false;
+    };
+    let version = core.shared.script_lock.known_version.load(SeqCst);
+    THIS.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.known_version != version {
+            let known = core.shared.script_lock.known.lock();
+            t.reaching = known.unwrap_or_else(|e| e.into_inner()).clone();
+            t.known_version = version;
+        }
+        t.reaching.contains(&id) || !t.confined.contains(&id)
+    })
+}
+
+/// The script `args` passed its probation (under the script lock, it reached no
+/// key outside its declared slots): from now on it runs without the lock on this
+/// shard, unless a run reaches such a key.
+pub fn confined(args: Args<'_>) {
+    if let Some(id) = identity(args) {
+        THIS.with(|t| t.borrow_mut().confined.insert(id));
+    }
+}
+
+/// Remember that the script `args` runs reaches undeclared keys of other shards
+/// (an EVAL's body under its SHA1 too, for a later EVALSHA).
+pub fn remember(core: &ShardCore, args: Args<'_>) {
+    let Some(id) = identity(args) else {
+        return;
+    };
+    let lock = &core.shared.script_lock;
+    let mut known = lock.known.lock().unwrap_or_else(|e| e.into_inner());
+    let mut added = known.insert(id);
+    if args.get(0).len() == 4 || args.get(0).eq_ignore_ascii_case(b"eval_ro") {
+        let sha = ruvio_engine::scripting::sha1_hex(args.get(1));
+        added |= known.insert(identity_of(b's', sha.as_bytes(), args.get(2)));
+    }
+    if added {
+        lock.known_version.fetch_add(1, SeqCst);
+    }
+}
+
+/// A script as its command names it, with how many keys it declares, hashed: an
+/// EVAL's body, an EVALSHA's SHA1 (any case), an FCALL's function name.
+fn identity(args: Args<'_>) -> Option<u64> {
+    if args.len() < 3 {
+        return None;
+    }
+    let name = args.get(0);
+    let (named, numkeys) = (args.get(1), args.get(2));
+    Some(if name.len() >= 5 && name[..5].eq_ignore_ascii_case(b"fcall") {
+        identity_of(b'f', named, numkeys)
+    } else if name.len() >= 7 && name[..7].eq_ignore_ascii_case(b"evalsha") {
+        identity_of(b's', &named.to_ascii_lowercase(), numkeys)
+    } else {
+        identity_of(b'b', named, numkeys)
+    })
+}
+
+fn identity_of(kind: u8, named: &[u8], numkeys: &[u8]) -> u64 {
+    // Fixed seeds: every shard hashes a script the same way.
+    ahash::RandomState::with_seeds(1, 2, 3, 4).hash_one((kind, named, numkeys))
+}

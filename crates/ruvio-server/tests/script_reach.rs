@@ -1,0 +1,299 @@
+//! Scripts that touch keys they did not declare, on both shards, in forward mode
+//! (crates/ruvio-server/src/script_lock.rs, docs/scripting.md): one Redis allows it,
+//! so Ruvio must too. Replies are compared with a real redis-server byte for byte
+//! (reads, writes, new keys, inner multi-key commands between shards, errors after
+//! a write, pcall, EVALSHA, FCALL, a script that starts over, one known from a
+//! previous run), and under concurrent clients such scripts stay atomic (a reader
+//! script always sees the same total while writer scripts move units between keys
+//! of both shards) without deadlocking against borrowing commands and transactions.
+
+mod common;
+
+use common::*;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+/// `(a0, a1)` on shard 0 and `(b0, b1)` on shard 1 of 2.
+fn keys() -> [String; 4] {
+    [
+        key_on_shard("sa", 0, 2),
+        key_on_shard("sb", 0, 2),
+        key_on_shard("sc", 1, 2),
+        key_on_shard("sd", 1, 2),
+    ]
+}
+
+const LIBRARY: &str = "#!lua name=reach
+redis.register_function('move', function(keys, args)
+  redis.call('decrby', args[1], args[3])
+  return redis.call('incrby', args[2], args[3])
+end)";
+
+#[test]
+fn undeclared_keys_of_both_shards_answer_as_one_redis() {
+    let Some(servers) = DiffServers::forward("script_reach", 2) else {
+        return;
+    };
+    let [a0, a1, b0, b1] = keys();
+    let read_all = "local r = {} for i, k in ipairs(ARGV) do r[i] = redis.call('get', k) or false end return r";
+    let incr_both = "redis.call('incr', KEYS[1]) redis.call('incr', ARGV[1]) \
+                     return {redis.call('get', KEYS[1]), redis.call('get', ARGV[1])}";
+    let new_keys = "for i = 1, 6 do redis.call('hset', 'job:' .. ARGV[1] .. i, 'n', i) end \
+                    return redis.call('hgetall', 'job:' .. ARGV[1] .. '4')";
+    let moves = "redis.call('rpush', ARGV[1], 'x', 'y', 'z') \
+                 redis.call('lmove', ARGV[1], ARGV[2], 'LEFT', 'RIGHT') \
+                 redis.call('rename', ARGV[2], ARGV[3]) \
+                 redis.call('sadd', ARGV[4] .. 's', 'm1', 'm2') \
+                 redis.call('sunionstore', ARGV[1] .. 'u', ARGV[4] .. 's', ARGV[3] .. 'none') \
+                 return {redis.call('lrange', ARGV[1], 0, -1), redis.call('lrange', ARGV[3], 0, -1), \
+                         redis.call('sort', ARGV[1] .. 'u', 'alpha')}";
+    let fails_after_write = "redis.call('set', ARGV[1], 'text') return redis.call('incr', ARGV[1])";
+    let caught = "local ok = redis.pcall('incr', ARGV[1]) \
+                  redis.call('set', ARGV[2], 'after') return {ok['err'], redis.call('get', ARGV[2])}";
+    let deletes = "return {redis.call('del', ARGV[1], ARGV[2], ARGV[3]), redis.call('exists', ARGV[1], ARGV[2])}";
+    let steps: Vec<Vec<String>> = vec![
+        vec!["mset".into(), a0.clone(), "1".into(), a1.clone(), "2".into(), b0.clone(), "3".into(), b1.clone(), "4".into()],
+        // No keys: it runs on the client's shard and starts over if it must.
+        vec!["eval".into(), read_all.into(), "0".into(), a0.clone(), a1.clone(), b0.clone(), b1.clone()],
+        // A declared key of each shard, and an undeclared one of the other, twice
+        // (the second run is known to need the script lock).
+        vec!["eval".into(), incr_both.into(), "1".into(), a0.clone(), b0.clone()],
+        vec!["eval".into(), incr_both.into(), "1".into(), a0.clone(), b0.clone()],
+        vec!["eval".into(), incr_both.into(), "1".into(), b1.clone(), a1.clone()],
+        vec!["eval".into(), incr_both.into(), "1".into(), b1.clone(), a1.clone()],
+        vec!["script".into(), "load".into(), incr_both.into()],
+        vec!["evalsha".into(), "".into(), "1".into(), a1.clone(), b1.clone()],
+        vec!["eval".into(), new_keys.into(), "0".into(), "7".into()],
+        vec!["eval".into(), moves.into(), "0".into(), format!("{a0}l"), format!("{b0}l"), format!("{b1}l"), a1.clone()],
+        vec!["eval".into(), fails_after_write.into(), "0".into(), b0.clone()],
+        vec!["get".into(), b0.clone()],
+        vec!["eval".into(), caught.into(), "0".into(), b0.clone(), a0.clone()],
+        vec!["function".into(), "load".into(), LIBRARY.into()],
+        vec!["fcall".into(), "move".into(), "0".into(), a1.clone(), b1.clone(), "5".into()],
+        vec!["fcall".into(), "move".into(), "0".into(), b1.clone(), a1.clone(), "2".into()],
+        vec!["eval".into(), read_all.into(), "0".into(), a0.clone(), a1.clone(), b0.clone(), b1.clone()],
+        vec!["eval".into(), deletes.into(), "1".into(), b0.clone(), b0.clone(), a0.clone(), "job:71".into()],
+        vec!["mget".into(), a0.clone(), a1.clone(), b0.clone(), b1.clone()],
+        vec!["hgetall".into(), "job:76".into()],
+        vec!["dbsize".into()],
+    ];
+    let mut redis = servers.reference.raw();
+    let mut ruvio = servers.target.raw();
+    for conn in [&mut redis, &mut ruvio] {
+        assert_eq!(conn.cmd(&["flushall"]), b"+OK\r\n");
+        assert_eq!(conn.cmd(&["function", "flush"]), b"+OK\r\n");
+    }
+    let sha = String::from_utf8(redis.cmd(&["script", "load", incr_both])[5..45].to_vec()).unwrap();
+    for round in 0..2 {
+        for step in &steps {
+            let mut step = step.clone();
+            if step[0] == "evalsha" {
+                step[1] = sha.clone();
+            }
+            if step[0] == "function" && round == 1 {
+                step.insert(2, "replace".into());
+            }
+            let expected = redis.cmd(&step);
+            let got = ruvio.cmd(&step);
+            assert_eq!(show(&got), show(&expected), "round {round}: {:?}", &step[..2]);
+        }
+    }
+}
+
+/// Run `f` on a thread; fail the test if it has not finished after `limit` (a
+/// deadlock would hang the test otherwise).
+fn bounded(limit: Duration, workers: Vec<thread::JoinHandle<()>>) {
+    let (done, finished) = mpsc::channel();
+    let count = workers.len();
+    for worker in workers {
+        let done = done.clone();
+        thread::spawn(move || {
+            let result = worker.join();
+            let _ = done.send(result.is_ok());
+        });
+    }
+    for _ in 0..count {
+        match finished.recv_timeout(limit) {
+            Ok(true) => {}
+            Ok(false) => panic!("a client failed"),
+            Err(_) => panic!("clients still running after {limit:?}: deadlock"),
+        }
+    }
+}
+
+const TOTAL_PER_KEY: i64 = 100;
+
+#[test]
+fn scripts_on_undeclared_keys_stay_atomic_under_load() {
+    let server = Server::forward(2);
+    let counters: Vec<String> = (0..8).map(|i| key_on_shard(&format!("ct{i}x"), i % 2, 2)).collect();
+    let total = TOTAL_PER_KEY * counters.len() as i64;
+    let mut c = server.raw();
+    for key in &counters {
+        assert_eq!(c.cmd(&["set", key, &TOTAL_PER_KEY.to_string()]), b"+OK\r\n");
+    }
+    let (r0, r1) = (key_on_shard("rn", 0, 2), key_on_shard("rn", 1, 2));
+    assert_eq!(c.cmd(&["set", &r0, "v"]), b"+OK\r\n");
+    let mover = "local n = tonumber(redis.call('get', ARGV[1])) \
+                 if n > 0 then redis.call('decr', ARGV[1]) redis.call('incr', ARGV[2]) end return n";
+    let declared_mover = "local n = tonumber(redis.call('get', KEYS[1])) \
+                 if n > 0 then redis.call('decr', KEYS[1]) redis.call('incr', ARGV[1]) end return n";
+    let sum = "local s = 0 for _, k in ipairs(ARGV) do s = s + tonumber(redis.call('get', k)) end return s";
+    let rounds = 200;
+    let mut workers = Vec::new();
+    for w in 0..3 {
+        let (port, counters) = (server.port(), counters.clone());
+        workers.push(thread::spawn(move || {
+            let mut c = RawConn::connect(port);
+            for i in 0..rounds {
+                let from = &counters[(i * 3 + w) % counters.len()];
+                let to = &counters[(i * 5 + w + 1) % counters.len()];
+                let reply = match (i + w) % 3 {
+                    0 => c.cmd(&["eval", mover, "0", from, to]),
+                    1 => c.cmd(&["eval", declared_mover, "1", from, to]),
+                    _ => c.cmd(&["eval", mover, "2", from, to, from, to]),
+                };
+                assert_eq!(reply[0], b':', "{}", show(&reply));
+            }
+        }));
+    }
+    for w in 0..2 {
+        let (port, counters) = (server.port(), counters.clone());
+        workers.push(thread::spawn(move || {
+            let mut c = RawConn::connect(port);
+            for i in 0..rounds {
+                let mut args = vec!["eval", sum, "0"];
+                args.extend(counters.iter().map(String::as_str));
+                let expected = format!(":{total}\r\n");
+                assert_eq!(show(&c.cmd(&args)), show(expected.as_bytes()), "reader {w}");
+                if i % 10 == 0 {
+                    // A transaction over keys of both shards borrows them all.
+                    assert_eq!(c.cmd(&["multi"]), b"+OK\r\n");
+                    for key in &counters {
+                        assert_eq!(c.cmd(&["get", key]), b"+QUEUED\r\n");
+                    }
+                    let reply = c.cmd(&["exec"]);
+                    let values = parse_ints(&reply);
+                    assert_eq!(values.iter().sum::<i64>(), total, "{}", show(&reply));
+                }
+            }
+        }));
+    }
+    // Borrowing commands between the shards meanwhile.
+    let port = server.port();
+    workers.push(thread::spawn(move || {
+        let mut c = RawConn::connect(port);
+        for i in 0..rounds {
+            let (from, to) = if i % 2 == 0 { (&r0, &r1) } else { (&r1, &r0) };
+            assert_eq!(c.cmd(&["rename", from, to]), b"+OK\r\n");
+            let list = c.cmd(&["lmove", from, to, "left", "right"]);
+            assert!(list.starts_with(b"$-1") || list.starts_with(b"-WRONGTYPE"), "{}", show(&list));
+        }
+    }));
+    bounded(Duration::from_secs(120), workers);
+    let mut args = vec!["eval", sum, "0"];
+    args.extend(counters.iter().map(String::as_str));
+    assert_eq!(c.cmd(&args), format!(":{total}\r\n").as_bytes());
+}
+
+/// The integers of a RESP2 array of bulk strings.
+fn parse_ints(reply: &[u8]) -> Vec<i64> {
+    let text = String::from_utf8_lossy(reply);
+    text.split("\r\n")
+        .filter(|line| !line.starts_with('*') && !line.starts_with('$') && !line.is_empty())
+        .map(|n| n.parse().unwrap_or_else(|_| panic!("not a number in {text:?}")))
+        .collect()
+}
+
+/// Reaches keys outside its declared slots only when ARGV[1] says so: its
+/// probation (its first run on a shard, under the script lock) reaches none, so
+/// later runs go without the lock until one reaches.
+const SOMETIMES: &str = "if ARGV[1] == 'reach' then \
+                         return {redis.call('incr', ARGV[2]), redis.call('incr', ARGV[3])} end \
+                         return 'stayed'";
+const SOMETIMES_READS: &str = "if ARGV[1] == 'reach' then \
+                               return {redis.call('get', ARGV[2]), redis.call('get', ARGV[3])} end \
+                               return 'stayed'";
+
+#[test]
+fn a_script_that_reaches_only_sometimes_takes_the_lock_when_it_does() {
+    // Without a log the run takes the script lock where it reaches the key.
+    let server = Server::forward(2);
+    let [a0, _, b0, _] = keys();
+    // Each connection lands on some shard: several, to run on both.
+    for round in 1..=4 {
+        let mut c = server.raw();
+        assert_eq!(c.cmd(&["eval", SOMETIMES, "0", "stay"]), b"$6\r\nstayed\r\n");
+        let (first, second) = if round % 2 == 0 { (&a0, &b0) } else { (&b0, &a0) };
+        let reply = c.cmd(&["eval", SOMETIMES, "0", "reach", first, second]);
+        let expected = format!("*2\r\n:{round}\r\n:{round}\r\n");
+        assert_eq!(show(&reply), show(expected.as_bytes()));
+    }
+}
+
+fn data_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ruvio-script-reach-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn with_a_log_a_script_that_reaches_starts_over_and_its_writes_last() {
+    let dir = data_dir("everysec");
+    let args = ["--dir", dir.to_str().unwrap(), "--durability", "everysec"];
+    let server = Server::ruvio_with(PortMode::Forward, 2, &args);
+    let [a0, a1, b0, b1] = keys();
+    // A read-only run reaching another shard's key starts over under the lock.
+    let mut c = server.raw();
+    assert_eq!(c.cmd(&["mset", &a0, "1", &b0, "2"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["eval", SOMETIMES_READS, "0", "stay"]), b"$6\r\nstayed\r\n");
+    for (first, second) in [(&a0, &b0), (&b0, &a0)] {
+        let reply = c.cmd(&["eval", SOMETIMES_READS, "0", "reach", first, second]);
+        let value = |k: &String| if *k == a0 { "1" } else { "2" };
+        let expected = format!("*2\r\n$1\r\n{}\r\n$1\r\n{}\r\n", value(first), value(second));
+        assert_eq!(show(&reply), show(expected.as_bytes()));
+    }
+    // One that wrote before it reached cannot start over: a log keeps its runs
+    // from taking the lock midway, so that run gets Redis Cluster's error (its
+    // first write stays, as after any script error) and the script is known from
+    // then on (docs/scripting.md). Run from both shards' connections.
+    let mut refused = 0;
+    for round in 0..4 {
+        let mut c = server.raw();
+        assert_eq!(c.cmd(&["eval", SOMETIMES, "0", "stay"]), b"$6\r\nstayed\r\n");
+        let (first, second) = if round % 2 == 0 { (&a1, &b1) } else { (&b1, &a1) };
+        let reply = c.cmd(&["eval", SOMETIMES, "0", "reach", first, second]);
+        if reply.starts_with(b"-ERR Script attempted to access a non local key in a cluster node") {
+            refused += 1;
+            continue;
+        }
+        assert!(reply.starts_with(b"*2\r\n:"), "{}", show(&reply));
+    }
+    assert!(refused <= 1, "refused {refused} times: the script is known after the first");
+    // Keys written through a script's loans are in their owners' logs.
+    let mut c = server.raw();
+    let script = "redis.call('set', ARGV[1], 'x') redis.call('set', ARGV[2], 'y') return 1";
+    assert_eq!(c.cmd(&["eval", script, "0", "{w}0", "{w}7"]), b":1\r\n");
+    let (w0, w1) = (key_on_shard("w", 0, 2), key_on_shard("w", 1, 2));
+    assert_eq!(c.cmd(&["eval", script, "0", &w0, &w1]), b":1\r\n");
+    let before = c.cmd(&["mget", &a0, &a1, &b0, &b1, &w0, &w1]);
+    std::thread::sleep(Duration::from_millis(1600));
+    drop(server); // SIGKILL
+    let server = Server::ruvio_with(PortMode::Forward, 2, &args);
+    let mut c = server.raw();
+    wait_loaded(&mut c);
+    assert_eq!(show(&c.cmd(&["mget", &a0, &a1, &b0, &b1, &w0, &w1])), show(&before));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Wait until the restarted server answers without -LOADING.
+fn wait_loaded(c: &mut RawConn) {
+    for _ in 0..500 {
+        if !c.cmd(&["ping"]).starts_with(b"-LOADING") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("still loading");
+}
