@@ -436,7 +436,9 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
 /// server has none but its own command's).
 fn count_lent(core: &ShardCore) {
     let lent = core.lending.lent.len() as u64;
-    core.shared.shards[core.id].lent.store(lent, std::sync::atomic::Ordering::SeqCst);
+    core.shared.shards[core.id]
+        .lent
+        .store(lent, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// The coordinator's side: an owner lent its keys.

@@ -31,10 +31,10 @@ use crate::pubsub::{self, Caller, Kind};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::stats::Shared;
+use crate::topology::Topology;
 use ruvio_engine::command::Published;
 use ruvio_engine::glob_match;
-use crate::topology::Topology;
-use ruvio_engine::scripting::{Reach, ScriptHost};
+use ruvio_engine::scripting::{Reach, Reaching, ScriptHost};
 use ruvio_engine::Engine;
 use ruvio_resp::{Args, Reply};
 use std::sync::atomic::Ordering::Relaxed;
@@ -133,11 +133,11 @@ impl ScriptHost for Host {
         crate::cmd::pubsub::answer(&view, name, args, reply)
     }
 
-    fn reach(&self, engine: &mut Engine, db: usize, keys: &[&[u8]], wrote: bool) -> Reach {
+    fn reach(&self, engine: &mut Engine, call: Reaching<'_>) -> Reach {
         match self.mode {
             PortMode::Forward => {
                 let core = (&*self.shared, &*self.topo, self.id);
-                crate::script_lock::reach(core, engine, db, keys, wrote)
+                crate::script_lock::reach(core, engine, call)
             }
             // Redis Cluster's rule: a node's scripts see its own slots only.
             PortMode::PerShard => {
@@ -145,7 +145,7 @@ impl ScriptHost for Host {
                     let slot = ruvio_engine::slot::key_slot(key);
                     (self.slots.0..=self.slots.1).contains(&slot)
                 };
-                match keys.iter().all(local) {
+                match call.keys.iter().all(local) {
                     true => Reach::Here,
                     false => Reach::Refused,
                 }

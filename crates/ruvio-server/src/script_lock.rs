@@ -37,7 +37,7 @@
 use crate::lending::{DbKey, LendRequest};
 use crate::shard::ShardCore;
 use ahash::AHashSet;
-use ruvio_engine::scripting::Reach;
+use ruvio_engine::scripting::{Reach, Reaching};
 use ruvio_engine::Engine;
 use ruvio_resp::Args;
 use std::cell::RefCell;
@@ -158,15 +158,15 @@ pub fn end_run() -> Ended {
 pub fn reach(
     core: (&crate::stats::Shared, &crate::topology::Topology, usize),
     engine: &mut Engine,
-    db: usize,
-    keys: &[&[u8]],
-    wrote: bool,
+    call: Reaching<'_>,
 ) -> Reach {
     let (shared, topo, me) = core;
+    let (db, wrote) = (call.db, call.wrote);
     THIS.with(|t| {
         let mut t = t.borrow_mut();
-        t.ended.reached = true;
-        let mut wanted: Vec<(usize, DbKey)> = keys
+        t.ended.reached |= call.outside;
+        let mut wanted: Vec<(usize, DbKey)> = call
+            .keys
             .iter()
             .map(|key| (topo.key_owner(key), key))
             .filter(|(owner, _)| *owner != me)
@@ -237,7 +237,11 @@ pub fn held_here(db: usize) -> u64 {
 /// for the script's own command (`run`); false, and the lock stays free, otherwise.
 fn lock_now(shared: &crate::stats::Shared, me: usize, run: Run) -> bool {
     let lock = &shared.script_lock;
-    if lock.holder.compare_exchange(0, me + 1, SeqCst, SeqCst).is_err() {
+    if lock
+        .holder
+        .compare_exchange(0, me + 1, SeqCst, SeqCst)
+        .is_err()
+    {
         return false;
     }
     let quiet = shared.shards[me].lent.load(SeqCst) == run.own_lent as u64
@@ -273,7 +277,12 @@ fn wait_for_lock(core: &ShardCore) -> bool {
 /// The lock holder may let its script borrow now: no command of any shard is
 /// borrowing keys, and none of this shard's keys is out on loan.
 pub fn quiet(core: &ShardCore) -> bool {
-    !core.lending.any_lent() && core.shared.shards.iter().all(|s| s.borrowing.load(SeqCst) == 0)
+    !core.lending.any_lent()
+        && core
+            .shared
+            .shards
+            .iter()
+            .all(|s| s.borrowing.load(SeqCst) == 0)
 }
 
 /// Free the lock and wake the shards that parked commands behind it.
@@ -377,13 +386,15 @@ fn identity(args: Args<'_>) -> Option<u64> {
     }
     let name = args.get(0);
     let (named, numkeys) = (args.get(1), args.get(2));
-    Some(if name.len() >= 5 && name[..5].eq_ignore_ascii_case(b"fcall") {
-        identity_of(b'f', named, numkeys)
-    } else if name.len() >= 7 && name[..7].eq_ignore_ascii_case(b"evalsha") {
-        identity_of(b's', &named.to_ascii_lowercase(), numkeys)
-    } else {
-        identity_of(b'b', named, numkeys)
-    })
+    Some(
+        if name.len() >= 5 && name[..5].eq_ignore_ascii_case(b"fcall") {
+            identity_of(b'f', named, numkeys)
+        } else if name.len() >= 7 && name[..7].eq_ignore_ascii_case(b"evalsha") {
+            identity_of(b's', &named.to_ascii_lowercase(), numkeys)
+        } else {
+            identity_of(b'b', named, numkeys)
+        },
+    )
 }
 
 fn identity_of(kind: u8, named: &[u8], numkeys: &[u8]) -> u64 {

@@ -2,8 +2,8 @@
 //! (crates/ruvio-server/src/script_lock.rs, docs/scripting.md): one Redis allows it,
 //! so Ruvio must too. Replies are compared with a real redis-server byte for byte
 //! (reads, writes, new keys, inner multi-key commands between shards, errors after
-//! a write, pcall, EVALSHA, FCALL, a script that starts over, one known from a
-//! previous run), and under concurrent clients such scripts stay atomic (a reader
+//! a write, pcall, EVALSHA, FCALL, undeclared keys of a declared key's slot, a
+//! script known from a previous run), and under concurrent clients such scripts stay atomic (a reader
 //! script always sees the same total while writer scripts move units between keys
 //! of both shards) without deadlocking against borrowing commands and transactions.
 
@@ -51,30 +51,168 @@ fn undeclared_keys_of_both_shards_answer_as_one_redis() {
     let fails_after_write = "redis.call('set', ARGV[1], 'text') return redis.call('incr', ARGV[1])";
     let caught = "local ok = redis.pcall('incr', ARGV[1]) \
                   redis.call('set', ARGV[2], 'after') return {ok['err'], redis.call('get', ARGV[2])}";
+    // Undeclared keys of a declared key's slot: on its shard, wherever the script runs.
+    let same_slot = "redis.call('set', KEYS[1] .. ':x', ARGV[1]) redis.call('rpush', KEYS[1] .. ':l', ARGV[1]) \
+                     return {redis.call('incr', KEYS[1] .. ':x'), redis.call('lrange', KEYS[1] .. ':l', 0, -1)}";
+    let (t0, t1) = (
+        format!("{{{}}}", key_on_shard("tg", 0, 2)),
+        format!("{{{}}}", key_on_shard("tg", 1, 2)),
+    );
     let deletes = "return {redis.call('del', ARGV[1], ARGV[2], ARGV[3]), redis.call('exists', ARGV[1], ARGV[2])}";
     let steps: Vec<Vec<String>> = vec![
-        vec!["mset".into(), a0.clone(), "1".into(), a1.clone(), "2".into(), b0.clone(), "3".into(), b1.clone(), "4".into()],
+        vec![
+            "mset".into(),
+            a0.clone(),
+            "1".into(),
+            a1.clone(),
+            "2".into(),
+            b0.clone(),
+            "3".into(),
+            b1.clone(),
+            "4".into(),
+        ],
         // No keys: it runs on the client's shard and starts over if it must.
-        vec!["eval".into(), read_all.into(), "0".into(), a0.clone(), a1.clone(), b0.clone(), b1.clone()],
+        vec![
+            "eval".into(),
+            read_all.into(),
+            "0".into(),
+            a0.clone(),
+            a1.clone(),
+            b0.clone(),
+            b1.clone(),
+        ],
         // A declared key of each shard, and an undeclared one of the other, twice
         // (the second run is known to need the script lock).
-        vec!["eval".into(), incr_both.into(), "1".into(), a0.clone(), b0.clone()],
-        vec!["eval".into(), incr_both.into(), "1".into(), a0.clone(), b0.clone()],
-        vec!["eval".into(), incr_both.into(), "1".into(), b1.clone(), a1.clone()],
-        vec!["eval".into(), incr_both.into(), "1".into(), b1.clone(), a1.clone()],
+        vec![
+            "eval".into(),
+            incr_both.into(),
+            "1".into(),
+            a0.clone(),
+            b0.clone(),
+        ],
+        vec![
+            "eval".into(),
+            incr_both.into(),
+            "1".into(),
+            a0.clone(),
+            b0.clone(),
+        ],
+        vec![
+            "eval".into(),
+            incr_both.into(),
+            "1".into(),
+            b1.clone(),
+            a1.clone(),
+        ],
+        vec![
+            "eval".into(),
+            incr_both.into(),
+            "1".into(),
+            b1.clone(),
+            a1.clone(),
+        ],
         vec!["script".into(), "load".into(), incr_both.into()],
-        vec!["evalsha".into(), "".into(), "1".into(), a1.clone(), b1.clone()],
+        vec![
+            "evalsha".into(),
+            "".into(),
+            "1".into(),
+            a1.clone(),
+            b1.clone(),
+        ],
         vec!["eval".into(), new_keys.into(), "0".into(), "7".into()],
-        vec!["eval".into(), moves.into(), "0".into(), format!("{a0}l"), format!("{b0}l"), format!("{b1}l"), a1.clone()],
-        vec!["eval".into(), fails_after_write.into(), "0".into(), b0.clone()],
+        vec![
+            "eval".into(),
+            moves.into(),
+            "0".into(),
+            format!("{a0}l"),
+            format!("{b0}l"),
+            format!("{b1}l"),
+            a1.clone(),
+        ],
+        vec![
+            "eval".into(),
+            fails_after_write.into(),
+            "0".into(),
+            b0.clone(),
+        ],
         vec!["get".into(), b0.clone()],
-        vec!["eval".into(), caught.into(), "0".into(), b0.clone(), a0.clone()],
+        vec![
+            "eval".into(),
+            caught.into(),
+            "0".into(),
+            b0.clone(),
+            a0.clone(),
+        ],
         vec!["function".into(), "load".into(), LIBRARY.into()],
-        vec!["fcall".into(), "move".into(), "0".into(), a1.clone(), b1.clone(), "5".into()],
-        vec!["fcall".into(), "move".into(), "0".into(), b1.clone(), a1.clone(), "2".into()],
-        vec!["eval".into(), read_all.into(), "0".into(), a0.clone(), a1.clone(), b0.clone(), b1.clone()],
-        vec!["eval".into(), deletes.into(), "1".into(), b0.clone(), b0.clone(), a0.clone(), "job:71".into()],
-        vec!["mget".into(), a0.clone(), a1.clone(), b0.clone(), b1.clone()],
+        vec![
+            "fcall".into(),
+            "move".into(),
+            "0".into(),
+            a1.clone(),
+            b1.clone(),
+            "5".into(),
+        ],
+        vec![
+            "fcall".into(),
+            "move".into(),
+            "0".into(),
+            b1.clone(),
+            a1.clone(),
+            "2".into(),
+        ],
+        vec![
+            "eval".into(),
+            read_all.into(),
+            "0".into(),
+            a0.clone(),
+            a1.clone(),
+            b0.clone(),
+            b1.clone(),
+        ],
+        vec![
+            "eval".into(),
+            deletes.into(),
+            "1".into(),
+            b0.clone(),
+            b0.clone(),
+            a0.clone(),
+            "job:71".into(),
+        ],
+        vec![
+            "eval".into(),
+            same_slot.into(),
+            "1".into(),
+            t0.clone(),
+            "5".into(),
+        ],
+        vec![
+            "eval".into(),
+            same_slot.into(),
+            "1".into(),
+            t1.clone(),
+            "6".into(),
+        ],
+        vec![
+            "eval".into(),
+            same_slot.into(),
+            "1".into(),
+            t0.clone(),
+            "7".into(),
+        ],
+        vec![
+            "eval".into(),
+            same_slot.into(),
+            "1".into(),
+            t1.clone(),
+            "8".into(),
+        ],
+        vec![
+            "mget".into(),
+            a0.clone(),
+            a1.clone(),
+            b0.clone(),
+            b1.clone(),
+        ],
         vec!["hgetall".into(), "job:76".into()],
         vec!["dbsize".into()],
     ];
@@ -96,7 +234,12 @@ fn undeclared_keys_of_both_shards_answer_as_one_redis() {
             }
             let expected = redis.cmd(&step);
             let got = ruvio.cmd(&step);
-            assert_eq!(show(&got), show(&expected), "round {round}: {:?}", &step[..2]);
+            assert_eq!(
+                show(&got),
+                show(&expected),
+                "round {round}: {:?}",
+                &step[..2]
+            );
         }
     }
 }
@@ -127,7 +270,9 @@ const TOTAL_PER_KEY: i64 = 100;
 #[test]
 fn scripts_on_undeclared_keys_stay_atomic_under_load() {
     let server = Server::forward(2);
-    let counters: Vec<String> = (0..8).map(|i| key_on_shard(&format!("ct{i}x"), i % 2, 2)).collect();
+    let counters: Vec<String> = (0..8)
+        .map(|i| key_on_shard(&format!("ct{i}x"), i % 2, 2))
+        .collect();
     let total = TOTAL_PER_KEY * counters.len() as i64;
     let mut c = server.raw();
     for key in &counters {
@@ -188,7 +333,11 @@ fn scripts_on_undeclared_keys_stay_atomic_under_load() {
             let (from, to) = if i % 2 == 0 { (&r0, &r1) } else { (&r1, &r0) };
             assert_eq!(c.cmd(&["rename", from, to]), b"+OK\r\n");
             let list = c.cmd(&["lmove", from, to, "left", "right"]);
-            assert!(list.starts_with(b"$-1") || list.starts_with(b"-WRONGTYPE"), "{}", show(&list));
+            assert!(
+                list.starts_with(b"$-1") || list.starts_with(b"-WRONGTYPE"),
+                "{}",
+                show(&list)
+            );
         }
     }));
     bounded(Duration::from_secs(120), workers);
@@ -202,7 +351,10 @@ fn parse_ints(reply: &[u8]) -> Vec<i64> {
     let text = String::from_utf8_lossy(reply);
     text.split("\r\n")
         .filter(|line| !line.starts_with('*') && !line.starts_with('$') && !line.is_empty())
-        .map(|n| n.parse().unwrap_or_else(|_| panic!("not a number in {text:?}")))
+        .map(|n| {
+            n.parse()
+                .unwrap_or_else(|_| panic!("not a number in {text:?}"))
+        })
         .collect()
 }
 
@@ -224,8 +376,15 @@ fn a_script_that_reaches_only_sometimes_takes_the_lock_when_it_does() {
     // Each connection lands on some shard: several, to run on both.
     for round in 1..=4 {
         let mut c = server.raw();
-        assert_eq!(c.cmd(&["eval", SOMETIMES, "0", "stay"]), b"$6\r\nstayed\r\n");
-        let (first, second) = if round % 2 == 0 { (&a0, &b0) } else { (&b0, &a0) };
+        assert_eq!(
+            c.cmd(&["eval", SOMETIMES, "0", "stay"]),
+            b"$6\r\nstayed\r\n"
+        );
+        let (first, second) = if round % 2 == 0 {
+            (&a0, &b0)
+        } else {
+            (&b0, &a0)
+        };
         let reply = c.cmd(&["eval", SOMETIMES, "0", "reach", first, second]);
         let expected = format!("*2\r\n:{round}\r\n:{round}\r\n");
         assert_eq!(show(&reply), show(expected.as_bytes()));
@@ -247,11 +406,18 @@ fn with_a_log_a_script_that_reaches_starts_over_and_its_writes_last() {
     // A read-only run reaching another shard's key starts over under the lock.
     let mut c = server.raw();
     assert_eq!(c.cmd(&["mset", &a0, "1", &b0, "2"]), b"+OK\r\n");
-    assert_eq!(c.cmd(&["eval", SOMETIMES_READS, "0", "stay"]), b"$6\r\nstayed\r\n");
+    assert_eq!(
+        c.cmd(&["eval", SOMETIMES_READS, "0", "stay"]),
+        b"$6\r\nstayed\r\n"
+    );
     for (first, second) in [(&a0, &b0), (&b0, &a0)] {
         let reply = c.cmd(&["eval", SOMETIMES_READS, "0", "reach", first, second]);
         let value = |k: &String| if *k == a0 { "1" } else { "2" };
-        let expected = format!("*2\r\n$1\r\n{}\r\n$1\r\n{}\r\n", value(first), value(second));
+        let expected = format!(
+            "*2\r\n$1\r\n{}\r\n$1\r\n{}\r\n",
+            value(first),
+            value(second)
+        );
         assert_eq!(show(&reply), show(expected.as_bytes()));
     }
     // One that wrote before it reached cannot start over: a log keeps its runs
@@ -261,8 +427,15 @@ fn with_a_log_a_script_that_reaches_starts_over_and_its_writes_last() {
     let mut refused = 0;
     for round in 0..4 {
         let mut c = server.raw();
-        assert_eq!(c.cmd(&["eval", SOMETIMES, "0", "stay"]), b"$6\r\nstayed\r\n");
-        let (first, second) = if round % 2 == 0 { (&a1, &b1) } else { (&b1, &a1) };
+        assert_eq!(
+            c.cmd(&["eval", SOMETIMES, "0", "stay"]),
+            b"$6\r\nstayed\r\n"
+        );
+        let (first, second) = if round % 2 == 0 {
+            (&a1, &b1)
+        } else {
+            (&b1, &a1)
+        };
         let reply = c.cmd(&["eval", SOMETIMES, "0", "reach", first, second]);
         if reply.starts_with(b"-ERR Script attempted to access a non local key in a cluster node") {
             refused += 1;
@@ -270,7 +443,10 @@ fn with_a_log_a_script_that_reaches_starts_over_and_its_writes_last() {
         }
         assert!(reply.starts_with(b"*2\r\n:"), "{}", show(&reply));
     }
-    assert!(refused <= 1, "refused {refused} times: the script is known after the first");
+    assert!(
+        refused <= 1,
+        "refused {refused} times: the script is known after the first"
+    );
     // Keys written through a script's loans are in their owners' logs.
     let mut c = server.raw();
     let script = "redis.call('set', ARGV[1], 'x') redis.call('set', ARGV[2], 'y') return 1";
@@ -283,7 +459,10 @@ fn with_a_log_a_script_that_reaches_starts_over_and_its_writes_last() {
     let server = Server::ruvio_with(PortMode::Forward, 2, &args);
     let mut c = server.raw();
     wait_loaded(&mut c);
-    assert_eq!(show(&c.cmd(&["mget", &a0, &a1, &b0, &b1, &w0, &w1])), show(&before));
+    assert_eq!(
+        show(&c.cmd(&["mget", &a0, &a1, &b0, &b1, &w0, &w1])),
+        show(&before)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

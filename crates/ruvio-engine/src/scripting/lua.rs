@@ -15,12 +15,12 @@ use mlua::{
 use ruvio_resp::{OwnedArgs, Protocol, Reply};
 use std::ffi::c_int;
 
-use super::server_cmds::Reach;
+use super::server_cmds::{Reach, Reaching};
 use super::{busy, luaaux, resp, server_cmds};
-use smallvec::SmallVec;
 use crate::command::{arity_fits, flags, CommandTree, ExecCtx, KeySpec, Outcome};
 use crate::error::CmdError;
 use crate::Engine;
+use smallvec::SmallVec;
 
 /// A script to run: its body, SHA1, keys and arguments.
 pub(super) struct Call<'a> {
@@ -846,9 +846,10 @@ impl Runner<'_> {
         }
     }
 
-    /// The keys of `args` (at the positions `keys` gives) outside the slots of the
-    /// declared keys (Redis Cluster's rule), shown to the host, which brings those
-    /// of other shards here ([`ScriptHost::reach`]); or the error the call gets.
+    /// The keys of `args` (at the positions `keys` gives) that the script did not
+    /// declare, shown to the host, which brings those of other shards here
+    /// ([`ScriptHost::reach`]) and notes whether some are outside the declared keys'
+    /// slots (Redis Cluster's rule); or the error the call gets.
     fn reach_foreign_keys(
         &mut self,
         keys: &KeySpec,
@@ -859,21 +860,27 @@ impl Runner<'_> {
         } else {
             &[]
         };
-        let outside: SmallVec<[&[u8]; 4]> = keys
+        let undeclared: SmallVec<[&[u8]; 4]> = keys
             .positions(args)
             .into_iter()
             .map(|p| args.get(p))
             .filter(|key| !declared.contains(key))
-            .filter(|key| {
-                let slot = crate::slot::key_slot(key);
-                !declared.iter().any(|d| crate::slot::key_slot(d) == slot)
-            })
             .collect();
-        if outside.is_empty() {
+        if undeclared.is_empty() {
             return Ok(());
         }
+        let outside = undeclared.iter().any(|key| {
+            let slot = crate::slot::key_slot(key);
+            !declared.iter().any(|d| crate::slot::key_slot(d) == slot)
+        });
         let wrote = self.wrote || !self.ctx.effects.published.is_empty();
-        match server_cmds::reach(self.engine, self.ctx.db, &outside, wrote) {
+        let call = Reaching {
+            db: self.ctx.db,
+            keys: &undeclared,
+            outside,
+            wrote,
+        };
+        match server_cmds::reach(self.engine, call) {
             Reach::Here => Ok(()),
             Reach::StartOver => {
                 self.starting_over = true;

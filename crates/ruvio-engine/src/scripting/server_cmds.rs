@@ -57,12 +57,23 @@ pub trait ScriptHost {
         args: Args<'_>,
         reply: &mut Reply<'_>,
     ) -> Option<Result<(), CmdError>>;
-    /// A script's call names `keys` of database `db` outside the slots of the
-    /// keys it declared (what Redis Cluster refuses; with several shards, some
-    /// may belong to other shards): bring those of other shards into `engine`
-    /// for the rest of the script, or say why not. `wrote`: the script has
-    /// changed something already (then it cannot start over).
-    fn reach(&self, engine: &mut Engine, db: usize, keys: &[&[u8]], wrote: bool) -> Reach;
+    /// A script's call names keys it did not declare (`call`): bring those of
+    /// other shards into `engine` for the rest of the script, or say why not.
+    fn reach(&self, engine: &mut Engine, call: Reaching<'_>) -> Reach;
+}
+
+/// A script's call of keys it did not declare ([`ScriptHost::reach`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Reaching<'a> {
+    /// Their database.
+    pub db: usize,
+    /// Their names.
+    pub keys: &'a [&'a [u8]],
+    /// Some are outside the slots of the declared keys (what Redis Cluster
+    /// refuses; the others are in a declared key's slot, so on its shard).
+    pub outside: bool,
+    /// The script has changed something already (then it cannot start over).
+    pub wrote: bool,
 }
 
 /// What a script's call of undeclared keys of other shards gets ([`ScriptHost::reach`]).
@@ -92,8 +103,8 @@ fn with_host<R>(f: impl FnOnce(&dyn ScriptHost) -> R) -> Option<R> {
 }
 
 /// [`ScriptHost::reach`] of this thread's host; an engine alone refuses.
-pub(super) fn reach(engine: &mut Engine, db: usize, keys: &[&[u8]], wrote: bool) -> Reach {
-    with_host(|h| h.reach(engine, db, keys, wrote)).unwrap_or(Reach::Refused)
+pub(super) fn reach(engine: &mut Engine, call: Reaching<'_>) -> Reach {
+    with_host(|h| h.reach(engine, call)).unwrap_or(Reach::Refused)
 }
 
 /// DBSIZE from a script: this shard's keys plus the other shards' (a whole
