@@ -458,10 +458,11 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
             || cmd.meta.keys.reads_keys_from_value()
             || names_other_db(cmd);
         has_script |= may_name_undeclared_keys(cmd);
-        // A script that takes the script lock runs as it would outside MULTI
-        // (see `script_lock`), not on an owner that cannot lend it keys.
+        // A script known to reach keys of other shards runs as it would outside
+        // MULTI, under the script lock (see `script_lock`), not on an owner that
+        // cannot lend it keys.
         needs_connection |= crate::script_lock::is_script(cmd.meta.name)
-            && crate::script_lock::must_lock(core, args);
+            && crate::script_lock::known_to_reach(core, args);
         keys.extend(
             cmd.meta
                 .keys

@@ -24,15 +24,21 @@
 //! - Commands that borrow nothing (single-key commands, forwarded or local, and
 //!   scripts whose keys are all on one shard) go on everywhere meanwhile.
 //!
-//! Which scripts take the lock: every script whose declared keys are on several
-//! shards (it borrows anyway), and every script *known* to reach undeclared keys
-//! of other shards (by its body, SHA1 or function name, remembered for the
-//! process). A script not known yet that reaches such a key while running on the
-//! client's own shard, before it wrote anything, stops (its calls fail from then
-//! on, so it changes nothing), and runs again from its start under the lock; one
-//! that already wrote, or runs on another shard for a client (forwarded), gets
-//! Redis Cluster's error for that call. Both make it known, so the next run takes
-//! the lock. The costs and the remaining difference are in docs/scripting.md.
+//! Which scripts take the lock (before they start, as any borrowing command): a
+//! script whose declared keys are on several shards (it borrows anyway); a script
+//! known to reach keys outside its declared keys' slots (Redis Cluster's rule:
+//! every run shows it, wherever its keys live; remembered for the process by body,
+//! SHA1 or function name and key count); and every script on its first run on a
+//! shard, its *probation*. A script whose probation reached no such key runs
+//! without the lock on that shard from then on, where its keys live.
+//!
+//! A later run without the lock that reaches such a key anyway (the script names it
+//! only on some branch) takes the lock there and then if it is free, the server is
+//! quiet and no log would replay the borrowed keys' writes on this shard; or, if it
+//! wrote nothing yet and runs for a client of this shard, stops (its calls fail from
+//! then on, so it changes nothing) and runs again from its start under the lock; or
+//! gets Redis Cluster's error for that call. It is known from then on. The costs and
+//! the remaining difference are in docs/scripting.md.
 
 use crate::lending::{DbKey, LendRequest};
 use crate::shard::ShardCore;
@@ -69,14 +75,10 @@ pub struct Run {
     /// and this shard has not run it without the lock ([`must_lock`]).
     pub probation: bool,
     /// It may take the lock while it runs, if the lock is free and the server quiet
-    /// (its caller sends borrowed keys home, and its writes' log records stay
-    /// right: a command on borrowed keys, or no log).
+    /// (it runs for a client of this shard or a forwarded command, not on
+    /// borrowed keys, and no log would replay its writes of other shards' keys
+    /// here).
     pub may_lock_now: bool,
-    /// What of a quiet server its own command accounts for: this shard's
-    /// borrowing commands (its own, when it borrows) and keys of this shard lent
-    /// (to itself).
-    pub own_borrowing: u64,
-    pub own_lent: usize,
 }
 
 /// What a script left behind ([`end_run`]).
@@ -178,7 +180,7 @@ pub fn reach(
         }
         if !t.run.holds_lock {
             let run = t.run;
-            if run.may_lock_now && lock_now(shared, me, run) {
+            if run.may_lock_now && lock_now(shared, me) {
                 t.run.holds_lock = true;
                 t.ended.locked_now = true;
             } else if run.may_start_over && !wrote {
@@ -233,9 +235,9 @@ pub fn held_here(db: usize) -> u64 {
     THIS.with(|t| t.borrow().ended.held.get(db).copied().unwrap_or(0))
 }
 
-/// Take the lock in the middle of a script, if it is free and the server quiet but
-/// for the script's own command (`run`); false, and the lock stays free, otherwise.
-fn lock_now(shared: &crate::stats::Shared, me: usize, run: Run) -> bool {
+/// Take the lock in the middle of a script, if it is free and the server quiet;
+/// false, and the lock stays free, otherwise.
+fn lock_now(shared: &crate::stats::Shared, me: usize) -> bool {
     let lock = &shared.script_lock;
     if lock
         .holder
@@ -244,11 +246,11 @@ fn lock_now(shared: &crate::stats::Shared, me: usize, run: Run) -> bool {
     {
         return false;
     }
-    let quiet = shared.shards[me].lent.load(SeqCst) == run.own_lent as u64
-        && shared.shards.iter().enumerate().all(|(shard, gauges)| {
-            let own = if shard == me { run.own_borrowing } else { 0 };
-            gauges.borrowing.load(SeqCst) == own
-        });
+    let quiet = shared.shards[me].lent.load(SeqCst) == 0
+        && shared
+            .shards
+            .iter()
+            .all(|gauges| gauges.borrowing.load(SeqCst) == 0);
     if !quiet {
         free(shared, me);
     }
@@ -336,9 +338,19 @@ pub fn end_borrowing(core: &ShardCore) {
 /// before it starts: it is known to reach keys outside its declared slots, or this
 /// shard has not run it yet (its first run here is its probation).
 pub fn must_lock(core: &ShardCore, args: Args<'_>) -> bool {
-    let Some(id) = identity(args) else {
-        return false;
-    };
+    identity(args)
+        .is_some_and(|id| reaches(core, id) || THIS.with(|t| !t.borrow().confined.contains(&id)))
+}
+
+/// Whether the script `args` runs is known to reach keys outside its declared
+/// slots (a transaction with it runs its queue in turn).
+pub fn known_to_reach(core: &ShardCore, args: Args<'_>) -> bool {
+    identity(args).is_some_and(|id| reaches(core, id))
+}
+
+/// Whether script `id` is known to reach keys outside its declared slots (this
+/// shard's copy of the known scripts refreshed first when they grew).
+fn reaches(core: &ShardCore, id: u64) -> bool {
     let version = core.shared.script_lock.known_version.load(SeqCst);
     THIS.with(|t| {
         let mut t = t.borrow_mut();
@@ -347,7 +359,7 @@ pub fn must_lock(core: &ShardCore, args: Args<'_>) -> bool {
             t.reaching = known.unwrap_or_else(|e| e.into_inner()).clone();
             t.known_version = version;
         }
-        t.reaching.contains(&id) || !t.confined.contains(&id)
+        t.reaching.contains(&id)
     })
 }
 

@@ -642,7 +642,6 @@ struct Sequences<'a> {
 /// 20 stack slots and this one uses at most 5. An allocation failure raises a Lua
 /// error across this frame, which holds nothing to drop.
 unsafe extern "C-unwind" fn push_sequences(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
-    use mlua::ffi;
     // SAFETY: see above.
     unsafe {
         let sequences = &*(ffi::lua_touserdata(state, 1) as *const Sequences<'_>);
@@ -719,15 +718,12 @@ fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<(bool, Value)> {
 }
 
 /// A Lua number as `redis.call` passes it: `%.17g`, as Redis 7.0 prints it
-/// (`0.10000000000000001`, `1e+20`, `-0`).
-fn push_number(args: &mut OwnedArgs, n: f64) {
-    if n.fract() == 0.0 && n.abs() < 1e17 && !(n == 0.0 && n.is_sign_negative()) {
-        args.push(itoa::Buffer::new().format(n as i64).as_bytes());
-    } else {
-        let mut text = Vec::new();
-        ruvio_resp::format_double_g17(n, &mut text);
-        args.push(&text);
-    }
+/// (`0.10000000000000001`, `1e+20`, `-0`), written through `scratch` (left empty).
+fn push_number(args: &mut OwnedArgs, scratch: &mut Vec<u8>, n: f64) {
+    scratch.clear();
+    ruvio_resp::format_double_g17(n, scratch);
+    args.push(scratch);
+    scratch.clear();
 }
 
 impl Runner<'_> {
@@ -776,7 +772,10 @@ impl Runner<'_> {
                         let ptr = ffi::lua_tolstring(state, i, &mut len);
                         self.args.push(std::slice::from_raw_parts(ptr.cast(), len));
                     }
-                    ffi::LUA_TNUMBER => push_number(&mut self.args, ffi::lua_tonumber(state, i)),
+                    ffi::LUA_TNUMBER => {
+                        // `out` is empty until the call's reply.
+                        push_number(&mut self.args, &mut self.out, ffi::lua_tonumber(state, i))
+                    }
                     _ => return (count, false),
                 }
             }

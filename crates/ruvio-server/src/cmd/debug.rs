@@ -1,8 +1,10 @@
-//! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, EXPORT-RDB, HELP).
+//! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, EXPORT-RDB, SHARD, HELP).
 //!
 //! Redis' DEBUG is a grab bag for its test suite; Ruvio implements what clients'
-//! tests use (PROTOCOL: one reply of each RESP type; SLEEP: a blocked shard) and
-//! its own EXPORT-RDB, which writes the keyspace as a Redis RDB file.
+//! tests use (PROTOCOL: one reply of each RESP type; SLEEP: a blocked shard), its
+//! own EXPORT-RDB, which writes the keyspace as a Redis RDB file, and its own
+//! SHARD, the shard serving the connection (tests that need a connection on a
+//! given shard).
 
 use super::config::ConfigChange;
 use super::{Ctx, ServerCommand, ServerResult};
@@ -31,6 +33,8 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
         debug_protocol),
     command!("debug|help", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "Show helpful text about the different subcommands", "O(1)", debug_help),
+    command!("debug|shard", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "The shard serving the connection (Ruvio's own subcommand)", "O(1)", debug_shard),
     command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
@@ -46,6 +50,12 @@ fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
         std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
     }
     reply.ok();
+    Ok(())
+}
+
+/// `DEBUG SHARD`: the index of the shard serving this connection.
+fn debug_shard(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    reply.int(ctx.core.id as i64);
     Ok(())
 }
 
@@ -128,6 +138,8 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
             "    Stop the server for <seconds>. Decimals allowed.",
             "EXPORT-RDB <path>",
             "    Write every key as a Redis RDB file at <path> (Ruvio only).",
+            "SHARD",
+            "    Return the index of the shard serving this connection (Ruvio only).",
         ],
     );
     Ok(())

@@ -606,15 +606,13 @@ pub fn hash_tag_on_shard(shard: usize, n: usize) -> String {
 }
 
 /// A new connection served by shard `shard` of a forward-mode `server` (which
-/// spreads connections over its shards): a script without keys runs on the
-/// client's shard, and only there may it touch an undeclared key of that shard,
-/// so connections are opened until such a probe succeeds.
+/// spreads connections over its shards): connections are opened until DEBUG
+/// SHARD (Ruvio's own) names it.
 pub fn conn_on_shard(server: &Server, shard: usize) -> RawConn {
-    let probe = key_on_shard("probe", shard, server.shards);
+    let wanted = format!(":{shard}\r\n");
     for _ in 0..200 {
         let mut conn = server.raw();
-        let reply = conn.cmd(&["eval", "return redis.call('exists', ARGV[1])", "0", &probe]);
-        if reply == b":0\r\n" {
+        if conn.cmd(&["debug", "shard"]) == wanted.as_bytes() {
             return conn;
         }
     }
