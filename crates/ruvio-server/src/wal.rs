@@ -456,6 +456,16 @@ pub fn snapshot(core: &mut ShardCore) -> Result<(), String> {
         .last_save_unix_s
         .fetch_max(core.now_ms / 1000, std::sync::atomic::Ordering::Relaxed);
     core.stats.dirty_at_save = core.stats.dirty;
+    // Published now, not at the next tick: SAVE answers once every shard has saved,
+    // and INFO's rdb_changes_since_last_save right after it must read 0.
+    let gauges = &core.shared.shards[core.id];
+    gauges
+        .dirty
+        .store(core.stats.dirty, std::sync::atomic::Ordering::Relaxed);
+    gauges.dirty_at_save.store(
+        core.stats.dirty_at_save,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     Ok(())
 }
 
