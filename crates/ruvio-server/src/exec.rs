@@ -90,11 +90,12 @@ pub fn run_engine(
     ctx.may_block = caller.may_block;
     let watched = core.watches.any();
     let script = cmd.meta.group == "scripting";
-    // A script that may borrow keys while it runs: what this shard queued for
-    // other shards goes first, and its written keys are recorded to report.
+    // A script that may borrow keys while it runs holds this shard's outbox (what
+    // the shard queued for others goes out before its first lend request), and
+    // its written keys are recorded to report.
     let may_borrow = script && crate::script_lock::may_borrow();
     if may_borrow {
-        crate::forward::with_mesh(|mesh| mesh.ship(&mut core.outbox));
+        crate::script_lock::hold_outbox(std::mem::take(&mut core.outbox));
     }
     let keys = caller.borrowing || !core.blocking.is_empty() || watched || may_borrow;
     let notify = crate::notify::wanted(core);
@@ -120,6 +121,9 @@ pub fn run_engine(
         Ok(outcome) => outcome,
         Err(_) => contain_panic(core, cmd, mutations_before, reply_start, &mut reply),
     };
+    if may_borrow {
+        core.outbox = crate::script_lock::give_back_outbox();
+    }
     let ended = match script {
         true => script_ran(core, args),
         false => Default::default(),

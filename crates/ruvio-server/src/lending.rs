@@ -499,7 +499,7 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         },
         None => {
             if op.borrowing == Borrowing::Locked {
-                script_may_borrow_now(core, op.plan.len() <= 1);
+                script_may_borrow_now(op.plan.len() <= 1);
             }
             run_engine(core, op.cmd, caller, op.argv.args(), &mut out)
         }
@@ -545,11 +545,8 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
 
 /// The script about to run holds the script lock in a quiet server: it may borrow
 /// undeclared keys of other shards while it runs (`probation`: its declared keys
-/// are on one shard, see [`crate::script_lock::must_lock`]). What this shard queued for
-/// them goes out first, so that nothing it sent before (keys it gave back) comes
-/// after the script's requests.
-fn script_may_borrow_now(core: &mut ShardCore, probation: bool) {
-    crate::forward::with_mesh(|mesh| mesh.ship(&mut core.outbox));
+/// are on one shard, see [`crate::script_lock::must_lock`]).
+fn script_may_borrow_now(probation: bool) {
     crate::script_lock::begin_run(crate::script_lock::Run {
         holds_lock: true,
         probation,

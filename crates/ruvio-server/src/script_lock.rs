@@ -113,6 +113,10 @@ struct ThisShard {
     confined: AHashSet<u64>,
     /// Tickets of the lend requests the running script sent.
     next_ticket: u64,
+    /// The shard's outbox while a script that may borrow runs: shipped before its
+    /// first lend request, so that nothing the shard queued earlier for an owner
+    /// (a key given back, a client's earlier forwarded command) comes after it.
+    outbox: Option<crate::forward::Outbox>,
 }
 
 thread_local! {
@@ -133,6 +137,16 @@ pub fn is_script(name: &str) -> bool {
 /// The script about to run reaches undeclared keys as `run` says (until [`end_run`]).
 pub fn begin_run(run: Run) {
     THIS.with(|t| t.borrow_mut().run = run);
+}
+
+/// The shard's outbox, for the script about to run ([`ThisShard::outbox`]).
+pub fn hold_outbox(outbox: crate::forward::Outbox) {
+    THIS.with(|t| t.borrow_mut().outbox = Some(outbox));
+}
+
+/// The shard's outbox back after the script.
+pub fn give_back_outbox() -> crate::forward::Outbox {
+    THIS.with(|t| t.borrow_mut().outbox.take().unwrap_or_default())
 }
 
 /// The script about to run may borrow keys while it runs ([`begin_run`]).
@@ -191,6 +205,9 @@ pub fn reach(
         }
         wanted.sort();
         wanted.dedup();
+        if let Some(outbox) = t.outbox.as_mut() {
+            crate::forward::with_mesh(|mesh| mesh.ship(outbox));
+        }
         let mut at = 0;
         while at < wanted.len() {
             let owner = wanted[at].0;
