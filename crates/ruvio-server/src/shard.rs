@@ -321,12 +321,12 @@ impl Shard {
             .next_tick_ms
             .saturating_sub(unix_ms())
             .min(TICK.as_millis() as u64);
-        // A background save writes a slice per iteration: do not sleep meanwhile.
-        let wait_ms = if self.core.background_save.busy() {
-            0
-        } else {
-            wait_ms
-        };
+        // A background save writes a slice per iteration, and another shard's script
+        // holding the script lock may be waiting on this shard's answer
+        // (`script_lock`): do not sleep meanwhile.
+        let busy =
+            self.core.background_save.busy() || crate::script_lock::held_elsewhere(&self.core);
+        let wait_ms = if busy { 0 } else { wait_ms };
         let ts = types::Timespec::new().nsec((wait_ms as u32) * 1_000_000);
         let args = types::SubmitArgs::new().timespec(&ts);
         let Err(e) = self.ring.submitter().submit_with_args(1, &args) else {
