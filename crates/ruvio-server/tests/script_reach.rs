@@ -59,162 +59,36 @@ fn undeclared_keys_of_both_shards_answer_as_one_redis() {
         format!("{{{}}}", key_on_shard("tg", 1, 2)),
     );
     let deletes = "return {redis.call('del', ARGV[1], ARGV[2], ARGV[3]), redis.call('exists', ARGV[1], ARGV[2])}";
-    let steps: Vec<Vec<String>> = vec![
-        vec![
-            "mset".into(),
-            a0.clone(),
-            "1".into(),
-            a1.clone(),
-            "2".into(),
-            b0.clone(),
-            "3".into(),
-            b1.clone(),
-            "4".into(),
-        ],
+    let (al, bl, b1l) = (format!("{a0}l"), format!("{b0}l"), format!("{b1}l"));
+    let steps: Vec<Vec<&str>> = vec![
+        vec!["mset", &a0, "1", &a1, "2", &b0, "3", &b1, "4"],
         // No keys: it runs on the client's shard and starts over if it must.
-        vec![
-            "eval".into(),
-            read_all.into(),
-            "0".into(),
-            a0.clone(),
-            a1.clone(),
-            b0.clone(),
-            b1.clone(),
-        ],
+        vec!["eval", read_all, "0", &a0, &a1, &b0, &b1],
         // A declared key of each shard, and an undeclared one of the other, twice
         // (the second run is known to need the script lock).
-        vec![
-            "eval".into(),
-            incr_both.into(),
-            "1".into(),
-            a0.clone(),
-            b0.clone(),
-        ],
-        vec![
-            "eval".into(),
-            incr_both.into(),
-            "1".into(),
-            a0.clone(),
-            b0.clone(),
-        ],
-        vec![
-            "eval".into(),
-            incr_both.into(),
-            "1".into(),
-            b1.clone(),
-            a1.clone(),
-        ],
-        vec![
-            "eval".into(),
-            incr_both.into(),
-            "1".into(),
-            b1.clone(),
-            a1.clone(),
-        ],
-        vec!["script".into(), "load".into(), incr_both.into()],
-        vec![
-            "evalsha".into(),
-            "".into(),
-            "1".into(),
-            a1.clone(),
-            b1.clone(),
-        ],
-        vec!["eval".into(), new_keys.into(), "0".into(), "7".into()],
-        vec![
-            "eval".into(),
-            moves.into(),
-            "0".into(),
-            format!("{a0}l"),
-            format!("{b0}l"),
-            format!("{b1}l"),
-            a1.clone(),
-        ],
-        vec![
-            "eval".into(),
-            fails_after_write.into(),
-            "0".into(),
-            b0.clone(),
-        ],
-        vec!["get".into(), b0.clone()],
-        vec![
-            "eval".into(),
-            caught.into(),
-            "0".into(),
-            b0.clone(),
-            a0.clone(),
-        ],
-        vec!["function".into(), "load".into(), LIBRARY.into()],
-        vec![
-            "fcall".into(),
-            "move".into(),
-            "0".into(),
-            a1.clone(),
-            b1.clone(),
-            "5".into(),
-        ],
-        vec![
-            "fcall".into(),
-            "move".into(),
-            "0".into(),
-            b1.clone(),
-            a1.clone(),
-            "2".into(),
-        ],
-        vec![
-            "eval".into(),
-            read_all.into(),
-            "0".into(),
-            a0.clone(),
-            a1.clone(),
-            b0.clone(),
-            b1.clone(),
-        ],
-        vec![
-            "eval".into(),
-            deletes.into(),
-            "1".into(),
-            b0.clone(),
-            b0.clone(),
-            a0.clone(),
-            "job:71".into(),
-        ],
-        vec![
-            "eval".into(),
-            same_slot.into(),
-            "1".into(),
-            t0.clone(),
-            "5".into(),
-        ],
-        vec![
-            "eval".into(),
-            same_slot.into(),
-            "1".into(),
-            t1.clone(),
-            "6".into(),
-        ],
-        vec![
-            "eval".into(),
-            same_slot.into(),
-            "1".into(),
-            t0.clone(),
-            "7".into(),
-        ],
-        vec![
-            "eval".into(),
-            same_slot.into(),
-            "1".into(),
-            t1.clone(),
-            "8".into(),
-        ],
-        vec![
-            "mget".into(),
-            a0.clone(),
-            a1.clone(),
-            b0.clone(),
-            b1.clone(),
-        ],
-        vec!["hgetall".into(), "job:76".into()],
-        vec!["dbsize".into()],
+        vec!["eval", incr_both, "1", &a0, &b0],
+        vec!["eval", incr_both, "1", &a0, &b0],
+        vec!["eval", incr_both, "1", &b1, &a1],
+        vec!["eval", incr_both, "1", &b1, &a1],
+        vec!["script", "load", incr_both],
+        vec!["evalsha", "", "1", &a1, &b1],
+        vec!["eval", new_keys, "0", "7"],
+        vec!["eval", moves, "0", &al, &bl, &b1l, &a1],
+        vec!["eval", fails_after_write, "0", &b0],
+        vec!["get", &b0],
+        vec!["eval", caught, "0", &b0, &a0],
+        vec!["function", "load", LIBRARY],
+        vec!["fcall", "move", "0", &a1, &b1, "5"],
+        vec!["fcall", "move", "0", &b1, &a1, "2"],
+        vec!["eval", read_all, "0", &a0, &a1, &b0, &b1],
+        vec!["eval", deletes, "1", &b0, &b0, &a0, "job:71"],
+        vec!["eval", same_slot, "1", &t0, "5"],
+        vec!["eval", same_slot, "1", &t1, "6"],
+        vec!["eval", same_slot, "1", &t0, "7"],
+        vec!["eval", same_slot, "1", &t1, "8"],
+        vec!["mget", &a0, &a1, &b0, &b1],
+        vec!["hgetall", "job:76"],
+        vec!["dbsize"],
     ];
     let mut redis = servers.reference.raw();
     let mut ruvio = servers.target.raw();
@@ -227,10 +101,10 @@ fn undeclared_keys_of_both_shards_answer_as_one_redis() {
         for step in &steps {
             let mut step = step.clone();
             if step[0] == "evalsha" {
-                step[1] = sha.clone();
+                step[1] = &sha;
             }
             if step[0] == "function" && round == 1 {
-                step.insert(2, "replace".into());
+                step.insert(2, "replace");
             }
             let expected = redis.cmd(&step);
             let got = ruvio.cmd(&step);
@@ -244,7 +118,7 @@ fn undeclared_keys_of_both_shards_answer_as_one_redis() {
     }
 }
 
-/// Run `f` on a thread; fail the test if it has not finished after `limit` (a
+/// Wait for `workers`; fail the test if one has not finished after `limit` (a
 /// deadlock would hang the test otherwise).
 fn bounded(limit: Duration, workers: Vec<thread::JoinHandle<()>>) {
     let (done, finished) = mpsc::channel();
@@ -368,6 +242,23 @@ const SOMETIMES_READS: &str = "if ARGV[1] == 'reach' then \
                                return {redis.call('get', ARGV[2]), redis.call('get', ARGV[3])} end \
                                return 'stayed'";
 
+/// On a new connection (on either shard): SOMETIMES staying (its probation there,
+/// when the shard is new to it), then reaching the two keys `keys`, in turns of
+/// order by `round`; the second reply.
+fn stay_then_reach(server: &Server, round: usize, keys: (&String, &String)) -> Vec<u8> {
+    let mut c = server.raw();
+    assert_eq!(
+        c.cmd(&["eval", SOMETIMES, "0", "stay"]),
+        b"$6\r\nstayed\r\n"
+    );
+    let (first, second) = if round % 2 == 0 {
+        keys
+    } else {
+        (keys.1, keys.0)
+    };
+    c.cmd(&["eval", SOMETIMES, "0", "reach", first, second])
+}
+
 #[test]
 fn a_script_that_reaches_only_sometimes_takes_the_lock_when_it_does() {
     // Without a log the run takes the script lock where it reaches the key.
@@ -375,17 +266,7 @@ fn a_script_that_reaches_only_sometimes_takes_the_lock_when_it_does() {
     let [a0, _, b0, _] = keys();
     // Each connection lands on some shard: several, to run on both.
     for round in 1..=4 {
-        let mut c = server.raw();
-        assert_eq!(
-            c.cmd(&["eval", SOMETIMES, "0", "stay"]),
-            b"$6\r\nstayed\r\n"
-        );
-        let (first, second) = if round % 2 == 0 {
-            (&a0, &b0)
-        } else {
-            (&b0, &a0)
-        };
-        let reply = c.cmd(&["eval", SOMETIMES, "0", "reach", first, second]);
+        let reply = stay_then_reach(&server, round, (&a0, &b0));
         let expected = format!("*2\r\n:{round}\r\n:{round}\r\n");
         assert_eq!(show(&reply), show(expected.as_bytes()));
     }
@@ -426,17 +307,7 @@ fn with_a_log_a_script_that_reaches_starts_over_and_its_writes_last() {
     // then on (docs/scripting.md). Run from both shards' connections.
     let mut refused = 0;
     for round in 0..4 {
-        let mut c = server.raw();
-        assert_eq!(
-            c.cmd(&["eval", SOMETIMES, "0", "stay"]),
-            b"$6\r\nstayed\r\n"
-        );
-        let (first, second) = if round % 2 == 0 {
-            (&a1, &b1)
-        } else {
-            (&b1, &a1)
-        };
-        let reply = c.cmd(&["eval", SOMETIMES, "0", "reach", first, second]);
+        let reply = stay_then_reach(&server, round, (&a1, &b1));
         if reply.starts_with(b"-ERR Script attempted to access a non local key in a cluster node") {
             refused += 1;
             continue;
