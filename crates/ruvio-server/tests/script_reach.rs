@@ -251,7 +251,7 @@ fn stay_then_reach(server: &Server, round: usize, keys: (&String, &String)) -> V
         c.cmd(&["eval", SOMETIMES, "0", "stay"]),
         b"$6\r\nstayed\r\n"
     );
-    let (first, second) = if round % 2 == 0 {
+    let (first, second) = if round.is_multiple_of(2) {
         keys
     } else {
         (keys.1, keys.0)
