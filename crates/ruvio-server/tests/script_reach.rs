@@ -272,6 +272,23 @@ fn a_script_that_reaches_only_sometimes_takes_the_lock_when_it_does() {
     }
 }
 
+#[test]
+fn a_forwarded_script_that_reaches_takes_the_lock_on_the_owner() {
+    // Its declared key is on shard 1, the client on shard 0: after its probation
+    // (borrowed to shard 0 under the lock) it runs forwarded on shard 1, where a
+    // run that reaches a key of shard 0 takes the lock there.
+    let server = Server::forward(2);
+    let mut c = conn_on_shard(&server, 0);
+    let [a0, _, b0, _] = keys();
+    let script = "if ARGV[1] == 'reach' then redis.call('incr', ARGV[2]) end \
+                  return redis.call('incr', KEYS[1])";
+    assert_eq!(c.cmd(&["eval", script, "1", &b0, "stay"]), b":1\r\n");
+    assert_eq!(c.cmd(&["eval", script, "1", &b0, "stay"]), b":2\r\n");
+    assert_eq!(c.cmd(&["eval", script, "1", &b0, "reach", &a0]), b":3\r\n");
+    assert_eq!(c.cmd(&["eval", script, "1", &b0, "reach", &a0]), b":4\r\n");
+    assert_eq!(c.cmd(&["mget", &a0, &b0]), b"*2\r\n$1\r\n2\r\n$1\r\n4\r\n");
+}
+
 fn data_dir(tag: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("ruvio-script-reach-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
