@@ -171,6 +171,21 @@ pub enum ShardMsg {
     Durable {
         ticket: u64,
     },
+    /// A script holding the script lock on shard `from` runs a command of every
+    /// shard (KEYS, FLUSHALL ...): run it here and answer `ticket` with its reply
+    /// (see [`crate::script_lock`]).
+    RunNow {
+        from: usize,
+        ticket: u64,
+        db: usize,
+        resp3: bool,
+        args: ruvio_resp::OwnedArgs,
+    },
+    /// The reply to a [`ShardMsg::RunNow`].
+    RanNow {
+        ticket: u64,
+        reply: Vec<u8>,
+    },
 }
 
 /// Requests about blocked clients.
@@ -352,6 +367,11 @@ impl Outbox {
     /// Tell coordinator `shard` that the records of its command `ticket` are on disk.
     pub fn durable(&mut self, shard: usize, ticket: u64) {
         self.direct(shard, ShardMsg::Durable { ticket });
+    }
+
+    /// Answer shard `shard`'s [`ShardMsg::RunNow`] `ticket` with `reply`.
+    pub fn ran_now(&mut self, shard: usize, ticket: u64, reply: Vec<u8>) {
+        self.direct(shard, ShardMsg::RanNow { ticket, reply });
     }
 
     /// Queue `message` for `shard` after everything queued for it so far: the
@@ -577,37 +597,51 @@ pub fn ring(to: usize) {
 
 /// Borrow keys from `owner` now, waiting for them on this thread: what a script
 /// holding the script lock does for keys it did not declare (see
-/// [`crate::script_lock`]). The request goes behind everything already waiting
-/// for `owner`; what else arrives from `owner` meanwhile is set aside, in order.
+/// [`crate::script_lock`]).
 pub fn lend_now(owner: usize, request: LendRequest) -> Lent {
     let ticket = request.ticket;
+    request_now(owner, ShardMsg::Lend(request), |msg| match msg {
+        ShardMsg::Lent { ticket: t, entries } if t == ticket => Ok(entries),
+        other => Err(other),
+    })
+    .unwrap_or_default()
+}
+
+/// Send `message` to shard `to` now and wait on this thread for the answer `take`
+/// picks (`None` when `to` is gone: the process is exiting). The message goes
+/// behind everything already waiting for `to`; what else arrives from `to`
+/// meanwhile is set aside, in order, for the shard's loop.
+pub fn request_now<T>(
+    to: usize,
+    message: ShardMsg,
+    mut take: impl FnMut(ShardMsg) -> Result<T, ShardMsg>,
+) -> Option<T> {
     with_mesh(|mesh| {
-        mesh.backlog.push_back((owner, ShardMsg::Lend(request)));
+        mesh.backlog.push_back((to, message));
         let mut spins = 0u32;
         loop {
             mesh.send_backlog();
-            if !mesh.backlog.iter().any(|(to, _)| *to == owner) {
+            if !mesh.backlog.iter().any(|(shard, _)| *shard == to) {
                 break;
             }
             pause(&mut spins);
         }
         let mut cx = Context::from_waker(Waker::noop());
         loop {
-            let Some(Some(rx)) = mesh.receivers.get_mut(owner) else {
-                return Lent::new();
+            let Some(Some(rx)) = mesh.receivers.get_mut(to) else {
+                return None;
             };
             match futures_core::Stream::poll_next(Pin::new(rx), &mut cx) {
-                Poll::Ready(Some(ShardMsg::Lent { ticket: t, entries })) if t == ticket => {
-                    return entries
-                }
-                Poll::Ready(Some(other)) => mesh.set_aside.push(other),
-                // The owner is gone: the process is exiting.
-                Poll::Ready(None) => return Lent::new(),
+                Poll::Ready(Some(msg)) => match take(msg) {
+                    Ok(answer) => return Some(answer),
+                    Err(other) => mesh.set_aside.push(other),
+                },
+                Poll::Ready(None) => return None,
                 Poll::Pending => pause(&mut spins),
             }
         }
     })
-    .unwrap_or_default()
+    .flatten()
 }
 
 /// One step of a wait for another shard (each has its own CPU): spin a while,
@@ -760,7 +794,51 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             ticket,
         } => lending::take_back_acked(core, conns, entries, records, from, ticket),
         ShardMsg::Durable { ticket } => crate::durable::acknowledged(core, conns, ticket),
+        ShardMsg::RunNow {
+            from,
+            ticket,
+            db,
+            resp3,
+            args,
+        } => run_now(core, from, ticket, (db, resp3), args),
+        // Only a script waiting on its thread takes these ([`request_now`]).
+        ShardMsg::RanNow { .. } => {}
     }
+}
+
+/// A locked script's command of every shard, run here for it (no client: its
+/// database and protocol, nothing to block).
+fn run_now(
+    core: &mut ShardCore,
+    from: usize,
+    ticket: u64,
+    (db, resp3): (usize, bool),
+    args: ruvio_resp::OwnedArgs,
+) {
+    let mut out = Vec::new();
+    let proto = if resp3 {
+        Protocol::Resp3
+    } else {
+        Protocol::Resp2
+    };
+    match registry()
+        .lookup(args.args().get(0))
+        .and_then(|c| c.resolve(args.args()).ok())
+    {
+        Some(cmd) => {
+            let caller = Caller {
+                client_id: 0,
+                db,
+                proto,
+                no_touch: true,
+                may_block: false,
+                borrowing: false,
+            };
+            run_engine(core, cmd, caller, args.args(), &mut out);
+        }
+        None => Reply::new(&mut out, proto).error("ERR internal: unknown command"),
+    }
+    core.outbox.ran_now(from, ticket, out);
 }
 
 /// A control message about a blocked client.

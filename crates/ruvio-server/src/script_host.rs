@@ -34,7 +34,7 @@ use crate::stats::Shared;
 use crate::topology::Topology;
 use ruvio_engine::command::Published;
 use ruvio_engine::glob_match;
-use ruvio_engine::scripting::{Reach, Reaching, ScriptHost};
+use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, ScriptHost};
 use ruvio_engine::Engine;
 use ruvio_resp::{Args, Reply};
 use std::sync::atomic::Ordering::Relaxed;
@@ -131,6 +131,16 @@ impl ScriptHost for Host {
             shards: self.counted_shards(),
         };
         crate::cmd::pubsub::answer(&view, name, args, reply)
+    }
+
+    fn elsewhere(&self, call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach> {
+        match self.mode {
+            PortMode::Forward => {
+                crate::script_lock::elsewhere((&*self.shared, &*self.topo, self.id), call)
+            }
+            // A Redis Cluster node's KEYS and FLUSH* are its own.
+            PortMode::PerShard => Ok(Vec::new()),
+        }
     }
 
     fn reach(&self, engine: &mut Engine, call: Reaching<'_>) -> Reach {

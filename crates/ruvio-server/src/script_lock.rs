@@ -43,7 +43,7 @@
 use crate::lending::{DbKey, LendRequest};
 use crate::shard::ShardCore;
 use ahash::AHashSet;
-use ruvio_engine::scripting::{Reach, Reaching};
+use ruvio_engine::scripting::{Elsewhere, Reach, Reaching};
 use ruvio_engine::Engine;
 use ruvio_resp::Args;
 use std::cell::RefCell;
@@ -230,6 +230,53 @@ pub fn reach(
             at = end;
         }
         Reach::Here
+    })
+}
+
+/// The host's side of a script's KEYS, FLUSHDB or FLUSHALL
+/// ([`ruvio_engine::scripting::ScriptHost::elsewhere`]): with the script lock (held,
+/// or taken now as for a key of another shard; the script is known from then on),
+/// every other shard runs it now and answers, in shard order.
+pub fn elsewhere(
+    core: (&crate::stats::Shared, &crate::topology::Topology, usize),
+    call: Elsewhere<'_>,
+) -> Result<Vec<Vec<u8>>, Reach> {
+    let (shared, topo, me) = core;
+    THIS.with(|t| {
+        let mut t = t.borrow_mut();
+        t.ended.reached = true;
+        if !t.run.holds_lock {
+            let run = t.run;
+            if run.may_lock_now && lock_now(shared, me) {
+                t.run.holds_lock = true;
+                t.ended.locked_now = true;
+            } else if run.may_start_over && !call.wrote {
+                return Err(Reach::StartOver);
+            } else {
+                return Err(Reach::Refused);
+            }
+        }
+        if let Some(outbox) = t.outbox.as_mut() {
+            crate::forward::with_mesh(|mesh| mesh.ship(outbox));
+        }
+        let mut parts = Vec::new();
+        for shard in (0..topo.nodes.len()).filter(|&s| s != me) {
+            let ticket = LEND_NOW_TICKETS + t.next_ticket;
+            t.next_ticket += 1;
+            let request = crate::forward::ShardMsg::RunNow {
+                from: me,
+                ticket,
+                db: call.db,
+                resp3: call.resp3,
+                args: ruvio_resp::OwnedArgs::from_args(call.args),
+            };
+            let reply = crate::forward::request_now(shard, request, |msg| match msg {
+                crate::forward::ShardMsg::RanNow { ticket: t, reply } if t == ticket => Ok(reply),
+                other => Err(other),
+            });
+            parts.push(reply.unwrap_or_default());
+        }
+        Ok(parts)
     })
 }
 

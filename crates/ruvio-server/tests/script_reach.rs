@@ -59,6 +59,7 @@ fn undeclared_keys_of_both_shards_answer_as_one_redis() {
         format!("{{{}}}", key_on_shard("tg", 1, 2)),
     );
     let deletes = "return {redis.call('del', ARGV[1], ARGV[2], ARGV[3]), redis.call('exists', ARGV[1], ARGV[2])}";
+    let sorted_keys = "local k = redis.call('keys', ARGV[1]) table.sort(k) return k";
     let (al, bl, b1l) = (format!("{a0}l"), format!("{b0}l"), format!("{b1}l"));
     let steps: Vec<Vec<&str>> = vec![
         vec!["mset", &a0, "1", &a1, "2", &b0, "3", &b1, "4"],
@@ -89,6 +90,12 @@ fn undeclared_keys_of_both_shards_answer_as_one_redis() {
         vec!["mget", &a0, &a1, &b0, &b1],
         vec!["hgetall", "job:76"],
         vec!["dbsize"],
+        // KEYS and FLUSHDB from a script answer for every shard.
+        vec!["eval", sorted_keys, "0", "*"],
+        vec!["eval", sorted_keys, "0", "job:*"],
+        vec!["eval", "return redis.call('flushdb')", "0"],
+        vec!["dbsize"],
+        vec!["eval", sorted_keys, "0", "*"],
     ];
     let mut redis = servers.reference.raw();
     let mut ruvio = servers.target.raw();

@@ -15,7 +15,7 @@ use mlua::{
 use ruvio_resp::{OwnedArgs, Protocol, Reply};
 use std::ffi::c_int;
 
-use super::server_cmds::{Reach, Reaching};
+use super::server_cmds::{Elsewhere, Reach, Reaching};
 use super::{busy, luaaux, resp, server_cmds};
 use crate::command::{arity_fits, flags, CommandTree, ExecCtx, KeySpec, Outcome};
 use crate::error::CmdError;
@@ -823,10 +823,14 @@ impl Runner<'_> {
         let Some(handler) = row.handler else {
             return self.fail(b"ERR Unknown Redis command called from script");
         };
-        let mut reply = Reply::new(&mut self.out, resp);
+        let others = match self.other_shards_parts(row.meta.name, args, resp) {
+            Ok(others) => others,
+            Err(text) => return self.fail(text),
+        };
         if row.meta.name == "dbsize" {
             // The whole server's count, not only this shard's (see `server_cmds`).
             let here = self.engine.db(self.ctx.db).len();
+            let mut reply = Reply::new(&mut self.out, resp);
             reply.int(server_cmds::dbsize(here, self.ctx.db) as i64);
             return;
         }
@@ -835,6 +839,7 @@ impl Runner<'_> {
             self.wrote = true;
         }
         let engine = &mut *self.engine;
+        let mut reply = Reply::new(&mut self.out, resp);
         match self
             .ctx
             .run_inner(args, |ctx| handler(engine, ctx, args, &mut reply))
@@ -842,6 +847,37 @@ impl Runner<'_> {
             Ok(Outcome::Done) => {}
             Ok(Outcome::Block(_)) => reply.null_array(),
             Err(e) => e.write(&mut reply),
+        }
+        if let Some(parts) = others {
+            server_cmds::merge_parts(&mut self.out, parts);
+        }
+    }
+
+    /// For a command each shard answers for its part (KEYS, FLUSHDB, FLUSHALL) when
+    /// other shards hold keys: their replies, from the host (which may take the
+    /// script lock for them); or the error the call gets.
+    fn other_shards_parts(
+        &mut self,
+        name: &str,
+        args: ruvio_resp::Args<'_>,
+        resp: Protocol,
+    ) -> Result<Option<Vec<Vec<u8>>>, &'static [u8]> {
+        if every_slot_is_local() || !server_cmds::EVERY_SHARD.contains(&name) {
+            return Ok(None);
+        }
+        let call = Elsewhere {
+            db: self.ctx.db,
+            args,
+            resp3: resp == Protocol::Resp3,
+            wrote: self.wrote || !self.ctx.effects.published.is_empty(),
+        };
+        match server_cmds::elsewhere(call) {
+            Ok(parts) => Ok(Some(parts)),
+            Err(Reach::StartOver) => {
+                self.starting_over = true;
+                Err(STARTING_OVER_TEXT)
+            }
+            Err(_) => Err(NON_LOCAL),
         }
     }
 

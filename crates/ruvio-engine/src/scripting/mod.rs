@@ -49,7 +49,7 @@ pub use busy::{kill, set_script_watches, ScriptWatches};
 pub use lua::set_local_slots;
 pub use lua::take_start_over;
 pub use server_cmds::{
-    set_script_host, set_server_commands, Reach, Reaching, ScriptHost, ServerLookup,
+    set_script_host, set_server_commands, Elsewhere, Reach, Reaching, ScriptHost, ServerLookup,
 };
 
 /// Script bodies by their lower-case hex SHA1, shared by every shard.

@@ -60,6 +60,27 @@ pub trait ScriptHost {
     /// A script's call names keys it did not declare (`call`): bring those of
     /// other shards into `engine` for the rest of the script, or say why not.
     fn reach(&self, engine: &mut Engine, call: Reaching<'_>) -> Reach;
+    /// A script's call of a command each shard answers for its part (KEYS,
+    /// FLUSHDB, FLUSHALL: [`EVERY_SHARD`]): the other shards' replies in shard
+    /// order (none for a node of a cluster), or why not.
+    fn elsewhere(&self, call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach>;
+}
+
+/// The commands a script runs on every shard (forward mode), whose parts merge
+/// into one reply ([`merge_parts`]).
+pub(super) const EVERY_SHARD: &[&str] = &["keys", "flushdb", "flushall"];
+
+/// A script's call of one of [`EVERY_SHARD`] ([`ScriptHost::elsewhere`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Elsewhere<'a> {
+    /// The script's database at the call.
+    pub db: usize,
+    /// The command.
+    pub args: Args<'a>,
+    /// The script's protocol (`redis.setresp`) is RESP3.
+    pub resp3: bool,
+    /// The script has changed something already (then it cannot start over).
+    pub wrote: bool,
 }
 
 /// A script's call of keys it did not declare ([`ScriptHost::reach`]).
@@ -105,6 +126,47 @@ fn with_host<R>(f: impl FnOnce(&dyn ScriptHost) -> R) -> Option<R> {
 /// [`ScriptHost::reach`] of this thread's host; an engine alone refuses.
 pub(super) fn reach(engine: &mut Engine, call: Reaching<'_>) -> Reach {
     with_host(|h| h.reach(engine, call)).unwrap_or(Reach::Refused)
+}
+
+/// [`ScriptHost::elsewhere`] of this thread's host; an engine alone has no other
+/// shard.
+pub(super) fn elsewhere(call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach> {
+    with_host(|h| h.elsewhere(call)).unwrap_or(Ok(Vec::new()))
+}
+
+/// `here`, this shard's reply to one of [`EVERY_SHARD`], becomes the whole
+/// reply with the other shards' `parts`: KEYS' arrays joined, FLUSHDB's and
+/// FLUSHALL's `+OK` once; an error of any part is the reply.
+pub(super) fn merge_parts(here: &mut Vec<u8>, mut parts: Vec<Vec<u8>>) {
+    // A shard that did not answer is exiting with the process.
+    parts.retain(|p| !p.is_empty());
+    if parts.is_empty() || here.first() == Some(&b'-') {
+        return;
+    }
+    if let Some(error) = parts.iter().find(|p| p.first() != Some(&here[0])) {
+        *here = error.clone();
+        return;
+    }
+    if here.first() != Some(&b'*') {
+        return; // +OK from every shard
+    }
+    let mut total = 0u64;
+    let mut bodies = Vec::new();
+    for part in std::iter::once(&*here).chain(parts.iter()) {
+        let Some(end) = part.iter().position(|&b| b == b'\r') else {
+            continue;
+        };
+        total += std::str::from_utf8(&part[1..end])
+            .ok()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+        bodies.extend_from_slice(part.get(end + 2..).unwrap_or_default());
+    }
+    here.clear();
+    here.push(b'*');
+    here.extend_from_slice(total.to_string().as_bytes());
+    here.extend_from_slice(b"\r\n");
+    here.extend_from_slice(&bodies);
 }
 
 /// DBSIZE from a script: this shard's keys plus the other shards' (a whole
