@@ -111,8 +111,8 @@ struct ThisShard {
     known_version: u64,
     /// Scripts this shard ran under the lock that reached none ([`must_lock`]).
     confined: AHashSet<u64>,
-    /// Tickets of the lend requests the running script sent.
-    next_ticket: u64,
+    /// Requests the shard's scripts sent to other shards (their tickets).
+    requests_sent: u64,
     /// The shard's outbox while a script that may borrow runs: shipped before its
     /// first lend request, so that nothing the shard queued earlier for an owner
     /// (a key given back, a client's earlier forwarded command) comes after it.
@@ -123,7 +123,43 @@ thread_local! {
     static THIS: RefCell<ThisShard> = RefCell::default();
 }
 
-/// Tickets of a script's lend requests: apart from the lending module's own.
+impl ThisShard {
+    /// The running script is about to wait on other shards' answers: it holds the
+    /// script lock, or takes it now (free, a quiet server, allowed by its run);
+    /// otherwise it starts over (nothing written yet, allowed) or is refused.
+    /// What the shard queued for other shards goes out first.
+    fn may_wait_on_others(
+        &mut self,
+        shared: &crate::stats::Shared,
+        me: usize,
+        wrote: bool,
+    ) -> Result<(), Reach> {
+        if !self.run.holds_lock {
+            let run = self.run;
+            if run.may_lock_now && lock_now(shared, me) {
+                self.run.holds_lock = true;
+                self.ended.locked_now = true;
+            } else if run.may_start_over && !wrote {
+                return Err(Reach::StartOver);
+            } else {
+                return Err(Reach::Refused);
+            }
+        }
+        if let Some(outbox) = self.outbox.as_mut() {
+            crate::forward::with_mesh(|mesh| mesh.ship(outbox));
+        }
+        Ok(())
+    }
+
+    /// A ticket for the running script's next request to another shard.
+    fn next_ticket(&mut self) -> u64 {
+        self.requests_sent += 1;
+        LEND_NOW_TICKETS + self.requests_sent
+    }
+}
+
+/// Tickets of a script's requests to other shards: apart from the lending module's
+/// own.
 const LEND_NOW_TICKETS: u64 = 1 << 63;
 
 /// The commands that run a script.
@@ -192,28 +228,16 @@ pub fn reach(
         if wanted.is_empty() {
             return Reach::Here;
         }
-        if !t.run.holds_lock {
-            let run = t.run;
-            if run.may_lock_now && lock_now(shared, me) {
-                t.run.holds_lock = true;
-                t.ended.locked_now = true;
-            } else if run.may_start_over && !wrote {
-                return Reach::StartOver;
-            } else {
-                return Reach::Refused;
-            }
+        if let Err(refusal) = t.may_wait_on_others(shared, me, wrote) {
+            return refusal;
         }
         wanted.sort();
         wanted.dedup();
-        if let Some(outbox) = t.outbox.as_mut() {
-            crate::forward::with_mesh(|mesh| mesh.ship(outbox));
-        }
         let mut at = 0;
         while at < wanted.len() {
             let owner = wanted[at].0;
             let end = at + wanted[at..].iter().take_while(|(o, _)| *o == owner).count();
-            let ticket = LEND_NOW_TICKETS + t.next_ticket;
-            t.next_ticket += 1;
+            let ticket = t.next_ticket();
             let request = LendRequest {
                 from: me,
                 ticket,
@@ -245,24 +269,10 @@ pub fn elsewhere(
     THIS.with(|t| {
         let mut t = t.borrow_mut();
         t.ended.reached = true;
-        if !t.run.holds_lock {
-            let run = t.run;
-            if run.may_lock_now && lock_now(shared, me) {
-                t.run.holds_lock = true;
-                t.ended.locked_now = true;
-            } else if run.may_start_over && !call.wrote {
-                return Err(Reach::StartOver);
-            } else {
-                return Err(Reach::Refused);
-            }
-        }
-        if let Some(outbox) = t.outbox.as_mut() {
-            crate::forward::with_mesh(|mesh| mesh.ship(outbox));
-        }
+        t.may_wait_on_others(shared, me, call.wrote)?;
         let mut parts = Vec::new();
         for shard in (0..topo.nodes.len()).filter(|&s| s != me) {
-            let ticket = LEND_NOW_TICKETS + t.next_ticket;
-            t.next_ticket += 1;
+            let ticket = t.next_ticket();
             let request = crate::forward::ShardMsg::RunNow {
                 from: me,
                 ticket,
