@@ -562,7 +562,7 @@ fn run_local(
                 .then(|| durable::open_gate(core, replies))
                 .flatten();
             let forward_shards = core.topo.mode == PortMode::Forward && core.topo.nodes.len() > 1;
-            if forward_shards && crate::script_lock::is_script(cmd.meta.name) {
+            if forward_shards && crate::script_lock::is_script(cmd.meta) {
                 crate::script_lock::begin_run(crate::script_lock::Run {
                     may_start_over: true,
                     may_lock_now: core.wal.is_none(),
@@ -751,7 +751,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         }
         return Route::Local;
     }
-    if forward && crate::script_lock::is_script(cmd.meta.name) {
+    if forward && crate::script_lock::is_script(cmd.meta) {
         return script_route(core, cmd, args);
     }
     let positions = cmd.meta.keys.positions(args);

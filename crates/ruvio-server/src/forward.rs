@@ -890,7 +890,7 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
             continue;
         };
         let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
-        if crate::script_lock::is_script(cmd.meta.name) {
+        if crate::script_lock::is_script(cmd.meta) {
             // It cannot start over from here, but may take the script lock.
             crate::script_lock::begin_run(crate::script_lock::Run {
                 may_lock_now: core.wal.is_none(),

@@ -260,7 +260,7 @@ pub fn start(
             value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
             transaction: None,
             riders: Vec::new(),
-            wants_lock: crate::script_lock::is_script(cmd.meta.name),
+            wants_lock: crate::script_lock::is_script(cmd.meta),
             borrowing: Borrowing::Idle,
         },
     );
@@ -469,7 +469,7 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     };
     let borrowed = std::mem::take(&mut op.borrowed);
     let mut homes: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(borrowed.len());
-    let script = crate::script_lock::is_script(op.cmd.meta.name);
+    let script = crate::script_lock::is_script(op.cmd.meta);
     for (entry_db, key, entry) in borrowed {
         let owner = core.topo.key_owner(&key);
         if let Some(entry) = entry {

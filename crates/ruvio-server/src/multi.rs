@@ -461,7 +461,7 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
         // A script known to reach keys of other shards runs as it would outside
         // MULTI, under the script lock (see `script_lock`), not on an owner that
         // cannot lend it keys.
-        needs_connection |= crate::script_lock::is_script(cmd.meta.name)
+        needs_connection |= crate::script_lock::is_script(cmd.meta)
             && crate::script_lock::known_to_reach(core, args);
         keys.extend(
             cmd.meta

@@ -162,12 +162,14 @@ impl ThisShard {
 /// own.
 const LEND_NOW_TICKETS: u64 = 1 << 63;
 
-/// The commands that run a script.
-pub fn is_script(name: &str) -> bool {
-    matches!(
-        name,
-        "eval" | "eval_ro" | "evalsha" | "evalsha_ro" | "fcall" | "fcall_ro"
-    )
+/// The commands that run a script (the group first: on the request path most
+/// commands stop at its length).
+pub fn is_script(meta: &ruvio_engine::CommandMeta) -> bool {
+    meta.group == "scripting"
+        && matches!(
+            meta.name,
+            "eval" | "eval_ro" | "evalsha" | "evalsha_ro" | "fcall" | "fcall_ro"
+        )
 }
 
 /// The script about to run reaches undeclared keys as `run` says (until [`end_run`]).
