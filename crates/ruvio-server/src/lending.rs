@@ -143,7 +143,7 @@ impl CrossOp {
 
     /// An EXEC still borrowing its keys: another transaction may ride on it.
     fn takes_riders(&self) -> bool {
-        self.transaction.is_some() && self.waiting.is_none()
+        self.transaction.is_some() && self.waiting.is_none() && !self.wants_lock
     }
 
     /// Every one of `keys` is in its plan (it holds them all when it runs).
@@ -294,6 +294,7 @@ pub fn start_transaction(
     }
     plan.sort_by_key(|(shard, _)| *shard);
     let exec = registry().lookup(b"exec").expect("EXEC is in the table");
+    let wants_lock = transaction.locked;
     let ticket = core.lending.next_ticket;
     core.lending.next_ticket += 1;
     core.lending.ops.insert(
@@ -311,7 +312,7 @@ pub fn start_transaction(
             value_key_tries: None,
             transaction: Some(transaction),
             riders: Vec::new(),
-            wants_lock: false,
+            wants_lock,
             borrowing: Borrowing::Idle,
         },
     );
@@ -469,7 +470,8 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     };
     let borrowed = std::mem::take(&mut op.borrowed);
     let mut homes: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(borrowed.len());
-    let script = crate::script_lock::is_script(op.cmd.meta);
+    let locked = op.borrowing == Borrowing::Locked;
+    let script = locked || crate::script_lock::is_script(op.cmd.meta);
     for (entry_db, key, entry) in borrowed {
         let owner = core.topo.key_owner(&key);
         if let Some(entry) = entry {
@@ -493,12 +495,21 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     let mark = durable::borrowed_mark(core);
     let mut out = Vec::new();
     let mut ran = match &op.transaction {
-        Some(transaction) => Ran {
-            modified: crate::multi::run_borrowed(core, transaction, caller, &mut out),
-            ..Ran::default()
-        },
+        Some(transaction) => {
+            if locked {
+                let here = homes.iter().map(|(d, k, _)| (*d, k.clone())).collect();
+                crate::script_lock::begin_transaction(here);
+            }
+            let ran = crate::multi::run_borrowed(core, transaction, caller, &mut out);
+            crate::script_lock::end_transaction();
+            Ran {
+                modified: ran.modified,
+                loans: ran.loans,
+                ..Ran::default()
+            }
+        }
         None => {
-            if op.borrowing == Borrowing::Locked {
+            if locked {
                 script_may_borrow_now(op.plan.len() <= 1);
             }
             run_engine(core, op.cmd, caller, op.argv.args(), &mut out)
@@ -586,7 +597,8 @@ fn run_riders(
                 ..rider.caller
             };
             let mut out = Vec::new();
-            let written = crate::multi::run_borrowed(core, &rider.transaction, caller, &mut out);
+            let written =
+                crate::multi::run_borrowed(core, &rider.transaction, caller, &mut out).modified;
             modified.extend(written);
             (rider, out)
         })

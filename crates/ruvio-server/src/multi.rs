@@ -13,10 +13,12 @@
 //! - **borrowed** (forward mode, keys on several shards): the keys of every queued
 //!   command and every watched key are borrowed from their owners
 //!   ([`crate::lending`]), the queue runs here on them ([`run_borrowed`]), and they
-//!   go back: no client of any shard sees a partial transaction;
+//!   go back: no client of any shard sees a partial transaction. With a script in
+//!   the queue it runs under the script lock, so the script may borrow the keys it
+//!   did not declare as it runs ([`crate::script_lock`]);
 //! - **in turn across shards** (forward mode, a transaction mixing keys of other
 //!   shards with commands that need every shard or the connection, as DBSIZE or
-//!   SELECT, or with a script, which may use undeclared keys of its owner's slots):
+//!   SELECT):
 //!   each command runs as it would outside MULTI, replies in one array;
 //!   a command that waits for another shard suspends the queue until it is
 //!   answered ([`continue_exec`]). Without isolation (documented as a limit); the
@@ -98,6 +100,9 @@ pub struct Transaction {
     /// The watch epoch EXEC checks, and the watched keys to forget afterwards.
     epoch: u64,
     watched: Vec<DbKey>,
+    /// It runs under the script lock: its scripts may borrow keys they did not
+    /// declare while they run ([`crate::script_lock`]).
+    pub locked: bool,
 }
 
 /// Commands that run at once inside MULTI instead of being queued (Redis'
@@ -336,8 +341,9 @@ pub fn watched_by(
 enum Plan {
     /// Through the dispatcher, one command after the other (here, or in order).
     InTurn,
-    /// On these keys, borrowed from their owners.
-    Borrowed(Vec<DbKey>),
+    /// On these keys, borrowed from their owners; under the script lock when
+    /// `locked` (a script of the queue may borrow more while it runs).
+    Borrowed { keys: Vec<DbKey>, locked: bool },
     /// On shard `0`, which owns every key ([`crate::owner_tx`]).
     OnOwner(usize, Vec<DbKey>),
 }
@@ -369,7 +375,9 @@ pub fn exec(
         Plan::OnOwner(owner, keys) => {
             crate::owner_tx::send(core, client, replies, who, owner, queued.commands, keys)
         }
-        Plan::Borrowed(keys) => run_borrowing(core, conns, client, replies, who, queued, keys),
+        Plan::Borrowed { keys, locked } => {
+            run_borrowing(core, conns, client, replies, who, queued, keys, locked)
+        }
     }
     Ok(())
 }
@@ -377,7 +385,9 @@ pub fn exec(
 /// Start the EXEC of `queued` on `keys` borrowed from their owners. Without WATCH
 /// the client goes on meanwhile (later commands that may touch the keys wait:
 /// [`lending::must_wait_for_transaction`]), and the transaction rides on an EXEC
-/// already borrowing its keys here if there is one; with WATCH the client waits.
+/// already borrowing its keys here if there is one (not one under the script
+/// lock); with WATCH the client waits.
+#[allow(clippy::too_many_arguments)]
 fn run_borrowing(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
@@ -386,6 +396,7 @@ fn run_borrowing(
     who: (u32, u32),
     queued: Queued,
     keys: Vec<DbKey>,
+    locked: bool,
 ) {
     let unwatched = client.watching.is_empty();
     let after = client.borrowing_tx.map(|(ticket, _)| ticket);
@@ -393,12 +404,13 @@ fn run_borrowing(
         commands: queued.commands,
         epoch: client.watch_epoch,
         watched: std::mem::take(&mut client.watching),
+        locked,
     });
     // A new epoch now; the owners forget the old watches once it ran.
     client.watch_epoch += 1;
     let seq = replies.hold(Merge::Single, 1);
     let caller = crate::dispatch::caller(client);
-    let transaction = match unwatched {
+    let transaction = match unwatched && !locked {
         true => {
             match lending::join_transaction(core, after, who, seq, caller, transaction, &keys) {
                 Ok(ticket) => {
@@ -434,15 +446,17 @@ pub fn borrowed_keys(
         return None;
     }
     match plan(core, client, queued) {
-        Plan::Borrowed(keys) => Some(keys),
+        Plan::Borrowed { keys, locked } if !locked => Some(keys),
         _ => None,
     }
 }
 
 /// Decide how the queue runs: in turn when every key (queued or watched) is this
 /// shard's and free, or when a command needs the connection or every shard; on
-/// the owner when every key is one other shard's and nothing is watched; borrowed
-/// otherwise.
+/// the owner when every key is one other shard's, nothing is watched and every
+/// script of it ran here without reaching other shards' keys; borrowed
+/// otherwise, under the script lock when a script is in the queue (it may name
+/// keys it did not declare, of any shard).
 fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     if core.topo.mode != PortMode::Forward || core.topo.nodes.len() == 1 {
         return Plan::InTurn;
@@ -451,18 +465,17 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     let mut keys: Vec<DbKey> = client.watching.clone();
     let mut needs_connection = false;
     let mut has_script = false;
+    let mut must_lock = false;
     for (cmd, args) in queued.commands.iter() {
         let engine = matches!(cmd.handler, Some(Handler::Engine(_)));
         needs_connection |= !engine
             || cmd.meta.has(ALL_SHARDS)
             || cmd.meta.keys.reads_keys_from_value()
             || names_other_db(cmd);
-        has_script |= may_name_undeclared_keys(cmd);
-        // A script known to reach keys of other shards runs as it would outside
-        // MULTI, under the script lock (see `script_lock`), not on an owner that
-        // cannot lend it keys.
-        needs_connection |= crate::script_lock::is_script(cmd.meta)
-            && crate::script_lock::known_to_reach(core, args);
+        if crate::script_lock::is_script(cmd.meta) {
+            has_script = true;
+            must_lock |= crate::script_lock::must_lock(core, args);
+        }
         keys.extend(
             cmd.meta
                 .keys
@@ -471,21 +484,26 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
                 .map(|p| (db, args.get(p).to_vec())),
         );
     }
-    let all_here = keys
-        .iter()
-        .all(|(d, k)| core.topo.key_owner(k) == core.id && !core.lending.is_lent(*d, k));
-    if all_here || needs_connection {
+    if needs_connection {
         return Plan::InTurn;
     }
     keys.sort();
     keys.dedup();
-    if let Some(owner) = single_other_owner(core, client, &keys) {
-        return Plan::OnOwner(owner, keys);
-    }
-    if has_script {
+    let all_here = keys
+        .iter()
+        .all(|(d, k)| core.topo.key_owner(k) == core.id && !core.lending.is_lent(*d, k));
+    if all_here && !must_lock {
         return Plan::InTurn;
     }
-    Plan::Borrowed(keys)
+    if !must_lock && !all_here {
+        if let Some(owner) = single_other_owner(core, client, &keys) {
+            return Plan::OnOwner(owner, keys);
+        }
+    }
+    Plan::Borrowed {
+        keys,
+        locked: has_script,
+    }
 }
 
 /// The shard that owns every one of `keys` when it is another one, nothing is
@@ -505,14 +523,6 @@ fn single_other_owner(core: &ShardCore, client: &ClientState, keys: &[DbKey]) ->
 /// knows the target database).
 fn names_other_db(cmd: &Command) -> bool {
     cmd.meta.has(DB_OPTION) || cmd.meta.name == "move"
-}
-
-/// A script (EVAL, EVALSHA, FCALL ...): besides its declared keys it may use keys of
-/// their slot that it names only while running. Those live on their owner, so the
-/// script must run there, as it would outside MULTI; on borrowed keys it would
-/// answer the non-local key error for them (BullMQ's FlowProducer did).
-fn may_name_undeclared_keys(cmd: &Command) -> bool {
-    cmd.meta.group == "scripting"
 }
 
 /// An EXEC running its queue in turn (see [`continue_exec`]).
@@ -624,22 +634,33 @@ pub fn continue_exec(
     }
 }
 
+/// What a transaction on borrowed keys did ([`run_borrowed`]).
+#[derive(Debug, Default)]
+pub struct RanBorrowed {
+    /// `(db, key)` its commands wrote.
+    pub modified: Vec<DbKey>,
+    /// Keys its scripts borrowed while they ran (under the script lock): here
+    /// until they are sent home with the others.
+    pub loans: Vec<DbKey>,
+}
+
 /// Run a transaction on keys borrowed from their owners (the coordinator's side
-/// of [`lending`]): the whole reply goes to `out`; the keys it wrote come back.
-/// The watches are checked here, where every watched key is held.
+/// of [`lending`]): the whole reply goes to `out`. The watches are checked here,
+/// where every watched key is held. Under the script lock, each script may borrow
+/// keys it did not declare as it runs; the caller sends them home too.
 pub fn run_borrowed(
     core: &mut ShardCore,
     transaction: &Transaction,
     caller: Caller,
     out: &mut Vec<u8>,
-) -> Vec<DbKey> {
-    let mut modified = Vec::new();
+) -> RanBorrowed {
+    let mut ran = RanBorrowed::default();
     let touched = core.watches.is_touched(caller.client_id, transaction.epoch);
     forget_watches(core, caller.client_id, transaction.watched.clone());
     core.watches.clear_touched(caller.client_id);
     if touched {
         Reply::new(out, caller.proto).null_array();
-        return modified;
+        return ran;
     }
     Reply::new(out, caller.proto).array(transaction.commands.len());
     let caller = Caller {
@@ -647,10 +668,32 @@ pub fn run_borrowed(
         ..caller
     };
     for (cmd, args) in transaction.commands.iter() {
-        let ran = run_engine(core, cmd, caller, args, out);
+        if transaction.locked && crate::script_lock::is_script(cmd.meta) {
+            crate::script_lock::begin_run(crate::script_lock::Run {
+                holds_lock: true,
+                probation: !crate::script_lock::known_to_reach(core, args)
+                    && declared_on_one_shard(core, cmd, args),
+                ..Default::default()
+            });
+        }
+        let command = run_engine(core, cmd, caller, args, out);
         core.stats.commands += 1;
         core.stats.per_command[cmd.stat].calls += 1;
-        modified.extend(ran.modified);
+        ran.modified.extend(command.modified);
+        ran.loans.extend(command.loans);
     }
-    modified
+    ran
+}
+
+/// The keys script `cmd` declares are all of one shard: a run of it under the lock
+/// that reaches no other key is its probation (see [`crate::script_lock::must_lock`]).
+fn declared_on_one_shard(core: &ShardCore, cmd: &Command, args: Args<'_>) -> bool {
+    let mut owners = cmd
+        .meta
+        .keys
+        .positions(args)
+        .into_iter()
+        .map(|p| core.topo.key_owner(args.get(p)));
+    let first = owners.next();
+    owners.all(|o| Some(o) == first)
 }

@@ -157,6 +157,14 @@ fn run(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
         wal.begin_atomic();
     }
     for (cmd, args) in tx.commands.iter() {
+        if crate::script_lock::is_script(cmd.meta) {
+            // It ran on the client's shard without reaching other shards' keys,
+            // but may on another branch: it may take the script lock then.
+            crate::script_lock::begin_run(crate::script_lock::Run {
+                may_lock_now: core.wal.is_none(),
+                ..Default::default()
+            });
+        }
         let ran = run_engine(core, cmd, caller, args, &mut out);
         if ran.block.is_some() {
             // Only a script naming an undeclared key that is out on loan gets here

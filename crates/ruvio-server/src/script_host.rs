@@ -21,7 +21,9 @@
 //! of its loop iteration may make the count differ from the deliveries: the same
 //! window Redis has between two commands, now the length of one loop iteration.
 //! DBSIZE adds the other shards' key counts as they last published them (on their
-//! 10 ms tick): a write on another shard shows within one tick.
+//! 10 ms tick): a write on another shard shows within one tick. A script holding
+//! the script lock asks every other shard instead (exact: nothing can write there
+//! between its question and its end but single-key commands of other clients).
 
 use crate::cmd::pubsub::View;
 use crate::cmd::ServerResult;
@@ -110,6 +112,10 @@ impl ScriptHost for Host {
     fn keys_elsewhere(&self, db: usize) -> u64 {
         if self.mode == PortMode::PerShard {
             return 0;
+        }
+        let core = (&*self.shared, &*self.topo, self.id);
+        if let Some(exact) = crate::script_lock::count_elsewhere(core, db) {
+            return exact;
         }
         let shards = self.shared.shards.iter().enumerate();
         let elsewhere: u64 = shards

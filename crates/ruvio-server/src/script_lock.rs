@@ -113,6 +113,10 @@ struct ThisShard {
     confined: AHashSet<u64>,
     /// Requests the shard's scripts sent to other shards (their tickets).
     requests_sent: u64,
+    /// A transaction running under the lock ([`begin_transaction`]): keys of other
+    /// shards here for it (borrowed for its queue, or by its earlier scripts), which
+    /// its scripts must not ask their owners for again, and how many per database.
+    transaction: Option<(Vec<DbKey>, Vec<u64>)>,
     /// The shard's outbox while a script that may borrow runs: shipped before its
     /// first lend request, so that nothing the shard queued earlier for an owner
     /// (a key given back, a client's earlier forwarded command) comes after it.
@@ -151,6 +155,17 @@ impl ThisShard {
         Ok(())
     }
 
+    /// Key `key` of `db` is here already for the running script: it borrowed it, or
+    /// its transaction did.
+    fn holds(&self, db: usize, key: &[u8]) -> bool {
+        let here = |keys: &[DbKey]| keys.iter().any(|(d, k)| *d == db && k == key);
+        here(&self.ended.loans)
+            || self
+                .transaction
+                .as_ref()
+                .is_some_and(|(keys, _)| here(keys))
+    }
+
     /// A ticket for the running script's next request to another shard.
     fn next_ticket(&mut self) -> u64 {
         self.requests_sent += 1;
@@ -174,7 +189,29 @@ pub fn is_script(meta: &ruvio_engine::CommandMeta) -> bool {
 
 /// The script about to run reaches undeclared keys as `run` says (until [`end_run`]).
 pub fn begin_run(run: Run) {
-    THIS.with(|t| t.borrow_mut().run = run);
+    THIS.with(|t| {
+        let mut t = t.borrow_mut();
+        t.run = run;
+        if let Some((_, held)) = &t.transaction {
+            t.ended.held = held.clone();
+        }
+    });
+}
+
+/// A transaction starts running its queue under the script lock, on `keys`
+/// borrowed for it (with the counts [`note_held`] took): its scripts may borrow
+/// more while they run; what one borrowed stays here for the next ones.
+pub fn begin_transaction(keys: Vec<DbKey>) {
+    THIS.with(|t| {
+        let mut t = t.borrow_mut();
+        let held = std::mem::take(&mut t.ended.held);
+        t.transaction = Some((keys, held));
+    });
+}
+
+/// The transaction's queue ran ([`begin_transaction`]).
+pub fn end_transaction() {
+    THIS.with(|t| t.borrow_mut().transaction = None);
 }
 
 /// The shard's outbox, for the script about to run ([`ThisShard::outbox`]).
@@ -200,6 +237,11 @@ pub fn end_run() -> Ended {
     THIS.with(|t| {
         let mut t = t.borrow_mut();
         let confined = std::mem::take(&mut t.run).probation && !t.ended.reached;
+        let t = &mut *t;
+        if let Some((keys, held)) = t.transaction.as_mut() {
+            keys.extend(t.ended.loans.iter().cloned());
+            *held = t.ended.held.clone();
+        }
         Ended {
             confined,
             ..std::mem::take(&mut t.ended)
@@ -224,7 +266,7 @@ pub fn reach(
             .iter()
             .map(|key| (topo.key_owner(key), key))
             .filter(|(owner, _)| *owner != me)
-            .filter(|(_, key)| !t.ended.loans.iter().any(|(d, k)| *d == db && k == *key))
+            .filter(|(_, key)| !t.holds(db, key))
             .map(|(owner, key)| (owner, (db, key.to_vec())))
             .collect();
         if wanted.is_empty() {
@@ -289,6 +331,47 @@ pub fn elsewhere(
             parts.push(reply.unwrap_or_default());
         }
         Ok(parts)
+    })
+}
+
+/// DBSIZE of database `db` on the other shards, asked of each now, when the running
+/// script holds the script lock (its keys of theirs are here, in this shard's
+/// count, not in theirs); `None` otherwise (the caller uses the published counts).
+pub fn count_elsewhere(
+    core: (&crate::stats::Shared, &crate::topology::Topology, usize),
+    db: usize,
+) -> Option<u64> {
+    let (_, topo, me) = core;
+    THIS.with(|t| {
+        let mut t = t.borrow_mut();
+        if !t.run.holds_lock {
+            return None;
+        }
+        if let Some(outbox) = t.outbox.as_mut() {
+            crate::forward::with_mesh(|mesh| mesh.ship(outbox));
+        }
+        let mut total = 0;
+        for shard in (0..topo.nodes.len()).filter(|&s| s != me) {
+            let ticket = t.next_ticket();
+            let request = crate::forward::ShardMsg::RunNow {
+                from: me,
+                ticket,
+                db,
+                resp3: false,
+                args: [b"DBSIZE".as_slice()].into_iter().collect(),
+            };
+            let reply = crate::forward::request_now(shard, request, |msg| match msg {
+                crate::forward::ShardMsg::RanNow { ticket: t, reply } if t == ticket => Ok(reply),
+                other => Err(other),
+            });
+            total += reply
+                .as_deref()
+                .and_then(|r| r.strip_prefix(b":"))
+                .and_then(|r| std::str::from_utf8(r).ok())
+                .and_then(|r| r.trim_end().parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        Some(total)
     })
 }
 
