@@ -331,14 +331,7 @@ pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<
                 .map(|p| ruvio_resp::parse_int_reply(p).unwrap_or(0).max(0) as u64)
                 .collect();
             let keys: Vec<Vec<u8>> = parts.iter().skip(1).step_by(2).cloned().collect();
-            let total: u64 = counts.iter().sum();
-            let mut point = ((total as u128 * pick as u128) >> 32) as u64;
-            let chosen = counts.iter().position(|&n| {
-                let here = point < n;
-                point = point.saturating_sub(n);
-                here
-            });
-            let first = chosen.unwrap_or(0);
+            let first = weighted_pick(&counts, pick).unwrap_or(0);
             let ordered: Vec<Vec<u8>> = keys[first..]
                 .iter()
                 .chain(&keys[..first])
@@ -397,8 +390,28 @@ fn bulk_text(reply: &[u8]) -> Option<&[u8]> {
     rest.get(eol + 2..eol + 2 + len)
 }
 
+/// The index of `counts` that the random `pick` (0..2^32) falls on when each index
+/// has a share as large as its count; `None` when every count is 0 (RANDOMKEY's
+/// shard, picked by its number of keys).
+pub(crate) fn weighted_pick(counts: &[u64], pick: u32) -> Option<usize> {
+    let total: u64 = counts.iter().sum();
+    let mut point = ((total as u128 * pick as u128) >> 32) as u64;
+    counts.iter().position(|&n| {
+        let here = point < n;
+        point = point.saturating_sub(n);
+        here
+    })
+}
+
+/// A SCAN cursor taken apart: the shard in its high bits and that shard's own
+/// cursor; `None` for a shard past the last (the scan is over).
+pub(crate) fn scan_cursor(cursor: u64, shards: usize) -> Option<(usize, u64)> {
+    let shard = (cursor >> SCAN_SHARD_SHIFT) as usize;
+    (shard < shards).then_some((shard, cursor & ((1 << SCAN_SHARD_SHIFT) - 1)))
+}
+
 /// A shard's SCAN reply taken apart: its own cursor, its key count and the keys.
-fn scan_parts(reply: &[u8]) -> Option<(u64, usize, &[u8])> {
+pub(crate) fn scan_parts(reply: &[u8]) -> Option<(u64, usize, &[u8])> {
     let (_, body) = ruvio_resp::array_body(reply)?;
     let cursor_len = ruvio_resp::reply_len(body)?;
     let cursor_reply = &body[..cursor_len];
@@ -416,7 +429,7 @@ fn scan_parts(reply: &[u8]) -> Option<(u64, usize, &[u8])> {
 /// bits above [`SCAN_SHARD_SHIFT`]); cursor 0 when every shard is done. A small
 /// database comes back whole in one call, as from Redis; the keys of the shards
 /// after that one are dropped (the scan reaches them later from their start).
-fn merge_scan(parts: &[Vec<u8>], shard: u64, out: &mut Vec<u8>) {
+pub(crate) fn merge_scan(parts: &[Vec<u8>], shard: u64, out: &mut Vec<u8>) {
     let mut next = 0;
     let mut total = 0;
     let mut keys: Vec<&[u8]> = Vec::with_capacity(parts.len());

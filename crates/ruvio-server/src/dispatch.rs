@@ -9,7 +9,7 @@
 use crate::blocking::Waiter;
 use crate::cmd::Ctx;
 use crate::config::PortMode;
-use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyMode, ReplyQueue, SCAN_SHARD_SHIFT};
+use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyMode, ReplyQueue};
 use crate::durable;
 use crate::exec::{self, run_engine, Caller};
 use crate::forward::Tag;
@@ -820,11 +820,9 @@ fn script_route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
 /// nothing past the end and answers cursor 0 (the scan is over), as Redis does for
 /// a cursor past its table.
 fn scan_route(args: Args<'_>, shards: usize) -> Route {
-    match ruvio_engine::parse_cursor(args.get(1)) {
-        Some(c) if ((c >> SCAN_SHARD_SHIFT) as usize) < shards => Route::Scan(
-            (c >> SCAN_SHARD_SHIFT) as usize,
-            c & ((1 << SCAN_SHARD_SHIFT) - 1),
-        ),
-        _ => Route::Local,
+    let cursor = ruvio_engine::parse_cursor(args.get(1));
+    match cursor.and_then(|c| crate::conn::scan_cursor(c, shards)) {
+        Some((shard, inner)) => Route::Scan(shard, inner),
+        None => Route::Local,
     }
 }

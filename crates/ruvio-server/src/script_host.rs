@@ -36,7 +36,7 @@ use crate::stats::Shared;
 use crate::topology::Topology;
 use ruvio_engine::command::Published;
 use ruvio_engine::glob_match;
-use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, ScriptHost};
+use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, ScriptHost, Spreading};
 use ruvio_engine::Engine;
 use ruvio_resp::{Args, Reply};
 use std::sync::atomic::Ordering::Relaxed;
@@ -146,6 +146,20 @@ impl ScriptHost for Host {
             }
             // A Redis Cluster node's KEYS and FLUSH* are its own.
             PortMode::PerShard => Ok(Vec::new()),
+        }
+    }
+
+    fn spread(
+        &self,
+        call: Spreading<'_>,
+        here: &mut dyn FnMut(Args<'_>) -> Vec<u8>,
+    ) -> Result<Vec<u8>, Reach> {
+        match self.mode {
+            PortMode::Forward => {
+                crate::script_lock::spread((&*self.shared, &*self.topo, self.id), call, here)
+            }
+            // A Redis Cluster node's SCAN and RANDOMKEY are its own.
+            PortMode::PerShard => Ok(here(call.call.args)),
         }
     }
 

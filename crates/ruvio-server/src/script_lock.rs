@@ -43,9 +43,9 @@
 use crate::lending::{DbKey, LendRequest};
 use crate::shard::ShardCore;
 use ahash::AHashSet;
-use ruvio_engine::scripting::{Elsewhere, Reach, Reaching};
+use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, Spreading};
 use ruvio_engine::Engine;
-use ruvio_resp::Args;
+use ruvio_resp::{Args, OwnedArgs};
 use std::cell::RefCell;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -164,6 +164,41 @@ impl ThisShard {
                 .transaction
                 .as_ref()
                 .is_some_and(|(keys, _)| here(keys))
+    }
+
+    /// The running script holds keys of other shards (borrowed before it ran, or
+    /// while it ran, or by its transaction).
+    fn holds_any(&self) -> bool {
+        !self.ended.loans.is_empty()
+            || self.ended.held.iter().any(|&n| n > 0)
+            || self
+                .transaction
+                .as_ref()
+                .is_some_and(|(keys, _)| !keys.is_empty())
+    }
+
+    /// Shard `shard` runs the script's call `args` now; its reply (empty if it is
+    /// exiting with the process).
+    fn run_now(
+        &mut self,
+        me: usize,
+        shard: usize,
+        call: Elsewhere<'_>,
+        args: OwnedArgs,
+    ) -> Vec<u8> {
+        let ticket = self.next_ticket();
+        let request = crate::forward::ShardMsg::RunNow {
+            from: me,
+            ticket,
+            db: call.db,
+            resp3: call.resp3,
+            args,
+        };
+        let reply = crate::forward::request_now(shard, request, |msg| match msg {
+            crate::forward::ShardMsg::RanNow { ticket: t, reply } if t == ticket => Ok(reply),
+            other => Err(other),
+        });
+        reply.unwrap_or_default()
     }
 
     /// A ticket for the running script's next request to another shard.
@@ -301,10 +336,12 @@ pub fn reach(
     })
 }
 
-/// The host's side of a script's KEYS, FLUSHDB or FLUSHALL
+/// The host's side of a script's KEYS, FLUSHDB, FLUSHALL or SWAPDB
 /// ([`ruvio_engine::scripting::ScriptHost::elsewhere`]): with the script lock (held,
 /// or taken now as for a key of another shard; the script is known from then on),
-/// every other shard runs it now and answers, in shard order.
+/// every other shard runs it now and answers, in shard order. A SWAPDB while the
+/// script holds keys of other shards is refused: they would go home to the wrong
+/// database.
 pub fn elsewhere(
     core: (&crate::stats::Shared, &crate::topology::Topology, usize),
     call: Elsewhere<'_>,
@@ -312,26 +349,96 @@ pub fn elsewhere(
     let (shared, topo, me) = core;
     THIS.with(|t| {
         let mut t = t.borrow_mut();
+        if call.args.get(0).eq_ignore_ascii_case(b"swapdb") && t.holds_any() {
+            return Err(Reach::Unsupported);
+        }
         t.ended.reached = true;
         t.may_wait_on_others(shared, me, call.wrote)?;
-        let mut parts = Vec::new();
-        for shard in (0..topo.nodes.len()).filter(|&s| s != me) {
-            let ticket = t.next_ticket();
-            let request = crate::forward::ShardMsg::RunNow {
-                from: me,
-                ticket,
-                db: call.db,
-                resp3: call.resp3,
-                args: ruvio_resp::OwnedArgs::from_args(call.args),
-            };
-            let reply = crate::forward::request_now(shard, request, |msg| match msg {
-                crate::forward::ShardMsg::RanNow { ticket: t, reply } if t == ticket => Ok(reply),
-                other => Err(other),
-            });
-            parts.push(reply.unwrap_or_default());
-        }
-        Ok(parts)
+        let others = (0..topo.nodes.len()).filter(|&s| s != me);
+        let args = ruvio_resp::OwnedArgs::from_args(call.args);
+        Ok(others
+            .map(|shard| t.run_now(me, shard, call, args.clone()))
+            .collect())
     })
+}
+
+/// The host's side of a script's SCAN or RANDOMKEY
+/// ([`ruvio_engine::scripting::ScriptHost::spread`]): the shards that answer are
+/// asked as a client's would be routed (this one through `here`; RANDOMKEY goes on
+/// to the next shard while it finds none); asking another takes the script lock as
+/// for a key of another shard.
+pub fn spread(
+    core: (&crate::stats::Shared, &crate::topology::Topology, usize),
+    spreading: Spreading<'_>,
+    here: &mut dyn FnMut(Args<'_>) -> Vec<u8>,
+) -> Result<Vec<u8>, Reach> {
+    let (shared, topo, me) = core;
+    let call = spreading.call;
+    let mut ask = |shard: usize, args: OwnedArgs| -> Result<Vec<u8>, Reach> {
+        if shard == me {
+            return Ok(here(args.args()));
+        }
+        THIS.with(|t| {
+            let mut t = t.borrow_mut();
+            t.ended.reached = true;
+            t.may_wait_on_others(shared, me, call.wrote)?;
+            Ok(t.run_now(me, shard, call, args))
+        })
+    };
+    let args = OwnedArgs::from_args(call.args);
+    if !call.args.get(0).eq_ignore_ascii_case(b"scan") {
+        let counts: Vec<u64> = (0..topo.nodes.len())
+            .map(|s| match s == me {
+                true => spreading.here_keys,
+                false => published_keys(shared, s, call.db),
+            })
+            .collect();
+        // Picked by the counts last published; a shard found empty (they lag by up
+        // to a tick) passes to the next, so nil means no shard has a key.
+        let first = crate::conn::weighted_pick(&counts, spreading.pick).unwrap_or(me);
+        let shards = counts.len();
+        let mut reply = Vec::new();
+        for shard in (0..shards).map(|i| (first + i) % shards) {
+            reply = ask(shard, args.clone())?;
+            if !(reply.starts_with(b"$-1") || reply.starts_with(b"_")) {
+                break;
+            }
+        }
+        return Ok(reply);
+    }
+    let shards = topo.nodes.len();
+    let cursor = ruvio_engine::parse_cursor(call.args.get(1));
+    let Some((first, inner)) = cursor.and_then(|c| crate::conn::scan_cursor(c, shards)) else {
+        // Unparsable, or past the last shard: the engine answers as Redis.
+        return ask(me, args);
+    };
+    let mut parts = Vec::new();
+    for shard in first..shards {
+        let cursor = if shard == first { inner } else { 0 }.to_string();
+        let part_args = call
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| if i == 1 { cursor.as_bytes() } else { a })
+            .collect();
+        let part = ask(shard, part_args)?;
+        let more = crate::conn::scan_parts(&part).is_none_or(|(inner, _, _)| inner != 0);
+        parts.push(part);
+        if more {
+            break;
+        }
+    }
+    let mut out = Vec::new();
+    crate::conn::merge_scan(&parts, first as u64, &mut out);
+    Ok(out)
+}
+
+/// Keys of database `db` on shard `shard`, as it last published them.
+fn published_keys(shared: &crate::stats::Shared, shard: usize, db: usize) -> u64 {
+    shared.shards[shard]
+        .keys
+        .get(db)
+        .map_or(0, |(keys, _)| keys.load(SeqCst))
 }
 
 /// DBSIZE of database `db` on the other shards, asked of each now, when the running
@@ -350,26 +457,17 @@ pub fn count_elsewhere(
         if let Some(outbox) = t.outbox.as_mut() {
             crate::forward::with_mesh(|mesh| mesh.ship(outbox));
         }
+        let dbsize: OwnedArgs = [b"DBSIZE".as_slice()].into_iter().collect();
+        let call = Elsewhere {
+            db,
+            args: dbsize.args(),
+            resp3: false,
+            wrote: false,
+        };
         let mut total = 0;
         for shard in (0..topo.nodes.len()).filter(|&s| s != me) {
-            let ticket = t.next_ticket();
-            let request = crate::forward::ShardMsg::RunNow {
-                from: me,
-                ticket,
-                db,
-                resp3: false,
-                args: [b"DBSIZE".as_slice()].into_iter().collect(),
-            };
-            let reply = crate::forward::request_now(shard, request, |msg| match msg {
-                crate::forward::ShardMsg::RanNow { ticket: t, reply } if t == ticket => Ok(reply),
-                other => Err(other),
-            });
-            total += reply
-                .as_deref()
-                .and_then(|r| r.strip_prefix(b":"))
-                .and_then(|r| std::str::from_utf8(r).ok())
-                .and_then(|r| r.trim_end().parse::<u64>().ok())
-                .unwrap_or(0);
+            let reply = t.run_now(me, shard, call, dbsize.clone());
+            total += ruvio_resp::parse_int_reply(&reply).unwrap_or(0).max(0) as u64;
         }
         Some(total)
     })

@@ -371,3 +371,73 @@ fn wait_loaded(c: &mut RawConn) {
     }
     panic!("still loading");
 }
+
+/// SCAN, RANDOMKEY and SWAPDB from a script see (and change) every shard, as from
+/// one Redis: a scan loop inside the script, RANDOMKEY when every key is on the
+/// other shard, SWAPDB then DBSIZE of both databases.
+#[test]
+fn scan_randomkey_and_swapdb_from_scripts_see_every_shard() {
+    let Some(servers) = DiffServers::forward("script_reach_spread", 2) else {
+        return;
+    };
+    let [a0, a1, b0, b1] = keys();
+    let scan_all = "local seen, c = {}, '0' \
+                    repeat local r = redis.call('scan', c, 'count', ARGV[1]) c = r[1] \
+                    for _, k in ipairs(r[2]) do seen[#seen + 1] = k end until c == '0' \
+                    table.sort(seen) return seen";
+    let scan_once = "local r = redis.call('scan', '0', 'count', 1000) table.sort(r[2]) return r";
+    let random = "local k = redis.call('randomkey') \
+                  if not k then return 'none' end return redis.call('exists', k)";
+    let swap = "redis.call('swapdb', 0, 1) local n0 = redis.call('dbsize') \
+                redis.call('select', 1) return {n0, redis.call('dbsize'), redis.call('get', ARGV[1])}";
+    let bad_cursor = "return redis.call('scan', 'x')";
+    let steps: Vec<Vec<&str>> = vec![
+        vec!["eval", random, "0"],
+        vec!["set", &b0, "only"],
+        vec!["eval", random, "0"],
+        vec!["mset", &a0, "1", &a1, "2", &b1, "4"],
+        vec!["eval", scan_all, "0", "1"],
+        vec!["eval", scan_all, "0", "3"],
+        vec!["eval", scan_once, "0"],
+        vec!["eval", random, "0"],
+        vec!["eval", swap, "0", &b0],
+        vec!["dbsize"],
+        vec!["eval", "return redis.call('dbsize')", "0"],
+        vec!["eval", swap, "0", &a1],
+        vec!["eval", scan_all, "0", "2"],
+        vec!["eval", bad_cursor, "0"],
+    ];
+    let mut redis = servers.reference.raw();
+    let mut ruvio = servers.target.raw();
+    for conn in [&mut redis, &mut ruvio] {
+        assert_eq!(conn.cmd(&["flushall"]), b"+OK\r\n");
+    }
+    for client_shard in 0..2 {
+        let mut ruvio = conn_on_shard(&servers.target, client_shard);
+        for step in &steps {
+            let expected = redis.cmd(step);
+            let got = ruvio.cmd(step);
+            assert_eq!(
+                show(&got),
+                show(&expected),
+                "client on shard {client_shard}: {step:?}"
+            );
+        }
+        for conn in [&mut redis, &mut ruvio] {
+            assert_eq!(conn.cmd(&["flushall"]), b"+OK\r\n");
+        }
+    }
+    // A script holding a key of another shard may not swap databases (its key
+    // would go home to the wrong one).
+    let hold_then_swap = "redis.call('get', ARGV[1]) return redis.call('swapdb', 0, 1)";
+    let mut on_0 = conn_on_shard(&servers.target, 0);
+    let reply = on_0.cmd(&["eval", hold_then_swap, "0", &b0]);
+    assert!(
+        reply.starts_with(
+            b"-ERR SWAPDB is not supported in a script that holds keys of other shards"
+        ),
+        "{}",
+        show(&reply)
+    );
+    drop(ruvio);
+}

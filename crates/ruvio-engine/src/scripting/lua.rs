@@ -15,7 +15,7 @@ use mlua::{
 use ruvio_resp::{OwnedArgs, Protocol, Reply};
 use std::ffi::c_int;
 
-use super::server_cmds::{Elsewhere, Reach, Reaching};
+use super::server_cmds::{Elsewhere, Reach, Reaching, Spreading};
 use super::{busy, luaaux, resp, server_cmds};
 use crate::command::{arity_fits, flags, CommandTree, ExecCtx, KeySpec, Outcome};
 use crate::error::CmdError;
@@ -823,6 +823,9 @@ impl Runner<'_> {
         let Some(handler) = row.handler else {
             return self.fail(b"ERR Unknown Redis command called from script");
         };
+        if !every_slot_is_local() && server_cmds::SPREAD.contains(&row.meta.name) {
+            return self.run_spread(resp, handler, args);
+        }
         let others = match self.other_shards_parts(row.meta.name, args, resp) {
             Ok(others) => others,
             Err(text) => return self.fail(text),
@@ -853,6 +856,47 @@ impl Runner<'_> {
         }
     }
 
+    /// SCAN or RANDOMKEY when other shards hold keys ([`server_cmds::SPREAD`]): the
+    /// host asks the shards that answer, this one through the engine here.
+    fn run_spread(
+        &mut self,
+        resp: Protocol,
+        handler: crate::command::EngineFn,
+        args: ruvio_resp::Args<'_>,
+    ) {
+        let call = Spreading {
+            call: Elsewhere {
+                db: self.ctx.db,
+                args,
+                resp3: resp == Protocol::Resp3,
+                wrote: self.wrote || !self.ctx.effects.published.is_empty(),
+            },
+            here_keys: self.engine.db(self.ctx.db).len() as u64,
+            pick: self.engine.next_random() as u32,
+        };
+        let (engine, ctx) = (&mut *self.engine, &mut *self.ctx);
+        let mut here = |args: ruvio_resp::Args<'_>| {
+            let mut out = Vec::new();
+            let mut reply = Reply::new(&mut out, resp);
+            match ctx.run_inner(args, |ctx| handler(engine, ctx, args, &mut reply)) {
+                Ok(_) => {}
+                Err(e) => e.write(&mut reply),
+            }
+            out
+        };
+        match server_cmds::spread(call, &mut here) {
+            Ok(reply) => {
+                self.out.clear();
+                self.out.extend_from_slice(&reply);
+            }
+            Err(Reach::StartOver) => {
+                self.starting_over = true;
+                self.fail(STARTING_OVER_TEXT);
+            }
+            Err(_) => self.fail(NON_LOCAL),
+        }
+    }
+
     /// For a command each shard answers for its part (KEYS, FLUSHDB, FLUSHALL) when
     /// other shards hold keys: their replies, from the host (which may take the
     /// script lock for them); or the error the call gets.
@@ -877,6 +921,7 @@ impl Runner<'_> {
                 self.starting_over = true;
                 Err(STARTING_OVER_TEXT)
             }
+            Err(Reach::Unsupported) => Err(server_cmds::SWAPDB_HOLDING),
             Err(_) => Err(NON_LOCAL),
         }
     }
@@ -921,7 +966,7 @@ impl Runner<'_> {
                 self.starting_over = true;
                 Err(STARTING_OVER_TEXT)
             }
-            Reach::Refused => Err(NON_LOCAL),
+            Reach::Refused | Reach::Unsupported => Err(NON_LOCAL),
         }
     }
 

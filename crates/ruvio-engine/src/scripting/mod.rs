@@ -50,6 +50,7 @@ pub use lua::set_local_slots;
 pub use lua::take_start_over;
 pub use server_cmds::{
     set_script_host, set_server_commands, Elsewhere, Reach, Reaching, ScriptHost, ServerLookup,
+    Spreading,
 };
 
 /// Script bodies by their lower-case hex SHA1, shared by every shard.

@@ -10,7 +10,9 @@
 //! the caller's database is restored), and, through the shard's [`ScriptHost`],
 //! those that need the rest of the server: PUBLISH / SPUBLISH (counted now from
 //! every shard's subscriptions, delivered by the server after the script: see
-//! [`crate::command::Published`]), DBSIZE's other shards, and the commands the host
+//! [`crate::command::Published`]), DBSIZE's other shards, KEYS / FLUSHDB /
+//! FLUSHALL / SWAPDB on every shard ([`EVERY_SHARD`]), SCAN and RANDOMKEY where a
+//! client's would go ([`SPREAD`]), and the commands the host
 //! answers from what every shard shares (LASTSAVE, PUBSUB's subcommands). Any other
 //! server command (INFO, ...) answers `Unknown Redis command called from script`
 //! (docs/scripting.md).
@@ -64,11 +66,39 @@ pub trait ScriptHost {
     /// FLUSHDB, FLUSHALL: [`EVERY_SHARD`]): the other shards' replies in shard
     /// order (none for a node of a cluster), or why not.
     fn elsewhere(&self, call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach>;
+    /// A script's SCAN or RANDOMKEY ([`SPREAD`]): the whole reply, from the shards
+    /// the cursor or a weighted pick names, this one answering through `here`; or
+    /// why not.
+    fn spread(
+        &self,
+        call: Spreading<'_>,
+        here: &mut dyn FnMut(Args<'_>) -> Vec<u8>,
+    ) -> Result<Vec<u8>, Reach>;
 }
 
 /// The commands a script runs on every shard (forward mode), whose parts merge
 /// into one reply ([`merge_parts`]).
-pub(super) const EVERY_SHARD: &[&str] = &["keys", "flushdb", "flushall"];
+pub(super) const EVERY_SHARD: &[&str] = &["keys", "flushdb", "flushall", "swapdb"];
+
+/// The error of [`Reach::Unsupported`].
+pub(super) const SWAPDB_HOLDING: &[u8] =
+    b"ERR SWAPDB is not supported in a script that holds keys of other shards";
+
+/// The commands a script runs on the shards that hold their answer: SCAN (the
+/// shard its cursor names, then the next ones) and RANDOMKEY (a shard picked by its
+/// number of keys), as the server routes a client's ([`ScriptHost::spread`]).
+pub(super) const SPREAD: &[&str] = &["scan", "randomkey"];
+
+/// A script's call of one of [`SPREAD`] ([`ScriptHost::spread`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Spreading<'a> {
+    /// The call, as for [`EVERY_SHARD`].
+    pub call: Elsewhere<'a>,
+    /// Keys of the call's database in this shard's keyspace.
+    pub here_keys: u64,
+    /// A random number for RANDOMKEY's pick of a shard.
+    pub pick: u32,
+}
 
 /// A script's call of one of [`EVERY_SHARD`] ([`ScriptHost::elsewhere`]).
 #[derive(Clone, Copy, Debug)]
@@ -107,6 +137,9 @@ pub enum Reach {
     StartOver,
     /// Redis Cluster's error: the keys stay where they are.
     Refused,
+    /// SWAPDB while the script holds keys of other shards (they would go home to
+    /// the wrong database): [`SWAPDB_HOLDING`].
+    Unsupported,
 }
 
 thread_local! {
@@ -134,6 +167,14 @@ pub(super) fn elsewhere(call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach> {
     with_host(|h| h.elsewhere(call)).unwrap_or(Ok(Vec::new()))
 }
 
+/// [`ScriptHost::spread`] of this thread's host; an engine alone answers here.
+pub(super) fn spread(
+    call: Spreading<'_>,
+    here: &mut dyn FnMut(Args<'_>) -> Vec<u8>,
+) -> Result<Vec<u8>, Reach> {
+    with_host(|h| h.spread(call, &mut *here)).unwrap_or_else(|| Ok(here(call.call.args)))
+}
+
 /// `here`, this shard's reply to one of [`EVERY_SHARD`], becomes the whole
 /// reply with the other shards' `parts`: KEYS' arrays joined, FLUSHDB's and
 /// FLUSHALL's `+OK` once; an error of any part is the reply.
@@ -148,7 +189,7 @@ pub(super) fn merge_parts(here: &mut Vec<u8>, mut parts: Vec<Vec<u8>>) {
         return;
     }
     if here.first() != Some(&b'*') {
-        return; // +OK from every shard
+        return; // +OK from every shard (FLUSHDB, FLUSHALL, SWAPDB)
     }
     let mut total = 0u64;
     let mut bodies = Vec::new();
