@@ -329,6 +329,11 @@ impl Engine {
         }
     }
 
+    /// Keys in database `db` (expired ones not yet removed included, as DBSIZE).
+    pub fn key_count(&self, db: usize) -> usize {
+        self.db(db).len()
+    }
+
     /// Number of databases.
     pub fn db_count(&self) -> usize {
         self.dbs.len()

@@ -324,7 +324,7 @@ pub fn start_transaction(
 
 /// The database a `DB index` option names for the command's last key (COPY ... DB
 /// n: the destination lives there), for commands whose row says they take one.
-fn other_db(core: &ShardCore, cmd: &Command, args: ruvio_resp::Args<'_>) -> Option<usize> {
+pub fn other_db(core: &ShardCore, cmd: &Command, args: ruvio_resp::Args<'_>) -> Option<usize> {
     if !cmd.meta.has(DB_OPTION) {
         return None;
     }

@@ -13,16 +13,19 @@
 //! - **borrowed** (forward mode, keys on several shards): the keys of every queued
 //!   command and every watched key are borrowed from their owners
 //!   ([`crate::lending`]), the queue runs here on them ([`run_borrowed`]), and they
-//!   go back: no client of any shard sees a partial transaction. With a script in
-//!   the queue it runs under the script lock, so the script may borrow the keys it
-//!   did not declare as it runs ([`crate::script_lock`]);
+//!   go back: no client of any shard sees a partial transaction. SELECT, PING and
+//!   ECHO are answered in place (keys after a SELECT are borrowed in its
+//!   database). With a script, or a command each shard answers (DBSIZE, KEYS,
+//!   SCAN, RANDOMKEY, FLUSHDB, FLUSHALL), in the queue it runs under the script
+//!   lock: the script may borrow the keys it did not declare as it runs, the other
+//!   shards answer such a command at once ([`crate::script_lock`]);
 //! - **in turn across shards** (forward mode, a transaction mixing keys of other
-//!   shards with commands that need every shard or the connection, as DBSIZE or
-//!   SELECT):
-//!   each command runs as it would outside MULTI, replies in one array;
-//!   a command that waits for another shard suspends the queue until it is
-//!   answered ([`continue_exec`]). Without isolation (documented as a limit); the
-//!   watch check is exact (the owners of watched keys answer a sync first).
+//!   shards with a server command that needs the connection or the server, as
+//!   CLIENT or CONFIG, SORT BY/GET or SWAPDB): each command runs as it would outside
+//!   MULTI, replies in one array; a command that waits for another shard suspends
+//!   the queue until it is answered ([`continue_exec`]). Without isolation
+//!   (documented as a limit); the watch check is exact (the owners of watched keys
+//!   answer a sync first).
 
 use crate::config::PortMode;
 use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
@@ -33,7 +36,7 @@ use crate::shard::ShardCore;
 use crate::slab::Slab;
 use crate::watch;
 use ahash::AHashSet;
-use ruvio_engine::command::flags::{ALL_SHARDS, DB_OPTION, NO_MULTI};
+use ruvio_engine::command::flags::{ALL_SHARDS, NO_MULTI};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
@@ -342,8 +345,14 @@ enum Plan {
     /// Through the dispatcher, one command after the other (here, or in order).
     InTurn,
     /// On these keys, borrowed from their owners; under the script lock when
-    /// `locked` (a script of the queue may borrow more while it runs).
-    Borrowed { keys: Vec<DbKey>, locked: bool },
+    /// `locked` (a script of the queue may borrow more while it runs, a command
+    /// each shard answers asks them then). `selects`: the database the queue's
+    /// SELECTs leave the connection in.
+    Borrowed {
+        keys: Vec<DbKey>,
+        locked: bool,
+        selects: Option<usize>,
+    },
     /// On shard `0`, which owns every key ([`crate::owner_tx`]).
     OnOwner(usize, Vec<DbKey>),
 }
@@ -375,9 +384,20 @@ pub fn exec(
         Plan::OnOwner(owner, keys) => {
             crate::owner_tx::send(core, client, replies, who, owner, queued.commands, keys)
         }
-        Plan::Borrowed { keys, locked } => {
-            run_borrowing(core, conns, client, replies, who, queued, keys, locked)
-        }
+        Plan::Borrowed {
+            keys,
+            locked,
+            selects,
+        } => run_borrowing(
+            core,
+            conns,
+            client,
+            replies,
+            who,
+            queued,
+            keys,
+            (locked, selects),
+        ),
     }
     Ok(())
 }
@@ -396,9 +416,11 @@ fn run_borrowing(
     who: (u32, u32),
     queued: Queued,
     keys: Vec<DbKey>,
-    locked: bool,
+    (locked, selects): (bool, Option<usize>),
 ) {
-    let unwatched = client.watching.is_empty();
+    // A client whose queue SELECTs waits for the EXEC: its next commands run in
+    // the database the queue left it in.
+    let unwatched = client.watching.is_empty() && selects.is_none();
     let after = client.borrowing_tx.map(|(ticket, _)| ticket);
     let transaction = Box::new(Transaction {
         commands: queued.commands,
@@ -410,6 +432,9 @@ fn run_borrowing(
     client.watch_epoch += 1;
     let seq = replies.hold(Merge::Single, 1);
     let caller = crate::dispatch::caller(client);
+    if let Some(db) = selects {
+        client.db = db;
+    }
     let transaction = match unwatched && !locked {
         true => {
             match lending::join_transaction(core, after, who, seq, caller, transaction, &keys) {
@@ -446,45 +471,57 @@ pub fn borrowed_keys(
         return None;
     }
     match plan(core, client, queued) {
-        Plan::Borrowed { keys, locked } if !locked => Some(keys),
+        Plan::Borrowed {
+            keys,
+            locked: false,
+            selects: None,
+        } => Some(keys),
         _ => None,
     }
 }
 
 /// Decide how the queue runs: in turn when every key (queued or watched) is this
-/// shard's and free, or when a command needs the connection or every shard; on
-/// the owner when every key is one other shard's, nothing is watched and every
-/// script of it ran here without reaching other shards' keys; borrowed
-/// otherwise, under the script lock when a script is in the queue (it may name
-/// keys it did not declare, of any shard).
+/// shard's and free, or when a command needs the connection (other than SELECT,
+/// PING, ECHO) or reads keys named in a value; on the owner when every key is
+/// one other shard's, nothing is watched, every command is a keyspace command and
+/// no script is known to reach other shards' keys; borrowed otherwise,
+/// under the script lock when a script or a command each shard answers (DBSIZE,
+/// KEYS, FLUSHALL ...) is in the queue.
 fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     if core.topo.mode != PortMode::Forward || core.topo.nodes.len() == 1 {
         return Plan::InTurn;
     }
-    let db = client.db;
+    let mut db = client.db;
+    let mut selects = None;
     let mut keys: Vec<DbKey> = client.watching.clone();
-    let mut needs_connection = false;
-    let mut has_script = false;
-    let mut must_lock = false;
+    let (mut has_script, mut known, mut must_lock) = (false, false, false);
+    let (mut every_shard, mut inline) = (false, false);
     for (cmd, args) in queued.commands.iter() {
-        let engine = matches!(cmd.handler, Some(Handler::Engine(_)));
-        needs_connection |= !engine
-            || cmd.meta.has(ALL_SHARDS)
-            || cmd.meta.keys.reads_keys_from_value()
-            || names_other_db(cmd);
+        match on_borrowed(cmd) {
+            OnBorrowed::InTurn => return Plan::InTurn,
+            OnBorrowed::Select => {
+                if let Some(index) = db_index(core, args.get(1)) {
+                    (db, selects) = (index, Some(index));
+                }
+                inline = true;
+                continue;
+            }
+            OnBorrowed::Inline => {
+                inline = true;
+                continue;
+            }
+            OnBorrowed::EveryShard => every_shard = true,
+            OnBorrowed::Keys => {}
+        }
         if crate::script_lock::is_script(cmd.meta) {
             has_script = true;
+            known |= crate::script_lock::known_to_reach(core, args);
             must_lock |= crate::script_lock::must_lock(core, args);
         }
-        keys.extend(
-            cmd.meta
-                .keys
-                .positions(args)
-                .into_iter()
-                .map(|p| (db, args.get(p).to_vec())),
-        );
+        queued_keys(core, cmd, args, db, &mut keys);
     }
-    if needs_connection {
+    if selects.is_some() && !client.watching.is_empty() {
+        // Its SELECT must not move the connection when a touched watch stops it.
         return Plan::InTurn;
     }
     keys.sort();
@@ -492,17 +529,77 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     let all_here = keys
         .iter()
         .all(|(d, k)| core.topo.key_owner(k) == core.id && !core.lending.is_lent(*d, k));
-    if all_here && !must_lock {
+    if all_here && !must_lock && !every_shard {
         return Plan::InTurn;
     }
-    if !must_lock && !all_here {
+    if !known && !all_here && !every_shard && !inline {
         if let Some(owner) = single_other_owner(core, client, &keys) {
             return Plan::OnOwner(owner, keys);
         }
     }
     Plan::Borrowed {
         keys,
-        locked: has_script,
+        locked: has_script || every_shard,
+        selects,
+    }
+}
+
+/// How a queued command runs in an EXEC on borrowed keys ([`run_borrowed`]).
+enum OnBorrowed {
+    /// On the keys it names, here.
+    Keys,
+    /// SELECT: the next commands' database.
+    Select,
+    /// PING, ECHO: answered here, touching nothing.
+    Inline,
+    /// A keyspace command each shard answers for its part (DBSIZE, KEYS, SCAN,
+    /// RANDOMKEY, FLUSHDB, FLUSHALL): here and, under the script lock, on every
+    /// other shard at once.
+    EveryShard,
+    /// Not on borrowed keys: the queue runs in turn. Server commands that need
+    /// the connection or the server (CLIENT, CONFIG, INFO ...), commands reading
+    /// keys named in a value (SORT BY/GET), and SWAPDB (borrowed keys would go
+    /// home to the wrong database).
+    InTurn,
+}
+
+fn on_borrowed(cmd: &Command) -> OnBorrowed {
+    match cmd.handler {
+        Some(Handler::Engine(_)) => {
+            if cmd.meta.keys.reads_keys_from_value() || cmd.meta.name == "swapdb" {
+                OnBorrowed::InTurn
+            } else if cmd.meta.has(ALL_SHARDS) {
+                OnBorrowed::EveryShard
+            } else {
+                OnBorrowed::Keys
+            }
+        }
+        _ => match cmd.meta.name {
+            "select" => OnBorrowed::Select,
+            "ping" | "echo" => OnBorrowed::Inline,
+            _ => OnBorrowed::InTurn,
+        },
+    }
+}
+
+/// The database `index` names, or `None` for one SELECT refuses (its error is the
+/// reply; the database stays): a queued SELECT's or MOVE's.
+fn db_index(core: &ShardCore, index: &[u8]) -> Option<usize> {
+    let index = ruvio_resp::string2ll(index)?;
+    (index >= 0 && (index as usize) < core.engine.db_count()).then_some(index as usize)
+}
+
+/// The `(db, key)`s command `cmd` of the queue names in database `db`, with a
+/// MOVE's or COPY ... DB's target in its database, into `keys`.
+fn queued_keys(core: &ShardCore, cmd: &Command, args: Args<'_>, db: usize, keys: &mut Vec<DbKey>) {
+    let positions = cmd.meta.keys.positions(args);
+    keys.extend(positions.iter().map(|&p| (db, args.get(p).to_vec())));
+    let target = match cmd.meta.name {
+        "move" => db_index(core, args.get(2)),
+        _ => lending::other_db(core, cmd, args),
+    };
+    if let (Some(target), Some(&last)) = (target, positions.last()) {
+        keys.push((target, args.get(last).to_vec()));
     }
 }
 
@@ -516,13 +613,6 @@ fn single_other_owner(core: &ShardCore, client: &ClientState, keys: &[DbKey]) ->
     let owner = core.topo.key_owner(&keys.first()?.1);
     let one_owner = keys.iter().all(|(_, k)| core.topo.key_owner(k) == owner);
     (one_owner && owner != core.id).then_some(owner)
-}
-
-/// A command that writes a key of another database (COPY ... DB, MOVE): its
-/// target is not among the borrowed keys, so it runs in turn (its own borrowing
-/// knows the target database).
-fn names_other_db(cmd: &Command) -> bool {
-    cmd.meta.has(DB_OPTION) || cmd.meta.name == "move"
 }
 
 /// An EXEC running its queue in turn (see [`continue_exec`]).
@@ -663,26 +753,141 @@ pub fn run_borrowed(
         return ran;
     }
     Reply::new(out, caller.proto).array(transaction.commands.len());
-    let caller = Caller {
+    let mut caller = Caller {
         may_block: false,
         ..caller
     };
     for (cmd, args) in transaction.commands.iter() {
-        if transaction.locked && crate::script_lock::is_script(cmd.meta) {
-            crate::script_lock::begin_run(crate::script_lock::Run {
-                holds_lock: true,
-                probation: !crate::script_lock::known_to_reach(core, args)
-                    && declared_on_one_shard(core, cmd, args),
-                ..Default::default()
-            });
+        match on_borrowed(cmd) {
+            OnBorrowed::Select => select_in_queue(core, cmd, &mut caller, args, out),
+            OnBorrowed::Inline => answer_inline(core, cmd, caller, args, out),
+            OnBorrowed::EveryShard if transaction.locked => {
+                every_shard_in_queue(core, cmd, caller, args, out)
+            }
+            _ => {
+                let command = run_in_queue(core, transaction.locked, cmd, caller, args, out);
+                ran.modified.extend(command.modified);
+                ran.loans.extend(command.loans);
+            }
         }
-        let command = run_engine(core, cmd, caller, args, out);
         core.stats.commands += 1;
         core.stats.per_command[cmd.stat].calls += 1;
-        ran.modified.extend(command.modified);
-        ran.loans.extend(command.loans);
     }
     ran
+}
+
+/// A keyspace command of a transaction on borrowed keys (a script under the lock
+/// may borrow keys it did not declare as it runs).
+fn run_in_queue(
+    core: &mut ShardCore,
+    locked: bool,
+    cmd: &Command,
+    caller: Caller,
+    args: Args<'_>,
+    out: &mut Vec<u8>,
+) -> crate::exec::Ran {
+    if locked && crate::script_lock::is_script(cmd.meta) {
+        crate::script_lock::begin_run(crate::script_lock::Run {
+            holds_lock: true,
+            probation: !crate::script_lock::known_to_reach(core, args)
+                && declared_on_one_shard(core, cmd, args),
+            ..Default::default()
+        });
+    }
+    run_engine(core, cmd, caller, args, out)
+}
+
+/// A queued SELECT: the next commands run in its database (the connection is
+/// left in it when EXEC ran: [`plan`]).
+fn select_in_queue(
+    core: &mut ShardCore,
+    cmd: &Command,
+    caller: &mut Caller,
+    args: Args<'_>,
+    out: &mut Vec<u8>,
+) {
+    let mut reply = Reply::new(out, caller.proto);
+    match db_index(core, args.get(1)) {
+        Some(db) => {
+            caller.db = db;
+            reply.ok();
+        }
+        None => {
+            let error = match ruvio_resp::string2ll(args.get(1)) {
+                None => CmdError::NotInteger,
+                Some(_) => CmdError::DbIndexOutOfRange,
+            };
+            fail_in_queue(core, cmd, error, &mut reply);
+        }
+    }
+}
+
+/// A queued PING or ECHO, answered as the connection's handlers answer them.
+fn answer_inline(
+    core: &mut ShardCore,
+    cmd: &Command,
+    caller: Caller,
+    args: Args<'_>,
+    out: &mut Vec<u8>,
+) {
+    let mut reply = Reply::new(out, caller.proto);
+    match (cmd.meta.name, args.len()) {
+        ("ping", 1) => reply.simple("PONG"),
+        (_, 2) => reply.bulk(args.get(1)),
+        _ => fail_in_queue(core, cmd, CmdError::WrongArity("ping"), &mut reply),
+    }
+}
+
+fn fail_in_queue(core: &mut ShardCore, cmd: &Command, error: CmdError, reply: &mut Reply<'_>) {
+    core.stats.per_command[cmd.stat].failed += 1;
+    core.stats.count_error(&error);
+    error.write(reply);
+}
+
+/// A queued command each shard answers for its part, in a transaction holding the
+/// script lock: this shard's part (its own keys and those borrowed here), every
+/// other shard's at once over the mesh, merged as a client's (SCAN and RANDOMKEY
+/// ask the shards a client's would).
+fn every_shard_in_queue(
+    core: &mut ShardCore,
+    cmd: &Command,
+    caller: Caller,
+    args: Args<'_>,
+    out: &mut Vec<u8>,
+) {
+    // Not as a borrower: a FLUSHALL is logged here for this shard's keys.
+    let caller = Caller {
+        borrowing: false,
+        ..caller
+    };
+    let resp3 = caller.proto == ruvio_resp::Protocol::Resp3;
+    if matches!(cmd.meta.name, "scan" | "randomkey") {
+        let (shared, topo, me) = (core.shared.clone(), core.topo.clone(), core.id);
+        let spreading = ruvio_engine::scripting::Spreading {
+            call: ruvio_engine::scripting::Elsewhere {
+                db: caller.db,
+                args,
+                resp3,
+                wrote: true,
+            },
+            here_keys: core.engine.key_count(caller.db) as u64,
+            pick: core.engine.next_random() as u32,
+        };
+        let mut here = |args: Args<'_>| {
+            let mut part = Vec::new();
+            run_engine(core, cmd, caller, args, &mut part);
+            part
+        };
+        let reply = crate::script_lock::spread((&shared, &topo, me), spreading, &mut here);
+        out.extend_from_slice(&reply.unwrap_or_default());
+        return;
+    }
+    let mut parts = vec![Vec::new()];
+    run_engine(core, cmd, caller, args, &mut parts[0]);
+    parts.extend(crate::script_lock::run_on_others(
+        core, caller.db, resp3, args,
+    ));
+    crate::conn::merge_into(cmd.merge.unwrap_or(Merge::Single), &parts, &[], out);
 }
 
 /// The keys script `cmd` declares are all of one shard: a run of it under the lock

@@ -138,7 +138,7 @@ impl ThisShard {
         me: usize,
         wrote: bool,
     ) -> Result<(), Reach> {
-        if !self.run.holds_lock {
+        if !self.holds_lock() {
             let run = self.run;
             if run.may_lock_now && lock_now(shared, me) {
                 self.run.holds_lock = true;
@@ -164,6 +164,11 @@ impl ThisShard {
                 .transaction
                 .as_ref()
                 .is_some_and(|(keys, _)| here(keys))
+    }
+
+    /// The running script, or transaction, holds the script lock.
+    fn holds_lock(&self) -> bool {
+        self.run.holds_lock || self.transaction.is_some()
     }
 
     /// The running script holds keys of other shards (borrowed before it ran, or
@@ -441,6 +446,27 @@ fn published_keys(shared: &crate::stats::Shared, shard: usize, db: usize) -> u64
         .map_or(0, |(keys, _)| keys.load(SeqCst))
 }
 
+/// A command of a transaction holding the script lock that each shard answers
+/// for its part (DBSIZE, KEYS, FLUSHDB, FLUSHALL): every other shard's reply, in
+/// shard order, asked now (what this shard queued for them goes out first).
+pub fn run_on_others(core: &mut ShardCore, db: usize, resp3: bool, args: Args<'_>) -> Vec<Vec<u8>> {
+    crate::forward::with_mesh(|mesh| mesh.ship(&mut core.outbox));
+    let (me, shards) = (core.id, core.topo.nodes.len());
+    let call = Elsewhere {
+        db,
+        args,
+        resp3,
+        wrote: true,
+    };
+    THIS.with(|t| {
+        let mut t = t.borrow_mut();
+        (0..shards)
+            .filter(|&s| s != me)
+            .map(|s| t.run_now(me, s, call, OwnedArgs::from_args(args)))
+            .collect()
+    })
+}
+
 /// DBSIZE of database `db` on the other shards, asked of each now, when the running
 /// script holds the script lock (its keys of theirs are here, in this shard's
 /// count, not in theirs); `None` otherwise (the caller uses the published counts).
@@ -451,7 +477,7 @@ pub fn count_elsewhere(
     let (_, topo, me) = core;
     THIS.with(|t| {
         let mut t = t.borrow_mut();
-        if !t.run.holds_lock {
+        if !t.holds_lock() {
             return None;
         }
         if let Some(outbox) = t.outbox.as_mut() {

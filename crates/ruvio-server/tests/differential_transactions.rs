@@ -7,9 +7,11 @@
 //! and reads (SET, INCR, GET, DEL, LPUSH, RPOP, MSET, RENAME), so either connection
 //! touches the other's watched keys and runtime errors (WRONGTYPE, not an integer)
 //! land inside EXEC; refusals while queueing (arity, unknown command) so EXEC
-//! aborts; FLUSHDB; BLPOP only inside MULTI (where it must not block); PING, ECHO
-//! and DBSIZE (a queue with them runs in turn, not on borrowed keys). The four
-//! keys are spread over both shards, so transactions and watches cross shards.
+//! aborts; FLUSHDB; BLPOP only inside MULTI (where it must not block); PING, ECHO,
+//! SELECT (of databases 0, 1 and 16, refused), KEYS, DBSIZE, MOVE and COPY ... DB
+//! (a queue with them across shards runs on borrowed keys under the script lock).
+//! The four keys are spread over both shards, so transactions and watches cross
+//! shards.
 //! Seeds 2 and 4 use RESP3. Expiries are left out: their timing differs between
 //! two servers (tests/transactions.rs checks them).
 //!
@@ -43,7 +45,11 @@ impl Generator {
         let conn = self.rng.random_range(0..2);
         let k = self.key();
         let v = self.rng.random_range(0..20).to_string();
-        let words: Vec<String> = match self.rng.random_range(0..100) {
+        let db = ["0", "1", "1", "16"]
+            .choose(&mut self.rng)
+            .expect("dbs")
+            .to_string();
+        let words: Vec<String> = match self.rng.random_range(0..106) {
             0..10 => vec!["MULTI".into()],
             // Mostly inside MULTI: outside, EXEC and DISCARD are only errors.
             10..18 if self.in_multi[conn] || self.rng.random_bool(0.2) => vec!["EXEC".into()],
@@ -73,6 +79,10 @@ impl Generator {
             90..93 => vec!["PING".into()],
             93..95 => vec!["DBSIZE".into()],
             95..96 => vec!["ECHO".into(), v],
+            96..99 => vec!["SELECT".into(), db],
+            99..101 => vec!["KEYS".into(), k],
+            101..103 => vec!["MOVE".into(), k, db],
+            103..105 => vec!["COPY".into(), k, self.key(), "DB".into(), db],
             _ => vec!["EXISTS".into(), k, self.key()],
         };
         match words[0].as_str() {
