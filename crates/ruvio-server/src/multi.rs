@@ -13,8 +13,8 @@
 //! - **borrowed** (forward mode, keys on several shards): the keys of every queued
 //!   command and every watched key are borrowed from their owners
 //!   ([`crate::lending`]), the queue runs here on them ([`run_borrowed`]), and they
-//!   go back: no client of any shard sees a partial transaction. SELECT, PING and
-//!   ECHO are answered in place (keys after a SELECT are borrowed in its
+//!   go back: no client of any shard sees a partial transaction. SELECT, PING,
+//!   ECHO, TIME and PUBLISH are answered in place (keys after a SELECT are borrowed in its
 //!   database). With a script, or a command each shard answers (DBSIZE, KEYS,
 //!   SCAN, RANDOMKEY, FLUSHDB, FLUSHALL), in the queue it runs under the script
 //!   lock: the script may borrow the keys it did not declare as it runs, the other
@@ -550,7 +550,9 @@ enum OnBorrowed {
     Keys,
     /// SELECT: the next commands' database.
     Select,
-    /// PING, ECHO: answered here, touching nothing.
+    /// PING, ECHO, TIME, PUBLISH, SPUBLISH: answered here, touching no key (a
+    /// publication is counted now and delivered after the loop iteration, as a
+    /// script's).
     Inline,
     /// A keyspace command each shard answers for its part (DBSIZE, KEYS, SCAN,
     /// RANDOMKEY, FLUSHDB, FLUSHALL): here and, under the script lock, on every
@@ -576,7 +578,7 @@ fn on_borrowed(cmd: &Command) -> OnBorrowed {
         }
         _ => match cmd.meta.name {
             "select" => OnBorrowed::Select,
-            "ping" | "echo" => OnBorrowed::Inline,
+            "ping" | "echo" | "time" | "publish" | "spublish" => OnBorrowed::Inline,
             _ => OnBorrowed::InTurn,
         },
     }
@@ -822,7 +824,8 @@ fn select_in_queue(
     }
 }
 
-/// A queued PING or ECHO, answered as the connection's handlers answer them.
+/// A queued PING, ECHO, TIME, PUBLISH or SPUBLISH, answered as the connection's
+/// handlers answer them (forward mode: every shard's subscribers count).
 fn answer_inline(
     core: &mut ShardCore,
     cmd: &Command,
@@ -833,8 +836,22 @@ fn answer_inline(
     let mut reply = Reply::new(out, caller.proto);
     match (cmd.meta.name, args.len()) {
         ("ping", 1) => reply.simple("PONG"),
-        (_, 2) => reply.bulk(args.get(1)),
-        _ => fail_in_queue(core, cmd, CmdError::WrongArity("ping"), &mut reply),
+        ("ping" | "echo", 2) => reply.bulk(args.get(1)),
+        ("ping", _) => fail_in_queue(core, cmd, CmdError::WrongArity("ping"), &mut reply),
+        ("time", _) => crate::cmd::server::time_reply(&mut reply),
+        (name, _) => {
+            let (channel, message) = (args.get(1), args.get(2));
+            let shard_channel = name == "spublish";
+            let shards = 0..core.shared.pubsub.shards.len();
+            let count = crate::script_host::receivers(&core.shared, shards, shard_channel, channel);
+            reply.int(count as i64);
+            let published = ruvio_engine::command::Published {
+                shard_channel,
+                channel: channel.to_vec(),
+                message: message.to_vec(),
+            };
+            crate::script_host::queue(core, vec![published]);
+        }
     }
 }
 

@@ -65,6 +65,40 @@ pub fn install(shared: Arc<Shared>, topo: Arc<Topology>, id: usize) {
     }));
 }
 
+/// How many subscribers of shards `counted` a message on `channel` reaches now
+/// (pattern subscribers included for a plain channel; `shard_channel`: SPUBLISH's),
+/// read under the registries' mutexes.
+pub fn receivers(
+    shared: &Shared,
+    counted: std::ops::Range<usize>,
+    shard_channel: bool,
+    channel: &[u8],
+) -> u64 {
+    let kind = if shard_channel {
+        Kind::Shard
+    } else {
+        Kind::Channel
+    };
+    let subscribers = &shared.pubsub.shards;
+    let mut receivers = 0;
+    for shard in counted {
+        if !subscribers[shard].may_receive(kind) {
+            continue;
+        }
+        let registry = subscribers[shard].registry();
+        receivers += registry.of(kind).get(channel).map_or(0, Vec::len) as u64;
+        if kind == Kind::Channel {
+            receivers += registry
+                .of(Kind::Pattern)
+                .iter()
+                .filter(|(pattern, _)| glob_match(pattern, channel))
+                .map(|(_, list)| list.len() as u64)
+                .sum::<u64>();
+        }
+    }
+    receivers
+}
+
 impl Host {
     /// The shards whose subscribers a publication from here counts, and PUBSUB
     /// sees ([`crate::pubsub::visible_shards`]).
@@ -84,29 +118,12 @@ impl ScriptHost for Host {
                 return None;
             }
         }
-        let kind = if shard_channel {
-            Kind::Shard
-        } else {
-            Kind::Channel
-        };
-        let subscribers = &self.shared.pubsub.shards;
-        let mut receivers = 0;
-        for shard in self.counted_shards() {
-            if !subscribers[shard].may_receive(kind) {
-                continue;
-            }
-            let registry = subscribers[shard].registry();
-            receivers += registry.of(kind).get(channel).map_or(0, Vec::len) as u64;
-            if kind == Kind::Channel {
-                receivers += registry
-                    .of(Kind::Pattern)
-                    .iter()
-                    .filter(|(pattern, _)| glob_match(pattern, channel))
-                    .map(|(_, list)| list.len() as u64)
-                    .sum::<u64>();
-            }
-        }
-        Some(receivers)
+        Some(receivers(
+            &self.shared,
+            self.counted_shards(),
+            shard_channel,
+            channel,
+        ))
     }
 
     fn keys_elsewhere(&self, db: usize) -> u64 {

@@ -8,7 +8,7 @@
 //! touches the other's watched keys and runtime errors (WRONGTYPE, not an integer)
 //! land inside EXEC; refusals while queueing (arity, unknown command) so EXEC
 //! aborts; FLUSHDB; BLPOP only inside MULTI (where it must not block); PING, ECHO,
-//! SELECT (of databases 0, 1 and 16, refused), KEYS, DBSIZE, MOVE and COPY ... DB
+//! SELECT (of databases 0, 1 and 16, refused), PUBLISH, KEYS, DBSIZE, MOVE and COPY ... DB
 //! (a queue with them across shards runs on borrowed keys under the script lock).
 //! The four keys are spread over both shards, so transactions and watches cross
 //! shards.
@@ -49,7 +49,7 @@ impl Generator {
             .choose(&mut self.rng)
             .expect("dbs")
             .to_string();
-        let words: Vec<String> = match self.rng.random_range(0..106) {
+        let words: Vec<String> = match self.rng.random_range(0..108) {
             0..10 => vec!["MULTI".into()],
             // Mostly inside MULTI: outside, EXEC and DISCARD are only errors.
             10..18 if self.in_multi[conn] || self.rng.random_bool(0.2) => vec!["EXEC".into()],
@@ -83,6 +83,7 @@ impl Generator {
             99..101 => vec!["KEYS".into(), k],
             101..103 => vec!["MOVE".into(), k, db],
             103..105 => vec!["COPY".into(), k, self.key(), "DB".into(), db],
+            105..107 => vec!["PUBLISH".into(), "dtx-channel".into(), v],
             _ => vec!["EXISTS".into(), k, self.key()],
         };
         match words[0].as_str() {

@@ -229,3 +229,46 @@ fn transactions_with_scripts_across_shards_stay_isolated_under_load() {
     args.extend(counters.iter().map(String::as_str));
     assert_eq!(c.cmd(&args), format!(":{total}\r\n").as_bytes());
 }
+
+/// PUBLISH inside a transaction over keys of both shards counts the subscribers
+/// of every shard (as one Redis) and reaches them; TIME answers its two numbers.
+#[test]
+fn publish_and_time_in_a_transaction_across_shards() {
+    let server = Server::forward(SHARDS);
+    let mut subscribers: Vec<RawConn> = (0..SHARDS)
+        .map(|shard| {
+            let mut s = conn_on_shard(&server, shard);
+            let reply = s.cmd(&["subscribe", "txch"]);
+            assert!(
+                reply.starts_with(b"*3\r\n$9\r\nsubscribe"),
+                "{}",
+                show(&reply)
+            );
+            s
+        })
+        .collect();
+    let (a, b) = (key_on_shard("pa", 0, SHARDS), key_on_shard("pb", 1, SHARDS));
+    for client_shard in 0..SHARDS {
+        let mut c = conn_on_shard(&server, client_shard);
+        assert_eq!(c.cmd(&["multi"]), b"+OK\r\n");
+        for command in [
+            vec!["set", a.as_str(), "1"],
+            vec!["publish", "txch", "hello"],
+            vec!["time"],
+            vec!["set", b.as_str(), "2"],
+        ] {
+            assert_eq!(c.cmd(&command), b"+QUEUED\r\n");
+        }
+        let reply = c.cmd(&["exec"]);
+        let text = show(&reply);
+        assert!(reply.starts_with(b"*4\r\n+OK\r\n:2\r\n*2\r\n$"), "{text}");
+        assert!(reply.ends_with(b"+OK\r\n"), "{text}");
+        for s in subscribers.iter_mut() {
+            let message = s.read_reply();
+            assert_eq!(
+                show(&message),
+                show(b"*3\r\n$7\r\nmessage\r\n$4\r\ntxch\r\n$5\r\nhello\r\n")
+            );
+        }
+    }
+}

@@ -17,11 +17,16 @@ pub const COMMANDS: &[ServerCommand] = &[
 
 /// `TIME`
 fn time(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    time_reply(reply);
+    Ok(())
+}
+
+/// TIME's reply: seconds and microseconds since the epoch, as two bulk strings.
+pub(crate) fn time_reply(reply: &mut Reply<'_>) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     reply.array(2);
     reply.bulk(now.as_secs().to_string().as_bytes());
     reply.bulk(now.subsec_micros().to_string().as_bytes());
-    Ok(())
 }
