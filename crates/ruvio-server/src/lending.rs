@@ -500,8 +500,10 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
                 let here = homes.iter().map(|(d, k, _)| (*d, k.clone())).collect();
                 crate::script_lock::begin_transaction(here);
             }
-            let ran = crate::multi::run_borrowed(core, transaction, caller, &mut out);
-            crate::script_lock::end_transaction();
+            let mut ran = crate::multi::run_borrowed(core, transaction, caller, &mut out);
+            if locked {
+                ran.loans.extend(crate::script_lock::end_transaction());
+            }
             Ran {
                 modified: ran.modified,
                 loans: ran.loans,

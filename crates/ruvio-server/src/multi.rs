@@ -14,14 +14,15 @@
 //!   command and every watched key are borrowed from their owners
 //!   ([`crate::lending`]), the queue runs here on them ([`run_borrowed`]), and they
 //!   go back: no client of any shard sees a partial transaction. SELECT, PING,
-//!   ECHO, TIME and PUBLISH are answered in place (keys after a SELECT are borrowed in its
-//!   database). With a script, or a command each shard answers (DBSIZE, KEYS,
-//!   SCAN, RANDOMKEY, FLUSHDB, FLUSHALL), in the queue it runs under the script
-//!   lock: the script may borrow the keys it did not declare as it runs, the other
-//!   shards answer such a command at once ([`crate::script_lock`]);
+//!   ECHO, TIME and PUBLISH are answered in place (keys after a SELECT are
+//!   borrowed in its database). With a script, a command each shard answers
+//!   (DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHDB, FLUSHALL) or SORT BY/GET in the
+//!   queue it runs under the script lock: the script may borrow the keys it did
+//!   not declare as it runs, SORT the keys its patterns name, the other shards
+//!   answer such a command at once ([`crate::script_lock`]);
 //! - **in turn across shards** (forward mode, a transaction mixing keys of other
 //!   shards with a server command that needs the connection or the server, as
-//!   CLIENT or CONFIG, SORT BY/GET or SWAPDB): each command runs as it would outside
+//!   CLIENT or CONFIG, or SWAPDB): each command runs as it would outside
 //!   MULTI, replies in one array; a command that waits for another shard suspends
 //!   the queue until it is answered ([`continue_exec`]). Without isolation
 //!   (documented as a limit); the watch check is exact (the owners of watched keys
@@ -556,21 +557,21 @@ enum OnBorrowed {
     Inline,
     /// A keyspace command each shard answers for its part (DBSIZE, KEYS, SCAN,
     /// RANDOMKEY, FLUSHDB, FLUSHALL): here and, under the script lock, on every
-    /// other shard at once.
+    /// other shard at once; or one reading keys named in a value (SORT BY/GET),
+    /// which borrows them under the lock when it runs.
     EveryShard,
     /// Not on borrowed keys: the queue runs in turn. Server commands that need
-    /// the connection or the server (CLIENT, CONFIG, INFO ...), commands reading
-    /// keys named in a value (SORT BY/GET), and SWAPDB (borrowed keys would go
-    /// home to the wrong database).
+    /// the connection or the server (CLIENT, CONFIG, INFO ...), and SWAPDB
+    /// (borrowed keys would go home to the wrong database).
     InTurn,
 }
 
 fn on_borrowed(cmd: &Command) -> OnBorrowed {
     match cmd.handler {
         Some(Handler::Engine(_)) => {
-            if cmd.meta.keys.reads_keys_from_value() || cmd.meta.name == "swapdb" {
+            if cmd.meta.name == "swapdb" {
                 OnBorrowed::InTurn
-            } else if cmd.meta.has(ALL_SHARDS) {
+            } else if cmd.meta.has(ALL_SHARDS) || cmd.meta.keys.reads_keys_from_value() {
                 OnBorrowed::EveryShard
             } else {
                 OnBorrowed::Keys
@@ -763,7 +764,7 @@ pub fn run_borrowed(
         match on_borrowed(cmd) {
             OnBorrowed::Select => select_in_queue(core, cmd, &mut caller, args, out),
             OnBorrowed::Inline => answer_inline(core, cmd, caller, args, out),
-            OnBorrowed::EveryShard if transaction.locked => {
+            OnBorrowed::EveryShard if transaction.locked && cmd.meta.has(ALL_SHARDS) => {
                 every_shard_in_queue(core, cmd, caller, args, out)
             }
             _ => {
@@ -795,6 +796,20 @@ fn run_in_queue(
                 && declared_on_one_shard(core, cmd, args),
             ..Default::default()
         });
+    }
+    if locked && cmd.meta.keys.reads_keys_from_value() {
+        // SORT BY/GET: the keys its patterns name, given the sorted key as the
+        // queue left it, borrowed now from their owners.
+        let named = core.engine.value_keys(caller.db, args, core.now_ms);
+        let named: Vec<&[u8]> = named.iter().map(Vec::as_slice).collect();
+        let (shared, topo) = (core.shared.clone(), core.topo.clone());
+        let reaching = ruvio_engine::scripting::Reaching {
+            db: caller.db,
+            keys: &named,
+            outside: false,
+            wrote: true,
+        };
+        crate::script_lock::reach((&shared, &topo, core.id), &mut core.engine, reaching);
     }
     run_engine(core, cmd, caller, args, out)
 }

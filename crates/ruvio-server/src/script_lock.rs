@@ -249,9 +249,14 @@ pub fn begin_transaction(keys: Vec<DbKey>) {
     });
 }
 
-/// The transaction's queue ran ([`begin_transaction`]).
-pub fn end_transaction() {
-    THIS.with(|t| t.borrow_mut().transaction = None);
+/// The transaction's queue ran ([`begin_transaction`]): the keys its commands
+/// borrowed outside its scripts (SORT's pattern keys), to send home with the others.
+pub fn end_transaction() -> Vec<DbKey> {
+    THIS.with(|t| {
+        let mut t = t.borrow_mut();
+        t.transaction = None;
+        std::mem::take(&mut t.ended).loans
+    })
 }
 
 /// The shard's outbox, for the script about to run ([`ThisShard::outbox`]).

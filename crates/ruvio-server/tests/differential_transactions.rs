@@ -160,3 +160,64 @@ fn forward_one_shard() {
 fn forward_two_shards() {
     run(2, &DiffSettings::from_env(&[1, 2, 3, 4], 1500));
 }
+
+/// Fixed transactions over keys of both shards with SORT BY/GET (its pattern keys,
+/// named in a value, spread over the shards), SCAN, RANDOMKEY on a one-key
+/// database, and a write the next SORT sees: the same replies as redis-server.
+#[test]
+fn forward_two_shards_sort_and_every_shard_commands() {
+    let Some(_) = require_redis_server("differential_transactions_sort") else {
+        return;
+    };
+    let reference = Server::redis();
+    let target = Server::ruvio(PortMode::Forward, 2);
+    let list = key_on_shard("dtl", 0, 2);
+    let other = key_on_shard("dto", 1, 2);
+    let queues: Vec<Vec<Vec<&str>>> = vec![
+        vec![
+            vec!["rpush", &list, "1", "2", "3", "4"],
+            vec!["mset", "w_1", "40", "w_2", "30", "w_3", "20", "w_4", "10"],
+            vec!["mset", "o_1", "a", "o_2", "b", "o_3", "c", "o_4", "d"],
+            vec!["sort", &list, "by", "w_*", "get", "o_*", "get", "#"],
+            vec!["set", "w_4", "99"],
+            vec!["sort", &list, "by", "w_*", "get", "o_*", "store", &other],
+            vec!["lrange", &other, "0", "-1"],
+        ],
+        vec![
+            vec!["sort_ro", &list, "by", "nosort", "get", "o_*"],
+            vec!["del", "o_2"],
+            vec!["sort", &list, "by", "w_*", "desc", "get", "o_*"],
+        ],
+        vec![
+            vec!["select", "3"],
+            vec!["set", &other, "only"],
+            vec!["randomkey"],
+            vec!["scan", "0", "count", "100"],
+            vec!["dbsize"],
+            vec!["flushdb"],
+            vec!["select", "0"],
+        ],
+    ];
+    let mut redis = reference.raw();
+    for shard in 0..2 {
+        let mut ruvio = conn_on_shard(&target, shard);
+        for conn in [&mut redis, &mut ruvio] {
+            assert_eq!(conn.cmd(&["flushall"]), b"+OK\r\n");
+        }
+        for queue in &queues {
+            let mut expected = redis.cmd(&["multi"]);
+            let mut got = ruvio.cmd(&["multi"]);
+            for command in queue {
+                expected.extend(redis.cmd(command));
+                got.extend(ruvio.cmd(command));
+            }
+            expected.extend(redis.cmd(&["exec"]));
+            got.extend(ruvio.cmd(&["exec"]));
+            assert_eq!(
+                show(&got),
+                show(&expected),
+                "client on shard {shard}: {queue:?}"
+            );
+        }
+    }
+}
