@@ -8,7 +8,8 @@
 //!   the command ran on the client's shard or was forwarded to the other one.
 //! - A panic after the change began ends the whole process with status 70 and a
 //!   clear message (a service manager restarts it), rather than serve a value that
-//!   may be half-changed or leave a dead shard behind.
+//!   may be half-changed or leave a dead shard behind; with a log under `always`
+//!   the restart has every acknowledged write and not the half-done change.
 
 mod common;
 
@@ -22,7 +23,11 @@ const PANIC_BEFORE_WRITE: &[u8] =
 const EXIT_SHARD_FAILED: i32 = 70;
 
 fn server_with_fault(shards: usize, fault: &str) -> Server {
-    Server::ruvio_with_env(PortMode::Forward, shards, &[], &[("RUVIO_FAULT", fault)])
+    server_with_fault_and(shards, fault, &[])
+}
+
+fn server_with_fault_and(shards: usize, fault: &str, extra: &[&str]) -> Server {
+    Server::ruvio_with_env(PortMode::Forward, shards, extra, &[("RUVIO_FAULT", fault)])
 }
 
 #[test]
@@ -76,5 +81,52 @@ fn a_panic_after_the_change_began_ends_the_process_with_a_message() {
             logs.contains("'lpush' panicked after it had begun changing the keyspace"),
             "{logs}"
         );
+    }
+}
+
+/// With a log under `always` (every acknowledged write is on disk first), the
+/// restart after such an exit has every acknowledged write of every shard and none
+/// of the command that panicked: its half-done change is undone by the replay,
+/// which never saw it (a command's records are logged after it returns).
+#[test]
+fn after_a_mid_write_panic_the_restart_undoes_it_and_keeps_every_acknowledged_write() {
+    for shards in [1, 2] {
+        let dir =
+            std::env::temp_dir().join(format!("ruvio-faults-{}-undo-{shards}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let d = dir.to_str().expect("a UTF-8 temporary directory");
+        let logged = ["--durability", "always", "--dir", d];
+        let mut server = server_with_fault_and(shards, "lpush:mid-write", &logged);
+        let mut conn = server.raw();
+        let keys: Vec<String> = (0..shards)
+            .map(|s| key_on_shard("undo", s, shards))
+            .collect();
+        for key in &keys {
+            conn.roundtrip(&encode(&["RPUSH", key, "a", "b", "c"]), b":3\r\n");
+            conn.roundtrip(&encode(&["SET", &format!("{key}s"), "kept"]), b"+OK\r\n");
+        }
+        conn.send(&encode(&["LPUSH", &keys[shards - 1], "x", "y"]));
+        let status = server.wait_exit(Duration::from_secs(10));
+        assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());
+        drop(server);
+        let server = Server::ruvio_with(PortMode::Forward, shards, &logged);
+        let mut conn = server.raw();
+        for key in &keys {
+            let list = loop {
+                let reply = conn.cmd(&["LRANGE", key, "0", "-1"]);
+                if !reply.starts_with(b"-LOADING") {
+                    break reply;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            assert_eq!(
+                show(&list),
+                show(b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n")
+            );
+            let kept = conn.cmd(&["GET", &format!("{key}s")]);
+            assert_eq!(kept, b"$4\r\nkept\r\n");
+        }
+        drop(server);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
