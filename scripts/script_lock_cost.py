@@ -66,7 +66,9 @@ def main() -> None:
     results: dict = {label: {s.name: [] for s in servers} for label, _ in shapes()}
     for round_no in range(args.rounds):
         for spec in servers:
-            cpus = args.ruvio_cpus if spec.kind == "ruvio" else args.server_cpu
+            # Another Ruvio build given with --server (an A/B) runs on Ruvio's CPUs.
+            two_shards = spec.kind == "ruvio" or spec.name.startswith("ruvio")
+            cpus = args.ruvio_cpus if two_shards else args.server_cpu
             with bl.ServerProcess(spec, cpus) as server:
                 for label, command in shapes():
                     # A first run outside the measurement: Ruvio's probation run.

@@ -177,6 +177,9 @@ pub struct Lending {
     /// Commands waiting for the script lock (or, holding it, for a quiet server)
     /// before they borrow, oldest first.
     parked_for_lock: VecDeque<u64>,
+    /// Commands run in a row under one hold of the script lock so far (a batch,
+    /// see [`may_batch`]); the lock stays with this shard while it is not 0.
+    batched: u32,
 }
 
 impl Lending {
@@ -205,6 +208,80 @@ impl Lending {
     pub fn next_ticket(&self) -> u64 {
         self.next_ticket
     }
+
+    /// This shard keeps the script lock between the commands of a batch.
+    pub fn holding_batch(&self) -> bool {
+        self.batched > 0
+    }
+
+    /// A command of this shard holds the script lock (waiting for a quiet server,
+    /// or borrowing and running): one at a time.
+    pub fn lock_in_use(&self) -> bool {
+        self.ops
+            .values()
+            .any(|op| matches!(op.borrowing, Borrowing::Quieting | Borrowing::Locked))
+    }
+}
+
+/// Locked commands (scripts, transactions under the lock) that run in a row under
+/// one hold of the script lock, at most: the keys of other shards they borrowed
+/// (declared, or reached by their scripts) stay here between them, so a hot key
+/// that every run names (a job queue's counters) takes one round trip per batch,
+/// not one per script. Other shards'
+/// borrowing commands wait for the batch: it is kept short.
+const BATCH_MAX: u32 = 128;
+
+/// The locked command that just ran may keep the script lock and its scripts'
+/// borrowed keys for the next one: another locked command of this shard waits for
+/// the lock, the batch is not full, and no log needs the keys' records now (under
+/// a log each command's keys go home, with their records, when it ends).
+fn may_batch(core: &ShardCore) -> bool {
+    core.wal.is_none()
+        && core.lending.batched + 1 < BATCH_MAX
+        && core
+            .lending
+            .ops
+            .values()
+            .any(|op| op.wants_lock && op.borrowing == Borrowing::Idle)
+}
+
+/// End a batch that nothing continues (its next command went away): send its
+/// borrowed keys home and free the lock.
+fn end_idle_batch(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    if !core.lending.holding_batch() || core.lending.ops.values().any(|op| op.wants_lock) {
+        return;
+    }
+    let homes = batch_homes(core);
+    send_home(core, conns, homes, &[], None);
+    core.lending.batched = 0;
+    crate::script_lock::unlock(core);
+}
+
+/// The keys of other shards among `homes` stay here for the batch's next command;
+/// this shard's own go home (returned).
+fn keep_in_batch(
+    core: &ShardCore,
+    homes: Vec<(usize, Vec<u8>, usize)>,
+) -> Vec<(usize, Vec<u8>, usize)> {
+    let (own, others): (Vec<_>, Vec<_>) = homes.into_iter().partition(|(_, _, o)| *o == core.id);
+    let kept = others
+        .into_iter()
+        .filter(|(db, key, _)| !crate::script_lock::batch_holds(*db, key))
+        .map(|(db, key, _)| (db, key))
+        .collect();
+    crate::script_lock::keep_in_batch(kept);
+    own
+}
+
+/// The keys a batch kept, each with its owner, for [`send_home`].
+fn batch_homes(core: &ShardCore) -> Vec<(usize, Vec<u8>, usize)> {
+    crate::script_lock::take_batch()
+        .into_iter()
+        .map(|(db, key)| {
+            let owner = core.topo.key_owner(&key);
+            (db, key, owner)
+        })
+        .collect()
 }
 
 /// Start coordinating `cmd` for connection `conn`, whose held slot `seq` gets the
@@ -347,10 +424,20 @@ fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     let Some((owner, keys)) = op.plan.get(op.next) else {
         return finish(core, conns, ticket);
     };
+    // Keys a batch keeps here are borrowed already (their owner would wait for
+    // them to come home, which waits for this command).
+    let keys: Vec<DbKey> = keys
+        .iter()
+        .filter(|(db, key)| !crate::script_lock::batch_holds(*db, key))
+        .cloned()
+        .collect();
+    if keys.is_empty() {
+        return lent(core, conns, ticket, Vec::new());
+    }
     let request = LendRequest {
         from: core.id,
         ticket,
-        keys: keys.clone(),
+        keys,
         now: false,
     };
     if *owner == core.id {
@@ -370,6 +457,7 @@ fn may_borrow(core: &mut ShardCore, ticket: u64) -> bool {
     };
     let borrowing = match op.borrowing {
         Borrowing::Idle if op.wants_lock => match crate::script_lock::try_lock(core) {
+            true if crate::script_lock::quiet(core) => Borrowing::Locked,
             true => Borrowing::Quieting,
             false => return false,
         },
@@ -399,6 +487,7 @@ fn stop_borrowing(core: &ShardCore, op: &mut CrossOp) {
 /// (each loop iteration: a shard parked behind another's lock is woken when it is
 /// freed, a holder waiting for quiet when a command elsewhere stops borrowing).
 pub fn resume_parked_for_lock(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    end_idle_batch(core, conns);
     let parked = std::mem::take(&mut core.lending.parked_for_lock);
     for ticket in parked {
         advance(core, conns, ticket);
@@ -528,15 +617,34 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     // n) goes to its owner too.
     for (key_db, key) in &modified {
         let owner = core.topo.key_owner(key);
-        let known = homes.iter().any(|(d, k, _)| d == key_db && k == key);
+        let known = homes.iter().any(|(d, k, _)| d == key_db && k == key)
+            || crate::script_lock::batch_holds(*key_db, key);
         if owner != core.id && !known {
             homes.push((*key_db, key.clone(), owner));
         }
     }
     log_local_changes(core, &modified, &homes);
     let acks = mark.map(|_| ticket);
+    let batching = locked && may_batch(core);
+    let homes = match batching {
+        true => keep_in_batch(core, homes),
+        false => {
+            homes.extend(batch_homes(core));
+            homes
+        }
+    };
     let owners = send_home(core, conns, homes, &modified, acks);
-    stop_borrowing(core, &mut op);
+    match batching {
+        // The lock stays with this shard for the next locked command.
+        true => {
+            op.borrowing = Borrowing::Idle;
+            core.lending.batched += 1;
+        }
+        false => {
+            stop_borrowing(core, &mut op);
+            core.lending.batched = 0;
+        }
+    }
     if ran.locked_now {
         crate::script_lock::unlock(core);
     }

@@ -117,6 +117,9 @@ struct ThisShard {
     /// shards here for it (borrowed for its queue, or by its earlier scripts), which
     /// its scripts must not ask their owners for again, and how many per database.
     transaction: Option<(Vec<DbKey>, Vec<u64>)>,
+    /// Keys of other shards the scripts of a batch borrowed (the lock stays with
+    /// this shard between them: `lending`'s batches), sent home when it ends.
+    batch: Vec<DbKey>,
     /// The shard's outbox while a script that may borrow runs: shipped before its
     /// first lend request, so that nothing the shard queued earlier for an owner
     /// (a key given back, a client's earlier forwarded command) comes after it.
@@ -164,6 +167,9 @@ impl ThisShard {
                 .transaction
                 .as_ref()
                 .is_some_and(|(keys, _)| here(keys))
+            // A batch's keys are the lock holder's: a script without it must not
+            // use them (it gets the lock, starts over or is refused instead).
+            || (self.holds_lock() && here(&self.batch))
     }
 
     /// The running script, or transaction, holds the script lock.
@@ -545,11 +551,31 @@ fn lock_now(shared: &crate::stats::Shared, me: usize) -> bool {
     quiet
 }
 
+/// Keys borrowed by a locked command's scripts stay here for the next command of
+/// the batch ([`take_batch`] when it ends).
+pub fn keep_in_batch(loans: Vec<DbKey>) {
+    THIS.with(|t| t.borrow_mut().batch.extend(loans));
+}
+
+/// The keys the batch kept, to send home (the batch is over).
+pub fn take_batch() -> Vec<DbKey> {
+    THIS.with(|t| std::mem::take(&mut t.borrow_mut().batch))
+}
+
+/// Key `key` of `db` is here, kept by the batch of locked commands.
+pub fn batch_holds(db: usize, key: &[u8]) -> bool {
+    THIS.with(|t| t.borrow().batch.iter().any(|(d, k)| *d == db && k == key))
+}
+
 /// Take the script lock for this shard; false when another shard holds it (this
-/// shard is then woken when it is free).
+/// shard is then woken when it is free). A shard keeping it for a batch has it for
+/// its next command once the one before is done.
 pub fn try_lock(core: &ShardCore) -> bool {
     let lock = &core.shared.script_lock;
     let me = core.id + 1;
+    if core.lending.holding_batch() && lock.holder.load(SeqCst) == me {
+        return !core.lending.lock_in_use();
+    }
     if lock.holder.compare_exchange(0, me, SeqCst, SeqCst).is_ok() {
         return true;
     }
@@ -677,6 +703,10 @@ pub fn remember(core: &ShardCore, args: Args<'_>) {
     let Some(id) = identity(args) else {
         return;
     };
+    if reaches(core, id) {
+        // Known already (its SHA1 too): no lock, no hashing on every run.
+        return;
+    }
     let lock = &core.shared.script_lock;
     let mut known = lock.known.lock().unwrap_or_else(|e| e.into_inner());
     let mut added = known.insert(id);
