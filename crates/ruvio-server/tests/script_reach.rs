@@ -441,3 +441,57 @@ fn scan_randomkey_and_swapdb_from_scripts_see_every_shard() {
     );
     drop(ruvio);
 }
+
+/// Scripts on shard 0 that increment a key of shard 1 they did not declare run in
+/// batches under the script lock (the key stays on shard 0 between them), while a
+/// client of shard 1 increments the same key in a WATCH / MULTI / EXEC retry loop:
+/// every write of a batch touches the watch on the key's owner, so no increment of
+/// either side is lost.
+#[test]
+fn watches_see_the_writes_of_batched_scripts() {
+    let server = Server::forward(2);
+    let (declared, counter) = (key_on_shard("bw", 0, 2), key_on_shard("bc", 1, 2));
+    let bump = "redis.call('incr', KEYS[1]) return redis.call('incr', ARGV[1])";
+    let (scripters, per_scripter, watched_increments) = (4, 150, 60);
+    let mut workers = Vec::new();
+    for _ in 0..scripters {
+        let (declared, counter) = (declared.clone(), counter.clone());
+        let mut c = conn_on_shard(&server, 0);
+        workers.push(thread::spawn(move || {
+            let batch: Vec<u8> = (0..per_scripter)
+                .flat_map(|_| encode(&["eval", bump, "1", &declared, &counter]))
+                .collect();
+            // Pipelined: many scripts wait for the lock at once, so they batch.
+            c.send(&batch);
+            for _ in 0..per_scripter {
+                let reply = c.read_reply();
+                assert_eq!(reply[0], b':', "{}", show(&reply));
+            }
+        }));
+    }
+    let counter_key = counter.clone();
+    let mut c = conn_on_shard(&server, 1);
+    workers.push(thread::spawn(move || {
+        let mut done = 0;
+        while done < watched_increments {
+            assert_eq!(c.cmd(&["watch", &counter_key]), b"+OK\r\n");
+            let now = parse_ints(&c.cmd(&["get", &counter_key]))
+                .first()
+                .copied()
+                .unwrap_or(0);
+            assert_eq!(c.cmd(&["multi"]), b"+OK\r\n");
+            let value = (now + 1).to_string();
+            assert_eq!(c.cmd(&["set", &counter_key, &value]), b"+QUEUED\r\n");
+            if c.cmd(&["exec"]).starts_with(b"*1\r\n") {
+                done += 1;
+            }
+        }
+    }));
+    bounded(Duration::from_secs(120), workers);
+    let mut c = server.raw();
+    let total = (scripters * per_scripter + watched_increments) as i64;
+    assert_eq!(
+        c.cmd(&["get", &counter]),
+        format!("${}\r\n{total}\r\n", total.to_string().len()).as_bytes()
+    );
+}
