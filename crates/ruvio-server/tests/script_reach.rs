@@ -490,8 +490,11 @@ fn watches_see_the_writes_of_batched_scripts() {
     bounded(Duration::from_secs(120), workers);
     let mut c = server.raw();
     let total = (scripters * per_scripter + watched_increments) as i64;
+    let expected = format!("${}\r\n{total}\r\n", total.to_string().len());
+    let got = c.cmd(&["get", &counter]);
     assert_eq!(
-        c.cmd(&["get", &counter]),
-        format!("${}\r\n{total}\r\n", total.to_string().len()).as_bytes()
+        show(&got),
+        show(expected.as_bytes()),
+        "an increment was lost"
     );
 }
