@@ -117,10 +117,12 @@ def main() -> int:
         for spec in specs:
             server = bl.ServerProcess(spec, args.server_cpu).start()
             try:
-                layouts = ["on one shard", "spread over 2 shards"] if spec.kind == "ruvio" else ["on one shard"]
+                # Another Ruvio build given with --server (an A/B) runs both rows too.
+                ruvio = spec.kind == "ruvio" or spec.name.startswith("ruvio")
+                layouts = ["on one shard", "spread over 2 shards"] if ruvio else ["on one shard"]
                 for layout in layouts:
                     label = f"{spec.name}: EXEC of 10 SETs, keys {layout}"
-                    if spec.kind != "ruvio":
+                    if not ruvio:
                         label = f"{spec.name}: EXEC of 10 SETs"
                     rows.setdefault(label, []).append(measure(server.port, layout, args))
             finally:
