@@ -593,6 +593,12 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
             if locked {
                 ran.loans.extend(crate::script_lock::end_transaction());
             }
+            // Its SELECTs move the connection (which waits for it); one starting
+            // now is out of the slab and moves itself (`multi`).
+            let (index, gen) = op.conn;
+            if let (Some(db), Some(conn)) = (ran.selected, conns.get_mut(index, gen)) {
+                conn.client.db = db;
+            }
             Ran {
                 modified: ran.modified,
                 loans: ran.loans,

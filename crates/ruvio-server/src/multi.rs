@@ -107,6 +107,9 @@ pub struct Transaction {
     /// It runs under the script lock: its scripts may borrow keys they did not
     /// declare while they run ([`crate::script_lock`]).
     pub locked: bool,
+    /// The database its SELECTs leave the connection in, once it ran (a touched
+    /// watch leaves it where it was).
+    selects: Option<usize>,
 }
 
 /// Commands that run at once inside MULTI instead of being queued (Redis'
@@ -420,7 +423,7 @@ fn run_borrowing(
     (locked, selects): (bool, Option<usize>),
 ) {
     // A client whose queue SELECTs waits for the EXEC: its next commands run in
-    // the database the queue left it in.
+    // the database the queue left it in (set when it ran: `lending::finish`).
     let unwatched = client.watching.is_empty() && selects.is_none();
     let after = client.borrowing_tx.map(|(ticket, _)| ticket);
     let transaction = Box::new(Transaction {
@@ -428,14 +431,12 @@ fn run_borrowing(
         epoch: client.watch_epoch,
         watched: std::mem::take(&mut client.watching),
         locked,
+        selects,
     });
     // A new epoch now; the owners forget the old watches once it ran.
     client.watch_epoch += 1;
     let seq = replies.hold(Merge::Single, 1);
     let caller = crate::dispatch::caller(client);
-    if let Some(db) = selects {
-        client.db = db;
-    }
     let transaction = match unwatched && !locked {
         true => {
             match lending::join_transaction(core, after, who, seq, caller, transaction, &keys) {
@@ -455,6 +456,10 @@ fn run_borrowing(
     }
     let at_once = lending::start_transaction(core, conns, who, seq, caller, transaction, keys);
     if let Some(reply) = at_once {
+        let ran = !(reply.starts_with(b"*-1") || reply.starts_with(b"_"));
+        if let Some(db) = selects.filter(|_| ran) {
+            client.db = db;
+        }
         replies.fill(seq, 0, reply);
         client.blocked = None;
         client.borrowing_tx = None;
@@ -520,10 +525,6 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
             must_lock |= crate::script_lock::must_lock(core, args);
         }
         queued_keys(core, cmd, args, db, &mut keys);
-    }
-    if selects.is_some() && !client.watching.is_empty() {
-        // Its SELECT must not move the connection when a touched watch stops it.
-        return Plan::InTurn;
     }
     keys.sort();
     keys.dedup();
@@ -735,6 +736,9 @@ pub struct RanBorrowed {
     /// Keys its scripts borrowed while they ran (under the script lock): here
     /// until they are sent home with the others.
     pub loans: Vec<DbKey>,
+    /// It ran (no touched watch) and its SELECTs leave the connection in this
+    /// database.
+    pub selected: Option<usize>,
 }
 
 /// Run a transaction on keys borrowed from their owners (the coordinator's side
@@ -756,6 +760,7 @@ pub fn run_borrowed(
         return ran;
     }
     Reply::new(out, caller.proto).array(transaction.commands.len());
+    ran.selected = transaction.selects;
     let mut caller = Caller {
         may_block: false,
         ..caller

@@ -203,6 +203,7 @@ fn forward_two_shards_sort_and_every_shard_commands() {
         let mut ruvio = conn_on_shard(&target, shard);
         for conn in [&mut redis, &mut ruvio] {
             assert_eq!(conn.cmd(&["flushall"]), b"+OK\r\n");
+            assert_eq!(conn.cmd(&["select", "0"]), b"+OK\r\n");
         }
         for queue in &queues {
             let mut expected = redis.cmd(&["multi"]);
@@ -219,5 +220,37 @@ fn forward_two_shards_sort_and_every_shard_commands() {
                 "client on shard {shard}: {queue:?}"
             );
         }
+        // SELECT with WATCH over keys of both shards: a touched watch leaves the
+        // connection in its database; an untouched one moves it.
+        let (mut redis_other, mut ruvio_other) = (reference.raw(), target.raw());
+        let elsewhere = other_key(&list);
+        for touch in [true, false] {
+            let mut expected = Vec::new();
+            let mut got = Vec::new();
+            for (conn, other, out) in [
+                (&mut redis, &mut redis_other, &mut expected),
+                (&mut ruvio, &mut ruvio_other, &mut got),
+            ] {
+                out.extend(conn.cmd(&["select", "0"]));
+                out.extend(conn.cmd(&["watch", &list]));
+                if touch {
+                    out.extend(other.cmd(&["rpush", &list, "t"]));
+                }
+                out.extend(conn.cmd(&["multi"]));
+                out.extend(conn.cmd(&["set", &elsewhere, "a"]));
+                out.extend(conn.cmd(&["select", "2"]));
+                out.extend(conn.cmd(&["set", &list, "b"]));
+                out.extend(conn.cmd(&["exec"]));
+                out.extend(conn.cmd(&["dbsize"]));
+                out.extend(conn.cmd(&["get", &list]));
+            }
+            let context = format!("client on shard {shard}, touched: {touch}");
+            assert_eq!(show(&got), show(&expected), "{context}");
+        }
     }
+}
+
+/// A key of the other shard than `key`'s (of 2).
+fn other_key(key: &str) -> String {
+    key_on_shard("dtother", 1 - shard_of_key(key, 2), 2)
 }
