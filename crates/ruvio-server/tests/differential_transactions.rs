@@ -206,14 +206,7 @@ fn forward_two_shards_sort_and_every_shard_commands() {
             assert_eq!(conn.cmd(&["select", "0"]), b"+OK\r\n");
         }
         for queue in &queues {
-            let mut expected = redis.cmd(&["multi"]);
-            let mut got = ruvio.cmd(&["multi"]);
-            for command in queue {
-                expected.extend(redis.cmd(command));
-                got.extend(ruvio.cmd(command));
-            }
-            expected.extend(redis.cmd(&["exec"]));
-            got.extend(ruvio.cmd(&["exec"]));
+            let (expected, got) = transaction_on_both(&mut redis, &mut ruvio, queue);
             assert_eq!(
                 show(&got),
                 show(&expected),

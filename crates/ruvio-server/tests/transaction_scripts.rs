@@ -94,14 +94,7 @@ fn a_transaction_with_scripts_reaching_other_shards_answers_as_one_redis() {
     }
     for round in 0..2 {
         for queue in &transactions {
-            let mut expected = redis.cmd(&["multi"]);
-            let mut got = ruvio.cmd(&["multi"]);
-            for command in queue {
-                expected.extend(redis.cmd(command));
-                got.extend(ruvio.cmd(command));
-            }
-            expected.extend(redis.cmd(&["exec"]));
-            got.extend(ruvio.cmd(&["exec"]));
+            let (expected, got) = transaction_on_both(&mut redis, &mut ruvio, queue);
             assert_eq!(show(&got), show(&expected), "round {round}: {queue:?}");
         }
     }

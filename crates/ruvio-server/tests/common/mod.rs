@@ -688,6 +688,23 @@ pub fn show_cmd(command: &[Vec<u8>]) -> String {
         .join(" ")
 }
 
+/// MULTI, each command of `queue`, EXEC on `reference` and on `target`: every
+/// reply of each, concatenated, `(reference's, target's)`.
+pub fn transaction_on_both<S: AsRef<[u8]>>(
+    reference: &mut RawConn,
+    target: &mut RawConn,
+    queue: &[Vec<S>],
+) -> (Vec<u8>, Vec<u8>) {
+    let mut replies = (reference.cmd(&["multi"]), target.cmd(&["multi"]));
+    for command in queue {
+        replies.0.extend(reference.cmd(command));
+        replies.1.extend(target.cmd(command));
+    }
+    replies.0.extend(reference.cmd(&["exec"]));
+    replies.1.extend(target.cmd(&["exec"]));
+    replies
+}
+
 /// Encodes a command as a RESP multibulk request.
 pub fn encode<A: AsRef<[u8]>>(args: &[A]) -> Vec<u8> {
     let mut out = Vec::new();
