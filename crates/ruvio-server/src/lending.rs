@@ -227,8 +227,8 @@ impl Lending {
 /// one hold of the script lock, at most: the keys of other shards they borrowed
 /// (declared, or reached by their scripts) stay here between them, so a hot key
 /// that every run names (a job queue's counters) takes one round trip per batch,
-/// not one per script. Other shards'
-/// borrowing commands wait for the batch: it is kept short.
+/// not one per script. Other shards' borrowing commands wait for the batch: it is
+/// kept short.
 const BATCH_MAX: u32 = 128;
 
 /// The locked command that just ran may keep the script lock and its scripts'
@@ -631,23 +631,24 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     }
     log_local_changes(core, &modified, &homes);
     let acks = mark.map(|_| ticket);
+    // A locked command continues its shard's batch, or ends it (see `BATCH_MAX`).
     let batching = locked && may_batch(core);
-    let homes = match batching {
-        true => keep_in_batch(core, homes),
-        false => {
+    let homes = match (batching, locked) {
+        (true, _) => keep_in_batch(core, homes),
+        (false, true) => {
             homes.extend(batch_homes(core));
             homes
         }
+        (false, false) => homes,
     };
     let owners = send_home(core, conns, homes, &modified, acks);
-    match batching {
+    if batching {
         // The lock stays with this shard for the next locked command.
-        true => {
-            op.borrowing = Borrowing::Idle;
-            core.lending.batched += 1;
-        }
-        false => {
-            stop_borrowing(core, &mut op);
+        op.borrowing = Borrowing::Idle;
+        core.lending.batched += 1;
+    } else {
+        stop_borrowing(core, &mut op);
+        if locked {
             core.lending.batched = 0;
         }
     }
