@@ -238,6 +238,9 @@ pub fn begin_run(run: Run) {
     THIS.with(|t| {
         let mut t = t.borrow_mut();
         t.run = run;
+        // Only what this script reaches counts as its own (a transaction's SCAN or
+        // SORT before it may have reached other shards).
+        t.ended.reached = false;
         if let Some((_, held)) = &t.transaction {
             t.ended.held = held.clone();
         }
