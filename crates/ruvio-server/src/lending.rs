@@ -33,6 +33,11 @@ use ruvio_engine::Entry;
 use ruvio_resp::OwnedArgs;
 use std::collections::VecDeque;
 
+mod batch;
+mod value_keys;
+use batch::{batch_homes, end_idle_batch, keep_in_batch, may_batch};
+use value_keys::{plan_more, value_keys_missing};
+
 /// A key in its database.
 pub type DbKey = (usize, Vec<u8>);
 
@@ -117,14 +122,6 @@ struct Rider {
     transaction: Box<Transaction>,
 }
 
-/// Times a command that reads keys named in a value (SORT BY/GET) gives its keys
-/// back and borrows again with the keys its value names. The first round borrows
-/// the argument keys and finds the pattern keys; the second holds them all unless
-/// a writer changed the sorted key in between. After this many rounds (a writer
-/// adding elements faster than a round takes) the command runs with what it holds
-/// (see docs/cross-shard.md).
-const VALUE_KEY_TRIES_MAX: u32 = 16;
-
 /// A cross-shard blocking command between tries.
 #[derive(Debug)]
 struct Waiting {
@@ -178,7 +175,7 @@ pub struct Lending {
     /// before they borrow, oldest first.
     parked_for_lock: VecDeque<u64>,
     /// Commands run in a row under one hold of the script lock so far (a batch,
-    /// see [`may_batch`]); the lock stays with this shard while it is not 0.
+    /// see [`batch`]); the lock stays with this shard while it is not 0.
     batched: u32,
 }
 
@@ -221,67 +218,6 @@ impl Lending {
             .values()
             .any(|op| matches!(op.borrowing, Borrowing::Quieting | Borrowing::Locked))
     }
-}
-
-/// Locked commands (scripts, transactions under the lock) that run in a row under
-/// one hold of the script lock, at most: the keys of other shards they borrowed
-/// (declared, or reached by their scripts) stay here between them, so a hot key
-/// that every run names (a job queue's counters) takes one round trip per batch,
-/// not one per script. Other shards' borrowing commands wait for the batch: it is
-/// kept short.
-const BATCH_MAX: u32 = 128;
-
-/// The locked command that just ran may keep the script lock and its scripts'
-/// borrowed keys for the next one: another locked command of this shard waits for
-/// the lock, the batch is not full, and no log needs the keys' records now (under
-/// a log each command's keys go home, with their records, when it ends).
-fn may_batch(core: &ShardCore) -> bool {
-    core.wal.is_none()
-        && core.lending.batched + 1 < BATCH_MAX
-        && core
-            .lending
-            .ops
-            .values()
-            .any(|op| op.wants_lock && op.borrowing == Borrowing::Idle)
-}
-
-/// End a batch that nothing continues (its next command went away): send its
-/// borrowed keys home and free the lock.
-fn end_idle_batch(core: &mut ShardCore, conns: &mut Slab<Conn>) {
-    if !core.lending.holding_batch() || core.lending.ops.values().any(|op| op.wants_lock) {
-        return;
-    }
-    let homes = batch_homes(core);
-    send_home(core, conns, homes, &[], None);
-    core.lending.batched = 0;
-    crate::script_lock::unlock(core);
-}
-
-/// The keys of other shards among `homes` stay here for the batch's next command;
-/// this shard's own go home (returned).
-fn keep_in_batch(
-    core: &ShardCore,
-    homes: Vec<(usize, Vec<u8>, usize)>,
-) -> Vec<(usize, Vec<u8>, usize)> {
-    let (own, others): (Vec<_>, Vec<_>) = homes.into_iter().partition(|(_, _, o)| *o == core.id);
-    let kept = others
-        .into_iter()
-        .filter(|(db, key, _)| !crate::script_lock::batch_holds(*db, key))
-        .map(|(db, key, _)| (db, key))
-        .collect();
-    crate::script_lock::keep_in_batch(kept);
-    own
-}
-
-/// The keys a batch kept, each with its owner, for [`send_home`].
-fn batch_homes(core: &ShardCore) -> Vec<(usize, Vec<u8>, usize)> {
-    crate::script_lock::take_batch()
-        .into_iter()
-        .map(|(db, key)| {
-            let owner = core.topo.key_owner(&key);
-            (db, key, owner)
-        })
-        .collect()
 }
 
 /// Start coordinating `cmd` for connection `conn`, whose held slot `seq` gets the
@@ -909,49 +845,6 @@ fn log_local_changes(
     }
 }
 
-/// For a command that reads keys named in a value (SORT BY/GET), with its keys
-/// `held`: the keys its value names that are not held, when there are some and
-/// it may still borrow again.
-fn value_keys_missing(
-    core: &ShardCore,
-    op: &CrossOp,
-    held: &[(usize, Vec<u8>, usize)],
-) -> Option<Vec<DbKey>> {
-    let tries = op.value_key_tries?;
-    if tries >= VALUE_KEY_TRIES_MAX {
-        return None;
-    }
-    let db = op.caller.db;
-    let held: AHashSet<(usize, &[u8])> = held.iter().map(|(d, k, _)| (*d, k.as_slice())).collect();
-    let missing: Vec<DbKey> = core
-        .engine
-        .value_keys(db, op.argv.args(), core.now_ms)
-        .into_iter()
-        .filter(|k| !held.contains(&(db, k.as_slice())))
-        .map(|k| (db, k))
-        .collect();
-    (!missing.is_empty()).then_some(missing)
-}
-
-/// Add `keys` to the command's plan (each with its owner, in shard order) and
-/// start borrowing from the first owner again.
-fn plan_more(core: &ShardCore, op: &mut CrossOp, keys: Vec<DbKey>) {
-    for (db, key) in keys {
-        let owner = core.topo.key_owner(&key);
-        match op.plan.iter_mut().find(|(o, _)| *o == owner) {
-            Some((_, owned)) => owned.push((db, key)),
-            None => op.plan.push((owner, vec![(db, key)])),
-        }
-    }
-    for (_, keys) in &mut op.plan {
-        keys.sort();
-        keys.dedup();
-    }
-    op.plan.sort_by_key(|(shard, _)| *shard);
-    op.next = 0;
-    op.value_key_tries = op.value_key_tries.map(|n| n + 1);
-}
-
 /// The reply to a command on borrowed keys and the client's slot it fills (kept
 /// aside under `always` until its writes are on disk, see [`durable`]).
 #[derive(Debug)]
@@ -1262,66 +1155,4 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::inproc::{pipeline, TwoShards};
-
-    // "b" and "c" live on shard 0, "a" and "d" on shard 1; client c is on shard c.
-
-    /// Transactions pipelined on the same keys of both shards ride on the first
-    /// one's loan; a command on other keys runs meanwhile, one on their keys waits
-    /// for them: every reply in order, each seeing what came before it.
-    #[test]
-    fn pipelined_transactions_ride_on_one_loan() {
-        let mut server = TwoShards::new();
-        let tx: &[&[&str]] = &[&["MULTI"], &["INCR", "a"], &["INCR", "b"], &["EXEC"]];
-        let mut request = Vec::new();
-        for _ in 0..3 {
-            request.extend(pipeline(tx));
-        }
-        request.extend(pipeline(&[&["SET", "d", "x"], &["MGET", "a", "b", "d"]]));
-        server.receive_unsettled(1, &request);
-        // The first EXEC borrows; the other two joined it; SET d (another key) ran;
-        // MGET of their keys waits for them.
-        assert!(server.view(1).blocked);
-        server.settle();
-        let mut expected = Vec::new();
-        for n in 1..=3 {
-            expected.extend_from_slice(b"+OK\r\n+QUEUED\r\n+QUEUED\r\n");
-            expected.extend_from_slice(format!("*2\r\n:{n}\r\n:{n}\r\n").as_bytes());
-        }
-        expected.extend_from_slice(b"+OK\r\n*3\r\n$1\r\n3\r\n$1\r\n3\r\n$1\r\nx\r\n");
-        assert_eq!(
-            String::from_utf8_lossy(server.view(1).replies),
-            String::from_utf8_lossy(&expected)
-        );
-        assert!(!server.view(1).holding && !server.view(1).blocked);
-    }
-
-    /// A transaction that cannot ride (other keys) waits for the one borrowing
-    /// before it starts, so a client's transactions run in its order.
-    #[test]
-    fn a_transaction_on_other_keys_waits_for_the_one_borrowing() {
-        let mut server = TwoShards::new();
-        server.receive_unsettled(
-            1,
-            &pipeline(&[
-                &["MULTI"],
-                &["SET", "a", "1"],
-                &["SET", "b", "1"],
-                &["EXEC"],
-                &["MULTI"],
-                &["GET", "b"],
-                &["SET", "c", "2"],
-                &["SET", "d", "2"],
-                &["EXEC"],
-            ]),
-        );
-        assert!(server.view(1).blocked);
-        server.settle();
-        assert_eq!(
-            String::from_utf8_lossy(server.view(1).replies),
-            "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n+OK\r\n\
-             +OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n$1\r\n1\r\n+OK\r\n+OK\r\n"
-        );
-    }
-}
+mod tests;
