@@ -589,8 +589,7 @@ fn on_borrowed(cmd: &Command) -> OnBorrowed {
 /// The database `index` names, or `None` for one SELECT refuses (its error is the
 /// reply; the database stays): a queued SELECT's or MOVE's.
 fn db_index(core: &ShardCore, index: &[u8]) -> Option<usize> {
-    let index = ruvio_resp::string2ll(index)?;
-    (index >= 0 && (index as usize) < core.engine.db_count()).then_some(index as usize)
+    crate::cmd::connection::select_index(&core.engine, index).ok()
 }
 
 /// The `(db, key)`s command `cmd` of the queue names in database `db`, with a
@@ -829,18 +828,12 @@ fn select_in_queue(
     out: &mut Vec<u8>,
 ) {
     let mut reply = Reply::new(out, caller.proto);
-    match db_index(core, args.get(1)) {
-        Some(db) => {
+    match crate::cmd::connection::select_index(&core.engine, args.get(1)) {
+        Ok(db) => {
             caller.db = db;
             reply.ok();
         }
-        None => {
-            let error = match ruvio_resp::string2ll(args.get(1)) {
-                None => CmdError::NotInteger,
-                Some(_) => CmdError::DbIndexOutOfRange,
-            };
-            fail_in_queue(core, cmd, error, &mut reply);
-        }
+        Err(error) => fail_in_queue(core, cmd, error, &mut reply),
     }
 }
 

@@ -188,6 +188,20 @@ impl ThisShard {
                 .is_some_and(|(keys, _)| !keys.is_empty())
     }
 
+    /// Every shard but this one (`me` of `shards`) runs `call` now: their replies,
+    /// in shard order.
+    fn run_on_every_other(
+        &mut self,
+        me: usize,
+        shards: usize,
+        call: Elsewhere<'_>,
+    ) -> Vec<Vec<u8>> {
+        (0..shards)
+            .filter(|&s| s != me)
+            .map(|s| self.run_now(me, s, call, OwnedArgs::from_args(call.args)))
+            .collect()
+    }
+
     /// Shard `shard` runs the script's call `args` now; its reply (empty if it is
     /// exiting with the process).
     fn run_now(
@@ -373,11 +387,7 @@ pub fn elsewhere(
         }
         t.ended.reached = true;
         t.may_wait_on_others(shared, me, call.wrote)?;
-        let others = (0..topo.nodes.len()).filter(|&s| s != me);
-        let args = ruvio_resp::OwnedArgs::from_args(call.args);
-        Ok(others
-            .map(|shard| t.run_now(me, shard, call, args.clone()))
-            .collect())
+        Ok(t.run_on_every_other(me, topo.nodes.len(), call))
     })
 }
 
@@ -472,13 +482,7 @@ pub fn run_on_others(core: &mut ShardCore, db: usize, resp3: bool, args: Args<'_
         resp3,
         wrote: true,
     };
-    THIS.with(|t| {
-        let mut t = t.borrow_mut();
-        (0..shards)
-            .filter(|&s| s != me)
-            .map(|s| t.run_now(me, s, call, OwnedArgs::from_args(args)))
-            .collect()
-    })
+    THIS.with(|t| t.borrow_mut().run_on_every_other(me, shards, call))
 }
 
 /// DBSIZE of database `db` on the other shards, asked of each now, when the running
@@ -504,12 +508,9 @@ pub fn count_elsewhere(
             resp3: false,
             wrote: false,
         };
-        let mut total = 0;
-        for shard in (0..topo.nodes.len()).filter(|&s| s != me) {
-            let reply = t.run_now(me, shard, call, dbsize.clone());
-            total += ruvio_resp::parse_int_reply(&reply).unwrap_or(0).max(0) as u64;
-        }
-        Some(total)
+        let parts = t.run_on_every_other(me, topo.nodes.len(), call);
+        let count = |reply: &Vec<u8>| ruvio_resp::parse_int_reply(reply).unwrap_or(0).max(0);
+        Some(parts.iter().map(count).sum::<i64>() as u64)
     })
 }
 

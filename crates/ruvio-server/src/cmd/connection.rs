@@ -180,11 +180,17 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 
 /// `SELECT index`
 fn select(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let index = parse_i64(args.get(1)).ok_or(CmdError::NotInteger)?;
-    if index < 0 || index as usize >= ctx.core.engine.db_count() {
-        return Err(CmdError::DbIndexOutOfRange);
-    }
-    ctx.client.db = index as usize;
+    ctx.client.db = select_index(&ctx.core.engine, args.get(1))?;
     reply.ok();
     Ok(())
+}
+
+/// The database SELECT's `index` names, or SELECT's error (also for a SELECT
+/// queued in a transaction, `multi`).
+pub(crate) fn select_index(engine: &ruvio_engine::Engine, index: &[u8]) -> Result<usize, CmdError> {
+    let index = parse_i64(index).ok_or(CmdError::NotInteger)?;
+    if index < 0 || index as usize >= engine.db_count() {
+        return Err(CmdError::DbIndexOutOfRange);
+    }
+    Ok(index as usize)
 }
