@@ -490,7 +490,8 @@ pub fn borrowed_keys(
 /// shard's and free, or when a command needs the connection (other than SELECT,
 /// PING, ECHO) or reads keys named in a value; on the owner when every key is
 /// one other shard's, nothing is watched, every command is a keyspace command and
-/// no script is known to reach other shards' keys; borrowed otherwise,
+/// every script passed its probation here (see [`crate::script_lock::must_lock`]);
+/// borrowed otherwise,
 /// under the script lock when a script or a command each shard answers (DBSIZE,
 /// KEYS, FLUSHALL ...) is in the queue.
 fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
@@ -500,7 +501,7 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     let mut db = client.db;
     let mut selects = None;
     let mut keys: Vec<DbKey> = client.watching.clone();
-    let (mut has_script, mut known, mut must_lock) = (false, false, false);
+    let (mut has_script, mut must_lock) = (false, false);
     let (mut every_shard, mut inline) = (false, false);
     for (cmd, args) in queued.commands.iter() {
         match on_borrowed(cmd) {
@@ -521,7 +522,6 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
         }
         if crate::script_lock::is_script(cmd.meta) {
             has_script = true;
-            known |= crate::script_lock::known_to_reach(core, args);
             must_lock |= crate::script_lock::must_lock(core, args);
         }
         queued_keys(core, cmd, args, db, &mut keys);
@@ -534,7 +534,10 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     if all_here && !must_lock && !every_shard {
         return Plan::InTurn;
     }
-    if !known && !all_here && !every_shard && !inline {
+    // On the owner only with scripts known to stay in their slots: a script's
+    // first run there could reach a third shard's key while the lock is taken and
+    // have to refuse it (Redis Cluster's error); here it runs its probation.
+    if !must_lock && !all_here && !every_shard && !inline {
         if let Some(owner) = single_other_owner(core, client, &keys) {
             return Plan::OnOwner(owner, keys);
         }

@@ -672,7 +672,7 @@ pub fn must_lock(core: &ShardCore, args: Args<'_>) -> bool {
 }
 
 /// Whether the script `args` runs is known to reach keys outside its declared
-/// slots (a transaction with it runs its queue in turn).
+/// slots (its probation is over: it reached one).
 pub fn known_to_reach(core: &ShardCore, args: Args<'_>) -> bool {
     identity(args).is_some_and(|id| reaches(core, id))
 }

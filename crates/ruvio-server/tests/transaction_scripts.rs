@@ -117,8 +117,7 @@ fn transactions_with_scripts_across_shards_stay_isolated_under_load() {
         assert_eq!(c.cmd(&["set", key, &PER_KEY.to_string()]), b"+OK\r\n");
     }
     // The mover's first runs, outside MULTI: it is known to reach other shards from
-    // then on (a first run inside MULTI on one other shard's keys may meet Redis
-    // Cluster's error there, docs/transactions.md).
+    // then on.
     for (from, to) in [(&counters[0], &counters[1]), (&counters[1], &counters[0])] {
         assert_eq!(c.cmd(&["eval", MOVE_UNDECLARED, "0", from, to])[0], b':');
     }
@@ -264,4 +263,49 @@ fn publish_and_time_in_a_transaction_across_shards() {
             );
         }
     }
+}
+
+/// A script never run before, queued alone over one other shard's key, that reaches
+/// a key of the client's shard while other clients' scripts keep the script lock
+/// busy: its first run is its probation under the lock (never Redis Cluster's
+/// `non local key` error, which a run on the owner without the lock would meet).
+#[test]
+fn a_new_script_in_exec_reaching_another_shard_never_meets_the_cluster_error() {
+    let server = Server::forward(SHARDS);
+    let (mine, theirs) = (key_on_shard("nw", 0, SHARDS), key_on_shard("nt", 1, SHARDS));
+    let busy: Vec<String> = (0..4)
+        .map(|i| key_on_shard(&format!("busy{i}"), i % SHARDS, SHARDS))
+        .collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut lockers = Vec::new();
+    for w in 0..2 {
+        let (port, busy, stop) = (server.port(), busy.clone(), stop.clone());
+        lockers.push(std::thread::spawn(move || {
+            let mut c = RawConn::connect(port);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let reply = c.cmd(&["eval", MOVE_UNDECLARED, "0", &busy[w], &busy[w + 1]]);
+                assert_eq!(reply[0], b':', "{}", show(&reply));
+            }
+        }));
+    }
+    let mut c = conn_on_shard(&server, 0);
+    for round in 0..300 {
+        // A new script each round (its text differs), declaring a key of shard 1 and
+        // reaching one of shard 0.
+        let script =
+            format!("-- {round}\nredis.call('incr', ARGV[1]) return redis.call('incr', KEYS[1])");
+        assert_eq!(c.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(
+            c.cmd(&["eval", &script, "1", &theirs, &mine]),
+            b"+QUEUED\r\n"
+        );
+        let reply = c.cmd(&["exec"]);
+        let expected = format!("*1\r\n:{}\r\n", round + 1);
+        assert_eq!(show(&reply), show(expected.as_bytes()), "round {round}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for locker in lockers {
+        locker.join().expect("a locking client failed");
+    }
+    assert_eq!(c.cmd(&["get", &mine]), b"$3\r\n300\r\n");
 }
