@@ -14,6 +14,7 @@
 
 use crate::alloc::allocated_bytes;
 use crate::shard::ShardCore;
+use crate::stats::Shared;
 use ruvio_engine::EvictionPolicy;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -21,8 +22,8 @@ use std::sync::atomic::Ordering::Relaxed;
 const EVICT_PER_CHECK_MAX: usize = 256;
 
 /// Bytes counted against `maxmemory`.
-pub fn used_for_limit(core: &ShardCore) -> u64 {
-    let reusable = core.shared.sum(|g| &g.reusable_bytes);
+pub fn used_for_limit(shared: &Shared) -> u64 {
+    let reusable = shared.sum(|g| &g.reusable_bytes);
     allocated_bytes().saturating_sub(reusable)
 }
 
@@ -35,7 +36,7 @@ pub fn enforce(core: &mut ShardCore) -> bool {
     }
     publish_sizes(core);
     let mut evicted = 0;
-    while used_for_limit(core) > limit {
+    while used_for_limit(&core.shared) > limit {
         if evicted == EVICT_PER_CHECK_MAX || !my_turn(core) {
             return true;
         }

@@ -393,9 +393,18 @@ pub fn start_publish(
 /// The shards whose subscriptions a PUBSUB or INFO call sees: all of them in
 /// forward mode (one server), the caller's own in per-shard mode (a cluster node).
 pub fn visible_shards(core: &ShardCore) -> std::ops::Range<usize> {
-    match core.topo.mode {
-        crate::config::PortMode::Forward => 0..core.topo.nodes.len(),
-        crate::config::PortMode::PerShard => core.id..core.id + 1,
+    visible_shards_of(core.topo.mode, core.id, core.topo.nodes.len())
+}
+
+/// [`visible_shards`] of shard `id` of `shards` in port mode `mode`.
+pub fn visible_shards_of(
+    mode: crate::config::PortMode,
+    id: usize,
+    shards: usize,
+) -> std::ops::Range<usize> {
+    match mode {
+        crate::config::PortMode::Forward => 0..shards,
+        crate::config::PortMode::PerShard => id..id + 1,
     }
 }
 

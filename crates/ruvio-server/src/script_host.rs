@@ -1,5 +1,5 @@
 //! The server around a shard's scripts: what `redis.call` of PUBLISH, SPUBLISH,
-//! DBSIZE, LASTSAVE and PUBSUB needs beyond the shard's keyspace
+//! DBSIZE, LASTSAVE, PUBSUB and INFO needs beyond the shard's keyspace
 //! ([`ruvio_engine::scripting::ScriptHost`]), and the delivery of what scripts
 //! published.
 //!
@@ -27,7 +27,7 @@
 
 use crate::cmd::pubsub::View;
 use crate::cmd::ServerResult;
-use crate::config::PortMode;
+use crate::config::{Config, PortMode};
 use crate::conn::Conn;
 use crate::pubsub::{self, Caller, Kind};
 use crate::shard::ShardCore;
@@ -44,6 +44,9 @@ use std::sync::Arc;
 
 /// One shard's view of the server, for its scripts.
 struct Host {
+    /// The shard's settings (INFO's), a copy renewed after each CONFIG SET
+    /// ([`refresh`]).
+    cfg: Config,
     shared: Arc<Shared>,
     topo: Arc<Topology>,
     id: usize,
@@ -53,16 +56,22 @@ struct Host {
 }
 
 /// Give this shard thread's scripts the server around them (at shard start).
-pub fn install(shared: Arc<Shared>, topo: Arc<Topology>, id: usize) {
+pub fn install(cfg: &Config, shared: Arc<Shared>, topo: Arc<Topology>, id: usize) {
     let node = &topo.nodes[id];
     let slots = (node.first_slot, node.last_slot);
     ruvio_engine::scripting::set_script_host(Box::new(Host {
+        cfg: cfg.clone(),
         shared,
         mode: topo.mode,
         topo,
         id,
         slots,
     }));
+}
+
+/// The shard's settings changed (CONFIG SET): its scripts' INFO shows them.
+pub fn refresh(core: &ShardCore) {
+    install(&core.cfg, core.shared.clone(), core.topo.clone(), core.id);
 }
 
 /// How many subscribers of shards `counted` a message on `channel` reaches now
@@ -103,10 +112,30 @@ impl Host {
     /// The shards whose subscribers a publication from here counts, and PUBSUB
     /// sees ([`crate::pubsub::visible_shards`]).
     fn counted_shards(&self) -> std::ops::Range<usize> {
-        match self.mode {
-            PortMode::Forward => 0..self.shared.pubsub.shards.len(),
-            PortMode::PerShard => self.id..self.id + 1,
-        }
+        crate::pubsub::visible_shards_of(self.mode, self.id, self.shared.pubsub.shards.len())
+    }
+}
+
+impl Host {
+    /// A script's INFO: the engine's numbers and what every shard published (this
+    /// one's at most a tick old: its live counters are out of a script's reach),
+    /// without waiting for the other shards as a client's INFO does.
+    fn info(&self, engine: &Engine, args: Args<'_>, reply: &mut Reply<'_>) {
+        let wanted: Vec<String> = args
+            .iter()
+            .skip(1)
+            .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+            .collect();
+        let source = crate::cmd::info::Source {
+            cfg: &self.cfg,
+            shared: &self.shared,
+            id: self.id,
+            now_ms: crate::shard::unix_ms(),
+            engine,
+            live: None,
+        };
+        let text = crate::cmd::info::text(&source, &wanted);
+        reply.verbatim("txt", text.as_bytes());
     }
 }
 
@@ -144,10 +173,23 @@ impl ScriptHost for Host {
         elsewhere.saturating_sub(crate::script_lock::held_here(db))
     }
 
-    fn call(&self, name: &str, args: Args<'_>, reply: &mut Reply<'_>) -> Option<ServerResult> {
-        if name == "lastsave" {
-            reply.int(self.shared.last_save_unix_s.load(Relaxed) as i64);
-            return Some(Ok(()));
+    fn call(
+        &self,
+        engine: &Engine,
+        name: &str,
+        args: Args<'_>,
+        reply: &mut Reply<'_>,
+    ) -> Option<ServerResult> {
+        match name {
+            "lastsave" => {
+                reply.int(self.shared.last_save_unix_s.load(Relaxed) as i64);
+                return Some(Ok(()));
+            }
+            "info" => {
+                self.info(engine, args, reply);
+                return Some(Ok(()));
+            }
+            _ => {}
         }
         let view = View {
             subscribers: &self.shared.pubsub,

@@ -164,7 +164,7 @@ impl ShardCore {
         ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
         ruvio_engine::scripting::set_script_watches(shared.scripts.clone(), id);
         ruvio_engine::scripting::set_server_commands(crate::registry::script_row);
-        crate::script_host::install(shared.clone(), topo.clone(), id);
+        crate::script_host::install(&cfg, shared.clone(), topo.clone(), id);
         crate::cmd::functions::load_saved(&cfg, id)?;
         // With a log, the keyspace loads on a thread while the shard answers
         // -LOADING (see `loading`); without one, here and now.

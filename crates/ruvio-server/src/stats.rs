@@ -272,13 +272,19 @@ impl Shared {
         self.stats_epoch.fetch_add(1, Relaxed) + 1
     }
 
-    /// Read every other shard's published tables of the current epoch.
-    pub fn for_other_tables(&self, me: usize, mut f: impl FnMut(&StatTables)) {
+    /// Read the published tables of the current epoch of shards `shards`, but
+    /// `skipped`.
+    pub fn for_tables(
+        &self,
+        shards: std::ops::Range<usize>,
+        skipped: Option<usize>,
+        mut f: impl FnMut(&StatTables),
+    ) {
         let epoch = self.stats_epoch();
-        for (id, shard) in self.shards.iter().enumerate() {
-            if id == me {
+        for id in shards.filter(|&id| Some(id) != skipped) {
+            let Some(shard) = self.shards.get(id) else {
                 continue;
-            }
+            };
             let tables = shard.tables.lock().unwrap_or_else(|e| e.into_inner());
             if tables.epoch >= epoch {
                 f(&tables);

@@ -3,7 +3,8 @@
 //! SELECT (scoped to the script: the caller's database is unchanged after it), their
 //! arity errors, `noscript` commands (`This Redis command is not allowed from
 //! script`), unknown subcommands, and read-only scripts calling them; LASTSAVE;
-//! DBSIZE counting every shard's keys; PUBLISH and SPUBLISH from scripts and
+//! DBSIZE and INFO keyspace counting every shard's keys; INFO's text and its RESP3
+//! verbatim string as a Lua table; PUBLISH and SPUBLISH from scripts and
 //! functions reaching subscribers on both shards (channels, patterns, shard
 //! channels) with Redis' receiver counts and messages, and PUBSUB's counts seen
 //! from a script. Per-shard mode (Redis
@@ -72,6 +73,15 @@ const CORPUS: &[&str] = &[
     "eval_ro|return redis.call('lastsave') > 1600000000|0",
     "eval|return redis.call('lastsave', 1)|0",
     "eval|return redis.call('dbsize', 1)|0",
+    // INFO: a section that is the same text on both, RESP3's verbatim string as
+    // a Lua table, a section nobody has, the first line.
+    "eval|return redis.call('info', 'cluster')|0",
+    "eval_ro|return redis.call('INFO', 'Cluster')|0",
+    "eval|redis.setresp(3) local r = redis.call('info', 'cluster') return {type(r), r.verbatim_string.format, r.verbatim_string.string}|0",
+    "eval|redis.setresp(3) return redis.call('info', 'cluster')|0",
+    "eval|return redis.call('info', 'nosuchsection')|0",
+    "eval|return string.sub(redis.call('info'), 1, 10)|0",
+    "eval|return string.sub(redis.call('info', 'everything'), 1, 10)|0",
     "ping",
 ];
 
@@ -86,8 +96,8 @@ fn server_commands_from_scripts_answer_as_redis() {
     }
 }
 
-/// DBSIZE from a script counts the keys of every shard (the other shards' as they
-/// last published them, on their 10 ms tick: the test waits past it).
+/// DBSIZE and INFO keyspace from a script count the keys of every shard (the other
+/// shards' as they last published them, on their 10 ms tick: the test waits past it).
 #[test]
 fn dbsize_from_a_script_counts_every_shard() {
     if require_redis_server("dbsize_from_a_script_counts_every_shard").is_none() {
@@ -128,6 +138,14 @@ fn dbsize_from_a_script_counts_every_shard() {
             "0",
         ]);
         both(&["eval", "return redis.call('dbsize')", "0"]);
+        // INFO keyspace from a script: every shard's keys, every database.
+        both(&["eval", "return redis.call('info', 'keyspace')", "0"]);
+        both(&[
+            "eval",
+            "return redis.call('info', 'keyspace')",
+            "1",
+            "key:4",
+        ]);
     }
 }
 

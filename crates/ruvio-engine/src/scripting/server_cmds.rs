@@ -13,9 +13,9 @@
 //! [`crate::command::Published`]), DBSIZE's other shards, KEYS / FLUSHDB /
 //! FLUSHALL / SWAPDB on every shard ([`EVERY_SHARD`]), SCAN and RANDOMKEY where a
 //! client's would go ([`SPREAD`]), and the commands the host
-//! answers from what every shard shares (LASTSAVE, PUBSUB's subcommands). Any other
-//! server command (INFO, ...) answers `Unknown Redis command called from script`
-//! (docs/scripting.md).
+//! answers from what every shard shares and the engine (LASTSAVE, PUBSUB's
+//! subcommands, INFO). Any other server command answers `Unknown Redis command
+//! called from script` (docs/scripting.md).
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -50,11 +50,12 @@ pub trait ScriptHost {
     /// Keys in database `db` on the shards other than this one (as they last
     /// published them), less those of theirs borrowed here for the running script.
     fn keys_elsewhere(&self, db: usize) -> u64;
-    /// Answer server command `name` (its row's name: `lastsave`, `pubsub|numsub`
-    /// ...) from what every shard shares; `None` for a command the host cannot
-    /// answer from a script.
+    /// Answer server command `name` (its row's name: `lastsave`, `pubsub|numsub`,
+    /// `info` ...) from what every shard shares and the script's `engine`; `None`
+    /// for a command the host cannot answer from a script.
     fn call(
         &self,
+        engine: &Engine,
         name: &str,
         args: Args<'_>,
         reply: &mut Reply<'_>,
@@ -272,7 +273,7 @@ pub(super) fn call(
         }
         "select" => select(engine, ctx, args, reply),
         "publish" | "spublish" => return publish(ctx, meta.name == "spublish", args, reply),
-        name => match with_host(|h| h.call(name, args, reply)).flatten() {
+        name => match with_host(|h| h.call(engine, name, args, reply)).flatten() {
             Some(result) => result,
             None => return Err(UNKNOWN),
         },

@@ -451,6 +451,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
         .map(|(p, _, v)| (p.name.to_string(), v))
         .collect();
     ctx.core.outbox.broadcast(ConfigChange::Set(applied));
+    crate::script_host::refresh(ctx.core);
     super::ok_everywhere(ctx, reply);
     Ok(())
 }
@@ -510,6 +511,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
                     let _ = set(core, value);
                 }
             }
+            crate::script_host::refresh(core);
         }
         ConfigChange::ResetStats { epoch } => reset_stats(core, *epoch),
         ConfigChange::Pause { until_ms, all } => core.pause.start(*until_ms, *all),

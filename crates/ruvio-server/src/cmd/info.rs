@@ -5,15 +5,20 @@
 //! at most one tick (10 ms) old. In forward mode with several shards the answer
 //! waits until every shard has published ([`crate::gather`]), so that INFO counts
 //! everything done before it. The process-wide numbers (RSS, CPU) are read here too.
+//!
+//! A script's INFO (`redis.call('INFO')`) runs inside its shard's engine, where the
+//! shard's other state is out of reach and no shard can be waited for: it reads
+//! the engine itself and what every shard published, its own shard's included (at
+//! most one tick old), through the same [`Source`].
 
 use super::{Ctx, ServerCommand, ServerResult};
-use crate::config::PortMode;
+use crate::config::{Config, PortMode};
 use crate::gather::{Gather, Then};
 use crate::pubsub::Kind;
 use crate::shard::ShardCore;
-use crate::stats::{CommandStat, ShardGauges};
+use crate::stats::{CommandStat, ShardGauges, ShardStats, Shared, StatTables};
 use ruvio_engine::command::{command, flags::*};
-use ruvio_engine::KeySpec;
+use ruvio_engine::{Engine, KeySpec};
 use ruvio_resp::{Args, Reply};
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -58,12 +63,53 @@ const DEFAULT_SECTIONS: &[&str] = &[
     "keyspace",
 ];
 
-/// INFO's text for section names `wanted`; `clients` is this shard's connection
-/// count (the other shards' come from what they published).
+/// What INFO reads: the shard's settings, engine and place in the server, and
+/// its live numbers when it answers between commands (`live`); without them (a
+/// script's INFO) its own published gauges stand in.
+pub struct Source<'a> {
+    pub cfg: &'a Config,
+    pub shared: &'a Shared,
+    pub id: usize,
+    pub now_ms: u64,
+    pub engine: &'a Engine,
+    pub live: Option<Live<'a>>,
+}
+
+/// A shard's numbers as of now, which it publishes only now and then.
+pub struct Live<'a> {
+    pub stats: &'a ShardStats,
+    /// Its connections.
+    pub clients: usize,
+    /// Its blocked clients ([`crate::shard::blocked_here`]).
+    pub blocked: u64,
+    pub wal_failed: bool,
+}
+
+/// A client's INFO: the text for section names `wanted`; `clients` is this
+/// shard's connection count (the other shards' come from what they published).
 pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String {
     // This shard's own gauges as of now (the tick publishes them only now and then):
     // a SAVE or write it just answered must show.
     crate::shard::publish_gauges(core, clients);
+    let live = Live {
+        stats: &core.stats,
+        clients,
+        blocked: crate::shard::blocked_here(core),
+        wal_failed: core.wal.as_ref().is_some_and(|w| w.failed().is_some()),
+    };
+    let source = Source {
+        cfg: &core.cfg,
+        shared: &core.shared,
+        id: core.id,
+        now_ms: core.now_ms,
+        engine: &core.engine,
+        live: Some(live),
+    };
+    text(&source, wanted)
+}
+
+/// INFO's text for section names `wanted`, read from `source`.
+pub fn text(source: &Source<'_>, wanted: &[String]) -> String {
     let everything = wanted.iter().any(|w| w == "all" || w == "everything");
     let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
     let mut sections: Vec<&str> = Vec::new();
@@ -89,7 +135,7 @@ pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String 
                 title
             }
         );
-        section(core, clients, name, &mut out);
+        section(source, name, &mut out);
     }
     out
 }
@@ -125,8 +171,8 @@ fn cpu_seconds() -> (f64, f64) {
     (secs(usage.ru_stime), secs(usage.ru_utime))
 }
 
-fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
-    let shared = &core.shared;
+fn section(src: &Source<'_>, name: &str, out: &mut String) {
+    let (shared, cfg) = (src.shared, src.cfg);
     let uptime = shared.started.elapsed().as_secs();
     let mut line = |k: &str, v: &dyn std::fmt::Display| {
         let _ = write!(out, "{k}:{v}\r\n");
@@ -139,7 +185,7 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             line("redis_build_id", &"0");
             line(
                 "redis_mode",
-                &if core.cfg.port_mode == PortMode::PerShard {
+                &if cfg.port_mode == PortMode::PerShard {
                     "cluster"
                 } else {
                     "standalone"
@@ -155,12 +201,12 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             line("process_id", &std::process::id());
             line("process_supervised", &"no");
             line("run_id", &shared.run_id);
-            line("tcp_port", &core.cfg.shard_port(core.id));
-            line("server_time_usec", &(core.now_ms * 1000));
+            line("tcp_port", &cfg.shard_port(src.id));
+            line("server_time_usec", &(src.now_ms * 1000));
             line("uptime_in_seconds", &uptime);
             line("uptime_in_days", &(uptime / 86400));
-            line("hz", &core.cfg.hz);
-            line("configured_hz", &core.cfg.hz);
+            line("hz", &cfg.hz);
+            line("configured_hz", &cfg.hz);
             line(
                 "executable",
                 &std::env::current_exe()
@@ -169,35 +215,25 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             );
             line(
                 "config_file",
-                &core
-                    .cfg
-                    .config_file
+                &cfg.config_file
                     .as_ref()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
             );
             line("ruvio_version", &env!("CARGO_PKG_VERSION"));
-            line("ruvio_shards", &core.cfg.shards);
-            line("ruvio_shard", &core.id);
-            line("ruvio_port_mode", &core.cfg.port_mode.name());
+            line("ruvio_shards", &cfg.shards);
+            line("ruvio_shard", &src.id);
+            line("ruvio_port_mode", &cfg.port_mode.name());
         }
         "clients" => {
-            let gauge_here = |gauge: fn(&ShardGauges) -> &AtomicU64| {
-                gauge(&shared.shards[core.id]).load(Relaxed)
-            };
-            let (clients_elsewhere, blocked_elsewhere) = match core.cfg.port_mode {
-                PortMode::PerShard => (0, 0),
-                PortMode::Forward => (
-                    shared.sum(|g| &g.clients) - gauge_here(|g| &g.clients),
-                    shared.sum(|g| &g.blocked_clients) - gauge_here(|g| &g.blocked_clients),
-                ),
-            };
-            line("connected_clients", &(clients as u64 + clients_elsewhere));
+            let live = src.live.as_ref();
+            let clients = server_gauge(src, live.map(|l| l.clients as u64), |g| &g.clients);
+            line("connected_clients", &clients);
             line("cluster_connections", &0);
-            line("maxclients", &core.cfg.maxclients);
+            line("maxclients", &cfg.maxclients);
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
-            let blocked = crate::shard::blocked_here(core) + blocked_elsewhere;
+            let blocked = server_gauge(src, live.map(|l| l.blocked), |g| &g.blocked_clients);
             line("blocked_clients", &blocked);
             line("tracking_clients", &0);
             line("clients_in_timeout_table", &0);
@@ -215,13 +251,13 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             // What maxmemory limits: allocated bytes less what the keyspaces reuse.
             line(
                 "ruvio_used_memory_for_maxmemory",
-                &crate::memory::used_for_limit(core),
+                &crate::memory::used_for_limit(shared),
             );
-            line("maxmemory", &core.cfg.maxmemory);
-            line("maxmemory_human", &human_bytes(core.cfg.maxmemory));
+            line("maxmemory", &cfg.maxmemory);
+            line("maxmemory_human", &human_bytes(cfg.maxmemory));
             line(
                 "maxmemory_policy",
-                &core.engine.config().maxmemory_policy.name(),
+                &src.engine.config().maxmemory_policy.name(),
             );
             line(
                 "mem_fragmentation_ratio",
@@ -239,45 +275,48 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             );
             let last_save = shared.last_save_unix_s.load(Relaxed);
             let saves = &shared.background_save;
-            saves.info_rdb(core.now_ms, last_save, &mut line);
-            line("aof_enabled", &(core.cfg.durability.logs() as u8));
-            saves.info_aof(core.now_ms, &mut line);
+            saves.info_rdb(src.now_ms, last_save, &mut line);
+            line("aof_enabled", &(cfg.durability.logs() as u8));
+            saves.info_aof(src.now_ms, &mut line);
             let failed = shared
                 .shards
                 .iter()
                 .any(|g| g.wal_failed.load(Relaxed) != 0)
-                || core.wal.as_ref().is_some_and(|w| w.failed().is_some());
+                || src.live.as_ref().is_some_and(|l| l.wal_failed);
             line("aof_last_write_status", &if failed { "err" } else { "ok" });
         }
         "stats" => {
-            let engine = core.engine.stats();
+            let engine = src.engine.stats();
             let counter = |live: u64, gauge: fn(&ShardGauges) -> &AtomicU64| {
-                server_counter(core, live, gauge)
+                server_counter(src, Some(live), gauge)
             };
-            let stats = &core.stats;
+            // The shard's own counters: live, or as it last published them.
+            let shard = |live: fn(&ShardStats) -> u64, gauge: fn(&ShardGauges) -> &AtomicU64| {
+                server_counter(src, src.live.as_ref().map(|l| live(l.stats)), gauge)
+            };
             line(
                 "total_connections_received",
-                &counter(stats.connections_received, |g| &g.connections_received),
+                &shard(|s| s.connections_received, |g| &g.connections_received),
             );
             line(
                 "total_commands_processed",
-                &counter(stats.commands, |g| &g.commands),
+                &shard(|s| s.commands, |g| &g.commands),
             );
             line(
                 "instantaneous_ops_per_sec",
-                &counter(stats.ops.per_sec(), |g| &g.ops_per_sec),
+                &shard(|s| s.ops.per_sec(), |g| &g.ops_per_sec),
             );
             line(
                 "total_net_input_bytes",
-                &counter(stats.net_input_bytes, |g| &g.net_input_bytes),
+                &shard(|s| s.net_input_bytes, |g| &g.net_input_bytes),
             );
             line(
                 "total_net_output_bytes",
-                &counter(stats.net_output_bytes, |g| &g.net_output_bytes),
+                &shard(|s| s.net_output_bytes, |g| &g.net_output_bytes),
             );
             line(
                 "rejected_connections",
-                &counter(stats.rejected_connections, |g| &g.rejected_connections),
+                &shard(|s| s.rejected_connections, |g| &g.rejected_connections),
             );
             line(
                 "expired_keys",
@@ -295,19 +334,10 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
                 "keyspace_misses",
                 &counter(engine.keyspace_misses, |g| &g.keyspace_misses),
             );
-            line(
-                "pubsub_channels",
-                &crate::pubsub::distinct(core, Kind::Channel),
-            );
-            line(
-                "pubsub_patterns",
-                &crate::pubsub::distinct(core, Kind::Pattern),
-            );
-            line(
-                "pubsubshard_channels",
-                &crate::pubsub::distinct(core, Kind::Shard),
-            );
-            let errors: u64 = server_errors(core).iter().map(|(_, n)| n).sum();
+            line("pubsub_channels", &distinct(src, Kind::Channel));
+            line("pubsub_patterns", &distinct(src, Kind::Pattern));
+            line("pubsubshard_channels", &distinct(src, Kind::Shard));
+            let errors: u64 = server_errors(src).iter().map(|(_, n)| n).sum();
             line("total_error_replies", &errors);
         }
         "replication" => {
@@ -326,25 +356,31 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
         }
         "cluster" => line(
             "cluster_enabled",
-            &((core.cfg.port_mode == PortMode::PerShard) as u8),
+            &((cfg.port_mode == PortMode::PerShard) as u8),
         ),
         "keyspace" => {
-            let mut dbs = vec![(0u64, 0u64); core.cfg.databases];
-            for (db, keys, expires) in core.engine.keyspace_info() {
+            let mut dbs = vec![(0u64, 0u64); cfg.databases];
+            for (db, keys, expires) in src.engine.keyspace_info() {
                 if let Some(counts) = dbs.get_mut(db) {
                     *counts = (keys as u64, expires as u64);
                 }
             }
-            if core.cfg.port_mode == PortMode::Forward {
+            if cfg.port_mode == PortMode::Forward {
                 let others = shared
                     .shards
                     .iter()
                     .enumerate()
-                    .filter(|&(id, _)| id != core.id);
+                    .filter(|&(id, _)| id != src.id);
                 for (_, gauges) in others {
                     for (counts, (keys, expires)) in dbs.iter_mut().zip(&gauges.keys) {
                         counts.0 += keys.load(Relaxed);
                         counts.1 += expires.load(Relaxed);
+                    }
+                }
+                if src.live.is_none() {
+                    // A script's: the other shards' keys it borrowed count on them.
+                    for (db, counts) in dbs.iter_mut().enumerate() {
+                        counts.0 = counts.0.saturating_sub(crate::script_lock::held_here(db));
                     }
                 }
             }
@@ -358,7 +394,7 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             }
         }
         "commandstats" => {
-            let per_command = server_command_stats(core);
+            let per_command = server_command_stats(src);
             for cmd in crate::registry::registry().all_rows() {
                 let s = per_command[cmd.stat];
                 if s.calls > 0 || s.rejected > 0 || s.failed > 0 {
@@ -368,7 +404,7 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
             }
         }
         "errorstats" => {
-            for (code, count) in server_errors(core) {
+            for (code, count) in server_errors(src) {
                 line(&format!("errorstat_{code}"), &format!("count={count}"));
             }
         }
@@ -376,64 +412,103 @@ fn section(core: &ShardCore, clients: usize, name: &str, out: &mut String) {
     }
 }
 
-/// A resettable counter of the whole server: this shard's live value plus what the
-/// other shards published in the current statistics epoch. Per-shard mode reports
-/// the node alone, as a Redis Cluster node does.
-fn server_counter(core: &ShardCore, live: u64, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64 {
-    if core.cfg.port_mode == PortMode::PerShard {
-        return live;
+/// A resettable counter of the whole server: this shard's live value (or, without
+/// one, its published value) plus what the other shards published in the current
+/// statistics epoch. Per-shard mode reports the node alone, as a Redis Cluster
+/// node does.
+fn server_counter(
+    src: &Source<'_>,
+    live: Option<u64>,
+    gauge: fn(&ShardGauges) -> &AtomicU64,
+) -> u64 {
+    let mine = gauge_of_mine(src, gauge);
+    let here = live.unwrap_or(mine);
+    if src.cfg.port_mode == PortMode::PerShard {
+        return here;
     }
-    let others: u64 = core
-        .shared
-        .sum_counter(gauge)
-        .saturating_sub(gauge_of_mine(core, gauge));
-    live + others
+    here + src.shared.sum_counter(gauge).saturating_sub(mine)
+}
+
+/// A gauge of the whole server (connected or blocked clients), as
+/// [`server_counter`] for a value no epoch resets.
+fn server_gauge(src: &Source<'_>, live: Option<u64>, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64 {
+    let mine = gauge(&src.shared.shards[src.id]).load(Relaxed);
+    let here = live.unwrap_or(mine);
+    if src.cfg.port_mode == PortMode::PerShard {
+        return here;
+    }
+    here + src.shared.sum(gauge).saturating_sub(mine)
 }
 
 /// This shard's own published value of a counter, if it is of the current epoch.
-fn gauge_of_mine(core: &ShardCore, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64 {
-    let mine = &core.shared.shards[core.id];
-    if mine.epoch.load(Relaxed) >= core.shared.stats_epoch() {
+fn gauge_of_mine(src: &Source<'_>, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64 {
+    let mine = &src.shared.shards[src.id];
+    if mine.epoch.load(Relaxed) >= src.shared.stats_epoch() {
         gauge(mine).load(Relaxed)
     } else {
         0
     }
 }
 
+/// Distinct names of `kind` subscribed to on the shards INFO reports.
+fn distinct(src: &Source<'_>, kind: Kind) -> u64 {
+    let shards = crate::pubsub::visible_shards_of(src.cfg.port_mode, src.id, src.cfg.shards);
+    crate::pubsub::distinct_in(&src.shared.pubsub, shards, kind)
+}
+
+/// Visit the published statistics tables that complete this shard's own: the
+/// other shards' (forward mode), and this shard's when its live ones are not at
+/// hand (a script's INFO).
+fn published_tables(src: &Source<'_>, f: impl FnMut(&StatTables)) {
+    let skipped = if src.live.is_some() {
+        Some(src.id)
+    } else {
+        None
+    };
+    let shards = match src.cfg.port_mode {
+        PortMode::Forward => 0..src.cfg.shards,
+        PortMode::PerShard => src.id..src.id + 1,
+    };
+    src.shared.for_tables(shards, skipped, f);
+}
+
 /// INFO commandstats of the whole server (of the node in per-shard mode).
-fn server_command_stats(core: &ShardCore) -> Vec<CommandStat> {
-    let mut total = core.stats.per_command.clone();
-    if core.cfg.port_mode == PortMode::Forward {
-        core.shared.for_other_tables(core.id, |tables| {
-            for (sum, s) in total.iter_mut().zip(&tables.per_command) {
-                sum.calls += s.calls;
-                sum.usec += s.usec;
-                sum.failed += s.failed;
-                sum.rejected += s.rejected;
-            }
-        });
-    }
+fn server_command_stats(src: &Source<'_>) -> Vec<CommandStat> {
+    let slots = crate::registry::registry().stat_slots;
+    let mut total = match &src.live {
+        Some(live) => live.stats.per_command.clone(),
+        None => vec![CommandStat::default(); slots],
+    };
+    published_tables(src, |tables| {
+        for (sum, s) in total.iter_mut().zip(&tables.per_command) {
+            sum.calls += s.calls;
+            sum.usec += s.usec;
+            sum.failed += s.failed;
+            sum.rejected += s.rejected;
+        }
+    });
     total
 }
 
 /// INFO errorstats of the whole server (of the node in per-shard mode), by code.
-fn server_errors(core: &ShardCore) -> Vec<(Box<str>, u64)> {
-    let mut total: Vec<(Box<str>, u64)> = core
-        .stats
-        .errors
-        .iter()
-        .map(|(code, &n)| (code.clone(), n))
-        .collect();
-    if core.cfg.port_mode == PortMode::Forward {
-        core.shared.for_other_tables(core.id, |tables| {
-            for (code, n) in &tables.errors {
-                match total.iter_mut().find(|(c, _)| c == code) {
-                    Some((_, sum)) => *sum += n,
-                    None => total.push((code.clone(), *n)),
-                }
+fn server_errors(src: &Source<'_>) -> Vec<(Box<str>, u64)> {
+    let mut total: Vec<(Box<str>, u64)> = match &src.live {
+        Some(live) => live
+            .stats
+            .errors
+            .iter()
+            .map(|(code, &n)| (code.clone(), n))
+            .collect(),
+        None => Vec::new(),
+    };
+    published_tables(src, |tables| {
+        for (code, n) in &tables.errors {
+            match total.iter_mut().find(|(c, _)| c == code) {
+                Some((_, sum)) => *sum += n,
+                None => total.push((code.clone(), *n)),
             }
-        });
-    }
+        }
+    });
     total.sort();
     total
 }
