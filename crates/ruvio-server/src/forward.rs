@@ -28,16 +28,11 @@ use crate::pubsub::{Kind, MessageBatch};
 use crate::registry::registry;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
-use glommio::channels::shared_channel::{
-    ConnectedReceiver, ConnectedSender, SharedReceiver, SharedSender,
-};
 use ruvio_engine::command::CommandTree;
 use ruvio_resp::{ArgsBatch, Protocol, Reply};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
-use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
 
 /// Messages in flight between two shards.
 pub const CHANNEL_MESSAGES_MAX: usize = 1024;
@@ -456,27 +451,41 @@ impl Outbox {
     }
 }
 
-/// The unconnected ends of every channel, made before the shards start.
+/// The sending end of the channel from one shard to another.
+type Sender = rtrb::Producer<ShardMsg>;
+/// The receiving end of the channel from one shard to another.
+type Receiver = rtrb::Consumer<ShardMsg>;
+
+/// The ends of every channel, made before the shards start.
+///
+/// A channel is a bounded lock-free single-producer single-consumer ring
+/// (`rtrb`): a send is a push that fails when the ring is full, a receive a pop
+/// that fails when it is empty, and neither registers anything anywhere. (glommio's
+/// shared channels, used before, register a waker with the receiving executor on
+/// every receive that finds the channel empty and free them only as messages
+/// arrive; a shard looks at its channels every loop iteration without awaiting
+/// them, so those wakers piled up: 900 MB after a million locked scripts.) The
+/// receiver learns of mail from its doorbell.
 pub struct MeshPlan {
     /// `senders[from][to]`
-    senders: Vec<Vec<Option<SharedSender<ShardMsg>>>>,
+    senders: Vec<Vec<Option<Sender>>>,
     /// `receivers[to][from]`
-    receivers: Vec<Vec<Option<SharedReceiver<ShardMsg>>>>,
+    receivers: Vec<Vec<Option<Receiver>>>,
     doorbells: Vec<RawFd>,
 }
 
 impl MeshPlan {
     /// Channels between every ordered pair of `shards` shards, and their doorbells.
     pub fn new(shards: usize) -> std::io::Result<MeshPlan> {
-        let mut senders: Vec<Vec<Option<SharedSender<ShardMsg>>>> = (0..shards)
+        let mut senders: Vec<Vec<Option<Sender>>> = (0..shards)
             .map(|_| (0..shards).map(|_| None).collect())
             .collect();
-        let mut receivers: Vec<Vec<Option<SharedReceiver<ShardMsg>>>> = (0..shards)
+        let mut receivers: Vec<Vec<Option<Receiver>>> = (0..shards)
             .map(|_| (0..shards).map(|_| None).collect())
             .collect();
         for from in 0..shards {
             for to in (0..shards).filter(|&to| to != from) {
-                let (tx, rx) = glommio::channels::shared_channel::new_bounded(CHANNEL_MESSAGES_MAX);
+                let (tx, rx) = rtrb::RingBuffer::new(CHANNEL_MESSAGES_MAX);
                 senders[from][to] = Some(tx);
                 receivers[to][from] = Some(rx);
             }
@@ -499,70 +508,24 @@ impl MeshPlan {
         })
     }
 
-    /// The ends shard `shard` owns.
-    pub fn take(&mut self, shard: usize) -> MeshEnds {
-        MeshEnds {
+    /// The ends shard `shard` owns (moved to its thread).
+    pub fn take(&mut self, shard: usize) -> Mesh {
+        Mesh {
             me: shard,
             senders: std::mem::take(&mut self.senders[shard]),
             receivers: std::mem::take(&mut self.receivers[shard]),
             doorbells: self.doorbells.clone(),
-        }
-    }
-}
-
-/// One shard's unconnected channel ends (movable to its thread).
-pub struct MeshEnds {
-    me: usize,
-    senders: Vec<Option<SharedSender<ShardMsg>>>,
-    receivers: Vec<Option<SharedReceiver<ShardMsg>>>,
-    doorbells: Vec<RawFd>,
-}
-
-impl MeshEnds {
-    /// Connect the channel ends on the shard's own executor. Every end connects in a
-    /// task of its own: a sender's connect waits for the peer's receiver, so
-    /// connecting one by one would deadlock two shards waiting on each other.
-    pub async fn connect(self) -> Mesh {
-        let senders: Vec<_> = self
-            .senders
-            .into_iter()
-            .map(|s| s.map(|s| glommio::spawn_local(s.connect()).detach()))
-            .collect();
-        let receivers: Vec<_> = self
-            .receivers
-            .into_iter()
-            .map(|r| r.map(|r| glommio::spawn_local(r.connect()).detach()))
-            .collect();
-        let mut connected_senders = Vec::new();
-        for s in senders {
-            connected_senders.push(match s {
-                Some(task) => task.await,
-                None => None,
-            });
-        }
-        let mut connected_receivers = Vec::new();
-        for r in receivers {
-            connected_receivers.push(match r {
-                Some(task) => task.await,
-                None => None,
-            });
-        }
-        Mesh {
-            me: self.me,
-            senders: connected_senders,
-            receivers: connected_receivers,
-            doorbells: self.doorbells,
             backlog: VecDeque::new(),
             set_aside: Vec::new(),
         }
     }
 }
 
-/// A shard's connected channels.
+/// A shard's channels.
 pub struct Mesh {
     me: usize,
-    senders: Vec<Option<ConnectedSender<ShardMsg>>>,
-    receivers: Vec<Option<ConnectedReceiver<ShardMsg>>>,
+    senders: Vec<Option<Sender>>,
+    receivers: Vec<Option<Receiver>>,
     doorbells: Vec<RawFd>,
     /// Messages that found their channel full; retried every loop iteration.
     backlog: VecDeque<(usize, ShardMsg)>,
@@ -626,18 +589,17 @@ pub fn request_now<T>(
             }
             pause(&mut spins);
         }
-        let mut cx = Context::from_waker(Waker::noop());
         loop {
             let Some(Some(rx)) = mesh.receivers.get_mut(to) else {
                 return None;
             };
-            match futures_core::Stream::poll_next(Pin::new(rx), &mut cx) {
-                Poll::Ready(Some(msg)) => match take(msg) {
+            match rx.pop() {
+                Ok(msg) => match take(msg) {
                     Ok(answer) => return Some(answer),
                     Err(other) => mesh.set_aside.push(other),
                 },
-                Poll::Ready(None) => return None,
-                Poll::Pending => pause(&mut spins),
+                Err(_) if rx.is_abandoned() => return None,
+                Err(_) => pause(&mut spins),
             }
         }
     })
@@ -668,12 +630,9 @@ impl Mesh {
 
     /// Everything waiting in the incoming channels.
     pub fn receive_all(&mut self) -> Vec<ShardMsg> {
-        let mut cx = Context::from_waker(Waker::noop());
         let mut messages = std::mem::take(&mut self.set_aside);
         for rx in self.receivers.iter_mut().flatten() {
-            while let Poll::Ready(Some(msg)) =
-                futures_core::Stream::poll_next(Pin::new(&mut *rx), &mut cx)
-            {
+            while let Ok(msg) = rx.pop() {
                 messages.push(msg);
             }
         }
@@ -701,16 +660,14 @@ impl Mesh {
         let mut woken = 0u64;
         let mut retry = VecDeque::new();
         while let Some((to, msg)) = self.backlog.pop_front() {
-            let Some(Some(tx)) = self.senders.get(to) else {
+            let Some(Some(tx)) = self.senders.get_mut(to) else {
                 continue;
             };
-            match tx.try_send(msg) {
+            match tx.push(msg) {
                 Ok(()) => woken |= 1 << (to % 64),
-                Err(glommio::GlommioError::WouldBlock(glommio::ResourceType::Channel(msg))) => {
-                    retry.push_back((to, msg))
-                }
                 // The other shard is gone: the process is exiting.
-                Err(_) => {}
+                Err(_) if tx.is_abandoned() => {}
+                Err(rtrb::PushError::Full(msg)) => retry.push_back((to, msg)),
             }
         }
         self.backlog = retry;

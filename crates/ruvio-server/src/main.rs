@@ -54,7 +54,7 @@ fn main() {
     if let Err(e) = ruvio_server::shutdown::watch_signals(shared.clone()) {
         fail(&format!("cannot watch for SIGTERM: {e}"));
     }
-    let mut mesh = if cfg.shards > 1 {
+    let mut plan = if cfg.shards > 1 {
         Some(
             forward::MeshPlan::new(cfg.shards)
                 .unwrap_or_else(|e| fail(&format!("cannot create shard channels: {e}"))),
@@ -79,15 +79,15 @@ fn main() {
     let mut handles = Vec::new();
     for id in 0..cfg.shards {
         let (cfg, topo, shared) = (cfg.clone(), topo.clone(), shared.clone());
-        let ends = mesh.as_mut().map(|m| m.take(id));
+        let mesh = plan.as_mut().map(|m| m.take(id));
         let cpu = cfg.cpus[id];
         let handle = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("ruvio-shard-{id}"))
             .io_memory(GLOMMIO_IO_MEMORY_BYTES)
             .spawn(move || async move {
                 let _exit_if_this_shard_dies = ExitIfShardDies(id);
-                if let Some(ends) = ends {
-                    ruvio_server::forward::install_mesh(ends.connect().await);
+                if let Some(mesh) = mesh {
+                    ruvio_server::forward::install_mesh(mesh);
                 }
                 match shard::Shard::new(id, cfg, topo, shared) {
                     Ok(shard) => shard.run().await,
