@@ -77,8 +77,11 @@ def main() -> None:
                     client.close()
                     result, cpu_us = bl.measured(server, lambda: bl.ruvio_bench(
                         server.port, load, command, cpus=args.client_cpu, binary=args.ruvio_bench))
+                    # Resident memory after the run: flat from run to run (a 2-shard
+                    # server once grew by about 1 KB per locked script).
                     results[label][spec.name].append({"rps": result.rps, "server_cpu_us": cpu_us,
-                                                      "p99_ms": result.p99_ms})
+                                                      "p99_ms": result.p99_ms,
+                                                      "rss_kib_after": server.rss_kib()})
                     print(f"round {round_no + 1} {spec.name:8} {label}: {bl.fmt_rate(result.rps)}/s",
                           file=sys.stderr)
     summary = {}
