@@ -605,17 +605,6 @@ pub fn quiet(core: &ShardCore) -> bool {
             .all(|s| s.borrowing.load(SeqCst) == 0)
 }
 
-/// Another shard holds the script lock: its script may wait on this shard's
-/// answer, which this shard then gives without sleeping in between.
-pub fn held_elsewhere(core: &ShardCore) -> bool {
-    let holder = core
-        .shared
-        .script_lock
-        .holder
-        .load(std::sync::atomic::Ordering::Relaxed);
-    holder != 0 && holder != core.id + 1
-}
-
 /// Free the lock and wake the shards that parked commands behind it.
 pub fn unlock(core: &ShardCore) {
     free(&core.shared, core.id);
