@@ -497,3 +497,48 @@ fn config_rewrite_keeps_the_file() {
     assert_eq!(hz[1], "42");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// CONFIG RESETSTAT answers once every shard has reset: a write sent after the OK
+/// from a connection on another shard, to a key of a third, is counted (it could
+/// reach its owner before the reset did, and be reset away).
+#[test]
+fn resetstat_answers_once_every_shard_reset() {
+    const SHARDS: usize = 4;
+    let server = Server::forward(SHARDS);
+    let mut resetter = conn_on_shard(&server, 1);
+    let mut writer = conn_on_shard(&server, 0);
+    let key = key_on_shard("rs", 2, SHARDS);
+    // The key's owner kept busy, so both messages often wait in its channels
+    // together (it reads shard 0's channel before shard 1's).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..3)
+        .map(|_| {
+            let (mut c, stop) = (conn_on_shard(&server, 2), stop.clone());
+            let busy_key = key_on_shard("busy", 2, SHARDS);
+            std::thread::spawn(move || {
+                let request: Vec<u8> = (0..2000)
+                    .flat_map(|_| encode(&["INCR", &busy_key]))
+                    .collect();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    c.send(&request);
+                    for _ in 0..2000 {
+                        c.read_reply();
+                    }
+                }
+            })
+        })
+        .collect();
+    for round in 0..150 {
+        assert_eq!(resetter.cmd(&["CONFIG", "RESETSTAT"]), b"+OK\r\n");
+        assert_eq!(writer.cmd(&["SET", &key, "v"]), b"+OK\r\n");
+        let stats = String::from_utf8_lossy(&writer.cmd(&["INFO", "commandstats"])).to_string();
+        assert!(
+            stats.contains("cmdstat_set:calls=1,"),
+            "round {round}: {stats}"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for b in busy {
+        b.join().expect("a busy client failed");
+    }
+}

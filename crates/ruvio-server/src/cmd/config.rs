@@ -551,7 +551,9 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -
     ctx.core
         .outbox
         .broadcast(ConfigChange::ResetStats { epoch });
-    reply.ok();
+    // Answered once every shard reset: a command sent after the OK, on whichever
+    // shard it runs, counts in the new epoch.
+    super::ok_everywhere(ctx, reply);
     Ok(())
 }
 
