@@ -606,11 +606,16 @@ pub fn request_now<T>(
     .flatten()
 }
 
-/// One step of a wait for another shard (each has its own CPU): spin a while,
-/// then let other threads run.
+/// Spins of a wait for another shard before each step yields the CPU.
+const SPINS_BEFORE_YIELD: u32 = 100;
+
+/// One step of a wait for another shard: spin a moment, then yield the CPU at each
+/// step (the other shard may share it: with shards pinned to one CPU, spinning
+/// longer only delays the answer it waits for; on a CPU of its own, a yield with
+/// nothing else to run comes straight back).
 fn pause(spins: &mut u32) {
     *spins += 1;
-    if *spins < 10_000 {
+    if *spins < SPINS_BEFORE_YIELD {
         std::hint::spin_loop();
     } else {
         std::thread::yield_now();
