@@ -28,6 +28,12 @@
 //! on every shard) merges its parts into one held slot; the forwarded parts come
 //! back once durable, and the part run here gets a gate before that slot
 //! ([`open_parts_gate`]), so the merged reply waits for this shard's group too.
+//!
+//! A command of every shard that a script or a transaction under the script lock
+//! runs on the other shards at once (FLUSHALL, FLUSHDB: `ShardMsg::RunNow`) is
+//! answered by each of them once the group holding its record is durable
+//! ([`reply_ran_now`]): the script waits on its thread meanwhile, so its reply, and
+//! the transaction's, come after every shard's part is on disk.
 
 use crate::blocking::Waiter;
 use crate::conn::{Conn, Merge, ReplyQueue};
@@ -45,6 +51,9 @@ pub struct Gated {
     remote: Vec<(u64, usize, Tag, Vec<u8>)>,
     /// `(group, waiter, reply)` of blocked commands served by a later write.
     served: Vec<(u64, Waiter, Vec<u8>)>,
+    /// `(group, script's shard, ticket, reply)` of commands run for another shard's
+    /// script or transaction ([`reply_ran_now`]).
+    ran_now: Vec<(u64, usize, u64, Vec<u8>)>,
     /// Replies of commands on borrowed keys this shard coordinated.
     borrowed: Vec<HeldBorrowed>,
     /// `(group, coordinator, ticket)`: acknowledgements to send once the group
@@ -248,6 +257,26 @@ pub fn reply_forwarded(
     }
 }
 
+/// The reply to another shard's `RunNow` (a script's or a locked transaction's
+/// FLUSHALL ...): sent now, or once its group is durable when it logged.
+pub fn reply_ran_now(
+    core: &mut ShardCore,
+    to: usize,
+    ticket: u64,
+    reply: Vec<u8>,
+    filling_before: usize,
+) {
+    let wait = core
+        .wal
+        .as_ref()
+        .filter(|w| w.gates_replies() && w.filling_bytes() > filling_before)
+        .map(|w| w.open_group());
+    match wait {
+        Some(group) => core.gated.ran_now.push((group, to, ticket, reply)),
+        None => core.outbox.ran_now(to, ticket, reply),
+    }
+}
+
 /// Release every reply whose group is durable now.
 pub fn release(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     let Some(durable) = core.wal.as_ref().map(|w| w.durable_group()) else {
@@ -268,6 +297,10 @@ pub fn release(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     let served: Vec<_> = core.gated.served.drain(..ready).collect();
     for (_, waiter, reply) in served {
         crate::exec::deliver(core, conns, waiter, reply);
+    }
+    let ready = core.gated.ran_now.partition_point(|g| g.0 <= durable);
+    for (_, to, ticket, reply) in core.gated.ran_now.drain(..ready) {
+        core.outbox.ran_now(to, ticket, reply);
     }
     let ready = core.gated.acks.partition_point(|g| g.0 <= durable);
     for (_, coordinator, ticket) in core.gated.acks.drain(..ready) {

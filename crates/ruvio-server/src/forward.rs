@@ -783,6 +783,7 @@ fn run_now(
     } else {
         Protocol::Resp2
     };
+    let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
     match registry()
         .lookup(args.args().get(0))
         .and_then(|c| c.resolve(args.args()).ok())
@@ -800,7 +801,7 @@ fn run_now(
         }
         None => Reply::new(&mut out, proto).error("ERR internal: unknown command"),
     }
-    core.outbox.ran_now(from, ticket, out);
+    crate::durable::reply_ran_now(core, from, ticket, out, filling_before);
 }
 
 /// A control message about a blocked client.

@@ -213,3 +213,32 @@ fn always_answers_borrowed_writes_after_the_owners_fsync() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A script's FLUSHALL and a transaction's FLUSHDB run on the other shard at once
+/// for them (the script lock's `RunNow`): with that shard's fsyncs slow, the reply
+/// waits for its group, not only for the group of the client's shard.
+#[test]
+fn always_answers_flushes_run_for_scripts_after_every_shards_fsync() {
+    let shards = 2;
+    let here = key_on_shard("fh", 0, shards);
+    let there = key_on_shard("ft", 1, shards);
+    let dir = data_dir("run-now");
+    let server = start(shards, &dir, &[("RUVIO_FAULT", "wal:slow-fsync-1")]);
+    let mut c = conn_on_shard(&server, 0);
+    assert_eq!(c.cmd(&["SET", &there, "v"]), b"+OK\r\n");
+    let flushall = ["EVAL", "return redis.call('flushall')", "0"];
+    let took = timed(&mut c, &flushall, b"+OK\r\n");
+    assert!(took >= HELD_AT_LEAST, "the script answered after {took:?}");
+    assert_eq!(c.cmd(&["SET", &there, "v"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["MULTI"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["SET", &here, "1"]), b"+QUEUED\r\n");
+    assert_eq!(c.cmd(&["FLUSHDB"]), b"+QUEUED\r\n");
+    let took = timed(&mut c, &["EXEC"], b"*2\r\n+OK\r\n+OK\r\n");
+    assert!(
+        took >= HELD_AT_LEAST,
+        "the transaction answered after {took:?}"
+    );
+    assert_eq!(c.cmd(&["DBSIZE"]), b":0\r\n");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
