@@ -118,12 +118,7 @@ pub fn answer_borrowed(
 /// their records, logged past `mark`: acknowledge once they are durable (now when
 /// they need no wait: nothing logged, or the log does not gate replies).
 pub fn acknowledge_given_back(core: &mut ShardCore, from: usize, ticket: u64, mark: usize) {
-    let group = core
-        .wal
-        .as_ref()
-        .filter(|w| w.gates_replies() && w.filling_bytes() > mark)
-        .map(|w| w.open_group());
-    match group {
+    match logged_group(core, mark) {
         Some(group) => core.gated.acks.push((group, from, ticket)),
         None => core.outbox.durable(from, ticket),
     }
@@ -161,12 +156,7 @@ pub fn hold_served(
     reply: Vec<u8>,
     filling_before: usize,
 ) -> Option<(Waiter, Vec<u8>)> {
-    let wait = core
-        .wal
-        .as_ref()
-        .filter(|w| w.gates_replies() && w.filling_bytes() > filling_before)
-        .map(|w| w.open_group());
-    match wait {
+    match logged_group(core, filling_before) {
         Some(group) => {
             core.gated.served.push((group, waiter, reply));
             None
@@ -246,12 +236,7 @@ pub fn reply_forwarded(
     reply: &[u8],
     filling_before: usize,
 ) {
-    let wait = core
-        .wal
-        .as_ref()
-        .filter(|w| w.gates_replies() && w.filling_bytes() > filling_before)
-        .map(|w| w.open_group());
-    match wait {
+    match logged_group(core, filling_before) {
         Some(group) => core.gated.remote.push((group, to, tag, reply.to_vec())),
         None => core.outbox.reply(to, tag, reply),
     }
@@ -266,15 +251,19 @@ pub fn reply_ran_now(
     reply: Vec<u8>,
     filling_before: usize,
 ) {
-    let wait = core
-        .wal
-        .as_ref()
-        .filter(|w| w.gates_replies() && w.filling_bytes() > filling_before)
-        .map(|w| w.open_group());
-    match wait {
+    match logged_group(core, filling_before) {
         Some(group) => core.gated.ran_now.push((group, to, ticket, reply)),
         None => core.outbox.ran_now(to, ticket, reply),
     }
+}
+
+/// Under `always`, the open group when the log grew past `filling_before` (what
+/// ran since logged something): the group the reply waits for.
+fn logged_group(core: &ShardCore, filling_before: usize) -> Option<u64> {
+    core.wal
+        .as_ref()
+        .filter(|w| w.gates_replies() && w.filling_bytes() > filling_before)
+        .map(|w| w.open_group())
 }
 
 /// Release every reply whose group is durable now.

@@ -84,23 +84,6 @@ const NEVER_READING_CLIENTS: usize = 4;
 /// Connections the churn attack has open at once (one per thread).
 const CHURN_THREADS: usize = 8;
 
-/// Resident memory of process `pid` in bytes; `None` once the process is gone.
-fn try_rss_bytes(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line["VmRSS:".len()..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
-}
-
-fn rss_bytes(pid: u32) -> u64 {
-    try_rss_bytes(pid).unwrap_or_else(|| panic!("no VmRSS for process {pid}"))
-}
-
 /// Samples the server's resident memory until stopped; returns the peak.
 struct RssWatch {
     stop: Arc<AtomicBool>,

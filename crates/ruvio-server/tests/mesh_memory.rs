@@ -15,22 +15,6 @@ const MIB: u64 = 1 << 20;
 /// noise, far below what one leaked byte per poll adds up to.
 const GROWTH_MAX: u64 = 8 * MIB;
 
-/// Resident memory of process `pid` in bytes.
-fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .expect("VmRSS");
-    let kb: u64 = line["VmRSS:".len()..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .expect("a number");
-    kb * 1024
-}
-
 /// Takes one unit from ARGV[1] (undeclared) into KEYS[1].
 const MOVE: &str = "redis.call('decr', ARGV[1]) return redis.call('incr', KEYS[1])";
 

@@ -62,6 +62,25 @@ pub fn target() -> Target {
     }
 }
 
+/// Resident memory of process `pid` in bytes (VmRSS of /proc/<pid>/status);
+/// `None` once the process is gone.
+pub fn try_rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line["VmRSS:".len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// Resident memory of the live process `pid` in bytes.
+pub fn rss_bytes(pid: u32) -> u64 {
+    try_rss_bytes(pid).unwrap_or_else(|| panic!("no VmRSS for process {pid}"))
+}
+
 /// How the shards of one server are reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PortMode {
