@@ -35,7 +35,8 @@ use std::collections::VecDeque;
 
 mod batch;
 mod value_keys;
-use batch::{batch_homes, end_idle_batch, keep_in_batch, may_batch};
+pub use batch::end_idle_batch;
+use batch::{batch_homes, keep_in_batch, may_batch};
 use value_keys::{plan_more, value_keys_missing};
 
 /// A key in its database.

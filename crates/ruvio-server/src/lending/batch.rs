@@ -2,7 +2,7 @@
 //! row under one hold of the script lock, and the keys of other shards they
 //! borrowed stay here until the batch ends (docs/scripting.md, "Batches").
 
-use super::{send_home, Borrowing};
+use super::send_home;
 use crate::conn::Conn;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
@@ -16,22 +16,20 @@ use crate::slab::Slab;
 const BATCH_MAX: u32 = 128;
 
 /// The locked command that just ran may keep the script lock and its scripts'
-/// borrowed keys for the next one: another locked command of this shard waits for
-/// the lock, the batch is not full, and no log needs the keys' records now (under
-/// a log each command's keys go home, with their records, when it ends).
+/// borrowed keys for the next one: the batch is not full and no log needs the
+/// keys' records now (under a log each command's keys go home, with their records,
+/// when it ends). Whether a next one comes is known at the end of the loop
+/// iteration ([`end_idle_batch`]): the connections answered meanwhile run their
+/// next input in the same iteration, and a pipelined script there continues the
+/// batch at once instead of waiting for the lock to come round again.
 pub(super) fn may_batch(core: &ShardCore) -> bool {
-    core.wal.is_none()
-        && core.lending.batched + 1 < BATCH_MAX
-        && core
-            .lending
-            .ops
-            .values()
-            .any(|op| op.wants_lock && op.borrowing == Borrowing::Idle)
+    core.wal.is_none() && core.lending.batched + 1 < BATCH_MAX
 }
 
-/// End a batch that nothing continues (its next command went away): send its
-/// borrowed keys home and free the lock.
-pub(super) fn end_idle_batch(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+/// End a batch that nothing continues (no locked command of this shard waits):
+/// send its borrowed keys home and free the lock. Called as the loop iteration
+/// begins its lock work and once its connections have run their input.
+pub fn end_idle_batch(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     if !core.lending.holding_batch() || core.lending.ops.values().any(|op| op.wants_lock) {
         return;
     }
