@@ -35,7 +35,7 @@ use std::collections::VecDeque;
 
 mod batch;
 mod value_keys;
-pub use batch::end_idle_batch;
+pub use batch::end_batch_if_done;
 use batch::{batch_homes, keep_in_batch, may_batch};
 use value_keys::{plan_more, value_keys_missing};
 
@@ -424,7 +424,7 @@ fn stop_borrowing(core: &ShardCore, op: &mut CrossOp) {
 /// (each loop iteration: a shard parked behind another's lock is woken when it is
 /// freed, a holder waiting for quiet when a command elsewhere stops borrowing).
 pub fn resume_parked_for_lock(core: &mut ShardCore, conns: &mut Slab<Conn>) {
-    end_idle_batch(core, conns);
+    end_batch_if_done(core, conns);
     let parked = std::mem::take(&mut core.lending.parked_for_lock);
     for ticket in parked {
         advance(core, conns, ticket);

@@ -296,7 +296,7 @@ impl Shard {
             crate::lending::expire(&mut self.core, &mut self.conns);
             self.resume_unblocked();
             self.resume_backed_up();
-            crate::lending::end_idle_batch(&mut self.core, &mut self.conns);
+            crate::lending::end_batch_if_done(&mut self.core, &mut self.conns);
             crate::memory::enforce(&mut self.core);
             crate::notify::deliver_pending(&mut self.core, &mut self.conns);
             self.ship_outbox();
