@@ -721,7 +721,15 @@ pub struct OwnedArgs {
 impl OwnedArgs {
     /// Copy `args` (one allocation for the bytes, one for the spans).
     pub fn from_args(args: Args<'_>) -> OwnedArgs {
-        OwnedArgs::from_iter(args.iter())
+        let bytes = args.iter().map(<[u8]>::len).sum();
+        let mut owned = OwnedArgs {
+            base: Vec::with_capacity(bytes),
+            spans: Vec::with_capacity(args.len()),
+        };
+        for arg in args.iter() {
+            owned.push(arg);
+        }
+        owned
     }
 
     /// Borrow as [`Args`].

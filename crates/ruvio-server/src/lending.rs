@@ -742,7 +742,7 @@ fn report_written(core: &mut ShardCore, modified: &[DbKey]) {
     let mut written: AHashMap<usize, Vec<DbKey>> = AHashMap::new();
     for (db, key) in modified {
         let owner = core.topo.key_owner(key);
-        if owner != core.id {
+        if owner != core.id && !crate::script_lock::defer_written(*db, key) {
             written.entry(owner).or_default().push((*db, key.clone()));
         }
     }

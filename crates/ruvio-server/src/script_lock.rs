@@ -120,6 +120,9 @@ struct ThisShard {
     /// Keys of other shards the scripts of a batch borrowed (the lock stays with
     /// this shard between them: `lending`'s batches), sent home when it ends.
     batch: Vec<DbKey>,
+    /// Those of `batch` its commands wrote: their owners hear of it once, when
+    /// the batch ends, before the keys go home (not once per command).
+    batch_written: Vec<DbKey>,
     /// The shard's outbox while a script that may borrow runs: shipped before its
     /// first lend request, so that nothing the shard queued earlier for an owner
     /// (a key given back, a client's earlier forwarded command) comes after it.
@@ -564,6 +567,26 @@ pub fn keep_in_batch(loans: Vec<DbKey>) {
 /// The keys the batch kept, to send home (the batch is over).
 pub fn take_batch() -> Vec<DbKey> {
     THIS.with(|t| std::mem::take(&mut t.borrow_mut().batch))
+}
+
+/// A command wrote `key` of `db`: true when the batch keeps it, and its owner
+/// hears of the write when the batch ends ([`take_batch_written`]).
+pub fn defer_written(db: usize, key: &[u8]) -> bool {
+    THIS.with(|t| {
+        let mut t = t.borrow_mut();
+        if !t.batch.iter().any(|(d, k)| *d == db && k == key) {
+            return false;
+        }
+        if !t.batch_written.iter().any(|(d, k)| *d == db && k == key) {
+            t.batch_written.push((db, key.to_vec()));
+        }
+        true
+    })
+}
+
+/// The keys the batch kept that its commands wrote (the batch is over).
+pub fn take_batch_written() -> Vec<DbKey> {
+    THIS.with(|t| std::mem::take(&mut t.borrow_mut().batch_written))
 }
 
 /// Key `key` of `db` is here, kept by the batch of locked commands.

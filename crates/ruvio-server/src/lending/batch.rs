@@ -2,7 +2,7 @@
 //! row under one hold of the script lock, and the keys of other shards they
 //! borrowed stay here until the batch ends (docs/scripting.md, "Batches").
 
-use super::send_home;
+use super::{report_written, send_home};
 use crate::conn::Conn;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
@@ -62,10 +62,13 @@ pub(super) fn keep_in_batch(
     own
 }
 
-/// The keys a batch kept, each with its owner, for [`send_home`].
-pub(super) fn batch_homes(core: &ShardCore) -> Vec<(usize, Vec<u8>, usize)> {
-    crate::script_lock::take_batch()
-        .into_iter()
+/// The keys a batch kept, each with its owner, for [`send_home`]; the owners of
+/// those its commands wrote are told first (their watchers are touched before
+/// the keys are back).
+pub(super) fn batch_homes(core: &mut ShardCore) -> Vec<(usize, Vec<u8>, usize)> {
+    let kept = crate::script_lock::take_batch();
+    report_written(core, &crate::script_lock::take_batch_written());
+    kept.into_iter()
         .map(|(db, key)| {
             let owner = core.topo.key_owner(&key);
             (db, key, owner)
