@@ -7,15 +7,24 @@ write and reads until every reply byte of the batch has come (the replies are
 known exactly, so nothing is parsed: the Python client stays cheap). Rates are
 transactions per second, summed over the connections, median of the rounds.
 
+With `--generator ruvio-bench` (the default) the load is ruvio-bench's
+`--transaction 10`: each request is MULTI, ten SETs of keys drawn from `-r` keys
+(default ten: `{a}:k0`..`{a}:k9` in one slot, or `tx:0`..`tx:9` over both shards)
+and EXEC,
+`--batch` transactions in flight per connection; `--generator python` is the
+original client (whole batches written at once, replies counted by length), whose
+one thread per connection can be what limits the rate.
+
 The keys-on-one-shard row runs on the keys' own shard where it can (forward mode
 has one port, so the connection lands on any shard; the row names where the keys
 live). The spread row makes EXEC borrow every key from both shards
 (docs/transactions.md): its cost against the one-shard row is the price of
 cross-shard atomicity.
 
-  scripts/transactions_bench.py --server-cpu 0-1 --client-cpu 1 --seconds 5
+  scripts/transactions_bench.py --server-cpu 0-1 --client-cpu 1
 Functional check:
-  scripts/transactions_bench.py --seconds 0.2 --rounds 1 --no-record
+  scripts/transactions_bench.py --transactions 2000 --rounds 1 --no-record
+  scripts/transactions_bench.py --generator python --seconds 0.2 --rounds 1 --no-record
 """
 
 from __future__ import annotations
@@ -76,8 +85,20 @@ def drive(port: int, request: bytes, reply_len: int, transactions: int, until: f
     done.append(count)
 
 
+def measure_with_ruvio_bench(port: int, layout: str, args: argparse.Namespace) -> float:
+    """Transactions per second from ruvio-bench --transaction (see the module doc)."""
+    key = "{a}:k__rand_int__" if layout == "on one shard" else "tx:__rand_int__"
+    load = bl.Load(clients=args.clients, pipeline=args.batch, requests=args.transactions,
+                   keyspace=args.keyspace, datasize=args.datasize)
+    result = bl.ruvio_bench(port, load, command=["SET", key, "__data__"], cpus=args.client_cpu,
+                            binary=args.ruvio_bench, extra=["--transaction", str(SETS_PER_TX)])
+    return result.rps
+
+
 def measure(port: int, layout: str, args: argparse.Namespace) -> float:
     """Transactions per second over `args.clients` connections."""
+    if args.generator == "ruvio-bench":
+        return measure_with_ruvio_bench(port, layout, args)
     request, reply_len = batch_bytes(tx_keys(layout), "x" * args.datasize, args.batch)
     with bl.RespClient(port) as c:
         reply = c.call("MULTI")
@@ -106,6 +127,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("-c", "--clients", type=int, default=4)
     p.add_argument("--batch", type=int, default=16, help="transactions per write")
     p.add_argument("-d", "--datasize", type=int, default=64)
+    p.add_argument("--generator", choices=["ruvio-bench", "python"], default="ruvio-bench")
+    p.add_argument("--ruvio-bench", default=None, help="path to ruvio-bench")
+    p.add_argument("--transactions", type=int, default=300_000,
+                   help="transactions per measurement (ruvio-bench)")
+    p.add_argument("-r", "--keyspace", type=int, default=SETS_PER_TX,
+                   help="keys the SETs draw from (ruvio-bench; the default, ten, makes every "
+                        "transaction contend for the same keys)")
     return p.parse_args()
 
 

@@ -110,6 +110,10 @@ struct Cli {
     /// in a template is replaced by the tag text too).
     #[arg(long)]
     hash_tag: bool,
+    /// Send each request as a transaction: MULTI, this many copies of the command
+    /// (each with its own keys) and EXEC; rates and latencies count transactions.
+    #[arg(long)]
+    transaction: Option<usize>,
     /// Seed for the key streams.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -175,6 +179,9 @@ fn run(cli: &Cli) -> Result<(), String> {
 fn validate(cli: &Cli) -> Result<(), String> {
     if cli.clients == 0 || cli.threads == 0 || cli.pipeline == 0 {
         return Err("clients, threads and pipeline must be at least 1".into());
+    }
+    if cli.transaction.is_some_and(|n| n == 0 || cli.cluster) {
+        return Err("--transaction takes at least 1 command, and not with --cluster".into());
     }
     if cli.keyspace == 0 || cli.keyspace > template::KEYSPACE_MAX {
         return Err(format!("key space must be 1..={}", template::KEYSPACE_MAX));
@@ -296,7 +303,7 @@ fn build_phase(
     let mut targets = Vec::new();
     for (i, shard) in shards.iter().enumerate() {
         let tag = cli.hash_tag.then(|| cluster::tag_for(shard));
-        let template = Template::compile(
+        let mut template = Template::compile(
             args,
             &Stamp {
                 data,
@@ -304,6 +311,9 @@ fn build_phase(
                 auto_tag: cli.hash_tag,
             },
         );
+        if let Some(n) = cli.transaction.filter(|_| !preload) {
+            template = template.in_transaction(n);
+        }
         let space = match &owned {
             Some(o) if o[i].is_empty() => {
                 return Err(format!(

@@ -209,6 +209,9 @@ struct Conn {
     sent_ns: Vec<u64>,
     head: usize,
     inflight: usize,
+    /// Replies received so far for the oldest request in flight (a transaction
+    /// is answered by several).
+    partial: usize,
     /// Next intended send time (open loop).
     due_ns: u64,
     /// No more requests will be issued.
@@ -333,6 +336,7 @@ fn connect_all(
             sent_ns: vec![0; pipeline],
             head: 0,
             inflight: 0,
+            partial: 0,
             // Spread open-loop connections over one interval so they do not fire together.
             due_ns: 0,
             exhausted: false,
@@ -558,6 +562,7 @@ fn receive(ctx: &Ctx, c: &mut Conn, tally: &mut Tally) -> io::Result<()> {
         c.in_len += n;
         let now = now_ns(ctx);
         let filled = c.in_len == c.inbuf.len();
+        let replies = ctx.phase.targets[c.target].template.replies;
         let Conn {
             scanner,
             inbuf,
@@ -565,10 +570,19 @@ fn receive(ctx: &Ctx, c: &mut Conn, tally: &mut Tally) -> io::Result<()> {
             sent_ns,
             head,
             inflight,
+            partial,
             ..
         } = c;
         let used = scanner
             .scan(&inbuf[..*in_len], |error| {
+                *partial += 1;
+                if *partial < replies {
+                    if error.is_some() {
+                        tally.errors += 1;
+                    }
+                    return;
+                }
+                *partial = 0;
                 let sent = sent_ns[*head];
                 *head = (*head + 1) % sent_ns.len();
                 *inflight = inflight.saturating_sub(1);

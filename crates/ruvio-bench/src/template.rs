@@ -31,6 +31,8 @@ pub struct Template {
     /// For each digit field, the full argument around it split into the text
     /// before and after the digits: cluster routing hashes the real key.
     keys: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Replies that answer one request: 1, or N + 2 for a transaction of N.
+    pub replies: usize,
 }
 
 /// How templates are compiled for one connection.
@@ -72,6 +74,27 @@ impl Template {
             bytes,
             slots,
             keys,
+            replies: 1,
+        }
+    }
+
+    /// One request becomes MULTI, `n` copies of this command (each copy's keys
+    /// drawn anew) and EXEC: answered by `n + 2` replies, the last EXEC's array.
+    pub fn in_transaction(self, n: usize) -> Template {
+        let mut bytes = b"*1\r\n$5\r\nMULTI\r\n".to_vec();
+        let (mut slots, mut keys) = (Vec::new(), Vec::new());
+        for _ in 0..n {
+            slots.extend(self.slots.iter().map(|s| s + bytes.len()));
+            keys.extend(self.keys.iter().cloned());
+            bytes.extend_from_slice(&self.bytes);
+        }
+        bytes.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
+        Template {
+            text: format!("MULTI, {n} x {}, EXEC", self.text),
+            bytes,
+            slots,
+            keys,
+            replies: n + 2,
         }
     }
 
@@ -244,6 +267,28 @@ mod tests {
         };
         let t = Template::compile(&words("HSET h{__tag__}:__rand_int__ f __data__"), &explicit);
         assert_eq!(t.key_bytes(0, 3), b"h{7}:000000000003");
+    }
+
+    #[test]
+    fn a_transaction_wraps_copies_with_their_own_keys() {
+        let stamp = Stamp {
+            data: b"v",
+            ..Stamp::default()
+        };
+        let t = Template::compile(&words("SET k:__rand_int__ __data__"), &stamp).in_transaction(2);
+        assert_eq!(t.replies, 4);
+        assert_eq!(t.key_count(), 2);
+        let mut out = Vec::new();
+        let mut n = 0;
+        t.stamp_into(&mut out, |_| {
+            n += 1;
+            n
+        });
+        let expected = "*1\r\n$5\r\nMULTI\r\n\
+                        *3\r\n$3\r\nSET\r\n$14\r\nk:000000000001\r\n$1\r\nv\r\n\
+                        *3\r\n$3\r\nSET\r\n$14\r\nk:000000000002\r\n$1\r\nv\r\n\
+                        *1\r\n$4\r\nEXEC\r\n";
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
     }
 
     #[test]
