@@ -164,7 +164,7 @@ impl ThisShard {
     /// Key `key` of `db` is here already for the running script: it borrowed it, or
     /// its transaction did.
     fn holds(&self, db: usize, key: &[u8]) -> bool {
-        let here = |keys: &[DbKey]| keys.iter().any(|(d, k)| *d == db && k == key);
+        let here = |keys: &[DbKey]| has(keys, db, key);
         here(&self.ended.loans)
             || self
                 .transaction
@@ -574,14 +574,19 @@ pub fn take_batch() -> Vec<DbKey> {
 pub fn defer_written(db: usize, key: &[u8]) -> bool {
     THIS.with(|t| {
         let mut t = t.borrow_mut();
-        if !t.batch.iter().any(|(d, k)| *d == db && k == key) {
+        if !has(&t.batch, db, key) {
             return false;
         }
-        if !t.batch_written.iter().any(|(d, k)| *d == db && k == key) {
+        if !has(&t.batch_written, db, key) {
             t.batch_written.push((db, key.to_vec()));
         }
         true
     })
+}
+
+/// `keys` has `key` of `db`.
+fn has(keys: &[DbKey], db: usize, key: &[u8]) -> bool {
+    keys.iter().any(|(d, k)| *d == db && k == key)
 }
 
 /// The keys the batch kept that its commands wrote (the batch is over).
@@ -591,7 +596,7 @@ pub fn take_batch_written() -> Vec<DbKey> {
 
 /// Key `key` of `db` is here, kept by the batch of locked commands.
 pub fn batch_holds(db: usize, key: &[u8]) -> bool {
-    THIS.with(|t| t.borrow().batch.iter().any(|(d, k)| *d == db && k == key))
+    THIS.with(|t| has(&t.borrow().batch, db, key))
 }
 
 /// Take the script lock for this shard; false when another shard holds it (this
