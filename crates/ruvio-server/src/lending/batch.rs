@@ -34,8 +34,9 @@ pub(super) fn may_batch(core: &ShardCore) -> bool {
 /// borrowed keys home and free the lock. A command holding the lock right now
 /// (borrowing its declared keys) keeps it.
 pub fn end_batch_if_done(core: &mut ShardCore, conns: &mut Slab<Conn>) {
-    let continued = core.lending.ops.values().any(|op| op.wants_lock);
-    if !core.lending.holding_batch() || core.lending.lock_in_use() || continued {
+    let continued = |core: &ShardCore| core.lending.ops.values().any(|op| op.wants_lock);
+    // Every loop iteration calls this: the common case (no batch) stops at once.
+    if !core.lending.holding_batch() || core.lending.lock_in_use() || continued(core) {
         return;
     }
     let homes = batch_homes(core);
