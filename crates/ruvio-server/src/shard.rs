@@ -69,6 +69,7 @@ const OP_DOORBELL: u64 = 4;
 const OP_WAL_WRITE: u64 = 5;
 const OP_WAL_FSYNC: u64 = 6;
 const OP_WAL_FSYNC_DELAY: u64 = 7;
+const OP_WAL_ZERO_FILL: u64 = 8;
 
 fn token(op: u64, gen: u32, index: u32) -> u64 {
     (op << 56) | ((gen as u64) << 32) | index as u64
@@ -430,6 +431,12 @@ impl Shard {
             OP_DOORBELL => self.arm_doorbell(),
             OP_WAL_WRITE => self.wal_written(result),
             OP_WAL_FSYNC_DELAY => self.push_fsync(gen as RawFd, index as u64),
+            OP_WAL_ZERO_FILL => {
+                if let Some(wal) = self.core.wal.as_mut() {
+                    wal.zero_fill_done(result);
+                }
+                self.submit_wal_write();
+            }
             OP_WAL_FSYNC => {
                 if let Some(wal) = self.core.wal.as_mut() {
                     wal.fsync_done(result, untoken_group(gen, index));
@@ -829,19 +836,30 @@ impl Shard {
                 .is_some_and(crate::wal::Wal::backed_up)
     }
 
-    /// Submit the log's next write, if one is due (one in flight at a time).
+    /// Submit the log's next write, if one is due (one in flight at a time), and
+    /// the zero fill ahead of it (direct writes).
     fn submit_wal_write(&mut self) {
-        let Some(op) = self.core.wal.as_mut().and_then(crate::wal::Wal::next_write) else {
+        let Some(wal) = self.core.wal.as_mut() else {
             return;
         };
-        self.push_wal_write(op);
+        let (write, fill) = (wal.next_write(), wal.zero_fill_due());
+        if let Some(op) = write {
+            self.push_wal_write(op);
+        }
+        if let Some(op) = fill {
+            self.push_write(op, OP_WAL_ZERO_FILL);
+        }
     }
 
     fn push_wal_write(&mut self, op: crate::wal::WriteOp) {
+        self.push_write(op, OP_WAL_WRITE);
+    }
+
+    fn push_write(&mut self, op: crate::wal::WriteOp, kind: u64) {
         let write = opcode::Write::new(types::Fd(op.fd), op.ptr, op.len)
             .offset(op.offset)
             .build()
-            .user_data(token(OP_WAL_WRITE, 0, 0));
+            .user_data(token(kind, 0, 0));
         self.push(write);
     }
 
@@ -855,6 +873,13 @@ impl Shard {
         if let Some(rest) = wal.write_done(result) {
             return self.push_wal_write(rest);
         }
+        if wal.take_exit_flush() {
+            // SHUTDOWN waited for this write (see `Wal::flush_must_wait`).
+            crate::shutdown::prepare(&mut self.core, false);
+        }
+        let Some(wal) = self.core.wal.as_mut() else {
+            return;
+        };
         if let Some((fd, group)) = wal.group_sync_due() {
             match crate::wal::fsync_delayed(self.core.id) {
                 true => self.push_fsync_delay(fd, group),

@@ -54,9 +54,13 @@ pub fn begin(core: &mut ShardCore, save: bool) {
 
 /// This shard's part: its snapshot, or its log's last records on disk.
 pub fn prepare(core: &mut ShardCore, save: bool) {
-    let result = match &core.wal {
+    let result = match core.wal.as_mut() {
         None => Ok(()),
         Some(_) if save => crate::wal::snapshot(core),
+        Some(wal) if wal.flush_must_wait() => {
+            // The shard's loop calls this again when the write completes.
+            return wal.defer_exit_flush();
+        }
         Some(wal) => wal.flush_blocking(),
     };
     let exit = &core.shared.exit;

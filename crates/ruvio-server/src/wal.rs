@@ -8,7 +8,9 @@
 //!   in flight and `filling` holds records, the two buffers swap and the shard
 //!   submits `writing` at the segment's offset on its own ring (the loop never
 //!   waits for the disk). Records appended meanwhile form the next write: group
-//!   commit falls out of the double buffer.
+//!   commit falls out of the double buffer. The segment is written with direct
+//!   I/O where the file system allows it (`ruvio_wal::direct`: whole blocks, the
+//!   space ahead zero-filled in advance), buffered otherwise.
 //! - **everysec**: an fdatasync once a second (from the tick), never two at once.
 //! - **Back-pressure**: when the disk is slower than the writes and `filling` passes
 //!   [`FILLING_BYTES_MAX`], the shard takes no new client input until it drains.
@@ -29,6 +31,7 @@ use ruvio_engine::command::CommandTree;
 use ruvio_engine::command::ExecCtx;
 use ruvio_engine::Engine;
 use ruvio_resp::{OwnedArgs, Protocol, Reply};
+use ruvio_wal::direct::{BlockWrite, DirectLog, WriteFailed, BLOCK};
 use ruvio_wal::segment::{list_segments, segment_name, shard_dir, SEGMENT_BYTES_MAX};
 use ruvio_wal::{append_command, read_log, Group, LogEnd};
 use std::fs::{File, OpenOptions};
@@ -83,6 +86,57 @@ pub struct Wal {
     /// open while `atomic_depth` > 0.
     atomic: Option<Group>,
     atomic_depth: u32,
+    /// The segment written with direct I/O (`None`: buffered writes, where the
+    /// file system refuses `O_DIRECT`, as tmpfs does).
+    direct: Option<Direct>,
+    /// SHUTDOWN's flush waits for the write in flight ([`Wal::flush_must_wait`]).
+    exit_flush_waits: bool,
+}
+
+/// The current segment opened for direct writes, and its block arithmetic.
+struct Direct {
+    file: File,
+    log: DirectLog,
+}
+
+impl Direct {
+    /// Segment `number` of `dir` for direct writes after its first `end` bytes
+    /// (nothing after them), or `None` where the file system refuses `O_DIRECT`.
+    fn open(dir: &Path, number: u64, end: u64) -> std::io::Result<Option<Direct>> {
+        use std::os::unix::fs::{FileExt, OpenOptionsExt};
+        let path = dir.join(segment_name(number));
+        let file = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        // The partial last block, read through a buffered descriptor (a direct
+        // read would want an aligned buffer).
+        let mut tail = vec![0; (end % BLOCK as u64) as usize];
+        let tail_at = end - tail.len() as u64;
+        File::open(&path)?.read_exact_at(&mut tail, tail_at)?;
+        Ok(Some(Direct {
+            file,
+            log: DirectLog::new(end, tail),
+        }))
+    }
+}
+
+impl WriteOp {
+    /// A direct write of `write` to `fd`.
+    fn direct(fd: RawFd, write: BlockWrite<'_>) -> WriteOp {
+        WriteOp {
+            fd,
+            ptr: write.bytes.as_ptr(),
+            len: write.bytes.len().min(u32::MAX as usize) as u32,
+            offset: write.offset,
+        }
+    }
 }
 
 /// A write the shard submits: `len` bytes at `ptr` to `fd` at `offset`.
@@ -108,6 +162,7 @@ impl Wal {
         };
         let file = open_segment(&dir, segment)?;
         file.set_len(offset)?;
+        let direct = Direct::open(&dir, segment, offset)?;
         Ok(Wal {
             mode: cfg.durability,
             dir,
@@ -128,6 +183,8 @@ impl Wal {
             durable_group: 0,
             atomic: None,
             atomic_depth: 0,
+            direct,
+            exit_flush_waits: false,
         })
     }
 
@@ -226,6 +283,23 @@ impl Wal {
         write().map_err(|e| format!("{}: {e}", self.dir.display()))
     }
 
+    /// [`flush_blocking`](Self::flush_blocking) must wait for the write in flight:
+    /// a direct write rewrites whole blocks, so landing after the flush it could
+    /// zero records the flush wrote into its last block.
+    pub fn flush_must_wait(&self) -> bool {
+        self.direct.is_some() && self.write_in_flight
+    }
+
+    /// SHUTDOWN's flush runs once the write in flight completes.
+    pub fn defer_exit_flush(&mut self) {
+        self.exit_flush_waits = true;
+    }
+
+    /// The write in flight completed: whether SHUTDOWN's flush waited for it.
+    pub fn take_exit_flush(&mut self) -> bool {
+        !self.write_in_flight && std::mem::take(&mut self.exit_flush_waits)
+    }
+
     /// The first disk error, when writes must be refused.
     pub fn failed(&self) -> Option<&str> {
         self.error.as_deref()
@@ -245,7 +319,8 @@ impl Wal {
     pub fn next_write(&mut self) -> Option<WriteOp> {
         let syncs_full = self.gates_replies()
             && (self.fsyncs_in_flight >= GROUP_SYNCS_MAX || self.offset >= SEGMENT_BYTES_MAX);
-        let busy = self.write_in_flight || syncs_full;
+        let blocked = |d: &Direct| !d.log.can_write(self.filling.len());
+        let busy = self.write_in_flight || syncs_full || self.direct.as_ref().is_some_and(blocked);
         // An open group is not written half (it closes within the command that opened it).
         if busy || self.filling.is_empty() || self.error.is_some() || self.atomic.is_some() {
             return None;
@@ -257,6 +332,10 @@ impl Wal {
         self.write_in_flight = true;
         self.writing_group = self.open_group;
         self.open_group += 1;
+        if let Some(direct) = self.direct.as_mut() {
+            let fd = direct.file.as_raw_fd();
+            return Some(WriteOp::direct(fd, direct.log.write(&self.writing)));
+        }
         Some(self.pending_op())
     }
 
@@ -274,22 +353,72 @@ impl Wal {
     /// after a short write.
     pub fn write_done(&mut self, result: i32) -> Option<WriteOp> {
         let result = self.injected_fault(result);
-        if result <= 0 {
-            self.write_in_flight = false;
-            self.fail("write", result);
-            return None;
+        if let Some(direct) = self.direct.as_mut() {
+            let fd = direct.file.as_raw_fd();
+            match direct.log.written(result) {
+                Ok(Some(rest)) => return Some(WriteOp::direct(fd, rest)),
+                Ok(None) => {
+                    self.written = self.writing.len();
+                    self.offset = direct.log.end();
+                }
+                Err(failed) => {
+                    self.write_in_flight = false;
+                    let errno = match failed {
+                        WriteFailed::Error(result) => result,
+                        WriteFailed::Unaligned => 0,
+                    };
+                    self.fail("write", errno);
+                    return None;
+                }
+            }
+        } else {
+            if result <= 0 {
+                self.write_in_flight = false;
+                self.fail("write", result);
+                return None;
+            }
+            self.written += result as usize;
+            self.offset += result as u64;
+            if self.written < self.writing.len() {
+                return Some(self.pending_op());
+            }
         }
-        self.written += result as usize;
-        self.offset += result as u64;
         self.unsynced = true;
-        if self.written < self.writing.len() {
-            return Some(self.pending_op());
-        }
         self.write_in_flight = false;
-        if self.offset >= SEGMENT_BYTES_MAX && self.fsyncs_in_flight == 0 && !self.gates_replies() {
-            self.rotate();
+        if !self.gates_replies() {
+            self.rotate_if_drained();
         }
         None
+    }
+
+    /// The next zero fill ahead of the log's end (direct writes), if one is due.
+    pub fn zero_fill_due(&mut self) -> Option<WriteOp> {
+        if self.error.is_some() {
+            return None;
+        }
+        let direct = self.direct.as_mut()?;
+        let fd = direct.file.as_raw_fd();
+        let fill = direct.log.zero_fill_due(SEGMENT_BYTES_MAX)?;
+        Some(WriteOp::direct(fd, fill))
+    }
+
+    /// The zero fill in flight completed with `result` (a failed one only means
+    /// the records' writes allocate that space themselves).
+    pub fn zero_fill_done(&mut self, result: i32) {
+        if let Some(direct) = self.direct.as_mut() {
+            direct.log.zero_filled(result);
+        }
+        self.rotate_if_drained();
+    }
+
+    /// A full segment with nothing in flight on it (no write, sync or zero fill)
+    /// makes way for the next one.
+    fn rotate_if_drained(&mut self) {
+        let filling_zeros = self.direct.as_ref().is_some_and(|d| d.log.zero_filling());
+        let drained = self.fsyncs_in_flight == 0 && !self.write_in_flight && !filling_zeros;
+        if drained && self.offset >= SEGMENT_BYTES_MAX {
+            self.rotate();
+        }
     }
 
     /// `RUVIO_FAULT=wal:enospc` (debug builds): every write after the first one
@@ -337,10 +466,7 @@ impl Wal {
         }
         if self.gates_replies() {
             self.durable_group = self.durable_group.max(group);
-            let drained = self.fsyncs_in_flight == 0 && !self.write_in_flight;
-            if drained && self.offset >= SEGMENT_BYTES_MAX {
-                self.rotate();
-            }
+            self.rotate_if_drained();
         }
     }
 
@@ -351,10 +477,14 @@ impl Wal {
             self.error = Some(strerror(e.raw_os_error().unwrap_or(libc::EIO)));
             return;
         }
-        match open_segment(&self.dir, self.segment + 1) {
-            Ok(file) => {
+        let next = self.segment + 1;
+        let opened = open_segment(&self.dir, next)
+            .and_then(|file| Ok((Direct::open(&self.dir, next, 0)?, file)));
+        match opened {
+            Ok((direct, file)) => {
                 self.file = file;
-                self.segment += 1;
+                self.direct = direct;
+                self.segment = next;
                 self.offset = 0;
             }
             Err(e) => self.error = Some(strerror(e.raw_os_error().unwrap_or(libc::EIO))),

@@ -184,6 +184,38 @@ fn shutdown_syncs_the_log_or_saves() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// SHUTDOWN right behind a pipelined burst of writes, while the log's write of
+/// them is likely in flight (a direct write rewrites whole blocks, so the exit's
+/// flush waits for it): every write the server took is there after the restart.
+#[test]
+fn shutdown_behind_a_burst_of_writes_keeps_them_all() {
+    let dir = data_dir("shutdown-burst");
+    let keys = 3000;
+    for round in 0..3 {
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut server = start(PortMode::Forward, 2, &dir, "");
+        let mut burst = Vec::new();
+        for i in 0..keys {
+            burst.extend_from_slice(&encode(&["SET", &format!("k{i}"), &i.to_string()]));
+        }
+        burst.extend_from_slice(&encode(&["SHUTDOWN"]));
+        // The connection stays open until the exit: closing it with replies
+        // unread would reset it before the server read the whole burst.
+        let mut conn = server.raw();
+        conn.send(&burst);
+        assert_eq!(
+            server.wait_exit(Duration::from_secs(10)),
+            Some(0),
+            "round {round}"
+        );
+        drop(conn);
+        let server = start(PortMode::Forward, 2, &dir, "");
+        check_keys(&server, PortMode::Forward, keys);
+        drop(server);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// SIGTERM with rules configured saves every shard and exits 0, as Redis.
 #[test]
 fn sigterm_saves_and_exits() {

@@ -1,7 +1,7 @@
 //! The write-ahead log's format, with no I/O scheduling: how a write is framed as a
 //! record ([`frame`]), how a shard's log is cut into segment files ([`segment`]),
-//! and how a log is read back, including where a torn or corrupt tail ends it
-//! ([`read`]). The server decides when bytes go to disk (its io_uring ring, group
+//! how a log is read back, including where a torn or corrupt tail ends it
+//! ([`read`]), and the block arithmetic of writing it with direct I/O ([`direct`]). The server decides when bytes go to disk (its io_uring ring, group
 //! commit, fsync policy: docs/durability.md); this crate only knows bytes.
 //!
 //! A record is logical: one command as the engine asked it to be logged
@@ -9,6 +9,7 @@
 //! their outcome), with the database it ran in. Replaying a shard's records in
 //! order through the engine rebuilds its keyspace.
 
+pub mod direct;
 pub mod frame;
 pub mod read;
 pub mod segment;
