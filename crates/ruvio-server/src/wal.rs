@@ -31,7 +31,7 @@ use ruvio_engine::command::CommandTree;
 use ruvio_engine::command::ExecCtx;
 use ruvio_engine::Engine;
 use ruvio_resp::{OwnedArgs, Protocol, Reply};
-use ruvio_wal::direct::{BlockWrite, DirectLog, WriteFailed, BLOCK};
+use ruvio_wal::direct::{BlockWrite, DirectLog, WriteFailed, BLOCK, KEEP_CAPACITY_MAX};
 use ruvio_wal::segment::{list_segments, segment_name, shard_dir, SEGMENT_BYTES_MAX};
 use ruvio_wal::{append_command, read_log, Group, LogEnd};
 use std::fs::{File, OpenOptions};
@@ -261,9 +261,12 @@ impl Wal {
     }
 
     /// Write and sync every record appended so far, blocking (the process is about
-    /// to exit: SHUTDOWN). A write in flight is written again at its offset (the
-    /// same bytes), the waiting records after it; nothing here changes the state,
-    /// so if the exit is called off the ring's writes complete as usual.
+    /// to exit: SHUTDOWN). A buffered write in flight is written again at its
+    /// offset (the same bytes), the waiting records after it; nothing here changes
+    /// the state, so if the exit is called off the ring's writes complete as usual.
+    /// A direct write in flight must complete first
+    /// ([`flush_must_wait`](Self::flush_must_wait)): then only the waiting records
+    /// are written, buffered, after the log's end.
     pub fn flush_blocking(&self) -> Result<(), String> {
         if let Some(e) = &self.error {
             return Err(e.clone());
@@ -385,6 +388,10 @@ impl Wal {
         }
         self.unsynced = true;
         self.write_in_flight = false;
+        // `writing` becomes the next `filling`: one large record must not keep its size.
+        if self.writing.capacity() > KEEP_CAPACITY_MAX {
+            self.writing = Vec::new();
+        }
         if !self.gates_replies() {
             self.rotate_if_drained();
         }

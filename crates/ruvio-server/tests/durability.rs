@@ -199,7 +199,7 @@ fn a_torn_tail_is_cut_at_the_last_good_record() {
     // The records end where the zero-filled space after them begins (direct
     // writes fill ahead); cut into the last record: the first two stay, the third
     // is gone.
-    let end = whole.iter().rposition(|&b| b != 0).unwrap() + 1;
+    let end = records_end(&whole);
     std::fs::write(&segment, &whole[..end - 3]).unwrap();
     let server = start(PortMode::Forward, 1, &dir, &[]);
     let mut c = server.raw();

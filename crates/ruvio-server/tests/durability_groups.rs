@@ -39,12 +39,6 @@ fn last_segment(dir: &Path) -> PathBuf {
     files.pop().unwrap()
 }
 
-/// Where the records of a log segment end: the space after them is zero-filled
-/// (direct writes fill ahead) or absent.
-fn records_end(log: &[u8]) -> usize {
-    log.iter().rposition(|&b| b != 0).map_or(0, |last| last + 1)
-}
-
 /// A script run by EVALSHA comes back after a restart on a server whose script
 /// cache is empty, with its relative expiry kept absolute; a script that wrote
 /// nothing logs nothing.

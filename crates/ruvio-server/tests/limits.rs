@@ -95,7 +95,23 @@ fn idle_clients_are_closed() {
 /// A connection's buffers do not keep the size of one large request or reply.
 #[test]
 fn large_request_buffers_are_given_back() {
-    let server = Server::forward(1);
+    buffers_are_given_back_after_a_large_set(&Server::forward(1));
+}
+
+/// Nor do the log's buffers keep the size of one large record, written buffered
+/// or directly, under either logged mode.
+#[test]
+fn large_record_log_buffers_are_given_back() {
+    for mode in ["everysec", "always"] {
+        let dir = std::env::temp_dir().join(format!("ruvio-limits-{}-{mode}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let args = ["--dir", dir.to_str().unwrap(), "--durability", mode];
+        buffers_are_given_back_after_a_large_set(&Server::ruvio_with(PortMode::Forward, 1, &args));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+fn buffers_are_given_back_after_a_large_set(server: &Server) {
     let mut con = server.raw();
     let used = |con: &mut RawConn| -> u64 {
         let info = String::from_utf8_lossy(&con.cmd(&["INFO", "memory"])).into_owned();

@@ -32,6 +32,10 @@ pub const ZERO_CHUNK: usize = 1 << 20;
 /// Zero filling keeps this far ahead of the log's end.
 pub const ZERO_AHEAD: u64 = 4 << 20;
 
+/// A write buffer larger than this is given back once its write completes (one
+/// large record must not keep its size allocated).
+pub const KEEP_CAPACITY_MAX: usize = 1 << 20;
+
 /// A reusable buffer whose contents start at a block-aligned address.
 #[derive(Debug, Default)]
 pub struct AlignedBuf {
@@ -63,6 +67,13 @@ impl AlignedBuf {
             pos += part.len();
         }
         self.bytes[pos..self.at + len].fill(0);
+    }
+
+    /// Give the memory back if it is larger than [`KEEP_CAPACITY_MAX`].
+    pub fn shrink(&mut self) {
+        if self.bytes.len() > KEEP_CAPACITY_MAX {
+            *self = AlignedBuf::default();
+        }
     }
 
     pub fn as_slice(&self) -> &[u8] {
@@ -201,6 +212,7 @@ impl DirectLog {
         self.tail.clear();
         self.tail
             .extend_from_slice(&self.staged.as_slice()[from..from + keep]);
+        self.staged.shrink();
         self.end = end;
         Ok(None)
     }

@@ -662,6 +662,12 @@ pub fn stream_entry_reply(key: &str, id: &str, field: &str, value: &str) -> Vec<
 }
 
 /// `needle` occurs in `haystack`.
+/// Where the records of a log segment end: the space after them is zero-filled
+/// (direct writes fill ahead) or absent.
+pub fn records_end(log: &[u8]) -> usize {
+    log.iter().rposition(|&b| b != 0).map_or(0, |last| last + 1)
+}
+
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
