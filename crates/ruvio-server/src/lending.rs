@@ -19,7 +19,7 @@
 //! concurrent client can observe is written in docs/cross-shard.md.
 
 use crate::blocking::{Blocked, Waiter};
-use crate::conn::{ClientState, Conn};
+use crate::conn::{ClientState, Conn, ReplyQueue};
 use crate::durable;
 use crate::exec::{self, run_engine, Caller, Ran};
 use crate::multi::Transaction;
@@ -166,6 +166,9 @@ pub struct Lending {
     /// ran before `start` returned (SORT BY/GET with local keys only).
     starting: Option<(u64, (u32, u32))>,
     answered_at_once: Option<Vec<u8>>,
+    /// A transaction [`start_transaction`] was starting that needs its connection:
+    /// it finishes with it ([`finish_starting_with_conn`]).
+    finish_with_conn: Option<u64>,
     /// Keys that were out on loan when a snapshot was taken (SAVE): the snapshot
     /// lacks them, so their state is logged when they come home, changed or not.
     missed_by_snapshot: AHashSet<DbKey>,
@@ -491,9 +494,40 @@ pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: 
 /// A command that reads keys named in a value first checks it holds them all; if
 /// not, it gives everything back and borrows again with them.
 fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    finish_with(core, conns, ticket, None);
+}
+
+/// The transaction [`start_transaction`] was starting has every key and needs its
+/// connection, which is out of the slab while its EXEC runs: run it now with
+/// `conn` (the EXEC's), as [`finish`] would have; its reply if it is answered now.
+pub fn finish_starting_with_conn(
+    core: &mut ShardCore,
+    conn: crate::multi::ConnAccess<'_>,
+) -> Option<Vec<u8>> {
+    let ticket = core.lending.finish_with_conn.take()?;
+    core.lending.starting = Some((ticket, conn.who));
+    finish_with(core, conn.conns, ticket, Some((conn.client, conn.replies)));
+    core.lending.starting = None;
+    core.lending.answered_at_once.take()
+}
+
+/// [`finish`], with the client's connection when the caller holds it.
+fn finish_with(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    ticket: u64,
+    mut given: Option<(&mut ClientState, &mut ReplyQueue)>,
+) {
     let Some(mut op) = core.lending.ops.remove(&ticket) else {
         return;
     };
+    let with_conn = op.transaction.as_ref().is_some_and(|t| t.with_conn);
+    if with_conn && given.is_none() && core.lending.starting == Some((ticket, op.conn)) {
+        // Its connection is out of the slab, running the EXEC: that goes on here.
+        core.lending.ops.insert(ticket, op);
+        core.lending.finish_with_conn = Some(ticket);
+        return;
+    }
     let borrowed = std::mem::take(&mut op.borrowed);
     let mut homes: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(borrowed.len());
     let locked = op.borrowing == Borrowing::Locked;
@@ -526,13 +560,31 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
                 let here = homes.iter().map(|(d, k, _)| (*d, k.clone())).collect();
                 crate::script_lock::begin_transaction(here);
             }
-            let mut ran = crate::multi::run_borrowed(core, transaction, caller, &mut out);
+            let (index, gen) = op.conn;
+            let mut taken = match with_conn && given.is_none() {
+                true => conns.take(index, gen),
+                false => None,
+            };
+            let access = match (given.as_mut(), taken.as_deref_mut()) {
+                (Some((client, replies)), _) => Some((&mut **client, &mut **replies)),
+                (None, Some(conn)) => Some((&mut conn.client, &mut conn.replies)),
+                (None, None) => None,
+            };
+            let access = access.map(|(client, replies)| crate::multi::ConnAccess {
+                client,
+                replies,
+                conns: &mut *conns,
+                who: op.conn,
+            });
+            let mut ran = crate::multi::run_borrowed(core, transaction, caller, &mut out, access);
+            if let Some(conn) = taken {
+                conns.restore(index, conn);
+            }
             if locked {
                 ran.loans.extend(crate::script_lock::end_transaction());
             }
             // Its SELECTs move the connection (which waits for it); one starting
             // now is out of the slab and moves itself (`multi`).
-            let (index, gen) = op.conn;
             if let (Some(db), Some(conn)) = (ran.selected, conns.get_mut(index, gen)) {
                 conn.client.db = db;
             }
@@ -652,7 +704,8 @@ fn run_riders(
             };
             let mut out = Vec::new();
             let written =
-                crate::multi::run_borrowed(core, &rider.transaction, caller, &mut out).modified;
+                crate::multi::run_borrowed(core, &rider.transaction, caller, &mut out, None)
+                    .modified;
             modified.extend(written);
             (rider, out)
         })

@@ -9,20 +9,21 @@
 //!
 //! - **here**: every key is this shard's and free (always in per-shard mode and
 //!   with one shard): each command runs through the ordinary dispatcher, one after
-//!   the other in this loop iteration, so nothing else runs in between;
+//!   the other in this loop iteration, so nothing else runs in between (an answer
+//!   a server command gathers from every shard holds its place in the replies);
 //! - **borrowed** (forward mode, keys on several shards): the keys of every queued
 //!   command and every watched key are borrowed from their owners
 //!   ([`crate::lending`]), the queue runs here on them ([`run_borrowed`]), and they
 //!   go back: no client of any shard sees a partial transaction. SELECT, PING,
 //!   ECHO, TIME and PUBLISH are answered in place (keys after a SELECT are
-//!   borrowed in its database). With a script, a command each shard answers
+//!   borrowed in its database); other server commands (CLIENT, CONFIG, INFO ...)
+//!   run with the client's connection in hand ([`ConnAccess`]). With a script, a command each shard answers
 //!   (DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHDB, FLUSHALL) or SORT BY/GET in the
 //!   queue it runs under the script lock: the script may borrow the keys it did
 //!   not declare as it runs, SORT the keys its patterns name, the other shards
 //!   answer such a command at once ([`crate::script_lock`]);
 //! - **in turn across shards** (forward mode, a transaction mixing keys of other
-//!   shards with a server command that needs the connection or the server, as
-//!   CLIENT or CONFIG, or SWAPDB): each command runs as it would outside
+//!   shards with SWAPDB): each command runs as it would outside
 //!   MULTI, replies in one array; a command that waits for another shard suspends
 //!   the queue until it is answered ([`continue_exec`]). Without isolation
 //!   (documented as a limit); the watch check is exact (the owners of watched keys
@@ -110,6 +111,9 @@ pub struct Transaction {
     /// The database its SELECTs leave the connection in, once it ran (a touched
     /// watch leaves it where it was).
     selects: Option<usize>,
+    /// It holds a server command that needs the connection (CLIENT, CONFIG, INFO
+    /// ...): it runs with the client's connection in hand ([`ConnAccess`]).
+    pub with_conn: bool,
 }
 
 /// Commands that run at once inside MULTI instead of being queued (Redis'
@@ -356,6 +360,7 @@ enum Plan {
         keys: Vec<DbKey>,
         locked: bool,
         selects: Option<usize>,
+        with_conn: bool,
     },
     /// On shard `0`, which owns every key ([`crate::owner_tx`]).
     OnOwner(usize, Vec<DbKey>),
@@ -392,6 +397,7 @@ pub fn exec(
             keys,
             locked,
             selects,
+            with_conn,
         } => run_borrowing(
             core,
             conns,
@@ -400,7 +406,7 @@ pub fn exec(
             who,
             queued,
             keys,
-            (locked, selects),
+            (locked, selects, with_conn),
         ),
     }
     Ok(())
@@ -420,11 +426,12 @@ fn run_borrowing(
     who: (u32, u32),
     queued: Queued,
     keys: Vec<DbKey>,
-    (locked, selects): (bool, Option<usize>),
+    (locked, selects, with_conn): (bool, Option<usize>, bool),
 ) {
     // A client whose queue SELECTs waits for the EXEC: its next commands run in
-    // the database the queue left it in (set when it ran: `lending::finish`).
-    let unwatched = client.watching.is_empty() && selects.is_none();
+    // the database the queue left it in (set when it ran: `lending::finish`); so
+    // does one whose queue needs its connection (the state it leaves is its).
+    let unwatched = client.watching.is_empty() && selects.is_none() && !with_conn;
     let after = client.borrowing_tx.map(|(ticket, _)| ticket);
     let transaction = Box::new(Transaction {
         commands: queued.commands,
@@ -432,6 +439,7 @@ fn run_borrowing(
         watched: std::mem::take(&mut client.watching),
         locked,
         selects,
+        with_conn,
     });
     // A new epoch now; the owners forget the old watches once it ran.
     client.watch_epoch += 1;
@@ -454,14 +462,27 @@ fn run_borrowing(
         true => client.borrowing_tx = Some((ticket, seq)),
         false => client.blocked = Some(BlockedOn { seq, remote: None }),
     }
-    let at_once = lending::start_transaction(core, conns, who, seq, caller, transaction, keys);
+    let mut at_once = lending::start_transaction(core, conns, who, seq, caller, transaction, keys);
+    if at_once.is_none() {
+        // Every key was here: one that needs the connection runs now, with it.
+        let access = ConnAccess {
+            client: &mut *client,
+            replies: &mut *replies,
+            conns: &mut *conns,
+            who,
+        };
+        at_once = lending::finish_starting_with_conn(core, access);
+    }
     if let Some(reply) = at_once {
         let ran = !(reply.starts_with(b"*-1") || reply.starts_with(b"_"));
         if let Some(db) = selects.filter(|_| ran) {
             client.db = db;
         }
         replies.fill(seq, 0, reply);
-        client.blocked = None;
+        // (A gathered answer of its queue may hold the client still.)
+        if client.blocked.is_some_and(|b| b.seq == seq) {
+            client.blocked = None;
+        }
         client.borrowing_tx = None;
     }
 }
@@ -481,19 +502,19 @@ pub fn borrowed_keys(
             keys,
             locked: false,
             selects: None,
+            with_conn: false,
         } => Some(keys),
         _ => None,
     }
 }
 
 /// Decide how the queue runs: in turn when every key (queued or watched) is this
-/// shard's and free, or when a command needs the connection (other than SELECT,
-/// PING, ECHO) or reads keys named in a value; on the owner when every key is
+/// shard's and free, or when it holds a SWAPDB; on the owner when every key is
 /// one other shard's, nothing is watched, every command is a keyspace command and
 /// every script passed its probation here (see [`crate::script_lock::must_lock`]);
-/// borrowed otherwise,
-/// under the script lock when a script or a command each shard answers (DBSIZE,
-/// KEYS, FLUSHALL ...) is in the queue.
+/// borrowed otherwise (with the connection in hand when a command needs it:
+/// CLIENT, CONFIG, INFO ...), under the script lock when a script or a command
+/// each shard answers (DBSIZE, KEYS, FLUSHALL ...) is in the queue.
 fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     if core.topo.mode != PortMode::Forward || core.topo.nodes.len() == 1 {
         return Plan::InTurn;
@@ -502,10 +523,11 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     let mut selects = None;
     let mut keys: Vec<DbKey> = client.watching.clone();
     let (mut has_script, mut must_lock) = (false, false);
-    let (mut every_shard, mut inline) = (false, false);
+    let (mut every_shard, mut inline, mut with_conn) = (false, false, false);
     for (cmd, args) in queued.commands.iter() {
         match on_borrowed(cmd) {
             OnBorrowed::InTurn => return Plan::InTurn,
+            OnBorrowed::Conn => with_conn = true,
             OnBorrowed::Select => {
                 if let Some(index) = db_index(core, args.get(1)) {
                     (db, selects) = (index, Some(index));
@@ -537,7 +559,7 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     // On the owner only with scripts known to stay in their slots: a script's
     // first run there could reach a third shard's key while the lock is taken and
     // have to refuse it (Redis Cluster's error); here it runs its probation.
-    if !must_lock && !all_here && !every_shard && !inline {
+    if !must_lock && !all_here && !every_shard && !inline && !with_conn {
         if let Some(owner) = single_other_owner(core, client, &keys) {
             return Plan::OnOwner(owner, keys);
         }
@@ -546,6 +568,7 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
         keys,
         locked: has_script || every_shard,
         selects,
+        with_conn,
     }
 }
 
@@ -564,9 +587,13 @@ enum OnBorrowed {
     /// other shard at once; or one reading keys named in a value (SORT BY/GET),
     /// which borrows them under the lock when it runs.
     EveryShard,
-    /// Not on borrowed keys: the queue runs in turn. Server commands that need
-    /// the connection or the server (CLIENT, CONFIG, INFO ...), and SWAPDB
-    /// (borrowed keys would go home to the wrong database).
+    /// A server command that needs the connection or the server (CLIENT, CONFIG,
+    /// INFO ...): run with the connection in hand ([`ConnAccess`]); an answer it
+    /// gathers from every shard holds a slot of the connection's replies of its
+    /// own, and the queue goes on.
+    Conn,
+    /// Not on borrowed keys: the queue runs in turn. SWAPDB (borrowed keys would
+    /// go home to the wrong database).
     InTurn,
 }
 
@@ -584,7 +611,7 @@ fn on_borrowed(cmd: &Command) -> OnBorrowed {
         _ => match cmd.meta.name {
             "select" => OnBorrowed::Select,
             "ping" | "echo" | "time" | "publish" | "spublish" => OnBorrowed::Inline,
-            _ => OnBorrowed::InTurn,
+            _ => OnBorrowed::Conn,
         },
     }
 }
@@ -682,9 +709,12 @@ pub fn watch_sync(core: &mut ShardCore, from: usize, tag: crate::forward::Tag, k
 }
 
 /// Run the rest of an EXEC queue, in turn, until it is done or a command waits
-/// for another shard (a command on borrowed keys, an answer gathered from every
-/// shard): then the connection waits as for a blocked command, and this goes on
-/// when the answer is in, before any later input (the dispatcher calls it first).
+/// for another shard (a command on borrowed keys): then the connection waits as
+/// for a blocked command, and this goes on when the answer is in, before any
+/// later input (the dispatcher calls it first). A server command's answer
+/// gathered from every shard (INFO, CONFIG SET ...) holds its place in the
+/// replies and the queue goes on, so every key of the queue is written in this
+/// loop iteration; the connection waits for the answer after the queue.
 pub fn continue_exec(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
@@ -714,12 +744,19 @@ pub fn continue_exec(
     if let Some(wal) = core.wal.as_mut() {
         wal.begin_atomic();
     }
+    let mut gathering = None;
     while client.blocked.is_none() {
-        let Some((_, args)) = rest.commands.get(rest.next) else {
+        let Some((cmd, args)) = rest.commands.get(rest.next) else {
             break;
         };
         rest.next += 1;
         crate::dispatch::run_command(core, conns, client, replies, who, args);
+        if matches!(cmd.handler, Some(Handler::Server(_))) {
+            gathering = client.blocked.take().or(gathering);
+        }
+    }
+    if client.blocked.is_none() {
+        client.blocked = gathering;
     }
     if let Some(wal) = core.wal.as_mut() {
         wal.end_atomic();
@@ -743,15 +780,53 @@ pub struct RanBorrowed {
     pub selected: Option<usize>,
 }
 
+/// The client's connection, in hand while its transaction runs on borrowed keys
+/// (taken out of the slab, or the one whose EXEC is starting).
+pub struct ConnAccess<'a> {
+    pub client: &'a mut ClientState,
+    pub replies: &'a mut ReplyQueue,
+    /// The shard's other connections.
+    pub conns: &'a mut Slab<Conn>,
+    pub who: (u32, u32),
+}
+
+/// Where a transaction on borrowed keys writes its replies: the EXEC's held slot
+/// (`slot`), until a server command of the queue holds a slot of its own for an
+/// answer gathered from every shard; then what follows (`after`) goes to the
+/// connection's replies behind that slot.
+struct QueueOutput<'o> {
+    slot: &'o mut Vec<u8>,
+    after: Option<Vec<u8>>,
+}
+
+impl QueueOutput<'_> {
+    fn buf(&mut self) -> &mut Vec<u8> {
+        match self.after.as_mut() {
+            Some(after) => after,
+            None => self.slot,
+        }
+    }
+
+    /// The bytes written since the last gathered answer go behind it.
+    fn flush_after(&mut self, replies: &mut ReplyQueue) {
+        if let Some(after) = self.after.as_mut() {
+            replies.sink().append(after);
+        }
+    }
+}
+
 /// Run a transaction on keys borrowed from their owners (the coordinator's side
-/// of [`lending`]): the whole reply goes to `out`. The watches are checked here,
+/// of [`lending`]): the reply goes to `out` (and, after an answer a server command
+/// gathers, to the connection: [`QueueOutput`]). The watches are checked here,
 /// where every watched key is held. Under the script lock, each script may borrow
-/// keys it did not declare as it runs; the caller sends them home too.
+/// keys it did not declare as it runs; the caller sends them home too. A server
+/// command runs with `conn`; without it (the client has gone) it is skipped.
 pub fn run_borrowed(
     core: &mut ShardCore,
     transaction: &Transaction,
     caller: Caller,
     out: &mut Vec<u8>,
+    mut conn: Option<ConnAccess<'_>>,
 ) -> RanBorrowed {
     let mut ran = RanBorrowed::default();
     let touched = core.watches.is_touched(caller.client_id, transaction.epoch);
@@ -767,15 +842,23 @@ pub fn run_borrowed(
         may_block: false,
         ..caller
     };
+    let mut out = QueueOutput {
+        slot: out,
+        after: None,
+    };
     for (cmd, args) in transaction.commands.iter() {
         match on_borrowed(cmd) {
-            OnBorrowed::Select => select_in_queue(core, cmd, &mut caller, args, out),
-            OnBorrowed::Inline => answer_inline(core, cmd, caller, args, out),
+            OnBorrowed::Select => select_in_queue(core, cmd, &mut caller, args, out.buf()),
+            OnBorrowed::Inline => answer_inline(core, cmd, caller, args, out.buf()),
             OnBorrowed::EveryShard if transaction.locked && cmd.meta.has(ALL_SHARDS) => {
-                every_shard_in_queue(core, cmd, caller, args, out)
+                every_shard_in_queue(core, cmd, caller, args, out.buf())
             }
+            OnBorrowed::Conn => match conn.as_mut() {
+                Some(conn) => server_in_queue(core, conn, cmd, &mut caller, args, &mut out),
+                None => continue,
+            },
             _ => {
-                let command = run_in_queue(core, transaction.locked, cmd, caller, args, out);
+                let command = run_in_queue(core, transaction.locked, cmd, caller, args, out.buf());
                 ran.modified.extend(command.modified);
                 ran.loans.extend(command.loans);
             }
@@ -783,7 +866,58 @@ pub fn run_borrowed(
         core.stats.commands += 1;
         core.stats.per_command[cmd.stat].calls += 1;
     }
+    if let Some(conn) = conn {
+        out.flush_after(conn.replies);
+    }
     ran
+}
+
+/// A queued server command, run with the connection in hand as the dispatcher
+/// runs it (in the queue's database; a SELECT it makes moves the queue). An
+/// answer it gathers from every shard holds a slot of the connection's replies
+/// of its own ([`crate::gather::start`]), which the queue's later replies follow;
+/// the connection waits for it after the transaction.
+fn server_in_queue(
+    core: &mut ShardCore,
+    conn: &mut ConnAccess<'_>,
+    cmd: &Command,
+    caller: &mut Caller,
+    args: Args<'_>,
+    out: &mut QueueOutput<'_>,
+) {
+    let Some(Handler::Server(handler)) = cmd.handler else {
+        return;
+    };
+    conn.client.db = caller.db;
+    conn.client.in_exec = true;
+    let mut ctx = crate::cmd::Ctx {
+        core,
+        client: &mut *conn.client,
+        conns: &mut *conn.conns,
+        gather: None,
+        who: conn.who,
+    };
+    let mut reply = Reply::new(out.buf(), caller.proto);
+    // A panic closes the connection, as under the dispatcher's net (its state may
+    // be half-changed); the borrowed keys still go home.
+    let run = std::panic::AssertUnwindSafe(|| handler(&mut ctx, args, &mut reply));
+    let result = std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        ctx.client.closing = true;
+        Err(CmdError::Line(
+            b"-ERR internal error, closing the connection\r\n".to_vec(),
+        ))
+    });
+    let gather = ctx.gather.take();
+    if let Err(error) = result {
+        fail_in_queue(core, cmd, error, &mut reply);
+    }
+    if let Some(gather) = gather {
+        out.flush_after(conn.replies);
+        crate::gather::start(core, conn.client, conn.replies, conn.who, gather);
+        out.after = Some(Vec::new());
+    }
+    conn.client.in_exec = false;
+    caller.db = conn.client.db;
 }
 
 /// A keyspace command of a transaction on borrowed keys (a script under the lock

@@ -444,6 +444,100 @@ fn atomic_across_shards(server: &Server) {
     setup.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
 }
 
+/// The same with server commands in the writer's queue (CLIENT SETNAME, INFO and
+/// CONFIG SET, whose answers are gathered from every shard in forward mode): still
+/// never seen half-applied, the replies in order, the connection's state set. Once
+/// with the two keys on different shards, once on one shard.
+fn atomic_with_server_commands(server: &Server) {
+    let n = server.shards.max(2);
+    for (first, second) in [(0, n - 1), (n - 1, n - 1)] {
+        let a = key_on_shard("tx-srv-a", first, n);
+        let b = key_on_shard("tx-srv-b", second, n);
+        let mut setup = server.raw();
+        ok(&mut setup, &["MSET", &a, "1000", &b, "1000"]);
+        let rounds = 150;
+        let writer = {
+            let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
+            thread::spawn(move || {
+                for i in 0..rounds {
+                    let name = format!("w{i}");
+                    ok(&mut c, &["MULTI"]);
+                    queued(&mut c, &["DECR", &a]);
+                    queued(&mut c, &["CLIENT", "SETNAME", &name]);
+                    queued(&mut c, &["INFO", "server"]);
+                    queued(&mut c, &["CONFIG", "SET", "maxmemory-samples", "5"]);
+                    queued(&mut c, &["INCR", &b]);
+                    let reply = c.cmd(&["EXEC"]);
+                    let Value::Array(items) = decode(&reply) else {
+                        panic!("not an array: {}", show(&reply));
+                    };
+                    assert_eq!(items.len(), 5, "{}", show(&reply));
+                    assert_eq!(items[1].text(), "OK", "{}", show(&reply));
+                    assert!(
+                        items[2].text().contains("redis_version:"),
+                        "{}",
+                        show(&reply)
+                    );
+                    assert_eq!(items[3].text(), "OK", "{}", show(&reply));
+                    let (x, y) = (items[0].text(), items[4].text());
+                    let sum = x.parse::<i64>().unwrap() + y.parse::<i64>().unwrap();
+                    assert_eq!(sum, 2000, "{}", show(&reply));
+                    let got = c.cmd(&["CLIENT", "GETNAME"]);
+                    assert_eq!(got, format!("${}\r\n{name}\r\n", name.len()).as_bytes());
+                }
+            })
+        };
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
+                thread::spawn(move || {
+                    for _ in 0..rounds {
+                        ok(&mut c, &["MULTI"]);
+                        queued(&mut c, &["GET", &a]);
+                        queued(&mut c, &["GET", &b]);
+                        let reply = c.cmd(&["EXEC"]);
+                        let Value::Array(items) = decode(&reply) else {
+                            panic!("not an array: {}", show(&reply));
+                        };
+                        let sum: i64 = items
+                            .iter()
+                            .map(|x| x.text().parse::<i64>().expect("a number"))
+                            .sum();
+                        assert_eq!(sum, 2000, "half-applied transaction seen: {}", show(&reply));
+                    }
+                })
+            })
+            .collect();
+        writer.join().expect("writer");
+        for r in readers {
+            r.join().expect("reader");
+        }
+        setup.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
+    }
+}
+
+/// A queue with a command every shard answers (DBSIZE) and one that needs the
+/// connection, on one shard's key: from connections of every shard (forward mode
+/// spreads them), so on the key's owner every key is lent at once.
+fn every_shard_and_connection_commands(server: &Server) {
+    let key = key_on_shard("tx-dbsize", 0, server.shards);
+    let mut setup = server.raw();
+    setup.cmd(&["FLUSHALL"]);
+    for i in 0..(2 * server.shards) {
+        let mut c = server.raw();
+        let name = format!("c{i}");
+        ok(&mut c, &["MULTI"]);
+        queued(&mut c, &["SET", &key, "v"]);
+        queued(&mut c, &["DBSIZE"]);
+        queued(&mut c, &["CLIENT", "SETNAME", &name]);
+        queued(&mut c, &["GET", &key]);
+        c.roundtrip(&encode(&["EXEC"]), b"*4\r\n+OK\r\n:1\r\n+OK\r\n$1\r\nv\r\n");
+        let got = c.cmd(&["CLIENT", "GETNAME"]);
+        assert_eq!(got, format!("${}\r\n{name}\r\n", name.len()).as_bytes());
+    }
+    setup.roundtrip(&encode(&["DEL", &key]), b":1\r\n");
+}
+
 /// Connections on every shard pipeline transactions on two keys of shard 0 (one
 /// of plain commands, one with a script, which may also name keys of its slot),
 /// each followed by a read of one of them; readers on every shard see the keys
@@ -576,6 +670,8 @@ fn forward_two_shards() {
     watch_flushdb_swapdb_and_own_writes(&server);
     watch_across_shards(&server);
     atomic_across_shards(&server);
+    atomic_with_server_commands(&server);
+    every_shard_and_connection_commands(&server);
     pipelined_transactions_on_the_owner(&server);
     watch_retry_loop_loses_nothing(&server);
 }
@@ -587,6 +683,8 @@ fn forward_four_shards() {
     watch_flushdb_swapdb_and_own_writes(&server);
     watch_across_shards(&server);
     atomic_across_shards(&server);
+    atomic_with_server_commands(&server);
+    every_shard_and_connection_commands(&server);
 }
 
 #[test]
