@@ -188,6 +188,16 @@ fn watch_across_shards(server: &Server) {
         queued(&mut a, &["PING"]);
         queued(&mut a, &["DBSIZE"]);
         a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+        // A touched watch runs none of the queue, server commands included.
+        ok(&mut a, &watch);
+        ok(&mut b, &["SET", touched, "5"]);
+        ok(&mut a, &["MULTI"]);
+        for k in &keys {
+            queued(&mut a, &["INCR", k]);
+        }
+        queued(&mut a, &["CLIENT", "SETNAME", "aborted"]);
+        a.roundtrip(&encode(&["EXEC"]), b"*-1\r\n");
+        a.roundtrip(&encode(&["CLIENT", "GETNAME"]), b"$-1\r\n");
     }
     // Untouched, the transaction over every shard runs.
     let mut watch = vec!["WATCH"];
