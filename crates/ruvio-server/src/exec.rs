@@ -121,6 +121,9 @@ pub fn run_engine(
         Ok(outcome) => outcome,
         Err(_) => contain_panic(core, cmd, mutations_before, reply_start, &mut reply),
     };
+    if cmd.meta.name == "swapdb" && matches!(outcome, Ok(Outcome::Done)) {
+        note_swapped_dbs(core, args);
+    }
     if may_borrow {
         core.outbox = crate::script_lock::give_back_outbox();
     }
@@ -187,6 +190,15 @@ pub fn run_engine(
         return finish_ran(core, &mut ctx, block, modified, Ran::default());
     }
     finish_ran(core, &mut ctx, block, modified, ended)
+}
+
+/// A SWAPDB ran here: the keys of its two databases out on loan come back into
+/// the other one ([`crate::lending::Lending::swap_dbs`]).
+fn note_swapped_dbs(core: &mut ShardCore, args: Args<'_>) {
+    let index = |at: usize| crate::cmd::connection::select_index(&core.engine, args.get(at));
+    if let (Ok(a), Ok(b)) = (index(1), index(2)) {
+        core.lending.swap_dbs(a, b);
+    }
 }
 
 /// The `Ran` of a command that ran to its end: what `script` left (see

@@ -139,6 +139,11 @@ impl CrossOp {
         self.waiting.as_ref().is_some_and(|w| w.watching)
     }
 
+    /// A transaction with a SWAPDB (see [`crate::multi::Transaction::swaps_dbs`]).
+    fn swaps_dbs(&self) -> bool {
+        self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
+    }
+
     /// An EXEC still borrowing its keys: another transaction may ride on it.
     fn takes_riders(&self) -> bool {
         self.transaction.is_some() && self.waiting.is_none() && !self.wants_lock
@@ -154,8 +159,12 @@ impl CrossOp {
 /// This shard's lending state.
 #[derive(Debug, Default)]
 pub struct Lending {
-    /// Keys of this shard that are out on loan.
+    /// Keys of this shard that are out on loan, in the database they are in now.
     lent: AHashSet<DbKey>,
+    /// Keys out on loan whose database a SWAPDB changed meanwhile: the database
+    /// they were lent from (as their borrower names them when it gives them back),
+    /// and the one they come back into.
+    moved: AHashMap<DbKey, usize>,
     /// Requests for keys that are out on loan, oldest first.
     waiting: VecDeque<LendRequest>,
     /// Commands this shard coordinates.
@@ -396,6 +405,8 @@ fn may_borrow(core: &mut ShardCore, ticket: u64) -> bool {
         return true;
     };
     let borrowing = match op.borrowing {
+        // Not in a batch: the batch's keys would move between databases under it.
+        Borrowing::Idle if op.swaps_dbs() && core.lending.holding_batch() => return false,
         Borrowing::Idle if op.wants_lock => match crate::script_lock::try_lock(core) {
             true if crate::script_lock::quiet(core) => Borrowing::Locked,
             true => Borrowing::Quieting,
@@ -543,7 +554,7 @@ fn finish_with(
         homes.push((entry_db, key, owner));
     }
     if let Some(missing) = value_keys_missing(core, &op, &homes) {
-        send_home(core, conns, homes, &[], None);
+        send_home(core, conns, homes, &[], None, &[]);
         plan_more(core, &mut op, missing);
         core.lending.ops.insert(ticket, op);
         return advance(core, conns, ticket);
@@ -554,6 +565,8 @@ fn finish_with(
     };
     let mark = durable::borrowed_mark(core);
     let mut out = Vec::new();
+    // A transaction's SWAPDBs move the borrowed keys between databases here.
+    let mut swaps = Vec::new();
     let mut ran = match &op.transaction {
         Some(transaction) => {
             if locked {
@@ -588,6 +601,7 @@ fn finish_with(
             if let (Some(db), Some(conn)) = (ran.selected, conns.get_mut(index, gen)) {
                 conn.client.db = db;
             }
+            swaps = std::mem::take(&mut ran.swaps);
             Ran {
                 modified: ran.modified,
                 loans: ran.loans,
@@ -612,16 +626,19 @@ fn finish_with(
     // n) goes to its owner too.
     for (key_db, key) in &modified {
         let owner = core.topo.key_owner(key);
-        let known = homes.iter().any(|(d, k, _)| d == key_db && k == key)
+        let known = homes
+            .iter()
+            .any(|(d, k, _)| after_swaps(&swaps, *d) == *key_db && k == key)
             || crate::script_lock::batch_holds(*key_db, key);
         if owner != core.id && !known {
-            homes.push((*key_db, key.clone(), owner));
+            homes.push((before_swaps(&swaps, *key_db), key.clone(), owner));
         }
     }
-    log_local_changes(core, &modified, &homes);
+    log_local_changes(core, &modified, &homes, &swaps);
     let acks = mark.map(|_| ticket);
-    // A locked command continues its shard's batch, or ends it (see `BATCH_MAX`).
-    let batching = locked && may_batch(core);
+    // A locked command continues its shard's batch, or ends it (see `BATCH_MAX`);
+    // one that swapped databases never joins one (see `may_borrow`).
+    let batching = locked && may_batch(core) && !op.swaps_dbs();
     let homes = match (batching, locked) {
         (true, _) => keep_in_batch(core, homes),
         (false, true) => {
@@ -630,7 +647,7 @@ fn finish_with(
         }
         (false, false) => homes,
     };
-    let owners = send_home(core, conns, homes, &modified, acks);
+    let owners = send_home(core, conns, homes, &modified, acks, &swaps);
     if batching {
         // The lock stays with this shard for the next locked command.
         op.borrowing = Borrowing::Idle;
@@ -815,13 +832,17 @@ fn send_home(
     homes: Vec<(usize, Vec<u8>, usize)>,
     modified: &[(usize, Vec<u8>)],
     acks: Option<u64>,
+    swaps: &[(usize, usize)],
 ) -> usize {
     let logging = core.wal.is_some();
     let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
+    // Each key goes home named by the database it was lent from (its owner knows
+    // where a SWAPDB moved it: `Lending::swap_dbs`), from the one it is in here.
     for (key_db, key, owner) in homes {
-        let entry = core.engine.lend(key_db, &key, 0);
+        let here = after_swaps(swaps, key_db);
+        let entry = core.engine.lend(here, &key, 0);
         let (entries, records) = returns.entry(owner).or_default();
-        if logging && modified.iter().any(|(d, k)| *d == key_db && *k == key) {
+        if logging && modified.iter().any(|(d, k)| *d == here && *k == key) {
             let record = state_record(&key, entry.as_ref());
             if !record.is_empty() {
                 records.push((key_db, record));
@@ -842,6 +863,24 @@ fn send_home(
         }
     }
     asked
+}
+
+/// Where database `db` is after `swaps` (SWAPDBs, in order).
+pub fn after_swaps(swaps: &[(usize, usize)], db: usize) -> usize {
+    swaps.iter().fold(db, |db, &(a, b)| match db {
+        _ if db == a => b,
+        _ if db == b => a,
+        _ => db,
+    })
+}
+
+/// Where database `db` was before `swaps`.
+fn before_swaps(swaps: &[(usize, usize)], db: usize) -> usize {
+    swaps.iter().rev().fold(db, |db, &(a, b)| match db {
+        _ if db == a => b,
+        _ if db == b => a,
+        _ => db,
+    })
 }
 
 /// Log records that set keys to a state, whatever it was before: what a command on
@@ -873,13 +912,16 @@ fn log_local_changes(
     core: &mut ShardCore,
     modified: &[(usize, Vec<u8>)],
     homes: &[(usize, Vec<u8>, usize)],
+    swaps: &[(usize, usize)],
 ) {
     if core.wal.is_none() {
         return;
     }
     let mut records = Vec::new();
     for (db, key) in modified {
-        let travels = homes.iter().any(|(d, k, _)| d == db && k == key);
+        let travels = homes
+            .iter()
+            .any(|(d, k, _)| after_swaps(swaps, *d) == *db && k == key);
         if travels || core.topo.key_owner(key) != core.id {
             continue;
         }
@@ -1147,6 +1189,51 @@ fn answer_early(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, error
 }
 
 impl Lending {
+    /// SWAPDB `a` `b` ran here: the keys out on loan from either database come
+    /// back into the other one, where their database went (their borrower still
+    /// names them by the database it borrowed them from).
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        let swap = |db: usize| match db {
+            _ if db == a => b,
+            _ if db == b => a,
+            _ => db,
+        };
+        let touches = |(db, _): &&DbKey| *db == a || *db == b;
+        let touched: Vec<DbKey> = self.lent.iter().filter(touches).cloned().collect();
+        if touched.is_empty() {
+            return;
+        }
+        let lent_from: AHashMap<DbKey, usize> = self
+            .moved
+            .iter()
+            .map(|((from, key), now)| ((*now, key.clone()), *from))
+            .collect();
+        let mut missed = Vec::new();
+        for db_key in &touched {
+            self.lent.remove(db_key);
+            if self.missed_by_snapshot.remove(db_key) {
+                missed.push((swap(db_key.0), db_key.1.clone()));
+            }
+        }
+        for (now, key) in touched {
+            let from = lent_from.get(&(now, key.clone())).copied().unwrap_or(now);
+            match swap(now) {
+                back if back == from => self.moved.remove(&(from, key.clone())),
+                other => self.moved.insert((from, key.clone()), other),
+            };
+            self.lent.insert((swap(now), key));
+        }
+        self.missed_by_snapshot.extend(missed);
+    }
+
+    /// The database key `key`, lent from `db`, is in now.
+    fn db_now(&self, db: usize, key: &[u8]) -> usize {
+        if self.moved.is_empty() {
+            return db;
+        }
+        self.moved.get(&(db, key.to_vec())).copied().unwrap_or(db)
+    }
+
     /// Cross-shard blocking commands waiting here (INFO `blocked_clients`).
     pub fn waiting_len(&self) -> usize {
         self.ops.values().filter(|op| op.is_parked()).count()
@@ -1181,11 +1268,19 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
         // The keys one command or transaction changed here replay together.
         wal.begin_atomic();
         for (db, record) in &records {
-            wal.append(*db, &mut record.iter().map(Vec::as_slice));
+            // A state record's key is its second word (`state_record`).
+            let db = record
+                .get(1)
+                .map_or(*db, |key| core.lending.db_now(*db, key));
+            wal.append(db, &mut record.iter().map(Vec::as_slice));
         }
         wal.end_atomic();
     }
     for (db, key, entry) in entries {
+        let (from, db) = (db, core.lending.db_now(db, &key));
+        if db != from {
+            core.lending.moved.remove(&(from, key.clone()));
+        }
         let db_key = (db, key.clone());
         core.lending.lent.remove(&db_key);
         if core.lending.missed_by_snapshot.remove(&db_key) {

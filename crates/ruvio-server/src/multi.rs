@@ -23,7 +23,8 @@
 //!   not declare as it runs, SORT the keys its patterns name, the other shards
 //!   answer such a command at once ([`crate::script_lock`]);
 //! - **in turn across shards** (forward mode, a transaction mixing keys of other
-//!   shards with SWAPDB): each command runs as it would outside
+//!   shards with SWAPDB and a script or SORT BY/GET, which borrow keys as they
+//!   run): each command runs as it would outside
 //!   MULTI, replies in one array; a command that waits for another shard suspends
 //!   the queue until it is answered ([`continue_exec`]). Without isolation
 //!   (documented as a limit); the watch check is exact (the owners of watched keys
@@ -114,6 +115,8 @@ pub struct Transaction {
     /// It holds a server command that needs the connection (CLIENT, CONFIG, INFO
     /// ...): it runs with the client's connection in hand ([`ConnAccess`]).
     pub with_conn: bool,
+    /// It holds a SWAPDB: the keys it borrowed move between databases as it runs.
+    pub swaps_dbs: bool,
 }
 
 /// Commands that run at once inside MULTI instead of being queued (Redis'
@@ -433,6 +436,10 @@ fn run_borrowing(
     // does one whose queue needs its connection (the state it leaves is its).
     let unwatched = client.watching.is_empty() && selects.is_none() && !with_conn;
     let after = client.borrowing_tx.map(|(ticket, _)| ticket);
+    let swaps_dbs = queued
+        .commands
+        .iter()
+        .any(|(cmd, _)| cmd.meta.name == "swapdb");
     let transaction = Box::new(Transaction {
         commands: queued.commands,
         epoch: client.watch_epoch,
@@ -440,6 +447,7 @@ fn run_borrowing(
         locked,
         selects,
         with_conn,
+        swaps_dbs,
     });
     // A new epoch now; the owners forget the old watches once it ran.
     client.watch_epoch += 1;
@@ -509,7 +517,8 @@ pub fn borrowed_keys(
 }
 
 /// Decide how the queue runs: in turn when every key (queued or watched) is this
-/// shard's and free, or when it holds a SWAPDB; on the owner when every key is
+/// shard's and free, or when it holds a SWAPDB and a script or SORT BY/GET; on
+/// the owner when every key is
 /// one other shard's, nothing is watched, every command is a keyspace command and
 /// every script passed its probation here (see [`crate::script_lock::must_lock`]);
 /// borrowed otherwise (with the connection in hand when a command needs it:
@@ -524,9 +533,12 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     let mut keys: Vec<DbKey> = client.watching.clone();
     let (mut has_script, mut must_lock) = (false, false);
     let (mut every_shard, mut inline, mut with_conn) = (false, false, false);
+    // After a SWAPDB the queue's keys name what was in the other database: each
+    // database's place before the queue ran (SWAPDB only).
+    let mut before_swaps: Option<Vec<usize>> = None;
+    let mut reads_value_keys = false;
     for (cmd, args) in queued.commands.iter() {
         match on_borrowed(cmd) {
-            OnBorrowed::InTurn => return Plan::InTurn,
             OnBorrowed::Conn => with_conn = true,
             OnBorrowed::Select => {
                 if let Some(index) = db_index(core, args.get(1)) {
@@ -542,11 +554,31 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
             OnBorrowed::EveryShard => every_shard = true,
             OnBorrowed::Keys => {}
         }
+        if cmd.meta.name == "swapdb" {
+            if let (Some(a), Some(b)) = (db_index(core, args.get(1)), db_index(core, args.get(2))) {
+                let dbs = core.engine.db_count();
+                before_swaps
+                    .get_or_insert_with(|| (0..dbs).collect())
+                    .swap(a, b);
+            }
+            continue;
+        }
+        reads_value_keys |= cmd.meta.keys.reads_keys_from_value();
         if crate::script_lock::is_script(cmd.meta) {
             has_script = true;
             must_lock |= crate::script_lock::must_lock(core, args);
         }
+        let named_from = keys.len();
         queued_keys(core, cmd, args, db, &mut keys);
+        if let Some(places) = &before_swaps {
+            keys[named_from..]
+                .iter_mut()
+                .for_each(|(db, _)| *db = places[*db]);
+        }
+    }
+    if before_swaps.is_some() && (has_script || reads_value_keys) {
+        // Keys borrowed while it runs would move between databases under them.
+        return Plan::InTurn;
     }
     keys.sort();
     keys.dedup();
@@ -583,26 +615,21 @@ enum OnBorrowed {
     /// script's).
     Inline,
     /// A keyspace command each shard answers for its part (DBSIZE, KEYS, SCAN,
-    /// RANDOMKEY, FLUSHDB, FLUSHALL): here and, under the script lock, on every
-    /// other shard at once; or one reading keys named in a value (SORT BY/GET),
-    /// which borrows them under the lock when it runs.
+    /// RANDOMKEY, FLUSHDB, FLUSHALL, SWAPDB): here and, under the script lock, on
+    /// every other shard at once; or one reading keys named in a value (SORT
+    /// BY/GET), which borrows them under the lock when it runs.
     EveryShard,
     /// A server command that needs the connection or the server (CLIENT, CONFIG,
     /// INFO ...): run with the connection in hand ([`ConnAccess`]); an answer it
     /// gathers from every shard holds a slot of the connection's replies of its
     /// own, and the queue goes on.
     Conn,
-    /// Not on borrowed keys: the queue runs in turn. SWAPDB (borrowed keys would
-    /// go home to the wrong database).
-    InTurn,
 }
 
 fn on_borrowed(cmd: &Command) -> OnBorrowed {
     match cmd.handler {
         Some(Handler::Engine(_)) => {
-            if cmd.meta.name == "swapdb" {
-                OnBorrowed::InTurn
-            } else if cmd.meta.has(ALL_SHARDS) || cmd.meta.keys.reads_keys_from_value() {
+            if cmd.meta.has(ALL_SHARDS) || cmd.meta.keys.reads_keys_from_value() {
                 OnBorrowed::EveryShard
             } else {
                 OnBorrowed::Keys
@@ -778,6 +805,9 @@ pub struct RanBorrowed {
     /// It ran (no touched watch) and its SELECTs leave the connection in this
     /// database.
     pub selected: Option<usize>,
+    /// The databases its SWAPDBs swapped, in order: a borrowed key is in the
+    /// database these moved it to ([`lending::after_swaps`]).
+    pub swaps: Vec<(usize, usize)>,
 }
 
 /// The client's connection, in hand while its transaction runs on borrowed keys
@@ -851,7 +881,11 @@ pub fn run_borrowed(
             OnBorrowed::Select => select_in_queue(core, cmd, &mut caller, args, out.buf()),
             OnBorrowed::Inline => answer_inline(core, cmd, caller, args, out.buf()),
             OnBorrowed::EveryShard if transaction.locked && cmd.meta.has(ALL_SHARDS) => {
-                every_shard_in_queue(core, cmd, caller, args, out.buf())
+                let from = out.buf().len();
+                every_shard_in_queue(core, cmd, caller, args, out.buf());
+                if cmd.meta.name == "swapdb" && out.buf()[from..] == *b"+OK\r\n" {
+                    swapped_in_queue(core, args, &mut ran);
+                }
             }
             OnBorrowed::Conn => match conn.as_mut() {
                 Some(conn) => server_in_queue(core, conn, cmd, &mut caller, args, &mut out),
@@ -870,6 +904,19 @@ pub fn run_borrowed(
         out.flush_after(conn.replies);
     }
     ran
+}
+
+/// A queued SWAPDB swapped two databases on every shard: the keys the queue wrote
+/// so far are in the other one now, and so are the borrowed keys held here (such
+/// a queue runs no script: see [`plan`]).
+fn swapped_in_queue(core: &mut ShardCore, args: Args<'_>, ran: &mut RanBorrowed) {
+    let (Some(a), Some(b)) = (db_index(core, args.get(1)), db_index(core, args.get(2))) else {
+        return;
+    };
+    ran.swaps.push((a, b));
+    for (db, _) in ran.modified.iter_mut() {
+        *db = lending::after_swaps(&[(a, b)], *db);
+    }
 }
 
 /// A queued server command, run with the connection in hand as the dispatcher

@@ -83,11 +83,31 @@ fn cases(a: &str, b: &str) -> Vec<Case> {
             reply: b"*2\r\n:7\r\n+OK\r\n".to_vec(),
             after: vec![(a.into(), bulk("old+new")), (b.into(), bulk("set"))],
         },
+        // After the SWAPDB, database 0 holds what was database 1's: the keys come
+        // back into the database their own went to, logged there.
+        Case {
+            name: "EXEC-SWAPDB",
+            setup: vec![
+                words(&["SET", a, "zero"]),
+                words(&["SELECT", "1"]),
+                words(&["SET", b, "one"]),
+                words(&["SELECT", "0"]),
+            ],
+            run: vec![
+                words(&["MULTI"]),
+                words(&["APPEND", a, "+x"]),
+                words(&["SWAPDB", "0", "1"]),
+                words(&["APPEND", b, "+y"]),
+                words(&["EXEC"]),
+            ],
+            reply: b"*3\r\n:6\r\n+OK\r\n:5\r\n".to_vec(),
+            after: vec![(a.into(), b"$-1\r\n".to_vec()), (b.into(), bulk("one+y"))],
+        },
     ]
 }
 
 /// Under `always`, with the owners' log writes held back, a RENAME / MSETNX /
-/// EXEC on keys of two shards is answered only after those writes (it takes the
+/// EXEC (one with a SWAPDB too) on keys of two shards is answered only after those writes (it takes the
 /// hold at least), and a SIGKILL sent right after the answer loses nothing: with
 /// 2 shards (the coordinator owns one key) and with 3 (the coordinator owns none
 /// and logs nothing itself, so only the owners' acknowledgements hold the reply).

@@ -548,6 +548,89 @@ fn every_shard_and_connection_commands(server: &Server) {
     setup.roundtrip(&encode(&["DEL", &key]), b":1\r\n");
 }
 
+/// SWAPDB inside a transaction over keys of two shards: the keys named after it
+/// are the other database's, and a writer whose transactions move a unit between
+/// the keys in both databases (swapping twice) is never seen half-way by readers
+/// of either database.
+fn swapdb_in_transactions(server: &Server) {
+    let n = server.shards.max(2);
+    let a = key_on_shard("tx-swap-a", 0, n);
+    let b = key_on_shard("tx-swap-b", n - 1, n);
+    let mut c = server.raw();
+    ok(&mut c, &["MSET", &a, "1", &b, "1"]);
+    ok(&mut c, &["SELECT", "1"]);
+    ok(&mut c, &["MSET", &a, "10", &b, "10"]);
+    ok(&mut c, &["SELECT", "0"]);
+    ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["INCR", &a]);
+    queued(&mut c, &["SWAPDB", "0", "1"]);
+    queued(&mut c, &["INCR", &a]);
+    queued(&mut c, &["INCR", &b]);
+    c.roundtrip(&encode(&["EXEC"]), b"*4\r\n:2\r\n+OK\r\n:11\r\n:11\r\n");
+    c.roundtrip(
+        &encode(&["MGET", &a, &b]),
+        b"*2\r\n$2\r\n11\r\n$2\r\n11\r\n",
+    );
+    ok(&mut c, &["SELECT", "1"]);
+    c.roundtrip(&encode(&["MGET", &a, &b]), b"*2\r\n$1\r\n2\r\n$1\r\n1\r\n");
+    ok(&mut c, &["MSET", &a, "1000", &b, "1000"]);
+    ok(&mut c, &["SELECT", "0"]);
+    ok(&mut c, &["MSET", &a, "1000", &b, "1000"]);
+    let rounds = 100;
+    let writer = {
+        let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
+        thread::spawn(move || {
+            for _ in 0..rounds {
+                ok(&mut c, &["MULTI"]);
+                for _ in 0..2 {
+                    queued(&mut c, &["DECR", &a]);
+                    queued(&mut c, &["INCR", &b]);
+                    queued(&mut c, &["SWAPDB", "0", "1"]);
+                }
+                let reply = c.cmd(&["EXEC"]);
+                assert!(reply.starts_with(b"*6\r\n:"), "{}", show(&reply));
+            }
+        })
+    };
+    let readers: Vec<_> = ["0", "1"]
+        .into_iter()
+        .map(|db| {
+            let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
+            thread::spawn(move || {
+                ok(&mut c, &["SELECT", db]);
+                for _ in 0..rounds {
+                    ok(&mut c, &["MULTI"]);
+                    queued(&mut c, &["GET", &a]);
+                    queued(&mut c, &["GET", &b]);
+                    let reply = c.cmd(&["EXEC"]);
+                    let Value::Array(items) = decode(&reply) else {
+                        panic!("not an array: {}", show(&reply));
+                    };
+                    let sum: i64 = items
+                        .iter()
+                        .map(|x| x.text().parse::<i64>().expect("a number"))
+                        .sum();
+                    assert_eq!(sum, 2000, "half-applied transaction seen: {}", show(&reply));
+                }
+            })
+        })
+        .collect();
+    writer.join().expect("writer");
+    for r in readers {
+        r.join().expect("reader");
+    }
+    let expected = format!(
+        "*2\r\n$3\r\n{}\r\n$4\r\n{}\r\n",
+        1000 - rounds,
+        1000 + rounds
+    );
+    for db in ["1", "0"] {
+        ok(&mut c, &["SELECT", db]);
+        c.roundtrip(&encode(&["MGET", &a, &b]), expected.as_bytes());
+        c.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
+    }
+}
+
 /// Connections on every shard pipeline transactions on two keys of shard 0 (one
 /// of plain commands, one with a script, which may also name keys of its slot),
 /// each followed by a read of one of them; readers on every shard see the keys
@@ -682,6 +765,7 @@ fn forward_two_shards() {
     atomic_across_shards(&server);
     atomic_with_server_commands(&server);
     every_shard_and_connection_commands(&server);
+    swapdb_in_transactions(&server);
     pipelined_transactions_on_the_owner(&server);
     watch_retry_loop_loses_nothing(&server);
 }
@@ -695,6 +779,7 @@ fn forward_four_shards() {
     atomic_across_shards(&server);
     atomic_with_server_commands(&server);
     every_shard_and_connection_commands(&server);
+    swapdb_in_transactions(&server);
 }
 
 #[test]

@@ -34,13 +34,16 @@ pub(super) fn may_batch(core: &ShardCore) -> bool {
 /// borrowed keys home and free the lock. A command holding the lock right now
 /// (borrowing its declared keys) keeps it.
 pub fn end_batch_if_done(core: &mut ShardCore, conns: &mut Slab<Conn>) {
-    let continued = |core: &ShardCore| core.lending.ops.values().any(|op| op.wants_lock);
+    let continued = |core: &ShardCore| {
+        let ops = core.lending.ops.values();
+        ops.filter(|op| !op.swaps_dbs()).any(|op| op.wants_lock)
+    };
     // Every loop iteration calls this: the common case (no batch) stops at once.
     if !core.lending.holding_batch() || core.lending.lock_in_use() || continued(core) {
         return;
     }
     let homes = batch_homes(core);
-    send_home(core, conns, homes, &[], None);
+    send_home(core, conns, homes, &[], None, &[]);
     core.lending.batched = 0;
     crate::script_lock::unlock(core);
 }

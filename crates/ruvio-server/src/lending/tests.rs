@@ -61,3 +61,25 @@ fn a_transaction_on_other_keys_waits_for_the_one_borrowing() {
          +OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n$1\r\n1\r\n+OK\r\n+OK\r\n"
     );
 }
+
+/// A SWAPDB runs on the owner while one of its keys is out on loan (a COPY
+/// borrowed it): the key comes back into the database its own went to, as if the
+/// COPY had run before the swap, which it did on the other shard.
+#[test]
+fn a_key_lent_during_swapdb_comes_back_where_its_database_went() {
+    let mut server = TwoShards::new();
+    server.send(1, &["SET", "b", "x"]);
+    server.receive_unsettled(1, &pipeline(&[&["COPY", "b", "d"]]));
+    // Shard 0 lends "b" to shard 1; then a client of shard 0 swaps databases.
+    server.deliver_from(1);
+    server.receive_unsettled(0, &pipeline(&[&["SWAPDB", "0", "1"]]));
+    server.settle();
+    server.send(1, &["MGET", "b", "d"]);
+    server.send(1, &["SELECT", "1"]);
+    server.send(1, &["MGET", "b", "d"]);
+    assert_eq!(
+        String::from_utf8_lossy(server.view(1).replies),
+        "+OK\r\n:1\r\n*2\r\n$-1\r\n$-1\r\n+OK\r\n*2\r\n$1\r\nx\r\n$1\r\nx\r\n"
+    );
+    assert_eq!(String::from_utf8_lossy(server.view(0).replies), "+OK\r\n");
+}
