@@ -449,6 +449,7 @@ pub fn resume_parked_for_lock(core: &mut ShardCore, conns: &mut Slab<Conn>) {
 pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) {
     let busy = request.keys.iter().any(|(db, k)| {
         core.lending.is_lent(*db, k)
+            || core.lending.lent_from(*db, k)
             || (!request.now && crate::owner_tx::is_claimed(core, request.from, *db, k))
     });
     if busy {
@@ -1224,6 +1225,13 @@ impl Lending {
             self.lent.insert((swap(now), key));
         }
         self.missed_by_snapshot.extend(missed);
+    }
+
+    /// A key lent from `db` as `key` is out on loan in another database now (a
+    /// SWAPDB moved it): lending `db`'s new `key` too would give two keys out under
+    /// one name, so that waits until the first comes home.
+    fn lent_from(&self, db: usize, key: &[u8]) -> bool {
+        !self.moved.is_empty() && self.moved.contains_key(&(db, key.to_vec()))
     }
 
     /// The database key `key`, lent from `db`, is in now.

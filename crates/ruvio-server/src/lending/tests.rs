@@ -83,3 +83,31 @@ fn a_key_lent_during_swapdb_comes_back_where_its_database_went() {
     );
     assert_eq!(String::from_utf8_lossy(server.view(0).replies), "+OK\r\n");
 }
+
+/// A SWAPDB moves a key out on loan, then a COPY reads the key of the same name
+/// now in its old database: each key ends where Redis puts it (COPY, SWAPDB,
+/// COPY in this order).
+#[test]
+fn a_name_copied_again_after_swapdb_moved_its_lent_key() {
+    let mut server = TwoShards::new();
+    for command in [
+        &["SET", "b", "x"][..],
+        &["SELECT", "1"],
+        &["SET", "b", "y"],
+        &["SELECT", "0"],
+    ] {
+        server.send(1, command);
+    }
+    server.receive_unsettled(1, &pipeline(&[&["COPY", "b", "d"]]));
+    server.deliver_from(1);
+    // Shard 0 lent db 0's "b"; its client swaps, then copies the new db 0's "b".
+    server.receive_unsettled(0, &pipeline(&[&["SWAPDB", "0", "1"], &["COPY", "b", "a"]]));
+    server.settle();
+    server.send(0, &["MGET", "b", "a", "d"]);
+    server.send(0, &["SELECT", "1"]);
+    server.send(0, &["MGET", "b", "a", "d"]);
+    assert_eq!(
+        String::from_utf8_lossy(server.view(0).replies),
+        "+OK\r\n:1\r\n*3\r\n$1\r\ny\r\n$1\r\ny\r\n$-1\r\n+OK\r\n*3\r\n$1\r\nx\r\n$-1\r\n$1\r\nx\r\n"
+    );
+}
