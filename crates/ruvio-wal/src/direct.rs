@@ -307,7 +307,8 @@ mod tests {
         /// in order, then zeros: what the reader needs.
         #[test]
         fn the_file_holds_the_records_then_zeros(
-            writes in proptest::collection::vec((0usize..9000, any::<bool>(), any::<bool>()), 1..30),
+            // (The log never writes zero bytes of records: `Wal::next_write`.)
+            writes in proptest::collection::vec((1usize..9000, any::<bool>(), any::<bool>()), 1..30),
             resume in 0u64..3,
         ) {
             let mut file = Vec::new();
