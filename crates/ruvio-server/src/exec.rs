@@ -121,7 +121,8 @@ pub fn run_engine(
         Ok(outcome) => outcome,
         Err(_) => contain_panic(core, cmd, mutations_before, reply_start, &mut reply),
     };
-    if cmd.meta.name == "swapdb" && matches!(outcome, Ok(Outcome::Done)) {
+    if core.lending.any_lent() && cmd.meta.name == "swapdb" && matches!(outcome, Ok(Outcome::Done))
+    {
         note_swapped_dbs(core, args);
     }
     if may_borrow {
@@ -192,8 +193,8 @@ pub fn run_engine(
     finish_ran(core, &mut ctx, block, modified, ended)
 }
 
-/// A SWAPDB ran here: the keys of its two databases out on loan come back into
-/// the other one ([`crate::lending::Lending::swap_dbs`]).
+/// A SWAPDB ran here while keys were out on loan: those of its two databases
+/// come back into the other one ([`crate::lending::Lending::swap_dbs`]).
 fn note_swapped_dbs(core: &mut ShardCore, args: Args<'_>) {
     let index = |at: usize| crate::cmd::connection::select_index(&core.engine, args.get(at));
     if let (Ok(a), Ok(b)) = (index(1), index(2)) {

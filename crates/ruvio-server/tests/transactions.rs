@@ -426,31 +426,8 @@ fn atomic_across_shards(server: &Server) {
             }
         })
     };
-    let readers: Vec<_> = (0..2)
-        .map(|_| {
-            let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
-            thread::spawn(move || {
-                for _ in 0..rounds {
-                    ok(&mut c, &["MULTI"]);
-                    queued(&mut c, &["GET", &a]);
-                    queued(&mut c, &["GET", &b]);
-                    let reply = c.cmd(&["EXEC"]);
-                    let Value::Array(items) = decode(&reply) else {
-                        panic!("not an array: {}", show(&reply));
-                    };
-                    let sum: i64 = items
-                        .iter()
-                        .map(|x| x.text().parse::<i64>().expect("a number"))
-                        .sum();
-                    assert_eq!(sum, 2000, "half-applied transaction seen: {}", show(&reply));
-                }
-            })
-        })
-        .collect();
-    writer.join().expect("writer");
-    for r in readers {
-        r.join().expect("reader");
-    }
+    let readers = sum_readers(server, (&a, &b), rounds, &["0", "0"]);
+    join_all(writer, readers);
     setup.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
 }
 
@@ -497,31 +474,8 @@ fn atomic_with_server_commands(server: &Server) {
                 }
             })
         };
-        let readers: Vec<_> = (0..2)
-            .map(|_| {
-                let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
-                thread::spawn(move || {
-                    for _ in 0..rounds {
-                        ok(&mut c, &["MULTI"]);
-                        queued(&mut c, &["GET", &a]);
-                        queued(&mut c, &["GET", &b]);
-                        let reply = c.cmd(&["EXEC"]);
-                        let Value::Array(items) = decode(&reply) else {
-                            panic!("not an array: {}", show(&reply));
-                        };
-                        let sum: i64 = items
-                            .iter()
-                            .map(|x| x.text().parse::<i64>().expect("a number"))
-                            .sum();
-                        assert_eq!(sum, 2000, "half-applied transaction seen: {}", show(&reply));
-                    }
-                })
-            })
-            .collect();
-        writer.join().expect("writer");
-        for r in readers {
-            r.join().expect("reader");
-        }
+        let readers = sum_readers(server, (&a, &b), rounds, &["0", "0"]);
+        join_all(writer, readers);
         setup.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
     }
 }
@@ -592,10 +546,31 @@ fn swapdb_in_transactions(server: &Server) {
             }
         })
     };
-    let readers: Vec<_> = ["0", "1"]
-        .into_iter()
-        .map(|db| {
-            let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
+    let readers = sum_readers(server, (&a, &b), rounds, &["0", "1"]);
+    join_all(writer, readers);
+    let expected = format!(
+        "*2\r\n$3\r\n{}\r\n$4\r\n{}\r\n",
+        1000 - rounds,
+        1000 + rounds
+    );
+    for db in ["1", "0"] {
+        ok(&mut c, &["SELECT", db]);
+        c.roundtrip(&encode(&["MGET", &a, &b]), expected.as_bytes());
+        c.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
+    }
+}
+
+/// One reader per database in `dbs`, each reading keys `a` and `b` in a
+/// transaction `rounds` times: their values always sum to 2000.
+fn sum_readers(
+    server: &Server,
+    (a, b): (&str, &str),
+    rounds: usize,
+    dbs: &[&'static str],
+) -> Vec<thread::JoinHandle<()>> {
+    dbs.iter()
+        .map(|&db| {
+            let (a, b, mut c) = (a.to_string(), b.to_string(), server.raw());
             thread::spawn(move || {
                 ok(&mut c, &["SELECT", db]);
                 for _ in 0..rounds {
@@ -614,20 +589,13 @@ fn swapdb_in_transactions(server: &Server) {
                 }
             })
         })
-        .collect();
+        .collect()
+}
+
+fn join_all(writer: thread::JoinHandle<()>, readers: Vec<thread::JoinHandle<()>>) {
     writer.join().expect("writer");
     for r in readers {
         r.join().expect("reader");
-    }
-    let expected = format!(
-        "*2\r\n$3\r\n{}\r\n$4\r\n{}\r\n",
-        1000 - rounds,
-        1000 + rounds
-    );
-    for db in ["1", "0"] {
-        ok(&mut c, &["SELECT", db]);
-        c.roundtrip(&encode(&["MGET", &a, &b]), expected.as_bytes());
-        c.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
     }
 }
 
