@@ -832,20 +832,21 @@ fn send_home(
 
 /// Where database `db` is after `swaps` (SWAPDBs, in order).
 pub fn after_swaps(swaps: &[(usize, usize)], db: usize) -> usize {
-    swaps.iter().fold(db, |db, &(a, b)| match db {
-        _ if db == a => b,
-        _ if db == b => a,
-        _ => db,
-    })
+    swaps.iter().fold(db, |db, &swap| swapped(db, swap))
 }
 
 /// Where database `db` was before `swaps`.
 fn before_swaps(swaps: &[(usize, usize)], db: usize) -> usize {
-    swaps.iter().rev().fold(db, |db, &(a, b)| match db {
+    swaps.iter().rev().fold(db, |db, &swap| swapped(db, swap))
+}
+
+/// Where database `db` is after SWAPDB `a` `b`.
+pub fn swapped(db: usize, (a, b): (usize, usize)) -> usize {
+    match db {
         _ if db == a => b,
         _ if db == b => a,
         _ => db,
-    })
+    }
 }
 
 /// Log records that set keys to a state, whatever it was before: what a command on

@@ -915,7 +915,7 @@ fn swapped_in_queue(core: &mut ShardCore, args: Args<'_>, ran: &mut RanBorrowed)
     };
     ran.swaps.push((a, b));
     for (db, _) in ran.modified.iter_mut() {
-        *db = lending::after_swaps(&[(a, b)], *db);
+        *db = lending::swapped(*db, (a, b));
     }
 }
 

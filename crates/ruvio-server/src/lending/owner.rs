@@ -53,11 +53,7 @@ impl Lending {
     /// back into the other one, where their database went (their borrower still
     /// names them by the database it borrowed them from).
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
-        let swap = |db: usize| match db {
-            _ if db == a => b,
-            _ if db == b => a,
-            _ => db,
-        };
+        let swap = |db: usize| super::swapped(db, (a, b));
         let touches = |(db, _): &&DbKey| *db == a || *db == b;
         let touched: Vec<DbKey> = self.lent.iter().filter(touches).cloned().collect();
         if touched.is_empty() {
