@@ -192,6 +192,11 @@ pub struct Lending {
     /// Commands run in a row under one hold of the script lock so far (a batch,
     /// see [`batch`]); the lock stays with this shard while it is not 0.
     batched: u32,
+    /// A SWAPDB of a transaction run on every shard by the script lock's holder is
+    /// running: the holder has every key out on loan (the server is quiet) and
+    /// renames those it holds as the swap moves them (`multi::swapped_in_queue`),
+    /// so the owner renames them too ([`Lending::swap_dbs`]).
+    pub holder_swapping: bool,
 }
 
 impl Lending {
@@ -519,7 +524,7 @@ fn finish_with(
         homes.push((entry_db, key, owner));
     }
     if let Some(missing) = value_keys_missing(core, &op, &homes) {
-        send_home(core, conns, homes, &[], None, &[]);
+        send_home(core, conns, homes, &[], None);
         plan_more(core, &mut op, missing);
         core.lending.ops.insert(ticket, op);
         return advance(core, conns, ticket);
@@ -580,6 +585,12 @@ fn finish_with(
             run_engine(core, op.cmd, caller, op.argv.args(), &mut out)
         }
     };
+    // The queue's SWAPDBs moved the keys borrowed before it: each goes home named
+    // by the database it is in now, as its owner renamed it too (those borrowed
+    // while it ran were renamed as it went: `multi::swapped_in_queue`).
+    for (key_db, _, _) in homes.iter_mut() {
+        *key_db = after_swaps(&swaps, *key_db);
+    }
     for (key_db, key) in std::mem::take(&mut ran.loans) {
         let owner = core.topo.key_owner(&key);
         homes.push((key_db, key, owner));
@@ -591,15 +602,13 @@ fn finish_with(
     // n) goes to its owner too.
     for (key_db, key) in &modified {
         let owner = core.topo.key_owner(key);
-        let known = homes
-            .iter()
-            .any(|(d, k, _)| after_swaps(&swaps, *d) == *key_db && k == key)
+        let known = homes.iter().any(|(d, k, _)| d == key_db && k == key)
             || crate::script_lock::batch_holds(*key_db, key);
         if owner != core.id && !known {
-            homes.push((before_swaps(&swaps, *key_db), key.clone(), owner));
+            homes.push((*key_db, key.clone(), owner));
         }
     }
-    log_local_changes(core, &modified, &homes, &swaps);
+    log_local_changes(core, &modified, &homes);
     let acks = mark.map(|_| ticket);
     // A locked command continues its shard's batch, or ends it (see `BATCH_MAX`);
     // one that swapped databases never joins one (see `may_borrow`).
@@ -612,7 +621,7 @@ fn finish_with(
         }
         (false, false) => homes,
     };
-    let owners = send_home(core, conns, homes, &modified, acks, &swaps);
+    let owners = send_home(core, conns, homes, &modified, acks);
     if batching {
         // The lock stays with this shard for the next locked command.
         op.borrowing = Borrowing::Idle;
@@ -797,17 +806,16 @@ fn send_home(
     homes: Vec<(usize, Vec<u8>, usize)>,
     modified: &[(usize, Vec<u8>)],
     acks: Option<u64>,
-    swaps: &[(usize, usize)],
 ) -> usize {
     let logging = core.wal.is_some();
     let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
-    // Each key goes home named by the database it was lent from (its owner knows
-    // where a SWAPDB moved it: `Lending::swap_dbs`), from the one it is in here.
+    // Each key goes home named by the database it was lent from, or renamed into
+    // (its owner knows where a SWAPDB of another client moved it since:
+    // `Lending::swap_dbs`).
     for (key_db, key, owner) in homes {
-        let here = after_swaps(swaps, key_db);
-        let entry = core.engine.lend(here, &key, 0);
+        let entry = core.engine.lend(key_db, &key, 0);
         let (entries, records) = returns.entry(owner).or_default();
-        if logging && modified.iter().any(|(d, k)| *d == here && *k == key) {
+        if logging && modified.iter().any(|(d, k)| *d == key_db && *k == key) {
             let record = state_record(&key, entry.as_ref());
             if !record.is_empty() {
                 records.push((key_db, record));
@@ -833,11 +841,6 @@ fn send_home(
 /// Where database `db` is after `swaps` (SWAPDBs, in order).
 pub fn after_swaps(swaps: &[(usize, usize)], db: usize) -> usize {
     swaps.iter().fold(db, |db, &swap| swapped(db, swap))
-}
-
-/// Where database `db` was before `swaps`.
-fn before_swaps(swaps: &[(usize, usize)], db: usize) -> usize {
-    swaps.iter().rev().fold(db, |db, &swap| swapped(db, swap))
 }
 
 /// Where database `db` is after SWAPDB `a` `b`.
@@ -878,16 +881,13 @@ fn log_local_changes(
     core: &mut ShardCore,
     modified: &[(usize, Vec<u8>)],
     homes: &[(usize, Vec<u8>, usize)],
-    swaps: &[(usize, usize)],
 ) {
     if core.wal.is_none() {
         return;
     }
     let mut records = Vec::new();
     for (db, key) in modified {
-        let travels = homes
-            .iter()
-            .any(|(d, k, _)| after_swaps(swaps, *d) == *db && k == key);
+        let travels = homes.iter().any(|(d, k, _)| d == db && k == key);
         if travels || core.topo.key_owner(key) != core.id {
             continue;
         }

@@ -517,10 +517,9 @@ pub fn borrowed_keys(
 }
 
 /// Decide how the queue runs: in turn when every key (queued or watched) is this
-/// shard's and free, or when it holds a SWAPDB and a script or SORT BY/GET; on
-/// the owner when every key is
-/// one other shard's, nothing is watched, every command is a keyspace command and
-/// every script passed its probation here (see [`crate::script_lock::must_lock`]);
+/// shard's and free; on the owner when every key is one other shard's, nothing
+/// is watched, every command is a keyspace command and every script passed its
+/// probation here (see [`crate::script_lock::must_lock`]);
 /// borrowed otherwise (with the connection in hand when a command needs it:
 /// CLIENT, CONFIG, INFO ...), under the script lock when a script or a command
 /// each shard answers (DBSIZE, KEYS, FLUSHALL ...) is in the queue.
@@ -536,7 +535,6 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     // After a SWAPDB the queue's keys name what was in the other database: each
     // database's place before the queue ran (SWAPDB only).
     let mut before_swaps: Option<Vec<usize>> = None;
-    let mut reads_value_keys = false;
     for (cmd, args) in queued.commands.iter() {
         match on_borrowed(cmd) {
             OnBorrowed::Conn => with_conn = true,
@@ -563,7 +561,6 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
             }
             continue;
         }
-        reads_value_keys |= cmd.meta.keys.reads_keys_from_value();
         if crate::script_lock::is_script(cmd.meta) {
             has_script = true;
             must_lock |= crate::script_lock::must_lock(core, args);
@@ -575,10 +572,6 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
                 .iter_mut()
                 .for_each(|(db, _)| *db = places[*db]);
         }
-    }
-    if before_swaps.is_some() && (has_script || reads_value_keys) {
-        // Keys borrowed while it runs would move between databases under them.
-        return Plan::InTurn;
     }
     keys.sort();
     keys.dedup();
@@ -907,16 +900,19 @@ pub fn run_borrowed(
 }
 
 /// A queued SWAPDB swapped two databases on every shard: the keys the queue wrote
-/// so far are in the other one now, and so are the borrowed keys held here (such
-/// a queue runs no script: see [`plan`]).
+/// so far are in the other one now, and so are the keys held here for it. Those
+/// its scripts (or SORT) borrowed so far are renamed now, as their owners rename
+/// them ([`crate::lending::Lending::holder_swapping`]); those borrowed before the
+/// queue are renamed by `ran.swaps` when it is over.
 fn swapped_in_queue(core: &mut ShardCore, args: Args<'_>, ran: &mut RanBorrowed) {
     let (Some(a), Some(b)) = (db_index(core, args.get(1)), db_index(core, args.get(2))) else {
         return;
     };
     ran.swaps.push((a, b));
-    for (db, _) in ran.modified.iter_mut() {
+    for (db, _) in ran.modified.iter_mut().chain(ran.loans.iter_mut()) {
         *db = lending::swapped(*db, (a, b));
     }
+    crate::script_lock::swapped_in_transaction((a, b));
 }
 
 /// A queued server command, run with the connection in hand as the dispatcher
@@ -1097,7 +1093,9 @@ fn every_shard_in_queue(
         return;
     }
     let mut parts = vec![Vec::new()];
+    core.lending.holder_swapping = true;
     run_engine(core, cmd, caller, args, &mut parts[0]);
+    core.lending.holder_swapping = false;
     parts.extend(crate::script_lock::run_on_others(
         core, caller.db, resp3, args,
     ));

@@ -181,9 +181,11 @@ impl ThisShard {
     }
 
     /// The running script holds keys of other shards (borrowed before it ran, or
-    /// while it ran, or by its transaction).
+    /// while it ran, or by its transaction, or by the scripts before it in this
+    /// shard's batch).
     fn holds_any(&self) -> bool {
         !self.ended.loans.is_empty()
+            || !self.batch.is_empty()
             || self.ended.held.iter().any(|&n| n > 0)
             || self
                 .transaction
@@ -272,6 +274,32 @@ pub fn begin_transaction(keys: Vec<DbKey>) {
         let mut t = t.borrow_mut();
         let held = std::mem::take(&mut t.ended.held);
         t.transaction = Some((keys, held));
+    });
+}
+
+/// A SWAPDB of the transaction's queue swapped databases `a` and `b` on every
+/// shard: the keys held here for it are in the other one now (their owners
+/// rename them too: [`crate::lending::Lending::holder_swapping`]).
+pub fn swapped_in_transaction((a, b): (usize, usize)) {
+    let rename = |keys: &mut [DbKey]| {
+        for (db, _) in keys {
+            *db = crate::lending::swapped(*db, (a, b));
+        }
+    };
+    let swap_counts = |held: &mut Vec<u64>| {
+        if held.len() <= a.max(b) {
+            held.resize(a.max(b) + 1, 0);
+        }
+        held.swap(a, b);
+    };
+    THIS.with(|t| {
+        let t = &mut *t.borrow_mut();
+        rename(&mut t.ended.loans);
+        swap_counts(&mut t.ended.held);
+        if let Some((keys, held)) = t.transaction.as_mut() {
+            rename(keys);
+            swap_counts(held);
+        }
     });
 }
 

@@ -47,7 +47,8 @@ struct Case {
     setup: Vec<Vec<String>>,
     run: Vec<Vec<String>>,
     reply: Vec<u8>,
-    after: Vec<(String, Vec<u8>)>,
+    /// `(db, key, GET's reply)` after a restart.
+    after: Vec<(usize, String, Vec<u8>)>,
 }
 
 fn words(items: &[&str]) -> Vec<String> {
@@ -62,14 +63,17 @@ fn cases(a: &str, b: &str) -> Vec<Case> {
             setup: vec![words(&["SET", a, "moved"])],
             run: vec![words(&["RENAME", a, b])],
             reply: b"+OK\r\n".to_vec(),
-            after: vec![(a.into(), b"$-1\r\n".to_vec()), (b.into(), bulk("moved"))],
+            after: vec![
+                (0, a.into(), b"$-1\r\n".to_vec()),
+                (0, b.into(), bulk("moved")),
+            ],
         },
         Case {
             name: "MSETNX",
             setup: vec![],
             run: vec![words(&["MSETNX", a, "one", b, "two"])],
             reply: b":1\r\n".to_vec(),
-            after: vec![(a.into(), bulk("one")), (b.into(), bulk("two"))],
+            after: vec![(0, a.into(), bulk("one")), (0, b.into(), bulk("two"))],
         },
         Case {
             name: "EXEC",
@@ -81,7 +85,7 @@ fn cases(a: &str, b: &str) -> Vec<Case> {
                 words(&["EXEC"]),
             ],
             reply: b"*2\r\n:7\r\n+OK\r\n".to_vec(),
-            after: vec![(a.into(), bulk("old+new")), (b.into(), bulk("set"))],
+            after: vec![(0, a.into(), bulk("old+new")), (0, b.into(), bulk("set"))],
         },
         // After the SWAPDB, database 0 holds what was database 1's: the keys come
         // back into the database their own went to, logged there.
@@ -101,14 +105,44 @@ fn cases(a: &str, b: &str) -> Vec<Case> {
                 words(&["EXEC"]),
             ],
             reply: b"*3\r\n:6\r\n+OK\r\n:5\r\n".to_vec(),
-            after: vec![(a.into(), b"$-1\r\n".to_vec()), (b.into(), bulk("one+y"))],
+            after: vec![
+                (0, a.into(), b"$-1\r\n".to_vec()),
+                (0, b.into(), bulk("one+y")),
+            ],
+        },
+        // A script borrows `b` after the swap, while the `b` borrowed before it is
+        // still out: two keys of one name on loan, each logged in its database.
+        Case {
+            name: "EXEC-SWAPDB-EVAL",
+            setup: vec![
+                words(&["SET", a, "zero"]),
+                words(&["SET", b, "b0"]),
+                words(&["SELECT", "1"]),
+                words(&["SET", b, "one"]),
+                words(&["SELECT", "0"]),
+            ],
+            run: vec![
+                words(&["MULTI"]),
+                words(&["APPEND", a, "+x"]),
+                words(&["APPEND", b, "+z"]),
+                words(&["SWAPDB", "0", "1"]),
+                words(&["EVAL", "return redis.call('APPEND', ARGV[1], '+y')", "0", b]),
+                words(&["EXEC"]),
+            ],
+            reply: b"*4\r\n:6\r\n:4\r\n+OK\r\n:5\r\n".to_vec(),
+            after: vec![
+                (0, a.into(), b"$-1\r\n".to_vec()),
+                (0, b.into(), bulk("one+y")),
+                (1, a.into(), bulk("zero+x")),
+                (1, b.into(), bulk("b0+z")),
+            ],
         },
     ]
 }
 
 /// Under `always`, with the owners' log writes held back, a RENAME / MSETNX /
-/// EXEC (one with a SWAPDB too) on keys of two shards is answered only after those writes (it takes the
-/// hold at least), and a SIGKILL sent right after the answer loses nothing: with
+/// EXEC (with a SWAPDB too, and a script) on keys of two shards is answered only
+/// after those writes (it takes the hold at least), and a SIGKILL sent right after the answer loses nothing: with
 /// 2 shards (the coordinator owns one key) and with 3 (the coordinator owns none
 /// and logs nothing itself, so only the owners' acknowledgements hold the reply).
 #[test]
@@ -138,8 +172,9 @@ fn always_answers_borrowed_writes_once_their_owners_have_them_on_disk() {
             );
             let server = start(shards, &dir, &[]);
             let mut c = server.raw();
-            for (key, value) in &case.after {
-                assert_eq!(c.cmd(&["GET", key]), *value, "{tag}: {key}");
+            for (db, key, value) in &case.after {
+                assert_eq!(c.cmd(&["SELECT", &db.to_string()]), b"+OK\r\n");
+                assert_eq!(c.cmd(&["GET", key]), *value, "{tag}: {key} in {db}");
             }
             drop(server);
             let _ = std::fs::remove_dir_all(&dir);

@@ -560,6 +560,83 @@ fn swapdb_in_transactions(server: &Server) {
     }
 }
 
+/// SWAPDB inside a transaction over keys of two shards that also runs scripts
+/// reaching undeclared keys and SORT ... BY/GET, which borrow keys while the queue
+/// runs: after a swap they read the other database, and the same key name is
+/// borrowed in both databases within one transaction. Readers of either database
+/// never see a unit moved half-way.
+fn swapdb_with_scripts_in_transactions(server: &Server) {
+    let n = server.shards.max(2);
+    let a = key_on_shard("tx-swap-script-a", 0, n);
+    let b = key_on_shard("tx-swap-script-b", n - 1, n);
+    let w = key_on_shard("tx-swap-script-w", n - 1, n);
+    // The list's one element is empty: SORT's GET pattern names `w` itself.
+    let (pattern, incr) = (
+        format!("{w}*"),
+        "return redis.call('INCRBY', ARGV[1], ARGV[2])",
+    );
+    let mut c = server.raw();
+    for (db, value) in [("1", "db1"), ("0", "db0")] {
+        ok(&mut c, &["SELECT", db]);
+        ok(&mut c, &["SET", &w, value]);
+        c.cmd(&["DEL", &a]);
+        c.roundtrip(&encode(&["RPUSH", &a, ""]), b":1\r\n");
+    }
+    ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SORT", &a, "BY", "nosort", "GET", &pattern]);
+    queued(&mut c, &["SWAPDB", "0", "1"]);
+    queued(&mut c, &["SORT", &a, "BY", "nosort", "GET", &pattern]);
+    queued(
+        &mut c,
+        &["EVAL", "return redis.call('GET', ARGV[1])", "0", &w],
+    );
+    queued(&mut c, &["SWAPDB", "0", "1"]);
+    queued(
+        &mut c,
+        &["EVAL", "return redis.call('GET', ARGV[1])", "0", &w],
+    );
+    c.roundtrip(
+        &encode(&["EXEC"]),
+        b"*6\r\n*1\r\n$3\r\ndb0\r\n+OK\r\n*1\r\n$3\r\ndb1\r\n$3\r\ndb1\r\n+OK\r\n$3\r\ndb0\r\n",
+    );
+    c.roundtrip(&encode(&["GET", &w]), b"$3\r\ndb0\r\n");
+    ok(&mut c, &["SELECT", "1"]);
+    c.roundtrip(&encode(&["GET", &w]), b"$3\r\ndb1\r\n");
+    for db in ["1", "0"] {
+        ok(&mut c, &["SELECT", db]);
+        c.cmd(&["DEL", &a, &w]);
+        ok(&mut c, &["MSET", &a, "1000", &b, "1000"]);
+    }
+    let rounds = 100;
+    let writer = {
+        let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
+        thread::spawn(move || {
+            for _ in 0..rounds {
+                ok(&mut c, &["MULTI"]);
+                for _ in 0..2 {
+                    queued(&mut c, &["DECR", &a]);
+                    queued(&mut c, &["EVAL", incr, "0", &b, "1"]);
+                    queued(&mut c, &["SWAPDB", "0", "1"]);
+                }
+                let reply = c.cmd(&["EXEC"]);
+                assert!(reply.starts_with(b"*6\r\n:"), "{}", show(&reply));
+            }
+        })
+    };
+    let readers = sum_readers(server, (&a, &b), rounds, &["0", "1"]);
+    join_all(writer, readers);
+    let expected = format!(
+        "*2\r\n$3\r\n{}\r\n$4\r\n{}\r\n",
+        1000 - rounds,
+        1000 + rounds
+    );
+    for db in ["1", "0"] {
+        ok(&mut c, &["SELECT", db]);
+        c.roundtrip(&encode(&["MGET", &a, &b]), expected.as_bytes());
+        c.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
+    }
+}
+
 /// One reader per database in `dbs`, each reading keys `a` and `b` in a
 /// transaction `rounds` times: their values always sum to 2000.
 fn sum_readers(
@@ -734,6 +811,7 @@ fn forward_two_shards() {
     atomic_with_server_commands(&server);
     every_shard_and_connection_commands(&server);
     swapdb_in_transactions(&server);
+    swapdb_with_scripts_in_transactions(&server);
     pipelined_transactions_on_the_owner(&server);
     watch_retry_loop_loses_nothing(&server);
 }
@@ -748,6 +826,7 @@ fn forward_four_shards() {
     atomic_with_server_commands(&server);
     every_shard_and_connection_commands(&server);
     swapdb_in_transactions(&server);
+    swapdb_with_scripts_in_transactions(&server);
 }
 
 #[test]

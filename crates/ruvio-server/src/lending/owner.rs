@@ -50,10 +50,23 @@ fn count_lent(core: &ShardCore) {
 
 impl Lending {
     /// SWAPDB `a` `b` ran here: the keys out on loan from either database come
-    /// back into the other one, where their database went (their borrower still
-    /// names them by the database it borrowed them from).
+    /// back into the other one, where their database went. Their borrower still
+    /// names them by the database it borrowed them from, unless the swap is one
+    /// of [`Lending::holder_swapping`]: then it renames them as they move, and so
+    /// does this shard.
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
         let swap = |db: usize| super::swapped(db, (a, b));
+        if self.holder_swapping {
+            let rename = |(db, key): DbKey| (swap(db), key);
+            self.lent = self.lent.drain().map(rename).collect();
+            self.missed_by_snapshot = self.missed_by_snapshot.drain().map(rename).collect();
+            self.moved = self
+                .moved
+                .drain()
+                .map(|(from, now)| (rename(from), swap(now)))
+                .collect();
+            return;
+        }
         let touches = |(db, _): &&DbKey| *db == a || *db == b;
         let touched: Vec<DbKey> = self.lent.iter().filter(touches).cloned().collect();
         if touched.is_empty() {
