@@ -564,7 +564,9 @@ fn run_local(
             let forward_shards = core.topo.mode == PortMode::Forward && core.topo.nodes.len() > 1;
             if forward_shards && crate::script_lock::is_script(cmd.meta) {
                 crate::script_lock::begin_run(crate::script_lock::Run {
-                    may_start_over: true,
+                    // Not inside EXEC: borrowing would leave the queue half run
+                    // while it waits (the call gets Redis Cluster's error then).
+                    may_start_over: !client.in_exec,
                     may_lock_now: core.wal.is_none(),
                     ..Default::default()
                 });

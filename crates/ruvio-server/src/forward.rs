@@ -145,13 +145,6 @@ pub enum ShardMsg {
     },
     /// Borrowed keys a coordinator wrote: touch their watchers.
     Written(Vec<lending::DbKey>),
-    /// An EXEC of shard `from` checks its watches of these keys: touch the
-    /// watchers of the expired ones, then answer `tag` (empty).
-    WatchSync {
-        from: usize,
-        tag: Tag,
-        keys: Vec<lending::DbKey>,
-    },
     /// A transaction whose keys are all this shard's (see [`crate::owner_tx`]).
     Transaction(Box<crate::owner_tx::OwnerTx>),
     /// A coordinator gives keys back under `always`: acknowledge its command
@@ -328,11 +321,6 @@ impl Outbox {
     /// Tell `shard` that a key its client `client_id` watches was written.
     pub fn touched(&mut self, shard: usize, client_id: u64, epoch: u64) {
         self.direct(shard, ShardMsg::Touched { client_id, epoch });
-    }
-
-    /// Ask owner `shard` to check the watched `keys` for an EXEC (see [`crate::multi`]).
-    pub fn watch_sync(&mut self, shard: usize, from: usize, tag: Tag, keys: Vec<lending::DbKey>) {
-        self.direct(shard, ShardMsg::WatchSync { from, tag, keys });
     }
 
     /// Tell owner `shard` which of its borrowed keys were written.
@@ -721,7 +709,6 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             crate::watch::unregister(core, client_id, &keys)
         }
         ShardMsg::Touched { client_id, epoch } => core.watches.mark_touched(client_id, epoch),
-        ShardMsg::WatchSync { from, tag, keys } => crate::multi::watch_sync(core, from, tag, keys),
         ShardMsg::Written(keys) => {
             for (db, key) in keys {
                 crate::watch::touch(core, db, &key);

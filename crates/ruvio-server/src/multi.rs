@@ -11,24 +11,21 @@
 //!   with one shard): each command runs through the ordinary dispatcher, one after
 //!   the other in this loop iteration, so nothing else runs in between (an answer
 //!   a server command gathers from every shard holds its place in the replies);
+//! - **on the owner** (forward mode, every key on one other shard, no WATCH):
+//!   the queue runs there in one message ([`crate::owner_tx`]);
 //! - **borrowed** (forward mode, keys on several shards): the keys of every queued
 //!   command and every watched key are borrowed from their owners
 //!   ([`crate::lending`]), the queue runs here on them ([`run_borrowed`]), and they
 //!   go back: no client of any shard sees a partial transaction. SELECT, PING,
 //!   ECHO, TIME and PUBLISH are answered in place (keys after a SELECT are
 //!   borrowed in its database); other server commands (CLIENT, CONFIG, INFO ...)
-//!   run with the client's connection in hand ([`ConnAccess`]). With a script, a command each shard answers
-//!   (DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHDB, FLUSHALL) or SORT BY/GET in the
-//!   queue it runs under the script lock: the script may borrow the keys it did
-//!   not declare as it runs, SORT the keys its patterns name, the other shards
-//!   answer such a command at once ([`crate::script_lock`]);
-//! - **in turn across shards** (forward mode, a transaction mixing keys of other
-//!   shards with SWAPDB and a script or SORT BY/GET, which borrow keys as they
-//!   run): each command runs as it would outside
-//!   MULTI, replies in one array; a command that waits for another shard suspends
-//!   the queue until it is answered ([`continue_exec`]). Without isolation
-//!   (documented as a limit); the watch check is exact (the owners of watched keys
-//!   answer a sync first).
+//!   run with the client's connection in hand ([`ConnAccess`]). With a script, a
+//!   command each shard answers (DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHDB,
+//!   FLUSHALL, SWAPDB) or SORT BY/GET in the queue it runs under the script lock:
+//!   the script may borrow the keys it did not declare as it runs, SORT the keys
+//!   its patterns name, the other shards answer such a command at once
+//!   ([`crate::script_lock`]). A SWAPDB moves the keys held for the queue: the
+//!   coordinator and the owners rename them as it goes ([`swapped_in_queue`]).
 
 use crate::config::PortMode;
 use crate::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
@@ -679,10 +676,9 @@ pub struct InTurn {
 }
 
 /// Run the queue through the ordinary dispatcher, in turn (blocking commands do
-/// not block). The watches are checked first: this shard's keys now (an expired
-/// one touches its watchers), another shard's once that owner has answered a
-/// [`ShardMsg::WatchSync`](crate::forward::ShardMsg) (its touches, sent before
-/// its answer, have arrived then).
+/// not block). Every key of the queue and of the watches is this shard's
+/// ([`plan`]): the watches are checked first (an expired one touches its
+/// watchers).
 fn run_in_turn(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
@@ -692,46 +688,24 @@ fn run_in_turn(
     queued: Queued,
 ) {
     let watched = std::mem::take(&mut client.watching);
-    let mut remote = Vec::new();
-    for (owner, keys) in by_owner(core, watched.clone()) {
-        if owner == core.id {
-            keys.iter()
-                .for_each(|(db, key)| watch::check_expired(core, *db, key));
-        } else {
-            remote.push((owner, keys));
-        }
+    for (db, key) in &watched {
+        watch::check_expired(core, *db, key);
     }
     client.exec_rest = Some(InTurn {
         commands: queued.commands,
         next: 0,
         check_epoch: Some(client.watch_epoch),
     });
-    if !remote.is_empty() {
-        let seq = replies.hold(Merge::Single, remote.len());
-        for (part, (owner, keys)) in remote.into_iter().enumerate() {
-            let tag = crate::dispatch::tag(client, who, seq, part as u16);
-            core.outbox.watch_sync(owner, core.id, tag, keys);
-        }
-        client.blocked = Some(BlockedOn { seq, remote: None });
-    }
-    // After the syncs: an owner checks, then forgets.
     forget_watches(core, client.id, watched);
     continue_exec(core, conns, client, replies, who);
 }
 
-/// The owner's side of [`ShardMsg::WatchSync`](crate::forward::ShardMsg): touch
-/// the watchers of expired keys, then answer (nothing: the part is empty).
-pub fn watch_sync(core: &mut ShardCore, from: usize, tag: crate::forward::Tag, keys: Vec<DbKey>) {
-    for (db, key) in keys {
-        watch::check_expired(core, db, &key);
-    }
-    core.outbox.reply(from, tag, b"");
-}
-
 /// Run the rest of an EXEC queue, in turn, until it is done or a command waits
-/// for another shard (a command on borrowed keys): then the connection waits as
-/// for a blocked command, and this goes on when the answer is in, before any
-/// later input (the dispatcher calls it first). A server command's answer
+/// for another shard: then the connection waits as for a blocked command, and
+/// this goes on when the answer is in, before any later input (the dispatcher
+/// calls it first). No command should wait so (every key is here, a script may
+/// not start over under the lock inside EXEC): this keeps the replies in order
+/// if one ever does. A server command's answer
 /// gathered from every shard (INFO, CONFIG SET ...) holds its place in the
 /// replies and the queue goes on, so every key of the queue is written in this
 /// loop iteration; the connection waits for the answer after the queue.

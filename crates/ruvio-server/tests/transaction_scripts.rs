@@ -309,3 +309,52 @@ fn a_new_script_in_exec_reaching_another_shard_never_meets_the_cluster_error() {
     }
     assert_eq!(c.cmd(&["get", &mine]), b"$3\r\n300\r\n");
 }
+
+/// With a log (a script may not take the lock in the middle of a run then): a
+/// script that passed its probation on its keys' shard and reaches another shard's
+/// key on a branch its probation did not take, inside a transaction run in turn,
+/// gets Redis Cluster's error for that call instead of borrowing, which would
+/// leave the queue half run while it waits; the transaction's other commands are
+/// applied, and the script is known from then on: the next such transaction runs
+/// borrowed and reaches the key.
+#[test]
+fn a_confined_script_reaching_another_shard_in_exec_under_a_log_gets_the_cluster_error() {
+    let dir = std::env::temp_dir().join(format!("ruvio-tx-branch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let server = Server::ruvio_with(
+        PortMode::Forward,
+        SHARDS,
+        &["--dir", dir.to_str().unwrap(), "--durability", "everysec"],
+    );
+    let (mine, other, theirs) = (
+        key_on_shard("branch-mine", 0, SHARDS),
+        key_on_shard("branch-other", 0, SHARDS),
+        key_on_shard("branch-theirs", 1, SHARDS),
+    );
+    let script = "if ARGV[1] == '1' then return redis.call('incr', ARGV[2]) end \
+                  return redis.call('incr', KEYS[1])";
+    let mut c = conn_on_shard(&server, 0);
+    assert_eq!(c.cmd(&["eval", script, "1", &mine, "0"]), b":1\r\n");
+    let in_exec = |c: &mut RawConn| {
+        assert_eq!(c.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["incr", &other]), b"+QUEUED\r\n");
+        assert_eq!(
+            c.cmd(&["eval", script, "1", &mine, "1", &theirs]),
+            b"+QUEUED\r\n"
+        );
+        c.cmd(&["exec"])
+    };
+    let refused = in_exec(&mut c);
+    assert!(
+        refused.starts_with(b"*2\r\n:1\r\n-ERR Script attempted to access a non local key"),
+        "{}",
+        show(&refused)
+    );
+    assert_eq!(show(&in_exec(&mut c)), show(b"*2\r\n:2\r\n:1\r\n"));
+    assert_eq!(
+        c.cmd(&["mget", &mine, &other, &theirs]),
+        b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n1\r\n"
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
