@@ -784,11 +784,7 @@ fn run_now(
                 may_block: false,
                 borrowing: false,
             };
-            // Only the script lock's holder asks: a SWAPDB is its transaction's
-            // (a script holding keys of other shards may not swap).
-            core.lending.holder_swapping = true;
             run_engine(core, cmd, caller, args.args(), &mut out);
-            core.lending.holder_swapping = false;
         }
         None => Reply::new(&mut out, proto).error("ERR internal: unknown command"),
     }

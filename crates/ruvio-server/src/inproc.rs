@@ -190,8 +190,11 @@ impl TwoShards {
                 }
             }
             for shard in 0..self.nodes.len() {
-                // Every loop iteration enforces maxmemory (it counts only when the
+                // Every loop iteration lets the commands parked for the script
+                // lock try again, and enforces maxmemory (it counts only when the
                 // counting allocator is the global one, as in the binary).
+                let node = &mut self.nodes[shard];
+                crate::lending::resume_parked_for_lock(&mut node.core, &mut node.conns);
                 memory::enforce(&mut self.nodes[shard].core);
                 for (index, gen) in std::mem::take(&mut self.nodes[shard].core.resume) {
                     moved = true;

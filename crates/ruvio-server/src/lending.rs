@@ -143,7 +143,7 @@ impl CrossOp {
 
     /// A transaction with a SWAPDB (see [`crate::multi::Transaction::swaps_dbs`]).
     fn swaps_dbs(&self) -> bool {
-        self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
+        self.cmd.meta.name == "swapdb" || self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
     }
 
     /// An EXEC still borrowing its keys: another transaction may ride on it.
@@ -161,12 +161,9 @@ impl CrossOp {
 /// This shard's lending state.
 #[derive(Debug, Default)]
 pub struct Lending {
-    /// Keys of this shard that are out on loan, in the database they are in now.
+    /// Keys of this shard that are out on loan, in the database they are in now
+    /// (a SWAPDB renames them here and on their borrower: [`Lending::swap_dbs`]).
     lent: AHashSet<DbKey>,
-    /// Keys out on loan whose database a SWAPDB changed meanwhile: the database
-    /// they were lent from (as their borrower names them when it gives them back),
-    /// and the one they come back into.
-    moved: AHashMap<DbKey, usize>,
     /// Requests for keys that are out on loan, oldest first.
     waiting: VecDeque<LendRequest>,
     /// Commands this shard coordinates.
@@ -192,11 +189,6 @@ pub struct Lending {
     /// Commands run in a row under one hold of the script lock so far (a batch,
     /// see [`batch`]); the lock stays with this shard while it is not 0.
     batched: u32,
-    /// A SWAPDB of a transaction run on every shard by the script lock's holder is
-    /// running: the holder has every key out on loan (the server is quiet) and
-    /// renames those it holds as the swap moves them (`multi::swapped_in_queue`),
-    /// so the owner renames them too ([`Lending::swap_dbs`]).
-    pub holder_swapping: bool,
 }
 
 impl Lending {
@@ -293,7 +285,7 @@ pub fn start(
             value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
             transaction: None,
             riders: Vec::new(),
-            wants_lock: crate::script_lock::is_script(cmd.meta),
+            wants_lock: crate::script_lock::is_script(cmd.meta) || cmd.meta.name == "swapdb",
             borrowing: Borrowing::Idle,
         },
     );
@@ -415,7 +407,7 @@ fn may_borrow(core: &mut ShardCore, ticket: u64) -> bool {
         // Not in a batch: the batch's keys would move between databases under it.
         Borrowing::Idle if op.swaps_dbs() && core.lending.holding_batch() => return false,
         Borrowing::Idle if op.wants_lock => match crate::script_lock::try_lock(core) {
-            true if crate::script_lock::quiet(core) => Borrowing::Locked,
+            true if crate::script_lock::quiet(core, op.swaps_dbs()) => Borrowing::Locked,
             true => Borrowing::Quieting,
             false => return false,
         },
@@ -423,7 +415,7 @@ fn may_borrow(core: &mut ShardCore, ticket: u64) -> bool {
             true => Borrowing::Counted,
             false => return false,
         },
-        Borrowing::Quieting if crate::script_lock::quiet(core) => Borrowing::Locked,
+        Borrowing::Quieting if crate::script_lock::quiet(core, op.swaps_dbs()) => Borrowing::Locked,
         other => other,
     };
     if let Some(op) = core.lending.ops.get_mut(&ticket) {
@@ -577,6 +569,10 @@ fn finish_with(
                 loans: ran.loans,
                 ..Ran::default()
             }
+        }
+        None if op.cmd.meta.name == "swapdb" => {
+            crate::multi::every_shard_now(core, op.cmd, caller, op.argv.args(), &mut out);
+            Ran::default()
         }
         None => {
             if locked {
@@ -809,9 +805,8 @@ fn send_home(
 ) -> usize {
     let logging = core.wal.is_some();
     let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
-    // Each key goes home named by the database it was lent from, or renamed into
-    // (its owner knows where a SWAPDB of another client moved it since:
-    // `Lending::swap_dbs`).
+    // Each key goes home named by the database it is in (a SWAPDB renamed it here
+    // and on its owner alike: `Lending::swap_dbs`).
     for (key_db, key, owner) in homes {
         let entry = core.engine.lend(key_db, &key, 0);
         let (entries, records) = returns.entry(owner).or_default();

@@ -849,7 +849,7 @@ pub fn run_borrowed(
             OnBorrowed::Inline => answer_inline(core, cmd, caller, args, out.buf()),
             OnBorrowed::EveryShard if transaction.locked && cmd.meta.has(ALL_SHARDS) => {
                 let from = out.buf().len();
-                every_shard_in_queue(core, cmd, caller, args, out.buf());
+                every_shard_now(core, cmd, caller, args, out.buf());
                 if cmd.meta.name == "swapdb" && out.buf()[from..] == *b"+OK\r\n" {
                     swapped_in_queue(core, args, &mut ran);
                 }
@@ -876,7 +876,7 @@ pub fn run_borrowed(
 /// A queued SWAPDB swapped two databases on every shard: the keys the queue wrote
 /// so far are in the other one now, and so are the keys held here for it. Those
 /// its scripts (or SORT) borrowed so far are renamed now, as their owners rename
-/// them ([`crate::lending::Lending::holder_swapping`]); those borrowed before the
+/// them ([`crate::lending::Lending::swap_dbs`]); those borrowed before the
 /// queue are renamed by `ran.swaps` when it is over.
 fn swapped_in_queue(core: &mut ShardCore, args: Args<'_>, ran: &mut RanBorrowed) {
     let (Some(a), Some(b)) = (db_index(core, args.get(1)), db_index(core, args.get(2))) else {
@@ -1028,11 +1028,11 @@ fn fail_in_queue(core: &mut ShardCore, cmd: &Command, error: CmdError, reply: &m
     error.write(reply);
 }
 
-/// A queued command each shard answers for its part, in a transaction holding the
-/// script lock: this shard's part (its own keys and those borrowed here), every
-/// other shard's at once over the mesh, merged as a client's (SCAN and RANDOMKEY
-/// ask the shards a client's would).
-fn every_shard_in_queue(
+/// A command each shard answers for its part, run by a transaction holding the
+/// script lock (or a SWAPDB, which always takes it: `lending`): this shard's part
+/// (its own keys and those borrowed here), every other shard's at once over the
+/// mesh, merged as a client's (SCAN and RANDOMKEY ask the shards a client's would).
+pub fn every_shard_now(
     core: &mut ShardCore,
     cmd: &Command,
     caller: Caller,
@@ -1067,9 +1067,7 @@ fn every_shard_in_queue(
         return;
     }
     let mut parts = vec![Vec::new()];
-    core.lending.holder_swapping = true;
     run_engine(core, cmd, caller, args, &mut parts[0]);
-    core.lending.holder_swapping = false;
     parts.extend(crate::script_lock::run_on_others(
         core, caller.db, resp3, args,
     ));

@@ -99,6 +99,13 @@ pub struct Ended {
     pub held: Vec<u64>,
 }
 
+impl ScriptLock {
+    /// The shard holding the lock.
+    pub fn holder(&self) -> Option<usize> {
+        self.holder.load(SeqCst).checked_sub(1)
+    }
+}
+
 /// This shard thread's part.
 #[derive(Default)]
 struct ThisShard {
@@ -413,11 +420,15 @@ pub fn elsewhere(
     let (shared, topo, me) = core;
     THIS.with(|t| {
         let mut t = t.borrow_mut();
-        if call.args.get(0).eq_ignore_ascii_case(b"swapdb") && t.holds_any() {
+        let swapdb = call.args.get(0).eq_ignore_ascii_case(b"swapdb");
+        if swapdb && t.holds_any() {
             return Err(Reach::Unsupported);
         }
         t.ended.reached = true;
         t.may_wait_on_others(shared, me, call.wrote)?;
+        if swapdb && !wait_for_loans_home(shared) {
+            return Err(Reach::Unsupported);
+        }
         Ok(t.run_on_every_other(me, topo.nodes.len(), call))
     })
 }
@@ -651,15 +662,40 @@ fn wait_for_lock(core: &ShardCore) -> bool {
 }
 
 /// The lock holder may let its script borrow now: no command of any shard is
-/// borrowing keys, and none of this shard's keys is out on loan.
-pub fn quiet(core: &ShardCore) -> bool {
+/// borrowing keys, and none of this shard's keys is out on loan. One that swaps
+/// databases (`swapping`) also waits for every key given back to be home: then
+/// every key out on loan while it runs is its own, which it renames as the swap
+/// moves them, as their owners do ([`crate::lending::Lending::swap_dbs`]).
+pub fn quiet(core: &ShardCore, swapping: bool) -> bool {
+    let shards = &core.shared.shards;
     !core.lending.any_lent()
-        && core
-            .shared
-            .shards
-            .iter()
-            .all(|s| s.borrowing.load(SeqCst) == 0)
+        && shards.iter().all(|s| s.borrowing.load(SeqCst) == 0)
+        && (!swapping || no_loans(&core.shared))
 }
+
+/// No key of any shard is out on loan.
+fn no_loans(shared: &crate::stats::Shared) -> bool {
+    shared.shards.iter().all(|s| s.lent.load(SeqCst) == 0)
+}
+
+/// A script holding the lock and no key of another shard swaps databases: the
+/// keys other commands gave back before it took the lock are on their way home
+/// (their owners take them back in their own loops); wait for them, at most
+/// `LOANS_HOME_WAIT`. False if they are not home by then.
+fn wait_for_loans_home(shared: &crate::stats::Shared) -> bool {
+    let start = std::time::Instant::now();
+    while !no_loans(shared) {
+        if start.elapsed() > LOANS_HOME_WAIT {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+    true
+}
+
+/// How long [`wait_for_loans_home`] waits: keys given back arrive within an
+/// owner's loop iteration.
+const LOANS_HOME_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Free the lock and wake the shards that parked commands behind it.
 pub fn unlock(core: &ShardCore) {

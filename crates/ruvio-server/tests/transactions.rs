@@ -637,6 +637,76 @@ fn swapdb_with_scripts_in_transactions(server: &Server) {
     }
 }
 
+/// Plain SWAPDBs from one client beside locked scripts moving units between keys
+/// of two shards (in batches, keeping borrowed keys between runs) and SWAPDB
+/// transactions with scripts: a SWAPDB waits for a quiet server under the script
+/// lock and runs on every shard at once, so no unit is lost (before, a swap on a
+/// shard holding a batch's borrowed keys moved them under their names: about half
+/// the units were lost in seconds) and readers of either database never see a
+/// swap on one shard only.
+fn swapdb_beside_scripts_and_transactions(server: &Server) {
+    let n = server.shards.max(2);
+    let a = key_on_shard("swap-beside-a", 0, n);
+    let b = key_on_shard("swap-beside-b", n - 1, n);
+    let mut c = server.raw();
+    for db in ["1", "0"] {
+        ok(&mut c, &["SELECT", db]);
+        ok(&mut c, &["MSET", &a, "1000", &b, "1000"]);
+    }
+    let rounds = 150;
+    let swapper = {
+        let mut c = server.raw();
+        thread::spawn(move || {
+            for _ in 0..rounds {
+                ok(&mut c, &["SWAPDB", "0", "1"]);
+            }
+        })
+    };
+    let scripters: Vec<_> = (0..2)
+        .map(|_| {
+            let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
+            thread::spawn(move || {
+                let give = "redis.call('INCRBY', ARGV[1], -1) \
+                            return redis.call('INCRBY', ARGV[2], 1)";
+                for _ in 0..rounds {
+                    let reply = c.cmd(&["EVAL", give, "0", &a, &b]);
+                    assert_eq!(reply[0], b':', "{}", show(&reply));
+                }
+            })
+        })
+        .collect();
+    let writer = {
+        let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
+        thread::spawn(move || {
+            let incr = "return redis.call('INCRBY', ARGV[1], ARGV[2])";
+            for _ in 0..rounds / 3 {
+                ok(&mut c, &["MULTI"]);
+                queued(&mut c, &["DECR", &a]);
+                queued(&mut c, &["EVAL", incr, "0", &b, "1"]);
+                queued(&mut c, &["SWAPDB", "0", "1"]);
+                let reply = c.cmd(&["EXEC"]);
+                assert!(reply.starts_with(b"*3\r\n:"), "{}", show(&reply));
+            }
+        })
+    };
+    let readers = sum_readers(server, (&a, &b), rounds, &["0", "1"]);
+    join_all(swapper, readers);
+    writer.join().expect("writer");
+    for s in scripters {
+        s.join().expect("scripter");
+    }
+    let mut total = 0;
+    for db in ["1", "0"] {
+        ok(&mut c, &["SELECT", db]);
+        for key in [&a, &b] {
+            let value = decode(&c.cmd(&["GET", key])).text();
+            total += value.parse::<i64>().expect("a number");
+        }
+        c.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
+    }
+    assert_eq!(total, 4000, "units lost");
+}
+
 /// One reader per database in `dbs`, each reading keys `a` and `b` in a
 /// transaction `rounds` times: their values always sum to 2000.
 fn sum_readers(
@@ -812,6 +882,7 @@ fn forward_two_shards() {
     every_shard_and_connection_commands(&server);
     swapdb_in_transactions(&server);
     swapdb_with_scripts_in_transactions(&server);
+    swapdb_beside_scripts_and_transactions(&server);
     pipelined_transactions_on_the_owner(&server);
     watch_retry_loop_loses_nothing(&server);
 }
@@ -827,6 +898,7 @@ fn forward_four_shards() {
     every_shard_and_connection_commands(&server);
     swapdb_in_transactions(&server);
     swapdb_with_scripts_in_transactions(&server);
+    swapdb_beside_scripts_and_transactions(&server);
 }
 
 #[test]

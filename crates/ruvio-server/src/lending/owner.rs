@@ -1,6 +1,6 @@
 //! The owner's side of lending: lend keys to a coordinator (or queue the request
 //! while they are out), take them back with the records of what changed, and
-//! keep track of where a SWAPDB moved a key while it was out.
+//! rename the keys out on loan when their borrower swaps databases.
 
 use super::{lent, state_record, DbKey, KeyRecords, LendRequest, Lending, Lent};
 use crate::conn::Conn;
@@ -8,13 +8,11 @@ use crate::durable;
 use crate::exec;
 use crate::shard::ShardCore;
 use crate::slab::Slab;
-use ahash::AHashMap;
 
 /// An owner's side: lend the keys now, or queue the request until they are back.
 pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) {
     let busy = request.keys.iter().any(|(db, k)| {
         core.lending.is_lent(*db, k)
-            || core.lending.lent_from(*db, k)
             || (!request.now && crate::owner_tx::is_claimed(core, request.from, *db, k))
     });
     if busy {
@@ -40,74 +38,29 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
 }
 
 /// Publish how many keys of this shard are out on loan (the script lock's quiet
-/// server has none but its own command's).
+/// server has none but its own command's); when none is, wake the lock's holder,
+/// which may be waiting for every key to be home before it swaps databases.
 fn count_lent(core: &ShardCore) {
+    use std::sync::atomic::Ordering::SeqCst;
     let lent = core.lending.lent.len() as u64;
-    core.shared.shards[core.id]
-        .lent
-        .store(lent, std::sync::atomic::Ordering::SeqCst);
+    core.shared.shards[core.id].lent.store(lent, SeqCst);
+    let holder = core.shared.script_lock.holder();
+    if let Some(holder) = holder.filter(|&h| lent == 0 && h != core.id) {
+        crate::forward::ring(holder);
+    }
 }
 
 impl Lending {
-    /// SWAPDB `a` `b` ran here: the keys out on loan from either database come
-    /// back into the other one, where their database went. Their borrower still
-    /// names them by the database it borrowed them from, unless the swap is one
-    /// of [`Lending::holder_swapping`]: then it renames them as they move, and so
-    /// does this shard.
+    /// SWAPDB `a` `b` ran here while keys were out on loan: those of either
+    /// database are in the other one now. Only the script lock's holder swaps
+    /// then (in a quiet server every key out on loan is its own: a SWAPDB of its
+    /// transaction, `multi::swapped_in_queue`), and it renames the keys it holds
+    /// as they move, so this shard renames them too: each comes home named by the
+    /// database it is in.
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
-        let swap = |db: usize| super::swapped(db, (a, b));
-        if self.holder_swapping {
-            let rename = |(db, key): DbKey| (swap(db), key);
-            self.lent = self.lent.drain().map(rename).collect();
-            self.missed_by_snapshot = self.missed_by_snapshot.drain().map(rename).collect();
-            self.moved = self
-                .moved
-                .drain()
-                .map(|(from, now)| (rename(from), swap(now)))
-                .collect();
-            return;
-        }
-        let touches = |(db, _): &&DbKey| *db == a || *db == b;
-        let touched: Vec<DbKey> = self.lent.iter().filter(touches).cloned().collect();
-        if touched.is_empty() {
-            return;
-        }
-        let lent_from: AHashMap<DbKey, usize> = self
-            .moved
-            .iter()
-            .map(|((from, key), now)| ((*now, key.clone()), *from))
-            .collect();
-        let mut missed = Vec::new();
-        for db_key in &touched {
-            self.lent.remove(db_key);
-            if self.missed_by_snapshot.remove(db_key) {
-                missed.push((swap(db_key.0), db_key.1.clone()));
-            }
-        }
-        for (now, key) in touched {
-            let from = lent_from.get(&(now, key.clone())).copied().unwrap_or(now);
-            match swap(now) {
-                back if back == from => self.moved.remove(&(from, key.clone())),
-                other => self.moved.insert((from, key.clone()), other),
-            };
-            self.lent.insert((swap(now), key));
-        }
-        self.missed_by_snapshot.extend(missed);
-    }
-
-    /// A key lent from `db` as `key` is out on loan in another database now (a
-    /// SWAPDB moved it): lending `db`'s new `key` too would give two keys out under
-    /// one name, so that waits until the first comes home.
-    fn lent_from(&self, db: usize, key: &[u8]) -> bool {
-        !self.moved.is_empty() && self.moved.contains_key(&(db, key.to_vec()))
-    }
-
-    /// The database key `key`, lent from `db`, is in now.
-    fn db_now(&self, db: usize, key: &[u8]) -> usize {
-        if self.moved.is_empty() {
-            return db;
-        }
-        self.moved.get(&(db, key.to_vec())).copied().unwrap_or(db)
+        let rename = |(db, key): DbKey| (super::swapped(db, (a, b)), key);
+        self.lent = self.lent.drain().map(rename).collect();
+        self.missed_by_snapshot = self.missed_by_snapshot.drain().map(rename).collect();
     }
 
     /// Cross-shard blocking commands waiting here (INFO `blocked_clients`).
@@ -144,19 +97,11 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
         // The keys one command or transaction changed here replay together.
         wal.begin_atomic();
         for (db, record) in &records {
-            // A state record's key is its second word (`state_record`).
-            let db = record
-                .get(1)
-                .map_or(*db, |key| core.lending.db_now(*db, key));
-            wal.append(db, &mut record.iter().map(Vec::as_slice));
+            wal.append(*db, &mut record.iter().map(Vec::as_slice));
         }
         wal.end_atomic();
     }
     for (db, key, entry) in entries {
-        let (from, db) = (db, core.lending.db_now(db, &key));
-        if db != from {
-            core.lending.moved.remove(&(from, key.clone()));
-        }
         let db_key = (db, key.clone());
         core.lending.lent.remove(&db_key);
         if core.lending.missed_by_snapshot.remove(&db_key) {
