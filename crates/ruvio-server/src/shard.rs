@@ -435,6 +435,7 @@ impl Shard {
                 if let Some(wal) = self.core.wal.as_mut() {
                     wal.zero_fill_done(result);
                 }
+                self.exit_flush_if_waiting();
                 self.submit_wal_write();
             }
             OP_WAL_FSYNC => {
@@ -873,10 +874,7 @@ impl Shard {
         if let Some(rest) = wal.write_done(result) {
             return self.push_wal_write(rest);
         }
-        if wal.take_exit_flush() {
-            // SHUTDOWN waited for this write (see `Wal::flush_must_wait`).
-            crate::shutdown::prepare(&mut self.core, false);
-        }
+        self.exit_flush_if_waiting();
         let Some(wal) = self.core.wal.as_mut() else {
             return;
         };
@@ -887,6 +885,19 @@ impl Shard {
             }
         }
         self.submit_wal_write();
+    }
+
+    /// SHUTDOWN's flush of the log waited for the direct writes in flight (see
+    /// `Wal::flush_must_wait`): run it once the last one completed.
+    fn exit_flush_if_waiting(&mut self) {
+        if self
+            .core
+            .wal
+            .as_mut()
+            .is_some_and(|wal| wal.take_exit_flush())
+        {
+            crate::shutdown::prepare(&mut self.core, false);
+        }
     }
 
     /// `wal::fsync_delayed` (debug builds): the group's fdatasync starts when a

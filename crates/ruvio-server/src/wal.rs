@@ -286,11 +286,17 @@ impl Wal {
         write().map_err(|e| format!("{}: {e}", self.dir.display()))
     }
 
-    /// [`flush_blocking`](Self::flush_blocking) must wait for the write in flight:
-    /// a direct write rewrites whole blocks, so landing after the flush it could
-    /// zero records the flush wrote into its last block.
+    /// [`flush_blocking`](Self::flush_blocking) must wait for the direct writes in
+    /// flight: the records' write rewrites whole blocks, and a zero fill ahead may
+    /// cover the space after the log's end; landing after the flush, either could
+    /// zero records the flush wrote there.
     pub fn flush_must_wait(&self) -> bool {
-        self.direct.is_some() && self.write_in_flight
+        self.direct.is_some() && (self.write_in_flight || self.zero_filling())
+    }
+
+    /// A zero fill ahead of the log's end is in flight.
+    fn zero_filling(&self) -> bool {
+        self.direct.as_ref().is_some_and(|d| d.log.zero_filling())
     }
 
     /// SHUTDOWN's flush runs once the write in flight completes.
@@ -298,9 +304,10 @@ impl Wal {
         self.exit_flush_waits = true;
     }
 
-    /// The write in flight completed: whether SHUTDOWN's flush waited for it.
+    /// A direct write completed: whether SHUTDOWN's flush waited for it and
+    /// nothing is in flight now.
     pub fn take_exit_flush(&mut self) -> bool {
-        !self.write_in_flight && std::mem::take(&mut self.exit_flush_waits)
+        !self.flush_must_wait() && std::mem::take(&mut self.exit_flush_waits)
     }
 
     /// The first disk error, when writes must be refused.
@@ -400,7 +407,7 @@ impl Wal {
 
     /// The next zero fill ahead of the log's end (direct writes), if one is due.
     pub fn zero_fill_due(&mut self) -> Option<WriteOp> {
-        if self.error.is_some() {
+        if self.error.is_some() || self.exit_flush_waits {
             return None;
         }
         let direct = self.direct.as_mut()?;
@@ -421,8 +428,7 @@ impl Wal {
     /// A full segment with nothing in flight on it (no write, sync or zero fill)
     /// makes way for the next one.
     fn rotate_if_drained(&mut self) {
-        let filling_zeros = self.direct.as_ref().is_some_and(|d| d.log.zero_filling());
-        let drained = self.fsyncs_in_flight == 0 && !self.write_in_flight && !filling_zeros;
+        let drained = self.fsyncs_in_flight == 0 && !self.write_in_flight && !self.zero_filling();
         if drained && self.offset >= SEGMENT_BYTES_MAX {
             self.rotate();
         }

@@ -28,6 +28,9 @@ fn ok(c: &mut RawConn, args: &[&str]) {
     c.roundtrip(&encode(args), b"+OK\r\n");
 }
 
+/// INCRBY ARGV[1] ARGV[2], the key undeclared.
+const INCRBY_SCRIPT: &str = "return redis.call('INCRBY', ARGV[1], ARGV[2])";
+
 fn queued(c: &mut RawConn, args: &[&str]) {
     c.roundtrip(&encode(args), b"+QUEUED\r\n");
 }
@@ -530,34 +533,7 @@ fn swapdb_in_transactions(server: &Server) {
     ok(&mut c, &["MSET", &a, "1000", &b, "1000"]);
     ok(&mut c, &["SELECT", "0"]);
     ok(&mut c, &["MSET", &a, "1000", &b, "1000"]);
-    let rounds = 100;
-    let writer = {
-        let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
-        thread::spawn(move || {
-            for _ in 0..rounds {
-                ok(&mut c, &["MULTI"]);
-                for _ in 0..2 {
-                    queued(&mut c, &["DECR", &a]);
-                    queued(&mut c, &["INCR", &b]);
-                    queued(&mut c, &["SWAPDB", "0", "1"]);
-                }
-                let reply = c.cmd(&["EXEC"]);
-                assert!(reply.starts_with(b"*6\r\n:"), "{}", show(&reply));
-            }
-        })
-    };
-    let readers = sum_readers(server, (&a, &b), rounds, &["0", "1"]);
-    join_all(writer, readers);
-    let expected = format!(
-        "*2\r\n$3\r\n{}\r\n$4\r\n{}\r\n",
-        1000 - rounds,
-        1000 + rounds
-    );
-    for db in ["1", "0"] {
-        ok(&mut c, &["SELECT", db]);
-        c.roundtrip(&encode(&["MGET", &a, &b]), expected.as_bytes());
-        c.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
-    }
+    move_units_while_swapping(server, (&a, &b), |b| vec!["INCR".into(), b.into()]);
 }
 
 /// SWAPDB inside a transaction over keys of two shards that also runs scripts
@@ -571,10 +547,7 @@ fn swapdb_with_scripts_in_transactions(server: &Server) {
     let b = key_on_shard("tx-swap-script-b", n - 1, n);
     let w = key_on_shard("tx-swap-script-w", n - 1, n);
     // The list's one element is empty: SORT's GET pattern names `w` itself.
-    let (pattern, incr) = (
-        format!("{w}*"),
-        "return redis.call('INCRBY', ARGV[1], ARGV[2])",
-    );
+    let pattern = format!("{w}*");
     let mut c = server.raw();
     for (db, value) in [("1", "db1"), ("0", "db0")] {
         ok(&mut c, &["SELECT", db]);
@@ -607,15 +580,32 @@ fn swapdb_with_scripts_in_transactions(server: &Server) {
         c.cmd(&["DEL", &a, &w]);
         ok(&mut c, &["MSET", &a, "1000", &b, "1000"]);
     }
+    move_units_while_swapping(server, (&a, &b), |b| {
+        ["EVAL", INCRBY_SCRIPT, "0", b, "1"]
+            .map(String::from)
+            .to_vec()
+    });
+}
+
+/// A writer whose 100 transactions each move a unit from `a` to `b` (`incr_b`
+/// is the increment of `b` it queues) and swap databases 0 and 1 twice, beside
+/// readers of both databases (never half a transaction seen); then each database
+/// holds 900 and 1100, and the keys are deleted.
+fn move_units_while_swapping(
+    server: &Server,
+    (a, b): (&str, &str),
+    incr_b: fn(&str) -> Vec<String>,
+) {
     let rounds = 100;
     let writer = {
-        let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
+        let (a, increment, mut c) = (a.to_string(), incr_b(b), server.raw());
         thread::spawn(move || {
+            let increment: Vec<&str> = increment.iter().map(String::as_str).collect();
             for _ in 0..rounds {
                 ok(&mut c, &["MULTI"]);
                 for _ in 0..2 {
                     queued(&mut c, &["DECR", &a]);
-                    queued(&mut c, &["EVAL", incr, "0", &b, "1"]);
+                    queued(&mut c, &increment);
                     queued(&mut c, &["SWAPDB", "0", "1"]);
                 }
                 let reply = c.cmd(&["EXEC"]);
@@ -623,17 +613,18 @@ fn swapdb_with_scripts_in_transactions(server: &Server) {
             }
         })
     };
-    let readers = sum_readers(server, (&a, &b), rounds, &["0", "1"]);
+    let readers = sum_readers(server, (a, b), rounds, &["0", "1"]);
     join_all(writer, readers);
     let expected = format!(
         "*2\r\n$3\r\n{}\r\n$4\r\n{}\r\n",
         1000 - rounds,
         1000 + rounds
     );
+    let mut c = server.raw();
     for db in ["1", "0"] {
         ok(&mut c, &["SELECT", db]);
-        c.roundtrip(&encode(&["MGET", &a, &b]), expected.as_bytes());
-        c.roundtrip(&encode(&["DEL", &a, &b]), b":2\r\n");
+        c.roundtrip(&encode(&["MGET", a, b]), expected.as_bytes());
+        c.roundtrip(&encode(&["DEL", a, b]), b":2\r\n");
     }
 }
 
@@ -678,11 +669,10 @@ fn swapdb_beside_scripts_and_transactions(server: &Server) {
     let writer = {
         let (a, b, mut c) = (a.clone(), b.clone(), server.raw());
         thread::spawn(move || {
-            let incr = "return redis.call('INCRBY', ARGV[1], ARGV[2])";
             for _ in 0..rounds / 3 {
                 ok(&mut c, &["MULTI"]);
                 queued(&mut c, &["DECR", &a]);
-                queued(&mut c, &["EVAL", incr, "0", &b, "1"]);
+                queued(&mut c, &["EVAL", INCRBY_SCRIPT, "0", &b, "1"]);
                 queued(&mut c, &["SWAPDB", "0", "1"]);
                 let reply = c.cmd(&["EXEC"]);
                 assert!(reply.starts_with(b"*3\r\n:"), "{}", show(&reply));
