@@ -745,7 +745,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         return Route::Local;
     }
     if cmd.meta.keys.is_none() {
-        if forward && cmd.meta.name == "swapdb" {
+        if forward && crate::lending::swaps_dbs(cmd) {
             // Under the script lock in a quiet server, on every shard at once
             // (`lending`): no key is out on loan while databases move.
             return Route::Lend(Vec::new());

@@ -121,7 +121,9 @@ pub fn run_engine(
         Ok(outcome) => outcome,
         Err(_) => contain_panic(core, cmd, mutations_before, reply_start, &mut reply),
     };
-    if core.lending.any_lent() && cmd.meta.name == "swapdb" && matches!(outcome, Ok(Outcome::Done))
+    if core.lending.any_lent()
+        && crate::lending::swaps_dbs(cmd)
+        && matches!(outcome, Ok(Outcome::Done))
     {
         note_swapped_dbs(core, args);
     }

@@ -143,7 +143,7 @@ impl CrossOp {
 
     /// A transaction with a SWAPDB (see [`crate::multi::Transaction::swaps_dbs`]).
     fn swaps_dbs(&self) -> bool {
-        self.cmd.meta.name == "swapdb" || self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
+        swaps_dbs(self.cmd) || self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
     }
 
     /// An EXEC still borrowing its keys: another transaction may ride on it.
@@ -285,7 +285,7 @@ pub fn start(
             value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
             transaction: None,
             riders: Vec::new(),
-            wants_lock: crate::script_lock::is_script(cmd.meta) || cmd.meta.name == "swapdb",
+            wants_lock: crate::script_lock::is_script(cmd.meta) || swaps_dbs(cmd),
             borrowing: Borrowing::Idle,
         },
     );
@@ -570,7 +570,7 @@ fn finish_with(
                 ..Ran::default()
             }
         }
-        None if op.cmd.meta.name == "swapdb" => {
+        None if swaps_dbs(op.cmd) => {
             crate::multi::every_shard_now(core, op.cmd, caller, op.argv.args(), &mut out);
             Ran::default()
         }
@@ -836,6 +836,13 @@ fn send_home(
 /// Where database `db` is after `swaps` (SWAPDBs, in order).
 pub fn after_swaps(swaps: &[(usize, usize)], db: usize) -> usize {
     swaps.iter().fold(db, |db, &swap| swapped(db, swap))
+}
+
+/// SWAPDB: it moves every shard's keys between two databases, so in forward mode
+/// it runs under the script lock once no key is out on loan but its own
+/// transaction's ([`crate::script_lock::quiet`]), which renames those as they move.
+pub fn swaps_dbs(cmd: &Command) -> bool {
+    cmd.meta.name == "swapdb"
 }
 
 /// Where database `db` is after SWAPDB `a` `b`.

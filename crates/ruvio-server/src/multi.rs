@@ -436,7 +436,7 @@ fn run_borrowing(
     let swaps_dbs = queued
         .commands
         .iter()
-        .any(|(cmd, _)| cmd.meta.name == "swapdb");
+        .any(|(cmd, _)| lending::swaps_dbs(cmd));
     let transaction = Box::new(Transaction {
         commands: queued.commands,
         epoch: client.watch_epoch,
@@ -549,7 +549,7 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
             OnBorrowed::EveryShard => every_shard = true,
             OnBorrowed::Keys => {}
         }
-        if cmd.meta.name == "swapdb" {
+        if lending::swaps_dbs(cmd) {
             if let (Some(a), Some(b)) = (db_index(core, args.get(1)), db_index(core, args.get(2))) {
                 let dbs = core.engine.db_count();
                 before_swaps
@@ -850,7 +850,7 @@ pub fn run_borrowed(
             OnBorrowed::EveryShard if transaction.locked && cmd.meta.has(ALL_SHARDS) => {
                 let from = out.buf().len();
                 every_shard_now(core, cmd, caller, args, out.buf());
-                if cmd.meta.name == "swapdb" && out.buf()[from..] == *b"+OK\r\n" {
+                if lending::swaps_dbs(cmd) && out.buf()[from..] == *b"+OK\r\n" {
                     swapped_in_queue(core, args, &mut ran);
                 }
             }
