@@ -188,6 +188,13 @@ pub struct KeyNote {
     pub key: Vec<u8>,
 }
 
+/// An empty database serving as database `number`.
+fn numbered_db(number: usize) -> Db {
+    let mut db = Db::default();
+    db.number = number;
+    db
+}
+
 /// Redis' LRU clock: seconds, 24 bits.
 pub(crate) fn clock_of(now_ms: u64) -> u32 {
     ((now_ms / 1000) as u32) & CLOCK_MASK
@@ -198,7 +205,7 @@ impl Engine {
     pub fn new(databases: usize) -> Engine {
         let seed = ahash::RandomState::new().hash_one(0x5EED_u64) | 1;
         Engine {
-            dbs: (0..databases).map(|_| Db::default()).collect(),
+            dbs: (0..databases).map(numbered_db).collect(),
             config: EngineConfig::default(),
             stats: EngineStats::default(),
             rng: seed,
@@ -410,8 +417,9 @@ impl Engine {
     /// Empty every database now (the server's FLUSHALL on start-up, tests).
     pub fn flush_all(&mut self) {
         crate::fault::note_mutation();
-        for db in &mut self.dbs {
-            *db = Db::default();
+        crate::undo::mark_unrecoverable();
+        for (number, db) in self.dbs.iter_mut().enumerate() {
+            *db = numbered_db(number);
         }
         self.expire_cursor = (0, 0);
         self.field_expire_cursor = (0, 0);
@@ -571,7 +579,13 @@ impl Engine {
     /// Delete entry `id` of `db`. A value holding more than [`LAZY_FREE_BYTES_MIN`]
     /// is freed in slices later (Redis' lazyfree for UNLINK and big DELs).
     pub(crate) fn delete(&mut self, db: usize, id: EntryId) {
-        let entry = self.dbs[db].remove(id);
+        if let Some(entry) = self.dbs[db].delete(id) {
+            self.free_deleted(entry);
+        }
+    }
+
+    /// Free a deleted entry: a big one later, in slices.
+    pub(crate) fn free_deleted(&mut self, entry: Entry) {
         let bytes = entry.heap_bytes();
         if bytes >= LAZY_FREE_BYTES_MIN {
             self.lazy_value_bytes += bytes;
@@ -617,6 +631,24 @@ impl Engine {
     pub(crate) fn swap_dbs(&mut self, a: usize, b: usize) {
         crate::fault::note_mutation();
         self.dbs.swap(a, b);
+        self.dbs[a].number = a;
+        self.dbs[b].number = b;
+        crate::undo::record(crate::undo::Step::Swapped { a, b });
+    }
+
+    /// MOVE: entry `id` of `from` goes on in database `to` (where its key is
+    /// absent).
+    pub(crate) fn move_entry(&mut self, from: usize, id: EntryId, to: usize) {
+        let entry = self.dbs[from].unlink(id);
+        let key = crate::undo::recording().then(|| entry.key().to_vec());
+        let new_id = self.dbs[to].link(entry, None);
+        if let Some(key) = key {
+            crate::undo::record(crate::undo::Step::Moved {
+                from: (from, id),
+                to: (to, new_id),
+                key,
+            });
+        }
     }
 
     /// A pseudo-random number (RANDOMKEY; the server's pick of a shard for it).
@@ -719,7 +751,7 @@ impl Engine {
     pub(crate) fn delete_if_empty(&mut self, db: usize, id: EntryId) -> bool {
         let empty = self.dbs[db].entry(id).value().is_empty_collection();
         if empty {
-            self.dbs[db].remove(id);
+            self.delete(db, id);
         }
         empty
     }
@@ -764,12 +796,15 @@ impl Engine {
     }
 
     /// Put an entry lent by [`lend`](Self::lend) into database `db`, replacing a
-    /// key of the same name.
+    /// key of the same name. A running command's undo journal does not record the
+    /// arrival (a script borrowing keys as it runs): rolled back, the command
+    /// leaves the loan here as it came, to go home.
     pub fn adopt(&mut self, db: usize, entry: Entry) {
         if let Some(existing) = self.dbs[db].find(entry.key()) {
             self.delete(db, existing);
         }
-        self.dbs[db].insert(entry);
+        crate::fault::note_mutation();
+        self.dbs[db].link(entry, None);
     }
 
     /// Redis' `setKey`: store `value` under `key` in the client's database, replacing

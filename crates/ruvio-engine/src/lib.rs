@@ -44,6 +44,7 @@ pub mod fault;
 pub mod rdb;
 pub mod slot;
 pub mod snapshot;
+pub mod undo;
 pub mod value;
 
 mod args;

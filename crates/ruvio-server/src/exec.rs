@@ -12,7 +12,7 @@ use crate::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::slab::Slab;
 use ruvio_engine::command::flags::WRITE;
-use ruvio_engine::command::{Block, CmdResult, Effects, ExecCtx, KeyPositions, Outcome};
+use ruvio_engine::command::{Block, Effects, ExecCtx, KeyPositions, Outcome};
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
 
@@ -108,6 +108,7 @@ pub fn run_engine(
     }
     let reply_start = out.len();
     let mutations_before = ruvio_engine::fault::mutations();
+    ruvio_engine::undo::begin();
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         handler(
             &mut core.engine,
@@ -118,8 +119,16 @@ pub fn run_engine(
     }));
     let mut reply = Reply::new(out, caller.proto);
     let outcome = match ran {
-        Ok(outcome) => outcome,
-        Err(_) => contain_panic(core, cmd, mutations_before, reply_start, &mut reply),
+        Ok(outcome) => {
+            core.engine.commit_changes();
+            outcome
+        }
+        Err(_) => {
+            let changed = ruvio_engine::fault::mutations() != mutations_before;
+            contain_panic(core, cmd, changed, &mut ctx);
+            reply.out.truncate(reply_start);
+            Err(CmdError::InternalPanic(cmd.meta.name))
+        }
     };
     if core.lending.any_lent()
         && crate::lending::swaps_dbs(cmd)
@@ -249,34 +258,42 @@ fn may_write(cmd: &Command) -> bool {
     cmd.meta.has(WRITE) || cmd.meta.group == "scripting"
 }
 
-/// A keyspace command panicked (a bug: no input may cause one). If it changed
-/// nothing, its partial reply is dropped and the caller gets an error; the
-/// connection and the shard go on. If it had begun changing the keyspace, a value
-/// may be half-changed and nothing can say which: the process exits with a clear
-/// message (so the service manager restarts it) rather than serve it. See
+/// A keyspace command panicked (a bug: no input may cause one). Its changes are
+/// undone from the engine's undo journal (`ruvio_engine::undo`) and its effects
+/// dropped; the caller gets an error (its partial reply is dropped by the caller of
+/// this), and the connection and the shard go on. If it made a change the journal
+/// cannot reverse (in place in a value too big to copy, a flush), a value may be
+/// half-changed: the process exits with a clear message (so the service manager
+/// restarts it, and the log's replay undoes the change) rather than serve it. See
 /// docs/faults.md.
-fn contain_panic(
-    core: &ShardCore,
-    cmd: &Command,
-    mutations_before: u64,
-    reply_start: usize,
-    reply: &mut Reply<'_>,
-) -> CmdResult {
+fn contain_panic(core: &mut ShardCore, cmd: &Command, changed: bool, ctx: &mut ExecCtx) {
     let name = cmd.meta.name;
-    if ruvio_engine::fault::mutations() != mutations_before {
+    if !core.engine.roll_back() {
         eprintln!(
-            "ruvio: shard {}: '{name}' panicked after it had begun changing the keyspace; \
-             exiting rather than serve data that may be half-changed",
+            "ruvio: shard {}: '{name}' panicked after a change that cannot be undone in \
+             place; exiting rather than serve data that may be half-changed",
             core.id
         );
         std::process::exit(crate::EXIT_SHARD_FAILED);
     }
-    eprintln!(
-        "ruvio: shard {}: '{name}' panicked before changing anything; answered with an error",
-        core.id
-    );
-    reply.out.truncate(reply_start);
-    Err(CmdError::InternalPanic(name))
+    match changed {
+        true => eprintln!(
+            "ruvio: shard {}: '{name}' panicked part-way; its changes were undone and it \
+             was answered with an error",
+            core.id
+        ),
+        false => eprintln!(
+            "ruvio: shard {}: '{name}' panicked before changing anything; answered with an \
+             error",
+            core.id
+        ),
+    }
+    // Nothing happened: no log record, no keyspace event, no key to wake or touch.
+    if let Some(record) = ctx.effects.take_record() {
+        core.spare_record = Some(record);
+    }
+    ctx.effects = Default::default();
+    core.engine.take_key_notes();
 }
 
 /// The keys of a command that are lent to another shard right now, as a block

@@ -1,15 +1,21 @@
 //! Fault containment, shown with the fault points of a debug build (the binary these
 //! tests start): `RUVIO_FAULT=lpush:before-write` makes LPUSH panic before it touches
-//! the keyspace, `RUVIO_FAULT=lpush:mid-write` while it changes an existing list
+//! the keyspace, `RUVIO_FAULT=lpush:mid-write` after it changed an existing list
 //! (crates/ruvio-engine/src/fault.rs, docs/faults.md).
 //!
 //! - A panic before any change is answered with an error; the connection, the
 //!   shard and the other shard go on, and the keyspace is exactly as before, whether
 //!   the command ran on the client's shard or was forwarded to the other one.
-//! - A panic after the change began ends the whole process with status 70 and a
-//!   clear message (a service manager restarts it), rather than serve a value that
-//!   may be half-changed or leave a dead shard behind; with a log under `always`
-//!   the restart has every acknowledged write and not the half-done change.
+//! - A panic after the change began is undone from the engine's undo journal
+//!   (crates/ruvio-engine/src/undo.rs; every change point of every family is
+//!   cut in crates/ruvio-engine/tests/undo.rs): the same error, the keyspace as
+//!   before (a script's earlier writes included), nothing logged, and everything
+//!   goes on.
+//! - A panic after a change the journal cannot undo (in place in a value too big
+//!   to copy) ends the whole process with status 70 and a clear message (a service
+//!   manager restarts it), rather than serve a value that may be half-changed or
+//!   leave a dead shard behind; with a log under `always` the restart has every
+//!   acknowledged write and not the half-done change.
 
 mod common;
 
@@ -66,19 +72,88 @@ fn a_panic_before_any_change_is_an_error_reply_and_everything_goes_on() {
     ));
 }
 
+/// A list too big for the undo journal to copy before a change in place.
+fn big_list_args(key: &str) -> Vec<String> {
+    let mut args = vec!["RPUSH".to_string(), key.to_string()];
+    args.extend((0..2000).map(|i| format!("element-{i:08}")));
+    args
+}
+
 #[test]
-fn a_panic_after_the_change_began_ends_the_process_with_a_message() {
+fn a_panic_part_way_is_undone_and_everything_goes_on() {
+    for shards in [1, 2] {
+        let dir = std::env::temp_dir().join(format!(
+            "ruvio-faults-{}-in-place-{shards}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let d = dir.to_str().expect("a UTF-8 temporary directory");
+        let logged = ["--durability", "always", "--dir", d];
+        let server = server_with_fault_and(shards, "lpush:mid-write", &logged);
+        let mut conn = server.raw();
+        let key = key_on_shard("list", shards - 1, shards);
+        let tagged = |name: &str| format!("{{{key}}}{name}");
+        conn.roundtrip(&encode(&["RPUSH", &key, "a", "b"]), b":2\r\n");
+        conn.roundtrip(&encode(&["LPUSH", &key, "x", "y"]), PANIC_BEFORE_WRITE);
+        let unchanged = b"*2\r\n$1\r\na\r\n$1\r\nb\r\n";
+        conn.roundtrip(&encode(&["LRANGE", &key, "0", "-1"]), unchanged);
+        let logs = server.logs();
+        assert!(
+            logs.contains("'lpush' panicked part-way; its changes were undone"),
+            "{logs}"
+        );
+        // A script's earlier writes go with it.
+        let script = "redis.call('SET', KEYS[2], 'set'); redis.call('DEL', KEYS[3]); \
+                      return redis.call('LPUSH', KEYS[1], 'z')";
+        conn.roundtrip(&encode(&["SET", &tagged("kept"), "v"]), b"+OK\r\n");
+        let failed = conn.cmd(&["EVAL", script, "3", &key, &tagged("new"), &tagged("kept")]);
+        assert!(
+            failed.starts_with(b"-ERR internal error in 'eval' command: nothing was changed"),
+            "{}",
+            show(&failed)
+        );
+        conn.roundtrip(&encode(&["EXISTS", &tagged("new")]), b":0\r\n");
+        conn.roundtrip(&encode(&["GET", &tagged("kept")]), b"$1\r\nv\r\n");
+        conn.roundtrip(&encode(&["LRANGE", &key, "0", "-1"]), unchanged);
+        // The shard goes on, and so do writes.
+        conn.roundtrip(&encode(&["RPUSH", &key, "c"]), b":3\r\n");
+        drop(server);
+        // Nothing of the undone commands was logged.
+        let server = Server::ruvio_with(PortMode::Forward, shards, &logged);
+        let mut conn = server.raw();
+        let list = loop {
+            let reply = conn.cmd(&["LRANGE", &key, "0", "-1"]);
+            if !reply.starts_with(b"-LOADING") {
+                break reply;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(
+            show(&list),
+            show(b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n")
+        );
+        conn.roundtrip(&encode(&["EXISTS", &tagged("new")]), b":0\r\n");
+        conn.roundtrip(&encode(&["GET", &tagged("kept")]), b"$1\r\nv\r\n");
+        drop(server);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_panic_after_a_change_that_cannot_be_undone_ends_the_process_with_a_message() {
     for shards in [1, 2] {
         let mut server = server_with_fault(shards, "lpush:mid-write");
         let mut conn = server.raw();
         let key = key_on_shard("list", shards - 1, shards);
-        conn.roundtrip(&encode(&["RPUSH", &key, "a"]), b":1\r\n");
+        let args = big_list_args(&key);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        conn.roundtrip(&encode(&refs), b":2000\r\n");
         conn.send(&encode(&["LPUSH", &key, "x"]));
         let status = server.wait_exit(Duration::from_secs(10));
         assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());
         let logs = server.logs();
         assert!(
-            logs.contains("'lpush' panicked after it had begun changing the keyspace"),
+            logs.contains("'lpush' panicked after a change that cannot be undone in place"),
             "{logs}"
         );
     }
@@ -102,7 +177,9 @@ fn after_a_mid_write_panic_the_restart_undoes_it_and_keeps_every_acknowledged_wr
             .map(|s| key_on_shard("undo", s, shards))
             .collect();
         for key in &keys {
-            conn.roundtrip(&encode(&["RPUSH", key, "a", "b", "c"]), b":3\r\n");
+            let args = big_list_args(key);
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            conn.roundtrip(&encode(&refs), b":2000\r\n");
             conn.roundtrip(&encode(&["SET", &format!("{key}s"), "kept"]), b"+OK\r\n");
         }
         conn.send(&encode(&["LPUSH", &keys[shards - 1], "x", "y"]));
@@ -112,17 +189,15 @@ fn after_a_mid_write_panic_the_restart_undoes_it_and_keeps_every_acknowledged_wr
         let server = Server::ruvio_with(PortMode::Forward, shards, &logged);
         let mut conn = server.raw();
         for key in &keys {
-            let list = loop {
-                let reply = conn.cmd(&["LRANGE", key, "0", "-1"]);
+            let head = loop {
+                let reply = conn.cmd(&["LRANGE", key, "0", "0"]);
                 if !reply.starts_with(b"-LOADING") {
                     break reply;
                 }
                 std::thread::sleep(Duration::from_millis(20));
             };
-            assert_eq!(
-                show(&list),
-                show(b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n")
-            );
+            assert_eq!(show(&head), show(b"*1\r\n$16\r\nelement-00000000\r\n"));
+            assert_eq!(conn.cmd(&["LLEN", key]), b":2000\r\n");
             let kept = conn.cmd(&["GET", &format!("{key}s")]);
             assert_eq!(kept, b"$4\r\nkept\r\n");
         }

@@ -99,13 +99,12 @@ fn expire_body(
         return Ok(false);
     }
     let key = args.get(1);
-    let db = engine.db_mut(ctx.db);
     if when <= ctx.now_ms as i64 {
-        db.remove(id);
+        engine.delete(ctx.db, id);
         ctx.changed(key, super::events::DEL, 1);
         ctx.log_as(&[b"DEL", key]);
     } else {
-        db.set_expire(id, Some(when as u64));
+        engine.db_mut(ctx.db).set_expire(id, Some(when as u64));
         ctx.changed(key, super::events::EXPIRE, 1);
         let when = itoa::Buffer::new().format(when).to_owned();
         ctx.log_as(&[b"PEXPIREAT", key, when.as_bytes()]);

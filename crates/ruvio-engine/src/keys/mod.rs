@@ -242,9 +242,7 @@ fn rename_generic(
     }
     // Redis adds the new name afresh (dbAdd): a `new` event even over a deleted key.
     engine.log_new(ctx, ctx.db, to);
-    let db = engine.db_mut(ctx.db);
-    let entry = db.remove(id);
-    db.insert(entry.rekey(to));
+    engine.db_mut(ctx.db).rename(id, to);
     ctx.changed(from, events::RENAME_FROM, 1);
     ctx.changed(to, events::RENAME_TO, 0);
     Ok(true)
@@ -321,9 +319,8 @@ fn move_body(engine: &mut Engine, ctx: &mut ExecCtx, args: Args<'_>) -> Result<b
     if engine.lookup(ctx, dst_db, key, Lookup::WRITE).is_some() {
         return Ok(false);
     }
-    let entry = engine.db_mut(ctx.db).remove(id);
     engine.log_new(ctx, dst_db, key);
-    engine.db_mut(dst_db).insert(entry);
+    engine.move_entry(ctx.db, id, dst_db);
     ctx.changed(key, events::MOVE_FROM, 1);
     ctx.changed_in(dst_db, key, events::MOVE_TO, 0);
     Ok(true)

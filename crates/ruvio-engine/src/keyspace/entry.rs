@@ -776,6 +776,19 @@ impl Entry {
         )
     }
 
+    /// A deep copy of the whole entry, flags and all (the undo journal's copy of
+    /// an entry about to change).
+    pub(crate) fn copy_exact(&self) -> Entry {
+        if self.layout & (KEY_HEAP | VALUE_HEAP) == 0 {
+            // SAFETY: an entry that owns no heap block is plain bytes: the copy
+            // and the original each own nothing, and dropping either frees nothing.
+            return unsafe { std::ptr::read(self) };
+        }
+        let mut copy = self.duplicate(self.key(), self.clock());
+        copy.flags = self.flags;
+        copy
+    }
+
     /// APPEND: the string becomes `raw`; returns the new length.
     pub fn append(&mut self, tail: &[u8]) -> usize {
         debug_assert!(matches!(self.kind, Kind::Str | Kind::Int));

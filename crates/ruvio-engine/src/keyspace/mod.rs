@@ -32,6 +32,7 @@ pub use heapstr::STRING_BYTES_MAX;
 pub use slab::{TtlScan, CHUNK_SLOTS};
 
 use crate::engine::EngineConfig;
+use crate::undo::{self, Step};
 use index::Index;
 use slab::Slab;
 
@@ -52,6 +53,9 @@ pub struct Db {
     volatile: usize,
     /// The snapshot in progress, if any (see [`cow`]).
     pub(crate) cow: Option<Box<cow::Cow>>,
+    /// The database number the engine serves this as (SWAPDB changes it): how the
+    /// undo journal names it ([`crate::undo`]).
+    pub(crate) number: usize,
 }
 
 impl Default for Db {
@@ -63,6 +67,7 @@ impl Default for Db {
             heap_bytes: 0,
             volatile: 0,
             cow: None,
+            number: 0,
         }
     }
 }
@@ -133,11 +138,33 @@ impl Db {
     /// Add `entry` (whose key must be absent); its expiry is honoured.
     pub fn insert(&mut self, entry: Entry) -> EntryId {
         crate::fault::note_mutation();
+        let id = self.link(entry, None);
+        undo::record(Step::Inserted {
+            db: self.number,
+            id,
+        });
+        id
+    }
+
+    /// Put `entry` into slot `id` (vacant), as it was before a rolled-back command
+    /// took it out.
+    pub(crate) fn insert_at(&mut self, id: EntryId, entry: Entry) {
+        crate::fault::note_mutation();
+        self.link(entry, Some(id));
+    }
+
+    /// Put `entry` in (into slot `at` if given), unrecorded and uncounted (the
+    /// caller counts the change: a move takes an entry out and puts it back in one
+    /// change); returns its slot.
+    pub(crate) fn link(&mut self, entry: Entry, at: Option<EntryId>) -> EntryId {
         let hash = self.hash(entry.key());
         let volatile = entry.expire_at().is_some();
         self.heap_bytes += entry.heap_bytes();
         let field_ttls = entry.has_field_ttls();
-        let id = self.slab.insert(entry);
+        let id = match at {
+            Some(id) => self.slab.insert_at(id, entry),
+            None => self.slab.insert(entry),
+        };
         if let Some(cow) = self.cow.as_deref_mut() {
             cow.filled(id);
         }
@@ -158,8 +185,45 @@ impl Db {
         id
     }
 
-    /// Remove entry `id` and return it.
+    /// Remove entry `id` and return it, to be kept elsewhere (lent to another
+    /// shard): a command that does so cannot be rolled back here.
     pub fn remove(&mut self, id: EntryId) -> Entry {
+        undo::mark_unrecoverable();
+        self.unlink(id)
+    }
+
+    /// Delete entry `id`. While a command runs the undo journal keeps the entry
+    /// until the command ends; otherwise it is returned for the caller to free.
+    pub(crate) fn delete(&mut self, id: EntryId) -> Option<Entry> {
+        let entry = self.unlink(id);
+        let step = undo::record(Step::Deleted {
+            db: self.number,
+            id,
+            entry,
+        });
+        match step {
+            Some(Step::Deleted { entry, .. }) => Some(entry),
+            _ => None,
+        }
+    }
+
+    /// RENAME: entry `id` goes on under `key` (absent); returns its new id.
+    pub(crate) fn rename(&mut self, id: EntryId, key: &[u8]) -> EntryId {
+        let entry = self.unlink(id);
+        let old_key = undo::recording().then(|| entry.key().to_vec());
+        let new_id = self.link(entry.rekey(key), None);
+        if let Some(old_key) = old_key {
+            undo::record(Step::Moved {
+                from: (self.number, id),
+                to: (self.number, new_id),
+                key: old_key,
+            });
+        }
+        new_id
+    }
+
+    /// Take entry `id` out, unrecorded (the caller records what it does with it).
+    pub(crate) fn unlink(&mut self, id: EntryId) -> Entry {
         crate::fault::note_mutation();
         self.before_change(id);
         let hash = self.hash(self.slab.get(id).key());
@@ -178,10 +242,22 @@ impl Db {
     pub fn modify<R>(&mut self, id: EntryId, change: impl FnOnce(&mut Entry) -> R) -> R {
         crate::fault::note_mutation();
         self.before_change(id);
+        if undo::recording() {
+            self.keep_preimage(id);
+        }
         let entry = self.slab.get_mut(id);
         let before = entry.heap_bytes();
         let had_field_ttls = entry.has_field_ttls();
         let result = change(entry);
+        crate::fault::change_point();
+        self.after_change(id, before, had_field_ttls);
+        result
+    }
+
+    /// Keep the heap accounting and the field-TTL bitmap right after entry `id`
+    /// changed from `before` heap bytes.
+    fn after_change(&mut self, id: EntryId, before: usize, had_field_ttls: bool) {
+        let entry = self.slab.get(id);
         let after = entry.heap_bytes();
         let field_ttls = entry.has_field_ttls();
         self.heap_bytes = self.heap_bytes + after - before;
@@ -189,7 +265,45 @@ impl Db {
         if field_ttls != had_field_ttls {
             self.slab.set_field_ttl_bit(id, field_ttls);
         }
-        result
+    }
+
+    /// The running command is about to change entry `id` in place: give the undo
+    /// journal a copy of it (once), or mark the command unrecoverable when the
+    /// entry is too big to copy for this.
+    fn keep_preimage(&mut self, id: EntryId) {
+        if undo::has_preimage(self.number, id) {
+            return;
+        }
+        let entry = self.slab.get(id);
+        if entry.heap_bytes() > undo::PREIMAGE_BYTES_MAX {
+            undo::mark_unrecoverable();
+            return;
+        }
+        undo::record(Step::Modified {
+            db: self.number,
+            id,
+            before: entry.copy_exact(),
+        });
+    }
+
+    /// Put back entry `id` as it was before a rolled-back change in place (same
+    /// key), expiry included. The heap accounting is left to
+    /// [`Db::recount_heap_bytes`]: a change cut short by a panic never updated it.
+    pub(crate) fn restore(&mut self, id: EntryId, before: Entry) {
+        crate::fault::note_mutation();
+        self.before_change(id);
+        let at = before.expire_at();
+        let field_ttls = before.has_field_ttls();
+        let had_expiry = std::mem::replace(self.slab.get_mut(id), before)
+            .expire_at()
+            .is_some();
+        self.slab.set_field_ttl_bit(id, field_ttls);
+        self.count_expiry_change(id, had_expiry, at);
+    }
+
+    /// Count the entries' heap bytes afresh (after a roll-back; O(keys)).
+    pub(crate) fn recount_heap_bytes(&mut self) {
+        self.heap_bytes = self.iter().map(|(_, e)| e.heap_bytes()).sum();
     }
 
     /// Set the access clock of entry `id`.
@@ -202,8 +316,19 @@ impl Db {
         crate::fault::note_mutation();
         self.before_change(id);
         let entry = self.slab.get_mut(id);
-        let had = entry.expire_at().is_some();
+        let was = entry.expire_at();
         entry.set_expire_at(at_ms);
+        self.count_expiry_change(id, was.is_some(), at_ms);
+        undo::record(Step::Expiry {
+            db: self.number,
+            id,
+            was,
+        });
+    }
+
+    /// Keep the count of entries with a TTL and the TTL bitmap right after entry
+    /// `id`'s expiry changed.
+    fn count_expiry_change(&mut self, id: EntryId, had: bool, at_ms: Option<u64>) {
         match (had, at_ms.is_some()) {
             (false, true) => self.volatile += 1,
             (true, false) => self.volatile -= 1,
@@ -288,8 +413,11 @@ impl Db {
     /// Empty the database, handing back its entry chunks for freeing later; during
     /// a snapshot the snapshot keeps them instead (its scan reads them).
     pub fn take_chunks(&mut self) -> Vec<Box<[Entry]>> {
+        undo::mark_unrecoverable();
         let cow = self.cow.take();
+        let number = self.number;
         let slab = std::mem::take(self).slab;
+        self.number = number;
         let Some(mut cow) = cow else {
             return slab.into_chunks();
         };

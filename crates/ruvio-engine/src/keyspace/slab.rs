@@ -84,6 +84,30 @@ impl Slab {
         id
     }
 
+    /// Store `entry` in slot `id`, which must be vacant (taken off the free list:
+    /// a walk of it, for the undo journal's rare roll-backs only).
+    pub fn insert_at(&mut self, id: u32, entry: Entry) -> u32 {
+        debug_assert!(!entry.is_vacant() && self.get(id).is_vacant());
+        let next = self.get(id).next_free();
+        let next = (next != NO_SLOT).then_some(next);
+        if self.free_head == Some(id) {
+            self.free_head = next;
+        } else {
+            let mut at = self.free_head;
+            while let Some(slot) = at {
+                let after = self.get(slot).next_free();
+                if after == id {
+                    *self.get_mut(slot) = Entry::vacant(next.unwrap_or(NO_SLOT));
+                    break;
+                }
+                at = (after != NO_SLOT).then_some(after);
+            }
+        }
+        *self.get_mut(id) = entry;
+        self.live += 1;
+        id
+    }
+
     fn fresh_slot(&mut self) -> u32 {
         assert!((self.high as usize) < SLOTS_MAX, "slab full");
         if self.high as usize == self.chunks.len() * CHUNK_SLOTS {

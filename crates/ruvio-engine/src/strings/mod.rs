@@ -168,7 +168,7 @@ fn getdel(
     let key = args.get(1);
     get_generic(engine, ctx, key, reply)?;
     if let Some(id) = engine.db(ctx.db).find(key) {
-        engine.db_mut(ctx.db).remove(id);
+        engine.delete(ctx.db, id);
         ctx.changed(key, crate::keys::events::DEL, 1);
     }
     Ok(Done)

@@ -395,21 +395,20 @@ fn getex_body(
     };
     string_of(engine.db(ctx.db).entry(id))?.reply(reply);
     let key = args.get(1);
-    let db = engine.db_mut(ctx.db);
     match expire_at {
         Some((unit, at)) if !unit.relative() && at <= ctx.now_ms => {
-            db.remove(id);
+            engine.delete(ctx.db, id);
             ctx.changed(key, crate::keys::events::DEL, 1);
             ctx.log_as(&[b"DEL", key]);
         }
         Some((_, at)) => {
-            db.set_expire(id, Some(at));
+            engine.db_mut(ctx.db).set_expire(id, Some(at));
             ctx.changed(key, crate::keys::events::EXPIRE, 1);
             let at = itoa::Buffer::new().format(at).to_owned();
             ctx.log_as(&[b"PEXPIREAT", key, at.as_bytes()]);
         }
-        None if options.persist && db.entry(id).expire_at().is_some() => {
-            db.set_expire(id, None);
+        None if options.persist && engine.db(ctx.db).entry(id).expire_at().is_some() => {
+            engine.db_mut(ctx.db).set_expire(id, None);
             ctx.changed(key, crate::keys::events::PERSIST, 1);
             ctx.log_as(&[b"PERSIST", key]);
         }

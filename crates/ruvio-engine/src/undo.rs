@@ -1,0 +1,246 @@
+//! The undo journal: what the running command changed in the keyspace, kept until
+//! it ends, so that a panic part-way (a bug: no input may cause one) can put every
+//! database back as the command found it and the shard can go on.
+//!
+//! Redis and Dragonfly crash on such a bug. Ruvio answers the command with an error
+//! and keeps serving, which is only safe if the keyspace is left consistent: a
+//! command's changes either all happen or none does. So while a command runs (the
+//! server calls [`begin`] before its handler and [`Engine::commit_changes`] or
+//! [`Engine::roll_back`] after), every primitive change of a database records how
+//! to reverse it here, cheaply:
+//!
+//! - an insert records its slot (rolled back by removing what is there);
+//! - a delete hands the deleted entry itself to the journal (moved, not copied:
+//!   it is freed when the command ends, as it would have been at once);
+//! - an expiry change records the old expiry;
+//! - RENAME and MOVE record where the entry came from;
+//! - SWAPDB records the pair;
+//! - a change of a value in place (`Db::modify`: SET over a key, APPEND, LPUSH
+//!   into a list, HSET, PFADD ...) records a copy of the entry before the change,
+//!   once per entry per command, for entries of at most [`PREIMAGE_BYTES_MAX`]
+//!   heap bytes (every listpack, intset and embedded encoding at Redis's default
+//!   limits: a copy costs about what the change does).
+//!
+//! What is not recorded marks the journal *unrecoverable*: a change in place of a
+//! larger entry (a copy would cost O(n) for an O(1) change), FLUSHDB/FLUSHALL, an
+//! entry taken out of the keyspace to be handed elsewhere (lending between
+//! shards), and anything past [`HELD_BYTES_MAX`] of held entries in one command. A panic after such a change still ends the process (the server's
+//! `contain_panic`), and the log's replay undoes it. docs/faults.md.
+//!
+//! Slots matter: a rolled-back command leaves every entry in the slot it had, so
+//! SCAN cursors held by clients stay valid and the journal's own slot numbers
+//! refer to the same entries at each step of the way back.
+
+use std::cell::{Cell, RefCell};
+
+use crate::engine::Engine;
+use crate::keyspace::{Entry, EntryId, ENTRY_BYTES};
+
+/// Largest entry (heap bytes) whose change in place is undone from a copy: above
+/// every compact encoding at Redis's default limits (a list node of 8 KiB, a
+/// listpack hash of 128 fields of 64 bytes), below a dense HyperLogLog.
+pub const PREIMAGE_BYTES_MAX: usize = 10 * 1024;
+
+/// Most bytes of entries the journal holds for one command (deleted entries, kept
+/// until it ends, and copies): a script or MSET over a million keys must not
+/// double the memory they take. Past it the command goes on unrecorded, as one
+/// that cannot be undone.
+pub const HELD_BYTES_MAX: usize = 64 << 20;
+
+/// How to reverse one primitive change. Databases are numbered as the engine
+/// numbered them when the change was made (rolled back in reverse order, so a
+/// SWAPDB is undone before any change made before it).
+pub(crate) enum Step {
+    /// An entry was put into this slot.
+    Inserted { db: usize, id: EntryId },
+    /// This entry was deleted from this slot.
+    Deleted {
+        db: usize,
+        id: EntryId,
+        entry: Entry,
+    },
+    /// The entry in this slot had this expiry.
+    Expiry {
+        db: usize,
+        id: EntryId,
+        was: Option<u64>,
+    },
+    /// The entry in this slot was this before a change in place.
+    Modified {
+        db: usize,
+        id: EntryId,
+        before: Entry,
+    },
+    /// The entry now in `to` (database and slot) was `key` in `from`.
+    Moved {
+        from: (usize, EntryId),
+        to: (usize, EntryId),
+        key: Vec<u8>,
+    },
+    /// Two databases were swapped.
+    Swapped { a: usize, b: usize },
+}
+
+thread_local! {
+    /// Commands running now (a script's commands run inside it): recording is on
+    /// while above zero.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// A change was made that the journal cannot reverse.
+    static UNRECOVERABLE: Cell<bool> = const { Cell::new(false) };
+    /// How to reverse the running command's changes, oldest first.
+    static STEPS: RefCell<Vec<Step>> = const { RefCell::new(Vec::new()) };
+    /// Bytes of the entries the steps hold (deleted ones and copies).
+    static HELD_BYTES: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A command starts: record its changes until it ends.
+pub fn begin() {
+    DEPTH.with(|d| d.set(d.get() + 1));
+}
+
+/// True while a command runs (its changes are recorded).
+#[inline]
+pub(crate) fn recording() -> bool {
+    DEPTH.with(Cell::get) > 0
+}
+
+/// Record `step` if a command is running; gives it back otherwise, and when the
+/// entries the journal holds would pass [`HELD_BYTES_MAX`] (the command can then
+/// no longer be rolled back).
+#[inline]
+pub(crate) fn record(step: Step) -> Option<Step> {
+    if !recording() {
+        return Some(step);
+    }
+    if let Step::Deleted { entry, .. } | Step::Modified { before: entry, .. } = &step {
+        let bytes = entry.heap_bytes() + ENTRY_BYTES;
+        let held = HELD_BYTES.with(|h| h.get()) + bytes;
+        if held > HELD_BYTES_MAX {
+            mark_unrecoverable();
+            return Some(step);
+        }
+        HELD_BYTES.with(|h| h.set(held));
+    }
+    STEPS.with_borrow_mut(|steps| steps.push(step));
+    None
+}
+
+/// A change the journal cannot reverse was made (while a command runs).
+#[inline]
+pub(crate) fn mark_unrecoverable() {
+    if recording() {
+        UNRECOVERABLE.with(|u| u.set(true));
+    }
+}
+
+/// True when the running command already recorded a copy of entry `id` of `db`
+/// (looking back a few steps only: a later copy is not needed, the first restores
+/// what the command found; a miss merely copies again).
+pub(crate) fn has_preimage(db: usize, id: EntryId) -> bool {
+    const LOOK_BACK: usize = 8;
+    STEPS.with_borrow(|steps| {
+        steps
+            .iter()
+            .rev()
+            .take(LOOK_BACK)
+            .any(|s| matches!(s, Step::Modified { db: d, id: i, .. } if *d == db && *i == id))
+    })
+}
+
+/// True when every change made since [`begin`] can be reversed.
+pub fn recoverable() -> bool {
+    !UNRECOVERABLE.with(Cell::get)
+}
+
+/// The command that ends now is the outermost one: its steps are handed over
+/// (with whether they can all be reversed); `None` while an enclosing command
+/// still runs, or when it recorded nothing.
+fn end() -> Option<(Vec<Step>, bool)> {
+    let depth = DEPTH.with(|d| {
+        d.set(d.get().saturating_sub(1));
+        d.get()
+    });
+    if depth > 0 {
+        return None;
+    }
+    let unrecoverable = UNRECOVERABLE.with(|u| u.replace(false));
+    HELD_BYTES.with(|h| h.set(0));
+    let steps = STEPS.with_borrow_mut(|steps| match steps.is_empty() {
+        true => None,
+        false => Some(std::mem::take(steps)),
+    });
+    match (steps, unrecoverable) {
+        (None, false) => None,
+        (steps, unrecoverable) => Some((steps.unwrap_or_default(), unrecoverable)),
+    }
+}
+
+/// Give an emptied step buffer back for the next command (no allocation per
+/// command once it has grown).
+fn reuse(mut steps: Vec<Step>) {
+    const KEEP_STEPS_MAX: usize = 1024;
+    if steps.capacity() <= KEEP_STEPS_MAX {
+        steps.clear();
+        STEPS.with_borrow_mut(|kept| {
+            if kept.is_empty() {
+                *kept = steps;
+            }
+        });
+    }
+}
+
+impl Engine {
+    /// The command ended normally: its changes stand. Entries it deleted are freed
+    /// now (a big one lazily, as [`Engine::delete`] does outside a command).
+    pub fn commit_changes(&mut self) {
+        let Some((mut steps, _)) = end() else {
+            return;
+        };
+        for step in steps.drain(..) {
+            if let Step::Deleted { entry, .. } = step {
+                self.free_deleted(entry);
+            }
+        }
+        reuse(steps);
+    }
+
+    /// The command panicked: reverse its changes, newest first. False (and
+    /// nothing reversed) when one of them cannot be: the caller must not serve
+    /// this keyspace any more.
+    pub fn roll_back(&mut self) -> bool {
+        let outermost = DEPTH.with(Cell::get) == 1;
+        let Some((mut steps, unrecoverable)) = end() else {
+            // Nothing recorded; or an enclosing command rolls back the whole when
+            // its own panic arrives.
+            return !outermost || recoverable();
+        };
+        if unrecoverable {
+            return false;
+        }
+        let restored_in_place = steps.iter().any(|s| matches!(s, Step::Modified { .. }));
+        while let Some(step) = steps.pop() {
+            self.reverse(step);
+        }
+        if restored_in_place {
+            for db in 0..self.db_count() {
+                self.db_mut(db).recount_heap_bytes();
+            }
+        }
+        reuse(steps);
+        true
+    }
+
+    fn reverse(&mut self, step: Step) {
+        match step {
+            Step::Inserted { db, id } => drop(self.db_mut(db).remove(id)),
+            Step::Deleted { db, id, entry } => self.db_mut(db).insert_at(id, entry),
+            Step::Expiry { db, id, was } => self.db_mut(db).set_expire(id, was),
+            Step::Modified { db, id, before } => self.db_mut(db).restore(id, before),
+            Step::Moved { from, to, key } => {
+                let entry = self.db_mut(to.0).remove(to.1);
+                self.db_mut(from.0).insert_at(from.1, entry.rekey(&key));
+            }
+            Step::Swapped { a, b } => self.swap_dbs(a, b),
+        }
+    }
+}
