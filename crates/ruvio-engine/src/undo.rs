@@ -104,23 +104,28 @@ pub(crate) fn recording() -> bool {
     DEPTH.with(Cell::get) > 0
 }
 
-/// Record `step` if a command is running; gives it back otherwise, and when the
-/// entries the journal holds would pass [`HELD_BYTES_MAX`] (the command can then
-/// no longer be rolled back).
+/// Record `step` (one that holds no entry) if a command is running.
 #[inline]
-pub(crate) fn record(step: Step) -> Option<Step> {
+pub(crate) fn record(step: Step) {
+    if recording() {
+        STEPS.with_borrow_mut(|steps| steps.push(step));
+    }
+}
+
+/// Record `step`, which holds `entry_bytes` of entry (a deleted entry or a copy),
+/// if a command is running; gives it back otherwise, and when the entries the
+/// journal holds would pass [`HELD_BYTES_MAX`] (the command can then no longer be
+/// rolled back).
+pub(crate) fn hold(step: Step, entry_bytes: usize) -> Option<Step> {
     if !recording() {
         return Some(step);
     }
-    if let Step::Deleted { entry, .. } | Step::Modified { before: entry, .. } = &step {
-        let bytes = entry.heap_bytes() + ENTRY_BYTES;
-        let held = HELD_BYTES.with(|h| h.get()) + bytes;
-        if held > HELD_BYTES_MAX {
-            mark_unrecoverable();
-            return Some(step);
-        }
-        HELD_BYTES.with(|h| h.set(held));
+    let held = HELD_BYTES.with(Cell::get) + entry_bytes + ENTRY_BYTES;
+    if held > HELD_BYTES_MAX {
+        mark_unrecoverable();
+        return Some(step);
     }
+    HELD_BYTES.with(|h| h.set(held));
     STEPS.with_borrow_mut(|steps| steps.push(step));
     None
 }
@@ -152,10 +157,9 @@ pub fn recoverable() -> bool {
     !UNRECOVERABLE.with(Cell::get)
 }
 
-/// The command that ends now is the outermost one: its steps are handed over
-/// (with whether they can all be reversed); `None` while an enclosing command
-/// still runs, or when it recorded nothing.
-fn end() -> Option<(Vec<Step>, bool)> {
+/// The command ends: true when it was the outermost one (its steps are then
+/// due, and whether they can all be reversed is reset for the next command).
+fn end() -> Option<bool> {
     let depth = DEPTH.with(|d| {
         d.set(d.get().saturating_sub(1));
         d.get()
@@ -163,16 +167,13 @@ fn end() -> Option<(Vec<Step>, bool)> {
     if depth > 0 {
         return None;
     }
-    let unrecoverable = UNRECOVERABLE.with(|u| u.replace(false));
     HELD_BYTES.with(|h| h.set(0));
-    let steps = STEPS.with_borrow_mut(|steps| match steps.is_empty() {
-        true => None,
-        false => Some(std::mem::take(steps)),
-    });
-    match (steps, unrecoverable) {
-        (None, false) => None,
-        (steps, unrecoverable) => Some((steps.unwrap_or_default(), unrecoverable)),
-    }
+    Some(UNRECOVERABLE.with(|u| u.replace(false)))
+}
+
+/// Take the steps of the command that ended, if it recorded any.
+fn take_steps() -> Option<Vec<Step>> {
+    STEPS.with_borrow_mut(|steps| (!steps.is_empty()).then(|| std::mem::take(steps)))
 }
 
 /// Give an emptied step buffer back for the next command (no allocation per
@@ -193,7 +194,10 @@ impl Engine {
     /// The command ended normally: its changes stand. Entries it deleted are freed
     /// now (a big one lazily, as [`Engine::delete`] does outside a command).
     pub fn commit_changes(&mut self) {
-        let Some((mut steps, _)) = end() else {
+        if end().is_none() {
+            return;
+        }
+        let Some(mut steps) = take_steps() else {
             return;
         };
         for step in steps.drain(..) {
@@ -208,13 +212,13 @@ impl Engine {
     /// nothing reversed) when one of them cannot be: the caller must not serve
     /// this keyspace any more.
     pub fn roll_back(&mut self) -> bool {
-        let outermost = DEPTH.with(Cell::get) == 1;
-        let Some((mut steps, unrecoverable)) = end() else {
-            // Nothing recorded; or an enclosing command rolls back the whole when
-            // its own panic arrives.
-            return !outermost || recoverable();
+        let Some(unrecoverable) = end() else {
+            // An enclosing command rolls back the whole when its own panic arrives.
+            return true;
         };
+        let mut steps = take_steps().unwrap_or_default();
         if unrecoverable {
+            // What can be reversed is dropped with the rest: the process ends.
             return false;
         }
         let restored_in_place = steps.iter().any(|s| matches!(s, Step::Modified { .. }));

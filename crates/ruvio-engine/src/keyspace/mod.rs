@@ -196,11 +196,15 @@ impl Db {
     /// until the command ends; otherwise it is returned for the caller to free.
     pub(crate) fn delete(&mut self, id: EntryId) -> Option<Entry> {
         let entry = self.unlink(id);
-        let step = undo::record(Step::Deleted {
-            db: self.number,
-            id,
-            entry,
-        });
+        let bytes = entry.heap_bytes();
+        let step = undo::hold(
+            Step::Deleted {
+                db: self.number,
+                id,
+                entry,
+            },
+            bytes,
+        );
         match step {
             Some(Step::Deleted { entry, .. }) => Some(entry),
             _ => None,
@@ -275,15 +279,20 @@ impl Db {
             return;
         }
         let entry = self.slab.get(id);
-        if entry.heap_bytes() > undo::PREIMAGE_BYTES_MAX {
+        let bytes = entry.heap_bytes();
+        if bytes > undo::PREIMAGE_BYTES_MAX {
             undo::mark_unrecoverable();
             return;
         }
-        undo::record(Step::Modified {
-            db: self.number,
-            id,
-            before: entry.copy_exact(),
-        });
+        let before = entry.copy_exact();
+        undo::hold(
+            Step::Modified {
+                db: self.number,
+                id,
+                before,
+            },
+            bytes,
+        );
     }
 
     /// Put back entry `id` as it was before a rolled-back change in place (same
@@ -317,6 +326,9 @@ impl Db {
         self.before_change(id);
         let entry = self.slab.get_mut(id);
         let was = entry.expire_at();
+        if was == at_ms {
+            return;
+        }
         entry.set_expire_at(at_ms);
         self.count_expiry_change(id, was.is_some(), at_ms);
         undo::record(Step::Expiry {
