@@ -176,10 +176,12 @@ fn take_steps() -> Option<Vec<Step>> {
     STEPS.with_borrow_mut(|steps| (!steps.is_empty()).then(|| std::mem::take(steps)))
 }
 
-/// Give an emptied step buffer back for the next command (no allocation per
-/// command once it has grown).
+/// Steps whose room the journal keeps between commands (no allocation per command
+/// once it has grown; a script's thousands of steps do not pin their room).
+const KEEP_STEPS_MAX: usize = 1024;
+
+/// Give an emptied step buffer back for the next command.
 fn reuse(mut steps: Vec<Step>) {
-    const KEEP_STEPS_MAX: usize = 1024;
     if steps.capacity() <= KEEP_STEPS_MAX {
         steps.clear();
         STEPS.with_borrow_mut(|kept| {
@@ -197,15 +199,14 @@ impl Engine {
         if end().is_none() {
             return;
         }
-        let Some(mut steps) = take_steps() else {
-            return;
-        };
-        for step in steps.drain(..) {
-            if let Step::Deleted { entry, .. } = step {
-                self.free_deleted(entry);
+        STEPS.with_borrow_mut(|steps| {
+            for step in steps.drain(..) {
+                if let Step::Deleted { entry, .. } = step {
+                    self.free_deleted(entry);
+                }
             }
-        }
-        reuse(steps);
+            steps.shrink_to(KEEP_STEPS_MAX);
+        });
     }
 
     /// The command panicked: reverse its changes, newest first. False (and
