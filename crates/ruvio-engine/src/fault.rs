@@ -15,7 +15,8 @@
 //! point, so the tests can show what a real bug would do. Release builds compile
 //! them to nothing. Points: the list pushes (`lpush`, `rpush`, `lpushx`, `rpushx`)
 //! at `before-write` and `mid-write` (after the change of an existing list, inside
-//! it as far as the store is concerned); the
+//! it as far as the store is concerned); MSET and MSETNX at `mid-write` (after the
+//! first key is set); the
 //! server's log at `wal:enospc` (every log write after the first fails with ENOSPC)
 //! and `wal:slow-write` (every log write waits 200 ms before it is submitted) and
 //! `wal:slow-fsync-<shard>` (that shard's fdatasyncs under `always` start 200 ms late);

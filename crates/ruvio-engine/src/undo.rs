@@ -15,17 +15,20 @@
 //! - an expiry change records the old expiry;
 //! - RENAME and MOVE record where the entry came from;
 //! - SWAPDB records the pair;
-//! - a change of a value in place (`Db::modify`: SET over a key, APPEND, LPUSH
-//!   into a list, HSET, PFADD ...) records a copy of the entry before the change,
-//!   once per entry per command, for entries of at most [`PREIMAGE_BYTES_MAX`]
-//!   heap bytes (every listpack, intset and embedded encoding at Redis's default
-//!   limits: a copy costs about what the change does).
+//! - a change of a value in place (`Db::modify`: SET over a key, INCR ...)
+//!   records a copy of the entry before the change, once per entry per command,
+//!   when the entry is all inline (key and value within its 48 bytes: a short
+//!   string, an integer): a copy of 48 bytes.
 //!
-//! What is not recorded marks the journal *unrecoverable*: a change in place of a
-//! larger entry (a copy would cost O(n) for an O(1) change), FLUSHDB/FLUSHALL, an
-//! entry taken out of the keyspace to be handed elsewhere (lending between
-//! shards), and anything past [`HELD_BYTES_MAX`] of held entries in one command. A panic after such a change still ends the process (the server's
-//! `contain_panic`), and the log's replay undoes it. docs/faults.md.
+//! What is not recorded marks the journal *unrecoverable*: a change in place of an
+//! entry with a heap block (a longer string, every list, hash, set, sorted set and
+//! stream: a copy per write costs a malloc, a memcpy and a free, measured at 15-35 %
+//! of the CPU of small writes; an inverse per primitive of each encoding is what
+//! would cover them cheaply), FLUSHDB/FLUSHALL, an entry taken out of the keyspace
+//! to be handed elsewhere (lending between shards), and anything past
+//! [`HELD_BYTES_MAX`] of deleted entries held in one command. A panic after such a
+//! change still ends the process (the server's `contain_panic`), and the log's
+//! replay undoes it. docs/faults.md.
 //!
 //! Slots matter: a rolled-back command leaves every entry in the slot it had, so
 //! SCAN cursors held by clients stay valid and the journal's own slot numbers
@@ -36,14 +39,9 @@ use std::cell::{Cell, RefCell};
 use crate::engine::Engine;
 use crate::keyspace::{Entry, EntryId, ENTRY_BYTES};
 
-/// Largest entry (heap bytes) whose change in place is undone from a copy: above
-/// every compact encoding at Redis's default limits (a list node of 8 KiB, a
-/// listpack hash of 128 fields of 64 bytes), below a dense HyperLogLog.
-pub const PREIMAGE_BYTES_MAX: usize = 10 * 1024;
-
-/// Most bytes of entries the journal holds for one command (deleted entries, kept
-/// until it ends, and copies): a script or MSET over a million keys must not
-/// double the memory they take. Past it the command goes on unrecorded, as one
+/// Most bytes of deleted entries the journal holds for one command (kept until it
+/// ends): a script or DEL over a million keys must not double the memory they
+/// take. Past it the command goes on unrecorded, as one
 /// that cannot be undone.
 pub const HELD_BYTES_MAX: usize = 64 << 20;
 
@@ -112,8 +110,8 @@ pub(crate) fn record(step: Step) {
     }
 }
 
-/// Record `step`, which holds `entry_bytes` of entry (a deleted entry or a copy),
-/// if a command is running; gives it back otherwise, and when the entries the
+/// Record `step`, which holds `entry_bytes` of a deleted entry, if a command is
+/// running; gives it back otherwise, and when the entries the
 /// journal holds would pass [`HELD_BYTES_MAX`] (the command can then no longer be
 /// rolled back).
 pub(crate) fn hold(step: Step, entry_bytes: usize) -> Option<Step> {

@@ -776,17 +776,13 @@ impl Entry {
         )
     }
 
-    /// A deep copy of the whole entry, flags and all (the undo journal's copy of
-    /// an entry about to change).
-    pub(crate) fn copy_exact(&self) -> Entry {
-        if self.layout & (KEY_HEAP | VALUE_HEAP) == 0 {
-            // SAFETY: an entry that owns no heap block is plain bytes: the copy
-            // and the original each own nothing, and dropping either frees nothing.
-            return unsafe { std::ptr::read(self) };
-        }
-        let mut copy = self.duplicate(self.key(), self.clock());
-        copy.flags = self.flags;
-        copy
+    /// A copy of the whole entry, flags and all, when it owns no heap block (key
+    /// and value inline: a short string or an integer), which costs a copy of its
+    /// 48 bytes (the undo journal's copy of an entry about to change).
+    pub(crate) fn copy_if_inline(&self) -> Option<Entry> {
+        // SAFETY: an entry that owns no heap block is plain bytes: the copy and
+        // the original each own nothing, and dropping either frees nothing.
+        (self.layout & (KEY_HEAP | VALUE_HEAP) == 0).then(|| unsafe { std::ptr::read(self) })
     }
 
     /// APPEND: the string becomes `raw`; returns the new length.

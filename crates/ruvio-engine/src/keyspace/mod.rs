@@ -272,27 +272,22 @@ impl Db {
     }
 
     /// The running command is about to change entry `id` in place: give the undo
-    /// journal a copy of it (once), or mark the command unrecoverable when the
-    /// entry is too big to copy for this.
+    /// journal a copy of it (once) if it is all inline, or mark the command
+    /// unrecoverable (a copy of a value on the heap costs a malloc, a memcpy and a
+    /// free per write: measured at 15-35 % of the CPU of small writes, see
+    /// docs/faults.md).
     fn keep_preimage(&mut self, id: EntryId) {
         if undo::has_preimage(self.number, id) {
             return;
         }
-        let entry = self.slab.get(id);
-        let bytes = entry.heap_bytes();
-        if bytes > undo::PREIMAGE_BYTES_MAX {
-            undo::mark_unrecoverable();
-            return;
-        }
-        let before = entry.copy_exact();
-        undo::hold(
-            Step::Modified {
+        match self.slab.get(id).copy_if_inline() {
+            Some(before) => undo::record(Step::Modified {
                 db: self.number,
                 id,
                 before,
-            },
-            bytes,
-        );
+            }),
+            None => undo::mark_unrecoverable(),
+        }
     }
 
     /// Put back entry `id` as it was before a rolled-back change in place (same

@@ -356,6 +356,7 @@ fn mset_generic(
         let existing = engine.lookup_write(ctx, key);
         engine.set_key(ctx, key, existing, encode_arg(value)?, false);
         ctx.changed(key, events::SET, 1);
+        crate::fault::point(args.get(0), "mid-write");
     }
     if nx {
         reply.int(1);
