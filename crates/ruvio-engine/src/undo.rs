@@ -165,7 +165,9 @@ fn end() -> Option<bool> {
     if depth > 0 {
         return None;
     }
-    HELD_BYTES.with(|h| h.set(0));
+    if HELD_BYTES.with(Cell::get) != 0 {
+        HELD_BYTES.with(|h| h.set(0));
+    }
     Some(UNRECOVERABLE.with(|u| u.replace(false)))
 }
 
@@ -198,12 +200,17 @@ impl Engine {
             return;
         }
         STEPS.with_borrow_mut(|steps| {
+            if steps.is_empty() {
+                return;
+            }
             for step in steps.drain(..) {
                 if let Step::Deleted { entry, .. } = step {
                     self.free_deleted(entry);
                 }
             }
-            steps.shrink_to(KEEP_STEPS_MAX);
+            if steps.capacity() > KEEP_STEPS_MAX {
+                steps.shrink_to(KEEP_STEPS_MAX);
+            }
         });
     }
 
