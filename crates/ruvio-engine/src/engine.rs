@@ -796,12 +796,13 @@ impl Engine {
     }
 
     /// Put an entry lent by [`lend`](Self::lend) into database `db`, replacing a
-    /// key of the same name. A running command's undo journal does not record the
-    /// arrival (a script borrowing keys as it runs): rolled back, the command
-    /// leaves the loan here as it came, to go home.
+    /// key of the same name. A running command's undo journal records neither
+    /// (a script borrowing keys as it runs): rolled back, the command leaves the
+    /// loan here as it came, to go home.
     pub fn adopt(&mut self, db: usize, entry: Entry) {
         if let Some(existing) = self.dbs[db].find(entry.key()) {
-            self.delete(db, existing);
+            let replaced = self.dbs[db].unlink(existing);
+            self.free_deleted(replaced);
         }
         crate::fault::note_mutation();
         self.dbs[db].link(entry, None);

@@ -41,8 +41,7 @@ use crate::keyspace::{Entry, EntryId, ENTRY_BYTES};
 
 /// Most bytes of deleted entries the journal holds for one command (kept until it
 /// ends): a script or DEL over a million keys must not double the memory they
-/// take. Past it the command goes on unrecorded, as one
-/// that cannot be undone.
+/// take. Past it the command goes on unrecorded, as one that cannot be undone.
 pub const HELD_BYTES_MAX: usize = 64 << 20;
 
 /// How to reverse one primitive change. Databases are numbered as the engine
@@ -87,7 +86,7 @@ thread_local! {
     static UNRECOVERABLE: Cell<bool> = const { Cell::new(false) };
     /// How to reverse the running command's changes, oldest first.
     static STEPS: RefCell<Vec<Step>> = const { RefCell::new(Vec::new()) };
-    /// Bytes of the entries the steps hold (deleted ones and copies).
+    /// Heap bytes of the deleted entries the steps hold.
     static HELD_BYTES: Cell<usize> = const { Cell::new(0) };
 }
 
@@ -148,11 +147,6 @@ pub(crate) fn has_preimage(db: usize, id: EntryId) -> bool {
             .take(LOOK_BACK)
             .any(|s| matches!(s, Step::Modified { db: d, id: i, .. } if *d == db && *i == id))
     })
-}
-
-/// True when every change made since [`begin`] can be reversed.
-pub fn recoverable() -> bool {
-    !UNRECOVERABLE.with(Cell::get)
 }
 
 /// The command ends: true when it was the outermost one (its steps are then
