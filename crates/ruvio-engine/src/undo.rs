@@ -110,9 +110,8 @@ pub(crate) fn record(step: Step) {
 }
 
 /// Record `step`, which holds `entry_bytes` of a deleted entry, if a command is
-/// running; gives it back otherwise, and when the entries the
-/// journal holds would pass [`HELD_BYTES_MAX`] (the command can then no longer be
-/// rolled back).
+/// running; gives it back otherwise, and when the entries the journal holds would
+/// pass [`HELD_BYTES_MAX`] (the command can then no longer be rolled back).
 pub(crate) fn hold(step: Step, entry_bytes: usize) -> Option<Step> {
     if !recording() {
         return Some(step);
@@ -236,12 +235,12 @@ impl Engine {
 
     fn reverse(&mut self, step: Step) {
         match step {
-            Step::Inserted { db, id } => drop(self.db_mut(db).remove(id)),
+            Step::Inserted { db, id } => drop(self.db_mut(db).unlink(id)),
             Step::Deleted { db, id, entry } => self.db_mut(db).insert_at(id, entry),
             Step::Expiry { db, id, was } => self.db_mut(db).set_expire(id, was),
             Step::Modified { db, id, before } => self.db_mut(db).restore(id, before),
             Step::Moved { from, to, key } => {
-                let entry = self.db_mut(to.0).remove(to.1);
+                let entry = self.db_mut(to.0).unlink(to.1);
                 self.db_mut(from.0).insert_at(from.1, entry.rekey(&key));
             }
             Step::Swapped { a, b } => self.swap_dbs(a, b),
