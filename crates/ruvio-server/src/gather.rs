@@ -67,6 +67,10 @@ struct Pending {
 pub struct Gathering {
     next_ticket: u64,
     pending: AHashMap<u64, Pending>,
+    /// Calls every shard has answered that still wait for something the tick
+    /// looks at: SHUTDOWN until every shard's log is on disk (a shard answers the
+    /// gather at once but may flush only when its direct write in flight ends).
+    waiting: Vec<Pending>,
 }
 
 /// Hold the caller's reply and send `gather`'s questions to every other shard.
@@ -93,6 +97,10 @@ pub fn start(
                 then,
                 missing: shards - 1,
             };
+            if pending.missing == 0 {
+                // One shard: nobody to ask; the tick completes it.
+                return core.gathering.waiting.push(pending);
+            }
             core.gathering.pending.insert(ticket, pending);
             for to in others {
                 core.outbox.publish(to, core.id, ticket);
@@ -145,7 +153,23 @@ pub fn published(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     let Some(p) = core.gathering.pending.remove(&ticket) else {
         return;
     };
+    complete(core, conns, p);
+}
+
+/// The tick: complete the calls that were waiting.
+pub fn on_tick(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    for p in std::mem::take(&mut core.gathering.waiting) {
+        complete(core, conns, p);
+    }
+}
+
+/// Every shard answered call `p`: render and deliver its reply, or (SHUTDOWN with
+/// a shard's log not yet on disk) leave it for the tick.
+fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
     let out = match p.then {
+        Then::Shutdown { .. } if !crate::shutdown::every_shard_prepared(core) => {
+            return core.gathering.waiting.push(p);
+        }
         Then::Info { sections } => {
             let text = crate::cmd::info::info_text(core, conns.len(), &sections);
             let mut out = Vec::new();

@@ -70,6 +70,7 @@ const OP_WAL_WRITE: u64 = 5;
 const OP_WAL_FSYNC: u64 = 6;
 const OP_WAL_FSYNC_DELAY: u64 = 7;
 const OP_WAL_ZERO_FILL: u64 = 8;
+const OP_WAL_WRITE_LATE: u64 = 9;
 
 fn token(op: u64, gen: u32, index: u32) -> u64 {
     (op << 56) | ((gen as u64) << 32) | index as u64
@@ -429,7 +430,11 @@ impl Shard {
             }
             OP_SEND => self.sent(index, gen, result),
             OP_DOORBELL => self.arm_doorbell(),
+            OP_WAL_WRITE if crate::wal::write_reported_late(self.core.id) => {
+                self.push_late_write_report(result)
+            }
             OP_WAL_WRITE => self.wal_written(result),
+            OP_WAL_WRITE_LATE => self.wal_written(index as i32),
             OP_WAL_FSYNC_DELAY => self.push_fsync(gen as RawFd, index as u64),
             OP_WAL_ZERO_FILL => {
                 if let Some(wal) = self.core.wal.as_mut() {
@@ -913,6 +918,18 @@ impl Shard {
         self.push(entry);
     }
 
+    /// `wal::write_reported_late` (debug builds): the write's `result` comes back
+    /// with a timeout's completion, `LATE_WRITE_NS` from now.
+    fn push_late_write_report(&mut self, result: i32) {
+        static DELAY: types::Timespec = types::Timespec::new().nsec(crate::wal::LATE_WRITE_NS);
+        let entry = opcode::Timeout::new(&DELAY).build().user_data(token(
+            OP_WAL_WRITE_LATE,
+            0,
+            result as u32,
+        ));
+        self.push(entry);
+    }
+
     /// Submit an fdatasync of the log; `group` (always) comes back with its completion.
     fn push_fsync(&mut self, fd: RawFd, group: u64) {
         let (gen, index) = token_group(group);
@@ -961,6 +978,7 @@ impl Shard {
         self.sync_wal_if_due();
         crate::save_rules::check(&mut self.core);
         crate::shutdown::on_tick(&mut self.core);
+        crate::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
         self.publish_gauges();
     }

@@ -9,7 +9,8 @@
 //! Without a log (`--durability memory`) there is nothing to write.
 //!
 //! SHUTDOWN: the shard that got it prepares, tells the others (a broadcast), waits
-//! for all of them (`gather`), then exits, or, when a save failed and FORCE is not
+//! for all of them (`gather`, then the tick until every shard's count is in:
+//! a shard whose direct write is in flight flushes when it ends), then exits, or, when a save failed and FORCE is not
 //! given, answers `-ERR Errors trying to SHUTDOWN. Check logs.` and goes on (a
 //! failed log sync is logged only, as Redis does with its AOF).
 //! A signal: one thread takes SIGTERM and SIGINT for the process; shard 0's tick
@@ -81,6 +82,12 @@ pub fn prepare(core: &mut ShardCore, save: bool) {
         Ok(()) => {}
     }
     exit.prepared.fetch_add(1, AcqRel);
+}
+
+/// Every shard has prepared (its snapshot written or its log synced, a flush
+/// deferred behind a direct write included).
+pub fn every_shard_prepared(core: &ShardCore) -> bool {
+    core.shared.exit.prepared.load(Acquire) >= core.topo.nodes.len() as u64
 }
 
 /// Every shard prepared: exit, unless one failed and not `force`; then the reply

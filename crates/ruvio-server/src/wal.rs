@@ -528,8 +528,6 @@ impl Wal {
     }
 }
 
-/// The C library's text for `errno` (Redis prints `strerror`), without Rust's
-/// ` (os error N)` suffix.
 /// `RUVIO_FAULT=wal:slow-write` (debug builds): each log write waits 200 ms
 /// before it is submitted, the records still only in memory, as behind a slow
 /// disk; the shard's loop stalls meanwhile. Tests use it to see that no reply
@@ -554,6 +552,19 @@ pub fn fsync_delayed(shard: usize) -> bool {
 /// How late `wal:slow-fsync-<shard>` starts each fdatasync.
 pub const SLOW_FSYNC_NS: u32 = 200_000_000;
 
+/// `RUVIO_FAULT=wal:late-write-<shard>` (debug builds): shard `<shard>` learns
+/// of each completed log write [`LATE_WRITE_NS`] late (a timeout holds the
+/// completion) while its loop goes on, so the write stays in flight as behind a
+/// slow disk; tests reach what waits for a write in flight (SHUTDOWN's flush).
+pub fn write_reported_late(shard: usize) -> bool {
+    cfg!(debug_assertions) && ruvio_engine::fault::is_armed(b"wal", &format!("late-write-{shard}"))
+}
+
+/// How late `wal:late-write-<shard>` reports each write.
+pub const LATE_WRITE_NS: u32 = 200_000_000;
+
+/// The C library's text for `errno` (Redis prints `strerror`), without Rust's
+/// ` (os error N)` suffix.
 fn strerror(errno: i32) -> String {
     let text = std::io::Error::from_raw_os_error(errno).to_string();
     match text.find(" (os error") {

@@ -94,7 +94,7 @@ fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
     let save = crate::shutdown::saves(ctx.core, has(b"save"), has(b"nosave"));
     crate::shutdown::begin(ctx.core, save);
     let force = has(b"force");
-    if shards > 1 {
+    if shards > 1 || !crate::shutdown::every_shard_prepared(ctx.core) {
         ctx.gather = Some(Gather::AfterAll(Then::Shutdown { force }));
     } else {
         reply.raw(&crate::shutdown::conclude(ctx.core, force));
