@@ -15,20 +15,23 @@
 //! - an expiry change records the old expiry;
 //! - RENAME and MOVE record where the entry came from;
 //! - SWAPDB records the pair;
-//! - a change of a value in place (`Db::modify`: SET over a key, INCR ...)
-//!   records a copy of the entry before the change, once per entry per command,
-//!   when the entry is all inline (key and value within its 48 bytes: a short
-//!   string, an integer): a copy of 48 bytes.
+//! - a change of a value in place (`Db::modify`: SET over a key, INCR, HSET,
+//!   LPUSH ...) records a copy of the entry before the change, once per entry per
+//!   command: a 48-byte copy when the entry is all inline (a short string, an
+//!   integer); else, when every heap block it owns is one block of plain bytes (a
+//!   string, a list, hash, set or sorted set in its compact encoding) of at most
+//!   [`COPY_BYTES_MAX`] together, the entry's 48 bytes in the step and the blocks'
+//!   bytes appended to a byte arena the journal keeps between commands (a memcpy,
+//!   no allocation; a roll-back allocates the blocks afresh).
 //!
-//! What is not recorded marks the journal *unrecoverable*: a change in place of an
-//! entry with a heap block (a longer string, every list, hash, set, sorted set and
-//! stream: a copy per write costs a malloc, a memcpy and a free, measured at 15-35 %
-//! of the CPU of small writes; an inverse per primitive of each encoding is what
-//! would cover them cheaply), FLUSHDB/FLUSHALL, an entry taken out of the keyspace
-//! to be handed elsewhere (lending between shards), and anything past
-//! [`HELD_BYTES_MAX`] of deleted entries held in one command. A panic after such a
-//! change still ends the process (the server's `contain_panic`), and the log's
-//! replay undoes it. docs/faults.md.
+//! What is not recorded marks the journal *unrecoverable*: a change in place of a
+//! big value (a quicklist, hash table, set table, skiplist, any stream, a string
+//! past the bound: a copy would cost as much as the value; an inverse per
+//! primitive of each big encoding is what would cover them), FLUSHDB/FLUSHALL,
+//! an entry taken out of the keyspace to be handed elsewhere (lending between
+//! shards), and anything past [`HELD_BYTES_MAX`] of deleted entries held in one
+//! command. A panic after such a change still ends the process (the server's
+//! `contain_panic`), and the log's replay undoes it. docs/faults.md.
 //!
 //! Slots matter: a rolled-back command leaves every entry in the slot it had, so
 //! SCAN cursors held by clients stay valid and the journal's own slot numbers
@@ -37,7 +40,7 @@
 use std::cell::{Cell, RefCell};
 
 use crate::engine::Engine;
-use crate::keyspace::{Entry, EntryId, ENTRY_BYTES};
+use crate::keyspace::{Entry, EntryId, FlatCopy, ENTRY_BYTES};
 
 /// Most bytes of deleted entries the journal holds for one command (kept until it
 /// ends): a script or DEL over a million keys must not double the memory they
@@ -68,6 +71,13 @@ pub(crate) enum Step {
         id: EntryId,
         before: Entry,
     },
+    /// The entry in this slot was this copy (its blocks' bytes in [`ARENA`])
+    /// before a change in place.
+    Copied {
+        db: usize,
+        id: EntryId,
+        before: FlatCopy,
+    },
     /// The entry now in `to` (database and slot) was `key` in `from`.
     Moved {
         from: (usize, EntryId),
@@ -88,7 +98,18 @@ thread_local! {
     static STEPS: RefCell<Vec<Step>> = const { RefCell::new(Vec::new()) };
     /// Heap bytes of the deleted entries the steps hold.
     static HELD_BYTES: Cell<usize> = const { Cell::new(0) };
+    /// The bytes of the heap blocks the [`Step::Copied`] steps copied.
+    static ARENA: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
+
+/// Most bytes of heap blocks copied for one change in place: a compact
+/// collection at Redis's default limits (8 KiB lists, 128 short fields) fits;
+/// a longer string or a collection made compact by raised limits is not copied
+/// (the change is then one that cannot be undone).
+pub const COPY_BYTES_MAX: usize = 16 << 10;
+
+/// Arena bytes kept between commands (a script that copied a lot does not pin it).
+const KEEP_ARENA_BYTES_MAX: usize = 1 << 20;
 
 /// A command starts: record its changes until it ends.
 pub fn begin() {
@@ -134,17 +155,36 @@ pub(crate) fn mark_unrecoverable() {
     }
 }
 
+/// Record a copy of `entry` (entry `id` of `db`) before a change in place, if a
+/// command is running: a 48-byte copy of an all-inline entry, or its heap blocks'
+/// bytes appended to the arena when they are plain blocks of at most
+/// [`COPY_BYTES_MAX`]; anything else marks the command unrecoverable.
+pub(crate) fn keep_preimage(db: usize, id: EntryId, entry: &Entry) {
+    if !recording() || has_preimage(db, id) {
+        return;
+    }
+    if let Some(before) = entry.copy_if_inline() {
+        return record(Step::Modified { db, id, before });
+    }
+    let copied = ARENA.with_borrow_mut(|arena| entry.copy_flat(arena, COPY_BYTES_MAX));
+    match copied {
+        Some(before) => record(Step::Copied { db, id, before }),
+        None => mark_unrecoverable(),
+    }
+}
+
 /// True when the running command already recorded a copy of entry `id` of `db`
 /// (looking back a few steps only: a later copy is not needed, the first restores
 /// what the command found; a miss merely copies again).
 pub(crate) fn has_preimage(db: usize, id: EntryId) -> bool {
     const LOOK_BACK: usize = 8;
     STEPS.with_borrow(|steps| {
-        steps
-            .iter()
-            .rev()
-            .take(LOOK_BACK)
-            .any(|s| matches!(s, Step::Modified { db: d, id: i, .. } if *d == db && *i == id))
+        steps.iter().rev().take(LOOK_BACK).any(|s| match s {
+            Step::Modified { db: d, id: i, .. } | Step::Copied { db: d, id: i, .. } => {
+                *d == db && *i == id
+            }
+            _ => false,
+        })
     })
 }
 
@@ -167,6 +207,19 @@ fn end() -> Option<bool> {
 /// Take the steps of the command that ended, if it recorded any.
 fn take_steps() -> Option<Vec<Step>> {
     STEPS.with_borrow_mut(|steps| (!steps.is_empty()).then(|| std::mem::take(steps)))
+}
+
+/// Empty the arena for the next command, keeping its room up to a bound.
+fn clear_arena() {
+    ARENA.with_borrow_mut(|arena| {
+        if arena.is_empty() {
+            return;
+        }
+        arena.clear();
+        if arena.capacity() > KEEP_ARENA_BYTES_MAX {
+            arena.shrink_to(KEEP_ARENA_BYTES_MAX);
+        }
+    });
 }
 
 /// Steps whose room the journal keeps between commands (no allocation per command
@@ -205,6 +258,7 @@ impl Engine {
                 steps.shrink_to(KEEP_STEPS_MAX);
             }
         });
+        clear_arena();
     }
 
     /// The command panicked: reverse its changes, newest first. False (and
@@ -218,12 +272,18 @@ impl Engine {
         let mut steps = take_steps().unwrap_or_default();
         if unrecoverable {
             // What can be reversed is dropped with the rest: the process ends.
+            clear_arena();
             return false;
         }
-        let restored_in_place = steps.iter().any(|s| matches!(s, Step::Modified { .. }));
-        while let Some(step) = steps.pop() {
-            self.reverse(step);
-        }
+        let restored_in_place = steps
+            .iter()
+            .any(|s| matches!(s, Step::Modified { .. } | Step::Copied { .. }));
+        ARENA.with_borrow(|arena| {
+            while let Some(step) = steps.pop() {
+                self.reverse(step, arena);
+            }
+        });
+        clear_arena();
         if restored_in_place {
             for db in 0..self.db_count() {
                 self.db_mut(db).recount_heap_bytes();
@@ -233,12 +293,16 @@ impl Engine {
         true
     }
 
-    fn reverse(&mut self, step: Step) {
+    fn reverse(&mut self, step: Step, arena: &[u8]) {
         match step {
             Step::Inserted { db, id } => drop(self.db_mut(db).unlink(id)),
             Step::Deleted { db, id, entry } => self.db_mut(db).insert_at(id, entry),
             Step::Expiry { db, id, was } => self.db_mut(db).set_expire(id, was),
             Step::Modified { db, id, before } => self.db_mut(db).restore(id, before),
+            Step::Copied { db, id, before } => {
+                let before = Entry::from_flat(&before, arena);
+                self.db_mut(db).restore(id, before)
+            }
             Step::Moved { from, to, key } => {
                 let entry = self.db_mut(to.0).unlink(to.1);
                 self.db_mut(from.0).insert_at(from.1, entry.rekey(&key));

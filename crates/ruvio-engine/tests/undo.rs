@@ -2,10 +2,10 @@
 //! change points in turn (debug builds: `fault::panic_at_change_point`) either
 //! leaves the keyspace exactly as it found it once rolled back (every key of every
 //! database with its value (DUMP), encoding and TTL, and every key in the slot it
-//! had: SCAN order), or says it cannot (after a change in place of a value on the
-//! heap, which the journal does not copy: the server then exits). Commands that
-//! only add, delete, rename, move or re-expire keys and change short strings and
-//! integers are always undone. The run that finally completes leaves what a run
+//! had: SCAN order), or says it cannot (after a change in place of a big value:
+//! a quicklist, hash table, set table, skiplist, stream or a string past the copy
+//! bound, which the journal does not copy: the server then exits). Every command
+//! on strings and compact collections is always undone. The run that finally completes leaves what a run
 //! never interrupted leaves (a twin engine runs the same commands without panics).
 
 mod common;
@@ -41,11 +41,12 @@ const SETUP: &[&str] = &[
 ];
 
 /// Write commands of every family, single- and multi-key, run in order; those
-/// marked `true` change nothing on the heap in place, so a panic anywhere in them
-/// is always undone.
+/// marked `true` change only what the journal copies or reverses (the setup's
+/// values are all compact; streams are never copied), so a panic anywhere in
+/// them is always undone.
 const COMMANDS: &[(&str, bool)] = &[
     ("SET s1 replaced", true),
-    ("SET s2 x", false),
+    ("SET s2 x", true),
     ("SET fresh new-key EX 100", true),
     ("MSET s1 a s2 b m1 c m2 d", true),
     ("MSETNX m3 a m4 b", true),
@@ -63,38 +64,38 @@ const COMMANDS: &[(&str, bool)] = &[
     ("RENAME renamed n", true),
     ("COPY l lcopy", true),
     ("MOVE lcopy 2", true),
-    ("LPUSH l p q r", false),
-    ("RPOP l 2", false),
-    ("LMOVE l l2 LEFT RIGHT", false),
-    ("LMOVE l2 l2 LEFT RIGHT", false),
-    ("LPOP l2 10", false),
-    ("LINSERT l BEFORE c ins", false),
-    ("LREM l 0 ins", false),
-    ("LTRIM l 1 -1", false),
-    ("HSET h f1 new f4 v4 f5 v5", false),
-    ("HINCRBY h count 3", false),
-    ("HDEL h f1 f3", false),
-    ("HPERSIST h FIELDS 1 f2", false),
-    ("SADD si 5 six", false),
-    ("SREM si 1 2", false),
-    ("SMOVE sl si a", false),
+    ("LPUSH l p q r", true),
+    ("RPOP l 2", true),
+    ("LMOVE l l2 LEFT RIGHT", true),
+    ("LMOVE l2 l2 LEFT RIGHT", true),
+    ("LPOP l2 10", true),
+    ("LINSERT l BEFORE c ins", true),
+    ("LREM l 0 ins", true),
+    ("LTRIM l 1 -1", true),
+    ("HSET h f1 new f4 v4 f5 v5", true),
+    ("HINCRBY h count 3", true),
+    ("HDEL h f1 f3", true),
+    ("HPERSIST h FIELDS 1 f2", true),
+    ("SADD si 5 six", true),
+    ("SREM si 1 2", true),
+    ("SMOVE sl si a", true),
     ("SUNIONSTORE su si sl", true),
     ("SINTERSTORE su si sl", true),
-    ("SPOP sl 5", false),
-    ("ZADD z 5 five 2.5 two", false),
-    ("ZINCRBY z 10 one", false),
-    ("ZREM z three", false),
+    ("SPOP sl 5", true),
+    ("ZADD z 5 five 2.5 two", true),
+    ("ZINCRBY z 10 one", true),
+    ("ZREM z three", true),
     ("ZUNIONSTORE zu 2 z z WEIGHTS 1 2", true),
-    ("ZPOPMIN zu 2", false),
-    ("ZREMRANGEBYRANK z 0 0", false),
+    ("ZPOPMIN zu 2", true),
+    ("ZREMRANGEBYRANK z 0 0", true),
     ("XADD x 2-1 f v2", false),
     ("XREADGROUP GROUP g c1 COUNT 2 STREAMS x >", false),
     ("XACK x g 1-1", false),
     ("XDEL x 1-2", false),
     ("XTRIM x MAXLEN 1", false),
-    ("PFADD hll d e f g", false),
+    ("PFADD hll d e f g", true),
     ("PFMERGE hll2 hll", true),
-    ("SETBIT bits 7 1", false),
+    ("SETBIT bits 7 1", true),
     ("BITOP OR bits2 bits bits", true),
     ("SORT l ALPHA STORE sorted", true),
     (
@@ -249,20 +250,44 @@ fn a_command_cut_at_any_change_point_is_undone_whole_or_says_it_cannot() {
 }
 
 #[test]
-fn a_change_in_place_on_the_heap_or_a_flush_cannot_be_undone() {
+fn a_change_in_place_of_a_big_value_or_a_flush_cannot_be_undone() {
     quiet_panics();
     let mut h = Harness::default();
-    h.run("RPUSH list a b c");
+    let elements: Vec<String> = (0..1000).map(|i| format!("element-{i:08}")).collect();
+    h.run(&format!("RPUSH list {}", elements.join(" ")));
+    assert_eq!(h.run("OBJECT ENCODING list"), "$9\r\nquicklist\r\n");
     // Change point 1 is before LPUSH changes the list (nothing to undo), 2 right
     // after it changed in place, with no copy to go back to.
     assert_eq!(run_cut_at(&mut h, "LPUSH list x", 1), Cut::RolledBack);
     assert_eq!(run_cut_at(&mut h, "LPUSH list x", 2), Cut::Unrecoverable);
+    // A string past the journal's copy bound is not copied either.
+    let mut h = Harness::default();
+    let long = "x".repeat(ruvio_engine::undo::COPY_BYTES_MAX + 1);
+    h.run(&format!("SET long {long}"));
+    assert_eq!(run_cut_at(&mut h, "APPEND long y", 2), Cut::Unrecoverable);
     // A flush cannot be undone either (the script's SET after it panics).
     let mut h = Harness::default();
     h.run("SET k v");
     let flush_then_set = "EVAL \"redis.call('FLUSHDB'); redis.call('SET', 'a', 'b')\" 0";
     assert_eq!(run_cut_at(&mut h, flush_then_set, 1), Cut::RolledBack);
     assert_eq!(run_cut_at(&mut h, flush_then_set, 2), Cut::Unrecoverable);
+}
+
+/// A compact value changed several times by one command (a script) comes back as
+/// the command found it: the first copy is the one restored.
+#[test]
+fn a_compact_value_changed_again_and_again_comes_back_as_found() {
+    quiet_panics();
+    let mut h = Harness::default();
+    h.run("HSET h a 1 b 2");
+    h.run("SET s a-string-long-enough-to-live-on-the-heap-rather-than-inline-0123456789");
+    let before = state(&mut h);
+    let script = "EVAL \"for i = 1, 20 do redis.call('HSET', 'h', 'f' .. i, i); \
+                  redis.call('APPEND', 's', 'more') end; redis.call('HDEL', 'h', 'a')\" 0";
+    assert_eq!(run_cut_at(&mut h, script, 41), Cut::RolledBack);
+    assert_eq!(state(&mut h), before);
+    assert_eq!(run_cut_at(&mut h, script, 1000), Cut::Completed);
+    assert_eq!(h.run("HLEN h"), int(21));
 }
 
 #[test]

@@ -12,8 +12,10 @@
 //!   (MSET panics after setting its first key): the same error, the keyspace as
 //!   before (a script's earlier writes included), nothing logged, and everything
 //!   goes on.
-//! - A panic after a change the journal cannot undo (in place in a value on the
-//!   heap: a list here) ends the whole process with status 70 and a clear message
+//!   A small list changed in place is undone too (the journal copies compact
+//!   values first), shown with `RUVIO_FAULT=lpush:mid-write`.
+//! - A panic after a change the journal cannot undo (in place in a big value on
+//!   the heap: a list of 2,000 elements here) ends the whole process with status 70 and a clear message
 //!   (a service manager restarts it), rather than serve a value that may be
 //!   half-changed or leave a dead shard behind; with a log under `always` the
 //!   restart has every acknowledged write and not the half-done change.
@@ -73,7 +75,8 @@ fn a_panic_before_any_change_is_an_error_reply_and_everything_goes_on() {
     ));
 }
 
-/// A list (changed in place on the heap, which the undo journal does not copy).
+/// A big list (a quicklist, changed in place on the heap, which the undo journal
+/// neither copies nor reverses).
 fn big_list_args(key: &str) -> Vec<String> {
     let mut args = vec!["RPUSH".to_string(), key.to_string()];
     args.extend((0..2000).map(|i| format!("element-{i:08}")));
@@ -141,6 +144,34 @@ fn a_panic_part_way_is_undone_and_everything_goes_on() {
         conn.roundtrip(&encode(&["GET", &key("kept")]), b"$1\r\nv\r\n");
         drop(server);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+const PANIC_IN_LPUSH: &[u8] =
+    b"-ERR internal error in 'lpush' command: nothing was changed (see the server log)\r\n";
+
+/// A small list (one compact block, which the journal copies before the change)
+/// is put back as it was after LPUSH panics part-way through changing it.
+#[test]
+fn a_panic_in_the_middle_of_changing_a_small_list_is_undone() {
+    for shards in [1, 2] {
+        let server = server_with_fault(shards, "lpush:mid-write");
+        let mut conn = server.raw();
+        let key = key_on_shard("small", shards - 1, shards);
+        conn.roundtrip(&encode(&["RPUSH", &key, "a", "b", "c"]), b":3\r\n");
+        let dump = conn.cmd(&["DUMP", &key]);
+        conn.roundtrip(&encode(&["LPUSH", &key, "x", "y"]), PANIC_IN_LPUSH);
+        conn.roundtrip(
+            &encode(&["LRANGE", &key, "0", "-1"]),
+            b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n",
+        );
+        assert_eq!(show(&conn.cmd(&["DUMP", &key])), show(&dump));
+        conn.roundtrip(&encode(&["RPUSH", &key, "d"]), b":4\r\n");
+        let logs = server.logs();
+        assert!(
+            logs.contains("'lpush' panicked part-way; its changes were undone"),
+            "{logs}"
+        );
     }
 }
 

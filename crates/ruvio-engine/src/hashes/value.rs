@@ -227,6 +227,17 @@ impl HashValue {
         }
     }
 
+    /// The one heap block that holds the whole value in a compact encoding, as
+    /// (bytes, alignment): plain bytes, no pointer inside and nothing depending on
+    /// its address, so a byte copy at another address is the same value (the undo
+    /// journal's copies, `keyspace::entry::FlatCopy`). None for a big encoding.
+    pub(crate) fn flat_block(&self) -> Option<(usize, usize)> {
+        match self.repr() {
+            Repr::Packed(p) => Some((p.block_bytes(), super::listpack::BLOCK_ALIGN)),
+            Repr::Table(_) => None,
+        }
+    }
+
     /// Where the value's block starts (for prefetching); reading it is the caller's
     /// business.
     pub fn block_ptr(&self) -> *const u8 {

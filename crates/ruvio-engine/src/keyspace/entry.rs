@@ -137,6 +137,27 @@ const FLAG_RAW: u8 = 1;
 /// An integer that is a private object in Redis (created by COPY): refcount 1.
 const FLAG_PRIVATE_INT: u8 = 2;
 
+/// An entry copied for the undo journal (see [`Entry::copy_flat`]): its 48 bytes,
+/// with heap words that point at blocks the copy does not own, and where each
+/// block's bytes were put in the journal's arena.
+pub(crate) struct FlatCopy {
+    bits: [MaybeUninit<u8>; ENTRY_BYTES],
+    blocks: [Option<FlatBlock>; 2],
+}
+
+/// One heap block of a [`FlatCopy`].
+#[derive(Clone, Copy)]
+struct FlatBlock {
+    /// The heap word (2 or 3) that points at it.
+    word: u8,
+    /// Where its bytes start in the arena.
+    at: u32,
+    /// Initialized bytes copied, allocation size and alignment.
+    copy: u32,
+    size: u32,
+    align: u8,
+}
+
 /// Mask of the 24-bit access clock (Redis' `LRU_CLOCK_MAX`).
 pub const CLOCK_MASK: u32 = (1 << 24) - 1;
 
@@ -783,6 +804,113 @@ impl Entry {
         // SAFETY: an entry that owns no heap block is plain bytes: the copy and
         // the original each own nothing, and dropping either frees nothing.
         (self.layout & (KEY_HEAP | VALUE_HEAP) == 0).then(|| unsafe { std::ptr::read(self) })
+    }
+
+    /// The block behind heap word `word` as (initialized bytes, allocation size,
+    /// alignment), when it is one block of plain bytes (see [`FlatCopy`]).
+    fn flat_block(&self, word: usize) -> Option<(usize, usize, usize)> {
+        if word == self.key_word() && self.layout & KEY_HEAP != 0 {
+            return Some(self.heap(word).flat_block());
+        }
+        let whole = |b: Option<(usize, usize)>| b.map(|(bytes, align)| (bytes, bytes, align));
+        match self.kind {
+            Kind::Str | Kind::Int => Some(self.heap(3).flat_block()),
+            Kind::List => whole(self.heap_list().flat_block()),
+            Kind::Hash => whole(self.heap_hash().flat_block()),
+            Kind::ZSet => whole(self.heap_zset().flat_block()),
+            Kind::Set => whole(self.heap_set().flat_block()),
+            Kind::Stream => None,
+        }
+    }
+
+    /// The heap words this entry's layout uses.
+    fn heap_words(&self) -> impl Iterator<Item = usize> {
+        let key = (self.layout & KEY_HEAP != 0).then(|| self.key_word());
+        let value = (self.layout & VALUE_HEAP != 0).then_some(3);
+        key.into_iter().chain(value)
+    }
+
+    /// A copy of this entry for the undo journal when every heap block it owns is
+    /// one block of plain bytes (strings, compact collections) and they are at
+    /// most `bytes_max` together: its 48 bytes here, the blocks' bytes appended
+    /// to `arena` (no allocation once the arena has grown). None for a big
+    /// encoding, a stream or more bytes than that.
+    pub(crate) fn copy_flat(&self, arena: &mut Vec<u8>, bytes_max: usize) -> Option<FlatCopy> {
+        let mut blocks = [None; 2];
+        let mut total = 0;
+        for (slot, word) in self.heap_words().enumerate() {
+            let (copy, size, align) = self.flat_block(word)?;
+            total += copy;
+            if total > bytes_max {
+                return None;
+            }
+            blocks[slot] = Some(FlatBlock {
+                word: word as u8,
+                at: 0,
+                copy: copy as u32,
+                size: size as u32,
+                align: align as u8,
+            });
+        }
+        for block in blocks.iter_mut().flatten() {
+            block.at = arena.len() as u32;
+            let base = self.word_addr(block.word as usize) & !(block.align as usize - 1);
+            let base = self.word_ptr(block.word as usize).with_addr(base);
+            // SAFETY: the block at `base` is live and its first `copy` bytes are
+            // initialized (`flat_block`).
+            arena.extend_from_slice(unsafe {
+                std::slice::from_raw_parts(base, block.copy as usize)
+            });
+        }
+        // SAFETY: plain bytes of a live entry; the copy is never used as an Entry
+        // before `from_flat` gives its heap words blocks of their own.
+        let bits = unsafe {
+            std::ptr::read(self as *const Entry as *const [MaybeUninit<u8>; ENTRY_BYTES])
+        };
+        Some(FlatCopy { bits, blocks })
+    }
+
+    /// The entry `copy_flat` copied, with fresh heap blocks holding the copied
+    /// bytes (each word's tag bits kept), owned by nobody else.
+    pub(crate) fn from_flat(copy: &FlatCopy, arena: &[u8]) -> Entry {
+        // SAFETY: the bits of a valid entry; each heap word is overwritten below
+        // with a block of its own before the entry is returned.
+        let mut e: Entry = unsafe { std::mem::transmute_copy(&copy.bits) };
+        for block in copy.blocks.iter().flatten() {
+            let layout =
+                std::alloc::Layout::from_size_align(block.size as usize, block.align as usize)
+                    .expect("a layout the block had");
+            // SAFETY: the layout is the block's own, never zero-sized (a header).
+            let raw = unsafe { std::alloc::alloc(layout) };
+            if raw.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            let at = block.at as usize;
+            let bytes = &arena[at..at + block.copy as usize];
+            // SAFETY: `raw` holds `size >= copy` bytes and does not overlap the arena.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), raw, bytes.len()) };
+            let tag = e.word_addr(block.word as usize) & (block.align as usize - 1);
+            let word = raw.map_addr(|a| a | tag);
+            // SAFETY: heap words are 8-aligned pointer-sized slots of the area.
+            unsafe {
+                std::ptr::write(
+                    e.area.as_mut_ptr().add(block.word as usize * WORD_BYTES) as *mut *mut u8,
+                    word,
+                )
+            };
+        }
+        e
+    }
+
+    /// The pointer in heap word `word`.
+    fn word_ptr(&self, word: usize) -> *const u8 {
+        // SAFETY: heap words hold a pointer (with tag bits) in an 8-aligned slot.
+        unsafe { std::ptr::read(self.area.as_ptr().add(word * WORD_BYTES) as *const *const u8) }
+    }
+
+    /// The address in heap word `word`, tag bits included.
+    fn word_addr(&self, word: usize) -> usize {
+        self.word_ptr(word).addr()
     }
 
     /// APPEND: the string becomes `raw`; returns the new length.

@@ -127,6 +127,17 @@ impl HeapStr {
         HEADER_BYTES + self.capacity()
     }
 
+    /// The block as (initialized bytes from its start, allocation size, alignment):
+    /// the header and the string, plain bytes a copy at another address keeps as
+    /// they are (the undo journal's copies, `keyspace::entry::FlatCopy`).
+    pub(crate) fn flat_block(&self) -> (usize, usize, usize) {
+        (
+            HEADER_BYTES + self.len(),
+            self.block_bytes(),
+            std::mem::align_of::<Header>(),
+        )
+    }
+
     /// Where the block starts, for prefetching: reading it is the caller's business.
     pub fn block_ptr(&self) -> *const u8 {
         self.ptr.as_ptr() as *const u8

@@ -27,6 +27,7 @@ mod index;
 mod slab;
 
 pub(crate) use entry::malloc_chunk_bytes;
+pub(crate) use entry::FlatCopy;
 pub use entry::{Collection, Entry, NewValue, CLOCK_MASK, ENTRY_BYTES};
 pub use heapstr::STRING_BYTES_MAX;
 pub use slab::{TtlScan, CHUNK_SLOTS};
@@ -246,9 +247,7 @@ impl Db {
     pub fn modify<R>(&mut self, id: EntryId, change: impl FnOnce(&mut Entry) -> R) -> R {
         crate::fault::note_mutation();
         self.before_change(id);
-        if undo::recording() {
-            self.keep_preimage(id);
-        }
+        self.keep_preimage(id);
         let entry = self.slab.get_mut(id);
         let before = entry.heap_bytes();
         let had_field_ttls = entry.has_field_ttls();
@@ -272,22 +271,9 @@ impl Db {
     }
 
     /// The running command is about to change entry `id` in place: give the undo
-    /// journal a copy of it (once) if it is all inline, or mark the command
-    /// unrecoverable (a copy of a value on the heap costs a malloc, a memcpy and a
-    /// free per write: measured at 15-35 % of the CPU of small writes, see
-    /// docs/faults.md).
+    /// journal a copy of it (`undo::keep_preimage`).
     fn keep_preimage(&mut self, id: EntryId) {
-        if undo::has_preimage(self.number, id) {
-            return;
-        }
-        match self.slab.get(id).copy_if_inline() {
-            Some(before) => undo::record(Step::Modified {
-                db: self.number,
-                id,
-                before,
-            }),
-            None => undo::mark_unrecoverable(),
-        }
+        undo::keep_preimage(self.number, id, self.slab.get(id));
     }
 
     /// Put back entry `id` as it was before a rolled-back change in place (same

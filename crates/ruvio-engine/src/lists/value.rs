@@ -160,6 +160,17 @@ impl ListValue {
         }
     }
 
+    /// The one heap block that holds the whole value in a compact encoding, as
+    /// (bytes, alignment): plain bytes, no pointer inside and nothing depending on
+    /// its address, so a byte copy at another address is the same value (the undo
+    /// journal's copies, `keyspace::entry::FlatCopy`). None for a big encoding.
+    pub(crate) fn flat_block(&self) -> Option<(usize, usize)> {
+        match self.repr() {
+            Repr::Listpack(p) => Some((p.block_bytes(), super::listpack::BLOCK_ALIGN)),
+            Repr::Quicklist(_) => None,
+        }
+    }
+
     /// Redis's listpack bytes: `lpBytes` of the listpack, or the sum over the
     /// quicklist's nodes.
     pub fn redis_lp_bytes(&self) -> usize {

@@ -252,6 +252,18 @@ impl SetValue {
         }
     }
 
+    /// The one heap block that holds the whole value in a compact encoding, as
+    /// (bytes, alignment): plain bytes, no pointer inside and nothing depending on
+    /// its address, so a byte copy at another address is the same value (the undo
+    /// journal's copies, `keyspace::entry::FlatCopy`). None for a big encoding.
+    pub(crate) fn flat_block(&self) -> Option<(usize, usize)> {
+        match self.repr() {
+            Repr::Intset(i) => Some((i.block_bytes(), intset::BLOCK_ALIGN)),
+            Repr::Listpack(p) => Some((p.block_bytes(), listpack::BLOCK_ALIGN)),
+            Repr::Table(_) => None,
+        }
+    }
+
     /// True when `member` is in the set (SISMEMBER).
     pub fn contains(&self, member: &[u8]) -> bool {
         match self.repr() {

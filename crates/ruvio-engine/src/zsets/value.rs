@@ -188,6 +188,17 @@ impl ZSetValue {
         }
     }
 
+    /// The one heap block that holds the whole value in a compact encoding, as
+    /// (bytes, alignment): plain bytes, no pointer inside and nothing depending on
+    /// its address, so a byte copy at another address is the same value (the undo
+    /// journal's copies, `keyspace::entry::FlatCopy`). None for a big encoding.
+    pub(crate) fn flat_block(&self) -> Option<(usize, usize)> {
+        match self.repr() {
+            Repr::Packed(p) => Some((p.block_bytes(), super::packed::BLOCK_ALIGN)),
+            Repr::Tree(_) => None,
+        }
+    }
+
     /// Turn a listpack into a skiplist (`zsetConvert`).
     pub fn convert_to_tree(&mut self) {
         if self.is_tree() {
