@@ -34,6 +34,9 @@ const SETUP: &[&str] = &[
     "XGROUP CREATE x g 0",
     "PFADD hll a b c",
     "SETBIT bits 100 1",
+    "SET a-key-name-long-enough-to-live-on-the-heap a-value-long-enough-for-the-heap-too-0123456789",
+    "SET another-key-name-long-enough-for-the-heap 41",
+    "HSET a-hash-key-name-long-enough-for-the-heap f v",
     "SELECT 1",
     "SET s1 in-db-one",
     "RPUSH l one two",
@@ -106,6 +109,19 @@ const COMMANDS: &[(&str, bool)] = &[
     (
         "EVAL \"redis.call('SET', 'e4', 'one'); return redis.call('LPUSH', 'l', 'x')\" 0",
         false,
+    ),
+    (
+        "APPEND a-key-name-long-enough-to-live-on-the-heap -more",
+        true,
+    ),
+    ("INCR another-key-name-long-enough-for-the-heap", true),
+    (
+        "SET another-key-name-long-enough-for-the-heap value-long-enough-for-the-heap-0123456789",
+        true,
+    ),
+    (
+        "HSET a-hash-key-name-long-enough-for-the-heap f w g x",
+        true,
     ),
     ("SET s1 back", true),
     ("UNLINK zu su", true),
