@@ -24,14 +24,23 @@
 //!   bytes appended to a byte arena the journal keeps between commands (a memcpy,
 //!   no allocation; a roll-back allocates the blocks afresh).
 //!
+//! - a change in place of a big list, hash, set or sorted set (a quicklist, a
+//!   hash or set table, a skiplist: too big to copy), made through
+//!   `Db::modify_collection`, opens the collection, and its own mutators record
+//!   the inverse of each primitive change ([`Inverse`]): a pushed element is
+//!   taken off again, a popped one put back into the node it came from, a field
+//!   or member inserted is removed, one removed is put back (a set member into
+//!   the position it had), an old value, expiry or score is put back. Their byte
+//!   strings go to the same arena.
+//!
 //! What is not recorded marks the journal *unrecoverable*: a change in place of a
-//! big value (a quicklist, hash table, set table, skiplist, any stream, a string
-//! past the bound: a copy would cost as much as the value; an inverse per
-//! primitive of each big encoding is what would cover them), FLUSHDB/FLUSHALL,
-//! an entry taken out of the keyspace to be handed elsewhere (lending between
-//! shards), and anything past [`HELD_BYTES_MAX`] of deleted entries held in one
-//! command. A panic after such a change still ends the process (the server's
-//! `contain_panic`), and the log's replay undoes it. docs/faults.md.
+//! big value with no recorded inverse (LSET, LINSERT and LREM in a quicklist, a
+//! quicklist small enough to become a listpack again, any stream, a string past
+//! [`COPY_BYTES_MAX`]), FLUSHDB/FLUSHALL, an entry taken out of the keyspace to
+//! be handed elsewhere (lending between shards), and anything past
+//! [`HELD_BYTES_MAX`] of deleted entries or [`ARENA_BYTES_MAX`] of copied bytes
+//! held in one command. A panic after such a change still ends the process (the
+//! server's `contain_panic`), and the log's replay undoes it. docs/faults.md.
 //!
 //! Slots matter: a rolled-back command leaves every entry in the slot it had, so
 //! SCAN cursors held by clients stay valid and the journal's own slot numbers
@@ -41,6 +50,7 @@ use std::cell::{Cell, RefCell};
 
 use crate::engine::Engine;
 use crate::keyspace::{Entry, EntryId, FlatCopy, ENTRY_BYTES};
+use crate::lists::End;
 
 /// Most bytes of deleted entries the journal holds for one command (kept until it
 /// ends): a script or DEL over a million keys must not double the memory they
@@ -86,6 +96,77 @@ pub(crate) enum Step {
     },
     /// Two databases were swapped.
     Swapped { a: usize, b: usize },
+    /// A big collection in this slot changed by one primitive; this reverses it.
+    Inverse {
+        db: usize,
+        id: EntryId,
+        inverse: Inverse,
+    },
+}
+
+/// A byte string the journal keeps in its arena: where it starts, how long it is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Kept {
+    at: u32,
+    len: u32,
+}
+
+impl Kept {
+    /// Append `bytes` to `arena`.
+    pub(crate) fn of(arena: &mut Vec<u8>, bytes: &[u8]) -> Kept {
+        let at = arena.len() as u32;
+        arena.extend_from_slice(bytes);
+        Kept {
+            at,
+            len: bytes.len() as u32,
+        }
+    }
+
+    /// The bytes in `arena`.
+    pub(crate) fn get(self, arena: &[u8]) -> &[u8] {
+        &arena[self.at as usize..(self.at + self.len) as usize]
+    }
+}
+
+/// How to reverse one primitive change of a big collection (a quicklist, a hash
+/// or set table, a skiplist), recorded by the collection's own mutators while
+/// [`open_collection`] has it open. Byte strings are [`Kept`] in the arena. A
+/// table or tree gets the same members, fields, values, scores and expiries
+/// back (its internal order may differ: a re-inserted field goes where the table
+/// puts it); a quicklist gets its nodes back as they were.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Inverse {
+    /// Take the element pushed at this end off again.
+    ListPop(End),
+    /// Put `elem`, popped off `end`, back: into the end node, or into a node of
+    /// its own when the pop dropped the node it was in.
+    ListUnpop {
+        end: End,
+        elem: Kept,
+        own_node: bool,
+    },
+    /// Remove an inserted field.
+    HashRemove(Kept),
+    /// Put back a removed field.
+    HashInsert {
+        field: Kept,
+        value: Kept,
+        expire_at: Option<u64>,
+    },
+    /// Put back the value a field had.
+    HashValue { field: Kept, value: Kept },
+    /// Put back the expiry a field had.
+    HashExpire { field: Kept, expire_at: Option<u64> },
+    /// Remove an added member.
+    SetRemove(Kept),
+    /// Put back a member removed from position `at` of the set's table.
+    SetInsert { member: Kept, at: u32 },
+    /// Remove an added member.
+    ZRemove(Kept),
+    /// Put back a removed member with its score.
+    ZInsert { member: Kept, score: f64 },
+    /// Put back the score a member had.
+    ZScore { member: Kept, score: f64 },
 }
 
 thread_local! {
@@ -98,9 +179,18 @@ thread_local! {
     static STEPS: RefCell<Vec<Step>> = const { RefCell::new(Vec::new()) };
     /// Heap bytes of the deleted entries the steps hold.
     static HELD_BYTES: Cell<usize> = const { Cell::new(0) };
-    /// The bytes of the heap blocks the [`Step::Copied`] steps copied.
+    /// The bytes of the heap blocks the [`Step::Copied`] steps copied and the
+    /// byte strings of the [`Step::Inverse`] steps.
     static ARENA: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// The big collection whose mutators record their inverses now (database and
+    /// slot), while `Db::modify_collection` runs its change.
+    static OPEN: Cell<Option<(usize, EntryId)>> = const { Cell::new(None) };
 }
+
+/// Most bytes the arena holds for one command (a script popping a million
+/// elements must not double their memory); past it the command goes on as one
+/// that cannot be undone.
+pub const ARENA_BYTES_MAX: usize = 64 << 20;
 
 /// Most bytes of heap blocks copied for one change in place: a compact
 /// collection at Redis's default limits (8 KiB lists, 128 short fields) fits;
@@ -158,18 +248,70 @@ pub(crate) fn mark_unrecoverable() {
 /// Record a copy of `entry` (entry `id` of `db`) before a change in place, if a
 /// command is running: a 48-byte copy of an all-inline entry, or its heap blocks'
 /// bytes appended to the arena when they are plain blocks of at most
-/// [`COPY_BYTES_MAX`]; anything else marks the command unrecoverable.
-pub(crate) fn keep_preimage(db: usize, id: EntryId, entry: &Entry) {
+/// [`COPY_BYTES_MAX`]. Else, for a change through `Db::modify_collection`
+/// (`collection`) of a big list, hash, set or sorted set, open it so its
+/// mutators record their inverses (true: the caller closes it after the
+/// change); anything else marks the command unrecoverable.
+pub(crate) fn keep_preimage(db: usize, id: EntryId, entry: &Entry, collection: bool) -> bool {
     if !recording() || has_preimage(db, id) {
-        return;
+        return false;
     }
     if let Some(before) = entry.copy_if_inline() {
-        return record(Step::Modified { db, id, before });
+        record(Step::Modified { db, id, before });
+        return false;
     }
-    let copied = ARENA.with_borrow_mut(|arena| entry.copy_flat(arena, COPY_BYTES_MAX));
+    let copied = ARENA.with_borrow_mut(|arena| {
+        let room = arena.len() <= ARENA_BYTES_MAX;
+        room.then(|| entry.copy_flat(arena, COPY_BYTES_MAX))
+            .flatten()
+    });
     match copied {
         Some(before) => record(Step::Copied { db, id, before }),
+        None if collection && entry.records_inverses() => {
+            OPEN.with(|o| o.set(Some((db, id))));
+            return true;
+        }
         None => mark_unrecoverable(),
+    }
+    false
+}
+
+/// The change of the open collection ended.
+pub(crate) fn close_collection() {
+    OPEN.with(|o| o.set(None));
+}
+
+/// True when a big collection is open: its mutators must record an inverse of
+/// each change ([`record_inverse`]) or say there is none ([`no_inverse`]).
+#[inline]
+pub(crate) fn inverses_wanted() -> bool {
+    OPEN.with(Cell::get).is_some()
+}
+
+/// Record how to reverse a change of the open collection; `build` keeps the byte
+/// strings it needs in the arena. Past [`ARENA_BYTES_MAX`] the command becomes
+/// one that cannot be undone.
+pub(crate) fn record_inverse(build: impl FnOnce(&mut Vec<u8>) -> Inverse) {
+    let Some((db, id)) = OPEN.with(Cell::get) else {
+        return;
+    };
+    let inverse = ARENA.with_borrow_mut(|arena| {
+        if arena.len() > ARENA_BYTES_MAX {
+            return None;
+        }
+        Some(build(arena))
+    });
+    match inverse {
+        Some(inverse) => record(Step::Inverse { db, id, inverse }),
+        None => mark_unrecoverable(),
+    }
+}
+
+/// A change of the open collection that has no recorded inverse: the command
+/// cannot be undone.
+pub(crate) fn no_inverse() {
+    if inverses_wanted() {
+        mark_unrecoverable();
     }
 }
 
@@ -201,6 +343,7 @@ fn end() -> Option<bool> {
     if HELD_BYTES.with(Cell::get) != 0 {
         HELD_BYTES.with(|h| h.set(0));
     }
+    close_collection();
     Some(UNRECOVERABLE.with(|u| u.replace(false)))
 }
 
@@ -275,9 +418,12 @@ impl Engine {
             clear_arena();
             return false;
         }
-        let restored_in_place = steps
-            .iter()
-            .any(|s| matches!(s, Step::Modified { .. } | Step::Copied { .. }));
+        let restored_in_place = steps.iter().any(|s| {
+            matches!(
+                s,
+                Step::Modified { .. } | Step::Copied { .. } | Step::Inverse { .. }
+            )
+        });
         ARENA.with_borrow(|arena| {
             while let Some(step) = steps.pop() {
                 self.reverse(step, arena);
@@ -308,6 +454,7 @@ impl Engine {
                 self.db_mut(from.0).insert_at(from.1, entry.rekey(&key));
             }
             Step::Swapped { a, b } => self.swap_dbs(a, b),
+            Step::Inverse { db, id, inverse } => self.db_mut(db).reverse(id, inverse, arena),
         }
     }
 }

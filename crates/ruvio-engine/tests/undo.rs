@@ -37,6 +37,7 @@ const SETUP: &[&str] = &[
     "SET a-key-name-long-enough-to-live-on-the-heap a-value-long-enough-for-the-heap-too-0123456789",
     "SET another-key-name-long-enough-for-the-heap 41",
     "HSET a-hash-key-name-long-enough-for-the-heap f v",
+    "BIG VALUES",
     "SELECT 1",
     "SET s1 in-db-one",
     "RPUSH l one two",
@@ -123,6 +124,35 @@ const COMMANDS: &[(&str, bool)] = &[
         "HSET a-hash-key-name-long-enough-for-the-heap f w g x",
         true,
     ),
+    ("LPUSH bl p q r", true),
+    ("RPUSH bl s", true),
+    ("RPOP bl 3", true),
+    ("LPOP bl", true),
+    ("LMOVE bl bl LEFT RIGHT", true),
+    ("LMOVE bl l RIGHT LEFT", true),
+    ("LTRIM bl 2 -3", true),
+    ("LSET bl 10 changed", false),
+    ("LINSERT bl BEFORE element-00000500 ins", false),
+    ("LREM bl 1 ins", false),
+    ("HSET bh f0 new fnew v", true),
+    ("HINCRBY bh count 3", true),
+    ("HDEL bh f1 f3 nosuch", true),
+    ("HPEXPIRE bh 900000 FIELDS 2 f2 f4", true),
+    ("HPERSIST bh FIELDS 1 f2", true),
+    ("SADD bs m1 new1 new2", true),
+    ("SREM bs m2 m3 nosuch", true),
+    ("SREM bs m10 m11 m12", true),
+    ("SMOVE bs sl m4", true),
+    ("ZADD bz 500 new 7.5 m7", true),
+    ("ZINCRBY bz 10 m8", true),
+    ("ZREM bz m9 nosuch", true),
+    ("ZPOPMIN bz 2", true),
+    ("ZREMRANGEBYRANK bz 0 4", true),
+    (
+        "EVAL \"redis.call('LPUSH', 'bl', 'a'); redis.call('HSET', 'bh', 'x', 'y'); \
+         redis.call('SADD', 'bs', 'z'); return redis.call('ZADD', 'bz', 1, 'w')\" 0",
+        true,
+    ),
     ("SET s1 back", true),
     ("UNLINK zu su", true),
 ];
@@ -207,10 +237,41 @@ fn quiet_panics() {
     }));
 }
 
+/// Big encodings (quicklist, hash table, set table, skiplist), whose changes the
+/// journal reverses one primitive at a time.
+fn add_big_values(h: &mut Harness) {
+    let many = |f: &dyn Fn(usize) -> String| (0..200).map(f).collect::<Vec<_>>().join(" ");
+    let elements: Vec<String> = (0..1000).map(|i| format!("element-{i:08}")).collect();
+    let lines = [
+        format!("RPUSH bl {}", elements.join(" ")),
+        format!("HSET bh {}", many(&|i| format!("f{i} v{i}"))),
+        "HPEXPIRE bh 600000 FIELDS 2 f1 f2".to_string(),
+        format!("SADD bs {}", many(&|i| format!("m{i}"))),
+        format!("ZADD bz {}", many(&|i| format!("{i} m{i}"))),
+    ];
+    for line in lines {
+        let reply = h.run(&line);
+        assert!(!reply.starts_with('-'), "{line}: {reply}");
+    }
+    for (key, encoding) in [
+        ("bl", "quicklist"),
+        ("bh", "hashtable"),
+        ("bs", "hashtable"),
+        ("bz", "skiplist"),
+    ] {
+        let reply = h.run(&format!("OBJECT ENCODING {key}"));
+        assert!(reply.contains(encoding), "{key}: {reply}");
+    }
+}
+
 fn set_up(h: &mut Harness) {
     for line in SETUP {
         if let Some(db) = line.strip_prefix("SELECT ") {
             h.db = db.parse().expect("a database number");
+            continue;
+        }
+        if *line == "BIG VALUES" {
+            add_big_values(h);
             continue;
         }
         let reply = h.run(line);
@@ -266,16 +327,30 @@ fn a_command_cut_at_any_change_point_is_undone_whole_or_says_it_cannot() {
 }
 
 #[test]
-fn a_change_in_place_of_a_big_value_or_a_flush_cannot_be_undone() {
+fn a_change_without_a_copy_or_an_inverse_or_a_flush_cannot_be_undone() {
     quiet_panics();
     let mut h = Harness::default();
     let elements: Vec<String> = (0..1000).map(|i| format!("element-{i:08}")).collect();
     h.run(&format!("RPUSH list {}", elements.join(" ")));
     assert_eq!(h.run("OBJECT ENCODING list"), "$9\r\nquicklist\r\n");
-    // Change point 1 is before LPUSH changes the list (nothing to undo), 2 right
-    // after it changed in place, with no copy to go back to.
-    assert_eq!(run_cut_at(&mut h, "LPUSH list x", 1), Cut::RolledBack);
-    assert_eq!(run_cut_at(&mut h, "LPUSH list x", 2), Cut::Unrecoverable);
+    // Change point 1 is before LSET changes the list (nothing to undo), 2 right
+    // after it changed in place, with neither a copy nor an inverse to go back to.
+    assert_eq!(run_cut_at(&mut h, "LSET list 500 x", 1), Cut::RolledBack);
+    assert_eq!(run_cut_at(&mut h, "LSET list 500 x", 2), Cut::Unrecoverable);
+    // A push has an inverse.
+    assert_eq!(run_cut_at(&mut h, "LPUSH list x", 2), Cut::RolledBack);
+    // A compact hash past the copy bound (limits raised) has neither.
+    h.engine.config_mut().hash_max_listpack_value = 1 << 20;
+    let long = "v".repeat(ruvio_engine::undo::COPY_BYTES_MAX);
+    h.run(&format!("HSET wide f {long}"));
+    assert_eq!(h.run("OBJECT ENCODING wide"), "$8\r\nlistpack\r\n");
+    assert_eq!(run_cut_at(&mut h, "HSET wide g x", 2), Cut::Unrecoverable);
+    // A stream is never copied nor reversed.
+    h.run("XADD stream 1-1 f v");
+    assert_eq!(
+        run_cut_at(&mut h, "XADD stream 2-1 f v", 2),
+        Cut::Unrecoverable
+    );
     // A string past the journal's copy bound is not copied either.
     let mut h = Harness::default();
     let long = "x".repeat(ruvio_engine::undo::COPY_BYTES_MAX + 1);

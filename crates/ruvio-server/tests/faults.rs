@@ -1,21 +1,24 @@
 //! Fault containment, shown with the fault points of a debug build (the binary these
 //! tests start): `RUVIO_FAULT=lpush:before-write` makes LPUSH panic before it touches
-//! the keyspace, `RUVIO_FAULT=lpush:mid-write` after it changed an existing list
+//! the keyspace, `RUVIO_FAULT=lpush:mid-write` after it changed an existing list,
+//! `RUVIO_FAULT=lset:mid-write` LSET after it replaced an element
 //! (crates/ruvio-engine/src/fault.rs, docs/faults.md).
 //!
 //! - A panic before any change is answered with an error; the connection, the
 //!   shard and the other shard go on, and the keyspace is exactly as before, whether
 //!   the command ran on the client's shard or was forwarded to the other one.
 //! - A panic after the change began is undone from the engine's undo journal
-//!   (crates/ruvio-engine/src/undo.rs; every change point of 61 commands is cut in
+//!   (crates/ruvio-engine/src/undo.rs; every change point of 86 commands is cut in
 //!   crates/ruvio-engine/tests/undo.rs), shown with `RUVIO_FAULT=mset:mid-write`
 //!   (MSET panics after setting its first key): the same error, the keyspace as
 //!   before (a script's earlier writes included), nothing logged, and everything
 //!   goes on.
-//!   A small list changed in place is undone too (the journal copies compact
-//!   values first), shown with `RUVIO_FAULT=lpush:mid-write`.
-//! - A panic after a change the journal cannot undo (in place in a big value on
-//!   the heap: a list of 2,000 elements here) ends the whole process with status 70 and a clear message
+//!   LPUSH on a list changed in place is undone too (the journal copies a small
+//!   one first and records the inverse of each push into a big one), shown with
+//!   `RUVIO_FAULT=lpush:mid-write`.
+//! - A panic after a change the journal cannot undo (LSET in a list of 2,000
+//!   elements here: replacing an element of a quicklist has no recorded inverse)
+//!   ends the whole process with status 70 and a clear message
 //!   (a service manager restarts it), rather than serve a value that may be
 //!   half-changed or leave a dead shard behind; with a log under `always` the
 //!   restart has every acknowledged write and not the half-done change.
@@ -75,8 +78,8 @@ fn a_panic_before_any_change_is_an_error_reply_and_everything_goes_on() {
     ));
 }
 
-/// A big list (a quicklist, changed in place on the heap, which the undo journal
-/// neither copies nor reverses).
+/// A big list (a quicklist: the journal takes a push off again, but LSET's
+/// replacement of an element has no recorded inverse).
 fn big_list_args(key: &str) -> Vec<String> {
     let mut args = vec!["RPUSH".to_string(), key.to_string()];
     args.extend((0..2000).map(|i| format!("element-{i:08}")));
@@ -150,23 +153,32 @@ fn a_panic_part_way_is_undone_and_everything_goes_on() {
 const PANIC_IN_LPUSH: &[u8] =
     b"-ERR internal error in 'lpush' command: nothing was changed (see the server log)\r\n";
 
-/// A small list (one compact block, which the journal copies before the change)
-/// is put back as it was after LPUSH panics part-way through changing it.
+/// A list changed part-way by LPUSH is put back as it was: a small one (one
+/// compact block, which the journal copies before the change) and a big one (a
+/// quicklist, whose pushes the journal takes off again).
 #[test]
-fn a_panic_in_the_middle_of_changing_a_small_list_is_undone() {
+fn a_panic_in_the_middle_of_changing_a_list_is_undone() {
     for shards in [1, 2] {
         let server = server_with_fault(shards, "lpush:mid-write");
         let mut conn = server.raw();
-        let key = key_on_shard("small", shards - 1, shards);
-        conn.roundtrip(&encode(&["RPUSH", &key, "a", "b", "c"]), b":3\r\n");
-        let dump = conn.cmd(&["DUMP", &key]);
-        conn.roundtrip(&encode(&["LPUSH", &key, "x", "y"]), PANIC_IN_LPUSH);
+        let small = key_on_shard("small", shards - 1, shards);
+        let big = key_on_shard("big", 0, shards);
+        conn.roundtrip(&encode(&["RPUSH", &small, "a", "b", "c"]), b":3\r\n");
+        let args = big_list_args(&big);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        conn.roundtrip(&encode(&refs), b":2000\r\n");
+        for (key, len) in [(&small, 3), (&big, 2000)] {
+            let dump = conn.cmd(&["DUMP", key]);
+            conn.roundtrip(&encode(&["LPUSH", key, "x", "y"]), PANIC_IN_LPUSH);
+            assert_eq!(show(&conn.cmd(&["DUMP", key])), show(&dump));
+            conn.roundtrip(&encode(&["LLEN", key]), format!(":{len}\r\n").as_bytes());
+            let pushed = format!(":{}\r\n", len + 1);
+            conn.roundtrip(&encode(&["RPUSH", key, "d"]), pushed.as_bytes());
+        }
         conn.roundtrip(
-            &encode(&["LRANGE", &key, "0", "-1"]),
-            b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n",
+            &encode(&["LRANGE", &small, "0", "-1"]),
+            b"*4\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n",
         );
-        assert_eq!(show(&conn.cmd(&["DUMP", &key])), show(&dump));
-        conn.roundtrip(&encode(&["RPUSH", &key, "d"]), b":4\r\n");
         let logs = server.logs();
         assert!(
             logs.contains("'lpush' panicked part-way; its changes were undone"),
@@ -178,18 +190,18 @@ fn a_panic_in_the_middle_of_changing_a_small_list_is_undone() {
 #[test]
 fn a_panic_after_a_change_that_cannot_be_undone_ends_the_process_with_a_message() {
     for shards in [1, 2] {
-        let mut server = server_with_fault(shards, "lpush:mid-write");
+        let mut server = server_with_fault(shards, "lset:mid-write");
         let mut conn = server.raw();
         let key = key_on_shard("list", shards - 1, shards);
         let args = big_list_args(&key);
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         conn.roundtrip(&encode(&refs), b":2000\r\n");
-        conn.send(&encode(&["LPUSH", &key, "x"]));
+        conn.send(&encode(&["LSET", &key, "0", "x"]));
         let status = server.wait_exit(Duration::from_secs(10));
         assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());
         let logs = server.logs();
         assert!(
-            logs.contains("'lpush' panicked after a change that cannot be undone in place"),
+            logs.contains("'lset' panicked after a change that cannot be undone in place"),
             "{logs}"
         );
     }
@@ -207,7 +219,7 @@ fn after_a_mid_write_panic_the_restart_undoes_it_and_keeps_every_acknowledged_wr
         let _ = std::fs::remove_dir_all(&dir);
         let d = dir.to_str().expect("a UTF-8 temporary directory");
         let logged = ["--durability", "always", "--dir", d];
-        let mut server = server_with_fault_and(shards, "lpush:mid-write", &logged);
+        let mut server = server_with_fault_and(shards, "lset:mid-write", &logged);
         let mut conn = server.raw();
         let keys: Vec<String> = (0..shards)
             .map(|s| key_on_shard("undo", s, shards))
@@ -218,7 +230,7 @@ fn after_a_mid_write_panic_the_restart_undoes_it_and_keeps_every_acknowledged_wr
             conn.roundtrip(&encode(&refs), b":2000\r\n");
             conn.roundtrip(&encode(&["SET", &format!("{key}s"), "kept"]), b"+OK\r\n");
         }
-        conn.send(&encode(&["LPUSH", &keys[shards - 1], "x", "y"]));
+        conn.send(&encode(&["LSET", &keys[shards - 1], "0", "x"]));
         let status = server.wait_exit(Duration::from_secs(10));
         assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());
         drop(server);

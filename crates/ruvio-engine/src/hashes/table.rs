@@ -39,6 +39,7 @@ use std::ptr::NonNull;
 use hashbrown::HashTable;
 
 use crate::keyspace::malloc_chunk_bytes;
+use crate::undo::{self, Inverse, Kept};
 
 /// Largest number of slots: ids are `u32` and [`NO_ID`] is reserved. Reaching it
 /// needs more than 100 GiB of nodes, which the memory limit stops long before.
@@ -352,11 +353,19 @@ impl Table {
             ..
         } = self;
         index.insert_unique(hash, id, |&x| hasher.hash_one(node_at(slots, x).field()));
+        undo::record_inverse(|arena| Inverse::HashRemove(Kept::of(arena, field)));
         id
     }
 
     /// Replace the value of `id` (its expiry stays).
     pub fn set_value(&mut self, id: u32, value: &[u8]) {
+        if undo::inverses_wanted() {
+            let node = self.node(id);
+            undo::record_inverse(|arena| Inverse::HashValue {
+                field: Kept::of(arena, node.field()),
+                value: Kept::of(arena, node.value()),
+            });
+        }
         let ptr = self.node_ptr(id);
         let (flen, vlen) = {
             // SAFETY: the node is live.
@@ -399,6 +408,14 @@ impl Table {
 
     /// Remove field `id` without compacting.
     fn unlink(&mut self, id: u32) {
+        if undo::inverses_wanted() {
+            let entry = self.entry(id);
+            undo::record_inverse(|arena| Inverse::HashInsert {
+                field: Kept::of(arena, entry.field),
+                value: Kept::of(arena, entry.value),
+                expire_at: entry.expire_at,
+            });
+        }
         let ptr = self.node_ptr(id);
         let node = self.node(id);
         let hash = self.hasher.hash_one(node.field());
@@ -423,6 +440,7 @@ impl Table {
 
     /// Set or replace the expiry time of `id`.
     pub fn set_expire(&mut self, id: u32, at: u64) {
+        self.record_old_expiry(id);
         let pos = self.node(id).header().ttl_pos;
         if pos == NO_TTL {
             let pos = self.expiry.len();
@@ -443,9 +461,69 @@ impl Table {
         if pos == NO_TTL {
             return false;
         }
+        self.record_old_expiry(id);
         self.heap_remove(pos as usize);
         self.set_ttl_pos(id, NO_TTL);
         true
+    }
+
+    /// For the undo journal (when a big hash is open): the expiry field `id` has
+    /// before a change of it. Recorded first: putting back an unchanged expiry
+    /// changes nothing.
+    fn record_old_expiry(&self, id: u32) {
+        if undo::inverses_wanted() {
+            let entry = self.entry(id);
+            undo::record_inverse(|arena| Inverse::HashExpire {
+                field: Kept::of(arena, entry.field),
+                expire_at: entry.expire_at,
+            });
+        }
+    }
+
+    /// Reverse one change (the undo journal's roll-back). Each inverse puts back
+    /// what it names whether or not the change it reverses went through, so one
+    /// recorded before its change is safe.
+    pub(crate) fn reverse(&mut self, inverse: Inverse, arena: &[u8]) {
+        let found = |t: &Table, field: Kept| t.find(field.get(arena));
+        match inverse {
+            Inverse::HashRemove(field) => {
+                if let Some(id) = found(self, field) {
+                    self.remove(id);
+                }
+            }
+            Inverse::HashInsert {
+                field,
+                value,
+                expire_at,
+            } => {
+                let id = match found(self, field) {
+                    Some(id) => {
+                        self.set_value(id, value.get(arena));
+                        id
+                    }
+                    None => self.insert(field.get(arena), value.get(arena)),
+                };
+                self.put_expiry(id, expire_at);
+            }
+            Inverse::HashValue { field, value } => {
+                if let Some(id) = found(self, field) {
+                    self.set_value(id, value.get(arena));
+                }
+            }
+            Inverse::HashExpire { field, expire_at } => {
+                if let Some(id) = found(self, field) {
+                    self.put_expiry(id, expire_at);
+                }
+            }
+            other => unreachable!("{other:?} recorded for a hash"),
+        }
+    }
+
+    fn put_expiry(&mut self, id: u32, expire_at: Option<u64>) {
+        match expire_at {
+            Some(at) => self.set_expire(id, at),
+            None => drop(self.persist(id)),
+        }
     }
 
     /// The earliest expiry time, expired or not.

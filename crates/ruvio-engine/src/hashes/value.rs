@@ -470,6 +470,14 @@ impl HashValue {
         }
     }
 
+    /// Reverse one change of a big hash (the undo journal's roll-back).
+    pub(crate) fn reverse(&mut self, inverse: crate::undo::Inverse, arena: &[u8]) {
+        match self.repr_mut() {
+            ReprMut::Table(t) => t.reverse(inverse, arena),
+            ReprMut::Packed(_) => unreachable!("a hash table never becomes packed"),
+        }
+    }
+
     /// HDEL: remove the stored `field` (expired or not); true if it was stored.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self.repr_mut() {

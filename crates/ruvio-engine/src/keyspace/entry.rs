@@ -823,6 +823,14 @@ impl Entry {
         }
     }
 
+    /// True for a list, hash, set or sorted set in a big encoding (quicklist,
+    /// table, skiplist), whose mutators record the inverse of each change for the
+    /// undo journal (`undo::Inverse`); a compact encoding records none.
+    pub(crate) fn records_inverses(&self) -> bool {
+        matches!(self.kind, Kind::List | Kind::Hash | Kind::Set | Kind::ZSet)
+            && self.flat_block(3).is_none()
+    }
+
     /// The heap words this entry's layout uses.
     fn heap_words(&self) -> impl Iterator<Item = usize> {
         let key = (self.layout & KEY_HEAP != 0).then(|| self.key_word());

@@ -34,6 +34,7 @@ pub use slab::{TtlScan, CHUNK_SLOTS};
 
 use crate::engine::EngineConfig;
 use crate::undo::{self, Step};
+use crate::value::ValueMut;
 use index::Index;
 use slab::Slab;
 
@@ -257,6 +258,48 @@ impl Db {
         result
     }
 
+    /// Change collection entry `id` in place (the collection commands' path,
+    /// `Engine::modify_value`): as [`Db::modify`], except that a big list, hash,
+    /// set or sorted set, which the journal does not copy, has its mutators
+    /// record the inverse of each change instead (`undo::open_collection`).
+    pub(crate) fn modify_collection<R>(
+        &mut self,
+        id: EntryId,
+        change: impl FnOnce(&mut Entry) -> R,
+    ) -> R {
+        crate::fault::note_mutation();
+        self.before_change(id);
+        let opened = undo::keep_preimage(self.number, id, self.slab.get(id), true);
+        let entry = self.slab.get_mut(id);
+        let before = entry.heap_bytes();
+        let had_field_ttls = entry.has_field_ttls();
+        let result = change(entry);
+        if opened {
+            undo::close_collection();
+        }
+        crate::fault::change_point();
+        self.after_change(id, before, had_field_ttls);
+        result
+    }
+
+    /// Reverse one primitive change of the big collection in slot `id` (a
+    /// roll-back; the heap accounting is recounted afterwards).
+    pub(crate) fn reverse(&mut self, id: EntryId, inverse: undo::Inverse, arena: &[u8]) {
+        crate::fault::note_mutation();
+        self.before_change(id);
+        match self.slab.get_mut(id).value_mut() {
+            ValueMut::List(list) => list.reverse(inverse, arena),
+            ValueMut::Hash(hash) => hash.reverse(inverse, arena),
+            ValueMut::Set(set) => set.reverse(inverse, arena),
+            ValueMut::ZSet(zset) => zset.reverse(inverse, arena),
+            ValueMut::Str | ValueMut::Stream(_) => {
+                unreachable!("an inverse recorded for a string or a stream")
+            }
+        }
+        let field_ttls = self.slab.get(id).has_field_ttls();
+        self.slab.set_field_ttl_bit(id, field_ttls);
+    }
+
     /// Keep the heap accounting and the field-TTL bitmap right after entry `id`
     /// changed from `before` heap bytes.
     fn after_change(&mut self, id: EntryId, before: usize, had_field_ttls: bool) {
@@ -273,7 +316,7 @@ impl Db {
     /// The running command is about to change entry `id` in place: give the undo
     /// journal a copy of it (`undo::keep_preimage`).
     fn keep_preimage(&mut self, id: EntryId) {
-        undo::keep_preimage(self.number, id, self.slab.get(id));
+        undo::keep_preimage(self.number, id, self.slab.get(id), false);
     }
 
     /// Put back entry `id` as it was before a rolled-back change in place (same

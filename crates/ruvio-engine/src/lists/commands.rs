@@ -157,7 +157,12 @@ pub(super) fn lset(
     // An index outside the list becomes one past any list (`set` then only runs
     // the conversion check).
     let at = normalize_index(index, len).unwrap_or(usize::MAX);
-    if !change_list(e, ctx.db, id, |l| l.set(at, args.get(3), fill))? {
+    let set = |l: &mut super::ListValue| {
+        let replaced = l.set(at, args.get(3), fill);
+        crate::fault::point(args.get(0), "mid-write");
+        replaced
+    };
+    if !change_list(e, ctx.db, id, set)? {
         return Err(CmdError::IndexOutOfRange);
     }
     r.ok();

@@ -29,6 +29,7 @@ use super::listpack::{Packed, PackedIter, PackedRevIter};
 use super::rules;
 use super::End;
 use crate::keyspace::malloc_chunk_bytes;
+use crate::undo::{self, Inverse, Kept};
 
 /// Once the node array has at least this many slots, it shrinks when three
 /// quarters of them are unused (so a list that grew and shrank gives memory back,
@@ -195,6 +196,7 @@ impl Quicklist {
             };
             self.insert_node(at, block);
         }
+        undo::record_inverse(|_| Inverse::ListPop(end));
     }
 
     /// Remove and return the element at `end`.
@@ -203,6 +205,7 @@ impl Quicklist {
             End::Head => 0,
             End::Tail => self.nodes.len().checked_sub(1)?,
         };
+        let nodes = self.nodes.len();
         let popped = self.with_node(at, |b| {
             let (off, elem) = match end {
                 End::Head => (0, b.entry_at(0).0),
@@ -216,11 +219,49 @@ impl Quicklist {
             out
         });
         self.drop_if_empty(at);
+        if undo::inverses_wanted() {
+            let own_node = self.nodes.len() < nodes;
+            undo::record_inverse(|arena| Inverse::ListUnpop {
+                end,
+                elem: Kept::of(arena, &popped),
+                own_node,
+            });
+        }
         Some(popped)
+    }
+
+    /// Put back `elem`, popped off `end` (the undo journal's [`Inverse::ListUnpop`]):
+    /// into the end node, or a node of its own when the pop dropped one.
+    pub(crate) fn unpop(&mut self, end: End, elem: &[u8], own_node: bool) {
+        if own_node || self.nodes.is_empty() {
+            let mut block = Packed::new();
+            block.push_back(elem);
+            let at = match end {
+                End::Head => 0,
+                End::Tail => self.nodes.len(),
+            };
+            return self.insert_node(at, block);
+        }
+        let at = match end {
+            End::Head => 0,
+            End::Tail => self.nodes.len() - 1,
+        };
+        self.with_node(at, |b| match end {
+            End::Head => b.push_front(elem),
+            End::Tail => b.push_back(elem),
+        });
     }
 
     /// Remove `n` elements at `end` (`quicklistDelRange` from an end).
     pub fn drop_end(&mut self, end: End, mut n: usize) {
+        if undo::inverses_wanted() {
+            // One pop at a time leaves the nodes as this loop does, and records
+            // each element for the undo journal.
+            while n > 0 && self.pop(end).is_some() {
+                n -= 1;
+            }
+            return;
+        }
         while n > 0 && !self.nodes.is_empty() {
             let at = match end {
                 End::Head => 0,
@@ -288,6 +329,7 @@ impl Quicklist {
         if index >= self.len {
             return false;
         }
+        undo::no_inverse();
         let (at, i) = self.locate(index);
         self.with_node(at, |b| {
             let off = b.offset_of(i);
@@ -302,6 +344,7 @@ impl Quicklist {
         let Some((at, i, off)) = self.find(pivot) else {
             return false;
         };
+        undo::no_inverse();
         let count = self.nodes[at].count as usize;
         let full = !self.allows_insert(at, elem.len());
         let at_tail = after && i == count - 1;
@@ -404,6 +447,7 @@ impl Quicklist {
     /// the tail when `from_back`); emptied nodes go, nothing merges (as
     /// `quicklistDelIndex`). Returns how many went.
     pub fn remove(&mut self, elem: &[u8], limit: usize, from_back: bool) -> usize {
+        undo::no_inverse();
         let mut removed = 0;
         if from_back {
             let mut at = self.nodes.len();

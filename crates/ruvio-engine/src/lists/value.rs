@@ -226,6 +226,8 @@ impl ListValue {
         if !rules::may_shrink_to_listpack(fill, block.redis_bytes(), q.len()) {
             return;
         }
+        // A conversion has no recorded inverse (a quicklist this small is rare).
+        crate::undo::no_inverse();
         // SAFETY: the tagged word is a Box<Quicklist> owned by self; it is taken
         // out and the word overwritten below. Nothing in between unwinds.
         let boxed = unsafe { Box::from_raw(self.quicklist_ptr()) };
@@ -518,6 +520,23 @@ impl ListValue {
                     ptr: unsafe { NonNull::new_unchecked(raw as *mut u8) },
                 }
             }
+        }
+    }
+
+    /// Reverse one change of a big list (the undo journal's roll-back).
+    pub(crate) fn reverse(&mut self, inverse: crate::undo::Inverse, arena: &[u8]) {
+        use crate::undo::Inverse;
+        let ReprMut::Quicklist(q) = self.repr_mut() else {
+            unreachable!("a list that became a listpack is never rolled back")
+        };
+        match inverse {
+            Inverse::ListPop(end) => drop(q.pop(end)),
+            Inverse::ListUnpop {
+                end,
+                elem,
+                own_node,
+            } => q.unpop(end, elem.get(arena), own_node),
+            other => unreachable!("{other:?} recorded for a list"),
         }
     }
 

@@ -16,6 +16,7 @@ use hashbrown::HashTable;
 
 use super::member::Member;
 use crate::keyspace::malloc_chunk_bytes;
+use crate::undo::{self, Inverse, Kept};
 
 /// The members (see the module docs).
 pub struct Table {
@@ -80,6 +81,7 @@ impl Table {
         let (members, hasher) = (&self.members, &self.hasher);
         self.index
             .insert_unique(hash, at, |&i| hasher.hash_one(&*members[i as usize]));
+        undo::record_inverse(|arena| Inverse::SetRemove(Kept::of(arena, member)));
         let member = Member::new(member);
         self.member_chunk_bytes += chunk_of(&member);
         self.members.push(member);
@@ -100,6 +102,13 @@ impl Table {
     /// Remove the member at position `at` (the last one takes its place) and
     /// return it.
     pub fn remove_at(&mut self, at: usize) -> Member {
+        if undo::inverses_wanted() {
+            let member = &*self.members[at];
+            undo::record_inverse(|arena| Inverse::SetInsert {
+                member: Kept::of(arena, member),
+                at: at as u32,
+            });
+        }
         let hash = self.hasher.hash_one(&*self.members[at]);
         if let Ok(slot) = self.index.find_entry(hash, |&i| i as usize == at) {
             slot.remove();
@@ -114,6 +123,41 @@ impl Table {
         let gone = self.members.swap_remove(at);
         self.member_chunk_bytes -= chunk_of(&gone);
         gone
+    }
+
+    /// Reverse one change (the undo journal's roll-back); safe whether or not
+    /// the change went through (each is recorded just before it).
+    pub(crate) fn reverse(&mut self, inverse: Inverse, arena: &[u8]) {
+        match inverse {
+            Inverse::SetRemove(member) => drop(self.remove(member.get(arena))),
+            Inverse::SetInsert { member, at } => self.put_back(member.get(arena), at as usize),
+            other => unreachable!("{other:?} recorded for a set"),
+        }
+    }
+
+    /// Put back `member`, removed from position `at` (whose place the last member
+    /// took): it goes back there and that member back to the end, so positions,
+    /// and SSCAN's and SMEMBERS' order, are as before the removal.
+    fn put_back(&mut self, member: &[u8], at: usize) {
+        if !self.insert(member) {
+            return;
+        }
+        let last = self.members.len() - 1;
+        if at >= last {
+            return;
+        }
+        const MOVING: u32 = u32::MAX;
+        let hash_at = self.hasher.hash_one(&*self.members[at]);
+        let hash_last = self.hasher.hash_one(&*self.members[last]);
+        let mut renumber = |hash: u64, from: u32, to: u32| {
+            if let Some(i) = self.index.find_mut(hash, |&i| i == from) {
+                *i = to;
+            }
+        };
+        renumber(hash_at, at as u32, MOVING);
+        renumber(hash_last, last as u32, at as u32);
+        renumber(hash_at, MOVING, last as u32);
+        self.members.swap(at, last);
     }
 
     /// Member at position `at` (positions are dense: `0..len`).

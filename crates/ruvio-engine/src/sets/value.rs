@@ -458,6 +458,14 @@ impl SetValue {
         }
     }
 
+    /// Reverse one change of a big set (the undo journal's roll-back).
+    pub(crate) fn reverse(&mut self, inverse: crate::undo::Inverse, arena: &[u8]) {
+        match self.repr_mut() {
+            ReprMut::Table(t) => t.reverse(inverse, arena),
+            _ => unreachable!("a set table never becomes compact"),
+        }
+    }
+
     /// Free up to `members_max` members of a big set so a huge value can be
     /// released in slices; true when what is left is cheap to drop at once.
     pub fn free_some(&mut self, members_max: usize) -> bool {

@@ -38,6 +38,7 @@ use smallvec::SmallVec;
 
 use crate::block;
 use crate::keyspace::malloc_chunk_bytes;
+use crate::undo::{self, Inverse, Kept};
 
 /// Keys per leaf: 1 KiB of (score, handle) pairs; a binary search reads ~5 of
 /// its cache lines.
@@ -639,6 +640,7 @@ impl ZTree {
     pub fn insert(&mut self, member: &[u8], score: f64) {
         let m = self.adopt(member, score);
         self.place(m, score, member);
+        undo::record_inverse(|arena| Inverse::ZRemove(Kept::of(arena, member)));
     }
 
     /// Put the live handle `m` into the order.
@@ -680,6 +682,10 @@ impl ZTree {
         let Some(m) = self.find(member) else {
             return false;
         };
+        undo::record_inverse(|arena| Inverse::ZScore {
+            member: Kept::of(arena, member),
+            score: m.score(),
+        });
         let rank = self.rank(member, m.score());
         self.cut(rank, rank + 1);
         m.set_score(score);
@@ -702,8 +708,31 @@ impl ZTree {
         if lo >= hi {
             return;
         }
+        if undo::inverses_wanted() {
+            for (member, score) in self.iter_at(lo, false).take(hi - lo) {
+                undo::record_inverse(|arena| Inverse::ZInsert {
+                    member: Kept::of(arena, member),
+                    score,
+                });
+            }
+        }
         for m in self.cut(lo, hi) {
             self.release(m);
+        }
+    }
+
+    /// Reverse one change (the undo journal's roll-back); safe whether or not
+    /// the change went through.
+    pub(crate) fn reverse(&mut self, inverse: Inverse, arena: &[u8]) {
+        match inverse {
+            Inverse::ZRemove(member) => drop(self.remove(member.get(arena))),
+            Inverse::ZInsert { member, score } | Inverse::ZScore { member, score } => {
+                let member = member.get(arena);
+                if !self.update(member, score) {
+                    self.insert(member, score);
+                }
+            }
+            other => unreachable!("{other:?} recorded for a sorted set"),
         }
     }
 

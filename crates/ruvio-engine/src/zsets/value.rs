@@ -370,6 +370,14 @@ impl ZSetValue {
         }
     }
 
+    /// Reverse one change of a big sorted set (the undo journal's roll-back).
+    pub(crate) fn reverse(&mut self, inverse: crate::undo::Inverse, arena: &[u8]) {
+        match self.repr_mut() {
+            ReprMut::Tree(t) => t.reverse(inverse, arena),
+            ReprMut::Packed(_) => unreachable!("a skiplist never becomes packed"),
+        }
+    }
+
     /// Free up to `nodes_max` members of a big set being released in slices; true
     /// when what is left is cheap to drop.
     pub fn free_some(&mut self, nodes_max: usize) -> bool {
