@@ -738,14 +738,14 @@ impl Engine {
     /// Change the collection of entry `id` of `db` in place through `change`; the
     /// database's heap accounting follows (collections report their bytes in O(1)).
     /// A big collection's mutators record their inverses for the undo journal
-    /// meanwhile (`Db::modify_collection`).
+    /// meanwhile (see `undo::keep_preimage`).
     pub(crate) fn modify_value<R>(
         &mut self,
         db: usize,
         id: EntryId,
         change: impl FnOnce(ValueMut<'_>) -> R,
     ) -> R {
-        self.dbs[db].modify_collection(id, |e| change(e.value_mut()))
+        self.dbs[db].modify(id, |e| change(e.value_mut()))
     }
 
     /// Delete entry `id` of `db` when its collection is empty (Redis never keeps an

@@ -24,23 +24,25 @@
 //!   bytes appended to a byte arena the journal keeps between commands (a memcpy,
 //!   no allocation; a roll-back allocates the blocks afresh).
 //!
-//! - a change in place of a big list, hash, set or sorted set (a quicklist, a
-//!   hash or set table, a skiplist: too big to copy), made through
-//!   `Db::modify_collection`, opens the collection, and its own mutators record
-//!   the inverse of each primitive change ([`Inverse`]): a pushed element is
-//!   taken off again, a popped one put back into the node it came from, a field
-//!   or member inserted is removed, one removed is put back (a set member into
-//!   the position it had), an old value, expiry or score is put back. Their byte
-//!   strings go to the same arena.
+//! - a change in place of a big value (a string past the copy bound, a
+//!   quicklist, a hash or set table, a skiplist: too big to copy on every write)
+//!   opens the entry, and its own mutators record the inverse of each primitive
+//!   change ([`Inverse`]): a pushed element is taken off again, a popped one put
+//!   back into the node it came from, a field or member inserted is removed, one
+//!   removed is put back (a set member into the position it had), an old value,
+//!   expiry or score is put back; a string gets back the bytes a write in place
+//!   covered and its old length; a value replaced whole (SET over it) is moved
+//!   into the journal, as a deleted entry is. Byte strings go to the same arena.
 //!
 //! What is not recorded marks the journal *unrecoverable*: a change in place of a
 //! big value with no recorded inverse (LSET, LINSERT and LREM in a quicklist, a
-//! quicklist small enough to become a listpack again, any stream, a string past
-//! [`COPY_BYTES_MAX`]), FLUSHDB/FLUSHALL, an entry taken out of the keyspace to
-//! be handed elsewhere (lending between shards), and anything past
-//! [`HELD_BYTES_MAX`] of deleted entries or [`ARENA_BYTES_MAX`] of copied bytes
-//! held in one command. A panic after such a change still ends the process (the
-//! server's `contain_panic`), and the log's replay undoes it. docs/faults.md.
+//! quicklist small enough to become a listpack again, any stream, a compact
+//! collection past [`COPY_BYTES_MAX`] under raised limits), FLUSHDB/FLUSHALL, an
+//! entry taken out of the keyspace to be handed elsewhere (lending between
+//! shards), and anything past [`HELD_BYTES_MAX`] of held entries or
+//! [`ARENA_BYTES_MAX`] of arena bytes in one command. A panic after such a change
+//! still ends the process (the server's `contain_panic`), and the log's replay
+//! undoes it. docs/faults.md.
 //!
 //! Slots matter: a rolled-back command leaves every entry in the slot it had, so
 //! SCAN cursors held by clients stay valid and the journal's own slot numbers
@@ -167,6 +169,14 @@ pub(crate) enum Inverse {
     ZInsert { member: Kept, score: f64 },
     /// Put back the score a member had.
     ZScore { member: Kept, score: f64 },
+    /// Put back a big string as it was: `old` at byte `at`, cut to `len` bytes,
+    /// `raw` or not (APPEND, SETRANGE, SETBIT, BITFIELD in place).
+    StrRestore {
+        len: u32,
+        raw: bool,
+        at: u32,
+        old: Kept,
+    },
 }
 
 thread_local! {
@@ -248,11 +258,11 @@ pub(crate) fn mark_unrecoverable() {
 /// Record a copy of `entry` (entry `id` of `db`) before a change in place, if a
 /// command is running: a 48-byte copy of an all-inline entry, or its heap blocks'
 /// bytes appended to the arena when they are plain blocks of at most
-/// [`COPY_BYTES_MAX`]. Else, for a change through `Db::modify_collection`
-/// (`collection`) of a big list, hash, set or sorted set, open it so its
-/// mutators record their inverses (true: the caller closes it after the
-/// change); anything else marks the command unrecoverable.
-pub(crate) fn keep_preimage(db: usize, id: EntryId, entry: &Entry, collection: bool) -> bool {
+/// [`COPY_BYTES_MAX`]. Else, for a big string, list, hash, set or sorted set,
+/// open it so its mutators record their inverses (true: the caller closes it
+/// after the change); anything else (a stream, a compact collection past the
+/// bound) marks the command unrecoverable.
+pub(crate) fn keep_preimage(db: usize, id: EntryId, entry: &Entry) -> bool {
     if !recording() || has_preimage(db, id) {
         return false;
     }
@@ -267,13 +277,25 @@ pub(crate) fn keep_preimage(db: usize, id: EntryId, entry: &Entry, collection: b
     });
     match copied {
         Some(before) => record(Step::Copied { db, id, before }),
-        None if collection && entry.records_inverses() => {
+        None if entry.records_inverses() => {
             OPEN.with(|o| o.set(Some((db, id))));
             return true;
         }
         None => mark_unrecoverable(),
     }
     false
+}
+
+/// The open entry's value is about to be replaced whole (SET over a big value):
+/// the journal takes the entry as it was (moved, not copied, as a delete's), to
+/// put it back on a roll-back. Past [`HELD_BYTES_MAX`] it is dropped and the
+/// command can no longer be undone.
+pub(crate) fn record_replaced(before: Entry) {
+    let Some((db, id)) = OPEN.with(Cell::get) else {
+        return drop(before);
+    };
+    let bytes = before.heap_bytes();
+    drop(hold(Step::Modified { db, id, before }, bytes));
 }
 
 /// The change of the open collection ended.

@@ -8,7 +8,7 @@
 //!   shard and the other shard go on, and the keyspace is exactly as before, whether
 //!   the command ran on the client's shard or was forwarded to the other one.
 //! - A panic after the change began is undone from the engine's undo journal
-//!   (crates/ruvio-engine/src/undo.rs; every change point of 86 commands is cut in
+//!   (crates/ruvio-engine/src/undo.rs; every change point of 94 commands is cut in
 //!   crates/ruvio-engine/tests/undo.rs), shown with `RUVIO_FAULT=mset:mid-write`
 //!   (MSET panics after setting its first key): the same error, the keyspace as
 //!   before (a script's earlier writes included), nothing logged, and everything

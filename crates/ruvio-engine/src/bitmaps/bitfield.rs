@@ -298,11 +298,12 @@ fn bitfield_generic(
 ) -> CmdResult {
     let ops = parse_ops(engine, args)?;
     let key = args.get(1);
-    let farthest_written = ops
-        .iter()
-        .filter(|op| !matches!(op.action, Action::Get))
+    let writes = || ops.iter().filter(|op| !matches!(op.action, Action::Get));
+    let farthest_written = writes()
         .map(|op| op.field.offset + u64::from(op.field.bits) - 1)
         .max();
+    // The first byte a write touches (the undo journal keeps the bytes from it).
+    let nearest_written = writes().map(|op| op.field.offset / 8).min().unwrap_or(0);
     let Some(farthest) = farthest_written else {
         read_fields(engine, ctx, key, &ops, reply)?;
         return Ok(Done);
@@ -315,7 +316,10 @@ fn bitfield_generic(
     let grew = grows(old_len, needed);
     reply.array(ops.len());
     let changes = engine.db_mut(ctx.db).modify(id, |e| {
-        e.edit_bytes(needed, |bytes| {
+        let first = usize::try_from(nearest_written)
+            .unwrap_or(needed)
+            .min(needed);
+        e.edit_bytes(needed, first..needed, |bytes| {
             let mut changes = 0;
             for op in &ops {
                 match op.run(bytes) {

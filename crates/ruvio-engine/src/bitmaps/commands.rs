@@ -32,7 +32,7 @@ pub(super) fn setbit(
     let byte = (offset / 8) as usize;
     let mask = 0x80u8 >> (offset % 8);
     let was = engine.db_mut(ctx.db).modify(id, |e| {
-        e.edit_bytes(byte + 1, |bytes| {
+        e.edit_bytes(byte + 1, byte..byte + 1, |bytes| {
             let was = bytes[byte] & mask != 0;
             if on {
                 bytes[byte] |= mask;

@@ -678,6 +678,9 @@ impl Entry {
 
     /// Replace the value (the key, expiry and clock stay).
     pub fn set_value(&mut self, value: NewValue<'_>) {
+        if self.layout & VALUE_HEAP != 0 && crate::undo::inverses_wanted() {
+            self.hand_over_for_undo();
+        }
         match value {
             NewValue::Str { bytes, raw } => self.set_str(bytes, raw),
             NewValue::Int(n) => {
@@ -710,6 +713,23 @@ impl Entry {
         } else {
             self.replace_value(ValuePart::Inline(bytes), Kind::Str, flags);
         }
+    }
+
+    /// The undo journal takes this (big, open) entry as it is, to put it back on
+    /// a roll-back, and this one goes on as a copy with the same key, expiry,
+    /// access clock and an empty string value, about to be replaced.
+    fn hand_over_for_undo(&mut self) {
+        let before = std::mem::replace(self, Entry::vacant(0));
+        let key = before.key().to_vec();
+        *self = Entry::assemble(
+            KeyPart::Bytes(&key),
+            ValuePart::Inline(b""),
+            Kind::Str,
+            0,
+            before.clock(),
+            before.expire_at_ms,
+        );
+        crate::undo::record_replaced(before);
     }
 
     /// Rebuild around the current key with a new value.
@@ -823,12 +843,19 @@ impl Entry {
         }
     }
 
-    /// True for a list, hash, set or sorted set in a big encoding (quicklist,
-    /// table, skiplist), whose mutators record the inverse of each change for the
-    /// undo journal (`undo::Inverse`); a compact encoding records none.
+    /// True for a string on the heap or a list, hash, set or sorted set in a big
+    /// encoding (quicklist, table, skiplist), whose mutators record the inverse of
+    /// each change for the undo journal (`undo::Inverse`) when it is not copied;
+    /// a compact encoding and a stream record none.
     pub(crate) fn records_inverses(&self) -> bool {
-        matches!(self.kind, Kind::List | Kind::Hash | Kind::Set | Kind::ZSet)
-            && self.flat_block(3).is_none()
+        if self.layout & VALUE_HEAP == 0 {
+            return false;
+        }
+        match self.kind {
+            Kind::Str | Kind::Int => true,
+            Kind::Stream => false,
+            Kind::List | Kind::Hash | Kind::Set | Kind::ZSet => self.flat_block(3).is_none(),
+        }
     }
 
     /// The heap words this entry's layout uses.
@@ -925,6 +952,8 @@ impl Entry {
     pub fn append(&mut self, tail: &[u8]) -> usize {
         debug_assert!(matches!(self.kind, Kind::Str | Kind::Int));
         if self.layout & VALUE_HEAP != 0 && self.kind == Kind::Str {
+            let len = self.heap(3).len();
+            self.record_str_restore(len..len);
             self.flags |= FLAG_RAW;
             let s = self.heap_mut(3);
             s.append(tail);
@@ -955,6 +984,8 @@ impl Entry {
         }
         self.flags |= FLAG_RAW;
         if self.layout & VALUE_HEAP != 0 {
+            // Any byte may change: no inverse (a big string is never an HLL).
+            crate::undo::no_inverse();
             return Some(self.heap_mut(3).as_mut_slice());
         }
         let (at, len) = (self.value_at(), self.vlen as usize);
@@ -970,7 +1001,7 @@ impl Entry {
     /// Returns the new length.
     pub fn set_range(&mut self, offset: usize, patch: &[u8]) -> usize {
         let end = offset + patch.len();
-        self.edit_bytes(end, |bytes| {
+        self.edit_bytes(end, offset..end, |bytes| {
             bytes[offset..end].copy_from_slice(patch);
             bytes.len()
         })
@@ -984,7 +1015,12 @@ impl Entry {
     /// costs no memset, the pages come zeroed); one that grows on the heap grows
     /// greedily (`sdsgrowzero`), so a bitmap filled upwards is amortised O(1) per
     /// byte. Short results stay inline.
-    pub fn edit_bytes<R>(&mut self, len: usize, change: impl FnOnce(&mut [u8]) -> R) -> R {
+    pub fn edit_bytes<R>(
+        &mut self,
+        len: usize,
+        touched: std::ops::Range<usize>,
+        change: impl FnOnce(&mut [u8]) -> R,
+    ) -> R {
         debug_assert!(matches!(self.kind, Kind::Str | Kind::Int));
         if !(self.layout & VALUE_HEAP != 0 && self.kind == Kind::Str) {
             let mut buf = itoa::Buffer::new();
@@ -1007,10 +1043,46 @@ impl Entry {
             };
             self.replace_value(ValuePart::Heap(HeapValue::Str(s)), Kind::Str, FLAG_RAW);
         }
+        self.record_str_restore(touched);
         self.flags |= FLAG_RAW;
         let s = self.heap_mut(3);
         s.grow_zeroed(len);
         change(s.as_mut_slice())
+    }
+
+    /// For the undo journal (a big string open): the bytes of `touched` that the
+    /// string has now, its length and whether it is `raw`, before a change in
+    /// place that writes only there (and may grow the string).
+    fn record_str_restore(&self, touched: std::ops::Range<usize>) {
+        if !crate::undo::inverses_wanted() {
+            return;
+        }
+        let bytes = self.heap(3).as_slice();
+        let at = touched.start.min(bytes.len());
+        let old = &bytes[at..touched.end.clamp(at, bytes.len())];
+        let raw = self.flags & FLAG_RAW != 0;
+        crate::undo::record_inverse(|arena| crate::undo::Inverse::StrRestore {
+            len: bytes.len() as u32,
+            raw,
+            at: at as u32,
+            old: crate::undo::Kept::of(arena, old),
+        });
+    }
+
+    /// Reverse one change in place of a big string (the undo journal's roll-back).
+    pub(crate) fn reverse_str(&mut self, inverse: crate::undo::Inverse, arena: &[u8]) {
+        let crate::undo::Inverse::StrRestore { len, raw, at, old } = inverse else {
+            unreachable!("{inverse:?} recorded for a string")
+        };
+        debug_assert!(self.kind == Kind::Str && self.layout & VALUE_HEAP != 0);
+        let s = self.heap_mut(3);
+        let old = old.get(arena);
+        let at = at as usize;
+        s.as_mut_slice()[at..at + old.len()].copy_from_slice(old);
+        s.truncate(len as usize);
+        if !raw {
+            self.flags &= !FLAG_RAW;
+        }
     }
 
     /// Longest value that can stay inline next to the current key.
@@ -1157,18 +1229,18 @@ mod tests {
     #[test]
     fn edit_bytes_grows_exactly_then_greedily() {
         let mut small = Entry::new(b"k", s(b""), 0);
-        small.edit_bytes(2, |b| b[1] = 7);
+        small.edit_bytes(2, 1..2, |b| b[1] = 7);
         assert_eq!(small.layout, 0, "inline");
         assert_eq!(small.str_value(), StrRef::Bytes(b"\0\x07"));
         assert_eq!(small.encoding(), Encoding::Raw);
         let mut big = Entry::new(b"k", s(b""), 0);
-        big.edit_bytes(128, |b| b[127] = 1);
+        big.edit_bytes(128, 127..128, |b| b[127] = 1);
         assert_eq!(big.heap(3).capacity(), 128, "a new bitmap: exact");
-        big.edit_bytes(129, |b| b[128] = 2);
+        big.edit_bytes(129, 128..129, |b| b[128] = 2);
         assert!(big.heap(3).capacity() >= 256, "growing: greedy");
         assert_eq!(big.str_value().len(), 129);
         let mut n = Entry::new(b"k", NewValue::Int(7), 0);
-        assert_eq!(n.edit_bytes(0, |b| b.len()), 1);
+        assert_eq!(n.edit_bytes(0, 0..0, |b| b.len()), 1);
         assert_eq!(
             (n.str_value(), n.encoding()),
             (StrRef::Bytes(b"7"), Encoding::Raw)

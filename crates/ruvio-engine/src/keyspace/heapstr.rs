@@ -210,6 +210,15 @@ impl HeapStr {
         }
     }
 
+    /// Cut the string to its first `len` bytes (no-op when not longer); the
+    /// block keeps its capacity (the undo journal's roll-back of a growth).
+    pub(crate) fn truncate(&mut self, len: usize) {
+        if len < self.len() {
+            // SAFETY: a shorter length keeps every byte below it initialised.
+            unsafe { (*self.ptr.as_ptr()).len = to_u32(len) };
+        }
+    }
+
     /// Replace the contents with `bytes` when the block is a good fit (big enough, and
     /// not more than twice too big); returns false, unchanged, otherwise.
     pub fn try_overwrite(&mut self, bytes: &[u8]) -> bool {

@@ -244,32 +244,13 @@ impl Db {
     }
 
     /// Change entry `id`'s value through `change` (which cannot touch the key or the
-    /// expiry); keeps the heap accounting and the field-TTL bitmap right.
+    /// expiry); keeps the heap accounting and the field-TTL bitmap right. While a
+    /// command runs the undo journal keeps a copy of the entry first or, for a big
+    /// value, has its mutators record their inverses (`undo::keep_preimage`).
     pub fn modify<R>(&mut self, id: EntryId, change: impl FnOnce(&mut Entry) -> R) -> R {
         crate::fault::note_mutation();
         self.before_change(id);
-        self.keep_preimage(id);
-        let entry = self.slab.get_mut(id);
-        let before = entry.heap_bytes();
-        let had_field_ttls = entry.has_field_ttls();
-        let result = change(entry);
-        crate::fault::change_point();
-        self.after_change(id, before, had_field_ttls);
-        result
-    }
-
-    /// Change collection entry `id` in place (the collection commands' path,
-    /// `Engine::modify_value`): as [`Db::modify`], except that a big list, hash,
-    /// set or sorted set, which the journal does not copy, has its mutators
-    /// record the inverse of each change instead (`undo::open_collection`).
-    pub(crate) fn modify_collection<R>(
-        &mut self,
-        id: EntryId,
-        change: impl FnOnce(&mut Entry) -> R,
-    ) -> R {
-        crate::fault::note_mutation();
-        self.before_change(id);
-        let opened = undo::keep_preimage(self.number, id, self.slab.get(id), true);
+        let opened = undo::keep_preimage(self.number, id, self.slab.get(id));
         let entry = self.slab.get_mut(id);
         let before = entry.heap_bytes();
         let had_field_ttls = entry.has_field_ttls();
@@ -282,8 +263,8 @@ impl Db {
         result
     }
 
-    /// Reverse one primitive change of the big collection in slot `id` (a
-    /// roll-back; the heap accounting is recounted afterwards).
+    /// Reverse one primitive change of the big value in slot `id` (a roll-back;
+    /// the heap accounting is recounted afterwards).
     pub(crate) fn reverse(&mut self, id: EntryId, inverse: undo::Inverse, arena: &[u8]) {
         crate::fault::note_mutation();
         self.before_change(id);
@@ -292,9 +273,8 @@ impl Db {
             ValueMut::Hash(hash) => hash.reverse(inverse, arena),
             ValueMut::Set(set) => set.reverse(inverse, arena),
             ValueMut::ZSet(zset) => zset.reverse(inverse, arena),
-            ValueMut::Str | ValueMut::Stream(_) => {
-                unreachable!("an inverse recorded for a string or a stream")
-            }
+            ValueMut::Str => self.slab.get_mut(id).reverse_str(inverse, arena),
+            ValueMut::Stream(_) => unreachable!("an inverse recorded for a stream"),
         }
         let field_ttls = self.slab.get(id).has_field_ttls();
         self.slab.set_field_ttl_bit(id, field_ttls);
@@ -311,12 +291,6 @@ impl Db {
         if field_ttls != had_field_ttls {
             self.slab.set_field_ttl_bit(id, field_ttls);
         }
-    }
-
-    /// The running command is about to change entry `id` in place: give the undo
-    /// journal a copy of it (`undo::keep_preimage`).
-    fn keep_preimage(&mut self, id: EntryId) {
-        undo::keep_preimage(self.number, id, self.slab.get(id), false);
     }
 
     /// Put back entry `id` as it was before a rolled-back change in place (same
