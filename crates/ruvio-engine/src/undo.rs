@@ -28,17 +28,18 @@
 //!   quicklist, a hash or set table, a skiplist: too big to copy on every write)
 //!   opens the entry, and its own mutators record the inverse of each primitive
 //!   change ([`Inverse`]): a pushed element is taken off again, a popped one put
-//!   back into the node it came from, a field or member inserted is removed, one
+//!   back into the node it came from, an element set or inserted in place gets
+//!   its old bytes back or is removed, a field or member inserted is removed, one
 //!   removed is put back (a set member into the position it had), an old value,
 //!   expiry or score is put back; a string gets back the bytes a write in place
 //!   covered and its old length; a value replaced whole (SET over it) is moved
 //!   into the journal, as a deleted entry is. Byte strings go to the same arena.
 //!
 //! What is not recorded marks the journal *unrecoverable*: a change in place of a
-//! big value with no recorded inverse (LSET, LINSERT and LREM in a quicklist, a
-//! quicklist small enough to become a listpack again, any stream, a compact
-//! collection past [`COPY_BYTES_MAX`] under raised limits), FLUSHDB/FLUSHALL, an
-//! entry taken out of the keyspace to be handed elsewhere (lending between
+//! big value with no recorded inverse (LREM in a quicklist, a LINSERT that
+//! splits a quicklist node, a quicklist small enough to become a listpack again,
+//! any stream, a compact collection past [`COPY_BYTES_MAX`] under raised
+//! limits), FLUSHDB/FLUSHALL, an entry taken out of the keyspace to be handed elsewhere (lending between
 //! shards), and anything past [`HELD_BYTES_MAX`] of held entries or
 //! [`ARENA_BYTES_MAX`] of arena bytes in one command. A panic after such a change
 //! still ends the process (the server's `contain_panic`), and the log's replay
@@ -147,6 +148,10 @@ pub(crate) enum Inverse {
         elem: Kept,
         own_node: bool,
     },
+    /// Put back the element that was at `index` (LSET in a quicklist).
+    ListSet { index: u64, old: Kept },
+    /// Remove the element inserted at `index` (LINSERT in a quicklist).
+    ListRemoveAt(u64),
     /// Remove an inserted field.
     HashRemove(Kept),
     /// Put back a removed field.

@@ -131,8 +131,8 @@ const COMMANDS: &[(&str, bool)] = &[
     ("LMOVE bl bl LEFT RIGHT", true),
     ("LMOVE bl l RIGHT LEFT", true),
     ("LTRIM bl 2 -3", true),
-    ("LSET bl 10 changed", false),
-    ("LINSERT bl BEFORE element-00000500 ins", false),
+    ("LSET bl 10 changed", true),
+    ("LINSERT bl BEFORE element-00000500 ins", true),
     ("LREM bl 1 ins", false),
     ("HSET bh f0 new fnew v", true),
     ("HINCRBY bh count 3", true),
@@ -349,10 +349,14 @@ fn a_change_without_a_copy_or_an_inverse_or_a_flush_cannot_be_undone() {
     let elements: Vec<String> = (0..1000).map(|i| format!("element-{i:08}")).collect();
     h.run(&format!("RPUSH list {}", elements.join(" ")));
     assert_eq!(h.run("OBJECT ENCODING list"), "$9\r\nquicklist\r\n");
-    // Change point 1 is before LSET changes the list (nothing to undo), 2 right
+    // Change point 1 is before LREM changes the list (nothing to undo), 2 right
     // after it changed in place, with neither a copy nor an inverse to go back to.
-    assert_eq!(run_cut_at(&mut h, "LSET list 500 x", 1), Cut::RolledBack);
-    assert_eq!(run_cut_at(&mut h, "LSET list 500 x", 2), Cut::Unrecoverable);
+    let lrem = "LREM list 1 element-00000500";
+    assert_eq!(run_cut_at(&mut h, lrem, 1), Cut::RolledBack);
+    assert_eq!(run_cut_at(&mut h, lrem, 2), Cut::Unrecoverable);
+    // LINSERT into the middle of a full node splits it: no inverse either.
+    let split = "LINSERT list BEFORE element-00000100 an-element-too-long-to-fit";
+    assert_eq!(run_cut_at(&mut h, split, 2), Cut::Unrecoverable);
     // A push has an inverse.
     assert_eq!(run_cut_at(&mut h, "LPUSH list x", 2), Cut::RolledBack);
     // A compact hash past the copy bound (limits raised) has neither.

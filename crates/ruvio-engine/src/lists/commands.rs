@@ -157,12 +157,7 @@ pub(super) fn lset(
     // An index outside the list becomes one past any list (`set` then only runs
     // the conversion check).
     let at = normalize_index(index, len).unwrap_or(usize::MAX);
-    let set = |l: &mut super::ListValue| {
-        let replaced = l.set(at, args.get(3), fill);
-        crate::fault::point(args.get(0), "mid-write");
-        replaced
-    };
-    if !change_list(e, ctx.db, id, set)? {
+    if !change_list(e, ctx.db, id, |l| l.set(at, args.get(3), fill))? {
         return Err(CmdError::IndexOutOfRange);
     }
     r.ok();
@@ -221,7 +216,11 @@ pub(super) fn lrem(
     };
     list_at(e, ctx.db, id)?;
     let fill = fill(e);
-    let removed = change_list(e, ctx.db, id, |l| l.remove(args.get(3), count, fill))?;
+    let removed = change_list(e, ctx.db, id, |l| {
+        let removed = l.remove(args.get(3), count, fill);
+        crate::fault::point(args.get(0), "mid-write");
+        removed
+    })?;
     if removed > 0 {
         ctx.changed(key, events::LREM, removed as u64);
         if e.delete_if_empty(ctx.db, id) {

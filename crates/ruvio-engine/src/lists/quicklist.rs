@@ -329,13 +329,31 @@ impl Quicklist {
         if index >= self.len {
             return false;
         }
-        undo::no_inverse();
         let (at, i) = self.locate(index);
+        if undo::inverses_wanted() {
+            // Recorded first: setting back an element still there changes nothing.
+            let old = self.nodes[at].block.get(i).unwrap_or_default();
+            undo::record_inverse(|arena| Inverse::ListSet {
+                index: index as u64,
+                old: Kept::of(arena, old),
+            });
+        }
         self.with_node(at, |b| {
             let off = b.offset_of(i);
             b.replace_at(off, elem);
         });
         true
+    }
+
+    /// Remove element `index` (< len; the undo journal's roll-back of LINSERT),
+    /// dropping its node if that empties it.
+    pub(crate) fn remove_at(&mut self, index: usize) {
+        let (at, i) = self.locate(index);
+        self.with_node(at, |b| {
+            let off = b.offset_of(i);
+            b.remove_at(off);
+        });
+        self.drop_if_empty(at);
     }
 
     /// Insert `elem` before or after the first element equal to `pivot`
@@ -344,8 +362,13 @@ impl Quicklist {
         let Some((at, i, off)) = self.find(pivot) else {
             return false;
         };
-        undo::no_inverse();
         let count = self.nodes[at].count as usize;
+        // Where the new element lands, whichever node takes it (for the undo
+        // journal only).
+        let index = undo::inverses_wanted().then(|| {
+            let before: usize = self.nodes.iter().take(at).map(|n| n.count as usize).sum();
+            before + i + usize::from(after)
+        });
         let full = !self.allows_insert(at, elem.len());
         let at_tail = after && i == count - 1;
         let at_head = !after && i == 0;
@@ -385,6 +408,12 @@ impl Quicklist {
                 at + 1
             };
             self.merge_around(center);
+            // Nodes were split and merged: no inverse puts them back.
+            undo::no_inverse();
+            return true;
+        }
+        if let Some(index) = index {
+            undo::record_inverse(|_| Inverse::ListRemoveAt(index as u64));
         }
         true
     }

@@ -536,6 +536,8 @@ impl ListValue {
                 elem,
                 own_node,
             } => q.unpop(end, elem.get(arena), own_node),
+            Inverse::ListSet { index, old } => drop(q.set(index as usize, old.get(arena))),
+            Inverse::ListRemoveAt(index) => q.remove_at(index as usize),
             other => unreachable!("{other:?} recorded for a list"),
         }
     }
