@@ -29,18 +29,18 @@
 //!   opens the entry, and its own mutators record the inverse of each primitive
 //!   change ([`Inverse`]): a pushed element is taken off again, a popped one put
 //!   back into the node it came from, an element set or inserted in place gets
-//!   its old bytes back or is removed, a field or member inserted is removed, one
+//!   its old bytes back or is removed, LREM's elements go back to their node
+//!   positions, a quicklist that shrank into a listpack becomes one again, a field or member inserted is removed, one
 //!   removed is put back (a set member into the position it had), an old value,
 //!   expiry or score is put back; a string gets back the bytes a write in place
 //!   covered and its old length; a value replaced whole (SET over it) is moved
 //!   into the journal, as a deleted entry is. Byte strings go to the same arena.
 //!
 //! What is not recorded marks the journal *unrecoverable*: a change in place of a
-//! big value with no recorded inverse (LREM in a quicklist, a LINSERT that
-//! splits a quicklist node, a quicklist small enough to become a listpack again,
+//! big value with no recorded inverse (a LINSERT that splits a quicklist node,
 //! any stream, a compact collection past [`COPY_BYTES_MAX`] under raised
-//! limits), FLUSHDB/FLUSHALL, an entry taken out of the keyspace to be handed elsewhere (lending between
-//! shards), and anything past [`HELD_BYTES_MAX`] of held entries or
+//! limits), FLUSHDB/FLUSHALL, an entry taken out of the keyspace to be handed
+//! elsewhere (lending between shards), and anything past [`HELD_BYTES_MAX`] of held entries or
 //! [`ARENA_BYTES_MAX`] of arena bytes in one command. A panic after such a change
 //! still ends the process (the server's `contain_panic`), and the log's replay
 //! undoes it. docs/faults.md.
@@ -152,6 +152,17 @@ pub(crate) enum Inverse {
     ListSet { index: u64, old: Kept },
     /// Remove the element inserted at `index` (LINSERT in a quicklist).
     ListRemoveAt(u64),
+    /// Make the list, which shrank into a listpack, a quicklist of one node with
+    /// this fill again.
+    ListToQuicklist { fill: i32 },
+    /// Put `elem` back at position `pos` of node `node`, into a new node there
+    /// when `own_node` (LREM in a quicklist).
+    ListReinsert {
+        node: u32,
+        pos: u32,
+        own_node: bool,
+        elem: Kept,
+    },
     /// Remove an inserted field.
     HashRemove(Kept),
     /// Put back a removed field.

@@ -133,7 +133,8 @@ const COMMANDS: &[(&str, bool)] = &[
     ("LTRIM bl 2 -3", true),
     ("LSET bl 10 changed", true),
     ("LINSERT bl BEFORE element-00000500 ins", true),
-    ("LREM bl 1 ins", false),
+    ("LREM bl 1 ins", true),
+    ("LREM bl -2 element-00000600", true),
     ("HSET bh f0 new fnew v", true),
     ("HINCRBY bh count 3", true),
     ("HDEL bh f1 f3 nosuch", true),
@@ -153,6 +154,8 @@ const COMMANDS: &[(&str, bool)] = &[
          redis.call('SADD', 'bs', 'z'); return redis.call('ZADD', 'bz', 1, 'w')\" 0",
         true,
     ),
+    ("LTRIM bl2 0 9", true),
+    ("RPOP bl2", true),
     ("APPEND bstr -more", true),
     ("SETRANGE bstr 100 patch", true),
     ("SETRANGE bstr 40000 far-out", true),
@@ -252,6 +255,7 @@ fn add_big_values(h: &mut Harness) {
     let elements: Vec<String> = (0..1000).map(|i| format!("element-{i:08}")).collect();
     let lines = [
         format!("RPUSH bl {}", elements.join(" ")),
+        format!("RPUSH bl2 {}", elements.join(" ")),
         format!("HSET bh {}", many(&|i| format!("f{i} v{i}"))),
         "HPEXPIRE bh 600000 FIELDS 2 f1 f2".to_string(),
         format!("SADD bs {}", many(&|i| format!("m{i}"))),
@@ -349,13 +353,11 @@ fn a_change_without_a_copy_or_an_inverse_or_a_flush_cannot_be_undone() {
     let elements: Vec<String> = (0..1000).map(|i| format!("element-{i:08}")).collect();
     h.run(&format!("RPUSH list {}", elements.join(" ")));
     assert_eq!(h.run("OBJECT ENCODING list"), "$9\r\nquicklist\r\n");
-    // Change point 1 is before LREM changes the list (nothing to undo), 2 right
-    // after it changed in place, with neither a copy nor an inverse to go back to.
-    let lrem = "LREM list 1 element-00000500";
-    assert_eq!(run_cut_at(&mut h, lrem, 1), Cut::RolledBack);
-    assert_eq!(run_cut_at(&mut h, lrem, 2), Cut::Unrecoverable);
-    // LINSERT into the middle of a full node splits it: no inverse either.
+    // LINSERT into the middle of a full node splits it. Change point 1 is before
+    // it changes the list (nothing to undo), 2 right after it changed in place,
+    // with neither a copy nor an inverse to go back to.
     let split = "LINSERT list BEFORE element-00000100 an-element-too-long-to-fit";
+    assert_eq!(run_cut_at(&mut h, split, 1), Cut::RolledBack);
     assert_eq!(run_cut_at(&mut h, split, 2), Cut::Unrecoverable);
     // A push has an inverse.
     assert_eq!(run_cut_at(&mut h, "LPUSH list x", 2), Cut::RolledBack);

@@ -1,14 +1,14 @@
 //! Fault containment, shown with the fault points of a debug build (the binary these
 //! tests start): `RUVIO_FAULT=lpush:before-write` makes LPUSH panic before it touches
 //! the keyspace, `RUVIO_FAULT=lpush:mid-write` after it changed an existing list,
-//! `RUVIO_FAULT=lrem:mid-write` LREM after it removed elements
+//! `RUVIO_FAULT=linsert:mid-write` LINSERT after it inserted an element
 //! (crates/ruvio-engine/src/fault.rs, docs/faults.md).
 //!
 //! - A panic before any change is answered with an error; the connection, the
 //!   shard and the other shard go on, and the keyspace is exactly as before, whether
 //!   the command ran on the client's shard or was forwarded to the other one.
 //! - A panic after the change began is undone from the engine's undo journal
-//!   (crates/ruvio-engine/src/undo.rs; every change point of 94 commands is cut in
+//!   (crates/ruvio-engine/src/undo.rs; every change point of 97 commands is cut in
 //!   crates/ruvio-engine/tests/undo.rs), shown with `RUVIO_FAULT=mset:mid-write`
 //!   (MSET panics after setting its first key): the same error, the keyspace as
 //!   before (a script's earlier writes included), nothing logged, and everything
@@ -16,8 +16,8 @@
 //!   LPUSH on a list changed in place is undone too (the journal copies a small
 //!   one first and records the inverse of each push into a big one), shown with
 //!   `RUVIO_FAULT=lpush:mid-write`.
-//! - A panic after a change the journal cannot undo (LREM in a list of 2,000
-//!   elements here: removing elements of a quicklist has no recorded inverse)
+//! - A panic after a change the journal cannot undo (LINSERT splitting a full
+//!   node of a list of 2,000 elements here: the split has no recorded inverse)
 //!   ends the whole process with status 70 and a clear message
 //!   (a service manager restarts it), rather than serve a value that may be
 //!   half-changed or leave a dead shard behind; with a log under `always` the
@@ -78,8 +78,11 @@ fn a_panic_before_any_change_is_an_error_reply_and_everything_goes_on() {
     ));
 }
 
-/// A big list (a quicklist: the journal takes a push off again, but LREM's
-/// removals have no recorded inverse).
+/// An element too long for the full node it goes into: LINSERT splits the node.
+const LONG: &str = "an-element-too-long-to-fit";
+
+/// A big list (a quicklist of full nodes: the journal takes a push off again,
+/// but a LINSERT that splits a node has no recorded inverse).
 fn big_list_args(key: &str) -> Vec<String> {
     let mut args = vec!["RPUSH".to_string(), key.to_string()];
     args.extend((0..2000).map(|i| format!("element-{i:08}")));
@@ -190,18 +193,24 @@ fn a_panic_in_the_middle_of_changing_a_list_is_undone() {
 #[test]
 fn a_panic_after_a_change_that_cannot_be_undone_ends_the_process_with_a_message() {
     for shards in [1, 2] {
-        let mut server = server_with_fault(shards, "lrem:mid-write");
+        let mut server = server_with_fault(shards, "linsert:mid-write");
         let mut conn = server.raw();
         let key = key_on_shard("list", shards - 1, shards);
         let args = big_list_args(&key);
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         conn.roundtrip(&encode(&refs), b":2000\r\n");
-        conn.send(&encode(&["LREM", &key, "1", "element-00000000"]));
+        conn.send(&encode(&[
+            "LINSERT",
+            &key,
+            "BEFORE",
+            "element-00000100",
+            LONG,
+        ]));
         let status = server.wait_exit(Duration::from_secs(10));
         assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());
         let logs = server.logs();
         assert!(
-            logs.contains("'lrem' panicked after a change that cannot be undone in place"),
+            logs.contains("'linsert' panicked after a change that cannot be undone in place"),
             "{logs}"
         );
     }
@@ -219,7 +228,7 @@ fn after_a_mid_write_panic_the_restart_undoes_it_and_keeps_every_acknowledged_wr
         let _ = std::fs::remove_dir_all(&dir);
         let d = dir.to_str().expect("a UTF-8 temporary directory");
         let logged = ["--durability", "always", "--dir", d];
-        let mut server = server_with_fault_and(shards, "lrem:mid-write", &logged);
+        let mut server = server_with_fault_and(shards, "linsert:mid-write", &logged);
         let mut conn = server.raw();
         let keys: Vec<String> = (0..shards)
             .map(|s| key_on_shard("undo", s, shards))
@@ -231,10 +240,11 @@ fn after_a_mid_write_panic_the_restart_undoes_it_and_keeps_every_acknowledged_wr
             conn.roundtrip(&encode(&["SET", &format!("{key}s"), "kept"]), b"+OK\r\n");
         }
         conn.send(&encode(&[
-            "LREM",
+            "LINSERT",
             &keys[shards - 1],
-            "1",
-            "element-00000000",
+            "BEFORE",
+            "element-00000100",
+            LONG,
         ]));
         let status = server.wait_exit(Duration::from_secs(10));
         assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());

@@ -189,7 +189,9 @@ pub(super) fn linsert(
     list_at(e, ctx.db, id)?;
     let fill = fill(e);
     match change_list(e, ctx.db, id, |l| {
-        l.insert(args.get(3), after, args.get(4), fill)
+        let inserted = l.insert(args.get(3), after, args.get(4), fill);
+        crate::fault::point(args.get(0), "mid-write");
+        inserted
     })? {
         Some(len) => {
             r.int(len as i64);
@@ -216,11 +218,7 @@ pub(super) fn lrem(
     };
     list_at(e, ctx.db, id)?;
     let fill = fill(e);
-    let removed = change_list(e, ctx.db, id, |l| {
-        let removed = l.remove(args.get(3), count, fill);
-        crate::fault::point(args.get(0), "mid-write");
-        removed
-    })?;
+    let removed = change_list(e, ctx.db, id, |l| l.remove(args.get(3), count, fill))?;
     if removed > 0 {
         ctx.changed(key, events::LREM, removed as u64);
         if e.delete_if_empty(ctx.db, id) {

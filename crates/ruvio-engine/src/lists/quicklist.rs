@@ -476,25 +476,84 @@ impl Quicklist {
     /// the tail when `from_back`); emptied nodes go, nothing merges (as
     /// `quicklistDelIndex`). Returns how many went.
     pub fn remove(&mut self, elem: &[u8], limit: usize, from_back: bool) -> usize {
-        undo::no_inverse();
         let mut removed = 0;
         if from_back {
             let mut at = self.nodes.len();
             while at > 0 && removed < limit {
                 at -= 1;
-                removed += self.with_node(at, |b| b.remove_matches(elem, limit - removed, true));
-                self.drop_if_empty(at);
+                removed += self.remove_in_node(at, elem, limit - removed, true);
             }
         } else {
             let mut at = 0;
             while at < self.nodes.len() && removed < limit {
-                removed += self.with_node(at, |b| b.remove_matches(elem, limit - removed, false));
-                if !self.drop_if_empty(at) {
+                let before = self.nodes.len();
+                removed += self.remove_in_node(at, elem, limit - removed, false);
+                if self.nodes.len() == before {
                     at += 1;
                 }
             }
         }
         removed
+    }
+
+    /// LREM's part in node `at`: remove up to `limit` elements equal to `elem`
+    /// (the last ones when `from_back`), dropping the node if that empties it.
+    /// For the undo journal, each removal is recorded, highest position first, as
+    /// an [`Inverse::ListReinsert`] (played back lowest first, they put the node
+    /// back as it was; the lowest recreates the node if it went).
+    fn remove_in_node(&mut self, at: usize, elem: &[u8], limit: usize, from_back: bool) -> usize {
+        let positions = match undo::inverses_wanted() {
+            true => self.match_positions(at, elem, limit, from_back),
+            false => Vec::new(),
+        };
+        let removed = self.with_node(at, |b| b.remove_matches(elem, limit, from_back));
+        let dropped = self.drop_if_empty(at);
+        for (k, &pos) in positions.iter().enumerate().rev() {
+            undo::record_inverse(|arena| Inverse::ListReinsert {
+                node: at as u32,
+                pos: pos as u32,
+                own_node: dropped && k == 0,
+                elem: Kept::of(arena, elem),
+            });
+        }
+        removed
+    }
+
+    /// Positions in node `at` of the elements LREM removes there: the first
+    /// `limit` equal to `elem`, or the last `limit` when `from_back`; ascending.
+    fn match_positions(&self, at: usize, elem: &[u8], limit: usize, from_back: bool) -> Vec<usize> {
+        let block = &self.nodes[at].block;
+        let mut off = 0;
+        let mut found = Vec::new();
+        for i in 0..self.nodes[at].count as usize {
+            let (e, next) = block.entry_at(off);
+            if e == elem {
+                found.push(i);
+            }
+            off = next;
+        }
+        let keep = found.len().min(limit);
+        match from_back {
+            true => found.split_off(found.len() - keep),
+            false => {
+                found.truncate(keep);
+                found
+            }
+        }
+    }
+
+    /// Put `elem` back at position `pos` of node `node` (the undo journal's
+    /// roll-back of LREM), or into a new node there when `own_node`.
+    pub(crate) fn reinsert(&mut self, node: usize, pos: usize, elem: &[u8], own_node: bool) {
+        if own_node {
+            let mut block = Packed::new();
+            block.push_back(elem);
+            return self.insert_node(node, block);
+        }
+        self.with_node(node, |b| {
+            let off = b.offset_of(pos);
+            b.insert_at(off, elem);
+        });
     }
 
     /// Elements from `index` forwards.

@@ -204,6 +204,14 @@ impl ListValue {
         if !rules::exceeds_limit(fill, p.redis_bytes() + add_bytes, p.len() + add_count) {
             return;
         }
+        self.make_quicklist(fill);
+    }
+
+    /// Make a listpack a quicklist of one node (no-op for a quicklist).
+    fn make_quicklist(&mut self, fill: i32) {
+        if self.is_quicklist() {
+            return;
+        }
         // SAFETY: the untagged word is a Packed (see `repr`); it is taken out and
         // the word overwritten below before anything can observe it. Nothing in
         // between unwinds (allocation failure aborts).
@@ -226,12 +234,13 @@ impl ListValue {
         if !rules::may_shrink_to_listpack(fill, block.redis_bytes(), q.len()) {
             return;
         }
-        // A conversion has no recorded inverse (a quicklist this small is rare).
-        crate::undo::no_inverse();
+        let kept_fill = q.fill();
         // SAFETY: the tagged word is a Box<Quicklist> owned by self; it is taken
         // out and the word overwritten below. Nothing in between unwinds.
         let boxed = unsafe { Box::from_raw(self.quicklist_ptr()) };
         self.ptr = boxed.into_single_block().into_raw();
+        let inverse = crate::undo::Inverse::ListToQuicklist { fill: kept_fill };
+        crate::undo::record_inverse(|_| inverse);
     }
 
     // ---- growing -----------------------------------------------------------
@@ -526,8 +535,11 @@ impl ListValue {
     /// Reverse one change of a big list (the undo journal's roll-back).
     pub(crate) fn reverse(&mut self, inverse: crate::undo::Inverse, arena: &[u8]) {
         use crate::undo::Inverse;
+        if let Inverse::ListToQuicklist { fill } = inverse {
+            return self.make_quicklist(fill);
+        }
         let ReprMut::Quicklist(q) = self.repr_mut() else {
-            unreachable!("a list that became a listpack is never rolled back")
+            unreachable!("{inverse:?} for a listpack: it turned back into a quicklist first")
         };
         match inverse {
             Inverse::ListPop(end) => drop(q.pop(end)),
@@ -538,6 +550,12 @@ impl ListValue {
             } => q.unpop(end, elem.get(arena), own_node),
             Inverse::ListSet { index, old } => drop(q.set(index as usize, old.get(arena))),
             Inverse::ListRemoveAt(index) => q.remove_at(index as usize),
+            Inverse::ListReinsert {
+                node,
+                pos,
+                own_node,
+                elem,
+            } => q.reinsert(node as usize, pos as usize, elem.get(arena), own_node),
             other => unreachable!("{other:?} recorded for a list"),
         }
     }
