@@ -28,8 +28,9 @@
 //!   quicklist, a hash or set table, a skiplist: too big to copy on every write)
 //!   opens the entry, and its own mutators record the inverse of each primitive
 //!   change ([`Inverse`]): a pushed element is taken off again, a popped one put
-//!   back into the node it came from, an element set or inserted in place gets
-//!   its old bytes back or is removed, LREM's elements go back to their node
+//!   back into the node it came from, an element set or inserted gets its old
+//!   bytes back or is removed (a node split puts back copies of the nodes it
+//!   touched), LREM's elements go back to their node
 //!   positions, a quicklist that shrank into a listpack becomes one again, a field or member inserted is removed, one
 //!   removed is put back (a set member into the position it had), an old value,
 //!   expiry or score is put back; a string gets back the bytes a write in place
@@ -37,8 +38,7 @@
 //!   into the journal, as a deleted entry is. Byte strings go to the same arena.
 //!
 //! What is not recorded marks the journal *unrecoverable*: a change in place of a
-//! big value with no recorded inverse (a LINSERT that splits a quicklist node,
-//! any stream, a compact collection past [`COPY_BYTES_MAX`] under raised
+//! big value with no recorded inverse (any stream, a compact collection past [`COPY_BYTES_MAX`] under raised
 //! limits), FLUSHDB/FLUSHALL, an entry taken out of the keyspace to be handed
 //! elsewhere (lending between shards), and anything past [`HELD_BYTES_MAX`] of held entries or
 //! [`ARENA_BYTES_MAX`] of arena bytes in one command. A panic after such a change
@@ -152,6 +152,12 @@ pub(crate) enum Inverse {
     ListSet { index: u64, old: Kept },
     /// Remove the element inserted at `index` (LINSERT in a quicklist).
     ListRemoveAt(u64),
+    /// Put back node `at` of a quicklist, a copy of its block (a LINSERT split
+    /// its neighbourhood).
+    ListNodeBack { at: u32, block: Kept },
+    /// Take out the `count` nodes from `at` that a LINSERT's split and merges
+    /// left in place of the nodes put back after.
+    ListNodesOut { at: u32, count: u32 },
     /// Make the list, which shrank into a listpack, a quicklist of one node with
     /// this fill again.
     ListToQuicklist { fill: i32 },
@@ -343,6 +349,13 @@ pub(crate) fn record_inverse(build: impl FnOnce(&mut Vec<u8>) -> Inverse) {
         Some(inverse) => record(Step::Inverse { db, id, inverse }),
         None => mark_unrecoverable(),
     }
+}
+
+/// Keep `bytes` in the arena for an inverse recorded later (while a value is
+/// open; None otherwise, or past [`ARENA_BYTES_MAX`], which [`record_inverse`]
+/// then reports).
+pub(crate) fn keep_bytes(bytes: &[u8]) -> Option<Kept> {
+    inverses_wanted().then(|| ARENA.with_borrow_mut(|arena| Kept::of(arena, bytes)))
 }
 
 /// A change of the open collection that has no recorded inverse: the command

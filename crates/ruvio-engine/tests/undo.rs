@@ -134,6 +134,10 @@ const COMMANDS: &[(&str, bool)] = &[
     ("LTRIM bl 2 -3", true),
     ("LSET bl 10 changed", true),
     ("LINSERT bl BEFORE element-00000500 ins", true),
+    (
+        "LINSERT bl BEFORE element-00000100 an-element-too-long-to-fit-its-node",
+        true,
+    ),
     ("LREM bl 1 ins", true),
     ("LREM bl -2 element-00000600", true),
     ("HSET bh f0 new fnew v", true),
@@ -351,17 +355,6 @@ fn a_command_cut_at_any_change_point_is_undone_whole_or_says_it_cannot() {
 fn a_change_without_a_copy_or_an_inverse_or_a_flush_cannot_be_undone() {
     quiet_panics();
     let mut h = Harness::default();
-    let elements: Vec<String> = (0..1000).map(|i| format!("element-{i:08}")).collect();
-    h.run(&format!("RPUSH list {}", elements.join(" ")));
-    assert_eq!(h.run("OBJECT ENCODING list"), "$9\r\nquicklist\r\n");
-    // LINSERT into the middle of a full node splits it. Change point 1 is before
-    // it changes the list (nothing to undo), 2 right after it changed in place,
-    // with neither a copy nor an inverse to go back to.
-    let split = "LINSERT list BEFORE element-00000100 an-element-too-long-to-fit";
-    assert_eq!(run_cut_at(&mut h, split, 1), Cut::RolledBack);
-    assert_eq!(run_cut_at(&mut h, split, 2), Cut::Unrecoverable);
-    // A push has an inverse.
-    assert_eq!(run_cut_at(&mut h, "LPUSH list x", 2), Cut::RolledBack);
     // A compact hash past the copy bound (limits raised) has neither.
     h.engine.config_mut().hash_max_listpack_value = 1 << 20;
     let long = "v".repeat(ruvio_engine::undo::COPY_BYTES_MAX);
@@ -453,6 +446,7 @@ const POOL: &[&str] = &[
     "LREM bl {b} element-{a}-padding-to-make-it-long",
     "LREM bl -{b} element-{a}-padding-to-make-it-long",
     "LINSERT bl AFTER element-{a}-padding-to-make-it-long x{b}",
+    "LINSERT bl BEFORE element-{a}-padding-to-make-it-long a-long-element-{b}-to-split-a-full-node",
     "LSET bl {b} replaced-{a}",
     "LTRIM bl {b} -{a}",
     "LMOVE bl sl LEFT RIGHT",
@@ -521,8 +515,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     /// Random writes, each cut at a random change point first: a roll-back always
-    /// leaves the keyspace as it was; only a LINSERT splitting a full node may say
-    /// it cannot (the run then starts again from the writes that completed).
+    /// leaves the keyspace as it was, and none says it cannot.
     #[test]
     fn random_writes_cut_anywhere_are_undone(
         picks in prop::collection::vec(
@@ -533,7 +526,6 @@ proptest! {
     ) {
         quiet_panics();
         let mut h = random_setup();
-        let mut done: Vec<String> = Vec::new();
         for (pick, cut) in picks.iter().zip(&cuts) {
             let line = pick_line(pick);
             let before = state(&mut h);
@@ -543,15 +535,8 @@ proptest! {
                     prop_assert_eq!(state(&mut h), before, "{} cut at {}", line, cut);
                     h.run(&line);
                 }
-                Cut::Unrecoverable => {
-                    prop_assert!(line.starts_with("LINSERT"), "{} cut at {}", line, cut);
-                    h = random_setup();
-                    for line in done.iter().chain([&line]) {
-                        h.run(line);
-                    }
-                }
+                Cut::Unrecoverable => prop_assert!(false, "{} cut at {}: unrecoverable", line, cut),
             }
-            done.push(line);
         }
     }
 }

@@ -1,14 +1,14 @@
 //! Fault containment, shown with the fault points of a debug build (the binary these
 //! tests start): `RUVIO_FAULT=lpush:before-write` makes LPUSH panic before it touches
 //! the keyspace, `RUVIO_FAULT=lpush:mid-write` after it changed an existing list,
-//! `RUVIO_FAULT=linsert:mid-write` LINSERT after it inserted an element
+//! `RUVIO_FAULT=xdel:mid-write` XDEL after it deleted entries of a stream
 //! (crates/ruvio-engine/src/fault.rs, docs/faults.md).
 //!
 //! - A panic before any change is answered with an error; the connection, the
 //!   shard and the other shard go on, and the keyspace is exactly as before, whether
 //!   the command ran on the client's shard or was forwarded to the other one.
 //! - A panic after the change began is undone from the engine's undo journal
-//!   (crates/ruvio-engine/src/undo.rs; every change point of 97 commands is cut in
+//!   (crates/ruvio-engine/src/undo.rs; every change point of 98 commands is cut in
 //!   crates/ruvio-engine/tests/undo.rs), shown with `RUVIO_FAULT=mset:mid-write`
 //!   (MSET panics after setting its first key): the same error, the keyspace as
 //!   before (a script's earlier writes included), nothing logged, and everything
@@ -16,9 +16,8 @@
 //!   LPUSH on a list changed in place is undone too (the journal copies a small
 //!   one first and records the inverse of each push into a big one), shown with
 //!   `RUVIO_FAULT=lpush:mid-write`.
-//! - A panic after a change the journal cannot undo (LINSERT splitting a full
-//!   node of a list of 2,000 elements here: the split has no recorded inverse)
-//!   ends the whole process with status 70 and a clear message
+//! - A panic after a change the journal cannot undo (XDEL in a stream here: a
+//!   stream's changes have no recorded inverse) ends the whole process with status 70 and a clear message
 //!   (a service manager restarts it), rather than serve a value that may be
 //!   half-changed or leave a dead shard behind; with a log under `always` the
 //!   restart has every acknowledged write and not the half-done change.
@@ -78,11 +77,7 @@ fn a_panic_before_any_change_is_an_error_reply_and_everything_goes_on() {
     ));
 }
 
-/// An element too long for the full node it goes into: LINSERT splits the node.
-const LONG: &str = "an-element-too-long-to-fit";
-
-/// A big list (a quicklist of full nodes: the journal takes a push off again,
-/// but a LINSERT that splits a node has no recorded inverse).
+/// A big list (a quicklist: the journal records the inverse of each change).
 fn big_list_args(key: &str) -> Vec<String> {
     let mut args = vec!["RPUSH".to_string(), key.to_string()];
     args.extend((0..2000).map(|i| format!("element-{i:08}")));
@@ -190,27 +185,28 @@ fn a_panic_in_the_middle_of_changing_a_list_is_undone() {
     }
 }
 
+/// A stream of ten entries (a stream's changes have no recorded inverse).
+fn add_stream(conn: &mut RawConn, key: &str) {
+    for i in 1..=10 {
+        let id = format!("{i}-1");
+        let reply = format!("${}\r\n{id}\r\n", id.len());
+        conn.roundtrip(&encode(&["XADD", key, &id, "f", "v"]), reply.as_bytes());
+    }
+}
+
 #[test]
 fn a_panic_after_a_change_that_cannot_be_undone_ends_the_process_with_a_message() {
     for shards in [1, 2] {
-        let mut server = server_with_fault(shards, "linsert:mid-write");
+        let mut server = server_with_fault(shards, "xdel:mid-write");
         let mut conn = server.raw();
-        let key = key_on_shard("list", shards - 1, shards);
-        let args = big_list_args(&key);
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        conn.roundtrip(&encode(&refs), b":2000\r\n");
-        conn.send(&encode(&[
-            "LINSERT",
-            &key,
-            "BEFORE",
-            "element-00000100",
-            LONG,
-        ]));
+        let key = key_on_shard("stream", shards - 1, shards);
+        add_stream(&mut conn, &key);
+        conn.send(&encode(&["XDEL", &key, "1-1"]));
         let status = server.wait_exit(Duration::from_secs(10));
         assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());
         let logs = server.logs();
         assert!(
-            logs.contains("'linsert' panicked after a change that cannot be undone in place"),
+            logs.contains("'xdel' panicked after a change that cannot be undone in place"),
             "{logs}"
         );
     }
@@ -228,41 +224,36 @@ fn after_a_mid_write_panic_the_restart_undoes_it_and_keeps_every_acknowledged_wr
         let _ = std::fs::remove_dir_all(&dir);
         let d = dir.to_str().expect("a UTF-8 temporary directory");
         let logged = ["--durability", "always", "--dir", d];
-        let mut server = server_with_fault_and(shards, "linsert:mid-write", &logged);
+        let mut server = server_with_fault_and(shards, "xdel:mid-write", &logged);
         let mut conn = server.raw();
         let keys: Vec<String> = (0..shards)
             .map(|s| key_on_shard("undo", s, shards))
             .collect();
         for key in &keys {
-            let args = big_list_args(key);
+            add_stream(&mut conn, key);
+            let args = big_list_args(&format!("{key}l"));
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             conn.roundtrip(&encode(&refs), b":2000\r\n");
-            conn.roundtrip(&encode(&["SET", &format!("{key}s"), "kept"]), b"+OK\r\n");
         }
-        conn.send(&encode(&[
-            "LINSERT",
-            &keys[shards - 1],
-            "BEFORE",
-            "element-00000100",
-            LONG,
-        ]));
+        conn.send(&encode(&["XDEL", &keys[shards - 1], "1-1"]));
         let status = server.wait_exit(Duration::from_secs(10));
         assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());
         drop(server);
         let server = Server::ruvio_with(PortMode::Forward, shards, &logged);
         let mut conn = server.raw();
         for key in &keys {
-            let head = loop {
-                let reply = conn.cmd(&["LRANGE", key, "0", "0"]);
+            let len = loop {
+                let reply = conn.cmd(&["XLEN", key]);
                 if !reply.starts_with(b"-LOADING") {
                     break reply;
                 }
                 std::thread::sleep(Duration::from_millis(20));
             };
-            assert_eq!(show(&head), show(b"*1\r\n$16\r\nelement-00000000\r\n"));
-            assert_eq!(conn.cmd(&["LLEN", key]), b":2000\r\n");
-            let kept = conn.cmd(&["GET", &format!("{key}s")]);
-            assert_eq!(kept, b"$4\r\nkept\r\n");
+            assert_eq!(show(&len), show(b":10\r\n"));
+            let first = conn.cmd(&["XRANGE", key, "-", "+", "COUNT", "1"]);
+            let want = b"*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n";
+            assert_eq!(show(&first), show(want));
+            conn.roundtrip(&encode(&["LLEN", &format!("{key}l")]), b":2000\r\n");
         }
         drop(server);
         let _ = std::fs::remove_dir_all(&dir);

@@ -189,9 +189,7 @@ pub(super) fn linsert(
     list_at(e, ctx.db, id)?;
     let fill = fill(e);
     match change_list(e, ctx.db, id, |l| {
-        let inserted = l.insert(args.get(3), after, args.get(4), fill);
-        crate::fault::point(args.get(0), "mid-write");
-        inserted
+        l.insert(args.get(3), after, args.get(4), fill)
     })? {
         Some(len) => {
             r.int(len as i64);

@@ -216,6 +216,25 @@ impl Packed {
         Packed { ptr }
     }
 
+    /// The whole block (header and entries), for the undo journal's copies.
+    pub(crate) fn block(&self) -> &[u8] {
+        // SAFETY: the block holds `block_bytes` initialised bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.block_bytes()) }
+    }
+
+    /// A block with the bytes [`Packed::block`] gave.
+    pub(crate) fn from_block(bytes: &[u8]) -> Packed {
+        let layout = layout(bytes.len());
+        // SAFETY: a block is never empty (its header has at least three bytes).
+        let raw = unsafe { alloc(layout) };
+        let Some(ptr) = NonNull::new(raw) else {
+            handle_alloc_error(layout)
+        };
+        // SAFETY: the fresh block has `bytes.len()` bytes; the source is outside it.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr.as_ptr(), bytes.len()) };
+        Packed { ptr }
+    }
+
     fn header(&self) -> Header {
         let (count, a) = read_varint_at(self.ptr, 0);
         let (data_bytes, b) = read_varint_at(self.ptr, a);

@@ -345,6 +345,46 @@ impl Quicklist {
         true
     }
 
+    /// For the undo journal, before a split of node `at` and the merges around
+    /// it (which reach two nodes either side): the first of those nodes and a
+    /// copy of each one's block in the arena.
+    fn keep_nodes_around(&self, at: usize) -> Option<(usize, Vec<Kept>)> {
+        if !undo::inverses_wanted() {
+            return None;
+        }
+        let (lo, hi) = (at.saturating_sub(2), (at + 3).min(self.nodes.len()));
+        let blocks = (lo..hi).map(|k| undo::keep_bytes(self.nodes[k].block.block()));
+        Some((lo, blocks.collect::<Option<Vec<Kept>>>()?))
+    }
+
+    /// After the split and merges (the list had `nodes_before` nodes): the nodes
+    /// now from `lo` (as many as were kept, give or take what the split added
+    /// and the merges took) come out on a roll-back, then the kept ones go back,
+    /// first node first.
+    fn record_split(&self, lo: usize, blocks: Vec<Kept>, nodes_before: usize) {
+        for (k, &block) in blocks.iter().enumerate().rev() {
+            let at = (lo + k) as u32;
+            undo::record_inverse(|_| Inverse::ListNodeBack { at, block });
+        }
+        let count = (blocks.len() + self.nodes.len() - nodes_before) as u32;
+        undo::record_inverse(|_| Inverse::ListNodesOut {
+            at: lo as u32,
+            count,
+        });
+    }
+
+    /// Put back a node copied by `keep_nodes_around` (a roll-back).
+    pub(crate) fn node_back(&mut self, at: usize, block: &[u8]) {
+        self.insert_node(at, Packed::from_block(block));
+    }
+
+    /// Take out `count` nodes from `at` (a roll-back).
+    pub(crate) fn nodes_out(&mut self, at: usize, count: usize) {
+        for _ in 0..count {
+            self.remove_node(at);
+        }
+    }
+
     /// Remove element `index` (< len; the undo journal's roll-back of LINSERT),
     /// dropping its node if that empties it.
     pub(crate) fn remove_at(&mut self, index: usize) {
@@ -363,6 +403,7 @@ impl Quicklist {
             return false;
         };
         let count = self.nodes[at].count as usize;
+        let nodes_before = self.nodes.len();
         // Where the new element lands, whichever node takes it (for the undo
         // journal only).
         let index = undo::inverses_wanted().then(|| {
@@ -390,6 +431,7 @@ impl Quicklist {
         } else {
             // Split the full node around the pivot; the new element starts the
             // part after it (or ends the part before it), then neighbours merge.
+            let kept = self.keep_nodes_around(at);
             let center = if after {
                 let mut tail = self.with_node(at, |b| {
                     let cut = b.entry_at(off).1;
@@ -408,8 +450,10 @@ impl Quicklist {
                 at + 1
             };
             self.merge_around(center);
-            // Nodes were split and merged: no inverse puts them back.
-            undo::no_inverse();
+            match kept {
+                Some((lo, blocks)) => self.record_split(lo, blocks, nodes_before),
+                None => undo::no_inverse(),
+            }
             return true;
         }
         if let Some(index) = index {

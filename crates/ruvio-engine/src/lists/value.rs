@@ -550,6 +550,8 @@ impl ListValue {
             } => q.unpop(end, elem.get(arena), own_node),
             Inverse::ListSet { index, old } => drop(q.set(index as usize, old.get(arena))),
             Inverse::ListRemoveAt(index) => q.remove_at(index as usize),
+            Inverse::ListNodeBack { at, block } => q.node_back(at as usize, block.get(arena)),
+            Inverse::ListNodesOut { at, count } => q.nodes_out(at as usize, count as usize),
             Inverse::ListReinsert {
                 node,
                 pos,

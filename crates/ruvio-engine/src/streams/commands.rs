@@ -327,7 +327,9 @@ pub(super) fn xdel(
         .map(|i| strict_id(args.get(i)))
         .collect::<Result<Vec<_>, _>>()?;
     let deleted = change_stream(e, ctx.db, at, |s| {
-        ids.iter().filter(|&&id| s.delete(id)).count()
+        let deleted = ids.iter().filter(|&&id| s.delete(id)).count();
+        crate::fault::point(args.get(0), "mid-write");
+        deleted
     })?;
     r.int(deleted as i64);
     if deleted > 0 {
