@@ -25,22 +25,27 @@
 //!   no allocation; a roll-back allocates the blocks afresh).
 //!
 //! - a change in place of a big value (a string past the copy bound, a
-//!   quicklist, a hash or set table, a skiplist: too big to copy on every write)
-//!   opens the entry, and its own mutators record the inverse of each primitive
-//!   change ([`Inverse`]): a pushed element is taken off again, a popped one put
-//!   back into the node it came from, an element set or inserted gets its old
-//!   bytes back or is removed (a node split puts back copies of the nodes it
-//!   touched), LREM's elements go back to their node
-//!   positions, a quicklist that shrank into a listpack becomes one again, a field or member inserted is removed, one
-//!   removed is put back (a set member into the position it had), an old value,
-//!   expiry or score is put back; a string gets back the bytes a write in place
-//!   covered and its old length; a value replaced whole (SET over it) is moved
-//!   into the journal, as a deleted entry is. Byte strings go to the same arena.
+//!   quicklist, a hash or set table, a skiplist, any stream: too big to copy on
+//!   every write) opens the entry, and its own mutators record the inverse of
+//!   each primitive change ([`Inverse`]): a pushed element is taken off again, a
+//!   popped one put back into the node it came from, an element set or inserted
+//!   gets its old bytes back or is removed (a node split puts back copies of the
+//!   nodes it touched), LREM's elements go back to their node positions, a
+//!   quicklist that shrank into a listpack becomes one again, a field or member
+//!   inserted is removed, one removed is put back (a set member into the
+//!   position it had), an old value, expiry or score is put back; a string gets
+//!   back the bytes a write in place covered and its old length; a stream gets
+//!   back its counters and IDs, an appended entry is cut off, a deleted one
+//!   marked live, a dropped node put back, and its consumer groups are copied
+//!   whole before a change when they are small; a value replaced whole (SET over
+//!   it) is moved into the journal, as a deleted entry is. Byte strings go to the
+//!   same arena.
 //!
-//! What is not recorded marks the journal *unrecoverable*: a change in place of a
-//! big value with no recorded inverse (any stream, a compact collection past [`COPY_BYTES_MAX`] under raised
-//! limits), FLUSHDB/FLUSHALL, an entry taken out of the keyspace to be handed
-//! elsewhere (lending between shards), and anything past [`HELD_BYTES_MAX`] of held entries or
+//! What is not recorded marks the journal *unrecoverable*: a change of a
+//! stream's consumer groups past [`COPY_BYTES_MAX`] (a long pending list), a
+//! compact collection past that bound under raised limits, FLUSHDB/FLUSHALL, an
+//! entry taken out of the keyspace to be handed elsewhere (lending between
+//! shards), and anything past [`HELD_BYTES_MAX`] of held entries or
 //! [`ARENA_BYTES_MAX`] of arena bytes in one command. A panic after such a change
 //! still ends the process (the server's `contain_panic`), and the log's replay
 //! undoes it. docs/faults.md.
@@ -54,6 +59,8 @@ use std::cell::{Cell, RefCell};
 use crate::engine::Engine;
 use crate::keyspace::{Entry, EntryId, FlatCopy, ENTRY_BYTES};
 use crate::lists::End;
+use crate::streams::groups::Groups;
+use crate::streams::id::StreamId;
 
 /// Most bytes of deleted entries the journal holds for one command (kept until it
 /// ends): a script or DEL over a million keys must not double the memory they
@@ -99,6 +106,12 @@ pub(crate) enum Step {
     },
     /// Two databases were swapped.
     Swapped { a: usize, b: usize },
+    /// The stream in this slot had these consumer groups before a change.
+    Groups {
+        db: usize,
+        id: EntryId,
+        groups: Box<Groups>,
+    },
     /// A big collection in this slot changed by one primitive; this reverses it.
     Inverse {
         db: usize,
@@ -191,6 +204,28 @@ pub(crate) enum Inverse {
     ZInsert { member: Kept, score: f64 },
     /// Put back the score a member had.
     ZScore { member: Kept, score: f64 },
+    /// Put back a stream's counters and IDs (`streams::value` encodes them).
+    StreamMeta(Kept),
+    /// Put back the stream's node `master` as this copy (replacing any there).
+    StreamNodeBack {
+        master: StreamId,
+        bytes: Kept,
+        count: u32,
+        live: u32,
+        lp_bytes: u32,
+    },
+    /// Take out the stream's node `master` (an append started it).
+    StreamNodeOut { master: StreamId },
+    /// Cut the stream's node `master` back to what it was before an append.
+    StreamNodeCut {
+        master: StreamId,
+        len: u32,
+        count: u32,
+        live: u32,
+        lp_bytes: u32,
+    },
+    /// Mark the entry at byte `at` of node `master` live again.
+    StreamUndelete { master: StreamId, at: u32 },
     /// Put back a big string as it was: `old` at byte `at`, cut to `len` bytes,
     /// `raw` or not (APPEND, SETRANGE, SETBIT, BITFIELD in place).
     StrRestore {
@@ -351,6 +386,32 @@ pub(crate) fn record_inverse(build: impl FnOnce(&mut Vec<u8>) -> Inverse) {
     }
 }
 
+/// Record a copy of the open stream's consumer groups before a change of them,
+/// when they are small (at most [`COPY_BYTES_MAX`]); bigger ones make the
+/// command one that cannot be undone.
+pub(crate) fn record_groups(groups: &Groups) {
+    let Some((db, id)) = OPEN.with(Cell::get) else {
+        return;
+    };
+    if groups.heap_bytes() > COPY_BYTES_MAX {
+        return mark_unrecoverable();
+    }
+    const LOOK_BACK: usize = 8;
+    let copied = STEPS.with_borrow(|steps| {
+        steps
+            .iter()
+            .rev()
+            .take(LOOK_BACK)
+            .any(|s| matches!(s, Step::Groups { db: d, id: i, .. } if *d == db && *i == id))
+    });
+    if copied {
+        // The earlier copy is the one a roll-back needs.
+        return;
+    }
+    let groups = Box::new(groups.clone());
+    record(Step::Groups { db, id, groups });
+}
+
 /// Keep `bytes` in the arena for an inverse recorded later (while a value is
 /// open; None otherwise, or past [`ARENA_BYTES_MAX`], which [`record_inverse`]
 /// then reports).
@@ -472,7 +533,10 @@ impl Engine {
         let restored_in_place = steps.iter().any(|s| {
             matches!(
                 s,
-                Step::Modified { .. } | Step::Copied { .. } | Step::Inverse { .. }
+                Step::Modified { .. }
+                    | Step::Copied { .. }
+                    | Step::Inverse { .. }
+                    | Step::Groups { .. }
             )
         });
         ARENA.with_borrow(|arena| {
@@ -506,6 +570,7 @@ impl Engine {
             }
             Step::Swapped { a, b } => self.swap_dbs(a, b),
             Step::Inverse { db, id, inverse } => self.db_mut(db).reverse(id, inverse, arena),
+            Step::Groups { db, id, groups } => self.db_mut(db).put_back_groups(id, *groups),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Fault containment, shown with the fault points of a debug build (the binary these
 //! tests start): `RUVIO_FAULT=lpush:before-write` makes LPUSH panic before it touches
 //! the keyspace, `RUVIO_FAULT=lpush:mid-write` after it changed an existing list,
-//! `RUVIO_FAULT=xdel:mid-write` XDEL after it deleted entries of a stream
+//! `RUVIO_FAULT=xack:mid-write` XACK after it acknowledged entries
 //! (crates/ruvio-engine/src/fault.rs, docs/faults.md).
 //!
 //! - A panic before any change is answered with an error; the connection, the
@@ -16,8 +16,9 @@
 //!   LPUSH on a list changed in place is undone too (the journal copies a small
 //!   one first and records the inverse of each push into a big one), shown with
 //!   `RUVIO_FAULT=lpush:mid-write`.
-//! - A panic after a change the journal cannot undo (XDEL in a stream here: a
-//!   stream's changes have no recorded inverse) ends the whole process with status 70 and a clear message
+//! - A panic after a change the journal cannot undo (XACK in a consumer group
+//!   of 1,000 pending entries here: groups past the journal's copy bound are
+//!   not copied) ends the whole process with status 70 and a clear message
 //!   (a service manager restarts it), rather than serve a value that may be
 //!   half-changed or leave a dead shard behind; with a log under `always` the
 //!   restart has every acknowledged write and not the half-done change.
@@ -185,28 +186,46 @@ fn a_panic_in_the_middle_of_changing_a_list_is_undone() {
     }
 }
 
-/// A stream of ten entries (a stream's changes have no recorded inverse).
-fn add_stream(conn: &mut RawConn, key: &str) {
-    for i in 1..=10 {
-        let id = format!("{i}-1");
-        let reply = format!("${}\r\n{id}\r\n", id.len());
-        conn.roundtrip(&encode(&["XADD", key, &id, "f", "v"]), reply.as_bytes());
+/// A stream of 1,000 entries, all pending in group `g`: consumer groups this big
+/// are past the undo journal's copy bound, so a change of them cannot be undone.
+fn add_stream_with_a_big_group(conn: &mut RawConn, key: &str) {
+    let mut pipeline = Vec::new();
+    for i in 1..=1000 {
+        pipeline.extend(encode(&["XADD", key, &format!("{i}-1"), "f", "v"]));
     }
+    conn.send(&pipeline);
+    for i in 1..=1000 {
+        let id = format!("{i}-1");
+        conn.expect(format!("${}\r\n{id}\r\n", id.len()).as_bytes());
+    }
+    conn.roundtrip(&encode(&["XGROUP", "CREATE", key, "g", "0"]), b"+OK\r\n");
+    let read = conn.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "c",
+        "COUNT",
+        "1000",
+        "STREAMS",
+        key,
+        ">",
+    ]);
+    assert!(read.starts_with(b"*1\r\n"), "{}", show(&read));
 }
 
 #[test]
 fn a_panic_after_a_change_that_cannot_be_undone_ends_the_process_with_a_message() {
     for shards in [1, 2] {
-        let mut server = server_with_fault(shards, "xdel:mid-write");
+        let mut server = server_with_fault(shards, "xack:mid-write");
         let mut conn = server.raw();
         let key = key_on_shard("stream", shards - 1, shards);
-        add_stream(&mut conn, &key);
-        conn.send(&encode(&["XDEL", &key, "1-1"]));
+        add_stream_with_a_big_group(&mut conn, &key);
+        conn.send(&encode(&["XACK", &key, "g", "1-1"]));
         let status = server.wait_exit(Duration::from_secs(10));
         assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());
         let logs = server.logs();
         assert!(
-            logs.contains("'xdel' panicked after a change that cannot be undone in place"),
+            logs.contains("'xack' panicked after a change that cannot be undone in place"),
             "{logs}"
         );
     }
@@ -224,35 +243,37 @@ fn after_a_mid_write_panic_the_restart_undoes_it_and_keeps_every_acknowledged_wr
         let _ = std::fs::remove_dir_all(&dir);
         let d = dir.to_str().expect("a UTF-8 temporary directory");
         let logged = ["--durability", "always", "--dir", d];
-        let mut server = server_with_fault_and(shards, "xdel:mid-write", &logged);
+        let mut server = server_with_fault_and(shards, "xack:mid-write", &logged);
         let mut conn = server.raw();
         let keys: Vec<String> = (0..shards)
             .map(|s| key_on_shard("undo", s, shards))
             .collect();
         for key in &keys {
-            add_stream(&mut conn, key);
+            add_stream_with_a_big_group(&mut conn, key);
             let args = big_list_args(&format!("{key}l"));
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             conn.roundtrip(&encode(&refs), b":2000\r\n");
         }
-        conn.send(&encode(&["XDEL", &keys[shards - 1], "1-1"]));
+        conn.send(&encode(&["XACK", &keys[shards - 1], "g", "1-1"]));
         let status = server.wait_exit(Duration::from_secs(10));
         assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());
         drop(server);
         let server = Server::ruvio_with(PortMode::Forward, shards, &logged);
         let mut conn = server.raw();
         for key in &keys {
-            let len = loop {
-                let reply = conn.cmd(&["XLEN", key]);
+            let pending = loop {
+                let reply = conn.cmd(&["XPENDING", key, "g"]);
                 if !reply.starts_with(b"-LOADING") {
                     break reply;
                 }
                 std::thread::sleep(Duration::from_millis(20));
             };
-            assert_eq!(show(&len), show(b":10\r\n"));
-            let first = conn.cmd(&["XRANGE", key, "-", "+", "COUNT", "1"]);
-            let want = b"*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n";
-            assert_eq!(show(&first), show(want));
+            assert!(
+                pending.starts_with(b"*4\r\n:1000\r\n$3\r\n1-1\r\n"),
+                "{}",
+                show(&pending)
+            );
+            conn.roundtrip(&encode(&["XLEN", key]), b":1000\r\n");
             conn.roundtrip(&encode(&["LLEN", &format!("{key}l")]), b":2000\r\n");
         }
         drop(server);

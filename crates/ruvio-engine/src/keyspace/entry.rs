@@ -843,17 +843,16 @@ impl Entry {
         }
     }
 
-    /// True for a string on the heap or a list, hash, set or sorted set in a big
-    /// encoding (quicklist, table, skiplist), whose mutators record the inverse of
-    /// each change for the undo journal (`undo::Inverse`) when it is not copied;
-    /// a compact encoding and a stream record none.
+    /// True for a string on the heap, a stream, or a list, hash, set or sorted
+    /// set in a big encoding (quicklist, table, skiplist), whose mutators record
+    /// the inverse of each change for the undo journal (`undo::Inverse`) when it
+    /// is not copied; a compact encoding records none.
     pub(crate) fn records_inverses(&self) -> bool {
         if self.layout & VALUE_HEAP == 0 {
             return false;
         }
         match self.kind {
-            Kind::Str | Kind::Int => true,
-            Kind::Stream => false,
+            Kind::Str | Kind::Int | Kind::Stream => true,
             Kind::List | Kind::Hash | Kind::Set | Kind::ZSet => self.flat_block(3).is_none(),
         }
     }

@@ -274,10 +274,19 @@ impl Db {
             ValueMut::Set(set) => set.reverse(inverse, arena),
             ValueMut::ZSet(zset) => zset.reverse(inverse, arena),
             ValueMut::Str => self.slab.get_mut(id).reverse_str(inverse, arena),
-            ValueMut::Stream(_) => unreachable!("an inverse recorded for a stream"),
+            ValueMut::Stream(stream) => stream.reverse(inverse, arena),
         }
         let field_ttls = self.slab.get(id).has_field_ttls();
         self.slab.set_field_ttl_bit(id, field_ttls);
+    }
+
+    /// Put back the consumer groups the stream in slot `id` had (a roll-back).
+    pub(crate) fn put_back_groups(&mut self, id: EntryId, groups: crate::streams::groups::Groups) {
+        crate::fault::note_mutation();
+        self.before_change(id);
+        if let ValueMut::Stream(stream) = self.slab.get_mut(id).value_mut() {
+            stream.put_back_groups(groups);
+        }
     }
 
     /// Keep the heap accounting and the field-TTL bitmap right after entry `id`

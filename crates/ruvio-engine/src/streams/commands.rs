@@ -327,9 +327,7 @@ pub(super) fn xdel(
         .map(|i| strict_id(args.get(i)))
         .collect::<Result<Vec<_>, _>>()?;
     let deleted = change_stream(e, ctx.db, at, |s| {
-        let deleted = ids.iter().filter(|&&id| s.delete(id)).count();
-        crate::fault::point(args.get(0), "mid-write");
-        deleted
+        ids.iter().filter(|&&id| s.delete(id)).count()
     })?;
     r.int(deleted as i64);
     if deleted > 0 {

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 use super::groups::{Groups, ENTRIES_READ_UNKNOWN};
 use super::id::StreamId;
+use crate::undo::{self, Inverse, Kept};
 
 /// Entries per node before a new one starts (`stream-node-max-entries`).
 pub const NODE_ENTRIES_MAX: usize = 100;
@@ -27,6 +28,25 @@ pub const NODE_BYTES_MAX: usize = 4096;
 
 const LIVE: u8 = 0;
 const DELETED: u8 = 1;
+/// Bytes of a stream's counters and IDs as the undo journal keeps them.
+const META_BYTES: usize = 6 * 8;
+
+/// For the undo journal (when the stream is open): node `master` as it is,
+/// before a change drops it.
+fn record_node_back(master: StreamId, node: &Node) {
+    if !undo::inverses_wanted() {
+        return;
+    }
+    let (count, live, lp_bytes) = (node.count as u32, node.live as u32, node.lp_bytes as u32);
+    undo::record_inverse(|arena| Inverse::StreamNodeBack {
+        master,
+        bytes: Kept::of(arena, &node.bytes),
+        count,
+        live,
+        lp_bytes,
+    });
+}
+
 /// Estimated bookkeeping per node: its tree slot (ID and vector) and the vector's
 /// allocation header, with the tree's half-full nodes.
 const NODE_OVERHEAD_BYTES: usize = 2 * (16 + 24) + 16;
@@ -347,6 +367,7 @@ impl StreamValue {
 
     /// XSETID: the new last ID, and optionally entries-added and max-deleted-id.
     pub fn set_last_id(&mut self, id: StreamId, added: Option<u64>, max_deleted: Option<StreamId>) {
+        self.record_meta();
         let s = &mut self.0;
         s.last_id = id;
         if let Some(n) = added {
@@ -361,11 +382,23 @@ impl StreamValue {
     /// [`last_id`](Self::last_id); `fields` alternate field and value.
     pub fn append(&mut self, id: StreamId, fields: &[&[u8]]) {
         debug_assert!(id > self.0.last_id || self.0.entries_added == 0);
+        self.record_meta();
         let s = &mut *self.0;
         let payload = fields.iter().map(|f| f.len()).sum();
         match s.nodes.last_entry() {
             Some(mut node) if !node.get().full_for(payload) => {
                 let master = *node.key();
+                if undo::inverses_wanted() {
+                    let n = node.get();
+                    let cut = Inverse::StreamNodeCut {
+                        master,
+                        len: n.bytes.len() as u32,
+                        count: n.count as u32,
+                        live: n.live as u32,
+                        lp_bytes: n.lp_bytes as u32,
+                    };
+                    undo::record_inverse(|_| cut);
+                }
                 let before = node.get().heap_bytes();
                 node.get_mut().push(master, id, fields);
                 s.node_bytes = s.node_bytes + node.get().heap_bytes() - before;
@@ -381,6 +414,7 @@ impl StreamValue {
                 node.push(id, id, fields);
                 s.node_bytes += node.heap_bytes();
                 s.nodes.insert(id, node);
+                undo::record_inverse(|_| Inverse::StreamNodeOut { master: id });
             }
         }
         s.len += 1;
@@ -435,6 +469,7 @@ impl StreamValue {
 
     /// Delete the entry `id`; false when there is none.
     pub fn delete(&mut self, id: StreamId) -> bool {
+        self.record_meta();
         let s = &mut *self.0;
         let Some((&master, node)) = s.nodes.range_mut(..=id).next_back() else {
             return false;
@@ -446,6 +481,13 @@ impl StreamValue {
         else {
             return false;
         };
+        match node.live {
+            1 => record_node_back(master, node),
+            _ => undo::record_inverse(|_| Inverse::StreamUndelete {
+                master,
+                at: at as u32,
+            }),
+        }
         node.mark_deleted(at);
         if node.live == 0 {
             let gone = s.nodes.remove(&master).map_or(0, |n| n.heap_bytes());
@@ -462,6 +504,7 @@ impl StreamValue {
     /// nodes only; `limit` (0: none) caps the entries an approximate trim drops.
     /// Returns the number dropped.
     pub fn trim(&mut self, to: TrimTo, approx: bool, limit: u64) -> u64 {
+        self.record_meta();
         let s = &mut *self.0;
         let mut dropped = 0u64;
         while let Some(mut first) = s.nodes.first_entry() {
@@ -484,6 +527,7 @@ impl StreamValue {
             }
             if whole {
                 let live = node.live as u64;
+                record_node_back(master, node);
                 let gone = first.remove().heap_bytes();
                 s.node_bytes -= gone;
                 s.len -= live;
@@ -510,6 +554,8 @@ impl StreamValue {
                     .collect(),
             };
             for &at in &doomed {
+                let at32 = at as u32;
+                undo::record_inverse(|_| Inverse::StreamUndelete { master, at: at32 });
                 node.mark_deleted(at);
             }
             // A node left with deleted entries only stays, as in Redis (its
@@ -533,7 +579,102 @@ impl StreamValue {
 
     /// The consumer groups, to change.
     pub fn groups_mut(&mut self) -> &mut Groups {
+        if undo::inverses_wanted() {
+            undo::record_groups(&self.0.groups);
+        }
         &mut self.0.groups
+    }
+
+    /// Put back the consumer groups a roll-back restores.
+    pub(crate) fn put_back_groups(&mut self, groups: Groups) {
+        self.0.groups = groups;
+    }
+
+    /// For the undo journal (when the stream is open): its counters and IDs
+    /// before a change.
+    fn record_meta(&self) {
+        if !undo::inverses_wanted() {
+            return;
+        }
+        let s = &*self.0;
+        let mut raw = [0u8; META_BYTES];
+        let words = [
+            s.len,
+            s.last_id.ms,
+            s.last_id.seq,
+            s.max_deleted_id.ms,
+            s.max_deleted_id.seq,
+            s.entries_added,
+        ];
+        for (chunk, word) in raw.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        undo::record_inverse(|arena| Inverse::StreamMeta(Kept::of(arena, &raw)));
+    }
+
+    /// Reverse one change (the undo journal's roll-back).
+    pub(crate) fn reverse(&mut self, inverse: Inverse, arena: &[u8]) {
+        let s = &mut *self.0;
+        match inverse {
+            Inverse::StreamMeta(raw) => {
+                let mut words = raw
+                    .get(arena)
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()));
+                let mut next = || words.next().unwrap_or_default();
+                s.len = next();
+                s.last_id = StreamId {
+                    ms: next(),
+                    seq: next(),
+                };
+                s.max_deleted_id = StreamId {
+                    ms: next(),
+                    seq: next(),
+                };
+                s.entries_added = next();
+                // Counted afresh: a roll-back may leave a node's room different.
+                s.node_bytes = s.nodes.values().map(Node::heap_bytes).sum();
+            }
+            Inverse::StreamNodeBack {
+                master,
+                bytes,
+                count,
+                live,
+                lp_bytes,
+            } => {
+                let node = Node {
+                    bytes: bytes.get(arena).to_vec(),
+                    count: count as usize,
+                    live: live as usize,
+                    lp_bytes: lp_bytes as usize,
+                };
+                s.nodes.insert(master, node);
+            }
+            Inverse::StreamNodeOut { master } => drop(s.nodes.remove(&master)),
+            Inverse::StreamNodeCut {
+                master,
+                len,
+                count,
+                live,
+                lp_bytes,
+            } => {
+                if let Some(node) = s.nodes.get_mut(&master) {
+                    node.bytes.truncate(len as usize);
+                    node.count = count as usize;
+                    node.live = live as usize;
+                    node.lp_bytes = lp_bytes as usize;
+                }
+            }
+            Inverse::StreamUndelete { master, at } => {
+                if let Some(node) = s.nodes.get_mut(&master) {
+                    if node.bytes[at as usize] == DELETED {
+                        node.bytes[at as usize] = LIVE;
+                        node.live += 1;
+                    }
+                }
+            }
+            other => unreachable!("{other:?} recorded for a stream"),
+        }
     }
 
     /// True when entry `id` is in the stream (`streamEntryExists`).
@@ -565,6 +706,7 @@ impl StreamValue {
     /// Add a node loaded from RDB after the last one, entries as they were
     /// (deleted ones marked). The caller sets the last ID and counters after.
     pub fn push_loaded_node(&mut self, master: StreamId, entries: &[(StreamId, bool, Vec<&[u8]>)]) {
+        undo::no_inverse();
         let s = &mut *self.0;
         let mut node = Node::default();
         for (id, _, fields) in entries {
