@@ -16,13 +16,12 @@
 //! them to nothing. Points: the list pushes (`lpush`, `rpush`, `lpushx`, `rpushx`)
 //! at `before-write` and `mid-write` (after the change of an existing list, inside
 //! it as far as the store is concerned); MSET and MSETNX at `mid-write` (after the
-//! first key is set); XACK at `mid-write` (after the acknowledgements: consumer
-//! groups past the journal's copy bound have no undo, so this one ends the
-//! process); the
-//! server's log at `wal:enospc` (every log write after the first fails with ENOSPC)
-//! and `wal:slow-write` (every log write waits 200 ms before it is submitted) and
-//! `wal:slow-fsync-<shard>` (that shard's fdatasyncs under `always` start 200 ms late);
-//! snapshots at `snapshot:fail` (every SAVE, BGSAVE and exit save fails).
+//! first key is set); the server's log at `wal:enospc` (every log write after the
+//! first fails with ENOSPC), `wal:slow-write` (every log write waits 200 ms before
+//! it is submitted), `wal:slow-fsync-<shard>` (that shard's fdatasyncs under
+//! `always` start 200 ms late) and `wal:late-write-<shard>` (that shard learns of
+//! each completed log write 200 ms late); snapshots at `snapshot:fail` (every SAVE,
+//! BGSAVE and exit save fails).
 
 use std::cell::Cell;
 

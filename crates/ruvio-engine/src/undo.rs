@@ -36,14 +36,13 @@
 //!   position it had), an old value, expiry or score is put back; a string gets
 //!   back the bytes a write in place covered and its old length; a stream gets
 //!   back its counters and IDs, an appended entry is cut off, a deleted one
-//!   marked live, a dropped node put back, and its consumer groups are copied
-//!   whole before a change when they are small; a value replaced whole (SET over
-//!   it) is moved into the journal, as a deleted entry is. Byte strings go to the
-//!   same arena.
+//!   marked live, a dropped node put back, and each change of its consumer
+//!   groups is reversed from what it replaced ([`GroupChange`], held, not
+//!   copied); a value replaced whole (SET over it) is moved into the journal, as
+//!   a deleted entry is. Byte strings go to the same arena.
 //!
-//! What is not recorded marks the journal *unrecoverable*: a change of a
-//! stream's consumer groups past [`COPY_BYTES_MAX`] (a long pending list), a
-//! compact collection past that bound under raised limits, FLUSHDB/FLUSHALL, an
+//! What is not recorded marks the journal *unrecoverable*: a change of a compact
+//! collection past [`COPY_BYTES_MAX`] under raised limits, FLUSHDB/FLUSHALL, an
 //! entry taken out of the keyspace to be handed elsewhere (lending between
 //! shards), and anything past [`HELD_BYTES_MAX`] of held entries or
 //! [`ARENA_BYTES_MAX`] of arena bytes in one command. A panic after such a change
@@ -59,7 +58,7 @@ use std::cell::{Cell, RefCell};
 use crate::engine::Engine;
 use crate::keyspace::{Entry, EntryId, FlatCopy, ENTRY_BYTES};
 use crate::lists::End;
-use crate::streams::groups::Groups;
+use crate::streams::groups::GroupChange;
 use crate::streams::id::StreamId;
 
 /// Most bytes of deleted entries the journal holds for one command (kept until it
@@ -106,11 +105,11 @@ pub(crate) enum Step {
     },
     /// Two databases were swapped.
     Swapped { a: usize, b: usize },
-    /// The stream in this slot had these consumer groups before a change.
-    Groups {
+    /// The consumer groups of the stream in this slot changed; this reverses it.
+    GroupChange {
         db: usize,
         id: EntryId,
-        groups: Box<Groups>,
+        change: Box<GroupChange>,
     },
     /// A big collection in this slot changed by one primitive; this reverses it.
     Inverse {
@@ -386,30 +385,13 @@ pub(crate) fn record_inverse(build: impl FnOnce(&mut Vec<u8>) -> Inverse) {
     }
 }
 
-/// Record a copy of the open stream's consumer groups before a change of them,
-/// when they are small (at most [`COPY_BYTES_MAX`]); bigger ones make the
-/// command one that cannot be undone.
-pub(crate) fn record_groups(groups: &Groups) {
+/// Record how to reverse a change of the open stream's consumer groups.
+pub(crate) fn record_group_change(change: GroupChange) {
     let Some((db, id)) = OPEN.with(Cell::get) else {
         return;
     };
-    if groups.heap_bytes() > COPY_BYTES_MAX {
-        return mark_unrecoverable();
-    }
-    const LOOK_BACK: usize = 8;
-    let copied = STEPS.with_borrow(|steps| {
-        steps
-            .iter()
-            .rev()
-            .take(LOOK_BACK)
-            .any(|s| matches!(s, Step::Groups { db: d, id: i, .. } if *d == db && *i == id))
-    });
-    if copied {
-        // The earlier copy is the one a roll-back needs.
-        return;
-    }
-    let groups = Box::new(groups.clone());
-    record(Step::Groups { db, id, groups });
+    let change = Box::new(change);
+    record(Step::GroupChange { db, id, change });
 }
 
 /// Keep `bytes` in the arena for an inverse recorded later (while a value is
@@ -536,7 +518,7 @@ impl Engine {
                 Step::Modified { .. }
                     | Step::Copied { .. }
                     | Step::Inverse { .. }
-                    | Step::Groups { .. }
+                    | Step::GroupChange { .. }
             )
         });
         ARENA.with_borrow(|arena| {
@@ -570,7 +552,7 @@ impl Engine {
             }
             Step::Swapped { a, b } => self.swap_dbs(a, b),
             Step::Inverse { db, id, inverse } => self.db_mut(db).reverse(id, inverse, arena),
-            Step::Groups { db, id, groups } => self.db_mut(db).put_back_groups(id, *groups),
+            Step::GroupChange { db, id, change } => self.db_mut(db).reverse_groups(id, *change),
         }
     }
 }

@@ -1,14 +1,14 @@
 //! Fault containment, shown with the fault points of a debug build (the binary these
 //! tests start): `RUVIO_FAULT=lpush:before-write` makes LPUSH panic before it touches
 //! the keyspace, `RUVIO_FAULT=lpush:mid-write` after it changed an existing list,
-//! `RUVIO_FAULT=xack:mid-write` XACK after it acknowledged entries
+//! `RUVIO_FAULT=mset:mid-write` MSET after it set its first key
 //! (crates/ruvio-engine/src/fault.rs, docs/faults.md).
 //!
 //! - A panic before any change is answered with an error; the connection, the
 //!   shard and the other shard go on, and the keyspace is exactly as before, whether
 //!   the command ran on the client's shard or was forwarded to the other one.
 //! - A panic after the change began is undone from the engine's undo journal
-//!   (crates/ruvio-engine/src/undo.rs; every change point of 98 commands is cut in
+//!   (crates/ruvio-engine/src/undo.rs; every change point of 103 commands is cut in
 //!   crates/ruvio-engine/tests/undo.rs), shown with `RUVIO_FAULT=mset:mid-write`
 //!   (MSET panics after setting its first key): the same error, the keyspace as
 //!   before (a script's earlier writes included), nothing logged, and everything
@@ -16,9 +16,9 @@
 //!   LPUSH on a list changed in place is undone too (the journal copies a small
 //!   one first and records the inverse of each push into a big one), shown with
 //!   `RUVIO_FAULT=lpush:mid-write`.
-//! - A panic after a change the journal cannot undo (XACK in a consumer group
-//!   of 1,000 pending entries here: groups past the journal's copy bound are
-//!   not copied) ends the whole process with status 70 and a clear message
+//! - A panic after a change the journal cannot undo (a script's HSET into a
+//!   compact hash made bigger than the journal's copy bound by a raised
+//!   `hash-max-listpack-value`, before its MSET panics) ends the whole process with status 70 and a clear message
 //!   (a service manager restarts it), rather than serve a value that may be
 //!   half-changed or leave a dead shard behind; with a log under `always` the
 //!   restart has every acknowledged write and not the half-done change.
@@ -186,46 +186,35 @@ fn a_panic_in_the_middle_of_changing_a_list_is_undone() {
     }
 }
 
-/// A stream of 1,000 entries, all pending in group `g`: consumer groups this big
-/// are past the undo journal's copy bound, so a change of them cannot be undone.
-fn add_stream_with_a_big_group(conn: &mut RawConn, key: &str) {
-    let mut pipeline = Vec::new();
-    for i in 1..=1000 {
-        pipeline.extend(encode(&["XADD", key, &format!("{i}-1"), "f", "v"]));
-    }
-    conn.send(&pipeline);
-    for i in 1..=1000 {
-        let id = format!("{i}-1");
-        conn.expect(format!("${}\r\n{id}\r\n", id.len()).as_bytes());
-    }
-    conn.roundtrip(&encode(&["XGROUP", "CREATE", key, "g", "0"]), b"+OK\r\n");
-    let read = conn.cmd(&[
-        "XREADGROUP",
-        "GROUP",
-        "g",
-        "c",
-        "COUNT",
-        "1000",
-        "STREAMS",
-        key,
-        ">",
-    ]);
-    assert!(read.starts_with(b"*1\r\n"), "{}", show(&read));
+/// A compact hash past the undo journal's copy bound (`hash-max-listpack-value`
+/// raised): a change of it in place is neither copied nor reversed. Then a
+/// script that changes it and runs MSET, which `mset:mid-write` makes panic.
+fn wide_hash_then_a_script(conn: &mut RawConn, tag: &str) -> Vec<u8> {
+    let key = |name: &str| format!("{{{tag}}}{name}");
+    conn.roundtrip(
+        &encode(&["CONFIG", "SET", "hash-max-listpack-value", "100000"]),
+        b"+OK\r\n",
+    );
+    let long = "v".repeat(20_000);
+    conn.roundtrip(&encode(&["HSET", &key("wide"), "f", &long]), b":1\r\n");
+    let script = "redis.call('HSET', KEYS[1], 'g', 'x'); \
+                  return redis.call('MSET', KEYS[2], 'a', KEYS[3], 'b')";
+    encode(&["EVAL", script, "3", &key("wide"), &key("m1"), &key("m2")])
 }
 
 #[test]
 fn a_panic_after_a_change_that_cannot_be_undone_ends_the_process_with_a_message() {
     for shards in [1, 2] {
-        let mut server = server_with_fault(shards, "xack:mid-write");
+        let mut server = server_with_fault(shards, "mset:mid-write");
         let mut conn = server.raw();
-        let key = key_on_shard("stream", shards - 1, shards);
-        add_stream_with_a_big_group(&mut conn, &key);
-        conn.send(&encode(&["XACK", &key, "g", "1-1"]));
+        let tag = key_on_shard("wide", shards - 1, shards);
+        let eval = wide_hash_then_a_script(&mut conn, &tag);
+        conn.send(&eval);
         let status = server.wait_exit(Duration::from_secs(10));
         assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());
         let logs = server.logs();
         assert!(
-            logs.contains("'xack' panicked after a change that cannot be undone in place"),
+            logs.contains("'eval' panicked after a change that cannot be undone in place"),
             "{logs}"
         );
     }
@@ -243,38 +232,37 @@ fn after_a_mid_write_panic_the_restart_undoes_it_and_keeps_every_acknowledged_wr
         let _ = std::fs::remove_dir_all(&dir);
         let d = dir.to_str().expect("a UTF-8 temporary directory");
         let logged = ["--durability", "always", "--dir", d];
-        let mut server = server_with_fault_and(shards, "xack:mid-write", &logged);
+        let mut server = server_with_fault_and(shards, "mset:mid-write", &logged);
         let mut conn = server.raw();
-        let keys: Vec<String> = (0..shards)
+        let tags: Vec<String> = (0..shards)
             .map(|s| key_on_shard("undo", s, shards))
             .collect();
-        for key in &keys {
-            add_stream_with_a_big_group(&mut conn, key);
-            let args = big_list_args(&format!("{key}l"));
+        for tag in &tags {
+            let args = big_list_args(&format!("{{{tag}}}list"));
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             conn.roundtrip(&encode(&refs), b":2000\r\n");
         }
-        conn.send(&encode(&["XACK", &keys[shards - 1], "g", "1-1"]));
+        let eval = wide_hash_then_a_script(&mut conn, &tags[shards - 1]);
+        conn.send(&eval);
         let status = server.wait_exit(Duration::from_secs(10));
         assert_eq!(status, Some(EXIT_SHARD_FAILED), "{}", server.logs());
         drop(server);
         let server = Server::ruvio_with(PortMode::Forward, shards, &logged);
         let mut conn = server.raw();
-        for key in &keys {
-            let pending = loop {
-                let reply = conn.cmd(&["XPENDING", key, "g"]);
-                if !reply.starts_with(b"-LOADING") {
-                    break reply;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            };
-            assert!(
-                pending.starts_with(b"*4\r\n:1000\r\n$3\r\n1-1\r\n"),
-                "{}",
-                show(&pending)
-            );
-            conn.roundtrip(&encode(&["XLEN", key]), b":1000\r\n");
-            conn.roundtrip(&encode(&["LLEN", &format!("{key}l")]), b":2000\r\n");
+        let wide = format!("{{{}}}wide", tags[shards - 1]);
+        let fields = loop {
+            let reply = conn.cmd(&["HLEN", &wide]);
+            if !reply.starts_with(b"-LOADING") {
+                break reply;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(show(&fields), show(b":1\r\n"));
+        let m1 = format!("{{{}}}m1", tags[shards - 1]);
+        conn.roundtrip(&encode(&["EXISTS", &m1]), b":0\r\n");
+        for tag in &tags {
+            let list = format!("{{{tag}}}list");
+            conn.roundtrip(&encode(&["LLEN", &list]), b":2000\r\n");
         }
         drop(server);
         let _ = std::fs::remove_dir_all(&dir);

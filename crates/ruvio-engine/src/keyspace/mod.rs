@@ -280,12 +280,17 @@ impl Db {
         self.slab.set_field_ttl_bit(id, field_ttls);
     }
 
-    /// Put back the consumer groups the stream in slot `id` had (a roll-back).
-    pub(crate) fn put_back_groups(&mut self, id: EntryId, groups: crate::streams::groups::Groups) {
+    /// Reverse one change of the consumer groups of the stream in slot `id` (a
+    /// roll-back).
+    pub(crate) fn reverse_groups(
+        &mut self,
+        id: EntryId,
+        change: crate::streams::groups::GroupChange,
+    ) {
         crate::fault::note_mutation();
         self.before_change(id);
         if let ValueMut::Stream(stream) = self.slab.get_mut(id).value_mut() {
-            stream.put_back_groups(groups);
+            stream.groups_mut().reverse(change);
         }
     }
 

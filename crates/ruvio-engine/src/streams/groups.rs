@@ -73,6 +73,56 @@ impl Group {
     }
 }
 
+/// How to reverse one change of a stream's consumer groups (the undo journal's
+/// [`Step::GroupChange`](crate::undo::Step), recorded by the `Groups` methods
+/// below while the stream is open). What a change removed is moved here, not
+/// copied.
+#[derive(Debug)]
+pub(crate) enum GroupChange {
+    /// The group was created: destroy it.
+    Created(Box<[u8]>),
+    /// The group was destroyed: put it back.
+    Destroyed(Box<[u8]>, Group),
+    /// The group had this last ID and entries-read.
+    Last {
+        group: Box<[u8]>,
+        last_id: StreamId,
+        entries_read: i64,
+    },
+    /// The consumer was created: remove it (its pending list is empty again by
+    /// the time this is reversed).
+    ConsumerCreated {
+        group: Box<[u8]>,
+        consumer: Arc<[u8]>,
+    },
+    /// The consumer was last seen at `seen_ms`.
+    Seen {
+        group: Box<[u8]>,
+        consumer: Arc<[u8]>,
+        seen_ms: i64,
+    },
+    /// The consumer was deleted with its pending entries: put them back.
+    ConsumerDeleted {
+        group: Box<[u8]>,
+        consumer: Arc<[u8]>,
+        state: Consumer,
+        nacks: Vec<(StreamId, Nack)>,
+    },
+    /// Pending entry `id` was `was` (`None`: not pending) before a change.
+    Nack {
+        group: Box<[u8]>,
+        id: StreamId,
+        was: Option<Nack>,
+    },
+}
+
+/// Record `change` for the undo journal when the stream is open.
+fn record(change: impl FnOnce() -> GroupChange) {
+    if crate::undo::inverses_wanted() {
+        crate::undo::record_group_change(change());
+    }
+}
+
 /// A stream's groups and their estimated size.
 #[derive(Clone, Debug, Default)]
 pub struct Groups {
@@ -125,6 +175,7 @@ impl Groups {
         };
         self.by_name.insert(name.into(), group);
         self.bytes += GROUP_BYTES + name.len();
+        record(|| GroupChange::Created(name.into()));
         true
     }
 
@@ -134,6 +185,7 @@ impl Groups {
             return false;
         };
         self.bytes -= GROUP_BYTES + name.len() + group_contents_bytes(&group);
+        record(|| GroupChange::Destroyed(name.into(), group));
         true
     }
 
@@ -141,6 +193,11 @@ impl Groups {
     /// serving new entries).
     pub fn set_last(&mut self, name: &[u8], last_id: StreamId, entries_read: i64) {
         if let Some(g) = self.by_name.get_mut(name) {
+            record(|| GroupChange::Last {
+                group: name.into(),
+                last_id: g.last_id,
+                entries_read: g.entries_read,
+            });
             g.last_id = last_id;
             g.entries_read = entries_read;
         }
@@ -159,18 +216,29 @@ impl Groups {
             seen_ms: now_ms,
             pel: BTreeSet::new(),
         };
-        g.consumers.insert(consumer.into(), c);
+        let name: Arc<[u8]> = consumer.into();
+        g.consumers.insert(name.clone(), c);
         self.bytes += CONSUMER_BYTES + consumer.len();
+        record(|| GroupChange::ConsumerCreated {
+            group: group.into(),
+            consumer: name,
+        });
         true
     }
 
     /// Note that a command named the consumer now (`seen-time`).
     pub fn touch_consumer(&mut self, group: &[u8], consumer: &[u8], now_ms: i64) {
-        if let Some(c) = self
-            .by_name
-            .get_mut(group)
-            .and_then(|g| g.consumers.get_mut(consumer))
-        {
+        let Some(g) = self.by_name.get_mut(group) else {
+            return;
+        };
+        if let Some((name, c)) = g.consumers.get_key_value(consumer) {
+            record(|| GroupChange::Seen {
+                group: group.into(),
+                consumer: name.clone(),
+                seen_ms: c.seen_ms,
+            });
+        }
+        if let Some(c) = g.consumers.get_mut(consumer) {
             c.seen_ms = now_ms;
         }
     }
@@ -193,12 +261,21 @@ impl Groups {
     /// `None` when there is no such consumer.
     pub fn delete_consumer(&mut self, group: &[u8], consumer: &[u8]) -> Option<usize> {
         let g = self.by_name.get_mut(group)?;
-        let c = g.consumers.remove(consumer)?;
-        for id in &c.pel {
-            g.pel.remove(id);
-        }
-        self.bytes -= CONSUMER_BYTES + consumer.len() + c.pel.len() * NACK_BYTES;
-        Some(c.pel.len())
+        let (name, c) = g.consumers.remove_entry(consumer)?;
+        let nacks: Vec<(StreamId, Nack)> = c
+            .pel
+            .iter()
+            .filter_map(|id| g.pel.remove(id).map(|n| (*id, n)))
+            .collect();
+        let pending = c.pel.len();
+        self.bytes -= CONSUMER_BYTES + consumer.len() + pending * NACK_BYTES;
+        record(|| GroupChange::ConsumerDeleted {
+            group: group.into(),
+            consumer: name,
+            state: c,
+            nacks,
+        });
+        Some(pending)
     }
 
     /// Deliver entry `id` to `consumer` (which exists): a new NACK, or the
@@ -212,6 +289,11 @@ impl Groups {
             return;
         };
         let name = name.clone();
+        record(|| GroupChange::Nack {
+            group: group.into(),
+            id,
+            was: g.pel.get(&id).cloned(),
+        });
         let nack = Nack {
             delivery_ms: now_ms,
             delivery_count: 1,
@@ -233,6 +315,11 @@ impl Groups {
     /// A history read served entry `id` again: one more delivery, now.
     pub fn redeliver(&mut self, group: &[u8], id: StreamId, now_ms: i64) {
         if let Some(n) = self.by_name.get_mut(group).and_then(|g| g.pel.get_mut(&id)) {
+            record(|| GroupChange::Nack {
+                group: group.into(),
+                id,
+                was: Some(n.clone()),
+            });
             n.delivery_ms = now_ms;
             n.delivery_count += 1;
         }
@@ -251,6 +338,11 @@ impl Groups {
             c.pel.remove(&id);
         }
         self.bytes -= NACK_BYTES;
+        record(|| GroupChange::Nack {
+            group: group.into(),
+            id,
+            was: Some(nack),
+        });
         true
     }
 
@@ -287,6 +379,11 @@ impl Groups {
             .get_key_value(consumer)
             .map(|(k, _)| k.clone())
             .expect("consumer ensured above");
+        record(|| GroupChange::Nack {
+            group: group.into(),
+            id,
+            was: g.pel.get(&id).cloned(),
+        });
         if fresh {
             g.pel.insert(
                 id,
@@ -327,6 +424,7 @@ impl Groups {
         ms: i64,
         count: u64,
     ) {
+        crate::undo::no_inverse();
         let Some(g) = self.by_name.get_mut(group) else {
             return;
         };
@@ -351,6 +449,11 @@ impl Groups {
     pub fn raise_last_id(&mut self, group: &[u8], id: StreamId) -> bool {
         match self.by_name.get_mut(group) {
             Some(g) if id > g.last_id => {
+                record(|| GroupChange::Last {
+                    group: group.into(),
+                    last_id: g.last_id,
+                    entries_read: g.entries_read,
+                });
                 g.last_id = id;
                 true
             }
@@ -360,6 +463,74 @@ impl Groups {
 }
 
 impl Groups {
+    /// Reverse one change (the undo journal's roll-back, newest first: each
+    /// finds the groups as the change left them).
+    pub(crate) fn reverse(&mut self, change: GroupChange) {
+        match change {
+            GroupChange::Created(name) => drop(self.by_name.remove(&name)),
+            GroupChange::Destroyed(name, group) => drop(self.by_name.insert(name, group)),
+            GroupChange::Last {
+                group,
+                last_id,
+                entries_read,
+            } => {
+                if let Some(g) = self.by_name.get_mut(&group) {
+                    g.last_id = last_id;
+                    g.entries_read = entries_read;
+                }
+            }
+            GroupChange::ConsumerCreated { group, consumer } => {
+                if let Some(g) = self.by_name.get_mut(&group) {
+                    g.consumers.remove(&consumer);
+                }
+            }
+            GroupChange::Seen {
+                group,
+                consumer,
+                seen_ms,
+            } => {
+                if let Some(c) = self
+                    .by_name
+                    .get_mut(&group)
+                    .and_then(|g| g.consumers.get_mut(&consumer))
+                {
+                    c.seen_ms = seen_ms;
+                }
+            }
+            GroupChange::ConsumerDeleted {
+                group,
+                consumer,
+                state,
+                nacks,
+            } => {
+                if let Some(g) = self.by_name.get_mut(&group) {
+                    g.pel.extend(nacks);
+                    g.consumers.insert(consumer, state);
+                }
+            }
+            GroupChange::Nack { group, id, was } => {
+                if let Some(g) = self.by_name.get_mut(&group) {
+                    if let Some(now) = g.pel.remove(&id) {
+                        if let Some(c) = g.consumers.get_mut(&now.consumer) {
+                            c.pel.remove(&id);
+                        }
+                    }
+                    if let Some(was) = was {
+                        if let Some(c) = g.consumers.get_mut(&was.consumer) {
+                            c.pel.insert(id);
+                        }
+                        g.pel.insert(id, was);
+                    }
+                }
+            }
+        }
+        self.bytes = self
+            .by_name
+            .iter()
+            .map(|(name, g)| GROUP_BYTES + name.len() + group_contents_bytes(g))
+            .sum();
+    }
+
     /// Drop up to `max` pending entries (lazy freeing of a deleted stream); true
     /// when none is left.
     pub fn free_some(&mut self, max: usize) -> bool {

@@ -579,15 +579,7 @@ impl StreamValue {
 
     /// The consumer groups, to change.
     pub fn groups_mut(&mut self) -> &mut Groups {
-        if undo::inverses_wanted() {
-            undo::record_groups(&self.0.groups);
-        }
         &mut self.0.groups
-    }
-
-    /// Put back the consumer groups a roll-back restores.
-    pub(crate) fn put_back_groups(&mut self, groups: Groups) {
-        self.0.groups = groups;
     }
 
     /// For the undo journal (when the stream is open): its counters and IDs
