@@ -248,8 +248,11 @@ thread_local! {
     /// The bytes of the heap blocks the [`Step::Copied`] steps copied and the
     /// byte strings of the [`Step::Inverse`] steps.
     static ARENA: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    /// The big collection whose mutators record their inverses now (database and
-    /// slot), while `Db::modify_collection` runs its change.
+    /// The big value whose mutators record their inverses now (database and
+    /// slot), while `Db::modify` runs its change. The mutators do not know
+    /// which value they belong to: a change closure must change only the entry
+    /// it was given (true of every command: values built on the side, such as
+    /// STORE results, are built outside any `Db::modify`).
     static OPEN: Cell<Option<(usize, EntryId)>> = const { Cell::new(None) };
 }
 
