@@ -111,7 +111,7 @@ pub(crate) enum Step {
         id: EntryId,
         change: Box<GroupChange>,
     },
-    /// A big collection in this slot changed by one primitive; this reverses it.
+    /// A big value in this slot changed by one primitive; this reverses it.
     Inverse {
         db: usize,
         id: EntryId,
@@ -143,12 +143,12 @@ impl Kept {
     }
 }
 
-/// How to reverse one primitive change of a big collection (a quicklist, a hash
-/// or set table, a skiplist), recorded by the collection's own mutators while
-/// [`open_collection`] has it open. Byte strings are [`Kept`] in the arena. A
-/// table or tree gets the same members, fields, values, scores and expiries
-/// back (its internal order may differ: a re-inserted field goes where the table
-/// puts it); a quicklist gets its nodes back as they were.
+/// How to reverse one primitive change of a big value (a quicklist, a hash or
+/// set table, a skiplist, a stream, a string past the copy bound), recorded by
+/// the value's own mutators while [`keep_preimage`] has its entry open. Byte
+/// strings are [`Kept`] in the arena. Each puts back what it names whether or
+/// not a later change went through, and the tests check the same DUMP after a
+/// roll-back (quicklist nodes, table and set order included).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Inverse {
     /// Take the element pushed at this end off again.
@@ -262,9 +262,10 @@ thread_local! {
 pub const ARENA_BYTES_MAX: usize = 64 << 20;
 
 /// Most bytes of heap blocks copied for one change in place: a compact
-/// collection at Redis's default limits (8 KiB lists, 128 short fields) fits;
-/// a longer string or a collection made compact by raised limits is not copied
-/// (the change is then one that cannot be undone).
+/// collection at Redis's default limits (8 KiB lists, 128 short fields) fits.
+/// A longer string records inverses instead; a collection kept compact past it
+/// by raised limits is neither copied nor reversed (the change is then one that
+/// cannot be undone).
 pub const COPY_BYTES_MAX: usize = 16 << 10;
 
 /// Arena bytes kept between commands (a script that copied a lot does not pin it).
@@ -317,9 +318,9 @@ pub(crate) fn mark_unrecoverable() {
 /// Record a copy of `entry` (entry `id` of `db`) before a change in place, if a
 /// command is running: a 48-byte copy of an all-inline entry, or its heap blocks'
 /// bytes appended to the arena when they are plain blocks of at most
-/// [`COPY_BYTES_MAX`]. Else, for a big string, list, hash, set or sorted set,
-/// open it so its mutators record their inverses (true: the caller closes it
-/// after the change); anything else (a stream, a compact collection past the
+/// [`COPY_BYTES_MAX`]. Else, for a big string, list, hash, set, sorted set or a
+/// stream, open it so its mutators record their inverses (true: the caller
+/// closes it after the change); anything else (a compact collection past the
 /// bound) marks the command unrecoverable.
 pub(crate) fn keep_preimage(db: usize, id: EntryId, entry: &Entry) -> bool {
     if !recording() || has_preimage(db, id) {
@@ -357,19 +358,19 @@ pub(crate) fn record_replaced(before: Entry) {
     drop(hold(Step::Modified { db, id, before }, bytes));
 }
 
-/// The change of the open collection ended.
-pub(crate) fn close_collection() {
+/// The change of the open entry ended.
+pub(crate) fn close_open_entry() {
     OPEN.with(|o| o.set(None));
 }
 
-/// True when a big collection is open: its mutators must record an inverse of
-/// each change ([`record_inverse`]) or say there is none ([`no_inverse`]).
+/// True when a big value is open: its mutators must record an inverse of each
+/// change ([`record_inverse`]) or say there is none ([`no_inverse`]).
 #[inline]
 pub(crate) fn inverses_wanted() -> bool {
     OPEN.with(Cell::get).is_some()
 }
 
-/// Record how to reverse a change of the open collection; `build` keeps the byte
+/// Record how to reverse a change of the open value; `build` keeps the byte
 /// strings it needs in the arena. Past [`ARENA_BYTES_MAX`] the command becomes
 /// one that cannot be undone.
 pub(crate) fn record_inverse(build: impl FnOnce(&mut Vec<u8>) -> Inverse) {
@@ -404,7 +405,7 @@ pub(crate) fn keep_bytes(bytes: &[u8]) -> Option<Kept> {
     inverses_wanted().then(|| ARENA.with_borrow_mut(|arena| Kept::of(arena, bytes)))
 }
 
-/// A change of the open collection that has no recorded inverse: the command
+/// A change of the open value that has no recorded inverse: the command
 /// cannot be undone.
 pub(crate) fn no_inverse() {
     if inverses_wanted() {
@@ -440,7 +441,7 @@ fn end() -> Option<bool> {
     if HELD_BYTES.with(Cell::get) != 0 {
         HELD_BYTES.with(|h| h.set(0));
     }
-    close_collection();
+    close_open_entry();
     Some(UNRECOVERABLE.with(|u| u.replace(false)))
 }
 

@@ -256,7 +256,7 @@ impl Db {
         let had_field_ttls = entry.has_field_ttls();
         let result = change(entry);
         if opened {
-            undo::close_collection();
+            undo::close_open_entry();
         }
         crate::fault::change_point();
         self.after_change(id, before, had_field_ttls);
