@@ -346,6 +346,14 @@ impl Engine {
         self.dbs.len()
     }
 
+    /// Make room for about `keys` keys in database `db` while it is empty (a file
+    /// being loaded says how many follow; see `Index::reserve`).
+    pub fn reserve_keys(&mut self, db: usize, keys: usize) {
+        if db < self.db_count() {
+            self.db_mut(db).reserve(keys);
+        }
+    }
+
     /// Validate a SELECT argument: `Ok(index)` or Redis' error (`ERR invalid DB
     /// index` / `ERR DB index is out of range`).
     pub fn parse_db_index(&self, arg: &[u8]) -> Result<usize, crate::CmdError> {

@@ -75,6 +75,7 @@ pub use engine::{Engine, EngineConfig, EngineStats, KeyNote, KeyNoteKind};
 pub use error::CmdError;
 pub use evict::EvictionPolicy;
 pub use glob::glob_match;
+pub use hll::DistinctEstimate;
 pub use keyspace::{Entry, ENTRY_BYTES};
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]

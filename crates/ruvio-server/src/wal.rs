@@ -29,11 +29,11 @@ use crate::registry::{registry, Handler};
 use crate::shard::ShardCore;
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::command::ExecCtx;
-use ruvio_engine::Engine;
+use ruvio_engine::{DistinctEstimate, Engine};
 use ruvio_resp::{OwnedArgs, Protocol, Reply};
 use ruvio_wal::direct::{BlockWrite, DirectLog, WriteFailed, BLOCK, KEEP_CAPACITY_MAX};
 use ruvio_wal::segment::{list_segments, segment_name, shard_dir, SEGMENT_BYTES_MAX};
-use ruvio_wal::{append_command, read_log, Group, LogEnd};
+use ruvio_wal::{append_command, read_log, record_keys, Group, LogEnd, Record};
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -41,6 +41,12 @@ use std::path::{Path, PathBuf};
 /// Records waiting for the disk beyond this stop the shard from reading new
 /// requests (the log's memory stays bounded when the disk is slower than writes).
 pub const FILLING_BYTES_MAX: usize = 64 << 20;
+
+/// Replay reads this many records, starts the lookups of all their keys
+/// (`Engine::prefetch`, back to back), then runs them: the index's and entries'
+/// cache misses of a batch overlap instead of coming one after another, as for a
+/// pipelined batch of requests.
+const REPLAY_BATCH: usize = 16;
 
 /// How often `everysec` syncs the log.
 const FSYNC_EVERY_MS: u64 = 1000;
@@ -708,23 +714,24 @@ pub fn recover(
         .into_iter()
         .filter(|&n| n >= from.0)
         .collect();
+    // One buffer for every segment read: a fresh 64 MiB each time would be
+    // page-faulted and zeroed again.
+    let mut bytes = Vec::new();
+    size_index_for_replay(engine, &dir, &segments, from, &mut bytes);
     let mut end = RecoveredEnd::Empty;
     let mut records = 0u64;
     let mut scratch = Vec::new();
     for (i, &number) in segments.iter().enumerate() {
         let path = dir.join(segment_name(number));
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        read_segment(&path, &mut bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         // The snapshot covers its segment up to its offset.
         let skip = if number == from.0 {
             (from.1 as usize).min(bytes.len())
         } else {
             0
         };
-        let (valid, how) = read_log(&bytes[skip..], |record| {
-            crate::loading::slow_replay();
-            replay(engine, record.db, &record.args, now_ms, &mut scratch);
-            records += 1;
-        });
+        let (valid, how, replayed) = replay_log(engine, &bytes[skip..], now_ms, &mut scratch);
+        records += replayed;
         let valid = valid + skip;
         let how = match how {
             LogEnd::TornTail { at } => LogEnd::TornTail { at: at + skip },
@@ -767,6 +774,88 @@ pub fn recover(
         eprintln!("ruvio: shard {shard}: replayed {records} log records");
     }
     Ok(end)
+}
+
+/// Replay the good records of `log` through the engine in batches of
+/// [`REPLAY_BATCH`]: where the good records end, how the log ends there
+/// ([`read_log`]), and how many records ran.
+fn replay_log(
+    engine: &mut Engine,
+    log: &[u8],
+    now_ms: u64,
+    scratch: &mut Vec<u8>,
+) -> (usize, LogEnd, u64) {
+    let mut records = 0;
+    let mut batch = Vec::with_capacity(REPLAY_BATCH);
+    let mut run_batch = |engine: &mut Engine, batch: &mut Vec<Record<'_>>| {
+        for record in batch.iter() {
+            if let Some(key) = record.args.get(1) {
+                engine.prefetch(record.db, key);
+            }
+        }
+        for record in batch.drain(..) {
+            crate::loading::slow_replay();
+            replay(engine, record.db, &record.args, now_ms, scratch);
+            records += 1;
+        }
+    };
+    let (valid, how) = read_log(log, |record| {
+        batch.push(record);
+        if batch.len() == REPLAY_BATCH {
+            run_batch(engine, &mut batch);
+        }
+    });
+    run_batch(engine, &mut batch);
+    (valid, how, records)
+}
+
+/// Size the key index of each database the snapshot left empty for the keys the
+/// log's records name (their distinct count, estimated as PFCOUNT does: repeats
+/// and overwrites count once), so a replay of millions of new keys grows no index
+/// by splits (docs/durability.md, Recovery, has the measurements). A first pass
+/// over the segments, reading each once more (about 5 % of a replay's time); a
+/// segment that cannot be read is left to the replay to report.
+fn size_index_for_replay(
+    engine: &mut Engine,
+    dir: &Path,
+    segments: &[u64],
+    from: (u64, u64),
+    bytes: &mut Vec<u8>,
+) {
+    let empty: Vec<bool> = (0..engine.db_count())
+        .map(|db| engine.key_count(db) == 0)
+        .collect();
+    if !empty.contains(&true) || segments.is_empty() {
+        return;
+    }
+    let mut keys: Vec<Option<DistinctEstimate>> = empty.iter().map(|_| None).collect();
+    for &number in segments {
+        if read_segment(&dir.join(segment_name(number)), bytes).is_err() {
+            return;
+        }
+        let skip = if number == from.0 { from.1 as usize } else { 0 };
+        record_keys(bytes.get(skip..).unwrap_or_default(), |db, key| {
+            if empty.get(db) == Some(&true) {
+                keys[db]
+                    .get_or_insert_with(DistinctEstimate::default)
+                    .add(key);
+            }
+        });
+    }
+    for (db, estimate) in keys.iter().enumerate() {
+        if let Some(estimate) = estimate {
+            engine.reserve_keys(db, estimate.estimate() as usize);
+        }
+    }
+}
+
+/// The whole of segment file `path` in `bytes` (its previous contents replaced,
+/// its capacity kept).
+fn read_segment(path: &Path, bytes: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::Read;
+    bytes.clear();
+    File::open(path)?.read_to_end(bytes)?;
+    Ok(())
 }
 
 /// Load the newest snapshot of the shard, if any; returns the log position it

@@ -15,4 +15,4 @@ pub mod read;
 pub mod segment;
 
 pub use frame::{append_command, Group};
-pub use read::{read_log, LogEnd, Record};
+pub use read::{read_log, record_keys, LogEnd, Record};

@@ -119,21 +119,72 @@ fn decode_payload(payload: &[u8]) -> Option<Record<'_>> {
 
 /// The command body at `*pos` of `buf` (database, arguments); `*pos` moves past it.
 fn decode_body<'a>(buf: &'a [u8], pos: &mut usize) -> Option<Record<'a>> {
+    let mut args = Vec::new();
+    let db = walk_body(buf, pos, |count, arg| {
+        args.reserve_exact(count);
+        args.push(arg)
+    })?;
+    Some(Record { db, args })
+}
+
+/// Walk the command body at `*pos` of `buf`: `arg` gets each argument after the
+/// number of arguments still to come; returns the body's database, `*pos` moves
+/// past it.
+fn walk_body<'a>(
+    buf: &'a [u8],
+    pos: &mut usize,
+    mut arg: impl FnMut(usize, &'a [u8]),
+) -> Option<usize> {
     let db = usize::try_from(get_varint(buf, pos)?).ok()?;
-    let count = get_varint(buf, pos)?;
+    let args = get_varint(buf, pos)?;
     // Each argument takes at least one byte: a count beyond that is damage, and
     // must not size an allocation.
-    if count > (buf.len() - *pos) as u64 {
+    if args > (buf.len() - *pos) as u64 {
         return None;
     }
-    let mut args = Vec::with_capacity(count as usize);
-    for _ in 0..count {
+    for left in (0..args as usize).rev() {
         let len = usize::try_from(get_varint(buf, pos)?).ok()?;
         let end = pos.checked_add(len)?;
-        args.push(buf.get(*pos..end)?);
+        arg(left + 1, buf.get(*pos..end)?);
         *pos = end;
     }
-    Some(Record { db, args })
+    Some(db)
+}
+
+/// The database and key (the argument after the command's name) of every record
+/// of `log`, up to the first frame that does not parse; checksums are not
+/// looked at and nothing is allocated. A cheap first pass that says about which
+/// keys a replay will create (a hint for sizing, never data: a damaged log is
+/// judged by [`read_log`]).
+pub fn record_keys<'a>(log: &'a [u8], mut key: impl FnMut(usize, &'a [u8])) {
+    let mut pos = 0;
+    while let Some(header) = log.get(pos..pos + HEADER_BYTES) {
+        let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
+        let start = pos + HEADER_BYTES;
+        let Some((&kind, bodies)) = log.get(start..start + len).and_then(|p| p.split_first())
+        else {
+            return;
+        };
+        let mut at = 0;
+        while at < bodies.len() {
+            let mut first = None;
+            let mut index = 0;
+            let walked = walk_body(bodies, &mut at, |_, arg| {
+                if index == 1 {
+                    first = Some(arg);
+                }
+                index += 1;
+            });
+            let Some(db) = walked else { return };
+            if let Some(first) = first {
+                key(db, first);
+            }
+            if kind != KIND_GROUP {
+                break;
+            }
+        }
+        pos = start + len;
+    }
 }
 
 /// Some good record starts somewhere at or after `from` (only looked for once a bad
@@ -199,6 +250,56 @@ mod tests {
             ),
             1..12,
         )
+    }
+
+    /// What `record_keys` reports of a log: (database, key) in order.
+    fn keys_of(log: &[u8]) -> Vec<(usize, Vec<u8>)> {
+        let mut keys = Vec::new();
+        record_keys(log, |db, key| keys.push((db, key.to_vec())));
+        keys
+    }
+
+    #[test]
+    fn record_keys_names_each_command_and_group_member_until_the_log_ends() {
+        let args = |a: &[&str]| a.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        let mut log = Vec::new();
+        append_command(
+            &mut log,
+            0,
+            args(&["SET", "a", "1"]).iter().map(Vec::as_slice),
+        );
+        append_command(&mut log, 3, args(&["FLUSHDB"]).iter().map(Vec::as_slice));
+        let mut group = Group::begin(&mut log);
+        group.append(
+            &mut log,
+            1,
+            args(&["HSET", "h", "f", "v"]).iter().map(Vec::as_slice),
+        );
+        group.append(
+            &mut log,
+            2,
+            args(&["DEL", "x", "y"]).iter().map(Vec::as_slice),
+        );
+        group.end(&mut log);
+        let whole = log.len();
+        append_command(
+            &mut log,
+            0,
+            args(&["SET", "late", "1"]).iter().map(Vec::as_slice),
+        );
+        let want = |n| {
+            [(0, "a"), (1, "h"), (2, "x"), (0, "late")][..n]
+                .iter()
+                .map(|(db, k)| (*db, k.as_bytes().to_vec()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(keys_of(&log), want(4));
+        // Zero-filled space ends the log; so does a torn last record.
+        let mut zeroed = log.clone();
+        zeroed.extend_from_slice(&[0; 64]);
+        assert_eq!(keys_of(&zeroed), want(4));
+        assert_eq!(keys_of(&log[..log.len() - 2]), want(3));
+        assert_eq!(keys_of(&log[..whole]), want(3));
     }
 
     proptest! {

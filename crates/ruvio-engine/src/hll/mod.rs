@@ -203,6 +203,39 @@ pub(crate) fn count_registers(registers: &[u8; REGISTERS]) -> u64 {
     estimate::cardinality(&histogram)
 }
 
+/// How many distinct byte strings were added, estimated as PFCOUNT would (one
+/// byte per register, 16 KiB): a log replay sizes each database's key index with
+/// the count of the keys its records name, so millions of inserts split no index
+/// segment (docs/durability.md, Recovery).
+pub struct DistinctEstimate {
+    registers: Box<[u8; REGISTERS]>,
+    added: u64,
+}
+
+impl Default for DistinctEstimate {
+    fn default() -> Self {
+        DistinctEstimate {
+            registers: Box::new([0; REGISTERS]),
+            added: 0,
+        }
+    }
+}
+
+impl DistinctEstimate {
+    /// Count `element` (again: a repeat changes nothing).
+    pub fn add(&mut self, element: &[u8]) {
+        let (index, run) = hash::pattern(element);
+        let register = &mut self.registers[index];
+        *register = (*register).max(run);
+        self.added += 1;
+    }
+
+    /// The estimate: never more than the elements added.
+    pub fn estimate(&self) -> u64 {
+        count_registers(&self.registers).min(self.added)
+    }
+}
+
 /// The cardinality of a valid value, computed (not the cache).
 pub(crate) fn count(value: &[u8], repr: Repr) -> Result<u64, CmdError> {
     Ok(estimate::cardinality(&histogram(value, repr)?))

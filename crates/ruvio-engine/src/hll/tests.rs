@@ -336,3 +336,26 @@ mod props {
         }
     }
 }
+
+#[test]
+fn a_distinct_estimate_counts_as_pfcount_and_ignores_repeats() {
+    let keys = numbered("key:", 100_000);
+    let mut estimate = DistinctEstimate::default();
+    for round in 0..3 {
+        for key in &keys[..if round == 0 { 100_000 } else { 50_000 }] {
+            estimate.add(key);
+        }
+    }
+    let hll = made_of(keys.iter().map(|k| k.as_slice()));
+    assert_eq!(estimate.estimate(), card(&hll));
+    let off = estimate.estimate().abs_diff(100_000);
+    assert!(off < 2_000, "estimate {} for 100000", estimate.estimate());
+}
+
+#[test]
+fn a_distinct_estimate_never_passes_what_was_added() {
+    let mut estimate = DistinctEstimate::default();
+    assert_eq!(estimate.estimate(), 0);
+    estimate.add(b"only");
+    assert_eq!(estimate.estimate(), 1);
+}
