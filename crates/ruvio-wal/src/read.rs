@@ -303,6 +303,28 @@ mod tests {
     }
 
     proptest! {
+        /// `record_keys` names, for a good log (groups included), the database and
+        /// second argument of every record `read_log` gives back, and on any
+        /// bytes at all it returns without a panic.
+        #[test]
+        fn record_keys_agrees_with_read_log(
+            records in records(),
+            sizes in proptest::collection::vec(1usize..5, 1..4),
+            noise in proptest::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let (log, _) = grouped_log_of(&records, &sizes);
+            let want: Vec<(usize, Vec<u8>)> = records
+                .iter()
+                .filter(|(_, args)| args.len() > 1)
+                .map(|(db, args)| (*db, args[1].clone()))
+                .collect();
+            prop_assert_eq!(keys_of(&log), want);
+            keys_of(&noise);
+            let mut damaged = log.clone();
+            damaged.extend_from_slice(&noise);
+            keys_of(&damaged);
+        }
+
         /// Records come back as written, also with zero-filled space after them.
         #[test]
         fn records_round_trip(records in records(), zeros in 0usize..64) {
