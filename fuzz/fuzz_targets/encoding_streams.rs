@@ -46,12 +46,23 @@ enum Op {
         fields: Vec<(Elem, Elem)>,
     },
     /// XADD with the ID `ms-*` (the next sequence number of that millisecond).
-    AddSeqAuto { ms_step: u8, fields: Vec<(Elem, Elem)> },
+    AddSeqAuto {
+        ms_step: u8,
+        fields: Vec<(Elem, Elem)>,
+    },
     Del(Vec<u8>),
     TrimMaxLen(u8),
     TrimMinId(u8),
-    Range { from: u8, to: u8, count: u8 },
-    RevRange { from: u8, to: u8, count: u8 },
+    Range {
+        from: u8,
+        to: u8,
+        count: u8,
+    },
+    RevRange {
+        from: u8,
+        to: u8,
+        count: u8,
+    },
 }
 
 fn id_text((ms, seq): Id) -> Vec<u8> {
@@ -74,7 +85,10 @@ fn entries_of(reply: &Value) -> Vec<(Id, Fields)> {
                 panic!("an entry is [id, fields]: {entry:?}")
             };
             let flat = fields.strings();
-            let pairs = flat.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect();
+            let pairs = flat
+                .chunks(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect();
             (parse_id(id.bulk().unwrap()), pairs)
         })
         .collect()
@@ -84,7 +98,13 @@ fn field_pairs(fields: &[(Elem, Elem)]) -> Fields {
     fields.iter().map(|(f, v)| (f.bytes(), v.bytes())).collect()
 }
 
-fn add(run: &mut EngineRun, model: &mut Model, id_arg: Vec<u8>, id: Option<Id>, fields: &[(Elem, Elem)]) {
+fn add(
+    run: &mut EngineRun,
+    model: &mut Model,
+    id_arg: Vec<u8>,
+    id: Option<Id>,
+    fields: &[(Elem, Elem)],
+) {
     let mut argv = vec![b"XADD".to_vec(), KEY.to_vec(), id_arg];
     for (f, v) in field_pairs(fields) {
         argv.push(f);
@@ -113,7 +133,8 @@ fn step(run: &mut EngineRun, model: &mut Model, op: &Op) {
             add(run, model, id_text(id), Some(id), fields);
         }
         Op::AddSeqAuto { ms_step, fields } => {
-            let ms = (model.last.0 + u64::from(ms_step % 3)).saturating_sub(u64::from(ms_step / 128));
+            let ms =
+                (model.last.0 + u64::from(ms_step % 3)).saturating_sub(u64::from(ms_step / 128));
             let id = match ms.cmp(&model.last.0) {
                 std::cmp::Ordering::Greater => Some((ms, 0)),
                 std::cmp::Ordering::Equal => Some((ms, model.last.1 + 1)),
@@ -130,12 +151,20 @@ fn step(run: &mut EngineRun, model: &mut Model, op: &Op) {
             if ids.is_empty() {
                 return assert!(reply.is_error());
             }
-            let deleted = ids.iter().filter(|id| model.entries.remove(id).is_some()).count();
+            let deleted = ids
+                .iter()
+                .filter(|id| model.entries.remove(id).is_some())
+                .count();
             assert_eq!(reply.int(), deleted as i64);
         }
         Op::TrimMaxLen(max) => {
             let max = usize::from(*max % 40);
-            let reply = run.call(&[b"XTRIM".as_slice(), KEY, b"MAXLEN", max.to_string().as_bytes()]);
+            let reply = run.call(&[
+                b"XTRIM".as_slice(),
+                KEY,
+                b"MAXLEN",
+                max.to_string().as_bytes(),
+            ]);
             let gone = model.entries.len().saturating_sub(max);
             for _ in 0..gone {
                 model.entries.pop_first();
