@@ -89,6 +89,16 @@ fn group_records(body: &[u8]) -> Result<Vec<Record<'_>>, &'static str> {
 
 /// The checked payload of the frame at `pos` and where the next frame starts.
 fn payload_at(log: &[u8], pos: usize) -> Result<(&[u8], usize), &'static str> {
+    let (payload, crc, next) = unchecked_payload_at(log, pos)?;
+    if crc32c::crc32c(payload) != crc {
+        return Err("checksum mismatch");
+    }
+    Ok((payload, next))
+}
+
+/// The payload of the frame at `pos`, its recorded checksum (not compared) and
+/// where the next frame starts.
+fn unchecked_payload_at(log: &[u8], pos: usize) -> Result<(&[u8], u32, usize), &'static str> {
     let header = log
         .get(pos..pos + HEADER_BYTES)
         .ok_or("partial record header")?;
@@ -101,10 +111,7 @@ fn payload_at(log: &[u8], pos: usize) -> Result<(&[u8], usize), &'static str> {
     let payload = log
         .get(start..start + len)
         .ok_or("partial record payload")?;
-    if crc32c::crc32c(payload) != crc {
-        return Err("checksum mismatch");
-    }
-    Ok((payload, start + len))
+    Ok((payload, crc, start + len))
 }
 
 fn decode_payload(payload: &[u8]) -> Option<Record<'_>> {
@@ -158,13 +165,8 @@ fn walk_body<'a>(
 /// judged by [`read_log`]).
 pub fn record_keys<'a>(log: &'a [u8], mut key: impl FnMut(usize, &'a [u8])) {
     let mut pos = 0;
-    while let Some(header) = log.get(pos..pos + HEADER_BYTES) {
-        let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
-        let start = pos + HEADER_BYTES;
-        let Some((&kind, bodies)) = log.get(start..start + len).and_then(|p| p.split_first())
-        else {
-            return;
-        };
+    while let Ok((payload, _, next)) = unchecked_payload_at(log, pos) {
+        let (&kind, bodies) = payload.split_first().expect("a payload is never empty");
         let mut at = 0;
         while at < bodies.len() {
             let mut first = None;
@@ -183,7 +185,7 @@ pub fn record_keys<'a>(log: &'a [u8], mut key: impl FnMut(usize, &'a [u8])) {
                 break;
             }
         }
-        pos = start + len;
+        pos = next;
     }
 }
 

@@ -129,7 +129,7 @@ pub fn load(
                 // A hint: never more keys than the bytes left could hold (a key
                 // takes at least 4), so a corrupt count reserves nothing absurd.
                 let keys = usize::try_from(keys).unwrap_or(usize::MAX).min(r.remaining() / 4);
-                engine.db_mut(db).reserve(keys);
+                engine.reserve_keys(db, keys);
             }
             opcode::SELECTDB => {
                 let n = r.len().map_err(explain)?;
