@@ -5,12 +5,13 @@
 //!   records (the engine's `Effects::visit_log_records`) to [`Wal::append`], which
 //!   frames them into the `filling` buffer.
 //! - **Writing** is one io_uring write per loop iteration at most: when no write is
-//!   in flight and `filling` holds records, the two buffers swap and the shard
-//!   submits `writing` at the segment's offset on its own ring (the loop never
-//!   waits for the disk). Records appended meanwhile form the next write: group
-//!   commit falls out of the double buffer. The segment is written with direct
-//!   I/O where the file system allows it (`ruvio_wal::direct`: whole blocks, the
-//!   space ahead zero-filled in advance), buffered otherwise.
+//!   in flight and `filling` holds records, the shard submits them at the
+//!   segment's offset on its own ring (the loop never waits for the disk). Records
+//!   appended meanwhile form the next write: group commit falls out of the double
+//!   buffer. The segment is written with direct I/O where the file system allows
+//!   it (`ruvio_wal::direct`: whole blocks from an aligned copy, the space ahead
+//!   zero-filled in advance; `filling` is then refilled in place), buffered
+//!   otherwise (`filling` and `writing` swap).
 //! - **everysec**: an fdatasync once a second (from the tick), never two at once.
 //! - **Back-pressure**: when the disk is slower than the writes and `filling` passes
 //!   [`FILLING_BYTES_MAX`], the shard takes no new client input until it drains.
@@ -68,7 +69,9 @@ pub struct Wal {
     offset: u64,
     /// Records appended since the last write was submitted.
     filling: Vec<u8>,
-    /// The bytes of the write in flight (untouched until it completes).
+    /// The bytes of the buffered write in flight (untouched until it completes).
+    /// Direct writes go from `DirectLog`'s aligned copy instead, and `filling` is
+    /// refilled in place.
     writing: Vec<u8>,
     /// Bytes of `writing` the kernel has taken so far.
     written: usize,
@@ -250,11 +253,7 @@ impl Wal {
     /// bytes still in flight or waiting. A snapshot taken now covers everything
     /// before it.
     pub fn log_end(&self) -> (u64, u64) {
-        let in_flight = if self.write_in_flight {
-            self.writing.len() - self.written
-        } else {
-            0
-        };
+        let in_flight = self.records_in_flight().len();
         (
             self.segment,
             self.offset + (in_flight + self.filling.len()) as u64,
@@ -277,11 +276,7 @@ impl Wal {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
-        let in_flight: &[u8] = if self.write_in_flight {
-            &self.writing[self.written..]
-        } else {
-            &[]
-        };
+        let in_flight = self.records_in_flight();
         let write = || -> std::io::Result<()> {
             use std::os::unix::fs::FileExt;
             self.file.write_all_at(in_flight, self.offset)?;
@@ -290,6 +285,15 @@ impl Wal {
             self.file.sync_data()
         };
         write().map_err(|e| format!("{}: {e}", self.dir.display()))
+    }
+
+    /// The records of the write in flight the kernel has not taken yet.
+    fn records_in_flight(&self) -> &[u8] {
+        match &self.direct {
+            _ if !self.write_in_flight => &[],
+            Some(direct) => direct.log.records_in_flight(),
+            None => &self.writing[self.written..],
+        }
     }
 
     /// [`flush_blocking`](Self::flush_blocking) must wait for the direct writes in
@@ -342,16 +346,25 @@ impl Wal {
             return None;
         }
         injected_slow_disk();
-        std::mem::swap(&mut self.filling, &mut self.writing);
-        self.filling.clear();
-        self.written = 0;
         self.write_in_flight = true;
         self.writing_group = self.open_group;
         self.open_group += 1;
         if let Some(direct) = self.direct.as_mut() {
+            // The aligned copy is what goes to disk: `filling` is emptied and
+            // refilled in place, so the records of the next write land in memory
+            // still in cache (swapping two record buffers as the buffered path
+            // does cycled a third, cold one through the cache each write).
             let fd = direct.file.as_raw_fd();
-            return Some(WriteOp::direct(fd, direct.log.write(&self.writing)));
+            let op = WriteOp::direct(fd, direct.log.write(&self.filling));
+            if self.filling.capacity() > KEEP_CAPACITY_MAX {
+                self.filling = Vec::new();
+            }
+            self.filling.clear();
+            return Some(op);
         }
+        std::mem::swap(&mut self.filling, &mut self.writing);
+        self.filling.clear();
+        self.written = 0;
         Some(self.pending_op())
     }
 
@@ -373,10 +386,7 @@ impl Wal {
             let fd = direct.file.as_raw_fd();
             match direct.log.written(result) {
                 Ok(Some(rest)) => return Some(WriteOp::direct(fd, rest)),
-                Ok(None) => {
-                    self.written = self.writing.len();
-                    self.offset = direct.log.end();
-                }
+                Ok(None) => self.offset = direct.log.end(),
                 Err(failed) => {
                     self.write_in_flight = false;
                     let errno = match failed {
@@ -953,6 +963,25 @@ mod tests {
         wal.flush_blocking().unwrap();
         let keys: Vec<Vec<u8>> = records_in(&dir).into_iter().map(|r| r[1].clone()).collect();
         assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A snapshot taken while a write is in flight covers its records: the log's
+    /// end counts them until the write completes, and then the segment's end does.
+    #[test]
+    fn the_log_end_counts_the_write_in_flight() {
+        let dir = std::env::temp_dir().join(format!("ruvio-wal-end-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut wal = Wal::open(&config(&dir), 0, RecoveredEnd::Empty).unwrap();
+        wal.append(0, &mut [&b"SET"[..], b"a", b"v"].into_iter());
+        let appended = wal.log_end();
+        let op = wal.next_write().expect("a write");
+        assert_eq!(wal.log_end(), appended);
+        wal.append(0, &mut [&b"SET"[..], b"b", b"v"].into_iter());
+        let both = wal.log_end();
+        assert!(both.1 > appended.1);
+        assert!(wal.write_done(op.len as i32).is_none());
+        assert_eq!(wal.log_end(), both);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -152,6 +152,16 @@ impl DirectLog {
         self.in_flight.is_some()
     }
 
+    /// The records of the write in flight (empty when none is), without the
+    /// earlier bytes of its first block nor the zeros after them.
+    pub fn records_in_flight(&self) -> &[u8] {
+        let Some(flight) = &self.in_flight else {
+            return &[];
+        };
+        let from = (self.end - flight.start) as usize;
+        &self.staged.as_slice()[from..from + (flight.end - self.end) as usize]
+    }
+
     /// A zero fill is in flight.
     pub fn zero_filling(&self) -> bool {
         self.zeroing.is_some()
@@ -290,11 +300,13 @@ mod tests {
         let mut log = DirectLog::new(0, Vec::new());
         let records = vec![7u8; 3 * BLOCK + 10];
         log.write(&records);
+        assert_eq!(log.records_in_flight(), &records[..]);
         let rest = log.written(BLOCK as i32).unwrap().unwrap();
         assert_eq!(rest.offset, BLOCK as u64);
         assert_eq!(rest.bytes.len(), 3 * BLOCK);
         assert_eq!(log.written(3 * BLOCK as i32), Ok(None));
         assert_eq!(log.end(), records.len() as u64);
+        assert!(log.records_in_flight().is_empty());
         log.write(b"x");
         assert_eq!(log.written(100), Err(WriteFailed::Unaligned));
         log.write(b"x");
