@@ -351,9 +351,8 @@ impl Wal {
         self.open_group += 1;
         if let Some(direct) = self.direct.as_mut() {
             // The aligned copy is what goes to disk: `filling` is emptied and
-            // refilled in place, so the records of the next write land in memory
-            // still in cache (swapping two record buffers as the buffered path
-            // does cycled a third, cold one through the cache each write).
+            // refilled in place, one records buffer instead of the buffered
+            // path's two (no speed change measured: docs/durability.md).
             let fd = direct.file.as_raw_fd();
             let op = WriteOp::direct(fd, direct.log.write(&self.filling));
             if self.filling.capacity() > KEEP_CAPACITY_MAX {
