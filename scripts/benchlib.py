@@ -819,6 +819,16 @@ def generator_binary(args: argparse.Namespace) -> str:
     return args.redis_benchmark if args.generator == "redis-benchmark" else args.ruvio_bench
 
 
+def custom_server(entry: str) -> ServerSpec:
+    """A `--server NAME=COMMAND` entry. A binary named by a relative path is made
+    absolute: each server runs in its own scratch directory."""
+    name, _, cmd = entry.partition("=")
+    argv = shlex.split(cmd)
+    if argv and os.path.exists(argv[0]):
+        argv[0] = os.path.abspath(argv[0])
+    return ServerSpec(name, "custom", argv, argv[0] if argv else "")
+
+
 def build_servers(args: argparse.Namespace, ruvio_shards: int = 1) -> list[ServerSpec]:
     """Server specs from the flags: Ruvio first, then Redis, Valkey and any --server."""
     specs: list[ServerSpec] = []
@@ -831,10 +841,7 @@ def build_servers(args: argparse.Namespace, ruvio_shards: int = 1) -> list[Serve
         specs.append(ServerSpec("redis", "redis", redis_like_argv(args.redis), args.redis))
     if args.valkey:
         specs.append(ServerSpec("valkey", "valkey", redis_like_argv(args.valkey), args.valkey))
-    for entry in args.server:
-        name, _, cmd = entry.partition("=")
-        argv = shlex.split(cmd)
-        specs.append(ServerSpec(name, "custom", argv, argv[0] if argv else ""))
+    specs += [custom_server(entry) for entry in args.server]
     for s in specs:
         s.version = binary_version(s.binary)
     if not specs:

@@ -19,8 +19,6 @@ Example (everysec against memory, and a binary before a change):
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
 
 import benchlib as bl
 
@@ -48,16 +46,6 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def specs_from(entries: list[str]) -> list[bl.ServerSpec]:
-    specs = []
-    for entry in entries:
-        name, _, cmd = entry.partition("=")
-        argv = shlex.split(cmd)
-        argv[0] = os.path.abspath(argv[0]) if os.path.exists(argv[0]) else argv[0]
-        specs.append(bl.ServerSpec(name, "custom", argv, argv[0], bl.binary_version(argv[0])))
-    return specs
-
-
 def burst(args: argparse.Namespace, server: bl.ServerProcess, seconds: float) -> float:
     load = bl.Load(clients=args.clients, pipeline=args.pipeline, requests=10**12,
                    keyspace=args.keyspace, datasize=args.datasize)
@@ -68,7 +56,9 @@ def burst(args: argparse.Namespace, server: bl.ServerProcess, seconds: float) ->
 
 def main() -> None:
     args = parse_args()
-    specs = specs_from(args.server)
+    specs = [bl.custom_server(entry) for entry in args.server]
+    for spec in specs:
+        spec.version = bl.binary_version(spec.binary)
     record = bl.record_header("burst-ab", args, specs)
     servers = [bl.ServerProcess(s, args.server_cpu) for s in specs]
     rounds = []
