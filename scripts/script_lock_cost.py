@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the script lock costs (docs/scripting.md, crates/ruvio-server/src/script_lock.rs).
+"""What the script lock costs (docs/scripting.md, crates/ruvio-server/src/mesh/script_lock.rs).
 
 One Lua body runs in two shapes: its declared key and an undeclared key on the two
 shards of a 2-shard Ruvio in forward mode (the script takes the script lock and

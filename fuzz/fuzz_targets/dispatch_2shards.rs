@@ -3,7 +3,7 @@
 //! MOVED and CROSSSLOT, forwarding, split and merged replies, key lending,
 //! transactions on their keys' owner or riding on a loan, blocking, CLIENT PAUSE),
 //! with the reads cut at arbitrary points and some reads run while the other
-//! shard's messages are still in flight. See `ruvio_server::inproc` for the harness.
+//! shard's messages are still in flight. See `ruvio_server::shard::inproc` for the harness.
 //!
 //! Checks: no panic, no hang (the shards go quiet; every blocked or paused client
 //! is answered once time passes or it is unblocked); every reply is well-formed
@@ -17,7 +17,7 @@ use libfuzzer_sys::fuzz_target;
 use ruvio_fuzz::commands::Request;
 use ruvio_fuzz::resp::encode_request;
 use ruvio_server::config::PortMode;
-use ruvio_server::inproc::TwoShards;
+use ruvio_server::shard::inproc::TwoShards;
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -36,7 +36,8 @@ struct Input {
 /// Allocations are counted as in the binary, so CONFIG SET maxmemory evicts and
 /// refuses for real.
 #[global_allocator]
-static ALLOCATOR: ruvio_server::alloc::CountingAlloc = ruvio_server::alloc::CountingAlloc;
+static ALLOCATOR: ruvio_server::memory::alloc::CountingAlloc =
+    ruvio_server::memory::alloc::CountingAlloc;
 
 /// Time steps tried before everyone is released: a blocked command's timeout or a
 /// pause may run out within one of them.
@@ -75,7 +76,8 @@ fuzz_target!(|input: Input| {
     for round in 0..rounds {
         for (c, pieces) in reads.iter().enumerate() {
             if let Some(piece) = pieces.get(round) {
-                let hold = !input.unsettled.is_empty() && input.unsettled[read % input.unsettled.len()];
+                let hold =
+                    !input.unsettled.is_empty() && input.unsettled[read % input.unsettled.len()];
                 read += 1;
                 match hold {
                     true => server.receive_unsettled(c, piece),

@@ -1,9 +1,12 @@
 //! `ruvio`: start one pinned glommio executor per shard, each owning its slice of
 //! the keyspace and its sockets, and wait for them.
 
-use ruvio_server::{
-    alloc, config, forward, registry, reshard, shard, stats, topology, EXIT_SHARD_FAILED,
-};
+use ruvio_server::cluster::topology;
+use ruvio_server::memory::alloc;
+use ruvio_server::mesh::forward;
+use ruvio_server::persistence::reshard;
+use ruvio_server::shard::registry;
+use ruvio_server::{config, shard, stats, EXIT_SHARD_FAILED};
 
 use clap::Parser;
 use config::{Cli, Config};
@@ -51,7 +54,7 @@ fn main() {
         cfg.databases,
         shard::unix_ms(),
     ));
-    if let Err(e) = ruvio_server::shutdown::watch_signals(shared.clone()) {
+    if let Err(e) = ruvio_server::persistence::shutdown::watch_signals(shared.clone()) {
         fail(&format!("cannot watch for SIGTERM: {e}"));
     }
     let mut plan = if cfg.shards > 1 {
@@ -87,7 +90,7 @@ fn main() {
             .spawn(move || async move {
                 let _exit_if_this_shard_dies = ExitIfShardDies(id);
                 if let Some(mesh) = mesh {
-                    ruvio_server::forward::install_mesh(mesh);
+                    ruvio_server::mesh::forward::install_mesh(mesh);
                 }
                 match shard::Shard::new(id, cfg, topo, shared) {
                     Ok(shard) => shard.run().await,

@@ -16,7 +16,7 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The faults' hold on each log write or fsync (crates/ruvio-server/src/wal.rs),
+/// The faults' hold on each log write or fsync (crates/ruvio-server/src/persistence/wal.rs),
 /// less a margin for the clock.
 const HELD_AT_LEAST: Duration = Duration::from_millis(180);
 

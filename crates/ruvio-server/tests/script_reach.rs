@@ -1,5 +1,5 @@
 //! Scripts that touch keys they did not declare, on both shards, in forward mode
-//! (crates/ruvio-server/src/script_lock.rs, docs/scripting.md): one Redis allows it,
+//! (crates/ruvio-server/src/mesh/script_lock.rs, docs/scripting.md): one Redis allows it,
 //! so Ruvio must too. Replies are compared with a real redis-server byte for byte
 //! (reads, writes, new keys, inner multi-key commands between shards, errors after
 //! a write, pcall, EVALSHA, FCALL, undeclared keys of a declared key's slot, a

@@ -2,18 +2,18 @@
 //! NO-EVICT, NO-TOUCH, REPLY, UNBLOCK, HELP.
 //!
 //! A shard knows only its own connections. In forward mode CLIENT LIST and CLIENT
-//! KILL ask every shard ([`ClientQuery`], gathered by [`crate::gather`]), so they see
+//! KILL ask every shard ([`ClientQuery`], gathered by [`crate::mesh::gather`]), so they see
 //! every client of the server; in per-shard mode they see the shard's own, the
 //! "node" a Redis Cluster client expects.
 
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::cmd::config::ConfigChange;
 use crate::config::PortMode;
-use crate::conn::{ClientState, Conn, Merge, ReplyMode};
-use crate::gather::Gather;
-use crate::pubsub::Kind;
+use crate::mesh::gather::Gather;
+use crate::messaging::pubsub::Kind;
+use crate::net::conn::{ClientState, Conn, Merge, ReplyMode};
+use crate::net::slab::Slab;
 use crate::shard::ShardCore;
-use crate::slab::Slab;
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
@@ -239,7 +239,7 @@ fn ask_every_shard(
         });
     } else {
         let mut whole = Vec::new();
-        crate::conn::merge_into(merge, &[local], &[], &mut whole);
+        crate::net::conn::merge_into(merge, &[local], &[], &mut whole);
         reply.raw(&whole);
     }
     Ok(())
@@ -397,9 +397,11 @@ fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     };
     let answered = match ctx.core.shared.blocked_on(id) {
         None => false,
-        Some(shard) if shard == ctx.core.id => crate::exec::unblock(ctx.core, ctx.conns, id, error),
+        Some(shard) if shard == ctx.core.id => {
+            crate::shard::exec::unblock(ctx.core, ctx.conns, id, error)
+        }
         Some(shard) => {
-            let control = crate::forward::Control::Unblock {
+            let control = crate::mesh::forward::Control::Unblock {
                 client_id: id,
                 error,
             };

@@ -6,8 +6,8 @@
 //! Redis does with cluster support disabled.
 
 use super::{parse_i64, Ctx, ServerCommand, ServerResult};
+use crate::cluster::topology::Node;
 use crate::config::PortMode;
-use crate::topology::Node;
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::slot::{key_slot, SLOT_COUNT};
 use ruvio_engine::{CmdError, KeySpec};

@@ -9,9 +9,9 @@
 
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::{parse_memory, PortMode};
-use crate::conn::Conn;
+use crate::net::conn::Conn;
+use crate::net::slab::Slab;
 use crate::shard::ShardCore;
-use crate::slab::Slab;
 use crate::stats::ShardStats;
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, EvictionPolicy, KeySpec};
@@ -93,7 +93,7 @@ fn set_zset_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> 
 
 /// `save` rules (see `save_rules`).
 fn set_save_rules(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    core.cfg.save = crate::save_rules::parse(v).map_err(|_| ())?;
+    core.cfg.save = crate::persistence::save_rules::parse(v).map_err(|_| ())?;
     Ok(())
 }
 const PARAMS: &[Param] = &[
@@ -114,7 +114,7 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "save",
-        get: |c| crate::save_rules::format(&c.cfg.save),
+        get: |c| crate::persistence::save_rules::format(&c.cfg.save),
         set: Some(set_save_rules),
     },
     Param {
@@ -287,12 +287,13 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "notify-keyspace-events",
-        get: |c| crate::notify::render(c.cfg.notify_keyspace_events),
+        get: |c| crate::messaging::notify::render(c.cfg.notify_keyspace_events),
         set: Some(|c, v| {
-            let flags = crate::notify::parse(v).ok_or(())?;
+            let flags = crate::messaging::notify::parse(v).ok_or(())?;
             c.cfg.notify_keyspace_events = flags;
-            c.engine.record_expired(crate::notify::expiry_wanted(flags));
-            let (added, missed) = crate::notify::key_notes_wanted(flags);
+            c.engine
+                .record_expired(crate::messaging::notify::expiry_wanted(flags));
+            let (added, missed) = crate::messaging::notify::key_notes_wanted(flags);
             c.engine.record_key_notes(added, missed);
             Ok(())
         }),
@@ -451,7 +452,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
         .map(|(p, _, v)| (p.name.to_string(), v))
         .collect();
     ctx.core.outbox.broadcast(ConfigChange::Set(applied));
-    crate::script_host::refresh(ctx.core);
+    crate::scripting::host::refresh(ctx.core);
     super::ok_everywhere(ctx, reply);
     Ok(())
 }
@@ -466,9 +467,9 @@ fn bad_value(name: &str, value: &str) -> CmdError {
         "maxmemory" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
             "argument must be a memory value".into()
         }
-        "notify-keyspace-events" => crate::notify::INVALID.into(),
+        "notify-keyspace-events" => crate::messaging::notify::INVALID.into(),
         "save" => "Invalid save parameters".into(),
-        "client-output-buffer-limit" => crate::outlimit::OutputLimits::default()
+        "client-output-buffer-limit" => crate::net::outlimit::OutputLimits::default()
             .updated(value)
             .err()
             .unwrap_or_default()
@@ -511,23 +512,23 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
                     let _ = set(core, value);
                 }
             }
-            crate::script_host::refresh(core);
+            crate::scripting::host::refresh(core);
         }
         ConfigChange::ResetStats { epoch } => reset_stats(core, *epoch),
         ConfigChange::Pause { until_ms, all } => core.pause.start(*until_ms, *all),
         ConfigChange::Unpause => crate::shard::end_pause(core, conns),
         ConfigChange::ExportRdb(path) => {
-            if let Err(e) = crate::export::write_part(core, path) {
+            if let Err(e) = crate::persistence::export::write_part(core, path) {
                 eprintln!("shard {}: DEBUG EXPORT-RDB {path}: {e}", core.id);
             }
         }
         ConfigChange::Snapshot => {
-            if let Err(e) = crate::wal::snapshot(core) {
+            if let Err(e) = crate::persistence::wal::snapshot(core) {
                 eprintln!("ruvio: shard {}: SAVE failed: {e}", core.id);
             }
         }
-        ConfigChange::BackgroundSave => crate::snapshot::request(core),
-        ConfigChange::Exit { save } => crate::shutdown::prepare(core, *save),
+        ConfigChange::BackgroundSave => crate::persistence::snapshot::request(core),
+        ConfigChange::Exit { save } => crate::persistence::shutdown::prepare(core, *save),
         ConfigChange::Functions(payload) => super::functions::apply(core, payload),
     }
 }

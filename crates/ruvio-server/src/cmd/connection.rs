@@ -2,7 +2,7 @@
 
 use super::{parse_i64, Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
-use crate::conn::ReplyMode;
+use crate::net::conn::ReplyMode;
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
@@ -71,9 +71,9 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     c.no_touch = false;
     c.readonly = false;
     c.authenticated = ctx.core.cfg.requirepass.is_none();
-    crate::pubsub::forget_all(ctx.core, &mut c.subs, ctx.who);
+    crate::messaging::pubsub::forget_all(ctx.core, &mut c.subs, ctx.who);
     c.multi = None;
-    crate::multi::unwatch(ctx.core, ctx.client);
+    crate::transactions::multi::unwatch(ctx.core, ctx.client);
     reply.proto = Protocol::Resp2;
     reply.simple("RESET");
     Ok(())

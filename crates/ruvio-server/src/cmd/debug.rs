@@ -9,7 +9,7 @@
 use super::config::ConfigChange;
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
-use crate::gather::{Gather, Then};
+use crate::mesh::gather::{Gather, Then};
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
@@ -106,20 +106,20 @@ fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
 }
 
 /// `DEBUG EXPORT-RDB path`: every shard's keys in one RDB file (see
-/// [`crate::export`]); `+OK` once the file is complete.
+/// [`crate::persistence::export`]); `+OK` once the file is complete.
 fn debug_export_rdb(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let path = String::from_utf8_lossy(args.get(2)).into_owned();
     let shards = ctx.core.topo.nodes.len();
     let failed = |e: String| CmdError::Line(format!("ERR EXPORT-RDB failed: {e}").into_bytes());
-    crate::export::remove_parts(&path, shards);
-    crate::export::write_part(ctx.core, &path).map_err(|e| failed(e.to_string()))?;
+    crate::persistence::export::remove_parts(&path, shards);
+    crate::persistence::export::write_part(ctx.core, &path).map_err(|e| failed(e.to_string()))?;
     if shards > 1 && ctx.core.cfg.port_mode == PortMode::Forward {
         ctx.core
             .outbox
             .broadcast(ConfigChange::ExportRdb(path.clone()));
         ctx.gather = Some(Gather::AfterAll(Then::ExportRdb(path)));
     } else {
-        crate::export::assemble(&path, [ctx.core.id]).map_err(failed)?;
+        crate::persistence::export::assemble(&path, [ctx.core.id]).map_err(failed)?;
         reply.ok();
     }
     Ok(())

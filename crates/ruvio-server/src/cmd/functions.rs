@@ -24,7 +24,7 @@
 use super::{ok_everywhere, Ctx, ServerCommand, ServerResult};
 use crate::cmd::config::ConfigChange;
 use crate::config::{Config, PortMode};
-use crate::gather::{Gather, Then};
+use crate::mesh::gather::{Gather, Then};
 use crate::shard::ShardCore;
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::scripting::functions::{self, RestorePolicy};

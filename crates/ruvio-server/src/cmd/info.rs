@@ -3,7 +3,7 @@
 //! INFO reports the whole server: the shard answering reads the gauges every shard
 //! publishes on its background tick (see `stats`), so the other shards' numbers are
 //! at most one tick (10 ms) old. In forward mode with several shards the answer
-//! waits until every shard has published ([`crate::gather`]), so that INFO counts
+//! waits until every shard has published ([`crate::mesh::gather`]), so that INFO counts
 //! everything done before it. The process-wide numbers (RSS, CPU) are read here too.
 //!
 //! A script's INFO (`redis.call('INFO')`) runs inside its shard's engine, where the
@@ -13,8 +13,8 @@
 
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::{Config, PortMode};
-use crate::gather::{Gather, Then};
-use crate::pubsub::Kind;
+use crate::mesh::gather::{Gather, Then};
+use crate::messaging::pubsub::Kind;
 use crate::shard::ShardCore;
 use crate::stats::{CommandStat, ShardGauges, ShardStats, Shared, StatTables};
 use ruvio_engine::command::{command, flags::*};
@@ -239,7 +239,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             line("clients_in_timeout_table", &0);
         }
         "memory" => {
-            let used = crate::alloc::allocated_bytes();
+            let used = crate::memory::alloc::allocated_bytes();
             let rss = rss_bytes();
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));
@@ -251,7 +251,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             // What maxmemory limits: allocated bytes less what the keyspaces reuse.
             line(
                 "ruvio_used_memory_for_maxmemory",
-                &crate::memory::used_for_limit(shared),
+                &crate::memory::limit::used_for_limit(shared),
             );
             line("maxmemory", &cfg.maxmemory);
             line("maxmemory_human", &human_bytes(cfg.maxmemory));
@@ -380,7 +380,9 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
                 if src.live.is_none() {
                     // A script's: the other shards' keys it borrowed count on them.
                     for (db, counts) in dbs.iter_mut().enumerate() {
-                        counts.0 = counts.0.saturating_sub(crate::script_lock::held_here(db));
+                        counts.0 = counts
+                            .0
+                            .saturating_sub(crate::mesh::script_lock::held_here(db));
                     }
                 }
             }
@@ -395,7 +397,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
         }
         "commandstats" => {
             let per_command = server_command_stats(src);
-            for cmd in crate::registry::registry().all_rows() {
+            for cmd in crate::shard::registry::registry().all_rows() {
                 let s = per_command[cmd.stat];
                 if s.calls > 0 || s.rejected > 0 || s.failed > 0 {
                     let per_call = s.usec as f64 / s.calls.max(1) as f64;
@@ -452,8 +454,9 @@ fn gauge_of_mine(src: &Source<'_>, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64
 
 /// Distinct names of `kind` subscribed to on the shards INFO reports.
 fn distinct(src: &Source<'_>, kind: Kind) -> u64 {
-    let shards = crate::pubsub::visible_shards_of(src.cfg.port_mode, src.id, src.cfg.shards);
-    crate::pubsub::distinct_in(&src.shared.pubsub, shards, kind)
+    let shards =
+        crate::messaging::pubsub::visible_shards_of(src.cfg.port_mode, src.id, src.cfg.shards);
+    crate::messaging::pubsub::distinct_in(&src.shared.pubsub, shards, kind)
 }
 
 /// Visit the published statistics tables that complete this shard's own: the
@@ -474,7 +477,7 @@ fn published_tables(src: &Source<'_>, f: impl FnMut(&StatTables)) {
 
 /// INFO commandstats of the whole server (of the node in per-shard mode).
 fn server_command_stats(src: &Source<'_>) -> Vec<CommandStat> {
-    let slots = crate::registry::registry().stat_slots;
+    let slots = crate::shard::registry::registry().stat_slots;
     let mut total = match &src.live {
         Some(live) => live.stats.per_command.clone(),
         None => vec![CommandStat::default(); slots],

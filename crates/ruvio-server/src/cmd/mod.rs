@@ -20,10 +20,10 @@ pub mod pubsub;
 pub mod server;
 pub mod transactions;
 
-use crate::conn::{ClientState, Conn};
-use crate::gather::{Gather, Then};
+use crate::mesh::gather::{Gather, Then};
+use crate::net::conn::{ClientState, Conn};
+use crate::net::slab::Slab;
 use crate::shard::ShardCore;
-use crate::slab::Slab;
 use ruvio_engine::{CmdError, CommandRow};
 use ruvio_resp::{Args, Reply};
 
@@ -34,7 +34,7 @@ pub struct Ctx<'a> {
     /// The shard's other connections (the caller's own is taken out while it runs).
     pub conns: &'a mut Slab<Conn>,
     /// Set by a handler whose answer needs every shard (forward mode): the
-    /// dispatcher holds the reply and asks them ([`crate::gather`]).
+    /// dispatcher holds the reply and asks them ([`crate::mesh::gather`]).
     pub gather: Option<Gather>,
     /// The caller's connection (slab index, generation).
     pub who: (u32, u32),

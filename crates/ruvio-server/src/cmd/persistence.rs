@@ -1,13 +1,13 @@
 //! Persistence: SAVE, LASTSAVE, SHUTDOWN, and the background saves BGSAVE and
-//! BGREWRITEAOF, answered as Redis answers them. SAVE is [`crate::wal::snapshot`]
-//! on every shard; a background save is [`crate::snapshot`] (a snapshot of every
-//! shard in time slices, no fork); SHUTDOWN's orderly exit is [`crate::shutdown`].
+//! BGREWRITEAOF, answered as Redis answers them. SAVE is [`crate::persistence::wal::snapshot`]
+//! on every shard; a background save is [`crate::persistence::snapshot`] (a snapshot of every
+//! shard in time slices, no fork); SHUTDOWN's orderly exit is [`crate::persistence::shutdown`].
 //! INFO persistence is in `info`.
 
 use super::config::ConfigChange;
 use super::{Ctx, ServerCommand, ServerResult};
-use crate::gather::{Gather, Then};
-use crate::snapshot::{Kind, Start};
+use crate::mesh::gather::{Gather, Then};
+use crate::persistence::snapshot::{Kind, Start};
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
@@ -48,7 +48,7 @@ fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
             b"ERR Background save already in progress".to_vec(),
         ));
     }
-    crate::wal::snapshot(ctx.core)
+    crate::persistence::wal::snapshot(ctx.core)
         .map_err(|e| CmdError::Line(format!("ERR SAVE failed: {e}").into_bytes()))?;
     if ctx.core.topo.nodes.len() > 1 {
         ctx.core.outbox.broadcast(ConfigChange::Snapshot);
@@ -91,13 +91,13 @@ fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         return Err(CmdError::NoShutdownInProgress);
     }
     eprintln!("ruvio: SHUTDOWN requested");
-    let save = crate::shutdown::saves(ctx.core, has(b"save"), has(b"nosave"));
-    crate::shutdown::begin(ctx.core, save);
+    let save = crate::persistence::shutdown::saves(ctx.core, has(b"save"), has(b"nosave"));
+    crate::persistence::shutdown::begin(ctx.core, save);
     let force = has(b"force");
-    if shards > 1 || !crate::shutdown::every_shard_prepared(ctx.core) {
+    if shards > 1 || !crate::persistence::shutdown::every_shard_prepared(ctx.core) {
         ctx.gather = Some(Gather::AfterAll(Then::Shutdown { force }));
     } else {
-        reply.raw(&crate::shutdown::conclude(ctx.core, force));
+        reply.raw(&crate::persistence::shutdown::conclude(ctx.core, force));
     }
     Ok(())
 }
@@ -123,7 +123,7 @@ fn bgsave(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
         reply.simple("Background saving scheduled");
         return Ok(());
     }
-    match crate::snapshot::start(ctx.core, Kind::Rdb) {
+    match crate::persistence::snapshot::start(ctx.core, Kind::Rdb) {
         Start::Started => reply.simple("Background saving started"),
         // Another shard's client started one a moment ago.
         Start::SameRunning => return Err(line("ERR Background save already in progress")),
@@ -151,7 +151,7 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Se
         reply.simple("Background append only file rewriting scheduled");
         return Ok(());
     }
-    match crate::snapshot::start(ctx.core, Kind::Aof) {
+    match crate::persistence::snapshot::start(ctx.core, Kind::Aof) {
         Start::Started => reply.simple("Background append only file rewriting started"),
         Start::SameRunning => {
             return Err(line(
@@ -169,7 +169,7 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Se
 /// Inside EXEC a save is scheduled, as in Redis (which cannot fork there); Ruvio
 /// then starts it at once when none runs, since nothing stops it.
 fn start_scheduled_now(ctx: &mut Ctx<'_>) {
-    crate::snapshot::start_scheduled(ctx.core);
+    crate::persistence::snapshot::start_scheduled(ctx.core);
 }
 
 /// Snapshots live next to the log: without one (`--durability memory`) there is

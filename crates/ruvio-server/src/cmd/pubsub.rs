@@ -1,6 +1,6 @@
 //! Pub/Sub commands: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH,
 //! SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH and PUBSUB's subcommands. Delivery across
-//! shards is [`crate::pubsub`]'s.
+//! shards is [`crate::messaging::pubsub`]'s.
 //!
 //! Confirmations are push messages (RESP3 `>`, RESP2 arrays), one per name. In
 //! per-shard mode the shard-channel commands are routed as Redis Cluster routes
@@ -8,8 +8,8 @@
 
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::PortMode;
-use crate::gather::Gather;
-use crate::pubsub::{self, Caller, Kind, Publication, Subscribers};
+use crate::mesh::gather::Gather;
+use crate::messaging::pubsub::{self, Caller, Kind, Publication, Subscribers};
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::{glob_match, CmdError, KeySpec};
@@ -241,10 +241,10 @@ fn deliver_scripts_first(ctx: &mut Ctx<'_>, reply: &mut Reply<'_>) {
         out: &mut *reply.out,
         proto: reply.proto,
     };
-    crate::script_host::deliver(ctx.core, ctx.conns, Some(caller));
+    crate::scripting::host::deliver(ctx.core, ctx.conns, Some(caller));
 }
 
-/// Deliver here, then to the other shards with subscribers (see [`crate::pubsub`]).
+/// Deliver here, then to the other shards with subscribers (see [`crate::messaging::pubsub`]).
 fn publish_to(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Kind) {
     let (channel, message) = (args.get(1), args.get(2));
     let caller = Caller {

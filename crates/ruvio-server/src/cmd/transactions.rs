@@ -1,5 +1,5 @@
 //! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH. The state and the running
-//! of queued commands are [`crate::multi`]; watched keys are [`crate::watch`].
+//! of queued commands are [`crate::transactions::multi`]; watched keys are [`crate::transactions::watch`].
 
 use super::{Ctx, ServerCommand, ServerResult};
 use ruvio_engine::command::{command, flags::*};
@@ -28,27 +28,27 @@ pub const COMMANDS: &[ServerCommand] = &[
 
 /// `MULTI`
 fn multi(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    crate::multi::multi(ctx.client)?;
+    crate::transactions::multi::multi(ctx.client)?;
     reply.ok();
     Ok(())
 }
 
 /// `DISCARD`
 fn discard(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    crate::multi::discard(ctx.core, ctx.client)?;
+    crate::transactions::multi::discard(ctx.core, ctx.client)?;
     reply.ok();
     Ok(())
 }
 
 /// `UNWATCH`
 fn unwatch(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    crate::multi::unwatch(ctx.core, ctx.client);
+    crate::transactions::multi::unwatch(ctx.core, ctx.client);
     reply.ok();
     Ok(())
 }
 
 /// EXEC and WATCH answer through the reply queue (a held slot while other shards
-/// work): the dispatcher runs them ([`crate::multi::exec`], [`crate::multi::watch_keys`]).
+/// work): the dispatcher runs them ([`crate::transactions::multi::exec`], [`crate::transactions::multi::watch_keys`]).
 fn run_by_dispatcher(_ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
     unreachable!(
         "{} is run by the dispatcher",

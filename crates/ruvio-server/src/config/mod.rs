@@ -1,0 +1,500 @@
+//! Server configuration: defaults, the TOML file, and command-line overrides.
+//!
+//! Precedence is CLI > file > default. Every setting is documented in
+//! `config/ruvio.toml`; CONFIG GET/SET read and write the runtime copy that
+//! each shard keeps (see `cmd::config`).
+
+use clap::{Parser, ValueEnum};
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// How clients reach the shards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PortMode {
+    /// Shard i listens on `port + i`; cluster-aware clients route by slot (MOVED).
+    PerShard,
+    /// Every shard accepts on `port` (SO_REUSEPORT); keys of other shards are forwarded.
+    Forward,
+}
+
+impl PortMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            PortMode::PerShard => "per-shard",
+            PortMode::Forward => "forward",
+        }
+    }
+}
+
+/// When a write is acknowledged (docs/durability.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Durability {
+    /// No persistence: writes live in memory only.
+    Memory,
+    /// Every write is logged and acknowledged at once; the log is fsynced once a
+    /// second (Redis' `appendonly yes`, `appendfsync everysec`).
+    Everysec,
+    /// A write's reply, and every later reply of its connection, is sent once the
+    /// log group holding it is on disk (Redis' `appendfsync always`).
+    Always,
+}
+
+impl Durability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Memory => "memory",
+            Durability::Everysec => "everysec",
+            Durability::Always => "always",
+        }
+    }
+
+    /// Writes go to a log.
+    pub fn logs(self) -> bool {
+        self != Durability::Memory
+    }
+}
+
+/// Command-line flags; each overrides the same setting from the config file.
+#[derive(Parser, Debug, Default)]
+#[command(
+    name = "ruvio",
+    version,
+    about = "Ruvio: a thread-per-core, Redis-compatible in-memory store"
+)]
+pub struct Cli {
+    /// TOML configuration file (see config/ruvio.toml).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long)]
+    pub bind: Option<String>,
+    /// TCP port (per-shard mode: the port of shard 0).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Number of shards (default: one per CPU).
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// per-shard or forward.
+    #[arg(long, value_enum)]
+    pub port_mode: Option<PortMode>,
+    /// CPUs to pin shards to, e.g. `0,1` or `0-3` (shard i runs on the i-th CPU listed).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// memory (no log), everysec (a log per shard, fsynced once a second) or always
+    /// (replies wait until their writes are on disk).
+    #[arg(long, value_enum)]
+    pub durability: Option<Durability>,
+    /// Data directory: the shards' logs (default ./data).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Start even if a log is damaged in the middle: cut it at the damage (the
+    /// records after it are lost). Without it such a start is refused.
+    #[arg(long)]
+    pub wal_truncate_corrupt: bool,
+    /// Require clients to AUTH with this password.
+    #[arg(long)]
+    pub requirepass: Option<String>,
+    /// Memory limit in bytes, with Redis' units (100mb, 2gb); 0: no limit.
+    #[arg(long)]
+    pub maxmemory: Option<String>,
+    /// What goes past maxmemory: noeviction, allkeys-lru, allkeys-lfu, allkeys-random,
+    /// volatile-lru, volatile-lfu, volatile-random or volatile-ttl.
+    #[arg(long)]
+    pub maxmemory_policy: Option<String>,
+    /// Address announced in MOVED and CLUSTER replies (Redis' cluster-announce-ip);
+    /// by default the bind address, or, bound to every interface, the address each
+    /// client connected to.
+    #[arg(long)]
+    pub cluster_announce_ip: Option<String>,
+    /// Load this Redis RDB file (dump.rdb) at start; each shard keeps its keys.
+    #[arg(long)]
+    pub import_rdb: Option<PathBuf>,
+    /// Redis' save rules, e.g. "3600 1 300 100 60 10000" ("": none); they take
+    /// background snapshots when a log is kept.
+    #[arg(long)]
+    pub save: Option<String>,
+}
+
+/// A size in the config file: bytes, or text with Redis' units ("100mb").
+#[derive(Deserialize, Debug, Clone)]
+#[serde(untagged)]
+enum MemorySize {
+    Bytes(u64),
+    Text(String),
+}
+
+/// The config file's shape: every field optional, missing ones take the default.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    bind: Option<String>,
+    port: Option<u16>,
+    shards: Option<usize>,
+    port_mode: Option<PortMode>,
+    cpus: Option<String>,
+    durability: Option<Durability>,
+    databases: Option<usize>,
+    requirepass: Option<String>,
+    proto_max_bulk_len: Option<usize>,
+    client_query_buffer_limit: Option<usize>,
+    hz: Option<u32>,
+    list_max_listpack_size: Option<i32>,
+    hash_max_listpack_entries: Option<usize>,
+    hash_max_listpack_value: Option<usize>,
+    zset_max_listpack_entries: Option<usize>,
+    zset_max_listpack_value: Option<usize>,
+    set_max_intset_entries: Option<usize>,
+    set_max_listpack_entries: Option<usize>,
+    set_max_listpack_value: Option<usize>,
+    hll_sparse_max_bytes: Option<usize>,
+    maxmemory: Option<MemorySize>,
+    maxclients: Option<u64>,
+    timeout: Option<u64>,
+    maxmemory_policy: Option<String>,
+    maxmemory_samples: Option<usize>,
+    lfu_log_factor: Option<u32>,
+    lfu_decay_time: Option<u32>,
+    cluster_announce_ip: Option<String>,
+    dir: Option<PathBuf>,
+    client_output_buffer_limit: Option<String>,
+    notify_keyspace_events: Option<String>,
+    save: Option<String>,
+}
+
+/// The resolved configuration every shard starts from.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub bind: String,
+    pub port: u16,
+    pub shards: usize,
+    pub port_mode: PortMode,
+    /// CPU of each shard, `cpus[i]` for shard i.
+    pub cpus: Vec<usize>,
+    pub durability: Durability,
+    pub databases: usize,
+    pub requirepass: Option<String>,
+    /// Largest bulk string a client may send (Redis: 512 MiB).
+    pub proto_max_bulk_len: usize,
+    /// A client whose unparsed input grows past this is closed (Redis: 1 GiB).
+    pub client_query_buffer_limit: usize,
+    /// Background tasks (active expiry) run this many times per second.
+    pub hz: u32,
+    /// `maxmemory` in bytes; 0: no limit.
+    pub maxmemory: u64,
+    /// `maxclients`: connections the server accepts at once (Redis: 10000).
+    pub maxclients: u64,
+    /// `timeout`: close a client idle this many seconds (0: never).
+    pub timeout_s: u64,
+    /// `cluster-announce-ip`: empty for none.
+    pub cluster_announce_ip: String,
+    /// Where the shards' logs live.
+    pub dir: PathBuf,
+    /// Cut a log damaged in the middle instead of refusing to start.
+    pub wal_truncate_corrupt: bool,
+    /// Where the config was loaded from, for INFO's `config_file`.
+    pub config_file: Option<PathBuf>,
+    /// Encoding thresholds of the data types (list-max-listpack-size ...).
+    pub engine: ruvio_engine::EngineConfig,
+    /// `client-output-buffer-limit` (see [`crate::net::outlimit`]).
+    pub client_output_buffer_limit: crate::net::outlimit::OutputLimits,
+    /// `notify-keyspace-events` as Redis' flag bits (see [`crate::messaging::notify`]).
+    pub notify_keyspace_events: u32,
+    /// A Redis RDB file to load at start (`--import-rdb`).
+    pub import_rdb: Option<PathBuf>,
+    /// `save` rules (see [`crate::persistence::save_rules`]).
+    pub save: Vec<crate::persistence::save_rules::SaveRule>,
+}
+
+impl Config {
+    /// Resolve the configuration from the command line and the optional file.
+    pub fn load(cli: Cli) -> Result<Config, String> {
+        let file = match &cli.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                toml::from_str::<FileConfig>(&text)
+                    .map_err(|e| format!("invalid config {}: {e}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let port_mode = cli
+            .port_mode
+            .or(file.port_mode)
+            .unwrap_or(PortMode::Forward);
+        // Per-shard mode answers as Redis Cluster nodes do (`cluster-enabled yes`).
+        let mut engine = ruvio_engine::EngineConfig {
+            cluster_enabled: port_mode == PortMode::PerShard,
+            ..engine_config(&file)
+        };
+        if let Some(name) = cli
+            .maxmemory_policy
+            .as_deref()
+            .or(file.maxmemory_policy.as_deref())
+        {
+            engine.maxmemory_policy = ruvio_engine::EvictionPolicy::parse(name)
+                .ok_or_else(|| format!("maxmemory-policy: unknown policy {name:?}"))?;
+        }
+        let maxmemory = match cli
+            .maxmemory
+            .map(MemorySize::Text)
+            .or(file.maxmemory.clone())
+        {
+            None => 0,
+            Some(MemorySize::Bytes(n)) => n,
+            Some(MemorySize::Text(text)) => parse_memory(&text)
+                .ok_or_else(|| format!("maxmemory: not a memory size: {text:?}"))?
+                as u64,
+        };
+        let online = available_cpus();
+        let shards = cli.shards.or(file.shards).unwrap_or(online.len()).max(1);
+        let cpus = match cli.cpus.as_deref().or(file.cpus.as_deref()) {
+            Some(list) => parse_cpu_list(list)?,
+            None => online,
+        };
+        if cpus.is_empty() {
+            return Err("cpus: the list is empty".into());
+        }
+        let cpus = (0..shards).map(|i| cpus[i % cpus.len()]).collect();
+        let output_limits = crate::net::outlimit::OutputLimits::default();
+        let client_output_buffer_limit = match file.client_output_buffer_limit.as_deref() {
+            Some(text) => output_limits
+                .updated(text)
+                .map_err(|why| format!("client_output_buffer_limit: {why}"))?,
+            None => output_limits,
+        };
+        let notify_keyspace_events = match file.notify_keyspace_events.as_deref() {
+            Some(text) => crate::messaging::notify::parse(text).ok_or_else(|| {
+                format!(
+                    "notify_keyspace_events: {}",
+                    crate::messaging::notify::INVALID
+                )
+            })?,
+            None => 0,
+        };
+        let save_text = cli.save.or(file.save);
+        let save = crate::persistence::save_rules::parse(
+            save_text
+                .as_deref()
+                .unwrap_or(crate::persistence::save_rules::DEFAULT),
+        )
+        .map_err(|e| format!("save: {e}"))?;
+        Ok(Config {
+            bind: cli.bind.or(file.bind).unwrap_or_else(|| "127.0.0.1".into()),
+            port: cli.port.or(file.port).unwrap_or(6379),
+            shards,
+            port_mode,
+            cpus,
+            durability: cli
+                .durability
+                .or(file.durability)
+                .unwrap_or(Durability::Memory),
+            databases: file.databases.unwrap_or(16).clamp(1, 1 << 16),
+            requirepass: cli
+                .requirepass
+                .or(file.requirepass)
+                .filter(|p| !p.is_empty()),
+            proto_max_bulk_len: file.proto_max_bulk_len.unwrap_or(512 << 20),
+            client_query_buffer_limit: file.client_query_buffer_limit.unwrap_or(1 << 30),
+            hz: file.hz.unwrap_or(10).clamp(1, 500),
+            maxmemory,
+            maxclients: file.maxclients.unwrap_or(10_000).max(1),
+            timeout_s: file.timeout.unwrap_or(0),
+            cluster_announce_ip: cli
+                .cluster_announce_ip
+                .or(file.cluster_announce_ip)
+                .unwrap_or_default(),
+            dir: cli
+                .dir
+                .or(file.dir)
+                .unwrap_or_else(|| PathBuf::from("./data")),
+            wal_truncate_corrupt: cli.wal_truncate_corrupt,
+            config_file: cli.config,
+            engine,
+            client_output_buffer_limit,
+            notify_keyspace_events,
+            import_rdb: cli.import_rdb,
+            save,
+        })
+    }
+
+    /// The port shard `shard` listens on.
+    pub fn shard_port(&self, shard: usize) -> u16 {
+        match self.port_mode {
+            PortMode::PerShard => self.port + shard as u16,
+            PortMode::Forward => self.port,
+        }
+    }
+}
+
+/// The data types' thresholds from the file, Redis' defaults for the rest.
+fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
+    let default = ruvio_engine::EngineConfig::default();
+    ruvio_engine::EngineConfig {
+        list_max_listpack_size: file
+            .list_max_listpack_size
+            .unwrap_or(default.list_max_listpack_size),
+        hash_max_listpack_entries: file
+            .hash_max_listpack_entries
+            .unwrap_or(default.hash_max_listpack_entries),
+        hash_max_listpack_value: file
+            .hash_max_listpack_value
+            .unwrap_or(default.hash_max_listpack_value),
+        zset_max_listpack_entries: file
+            .zset_max_listpack_entries
+            .unwrap_or(default.zset_max_listpack_entries),
+        zset_max_listpack_value: file
+            .zset_max_listpack_value
+            .unwrap_or(default.zset_max_listpack_value),
+        set_max_intset_entries: file
+            .set_max_intset_entries
+            .unwrap_or(default.set_max_intset_entries),
+        set_max_listpack_entries: file
+            .set_max_listpack_entries
+            .unwrap_or(default.set_max_listpack_entries),
+        set_max_listpack_value: file
+            .set_max_listpack_value
+            .unwrap_or(default.set_max_listpack_value),
+        hll_sparse_max_bytes: file
+            .hll_sparse_max_bytes
+            .unwrap_or(default.hll_sparse_max_bytes),
+        cluster_enabled: default.cluster_enabled,
+        proto_max_bulk_len: file
+            .proto_max_bulk_len
+            .unwrap_or(default.proto_max_bulk_len),
+        maxmemory_samples: file
+            .maxmemory_samples
+            .unwrap_or(default.maxmemory_samples)
+            .clamp(1, 64),
+        lfu_log_factor: file.lfu_log_factor.unwrap_or(default.lfu_log_factor),
+        lfu_decay_time: file.lfu_decay_time.unwrap_or(default.lfu_decay_time),
+        ..default
+    }
+}
+
+/// CPUs this process may run on, in order.
+fn available_cpus() -> Vec<usize> {
+    let ids: Vec<usize> = core_ids();
+    if ids.is_empty() {
+        vec![0]
+    } else {
+        ids
+    }
+}
+
+fn core_ids() -> Vec<usize> {
+    // SAFETY: sched_getaffinity writes into the zeroed set we own.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Parse `0,2,4-7` into a list of CPU numbers.
+pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
+    let mut cpus = Vec::new();
+    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("cpus: cannot parse '{part}'");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    Ok(cpus)
+}
+
+/// A size with Redis' units (`k` 1000, `kb` 1024, `m`, `mb`, `g`, `gb`; any case).
+pub fn parse_memory(v: &str) -> Option<usize> {
+    let v = v.to_ascii_lowercase();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let mul: usize = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1 << 20,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1 << 30,
+        _ => return None,
+    };
+    num.parse::<usize>().ok()?.checked_mul(mul)
+}
+
+/// CONFIG REWRITE: give `settings` (TOML key, running value) their values in the
+/// config file at `path`, keeping everything else in it. A key the file format does
+/// not know is skipped; one the file lacks is appended.
+pub fn rewrite(path: &std::path::Path, settings: &[(String, String)]) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("{e}"))?;
+    for (key, value) in settings {
+        let item = match value.parse::<i64>() {
+            Ok(n) => toml_edit::value(n),
+            Err(_) => toml_edit::value(value.as_str()),
+        };
+        // Only keys the file format takes, with a value of the right type.
+        let alone = format!("{key} = {item}");
+        if toml::from_str::<FileConfig>(&alone).is_err() {
+            continue;
+        }
+        match doc.get_mut(key) {
+            Some(old) if old.is_value() => {
+                let decor = old.as_value().map(|v| v.decor().clone());
+                *old = item;
+                if let (Some(decor), Some(v)) = (decor, old.as_value_mut()) {
+                    *v.decor_mut() = decor;
+                }
+            }
+            _ => {
+                doc.insert(key, item);
+            }
+        }
+    }
+    let new_text = doc.to_string();
+    let temp = path.with_extension("rewrite.tmp");
+    std::fs::write(&temp, new_text).map_err(|e| e.to_string())?;
+    std::fs::rename(&temp, path).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0,2,4-6").unwrap(), vec![0, 2, 4, 5, 6]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+    }
+
+    #[test]
+    fn cli_overrides_file() {
+        let dir = std::env::temp_dir().join(format!("ruvio-cfg-{}", std::process::id()));
+        std::fs::write(&dir, "port = 7000\nshards = 3\nport_mode = \"per-shard\"\n").unwrap();
+        let cli = Cli {
+            config: Some(dir.clone()),
+            port: Some(7100),
+            ..Cli::default()
+        };
+        let cfg = Config::load(cli).unwrap();
+        assert_eq!(
+            (cfg.port, cfg.shards, cfg.port_mode),
+            (7100, 3, PortMode::PerShard)
+        );
+        assert_eq!(cfg.shard_port(2), 7102);
+        std::fs::remove_file(dir).unwrap();
+    }
+}

@@ -1,0 +1,881 @@
+//! Work that crosses shards (forward mode): requests travel to the shard that owns
+//! their keys and replies come back, over glommio's lock-free SPSC channels.
+//!
+//! Messages are batched: everything one loop iteration produced for a shard goes
+//! as one message (one message per pipeline batch, not per command: a message
+//! costs about as much as a GET). Each message is followed by a write to the
+//! target's doorbell eventfd, which the target's ring is always reading, so a shard
+//! blocked in `io_uring_enter` wakes up for it.
+//!
+//! A request carries its commands as parsed arguments (an [`ArgsBatch`], never
+//! re-encoded as RESP and parsed again) and a [`Tag`] per command naming the
+//! connection, the held reply slot, the part it fills and the client context the
+//! command runs with (database, protocol, no-touch, client id). The owner may
+//! defer an answer (a blocked command); the origin's held slot is released by the
+//! answer, and a departed client's parked command is dropped by a
+//! [`Control::Cancel`]. Channels never lose a message: a full channel keeps the
+//! message in the sender's backlog until the next loop iteration.
+
+use crate::cmd::client::ClientQuery;
+use crate::cmd::config::ConfigChange;
+use crate::mesh::gather;
+use crate::mesh::lending::{self, LendRequest, Lent, WatchRequest};
+use crate::mesh::owner_tx::{self, Deferred};
+use crate::messaging::pubsub::{Kind, MessageBatch};
+use crate::net::conn::Conn;
+use crate::net::slab::Slab;
+use crate::shard::blocking::Waiter;
+use crate::shard::exec::{self, run_engine, Caller};
+use crate::shard::registry::registry;
+use crate::shard::ShardCore;
+use ruvio_engine::command::CommandTree;
+use ruvio_resp::{ArgsBatch, Protocol, Reply};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+
+/// Messages in flight between two shards.
+pub const CHANNEL_MESSAGES_MAX: usize = 1024;
+
+/// Messages a shard may hold back for full channels before it stops taking new
+/// client input: a channel full means its receiver is behind, and reading more
+/// requests would only grow the backlog. Replies and control messages keep flowing
+/// (nothing is dropped), clients' unread bytes wait in their sockets (TCP
+/// back-pressure), and input is taken again once the backlog is below this. Each
+/// loop iteration adds at most a few messages per peer, so a quarter of a channel
+/// is several iterations of slack.
+pub const MESH_BACKLOG_MESSAGES_MAX: usize = CHANNEL_MESSAGES_MAX / 4;
+
+/// A reply batch this large is sent at once: 64 forwarded GETs of 1 MiB values made
+/// one 64 MiB batch, held by the receiver until it had copied every reply out.
+pub const REPLY_BATCH_BYTES: usize = 256 << 10;
+
+/// Who a forwarded command's reply belongs to, and the client context it runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tag {
+    pub conn: u32,
+    pub gen: u32,
+    pub seq: u64,
+    pub part: u16,
+    pub db: u16,
+    pub resp3: bool,
+    pub no_touch: bool,
+    pub client_id: u64,
+    /// False for a command of EXEC's queue: it answers at once instead of blocking.
+    pub may_block: bool,
+}
+
+/// Commands for one shard, from one shard.
+#[derive(Debug, Default)]
+pub struct RequestBatch {
+    pub from: usize,
+    /// The commands, one per tag.
+    pub commands: ArgsBatch,
+    pub tags: Vec<Tag>,
+}
+
+/// Replies going back; `tags[i].1` is the length of reply i in `replies`.
+#[derive(Debug, Default)]
+pub struct ReplyBatch {
+    pub replies: Vec<u8>,
+    pub tags: Vec<(Tag, u32)>,
+}
+
+/// One message between shards.
+#[derive(Debug)]
+pub enum ShardMsg {
+    Requests(RequestBatch),
+    Replies(ReplyBatch),
+    Config(ConfigChange),
+    Control(Control),
+    /// A coordinator asks for keys (see [`crate::mesh::lending`]).
+    Lend(LendRequest),
+    /// An owner lends them.
+    Lent {
+        ticket: u64,
+        entries: Lent,
+    },
+    /// A coordinator gives them back.
+    GiveBack(Lent, lending::KeyRecords),
+    /// A coordinator's blocking command waits on these keys.
+    Watch(WatchRequest),
+    /// A watched key was written: try command `ticket` again.
+    Wake {
+        ticket: u64,
+    },
+    /// Stop watching for coordinator `from`'s command `ticket`.
+    Unwatch {
+        from: usize,
+        ticket: u64,
+    },
+    /// Shard `from`'s INFO call `ticket` wants fresh counters (see [`crate::mesh::gather`]).
+    Publish {
+        from: usize,
+        ticket: u64,
+    },
+    /// They are published.
+    Published {
+        ticket: u64,
+    },
+    /// CLIENT LIST or KILL from shard `from`: answer part `tag.part` of its reply.
+    Clients {
+        from: usize,
+        tag: Tag,
+        query: Box<ClientQuery>,
+    },
+    /// Pub/Sub messages to deliver (see [`crate::messaging::pubsub`]).
+    Messages(MessageBatch),
+    /// WATCH from shard `from`: register the keys (db, client in `tag`) for watch
+    /// epoch `epoch`, then answer `+OK` to `tag` (see [`crate::transactions::watch`]).
+    WatchKeys {
+        from: usize,
+        tag: Tag,
+        epoch: u64,
+        keys: Vec<Vec<u8>>,
+    },
+    /// UNWATCH (or EXEC, DISCARD, a closed client): forget `client_id`'s watches.
+    UnwatchKeys {
+        client_id: u64,
+        keys: Vec<lending::DbKey>,
+    },
+    /// A key client `client_id` watches in `epoch` was written.
+    Touched {
+        client_id: u64,
+        epoch: u64,
+    },
+    /// Borrowed keys a coordinator wrote: touch their watchers.
+    Written(Vec<lending::DbKey>),
+    /// A transaction whose keys are all this shard's (see [`crate::mesh::owner_tx`]).
+    Transaction(Box<crate::mesh::owner_tx::OwnerTx>),
+    /// A coordinator gives keys back under `always`: acknowledge its command
+    /// `ticket` with [`ShardMsg::Durable`] once the records are on disk.
+    GiveBackAcked {
+        entries: Lent,
+        records: lending::KeyRecords,
+        from: usize,
+        ticket: u64,
+    },
+    /// The records of command `ticket`'s keys are on this owner's disk.
+    Durable {
+        ticket: u64,
+    },
+    /// A script holding the script lock on shard `from` runs a command of every
+    /// shard (KEYS, FLUSHALL ...): run it here and answer `ticket` with its reply
+    /// (see [`crate::mesh::script_lock`]).
+    RunNow {
+        from: usize,
+        ticket: u64,
+        db: usize,
+        resp3: bool,
+        args: ruvio_resp::OwnedArgs,
+    },
+    /// The reply to a [`ShardMsg::RunNow`].
+    RanNow {
+        ticket: u64,
+        reply: Vec<u8>,
+    },
+}
+
+/// Requests about blocked clients.
+#[derive(Clone, Copy, Debug)]
+pub enum Control {
+    /// Connection `(conn, gen)` of shard `from` went away: drop what it left parked.
+    Cancel { from: usize, conn: u32, gen: u32 },
+    /// CLIENT UNBLOCK `client_id` (TIMEOUT, or ERROR when `error`).
+    Unblock { client_id: u64, error: bool },
+}
+
+/// What this shard will send to each other shard at the end of the loop iteration.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    /// This shard, and how many there are (a broadcast goes to every other one).
+    me: usize,
+    shards: usize,
+    requests: Vec<RequestBatch>,
+    replies: Vec<ReplyBatch>,
+    /// Messages for one shard each (configuration, control, lending), each queued
+    /// behind the batches built for that shard before it.
+    direct: Vec<(usize, ShardMsg)>,
+    /// Pub/Sub messages for each shard (see [`crate::messaging::pubsub`]).
+    messages: Vec<MessageBatch>,
+}
+
+impl Outbox {
+    /// The outbox of shard `me` of `shards`.
+    pub fn new(me: usize, shards: usize) -> Outbox {
+        Outbox {
+            me,
+            shards,
+            ..Outbox::default()
+        }
+    }
+
+    fn ensure(&mut self, shards: usize) {
+        if self.requests.len() < shards {
+            self.requests.resize_with(shards, Default::default);
+            self.replies.resize_with(shards, Default::default);
+        }
+    }
+
+    /// Queue a command (given as its arguments) for `shard`.
+    pub fn request<'a>(
+        &mut self,
+        shard: usize,
+        from: usize,
+        tag: Tag,
+        args: impl ExactSizeIterator<Item = &'a [u8]>,
+    ) {
+        self.ensure(shard + 1);
+        let batch = &mut self.requests[shard];
+        batch.from = from;
+        batch.commands.push(args);
+        batch.tags.push(tag);
+    }
+
+    /// Queue a configuration change for every other shard, behind the commands
+    /// already queued for it (a pipelined command sent before CONFIG SET runs under
+    /// the old value everywhere, as on one Redis).
+    pub fn broadcast(&mut self, change: ConfigChange) {
+        let me = self.me;
+        for to in (0..self.shards).filter(|&to| to != me) {
+            self.direct(to, ShardMsg::Config(change.clone()));
+        }
+    }
+
+    /// Queue a control message for `shard`.
+    pub fn control(&mut self, shard: usize, control: Control) {
+        self.direct(shard, ShardMsg::Control(control));
+    }
+
+    /// Ask `shard` to lend keys.
+    pub fn lend(&mut self, shard: usize, request: LendRequest) {
+        self.direct(shard, ShardMsg::Lend(request));
+    }
+
+    /// Lend keys to coordinator `shard`.
+    pub fn lent(&mut self, shard: usize, ticket: u64, entries: Lent) {
+        self.direct(shard, ShardMsg::Lent { ticket, entries });
+    }
+
+    /// Give borrowed keys back to `shard`.
+    pub fn give_back(&mut self, shard: usize, entries: Lent, records: lending::KeyRecords) {
+        self.direct(shard, ShardMsg::GiveBack(entries, records));
+    }
+
+    /// Ask `shard` to watch keys for a blocking command.
+    pub fn watch(&mut self, shard: usize, request: WatchRequest) {
+        self.direct(shard, ShardMsg::Watch(request));
+    }
+
+    /// Tell coordinator `shard` to try command `ticket` again.
+    pub fn wake(&mut self, shard: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Wake { ticket });
+    }
+
+    /// Tell `shard` to stop watching for command `ticket` of coordinator `from`.
+    pub fn unwatch(&mut self, shard: usize, from: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Unwatch { from, ticket });
+    }
+
+    /// Ask `shard` to publish its counters for INFO call `ticket` of shard `from`.
+    pub fn publish(&mut self, shard: usize, from: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Publish { from, ticket });
+    }
+
+    /// Tell `shard` its INFO call `ticket` has this shard's counters.
+    pub fn published(&mut self, shard: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Published { ticket });
+    }
+
+    /// Ask `shard` about its clients for shard `from`'s CLIENT LIST or KILL.
+    pub fn clients(&mut self, shard: usize, from: usize, tag: Tag, query: ClientQuery) {
+        let query = Box::new(query);
+        self.direct(shard, ShardMsg::Clients { from, tag, query });
+    }
+
+    /// Register a WATCH with `shard`, the owner of `keys` (see [`crate::transactions::watch`]).
+    pub fn watch_keys(
+        &mut self,
+        shard: usize,
+        from: usize,
+        tag: Tag,
+        epoch: u64,
+        keys: Vec<Vec<u8>>,
+    ) {
+        self.direct(
+            shard,
+            ShardMsg::WatchKeys {
+                from,
+                tag,
+                epoch,
+                keys,
+            },
+        );
+    }
+
+    /// Tell owner `shard` to forget `client_id`'s watches of `keys`.
+    pub fn unwatch_keys(&mut self, shard: usize, client_id: u64, keys: Vec<lending::DbKey>) {
+        self.direct(shard, ShardMsg::UnwatchKeys { client_id, keys });
+    }
+
+    /// Tell `shard` that a key its client `client_id` watches was written.
+    pub fn touched(&mut self, shard: usize, client_id: u64, epoch: u64) {
+        self.direct(shard, ShardMsg::Touched { client_id, epoch });
+    }
+
+    /// Tell owner `shard` which of its borrowed keys were written.
+    pub fn written(&mut self, shard: usize, keys: Vec<lending::DbKey>) {
+        self.direct(shard, ShardMsg::Written(keys));
+    }
+
+    /// Give borrowed keys back to `shard`, which acknowledges command `ticket` of
+    /// shard `from` once their records are on disk.
+    pub fn give_back_acked(
+        &mut self,
+        shard: usize,
+        entries: Lent,
+        records: lending::KeyRecords,
+        from: usize,
+        ticket: u64,
+    ) {
+        let message = ShardMsg::GiveBackAcked {
+            entries,
+            records,
+            from,
+            ticket,
+        };
+        self.direct(shard, message);
+    }
+
+    /// Tell coordinator `shard` that the records of its command `ticket` are on disk.
+    pub fn durable(&mut self, shard: usize, ticket: u64) {
+        self.direct(shard, ShardMsg::Durable { ticket });
+    }
+
+    /// Answer shard `shard`'s [`ShardMsg::RunNow`] `ticket` with `reply`.
+    pub fn ran_now(&mut self, shard: usize, ticket: u64, reply: Vec<u8>) {
+        self.direct(shard, ShardMsg::RanNow { ticket, reply });
+    }
+
+    /// Queue `message` for `shard` after everything queued for it so far: the
+    /// batches built until now go first, so a lend request never overtakes the
+    /// commands a client sent before its cross-shard command.
+    fn direct(&mut self, shard: usize, message: ShardMsg) {
+        self.ensure(shard + 1);
+        if !self.requests[shard].tags.is_empty() {
+            let batch = std::mem::take(&mut self.requests[shard]);
+            self.direct.push((shard, ShardMsg::Requests(batch)));
+        }
+        if !self.replies[shard].tags.is_empty() {
+            let batch = std::mem::take(&mut self.replies[shard]);
+            self.direct.push((shard, ShardMsg::Replies(batch)));
+        }
+        self.direct.push((shard, message));
+    }
+
+    /// Queue transaction `tx` for its owner `shard`, behind the commands queued for
+    /// it so far.
+    pub fn transaction(&mut self, shard: usize, tx: crate::mesh::owner_tx::OwnerTx) {
+        self.direct(shard, ShardMsg::Transaction(Box::new(tx)));
+    }
+
+    /// Queue a Pub/Sub message for `shard`'s subscribers; with a tag, `shard`
+    /// answers how many received it.
+    pub fn message(
+        &mut self,
+        shard: usize,
+        tag: Option<Tag>,
+        kind: Kind,
+        channel: &[u8],
+        message: &[u8],
+    ) {
+        if self.messages.len() <= shard {
+            self.messages.resize_with(shard + 1, Default::default);
+        }
+        let batch = &mut self.messages[shard];
+        batch.from = self.me;
+        batch.push(tag, kind, channel, message);
+    }
+
+    /// Move everything queued into `messages`, in the order it must arrive: the
+    /// direct messages (each behind the batches built before it), then each
+    /// shard's pending request and reply batches.
+    pub fn take_messages(&mut self, messages: &mut impl Extend<(usize, ShardMsg)>) {
+        messages.extend(self.direct.drain(..));
+        for to in 0..self.requests.len() {
+            if !self.requests[to].tags.is_empty() {
+                let batch = std::mem::take(&mut self.requests[to]);
+                messages.extend([(to, ShardMsg::Requests(batch))]);
+            }
+            if !self.replies[to].tags.is_empty() {
+                let batch = std::mem::take(&mut self.replies[to]);
+                messages.extend([(to, ShardMsg::Replies(batch))]);
+            }
+        }
+        for (to, batch) in self.messages.iter_mut().enumerate() {
+            if !batch.is_empty() {
+                messages.extend([(to, ShardMsg::Messages(std::mem::take(batch)))]);
+            }
+        }
+    }
+
+    /// Queue a reply for `shard`. A batch that has grown past
+    /// [`REPLY_BATCH_BYTES`] goes out as a message of its own, so the receiver frees
+    /// large replies as it takes them instead of holding the whole batch beside the
+    /// copies it made.
+    pub fn reply(&mut self, shard: usize, tag: Tag, bytes: &[u8]) {
+        self.ensure(shard + 1);
+        let batch = &mut self.replies[shard];
+        if batch.replies.is_empty() && bytes.len() >= REPLY_BATCH_BYTES {
+            // A large reply travels alone, in a buffer of its size (no doubling).
+            batch.replies.reserve_exact(bytes.len());
+        }
+        batch.replies.extend_from_slice(bytes);
+        batch.tags.push((tag, bytes.len() as u32));
+        if batch.replies.len() >= REPLY_BATCH_BYTES {
+            let batch = std::mem::take(batch);
+            self.direct(shard, ShardMsg::Replies(batch));
+        }
+    }
+}
+
+/// The sending end of the channel from one shard to another.
+type Sender = rtrb::Producer<ShardMsg>;
+/// The receiving end of the channel from one shard to another.
+type Receiver = rtrb::Consumer<ShardMsg>;
+
+/// The ends of every channel, made before the shards start.
+///
+/// A channel is a bounded lock-free single-producer single-consumer ring
+/// (`rtrb`): a send is a push that fails when the ring is full, a receive a pop
+/// that fails when it is empty, and neither registers anything anywhere. (glommio's
+/// shared channels, used before, register a waker with the receiving executor on
+/// every receive that finds the channel empty and free them only as messages
+/// arrive; a shard looks at its channels every loop iteration without awaiting
+/// them, so those wakers piled up: 900 MB after a million locked scripts.) The
+/// receiver learns of mail from its doorbell.
+pub struct MeshPlan {
+    /// `senders[from][to]`
+    senders: Vec<Vec<Option<Sender>>>,
+    /// `receivers[to][from]`
+    receivers: Vec<Vec<Option<Receiver>>>,
+    doorbells: Vec<RawFd>,
+}
+
+impl MeshPlan {
+    /// Channels between every ordered pair of `shards` shards, and their doorbells.
+    pub fn new(shards: usize) -> std::io::Result<MeshPlan> {
+        let mut senders: Vec<Vec<Option<Sender>>> = (0..shards)
+            .map(|_| (0..shards).map(|_| None).collect())
+            .collect();
+        let mut receivers: Vec<Vec<Option<Receiver>>> = (0..shards)
+            .map(|_| (0..shards).map(|_| None).collect())
+            .collect();
+        for from in 0..shards {
+            for to in (0..shards).filter(|&to| to != from) {
+                let (tx, rx) = rtrb::RingBuffer::new(CHANNEL_MESSAGES_MAX);
+                senders[from][to] = Some(tx);
+                receivers[to][from] = Some(rx);
+            }
+        }
+        let doorbells = (0..shards)
+            .map(|_| {
+                // SAFETY: plain syscall; the descriptor lives as long as the process.
+                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+                if fd < 0 {
+                    Err(std::io::Error::last_os_error())
+                } else {
+                    Ok(fd)
+                }
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(MeshPlan {
+            senders,
+            receivers,
+            doorbells,
+        })
+    }
+
+    /// The ends shard `shard` owns (moved to its thread).
+    pub fn take(&mut self, shard: usize) -> Mesh {
+        Mesh {
+            me: shard,
+            senders: std::mem::take(&mut self.senders[shard]),
+            receivers: std::mem::take(&mut self.receivers[shard]),
+            doorbells: self.doorbells.clone(),
+            backlog: VecDeque::new(),
+            set_aside: Vec::new(),
+        }
+    }
+}
+
+/// A shard's channels.
+pub struct Mesh {
+    me: usize,
+    senders: Vec<Option<Sender>>,
+    receivers: Vec<Option<Receiver>>,
+    doorbells: Vec<RawFd>,
+    /// Messages that found their channel full; retried every loop iteration.
+    backlog: VecDeque<(usize, ShardMsg)>,
+    /// Messages received while a script waited for keys ([`lend_now`]), handled
+    /// first at the next [`Mesh::receive_all`] (each peer's stay in order: they
+    /// came before anything still in its channel).
+    set_aside: Vec<ShardMsg>,
+}
+
+thread_local! {
+    /// This shard thread's channels (none for a lone shard). A thread-local, not a
+    /// field of the shard, because a script's call reaches them from inside the
+    /// engine ([`lend_now`]).
+    static MESH: RefCell<Option<Mesh>> = const { RefCell::new(None) };
+}
+
+/// Give this shard thread its connected channels (at shard start).
+pub fn install_mesh(mesh: Mesh) {
+    MESH.with(|m| *m.borrow_mut() = Some(mesh));
+}
+
+/// `f` of this thread's channels; `None` for a lone shard.
+pub fn with_mesh<R>(f: impl FnOnce(&mut Mesh) -> R) -> Option<R> {
+    MESH.with(|m| m.borrow_mut().as_mut().map(f))
+}
+
+/// Wake shard `to` (its ring reads its doorbell), for instance to look at the
+/// script lock again.
+pub fn ring(to: usize) {
+    with_mesh(|mesh| mesh.ring(to));
+}
+
+/// Borrow keys from `owner` now, waiting for them on this thread: what a script
+/// holding the script lock does for keys it did not declare (see
+/// [`crate::mesh::script_lock`]).
+pub fn lend_now(owner: usize, request: LendRequest) -> Lent {
+    let ticket = request.ticket;
+    request_now(owner, ShardMsg::Lend(request), |msg| match msg {
+        ShardMsg::Lent { ticket: t, entries } if t == ticket => Ok(entries),
+        other => Err(other),
+    })
+    .unwrap_or_default()
+}
+
+/// Send `message` to shard `to` now and wait on this thread for the answer `take`
+/// picks (`None` when `to` is gone: the process is exiting). The message goes
+/// behind everything already waiting for `to`; what else arrives from `to`
+/// meanwhile is set aside, in order, for the shard's loop.
+pub fn request_now<T>(
+    to: usize,
+    message: ShardMsg,
+    mut take: impl FnMut(ShardMsg) -> Result<T, ShardMsg>,
+) -> Option<T> {
+    with_mesh(|mesh| {
+        mesh.backlog.push_back((to, message));
+        let mut spins = 0u32;
+        loop {
+            mesh.send_backlog();
+            if !mesh.backlog.iter().any(|(shard, _)| *shard == to) {
+                break;
+            }
+            pause(&mut spins);
+        }
+        loop {
+            let Some(Some(rx)) = mesh.receivers.get_mut(to) else {
+                return None;
+            };
+            match rx.pop() {
+                Ok(msg) => match take(msg) {
+                    Ok(answer) => return Some(answer),
+                    Err(other) => mesh.set_aside.push(other),
+                },
+                Err(_) if rx.is_abandoned() => return None,
+                Err(_) => pause(&mut spins),
+            }
+        }
+    })
+    .flatten()
+}
+
+/// Spins of a wait for another shard before each step yields the CPU.
+const SPINS_BEFORE_YIELD: u32 = 100;
+
+/// One step of a wait for another shard: spin a moment, then yield the CPU at each
+/// step (the other shard may share it: with shards pinned to one CPU, spinning
+/// longer only delays the answer it waits for; on a CPU of its own, a yield with
+/// nothing else to run comes straight back).
+fn pause(spins: &mut u32) {
+    *spins += 1;
+    if *spins < SPINS_BEFORE_YIELD {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+impl Mesh {
+    /// Too many messages wait for full channels: take no new client input.
+    pub fn congested(&self) -> bool {
+        self.backlog.len() > MESH_BACKLOG_MESSAGES_MAX
+    }
+
+    /// The eventfd this shard's ring reads to wake up for messages.
+    pub fn my_doorbell(&self) -> RawFd {
+        self.doorbells[self.me]
+    }
+
+    /// Everything waiting in the incoming channels.
+    pub fn receive_all(&mut self) -> Vec<ShardMsg> {
+        let mut messages = std::mem::take(&mut self.set_aside);
+        for rx in self.receivers.iter_mut().flatten() {
+            while let Ok(msg) = rx.pop() {
+                messages.push(msg);
+            }
+        }
+        messages
+    }
+
+    /// Send every non-empty batch of the outbox, then ring the doorbells of the shards that got mail.
+    pub fn ship(&mut self, outbox: &mut Outbox) {
+        outbox.take_messages(&mut self.backlog);
+        self.send_backlog();
+    }
+
+    /// Ring shard `to`'s doorbell.
+    fn ring(&self, to: usize) {
+        if let Some(&fd) = self.doorbells.get(to) {
+            let one: u64 = 1;
+            // SAFETY: writing 8 bytes from a local to an eventfd we created.
+            unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+        }
+    }
+
+    /// Send what waits in the backlog, in order, as far as the channels take it,
+    /// then ring the doorbells of the shards that got mail.
+    fn send_backlog(&mut self) {
+        let mut woken = 0u64;
+        let mut retry = VecDeque::new();
+        while let Some((to, msg)) = self.backlog.pop_front() {
+            let Some(Some(tx)) = self.senders.get_mut(to) else {
+                continue;
+            };
+            match tx.push(msg) {
+                Ok(()) => woken |= 1 << (to % 64),
+                // The other shard is gone: the process is exiting.
+                Err(_) if tx.is_abandoned() => {}
+                Err(rtrb::PushError::Full(msg)) => retry.push_back((to, msg)),
+            }
+        }
+        self.backlog = retry;
+        for to in 0..self.doorbells.len() {
+            if woken & (1 << (to % 64)) != 0 {
+                self.ring(to);
+            }
+        }
+    }
+}
+
+/// Handle one message from another shard.
+pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
+    match msg {
+        ShardMsg::Requests(batch) if owner_tx::is_waiting(core, batch.from) => {
+            owner_tx::defer(core, batch.from, Deferred::Requests(batch))
+        }
+        ShardMsg::Requests(batch) => run_requests(core, conns, batch),
+        ShardMsg::Control(control @ Control::Cancel { from, .. })
+            if owner_tx::is_waiting(core, from) =>
+        {
+            owner_tx::defer(core, from, Deferred::Control(control))
+        }
+        ShardMsg::Control(control) => self::control(core, conns, control),
+        ShardMsg::Transaction(tx) => owner_tx::arrived(core, conns, *tx),
+        ShardMsg::Lend(request) => lending::lend(core, conns, request),
+        ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
+        ShardMsg::GiveBack(entries, records) => lending::take_back(core, conns, entries, records),
+        ShardMsg::Watch(request) => lending::watch(core, conns, request),
+        ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
+        ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),
+        ShardMsg::Config(change) => crate::cmd::config::apply_config_change(core, conns, &change),
+        ShardMsg::Publish { from, ticket } => gather::publish(core, conns, from, ticket),
+        ShardMsg::Published { ticket } => gather::published(core, conns, ticket),
+        ShardMsg::Clients { from, tag, query } => {
+            gather::answer_clients(core, conns, from, tag, &query)
+        }
+        ShardMsg::Messages(batch) => crate::messaging::pubsub::deliver_batch(core, conns, batch),
+        ShardMsg::WatchKeys {
+            from,
+            tag,
+            epoch,
+            keys,
+        } => crate::transactions::multi::watched_by(core, from, tag, epoch, keys),
+        ShardMsg::UnwatchKeys { client_id, keys } => {
+            crate::transactions::watch::unregister(core, client_id, &keys)
+        }
+        ShardMsg::Touched { client_id, epoch } => core.watches.mark_touched(client_id, epoch),
+        ShardMsg::Written(keys) => {
+            for (db, key) in keys {
+                crate::transactions::watch::touch(core, db, &key);
+            }
+        }
+        ShardMsg::Replies(mut batch) if batch.tags.len() == 1 => {
+            // One reply (a large one travels alone): its buffer moves, no copy.
+            let (tag, _) = batch.tags[0];
+            let bytes = std::mem::take(&mut batch.replies);
+            gather::deliver(
+                core,
+                conns,
+                (tag.conn, tag.gen),
+                tag.seq,
+                tag.part as usize,
+                bytes,
+            );
+        }
+        ShardMsg::Replies(batch) => {
+            let mut offset = 0;
+            for (tag, len) in batch.tags {
+                let bytes = batch.replies[offset..offset + len as usize].to_vec();
+                offset += len as usize;
+                let who = (tag.conn, tag.gen);
+                gather::deliver(core, conns, who, tag.seq, tag.part as usize, bytes);
+            }
+        }
+        ShardMsg::GiveBackAcked {
+            entries,
+            records,
+            from,
+            ticket,
+        } => lending::take_back_acked(core, conns, entries, records, from, ticket),
+        ShardMsg::Durable { ticket } => {
+            crate::persistence::durable::acknowledged(core, conns, ticket)
+        }
+        ShardMsg::RunNow {
+            from,
+            ticket,
+            db,
+            resp3,
+            args,
+        } => run_now(core, from, ticket, (db, resp3), args),
+        // Only a script waiting on its thread takes these ([`request_now`]).
+        ShardMsg::RanNow { .. } => {}
+    }
+}
+
+/// A locked script's command of every shard, run here for it (no client: its
+/// database and protocol, nothing to block).
+fn run_now(
+    core: &mut ShardCore,
+    from: usize,
+    ticket: u64,
+    (db, resp3): (usize, bool),
+    args: ruvio_resp::OwnedArgs,
+) {
+    let mut out = Vec::new();
+    let proto = if resp3 {
+        Protocol::Resp3
+    } else {
+        Protocol::Resp2
+    };
+    let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+    match registry()
+        .lookup(args.args().get(0))
+        .and_then(|c| c.resolve(args.args()).ok())
+    {
+        Some(cmd) => {
+            let caller = Caller {
+                client_id: 0,
+                db,
+                proto,
+                no_touch: true,
+                may_block: false,
+                borrowing: false,
+            };
+            run_engine(core, cmd, caller, args.args(), &mut out);
+        }
+        None => Reply::new(&mut out, proto).error("ERR internal: unknown command"),
+    }
+    crate::persistence::durable::reply_ran_now(core, from, ticket, out, filling_before);
+}
+
+/// A control message about a blocked client.
+pub(crate) fn control(core: &mut ShardCore, conns: &mut Slab<Conn>, control: Control) {
+    match control {
+        Control::Cancel { from, conn, gen } => {
+            exec::drop_waiter(
+                core,
+                |w| matches!(w, Waiter::Remote { shard, tag } if *shard == from && tag.conn == conn && tag.gen == gen),
+            );
+        }
+        Control::Unblock { client_id, error } => {
+            exec::unblock(core, conns, client_id, error);
+        }
+    }
+}
+
+/// The client context a forwarded command runs with.
+pub(crate) fn caller_of(tag: &Tag) -> Caller {
+    Caller {
+        client_id: tag.client_id,
+        db: tag.db as usize,
+        proto: if tag.resp3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        },
+        no_touch: tag.no_touch,
+        may_block: tag.may_block,
+        borrowing: false,
+    }
+}
+
+/// Execute forwarded commands against this shard's keyspace and queue the replies;
+/// a command with nothing to serve yet is parked until a write or its deadline.
+pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
+    let mut out = Vec::new();
+    let mut built = crate::net::outlimit::BuiltOutput::default();
+    for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
+        out.clear();
+        let caller = caller_of(&tag);
+        // The origin resolved it already; this finds the same (sub)command row.
+        let Some(cmd) = registry()
+            .lookup(args.get(0))
+            .and_then(|c| c.resolve(args).ok())
+        else {
+            Reply::new(&mut out, caller.proto).error("ERR internal: unknown forwarded command");
+            core.outbox.reply(batch.from, tag, &out);
+            continue;
+        };
+        let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+        if crate::mesh::script_lock::is_script(cmd.meta) {
+            // It cannot start over from here, but may take the script lock.
+            crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
+                may_lock_now: core.wal.is_none(),
+                ..Default::default()
+            });
+        }
+        // `run_engine` contains a panicking handler itself (docs/faults.md).
+        let block = run_engine(core, cmd, caller, args, &mut out);
+        match block.block {
+            Some(block) => {
+                let waiter = Waiter::Remote {
+                    shard: batch.from,
+                    tag,
+                };
+                exec::park(core, waiter, caller, args, block);
+            }
+            None => {
+                let limits = &core.cfg.client_output_buffer_limit;
+                crate::net::outlimit::cap_forwarded(
+                    limits,
+                    &mut built,
+                    (tag.conn, tag.gen),
+                    &mut out,
+                );
+                crate::persistence::durable::reply_forwarded(
+                    core,
+                    batch.from,
+                    tag,
+                    &out,
+                    filling_before,
+                )
+            }
+        }
+        exec::serve_ready(core, conns);
+    }
+}

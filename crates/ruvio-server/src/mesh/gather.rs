@@ -1,0 +1,228 @@
+//! Server-wide answers in forward mode, gathered over the mesh, so that a plain
+//! client sees one server whichever shard it landed on:
+//!
+//! - INFO asks every other shard to publish its counters and tables now
+//!   ([`ShardMsg::Publish`](crate::mesh::forward::ShardMsg)), then renders from the
+//!   published values: everything a shard did before it saw the request is counted
+//!   (its replies to this client included), and no shard waits for another.
+//! - CONFIG SET, CONFIG RESETSTAT, CLIENT PAUSE and UNPAUSE broadcast their change,
+//!   then the same request: its answer arrives after the change (the queue to each
+//!   shard is ordered), so the client's `+OK` means every shard applied it.
+//! - CLIENT LIST and CLIENT KILL send the question ([`ClientQuery`]) to every shard;
+//!   each answers for its own connections in a part of one held reply, merged by
+//!   [`Merge::ClientLines`] or [`Merge::SumInts`] / [`Merge::KillOne`].
+//!
+//! Like a cross-shard command, the caller's connection runs nothing it pipelined
+//! after the command until the answer is complete.
+
+use crate::cmd::client::ClientQuery;
+use crate::mesh::forward::Tag;
+use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
+use crate::net::slab::Slab;
+use crate::shard::ShardCore;
+use ahash::AHashMap;
+use ruvio_resp::{Protocol, Reply};
+
+/// What a server command asks to be gathered from every shard.
+#[derive(Debug)]
+pub enum Gather {
+    /// Once every other shard has published (and applied what was sent before).
+    AfterAll(Then),
+    /// Ask every shard `query`; `local` is this shard's part, already answered.
+    Clients {
+        query: ClientQuery,
+        merge: Merge,
+        local: Vec<u8>,
+    },
+    /// A PUBLISH whose subscribers are on other shards too.
+    Publish(Box<crate::messaging::pubsub::Publication>),
+}
+
+/// What to answer once every shard has published.
+#[derive(Debug)]
+pub enum Then {
+    /// INFO with these section names, rendered from the fresh counters.
+    Info { sections: Vec<String> },
+    /// This reply (a broadcast change's `+OK`).
+    Reply(Vec<u8>),
+    /// DEBUG EXPORT-RDB: every shard wrote its part of this file; assemble it.
+    ExportRdb(String),
+    /// SHUTDOWN: every shard prepared to exit (see `shutdown`).
+    Shutdown { force: bool },
+}
+
+/// A call waiting for the other shards to publish.
+#[derive(Debug)]
+struct Pending {
+    conn: u32,
+    gen: u32,
+    seq: u64,
+    proto: Protocol,
+    then: Then,
+    missing: usize,
+}
+
+/// A shard's calls in flight.
+#[derive(Debug, Default)]
+pub struct Gathering {
+    next_ticket: u64,
+    pending: AHashMap<u64, Pending>,
+    /// Calls every shard has answered that still wait for something the tick
+    /// looks at: SHUTDOWN until every shard's log is on disk (a shard answers the
+    /// gather at once but may flush only when its direct write in flight ends).
+    waiting: Vec<Pending>,
+}
+
+/// Hold the caller's reply and send `gather`'s questions to every other shard.
+pub fn start(
+    core: &mut ShardCore,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    gather: Gather,
+) {
+    let shards = core.topo.nodes.len();
+    let others = (0..shards).filter(|&s| s != core.id);
+    match gather {
+        Gather::AfterAll(then) => {
+            let seq = replies.hold(Merge::Single, 1);
+            client.blocked = Some(BlockedOn { seq, remote: None });
+            core.gathering.next_ticket += 1;
+            let ticket = core.gathering.next_ticket;
+            let pending = Pending {
+                conn: who.0,
+                gen: who.1,
+                seq,
+                proto: client.proto,
+                then,
+                missing: shards - 1,
+            };
+            if pending.missing == 0 {
+                // One shard: nobody to ask; the tick completes it.
+                return core.gathering.waiting.push(pending);
+            }
+            core.gathering.pending.insert(ticket, pending);
+            for to in others {
+                core.outbox.publish(to, core.id, ticket);
+            }
+        }
+        Gather::Clients {
+            query,
+            merge,
+            local,
+        } => {
+            let seq = replies.hold(merge, shards);
+            client.blocked = Some(BlockedOn { seq, remote: None });
+            for to in others {
+                let tag = Tag {
+                    conn: who.0,
+                    gen: who.1,
+                    seq,
+                    part: to as u16,
+                    db: client.db as u16,
+                    resp3: client.proto == Protocol::Resp3,
+                    no_touch: client.no_touch,
+                    client_id: client.id,
+                    may_block: false,
+                };
+                core.outbox.clients(to, core.id, tag, query.clone());
+            }
+            replies.fill(seq, core.id, local);
+        }
+        Gather::Publish(publication) => {
+            crate::messaging::pubsub::start_publish(core, client, replies, who, *publication)
+        }
+    }
+}
+
+/// Another shard's INFO wants this shard's counters now.
+pub fn publish(core: &mut ShardCore, conns: &Slab<Conn>, from: usize, ticket: u64) {
+    crate::shard::publish_gauges(core, conns.len());
+    core.outbox.published(from, ticket);
+}
+
+/// A shard published for call `ticket`: answer it when it was the last.
+pub fn published(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    let Some(pending) = core.gathering.pending.get_mut(&ticket) else {
+        return;
+    };
+    pending.missing -= 1;
+    if pending.missing > 0 {
+        return;
+    }
+    let Some(p) = core.gathering.pending.remove(&ticket) else {
+        return;
+    };
+    complete(core, conns, p);
+}
+
+/// The tick: complete the calls that were waiting.
+pub fn on_tick(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    for p in std::mem::take(&mut core.gathering.waiting) {
+        complete(core, conns, p);
+    }
+}
+
+/// Every shard answered call `p`: render and deliver its reply, or (SHUTDOWN with
+/// a shard's log not yet on disk) leave it for the tick.
+fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
+    let out = match p.then {
+        Then::Shutdown { .. } if !crate::persistence::shutdown::every_shard_prepared(core) => {
+            return core.gathering.waiting.push(p);
+        }
+        Then::Info { sections } => {
+            let text = crate::cmd::info::info_text(core, conns.len(), &sections);
+            let mut out = Vec::new();
+            Reply::new(&mut out, p.proto).verbatim("txt", text.as_bytes());
+            out
+        }
+        Then::Reply(bytes) => bytes,
+        Then::ExportRdb(path) => {
+            match crate::persistence::export::assemble(&path, 0..core.topo.nodes.len()) {
+                Ok(()) => b"+OK\r\n".to_vec(),
+                Err(e) => format!("-ERR EXPORT-RDB failed: {e}\r\n").into_bytes(),
+            }
+        }
+        Then::Shutdown { force } => crate::persistence::shutdown::conclude(core, force),
+    };
+    deliver(core, conns, (p.conn, p.gen), p.seq, 0, out);
+}
+
+/// Another shard's CLIENT LIST or KILL: answer for this shard's connections.
+pub fn answer_clients(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    from: usize,
+    tag: Tag,
+    query: &ClientQuery,
+) {
+    let part = crate::cmd::client::answer(core, conns, None, query);
+    core.outbox.reply(from, tag, &part);
+}
+
+/// Put part `part` of held reply `seq` into connection `who`'s queue; a client
+/// waiting for it goes on with what it pipelined after.
+pub fn deliver(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    who: (u32, u32),
+    seq: u64,
+    part: usize,
+    bytes: Vec<u8>,
+) {
+    let Some(conn) = conns.get_mut(who.0, who.1) else {
+        return;
+    };
+    conn.replies.fill(seq, part, bytes);
+    core.dirty.push(who);
+    let limits = &core.cfg.client_output_buffer_limit;
+    crate::net::outlimit::enforce(limits, core.now_ms, &mut core.dirty, conn, who);
+    let answered = conn
+        .client
+        .blocked
+        .is_some_and(|b| conn.replies.is_released(b.seq));
+    if answered {
+        conn.client.blocked = None;
+        core.resume.push(who);
+    }
+}

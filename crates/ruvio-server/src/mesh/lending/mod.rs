@@ -1,0 +1,1180 @@
+//! Multi-key commands whose keys live on several shards (forward mode): RENAME,
+//! COPY, MSETNX, LCS, LMOVE, RPOPLPUSH, LMPOP ... run with Redis' exact semantics
+//! by *borrowing* the keys.
+//!
+//! The shard the client is connected to coordinates: it asks each owner, one shard
+//! at a time in shard order, to lend it the command's keys. An owner takes the
+//! entries out of its keyspace (value, expiry and access clock move as they are,
+//! no copy) and marks the keys lent; until they come back, any command touching a
+//! lent key waits on the owner, parked exactly like a blocked client, and runs
+//! when they return. With every key borrowed, the coordinator puts the entries into
+//! its own keyspace, runs the ordinary handler once, takes the keys out again and
+//! returns them (or their absence) to their owners, which wake whoever waited.
+//!
+//! Why this shape: one mechanism gives every multi-key command its single-Redis
+//! semantics without a per-command cross-shard protocol; the keys are locked for
+//! the command's duration, so no client can observe a half-done RENAME (it waits a
+//! moment instead); asking owners in a fixed order means two coordinators can never
+//! hold keys the other waits for (ordered locking, as Dragonfly's VLL). What a
+//! concurrent client can observe is written in docs/cross-shard.md.
+
+use crate::net::conn::{ClientState, Conn, ReplyQueue};
+use crate::net::slab::Slab;
+use crate::persistence::durable;
+use crate::shard::blocking::{Blocked, Waiter};
+use crate::shard::exec::{self, run_engine, Caller, Ran};
+use crate::shard::registry::{registry, Command, Handler};
+use crate::shard::ShardCore;
+use crate::transactions::multi::Transaction;
+use ahash::{AHashMap, AHashSet};
+use ruvio_engine::command::flags::{ALL_SHARDS, DB_OPTION};
+use ruvio_engine::command::CommandTree;
+use ruvio_engine::Entry;
+use ruvio_resp::OwnedArgs;
+use std::collections::VecDeque;
+
+mod batch;
+mod owner;
+mod value_keys;
+pub use batch::end_batch_if_done;
+use batch::{batch_homes, keep_in_batch, may_batch};
+pub use owner::{lend, take_back, take_back_acked};
+use value_keys::{plan_more, value_keys_missing};
+
+/// A key in its database.
+pub type DbKey = (usize, Vec<u8>);
+
+/// A coordinator asks an owner for keys, each `(db, key)`.
+#[derive(Debug)]
+pub struct LendRequest {
+    /// The coordinating shard.
+    pub from: usize,
+    pub ticket: u64,
+    pub keys: Vec<DbKey>,
+    /// A script holding the script lock waits for these keys on its thread (see
+    /// [`crate::mesh::script_lock`]): it goes before transactions queued for its shard.
+    pub now: bool,
+}
+
+/// A coordinator asks an owner to watch keys of `db` for its blocking command.
+#[derive(Debug)]
+pub struct WatchRequest {
+    pub from: usize,
+    pub ticket: u64,
+    pub db: usize,
+    pub keys: Vec<Vec<u8>>,
+}
+
+/// Entries travelling between shards: `(db, key, entry)`; `None` is "no such key".
+pub type Lent = Vec<(usize, Vec<u8>, Option<Entry>)>;
+
+/// One cross-shard command this shard coordinates.
+#[derive(Debug)]
+struct CrossOp {
+    /// Connection `(index, gen)` and its held reply slot.
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    argv: OwnedArgs,
+    cmd: &'static Command,
+    /// Owners and their `(db, key)`s, in shard order.
+    plan: Vec<(usize, Vec<DbKey>)>,
+    /// Next owner to ask.
+    next: usize,
+    /// What the owners lent so far.
+    borrowed: Lent,
+    /// A blocking command with nothing to serve: its deadline, and the owners
+    /// watching its keys for it (it is tried again when one of them writes a key).
+    waiting: Option<Waiting>,
+    /// A command that reads keys named in a value (SORT ... BY/GET patterns): how
+    /// many times the keys were borrowed again because the value named keys that
+    /// were not borrowed yet.
+    value_key_tries: Option<u32>,
+    /// EXEC of a transaction: `cmd` is EXEC's row and this is what runs.
+    transaction: Option<Box<Transaction>>,
+    /// Transactions that run on these keys after it, before they go home (see
+    /// [`join_transaction`]).
+    riders: Vec<Rider>,
+    /// A script: it takes the script lock before it borrows (see
+    /// [`crate::mesh::script_lock`]).
+    wants_lock: bool,
+    /// Where it stands with borrowing and the script lock.
+    borrowing: Borrowing,
+}
+
+/// A command's borrowing, as the script lock sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Borrowing {
+    /// Not borrowing (not started, parked, or between a blocking command's tries).
+    Idle,
+    /// Borrowing, counted in the shard's borrowing commands.
+    Counted,
+    /// Holding the script lock, waiting for the server to be quiet.
+    Quieting,
+    /// Holding the script lock in a quiet server: its script may borrow now.
+    Locked,
+}
+
+/// A transaction riding on another one's borrowed keys: its connection, held slot,
+/// client context and queue.
+#[derive(Debug)]
+struct Rider {
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    transaction: Box<Transaction>,
+}
+
+/// A cross-shard blocking command between tries.
+#[derive(Debug)]
+struct Waiting {
+    deadline_ms: Option<u64>,
+    watchers: Vec<usize>,
+    /// Parked on the watches (false while a retry is borrowing the keys: then it
+    /// must run to the end, or the borrowed keys would never go back).
+    watching: bool,
+}
+
+impl CrossOp {
+    /// Parked between tries: it may be timed out, unblocked or dropped now.
+    fn is_parked(&self) -> bool {
+        self.waiting.as_ref().is_some_and(|w| w.watching)
+    }
+
+    /// A transaction with a SWAPDB (see [`crate::transactions::multi::Transaction::swaps_dbs`]).
+    fn swaps_dbs(&self) -> bool {
+        swaps_dbs(self.cmd) || self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
+    }
+
+    /// An EXEC still borrowing its keys: another transaction may ride on it.
+    fn takes_riders(&self) -> bool {
+        self.transaction.is_some() && self.waiting.is_none() && !self.wants_lock
+    }
+
+    /// Every one of `keys` is in its plan (it holds them all when it runs).
+    fn will_hold(&self, keys: &[DbKey]) -> bool {
+        keys.iter()
+            .all(|key| self.plan.iter().any(|(_, owned)| owned.contains(key)))
+    }
+}
+
+/// This shard's lending state.
+#[derive(Debug, Default)]
+pub struct Lending {
+    /// Keys of this shard that are out on loan, in the database they are in now
+    /// (a SWAPDB renames them here and on their borrower: [`Lending::swap_dbs`]).
+    lent: AHashSet<DbKey>,
+    /// Requests for keys that are out on loan, oldest first.
+    waiting: VecDeque<LendRequest>,
+    /// Commands this shard coordinates.
+    ops: AHashMap<u64, CrossOp>,
+    next_ticket: u64,
+    /// The op [`start`] is starting, and its connection (it is out of the slab
+    /// meanwhile), and its reply when every key was this shard's and the command
+    /// ran before `start` returned (SORT BY/GET with local keys only).
+    starting: Option<(u64, (u32, u32))>,
+    answered_at_once: Option<Vec<u8>>,
+    /// A transaction [`start_transaction`] was starting that needs its connection:
+    /// it finishes with it ([`finish_starting_with_conn`]).
+    finish_with_conn: Option<u64>,
+    /// Keys that were out on loan when a snapshot was taken (SAVE): the snapshot
+    /// lacks them, so their state is logged when they come home, changed or not.
+    missed_by_snapshot: AHashSet<DbKey>,
+    /// Per shard: what waits behind a transaction from it whose keys were out on
+    /// loan when it came (see [`crate::mesh::owner_tx`]).
+    pub deferred: Vec<VecDeque<crate::mesh::owner_tx::Deferred>>,
+    /// Commands waiting for the script lock (or, holding it, for a quiet server)
+    /// before they borrow, oldest first.
+    parked_for_lock: VecDeque<u64>,
+    /// Commands run in a row under one hold of the script lock so far (a batch,
+    /// see [`batch`]); the lock stays with this shard while it is not 0.
+    batched: u32,
+}
+
+impl Lending {
+    /// True when some key of this shard is out on loan (then every command checks
+    /// its keys against the lent set).
+    pub fn any_lent(&self) -> bool {
+        !self.lent.is_empty()
+    }
+
+    /// The database of every key of this shard out on loan.
+    pub fn lent_dbs(&self) -> impl Iterator<Item = usize> + '_ {
+        self.lent.iter().map(|(db, _)| *db)
+    }
+
+    /// True when `key` of `db` is out on loan.
+    pub fn is_lent(&self, db: usize, key: &[u8]) -> bool {
+        self.lent.contains(&(db, key.to_vec()))
+    }
+
+    /// True while this shard coordinates some cross-shard command.
+    pub fn coordinating(&self) -> bool {
+        !self.ops.is_empty()
+    }
+
+    /// The ticket the next cross-shard op started here gets.
+    pub fn next_ticket(&self) -> u64 {
+        self.next_ticket
+    }
+
+    /// This shard keeps the script lock between the commands of a batch.
+    pub fn holding_batch(&self) -> bool {
+        self.batched > 0
+    }
+
+    /// A command of this shard holds the script lock (waiting for a quiet server,
+    /// or borrowing and running): one at a time.
+    pub fn lock_in_use(&self) -> bool {
+        self.ops
+            .values()
+            .any(|op| matches!(op.borrowing, Borrowing::Quieting | Borrowing::Locked))
+    }
+}
+
+/// Start coordinating `cmd` for connection `conn`, whose held slot `seq` gets the
+/// reply. `groups` are the owners and the argument positions of their keys. When
+/// every key is this shard's and free, the command runs before this returns, and
+/// the reply comes back here instead (the connection is out of the slab).
+#[allow(clippy::too_many_arguments)]
+pub fn start(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    cmd: &'static Command,
+    args: ruvio_resp::Args<'_>,
+    groups: Vec<(usize, Vec<usize>)>,
+) -> Option<Vec<u8>> {
+    let last_key = groups.iter().flat_map(|(_, p)| p.iter().copied()).max();
+    let target_db = other_db(core, cmd, args);
+    let mut plan: Vec<(usize, Vec<DbKey>)> = groups
+        .into_iter()
+        .map(|(shard, positions)| {
+            let mut keys: Vec<DbKey> = positions
+                .iter()
+                .map(|&p| {
+                    let db = match target_db {
+                        Some(db) if Some(p) == last_key => db,
+                        _ => caller.db,
+                    };
+                    (db, args.get(p).to_vec())
+                })
+                .collect();
+            keys.sort();
+            keys.dedup();
+            (shard, keys)
+        })
+        .collect();
+    plan.sort_by_key(|(shard, _)| *shard);
+    let ticket = core.lending.next_ticket;
+    core.lending.next_ticket += 1;
+    core.lending.ops.insert(
+        ticket,
+        CrossOp {
+            conn,
+            seq,
+            caller,
+            argv: OwnedArgs::from_args(args),
+            cmd,
+            plan,
+            next: 0,
+            borrowed: Vec::new(),
+            waiting: None,
+            value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
+            transaction: None,
+            riders: Vec::new(),
+            wants_lock: crate::mesh::script_lock::is_script(cmd.meta) || swaps_dbs(cmd),
+            borrowing: Borrowing::Idle,
+        },
+    );
+    core.lending.starting = Some((ticket, conn));
+    advance(core, conns, ticket);
+    core.lending.starting = None;
+    core.lending.answered_at_once.take()
+}
+
+/// Start coordinating the EXEC of `transaction` for connection `conn` (held slot
+/// `seq`): borrow `keys` (every key its commands name and every watched key),
+/// run it here ([`crate::transactions::multi::run_borrowed`]), give them back. As [`start`],
+/// the reply comes back here when it ran before this returns.
+#[allow(clippy::too_many_arguments)]
+pub fn start_transaction(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    transaction: Box<Transaction>,
+    keys: Vec<DbKey>,
+) -> Option<Vec<u8>> {
+    let mut plan: Vec<(usize, Vec<DbKey>)> = Vec::new();
+    for (db, key) in keys {
+        let owner = core.topo.key_owner(&key);
+        match plan.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, owned)) => owned.push((db, key)),
+            None => plan.push((owner, vec![(db, key)])),
+        }
+    }
+    plan.sort_by_key(|(shard, _)| *shard);
+    let exec = registry().lookup(b"exec").expect("EXEC is in the table");
+    let wants_lock = transaction.locked;
+    let ticket = core.lending.next_ticket;
+    core.lending.next_ticket += 1;
+    core.lending.ops.insert(
+        ticket,
+        CrossOp {
+            conn,
+            seq,
+            caller,
+            argv: [b"EXEC".as_slice()].into_iter().collect(),
+            cmd: exec,
+            plan,
+            next: 0,
+            borrowed: Vec::new(),
+            waiting: None,
+            value_key_tries: None,
+            transaction: Some(transaction),
+            riders: Vec::new(),
+            wants_lock,
+            borrowing: Borrowing::Idle,
+        },
+    );
+    core.lending.starting = Some((ticket, conn));
+    advance(core, conns, ticket);
+    core.lending.starting = None;
+    core.lending.answered_at_once.take()
+}
+
+/// The database a `DB index` option names for the command's last key (COPY ... DB
+/// n: the destination lives there), for commands whose row says they take one.
+pub fn other_db(core: &ShardCore, cmd: &Command, args: ruvio_resp::Args<'_>) -> Option<usize> {
+    if !cmd.meta.has(DB_OPTION) {
+        return None;
+    }
+    let at =
+        (1..args.len().saturating_sub(1)).find(|&i| args.get(i).eq_ignore_ascii_case(b"db"))?;
+    core.engine.parse_db_index(args.get(at + 1)).ok()
+}
+
+/// Ask the next owner, or run the command when every key is here.
+fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    if !may_borrow(core, ticket) {
+        if !core.lending.parked_for_lock.contains(&ticket) {
+            core.lending.parked_for_lock.push_back(ticket);
+        }
+        return;
+    }
+    let Some(op) = core.lending.ops.get(&ticket) else {
+        return;
+    };
+    let Some((owner, keys)) = op.plan.get(op.next) else {
+        return finish(core, conns, ticket);
+    };
+    // Keys a batch keeps here are borrowed already (their owner would wait for
+    // them to come home, which waits for this command).
+    let keys: Vec<DbKey> = keys
+        .iter()
+        .filter(|(db, key)| !crate::mesh::script_lock::batch_holds(*db, key))
+        .cloned()
+        .collect();
+    if keys.is_empty() {
+        return lent(core, conns, ticket, Vec::new());
+    }
+    let request = LendRequest {
+        from: core.id,
+        ticket,
+        keys,
+        now: false,
+    };
+    if *owner == core.id {
+        lend(core, conns, request);
+    } else {
+        core.outbox.lend(*owner, request);
+    }
+}
+
+/// Whether command `ticket` may borrow now, as the script lock decides (see
+/// [`crate::mesh::script_lock`]): a script takes the lock, then waits for a quiet
+/// server; any other command counts itself as borrowing, unless another shard's
+/// script holds the lock.
+fn may_borrow(core: &mut ShardCore, ticket: u64) -> bool {
+    let Some(op) = core.lending.ops.get(&ticket) else {
+        return true;
+    };
+    let borrowing = match op.borrowing {
+        // Not in a batch: the batch's keys would move between databases under it.
+        Borrowing::Idle if op.swaps_dbs() && core.lending.holding_batch() => return false,
+        Borrowing::Idle if op.wants_lock => match crate::mesh::script_lock::try_lock(core) {
+            true if crate::mesh::script_lock::quiet(core, op.swaps_dbs()) => Borrowing::Locked,
+            true => Borrowing::Quieting,
+            false => return false,
+        },
+        Borrowing::Idle => match crate::mesh::script_lock::begin_borrowing(core) {
+            true => Borrowing::Counted,
+            false => return false,
+        },
+        Borrowing::Quieting if crate::mesh::script_lock::quiet(core, op.swaps_dbs()) => {
+            Borrowing::Locked
+        }
+        other => other,
+    };
+    if let Some(op) = core.lending.ops.get_mut(&ticket) {
+        op.borrowing = borrowing;
+    }
+    borrowing != Borrowing::Quieting
+}
+
+/// The command no longer borrows: it frees the script lock, or its count.
+fn stop_borrowing(core: &ShardCore, op: &mut CrossOp) {
+    match std::mem::replace(&mut op.borrowing, Borrowing::Idle) {
+        Borrowing::Idle => {}
+        Borrowing::Counted => crate::mesh::script_lock::end_borrowing(core),
+        Borrowing::Quieting | Borrowing::Locked => crate::mesh::script_lock::unlock(core),
+    }
+}
+
+/// Go on with the commands parked for the script lock, in order, once they may
+/// (each loop iteration: a shard parked behind another's lock is woken when it is
+/// freed, a holder waiting for quiet when a command elsewhere stops borrowing).
+pub fn resume_parked_for_lock(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    end_batch_if_done(core, conns);
+    let parked = std::mem::take(&mut core.lending.parked_for_lock);
+    for ticket in parked {
+        advance(core, conns, ticket);
+    }
+}
+
+/// The coordinator's side: an owner lent its keys.
+pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: Lent) {
+    let Some(op) = core.lending.ops.get_mut(&ticket) else {
+        // Never happens (an op being borrowed for is never dropped), but keys must
+        // never stay lent: send them straight back.
+        let owner = entries.first().map(|(_, key, _)| core.topo.key_owner(key));
+        match owner {
+            Some(owner) if owner == core.id => take_back(core, conns, entries, Vec::new()),
+            Some(owner) => core.outbox.give_back(owner, entries, Vec::new()),
+            None => {}
+        }
+        return;
+    };
+    op.borrowed.extend(entries);
+    op.next += 1;
+    advance(core, conns, ticket);
+}
+
+/// Every key is here: run the command, send the keys home, answer the client (or,
+/// for a blocking command with nothing to serve, have the owners watch its keys).
+/// A command that reads keys named in a value first checks it holds them all; if
+/// not, it gives everything back and borrows again with them.
+fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    finish_with(core, conns, ticket, None);
+}
+
+/// The transaction [`start_transaction`] was starting has every key and needs its
+/// connection, which is out of the slab while its EXEC runs: run it now with
+/// `conn` (the EXEC's), as [`finish`] would have; its reply if it is answered now.
+pub fn finish_starting_with_conn(
+    core: &mut ShardCore,
+    conn: crate::transactions::multi::ConnAccess<'_>,
+) -> Option<Vec<u8>> {
+    let ticket = core.lending.finish_with_conn.take()?;
+    core.lending.starting = Some((ticket, conn.who));
+    finish_with(core, conn.conns, ticket, Some((conn.client, conn.replies)));
+    core.lending.starting = None;
+    core.lending.answered_at_once.take()
+}
+
+/// [`finish`], with the client's connection when the caller holds it.
+fn finish_with(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    ticket: u64,
+    mut given: Option<(&mut ClientState, &mut ReplyQueue)>,
+) {
+    let Some(mut op) = core.lending.ops.remove(&ticket) else {
+        return;
+    };
+    let with_conn = op.transaction.as_ref().is_some_and(|t| t.with_conn);
+    if with_conn && given.is_none() && core.lending.starting == Some((ticket, op.conn)) {
+        // Its connection is out of the slab, running the EXEC: that goes on here.
+        core.lending.ops.insert(ticket, op);
+        core.lending.finish_with_conn = Some(ticket);
+        return;
+    }
+    let borrowed = std::mem::take(&mut op.borrowed);
+    let mut homes: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(borrowed.len());
+    let locked = op.borrowing == Borrowing::Locked;
+    let script = locked || crate::mesh::script_lock::is_script(op.cmd.meta);
+    for (entry_db, key, entry) in borrowed {
+        let owner = core.topo.key_owner(&key);
+        if let Some(entry) = entry {
+            core.engine.adopt(entry_db, entry);
+            if script && owner != core.id {
+                crate::mesh::script_lock::note_held(entry_db);
+            }
+        }
+        homes.push((entry_db, key, owner));
+    }
+    if let Some(missing) = value_keys_missing(core, &op, &homes) {
+        send_home(core, conns, homes, &[], None);
+        plan_more(core, &mut op, missing);
+        core.lending.ops.insert(ticket, op);
+        return advance(core, conns, ticket);
+    }
+    let caller = Caller {
+        borrowing: true,
+        ..op.caller
+    };
+    let mark = durable::borrowed_mark(core);
+    let mut out = Vec::new();
+    // A transaction's SWAPDBs move the borrowed keys between databases here.
+    let mut swaps = Vec::new();
+    let mut ran = match &op.transaction {
+        Some(transaction) => {
+            if locked {
+                let here = homes.iter().map(|(d, k, _)| (*d, k.clone())).collect();
+                crate::mesh::script_lock::begin_transaction(here);
+            }
+            let (index, gen) = op.conn;
+            let mut taken = match with_conn && given.is_none() {
+                true => conns.take(index, gen),
+                false => None,
+            };
+            let access = match (given.as_mut(), taken.as_deref_mut()) {
+                (Some((client, replies)), _) => Some((&mut **client, &mut **replies)),
+                (None, Some(conn)) => Some((&mut conn.client, &mut conn.replies)),
+                (None, None) => None,
+            };
+            let access = access.map(|(client, replies)| crate::transactions::multi::ConnAccess {
+                client,
+                replies,
+                conns: &mut *conns,
+                who: op.conn,
+            });
+            let mut ran = crate::transactions::multi::run_borrowed(
+                core,
+                transaction,
+                caller,
+                &mut out,
+                access,
+            );
+            if let Some(conn) = taken {
+                conns.restore(index, conn);
+            }
+            if locked {
+                ran.loans
+                    .extend(crate::mesh::script_lock::end_transaction());
+            }
+            // Its SELECTs move the connection (which waits for it); one starting
+            // now is out of the slab and moves itself (`multi`).
+            if let (Some(db), Some(conn)) = (ran.selected, conns.get_mut(index, gen)) {
+                conn.client.db = db;
+            }
+            swaps = std::mem::take(&mut ran.swaps);
+            Ran {
+                modified: ran.modified,
+                loans: ran.loans,
+                ..Ran::default()
+            }
+        }
+        None if swaps_dbs(op.cmd) => {
+            crate::transactions::multi::every_shard_now(
+                core,
+                op.cmd,
+                caller,
+                op.argv.args(),
+                &mut out,
+            );
+            Ran::default()
+        }
+        None => {
+            if locked {
+                script_may_borrow_now(op.plan.len() <= 1);
+            }
+            run_engine(core, op.cmd, caller, op.argv.args(), &mut out)
+        }
+    };
+    // The queue's SWAPDBs moved the keys borrowed before it: each goes home named
+    // by the database it is in now, as its owner renamed it too (those borrowed
+    // while it ran were renamed as it went: `multi::swapped_in_queue`).
+    for (key_db, _, _) in homes.iter_mut() {
+        *key_db = after_swaps(&swaps, *key_db);
+    }
+    for (key_db, key) in std::mem::take(&mut ran.loans) {
+        let owner = core.topo.key_owner(&key);
+        homes.push((key_db, key, owner));
+    }
+    let mut modified = std::mem::take(&mut ran.modified);
+    let riders = run_riders(core, std::mem::take(&mut op.riders), &mut modified);
+    report_written(core, &modified);
+    // A key written outside the borrowed ones that another shard owns (COPY ... DB
+    // n) goes to its owner too.
+    for (key_db, key) in &modified {
+        let owner = core.topo.key_owner(key);
+        let known = homes.iter().any(|(d, k, _)| d == key_db && k == key)
+            || crate::mesh::script_lock::batch_holds(*key_db, key);
+        if owner != core.id && !known {
+            homes.push((*key_db, key.clone(), owner));
+        }
+    }
+    log_local_changes(core, &modified, &homes);
+    let acks = mark.map(|_| ticket);
+    // A locked command continues its shard's batch, or ends it (see `BATCH_MAX`);
+    // one that swapped databases never joins one (see `may_borrow`).
+    let batching = locked && may_batch(core) && !op.swaps_dbs();
+    let homes = match (batching, locked) {
+        (true, _) => keep_in_batch(core, homes),
+        (false, true) => {
+            homes.extend(batch_homes(core));
+            homes
+        }
+        (false, false) => homes,
+    };
+    let owners = send_home(core, conns, homes, &modified, acks);
+    if batching {
+        // The lock stays with this shard for the next locked command.
+        op.borrowing = Borrowing::Idle;
+        core.lending.batched += 1;
+    } else {
+        stop_borrowing(core, &mut op);
+        if locked {
+            core.lending.batched = 0;
+        }
+    }
+    if ran.locked_now {
+        crate::mesh::script_lock::unlock(core);
+    }
+    match ran.block {
+        Some(block) => wait(core, conns, ticket, op, block),
+        None => {
+            let mut answers = vec![Answer::of(ticket, &op, out)];
+            answers.extend(riders.into_iter().map(|(rider, reply)| Answer {
+                ticket,
+                conn: rider.conn,
+                seq: rider.seq,
+                client_id: rider.caller.client_id,
+                reply,
+            }));
+            durable::answer_borrowed(core, conns, ticket, mark, owners, answers);
+        }
+    }
+}
+
+/// The script about to run holds the script lock in a quiet server: it may borrow
+/// undeclared keys of other shards while it runs (`probation`: its declared keys
+/// are on one shard, see [`crate::mesh::script_lock::must_lock`]).
+fn script_may_borrow_now(probation: bool) {
+    crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
+        holds_lock: true,
+        probation,
+        ..Default::default()
+    });
+}
+
+/// A script that ran for a client of this shard, or for another shard, without a
+/// log, took the script lock while it ran and borrowed `loans` (never this
+/// shard's keys): send them home; each owner touches the watchers of those it
+/// wrote (`modified`).
+pub fn send_loans_home(core: &mut ShardCore, loans: Vec<DbKey>, modified: &[DbKey]) {
+    report_written(core, modified);
+    let mut returns: AHashMap<usize, Lent> = AHashMap::new();
+    for (db, key) in loans {
+        let entry = core.engine.lend(db, &key, 0);
+        let owner = core.topo.key_owner(&key);
+        returns.entry(owner).or_default().push((db, key, entry));
+    }
+    for (owner, entries) in returns {
+        core.outbox.give_back(owner, entries, Vec::new());
+    }
+}
+
+/// Run the transactions riding on an op's keys, in the order they joined; what
+/// they wrote joins `modified`. Returns each with its reply.
+fn run_riders(
+    core: &mut ShardCore,
+    riders: Vec<Rider>,
+    modified: &mut Vec<DbKey>,
+) -> Vec<(Rider, Vec<u8>)> {
+    riders
+        .into_iter()
+        .map(|rider| {
+            let caller = Caller {
+                borrowing: true,
+                ..rider.caller
+            };
+            let mut out = Vec::new();
+            let written = crate::transactions::multi::run_borrowed(
+                core,
+                &rider.transaction,
+                caller,
+                &mut out,
+                None,
+            )
+            .modified;
+            modified.extend(written);
+            (rider, out)
+        })
+        .collect()
+}
+
+/// A transaction without WATCH on `keys` rides on the op of an EXEC coordinated
+/// here that will hold them all, if one is still borrowing: it runs right after
+/// that transaction, on the same loan, so transactions pipelined on the same keys
+/// (by one connection or several) take one round trip together instead of one
+/// each. A client whose previous transaction is still borrowing (`after`) rides
+/// on that one only, so its transactions run in its order. Returns the op's
+/// ticket, or the transaction when there is no such op.
+#[allow(clippy::too_many_arguments)]
+pub fn join_transaction(
+    core: &mut ShardCore,
+    after: Option<u64>,
+    conn: (u32, u32),
+    seq: u64,
+    caller: Caller,
+    transaction: Box<Transaction>,
+    keys: &[DbKey],
+) -> Result<u64, Box<Transaction>> {
+    let Some((&ticket, op)) = core.lending.ops.iter_mut().find(|(ticket, op)| {
+        after.is_none_or(|t| t == **ticket) && op.takes_riders() && op.will_hold(keys)
+    }) else {
+        return Err(transaction);
+    };
+    op.riders.push(Rider {
+        conn,
+        seq,
+        caller,
+        transaction,
+    });
+    Ok(ticket)
+}
+
+/// A client whose transaction runs on borrowed keys goes on meanwhile; a command
+/// it sends then waits for that transaction when it may touch its keys (a key in
+/// common, a command that is not a keyspace command or reads every shard), unless
+/// it is an EXEC that can ride on the same loan ([`join_transaction`]). Commands
+/// on other keys run at once, as any command of a pipeline on other keys does in
+/// forward mode.
+pub fn must_wait_for_transaction(
+    core: &ShardCore,
+    client: &ClientState,
+    args: ruvio_resp::Args<'_>,
+) -> bool {
+    let Some((ticket, _)) = client.borrowing_tx else {
+        return false;
+    };
+    let Some(op) = core.lending.ops.get(&ticket) else {
+        return false;
+    };
+    let Some(cmd) = registry()
+        .lookup(args.get(0))
+        .and_then(|c| c.resolve(args).ok())
+    else {
+        // Unknown or refused: answered at once, touching nothing.
+        return false;
+    };
+    if let Some(queued) = &client.multi {
+        return cmd.meta.name == "exec"
+            && !crate::transactions::multi::borrowed_keys(core, client, queued)
+                .is_some_and(|keys| op.takes_riders() && op.will_hold(&keys));
+    }
+    if cmd.meta.name == "multi" {
+        return false;
+    }
+    let keyspace_only = matches!(cmd.handler, Some(Handler::Engine(_)))
+        && !cmd.meta.has(ALL_SHARDS)
+        && !cmd.meta.has(DB_OPTION)
+        && !cmd.meta.keys.reads_keys_from_value()
+        && cmd.meta.group != "scripting";
+    !keyspace_only
+        || cmd
+            .meta
+            .keys
+            .positions(args)
+            .into_iter()
+            .any(|p| op.will_hold(&[(client.db, args.get(p).to_vec())]))
+}
+
+/// Tell the owners of borrowed keys that were written, so they touch the clients
+/// watching them (before the keys go back: messages arrive in order).
+fn report_written(core: &mut ShardCore, modified: &[DbKey]) {
+    let mut written: AHashMap<usize, Vec<DbKey>> = AHashMap::new();
+    for (db, key) in modified {
+        let owner = core.topo.key_owner(key);
+        if owner != core.id && !crate::mesh::script_lock::defer_written(*db, key) {
+            written.entry(owner).or_default().push((*db, key.clone()));
+        }
+    }
+    for (owner, keys) in written {
+        core.outbox.written(owner, keys);
+    }
+}
+
+/// Take the keys `(db, key, owner)` out of this shard's keyspace again and return
+/// each to its owner (this shard's own straight back). With a log, each `modified`
+/// key travels with the record of its new state, for its owner's log. With `acks`
+/// (`always`: the command's ticket), each other owner that gets records is asked
+/// to acknowledge once they are on disk; returns how many were asked.
+fn send_home(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    homes: Vec<(usize, Vec<u8>, usize)>,
+    modified: &[(usize, Vec<u8>)],
+    acks: Option<u64>,
+) -> usize {
+    let logging = core.wal.is_some();
+    let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
+    // Each key goes home named by the database it is in (a SWAPDB renamed it here
+    // and on its owner alike: `Lending::swap_dbs`).
+    for (key_db, key, owner) in homes {
+        let entry = core.engine.lend(key_db, &key, 0);
+        let (entries, records) = returns.entry(owner).or_default();
+        if logging && modified.iter().any(|(d, k)| *d == key_db && *k == key) {
+            let record = state_record(&key, entry.as_ref());
+            if !record.is_empty() {
+                records.push((key_db, record));
+            }
+        }
+        entries.push((key_db, key, entry));
+    }
+    let mut asked = 0;
+    for (owner, (entries, records)) in returns {
+        match acks.filter(|_| !records.is_empty()) {
+            _ if owner == core.id => take_back(core, conns, entries, records),
+            Some(ticket) => {
+                asked += 1;
+                core.outbox
+                    .give_back_acked(owner, entries, records, core.id, ticket);
+            }
+            None => core.outbox.give_back(owner, entries, records),
+        }
+    }
+    asked
+}
+
+/// Where database `db` is after `swaps` (SWAPDBs, in order).
+pub fn after_swaps(swaps: &[(usize, usize)], db: usize) -> usize {
+    swaps.iter().fold(db, |db, &swap| swapped(db, swap))
+}
+
+/// SWAPDB: it moves every shard's keys between two databases, so in forward mode
+/// it runs under the script lock once no key is out on loan but its own
+/// transaction's ([`crate::mesh::script_lock::quiet`]), which renames those as they move.
+pub fn swaps_dbs(cmd: &Command) -> bool {
+    cmd.meta.name == "swapdb"
+}
+
+/// Where database `db` is after SWAPDB `a` `b`.
+pub fn swapped(db: usize, (a, b): (usize, usize)) -> usize {
+    match db {
+        _ if db == a => b,
+        _ if db == b => a,
+        _ => db,
+    }
+}
+
+/// Log records that set keys to a state, whatever it was before: what a command on
+/// borrowed keys logs for each key it changed (its arguments would replay on one
+/// shard, but its keys' records belong in their owners' logs).
+pub type KeyRecords = Vec<(usize, Vec<Vec<u8>>)>;
+
+/// The record that puts `key` in the state of `entry` (`RESTORE ... REPLACE ABSTTL`
+/// with Redis' DUMP payload), or deletes it.
+fn state_record(key: &[u8], entry: Option<&Entry>) -> Vec<Vec<u8>> {
+    let Some(entry) = entry else {
+        return vec![b"DEL".to_vec(), key.to_vec()];
+    };
+    let expire_at = entry.expire_at().unwrap_or(0).to_string().into_bytes();
+    let payload = ruvio_engine::rdb::dump_payload(entry.value());
+    vec![
+        b"RESTORE".to_vec(),
+        key.to_vec(),
+        expire_at,
+        payload,
+        b"REPLACE".to_vec(),
+        b"ABSTTL".to_vec(),
+    ]
+}
+
+/// Log the new state of the keys this shard owns that a command on borrowed keys
+/// changed and that stay here (not sent home: they were never borrowed).
+fn log_local_changes(
+    core: &mut ShardCore,
+    modified: &[(usize, Vec<u8>)],
+    homes: &[(usize, Vec<u8>, usize)],
+) {
+    if core.wal.is_none() {
+        return;
+    }
+    let mut records = Vec::new();
+    for (db, key) in modified {
+        let travels = homes.iter().any(|(d, k, _)| d == db && k == key);
+        if travels || core.topo.key_owner(key) != core.id {
+            continue;
+        }
+        let entry = core.engine.peek_entry(*db, key, core.now_ms);
+        let record = state_record(key, entry);
+        if !record.is_empty() {
+            records.push((*db, record));
+        }
+    }
+    if let Some(wal) = core.wal.as_mut() {
+        // The keys one command or transaction changed here replay together.
+        wal.begin_atomic();
+        for (db, record) in &records {
+            wal.append(*db, &mut record.iter().map(Vec::as_slice));
+        }
+        wal.end_atomic();
+    }
+}
+
+/// The reply to a command on borrowed keys and the client's slot it fills (kept
+/// aside under `always` until its writes are on disk, see [`durable`]).
+#[derive(Debug)]
+pub struct Answer {
+    /// The op that ran it (a command still starting answers at once).
+    ticket: u64,
+    /// Connection `(index, gen)` and its held reply slot.
+    conn: (u32, u32),
+    seq: u64,
+    client_id: u64,
+    reply: Vec<u8>,
+}
+
+impl Answer {
+    fn of(ticket: u64, op: &CrossOp, reply: Vec<u8>) -> Answer {
+        Answer {
+            ticket,
+            conn: op.conn,
+            seq: op.seq,
+            client_id: op.caller.client_id,
+            reply,
+        }
+    }
+}
+
+/// Fill the client's held slot and let its connection go on.
+fn answer(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, op: &CrossOp, reply: Vec<u8>) {
+    deliver(core, conns, Answer::of(ticket, op, reply));
+}
+
+/// Fill the client's held slot with `answer` and let its connection go on (when
+/// its command is still starting, the reply goes back to [`start`] instead); a
+/// client whose transaction on borrowed keys this answers goes on too.
+pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, answer: Answer) {
+    core.shared.note_blocked(answer.client_id, None);
+    if core.lending.starting == Some((answer.ticket, answer.conn)) {
+        core.lending.answered_at_once = Some(answer.reply);
+        return;
+    }
+    let (index, gen) = answer.conn;
+    if let Some(conn) = conns.get_mut(index, gen) {
+        conn.replies.fill(answer.seq, 0, answer.reply);
+        if conn
+            .client
+            .borrowing_tx
+            .is_some_and(|(_, last)| last == answer.seq)
+        {
+            conn.client.borrowing_tx = None;
+        }
+        core.dirty.push((index, gen));
+        conn.unblock_if_waiting_on(answer.seq, &mut core.resume, (index, gen));
+    }
+}
+
+/// A blocking command found nothing: ask the owners of the keys it waits on to
+/// watch them, and try again when one of them is written.
+fn wait(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    ticket: u64,
+    mut op: CrossOp,
+    block: ruvio_engine::command::Block,
+) {
+    if !block.rewrite.is_empty() {
+        op.argv = crate::shard::exec::parked_argv(op.argv.args(), &block.rewrite);
+    }
+    let args = op.argv.args();
+    let mut per_owner: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
+    for &position in &block.keys {
+        let key = args.get(position).to_vec();
+        let owner = core.topo.key_owner(&key);
+        match per_owner.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, keys)) => keys.push(key),
+            None => per_owner.push((owner, vec![key])),
+        }
+    }
+    let deadline_ms = match &op.waiting {
+        Some(w) => w.deadline_ms,
+        None => block.deadline_ms,
+    };
+    op.waiting = Some(Waiting {
+        deadline_ms,
+        watchers: per_owner.iter().map(|(o, _)| *o).collect(),
+        watching: true,
+    });
+    op.next = 0;
+    let db = op.caller.db;
+    core.shared.note_blocked(op.caller.client_id, Some(core.id));
+    core.lending.ops.insert(ticket, op);
+    for (owner, keys) in per_owner {
+        let request = WatchRequest {
+            from: core.id,
+            ticket,
+            db,
+            keys,
+        };
+        if owner == core.id {
+            watch(core, conns, request);
+        } else {
+            core.outbox.watch(owner, request);
+        }
+    }
+}
+
+/// An owner's side: watch keys for a coordinator; a key that already exists wakes
+/// it at once (it was written between the try and the watch).
+pub fn watch(core: &mut ShardCore, conns: &mut Slab<Conn>, request: WatchRequest) {
+    let present = request
+        .keys
+        .iter()
+        .any(|k| core.engine.exists_for_waiter(request.db, k, core.now_ms));
+    if present {
+        return wake(core, conns, request.from, request.ticket);
+    }
+    let waiter = Waiter::Watch {
+        shard: request.from,
+        ticket: request.ticket,
+    };
+    core.blocking.park(Blocked {
+        waiter,
+        client_id: 0,
+        db: request.db,
+        proto: ruvio_resp::Protocol::Resp2,
+        no_touch: true,
+        argv: OwnedArgs::default(),
+        keys: request.keys,
+        deadline_ms: None,
+    });
+}
+
+/// An owner's side: the coordinator no longer needs the watch `ticket`.
+pub fn unwatch(core: &mut ShardCore, from: usize, ticket: u64) {
+    exec::drop_waiter(core, |w| {
+        *w == Waiter::Watch {
+            shard: from,
+            ticket,
+        }
+    });
+}
+
+/// Tell coordinator `shard` that a key of its command `ticket` was written.
+pub fn wake(core: &mut ShardCore, conns: &mut Slab<Conn>, shard: usize, ticket: u64) {
+    if shard == core.id {
+        retry(core, conns, ticket);
+    } else {
+        core.outbox.wake(shard, ticket);
+    }
+}
+
+/// The coordinator's side: a watched key was written; drop the other watches and
+/// try the command again.
+pub fn retry(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    let Some(op) = core.lending.ops.get_mut(&ticket) else {
+        return;
+    };
+    let Some(waiting) = op.waiting.as_mut().filter(|w| w.watching) else {
+        return; // already trying again
+    };
+    waiting.watching = false;
+    let watchers = std::mem::take(&mut waiting.watchers);
+    drop_watches(core, ticket, &watchers);
+    advance(core, conns, ticket);
+}
+
+fn drop_watches(core: &mut ShardCore, ticket: u64, watchers: &[usize]) {
+    for &owner in watchers {
+        if owner == core.id {
+            unwatch(core, owner, ticket);
+        } else {
+            core.outbox.unwatch(owner, core.id, ticket);
+        }
+    }
+}
+
+/// Time out the waiting cross-shard blocking commands whose deadline passed.
+pub fn expire(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    let now = core.now_ms;
+    let due: Vec<u64> = core
+        .lending
+        .ops
+        .iter()
+        .filter(|(_, op)| {
+            let deadline = op.waiting.as_ref().and_then(|w| w.deadline_ms);
+            op.is_parked() && deadline.is_some_and(|at| at <= now)
+        })
+        .map(|(&t, _)| t)
+        .collect();
+    for ticket in due {
+        answer_early(core, conns, ticket, false);
+    }
+}
+
+/// CLIENT UNBLOCK of a client waiting in a cross-shard blocking command here.
+pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool {
+    let found = core
+        .lending
+        .ops
+        .iter()
+        .find(|(_, op)| op.caller.client_id == client_id && op.is_parked())
+        .map(|(&t, _)| t);
+    match found {
+        Some(ticket) => {
+            answer_early(core, conns, ticket, error);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The client of connection `(index, gen)` went away: stop waiting for it.
+pub fn forget(core: &mut ShardCore, index: u32, gen: u32) {
+    let gone: Vec<u64> = core
+        .lending
+        .ops
+        .iter()
+        .filter(|(_, op)| op.conn == (index, gen) && op.is_parked())
+        .map(|(&t, _)| t)
+        .collect();
+    for ticket in gone {
+        if let Some(op) = core.lending.ops.remove(&ticket) {
+            let watchers = op.waiting.map(|w| w.watchers).unwrap_or_default();
+            drop_watches(core, ticket, &watchers);
+            core.shared.note_blocked(op.caller.client_id, None);
+        }
+    }
+}
+
+/// Answer a waiting command without data (timeout, CLIENT UNBLOCK).
+fn answer_early(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, error: bool) {
+    let Some(op) = core.lending.ops.remove(&ticket) else {
+        return;
+    };
+    let watchers = op
+        .waiting
+        .as_ref()
+        .map(|w| w.watchers.clone())
+        .unwrap_or_default();
+    drop_watches(core, ticket, &watchers);
+    answer(
+        core,
+        conns,
+        ticket,
+        &op,
+        exec::early_reply(op.caller.proto, error),
+    );
+}
+
+#[cfg(test)]
+mod tests;

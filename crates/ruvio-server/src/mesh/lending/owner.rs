@@ -1,0 +1,125 @@
+//! The owner's side of lending: lend keys to a coordinator (or queue the request
+//! while they are out), take them back with the records of what changed, and
+//! rename the keys out on loan when their borrower swaps databases.
+
+use super::{lent, state_record, DbKey, KeyRecords, LendRequest, Lending, Lent};
+use crate::net::conn::Conn;
+use crate::net::slab::Slab;
+use crate::persistence::durable;
+use crate::shard::exec;
+use crate::shard::ShardCore;
+
+/// An owner's side: lend the keys now, or queue the request until they are back.
+pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) {
+    let busy = request.keys.iter().any(|(db, k)| {
+        core.lending.is_lent(*db, k)
+            || (!request.now && crate::mesh::owner_tx::is_claimed(core, request.from, *db, k))
+    });
+    if busy {
+        core.lending.waiting.push_back(request);
+        return;
+    }
+    let mut entries = Lent::with_capacity(request.keys.len());
+    for (db, key) in request.keys {
+        if core.watches.any() {
+            // Its watchers learn of an expiry before a transaction checks them.
+            crate::transactions::watch::check_expired(core, db, &key);
+        }
+        let entry = core.engine.lend(db, &key, core.now_ms);
+        core.lending.lent.insert((db, key.clone()));
+        entries.push((db, key, entry));
+    }
+    count_lent(core);
+    if request.from == core.id {
+        lent(core, conns, request.ticket, entries);
+    } else {
+        core.outbox.lent(request.from, request.ticket, entries);
+    }
+}
+
+/// Publish how many keys of this shard are out on loan (the script lock's quiet
+/// server has none but its own command's); when none is, wake the lock's holder,
+/// which may be waiting for every key to be home before it swaps databases.
+fn count_lent(core: &ShardCore) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let lent = core.lending.lent.len() as u64;
+    core.shared.shards[core.id].lent.store(lent, SeqCst);
+    let holder = core.shared.script_lock.holder();
+    if let Some(holder) = holder.filter(|&h| lent == 0 && h != core.id) {
+        crate::mesh::forward::ring(holder);
+    }
+}
+
+impl Lending {
+    /// SWAPDB `a` `b` ran here while keys were out on loan: those of either
+    /// database are in the other one now. Only the script lock's holder swaps
+    /// then (in a quiet server every key out on loan is its own: a SWAPDB of its
+    /// transaction, `multi::swapped_in_queue`), and it renames the keys it holds
+    /// as they move, so this shard renames them too: each comes home named by the
+    /// database it is in.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        let rename = |(db, key): DbKey| (super::swapped(db, (a, b)), key);
+        self.lent = self.lent.drain().map(rename).collect();
+        self.missed_by_snapshot = self.missed_by_snapshot.drain().map(rename).collect();
+    }
+
+    /// Cross-shard blocking commands waiting here (INFO `blocked_clients`).
+    pub fn waiting_len(&self) -> usize {
+        self.ops.values().filter(|op| op.is_parked()).count()
+    }
+
+    /// A snapshot is taken now: the keys out on loan are not in it, so their
+    /// state is logged when they come home.
+    pub fn snapshot_taken(&mut self) {
+        self.missed_by_snapshot.extend(self.lent.iter().cloned());
+    }
+}
+
+/// An owner's side under `always`: as [`take_back`], then acknowledge to
+/// coordinator `from`'s command `ticket` once the records are on disk.
+pub fn take_back_acked(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    entries: Lent,
+    records: KeyRecords,
+    from: usize,
+    ticket: u64,
+) {
+    let mark = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+    take_back(core, conns, entries, records);
+    durable::acknowledge_given_back(core, from, ticket, mark);
+}
+
+/// An owner's side: its keys are back (changed or gone). Wake whoever waited on
+/// them, then lend to the next coordinator in line.
+pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, records: KeyRecords) {
+    if let Some(wal) = core.wal.as_mut() {
+        // The keys one command or transaction changed here replay together.
+        wal.begin_atomic();
+        for (db, record) in &records {
+            wal.append(*db, &mut record.iter().map(Vec::as_slice));
+        }
+        wal.end_atomic();
+    }
+    for (db, key, entry) in entries {
+        let db_key = (db, key.clone());
+        core.lending.lent.remove(&db_key);
+        if core.lending.missed_by_snapshot.remove(&db_key) {
+            let record = state_record(&key, entry.as_ref());
+            if let (Some(wal), false) = (core.wal.as_mut(), record.is_empty()) {
+                wal.append(db, &mut record.iter().map(Vec::as_slice));
+            }
+        }
+        if let Some(entry) = entry {
+            core.engine.adopt(db, entry);
+        }
+        core.blocking.signal(db, &key);
+    }
+    count_lent(core);
+    exec::serve_ready(core, conns);
+    crate::mesh::owner_tx::run_deferred(core, conns);
+    let waiting = std::mem::take(&mut core.lending.waiting);
+    for request in waiting {
+        lend(core, conns, request);
+    }
+}

@@ -1,0 +1,63 @@
+//! The lending module's tests on two in-process shards.
+
+use crate::shard::inproc::{pipeline, TwoShards};
+
+// "b" and "c" live on shard 0, "a" and "d" on shard 1; client c is on shard c.
+
+/// Transactions pipelined on the same keys of both shards ride on the first
+/// one's loan; a command on other keys runs meanwhile, one on their keys waits
+/// for them: every reply in order, each seeing what came before it.
+#[test]
+fn pipelined_transactions_ride_on_one_loan() {
+    let mut server = TwoShards::new();
+    let tx: &[&[&str]] = &[&["MULTI"], &["INCR", "a"], &["INCR", "b"], &["EXEC"]];
+    let mut request = Vec::new();
+    for _ in 0..3 {
+        request.extend(pipeline(tx));
+    }
+    request.extend(pipeline(&[&["SET", "d", "x"], &["MGET", "a", "b", "d"]]));
+    server.receive_unsettled(1, &request);
+    // The first EXEC borrows; the other two joined it; SET d (another key) ran;
+    // MGET of their keys waits for them.
+    assert!(server.view(1).blocked);
+    server.settle();
+    let mut expected = Vec::new();
+    for n in 1..=3 {
+        expected.extend_from_slice(b"+OK\r\n+QUEUED\r\n+QUEUED\r\n");
+        expected.extend_from_slice(format!("*2\r\n:{n}\r\n:{n}\r\n").as_bytes());
+    }
+    expected.extend_from_slice(b"+OK\r\n*3\r\n$1\r\n3\r\n$1\r\n3\r\n$1\r\nx\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(server.view(1).replies),
+        String::from_utf8_lossy(&expected)
+    );
+    assert!(!server.view(1).holding && !server.view(1).blocked);
+}
+
+/// A transaction that cannot ride (other keys) waits for the one borrowing
+/// before it starts, so a client's transactions run in its order.
+#[test]
+fn a_transaction_on_other_keys_waits_for_the_one_borrowing() {
+    let mut server = TwoShards::new();
+    server.receive_unsettled(
+        1,
+        &pipeline(&[
+            &["MULTI"],
+            &["SET", "a", "1"],
+            &["SET", "b", "1"],
+            &["EXEC"],
+            &["MULTI"],
+            &["GET", "b"],
+            &["SET", "c", "2"],
+            &["SET", "d", "2"],
+            &["EXEC"],
+        ]),
+    );
+    assert!(server.view(1).blocked);
+    server.settle();
+    assert_eq!(
+        String::from_utf8_lossy(server.view(1).replies),
+        "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n+OK\r\n\
+         +OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n$1\r\n1\r\n+OK\r\n+OK\r\n"
+    );
+}

@@ -1,0 +1,19 @@
+//! The mesh: work that crosses shards in forward mode, over one lock-free SPSC ring
+//! per ordered pair of shards.
+//!
+//! - [`forward`]: requests sent to the shard that owns their keys, replies back in
+//!   request order; the message types every other part of the mesh sends.
+//! - [`gather`]: server-wide answers (INFO, DBSIZE, KEYS, SCAN, FLUSHALL, CONFIG SET
+//!   ...) asked of every shard and merged.
+//! - [`lending`]: multi-key commands over several shards run by borrowing the keys.
+//! - [`owner_tx`]: a transaction whose keys all live on one other shard runs there.
+//! - [`script_lock`]: scripts that reach keys they did not declare on other shards.
+//!
+//! Shaped so because a shard never touches another shard's memory: everything that
+//! crosses is a typed message carrying owned data (docs/cross-shard.md).
+
+pub mod forward;
+pub mod gather;
+pub mod lending;
+pub mod owner_tx;
+pub mod script_lock;

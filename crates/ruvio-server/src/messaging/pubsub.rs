@@ -1,0 +1,428 @@
+//! Pub/Sub delivery: who subscribed to what, and how a message reaches them on
+//! every shard (the commands are in [`crate::cmd::pubsub`]; the design and its
+//! costs in docs/pubsub.md).
+//!
+//! A subscription lives on the shard of the subscribing connection: each shard
+//! keeps its subscribers in a [`ShardSubscribers`] that the other shards may read
+//! (PUBSUB, INFO) and that publishers consult, without a lock, through one counter
+//! per kind: a shard with no subscriber of a kind is never sent a message of it.
+//!
+//! PUBLISH delivers to its own shard's subscribers at once. In forward mode the
+//! message then goes to every other shard that has subscribers, in one
+//! [`MessageBatch`] per shard and loop iteration; each answers how many it
+//! reached, and the publisher's reply is the sum (a held reply, like a split
+//! command's: the publisher runs on meanwhile and only its later replies wait).
+//! So the count is exact, as one Redis gives it. In per-shard mode (Redis
+//! Cluster) a message still reaches every shard, as the cluster bus carries it,
+//! but the reply counts the receiving node's subscribers, as Redis Cluster does.
+//! Channels between two shards are ordered, so one publisher's messages arrive in
+//! the order it sent them.
+
+use crate::mesh::forward::Tag;
+use crate::net::conn::{ClientState, Conn, Merge, ReplyQueue};
+use crate::net::slab::Slab;
+use crate::shard::ShardCore;
+use ahash::{AHashMap, AHashSet};
+use ruvio_engine::glob_match;
+use ruvio_resp::Protocol;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
+
+/// A connection: its slab index and generation.
+type Who = (u32, u32);
+
+/// What a subscription names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// SUBSCRIBE: a channel.
+    Channel = 0,
+    /// PSUBSCRIBE: a glob pattern of channels.
+    Pattern = 1,
+    /// SSUBSCRIBE: a shard channel (a channel with a hash slot).
+    Shard = 2,
+}
+
+impl Kind {
+    /// The push message that confirms a subscription.
+    pub fn subscribe_word(self) -> &'static [u8] {
+        match self {
+            Kind::Channel => b"subscribe",
+            Kind::Pattern => b"psubscribe",
+            Kind::Shard => b"ssubscribe",
+        }
+    }
+
+    /// The push message that confirms an unsubscription.
+    pub fn unsubscribe_word(self) -> &'static [u8] {
+        match self {
+            Kind::Channel => b"unsubscribe",
+            Kind::Pattern => b"punsubscribe",
+            Kind::Shard => b"sunsubscribe",
+        }
+    }
+}
+
+/// One client's subscriptions.
+#[derive(Debug, Default)]
+pub struct Subscriptions {
+    sets: [AHashSet<Vec<u8>>; 3],
+}
+
+impl Subscriptions {
+    /// The names subscribed to of one kind.
+    pub fn of(&self, kind: Kind) -> &AHashSet<Vec<u8>> {
+        &self.sets[kind as usize]
+    }
+
+    /// Subscribed to anything: Redis' CLIENT_PUBSUB flag.
+    pub fn active(&self) -> bool {
+        self.sets.iter().any(|s| !s.is_empty())
+    }
+
+    /// The count a (un)subscribe confirmation carries: channels and patterns
+    /// together, shard channels apart (as Redis counts them).
+    pub fn count(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Shard => self.sets[2].len(),
+            _ => self.sets[0].len() + self.sets[1].len(),
+        }
+    }
+}
+
+/// A shard's subscribers by name, per kind.
+#[derive(Debug, Default)]
+pub struct Registry {
+    lists: [AHashMap<Vec<u8>, Vec<Who>>; 3],
+}
+
+impl Registry {
+    /// Subscribers per name of one kind.
+    pub fn of(&self, kind: Kind) -> &AHashMap<Vec<u8>, Vec<Who>> {
+        &self.lists[kind as usize]
+    }
+}
+
+/// One shard's subscribers, readable by every shard.
+#[derive(Debug, Default)]
+pub struct ShardSubscribers {
+    /// Subscriptions of each kind on the shard: a publisher sends nothing to a
+    /// shard whose count for the message's kinds is 0. Raised before the
+    /// subscription is confirmed, so a publisher that saw the confirmation sends.
+    counts: [AtomicU64; 3],
+    /// Changed by its shard only; read by PUBSUB and INFO anywhere.
+    registry: Mutex<Registry>,
+}
+
+impl ShardSubscribers {
+    /// The registry, locked.
+    pub fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True when a message of `kind` may reach someone here.
+    pub fn may_receive(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Shard => self.counts[2].load(Relaxed) > 0,
+            _ => self.counts[0].load(Relaxed) + self.counts[1].load(Relaxed) > 0,
+        }
+    }
+}
+
+/// Every shard's subscribers (a field of [`crate::stats::Shared`]).
+#[derive(Debug)]
+pub struct Subscribers {
+    pub shards: Vec<ShardSubscribers>,
+}
+
+impl Subscribers {
+    pub fn new(shards: usize) -> Subscribers {
+        Subscribers {
+            shards: (0..shards).map(|_| ShardSubscribers::default()).collect(),
+        }
+    }
+}
+
+/// Subscribe connection `who` to `name`; false if it already was.
+pub fn subscribe(
+    core: &ShardCore,
+    client: &mut ClientState,
+    who: Who,
+    kind: Kind,
+    name: &[u8],
+) -> bool {
+    if !client.subs.sets[kind as usize].insert(name.to_vec()) {
+        return false;
+    }
+    let here = &core.shared.pubsub.shards[core.id];
+    let mut registry = here.registry();
+    registry.lists[kind as usize]
+        .entry(name.to_vec())
+        .or_default()
+        .push(who);
+    here.counts[kind as usize].fetch_add(1, Relaxed);
+    true
+}
+
+/// Unsubscribe connection `who` from `name`; false if it was not subscribed.
+pub fn unsubscribe(
+    core: &ShardCore,
+    client: &mut ClientState,
+    who: Who,
+    kind: Kind,
+    name: &[u8],
+) -> bool {
+    if !client.subs.sets[kind as usize].remove(name) {
+        return false;
+    }
+    forget_one(core, who, kind, name);
+    true
+}
+
+fn forget_one(core: &ShardCore, who: Who, kind: Kind, name: &[u8]) {
+    let here = &core.shared.pubsub.shards[core.id];
+    let mut registry = here.registry();
+    let lists = &mut registry.lists[kind as usize];
+    if let Some(list) = lists.get_mut(name) {
+        list.retain(|&w| w != who);
+        if list.is_empty() {
+            lists.remove(name);
+        }
+    }
+    here.counts[kind as usize].fetch_sub(1, Relaxed);
+}
+
+/// Drop every subscription of a connection that closes or RESETs, silently.
+pub fn forget_all(core: &ShardCore, subs: &mut Subscriptions, who: Who) {
+    for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+        for name in std::mem::take(&mut subs.sets[kind as usize]) {
+            forget_one(core, who, kind, &name);
+        }
+    }
+}
+
+/// The caller's own connection, which is out of the slab while its command runs:
+/// a message for it goes straight into its reply.
+pub struct Caller<'a> {
+    pub out: &'a mut Vec<u8>,
+    pub proto: Protocol,
+}
+
+/// A message as RESP2 bytes: `*n` then bulk strings. RESP3 differs only in the
+/// first byte (`>`), so one encoding serves both.
+fn encode(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + parts.iter().map(|p| p.len() + 16).sum::<usize>());
+    let _ = write!(out, "*{}\r\n", parts.len());
+    for part in parts {
+        let _ = write!(out, "${}\r\n", part.len());
+        out.extend_from_slice(part);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Append an [`encode`]d message for a client speaking `proto`.
+fn write_message(out: &mut Vec<u8>, proto: Protocol, encoded: &[u8]) {
+    let start = out.len();
+    out.extend_from_slice(encoded);
+    if proto == Protocol::Resp3 {
+        out[start] = b'>';
+    }
+}
+
+/// Deliver a message on `channel` (of kind [`Kind::Channel`] or [`Kind::Shard`])
+/// to this shard's subscribers, pattern subscribers included for a plain channel.
+/// Returns how many received it (a client subscribed through a channel and a
+/// pattern counts twice, as in Redis).
+pub fn deliver_here(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    kind: Kind,
+    channel: &[u8],
+    message: &[u8],
+    mut caller: Option<Caller<'_>>,
+) -> u64 {
+    let ShardCore {
+        shared,
+        dirty,
+        id,
+        cfg,
+        now_ms,
+        ..
+    } = core;
+    let limits = &cfg.client_output_buffer_limit;
+    let here = &shared.pubsub.shards[*id];
+    if !here.may_receive(kind) {
+        return 0;
+    }
+    let registry = here.registry();
+    let mut received = 0;
+    let mut send = |who: Who, encoded: &[u8]| match conns.get_mut(who.0, who.1) {
+        Some(conn) => {
+            received += 1;
+            // A client closed for its output limit gets nothing more (Redis
+            // still counts it).
+            if !conn.client.killed {
+                write_message(conn.replies.sink(), conn.client.proto, encoded);
+                dirty.push(who);
+                crate::net::outlimit::enforce(limits, *now_ms, dirty, conn, who);
+            }
+        }
+        None => {
+            // Only the running connection is out of the slab (a closed one has
+            // left the registry).
+            if let Some(c) = caller.as_mut() {
+                write_message(c.out, c.proto, encoded);
+                received += 1;
+            }
+        }
+    };
+    let word: &[u8] = match kind {
+        Kind::Shard => b"smessage",
+        _ => b"message",
+    };
+    if let Some(list) = registry.of(kind).get(channel) {
+        let encoded = encode(&[word, channel, message]);
+        list.iter().for_each(|&who| send(who, &encoded));
+    }
+    if kind == Kind::Channel {
+        for (pattern, list) in registry.of(Kind::Pattern) {
+            if glob_match(pattern, channel) {
+                let encoded = encode(&[b"pmessage", pattern, channel, message]);
+                list.iter().for_each(|&who| send(who, &encoded));
+            }
+        }
+    }
+    received
+}
+
+/// One publication for another shard: its message, and where its receiver count
+/// goes (none in per-shard mode, where a node counts its own subscribers only).
+#[derive(Debug)]
+struct Item {
+    tag: Option<Tag>,
+    kind: Kind,
+    channel_len: usize,
+    message_len: usize,
+}
+
+/// The publications one shard sends another in one loop iteration.
+#[derive(Debug, Default)]
+pub struct MessageBatch {
+    pub from: usize,
+    data: Vec<u8>,
+    items: Vec<Item>,
+}
+
+impl MessageBatch {
+    pub fn push(&mut self, tag: Option<Tag>, kind: Kind, channel: &[u8], message: &[u8]) {
+        self.data.extend_from_slice(channel);
+        self.data.extend_from_slice(message);
+        self.items.push(Item {
+            tag,
+            kind,
+            channel_len: channel.len(),
+            message_len: message.len(),
+        });
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+/// Deliver another shard's publications here, answering the receiver counts it asked for.
+pub fn deliver_batch(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: MessageBatch) {
+    let mut offset = 0;
+    for item in &batch.items {
+        let channel = &batch.data[offset..offset + item.channel_len];
+        offset += item.channel_len;
+        let message = &batch.data[offset..offset + item.message_len];
+        offset += item.message_len;
+        let received = deliver_here(core, conns, item.kind, channel, message, None);
+        if let Some(tag) = item.tag {
+            core.outbox.reply(batch.from, tag, &int_reply(received));
+        }
+    }
+}
+
+fn int_reply(n: u64) -> Vec<u8> {
+    format!(":{n}\r\n").into_bytes()
+}
+
+/// A PUBLISH (forward mode) whose other receivers are on other shards.
+#[derive(Debug)]
+pub struct Publication {
+    pub kind: Kind,
+    pub channel: Vec<u8>,
+    pub message: Vec<u8>,
+    /// Receivers on the publisher's shard.
+    pub local: u64,
+    /// The other shards with subscribers.
+    pub shards: Vec<usize>,
+}
+
+/// Send a publication to the other shards; its reply is held until each has
+/// answered its count, then the sum.
+pub fn start_publish(
+    core: &mut ShardCore,
+    client: &ClientState,
+    replies: &mut ReplyQueue,
+    who: Who,
+    p: Publication,
+) {
+    let seq = replies.hold(Merge::SumInts, p.shards.len() + 1);
+    for (i, &to) in p.shards.iter().enumerate() {
+        let tag = Tag {
+            conn: who.0,
+            gen: who.1,
+            seq,
+            part: (i + 1) as u16,
+            db: client.db as u16,
+            resp3: client.proto == Protocol::Resp3,
+            no_touch: client.no_touch,
+            client_id: client.id,
+            may_block: false,
+        };
+        core.outbox
+            .message(to, Some(tag), p.kind, &p.channel, &p.message);
+    }
+    replies.fill(seq, 0, int_reply(p.local));
+}
+
+/// The shards whose subscriptions a PUBSUB or INFO call sees: all of them in
+/// forward mode (one server), the caller's own in per-shard mode (a cluster node).
+pub fn visible_shards(core: &ShardCore) -> std::ops::Range<usize> {
+    visible_shards_of(core.topo.mode, core.id, core.topo.nodes.len())
+}
+
+/// [`visible_shards`] of shard `id` of `shards` in port mode `mode`.
+pub fn visible_shards_of(
+    mode: crate::config::PortMode,
+    id: usize,
+    shards: usize,
+) -> std::ops::Range<usize> {
+    match mode {
+        crate::config::PortMode::Forward => 0..shards,
+        crate::config::PortMode::PerShard => id..id + 1,
+    }
+}
+
+/// Distinct names of `kind` subscribed to on the visible shards (INFO's
+/// `pubsub_channels`, `pubsub_patterns`, `pubsubshard_channels`; PUBSUB NUMPAT).
+pub fn distinct(core: &ShardCore, kind: Kind) -> u64 {
+    distinct_in(&core.shared.pubsub, visible_shards(core), kind)
+}
+
+/// Distinct names of `kind` subscribed to on shards `range`.
+pub fn distinct_in(subscribers: &Subscribers, range: std::ops::Range<usize>, kind: Kind) -> u64 {
+    let shards = &subscribers.shards;
+    if range.len() == 1 {
+        return shards[range.start].registry().of(kind).len() as u64;
+    }
+    let mut names: AHashSet<Vec<u8>> = AHashSet::new();
+    for s in range {
+        names.extend(shards[s].registry().of(kind).keys().cloned());
+    }
+    names.len() as u64
+}

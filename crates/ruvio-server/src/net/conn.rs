@@ -1,0 +1,663 @@
+//! One client connection: its read buffer, its client-visible state, and the reply
+//! queue that keeps replies in request order.
+//!
+//! Replies are normally encoded straight into `ReplyQueue::ready`. A reply that is
+//! not known yet (a command forwarded to another shard, later a write waiting for
+//! its WAL group's fsync) takes a *held slot*: everything after it queues behind the
+//! slot until the slot is filled, so the client sees replies strictly in order. This
+//! is the only mechanism for asynchronous replies; forwarding and durability share it.
+
+use crate::shard::OUTPUT_PAUSE_BYTES;
+use ruvio_resp::{CommandParser, Protocol};
+use std::collections::VecDeque;
+
+/// What the client can see and change about its connection (CLIENT, HELLO, SELECT).
+#[derive(Debug)]
+pub struct ClientState {
+    pub id: u64,
+    pub name: Vec<u8>,
+    pub lib_name: Vec<u8>,
+    pub lib_ver: Vec<u8>,
+    pub db: usize,
+    pub proto: Protocol,
+    pub authenticated: bool,
+    pub no_evict: bool,
+    pub no_touch: bool,
+    pub reply_mode: ReplyMode,
+    pub readonly: bool,
+    pub peer: String,
+    pub local: String,
+    pub created_ms: u64,
+    pub last_cmd_ms: u64,
+    pub last_cmd: &'static str,
+    pub fd: i32,
+    /// Set by QUIT, protocol errors and CLIENT KILL: flush, then close.
+    pub closing: bool,
+    /// Killed by another client (CLIENT KILL): close without waiting for replies
+    /// still outstanding (a blocked command's), as Redis frees such a client.
+    pub killed: bool,
+    /// Holds a command that waits for the end of CLIENT PAUSE (see [`crate::shard::pause`]).
+    pub paused: bool,
+    /// Waiting for a blocking command's answer: no later command runs until then.
+    pub blocked: Option<BlockedOn>,
+    /// Pub/Sub subscriptions (see [`crate::messaging::pubsub`]).
+    pub subs: crate::messaging::pubsub::Subscriptions,
+    /// Since when the output has been over the soft `client-output-buffer-limit`
+    /// (0: it is not); see [`crate::net::outlimit`].
+    pub obuf_soft_since_ms: u64,
+    /// Between MULTI and EXEC: the queued commands (see [`crate::transactions::multi`]).
+    pub multi: Option<crate::transactions::multi::Queued>,
+    /// Keys this client watches, `(db, key)`, and the epoch of those watches.
+    pub watching: Vec<crate::mesh::lending::DbKey>,
+    pub watch_epoch: u64,
+    /// Running EXEC's queue: commands do not block.
+    pub in_exec: bool,
+    /// The commands of an EXEC still to run after a command that waits for
+    /// another shard (see [`crate::transactions::multi::continue_exec`]).
+    pub exec_rest: Option<crate::transactions::multi::InTurn>,
+    /// A transaction of this client runs on borrowed keys without blocking it:
+    /// the coordinating op's ticket and the held slot of the client's last
+    /// transaction on it (see [`crate::mesh::lending::must_wait_for_transaction`]).
+    pub borrowing_tx: Option<(u64, u64)>,
+}
+
+/// The blocking command a client waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockedOn {
+    /// Its held reply slot.
+    pub seq: u64,
+    /// The shard it was sent to, when another shard owns its keys (told if the
+    /// client goes away).
+    pub remote: Option<usize>,
+}
+
+/// CLIENT REPLY ON|OFF|SKIP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Drop the reply of the next command only.
+    SkipNext,
+    /// Drop the reply of this command (SKIP was the previous command).
+    Skip,
+}
+
+/// How the parts of one held reply combine (multi-key commands split across shards).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Merge {
+    /// A single part: its bytes are the reply.
+    Single,
+    /// Integer replies summed (DEL, UNLINK, EXISTS, TOUCH, DBSIZE).
+    SumInts,
+    /// Arrays concatenated in part order (KEYS).
+    ConcatArrays,
+    /// Array elements put back in request order: element i comes from part
+    /// `order[i]` (MGET split across shards).
+    Scatter,
+    /// Every part answered `+OK`: reply `+OK` once (MSET, FLUSHALL).
+    AllOk,
+    /// The first part that is not a null reply (a RANDOMKEY that no shard weighs).
+    FirstNonNull,
+    /// RANDOMKEY over shards: parts come in pairs from each shard, its key count
+    /// (DBSIZE) then its random key; the shard whose share of the keys holds the
+    /// point `pick` (a fraction of 2^32) answers, so every key is equally likely.
+    /// A null from it (its keys just expired) falls back to any other key.
+    WeightedPick { pick: u32 },
+    /// A SCAN answered by shards `shard`, `shard + 1` ... (part i from shard
+    /// `shard + i`): see [`merge_scan`].
+    Scan { shard: u16 },
+    /// CLIENT LIST: each part a bulk string of lines; the lines of every shard in
+    /// client id order, as a verbatim string under RESP3.
+    ClientLines { verbatim: bool },
+    /// CLIENT KILL ip:port (the old form): `+OK` when some shard killed the client.
+    KillOne,
+}
+
+/// Engine SCAN cursors stay below 2^40; the server keeps the shard index above.
+pub const SCAN_SHARD_SHIFT: u32 = 40;
+
+/// A reply waiting for `parts` answers; `after` holds the replies that follow it.
+#[derive(Debug)]
+struct Held {
+    seq: u64,
+    merge: Merge,
+    parts: Vec<Option<Vec<u8>>>,
+    missing: usize,
+    /// For [`Merge::Scatter`]: the part each result element comes from.
+    order: Vec<u16>,
+    /// CLIENT REPLY OFF/SKIP was in force for the command: drop its reply.
+    silent: bool,
+    after: Vec<u8>,
+}
+
+/// Replies of one connection in request order.
+#[derive(Debug, Default)]
+pub struct ReplyQueue {
+    /// Bytes ready to be sent.
+    pub ready: Vec<u8>,
+    held: VecDeque<Held>,
+    /// Bytes parked behind every held slot but the last (the last one's `after` is
+    /// still being written through [`sink`](Self::sink)); kept as slots come and go
+    /// so [`immediate_bytes`](Self::immediate_bytes) stays constant time.
+    parked_closed: usize,
+    /// The largest recent filled reply, decaying by an eighth per fill: sizes the
+    /// number of replies this connection may await ([`held_limit`](Self::held_limit)).
+    recent_fill_bytes: usize,
+    next_seq: u64,
+    /// Slots held from now on belong to a command whose reply is dropped (CLIENT
+    /// REPLY OFF/SKIP); set around one command by the dispatcher.
+    pub silent_new: bool,
+    /// `always`: the last gate held for a logged write, `(seq, log group)` (see
+    /// `durable`).
+    pub last_gate: Option<(u64, u64)>,
+}
+
+impl ReplyQueue {
+    /// Where the next immediate reply must be written.
+    pub fn sink(&mut self) -> &mut Vec<u8> {
+        match self.held.back_mut() {
+            Some(h) => &mut h.after,
+            None => &mut self.ready,
+        }
+    }
+
+    /// Reserve a held slot with `parts` parts; returns its sequence number.
+    pub fn hold(&mut self, merge: Merge, parts: usize) -> u64 {
+        self.hold_ordered(merge, parts, Vec::new())
+    }
+
+    /// Like [`hold`](Self::hold), with the element order of a [`Merge::Scatter`].
+    pub fn hold_ordered(&mut self, merge: Merge, parts: usize, order: Vec<u16>) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if let Some(last) = self.held.back() {
+            self.parked_closed += last.after.len();
+        }
+        self.held.push_back(Held {
+            seq,
+            merge,
+            parts: vec![None; parts],
+            missing: parts,
+            order,
+            silent: self.silent_new,
+            after: Vec::new(),
+        });
+        seq
+    }
+
+    /// The sequence number the next held slot will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Bytes waiting to be sent or parked behind held slots (output back-pressure).
+    pub fn pending_bytes(&self) -> usize {
+        let parked: usize = self
+            .held
+            .iter()
+            .map(|h| h.after.len() + h.parts.iter().flatten().map(Vec::len).sum::<usize>())
+            .sum();
+        self.ready.len() + parked
+    }
+
+    /// True once held slot `seq` has been filled and released.
+    pub fn is_released(&self, seq: u64) -> bool {
+        self.held.front().is_none_or(|h| h.seq > seq)
+    }
+
+    /// True when some reply is still outstanding.
+    pub fn is_holding(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Fill part `part` of held slot `seq`; releases every leading slot that is complete.
+    pub fn fill(&mut self, seq: u64, part: usize, bytes: Vec<u8>) {
+        let Some(front) = self.held.front() else {
+            return;
+        };
+        let Some(h) = self.held.get_mut((seq - front.seq) as usize) else {
+            return;
+        };
+        if let Some(slot @ None) = h.parts.get_mut(part) {
+            self.recent_fill_bytes = bytes.len().max(self.recent_fill_bytes * 7 / 8);
+            *slot = Some(bytes);
+            h.missing -= 1;
+        }
+        while self.held.front().is_some_and(|h| h.missing == 0) {
+            let h = self.held.pop_front().expect("front exists");
+            if !self.held.is_empty() {
+                self.parked_closed -= h.after.len();
+            }
+            let mut parts: Vec<Vec<u8>> = h.parts.into_iter().flatten().collect();
+            let alone = h.merge == Merge::Single && self.ready.is_empty() && parts.len() == 1;
+            match parts.pop() {
+                // Nothing before it: the reply's buffer becomes the ready bytes.
+                Some(only) if alone && !h.silent => self.ready = only,
+                Some(last) if !h.silent => {
+                    parts.push(last);
+                    merge_into(h.merge, &parts, &h.order, &mut self.ready);
+                }
+                _ => {}
+            }
+            self.ready.extend_from_slice(&h.after);
+        }
+    }
+
+    /// Bytes of the ready replies and of those parked behind every held slot, in
+    /// constant time: what the dispatcher checks before each command of a batch so
+    /// that one read of a pipeline cannot queue unbounded replies (counting only the
+    /// last slot's let a pipeline alternating local and forwarded commands park a
+    /// reply behind each of its [`HELD_REPLIES_MAX`] slots unseen).
+    pub fn immediate_bytes(&self) -> usize {
+        self.ready.len() + self.parked_closed + self.held.back().map_or(0, |h| h.after.len())
+    }
+
+    /// The client's replies are backed up: unsent bytes past
+    /// [`OUTPUT_PAUSE_BYTES`], or [`HELD_REPLIES_MAX`] replies still awaited from
+    /// other shards. The rest of its input waits (not read, not run) until they go.
+    pub fn is_backed_up(&self, sending: usize) -> bool {
+        sending + self.immediate_bytes() > OUTPUT_PAUSE_BYTES
+            || (!self.held.is_empty() && self.held.len() >= self.held_limit())
+    }
+
+    /// How many replies this connection may await at once: [`HELD_REPLIES_MAX`],
+    /// fewer once large replies have been arriving, so that about
+    /// [`HELD_BYTES_BUDGET`] of them are on their way.
+    fn held_limit(&self) -> usize {
+        (HELD_BYTES_BUDGET / self.recent_fill_bytes.max(1)).clamp(1, HELD_REPLIES_MAX)
+    }
+}
+
+/// Replies one connection may await from other shards at once. A forwarded reply's
+/// size is known only when it arrives, so this count is what bounds them: one read
+/// of 500 forwarded GETs of a 1 MiB value queued 500 MiB without it. 64 in flight
+/// per connection still hides the mesh round trip of a deep pipeline.
+pub const HELD_REPLIES_MAX: usize = 64;
+
+/// Bytes of replies a connection should have on their way from other shards: once
+/// replies of 1 MiB arrive, 4 are awaited at a time instead of 64 (a pipeline of
+/// forwarded GETs of 1 MiB values held 64 MiB in flight plus 64 MiB ready; large
+/// replies need no depth to hide the mesh round trip).
+pub const HELD_BYTES_BUDGET: usize = 4 << 20;
+
+/// Combine reply parts per `merge`, appending the result to `out`.
+pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<u8>) {
+    if let Some(err) = parts.iter().find(|p| p.first() == Some(&b'-')) {
+        out.extend_from_slice(err);
+        return;
+    }
+    match merge {
+        Merge::Single => parts.iter().for_each(|p| out.extend_from_slice(p)),
+        Merge::AllOk => out.extend_from_slice(b"+OK\r\n"),
+        Merge::SumInts => {
+            let sum: i64 = parts
+                .iter()
+                .filter_map(|p| ruvio_resp::parse_int_reply(p))
+                .sum();
+            out.push(b':');
+            out.extend_from_slice(sum.to_string().as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        Merge::ConcatArrays => {
+            let bodies: Vec<(usize, &[u8])> = parts
+                .iter()
+                .filter_map(|p| ruvio_resp::array_body(p))
+                .collect();
+            let count: usize = bodies.iter().map(|(n, _)| n).sum();
+            out.push(b'*');
+            out.extend_from_slice(count.to_string().as_bytes());
+            out.extend_from_slice(b"\r\n");
+            bodies
+                .iter()
+                .for_each(|(_, body)| out.extend_from_slice(body));
+        }
+        Merge::Scatter => scatter(parts, order, out),
+        Merge::Scan { shard, .. } => merge_scan(parts, shard as u64, out),
+        Merge::ClientLines { verbatim } => client_lines(parts, verbatim, out),
+        Merge::KillOne => {
+            let killed: i64 = parts
+                .iter()
+                .filter_map(|p| ruvio_resp::parse_int_reply(p))
+                .sum();
+            match killed {
+                0 => out.extend_from_slice(b"-ERR No such client\r\n"),
+                _ => out.extend_from_slice(b"+OK\r\n"),
+            }
+        }
+        Merge::WeightedPick { pick } => {
+            let counts: Vec<u64> = parts
+                .iter()
+                .step_by(2)
+                .map(|p| ruvio_resp::parse_int_reply(p).unwrap_or(0).max(0) as u64)
+                .collect();
+            let keys: Vec<Vec<u8>> = parts.iter().skip(1).step_by(2).cloned().collect();
+            let first = weighted_pick(&counts, pick).unwrap_or(0);
+            let ordered: Vec<Vec<u8>> = keys[first..]
+                .iter()
+                .chain(&keys[..first])
+                .cloned()
+                .collect();
+            merge_into(Merge::FirstNonNull, &ordered, order, out);
+        }
+        Merge::FirstNonNull => {
+            let is_null = |p: &Vec<u8>| p.starts_with(b"$-1") || p.starts_with(b"_");
+            match parts.iter().find(|p| !is_null(p)).or(parts.first()) {
+                Some(p) => out.extend_from_slice(p),
+                None => out.extend_from_slice(b"$-1\r\n"),
+            }
+        }
+    }
+}
+
+/// CLIENT LIST's parts (bulk strings of lines) as one text, lines by client id.
+fn client_lines(parts: &[Vec<u8>], verbatim: bool, out: &mut Vec<u8>) {
+    let mut lines: Vec<&[u8]> = parts
+        .iter()
+        .filter_map(|p| bulk_text(p))
+        .flat_map(|text| text.split_inclusive(|&b| b == b'\n'))
+        .collect();
+    let id_of = |line: &[u8]| -> u64 {
+        let digits = line.get(3..).unwrap_or_default();
+        let end = digits
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(digits.len());
+        std::str::from_utf8(&digits[..end])
+            .ok()
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(0)
+    };
+    lines.sort_by_key(|l| id_of(l));
+    let len: usize = lines.iter().map(|l| l.len()).sum();
+    let (kind, prefix): (u8, &[u8]) = if verbatim {
+        (b'=', b"txt:")
+    } else {
+        (b'$', b"")
+    };
+    out.push(kind);
+    out.extend_from_slice((len + prefix.len()).to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(prefix);
+    lines.iter().for_each(|l| out.extend_from_slice(l));
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The contents of a RESP2 bulk string reply.
+fn bulk_text(reply: &[u8]) -> Option<&[u8]> {
+    let rest = reply.strip_prefix(b"$")?;
+    let eol = rest.iter().position(|&b| b == b'\r')?;
+    let len: usize = std::str::from_utf8(&rest[..eol]).ok()?.parse().ok()?;
+    rest.get(eol + 2..eol + 2 + len)
+}
+
+/// The index of `counts` that the random `pick` (0..2^32) falls on when each index
+/// has a share as large as its count; `None` when every count is 0 (RANDOMKEY's
+/// shard, picked by its number of keys).
+pub(crate) fn weighted_pick(counts: &[u64], pick: u32) -> Option<usize> {
+    let total: u64 = counts.iter().sum();
+    let mut point = ((total as u128 * pick as u128) >> 32) as u64;
+    counts.iter().position(|&n| {
+        let here = point < n;
+        point = point.saturating_sub(n);
+        here
+    })
+}
+
+/// A SCAN cursor taken apart: the shard in its high bits and that shard's own
+/// cursor; `None` for a shard past the last (the scan is over).
+pub(crate) fn scan_cursor(cursor: u64, shards: usize) -> Option<(usize, u64)> {
+    let shard = (cursor >> SCAN_SHARD_SHIFT) as usize;
+    (shard < shards).then_some((shard, cursor & ((1 << SCAN_SHARD_SHIFT) - 1)))
+}
+
+/// A shard's SCAN reply taken apart: its own cursor, its key count and the keys.
+pub(crate) fn scan_parts(reply: &[u8]) -> Option<(u64, usize, &[u8])> {
+    let (_, body) = ruvio_resp::array_body(reply)?;
+    let cursor_len = ruvio_resp::reply_len(body)?;
+    let cursor_reply = &body[..cursor_len];
+    let start = cursor_reply.iter().position(|&b| b == b'\n')? + 1;
+    let inner: u64 = std::str::from_utf8(&cursor_reply[start..cursor_len - 2])
+        .ok()?
+        .parse()
+        .ok()?;
+    let (count, keys) = ruvio_resp::array_body(&body[cursor_len..])?;
+    Some((inner, count, keys))
+}
+
+/// SCAN answered by shards `shard`, `shard + 1` ...: the keys of every shard up to
+/// the first one with more to give, and that shard's cursor (with the shard in the
+/// bits above [`SCAN_SHARD_SHIFT`]); cursor 0 when every shard is done. A small
+/// database comes back whole in one call, as from Redis; the keys of the shards
+/// after that one are dropped (the scan reaches them later from their start).
+pub(crate) fn merge_scan(parts: &[Vec<u8>], shard: u64, out: &mut Vec<u8>) {
+    let mut next = 0;
+    let mut total = 0;
+    let mut keys: Vec<&[u8]> = Vec::with_capacity(parts.len());
+    for (j, part) in parts.iter().enumerate() {
+        let Some((inner, count, body)) = scan_parts(part) else {
+            out.extend_from_slice(part);
+            return;
+        };
+        total += count;
+        keys.push(body);
+        if inner != 0 {
+            next = ((shard + j as u64) << SCAN_SHARD_SHIFT) | inner;
+            break;
+        }
+    }
+    let next = next.to_string();
+    out.extend_from_slice(format!("*2\r\n${}\r\n{}\r\n*{total}\r\n", next.len(), next).as_bytes());
+    keys.iter().for_each(|k| out.extend_from_slice(k));
+}
+
+/// Rebuild an array whose element i is the next element of part `order[i]`.
+fn scatter(parts: &[Vec<u8>], order: &[u16], out: &mut Vec<u8>) {
+    let mut bodies: Vec<&[u8]> = parts
+        .iter()
+        .map(|p| ruvio_resp::array_body(p).map_or(&[][..], |(_, b)| b))
+        .collect();
+    out.push(b'*');
+    out.extend_from_slice(order.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for &part in order {
+        let body = &mut bodies[part as usize];
+        let len = ruvio_resp::reply_len(body).unwrap_or(body.len());
+        out.extend_from_slice(&body[..len]);
+        *body = &body[len..];
+    }
+}
+
+/// A connection: socket, input, parser, client state and replies.
+#[derive(Debug)]
+pub struct Conn {
+    /// Generation of the slab slot, so completions of a closed connection are ignored.
+    pub gen: u32,
+    /// Received bytes not yet parsed (a partial command at most, between batches).
+    pub input: Vec<u8>,
+    /// Bytes at the front of `input` already run (kept while a receive is in flight,
+    /// since the kernel writes at the end the receive was armed with).
+    pub input_start: usize,
+    /// Don't parse again until `input` holds this many bytes past `input_start`
+    /// (a large bulk arriving).
+    pub input_need: usize,
+    pub parser: CommandParser,
+    pub client: ClientState,
+    pub replies: ReplyQueue,
+    /// Bytes handed to the kernel in the in-flight send.
+    pub sending: Vec<u8>,
+    pub send_offset: usize,
+    pub recv_in_flight: bool,
+    pub send_in_flight: bool,
+    /// The socket was shut down; free the slot once no operation is in flight.
+    pub shut: bool,
+    /// The socket is in the ring's file table at the connection's slab index.
+    pub fixed: bool,
+    /// Commands at the front of the pending input whose keyspace lines are already prefetched.
+    pub prefetched: usize,
+}
+
+impl Conn {
+    /// A connection just accepted on descriptor `fd` (`sock`: peer and local
+    /// address), as client `client_id`, in slab generation `gen`.
+    pub fn new(
+        gen: u32,
+        client_id: u64,
+        fd: i32,
+        (peer, local): (String, String),
+        now_ms: u64,
+        authenticated: bool,
+    ) -> Conn {
+        Conn {
+            gen,
+            input: Vec::with_capacity(crate::shard::INPUT_CHUNK_BYTES),
+            input_start: 0,
+            input_need: 0,
+            parser: Default::default(),
+            client: ClientState {
+                id: client_id,
+                name: Vec::new(),
+                lib_name: Vec::new(),
+                lib_ver: Vec::new(),
+                db: 0,
+                proto: Protocol::Resp2,
+                authenticated,
+                no_evict: false,
+                no_touch: false,
+                reply_mode: ReplyMode::On,
+                readonly: false,
+                peer,
+                local,
+                created_ms: now_ms,
+                last_cmd_ms: now_ms,
+                last_cmd: "NULL",
+                fd,
+                closing: false,
+                killed: false,
+                paused: false,
+                blocked: None,
+                subs: Default::default(),
+                obuf_soft_since_ms: 0,
+                multi: None,
+                watching: Vec::new(),
+                watch_epoch: 0,
+                in_exec: false,
+                exec_rest: Default::default(),
+                borrowing_tx: None,
+            },
+            replies: ReplyQueue::default(),
+            sending: Vec::new(),
+            send_offset: 0,
+            recv_in_flight: false,
+            send_in_flight: false,
+            shut: false,
+            fixed: false,
+            prefetched: 0,
+        }
+    }
+
+    /// The reply of held slot `seq` has arrived: if the client was waiting on it
+    /// (a blocked or cross-shard command), it may run its next commands (queued
+    /// in `resume`). A part of a split command answered late leaves a client that
+    /// waits on something else waiting.
+    pub fn unblock_if_waiting_on(
+        &mut self,
+        seq: u64,
+        resume: &mut Vec<(u32, u32)>,
+        who: (u32, u32),
+    ) {
+        if self.client.blocked.is_some_and(|b| b.seq == seq) {
+            self.client.blocked = None;
+            resume.push(who);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_slots_keep_request_order() {
+        let mut q = ReplyQueue::default();
+        q.sink().extend_from_slice(b"+A\r\n");
+        let s1 = q.hold(Merge::Single, 1);
+        q.sink().extend_from_slice(b"+C\r\n");
+        let s2 = q.hold(Merge::SumInts, 2);
+        q.sink().extend_from_slice(b"+E\r\n");
+        q.fill(s2, 1, b":2\r\n".to_vec());
+        q.fill(s2, 0, b":3\r\n".to_vec());
+        assert_eq!(q.ready, b"+A\r\n");
+        q.fill(s1, 0, b"+B\r\n".to_vec());
+        assert_eq!(q.ready, b"+A\r\n+B\r\n+C\r\n:5\r\n+E\r\n");
+        assert!(!q.is_holding());
+    }
+
+    /// Replies parked behind every held slot count, not only the last one's.
+    #[test]
+    fn immediate_bytes_counts_every_parked_reply() {
+        let mut q = ReplyQueue::default();
+        let parked =
+            |q: &ReplyQueue| q.ready.len() + q.held.iter().map(|h| h.after.len()).sum::<usize>();
+        let mut slots = Vec::new();
+        for i in 0..5 {
+            slots.push(q.hold(Merge::Single, 1));
+            q.sink().extend_from_slice(&vec![b'x'; 10 + i]);
+            assert_eq!(q.immediate_bytes(), parked(&q));
+        }
+        for (n, seq) in [2, 0, 4, 1, 3].map(|i| (i, slots[i])) {
+            q.fill(seq, 0, vec![b'r'; n + 1]);
+            assert_eq!(q.immediate_bytes(), parked(&q));
+        }
+        assert!(!q.is_holding());
+        assert_eq!(q.immediate_bytes(), q.ready.len());
+    }
+
+    /// Large replies arriving shrink how many a connection may await; small ones
+    /// bring the full depth back.
+    #[test]
+    fn held_limit_follows_reply_sizes() {
+        let mut q = ReplyQueue::default();
+        assert_eq!(q.held_limit(), HELD_REPLIES_MAX);
+        let seq = q.hold(Merge::Single, 1);
+        q.fill(seq, 0, vec![0; 1 << 20]);
+        assert_eq!(q.held_limit(), 4);
+        for _ in 0..64 {
+            let seq = q.hold(Merge::Single, 1);
+            q.fill(seq, 0, b"+OK\r\n".to_vec());
+        }
+        assert_eq!(q.held_limit(), HELD_REPLIES_MAX);
+    }
+
+    #[test]
+    fn merges() {
+        let mut out = Vec::new();
+        let parts = [
+            b"*1\r\n$1\r\na\r\n".to_vec(),
+            b"*2\r\n$-1\r\n$1\r\nb\r\n".to_vec(),
+        ];
+        merge_into(Merge::ConcatArrays, &parts, &[], &mut out);
+        assert_eq!(out, b"*3\r\n$1\r\na\r\n$-1\r\n$1\r\nb\r\n");
+        out.clear();
+        merge_into(Merge::Scatter, &parts, &[1, 0, 1], &mut out);
+        assert_eq!(out, b"*3\r\n$-1\r\n$1\r\na\r\n$1\r\nb\r\n");
+        out.clear();
+        merge_into(
+            Merge::SumInts,
+            &[b"-ERR x\r\n".to_vec(), b":1\r\n".to_vec()],
+            &[],
+            &mut out,
+        );
+        assert_eq!(out, b"-ERR x\r\n");
+        out.clear();
+        let lines = [
+            b"$15\r\nid=10 a=1\nid=3\n\r\n".to_vec(),
+            b"$9\r\nid=7 b=2\n\r\n".to_vec(),
+        ];
+        merge_into(Merge::ClientLines { verbatim: true }, &lines, &[], &mut out);
+        assert_eq!(out, b"=28\r\ntxt:id=3\nid=7 b=2\nid=10 a=1\n\r\n");
+        out.clear();
+        let kills = [b":0\r\n".to_vec(), b":0\r\n".to_vec()];
+        merge_into(Merge::KillOne, &kills, &[], &mut out);
+        assert_eq!(out, b"-ERR No such client\r\n");
+    }
+}

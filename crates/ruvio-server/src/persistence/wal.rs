@@ -1,0 +1,1003 @@
+//! A shard's write-ahead log: what its writes append, when the bytes go to disk,
+//! and how the keyspace is rebuilt from it at start (docs/durability.md).
+//!
+//! - **Appending** costs a memcpy: `exec::run_engine` hands every write's log
+//!   records (the engine's `Effects::visit_log_records`) to [`Wal::append`], which
+//!   frames them into the `filling` buffer.
+//! - **Writing** is one io_uring write per loop iteration at most: when no write is
+//!   in flight and `filling` holds records, the shard submits them at the
+//!   segment's offset on its own ring (the loop never waits for the disk). Records
+//!   appended meanwhile form the next write: group commit falls out of the double
+//!   buffer. The segment is written with direct I/O where the file system allows
+//!   it (`ruvio_wal::direct`: whole blocks from an aligned copy, the space ahead
+//!   zero-filled in advance; `filling` is then refilled in place), buffered
+//!   otherwise (`filling` and `writing` swap).
+//! - **everysec**: an fdatasync once a second (from the tick), never two at once.
+//! - **Back-pressure**: when the disk is slower than the writes and `filling` passes
+//!   [`FILLING_BYTES_MAX`], the shard takes no new client input until it drains.
+//! - **Disk errors** (a failed or short write, a failed fsync) stop the log: writes
+//!   get Redis' `-MISCONF Errors writing to the AOF file: ...`, reads go on, INFO
+//!   persistence says `aof_last_write_status:err`. Under `always` the process exits
+//!   instead, as Redis does: the replies waiting for the failed group can be neither
+//!   sent nor taken back.
+//! - **Recovery** ([`recover`]) replays each segment in order through the engine's
+//!   own handlers before the shard takes clients; a torn tail is cut at the last
+//!   good record (with a log line), damage in the middle refuses the start unless
+//!   `--wal-truncate-corrupt`.
+
+use crate::config::{Config, Durability};
+use crate::shard::registry::{registry, Handler};
+use crate::shard::ShardCore;
+use ruvio_engine::command::CommandTree;
+use ruvio_engine::command::ExecCtx;
+use ruvio_engine::{DistinctEstimate, Engine};
+use ruvio_resp::{OwnedArgs, Protocol, Reply};
+use ruvio_wal::direct::{BlockWrite, DirectLog, WriteFailed, BLOCK, KEEP_CAPACITY_MAX};
+use ruvio_wal::segment::{list_segments, segment_name, shard_dir, SEGMENT_BYTES_MAX};
+use ruvio_wal::{append_command, read_log, record_keys, Group, LogEnd, Record};
+use std::fs::{File, OpenOptions};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+
+/// Records waiting for the disk beyond this stop the shard from reading new
+/// requests (the log's memory stays bounded when the disk is slower than writes).
+pub const FILLING_BYTES_MAX: usize = 64 << 20;
+
+/// Replay reads this many records, starts the lookups of all their keys
+/// (`Engine::prefetch`, back to back), then runs them: the index's and entries'
+/// cache misses of a batch overlap instead of coming one after another, as for a
+/// pipelined batch of requests.
+const REPLAY_BATCH: usize = 16;
+
+/// How often `everysec` syncs the log.
+const FSYNC_EVERY_MS: u64 = 1000;
+
+/// `always`: group syncs that may be in flight at once. With more than one, the
+/// next group is written and synced while earlier syncs run. On this machine's
+/// disk the syncs serialize anyway and smaller groups mean more of them: a quick
+/// A/B of 1, 2 and 4 (SET, 50 and 200 clients, pipeline 16; docs/durability.md)
+/// found 1 as fast or faster everywhere but at 50 clients unpipelined, so one it is.
+const GROUP_SYNCS_MAX: u32 = 1;
+
+/// One shard's log.
+pub struct Wal {
+    mode: Durability,
+    dir: PathBuf,
+    file: File,
+    segment: u64,
+    /// Bytes of the current segment written or being written.
+    offset: u64,
+    /// Records appended since the last write was submitted.
+    filling: Vec<u8>,
+    /// The bytes of the buffered write in flight (untouched until it completes).
+    /// Direct writes go from `DirectLog`'s aligned copy instead, and `filling` is
+    /// refilled in place.
+    writing: Vec<u8>,
+    /// Bytes of `writing` the kernel has taken so far.
+    written: usize,
+    write_in_flight: bool,
+    /// Fsyncs submitted and not completed (everysec: at most one).
+    fsyncs_in_flight: u32,
+    /// Bytes were written since the last fsync started.
+    unsynced: bool,
+    next_fsync_ms: u64,
+    /// The first disk error; the log takes no more writes once set.
+    error: Option<String>,
+    /// Writes completed (the fault point counts them).
+    writes_done: u64,
+    /// The group records appended now belong to (always: released together).
+    open_group: u64,
+    /// The group of the write in flight.
+    writing_group: u64,
+    /// Every group up to this one is on disk.
+    durable_group: u64,
+    /// Records that replay together (a command's, a transaction's, a script's):
+    /// open while `atomic_depth` > 0.
+    atomic: Option<Group>,
+    atomic_depth: u32,
+    /// The segment written with direct I/O (`None`: buffered writes, where the
+    /// file system refuses `O_DIRECT`, as tmpfs does).
+    direct: Option<Direct>,
+    /// SHUTDOWN's flush waits for the write in flight ([`Wal::flush_must_wait`]).
+    exit_flush_waits: bool,
+}
+
+/// The current segment opened for direct writes, and its block arithmetic.
+struct Direct {
+    file: File,
+    log: DirectLog,
+}
+
+impl Direct {
+    /// Segment `number` of `dir` for direct writes after its first `end` bytes
+    /// (nothing after them), or `None` where the file system refuses `O_DIRECT`.
+    fn open(dir: &Path, number: u64, end: u64) -> std::io::Result<Option<Direct>> {
+        use std::os::unix::fs::{FileExt, OpenOptionsExt};
+        let path = dir.join(segment_name(number));
+        let file = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        // The partial last block, read through a buffered descriptor (a direct
+        // read would want an aligned buffer).
+        let mut tail = vec![0; (end % BLOCK as u64) as usize];
+        let tail_at = end - tail.len() as u64;
+        File::open(&path)?.read_exact_at(&mut tail, tail_at)?;
+        Ok(Some(Direct {
+            file,
+            log: DirectLog::new(end, tail),
+        }))
+    }
+}
+
+impl WriteOp {
+    /// A direct write of `write` to `fd`.
+    fn direct(fd: RawFd, write: BlockWrite<'_>) -> WriteOp {
+        WriteOp {
+            fd,
+            ptr: write.bytes.as_ptr(),
+            len: write.bytes.len().min(u32::MAX as usize) as u32,
+            offset: write.offset,
+        }
+    }
+}
+
+/// A write the shard submits: `len` bytes at `ptr` to `fd` at `offset`.
+pub struct WriteOp {
+    pub fd: RawFd,
+    pub ptr: *const u8,
+    pub len: u32,
+    pub offset: u64,
+}
+
+impl Wal {
+    /// Open shard `shard`'s log for appending after recovery: the last segment,
+    /// cut to `valid_bytes`, or a first segment.
+    pub fn open(cfg: &Config, shard: usize, end: RecoveredEnd) -> std::io::Result<Wal> {
+        let dir = shard_dir(&cfg.dir, shard);
+        std::fs::create_dir_all(&dir)?;
+        let (segment, offset) = match end {
+            RecoveredEnd::Segment {
+                number,
+                valid_bytes,
+            } => (number, valid_bytes),
+            RecoveredEnd::Empty => (1, 0),
+        };
+        let file = open_segment(&dir, segment)?;
+        file.set_len(offset)?;
+        let direct = Direct::open(&dir, segment, offset)?;
+        Ok(Wal {
+            mode: cfg.durability,
+            dir,
+            file,
+            segment,
+            offset,
+            filling: Vec::new(),
+            writing: Vec::new(),
+            written: 0,
+            write_in_flight: false,
+            fsyncs_in_flight: 0,
+            unsynced: false,
+            next_fsync_ms: 0,
+            error: None,
+            writes_done: 0,
+            open_group: 1,
+            writing_group: 0,
+            durable_group: 0,
+            atomic: None,
+            atomic_depth: 0,
+            direct,
+            exit_flush_waits: false,
+        })
+    }
+
+    /// Log one record: `args` ran in database `db`.
+    pub fn append(&mut self, db: usize, args: &mut dyn Iterator<Item = &[u8]>) {
+        if self.error.is_some() {
+            return;
+        }
+        match &mut self.atomic {
+            Some(group) => group.append(&mut self.filling, db, args),
+            None => append_command(&mut self.filling, db, args),
+        }
+    }
+
+    /// The records appended until the matching [`end_atomic`](Self::end_atomic)
+    /// replay whole or not at all (one frame, one checksum). Nests: the outermost
+    /// pair makes the frame (a script inside EXEC is part of the transaction's).
+    pub fn begin_atomic(&mut self) {
+        if self.atomic_depth == 0 {
+            self.atomic = Some(Group::begin(&mut self.filling));
+        }
+        self.atomic_depth += 1;
+    }
+
+    /// Close what [`begin_atomic`](Self::begin_atomic) opened.
+    pub fn end_atomic(&mut self) {
+        self.atomic_depth = self.atomic_depth.saturating_sub(1);
+        if self.atomic_depth == 0 {
+            if let Some(group) = self.atomic.take() {
+                group.end(&mut self.filling);
+            }
+        }
+    }
+
+    /// `always`: replies of logged writes wait for their group.
+    pub fn gates_replies(&self) -> bool {
+        self.mode == Durability::Always
+    }
+
+    /// The group records appended now belong to.
+    pub fn open_group(&self) -> u64 {
+        self.open_group
+    }
+
+    /// Every group up to this one is on disk.
+    pub fn durable_group(&self) -> u64 {
+        self.durable_group
+    }
+
+    /// Bytes appended so far and not yet submitted (a write logged something when
+    /// this grew).
+    pub fn filling_bytes(&self) -> usize {
+        self.filling.len()
+    }
+
+    /// Where the next record will be in the log: `(segment, offset)`, counting the
+    /// bytes still in flight or waiting. A snapshot taken now covers everything
+    /// before it.
+    pub fn log_end(&self) -> (u64, u64) {
+        let in_flight = self.records_in_flight().len();
+        (
+            self.segment,
+            self.offset + (in_flight + self.filling.len()) as u64,
+        )
+    }
+
+    /// The directory of this shard's log and snapshots.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Write and sync every record appended so far, blocking (the process is about
+    /// to exit: SHUTDOWN). A buffered write in flight is written again at its
+    /// offset (the same bytes), the waiting records after it; nothing here changes
+    /// the state, so if the exit is called off the ring's writes complete as usual.
+    /// A direct write in flight must complete first
+    /// ([`flush_must_wait`](Self::flush_must_wait)): then only the waiting records
+    /// are written, buffered, after the log's end.
+    pub fn flush_blocking(&self) -> Result<(), String> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let in_flight = self.records_in_flight();
+        let write = || -> std::io::Result<()> {
+            use std::os::unix::fs::FileExt;
+            self.file.write_all_at(in_flight, self.offset)?;
+            let after = self.offset + in_flight.len() as u64;
+            self.file.write_all_at(&self.filling, after)?;
+            self.file.sync_data()
+        };
+        write().map_err(|e| format!("{}: {e}", self.dir.display()))
+    }
+
+    /// The records of the write in flight the kernel has not taken yet.
+    fn records_in_flight(&self) -> &[u8] {
+        match &self.direct {
+            _ if !self.write_in_flight => &[],
+            Some(direct) => direct.log.records_in_flight(),
+            None => &self.writing[self.written..],
+        }
+    }
+
+    /// [`flush_blocking`](Self::flush_blocking) must wait for the direct writes in
+    /// flight: the records' write rewrites whole blocks, and a zero fill ahead may
+    /// cover the space after the log's end; landing after the flush, either could
+    /// zero records the flush wrote there.
+    pub fn flush_must_wait(&self) -> bool {
+        self.direct.is_some() && (self.write_in_flight || self.zero_filling())
+    }
+
+    /// A zero fill ahead of the log's end is in flight.
+    fn zero_filling(&self) -> bool {
+        self.direct.as_ref().is_some_and(|d| d.log.zero_filling())
+    }
+
+    /// SHUTDOWN's flush runs once the write in flight completes.
+    pub fn defer_exit_flush(&mut self) {
+        self.exit_flush_waits = true;
+    }
+
+    /// A direct write completed: whether SHUTDOWN's flush waited for it and
+    /// nothing is in flight now.
+    pub fn take_exit_flush(&mut self) -> bool {
+        !self.flush_must_wait() && std::mem::take(&mut self.exit_flush_waits)
+    }
+
+    /// The first disk error, when writes must be refused.
+    pub fn failed(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// Too many records wait for the disk: take no new requests.
+    pub fn backed_up(&self) -> bool {
+        self.filling.len() > FILLING_BYTES_MAX
+    }
+
+    /// The next write to submit, if none is in flight and records wait.
+    /// Under `always` each write is followed by an fdatasync of its group; the
+    /// next group's write may start while up to [`GROUP_SYNCS_MAX`] syncs run
+    /// (a sync covers every write completed before it, so groups become durable
+    /// in order whichever sync ends first). A full segment waits for its syncs
+    /// to end, then rotates.
+    pub fn next_write(&mut self) -> Option<WriteOp> {
+        let syncs_full = self.gates_replies()
+            && (self.fsyncs_in_flight >= GROUP_SYNCS_MAX || self.offset >= SEGMENT_BYTES_MAX);
+        let blocked = |d: &Direct| !d.log.can_write(self.filling.len());
+        let busy = self.write_in_flight || syncs_full || self.direct.as_ref().is_some_and(blocked);
+        // An open group is not written half (it closes within the command that opened it).
+        if busy || self.filling.is_empty() || self.error.is_some() || self.atomic.is_some() {
+            return None;
+        }
+        injected_slow_disk();
+        self.write_in_flight = true;
+        self.writing_group = self.open_group;
+        self.open_group += 1;
+        if let Some(direct) = self.direct.as_mut() {
+            // The aligned copy is what goes to disk: `filling` is emptied and
+            // refilled in place, one records buffer instead of the buffered
+            // path's two (no speed change measured: docs/durability.md).
+            let fd = direct.file.as_raw_fd();
+            let op = WriteOp::direct(fd, direct.log.write(&self.filling));
+            if self.filling.capacity() > KEEP_CAPACITY_MAX {
+                self.filling = Vec::new();
+            }
+            self.filling.clear();
+            return Some(op);
+        }
+        std::mem::swap(&mut self.filling, &mut self.writing);
+        self.filling.clear();
+        self.written = 0;
+        Some(self.pending_op())
+    }
+
+    fn pending_op(&self) -> WriteOp {
+        let rest = &self.writing[self.written..];
+        WriteOp {
+            fd: self.file.as_raw_fd(),
+            ptr: rest.as_ptr(),
+            len: rest.len().min(u32::MAX as usize) as u32,
+            offset: self.offset,
+        }
+    }
+
+    /// The write in flight completed with `result`; returns the rest to submit
+    /// after a short write.
+    pub fn write_done(&mut self, result: i32) -> Option<WriteOp> {
+        let result = self.injected_fault(result);
+        if let Some(direct) = self.direct.as_mut() {
+            let fd = direct.file.as_raw_fd();
+            match direct.log.written(result) {
+                Ok(Some(rest)) => return Some(WriteOp::direct(fd, rest)),
+                Ok(None) => self.offset = direct.log.end(),
+                Err(failed) => {
+                    self.write_in_flight = false;
+                    let errno = match failed {
+                        WriteFailed::Error(result) => result,
+                        WriteFailed::Unaligned => 0,
+                    };
+                    self.fail("write", errno);
+                    return None;
+                }
+            }
+        } else {
+            if result <= 0 {
+                self.write_in_flight = false;
+                self.fail("write", result);
+                return None;
+            }
+            self.written += result as usize;
+            self.offset += result as u64;
+            if self.written < self.writing.len() {
+                return Some(self.pending_op());
+            }
+        }
+        self.unsynced = true;
+        self.write_in_flight = false;
+        // `writing` becomes the next `filling`: one large record must not keep its size.
+        if self.writing.capacity() > KEEP_CAPACITY_MAX {
+            self.writing = Vec::new();
+        }
+        if !self.gates_replies() {
+            self.rotate_if_drained();
+        }
+        None
+    }
+
+    /// The next zero fill ahead of the log's end (direct writes), if one is due.
+    pub fn zero_fill_due(&mut self) -> Option<WriteOp> {
+        if self.error.is_some() || self.exit_flush_waits {
+            return None;
+        }
+        let direct = self.direct.as_mut()?;
+        let fd = direct.file.as_raw_fd();
+        let fill = direct.log.zero_fill_due(SEGMENT_BYTES_MAX)?;
+        Some(WriteOp::direct(fd, fill))
+    }
+
+    /// The zero fill in flight completed with `result` (a failed one only means
+    /// the records' writes allocate that space themselves).
+    pub fn zero_fill_done(&mut self, result: i32) {
+        if let Some(direct) = self.direct.as_mut() {
+            direct.log.zero_filled(result);
+        }
+        self.rotate_if_drained();
+    }
+
+    /// A full segment with nothing in flight on it (no write, sync or zero fill)
+    /// makes way for the next one.
+    fn rotate_if_drained(&mut self) {
+        let drained = self.fsyncs_in_flight == 0 && !self.write_in_flight && !self.zero_filling();
+        if drained && self.offset >= SEGMENT_BYTES_MAX {
+            self.rotate();
+        }
+    }
+
+    /// `RUVIO_FAULT=wal:enospc` (debug builds): every write after the first one
+    /// fails as a full disk would, to test what writers and readers see.
+    fn injected_fault(&mut self, result: i32) -> i32 {
+        self.writes_done += 1;
+        let full = ruvio_engine::fault::is_armed(b"wal", "enospc") && self.writes_done > 1;
+        if full {
+            -libc::ENOSPC
+        } else {
+            result
+        }
+    }
+
+    /// An fsync to start now (`everysec`: once a second, one at a time).
+    pub fn fsync_due(&mut self, now_ms: u64) -> Option<RawFd> {
+        let due = self.mode == Durability::Everysec && now_ms >= self.next_fsync_ms;
+        if !due || !self.unsynced || self.fsyncs_in_flight > 0 || self.error.is_some() {
+            return None;
+        }
+        self.next_fsync_ms = now_ms + FSYNC_EVERY_MS;
+        self.unsynced = false;
+        self.fsyncs_in_flight += 1;
+        Some(self.file.as_raw_fd())
+    }
+
+    /// `always`: the group just written goes to disk now (one fdatasync per
+    /// group): its descriptor and the group, which [`fsync_done`](Self::fsync_done)
+    /// gets back.
+    pub fn group_sync_due(&mut self) -> Option<(RawFd, u64)> {
+        if !self.gates_replies() || self.error.is_some() || self.write_in_flight {
+            return None;
+        }
+        self.fsyncs_in_flight += 1;
+        Some((self.file.as_raw_fd(), self.writing_group))
+    }
+
+    /// An fsync completed with `result`; under `always` the group it was started
+    /// for (and every one before: their writes had completed) is now durable.
+    pub fn fsync_done(&mut self, result: i32, group: u64) {
+        self.fsyncs_in_flight -= 1;
+        if result < 0 {
+            self.fail("fsync", result);
+            return;
+        }
+        if self.gates_replies() {
+            self.durable_group = self.durable_group.max(group);
+            self.rotate_if_drained();
+        }
+    }
+
+    /// Start the next segment: the current one is synced first (its last bytes must
+    /// not be lost when only the new file is synced later).
+    fn rotate(&mut self) {
+        if let Err(e) = self.file.sync_data() {
+            self.error = Some(strerror(e.raw_os_error().unwrap_or(libc::EIO)));
+            return;
+        }
+        let next = self.segment + 1;
+        let opened = open_segment(&self.dir, next)
+            .and_then(|file| Ok((Direct::open(&self.dir, next, 0)?, file)));
+        match opened {
+            Ok((direct, file)) => {
+                self.file = file;
+                self.direct = direct;
+                self.segment = next;
+                self.offset = 0;
+            }
+            Err(e) => self.error = Some(strerror(e.raw_os_error().unwrap_or(libc::EIO))),
+        }
+    }
+
+    fn fail(&mut self, what: &str, result: i32) {
+        let error = if result == 0 {
+            "short write".to_string()
+        } else {
+            strerror(-result)
+        };
+        if self.gates_replies() {
+            // Replies of the writes in this group are queued behind it and can
+            // never be released as written: as Redis under appendfsync always,
+            // stop rather than acknowledge or drop them.
+            eprintln!(
+                "ruvio: log {what} failed in {}: {error}; cannot recover from a log write error under durability always, exiting",
+                self.dir.display()
+            );
+            std::process::exit(crate::EXIT_SHARD_FAILED);
+        }
+        eprintln!(
+            "ruvio: log {what} failed in {}: {error}; writes are refused from now on",
+            self.dir.display()
+        );
+        self.error.get_or_insert(error);
+    }
+}
+
+/// `RUVIO_FAULT=wal:slow-write` (debug builds): each log write waits 200 ms
+/// before it is submitted, the records still only in memory, as behind a slow
+/// disk; the shard's loop stalls meanwhile. Tests use it to see that no reply
+/// waiting for those records goes out before them (release builds: nothing).
+fn injected_slow_disk() {
+    if ruvio_engine::fault::is_armed(b"wal", "slow-write") {
+        std::thread::sleep(std::time::Duration::from_millis(SLOW_WRITE_MS));
+    }
+}
+
+/// How long `wal:slow-write` holds each write.
+const SLOW_WRITE_MS: u64 = 200;
+
+/// `RUVIO_FAULT=wal:slow-fsync-<shard>` (debug builds): under `always`, shard
+/// `<shard>` starts each group's fdatasync [`SLOW_FSYNC_NS`] after its write,
+/// while its loop goes on, as a disk slow to flush would; tests see which replies
+/// wait for that shard's groups (release builds: never).
+pub fn fsync_delayed(shard: usize) -> bool {
+    cfg!(debug_assertions) && ruvio_engine::fault::is_armed(b"wal", &format!("slow-fsync-{shard}"))
+}
+
+/// How late `wal:slow-fsync-<shard>` starts each fdatasync.
+pub const SLOW_FSYNC_NS: u32 = 200_000_000;
+
+/// `RUVIO_FAULT=wal:late-write-<shard>` (debug builds): shard `<shard>` learns
+/// of each completed log write [`LATE_WRITE_NS`] late (a timeout holds the
+/// completion) while its loop goes on, so the write stays in flight as behind a
+/// slow disk; tests reach what waits for a write in flight (SHUTDOWN's flush).
+pub fn write_reported_late(shard: usize) -> bool {
+    cfg!(debug_assertions) && ruvio_engine::fault::is_armed(b"wal", &format!("late-write-{shard}"))
+}
+
+/// How late `wal:late-write-<shard>` reports each write.
+pub const LATE_WRITE_NS: u32 = 200_000_000;
+
+/// The C library's text for `errno` (Redis prints `strerror`), without Rust's
+/// ` (os error N)` suffix.
+fn strerror(errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}
+
+fn open_segment(dir: &Path, number: u64) -> std::io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .read(true)
+        .write(true)
+        .truncate(false)
+        .open(dir.join(segment_name(number)))
+}
+
+/// A snapshot of this shard (SAVE): its keyspace written as an RDB file named by
+/// the log position it covers, `snapshot-<segment>-<offset>.rdb` (temp file,
+/// fsync, rename, so a crash leaves the previous one), then older snapshots and
+/// the segments before its one are deleted. Taken whole while the shard waits,
+/// as Redis' SAVE blocks (a time-sliced version that keeps serving is issue 8's
+/// next step).
+pub fn snapshot(core: &mut ShardCore) -> Result<(), String> {
+    let Some(wal) = core.wal.as_ref() else {
+        return Err("persistence is off (--durability memory)".into());
+    };
+    crate::persistence::snapshot::injected_failure()?;
+    let (segment, offset) = wal.log_end();
+    let dir = wal.dir.clone();
+    core.lending.snapshot_taken();
+    let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms)?;
+    let file = ruvio_engine::rdb::file::assemble([section.as_slice()], version);
+    let tmp = dir.join(format!("{}.tmp", snapshot_name(segment, offset)));
+    let write = || -> std::io::Result<()> {
+        let mut f = File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, &file)?;
+        f.sync_all()?;
+        make_current(&tmp, &dir, (segment, offset))
+    };
+    write().map_err(|e| format!("{}: {e}", tmp.display()))?;
+    core.shared
+        .last_save_unix_s
+        .fetch_max(core.now_ms / 1000, std::sync::atomic::Ordering::Relaxed);
+    core.stats.dirty_at_save = core.stats.dirty;
+    // Published now, not at the next tick: SAVE answers once every shard has saved,
+    // and INFO's rdb_changes_since_last_save right after it must read 0.
+    let gauges = &core.shared.shards[core.id];
+    gauges
+        .dirty
+        .store(core.stats.dirty, std::sync::atomic::Ordering::Relaxed);
+    gauges.dirty_at_save.store(
+        core.stats.dirty_at_save,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    Ok(())
+}
+
+/// A snapshot written and synced as `tmp` becomes the shard's snapshot covering
+/// the log up to `(segment, offset)` (rename, directory sync); then the older
+/// snapshots and the log segments before its segment are deleted.
+pub(crate) fn make_current(
+    tmp: &Path,
+    dir: &Path,
+    (segment, offset): (u64, u64),
+) -> std::io::Result<()> {
+    std::fs::rename(tmp, dir.join(snapshot_name(segment, offset)))?;
+    File::open(dir)?.sync_all()?;
+    for (seg, off) in list_snapshots(dir) {
+        if (seg, off) < (segment, offset) {
+            let _ = std::fs::remove_file(dir.join(snapshot_name(seg, off)));
+        }
+    }
+    for old in list_segments(dir).unwrap_or_default() {
+        if old < segment {
+            let _ = std::fs::remove_file(dir.join(segment_name(old)));
+        }
+    }
+    Ok(())
+}
+
+/// Snapshots a save left half written (`.tmp`: the process ended before it was
+/// sealed) are never loaded: delete them.
+fn remove_unfinished_snapshots(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("snapshot-") && name.ends_with(".rdb.tmp") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The file name of a snapshot covering the log up to `(segment, offset)`.
+pub(crate) fn snapshot_name(segment: u64, offset: u64) -> String {
+    format!("snapshot-{segment:010}-{offset:012}.rdb")
+}
+
+/// `dir` holds a snapshot.
+pub(crate) fn has_snapshot(dir: &Path) -> bool {
+    !list_snapshots(dir).is_empty()
+}
+
+/// The snapshots in `dir` as `(segment, offset)`, oldest first.
+fn list_snapshots(dir: &Path) -> Vec<(u64, u64)> {
+    let mut found: Vec<(u64, u64)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let (seg, off) = name
+                .strip_prefix("snapshot-")?
+                .strip_suffix(".rdb")?
+                .split_once('-')?;
+            Some((seg.parse().ok()?, off.parse().ok()?))
+        })
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+/// Where the recovered log ends: the segment to append to and its good length.
+pub enum RecoveredEnd {
+    Empty,
+    Segment { number: u64, valid_bytes: u64 },
+}
+
+/// Replay shard `shard`'s log into `engine`. Returns where appending resumes, or
+/// why the shard cannot start.
+pub fn recover(
+    engine: &mut Engine,
+    cfg: &Config,
+    shard: usize,
+    now_ms: u64,
+) -> Result<RecoveredEnd, String> {
+    let dir = shard_dir(&cfg.dir, shard);
+    let from = load_snapshot(engine, &dir, shard, now_ms)?;
+    let segments: Vec<u64> = list_segments(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .into_iter()
+        .filter(|&n| n >= from.0)
+        .collect();
+    // One buffer for every segment read: a fresh 64 MiB each time would be
+    // page-faulted and zeroed again.
+    let mut bytes = Vec::new();
+    size_index_for_replay(engine, &dir, &segments, from, &mut bytes);
+    let mut end = RecoveredEnd::Empty;
+    let mut records = 0u64;
+    let mut scratch = Vec::new();
+    for (i, &number) in segments.iter().enumerate() {
+        let path = dir.join(segment_name(number));
+        read_segment(&path, &mut bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        // The snapshot covers its segment up to its offset.
+        let skip = if number == from.0 {
+            (from.1 as usize).min(bytes.len())
+        } else {
+            0
+        };
+        let (valid, how, replayed) = replay_log(engine, &bytes[skip..], now_ms, &mut scratch);
+        records += replayed;
+        let valid = valid + skip;
+        let how = match how {
+            LogEnd::TornTail { at } => LogEnd::TornTail { at: at + skip },
+            LogEnd::Corrupt { at, reason } => LogEnd::Corrupt {
+                at: at + skip,
+                reason,
+            },
+            clean => clean,
+        };
+        let last = i + 1 == segments.len();
+        match how {
+            LogEnd::Clean => {}
+            LogEnd::TornTail { at } if last => eprintln!(
+                "ruvio: shard {shard}: {} ends in a partly written record at byte {at}; cut there",
+                path.display()
+            ),
+            LogEnd::TornTail { at } | LogEnd::Corrupt { at, .. } if cfg.wal_truncate_corrupt => {
+                eprintln!(
+                    "ruvio: shard {shard}: {} is damaged at byte {at}; cut there as --wal-truncate-corrupt says (later records and segments are dropped)",
+                    path.display()
+                );
+                for &later in &segments[i + 1..] {
+                    let _ = std::fs::remove_file(dir.join(segment_name(later)));
+                }
+                return Ok(RecoveredEnd::Segment { number, valid_bytes: valid as u64 });
+            }
+            LogEnd::TornTail { at } | LogEnd::Corrupt { at, .. } => {
+                return Err(format!(
+                    "{} is damaged at byte {at} and good records follow; refusing to start (--wal-truncate-corrupt cuts the log there, losing what follows)",
+                    path.display()
+                ))
+            }
+        }
+        end = RecoveredEnd::Segment {
+            number,
+            valid_bytes: valid as u64,
+        };
+    }
+    if records > 0 {
+        eprintln!("ruvio: shard {shard}: replayed {records} log records");
+    }
+    Ok(end)
+}
+
+/// Replay the good records of `log` through the engine in batches of
+/// [`REPLAY_BATCH`]: where the good records end, how the log ends there
+/// ([`read_log`]), and how many records ran.
+fn replay_log(
+    engine: &mut Engine,
+    log: &[u8],
+    now_ms: u64,
+    scratch: &mut Vec<u8>,
+) -> (usize, LogEnd, u64) {
+    let mut records = 0;
+    let mut batch = Vec::with_capacity(REPLAY_BATCH);
+    let mut run_batch = |engine: &mut Engine, batch: &mut Vec<Record<'_>>| {
+        for record in batch.iter() {
+            if let Some(key) = record.args.get(1) {
+                engine.prefetch(record.db, key);
+            }
+        }
+        for record in batch.drain(..) {
+            crate::persistence::loading::slow_replay();
+            replay(engine, record.db, &record.args, now_ms, scratch);
+            records += 1;
+        }
+    };
+    let (valid, how) = read_log(log, |record| {
+        batch.push(record);
+        if batch.len() == REPLAY_BATCH {
+            run_batch(engine, &mut batch);
+        }
+    });
+    run_batch(engine, &mut batch);
+    (valid, how, records)
+}
+
+/// Size the key index of each database the snapshot left empty for the keys the
+/// log's records name (their distinct count, estimated as PFCOUNT does: repeats
+/// and overwrites count once), so a replay of millions of new keys grows no index
+/// by splits (docs/durability.md, Recovery, has the measurements). A first pass
+/// over the segments, reading each once more (about 5 % of a replay's time); a
+/// segment that cannot be read is left to the replay to report.
+fn size_index_for_replay(
+    engine: &mut Engine,
+    dir: &Path,
+    segments: &[u64],
+    from: (u64, u64),
+    bytes: &mut Vec<u8>,
+) {
+    let empty: Vec<bool> = (0..engine.db_count())
+        .map(|db| engine.key_count(db) == 0)
+        .collect();
+    if !empty.contains(&true) || segments.is_empty() {
+        return;
+    }
+    let mut keys: Vec<Option<DistinctEstimate>> = empty.iter().map(|_| None).collect();
+    for &number in segments {
+        if read_segment(&dir.join(segment_name(number)), bytes).is_err() {
+            return;
+        }
+        let skip = if number == from.0 { from.1 as usize } else { 0 };
+        record_keys(bytes.get(skip..).unwrap_or_default(), |db, key| {
+            if empty.get(db) == Some(&true) {
+                keys[db]
+                    .get_or_insert_with(DistinctEstimate::default)
+                    .add(key);
+            }
+        });
+    }
+    for (db, estimate) in keys.iter().enumerate() {
+        if let Some(estimate) = estimate {
+            engine.reserve_keys(db, estimate.estimate() as usize);
+        }
+    }
+}
+
+/// The whole of segment file `path` in `bytes` (its previous contents replaced,
+/// its capacity kept).
+fn read_segment(path: &Path, bytes: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::Read;
+    bytes.clear();
+    File::open(path)?.read_to_end(bytes)?;
+    Ok(())
+}
+
+/// Load the newest snapshot of the shard, if any; returns the log position it
+/// covers (`(0, 0)`: none, replay the whole log).
+fn load_snapshot(
+    engine: &mut Engine,
+    dir: &Path,
+    shard: usize,
+    now_ms: u64,
+) -> Result<(u64, u64), String> {
+    remove_unfinished_snapshots(dir);
+    let Some(&(segment, offset)) = list_snapshots(dir).last() else {
+        return Ok((0, 0));
+    };
+    let path = dir.join(snapshot_name(segment, offset));
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let loaded = ruvio_engine::rdb::file::load(engine, &bytes, now_ms, |_| true)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!(
+        "ruvio: shard {shard}: loaded {} keys from {}",
+        loaded.keys,
+        path.display()
+    );
+    Ok((segment, offset))
+}
+
+/// Run one logged command through the engine (its reply is dropped). Only engine
+/// commands are ever logged (`exec::run_engine` is the one place that appends).
+fn replay(engine: &mut Engine, db: usize, args: &[&[u8]], now_ms: u64, scratch: &mut Vec<u8>) {
+    if args.is_empty() {
+        return;
+    }
+    let argv: OwnedArgs = args.iter().copied().collect();
+    let argv = argv.args();
+    let command = registry()
+        .lookup(argv.get(0))
+        .and_then(|c| c.resolve(argv).ok());
+    let Some(Handler::Engine(handler)) = command.and_then(|c| c.handler) else {
+        eprintln!(
+            "ruvio: a log record names no keyspace command: {:?}",
+            String::from_utf8_lossy(argv.get(0))
+        );
+        return;
+    };
+    let mut ctx = ExecCtx::new(db, now_ms);
+    ctx.may_block = false;
+    scratch.clear();
+    let _ = handler(
+        engine,
+        &mut ctx,
+        argv,
+        &mut Reply::new(scratch, Protocol::Resp2),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Cli, Config, Durability};
+
+    fn config(dir: &Path) -> Config {
+        Config::load(Cli {
+            durability: Some(Durability::Everysec),
+            dir: Some(dir.to_path_buf()),
+            shards: Some(1),
+            cpus: Some("0".into()),
+            ..Cli::default()
+        })
+        .expect("a configuration")
+    }
+
+    fn records_in(dir: &Path) -> Vec<Vec<Vec<u8>>> {
+        let bytes = std::fs::read(shard_dir(dir, 0).join(segment_name(1))).unwrap();
+        let mut out = Vec::new();
+        read_log(&bytes, |r| {
+            out.push(r.args.iter().map(|a| a.to_vec()).collect())
+        });
+        out
+    }
+
+    /// SHUTDOWN's flush: records never submitted to the ring, and the rest of a
+    /// write in flight, are on disk afterwards.
+    #[test]
+    fn flush_blocking_writes_what_waits_and_what_is_in_flight() {
+        let dir = std::env::temp_dir().join(format!("ruvio-wal-flush-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut wal = Wal::open(&config(&dir), 0, RecoveredEnd::Empty).unwrap();
+        let set = |key: &'static [u8]| [&b"SET"[..], key, b"v"];
+        wal.append(0, &mut set(b"a").into_iter());
+        // The ring took this write but has not done it: its bytes are in flight.
+        let in_flight = wal.next_write().expect("a write");
+        assert!(in_flight.len > 0);
+        wal.append(0, &mut set(b"b").into_iter());
+        assert!(records_in(&dir).is_empty());
+        wal.flush_blocking().unwrap();
+        let keys: Vec<Vec<u8>> = records_in(&dir).into_iter().map(|r| r[1].clone()).collect();
+        assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A snapshot taken while a write is in flight covers its records: the log's
+    /// end counts them until the write completes, and then the segment's end does.
+    #[test]
+    fn the_log_end_counts_the_write_in_flight() {
+        let dir = std::env::temp_dir().join(format!("ruvio-wal-end-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut wal = Wal::open(&config(&dir), 0, RecoveredEnd::Empty).unwrap();
+        wal.append(0, &mut [&b"SET"[..], b"a", b"v"].into_iter());
+        let appended = wal.log_end();
+        let op = wal.next_write().expect("a write");
+        assert_eq!(wal.log_end(), appended);
+        wal.append(0, &mut [&b"SET"[..], b"b", b"v"].into_iter());
+        let both = wal.log_end();
+        assert!(both.1 > appended.1);
+        assert!(wal.write_done(op.len as i32).is_none());
+        assert_eq!(wal.log_end(), both);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A save the process did not finish leaves a `.tmp`: the next start deletes
+    /// it and loads the last sealed snapshot.
+    #[test]
+    fn an_unfinished_snapshot_is_deleted_at_start() {
+        let dir = std::env::temp_dir().join(format!("ruvio-wal-tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let shard = shard_dir(&dir, 0);
+        std::fs::create_dir_all(&shard).unwrap();
+        let unfinished = shard.join(format!("{}.tmp", snapshot_name(1, 40)));
+        std::fs::write(&unfinished, b"REDIS0010").unwrap();
+        let cfg = config(&dir);
+        let mut engine = crate::persistence::loading::empty_engine(&cfg);
+        recover(&mut engine, &cfg, 0, 0).unwrap();
+        assert!(!unfinished.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

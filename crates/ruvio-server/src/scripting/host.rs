@@ -1,0 +1,285 @@
+//! The server around a shard's scripts: what `redis.call` of PUBLISH, SPUBLISH,
+//! DBSIZE, LASTSAVE, PUBSUB and INFO needs beyond the shard's keyspace
+//! ([`ruvio_engine::scripting::ScriptHost`]), and the delivery of what scripts
+//! published.
+//!
+//! A script runs inside the engine on one shard and cannot wait for the others, so
+//! a script's PUBLISH is split in two:
+//! - its reply, at the call, counts the receivers from every shard's subscription
+//!   registry (forward mode: the whole server's, as one Redis counts; per-shard
+//!   mode: the node's own, as Redis Cluster does). The registries are read under
+//!   their mutexes, so the count is exact at that moment;
+//! - the message itself is an effect of the command
+//!   ([`ruvio_engine::command::Published`]): queued after the script with the
+//!   keyspace events and sent at the end of the loop iteration (or before a later
+//!   client PUBLISH on the shard, which keeps one publisher's messages in order),
+//!   through the Pub/Sub path (this shard's subscribers, then a batch to every other
+//!   shard with subscribers; per-shard mode: every shard for PUBLISH, as the
+//!   cluster bus carries it, the owner alone for SPUBLISH).
+//!
+//! So a subscriber that subscribes or leaves between the script's call and the end
+//! of its loop iteration may make the count differ from the deliveries: the same
+//! window Redis has between two commands, now the length of one loop iteration.
+//! DBSIZE adds the other shards' key counts as they last published them (on their
+//! 10 ms tick): a write on another shard shows within one tick. A script holding
+//! the script lock asks every other shard instead (exact: nothing can write there
+//! between its question and its end but single-key commands of other clients).
+
+use crate::cluster::topology::Topology;
+use crate::cmd::pubsub::View;
+use crate::cmd::ServerResult;
+use crate::config::{Config, PortMode};
+use crate::messaging::pubsub::{self, Caller, Kind};
+use crate::net::conn::Conn;
+use crate::net::slab::Slab;
+use crate::shard::ShardCore;
+use crate::stats::Shared;
+use ruvio_engine::command::Published;
+use ruvio_engine::glob_match;
+use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, ScriptHost, Spreading};
+use ruvio_engine::Engine;
+use ruvio_resp::{Args, Reply};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// One shard's view of the server, for its scripts.
+struct Host {
+    /// The shard's settings (INFO's), a copy renewed after each CONFIG SET
+    /// ([`refresh`]).
+    cfg: Config,
+    shared: Arc<Shared>,
+    topo: Arc<Topology>,
+    id: usize,
+    mode: PortMode,
+    /// The hash slots this shard serves (inclusive).
+    slots: (u16, u16),
+}
+
+/// Give this shard thread's scripts the server around them (at shard start).
+pub fn install(cfg: &Config, shared: Arc<Shared>, topo: Arc<Topology>, id: usize) {
+    let node = &topo.nodes[id];
+    let slots = (node.first_slot, node.last_slot);
+    ruvio_engine::scripting::set_script_host(Box::new(Host {
+        cfg: cfg.clone(),
+        shared,
+        mode: topo.mode,
+        topo,
+        id,
+        slots,
+    }));
+}
+
+/// The shard's settings changed (CONFIG SET): its scripts' INFO shows them.
+pub fn refresh(core: &ShardCore) {
+    install(&core.cfg, core.shared.clone(), core.topo.clone(), core.id);
+}
+
+/// How many subscribers of shards `counted` a message on `channel` reaches now
+/// (pattern subscribers included for a plain channel; `shard_channel`: SPUBLISH's),
+/// read under the registries' mutexes.
+pub fn receivers(
+    shared: &Shared,
+    counted: std::ops::Range<usize>,
+    shard_channel: bool,
+    channel: &[u8],
+) -> u64 {
+    let kind = if shard_channel {
+        Kind::Shard
+    } else {
+        Kind::Channel
+    };
+    let subscribers = &shared.pubsub.shards;
+    let mut receivers = 0;
+    for shard in counted {
+        if !subscribers[shard].may_receive(kind) {
+            continue;
+        }
+        let registry = subscribers[shard].registry();
+        receivers += registry.of(kind).get(channel).map_or(0, Vec::len) as u64;
+        if kind == Kind::Channel {
+            receivers += registry
+                .of(Kind::Pattern)
+                .iter()
+                .filter(|(pattern, _)| glob_match(pattern, channel))
+                .map(|(_, list)| list.len() as u64)
+                .sum::<u64>();
+        }
+    }
+    receivers
+}
+
+impl Host {
+    /// The shards whose subscribers a publication from here counts, and PUBSUB
+    /// sees ([`crate::messaging::pubsub::visible_shards`]).
+    fn counted_shards(&self) -> std::ops::Range<usize> {
+        crate::messaging::pubsub::visible_shards_of(
+            self.mode,
+            self.id,
+            self.shared.pubsub.shards.len(),
+        )
+    }
+}
+
+impl Host {
+    /// A script's INFO: the engine's numbers and what every shard published (this
+    /// one's at most a tick old: its live counters are out of a script's reach),
+    /// without waiting for the other shards as a client's INFO does.
+    fn info(&self, engine: &Engine, args: Args<'_>, reply: &mut Reply<'_>) {
+        let wanted: Vec<String> = args
+            .iter()
+            .skip(1)
+            .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+            .collect();
+        let source = crate::cmd::info::Source {
+            cfg: &self.cfg,
+            shared: &self.shared,
+            id: self.id,
+            now_ms: crate::shard::unix_ms(),
+            engine,
+            live: None,
+        };
+        let text = crate::cmd::info::text(&source, &wanted);
+        reply.verbatim("txt", text.as_bytes());
+    }
+}
+
+impl ScriptHost for Host {
+    fn receivers(&self, shard_channel: bool, channel: &[u8]) -> Option<u64> {
+        if shard_channel && self.mode == PortMode::PerShard {
+            let slot = ruvio_engine::slot::key_slot(channel);
+            if !(self.slots.0..=self.slots.1).contains(&slot) {
+                return None;
+            }
+        }
+        Some(receivers(
+            &self.shared,
+            self.counted_shards(),
+            shard_channel,
+            channel,
+        ))
+    }
+
+    fn keys_elsewhere(&self, db: usize) -> u64 {
+        if self.mode == PortMode::PerShard {
+            return 0;
+        }
+        let core = (&*self.shared, &*self.topo, self.id);
+        if let Some(exact) = crate::mesh::script_lock::count_elsewhere(core, db) {
+            return exact;
+        }
+        let shards = self.shared.shards.iter().enumerate();
+        let elsewhere: u64 = shards
+            .filter(|&(shard, _)| shard != self.id)
+            .filter_map(|(_, gauges)| gauges.keys.get(db))
+            .map(|(keys, _)| keys.load(Relaxed))
+            .sum();
+        // Their keys borrowed here count on them (they publish lent keys too).
+        elsewhere.saturating_sub(crate::mesh::script_lock::held_here(db))
+    }
+
+    fn call(
+        &self,
+        engine: &Engine,
+        name: &str,
+        args: Args<'_>,
+        reply: &mut Reply<'_>,
+    ) -> Option<ServerResult> {
+        match name {
+            "lastsave" => {
+                reply.int(self.shared.last_save_unix_s.load(Relaxed) as i64);
+                return Some(Ok(()));
+            }
+            "info" => {
+                self.info(engine, args, reply);
+                return Some(Ok(()));
+            }
+            _ => {}
+        }
+        let view = View {
+            subscribers: &self.shared.pubsub,
+            shards: self.counted_shards(),
+        };
+        crate::cmd::pubsub::answer(&view, name, args, reply)
+    }
+
+    fn elsewhere(&self, call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach> {
+        match self.mode {
+            PortMode::Forward => {
+                crate::mesh::script_lock::elsewhere((&*self.shared, &*self.topo, self.id), call)
+            }
+            // A Redis Cluster node's KEYS and FLUSH* are its own.
+            PortMode::PerShard => Ok(Vec::new()),
+        }
+    }
+
+    fn spread(
+        &self,
+        call: Spreading<'_>,
+        here: &mut dyn FnMut(Args<'_>) -> Vec<u8>,
+    ) -> Result<Vec<u8>, Reach> {
+        match self.mode {
+            PortMode::Forward => {
+                crate::mesh::script_lock::spread((&*self.shared, &*self.topo, self.id), call, here)
+            }
+            // A Redis Cluster node's SCAN and RANDOMKEY are its own.
+            PortMode::PerShard => Ok(here(call.call.args)),
+        }
+    }
+
+    fn reach(&self, engine: &mut Engine, call: Reaching<'_>) -> Reach {
+        match self.mode {
+            PortMode::Forward => {
+                let core = (&*self.shared, &*self.topo, self.id);
+                crate::mesh::script_lock::reach(core, engine, call)
+            }
+            // Redis Cluster's rule: a node's scripts see its own slots only.
+            PortMode::PerShard => {
+                let local = |key: &&[u8]| {
+                    let slot = ruvio_engine::slot::key_slot(key);
+                    (self.slots.0..=self.slots.1).contains(&slot)
+                };
+                match call.keys.iter().all(local) {
+                    true => Reach::Here,
+                    false => Reach::Refused,
+                }
+            }
+        }
+    }
+}
+
+/// Queue what a command's scripts published, for the end of the loop iteration.
+pub fn queue(core: &mut ShardCore, published: Vec<Published>) {
+    core.notifications.published.extend(published);
+}
+
+/// Send the queued publications: once per loop iteration, before the keyspace
+/// events of the same iteration, and before a client's PUBLISH on this shard, so
+/// that one publisher's messages (a script's, then its client's) stay in order.
+/// `caller` is the running connection, out of the slab while its command runs.
+pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, mut caller: Option<Caller<'_>>) {
+    if core.notifications.published.is_empty() {
+        return;
+    }
+    for p in std::mem::take(&mut core.notifications.published) {
+        let kind = if p.shard_channel {
+            Kind::Shard
+        } else {
+            Kind::Channel
+        };
+        let running = caller.as_mut().map(|c| Caller {
+            out: &mut *c.out,
+            proto: c.proto,
+        });
+        pubsub::deliver_here(core, conns, kind, &p.channel, &p.message, running);
+        // SPUBLISH in per-shard mode reaches the channel's owner only: this node.
+        if p.shard_channel && core.topo.mode == PortMode::PerShard {
+            continue;
+        }
+        let me = core.id;
+        for to in 0..core.shared.pubsub.shards.len() {
+            if to != me && core.shared.pubsub.shards[to].may_receive(kind) {
+                core.outbox.message(to, None, kind, &p.channel, &p.message);
+            }
+        }
+    }
+}

@@ -1,0 +1,843 @@
+//! From received bytes to replies: parse each command of the read batch, look it up,
+//! check arity and authentication once, route it by hash slot, run it.
+//!
+//! Routing (see DESIGN.md): in per-shard mode a key of another shard gets `MOVED`
+//! and keys in different slots get `CROSSSLOT`, as Redis Cluster; in forward mode
+//! the command runs where its keys live and the reply comes back through a held
+//! slot of the connection's reply queue, multi-key commands split and merged.
+
+use crate::cmd::Ctx;
+use crate::config::PortMode;
+use crate::memory::limit;
+use crate::mesh::forward::Tag;
+use crate::mesh::lending;
+use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyMode, ReplyQueue};
+use crate::net::slab::Slab;
+use crate::persistence::durable;
+use crate::shard::blocking::Waiter;
+use crate::shard::exec::{self, run_engine, Caller};
+use crate::shard::registry::{registry, Command, Handler};
+use crate::shard::ShardCore;
+use crate::stats::TIMING_SAMPLE_EVERY;
+use ruvio_engine::command::flags::{
+    ALLOW_BUSY, ALL_SHARDS, BLOCKING, DENYOOM, LOADING, NO_AUTH, SPLITTABLE, WRITE,
+};
+use ruvio_engine::command::CommandTree;
+use ruvio_engine::slot::key_slot;
+use ruvio_engine::{CmdError, CommandMeta};
+use ruvio_resp::{Args, OwnedArgs, Parsed, Protocol, Reply};
+use std::time::Instant;
+
+/// Where a command runs.
+enum Route {
+    Local,
+    Moved(u16, usize),
+    CrossSlot,
+    /// Entirely on another shard.
+    Remote(usize),
+    /// Keys on several shards: the key positions each shard gets.
+    Split(Vec<(usize, Vec<usize>)>),
+    /// Keys on several shards, one atomic command: borrow them all and run it here
+    /// (see [`crate::mesh::lending`]).
+    Lend(Vec<(usize, Vec<usize>)>),
+    /// Every shard runs it and the replies merge.
+    AllShards,
+    /// SCAN: the shard in the cursor's high bits, with the shard-local cursor.
+    Scan(usize, u64),
+}
+
+/// Parse and run every complete command in the connection's input. Returns false
+/// when the connection must stop reading (it is closing).
+pub fn process_input(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    conn: &mut Conn,
+    index: u32,
+) -> bool {
+    if conn.client.blocked.is_none() && conn.client.exec_rest.is_some() {
+        let who = (index, conn.gen);
+        crate::transactions::multi::continue_exec(
+            core,
+            conns,
+            &mut conn.client,
+            &mut conn.replies,
+            who,
+        );
+    }
+    let waiting = conn.client.blocked.is_some() || conn.client.paused;
+    if conn.input.len() - conn.input_start < conn.input_need || waiting {
+        return true;
+    }
+    conn.input_need = 0;
+    let who = (index, conn.gen);
+    let sending = conn.sending.len();
+    // Commands at the front whose lines the shard's batch pass already prefetched.
+    let mut prefetched = std::mem::take(&mut conn.prefetched);
+    let Conn {
+        input,
+        parser,
+        client,
+        replies,
+        ..
+    } = conn;
+    let mut pos = conn.input_start;
+    while pos < input.len() && !client.closing && client.blocked.is_none() {
+        if replies.is_backed_up(sending) {
+            // The client is not reading its replies: the rest of this read waits
+            // until they are sent (the shard resumes it), as the next read does.
+            break;
+        }
+        if prefetched == 0 {
+            prefetched = prefetch_window(core, parser, &input[pos..], client.db);
+        }
+        match parser.parse(&input[pos..], &core.limits) {
+            Ok(Parsed::Complete { args, consumed }) => {
+                if core.pause.is_active() && waits_for_pause(core, args) {
+                    // Left unread: it runs when the pause ends.
+                    client.paused = true;
+                    core.pause.park(who);
+                    break;
+                }
+                if client.borrowing_tx.is_some()
+                    && lending::must_wait_for_transaction(core, client, args)
+                {
+                    // Left unread: it runs once the transaction answered.
+                    let seq = client.borrowing_tx.map_or(0, |(_, seq)| seq);
+                    client.blocked = Some(BlockedOn { seq, remote: None });
+                    break;
+                }
+                pos += consumed;
+                prefetched -= 1;
+                if !args.is_empty() {
+                    execute(core, conns, client, replies, who, args);
+                }
+                if crate::net::outlimit::hard_limit_crossed(
+                    &core.cfg.client_output_buffer_limit,
+                    client,
+                    replies,
+                ) {
+                    // Stop here: the shard closes it (see `outlimit`).
+                    client.closing = true;
+                }
+            }
+            Ok(Parsed::Incomplete { need_bytes }) => {
+                conn.input_need = need_bytes;
+                break;
+            }
+            Err(e) => {
+                e.write_reply(replies.sink());
+                client.closing = true;
+            }
+        }
+    }
+    if conn.recv_in_flight {
+        // The kernel is writing after the current end of `input` (a blocked client's
+        // input, run once it was answered): keep the bytes in place until then.
+        conn.input_start = pos;
+    } else {
+        input.drain(..pos);
+        conn.input_start = 0;
+    }
+    if input.len() - conn.input_start > core.cfg.client_query_buffer_limit {
+        // Redis closes such a client without a reply (client-query-buffer-limit).
+        client.closing = true;
+    }
+    !client.closing
+}
+
+/// The command (or its subcommand) may grow memory: refused past `maxmemory`.
+fn denies_oom(cmd: &Command, args: Args<'_>) -> bool {
+    flags_row(cmd, args).has(DENYOOM)
+}
+
+/// The row whose flags govern this call: the subcommand's, or the container's when
+/// the subcommand is unknown (that error comes later, from `resolve`).
+fn flags_row<'a>(cmd: &'a Command, args: Args<'_>) -> &'a CommandMeta {
+    cmd.resolve(args).map_or(cmd.meta, |sub| sub.meta)
+}
+
+/// RESP2 subscribed mode: Redis' error for a command other than (un)subscribing,
+/// PING, QUIT and RESET, named as the (sub)command it resolves to.
+fn subscribed_mode_refusal(cmd: &Command, args: Args<'_>) -> Option<CmdError> {
+    let name = flags_row(cmd, args).name;
+    let allowed = crate::cmd::pubsub::allowed_while_subscribed(name);
+    (!allowed).then(|| crate::cmd::pubsub::not_allowed_while_subscribed(name))
+}
+
+/// A command CLIENT PAUSE holds back now (unknown commands and arity errors are
+/// answered at once, as Redis rejects them before it looks at the pause).
+fn waits_for_pause(core: &ShardCore, args: Args<'_>) -> bool {
+    let Some(cmd) = registry().lookup(args.get(0)) else {
+        return false;
+    };
+    if !cmd.meta.arity_ok(args.len()) {
+        return false;
+    }
+    core.pause.holds(flags_row(cmd, args), core.now_ms)
+}
+
+/// Commands looked ahead at per prefetch pass: enough to overlap the misses of a
+/// typical pipeline (16), few enough that the lines are still cached when used.
+pub const PREFETCH_WINDOW: usize = 16;
+
+/// The first keys of up to [`PREFETCH_WINDOW`] commands at the front of an input
+/// buffer, as spans of that buffer.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyWindow {
+    keys: [(u32, u32); PREFETCH_WINDOW],
+    /// Commands the window covers (with or without a key).
+    pub commands: usize,
+}
+
+impl KeyWindow {
+    /// Parse up to [`PREFETCH_WINDOW`] whole commands of `input` (the front of the
+    /// connection's unread input) and note their first keys.
+    pub fn scan(
+        core: &ShardCore,
+        parser: &mut ruvio_resp::CommandParser,
+        input: &[u8],
+    ) -> KeyWindow {
+        let mut window = KeyWindow::default();
+        let mut pos = 0;
+        while window.commands < PREFETCH_WINDOW {
+            // The front command may be an incomplete multibulk whose progress the
+            // parser keeps; the ones behind it are only looked at.
+            let parsed = if pos == 0 {
+                parser.parse(input, &core.limits)
+            } else {
+                parser.peek(&input[pos..], &core.limits)
+            };
+            let Ok(Parsed::Complete { args, consumed }) = parsed else {
+                break;
+            };
+            let (start, end) = first_key_span(args, input).unwrap_or((0, 0));
+            window.keys[window.commands] = (start as u32, end as u32);
+            pos += consumed;
+            window.commands += 1;
+        }
+        window
+    }
+
+    /// The window's keys, a key repeated by the next command once: a pipeline on
+    /// one hot key prefetches it once, not sixteen times.
+    fn keys<'a>(&'a self, input: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let mut previous: &[u8] = &[];
+        self.keys[..self.commands]
+            .iter()
+            .filter(|(start, end)| end > start)
+            .map(|&(start, end)| &input[start as usize..end as usize])
+            .filter(move |key| {
+                let repeated = *key == previous;
+                previous = key;
+                !repeated
+            })
+    }
+
+    /// First prefetch pass: index slots and entries.
+    pub fn prefetch_entries(&self, core: &ShardCore, db: usize, input: &[u8]) {
+        self.keys(input)
+            .for_each(|key| core.engine.prefetch(db, key));
+    }
+
+    /// Second pass, once the entries are on their way: the values outside them.
+    pub fn prefetch_values(&self, core: &ShardCore, db: usize, input: &[u8]) {
+        self.keys(input)
+            .for_each(|key| core.engine.prefetch_value(db, key));
+    }
+}
+
+/// Prefetch the keyspace lines of the next commands in `input` when more than one
+/// command is waiting (a lone command gains nothing). Returns how many commands the
+/// pass covered, at least 1.
+fn prefetch_window(
+    core: &ShardCore,
+    parser: &mut ruvio_resp::CommandParser,
+    input: &[u8],
+    db: usize,
+) -> usize {
+    let window = KeyWindow::scan(core, parser, input);
+    if window.commands > 1 {
+        window.prefetch_entries(core, db, input);
+        window.prefetch_values(core, db, input);
+    }
+    window.commands.max(1)
+}
+
+/// Where the first key of a keyspace command lies in `input`, if the command has
+/// one there (inline commands' arguments live in the parser's scratch space).
+fn first_key_span(args: Args<'_>, input: &[u8]) -> Option<(usize, usize)> {
+    if args.is_empty() {
+        return None;
+    }
+    let cmd = registry().lookup(args.get(0))?.resolve(args).ok()?;
+    let first = cmd.meta.keys.fixed_first()?;
+    if !matches!(cmd.handler, Some(Handler::Engine(_))) || args.len() <= first {
+        return None;
+    }
+    let key = args.get(first);
+    let start = (key.as_ptr() as usize).checked_sub(input.as_ptr() as usize)?;
+    (start + key.len() <= input.len()).then_some((start, start + key.len()))
+}
+
+/// Run one command and leave its reply (or a held slot for it) in `replies`.
+///
+/// Errors are written once, here (engine errors in [`run_engine`], which also runs
+/// forwarded commands), from their type: one found before the command is admitted
+/// (unknown command, arity, NOAUTH) counts as a rejected call, one after (unknown
+/// subcommand included) as a failed call, whichever kind of handler answered it.
+fn execute(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    args: Args<'_>,
+) {
+    // CLIENT REPLY SKIP hides the next reply whatever it is, rejections included
+    // (Redis flips the flag in resetClient, after every command).
+    if client.reply_mode == ReplyMode::SkipNext {
+        client.reply_mode = ReplyMode::Skip;
+    }
+    let before = replies.sink().len();
+    let first_new_slot = replies.next_seq();
+    // A reply answered later (another shard, a blocked command) is dropped when it
+    // arrives, even if that is before this command returns (a local part).
+    replies.silent_new = matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip);
+    run_command(core, conns, client, replies, who, args);
+    replies.silent_new = false;
+    // The mode after the command decides for a reply written now: CLIENT REPLY ON
+    // answers +OK although the mode was OFF when it started.
+    let silenced = matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip);
+    if silenced && replies.next_seq() == first_new_slot {
+        replies.sink().truncate(before);
+    }
+    if client.reply_mode == ReplyMode::Skip {
+        client.reply_mode = ReplyMode::On;
+    }
+}
+
+/// Look a command up, check it, route it and run it (or send it on).
+pub(crate) fn run_command(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    args: Args<'_>,
+) {
+    let Some(cmd) = registry().lookup(args.get(0)) else {
+        let e = CmdError::unknown_command(args);
+        core.stats.count_error(&e);
+        crate::transactions::multi::flag_refused(client);
+        return e.write(&mut Reply::new(replies.sink(), client.proto));
+    };
+    let rejected = if !cmd.meta.arity_ok(args.len()) {
+        Some(CmdError::WrongArity(cmd.meta.name))
+    } else if !client.authenticated && !cmd.meta.has(NO_AUTH) {
+        Some(CmdError::NoAuth)
+    } else if core.loading.refuses() && !flags_row(cmd, args).has(LOADING) {
+        Some(CmdError::Line(
+            crate::persistence::loading::LOADING_ERROR.to_vec(),
+        ))
+    } else if core.cfg.maxmemory != 0 && denies_oom(cmd, args) && limit::must_refuse(core) {
+        Some(CmdError::Oom)
+    } else if client.proto == Protocol::Resp2 && client.subs.active() {
+        subscribed_mode_refusal(cmd, args)
+    } else if client.multi.is_some() && !cmd.meta.has(ALLOW_BUSY) {
+        // Redis refuses a command with -BUSY before queueing it (EXEC aborts).
+        core.shared.scripts.busy_elsewhere(core.id)
+    } else {
+        None
+    };
+    if let Some(e) = rejected {
+        core.stats.per_command[cmd.stat].rejected += 1;
+        let e = crate::transactions::multi::refused(core, client, cmd, e);
+        core.stats.count_error(&e);
+        return e.write(&mut Reply::new(replies.sink(), client.proto));
+    }
+    if crate::transactions::multi::queue(core, client, replies, cmd, args) {
+        return;
+    }
+    client.last_cmd = cmd.meta.name;
+    client.last_cmd_ms = core.now_ms;
+    // A container runs as its subcommand, which has statistics of its own; an
+    // unknown subcommand fails as the container.
+    let (stat, result) = match cmd.resolve(args) {
+        Ok(sub) => {
+            client.last_cmd = sub.meta.name;
+            let sampled = (core.stats.per_command[sub.stat].calls + 1)
+                .is_multiple_of(TIMING_SAMPLE_EVERY)
+                .then(Instant::now);
+            let result = match sub.meta.name {
+                // They need the reply queue: run here rather than as server handlers.
+                "exec" => crate::transactions::multi::exec(core, conns, client, replies, who),
+                "watch" => crate::transactions::multi::watch_keys(core, client, replies, who, args),
+                _ => run_routed(core, conns, client, replies, who, sub, args),
+            };
+            let stat = &mut core.stats.per_command[sub.stat];
+            if let Some(started) = sampled {
+                stat.usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
+            }
+            (sub.stat, result)
+        }
+        Err(e) => (cmd.stat, Err(e)),
+    };
+    // Counted after the call, as Redis' call() does: INFO does not see itself.
+    core.stats.commands += 1;
+    core.stats.per_command[stat].calls += 1;
+    if let Err(e) = result {
+        core.stats.per_command[stat].failed += 1;
+        core.stats.count_error(&e);
+        e.write(&mut Reply::new(replies.sink(), client.proto));
+    }
+}
+
+/// Run resolved command `cmd` where its keys are: here, on another shard (a held
+/// reply slot), or split over several. An error to write comes back.
+fn run_routed(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    cmd: &'static Command,
+    args: Args<'_>,
+) -> Result<(), CmdError> {
+    let route = route(core, cmd, args);
+    if !cmd.meta.has(ALLOW_BUSY) {
+        if let Some(busy) = busy_refusal(core, &route) {
+            return Err(busy);
+        }
+    }
+    match route {
+        Route::Local => run_local(core, conns, client, replies, who, cmd, args),
+        Route::Moved(slot, shard) => Err(CmdError::Moved {
+            slot,
+            host: core
+                .topo
+                .announced_host(&core.cfg.cluster_announce_ip, &client.local)
+                .to_string(),
+            port: core.topo.nodes[shard].port,
+        }),
+        Route::CrossSlot => Err(CmdError::CrossSlot),
+        Route::Remote(shard) => {
+            let seq = replies.hold(Merge::Single, 1);
+            core.outbox
+                .request(shard, core.id, tag(client, who, seq, 0), args.iter());
+            if cmd.meta.has(BLOCKING) {
+                // It may park on the owner: run nothing else until it answers.
+                client.blocked = Some(BlockedOn {
+                    seq,
+                    remote: Some(shard),
+                });
+            }
+            Ok(())
+        }
+        // A split command's arguments are checked here: no shard sees them whole.
+        Route::Split(_) if !whole_key_steps(cmd, args) => Err(CmdError::WrongArity(cmd.meta.name)),
+        Route::Split(groups) => {
+            let gate = durable::open_parts_gate(core, replies, cmd);
+            split(core, client, replies, who, cmd, args, groups);
+            if let Some(gate) = gate {
+                durable::close_gate(core, replies, who, gate);
+            }
+            Ok(())
+        }
+        Route::Lend(groups) => {
+            borrow_and_run(core, conns, client, replies, who, cmd, args, groups);
+            Ok(())
+        }
+        Route::AllShards => {
+            let shards = core.topo.nodes.len();
+            if cmd.merge == Some(Merge::FirstNonNull) {
+                // RANDOMKEY: each shard's key count with its key, weighed at merge.
+                let pick = core.engine.next_random() as u32;
+                let seq = replies.hold(Merge::WeightedPick { pick }, 2 * shards);
+                for shard in 0..shards {
+                    let count = [b"DBSIZE".as_slice()].into_iter();
+                    send_part(core, client, replies, who, seq, 2 * shard, shard, count);
+                    send_part(
+                        core,
+                        client,
+                        replies,
+                        who,
+                        seq,
+                        2 * shard + 1,
+                        shard,
+                        args.iter(),
+                    );
+                }
+                return Ok(());
+            }
+            let gate = durable::open_parts_gate(core, replies, cmd);
+            let seq = replies.hold(cmd.merge.unwrap_or(Merge::Single), shards);
+            for shard in 0..shards {
+                send_part(core, client, replies, who, seq, shard, shard, args.iter());
+            }
+            if let Some(gate) = gate {
+                durable::close_gate(core, replies, who, gate);
+            }
+            Ok(())
+        }
+        Route::Scan(shard, inner) => {
+            // The shard in the cursor continues from its position, every later shard
+            // from its start: the merge keeps what a single Redis would return.
+            let shards = core.topo.nodes.len();
+            let merge = Merge::Scan {
+                shard: shard as u16,
+            };
+            let seq = replies.hold(merge, shards - shard);
+            for (part, owner) in (shard..shards).enumerate() {
+                let cursor = if part == 0 { inner } else { 0 }.to_string();
+                let rewritten =
+                    args.iter()
+                        .enumerate()
+                        .map(|(i, a)| if i == 1 { cursor.as_bytes() } else { a });
+                send_part(
+                    core,
+                    client,
+                    replies,
+                    who,
+                    seq,
+                    part,
+                    owner,
+                    rewritten.collect::<Vec<_>>().into_iter(),
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `-BUSY` when the route needs a shard running a script past
+/// `busy-reply-threshold` (its loop is inside Lua; see docs/scripting.md).
+fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> {
+    let busy = |shard: usize| core.shared.scripts.busy_error(shard);
+    let shards = core.topo.nodes.len();
+    match route {
+        Route::Remote(shard) => busy(*shard),
+        Route::Split(groups) | Route::Lend(groups) => groups.iter().find_map(|(s, _)| busy(*s)),
+        Route::AllShards => (0..shards).find_map(busy),
+        Route::Scan(first, _) => (*first..shards).find_map(busy),
+        Route::Local | Route::Moved(..) | Route::CrossSlot => None,
+    }
+}
+
+pub(crate) fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
+    Tag {
+        conn: who.0,
+        gen: who.1,
+        seq,
+        part,
+        db: client.db as u16,
+        resp3: client.proto == Protocol::Resp3,
+        no_touch: client.no_touch,
+        client_id: client.id,
+        may_block: !client.in_exec,
+    }
+}
+
+/// How `client` runs engine commands.
+pub(crate) fn caller(client: &ClientState) -> Caller {
+    Caller {
+        client_id: client.id,
+        db: client.db,
+        proto: client.proto,
+        no_touch: client.no_touch,
+        may_block: !client.in_exec,
+        borrowing: false,
+    }
+}
+
+/// Run a command on this shard with the client's context. A server handler's
+/// error comes back to be written once by [`execute`]; an engine handler's is
+/// written and counted by [`run_engine`].
+fn run_local(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    cmd: &'static Command,
+    args: Args<'_>,
+) -> Result<(), CmdError> {
+    match cmd.handler {
+        Some(Handler::Engine(_)) => {
+            let caller = caller(client);
+            let gate = cmd
+                .meta
+                .has(WRITE)
+                .then(|| durable::open_gate(core, replies))
+                .flatten();
+            let forward_shards = core.topo.mode == PortMode::Forward && core.topo.nodes.len() > 1;
+            if forward_shards && crate::mesh::script_lock::is_script(cmd.meta) {
+                crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
+                    // Not inside EXEC: borrowing would leave the queue half run
+                    // while it waits (the call gets Redis Cluster's error then).
+                    may_start_over: !client.in_exec,
+                    may_lock_now: core.wal.is_none(),
+                    ..Default::default()
+                });
+            }
+            let ran = run_engine(core, cmd, caller, args, replies.sink());
+            if let Some(gate) = gate {
+                durable::close_gate(core, replies, who, gate);
+            }
+            if ran.start_over {
+                // It reached undeclared keys of other shards: again, under the
+                // script lock (see `script_lock`).
+                let groups = owner_groups(core, cmd, args);
+                borrow_and_run(core, conns, client, replies, who, cmd, args, groups);
+                return Ok(());
+            }
+            if let Some(block) = ran.block {
+                let seq = replies.hold(Merge::Single, 1);
+                client.blocked = Some(BlockedOn { seq, remote: None });
+                let waiter = Waiter::Local {
+                    index: who.0,
+                    gen: who.1,
+                    seq,
+                    part: 0,
+                };
+                exec::park(core, waiter, caller, args, block);
+            }
+            exec::serve_ready(core, conns);
+            Ok(())
+        }
+        Some(Handler::Server(handler)) => {
+            // Server commands answer -BUSY as Redis does while any shard runs a
+            // script past the threshold (several would wait for that shard).
+            if !cmd.meta.has(ALLOW_BUSY) {
+                if let Some(busy) = core.shared.scripts.busy_elsewhere(core.id) {
+                    return Err(busy);
+                }
+            }
+            let mut reply = Reply::new(replies.sink(), client.proto);
+            let mut ctx = Ctx {
+                core,
+                client,
+                conns,
+                gather: None,
+                who,
+            };
+            let result = handler(&mut ctx, args, &mut reply);
+            if let Some(gather) = ctx.gather {
+                crate::mesh::gather::start(core, client, replies, who, gather);
+            }
+            result
+        }
+        None => unreachable!("{} resolves to a subcommand", cmd.meta.name),
+    }
+}
+
+/// Send part `part` of held slot `seq` to `shard`, or run it here when `shard` is this one.
+#[allow(clippy::too_many_arguments)]
+fn send_part<'a>(
+    core: &mut ShardCore,
+    client: &ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    seq: u64,
+    part: usize,
+    shard: usize,
+    args: impl ExactSizeIterator<Item = &'a [u8]>,
+) {
+    let tag = tag(client, who, seq, part as u16);
+    if shard != core.id {
+        return core.outbox.request(shard, core.id, tag, args);
+    }
+    let owned: OwnedArgs = args.collect();
+    let mut out = Vec::new();
+    let Some(cmd) = registry().lookup(owned.args().get(0)) else {
+        return replies.fill(seq, part, out);
+    };
+    let caller = Caller {
+        may_block: false,
+        ..caller(client)
+    };
+    match run_engine(core, cmd, caller, owned.args(), &mut out).block {
+        // A key of this part is lent to another shard: the part waits for it.
+        Some(block) => {
+            let waiter = Waiter::Local {
+                index: who.0,
+                gen: who.1,
+                seq,
+                part: part as u16,
+            };
+            exec::park(core, waiter, caller, owned.args(), block);
+        }
+        None => replies.fill(seq, part, out),
+    }
+}
+
+/// True when the arguments after the first key come in whole key steps (MSET's
+/// key/value pairs), as the command's own arity check would demand.
+fn whole_key_steps(cmd: &Command, args: Args<'_>) -> bool {
+    let (first, _, step) = cmd.meta.keys.legacy_range();
+    let (first, step) = (first.max(1) as usize, step.max(1) as usize);
+    args.len() >= first && (args.len() - first).is_multiple_of(step)
+}
+
+/// Split a multi-key command by shard: each shard gets its keys (with the arguments
+/// that follow each key up to the key step, e.g. MSET's values).
+fn split(
+    core: &mut ShardCore,
+    client: &ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    cmd: &Command,
+    args: Args<'_>,
+    groups: Vec<(usize, Vec<usize>)>,
+) {
+    let merge = cmd.merge.unwrap_or(Merge::Single);
+    let order: Vec<u16> = if merge == Merge::Scatter {
+        let mut order = Vec::new();
+        for pos in cmd.meta.keys.positions(args) {
+            let owner = core.topo.key_owner(args.get(pos));
+            order.push(groups.iter().position(|(s, _)| *s == owner).unwrap_or(0) as u16);
+        }
+        order
+    } else {
+        Vec::new()
+    };
+    let seq = replies.hold_ordered(merge, groups.len(), order);
+    let step = cmd.meta.keys.legacy_range().2.max(1) as usize;
+    for (part, (shard, positions)) in groups.iter().enumerate() {
+        let mut sub: Vec<&[u8]> = vec![args.get(0)];
+        for &p in positions {
+            sub.extend((p..(p + step).min(args.len())).map(|i| args.get(i)));
+        }
+        send_part(
+            core,
+            client,
+            replies,
+            who,
+            seq,
+            part,
+            *shard,
+            sub.into_iter(),
+        );
+    }
+}
+
+/// Run `cmd` on keys borrowed from their owners `groups` (see [`lending`]); like a
+/// blocked client, the connection runs nothing after it until it is answered.
+#[allow(clippy::too_many_arguments)]
+fn borrow_and_run(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    cmd: &'static Command,
+    args: Args<'_>,
+    groups: Vec<(usize, Vec<usize>)>,
+) {
+    let seq = replies.hold(Merge::Single, 1);
+    client.blocked = Some(BlockedOn { seq, remote: None });
+    let at_once = lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
+    if let Some(reply) = at_once {
+        replies.fill(seq, 0, reply);
+        client.blocked = None;
+    }
+}
+
+/// Decide where a command runs.
+fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
+    let shards = core.topo.nodes.len();
+    let forward = core.topo.mode == PortMode::Forward;
+    if !matches!(cmd.handler, Some(Handler::Engine(_))) {
+        return Route::Local;
+    }
+    if forward && shards == 1 {
+        return Route::Local;
+    }
+    if cmd.meta.keys.is_none() {
+        if forward && crate::mesh::lending::swaps_dbs(cmd) {
+            // Under the script lock in a quiet server, on every shard at once
+            // (`lending`): no key is out on loan while databases move.
+            return Route::Lend(Vec::new());
+        }
+        if forward && cmd.meta.has(ALL_SHARDS) {
+            return match cmd.merge {
+                Some(Merge::Scan { .. }) => scan_route(args, shards),
+                _ => Route::AllShards,
+            };
+        }
+        return Route::Local;
+    }
+    if forward && crate::mesh::script_lock::is_script(cmd.meta) {
+        return script_route(core, cmd, args);
+    }
+    let positions = cmd.meta.keys.positions(args);
+    let mut positions = positions.into_iter();
+    let Some(first) = positions.next() else {
+        return Route::Local;
+    };
+    if !forward {
+        let slot = key_slot(args.get(first));
+        if positions.any(|p| key_slot(args.get(p)) != slot) {
+            return Route::CrossSlot;
+        }
+        let owner = core.topo.owner(slot);
+        return if owner == core.id {
+            Route::Local
+        } else {
+            Route::Moved(slot, owner)
+        };
+    }
+    let owner = core.topo.key_owner(args.get(first));
+    let groups = owner_groups(core, cmd, args);
+    // SORT ... BY/GET patterns read keys named by the sorted elements, which may
+    // live anywhere: borrow them all (the lender finds out which).
+    let from_value = cmd.meta.keys.reads_keys_from_value() && ruvio_engine::value_keys_wanted(args);
+    match groups.len() {
+        _ if from_value => Route::Lend(groups),
+        1 if owner == core.id => Route::Local,
+        1 => Route::Remote(owner),
+        _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
+        _ => Route::Lend(groups),
+    }
+}
+
+/// The owners of a command's keys, each with the argument positions of its keys,
+/// in the order the keys come (forward mode).
+fn owner_groups(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Vec<(usize, Vec<usize>)> {
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for p in cmd.meta.keys.positions(args) {
+        let o = core.topo.key_owner(args.get(p));
+        match groups.iter_mut().find(|(s, _)| *s == o) {
+            Some((_, ps)) => ps.push(p),
+            None => groups.push((o, vec![p])),
+        }
+    }
+    groups
+}
+
+/// Where a script runs in forward mode with several shards: where its declared
+/// keys are, unless they are on several shards, or it is known to reach
+/// undeclared keys of other shards or new here; then it borrows them under the
+/// script lock (see [`crate::mesh::script_lock`]).
+fn script_route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
+    let groups = owner_groups(core, cmd, args);
+    if groups.len() > 1 || crate::mesh::script_lock::must_lock(core, args) {
+        return Route::Lend(groups);
+    }
+    match groups.first() {
+        Some(&(owner, _)) if owner != core.id => Route::Remote(owner),
+        _ => Route::Local,
+    }
+}
+
+/// Route a SCAN by the shard named in its cursor; an unparsable cursor runs here
+/// so the engine answers with Redis' error.
+/// A cursor naming a shard that does not exist runs here too: the engine finds
+/// nothing past the end and answers cursor 0 (the scan is over), as Redis does for
+/// a cursor past its table.
+fn scan_route(args: Args<'_>, shards: usize) -> Route {
+    let cursor = ruvio_engine::parse_cursor(args.get(1));
+    match cursor.and_then(|c| crate::net::conn::scan_cursor(c, shards)) {
+        Some((shard, inner)) => Route::Scan(shard, inner),
+        None => Route::Local,
+    }
+}

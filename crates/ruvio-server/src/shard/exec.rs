@@ -1,0 +1,557 @@
+//! Running engine commands on this shard, whoever asked: a local connection, another
+//! shard (forward mode) or a blocked client whose key was written. One function
+//! ([`run_engine`]) builds the execution context, runs the handler, writes a typed
+//! error once, counts it, and consumes the command's effects (dirty counter, keys
+//! that wake blocked clients). Blocked clients are parked, served, timed out,
+//! woken when a FILLGET lease ends, and released here (the bookkeeping itself is
+//! [`crate::shard::blocking`]).
+
+use crate::net::conn::Conn;
+use crate::net::slab::Slab;
+use crate::shard::blocking::{Blocked, Waiter};
+use crate::shard::registry::{registry, Command, Handler};
+use crate::shard::ShardCore;
+use ruvio_engine::command::flags::WRITE;
+use ruvio_engine::command::{Block, Effects, ExecCtx, KeyPositions, Outcome};
+use ruvio_engine::CmdError;
+use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
+
+/// Who runs a command and how.
+#[derive(Clone, Copy, Debug)]
+pub struct Caller {
+    pub client_id: u64,
+    pub db: usize,
+    pub proto: Protocol,
+    pub no_touch: bool,
+    /// False inside a context that must not block (a timed-out retry, later MULTI).
+    pub may_block: bool,
+    /// Running a cross-shard command on borrowed keys (see [`crate::mesh::lending`]):
+    /// lent keys are not waited for, and the keys written are reported.
+    pub borrowing: bool,
+}
+
+/// What running a command left to do.
+#[derive(Debug, Default)]
+pub struct Ran {
+    /// Park the command: nothing to serve yet, or a key of it is lent out.
+    pub block: Option<Block>,
+    /// `(db, key)` written, when the caller was borrowing.
+    pub modified: Vec<(usize, Vec<u8>)>,
+    /// A script's keys borrowed while it ran (see [`crate::mesh::script_lock`]): they
+    /// are in this shard's keyspace until the caller sends them home.
+    pub loans: Vec<(usize, Vec<u8>)>,
+    /// The script stopped to start over under the script lock: its reply was not
+    /// written and it changed nothing.
+    pub start_over: bool,
+    /// The script took the script lock while it ran (a caller borrowing frees it
+    /// once `loans` are home; otherwise they are sent and it is freed here).
+    pub locked_now: bool,
+}
+
+/// Run engine command `cmd` with `args`, appending its reply (or error) to `out`.
+/// When the command has nothing to serve yet, or one of its keys is lent to another
+/// shard, nothing is written and [`Ran::block`] says what to wait for.
+pub fn run_engine(
+    core: &mut ShardCore,
+    cmd: &Command,
+    caller: Caller,
+    args: Args<'_>,
+    out: &mut Vec<u8>,
+) -> Ran {
+    let Some(Handler::Engine(handler)) = cmd.handler else {
+        Reply::new(out, caller.proto).error("ERR internal: not a keyspace command");
+        return Ran::default();
+    };
+    if !caller.borrowing && core.lending.any_lent() {
+        if let Some(block) = lent_keys(core, cmd, caller.db, args) {
+            return Ran {
+                block: Some(block),
+                ..Ran::default()
+            };
+        }
+    }
+    // A command on keys borrowed from other shards is not logged here: its keys'
+    // records belong in their owners' logs (docs/durability.md, known gaps).
+    let logging = core.wal.is_some() && may_write(cmd) && !caller.borrowing;
+    if let Some(error) = core
+        .wal
+        .as_ref()
+        .and_then(|w| w.failed())
+        .filter(|_| logging)
+    {
+        let e = CmdError::AofWriteFailed(error.to_string());
+        core.stats.per_command[cmd.stat].failed += 1;
+        core.stats.count_error(&e);
+        e.write(&mut Reply::new(out, caller.proto));
+        return Ran::default();
+    }
+    let mut ctx = ExecCtx::new(caller.db, core.now_ms);
+    ctx.no_touch = caller.no_touch;
+    ctx.may_block = caller.may_block;
+    let watched = core.watches.any();
+    let script = cmd.meta.group == "scripting";
+    // A script that may borrow keys while it runs holds this shard's outbox (what
+    // the shard queued for others goes out before its first lend request), and
+    // its written keys are recorded to report.
+    let may_borrow = script && crate::mesh::script_lock::may_borrow();
+    if may_borrow {
+        crate::mesh::script_lock::hold_outbox(std::mem::take(&mut core.outbox));
+    }
+    let keys = caller.borrowing || !core.blocking.is_empty() || watched || may_borrow;
+    let notify = crate::messaging::notify::wanted(core);
+    if keys || logging || notify {
+        ctx.effects = Effects::recording(core.spare_record.take(), keys, notify, logging);
+    }
+    if watched && cmd.meta.keys.is_none() {
+        let flushed = crate::transactions::watch::flushed_dbs(core, cmd.meta.name, caller.db, args);
+        crate::transactions::watch::flush(core, &flushed);
+    }
+    let reply_start = out.len();
+    let mutations_before = ruvio_engine::fault::mutations();
+    ruvio_engine::undo::begin();
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        handler(
+            &mut core.engine,
+            &mut ctx,
+            args,
+            &mut Reply::new(out, caller.proto),
+        )
+    }));
+    let mut reply = Reply::new(out, caller.proto);
+    let outcome = match ran {
+        Ok(outcome) => {
+            core.engine.commit_changes();
+            outcome
+        }
+        Err(_) => {
+            let changed = ruvio_engine::fault::mutations() != mutations_before;
+            contain_panic(core, cmd, changed, &mut ctx);
+            reply.out.truncate(reply_start);
+            Err(CmdError::InternalPanic(cmd.meta.name))
+        }
+    };
+    if core.lending.any_lent()
+        && crate::mesh::lending::swaps_dbs(cmd)
+        && matches!(outcome, Ok(Outcome::Done))
+    {
+        note_swapped_dbs(core, args);
+    }
+    if may_borrow {
+        core.outbox = crate::mesh::script_lock::give_back_outbox();
+    }
+    let ended = match script {
+        true => script_ran(core, args),
+        false => Default::default(),
+    };
+    if ended.start_over {
+        reply.out.truncate(reply_start);
+        return ended;
+    }
+    core.stats.dirty += ctx.effects.dirty;
+    if !ctx.effects.published.is_empty() {
+        crate::scripting::host::queue(core, std::mem::take(&mut ctx.effects.published));
+    }
+    if let Some(wal) = core.wal.as_mut().filter(|_| logging) {
+        // A command logged as several records (a script's writes, a rewrite into
+        // two) replays whole or not at all.
+        wal.begin_atomic();
+        ctx.effects
+            .visit_log_records(args, |record| wal.append(caller.db, record));
+        wal.end_atomic();
+    }
+    if notify {
+        crate::messaging::notify::queue_expired(core);
+        crate::messaging::notify::queue_effects(core, &ctx.effects);
+    }
+    for (db, key) in ctx.effects.modified_keys() {
+        core.blocking.signal(db, key);
+        if watched {
+            crate::transactions::watch::touch(core, db, key);
+        }
+    }
+    let modified = match caller.borrowing {
+        true => ctx
+            .effects
+            .modified_keys()
+            .map(|(db, k)| (db, k.to_vec()))
+            .collect(),
+        false => Vec::new(),
+    };
+    let block = match outcome {
+        Ok(Outcome::Done) => None,
+        Ok(Outcome::Block(block)) if caller.may_block => Some(block),
+        Ok(Outcome::Block(_)) => {
+            reply.null_array();
+            None
+        }
+        Err(e) => {
+            core.stats.per_command[cmd.stat].failed += 1;
+            core.stats.count_error(&e);
+            e.write(&mut reply);
+            None
+        }
+    };
+    if !caller.borrowing && ended.locked_now {
+        let written: Vec<(usize, Vec<u8>)> = ctx
+            .effects
+            .modified_keys()
+            .map(|(db, k)| (db, k.to_vec()))
+            .collect();
+        crate::mesh::lending::send_loans_home(core, ended.loans, &written);
+        crate::mesh::script_lock::unlock(core);
+        return finish_ran(core, &mut ctx, block, modified, Ran::default());
+    }
+    finish_ran(core, &mut ctx, block, modified, ended)
+}
+
+/// A SWAPDB ran here while keys were out on loan: those of its two databases
+/// come back into the other one ([`crate::mesh::lending::Lending::swap_dbs`]).
+fn note_swapped_dbs(core: &mut ShardCore, args: Args<'_>) {
+    let index = |at: usize| crate::cmd::connection::select_index(&core.engine, args.get(at));
+    if let (Ok(a), Ok(b)) = (index(1), index(2)) {
+        core.lending.swap_dbs(a, b);
+    }
+}
+
+/// The `Ran` of a command that ran to its end: what `script` left (see
+/// [`script_ran`]) with its block and modified keys; its recorded effects' buffers
+/// are kept for the next command.
+fn finish_ran(
+    core: &mut ShardCore,
+    ctx: &mut ExecCtx,
+    block: Option<Block>,
+    modified: Vec<(usize, Vec<u8>)>,
+    script: Ran,
+) -> Ran {
+    if let Some(record) = ctx.effects.take_record() {
+        core.spare_record = Some(record);
+    }
+    Ran {
+        block,
+        modified,
+        ..script
+    }
+}
+
+/// After a script: the keys it borrowed while it ran, whether it took the script
+/// lock meanwhile or stopped to start over; a script that reached undeclared keys
+/// of other shards is remembered (see [`crate::mesh::script_lock`]).
+fn script_ran(core: &ShardCore, args: Args<'_>) -> Ran {
+    let ended = crate::mesh::script_lock::end_run();
+    if ended.reached {
+        crate::mesh::script_lock::remember(core, args);
+    } else if ended.confined {
+        crate::mesh::script_lock::confined(args);
+    }
+    Ran {
+        loans: ended.loans,
+        locked_now: ended.locked_now,
+        start_over: ruvio_engine::scripting::take_start_over(),
+        ..Ran::default()
+    }
+}
+
+/// Whether `cmd` can change the keyspace, so its effects are logged: a write
+/// command, or a script (EVAL, FCALL: Redis flags them neither write nor
+/// may-replicate, their `redis.call`s decide).
+fn may_write(cmd: &Command) -> bool {
+    cmd.meta.has(WRITE) || cmd.meta.group == "scripting"
+}
+
+/// A keyspace command panicked (a bug: no input may cause one). Its changes are
+/// undone from the engine's undo journal (`ruvio_engine::undo`) and its effects
+/// dropped; the caller gets an error (its partial reply is dropped by the caller of
+/// this), and the connection and the shard go on. If it made a change the journal
+/// cannot reverse (in place in a value too big to copy, a flush), a value may be
+/// half-changed: the process exits with a clear message (so the service manager
+/// restarts it, and the log's replay undoes the change) rather than serve it. See
+/// docs/faults.md.
+fn contain_panic(core: &mut ShardCore, cmd: &Command, changed: bool, ctx: &mut ExecCtx) {
+    let name = cmd.meta.name;
+    if !core.engine.roll_back() {
+        eprintln!(
+            "ruvio: shard {}: '{name}' panicked after a change that cannot be undone in \
+             place; exiting rather than serve data that may be half-changed",
+            core.id
+        );
+        std::process::exit(crate::EXIT_SHARD_FAILED);
+    }
+    match changed {
+        true => eprintln!(
+            "ruvio: shard {}: '{name}' panicked part-way; its changes were undone and it \
+             was answered with an error",
+            core.id
+        ),
+        false => eprintln!(
+            "ruvio: shard {}: '{name}' panicked before changing anything; answered with an \
+             error",
+            core.id
+        ),
+    }
+    // Nothing happened: no log record, no keyspace event, no key to wake or touch.
+    if let Some(record) = ctx.effects.take_record() {
+        core.spare_record = Some(record);
+    }
+    ctx.effects = Default::default();
+    core.engine.take_key_notes();
+}
+
+/// The keys of a command that are lent to another shard right now, as a block
+/// request without deadline: the command runs when they are back.
+fn lent_keys(core: &ShardCore, cmd: &Command, db: usize, args: Args<'_>) -> Option<Block> {
+    let keys: KeyPositions = cmd
+        .meta
+        .keys
+        .positions(args)
+        .into_iter()
+        .filter(|&p| core.lending.is_lent(db, args.get(p)))
+        .collect();
+    (!keys.is_empty()).then_some(Block {
+        keys,
+        deadline_ms: None,
+        rewrite: Vec::new(),
+    })
+}
+
+/// Park a command that returned [`Outcome::Block`].
+pub fn park(core: &mut ShardCore, waiter: Waiter, caller: Caller, args: Args<'_>, block: Block) {
+    let keys = block.keys.iter().map(|&i| args.get(i).to_vec()).collect();
+    core.shared.note_blocked(caller.client_id, Some(core.id));
+    core.blocking.park(Blocked {
+        waiter,
+        client_id: caller.client_id,
+        db: caller.db,
+        proto: caller.proto,
+        no_touch: caller.no_touch,
+        argv: parked_argv(args, &block.rewrite),
+        keys,
+        deadline_ms: block.deadline_ms,
+    });
+}
+
+/// The arguments a parked command runs with again: its own, with the handler's
+/// replacements (XREAD's `$` as the ID it stood for).
+pub(crate) fn parked_argv(args: Args<'_>, rewrite: &[(usize, Vec<u8>)]) -> OwnedArgs {
+    if rewrite.is_empty() {
+        return OwnedArgs::from_args(args);
+    }
+    OwnedArgs::from_iter((0..args.len()).map(|i| {
+        rewrite
+            .iter()
+            .find(|(at, _)| *at == i)
+            .map_or(args.get(i), |(_, new)| new.as_slice())
+    }))
+}
+
+/// Serve the clients blocked on every key written since the last call, oldest
+/// first per key, until no written key has a waiter that can be served. A served
+/// command may write keys itself (BLMOVE pushes): those are served in turn. Each
+/// round removes a client, so this ends.
+pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    while let Some((db, key)) = core.blocking.take_ready() {
+        for ticket in core.blocking.waiting_on(db, &key) {
+            let Some(blocked) = core.blocking.get(ticket) else {
+                continue;
+            };
+            if let Waiter::Watch { shard, ticket: op } = blocked.waiter {
+                // Only a key that exists can serve a blocking command. A key given
+                // back unchanged by a borrower still counts as written; waking on
+                // it would let two cross-shard blocking commands on absent keys
+                // wake each other forever.
+                if !core.engine.exists(db, &key, core.now_ms) {
+                    continue;
+                }
+                // A coordinator elsewhere retries; whoever is next here may still
+                // take the element first (fairness across shards is approximate).
+                core.blocking.remove(ticket);
+                crate::mesh::lending::wake(core, conns, shard, op);
+                continue;
+            }
+            let argv = blocked.argv.clone();
+            let caller = caller_of(blocked);
+            let Some(cmd) = registry().lookup(argv.args().get(0)) else {
+                continue;
+            };
+            let mut out = Vec::new();
+            let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+            if let Some(block) = run_engine(core, cmd, caller, argv.args(), &mut out).block {
+                // Nothing to serve after all (another waiter took it, or a key is
+                // lent out): keep waiting, on the keys it waits for now.
+                core.blocking.rearm(ticket, &argv.args(), &block);
+                break;
+            }
+            release_served(core, conns, ticket, out, filling_before);
+        }
+    }
+}
+
+/// Answer every blocked client whose deadline has passed with a null array.
+pub fn expire_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    if core
+        .blocking
+        .next_deadline()
+        .is_none_or(|at| at >= core.now_ms)
+    {
+        return;
+    }
+    for ticket in core.blocking.timed_out(core.now_ms) {
+        answer_early(core, conns, ticket, false);
+    }
+}
+
+/// End the fill leases past their time (FILLGET): the clients blocked on their
+/// keys run again, and the oldest receives the next lease.
+pub fn expire_fill_leases(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    let mut ended = false;
+    let blocking = &mut core.blocking;
+    core.engine.expire_fill_leases(core.now_ms, |db, key| {
+        blocking.signal(db, key);
+        ended = true;
+    });
+    if ended {
+        serve_ready(core, conns);
+    }
+}
+
+/// CLIENT UNBLOCK on this shard: answer `client_id`'s blocked command now with a
+/// null array (`error = false`) or `-UNBLOCKED`. False when it is not parked here.
+pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool {
+    let parked =
+        |b: &Blocked| b.client_id == client_id && !matches!(b.waiter, Waiter::Watch { .. });
+    match core.blocking.find(parked) {
+        Some(ticket) => {
+            answer_early(core, conns, ticket, error);
+            true
+        }
+        None => crate::mesh::lending::unblock(core, conns, client_id, error),
+    }
+}
+
+/// The reply a client unblocked without data gets: a null array (timeout), or
+/// `-UNBLOCKED` (CLIENT UNBLOCK ... ERROR).
+pub fn early_reply(proto: Protocol, error: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut reply = Reply::new(&mut out, proto);
+    if error {
+        reply.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+    } else {
+        reply.null_array();
+    }
+    out
+}
+
+/// Forget the commands a departed client left parked here.
+pub fn drop_waiter(core: &mut ShardCore, gone: impl Fn(&Waiter) -> bool) {
+    while let Some(ticket) = core.blocking.find(|b| gone(&b.waiter)) {
+        if let Some(b) = core.blocking.remove(ticket) {
+            core.shared.note_blocked(b.client_id, None);
+        }
+    }
+}
+
+fn caller_of(blocked: &Blocked) -> Caller {
+    Caller {
+        client_id: blocked.client_id,
+        db: blocked.db,
+        proto: blocked.proto,
+        no_touch: blocked.no_touch,
+        may_block: true,
+        borrowing: false,
+    }
+}
+
+/// Timeout or CLIENT UNBLOCK: the reply Redis gives a client unblocked without data.
+fn answer_early(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, error: bool) {
+    let Some(blocked) = core.blocking.get(ticket) else {
+        return;
+    };
+    let out = early_reply(blocked.proto, error);
+    release(core, conns, ticket, out);
+}
+
+/// Remove `ticket` and deliver `reply` to its client.
+fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, reply: Vec<u8>) {
+    let Some(blocked) = core.blocking.remove(ticket) else {
+        return;
+    };
+    core.shared.note_blocked(blocked.client_id, None);
+    deliver(core, conns, blocked.waiter, reply);
+}
+
+/// [`release`] for a command served now, whose write may have been logged since
+/// the log held `filling_before` bytes: under `always` the reply waits for the
+/// write's group ([`crate::persistence::durable::hold_served`]).
+fn release_served(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    ticket: u64,
+    reply: Vec<u8>,
+    filling_before: usize,
+) {
+    let Some(blocked) = core.blocking.remove(ticket) else {
+        return;
+    };
+    core.shared.note_blocked(blocked.client_id, None);
+    if let Some((waiter, reply)) =
+        crate::persistence::durable::hold_served(core, blocked.waiter, reply, filling_before)
+    {
+        deliver(core, conns, waiter, reply);
+    }
+}
+
+/// Hand `reply` to the client `waiter` names.
+pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, waiter: Waiter, reply: Vec<u8>) {
+    match waiter {
+        Waiter::Local {
+            index,
+            gen,
+            seq,
+            part,
+        } => {
+            if let Some(conn) = conns.get_mut(index, gen) {
+                conn.replies.fill(seq, part as usize, reply);
+                core.dirty.push((index, gen));
+                conn.unblock_if_waiting_on(seq, &mut core.resume, (index, gen));
+            }
+        }
+        Waiter::Remote { shard, tag } => core.outbox.reply(shard, tag, &reply),
+        Waiter::Watch { .. } => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::shard::inproc::TwoShards;
+
+    /// Found by fuzz/dispatch_2shards: two cross-shard blocking commands on absent
+    /// keys. Each try borrows the keys and gives them back unchanged, which marks
+    /// them written on their owner; that woke the other command's watch, whose try
+    /// woke the first again, forever (the shards never went quiet). The settle of
+    /// the harness panics on such a livelock.
+    #[test]
+    fn cross_shard_blocking_commands_on_absent_keys_stay_parked() {
+        let mut server = TwoShards::new();
+        // "b" and "c" live on shard 0, "a" and "d" on shard 1.
+        server.send(1, &["BRPOP", "b", "a", "100"]);
+        server.send(0, &["BLPOP", "a", "b", "c", "d", "100"]);
+        assert!(server.view(0).blocked && server.view(1).blocked);
+        server.send(1, &["PING"]);
+        server.advance(101_000);
+        for c in 0..2 {
+            let view = server.view(c);
+            assert!(!view.blocked && !view.holding, "client {c}: {view:?}");
+        }
+        assert_eq!(server.view(0).replies, b"*-1\r\n");
+        assert_eq!(server.view(1).replies, b"*-1\r\n+PONG\r\n");
+    }
+
+    /// A watched key that comes back with data still wakes the waiting command.
+    #[test]
+    fn cross_shard_blocking_command_is_served_by_a_push() {
+        let mut server = TwoShards::new();
+        server.send(0, &["BLPOP", "a", "b", "0"]);
+        server.send(1, &["RPUSH", "b", "v"]);
+        assert_eq!(server.view(0).replies, b"*2\r\n$1\r\nb\r\n$1\r\nv\r\n");
+        assert_eq!(server.view(1).replies, b":1\r\n");
+    }
+}

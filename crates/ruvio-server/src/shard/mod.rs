@@ -1,0 +1,1099 @@
+//! One shard: a pinned thread running a glommio executor whose single task drives
+//! the shard's sockets through an io_uring ring of its own (see docs/runtime.md
+//! for why the sockets are not on glommio's ring).
+//!
+//! The loop: wait for completions (one `io_uring_enter` that also submits), handle
+//! them (accept, receive → parse → execute → replies, send done), take messages
+//! from the other shards, ship forwarded work, start one send per connection with
+//! new replies, run the background tick. Everything the shard owns (keyspace,
+//! connections) is touched only by this thread.
+
+pub mod blocking;
+pub mod dispatch;
+pub mod exec;
+pub mod inproc;
+pub mod pause;
+pub mod registry;
+
+use crate::cluster::topology::Topology;
+use crate::config::Config;
+use crate::mesh::forward::{self, Control, Mesh, Outbox};
+use crate::mesh::gather::Gathering;
+use crate::mesh::lending::Lending;
+use crate::net::conn::{BlockedOn, Conn};
+use crate::net::slab::Slab;
+use crate::shard::blocking::{Blocking, Waiter};
+use crate::shard::pause::Pause;
+use crate::stats::{ShardStats, Shared};
+use dispatch::KeyWindow;
+use io_uring::{cqueue, opcode, types, IoUring};
+use ruvio_engine::Engine;
+use ruvio_resp::Limits;
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Submission queue entries; completions get twice as many (kernel default).
+const RING_ENTRIES: u32 = 4096;
+/// Bytes a connection's input buffer starts with and grows by.
+pub const INPUT_CHUNK_BYTES: usize = 16 * 1024;
+/// A declared bulk's buffer grows by at most what has arrived, or this much: memory
+/// follows the bytes a client really sent, not the length it announced.
+const INPUT_GROWTH_MIN_BYTES: usize = 1 << 20;
+/// A connection's input or output buffer above this capacity is given back once it
+/// is empty: one 512 MB SET or GET must not pin its buffer for the connection's life.
+const BUFFER_KEEP_BYTES: usize = 1 << 20;
+/// Stop reading from a client whose unsent replies exceed this (it is not reading);
+/// the commands of a read that are not run yet wait too (see `dispatch::process_input`).
+pub const OUTPUT_PAUSE_BYTES: usize = 64 << 20;
+/// How often `timeout` looks for idle clients (Redis checks each client about once
+/// a second too).
+const IDLE_SWEEP_EVERY_MS: u64 = 1000;
+/// How long a shard waits before retrying when the kernel could not take its ring's
+/// submissions (EAGAIN, ENOMEM): long enough not to spin, short for clients.
+const RING_BACKOFF: Duration = Duration::from_millis(1);
+/// The background tick (gauges, active expiry).
+const TICK: Duration = Duration::from_millis(10);
+/// Keys examined by active expiry per tick, so a tick never pauses the shard.
+const EXPIRE_KEYS_PER_TICK: usize = 500;
+
+/// `IORING_RECVSEND_POLL_FIRST`: a receive is re-armed right after its connection's
+/// replies were produced, when the client has not answered yet; trying the socket
+/// first would fail every time at pipeline 1, so wait for readiness straight away.
+const RECV_POLL_FIRST: u16 = 1 << 0;
+
+/// Slots of the ring's registered file table: connections with a lower slab index
+/// use fixed files, the rest plain descriptors.
+const FIXED_FILES: u32 = 4096;
+
+/// Operation kinds carried in the top byte of a completion's user data.
+const OP_ACCEPT: u64 = 1;
+const OP_RECV: u64 = 2;
+const OP_SEND: u64 = 3;
+const OP_DOORBELL: u64 = 4;
+const OP_WAL_WRITE: u64 = 5;
+const OP_WAL_FSYNC: u64 = 6;
+const OP_WAL_FSYNC_DELAY: u64 = 7;
+const OP_WAL_ZERO_FILL: u64 = 8;
+const OP_WAL_WRITE_LATE: u64 = 9;
+
+fn token(op: u64, gen: u32, index: u32) -> u64 {
+    (op << 56) | ((gen as u64) << 32) | index as u64
+}
+
+fn untoken(data: u64) -> (u64, u32, u32) {
+    (data >> 56, ((data >> 32) & 0x00ff_ffff) as u32, data as u32)
+}
+
+/// A log group number (56 bits are plenty) in the `gen` and `index` of a token.
+fn token_group(group: u64) -> (u32, u32) {
+    (((group >> 32) & 0x00ff_ffff) as u32, group as u32)
+}
+
+fn untoken_group(gen: u32, index: u32) -> u64 {
+    ((gen as u64) << 32) | index as u64
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The shard's state that commands may touch (everything but the connections).
+pub struct ShardCore {
+    pub id: usize,
+    pub cfg: Config,
+    pub engine: Engine,
+    pub topo: Arc<Topology>,
+    pub shared: Arc<Shared>,
+    pub stats: ShardStats,
+    pub limits: Limits,
+    /// Wall clock read once per loop iteration.
+    pub now_ms: u64,
+    /// Connections whose replies changed since the last flush: (index, generation).
+    pub dirty: Vec<(u32, u32)>,
+    /// Work for other shards, shipped once per loop iteration.
+    pub outbox: Outbox,
+    /// Commands parked until a key is written (BLPOP ...).
+    pub blocking: Blocking,
+    /// Connections whose blocking command was answered: run the commands they
+    /// received meanwhile.
+    pub resume: Vec<(u32, u32)>,
+    /// Keys lent to, and commands run on keys borrowed from, other shards.
+    pub lending: Lending,
+    /// Calls waiting for the other shards to publish (INFO) or apply a change.
+    pub gathering: Gathering,
+    /// CLIENT PAUSE as this shard applies it.
+    pub pause: Pause,
+    /// When this shard next returns free allocator pages (see `memory`).
+    pub next_trim_ms: u64,
+    /// The write-ahead log (durability everysec or always); `None` in memory mode.
+    pub wal: Option<crate::persistence::wal::Wal>,
+    /// `always`: replies waiting for their log group (see `durable`).
+    pub gated: crate::persistence::durable::Gated,
+    /// Keyspace notifications waiting for the end of the loop iteration.
+    pub notifications: crate::messaging::notify::Pending,
+    /// Watched keys of this shard and touched watches of its clients.
+    pub watches: crate::transactions::watch::Watches,
+    /// This shard's part of a BGSAVE / BGREWRITEAOF (see `snapshot`).
+    pub background_save: crate::persistence::snapshot::ShardSave,
+    /// Loading the keyspace at start (see `loading`).
+    pub loading: crate::persistence::loading::ShardLoading,
+    /// The last command's recorded effects, whose buffers the next one reuses.
+    pub spare_record: Option<Box<ruvio_engine::command::Recorded>>,
+}
+
+impl ShardCore {
+    /// Shard `id`'s state without its sockets: an empty keyspace configured from
+    /// `cfg`, empty statistics and queues.
+    /// Shard `id`'s state: its keyspace loaded (a Redis RDB file to import, then its
+    /// snapshot and write-ahead log) now, or, with a log, by a thread while the
+    /// shard answers `-LOADING` (see `loading`).
+    pub fn new(
+        id: usize,
+        cfg: Config,
+        topo: Arc<Topology>,
+        shared: Arc<Shared>,
+    ) -> std::io::Result<ShardCore> {
+        let limits = Limits {
+            bulk_bytes_max: cfg.proto_max_bulk_len,
+            ..Limits::default()
+        };
+        let stats = ShardStats {
+            per_command: vec![Default::default(); crate::shard::registry::registry().stat_slots],
+            ..Default::default()
+        };
+        let shards = topo.nodes.len();
+        // Scripts may touch undeclared keys only in this shard's slots.
+        let node = &topo.nodes[id];
+        ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
+        ruvio_engine::scripting::set_script_watches(shared.scripts.clone(), id);
+        ruvio_engine::scripting::set_server_commands(crate::shard::registry::script_row);
+        crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id);
+        crate::cmd::functions::load_saved(&cfg, id)?;
+        // With a log, the keyspace loads on a thread while the shard answers
+        // -LOADING (see `loading`); without one, here and now.
+        let in_background = cfg.durability.logs();
+        let loading = if in_background {
+            crate::persistence::loading::start(&cfg, id, &topo)?
+        } else {
+            Default::default()
+        };
+        let mut core = ShardCore {
+            id,
+            engine: crate::persistence::loading::empty_engine(&cfg),
+            cfg,
+            topo,
+            shared,
+            stats,
+            limits,
+            now_ms: unix_ms(),
+            dirty: Vec::new(),
+            outbox: Outbox::new(id, shards),
+            blocking: Blocking::default(),
+            resume: Vec::new(),
+            lending: Lending::default(),
+            gathering: Gathering::default(),
+            pause: Pause::default(),
+            next_trim_ms: 0,
+            wal: None,
+            gated: Default::default(),
+            notifications: Default::default(),
+            watches: Default::default(),
+            background_save: Default::default(),
+            loading,
+            spare_record: None,
+        };
+        if !in_background {
+            let (engine, end, imported) =
+                crate::persistence::loading::load(&core.cfg, id, &core.topo)
+                    .map_err(std::io::Error::other)?;
+            crate::persistence::loading::install(&mut core, engine, end, imported)?;
+        }
+        Ok(core)
+    }
+}
+
+/// A shard with its sockets.
+pub struct Shard {
+    pub core: ShardCore,
+    pub conns: Slab<Conn>,
+    ring: IoUring,
+    listener: socket2::Socket,
+    doorbell_value: Box<u64>,
+    next_tick_ms: u64,
+    /// The last accept failed (out of descriptors ...): accept again at the next tick.
+    accept_failed: bool,
+    /// When `timeout` next looks for idle clients.
+    next_idle_sweep_ms: u64,
+    /// The ring has a registered file table (kernels since 5.19).
+    fixed_files: bool,
+    /// This iteration's receiving connections, in completion order, with the first
+    /// keys of their batches (see [`Shard::take_received`]).
+    windows: Vec<(u32, u32, KeyWindow)>,
+    /// The window of the batch that runs next.
+    window_cursor: usize,
+    /// Submissions that found the ring's queue full, in order; they go in as room
+    /// appears (before each wait), never by spinning on a full queue.
+    overflow: VecDeque<io_uring::squeue::Entry>,
+    /// Connections with input left unread while the mesh was congested.
+    deferred: Vec<(u32, u32)>,
+}
+
+impl Shard {
+    /// Set up shard `id`: its keyspace, ring and listening socket.
+    pub fn new(
+        id: usize,
+        cfg: Config,
+        topo: Arc<Topology>,
+        shared: Arc<Shared>,
+    ) -> std::io::Result<Shard> {
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_coop_taskrun()
+            .setup_taskrun_flag()
+            .build(RING_ENTRIES)?;
+        let fixed_files = ring.submitter().register_files_sparse(FIXED_FILES).is_ok();
+        let listener = crate::net::socket::listen(
+            &cfg.bind,
+            cfg.shard_port(id),
+            cfg.shards > 1 && cfg.port_mode == crate::config::PortMode::Forward,
+        )?;
+        Ok(Shard {
+            core: ShardCore::new(id, cfg, topo, shared)?,
+            conns: Slab::default(),
+            ring,
+            listener,
+            doorbell_value: Box::new(0),
+            next_tick_ms: 0,
+            accept_failed: false,
+            next_idle_sweep_ms: 0,
+            fixed_files,
+            windows: Vec::new(),
+            window_cursor: 0,
+            overflow: VecDeque::new(),
+            deferred: Vec::new(),
+        })
+    }
+
+    /// Run the shard until the process exits.
+    pub async fn run(mut self) {
+        self.arm_accept();
+        self.arm_doorbell();
+        let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(RING_ENTRIES as usize);
+        loop {
+            self.wait_for_completions();
+            self.core.now_ms = unix_ms();
+            completions.clear();
+            completions.extend(
+                self.ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
+            self.take_received(&completions);
+            for &(data, result, flags) in &completions {
+                self.complete(data, result, flags);
+            }
+            self.take_mesh_messages();
+            crate::mesh::lending::resume_parked_for_lock(&mut self.core, &mut self.conns);
+            crate::shard::exec::expire_blocked(&mut self.core, &mut self.conns);
+            crate::shard::exec::expire_fill_leases(&mut self.core, &mut self.conns);
+            crate::mesh::lending::expire(&mut self.core, &mut self.conns);
+            self.resume_unblocked();
+            self.resume_backed_up();
+            crate::mesh::lending::end_batch_if_done(&mut self.core, &mut self.conns);
+            crate::memory::limit::enforce(&mut self.core);
+            crate::messaging::notify::deliver_pending(&mut self.core, &mut self.conns);
+            self.ship_outbox();
+            self.run_deferred();
+            crate::persistence::snapshot::run_slice(&mut self.core);
+            crate::persistence::loading::poll(&mut self.core);
+            self.submit_wal_write();
+            self.flush_dirty();
+            if self.core.now_ms >= self.next_tick_ms {
+                self.tick();
+            }
+            glommio::yield_if_needed().await;
+        }
+    }
+
+    /// Submit queued operations and wait for at least one completion or the next tick.
+    /// A transient failure (the kernel out of memory for the ring's work) backs off
+    /// for a millisecond; a failure that says the ring itself is unusable ends the
+    /// process with a message, since this shard cannot go on.
+    fn wait_for_completions(&mut self) {
+        self.submit_overflow();
+        let wait_ms = self
+            .next_tick_ms
+            .saturating_sub(unix_ms())
+            .min(TICK.as_millis() as u64);
+        // A background save writes a slice per iteration, and this shard's next
+        // locked command of a batch goes on at once (`script_lock`): do not sleep
+        // meanwhile. (A shard does sleep while another shard's script holds the
+        // lock: the holder's requests ring its doorbell. Polling instead took the
+        // CPU from whatever shares it: the load generator, or, with two shards on
+        // one CPU, the holder itself, which then waited out whole time slices.)
+        let busy = self.core.background_save.busy() || self.core.lending.holding_batch();
+        let wait_ms = if busy { 0 } else { wait_ms };
+        let ts = types::Timespec::new().nsec((wait_ms as u32) * 1_000_000);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        let Err(e) = self.ring.submitter().submit_with_args(1, &args) else {
+            return;
+        };
+        match e.raw_os_error() {
+            Some(libc::ETIME | libc::EINTR | libc::EBUSY) => {}
+            Some(libc::EAGAIN | libc::ENOMEM) => {
+                std::thread::sleep(RING_BACKOFF);
+            }
+            _ => {
+                eprintln!(
+                    "ruvio: shard {}: io_uring_enter failed: {e}; exiting",
+                    self.core.id
+                );
+                std::process::exit(crate::EXIT_SHARD_FAILED);
+            }
+        }
+    }
+
+    /// Queue one submission; if the ring's queue is full even after submitting what
+    /// it holds, keep it in `overflow` (order kept) for the next wait.
+    fn push(&mut self, entry: io_uring::squeue::Entry) {
+        if self.overflow.is_empty() && self.try_push(&entry) {
+            return;
+        }
+        self.overflow.push_back(entry);
+    }
+
+    /// Move waiting submissions into the ring while it has room.
+    fn submit_overflow(&mut self) {
+        while let Some(entry) = self.overflow.pop_front() {
+            if !self.try_push(&entry) {
+                self.overflow.push_front(entry);
+                return;
+            }
+        }
+    }
+
+    fn try_push(&mut self, entry: &io_uring::squeue::Entry) -> bool {
+        // SAFETY: every buffer referenced by an entry lives in a connection (or the
+        // shard) that is not freed or resized until the operation completes; an entry
+        // waiting in `overflow` counts as in flight for that rule.
+        unsafe {
+            if self.ring.submission().push(entry).is_ok() {
+                return true;
+            }
+            let _ = self.ring.submit();
+            self.ring.submission().push(entry).is_ok()
+        }
+    }
+
+    fn arm_accept(&mut self) {
+        use std::os::fd::AsRawFd;
+        let fd = self.listener.as_raw_fd();
+        self.push(
+            opcode::AcceptMulti::new(types::Fd(fd))
+                .flags(libc::SOCK_CLOEXEC)
+                .build()
+                .user_data(token(OP_ACCEPT, 0, 0)),
+        );
+    }
+
+    fn arm_doorbell(&mut self) {
+        let Some(fd) = forward::with_mesh(|m| m.my_doorbell()) else {
+            return;
+        };
+        let buf = &mut *self.doorbell_value as *mut u64 as *mut u8;
+        self.push(
+            opcode::Read::new(types::Fd(fd), buf, 8)
+                .build()
+                .user_data(token(OP_DOORBELL, 0, 0)),
+        );
+    }
+
+    fn complete(&mut self, data: u64, result: i32, flags: u32) {
+        let (op, gen, index) = untoken(data);
+        match op {
+            OP_ACCEPT => {
+                if result >= 0 {
+                    self.accepted(result);
+                } else {
+                    // EMFILE, ENFILE, ENOMEM ...: try again at the next tick rather
+                    // than spin on a failing accept.
+                    self.accept_failed = true;
+                }
+                if !cqueue::more(flags) && !self.accept_failed {
+                    self.arm_accept();
+                }
+            }
+            OP_RECV => {
+                if result > 0 {
+                    self.prefetch_ahead();
+                }
+                self.received(index, gen, result)
+            }
+            OP_SEND => self.sent(index, gen, result),
+            OP_DOORBELL => self.arm_doorbell(),
+            OP_WAL_WRITE if crate::persistence::wal::write_reported_late(self.core.id) => {
+                self.push_late_write_report(result)
+            }
+            OP_WAL_WRITE => self.wal_written(result),
+            OP_WAL_WRITE_LATE => self.wal_written(index as i32),
+            OP_WAL_FSYNC_DELAY => self.push_fsync(gen as RawFd, index as u64),
+            OP_WAL_ZERO_FILL => {
+                if let Some(wal) = self.core.wal.as_mut() {
+                    wal.zero_fill_done(result);
+                }
+                self.exit_flush_if_waiting();
+                self.submit_wal_write();
+            }
+            OP_WAL_FSYNC => {
+                if let Some(wal) = self.core.wal.as_mut() {
+                    wal.fsync_done(result, untoken_group(gen, index));
+                }
+                crate::persistence::durable::release(&mut self.core, &mut self.conns);
+                self.submit_wal_write();
+            }
+            _ => {}
+        }
+    }
+
+    fn accepted(&mut self, fd: RawFd) {
+        if !self.core.shared.admit_client(self.core.cfg.maxclients) {
+            // Redis answers, then closes: the client sees why.
+            const FULL: &[u8] = b"-ERR max number of clients reached\r\n";
+            // SAFETY: a write and a close on the descriptor accept just gave us.
+            unsafe {
+                libc::write(fd, FULL.as_ptr().cast(), FULL.len());
+                libc::close(fd);
+            }
+            self.core.stats.rejected_connections += 1;
+            return;
+        }
+        let sock = crate::net::socket::adopt(fd);
+        let client_id = self.core.shared.next_client_id();
+        let now = self.core.now_ms;
+        let authenticated = self.core.cfg.requirepass.is_none();
+        let mut conn_gen = 0;
+        let index = self.conns.insert_with(|_, gen| {
+            conn_gen = gen;
+            Conn::new(gen, client_id, fd, sock, now, authenticated)
+        });
+        self.core.stats.connections_received += 1;
+        self.register_fixed_file(index, conn_gen, fd);
+        self.arm_recv(index, conn_gen);
+    }
+
+    /// Put the socket in the ring's file table at the connection's index, so its
+    /// operations skip the per-operation file lookup and reference counting.
+    fn register_fixed_file(&mut self, index: u32, gen: u32, fd: RawFd) {
+        let registered = self.fixed_files
+            && index < FIXED_FILES
+            && self
+                .ring
+                .submitter()
+                .register_files_update(index, &[fd])
+                .is_ok();
+        if let Some(conn) = self.conns.get_mut(index, gen) {
+            conn.fixed = registered;
+        }
+    }
+
+    fn arm_recv(&mut self, index: u32, gen: u32) {
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
+        if conn.recv_in_flight || conn.shut || conn.client.closing {
+            return;
+        }
+        let pending = conn.input.len() - conn.input_start;
+        // Room for the rest of a declared bulk, but never more than what has arrived
+        // (or 1 MiB): a client declaring 512 MB and sending nothing costs little.
+        let growth_max = pending.max(INPUT_GROWTH_MIN_BYTES);
+        let still_needed = conn.input_need.saturating_sub(pending);
+        let want = INPUT_CHUNK_BYTES.max(still_needed.min(growth_max));
+        if conn.input.capacity() - conn.input.len() < INPUT_CHUNK_BYTES / 4
+            || conn.input.capacity() - conn.input.len() < want.min(1 << 30)
+        {
+            conn.input.reserve(want);
+        }
+        let spare = conn.input.capacity() - conn.input.len();
+        let ptr = conn.input.as_mut_ptr().wrapping_add(conn.input.len());
+        conn.recv_in_flight = true;
+        let len = spare.min(u32::MAX as usize) as u32;
+        let entry = match conn.fixed {
+            true => opcode::Recv::new(types::Fixed(index), ptr, len)
+                .ioprio(RECV_POLL_FIRST)
+                .build(),
+            false => opcode::Recv::new(types::Fd(conn.client.fd), ptr, len)
+                .ioprio(RECV_POLL_FIRST)
+                .build(),
+        };
+        self.push(entry.user_data(token(OP_RECV, gen, index)));
+    }
+
+    /// Before any received batch runs: account the bytes every receive of this
+    /// iteration delivered and note the first keys of each connection's batch
+    /// ([`KeyWindow`]). Batches then run in completion order while the prefetch
+    /// runs ahead of them (see [`prefetch_ahead`](Self::prefetch_ahead)).
+    fn take_received(&mut self, completions: &[(u64, i32, u32)]) {
+        self.windows.clear();
+        self.window_cursor = 0;
+        let mut commands = 0;
+        for &(data, result, _) in completions {
+            let (op, gen, index) = untoken(data);
+            if op != OP_RECV || result <= 0 {
+                continue;
+            }
+            let Some(conn) = self.conns.get_mut(index, gen) else {
+                continue;
+            };
+            // SAFETY: the kernel wrote `result` bytes into the spare capacity we lent it.
+            unsafe { conn.input.set_len(conn.input.len() + result as usize) };
+            self.core.stats.net_input_bytes += result as u64;
+            let pending = &conn.input[conn.input_start..];
+            let window = KeyWindow::scan(&self.core, &mut conn.parser, pending);
+            conn.prefetched = window.commands;
+            commands += window.commands;
+            self.windows.push((index, gen, window));
+        }
+        if commands <= 1 {
+            // A lone command gains nothing from prefetching.
+            self.windows.clear();
+            return;
+        }
+        self.prefetch_window_entries(0);
+        self.prefetch_window_entries(1);
+        self.prefetch_window_values(0);
+    }
+
+    /// Called as each received batch starts: the entries of the batch two ahead and
+    /// the values of the next batch start loading, so a batch's cache misses are in
+    /// flight while the batch before it runs.
+    fn prefetch_ahead(&mut self) {
+        let current = self.window_cursor;
+        self.window_cursor += 1;
+        self.prefetch_window_entries(current + 2);
+        self.prefetch_window_values(current + 1);
+    }
+
+    fn prefetch_window_entries(&self, w: usize) {
+        if let Some((index, gen, window)) = self.windows.get(w) {
+            if let Some(conn) = self.conns.get(*index, *gen) {
+                let pending = &conn.input[conn.input_start..];
+                window.prefetch_entries(&self.core, conn.client.db, pending);
+            }
+        }
+    }
+
+    fn prefetch_window_values(&self, w: usize) {
+        if let Some((index, gen, window)) = self.windows.get(w) {
+            if let Some(conn) = self.conns.get(*index, *gen) {
+                let pending = &conn.input[conn.input_start..];
+                window.prefetch_values(&self.core, conn.client.db, pending);
+            }
+        }
+    }
+
+    /// Run what unblocked connections received while they waited. Running it may
+    /// unblock others (or block again); every round takes the list afresh.
+    fn resume_unblocked(&mut self) {
+        while !self.core.resume.is_empty() {
+            for (index, gen) in std::mem::take(&mut self.core.resume) {
+                let idle = self.conns.get(index, gen).is_none_or(|c| {
+                    (c.input.len() == c.input_start && c.client.exec_rest.is_none()) || c.shut
+                });
+                if !idle {
+                    self.run_input(index, gen);
+                }
+            }
+        }
+    }
+
+    fn received(&mut self, index: u32, gen: u32, result: i32) {
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
+        conn.recv_in_flight = false;
+        if result <= 0 || conn.shut {
+            self.close(index, gen);
+            return;
+        }
+        self.run_input(index, gen);
+    }
+
+    /// Parse and run the connection's input, then re-arm its receive. While the
+    /// mesh is congested the input waits (see [`crate::mesh::forward::MESH_BACKLOG_MESSAGES_MAX`]).
+    fn run_input(&mut self, index: u32, gen: u32) {
+        if self.input_must_wait() {
+            self.deferred.push((index, gen));
+            return;
+        }
+        let Some(mut conn) = self.conns.take(index, gen) else {
+            return;
+        };
+        // A bug must cost one connection, never the shard: Redis' semantics say no
+        // input can panic, and the tests and fuzzers hold us to it; this is the net.
+        let run = std::panic::AssertUnwindSafe(|| {
+            dispatch::process_input(&mut self.core, &mut self.conns, &mut conn, index)
+        });
+        let ok = std::panic::catch_unwind(run).unwrap_or_else(|_| {
+            conn.replies
+                .sink()
+                .extend_from_slice(b"-ERR internal error, closing the connection\r\n");
+            conn.client.closing = true;
+            false
+        });
+        let core = &mut self.core;
+        let limits = &core.cfg.client_output_buffer_limit;
+        crate::net::outlimit::enforce(
+            limits,
+            core.now_ms,
+            &mut core.dirty,
+            &mut conn,
+            (index, gen),
+        );
+        let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES
+            || conn.replies.is_backed_up(conn.sending.len());
+        shrink_input(&mut conn);
+        self.conns.restore(index, conn);
+        self.core.dirty.push((index, gen));
+        if ok && !paused {
+            self.arm_recv(index, gen);
+        }
+    }
+
+    fn sent(&mut self, index: u32, gen: u32, result: i32) {
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
+        conn.send_in_flight = false;
+        if result < 0 || conn.shut {
+            self.close(index, gen);
+            return;
+        }
+        conn.send_offset += result as usize;
+        self.core.stats.net_output_bytes += result as u64;
+        if conn.send_offset >= conn.sending.len() {
+            conn.sending.clear();
+            conn.send_offset = 0;
+            if conn.sending.capacity() > BUFFER_KEEP_BYTES {
+                // A large reply went out: do not keep its buffer for small ones.
+                conn.sending = Vec::new();
+            }
+        }
+        self.start_send(index, gen);
+        // A paused reader may resume once its backlog is gone: first the commands
+        // its last read left waiting, then the next read.
+        if let Some(conn) = self.conns.get_mut(index, gen) {
+            if !conn.recv_in_flight && conn.sending.is_empty() && !conn.client.closing {
+                self.run_input(index, gen);
+            }
+        }
+    }
+
+    /// Connections that stopped reading because their replies backed up go on once
+    /// they no longer are: replies awaited from other shards arrived (the fills mark
+    /// the connection dirty), perhaps silent ones with nothing to send. This does not
+    /// wait for a send to complete: a client that reads only after writing its whole
+    /// pipeline would never let one complete.
+    fn resume_backed_up(&mut self) {
+        let marked = self.core.dirty.len();
+        for i in 0..marked {
+            let (index, gen) = self.core.dirty[i];
+            if self.waits_for_its_replies(index, gen) {
+                self.run_input(index, gen);
+            }
+        }
+    }
+
+    /// The connection stopped reading because its replies backed up
+    /// ([`crate::net::conn::ReplyQueue::is_backed_up`]) and they no longer are.
+    fn waits_for_its_replies(&self, index: u32, gen: u32) -> bool {
+        let congested = forward::with_mesh(|m| m.congested()).unwrap_or(false);
+        self.conns.get(index, gen).is_some_and(|conn| {
+            !congested
+                && !conn.recv_in_flight
+                && !conn.shut
+                && !conn.client.closing
+                && !conn.replies.is_backed_up(conn.sending.len())
+        })
+    }
+
+    /// Start a send of whatever is ready, unless one is in flight; close a finished closing connection.
+    fn start_send(&mut self, index: u32, gen: u32) {
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
+        if conn.send_in_flight || conn.shut {
+            return;
+        }
+        if conn.sending.is_empty() {
+            std::mem::swap(&mut conn.sending, &mut conn.replies.ready);
+            conn.send_offset = 0;
+        }
+        if conn.sending.is_empty() {
+            if conn.client.killed || (conn.client.closing && !conn.replies.is_holding()) {
+                self.close(index, gen);
+            }
+            return;
+        }
+        let rest = &conn.sending[conn.send_offset..];
+        let (ptr, len, fd, fixed) = (
+            rest.as_ptr(),
+            rest.len().min(u32::MAX as usize) as u32,
+            conn.client.fd,
+            conn.fixed,
+        );
+        conn.send_in_flight = true;
+        let entry = match fixed {
+            true => opcode::Send::new(types::Fixed(index), ptr, len)
+                .flags(libc::MSG_NOSIGNAL)
+                .build(),
+            false => opcode::Send::new(types::Fd(fd), ptr, len)
+                .flags(libc::MSG_NOSIGNAL)
+                .build(),
+        };
+        self.push(entry.user_data(token(OP_SEND, gen, index)));
+    }
+
+    /// Shut the socket down; the slot is freed once no operation is in flight.
+    fn close(&mut self, index: u32, gen: u32) {
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
+        if !conn.shut {
+            conn.shut = true;
+            // SAFETY: plain syscall on a descriptor this connection owns.
+            unsafe { libc::shutdown(conn.client.fd, libc::SHUT_RDWR) };
+            crate::transactions::multi::unwatch(&mut self.core, &mut conn.client);
+            let mut subs = std::mem::take(&mut conn.client.subs);
+            if let Some(blocked) = conn.client.blocked.take() {
+                self.forget_blocked(index, gen, blocked);
+            }
+            crate::messaging::pubsub::forget_all(&self.core, &mut subs, (index, gen));
+        }
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            return;
+        };
+        if !conn.recv_in_flight && !conn.send_in_flight {
+            let (fd, fixed) = (conn.client.fd, conn.fixed);
+            if fixed {
+                // The ring's reference must go too, or the socket outlives close().
+                let _ = self.ring.submitter().register_files_update(index, &[-1]);
+            }
+            // SAFETY: no operation references the descriptor any more.
+            unsafe { libc::close(fd) };
+            self.conns.remove(index);
+            self.core.shared.client_gone();
+        }
+    }
+
+    /// A blocked client went away: its parked command goes too, here or on the
+    /// shard it was sent to.
+    fn forget_blocked(&mut self, index: u32, gen: u32, blocked: BlockedOn) {
+        crate::mesh::lending::forget(&mut self.core, index, gen);
+        match blocked.remote {
+            None => crate::shard::exec::drop_waiter(
+                &mut self.core,
+                |w| matches!(*w, Waiter::Local { index: i, gen: g, .. } if i == index && g == gen),
+            ),
+            Some(shard) => {
+                let from = self.core.id;
+                let cancel = Control::Cancel {
+                    from,
+                    conn: index,
+                    gen,
+                };
+                self.core.outbox.control(shard, cancel);
+            }
+        }
+    }
+
+    /// Start sends for every connection with new replies (or a pending close).
+    fn flush_dirty(&mut self) {
+        let mut dirty = std::mem::take(&mut self.core.dirty);
+        for &(index, gen) in &dirty {
+            self.start_send(index, gen);
+        }
+        dirty.clear();
+        if self.core.dirty.is_empty() {
+            self.core.dirty = dirty;
+        }
+    }
+
+    fn take_mesh_messages(&mut self) {
+        let Some(messages) = forward::with_mesh(Mesh::receive_all) else {
+            return;
+        };
+        for message in messages {
+            crate::mesh::forward::handle(&mut self.core, &mut self.conns, message);
+        }
+    }
+
+    fn ship_outbox(&mut self) {
+        // A lone shard has no mesh and its outbox stays empty.
+        forward::with_mesh(|mesh| mesh.ship(&mut self.core.outbox));
+    }
+
+    /// New requests wait while a peer shard is behind or the log's disk is.
+    fn input_must_wait(&self) -> bool {
+        forward::with_mesh(|m| m.congested()).unwrap_or(false)
+            || self
+                .core
+                .wal
+                .as_ref()
+                .is_some_and(crate::persistence::wal::Wal::backed_up)
+    }
+
+    /// Submit the log's next write, if one is due (one in flight at a time), and
+    /// the zero fill ahead of it (direct writes).
+    fn submit_wal_write(&mut self) {
+        let Some(wal) = self.core.wal.as_mut() else {
+            return;
+        };
+        let (write, fill) = (wal.next_write(), wal.zero_fill_due());
+        if let Some(op) = write {
+            self.push_wal_write(op);
+        }
+        if let Some(op) = fill {
+            self.push_write(op, OP_WAL_ZERO_FILL);
+        }
+    }
+
+    fn push_wal_write(&mut self, op: crate::persistence::wal::WriteOp) {
+        self.push_write(op, OP_WAL_WRITE);
+    }
+
+    fn push_write(&mut self, op: crate::persistence::wal::WriteOp, kind: u64) {
+        let write = opcode::Write::new(types::Fd(op.fd), op.ptr, op.len)
+            .offset(op.offset)
+            .build()
+            .user_data(token(kind, 0, 0));
+        self.push(write);
+    }
+
+    /// The log's write completed: continue a short write; under `always` sync the
+    /// group now (submitted with the next wait: no linked entries, which a full
+    /// ring could separate); else start the next write.
+    fn wal_written(&mut self, result: i32) {
+        let Some(wal) = self.core.wal.as_mut() else {
+            return;
+        };
+        if let Some(rest) = wal.write_done(result) {
+            return self.push_wal_write(rest);
+        }
+        self.exit_flush_if_waiting();
+        let Some(wal) = self.core.wal.as_mut() else {
+            return;
+        };
+        if let Some((fd, group)) = wal.group_sync_due() {
+            match crate::persistence::wal::fsync_delayed(self.core.id) {
+                true => self.push_fsync_delay(fd, group),
+                false => self.push_fsync(fd, group),
+            }
+        }
+        self.submit_wal_write();
+    }
+
+    /// SHUTDOWN's flush of the log waited for the direct writes in flight (see
+    /// `Wal::flush_must_wait`): run it once the last one completed.
+    fn exit_flush_if_waiting(&mut self) {
+        if self
+            .core
+            .wal
+            .as_mut()
+            .is_some_and(|wal| wal.take_exit_flush())
+        {
+            crate::persistence::shutdown::prepare(&mut self.core, false);
+        }
+    }
+
+    /// `wal::fsync_delayed` (debug builds): the group's fdatasync starts when a
+    /// timeout on the ring completes; the loop goes on meanwhile. The token carries
+    /// the descriptor and the group (below 2^32 in a test).
+    fn push_fsync_delay(&mut self, fd: RawFd, group: u64) {
+        static DELAY: types::Timespec =
+            types::Timespec::new().nsec(crate::persistence::wal::SLOW_FSYNC_NS);
+        let entry = opcode::Timeout::new(&DELAY).build().user_data(token(
+            OP_WAL_FSYNC_DELAY,
+            fd as u32,
+            group as u32,
+        ));
+        self.push(entry);
+    }
+
+    /// `wal::write_reported_late` (debug builds): the write's `result` comes back
+    /// with a timeout's completion, `LATE_WRITE_NS` from now.
+    fn push_late_write_report(&mut self, result: i32) {
+        static DELAY: types::Timespec =
+            types::Timespec::new().nsec(crate::persistence::wal::LATE_WRITE_NS);
+        let entry = opcode::Timeout::new(&DELAY).build().user_data(token(
+            OP_WAL_WRITE_LATE,
+            0,
+            result as u32,
+        ));
+        self.push(entry);
+    }
+
+    /// Submit an fdatasync of the log; `group` (always) comes back with its completion.
+    fn push_fsync(&mut self, fd: RawFd, group: u64) {
+        let (gen, index) = token_group(group);
+        let entry = opcode::Fsync::new(types::Fd(fd))
+            .flags(types::FsyncFlags::DATASYNC)
+            .build()
+            .user_data(token(OP_WAL_FSYNC, gen, index));
+        self.push(entry);
+    }
+
+    /// everysec: start the log's fsync once a second.
+    fn sync_wal_if_due(&mut self) {
+        let now = self.core.now_ms;
+        if let Some(fd) = self.core.wal.as_mut().and_then(|w| w.fsync_due(now)) {
+            self.push_fsync(fd, 0);
+        }
+    }
+
+    /// Run the input left waiting while the mesh was congested, once it is not.
+    fn run_deferred(&mut self) {
+        if self.deferred.is_empty() || self.input_must_wait() {
+            return;
+        }
+        for (index, gen) in std::mem::take(&mut self.deferred) {
+            self.run_input(index, gen);
+        }
+        self.ship_outbox();
+    }
+
+    /// Background work: publish gauges, expire keys in a small slice.
+    fn tick(&mut self) {
+        self.next_tick_ms = self.core.now_ms + TICK.as_millis() as u64;
+        if std::mem::take(&mut self.accept_failed) {
+            self.arm_accept();
+        }
+        self.core
+            .engine
+            .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
+        crate::messaging::notify::queue_expired(&mut self.core);
+        let stats = &mut self.core.stats;
+        stats.ops.tick(self.core.now_ms, stats.commands);
+        if self.core.pause.expired(self.core.now_ms) {
+            end_pause(&mut self.core, &mut self.conns);
+        }
+        crate::memory::limit::give_back_free_pages(&mut self.core);
+        self.sync_wal_if_due();
+        crate::persistence::save_rules::check(&mut self.core);
+        crate::persistence::shutdown::on_tick(&mut self.core);
+        crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
+        self.close_idle_clients();
+        self.publish_gauges();
+    }
+    /// `timeout`: once a second, close the clients idle longer than it (Redis'
+    /// clientsCronHandleTimeout). A blocked client waits by its own timeout instead.
+    fn close_idle_clients(&mut self) {
+        let timeout_ms = self.core.cfg.timeout_s.saturating_mul(1000);
+        if timeout_ms == 0 || self.core.now_ms < self.next_idle_sweep_ms {
+            return;
+        }
+        self.next_idle_sweep_ms = self.core.now_ms + IDLE_SWEEP_EVERY_MS;
+        let now = self.core.now_ms;
+        for (index, conn) in self.conns.iter_mut() {
+            let c = &mut conn.client;
+            let last = c.last_cmd_ms.max(c.created_ms);
+            if c.blocked.is_none() && !c.paused && now.saturating_sub(last) > timeout_ms {
+                c.closing = true;
+                c.killed = true;
+                self.core.dirty.push((index, conn.gen));
+            }
+        }
+    }
+
+    fn publish_gauges(&self) {
+        publish_gauges(&self.core, self.conns.len());
+    }
+}
+
+/// Publish this shard's gauges and statistics tables for the other shards' INFO
+/// (on every tick, and when a gathering INFO asks: see [`crate::mesh::gather`]).
+pub fn publish_gauges(core: &ShardCore, clients: usize) {
+    let g = &core.shared.shards[core.id];
+    let engine_stats = core.engine.stats();
+    g.clients.store(clients as u64, Relaxed);
+    g.commands.store(core.stats.commands, Relaxed);
+    g.connections_received
+        .store(core.stats.connections_received, Relaxed);
+    g.rejected_connections
+        .store(core.stats.rejected_connections, Relaxed);
+    g.net_input_bytes.store(core.stats.net_input_bytes, Relaxed);
+    g.net_output_bytes
+        .store(core.stats.net_output_bytes, Relaxed);
+    g.expired_keys.store(engine_stats.expired_keys, Relaxed);
+    g.keyspace_hits.store(engine_stats.keyspace_hits, Relaxed);
+    g.keyspace_misses
+        .store(engine_stats.keyspace_misses, Relaxed);
+    g.evicted_keys.store(engine_stats.evicted_keys, Relaxed);
+    g.blocked_clients.store(blocked_here(core), Relaxed);
+    g.dirty.store(core.stats.dirty, Relaxed);
+    g.ops_per_sec.store(core.stats.ops.per_sec(), Relaxed);
+    let wal_failed = core.wal.as_ref().is_some_and(|w| w.failed().is_some());
+    g.wal_failed.store(wal_failed as u64, Relaxed);
+    g.dirty_at_save.store(core.stats.dirty_at_save, Relaxed);
+    g.epoch.store(core.stats.epoch, Relaxed);
+    let mut tables = g.tables.lock().unwrap_or_else(|e| e.into_inner());
+    tables.epoch = core.stats.epoch;
+    tables.per_command.clone_from(&core.stats.per_command);
+    tables.errors.clear();
+    tables
+        .errors
+        .extend(core.stats.errors.iter().map(|(code, &n)| (code.clone(), n)));
+    drop(tables);
+    // Each gauge is stored once: a reader never sees a database's count at zero
+    // in between (eviction decides by them).
+    let mut counts = vec![(0u64, 0u64); g.keys.len()];
+    for (db, keys, expires) in core.engine.keyspace_info() {
+        if let Some(c) = counts.get_mut(db) {
+            *c = (keys as u64, expires as u64);
+        }
+    }
+    // A key out on loan is still this shard's (a script's DBSIZE on the
+    // borrower leaves it out there).
+    for db in core.lending.lent_dbs() {
+        if let Some(c) = counts.get_mut(db) {
+            c.0 += 1;
+        }
+    }
+    for ((k, e), (keys, expires)) in g.keys.iter().zip(counts) {
+        k.store(keys, Relaxed);
+        e.store(expires, Relaxed);
+    }
+}
+
+/// Clients of this shard blocked in a command (parked, or waiting for borrowed keys).
+pub fn blocked_here(core: &ShardCore) -> u64 {
+    let watches = core.blocking.watches();
+    (core.blocking.len() - watches + core.lending.waiting_len()) as u64
+}
+
+/// End CLIENT PAUSE on this shard: the connections that waited run what they hold.
+pub fn end_pause(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    for who in core.pause.end() {
+        if let Some(conn) = conns.get_mut(who.0, who.1) {
+            conn.client.paused = false;
+            core.resume.push(who);
+        }
+    }
+}
+
+/// Give back an input buffer that a large request grew, once it is consumed and no
+/// receive is writing into it.
+fn shrink_input(conn: &mut Conn) {
+    let consumed = conn.input.len() == conn.input_start;
+    if consumed && !conn.recv_in_flight && conn.input.capacity() > BUFFER_KEEP_BYTES {
+        conn.input = Vec::with_capacity(INPUT_CHUNK_BYTES);
+        conn.input_start = 0;
+    }
+}

@@ -1,0 +1,1089 @@
+//! MULTI/EXEC transactions and WATCH, as the dispatcher runs them (the command
+//! rows are in [`crate::cmd::transactions`]; the design and its cost are in
+//! docs/transactions.md).
+//!
+//! Inside MULTI every command but EXEC, DISCARD, MULTI, WATCH, QUIT and RESET is
+//! checked and queued (`+QUEUED`); a refusal (unknown command, arity, `no-multi`,
+//! MOVED/CROSSSLOT in per-shard mode) flags the transaction and EXEC answers
+//! `EXECABORT`. EXEC runs the queue in one of three ways:
+//!
+//! - **here**: every key is this shard's and free (always in per-shard mode and
+//!   with one shard): each command runs through the ordinary dispatcher, one after
+//!   the other in this loop iteration, so nothing else runs in between (an answer
+//!   a server command gathers from every shard holds its place in the replies);
+//! - **on the owner** (forward mode, every key on one other shard, no WATCH):
+//!   the queue runs there in one message ([`crate::mesh::owner_tx`]);
+//! - **borrowed** (forward mode, keys on several shards): the keys of every queued
+//!   command and every watched key are borrowed from their owners
+//!   ([`crate::mesh::lending`]), the queue runs here on them ([`run_borrowed`]), and they
+//!   go back: no client of any shard sees a partial transaction. SELECT, PING,
+//!   ECHO, TIME and PUBLISH are answered in place (keys after a SELECT are
+//!   borrowed in its database); other server commands (CLIENT, CONFIG, INFO ...)
+//!   run with the client's connection in hand ([`ConnAccess`]). With a script, a
+//!   command each shard answers (DBSIZE, KEYS, SCAN, RANDOMKEY, FLUSHDB,
+//!   FLUSHALL, SWAPDB) or SORT BY/GET in the queue it runs under the script lock:
+//!   the script may borrow the keys it did not declare as it runs, SORT the keys
+//!   its patterns name, the other shards answer such a command at once
+//!   ([`crate::mesh::script_lock`]). A SWAPDB moves the keys held for the queue: the
+//!   coordinator and the owners rename them as it goes ([`swapped_in_queue`]).
+
+use crate::config::PortMode;
+use crate::mesh::lending::{self, DbKey};
+use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
+use crate::net::slab::Slab;
+use crate::shard::exec::{run_engine, Caller};
+use crate::shard::registry::{registry, Command, Handler};
+use crate::shard::ShardCore;
+use crate::transactions::watch;
+use ahash::AHashSet;
+use ruvio_engine::command::flags::{ALL_SHARDS, NO_MULTI};
+use ruvio_engine::command::CommandTree;
+use ruvio_engine::slot::key_slot;
+use ruvio_engine::CmdError;
+use ruvio_resp::{Args, ArgsBatch, Reply};
+
+/// The commands of a transaction, each resolved to the row that runs it, their
+/// arguments copied into one buffer (two allocations that grow, not two per
+/// command).
+#[derive(Debug, Default)]
+pub struct Commands {
+    rows: Vec<&'static Command>,
+    args: ArgsBatch,
+}
+
+impl Commands {
+    fn push(&mut self, cmd: &'static Command, args: Args<'_>) {
+        self.rows.push(cmd);
+        self.args.push(args.iter());
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Command `i`: its row and arguments.
+    fn get(&self, i: usize) -> Option<(&'static Command, Args<'_>)> {
+        Some((*self.rows.get(i)?, self.args.get(i)?))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&'static Command, Args<'_>)> {
+        self.rows.iter().copied().zip(self.args.iter())
+    }
+}
+
+/// A client's open transaction (between MULTI and EXEC or DISCARD).
+#[derive(Debug, Default)]
+pub struct Queued {
+    /// The commands, resolved to the row that runs them, with their arguments.
+    commands: Commands,
+    /// A command was refused while queueing: EXEC aborts.
+    failed: bool,
+}
+
+impl Queued {
+    /// Commands queued (CLIENT LIST `multi=`).
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// Nothing queued yet.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+}
+
+/// A transaction running on borrowed keys (see [`crate::mesh::lending`]).
+#[derive(Debug)]
+pub struct Transaction {
+    commands: Commands,
+    /// The watch epoch EXEC checks, and the watched keys to forget afterwards.
+    epoch: u64,
+    watched: Vec<DbKey>,
+    /// It runs under the script lock: its scripts may borrow keys they did not
+    /// declare while they run ([`crate::mesh::script_lock`]).
+    pub locked: bool,
+    /// The database its SELECTs leave the connection in, once it ran (a touched
+    /// watch leaves it where it was).
+    selects: Option<usize>,
+    /// It holds a server command that needs the connection (CLIENT, CONFIG, INFO
+    /// ...): it runs with the client's connection in hand ([`ConnAccess`]).
+    pub with_conn: bool,
+    /// It holds a SWAPDB: the keys it borrowed move between databases as it runs.
+    pub swaps_dbs: bool,
+}
+
+/// Commands that run at once inside MULTI instead of being queued (Redis'
+/// processCommand list).
+fn runs_in_multi(name: &str) -> bool {
+    matches!(
+        name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
+}
+
+/// Mark the client's open transaction as failed (a command refused before it
+/// could be queued: unknown, wrong arity, not authenticated, out of memory).
+pub fn flag_refused(client: &mut ClientState) {
+    if let Some(queued) = client.multi.as_mut() {
+        queued.failed = true;
+    }
+}
+
+/// A command refused before it runs (arity, NOAUTH, OOM) inside MULTI flags the
+/// transaction; EXEC itself refused discards it, with Redis' `EXECABORT
+/// Transaction discarded because of: <error>` as the error.
+pub fn refused(
+    core: &mut ShardCore,
+    client: &mut ClientState,
+    cmd: &Command,
+    error: CmdError,
+) -> CmdError {
+    let Some(queued) = client.multi.as_mut() else {
+        return error;
+    };
+    if cmd.meta.name != "exec" {
+        queued.failed = true;
+        return error;
+    }
+    client.multi = None;
+    unwatch(core, client);
+    let message = error.message();
+    let reason = message.strip_prefix("ERR ").unwrap_or(&message);
+    CmdError::quoted(
+        "EXECABORT Transaction discarded because of: ",
+        reason.as_bytes(),
+        "",
+    )
+}
+
+/// Inside MULTI: check and queue `cmd` (answering `+QUEUED` or the refusal) and
+/// return true; outside MULTI, or for a command that runs at once, return false.
+pub fn queue(
+    core: &mut ShardCore,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    cmd: &'static Command,
+    args: Args<'_>,
+) -> bool {
+    if client.multi.is_none() || runs_in_multi(cmd.meta.name) {
+        return false;
+    }
+    let checked = cmd.resolve(args).and_then(|sub| {
+        if sub.meta.has(NO_MULTI) {
+            return Err(CmdError::NotAllowedInMulti);
+        }
+        cluster_slot(core, sub, args, None)?;
+        Ok(sub)
+    });
+    let mut reply = Reply::new(replies.sink(), client.proto);
+    let Some(queued) = client.multi.as_mut() else {
+        return false;
+    };
+    match checked {
+        Ok(sub) => {
+            queued.commands.push(sub, args);
+            reply.simple("QUEUED");
+        }
+        Err(e) => {
+            queued.failed = true;
+            core.stats.per_command[cmd.stat].rejected += 1;
+            core.stats.count_error(&e);
+            e.write(&mut reply);
+        }
+    }
+    true
+}
+
+/// Per-shard mode: the slot of `cmd`'s keys joined to `slot` (the keys seen so
+/// far), or MOVED / CROSSSLOT as Redis Cluster answers for keys not in one slot of
+/// this node: for each command when queued, for the whole queue at EXEC.
+/// Forward mode: no restriction.
+fn cluster_slot(
+    core: &ShardCore,
+    cmd: &Command,
+    args: Args<'_>,
+    mut slot: Option<u16>,
+) -> Result<Option<u16>, CmdError> {
+    if core.topo.mode == PortMode::Forward {
+        return Ok(slot);
+    }
+    for p in cmd.meta.keys.positions(args) {
+        let key_slot = key_slot(args.get(p));
+        match slot {
+            Some(s) if s != key_slot => return Err(CmdError::CrossSlot),
+            _ => slot = Some(key_slot),
+        }
+    }
+    match slot {
+        Some(s) if core.topo.owner(s) != core.id => Err(CmdError::Moved {
+            slot: s,
+            host: core.topo.host.clone(),
+            port: core.topo.nodes[core.topo.owner(s)].port,
+        }),
+        _ => Ok(slot),
+    }
+}
+
+/// `MULTI`
+pub fn multi(client: &mut ClientState) -> Result<(), CmdError> {
+    if client.multi.is_some() {
+        return Err(CmdError::MultiNested);
+    }
+    client.multi = Some(Queued::default());
+    Ok(())
+}
+
+/// `DISCARD`
+pub fn discard(core: &mut ShardCore, client: &mut ClientState) -> Result<(), CmdError> {
+    if client.multi.take().is_none() {
+        return Err(CmdError::DiscardWithoutMulti);
+    }
+    unwatch(core, client);
+    Ok(())
+}
+
+/// Forget every key the client watches and start a new watch epoch (UNWATCH,
+/// DISCARD, EXEC, RESET, a closed connection).
+pub fn unwatch(core: &mut ShardCore, client: &mut ClientState) {
+    let watched = std::mem::take(&mut client.watching);
+    forget_watches(core, client.id, watched);
+    client.watch_epoch += 1;
+    core.watches.clear_touched(client.id);
+}
+
+/// Tell the owners of `watched` to forget `client_id`'s watches.
+fn forget_watches(core: &mut ShardCore, client_id: u64, watched: Vec<DbKey>) {
+    for (owner, keys) in by_owner(core, watched) {
+        if owner == core.id {
+            watch::unregister(core, client_id, &keys);
+        } else {
+            core.outbox.unwatch_keys(owner, client_id, keys);
+        }
+    }
+}
+
+/// Group keys by the shard that owns them (all this shard's unless forward mode).
+fn by_owner(core: &ShardCore, keys: Vec<DbKey>) -> Vec<(usize, Vec<DbKey>)> {
+    let mut groups: Vec<(usize, Vec<DbKey>)> = Vec::new();
+    for (db, key) in keys {
+        let owner = owner_of(core, &key);
+        match groups.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, ks)) => ks.push((db, key)),
+            None => groups.push((owner, vec![(db, key)])),
+        }
+    }
+    groups
+}
+
+/// The shard whose keyspace holds `key`: its owner in forward mode, this shard
+/// in per-shard mode (a key of another slot was refused before).
+fn owner_of(core: &ShardCore, key: &[u8]) -> usize {
+    match core.topo.mode {
+        PortMode::Forward => core.topo.key_owner(key),
+        _ => core.id,
+    }
+}
+
+/// `WATCH key [key ...]`: register the keys with their owners; the reply waits
+/// for every owner (a held slot) so a write after `+OK` is always seen.
+pub fn watch_keys(
+    core: &mut ShardCore,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    args: Args<'_>,
+) -> Result<(), CmdError> {
+    if client.multi.is_some() {
+        return Err(CmdError::WatchInMulti);
+    }
+    let cmd = registry().lookup(b"watch").expect("WATCH is in the table");
+    cluster_slot(core, cmd, args, None)?;
+    let db = client.db;
+    let mut seen: AHashSet<(usize, &[u8])> = client
+        .watching
+        .iter()
+        .map(|(d, k)| (*d, k.as_slice()))
+        .collect();
+    let mut fresh: Vec<DbKey> = Vec::new();
+    for key in args.iter().skip(1) {
+        if seen.insert((db, key)) {
+            fresh.push((db, key.to_vec()));
+        }
+    }
+    let groups = by_owner(core, fresh.clone());
+    client.watching.extend(fresh);
+    let remote = groups.iter().filter(|(o, _)| *o != core.id).count();
+    let seq = (remote > 0).then(|| replies.hold(Merge::AllOk, remote));
+    let mut part = 0;
+    for (owner, keys) in groups {
+        let keys: Vec<Vec<u8>> = keys.into_iter().map(|(_, k)| k).collect();
+        if owner == core.id {
+            watch::register(core, core.id, client.id, client.watch_epoch, db, &keys);
+        } else if let Some(seq) = seq {
+            let tag = crate::shard::dispatch::tag(client, who, seq, part);
+            core.outbox
+                .watch_keys(owner, core.id, tag, client.watch_epoch, keys);
+            part += 1;
+        }
+    }
+    if seq.is_none() {
+        Reply::new(replies.sink(), client.proto).ok();
+    }
+    Ok(())
+}
+
+/// The owner's side of a WATCH from shard `from`: register, then answer `+OK`.
+pub fn watched_by(
+    core: &mut ShardCore,
+    from: usize,
+    tag: crate::mesh::forward::Tag,
+    epoch: u64,
+    keys: Vec<Vec<u8>>,
+) {
+    watch::register(core, from, tag.client_id, epoch, tag.db as usize, &keys);
+    core.outbox.reply(from, tag, b"+OK\r\n");
+}
+
+/// How EXEC runs the queue (see the module doc).
+enum Plan {
+    /// Through the dispatcher, one command after the other (here, or in order).
+    InTurn,
+    /// On these keys, borrowed from their owners; under the script lock when
+    /// `locked` (a script of the queue may borrow more while it runs, a command
+    /// each shard answers asks them then). `selects`: the database the queue's
+    /// SELECTs leave the connection in.
+    Borrowed {
+        keys: Vec<DbKey>,
+        locked: bool,
+        selects: Option<usize>,
+        with_conn: bool,
+    },
+    /// On shard `0`, which owns every key ([`crate::mesh::owner_tx`]).
+    OnOwner(usize, Vec<DbKey>),
+}
+
+/// `EXEC` inside MULTI. Errors (EXECABORT) come back to be written once.
+pub fn exec(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+) -> Result<(), CmdError> {
+    let Some(queued) = client.multi.take() else {
+        return Err(CmdError::ExecWithoutMulti);
+    };
+    if queued.failed {
+        unwatch(core, client);
+        return Err(CmdError::ExecAbort);
+    }
+    let one_slot = queued.commands.iter().try_fold(None, |slot, (cmd, args)| {
+        cluster_slot(core, cmd, args, slot)
+    });
+    if let Err(e) = one_slot {
+        unwatch(core, client);
+        return Err(e);
+    }
+    match plan(core, client, &queued) {
+        Plan::InTurn => run_in_turn(core, conns, client, replies, who, queued),
+        Plan::OnOwner(owner, keys) => {
+            crate::mesh::owner_tx::send(core, client, replies, who, owner, queued.commands, keys)
+        }
+        Plan::Borrowed {
+            keys,
+            locked,
+            selects,
+            with_conn,
+        } => run_borrowing(
+            core,
+            conns,
+            client,
+            replies,
+            who,
+            queued,
+            keys,
+            (locked, selects, with_conn),
+        ),
+    }
+    Ok(())
+}
+
+/// Start the EXEC of `queued` on `keys` borrowed from their owners. Without WATCH
+/// the client goes on meanwhile (later commands that may touch the keys wait:
+/// [`lending::must_wait_for_transaction`]), and the transaction rides on an EXEC
+/// already borrowing its keys here if there is one (not one under the script
+/// lock); with WATCH the client waits.
+#[allow(clippy::too_many_arguments)]
+fn run_borrowing(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    queued: Queued,
+    keys: Vec<DbKey>,
+    (locked, selects, with_conn): (bool, Option<usize>, bool),
+) {
+    // A client whose queue SELECTs waits for the EXEC: its next commands run in
+    // the database the queue left it in (set when it ran: `lending::finish`); so
+    // does one whose queue needs its connection (the state it leaves is its).
+    let unwatched = client.watching.is_empty() && selects.is_none() && !with_conn;
+    let after = client.borrowing_tx.map(|(ticket, _)| ticket);
+    let swaps_dbs = queued
+        .commands
+        .iter()
+        .any(|(cmd, _)| lending::swaps_dbs(cmd));
+    let transaction = Box::new(Transaction {
+        commands: queued.commands,
+        epoch: client.watch_epoch,
+        watched: std::mem::take(&mut client.watching),
+        locked,
+        selects,
+        with_conn,
+        swaps_dbs,
+    });
+    // A new epoch now; the owners forget the old watches once it ran.
+    client.watch_epoch += 1;
+    let seq = replies.hold(Merge::Single, 1);
+    let caller = crate::shard::dispatch::caller(client);
+    let transaction = match unwatched && !locked {
+        true => {
+            match lending::join_transaction(core, after, who, seq, caller, transaction, &keys) {
+                Ok(ticket) => {
+                    client.borrowing_tx = Some((ticket, seq));
+                    return;
+                }
+                Err(transaction) => transaction,
+            }
+        }
+        false => transaction,
+    };
+    let ticket = core.lending.next_ticket();
+    match unwatched {
+        true => client.borrowing_tx = Some((ticket, seq)),
+        false => client.blocked = Some(BlockedOn { seq, remote: None }),
+    }
+    let mut at_once = lending::start_transaction(core, conns, who, seq, caller, transaction, keys);
+    if at_once.is_none() {
+        // Every key was here: one that needs the connection runs now, with it.
+        let access = ConnAccess {
+            client: &mut *client,
+            replies: &mut *replies,
+            conns: &mut *conns,
+            who,
+        };
+        at_once = lending::finish_starting_with_conn(core, access);
+    }
+    if let Some(reply) = at_once {
+        let ran = !(reply.starts_with(b"*-1") || reply.starts_with(b"_"));
+        if let Some(db) = selects.filter(|_| ran) {
+            client.db = db;
+        }
+        replies.fill(seq, 0, reply);
+        // (A gathered answer of its queue may hold the client still.)
+        if client.blocked.is_some_and(|b| b.seq == seq) {
+            client.blocked = None;
+        }
+        client.borrowing_tx = None;
+    }
+}
+
+/// The keys an EXEC of `queued` would borrow (no WATCH, keys on several shards,
+/// keyspace commands only), if that is how it would run.
+pub fn borrowed_keys(
+    core: &ShardCore,
+    client: &ClientState,
+    queued: &Queued,
+) -> Option<Vec<DbKey>> {
+    if queued.failed || !client.watching.is_empty() {
+        return None;
+    }
+    match plan(core, client, queued) {
+        Plan::Borrowed {
+            keys,
+            locked: false,
+            selects: None,
+            with_conn: false,
+        } => Some(keys),
+        _ => None,
+    }
+}
+
+/// Decide how the queue runs: in turn when every key (queued or watched) is this
+/// shard's and free; on the owner when every key is one other shard's, nothing
+/// is watched, every command is a keyspace command and every script passed its
+/// probation here (see [`crate::mesh::script_lock::must_lock`]);
+/// borrowed otherwise (with the connection in hand when a command needs it:
+/// CLIENT, CONFIG, INFO ...), under the script lock when a script or a command
+/// each shard answers (DBSIZE, KEYS, FLUSHALL ...) is in the queue.
+fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
+    if core.topo.mode != PortMode::Forward || core.topo.nodes.len() == 1 {
+        return Plan::InTurn;
+    }
+    let mut db = client.db;
+    let mut selects = None;
+    let mut keys: Vec<DbKey> = client.watching.clone();
+    let (mut has_script, mut must_lock) = (false, false);
+    let (mut every_shard, mut inline, mut with_conn) = (false, false, false);
+    // After a SWAPDB the queue's keys name what was in the other database: each
+    // database's place before the queue ran (SWAPDB only).
+    let mut before_swaps: Option<Vec<usize>> = None;
+    for (cmd, args) in queued.commands.iter() {
+        match on_borrowed(cmd) {
+            OnBorrowed::Conn => with_conn = true,
+            OnBorrowed::Select => {
+                if let Some(index) = db_index(core, args.get(1)) {
+                    (db, selects) = (index, Some(index));
+                }
+                inline = true;
+                continue;
+            }
+            OnBorrowed::Inline => {
+                inline = true;
+                continue;
+            }
+            OnBorrowed::EveryShard => every_shard = true,
+            OnBorrowed::Keys => {}
+        }
+        if lending::swaps_dbs(cmd) {
+            if let (Some(a), Some(b)) = (db_index(core, args.get(1)), db_index(core, args.get(2))) {
+                let dbs = core.engine.db_count();
+                before_swaps
+                    .get_or_insert_with(|| (0..dbs).collect())
+                    .swap(a, b);
+            }
+            continue;
+        }
+        if crate::mesh::script_lock::is_script(cmd.meta) {
+            has_script = true;
+            must_lock |= crate::mesh::script_lock::must_lock(core, args);
+        }
+        let named_from = keys.len();
+        queued_keys(core, cmd, args, db, &mut keys);
+        if let Some(places) = &before_swaps {
+            keys[named_from..]
+                .iter_mut()
+                .for_each(|(db, _)| *db = places[*db]);
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    let all_here = keys
+        .iter()
+        .all(|(d, k)| core.topo.key_owner(k) == core.id && !core.lending.is_lent(*d, k));
+    if all_here && !must_lock && !every_shard {
+        return Plan::InTurn;
+    }
+    // On the owner only with scripts known to stay in their slots: a script's
+    // first run there could reach a third shard's key while the lock is taken and
+    // have to refuse it (Redis Cluster's error); here it runs its probation.
+    if !must_lock && !all_here && !every_shard && !inline && !with_conn {
+        if let Some(owner) = single_other_owner(core, client, &keys) {
+            return Plan::OnOwner(owner, keys);
+        }
+    }
+    Plan::Borrowed {
+        keys,
+        locked: has_script || every_shard,
+        selects,
+        with_conn,
+    }
+}
+
+/// How a queued command runs in an EXEC on borrowed keys ([`run_borrowed`]).
+enum OnBorrowed {
+    /// On the keys it names, here.
+    Keys,
+    /// SELECT: the next commands' database.
+    Select,
+    /// PING, ECHO, TIME, PUBLISH, SPUBLISH: answered here, touching no key (a
+    /// publication is counted now and delivered after the loop iteration, as a
+    /// script's).
+    Inline,
+    /// A keyspace command each shard answers for its part (DBSIZE, KEYS, SCAN,
+    /// RANDOMKEY, FLUSHDB, FLUSHALL, SWAPDB): here and, under the script lock, on
+    /// every other shard at once; or one reading keys named in a value (SORT
+    /// BY/GET), which borrows them under the lock when it runs.
+    EveryShard,
+    /// A server command that needs the connection or the server (CLIENT, CONFIG,
+    /// INFO ...): run with the connection in hand ([`ConnAccess`]); an answer it
+    /// gathers from every shard holds a slot of the connection's replies of its
+    /// own, and the queue goes on.
+    Conn,
+}
+
+fn on_borrowed(cmd: &Command) -> OnBorrowed {
+    match cmd.handler {
+        Some(Handler::Engine(_)) => {
+            if cmd.meta.has(ALL_SHARDS) || cmd.meta.keys.reads_keys_from_value() {
+                OnBorrowed::EveryShard
+            } else {
+                OnBorrowed::Keys
+            }
+        }
+        _ => match cmd.meta.name {
+            "select" => OnBorrowed::Select,
+            "ping" | "echo" | "time" | "publish" | "spublish" => OnBorrowed::Inline,
+            _ => OnBorrowed::Conn,
+        },
+    }
+}
+
+/// The database `index` names, or `None` for one SELECT refuses (its error is the
+/// reply; the database stays): a queued SELECT's or MOVE's.
+fn db_index(core: &ShardCore, index: &[u8]) -> Option<usize> {
+    crate::cmd::connection::select_index(&core.engine, index).ok()
+}
+
+/// The `(db, key)`s command `cmd` of the queue names in database `db`, with a
+/// MOVE's or COPY ... DB's target in its database, into `keys`.
+fn queued_keys(core: &ShardCore, cmd: &Command, args: Args<'_>, db: usize, keys: &mut Vec<DbKey>) {
+    let positions = cmd.meta.keys.positions(args);
+    keys.extend(positions.iter().map(|&p| (db, args.get(p).to_vec())));
+    let target = match cmd.meta.name {
+        "move" => db_index(core, args.get(2)),
+        _ => lending::other_db(core, cmd, args),
+    };
+    if let (Some(target), Some(&last)) = (target, positions.last()) {
+        keys.push((target, args.get(last).to_vec()));
+    }
+}
+
+/// The shard that owns every one of `keys` when it is another one, nothing is
+/// watched and this shard coordinates no cross-shard command (see
+/// [`crate::mesh::owner_tx::is_claimed`]).
+fn single_other_owner(core: &ShardCore, client: &ClientState, keys: &[DbKey]) -> Option<usize> {
+    if !client.watching.is_empty() || core.lending.coordinating() {
+        return None;
+    }
+    let owner = core.topo.key_owner(&keys.first()?.1);
+    let one_owner = keys.iter().all(|(_, k)| core.topo.key_owner(k) == owner);
+    (one_owner && owner != core.id).then_some(owner)
+}
+
+/// An EXEC running its queue in turn (see [`continue_exec`]).
+#[derive(Debug)]
+pub struct InTurn {
+    commands: Commands,
+    /// The next command to run.
+    next: usize,
+    /// The watch epoch still to check before the first command runs.
+    check_epoch: Option<u64>,
+}
+
+/// Run the queue through the ordinary dispatcher, in turn (blocking commands do
+/// not block). Every key of the queue and of the watches is this shard's
+/// ([`plan`]): the watches are checked first (an expired one touches its
+/// watchers).
+fn run_in_turn(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    queued: Queued,
+) {
+    let watched = std::mem::take(&mut client.watching);
+    for (db, key) in &watched {
+        watch::check_expired(core, *db, key);
+    }
+    client.exec_rest = Some(InTurn {
+        commands: queued.commands,
+        next: 0,
+        check_epoch: Some(client.watch_epoch),
+    });
+    forget_watches(core, client.id, watched);
+    continue_exec(core, conns, client, replies, who);
+}
+
+/// Run the rest of an EXEC queue, in turn, until it is done or a command waits
+/// for another shard: then the connection waits as for a blocked command, and
+/// this goes on when the answer is in, before any later input (the dispatcher
+/// calls it first). No command should wait so (every key is here, a script may
+/// not start over under the lock inside EXEC): this keeps the replies in order
+/// if one ever does. A server command's answer
+/// gathered from every shard (INFO, CONFIG SET ...) holds its place in the
+/// replies and the queue goes on, so every key of the queue is written in this
+/// loop iteration; the connection waits for the answer after the queue.
+pub fn continue_exec(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+) {
+    if client.blocked.is_some() {
+        return;
+    }
+    let Some(mut rest) = client.exec_rest.take() else {
+        return;
+    };
+    if let Some(epoch) = rest.check_epoch.take() {
+        let touched = core.watches.is_touched(client.id, epoch);
+        core.watches.clear_touched(client.id);
+        client.watch_epoch += 1;
+        let mut reply = Reply::new(replies.sink(), client.proto);
+        if touched {
+            return reply.null_array();
+        }
+        reply.array(rest.commands.len());
+    }
+    client.in_exec = true;
+    // What runs here before the queue waits (all of it, when every key is this
+    // shard's) is one log group: replayed whole or not at all.
+    if let Some(wal) = core.wal.as_mut() {
+        wal.begin_atomic();
+    }
+    let mut gathering = None;
+    while client.blocked.is_none() {
+        let Some((cmd, args)) = rest.commands.get(rest.next) else {
+            break;
+        };
+        rest.next += 1;
+        crate::shard::dispatch::run_command(core, conns, client, replies, who, args);
+        if matches!(cmd.handler, Some(Handler::Server(_))) {
+            gathering = client.blocked.take().or(gathering);
+        }
+    }
+    if client.blocked.is_none() {
+        client.blocked = gathering;
+    }
+    if let Some(wal) = core.wal.as_mut() {
+        wal.end_atomic();
+    }
+    client.in_exec = false;
+    if rest.next < rest.commands.len() {
+        client.exec_rest = Some(rest);
+    }
+}
+
+/// What a transaction on borrowed keys did ([`run_borrowed`]).
+#[derive(Debug, Default)]
+pub struct RanBorrowed {
+    /// `(db, key)` its commands wrote.
+    pub modified: Vec<DbKey>,
+    /// Keys its scripts borrowed while they ran (under the script lock): here
+    /// until they are sent home with the others.
+    pub loans: Vec<DbKey>,
+    /// It ran (no touched watch) and its SELECTs leave the connection in this
+    /// database.
+    pub selected: Option<usize>,
+    /// The databases its SWAPDBs swapped, in order: a borrowed key is in the
+    /// database these moved it to ([`lending::after_swaps`]).
+    pub swaps: Vec<(usize, usize)>,
+}
+
+/// The client's connection, in hand while its transaction runs on borrowed keys
+/// (taken out of the slab, or the one whose EXEC is starting).
+pub struct ConnAccess<'a> {
+    pub client: &'a mut ClientState,
+    pub replies: &'a mut ReplyQueue,
+    /// The shard's other connections.
+    pub conns: &'a mut Slab<Conn>,
+    pub who: (u32, u32),
+}
+
+/// Where a transaction on borrowed keys writes its replies: the EXEC's held slot
+/// (`slot`), until a server command of the queue holds a slot of its own for an
+/// answer gathered from every shard; then what follows (`after`) goes to the
+/// connection's replies behind that slot.
+struct QueueOutput<'o> {
+    slot: &'o mut Vec<u8>,
+    after: Option<Vec<u8>>,
+}
+
+impl QueueOutput<'_> {
+    fn buf(&mut self) -> &mut Vec<u8> {
+        match self.after.as_mut() {
+            Some(after) => after,
+            None => self.slot,
+        }
+    }
+
+    /// The bytes written since the last gathered answer go behind it.
+    fn flush_after(&mut self, replies: &mut ReplyQueue) {
+        if let Some(after) = self.after.as_mut() {
+            replies.sink().append(after);
+        }
+    }
+}
+
+/// Run a transaction on keys borrowed from their owners (the coordinator's side
+/// of [`lending`]): the reply goes to `out` (and, after an answer a server command
+/// gathers, to the connection: [`QueueOutput`]). The watches are checked here,
+/// where every watched key is held. Under the script lock, each script may borrow
+/// keys it did not declare as it runs; the caller sends them home too. A server
+/// command runs with `conn`; without it (the client has gone) it is skipped.
+pub fn run_borrowed(
+    core: &mut ShardCore,
+    transaction: &Transaction,
+    caller: Caller,
+    out: &mut Vec<u8>,
+    mut conn: Option<ConnAccess<'_>>,
+) -> RanBorrowed {
+    let mut ran = RanBorrowed::default();
+    let touched = core.watches.is_touched(caller.client_id, transaction.epoch);
+    forget_watches(core, caller.client_id, transaction.watched.clone());
+    core.watches.clear_touched(caller.client_id);
+    if touched {
+        Reply::new(out, caller.proto).null_array();
+        return ran;
+    }
+    Reply::new(out, caller.proto).array(transaction.commands.len());
+    ran.selected = transaction.selects;
+    let mut caller = Caller {
+        may_block: false,
+        ..caller
+    };
+    let mut out = QueueOutput {
+        slot: out,
+        after: None,
+    };
+    for (cmd, args) in transaction.commands.iter() {
+        match on_borrowed(cmd) {
+            OnBorrowed::Select => select_in_queue(core, cmd, &mut caller, args, out.buf()),
+            OnBorrowed::Inline => answer_inline(core, cmd, caller, args, out.buf()),
+            OnBorrowed::EveryShard if transaction.locked && cmd.meta.has(ALL_SHARDS) => {
+                let from = out.buf().len();
+                every_shard_now(core, cmd, caller, args, out.buf());
+                if lending::swaps_dbs(cmd) && out.buf()[from..] == *b"+OK\r\n" {
+                    swapped_in_queue(core, args, &mut ran);
+                }
+            }
+            OnBorrowed::Conn => match conn.as_mut() {
+                Some(conn) => server_in_queue(core, conn, cmd, &mut caller, args, &mut out),
+                None => continue,
+            },
+            _ => {
+                let command = run_in_queue(core, transaction.locked, cmd, caller, args, out.buf());
+                ran.modified.extend(command.modified);
+                ran.loans.extend(command.loans);
+            }
+        }
+        core.stats.commands += 1;
+        core.stats.per_command[cmd.stat].calls += 1;
+    }
+    if let Some(conn) = conn {
+        out.flush_after(conn.replies);
+    }
+    ran
+}
+
+/// A queued SWAPDB swapped two databases on every shard: the keys the queue wrote
+/// so far are in the other one now, and so are the keys held here for it. Those
+/// its scripts (or SORT) borrowed so far are renamed now, as their owners rename
+/// them ([`crate::mesh::lending::Lending::swap_dbs`]); those borrowed before the
+/// queue are renamed by `ran.swaps` when it is over.
+fn swapped_in_queue(core: &mut ShardCore, args: Args<'_>, ran: &mut RanBorrowed) {
+    let (Some(a), Some(b)) = (db_index(core, args.get(1)), db_index(core, args.get(2))) else {
+        return;
+    };
+    ran.swaps.push((a, b));
+    for (db, _) in ran.modified.iter_mut().chain(ran.loans.iter_mut()) {
+        *db = lending::swapped(*db, (a, b));
+    }
+    crate::mesh::script_lock::swapped_in_transaction((a, b));
+}
+
+/// A queued server command, run with the connection in hand as the dispatcher
+/// runs it (in the queue's database; a SELECT it makes moves the queue). An
+/// answer it gathers from every shard holds a slot of the connection's replies
+/// of its own ([`crate::mesh::gather::start`]), which the queue's later replies follow;
+/// the connection waits for it after the transaction.
+fn server_in_queue(
+    core: &mut ShardCore,
+    conn: &mut ConnAccess<'_>,
+    cmd: &Command,
+    caller: &mut Caller,
+    args: Args<'_>,
+    out: &mut QueueOutput<'_>,
+) {
+    let Some(Handler::Server(handler)) = cmd.handler else {
+        return;
+    };
+    conn.client.db = caller.db;
+    conn.client.in_exec = true;
+    let mut ctx = crate::cmd::Ctx {
+        core,
+        client: &mut *conn.client,
+        conns: &mut *conn.conns,
+        gather: None,
+        who: conn.who,
+    };
+    let mut reply = Reply::new(out.buf(), caller.proto);
+    // A panic closes the connection, as under the dispatcher's net (its state may
+    // be half-changed); the borrowed keys still go home.
+    let run = std::panic::AssertUnwindSafe(|| handler(&mut ctx, args, &mut reply));
+    let result = std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        ctx.client.closing = true;
+        Err(CmdError::Line(
+            b"-ERR internal error, closing the connection\r\n".to_vec(),
+        ))
+    });
+    let gather = ctx.gather.take();
+    if let Err(error) = result {
+        fail_in_queue(core, cmd, error, &mut reply);
+    }
+    if let Some(gather) = gather {
+        out.flush_after(conn.replies);
+        crate::mesh::gather::start(core, conn.client, conn.replies, conn.who, gather);
+        out.after = Some(Vec::new());
+    }
+    conn.client.in_exec = false;
+    caller.db = conn.client.db;
+}
+
+/// A keyspace command of a transaction on borrowed keys (a script under the lock
+/// may borrow keys it did not declare as it runs).
+fn run_in_queue(
+    core: &mut ShardCore,
+    locked: bool,
+    cmd: &Command,
+    caller: Caller,
+    args: Args<'_>,
+    out: &mut Vec<u8>,
+) -> crate::shard::exec::Ran {
+    if locked && crate::mesh::script_lock::is_script(cmd.meta) {
+        crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
+            holds_lock: true,
+            probation: !crate::mesh::script_lock::known_to_reach(core, args)
+                && declared_on_one_shard(core, cmd, args),
+            ..Default::default()
+        });
+    }
+    if locked && cmd.meta.keys.reads_keys_from_value() {
+        // SORT BY/GET: the keys its patterns name, given the sorted key as the
+        // queue left it, borrowed now from their owners.
+        let named = core.engine.value_keys(caller.db, args, core.now_ms);
+        let named: Vec<&[u8]> = named.iter().map(Vec::as_slice).collect();
+        let (shared, topo) = (core.shared.clone(), core.topo.clone());
+        let reaching = ruvio_engine::scripting::Reaching {
+            db: caller.db,
+            keys: &named,
+            outside: false,
+            wrote: true,
+        };
+        crate::mesh::script_lock::reach((&shared, &topo, core.id), &mut core.engine, reaching);
+    }
+    run_engine(core, cmd, caller, args, out)
+}
+
+/// A queued SELECT: the next commands run in its database (the connection is
+/// left in it when EXEC ran: [`plan`]).
+fn select_in_queue(
+    core: &mut ShardCore,
+    cmd: &Command,
+    caller: &mut Caller,
+    args: Args<'_>,
+    out: &mut Vec<u8>,
+) {
+    let mut reply = Reply::new(out, caller.proto);
+    match crate::cmd::connection::select_index(&core.engine, args.get(1)) {
+        Ok(db) => {
+            caller.db = db;
+            reply.ok();
+        }
+        Err(error) => fail_in_queue(core, cmd, error, &mut reply),
+    }
+}
+
+/// A queued PING, ECHO, TIME, PUBLISH or SPUBLISH, answered as the connection's
+/// handlers answer them (forward mode: every shard's subscribers count).
+fn answer_inline(
+    core: &mut ShardCore,
+    cmd: &Command,
+    caller: Caller,
+    args: Args<'_>,
+    out: &mut Vec<u8>,
+) {
+    let mut reply = Reply::new(out, caller.proto);
+    match (cmd.meta.name, args.len()) {
+        ("ping", 1) => reply.simple("PONG"),
+        ("ping" | "echo", 2) => reply.bulk(args.get(1)),
+        ("ping", _) => fail_in_queue(core, cmd, CmdError::WrongArity("ping"), &mut reply),
+        ("time", _) => crate::cmd::server::time_reply(&mut reply),
+        (name, _) => {
+            let (channel, message) = (args.get(1), args.get(2));
+            let shard_channel = name == "spublish";
+            let shards = 0..core.shared.pubsub.shards.len();
+            let count =
+                crate::scripting::host::receivers(&core.shared, shards, shard_channel, channel);
+            reply.int(count as i64);
+            let published = ruvio_engine::command::Published {
+                shard_channel,
+                channel: channel.to_vec(),
+                message: message.to_vec(),
+            };
+            crate::scripting::host::queue(core, vec![published]);
+        }
+    }
+}
+
+fn fail_in_queue(core: &mut ShardCore, cmd: &Command, error: CmdError, reply: &mut Reply<'_>) {
+    core.stats.per_command[cmd.stat].failed += 1;
+    core.stats.count_error(&error);
+    error.write(reply);
+}
+
+/// A command each shard answers for its part, run by a transaction holding the
+/// script lock (or a SWAPDB, which always takes it: `lending`): this shard's part
+/// (its own keys and those borrowed here), every other shard's at once over the
+/// mesh, merged as a client's (SCAN and RANDOMKEY ask the shards a client's would).
+pub fn every_shard_now(
+    core: &mut ShardCore,
+    cmd: &Command,
+    caller: Caller,
+    args: Args<'_>,
+    out: &mut Vec<u8>,
+) {
+    // Not as a borrower: a FLUSHALL is logged here for this shard's keys.
+    let caller = Caller {
+        borrowing: false,
+        ..caller
+    };
+    let resp3 = caller.proto == ruvio_resp::Protocol::Resp3;
+    if matches!(cmd.meta.name, "scan" | "randomkey") {
+        let (shared, topo, me) = (core.shared.clone(), core.topo.clone(), core.id);
+        let spreading = ruvio_engine::scripting::Spreading {
+            call: ruvio_engine::scripting::Elsewhere {
+                db: caller.db,
+                args,
+                resp3,
+                wrote: true,
+            },
+            here_keys: core.engine.key_count(caller.db) as u64,
+            pick: core.engine.next_random() as u32,
+        };
+        let mut here = |args: Args<'_>| {
+            let mut part = Vec::new();
+            run_engine(core, cmd, caller, args, &mut part);
+            part
+        };
+        let reply = crate::mesh::script_lock::spread((&shared, &topo, me), spreading, &mut here);
+        out.extend_from_slice(&reply.unwrap_or_default());
+        return;
+    }
+    let mut parts = vec![Vec::new()];
+    run_engine(core, cmd, caller, args, &mut parts[0]);
+    parts.extend(crate::mesh::script_lock::run_on_others(
+        core, caller.db, resp3, args,
+    ));
+    crate::net::conn::merge_into(cmd.merge.unwrap_or(Merge::Single), &parts, &[], out);
+}
+
+/// The keys script `cmd` declares are all of one shard: a run of it under the lock
+/// that reaches no other key is its probation (see [`crate::mesh::script_lock::must_lock`]).
+fn declared_on_one_shard(core: &ShardCore, cmd: &Command, args: Args<'_>) -> bool {
+    let mut owners = cmd
+        .meta
+        .keys
+        .positions(args)
+        .into_iter()
+        .map(|p| core.topo.key_owner(args.get(p)));
+    let first = owners.next();
+    owners.all(|o| Some(o) == first)
+}
