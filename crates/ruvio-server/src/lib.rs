@@ -8,6 +8,7 @@
 //!
 //! | floor | subsystem | owns |
 //! |---|---|---|
+//! | 0 | [`clock`] | the wall clock in Unix milliseconds |
 //! | 0 | [`config`] | settings: defaults, the TOML file, flags |
 //! | 0 | [`memory`] | the allocator's count of bytes, the `maxmemory` limit |
 //! | 1 | [`cluster`] | which shard owns which slot, how shards present themselves |
@@ -25,6 +26,7 @@
 //! [`observability`], [`tracking`].
 
 pub mod acl;
+pub mod clock;
 pub mod cluster;
 pub mod cmd;
 pub mod config;

@@ -52,7 +52,7 @@ fn main() {
     let shared = Arc::new(stats::Shared::new(
         cfg.shards,
         cfg.databases,
-        shard::unix_ms(),
+        ruvio_server::clock::unix_ms(),
     ));
     if let Err(e) = ruvio_server::persistence::shutdown::watch_signals(shared.clone()) {
         fail(&format!("cannot watch for SIGTERM: {e}"));

@@ -10,7 +10,6 @@ use super::{Ctx, ServerCommand, ServerResult};
 use crate::cmd::config::ConfigChange;
 use crate::config::PortMode;
 use crate::mesh::gather::Gather;
-use crate::messaging::pubsub::Kind;
 use crate::net::conn::{ClientState, Conn, Merge, ReplyMode};
 use crate::net::slab::Slab;
 use crate::shard::ShardCore;
@@ -97,45 +96,6 @@ fn getname(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
     Ok(())
 }
 
-/// One CLIENT LIST line (without the trailing newline), in Redis 7.2's field order.
-pub fn describe(c: &ClientState, now_ms: u64) -> String {
-    let mut flags = String::new();
-    if c.subs.active() {
-        flags.push('P');
-    }
-    if c.multi.is_some() {
-        flags.push('x');
-    }
-    if c.readonly {
-        flags.push('r');
-    }
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    let sub = |kind| c.subs.of(kind).len();
-    let multi = c.multi.as_ref().map_or(-1, |q| q.len() as i64);
-    format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=16384 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
-        c.id,
-        c.peer,
-        c.local,
-        c.fd,
-        String::from_utf8_lossy(&c.name),
-        now_ms.saturating_sub(c.created_ms) / 1000,
-        now_ms.saturating_sub(c.last_cmd_ms) / 1000,
-        flags,
-        c.db,
-        sub(Kind::Channel),
-        sub(Kind::Pattern),
-        sub(Kind::Shard),
-        multi,
-        c.last_cmd,
-        if c.proto == Protocol::Resp3 { 3 } else { 2 },
-        String::from_utf8_lossy(&c.lib_name),
-        String::from_utf8_lossy(&c.lib_ver),
-    )
-}
-
 /// Which clients CLIENT LIST or CLIENT KILL names: every filter given must match.
 /// Plain data, so the question can go to the other shards (forward mode).
 #[derive(Clone, Debug, Default)]
@@ -196,7 +156,7 @@ pub fn answer(
             clients.sort_by_key(|c| c.id);
             let mut text = String::new();
             for c in clients.into_iter().filter(|c| filter.matches(c, now)) {
-                text.push_str(&describe(c, now));
+                text.push_str(&c.describe(now));
                 text.push('\n');
             }
             Reply::new(&mut out, Protocol::Resp2).bulk(text.as_bytes());
@@ -282,7 +242,7 @@ fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
 
 /// `CLIENT INFO`
 fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let mut line = describe(ctx.client, ctx.core.now_ms);
+    let mut line = ctx.client.describe(ctx.core.now_ms);
     line.push('\n');
     reply.verbatim("txt", line.as_bytes());
     Ok(())

@@ -149,17 +149,6 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-/// Resident set size of the process in bytes.
-pub fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
-
 fn cpu_seconds() -> (f64, f64) {
     // SAFETY: getrusage fills the zeroed struct we own.
     let usage = unsafe {
@@ -240,7 +229,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
         }
         "memory" => {
             let used = crate::memory::alloc::allocated_bytes();
-            let rss = rss_bytes();
+            let rss = crate::memory::alloc::rss_bytes();
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));
             line("used_memory_rss", &rss);

@@ -85,3 +85,14 @@ unsafe impl GlobalAlloc for CountingAlloc {
 pub fn allocated_bytes() -> u64 {
     ALLOCATED.load(Relaxed).max(0) as u64
 }
+
+/// Resident set size of the process in bytes.
+pub fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}

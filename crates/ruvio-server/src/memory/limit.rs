@@ -118,7 +118,7 @@ pub fn give_back_free_pages(core: &mut ShardCore) {
     }
     core.next_trim_ms = core.now_ms + TRIM_EVERY_MS;
     let allocated = allocated_bytes();
-    if crate::cmd::info::rss_bytes() <= allocated + allocated / 10 {
+    if crate::memory::alloc::rss_bytes() <= allocated + allocated / 10 {
         return;
     }
     // SAFETY: malloc_trim has no preconditions.

@@ -7,9 +7,14 @@
 //! slot until the slot is filled, so the client sees replies strictly in order. This
 //! is the only mechanism for asynchronous replies; forwarding and durability share it.
 
-use crate::shard::OUTPUT_PAUSE_BYTES;
 use ruvio_resp::{CommandParser, Protocol};
 use std::collections::VecDeque;
+
+/// Bytes a connection's input buffer starts with and grows by.
+pub const INPUT_CHUNK_BYTES: usize = 16 * 1024;
+/// Stop reading from a client whose unsent replies exceed this (it is not reading);
+/// the commands of a read that are not run yet wait too (see `dispatch::process_input`).
+pub const OUTPUT_PAUSE_BYTES: usize = 64 << 20;
 
 /// What the client can see and change about its connection (CLIENT, HELLO, SELECT).
 #[derive(Debug)]
@@ -59,6 +64,48 @@ pub struct ClientState {
     /// the coordinating op's ticket and the held slot of the client's last
     /// transaction on it (see [`crate::mesh::lending::must_wait_for_transaction`]).
     pub borrowing_tx: Option<(u64, u64)>,
+}
+
+impl ClientState {
+    /// One CLIENT LIST line (without the trailing newline), in Redis 7.2's field order.
+    pub fn describe(&self, now_ms: u64) -> String {
+        let c = self;
+        let mut flags = String::new();
+        if c.subs.active() {
+            flags.push('P');
+        }
+        if c.multi.is_some() {
+            flags.push('x');
+        }
+        if c.readonly {
+            flags.push('r');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        let sub = |kind| c.subs.of(kind).len();
+        let multi = c.multi.as_ref().map_or(-1, |q| q.len() as i64);
+        format!(
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=16384 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            c.id,
+            c.peer,
+            c.local,
+            c.fd,
+            String::from_utf8_lossy(&c.name),
+            now_ms.saturating_sub(c.created_ms) / 1000,
+            now_ms.saturating_sub(c.last_cmd_ms) / 1000,
+            flags,
+            c.db,
+            sub(crate::messaging::pubsub::Kind::Channel),
+            sub(crate::messaging::pubsub::Kind::Pattern),
+            sub(crate::messaging::pubsub::Kind::Shard),
+            multi,
+            c.last_cmd,
+            if c.proto == Protocol::Resp3 { 3 } else { 2 },
+            String::from_utf8_lossy(&c.lib_name),
+            String::from_utf8_lossy(&c.lib_ver),
+        )
+    }
 }
 
 /// The blocking command a client waits on.
@@ -509,7 +556,7 @@ impl Conn {
     ) -> Conn {
         Conn {
             gen,
-            input: Vec::with_capacity(crate::shard::INPUT_CHUNK_BYTES),
+            input: Vec::with_capacity(INPUT_CHUNK_BYTES),
             input_start: 0,
             input_need: 0,
             parser: Default::default(),

@@ -203,7 +203,7 @@ fn close_now(now_ms: u64, conn: &mut Conn) {
     let c = &mut conn.client;
     eprintln!(
         "ruvio: Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
-        crate::cmd::client::describe(c, now_ms)
+        c.describe(now_ms)
     );
     c.killed = true;
     c.closing = true;

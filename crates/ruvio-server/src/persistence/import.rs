@@ -83,7 +83,7 @@ pub fn snapshot_imported(engine: &Engine, cfg: &Config, shard: usize) -> Result<
         std::fs::remove_file(dir.join(segment_name(n))).map_err(failed)?;
     }
     let (section, version) =
-        ruvio_engine::rdb::file::write_section(engine, crate::shard::unix_ms())?;
+        ruvio_engine::rdb::file::write_section(engine, crate::clock::unix_ms())?;
     let file = ruvio_engine::rdb::file::assemble([section.as_slice()], version);
     let tmp = dir.join(format!("{}.tmp", snapshot_name(1, 0)));
     let write = || -> std::io::Result<()> {

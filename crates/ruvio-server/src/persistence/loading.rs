@@ -99,7 +99,7 @@ pub fn load(cfg: &Config, id: usize, topo: &Topology) -> Loaded {
     if !cfg.durability.logs() {
         return Ok((engine, None, imported));
     }
-    let end = crate::persistence::wal::recover(&mut engine, cfg, id, crate::shard::unix_ms())?;
+    let end = crate::persistence::wal::recover(&mut engine, cfg, id, crate::clock::unix_ms())?;
     Ok((engine, Some(end), imported))
 }
 

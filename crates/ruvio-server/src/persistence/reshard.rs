@@ -119,7 +119,7 @@ fn stage(cfg: &Config, old_shards: usize, staging: &Path) -> Result<(), String> 
         .map(|i| Staged::create(staging, i))
         .collect::<Result<_, _>>()
         .map_err(io)?;
-    let now = crate::shard::unix_ms();
+    let now = crate::clock::unix_ms();
     for old in 0..old_shards {
         let mut engine = crate::persistence::loading::empty_engine(cfg);
         crate::persistence::wal::recover(&mut engine, cfg, old, now)?;

@@ -134,7 +134,7 @@ impl Host {
             cfg: &self.cfg,
             shared: &self.shared,
             id: self.id,
-            now_ms: crate::shard::unix_ms(),
+            now_ms: crate::clock::unix_ms(),
             engine,
             live: None,
         };

@@ -15,12 +15,13 @@ pub mod inproc;
 pub mod pause;
 pub mod registry;
 
+use crate::clock::unix_ms;
 use crate::cluster::topology::Topology;
 use crate::config::Config;
 use crate::mesh::forward::{self, Control, Mesh, Outbox};
 use crate::mesh::gather::Gathering;
 use crate::mesh::lending::Lending;
-use crate::net::conn::{BlockedOn, Conn};
+use crate::net::conn::{BlockedOn, Conn, INPUT_CHUNK_BYTES, OUTPUT_PAUSE_BYTES};
 use crate::net::slab::Slab;
 use crate::shard::blocking::{Blocking, Waiter};
 use crate::shard::pause::Pause;
@@ -33,21 +34,16 @@ use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Submission queue entries; completions get twice as many (kernel default).
 const RING_ENTRIES: u32 = 4096;
-/// Bytes a connection's input buffer starts with and grows by.
-pub const INPUT_CHUNK_BYTES: usize = 16 * 1024;
 /// A declared bulk's buffer grows by at most what has arrived, or this much: memory
 /// follows the bytes a client really sent, not the length it announced.
 const INPUT_GROWTH_MIN_BYTES: usize = 1 << 20;
 /// A connection's input or output buffer above this capacity is given back once it
 /// is empty: one 512 MB SET or GET must not pin its buffer for the connection's life.
 const BUFFER_KEEP_BYTES: usize = 1 << 20;
-/// Stop reading from a client whose unsent replies exceed this (it is not reading);
-/// the commands of a read that are not run yet wait too (see `dispatch::process_input`).
-pub const OUTPUT_PAUSE_BYTES: usize = 64 << 20;
 /// How often `timeout` looks for idle clients (Redis checks each client about once
 /// a second too).
 const IDLE_SWEEP_EVERY_MS: u64 = 1000;
@@ -94,13 +90,6 @@ fn token_group(group: u64) -> (u32, u32) {
 
 fn untoken_group(gen: u32, index: u32) -> u64 {
     ((gen as u64) << 32) | index as u64
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The shard's state that commands may touch (everything but the connections).
