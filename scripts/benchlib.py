@@ -650,6 +650,18 @@ def run_load(generator: str, port: int, load: Load, command=None, test=None, cpu
     return ruvio_bench(port, load, command, test, cpus, binary)
 
 
+def steal_seconds() -> float:
+    """The host's steal time so far (all CPUs, /proc/stat), in seconds: the time a
+    VM's CPUs were ready but the hypervisor ran something else. A row measured
+    while it grew was measured on a slower machine."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def measured(server: ServerProcess, fn: Callable[[], LoadResult]) -> tuple[LoadResult, float]:
     """Run `fn` and return its result with the server's CPU microseconds per request.
 

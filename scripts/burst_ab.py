@@ -7,20 +7,30 @@ by a third (docs/durability.md); a fresh server per long run (the other scripts)
 carries that drift into each ratio. Here every server starts once (all pinned to
 the server CPU, idle but for the one under load), each is warmed, then each round
 loads every server in turn for `--burst` seconds with ruvio-bench, the order
-rotating; each round's ratio against the first server cancels drift slower than
-one round. Medians of the per-round rates and ratios go into records/.
+rotating, once per row (a built-in test of `-t`, or a `--command`); each round's
+ratio against the first server cancels drift slower than one round. Every burst
+records its rate, the server's CPU per request, the generator's CPU and the host's
+steal time; medians of the per-round rates and ratios go into records/.
 
 Example (everysec against memory, and a binary before a change):
   scripts/burst_ab.py --rounds 14 \\
     --server 'memory=target/release/ruvio --port {port} --shards 1 --cpus 0' \\
     --server 'everysec=target/release/ruvio --port {port} --shards 1 --cpus 0 --durability everysec --dir {dir} --save ""'
+
+Several rows, a script loaded first (EVALSHA of `SCRIPT_GET`):
+  scripts/burst_ab.py -t get,set --command 'EVALSHA=EVALSHA {sha_get} 1 key:__rand_int__' ...
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 
 import benchlib as bl
+
+# A script every server loads before the rounds, so a `--command` row can run
+# EVALSHA `{sha_get}`: one GET through Lua, the cheapest script there is.
+SCRIPT_GET = "return redis.call('GET', KEYS[1])"
 
 
 def parse_args() -> argparse.Namespace:
@@ -30,28 +40,49 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--server-cpu", default="0", help="CPU list every server is pinned to")
     p.add_argument("--client-cpu", default="1", help="CPU list the load generator is pinned to")
     p.add_argument("--ruvio-bench", default=bl.default_ruvio_bench(), help="path to ruvio-bench")
-    p.add_argument("-t", "--test", default="set", help="ruvio-bench test")
+    p.add_argument("-t", "--test", default="", help="ruvio-bench built-in tests, comma separated (one row each)")
+    p.add_argument("--command", action="append", default=[], metavar="NAME=TEMPLATE",
+                   help="a row measuring a command template (ruvio-bench's __rand_int__, __data__; {sha_get})")
     p.add_argument("-c", "--clients", type=int, default=200)
     p.add_argument("-P", "--pipeline", type=int, default=16)
     p.add_argument("-d", "--datasize", type=int, default=64)
     p.add_argument("-r", "--keyspace", type=int, default=1_000_000)
     p.add_argument("--rounds", type=int, default=14)
-    p.add_argument("--burst", type=float, default=1.5, help="seconds of load per server per round")
-    p.add_argument("--warm", type=float, default=3.0, help="seconds of load per server before the rounds")
+    p.add_argument("--burst", type=float, default=1.5, help="seconds of load per server per row and round")
+    p.add_argument("--warm", type=float, default=3.0,
+                   help="seconds of SET load per server before the rounds (fills the keys GET rows read)")
     p.add_argument("--out", default=str(bl.REPO_ROOT / "records"), help="directory for the JSON record")
     p.add_argument("--no-record", action="store_true", help="print only, write no record")
     args = p.parse_args()
     if len(args.server) < 2:
         p.error("give two or more --server")
+    if not args.test and not args.command:
+        args.test = "set"
     return args
 
 
-def burst(args: argparse.Namespace, server: bl.ServerProcess, seconds: float) -> float:
+def rows_of(args: argparse.Namespace) -> list[tuple[str, dict]]:
+    """(row name, how ruvio-bench runs it) for every `-t` test and `--command`."""
+    rows = [(t.strip().upper(), {"test": t.strip()}) for t in args.test.split(",") if t.strip()]
+    sha_get = hashlib.sha1(SCRIPT_GET.encode()).hexdigest()
+    for entry in args.command:
+        name, _, template = entry.partition("=")
+        if not template:
+            raise SystemExit(f"--command {entry!r}: expected NAME=TEMPLATE")
+        rows.append((name, {"command": template.format(sha_get=sha_get).split()}))
+    return rows
+
+
+def burst(args: argparse.Namespace, server: bl.ServerProcess, row: dict, seconds: float) -> dict:
     load = bl.Load(clients=args.clients, pipeline=args.pipeline, requests=10**12,
                    keyspace=args.keyspace, datasize=args.datasize)
-    result = bl.ruvio_bench(server.port, load, test=args.test, cpus=args.client_cpu,
-                            binary=args.ruvio_bench, extra=["--duration", str(seconds)])
-    return result.rps
+    steal0 = bl.steal_seconds()
+    result, server_us = bl.measured(server, lambda: bl.ruvio_bench(
+        server.port, load, command=row.get("command"), test=row.get("test"), cpus=args.client_cpu,
+        binary=args.ruvio_bench, extra=["--duration", str(seconds)]))
+    return {"rps": result.rps, "server_cpu_us_per_request": server_us,
+            "client_cpu_s": result.client_cpu_s, "seconds": result.seconds,
+            "steal_s": bl.steal_seconds() - steal0}
 
 
 def main() -> None:
@@ -60,30 +91,41 @@ def main() -> None:
     for spec in specs:
         spec.version = bl.binary_version(spec.binary)
     record = bl.record_header("burst-ab", args, specs)
+    rows = rows_of(args)
     servers = [bl.ServerProcess(s, args.server_cpu) for s in specs]
     rounds = []
     try:
         for server in servers:
             server.start()
+            server.client().call("SCRIPT", "LOAD", SCRIPT_GET)
         for server in servers:
-            burst(args, server, args.warm)
+            burst(args, server, {"test": "set"}, args.warm)
         for r, order in enumerate(bl.round_orders(range(len(servers)), args.rounds)):
-            rps = {specs[i].name: burst(args, servers[i], args.burst) for i in order}
-            rounds.append({"order": [specs[i].name for i in order], "rps": rps})
-            print(f"round {r + 1}: " + "  ".join(f"{n}={v:,.0f}" for n, v in rps.items()), flush=True)
+            result = {"order": [specs[i].name for i in order], "rows": {}}
+            for name, row in rows:
+                result["rows"][name] = {specs[i].name: burst(args, servers[i], row, args.burst) for i in order}
+                print(f"round {r + 1} {name}: " + "  ".join(
+                    f"{n}={v['rps']:,.0f}" for n, v in result["rows"][name].items()), flush=True)
+            rounds.append(result)
     finally:
         for server in servers:
             server.stop()
     base = specs[0].name
     medians = {}
-    for s in specs:
-        rates = [r["rps"][s.name] for r in rounds]
-        ratios = [r["rps"][s.name] / r["rps"][base] for r in rounds]
-        medians[s.name] = {"rps": bl.median(rates), f"ratio_to_{base}": bl.median(ratios),
-                           "ratios": ratios}
-        print(f"{s.name:>12}: median {bl.median(rates):,.0f}/s, median ratio to {base} "
-              f"{bl.median(ratios):.3f} (rounds {min(ratios):.2f}-{max(ratios):.2f})")
-    record.update({"rounds": rounds, "medians": medians})
+    for name, _ in rows:
+        medians[name] = {}
+        for s in specs:
+            runs = [r["rows"][name][s.name] for r in rounds]
+            ratios = [r["rows"][name][s.name]["rps"] / r["rows"][name][base]["rps"] for r in rounds]
+            medians[name][s.name] = {
+                "rps": bl.median([x["rps"] for x in runs]), f"ratio_to_{base}": bl.median(ratios),
+                "ratios": ratios,
+                "server_cpu_us_per_request": bl.median([x["server_cpu_us_per_request"] for x in runs]),
+                "client_cpu_s": bl.median([x["client_cpu_s"] for x in runs]),
+                "steal_s_max": max(x["steal_s"] for x in runs)}
+            print(f"{name:>10} {s.name:>12}: median {medians[name][s.name]['rps']:,.0f}/s, "
+                  f"ratio to {base} {bl.median(ratios):.3f} (rounds {min(ratios):.2f}-{max(ratios):.2f})")
+    record.update({"rows": [name for name, _ in rows], "rounds": rounds, "medians": medians})
     if not args.no_record:
         print("record:", bl.write_record(record, args.out, "burst-ab"))
 

@@ -26,6 +26,12 @@
 //!   its patterns name, the other shards answer such a command at once
 //!   ([`crate::mesh::script_lock`]). A SWAPDB moves the keys held for the queue: the
 //!   coordinator and the owners rename them as it goes ([`swapped_in_queue`]).
+//!
+//! Why one file of about 1,100 lines: queueing, the EXEC plan (run here, on one
+//! other owner, or over borrowed keys) and running a queue over borrowed keys share
+//! the private `Queued` and `Plan` types and the ordering rules of
+//! docs/transactions.md. It splits along the plan when multi-shard transactions
+//! stop borrowing (issue "Speed and size where they are still behind").
 
 use crate::config::PortMode;
 use crate::mesh::lending::{self, DbKey};

@@ -17,6 +17,11 @@
 //! moment instead); asking owners in a fixed order means two coordinators can never
 //! hold keys the other waits for (ordered locking, as Dragonfly's VLL). What a
 //! concurrent client can observe is written in docs/cross-shard.md.
+//!
+//! Why one file of about 1,200 lines: the coordinator's side is one protocol (ask
+//! the owners in order, install, run, give back) whose steps share the private state
+//! of a borrowing; the owner's side ([`owner`]), batches ([`batch`]) and the keys a
+//! value names ([`value_keys`]) are already modules of their own.
 
 use crate::net::conn::{ClientState, Conn, ReplyQueue};
 use crate::net::slab::Slab;

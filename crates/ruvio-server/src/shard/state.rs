@@ -1,0 +1,212 @@
+//! `ShardCore`: the state of one shard that commands may touch (everything but its
+//! sockets and connections), and the few functions over it that other subsystems
+//! call (INFO's gauges, the blocked-client count, the end of CLIENT PAUSE).
+//!
+//! Apart from the loop in `mod.rs` because the state is what every subsystem's
+//! code receives while the loop is what only the shard runs. Each field is a
+//! subsystem's own part (the keyspace, the log, lending, gathers, blocked clients,
+//! watches, notifications, saves, LOADING, the pause, the outbox to other shards);
+//! docs/architecture.md says how functions below the shard are to take only the
+//! parts they touch instead of the whole core.
+
+use crate::clock::unix_ms;
+use crate::cluster::topology::Topology;
+use crate::config::Config;
+use crate::mesh::forward::Outbox;
+use crate::mesh::gather::Gathering;
+use crate::mesh::lending::Lending;
+use crate::net::conn::Conn;
+use crate::net::slab::Slab;
+use crate::shard::blocking::Blocking;
+use crate::shard::pause::Pause;
+use crate::stats::{ShardStats, Shared};
+use ruvio_engine::Engine;
+use ruvio_resp::Limits;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// The shard's state that commands may touch (everything but the connections).
+pub struct ShardCore {
+    pub id: usize,
+    pub cfg: Config,
+    pub engine: Engine,
+    pub topo: Arc<Topology>,
+    pub shared: Arc<Shared>,
+    pub stats: ShardStats,
+    pub limits: Limits,
+    /// Wall clock read once per loop iteration.
+    pub now_ms: u64,
+    /// Connections whose replies changed since the last flush: (index, generation).
+    pub dirty: Vec<(u32, u32)>,
+    /// Work for other shards, shipped once per loop iteration.
+    pub outbox: Outbox,
+    /// Commands parked until a key is written (BLPOP ...).
+    pub blocking: Blocking,
+    /// Connections whose blocking command was answered: run the commands they
+    /// received meanwhile.
+    pub resume: Vec<(u32, u32)>,
+    /// Keys lent to, and commands run on keys borrowed from, other shards.
+    pub lending: Lending,
+    /// Calls waiting for the other shards to publish (INFO) or apply a change.
+    pub gathering: Gathering,
+    /// CLIENT PAUSE as this shard applies it.
+    pub pause: Pause,
+    /// When this shard next returns free allocator pages (see `memory`).
+    pub next_trim_ms: u64,
+    /// The write-ahead log (durability everysec or always); `None` in memory mode.
+    pub wal: Option<crate::persistence::wal::Wal>,
+    /// `always`: replies waiting for their log group (see `durable`).
+    pub gated: crate::persistence::durable::Gated,
+    /// Keyspace notifications waiting for the end of the loop iteration.
+    pub notifications: crate::messaging::notify::Pending,
+    /// Watched keys of this shard and touched watches of its clients.
+    pub watches: crate::transactions::watch::Watches,
+    /// This shard's part of a BGSAVE / BGREWRITEAOF (see `snapshot`).
+    pub background_save: crate::persistence::snapshot::ShardSave,
+    /// Loading the keyspace at start (see `loading`).
+    pub loading: crate::persistence::loading::ShardLoading,
+    /// The last command's recorded effects, whose buffers the next one reuses.
+    pub spare_record: Option<Box<ruvio_engine::command::Recorded>>,
+}
+
+impl ShardCore {
+    /// Shard `id`'s state without its sockets: an empty keyspace configured from
+    /// `cfg`, empty statistics and queues.
+    /// Shard `id`'s state: its keyspace loaded (a Redis RDB file to import, then its
+    /// snapshot and write-ahead log) now, or, with a log, by a thread while the
+    /// shard answers `-LOADING` (see `loading`).
+    pub fn new(
+        id: usize,
+        cfg: Config,
+        topo: Arc<Topology>,
+        shared: Arc<Shared>,
+    ) -> std::io::Result<ShardCore> {
+        let limits = Limits {
+            bulk_bytes_max: cfg.proto_max_bulk_len,
+            ..Limits::default()
+        };
+        let stats = ShardStats {
+            per_command: vec![Default::default(); crate::shard::registry::registry().stat_slots],
+            ..Default::default()
+        };
+        let shards = topo.nodes.len();
+        // Scripts may touch undeclared keys only in this shard's slots.
+        let node = &topo.nodes[id];
+        ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
+        ruvio_engine::scripting::set_script_watches(shared.scripts.clone(), id);
+        ruvio_engine::scripting::set_server_commands(crate::shard::registry::script_row);
+        crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id);
+        crate::cmd::functions::load_saved(&cfg, id)?;
+        // With a log, the keyspace loads on a thread while the shard answers
+        // -LOADING (see `loading`); without one, here and now.
+        let in_background = cfg.durability.logs();
+        let loading = if in_background {
+            crate::persistence::loading::start(&cfg, id, &topo)?
+        } else {
+            Default::default()
+        };
+        let mut core = ShardCore {
+            id,
+            engine: crate::persistence::loading::empty_engine(&cfg),
+            cfg,
+            topo,
+            shared,
+            stats,
+            limits,
+            now_ms: unix_ms(),
+            dirty: Vec::new(),
+            outbox: Outbox::new(id, shards),
+            blocking: Blocking::default(),
+            resume: Vec::new(),
+            lending: Lending::default(),
+            gathering: Gathering::default(),
+            pause: Pause::default(),
+            next_trim_ms: 0,
+            wal: None,
+            gated: Default::default(),
+            notifications: Default::default(),
+            watches: Default::default(),
+            background_save: Default::default(),
+            loading,
+            spare_record: None,
+        };
+        if !in_background {
+            let (engine, end, imported) =
+                crate::persistence::loading::load(&core.cfg, id, &core.topo)
+                    .map_err(std::io::Error::other)?;
+            crate::persistence::loading::install(&mut core, engine, end, imported)?;
+        }
+        Ok(core)
+    }
+}
+
+/// Publish this shard's gauges and statistics tables for the other shards' INFO
+/// (on every tick, and when a gathering INFO asks: see [`crate::mesh::gather`]).
+pub fn publish_gauges(core: &ShardCore, clients: usize) {
+    let g = &core.shared.shards[core.id];
+    let engine_stats = core.engine.stats();
+    g.clients.store(clients as u64, Relaxed);
+    g.commands.store(core.stats.commands, Relaxed);
+    g.connections_received
+        .store(core.stats.connections_received, Relaxed);
+    g.rejected_connections
+        .store(core.stats.rejected_connections, Relaxed);
+    g.net_input_bytes.store(core.stats.net_input_bytes, Relaxed);
+    g.net_output_bytes
+        .store(core.stats.net_output_bytes, Relaxed);
+    g.expired_keys.store(engine_stats.expired_keys, Relaxed);
+    g.keyspace_hits.store(engine_stats.keyspace_hits, Relaxed);
+    g.keyspace_misses
+        .store(engine_stats.keyspace_misses, Relaxed);
+    g.evicted_keys.store(engine_stats.evicted_keys, Relaxed);
+    g.blocked_clients.store(blocked_here(core), Relaxed);
+    g.dirty.store(core.stats.dirty, Relaxed);
+    g.ops_per_sec.store(core.stats.ops.per_sec(), Relaxed);
+    let wal_failed = core.wal.as_ref().is_some_and(|w| w.failed().is_some());
+    g.wal_failed.store(wal_failed as u64, Relaxed);
+    g.dirty_at_save.store(core.stats.dirty_at_save, Relaxed);
+    g.epoch.store(core.stats.epoch, Relaxed);
+    let mut tables = g.tables.lock().unwrap_or_else(|e| e.into_inner());
+    tables.epoch = core.stats.epoch;
+    tables.per_command.clone_from(&core.stats.per_command);
+    tables.errors.clear();
+    tables
+        .errors
+        .extend(core.stats.errors.iter().map(|(code, &n)| (code.clone(), n)));
+    drop(tables);
+    // Each gauge is stored once: a reader never sees a database's count at zero
+    // in between (eviction decides by them).
+    let mut counts = vec![(0u64, 0u64); g.keys.len()];
+    for (db, keys, expires) in core.engine.keyspace_info() {
+        if let Some(c) = counts.get_mut(db) {
+            *c = (keys as u64, expires as u64);
+        }
+    }
+    // A key out on loan is still this shard's (a script's DBSIZE on the
+    // borrower leaves it out there).
+    for db in core.lending.lent_dbs() {
+        if let Some(c) = counts.get_mut(db) {
+            c.0 += 1;
+        }
+    }
+    for ((k, e), (keys, expires)) in g.keys.iter().zip(counts) {
+        k.store(keys, Relaxed);
+        e.store(expires, Relaxed);
+    }
+}
+
+/// Clients of this shard blocked in a command (parked, or waiting for borrowed keys).
+pub fn blocked_here(core: &ShardCore) -> u64 {
+    let watches = core.blocking.watches();
+    (core.blocking.len() - watches + core.lending.waiting_len()) as u64
+}
+
+/// End CLIENT PAUSE on this shard: the connections that waited run what they hold.
+pub fn end_pause(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    for who in core.pause.end() {
+        if let Some(conn) = conns.get_mut(who.0, who.1) {
+            conn.client.paused = false;
+            core.resume.push(who);
+        }
+    }
+}
