@@ -93,7 +93,7 @@ fn set_zset_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> 
 
 /// `save` rules (see `save_rules`).
 fn set_save_rules(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    core.cfg.save = crate::persistence::save_rules::parse(v).map_err(|_| ())?;
+    core.cfg.save = crate::config::save::parse(v).map_err(|_| ())?;
     Ok(())
 }
 const PARAMS: &[Param] = &[
@@ -114,7 +114,7 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "save",
-        get: |c| crate::persistence::save_rules::format(&c.cfg.save),
+        get: |c| crate::config::save::format(&c.cfg.save),
         set: Some(set_save_rules),
     },
     Param {
@@ -287,9 +287,9 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "notify-keyspace-events",
-        get: |c| crate::messaging::notify::render(c.cfg.notify_keyspace_events),
+        get: |c| crate::config::keyspace_events::render(c.cfg.notify_keyspace_events),
         set: Some(|c, v| {
-            let flags = crate::messaging::notify::parse(v).ok_or(())?;
+            let flags = crate::config::keyspace_events::parse(v).ok_or(())?;
             c.cfg.notify_keyspace_events = flags;
             c.engine
                 .record_expired(crate::messaging::notify::expiry_wanted(flags));
@@ -467,9 +467,9 @@ fn bad_value(name: &str, value: &str) -> CmdError {
         "maxmemory" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
             "argument must be a memory value".into()
         }
-        "notify-keyspace-events" => crate::messaging::notify::INVALID.into(),
+        "notify-keyspace-events" => crate::config::keyspace_events::INVALID.into(),
         "save" => "Invalid save parameters".into(),
-        "client-output-buffer-limit" => crate::net::outlimit::OutputLimits::default()
+        "client-output-buffer-limit" => crate::config::output_limits::OutputLimits::default()
             .updated(value)
             .err()
             .unwrap_or_default()

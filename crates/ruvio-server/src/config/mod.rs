@@ -4,6 +4,10 @@
 //! `config/ruvio.toml`; CONFIG GET/SET read and write the runtime copy that
 //! each shard keeps (see `cmd::config`).
 
+pub mod keyspace_events;
+pub mod output_limits;
+pub mod save;
+
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -198,13 +202,13 @@ pub struct Config {
     /// Encoding thresholds of the data types (list-max-listpack-size ...).
     pub engine: ruvio_engine::EngineConfig,
     /// `client-output-buffer-limit` (see [`crate::net::outlimit`]).
-    pub client_output_buffer_limit: crate::net::outlimit::OutputLimits,
+    pub client_output_buffer_limit: output_limits::OutputLimits,
     /// `notify-keyspace-events` as Redis' flag bits (see [`crate::messaging::notify`]).
     pub notify_keyspace_events: u32,
     /// A Redis RDB file to load at start (`--import-rdb`).
     pub import_rdb: Option<PathBuf>,
     /// `save` rules (see [`crate::persistence::save_rules`]).
-    pub save: Vec<crate::persistence::save_rules::SaveRule>,
+    pub save: Vec<save::SaveRule>,
 }
 
 impl Config {
@@ -257,7 +261,7 @@ impl Config {
             return Err("cpus: the list is empty".into());
         }
         let cpus = (0..shards).map(|i| cpus[i % cpus.len()]).collect();
-        let output_limits = crate::net::outlimit::OutputLimits::default();
+        let output_limits = output_limits::OutputLimits::default();
         let client_output_buffer_limit = match file.client_output_buffer_limit.as_deref() {
             Some(text) => output_limits
                 .updated(text)
@@ -265,21 +269,13 @@ impl Config {
             None => output_limits,
         };
         let notify_keyspace_events = match file.notify_keyspace_events.as_deref() {
-            Some(text) => crate::messaging::notify::parse(text).ok_or_else(|| {
-                format!(
-                    "notify_keyspace_events: {}",
-                    crate::messaging::notify::INVALID
-                )
-            })?,
+            Some(text) => keyspace_events::parse(text)
+                .ok_or_else(|| format!("notify_keyspace_events: {}", keyspace_events::INVALID))?,
             None => 0,
         };
         let save_text = cli.save.or(file.save);
-        let save = crate::persistence::save_rules::parse(
-            save_text
-                .as_deref()
-                .unwrap_or(crate::persistence::save_rules::DEFAULT),
-        )
-        .map_err(|e| format!("save: {e}"))?;
+        let save = save::parse(save_text.as_deref().unwrap_or(save::DEFAULT))
+            .map_err(|e| format!("save: {e}"))?;
         Ok(Config {
             bind: cli.bind.or(file.bind).unwrap_or_else(|| "127.0.0.1".into()),
             port: cli.port.or(file.port).unwrap_or(6379),

@@ -49,7 +49,7 @@ pub fn enforce(core: &mut ShardCore) -> bool {
         }
         crate::messaging::notify::queue(
             core,
-            crate::messaging::notify::EVICTED,
+            crate::config::keyspace_events::EVICTED,
             "evicted",
             db,
             &key,

@@ -11,6 +11,7 @@
 //! and active expiry), added keys (`new`) and evicted keys are reported by the
 //! engine and the eviction loop.
 
+use crate::config::keyspace_events::*;
 use crate::config::PortMode;
 use crate::messaging::pubsub::{self, Kind};
 use crate::net::conn::Conn;
@@ -18,76 +19,6 @@ use crate::net::slab::Slab;
 use crate::shard::ShardCore;
 use ruvio_engine::command::{Effects, EventClass};
 use ruvio_engine::{KeyNote, KeyNoteKind};
-
-/// Redis' `NOTIFY_*` bits.
-pub const KEYSPACE: u32 = 1 << 0;
-pub const KEYEVENT: u32 = 1 << 1;
-pub const GENERIC: u32 = 1 << 2;
-pub const STRING: u32 = 1 << 3;
-pub const LIST: u32 = 1 << 4;
-pub const SET: u32 = 1 << 5;
-pub const HASH: u32 = 1 << 6;
-pub const ZSET: u32 = 1 << 7;
-pub const EXPIRED: u32 = 1 << 8;
-pub const EVICTED: u32 = 1 << 9;
-pub const STREAM: u32 = 1 << 10;
-pub const KEY_MISS: u32 = 1 << 11;
-pub const MODULE: u32 = 1 << 13;
-pub const NEW: u32 = 1 << 14;
-/// `A`: every class but key misses and new keys.
-pub const ALL: u32 =
-    GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
-
-/// The flag of each character, in Redis' order.
-const CHARS: &[(char, u32)] = &[
-    ('g', GENERIC),
-    ('$', STRING),
-    ('l', LIST),
-    ('s', SET),
-    ('h', HASH),
-    ('z', ZSET),
-    ('x', EXPIRED),
-    ('e', EVICTED),
-    ('t', STREAM),
-    ('d', MODULE),
-    ('n', NEW),
-];
-
-/// Parse a `notify-keyspace-events` value; `None` for a character Redis refuses.
-pub fn parse(value: &str) -> Option<u32> {
-    value.chars().try_fold(0, |flags, c| {
-        let bit = match c {
-            'A' => ALL,
-            'K' => KEYSPACE,
-            'E' => KEYEVENT,
-            'm' => KEY_MISS,
-            _ => CHARS.iter().find(|&&(ch, _)| ch == c)?.1,
-        };
-        Some(flags | bit)
-    })
-}
-
-/// Redis' canonical form of the flags (CONFIG GET).
-pub fn render(flags: u32) -> String {
-    let mut out = String::new();
-    if flags & ALL == ALL {
-        out.push('A');
-    } else {
-        CHARS
-            .iter()
-            .filter(|&&(_, bit)| flags & bit != 0)
-            .for_each(|&(c, _)| out.push(c));
-    }
-    for (c, bit) in [('K', KEYSPACE), ('E', KEYEVENT), ('m', KEY_MISS)] {
-        if flags & bit != 0 {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// CONFIG SET's reason for a refused value.
-pub const INVALID: &str = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
 
 /// True when the setting asks for any channel: commands then record their events.
 pub fn wanted(core: &ShardCore) -> bool {
