@@ -18,7 +18,7 @@
 //! | 3 | [`messaging`] | Pub/Sub delivery, keyspace notifications |
 //! | 4 | [`mesh`] | forwarding, gathers, lending, owner transactions, the script lock |
 //! | 4 | [`scripting`] | what a script needs of the server beyond its keyspace |
-//! | 5 | [`transactions`] | MULTI/EXEC and WATCH |
+//! | 4 | [`transactions`] | MULTI/EXEC and WATCH |
 //! | 6 | [`cmd`] | the server's own commands (connection, client, config, info ...) |
 //! | 7 | [`shard`] | the loop, its state, dispatch, execution, blocked clients |
 //!

@@ -258,17 +258,13 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("memory/limit.rs", "stats"),
     ("mesh/forward.rs", "cmd"),
     ("mesh/forward.rs", "shard"),
-    ("mesh/forward.rs", "transactions"),
     ("mesh/gather.rs", "cmd"),
     ("mesh/gather.rs", "shard"),
     ("mesh/lending/batch.rs", "shard"),
     ("mesh/lending/mod.rs", "shard"),
-    ("mesh/lending/mod.rs", "transactions"),
     ("mesh/lending/owner.rs", "shard"),
-    ("mesh/lending/owner.rs", "transactions"),
     ("mesh/lending/value_keys.rs", "shard"),
     ("mesh/owner_tx.rs", "shard"),
-    ("mesh/owner_tx.rs", "transactions"),
     ("mesh/script_lock.rs", "shard"),
     ("messaging/notify.rs", "scripting"),
     ("messaging/notify.rs", "shard"),
@@ -296,7 +292,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("stats/mod.rs", "persistence"),
     ("transactions/multi.rs", "cmd"),
     ("transactions/multi.rs", "shard"),
-    ("transactions/watch.rs", "shard"),
 ];
 
 #[test]

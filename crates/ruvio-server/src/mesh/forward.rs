@@ -705,13 +705,18 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             epoch,
             keys,
         } => crate::transactions::multi::watched_by(core, from, tag, epoch, keys),
-        ShardMsg::UnwatchKeys { client_id, keys } => {
-            crate::transactions::watch::unregister(core, client_id, &keys)
-        }
+        ShardMsg::UnwatchKeys { client_id, keys } => core.watches.unregister(client_id, &keys),
         ShardMsg::Touched { client_id, epoch } => core.watches.mark_touched(client_id, epoch),
         ShardMsg::Written(keys) => {
             for (db, key) in keys {
-                crate::transactions::watch::touch(core, db, &key);
+                core.watches.touch(
+                    crate::transactions::watch::Notify {
+                        shard: core.id,
+                        outbox: &mut core.outbox,
+                    },
+                    db,
+                    &key,
+                );
             }
         }
         ShardMsg::Replies(mut batch) if batch.tags.len() == 1 => {

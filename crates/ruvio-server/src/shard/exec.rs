@@ -103,8 +103,17 @@ pub fn run_engine(
         ctx.effects = Effects::recording(core.spare_record.take(), keys, notify, logging);
     }
     if watched && cmd.meta.keys.is_none() {
-        let flushed = crate::transactions::watch::flushed_dbs(core, cmd.meta.name, caller.db, args);
-        crate::transactions::watch::flush(core, &flushed);
+        let flushed =
+            crate::transactions::watch::flushed_dbs(&core.engine, cmd.meta.name, caller.db, args);
+        core.watches.flush(
+            &core.engine,
+            core.now_ms,
+            crate::transactions::watch::Notify {
+                shard: core.id,
+                outbox: &mut core.outbox,
+            },
+            &flushed,
+        );
     }
     let reply_start = out.len();
     let mutations_before = ruvio_engine::fault::mutations();
@@ -166,7 +175,14 @@ pub fn run_engine(
     for (db, key) in ctx.effects.modified_keys() {
         core.blocking.signal(db, key);
         if watched {
-            crate::transactions::watch::touch(core, db, key);
+            core.watches.touch(
+                crate::transactions::watch::Notify {
+                    shard: core.id,
+                    outbox: &mut core.outbox,
+                },
+                db,
+                key,
+            );
         }
     }
     let modified = match caller.borrowing {

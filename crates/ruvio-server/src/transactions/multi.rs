@@ -40,7 +40,7 @@ use crate::net::slab::Slab;
 use crate::shard::exec::{run_engine, Caller};
 use crate::shard::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
-use crate::transactions::watch;
+use crate::transactions::watch::WatchingClient;
 use ahash::AHashSet;
 use ruvio_engine::command::flags::{ALL_SHARDS, NO_MULTI};
 use ruvio_engine::command::CommandTree;
@@ -265,7 +265,7 @@ pub fn unwatch(core: &mut ShardCore, client: &mut ClientState) {
 fn forget_watches(core: &mut ShardCore, client_id: u64, watched: Vec<DbKey>) {
     for (owner, keys) in by_owner(core, watched) {
         if owner == core.id {
-            watch::unregister(core, client_id, &keys);
+            core.watches.unregister(client_id, &keys);
         } else {
             core.outbox.unwatch_keys(owner, client_id, keys);
         }
@@ -328,7 +328,17 @@ pub fn watch_keys(
     for (owner, keys) in groups {
         let keys: Vec<Vec<u8>> = keys.into_iter().map(|(_, k)| k).collect();
         if owner == core.id {
-            watch::register(core, core.id, client.id, client.watch_epoch, db, &keys);
+            core.watches.register(
+                &core.engine,
+                core.now_ms,
+                WatchingClient {
+                    shard: core.id,
+                    client_id: client.id,
+                    epoch: client.watch_epoch,
+                },
+                db,
+                &keys,
+            );
         } else if let Some(seq) = seq {
             let tag = crate::shard::dispatch::tag(client, who, seq, part);
             core.outbox
@@ -350,7 +360,17 @@ pub fn watched_by(
     epoch: u64,
     keys: Vec<Vec<u8>>,
 ) {
-    watch::register(core, from, tag.client_id, epoch, tag.db as usize, &keys);
+    core.watches.register(
+        &core.engine,
+        core.now_ms,
+        WatchingClient {
+            shard: from,
+            client_id: tag.client_id,
+            epoch,
+        },
+        tag.db as usize,
+        &keys,
+    );
     core.outbox.reply(from, tag, b"+OK\r\n");
 }
 
@@ -695,7 +715,16 @@ fn run_in_turn(
 ) {
     let watched = std::mem::take(&mut client.watching);
     for (db, key) in &watched {
-        watch::check_expired(core, *db, key);
+        core.watches.check_expired(
+            &core.engine,
+            core.now_ms,
+            crate::transactions::watch::Notify {
+                shard: core.id,
+                outbox: &mut core.outbox,
+            },
+            *db,
+            key,
+        );
     }
     client.exec_rest = Some(InTurn {
         commands: queued.commands,

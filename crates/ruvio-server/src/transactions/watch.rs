@@ -21,9 +21,10 @@
 //! command); otherwise the engine records the keys each command writes and each is
 //! looked up in the table.
 
+use crate::mesh::forward::Outbox;
 use crate::mesh::lending::DbKey;
-use crate::shard::ShardCore;
 use ahash::AHashMap;
+use ruvio_engine::Engine;
 
 /// One client watching a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,93 +72,130 @@ impl Watches {
     }
 }
 
-/// The owner's side of WATCH: register `keys` of `db` for a client of shard `from`.
-pub fn register(
-    core: &mut ShardCore,
-    from: usize,
-    client_id: u64,
-    epoch: u64,
-    db: usize,
-    keys: &[Vec<u8>],
-) {
-    for key in keys {
-        let alive = core.engine.exists(db, key, core.now_ms);
-        let watcher = Watcher {
-            shard: from,
-            client_id,
-            epoch,
-            alive,
-        };
-        let watchers = core.watches.keys.entry((db, key.clone())).or_default();
-        if !watchers
-            .iter()
-            .any(|w| w.shard == from && w.client_id == client_id && w.epoch == epoch)
-        {
-            watchers.push(watcher);
-        }
-    }
+/// Who watches: a client of `shard`, in its watch `epoch`.
+#[derive(Debug, Clone, Copy)]
+pub struct WatchingClient {
+    pub shard: usize,
+    pub client_id: u64,
+    pub epoch: u64,
 }
 
-/// The owner's side of UNWATCH: forget `client_id`'s watches of `keys`.
-pub fn unregister(core: &mut ShardCore, client_id: u64, keys: &[DbKey]) {
-    for key in keys {
-        if let Some(watchers) = core.watches.keys.get_mut(key) {
-            watchers.retain(|w| w.client_id != client_id);
-            if watchers.is_empty() {
-                core.watches.keys.remove(key);
+/// Where a touch goes: this shard's own table, or the client's shard over the mesh.
+pub struct Notify<'a> {
+    /// This shard.
+    pub shard: usize,
+    pub outbox: &'a mut Outbox,
+}
+
+impl Watches {
+    /// The owner's side of WATCH: register `keys` of `db` for `client`; `engine`
+    /// says which keys are alive now.
+    pub fn register(
+        &mut self,
+        engine: &Engine,
+        now_ms: u64,
+        client: WatchingClient,
+        db: usize,
+        keys: &[Vec<u8>],
+    ) {
+        let WatchingClient {
+            shard,
+            client_id,
+            epoch,
+        } = client;
+        for key in keys {
+            let alive = engine.exists(db, key, now_ms);
+            let watcher = Watcher {
+                shard,
+                client_id,
+                epoch,
+                alive,
+            };
+            let watchers = self.keys.entry((db, key.clone())).or_default();
+            if !watchers
+                .iter()
+                .any(|w| w.shard == shard && w.client_id == client_id && w.epoch == epoch)
+            {
+                watchers.push(watcher);
             }
         }
     }
-}
 
-/// Key `key` of `db` was written on this shard: touch its watchers. (An expiry is
-/// not a write here: [`check_expired`] handles it, with Redis 7's rule.)
-pub fn touch(core: &mut ShardCore, db: usize, key: &[u8]) {
-    if let Some(watchers) = core.watches.keys.remove(&(db, key.to_vec())) {
-        watchers.into_iter().for_each(|w| notify(core, w));
+    /// The owner's side of UNWATCH: forget `client_id`'s watches of `keys`.
+    pub fn unregister(&mut self, client_id: u64, keys: &[DbKey]) {
+        for key in keys {
+            if let Some(watchers) = self.keys.get_mut(key) {
+                watchers.retain(|w| w.client_id != client_id);
+                if watchers.is_empty() {
+                    self.keys.remove(key);
+                }
+            }
+        }
     }
-}
 
-/// A watched key of this shard that was alive when watched and is expired (or
-/// gone) now touches those watchers, as its expiry would in Redis. Called before
-/// EXEC looks at the touches (and before the key is lent to a coordinating EXEC).
-pub fn check_expired(core: &mut ShardCore, db: usize, key: &[u8]) {
-    let Some(watchers) = core.watches.keys.get(&(db, key.to_vec())) else {
-        return;
-    };
-    if core.engine.exists(db, key, core.now_ms) || !watchers.iter().any(|w| w.alive) {
-        return;
+    /// Key `key` of `db` was written on this shard: touch its watchers. (An expiry
+    /// is not a write here: [`Watches::check_expired`] handles it, with Redis 7's rule.)
+    pub fn touch(&mut self, to: Notify<'_>, db: usize, key: &[u8]) {
+        if let Some(watchers) = self.keys.remove(&(db, key.to_vec())) {
+            self.notify_all(to, watchers);
+        }
     }
-    let watchers = core
-        .watches
-        .keys
-        .remove(&(db, key.to_vec()))
-        .unwrap_or_default();
-    let (expired, kept): (Vec<Watcher>, Vec<Watcher>) = watchers.into_iter().partition(|w| w.alive);
-    for w in expired {
-        notify(core, w);
-    }
-    if !kept.is_empty() {
-        core.watches.keys.insert((db, key.to_vec()), kept);
-    }
-}
 
-/// FLUSHDB, FLUSHALL and SWAPDB touch the watched keys that exist in a database
-/// they empty or replace (`dbs`), as Redis' touchAllWatchedKeysInDb.
-pub fn flush(core: &mut ShardCore, dbs: &[usize]) {
-    let now = core.now_ms;
-    let hit: Vec<DbKey> = core
-        .watches
-        .keys
-        .keys()
-        .filter(|(db, key)| {
-            dbs.contains(db) && dbs.iter().any(|&d| core.engine.exists(d, key, now))
-        })
-        .cloned()
-        .collect();
-    for (db, key) in hit {
-        if let Some(watchers) = core.watches.keys.remove(&(db, key)) {
-            watchers.into_iter().for_each(|w| notify(core, w));
+    /// A watched key of this shard that was alive when watched and is expired (or
+    /// gone) now touches those watchers, as its expiry would in Redis. Called before
+    /// EXEC looks at the touches (and before the key is lent to a coordinating EXEC).
+    pub fn check_expired(
+        &mut self,
+        engine: &Engine,
+        now_ms: u64,
+        to: Notify<'_>,
+        db: usize,
+        key: &[u8],
+    ) {
+        let Some(watchers) = self.keys.get(&(db, key.to_vec())) else {
+            return;
+        };
+        if engine.exists(db, key, now_ms) || !watchers.iter().any(|w| w.alive) {
+            return;
+        }
+        let watchers = self.keys.remove(&(db, key.to_vec())).unwrap_or_default();
+        let (expired, kept): (Vec<Watcher>, Vec<Watcher>) =
+            watchers.into_iter().partition(|w| w.alive);
+        self.notify_all(to, expired);
+        if !kept.is_empty() {
+            self.keys.insert((db, key.to_vec()), kept);
+        }
+    }
+
+    /// FLUSHDB, FLUSHALL and SWAPDB touch the watched keys that exist in a database
+    /// they empty or replace (`dbs`), as Redis' touchAllWatchedKeysInDb.
+    pub fn flush(&mut self, engine: &Engine, now_ms: u64, to: Notify<'_>, dbs: &[usize]) {
+        let hit: Vec<DbKey> = self
+            .keys
+            .keys()
+            .filter(|(db, key)| {
+                dbs.contains(db) && dbs.iter().any(|&d| engine.exists(d, key, now_ms))
+            })
+            .cloned()
+            .collect();
+        for (db, key) in hit {
+            if let Some(watchers) = self.keys.remove(&(db, key)) {
+                let to = Notify {
+                    shard: to.shard,
+                    outbox: &mut *to.outbox,
+                };
+                self.notify_all(to, watchers);
+            }
+        }
+    }
+
+    fn notify_all(&mut self, to: Notify<'_>, watchers: Vec<Watcher>) {
+        for w in watchers {
+            if w.shard == to.shard {
+                self.mark_touched(w.client_id, w.epoch);
+            } else {
+                to.outbox.touched(w.shard, w.client_id, w.epoch);
+            }
         }
     }
 }
@@ -165,25 +203,17 @@ pub fn flush(core: &mut ShardCore, dbs: &[usize]) {
 /// The databases a keyless write empties or replaces, for the commands that
 /// touch every watched key of a database (FLUSHDB, FLUSHALL, SWAPDB).
 pub fn flushed_dbs(
-    core: &ShardCore,
+    engine: &Engine,
     name: &str,
     db: usize,
     args: ruvio_resp::Args<'_>,
 ) -> Vec<usize> {
     match name {
         "flushdb" => vec![db],
-        "flushall" => (0..core.engine.db_count()).collect(),
+        "flushall" => (0..engine.db_count()).collect(),
         "swapdb" => (1..3)
-            .filter_map(|i| core.engine.parse_db_index(args.get(i)).ok())
+            .filter_map(|i| engine.parse_db_index(args.get(i)).ok())
             .collect(),
         _ => Vec::new(),
-    }
-}
-
-fn notify(core: &mut ShardCore, w: Watcher) {
-    if w.shard == core.id {
-        core.watches.mark_touched(w.client_id, w.epoch);
-    } else {
-        core.outbox.touched(w.shard, w.client_id, w.epoch);
     }
 }
