@@ -6,7 +6,7 @@ use ruvio_server::memory::alloc;
 use ruvio_server::mesh::forward;
 use ruvio_server::persistence::reshard;
 use ruvio_server::shard::registry;
-use ruvio_server::{config, shard, stats, EXIT_SHARD_FAILED};
+use ruvio_server::{config, shard, EXIT_SHARD_FAILED};
 
 use clap::Parser;
 use config::{Cli, Config};
@@ -49,7 +49,7 @@ fn main() {
     }
     let registry = registry::registry();
     let topo = Arc::new(topology::Topology::new(&cfg));
-    let shared = Arc::new(stats::Shared::new(
+    let shared = Arc::new(shard::Shared::new(
         cfg.shards,
         cfg.databases,
         ruvio_server::clock::unix_ms(),

@@ -255,7 +255,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("cmd/mod.rs", "shard"),
     ("memory/limit.rs", "messaging"),
     ("memory/limit.rs", "shard"),
-    ("memory/limit.rs", "stats"),
     ("mesh/forward.rs", "cmd"),
     ("mesh/forward.rs", "shard"),
     ("mesh/gather.rs", "cmd"),
@@ -287,9 +286,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("persistence/wal.rs", "shard"),
     ("scripting/host.rs", "cmd"),
     ("scripting/host.rs", "shard"),
-    ("stats/mod.rs", "mesh"),
-    ("stats/mod.rs", "messaging"),
-    ("stats/mod.rs", "persistence"),
     ("transactions/multi.rs", "cmd"),
     ("transactions/multi.rs", "shard"),
 ];

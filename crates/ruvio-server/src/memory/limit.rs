@@ -14,7 +14,7 @@
 
 use crate::memory::alloc::allocated_bytes;
 use crate::shard::ShardCore;
-use crate::stats::Shared;
+use crate::shard::Shared;
 use ruvio_engine::EvictionPolicy;
 use std::sync::atomic::Ordering::Relaxed;
 

@@ -51,7 +51,7 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Mutex;
 
-/// The process-wide part (in [`crate::stats::Shared`]).
+/// The process-wide part (in [`crate::shard::Shared`]).
 #[derive(Debug, Default)]
 pub struct ScriptLock {
     /// 0 when free, else the holding shard + 1.
@@ -147,7 +147,7 @@ impl ThisShard {
     /// What the shard queued for other shards goes out first.
     fn may_wait_on_others(
         &mut self,
-        shared: &crate::stats::Shared,
+        shared: &crate::shard::Shared,
         me: usize,
         wrote: bool,
     ) -> Result<(), Reach> {
@@ -359,7 +359,7 @@ pub fn end_run() -> Ended {
 /// and other shards own ([`ruvio_engine::scripting::ScriptHost::reach`]).
 pub fn reach(
     core: (
-        &crate::stats::Shared,
+        &crate::shard::Shared,
         &crate::cluster::topology::Topology,
         usize,
     ),
@@ -419,7 +419,7 @@ pub fn reach(
 /// database.
 pub fn elsewhere(
     core: (
-        &crate::stats::Shared,
+        &crate::shard::Shared,
         &crate::cluster::topology::Topology,
         usize,
     ),
@@ -448,7 +448,7 @@ pub fn elsewhere(
 /// for a key of another shard.
 pub fn spread(
     core: (
-        &crate::stats::Shared,
+        &crate::shard::Shared,
         &crate::cluster::topology::Topology,
         usize,
     ),
@@ -517,7 +517,7 @@ pub fn spread(
 }
 
 /// Keys of database `db` on shard `shard`, as it last published them.
-fn published_keys(shared: &crate::stats::Shared, shard: usize, db: usize) -> u64 {
+fn published_keys(shared: &crate::shard::Shared, shard: usize, db: usize) -> u64 {
     shared.shards[shard]
         .keys
         .get(db)
@@ -544,7 +544,7 @@ pub fn run_on_others(core: &mut ShardCore, db: usize, resp3: bool, args: Args<'_
 /// count, not in theirs); `None` otherwise (the caller uses the published counts).
 pub fn count_elsewhere(
     core: (
-        &crate::stats::Shared,
+        &crate::shard::Shared,
         &crate::cluster::topology::Topology,
         usize,
     ),
@@ -593,7 +593,7 @@ pub fn held_here(db: usize) -> u64 {
 
 /// Take the lock in the middle of a script, if it is free and the server quiet;
 /// false, and the lock stays free, otherwise.
-fn lock_now(shared: &crate::stats::Shared, me: usize) -> bool {
+fn lock_now(shared: &crate::shard::Shared, me: usize) -> bool {
     let lock = &shared.script_lock;
     if lock
         .holder
@@ -690,7 +690,7 @@ pub fn quiet(core: &ShardCore, swapping: bool) -> bool {
 }
 
 /// No key of any shard is out on loan.
-fn no_loans(shared: &crate::stats::Shared) -> bool {
+fn no_loans(shared: &crate::shard::Shared) -> bool {
     shared.shards.iter().all(|s| s.lent.load(SeqCst) == 0)
 }
 
@@ -698,7 +698,7 @@ fn no_loans(shared: &crate::stats::Shared) -> bool {
 /// keys other commands gave back before it took the lock are on their way home
 /// (their owners take them back in their own loops); wait for them, at most
 /// `LOANS_HOME_WAIT`. False if they are not home by then.
-fn wait_for_loans_home(shared: &crate::stats::Shared) -> bool {
+fn wait_for_loans_home(shared: &crate::shard::Shared) -> bool {
     let start = std::time::Instant::now();
     while !no_loans(shared) {
         if start.elapsed() > LOANS_HOME_WAIT {
@@ -719,7 +719,7 @@ pub fn unlock(core: &ShardCore) {
 }
 
 /// Free the lock held by shard `me` and wake the shards parked behind it.
-fn free(shared: &crate::stats::Shared, me: usize) {
+fn free(shared: &crate::shard::Shared, me: usize) {
     let lock = &shared.script_lock;
     lock.holder.store(0, SeqCst);
     let parked = lock.parked.swap(0, SeqCst);

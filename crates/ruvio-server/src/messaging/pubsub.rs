@@ -129,7 +129,7 @@ impl ShardSubscribers {
     }
 }
 
-/// Every shard's subscribers (a field of [`crate::stats::Shared`]).
+/// Every shard's subscribers (a field of [`crate::shard::Shared`]).
 #[derive(Debug)]
 pub struct Subscribers {
     pub shards: Vec<ShardSubscribers>,

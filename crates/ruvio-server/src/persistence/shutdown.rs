@@ -19,7 +19,7 @@
 
 use crate::cmd::config::ConfigChange;
 use crate::shard::ShardCore;
-use crate::stats::Shared;
+use crate::shard::Shared;
 use std::sync::atomic::{
     AtomicBool, AtomicU64, Ordering::AcqRel, Ordering::Acquire, Ordering::Release,
 };

@@ -33,7 +33,7 @@ use crate::messaging::pubsub::{self, Caller, Kind};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::ShardCore;
-use crate::stats::Shared;
+use crate::shard::Shared;
 use ruvio_engine::command::Published;
 use ruvio_engine::glob_match;
 use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, ScriptHost, Spreading};

@@ -14,9 +14,9 @@ use crate::mesh::forward::{self, ShardMsg};
 use crate::mesh::lending;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
+use crate::shard::Shared;
 use crate::shard::{dispatch, exec};
 use crate::shard::{end_pause, ShardCore};
-use crate::stats::Shared;
 use std::sync::Arc;
 
 /// The harness's wall clock starts here (any fixed time: runs are reproducible).

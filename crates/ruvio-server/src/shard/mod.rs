@@ -21,8 +21,10 @@ pub mod exec;
 pub mod inproc;
 pub mod pause;
 pub mod registry;
+mod shared;
 mod state;
 
+pub use shared::Shared;
 pub use state::{blocked_here, end_pause, publish_gauges, ShardCore};
 
 use crate::clock::unix_ms;
@@ -32,7 +34,6 @@ use crate::mesh::forward::{self, Control, Mesh};
 use crate::net::conn::{BlockedOn, Conn, INPUT_CHUNK_BYTES, OUTPUT_PAUSE_BYTES};
 use crate::net::slab::Slab;
 use crate::shard::blocking::Waiter;
-use crate::stats::Shared;
 use dispatch::KeyWindow;
 use io_uring::{cqueue, opcode, types, IoUring};
 use std::collections::VecDeque;
