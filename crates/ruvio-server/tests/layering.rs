@@ -278,7 +278,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("persistence/import.rs", "cmd"),
     ("persistence/import.rs", "shard"),
     ("persistence/loading.rs", "shard"),
-    ("persistence/save_rules.rs", "shard"),
     ("persistence/shutdown.rs", "cmd"),
     ("persistence/shutdown.rs", "shard"),
     ("persistence/snapshot.rs", "cmd"),

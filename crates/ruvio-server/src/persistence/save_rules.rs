@@ -10,42 +10,37 @@
 //! Without a log (`--durability memory`) there is nowhere to save and the rules
 //! do nothing.
 
-use crate::persistence::snapshot::Kind;
-use crate::shard::ShardCore;
-use std::sync::atomic::Ordering::Relaxed;
+use crate::config::save::SaveRule;
+use crate::persistence::snapshot::SaveState;
 
 /// Seconds before a failed save is tried again.
 const RETRY_DELAY_S: u64 = 5;
 
-/// Shard 0's tick: start a background save when a rule is met and none runs.
-pub fn check(core: &mut ShardCore) {
-    if core.id != 0 || core.wal.is_none() || core.cfg.save.is_empty() {
-        return;
+/// Shard 0's tick (with a log): the rule that asks for a background save now, if
+/// one does and no save runs, given the changes of every shard since the last save
+/// and that save's time. The caller starts the save (`snapshot::start`): deciding
+/// needs only these numbers, not the shard.
+pub fn due<'r>(
+    rules: &'r [SaveRule],
+    saves: &SaveState,
+    changes: u64,
+    last_save_unix_s: u64,
+    now_ms: u64,
+) -> Option<&'r SaveRule> {
+    if rules.is_empty() || saves.running_kind().is_some() {
+        return None;
     }
-    let shared = &core.shared;
-    let saves = &shared.background_save;
-    if saves.running_kind().is_some() {
-        return;
-    }
-    let now_s = core.now_ms / 1000;
+    let now_s = now_ms / 1000;
     if !saves.last_ok() && now_s.saturating_sub(saves.started_ms() / 1000) <= RETRY_DELAY_S {
-        return;
+        return None;
     }
-    let changes = shared
-        .sum(|g| &g.dirty)
-        .saturating_sub(shared.sum(|g| &g.dirty_at_save));
-    let since = now_s.saturating_sub(shared.last_save_unix_s.load(Relaxed));
-    let Some(rule) = core
-        .cfg
-        .save
+    let since = now_s.saturating_sub(last_save_unix_s);
+    let rule = rules
         .iter()
-        .find(|r| changes >= r.changes && since > r.seconds)
-    else {
-        return;
-    };
+        .find(|r| changes >= r.changes && since > r.seconds)?;
     eprintln!(
         "ruvio: {} changes in {} seconds. Saving...",
         rule.changes, rule.seconds
     );
-    crate::persistence::snapshot::start(core, Kind::Rdb);
+    Some(rule)
 }

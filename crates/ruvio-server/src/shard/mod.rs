@@ -38,6 +38,7 @@ use dispatch::KeyWindow;
 use io_uring::{cqueue, opcode, types, IoUring};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -865,7 +866,29 @@ impl Shard {
         }
         crate::memory::limit::give_back_free_pages(&mut self.core);
         self.sync_wal_if_due();
-        crate::persistence::save_rules::check(&mut self.core);
+        if self.core.id == 0 && self.core.wal.is_some() {
+            let shared = &self.core.shared;
+            let changes = shared
+                .sum(|g| &g.dirty)
+                .saturating_sub(shared.sum(|g| &g.dirty_at_save));
+            let last_save_s = shared.last_save_unix_s.load(Relaxed);
+            let rules = &self.core.cfg.save;
+            let saves = &shared.background_save;
+            if crate::persistence::save_rules::due(
+                rules,
+                saves,
+                changes,
+                last_save_s,
+                self.core.now_ms,
+            )
+            .is_some()
+            {
+                crate::persistence::snapshot::start(
+                    &mut self.core,
+                    crate::persistence::snapshot::Kind::Rdb,
+                );
+            }
+        }
         crate::persistence::shutdown::on_tick(&mut self.core);
         crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
