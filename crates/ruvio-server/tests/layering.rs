@@ -253,7 +253,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("cmd/info.rs", "shard"),
     ("cmd/introspection.rs", "shard"),
     ("cmd/mod.rs", "shard"),
-    ("memory/limit.rs", "messaging"),
     ("memory/limit.rs", "shard"),
     ("mesh/forward.rs", "cmd"),
     ("mesh/forward.rs", "shard"),

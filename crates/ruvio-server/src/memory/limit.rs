@@ -47,8 +47,9 @@ pub fn enforce(core: &mut ShardCore) -> bool {
         if let Some(wal) = core.wal.as_mut() {
             wal.append(db, &mut [&b"DEL"[..], &key].into_iter());
         }
-        crate::messaging::notify::queue(
-            core,
+        let flags = core.cfg.notify_keyspace_events;
+        core.notifications.queue(
+            flags,
             crate::config::keyspace_events::EVICTED,
             "evicted",
             db,

@@ -96,10 +96,16 @@ fn queue_note(core: &mut ShardCore, note: &KeyNote) {
 
 /// Queue one event the server itself raises (an eviction, an expiry).
 pub fn queue(core: &mut ShardCore, flag: u32, event: &'static str, db: usize, key: &[u8]) {
-    if wanted(core) && core.cfg.notify_keyspace_events & flag != 0 {
-        core.notifications
-            .events
-            .push((flag, event, db, key.to_vec()));
+    let flags = core.cfg.notify_keyspace_events;
+    core.notifications.queue(flags, flag, event, db, key);
+}
+
+impl Pending {
+    /// Queue one event when the setting's `flags` select it.
+    pub fn queue(&mut self, flags: u32, flag: u32, event: &'static str, db: usize, key: &[u8]) {
+        if flags & (KEYSPACE | KEYEVENT) != 0 && flags & flag != 0 {
+            self.events.push((flag, event, db, key.to_vec()));
+        }
     }
 }
 
