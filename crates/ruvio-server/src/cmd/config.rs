@@ -518,7 +518,9 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         ConfigChange::Pause { until_ms, all } => core.pause.start(*until_ms, *all),
         ConfigChange::Unpause => crate::shard::end_pause(core, conns),
         ConfigChange::ExportRdb(path) => {
-            if let Err(e) = crate::persistence::export::write_part(core, path) {
+            if let Err(e) =
+                crate::persistence::export::write_part(&core.engine, core.now_ms, core.id, path)
+            {
                 eprintln!("shard {}: DEBUG EXPORT-RDB {path}: {e}", core.id);
             }
         }

@@ -112,7 +112,8 @@ fn debug_export_rdb(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
     let shards = ctx.core.topo.nodes.len();
     let failed = |e: String| CmdError::Line(format!("ERR EXPORT-RDB failed: {e}").into_bytes());
     crate::persistence::export::remove_parts(&path, shards);
-    crate::persistence::export::write_part(ctx.core, &path).map_err(|e| failed(e.to_string()))?;
+    crate::persistence::export::write_part(&ctx.core.engine, ctx.core.now_ms, ctx.core.id, &path)
+        .map_err(|e| failed(e.to_string()))?;
     if shards > 1 && ctx.core.cfg.port_mode == PortMode::Forward {
         ctx.core
             .outbox

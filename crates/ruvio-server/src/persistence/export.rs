@@ -14,7 +14,7 @@
 
 use std::path::PathBuf;
 
-use crate::shard::ShardCore;
+use ruvio_engine::Engine;
 
 fn part_path(path: &str, shard: usize) -> PathBuf {
     PathBuf::from(format!("{path}.part-{shard}"))
@@ -29,13 +29,13 @@ pub fn remove_parts(path: &str, shards: usize) {
 
 /// Write this shard's keys as its part: the RDB version they need (u16 LE), then
 /// the section.
-pub fn write_part(core: &ShardCore, path: &str) -> std::io::Result<()> {
-    let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms)
-        .map_err(std::io::Error::other)?;
+pub fn write_part(engine: &Engine, now_ms: u64, shard: usize, path: &str) -> std::io::Result<()> {
+    let (section, version) =
+        ruvio_engine::rdb::file::write_section(engine, now_ms).map_err(std::io::Error::other)?;
     let mut bytes = Vec::with_capacity(section.len() + 2);
     bytes.extend_from_slice(&version.to_le_bytes());
     bytes.extend_from_slice(&section);
-    std::fs::write(part_path(path, core.id), bytes)
+    std::fs::write(part_path(path, shard), bytes)
 }
 
 /// Put the parts of `shards` together into `path`, then remove them.

@@ -522,9 +522,9 @@ fn finish_with(
         }
         homes.push((entry_db, key, owner));
     }
-    if let Some(missing) = value_keys_missing(core, &op, &homes) {
+    if let Some(missing) = value_keys_missing(&core.engine, core.now_ms, &op, &homes) {
         send_home(core, conns, homes, &[], None);
-        plan_more(core, &mut op, missing);
+        plan_more(&core.topo, &mut op, missing);
         core.lending.ops.insert(ticket, op);
         return advance(core, conns, ticket);
     }

@@ -3,8 +3,9 @@
 //! further round (docs/cross-shard.md).
 
 use super::{CrossOp, DbKey};
-use crate::shard::ShardCore;
+use crate::cluster::topology::Topology;
 use ahash::AHashSet;
+use ruvio_engine::Engine;
 
 /// Times a command that reads keys named in a value (SORT BY/GET) gives its keys
 /// back and borrows again with the keys its value names. The first round borrows
@@ -18,7 +19,8 @@ const VALUE_KEY_TRIES_MAX: u32 = 16;
 /// `held`: the keys its value names that are not held, when there are some and
 /// it may still borrow again.
 pub(super) fn value_keys_missing(
-    core: &ShardCore,
+    engine: &Engine,
+    now_ms: u64,
     op: &CrossOp,
     held: &[(usize, Vec<u8>, usize)],
 ) -> Option<Vec<DbKey>> {
@@ -28,9 +30,8 @@ pub(super) fn value_keys_missing(
     }
     let db = op.caller.db;
     let held: AHashSet<(usize, &[u8])> = held.iter().map(|(d, k, _)| (*d, k.as_slice())).collect();
-    let missing: Vec<DbKey> = core
-        .engine
-        .value_keys(db, op.argv.args(), core.now_ms)
+    let missing: Vec<DbKey> = engine
+        .value_keys(db, op.argv.args(), now_ms)
         .into_iter()
         .filter(|k| !held.contains(&(db, k.as_slice())))
         .map(|k| (db, k))
@@ -40,9 +41,9 @@ pub(super) fn value_keys_missing(
 
 /// Add `keys` to the command's plan (each with its owner, in shard order) and
 /// start borrowing from the first owner again.
-pub(super) fn plan_more(core: &ShardCore, op: &mut CrossOp, keys: Vec<DbKey>) {
+pub(super) fn plan_more(topo: &Topology, op: &mut CrossOp, keys: Vec<DbKey>) {
     for (db, key) in keys {
-        let owner = core.topo.key_owner(&key);
+        let owner = topo.key_owner(&key);
         match op.plan.iter_mut().find(|(o, _)| *o == owner) {
             Some((_, owned)) => owned.push((db, key)),
             None => op.plan.push((owner, vec![(db, key)])),
