@@ -274,7 +274,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("persistence/durable.rs", "shard"),
     ("persistence/import.rs", "cmd"),
     ("persistence/import.rs", "shard"),
-    ("persistence/loading.rs", "shard"),
     ("persistence/shutdown.rs", "cmd"),
     ("persistence/shutdown.rs", "shard"),
     ("persistence/snapshot.rs", "cmd"),

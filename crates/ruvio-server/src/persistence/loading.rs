@@ -14,8 +14,7 @@
 use crate::cluster::topology::Topology;
 use crate::config::Config;
 use crate::persistence::import::Imported;
-use crate::persistence::wal::{RecoveredEnd, Wal};
-use crate::shard::ShardCore;
+use crate::persistence::wal::RecoveredEnd;
 use ruvio_engine::Engine;
 use std::sync::atomic::{AtomicU64, Ordering::AcqRel, Ordering::Acquire};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
@@ -40,14 +39,14 @@ impl LoadingState {
         self.shards.load(Acquire) > 0
     }
 
-    fn shard_loaded(&self) {
+    pub fn shard_loaded(&self) {
         self.shards.fetch_sub(1, AcqRel);
     }
 }
 
 /// What a loading thread hands back: the keyspace, where its log ended, and what
 /// an imported RDB file brought.
-type Loaded = Result<(Engine, Option<RecoveredEnd>, Option<Imported>), String>;
+pub type Loaded = Result<(Engine, Option<RecoveredEnd>, Option<Imported>), String>;
 
 /// One shard's view of the loading.
 #[derive(Default)]
@@ -59,6 +58,25 @@ pub struct ShardLoading {
 }
 
 impl ShardLoading {
+    /// Once per loop iteration while refusing: this shard's loaded keyspace, when
+    /// its thread is done (an error if the thread died).
+    pub fn take_loaded(&mut self) -> Option<Loaded> {
+        let done = match self.thread.as_ref().map(Receiver::try_recv) {
+            None | Some(Err(TryRecvError::Empty)) => None,
+            Some(Ok(loaded)) => Some(loaded),
+            Some(Err(TryRecvError::Disconnected)) => Some(Err("the loading thread died".into())),
+        };
+        if done.is_some() {
+            self.thread = None;
+        }
+        done
+    }
+
+    /// Refuse commands while `any_loading` (some shard of the server still loads).
+    pub fn set_refusing(&mut self, any_loading: bool) {
+        self.refusing = any_loading;
+    }
+
     /// Commands without the `loading` flag get `-LOADING` now.
     pub fn refuses(&self) -> bool {
         self.refusing
@@ -78,7 +96,7 @@ pub fn empty_engine(cfg: &Config) -> Engine {
 /// Load shard `id`'s keyspace: the RDB file to import (see `import` for when),
 /// then its snapshot and log (`None` as the log's end: no log is kept). What the
 /// file brought beyond keys (its function libraries, loaded into this thread's
-/// set) travels back for the shard's thread to take (`install`).
+/// set) travels back for the shard's thread to take (`ShardCore::install_loaded`).
 pub fn load(cfg: &Config, id: usize, topo: &Topology) -> Loaded {
     let mut engine = empty_engine(cfg);
     let mut imported = None;
@@ -116,56 +134,6 @@ pub fn start(cfg: &Config, id: usize, topo: &Arc<Topology>) -> std::io::Result<S
         thread: Some(rx),
         refusing: true,
     })
-}
-
-/// Put a loaded engine in place: the stand-in's configuration (CONFIG SET may
-/// have changed it meanwhile) and its recording switches carry over; the log
-/// opens where recovery left it; what an imported file brought settles
-/// (`import::settle`).
-pub fn install(
-    core: &mut ShardCore,
-    mut engine: Engine,
-    end: Option<RecoveredEnd>,
-    imported: Option<Imported>,
-) -> std::io::Result<()> {
-    *engine.config_mut() = *core.engine.config();
-    let notify = core.cfg.notify_keyspace_events;
-    engine.record_expired(crate::messaging::notify::expiry_wanted(notify));
-    let (added, missed) = crate::messaging::notify::key_notes_wanted(notify);
-    engine.record_key_notes(added, missed);
-    core.engine = engine;
-    if let Some(end) = end {
-        core.wal = Some(Wal::open(&core.cfg, core.id, end)?);
-    }
-    if let Some(imported) = imported {
-        crate::persistence::import::settle(core, imported)?;
-    }
-    core.shared.loading.shard_loaded();
-    Ok(())
-}
-
-/// Once per loop iteration while loading: take this shard's engine when its
-/// thread is done, and stop refusing once every shard is.
-pub fn poll(core: &mut ShardCore) {
-    if !core.loading.refusing {
-        return;
-    }
-    let done = match core.loading.thread.as_ref().map(Receiver::try_recv) {
-        None | Some(Err(TryRecvError::Empty)) => None,
-        Some(Ok(loaded)) => Some(loaded),
-        Some(Err(TryRecvError::Disconnected)) => Some(Err("the loading thread died".into())),
-    };
-    if let Some(loaded) = done {
-        core.loading.thread = None;
-        let installed = loaded.and_then(|(engine, end, imported)| {
-            install(core, engine, end, imported).map_err(|e| e.to_string())
-        });
-        if let Err(e) = installed {
-            eprintln!("ruvio: shard {}: {e}", core.id);
-            std::process::exit(1);
-        }
-    }
-    core.loading.refusing = core.shared.loading.any();
 }
 
 /// Debug builds: `RUVIO_REPLAY_DELAY_US` microseconds of sleep per replayed log

@@ -192,7 +192,7 @@ impl Shard {
             self.ship_outbox();
             self.run_deferred();
             crate::persistence::snapshot::run_slice(&mut self.core);
-            crate::persistence::loading::poll(&mut self.core);
+            self.core.poll_loading();
             self.submit_wal_write();
             self.flush_dirty();
             if self.core.now_ms >= self.next_tick_ms {

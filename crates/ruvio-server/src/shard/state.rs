@@ -17,6 +17,8 @@ use crate::mesh::gather::Gathering;
 use crate::mesh::lending::Lending;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
+use crate::persistence::import::Imported;
+use crate::persistence::wal::{RecoveredEnd, Wal};
 use crate::shard::blocking::Blocking;
 use crate::shard::pause::Pause;
 use crate::shard::Shared;
@@ -135,9 +137,54 @@ impl ShardCore {
             let (engine, end, imported) =
                 crate::persistence::loading::load(&core.cfg, id, &core.topo)
                     .map_err(std::io::Error::other)?;
-            crate::persistence::loading::install(&mut core, engine, end, imported)?;
+            core.install_loaded(engine, end, imported)?;
         }
         Ok(core)
+    }
+
+    /// Put a loaded engine in place: the stand-in's configuration (CONFIG SET may
+    /// have changed it meanwhile) and its recording switches carry over; the log
+    /// opens where recovery left it; what an imported file brought settles
+    /// (`import::settle`).
+    pub fn install_loaded(
+        &mut self,
+        mut engine: Engine,
+        end: Option<RecoveredEnd>,
+        imported: Option<Imported>,
+    ) -> std::io::Result<()> {
+        *engine.config_mut() = *self.engine.config();
+        let notify = self.cfg.notify_keyspace_events;
+        engine.record_expired(crate::messaging::notify::expiry_wanted(notify));
+        let (added, missed) = crate::messaging::notify::key_notes_wanted(notify);
+        engine.record_key_notes(added, missed);
+        self.engine = engine;
+        if let Some(end) = end {
+            self.wal = Some(Wal::open(&self.cfg, self.id, end)?);
+        }
+        if let Some(imported) = imported {
+            crate::persistence::import::settle(self, imported)?;
+        }
+        self.shared.loading.shard_loaded();
+        Ok(())
+    }
+
+    /// Once per loop iteration while loading: take this shard's engine when its
+    /// thread is done, and stop refusing once every shard is.
+    pub fn poll_loading(&mut self) {
+        if !self.loading.refuses() {
+            return;
+        }
+        if let Some(loaded) = self.loading.take_loaded() {
+            let installed = loaded.and_then(|(engine, end, imported)| {
+                self.install_loaded(engine, end, imported)
+                    .map_err(|e| e.to_string())
+            });
+            if let Err(e) = installed {
+                eprintln!("ruvio: shard {}: {e}", self.id);
+                std::process::exit(1);
+            }
+        }
+        self.loading.set_refusing(self.shared.loading.any());
     }
 }
 
