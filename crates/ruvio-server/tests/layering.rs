@@ -272,8 +272,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("net/conn.rs", "transactions"),
     ("persistence/durable.rs", "mesh"),
     ("persistence/durable.rs", "shard"),
-    ("persistence/import.rs", "cmd"),
-    ("persistence/import.rs", "shard"),
     ("persistence/shutdown.rs", "cmd"),
     ("persistence/shutdown.rs", "shard"),
     ("persistence/snapshot.rs", "cmd"),

@@ -23,13 +23,12 @@ use crate::persistence::wal::{make_current, snapshot_name};
 
 use crate::cluster::topology::Topology;
 use crate::config::Config;
-use crate::shard::ShardCore;
 
 /// What a shard's import brought that its thread must take over once loaded.
 #[derive(Debug, Default)]
 pub struct Imported {
     /// The file's function libraries as a FUNCTION DUMP payload (`None`: it had none).
-    libraries: Option<Vec<u8>>,
+    pub libraries: Option<Vec<u8>>,
 }
 
 /// Shard `shard` loads the file to import, if there is one and, with a log, its
@@ -95,15 +94,6 @@ pub fn snapshot_imported(engine: &Engine, cfg: &Config, shard: usize) -> Result<
     write().map_err(failed)
 }
 
-/// On the shard's thread, once its loaded keyspace is in place and its log open:
-/// the file's libraries become the shard's.
-pub fn settle(core: &mut ShardCore, imported: Imported) -> std::io::Result<()> {
-    match imported.libraries {
-        Some(payload) => crate::cmd::functions::adopt_imported(core, &payload),
-        None => Ok(()),
-    }
-}
-
 /// Load `path` into shard `shard`'s `engine`.
 pub fn load_rdb(
     engine: &mut Engine,
@@ -114,9 +104,7 @@ pub fn load_rdb(
     let bytes = std::fs::read(path).map_err(|e| {
         std::io::Error::new(e.kind(), format!("--import-rdb {}: {e}", path.display()))
     })?;
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let now_ms = crate::clock::unix_ms();
     let loaded =
         ruvio_engine::rdb::file::load(engine, &bytes, now_ms, |key| topo.key_owner(key) == shard)
             .map_err(|e| std::io::Error::other(format!("--import-rdb {}: {e}", path.display())))?;

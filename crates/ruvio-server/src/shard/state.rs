@@ -145,7 +145,7 @@ impl ShardCore {
     /// Put a loaded engine in place: the stand-in's configuration (CONFIG SET may
     /// have changed it meanwhile) and its recording switches carry over; the log
     /// opens where recovery left it; what an imported file brought settles
-    /// (`import::settle`).
+    /// (the libraries it brought become the shard's).
     pub fn install_loaded(
         &mut self,
         mut engine: Engine,
@@ -162,7 +162,10 @@ impl ShardCore {
             self.wal = Some(Wal::open(&self.cfg, self.id, end)?);
         }
         if let Some(imported) = imported {
-            crate::persistence::import::settle(self, imported)?;
+            // The file's libraries become the shard's.
+            if let Some(payload) = imported.libraries {
+                crate::cmd::functions::adopt_imported(self, &payload)?;
+            }
         }
         self.shared.loading.shard_loaded();
         Ok(())
