@@ -525,7 +525,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
             }
         }
         ConfigChange::Snapshot => {
-            if let Err(e) = crate::persistence::wal::snapshot(core) {
+            if let Err(e) = crate::persistence::snapshot::save(core) {
                 eprintln!("ruvio: shard {}: SAVE failed: {e}", core.id);
             }
         }

@@ -1,5 +1,5 @@
 //! Persistence: SAVE, LASTSAVE, SHUTDOWN, and the background saves BGSAVE and
-//! BGREWRITEAOF, answered as Redis answers them. SAVE is [`crate::persistence::wal::snapshot`]
+//! BGREWRITEAOF, answered as Redis answers them. SAVE is [`crate::persistence::snapshot::save`]
 //! on every shard; a background save is [`crate::persistence::snapshot`] (a snapshot of every
 //! shard in time slices, no fork); SHUTDOWN's orderly exit is [`crate::persistence::shutdown`].
 //! INFO persistence is in `info`.
@@ -48,7 +48,7 @@ fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
             b"ERR Background save already in progress".to_vec(),
         ));
     }
-    crate::persistence::wal::snapshot(ctx.core)
+    crate::persistence::snapshot::save(ctx.core)
         .map_err(|e| CmdError::Line(format!("ERR SAVE failed: {e}").into_bytes()))?;
     if ctx.core.topo.nodes.len() > 1 {
         ctx.core.outbox.broadcast(ConfigChange::Snapshot);

@@ -2,7 +2,7 @@
 //! SIGINT, as Redis' `prepareForShutdown`.
 //!
 //! Before the process exits every shard prepares: with a save, it writes its
-//! snapshot (SAVE's, `wal::snapshot`: blocking, the process is about to go);
+//! snapshot (SAVE's, `snapshot::save`: blocking, the process is about to go);
 //! without one, it writes and syncs the records its log still holds in memory (as
 //! Redis fsyncs its AOF), so even `everysec` loses nothing at a clean exit. A save
 //! happens when SAVE is given, or when `save` rules exist and NOSAVE is not given.
@@ -57,7 +57,7 @@ pub fn begin(core: &mut ShardCore, save: bool) {
 pub fn prepare(core: &mut ShardCore, save: bool) {
     let result = match core.wal.as_mut() {
         None => Ok(()),
-        Some(_) if save => crate::persistence::wal::snapshot(core),
+        Some(_) if save => crate::persistence::snapshot::save(core),
         Some(wal) if wal.flush_must_wait() => {
             // The shard's loop calls this again when the write completes.
             return wal.defer_exit_flush();

@@ -5,7 +5,7 @@
 //!   start, whatever the commands that run between slices do (copy-on-write of
 //!   entries, see `ruvio_engine::snapshot`). The file is tagged with the log
 //!   position at the start, so recovery loads it and replays the log after it, as
-//!   for SAVE's snapshots (`wal::snapshot`).
+//!   for SAVE's snapshots (`snapshot::save`).
 //! - **Slices**: once per loop iteration the shard writes keys for at most
 //!   [`SLICE`] (plus one batch of [`KEYS_PER_STEP`]) into a buffer; while a
 //!   snapshot runs the loop does not sleep waiting for clients. Full buffers of
@@ -279,6 +279,50 @@ struct Writing {
     /// Bytes not handed to the writer yet.
     pending: Vec<u8>,
     keys_per_slice: usize,
+}
+
+/// A snapshot of this shard (SAVE): its keyspace written as an RDB file named by
+/// the log position it covers, `snapshot-<segment>-<offset>.rdb` (temp file,
+/// fsync, rename, so a crash leaves the previous one), then older snapshots and
+/// the segments before its one are deleted. Taken whole while the shard waits,
+/// as Redis' SAVE blocks (a time-sliced version that keeps serving is issue 8's
+/// next step).
+pub fn save(core: &mut ShardCore) -> Result<(), String> {
+    let Some(wal) = core.wal.as_ref() else {
+        return Err("persistence is off (--durability memory)".into());
+    };
+    injected_failure()?;
+    let (segment, offset) = wal.log_end();
+    let dir = wal.dir().to_path_buf();
+    core.lending.snapshot_taken();
+    let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms)?;
+    let file = ruvio_engine::rdb::file::assemble([section.as_slice()], version);
+    let tmp = dir.join(format!(
+        "{}.tmp",
+        crate::persistence::wal::snapshot_name(segment, offset)
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, &file)?;
+        f.sync_all()?;
+        crate::persistence::wal::make_current(&tmp, &dir, (segment, offset))
+    };
+    write().map_err(|e| format!("{}: {e}", tmp.display()))?;
+    core.shared
+        .last_save_unix_s
+        .fetch_max(core.now_ms / 1000, std::sync::atomic::Ordering::Relaxed);
+    core.stats.dirty_at_save = core.stats.dirty;
+    // Published now, not at the next tick: SAVE answers once every shard has saved,
+    // and INFO's rdb_changes_since_last_save right after it must read 0.
+    let gauges = &core.shared.shards[core.id];
+    gauges
+        .dirty
+        .store(core.stats.dirty, std::sync::atomic::Ordering::Relaxed);
+    gauges.dirty_at_save.store(
+        core.stats.dirty_at_save,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    Ok(())
 }
 
 /// Begin this shard's part of the save the server just claimed.

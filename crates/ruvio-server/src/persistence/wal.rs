@@ -27,7 +27,6 @@
 
 use crate::config::{Config, Durability};
 use crate::shard::registry::{registry, Handler};
-use crate::shard::ShardCore;
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::command::ExecCtx;
 use ruvio_engine::{DistinctEstimate, Engine};
@@ -595,47 +594,6 @@ fn open_segment(dir: &Path, number: u64) -> std::io::Result<File> {
         .write(true)
         .truncate(false)
         .open(dir.join(segment_name(number)))
-}
-
-/// A snapshot of this shard (SAVE): its keyspace written as an RDB file named by
-/// the log position it covers, `snapshot-<segment>-<offset>.rdb` (temp file,
-/// fsync, rename, so a crash leaves the previous one), then older snapshots and
-/// the segments before its one are deleted. Taken whole while the shard waits,
-/// as Redis' SAVE blocks (a time-sliced version that keeps serving is issue 8's
-/// next step).
-pub fn snapshot(core: &mut ShardCore) -> Result<(), String> {
-    let Some(wal) = core.wal.as_ref() else {
-        return Err("persistence is off (--durability memory)".into());
-    };
-    crate::persistence::snapshot::injected_failure()?;
-    let (segment, offset) = wal.log_end();
-    let dir = wal.dir.clone();
-    core.lending.snapshot_taken();
-    let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms)?;
-    let file = ruvio_engine::rdb::file::assemble([section.as_slice()], version);
-    let tmp = dir.join(format!("{}.tmp", snapshot_name(segment, offset)));
-    let write = || -> std::io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        std::io::Write::write_all(&mut f, &file)?;
-        f.sync_all()?;
-        make_current(&tmp, &dir, (segment, offset))
-    };
-    write().map_err(|e| format!("{}: {e}", tmp.display()))?;
-    core.shared
-        .last_save_unix_s
-        .fetch_max(core.now_ms / 1000, std::sync::atomic::Ordering::Relaxed);
-    core.stats.dirty_at_save = core.stats.dirty;
-    // Published now, not at the next tick: SAVE answers once every shard has saved,
-    // and INFO's rdb_changes_since_last_save right after it must read 0.
-    let gauges = &core.shared.shards[core.id];
-    gauges
-        .dirty
-        .store(core.stats.dirty, std::sync::atomic::Ordering::Relaxed);
-    gauges.dirty_at_save.store(
-        core.stats.dirty_at_save,
-        std::sync::atomic::Ordering::Relaxed,
-    );
-    Ok(())
 }
 
 /// A snapshot written and synced as `tmp` becomes the shard's snapshot covering
