@@ -2,9 +2,9 @@
 //! (lazy expiry, keyspace hits/misses, access clock), active expiry and memory
 //! accounting.
 
-use crate::command::{EngineCommand, ExecCtx};
-use crate::evict::EvictionPolicy;
-use crate::keyspace::{Collection, Db, Entry, EntryId, NewValue, TtlScan, CLOCK_MASK};
+use crate::clock::EvictionPolicy;
+use crate::command::ExecCtx;
+use crate::keyspace::{Collection, Db, Entry, EntryId, NewValue, TtlScan};
 use crate::slot::key_slot;
 use crate::value::ValueMut;
 
@@ -68,6 +68,9 @@ const TTL_WORDS_PER_BUDGET_KEY: usize = 4;
 /// several.
 const FIELDS_PER_BUDGET_KEY: usize = 4;
 
+/// `hll-sparse-max-bytes`' default: where Redis promotes a sparse HLL.
+pub(crate) const HLL_SPARSE_BYTES_MAX_DEFAULT: usize = 3000;
+
 /// Encoding thresholds the families read (Redis' CONFIG parameters of the same
 /// names), per shard; CONFIG SET reaches every shard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,7 +128,17 @@ impl Default for EngineConfig {
             lfu_decay_time: 1,
             proto_max_bulk_len: crate::keyspace::STRING_BYTES_MAX,
             cluster_enabled: false,
-            hll_sparse_max_bytes: crate::hll::SPARSE_BYTES_MAX_DEFAULT,
+            hll_sparse_max_bytes: HLL_SPARSE_BYTES_MAX_DEFAULT,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// How an RDB writer saves an entry's clock under this configuration.
+    pub(crate) fn clock_rules(&self) -> crate::clock::ClockRules {
+        crate::clock::ClockRules {
+            policy: self.maxmemory_policy,
+            lfu_decay_time: self.lfu_decay_time,
         }
     }
 }
@@ -148,7 +161,7 @@ pub struct Engine {
     lazy_values: Vec<Entry>,
     lazy_value_bytes: usize,
     /// FILLGET's fill leases (see `fill`).
-    pub(crate) fills: crate::fill::Leases,
+    pub(crate) fills: crate::leases::Leases,
     /// Eviction candidates kept between evictions (see `evict`).
     pub(crate) evict_pool: crate::evict::Pool,
     /// A buffer commands build values in before storing them at their exact size
@@ -195,11 +208,6 @@ fn numbered_db(number: usize) -> Db {
     db
 }
 
-/// Redis' LRU clock: seconds, 24 bits.
-pub(crate) fn clock_of(now_ms: u64) -> u32 {
-    ((now_ms / 1000) as u32) & CLOCK_MASK
-}
-
 impl Engine {
     /// An engine with `databases` empty databases (Redis' `databases`, default 16).
     pub fn new(databases: usize) -> Engine {
@@ -214,7 +222,7 @@ impl Engine {
             lazy_free: Vec::new(),
             lazy_values: Vec::new(),
             lazy_value_bytes: 0,
-            fills: crate::fill::Leases::default(),
+            fills: crate::leases::Leases::default(),
             evict_pool: Default::default(),
             scratch: Vec::new(),
             expired_log: None,
@@ -287,35 +295,6 @@ impl Engine {
         if let Some(log) = self.expired_log.as_mut() {
             log.push((db, self.dbs[db].entry(id).key().to_vec()));
         }
-    }
-
-    /// Every command the engine implements (all families' tables).
-    pub fn commands() -> impl Iterator<Item = &'static EngineCommand> {
-        crate::strings::COMMANDS
-            .iter()
-            .chain(crate::keys::COMMANDS.iter())
-            .chain(crate::bitmaps::COMMANDS.iter())
-            .chain(crate::lists::COMMANDS.iter())
-            .chain(crate::hashes::COMMANDS.iter())
-            .chain(crate::zsets::COMMANDS.iter())
-            .chain(crate::streams::COMMANDS.iter())
-            .chain(crate::sets::COMMANDS.iter())
-            .chain(crate::fill::COMMANDS.iter())
-            .chain(crate::geo::COMMANDS.iter())
-            .chain(crate::sort::COMMANDS.iter())
-            .chain(crate::hll::COMMANDS.iter())
-            .chain(crate::scripting::COMMANDS.iter())
-    }
-
-    /// The top-level command named `name` (lower case).
-    pub fn command(name: &str) -> Option<&'static EngineCommand> {
-        Self::commands().find(|c| c.meta.name == name)
-    }
-
-    /// The top-level row named `name`, case-insensitively; a container's subcommand
-    /// is then [`resolve`](crate::command::CommandTree::resolve)d from the arguments.
-    pub fn find_command(name: &[u8]) -> Option<&'static EngineCommand> {
-        Self::commands().find(|c| name.eq_ignore_ascii_case(c.meta.name.as_bytes()))
     }
 
     /// Start loading the cache lines a lookup of `key` in `db` will touch, without
@@ -641,7 +620,7 @@ impl Engine {
         self.dbs.swap(a, b);
         self.dbs[a].number = a;
         self.dbs[b].number = b;
-        crate::undo::record(crate::undo::Step::Swapped { a, b });
+        crate::keyspace::journal::record(crate::keyspace::journal::Step::Swapped { a, b });
     }
 
     /// MOVE: entry `id` of `from` goes on in database `to` (where its key is
@@ -651,7 +630,7 @@ impl Engine {
         let key = crate::undo::recording().then(|| entry.key().to_vec());
         let new_id = self.dbs[to].link(entry, None);
         if let Some(key) = key {
-            crate::undo::record(crate::undo::Step::Moved {
+            crate::keyspace::journal::record(crate::keyspace::journal::Step::Moved {
                 from: (from, id),
                 to: (to, new_id),
                 key,
@@ -857,7 +836,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lists::{End, ListValue};
+    use crate::values::list::{End, ListValue};
 
     #[test]
     fn a_big_deleted_list_is_freed_in_slices() {

@@ -16,95 +16,12 @@
 //!   probability `1 / ((counter - LFU_INIT_VAL) * lfu-log-factor + 1)` and decayed by
 //!   one per `lfu-decay-time` minutes without access.
 
-use crate::engine::{clock_of, Engine};
-use crate::keyspace::{TtlScan, CLOCK_MASK};
+use crate::clock::{
+    clock_of, lfu_decayed, lfu_minutes, new_clock, EvictionPolicy, CLOCK_MASK, LFU_INIT_VAL,
+};
+use crate::engine::Engine;
+use crate::keyspace::TtlScan;
 
-/// `maxmemory-policy`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum EvictionPolicy {
-    /// Writes that could grow memory fail with `-OOM` past the limit.
-    #[default]
-    NoEviction,
-    /// The least recently used of all keys.
-    AllKeysLru,
-    /// The least frequently used of all keys.
-    AllKeysLfu,
-    /// Any key.
-    AllKeysRandom,
-    /// The least recently used of the keys with a TTL.
-    VolatileLru,
-    /// The least frequently used of the keys with a TTL.
-    VolatileLfu,
-    /// Any key with a TTL.
-    VolatileRandom,
-    /// The key with the nearest deadline.
-    VolatileTtl,
-}
-
-/// Every policy with its Redis name.
-const POLICIES: &[(EvictionPolicy, &str)] = &[
-    (EvictionPolicy::VolatileLru, "volatile-lru"),
-    (EvictionPolicy::VolatileLfu, "volatile-lfu"),
-    (EvictionPolicy::VolatileRandom, "volatile-random"),
-    (EvictionPolicy::VolatileTtl, "volatile-ttl"),
-    (EvictionPolicy::AllKeysLru, "allkeys-lru"),
-    (EvictionPolicy::AllKeysLfu, "allkeys-lfu"),
-    (EvictionPolicy::AllKeysRandom, "allkeys-random"),
-    (EvictionPolicy::NoEviction, "noeviction"),
-];
-
-impl EvictionPolicy {
-    /// The policy named `name` (any case).
-    pub fn parse(name: &str) -> Option<EvictionPolicy> {
-        POLICIES
-            .iter()
-            .find(|(_, n)| n.eq_ignore_ascii_case(name))
-            .map(|&(p, _)| p)
-    }
-
-    /// Redis' name of the policy.
-    pub fn name(self) -> &'static str {
-        POLICIES
-            .iter()
-            .find(|&&(p, _)| p == self)
-            .map_or("noeviction", |&(_, n)| n)
-    }
-
-    /// Redis' list of the names, for CONFIG SET's error.
-    pub fn names() -> String {
-        let names: Vec<&str> = POLICIES.iter().map(|&(_, n)| n).collect();
-        names.join(", ")
-    }
-
-    /// The clock bits count accesses (LFU) rather than time them (LRU).
-    pub fn is_lfu(self) -> bool {
-        matches!(
-            self,
-            EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu
-        )
-    }
-
-    /// Only keys with a TTL may go.
-    pub fn volatile_only(self) -> bool {
-        matches!(
-            self,
-            EvictionPolicy::VolatileLru
-                | EvictionPolicy::VolatileLfu
-                | EvictionPolicy::VolatileRandom
-                | EvictionPolicy::VolatileTtl
-        )
-    }
-
-    fn is_random(self) -> bool {
-        matches!(
-            self,
-            EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom
-        )
-    }
-}
-
-/// A new key's LFU counter (Redis' `LFU_INIT_VAL`): new keys are not the first to go.
-pub const LFU_INIT_VAL: u32 = 5;
 /// Candidates kept between evictions (Redis' `EVPOOL_SIZE`).
 pub const POOL_SIZE: usize = 16;
 /// Sampling rounds per eviction before giving up (a volatile policy on a database
@@ -153,34 +70,6 @@ impl Pool {
     fn take_best(&mut self) -> Option<Candidate> {
         self.candidates.pop()
     }
-}
-
-/// Minutes, 16 bits (the LFU decrement time).
-fn lfu_minutes(now_ms: u64) -> u32 {
-    ((now_ms / 60_000) & 0xffff) as u32
-}
-
-/// A new key's clock bits under `policy`.
-pub(crate) fn new_clock(policy: EvictionPolicy, now_ms: u64) -> u32 {
-    if policy.is_lfu() {
-        (lfu_minutes(now_ms) << 8) | LFU_INIT_VAL
-    } else {
-        clock_of(now_ms)
-    }
-}
-
-/// The LFU counter of `clock` after decay at `now_ms` (Redis' `LFUDecrAndReturn`).
-pub(crate) fn lfu_decayed(clock: u32, now_ms: u64, decay_minutes: u32) -> u32 {
-    let then = (clock >> 8) & 0xffff;
-    let counter = clock & 0xff;
-    let now = lfu_minutes(now_ms);
-    let elapsed = if now >= then {
-        now - then
-    } else {
-        65535 - then + now
-    };
-    let periods = elapsed.checked_div(decay_minutes).unwrap_or(0);
-    counter.saturating_sub(periods)
 }
 
 /// The LFU counter after one access (Redis' `LFULogIncr`); `coin` is uniform in [0, 1).
@@ -325,19 +214,6 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_round_trip() {
-        for &(policy, name) in POLICIES {
-            assert_eq!(EvictionPolicy::parse(name), Some(policy));
-            assert_eq!(policy.name(), name);
-        }
-        assert_eq!(
-            EvictionPolicy::parse("ALLKEYS-LRU"),
-            Some(EvictionPolicy::AllKeysLru)
-        );
-        assert_eq!(EvictionPolicy::parse("lru"), None);
-    }
 
     #[test]
     fn lfu_counter_grows_logarithmically_and_decays() {

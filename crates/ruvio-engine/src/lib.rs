@@ -5,21 +5,31 @@
 //! unit-tested without a server. Handlers write their reply through
 //! [`ruvio_resp::Reply`]; the server decides where those bytes go.
 //!
-//! Layout (one module per command family, as Redis' t_*.c files):
-//! - [`command`]: the command table's row format (name, arity, flags, keys, ACL
-//!   categories, merge rule, subcommands), shared with the server's own commands.
-//! - [`slot`]: CRC16 hash slots and hash tags, exactly as Redis Cluster.
-//! - [`engine`]: [`Engine`], one shard's databases, lookups with lazy expiry, active
-//!   expiry, statistics, memory accounting.
-//! - `keyspace`: the per-database table and its compact entry layout.
-//! - [`value`]: public views of values (type, encoding, string contents).
-//! - [`error`]: every client-visible error text (the server's too), in one place.
-//! - `strings`, `bitmaps`, `hll`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `geo`, `sort`, `streams`:
-//!   the command families;
-//!   each exports `COMMANDS`.
-//! - `fill`: FILLGET and FILLSET, Ruvio's stampede-free cache read, and the
-//!   per-shard fill leases.
-//! - `args`, `glob`, `longdouble`: Redis' argument, pattern and `long double` rules.
+//! Layout: the modules stand in floors, each importing only its own floor and
+//! those below (`crate::X` paths never point up), so a value can be read and
+//! tested without the keyspace, and the keyspace without any command:
+//! 1. Helpers every floor uses: `args`, `glob`, `longdouble` (Redis' argument,
+//!    pattern and `long double` rules), [`error`] (every client-visible error
+//!    text, the server's too, in one place), [`slot`] (CRC16 hash slots and hash
+//!    tags, exactly as Redis Cluster), [`fault`], `block`, `memsize` (what a heap
+//!    block costs) and `clock` (the access clock in an entry and
+//!    `maxmemory-policy`).
+//! 2. Values, what the keyspace stores: `values` (each family's value type and
+//!    encodings, and a value's RDB object bytes), [`value`] (public views of
+//!    values: type, encoding, string contents) and [`undo`] (the undo journal's
+//!    state and the record side the values use).
+//! 3. `keyspace`: the per-database table, its compact entry layout, the snapshot's
+//!    copy-on-write and the journal's steps of database changes.
+//! 4. The engine: [`engine`] ([`Engine`], one shard's databases, lookups with
+//!    lazy expiry, active expiry, statistics, memory accounting), [`command`] (the
+//!    command table's row format, shared with the server's own commands, and the
+//!    context a handler runs in), `evict`, `rollback` (the journal's apply side),
+//!    `leases` (FILLGET's leases) and [`snapshot`].
+//! 5. The command families, one module each as Redis' t_*.c files: `strings`,
+//!    `bitmaps`, `hll`, `keys`, `lists`, `hashes`, `sets`, `zsets`, `geo`, `sort`,
+//!    `streams`, `fill` (FILLGET and FILLSET, Ruvio's stampede-free cache read),
+//!    [`scripting`] and [`rdb`] (DUMP/RESTORE payloads, RDB files); each exports
+//!    `COMMANDS`, and `table` chains them for [`Engine::commands`].
 //!
 //! What the server must know:
 //! - Arity is checked by the server ([`CommandMeta::arity_ok`]); handlers assume it.
@@ -50,6 +60,7 @@ pub mod value;
 mod args;
 mod bitmaps;
 mod block;
+mod clock;
 mod evict;
 mod fill;
 mod geo;
@@ -58,22 +69,27 @@ mod hashes;
 mod hll;
 mod keys;
 mod keyspace;
+mod leases;
 mod lists;
 mod longdouble;
+mod memsize;
+mod rollback;
 pub mod scripting;
 mod sets;
 mod sort;
 mod streams;
 mod strings;
+mod table;
+mod values;
 mod zsets;
 
 pub use args::parse_cursor;
+pub use clock::EvictionPolicy;
 pub use command::{
     CommandMeta, CommandRow, CommandTree, EngineCommand, EngineFn, ExecCtx, KeySpec, MergeRule,
 };
 pub use engine::{Engine, EngineConfig, EngineStats, KeyNote, KeyNoteKind};
 pub use error::CmdError;
-pub use evict::EvictionPolicy;
 pub use glob::glob_match;
 pub use hll::DistinctEstimate;
 pub use keyspace::{Entry, ENTRY_BYTES};

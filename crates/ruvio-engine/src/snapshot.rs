@@ -10,7 +10,7 @@
 //! business. The bytes are an RDB file's body: `SELECTDB` runs and keys, to be put
 //! between [`crate::rdb::file::header`] and the end-of-keys opcode.
 
-use crate::rdb::RDB_VERSION;
+use crate::values::rdb::RDB_VERSION;
 use crate::Engine;
 
 /// A snapshot in progress on one engine (its state lives in the databases, which
@@ -22,9 +22,9 @@ impl Snapshot {
     /// Begin a snapshot of `engine` as it is now; keys expired at `now_ms` are left
     /// out. While it runs, every database writes its keys ahead of a change.
     pub fn begin(engine: &mut Engine, now_ms: u64) -> Snapshot {
-        let config = *engine.config();
+        let clock = engine.config().clock_rules();
         for db in 0..engine.db_count() {
-            engine.db_mut(db).snapshot_begin(db, config, now_ms);
+            engine.db_mut(db).snapshot_begin(db, clock, now_ms);
         }
         Snapshot(())
     }

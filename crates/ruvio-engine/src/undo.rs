@@ -5,9 +5,10 @@
 //! Redis and Dragonfly crash on such a bug. Ruvio answers the command with an error
 //! and keeps serving, which is only safe if the keyspace is left consistent: a
 //! command's changes either all happen or none does. So while a command runs (the
-//! server calls [`begin`] before its handler and [`Engine::commit_changes`] or
-//! [`Engine::roll_back`] after), every primitive change of a database records how
-//! to reverse it here, cheaply:
+//! server calls [`begin`] before its handler and
+//! [`Engine::commit_changes`](crate::Engine::commit_changes) or
+//! [`Engine::roll_back`](crate::Engine::roll_back) after), every primitive
+//! change of a database records how to reverse it here, cheaply:
 //!
 //! - an insert records its slot (rolled back by removing what is there);
 //! - a delete hands the deleted entry itself to the journal (moved, not copied:
@@ -49,74 +50,36 @@
 //! still ends the process (the server's `contain_panic`), and the log's replay
 //! undoes it. docs/faults.md.
 //!
+//! Where each part lives (the journal spans three floors, each part beside what
+//! it names): this module, below the keyspace, holds the journal's state, the
+//! inverses a value records ([`Inverse`], [`record_inverse`]) and the bounds;
+//! the keyspace's `journal` holds the steps of database changes (they hold
+//! entries) and turns each run of a value's inverses into one step naming its
+//! entry; the engine's `rollback` commits or reverses them when the command ends.
+//!
 //! Slots matter: a rolled-back command leaves every entry in the slot it had, so
 //! SCAN cursors held by clients stay valid and the journal's own slot numbers
 //! refer to the same entries at each step of the way back.
 
 use std::cell::{Cell, RefCell};
 
-use crate::engine::Engine;
-use crate::keyspace::{Entry, EntryId, FlatCopy, ENTRY_BYTES};
-use crate::lists::End;
-use crate::streams::groups::GroupChange;
-use crate::streams::id::StreamId;
+use crate::values::list::End;
+use crate::values::stream::groups::GroupChange;
+use crate::values::stream::id::StreamId;
 
 /// Most bytes of deleted entries the journal holds for one command (kept until it
 /// ends): a script or DEL over a million keys must not double the memory they
 /// take. Past it the command goes on unrecorded, as one that cannot be undone.
 pub const HELD_BYTES_MAX: usize = 64 << 20;
 
-/// How to reverse one primitive change. Databases are numbered as the engine
-/// numbered them when the change was made (rolled back in reverse order, so a
-/// SWAPDB is undone before any change made before it).
-pub(crate) enum Step {
-    /// An entry was put into this slot.
-    Inserted { db: usize, id: EntryId },
-    /// This entry was deleted from this slot.
-    Deleted {
-        db: usize,
-        id: EntryId,
-        entry: Entry,
-    },
-    /// The entry in this slot had this expiry.
-    Expiry {
-        db: usize,
-        id: EntryId,
-        was: Option<u64>,
-    },
-    /// The entry in this slot was this before a change in place.
-    Modified {
-        db: usize,
-        id: EntryId,
-        before: Entry,
-    },
-    /// The entry in this slot was this copy (its blocks' bytes in [`ARENA`])
-    /// before a change in place.
-    Copied {
-        db: usize,
-        id: EntryId,
-        before: FlatCopy,
-    },
-    /// The entry now in `to` (database and slot) was `key` in `from`.
-    Moved {
-        from: (usize, EntryId),
-        to: (usize, EntryId),
-        key: Vec<u8>,
-    },
-    /// Two databases were swapped.
-    Swapped { a: usize, b: usize },
-    /// The consumer groups of the stream in this slot changed; this reverses it.
-    GroupChange {
-        db: usize,
-        id: EntryId,
-        change: Box<GroupChange>,
-    },
-    /// A big value in this slot changed by one primitive; this reverses it.
-    Inverse {
-        db: usize,
-        id: EntryId,
-        inverse: Inverse,
-    },
+/// How to reverse one change of an open value: a primitive change of the value, or
+/// a change of a stream's consumer groups (reversed from what it replaced, held,
+/// not copied).
+pub(crate) enum ValueStep {
+    /// A big value changed by one primitive; this reverses it.
+    Inverse(Inverse),
+    /// The consumer groups of the stream changed; this reverses it.
+    Group(Box<GroupChange>),
 }
 
 /// A byte string the journal keeps in its arena: where it starts, how long it is.
@@ -145,7 +108,7 @@ impl Kept {
 
 /// How to reverse one primitive change of a big value (a quicklist, a hash or
 /// set table, a skiplist, a stream, a string past the copy bound), recorded by
-/// the value's own mutators while [`keep_preimage`] has its entry open. Byte
+/// the value's own mutators while `keyspace::journal::keep_preimage` has its entry open. Byte
 /// strings are [`Kept`] in the arena. Each puts back what it names whether or
 /// not a later change went through, and the tests check the same DUMP after a
 /// roll-back (quicklist nodes, table and set order included).
@@ -203,7 +166,7 @@ pub(crate) enum Inverse {
     ZInsert { member: Kept, score: f64 },
     /// Put back the score a member had.
     ZScore { member: Kept, score: f64 },
-    /// Put back a stream's counters and IDs (`streams::value` encodes them).
+    /// Put back a stream's counters and IDs (`values::stream::value` encodes them).
     StreamMeta(Kept),
     /// Put back the stream's node `master` as this copy (replacing any there).
     StreamNodeBack {
@@ -241,19 +204,20 @@ thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
     /// A change was made that the journal cannot reverse.
     static UNRECOVERABLE: Cell<bool> = const { Cell::new(false) };
-    /// How to reverse the running command's changes, oldest first.
-    static STEPS: RefCell<Vec<Step>> = const { RefCell::new(Vec::new()) };
-    /// Heap bytes of the deleted entries the steps hold.
-    static HELD_BYTES: Cell<usize> = const { Cell::new(0) };
-    /// The bytes of the heap blocks the [`Step::Copied`] steps copied and the
-    /// byte strings of the [`Step::Inverse`] steps.
-    static ARENA: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// How to reverse the changes of open values, oldest first; the keyspace's
+    /// steps (`keyspace::journal`) say which entry each run of them belongs to.
+    static VALUE_STEPS: RefCell<Vec<ValueStep>> = const { RefCell::new(Vec::new()) };
+    /// Value steps recorded since the keyspace last claimed them.
+    static PENDING: Cell<u32> = const { Cell::new(0) };
+    /// The bytes of the heap blocks the keyspace's `Copied` steps copied and the
+    /// byte strings of the [`ValueStep`]s.
+    pub(crate) static ARENA: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     /// The big value whose mutators record their inverses now (database and
     /// slot), while `Db::modify` runs its change. The mutators do not know
     /// which value they belong to: a change closure must change only the entry
     /// it was given (true of every command: values built on the side, such as
     /// STORE results, are built outside any `Db::modify`).
-    static OPEN: Cell<Option<(usize, EntryId)>> = const { Cell::new(None) };
+    static OPEN: Cell<Option<(usize, u32)>> = const { Cell::new(None) };
 }
 
 /// Most bytes the arena holds for one command (a script popping a million
@@ -282,85 +246,12 @@ pub(crate) fn recording() -> bool {
     DEPTH.with(Cell::get) > 0
 }
 
-/// Record `step` (one that holds no entry) if a command is running.
-#[inline]
-pub(crate) fn record(step: Step) {
-    if recording() {
-        STEPS.with_borrow_mut(|steps| steps.push(step));
-    }
-}
-
-/// Record `step`, which holds `entry_bytes` of a deleted entry, if a command is
-/// running; gives it back otherwise, and when the entries the journal holds would
-/// pass [`HELD_BYTES_MAX`] (the command can then no longer be rolled back).
-pub(crate) fn hold(step: Step, entry_bytes: usize) -> Option<Step> {
-    if !recording() {
-        return Some(step);
-    }
-    let held = HELD_BYTES.with(Cell::get) + entry_bytes + ENTRY_BYTES;
-    if held > HELD_BYTES_MAX {
-        mark_unrecoverable();
-        return Some(step);
-    }
-    HELD_BYTES.with(|h| h.set(held));
-    STEPS.with_borrow_mut(|steps| steps.push(step));
-    None
-}
-
 /// A change the journal cannot reverse was made (while a command runs).
 #[inline]
 pub(crate) fn mark_unrecoverable() {
     if recording() {
         UNRECOVERABLE.with(|u| u.set(true));
     }
-}
-
-/// Record a copy of `entry` (entry `id` of `db`) before a change in place, if a
-/// command is running: a 48-byte copy of an all-inline entry, or its heap blocks'
-/// bytes appended to the arena when they are plain blocks of at most
-/// [`COPY_BYTES_MAX`]. Else, for a big string, list, hash, set, sorted set or a
-/// stream, open it so its mutators record their inverses (true: the caller
-/// closes it after the change); anything else (a compact collection past the
-/// bound) marks the command unrecoverable.
-pub(crate) fn keep_preimage(db: usize, id: EntryId, entry: &Entry) -> bool {
-    if !recording() || has_preimage(db, id) {
-        return false;
-    }
-    if let Some(before) = entry.copy_if_inline() {
-        record(Step::Modified { db, id, before });
-        return false;
-    }
-    let copied = ARENA.with_borrow_mut(|arena| {
-        let room = arena.len() <= ARENA_BYTES_MAX;
-        room.then(|| entry.copy_flat(arena, COPY_BYTES_MAX))
-            .flatten()
-    });
-    match copied {
-        Some(before) => record(Step::Copied { db, id, before }),
-        None if entry.records_inverses() => {
-            OPEN.with(|o| o.set(Some((db, id))));
-            return true;
-        }
-        None => mark_unrecoverable(),
-    }
-    false
-}
-
-/// The open entry's value is about to be replaced whole (SET over a big value):
-/// the journal takes the entry as it was (moved, not copied, as a delete's), to
-/// put it back on a roll-back. Past [`HELD_BYTES_MAX`] it is dropped and the
-/// command can no longer be undone.
-pub(crate) fn record_replaced(before: Entry) {
-    let Some((db, id)) = OPEN.with(Cell::get) else {
-        return drop(before);
-    };
-    let bytes = before.heap_bytes();
-    drop(hold(Step::Modified { db, id, before }, bytes));
-}
-
-/// The change of the open entry ended.
-pub(crate) fn close_open_entry() {
-    OPEN.with(|o| o.set(None));
 }
 
 /// True when a big value is open: its mutators must record an inverse of each
@@ -374,9 +265,9 @@ pub(crate) fn inverses_wanted() -> bool {
 /// strings it needs in the arena. Past [`ARENA_BYTES_MAX`] the command becomes
 /// one that cannot be undone.
 pub(crate) fn record_inverse(build: impl FnOnce(&mut Vec<u8>) -> Inverse) {
-    let Some((db, id)) = OPEN.with(Cell::get) else {
+    if !inverses_wanted() {
         return;
-    };
+    }
     let inverse = ARENA.with_borrow_mut(|arena| {
         if arena.len() > ARENA_BYTES_MAX {
             return None;
@@ -384,18 +275,23 @@ pub(crate) fn record_inverse(build: impl FnOnce(&mut Vec<u8>) -> Inverse) {
         Some(build(arena))
     });
     match inverse {
-        Some(inverse) => record(Step::Inverse { db, id, inverse }),
+        Some(inverse) => push(ValueStep::Inverse(inverse)),
         None => mark_unrecoverable(),
     }
 }
 
 /// Record how to reverse a change of the open stream's consumer groups.
 pub(crate) fn record_group_change(change: GroupChange) {
-    let Some((db, id)) = OPEN.with(Cell::get) else {
+    if !inverses_wanted() {
         return;
-    };
-    let change = Box::new(change);
-    record(Step::GroupChange { db, id, change });
+    }
+    push(ValueStep::Group(Box::new(change)));
+}
+
+/// Record `step` of the open value.
+fn push(step: ValueStep) {
+    VALUE_STEPS.with_borrow_mut(|steps| steps.push(step));
+    PENDING.with(|p| p.set(p.get() + 1));
 }
 
 /// Keep `bytes` in the arena for an inverse recorded later (while a value is
@@ -413,45 +309,77 @@ pub(crate) fn no_inverse() {
     }
 }
 
-/// True when the running command already recorded a copy of entry `id` of `db`
-/// (looking back a few steps only: a later copy is not needed, the first restores
-/// what the command found; a miss merely copies again).
-pub(crate) fn has_preimage(db: usize, id: EntryId) -> bool {
-    const LOOK_BACK: usize = 8;
-    STEPS.with_borrow(|steps| {
-        steps.iter().rev().take(LOOK_BACK).any(|s| match s {
-            Step::Modified { db: d, id: i, .. } | Step::Copied { db: d, id: i, .. } => {
-                *d == db && *i == id
-            }
-            _ => false,
-        })
-    })
+/// Entry `id` of database `db` is open: its value's mutators record their
+/// inverses until [`close`].
+pub(crate) fn open(db: usize, id: u32) {
+    OPEN.with(|o| o.set(Some((db, id))));
 }
 
-/// The command ends: true when it was the outermost one (its steps are then
-/// due, and whether they can all be reversed is reset for the next command).
-fn end() -> Option<bool> {
-    let depth = DEPTH.with(|d| {
+/// The open entry (database and slot), if any.
+#[inline]
+pub(crate) fn open_entry() -> Option<(usize, u32)> {
+    OPEN.with(Cell::get)
+}
+
+/// No entry is open any more.
+pub(crate) fn close() {
+    OPEN.with(|o| o.set(None));
+}
+
+/// How many value steps were recorded since the last call (the keyspace's step
+/// that names their entry claims them).
+pub(crate) fn take_pending() -> u32 {
+    PENDING.with(|p| p.replace(0))
+}
+
+/// The value steps recorded, for a roll-back (oldest first).
+pub(crate) fn take_value_steps() -> Vec<ValueStep> {
+    VALUE_STEPS.with_borrow_mut(std::mem::take)
+}
+
+/// Give an emptied value step buffer back for the next command (its room kept up
+/// to `keep_max` steps).
+pub(crate) fn reuse_value_steps(mut steps: Vec<ValueStep>, keep_max: usize) {
+    if steps.capacity() <= keep_max {
+        steps.clear();
+        VALUE_STEPS.with_borrow_mut(|kept| {
+            if kept.is_empty() {
+                *kept = steps;
+            }
+        });
+    }
+}
+
+/// Drop the value steps of a command that ended normally (their room kept up to
+/// `keep_max` steps).
+pub(crate) fn clear_value_steps(keep_max: usize) {
+    VALUE_STEPS.with_borrow_mut(|steps| {
+        if steps.is_empty() {
+            return;
+        }
+        steps.clear();
+        if steps.capacity() > keep_max {
+            steps.shrink_to(keep_max);
+        }
+    });
+}
+
+/// A command ends: true when it was the outermost one.
+pub(crate) fn leave() -> bool {
+    DEPTH.with(|d| {
         d.set(d.get().saturating_sub(1));
         d.get()
-    });
-    if depth > 0 {
-        return None;
-    }
-    if HELD_BYTES.with(Cell::get) != 0 {
-        HELD_BYTES.with(|h| h.set(0));
-    }
-    close_open_entry();
-    Some(UNRECOVERABLE.with(|u| u.replace(false)))
+    }) == 0
 }
 
-/// Take the steps of the command that ended, if it recorded any.
-fn take_steps() -> Option<Vec<Step>> {
-    STEPS.with_borrow_mut(|steps| (!steps.is_empty()).then(|| std::mem::take(steps)))
+/// Whether a change the journal cannot reverse was made, reset for the next
+/// command.
+pub(crate) fn take_unrecoverable() -> bool {
+    UNRECOVERABLE.with(|u| u.replace(false))
 }
 
 /// Empty the arena for the next command, keeping its room up to a bound.
-fn clear_arena() {
+pub(crate) fn clear_arena() {
     ARENA.with_borrow_mut(|arena| {
         if arena.is_empty() {
             return;
@@ -461,102 +389,4 @@ fn clear_arena() {
             arena.shrink_to(KEEP_ARENA_BYTES_MAX);
         }
     });
-}
-
-/// Steps whose room the journal keeps between commands (no allocation per command
-/// once it has grown; a script's thousands of steps do not pin their room).
-const KEEP_STEPS_MAX: usize = 1024;
-
-/// Give an emptied step buffer back for the next command.
-fn reuse(mut steps: Vec<Step>) {
-    if steps.capacity() <= KEEP_STEPS_MAX {
-        steps.clear();
-        STEPS.with_borrow_mut(|kept| {
-            if kept.is_empty() {
-                *kept = steps;
-            }
-        });
-    }
-}
-
-impl Engine {
-    /// The command ended normally: its changes stand. Entries it deleted are freed
-    /// now (a big one lazily, as [`Engine::delete`] does outside a command).
-    pub fn commit_changes(&mut self) {
-        if end().is_none() {
-            return;
-        }
-        STEPS.with_borrow_mut(|steps| {
-            if steps.is_empty() {
-                return;
-            }
-            for step in steps.drain(..) {
-                if let Step::Deleted { entry, .. } = step {
-                    self.free_deleted(entry);
-                }
-            }
-            if steps.capacity() > KEEP_STEPS_MAX {
-                steps.shrink_to(KEEP_STEPS_MAX);
-            }
-        });
-        clear_arena();
-    }
-
-    /// The command panicked: reverse its changes, newest first. False (and
-    /// nothing reversed) when one of them cannot be: the caller must not serve
-    /// this keyspace any more.
-    pub fn roll_back(&mut self) -> bool {
-        let Some(unrecoverable) = end() else {
-            // An enclosing command rolls back the whole when its own panic arrives.
-            return true;
-        };
-        let mut steps = take_steps().unwrap_or_default();
-        if unrecoverable {
-            // What can be reversed is dropped with the rest: the process ends.
-            clear_arena();
-            return false;
-        }
-        let restored_in_place = steps.iter().any(|s| {
-            matches!(
-                s,
-                Step::Modified { .. }
-                    | Step::Copied { .. }
-                    | Step::Inverse { .. }
-                    | Step::GroupChange { .. }
-            )
-        });
-        ARENA.with_borrow(|arena| {
-            while let Some(step) = steps.pop() {
-                self.reverse(step, arena);
-            }
-        });
-        clear_arena();
-        if restored_in_place {
-            for db in 0..self.db_count() {
-                self.db_mut(db).recount_heap_bytes();
-            }
-        }
-        reuse(steps);
-        true
-    }
-
-    fn reverse(&mut self, step: Step, arena: &[u8]) {
-        match step {
-            Step::Inserted { db, id } => drop(self.db_mut(db).unlink(id)),
-            Step::Deleted { db, id, entry } => self.db_mut(db).insert_at(id, entry),
-            Step::Expiry { db, id, was } => self.db_mut(db).set_expire(id, was),
-            Step::Modified { db, id, before } => self.db_mut(db).restore(id, before),
-            Step::Copied { db, id, before } => {
-                let before = Entry::from_flat(&before, arena);
-                self.db_mut(db).restore(id, before)
-            }
-            Step::Moved { from, to, key } => {
-                let entry = self.db_mut(to.0).unlink(to.1);
-                self.db_mut(from.0).insert_at(from.1, entry.rekey(&key));
-            }
-            Step::Swapped { a, b } => self.swap_dbs(a, b),
-            Step::Inverse { db, id, inverse } => self.db_mut(db).reverse(id, inverse, arena),
-            Step::GroupChange { db, id, change } => self.db_mut(db).reverse_groups(id, *change),
-        }
-    }
 }

@@ -3,11 +3,11 @@
 //! ([`ValueMut`]). Every match over them is exhaustive: a new kind is a compile
 //! error wherever it must be handled.
 
-use crate::hashes::HashValue;
-use crate::lists::ListValue;
-use crate::sets::SetValue;
-use crate::streams::StreamValue;
-use crate::zsets::ZSetValue;
+use crate::values::hash::HashValue;
+use crate::values::list::ListValue;
+use crate::values::set::SetValue;
+use crate::values::stream::StreamValue;
+use crate::values::zset::ZSetValue;
 
 /// Longest string Redis 7.0 keeps `embstr`-encoded (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
 pub const EMBSTR_BYTES_MAX: usize = 44;

@@ -1,18 +1,8 @@
-//! Hashes (Redis's t_hash.c): the hash value with its encodings and per-field expiry
-//! first, then the command table and the generic cores the commands share.
+//! Hash commands (Redis's t_hash.c): the command table and the generic cores the
+//! commands share.
 //!
-//! Why these pieces:
-//! - [`listpack`]: a small hash is one exact-size heap block of length-prefixed
-//!   pairs (Redis's `listpack`), or triples with an expiry time once a field TTL
-//!   command has touched it (`listpackex`). Small hashes are most hashes, so their
-//!   bytes decide the memory bill.
-//! - [`table`]: a big hash is a slab of one-block field nodes with a hash index of
-//!   slot ids (Redis's `hashtable`): stable ids give HSCAN a cursor that never
-//!   misses a field, and a min-heap of expiry times finds expired fields without a
-//!   scan.
-//! - [`value`]: [`HashValue`], one machine word that is either of the two (tag in
-//!   the pointer's low bit), so the keyspace entry can store it in its value word.
-//!   Every conversion rule lives there, next to the writes that trigger them.
+//! The value (`listpack`, `listpackex`, `hashtable`) and its conversion rules are
+//! in [`crate::values::hash`], below the keyspace; here:
 //! - `commands` (HSET .. HSCAN), `random` (HRANDFIELD) and `expire` (the field
 //!   expiry commands of Redis 7.4/8.0, HGETDEL, HGETEX, HSETEX): thin handlers in
 //!   Redis's order of checks (which error wins is part of the behaviour).
@@ -28,15 +18,11 @@
 //! The command layer passes Redis's `hash-max-listpack-entries` and
 //! `hash-max-listpack-value` (engine settings) as [`HashLimits`] to every write.
 
-pub(crate) mod listpack;
-pub(crate) mod table;
-pub(crate) mod value;
-
 mod commands;
 mod expire;
 mod random;
 
-pub use value::{FieldRef, HashValue};
+pub use crate::values::hash::{FieldRef, HashEncoding, HashLimits, HashValue};
 
 use ruvio_resp::Args;
 
@@ -44,56 +30,6 @@ use crate::command::{command, flags::*, EngineCommand, ExecCtx, KeySpec};
 use crate::error::CmdError;
 use crate::keyspace::{Collection, EntryId};
 use crate::Engine;
-
-/// Redis's `hash-max-listpack-entries` default.
-pub const LISTPACK_ENTRIES_DEFAULT: usize = 128;
-/// Redis's `hash-max-listpack-value` default.
-pub const LISTPACK_VALUE_BYTES_DEFAULT: usize = 64;
-
-/// The two configuration values that decide when a packed hash becomes a table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HashLimits {
-    /// `hash-max-listpack-entries`: a packed hash holds at most this many fields.
-    pub listpack_entries_max: usize,
-    /// `hash-max-listpack-value`: a packed hash holds no field or value longer.
-    pub listpack_value_bytes_max: usize,
-}
-
-impl HashLimits {
-    /// Redis's defaults (128 entries, 64 bytes).
-    pub const DEFAULT: HashLimits = HashLimits {
-        listpack_entries_max: LISTPACK_ENTRIES_DEFAULT,
-        listpack_value_bytes_max: LISTPACK_VALUE_BYTES_DEFAULT,
-    };
-}
-
-impl Default for HashLimits {
-    fn default() -> Self {
-        HashLimits::DEFAULT
-    }
-}
-
-/// The encoding OBJECT ENCODING reports for a hash (Redis 7.4+ names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HashEncoding {
-    /// One packed block of field/value pairs.
-    Listpack,
-    /// One packed block of field/value/expiry triples.
-    ListpackEx,
-    /// A table of field nodes.
-    Hashtable,
-}
-
-impl HashEncoding {
-    /// The name OBJECT ENCODING replies with.
-    pub fn name(self) -> &'static str {
-        match self {
-            HashEncoding::Listpack => "listpack",
-            HashEncoding::ListpackEx => "listpackex",
-            HashEncoding::Hashtable => "hashtable",
-        }
-    }
-}
 
 /// The hash family's keyspace events (Redis's names).
 pub(crate) mod events {
@@ -351,6 +287,3 @@ fn parse_expire_time(
 fn already_expired(at_ms: u64, ctx: &ExecCtx) -> bool {
     at_ms <= ctx.now_ms
 }
-
-#[cfg(test)]
-mod tests;

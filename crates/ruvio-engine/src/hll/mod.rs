@@ -72,9 +72,6 @@ const _: () = assert!(DENSE_BYTES == 12304 && Q + 1 < 64);
 /// How many registers hold each value 0..=63.
 pub(crate) type Histogram = [u64; 64];
 
-/// `hll-sparse-max-bytes`' default: where Redis promotes a sparse HLL.
-pub const SPARSE_BYTES_MAX_DEFAULT: usize = 3000;
-
 /// The HyperLogLog family's keyspace events: PFADD and PFMERGE both say `pfadd`.
 pub(crate) mod events {
     use crate::command::{Event, EventClass::String};

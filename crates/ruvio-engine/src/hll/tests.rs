@@ -5,7 +5,7 @@
 
 use super::*;
 
-const MAX: usize = SPARSE_BYTES_MAX_DEFAULT;
+const MAX: usize = crate::engine::HLL_SPARSE_BYTES_MAX_DEFAULT;
 
 /// A value holding `elements` added in order, as PFADD of them on a new key.
 fn made_of<'a>(elements: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {

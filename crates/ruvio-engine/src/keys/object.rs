@@ -10,12 +10,13 @@ use crate::command::reply_help;
 use ruvio_resp::{Args, Reply};
 
 use crate::args::{eq_ci, int_arg};
+use crate::clock::clock_of;
+use crate::clock::idle_seconds;
 use crate::command::{
     command, flags::*, CmdResult, EngineCommand, ExecCtx, KeySpec, Outcome::Done,
 };
-use crate::engine::{clock_of, Lookup};
+use crate::engine::Lookup;
 use crate::error::CmdError;
-use crate::keyspace::CLOCK_MASK;
 use crate::Engine;
 
 /// OBJECT's subcommands.
@@ -159,7 +160,7 @@ fn object_freq(
         Some(id) => {
             let clock = engine.db(ctx.db).entry(id).clock();
             let decay = engine.config().lfu_decay_time;
-            reply.int(crate::evict::lfu_decayed(clock, ctx.now_ms, decay) as i64);
+            reply.int(crate::clock::lfu_decayed(clock, ctx.now_ms, decay) as i64);
             Ok(Done)
         }
         None => {
@@ -178,15 +179,6 @@ fn object_help(
 ) -> CmdResult {
     reply_help(reply, args.get(0), OBJECT_HELP);
     Ok(Done)
-}
-
-/// Redis' `estimateObjectIdleTime` in seconds, including its 24-bit wrap-around.
-pub(crate) fn idle_seconds(now: u32, then: u32) -> u32 {
-    if now >= then {
-        now - then
-    } else {
-        now + (CLOCK_MASK - then)
-    }
 }
 
 /// `MEMORY USAGE key [SAMPLES count]`: bytes the key costs in Ruvio's layout (its
@@ -264,15 +256,4 @@ fn memory_help(
 ) -> CmdResult {
     reply_help(reply, args.get(0), MEMORY_HELP);
     Ok(Done)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn idle_time_wraps_like_redis() {
-        assert_eq!(idle_seconds(10, 4), 6);
-        assert_eq!(idle_seconds(3, CLOCK_MASK - 2), 5);
-    }
 }

@@ -22,7 +22,9 @@
 
 use super::entry::Entry;
 use super::slab::Slab;
-use crate::engine::EngineConfig;
+use crate::clock::{clock_of, idle_seconds, lfu_decayed, ClockRules, EvictionPolicy};
+use crate::values::rdb::encode::{write_len, write_object, write_string};
+use crate::values::rdb::{opcode, RDB_VERSION};
 
 /// One database's snapshot state.
 pub(crate) struct Cow {
@@ -40,9 +42,9 @@ pub(crate) struct Cow {
     pub(crate) ahead: Vec<u8>,
     /// The slab of a database flushed during the snapshot: the scan reads it.
     frozen: Option<Slab>,
-    /// Encoding settings and the time the snapshot began (expired keys are left
+    /// How clocks are saved and the time the snapshot began (expired keys are left
     /// out; LRU/LFU hints are as of then).
-    config: EngineConfig,
+    clock: ClockRules,
     began_ms: u64,
     /// The highest RDB version an entry written needs.
     pub(crate) version: u16,
@@ -55,7 +57,7 @@ pub(crate) struct Cow {
 
 impl Cow {
     /// A snapshot of database `db_index`, whose slab hands out slots below `end`.
-    pub(crate) fn new(db_index: usize, end: u32, config: EngineConfig, began_ms: u64) -> Cow {
+    pub(crate) fn new(db_index: usize, end: u32, clock: ClockRules, began_ms: u64) -> Cow {
         Cow {
             db_index,
             cursor: 0,
@@ -63,9 +65,9 @@ impl Cow {
             passed: vec![0; (end as usize).div_ceil(64)],
             ahead: Vec::new(),
             frozen: None,
-            config,
+            clock,
             began_ms,
-            version: crate::rdb::RDB_VERSION,
+            version: RDB_VERSION,
             error: None,
             sizes: None,
         }
@@ -137,12 +139,55 @@ impl Cow {
     }
 
     fn write(&mut self, out: &mut Vec<u8>, entry: &Entry) {
-        match crate::rdb::file::write_entry(out, entry, &self.config, self.began_ms) {
+        match write_entry(out, entry, self.clock, self.began_ms) {
             Ok(version) => self.version = self.version.max(version),
             Err(e) => {
                 self.error.get_or_insert(e);
             }
         }
+    }
+}
+
+/// One key as an RDB file holds it (expiry, access hint, type, key, object), or
+/// nothing when it is expired at `now_ms`; returns the RDB version its object
+/// needs, or an error naming a key whose type cannot be written yet (a stream).
+pub(crate) fn write_entry(
+    out: &mut Vec<u8>,
+    entry: &Entry,
+    clock: ClockRules,
+    now_ms: u64,
+) -> Result<u16, String> {
+    let at = entry.expire_at();
+    if at.is_some_and(|at| at <= now_ms) {
+        return Ok(RDB_VERSION);
+    }
+    if let Some(at) = at {
+        out.push(opcode::EXPIRETIME_MS);
+        out.extend_from_slice(&at.to_le_bytes());
+    }
+    write_access_hint(out, clock, entry.clock(), now_ms);
+    // The type byte goes before the key: write the object aside first.
+    let mut object = Vec::new();
+    let needs = write_object(&mut object, entry.value());
+    out.push(object[0]);
+    write_string(out, entry.key());
+    out.extend_from_slice(&object[1..]);
+    Ok(needs)
+}
+
+/// Redis saves a key's idle seconds under an LRU policy and its LFU counter under
+/// an LFU one, so a server loading the file evicts in the same order.
+fn write_access_hint(out: &mut Vec<u8>, rules: ClockRules, clock: u32, now_ms: u64) {
+    match rules.policy {
+        EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => {
+            out.push(opcode::IDLE);
+            write_len(out, u64::from(idle_seconds(clock_of(now_ms), clock)));
+        }
+        EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu => {
+            out.push(opcode::FREQ);
+            out.push(lfu_decayed(clock, now_ms, rules.lfu_decay_time) as u8);
+        }
+        _ => {}
     }
 }
 
@@ -185,7 +230,7 @@ mod tests {
         db.cow = Some(Box::new(Cow::new(
             0,
             db.slots_high(),
-            EngineConfig::default(),
+            ClockRules::default(),
             0,
         )));
     }

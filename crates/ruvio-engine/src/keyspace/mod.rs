@@ -14,7 +14,15 @@
 //! to sit inline adds one heap block.
 //!
 //! - [`cow`]: a snapshot in progress (BGSAVE without fork): entries are written
-//!   out before they change, so a scan in slices sees the database as it began.
+//!   out before they change, so a scan in slices sees the database as it began
+//!   (with `crate::values::rdb`'s writer of one value, below).
+//! - [`journal`]: the undo journal's steps of database changes (an insert, a
+//!   deleted entry, an entry as it was before a change in place ...), recorded by
+//!   the mutators here and reversed by the engine (`crate::rollback`).
+//!
+//! Why this is the floor every command stands on, and what is below it: the values
+//! an entry holds (`crate::values`) know nothing of keys or databases, so the
+//! keyspace imports them and no value imports the keyspace.
 //!
 //! Hashing: ahash with a per-database random seed (ahash's runtime RNG), so keys
 //! crafted to collide cannot be precomputed. Nothing depends on hash order: SCAN
@@ -24,18 +32,20 @@ mod cow;
 mod entry;
 mod heapstr;
 mod index;
+pub(crate) mod journal;
 mod slab;
 
-pub(crate) use entry::malloc_chunk_bytes;
-pub(crate) use entry::FlatCopy;
-pub use entry::{Collection, Entry, NewValue, CLOCK_MASK, ENTRY_BYTES};
+pub(crate) use cow::write_entry;
+pub use entry::{Collection, Entry, NewValue, ENTRY_BYTES};
 pub use heapstr::STRING_BYTES_MAX;
 pub use slab::{TtlScan, CHUNK_SLOTS};
 
-use crate::engine::EngineConfig;
-use crate::undo::{self, Step};
+use crate::clock::ClockRules;
+use crate::undo;
 use crate::value::ValueMut;
+use crate::values::stream::groups::GroupChange;
 use index::Index;
+use journal::Step;
 use slab::Slab;
 
 /// Bytes of one occupied index bucket: the `u32` id and hashbrown's control byte.
@@ -141,7 +151,7 @@ impl Db {
     pub fn insert(&mut self, entry: Entry) -> EntryId {
         crate::fault::note_mutation();
         let id = self.link(entry, None);
-        undo::record(Step::Inserted {
+        journal::record(Step::Inserted {
             db: self.number,
             id,
         });
@@ -199,7 +209,7 @@ impl Db {
     pub(crate) fn delete(&mut self, id: EntryId) -> Option<Entry> {
         let entry = self.unlink(id);
         let bytes = entry.heap_bytes();
-        let step = undo::hold(
+        let step = journal::hold(
             Step::Deleted {
                 db: self.number,
                 id,
@@ -219,7 +229,7 @@ impl Db {
         let old_key = undo::recording().then(|| entry.key().to_vec());
         let new_id = self.link(entry.rekey(key), None);
         if let Some(old_key) = old_key {
-            undo::record(Step::Moved {
+            journal::record(Step::Moved {
                 from: (self.number, id),
                 to: (self.number, new_id),
                 key: old_key,
@@ -250,13 +260,13 @@ impl Db {
     pub fn modify<R>(&mut self, id: EntryId, change: impl FnOnce(&mut Entry) -> R) -> R {
         crate::fault::note_mutation();
         self.before_change(id);
-        let opened = undo::keep_preimage(self.number, id, self.slab.get(id));
+        let opened = journal::keep_preimage(self.number, id, self.slab.get(id));
         let entry = self.slab.get_mut(id);
         let before = entry.heap_bytes();
         let had_field_ttls = entry.has_field_ttls();
         let result = change(entry);
         if opened {
-            undo::close_open_entry();
+            journal::close_open_entry();
         }
         crate::fault::change_point();
         self.after_change(id, before, had_field_ttls);
@@ -282,11 +292,7 @@ impl Db {
 
     /// Reverse one change of the consumer groups of the stream in slot `id` (a
     /// roll-back).
-    pub(crate) fn reverse_groups(
-        &mut self,
-        id: EntryId,
-        change: crate::streams::groups::GroupChange,
-    ) {
+    pub(crate) fn reverse_groups(&mut self, id: EntryId, change: GroupChange) {
         crate::fault::note_mutation();
         self.before_change(id);
         if let ValueMut::Stream(stream) = self.slab.get_mut(id).value_mut() {
@@ -343,7 +349,7 @@ impl Db {
         }
         entry.set_expire_at(at_ms);
         self.count_expiry_change(id, was.is_some(), at_ms);
-        undo::record(Step::Expiry {
+        journal::record(Step::Expiry {
             db: self.number,
             id,
             was,
@@ -459,10 +465,10 @@ impl Db {
     }
 
     /// Start a snapshot of this database, saved as database `db_index`, its
-    /// entries written as of `began_ms` under `config`.
-    pub(crate) fn snapshot_begin(&mut self, db_index: usize, config: EngineConfig, began_ms: u64) {
+    /// entries written as of `began_ms`, their clocks saved by `clock`.
+    pub(crate) fn snapshot_begin(&mut self, db_index: usize, clock: ClockRules, began_ms: u64) {
         let end = self.slab.high();
-        let mut cow = cow::Cow::new(db_index, end, config, began_ms);
+        let mut cow = cow::Cow::new(db_index, end, clock, began_ms);
         cow.sizes = Some((self.len(), self.volatile_len()));
         self.cow = Some(Box::new(cow));
     }
@@ -476,9 +482,9 @@ impl Db {
             return true;
         };
         let mark = out.len();
-        crate::rdb::file::write_select_db(out, cow.db_index);
+        crate::values::rdb::write_select_db(out, cow.db_index);
         if let Some((keys, volatile)) = cow.sizes {
-            crate::rdb::file::write_resize_db(out, keys, volatile);
+            crate::values::rdb::write_resize_db(out, keys, volatile);
         }
         let keys_at = out.len();
         out.append(&mut cow.ahead);
@@ -495,7 +501,7 @@ impl Db {
     /// first one that could not be written, and the chunks a flush left to it.
     pub(crate) fn snapshot_end(&mut self) -> (Result<u16, String>, Vec<Box<[Entry]>>) {
         let Some(cow) = self.cow.take() else {
-            return (Ok(crate::rdb::RDB_VERSION), Vec::new());
+            return (Ok(crate::values::rdb::RDB_VERSION), Vec::new());
         };
         let result = match &cow.error {
             Some(e) => Err(e.clone()),
@@ -525,8 +531,8 @@ fn prefetch_bytes(ptr: *const u8, len: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::entry::malloc_chunk_bytes;
     use super::*;
+    use crate::memsize::malloc_chunk_bytes;
 
     fn put(db: &mut Db, key: &str, value: &str) -> EntryId {
         db.insert(Entry::new(

@@ -1,20 +1,8 @@
-//! Lists (Redis's t_list.c): the list value with its two encodings first, then
-//! the command table and the generic cores the commands share.
+//! List commands (Redis's t_list.c): the command table and the generic cores the
+//! commands share.
 //!
-//! Why two encodings, and why Redis's: small lists are the common case (queues of
-//! a few jobs, recent-items lists), and one exact-size block per small list is
-//! what keeps them cheap; big lists need bounded nodes so a push never moves
-//! megabytes. Which one a list uses is visible (OBJECT ENCODING), so the switch
-//! happens exactly where Redis 7.2 switches, judged by Redis's own listpack byte
-//! sizes rather than Ruvio's.
-//!
-//! - [`rules`]: Redis 7.2's size and limit rules as functions (`lpBytes` of an
-//!   element, `quicklistNodeExceedsLimit`, the shrink rule).
-//! - [`listpack`]: `Packed`, elements in one block (a whole small list, or one
-//!   node of a big one).
-//! - [`quicklist`]: `Quicklist`, a chain of packed nodes with Redis's node rules.
-//! - [`value`]: `ListValue`, one tagged word holding either, with the operations
-//!   the list commands need and the conversions they trigger.
+//! The value (`listpack`, `quicklist`) and Redis's size rules are in
+//! [`crate::values::list`], below the keyspace; here:
 //! - `commands`: the non-blocking commands; `blocking`: BLPOP, BRPOP, BLMOVE,
 //!   BRPOPLPUSH, BLMPOP, which return [`Outcome::Block`] when there is nothing to
 //!   pop and are run again by the server when a key they wait on is written.
@@ -23,20 +11,12 @@
 //! and RPOP are [`pop_generic`], LMOVE/RPOPLPUSH/BLMOVE/BRPOPLPUSH are
 //! [`lmove_generic`], LMPOP/BLMPOP/BLPOP/BRPOP pop through [`pop_from_first`].
 
-pub(crate) mod listpack;
-pub(crate) mod quicklist;
-pub(crate) mod rules;
-pub(crate) mod value;
-
 mod blocking;
 
 pub(crate) use blocking::parse_timeout;
 mod commands;
 
-#[cfg(test)]
-mod tests;
-
-pub use value::{clamp_range, End, ListEncoding, ListValue, Popped};
+pub use crate::values::list::{clamp_range, End, ListValue, Popped};
 
 use ruvio_resp::{Args, Reply};
 

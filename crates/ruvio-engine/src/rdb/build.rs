@@ -4,10 +4,10 @@
 //! corrupt data, as in Redis's loader; so is an empty collection.
 
 use super::decode::{HashField, LoadError, Loaded};
+use crate::clock::{new_clock, EvictionPolicy, CLOCK_MASK};
 use crate::engine::EngineConfig;
-use crate::evict::{new_clock, EvictionPolicy};
 use crate::hashes::{HashLimits, HashValue, FIELD_EXPIRE_AT_MS_MAX};
-use crate::keyspace::{Collection, Entry, NewValue, CLOCK_MASK};
+use crate::keyspace::{Collection, Entry, NewValue};
 use crate::lists::{End, ListValue};
 use crate::sets::{SetLimits, SetValue};
 use crate::zsets::{ZLimits, ZSetValue};

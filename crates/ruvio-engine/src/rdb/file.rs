@@ -16,29 +16,11 @@
 //! read once per shard (its bytes shared through the page cache).
 
 use super::decode::{read_object, LoadError, Reader};
-use super::encode::{write_len, write_object, write_string};
+use super::encode::write_string;
 use super::{build, CRC64, RDB_VERSION, RDB_VERSION_MAX};
-use crate::engine::{clock_of, EngineConfig};
-use crate::evict::{lfu_decayed, EvictionPolicy};
-use crate::keys::object::idle_seconds;
-use crate::keyspace::Entry;
+use crate::keyspace::{write_entry, Entry};
+use crate::values::rdb::{opcode, write_resize_db, write_select_db};
 use crate::Engine;
-
-/// `RDB_OPCODE_*`.
-mod opcode {
-    pub const SLOT_INFO: u8 = 0xf4;
-    pub const FUNCTION2: u8 = 0xf5;
-    pub const FUNCTION_PRE_GA: u8 = 0xf6;
-    pub const MODULE_AUX: u8 = 0xf7;
-    pub const IDLE: u8 = 0xf8;
-    pub const FREQ: u8 = 0xf9;
-    pub const AUX: u8 = 0xfa;
-    pub const RESIZEDB: u8 = 0xfb;
-    pub const EXPIRETIME_MS: u8 = 0xfc;
-    pub const EXPIRETIME: u8 = 0xfd;
-    pub const SELECTDB: u8 = 0xfe;
-    pub const EOF: u8 = 0xff;
-}
 
 /// What a load did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -221,6 +203,7 @@ pub fn write_section_where(
 ) -> Result<(Vec<u8>, u16), String> {
     let mut out = Vec::new();
     let mut version = RDB_VERSION;
+    let clock = engine.config().clock_rules();
     for db in 0..engine.db_count() {
         let keyspace = engine.db(db);
         if keyspace.is_empty() {
@@ -231,70 +214,13 @@ pub fn write_section_where(
         write_resize_db(&mut out, keyspace.len(), keyspace.volatile_len());
         let keys_at = out.len();
         for (_, entry) in keyspace.iter().filter(|(_, e)| keep(e.key())) {
-            version = version.max(write_entry(&mut out, entry, engine.config(), now_ms)?);
+            version = version.max(write_entry(&mut out, entry, clock, now_ms)?);
         }
         if out.len() == keys_at {
             out.truncate(mark);
         }
     }
     Ok((out, version))
-}
-
-/// `SELECTDB db`: the keys that follow are in database `db`.
-pub(crate) fn write_select_db(out: &mut Vec<u8>, db: usize) {
-    out.push(opcode::SELECTDB);
-    write_len(out, db as u64);
-}
-
-/// `RESIZEDB keys volatile`: how many keys (and keys with an expiry) the database
-/// that follows holds, so a loader sizes its table once (Redis writes it too).
-pub(crate) fn write_resize_db(out: &mut Vec<u8>, keys: usize, volatile: usize) {
-    out.push(opcode::RESIZEDB);
-    write_len(out, keys as u64);
-    write_len(out, volatile as u64);
-}
-
-/// One key as an RDB file holds it (expiry, access hint, type, key, object), or
-/// nothing when it is expired at `now_ms`; returns the RDB version its object
-/// needs, or an error naming a key whose type cannot be written yet (a stream).
-pub(crate) fn write_entry(
-    out: &mut Vec<u8>,
-    entry: &Entry,
-    config: &EngineConfig,
-    now_ms: u64,
-) -> Result<u16, String> {
-    let at = entry.expire_at();
-    if at.is_some_and(|at| at <= now_ms) {
-        return Ok(RDB_VERSION);
-    }
-    if let Some(at) = at {
-        out.push(opcode::EXPIRETIME_MS);
-        out.extend_from_slice(&at.to_le_bytes());
-    }
-    write_access_hint(out, config, entry.clock(), now_ms);
-    // The type byte goes before the key: write the object aside first.
-    let mut object = Vec::new();
-    let needs = write_object(&mut object, entry.value());
-    out.push(object[0]);
-    write_string(out, entry.key());
-    out.extend_from_slice(&object[1..]);
-    Ok(needs)
-}
-
-/// Redis saves a key's idle seconds under an LRU policy and its LFU counter under
-/// an LFU one, so a server loading the file evicts in the same order.
-fn write_access_hint(out: &mut Vec<u8>, config: &EngineConfig, clock: u32, now_ms: u64) {
-    match config.maxmemory_policy {
-        EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => {
-            out.push(opcode::IDLE);
-            write_len(out, u64::from(idle_seconds(clock_of(now_ms), clock)));
-        }
-        EvictionPolicy::AllKeysLfu | EvictionPolicy::VolatileLfu => {
-            out.push(opcode::FREQ);
-            out.push(lfu_decayed(clock, now_ms, config.lfu_decay_time) as u8);
-        }
-        _ => {}
-    }
 }
 
 /// A whole RDB file from sections made by [`write_section`] (`version`: the

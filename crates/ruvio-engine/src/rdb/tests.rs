@@ -8,6 +8,7 @@ use super::decode::{LoadError, Loaded};
 use super::*;
 use crate::engine::EngineConfig;
 use crate::keyspace::Entry;
+use crate::values::rdb::listpack;
 
 /// Build `loaded` as Ruvio stores it, DUMP it, and decode the payload again.
 fn round_trip(loaded: Loaded) -> (Loaded, Vec<u8>) {

@@ -1,33 +1,15 @@
-//! Sets (Redis's t_set.c): the set value with its three encodings first, then
-//! the command table, the helpers and the generic cores the commands share.
+//! Set commands (Redis's t_set.c): the command table, the helpers and the generic
+//! cores the commands share.
 //!
-//! Why three encodings, and why Redis's: most sets are small (tags, a user's
-//! roles, ids), and a small set in one exact-size block costs a few bytes per
-//! member instead of a hash table's tens; sets of small integers pack tighter
-//! still. Which one a set uses is visible (OBJECT ENCODING) and decides reply
-//! order (intsets reply sorted, listpacks in insertion order), so conversions
-//! happen exactly where Redis 7.2 converts.
-//!
-//! - [`intset`]: `Intset`, sorted integers of one width (16/32/64 bits).
-//! - the lists' `Packed` block: members in insertion order (`listpack`).
-//! - [`table`]: `Table`, a dense member vector with a hash index (`hashtable`).
-//! - [`value`]: `SetValue`, one tagged word holding any of them, with Redis's
-//!   conversion rules.
+//! The value (`intset`, `listpack`, `hashtable`) and Redis's conversion rules are
+//! in [`crate::values::set`], below the keyspace; here:
 //! - `commands`: the handlers. As in t_set.c, variants share one core: SINTER,
 //!   SINTERSTORE and SINTERCARD are [`inter_generic`]; SUNION, SDIFF and their
 //!   STORE forms (and SPOP taking everything) are [`union_diff_generic`].
 
-pub(crate) mod intset;
-mod member;
-pub(crate) mod table;
-pub(crate) mod value;
-
 mod commands;
 
-#[cfg(test)]
-mod tests;
-
-pub use value::{SetEncoding, SetLimits, SetValue};
+pub use crate::values::set::{SetEncoding, SetLimits, SetValue};
 
 use ruvio_resp::{Args, Reply};
 
@@ -285,7 +267,7 @@ fn inter_generic(
             for m in first.iter() {
                 if in_all(&m, &mut digits) {
                     let bytes = m.bytes(&mut digits);
-                    only_integers &= value::int_member(bytes).is_some();
+                    only_integers &= crate::values::set::value::int_member(bytes).is_some();
                     result.add(bytes, &limits);
                 }
             }

@@ -1,27 +1,22 @@
-//! Streams (Redis's t_stream.c): the stream value first, then the commands.
+//! Stream commands (Redis's t_stream.c); the value they change is
+//! [`crate::values::stream`], below the keyspace.
 //!
 //! Why now and why this shape: BullMQ's queue events (and most job queues built on
 //! Redis) append to a stream with `XADD ... MAXLEN ~ n`, and listeners follow it
-//! with `XREAD BLOCK`. The value packs entries into nodes of up to 100, as Redis
-//! does, so a stream of small events costs little more than its payload (see
-//! docs/streams.md for the numbers).
+//! with `XREAD BLOCK`.
 //!
-//! - [`id`]: entry IDs and Redis's rules for reading them.
-//! - [`value`]: `StreamValue`, the entries in nodes, with the last ID,
-//!   entries-added and max-deleted-id Redis keeps.
+//! - [`id`]: Redis's rules for reading entry IDs from arguments.
 //! - `commands`: XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XSETID;
 //!   `read`: XREAD, which blocks through [`Outcome::Block`] like BLPOP and is run
 //!   again by the server when a key it waits on is written.
 //!
-//! - [`groups`]: consumer groups inside the value (PELs, consumers);
-//!   `group_commands`: XGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM;
+//! - `group_commands`: XGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM;
 //!   `readgroup`: XREADGROUP (blocking as XREAD); `info`: XINFO.
 //!
 //! [`Outcome::Block`]: crate::command::Outcome::Block
 
-pub(crate) mod groups;
+pub(crate) use crate::values::stream::{groups, value};
 pub(crate) mod id;
-pub(crate) mod value;
 
 mod commands;
 mod group_commands;
@@ -29,10 +24,7 @@ mod info;
 mod read;
 mod readgroup;
 
-#[cfg(test)]
-mod tests;
-
-pub use value::StreamValue;
+pub use crate::values::stream::StreamValue;
 
 use ruvio_resp::Reply;
 

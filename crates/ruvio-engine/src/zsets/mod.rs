@@ -1,31 +1,21 @@
-//! Sorted sets (Redis's t_zset.c): the value with its two encodings first, then
-//! the command table; the handlers are in `commands` (reads and writes),
-//! `algebra` (ZUNION/ZINTER/ZDIFF and their STORE and CARD forms) and share the
-//! cores here.
+//! Sorted-set commands (Redis's t_zset.c): the command table; the handlers are in
+//! `commands` (reads and writes), `algebra` (ZUNION/ZINTER/ZDIFF and their STORE
+//! and CARD forms) and share the cores here.
 //!
-//! Why two encodings, and why Redis's: most sorted sets are tiny, and one
-//! exact-size block keeps them near 100 bytes per key; big ones need O(log n)
-//! rank and range. OBJECT ENCODING shows which one a set uses, so the switch
-//! happens where Redis 7.2 switches (see [`value`]).
-//!
-//! - [`packed`]: `ZPacked`, members with compact scores in one block (`listpack`).
-//! - [`tree`]: `ZTree`, a counted B+tree of member handles plus slots and a
-//!   member index (`skiplist`).
-//! - [`value`]: `ZSetValue`, one tagged word holding either.
+//! The value (`listpack`, `skiplist`) is in [`crate::values::zset`], below the
+//! keyspace; here:
 //! - [`score`]: score and range parsing as Redis does it.
 
-pub(crate) mod packed;
 pub(crate) mod score;
-pub(crate) mod tree;
-pub(crate) mod value;
 
 mod algebra;
 mod commands;
+mod pop;
 
 #[cfg(test)]
 mod tests;
 
-pub use value::{ZLimits, ZSetEncoding, ZSetValue};
+pub use crate::values::zset::{ZLimits, ZSetValue};
 
 use ruvio_resp::{Protocol, Reply};
 
@@ -131,23 +121,23 @@ pub const COMMANDS: &[EngineCommand] = &[
         "Remove all members in a sorted set between the given lexicographical range", REMRANGE_COMPLEXITY,
         commands::zremrangebylex),
     command!("zpopmin", -2, WRITE | FAST, KeySpec::ONE, ["write", "sortedset", "fast"], "sorted-set", "5.0.0",
-        "Remove and return members with the lowest scores in a sorted set", POP_COMPLEXITY, commands::zpopmin),
+        "Remove and return members with the lowest scores in a sorted set", POP_COMPLEXITY, pop::zpopmin),
     command!("zpopmax", -2, WRITE | FAST, KeySpec::ONE, ["write", "sortedset", "fast"], "sorted-set", "5.0.0",
-        "Remove and return members with the highest scores in a sorted set", POP_COMPLEXITY, commands::zpopmax),
+        "Remove and return members with the highest scores in a sorted set", POP_COMPLEXITY, pop::zpopmax),
     command!("zmpop", -4, WRITE, KeySpec::NUMKEYS_AT_1, ["write", "sortedset", "slow"], "sorted-set", "7.0.0",
-        "Remove and return members with scores in a sorted set", MPOP_COMPLEXITY, commands::zmpop),
+        "Remove and return members with scores in a sorted set", MPOP_COMPLEXITY, pop::zmpop),
     command!("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, KeySpec::ALL_BUT_LAST,
         ["write", "sortedset", "fast", "blocking"], "sorted-set", "5.0.0",
         "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
-        BZPOP_COMPLEXITY, commands::bzpopmin),
+        BZPOP_COMPLEXITY, pop::bzpopmin),
     command!("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, KeySpec::ALL_BUT_LAST,
         ["write", "sortedset", "fast", "blocking"], "sorted-set", "5.0.0",
         "Remove and return the member with the highest score from one or more sorted sets, or block until one is available",
-        BZPOP_COMPLEXITY, commands::bzpopmax),
+        BZPOP_COMPLEXITY, pop::bzpopmax),
     command!("bzmpop", -5, WRITE | BLOCKING, KeySpec::NUMKEYS_AT_2, ["write", "sortedset", "slow", "blocking"],
         "sorted-set", "7.0.0",
         "Remove and return members with scores in a sorted set or block until one is available", MPOP_COMPLEXITY,
-        commands::bzmpop),
+        pop::bzmpop),
     command!("zunion", -3, READONLY, KeySpec::NUMKEYS_AT_1, ["read", "sortedset", "slow"], "sorted-set", "6.2.0",
         "Add multiple sorted sets", UNION_COMPLEXITY, algebra::zunion),
     command!("zinter", -3, READONLY, KeySpec::NUMKEYS_AT_1, ["read", "sortedset", "slow"], "sorted-set", "6.2.0",

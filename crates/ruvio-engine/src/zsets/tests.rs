@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use super::{ZLimits, ZSetEncoding, ZSetValue};
+use crate::values::zset::{packed, ZLimits, ZSetEncoding, ZSetValue};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -111,7 +111,7 @@ fn check_ranks(z: &ZSetValue, sorted: &[(Vec<u8>, f64)], probes: &[usize]) {
         let want: Vec<_> = sorted[..len - k.min(len)].iter().rev().cloned().collect();
         assert_eq!(rev, want, "backward from {k}");
         if k < len {
-            let below = z.count_while(|m, s| super::packed::less(s, m, sorted[k].1, &sorted[k].0));
+            let below = z.count_while(|m, s| packed::less(s, m, sorted[k].1, &sorted[k].0));
             assert_eq!(below, k);
             let s = sorted[k].1;
             let first = sorted.iter().position(|e| e.1 >= s).unwrap_or(len);

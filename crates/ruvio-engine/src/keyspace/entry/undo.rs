@@ -46,7 +46,7 @@ impl Entry {
             before.clock(),
             before.expire_at_ms,
         );
-        crate::undo::record_replaced(before);
+        crate::keyspace::journal::record_replaced(before);
     }
 
     /// The block behind heap word `word` as (initialized bytes, allocation size,

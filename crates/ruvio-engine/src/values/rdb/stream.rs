@@ -19,10 +19,10 @@ use super::decode::{LoadError, Reader};
 use super::encode::{write_len, write_string};
 use super::listpack::{read_listpack, Elem, ListpackWriter};
 use super::types;
-use crate::streams::groups::ENTRIES_READ_UNKNOWN;
-use crate::streams::id::StreamId;
-use crate::streams::value::NodeEntry;
-use crate::streams::StreamValue;
+use crate::values::stream::groups::ENTRIES_READ_UNKNOWN;
+use crate::values::stream::id::StreamId;
+use crate::values::stream::value::NodeEntry;
+use crate::values::stream::StreamValue;
 
 /// `STREAM_ITEM_FLAG_DELETED`.
 const FLAG_DELETED: i64 = 1;

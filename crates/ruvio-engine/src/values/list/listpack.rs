@@ -34,7 +34,7 @@ use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
 use std::ptr::NonNull;
 
 use super::rules;
-use crate::keyspace::malloc_chunk_bytes;
+use crate::memsize::malloc_chunk_bytes;
 
 /// Alignment of every block: 2 leaves the low pointer bit free for a tag, and glibc
 /// hands out 16-aligned chunks anyway, so it costs nothing.

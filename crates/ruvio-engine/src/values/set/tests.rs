@@ -16,7 +16,7 @@ use proptest::prelude::*;
 
 use super::value::int_member;
 use super::{SetEncoding, SetLimits, SetValue};
-use crate::keyspace::malloc_chunk_bytes;
+use crate::memsize::malloc_chunk_bytes;
 
 /// Bytes of an intset's header (length and width), as Redis's `intset` struct.
 const INTSET_HEADER_BYTES: usize = 8;

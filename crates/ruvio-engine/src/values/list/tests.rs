@@ -14,7 +14,7 @@ use super::listpack::Packed;
 use super::rules;
 use super::value::clamp_range;
 use super::{End, ListEncoding, ListValue};
-use crate::keyspace::malloc_chunk_bytes;
+use crate::memsize::malloc_chunk_bytes;
 
 // ---- unit tests ------------------------------------------------------------
 

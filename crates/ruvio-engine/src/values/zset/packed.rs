@@ -25,7 +25,7 @@
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
-use crate::keyspace::malloc_chunk_bytes;
+use crate::memsize::malloc_chunk_bytes;
 
 /// Alignment of every block (the header words; also frees the tag bit).
 pub const BLOCK_ALIGN: usize = 8;

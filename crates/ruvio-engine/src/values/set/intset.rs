@@ -21,7 +21,7 @@
 use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
 use std::ptr::NonNull;
 
-use crate::keyspace::malloc_chunk_bytes;
+use crate::memsize::malloc_chunk_bytes;
 
 /// Alignment of the block: 8 leaves three low pointer bits free for tags.
 pub const BLOCK_ALIGN: usize = 8;

@@ -15,7 +15,7 @@
 use hashbrown::HashTable;
 
 use super::member::Member;
-use crate::keyspace::malloc_chunk_bytes;
+use crate::memsize::malloc_chunk_bytes;
 use crate::undo::{self, Inverse, Kept};
 
 /// The members (see the module docs).

@@ -15,11 +15,11 @@
 
 use super::listpack::{write_intset, ListpackWriter};
 use super::{lzf, types, RDB_VERSION, RDB_VERSION_HASH_TTL};
-use crate::hashes::HashValue;
-use crate::lists::ListValue;
-use crate::sets::SetValue;
 use crate::value::{StrRef, ValueRef};
-use crate::zsets::ZSetValue;
+use crate::values::hash::HashValue;
+use crate::values::list::ListValue;
+use crate::values::set::SetValue;
+use crate::values::zset::ZSetValue;
 
 /// `rdbSaveLen`: 6, 14, 32 or 64 bits, big-endian.
 pub fn write_len(out: &mut Vec<u8>, len: u64) {
@@ -139,7 +139,7 @@ fn write_list(out: &mut Vec<u8>, list: &ListValue) {
 const QUICKLIST_NODE_PACKED: u64 = 2;
 
 fn write_set(out: &mut Vec<u8>, set: &SetValue) {
-    if set.encoding() == crate::sets::SetEncoding::Intset {
+    if set.encoding() == crate::values::set::SetEncoding::Intset {
         out.push(types::SET_INTSET);
         let values: Vec<i64> = set
             .iter()
@@ -161,7 +161,7 @@ fn write_set(out: &mut Vec<u8>, set: &SetValue) {
 }
 
 fn write_zset(out: &mut Vec<u8>, zset: &ZSetValue) {
-    if zset.encoding() == crate::zsets::ZSetEncoding::Listpack {
+    if zset.encoding() == crate::values::zset::ZSetEncoding::Listpack {
         out.push(types::ZSET_LISTPACK);
         let mut lp = ListpackWriter::new();
         let mut text = Vec::with_capacity(24);
@@ -194,7 +194,7 @@ fn d2string(score: f64, out: &mut Vec<u8>) {
 }
 
 fn write_hash(out: &mut Vec<u8>, hash: &HashValue) {
-    use crate::hashes::HashEncoding;
+    use crate::values::hash::HashEncoding;
     // A `listpackex` hash whose fields all lost their expiry is a plain listpack.
     if matches!(
         hash.encoding(),

@@ -578,18 +578,18 @@ impl ListValue {
             q.check_invariants();
         }
         let from_scratch: usize = match self.repr() {
-            Repr::Listpack(p) => crate::keyspace::malloc_chunk_bytes(p.block_bytes()),
+            Repr::Listpack(p) => crate::memsize::malloc_chunk_bytes(p.block_bytes()),
             Repr::Quicklist(q) => {
                 let slots = q.nodes().capacity();
-                crate::keyspace::malloc_chunk_bytes(std::mem::size_of::<Quicklist>())
+                crate::memsize::malloc_chunk_bytes(std::mem::size_of::<Quicklist>())
                     + if slots == 0 {
                         0
                     } else {
-                        crate::keyspace::malloc_chunk_bytes(slots * 16)
+                        crate::memsize::malloc_chunk_bytes(slots * 16)
                     }
                     + q.nodes()
                         .iter()
-                        .map(|n| crate::keyspace::malloc_chunk_bytes(n.block().block_bytes()))
+                        .map(|n| crate::memsize::malloc_chunk_bytes(n.block().block_bytes()))
                         .sum::<usize>()
             }
         };

@@ -693,7 +693,7 @@ impl HashValue {
     #[cfg(test)]
     pub fn heap_bytes_recomputed(&self) -> usize {
         match self.repr() {
-            Repr::Packed(p) => crate::keyspace::malloc_chunk_bytes(p.block_bytes()),
+            Repr::Packed(p) => crate::memsize::malloc_chunk_bytes(p.block_bytes()),
             Repr::Table(t) => {
                 t.check();
                 t.heap_bytes_recomputed()

@@ -31,7 +31,7 @@
 use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
 use std::ptr::NonNull;
 
-use crate::keyspace::malloc_chunk_bytes;
+use crate::memsize::malloc_chunk_bytes;
 
 /// Bytes of entries one block may hold: Redis's `LISTPACK_MAX_SAFETY_SIZE` (1 GiB).
 /// Far below `u32::MAX`, so the length arithmetic never overflows.

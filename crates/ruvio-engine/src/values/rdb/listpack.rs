@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use crate::lists::rules::listpack_int;
+use crate::values::list::rules::listpack_int;
 
 /// A listpack being built (`lpNew` + `lpAppend`).
 pub struct ListpackWriter {

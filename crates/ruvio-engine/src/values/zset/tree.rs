@@ -37,7 +37,7 @@ use hashbrown::HashTable;
 use smallvec::SmallVec;
 
 use crate::block;
-use crate::keyspace::malloc_chunk_bytes;
+use crate::memsize::malloc_chunk_bytes;
 use crate::undo::{self, Inverse, Kept};
 
 /// Keys per leaf: 1 KiB of (score, handle) pairs; a binary search reads ~5 of

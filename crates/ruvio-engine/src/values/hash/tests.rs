@@ -629,7 +629,7 @@ fn free_some_frees_in_slices() {
     assert!(h.free_some(64));
     assert_eq!(
         h.heap_bytes(),
-        crate::keyspace::malloc_chunk_bytes(std::mem::size_of::<table::Table>())
+        crate::memsize::malloc_chunk_bytes(std::mem::size_of::<table::Table>())
     );
     assert!(three_fields().free_some(1));
 }

@@ -38,7 +38,7 @@ use std::ptr::NonNull;
 
 use hashbrown::HashTable;
 
-use crate::keyspace::malloc_chunk_bytes;
+use crate::memsize::malloc_chunk_bytes;
 use crate::undo::{self, Inverse, Kept};
 
 /// Largest number of slots: ids are `u32` and [`NO_ID`] is reserved. Reaching it

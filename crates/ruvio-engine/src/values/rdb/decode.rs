@@ -1,7 +1,7 @@
 //! Reading one value in Redis's RDB object format, every encoding Redis has
 //! written since RDB 1 up to Redis 7.4's hashes with field expiry (RDB 12), into
 //! plain element lists ([`Loaded`]; a stream into its nodes and groups); the caller builds Ruvio's own encoding from
-//! them under its thresholds ([`super::build`]). Every read is bounds-checked and
+//! them under its thresholds (`crate::rdb::build`). Every read is bounds-checked and
 //! every count is checked against the bytes left, so a bad payload is an error,
 //! never a panic or a huge allocation.
 

@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 use super::listpack::{Packed, PackedIter, PackedRevIter};
 use super::rules;
 use super::End;
-use crate::keyspace::malloc_chunk_bytes;
+use crate::memsize::malloc_chunk_bytes;
 use crate::undo::{self, Inverse, Kept};
 
 /// Once the node array has at least this many slots, it shrinks when three

@@ -18,10 +18,10 @@ use std::ptr::NonNull;
 
 use super::intset::{self, Intset, INTSET_LEN_MAX};
 use super::table::Table;
-use crate::lists::listpack::{self, Packed};
-use crate::lists::rules;
-use crate::lists::Popped;
 use crate::value::StrRef;
+use crate::values::list::listpack::{self, Packed};
+use crate::values::list::rules;
+use crate::values::list::Popped;
 
 /// Tag of a `Box<Table>` pointer.
 const TABLE_TAG: usize = 0b01;
