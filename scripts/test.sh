@@ -95,7 +95,7 @@ step "valgrind memcheck: engine keyspace, lists, hashes, sets, sorted sets, bloc
 engine_tests=$(cargo test -p ruvio-engine --lib --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][0])')
 PROPTEST_CASES=24 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-    "$engine_tests" keyspace lists hashes engine:: block sets:: zsets::tests
+    "$engine_tests" keyspace lists hashes engine:: block sets:: zsets::tests values::list values::hash values::set values::zset
 
 # The fuzz targets' committed corpus plus 20,000 new executions each (docs/fuzzing.md;
 # needs the nightly toolchain, which the script installs with rustup if missing).

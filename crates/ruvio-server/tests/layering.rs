@@ -69,12 +69,18 @@ fn floors_from_doc(doc: &str, heading: &str) -> Floors {
     floors
 }
 
-/// The code of a source file without comments and without its test code.
+/// The code of a source file without comments and without its test code: a
+/// `#[cfg(test)]` item of one line (`mod tests;`) is skipped, a `#[cfg(test)]`
+/// block (`mod tests { ... }`, by convention last) ends the product code.
 fn product_code(text: &str) -> String {
     let mut out = String::new();
-    for line in text.lines() {
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
         if line.trim_start().starts_with("#[cfg(test)]") {
-            break;
+            match lines.next() {
+                Some(item) if item.trim_end().ends_with(';') => continue,
+                _ => break,
+            }
         }
         let code = match line.find("//") {
             Some(i) => &line[..i],
@@ -136,6 +142,39 @@ fn insert_first_segment(targets: &mut BTreeSet<String>, item: &str) {
     }
 }
 
+/// What the crate root re-exports (`pub use module::{A, B as C};` in lib.rs): each
+/// name reachable as `crate::Name`, with the module it comes from, so an import of
+/// `crate::Engine` is judged as one of `engine`.
+fn root_reexports(lib_rs: &str) -> BTreeMap<String, String> {
+    let code = product_code(lib_rs);
+    let mut names = BTreeMap::new();
+    for statement in code.split(';') {
+        let statement = statement.trim();
+        let Some(path) = statement
+            .rsplit("pub use ")
+            .next()
+            .filter(|_| statement.contains("pub use "))
+        else {
+            continue;
+        };
+        let Some((module, items)) = path.split_once("::") else {
+            continue;
+        };
+        let items = items.trim().trim_start_matches('{').trim_end_matches('}');
+        for item in items.split(',') {
+            let item = item.trim();
+            let name = match item.split_once(" as ") {
+                Some((_, alias)) => alias.trim(),
+                None => item.rsplit("::").next().unwrap_or("").trim(),
+            };
+            if !name.is_empty() {
+                names.insert(name.to_string(), module.trim().to_string());
+            }
+        }
+    }
+    names
+}
+
 /// The subsystem a file belongs to: its first folder under `src/`, or its stem.
 fn subsystem_of(rel: &Path) -> String {
     let first = rel
@@ -151,6 +190,11 @@ fn subsystem_of(rel: &Path) -> String {
 /// or target whose subsystem has no floor is reported as its own error by
 /// [`unplaced`]; it is not judged here.
 fn upward_imports(files: &[(PathBuf, String)], floors: &Floors) -> Vec<Upward> {
+    let reexports = files
+        .iter()
+        .find(|(rel, _)| rel == Path::new("lib.rs"))
+        .map(|(_, text)| root_reexports(text))
+        .unwrap_or_default();
     let mut found = Vec::new();
     for (rel, text) in files {
         if rel.file_name().is_some_and(|n| n == "tests.rs") {
@@ -160,7 +204,11 @@ fn upward_imports(files: &[(PathBuf, String)], floors: &Floors) -> Vec<Upward> {
         let Some(&from_floor) = floors.get(&from) else {
             continue;
         };
-        for target in crate_targets(&product_code(text)) {
+        let targets: BTreeSet<String> = crate_targets(&product_code(text))
+            .into_iter()
+            .map(|t| reexports.get(&t).cloned().unwrap_or(t))
+            .collect();
+        for target in targets {
             if floors.get(&target).is_some_and(|&floor| floor > from_floor) {
                 found.push(Upward {
                     file: rel.to_string_lossy().into_owned(),
@@ -292,6 +340,12 @@ fn the_server_imports_follow_the_layer_order() {
     );
 }
 
+/// The engine's floors hold with no exception.
+#[test]
+fn the_engine_imports_follow_the_layer_order() {
+    check_crate("crates/ruvio-engine", "ruvio-engine floors", &[]);
+}
+
 // --- the checker's own tests ----------------------------------------------------------
 
 const DOC: &str = "# Architecture\n\n## demo floors\n\n| floor | subsystem | owns |\n|---|---|---|\n\
@@ -369,8 +423,42 @@ fn groups_inline_paths_comments_and_tests_are_read_as_written() {
         ("base/tests.rs", "use crate::top::Loop;\n"),
     ];
     assert_eq!(demo(&test_code), vec![], "test code may reach anything");
+    let after_test_mod = [(
+        "base/x.rs",
+        "#[cfg(test)]\nmod tests;\nuse crate::top::Loop;\n",
+    )];
+    assert_eq!(
+        demo(&after_test_mod).len(),
+        1,
+        "code after `mod tests;` is product code"
+    );
     let other_crate = [("base/x.rs", "use ruvio_crate::top;\n")];
     assert_eq!(demo(&other_crate), vec![]);
+}
+
+#[test]
+fn a_root_reexport_is_judged_as_its_module() {
+    let files = [
+        (
+            "lib.rs",
+            "pub mod top;\npub use top::{Loop, Other as Alias};\npub use mid::Thing;\n",
+        ),
+        (
+            "base/x.rs",
+            "use crate::Loop;\nfn f() { crate::Alias::new(); }\n",
+        ),
+        ("mid/y.rs", "use crate::Thing;\n"),
+    ];
+    let found = demo(&files);
+    assert_eq!(
+        found.len(),
+        1,
+        "base names top twice through the root: one upward import"
+    );
+    assert_eq!(
+        (found[0].file.as_str(), found[0].target.as_str()),
+        ("base/x.rs", "top")
+    );
 }
 
 #[test]
