@@ -4,7 +4,7 @@
 //! raw bytes.
 
 use arbitrary::Arbitrary;
-use ruvio_server::shard::registry::registry;
+use ruvio_server::cmd::registry::registry;
 use std::sync::OnceLock;
 
 /// Commands the harness cannot run, each for a reason outside the dispatcher: they

@@ -2,10 +2,10 @@
 //! the keyspace and its sockets, and wait for them.
 
 use ruvio_server::cluster::topology;
+use ruvio_server::cmd::registry;
 use ruvio_server::memory::alloc;
 use ruvio_server::mesh::forward;
 use ruvio_server::persistence::reshard;
-use ruvio_server::shard::registry;
 use ruvio_server::{config, shard, EXIT_SHARD_FAILED};
 
 use clap::Parser;

@@ -387,7 +387,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
         }
         "commandstats" => {
             let per_command = server_command_stats(src);
-            for cmd in crate::shard::registry::registry().all_rows() {
+            for cmd in crate::cmd::registry::registry().all_rows() {
                 let s = per_command[cmd.stat];
                 if s.calls > 0 || s.rejected > 0 || s.failed > 0 {
                     let per_call = s.usec as f64 / s.calls.max(1) as f64;
@@ -467,7 +467,7 @@ fn published_tables(src: &Source<'_>, f: impl FnMut(&StatTables)) {
 
 /// INFO commandstats of the whole server (of the node in per-shard mode).
 fn server_command_stats(src: &Source<'_>) -> Vec<CommandStat> {
-    let slots = crate::shard::registry::registry().stat_slots;
+    let slots = crate::cmd::registry::registry().stat_slots;
     let mut total = match &src.live {
         Some(live) => live.stats.per_command.clone(),
         None => vec![CommandStat::default(); slots],

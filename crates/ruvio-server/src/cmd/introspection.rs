@@ -2,7 +2,7 @@
 //! answered from the command table.
 
 use super::{Ctx, ServerCommand, ServerResult};
-use crate::shard::registry::{registry, Command};
+use crate::cmd::registry::{registry, Command};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::command::{command, flags, reply_help};
 use ruvio_engine::{CmdError, KeySpec};

@@ -1,4 +1,6 @@
-//! The server's own command families: commands that need the connection or the
+//! The command table and the server's own command families. [`registry`] is the
+//! one table every command is looked up in: the engine's families and these.
+//! The families here are the commands that need the connection or the
 //! server rather than only the keyspace. Each module exports `COMMANDS`, a table of
 //! [`ServerCommand`] rows in the engine's row format (`command!`); a container
 //! (CLIENT, CONFIG, COMMAND, CLUSTER, DEBUG) carries its subcommand rows, which the
@@ -17,6 +19,7 @@ pub mod info;
 pub mod introspection;
 pub mod persistence;
 pub mod pubsub;
+pub mod registry;
 pub mod server;
 pub mod transactions;
 

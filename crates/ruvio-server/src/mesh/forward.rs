@@ -18,6 +18,7 @@
 
 use crate::cmd::client::ClientQuery;
 use crate::cmd::config::ConfigChange;
+use crate::cmd::registry::registry;
 use crate::mesh::gather;
 use crate::mesh::lending::{self, LendRequest, Lent, WatchRequest};
 use crate::mesh::owner_tx::{self, Deferred};
@@ -26,7 +27,6 @@ use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::blocking::Waiter;
 use crate::shard::exec::{self, run_engine, Caller};
-use crate::shard::registry::registry;
 use crate::shard::ShardCore;
 use ruvio_engine::command::CommandTree;
 use ruvio_resp::{ArgsBatch, Protocol, Reply};

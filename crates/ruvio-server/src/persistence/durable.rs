@@ -193,7 +193,7 @@ pub fn open_gate(core: &ShardCore, replies: &mut ReplyQueue) -> Option<Gate> {
 pub fn open_parts_gate(
     core: &ShardCore,
     replies: &mut ReplyQueue,
-    cmd: &crate::shard::registry::Command,
+    cmd: &crate::cmd::registry::Command,
 ) -> Option<Gate> {
     if !cmd.meta.has(ruvio_engine::command::flags::WRITE) {
         return None;

@@ -25,8 +25,8 @@
 //!   good record (with a log line), damage in the middle refuses the start unless
 //!   `--wal-truncate-corrupt`.
 
+use crate::cmd::registry::{registry, Handler};
 use crate::config::{Config, Durability};
-use crate::shard::registry::{registry, Handler};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::command::ExecCtx;
 use ruvio_engine::{DistinctEstimate, Engine};

@@ -6,6 +6,7 @@
 //! the command runs where its keys live and the reply comes back through a held
 //! slot of the connection's reply queue, multi-key commands split and merged.
 
+use crate::cmd::registry::{registry, Command, Handler};
 use crate::cmd::Ctx;
 use crate::config::PortMode;
 use crate::memory::limit;
@@ -16,7 +17,6 @@ use crate::net::slab::Slab;
 use crate::persistence::durable;
 use crate::shard::blocking::Waiter;
 use crate::shard::exec::{self, run_engine, Caller};
-use crate::shard::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{

@@ -6,10 +6,10 @@
 //! woken when a FILLGET lease ends, and released here (the bookkeeping itself is
 //! [`crate::shard::blocking`]).
 
+use crate::cmd::registry::{registry, Command, Handler};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::blocking::{Blocked, Waiter};
-use crate::shard::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use ruvio_engine::command::flags::WRITE;
 use ruvio_engine::command::{Block, Effects, ExecCtx, KeyPositions, Outcome};

@@ -9,8 +9,8 @@
 //! connections) is touched only by this thread.
 //!
 //! The folder is the shard as a whole, the top floor of docs/architecture.md: the
-//! loop (here), its state ([`ShardCore`], in `state.rs`), the command table
-//! ([`registry`]), the path from bytes to a routed command ([`dispatch`]), running a
+//! loop (here), its state ([`ShardCore`], in `state.rs`; [`Shared`], what every
+//! shard reads), the path from bytes to a routed command ([`dispatch`]), running a
 //! command on the keyspace and consuming its effects ([`exec`]), clients blocked on
 //! keys ([`blocking`]), CLIENT PAUSE ([`pause`]) and two shards in one thread for
 //! the fuzz targets ([`inproc`]).
@@ -20,7 +20,6 @@ pub mod dispatch;
 pub mod exec;
 pub mod inproc;
 pub mod pause;
-pub mod registry;
 mod shared;
 mod state;
 

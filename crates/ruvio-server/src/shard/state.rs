@@ -89,7 +89,7 @@ impl ShardCore {
             ..Limits::default()
         };
         let stats = ShardStats {
-            per_command: vec![Default::default(); crate::shard::registry::registry().stat_slots],
+            per_command: vec![Default::default(); crate::cmd::registry::registry().stat_slots],
             ..Default::default()
         };
         let shards = topo.nodes.len();
@@ -97,7 +97,7 @@ impl ShardCore {
         let node = &topo.nodes[id];
         ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
         ruvio_engine::scripting::set_script_watches(shared.scripts.clone(), id);
-        ruvio_engine::scripting::set_server_commands(crate::shard::registry::script_row);
+        ruvio_engine::scripting::set_server_commands(crate::cmd::registry::script_row);
         crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id);
         crate::cmd::functions::load_saved(&cfg, id)?;
         // With a log, the keyspace loads on a thread while the shard answers

@@ -33,12 +33,12 @@
 //! docs/transactions.md. It splits along the plan when multi-shard transactions
 //! stop borrowing (issue "Speed and size where they are still behind").
 
+use crate::cmd::registry::{registry, Command, Handler};
 use crate::config::PortMode;
 use crate::mesh::lending::{self, DbKey};
 use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
 use crate::net::slab::Slab;
 use crate::shard::exec::{run_engine, Caller};
-use crate::shard::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::transactions::watch::WatchingClient;
 use ahash::AHashSet;

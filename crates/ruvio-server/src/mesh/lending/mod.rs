@@ -23,12 +23,12 @@
 //! of a borrowing; the owner's side ([`owner`]), batches ([`batch`]) and the keys a
 //! value names ([`value_keys`]) are already modules of their own.
 
+use crate::cmd::registry::{registry, Command, Handler};
 use crate::net::conn::{ClientState, Conn, ReplyQueue};
 use crate::net::slab::Slab;
 use crate::persistence::durable;
 use crate::shard::blocking::{Blocked, Waiter};
 use crate::shard::exec::{self, run_engine, Caller, Ran};
-use crate::shard::registry::{registry, Command, Handler};
 use crate::shard::ShardCore;
 use crate::transactions::multi::Transaction;
 use ahash::{AHashMap, AHashSet};
