@@ -7,7 +7,7 @@
 //! "node" a Redis Cluster client expects.
 
 use super::{Ctx, ServerCommand, ServerResult};
-use crate::cmd::config::ConfigChange;
+use crate::config::change::ConfigChange;
 use crate::config::PortMode;
 use crate::mesh::gather::Gather;
 use crate::net::conn::{ClientState, Conn, Merge, ReplyMode};

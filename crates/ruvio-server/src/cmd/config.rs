@@ -8,6 +8,7 @@
 //! SHUTDOWN, FUNCTION ...).
 
 use super::{Ctx, ServerCommand, ServerResult};
+use crate::config::change::ConfigChange;
 use crate::config::{parse_memory, PortMode};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
@@ -477,30 +478,6 @@ fn bad_value(name: &str, value: &str) -> CmdError {
         _ => return CmdError::config_bad_value(name.as_bytes()),
     };
     CmdError::config_failed(name.as_bytes(), &reason)
-}
-
-/// A configuration change made on one shard, for every other shard to apply too
-/// (one server, one configuration: a client's CONFIG SET lands on one shard).
-#[derive(Clone, Debug)]
-pub enum ConfigChange {
-    /// Parameters already validated by the shard that received CONFIG SET.
-    Set(Vec<(String, String)>),
-    /// CONFIG RESETSTAT, which started this statistics epoch.
-    ResetStats { epoch: u64 },
-    /// CLIENT PAUSE until `until_ms` (ALL when `all`, else WRITE).
-    Pause { until_ms: u64, all: bool },
-    /// CLIENT UNPAUSE.
-    Unpause,
-    /// DEBUG EXPORT-RDB: write this shard's part of the file at this path.
-    ExportRdb(String),
-    /// SAVE: take this shard's snapshot.
-    Snapshot,
-    /// BGSAVE / BGREWRITEAOF: begin this shard's part (see `snapshot`).
-    BackgroundSave,
-    /// SHUTDOWN or a signal: prepare to exit, saving or not (see `shutdown`).
-    Exit { save: bool },
-    /// The function libraries after a FUNCTION change, as a FUNCTION DUMP payload.
-    Functions(Vec<u8>),
 }
 
 /// Apply a change another shard broadcast.

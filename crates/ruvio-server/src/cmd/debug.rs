@@ -6,8 +6,8 @@
 //! SHARD, the shard serving the connection (tests that need a connection on a
 //! given shard).
 
-use super::config::ConfigChange;
 use super::{Ctx, ServerCommand, ServerResult};
+use crate::config::change::ConfigChange;
 use crate::config::PortMode;
 use crate::mesh::gather::{Gather, Then};
 use ruvio_engine::command::{command, flags::*, reply_help};

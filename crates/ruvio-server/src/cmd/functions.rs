@@ -22,7 +22,7 @@
 //!   than teaching the log and the snapshot a second kind of record.
 
 use super::{ok_everywhere, Ctx, ServerCommand, ServerResult};
-use crate::cmd::config::ConfigChange;
+use crate::config::change::ConfigChange;
 use crate::config::{Config, PortMode};
 use crate::mesh::gather::{Gather, Then};
 use crate::shard::ShardCore;

@@ -4,8 +4,8 @@
 //! shard in time slices, no fork); SHUTDOWN's orderly exit is [`crate::persistence::shutdown`].
 //! INFO persistence is in `info`.
 
-use super::config::ConfigChange;
 use super::{Ctx, ServerCommand, ServerResult};
+use crate::config::change::ConfigChange;
 use crate::mesh::gather::{Gather, Then};
 use crate::persistence::snapshot::{Kind, Start};
 use ruvio_engine::command::{command, flags::*};

@@ -4,6 +4,7 @@
 //! `config/ruvio.toml`; CONFIG GET/SET read and write the runtime copy that
 //! each shard keeps (see `cmd::config`).
 
+pub mod change;
 pub mod keyspace_events;
 pub mod output_limits;
 pub mod save;

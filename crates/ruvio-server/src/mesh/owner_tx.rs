@@ -136,10 +136,10 @@ pub fn run_deferred(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             match core.lending.deferred[from].pop_front() {
                 Some(Deferred::Transaction(tx)) => run(core, conns, &tx),
                 Some(Deferred::Requests(batch)) => {
-                    crate::mesh::forward::run_requests(core, conns, batch)
+                    crate::shard::messages::run_requests(core, conns, batch)
                 }
                 Some(Deferred::Control(control)) => {
-                    crate::mesh::forward::control(core, conns, control)
+                    crate::shard::messages::control(core, conns, control)
                 }
                 None => break,
             }
@@ -152,7 +152,7 @@ pub fn run_deferred(core: &mut ShardCore, conns: &mut Slab<Conn>) {
 fn run(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
     let caller = exec::Caller {
         may_block: false,
-        ..crate::mesh::forward::caller_of(&tx.tag)
+        ..crate::shard::messages::caller_of(&tx.tag)
     };
     let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
     let mut out = Vec::new();

@@ -17,7 +17,7 @@
 //! sees it, starts the same preparation and exits once every shard is done (after
 //! a failure it logs and goes on, as Redis does).
 
-use crate::cmd::config::ConfigChange;
+use crate::config::change::ConfigChange;
 use crate::shard::ShardCore;
 use crate::shard::Shared;
 use std::sync::atomic::{

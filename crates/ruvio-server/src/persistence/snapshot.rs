@@ -600,7 +600,7 @@ pub fn start(core: &mut ShardCore, kind: Kind) -> Start {
         .try_start(kind, shards, core.now_ms);
     if started == Start::Started {
         core.outbox
-            .broadcast(crate::cmd::config::ConfigChange::BackgroundSave);
+            .broadcast(crate::config::change::ConfigChange::BackgroundSave);
         request(core);
     }
     started

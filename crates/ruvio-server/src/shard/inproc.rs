@@ -1,7 +1,7 @@
 //! Two shards of the real server in one thread, without sockets or io_uring, for
 //! the fuzz targets (fuzz/, docs/fuzzing.md) and for tests of cross-shard paths:
 //! each shard is a [`ShardCore`] with its connections, the messages their outboxes
-//! fill are handed to the other shard's [`forward::handle`] by hand, and time moves
+//! fill are handed to the other shard's [`messages::handle`](crate::shard::messages::handle) by hand, and time moves
 //! only when the caller says. This is the shard loop of `shard.rs` minus the ring:
 //! the same `dispatch::process_input`, routing, forwarding, lending, gathering and
 //! blocking code runs, in a deterministic order. A panic is not caught here (the
@@ -10,7 +10,7 @@
 use crate::cluster::topology::Topology;
 use crate::config::{Cli, Config, PortMode};
 use crate::memory;
-use crate::mesh::forward::{self, ShardMsg};
+use crate::mesh::forward::ShardMsg;
 use crate::mesh::lending;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
@@ -159,7 +159,7 @@ impl TwoShards {
         self.nodes[from].core.outbox.take_messages(&mut messages);
         for (to, message) in messages {
             let node = &mut self.nodes[to];
-            forward::handle(&mut node.core, &mut node.conns, message);
+            crate::shard::messages::handle(&mut node.core, &mut node.conns, message);
         }
     }
 
@@ -188,7 +188,7 @@ impl TwoShards {
                 for (to, message) in messages {
                     moved = true;
                     let node = &mut self.nodes[to];
-                    forward::handle(&mut node.core, &mut node.conns, message);
+                    crate::shard::messages::handle(&mut node.core, &mut node.conns, message);
                 }
             }
             for shard in 0..self.nodes.len() {

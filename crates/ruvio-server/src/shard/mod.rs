@@ -19,6 +19,7 @@ pub mod blocking;
 pub mod dispatch;
 pub mod exec;
 pub mod inproc;
+pub mod messages;
 pub mod pause;
 mod shared;
 mod state;
@@ -710,7 +711,7 @@ impl Shard {
             return;
         };
         for message in messages {
-            crate::mesh::forward::handle(&mut self.core, &mut self.conns, message);
+            messages::handle(&mut self.core, &mut self.conns, message);
         }
     }
 

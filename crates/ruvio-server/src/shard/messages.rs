@@ -1,0 +1,233 @@
+//! What this shard does with a message from another shard (forward mode): run the
+//! requests it was sent and answer them, take replies into their held slots, lend
+//! and take back keys, register watches, apply broadcast changes, answer gathers.
+//!
+//! Apart from the mesh (`mesh::forward`: the message types, the outboxes and the
+//! rings) because handling a message is the shard's work: it runs commands on the
+//! keyspace and writes into connections, the mesh only carries the bytes.
+
+use crate::cmd::registry::registry;
+use crate::mesh::forward::{Control, RequestBatch, ShardMsg, Tag};
+use crate::mesh::gather;
+use crate::mesh::lending;
+use crate::mesh::owner_tx::{self, Deferred};
+use crate::net::conn::Conn;
+use crate::net::slab::Slab;
+use crate::shard::blocking::Waiter;
+use crate::shard::exec::{self, run_engine, Caller};
+use crate::shard::ShardCore;
+use ruvio_engine::command::CommandTree;
+use ruvio_resp::{Protocol, Reply};
+
+/// Handle one message from another shard.
+pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
+    match msg {
+        ShardMsg::Requests(batch) if owner_tx::is_waiting(core, batch.from) => {
+            owner_tx::defer(core, batch.from, Deferred::Requests(batch))
+        }
+        ShardMsg::Requests(batch) => run_requests(core, conns, batch),
+        ShardMsg::Control(control @ Control::Cancel { from, .. })
+            if owner_tx::is_waiting(core, from) =>
+        {
+            owner_tx::defer(core, from, Deferred::Control(control))
+        }
+        ShardMsg::Control(control) => self::control(core, conns, control),
+        ShardMsg::Transaction(tx) => owner_tx::arrived(core, conns, *tx),
+        ShardMsg::Lend(request) => lending::lend(core, conns, request),
+        ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
+        ShardMsg::GiveBack(entries, records) => lending::take_back(core, conns, entries, records),
+        ShardMsg::Watch(request) => lending::watch(core, conns, request),
+        ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
+        ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),
+        ShardMsg::Config(change) => crate::cmd::config::apply_config_change(core, conns, &change),
+        ShardMsg::Publish { from, ticket } => gather::publish(core, conns, from, ticket),
+        ShardMsg::Published { ticket } => gather::published(core, conns, ticket),
+        ShardMsg::Clients { from, tag, query } => {
+            gather::answer_clients(core, conns, from, tag, &query)
+        }
+        ShardMsg::Messages(batch) => crate::messaging::pubsub::deliver_batch(core, conns, batch),
+        ShardMsg::WatchKeys {
+            from,
+            tag,
+            epoch,
+            keys,
+        } => crate::transactions::multi::watched_by(core, from, tag, epoch, keys),
+        ShardMsg::UnwatchKeys { client_id, keys } => core.watches.unregister(client_id, &keys),
+        ShardMsg::Touched { client_id, epoch } => core.watches.mark_touched(client_id, epoch),
+        ShardMsg::Written(keys) => {
+            for (db, key) in keys {
+                core.watches.touch(
+                    crate::transactions::watch::Notify {
+                        shard: core.id,
+                        outbox: &mut core.outbox,
+                    },
+                    db,
+                    &key,
+                );
+            }
+        }
+        ShardMsg::Replies(mut batch) if batch.tags.len() == 1 => {
+            // One reply (a large one travels alone): its buffer moves, no copy.
+            let (tag, _) = batch.tags[0];
+            let bytes = std::mem::take(&mut batch.replies);
+            gather::deliver(
+                core,
+                conns,
+                (tag.conn, tag.gen),
+                tag.seq,
+                tag.part as usize,
+                bytes,
+            );
+        }
+        ShardMsg::Replies(batch) => {
+            let mut offset = 0;
+            for (tag, len) in batch.tags {
+                let bytes = batch.replies[offset..offset + len as usize].to_vec();
+                offset += len as usize;
+                let who = (tag.conn, tag.gen);
+                gather::deliver(core, conns, who, tag.seq, tag.part as usize, bytes);
+            }
+        }
+        ShardMsg::GiveBackAcked {
+            entries,
+            records,
+            from,
+            ticket,
+        } => lending::take_back_acked(core, conns, entries, records, from, ticket),
+        ShardMsg::Durable { ticket } => {
+            crate::persistence::durable::acknowledged(core, conns, ticket)
+        }
+        ShardMsg::RunNow {
+            from,
+            ticket,
+            db,
+            resp3,
+            args,
+        } => run_now(core, from, ticket, (db, resp3), args),
+        // Only a script waiting on its thread takes these ([`request_now`]).
+        ShardMsg::RanNow { .. } => {}
+    }
+}
+
+/// A locked script's command of every shard, run here for it (no client: its
+/// database and protocol, nothing to block).
+fn run_now(
+    core: &mut ShardCore,
+    from: usize,
+    ticket: u64,
+    (db, resp3): (usize, bool),
+    args: ruvio_resp::OwnedArgs,
+) {
+    let mut out = Vec::new();
+    let proto = if resp3 {
+        Protocol::Resp3
+    } else {
+        Protocol::Resp2
+    };
+    let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+    match registry()
+        .lookup(args.args().get(0))
+        .and_then(|c| c.resolve(args.args()).ok())
+    {
+        Some(cmd) => {
+            let caller = Caller {
+                client_id: 0,
+                db,
+                proto,
+                no_touch: true,
+                may_block: false,
+                borrowing: false,
+            };
+            run_engine(core, cmd, caller, args.args(), &mut out);
+        }
+        None => Reply::new(&mut out, proto).error("ERR internal: unknown command"),
+    }
+    crate::persistence::durable::reply_ran_now(core, from, ticket, out, filling_before);
+}
+
+/// A control message about a blocked client.
+pub(crate) fn control(core: &mut ShardCore, conns: &mut Slab<Conn>, control: Control) {
+    match control {
+        Control::Cancel { from, conn, gen } => {
+            exec::drop_waiter(
+                core,
+                |w| matches!(w, Waiter::Remote { shard, tag } if *shard == from && tag.conn == conn && tag.gen == gen),
+            );
+        }
+        Control::Unblock { client_id, error } => {
+            exec::unblock(core, conns, client_id, error);
+        }
+    }
+}
+
+/// The client context a forwarded command runs with.
+pub(crate) fn caller_of(tag: &Tag) -> Caller {
+    Caller {
+        client_id: tag.client_id,
+        db: tag.db as usize,
+        proto: if tag.resp3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        },
+        no_touch: tag.no_touch,
+        may_block: tag.may_block,
+        borrowing: false,
+    }
+}
+
+/// Execute forwarded commands against this shard's keyspace and queue the replies;
+/// a command with nothing to serve yet is parked until a write or its deadline.
+pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
+    let mut out = Vec::new();
+    let mut built = crate::net::outlimit::BuiltOutput::default();
+    for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
+        out.clear();
+        let caller = caller_of(&tag);
+        // The origin resolved it already; this finds the same (sub)command row.
+        let Some(cmd) = registry()
+            .lookup(args.get(0))
+            .and_then(|c| c.resolve(args).ok())
+        else {
+            Reply::new(&mut out, caller.proto).error("ERR internal: unknown forwarded command");
+            core.outbox.reply(batch.from, tag, &out);
+            continue;
+        };
+        let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+        if crate::mesh::script_lock::is_script(cmd.meta) {
+            // It cannot start over from here, but may take the script lock.
+            crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
+                may_lock_now: core.wal.is_none(),
+                ..Default::default()
+            });
+        }
+        // `run_engine` contains a panicking handler itself (docs/faults.md).
+        let block = run_engine(core, cmd, caller, args, &mut out);
+        match block.block {
+            Some(block) => {
+                let waiter = Waiter::Remote {
+                    shard: batch.from,
+                    tag,
+                };
+                exec::park(core, waiter, caller, args, block);
+            }
+            None => {
+                let limits = &core.cfg.client_output_buffer_limit;
+                crate::net::outlimit::cap_forwarded(
+                    limits,
+                    &mut built,
+                    (tag.conn, tag.gen),
+                    &mut out,
+                );
+                crate::persistence::durable::reply_forwarded(
+                    core,
+                    batch.from,
+                    tag,
+                    &out,
+                    filling_before,
+                )
+            }
+        }
+        exec::serve_ready(core, conns);
+    }
+}
