@@ -842,3 +842,81 @@ fn differential_zsets_forward_1_shard() {
 fn differential_zsets_forward_2_shards() {
     run_differential("differential_zsets_forward_2_shards", 2);
 }
+
+/// ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD with plain sets as
+/// sources (members at score 1, WEIGHTS applied), as Redis reads them: an intset,
+/// a small set of strings (listpack in Ruvio and Redis 7.2, hashtable in 7.0) and a
+/// large one (hashtable), each beside a sorted set; a string and a list source are
+/// WRONGTYPE. The keys of the first group are on one shard, `{a}...` on the other
+/// with 2 shards (forward mode borrows them).
+fn plain_sets_as_sources(label: &str, shards: usize) {
+    let Some(servers) = DiffServers::forward(label, shards) else {
+        return;
+    };
+    let big: Vec<String> = (0..200).map(|i| format!("m{i}")).collect();
+    let long = "x".repeat(100);
+    let mut corpus: Vec<String> = [
+        "sadd|{z}iset|1|2|3|40",
+        "sadd|{z}lset|a|b|2|m7",
+        "zadd|{z}zs|1.5|a|2|x|-3|m7|0.5|1",
+        "zadd|{a}zs|7|b|8|3",
+        "set|{z}str|v",
+        "rpush|{z}list|a",
+        "sadd|{a}oset|b|3|zz",
+    ]
+    .map(String::from)
+    .to_vec();
+    corpus.push(format!("sadd|{{z}}big|{}|{long}", big.join("|")));
+    corpus.extend(
+        [
+            "zunion|2|{z}iset|{z}zs|withscores",
+            "zunion|3|{z}iset|{z}lset|{z}zs|weights|2|3|4|withscores",
+            "zunion|2|{z}lset|{z}zs|aggregate|max|withscores",
+            "zunion|2|{z}lset|{z}zs|aggregate|min|weights|-1|inf|withscores",
+            "zunion|2|{z}big|{z}zs|withscores",
+            "zunion|1|{z}big",
+            "zinter|2|{z}lset|{z}zs|withscores",
+            "zinter|2|{z}iset|{z}lset|withscores",
+            "zinter|2|{z}big|{z}lset|withscores",
+            "zinter|3|{z}iset|{z}zs|{z}missing",
+            "zdiff|2|{z}zs|{z}lset|withscores",
+            "zdiff|2|{z}lset|{z}zs|withscores",
+            "zdiff|2|{z}big|{z}lset",
+            "zintercard|2|{z}iset|{z}lset",
+            "zintercard|2|{z}big|{z}lset|limit|1",
+            "zunionstore|{z}dst|2|{z}iset|{z}zs|weights|1|2",
+            "zrange|{z}dst|0|-1|withscores",
+            "zinterstore|{z}dst|2|{z}big|{z}lset",
+            "zrange|{z}dst|0|-1|withscores",
+            "zdiffstore|{z}dst|2|{z}iset|{z}lset",
+            "zrange|{z}dst|0|-1|withscores",
+            "zunionstore|{z}iset|2|{z}iset|{z}lset",
+            "type|{z}iset",
+            "zrange|{z}iset|0|-1|withscores",
+            "zunion|2|{z}str|{z}zs",
+            "zinter|2|{z}zs|{z}list",
+            "zdiffstore|{z}dst|1|{z}str",
+            "zintercard|1|{z}list",
+            "zunion|3|{z}lset|{a}zs|{a}oset|withscores",
+            "zinterstore|{a}dst|2|{a}oset|{z}lset",
+            "zrange|{a}dst|0|-1|withscores",
+        ]
+        .map(String::from),
+    );
+    for resp3 in [false, true] {
+        let (reference, target) = (&servers.reference, &servers.target);
+        reference.raw().cmd(&["flushall"]);
+        target.raw().cmd(&["flushall"]);
+        run_corpus(&corpus, (reference, target), resp3, label);
+    }
+}
+
+#[test]
+fn plain_sets_are_zset_algebra_sources_1_shard() {
+    plain_sets_as_sources("plain_sets_are_zset_algebra_sources_1_shard", 1);
+}
+
+#[test]
+fn plain_sets_are_zset_algebra_sources_2_shards() {
+    plain_sets_as_sources("plain_sets_are_zset_algebra_sources_2_shards", 2);
+}

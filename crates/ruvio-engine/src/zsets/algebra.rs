@@ -3,6 +3,7 @@
 //! options) and arithmetic (weights applied per source, NaN read as 0, sources
 //! visited smallest first as Redis sorts them, so float sums round the same).
 //!
+//! Sources are sorted sets or plain sets (members at score 1, as Redis reads them).
 //! Inputs are copied out of the keyspace before the result is built: the
 //! destination may be one of the sources, and the copy is what a cross-shard
 //! gather will send anyway.
@@ -16,6 +17,7 @@ use super::{events, redis_order, reply_pairs, resp3, zset_at};
 use crate::args::eq_ci;
 use crate::command::{CmdResult, Event, ExecCtx, Outcome::Done};
 use crate::error::CmdError;
+use crate::keyspace::EntryId;
 use crate::Engine;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -54,6 +56,24 @@ enum Output {
     Card,
 }
 
+/// A source's members with their scores: a sorted set's own, or a plain set's
+/// (any encoding) each at score 1, as Redis' `zuiInitIterator` reads a set.
+/// Anything else is WRONGTYPE.
+fn source_members(e: &Engine, db: usize, id: EntryId) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
+    let value = e.db(db).entry(id).value();
+    if let Some(set) = value.as_set() {
+        let mut digits = itoa::Buffer::new();
+        return Ok(set
+            .iter()
+            .map(|m| (m.bytes(&mut digits).to_vec(), 1.0))
+            .collect());
+    }
+    Ok(zset_at(e, db, id)?
+        .iter()
+        .map(|(m, s)| (m.to_vec(), s))
+        .collect())
+}
+
 fn generic(
     e: &mut Engine,
     ctx: &mut ExecCtx,
@@ -87,10 +107,7 @@ fn generic(
             e.lookup_read(ctx, key)
         };
         sources.push(match id {
-            Some(id) => zset_at(e, ctx.db, id)?
-                .iter()
-                .map(|(m, s)| (m.to_vec(), s))
-                .collect(),
+            Some(id) => source_members(e, ctx.db, id)?,
             None => Vec::new(),
         });
     }
