@@ -425,6 +425,189 @@ fn config_everywhere(shards: usize) {
     }
 }
 
+/// A CONFIG GET reply's (name, value) pairs, sorted: Redis 7.0 answers in the order
+/// of a dict whose hash seed is random, so only the set is defined.
+fn config_pairs(reply: &[u8]) -> Vec<(String, String)> {
+    let common::Value::Array(items) = decode(reply) else {
+        panic!("CONFIG GET answered {}", show(reply));
+    };
+    let mut pairs: Vec<(String, String)> = items
+        .chunks(2)
+        .map(|pair| (pair[0].text(), pair[1].text()))
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+/// `(name, value)` pairs from string pairs, sorted.
+fn pairs_of(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = expected
+        .iter()
+        .map(|&(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+/// CONFIG GET with several patterns answers each parameter once, under the name a
+/// plain pattern gave it (as typed) or else its own; CONFIG SET with several pairs
+/// is all or none, and its errors are Redis 7.0's: the first bad name (unknown,
+/// immutable, a duplicate) named as typed, checked before any value; then the first
+/// bad value, named in lower case; an odd argument count is a syntax error. Every
+/// connection, whichever shard it is on, sees the same values.
+fn config_several_at_once(shards: usize) {
+    let server = Server::forward(shards);
+    let mut conns: Vec<RawConn> = (0..4).map(|_| server.raw()).collect();
+    let get = |c: &mut RawConn, args: &[&str]| {
+        let mut command = vec!["CONFIG", "GET"];
+        command.extend_from_slice(args);
+        config_pairs(&c.cmd(&command))
+    };
+    let c = &mut conns[0];
+    assert_eq!(
+        get(
+            c,
+            &["maxmemory", "maxmemory-p*", "MAXMEMORY", "maxmemory-policy"]
+        ),
+        pairs_of(&[("maxmemory", "0"), ("maxmemory-policy", "noeviction")])
+    );
+    assert_eq!(
+        get(c, &["hz", "MAXMEMORY", "maxmemory"]),
+        pairs_of(&[("hz", "10"), ("MAXMEMORY", "0")])
+    );
+    assert_eq!(
+        get(
+            c,
+            &["zset-max-ziplist-entries", "zset-max-listpack-entries"]
+        ),
+        pairs_of(&[
+            ("zset-max-ziplist-entries", "128"),
+            ("zset-max-listpack-entries", "128")
+        ])
+    );
+    assert_eq!(
+        get(c, &["daemonize", "nosuch"]),
+        pairs_of(&[("daemonize", "no")])
+    );
+    assert_eq!(c.cmd(&["CONFIG", "GET", "nosuch", "no*such"]), b"*0\r\n");
+
+    let failed = |arg: &str, why: &str| {
+        format!("-ERR CONFIG SET failed (possibly related to argument '{arg}') - {why}\r\n")
+    };
+    let cases: &[(&[&str], String)] = &[
+        (
+            &["hz", "30", "maxmemory-policy", "foo"],
+            failed(
+                "maxmemory-policy",
+                "argument(s) must be one of the following: volatile-lru, volatile-lfu, \
+                 volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, \
+                 noeviction",
+            ),
+        ),
+        (
+            &["maxmemory", "10mb", "hz", "abc"],
+            failed("hz", "argument couldn't be parsed into an integer"),
+        ),
+        (
+            &["HZ", "abc"],
+            failed("hz", "argument couldn't be parsed into an integer"),
+        ),
+        (
+            &["MAXMEMORY", "abc"],
+            failed("maxmemory", "argument must be a memory value"),
+        ),
+        (
+            &["hz", "10", "HZ", "11"],
+            failed("HZ", "duplicate parameter"),
+        ),
+        (
+            &["maxmemory", "1", "maxmemory", "abc"],
+            failed("maxmemory", "duplicate parameter"),
+        ),
+        (
+            &["hz", "1", "hz", "2", "databases", "1"],
+            failed("hz", "duplicate parameter"),
+        ),
+        (
+            &["maxmemory", "10mb", "databases", "3"],
+            failed("databases", "can't set immutable config"),
+        ),
+        (
+            &["DATABASES", "1"],
+            failed("DATABASES", "can't set immutable config"),
+        ),
+        (
+            &["daemonize", "yes"],
+            failed("daemonize", "can't set immutable config"),
+        ),
+        (
+            &["databases", "3", "nosuch", "1"],
+            failed("databases", "can't set immutable config"),
+        ),
+        (
+            &["hz", "abc", "databases", "3"],
+            failed("databases", "can't set immutable config"),
+        ),
+        (
+            &["maxmemory", "10mb", "NOSUCH", "3"],
+            "-ERR Unknown option or number of arguments for CONFIG SET - 'NOSUCH'\r\n".into(),
+        ),
+        (&["hz", "10", "maxmemory"], "-ERR syntax error\r\n".into()),
+        (
+            &["hz"],
+            "-ERR wrong number of arguments for 'config|set' command\r\n".into(),
+        ),
+    ];
+    assert_eq!(
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "hz",
+            "20",
+            "maxmemory-policy",
+            "allkeys-lru"
+        ]),
+        b"+OK\r\n"
+    );
+    for (args, error) in cases {
+        let mut command = vec!["CONFIG", "SET"];
+        command.extend_from_slice(args);
+        assert_eq!(show(&c.cmd(&command)), show(error.as_bytes()), "{args:?}");
+    }
+    for c in conns.iter_mut() {
+        assert_eq!(
+            get(c, &["hz", "maxmemory", "maxmemory-policy"]),
+            pairs_of(&[
+                ("hz", "20"),
+                ("maxmemory", "0"),
+                ("maxmemory-policy", "allkeys-lru")
+            ]),
+            "a failed CONFIG SET changed nothing"
+        );
+    }
+    assert_eq!(
+        conns[1].cmd(&[
+            "CONFIG",
+            "SET",
+            "hz",
+            "10",
+            "maxmemory-policy",
+            "noeviction"
+        ]),
+        b"+OK\r\n"
+    );
+}
+
+#[test]
+fn config_several_at_once_1_shard() {
+    config_several_at_once(1);
+}
+
+#[test]
+fn config_several_at_once_2_shards() {
+    config_several_at_once(2);
+}
+
 #[test]
 fn config_everywhere_1_shard() {
     config_everywhere(1);

@@ -1,7 +1,8 @@
 //! Pub/Sub: confirmations, messages and subscribed mode byte for byte (RESP2 and
 //! RESP3), delivery and receiver counts across shards in both port modes, PUBSUB
-//! and INFO server-wide, a publisher's order kept, the `redis` crate's PubSub, and
-//! a differential run of subscribed-mode replies against redis-server.
+//! and INFO server-wide, a publisher's order kept, the `redis` crate's PubSub,
+//! Pub/Sub frames still sent under CLIENT REPLY OFF and SKIP, and a differential
+//! run of subscribed-mode replies against redis-server.
 
 mod common;
 
@@ -113,6 +114,99 @@ fn resp3_pushes_one_shard() {
 #[test]
 fn resp3_pushes_two_shards() {
     resp3_session(&Server::forward(2));
+}
+
+/// A RESP3 push frame of bulk strings.
+fn push(parts: &[&str]) -> Vec<u8> {
+    let mut frame = encode(parts);
+    frame[0] = b'>';
+    frame
+}
+
+/// A RESP3 confirmation push `[word, name, count]`.
+fn push_confirmation(word: &str, name: &str, count: i64) -> Vec<u8> {
+    let mut frame = confirmation(word, name, count);
+    frame[0] = b'>';
+    frame
+}
+
+/// CLIENT REPLY OFF and SKIP drop ordinary replies but not Pub/Sub's: confirmations
+/// and messages still arrive, RESP3 pushes and RESP2 arrays alike, as Redis 7.0
+/// sends every Pub/Sub frame as a push (`CLIENT_PUSHING`). Each dropped reply is
+/// shown dropped by the next bytes being the following frame.
+fn silenced_session(server: &Server) {
+    let mut publisher = server.raw();
+    let mut c = server.raw();
+    c.cmd(&["HELLO", "3"]);
+    c.send(&encode(&["CLIENT", "REPLY", "OFF"]));
+    c.send(&encode(&["UNSUBSCRIBE"]));
+    c.expect(b">3\r\n$11\r\nunsubscribe\r\n_\r\n:0\r\n");
+    c.send(&encode(&["SUBSCRIBE", "ch", "ch2"]));
+    c.expect(&push_confirmation("subscribe", "ch", 1));
+    c.expect(&push_confirmation("subscribe", "ch2", 2));
+    assert_eq!(publisher.cmd(&["PUBLISH", "ch", "hi"]), b":1\r\n");
+    c.expect(&push(&["message", "ch", "hi"]));
+    c.send(&encode(&["PSUBSCRIBE", "c*"]));
+    c.expect(&push_confirmation("psubscribe", "c*", 3));
+    assert_eq!(publisher.cmd(&["PUBLISH", "ch", "hi2"]), b":2\r\n");
+    c.expect(&push(&["message", "ch", "hi2"]));
+    c.expect(&push(&["pmessage", "c*", "ch", "hi2"]));
+    c.send(&encode(&["SSUBSCRIBE", "sch"]));
+    c.expect(&push_confirmation("ssubscribe", "sch", 1));
+    assert_eq!(publisher.cmd(&["SPUBLISH", "sch", "shi"]), b":1\r\n");
+    c.expect(&push(&["smessage", "sch", "shi"]));
+    // Its own publication arrives, PUBLISH's count does not; nor does PONG.
+    c.send(&encode(&["PUBLISH", "ch", "self"]));
+    c.send(&encode(&["PING"]));
+    c.expect(&push(&["message", "ch", "self"]));
+    c.expect(&push(&["pmessage", "c*", "ch", "self"]));
+    c.send(&encode(&["UNSUBSCRIBE", "ch"]));
+    c.expect(&push_confirmation("unsubscribe", "ch", 2));
+    c.send(&encode(&["PUNSUBSCRIBE"]));
+    c.expect(&push_confirmation("punsubscribe", "c*", 1));
+    c.send(&encode(&["SUNSUBSCRIBE"]));
+    c.expect(&push_confirmation("sunsubscribe", "sch", 0));
+    c.send(&encode(&["GET", "k"]));
+    c.roundtrip(&encode(&["CLIENT", "REPLY", "ON"]), b"+OK\r\n");
+    // SKIP hides the next command's reply only, never its pushes.
+    c.send(&encode(&["CLIENT", "REPLY", "SKIP"]));
+    c.send(&encode(&["SUBSCRIBE", "me"]));
+    c.expect(&push_confirmation("subscribe", "me", 2));
+    c.roundtrip(&encode(&["PING"]), b"+PONG\r\n");
+    c.send(&encode(&["CLIENT", "REPLY", "SKIP"]));
+    c.send(&encode(&["PUBLISH", "me", "x"]));
+    c.expect(&push(&["message", "me", "x"]));
+    c.roundtrip(&encode(&["PING"]), b"+PONG\r\n");
+
+    // RESP2: the same, and subscribed mode's PONG is dropped like any reply.
+    let mut c = server.raw();
+    c.send(&encode(&["CLIENT", "REPLY", "OFF"]));
+    c.send(&encode(&["SUBSCRIBE", "r2"]));
+    c.expect(&confirmation("subscribe", "r2", 1));
+    c.send(&encode(&["PING"]));
+    assert_eq!(publisher.cmd(&["PUBLISH", "r2", "m"]), b":1\r\n");
+    c.expect(&message("r2", "m"));
+    // Refused while subscribed, and the refusal dropped too.
+    c.send(&encode(&["CLIENT", "REPLY", "ON"]));
+    c.send(&encode(&["UNSUBSCRIBE"]));
+    c.expect(&confirmation("unsubscribe", "r2", 0));
+    c.send(&encode(&["UNSUBSCRIBE"]));
+    c.expect(b"*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n");
+    c.roundtrip(&encode(&["CLIENT", "REPLY", "ON"]), b"+OK\r\n");
+    c.send(&encode(&["CLIENT", "REPLY", "SKIP"]));
+    c.send(&encode(&["SUBSCRIBE", "r2"]));
+    c.expect(&confirmation("subscribe", "r2", 1));
+    c.roundtrip(&encode(&["PING"]), b"*2\r\n$4\r\npong\r\n$0\r\n\r\n");
+}
+
+#[test]
+fn silenced_replies_keep_pushes_one_shard() {
+    silenced_session(&Server::forward(1));
+}
+
+#[test]
+fn silenced_replies_keep_pushes_two_shards() {
+    silenced_session(&Server::forward(2));
 }
 
 /// RESET leaves subscribed mode and drops the subscriptions without a message.

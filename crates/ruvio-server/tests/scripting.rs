@@ -5,6 +5,7 @@
 //! keys of another node answer MOVED and keys of two slots CROSSSLOT, as Redis
 //! Cluster. Writes made by a script wake a client blocked on the key; a result table
 //! that contains itself ends in an error element instead of crashing the shard.
+//! Blocking commands in a script never block, as in Redis 7.0.
 
 mod common;
 
@@ -94,4 +95,107 @@ fn a_self_referencing_result_does_not_crash_the_shard() {
         show(&reply[..80])
     );
     assert_eq!(c.cmd(&["ping"]), b"+PONG\r\n");
+}
+
+/// `return redis.call(unpack(ARGV))` and its `pcall` twin, with their SHA1s.
+const CALL_ARGV: (&str, &str) = (
+    "return redis.call(unpack(ARGV))",
+    "3c44b7a40779a5c68a6e3920550ff76660a813aa",
+);
+const PCALL_ARGV: (&str, &str) = (
+    "return redis.pcall(unpack(ARGV))",
+    "b72d50ecdcafd5e07f3fca2060a111de46c547f9",
+);
+
+/// A script never blocks, as in Redis 7.0: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH,
+/// BZPOPMIN and BZPOPMAX are `noscript`, and BLMPOP and BZMPOP run as if timed
+/// out (a null, Lua's false) or pop what is there. Keys declared, one or two
+/// shards, RESP2 and RESP3 (checked against redis-server 7.0). Not here: Redis
+/// refuses XREAD and XREADGROUP with BLOCK in a script (`ERR XREAD command is not
+/// allowed with BLOCK option from scripts`), which Ruvio answers with a null; the
+/// check belongs in the engine's `redis.call`.
+fn blocking_commands_in_scripts(server: &Server, resp3: bool) {
+    let l1 = key_on_shard("sc-bl1-", 0, server.shards);
+    let l2 = key_on_shard("sc-bl2-", server.shards - 1, server.shards);
+    let z1 = key_on_shard("sc-bz1-", server.shards - 1, server.shards);
+    let full = key_on_shard("sc-bf-", server.shards - 1, server.shards);
+    let mut c = server.raw();
+    assert_eq!(c.cmd(&["RPUSH", &full, "a", "b"]), b":2\r\n");
+    if resp3 {
+        c.cmd(&["HELLO", "3"]);
+    }
+    let null: &[u8] = if resp3 { b"_\r\n" } else { b"$-1\r\n" };
+    let eval = |c: &mut RawConn, script: &str, keys: &[&str], argv: &[&str]| {
+        let numkeys = keys.len().to_string();
+        let mut args = vec!["EVAL", script, &numkeys];
+        args.extend_from_slice(keys);
+        args.extend_from_slice(argv);
+        c.cmd(&args)
+    };
+    for (script, sha, pcall) in [
+        (CALL_ARGV.0, CALL_ARGV.1, false),
+        (PCALL_ARGV.0, PCALL_ARGV.1, true),
+    ] {
+        let error = |text: &str| -> Vec<u8> {
+            if pcall {
+                format!("-{text}\r\n").into_bytes()
+            } else {
+                format!("-{text} script: {sha}, on @user_script:1.\r\n").into_bytes()
+            }
+        };
+        let noscript = error("ERR This Redis command is not allowed from script");
+        let one = [l1.as_str()];
+        let two = [l1.as_str(), l2.as_str()];
+        for (keys, argv) in [
+            (&one[..], &["BLPOP", &l1, "0"][..]),
+            (&two, &["BRPOP", &l1, &l2, "5"]),
+            (&two, &["BLMOVE", &l1, &l2, "LEFT", "RIGHT", "0"]),
+            (&two, &["BRPOPLPUSH", &l1, &l2, "0"]),
+            (&[z1.as_str()], &["BZPOPMIN", &z1, "0"]),
+            (&[z1.as_str()], &["BZPOPMAX", &z1, "0"]),
+            (&[full.as_str()], &["BLPOP", &full, "0"]),
+        ] {
+            let got = eval(&mut c, script, keys, argv);
+            assert_eq!(show(&got), show(&noscript), "{argv:?}");
+        }
+        let blmpop = ["BLMPOP", "0", "2", &l1, &l2, "LEFT"];
+        assert_eq!(
+            show(&eval(&mut c, script, &[&l1, &l2], &blmpop)),
+            show(null)
+        );
+        let bzmpop = ["BZMPOP", "5", "1", &z1, "MIN"];
+        assert_eq!(show(&eval(&mut c, script, &[&z1], &bzmpop)), show(null));
+        let negative = ["BLMPOP", "-1", "1", &l1, "LEFT"];
+        assert_eq!(
+            show(&eval(&mut c, script, &[&l1], &negative)),
+            show(&error("ERR timeout is negative"))
+        );
+        let popped = ["BLMPOP", "0", "1", &full, "LEFT"];
+        let element = if pcall { "b" } else { "a" };
+        assert_eq!(
+            show(&eval(&mut c, script, &[&full], &popped)),
+            show(
+                format!(
+                    "*2\r\n${}\r\n{full}\r\n*1\r\n$1\r\n{element}\r\n",
+                    full.len()
+                )
+                .as_bytes()
+            )
+        );
+    }
+    c.cmd(&["DEL", &full]);
+}
+
+#[test]
+fn blocking_commands_in_scripts_one_shard() {
+    let server = Server::forward(1);
+    blocking_commands_in_scripts(&server, false);
+    blocking_commands_in_scripts(&server, true);
+}
+
+#[test]
+fn blocking_commands_in_scripts_two_shards() {
+    let server = Server::forward(2);
+    blocking_commands_in_scripts(&server, false);
+    blocking_commands_in_scripts(&server, true);
 }

@@ -305,6 +305,86 @@ fn blocking_commands_do_not_block(server: &Server) {
     a.roundtrip(&encode(&["EXEC"]), b"*2\r\n*-1\r\n$-1\r\n");
 }
 
+/// Every blocking command inside MULTI answers at once what it would answer on
+/// a timeout, whatever its timeout (0, 5 s), with keys on one or two shards:
+/// Redis runs a queued command with `CLIENT_DENY_BLOCKING`. Its argument errors
+/// are found at EXEC, as Redis finds them. RESP2 nulls of each reply's type, RESP3
+/// `_` (checked against redis-server 7.0). (Redis 7.0's WAIT answers `:0` here, but
+/// Ruvio has no WAIT.)
+fn every_blocking_command_in_multi_answers_at_once(server: &Server, resp3: bool) {
+    let l1 = key_on_shard("tx-bl1-", 0, server.shards);
+    let l2 = key_on_shard("tx-bl2-", server.shards - 1, server.shards);
+    let z1 = key_on_shard("tx-bz1-", server.shards - 1, server.shards);
+    let z2 = key_on_shard("tx-bz2-", 0, server.shards);
+    let s1 = key_on_shard("tx-bs1-", 0, server.shards);
+    let s2 = key_on_shard("tx-bs2-", server.shards - 1, server.shards);
+    let text = key_on_shard("tx-bt-", 0, server.shards);
+    let mut a = server.raw();
+    ok(&mut a, &["SET", &text, "v"]);
+    ok(&mut a, &["XGROUP", "CREATE", &s2, "g", "$", "MKSTREAM"]);
+    if resp3 {
+        a.cmd(&["HELLO", "3"]);
+    }
+    let queue: &[&[&str]] = &[
+        &["BLPOP", &l1, "0"],
+        &["BRPOP", &l1, &l2, "5"],
+        &["BLMOVE", &l1, &l2, "LEFT", "RIGHT", "0"],
+        &["BRPOPLPUSH", &l1, &l2, "0"],
+        &["BLMPOP", "0", "2", &l1, &l2, "LEFT"],
+        &["BLMPOP", "5", "1", &l1, "RIGHT", "COUNT", "3"],
+        &["BZPOPMIN", &z1, "0"],
+        &["BZPOPMAX", &z1, &z2, "5"],
+        &["BZMPOP", "0", "2", &z1, &z2, "MIN"],
+        &["XREAD", "BLOCK", "0", "STREAMS", &s1, "$"],
+        &["XREAD", "BLOCK", "5000", "STREAMS", &s1, "0"],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            &s2,
+            ">",
+        ],
+        &["BLPOP", &l1, "-1"],
+        &["BLPOP", &l1, "abc"],
+        &["BLPOP", &text, "0"],
+        &["XREAD", "BLOCK", "-5", "STREAMS", &s1, "$"],
+    ];
+    let null = |resp2: &'static str| -> &'static str {
+        if resp3 {
+            "_\r\n"
+        } else {
+            resp2
+        }
+    };
+    let mut expected = format!("*{}\r\n", queue.len());
+    for resp2 in ["*-1\r\n", "*-1\r\n", "$-1\r\n", "$-1\r\n"] {
+        expected.push_str(null(resp2));
+    }
+    for _ in 0..8 {
+        expected.push_str(null("*-1\r\n"));
+    }
+    expected.push_str("-ERR timeout is negative\r\n");
+    expected.push_str("-ERR timeout is not a float or out of range\r\n");
+    expected.push_str("-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    expected.push_str("-ERR timeout is negative\r\n");
+    let started = std::time::Instant::now();
+    ok(&mut a, &["MULTI"]);
+    for command in queue {
+        queued(&mut a, command);
+    }
+    a.roundtrip(&encode(&["EXEC"]), expected.as_bytes());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "EXEC waited {:?}",
+        started.elapsed()
+    );
+    a.cmd(&["DEL", &text, &s2]);
+}
+
 fn client_list_and_commandstats(server: &Server) {
     let key = key_on_shard("tx-stats", 0, server.shards);
     let mut a = conn_for(server, &key);
@@ -875,6 +955,20 @@ fn forward_two_shards() {
     swapdb_beside_scripts_and_transactions(&server);
     pipelined_transactions_on_the_owner(&server);
     watch_retry_loop_loses_nothing(&server);
+}
+
+#[test]
+fn blocking_commands_in_multi_one_shard() {
+    let server = Server::forward(1);
+    every_blocking_command_in_multi_answers_at_once(&server, false);
+    every_blocking_command_in_multi_answers_at_once(&server, true);
+}
+
+#[test]
+fn blocking_commands_in_multi_two_shards() {
+    let server = Server::forward(2);
+    every_blocking_command_in_multi_answers_at_once(&server, false);
+    every_blocking_command_in_multi_answers_at_once(&server, true);
 }
 
 #[test]

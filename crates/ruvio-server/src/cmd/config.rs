@@ -343,6 +343,13 @@ const PARAMS: &[Param] = &[
         get: |_| "1".into(),
         set: None,
     },
+    // Ruvio never forks into the background; known so that CONFIG SET answers
+    // Redis' "can't set immutable config" rather than "Unknown option".
+    Param {
+        name: "daemonize",
+        get: |_| "no".into(),
+        set: None,
+    },
     Param {
         name: "shards",
         get: |c| c.cfg.shards.to_string(),
@@ -400,19 +407,29 @@ const CONFIG_SUBCOMMANDS: &[ServerCommand] = &[
         "Show helpful text about the different subcommands", "O(1)", config_help),
 ];
 
-/// `CONFIG GET pattern [pattern ...]`
+/// `CONFIG GET pattern [pattern ...]`: each parameter once, under the spelling of
+/// the first pattern that matched it when that one is a plain name (Redis 7.0 keeps
+/// the name as typed: `CONFIG GET HZ` answers `HZ`), else under its own name. A plain
+/// name is compared without case, a pattern with `[`, `*` or `?` is a glob.
 fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let matched: Vec<&Param> = PARAMS
+    let patterns: Vec<&[u8]> = args.iter().skip(2).collect();
+    let matched: Vec<(&Param, &[u8])> = PARAMS
         .iter()
-        .filter(|p| {
-            args.iter()
-                .skip(2)
-                .any(|pat| ruvio_engine::glob_match(&pat.to_ascii_lowercase(), p.name.as_bytes()))
+        .filter_map(|p| {
+            let name = p.name.as_bytes();
+            patterns.iter().find_map(|&pattern| {
+                if !pattern.iter().any(|b| matches!(b, b'[' | b'*' | b'?')) {
+                    pattern.eq_ignore_ascii_case(name).then_some((p, pattern))
+                } else {
+                    ruvio_engine::glob_match(&pattern.to_ascii_lowercase(), name)
+                        .then_some((p, name))
+                }
+            })
         })
         .collect();
     reply.map(matched.len());
-    for p in matched {
-        reply.bulk(p.name.as_bytes());
+    for (p, shown) in matched {
+        reply.bulk(shown);
         reply.bulk((p.get)(ctx.core).as_bytes());
     }
     Ok(())
@@ -420,22 +437,24 @@ fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
 
 /// `CONFIG SET parameter value [parameter value ...]`: all or nothing, as Redis 7:
 /// names are checked first, then values applied in order; when one fails, the
-/// ones applied before it get their old values back.
+/// ones applied before it get their old values back. As in Redis 7.0, a bad name
+/// (unknown, immutable, given twice) is quoted as typed, a bad value's parameter
+/// by its own name, and a name without a value is a syntax error.
 fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if !args.len().is_multiple_of(2) {
-        return Err(CmdError::WrongArity("config|set"));
+        return Err(CmdError::Syntax);
     }
     let mut changes: Vec<(&Param, ParamSetter, String)> = Vec::new();
     for pair in (2..args.len()).step_by(2) {
-        let name = args.get(pair).to_ascii_lowercase();
+        let typed = args.get(pair);
         let value = String::from_utf8_lossy(args.get(pair + 1)).into_owned();
         let param = PARAMS
             .iter()
-            .find(|p| p.name.as_bytes() == name)
-            .ok_or_else(|| CmdError::config_unknown(&name))?;
-        let set = param.set.ok_or_else(|| CmdError::config_immutable(&name))?;
+            .find(|p| p.name.as_bytes().eq_ignore_ascii_case(typed))
+            .ok_or_else(|| CmdError::config_unknown(typed))?;
+        let set = param.set.ok_or_else(|| CmdError::config_immutable(typed))?;
         if changes.iter().any(|(p, ..)| p.name == param.name) {
-            return Err(CmdError::config_duplicate(&name));
+            return Err(CmdError::config_duplicate(typed));
         }
         changes.push((param, set, value));
     }

@@ -2,7 +2,9 @@
 //! SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH and PUBSUB's subcommands. Delivery across
 //! shards is [`crate::messaging::pubsub`]'s.
 //!
-//! Confirmations are push messages (RESP3 `>`, RESP2 arrays), one per name. In
+//! Confirmations are push messages (RESP3 `>`, RESP2 arrays), one per name, sent
+//! under CLIENT REPLY OFF and SKIP too, as is a client's own message (see
+//! [`pubsub::push_sink`]). In
 //! per-shard mode the shard-channel commands are routed as Redis Cluster routes
 //! them: `MOVED` to the slot's owner, `CROSSSLOT` for names in several slots.
 
@@ -124,7 +126,15 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
 }
 
 /// One confirmation: `[word, name or null, the client's count]`.
-fn confirm(reply: &mut Reply<'_>, word: &[u8], name: Option<&[u8]>, count: usize) {
+fn confirm(
+    ctx: &mut Ctx<'_>,
+    reply: &mut Reply<'_>,
+    word: &[u8],
+    name: Option<&[u8]>,
+    count: usize,
+) {
+    let proto = reply.proto;
+    let mut reply = Reply::new(pubsub::push_sink(ctx.client, reply.out), proto);
     reply.push(3);
     reply.bulk(word);
     match name {
@@ -143,7 +153,7 @@ fn subscribe_to(
     for name in args.iter().skip(1) {
         pubsub::subscribe(ctx.core, ctx.client, ctx.who, kind, name);
         let count = ctx.client.subs.count(kind);
-        confirm(reply, kind.subscribe_word(), Some(name), count);
+        confirm(ctx, reply, kind.subscribe_word(), Some(name), count);
     }
     Ok(())
 }
@@ -161,17 +171,13 @@ fn unsubscribe_from(
         _ => args.iter().skip(1).map(<[u8]>::to_vec).collect(),
     };
     if names.is_empty() {
-        confirm(
-            reply,
-            kind.unsubscribe_word(),
-            None,
-            ctx.client.subs.count(kind),
-        );
+        let count = ctx.client.subs.count(kind);
+        confirm(ctx, reply, kind.unsubscribe_word(), None, count);
     }
     for name in names {
         pubsub::unsubscribe(ctx.core, ctx.client, ctx.who, kind, &name);
         let count = ctx.client.subs.count(kind);
-        confirm(reply, kind.unsubscribe_word(), Some(&name), count);
+        confirm(ctx, reply, kind.unsubscribe_word(), Some(&name), count);
     }
     Ok(())
 }
@@ -214,7 +220,7 @@ fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
     if ctx.core.topo.mode == PortMode::PerShard {
         check_slot(ctx, std::iter::once(args.get(1)))?;
         let caller = Caller {
-            out: &mut *reply.out,
+            out: pubsub::push_sink(ctx.client, reply.out),
             proto: reply.proto,
         };
         let (channel, message) = (args.get(1), args.get(2));
@@ -238,7 +244,7 @@ fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
 /// in order.
 fn deliver_scripts_first(ctx: &mut Ctx<'_>, reply: &mut Reply<'_>) {
     let caller = Caller {
-        out: &mut *reply.out,
+        out: pubsub::push_sink(ctx.client, reply.out),
         proto: reply.proto,
     };
     crate::scripting::host::deliver(ctx.core, ctx.conns, Some(caller));
@@ -248,7 +254,7 @@ fn deliver_scripts_first(ctx: &mut Ctx<'_>, reply: &mut Reply<'_>) {
 fn publish_to(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Kind) {
     let (channel, message) = (args.get(1), args.get(2));
     let caller = Caller {
-        out: &mut *reply.out,
+        out: pubsub::push_sink(ctx.client, reply.out),
         proto: reply.proto,
     };
     let local = pubsub::deliver_here(ctx.core, ctx.conns, kind, channel, message, Some(caller));

@@ -208,6 +208,17 @@ pub struct Caller<'a> {
     pub proto: Protocol,
 }
 
+/// Where a Pub/Sub frame for the running client goes: into its reply, or, when
+/// CLIENT REPLY OFF/SKIP drops that reply, into [`ClientState::pushes`], which the
+/// dispatcher sends all the same (as Redis sends every Pub/Sub frame as a push).
+pub fn push_sink<'a>(client: &'a mut ClientState, reply: &'a mut Vec<u8>) -> &'a mut Vec<u8> {
+    if client.reply_mode.silences() {
+        &mut client.pushes
+    } else {
+        reply
+    }
+}
+
 /// A message as RESP2 bytes: `*n` then bulk strings. RESP3 differs only in the
 /// first byte (`>`), so one encoding serves both.
 fn encode(parts: &[&[u8]]) -> Vec<u8> {

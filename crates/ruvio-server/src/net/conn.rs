@@ -29,6 +29,10 @@ pub struct ClientState {
     pub no_evict: bool,
     pub no_touch: bool,
     pub reply_mode: ReplyMode,
+    /// Pub/Sub frames (confirmations, the client's own messages) that the running
+    /// command wrote while [`ReplyMode::silences`] drops its reply: Redis sends them
+    /// all the same, so the dispatcher appends them after dropping the rest.
+    pub pushes: Vec<u8>,
     pub readonly: bool,
     pub peer: String,
     pub local: String,
@@ -127,6 +131,15 @@ pub enum ReplyMode {
     SkipNext,
     /// Drop the reply of this command (SKIP was the previous command).
     Skip,
+}
+
+impl ReplyMode {
+    /// The running command's ordinary reply is dropped. Its Pub/Sub frames are not:
+    /// Redis 7.0 writes each of them as a push (`CLIENT_PUSHING`), which CLIENT REPLY
+    /// OFF and SKIP let through, RESP2 arrays included.
+    pub fn silences(self) -> bool {
+        matches!(self, ReplyMode::Off | ReplyMode::Skip)
+    }
 }
 
 /// How the parts of one held reply combine (multi-key commands split across shards).
@@ -571,6 +584,7 @@ impl Conn {
                 no_evict: false,
                 no_touch: false,
                 reply_mode: ReplyMode::On,
+                pushes: Vec::new(),
                 readonly: false,
                 peer,
                 local,

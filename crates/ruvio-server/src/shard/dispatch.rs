@@ -302,15 +302,16 @@ fn execute(
     let first_new_slot = replies.next_seq();
     // A reply answered later (another shard, a blocked command) is dropped when it
     // arrives, even if that is before this command returns (a local part).
-    replies.silent_new = matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip);
+    replies.silent_new = client.reply_mode.silences();
     run_command(core, conns, client, replies, who, args);
     replies.silent_new = false;
     // The mode after the command decides for a reply written now: CLIENT REPLY ON
     // answers +OK although the mode was OFF when it started.
-    let silenced = matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skip);
-    if silenced && replies.next_seq() == first_new_slot {
+    if client.reply_mode.silences() && replies.next_seq() == first_new_slot {
         replies.sink().truncate(before);
     }
+    // Its Pub/Sub frames go out whatever the mode (see `ClientState::pushes`).
+    replies.sink().append(&mut client.pushes);
     if client.reply_mode == ReplyMode::Skip {
         client.reply_mode = ReplyMode::On;
     }
