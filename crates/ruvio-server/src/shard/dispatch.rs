@@ -310,8 +310,11 @@ fn execute(
     if client.reply_mode.silences() && replies.next_seq() == first_new_slot {
         replies.sink().truncate(before);
     }
-    // Its Pub/Sub frames go out whatever the mode (see `ClientState::pushes`).
-    replies.sink().append(&mut client.pushes);
+    // Its Pub/Sub frames go out whatever the mode (see `ClientState::pushes`);
+    // empty but under CLIENT REPLY OFF/SKIP, so one test on the request path.
+    if !client.pushes.is_empty() {
+        replies.sink().append(&mut client.pushes);
+    }
     if client.reply_mode == ReplyMode::Skip {
         client.reply_mode = ReplyMode::On;
     }
