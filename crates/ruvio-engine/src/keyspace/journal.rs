@@ -146,12 +146,15 @@ pub(crate) fn close_open_entry() {
 }
 
 /// The value steps the open entry's mutators recorded since the last claim become
-/// one step naming the entry, in their place among the keyspace's steps.
+/// one step naming the entry, in their place among the keyspace's steps. Pushed
+/// whether or not a command still runs: a panic in the middle of a change closes
+/// the entry only once the command has ended ([`end_command`]), and its steps
+/// must still be there to reverse.
 fn claim_value_steps() {
     let count = undo::take_pending();
     if count > 0 {
         if let Some((db, id)) = undo::open_entry() {
-            record(Step::Values { db, id, count });
+            STEPS.with_borrow_mut(|steps| steps.push(Step::Values { db, id, count }));
         }
     }
 }
