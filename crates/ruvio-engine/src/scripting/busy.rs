@@ -2,13 +2,14 @@
 //! (and FUNCTION KILL) on a thread-per-core server.
 //!
 //! Redis runs a script on its one thread and, past the threshold, answers other
-//! clients from inside the script's Lua hook. A Ruvio shard is one thread too, but
-//! it serves its own connections from its event loop, which does not run while Lua
-//! does: polling the shard's sockets from inside the hook would re-enter that loop.
-//! So the roles split by shard:
-//! - the busy shard only runs the script; a Lua count hook (every
-//!   [`HOOK_INSTRUCTIONS`] instructions, as Redis' 100,000) checks a kill request;
-//!   its own clients wait, their commands run once the script is over;
+//! clients from inside the script's Lua hook. A Ruvio shard does the same for its
+//! own clients, and the other shards help:
+//! - the busy shard runs the script; a Lua count hook (every
+//!   [`HOOK_INSTRUCTIONS`] instructions, as Redis' 100,000) checks a kill request
+//!   and, past the threshold, calls the server's [`set_serve_while_busy`] callback,
+//!   which answers the shard's other connections (`-BUSY`, SCRIPT KILL, FUNCTION
+//!   KILL, SHUTDOWN NOSAVE) without entering the shard's loop (the server's
+//!   `shard/busy.rs`);
 //! - every other shard sees the busy shard's [`ScriptWatch`] (atomics, shared by
 //!   all shards) and, past the threshold, answers `-BUSY` to a command that would
 //!   have to run on it, and serves SCRIPT KILL / FUNCTION KILL by setting its kill
@@ -263,6 +264,37 @@ thread_local! {
     static WATCHES: RefCell<Option<(Arc<ScriptWatches>, usize)>> = const { RefCell::new(None) };
     /// The run number of the script this shard runs now (0: none).
     static CURRENT_RUN: Cell<u64> = const { Cell::new(0) };
+    /// How the server answers this shard's other clients while its script is busy.
+    static SERVE_WHILE_BUSY: Cell<Option<fn()>> = const { Cell::new(None) };
+}
+
+/// Give this shard thread's scripts the server's way of answering the shard's other
+/// clients while a script runs past `busy-reply-threshold` (called from the Lua
+/// hook, so it must not run commands on the keyspace: it answers `-BUSY` and acts
+/// on SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE).
+pub fn set_serve_while_busy(serve: fn()) {
+    SERVE_WHILE_BUSY.with(|s| s.set(Some(serve)));
+}
+
+/// From the Lua hook: past the threshold, let the server answer the shard's other
+/// clients (a kill request they make is seen by the [`kill_requested`] that follows).
+pub(super) fn serve_others_if_busy() {
+    let Some(serve) = SERVE_WHILE_BUSY.with(Cell::get) else {
+        return;
+    };
+    if CURRENT_RUN.with(Cell::get) == 0 {
+        return;
+    }
+    let past_threshold = with_own(|watches, own| own.busy(watches.threshold_ms()).is_some());
+    if past_threshold == Some(true) {
+        serve();
+    }
+}
+
+/// `-BUSY` of the script running on this shard when it is past the threshold (the
+/// text of its kind), for the clients the busy shard answers itself.
+pub fn own_busy_error() -> Option<CmdError> {
+    with_own(|watches, own| own.busy(watches.threshold_ms()).map(busy_error)).flatten()
 }
 
 /// Tell this shard thread where the script watches are and which one is its own.

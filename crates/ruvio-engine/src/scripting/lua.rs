@@ -473,9 +473,12 @@ impl State {
     }
 }
 
-/// The count hook: a script SCRIPT KILL stopped raises Redis' error. The request
-/// stays, so the next check raises again: a script's `pcall` cannot swallow it.
+/// The count hook: past `busy-reply-threshold` the shard's other clients are
+/// answered first (see `busy.rs`); then a script SCRIPT KILL stopped raises Redis'
+/// error. The request stays, so the next check raises again: a script's `pcall`
+/// cannot swallow it.
 fn stop_if_killed(lua: &Lua, _: &mlua::Debug<'_>) -> mlua::Result<VmState> {
+    busy::serve_others_if_busy();
     if !busy::kill_requested() {
         return Ok(VmState::Continue);
     }

@@ -1,13 +1,15 @@
 //! The network edge: listening and accepted sockets ([`socket`]), one client
 //! connection with its read buffer, client-visible state and the reply queue that
 //! releases replies in request order ([`conn`]), the slab that indexes a shard's
-//! connections ([`slab`]), and `client-output-buffer-limit` ([`outlimit`]).
+//! connections ([`slab`]), where the slab is while a script runs ([`lent`]), and
+//! `client-output-buffer-limit` ([`outlimit`]).
 //!
 //! Shaped so because every other subsystem answers a client through a connection's
 //! reply queue (a held slot for a forwarded command, a gate for a log group), so the
 //! connection sits low: it knows bytes and slots, not what produced them.
 
 pub mod conn;
+pub mod lent;
 pub mod outlimit;
 pub mod slab;
 pub mod socket;

@@ -574,7 +574,8 @@ fn run_local(
                 .then(|| durable::open_gate(core, replies))
                 .flatten();
             let forward_shards = core.topo.mode == PortMode::Forward && core.topo.nodes.len() > 1;
-            if forward_shards && crate::mesh::script_lock::is_script(cmd.meta) {
+            let script = crate::mesh::script_lock::is_script(cmd.meta);
+            if forward_shards && script {
                 crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
                     // Not inside EXEC: borrowing would leave the queue half run
                     // while it waits (the call gets Redis Cluster's error then).
@@ -583,7 +584,13 @@ fn run_local(
                     ..Default::default()
                 });
             }
-            let ran = run_engine(core, cmd, caller, args, replies.sink());
+            let ran = if script {
+                // Lent to the hook that answers the other clients while it is busy.
+                let _lent = crate::net::lent::lend(conns);
+                run_engine(core, cmd, caller, args, replies.sink())
+            } else {
+                run_engine(core, cmd, caller, args, replies.sink())
+            };
             if let Some(gate) = gate {
                 durable::close_gate(core, replies, who, gate);
             }

@@ -194,7 +194,8 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
             continue;
         };
         let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
-        if crate::mesh::script_lock::is_script(cmd.meta) {
+        let script = crate::mesh::script_lock::is_script(cmd.meta);
+        if script {
             // It cannot start over from here, but may take the script lock.
             crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
                 may_lock_now: core.wal.is_none(),
@@ -202,7 +203,13 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
             });
         }
         // `run_engine` contains a panicking handler itself (docs/faults.md).
-        let block = run_engine(core, cmd, caller, args, &mut out);
+        let block = if script {
+            // Lent to the hook that answers the other clients while it is busy.
+            let _lent = crate::net::lent::lend(conns);
+            run_engine(core, cmd, caller, args, &mut out)
+        } else {
+            run_engine(core, cmd, caller, args, &mut out)
+        };
         match block.block {
             Some(block) => {
                 let waiter = Waiter::Remote {

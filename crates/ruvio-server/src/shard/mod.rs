@@ -12,10 +12,12 @@
 //! loop (here), its state ([`ShardCore`], in `state.rs`; [`Shared`], what every
 //! shard reads), the path from bytes to a routed command ([`dispatch`]), running a
 //! command on the keyspace and consuming its effects ([`exec`]), clients blocked on
-//! keys ([`blocking`]), CLIENT PAUSE ([`pause`]) and two shards in one thread for
-//! the fuzz targets ([`inproc`]).
+//! keys ([`blocking`]), CLIENT PAUSE ([`pause`]), the other clients answered while
+//! a script is busy ([`busy`]) and two shards in one thread for the fuzz targets
+//! ([`inproc`]).
 
 pub mod blocking;
+pub mod busy;
 pub mod dispatch;
 pub mod exec;
 pub mod inproc;
@@ -163,6 +165,13 @@ impl Shard {
 
     /// Run the shard until the process exits.
     pub async fn run(mut self) {
+        let settings = busy::Settings {
+            shard: self.core.id,
+            topo: self.core.topo.clone(),
+            announce_ip: self.core.cfg.cluster_announce_ip.clone(),
+            auth_required: self.core.cfg.requirepass.is_some(),
+        };
+        busy::install(std::os::fd::AsRawFd::as_raw_fd(&self.listener), settings);
         self.arm_accept();
         self.arm_doorbell();
         let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(RING_ENTRIES as usize);
@@ -342,7 +351,8 @@ impl Shard {
         }
     }
 
-    fn accepted(&mut self, fd: RawFd) {
+    /// Take a new connection (its slab index and generation; None when refused).
+    fn accepted(&mut self, fd: RawFd) -> Option<(u32, u32)> {
         if !self.core.shared.admit_client(self.core.cfg.maxclients) {
             // Redis answers, then closes: the client sees why.
             const FULL: &[u8] = b"-ERR max number of clients reached\r\n";
@@ -352,7 +362,7 @@ impl Shard {
                 libc::close(fd);
             }
             self.core.stats.rejected_connections += 1;
-            return;
+            return None;
         }
         let sock = crate::net::socket::adopt(fd);
         let client_id = self.core.shared.next_client_id();
@@ -366,6 +376,35 @@ impl Shard {
         self.core.stats.connections_received += 1;
         self.register_fixed_file(index, conn_gen, fd);
         self.arm_recv(index, conn_gen);
+        Some((index, conn_gen))
+    }
+
+    /// Take over what the busy-script hook left ([`busy`]): the connections it
+    /// accepted, the replies their sockets did not take whole (queued first), its
+    /// `-BUSY` answers in the error statistics.
+    fn adopt_busy_leftovers(&mut self) {
+        let left = busy::take_leftovers();
+        let refused = ruvio_engine::CmdError::Line(b"BUSY".to_vec());
+        for _ in 0..left.refused_busy {
+            self.core.stats.count_error(&refused);
+        }
+        let mut adopted = Vec::with_capacity(left.accepted.len());
+        for fd in left.accepted {
+            adopted.push((fd, self.accepted(fd)));
+        }
+        for (target, bytes) in left.unsent {
+            let who = match target {
+                busy::Target::Conn(index, gen) => Some((index, gen)),
+                busy::Target::Fresh(fd) => adopted.iter().find(|a| a.0 == fd).and_then(|a| a.1),
+            };
+            let Some((index, gen)) = who else {
+                continue;
+            };
+            if let Some(conn) = self.conns.get_mut(index, gen) {
+                conn.replies.sink().extend_from_slice(&bytes);
+                self.core.dirty.push((index, gen));
+            }
+        }
     }
 
     /// Put the socket in the ring's file table at the connection's index, so its
@@ -545,6 +584,9 @@ impl Shard {
         if ok && !paused {
             self.arm_recv(index, gen);
         }
+        if busy::has_leftovers() {
+            self.adopt_busy_leftovers();
+        }
     }
 
     fn sent(&mut self, index: u32, gen: u32, result: i32) {
@@ -713,6 +755,9 @@ impl Shard {
         for message in messages {
             messages::handle(&mut self.core, &mut self.conns, message);
         }
+        if busy::has_leftovers() {
+            self.adopt_busy_leftovers();
+        }
     }
 
     fn ship_outbox(&mut self) {
@@ -852,6 +897,8 @@ impl Shard {
     /// Background work: publish gauges, expire keys in a small slice.
     fn tick(&mut self) {
         self.next_tick_ms = self.core.now_ms + TICK.as_millis() as u64;
+        // CONFIG SET requirepass reaches the clients a busy script's hook accepts.
+        busy::set_auth_required(self.core.cfg.requirepass.is_some());
         if std::mem::take(&mut self.accept_failed) {
             self.arm_accept();
         }

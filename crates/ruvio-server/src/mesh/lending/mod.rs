@@ -598,6 +598,8 @@ fn finish_with(
             if locked {
                 script_may_borrow_now(op.plan.len() <= 1);
             }
+            // Lent to the hook that answers the other clients while a script is busy.
+            let _lent = script.then(|| crate::net::lent::lend(conns));
             run_engine(core, op.cmd, caller, op.argv.args(), &mut out)
         }
     };

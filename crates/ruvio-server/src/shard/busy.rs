@@ -1,0 +1,494 @@
+//! The busy shard's other clients, answered while its script runs past
+//! `busy-reply-threshold`, as Redis answers them from inside its Lua hook.
+//!
+//! A shard serves its connections from its loop, and the loop does not run while
+//! Lua does: without this, every client of the busy shard would hang until the
+//! script ends, SCRIPT KILL and SHUTDOWN NOSAVE included. So the engine's count
+//! hook calls [`serve`] past the threshold, and it answers them without entering
+//! the loop and without touching the keyspace:
+//! - `-BUSY` (the EVAL or the function text) to every command Redis refuses so,
+//!   after the checks Redis makes first (unknown command, arity, NOAUTH, and in
+//!   per-shard mode `-MOVED` / `-CROSSSLOT`); inside MULTI the transaction is
+//!   flagged, and EXEC discards it as Redis' does;
+//! - SCRIPT KILL and FUNCTION KILL act at once (the hook raises the kill right
+//!   after), SHUTDOWN NOSAVE ends the process, SHUTDOWN without it is `-BUSY`.
+//!
+//! What it may touch, and why it is safe:
+//! - The connections: while a script command runs, the shard lends its slab
+//!   (`net::lent`; the running connection is already out of it), so the hook
+//!   reaches them without a second reference to the shard. It serves only a connection
+//!   that is quiet: nothing unparsed in its input, no reply queued, held or being
+//!   sent, not blocked, paused, subscribed in RESP2 or silenced by CLIENT REPLY.
+//!   Then what it writes cannot overtake an earlier reply, and what it reads
+//!   cannot overtake earlier input.
+//! - The sockets, by plain non-blocking system calls, not the shard's ring: the
+//!   ring's receive armed on a connection copies nothing until the loop next
+//!   enters the ring (its task work is deferred, `DEFER_TASKRUN`), and a receive
+//!   woken for bytes taken here finds none and waits again. Commands are peeked
+//!   first and only the whole ones answered here are taken off the socket; the
+//!   first command it may not answer (MULTI, WATCH, AUTH, HELLO, FUNCTION STATS,
+//!   QUIT, a partial one ...) stops it there for that connection: it and what
+//!   follows wait for the loop, as before.
+//! - New connections: accepted from the shard's listener directly (the ring's
+//!   accept is deferred the same way) and served as fresh clients; the loop adopts
+//!   them after the script ([`take_leftovers`]).
+//!
+//! A reply the socket would not take whole is kept for the loop, which queues it
+//! before anything else of that connection; the connection is then not served
+//! again until the script ends.
+
+use crate::cluster::topology::Topology;
+use crate::cmd::registry::{registry, Command, Handler};
+use crate::config::PortMode;
+use crate::net::conn::{ClientState, Conn, ReplyMode};
+use ruvio_engine::command::flags::{ALLOW_BUSY, NO_AUTH};
+use ruvio_engine::command::CommandTree;
+use ruvio_engine::slot::key_slot;
+use ruvio_engine::CmdError;
+use ruvio_resp::{Args, CommandParser, Limits, Parsed, Protocol, Reply};
+use std::cell::{Cell, RefCell};
+use std::os::fd::RawFd;
+use std::sync::Arc;
+
+/// Bytes of one connection's input looked at per hook call: a client's commands
+/// while a script is busy are short (PING, SCRIPT KILL); a longer one waits.
+const PEEK_BYTES_MAX: usize = 16 << 10;
+/// Reply bytes one hook call writes to one connection, at most: the socket takes
+/// them whole (its send buffer is larger), the rest of the input waits a call.
+const OUT_BYTES_MAX: usize = 4 << 10;
+
+/// New connections taken per hook call, so a flood of connects cannot hold the
+/// script (the hook runs again within about a millisecond).
+const ACCEPTS_PER_CALL_MAX: usize = 16;
+/// Connections accepted here before the loop adopts them, at most: past it new
+/// clients wait in the listen queue, as they would for the loop.
+const ACCEPTED_MAX: usize = 1024;
+
+/// Where a reply the socket did not take whole goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A connection of the slab: index and generation.
+    Conn(u32, u32),
+    /// A connection accepted here, by its descriptor.
+    Fresh(RawFd),
+}
+
+/// What the loop takes over once the script command is done.
+#[derive(Default)]
+pub struct Leftovers {
+    /// Connections accepted while the script was busy, to adopt.
+    pub accepted: Vec<RawFd>,
+    /// Replies the socket did not take whole, queued before anything else.
+    pub unsent: Vec<(Target, Vec<u8>)>,
+    /// Commands answered `-BUSY` here (the shard's error statistics count them).
+    pub refused_busy: u64,
+}
+
+/// The shard's part: its listener, what its answers depend on, and the buffers of
+/// one hook call.
+struct Pump {
+    listener: RawFd,
+    settings: Settings,
+    parser: CommandParser,
+    peeked: Vec<u8>,
+    out: Vec<u8>,
+    /// Connections not to serve again while this script runs: their next command
+    /// is for the loop, or the loop holds part of a reply for them.
+    stopped: Vec<Target>,
+    leftovers: Leftovers,
+}
+
+thread_local! {
+    static PUMP: RefCell<Option<Pump>> = const { RefCell::new(None) };
+    /// Something is in [`Leftovers`] (one read per loop step to know).
+    static HAS_LEFTOVERS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// What the answers depend on besides the command.
+pub struct Settings {
+    /// Which shard this is among `topo`'s (MOVED and CROSSSLOT in per-shard mode).
+    pub shard: usize,
+    pub topo: Arc<Topology>,
+    /// `cluster-announce-ip` (the host MOVED names).
+    pub announce_ip: String,
+    /// New clients must authenticate (`requirepass`).
+    pub auth_required: bool,
+}
+
+/// Set this shard thread up (at shard start): its listener and settings.
+pub fn install(listener: RawFd, settings: Settings) {
+    PUMP.with_borrow_mut(|p| {
+        *p = Some(Pump {
+            listener,
+            settings,
+            parser: CommandParser::new(),
+            peeked: Vec::new(),
+            out: Vec::new(),
+            stopped: Vec::new(),
+            leftovers: Leftovers::default(),
+        })
+    });
+    ruvio_engine::scripting::set_serve_while_busy(serve);
+}
+
+/// Whether new clients must authenticate now (the loop renews it on its tick).
+pub fn set_auth_required(required: bool) {
+    PUMP.with_borrow_mut(|p| {
+        if let Some(pump) = p.as_mut() {
+            pump.settings.auth_required = required;
+        }
+    });
+}
+
+/// True when the hook left something for the loop ([`take_leftovers`]).
+#[inline]
+pub fn has_leftovers() -> bool {
+    HAS_LEFTOVERS.with(Cell::get)
+}
+
+/// What the hook left for the loop; the next script starts with every connection
+/// served again.
+pub fn take_leftovers() -> Leftovers {
+    HAS_LEFTOVERS.with(|h| h.set(false));
+    PUMP.with_borrow_mut(|p| {
+        let Some(pump) = p.as_mut() else {
+            return Leftovers::default();
+        };
+        pump.stopped.clear();
+        std::mem::take(&mut pump.leftovers)
+    })
+}
+
+/// The engine's hook, past the threshold: answer what the shard's other clients
+/// sent since the last call.
+fn serve() {
+    let Some(busy) = ruvio_engine::scripting::own_busy_error() else {
+        return;
+    };
+    let left = PUMP.with_borrow_mut(|p| {
+        let pump = p.as_mut()?;
+        pump.accept_new();
+        crate::net::lent::with_lent(|conns| {
+            for (index, conn) in conns.iter_mut() {
+                let target = Target::Conn(index, conn.gen);
+                if is_quiet(conn) && !pump.stopped.contains(&target) {
+                    pump.serve_one(conn.client.fd, Some(&mut conn.client), target, &busy);
+                }
+            }
+        });
+        for i in 0..pump.leftovers.accepted.len() {
+            let fd = pump.leftovers.accepted[i];
+            if !pump.stopped.contains(&Target::Fresh(fd)) {
+                pump.serve_one(fd, None, Target::Fresh(fd), &busy);
+            }
+        }
+        let l = &pump.leftovers;
+        let any = !l.accepted.is_empty() || !l.unsent.is_empty() || l.refused_busy > 0;
+        // The stopped list is cleared with the leftovers, for the next script.
+        Some(any || !pump.stopped.is_empty())
+    });
+    if left == Some(true) {
+        HAS_LEFTOVERS.with(|h| h.set(true));
+    }
+}
+
+/// A connection whose next bytes may be answered here (see the module doc).
+fn is_quiet(conn: &Conn) -> bool {
+    let client = &conn.client;
+    conn.recv_in_flight
+        && !conn.send_in_flight
+        && !conn.shut
+        && conn.sending.len() == conn.send_offset
+        && conn.input.len() == conn.input_start
+        && conn.replies.pending_bytes() == 0
+        && !conn.replies.is_holding()
+        && !client.closing
+        && !client.paused
+        && client.blocked.is_none()
+        && client.exec_rest.is_none()
+        && client.borrowing_tx.is_none()
+        && client.reply_mode == ReplyMode::On
+        && client.pushes.is_empty()
+        && !(client.proto == Protocol::Resp2 && client.subs.active())
+}
+
+/// What became of one command read while the script is busy.
+enum Answer {
+    /// Answered (its reply written).
+    Replied,
+    /// Answered `-BUSY`.
+    Busy,
+    /// Left, with what follows, for the loop.
+    Stop,
+}
+
+impl Pump {
+    /// Accept the connections waiting on the shard's listener (a few per call).
+    fn accept_new(&mut self) {
+        for _ in 0..ACCEPTS_PER_CALL_MAX {
+            if self.leftovers.accepted.len() >= ACCEPTED_MAX || !readable(self.listener) {
+                return;
+            }
+            // SAFETY: accept4 on the shard's listening socket, with no address out.
+            let fd = unsafe {
+                libc::accept4(
+                    self.listener,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return;
+            }
+            self.leftovers.accepted.push(fd);
+        }
+    }
+
+    /// Answer the whole commands waiting on `fd`, up to the first that must wait for
+    /// the loop. `client` is the connection's state (None: accepted here, a fresh
+    /// client).
+    fn serve_one(
+        &mut self,
+        fd: RawFd,
+        mut client: Option<&mut ClientState>,
+        target: Target,
+        busy: &CmdError,
+    ) {
+        self.peeked.resize(PEEK_BYTES_MAX, 0);
+        // SAFETY: a peek into our own buffer of that length.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                self.peeked.as_mut_ptr().cast(),
+                self.peeked.len(),
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        if n <= 0 {
+            // Nothing yet, or the client is gone: the loop sees its end.
+            return;
+        }
+        self.peeked.truncate(n as usize);
+        self.out.clear();
+        let authenticated = client
+            .as_ref()
+            .map_or(!self.settings.auth_required, |c| c.authenticated);
+        let proto = client.as_ref().map_or(Protocol::Resp2, |c| c.proto);
+        let limits = Limits::default();
+        let mut consumed = 0;
+        while consumed < self.peeked.len() && self.out.len() < OUT_BYTES_MAX {
+            self.parser.reset();
+            let Ok(Parsed::Complete {
+                args,
+                consumed: used,
+            }) = self.parser.peek(&self.peeked[consumed..], &limits)
+            else {
+                // Partial, or a protocol error: the loop reads it as before.
+                self.stopped.push(target);
+                break;
+            };
+            if !args.is_empty() {
+                let mut reply = Reply::new(&mut self.out, proto);
+                let asked = Asked {
+                    args,
+                    authenticated,
+                    settings: &self.settings,
+                };
+                match answer(asked, client.as_deref_mut(), busy, &mut reply) {
+                    Answer::Replied => {}
+                    Answer::Busy => self.leftovers.refused_busy += 1,
+                    Answer::Stop => {
+                        self.stopped.push(target);
+                        break;
+                    }
+                }
+            }
+            consumed += used;
+        }
+        if consumed > 0 {
+            discard(fd, consumed);
+            self.send(fd, target);
+        }
+    }
+
+    /// Write the replies to `fd`; what the socket does not take is left for the
+    /// loop, and the connection is not served again while this script runs.
+    fn send(&mut self, fd: RawFd, target: Target) {
+        let mut sent = 0;
+        while sent < self.out.len() {
+            // SAFETY: writing bytes of our own buffer to the client's socket.
+            let n = unsafe {
+                libc::send(
+                    fd,
+                    self.out[sent..].as_ptr().cast(),
+                    self.out.len() - sent,
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+            if n <= 0 {
+                break;
+            }
+            sent += n as usize;
+        }
+        if sent < self.out.len() {
+            let rest = self.out[sent..].to_vec();
+            self.leftovers.unsent.push((target, rest));
+            self.stopped.push(target);
+        }
+    }
+}
+
+/// Take `bytes` already peeked off the socket.
+fn discard(fd: RawFd, bytes: usize) {
+    let mut scratch = [0u8; 1024];
+    let mut left = bytes;
+    while left > 0 {
+        let take = left.min(scratch.len());
+        // SAFETY: bytes we peeked are there to be taken; into our own buffer.
+        let got = unsafe { libc::recv(fd, scratch.as_mut_ptr().cast(), take, libc::MSG_DONTWAIT) };
+        if got <= 0 {
+            return;
+        }
+        left -= got as usize;
+    }
+}
+
+/// One command read while the script is busy, with what its answer depends on.
+struct Asked<'a> {
+    args: Args<'a>,
+    authenticated: bool,
+    settings: &'a Settings,
+}
+
+/// Redis' answer to a command while a script is busy (its checks in its order:
+/// unknown command, arity, NOAUTH, cluster redirection, then -BUSY unless the
+/// command is allowed then), written to `reply`.
+fn answer(
+    asked: Asked<'_>,
+    mut client: Option<&mut ClientState>,
+    busy: &CmdError,
+    reply: &mut Reply<'_>,
+) -> Answer {
+    let Asked {
+        args,
+        authenticated,
+        settings,
+    } = asked;
+    let refuse = |client: Option<&mut ClientState>, e: &CmdError, reply: &mut Reply<'_>| {
+        if let Some(client) = client {
+            crate::transactions::multi::flag_refused(client);
+        }
+        e.write(reply);
+        Answer::Replied
+    };
+    let Some(cmd) = registry().lookup(args.get(0)) else {
+        return refuse(client, &CmdError::unknown_command(args), reply);
+    };
+    if !cmd.meta.arity_ok(args.len()) {
+        return refuse(client, &CmdError::WrongArity(cmd.meta.name), reply);
+    }
+    if !authenticated && !cmd.meta.has(NO_AUTH) {
+        return refuse(client, &CmdError::NoAuth, reply);
+    }
+    let row: &Command = match cmd.resolve(args) {
+        Ok(row) => row,
+        Err(e) => return refuse(client, &e, reply),
+    };
+    let local = client.as_ref().map_or("", |c| c.local.as_str());
+    if let Some(e) = redirection(settings, row, args, local) {
+        return refuse(client, &e, reply);
+    }
+    match row.meta.name {
+        "script|kill" | "function|kill" => {
+            match ruvio_engine::scripting::kill(row.meta.name == "function|kill") {
+                Ok(()) => reply.ok(),
+                Err(e) => e.write(reply),
+            }
+            Answer::Replied
+        }
+        "shutdown" => {
+            // Redis' shutdownCommand: its flags parsed, then only NOSAVE ends it.
+            let known = [&b"nosave"[..], b"save", b"now", b"force", b"abort"];
+            let flags = args.tail(1);
+            if !flags
+                .iter()
+                .all(|a| known.iter().any(|k| a.eq_ignore_ascii_case(k)))
+            {
+                CmdError::Syntax.write(reply);
+                return Answer::Replied;
+            }
+            if !flags.iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
+                busy.write(reply);
+                return Answer::Busy;
+            }
+            eprintln!("ruvio: SHUTDOWN NOSAVE while a script is busy, exiting");
+            std::process::exit(0);
+        }
+        "exec" => {
+            let in_multi = client.as_ref().is_some_and(|c| c.multi.is_some());
+            let Some(client) = client.as_deref_mut().filter(|_| in_multi) else {
+                busy.write(reply);
+                return Answer::Busy;
+            };
+            if !client.watching.is_empty() {
+                // Unwatching needs the keyspace's tables: after the script.
+                return Answer::Stop;
+            }
+            // Redis' execCommandAbort: the transaction is discarded.
+            client.multi = None;
+            let message = busy.message();
+            CmdError::quoted(
+                "EXECABORT Transaction discarded because of: ",
+                message.as_bytes(),
+                "",
+            )
+            .write(reply);
+            Answer::Busy
+        }
+        _ if row.meta.has(ALLOW_BUSY) => Answer::Stop,
+        _ => {
+            refuse(client, busy, reply);
+            Answer::Busy
+        }
+    }
+}
+
+/// Per-shard mode: Redis Cluster's `-MOVED` for a key of another shard, or
+/// `-CROSSSLOT` (as `dispatch::route` decides them).
+fn redirection(
+    settings: &Settings,
+    row: &Command,
+    args: Args<'_>,
+    local: &str,
+) -> Option<CmdError> {
+    let topo = &settings.topo;
+    if topo.mode != PortMode::PerShard || !matches!(row.handler, Some(Handler::Engine(_))) {
+        return None;
+    }
+    let mut positions = row.meta.keys.positions(args).into_iter();
+    let slot = key_slot(args.get(positions.next()?));
+    if positions.any(|p| key_slot(args.get(p)) != slot) {
+        return Some(CmdError::CrossSlot);
+    }
+    let owner = topo.owner(slot);
+    (owner != settings.shard).then(|| CmdError::Moved {
+        slot,
+        host: topo
+            .announced_host(&settings.announce_ip, local)
+            .to_string(),
+        port: topo.nodes[owner].port,
+    })
+}
+
+/// True when the listening socket has a connection waiting (without waiting).
+fn readable(fd: RawFd) -> bool {
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd of our own, no timeout.
+    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+    ready > 0 && poll.revents & libc::POLLIN != 0
+}

@@ -1,0 +1,214 @@
+//! A long script never freezes its own shard: past `busy-reply-threshold` the busy
+//! shard's other connections (open before the script, or new) get `-BUSY`, their
+//! MULTI is flagged and EXEC aborts, SCRIPT KILL / FUNCTION KILL from them stop
+//! the script, SHUTDOWN NOSAVE from them ends the server, a partial command is
+//! left for after the script. With 1 and 2 shards in forward mode and 2 in
+//! per-shard mode. The replies are the same with `RUVIO_TEST_TARGET=redis` (one
+//! redis-server, or a Redis cluster for per-shard mode), which checks them against
+//! Redis.
+
+mod common;
+
+use common::*;
+use std::time::{Duration, Instant};
+
+/// The threshold the tests set, ms (short, so the tests are quick).
+const THRESHOLD_MS: u64 = 100;
+const BUSY: &[u8] =
+    b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+const BUSY_FUNCTION: &[u8] =
+    b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n";
+const KILLED: &[u8] = b"-ERR Script killed by user with SCRIPT KILL...";
+
+/// A connection served by the shard that will run the script (shard 0; any
+/// connection of a Redis).
+fn on_busy_shard(server: &Server, mode: PortMode) -> RawConn {
+    match (server.kind, mode) {
+        (Target::Ruvio, PortMode::Forward) => conn_on_shard(server, 0),
+        _ => RawConn::connect(server.shard_port(0)),
+    }
+}
+
+/// Set the threshold, start `body` (no keys) on the busy shard from a connection
+/// of its own, and wait past the threshold. Gives the runner back.
+fn start_busy(server: &Server, mode: PortMode, body: &str) -> RawConn {
+    let mut runner = on_busy_shard(server, mode);
+    let ms = THRESHOLD_MS.to_string();
+    assert_eq!(
+        runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
+        b"+OK\r\n"
+    );
+    runner.send(&encode(&["eval", body, "0"]));
+    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    runner
+}
+
+/// Ask with `conn` until the reply is not `busy` (the script has ended), within 5 s.
+fn until_not_busy(conn: &mut RawConn, args: &[&str], busy: &[u8]) -> Vec<u8> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let reply = conn.cmd(args);
+        if reply != busy || Instant::now() > deadline {
+            return reply;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The servers each test runs against: forward mode with 1 and 2 shards, per-shard
+/// mode with 2 (for Redis: one server, then a cluster).
+fn servers() -> Vec<(Server, PortMode)> {
+    match target() {
+        Target::Ruvio => vec![
+            (Server::ruvio(PortMode::Forward, 1), PortMode::Forward),
+            (Server::ruvio(PortMode::Forward, 2), PortMode::Forward),
+            (Server::ruvio(PortMode::PerShard, 2), PortMode::PerShard),
+        ],
+        Target::Redis => vec![
+            (Server::forward(1), PortMode::Forward),
+            (Server::per_shard(2), PortMode::PerShard),
+        ],
+    }
+}
+
+#[test]
+fn the_busy_shards_own_clients_are_answered_and_can_kill_the_script() {
+    for (server, mode) in servers() {
+        let mut witness = on_busy_shard(&server, mode);
+        let mut in_multi = on_busy_shard(&server, mode);
+        let mut later = on_busy_shard(&server, mode);
+        let (a, b) = (key_on_shard("a", 0, 2), key_on_shard("b", 0, 2));
+        assert_eq!(in_multi.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(in_multi.cmd(&["set", &a, "1"]), b"+QUEUED\r\n");
+        let mut runner = start_busy(&server, mode, "while true do end");
+        assert_eq!(
+            witness.cmd(&["ping"]),
+            BUSY,
+            "{mode:?}: a client of the busy shard"
+        );
+        // Pipelined: every command answered, in order.
+        let mut pipeline = encode(&["ping"]);
+        pipeline.extend(encode(&["get", &a]));
+        witness.send(&pipeline);
+        assert_eq!(witness.read_reply(), BUSY);
+        assert_eq!(witness.read_reply(), BUSY);
+        if mode == PortMode::PerShard {
+            // Redis Cluster's redirection comes before -BUSY.
+            let elsewhere = key_on_shard("x", 1, 2);
+            let moved = witness.cmd(&["get", &elsewhere]);
+            assert!(moved.starts_with(b"-MOVED "), "{}", show(&moved));
+            assert_eq!(
+                witness.cmd(&["mget", &a, &elsewhere]),
+                b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
+            );
+        }
+        // Redis' checks before -BUSY.
+        assert_eq!(
+            witness.cmd(&["nosuch"]),
+            b"-ERR unknown command 'nosuch', with args beginning with: \r\n"
+        );
+        assert_eq!(
+            witness.cmd(&["get"]),
+            b"-ERR wrong number of arguments for 'get' command\r\n"
+        );
+        // A new connection is served too.
+        let mut fresh = RawConn::connect(server.shard_port(0));
+        assert_eq!(fresh.cmd(&["ping"]), BUSY, "{mode:?}: a new connection");
+        // MULTI: the command refused flags it, EXEC discards it.
+        assert_eq!(in_multi.cmd(&["set", &b, "2"]), BUSY);
+        let mut discarded = b"-EXECABORT Transaction discarded because of: ".to_vec();
+        discarded.extend_from_slice(&BUSY[1..]);
+        assert_eq!(in_multi.cmd(&["exec"]), discarded, "{mode:?}: EXEC");
+        // Half a command waits for the end of the script.
+        fresh.send(b"*1\r\n$4\r\nPI");
+        // MULTI is allowed while busy: Redis runs it, Ruvio's busy shard after the
+        // script; either way its reply comes, then the next command's.
+        later.send(&encode(&["multi"]));
+        assert_eq!(witness.cmd(&["script", "kill"]), b"+OK\r\n");
+        let reply = runner.read_reply();
+        assert!(
+            reply.starts_with(KILLED) && contains(&reply, b"on @user_script:1.\r\n"),
+            "{mode:?}: the killed script's caller: {}",
+            show(&reply)
+        );
+        assert_eq!(until_not_busy(&mut witness, &["ping"], BUSY), b"+PONG\r\n");
+        fresh.send(b"NG\r\n");
+        assert_eq!(fresh.read_reply(), b"+PONG\r\n");
+        assert_eq!(in_multi.cmd(&["exec"]), b"-ERR EXEC without MULTI\r\n");
+        assert_eq!(in_multi.cmd(&["get", &a]), b"$-1\r\n");
+        assert_eq!(later.read_reply(), b"+OK\r\n");
+        assert_eq!(later.cmd(&["discard"]), b"+OK\r\n");
+        assert_eq!(runner.cmd(&["ping"]), b"+PONG\r\n");
+        // The next busy script: the connections stopped before are answered again.
+        runner.send(&encode(&["eval", "while true do end", "0"]));
+        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        assert_eq!(later.cmd(&["ping"]), BUSY, "{mode:?}: a second script");
+        assert_eq!(fresh.cmd(&["script", "kill"]), b"+OK\r\n");
+        assert!(runner.read_reply().starts_with(KILLED));
+    }
+}
+
+#[test]
+fn function_kill_from_the_busy_shard() {
+    for (server, mode) in servers() {
+        let spin =
+            "#!lua name=spin\nredis.register_function('spin', function()\n  while true do end\nend)";
+        let ports: Vec<u16> = match mode {
+            PortMode::Forward => vec![server.port()],
+            PortMode::PerShard => (0..2).map(|i| server.shard_port(i)).collect(),
+        };
+        for port in ports {
+            // Per-shard mode: every node holds the library, as a cluster client loads it.
+            let mut c = RawConn::connect(port);
+            assert_eq!(c.cmd(&["function", "load", spin]), bulk("spin").as_bytes());
+        }
+        let mut witness = on_busy_shard(&server, mode);
+        let mut runner = on_busy_shard(&server, mode);
+        let ms = THRESHOLD_MS.to_string();
+        assert_eq!(
+            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
+            b"+OK\r\n"
+        );
+        runner.send(&encode(&["fcall", "spin", "0"]));
+        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        assert_eq!(witness.cmd(&["ping"]), BUSY_FUNCTION, "{mode:?}");
+        assert_eq!(witness.cmd(&["script", "kill"]), BUSY_FUNCTION);
+        assert_eq!(witness.cmd(&["function", "kill"]), b"+OK\r\n");
+        assert_eq!(
+            runner.read_reply(),
+            b"-ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:3.\r\n"
+        );
+        assert_eq!(
+            until_not_busy(&mut witness, &["ping"], BUSY_FUNCTION),
+            b"+PONG\r\n"
+        );
+    }
+}
+
+#[test]
+fn a_script_that_wrote_is_unkillable_and_shutdown_nosave_from_its_shard_ends_the_server() {
+    for (mut server, mode) in servers() {
+        if mode == PortMode::PerShard && server.kind == Target::Redis {
+            // One node of a cluster would end; the others go on.
+            continue;
+        }
+        let mut witness = on_busy_shard(&server, mode);
+        let body = format!(
+            "redis.call('set', '{}', 'x') while true do end",
+            key_on_shard("written", 0, 2)
+        );
+        let _runner = start_busy(&server, mode, &body);
+        assert_eq!(
+            witness.cmd(&["script", "kill"]),
+            b"-UNKILLABLE Sorry the script already executed write commands against the dataset. \
+              You can either wait the script termination or kill the server in a hard way using \
+              the SHUTDOWN NOSAVE command.\r\n"
+        );
+        assert_eq!(witness.cmd(&["shutdown"]), BUSY);
+        witness.send(&encode(&["shutdown", "nosave"]));
+        assert!(
+            server.wait_exit(Duration::from_secs(10)).is_some(),
+            "{mode:?}: SHUTDOWN NOSAVE ended the server"
+        );
+    }
+}
