@@ -135,6 +135,27 @@ impl Blocking {
         }
     }
 
+    /// Every key of `db` with waiters may have become ready (SWAPDB brought
+    /// another database's keys in): each is looked at again, as Redis'
+    /// scanDatabaseForReadyKeys.
+    pub fn signal_db(&mut self, db: usize) {
+        let keys: Vec<Vec<u8>> = self
+            .by_key
+            .keys()
+            .filter(|(d, _)| *d == db)
+            .map(|(_, key)| key.clone())
+            .collect();
+        for key in keys {
+            self.signal(db, &key);
+        }
+    }
+
+    /// Some written key has waiters to look at.
+    #[inline]
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
     /// The next written key with waiters, if any.
     pub fn take_ready(&mut self) -> Option<(usize, Vec<u8>)> {
         (!self.ready.is_empty()).then(|| self.ready.remove(0))

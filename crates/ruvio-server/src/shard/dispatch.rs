@@ -612,7 +612,11 @@ fn run_local(
                 };
                 exec::park(core, waiter, caller, args, block);
             }
-            exec::serve_ready(core, conns);
+            if !client.in_exec {
+                // Inside EXEC the clients blocked on its keys are served after the
+                // whole queue, which re-checks the keys then (Redis' handleClientsBlockedOnKeys).
+                exec::serve_ready(core, conns);
+            }
             Ok(())
         }
         Some(Handler::Server(handler)) => {

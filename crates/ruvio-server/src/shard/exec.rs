@@ -145,6 +145,12 @@ pub fn run_engine(
     {
         note_swapped_dbs(core, args);
     }
+    if !core.blocking.is_empty()
+        && crate::mesh::lending::swaps_dbs(cmd)
+        && matches!(outcome, Ok(Outcome::Done))
+    {
+        signal_swapped_dbs(core, args);
+    }
     if may_borrow {
         core.outbox = crate::mesh::script_lock::give_back_outbox();
     }
@@ -226,6 +232,16 @@ fn note_swapped_dbs(core: &mut ShardCore, args: Args<'_>) {
     let index = |at: usize| crate::cmd::connection::select_index(&core.engine, args.get(at));
     if let (Ok(a), Ok(b)) = (index(1), index(2)) {
         core.lending.swap_dbs(a, b);
+    }
+}
+
+/// SWAPDB `a` `b` ran: clients blocked on keys of either database are looked at
+/// again (the keys there now may serve them).
+fn signal_swapped_dbs(core: &mut ShardCore, args: Args<'_>) {
+    let index = |at: usize| crate::cmd::connection::select_index(&core.engine, args.get(at));
+    if let (Ok(a), Ok(b)) = (index(1), index(2)) {
+        core.blocking.signal_db(a);
+        core.blocking.signal_db(b);
     }
 }
 
@@ -388,6 +404,12 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             let Some(cmd) = registry().lookup(argv.args().get(0)) else {
                 continue;
             };
+            if !serves_waiter(core, cmd, db, &key) {
+                // A list written over by a string (LPUSH, DEL, SET in one EXEC)
+                // keeps its BLPOP waiting, as Redis 7.0 serves only the waiters
+                // of the type the key holds.
+                continue;
+            }
             let mut out = Vec::new();
             let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
             if let Some(block) = run_engine(core, cmd, caller, argv.args(), &mut out).block {
@@ -399,6 +421,21 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             release_served(core, conns, ticket, out, filling_before);
         }
     }
+}
+
+/// Whether `key` of `db` holds the type blocked command `cmd` waits for (or
+/// nothing: the command then finds it missing and waits again).
+fn serves_waiter(core: &ShardCore, cmd: &Command, db: usize, key: &[u8]) -> bool {
+    let Some(entry) = core.engine.peek_entry(db, key, core.now_ms) else {
+        return true;
+    };
+    let waits_for = match cmd.meta.name {
+        "blpop" | "brpop" | "blmove" | "brpoplpush" | "blmpop" => "list",
+        "bzpopmin" | "bzpopmax" | "bzmpop" => "zset",
+        "xread" | "xreadgroup" => "stream",
+        _ => return true,
+    };
+    entry.value().value_type().name() == waits_for
 }
 
 /// Answer every blocked client whose deadline has passed with a null array.

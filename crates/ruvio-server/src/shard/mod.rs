@@ -189,6 +189,11 @@ impl Shard {
                 self.complete(data, result, flags);
             }
             self.take_mesh_messages();
+            if self.core.blocking.has_ready() {
+                // Keys written by another shard's run here (a SWAPDB or a script
+                // under the script lock, run from its spin) wake their waiters now.
+                crate::shard::exec::serve_ready(&mut self.core, &mut self.conns);
+            }
             crate::mesh::lending::resume_parked_for_lock(&mut self.core, &mut self.conns);
             crate::shard::exec::expire_blocked(&mut self.core, &mut self.conns);
             crate::shard::exec::expire_fill_leases(&mut self.core, &mut self.conns);

@@ -791,6 +791,9 @@ pub fn continue_exec(
         wal.end_atomic();
     }
     client.in_exec = false;
+    // Clients blocked on the keys it wrote see the state after the queue, never
+    // one in between: an LPUSH then a DEL of the key wakes nobody.
+    crate::shard::exec::serve_ready(core, conns);
     if rest.next < rest.commands.len() {
         client.exec_rest = Some(rest);
     }
