@@ -237,6 +237,7 @@ fn note_swapped_dbs(core: &mut ShardCore, args: Args<'_>) {
 
 /// SWAPDB `a` `b` ran: clients blocked on keys of either database are looked at
 /// again (the keys there now may serve them).
+#[cold]
 fn signal_swapped_dbs(core: &mut ShardCore, args: Args<'_>) {
     let index = |at: usize| crate::cmd::connection::select_index(&core.engine, args.get(at));
     if let (Ok(a), Ok(b)) = (index(1), index(2)) {

@@ -386,7 +386,9 @@ impl Shard {
 
     /// Take over what the busy-script hook left ([`busy`]): the connections it
     /// accepted, the replies their sockets did not take whole (queued first), its
-    /// `-BUSY` answers in the error statistics.
+    /// `-BUSY` answers in the error statistics. Cold: only after a busy script.
+    #[cold]
+    #[inline(never)]
     fn adopt_busy_leftovers(&mut self) {
         let left = busy::take_leftovers();
         let refused = ruvio_engine::CmdError::Line(b"BUSY".to_vec());
