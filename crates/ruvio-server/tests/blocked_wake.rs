@@ -141,6 +141,40 @@ const SCENARIOS: &[Scenario] = &[
         after: &[&["zcard", "{k}zset"]],
     },
     Scenario {
+        name: "XADD then DEL in one EXEC keeps XREAD waiting",
+        waiter_db: None,
+        blocking: &["xread", "block", "0", "streams", "{k}stream", "$"],
+        writes: &[
+            &["multi"],
+            &["xadd", "{k}stream", "1-1", "f", "v"],
+            &["del", "{k}stream"],
+            &["exec"],
+        ],
+        after: &[&["xadd", "{k}stream", "2-1", "f", "w"]],
+    },
+    Scenario {
+        name: "XREADGROUP whose stream becomes a string in one EXEC",
+        waiter_db: None,
+        blocking: &[
+            "xreadgroup",
+            "group",
+            "g",
+            "c",
+            "block",
+            "0",
+            "streams",
+            "{k}group",
+            ">",
+        ],
+        writes: &[
+            &["multi"],
+            &["del", "{k}group"],
+            &["set", "{k}group", "str"],
+            &["exec"],
+        ],
+        after: &[&["get", "{k}group"]],
+    },
+    Scenario {
         name: "SWAPDB wakes a client blocked on a key it brings in",
         waiter_db: Some("1"),
         blocking: &["blpop", "{k}list", "0"],
@@ -154,6 +188,8 @@ fn run(port: u16, scenario: &Scenario) -> Vec<String> {
     let mut writer = RawConn::connect(port);
     let mut transcript = Vec::new();
     writer.cmd(&["flushall"]);
+    // The group XREADGROUP scenarios wait in.
+    writer.cmd(&["xgroup", "create", "{k}group", "g", "$", "mkstream"]);
     let mut waiter = Waiter::connect(port);
     if let Some(db) = scenario.waiter_db {
         waiter.send(&["select", db]);

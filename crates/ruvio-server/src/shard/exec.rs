@@ -433,7 +433,9 @@ fn serves_waiter(core: &ShardCore, cmd: &Command, db: usize, key: &[u8]) -> bool
     let waits_for = match cmd.meta.name {
         "blpop" | "brpop" | "blmove" | "brpoplpush" | "blmpop" => "list",
         "bzpopmin" | "bzpopmax" | "bzmpop" => "zset",
-        "xread" | "xreadgroup" => "stream",
+        // XREADGROUP runs again whatever the key holds: Redis 7.0 answers its
+        // blocked client `-UNBLOCKED the stream key no longer exists` then.
+        "xread" => "stream",
         _ => return true,
     };
     entry.value().value_type().name() == waits_for
