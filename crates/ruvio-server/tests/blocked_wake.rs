@@ -153,6 +153,18 @@ const SCENARIOS: &[Scenario] = &[
         after: &[&["xadd", "{k}stream", "2-1", "f", "w"]],
     },
     Scenario {
+        name: "XREAD woken by several XADDs in one EXEC gets them all",
+        waiter_db: None,
+        blocking: &["xread", "block", "0", "streams", "{k}stream", "$"],
+        writes: &[
+            &["multi"],
+            &["xadd", "{k}stream", "1-1", "f", "v"],
+            &["xadd", "{k}stream", "2-1", "f", "w"],
+            &["exec"],
+        ],
+        after: &[&["xlen", "{k}stream"]],
+    },
+    Scenario {
         name: "XREADGROUP whose stream becomes a string in one EXEC",
         waiter_db: None,
         blocking: &[
