@@ -31,7 +31,10 @@ const TARGETS = [
     prefixes: TAGGED, cluster: true },
 ];
 
-for (const target of TARGETS) {
+// `BULLMQ_TARGETS` (a substring of a target's name) runs those targets only: the
+// soak script (scripts/bullmq_soak.sh) repeats one subtest on one target.
+const only = process.env.BULLMQ_TARGETS;
+for (const target of TARGETS.filter((t) => !only || t.name.includes(only))) {
   describe(`BullMQ on ${target.name}`, () => {
     let server;
     const closers = [];

@@ -10,15 +10,13 @@
 
 mod common;
 
+use common::busy::*;
 use common::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const SHARDS: usize = 2;
 /// The threshold the tests set, ms (short, so the tests are quick).
 const THRESHOLD_MS: u64 = 100;
-const BUSY: &[u8] =
-    b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
-const KILLED: &[u8] = b"-ERR Script killed by user with SCRIPT KILL...";
 
 /// CONFIG SET busy-reply-threshold to [`THRESHOLD_MS`] through `conn`.
 fn set_busy_threshold(conn: &mut RawConn) {
@@ -39,18 +37,6 @@ fn start_busy_script(server: &Server, body: &str) -> (RawConn, RawConn, String) 
     runner.send(&encode(&["eval", body, "1", &key]));
     std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
     (runner, other, key)
-}
-
-/// Ask with `conn` until the reply is not `-BUSY` (the script has ended), within 5 s.
-fn until_not_busy(conn: &mut RawConn, args: &[&str]) -> Vec<u8> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let reply = conn.cmd(args);
-        if reply != BUSY || Instant::now() > deadline {
-            return reply;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -76,7 +62,7 @@ fn script_kill_stops_a_busy_script_and_others_see_busy() {
         "the killed script's caller: {}",
         show(&reply)
     );
-    assert_eq!(until_not_busy(&mut other, &["get", &key]), b"$-1\r\n");
+    assert_eq!(until_not_busy(&mut other, &["get", &key], BUSY), b"$-1\r\n");
     assert_eq!(other.cmd(&["exec"]), b"-ERR EXEC without MULTI\r\n");
     assert_eq!(
         other.cmd(&["script", "kill"]),
@@ -109,7 +95,7 @@ fn a_killed_script_that_caught_the_error_writes_nothing() {
         "{}",
         show(&reply)
     );
-    assert_eq!(until_not_busy(&mut other, &["get", &key]), b"$-1\r\n");
+    assert_eq!(until_not_busy(&mut other, &["get", &key], BUSY), b"$-1\r\n");
 }
 
 #[test]
@@ -127,12 +113,7 @@ fn a_script_that_wrote_is_unkillable_and_shutdown_nosave_ends_the_server() {
     let mut server = Server::forward(SHARDS);
     let body = "redis.call('set', KEYS[1], 'x') while true do end";
     let (_runner, mut other, _) = start_busy_script(&server, body);
-    assert_eq!(
-        other.cmd(&["script", "kill"]),
-        b"-UNKILLABLE Sorry the script already executed write commands against the dataset. \
-          You can either wait the script termination or kill the server in a hard way using \
-          the SHUTDOWN NOSAVE command.\r\n"
-    );
+    assert_eq!(other.cmd(&["script", "kill"]), UNKILLABLE);
     assert_eq!(other.cmd(&["shutdown"]), BUSY);
     other.send(&encode(&["shutdown", "nosave"]));
     assert!(
@@ -239,7 +220,7 @@ fn function_stats_shows_the_running_function() {
         show(&reply)
     );
     assert_eq!(
-        until_not_busy(&mut other, &["function", "stats"]),
+        until_not_busy(&mut other, &["function", "stats"], BUSY),
         stats_idle()
     );
 }
@@ -253,5 +234,8 @@ fn function_stats_is_busy_while_an_eval_script_is() {
     assert!(runner.read_reply().starts_with(KILLED));
     let idle = b"*4\r\n$14\r\nrunning_script\r\n$-1\r\n$7\r\nengines\r\n*2\r\n$3\r\nLUA\r\n\
                  *4\r\n$15\r\nlibraries_count\r\n:0\r\n$15\r\nfunctions_count\r\n:0\r\n";
-    assert_eq!(until_not_busy(&mut other, &["function", "stats"]), idle);
+    assert_eq!(
+        until_not_busy(&mut other, &["function", "stats"], BUSY),
+        idle
+    );
 }

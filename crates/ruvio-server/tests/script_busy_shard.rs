@@ -9,17 +9,12 @@
 
 mod common;
 
+use common::busy::*;
 use common::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The threshold the tests set, ms (short, so the tests are quick).
 const THRESHOLD_MS: u64 = 100;
-const BUSY: &[u8] =
-    b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
-const BUSY_FUNCTION: &[u8] =
-    b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n";
-const KILLED: &[u8] = b"-ERR Script killed by user with SCRIPT KILL...";
-
 /// A connection served by the shard that will run the script (shard 0; any
 /// connection of a Redis).
 fn on_busy_shard(server: &Server, mode: PortMode) -> RawConn {
@@ -41,18 +36,6 @@ fn start_busy(server: &Server, mode: PortMode, body: &str) -> RawConn {
     runner.send(&encode(&["eval", body, "0"]));
     std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
     runner
-}
-
-/// Ask with `conn` until the reply is not `busy` (the script has ended), within 5 s.
-fn until_not_busy(conn: &mut RawConn, args: &[&str], busy: &[u8]) -> Vec<u8> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let reply = conn.cmd(args);
-        if reply != busy || Instant::now() > deadline {
-            return reply;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The servers each test runs against: forward mode with 1 and 2 shards, per-shard
@@ -198,12 +181,7 @@ fn a_script_that_wrote_is_unkillable_and_shutdown_nosave_from_its_shard_ends_the
             key_on_shard("written", 0, 2)
         );
         let _runner = start_busy(&server, mode, &body);
-        assert_eq!(
-            witness.cmd(&["script", "kill"]),
-            b"-UNKILLABLE Sorry the script already executed write commands against the dataset. \
-              You can either wait the script termination or kill the server in a hard way using \
-              the SHUTDOWN NOSAVE command.\r\n"
-        );
+        assert_eq!(witness.cmd(&["script", "kill"]), UNKILLABLE);
         assert_eq!(witness.cmd(&["shutdown"]), BUSY);
         witness.send(&encode(&["shutdown", "nosave"]));
         assert!(

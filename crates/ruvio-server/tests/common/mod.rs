@@ -23,6 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+pub mod busy;
 mod diff;
 // Each test binary compiles this module; the ones without a differential run leave
 // these unused.

@@ -1,0 +1,31 @@
+//! What the long-script tests share (`script_busy.rs`, `script_busy_shard.rs`):
+//! Redis' replies while a script is busy, and waiting for the script's end.
+
+use super::RawConn;
+use std::time::{Duration, Instant};
+
+/// `-BUSY` while an EVAL script runs past `busy-reply-threshold`.
+pub const BUSY: &[u8] =
+    b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+/// `-BUSY` while a function runs past the threshold.
+pub const BUSY_FUNCTION: &[u8] =
+    b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n";
+/// The start of the killed script's caller's error.
+pub const KILLED: &[u8] = b"-ERR Script killed by user with SCRIPT KILL...";
+/// SCRIPT KILL of a script that wrote.
+pub const UNKILLABLE: &[u8] =
+    b"-UNKILLABLE Sorry the script already executed write commands against the dataset. \
+      You can either wait the script termination or kill the server in a hard way using \
+      the SHUTDOWN NOSAVE command.\r\n";
+
+/// Ask with `conn` until the reply is not `busy` (the script has ended), within 5 s.
+pub fn until_not_busy(conn: &mut RawConn, args: &[&str], busy: &[u8]) -> Vec<u8> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let reply = conn.cmd(args);
+        if reply != busy || Instant::now() > deadline {
+            return reply;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
