@@ -58,6 +58,10 @@ pub mod flags {
     /// Redis' `no_async_loading`: refused while a replica loads asynchronously
     /// (SAVE); listed for COMMAND INFO.
     pub const NO_ASYNC_LOADING: u32 = 1 << 20;
+    /// Ruvio's own: a container whose subcommands Redis' command table does not list
+    /// (DEBUG): an unknown subcommand and a wrong argument count both answer Redis'
+    /// `addReplySubcommandSyntaxError`, as the container's one handler does there.
+    pub const SUBCOMMANDS_UNLISTED: u32 = 1 << 21;
 
     /// Redis' flag names, in the order COMMAND INFO lists them.
     pub const NAMES: &[(u32, &str)] = &[
@@ -825,14 +829,16 @@ pub trait CommandTree: Sized {
             return Ok(self);
         }
         let name = args.get(1);
+        let unlisted = self.meta().has(flags::SUBCOMMANDS_UNLISTED);
         let sub = subs
             .iter()
-            .find(|s| name.eq_ignore_ascii_case(s.meta().subcommand_name().as_bytes()))
-            .ok_or_else(|| CmdError::unknown_subcommand(name, self.meta().name))?;
-        if !sub.meta().arity_ok(args.len()) {
-            return Err(CmdError::WrongArity(sub.meta().name));
+            .find(|s| name.eq_ignore_ascii_case(s.meta().subcommand_name().as_bytes()));
+        match sub {
+            Some(sub) if sub.meta().arity_ok(args.len()) => Ok(sub),
+            _ if unlisted => Err(CmdError::subcommand_syntax(name, self.meta().name)),
+            Some(sub) => Err(CmdError::WrongArity(sub.meta().name)),
+            None => Err(CmdError::unknown_subcommand(name, self.meta().name)),
         }
-        Ok(sub)
     }
 }
 

@@ -1,7 +1,9 @@
-//! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, EXPORT-RDB, SHARD, HELP).
+//! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, SET-ACTIVE-EXPIRE,
+//! EXPORT-RDB, SHARD, HELP).
 //!
 //! Redis' DEBUG is a grab bag for its test suite; Ruvio implements what clients'
-//! tests use (PROTOCOL: one reply of each RESP type; SLEEP: a blocked shard), its
+//! tests use (PROTOCOL: one reply of each RESP type; SLEEP: a blocked shard;
+//! SET-ACTIVE-EXPIRE: expired keys stay until read), its
 //! own EXPORT-RDB, which writes the keyspace as a Redis RDB file, and its own
 //! SHARD, the shard serving the connection (tests that need a connection on a
 //! given shard).
@@ -13,11 +15,13 @@ use crate::mesh::gather::{Gather, Then};
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// The DEBUG family's table (its subcommands are `DEBUG_SUBCOMMANDS`).
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
-    command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+    command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | SUBCOMMANDS_UNLISTED, KeySpec::NONE,
+        ["admin", "slow", "dangerous"],
         "server", "1.0.0", "A container for debugging commands.", "Depends on subcommand.",
         subcommands = DEBUG_SUBCOMMANDS),
 ];
@@ -31,6 +35,9 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
     command!("debug|protocol", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0", "Reply with a test value of a RESP type", "O(1)",
         debug_protocol),
+    command!("debug|set-active-expire", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "Turn the active expiry of keys off (0) or on", "O(1)", debug_set_active_expire),
     command!("debug|help", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "Show helpful text about the different subcommands", "O(1)", debug_help),
     command!("debug|shard", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
@@ -51,6 +58,53 @@ fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
     }
     reply.ok();
     Ok(())
+}
+
+/// `DEBUG SET-ACTIVE-EXPIRE <0|1>`: with 0 no key is expired in the background
+/// (a read still expires it), as Redis' `active_expire_enabled`; the argument is
+/// read as C's `atoi` reads it (anything but a non-zero number turns it off). In
+/// forward mode every shard follows (one server); in per-shard mode the node only.
+fn debug_set_active_expire(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let enabled = atoi(args.get(2)) != 0;
+    let flags = &ctx.core.shared.active_expire;
+    match ctx.core.cfg.port_mode {
+        PortMode::Forward => flags.iter().for_each(|f| f.store(enabled, Relaxed)),
+        PortMode::PerShard => flags[ctx.core.id].store(enabled, Relaxed),
+    }
+    reply.ok();
+    Ok(())
+}
+
+/// C's `atoi`: leading spaces, a sign, then digits up to the first other byte (0
+/// when there are none); wrapping as the C library does on overflow.
+fn atoi(bytes: &[u8]) -> i64 {
+    let mut rest = bytes
+        .iter()
+        .skip_while(|b| b.is_ascii_whitespace())
+        .peekable();
+    let negative = match rest.peek() {
+        Some(b'-') => {
+            rest.next();
+            true
+        }
+        Some(b'+') => {
+            rest.next();
+            false
+        }
+        _ => false,
+    };
+    let value = rest.take_while(|b| b.is_ascii_digit()).fold(0i64, |n, &d| {
+        n.wrapping_mul(10).wrapping_add(i64::from(d - b'0'))
+    });
+    if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    }
 }
 
 /// `DEBUG SHARD`: the index of the shard serving this connection.
@@ -135,6 +189,10 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
             "    true, false.",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "    Setting it to 0 disables expiring keys in background when they are not",
+            "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+            "    default.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
             "EXPORT-RDB <path>",

@@ -909,9 +909,11 @@ impl Shard {
         if std::mem::take(&mut self.accept_failed) {
             self.arm_accept();
         }
-        self.core
-            .engine
-            .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
+        if self.core.shared.active_expire[self.core.id].load(Relaxed) {
+            self.core
+                .engine
+                .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
+        }
         crate::messaging::notify::queue_expired(&mut self.core);
         let stats = &mut self.core.stats;
         stats.ops.tick(self.core.now_ms, stats.commands);

@@ -10,7 +10,7 @@
 
 use crate::stats::{ShardGauges, StatTables};
 use ahash::AHashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -43,6 +43,8 @@ pub struct Shared {
     pub loading: crate::persistence::loading::LoadingState,
     /// The script lock and the scripts known to need it (see `script_lock`).
     pub script_lock: crate::mesh::script_lock::ScriptLock,
+    /// Per shard: keys are expired in the background (DEBUG SET-ACTIVE-EXPIRE).
+    pub active_expire: Vec<AtomicBool>,
 }
 
 impl Shared {
@@ -67,6 +69,7 @@ impl Shared {
             exit: Default::default(),
             loading: crate::persistence::loading::LoadingState::new(shards),
             script_lock: Default::default(),
+            active_expire: (0..shards).map(|_| AtomicBool::new(true)).collect(),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,
