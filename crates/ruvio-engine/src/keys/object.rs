@@ -65,7 +65,7 @@ const OBJECT_HELP: &[&str] = &[
     "    <key>.",
 ];
 
-/// MEMORY HELP's lines.
+/// MEMORY HELP's lines: Redis' for the subcommands Ruvio has (not STATS).
 const MEMORY_HELP: &[&str] = &[
     "DOCTOR",
     "    Return memory problems reports.",
@@ -73,8 +73,6 @@ const MEMORY_HELP: &[&str] = &[
     "    Return internal statistics report from the memory allocator.",
     "PURGE",
     "    Attempt to purge dirty pages for reclamation by the allocator.",
-    "STATS",
-    "    Return information about the memory usage of the server.",
     "USAGE <key> [SAMPLES <count>]",
     "    Return memory in bytes used by <key> and its value. Nested values are",
     "    sampled up to <count> times (default: 5, 0 means sample all).",
