@@ -259,3 +259,56 @@ fn command_info_and_getkeys_match_redis() {
         );
     }
 }
+
+/// The names a COMMAND LIST reply holds.
+fn listed_names(conn: &mut RawConn, args: &[&str]) -> std::collections::BTreeSet<String> {
+    let mut call = vec!["command", "list"];
+    call.extend_from_slice(args);
+    match decode(&conn.cmd(&call)) {
+        Value::Array(names) => names.iter().map(Value::text).collect(),
+        other => panic!("COMMAND LIST {args:?}: {other:?}"),
+    }
+}
+
+/// COMMAND LIST lists subcommands by their full names, and FILTERBY keeps the same
+/// ones as Redis' among the commands and subcommands both servers have.
+#[test]
+fn command_list_and_its_filters_match_redis() {
+    let Some(_) = require_redis_server("command_list_and_its_filters_match_redis") else {
+        return;
+    };
+    let redis = Server::redis();
+    let ruvio = Server::ruvio(PortMode::Forward, 1);
+    let (mut r, mut o) = (redis.raw(), ruvio.raw());
+    let both: std::collections::BTreeSet<String> = listed_names(&mut r, &[])
+        .intersection(&listed_names(&mut o, &[]))
+        .cloned()
+        .collect();
+    assert!(
+        both.contains("client|list") && both.contains("config|get"),
+        "{both:?}"
+    );
+    for filter in [
+        &["filterby", "pattern", "client*"][..],
+        &["filterby", "pattern", "CONFIG|*"],
+        &["filterby", "pattern", "*get*"],
+        &["filterby", "aclcat", "admin"],
+        &["filterby", "aclcat", "pubsub"],
+        &["filterby", "aclcat", "STRING"],
+        &["filterby", "aclcat", "nosuchcategory"],
+        &["filterby", "module", "nosuchmodule"],
+    ] {
+        let (in_redis, in_ruvio) = (listed_names(&mut r, filter), listed_names(&mut o, filter));
+        for name in &both {
+            assert_eq!(
+                in_ruvio.contains(name),
+                in_redis.contains(name),
+                "COMMAND LIST {filter:?}: {name}"
+            );
+        }
+    }
+    assert_eq!(
+        o.cmd(&["command", "list", "filterby", "nosuch", "x"]),
+        r.cmd(&["command", "list", "filterby", "nosuch", "x"])
+    );
+}

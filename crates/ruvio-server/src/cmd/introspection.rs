@@ -154,7 +154,8 @@ fn getkeys(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
     Ok(())
 }
 
-/// `COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]`
+/// `COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]`: every
+/// command and subcommand the filter keeps.
 fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let filter: Box<dyn Fn(&Command) -> bool> = match args.len() {
         2 => Box::new(|_| true),
@@ -176,9 +177,15 @@ fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
         }
         _ => return Err(CmdError::Syntax),
     };
+    // Subcommands by their full names (`client|list`), as Redis 7.0 lists them;
+    // DEBUG's are not in Redis' table, so not listed.
     let names: Vec<&str> = registry()
         .commands
         .iter()
+        .flat_map(|c| {
+            let listed = !c.meta.has(flags::SUBCOMMANDS_UNLISTED);
+            std::iter::once(c).chain(c.subcommands.iter().filter(move |_| listed))
+        })
         .filter(|c| filter(c))
         .map(|c| c.meta.name)
         .collect();
