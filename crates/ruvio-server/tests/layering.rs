@@ -314,7 +314,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("messaging/notify.rs", "shard"),
     ("messaging/pubsub.rs", "mesh"),
     ("messaging/pubsub.rs", "shard"),
-    ("net/conn.rs", "mesh"),
     ("net/conn.rs", "messaging"),
     ("net/conn.rs", "transactions"),
     ("persistence/durable.rs", "cmd"),

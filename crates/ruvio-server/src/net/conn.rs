@@ -57,7 +57,7 @@ pub struct ClientState {
     /// Between MULTI and EXEC: the queued commands (see [`crate::transactions::multi`]).
     pub multi: Option<crate::transactions::multi::Queued>,
     /// Keys this client watches, `(db, key)`, and the epoch of those watches.
-    pub watching: Vec<crate::mesh::lending::DbKey>,
+    pub watching: Vec<(usize, Vec<u8>)>,
     pub watch_epoch: u64,
     /// Running EXEC's queue: commands do not block.
     pub in_exec: bool,
