@@ -265,14 +265,15 @@ thread_local! {
     /// The run number of the script this shard runs now (0: none).
     static CURRENT_RUN: Cell<u64> = const { Cell::new(0) };
     /// How the server answers this shard's other clients while its script is busy.
-    static SERVE_WHILE_BUSY: Cell<Option<fn()>> = const { Cell::new(None) };
+    static SERVE_WHILE_BUSY: Cell<Option<fn(&CmdError)>> = const { Cell::new(None) };
 }
 
 /// Give this shard thread's scripts the server's way of answering the shard's other
 /// clients while a script runs past `busy-reply-threshold` (called from the Lua
-/// hook, so it must not run commands on the keyspace: it answers `-BUSY` and acts
-/// on SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE).
-pub fn set_serve_while_busy(serve: fn()) {
+/// hook with the `-BUSY` of the running script's kind, so it must not run commands
+/// on the keyspace: it answers `-BUSY` and acts on SCRIPT KILL, FUNCTION KILL and
+/// SHUTDOWN NOSAVE).
+pub fn set_serve_while_busy(serve: fn(&CmdError)) {
     SERVE_WHILE_BUSY.with(|s| s.set(Some(serve)));
 }
 
@@ -285,16 +286,10 @@ pub(super) fn serve_others_if_busy() {
     if CURRENT_RUN.with(Cell::get) == 0 {
         return;
     }
-    let past_threshold = with_own(|watches, own| own.busy(watches.threshold_ms()).is_some());
-    if past_threshold == Some(true) {
-        serve();
+    let busy = with_own(|watches, own| own.busy(watches.threshold_ms()).map(busy_error));
+    if let Some(busy) = busy.flatten() {
+        serve(&busy);
     }
-}
-
-/// `-BUSY` of the script running on this shard when it is past the threshold (the
-/// text of its kind), for the clients the busy shard answers itself.
-pub fn own_busy_error() -> Option<CmdError> {
-    with_own(|watches, own| own.busy(watches.threshold_ms()).map(busy_error)).flatten()
 }
 
 /// Tell this shard thread where the script watches are and which one is its own.

@@ -45,7 +45,7 @@ use crate::command::{
 use crate::error::CmdError;
 use crate::Engine;
 
-pub use busy::{kill, own_busy_error, set_script_watches, set_serve_while_busy, ScriptWatches};
+pub use busy::{kill, set_script_watches, set_serve_while_busy, ScriptWatches};
 pub use lua::set_local_slots;
 pub use lua::take_start_over;
 pub use server_cmds::{

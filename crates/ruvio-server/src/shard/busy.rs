@@ -159,12 +159,9 @@ pub fn take_leftovers() -> Leftovers {
     })
 }
 
-/// The engine's hook, past the threshold: answer what the shard's other clients
-/// sent since the last call.
-fn serve() {
-    let Some(busy) = ruvio_engine::scripting::own_busy_error() else {
-        return;
-    };
+/// The engine's hook, past the threshold (`busy`: the running script's `-BUSY`):
+/// answer what the shard's other clients sent since the last call.
+fn serve(busy: &CmdError) {
     let left = PUMP.with_borrow_mut(|p| {
         let pump = p.as_mut()?;
         pump.accept_new();
@@ -172,14 +169,14 @@ fn serve() {
             for (index, conn) in conns.iter_mut() {
                 let target = Target::Conn(index, conn.gen);
                 if is_quiet(conn) && !pump.stopped.contains(&target) {
-                    pump.serve_one(conn.client.fd, Some(&mut conn.client), target, &busy);
+                    pump.serve_one(conn.client.fd, Some(&mut conn.client), target, busy);
                 }
             }
         });
         for i in 0..pump.leftovers.accepted.len() {
             let fd = pump.leftovers.accepted[i];
             if !pump.stopped.contains(&Target::Fresh(fd)) {
-                pump.serve_one(fd, None, Target::Fresh(fd), &busy);
+                pump.serve_one(fd, None, Target::Fresh(fd), busy);
             }
         }
         let l = &pump.leftovers;

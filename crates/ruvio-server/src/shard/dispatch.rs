@@ -584,11 +584,9 @@ fn run_local(
                     ..Default::default()
                 });
             }
-            let ran = if script {
-                // Lent to the hook that answers the other clients while it is busy.
-                let _lent = crate::net::lent::lend(conns);
-                run_engine(core, cmd, caller, args, replies.sink())
-            } else {
+            let ran = {
+                // Lent to the hook that answers the other clients while a script is busy.
+                let _lent = script.then(|| crate::net::lent::lend(conns));
                 run_engine(core, cmd, caller, args, replies.sink())
             };
             if let Some(gate) = gate {

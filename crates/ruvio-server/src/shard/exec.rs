@@ -139,17 +139,11 @@ pub fn run_engine(
             Err(CmdError::InternalPanic(cmd.meta.name))
         }
     };
-    if core.lending.any_lent()
+    if (core.lending.any_lent() || !core.blocking.is_empty())
         && crate::mesh::lending::swaps_dbs(cmd)
         && matches!(outcome, Ok(Outcome::Done))
     {
-        note_swapped_dbs(core, args);
-    }
-    if !core.blocking.is_empty()
-        && crate::mesh::lending::swaps_dbs(cmd)
-        && matches!(outcome, Ok(Outcome::Done))
-    {
-        signal_swapped_dbs(core, args);
+        swapped_dbs(core, args);
     }
     if may_borrow {
         core.outbox = crate::mesh::script_lock::give_back_outbox();
@@ -226,21 +220,17 @@ pub fn run_engine(
     finish_ran(core, &mut ctx, block, modified, ended)
 }
 
-/// A SWAPDB ran here while keys were out on loan: those of its two databases
-/// come back into the other one ([`crate::mesh::lending::Lending::swap_dbs`]).
-fn note_swapped_dbs(core: &mut ShardCore, args: Args<'_>) {
-    let index = |at: usize| crate::cmd::connection::select_index(&core.engine, args.get(at));
-    if let (Ok(a), Ok(b)) = (index(1), index(2)) {
-        core.lending.swap_dbs(a, b);
-    }
-}
-
-/// SWAPDB `a` `b` ran: clients blocked on keys of either database are looked at
-/// again (the keys there now may serve them).
+/// SWAPDB `a` `b` ran: the keys out on loan are renamed
+/// ([`crate::mesh::lending::Lending::swap_dbs`])
+/// and the clients blocked on keys of either database are looked at again (the
+/// keys there now may serve them). Cold: SWAPDB with loans or waiters.
 #[cold]
-fn signal_swapped_dbs(core: &mut ShardCore, args: Args<'_>) {
+fn swapped_dbs(core: &mut ShardCore, args: Args<'_>) {
     let index = |at: usize| crate::cmd::connection::select_index(&core.engine, args.get(at));
     if let (Ok(a), Ok(b)) = (index(1), index(2)) {
+        if core.lending.any_lent() {
+            core.lending.swap_dbs(a, b);
+        }
         core.blocking.signal_db(a);
         core.blocking.signal_db(b);
     }

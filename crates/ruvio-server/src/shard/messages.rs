@@ -203,11 +203,9 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
             });
         }
         // `run_engine` contains a panicking handler itself (docs/faults.md).
-        let block = if script {
-            // Lent to the hook that answers the other clients while it is busy.
-            let _lent = crate::net::lent::lend(conns);
-            run_engine(core, cmd, caller, args, &mut out)
-        } else {
+        let block = {
+            // Lent to the hook that answers the other clients while a script is busy.
+            let _lent = script.then(|| crate::net::lent::lend(conns));
             run_engine(core, cmd, caller, args, &mut out)
         };
         match block.block {
