@@ -670,6 +670,10 @@ impl<'a> Args<'a> {
             spans: &self.spans[from.min(self.spans.len())..],
         }
     }
+    /// Bytes of every argument together (CLIENT LIST's `argv-mem`).
+    pub fn byte_len(&self) -> usize {
+        self.spans.iter().map(|&(s, e)| (e - s) as usize).sum()
+    }
     /// Iterate over all arguments.
     pub fn iter(&self) -> ArgsIter<'a> {
         ArgsIter {
@@ -786,6 +790,16 @@ impl ArgsBatch {
     /// True when the batch holds no command.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
+    }
+
+    /// Arguments of every command together.
+    pub fn arg_count(&self) -> usize {
+        self.args.spans.len()
+    }
+
+    /// Bytes of every argument together.
+    pub fn arg_bytes(&self) -> usize {
+        self.args.base.len()
     }
 
     /// Command `i` (in the order pushed), if there is one.

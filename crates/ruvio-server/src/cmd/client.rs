@@ -10,7 +10,7 @@ use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::change::ConfigChange;
 use crate::config::PortMode;
 use crate::mesh::gather::Gather;
-use crate::net::conn::{ClientState, Conn, Merge, ReplyMode};
+use crate::net::conn::{BufferUse, ClientState, Conn, Described, Merge, ReplyMode};
 use crate::net::slab::Slab;
 use crate::shard::ShardCore;
 use ruvio_engine::command::{command, flags::*, reply_help};
@@ -144,19 +144,34 @@ pub enum ClientQuery {
 pub fn answer(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
-    caller: Option<&mut ClientState>,
+    caller: Option<Caller<'_>>,
     query: &ClientQuery,
 ) -> Vec<u8> {
     let now = core.now_ms;
     let mut out = Vec::new();
+    let (caller, caller_argv_bytes) = match caller {
+        Some(Caller { client, argv_bytes }) => (Some(client), argv_bytes),
+        None => (None, 0),
+    };
     match query {
         ClientQuery::List(filter) => {
-            let mut clients: Vec<&ClientState> = conns.iter().map(|(_, c)| &c.client).collect();
-            clients.extend(caller.as_deref());
-            clients.sort_by_key(|c| c.id);
+            let mut clients: Vec<(&ClientState, Described)> = conns
+                .iter()
+                .map(|(_, conn)| {
+                    (
+                        &conn.client,
+                        described(core, &conn.client, conn.buffer_use(), 0),
+                    )
+                })
+                .collect();
+            if let Some(me) = caller.as_deref() {
+                let seen = described(core, me, me.batch_buffers, caller_argv_bytes);
+                clients.push((me, seen));
+            }
+            clients.sort_by_key(|(c, _)| c.id);
             let mut text = String::new();
-            for c in clients.into_iter().filter(|c| filter.matches(c, now)) {
-                text.push_str(&c.describe(now));
+            for (c, seen) in clients.into_iter().filter(|(c, _)| filter.matches(c, now)) {
+                text.push_str(&c.describe(now, &seen));
                 text.push('\n');
             }
             Reply::new(&mut out, Protocol::Resp2).bulk(text.as_bytes());
@@ -181,15 +196,41 @@ pub fn answer(
     out
 }
 
+/// The connection running CLIENT LIST or KILL, and its command's argument bytes.
+pub struct Caller<'a> {
+    pub client: &'a mut ClientState,
+    pub argv_bytes: usize,
+}
+
+/// What the shard knows of `client` beside its state, for its CLIENT LIST line.
+fn described(
+    core: &ShardCore,
+    client: &ClientState,
+    buffers: BufferUse,
+    argv_bytes: usize,
+) -> Described {
+    Described {
+        buffers,
+        dirty_cas: !client.watching.is_empty()
+            && core.watches.is_touched(client.id, client.watch_epoch),
+        argv_bytes,
+    }
+}
+
 /// Run `query` on every shard's clients (forward mode, several shards) or on this
 /// shard's (per-shard mode keeps the node view, as a Redis Cluster node).
 fn ask_every_shard(
     ctx: &mut Ctx<'_>,
+    args: Args<'_>,
     query: ClientQuery,
     merge: Merge,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    let local = answer(ctx.core, ctx.conns, Some(ctx.client), &query);
+    let caller = Caller {
+        client: ctx.client,
+        argv_bytes: args.byte_len(),
+    };
+    let local = answer(ctx.core, ctx.conns, Some(caller), &query);
     let gathered = ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.cfg.shards > 1;
     if gathered {
         ctx.gather = Some(Gather::Clients {
@@ -237,12 +278,14 @@ fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
     let merge = Merge::ClientLines {
         verbatim: ctx.client.proto == Protocol::Resp3,
     };
-    ask_every_shard(ctx, ClientQuery::List(filter), merge, reply)
+    ask_every_shard(ctx, args, ClientQuery::List(filter), merge, reply)
 }
 
 /// `CLIENT INFO`
-fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let mut line = ctx.client.describe(ctx.core.now_ms);
+fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let argv_bytes = args.byte_len();
+    let seen = described(ctx.core, ctx.client, ctx.client.batch_buffers, argv_bytes);
+    let mut line = ctx.client.describe(ctx.core.now_ms, &seen);
     line.push('\n');
     reply.verbatim("txt", line.as_bytes());
     Ok(())
@@ -255,7 +298,7 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             addr: Some(String::from_utf8_lossy(args.get(2)).into_owned()),
             ..Default::default()
         };
-        return ask_every_shard(ctx, ClientQuery::Kill(filter), Merge::KillOne, reply);
+        return ask_every_shard(ctx, args, ClientQuery::Kill(filter), Merge::KillOne, reply);
     }
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
@@ -292,7 +335,7 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         }
     }
     filter.skip_id = skip_me.then_some(ctx.client.id);
-    ask_every_shard(ctx, ClientQuery::Kill(filter), Merge::SumInts, reply)
+    ask_every_shard(ctx, args, ClientQuery::Kill(filter), Merge::SumInts, reply)
 }
 
 /// `CLIENT SETINFO LIB-NAME|LIB-VER value`

@@ -86,7 +86,7 @@ pub fn start(
     match gather {
         Gather::AfterAll(then) => {
             let seq = replies.hold(Merge::Single, 1);
-            client.blocked = Some(BlockedOn { seq, remote: None });
+            client.blocked = Some(BlockedOn::waiting(seq));
             core.gathering.next_ticket += 1;
             let ticket = core.gathering.next_ticket;
             let pending = Pending {
@@ -112,7 +112,7 @@ pub fn start(
             local,
         } => {
             let seq = replies.hold(merge, shards);
-            client.blocked = Some(BlockedOn { seq, remote: None });
+            client.blocked = Some(BlockedOn::waiting(seq));
             for to in others {
                 let tag = Tag {
                     conn: who.0,

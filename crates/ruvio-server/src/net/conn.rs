@@ -56,6 +56,8 @@ pub struct ClientState {
     pub obuf_soft_since_ms: u64,
     /// Between MULTI and EXEC: the queued commands (see [`crate::transactions::multi`]).
     pub multi: Option<crate::transactions::multi::Queued>,
+    /// Its buffers at the start of its current read batch (see [`BufferUse`]).
+    pub batch_buffers: BufferUse,
     /// Keys this client watches, `(db, key)`, and the epoch of those watches.
     pub watching: Vec<(usize, Vec<u8>)>,
     pub watch_epoch: u64,
@@ -70,27 +72,86 @@ pub struct ClientState {
     pub borrowing_tx: Option<(u64, u64)>,
 }
 
+/// What CLIENT LIST shows of a connection's buffers and memory (Redis' `qbuf` ...
+/// `tot-mem` and `events`), read from the connection ([`Conn::buffer_use`]).
+/// The connection running CLIENT LIST or INFO itself is taken out of the slab
+/// while it runs, so its figures are those kept at the start of its read batch
+/// ([`ClientState::batch_buffers`]): Redis shows the same moment, its query
+/// buffer still holding the batch the running command came in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BufferUse {
+    /// Received bytes not yet consumed: the read batch (`qbuf`).
+    pub query_bytes: usize,
+    /// Room left in the input buffer (`qbuf-free`).
+    pub query_free_bytes: usize,
+    /// The reply buffer's size (`rbs`) and the bytes it holds or is sending now
+    /// (`rbp`: Ruvio keeps no peak history, so the current use).
+    pub reply_buffer_bytes: usize,
+    pub reply_peak_bytes: usize,
+    /// Reply bytes built and not handed to the kernel yet (`obl`).
+    pub ready_bytes: usize,
+    /// Replies awaited from other shards, the others queued behind them (`oll`).
+    pub held_replies: usize,
+    /// Every byte of output not sent yet: what `client-output-buffer-limit`
+    /// measures (`omem`).
+    pub unsent_bytes: usize,
+    /// The connection's allocations: its buffers and its own struct (part of `tot-mem`).
+    pub allocated_bytes: usize,
+    /// Output waits for the socket (`events=rw`).
+    pub writing: bool,
+}
+
+/// What the server knows of a client beside its [`ClientState`] when it writes
+/// its CLIENT LIST line.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Described {
+    pub buffers: BufferUse,
+    /// A key it watches was changed: its EXEC will fail (flag `d`).
+    pub dirty_cas: bool,
+    /// Bytes of the arguments of the command it runs now (`argv-mem`): the
+    /// caller's own CLIENT LIST, or a blocking command it waits in.
+    pub argv_bytes: usize,
+}
+
+/// Bytes Redis counts per argument of a queued command beside its text (one
+/// object pointer): `multi-mem` is the arguments' bytes plus this per argument.
+const QUEUED_ARG_OVERHEAD_BYTES: usize = 8;
+
 impl ClientState {
-    /// One CLIENT LIST line (without the trailing newline), in Redis 7.2's field order.
-    pub fn describe(&self, now_ms: u64) -> String {
+    /// One CLIENT LIST line (without the trailing newline), in Redis 7.4's field
+    /// order (7.2's plus `watch`).
+    pub fn describe(&self, now_ms: u64, seen: &Described) -> String {
         let c = self;
+        let b = &seen.buffers;
+        let blocked_argv = c.blocked.and_then(|b| b.command_bytes).map(|n| n as usize);
         let mut flags = String::new();
-        if c.subs.active() {
-            flags.push('P');
-        }
-        if c.multi.is_some() {
-            flags.push('x');
-        }
-        if c.readonly {
-            flags.push('r');
+        for (set, flag) in [
+            (c.subs.active(), 'P'),
+            (c.multi.is_some(), 'x'),
+            (blocked_argv.is_some(), 'b'),
+            (seen.dirty_cas, 'd'),
+            (c.closing && !c.killed, 'c'),
+            (c.killed, 'A'),
+            (c.readonly, 'r'),
+            (c.no_evict, 'e'),
+            (c.no_touch, 'T'),
+        ] {
+            if set {
+                flags.push(flag);
+            }
         }
         if flags.is_empty() {
             flags.push('N');
         }
         let sub = |kind| c.subs.of(kind).len();
         let multi = c.multi.as_ref().map_or(-1, |q| q.len() as i64);
+        let multi_mem = c.multi.as_ref().map_or(0, |q| {
+            q.argument_bytes() + q.argument_count() * QUEUED_ARG_OVERHEAD_BYTES
+        });
+        let argv_mem = blocked_argv.unwrap_or(seen.argv_bytes);
+        let tot_mem = b.allocated_bytes + argv_mem + multi_mem;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=16384 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             c.id,
             c.peer,
             c.local,
@@ -104,6 +165,18 @@ impl ClientState {
             sub(crate::messaging::pubsub::Kind::Pattern),
             sub(crate::messaging::pubsub::Kind::Shard),
             multi,
+            c.watching.len(),
+            b.query_bytes,
+            b.query_free_bytes,
+            argv_mem,
+            multi_mem,
+            b.reply_buffer_bytes,
+            b.reply_peak_bytes,
+            b.ready_bytes,
+            b.held_replies,
+            b.unsent_bytes,
+            tot_mem,
+            if b.writing { "rw" } else { "r" },
             c.last_cmd,
             if c.proto == Protocol::Resp3 { 3 } else { 2 },
             String::from_utf8_lossy(&c.lib_name),
@@ -120,6 +193,21 @@ pub struct BlockedOn {
     /// The shard it was sent to, when another shard owns its keys (told if the
     /// client goes away).
     pub remote: Option<usize>,
+    /// A blocking command (BLPOP ...: Redis' `b` flag) and its arguments' bytes;
+    /// `None` while the client waits for a transaction, a gather or another shard.
+    pub command_bytes: Option<u32>,
+}
+
+impl BlockedOn {
+    /// Waiting for held slot `seq` (a transaction, a gather, another shard's
+    /// answer), not in a blocking command.
+    pub fn waiting(seq: u64) -> BlockedOn {
+        BlockedOn {
+            seq,
+            remote: None,
+            command_bytes: None,
+        }
+    }
 }
 
 /// CLIENT REPLY ON|OFF|SKIP.
@@ -243,6 +331,13 @@ impl ReplyQueue {
             after: Vec::new(),
         });
         seq
+    }
+
+    /// Held slots with replies queued behind them (CLIENT LIST `oll`): the
+    /// replies wait as Redis' reply list does; a blocked command's own slot,
+    /// with nothing after it, is not one.
+    pub fn parked_replies(&self) -> usize {
+        self.held.iter().filter(|h| !h.after.is_empty()).count()
     }
 
     /// The sequence number the next held slot will get.
@@ -599,6 +694,7 @@ impl Conn {
                 subs: Default::default(),
                 obuf_soft_since_ms: 0,
                 multi: None,
+                batch_buffers: BufferUse::default(),
                 watching: Vec::new(),
                 watch_epoch: 0,
                 in_exec: false,
@@ -613,6 +709,28 @@ impl Conn {
             shut: false,
             fixed: false,
             prefetched: 0,
+        }
+    }
+
+    /// What CLIENT LIST shows of this connection's buffers now.
+    pub fn buffer_use(&self) -> BufferUse {
+        let in_flight = self.sending.len().saturating_sub(self.send_offset);
+        let ready = self.replies.ready.len();
+        let unsent = self.replies.pending_bytes() + in_flight;
+        BufferUse {
+            query_bytes: self.input.len() - self.input_start,
+            query_free_bytes: self.input.capacity() - self.input.len(),
+            reply_buffer_bytes: self.replies.ready.capacity().max(self.sending.capacity()),
+            reply_peak_bytes: ready.max(self.sending.len()),
+            ready_bytes: ready,
+            held_replies: self.replies.parked_replies(),
+            unsent_bytes: unsent,
+            allocated_bytes: std::mem::size_of::<Conn>()
+                + self.input.capacity()
+                + self.replies.ready.capacity()
+                + self.sending.capacity()
+                + (unsent - ready - in_flight),
+            writing: unsent > 0,
         }
     }
 

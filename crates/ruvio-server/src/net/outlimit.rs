@@ -115,10 +115,14 @@ pub fn enforce(
 /// Drop the client's output and shut its socket: the shard frees it once its
 /// operations in flight complete (as for CLIENT KILL).
 fn close_now(now_ms: u64, conn: &mut Conn) {
+    let seen = crate::net::conn::Described {
+        buffers: conn.buffer_use(),
+        ..Default::default()
+    };
     let c = &mut conn.client;
     eprintln!(
         "ruvio: Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
-        c.describe(now_ms)
+        c.describe(now_ms, &seen)
     );
     c.killed = true;
     c.closing = true;

@@ -73,6 +73,8 @@ pub fn process_input(
     let sending = conn.sending.len();
     // Commands at the front whose lines the shard's batch pass already prefetched.
     let mut prefetched = std::mem::take(&mut conn.prefetched);
+    // What CLIENT LIST shows of this connection while one of its commands runs.
+    conn.client.batch_buffers = conn.buffer_use();
     let Conn {
         input,
         parser,
@@ -103,7 +105,7 @@ pub fn process_input(
                 {
                     // Left unread: it runs once the transaction answered.
                     let seq = client.borrowing_tx.map_or(0, |(_, seq)| seq);
-                    client.blocked = Some(BlockedOn { seq, remote: None });
+                    client.blocked = Some(BlockedOn::waiting(seq));
                     break;
                 }
                 pos += consumed;
@@ -335,6 +337,10 @@ pub(crate) fn run_command(
         crate::transactions::multi::flag_refused(client);
         return e.write(&mut Reply::new(replies.sink(), client.proto));
     };
+    // Redis names the command it looked up, whatever becomes of it (queued,
+    // refused); a container's subcommand once resolved, below and in `queue`.
+    client.last_cmd = cmd.meta.name;
+    client.last_cmd_ms = core.now_ms;
     let rejected = if !cmd.meta.arity_ok(args.len()) {
         Some(CmdError::WrongArity(cmd.meta.name))
     } else if !client.authenticated && !cmd.meta.has(NO_AUTH) {
@@ -362,8 +368,6 @@ pub(crate) fn run_command(
     if crate::transactions::multi::queue(core, client, replies, cmd, args) {
         return;
     }
-    client.last_cmd = cmd.meta.name;
-    client.last_cmd_ms = core.now_ms;
     // A container runs as its subcommand, which has statistics of its own; an
     // unknown subcommand fails as the container.
     let (stat, result) = match cmd.resolve(args) {
@@ -433,6 +437,7 @@ fn run_routed(
                 client.blocked = Some(BlockedOn {
                     seq,
                     remote: Some(shard),
+                    command_bytes: Some(args.byte_len() as u32),
                 });
             }
             Ok(())
@@ -601,7 +606,10 @@ fn run_local(
             }
             if let Some(block) = ran.block {
                 let seq = replies.hold(Merge::Single, 1);
-                client.blocked = Some(BlockedOn { seq, remote: None });
+                client.blocked = Some(BlockedOn {
+                    command_bytes: Some(args.byte_len() as u32),
+                    ..BlockedOn::waiting(seq)
+                });
                 let waiter = Waiter::Local {
                     index: who.0,
                     gen: who.1,
@@ -747,7 +755,7 @@ fn borrow_and_run(
     groups: Vec<(usize, Vec<usize>)>,
 ) {
     let seq = replies.hold(Merge::Single, 1);
-    client.blocked = Some(BlockedOn { seq, remote: None });
+    client.blocked = Some(BlockedOn::waiting(seq));
     let at_once = lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
     if let Some(reply) = at_once {
         replies.fill(seq, 0, reply);

@@ -100,6 +100,16 @@ impl Queued {
     pub fn is_empty(&self) -> bool {
         self.commands.is_empty()
     }
+
+    /// Arguments of the queued commands together (CLIENT LIST `multi-mem=`).
+    pub fn argument_count(&self) -> usize {
+        self.commands.args.arg_count()
+    }
+
+    /// Bytes of the queued commands' arguments.
+    pub fn argument_bytes(&self) -> usize {
+        self.commands.args.arg_bytes()
+    }
 }
 
 /// A transaction running on borrowed keys (see [`crate::mesh::lending`]).
@@ -191,6 +201,7 @@ pub fn queue(
     };
     match checked {
         Ok(sub) => {
+            client.last_cmd = sub.meta.name;
             queued.commands.push(sub, args);
             reply.simple("QUEUED");
         }
@@ -491,7 +502,7 @@ fn run_borrowing(
     let ticket = core.lending.next_ticket();
     match unwatched {
         true => client.borrowing_tx = Some((ticket, seq)),
-        false => client.blocked = Some(BlockedOn { seq, remote: None }),
+        false => client.blocked = Some(BlockedOn::waiting(seq)),
     }
     let mut at_once = lending::start_transaction(core, conns, who, seq, caller, transaction, keys);
     if at_once.is_none() {
