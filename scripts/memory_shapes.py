@@ -37,6 +37,8 @@ class Shape:
     count: int
     commands: Callable[[int, str], Iterator[list]]
     keys: Callable[[int], int] = lambda n: n
+    setup: tuple = ()
+    """Commands sent before loading (a CONFIG SET the shape needs)."""
 
     def scaled(self, scale: float) -> int:
         return max(1, int(self.count * scale))
@@ -80,6 +82,19 @@ def one_big_key(command: str, prefix: str, scored: bool) -> Callable[[int, str],
     return gen
 
 
+def job_list(n: int, tag: str) -> Iterator[list]:
+    """n queue-like elements in one list, 1000 per RPUSH: repetitive text, as
+    job ids and payload names are (what `list-compress-depth` is for)."""
+    name = key("jobs", 0, tag)
+    for start in range(0, n, 1000):
+        yield ["RPUSH", name] + [f"job:{i % 5000:08d}:queue-default:payload-{i % 97}"
+                                  for i in range(start, min(n, start + 1000))]
+
+
+def compress_depth(depth: int) -> tuple:
+    return (["CONFIG", "SET", "list-compress-depth", str(depth)],)
+
+
 def stream_entries(n: int, tag: str) -> Iterator[list]:
     """n small entries in one stream (field `f`, the entry's number as value),
     ten per millisecond: the shape docs/streams.md quotes."""
@@ -118,6 +133,12 @@ EXTRA_SHAPES: list[Shape] = [
     Shape("one sorted set of 1,000,000 members", 1_000_000, one_big_key("ZADD", "bigzset", True),
           keys=lambda n: 1),
     Shape("one stream of 1,000,000 entries", 1_000_000, stream_entries, keys=lambda n: 1),
+    Shape("one list of 1,000,000 jobs, compress depth 0", 1_000_000, job_list, keys=lambda n: 1,
+          setup=compress_depth(0)),
+    Shape("one list of 1,000,000 jobs, compress depth 1", 1_000_000, job_list, keys=lambda n: 1,
+          setup=compress_depth(1)),
+    Shape("one list of 1,000,000 jobs, compress depth 2", 1_000_000, job_list, keys=lambda n: 1,
+          setup=compress_depth(2)),
 ]
 """Big-collection shapes outside the seed's 12 (`--extra-shapes`)."""
 
@@ -144,6 +165,10 @@ def first_error(replies: list) -> str | None:
 def measure_shape(spec: bl.ServerSpec, shape: Shape, n: int, cpus: str) -> dict:
     """Fresh server: idle RSS, load, loaded RSS, key count check."""
     with bl.ServerProcess(spec, cpus) as server:
+        if shape.setup:
+            with server.client() as c:
+                for cmd in shape.setup:
+                    c.call(*cmd)
         time.sleep(SETTLE_S)
         idle = server.rss_kib()
         err = load_shape(server.port, shape, n)
@@ -220,7 +245,8 @@ def parse_args() -> argparse.Namespace:
     bl.add_baseline_arg(p)
     p.add_argument("--shapes", help="substring selecting shapes by label")
     p.add_argument("--extra-shapes", action="store_true",
-                   help="also one set and one sorted set of 1,000,000 members")
+                   help="also one set, sorted set, stream and list (compress depth 0, 1, 2) "
+                        "of 1,000,000 elements")
     return p.parse_args()
 
 

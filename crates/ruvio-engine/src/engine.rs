@@ -78,6 +78,10 @@ pub struct EngineConfig {
     /// `list-max-listpack-size`: negative = node size class (-2: 8 KiB), positive =
     /// elements per node.
     pub list_max_listpack_size: i32,
+    /// `list-compress-depth`: plain nodes at each end of a new quicklist, the
+    /// inner ones LZF-compressed (0: none); a quicklist keeps at most 65535, as
+    /// Redis's 16-bit `quicklist->compress`.
+    pub list_compress_depth: u32,
     /// `hash-max-listpack-entries`: fields a packed hash may hold.
     pub hash_max_listpack_entries: usize,
     /// `hash-max-listpack-value`: longest field or value a packed hash may hold.
@@ -111,10 +115,21 @@ pub struct EngineConfig {
     pub hll_sparse_max_bytes: usize,
 }
 
+impl EngineConfig {
+    /// What a list change reads of the settings.
+    pub fn list_shape(&self) -> crate::values::list::ListShape {
+        crate::values::list::ListShape {
+            fill: self.list_max_listpack_size,
+            compress_depth: self.list_compress_depth.min(u32::from(u16::MAX)) as u16,
+        }
+    }
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             list_max_listpack_size: -2,
+            list_compress_depth: 0,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             zset_max_listpack_entries: 128,
@@ -843,7 +858,11 @@ mod tests {
         let mut engine = Engine::new(1);
         let mut list = ListValue::new();
         for i in 0..300_000u32 {
-            list.push(End::Tail, format!("{i:032}").as_bytes(), -2);
+            list.push(
+                End::Tail,
+                format!("{i:032}").as_bytes(),
+                crate::values::list::ListShape::with_fill(-2),
+            );
         }
         let ctx = ExecCtx::new(0, 1);
         let id = engine.add_collection(&ctx, b"big", Collection::List(list));

@@ -736,7 +736,7 @@ fn store_rows(
     let stored = items.len();
     if stored > 0 {
         let mut list = ListValue::new();
-        list.push_many(End::Tail, items.iter(), e.config().list_max_listpack_size);
+        list.push_many(End::Tail, items.iter(), e.config().list_shape());
         e.add_collection(ctx, dst, Collection::List(list));
         ctx.changed(dst, events::SORTSTORE, stored as u64);
     } else if existing.is_some() {

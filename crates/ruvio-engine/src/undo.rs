@@ -135,7 +135,9 @@ pub(crate) enum Inverse {
     ListNodesOut { at: u32, count: u32 },
     /// Make the list, which shrank into a listpack, a quicklist of one node with
     /// this fill again.
-    ListToQuicklist { fill: i32 },
+    ListToQuicklist {
+        shape: crate::values::list::ListShape,
+    },
     /// Put `elem` back at position `pos` of node `node`, into a new node there
     /// when `own_node` (LREM in a quicklist).
     ListReinsert {

@@ -125,6 +125,13 @@ const COMMANDS: &[&str] = &[
     "LINSERT bl BEFORE element-00000100 an-element-too-long-to-fit-its-node",
     "LREM bl 1 ins",
     "LREM bl -2 element-00000600",
+    "LPUSH cl p q r",
+    "RPOP cl 3",
+    "LSET cl 500 changed",
+    "LINSERT cl BEFORE element-00000700 ins",
+    "LINSERT cl BEFORE element-00000300 an-element-too-long-to-fit-its-node",
+    "LREM cl -2 element-00000600",
+    "LTRIM cl 2 -3",
     "HSET bh f0 new fnew v",
     "HINCRBY bh count 3",
     "HDEL bh f1 f3 nosuch",
@@ -243,6 +250,10 @@ fn add_big_values(h: &mut Harness) {
     let lines = [
         format!("RPUSH bl {}", elements.join(" ")),
         format!("RPUSH bl2 {}", elements.join(" ")),
+        // `list-compress-depth` 1: inner nodes compressed (set just around it).
+        "CONFIG LIST-COMPRESS-DEPTH 1".to_string(),
+        format!("RPUSH cl {}", elements.join(" ")),
+        "CONFIG LIST-COMPRESS-DEPTH 0".to_string(),
         format!("HSET bh {}", many(&|i| format!("f{i} v{i}"))),
         "HPEXPIRE bh 600000 FIELDS 2 f1 f2".to_string(),
         format!("SADD bs {}", many(&|i| format!("m{i}"))),
@@ -257,11 +268,16 @@ fn add_big_values(h: &mut Harness) {
         ),
     ];
     for line in lines {
+        if let Some(depth) = line.strip_prefix("CONFIG LIST-COMPRESS-DEPTH ") {
+            h.engine.config_mut().list_compress_depth = depth.parse().expect("a depth");
+            continue;
+        }
         let reply = h.run(&line);
         assert!(!reply.starts_with('-'), "{line}: {reply}");
     }
     for (key, encoding) in [
         ("bl", "quicklist"),
+        ("cl", "quicklist"),
         ("bh", "hashtable"),
         ("bs", "hashtable"),
         ("bz", "skiplist"),

@@ -25,6 +25,7 @@ use crate::command::{
 };
 use crate::error::CmdError;
 use crate::keyspace::{Collection, EntryId};
+use crate::values::list::ListShape;
 use crate::Engine;
 
 /// The list family's keyspace events (Redis's names).
@@ -117,9 +118,9 @@ pub const COMMANDS: &[EngineCommand] = &[
 
 // ---- helpers ----------------------------------------------------------------
 
-/// `list-max-listpack-size` now.
-fn fill(engine: &Engine) -> i32 {
-    engine.config().list_max_listpack_size
+/// `list-max-listpack-size` and `list-compress-depth` now.
+fn fill(engine: &Engine) -> ListShape {
+    engine.config().list_shape()
 }
 
 /// The list in entry `id` of `db`, or WRONGTYPE.

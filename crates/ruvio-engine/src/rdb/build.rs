@@ -48,11 +48,7 @@ fn list(config: &EngineConfig, elems: &[Vec<u8>]) -> Result<ListValue, LoadError
         return Err(LoadError::Corrupt);
     }
     let mut list = ListValue::new();
-    list.push_many(
-        End::Tail,
-        elems.iter().map(|e| &e[..]),
-        config.list_max_listpack_size,
-    );
+    list.push_many(End::Tail, elems.iter().map(|e| &e[..]), config.list_shape());
     Ok(list)
 }
 

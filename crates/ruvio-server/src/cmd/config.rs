@@ -64,6 +64,15 @@ fn set_list_max_listpack_size(core: &mut ShardCore, v: &str) -> Result<(), ()> {
     Ok(())
 }
 
+fn set_list_compress_depth(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+    let depth = v.parse::<i64>().map_err(|_| ())?;
+    core.engine.config_mut().list_compress_depth = u32::try_from(depth)
+        .ok()
+        .filter(|&d| d <= i32::MAX as u32)
+        .ok_or(())?;
+    Ok(())
+}
+
 /// Redis' size_t configs take 0..=LONG_MAX.
 fn parse_size(v: &str) -> Result<usize, ()> {
     v.parse::<usize>()
@@ -155,6 +164,11 @@ const PARAMS: &[Param] = &[
         name: "list-max-listpack-size",
         get: |c| c.engine.config().list_max_listpack_size.to_string(),
         set: Some(set_list_max_listpack_size),
+    },
+    Param {
+        name: "list-compress-depth",
+        get: |c| c.engine.config().list_compress_depth.to_string(),
+        set: Some(set_list_compress_depth),
     },
     Param {
         name: "list-max-ziplist-size",
@@ -488,6 +502,10 @@ fn bad_value(name: &str, value: &str) -> CmdError {
             "argument must be a memory value".into()
         }
         "notify-keyspace-events" => crate::config::keyspace_events::INVALID.into(),
+        "list-compress-depth" => match value.parse::<i64>() {
+            Ok(_) => "argument must be between 0 and 2147483647 inclusive".into(),
+            Err(_) => "argument couldn't be parsed into an integer".into(),
+        },
         "save" => "Invalid save parameters".into(),
         "client-output-buffer-limit" => crate::config::output_limits::OutputLimits::default()
             .updated(value)

@@ -146,6 +146,7 @@ struct FileConfig {
     client_query_buffer_limit: Option<usize>,
     hz: Option<u32>,
     list_max_listpack_size: Option<i32>,
+    list_compress_depth: Option<u32>,
     hash_max_listpack_entries: Option<usize>,
     hash_max_listpack_value: Option<usize>,
     zset_max_listpack_entries: Option<usize>,
@@ -332,6 +333,9 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         list_max_listpack_size: file
             .list_max_listpack_size
             .unwrap_or(default.list_max_listpack_size),
+        list_compress_depth: file
+            .list_compress_depth
+            .unwrap_or(default.list_compress_depth),
         hash_max_listpack_entries: file
             .hash_max_listpack_entries
             .unwrap_or(default.hash_max_listpack_entries),

@@ -65,7 +65,11 @@ fn list_entries_own_their_list() {
     use crate::values::list::End;
     let mut list = ListValue::new();
     for i in 0..1000 {
-        list.push(End::Tail, format!("element-{i:04}").as_bytes(), -2);
+        list.push(
+            End::Tail,
+            format!("element-{i:04}").as_bytes(),
+            crate::values::list::ListShape::with_fill(-2),
+        );
     }
     for key in [&b"short"[..], &[b'k'; 40]] {
         let e = Entry::new_collection(key, Collection::List(list.deep_clone()), 3);
@@ -77,7 +81,7 @@ fn list_entries_own_their_list() {
         let copy = e.duplicate(b"copy", 0);
         let mut moved = e.rekey(b"moved");
         if let ValueMut::List(l) = moved.value_mut() {
-            l.pop(End::Head, -2);
+            l.pop(End::Head, crate::values::list::ListShape::with_fill(-2));
         }
         assert_eq!(moved.value().as_list().map(|l| l.len()), Some(999));
         assert_eq!(copy.value().as_list().map(|l| l.len()), Some(1000));

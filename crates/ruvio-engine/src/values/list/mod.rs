@@ -24,4 +24,5 @@ pub(crate) mod value;
 #[cfg(test)]
 mod tests;
 
+pub use rules::ListShape;
 pub use value::{clamp_range, End, ListEncoding, ListValue, Popped};

@@ -22,7 +22,19 @@
 //! The nodes sit in a `VecDeque` with each node's element count beside its pointer,
 //! so finding position `i` skips whole nodes by reading one contiguous array, from
 //! whichever end is nearer, and touches only the block that holds `i`.
+//!
+//! `list-compress-depth` (fixed at creation, as Redis's `quicklist->compress`)
+//! keeps that many nodes at each end plain and compresses the inner ones with LZF,
+//! as `__quicklistCompress` does: after each change the end nodes are made plain,
+//! the nodes the change touched and the first inner node from each end are
+//! compressed (a node under 48 bytes, or one LZF shrinks by 8 bytes or less, stays
+//! plain). A change decompresses the node it changes; a read takes `&self`, so it
+//! decompresses into the node's read copy ([`Node::block`]), which the next change
+//! of the list drops: the list is compressed again by its next write, where Redis
+//! recompresses after each read. Elements, node layout and every reply are the
+//! same at any depth; only memory differs.
 
+use std::cell::{Cell, OnceCell};
 use std::collections::VecDeque;
 
 use super::listpack::{Packed, PackedIter, PackedRevIter};
@@ -30,30 +42,170 @@ use super::rules;
 use super::End;
 use crate::memsize::malloc_chunk_bytes;
 use crate::undo::{self, Inverse, Kept};
+use crate::values::rdb::lzf;
 
 /// Once the node array has at least this many slots, it shrinks when three
 /// quarters of them are unused (so a list that grew and shrank gives memory back,
 /// and a steady queue does not reallocate back and forth).
 const NODE_SLOTS_SHRINK_MIN: usize = 64;
 
-/// One node: its block and, beside it, its element count (a copy of the block's,
-/// kept here so index seeks never touch the blocks they skip).
+/// A node under this many block bytes is not compressed (Redis'
+/// `MIN_COMPRESS_BYTES`).
+const COMPRESS_BYTES_MIN: usize = 48;
+/// A node is kept compressed only if LZF saves more than this many bytes
+/// (Redis' `MIN_COMPRESS_IMPROVE`).
+const COMPRESS_IMPROVE_MIN: usize = 8;
+
+/// One node: its block (plain or compressed) and, beside it, its element count
+/// (a copy of the block's, kept here so index seeks never touch the blocks they
+/// skip).
 pub struct Node {
-    block: Packed,
+    stored: Stored,
     count: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<Node>() == 16);
+const _: () = assert!(std::mem::size_of::<Node>() == 24);
+
+/// How a node holds its block.
+enum Stored {
+    Plain(Packed),
+    /// An inner node under `list-compress-depth`.
+    Compressed(Box<Compressed>),
+}
+
+/// A block compressed with LZF, with what the node rules read of it.
+struct Compressed {
+    lzf: Box<[u8]>,
+    /// [`Packed::block_bytes`] of the block, to decompress it.
+    block_bytes: u32,
+    /// [`Packed::redis_bytes`] of the block (the insert and merge rules).
+    redis_bytes: u32,
+    /// The block decompressed by a read, until the list's next change.
+    read: OnceCell<Packed>,
+}
+
+impl Compressed {
+    fn decompress(&self) -> Packed {
+        let bytes = lzf::decompress(&self.lzf, self.block_bytes as usize)
+            .expect("a list node decompresses to the block it was compressed from");
+        Packed::from_block(&bytes)
+    }
+}
 
 impl Node {
     fn new(block: Packed) -> Node {
         let count = count_u32(block.len());
-        Node { block, count }
+        Node {
+            stored: Stored::Plain(block),
+            count,
+        }
     }
 
-    /// The node's elements.
+    /// The node's elements (a compressed node is decompressed into its read copy).
     pub fn block(&self) -> &Packed {
-        &self.block
+        match &self.stored {
+            Stored::Plain(block) => block,
+            Stored::Compressed(c) => c.read.get_or_init(|| c.decompress()),
+        }
+    }
+
+    /// Elements in the node.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Redis' listpack size of the node's block, without decompressing it.
+    pub fn redis_bytes(&self) -> usize {
+        match &self.stored {
+            Stored::Plain(block) => block.redis_bytes(),
+            Stored::Compressed(c) => c.redis_bytes as usize,
+        }
+    }
+
+    /// The node is held compressed (OBJECT's view of `list-compress-depth`).
+    pub fn is_compressed(&self) -> bool {
+        matches!(self.stored, Stored::Compressed(_))
+    }
+
+    /// Heap bytes of what the node holds (a read copy is not counted: it goes
+    /// with the list's next change).
+    pub fn heap_bytes(&self) -> usize {
+        match &self.stored {
+            Stored::Plain(block) => block.heap_bytes(),
+            Stored::Compressed(c) => {
+                malloc_chunk_bytes(std::mem::size_of::<Compressed>())
+                    + malloc_chunk_bytes(c.lzf.len())
+            }
+        }
+    }
+
+    /// The block, made plain to be changed.
+    fn plain_mut(&mut self) -> &mut Packed {
+        if let Stored::Compressed(c) = &mut self.stored {
+            let block = c.read.take().unwrap_or_else(|| c.decompress());
+            self.stored = Stored::Plain(block);
+        }
+        match &mut self.stored {
+            Stored::Plain(block) => block,
+            Stored::Compressed(_) => unreachable!("made plain above"),
+        }
+    }
+
+    fn into_block(mut self) -> Packed {
+        self.plain_mut();
+        match self.stored {
+            Stored::Plain(block) => block,
+            Stored::Compressed(_) => unreachable!("made plain above"),
+        }
+    }
+
+    /// Compress a plain node when LZF pays (`__quicklistCompressNode`); drop a
+    /// compressed node's read copy.
+    fn compress(&mut self) {
+        let block = match &mut self.stored {
+            Stored::Plain(block) => block,
+            Stored::Compressed(c) => {
+                c.read.take();
+                return;
+            }
+        };
+        let bytes = block.block_bytes();
+        if bytes < COMPRESS_BYTES_MIN {
+            return;
+        }
+        let Some(packed) = lzf::compress(block.block(), bytes - COMPRESS_IMPROVE_MIN - 1) else {
+            return;
+        };
+        let compressed = Compressed {
+            lzf: packed.into_boxed_slice(),
+            block_bytes: bytes as u32,
+            redis_bytes: block.redis_bytes() as u32,
+            read: OnceCell::new(),
+        };
+        self.stored = Stored::Compressed(Box::new(compressed));
+    }
+
+    /// Drop a compressed node's read copy.
+    fn forget_read(&mut self) {
+        if let Stored::Compressed(c) = &mut self.stored {
+            c.read.take();
+        }
+    }
+
+    fn deep_clone(&self) -> Node {
+        let stored = match &self.stored {
+            Stored::Plain(block) => Stored::Plain(block.deep_clone()),
+            Stored::Compressed(c) => Stored::Compressed(Box::new(Compressed {
+                lzf: c.lzf.clone(),
+                block_bytes: c.block_bytes,
+                redis_bytes: c.redis_bytes,
+                read: OnceCell::new(),
+            })),
+        };
+        Node {
+            stored,
+            count: self.count,
+        }
     }
 }
 
@@ -72,16 +224,24 @@ pub struct Quicklist {
     blocks_heap_bytes: usize,
     /// Redis's `quicklist->fill`, fixed at creation.
     fill: i16,
+    /// `list-compress-depth` at creation (Redis's `quicklist->compress`): plain
+    /// nodes at each end; 0 compresses nothing.
+    compress_depth: u16,
+    /// A read decompressed some node into its read copy: the next change drops them.
+    read_copies: Cell<bool>,
 }
 
 impl Quicklist {
-    /// A quicklist holding `block` (if it has elements), with node fill `fill`.
-    pub fn from_block(block: Packed, fill: i32) -> Quicklist {
+    /// A quicklist holding `block` (if it has elements), with node fill `fill`
+    /// and `compress_depth` plain nodes at each end.
+    pub fn from_block(block: Packed, fill: i32, compress_depth: u16) -> Quicklist {
         let mut ql = Quicklist {
             nodes: VecDeque::new(),
             len: 0,
             blocks_heap_bytes: 0,
             fill: rules::quicklist_fill(fill),
+            compress_depth,
+            read_copies: Cell::new(false),
         };
         if !block.is_empty() {
             ql.insert_node(0, block);
@@ -97,6 +257,20 @@ impl Quicklist {
     /// The nodes, head first.
     pub fn nodes(&self) -> &VecDeque<Node> {
         &self.nodes
+    }
+
+    /// Node `at`'s block, decompressed into its read copy if need be.
+    pub fn block_of(&self, at: usize) -> &Packed {
+        let node = &self.nodes[at];
+        if node.is_compressed() {
+            self.read_copies.set(true);
+        }
+        node.block()
+    }
+
+    /// `list-compress-depth` the list was created with.
+    pub fn compress_depth(&self) -> u16 {
+        self.compress_depth
     }
 
     /// The fill the node decisions use.
@@ -116,7 +290,7 @@ impl Quicklist {
     /// The only block, when there is exactly one node (the shrink check).
     pub fn single_block(&self) -> Option<&Packed> {
         match self.nodes.len() {
-            1 => Some(&self.nodes[0].block),
+            1 => Some(self.block_of(0)),
             _ => None,
         }
     }
@@ -128,7 +302,10 @@ impl Quicklist {
             1,
             "only a one-node quicklist becomes a listpack"
         );
-        self.nodes.pop_front().map(|n| n.block).expect("one node")
+        self.nodes
+            .pop_front()
+            .map(Node::into_block)
+            .expect("one node")
     }
 
     fn insert_node(&mut self, at: usize, block: Packed) {
@@ -140,24 +317,68 @@ impl Quicklist {
     fn remove_node(&mut self, at: usize) -> Packed {
         let node = self.nodes.remove(at).expect("node index in range");
         self.len -= node.count as usize;
-        self.blocks_heap_bytes -= node.block.heap_bytes();
+        self.blocks_heap_bytes -= node.heap_bytes();
         let slots = self.nodes.capacity();
         if slots >= NODE_SLOTS_SHRINK_MIN && self.nodes.len() * 4 <= slots {
             self.nodes.shrink_to(self.nodes.len() * 2);
         }
-        node.block
+        node.into_block()
     }
 
-    /// Change node `at` through `change`, keeping the totals right.
+    /// Change node `at` through `change` (made plain first), keeping the totals
+    /// right.
     fn with_node<R>(&mut self, at: usize, change: impl FnOnce(&mut Packed) -> R) -> R {
         let node = &mut self.nodes[at];
-        let heap_before = node.block.heap_bytes();
-        let result = change(&mut node.block);
-        let count = node.block.len();
+        let heap_before = node.heap_bytes();
+        let block = node.plain_mut();
+        let result = change(block);
+        let count = block.len();
         self.len = self.len + count - node.count as usize;
-        self.blocks_heap_bytes = self.blocks_heap_bytes + node.block.heap_bytes() - heap_before;
+        self.blocks_heap_bytes = self.blocks_heap_bytes + node.heap_bytes() - heap_before;
         node.count = count_u32(count);
         result
+    }
+
+    /// Node `at` changes how it is held (`compress` or made plain), totals kept.
+    fn restore_node(&mut self, at: usize, compress: bool) {
+        let node = &mut self.nodes[at];
+        let heap_before = node.heap_bytes();
+        match compress {
+            true => node.compress(),
+            false => {
+                node.plain_mut();
+            }
+        }
+        self.blocks_heap_bytes = self.blocks_heap_bytes + node.heap_bytes() - heap_before;
+    }
+
+    /// After a change that touched nodes `touched` (a range of indexes now):
+    /// `__quicklistCompress` for each. The `compress_depth` nodes at each end
+    /// are made plain, the touched nodes between them compressed, and so is the
+    /// first inner node from each end (a change at an end pushes one inward).
+    /// Nothing is compressed while the list has fewer than twice the depth in
+    /// nodes (what is compressed stays so, as in Redis). Read copies go first.
+    fn settle(&mut self, touched: std::ops::Range<usize>) {
+        if self.read_copies.replace(false) {
+            self.nodes.iter_mut().for_each(Node::forget_read);
+        }
+        let depth = usize::from(self.compress_depth);
+        let n = self.nodes.len();
+        if depth == 0 || n < depth * 2 {
+            return;
+        }
+        for k in 0..depth {
+            self.restore_node(k, false);
+            self.restore_node(n - 1 - k, false);
+            if k == n - 1 - k || k + 1 == n - 1 - k {
+                return;
+            }
+        }
+        for at in touched.start.max(depth)..touched.end.min(n - depth) {
+            self.restore_node(at, true);
+        }
+        self.restore_node(depth, true);
+        self.restore_node(n - 1 - depth, true);
     }
 
     /// Drop node `at` if it has no element left.
@@ -172,7 +393,7 @@ impl Quicklist {
     /// `_quicklistNodeAllowInsert` for node `at` and an element of `len` bytes.
     fn allows_insert(&self, at: usize, len: usize) -> bool {
         self.nodes.get(at).is_some_and(|n| {
-            rules::node_allows_insert(self.fill(), n.block.redis_bytes(), n.count as usize, len)
+            rules::node_allows_insert(self.fill(), n.redis_bytes(), n.count as usize, len)
         })
     }
 
@@ -196,7 +417,20 @@ impl Quicklist {
             };
             self.insert_node(at, block);
         }
+        self.settle_end(end);
         undo::record_inverse(|_| Inverse::ListPop(end));
+    }
+
+    /// [`settle`](Self::settle) after a change at `end`.
+    fn settle_end(&mut self, end: End) {
+        if self.compress_depth == 0 && !self.read_copies.get() {
+            return;
+        }
+        let at = match end {
+            End::Head => 0,
+            End::Tail => self.nodes.len().saturating_sub(1),
+        };
+        self.settle(at..at + 1);
     }
 
     /// Remove and return the element at `end`.
@@ -219,6 +453,7 @@ impl Quicklist {
             out
         });
         self.drop_if_empty(at);
+        self.settle_end(end);
         if undo::inverses_wanted() {
             let own_node = self.nodes.len() < nodes;
             undo::record_inverse(|arena| Inverse::ListUnpop {
@@ -240,7 +475,8 @@ impl Quicklist {
                 End::Head => 0,
                 End::Tail => self.nodes.len(),
             };
-            return self.insert_node(at, block);
+            self.insert_node(at, block);
+            return self.settle_end(end);
         }
         let at = match end {
             End::Head => 0,
@@ -250,6 +486,7 @@ impl Quicklist {
             End::Head => b.push_front(elem),
             End::Tail => b.push_back(elem),
         });
+        self.settle_end(end);
     }
 
     /// Remove `n` elements at `end` (`quicklistDelRange` from an end).
@@ -286,6 +523,7 @@ impl Quicklist {
                 n = 0;
             }
         }
+        self.settle_end(end);
     }
 
     /// Node and position inside it of element `index` (< len), skipping whole
@@ -320,7 +558,7 @@ impl Quicklist {
             return None;
         }
         let (at, i) = self.locate(index);
-        self.nodes[at].block.get(i)
+        self.block_of(at).get(i)
     }
 
     /// Replace element `index` in place (`quicklistReplaceEntry`: the node may end
@@ -332,7 +570,7 @@ impl Quicklist {
         let (at, i) = self.locate(index);
         if undo::inverses_wanted() {
             // Recorded first: setting back an element still there changes nothing.
-            let old = self.nodes[at].block.get(i).unwrap_or_default();
+            let old = self.block_of(at).get(i).unwrap_or_default();
             undo::record_inverse(|arena| Inverse::ListSet {
                 index: index as u64,
                 old: Kept::of(arena, old),
@@ -342,6 +580,7 @@ impl Quicklist {
             let off = b.offset_of(i);
             b.replace_at(off, elem);
         });
+        self.settle(at..at + 1);
         true
     }
 
@@ -353,7 +592,7 @@ impl Quicklist {
             return None;
         }
         let (lo, hi) = (at.saturating_sub(2), (at + 3).min(self.nodes.len()));
-        let blocks = (lo..hi).map(|k| undo::keep_bytes(self.nodes[k].block.block()));
+        let blocks = (lo..hi).map(|k| undo::keep_bytes(self.block_of(k).block()));
         Some((lo, blocks.collect::<Option<Vec<Kept>>>()?))
     }
 
@@ -376,6 +615,7 @@ impl Quicklist {
     /// Put back a node copied by `keep_nodes_around` (a roll-back).
     pub(crate) fn node_back(&mut self, at: usize, block: &[u8]) {
         self.insert_node(at, Packed::from_block(block));
+        self.settle(at..at + 1);
     }
 
     /// Take out `count` nodes from `at` (a roll-back).
@@ -383,6 +623,7 @@ impl Quicklist {
         for _ in 0..count {
             self.remove_node(at);
         }
+        self.settle(at..at);
     }
 
     /// Remove element `index` (< len; the undo journal's roll-back of LINSERT),
@@ -394,6 +635,7 @@ impl Quicklist {
             b.remove_at(off);
         });
         self.drop_if_empty(at);
+        self.settle(at..at + 1);
     }
 
     /// Insert `elem` before or after the first element equal to `pivot`
@@ -402,6 +644,15 @@ impl Quicklist {
         let Some((at, i, off)) = self.find(pivot) else {
             return false;
         };
+        self.insert_found(at, i, off, after, elem);
+        // The new element's node, its neighbours, and the split's parts.
+        self.settle(at.saturating_sub(2)..at + 3);
+        true
+    }
+
+    /// [`insert`](Self::insert) once the pivot is found: element `i` of node
+    /// `at`, at byte offset `off`.
+    fn insert_found(&mut self, at: usize, i: usize, off: usize, after: bool, elem: &[u8]) {
         let count = self.nodes[at].count as usize;
         let nodes_before = self.nodes.len();
         // Where the new element lands, whichever node takes it (for the undo
@@ -454,20 +705,20 @@ impl Quicklist {
                 Some((lo, blocks)) => self.record_split(lo, blocks, nodes_before),
                 None => undo::no_inverse(),
             }
-            return true;
+            return;
         }
         if let Some(index) = index {
             undo::record_inverse(|_| Inverse::ListRemoveAt(index as u64));
         }
-        true
     }
 
     /// The first element equal to `elem`: node, position in it, byte offset.
     fn find(&self, elem: &[u8]) -> Option<(usize, usize, usize)> {
         for (at, node) in self.nodes.iter().enumerate() {
+            let block = self.block_of(at);
             let mut off = 0;
             for i in 0..node.count as usize {
-                let (e, next) = node.block.entry_at(off);
+                let (e, next) = block.entry_at(off);
                 if e == elem {
                     return Some((at, i, off));
                 }
@@ -482,8 +733,8 @@ impl Quicklist {
         match (self.nodes.get(a), self.nodes.get(a + 1)) {
             (Some(x), Some(y)) => rules::nodes_allow_merge(
                 self.fill(),
-                (x.block.redis_bytes(), x.count as usize),
-                (y.block.redis_bytes(), y.count as usize),
+                (x.redis_bytes(), x.count as usize),
+                (y.redis_bytes(), y.count as usize),
             ),
             _ => false,
         }
@@ -520,6 +771,15 @@ impl Quicklist {
     /// the tail when `from_back`); emptied nodes go, nothing merges (as
     /// `quicklistDelIndex`). Returns how many went.
     pub fn remove(&mut self, elem: &[u8], limit: usize, from_back: bool) -> usize {
+        let removed = self.remove_matching(elem, limit, from_back);
+        if removed > 0 {
+            self.settle(0..self.nodes.len());
+        }
+        removed
+    }
+
+    /// [`remove`](Self::remove) without the compression pass.
+    fn remove_matching(&mut self, elem: &[u8], limit: usize, from_back: bool) -> usize {
         let mut removed = 0;
         if from_back {
             let mut at = self.nodes.len();
@@ -566,7 +826,7 @@ impl Quicklist {
     /// Positions in node `at` of the elements LREM removes there: the first
     /// `limit` equal to `elem`, or the last `limit` when `from_back`; ascending.
     fn match_positions(&self, at: usize, elem: &[u8], limit: usize, from_back: bool) -> Vec<usize> {
-        let block = &self.nodes[at].block;
+        let block = self.block_of(at);
         let mut off = 0;
         let mut found = Vec::new();
         for i in 0..self.nodes[at].count as usize {
@@ -592,27 +852,29 @@ impl Quicklist {
         if own_node {
             let mut block = Packed::new();
             block.push_back(elem);
-            return self.insert_node(node, block);
+            self.insert_node(node, block);
+        } else {
+            self.with_node(node, |b| {
+                let off = b.offset_of(pos);
+                b.insert_at(off, elem);
+            });
         }
-        self.with_node(node, |b| {
-            let off = b.offset_of(pos);
-            b.insert_at(off, elem);
-        });
+        self.settle(node..node + 1);
     }
 
     /// Elements from `index` forwards.
     pub fn iter_from(&self, index: usize) -> QuickIter<'_> {
         if index >= self.len {
             return QuickIter {
-                nodes: &self.nodes,
+                list: self,
                 at: self.nodes.len(),
                 inner: None,
             };
         }
         let (at, i) = self.locate(index);
-        let block = &self.nodes[at].block;
+        let block = self.block_of(at);
         QuickIter {
-            nodes: &self.nodes,
+            list: self,
             at,
             inner: Some(block.iter_at(block.offset_of(i))),
         }
@@ -622,15 +884,15 @@ impl Quicklist {
     pub fn iter_rev_from(&self, index: usize) -> QuickRevIter<'_> {
         if index >= self.len {
             return QuickRevIter {
-                nodes: &self.nodes,
+                list: self,
                 at: 0,
                 inner: None,
             };
         }
         let (at, i) = self.locate(index);
-        let block = &self.nodes[at].block;
+        let block = self.block_of(at);
         QuickRevIter {
-            nodes: &self.nodes,
+            list: self,
             at,
             inner: Some(block.rev_iter_at(block.offset_of(i + 1))),
         }
@@ -646,21 +908,22 @@ impl Quicklist {
             let last = self.nodes.len() - 1;
             drop(self.remove_node(last));
         }
+        let left = self.nodes.len();
+        self.settle(left..left);
         self.nodes.len() <= 1
     }
 
     /// An independent copy (same fill, same nodes).
     pub fn deep_clone(&self) -> Quicklist {
         let mut nodes = VecDeque::with_capacity(self.nodes.len());
-        nodes.extend(self.nodes.iter().map(|n| Node {
-            block: n.block.deep_clone(),
-            count: n.count,
-        }));
+        nodes.extend(self.nodes.iter().map(Node::deep_clone));
         Quicklist {
             nodes,
             len: self.len,
             blocks_heap_bytes: self.blocks_heap_bytes,
             fill: self.fill,
+            compress_depth: self.compress_depth,
+            read_copies: Cell::new(false),
         }
     }
 
@@ -670,11 +933,12 @@ impl Quicklist {
         let mut len = 0;
         let mut heap = 0;
         for node in &self.nodes {
-            assert_eq!(node.count as usize, node.block.len());
-            assert_eq!(node.block.iter().count(), node.block.len());
+            assert_eq!(node.count as usize, node.block().len());
+            assert_eq!(node.block().iter().count(), node.block().len());
+            assert_eq!(node.redis_bytes(), node.block().redis_bytes());
             assert!(node.count > 0, "empty node left in the chain");
             len += node.count as usize;
-            heap += node.block.heap_bytes();
+            heap += node.heap_bytes();
         }
         assert_eq!(len, self.len);
         assert_eq!(heap, self.blocks_heap_bytes);
@@ -683,7 +947,7 @@ impl Quicklist {
 
 /// Elements of a quicklist from some index forwards.
 pub struct QuickIter<'a> {
-    nodes: &'a VecDeque<Node>,
+    list: &'a Quicklist,
     at: usize,
     inner: Option<PackedIter<'a>>,
 }
@@ -697,14 +961,15 @@ impl<'a> Iterator for QuickIter<'a> {
                 return Some(e);
             }
             self.at += 1;
-            self.inner = self.nodes.get(self.at).map(|n| n.block.iter());
+            self.inner =
+                (self.at < self.list.nodes.len()).then(|| self.list.block_of(self.at).iter());
         }
     }
 }
 
 /// Elements of a quicklist from some index backwards.
 pub struct QuickRevIter<'a> {
-    nodes: &'a VecDeque<Node>,
+    list: &'a Quicklist,
     at: usize,
     inner: Option<PackedRevIter<'a>>,
 }
@@ -720,7 +985,7 @@ impl<'a> Iterator for QuickRevIter<'a> {
             self.inner = match self.at.checked_sub(1) {
                 Some(prev) => {
                     self.at = prev;
-                    let block = &self.nodes[prev].block;
+                    let block = self.list.block_of(prev);
                     Some(block.rev_iter_at(block.data_bytes()))
                 }
                 None => None,

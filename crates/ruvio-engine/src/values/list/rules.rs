@@ -13,6 +13,29 @@
 //! count (0 counts as 1, and [`SIZE_SAFETY_LIMIT_BYTES`] still caps its bytes),
 //! `-1..=-5` by bytes ([`OPTIMIZATION_LEVEL_BYTES`]), lower values act as -5.
 
+/// The settings a list change reads: `list-max-listpack-size` (`fill`, see the
+/// module doc) and `list-compress-depth` (plain nodes kept at each end of a
+/// quicklist, the inner ones compressed; 0 compresses nothing). A quicklist keeps
+/// both from its creation, as Redis's `quicklist->fill` and `->compress`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListShape {
+    pub fill: i32,
+    pub compress_depth: u16,
+}
+
+impl ListShape {
+    /// Redis's defaults: `-2` (8 KiB nodes), no compression.
+    pub const DEFAULT: ListShape = ListShape::with_fill(-2);
+
+    /// `fill` without compression.
+    pub const fn with_fill(fill: i32) -> ListShape {
+        ListShape {
+            fill,
+            compress_depth: 0,
+        }
+    }
+}
+
 /// Bytes of an empty Redis listpack: the 6-byte header (total bytes `u32`, element
 /// count `u16`) and the 1-byte end marker (`LP_HDR_SIZE + 1`).
 pub const LP_EMPTY_BYTES: usize = 7;

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use proptest::prelude::*;
 
 use super::listpack::Packed;
-use super::rules;
+use super::rules::{self, ListShape};
 use super::value::clamp_range;
 use super::{End, ListEncoding, ListValue};
 use crate::memsize::malloc_chunk_bytes;
@@ -21,7 +21,7 @@ use crate::memsize::malloc_chunk_bytes;
 #[test]
 fn one_small_element_is_one_small_chunk() {
     let mut l = ListValue::new();
-    l.push(End::Tail, b"aaaaaaaaaaaaaaaa", -2);
+    l.push(End::Tail, b"aaaaaaaaaaaaaaaa", ListShape::with_fill(-2));
     assert_eq!(l.encoding(), ListEncoding::Listpack);
     assert_eq!(
         l.heap_bytes(),
@@ -31,7 +31,7 @@ fn one_small_element_is_one_small_chunk() {
     assert_eq!(l.redis_lp_bytes(), 7 + 18);
     let mut twenty = ListValue::new();
     for _ in 0..20 {
-        twenty.push(End::Tail, b"abcdefghij", -2);
+        twenty.push(End::Tail, b"abcdefghij", ListShape::with_fill(-2));
     }
     // 4 header bytes + 20 * (1 + 10 + 1).
     assert_eq!(twenty.heap_bytes(), malloc_chunk_bytes(244));
@@ -82,7 +82,7 @@ fn conversion_happens_at_redis_moment() {
     // converts when 7 + 18n + 16 > 8192, i.e. from n = 454 on.
     let mut l = ListValue::new();
     for n in 0..454 {
-        l.push(End::Tail, b"0123456789abcdef", -2);
+        l.push(End::Tail, b"0123456789abcdef", ListShape::with_fill(-2));
         assert_eq!(
             l.encoding(),
             ListEncoding::Listpack,
@@ -90,13 +90,13 @@ fn conversion_happens_at_redis_moment() {
             n + 1
         );
     }
-    l.push(End::Tail, b"0123456789abcdef", -2);
+    l.push(End::Tail, b"0123456789abcdef", ListShape::with_fill(-2));
     assert_eq!(l.encoding(), ListEncoding::Quicklist);
     assert_eq!(l.len(), 455);
     // The old listpack became the first node; the new element did not fit there.
     assert_eq!(l.node_shape(), vec![(454, 7 + 18 * 454), (1, 7 + 18)]);
     // Shrinking: one node at most 4096 bytes converts back.
-    l.pop(End::Tail, -2);
+    l.pop(End::Tail, ListShape::with_fill(-2));
     assert_eq!(
         l.encoding(),
         ListEncoding::Quicklist,
@@ -104,7 +104,7 @@ fn conversion_happens_at_redis_moment() {
     );
     while l.redis_lp_bytes() > 4096 {
         assert_eq!(l.encoding(), ListEncoding::Quicklist);
-        l.pop(End::Head, -2);
+        l.pop(End::Head, ListShape::with_fill(-2));
     }
     assert_eq!(l.encoding(), ListEncoding::Listpack);
     l.check_invariants();
@@ -119,10 +119,14 @@ fn push_many_checks_once_with_raw_lengths() {
         .collect();
     let mut one_by_one = ListValue::new();
     for n in &nums {
-        one_by_one.push(End::Tail, n, -1);
+        one_by_one.push(End::Tail, n, ListShape::with_fill(-1));
     }
     let mut at_once = ListValue::new();
-    at_once.push_many(End::Tail, nums.iter().map(Vec::as_slice), -1);
+    at_once.push_many(
+        End::Tail,
+        nums.iter().map(Vec::as_slice),
+        ListShape::with_fill(-1),
+    );
     // 7 + 400 * 6 = 2407 bytes exact; raw 4000 bytes: 7 + 4000 > 4096 is false,
     // so both stay listpacks; with 410 the raw check fails.
     assert_eq!(one_by_one.encoding(), ListEncoding::Listpack);
@@ -131,7 +135,11 @@ fn push_many_checks_once_with_raw_lengths() {
         .map(|i| format!("{}", 1_000_000_000 + i).into_bytes())
         .collect();
     let mut at_once = ListValue::new();
-    at_once.push_many(End::Tail, more.iter().map(Vec::as_slice), -1);
+    at_once.push_many(
+        End::Tail,
+        more.iter().map(Vec::as_slice),
+        ListShape::with_fill(-1),
+    );
     assert_eq!(at_once.encoding(), ListEncoding::Quicklist);
     assert_eq!(
         at_once.node_shape().len(),
@@ -145,10 +153,20 @@ fn moved_integers_from_a_quicklist_count_zero_bytes() {
     let mut dst = ListValue::new();
     // fill 3 counts elements: a 4th would exceed. Bytes do not matter here, but the
     // count does; check the byte side with a size-limited fill instead.
-    dst.push_many(End::Tail, [&b"a"[..], b"b"], 3);
-    dst.push_moved(End::Tail, b"12345", ListEncoding::Quicklist, 3);
+    dst.push_many(End::Tail, [&b"a"[..], b"b"], ListShape::with_fill(3));
+    dst.push_moved(
+        End::Tail,
+        b"12345",
+        ListEncoding::Quicklist,
+        ListShape::with_fill(3),
+    );
     assert_eq!(dst.encoding(), ListEncoding::Listpack);
-    dst.push_moved(End::Tail, b"x", ListEncoding::Listpack, 3);
+    dst.push_moved(
+        End::Tail,
+        b"x",
+        ListEncoding::Listpack,
+        ListShape::with_fill(3),
+    );
     assert_eq!(dst.encoding(), ListEncoding::Quicklist);
 
     // fill -1 (4096): a listpack at 4096 bytes takes a moved integer of 6 digits
@@ -156,27 +174,48 @@ fn moved_integers_from_a_quicklist_count_zero_bytes() {
     // 7 + (2 + 4085) + 2 = 4096 bytes.
     let filler = vec![b'z'; 4085];
     let mut a = ListValue::new();
-    a.push(End::Tail, &filler, -1);
+    a.push(End::Tail, &filler, ListShape::with_fill(-1));
     let base = a.redis_lp_bytes();
     assert!(base + 6 > 4096 && base <= 4096, "{base}");
     let mut b = a.deep_clone();
-    a.push_moved(End::Tail, b"123456", ListEncoding::Quicklist, -1);
+    a.push_moved(
+        End::Tail,
+        b"123456",
+        ListEncoding::Quicklist,
+        ListShape::with_fill(-1),
+    );
     assert_eq!(a.encoding(), ListEncoding::Listpack);
-    b.push_moved(End::Tail, b"123456", ListEncoding::Listpack, -1);
+    b.push_moved(
+        End::Tail,
+        b"123456",
+        ListEncoding::Listpack,
+        ListShape::with_fill(-1),
+    );
     assert_eq!(b.encoding(), ListEncoding::Quicklist);
 }
 
 #[test]
 fn lset_and_linsert_check_growth_even_without_effect() {
     let mut l = ListValue::new();
-    l.push_many(End::Tail, [&b"a"[..], b"b", b"c", b"d"], 4);
+    l.push_many(
+        End::Tail,
+        [&b"a"[..], b"b", b"c", b"d"],
+        ListShape::with_fill(4),
+    );
     assert_eq!(l.encoding(), ListEncoding::Listpack);
     // LSET checks count + 1 against the limit, in range or not.
-    assert!(!l.set(10, b"x", 4));
+    assert!(!l.set(10, b"x", ListShape::with_fill(4)));
     assert_eq!(l.encoding(), ListEncoding::Quicklist);
     let mut m = ListValue::new();
-    m.push_many(End::Tail, [&b"a"[..], b"b", b"c", b"d"], 4);
-    assert_eq!(m.insert(b"missing", true, b"x", 4), None);
+    m.push_many(
+        End::Tail,
+        [&b"a"[..], b"b", b"c", b"d"],
+        ListShape::with_fill(4),
+    );
+    assert_eq!(
+        m.insert(b"missing", true, b"x", ListShape::with_fill(4)),
+        None
+    );
     assert_eq!(m.encoding(), ListEncoding::Quicklist);
 }
 
@@ -184,13 +223,17 @@ fn lset_and_linsert_check_growth_even_without_effect() {
 fn fill_zero_and_one_make_one_element_nodes_and_never_shrink() {
     for fill in [0, 1] {
         let mut l = ListValue::new();
-        l.push_many(End::Tail, [&b"a"[..], b"b", b"c"], fill);
+        l.push_many(
+            End::Tail,
+            [&b"a"[..], b"b", b"c"],
+            ListShape::with_fill(fill),
+        );
         assert_eq!(
             l.node_shape().iter().map(|s| s.0).collect::<Vec<_>>(),
             [1, 1, 1]
         );
-        l.pop(End::Head, fill);
-        l.pop(End::Head, fill);
+        l.pop(End::Head, ListShape::with_fill(fill));
+        l.pop(End::Head, ListShape::with_fill(fill));
         assert_eq!(
             l.encoding(),
             ListEncoding::Quicklist,
@@ -204,7 +247,7 @@ fn fill_zero_and_one_make_one_element_nodes_and_never_shrink() {
 fn iterators_and_positions() {
     let mut l = ListValue::new();
     let elems: Vec<&[u8]> = vec![b"a", b"b", b"a", b"c", b"a"];
-    l.push_many(End::Tail, elems.iter().copied(), 2);
+    l.push_many(End::Tail, elems.iter().copied(), ListShape::with_fill(2));
     assert_eq!(l.encoding(), ListEncoding::Quicklist);
     let fwd: Vec<&[u8]> = l.iter_from(1).collect();
     assert_eq!(fwd, &elems[1..]);
@@ -225,12 +268,16 @@ fn linsert_splits_and_merges_like_quicklist_c() {
     // first node: [a b][x c] then merges neighbours that fit: [a b] stays (2 + 2
     // > 3 with [x c]), [x c] + [d e f] = 5 > 3 stays.
     let mut l = ListValue::new();
-    l.push_many(End::Tail, [&b"a"[..], b"b", b"c", b"d", b"e", b"f"], 3);
+    l.push_many(
+        End::Tail,
+        [&b"a"[..], b"b", b"c", b"d", b"e", b"f"],
+        ListShape::with_fill(3),
+    );
     assert_eq!(
         l.node_shape().iter().map(|s| s.0).collect::<Vec<_>>(),
         [3, 3]
     );
-    assert_eq!(l.insert(b"b", true, b"x", 3), Some(7));
+    assert_eq!(l.insert(b"b", true, b"x", ListShape::with_fill(3)), Some(7));
     assert_eq!(
         l.node_shape().iter().map(|s| s.0).collect::<Vec<_>>(),
         [2, 2, 3]
@@ -238,20 +285,29 @@ fn linsert_splits_and_merges_like_quicklist_c() {
     let all: Vec<&[u8]> = l.iter().collect();
     assert_eq!(all, vec![&b"a"[..], b"b", b"x", b"c", b"d", b"e", b"f"]);
     // A node with room takes it in place.
-    assert_eq!(l.insert(b"x", false, b"y", 3), Some(8));
+    assert_eq!(
+        l.insert(b"x", false, b"y", ListShape::with_fill(3)),
+        Some(8)
+    );
     assert_eq!(
         l.node_shape().iter().map(|s| s.0).collect::<Vec<_>>(),
         [2, 3, 3]
     );
     // Before the head of a full node whose previous node has room: goes there.
-    assert_eq!(l.insert(b"y", false, b"z", 3), Some(9));
+    assert_eq!(
+        l.insert(b"y", false, b"z", ListShape::with_fill(3)),
+        Some(9)
+    );
     assert_eq!(
         l.node_shape().iter().map(|s| s.0).collect::<Vec<_>>(),
         [3, 3, 3]
     );
     // Full everywhere, in the middle: split [y x c] after x into [y x] [w c],
     // and nothing merges at fill 3.
-    assert_eq!(l.insert(b"x", true, b"w", 3), Some(10));
+    assert_eq!(
+        l.insert(b"x", true, b"w", ListShape::with_fill(3)),
+        Some(10)
+    );
     assert_eq!(
         l.node_shape().iter().map(|s| s.0).collect::<Vec<_>>(),
         [3, 2, 2, 3]
@@ -279,7 +335,7 @@ fn linsert_splits_and_merges_like_quicklist_c() {
 fn free_some_releases_nodes() {
     let mut l = ListValue::new();
     for i in 0..10_000u32 {
-        l.push(End::Tail, &i.to_le_bytes(), 0);
+        l.push(End::Tail, &i.to_le_bytes(), ListShape::with_fill(0));
     }
     assert_eq!(l.node_shape().len(), 10_000);
     let before = l.heap_bytes();
@@ -599,17 +655,18 @@ fn model_positions(
     out
 }
 
-fn apply(list: &mut ListValue, model: &mut Model, op: &Op, fill: i32) {
+fn apply(list: &mut ListValue, model: &mut Model, op: &Op, shape: ListShape) {
+    let fill = shape.fill;
     match op {
         Op::Push(end, elems) => {
-            list.push_many(*end, elems.iter().map(Vec::as_slice), fill);
+            list.push_many(*end, elems.iter().map(Vec::as_slice), shape);
             model.grow(elems.iter().map(Vec::len).sum(), elems.len(), fill);
             for e in elems {
                 model.push_raw(*end, e);
             }
         }
         Op::Pop(end) => {
-            let got = list.pop(*end, fill).map(|p| p.to_vec());
+            let got = list.pop(*end, shape).map(|p| p.to_vec());
             let want = model.pop_raw(*end);
             if model.len() > 0 {
                 model.shrink(fill);
@@ -617,7 +674,7 @@ fn apply(list: &mut ListValue, model: &mut Model, op: &Op, fill: i32) {
             assert_eq!(got, want);
         }
         Op::DropEnd(end, n) => {
-            list.drop_end(*end, *n, fill);
+            list.drop_end(*end, *n, shape);
             let len = model.len();
             let n = (*n).min(len);
             model.delete_where(|i| match end {
@@ -629,7 +686,7 @@ fn apply(list: &mut ListValue, model: &mut Model, op: &Op, fill: i32) {
             }
         }
         Op::Set(i, e) => {
-            let got = list.set(*i, e, fill);
+            let got = list.set(*i, e, shape);
             model.grow(e.len(), 1, fill);
             let want = *i < model.len();
             if want {
@@ -651,12 +708,12 @@ fn apply(list: &mut ListValue, model: &mut Model, op: &Op, fill: i32) {
             assert_eq!(got, want);
         }
         Op::Insert(p, after, e) => {
-            let got = list.insert(p, *after, e, fill);
+            let got = list.insert(p, *after, e, shape);
             let want = model.insert(p, *after, e, fill);
             assert_eq!(got, want);
         }
         Op::Remove(e, count) => {
-            let got = list.remove(e, *count, fill);
+            let got = list.remove(e, *count, shape);
             let flat = model.flat();
             let mut hits: Vec<usize> = (0..flat.len()).filter(|&i| flat[i] == *e).collect();
             if *count < 0 {
@@ -672,7 +729,7 @@ fn apply(list: &mut ListValue, model: &mut Model, op: &Op, fill: i32) {
             assert_eq!(got, hits.len());
         }
         Op::Trim(start, stop) => {
-            list.trim(*start, *stop, fill);
+            list.trim(*start, *stop, shape);
             let len = model.len() as i64;
             let keep = clamp_range(*start, *stop, len);
             model.delete_where(|i| keep.is_none_or(|(a, b)| (i as i64) < a || (i as i64) > b));
@@ -681,7 +738,7 @@ fn apply(list: &mut ListValue, model: &mut Model, op: &Op, fill: i32) {
             }
         }
         Op::MoveWithin(from, to) => {
-            let got = list.move_within(*from, *to, fill).map(|p| p.to_vec());
+            let got = list.move_within(*from, *to, shape).map(|p| p.to_vec());
             let source = match model {
                 Model::Listpack(_) => false,
                 Model::Quicklist { .. } => true,
@@ -705,7 +762,7 @@ fn apply(list: &mut ListValue, model: &mut Model, op: &Op, fill: i32) {
             } else {
                 ListEncoding::Listpack
             };
-            list.push_moved(*end, e, source, fill);
+            list.push_moved(*end, e, source, shape);
             let counted = if *from_quicklist && rules::listpack_int(e).is_some() {
                 0
             } else {
@@ -748,8 +805,20 @@ fn apply(list: &mut ListValue, model: &mut Model, op: &Op, fill: i32) {
     }
 }
 
-fn check(list: &ListValue, model: &Model) {
+fn check(list: &ListValue, model: &Model, depth: u16) {
     list.check_invariants();
+    // `list-compress-depth`: the end nodes stay plain once there are enough nodes.
+    let compressed = list.compressed_nodes();
+    let (n, d) = (compressed.len(), usize::from(depth));
+    if d > 0 && n >= 2 * d {
+        assert!(
+            compressed[..d]
+                .iter()
+                .chain(&compressed[n - d..])
+                .all(|&c| !c),
+            "an end node is compressed: {compressed:?}"
+        );
+    }
     assert_eq!(list.len(), model.len());
     let got: Vec<Vec<u8>> = list.iter().map(<[u8]>::to_vec).collect();
     assert_eq!(got, model.flat());
@@ -771,13 +840,16 @@ fn check(list: &ListValue, model: &Model) {
     }
 }
 
-fn run(base_fill: i32, ops: &[(Op, Option<i32>)]) {
+fn run(base_fill: i32, depth: u16, ops: &[(Op, Option<i32>)]) {
     let mut list = ListValue::new();
     let mut model = Model::Listpack(Vec::new());
     for (op, other_fill) in ops {
-        let fill = other_fill.unwrap_or(base_fill);
-        apply(&mut list, &mut model, op, fill);
-        check(&list, &model);
+        let shape = ListShape {
+            fill: other_fill.unwrap_or(base_fill),
+            compress_depth: depth,
+        };
+        apply(&mut list, &mut model, op, shape);
+        check(&list, &model, depth);
         // The keyspace deletes empty lists; restart as a new key would.
         if list.is_empty() {
             list = ListValue::new();
@@ -786,7 +858,7 @@ fn run(base_fill: i32, ops: &[(Op, Option<i32>)]) {
         // Copies are equal and independent.
         if matches!(op, Op::Get(0)) {
             let copy = list.deep_clone();
-            check(&copy, &model);
+            check(&copy, &model, depth);
         }
     }
 }
@@ -804,7 +876,7 @@ proptest! {
         fill in fill_strategy(),
         ops in proptest::collection::vec((op(), proptest::option::weighted(0.05, -5i32..=10)), 1..60),
     ) {
-        run(fill, &ops);
+        run(fill, 0, &ops);
     }
 
     /// Bigger lists with count-limited or small fills: the quicklist encoding, its
@@ -817,6 +889,64 @@ proptest! {
     ) {
         let mut all = vec![(Op::Push(End::Tail, prefix), None)];
         all.extend(ops);
-        run(fill, &all);
+        run(fill, 0, &all);
     }
+
+    /// The same with `list-compress-depth` 1 to 3: inner nodes compressed, read
+    /// and changed in place (LSET, LINSERT's splits, LREM), with the same
+    /// elements, node layout and conversions as without compression.
+    #[test]
+    fn compressed_quicklist_matches_model(
+        fill in prop_oneof![2i32..=8, Just(-1)],
+        depth in 1u16..=3,
+        prefix in proptest::collection::vec(elem(), 40..160),
+        ops in proptest::collection::vec((op(), proptest::option::weighted(0.05, -5i32..=10)), 1..80),
+    ) {
+        let mut all = vec![(Op::Push(End::Tail, prefix), None)];
+        all.extend(ops);
+        run(fill, depth, &all);
+    }
+}
+
+/// A long list of compressible elements at depth 1: every inner node is
+/// compressed, the list takes less memory than without compression, and reads
+/// and in-place changes in the middle give what the plain twin gives.
+#[test]
+fn compression_keeps_contents_and_saves_memory() {
+    let deep = ListShape {
+        fill: -2,
+        compress_depth: 1,
+    };
+    let plain = ListShape::with_fill(-2);
+    let (mut a, mut b) = (ListValue::new(), ListValue::new());
+    for i in 0..20_000 {
+        let elem = format!("job:{:08}:payload-payload-payload", i % 500);
+        a.push(End::Tail, elem.as_bytes(), deep);
+        b.push(End::Tail, elem.as_bytes(), plain);
+    }
+    let nodes = a.compressed_nodes();
+    assert!(nodes.len() > 10, "{} nodes", nodes.len());
+    assert!(!nodes[0] && !nodes[nodes.len() - 1]);
+    assert!(nodes[1..nodes.len() - 1].iter().all(|&c| c), "{nodes:?}");
+    assert!(
+        a.heap_bytes() * 3 < b.heap_bytes(),
+        "compressed {} vs plain {}",
+        a.heap_bytes(),
+        b.heap_bytes()
+    );
+    let middle = b"job:00000250:payload-payload-payload";
+    for list in [&mut a, &mut b] {
+        assert!(list.set(10_000, b"changed", deep));
+        assert!(list.insert(middle, true, b"inserted", deep).is_some());
+        assert_eq!(list.remove(middle, 3, deep), 3);
+    }
+    assert_eq!(a.get(10_000), b.get(10_000));
+    assert!(a.iter().eq(b.iter()));
+    assert_eq!(a.node_shape(), b.node_shape());
+    a.check_invariants();
+    // A read leaves read copies; the next change compresses again.
+    assert_eq!(a.iter().count(), b.len());
+    a.push(End::Head, b"x", deep);
+    a.check_invariants();
+    assert!(a.compressed_nodes()[1..nodes.len() - 1].iter().all(|&c| c));
 }

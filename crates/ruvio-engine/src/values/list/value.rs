@@ -23,6 +23,7 @@ use smallvec::SmallVec;
 use super::listpack::{Packed, PackedIter, PackedRevIter};
 use super::quicklist::{QuickIter, QuickRevIter, Quicklist};
 use super::rules;
+use super::rules::ListShape;
 
 /// Tag bit of a quicklist pointer.
 const QUICKLIST_TAG: usize = 1;
@@ -176,7 +177,7 @@ impl ListValue {
     pub fn redis_lp_bytes(&self) -> usize {
         match self.repr() {
             Repr::Listpack(p) => p.redis_bytes(),
-            Repr::Quicklist(q) => q.nodes().iter().map(|n| n.block().redis_bytes()).sum(),
+            Repr::Quicklist(q) => q.nodes().iter().map(|n| n.redis_bytes()).sum(),
         }
     }
 
@@ -188,8 +189,17 @@ impl ListValue {
             Repr::Quicklist(q) => q
                 .nodes()
                 .iter()
-                .map(|n| (n.block().len(), n.block().redis_bytes()))
+                .map(|n| (n.len(), n.redis_bytes()))
                 .collect(),
+        }
+    }
+
+    /// Whether each quicklist node is held compressed, head first; empty for a
+    /// listpack (tests and DEBUG-style introspection).
+    pub fn compressed_nodes(&self) -> Vec<bool> {
+        match self.repr() {
+            Repr::Listpack(_) => Vec::new(),
+            Repr::Quicklist(q) => q.nodes().iter().map(|n| n.is_compressed()).collect(),
         }
     }
 
@@ -197,18 +207,18 @@ impl ListValue {
 
     /// `listTypeTryConvertListpack`: a listpack becomes a quicklist when adding
     /// `add_count` elements of `add_bytes` raw bytes would exceed the node limit.
-    fn grow_check(&mut self, add_bytes: usize, add_count: usize, fill: i32) {
+    fn grow_check(&mut self, add_bytes: usize, add_count: usize, shape: ListShape) {
         let ReprMut::Listpack(p) = self.repr_mut() else {
             return;
         };
-        if !rules::exceeds_limit(fill, p.redis_bytes() + add_bytes, p.len() + add_count) {
+        if !rules::exceeds_limit(shape.fill, p.redis_bytes() + add_bytes, p.len() + add_count) {
             return;
         }
-        self.make_quicklist(fill);
+        self.make_quicklist(shape);
     }
 
     /// Make a listpack a quicklist of one node (no-op for a quicklist).
-    fn make_quicklist(&mut self, fill: i32) {
+    fn make_quicklist(&mut self, shape: ListShape) {
         if self.is_quicklist() {
             return;
         }
@@ -216,7 +226,11 @@ impl ListValue {
         // the word overwritten below before anything can observe it. Nothing in
         // between unwinds (allocation failure aborts).
         let block = unsafe { Packed::from_raw(self.ptr) };
-        let boxed = Box::new(Quicklist::from_block(block, fill));
+        let boxed = Box::new(Quicklist::from_block(
+            block,
+            shape.fill,
+            shape.compress_depth,
+        ));
         let raw = Box::into_raw(boxed).map_addr(|a| a | QUICKLIST_TAG) as *mut u8;
         // SAFETY: a Box pointer is non-null, and so is it with a bit set.
         self.ptr = unsafe { NonNull::new_unchecked(raw) };
@@ -224,35 +238,38 @@ impl ListValue {
 
     /// `listTypeTryConvertQuicklist` with `shrinking`: a quicklist whose only node
     /// is below half the limits becomes a listpack.
-    fn shrink_check(&mut self, fill: i32) {
+    fn shrink_check(&mut self, shape: ListShape) {
         let ReprMut::Quicklist(q) = self.repr_mut() else {
             return;
         };
         let Some(block) = q.single_block() else {
             return;
         };
-        if !rules::may_shrink_to_listpack(fill, block.redis_bytes(), q.len()) {
+        if !rules::may_shrink_to_listpack(shape.fill, block.redis_bytes(), q.len()) {
             return;
         }
-        let kept_fill = q.fill();
+        let kept = ListShape {
+            fill: q.fill(),
+            compress_depth: q.compress_depth(),
+        };
         // SAFETY: the tagged word is a Box<Quicklist> owned by self; it is taken
         // out and the word overwritten below. Nothing in between unwinds.
         let boxed = unsafe { Box::from_raw(self.quicklist_ptr()) };
         self.ptr = boxed.into_single_block().into_raw();
-        let inverse = crate::undo::Inverse::ListToQuicklist { fill: kept_fill };
+        let inverse = crate::undo::Inverse::ListToQuicklist { shape: kept };
         crate::undo::record_inverse(|_| inverse);
     }
 
     // ---- growing -----------------------------------------------------------
 
     /// Add `elem` at `end` (LPUSH/RPUSH of one element).
-    pub fn push(&mut self, end: End, elem: &[u8], fill: i32) {
-        self.push_many(end, [elem], fill);
+    pub fn push(&mut self, end: End, elem: &[u8], shape: ListShape) {
+        self.push_many(end, [elem], shape);
     }
 
     /// Add every element at `end` in order (LPUSH k a b c leaves c b a), after one
     /// conversion check for all of them, as `pushGenericCommand`.
-    pub fn push_many<'a, I>(&mut self, end: End, elems: I, fill: i32)
+    pub fn push_many<'a, I>(&mut self, end: End, elems: I, shape: ListShape)
     where
         I: IntoIterator<Item = &'a [u8]> + Clone,
     {
@@ -260,7 +277,7 @@ impl ListValue {
             .clone()
             .into_iter()
             .fold((0, 0), |(b, c), e| (b + e.len(), c + 1));
-        self.grow_check(bytes, count, fill);
+        self.grow_check(bytes, count, shape);
         for elem in elems {
             self.push_unchecked(end, elem);
         }
@@ -269,12 +286,12 @@ impl ListValue {
     /// Add an element popped from a list that had encoding `source` (LMOVE's
     /// destination side). Redis's conversion check does not count the bytes of an
     /// element that came out of a quicklist as an integer.
-    pub fn push_moved(&mut self, end: End, elem: &[u8], source: ListEncoding, fill: i32) {
+    pub fn push_moved(&mut self, end: End, elem: &[u8], source: ListEncoding, shape: ListShape) {
         let counted = match source {
             ListEncoding::Quicklist if rules::listpack_int(elem).is_some() => 0,
             _ => elem.len(),
         };
-        self.grow_check(counted, 1, fill);
+        self.grow_check(counted, 1, shape);
         self.push_unchecked(end, elem);
     }
 
@@ -288,8 +305,8 @@ impl ListValue {
 
     /// Replace element `index` (LSET); false when out of range. As Redis, the
     /// conversion check for the new element runs first, even out of range.
-    pub fn set(&mut self, index: usize, elem: &[u8], fill: i32) -> bool {
-        self.grow_check(elem.len(), 1, fill);
+    pub fn set(&mut self, index: usize, elem: &[u8], shape: ListShape) -> bool {
+        self.grow_check(elem.len(), 1, shape);
         let replaced = match self.repr_mut() {
             ReprMut::Listpack(p) => {
                 let found = index < p.len();
@@ -302,7 +319,7 @@ impl ListValue {
             ReprMut::Quicklist(q) => q.set(index, elem),
         };
         if replaced {
-            self.shrink_check(fill);
+            self.shrink_check(shape);
         }
         replaced
     }
@@ -310,8 +327,14 @@ impl ListValue {
     /// Insert `elem` before or after the first `pivot` (LINSERT): the new length,
     /// or None without a pivot. As Redis, the conversion check runs first, so a
     /// missing pivot can still leave a listpack converted.
-    pub fn insert(&mut self, pivot: &[u8], after: bool, elem: &[u8], fill: i32) -> Option<usize> {
-        self.grow_check(elem.len(), 1, fill);
+    pub fn insert(
+        &mut self,
+        pivot: &[u8],
+        after: bool,
+        elem: &[u8],
+        shape: ListShape,
+    ) -> Option<usize> {
+        self.grow_check(elem.len(), 1, shape);
         let inserted = match self.repr_mut() {
             ReprMut::Listpack(p) => {
                 let found = p
@@ -338,10 +361,10 @@ impl ListValue {
     // ---- shrinking ---------------------------------------------------------
 
     /// Remove and return the element at `end` (LPOP/RPOP without count).
-    pub fn pop(&mut self, end: End, fill: i32) -> Option<Popped> {
+    pub fn pop(&mut self, end: End, shape: ListShape) -> Option<Popped> {
         let popped = self.pop_unchecked(end)?;
         if !self.is_empty() {
-            self.shrink_check(fill);
+            self.shrink_check(shape);
         }
         Some(popped)
     }
@@ -367,20 +390,20 @@ impl ListValue {
     /// LMOVE with the same source and destination: pop at `from`, push at `to`
     /// (with the destination's conversion check), then the source's shrink check,
     /// in Redis's order. Returns the moved element.
-    pub fn move_within(&mut self, from: End, to: End, fill: i32) -> Option<Popped> {
+    pub fn move_within(&mut self, from: End, to: End, shape: ListShape) -> Option<Popped> {
         let source = self.encoding();
         let elem = self.pop_unchecked(from)?;
-        self.push_moved(to, &elem, source, fill);
-        self.shrink_check(fill);
+        self.push_moved(to, &elem, source, shape);
+        self.shrink_check(shape);
         Some(elem)
     }
 
     /// Remove `n` elements at `end` (LPOP/RPOP with a count, after the reply was
     /// read with the iterators), then the shrink check.
-    pub fn drop_end(&mut self, end: End, n: usize, fill: i32) {
+    pub fn drop_end(&mut self, end: End, n: usize, shape: ListShape) {
         self.drop_end_unchecked(end, n);
         if !self.is_empty() {
-            self.shrink_check(fill);
+            self.shrink_check(shape);
         }
     }
 
@@ -400,7 +423,7 @@ impl ListValue {
 
     /// Remove elements equal to `elem` (LREM): `count > 0` the first `count`,
     /// `count < 0` the last `-count`, `0` all. Returns how many went.
-    pub fn remove(&mut self, elem: &[u8], count: i64, fill: i32) -> usize {
+    pub fn remove(&mut self, elem: &[u8], count: i64, shape: ListShape) -> usize {
         let from_back = count < 0;
         let limit = match count {
             0 => usize::MAX,
@@ -411,14 +434,14 @@ impl ListValue {
             ReprMut::Quicklist(q) => q.remove(elem, limit, from_back),
         };
         if removed > 0 && !self.is_empty() {
-            self.shrink_check(fill);
+            self.shrink_check(shape);
         }
         removed
     }
 
     /// Keep only `[start, stop]` (LTRIM, Redis's negative-index rules; an empty
     /// range empties the list), then the shrink check.
-    pub fn trim(&mut self, start: i64, stop: i64, fill: i32) {
+    pub fn trim(&mut self, start: i64, stop: i64, shape: ListShape) {
         let len = i64::try_from(self.len()).unwrap_or(i64::MAX);
         let (ltrim, rtrim) = match clamp_range(start, stop, len) {
             Some((start, stop)) => (start, len - stop - 1),
@@ -428,7 +451,7 @@ impl ListValue {
         self.drop_end_unchecked(End::Head, ltrim as usize);
         self.drop_end_unchecked(End::Tail, rtrim as usize);
         if !self.is_empty() {
-            self.shrink_check(fill);
+            self.shrink_check(shape);
         }
     }
 
@@ -516,7 +539,7 @@ impl ListValue {
     // ---- whole value -------------------------------------------------------
 
     /// An independent copy with the same encoding and node layout (COPY; Redis's
-    /// `listTypeDup` keeps the quicklist's fill).
+    /// `listTypeDup` keeps the quicklist's shape).
     pub fn deep_clone(&self) -> ListValue {
         match self.repr() {
             Repr::Listpack(p) => ListValue {
@@ -535,8 +558,8 @@ impl ListValue {
     /// Reverse one change of a big list (the undo journal's roll-back).
     pub(crate) fn reverse(&mut self, inverse: crate::undo::Inverse, arena: &[u8]) {
         use crate::undo::Inverse;
-        if let Inverse::ListToQuicklist { fill } = inverse {
-            return self.make_quicklist(fill);
+        if let Inverse::ListToQuicklist { shape } = inverse {
+            return self.make_quicklist(shape);
         }
         let ReprMut::Quicklist(q) = self.repr_mut() else {
             unreachable!("{inverse:?} for a listpack: it turned back into a quicklist first")
@@ -585,11 +608,13 @@ impl ListValue {
                     + if slots == 0 {
                         0
                     } else {
-                        crate::memsize::malloc_chunk_bytes(slots * 16)
+                        crate::memsize::malloc_chunk_bytes(
+                            slots * std::mem::size_of::<super::quicklist::Node>(),
+                        )
                     }
                     + q.nodes()
                         .iter()
-                        .map(|n| crate::memsize::malloc_chunk_bytes(n.block().block_bytes()))
+                        .map(super::quicklist::Node::heap_bytes)
                         .sum::<usize>()
             }
         };
@@ -601,8 +626,10 @@ impl ListValue {
             Repr::Quicklist(q) => q
                 .nodes()
                 .iter()
-                .map(|n| {
-                    rules::LP_EMPTY_BYTES + n.block().iter().map(rules::entry_bytes).sum::<usize>()
+                .enumerate()
+                .map(|(at, _)| {
+                    rules::LP_EMPTY_BYTES
+                        + q.block_of(at).iter().map(rules::entry_bytes).sum::<usize>()
                 })
                 .sum(),
         };
