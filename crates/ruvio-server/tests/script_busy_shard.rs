@@ -102,10 +102,22 @@ fn the_busy_shards_own_clients_are_answered_and_can_kill_the_script() {
         let mut discarded = b"-EXECABORT Transaction discarded because of: ".to_vec();
         discarded.extend_from_slice(&BUSY[1..]);
         assert_eq!(in_multi.cmd(&["exec"]), discarded, "{mode:?}: EXEC");
+        // MULTI, DISCARD and WATCH inside MULTI are answered while busy, as Redis
+        // runs them; a refused command flags the transaction.
+        assert_eq!(later.cmd(&["multi"]), b"+OK\r\n", "{mode:?}: MULTI");
+        assert_eq!(
+            later.cmd(&["multi"]),
+            b"-ERR MULTI calls can not be nested\r\n"
+        );
+        assert_eq!(
+            later.cmd(&["watch", &a]),
+            b"-ERR WATCH inside MULTI is not allowed\r\n"
+        );
+        assert_eq!(later.cmd(&["set", &b, "3"]), BUSY);
+        assert_eq!(later.cmd(&["discard"]), b"+OK\r\n");
+        assert_eq!(later.cmd(&["discard"]), b"-ERR DISCARD without MULTI\r\n");
         // Half a command waits for the end of the script.
         fresh.send(b"*1\r\n$4\r\nPI");
-        // MULTI is allowed while busy: Redis runs it, Ruvio's busy shard after the
-        // script; either way its reply comes, then the next command's.
         later.send(&encode(&["multi"]));
         assert_eq!(witness.cmd(&["script", "kill"]), b"+OK\r\n");
         let reply = runner.read_reply();

@@ -443,6 +443,31 @@ fn answer(
             .write(reply);
             Answer::Busy
         }
+        // The transaction commands that need only the connection, as Redis
+        // runs them while busy (those that touch the watch tables wait).
+        "multi" if client.is_some() => {
+            let client = client.expect("checked");
+            match client.multi {
+                Some(_) => CmdError::MultiNested.write(reply),
+                None => {
+                    client.multi = Some(Default::default());
+                    reply.ok();
+                }
+            }
+            Answer::Replied
+        }
+        "discard" if client.as_ref().is_some_and(|c| c.watching.is_empty()) => {
+            let client = client.expect("checked");
+            match client.multi.take() {
+                Some(_) => reply.ok(),
+                None => CmdError::DiscardWithoutMulti.write(reply),
+            }
+            Answer::Replied
+        }
+        "watch" if client.as_ref().is_some_and(|c| c.multi.is_some()) => {
+            CmdError::WatchInMulti.write(reply);
+            Answer::Replied
+        }
         _ if row.meta.has(ALLOW_BUSY) => Answer::Stop,
         _ => {
             refuse(client, busy, reply);
