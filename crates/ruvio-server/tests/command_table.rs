@@ -380,6 +380,30 @@ fn info_and_docs_match_redis_byte_for_byte() {
             }
         }
     }
+    // Names that are no command, or name one by an odd spelling.
+    for proto in ["2", "3"] {
+        theirs.cmd(&["HELLO", proto]);
+        ours.cmd(&["HELLO", proto]);
+        for odd in [
+            "CLIENT|LIST",
+            "a|b|c",
+            "client|list|x",
+            "debug|sleep",
+            "get|x",
+            "client|",
+            "|",
+            "nosuch",
+        ] {
+            for sub in ["INFO", "DOCS"] {
+                let request = ["COMMAND", sub, "get", odd];
+                assert_eq!(
+                    show(&ours.cmd(&request)),
+                    show(&theirs.cmd(&request)),
+                    "RESP{proto} {request:?}"
+                );
+            }
+        }
+    }
     assert!(compared > 2 * 280, "only {compared} compared");
     assert!(
         differences.is_empty(),

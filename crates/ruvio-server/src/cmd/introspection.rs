@@ -166,7 +166,7 @@ fn find(full_name: &[u8]) -> Option<&'static Command> {
         .find(|s| sub.eq_ignore_ascii_case(s.meta.subcommand_name().as_bytes()))
 }
 
-/// `COMMAND INFO [name ...]`: unknown names answer null.
+/// `COMMAND INFO [name ...]`: unknown names answer a null bulk string.
 fn info(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if args.len() == 2 {
         reply_all_info(reply);
@@ -176,7 +176,8 @@ fn info(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
     for name in args.iter().skip(2) {
         match find(name) {
             Some(c) => reply_info(reply, c),
-            None => reply.null_array(),
+            // Redis' addReplyNull: `$-1` under RESP2.
+            None => reply.null(),
         }
     }
     Ok(())
