@@ -388,6 +388,21 @@ mod tests {
         }
     }
 
+    /// Every row's ACL categories are Redis 7.0's (COMMAND INFO orders them by
+    /// [`ACL_CATEGORIES`], and FILTERBY ACLCAT finds them by these names).
+    #[test]
+    fn every_acl_category_is_redis_own() {
+        for row in registry().all_rows() {
+            for category in row.meta.acl {
+                assert!(
+                    ACL_CATEGORIES.contains(category),
+                    "{}: @{category}",
+                    row.meta.name
+                );
+            }
+        }
+    }
+
     /// Calls of a command with `n` arguments after its name: `a1`, `a2` ...
     fn synthetic_call(name: &str, n: usize) -> OwnedArgs {
         let mut call: Vec<String> = name.split('|').map(str::to_string).collect();
