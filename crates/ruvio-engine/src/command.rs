@@ -80,8 +80,8 @@ pub mod flags {
         (NO_AUTH, "no_auth"),
         (MAY_REPLICATE, "may_replicate"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
-        (NO_MULTI, "no_multi"),
         (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
         (ALLOW_BUSY, "allow_busy"),
     ];
 }
@@ -922,6 +922,8 @@ pub fn reply_help(reply: &mut Reply<'_>, container: &[u8], lines: &[&str]) {
     reply.simple("HELP");
     reply.simple("    Print this help.");
 }
+
+pub mod docs;
 
 #[cfg(test)]
 mod tests;

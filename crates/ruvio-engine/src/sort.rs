@@ -89,11 +89,11 @@ const COMPLEXITY: &str = "O(N+M*log(M)) where N is the number of elements in the
 pub const COMMANDS: &[EngineCommand] = &[
     command!("sort", -2, WRITE | DENYOOM, SORT_KEYS,
         ["write", "set", "sortedset", "list", "slow", "dangerous"], "generic", "1.0.0",
-        "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
+        "Sort the elements in a list, set or sorted set",
         COMPLEXITY, sort),
     command!("sort_ro", -2, READONLY, SORT_RO_KEYS,
         ["read", "set", "sortedset", "list", "slow", "dangerous"], "generic", "7.0.0",
-        "Returns the sorted elements of a list, a set, or a sorted set.", COMPLEXITY, sort_ro),
+        "Sort the elements in a list, set or sorted set. Read-only variant of SORT.", COMPLEXITY, sort_ro),
 ];
 
 /// `SORT key [BY pattern] [LIMIT offset count] [GET pattern ...] [ASC|DESC]

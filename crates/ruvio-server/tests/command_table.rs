@@ -2,7 +2,9 @@
 //! know, COMMAND INFO's arity, flags, legacy key range and ACL categories must be
 //! equal, and COMMAND GETKEYS must name the same keys (or fail the same way) for
 //! representative calls of every keyed command, including the shapes whose keys
-//! move (numkeys, all-but-last).
+//! move (numkeys, all-but-last). COMMAND INFO and COMMAND DOCS of every command and
+//! subcommand, and COMMAND GETKEYSANDFLAGS of those calls, are compared as raw
+//! bytes under RESP2 and RESP3 (`info_and_docs_match_redis_byte_for_byte`).
 
 mod common;
 
@@ -247,6 +249,7 @@ fn command_info_and_getkeys_match_redis() {
 
     for call in CALLS {
         let mut request = vec!["COMMAND", "GETKEYS"];
+        getkeys_and_flags_agree(&mut theirs, &mut ours, call);
         request.extend_from_slice(call);
         let expected = theirs.cmd(&request);
         if show(&expected).contains("Invalid command specified") {
@@ -256,6 +259,183 @@ fn command_info_and_getkeys_match_redis() {
             show(&ours.cmd(&request)),
             show(&expected),
             "COMMAND GETKEYS {call:?}"
+        );
+    }
+}
+
+/// COMMAND GETKEYSANDFLAGS of one call, raw bytes, RESP2 then RESP3 (the
+/// connections are left in RESP2). Calls Redis 7.0 cannot run are skipped.
+fn getkeys_and_flags_agree(theirs: &mut RawConn, ours: &mut RawConn, call: &[&str]) {
+    let mut request = vec!["COMMAND", "GETKEYSANDFLAGS"];
+    request.extend_from_slice(call);
+    for proto in ["3", "2"] {
+        theirs.cmd(&["HELLO", proto]);
+        ours.cmd(&["HELLO", proto]);
+        let expected = theirs.cmd(&request);
+        if show(&expected).contains("Invalid command specified") {
+            continue;
+        }
+        assert_eq!(
+            show(&ours.cmd(&request)),
+            show(&expected),
+            "RESP{proto} COMMAND GETKEYSANDFLAGS {call:?}"
+        );
+    }
+}
+
+/// Where Ruvio's COMMAND INFO / DOCS deliberately differ from Redis 7.0's, and
+/// why; these are checked for shape only, as the commands Redis 7.0 lacks.
+const DELIBERATE_DIFFERENCES: &[(&str, &str)] = &[
+    (
+        "zrank",
+        "Redis 7.2's ZRANK: arity -3 with the optional WITHSCORE, its history and argument",
+    ),
+    (
+        "zrevrank",
+        "Redis 7.2's ZREVRANK: arity -3 with the optional WITHSCORE, its history and argument",
+    ),
+];
+
+/// A reply with a container's subcommands left out: Redis keeps subcommands in a
+/// dict seeded at random on every start, so their order in COMMAND INFO (field
+/// 10) and COMMAND DOCS (`subcommands`) is no contract, and Ruvio lacks some of
+/// Redis' (CLIENT CACHING, CLUSTER ADDSLOTS ...). Each subcommand both servers
+/// have is compared on its own, by its full name.
+fn without_subcommands(value: Value) -> Value {
+    let subcommands = Value::Bulk(b"subcommands".to_vec());
+    match value {
+        // A COMMAND INFO row: name, arity, flags, first, last, step, ACL
+        // categories, tips, key specs, subcommands.
+        Value::Array(mut items) if items.len() == 10 && matches!(items[1], Value::Int(_)) => {
+            items[9] = Value::Nil;
+            Value::Array(items)
+        }
+        // A RESP2 COMMAND DOCS map: `subcommands` followed by its pairs.
+        Value::Array(items) if items.contains(&subcommands) => {
+            let at = items.iter().position(|v| *v == subcommands).unwrap_or(0);
+            Value::Array(
+                items
+                    .into_iter()
+                    .take(at)
+                    .map(without_subcommands)
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(without_subcommands).collect()),
+        Value::Map(pairs) => Value::Map(
+            pairs
+                .into_iter()
+                .filter(|(k, _)| *k != subcommands)
+                .map(|(k, v)| (k, without_subcommands(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// COMMAND INFO and COMMAND DOCS of every command and subcommand Ruvio lists, raw
+/// bytes against redis-server 7.0 under RESP2 and RESP3 (a container's
+/// subcommands each on its own, see [`without_subcommands`]); what Redis 7.0
+/// lacks, and [`DELIBERATE_DIFFERENCES`], only for shape.
+#[test]
+fn info_and_docs_match_redis_byte_for_byte() {
+    let Some(_) = require_redis_server("info_and_docs_match_redis_byte_for_byte") else {
+        return;
+    };
+    let redis = Server::redis();
+    let ruvio = Server::ruvio(PortMode::Forward, 1);
+    let (mut theirs, mut ours) = (redis.raw(), ruvio.raw());
+    let names = listed_names(&mut ours, &[]);
+    let mut compared = 0;
+    let mut shape_only = Vec::new();
+    let mut differences = Vec::new();
+    for proto in ["2", "3"] {
+        theirs.cmd(&["HELLO", proto]);
+        ours.cmd(&["HELLO", proto]);
+        for name in &names {
+            let info = ["COMMAND", "INFO", name.as_str()];
+            let docs = ["COMMAND", "DOCS", name.as_str()];
+            let (our_info, our_docs) = (ours.cmd(&info), ours.cmd(&docs));
+            assert_shape(name, &decode(&our_info), &decode(&our_docs));
+            let their_info = theirs.cmd(&info);
+            let redis_lacks = matches!(decode(&their_info), Value::Array(v) if v == [Value::Nil]);
+            if redis_lacks || DELIBERATE_DIFFERENCES.iter().any(|(n, _)| n == name) {
+                shape_only.push(name.clone());
+                continue;
+            }
+            compared += 1;
+            for (request, ours, theirs) in [
+                (&info, our_info, their_info),
+                (&docs, our_docs, theirs.cmd(&docs)),
+            ] {
+                let same = ours == theirs
+                    || without_subcommands(decode(&ours)) == without_subcommands(decode(&theirs));
+                if !same {
+                    differences.push(format!(
+                        "RESP{proto} {request:?}\n  ruvio {}\n  redis {}",
+                        show(&ours),
+                        show(&theirs)
+                    ));
+                }
+            }
+        }
+    }
+    // Names that are no command, or name one by an odd spelling.
+    for proto in ["2", "3"] {
+        theirs.cmd(&["HELLO", proto]);
+        ours.cmd(&["HELLO", proto]);
+        for odd in [
+            "CLIENT|LIST",
+            "a|b|c",
+            "client|list|x",
+            "debug|sleep",
+            "get|x",
+            "client|",
+            "|",
+            "nosuch",
+        ] {
+            for sub in ["INFO", "DOCS"] {
+                let request = ["COMMAND", sub, "get", odd];
+                assert_eq!(
+                    show(&ours.cmd(&request)),
+                    show(&theirs.cmd(&request)),
+                    "RESP{proto} {request:?}"
+                );
+            }
+        }
+    }
+    assert!(compared > 2 * 280, "only {compared} compared");
+    assert!(
+        differences.is_empty(),
+        "{} differences (shape only: {shape_only:?}):\n{}",
+        differences.len(),
+        differences.join("\n")
+    );
+}
+
+/// A COMMAND INFO reply of one command is its ten fields (tips, key specs and
+/// subcommands aggregates), and its COMMAND DOCS a map naming it with the four
+/// fields every command has.
+fn assert_shape(name: &str, info: &Value, docs: &Value) {
+    let Value::Array(rows) = info else {
+        panic!("COMMAND INFO {name}: {info:?}")
+    };
+    let [Value::Array(fields)] = rows.as_slice() else {
+        panic!("COMMAND INFO {name}: {info:?}")
+    };
+    assert_eq!(fields.len(), 10, "COMMAND INFO {name}");
+    assert_eq!(fields[0].text(), *name);
+    for field in &fields[7..] {
+        assert!(
+            matches!(field, Value::Array(_) | Value::Set(_)),
+            "COMMAND INFO {name}: {field:?}"
+        );
+    }
+    let text = format!("{docs:?}");
+    for field in ["summary", "since", "group", "complexity"] {
+        assert!(
+            text.contains(&format!("{:?}", field.as_bytes())),
+            "COMMAND DOCS {name}: no {field}"
         );
     }
 }

@@ -243,17 +243,17 @@ pub(crate) fn count(value: &[u8], repr: Repr) -> Result<u64, CmdError> {
 #[rustfmt::skip]
 pub const COMMANDS: &[EngineCommand] = &[
     command!("pfadd", -2, WRITE | DENYOOM | FAST, KeySpec::ONE, ["write", "hyperloglog", "fast"], "hyperloglog",
-        "2.8.9", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.",
+        "2.8.9", "Adds the specified elements to the specified HyperLogLog.",
         "O(1) to add every element.", commands::pfadd),
     command!("pfcount", -2, READONLY, KeySpec::ALL, ["read", "hyperloglog", "slow"], "hyperloglog", "2.8.9",
-        "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
+        "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).",
         "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
         commands::pfcount),
     command!("pfmerge", -2, WRITE | DENYOOM, KeySpec::ALL, ["write", "hyperloglog", "slow"], "hyperloglog",
-        "2.8.9", "Merges one or more HyperLogLog values into a single key.",
+        "2.8.9", "Merge N different HyperLogLogs into a single one.",
         "O(N) to merge N HyperLogLogs, but with high constant times.", commands::pfmerge),
     command!("pfselftest", 1, ADMIN, KeySpec::NONE, ["hyperloglog", "admin", "slow", "dangerous"], "hyperloglog",
-        "2.8.9", "An internal command for testing HyperLogLog values.", "N/A", commands::pfselftest),
+        "2.8.9", "An internal command for testing HyperLogLog values", "N/A", commands::pfselftest),
     command!("pfdebug", 3, WRITE | DENYOOM | ADMIN, KeySpec::SECOND, ["write", "hyperloglog", "admin", "slow", "dangerous"],
-        "hyperloglog", "2.8.9", "Internal commands for debugging HyperLogLog values.", "N/A", commands::pfdebug),
+        "hyperloglog", "2.8.9", "Internal commands for debugging HyperLogLog values", "N/A", commands::pfdebug),
 ];

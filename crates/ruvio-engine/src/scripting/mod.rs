@@ -377,16 +377,16 @@ fn script_help(_: &mut Engine, _: &mut ExecCtx, _: Args<'_>, reply: &mut Reply<'
 /// SCRIPT's subcommands.
 #[rustfmt::skip]
 pub const SCRIPT_SUBCOMMANDS: &[EngineCommand] = &[
-    command!("script|load", 3, NOSCRIPT | STALE, KeySpec::NONE, ["noscript", "slow", "scripting"], "scripting", "2.6.0",
-        "Loads a server-side Lua script to the script cache.", "O(N) with N being the length in bytes of the script body.", script_load),
-    command!("script|exists", -3, NOSCRIPT, KeySpec::NONE, ["noscript", "slow", "scripting"], "scripting", "2.6.0",
-        "Determines whether server-side Lua scripts exist in the script cache.", "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).", script_exists),
-    command!("script|flush", -2, NOSCRIPT, KeySpec::NONE, ["noscript", "slow", "scripting"], "scripting", "2.6.0",
-        "Removes all server-side Lua scripts from the script cache.", "O(N) with N being the number of scripts in cache", script_flush),
-    command!("script|kill", 2, NOSCRIPT | ALLOW_BUSY, KeySpec::NONE, ["noscript", "slow", "scripting"], "scripting", "2.6.0",
-        "Terminates a server-side Lua script during execution.", "O(1)", script_kill),
+    command!("script|load", 3, NOSCRIPT | STALE, KeySpec::NONE, ["slow", "scripting"], "scripting", "2.6.0",
+        "Load the specified Lua script into the script cache.", "O(N) with N being the length in bytes of the script body.", script_load),
+    command!("script|exists", -3, NOSCRIPT, KeySpec::NONE, ["slow", "scripting"], "scripting", "2.6.0",
+        "Check existence of scripts in the script cache.", "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).", script_exists),
+    command!("script|flush", -2, NOSCRIPT, KeySpec::NONE, ["slow", "scripting"], "scripting", "2.6.0",
+        "Remove all the scripts from the script cache.", "O(N) with N being the number of scripts in cache", script_flush),
+    command!("script|kill", 2, NOSCRIPT | ALLOW_BUSY, KeySpec::NONE, ["slow", "scripting"], "scripting", "2.6.0",
+        "Kill the script currently in execution.", "O(1)", script_kill),
     command!("script|help", 2, LOADING | STALE, KeySpec::NONE, ["slow", "scripting"], "scripting", "5.0.0",
-        "Returns helpful text about the different subcommands.", "O(1)", script_help),
+        "Show helpful text about the different subcommands", "O(1)", script_help),
 ];
 
 /// The scripting family's command table (Redis 7's arity, flags, keys, ACL
@@ -394,19 +394,19 @@ pub const SCRIPT_SUBCOMMANDS: &[EngineCommand] = &[
 #[rustfmt::skip]
 pub const COMMANDS: &[EngineCommand] = &[
     command!("eval", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE, KeySpec::NUMKEYS_AT_2,
-        ["slow", "scripting"], "scripting", "2.6.0", "Executes a server-side Lua script.",
+        ["slow", "scripting"], "scripting", "2.6.0", "Execute a Lua script server side",
         "Depends on the script that is executed.", eval),
     command!("evalsha", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE, KeySpec::NUMKEYS_AT_2,
-        ["slow", "scripting"], "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.",
+        ["slow", "scripting"], "scripting", "2.6.0", "Execute a Lua script server side",
         "Depends on the script that is executed.", evalsha),
     command!("eval_ro", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY, KeySpec::NUMKEYS_AT_2,
-        ["slow", "scripting"], "scripting", "7.0.0", "Executes a read-only server-side Lua script.",
+        ["slow", "scripting"], "scripting", "7.0.0", "Execute a read-only Lua script server side",
         "Depends on the script that is executed.", eval_ro),
     command!("evalsha_ro", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY, KeySpec::NUMKEYS_AT_2,
-        ["slow", "scripting"], "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.",
+        ["slow", "scripting"], "scripting", "7.0.0", "Execute a read-only Lua script server side",
         "Depends on the script that is executed.", evalsha_ro),
     command!("script", -2, 0, KeySpec::NONE, ["slow"], "scripting", "2.6.0",
-        "A container for Lua scripts management commands.", "Depends on subcommand.",
+        "A container for Lua scripts management commands", "Depends on subcommand.",
         subcommands = SCRIPT_SUBCOMMANDS),
     command!("fcall", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE, KeySpec::NUMKEYS_AT_2,
         ["slow", "scripting"], "scripting", "7.0.0", "Invoke a function",

@@ -147,7 +147,7 @@ pub const COMMANDS: &[EngineCommand] = &[
         "For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data.", read::xread),
     command!("xreadgroup", -7, WRITE | BLOCKING, XREADGROUP_KEYS, ["write", "stream", "slow", "blocking"],
         "stream", "5.0.0", "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.",
-        "For each stream mentioned: O(M) with M the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.",
+        "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.",
         readgroup::xreadgroup),
     command!("xgroup", -2, 0, KeySpec::NONE, ["slow"], "stream", "5.0.0",
         "A container for consumer groups commands", "Depends on subcommand.",

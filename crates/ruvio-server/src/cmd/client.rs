@@ -21,7 +21,7 @@ use ruvio_resp::{Args, Protocol, Reply};
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("client", -2, 0, KeySpec::NONE, ["slow"], "connection", "2.4.0",
-        "A container for client connection commands.", "Depends on subcommand.",
+        "A container for client connection commands", "Depends on subcommand.",
         subcommands = SUBCOMMANDS),
 ];
 
@@ -57,11 +57,11 @@ const SUBCOMMANDS: &[ServerCommand] = &[
         "Unblock a client blocked in a blocking command from a different connection",
         "O(log N) where N is the number of client connections", unblock),
     command!("client|pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
-        ["admin", "slow", "dangerous", "connection"], "connection", "3.0.0",
-        "Suspend processing of commands.", "O(1)", pause),
+        ["admin", "slow", "dangerous", "connection"], "connection", "2.9.50",
+        "Stop processing commands from clients for some time", "O(1)", pause),
     command!("client|unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous", "connection"], "connection", "6.2.0",
-        "Resume processing of clients that were paused.", "O(N) Where N is the number of paused clients",
+        "Resume processing of clients that were paused", "O(N) Where N is the number of paused clients",
         unpause),
     command!("client|help", 2, LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection", "5.0.0",
         "Show helpful text about the different subcommands", "O(1)", help),

@@ -17,13 +17,13 @@ use ruvio_resp::{Args, Reply};
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("cluster", -2, 0, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
-        "A container for Redis Cluster commands.", "Depends on subcommand.", subcommands = SUBCOMMANDS),
+        "A container for cluster commands", "Depends on subcommand.", subcommands = SUBCOMMANDS),
     command!("readonly", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "connection"], "cluster", "3.0.0",
-        "Enables read-only queries for a connection to a Redis Cluster replica node.", "O(1)", readonly),
+        "Enables read queries for a connection to a cluster replica node", "O(1)", readonly),
     command!("readwrite", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "connection"], "cluster", "3.0.0",
-        "Enables read-write queries for a connection to a Reids Cluster replica node.", "O(1)", readwrite),
+        "Disables read queries for a connection to a cluster replica node", "O(1)", readwrite),
     command!("asking", 1, FAST, KeySpec::NONE, ["fast", "connection"], "cluster", "3.0.0",
-        "Signals that a cluster client is following an -ASK redirect.", "O(1)", asking),
+        "Sent by cluster clients after an -ASK redirect", "O(1)", asking),
 ];
 
 /// CLUSTER's subcommands, with Redis' arity, flags and ACL categories.

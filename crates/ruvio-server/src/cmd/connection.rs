@@ -14,20 +14,20 @@ pub const REDIS_VERSION: &str = "7.0.15";
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("ping", -1, FAST, KeySpec::NONE, ["fast", "connection"], "connection", "1.0.0",
-        "Returns the server's liveliness response.", "O(1)", ping),
+        "Ping the server", "O(1)", ping),
     command!("echo", 2, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "connection"], "connection", "1.0.0",
-        "Returns the given string.", "O(1)", echo),
+        "Echo the given string", "O(1)", echo),
     command!("quit", -1, ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH, KeySpec::NONE,
-        ["fast", "connection"], "connection", "1.0.0", "Closes the connection.", "O(1)", quit),
+        ["fast", "connection"], "connection", "1.0.0", "Close the connection", "O(1)", quit),
     command!("reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, KeySpec::NONE,
-        ["fast", "connection"], "connection", "6.2.0", "Resets the connection.", "O(1)", reset),
+        ["fast", "connection"], "connection", "6.2.0", "Reset the connection", "O(1)", reset),
     command!("hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, KeySpec::NONE,
-        ["fast", "connection"], "connection", "6.0.0", "Handshakes with the Redis server.", "O(1)", hello),
+        ["fast", "connection"], "connection", "6.0.0", "Handshake with Redis", "O(1)", hello),
     command!("auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, KeySpec::NONE,
-        ["fast", "connection"], "connection", "1.0.0", "Authenticates the connection.",
+        ["fast", "connection"], "connection", "1.0.0", "Authenticate to the server",
         "O(N) where N is the number of passwords defined for the user", auth),
     command!("select", 2, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "connection"], "connection", "1.0.0",
-        "Changes the selected database.", "O(1)", select),
+        "Change the selected database for the current connection", "O(1)", select),
 ];
 
 /// `PING [message]`

@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering::Relaxed;
 pub const COMMANDS: &[ServerCommand] = &[
     command!("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | SUBCOMMANDS_UNLISTED, KeySpec::NONE,
         ["admin", "slow", "dangerous"],
-        "server", "1.0.0", "A container for debugging commands.", "Depends on subcommand.",
+        "server", "1.0.0", "A container for debugging commands", "Depends on subcommand.",
         subcommands = DEBUG_SUBCOMMANDS),
 ];
 

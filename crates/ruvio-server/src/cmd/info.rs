@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("info", -1, LOADING | STALE, KeySpec::NONE, ["slow", "dangerous"], "server", "1.0.0",
-        "Returns information and statistics about the server.", "O(1)", info),
+        "Get information and statistics about the server", "O(1)", info),
 ];
 
 /// `INFO [section [section ...]]`

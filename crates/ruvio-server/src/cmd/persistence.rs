@@ -17,18 +17,18 @@ use std::sync::atomic::Ordering::Relaxed;
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("lastsave", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast", "admin", "dangerous"], "server", "1.0.0",
-        "Returns the Unix timestamp of the last successful save to disk.", "O(1)", lastsave),
+        "Get the UNIX time stamp of the last successful save to disk", "O(1)", lastsave),
     command!("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, KeySpec::NONE, ["admin", "slow", "dangerous"],
-        "server", "1.0.0", "Synchronously saves the database(s) to disk.", "O(N) where N is the total number of keys in all databases", save),
+        "server", "1.0.0", "Synchronously save the dataset to disk", "O(N) where N is the total number of keys in all databases", save),
     command!("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
-        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        "Synchronously save the dataset to disk and then shut down the server",
         "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
         shutdown),
     command!("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, KeySpec::NONE, ["admin", "slow", "dangerous"],
-        "server", "1.0.0", "Asynchronously saves the database(s) to disk.", "O(1)", bgsave),
+        "server", "1.0.0", "Asynchronously save the dataset to disk", "O(1)", bgsave),
     command!("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, KeySpec::NONE, ["admin", "slow", "dangerous"],
-        "server", "1.0.0", "Asynchronously rewrites the append-only file to disk.", "O(1)", bgrewriteaof),
+        "server", "1.0.0", "Asynchronously rewrite the append-only file", "O(1)", bgrewriteaof),
 ];
 
 /// `LASTSAVE`: the last completed SAVE, or the start time before one (as a fresh

@@ -12,7 +12,7 @@ use ruvio_resp::{Args, Reply};
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("time", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast"], "server", "2.6.0",
-        "Returns the server time.", "O(1)", time),
+        "Return the current server time", "O(1)", time),
 ];
 
 /// `TIME`

@@ -10,20 +10,20 @@ use ruvio_resp::{Args, Reply};
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::NONE,
-        ["fast", "transaction"], "transactions", "1.2.0", "Starts a transaction.", "O(1)", multi),
+        ["fast", "transaction"], "transactions", "1.2.0", "Mark the start of a transaction block", "O(1)", multi),
     command!("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG, KeySpec::NONE, ["slow", "transaction"],
-        "transactions", "1.2.0", "Executes all commands in a transaction.",
+        "transactions", "1.2.0", "Execute all commands issued after MULTI",
         "Depends on commands in the transaction", run_by_dispatcher),
     command!("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::NONE,
-        ["fast", "transaction"], "transactions", "2.0.0", "Discards a transaction.",
+        ["fast", "transaction"], "transactions", "2.0.0", "Discard all commands issued after MULTI",
         "O(N), when N is the number of queued commands", discard),
     command!("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::ALL,
         ["fast", "transaction"], "transactions", "2.2.0",
-        "Monitors changes to keys to determine the execution of a transaction.", "O(1) for every key.",
+        "Watch the given keys to determine execution of the MULTI/EXEC block", "O(1) for every key.",
         run_by_dispatcher),
     command!("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::NONE,
         ["fast", "transaction"], "transactions", "2.2.0",
-        "Forgets about watched keys of a transaction.", "O(1)", unwatch),
+        "Forget about all watched keys", "O(1)", unwatch),
 ];
 
 /// `MULTI`
