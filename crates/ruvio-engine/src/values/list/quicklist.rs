@@ -177,7 +177,9 @@ impl Node {
             return;
         };
         let compressed = Compressed {
-            lzf: packed.into_boxed_slice(),
+            // A copy of exactly its size: shrinking the compressor's block (sized
+            // for the whole node) in place would leave a hole beside each node.
+            lzf: Box::from(&packed[..]),
             block_bytes: bytes as u32,
             redis_bytes: block.redis_bytes() as u32,
             read: OnceCell::new(),
