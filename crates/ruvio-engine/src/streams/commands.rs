@@ -5,16 +5,39 @@
 use ruvio_resp::{Args, Reply};
 
 use super::id::{interval_id, parse_id, strict_id, ParsedId, StreamId};
-use super::value::TrimTo;
+use super::value::{NodeLimits, TrimTo};
 use super::{change_stream, errors, events, reply_entries, stream_at, StreamValue};
 use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::error::CmdError;
 use crate::keyspace::Collection;
 use crate::Engine;
 
-/// `stream-node-max-entries`: an approximate trim without LIMIT drops at most 100
-/// nodes' worth of entries (`100 * stream_node_max_entries`).
-const APPROX_LIMIT_DEFAULT: u64 = 100 * super::value::NODE_ENTRIES_MAX as u64;
+/// Nodes' worth of entries an approximate trim without LIMIT may drop (Redis's
+/// `100 * stream_node_max_entries`), so one XADD never frees a whole huge stream.
+const APPROX_LIMIT_NODES: u64 = 100;
+/// The approximate trim's entry budget when `stream-node-max-entries` is 0 (no
+/// limit), as Redis falls back to.
+const APPROX_LIMIT_UNBOUNDED_NODES: u64 = 10_000;
+/// The most an approximate trim without LIMIT may drop, whatever the node size
+/// (Redis's cap, which also keeps the product from overflowing).
+const APPROX_LIMIT_MAX: u64 = 1_000_000;
+
+/// The default LIMIT of an approximate trim under `stream-node-max-entries`.
+fn approx_limit_default(node_entries_max: usize) -> u64 {
+    match (node_entries_max as u64).saturating_mul(APPROX_LIMIT_NODES) {
+        0 => APPROX_LIMIT_UNBOUNDED_NODES,
+        n => n.min(APPROX_LIMIT_MAX),
+    }
+}
+
+/// Where the next XADD closes a node: the configuration's node limits.
+fn node_limits(e: &Engine) -> NodeLimits {
+    let config = e.config();
+    NodeLimits {
+        entries_max: config.stream_node_max_entries,
+        bytes_max: config.stream_node_max_bytes,
+    }
+}
 
 fn stream_err(text: &'static str) -> CmdError {
     CmdError::Stream(text)
@@ -46,7 +69,11 @@ fn approx_marker(args: Args<'_>, at: usize, more: usize) -> Option<bool> {
     }
 }
 
-fn parse_add_trim(args: Args<'_>, xadd: bool) -> Result<AddTrimArgs, CmdError> {
+fn parse_add_trim(
+    args: Args<'_>,
+    xadd: bool,
+    node_entries_max: usize,
+) -> Result<AddTrimArgs, CmdError> {
     let mut p = AddTrimArgs::default();
     let mut limit_given = false;
     let mut i = 2;
@@ -93,7 +120,10 @@ fn parse_add_trim(args: Args<'_>, xadd: bool) -> Result<AddTrimArgs, CmdError> {
         return Err(stream_err(errors::LIMIT_WITHOUT_APPROX));
     }
     if !limit_given {
-        p.limit = if p.approx { APPROX_LIMIT_DEFAULT } else { 0 };
+        p.limit = match p.approx {
+            true => approx_limit_default(node_entries_max),
+            false => 0,
+        };
     }
     Ok(p)
 }
@@ -148,7 +178,7 @@ pub(super) fn xadd(
     args: Args<'_>,
     r: &mut Reply<'_>,
 ) -> CmdResult {
-    let p = parse_add_trim(args, true)?;
+    let p = parse_add_trim(args, true, e.config().stream_node_max_entries)?;
     let fields_at = p.id_at + 1;
     if fields_at > args.len()
         || args.len() - fields_at < 2
@@ -178,8 +208,9 @@ pub(super) fn xadd(
     }
     let id = new_entry_id(last, p.id, ctx.now_ms)?;
     let fields: Vec<&[u8]> = (fields_at..args.len()).map(|i| args.get(i)).collect();
+    let limits = node_limits(e);
     let trim = |s: &mut StreamValue| {
-        s.append(id, &fields);
+        s.append(id, &fields, limits);
         p.trim.map_or(0, |(to, _)| s.trim(to, p.approx, p.limit))
     };
     let (trimmed, log) = match found {
@@ -343,7 +374,7 @@ pub(super) fn xtrim(
     args: Args<'_>,
     r: &mut Reply<'_>,
 ) -> CmdResult {
-    let p = parse_add_trim(args, false)?;
+    let p = parse_add_trim(args, false, e.config().stream_node_max_entries)?;
     let key = args.get(1);
     let Some(at) = e.lookup_write(ctx, key) else {
         r.int(0);
@@ -368,7 +399,7 @@ pub(super) fn xtrim(
     Ok(Done)
 }
 
-/// `XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]` (Redis 7.0's checks).
+/// `XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]` (Redis 7.4's checks).
 pub(super) fn xsetid(
     e: &mut Engine,
     ctx: &mut ExecCtx,
@@ -398,6 +429,11 @@ pub(super) fn xsetid(
     let key = args.get(1);
     let at = e.lookup_write(ctx, key).ok_or(CmdError::NoSuchKey)?;
     let s = stream_at(e, ctx.db, at)?;
+    // Redis 7.4 (7.0 lets it pass): a last ID below a deleted entry's would let
+    // XADD bring that ID back.
+    if id < s.max_deleted_id() {
+        return Err(stream_err(errors::XSETID_BELOW_MAX_DELETED));
+    }
     if !s.is_empty() {
         let top = s.last_entry_id().unwrap_or(StreamId::MIN);
         if id < top {

@@ -94,6 +94,13 @@ pub(crate) mod errors {
     pub const XREADGROUP_DOLLAR: &str = "ERR The $ ID is meaningless in the context of \
         XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or \
         use the > ID to get new messages. The $ ID would just return an empty result set.";
+    /// Redis 7.4's, which reads `+` in XREAD as the last entry.
+    pub const XREADGROUP_PLUS: &str = "ERR The + ID is meaningless in the context of \
+        XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or \
+        use the > ID to get new messages. The + ID would just return an empty result set.";
+    /// Redis 7.4's: XSETID never goes below an entry ID that was deleted.
+    pub const XSETID_BELOW_MAX_DELETED: &str =
+        "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id";
     pub const BLOCKED_NOGROUP: &str =
         "NOGROUP the consumer group this client was blocked on no longer exists";
     pub const BLOCKED_KEY_GONE: &str = "UNBLOCKED the stream key no longer exists";

@@ -21,10 +21,34 @@ use super::groups::{Groups, ENTRIES_READ_UNKNOWN};
 use super::id::StreamId;
 use crate::undo::{self, Inverse, Kept};
 
-/// Entries per node before a new one starts (`stream-node-max-entries`).
+/// Entries per node before a new one starts: `stream-node-max-entries`' default.
 pub const NODE_ENTRIES_MAX: usize = 100;
-/// Listpack bytes per node before a new one starts (`stream-node-max-bytes`).
+/// Listpack bytes per node before a new one starts: `stream-node-max-bytes`'
+/// default.
 pub const NODE_BYTES_MAX: usize = 4096;
+/// The largest node Redis lets a listpack grow to (`STREAM_LISTPACK_MAX_SIZE`,
+/// 1 GiB): `stream-node-max-bytes` 0 (no limit) or above it means this.
+const NODE_BYTES_CEILING: usize = 1 << 30;
+
+/// Where a node closes (`stream-node-max-entries`, `stream-node-max-bytes`),
+/// read from the configuration at each append as Redis reads its globals, so
+/// CONFIG SET applies to the next XADD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeLimits {
+    /// Entries (deleted ones included) per node; 0: no limit.
+    pub entries_max: usize,
+    /// Listpack bytes per node; 0: up to [`NODE_BYTES_CEILING`].
+    pub bytes_max: usize,
+}
+
+impl Default for NodeLimits {
+    fn default() -> Self {
+        NodeLimits {
+            entries_max: NODE_ENTRIES_MAX,
+            bytes_max: NODE_BYTES_MAX,
+        }
+    }
+}
 
 const LIVE: u8 = 0;
 const DELETED: u8 = 1;
@@ -253,9 +277,15 @@ impl Node {
     }
 
     /// Redis's rule for a new node before appending an entry whose fields and
-    /// values total `payload` bytes.
-    fn full_for(&self, payload: usize) -> bool {
-        self.count >= NODE_ENTRIES_MAX || self.lp_bytes + payload >= NODE_BYTES_MAX
+    /// values total `payload` bytes (`streamAppendItem`: bytes first, then the
+    /// entry count, deleted entries included).
+    fn full_for(&self, payload: usize, limits: NodeLimits) -> bool {
+        let bytes_max = match limits.bytes_max {
+            0 => NODE_BYTES_CEILING,
+            n => n.min(NODE_BYTES_CEILING),
+        };
+        self.lp_bytes + payload >= bytes_max
+            || (limits.entries_max != 0 && self.count >= limits.entries_max)
     }
 
     fn heap_bytes(&self) -> usize {
@@ -379,14 +409,15 @@ impl StreamValue {
     }
 
     /// Append an entry with `id`, which the caller made greater than
-    /// [`last_id`](Self::last_id); `fields` alternate field and value.
-    pub fn append(&mut self, id: StreamId, fields: &[&[u8]]) {
+    /// [`last_id`](Self::last_id); `fields` alternate field and value. A new
+    /// node starts when the last one is full by `limits`.
+    pub fn append(&mut self, id: StreamId, fields: &[&[u8]], limits: NodeLimits) {
         debug_assert!(id > self.0.last_id || self.0.entries_added == 0);
         self.record_meta();
         let s = &mut *self.0;
         let payload = fields.iter().map(|f| f.len()).sum();
         match s.nodes.last_entry() {
-            Some(mut node) if !node.get().full_for(payload) => {
+            Some(mut node) if !node.get().full_for(payload, limits) => {
                 let master = *node.key();
                 if undo::inverses_wanted() {
                     let n = node.get();
