@@ -1,0 +1,197 @@
+//! Stream behaviour newer than the redis-server 7.0 the differential tests run
+//! against, checked against the replies Redis documents and its source gives
+//! (t_stream.c and the commands' JSON of 7.4 to 8.2):
+//!
+//! - XREAD with `+` (7.4): the stream's last entry, alone whatever COUNT says;
+//!   an empty or missing stream waits (BLOCK) or answers nil, and a woken client
+//!   reads `+` afresh; XREADGROUP refuses `+`.
+//! - XSETID (7.4) refuses a last ID below the stream's max-deleted-entry-id.
+//!
+//! Exact reply bytes, real clients, 2 shards (keys on both).
+
+mod common;
+
+use common::*;
+use std::thread::sleep;
+use std::time::Duration;
+
+/// How long a client must stay silent to count as blocked.
+const STILL_BLOCKED: Duration = Duration::from_millis(150);
+
+/// One stream's part of an XREAD reply (RESP2): the key and its entries, each
+/// entry `(id, field, value)`.
+fn stream_part(key: &str, entries: &[(&str, &str, &str)]) -> String {
+    let mut out = format!("*2\r\n{}*{}\r\n", bulk(key), entries.len());
+    for (id, field, value) in entries {
+        out += &format!("*2\r\n{}*2\r\n{}{}", bulk(id), bulk(field), bulk(value));
+    }
+    out
+}
+
+/// An XREAD reply (RESP2) of several streams' parts.
+fn xread_reply(parts: &[String]) -> Vec<u8> {
+    format!("*{}\r\n{}", parts.len(), parts.concat()).into_bytes()
+}
+
+#[test]
+fn xread_plus_reads_the_last_entry() {
+    let server = Server::forward(2);
+    let keys = keys_per_shard("plus", 2);
+    let (s, t) = (&keys[0], &keys[1]);
+    let mut c = server.raw();
+    for (key, id, field) in [(s, "1-0", "a"), (s, "2-0", "b"), (t, "5-0", "x")] {
+        c.cmd(&["XADD", key, id, field, "v"]);
+    }
+    c.cmd(&["XADD", t, "6-0", "y", "w"]);
+    let s_last = stream_part(s, &[("2-0", "b", "v")]);
+    let t_last = stream_part(t, &[("6-0", "y", "w")]);
+    // Only the last entry, with or without COUNT.
+    c.roundtrip(
+        &encode(&["XREAD", "STREAMS", s, "+"]),
+        &xread_reply(std::slice::from_ref(&s_last)),
+    );
+    c.roundtrip(
+        &encode(&["XREAD", "COUNT", "10", "STREAMS", s, "+"]),
+        &xread_reply(std::slice::from_ref(&s_last)),
+    );
+    // Several streams, each its own last entry; `+` beside a plain ID.
+    c.roundtrip(
+        &encode(&["XREAD", "COUNT", "5", "STREAMS", s, t, "+", "+"]),
+        &xread_reply(&[s_last.clone(), t_last.clone()]),
+    );
+    c.roundtrip(
+        &encode(&["XREAD", "STREAMS", s, t, "+", "0"]),
+        &xread_reply(&[
+            s_last.clone(),
+            stream_part(t, &[("5-0", "x", "v"), ("6-0", "y", "w")]),
+        ]),
+    );
+    // A missing stream has no last entry: left out, or nil when alone.
+    c.roundtrip(
+        &encode(&["XREAD", "STREAMS", "plus-missing", s, "+", "+"]),
+        &xread_reply(std::slice::from_ref(&s_last)),
+    );
+    c.roundtrip(
+        &encode(&["XREAD", "STREAMS", "plus-missing", "+"]),
+        b"*-1\r\n",
+    );
+    // The last live entry: a deleted last one is skipped.
+    c.roundtrip(&encode(&["XDEL", s, "2-0"]), b":1\r\n");
+    c.roundtrip(
+        &encode(&["XREAD", "STREAMS", s, "+"]),
+        &xread_reply(&[stream_part(s, &[("1-0", "a", "v")])]),
+    );
+    // RESP3: a map of stream to entries.
+    let mut resp3 = server.raw();
+    assert!(resp3.cmd(&["HELLO", "3"]).starts_with(b"%"));
+    resp3.roundtrip(
+        &encode(&["XREAD", "STREAMS", t, "+"]),
+        format!(
+            "%1\r\n{}*1\r\n*2\r\n{}*2\r\n{}{}",
+            bulk(t),
+            bulk("6-0"),
+            bulk("y"),
+            bulk("w")
+        )
+        .as_bytes(),
+    );
+    // Errors as for any ID.
+    c.cmd(&["SET", "plus-string", "x"]);
+    c.roundtrip(
+        &encode(&["XREAD", "STREAMS", "plus-string", "+"]),
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+    c.cmd(&["XGROUP", "CREATE", s, "g", "0"]);
+    c.roundtrip(
+        &encode(&["XREADGROUP", "GROUP", "g", "c", "STREAMS", s, "+"]),
+        b"-ERR The + ID is meaningless in the context of XREADGROUP: you want to read the \
+          history of this consumer by specifying a proper ID, or use the > ID to get new \
+          messages. The + ID would just return an empty result set.\r\n",
+    );
+    c.cmd(&["DEL", s, t, "plus-string"]);
+}
+
+/// BLOCK with `+`: a stream with entries answers at once; an empty or missing
+/// one waits, and the client, woken after a transaction added several entries,
+/// reads the last of them (it is not rewritten as `$` is).
+#[test]
+fn xread_plus_blocks_until_there_is_a_last_entry() {
+    let server = Server::forward(2);
+    let keys = keys_per_shard("plusblock", 2);
+    let mut writer = server.raw();
+    writer.cmd(&["XADD", &keys[0], "3-0", "f", "v"]);
+    let mut at_once = server.raw();
+    at_once.roundtrip(
+        &encode(&["XREAD", "BLOCK", "0", "STREAMS", &keys[0], "+"]),
+        &stream_entry_reply(&keys[0], "3-0", "f", "v"),
+    );
+    for key in &keys {
+        // An empty stream (XGROUP CREATE MKSTREAM) waits as a missing one does.
+        let empty = key == &keys[0];
+        if empty {
+            writer.cmd(&["DEL", key]);
+            writer.cmd(&["XGROUP", "CREATE", key, "g", "$", "MKSTREAM"]);
+        }
+        let mut waiter = server.raw();
+        waiter.send(&encode(&[
+            "XREAD", "COUNT", "5", "BLOCK", "0", "STREAMS", key, "+",
+        ]));
+        waiter.expect_silence(STILL_BLOCKED);
+        writer.roundtrip(&encode(&["MULTI"]), b"+OK\r\n");
+        for id in ["7-0", "8-0", "9-0"] {
+            writer.roundtrip(&encode(&["XADD", key, id, "n", id]), b"+QUEUED\r\n");
+        }
+        writer.roundtrip(
+            &encode(&["EXEC"]),
+            format!("*3\r\n{}{}{}", bulk("7-0"), bulk("8-0"), bulk("9-0")).as_bytes(),
+        );
+        waiter.expect(&stream_entry_reply(key, "9-0", "n", "9-0"));
+    }
+    // A timeout answers nil as for any ID.
+    let mut late = server.raw();
+    late.roundtrip(
+        &encode(&["XREAD", "BLOCK", "50", "STREAMS", "plusblock-missing", "+"]),
+        b"*-1\r\n",
+    );
+    writer.cmd(&["DEL", &keys[0], &keys[1]]);
+    sleep(Duration::from_millis(10));
+}
+
+/// XSETID below max-deleted-entry-id: Redis 7.4's error (7.0 accepted it and a
+/// later XADD could bring a deleted ID back); at or above it, OK.
+#[test]
+fn xsetid_stays_at_or_above_the_max_deleted_id() {
+    let server = Server::forward(1);
+    let mut c = server.raw();
+    c.cmd(&["XADD", "setid", "1-0", "f", "v"]);
+    c.cmd(&["XADD", "setid", "5-0", "f", "v"]);
+    c.roundtrip(&encode(&["XDEL", "setid", "5-0"]), b":1\r\n");
+    c.roundtrip(
+        &encode(&["XSETID", "setid", "4-0"]),
+        b"-ERR The ID specified in XSETID is smaller than current max_deleted_entry_id\r\n",
+    );
+    // The argument checks come first: MAXDELETEDID above the ID is refused
+    // before the key is looked at.
+    c.roundtrip(
+        &encode(&["XSETID", "setid", "4-0", "MAXDELETEDID", "4-5"]),
+        b"-ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id\r\n",
+    );
+    c.roundtrip(&encode(&["XSETID", "setid", "5-0"]), b"+OK\r\n");
+    c.roundtrip(
+        &encode(&["XADD", "setid", "5-0", "f", "v"]),
+        b"-ERR The ID specified in XADD is equal or smaller than the target stream top item\r\n",
+    );
+    // MAXDELETEDID raises the bound a later XSETID is held to.
+    c.roundtrip(
+        &encode(&["XSETID", "setid", "9-0", "MAXDELETEDID", "8-0"]),
+        b"+OK\r\n",
+    );
+    c.roundtrip(
+        &encode(&["XSETID", "setid", "7-0"]),
+        b"-ERR The ID specified in XSETID is smaller than current max_deleted_entry_id\r\n",
+    );
+    c.roundtrip(
+        &encode(&["XADD", "setid", "9-*", "f", "v"]),
+        bulk("9-1").as_bytes(),
+    );
+}
