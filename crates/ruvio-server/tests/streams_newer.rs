@@ -195,3 +195,150 @@ fn xsetid_stays_at_or_above_the_max_deleted_id() {
         bulk("9-1").as_bytes(),
     );
 }
+
+/// XINFO CONSUMERS in RESP3, as `(name, pending, idle, inactive)` per consumer
+/// (the map's keys checked in Redis 7.2's order).
+fn consumers(conn: &mut RawConn, key: &str) -> Vec<(Vec<u8>, i64, i64, i64)> {
+    let Value::Array(items) = decode(&conn.cmd(&["XINFO", "CONSUMERS", key, "g"])) else {
+        panic!("XINFO CONSUMERS: not an array");
+    };
+    items
+        .into_iter()
+        .map(|item| {
+            let Value::Map(pairs) = item else {
+                panic!("a consumer is not a map: {item:?}");
+            };
+            let keys: Vec<Value> = pairs.iter().map(|(k, _)| k.clone()).collect();
+            let expected: Vec<Value> = ["name", "pending", "idle", "inactive"]
+                .iter()
+                .map(|k| Value::Bulk(k.as_bytes().to_vec()))
+                .collect();
+            assert_eq!(keys, expected);
+            match &pairs[..] {
+                [(_, Value::Bulk(name)), (_, Value::Int(pending)), (_, Value::Int(idle)), (_, Value::Int(inactive))] => {
+                    (name.clone(), *pending, *idle, *inactive)
+                }
+                other => panic!("consumer fields: {other:?}"),
+            }
+        })
+        .collect()
+}
+
+/// A consumer's XINFO STREAM FULL entry in RESP3, as `(seen-time,
+/// active-time)`, its map's keys checked in Redis 7.2's order.
+fn full_consumer_times(conn: &mut RawConn, key: &str, name: &str) -> (i64, i64) {
+    let Value::Map(stream) = decode(&conn.cmd(&["XINFO", "STREAM", key, "FULL"])) else {
+        panic!("XINFO STREAM FULL: not a map");
+    };
+    let groups = stream
+        .iter()
+        .find(|(k, _)| *k == Value::Bulk(b"groups".to_vec()))
+        .map(|(_, v)| v.clone());
+    let Some(Value::Array(groups)) = groups else {
+        panic!("no groups");
+    };
+    let Value::Map(group) = &groups[0] else {
+        panic!("group not a map");
+    };
+    let Some((_, Value::Array(consumers))) = group
+        .iter()
+        .find(|(k, _)| *k == Value::Bulk(b"consumers".to_vec()))
+    else {
+        panic!("no consumers");
+    };
+    for consumer in consumers {
+        let Value::Map(fields) = consumer else {
+            panic!("consumer not a map");
+        };
+        let keys: Vec<&Value> = fields.iter().map(|(k, _)| k).collect();
+        let expected: Vec<Value> = ["name", "seen-time", "active-time", "pel-count", "pending"]
+            .iter()
+            .map(|k| Value::Bulk(k.as_bytes().to_vec()))
+            .collect();
+        assert_eq!(keys, expected.iter().collect::<Vec<_>>());
+        if fields[0].1 == Value::Bulk(name.as_bytes().to_vec()) {
+            let (Value::Int(seen), Value::Int(active)) = (&fields[1].1, &fields[2].1) else {
+                panic!("times: {fields:?}");
+            };
+            return (*seen, *active);
+        }
+    }
+    panic!("no consumer {name}");
+}
+
+/// Redis 7.2's consumer times: `seen-time` moves whenever a command names the
+/// consumer, `active-time` only when it is given an entry to own (XREADGROUP
+/// `>` without NOACK, XCLAIM, XAUTOCLAIM), -1 before. XINFO CONSUMERS shows the
+/// latter as `inactive` (ms since, or -1) after `idle`.
+#[test]
+fn consumers_report_seen_and_active_times() {
+    let server = Server::forward(2);
+    let key = &keys_per_shard("active", 2)[1];
+    let mut c = server.raw();
+    assert!(c.cmd(&["HELLO", "3"]).starts_with(b"%"));
+    for id in ["1-0", "2-0", "3-0"] {
+        c.cmd(&["XADD", key, id, "f", "v"]);
+    }
+    c.cmd(&["XGROUP", "CREATE", key, "g", "0"]);
+    c.cmd(&["XGROUP", "CREATECONSUMER", key, "g", "idler"]);
+    c.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "reader",
+        "COUNT",
+        "1",
+        "STREAMS",
+        key,
+        ">",
+    ]);
+    c.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "noack",
+        "NOACK",
+        "COUNT",
+        "1",
+        "STREAMS",
+        key,
+        ">",
+    ]);
+    // A claim with min-idle-time an hour moves nothing: no active-time.
+    c.cmd(&["XCLAIM", key, "g", "idler", "3600000", "1-0"]);
+    let got = consumers(&mut c, key);
+    let names: Vec<&[u8]> = got.iter().map(|c| c.0.as_slice()).collect();
+    assert_eq!(names, [&b"idler"[..], b"noack", b"reader"]);
+    let inactive: Vec<i64> = got.iter().map(|c| c.3).collect();
+    assert_eq!(inactive[..2], [-1, -1], "{got:?}");
+    assert!((0..1000).contains(&inactive[2]), "{got:?}");
+    let (seen, active) = full_consumer_times(&mut c, key, "idler");
+    assert!(seen > 1_600_000_000_000 && active == -1, "{seen} {active}");
+    let (seen, active) = full_consumer_times(&mut c, key, "reader");
+    assert!(active >= seen - 1000 && active <= seen, "{seen} {active}");
+
+    // Time passes; a history read moves seen-time (idle) but not active-time.
+    sleep(Duration::from_millis(120));
+    c.cmd(&["XREADGROUP", "GROUP", "g", "reader", "STREAMS", key, "0"]);
+    let reader = consumers(&mut c, key).pop().expect("reader");
+    assert!(reader.2 < 100 && reader.3 >= 120, "{reader:?}");
+    let (seen, active) = full_consumer_times(&mut c, key, "reader");
+    assert!(seen - active >= 120, "{seen} {active}");
+
+    // XCLAIM and XAUTOCLAIM that move an entry make their consumer active.
+    c.cmd(&["XCLAIM", key, "g", "late", "0", "1-0"]);
+    c.cmd(&["XREADGROUP", "GROUP", "g", "reader", "STREAMS", key, ">"]);
+    c.cmd(&["XAUTOCLAIM", key, "g", "idler", "0", "0", "COUNT", "1"]);
+    let got = consumers(&mut c, key);
+    for (name, _, _, inactive) in &got[..2] {
+        assert!(
+            (0..100).contains(inactive),
+            "{}: {got:?}",
+            String::from_utf8_lossy(name)
+        );
+    }
+    // An XAUTOCLAIM that finds nothing to move leaves active-time alone.
+    c.cmd(&["XAUTOCLAIM", key, "g", "noack", "3600000", "0"]);
+    assert_eq!(consumers(&mut c, key)[2].3, -1);
+    c.cmd(&["DEL", key]);
+}
