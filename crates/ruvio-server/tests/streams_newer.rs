@@ -6,6 +6,9 @@
 //!   an empty or missing stream waits (BLOCK) or answers nil, and a woken client
 //!   reads `+` afresh; XREADGROUP refuses `+`.
 //! - XSETID (7.4) refuses a last ID below the stream's max-deleted-entry-id.
+//! - XINFO's consumer `active-time` / `inactive` (7.2).
+//! - XDELEX and XACKDEL with KEEPREF / DELREF / ACKED, and XADD / XTRIM with
+//!   KEEPREF / DELREF (8.2), as the command docs and Redis's tests give them.
 //!
 //! Exact reply bytes, real clients, 2 shards (keys on both).
 
@@ -341,4 +344,271 @@ fn consumers_report_seen_and_active_times() {
     c.cmd(&["XAUTOCLAIM", key, "g", "noack", "3600000", "0"]);
     assert_eq!(consumers(&mut c, key)[2].3, -1);
     c.cmd(&["DEL", key]);
+}
+
+/// An array of integers, as XDELEX and XACKDEL answer.
+fn codes(values: &[i64]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", values.len());
+    for v in values {
+        out += &format!(":{v}\r\n");
+    }
+    out.into_bytes()
+}
+
+/// A stream of five entries `0-1` .. `4-1` with group `g` that has read them
+/// all (pending with alice), and group `late` created at `$` when the stream
+/// held `first` entries of them.
+fn stream_with_groups(c: &mut RawConn, key: &str) {
+    c.cmd(&["DEL", key]);
+    for j in 0..5 {
+        c.cmd(&["XADD", key, &format!("{j}-1"), "item", &j.to_string()]);
+    }
+    c.cmd(&["XGROUP", "CREATE", key, "g", "0"]);
+    c.cmd(&["XREADGROUP", "GROUP", "g", "alice", "STREAMS", key, ">"]);
+}
+
+/// XDELEX under each policy: KEEPREF deletes and leaves the PEL; DELREF
+/// deletes and empties the PEL; ACKED keeps (2) what a group still has pending
+/// or has not had delivered, and deletes once nothing needs it (Redis's test
+/// "XGROUP DESTROY removes all consumer group references"). Missing entries
+/// answer -1, a missing key -1 for every ID.
+#[test]
+fn xdelex_follows_its_reference_policy() {
+    let server = Server::forward(2);
+    let key = &keys_per_shard("delex", 2)[1];
+    let mut c = server.raw();
+    stream_with_groups(&mut c, key);
+    c.roundtrip(
+        &encode(&[
+            "XDELEX", key, "ACKED", "IDS", "5", "0-1", "1-1", "2-1", "3-1", "4-1",
+        ]),
+        &codes(&[2, 2, 2, 2, 2]),
+    );
+    // KEEPREF (the default): deleted, still pending.
+    c.roundtrip(
+        &encode(&["XDELEX", key, "IDS", "2", "0-1", "9-9"]),
+        &codes(&[1, -1]),
+    );
+    c.roundtrip(&encode(&["XLEN", key]), b":4\r\n");
+    c.roundtrip(
+        &encode(&["XPENDING", key, "g"]),
+        format!(
+            "*4\r\n:5\r\n{}{}*1\r\n*2\r\n{}{}",
+            bulk("0-1"),
+            bulk("4-1"),
+            bulk("alice"),
+            bulk("5")
+        )
+        .as_bytes(),
+    );
+    // DELREF: deleted and dropped from the PEL.
+    c.roundtrip(
+        &encode(&["XDELEX", key, "DELREF", "IDS", "1", "1-1"]),
+        &codes(&[1]),
+    );
+    c.roundtrip(&encode(&["XLEN", key]), b":3\r\n");
+    assert!(c.cmd(&["XPENDING", key, "g"]).starts_with(b"*4\r\n:4\r\n"));
+    // ACKED: acknowledged entries go; an entry a group has not been given yet
+    // stays.
+    c.roundtrip(&encode(&["XACK", key, "g", "2-1", "3-1"]), b":2\r\n");
+    c.roundtrip(
+        &encode(&["XADD", key, "5-1", "item", "5"]),
+        bulk("5-1").as_bytes(),
+    );
+    c.roundtrip(
+        &encode(&["XDELEX", key, "ACKED", "IDS", "3", "2-1", "5-1", "4-1"]),
+        &codes(&[1, 2, 2]),
+    );
+    c.cmd(&["XGROUP", "DESTROY", key, "g"]);
+    c.roundtrip(
+        &encode(&["XDELEX", key, "ACKED", "IDS", "3", "3-1", "4-1", "5-1"]),
+        &codes(&[1, 1, 1]),
+    );
+    c.roundtrip(&encode(&["XLEN", key]), b":0\r\n");
+    // A missing key: -1 for every ID, before the IDs are read.
+    c.roundtrip(
+        &encode(&["XDELEX", "delex-missing", "IDS", "2", "1-1", "bad"]),
+        &codes(&[-1, -1]),
+    );
+    c.cmd(&["DEL", key]);
+}
+
+/// XACKDEL acknowledges in its group and deletes under the policy: 1 acked
+/// and deleted, 2 acked but kept (ACKED, another group needs it), -1 not
+/// pending in the group; a missing group or key answers -1 for every ID.
+#[test]
+fn xackdel_acknowledges_then_deletes() {
+    let server = Server::forward(2);
+    let key = &keys_per_shard("ackdel", 2)[0];
+    let mut c = server.raw();
+    stream_with_groups(&mut c, key);
+    c.cmd(&["XGROUP", "CREATE", key, "other", "0"]);
+    c.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        "other",
+        "bob",
+        "COUNT",
+        "2",
+        "STREAMS",
+        key,
+        ">",
+    ]);
+    // `other` has 0-1 and 1-1 pending and has not been given 2-1 .. 4-1.
+    c.roundtrip(
+        &encode(&[
+            "XACKDEL", key, "g", "ACKED", "IDS", "3", "0-1", "3-1", "7-7",
+        ]),
+        &codes(&[2, 2, -1]),
+    );
+    c.roundtrip(&encode(&["XLEN", key]), b":5\r\n");
+    // KEEPREF: acked in `g`, deleted, still pending in `other`.
+    c.roundtrip(
+        &encode(&["XACKDEL", key, "g", "IDS", "1", "1-1"]),
+        &codes(&[1]),
+    );
+    c.roundtrip(&encode(&["XLEN", key]), b":4\r\n");
+    assert!(c
+        .cmd(&["XPENDING", key, "other"])
+        .starts_with(b"*4\r\n:2\r\n"));
+    // Acked already: not pending any more.
+    c.roundtrip(
+        &encode(&["XACKDEL", key, "g", "IDS", "1", "1-1"]),
+        &codes(&[-1]),
+    );
+    // DELREF: gone from `other` too.
+    c.roundtrip(
+        &encode(&["XACKDEL", key, "g", "DELREF", "IDS", "1", "2-1"]),
+        &codes(&[1]),
+    );
+    c.roundtrip(
+        &encode(&["XACKDEL", key, "other", "DELREF", "IDS", "1", "0-1"]),
+        &codes(&[1]),
+    );
+    assert!(c
+        .cmd(&["XPENDING", key, "other"])
+        .starts_with(b"*4\r\n:1\r\n"));
+    assert!(c.cmd(&["XPENDING", key, "g"]).starts_with(b"*4\r\n:1\r\n"));
+    c.roundtrip(&encode(&["XLEN", key]), b":2\r\n");
+    c.roundtrip(
+        &encode(&["XACKDEL", key, "nogroup", "IDS", "2", "1-1", "2-1"]),
+        &codes(&[-1, -1]),
+    );
+    c.roundtrip(
+        &encode(&["XACKDEL", "ackdel-missing", "g", "IDS", "1", "1-1"]),
+        &codes(&[-1]),
+    );
+    c.cmd(&["DEL", key]);
+}
+
+/// The IDS block and the policy are read as Redis reads them: one policy at
+/// most, numids a positive integer no larger than what follows, options may
+/// follow the IDs; IDs are checked before anything changes; arity and
+/// WRONGTYPE as for any command.
+#[test]
+fn xdelex_and_xackdel_refuse_bad_arguments() {
+    let server = Server::forward(1);
+    let mut c = server.raw();
+    c.cmd(&["XADD", "args", "1-1", "f", "v"]);
+    c.cmd(&["XGROUP", "CREATE", "args", "g", "0"]);
+    c.cmd(&["SET", "args-string", "x"]);
+    let cases: &[(&[&str], &[u8])] = &[
+        (
+            &["XDELEX", "args", "IDS", "0", "1-1"],
+            b"-ERR Number of IDs must be a positive integer\r\n",
+        ),
+        (
+            &["XDELEX", "args", "IDS", "x", "1-1"],
+            b"-ERR Number of IDs must be a positive integer\r\n",
+        ),
+        (
+            &["XDELEX", "args", "IDS", "3", "1-1", "2-1"],
+            b"-ERR The `numids` parameter must match the number of arguments\r\n",
+        ),
+        (
+            &["XDELEX", "args", "KEEPREF", "DELREF", "IDS", "1", "1-1"],
+            b"-ERR syntax error\r\n",
+        ),
+        (
+            &["XDELEX", "args", "IDS", "1", "1-1", "extra"],
+            b"-ERR syntax error\r\n",
+        ),
+        (
+            &["XDELEX", "args", "KEEPREF", "x", "y"],
+            b"-ERR syntax error\r\n",
+        ),
+        (
+            &["XDELEX", "args", "IDS", "2", "1-1", "nope"],
+            b"-ERR Invalid stream ID specified as stream command argument\r\n",
+        ),
+        (
+            &["XDELEX", "args", "IDS", "1"],
+            b"-ERR wrong number of arguments for 'xdelex' command\r\n",
+        ),
+        (
+            &["XACKDEL", "args", "g", "IDS", "1"],
+            b"-ERR wrong number of arguments for 'xackdel' command\r\n",
+        ),
+        (
+            &["XDELEX", "args-string", "IDS", "1", "1-1"],
+            b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        ),
+        (
+            &["XACKDEL", "args-string", "g", "IDS", "1", "1-1"],
+            b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        ),
+        (
+            &["XACKDEL", "args", "g", "IDS", "-1", "1-1"],
+            b"-ERR Number of IDs must be a positive integer\r\n",
+        ),
+        // The policy may come after the IDs (group g has not been given 1-1).
+        (
+            &["XDELEX", "args", "IDS", "1", "1-1", "ACKED"],
+            b"*1\r\n:2\r\n",
+        ),
+    ];
+    for (command, want) in cases {
+        c.roundtrip(&encode(command), want);
+    }
+    c.roundtrip(&encode(&["XLEN", "args"]), b":1\r\n");
+}
+
+/// XADD and XTRIM with DELREF drop what they trim from every PEL; KEEPREF
+/// (the default) leaves it pending.
+#[test]
+fn trims_with_delref_drop_references() {
+    let server = Server::forward(1);
+    let mut c = server.raw();
+    stream_with_groups(&mut c, "trimref");
+    c.roundtrip(
+        &encode(&["XTRIM", "trimref", "MAXLEN", "4", "KEEPREF"]),
+        b":1\r\n",
+    );
+    assert!(c
+        .cmd(&["XPENDING", "trimref", "g"])
+        .starts_with(b"*4\r\n:5\r\n"));
+    c.roundtrip(
+        &encode(&["XTRIM", "trimref", "MAXLEN", "3", "DELREF"]),
+        b":1\r\n",
+    );
+    assert!(c
+        .cmd(&["XPENDING", "trimref", "g"])
+        .starts_with(b"*4\r\n:4\r\n"));
+    c.roundtrip(
+        &encode(&["XADD", "trimref", "DELREF", "MINID", "4", "9-1", "f", "v"]),
+        bulk("9-1").as_bytes(),
+    );
+    c.roundtrip(&encode(&["XLEN", "trimref"]), b":2\r\n");
+    // 0-1 stays pending (KEEPREF dropped it before), 2-1 and 3-1 went with DELREF.
+    c.roundtrip(
+        &encode(&["XPENDING", "trimref", "g"]),
+        format!(
+            "*4\r\n:2\r\n{}{}*1\r\n*2\r\n{}{}",
+            bulk("0-1"),
+            bulk("4-1"),
+            bulk("alice"),
+            bulk("2")
+        )
+        .as_bytes(),
+    );
 }

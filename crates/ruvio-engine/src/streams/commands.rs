@@ -4,6 +4,7 @@
 
 use ruvio_resp::{Args, Reply};
 
+use super::deletion::RefPolicy;
 use super::id::{interval_id, parse_id, strict_id, ParsedId, StreamId};
 use super::value::{NodeLimits, TrimTo};
 use super::{change_stream, errors, events, reply_entries, stream_at, StreamValue};
@@ -52,9 +53,34 @@ struct AddTrimArgs {
     approx: bool,
     limit: u64,
     nomkstream: bool,
+    /// Redis 8.2's KEEPREF (default) / DELREF: whether trimmed entries leave
+    /// the consumer groups' PELs too.
+    refs: RefPolicy,
     /// XADD: the ID argument's index and what it said (`None` for `*`).
     id_at: usize,
     id: Option<ParsedId>,
+}
+
+/// XADD's and XTRIM's KEEPREF / DELREF (Redis 8.2).
+fn trim_ref_policy(opt: &[u8]) -> Option<RefPolicy> {
+    match opt.to_ascii_uppercase().as_slice() {
+        b"KEEPREF" => Some(RefPolicy::KeepRef),
+        b"DELREF" => Some(RefPolicy::DelRef),
+        _ => None,
+    }
+}
+
+/// Trim `s` as `p` says; with DELREF the dropped entries leave every PEL.
+fn trim_as_asked(s: &mut StreamValue, to: TrimTo, p: &AddTrimArgs) -> u64 {
+    if p.refs != RefPolicy::DelRef {
+        return s.trim(to, p.approx, p.limit);
+    }
+    let mut dropped = Vec::new();
+    let n = s.trim_noting(to, p.approx, p.limit, Some(&mut dropped));
+    for id in dropped {
+        s.groups_mut().drop_refs(id);
+    }
+    n
 }
 
 /// An `=` or `~` after MAXLEN/MINID, when more than the threshold follows.
@@ -104,6 +130,8 @@ fn parse_add_trim(
             i += 1;
         } else if xadd && opt.eq_ignore_ascii_case(b"nomkstream") {
             p.nomkstream = true;
+        } else if let Some(refs) = trim_ref_policy(opt) {
+            p.refs = refs;
         } else if xadd {
             p.id = Some(parse_id(opt, 0, true, true)?);
             break;
@@ -170,8 +198,8 @@ fn rewrite_trim(argv: &mut [Vec<u8>], p: &AddTrimArgs, s: &StreamValue) {
     };
 }
 
-/// `XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field
-/// value [field value ...]`.
+/// `XADD key [NOMKSTREAM] [KEEPREF|DELREF] [MAXLEN|MINID [=|~] threshold [LIMIT
+/// count]] *|id field value [field value ...]`.
 pub(super) fn xadd(
     e: &mut Engine,
     ctx: &mut ExecCtx,
@@ -211,7 +239,7 @@ pub(super) fn xadd(
     let limits = node_limits(e);
     let trim = |s: &mut StreamValue| {
         s.append(id, &fields, limits);
-        p.trim.map_or(0, |(to, _)| s.trim(to, p.approx, p.limit))
+        p.trim.map_or(0, |(to, _)| trim_as_asked(s, to, &p))
     };
     let (trimmed, log) = match found {
         Some(at) => {
@@ -367,7 +395,7 @@ pub(super) fn xdel(
     Ok(Done)
 }
 
-/// `XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]`.
+/// `XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count] [KEEPREF|DELREF]`.
 pub(super) fn xtrim(
     e: &mut Engine,
     ctx: &mut ExecCtx,
@@ -385,7 +413,7 @@ pub(super) fn xtrim(
     let Some((to, _)) = p.trim else {
         return Err(CmdError::Syntax);
     };
-    let trimmed = change_stream(e, ctx.db, at, |s| s.trim(to, p.approx, p.limit))?;
+    let trimmed = change_stream(e, ctx.db, at, |s| trim_as_asked(s, to, &p))?;
     r.int(trimmed as i64);
     if trimmed > 0 {
         ctx.changed(key, events::XTRIM, trimmed);

@@ -345,6 +345,31 @@ impl Groups {
         }
     }
 
+    /// Does a group still need entry `id` (Redis 8.2's `streamEntryIsReferenced`,
+    /// for the ACKED policy)? It does while it is pending in some group, or
+    /// while some group has not had it delivered yet (its last ID is below).
+    /// No group: nothing needs it.
+    pub fn is_referenced(&self, id: StreamId) -> bool {
+        self.by_name
+            .values()
+            .any(|g| g.last_id < id || g.pel.contains_key(&id))
+    }
+
+    /// Drop entry `id` from every group's PEL (the DELREF policy); true when
+    /// some group had it pending.
+    pub fn drop_refs(&mut self, id: StreamId) -> bool {
+        let holding: Vec<Box<[u8]>> = self
+            .by_name
+            .iter()
+            .filter(|(_, g)| g.pel.contains_key(&id))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &holding {
+            self.ack(name, id);
+        }
+        !holding.is_empty()
+    }
+
     /// Acknowledge `id`: removed from the group's and its consumer's PEL; false
     /// when it was not pending.
     pub fn ack(&mut self, group: &[u8], id: StreamId) -> bool {

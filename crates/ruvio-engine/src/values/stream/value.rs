@@ -535,6 +535,18 @@ impl StreamValue {
     /// nodes only; `limit` (0: none) caps the entries an approximate trim drops.
     /// Returns the number dropped.
     pub fn trim(&mut self, to: TrimTo, approx: bool, limit: u64) -> u64 {
+        self.trim_noting(to, approx, limit, None)
+    }
+
+    /// [`trim`](Self::trim), pushing the ID of every entry it drops to
+    /// `dropped` when given (XADD/XTRIM DELREF drops their references).
+    pub fn trim_noting(
+        &mut self,
+        to: TrimTo,
+        approx: bool,
+        limit: u64,
+        mut dropped_ids: Option<&mut Vec<StreamId>>,
+    ) -> u64 {
         self.record_meta();
         let s = &mut *self.0;
         let mut dropped = 0u64;
@@ -558,6 +570,9 @@ impl StreamValue {
             }
             if whole {
                 let live = node.live as u64;
+                if let Some(ids) = dropped_ids.as_deref_mut() {
+                    ids.extend(node.live_entries(master).map(|e| e.id));
+                }
                 record_node_back(master, node);
                 let gone = first.remove().heap_bytes();
                 s.node_bytes -= gone;
@@ -584,6 +599,10 @@ impl StreamValue {
                     .map(|e| e.at)
                     .collect(),
             };
+            if let Some(ids) = dropped_ids.as_deref_mut() {
+                let doomed_at = |e: &EntryRef<'_>| doomed.binary_search(&e.at).is_ok();
+                ids.extend(node.entries(master).filter(doomed_at).map(|e| e.id));
+            }
             for &at in &doomed {
                 let at32 = at as u32;
                 undo::record_inverse(|_| Inverse::StreamUndelete { master, at: at32 });
