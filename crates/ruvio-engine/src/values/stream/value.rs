@@ -6,9 +6,10 @@
 //! `stream-node-max-entries` (100) entries in one listpack per radix-tree node.
 //! Ruvio does the same with a `BTreeMap` keyed by each node's first (master) ID and
 //! a byte vector per node: an entry costs its payload plus a few bytes of header.
-//! Node boundaries are Redis's (100 entries, or 4096 bytes of Redis's listpack
-//! encoding of them), so `MAXLEN ~`, which only drops whole nodes, keeps what
-//! Redis keeps.
+//! Node boundaries are Redis's (`stream-node-max-entries`, 100, or
+//! `stream-node-max-bytes`, 4096, of Redis's listpack encoding of them: see
+//! [`NodeLimits`]), so `MAXLEN ~`, which only drops whole nodes, keeps what Redis
+//! keeps.
 //!
 //! An entry in a node: a flag byte (deleted or not), the ms part as a delta from
 //! the node's master ID, the sequence, the pair count, then each field and value
