@@ -113,6 +113,10 @@ pub struct EngineConfig {
     pub cluster_enabled: bool,
     /// `hll-sparse-max-bytes`: longest sparse HyperLogLog before it turns dense.
     pub hll_sparse_max_bytes: usize,
+    /// `stream-node-max-entries`: entries per stream node (0: no limit).
+    pub stream_node_max_entries: usize,
+    /// `stream-node-max-bytes`: listpack bytes per stream node (0: no limit).
+    pub stream_node_max_bytes: usize,
 }
 
 impl EngineConfig {
@@ -144,6 +148,8 @@ impl Default for EngineConfig {
             proto_max_bulk_len: crate::keyspace::STRING_BYTES_MAX,
             cluster_enabled: false,
             hll_sparse_max_bytes: HLL_SPARSE_BYTES_MAX_DEFAULT,
+            stream_node_max_entries: crate::values::stream::value::NODE_ENTRIES_MAX,
+            stream_node_max_bytes: crate::values::stream::value::NODE_BYTES_MAX,
         }
     }
 }

@@ -87,21 +87,30 @@ fn xread_blocks_with_dollar_rewritten() {
     assert!(block.rewrite.is_empty());
 }
 
-/// Redis 7.0 lets XSETID go below a deleted entry that still heads its node; the
-/// next entry then sits below its node's first ID (found by the 60,000-command
-/// differential run: it panicked before the delta wrapped). Replies from 7.0.
+/// Redis 7.0 lets XSETID go below a deleted entry that still heads its node (the
+/// next entry then sat below its node's first ID: found by the 60,000-command
+/// differential run, it panicked before the delta wrapped). Redis 7.4 refuses an
+/// ID below max-deleted-entry-id, and Ruvio follows it: the stream is unchanged.
 #[test]
-fn an_id_below_its_nodes_first_entry() {
+fn xsetid_refuses_an_id_below_a_deleted_one() {
     let mut h = Harness::default();
     h.run("XADD s 5-0 a 1");
     h.run("XADD s 9-0 b 2");
     assert_eq!(h.run("XDEL s 9-0"), int(1));
     assert_eq!(h.run("XTRIM s MINID 7"), int(1));
-    assert_eq!(h.run("XSETID s 1-0"), "+OK\r\n");
-    assert_eq!(h.run("XADD s 2-0 c 3"), bulk("2-0"));
-    let entry = "*1\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n";
+    assert_eq!(
+        h.run("XSETID s 1-0"),
+        "-ERR The ID specified in XSETID is smaller than current max_deleted_entry_id\r\n"
+    );
+    assert!(h.run("XSETID s 8-9").contains("max_deleted_entry_id"));
+    assert_eq!(
+        h.run("XADD s 2-0 c 3"),
+        "-ERR The ID specified in XADD is equal or smaller than the target stream top item\r\n"
+    );
+    assert_eq!(h.run("XSETID s 9-0"), "+OK\r\n");
+    assert_eq!(h.run("XADD s 10-0 c 3"), bulk("10-0"));
+    let entry = "*1\r\n*2\r\n$4\r\n10-0\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n";
     assert_eq!(h.run("XRANGE s - +"), entry);
-    assert_eq!(h.run("XRANGE s 2 3"), entry);
-    assert_eq!(h.run("XREVRANGE s 3 2"), entry);
+    assert_eq!(h.run("XREVRANGE s + -"), entry);
     assert_eq!(h.run("XLEN s"), int(1));
 }

@@ -22,7 +22,10 @@
 //! or behind for the "equal or smaller" error), `ms-*` and `*`, with NOMKSTREAM
 //! and MAXLEN/MINID `=`/`~` (LIMIT) now and then, and bad arguments sometimes.
 //! Streams grow to a few hundred entries so approximate trims drop whole nodes.
-//! Each sequence ends with XRANGE and XLEN of every key.
+//! Each sequence ends with XRANGE and XLEN of every key. Where Redis 7.0 and
+//! 7.4+ part, Ruvio answers as the newer one and the generator steers clear:
+//! XREAD never gets `+` and XSETID never goes below an ID XDEL or MAXDELETEDID
+//! may have named (tests/streams_newer.rs covers both).
 //!
 //! Reproduce a failure with `RUVIO_DIFF_SEED=<seed> RUVIO_DIFF_COMMANDS=<n>`;
 //! `RUVIO_DIFF_TRACE=1` prints every command with Redis's reply.
@@ -33,6 +36,7 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
+use std::collections::HashMap;
 
 const COMMANDS_PER_SEED: usize = 2000;
 const SEEDS: &[u64] = &[1, 2, 3, 4];
@@ -47,6 +51,20 @@ struct Generator {
     string: String,
     /// The milliseconds the next explicit IDs are drawn around.
     ms: u64,
+    /// Per stream key, at least its max-deleted-entry-id: the greatest ID any
+    /// XDEL or MAXDELETEDID named since the key was made. XSETID below it is
+    /// where Redis 7.0 (OK) and 7.4+ (an error, which Ruvio follows) part, so
+    /// the generator leaves it to tests/streams_newer.rs.
+    deleted_bound: HashMap<String, (u64, u64)>,
+}
+
+/// An ID argument as XDEL and XSETID read it (`ms` or `ms-seq`), `None` for
+/// the ones they refuse.
+fn parse_strict_id(arg: &str) -> Option<(u64, u64)> {
+    match arg.split_once('-') {
+        Some((ms, seq)) => Some((ms.parse().ok()?, seq.parse().ok()?)),
+        None => Some((arg.parse().ok()?, 0)),
+    }
 }
 
 impl Generator {
@@ -59,6 +77,15 @@ impl Generator {
                 .collect(),
             string: key_on_shard("str", 0, shards),
             ms: FUTURE_MS,
+            deleted_bound: HashMap::new(),
+        }
+    }
+
+    /// Raise `key`'s deleted-ID bound to `id` (when it reads as an ID).
+    fn note_deleted(&mut self, key: &str, id: &str) {
+        if let Some(id) = parse_strict_id(id) {
+            let bound = self.deleted_bound.entry(key.to_string()).or_default();
+            *bound = (*bound).max(id);
         }
     }
 
@@ -203,10 +230,12 @@ impl Generator {
         words.push("STREAMS".into());
         let n = self.rng.random_range(1..=3);
         let keys: Vec<String> = (0..n).map(|_| self.key()).collect();
+        // `+` is the last entry since 7.4 (7.0: an invalid ID); tested in
+        // tests/streams_newer.rs.
         let ids: Vec<String> = (0..n)
             .map(|_| match self.rng.random_range(0..4) {
                 0 => "$".into(),
-                _ => self.id(),
+                _ => Some(self.id()).filter(|id| id != "+").unwrap_or("$".into()),
             })
             .collect();
         words.extend(keys);
@@ -227,9 +256,14 @@ impl Generator {
                 w
             }
             54..60 => {
-                let mut w = vec!["XDEL".to_string(), self.key()];
+                let key = self.key();
+                let mut w = vec!["XDEL".to_string(), key.clone()];
                 let n = self.rng.random_range(1..=3);
-                w.extend((0..n).map(|_| self.id()));
+                for _ in 0..n {
+                    let id = self.id();
+                    self.note_deleted(&key, &id);
+                    w.push(id);
+                }
                 w
             }
             60..66 => {
@@ -241,20 +275,28 @@ impl Generator {
             76..82 => vec!["XLEN".into(), self.key()],
             82..84 => {
                 let key = self.stream();
+                self.deleted_bound.remove(&key);
                 return vec![
                     cmd(&["DEL", &key]),
                     cmd(&["XADD", &key, &format!("{}-0", self.ms + 1), "f", "v"]),
                 ];
             }
             84..87 => {
-                let mut w = vec!["XSETID".to_string(), self.key(), self.id()];
+                let (key, id) = (self.key(), self.id());
+                let bound = self.deleted_bound.get(&key).copied().unwrap_or_default();
+                if parse_strict_id(&id).is_some_and(|id| id < bound) {
+                    return vec![cmd(&["XLEN", &key])];
+                }
+                let mut w = vec!["XSETID".to_string(), key.clone(), id];
                 if self.rng.random_range(0..3) == 0 {
                     w.push("ENTRIESADDED".into());
                     w.push(self.rng.random_range(-1..500).to_string());
                 }
                 if self.rng.random_range(0..3) == 0 {
+                    let max_deleted = self.id();
+                    self.note_deleted(&key, &max_deleted);
                     w.push("MAXDELETEDID".into());
-                    w.push(self.id());
+                    w.push(max_deleted);
                 }
                 w
             }
@@ -319,4 +361,374 @@ fn differential_streams_forward_1_shard() {
 #[test]
 fn differential_streams_forward_2_shards() {
     run_differential("differential_streams_forward_2_shards", 2);
+}
+
+// ---- node boundaries and approximate trims ---------------------------------
+
+/// `(stream-node-max-entries, stream-node-max-bytes)` pairs the trim test runs
+/// under: Redis's defaults, small nodes closed by count, nodes closed by bytes
+/// only (entries 0: no limit), both small, and a byte limit of 0 (no limit).
+const NODE_SIZES: &[(&str, &str)] = &[
+    ("100", "4096"),
+    ("10", "4096"),
+    ("0", "300"),
+    ("7", "200"),
+    ("25", "0"),
+    ("0", "0"),
+];
+/// Steps of one node-size run: enough XADDs for dozens of nodes.
+const TRIM_STEPS: usize = 600;
+
+/// One step of the trim sequence on stream `key`: mostly XADD (values of many
+/// sizes, integers among them, so both node limits are hit), with `MAXLEN ~`,
+/// `MINID ~` and LIMIT now and then; XTRIM in every form; XDEL (deleted entries
+/// still count towards a node's fill); XLEN after each.
+fn trim_step(rng: &mut StdRng, key: &str, next_ms: &mut u64) -> Vec<Cmd> {
+    let threshold_ms = *next_ms - rng.random_range(0..(*next_ms).min(300));
+    let trim: Vec<String> = match rng.random_range(0..6) {
+        0 => vec![
+            "MAXLEN".into(),
+            "~".into(),
+            rng.random_range(0..400).to_string(),
+        ],
+        1 => vec!["MINID".into(), "~".into(), format!("{threshold_ms}-0")],
+        2 => vec![
+            "MAXLEN".into(),
+            "~".into(),
+            rng.random_range(0..400).to_string(),
+            "LIMIT".into(),
+            rng.random_range(0..120).to_string(),
+        ],
+        3 => vec![
+            "MINID".into(),
+            "~".into(),
+            format!("{threshold_ms}"),
+            "LIMIT".into(),
+            rng.random_range(0..120).to_string(),
+        ],
+        4 => vec!["MAXLEN".into(), rng.random_range(0..400).to_string()],
+        _ => vec!["MINID".into(), "=".into(), format!("{threshold_ms}-0")],
+    };
+    let mut words: Vec<String> = match rng.random_range(0..100) {
+        0..75 => {
+            *next_ms += 1;
+            let mut w = vec!["XADD".to_string(), key.to_string()];
+            if rng.random_range(0..8) == 0 {
+                w.extend(trim);
+            }
+            w.push(format!("{next_ms}-{}", rng.random_range(0..3)));
+            let pairs = rng.random_range(1..=3);
+            for i in 0..pairs {
+                w.push(["name", "event", "payload"][(i + rng.random_range(0..2)) % 3].into());
+                w.push(match rng.random_range(0..3) {
+                    0 => rng.random_range(-100_000..100_000i64).to_string(),
+                    _ => "x".repeat(rng.random_range(1..90)),
+                });
+            }
+            w
+        }
+        75..88 => {
+            let mut w = vec!["XTRIM".to_string(), key.to_string()];
+            w.extend(trim);
+            w
+        }
+        _ => {
+            let ms = *next_ms - rng.random_range(0..(*next_ms).min(50));
+            vec![
+                "XDEL".into(),
+                key.into(),
+                format!("{ms}-{}", rng.random_range(0..3)),
+            ]
+        }
+    };
+    let last = std::mem::take(&mut words);
+    let refs: Vec<&str> = last.iter().map(String::as_str).collect();
+    vec![cmd(&refs), cmd(&["XLEN", key])]
+}
+
+/// Approximate trims drop whole nodes only, so what is left depends on where
+/// nodes close: under each `stream-node-max-entries` / `stream-node-max-bytes`
+/// pair (set by CONFIG SET on both servers), the same XADD/XTRIM/XDEL calls leave
+/// the same XLEN, the same trim counts and the same node count (XINFO STREAM's
+/// `radix-tree-keys`) as redis-server 7.0.
+#[test]
+fn approximate_trims_follow_node_limits() {
+    let label = "approximate_trims_follow_node_limits";
+    let Some(servers) = DiffServers::forward(label, 2) else {
+        return;
+    };
+    let key = key_on_shard("trimmed", 1, 2);
+    let mut reference = servers.reference.raw();
+    let mut target = servers.target.raw();
+    for (seed, (entries, bytes)) in NODE_SIZES.iter().enumerate() {
+        let mut rng = StdRng::seed_from_u64(seed as u64);
+        let mut next_ms = 1000u64;
+        let mut history: Vec<String> = Vec::new();
+        for conn in [&mut reference, &mut target] {
+            for (name, value) in [
+                ("stream-node-max-entries", entries),
+                ("stream-node-max-bytes", bytes),
+            ] {
+                assert_eq!(conn.cmd(&["CONFIG", "SET", name, value]), b"+OK\r\n");
+                let got = conn.cmd(&["CONFIG", "GET", name]);
+                assert_eq!(
+                    got,
+                    format!("*2\r\n{}{}", bulk(name), bulk(value)).into_bytes()
+                );
+            }
+            conn.cmd(&["DEL", &key]);
+        }
+        for _ in 0..TRIM_STEPS {
+            let mut step = trim_step(&mut rng, &key, &mut next_ms);
+            if rng.random_range(0..20) == 0 {
+                step.push(cmd(&["XINFO", "STREAM", &key]));
+            }
+            for command in step {
+                let want = reference.cmd(&command);
+                let got = target.cmd(&command);
+                history.push(show_cmd(&command));
+                assert_eq!(
+                    show(&got),
+                    show(&want),
+                    "{label}: nodes of {entries} entries / {bytes} bytes: {} \
+                     differs; last commands: {:#?}",
+                    show_cmd(&command),
+                    &history[history.len().saturating_sub(12)..]
+                );
+            }
+        }
+    }
+}
+
+/// CONFIG SET of the node limits refuses what Redis refuses, and a memory
+/// unit is read as Redis reads it.
+#[test]
+fn node_limit_configs_parse_as_redis() {
+    let label = "node_limit_configs_parse_as_redis";
+    let Some(servers) = DiffServers::forward(label, 1) else {
+        return;
+    };
+    let corpus = [
+        "CONFIG|SET|stream-node-max-bytes|4kb",
+        "CONFIG|GET|stream-node-max-bytes",
+        "CONFIG|SET|stream-node-max-bytes|-1",
+        "CONFIG|SET|stream-node-max-entries|-1",
+        "CONFIG|SET|stream-node-max-entries|abc",
+        "CONFIG|SET|stream-node-max-entries|55",
+        "CONFIG|GET|stream-node-max-entries",
+    ];
+    run_corpus(&corpus, (&servers.reference, &servers.target), false, label);
+}
+
+// ---- claims of deleted entries ----------------------------------------------
+
+/// XCLAIM and XAUTOCLAIM over pending entries whose stream entries are gone (XDEL
+/// and trims): Redis 7.0's XAUTOCLAIM returns their IDs as a third element and
+/// drops them from the PEL; XCLAIM skips them and drops them too. Both
+/// protocols.
+#[test]
+fn claims_of_deleted_entries() {
+    let label = "claims_of_deleted_entries";
+    let Some(servers) = DiffServers::forward(label, 2) else {
+        return;
+    };
+    let k = key_on_shard("claimed", 1, 2);
+    let corpus: Vec<String> = [
+        "DEL|{k}",
+        "XADD|{k}|1-0|f|1",
+        "XADD|{k}|2-0|f|2",
+        "XADD|{k}|3-0|f|3",
+        "XADD|{k}|4-0|f|4",
+        "XADD|{k}|5-0|f|5",
+        "XADD|{k}|6-0|f|6",
+        "XGROUP|CREATE|{k}|g|0",
+        "XREADGROUP|GROUP|g|alice|STREAMS|{k}|>",
+        "XDEL|{k}|2-0|4-0",
+        "XTRIM|{k}|MINID|2",
+        "XPENDING|{k}|g",
+        "XAUTOCLAIM|{k}|g|bob|0|0-0|COUNT|2",
+        "XPENDING|{k}|g",
+        "XAUTOCLAIM|{k}|g|bob|0|0-0|COUNT|2|JUSTID",
+        "XPENDING|{k}|g",
+        "XCLAIM|{k}|g|carol|0|5-0|6-0",
+        "XDEL|{k}|5-0",
+        "XCLAIM|{k}|g|carol|0|5-0|6-0|3-0",
+        "XPENDING|{k}|g",
+        "XCLAIM|{k}|g|dave|0|6-0|5-0|JUSTID",
+        "XPENDING|{k}|g",
+        "XINFO|GROUPS|{k}",
+        "XTRIM|{k}|MAXLEN|0",
+        "XAUTOCLAIM|{k}|g|erin|0|0",
+        "XPENDING|{k}|g",
+        "XLEN|{k}",
+    ]
+    .iter()
+    .map(|line| line.replace("{k}", &k))
+    .collect();
+    for resp3 in [false, true] {
+        run_corpus(&corpus, (&servers.reference, &servers.target), resp3, label);
+    }
+}
+
+// ---- blocked readers woken by a transaction ----------------------------------
+
+/// Time a blocked client gets to park before the next step.
+const LET_IT_PARK: std::time::Duration = std::time::Duration::from_millis(150);
+/// Time between two readers blocking, so they block in the order sent.
+const READER_GAP: std::time::Duration = std::time::Duration::from_millis(30);
+
+/// XREAD and XREADGROUP clients blocked on a stream, then one MULTI/EXEC that
+/// adds several entries (and one that adds and deletes): every blocked client
+/// gets what Redis gives it (Redis serves them after EXEC, so a reader sees the
+/// transaction's entries together, up to its COUNT; group readers in the order
+/// they blocked, the first with COUNT 1 taking one entry, the next the rest). Real clients on
+/// redis-server and on Ruvio (2 shards, the writer on the stream's shard or
+/// the other), both protocols.
+#[test]
+fn blocked_readers_see_a_whole_transaction() {
+    let label = "blocked_readers_see_a_whole_transaction";
+    let Some(servers) = DiffServers::forward(label, 2) else {
+        return;
+    };
+    for (round, resp3) in [(0, false), (1, true), (2, false)] {
+        let key = key_on_shard(&format!("woken{round}"), round % 2, 2);
+        let readers: Vec<Vec<String>> = vec![
+            vec![
+                "XREAD".into(),
+                "BLOCK".into(),
+                "0".into(),
+                "STREAMS".into(),
+                key.clone(),
+                "$".into(),
+            ],
+            vec![
+                "XREAD".into(),
+                "COUNT".into(),
+                "2".into(),
+                "BLOCK".into(),
+                "0".into(),
+                "STREAMS".into(),
+                key.clone(),
+                "$".into(),
+            ],
+            vec![
+                "XREAD".into(),
+                "BLOCK".into(),
+                "0".into(),
+                "STREAMS".into(),
+                key.clone(),
+                "1-0".into(),
+            ],
+            vec![
+                "XREADGROUP".into(),
+                "GROUP".into(),
+                "g".into(),
+                "c2".into(),
+                "COUNT".into(),
+                "1".into(),
+                "BLOCK".into(),
+                "0".into(),
+                "STREAMS".into(),
+                key.clone(),
+                ">".into(),
+            ],
+            vec![
+                "XREADGROUP".into(),
+                "GROUP".into(),
+                "g".into(),
+                "c1".into(),
+                "BLOCK".into(),
+                "0".into(),
+                "STREAMS".into(),
+                key.clone(),
+                ">".into(),
+            ],
+        ];
+        let transaction: Vec<Vec<String>> = match round {
+            2 => vec![
+                vec!["MULTI".into()],
+                vec![
+                    "XADD".into(),
+                    key.clone(),
+                    "10-0".into(),
+                    "a".into(),
+                    "1".into(),
+                ],
+                vec![
+                    "XADD".into(),
+                    key.clone(),
+                    "11-0".into(),
+                    "b".into(),
+                    "2".into(),
+                ],
+                vec!["XDEL".into(), key.clone(), "10-0".into()],
+                vec![
+                    "XADD".into(),
+                    key.clone(),
+                    "12-0".into(),
+                    "c".into(),
+                    "3".into(),
+                ],
+                vec!["EXEC".into()],
+            ],
+            _ => vec![
+                vec!["MULTI".into()],
+                vec![
+                    "XADD".into(),
+                    key.clone(),
+                    "10-0".into(),
+                    "a".into(),
+                    "1".into(),
+                ],
+                vec![
+                    "XADD".into(),
+                    key.clone(),
+                    "11-0".into(),
+                    "b".into(),
+                    "2".into(),
+                ],
+                vec![
+                    "XADD".into(),
+                    key.clone(),
+                    "12-0".into(),
+                    "c".into(),
+                    "3".into(),
+                ],
+                vec!["EXEC".into()],
+            ],
+        };
+        let run = |server: &Server| -> Vec<Vec<u8>> {
+            let mut setup = server.raw();
+            setup.cmd(&["DEL", &key]);
+            setup.cmd(&["XADD", &key, "1-0", "old", "x"]);
+            setup.cmd(&["XGROUP", "CREATE", &key, "g", "$"]);
+            let mut waiting = Vec::new();
+            for reader in &readers {
+                let mut conn = server.raw();
+                if resp3 {
+                    conn.cmd(&["HELLO", "3"]);
+                }
+                conn.send(&encode(reader));
+                waiting.push(conn);
+                // Redis serves blocked clients in the order they blocked.
+                std::thread::sleep(READER_GAP);
+            }
+            std::thread::sleep(LET_IT_PARK);
+            // Round 1's writer lives on the shard that does not own the key.
+            let mut writer = match (round, server.kind) {
+                (1, Target::Ruvio) => conn_on_shard(server, 1 - round % 2),
+                _ => server.raw(),
+            };
+            let mut replies: Vec<Vec<u8>> = transaction.iter().map(|c| writer.cmd(c)).collect();
+            replies.extend(waiting.iter_mut().map(RawConn::read_reply));
+            replies.push(setup.cmd(&["XPENDING", &key, "g"]));
+            replies
+        };
+        let want = run(&servers.reference);
+        let got = run(&servers.target);
+        let names = transaction.iter().chain(&readers).map(|c| c.join(" "));
+        for ((name, w), g) in names.chain(["XPENDING".to_string()]).zip(&want).zip(&got) {
+            assert_eq!(show(g), show(w), "{label}, round {round}: {name}");
+        }
+    }
 }

@@ -449,6 +449,13 @@ fn cross_streams(from: &mut RawConn, to: &mut RawConn, reads: &[(&str, &[&str])]
             .map(|&w| if w == *key { copy.as_str() } else { w })
             .collect();
         let (want, got) = (from.cmd(read), to.cmd(&read_copy));
-        assert_eq!(show(&got), show(&want), "{direction} {read:?}");
+        // Ruvio's XINFO has Redis 7.2's consumer fields, which redis-server 7.0
+        // lacks (a type-19 payload carries no active time either).
+        let (want, got) = (decode(&want), decode(&got));
+        assert_eq!(
+            without_7_2_fields(&got),
+            without_7_2_fields(&want),
+            "{direction} {read:?}"
+        );
     }
 }

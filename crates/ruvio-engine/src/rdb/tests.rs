@@ -274,7 +274,7 @@ fn streams_round_trip_with_their_groups() {
             0 => vec![b"other", v.as_bytes()],
             _ => vec![b"event", b"done", b"n", v.as_bytes()],
         };
-        s.append(StreamId::new(i, i % 3), &fields);
+        s.append(StreamId::new(i, i % 3), &fields, Default::default());
     }
     s.delete(StreamId::new(3, 0));
     s.delete(StreamId::new(120, 0));
@@ -364,7 +364,7 @@ fn streams_load_from_types_15_and_21() {
     let build = |groups: bool| {
         let mut s = StreamValue::new();
         for i in 1..=5u64 {
-            s.append(StreamId::new(i, 1), &[b"f", b"v"]);
+            s.append(StreamId::new(i, 1), &[b"f", b"v"], Default::default());
         }
         if groups {
             s.groups_mut().create(b"g", StreamId::new(5, 1), 5);

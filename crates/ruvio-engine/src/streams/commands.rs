@@ -4,17 +4,41 @@
 
 use ruvio_resp::{Args, Reply};
 
+use super::deletion::RefPolicy;
 use super::id::{interval_id, parse_id, strict_id, ParsedId, StreamId};
-use super::value::TrimTo;
+use super::value::{NodeLimits, TrimTo};
 use super::{change_stream, errors, events, reply_entries, stream_at, StreamValue};
 use crate::command::{CmdResult, ExecCtx, Outcome::Done};
 use crate::error::CmdError;
 use crate::keyspace::Collection;
 use crate::Engine;
 
-/// `stream-node-max-entries`: an approximate trim without LIMIT drops at most 100
-/// nodes' worth of entries (`100 * stream_node_max_entries`).
-const APPROX_LIMIT_DEFAULT: u64 = 100 * super::value::NODE_ENTRIES_MAX as u64;
+/// Nodes' worth of entries an approximate trim without LIMIT may drop (Redis's
+/// `100 * stream_node_max_entries`), so one XADD never frees a whole huge stream.
+const APPROX_LIMIT_NODES: u64 = 100;
+/// The approximate trim's entry budget when `stream-node-max-entries` is 0 (no
+/// limit), as Redis falls back to.
+const APPROX_LIMIT_UNBOUNDED_NODES: u64 = 10_000;
+/// The most an approximate trim without LIMIT may drop, whatever the node size
+/// (Redis's cap, which also keeps the product from overflowing).
+const APPROX_LIMIT_MAX: u64 = 1_000_000;
+
+/// The default LIMIT of an approximate trim under `stream-node-max-entries`.
+fn approx_limit_default(node_entries_max: usize) -> u64 {
+    match (node_entries_max as u64).saturating_mul(APPROX_LIMIT_NODES) {
+        0 => APPROX_LIMIT_UNBOUNDED_NODES,
+        n => n.min(APPROX_LIMIT_MAX),
+    }
+}
+
+/// Where the next XADD closes a node: the configuration's node limits.
+fn node_limits(e: &Engine) -> NodeLimits {
+    let config = e.config();
+    NodeLimits {
+        entries_max: config.stream_node_max_entries,
+        bytes_max: config.stream_node_max_bytes,
+    }
+}
 
 fn stream_err(text: &'static str) -> CmdError {
     CmdError::Stream(text)
@@ -29,9 +53,34 @@ struct AddTrimArgs {
     approx: bool,
     limit: u64,
     nomkstream: bool,
+    /// Redis 8.2's KEEPREF (default) / DELREF: whether trimmed entries leave
+    /// the consumer groups' PELs too.
+    refs: RefPolicy,
     /// XADD: the ID argument's index and what it said (`None` for `*`).
     id_at: usize,
     id: Option<ParsedId>,
+}
+
+/// XADD's and XTRIM's KEEPREF / DELREF (Redis 8.2).
+fn trim_ref_policy(opt: &[u8]) -> Option<RefPolicy> {
+    match opt.to_ascii_uppercase().as_slice() {
+        b"KEEPREF" => Some(RefPolicy::KeepRef),
+        b"DELREF" => Some(RefPolicy::DelRef),
+        _ => None,
+    }
+}
+
+/// Trim `s` as `p` says; with DELREF the dropped entries leave every PEL.
+fn trim_as_asked(s: &mut StreamValue, to: TrimTo, p: &AddTrimArgs) -> u64 {
+    if p.refs != RefPolicy::DelRef {
+        return s.trim(to, p.approx, p.limit);
+    }
+    let mut dropped = Vec::new();
+    let n = s.trim_noting(to, p.approx, p.limit, Some(&mut dropped));
+    for id in dropped {
+        s.groups_mut().drop_refs(id);
+    }
+    n
 }
 
 /// An `=` or `~` after MAXLEN/MINID, when more than the threshold follows.
@@ -46,7 +95,11 @@ fn approx_marker(args: Args<'_>, at: usize, more: usize) -> Option<bool> {
     }
 }
 
-fn parse_add_trim(args: Args<'_>, xadd: bool) -> Result<AddTrimArgs, CmdError> {
+fn parse_add_trim(
+    args: Args<'_>,
+    xadd: bool,
+    node_entries_max: usize,
+) -> Result<AddTrimArgs, CmdError> {
     let mut p = AddTrimArgs::default();
     let mut limit_given = false;
     let mut i = 2;
@@ -77,6 +130,8 @@ fn parse_add_trim(args: Args<'_>, xadd: bool) -> Result<AddTrimArgs, CmdError> {
             i += 1;
         } else if xadd && opt.eq_ignore_ascii_case(b"nomkstream") {
             p.nomkstream = true;
+        } else if let Some(refs) = trim_ref_policy(opt) {
+            p.refs = refs;
         } else if xadd {
             p.id = Some(parse_id(opt, 0, true, true)?);
             break;
@@ -93,7 +148,10 @@ fn parse_add_trim(args: Args<'_>, xadd: bool) -> Result<AddTrimArgs, CmdError> {
         return Err(stream_err(errors::LIMIT_WITHOUT_APPROX));
     }
     if !limit_given {
-        p.limit = if p.approx { APPROX_LIMIT_DEFAULT } else { 0 };
+        p.limit = match p.approx {
+            true => approx_limit_default(node_entries_max),
+            false => 0,
+        };
     }
     Ok(p)
 }
@@ -140,15 +198,15 @@ fn rewrite_trim(argv: &mut [Vec<u8>], p: &AddTrimArgs, s: &StreamValue) {
     };
 }
 
-/// `XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field
-/// value [field value ...]`.
+/// `XADD key [NOMKSTREAM] [KEEPREF|DELREF] [MAXLEN|MINID [=|~] threshold [LIMIT
+/// count]] *|id field value [field value ...]`.
 pub(super) fn xadd(
     e: &mut Engine,
     ctx: &mut ExecCtx,
     args: Args<'_>,
     r: &mut Reply<'_>,
 ) -> CmdResult {
-    let p = parse_add_trim(args, true)?;
+    let p = parse_add_trim(args, true, e.config().stream_node_max_entries)?;
     let fields_at = p.id_at + 1;
     if fields_at > args.len()
         || args.len() - fields_at < 2
@@ -178,9 +236,10 @@ pub(super) fn xadd(
     }
     let id = new_entry_id(last, p.id, ctx.now_ms)?;
     let fields: Vec<&[u8]> = (fields_at..args.len()).map(|i| args.get(i)).collect();
+    let limits = node_limits(e);
     let trim = |s: &mut StreamValue| {
-        s.append(id, &fields);
-        p.trim.map_or(0, |(to, _)| s.trim(to, p.approx, p.limit))
+        s.append(id, &fields, limits);
+        p.trim.map_or(0, |(to, _)| trim_as_asked(s, to, &p))
     };
     let (trimmed, log) = match found {
         Some(at) => {
@@ -336,14 +395,14 @@ pub(super) fn xdel(
     Ok(Done)
 }
 
-/// `XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]`.
+/// `XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count] [KEEPREF|DELREF]`.
 pub(super) fn xtrim(
     e: &mut Engine,
     ctx: &mut ExecCtx,
     args: Args<'_>,
     r: &mut Reply<'_>,
 ) -> CmdResult {
-    let p = parse_add_trim(args, false)?;
+    let p = parse_add_trim(args, false, e.config().stream_node_max_entries)?;
     let key = args.get(1);
     let Some(at) = e.lookup_write(ctx, key) else {
         r.int(0);
@@ -354,7 +413,7 @@ pub(super) fn xtrim(
     let Some((to, _)) = p.trim else {
         return Err(CmdError::Syntax);
     };
-    let trimmed = change_stream(e, ctx.db, at, |s| s.trim(to, p.approx, p.limit))?;
+    let trimmed = change_stream(e, ctx.db, at, |s| trim_as_asked(s, to, &p))?;
     r.int(trimmed as i64);
     if trimmed > 0 {
         ctx.changed(key, events::XTRIM, trimmed);
@@ -368,7 +427,7 @@ pub(super) fn xtrim(
     Ok(Done)
 }
 
-/// `XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]` (Redis 7.0's checks).
+/// `XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]` (Redis 7.4's checks).
 pub(super) fn xsetid(
     e: &mut Engine,
     ctx: &mut ExecCtx,
@@ -398,6 +457,11 @@ pub(super) fn xsetid(
     let key = args.get(1);
     let at = e.lookup_write(ctx, key).ok_or(CmdError::NoSuchKey)?;
     let s = stream_at(e, ctx.db, at)?;
+    // Redis 7.4 (7.0 lets it pass): a last ID below a deleted entry's would let
+    // XADD bring that ID back.
+    if id < s.max_deleted_id() {
+        return Err(stream_err(errors::XSETID_BELOW_MAX_DELETED));
+    }
     if !s.is_empty() {
         let top = s.last_entry_id().unwrap_or(StreamId::MIN);
         if id < top {

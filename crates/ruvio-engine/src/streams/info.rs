@@ -1,9 +1,12 @@
 //! XINFO STREAM [FULL [COUNT n]], XINFO GROUPS, XINFO CONSUMERS, XINFO HELP:
-//! Redis 7.0's `xinfoCommand` replies, maps in RESP3 and flat arrays in RESP2.
+//! Redis 7.2's `xinfoCommand` replies, maps in RESP3 and flat arrays in RESP2.
 //!
-//! Where 7.2 differs: its consumers also report `active-time` / `inactive`
-//! (the last successful read), and its XINFO STREAM FULL consumers
-//! `active-time`; Ruvio answers as 7.0.
+//! 7.2 added one thing to 7.0's: a consumer's `active-time`, the last time it
+//! was given an entry to own (XREADGROUP `>` without NOACK, XCLAIM,
+//! XAUTOCLAIM; -1 before that), beside `seen-time`, the last time a command
+//! named it. XINFO CONSUMERS shows it as `inactive` (ms since, or -1) after
+//! `idle`; XINFO STREAM FULL's consumers as `active-time` after `seen-time`.
+//! XINFO GROUPS and XINFO STREAM are 7.0's.
 //!
 //! `radix-tree-nodes` is the node count of the radix tree Redis would hold for
 //! the same node keys ([`rax_nodes`]), computed on demand: O(nodes), which XINFO
@@ -12,7 +15,7 @@
 use ruvio_resp::{Args, Reply};
 
 use super::group_commands::error_with;
-use super::groups::{Group, ENTRIES_READ_UNKNOWN};
+use super::groups::{Group, ENTRIES_READ_UNKNOWN, NEVER_ACTIVE};
 use super::id::StreamId;
 use super::{reply_entry, stream_at, StreamValue};
 use crate::command::{reply_help, CmdResult, ExecCtx, Outcome::Done};
@@ -78,7 +81,8 @@ fn reply_lag(r: &mut Reply<'_>, s: &StreamValue, g: &Group) {
     }
 }
 
-/// `XINFO CONSUMERS key group`: each consumer's name, pending count and idle ms.
+/// `XINFO CONSUMERS key group`: each consumer's name, pending count, idle ms
+/// (since seen) and inactive ms (since active, -1 when never).
 pub(super) fn xinfo_consumers(
     e: &mut Engine,
     ctx: &mut ExecCtx,
@@ -99,13 +103,18 @@ pub(super) fn xinfo_consumers(
     };
     r.array(g.consumers.len());
     for (name, c) in &g.consumers {
-        r.map(3);
+        r.map(4);
         r.bulk(b"name");
         r.bulk(name);
         r.bulk(b"pending");
         r.int(c.pel.len() as i64);
         r.bulk(b"idle");
         r.int((now - c.seen_ms).max(0));
+        r.bulk(b"inactive");
+        r.int(match c.active_ms {
+            NEVER_ACTIVE => NEVER_ACTIVE,
+            active => now - active,
+        });
     }
     Ok(Done)
 }
@@ -236,11 +245,13 @@ fn reply_full(r: &mut Reply<'_>, s: &StreamValue, count: usize) {
         r.bulk(b"consumers");
         r.array(g.consumers.len());
         for (cname, c) in &g.consumers {
-            r.map(4);
+            r.map(5);
             r.bulk(b"name");
             r.bulk(cname);
             r.bulk(b"seen-time");
             r.int(c.seen_ms);
+            r.bulk(b"active-time");
+            r.int(c.active_ms);
             r.bulk(b"pel-count");
             r.int(c.pel.len() as i64);
             r.bulk(b"pending");

@@ -12,6 +12,8 @@
 //!
 //! - `group_commands`: XGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM;
 //!   `readgroup`: XREADGROUP (blocking as XREAD); `info`: XINFO.
+//! - `deletion`: Redis 8.2's XDELEX and XACKDEL, and the KEEPREF / DELREF /
+//!   ACKED policies over the groups' references to deleted entries.
 //!
 //! [`Outcome::Block`]: crate::command::Outcome::Block
 
@@ -19,6 +21,7 @@ pub(crate) use crate::values::stream::{groups, value};
 pub(crate) mod id;
 
 mod commands;
+mod deletion;
 mod group_commands;
 mod info;
 mod read;
@@ -94,6 +97,13 @@ pub(crate) mod errors {
     pub const XREADGROUP_DOLLAR: &str = "ERR The $ ID is meaningless in the context of \
         XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or \
         use the > ID to get new messages. The $ ID would just return an empty result set.";
+    /// Redis 7.4's, which reads `+` in XREAD as the last entry.
+    pub const XREADGROUP_PLUS: &str = "ERR The + ID is meaningless in the context of \
+        XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or \
+        use the > ID to get new messages. The + ID would just return an empty result set.";
+    /// Redis 7.4's: XSETID never goes below an entry ID that was deleted.
+    pub const XSETID_BELOW_MAX_DELETED: &str =
+        "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id";
     pub const BLOCKED_NOGROUP: &str =
         "NOGROUP the consumer group this client was blocked on no longer exists";
     pub const BLOCKED_KEY_GONE: &str = "UNBLOCKED the stream key no longer exists";
@@ -165,6 +175,13 @@ pub const COMMANDS: &[EngineCommand] = &[
     command!("xautoclaim", -6, WRITE | FAST, KeySpec::ONE, ["write", "stream", "fast"], "stream", "6.2.0",
         "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.",
         "O(1) if COUNT is small.", group_commands::xautoclaim),
+    command!("xdelex", -5, WRITE | FAST, KeySpec::ONE, ["write", "stream", "fast"], "stream", "8.2.0",
+        "Deletes one or multiple entries from the stream.",
+        "O(1) for each single item to delete in the stream, regardless of the stream size.",
+        deletion::xdelex),
+    command!("xackdel", -6, WRITE | FAST, KeySpec::ONE, ["write", "stream", "fast"], "stream", "8.2.0",
+        "Acknowledges and deletes one or multiple messages for a stream consumer group.",
+        "O(1) for each message ID processed.", deletion::xackdel),
     command!("xinfo", -2, 0, KeySpec::NONE, ["slow"], "stream", "5.0.0",
         "A container for stream introspection commands", "Depends on subcommand.",
         subcommands = XINFO_SUBCOMMANDS),

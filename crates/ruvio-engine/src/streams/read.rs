@@ -5,6 +5,7 @@
 //! again when one of them is written. `$` means "after the last entry now", so a
 //! blocking XREAD asks the server to park it with each `$` replaced by that
 //! stream's last ID (`Block::rewrite`): run again, it serves what came since.
+//! `+` (Redis 7.4) is the stream's last entry, served alone.
 
 use ruvio_resp::{Args, Reply};
 
@@ -107,6 +108,17 @@ pub(super) fn xread(
         let arg = args.get(ids_at + n);
         after.push(match arg {
             b"$" => last.unwrap_or(StreamId::MIN),
+            // Redis 7.4: the last entry. Reading after the ID just below the last
+            // live entry serves that entry alone, whatever COUNT says; an empty
+            // or missing stream waits as for `0-0`, and a woken client reads `+`
+            // afresh (it is not rewritten).
+            b"+" => match found {
+                Some(id) => stream_at(e, ctx.db, id)?
+                    .last_entry_id()
+                    .and_then(StreamId::prev)
+                    .unwrap_or(StreamId::MIN),
+                None => StreamId::MIN,
+            },
             b">" => return Err(CmdError::Stream(errors::XREAD_GT)),
             _ => strict_id(arg)?,
         });

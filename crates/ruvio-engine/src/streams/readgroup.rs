@@ -116,6 +116,7 @@ pub(super) fn xreadgroup(
         entries.push(at);
         wants.push(match args.get(ids_at + n) {
             b"$" => return Err(CmdError::Stream(errors::XREADGROUP_DOLLAR)),
+            b"+" => return Err(CmdError::Stream(errors::XREADGROUP_PLUS)),
             b">" => Want::New,
             _ if was_blocked => Want::New,
             // Redis marks `>` as the greatest ID, so that ID given literally is `>`.

@@ -251,6 +251,25 @@ const PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "stream-node-max-entries",
+        get: |c| c.engine.config().stream_node_max_entries.to_string(),
+        set: Some(|c, v| {
+            c.engine.config_mut().stream_node_max_entries = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "stream-node-max-bytes",
+        get: |c| c.engine.config().stream_node_max_bytes.to_string(),
+        set: Some(|c, v| {
+            let n = parse_memory(v)
+                .filter(|&n| n <= i64::MAX as usize)
+                .ok_or(())?;
+            c.engine.config_mut().stream_node_max_bytes = n;
+            Ok(())
+        }),
+    },
+    Param {
         name: "maxmemory",
         get: |c| c.cfg.maxmemory.to_string(),
         set: Some(|c, v| {
@@ -498,8 +517,12 @@ fn bad_value(name: &str, value: &str) -> CmdError {
             "argument(s) must be one of the following: {}",
             EvictionPolicy::names()
         ),
-        "maxmemory" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
-            "argument must be a memory value".into()
+        "maxmemory"
+        | "proto-max-bulk-len"
+        | "client-query-buffer-limit"
+        | "stream-node-max-bytes" => "argument must be a memory value".into(),
+        "stream-node-max-entries" if value.parse::<i64>().is_ok() => {
+            format!("argument must be between 0 and {} inclusive", i64::MAX)
         }
         "notify-keyspace-events" => crate::config::keyspace_events::INVALID.into(),
         "list-compress-depth" => match value.parse::<i64>() {

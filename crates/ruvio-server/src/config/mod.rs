@@ -155,6 +155,8 @@ struct FileConfig {
     set_max_listpack_entries: Option<usize>,
     set_max_listpack_value: Option<usize>,
     hll_sparse_max_bytes: Option<usize>,
+    stream_node_max_entries: Option<usize>,
+    stream_node_max_bytes: Option<usize>,
     maxmemory: Option<MemorySize>,
     maxclients: Option<u64>,
     timeout: Option<u64>,
@@ -360,6 +362,12 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         hll_sparse_max_bytes: file
             .hll_sparse_max_bytes
             .unwrap_or(default.hll_sparse_max_bytes),
+        stream_node_max_entries: file
+            .stream_node_max_entries
+            .unwrap_or(default.stream_node_max_entries),
+        stream_node_max_bytes: file
+            .stream_node_max_bytes
+            .unwrap_or(default.stream_node_max_bytes),
         cluster_enabled: default.cluster_enabled,
         proto_max_bulk_len: file
             .proto_max_bulk_len

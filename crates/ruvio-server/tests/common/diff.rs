@@ -395,3 +395,37 @@ pub fn scan_items(conn: &mut RawConn, command: &Cmd, first: &[u8]) -> Option<Vec
         show_cmd(command)
     );
 }
+
+/// Keys of consumer fields Redis 7.2 added to XINFO.
+pub const FIELDS_SINCE_7_2: &[&[u8]] = &[b"inactive", b"active-time"];
+
+/// `v` (a decoded XINFO reply) without Redis 7.2's consumer fields (map pairs in
+/// RESP3, key-value runs of flat arrays in RESP2): what redis-server 7.0 says
+/// for the same state, which Ruvio answers as 7.2.
+pub fn without_7_2_fields(v: &Value) -> Value {
+    let is_new =
+        |k: &Value| matches!(k, Value::Bulk(b) if FIELDS_SINCE_7_2.contains(&b.as_slice()));
+    match v {
+        Value::Map(pairs) => Value::Map(
+            pairs
+                .iter()
+                .filter(|(k, _)| !is_new(k))
+                .map(|(k, val)| (k.clone(), without_7_2_fields(val)))
+                .collect(),
+        ),
+        Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            let mut i = 0;
+            while i < items.len() {
+                if is_new(&items[i]) && i + 1 < items.len() {
+                    i += 2;
+                    continue;
+                }
+                out.push(without_7_2_fields(&items[i]));
+                i += 1;
+            }
+            Value::Array(out)
+        }
+        other => other.clone(),
+    }
+}

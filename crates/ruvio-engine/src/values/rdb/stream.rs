@@ -6,7 +6,9 @@
 //! first ID, max-deleted-entry ID and entries-added (19+); then the groups, each
 //! with its last ID, entries-read (19+), its PEL (16-byte ID, delivery ms,
 //! delivery count) and its consumers (name, seen ms, and with 21 active ms,
-//! then the IDs they own).
+//! then the IDs they own). Type 19 has no active ms: written, a consumer's
+//! active time is lost and read back as its seen time, as Redis reads a type
+//! below 21.
 //!
 //! Ruvio's nodes are Redis's nodes (same boundaries, deleted entries kept and
 //! flagged), so a node's listpack is built as Redis's `streamAppendItem` left it:
@@ -157,8 +159,9 @@ pub struct LoadedGroup {
     pub entries_read: Option<i64>,
     /// The PEL: ID, delivery ms, delivery count.
     pub pel: Vec<(StreamId, i64, u64)>,
-    /// Consumers: name, seen ms, the IDs they own.
-    pub consumers: Vec<(Vec<u8>, i64, Vec<StreamId>)>,
+    /// Consumers: name, seen ms, active ms (type 21; before it, Redis takes
+    /// the seen ms), the IDs they own.
+    pub consumers: Vec<(Vec<u8>, i64, i64, Vec<StreamId>)>,
 }
 
 fn read_id(r: &mut Reader<'_>) -> Result<StreamId, LoadError> {
@@ -206,12 +209,13 @@ pub fn read_stream(r: &mut Reader<'_>, kind: u8) -> Result<LoadedStream, LoadErr
         for _ in 0..consumers {
             let name = r.string()?.into_owned();
             let seen = r.u64_le()? as i64;
-            if kind == types::STREAM_LISTPACKS_3 {
-                r.u64_le()?; // active time (Redis 7.2): Ruvio keeps 7.0's seen time only
-            }
+            let active = match kind {
+                types::STREAM_LISTPACKS_3 => r.u64_le()? as i64,
+                _ => seen,
+            };
             let owned = r.len()?;
             let ids = (0..owned).map(|_| raw_id(r)).collect::<Result<_, _>>()?;
-            g.consumers.push((name, seen, ids));
+            g.consumers.push((name, seen, active, ids));
         }
         s.groups.push(g);
     }
@@ -322,10 +326,11 @@ pub fn build_stream(loaded: LoadedStream) -> Result<StreamValue, LoadError> {
         if g.pel.windows(2).any(|w| w[0].0 >= w[1].0) {
             return Err(LoadError::Corrupt);
         }
-        for (n, (name, seen, ids)) in g.consumers.iter().enumerate() {
+        for (n, (name, seen, active, ids)) in g.consumers.iter().enumerate() {
             if !s.groups_mut().create_consumer(&g.name, name, *seen) {
                 return Err(LoadError::Corrupt);
             }
+            s.groups_mut().mark_active(&g.name, name, *active);
             for &id in ids {
                 let at = pel_index(id).ok_or(LoadError::Corrupt)?;
                 if owners[at].replace(n).is_some() {

@@ -44,11 +44,17 @@ pub struct Nack {
     pub consumer: Arc<[u8]>,
 }
 
+/// A consumer's `active-time` before it owned anything (Redis's -1).
+pub const NEVER_ACTIVE: i64 = -1;
+
 /// One consumer (`streamConsumer`).
 #[derive(Clone, Debug, Default)]
 pub struct Consumer {
-    /// Unix ms of the last time a command named it (Redis 7.0's `seen-time`).
+    /// Unix ms of the last time a command named it (`seen-time`).
     pub seen_ms: i64,
+    /// Unix ms of the last time it was given an entry to own, by XREADGROUP or
+    /// a claim (Redis 7.2's `active-time`); [`NEVER_ACTIVE`] before that.
+    pub active_ms: i64,
     /// Its pending IDs.
     pub pel: BTreeSet<StreamId>,
 }
@@ -95,11 +101,12 @@ pub(crate) enum GroupChange {
         group: Box<[u8]>,
         consumer: Arc<[u8]>,
     },
-    /// The consumer was last seen at `seen_ms`.
+    /// The consumer was last seen at `seen_ms` and active at `active_ms`.
     Seen {
         group: Box<[u8]>,
         consumer: Arc<[u8]>,
         seen_ms: i64,
+        active_ms: i64,
     },
     /// The consumer was deleted with its pending entries: put them back.
     ConsumerDeleted {
@@ -214,6 +221,7 @@ impl Groups {
         }
         let c = Consumer {
             seen_ms: now_ms,
+            active_ms: NEVER_ACTIVE,
             pel: BTreeSet::new(),
         };
         let name: Arc<[u8]> = consumer.into();
@@ -228,19 +236,30 @@ impl Groups {
 
     /// Note that a command named the consumer now (`seen-time`).
     pub fn touch_consumer(&mut self, group: &[u8], consumer: &[u8], now_ms: i64) {
-        let Some(g) = self.by_name.get_mut(group) else {
-            return;
-        };
+        if let Some(c) = self.consumer_to_change(group, consumer) {
+            c.seen_ms = now_ms;
+        }
+    }
+
+    /// Note that the consumer was given an entry to own now (`active-time`).
+    pub fn mark_active(&mut self, group: &[u8], consumer: &[u8], now_ms: i64) {
+        if let Some(c) = self.consumer_to_change(group, consumer) {
+            c.active_ms = now_ms;
+        }
+    }
+
+    /// A consumer whose times are about to change, its times recorded first.
+    fn consumer_to_change(&mut self, group: &[u8], consumer: &[u8]) -> Option<&mut Consumer> {
+        let g = self.by_name.get_mut(group)?;
         if let Some((name, c)) = g.consumers.get_key_value(consumer) {
             record(|| GroupChange::Seen {
                 group: group.into(),
                 consumer: name.clone(),
                 seen_ms: c.seen_ms,
+                active_ms: c.active_ms,
             });
         }
-        if let Some(c) = g.consumers.get_mut(consumer) {
-            c.seen_ms = now_ms;
-        }
+        g.consumers.get_mut(consumer)
     }
 
     /// The consumer, created when missing; true when it was created.
@@ -310,6 +329,7 @@ impl Groups {
         if let Some(c) = g.consumers.get_mut(&name) {
             c.pel.insert(id);
         }
+        self.mark_active(group, consumer, now_ms);
     }
 
     /// A history read served entry `id` again: one more delivery, now.
@@ -323,6 +343,31 @@ impl Groups {
             n.delivery_ms = now_ms;
             n.delivery_count += 1;
         }
+    }
+
+    /// Does a group still need entry `id` (Redis 8.2's `streamEntryIsReferenced`,
+    /// for the ACKED policy)? It does while it is pending in some group, or
+    /// while some group has not had it delivered yet (its last ID is below).
+    /// No group: nothing needs it.
+    pub fn is_referenced(&self, id: StreamId) -> bool {
+        self.by_name
+            .values()
+            .any(|g| g.last_id < id || g.pel.contains_key(&id))
+    }
+
+    /// Drop entry `id` from every group's PEL (the DELREF policy); true when
+    /// some group had it pending.
+    pub fn drop_refs(&mut self, id: StreamId) -> bool {
+        let holding: Vec<Box<[u8]>> = self
+            .by_name
+            .iter()
+            .filter(|(_, g)| g.pel.contains_key(&id))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &holding {
+            self.ack(name, id);
+        }
+        !holding.is_empty()
     }
 
     /// Acknowledge `id`: removed from the group's and its consumer's PEL; false
@@ -412,6 +457,7 @@ impl Groups {
         if let Some(c) = g.consumers.get_mut(&name) {
             c.pel.insert(id);
         }
+        self.mark_active(group, consumer, now_ms);
         Claimed::Yes { created }
     }
 
@@ -488,6 +534,7 @@ impl Groups {
                 group,
                 consumer,
                 seen_ms,
+                active_ms,
             } => {
                 if let Some(c) = self
                     .by_name
@@ -495,6 +542,7 @@ impl Groups {
                     .and_then(|g| g.consumers.get_mut(&consumer))
                 {
                     c.seen_ms = seen_ms;
+                    c.active_ms = active_ms;
                 }
             }
             GroupChange::ConsumerDeleted {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::id::StreamId;
-use super::value::{StreamValue, TrimTo, NODE_ENTRIES_MAX};
+use super::value::{NodeLimits, StreamValue, TrimTo, NODE_ENTRIES_MAX};
 
 type Model = BTreeMap<StreamId, Vec<Vec<u8>>>;
 
@@ -69,7 +69,7 @@ proptest! {
             match op {
                 Op::Append { gap, fields } => {
                     let refs: Vec<&[u8]> = fields.iter().map(Vec::as_slice).collect();
-                    s.append(next, &refs);
+                    s.append(next, &refs, NodeLimits::default());
                     model.insert(next, fields);
                     next = StreamId::new(next.ms + gap, if gap == 0 { next.seq + 1 } else { 0 });
                 }
@@ -130,6 +130,7 @@ fn a_million_small_entries_stay_compact() {
         s.append(
             StreamId::new(1_700_000_000_000 + i / 10, i % 10),
             &[b"f", field.as_bytes()],
+            NodeLimits::default(),
         );
     }
     let per_entry = s.heap_bytes() as f64 / 1e6;
@@ -145,7 +146,7 @@ fn a_deleted_stream_with_a_big_pel_frees_in_steps() {
     s.groups_mut().create(b"g", StreamId::MIN, 0);
     s.groups_mut().create_consumer(b"g", b"c", 0);
     for i in 1..=3000 {
-        s.append(StreamId::new(i, 0), &[b"f", b"v"]);
+        s.append(StreamId::new(i, 0), &[b"f", b"v"], NodeLimits::default());
         s.groups_mut().deliver(b"g", b"c", StreamId::new(i, 0), 0);
     }
     let mut calls = 0;

@@ -6,9 +6,10 @@
 //! `stream-node-max-entries` (100) entries in one listpack per radix-tree node.
 //! Ruvio does the same with a `BTreeMap` keyed by each node's first (master) ID and
 //! a byte vector per node: an entry costs its payload plus a few bytes of header.
-//! Node boundaries are Redis's (100 entries, or 4096 bytes of Redis's listpack
-//! encoding of them), so `MAXLEN ~`, which only drops whole nodes, keeps what
-//! Redis keeps.
+//! Node boundaries are Redis's (`stream-node-max-entries`, 100, or
+//! `stream-node-max-bytes`, 4096, of Redis's listpack encoding of them: see
+//! [`NodeLimits`]), so `MAXLEN ~`, which only drops whole nodes, keeps what Redis
+//! keeps.
 //!
 //! An entry in a node: a flag byte (deleted or not), the ms part as a delta from
 //! the node's master ID, the sequence, the pair count, then each field and value
@@ -21,10 +22,34 @@ use super::groups::{Groups, ENTRIES_READ_UNKNOWN};
 use super::id::StreamId;
 use crate::undo::{self, Inverse, Kept};
 
-/// Entries per node before a new one starts (`stream-node-max-entries`).
+/// Entries per node before a new one starts: `stream-node-max-entries`' default.
 pub const NODE_ENTRIES_MAX: usize = 100;
-/// Listpack bytes per node before a new one starts (`stream-node-max-bytes`).
+/// Listpack bytes per node before a new one starts: `stream-node-max-bytes`'
+/// default.
 pub const NODE_BYTES_MAX: usize = 4096;
+/// The largest node Redis lets a listpack grow to (`STREAM_LISTPACK_MAX_SIZE`,
+/// 1 GiB): `stream-node-max-bytes` 0 (no limit) or above it means this.
+const NODE_BYTES_CEILING: usize = 1 << 30;
+
+/// Where a node closes (`stream-node-max-entries`, `stream-node-max-bytes`),
+/// read from the configuration at each append as Redis reads its globals, so
+/// CONFIG SET applies to the next XADD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeLimits {
+    /// Entries (deleted ones included) per node; 0: no limit.
+    pub entries_max: usize,
+    /// Listpack bytes per node; 0: up to [`NODE_BYTES_CEILING`].
+    pub bytes_max: usize,
+}
+
+impl Default for NodeLimits {
+    fn default() -> Self {
+        NodeLimits {
+            entries_max: NODE_ENTRIES_MAX,
+            bytes_max: NODE_BYTES_MAX,
+        }
+    }
+}
 
 const LIVE: u8 = 0;
 const DELETED: u8 = 1;
@@ -253,9 +278,15 @@ impl Node {
     }
 
     /// Redis's rule for a new node before appending an entry whose fields and
-    /// values total `payload` bytes.
-    fn full_for(&self, payload: usize) -> bool {
-        self.count >= NODE_ENTRIES_MAX || self.lp_bytes + payload >= NODE_BYTES_MAX
+    /// values total `payload` bytes (`streamAppendItem`: bytes first, then the
+    /// entry count, deleted entries included).
+    fn full_for(&self, payload: usize, limits: NodeLimits) -> bool {
+        let bytes_max = match limits.bytes_max {
+            0 => NODE_BYTES_CEILING,
+            n => n.min(NODE_BYTES_CEILING),
+        };
+        self.lp_bytes + payload >= bytes_max
+            || (limits.entries_max != 0 && self.count >= limits.entries_max)
     }
 
     fn heap_bytes(&self) -> usize {
@@ -379,14 +410,15 @@ impl StreamValue {
     }
 
     /// Append an entry with `id`, which the caller made greater than
-    /// [`last_id`](Self::last_id); `fields` alternate field and value.
-    pub fn append(&mut self, id: StreamId, fields: &[&[u8]]) {
+    /// [`last_id`](Self::last_id); `fields` alternate field and value. A new
+    /// node starts when the last one is full by `limits`.
+    pub fn append(&mut self, id: StreamId, fields: &[&[u8]], limits: NodeLimits) {
         debug_assert!(id > self.0.last_id || self.0.entries_added == 0);
         self.record_meta();
         let s = &mut *self.0;
         let payload = fields.iter().map(|f| f.len()).sum();
         match s.nodes.last_entry() {
-            Some(mut node) if !node.get().full_for(payload) => {
+            Some(mut node) if !node.get().full_for(payload, limits) => {
                 let master = *node.key();
                 if undo::inverses_wanted() {
                     let n = node.get();
@@ -504,6 +536,18 @@ impl StreamValue {
     /// nodes only; `limit` (0: none) caps the entries an approximate trim drops.
     /// Returns the number dropped.
     pub fn trim(&mut self, to: TrimTo, approx: bool, limit: u64) -> u64 {
+        self.trim_noting(to, approx, limit, None)
+    }
+
+    /// [`trim`](Self::trim), pushing the ID of every entry it drops to
+    /// `dropped` when given (XADD/XTRIM DELREF drops their references).
+    pub fn trim_noting(
+        &mut self,
+        to: TrimTo,
+        approx: bool,
+        limit: u64,
+        mut dropped_ids: Option<&mut Vec<StreamId>>,
+    ) -> u64 {
         self.record_meta();
         let s = &mut *self.0;
         let mut dropped = 0u64;
@@ -527,6 +571,9 @@ impl StreamValue {
             }
             if whole {
                 let live = node.live as u64;
+                if let Some(ids) = dropped_ids.as_deref_mut() {
+                    ids.extend(node.live_entries(master).map(|e| e.id));
+                }
                 record_node_back(master, node);
                 let gone = first.remove().heap_bytes();
                 s.node_bytes -= gone;
@@ -553,6 +600,10 @@ impl StreamValue {
                     .map(|e| e.at)
                     .collect(),
             };
+            if let Some(ids) = dropped_ids.as_deref_mut() {
+                let doomed_at = |e: &EntryRef<'_>| doomed.binary_search(&e.at).is_ok();
+                ids.extend(node.entries(master).filter(doomed_at).map(|e| e.id));
+            }
             for &at in &doomed {
                 let at32 = at as u32;
                 undo::record_inverse(|_| Inverse::StreamUndelete { master, at: at32 });
