@@ -216,6 +216,11 @@ fn client_list_shows_pending_input_and_output() {
         writer.cmd(&["watch", "w1", "w2", "w3"]);
         let line = line_of(&mut observer, &id);
         assert_eq!(line["watch"], "3", "{line:?}");
+        let thread: usize = line["io-thread"].parse().unwrap();
+        assert!(
+            thread < shards,
+            "io-thread names the client's shard: {line:?}"
+        );
         writer.cmd(&["unwatch"]);
         assert_eq!(line_of(&mut observer, &id)["watch"], "0");
 

@@ -214,6 +214,7 @@ fn described(
         dirty_cas: !client.watching.is_empty()
             && core.watches.is_touched(client.id, client.watch_epoch),
         argv_bytes,
+        thread: core.id,
     }
 }
 

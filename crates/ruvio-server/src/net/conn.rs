@@ -111,6 +111,9 @@ pub struct Described {
     /// Bytes of the arguments of the command it runs now (`argv-mem`): the
     /// caller's own CLIENT LIST, or a blocking command it waits in.
     pub argv_bytes: usize,
+    /// The shard whose thread serves it (`io-thread`: Redis 8.0 names the I/O
+    /// thread of a client; each of Ruvio's shards is one).
+    pub thread: usize,
 }
 
 /// Bytes Redis counts per argument of a queued command beside its text (one
@@ -118,8 +121,8 @@ pub struct Described {
 const QUEUED_ARG_OVERHEAD_BYTES: usize = 8;
 
 impl ClientState {
-    /// One CLIENT LIST line (without the trailing newline), in Redis 7.4's field
-    /// order (7.2's plus `watch`).
+    /// One CLIENT LIST line (without the trailing newline), in Redis 8.0's field
+    /// order (7.2's, `watch` from 7.4, `io-thread` from 8.0).
     pub fn describe(&self, now_ms: u64, seen: &Described) -> String {
         let c = self;
         let b = &seen.buffers;
@@ -151,7 +154,7 @@ impl ClientState {
         let argv_mem = blocked_argv.unwrap_or(seen.argv_bytes);
         let tot_mem = b.allocated_bytes + argv_mem + multi_mem;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread={}",
             c.id,
             c.peer,
             c.local,
@@ -181,6 +184,7 @@ impl ClientState {
             if c.proto == Protocol::Resp3 { 3 } else { 2 },
             String::from_utf8_lossy(&c.lib_name),
             String::from_utf8_lossy(&c.lib_ver),
+            seen.thread,
         )
     }
 }
