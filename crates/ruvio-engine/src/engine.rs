@@ -109,6 +109,19 @@ pub struct EngineConfig {
     pub cluster_enabled: bool,
     /// `hll-sparse-max-bytes`: longest sparse HyperLogLog before it turns dense.
     pub hll_sparse_max_bytes: usize,
+    /// `lazyfree-lazy-user-flush`: FLUSHALL and FLUSHDB without ASYNC or SYNC free
+    /// in slices, as with ASYNC.
+    pub lazyfree_lazy_user_flush: bool,
+    /// `stream-node-max-entries`: entries a stream node holds before a new one
+    /// starts (0: no limit). Read by the stream engine's node layout.
+    pub stream_node_max_entries: i64,
+    /// `stream-node-max-bytes`: bytes a stream node holds before a new one starts
+    /// (0: no limit).
+    pub stream_node_max_bytes: usize,
+    /// `list-compress-depth`: list nodes at each end kept uncompressed (0: none
+    /// compressed). Stored here for the list encoding; compression itself is the
+    /// quicklist work of issue 37 (docs/config.md).
+    pub list_compress_depth: i64,
 }
 
 impl Default for EngineConfig {
@@ -129,6 +142,10 @@ impl Default for EngineConfig {
             proto_max_bulk_len: crate::keyspace::STRING_BYTES_MAX,
             cluster_enabled: false,
             hll_sparse_max_bytes: HLL_SPARSE_BYTES_MAX_DEFAULT,
+            lazyfree_lazy_user_flush: false,
+            stream_node_max_entries: 100,
+            stream_node_max_bytes: 4096,
+            list_compress_depth: 0,
         }
     }
 }

@@ -133,6 +133,7 @@ impl ShardCore {
             loading,
             spare_record: None,
         };
+        crate::cmd::config::apply_params_at_start(&mut core);
         if !in_background {
             let (engine, end, imported) =
                 crate::persistence::loading::load(&core.cfg, id, &core.topo)
