@@ -573,6 +573,14 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
                 eprintln!("shard {}: DEBUG EXPORT-RDB {path}: {e}", core.id);
             }
         }
+        ConfigChange::DumpPart(path) => {
+            if let Err(e) = write_dump_part(core, path) {
+                crate::serverlog::log(
+                    crate::serverlog::Level::Warning,
+                    &format!("shard {}: writing {path} failed: {e}", core.id),
+                );
+            }
+        }
         ConfigChange::Snapshot => {
             if let Err(e) = crate::persistence::snapshot::save(core) {
                 eprintln!("ruvio: shard {}: SAVE failed: {e}", core.id);
@@ -581,6 +589,46 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         ConfigChange::BackgroundSave => crate::persistence::snapshot::request(core),
         ConfigChange::Exit { save } => crate::persistence::shutdown::prepare(core, *save),
         ConfigChange::Functions(payload) => super::functions::apply(core, payload),
+    }
+}
+
+/// This shard's part of the dump at `path`; its changes count as saved.
+pub fn write_dump_part(core: &mut ShardCore, path: &str) -> std::io::Result<()> {
+    crate::persistence::export::write_part(&core.engine, core.now_ms, core.id, path)?;
+    core.stats.dirty_at_save = core.stats.dirty;
+    let gauges = &core.shared.shards[core.id];
+    gauges
+        .dirty
+        .store(core.stats.dirty, std::sync::atomic::Ordering::Relaxed);
+    gauges.dirty_at_save.store(
+        core.stats.dirty_at_save,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    Ok(())
+}
+
+/// Every shard wrote its part: put the dump together and move LASTSAVE; the
+/// reply (`answer`, or the error).
+pub fn finish_dump(core: &mut ShardCore, path: &str, answer: &[u8]) -> Vec<u8> {
+    match crate::persistence::export::assemble(path, 0..core.topo.nodes.len()) {
+        Ok(()) => {
+            core.shared.last_save_unix_s.fetch_max(
+                crate::clock::unix_ms() / 1000,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            crate::serverlog::log(
+                crate::serverlog::Level::Notice,
+                &format!("DB saved on disk ({path})"),
+            );
+            answer.to_vec()
+        }
+        Err(e) => {
+            crate::serverlog::log(
+                crate::serverlog::Level::Warning,
+                &format!("save failed: {e}"),
+            );
+            format!("-ERR save failed: {e}\r\n").into_bytes()
+        }
     }
 }
 
