@@ -308,7 +308,24 @@ impl LuaEngine {
             })
             .map_err(internal)?;
         if !ok {
-            let text = lua_string(&error).unwrap_or_else(|| format!("{error:?}").into_bytes());
+            // A `redis.*` function (redis.log ...) raised Redis's error table, left
+            // in `hooks.pending`: its text, less the `ERR ` the prefix repeats.
+            let pending: Value = hooks.raw_get("pending").map_err(internal)?;
+            let _ = hooks.raw_set("pending", Value::Nil);
+            let raised = match (&error, &pending) {
+                (Value::Error(_) | Value::UserData(_), Value::Table(t)) => {
+                    t.raw_get::<mlua::String>("err").ok().map(|e| {
+                        e.as_bytes()
+                            .strip_prefix(b"ERR ")
+                            .unwrap_or(&e.as_bytes())
+                            .to_vec()
+                    })
+                }
+                _ => None,
+            };
+            let text = raised
+                .or_else(|| lua_string(&error))
+                .unwrap_or_else(|| format!("{error:?}").into_bytes());
             return Err(CmdError::quoted(
                 "ERR Error registering functions: ERR ",
                 &text,

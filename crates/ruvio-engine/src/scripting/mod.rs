@@ -49,8 +49,8 @@ pub use busy::{kill, set_script_watches, set_serve_while_busy, ScriptWatches};
 pub use lua::set_local_slots;
 pub use lua::take_start_over;
 pub use server_cmds::{
-    set_script_host, set_server_commands, Elsewhere, Reach, Reaching, ScriptHost, ServerLookup,
-    Spreading,
+    set_log_sink, set_script_host, set_server_commands, Elsewhere, LogSink, Reach, Reaching,
+    ScriptHost, ServerLookup, Spreading,
 };
 
 /// Script bodies by their lower-case hex SHA1, shared by every shard.
