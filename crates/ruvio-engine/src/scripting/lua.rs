@@ -29,6 +29,11 @@ pub(super) struct Call<'a> {
     pub keys: &'a [&'a [u8]],
     pub argv: &'a [&'a [u8]],
     pub read_only: bool,
+    /// Cluster mode without `allow-cross-slot-keys`: every key the script
+    /// reaches must be in one slot (its declared keys' slot, or the first key's).
+    pub one_slot: bool,
+    /// `allow-oom`: writes go on past `maxmemory`.
+    pub allow_oom: bool,
     /// A function's registered callback (FCALL): called with the keys and arguments
     /// as its two parameters, no `KEYS` / `ARGV` globals; `sha` is then its name.
     pub callback: Option<Function>,
@@ -603,11 +608,28 @@ struct Runner<'e> {
     /// The script is starting over elsewhere ([`Reach::StartOver`]): every later
     /// call fails, so nothing more changes.
     starting_over: bool,
+    /// [`Call::one_slot`].
+    one_slot: bool,
+    /// Past `maxmemory` when the script started and without `allow-oom`: its
+    /// first write that may grow memory is refused (Redis's `scriptVerifyOOM`).
+    oom_refuses_first_write: bool,
+    /// The slot the script's keys are in so far (Redis's `original_c->slot`).
+    slot: Option<u16>,
 }
 
 thread_local! {
+    /// The server was past `maxmemory` when the script about to run was called
+    /// ([`set_oom_at_start`]).
+    static OOM_AT_START: Cell<bool> = const { Cell::new(false) };
     /// The last script run on this thread stopped to start over ([`take_start_over`]).
     static STARTING_OVER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Tell the script about to run on this thread whether the server is past
+/// `maxmemory` (Redis's `pre_command_oom_state`): a script without `allow-oom`
+/// then gets OOM for its first write that may grow memory.
+pub fn set_oom_at_start(over: bool) {
+    OOM_AT_START.with(|o| o.set(over));
 }
 
 /// True when the script that just ran stopped to start over where it can reach
@@ -667,6 +689,9 @@ pub(super) fn run_in(
         out,
         wrote: false,
         starting_over: false,
+        one_slot: call.one_slot,
+        oom_refuses_first_write: !call.allow_oom && OOM_AT_START.with(|o| o.get()),
+        slot: call.keys.first().map(|k| crate::slot::key_slot(k)),
     };
     let outcome = {
         let _installed = Installed::new(&mut runner);
@@ -892,6 +917,14 @@ impl Runner<'_> {
                 return self.fail(text);
             }
         }
+        if self.oom_refuses_first_write && !self.wrote && row.meta.has(flags::DENYOOM) {
+            return self.fail(b"OOM command not allowed when used memory > 'maxmemory'.");
+        }
+        if self.one_slot {
+            if let Err(text) = self.keep_one_slot(&row.meta.keys, args) {
+                return self.fail(text);
+            }
+        }
         let Some(handler) = row.handler else {
             return self.fail(b"ERR Unknown Redis command called from script");
         };
@@ -1040,6 +1073,28 @@ impl Runner<'_> {
             }
             Reach::Refused | Reach::Unsupported => Err(NON_LOCAL),
         }
+    }
+
+    /// Cluster mode without `allow-cross-slot-keys`: the call's keys must be in
+    /// the slot the script's keys are in so far (the first key's sets it).
+    fn keep_one_slot(
+        &mut self,
+        keys: &KeySpec,
+        args: ruvio_resp::Args<'_>,
+    ) -> Result<(), &'static [u8]> {
+        for position in keys.positions(args) {
+            let slot = crate::slot::key_slot(args.get(position));
+            match self.slot {
+                None => self.slot = Some(slot),
+                Some(held) if held != slot => {
+                    return Err(
+                        b"ERR Script attempted to access keys that do not hash to the same slot",
+                    )
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// A server command (TIME, PING, ...: see `server_cmds`).
