@@ -2,11 +2,14 @@
 //! (`pid:M 04 Dec 2026 05:10:00.123 * message`), so that tools that read a Redis
 //! log (and people used to one) read Ruvio's.
 //!
-//! One log for the whole process: every shard thread writes whole lines through
-//! one lock (a line is short and logging is rare: start, saves, errors,
-//! `redis.log`), so lines never interleave. The level is an atomic every shard
-//! reads without the lock; CONFIG SET loglevel changes it for all at once.
-//! `logfile ""` writes to standard error (Redis writes to standard output; Ruvio
+//! One log for the whole process, on standard error: every shard thread writes
+//! whole lines through one lock (a line is short and logging is rare: start,
+//! saves, errors, `redis.log`), so lines never interleave. The level is an atomic
+//! every shard reads without the lock; CONFIG SET loglevel changes it for all at
+//! once. `logfile PATH` puts the file in standard error's place (`dup2`), so every
+//! message of the process goes there, the plain `ruvio: ...` lines of the
+//! subsystems not yet writing through here and a panic's report included.
+//! `logfile ""` keeps standard error (Redis writes to standard output; Ruvio
 //! keeps standard output free for what a caller pipes).
 
 use std::io::Write;
@@ -57,28 +60,30 @@ impl Level {
 }
 
 static LEVEL: AtomicU8 = AtomicU8::new(Level::Notice as u8);
-/// The open `logfile`; `None`: standard error.
-static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+/// Held while a line is written, so lines of different threads never mix.
+static WRITING: Mutex<()> = Mutex::new(());
 
 /// Set `loglevel`.
 pub fn set_level(level: Level) {
     LEVEL.store(level as u8, Ordering::Relaxed);
 }
 
-/// Send the log to `path` (appended to, as Redis does), or to standard error for
-/// an empty path.
+/// Send the log, and all of standard error, to `path` (appended to, as Redis
+/// does); an empty path keeps standard error.
 pub fn set_file(path: &str) -> std::io::Result<()> {
-    let file = if path.is_empty() {
-        None
-    } else {
-        Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?,
-        )
-    };
-    *FILE.lock().unwrap_or_else(|e| e.into_inner()) = file;
+    if path.is_empty() {
+        return Ok(());
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    // SAFETY: both descriptors are open; dup2 replaces descriptor 2 atomically
+    // and `file` closes its own copy when dropped.
+    let moved = unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&file), libc::STDERR_FILENO) };
+    if moved < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
     Ok(())
 }
 
@@ -99,11 +104,8 @@ pub fn log(level: Level, message: &str) {
         redis_timestamp(now_ms),
         level.mark()
     );
-    let mut file = FILE.lock().unwrap_or_else(|e| e.into_inner());
-    let written = match file.as_mut() {
-        Some(f) => f.write_all(line.as_bytes()),
-        None => std::io::stderr().write_all(line.as_bytes()),
-    };
+    let _writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    let written = std::io::stderr().write_all(line.as_bytes());
     // A log that cannot be written has nowhere to report it; the server goes on.
     let _ = written;
 }

@@ -103,7 +103,8 @@ fn lua_sees_the_reported_version() {
 }
 
 /// `redis.log` writes to the server log (`logfile`) in Redis's line format, only
-/// at or above `loglevel`; CONFIG SET loglevel changes it on every shard.
+/// at or above `loglevel`; CONFIG SET loglevel changes it on every shard; the
+/// rest of the process's messages go to the same file.
 #[test]
 fn redis_log_writes_the_server_log() {
     let dir = std::env::temp_dir().join(format!("ruvio-lualog-{}", std::process::id()));
@@ -142,6 +143,8 @@ fn redis_log_writes_the_server_log() {
     );
     std::thread::sleep(Duration::from_millis(50));
     let text = std::fs::read_to_string(&log).unwrap();
+    // The whole process's messages go to the file, the start banner included.
+    assert!(text.contains("shard(s), forward mode"), "{text}");
     let lines: Vec<&str> = text.lines().filter(|l| !l.contains("ruvio")).collect();
     let messages: Vec<&str> = lines
         .iter()
