@@ -302,7 +302,8 @@ fn config_file_takes_every_redis_parameter() {
     std::fs::write(
         &path,
         "activerehashing = false\nslowlog_max_len = 64\nlist_compress_depth = 1\n\
-         dbfilename = \"snap.rdb\"\nloglevel = \"warning\"\nrepl-backlog-size = \"2mb\"\n",
+         dbfilename = \"snap.rdb\"\nloglevel = \"warning\"\nrepl-backlog-size = \"2mb\"\n\
+         lua_replicate_commands = true\n",
     )
     .unwrap();
     let config = path.to_str().unwrap();
@@ -328,6 +329,27 @@ fn config_file_takes_every_redis_parameter() {
     assert_eq!(shown["dbfilename"], "snap.rdb");
     assert_eq!(shown["loglevel"], "warning");
     assert_eq!(shown["repl-backlog-size"], "2097152");
+    // CONFIG REWRITE keeps a parameter set away from its default; a restart from
+    // the file has it.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("tcp-keepalive")
+        .arg("77")
+        .arg("activerehashing")
+        .arg("yes")
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG").arg("REWRITE").query(&mut con).unwrap();
+    drop(ruvio);
+    let rewritten = std::fs::read_to_string(&path).unwrap();
+    assert!(rewritten.contains("tcp_keepalive = 77"), "{rewritten}");
+    let ruvio = Server::ruvio_with(PortMode::Forward, 1, &["--config", config]);
+    let shown: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("tcp-keepalive")
+        .query(&mut ruvio.client())
+        .unwrap();
+    assert_eq!(shown, ["tcp-keepalive", "77"]);
     drop(ruvio);
 
     for bad in [

@@ -383,6 +383,12 @@ fn redis_params(
 ) -> Result<std::collections::BTreeMap<&'static str, String>, String> {
     let mut kept = std::collections::BTreeMap::new();
     for (key, value) in table {
+        if params::DEPRECATED
+            .iter()
+            .any(|d| d.eq_ignore_ascii_case(&key.replace('_', "-")))
+        {
+            continue;
+        }
         let spec = params::find(key).ok_or_else(|| format!("unknown setting {key:?}"))?;
         let text = match value {
             toml::Value::String(s) => s.clone(),

@@ -348,6 +348,15 @@ pub const PARAMS: &[ParamSpec] = &[
     p("durability", TEXT, I, "memory"),
 ];
 
+/// Names Redis 7 still reads from a config file and ignores (`deprecated_configs`
+/// in its config.c): a file may hold them; CONFIG SET does not know them, as in
+/// Redis.
+pub const DEPRECATED: &[&str] = &[
+    "list-max-ziplist-entries",
+    "list-max-ziplist-value",
+    "lua-replicate-commands",
+];
+
 /// Redis's second names (alias, the name it stands for): one value under both.
 pub const ALIASES: &[(&str, &str)] = &[
     ("cluster-slave-no-failover", "cluster-replica-no-failover"),
