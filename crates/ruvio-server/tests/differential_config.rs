@@ -371,3 +371,58 @@ fn config_file_takes_every_redis_parameter() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `dir` and `dbfilename` take effect: with `enable-protected-configs yes` (from
+/// the file, as Redis takes it only at start) CONFIG SET moves where SAVE writes
+/// its dump; a directory that does not exist is Redis's error.
+#[test]
+fn protected_dir_and_dbfilename_take_effect() {
+    let base = std::env::temp_dir().join(format!("ruvio-protected-{}", std::process::id()));
+    let (first, second) = (base.join("first"), base.join("second"));
+    std::fs::create_dir_all(&first).unwrap();
+    std::fs::create_dir_all(&second).unwrap();
+    let path = base.join("ruvio.toml");
+    std::fs::write(&path, "enable_protected_configs = \"yes\"\n").unwrap();
+    let ruvio = Server::ruvio_with(
+        PortMode::Forward,
+        2,
+        &[
+            "--config",
+            path.to_str().unwrap(),
+            "--dir",
+            first.to_str().unwrap(),
+        ],
+    );
+    let mut c = ruvio.raw();
+    assert_eq!(c.cmd(&["SET", "k", "v"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+    assert!(first.join("dump.rdb").is_file());
+    assert_eq!(
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "dir",
+            second.to_str().unwrap(),
+            "dbfilename",
+            "other.rdb"
+        ]),
+        b"+OK\r\n"
+    );
+    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+    assert!(second.join("other.rdb").is_file());
+    let shown = String::from_utf8(c.cmd(&["CONFIG", "GET", "dir"])).unwrap();
+    assert!(
+        shown.ends_with(&format!("{}\r\n", second.canonicalize().unwrap().display())),
+        "{shown}"
+    );
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "dir", base.join("missing").to_str().unwrap()]),
+        b"-ERR CONFIG SET failed (possibly related to argument 'dir') - No such file or directory\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "dbfilename", "a/b.rdb"]),
+        b"-ERR CONFIG SET failed (possibly related to argument 'dbfilename') - dbfilename can't be a path, just a filename\r\n"
+    );
+    drop(ruvio);
+    let _ = std::fs::remove_dir_all(&base);
+}
