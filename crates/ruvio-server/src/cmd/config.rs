@@ -1,5 +1,9 @@
-//! CONFIG: GET, SET, RESETSTAT, REWRITE, HELP, over one table of parameters
-//! (`PARAMS`: how each is shown and, if mutable, set).
+//! CONFIG: GET, SET, RESETSTAT, REWRITE, HELP, over two tables: every parameter
+//! Redis has, with its value type, access and default (`config::params::PARAMS`:
+//! how a value is checked, with Redis's error texts), and the parameters that take
+//! effect in Ruvio (`LIVE`: where the running value lives and what a change does).
+//! A parameter without a `LIVE` row is kept in `Config::params` and shown as set,
+//! without effect (docs/config.md says why for each).
 //!
 //! One server, one configuration: CONFIG SET and RESETSTAT apply on the answering
 //! shard and are broadcast to the others as a [`ConfigChange`], which they apply
