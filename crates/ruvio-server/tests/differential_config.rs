@@ -25,20 +25,8 @@ const DEFAULTS_DIFFER: &[(&str, &str)] = &[
     ("port", "each test server has its own port"),
     ("dir", "each server has its own data directory"),
     (
-        "daemonize",
-        "the harness starts Redis in the foreground as well; kept for clarity",
-    ),
-    (
         "save",
         "Redis is started with --save \"\"; Ruvio keeps Redis's default rules",
-    ),
-    (
-        "bind",
-        "Redis 7.0's default is `* -::*`; Ruvio binds 127.0.0.1 by default",
-    ),
-    (
-        "pidfile",
-        "Redis writes /var/run/redis.pid when daemonized; Ruvio writes none",
     ),
     (
         "hash-max-listpack-entries",
@@ -47,11 +35,6 @@ const DEFAULTS_DIFFER: &[(&str, &str)] = &[
     (
         "hash-max-ziplist-entries",
         "alias of hash-max-listpack-entries",
-    ),
-    ("enable-debug-command", "the harness enables DEBUG on Redis"),
-    (
-        "cluster-enabled",
-        "no in forward mode as in Redis; checked per mode elsewhere",
     ),
 ];
 

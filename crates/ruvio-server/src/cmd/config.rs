@@ -188,6 +188,8 @@ const LIVE: &[Live] = &[
         }
         .into()
     }),
+    // DEBUG is always there (admin-only), as in a Redis started with it enabled.
+    fact("enable-debug-command", |_| "yes".into()),
     fact("shards", |c| c.cfg.shards.to_string()),
     fact("port-mode", |c| c.cfg.port_mode.name().into()),
     fact("durability", |c| c.cfg.durability.name().into()),

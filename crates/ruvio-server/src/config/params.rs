@@ -239,7 +239,7 @@ pub const PARAMS: &[ParamSpec] = &[
     p("acl-pubsub-default", Kind::Enum(ACL_PUBSUB), M, "resetchannels"),
     p("sanitize-dump-payload", Kind::Enum(SANITIZE), M, "no"),
     p("enable-protected-configs", Kind::Enum(PROTECTED_ACTION), I, "no"),
-    p("enable-debug-command", Kind::Enum(PROTECTED_ACTION), I, "no"),
+    p("enable-debug-command", Kind::Enum(PROTECTED_ACTION), I, "yes"),
     p("enable-module-command", Kind::Enum(PROTECTED_ACTION), I, "no"),
     p("cluster-preferred-endpoint-type", Kind::Enum(ENDPOINT_TYPE), M, "ip"),
     p("tls-auth-clients", Kind::Enum(TLS_AUTH), M, "yes"),
