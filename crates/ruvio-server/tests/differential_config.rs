@@ -132,7 +132,9 @@ fn every_redis_parameter_answers_as_redis() {
     assert_eq!(
         extras,
         [
+            "cluster-announce-human-nodename",
             "durability",
+            "locale-collate",
             "port-mode",
             "set-max-listpack-entries",
             "set-max-listpack-value",

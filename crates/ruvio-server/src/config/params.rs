@@ -131,8 +131,8 @@ const P: Access = Access::Protected;
 const LONG_MAX_U: u64 = i64::MAX as u64;
 
 /// Every parameter of Redis 7.0 (its `CONFIG GET *`, the TLS ones included, and
-/// the hidden ones a config file may set), the 7.2 ones Ruvio's encodings use,
-/// and Ruvio's own (`shards`, `port-mode`, `durability`). An alias is a row of its
+/// the hidden ones a config file may set), Redis 7.2's (`set-max-listpack-*`,
+/// `locale-collate`, `cluster-announce-human-nodename`), and Ruvio's own (`shards`, `port-mode`, `durability`). An alias is a row of its
 /// own (Redis lists both names); `cmd::config` keeps them one value.
 #[rustfmt::skip]
 pub const PARAMS: &[ParamSpec] = &[
@@ -204,6 +204,9 @@ pub const PARAMS: &[ParamSpec] = &[
     p("cluster-announce-ip", TEXT, M, ""),
     p("cluster-config-file", TEXT, I, "nodes.conf"),
     p("cluster-announce-hostname", Kind::Text(Some(announced_hostname)), M, ""),
+    // Redis 7.2's.
+    p("cluster-announce-human-nodename", TEXT, M, ""),
+    p("locale-collate", TEXT, M, ""),
     p("syslog-ident", TEXT, I, "redis"),
     p("dbfilename", Kind::Text(Some(db_filename)), P, "dump.rdb"),
     p("appendfilename", Kind::Text(Some(aof_filename)), I, "appendonly.aof"),
