@@ -117,6 +117,9 @@ pub struct EngineConfig {
     pub stream_node_max_entries: usize,
     /// `stream-node-max-bytes`: listpack bytes per stream node (0: no limit).
     pub stream_node_max_bytes: usize,
+    /// `lazyfree-lazy-user-flush`: FLUSHALL and FLUSHDB without ASYNC or SYNC free
+    /// in slices, as with ASYNC.
+    pub lazyfree_lazy_user_flush: bool,
 }
 
 impl EngineConfig {
@@ -150,6 +153,7 @@ impl Default for EngineConfig {
             hll_sparse_max_bytes: HLL_SPARSE_BYTES_MAX_DEFAULT,
             stream_node_max_entries: crate::values::stream::value::NODE_ENTRIES_MAX,
             stream_node_max_bytes: crate::values::stream::value::NODE_BYTES_MAX,
+            lazyfree_lazy_user_flush: false,
         }
     }
 }

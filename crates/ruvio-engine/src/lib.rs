@@ -47,6 +47,35 @@
 
 #![warn(missing_docs)]
 
+/// The Redis version Ruvio reports (HELLO, INFO's `redis_version`, Lua's
+/// `redis.REDIS_VERSION`): the newest Redis whose command additions Ruvio has,
+/// 8.0 (7.4's hash field expiry, 8.0's HGETEX / HSETEX / HGETDEL, and 8.2's BITOP
+/// operators beyond). Clients and test suites gate features on it (ioredis's tests
+/// skip HEXPIRE below 7.4; redis-py offers client-side caching from 7.4, which
+/// needs CLIENT TRACKING: Ruvio lacks it). docs/compatibility.md lists what of
+/// Redis up to this version is missing.
+pub const REDIS_VERSION: &str = "8.0.0";
+
+/// [`REDIS_VERSION`] as Redis's `REDIS_VERSION_NUM`: `0x00MMmmpp`.
+pub const REDIS_VERSION_NUM: u32 = version_num(REDIS_VERSION);
+
+/// `"major.minor.patch"` as `(major << 16) | (minor << 8) | patch`.
+const fn version_num(version: &str) -> u32 {
+    let bytes = version.as_bytes();
+    let (mut parts, mut part, mut i) = ([0u32; 3], 0, 0);
+    while i < bytes.len() {
+        if bytes[i] == b'.' {
+            part += 1;
+        } else {
+            parts[part] = parts[part] * 10 + (bytes[i] - b'0') as u32;
+        }
+        i += 1;
+    }
+    (parts[0] << 16) | (parts[1] << 8) | parts[2]
+}
+
+const _: () = assert!(version_num("7.0.15") == 458_767);
+
 pub mod command;
 pub mod engine;
 pub mod error;

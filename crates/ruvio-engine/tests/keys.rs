@@ -558,3 +558,34 @@ fn log_records_are_deterministic() {
         "FLUSHALL counts the keys it removed, plus one"
     );
 }
+
+/// `lazyfree-lazy-user-flush`: a FLUSHALL or FLUSHDB without ASYNC or SYNC frees
+/// in slices as with ASYNC (the memory stays counted until active expiry frees
+/// it); SYNC still frees at once.
+#[test]
+fn lazy_user_flush_decides_a_plain_flush() {
+    let fill = |h: &mut Harness| {
+        for i in 0..3000 {
+            h.run(&format!("SET key:{i} value"));
+        }
+    };
+    let mut h = Harness::default();
+    fill(&mut h);
+    let full = h.engine.used_memory_bytes();
+    assert_eq!(h.run("FLUSHALL"), "+OK\r\n");
+    let eager = h.engine.used_memory_bytes();
+    assert!(eager < full / 2, "{eager} of {full}");
+
+    h.engine.config_mut().lazyfree_lazy_user_flush = true;
+    fill(&mut h);
+    assert_eq!(h.run("FLUSHDB"), "+OK\r\n");
+    assert_eq!(h.run("DBSIZE"), int(0));
+    let lazy = h.engine.used_memory_bytes();
+    assert!(lazy > full / 2, "{lazy} of {full}: freed at once");
+    while h.engine.used_memory_bytes() > eager {
+        h.engine.active_expire_cycle(NOW_MS, 20);
+    }
+    fill(&mut h);
+    assert_eq!(h.run("FLUSHALL SYNC"), "+OK\r\n");
+    assert!(h.engine.used_memory_bytes() < full / 2);
+}

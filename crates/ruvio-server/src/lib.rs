@@ -11,6 +11,7 @@
 //! | 0 | [`clock`] | the wall clock in Unix milliseconds |
 //! | 0 | [`config`] | settings: defaults, the TOML file, flags |
 //! | 0 | [`memory`] | the allocator's count of bytes, the `maxmemory` limit |
+//! | 0 | [`serverlog`] | the server log: `loglevel`, `logfile`, Redis's line format |
 //! | 1 | [`cluster`] | which shard owns which slot, how shards present themselves |
 //! | 1 | [`stats`] | counters and the gauges INFO reports |
 //! | 2 | [`net`] | sockets, one connection and its reply queue, output limits |
@@ -38,6 +39,7 @@ pub mod observability;
 pub mod persistence;
 pub mod replication;
 pub mod scripting;
+pub mod serverlog;
 pub mod shard;
 pub mod stats;
 pub mod tracking;

@@ -44,6 +44,9 @@ fn main() {
             std::process::exit(1);
         }
     };
+    if let Err(e) = cfg.start_log() {
+        fail(&e);
+    }
     if let Err(e) = reshard::prepare(&cfg) {
         fail(&e);
     }

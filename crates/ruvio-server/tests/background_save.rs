@@ -357,14 +357,97 @@ fn rewrite_and_schedule_replies_as_redis() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Without a log there is nowhere to save (as SAVE says).
+/// Without a log (`--durability memory`), SAVE and BGSAVE write `dir`/`dbfilename`
+/// as Redis does with AOF off: one RDB file of every shard's keys (both port
+/// modes), LASTSAVE moves, and redis-server loads the file with the same data.
 #[test]
-fn bgsave_needs_a_log() {
-    let server = Server::forward(1);
-    assert_eq!(
-        server.raw().cmd(&["BGSAVE"]),
-        b"-ERR BGSAVE failed: persistence is off (--durability memory)\r\n".to_vec()
-    );
+fn saves_without_a_log_write_a_dump_redis_loads() {
+    for (mode, shards) in [
+        (PortMode::Forward, 2),
+        (PortMode::PerShard, 2),
+        (PortMode::Forward, 1),
+    ] {
+        let dir = data_dir(&format!("dump-{mode:?}-{shards}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let server = Server::ruvio_with(
+            mode,
+            shards,
+            &["--dir", dir.to_str().unwrap(), "--dbfilename", "backup.rdb"],
+        );
+        let mut conns: Vec<RawConn> = (0..shards)
+            .map(|i| RawConn::connect(server.shard_port(i)))
+            .collect();
+        let mut written = BTreeMap::new();
+        for i in 0..200 {
+            let key = format!("k{i}");
+            let shard = match mode {
+                PortMode::Forward => 0,
+                PortMode::PerShard => shard_of_key(&key, shards),
+            };
+            let c = &mut conns[shard];
+            match i % 4 {
+                0 => assert_eq!(c.cmd(&["SET", &key, &format!("v{i}")]), b"+OK\r\n"),
+                1 => assert_eq!(c.cmd(&["RPUSH", &key, "a", "b"]), b":2\r\n"),
+                2 => assert_eq!(c.cmd(&["HSET", &key, "f", "x"]), b":1\r\n"),
+                _ => assert_eq!(c.cmd(&["ZADD", &key, "1.5", "m"]), b":1\r\n"),
+            }
+            written.insert(key, shard);
+        }
+        let lastsave = |c: &mut RawConn| String::from_utf8(c.cmd(&["LASTSAVE"])).unwrap();
+        let before = lastsave(&mut conns[0]);
+        std::thread::sleep(Duration::from_millis(1100));
+        assert_eq!(conns[0].cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+        let after = lastsave(&mut conns[0]);
+        assert_ne!(before, after, "LASTSAVE after BGSAVE");
+        let info = String::from_utf8_lossy(&conns[0].cmd(&["INFO", "persistence"])).into_owned();
+        assert!(info.contains("rdb_changes_since_last_save:0"), "{info}");
+        assert_eq!(conns[0].cmd(&["SAVE"]), b"+OK\r\n");
+        let file = dir.join("backup.rdb");
+        assert!(file.is_file(), "{}", file.display());
+        drop(server);
+
+        // The same data in redis-server, loaded from the file.
+        let Some(bin) = require_redis_server("saves_without_a_log_write_a_dump_redis_loads") else {
+            return;
+        };
+        let port = free_ports(1, false);
+        let mut redis = std::process::Command::new(bin)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--dir", dir.to_str().unwrap(), "--dbfilename", "backup.rdb"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut r = loop {
+            if let Ok(stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                break RawConn::from_stream(stream);
+            }
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(r.cmd(&["DBSIZE"]), b":200\r\n");
+        for (i, key) in written.keys().enumerate().take(20) {
+            let got = r.cmd(&["TYPE", key]);
+            assert_ne!(got, b"+none\r\n", "{key} ({i})");
+        }
+        assert_eq!(r.cmd(&["GET", "k0"]), b"$2\r\nv0\r\n");
+        assert_eq!(
+            r.cmd(&["LRANGE", "k1", "0", "-1"]),
+            b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+        );
+        assert_eq!(r.cmd(&["HGET", "k2", "f"]), b"$1\r\nx\r\n");
+        assert_eq!(r.cmd(&["ZSCORE", "k3", "m"]), b"$3\r\n1.5\r\n");
+        let _ = redis.kill();
+        let _ = redis.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// Keys lent to another shard for a cross-shard command (LCS reads two keys of

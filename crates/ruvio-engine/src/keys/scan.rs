@@ -140,10 +140,11 @@ pub(crate) fn dbsize(
     Ok(Done)
 }
 
-/// Redis' `getFlushCommandFlags`: `Some(lazy)`, or `None` for a syntax error.
-fn flush_mode(args: Args<'_>) -> Option<bool> {
+/// Redis' `getFlushCommandFlags`: `Some(lazy)`, or `None` for a syntax error;
+/// without a flag, `lazyfree-lazy-user-flush` decides.
+fn flush_mode(engine: &Engine, args: Args<'_>) -> Option<bool> {
     match args.len() {
-        1 => Some(false),
+        1 => Some(engine.config().lazyfree_lazy_user_flush),
         2 if eq_ci(args.get(1), "SYNC") => Some(false),
         2 if eq_ci(args.get(1), "ASYNC") => Some(true),
         _ => None,
@@ -157,7 +158,7 @@ pub(crate) fn flushdb(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> CmdResult {
-    let lazy = flush_mode(args).ok_or(CmdError::Syntax)?;
+    let lazy = flush_mode(engine, args).ok_or(CmdError::Syntax)?;
     ctx.effects.dirty += engine.db(ctx.db).len() as u64;
     engine.flush_db(ctx.db, lazy);
     reply.ok();
@@ -171,7 +172,7 @@ pub(crate) fn flushall(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> CmdResult {
-    let lazy = flush_mode(args).ok_or(CmdError::Syntax)?;
+    let lazy = flush_mode(engine, args).ok_or(CmdError::Syntax)?;
     for db in 0..engine.db_count() {
         ctx.effects.dirty += engine.db(db).len() as u64;
         engine.flush_db(db, lazy);

@@ -41,6 +41,23 @@ const ENGINE_NAME: &str = "LUA";
 
 /// The flag bit of `no-writes` (the index of the name in [`SHEBANG_FLAGS`]).
 const NO_WRITES: u8 = 1;
+/// The flag bit of `allow-oom`.
+const ALLOW_OOM: u8 = 1 << 1;
+/// The flag bit of `no-cluster`.
+const NO_CLUSTER: u8 = 1 << 3;
+/// The flag bit of `allow-cross-slot-keys`.
+const ALLOW_CROSS_SLOT: u8 = 1 << 4;
+
+/// Whether FCALL / FCALL_RO of this function is refused past `maxmemory`: one
+/// that neither allows OOM nor promises no writes (Redis 7). An unknown function
+/// is FCALL's own error, later.
+pub fn denies_oom(args: Args<'_>) -> bool {
+    if args.len() < 2 {
+        return false;
+    }
+    with_libraries(|l| l.find(args.get(1)).map(|func| func.flags))
+        .is_some_and(|flags| flags & (ALLOW_OOM | NO_WRITES) == 0)
+}
 
 /// A registered function.
 struct Func {
@@ -308,7 +325,24 @@ impl LuaEngine {
             })
             .map_err(internal)?;
         if !ok {
-            let text = lua_string(&error).unwrap_or_else(|| format!("{error:?}").into_bytes());
+            // A `redis.*` function (redis.log ...) raised Redis's error table, left
+            // in `hooks.pending`: its text, less the `ERR ` the prefix repeats.
+            let pending: Value = hooks.raw_get("pending").map_err(internal)?;
+            let _ = hooks.raw_set("pending", Value::Nil);
+            let raised = match (&error, &pending) {
+                (Value::Error(_) | Value::UserData(_), Value::Table(t)) => {
+                    t.raw_get::<mlua::String>("err").ok().map(|e| {
+                        e.as_bytes()
+                            .strip_prefix(b"ERR ")
+                            .unwrap_or(&e.as_bytes())
+                            .to_vec()
+                    })
+                }
+                _ => None,
+            };
+            let text = raised
+                .or_else(|| lua_string(&error))
+                .unwrap_or_else(|| format!("{error:?}").into_bytes());
             return Err(CmdError::quoted(
                 "ERR Error registering functions: ERR ",
                 &text,
@@ -643,6 +677,10 @@ fn fcall_generic(
             "ERR Can not execute a script with write flag using *_ro command.",
         ));
     }
+    let cluster = engine.config().cluster_enabled;
+    if cluster && flags & NO_CLUSTER != 0 {
+        return Err(super::no_cluster_error());
+    }
     let numkeys = numkeys as usize;
     let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| args.get(i)).collect();
     let argv: Vec<&[u8]> = (3 + numkeys..args.len()).map(|i| args.get(i)).collect();
@@ -652,6 +690,8 @@ fn fcall_generic(
         keys: &keys,
         argv: &argv,
         read_only: read_only_command || no_writes,
+        one_slot: cluster && flags & ALLOW_CROSS_SLOT == 0,
+        allow_oom: flags & ALLOW_OOM != 0,
         callback: Some(callback),
         command: args,
     };

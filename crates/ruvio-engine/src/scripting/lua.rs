@@ -29,6 +29,11 @@ pub(super) struct Call<'a> {
     pub keys: &'a [&'a [u8]],
     pub argv: &'a [&'a [u8]],
     pub read_only: bool,
+    /// Cluster mode without `allow-cross-slot-keys`: every key the script
+    /// reaches must be in one slot (its declared keys' slot, or the first key's).
+    pub one_slot: bool,
+    /// `allow-oom`: writes go on past `maxmemory`.
+    pub allow_oom: bool,
     /// A function's registered callback (FCALL): called with the keys and arguments
     /// as its two parameters, no `KEYS` / `ARGV` globals; `sha` is then its name.
     pub callback: Option<Function>,
@@ -356,6 +361,71 @@ fn script_position(lua: &Lua, _: ()) -> mlua::Result<(Option<String>, Option<i64
     Ok((None, None))
 }
 
+/// A `redis.*` function's failure as Redis raises it (`luaPushError`): an error
+/// table `{err = "ERR <text>"}` at the script's position, so the script's `pcall`
+/// gets Redis's text and an uncaught one names the script's line.
+fn api_error(lua: &Lua, text: &str) -> mlua::Result<mlua::Error> {
+    let hooks: Table = lua.named_registry_value(luaaux::HOOKS)?;
+    let err = lua.create_table()?;
+    err.raw_set("err", format!("ERR {text}"))?;
+    raise(lua, &hooks, err)
+}
+
+/// `redis.log(level, ...)`, as Redis's `luaLogCommand`: the level a number from
+/// `LOG_DEBUG` to `LOG_WARNING` (numeric text too, cut toward zero as C's cast),
+/// then every argument Lua can show as text (strings, numbers), each after a space
+/// but the first argument's; the line goes to the server log at that level.
+fn redis_log(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<()> {
+    if args.len() < 2 {
+        return Err(api_error(
+            lua,
+            "redis.log() requires two arguments or more.",
+        )?);
+    }
+    let mut args = args.into_iter();
+    let level = args.next().expect("two arguments or more");
+    let Some(level) = lua.coerce_number(level)? else {
+        return Err(api_error(
+            lua,
+            "First argument must be a number (log level).",
+        )?);
+    };
+    let level = level.trunc();
+    if !(0.0..=3.0).contains(&level) {
+        return Err(api_error(lua, "Invalid debug level.")?);
+    }
+    let mut line = Vec::new();
+    for (j, arg) in args.enumerate() {
+        if let Some(text) = lua.coerce_string(arg)? {
+            if j != 0 {
+                line.push(b' ');
+            }
+            line.extend_from_slice(&text.as_bytes());
+        }
+    }
+    super::server_cmds::log(level as u8, &String::from_utf8_lossy(&line));
+    Ok(())
+}
+
+/// `redis.set_repl(flags)`, as Redis 7's: one argument (its arity error says
+/// "two"), flags within `REPL_NONE | REPL_AOF | REPL_REPLICA` (anything that is
+/// not a number counts as 0). Redis 7 always replicates a script's effects as
+/// commands; Ruvio, with no replicas, has nothing to choose between.
+fn redis_set_repl(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<()> {
+    if args.len() != 1 {
+        return Err(api_error(lua, "redis.set_repl() requires two arguments.")?);
+    }
+    let flags = args.into_iter().next().expect("one argument");
+    let flags = lua.coerce_number(flags)?.unwrap_or(0.0).trunc();
+    if !(0.0..=3.0).contains(&flags) {
+        return Err(api_error(
+            lua,
+            "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+        )?);
+    }
+    Ok(())
+}
+
 impl State {
     pub(super) fn new(generation: u64) -> mlua::Result<State> {
         srand48(0);
@@ -386,6 +456,10 @@ impl State {
                 Ok(())
             })?,
         )?;
+        host.set("log", lua.create_function(redis_log)?)?;
+        host.set("set_repl", lua.create_function(redis_set_repl)?)?;
+        host.set("REDIS_VERSION", crate::REDIS_VERSION)?;
+        host.set("REDIS_VERSION_NUM", crate::REDIS_VERSION_NUM)?;
         host.set("cjson", super::libs::cjson(&lua)?)?;
         host.set("bit", super::libs::bit(&lua)?)?;
         host.set("cmsgpack", super::cmsgpack::library(&lua)?)?;
@@ -534,11 +608,28 @@ struct Runner<'e> {
     /// The script is starting over elsewhere ([`Reach::StartOver`]): every later
     /// call fails, so nothing more changes.
     starting_over: bool,
+    /// [`Call::one_slot`].
+    one_slot: bool,
+    /// Past `maxmemory` when the script started and without `allow-oom`: its
+    /// first write that may grow memory is refused (Redis's `scriptVerifyOOM`).
+    oom_refuses_first_write: bool,
+    /// The slot the script's keys are in so far (Redis's `original_c->slot`).
+    slot: Option<u16>,
 }
 
 thread_local! {
+    /// The server was past `maxmemory` when the script about to run was called
+    /// ([`set_oom_at_start`]).
+    static OOM_AT_START: Cell<bool> = const { Cell::new(false) };
     /// The last script run on this thread stopped to start over ([`take_start_over`]).
     static STARTING_OVER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Tell the script about to run on this thread whether the server is past
+/// `maxmemory` (Redis's `pre_command_oom_state`): a script without `allow-oom`
+/// then gets OOM for its first write that may grow memory.
+pub fn set_oom_at_start(over: bool) {
+    OOM_AT_START.with(|o| o.set(over));
 }
 
 /// True when the script that just ran stopped to start over where it can reach
@@ -598,6 +689,9 @@ pub(super) fn run_in(
         out,
         wrote: false,
         starting_over: false,
+        one_slot: call.one_slot,
+        oom_refuses_first_write: !call.allow_oom && OOM_AT_START.with(|o| o.get()),
+        slot: call.keys.first().map(|k| crate::slot::key_slot(k)),
     };
     let outcome = {
         let _installed = Installed::new(&mut runner);
@@ -823,6 +917,14 @@ impl Runner<'_> {
                 return self.fail(text);
             }
         }
+        if self.oom_refuses_first_write && !self.wrote && row.meta.has(flags::DENYOOM) {
+            return self.fail(b"OOM command not allowed when used memory > 'maxmemory'.");
+        }
+        if self.one_slot {
+            if let Err(text) = self.keep_one_slot(&row.meta.keys, args) {
+                return self.fail(text);
+            }
+        }
         let Some(handler) = row.handler else {
             return self.fail(b"ERR Unknown Redis command called from script");
         };
@@ -971,6 +1073,28 @@ impl Runner<'_> {
             }
             Reach::Refused | Reach::Unsupported => Err(NON_LOCAL),
         }
+    }
+
+    /// Cluster mode without `allow-cross-slot-keys`: the call's keys must be in
+    /// the slot the script's keys are in so far (the first key's sets it).
+    fn keep_one_slot(
+        &mut self,
+        keys: &KeySpec,
+        args: ruvio_resp::Args<'_>,
+    ) -> Result<(), &'static [u8]> {
+        for position in keys.positions(args) {
+            let slot = crate::slot::key_slot(args.get(position));
+            match self.slot {
+                None => self.slot = Some(slot),
+                Some(held) if held != slot => {
+                    return Err(
+                        b"ERR Script attempted to access keys that do not hash to the same slot",
+                    )
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// A server command (TIME, PING, ...: see `server_cmds`).

@@ -47,10 +47,11 @@ use crate::Engine;
 
 pub use busy::{kill, set_script_watches, set_serve_while_busy, ScriptWatches};
 pub use lua::set_local_slots;
+pub use lua::set_oom_at_start;
 pub use lua::take_start_over;
 pub use server_cmds::{
-    set_script_host, set_server_commands, Elsewhere, Reach, Reaching, ScriptHost, ServerLookup,
-    Spreading,
+    set_log_sink, set_script_host, set_server_commands, Elsewhere, LogSink, Reach, Reaching,
+    ScriptHost, ServerLookup, Spreading,
 };
 
 /// Script bodies by their lower-case hex SHA1, shared by every shard.
@@ -137,10 +138,17 @@ struct Shebang {
     present: bool,
     /// `no-writes`: the script runs as read-only.
     no_writes: bool,
+    /// `allow-oom`: runs (and writes) past `maxmemory` (see [`denies_oom`]).
+    allow_oom: bool,
+    /// `no-cluster`: refused in cluster mode (per-shard mode).
+    no_cluster: bool,
+    /// `allow-cross-slot-keys`: in cluster mode, may reach keys of several slots
+    /// of its node.
+    allow_cross_slot: bool,
 }
 
-/// Flags a shebang may name (`no-writes` is the one Ruvio acts on: Ruvio has no
-/// OOM refusal, stale replicas or cluster-down state for the others to lift).
+/// Flags a shebang may name. `allow-stale` is accepted and has nothing to lift:
+/// Ruvio has no replicas to be stale.
 const SHEBANG_FLAGS: &[&str] = &[
     "no-writes",
     "allow-oom",
@@ -169,7 +177,7 @@ fn shebang(body: &[u8]) -> Result<Shebang, CmdError> {
     }
     let mut parsed = Shebang {
         present: true,
-        no_writes: false,
+        ..Shebang::default()
     };
     for word in words {
         let Some(list) = word.strip_prefix(b"flags=") else {
@@ -188,9 +196,44 @@ fn shebang(body: &[u8]) -> Result<Shebang, CmdError> {
                 ));
             }
             parsed.no_writes |= flag == b"no-writes";
+            parsed.allow_oom |= flag == b"allow-oom";
+            parsed.no_cluster |= flag == b"no-cluster";
+            parsed.allow_cross_slot |= flag == b"allow-cross-slot-keys";
         }
     }
     Ok(parsed)
+}
+
+/// Redis's refusal of a `no-cluster` script or function in cluster mode.
+pub(crate) fn no_cluster_error() -> CmdError {
+    CmdError::quoted(
+        "ERR Can not run script on cluster, 'no-cluster' flag is set.",
+        b"",
+        "",
+    )
+}
+
+/// Whether this EVAL / EVALSHA (`args`) is refused past `maxmemory`, as Redis 7
+/// refuses a script with a shebang that neither allows OOM nor promises no
+/// writes (a script without one is EVAL's own flags: not refused up front). An
+/// unknown SHA or a bad shebang is the command's own error, later.
+pub fn denies_oom(args: Args<'_>) -> bool {
+    let body = if args.get(0).eq_ignore_ascii_case(b"evalsha")
+        || args.get(0).eq_ignore_ascii_case(b"evalsha_ro")
+    {
+        match lookup(args.get(1)) {
+            Some((_, body)) => body.to_vec(),
+            None => return false,
+        }
+    } else if args.len() > 1 {
+        args.get(1).to_vec()
+    } else {
+        return false;
+    };
+    match shebang(&body) {
+        Ok(flags) => flags.present && !flags.allow_oom && !flags.no_writes,
+        Err(_) => false,
+    }
 }
 
 /// Run `body` (SHA1 `sha`) with the keys and arguments of `args`.
@@ -213,6 +256,10 @@ fn run(
         ));
     }
     let read_only = read_only || flags.no_writes;
+    let cluster = engine.config().cluster_enabled;
+    if cluster && flags.no_cluster {
+        return Err(no_cluster_error());
+    }
     let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| args.get(i)).collect();
     let argv: Vec<&[u8]> = (3 + numkeys..args.len()).map(|i| args.get(i)).collect();
     let call = lua::Call {
@@ -221,6 +268,10 @@ fn run(
         keys: &keys,
         argv: &argv,
         read_only,
+        // Scripts without a shebang keep Redis 7.0's leniency (EVAL compatibility
+        // mode): they may reach keys of several slots of the node.
+        one_slot: cluster && flags.present && !flags.allow_cross_slot,
+        allow_oom: flags.allow_oom,
         callback: None,
         command: args,
     };

@@ -38,6 +38,7 @@ end
 local redis = {
   LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
   REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
+  REDIS_VERSION = host.REDIS_VERSION, REDIS_VERSION_NUM = host.REDIS_VERSION_NUM,
 }
 -- redis.call and redis.pcall are C functions (so a tail call
 -- `return redis.call(...)` keeps the script's frame for the error position).
@@ -53,18 +54,16 @@ function redis.status_reply(s)
   return {ok = s}
 end
 redis.sha1hex = host.sha1hex
-function redis.log(...)
-  if select('#', ...) < 2 then error('redis.log() requires two arguments or more.', 0) end
-end
+-- C functions (Rust), as Redis's: a tail call `return redis.log(...)` keeps the
+-- script's frame, so an error names the script's line as Redis's does.
+redis.log = host.log
 function redis.setresp(...)
   if select('#', ...) ~= 1 then error('redis.setresp() requires one argument.', 0) end
   local n = tonumber((...))
   if n ~= 2 and n ~= 3 then error('RESP version must be 2 or 3.', 0) end
   host.setresp(n)
 end
-function redis.set_repl(...)
-  if select('#', ...) ~= 1 then error('redis.set_repl() requires one argument.', 0) end
-end
+redis.set_repl = host.set_repl
 function redis.replicate_commands() return true end
 function redis.breakpoint() return false end
 function redis.debug() end

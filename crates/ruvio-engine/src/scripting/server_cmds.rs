@@ -33,6 +33,24 @@ pub type ServerLookup = fn(Args<'_>) -> Option<Result<&'static CommandMeta, CmdE
 
 static SERVER_LOOKUP: OnceLock<ServerLookup> = OnceLock::new();
 
+/// Where `redis.log` writes: the server log, given the level (Redis's `LL_*`,
+/// 0 debug .. 3 warning) and the message.
+pub type LogSink = fn(u8, &str);
+
+static LOG_SINK: OnceLock<LogSink> = OnceLock::new();
+
+/// Give scripts the server log (called once at start).
+pub fn set_log_sink(sink: LogSink) {
+    let _ = LOG_SINK.set(sink);
+}
+
+/// `redis.log`'s message at `level`, to the server log if one was given.
+pub(super) fn log(level: u8, message: &str) {
+    if let Some(sink) = LOG_SINK.get() {
+        sink(level, message);
+    }
+}
+
 /// Give scripts the server's command rows (called once at start; later calls keep
 /// the first lookup, which is the same function).
 pub fn set_server_commands(lookup: ServerLookup) {

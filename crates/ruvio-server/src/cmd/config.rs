@@ -1,5 +1,9 @@
-//! CONFIG: GET, SET, RESETSTAT, REWRITE, HELP, over one table of parameters
-//! (`PARAMS`: how each is shown and, if mutable, set).
+//! CONFIG: GET, SET, RESETSTAT, REWRITE, HELP, over two tables: every parameter
+//! Redis has, with its value type, access and default (`config::params::PARAMS`:
+//! how a value is checked, with Redis's error texts), and the parameters that take
+//! effect in Ruvio (`LIVE`: where the running value lives and what a change does).
+//! A parameter without a `LIVE` row is kept in `Config::params` and shown as set,
+//! without effect (docs/config.md says why for each).
 //!
 //! One server, one configuration: CONFIG SET and RESETSTAT apply on the answering
 //! shard and are broadcast to the others as a [`ConfigChange`], which they apply
@@ -9,7 +13,8 @@
 
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::change::ConfigChange;
-use crate::config::{parse_memory, PortMode};
+use crate::config::params::{self, Access, ParamSpec};
+use crate::config::PortMode;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::ShardCore;
@@ -22,403 +27,421 @@ use ruvio_resp::{Args, Reply};
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("config", -2, 0, KeySpec::NONE, ["slow"], "server", "2.0.0",
-        "A container for server configuration commands", "Depends on subcommand.",
+        "A container for server configuration commands.", "Depends on subcommand.",
         subcommands = CONFIG_SUBCOMMANDS),
 ];
 
-/// Applies a CONFIG SET value; `Err` when the value is not acceptable.
-type ParamSetter = fn(&mut ShardCore, &str) -> Result<(), ()>;
+/// Applies a checked CONFIG SET value (in CONFIG GET's form, see
+/// `config::params::check`); `Err` with the reason when Ruvio cannot take it.
+type LiveSetter = fn(&mut ShardCore, &str) -> Result<(), String>;
 
-/// A CONFIG parameter: how to show it and (if mutable) how to set it.
-struct Param {
+/// A parameter that takes effect in Ruvio: where its value lives and what setting
+/// it changes. Every other parameter of `config::params::PARAMS` is kept in
+/// `Config::params` and shown by CONFIG GET, without effect (docs/config.md).
+struct Live {
+    /// Its storage name (an alias finds the row of the name it stands for).
     name: &'static str,
-    get: fn(&ShardCore) -> String,
-    set: Option<ParamSetter>,
+    /// Its value from the running state; `None`: the kept value is the state
+    /// (`dbfilename`, read where it is used).
+    get: Option<fn(&ShardCore) -> String>,
+    /// What a change does beyond keeping the value.
+    set: Option<LiveSetter>,
 }
 
-fn set_hz(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    core.cfg.hz = v.parse::<u32>().map_err(|_| ())?.clamp(1, 500);
+const fn live(name: &'static str, get: fn(&ShardCore) -> String, set: LiveSetter) -> Live {
+    Live {
+        name,
+        get: Some(get),
+        set: Some(set),
+    }
+}
+
+/// A parameter whose running value is a fixed fact of how Ruvio was started.
+const fn fact(name: &'static str, get: fn(&ShardCore) -> String) -> Live {
+    Live {
+        name,
+        get: Some(get),
+        set: None,
+    }
+}
+
+/// A parameter whose kept value is read where it takes effect, and changes
+/// something when set.
+const fn applied(name: &'static str, set: LiveSetter) -> Live {
+    Live {
+        name,
+        get: None,
+        set: Some(set),
+    }
+}
+
+fn number<T: std::str::FromStr>(v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())
+}
+
+fn yes(v: &str) -> bool {
+    v == "yes"
+}
+
+fn set_hz(core: &mut ShardCore, v: &str) -> Result<(), String> {
+    // Redis clamps to 1..=500 too, and shows the clamped value.
+    core.cfg.hz = number::<u64>(v)?.clamp(1, 500) as u32;
     Ok(())
 }
 
-fn set_requirepass(core: &mut ShardCore, v: &str) -> Result<(), ()> {
+fn set_requirepass(core: &mut ShardCore, v: &str) -> Result<(), String> {
     core.cfg.requirepass = (!v.is_empty()).then(|| v.to_string());
     Ok(())
 }
 
-fn set_bulk_len(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    let n = parse_memory(v).filter(|&n| n >= 1 << 20).ok_or(())?;
+fn set_bulk_len(core: &mut ShardCore, v: &str) -> Result<(), String> {
+    let n = number::<usize>(v)?;
     core.cfg.proto_max_bulk_len = n;
     core.limits.bulk_bytes_max = n;
     core.engine.config_mut().proto_max_bulk_len = n;
     Ok(())
 }
 
-fn set_query_limit(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    core.cfg.client_query_buffer_limit = parse_memory(v).filter(|&n| n >= 1 << 20).ok_or(())?;
-    Ok(())
-}
-
-fn set_list_max_listpack_size(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    core.engine.config_mut().list_max_listpack_size = v.parse::<i32>().map_err(|_| ())?;
-    Ok(())
-}
-
-fn set_list_compress_depth(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    let depth = v.parse::<i64>().map_err(|_| ())?;
-    core.engine.config_mut().list_compress_depth = u32::try_from(depth)
-        .ok()
-        .filter(|&d| d <= i32::MAX as u32)
-        .ok_or(())?;
-    Ok(())
-}
-
-/// Redis' size_t configs take 0..=LONG_MAX.
-fn parse_size(v: &str) -> Result<usize, ()> {
-    v.parse::<usize>()
-        .ok()
-        .filter(|&n| n <= i64::MAX as usize)
-        .ok_or(())
-}
-
-fn set_hash_max_listpack_entries(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    core.engine.config_mut().hash_max_listpack_entries = parse_size(v)?;
-    Ok(())
-}
-
-fn set_hash_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    core.engine.config_mut().hash_max_listpack_value = parse_size(v)?;
-    Ok(())
-}
-
-fn set_zset_max_listpack_entries(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    core.engine.config_mut().zset_max_listpack_entries = parse_size(v)?;
-    Ok(())
-}
-
-fn set_zset_max_listpack_value(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    core.engine.config_mut().zset_max_listpack_value = parse_size(v)?;
-    Ok(())
-}
-
 /// `save` rules (see `save_rules`).
-fn set_save_rules(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    core.cfg.save = crate::config::save::parse(v).map_err(|_| ())?;
+fn set_save_rules(core: &mut ShardCore, v: &str) -> Result<(), String> {
+    core.cfg.save = crate::config::save::parse(v)?;
     Ok(())
 }
-const PARAMS: &[Param] = &[
-    Param {
-        name: "bind",
-        get: |c| c.cfg.bind.clone(),
-        set: None,
-    },
-    Param {
-        name: "port",
-        get: |c| c.cfg.port.to_string(),
-        set: None,
-    },
-    Param {
-        name: "databases",
-        get: |c| c.cfg.databases.to_string(),
-        set: None,
-    },
-    Param {
-        name: "save",
-        get: |c| crate::config::save::format(&c.cfg.save),
-        set: Some(set_save_rules),
-    },
-    Param {
-        name: "appendonly",
-        get: |c| if c.cfg.durability.logs() { "yes" } else { "no" }.into(),
-        set: Some(|c, v| {
-            let now = if c.cfg.durability.logs() { "yes" } else { "no" };
-            (v == now).then_some(()).ok_or(())
-        }),
-    },
-    Param {
-        name: "appendfsync",
-        get: |_| "everysec".into(),
-        set: None,
-    },
-    Param {
-        name: "requirepass",
-        get: |c| c.cfg.requirepass.clone().unwrap_or_default(),
-        set: Some(set_requirepass),
-    },
-    Param {
-        name: "hz",
-        get: |c| c.cfg.hz.to_string(),
-        set: Some(set_hz),
-    },
-    Param {
-        name: "proto-max-bulk-len",
-        get: |c| c.cfg.proto_max_bulk_len.to_string(),
-        set: Some(set_bulk_len),
-    },
-    Param {
-        name: "client-query-buffer-limit",
-        get: |c| c.cfg.client_query_buffer_limit.to_string(),
-        set: Some(set_query_limit),
-    },
-    Param {
-        name: "list-max-listpack-size",
-        get: |c| c.engine.config().list_max_listpack_size.to_string(),
-        set: Some(set_list_max_listpack_size),
-    },
-    Param {
-        name: "list-compress-depth",
-        get: |c| c.engine.config().list_compress_depth.to_string(),
-        set: Some(set_list_compress_depth),
-    },
-    Param {
-        name: "list-max-ziplist-size",
-        get: |c| c.engine.config().list_max_listpack_size.to_string(),
-        set: Some(set_list_max_listpack_size),
-    },
-    Param {
-        name: "hash-max-listpack-entries",
-        get: |c| c.engine.config().hash_max_listpack_entries.to_string(),
-        set: Some(set_hash_max_listpack_entries),
-    },
-    Param {
-        name: "hash-max-ziplist-entries",
-        get: |c| c.engine.config().hash_max_listpack_entries.to_string(),
-        set: Some(set_hash_max_listpack_entries),
-    },
-    Param {
-        name: "hash-max-listpack-value",
-        get: |c| c.engine.config().hash_max_listpack_value.to_string(),
-        set: Some(set_hash_max_listpack_value),
-    },
-    Param {
-        name: "hash-max-ziplist-value",
-        get: |c| c.engine.config().hash_max_listpack_value.to_string(),
-        set: Some(set_hash_max_listpack_value),
-    },
-    Param {
-        name: "zset-max-listpack-entries",
-        get: |c| c.engine.config().zset_max_listpack_entries.to_string(),
-        set: Some(set_zset_max_listpack_entries),
-    },
-    Param {
-        name: "zset-max-ziplist-entries",
-        get: |c| c.engine.config().zset_max_listpack_entries.to_string(),
-        set: Some(set_zset_max_listpack_entries),
-    },
-    Param {
-        name: "zset-max-listpack-value",
-        get: |c| c.engine.config().zset_max_listpack_value.to_string(),
-        set: Some(set_zset_max_listpack_value),
-    },
-    Param {
-        name: "zset-max-ziplist-value",
-        get: |c| c.engine.config().zset_max_listpack_value.to_string(),
-        set: Some(set_zset_max_listpack_value),
-    },
-    Param {
-        name: "set-max-intset-entries",
-        get: |c| c.engine.config().set_max_intset_entries.to_string(),
-        set: Some(|c, v| {
-            c.engine.config_mut().set_max_intset_entries = parse_size(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "set-max-listpack-entries",
-        get: |c| c.engine.config().set_max_listpack_entries.to_string(),
-        set: Some(|c, v| {
-            c.engine.config_mut().set_max_listpack_entries = parse_size(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "set-max-listpack-value",
-        get: |c| c.engine.config().set_max_listpack_value.to_string(),
-        set: Some(|c, v| {
-            c.engine.config_mut().set_max_listpack_value = parse_size(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "hll-sparse-max-bytes",
-        get: |c| c.engine.config().hll_sparse_max_bytes.to_string(),
-        set: Some(|c, v| {
-            let n = parse_memory(v)
-                .filter(|&n| n <= i64::MAX as usize)
-                .ok_or(())?;
-            c.engine.config_mut().hll_sparse_max_bytes = n;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "stream-node-max-entries",
-        get: |c| c.engine.config().stream_node_max_entries.to_string(),
-        set: Some(|c, v| {
-            c.engine.config_mut().stream_node_max_entries = parse_size(v)?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "stream-node-max-bytes",
-        get: |c| c.engine.config().stream_node_max_bytes.to_string(),
-        set: Some(|c, v| {
-            let n = parse_memory(v)
-                .filter(|&n| n <= i64::MAX as usize)
-                .ok_or(())?;
-            c.engine.config_mut().stream_node_max_bytes = n;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "maxmemory",
-        get: |c| c.cfg.maxmemory.to_string(),
-        set: Some(|c, v| {
-            c.cfg.maxmemory = parse_memory(v).ok_or(())? as u64;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "maxmemory-policy",
-        get: |c| c.engine.config().maxmemory_policy.name().into(),
-        set: Some(|c, v| {
-            c.engine.config_mut().maxmemory_policy = EvictionPolicy::parse(v).ok_or(())?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "maxmemory-samples",
-        get: |c| c.engine.config().maxmemory_samples.to_string(),
-        set: Some(|c, v| {
-            let n = v.parse::<usize>().map_err(|_| ())?;
-            c.engine.config_mut().maxmemory_samples =
-                (1..=64).contains(&n).then_some(n).ok_or(())?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "lfu-log-factor",
-        get: |c| c.engine.config().lfu_log_factor.to_string(),
-        set: Some(|c, v| {
-            c.engine.config_mut().lfu_log_factor = v.parse().map_err(|_| ())?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "lfu-decay-time",
-        get: |c| c.engine.config().lfu_decay_time.to_string(),
-        set: Some(|c, v| {
-            c.engine.config_mut().lfu_decay_time = v.parse().map_err(|_| ())?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "maxclients",
-        get: |c| c.cfg.maxclients.to_string(),
-        set: Some(|c, v| {
-            c.cfg.maxclients = v.parse::<u64>().ok().filter(|&n| n >= 1).ok_or(())?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "notify-keyspace-events",
-        get: |c| crate::config::keyspace_events::render(c.cfg.notify_keyspace_events),
-        set: Some(|c, v| {
-            let flags = crate::config::keyspace_events::parse(v).ok_or(())?;
-            c.cfg.notify_keyspace_events = flags;
-            c.engine
-                .record_expired(crate::messaging::notify::expiry_wanted(flags));
-            let (added, missed) = crate::messaging::notify::key_notes_wanted(flags);
-            c.engine.record_key_notes(added, missed);
-            Ok(())
-        }),
-    },
-    Param {
-        name: "client-output-buffer-limit",
-        get: |c| c.cfg.client_output_buffer_limit.render(),
-        set: Some(|c, v| {
-            c.cfg.client_output_buffer_limit = c
-                .cfg
-                .client_output_buffer_limit
-                .updated(v)
-                .map_err(|_| ())?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "timeout",
-        get: |c| c.cfg.timeout_s.to_string(),
-        set: Some(|c, v| {
-            c.cfg.timeout_s = v.parse().map_err(|_| ())?;
-            Ok(())
-        }),
-    },
-    Param {
-        name: "cluster-announce-ip",
-        get: |c| c.cfg.cluster_announce_ip.clone(),
-        set: Some(|c, v| {
-            c.cfg.cluster_announce_ip = v.to_string();
-            Ok(())
-        }),
-    },
-    Param {
-        name: "cluster-enabled",
-        get: |c| {
-            if c.cfg.port_mode == PortMode::PerShard {
-                "yes".into()
-            } else {
-                "no".into()
-            }
-        },
-        set: None,
-    },
-    Param {
-        name: "io-threads",
-        get: |_| "1".into(),
-        set: None,
-    },
-    // Ruvio never forks into the background; known so that CONFIG SET answers
-    // Redis' "can't set immutable config" rather than "Unknown option".
-    Param {
-        name: "daemonize",
-        get: |_| "no".into(),
-        set: None,
-    },
-    Param {
-        name: "shards",
-        get: |c| c.cfg.shards.to_string(),
-        set: None,
-    },
-    Param {
-        name: "port-mode",
-        get: |c| c.cfg.port_mode.name().into(),
-        set: None,
-    },
-    Param {
-        name: "durability",
-        get: |c| c.cfg.durability.name().into(),
-        set: None,
-    },
-    Param {
-        name: "busy-reply-threshold",
-        get: |c| c.shared.scripts.threshold_ms().to_string(),
-        set: Some(set_busy_reply_threshold),
-    },
-    Param {
-        name: "lua-time-limit",
-        get: |c| c.shared.scripts.threshold_ms().to_string(),
-        set: Some(set_busy_reply_threshold),
-    },
-];
+
+/// `appendonly` / `appendfsync`: the log is chosen at start (`--durability`);
+/// CONFIG SET accepts the running value only.
+fn set_durability_word(
+    core: &ShardCore,
+    v: &str,
+    running: fn(&ShardCore) -> String,
+) -> Result<(), String> {
+    if v == running(core) {
+        Ok(())
+    } else {
+        Err("Ruvio chooses its log at start (--durability memory, everysec or always)".into())
+    }
+}
+
+fn appendonly(core: &ShardCore) -> String {
+    if core.cfg.durability.logs() {
+        "yes"
+    } else {
+        "no"
+    }
+    .into()
+}
+
+fn appendfsync(core: &ShardCore) -> String {
+    match core.cfg.durability {
+        crate::config::Durability::Always => "always",
+        _ => "everysec",
+    }
+    .into()
+}
 
 /// `busy-reply-threshold` (alias `lua-time-limit`), ms: one value for every shard.
-fn set_busy_reply_threshold(core: &mut ShardCore, v: &str) -> Result<(), ()> {
-    let ms = v
-        .parse::<u64>()
-        .ok()
-        .filter(|&ms| ms <= i64::MAX as u64)
-        .ok_or(())?;
-    core.shared.scripts.set_threshold_ms(ms);
+fn set_busy_reply_threshold(core: &mut ShardCore, v: &str) -> Result<(), String> {
+    core.shared.scripts.set_threshold_ms(number(v)?);
     Ok(())
+}
+
+fn set_notify_keyspace_events(core: &mut ShardCore, v: &str) -> Result<(), String> {
+    let flags =
+        crate::config::keyspace_events::parse(v).ok_or(crate::config::keyspace_events::INVALID)?;
+    core.cfg.notify_keyspace_events = flags;
+    core.engine
+        .record_expired(crate::messaging::notify::expiry_wanted(flags));
+    let (added, missed) = crate::messaging::notify::key_notes_wanted(flags);
+    core.engine.record_key_notes(added, missed);
+    Ok(())
+}
+
+/// `dir`: where snapshots go. With a log, the log and the snapshots it depends on
+/// stay where the server started.
+fn set_dir(core: &mut ShardCore, v: &str) -> Result<(), String> {
+    if core.cfg.durability.logs() {
+        return Err("Ruvio keeps its log in the dir it started with".into());
+    }
+    core.cfg.dir = std::path::PathBuf::from(v);
+    Ok(())
+}
+
+fn show_dir(core: &ShardCore) -> String {
+    // Redis shows its working directory, an absolute path.
+    std::fs::canonicalize(&core.cfg.dir)
+        .unwrap_or_else(|_| core.cfg.dir.clone())
+        .display()
+        .to_string()
+}
+
+/// The parameters that take effect, by storage name.
+const LIVE: &[Live] = &[
+    fact("bind", |c| c.cfg.bind.clone()),
+    fact("port", |c| c.cfg.port.to_string()),
+    fact("databases", |c| c.cfg.databases.to_string()),
+    fact("cluster-enabled", |c| {
+        if c.cfg.port_mode == PortMode::PerShard {
+            "yes"
+        } else {
+            "no"
+        }
+        .into()
+    }),
+    // DEBUG is always there (admin-only), as in a Redis started with it enabled.
+    fact("enable-debug-command", |_| "yes".into()),
+    fact("shards", |c| c.cfg.shards.to_string()),
+    fact("port-mode", |c| c.cfg.port_mode.name().into()),
+    fact("durability", |c| c.cfg.durability.name().into()),
+    live("dir", show_dir, set_dir),
+    live(
+        "save",
+        |c| crate::config::save::format(&c.cfg.save),
+        set_save_rules,
+    ),
+    live("appendonly", appendonly, |c, v| {
+        set_durability_word(c, v, appendonly)
+    }),
+    live("appendfsync", appendfsync, |c, v| {
+        set_durability_word(c, v, appendfsync)
+    }),
+    live(
+        "requirepass",
+        |c| c.cfg.requirepass.clone().unwrap_or_default(),
+        set_requirepass,
+    ),
+    live("hz", |c| c.cfg.hz.to_string(), set_hz),
+    live(
+        "proto-max-bulk-len",
+        |c| c.cfg.proto_max_bulk_len.to_string(),
+        set_bulk_len,
+    ),
+    live(
+        "client-query-buffer-limit",
+        |c| c.cfg.client_query_buffer_limit.to_string(),
+        |c, v| {
+            c.cfg.client_query_buffer_limit = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "list-max-listpack-size",
+        |c| c.engine.config().list_max_listpack_size.to_string(),
+        |c, v| {
+            c.engine.config_mut().list_max_listpack_size = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "hash-max-listpack-entries",
+        |c| c.engine.config().hash_max_listpack_entries.to_string(),
+        |c, v| {
+            c.engine.config_mut().hash_max_listpack_entries = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "hash-max-listpack-value",
+        |c| c.engine.config().hash_max_listpack_value.to_string(),
+        |c, v| {
+            c.engine.config_mut().hash_max_listpack_value = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "zset-max-listpack-entries",
+        |c| c.engine.config().zset_max_listpack_entries.to_string(),
+        |c, v| {
+            c.engine.config_mut().zset_max_listpack_entries = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "zset-max-listpack-value",
+        |c| c.engine.config().zset_max_listpack_value.to_string(),
+        |c, v| {
+            c.engine.config_mut().zset_max_listpack_value = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "set-max-intset-entries",
+        |c| c.engine.config().set_max_intset_entries.to_string(),
+        |c, v| {
+            c.engine.config_mut().set_max_intset_entries = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "set-max-listpack-entries",
+        |c| c.engine.config().set_max_listpack_entries.to_string(),
+        |c, v| {
+            c.engine.config_mut().set_max_listpack_entries = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "set-max-listpack-value",
+        |c| c.engine.config().set_max_listpack_value.to_string(),
+        |c, v| {
+            c.engine.config_mut().set_max_listpack_value = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "hll-sparse-max-bytes",
+        |c| c.engine.config().hll_sparse_max_bytes.to_string(),
+        |c, v| {
+            c.engine.config_mut().hll_sparse_max_bytes = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "maxmemory",
+        |c| c.cfg.maxmemory.to_string(),
+        |c, v| {
+            c.cfg.maxmemory = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "maxmemory-policy",
+        |c| c.engine.config().maxmemory_policy.name().into(),
+        |c, v| {
+            c.engine.config_mut().maxmemory_policy =
+                EvictionPolicy::parse(v).ok_or("not an eviction policy")?;
+            Ok(())
+        },
+    ),
+    // Redis takes any positive count; the eviction pool samples at most 64.
+    applied("maxmemory-samples", |c, v| {
+        c.engine.config_mut().maxmemory_samples = number::<usize>(v)?.clamp(1, 64);
+        Ok(())
+    }),
+    live(
+        "lfu-log-factor",
+        |c| c.engine.config().lfu_log_factor.to_string(),
+        |c, v| {
+            c.engine.config_mut().lfu_log_factor = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "lfu-decay-time",
+        |c| c.engine.config().lfu_decay_time.to_string(),
+        |c, v| {
+            c.engine.config_mut().lfu_decay_time = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "maxclients",
+        |c| c.cfg.maxclients.to_string(),
+        |c, v| {
+            c.cfg.maxclients = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "notify-keyspace-events",
+        |c| crate::config::keyspace_events::render(c.cfg.notify_keyspace_events),
+        set_notify_keyspace_events,
+    ),
+    live(
+        "client-output-buffer-limit",
+        |c| c.cfg.client_output_buffer_limit.render(),
+        |c, v| {
+            c.cfg.client_output_buffer_limit = c.cfg.client_output_buffer_limit.updated(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "timeout",
+        |c| c.cfg.timeout_s.to_string(),
+        |c, v| {
+            c.cfg.timeout_s = number(v)?;
+            Ok(())
+        },
+    ),
+    live(
+        "cluster-announce-ip",
+        |c| c.cfg.cluster_announce_ip.clone(),
+        |c, v| {
+            c.cfg.cluster_announce_ip = v.to_string();
+            Ok(())
+        },
+    ),
+    live(
+        "busy-reply-threshold",
+        |c| c.shared.scripts.threshold_ms().to_string(),
+        set_busy_reply_threshold,
+    ),
+    applied("loglevel", |_, v| {
+        let level = crate::serverlog::Level::parse(v).ok_or("not a log level")?;
+        crate::serverlog::set_level(level);
+        Ok(())
+    }),
+    applied("lazyfree-lazy-user-flush", |c, v| {
+        c.engine.config_mut().lazyfree_lazy_user_flush = yes(v);
+        Ok(())
+    }),
+    applied("stream-node-max-entries", |c, v| {
+        c.engine.config_mut().stream_node_max_entries = number(v)?;
+        Ok(())
+    }),
+    applied("stream-node-max-bytes", |c, v| {
+        c.engine.config_mut().stream_node_max_bytes = number(v)?;
+        Ok(())
+    }),
+    applied("list-compress-depth", |c, v| {
+        c.engine.config_mut().list_compress_depth = number(v)?;
+        Ok(())
+    }),
+];
+
+fn live_row(spec: &ParamSpec) -> Option<&'static Live> {
+    let name = params::storage_name(spec.name);
+    LIVE.iter().find(|l| l.name == name)
+}
+
+/// Parameter `spec`'s value as CONFIG GET shows it.
+fn value_of(core: &ShardCore, spec: &ParamSpec) -> String {
+    match live_row(spec).and_then(|l| l.get) {
+        Some(get) => get(core),
+        None => core.cfg.param(params::storage_name(spec.name)).to_string(),
+    }
+}
+
+/// Give parameter `spec` the checked value `shown`: kept, then applied.
+fn apply(core: &mut ShardCore, spec: &ParamSpec, shown: &str) -> Result<(), String> {
+    if let Some(set) = live_row(spec).and_then(|l| l.set) {
+        set(core, shown)?;
+    }
+    core.cfg
+        .params
+        .insert(params::storage_name(spec.name), shown.to_string());
+    Ok(())
+}
+
+/// At a shard's start: apply the parameters the config file or a flag set that
+/// take effect through a setter (the typed file keys are in place already).
+pub fn apply_params_at_start(core: &mut ShardCore) {
+    let given: Vec<(&'static str, String)> = core
+        .cfg
+        .params
+        .iter()
+        .map(|(name, value)| (*name, value.clone()))
+        .collect();
+    for (name, value) in given {
+        if let Some(spec) = params::find(name) {
+            if let Err(why) = apply(core, spec, &value) {
+                crate::serverlog::log(
+                    crate::serverlog::Level::Warning,
+                    &format!("config {name} {value}: {why}"),
+                );
+            }
+        }
+    }
 }
 
 /// CONFIG's subcommands, with Redis' arity, flags and ACL categories.
@@ -435,7 +458,7 @@ const CONFIG_SUBCOMMANDS: &[ServerCommand] = &[
         config_resetstat),
     command!("config|rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "2.8.0",
-        "Rewrite the configuration file with the in memory configuration", "O(1)", config_rewrite),
+        "Overwrite the configuration file with the in-memory configuration", "O(1)", config_rewrite),
     command!("config|help", 2, LOADING | STALE, KeySpec::NONE, ["slow"], "server", "5.0.0",
         "Show helpful text about the different subcommands", "O(1)", config_help),
 ];
@@ -443,10 +466,11 @@ const CONFIG_SUBCOMMANDS: &[ServerCommand] = &[
 /// `CONFIG GET pattern [pattern ...]`: each parameter once, under the spelling of
 /// the first pattern that matched it when that one is a plain name (Redis 7.0 keeps
 /// the name as typed: `CONFIG GET HZ` answers `HZ`), else under its own name. A plain
-/// name is compared without case, a pattern with `[`, `*` or `?` is a glob.
+/// name is compared without case, a pattern with `[`, `*` or `?` is a glob (which
+/// skips Redis's hidden parameters, as Redis does).
 fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let patterns: Vec<&[u8]> = args.iter().skip(2).collect();
-    let matched: Vec<(&Param, &[u8])> = PARAMS
+    let matched: Vec<(&ParamSpec, &[u8])> = params::PARAMS
         .iter()
         .filter_map(|p| {
             let name = p.name.as_bytes();
@@ -454,7 +478,7 @@ fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
                 if !pattern.iter().any(|b| matches!(b, b'[' | b'*' | b'?')) {
                     pattern.eq_ignore_ascii_case(name).then_some((p, pattern))
                 } else {
-                    ruvio_engine::glob_match(&pattern.to_ascii_lowercase(), name)
+                    (!p.hidden && ruvio_engine::glob_match(&pattern.to_ascii_lowercase(), name))
                         .then_some((p, name))
                 }
             })
@@ -463,81 +487,75 @@ fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
     reply.map(matched.len());
     for (p, shown) in matched {
         reply.bulk(shown);
-        reply.bulk((p.get)(ctx.core).as_bytes());
+        reply.bulk(value_of(ctx.core, p).as_bytes());
     }
     Ok(())
 }
 
+/// Whether this client may set a protected parameter (`dir`, `dbfilename`):
+/// `enable-protected-configs` yes, or local and the client is on loopback.
+fn protected_allowed(ctx: &Ctx<'_>) -> bool {
+    match ctx.core.cfg.param("enable-protected-configs") {
+        "yes" => true,
+        "local" => {
+            let peer = &ctx.client.peer;
+            peer.starts_with("127.") || peer.starts_with("[::1]") || peer.starts_with("::1")
+        }
+        _ => false,
+    }
+}
+
 /// `CONFIG SET parameter value [parameter value ...]`: all or nothing, as Redis 7:
-/// names are checked first, then values applied in order; when one fails, the
-/// ones applied before it get their old values back. As in Redis 7.0, a bad name
-/// (unknown, immutable, given twice) is quoted as typed, a bad value's parameter
-/// by its own name, and a name without a value is a syntax error.
+/// names are checked first (unknown, immutable, protected, given twice: quoted as
+/// typed), then values checked and applied in order (a bad one quoted by its
+/// parameter's own name, with Redis's reason); when one fails, the ones applied
+/// before it get their old values back. A name without a value is a syntax error.
 fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
-    let mut changes: Vec<(&Param, ParamSetter, String)> = Vec::new();
+    let mut changes: Vec<(&ParamSpec, String)> = Vec::new();
     for pair in (2..args.len()).step_by(2) {
         let typed = args.get(pair);
         let value = String::from_utf8_lossy(args.get(pair + 1)).into_owned();
-        let param = PARAMS
+        let spec = params::PARAMS
             .iter()
             .find(|p| p.name.as_bytes().eq_ignore_ascii_case(typed))
             .ok_or_else(|| CmdError::config_unknown(typed))?;
-        let set = param.set.ok_or_else(|| CmdError::config_immutable(typed))?;
-        if changes.iter().any(|(p, ..)| p.name == param.name) {
+        match spec.access {
+            Access::Mutable => {}
+            Access::Immutable => return Err(CmdError::config_immutable(typed)),
+            Access::Protected if protected_allowed(ctx) => {}
+            Access::Protected => {
+                return Err(CmdError::config_failed(typed, "can't set protected config"))
+            }
+        }
+        // As Redis 7.0: a name given twice is refused, an alias beside its name
+        // is not (the later pair wins).
+        if changes.iter().any(|(p, _)| p.name == spec.name) {
             return Err(CmdError::config_duplicate(typed));
         }
-        changes.push((param, set, value));
+        changes.push((spec, value));
     }
-    let before: Vec<String> = changes.iter().map(|(p, ..)| (p.get)(ctx.core)).collect();
-    for (i, (param, set, value)) in changes.iter().enumerate() {
-        if set(ctx.core, value).is_err() {
-            for ((_, undo, _), old) in changes[..i].iter().zip(&before).rev() {
-                let _ = undo(ctx.core, old);
+    let before: Vec<String> = changes.iter().map(|(p, _)| value_of(ctx.core, p)).collect();
+    let mut applied = Vec::with_capacity(changes.len());
+    for (i, (spec, value)) in changes.iter().enumerate() {
+        let outcome = params::check(spec, value)
+            .and_then(|shown| apply(ctx.core, spec, &shown).map(|()| shown));
+        match outcome {
+            Ok(shown) => applied.push((spec.name.to_string(), shown)),
+            Err(why) => {
+                for ((undo, _), old) in changes[..i].iter().zip(&before).rev() {
+                    let _ = apply(ctx.core, undo, old);
+                }
+                return Err(CmdError::config_failed(spec.name.as_bytes(), &why));
             }
-            return Err(bad_value(param.name, value));
         }
     }
-    let applied = changes
-        .into_iter()
-        .map(|(p, _, v)| (p.name.to_string(), v))
-        .collect();
     ctx.core.outbox.broadcast(ConfigChange::Set(applied));
     crate::scripting::host::refresh(ctx.core);
     super::ok_everywhere(ctx, reply);
     Ok(())
-}
-
-/// CONFIG SET's error for a value `name` cannot take, with Redis' reason.
-fn bad_value(name: &str, value: &str) -> CmdError {
-    let reason = match name {
-        "maxmemory-policy" => format!(
-            "argument(s) must be one of the following: {}",
-            EvictionPolicy::names()
-        ),
-        "maxmemory"
-        | "proto-max-bulk-len"
-        | "client-query-buffer-limit"
-        | "stream-node-max-bytes" => "argument must be a memory value".into(),
-        "stream-node-max-entries" if value.parse::<i64>().is_ok() => {
-            format!("argument must be between 0 and {} inclusive", i64::MAX)
-        }
-        "notify-keyspace-events" => crate::config::keyspace_events::INVALID.into(),
-        "list-compress-depth" => match value.parse::<i64>() {
-            Ok(_) => "argument must be between 0 and 2147483647 inclusive".into(),
-            Err(_) => "argument couldn't be parsed into an integer".into(),
-        },
-        "save" => "Invalid save parameters".into(),
-        "client-output-buffer-limit" => crate::config::output_limits::OutputLimits::default()
-            .updated(value)
-            .err()
-            .unwrap_or_default()
-            .into(),
-        _ => return CmdError::config_bad_value(name.as_bytes()),
-    };
-    CmdError::config_failed(name.as_bytes(), &reason)
 }
 
 /// Apply a change another shard broadcast.
@@ -545,8 +563,8 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
     match change {
         ConfigChange::Set(pairs) => {
             for (name, value) in pairs {
-                if let Some(set) = PARAMS.iter().find(|p| p.name == name).and_then(|p| p.set) {
-                    let _ = set(core, value);
+                if let Some(spec) = params::find(name) {
+                    let _ = apply(core, spec, value);
                 }
             }
             crate::scripting::host::refresh(core);
@@ -561,6 +579,14 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
                 eprintln!("shard {}: DEBUG EXPORT-RDB {path}: {e}", core.id);
             }
         }
+        ConfigChange::DumpPart(path) => {
+            if let Err(e) = write_dump_part(core, path) {
+                crate::serverlog::log(
+                    crate::serverlog::Level::Warning,
+                    &format!("shard {}: writing {path} failed: {e}", core.id),
+                );
+            }
+        }
         ConfigChange::Snapshot => {
             if let Err(e) = crate::persistence::snapshot::save(core) {
                 eprintln!("ruvio: shard {}: SAVE failed: {e}", core.id);
@@ -569,6 +595,46 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         ConfigChange::BackgroundSave => crate::persistence::snapshot::request(core),
         ConfigChange::Exit { save } => crate::persistence::shutdown::prepare(core, *save),
         ConfigChange::Functions(payload) => super::functions::apply(core, payload),
+    }
+}
+
+/// This shard's part of the dump at `path`; its changes count as saved.
+pub fn write_dump_part(core: &mut ShardCore, path: &str) -> std::io::Result<()> {
+    crate::persistence::export::write_part(&core.engine, core.now_ms, core.id, path)?;
+    core.stats.dirty_at_save = core.stats.dirty;
+    let gauges = &core.shared.shards[core.id];
+    gauges
+        .dirty
+        .store(core.stats.dirty, std::sync::atomic::Ordering::Relaxed);
+    gauges.dirty_at_save.store(
+        core.stats.dirty_at_save,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    Ok(())
+}
+
+/// Every shard wrote its part: put the dump together and move LASTSAVE; the
+/// reply (`answer`, or the error).
+pub fn finish_dump(core: &mut ShardCore, path: &str, answer: &[u8]) -> Vec<u8> {
+    match crate::persistence::export::assemble(path, 0..core.topo.nodes.len()) {
+        Ok(()) => {
+            core.shared.last_save_unix_s.fetch_max(
+                crate::clock::unix_ms() / 1000,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            crate::serverlog::log(
+                crate::serverlog::Level::Notice,
+                &format!("DB saved on disk ({path})"),
+            );
+            answer.to_vec()
+        }
+        Err(e) => {
+            crate::serverlog::log(
+                crate::serverlog::Level::Warning,
+                &format!("save failed: {e}"),
+            );
+            format!("-ERR save failed: {e}\r\n").into_bytes()
+        }
     }
 }
 
@@ -605,10 +671,15 @@ fn config_rewrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> 
     let Some(path) = ctx.core.cfg.config_file.clone() else {
         return Err(CmdError::NoConfigFile);
     };
-    let settings: Vec<(String, String)> = PARAMS
+    // The settings that take effect, and the others set away from their default.
+    let settings: Vec<(String, String)> = params::PARAMS
         .iter()
-        .filter(|p| p.set.is_some() && !p.name.contains("ziplist"))
-        .map(|p| (p.name.replace('-', "_"), (p.get)(ctx.core)))
+        .filter(|p| p.access == Access::Mutable && params::storage_name(p.name) == p.name)
+        .filter(|p| {
+            live_row(p).is_some_and(|l| l.get.is_some() && l.set.is_some())
+                || ctx.core.cfg.params.contains_key(p.name)
+        })
+        .map(|p| (p.name.replace('-', "_"), value_of(ctx.core, p)))
         .collect();
     crate::config::rewrite(&path, &settings).map_err(|e| CmdError::rewrite_failed(&e))?;
     reply.ok();

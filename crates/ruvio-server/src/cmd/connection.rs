@@ -8,7 +8,7 @@ use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
 
 /// The Redis version Ruvio answers as (HELLO, INFO). Clients read it to pick features.
-pub const REDIS_VERSION: &str = "7.0.15";
+pub const REDIS_VERSION: &str = ruvio_engine::REDIS_VERSION;
 
 /// The connection family's table.
 #[rustfmt::skip]

@@ -43,6 +43,9 @@ fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Server
 /// one process with one data directory, as for BGSAVE). Needs a log
 /// (`--durability everysec` or `always`).
 fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if ctx.core.wal.is_none() {
+        return dump_everywhere(ctx, reply, "SAVE", b"+OK\r\n");
+    }
     if ctx.core.shared.background_save.running_kind().is_some() {
         return Err(CmdError::Line(
             b"ERR Background save already in progress".to_vec(),
@@ -109,7 +112,10 @@ fn bgsave(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
         2 if args.get(1).eq_ignore_ascii_case(b"schedule") => true,
         _ => return Err(CmdError::Syntax),
     };
-    needs_a_log(ctx, "BGSAVE")?;
+    if ctx.core.wal.is_none() {
+        let started = b"+Background saving started\r\n";
+        return dump_everywhere(ctx, reply, "BGSAVE", started);
+    }
     let state = &ctx.core.shared.background_save;
     if state.running_kind() == Some(Kind::Rdb) {
         return Err(line("ERR Background save already in progress"));
@@ -170,6 +176,48 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Se
 /// then starts it at once when none runs, since nothing stops it.
 fn start_scheduled_now(ctx: &mut Ctx<'_>) {
     crate::persistence::snapshot::start_scheduled(ctx.core);
+}
+
+/// SAVE and BGSAVE without a log (`--durability memory`), as Redis with AOF off:
+/// every shard's keys (both port modes: one process, one dump) into one RDB file
+/// at `dir`/`dbfilename` that redis-server loads (see
+/// [`crate::persistence::export`], the shards' parts by `config::write_dump_part`); each shard writes its part while it waits, as
+/// Redis's SAVE blocks (BGSAVE too here: it answers once the file is complete, so
+/// LASTSAVE has moved by the time a client hears "started"). A failure is
+/// Redis's `-ERR` for a failed save and leaves the previous file in place.
+fn dump_everywhere(
+    ctx: &mut Ctx<'_>,
+    reply: &mut Reply<'_>,
+    command: &str,
+    answer: &[u8],
+) -> ServerResult {
+    // The dump file of `--durability memory`: `dir`/`dbfilename`, as Redis's.
+    let path = ctx
+        .core
+        .cfg
+        .dir
+        .join(ctx.core.cfg.param("dbfilename"))
+        .to_string_lossy()
+        .into_owned();
+    let shards = ctx.core.topo.nodes.len();
+    if let Some(dir) = std::path::Path::new(&path).parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    crate::persistence::export::remove_parts(&path, shards);
+    super::config::write_dump_part(ctx.core, &path)
+        .map_err(|e| line(&format!("ERR {command} failed: {e}")))?;
+    if shards > 1 {
+        ctx.core
+            .outbox
+            .broadcast(ConfigChange::DumpPart(path.clone()));
+        ctx.gather = Some(Gather::AfterAll(Then::Dump {
+            path,
+            answer: answer.to_vec(),
+        }));
+    } else {
+        reply.raw(&super::config::finish_dump(ctx.core, &path, answer));
+    }
+    Ok(())
 }
 
 /// Snapshots live next to the log: without one (`--durability memory`) there is

@@ -20,6 +20,9 @@ pub enum ConfigChange {
     Unpause,
     /// DEBUG EXPORT-RDB: write this shard's part of the file at this path.
     ExportRdb(String),
+    /// SAVE or BGSAVE without a log: write this shard's part of the dump file at
+    /// this path (`dir`/`dbfilename`).
+    DumpPart(String),
     /// SAVE: take this shard's snapshot.
     Snapshot,
     /// BGSAVE / BGREWRITEAOF: begin this shard's part (see `snapshot`).

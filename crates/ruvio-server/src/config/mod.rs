@@ -7,6 +7,7 @@
 pub mod change;
 pub mod keyspace_events;
 pub mod output_limits;
+pub mod params;
 pub mod save;
 
 use clap::{Parser, ValueEnum};
@@ -120,6 +121,16 @@ pub struct Cli {
     /// background snapshots when a log is kept.
     #[arg(long)]
     pub save: Option<String>,
+    /// Redis's `dbfilename`: the snapshot SAVE and BGSAVE write under `--durability
+    /// memory`, in `--dir` (default dump.rdb).
+    #[arg(long)]
+    pub dbfilename: Option<String>,
+    /// Redis's `logfile`: the server log's file ("" or absent: standard error).
+    #[arg(long)]
+    pub logfile: Option<String>,
+    /// Redis's `loglevel`: debug, verbose, notice (default) or warning.
+    #[arg(long)]
+    pub loglevel: Option<String>,
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -131,8 +142,9 @@ enum MemorySize {
 }
 
 /// The config file's shape: every field optional, missing ones take the default.
+/// Any other key must name a Redis parameter (`params::PARAMS`, `_` for `-`):
+/// it lands in `redis` and is checked as CONFIG SET checks it.
 #[derive(Deserialize, Debug, Default)]
-#[serde(deny_unknown_fields)]
 struct FileConfig {
     bind: Option<String>,
     port: Option<u16>,
@@ -169,6 +181,8 @@ struct FileConfig {
     client_output_buffer_limit: Option<String>,
     notify_keyspace_events: Option<String>,
     save: Option<String>,
+    #[serde(flatten)]
+    redis: toml::Table,
 }
 
 /// The resolved configuration every shard starts from.
@@ -213,6 +227,9 @@ pub struct Config {
     pub import_rdb: Option<PathBuf>,
     /// `save` rules (see [`crate::persistence::save_rules`]).
     pub save: Vec<save::SaveRule>,
+    /// The values of the other parameters (`params::PARAMS`) set by the file, a
+    /// flag or CONFIG SET, under their storage names; a missing one has its default.
+    pub params: std::collections::BTreeMap<&'static str, String>,
 }
 
 impl Config {
@@ -277,6 +294,19 @@ impl Config {
                 .ok_or_else(|| format!("notify_keyspace_events: {}", keyspace_events::INVALID))?,
             None => 0,
         };
+        let mut params = redis_params(&file.redis)?;
+        for (name, value) in [
+            ("dbfilename", &cli.dbfilename),
+            ("logfile", &cli.logfile),
+            ("loglevel", &cli.loglevel),
+        ] {
+            if let Some(value) = value {
+                let spec = params::find(name).expect("a parameter of the table");
+                let shown = params::check(spec, value).map_err(|why| format!("{name}: {why}"))?;
+                params.insert(spec.name, shown);
+            }
+        }
+        apply_engine_params(&mut engine, &params);
         let save_text = cli.save.or(file.save);
         let save = save::parse(save_text.as_deref().unwrap_or(save::DEFAULT))
             .map_err(|e| format!("save: {e}"))?;
@@ -316,7 +346,26 @@ impl Config {
             notify_keyspace_events,
             import_rdb: cli.import_rdb,
             save,
+            params,
         })
+    }
+
+    /// The value of parameter `name` (its storage name) kept in `params`, or its
+    /// default.
+    pub fn param(&self, name: &str) -> &str {
+        match self.params.get(name) {
+            Some(value) => value,
+            None => params::find(name).map_or("", |spec| spec.default),
+        }
+    }
+
+    /// Open the server log as `logfile` and `loglevel` say.
+    pub fn start_log(&self) -> Result<(), String> {
+        let level = crate::serverlog::Level::parse(self.param("loglevel"))
+            .unwrap_or(crate::serverlog::Level::Notice);
+        crate::serverlog::set_level(level);
+        let path = self.param("logfile");
+        crate::serverlog::set_file(path).map_err(|e| format!("logfile {path}: {e}"))
     }
 
     /// The port shard `shard` listens on.
@@ -325,6 +374,56 @@ impl Config {
             PortMode::PerShard => self.port + shard as u16,
             PortMode::Forward => self.port,
         }
+    }
+}
+
+/// The file's keys that name Redis parameters, checked as CONFIG SET checks them
+/// (an immutable one is fine here: a file is where it is set) and kept in CONFIG
+/// GET's form under their storage names. A key that names nothing is an error, as
+/// a misspelt setting should be.
+fn redis_params(
+    table: &toml::Table,
+) -> Result<std::collections::BTreeMap<&'static str, String>, String> {
+    let mut kept = std::collections::BTreeMap::new();
+    for (key, value) in table {
+        if params::DEPRECATED
+            .iter()
+            .any(|d| d.eq_ignore_ascii_case(&key.replace('_', "-")))
+        {
+            continue;
+        }
+        let spec = params::find(key).ok_or_else(|| format!("unknown setting {key:?}"))?;
+        let text = match value {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(n) => n.to_string(),
+            toml::Value::Boolean(b) => if *b { "yes" } else { "no" }.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            other => return Err(format!("{key}: not a single value: {other}")),
+        };
+        let shown = params::check(spec, &text).map_err(|why| format!("{key}: {why}"))?;
+        kept.insert(params::storage_name(spec.name), shown);
+    }
+    Ok(kept)
+}
+
+/// The engine's fields that come from parameters without a typed file key.
+fn apply_engine_params(
+    engine: &mut ruvio_engine::EngineConfig,
+    params: &std::collections::BTreeMap<&'static str, String>,
+) {
+    let number = |name: &str| params.get(name).and_then(|v| v.parse::<i64>().ok());
+    if let Some(v) = params.get("lazyfree-lazy-user-flush") {
+        engine.lazyfree_lazy_user_flush = v == "yes";
+    }
+    // Checked against the parameter table already: within range.
+    if let Some(n) = number("stream-node-max-entries") {
+        engine.stream_node_max_entries = n as usize;
+    }
+    if let Some(n) = number("stream-node-max-bytes") {
+        engine.stream_node_max_bytes = n as usize;
+    }
+    if let Some(n) = number("list-compress-depth") {
+        engine.list_compress_depth = n as u32;
     }
 }
 

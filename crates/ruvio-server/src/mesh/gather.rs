@@ -47,6 +47,9 @@ pub enum Then {
     Reply(Vec<u8>),
     /// DEBUG EXPORT-RDB: every shard wrote its part of this file; assemble it.
     ExportRdb(String),
+    /// SAVE or BGSAVE without a log: every shard wrote its part of the dump at
+    /// `path`; assemble it and answer `answer`.
+    Dump { path: String, answer: Vec<u8> },
     /// SHUTDOWN: every shard prepared to exit (see `shutdown`).
     Shutdown { force: bool },
 }
@@ -183,6 +186,7 @@ fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
                 Err(e) => format!("-ERR EXPORT-RDB failed: {e}\r\n").into_bytes(),
             }
         }
+        Then::Dump { path, answer } => crate::cmd::config::finish_dump(core, &path, &answer),
         Then::Shutdown { force } => crate::persistence::shutdown::conclude(core, force),
     };
     deliver(core, conns, (p.conn, p.gen), p.seq, 0, out);

@@ -147,9 +147,24 @@ pub fn process_input(
     !client.closing
 }
 
+/// EVAL, EVALSHA, FCALL and their read-only forms.
+fn is_script_call(cmd: &Command) -> bool {
+    matches!(
+        cmd.meta.name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    )
+}
+
 /// The command (or its subcommand) may grow memory: refused past `maxmemory`.
+/// A script's or function's flags decide for EVAL and FCALL, as Redis 7's
+/// `evalGetCommandFlags`: with a shebang, refused unless `allow-oom` or
+/// `no-writes`.
 fn denies_oom(cmd: &Command, args: Args<'_>) -> bool {
-    flags_row(cmd, args).has(DENYOOM)
+    match cmd.meta.name {
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => ruvio_engine::scripting::denies_oom(args),
+        "fcall" | "fcall_ro" => ruvio_engine::scripting::functions::denies_oom(args),
+        _ => flags_row(cmd, args).has(DENYOOM),
+    }
 }
 
 /// The row whose flags govern this call: the subcommand's, or the container's when
@@ -341,6 +356,10 @@ pub(crate) fn run_command(
     // refused); a container's subcommand once resolved, below and in `queue`.
     client.last_cmd = cmd.meta.name;
     client.last_cmd_ms = core.now_ms;
+    if is_script_call(cmd) {
+        let over = core.cfg.maxmemory != 0 && limit::must_refuse(core);
+        ruvio_engine::scripting::set_oom_at_start(over);
+    }
     let rejected = if !cmd.meta.arity_ok(args.len()) {
         Some(CmdError::WrongArity(cmd.meta.name))
     } else if !client.authenticated && !cmd.meta.has(NO_AUTH) {

@@ -98,6 +98,11 @@ impl ShardCore {
         ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
         ruvio_engine::scripting::set_script_watches(shared.scripts.clone(), id);
         ruvio_engine::scripting::set_server_commands(crate::cmd::registry::script_row);
+        ruvio_engine::scripting::set_log_sink(|level, message| {
+            let level = crate::serverlog::Level::from_number(i64::from(level))
+                .unwrap_or(crate::serverlog::Level::Notice);
+            crate::serverlog::log(level, message);
+        });
         crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id);
         crate::cmd::functions::load_saved(&cfg, id)?;
         // With a log, the keyspace loads on a thread while the shard answers
@@ -133,6 +138,7 @@ impl ShardCore {
             loading,
             spare_record: None,
         };
+        crate::cmd::config::apply_params_at_start(&mut core);
         if !in_background {
             let (engine, end, imported) =
                 crate::persistence::loading::load(&core.cfg, id, &core.topo)
