@@ -27,7 +27,7 @@ use ruvio_resp::{Args, Reply};
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("config", -2, 0, KeySpec::NONE, ["slow"], "server", "2.0.0",
-        "A container for server configuration commands.", "Depends on subcommand.",
+        "A container for server configuration commands", "Depends on subcommand.",
         subcommands = CONFIG_SUBCOMMANDS),
 ];
 
@@ -458,7 +458,7 @@ const CONFIG_SUBCOMMANDS: &[ServerCommand] = &[
         config_resetstat),
     command!("config|rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "2.8.0",
-        "Overwrite the configuration file with the in-memory configuration", "O(1)", config_rewrite),
+        "Rewrite the configuration file with the in memory configuration", "O(1)", config_rewrite),
     command!("config|help", 2, LOADING | STALE, KeySpec::NONE, ["slow"], "server", "5.0.0",
         "Show helpful text about the different subcommands", "O(1)", config_help),
 ];
