@@ -315,6 +315,18 @@ pub enum CmdError {
     /// in `streams::errors`).
     Stream(&'static str),
 
+    // ----- Redis 8.4's strings (MSETEX, DELEX, DIGEST) -----
+    /// MSETEX numkeys that is not an integer in 1..=INT_MAX.
+    MsetexNumkeys,
+    /// MSETEX with fewer key/value arguments than numkeys pairs.
+    MsetexPairs,
+    /// DELEX with an option other than IFEQ/IFNE/IFDEQ/IFDNE.
+    DelexCondition,
+    /// DELEX with a condition on a key that is not a string.
+    DelexNotString,
+    /// IFDEQ/IFDNE with a digest that is not 16 hexadecimal digits.
+    DigestFormat,
+
     // ----- transactions -----
     /// MULTI inside MULTI.
     MultiNested,
@@ -365,6 +377,13 @@ impl CmdError {
                 return format!("MISCONF Errors writing to the AOF file: {error}").into()
             }
             CmdError::Stream(text) => text,
+            CmdError::MsetexNumkeys => "ERR invalid numkeys value",
+            CmdError::MsetexPairs => "ERR wrong number of key-value pairs",
+            CmdError::DelexCondition => {
+                "ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE"
+            }
+            CmdError::DelexNotString => "ERR Key exists but does not hold a string value",
+            CmdError::DigestFormat => "ERR The digest must be exactly 16 hexadecimal characters",
             CmdError::InternalPanic(cmd) => {
                 return format!(
                     "ERR internal error in '{cmd}' command: nothing was changed (see the server log)"
@@ -744,6 +763,7 @@ fn invalid_expire_message(cmd: &str) -> &'static str {
         "hpexpireat" => "ERR invalid expire time in 'hpexpireat' command",
         "hsetex" => "ERR invalid expire time in 'hsetex' command",
         "hgetex" => "ERR invalid expire time in 'hgetex' command",
+        "msetex" => "ERR invalid expire time in 'msetex' command",
         "fillset" => "ERR invalid expire time in 'fillset' command",
         _ => "ERR invalid expire time",
     }
