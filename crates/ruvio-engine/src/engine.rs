@@ -391,6 +391,16 @@ impl Engine {
             .count()
     }
 
+    /// The number of keys of database `db` in every slot, indexed by slot (CLUSTER
+    /// SLOT-STATS): one walk of the database for all slots at once.
+    pub fn key_counts_by_slot(&self, db: usize) -> Vec<u64> {
+        let mut counts = vec![0u64; crate::slot::SLOT_COUNT as usize];
+        for (_, e) in self.dbs[db].iter() {
+            counts[key_slot(e.key()) as usize] += 1;
+        }
+        counts
+    }
+
     /// Up to `count` keys of database `db` in `slot` (CLUSTER GETKEYSINSLOT).
     pub fn keys_in_slot(&self, db: usize, slot: u16, count: usize) -> Vec<Vec<u8>> {
         self.dbs[db]

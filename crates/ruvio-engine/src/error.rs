@@ -267,6 +267,17 @@ pub enum CmdError {
     ClusterDisabled,
     /// CLUSTER COUNTKEYSINSLOT with a slot outside 0..16384.
     InvalidSlot,
+    /// A slot argument of CLUSTER SLOT-STATS (Redis' `getSlotOrReply`) that is not
+    /// an integer in 0..16384.
+    InvalidOrOutOfRangeSlot,
+    /// CLUSTER SLOT-STATS SLOTSRANGE with its start above its end.
+    SlotRangeReversed(u16, u16),
+    /// CLUSTER SLOT-STATS ORDERBY with a metric it cannot sort by.
+    SlotStatsMetric,
+    /// CLUSTER SLOT-STATS ORDERBY LIMIT outside 1..=16384.
+    SlotStatsLimit,
+    /// CLUSTER SLOT-STATS ORDERBY with LIMIT, or ASC/DESC, given twice.
+    SlotStatsRepeatedFilter,
     /// CLUSTER GETKEYSINSLOT with a bad slot or count.
     InvalidSlotOrCount,
 
@@ -562,6 +573,20 @@ impl CmdError {
             CmdError::UnblockReason => "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
             CmdError::ClusterDisabled => "ERR This instance has cluster support disabled",
             CmdError::InvalidSlot => "ERR Invalid slot",
+            CmdError::InvalidOrOutOfRangeSlot => "ERR Invalid or out of range slot",
+            CmdError::SlotRangeReversed(start, end) => {
+                return format!(
+                    "ERR Start slot number {start} is greater than end slot number {end}"
+                )
+                .into()
+            }
+            CmdError::SlotStatsMetric => "ERR Unrecognized sort metric for ORDERBY.",
+            CmdError::SlotStatsLimit => {
+                "ERR Limit has to lie in between 1 and 16384 (maximum number of slots)."
+            }
+            CmdError::SlotStatsRepeatedFilter => {
+                "ERR Multiple filters of the same type are disallowed."
+            }
             CmdError::InvalidSlotOrCount => "ERR Invalid slot or number of keys",
             CmdError::GetKeysUnknownCommand => "ERR Invalid command specified",
             CmdError::GetKeysWrongArity => "ERR Invalid number of arguments specified for command",
