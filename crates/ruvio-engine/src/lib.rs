@@ -48,6 +48,7 @@
 #![warn(missing_docs)]
 
 pub mod command;
+pub mod debug_digest;
 pub mod engine;
 pub mod error;
 pub mod fault;

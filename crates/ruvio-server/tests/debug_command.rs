@@ -82,3 +82,144 @@ fn debug_set_active_expire_and_errors_as_redis() {
         assert_eq!(run(ruvio.port()), expected, "{shards} shard(s)");
     }
 }
+
+/// A dataset with every type in each of its encodings (small and big, integers
+/// and text), keys with and without a TTL, in two databases.
+fn load_every_type(conn: &mut RawConn) {
+    let big: Vec<String> = (0..300).map(|i| format!("member-{i}")).collect();
+    let big_ints: Vec<String> = (0..600).map(|i| (i * 7).to_string()).collect();
+    conn.cmd(&["flushall"]);
+    for db in ["1", "0"] {
+        conn.cmd(&["select", db]);
+        let mut run = |args: Vec<&str>| {
+            let reply = conn.cmd(&args);
+            assert!(!reply.starts_with(b"-"), "{args:?}: {}", show(&reply));
+        };
+        run(vec!["set", "str:embstr", "hello"]);
+        run(vec!["set", "str:int", "-12345"]);
+        run(vec!["set", "str:raw", &"x".repeat(100)]);
+        run(vec!["set", "str:ttl", "v", "ex", "1000"]);
+        run(vec!["rpush", "list:small", "a", "1", "b", "-2", ""]);
+        let mut big_list = vec!["rpush", "list:big"];
+        big_list.extend(big.iter().map(String::as_str));
+        run(big_list);
+        run(vec!["sadd", "set:intset", "3", "1", "2", "-100"]);
+        run(vec!["sadd", "set:small", "a", "b", "1"]);
+        let mut big_ints_set = vec!["sadd", "set:bigints"];
+        big_ints_set.extend(big_ints.iter().map(String::as_str));
+        run(big_ints_set);
+        let mut big_set = vec!["sadd", "set:big"];
+        big_set.extend(big.iter().map(String::as_str));
+        run(big_set);
+        run(vec![
+            "zadd",
+            "zset:small",
+            "1",
+            "a",
+            "2.5",
+            "b",
+            "-0.1",
+            "c",
+            "1e20",
+            "12",
+        ]);
+        let mut big_zset = vec!["zadd".to_string(), "zset:big".to_string()];
+        for (i, m) in big.iter().enumerate() {
+            big_zset.push(format!("{}", i as f64 / 3.0));
+            big_zset.push(m.clone());
+        }
+        run(big_zset.iter().map(String::as_str).collect());
+        run(vec!["hset", "hash:small", "f1", "v1", "f2", "2", "3", "v3"]);
+        let mut big_hash = vec!["hset", "hash:big"];
+        for m in &big {
+            big_hash.push(m);
+            big_hash.push(m);
+        }
+        run(big_hash);
+        run(vec!["xadd", "stream", "1-1", "f", "v", "g", "w"]);
+        run(vec!["xadd", "stream", "2-0", "f", "v2"]);
+        run(vec!["xadd", "stream", "3-5", "other", "fields", "x", "1"]);
+        run(vec!["expire", "hash:small", "5000"]);
+    }
+}
+
+/// DEBUG DIGEST and DIGEST-VALUE of every key, and of keys that are missing.
+fn digests(port: u16) -> Vec<String> {
+    let mut conn = RawConn::connect(port);
+    let mut out = Vec::new();
+    conn.cmd(&["flushall"]);
+    out.push(format!("empty: {}", show(&conn.cmd(&["debug", "digest"]))));
+    load_every_type(&mut conn);
+    let keys = [
+        "str:embstr",
+        "str:int",
+        "str:raw",
+        "str:ttl",
+        "list:small",
+        "list:big",
+        "set:intset",
+        "set:small",
+        "set:bigints",
+        "set:big",
+        "zset:small",
+        "zset:big",
+        "hash:small",
+        "hash:big",
+        "stream",
+        "missing",
+    ];
+    for db in ["0", "1"] {
+        conn.cmd(&["select", db]);
+        for key in keys {
+            let d = conn.cmd(&["debug", "digest-value", key]);
+            out.push(format!("db{db} {key}: {}", show(&d)));
+        }
+    }
+    conn.cmd(&["select", "0"]);
+    let mut several = vec!["debug", "digest-value"];
+    several.extend(keys);
+    out.push(format!("several: {}", show(&conn.cmd(&several))));
+    out.push(format!(
+        "none: {}",
+        show(&conn.cmd(&["debug", "digest-value"]))
+    ));
+    out.push(format!(
+        "dataset: {}",
+        show(&conn.cmd(&["debug", "digest"]))
+    ));
+    // The same data in another database digests differently; a change shows.
+    conn.cmd(&["select", "1"]);
+    conn.cmd(&["flushdb"]);
+    out.push(format!(
+        "db0 only: {}",
+        show(&conn.cmd(&["debug", "digest"]))
+    ));
+    conn.cmd(&["select", "0"]);
+    conn.cmd(&["persist", "hash:small"]);
+    out.push(format!(
+        "persisted: {}",
+        show(&conn.cmd(&["debug", "digest"]))
+    ));
+    out.push(format!(
+        "arity: {}",
+        show(&conn.cmd(&["debug", "digest", "x"]))
+    ));
+    out
+}
+
+#[test]
+fn debug_digest_and_digest_value_equal_redis() {
+    let Some(_) = require_redis_server("debug_command") else {
+        return;
+    };
+    let redis = Server::redis();
+    let expected = digests(redis.port());
+    for shards in [1, 2] {
+        let ruvio = Server::ruvio(PortMode::Forward, shards);
+        let got = digests(ruvio.port());
+        for (want, have) in expected.iter().zip(&got) {
+            assert_eq!(have, want, "{shards} shard(s)");
+        }
+        assert_eq!(got.len(), expected.len());
+    }
+}

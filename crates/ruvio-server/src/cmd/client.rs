@@ -128,13 +128,24 @@ impl ClientFilter {
     }
 }
 
-/// A question about clients, answered by every shard for its own connections.
+/// A question every shard answers for its own part of the server: its clients
+/// (CLIENT LIST, KILL) or its keys (DEBUG DIGEST, DIGEST-VALUE).
 #[derive(Clone, Debug)]
 pub enum ClientQuery {
     /// CLIENT LIST: each shard answers a bulk string of its lines.
     List(ClientFilter),
     /// CLIENT KILL: each shard closes its matching clients and answers how many.
     Kill(ClientFilter),
+    /// DEBUG DIGEST: each shard answers its databases' parts ([`Merge::Digest`]).
+    DatasetDigest,
+    /// DEBUG DIGEST-VALUE: each shard answers the digest of each key of database
+    /// `db` it holds, zeros for the rest ([`Merge::Digest`]).
+    ValueDigests {
+        /// The client's database.
+        db: usize,
+        /// The keys, in request order.
+        keys: Vec<Vec<u8>>,
+    },
 }
 
 /// Answer `query` for this shard's clients (`caller` is the connection running the
@@ -177,13 +188,28 @@ pub fn answer(
             }
             Reply::new(&mut out, Protocol::Resp2).int(killed);
         }
+        ClientQuery::DatasetDigest => {
+            let mut parts = Vec::new();
+            for (db, part) in core.engine.digest_parts() {
+                parts.extend_from_slice(&(db as u32).to_be_bytes());
+                parts.extend_from_slice(&part);
+            }
+            Reply::new(&mut out, Protocol::Resp2).bulk(&parts);
+        }
+        ClientQuery::ValueDigests { db, keys } => {
+            let digests: Vec<u8> = keys
+                .iter()
+                .flat_map(|k| core.engine.debug_value_digest(*db, k))
+                .collect();
+            Reply::new(&mut out, Protocol::Resp2).bulk(&digests);
+        }
     }
     out
 }
 
 /// Run `query` on every shard's clients (forward mode, several shards) or on this
 /// shard's (per-shard mode keeps the node view, as a Redis Cluster node).
-fn ask_every_shard(
+pub(crate) fn ask_every_shard(
     ctx: &mut Ctx<'_>,
     query: ClientQuery,
     merge: Merge,

@@ -1,5 +1,5 @@
 //! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, SET-ACTIVE-EXPIRE,
-//! EXPORT-RDB, SHARD, HELP).
+//! DIGEST, DIGEST-VALUE, EXPORT-RDB, SHARD, HELP).
 //!
 //! Redis' DEBUG is a grab bag for its test suite; Ruvio implements what clients'
 //! tests use (PROTOCOL: one reply of each RESP type; SLEEP: a blocked shard;
@@ -9,9 +9,11 @@
 //! given shard).
 
 use super::{Ctx, ServerCommand, ServerResult};
+use crate::cmd::client::{ask_every_shard, ClientQuery};
 use crate::config::change::ConfigChange;
 use crate::config::PortMode;
 use crate::mesh::gather::{Gather, Then};
+use crate::net::conn::Merge;
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
@@ -42,6 +44,11 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
         "server", "1.0.0", "Show helpful text about the different subcommands", "O(1)", debug_help),
     command!("debug|shard", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "The shard serving the connection (Ruvio's own subcommand)", "O(1)", debug_shard),
+    command!("debug|digest", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "The digest of the whole dataset", "O(N)", debug_digest),
+    command!("debug|digest-value", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0", "The digest of each key's value", "O(N)",
+        debug_digest_value),
     command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
@@ -159,6 +166,27 @@ fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
     Ok(())
 }
 
+/// `DEBUG DIGEST`: Redis's dataset digest (40 hex digits; all zeros for an empty
+/// dataset), from every shard in forward mode, from this node in per-shard mode.
+fn debug_digest(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let merge = Merge::Digest { keys: None };
+    ask_every_shard(ctx, ClientQuery::DatasetDigest, merge, reply)
+}
+
+/// `DEBUG DIGEST-VALUE [key ...]`: each key's value digest (zeros for a missing
+/// key; a logically expired key still has its value, as Redis reads its dict).
+fn debug_digest_value(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let keys: Vec<Vec<u8>> = args.iter().skip(2).map(<[u8]>::to_vec).collect();
+    let merge = Merge::Digest {
+        keys: Some(keys.len()),
+    };
+    let query = ClientQuery::ValueDigests {
+        db: ctx.client.db,
+        keys,
+    };
+    ask_every_shard(ctx, query, merge, reply)
+}
+
 /// `DEBUG EXPORT-RDB path`: every shard's keys in one RDB file (see
 /// [`crate::persistence::export`]); `+OK` once the file is complete.
 fn debug_export_rdb(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
@@ -185,6 +213,10 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
         reply,
         b"debug",
         &[
+            "DIGEST",
+            "    Output a hex signature representing the current DB content.",
+            "DIGEST-VALUE <key> [<key> ...]",
+            "    Output a hex signature of the values of all the specified keys.",
             "PROTOCOL <type>",
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",

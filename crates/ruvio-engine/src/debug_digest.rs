@@ -1,0 +1,158 @@
+//! Redis's DEBUG DIGEST and DEBUG DIGEST-VALUE (debug.c's `computeDatasetDigest`
+//! and `xorObjectDigest`): a SHA1-based digest of the data, equal for equal data
+//! whatever the encodings and internal orders, so that test suites can compare a
+//! dataset before and after a reload, a replication or a migration — and compare
+//! Ruvio's with redis-server's. The digest must be Redis's bit for bit, so every
+//! step follows debug.c: elements of ordered types (lists, streams) are mixed in
+//! order, elements of unordered types (sets, hashes, sorted sets) are XORed in,
+//! and keys are XORed into their database's part.
+
+use crate::keyspace::Entry;
+use crate::value::{StrRef, ValueRef};
+
+/// A digest: SHA1's 20 bytes.
+pub type Digest = [u8; 20];
+
+/// Redis's object type codes (`OBJ_STRING` ...), which the digest mixes in.
+fn type_code(value: &ValueRef<'_>) -> u32 {
+    match value {
+        ValueRef::Str(_) => 0,
+        ValueRef::List(_) => 1,
+        ValueRef::Set(_) => 2,
+        ValueRef::ZSet(_) => 3,
+        ValueRef::Hash(_) => 4,
+        ValueRef::Stream(_) => 6,
+    }
+}
+
+/// debug.c's `xorDigest`: XOR SHA1(`bytes`) into `digest`.
+pub fn xor_digest(digest: &mut Digest, bytes: &[u8]) {
+    let hash = sha1_smol::Sha1::from(bytes).digest().bytes();
+    digest.iter_mut().zip(hash).for_each(|(d, h)| *d ^= h);
+}
+
+/// debug.c's `mixDigest`: XOR SHA1(`bytes`) in, then replace the digest by its own
+/// SHA1 (so the order of mixed items matters).
+pub fn mix_digest(digest: &mut Digest, bytes: &[u8]) {
+    xor_digest(digest, bytes);
+    *digest = sha1_smol::Sha1::from(&digest[..]).digest().bytes();
+}
+
+fn mix_str(digest: &mut Digest, s: StrRef<'_>) {
+    let mut buf = itoa::Buffer::new();
+    mix_digest(digest, s.bytes(&mut buf));
+}
+
+/// A score as Redis 7.0's digest prints it (`%.17g`).
+fn mix_score(digest: &mut Digest, score: f64, scratch: &mut Vec<u8>) {
+    scratch.clear();
+    ruvio_resp::format_double_g17(score, scratch);
+    mix_digest(digest, scratch);
+}
+
+/// debug.c's `xorObjectDigest`: the value's type and contents (and whether the
+/// key expires) mixed into `digest`.
+pub fn mix_value(digest: &mut Digest, value: ValueRef<'_>, expires: bool) {
+    mix_digest(digest, &type_code(&value).to_be_bytes());
+    let mut scratch = Vec::new();
+    match value {
+        ValueRef::Str(s) => mix_str(digest, s),
+        ValueRef::List(list) => list.iter().for_each(|e| mix_digest(digest, e)),
+        ValueRef::Set(set) => {
+            let mut buf = itoa::Buffer::new();
+            set.iter()
+                .for_each(|m| xor_digest(digest, m.bytes(&mut buf)));
+        }
+        ValueRef::ZSet(zset) => {
+            for (member, score) in zset.iter() {
+                let mut element = [0u8; 20];
+                mix_digest(&mut element, member);
+                mix_score(&mut element, score, &mut scratch);
+                xor_digest(digest, &element);
+            }
+        }
+        ValueRef::Hash(hash) => {
+            for f in hash.entries() {
+                let mut element = [0u8; 20];
+                mix_digest(&mut element, f.field);
+                mix_digest(&mut element, f.value);
+                xor_digest(digest, &element);
+            }
+        }
+        ValueRef::Stream(stream) => {
+            use crate::values::stream::id::StreamId;
+            for entry in stream.range(StreamId::MIN, StreamId::MAX) {
+                scratch.clear();
+                scratch.extend_from_slice(format!("{}.{}", entry.id.ms, entry.id.seq).as_bytes());
+                mix_digest(digest, &scratch);
+                entry.fields().for_each(|f| mix_digest(digest, f));
+            }
+        }
+    }
+    if expires {
+        xor_digest(digest, b"!!expire!!");
+    }
+}
+
+/// DEBUG DIGEST-VALUE's digest of one key's value (all zeros when missing).
+pub fn value_digest(entry: Option<&Entry>) -> Digest {
+    let mut digest = [0u8; 20];
+    if let Some(e) = entry {
+        mix_value(&mut digest, e.value(), e.expire_at().is_some());
+    }
+    digest
+}
+
+/// One key's part of the dataset digest: its name mixed, then its value.
+pub fn key_digest(entry: &Entry) -> Digest {
+    let mut digest = [0u8; 20];
+    mix_digest(&mut digest, entry.key());
+    mix_value(&mut digest, entry.value(), entry.expire_at().is_some());
+    digest
+}
+
+/// The part of the dataset digest one database contributes, before databases are
+/// combined: each key's digest [`xor_digest`]ed in (`None` when it has no keys,
+/// which Redis skips). XOR is commutative, so the parts of several shards XOR
+/// together plainly.
+pub fn database_part(entries: impl Iterator<Item = Digest>) -> Option<Digest> {
+    let mut part: Option<Digest> = None;
+    for d in entries {
+        xor_digest(part.get_or_insert([0u8; 20]), &d);
+    }
+    part
+}
+
+/// debug.c's `computeDatasetDigest` from every database's part, in database order:
+/// the database index mixed in, then its keys XORed in; empty databases skipped.
+pub fn combine_databases(parts: impl Iterator<Item = (usize, Digest)>) -> Digest {
+    let mut total = [0u8; 20];
+    for (db, part) in parts {
+        mix_digest(&mut total, &(db as u32).to_be_bytes());
+        total.iter_mut().zip(part).for_each(|(a, b)| *a ^= b);
+    }
+    total
+}
+
+/// A digest as DEBUG prints it: 40 lower-case hex digits.
+pub fn hex(digest: &Digest) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl crate::Engine {
+    /// Every non-empty database's part of DEBUG DIGEST, in database order.
+    pub fn digest_parts(&self) -> Vec<(usize, Digest)> {
+        (0..self.db_count())
+            .filter_map(|db| {
+                database_part(self.db(db).iter().map(|(_, e)| key_digest(e))).map(|p| (db, p))
+            })
+            .collect()
+    }
+
+    /// DEBUG DIGEST-VALUE of `key` in database `db`, read without expiring it (as
+    /// Redis reads the dict directly: a logically expired key still has a value).
+    pub fn debug_value_digest(&self, db: usize, key: &[u8]) -> Digest {
+        let d = self.db(db);
+        value_digest(d.find(key).map(|id| d.entry(id)))
+    }
+}
