@@ -156,3 +156,51 @@ impl crate::Engine {
         value_digest(d.find(key).map(|id| d.entry(id)))
     }
 }
+
+/// DEBUG OBJECT's line for `key` of database `db` (Redis 7.0's fields, in its
+/// order): where the value is, its refcount, encoding, the length of its RDB
+/// serialization (without the type byte, as `rdbSavedObjectLen`), its LRU clock
+/// and idle seconds, and for a quicklist its node figures. `None` when the key is
+/// not there (read without expiring it, as Redis reads its dict).
+pub fn debug_object_line(
+    engine: &crate::Engine,
+    db: usize,
+    key: &[u8],
+    now_ms: u64,
+) -> Option<String> {
+    let d = engine.db(db);
+    let entry = d.entry(d.find(key)?);
+    let value = entry.value();
+    let mut serialized = Vec::new();
+    crate::values::rdb::encode::write_object(&mut serialized, value);
+    let address = match value {
+        ValueRef::Str(_) => entry as *const Entry as usize,
+        ValueRef::List(v) => v as *const _ as usize,
+        ValueRef::Set(v) => v as *const _ as usize,
+        ValueRef::ZSet(v) => v as *const _ as usize,
+        ValueRef::Hash(v) => v as *const _ as usize,
+        ValueRef::Stream(v) => v as *const _ as usize,
+    };
+    let clock = entry.clock();
+    let idle = crate::clock::idle_seconds(crate::clock::clock_of(now_ms), clock);
+    let mut line = format!(
+        "Value at:{address:#x} refcount:{} encoding:{} serializedlength:{} lru:{clock} lru_seconds_idle:{idle}",
+        entry.refcount(),
+        entry.encoding().name(),
+        serialized.len() - 1,
+    );
+    if let ValueRef::List(list) = value {
+        let nodes = list.node_shape();
+        if !nodes.is_empty() {
+            let elements: usize = nodes.iter().map(|&(n, _)| n).sum();
+            let bytes: usize = nodes.iter().map(|&(_, b)| b).sum();
+            line.push_str(&format!(
+                " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:0 ql_uncompressed_size:{bytes}",
+                nodes.len(),
+                elements as f64 / nodes.len() as f64,
+                engine.config().list_max_listpack_size,
+            ));
+        }
+    }
+    Some(line)
+}

@@ -146,6 +146,14 @@ pub enum ClientQuery {
         /// The keys, in request order.
         keys: Vec<Vec<u8>>,
     },
+    /// DEBUG OBJECT: the shard holding the key answers its line, the others nil
+    /// ([`Merge::FoundOrNoSuchKey`]).
+    DebugObject {
+        /// The client's database.
+        db: usize,
+        /// The key.
+        key: Vec<u8>,
+    },
 }
 
 /// Answer `query` for this shard's clients (`caller` is the connection running the
@@ -202,6 +210,13 @@ pub fn answer(
                 .flat_map(|k| core.engine.debug_value_digest(*db, k))
                 .collect();
             Reply::new(&mut out, Protocol::Resp2).bulk(&digests);
+        }
+        ClientQuery::DebugObject { db, key } => {
+            let line = ruvio_engine::debug_digest::debug_object_line(&core.engine, *db, key, now);
+            match line {
+                Some(line) => Reply::new(&mut out, Protocol::Resp2).simple(&line),
+                None => Reply::new(&mut out, Protocol::Resp2).null(),
+            }
         }
     }
     out

@@ -1,5 +1,5 @@
 //! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, SET-ACTIVE-EXPIRE,
-//! DIGEST, DIGEST-VALUE, EXPORT-RDB, SHARD, HELP).
+//! DIGEST, DIGEST-VALUE, OBJECT, EXPORT-RDB, SHARD, HELP).
 //!
 //! Redis' DEBUG is a grab bag for its test suite; Ruvio implements what clients'
 //! tests use (PROTOCOL: one reply of each RESP type; SLEEP: a blocked shard;
@@ -49,6 +49,8 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
     command!("debug|digest-value", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0", "The digest of each key's value", "O(N)",
         debug_digest_value),
+    command!("debug|object", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Low-level facts about a key's value", "O(N)", debug_object),
     command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
@@ -187,6 +189,17 @@ fn debug_digest_value(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) 
     ask_every_shard(ctx, query, merge, reply)
 }
 
+/// `DEBUG OBJECT key`: Redis 7.0's line (`Value at:... refcount:... encoding:...
+/// serializedlength:... lru:... lru_seconds_idle:...`, quicklist figures after),
+/// from whichever shard holds the key; `no such key` when none does.
+fn debug_object(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let query = ClientQuery::DebugObject {
+        db: ctx.client.db,
+        key: args.get(2).to_vec(),
+    };
+    ask_every_shard(ctx, query, Merge::FoundOrNoSuchKey, reply)
+}
+
 /// `DEBUG EXPORT-RDB path`: every shard's keys in one RDB file (see
 /// [`crate::persistence::export`]); `+OK` once the file is complete.
 fn debug_export_rdb(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
@@ -217,6 +230,8 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
             "    Output a hex signature representing the current DB content.",
             "DIGEST-VALUE <key> [<key> ...]",
             "    Output a hex signature of the values of all the specified keys.",
+            "OBJECT <key>",
+            "    Show low level info about the `key` and associated value.",
             "PROTOCOL <type>",
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",

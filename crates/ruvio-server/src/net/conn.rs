@@ -175,6 +175,9 @@ pub enum Merge {
     /// non-empty database) or DIGEST-VALUE (`keys: Some(n)`: each part a bulk of n
     /// 20-byte digests): the shards' digests XORed, as a status (an array of them).
     Digest { keys: Option<usize> },
+    /// DEBUG OBJECT: the part that is not nil (the shard holding the key), else
+    /// Redis's `no such key`.
+    FoundOrNoSuchKey,
 }
 
 /// Engine SCAN cursors stay below 2^40; the server keeps the shard index above.
@@ -379,6 +382,10 @@ pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<
         Merge::Scan { shard, .. } => merge_scan(parts, shard as u64, out),
         Merge::ClientLines { verbatim } => client_lines(parts, verbatim, out),
         Merge::Digest { keys } => merge_digests(parts, keys, out),
+        Merge::FoundOrNoSuchKey => match parts.iter().find(|p| !p.starts_with(b"$-1")) {
+            Some(found) => out.extend_from_slice(found),
+            None => out.extend_from_slice(b"-ERR no such key\r\n"),
+        },
         Merge::KillOne => {
             let killed: i64 = parts
                 .iter()
