@@ -157,17 +157,87 @@ impl crate::Engine {
     }
 }
 
+/// What DEBUG says about one key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyReport {
+    /// DEBUG OBJECT: the facts line.
+    Object,
+    /// DEBUG LISTPACK: a listpack's layout, printed to the server's output.
+    Listpack,
+    /// DEBUG QUICKLIST: a quicklist's nodes, printed to the server's output.
+    Quicklist,
+}
+
+/// DEBUG OBJECT / LISTPACK / QUICKLIST on `key`: `None` when the key is not there
+/// (OBJECT reads it without expiring it, as Redis reads its dict; the others skip
+/// a logically expired key, as `objectCommandLookup` does), else the status reply
+/// and what to print on the server's output, or Redis's error.
+pub fn debug_key_report(
+    engine: &crate::Engine,
+    db: usize,
+    key: &[u8],
+    now_ms: u64,
+    report: KeyReport,
+) -> Option<Result<(String, Option<String>), &'static str>> {
+    if report == KeyReport::Object {
+        return debug_object_line(engine, db, key, now_ms).map(|line| Ok((line, None)));
+    }
+    let d = engine.db(db);
+    let entry = d.entry(d.find(key)?);
+    if entry.expire_at().is_some_and(|at| at <= now_ms) {
+        return None;
+    }
+    let encoding = entry.encoding().name();
+    let shown = String::from_utf8_lossy(key);
+    Some(match report {
+        KeyReport::Listpack if encoding != "listpack" => Err("ERR Not a listpack encoded object."),
+        KeyReport::Listpack => {
+            let text = format!(
+                "{{listpack of key '{shown}', {} entries}}",
+                listpack_entries(entry)
+            );
+            Ok((
+                "Listpack structure printed on stdout".to_string(),
+                Some(text),
+            ))
+        }
+        KeyReport::Quicklist => match entry.value() {
+            ValueRef::List(list) if encoding == "quicklist" => {
+                let mut text = format!("{{quicklist of key '{shown}'}}");
+                for (i, (count, bytes)) in list.node_shape().into_iter().enumerate() {
+                    text.push_str(&format!(
+                        "\n{{quicklist node {i}}} {{container : PACKED, count: {count}, sz: {bytes}}}"
+                    ));
+                }
+                Ok((
+                    "Quicklist structure printed on stdout".to_string(),
+                    Some(text),
+                ))
+            }
+            _ => Err("ERR Not a quicklist encoded object."),
+        },
+        KeyReport::Object => unreachable!("answered above"),
+    })
+}
+
+/// Entries of a listpack-encoded value (elements, members with scores, fields
+/// with values), for DEBUG LISTPACK's printout.
+fn listpack_entries(entry: &Entry) -> usize {
+    match entry.value() {
+        ValueRef::List(l) => l.len(),
+        ValueRef::Set(s) => s.len(),
+        ValueRef::ZSet(z) => z.len() * 2,
+        ValueRef::Hash(h) => h.len() * 2,
+        ValueRef::Str(_) | ValueRef::Stream(_) => 0,
+    }
+}
+
 /// DEBUG OBJECT's line for `key` of database `db` (Redis 7.0's fields, in its
 /// order): where the value is, its refcount, encoding, the length of its RDB
 /// serialization (without the type byte, as `rdbSavedObjectLen`), its LRU clock
 /// and idle seconds, and for a quicklist its node figures. `None` when the key is
 /// not there (read without expiring it, as Redis reads its dict).
-pub fn debug_object_line(
-    engine: &crate::Engine,
-    db: usize,
-    key: &[u8],
-    now_ms: u64,
-) -> Option<String> {
+fn debug_object_line(engine: &crate::Engine, db: usize, key: &[u8], now_ms: u64) -> Option<String> {
     let d = engine.db(db);
     let entry = d.entry(d.find(key)?);
     let value = entry.value();

@@ -301,3 +301,50 @@ fn debug_object_equals_redis_but_address_and_clock() {
         assert_eq!(got.len(), expected.len());
     }
 }
+
+/// DEBUG LOG, ERROR, LISTPACK, QUICKLIST and subcommands Redis 7.0 does not have.
+fn harmless(port: u16) -> Vec<String> {
+    let mut conn = RawConn::connect(port);
+    load_every_type(&mut conn);
+    let cases: &[&[&str]] = &[
+        &["debug", "log", "a step of the test"],
+        &["debug", "log"],
+        &["debug", "error", "something went wrong"],
+        &["debug", "error", "-WRONGTYPE made up"],
+        &["debug", "error", ""],
+        &["debug", "listpack", "zset:small"],
+        &["debug", "listpack", "hash:small"],
+        &["debug", "listpack", "str:embstr"],
+        &["debug", "listpack", "list:huge"],
+        &["debug", "listpack", "missing"],
+        &["debug", "listpack"],
+        &["debug", "quicklist", "list:huge"],
+        &["debug", "quicklist", "list:huge", "1"],
+        &["debug", "quicklist", "hash:big"],
+        &["debug", "quicklist", "missing"],
+        &["debug", "quicklist", "list:huge", "1", "2"],
+        &["debug", "jmap"],
+        &["debug", "help", "extra"],
+    ];
+    cases
+        .iter()
+        .map(|args| format!("{args:?}: {}", show(&conn.cmd(args))))
+        .collect()
+}
+
+#[test]
+fn debug_log_error_listpack_quicklist_as_redis() {
+    let Some(_) = require_redis_server("debug_command") else {
+        return;
+    };
+    let redis = Server::redis();
+    let expected = harmless(redis.port());
+    for shards in [1, 2] {
+        let ruvio = Server::ruvio(PortMode::Forward, shards);
+        let got = harmless(ruvio.port());
+        for (want, have) in expected.iter().zip(&got) {
+            assert_eq!(have, want, "{shards} shard(s)");
+        }
+        assert!(ruvio.logs().contains("DEBUG LOG: a step of the test"));
+    }
+}

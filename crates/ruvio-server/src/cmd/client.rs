@@ -146,13 +146,15 @@ pub enum ClientQuery {
         /// The keys, in request order.
         keys: Vec<Vec<u8>>,
     },
-    /// DEBUG OBJECT: the shard holding the key answers its line, the others nil
-    /// ([`Merge::FoundOrNoSuchKey`]).
-    DebugObject {
+    /// DEBUG OBJECT, LISTPACK, QUICKLIST: the shard holding the key answers, the
+    /// others nil ([`Merge::FoundOrNoSuchKey`]).
+    DebugKey {
         /// The client's database.
         db: usize,
         /// The key.
         key: Vec<u8>,
+        /// What is asked.
+        report: ruvio_engine::debug_digest::KeyReport,
     },
 }
 
@@ -211,11 +213,18 @@ pub fn answer(
                 .collect();
             Reply::new(&mut out, Protocol::Resp2).bulk(&digests);
         }
-        ClientQuery::DebugObject { db, key } => {
-            let line = ruvio_engine::debug_digest::debug_object_line(&core.engine, *db, key, now);
-            match line {
-                Some(line) => Reply::new(&mut out, Protocol::Resp2).simple(&line),
-                None => Reply::new(&mut out, Protocol::Resp2).null(),
+        ClientQuery::DebugKey { db, key, report } => {
+            use ruvio_engine::debug_digest::debug_key_report;
+            let mut reply = Reply::new(&mut out, Protocol::Resp2);
+            match debug_key_report(&core.engine, *db, key, now, *report) {
+                None => reply.null(),
+                Some(Ok((status, printout))) => {
+                    if let Some(text) = printout {
+                        eprintln!("{text}");
+                    }
+                    reply.simple(&status);
+                }
+                Some(Err(error)) => reply.error(error),
             }
         }
     }

@@ -1,5 +1,6 @@
 //! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, SET-ACTIVE-EXPIRE,
-//! DIGEST, DIGEST-VALUE, OBJECT, EXPORT-RDB, SHARD, HELP).
+//! DIGEST, DIGEST-VALUE, OBJECT, LISTPACK, QUICKLIST, LOG, ERROR, EXPORT-RDB,
+//! SHARD, HELP).
 //!
 //! Redis' DEBUG is a grab bag for its test suite; Ruvio implements what clients'
 //! tests use (PROTOCOL: one reply of each RESP type; SLEEP: a blocked shard;
@@ -15,6 +16,7 @@ use crate::config::PortMode;
 use crate::mesh::gather::{Gather, Then};
 use crate::net::conn::Merge;
 use ruvio_engine::command::{command, flags::*, reply_help};
+use ruvio_engine::debug_digest::KeyReport;
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 use std::sync::atomic::Ordering::Relaxed;
@@ -51,6 +53,15 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
         debug_digest_value),
     command!("debug|object", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "Low-level facts about a key's value", "O(N)", debug_object),
+    command!("debug|listpack", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Print a listpack-encoded value's layout to the server's output", "O(N)",
+        debug_listpack),
+    command!("debug|quicklist", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Print a quicklist's nodes to the server's output", "O(N)", debug_quicklist),
+    command!("debug|log", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Write a message to the server's log", "O(1)", debug_log),
+    command!("debug|error", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Reply with an error of the given text", "O(1)", debug_error),
     command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
@@ -193,11 +204,52 @@ fn debug_digest_value(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) 
 /// serializedlength:... lru:... lru_seconds_idle:...`, quicklist figures after),
 /// from whichever shard holds the key; `no such key` when none does.
 fn debug_object(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let query = ClientQuery::DebugObject {
+    debug_key(ctx, args, KeyReport::Object, reply)
+}
+
+/// `DEBUG LISTPACK key`: prints the listpack to the server's output and says so;
+/// `Not a listpack encoded object.` for other encodings.
+fn debug_listpack(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    debug_key(ctx, args, KeyReport::Listpack, reply)
+}
+
+/// `DEBUG QUICKLIST key [0|1]`: prints the quicklist's nodes to the server's output
+/// and says so; `Not a quicklist encoded object.` for other encodings.
+fn debug_quicklist(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    // Three or four arguments: the row's arity says at least three.
+    if args.len() > 4 {
+        return Err(CmdError::subcommand_syntax(args.get(1), "debug"));
+    }
+    debug_key(ctx, args, KeyReport::Quicklist, reply)
+}
+
+/// The DEBUG subcommands about one key, answered by the shard holding it.
+fn debug_key(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    report: KeyReport,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let query = ClientQuery::DebugKey {
         db: ctx.client.db,
         key: args.get(2).to_vec(),
+        report,
     };
     ask_every_shard(ctx, query, Merge::FoundOrNoSuchKey, reply)
+}
+
+/// `DEBUG LOG message`: the message in the server's log, as Redis's `DEBUG LOG: `
+/// warning line (test suites mark their steps with it).
+fn debug_log(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    eprintln!("DEBUG LOG: {}", String::from_utf8_lossy(args.get(2)));
+    reply.ok();
+    Ok(())
+}
+
+/// `DEBUG ERROR message`: the message itself as the error line, as Redis's
+/// `addReplyErrorSds` sends it (no `ERR` added).
+fn debug_error(_ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
+    Err(CmdError::Line(args.get(2).to_vec()))
 }
 
 /// `DEBUG EXPORT-RDB path`: every shard's keys in one RDB file (see
@@ -230,6 +282,16 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
             "    Output a hex signature representing the current DB content.",
             "DIGEST-VALUE <key> [<key> ...]",
             "    Output a hex signature of the values of all the specified keys.",
+            "ERROR <string>",
+            "    Return a Redis protocol error with <string> as message. Useful for clients",
+            "    unit tests to simulate Redis errors.",
+            "LOG <message>",
+            "    Write <message> to the server log.",
+            "LISTPACK <key>",
+            "    Show low level info about the listpack encoding of <key>.",
+            "QUICKLIST <key> [<0|1>]",
+            "    Show low level info about the quicklist encoding of <key>.",
+            "    The optional argument (0 by default) sets the level of detail",
             "OBJECT <key>",
             "    Show low level info about the `key` and associated value.",
             "PROTOCOL <type>",
