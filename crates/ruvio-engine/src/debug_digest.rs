@@ -274,3 +274,20 @@ fn debug_object_line(engine: &crate::Engine, db: usize, key: &[u8], now_ms: u64)
     }
     Some(line)
 }
+
+impl crate::Engine {
+    /// DEBUG RELOAD: every database written in its RDB form and read back into
+    /// fresh databases, which replace these (as Redis saves, empties and loads its
+    /// dump): encodings become what loading chooses, keys already expired are
+    /// dropped, access clocks restart. Configuration, statistics, leases and the
+    /// rest of the engine's state stay. Returns the keys loaded back.
+    pub fn reload_through_rdb(&mut self, now_ms: u64) -> Result<usize, String> {
+        let (section, version) = crate::rdb::file::write_section(self, now_ms)?;
+        let file = crate::rdb::file::assemble([section.as_slice()], version);
+        let mut fresh = crate::Engine::new(self.db_count());
+        *fresh.config_mut() = *self.config();
+        let loaded = crate::rdb::file::load(&mut fresh, &file, now_ms, |_| true)?;
+        self.adopt_databases(fresh);
+        Ok(loaded.keys)
+    }
+}

@@ -401,6 +401,15 @@ impl Engine {
         counts
     }
 
+    /// Take `fresh`'s databases in place of these (DEBUG RELOAD): the cursors and
+    /// the eviction pool, which name entries of the old ones, start over.
+    pub(crate) fn adopt_databases(&mut self, fresh: Engine) {
+        self.dbs = fresh.dbs;
+        self.expire_cursor = (0, 0);
+        self.field_expire_cursor = (0, 0);
+        self.evict_pool = Default::default();
+    }
+
     /// Up to `count` keys of database `db` in `slot` (CLUSTER GETKEYSINSLOT).
     pub fn keys_in_slot(&self, db: usize, slot: u16, count: usize) -> Vec<Vec<u8>> {
         self.dbs[db]

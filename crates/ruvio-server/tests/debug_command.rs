@@ -348,3 +348,69 @@ fn debug_log_error_listpack_quicklist_as_redis() {
         assert!(ruvio.logs().contains("DEBUG LOG: a step of the test"));
     }
 }
+
+/// DEBUG RELOAD keeps the data (the digest before and after), drops keys already
+/// expired, keeps TTLs, and refuses unknown options with Redis's text.
+fn reload(port: u16) -> Vec<String> {
+    let mut conn = RawConn::connect(port);
+    load_every_type(&mut conn);
+    conn.cmd(&["debug", "set-active-expire", "0"]);
+    conn.cmd(&["set", "gone", "v", "px", "1"]);
+    std::thread::sleep(Duration::from_millis(20));
+    let mut out = Vec::new();
+    let mut say = |what: &str, reply: Vec<u8>| out.push(format!("{what}: {}", show(&reply)));
+    say("dbsize before", conn.cmd(&["dbsize"]));
+    let before = conn.cmd(&["debug", "digest"]);
+    say("reload", conn.cmd(&["debug", "reload"]));
+    say(
+        "same digest",
+        (conn.cmd(&["debug", "digest"]) == before)
+            .to_string()
+            .into_bytes(),
+    );
+    say("dbsize after", conn.cmd(&["dbsize"]));
+    say(
+        "ttl kept",
+        (conn.cmd(&["ttl", "str:ttl"]) != b":-1\r\n")
+            .to_string()
+            .into_bytes(),
+    );
+    say(
+        "value",
+        conn.cmd(&["zrange", "zset:small", "0", "-1", "withscores"]),
+    );
+    say("bad option", conn.cmd(&["debug", "reload", "fast"]));
+    conn.cmd(&["debug", "set-active-expire", "1"]);
+    out
+}
+
+#[test]
+fn debug_reload_keeps_the_data_as_redis() {
+    let Some(_) = require_redis_server("debug_command") else {
+        return;
+    };
+    let redis = Server::redis();
+    let expected = reload(redis.port());
+    let ruvio = Server::ruvio(PortMode::Forward, 1);
+    assert_eq!(reload(ruvio.port()), expected);
+    assert!(ruvio.logs().contains("DB reloaded by DEBUG RELOAD"));
+    // Per-shard mode: each node reloads its own keys.
+    let nodes = Server::per_shard(2);
+    let tag = hash_tag_on_shard(1, 2);
+    let mut node = RawConn::connect(nodes.shard_port(1));
+    for i in 0..50 {
+        node.cmd(&["set", &format!("{{{tag}}}k{i}"), &i.to_string()]);
+    }
+    let before = node.cmd(&["debug", "digest"]);
+    assert_eq!(node.cmd(&["debug", "reload"]), b"+OK\r\n");
+    assert_eq!(node.cmd(&["debug", "digest"]), before);
+    assert_eq!(node.cmd(&["dbsize"]), b":50\r\n");
+    // Forward mode with several shards refuses (keys may be out on loan).
+    let two = Server::ruvio(PortMode::Forward, 2);
+    let refused = RawConn::connect(two.port()).cmd(&["debug", "reload"]);
+    assert!(
+        refused.starts_with(b"-ERR DEBUG RELOAD reloads one shard"),
+        "{}",
+        show(&refused)
+    );
+}

@@ -1,6 +1,6 @@
 //! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, SET-ACTIVE-EXPIRE,
-//! DIGEST, DIGEST-VALUE, OBJECT, LISTPACK, QUICKLIST, LOG, ERROR, EXPORT-RDB,
-//! SHARD, HELP).
+//! DIGEST, DIGEST-VALUE, OBJECT, LISTPACK, QUICKLIST, LOG, ERROR, RELOAD,
+//! EXPORT-RDB, SHARD, HELP).
 //!
 //! Redis' DEBUG is a grab bag for its test suite; Ruvio implements what clients'
 //! tests use (PROTOCOL: one reply of each RESP type; SLEEP: a blocked shard;
@@ -62,6 +62,8 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
         "server", "1.0.0", "Write a message to the server's log", "O(1)", debug_log),
     command!("debug|error", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "Reply with an error of the given text", "O(1)", debug_error),
+    command!("debug|reload", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Save the dataset and load it back", "O(N)", debug_reload),
     command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
@@ -238,6 +240,50 @@ fn debug_key(
     ask_every_shard(ctx, query, Merge::FoundOrNoSuchKey, reply)
 }
 
+/// Redis's DEBUG RELOAD options.
+const RELOAD_OPTIONS: &[&str] = &["MERGE", "NOFLUSH", "NOSAVE"];
+
+/// `DEBUG RELOAD`: the dataset written in its RDB form and loaded back in place
+/// (`Engine::reload_through_rdb`), as Redis saves its dump, empties and loads it;
+/// `+OK` and `DB reloaded by DEBUG RELOAD` in the log. Redis's options (MERGE,
+/// NOFLUSH, NOSAVE) work on its dump file, which Ruvio does not keep: they are
+/// refused. With several shards in forward mode keys may be out on loan between
+/// shards, so the reload is refused there too (per-shard mode reloads the node).
+fn debug_reload(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let known = |opt: &[u8]| {
+        RELOAD_OPTIONS
+            .iter()
+            .any(|o| opt.eq_ignore_ascii_case(o.as_bytes()))
+    };
+    if !args.iter().skip(2).all(known) {
+        return Err(CmdError::Line(
+            b"ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.".to_vec(),
+        ));
+    }
+    let refuse = |text: &str| Err(CmdError::Line(text.as_bytes().to_vec()));
+    if args.len() > 2 {
+        return refuse("ERR DEBUG RELOAD's MERGE, NOFLUSH and NOSAVE need a dump file, which Ruvio does not keep");
+    }
+    if ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.topo.nodes.len() > 1 {
+        return refuse("ERR DEBUG RELOAD reloads one shard: use 1 shard or per-shard mode");
+    }
+    if ctx.core.background_save.busy() {
+        return refuse("ERR DEBUG RELOAD waits for the background save in progress");
+    }
+    let now = ctx.core.now_ms;
+    match ctx.core.engine.reload_through_rdb(now) {
+        Ok(keys) => {
+            eprintln!("DB reloaded by DEBUG RELOAD ({keys} keys)");
+            reply.ok();
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("DEBUG RELOAD failed: {e}");
+            refuse("ERR Error trying to load the RDB dump")
+        }
+    }
+}
+
 /// `DEBUG LOG message`: the message in the server's log, as Redis's `DEBUG LOG: `
 /// warning line (test suites mark their steps with it).
 fn debug_log(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
@@ -298,6 +344,19 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
             "    true, false.",
+            "RELOAD [option ...]",
+            "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
+            "    * MERGE: conflicting keys will be loaded from RDB.",
+            "    * NOFLUSH: the existing database will not be removed before load, but",
+            "      conflicting keys will generate an exception and kill the server.",
+            "    * NOSAVE: the database will be loaded from an existing RDB file.",
+            "    Examples:",
+            "    * DEBUG RELOAD: verify that the server is able to persist, flush and reload",
+            "      the database.",
+            "    * DEBUG RELOAD NOSAVE: replace the current database with the contents of an",
+            "      existing RDB file.",
+            "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
+            "      file to the database.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
