@@ -64,6 +64,10 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
         "server", "1.0.0", "Reply with an error of the given text", "O(1)", debug_error),
     command!("debug|reload", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "Save the dataset and load it back", "O(N)", debug_reload),
+    command!("debug|quicklist-packed-threshold", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "Validate a quicklist packed-node threshold (no effect in Ruvio)", "O(1)",
+        debug_quicklist_packed_threshold),
     command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
@@ -284,6 +288,32 @@ fn debug_reload(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
     }
 }
 
+/// The largest threshold Redis takes: 4 GB less 1 MB (`quicklistSetPackedThreshold`).
+const PACKED_THRESHOLD_BYTES_MAX: usize = (1 << 32) - (1 << 20);
+
+/// `DEBUG QUICKLIST-PACKED-THRESHOLD size`: Redis's validation and replies (a
+/// memory value up to 4 GB less 1 MB; 0 means 1 GB). Redis stores elements at or
+/// over the threshold in plain nodes of their own; Ruvio has no plain nodes, so
+/// the value is checked and answered as Redis answers but changes nothing
+/// (docs: README, DEBUG row).
+fn debug_quicklist_packed_threshold(
+    _ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let size = std::str::from_utf8(args.get(2))
+        .ok()
+        .and_then(crate::config::parse_memory)
+        .filter(|&n| n <= PACKED_THRESHOLD_BYTES_MAX);
+    if size.is_none() {
+        return Err(CmdError::Line(
+            b"ERR argument must be a memory value bigger than 1 and smaller than 4gb".to_vec(),
+        ));
+    }
+    reply.ok();
+    Ok(())
+}
+
 /// `DEBUG LOG message`: the message in the server's log, as Redis's `DEBUG LOG: `
 /// warning line (test suites mark their steps with it).
 fn debug_log(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
@@ -357,6 +387,9 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
             "      existing RDB file.",
             "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
             "      file to the database.",
+            "QUICKLIST-PACKED-THRESHOLD <size>",
+            "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+            "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
