@@ -131,6 +131,84 @@ fn digest_and_delex(c: &mut RawConn, key: &str) {
     assert_eq!(c.cmd(&["EXISTS", list, key]), int(2));
 }
 
+/// SET's Redis 8.4 conditions on `key` (and names made from it).
+fn set_conditions(c: &mut RawConn, key: &str) {
+    let list = format!("{key}:list");
+    let missing = format!("{key}:none");
+    let (list, missing) = (list.as_str(), missing.as_str());
+    let nil = b"$-1\r\n";
+    c.cmd(&["DEL", key, missing]);
+    c.cmd(&["SET", key, "hello"]);
+    assert_eq!(c.cmd(&["SET", key, "world", "IFEQ", "different"]), nil);
+    assert_eq!(
+        c.cmd(&["SET", key, "world", "ifeq", "hello", "EX", "100"]),
+        b"+OK\r\n"
+    );
+    assert!(as_int(&c.cmd(&["TTL", key])) > 90);
+    assert_eq!(c.cmd(&["SET", key, "again", "IFNE", "world"]), nil);
+    assert_eq!(
+        c.cmd(&["SET", key, "again", "IFNE", "other", "GET"]),
+        bulk_bytes("world")
+    );
+    assert_eq!(
+        c.cmd(&["SET", key, "x", "IFEQ", "nope", "GET"]),
+        bulk_bytes("again")
+    );
+    assert_eq!(c.cmd(&["GET", key]), bulk_bytes("again"));
+    // Digests, either case; an integer value compares as its text.
+    c.cmd(&["SET", key, "12345"]);
+    let digest = c.cmd(&["DIGEST", key]);
+    let digest = std::str::from_utf8(&digest)
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    assert_eq!(c.cmd(&["SET", key, "n", "IFDNE", &digest]), nil);
+    assert_eq!(
+        c.cmd(&["SET", key, "n", "IFDEQ", &digest.to_ascii_uppercase()]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["SET", key, "m", "IFDNE", "0000000000000000"]),
+        b"+OK\r\n"
+    );
+    // A missing key: IFEQ/IFDEQ do not create it, IFNE/IFDNE do (the digest unread).
+    assert_eq!(c.cmd(&["SET", missing, "v", "IFEQ", "v"]), nil);
+    assert_eq!(c.cmd(&["SET", missing, "v", "IFDEQ", "1234567890"]), nil);
+    assert_eq!(c.cmd(&["SET", missing, "v", "IFEQ", "v", "GET"]), nil);
+    assert_eq!(c.cmd(&["EXISTS", missing]), int(0));
+    assert_eq!(
+        c.cmd(&["SET", missing, "v", "IFDNE", "1234567890"]),
+        b"+OK\r\n"
+    );
+    c.cmd(&["DEL", missing]);
+    assert_eq!(c.cmd(&["SET", missing, "v", "IFNE", "v", "GET"]), nil);
+    assert_eq!(c.cmd(&["GET", missing]), bulk_bytes("v"));
+    // Errors.
+    c.cmd(&["DEL", list]);
+    c.cmd(&["RPUSH", list, "a"]);
+    assert_eq!(c.cmd(&["SET", list, "v", "IFEQ", "a"]), WRONGTYPE);
+    assert_eq!(c.cmd(&["SET", list, "v", "IFDNE", "1234567890"]), WRONGTYPE);
+    let format = b"-ERR The digest must be exactly 16 hexadecimal characters\r\n";
+    assert_eq!(c.cmd(&["SET", key, "v", "IFDEQ", "123"]), format);
+    assert_eq!(c.cmd(&["SET", key, "v", "IFDNE", "", "GET"]), format);
+    let syntax = b"-ERR syntax error\r\n";
+    for options in [
+        &["IFEQ"][..],
+        &["NX", "IFEQ", "a"],
+        &["IFNE", "a", "XX"],
+        &["IFEQ", "a", "IFNE", "b"],
+        &["IFDEQ", "0000000000000000", "IFEQ", "a"],
+    ] {
+        let mut argv = vec!["SET", key, "v"];
+        argv.extend_from_slice(options);
+        assert_eq!(c.cmd(&argv), syntax, "{options:?}");
+    }
+    assert_eq!(c.cmd(&["GET", key]), bulk_bytes("m"), "errors set nothing");
+    c.cmd(&["DEL", key, missing, list]);
+}
+
 fn msetex_errors(c: &mut RawConn) {
     let arity = b"-ERR wrong number of arguments for 'msetex' command\r\n";
     assert_eq!(c.cmd(&["MSETEX"]), arity);
@@ -252,6 +330,7 @@ fn one_shard_matches_documented_replies() {
     let server = Server::forward(1);
     let mut c = server.raw();
     digest_and_delex(&mut c, "dg:key");
+    set_conditions(&mut c, "cas:key");
     msetex_errors(&mut c);
     let keys: Vec<String> = ["ms:a", "ms:b", "ms:c"]
         .iter()
@@ -288,6 +367,7 @@ fn two_shards_forward_spans_shards_atomically() {
     msetex_errors(&mut c);
     digest_and_delex(&mut c, &key_on_shard("dg", 1, 2));
     digest_and_delex(&mut other, &key_on_shard("dg", 0, 2));
+    set_conditions(&mut other, &key_on_shard("cas", 0, 2));
 }
 
 #[test]
@@ -301,6 +381,7 @@ fn two_shards_per_shard_mode_answers_as_a_cluster() {
         .collect();
     msetex_sets(&mut c, &keys);
     digest_and_delex(&mut c, &format!("{tag}dg"));
+    set_conditions(&mut c, &format!("{tag}cas"));
     let (on0, on1) = (key_on_shard("x", 0, 2), key_on_shard("y", 1, 2));
     let reply = c.cmd(&["MSETEX", "2", &on1, "v", &on0, "v", "EX", "10"]);
     assert!(reply.starts_with(b"-CROSSSLOT"), "{}", show(&reply));

@@ -57,9 +57,9 @@ pub(crate) fn digest(
     Ok(Done)
 }
 
-/// DELEX's condition on the current value.
+/// A condition on a string's current value: DELEX's, and SET's (Redis 8.4).
 #[derive(Clone, Copy)]
-enum Condition<'a> {
+pub(crate) enum Condition<'a> {
     /// IFEQ: the value equals these bytes.
     ValueEquals(&'a [u8]),
     /// IFNE: the value differs from these bytes.
@@ -71,7 +71,18 @@ enum Condition<'a> {
 }
 
 impl Condition<'_> {
-    fn holds_for(self, value: &[u8]) -> Result<bool, CmdError> {
+    /// Whether a missing key meets it: only the "differs" forms (SET IFNE/IFDNE
+    /// create the key).
+    pub(crate) fn holds_for_missing(self) -> bool {
+        matches!(
+            self,
+            Condition::ValueDiffers(_) | Condition::DigestDiffers(_)
+        )
+    }
+
+    /// Whether `value` meets it; a digest operand that is not 16 hex digits is an
+    /// error (read only once a value is there to compare).
+    pub(crate) fn holds_for(self, value: &[u8]) -> Result<bool, CmdError> {
         Ok(match self {
             Condition::ValueEquals(expected) => value == expected,
             Condition::ValueDiffers(expected) => value != expected,
@@ -81,7 +92,11 @@ impl Condition<'_> {
     }
 }
 
-fn parse_condition<'a>(name: &[u8], operand: &'a [u8]) -> Result<Condition<'a>, CmdError> {
+/// IFEQ / IFNE / IFDEQ / IFDNE with its operand, or DELEX's invalid-condition error.
+pub(crate) fn parse_condition<'a>(
+    name: &[u8],
+    operand: &'a [u8],
+) -> Result<Condition<'a>, CmdError> {
     if eq_ci(name, "IFEQ") {
         Ok(Condition::ValueEquals(operand))
     } else if eq_ci(name, "IFNE") {

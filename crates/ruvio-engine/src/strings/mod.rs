@@ -4,7 +4,7 @@
 //! in [`digest`].
 
 mod counter;
-mod digest;
+pub(crate) mod digest;
 mod lcs;
 mod set;
 

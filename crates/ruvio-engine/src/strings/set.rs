@@ -1,11 +1,13 @@
 //! The SET family: one generic core ([`set_generic`], Redis' `setGenericCommand`)
 //! serves SET, SETNX, SETEX, PSETEX and GETSET; the option parser
-//! ([`parse_extended`], Redis' `parseExtendedStringArgumentsOrReply`) serves SET and
-//! GETEX and MSETEX. MSET/MSETNX, MSETEX (Redis 8.4) and GETEX are here too since
-//! they share the pieces.
+//! ([`parse_extended`], Redis' `parseExtendedStringArgumentsOrReply`) serves SET
+//! (with Redis 8.4's IFEQ/IFNE/IFDEQ/IFDNE conditions), GETEX and MSETEX.
+//! MSET/MSETNX, MSETEX (Redis 8.4) and GETEX are here too since they share the
+//! pieces.
 
 use ruvio_resp::{Args, Reply};
 
+use super::digest::{parse_condition, Condition};
 use super::{encode_arg, events, get_generic, string_of};
 use crate::args::eq_ci;
 use crate::command::{CmdResult, ExecCtx, Outcome::Done};
@@ -48,6 +50,8 @@ impl ExpireUnit {
 struct SetOptions<'a> {
     nx: bool,
     xx: bool,
+    /// SET's IFEQ / IFNE / IFDEQ / IFDNE (Redis 8.4), exclusive with NX and XX.
+    condition: Option<Condition<'a>>,
     get: bool,
     keep_ttl: bool,
     persist: bool,
@@ -69,10 +73,20 @@ fn parse_extended<'a>(
         let next = (j + 1 < args.len()).then(|| args.get(j + 1));
         let set = matches!(of, OptionsOf::Set | OptionsOf::MsetEx);
         let other_expire = |u: ExpireUnit| o.expire.is_some_and(|(unit, _)| unit != u);
-        if set && eq_ci(opt, "NX") && !o.xx {
+        let conditional = o.condition.is_some();
+        let condition_word = ["IFEQ", "IFNE", "IFDEQ", "IFDNE"]
+            .iter()
+            .any(|w| eq_ci(opt, w));
+        if set && eq_ci(opt, "NX") && !o.xx && !conditional {
             o.nx = true;
-        } else if set && eq_ci(opt, "XX") && !o.nx {
+        } else if set && eq_ci(opt, "XX") && !o.nx && !conditional {
             o.xx = true;
+        } else if of == OptionsOf::Set && condition_word {
+            let Some(operand) = next.filter(|_| !o.nx && !o.xx && !conditional) else {
+                return Err(CmdError::Syntax);
+            };
+            o.condition = Some(parse_condition(opt, operand)?);
+            j += 1;
         } else if of == OptionsOf::Set && eq_ci(opt, "GET") {
             o.get = true;
         } else if set && eq_ci(opt, "KEEPTTL") && !o.persist && o.expire.is_none() {
@@ -173,11 +187,25 @@ fn set_generic(
         None => None,
     };
     let value = encode_arg(args.get(value_at))?;
+    // A condition is judged before GET replies, so that its errors (WRONGTYPE, a
+    // malformed digest) come before anything is written.
+    let condition_holds = match options.condition {
+        None => true,
+        Some(condition) => match engine.lookup_write(ctx, key) {
+            None => condition.holds_for_missing(),
+            Some(id) => {
+                let mut buf = itoa::Buffer::new();
+                let current = string_of(engine.db(ctx.db).entry(id))?;
+                condition.holds_for(current.bytes(&mut buf))?
+            }
+        },
+    };
     if options.get {
         get_generic(engine, ctx, key, reply)?;
     }
     let existing = engine.lookup_write(ctx, key);
-    if (options.nx && existing.is_some()) || (options.xx && existing.is_none()) {
+    if (options.nx && existing.is_some()) || (options.xx && existing.is_none()) || !condition_holds
+    {
         if !options.get {
             match answer {
                 Answer::OkOrNull => reply.null(),
