@@ -291,3 +291,52 @@ impl crate::Engine {
         Ok(loaded.keys)
     }
 }
+
+/// Longest key or value text DEBUG POPULATE formats: Redis formats into a
+/// 128-byte buffer, so the text is cut at 127 bytes.
+const POPULATE_TEXT_BYTES_MAX: usize = 127;
+
+impl crate::Engine {
+    /// DEBUG POPULATE: string keys `prefix:j` for j in `0..count` (those `keep`
+    /// accepts: the shard's own in forward mode), each holding `value:j`, or with
+    /// `value_bytes` that text cut or zero-padded to that length; a key that exists
+    /// is left alone, as Redis's `debugCommand` does. Returns the keys added.
+    pub fn debug_populate(
+        &mut self,
+        db: usize,
+        now_ms: u64,
+        count: u64,
+        prefix: &[u8],
+        value_bytes: usize,
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> usize {
+        let ctx = crate::command::ExecCtx::new(db, now_ms);
+        let mut key = Vec::new();
+        let mut value = Vec::new();
+        let mut added = 0;
+        for j in 0..count {
+            let number = itoa::Buffer::new().format(j).to_owned();
+            key.clear();
+            key.extend_from_slice(prefix);
+            key.push(b':');
+            key.extend_from_slice(number.as_bytes());
+            key.truncate(POPULATE_TEXT_BYTES_MAX);
+            if !keep(&key) || self.lookup_write(&ctx, &key).is_some() {
+                continue;
+            }
+            value.clear();
+            value.extend_from_slice(b"value:");
+            value.extend_from_slice(number.as_bytes());
+            if value_bytes > 0 {
+                value.resize(value_bytes, 0);
+            }
+            let stored = crate::keyspace::NewValue::Str {
+                bytes: &value,
+                raw: false,
+            };
+            self.set_key(&ctx, &key, None, stored, false);
+            added += 1;
+        }
+        added
+    }
+}

@@ -423,3 +423,61 @@ fn debug_reload_keeps_the_data_as_redis() {
         show(&refused)
     );
 }
+
+/// DEBUG POPULATE's keys, values, skipped existing keys, cut prefixes and errors.
+fn populate(port: u16) -> Vec<String> {
+    let mut conn = RawConn::connect(port);
+    conn.cmd(&["flushall"]);
+    conn.cmd(&["set", "key:1", "mine"]);
+    let long_prefix = "p".repeat(200);
+    let cases: Vec<Vec<String>> = [
+        &["debug", "populate", "100"][..],
+        &["dbsize"],
+        &["get", "key:1"],
+        &["get", "key:99"],
+        &["debug", "populate", "10", "short", "3"],
+        &["get", "short:9"],
+        &["debug", "populate", "5", "padded", "12"],
+        &["get", "padded:4"],
+        &["debug", "populate", "2", &long_prefix],
+        &["dbsize"],
+        &["debug", "populate", "0"],
+        &["debug", "populate", "-1"],
+        &["debug", "populate", "many"],
+        &["debug", "populate", "1", "k", "-5"],
+        &["debug", "populate", "1", "k", "x"],
+        &["debug", "populate", "1", "a", "1", "extra"],
+        &["debug", "populate"],
+    ]
+    .iter()
+    .map(|c| c.iter().map(|s| s.to_string()).collect())
+    .collect();
+    let mut out: Vec<String> = cases
+        .iter()
+        .map(|args| format!("{}: {}", args.join(" "), show(&conn.cmd(args))))
+        .collect();
+    conn.cmd(&["select", "3"]);
+    out.push(format!(
+        "db3: {}",
+        show(&conn.cmd(&["debug", "populate", "7"]))
+    ));
+    out.push(format!("db3 size: {}", show(&conn.cmd(&["dbsize"]))));
+    out
+}
+
+#[test]
+fn debug_populate_as_redis() {
+    let Some(_) = require_redis_server("debug_command") else {
+        return;
+    };
+    let redis = Server::redis();
+    let expected = populate(redis.port());
+    for shards in [1, 2] {
+        let ruvio = Server::ruvio(PortMode::Forward, shards);
+        let got = populate(ruvio.port());
+        for (want, have) in expected.iter().zip(&got) {
+            assert_eq!(have, want, "{shards} shard(s)");
+        }
+        assert_eq!(got.len(), expected.len());
+    }
+}

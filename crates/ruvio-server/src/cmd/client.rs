@@ -146,6 +146,18 @@ pub enum ClientQuery {
         /// The keys, in request order.
         keys: Vec<Vec<u8>>,
     },
+    /// DEBUG POPULATE: each shard adds the keys it owns in forward mode (all of
+    /// them in per-shard mode, as a Redis Cluster node does) and answers `+OK`.
+    Populate {
+        /// The client's database.
+        db: usize,
+        /// How many keys.
+        count: u64,
+        /// The key prefix (`key` by default).
+        prefix: Vec<u8>,
+        /// The value length (0: the value text as it is).
+        value_bytes: usize,
+    },
     /// DEBUG OBJECT, LISTPACK, QUICKLIST: the shard holding the key answers, the
     /// others nil ([`Merge::FoundOrNoSuchKey`]).
     DebugKey {
@@ -212,6 +224,19 @@ pub fn answer(
                 .flat_map(|k| core.engine.debug_value_digest(*db, k))
                 .collect();
             Reply::new(&mut out, Protocol::Resp2).bulk(&digests);
+        }
+        ClientQuery::Populate {
+            db,
+            count,
+            prefix,
+            value_bytes,
+        } => {
+            let forward = core.cfg.port_mode == PortMode::Forward;
+            let (topo, id) = (core.topo.clone(), core.id);
+            let keep = |key: &[u8]| !forward || topo.key_owner(key) == id;
+            core.engine
+                .debug_populate(*db, now, *count, prefix, *value_bytes, keep);
+            Reply::new(&mut out, Protocol::Resp2).ok();
         }
         ClientQuery::DebugKey { db, key, report } => {
             use ruvio_engine::debug_digest::debug_key_report;

@@ -1,5 +1,5 @@
 //! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, SET-ACTIVE-EXPIRE,
-//! DIGEST, DIGEST-VALUE, OBJECT, LISTPACK, QUICKLIST, LOG, ERROR, RELOAD,
+//! DIGEST, DIGEST-VALUE, OBJECT, LISTPACK, QUICKLIST, LOG, ERROR, RELOAD, POPULATE,
 //! EXPORT-RDB, SHARD, HELP).
 //!
 //! Redis' DEBUG is a grab bag for its test suite; Ruvio implements what clients'
@@ -68,6 +68,8 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Validate a quicklist packed-node threshold (no effect in Ruvio)", "O(1)",
         debug_quicklist_packed_threshold),
+    command!("debug|populate", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Create string keys for tests", "O(N)", debug_populate),
     command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
@@ -314,6 +316,39 @@ fn debug_quicklist_packed_threshold(
     Ok(())
 }
 
+/// `DEBUG POPULATE count [prefix] [size]`: string keys `prefix:0` ...
+/// (`key:0` ... by default) holding `value:0` ... (cut or zero-padded to `size`),
+/// existing keys left alone; `+OK`. In forward mode every shard adds its own keys.
+/// As in Redis the keys are not propagated (not in the write-ahead log: a restart
+/// keeps them only through a snapshot, as Redis's AOF does not have them).
+fn debug_populate(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if args.len() > 5 {
+        return Err(CmdError::subcommand_syntax(args.get(1), "debug"));
+    }
+    // Redis's `getPositiveLongFromObjectOrReply`: one message for both failures.
+    let positive = |arg: &[u8]| -> Result<u64, CmdError> {
+        super::parse_i64(arg)
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or(CmdError::NotPositive)
+    };
+    let count = positive(args.get(2))?;
+    let value_bytes = match args.len() {
+        5 => positive(args.get(4))? as usize,
+        _ => 0,
+    };
+    let prefix = match args.len() {
+        3 => b"key".to_vec(),
+        _ => args.get(3).to_vec(),
+    };
+    let query = ClientQuery::Populate {
+        db: ctx.client.db,
+        count,
+        prefix,
+        value_bytes,
+    };
+    ask_every_shard(ctx, query, Merge::AllOk, reply)
+}
+
 /// `DEBUG LOG message`: the message in the server's log, as Redis's `DEBUG LOG: `
 /// warning line (test suites mark their steps with it).
 fn debug_log(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
@@ -370,6 +405,11 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
             "    The optional argument (0 by default) sets the level of detail",
             "OBJECT <key>",
             "    Show low level info about the `key` and associated value.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+            "    it is used instead of the 'key' prefix. These are not propagated to",
+            "    replicas. Cluster slots are not respected so keys not belonging to the",
+            "    current node can be created in cluster mode.",
             "PROTOCOL <type>",
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
