@@ -403,3 +403,41 @@ fn command_info_reports_movable_keys_and_getkeys_finds_the_pairs() {
     assert!(contains(&info, b"movablekeys"), "{}", show(&info));
     assert!(contains(&info, b":-4\r\n"), "{}", show(&info));
 }
+
+/// The log replays MSETEX (a relative TTL logged as its deadline), DELEX (as DEL)
+/// and SET's conditions to the same keys after a SIGKILL, with 1 and 2 shards.
+#[test]
+fn the_log_replays_them_after_a_restart() {
+    for shards in [1, 2] {
+        let dir = std::env::temp_dir().join(format!("ruvio-newer-{}-{shards}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let args = ["--dir", dir.to_str().unwrap(), "--durability", "always"];
+        let server = Server::ruvio_with(PortMode::Forward, shards, &args);
+        let (a, b) = (key_on_shard("ms", 0, 2), key_on_shard("ms", 1, 2));
+        let mut c = server.raw();
+        assert_eq!(
+            c.cmd(&["MSETEX", "2", &a, "1", &b, "2", "EX", "1000"]),
+            int(1)
+        );
+        let deadline = c.cmd(&["PEXPIRETIME", &b]);
+        assert_eq!(c.cmd(&["MSETEX", "1", &a, "x", "NX"]), int(0));
+        c.cmd(&["SET", "gone", "v"]);
+        assert_eq!(c.cmd(&["DELEX", "gone", "IFEQ", "v"]), int(1));
+        c.cmd(&["SET", "cas", "old"]);
+        assert_eq!(
+            c.cmd(&["SET", "cas", "new", "IFEQ", "old", "PX", "500000"]),
+            b"+OK\r\n"
+        );
+        let cas_deadline = c.cmd(&["PEXPIRETIME", "cas"]);
+        drop(server); // SIGKILL
+        let server = Server::ruvio_with(PortMode::Forward, shards, &args);
+        let mut c = server.raw();
+        assert_eq!(c.cmd(&["MGET", &a, &b]), b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
+        assert_eq!(c.cmd(&["PEXPIRETIME", &b]), deadline, "{shards} shard(s)");
+        assert_eq!(c.cmd(&["EXISTS", "gone"]), int(0));
+        assert_eq!(c.cmd(&["GET", "cas"]), bulk_bytes("new"));
+        assert_eq!(c.cmd(&["PEXPIRETIME", "cas"]), cas_deadline);
+        drop(server);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
