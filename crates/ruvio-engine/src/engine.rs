@@ -109,6 +109,10 @@ pub struct EngineConfig {
     pub cluster_enabled: bool,
     /// `hll-sparse-max-bytes`: longest sparse HyperLogLog before it turns dense.
     pub hll_sparse_max_bytes: usize,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE takes payloads whose CRC-64 is
+    /// wrong (the version is still checked), as Redis's `skip_checksum_validation`
+    /// lets its tests feed corrupt payloads to the decoder.
+    pub skip_checksum_validation: bool,
 }
 
 impl Default for EngineConfig {
@@ -129,6 +133,7 @@ impl Default for EngineConfig {
             proto_max_bulk_len: crate::keyspace::STRING_BYTES_MAX,
             cluster_enabled: false,
             hll_sparse_max_bytes: HLL_SPARSE_BYTES_MAX_DEFAULT,
+            skip_checksum_validation: false,
         }
     }
 }

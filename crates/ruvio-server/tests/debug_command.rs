@@ -481,3 +481,77 @@ fn debug_populate_as_redis() {
         assert_eq!(got.len(), expected.len());
     }
 }
+
+/// RESTORE of a payload with a wrong CRC-64, refused, then taken once DEBUG
+/// SET-SKIP-CHECKSUM-VALIDATION 1 says so, refused again after 0; keys of every
+/// shard (the setting reaches them all).
+fn skip_checksum(server: &Server, keys: &[String]) -> Vec<String> {
+    let mut con = server.client();
+    let mut out = Vec::new();
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    let _: () = redis::cmd("RPUSH")
+        .arg("src")
+        .arg(&["a", "b", "c"])
+        .query(&mut con)
+        .unwrap();
+    let mut payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(&mut con).unwrap();
+    *payload.last_mut().unwrap() ^= 0xff;
+    let restore = |con: &mut redis::Connection, key: &str| -> String {
+        let r: redis::RedisResult<String> = redis::cmd("RESTORE")
+            .arg(key)
+            .arg(0)
+            .arg(&payload[..])
+            .query(con);
+        match r {
+            Ok(v) => v,
+            Err(e) => format!("error: {e}"),
+        }
+    };
+    for key in keys {
+        out.push(format!("strict {key}: {}", restore(&mut con, key)));
+    }
+    let on: String = redis::cmd("DEBUG")
+        .arg("SET-SKIP-CHECKSUM-VALIDATION")
+        .arg("1")
+        .query(&mut con)
+        .unwrap();
+    out.push(format!("skip on: {on}"));
+    for key in keys {
+        out.push(format!("skipping {key}: {}", restore(&mut con, key)));
+        let list: Vec<String> = redis::cmd("LRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
+            .query(&mut con)
+            .unwrap();
+        out.push(format!("{key}: {list:?}"));
+        let _: () = redis::cmd("DEL").arg(key).query(&mut con).unwrap();
+    }
+    let _: String = redis::cmd("DEBUG")
+        .arg("SET-SKIP-CHECKSUM-VALIDATION")
+        .arg("0")
+        .query(&mut con)
+        .unwrap();
+    for key in keys {
+        out.push(format!("strict again {key}: {}", restore(&mut con, key)));
+    }
+    out
+}
+
+#[test]
+fn debug_set_skip_checksum_validation_as_redis() {
+    let Some(_) = require_redis_server("debug_command") else {
+        return;
+    };
+    let keys = keys_per_shard("restored", 2);
+    let redis = Server::redis();
+    let expected = skip_checksum(&redis, &keys);
+    assert!(
+        expected.iter().any(|l| l.contains("\"a\", \"b\", \"c\"")),
+        "{expected:#?}"
+    );
+    for shards in [1, 2] {
+        let ruvio = Server::ruvio(PortMode::Forward, shards);
+        assert_eq!(skip_checksum(&ruvio, &keys), expected, "{shards} shard(s)");
+    }
+}

@@ -1,5 +1,6 @@
 //! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, SET-ACTIVE-EXPIRE,
-//! DIGEST, DIGEST-VALUE, OBJECT, LISTPACK, QUICKLIST, LOG, ERROR, RELOAD, POPULATE,
+//! SET-SKIP-CHECKSUM-VALIDATION, DIGEST, DIGEST-VALUE, OBJECT, LISTPACK, QUICKLIST,
+//! LOG, ERROR, RELOAD, POPULATE,
 //! EXPORT-RDB, SHARD, HELP).
 //!
 //! Redis' DEBUG is a grab bag for its test suite; Ruvio implements what clients'
@@ -70,6 +71,10 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
         debug_quicklist_packed_threshold),
     command!("debug|populate", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "Create string keys for tests", "O(N)", debug_populate),
+    command!("debug|set-skip-checksum-validation", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "RESTORE without checking payload checksums (1) or with (0)", "O(1)",
+        debug_set_skip_checksum_validation),
     command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
@@ -349,6 +354,25 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
     ask_every_shard(ctx, query, Merge::AllOk, reply)
 }
 
+/// `DEBUG SET-SKIP-CHECKSUM-VALIDATION <0|1>`: with a non-zero number (C's
+/// `atoi`), RESTORE takes payloads whose CRC-64 is wrong, as Redis's tests use it
+/// to feed corrupt payloads to the decoder. Every shard follows in forward mode
+/// (one server); the node only in per-shard mode.
+fn debug_set_skip_checksum_validation(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let skip = atoi(args.get(2)) != 0;
+    ctx.core.engine.config_mut().skip_checksum_validation = skip;
+    if ctx.core.cfg.port_mode == PortMode::Forward {
+        let change = ConfigChange::SkipChecksumValidation(skip);
+        ctx.core.outbox.broadcast(change);
+    }
+    super::ok_everywhere(ctx, reply);
+    Ok(())
+}
+
 /// `DEBUG LOG message`: the message in the server's log, as Redis's `DEBUG LOG: `
 /// warning line (test suites mark their steps with it).
 fn debug_log(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
@@ -434,6 +458,8 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
             "    default.",
+            "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+            "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
             "EXPORT-RDB <path>",

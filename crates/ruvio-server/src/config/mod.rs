@@ -357,6 +357,7 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
             .hll_sparse_max_bytes
             .unwrap_or(default.hll_sparse_max_bytes),
         cluster_enabled: default.cluster_enabled,
+        skip_checksum_validation: default.skip_checksum_validation,
         proto_max_bulk_len: file
             .proto_max_bulk_len
             .unwrap_or(default.proto_max_bulk_len),
