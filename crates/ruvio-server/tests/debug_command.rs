@@ -535,6 +535,45 @@ fn skip_checksum(server: &Server, keys: &[String]) -> Vec<String> {
     for key in keys {
         out.push(format!("strict again {key}: {}", restore(&mut con, key)));
     }
+    // FUNCTION RESTORE checks the same way.
+    let code = "#!lua name=skiplib\nredis.register_function('skipfn', function() return 7 end)";
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(code)
+        .query(&mut con)
+        .unwrap();
+    let mut dump: Vec<u8> = redis::cmd("FUNCTION").arg("DUMP").query(&mut con).unwrap();
+    *dump.last_mut().unwrap() ^= 0xff;
+    let _: () = redis::cmd("FUNCTION").arg("FLUSH").query(&mut con).unwrap();
+    let function_restore = |con: &mut redis::Connection| -> String {
+        let r: redis::RedisResult<String> = redis::cmd("FUNCTION")
+            .arg("RESTORE")
+            .arg(&dump[..])
+            .query(con);
+        r.unwrap_or_else(|e| format!("error: {e}"))
+    };
+    out.push(format!("function strict: {}", function_restore(&mut con)));
+    let _: String = redis::cmd("DEBUG")
+        .arg("SET-SKIP-CHECKSUM-VALIDATION")
+        .arg("1")
+        .query(&mut con)
+        .unwrap();
+    out.push(format!("function skipping: {}", function_restore(&mut con)));
+    for key in keys {
+        let r: i64 = redis::cmd("FCALL")
+            .arg("skipfn")
+            .arg(1)
+            .arg(key)
+            .query(&mut con)
+            .unwrap();
+        out.push(format!("fcall {key}: {r}"));
+    }
+    let _: String = redis::cmd("DEBUG")
+        .arg("SET-SKIP-CHECKSUM-VALIDATION")
+        .arg("0")
+        .query(&mut con)
+        .unwrap();
+    let _: () = redis::cmd("FUNCTION").arg("FLUSH").query(&mut con).unwrap();
     out
 }
 
