@@ -105,6 +105,12 @@ pub enum KeyShape {
         /// Index of the `numkeys` argument.
         at: usize,
     },
+    /// A pair count at index `at`, then that many key/value pairs: the keys are
+    /// every other argument after it (MSETEX; Redis' keynum spec with `keystep 2`).
+    NumKeyPairs {
+        /// Index of the `numkeys` argument.
+        at: usize,
+    },
     /// Keys introduced by a keyword, searched from index `from`: the first half of
     /// the arguments after it are keys, the second half their values (XREAD ...
     /// STREAMS k1 k2 id1 id2; Redis' keyword spec with `lastkey -1, limit 2`).
@@ -238,6 +244,16 @@ impl KeySpec {
                         .filter(|&n| n > 0 && n < argc - at);
                     if let Some(n) = count {
                         out.extend(at + 1..at + 1 + n);
+                    }
+                }
+                KeyShape::NumKeyPairs { at } => {
+                    let pairs = (at < argc)
+                        .then(|| crate::args::parse_i64(args.get(at)))
+                        .flatten()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .filter(|&n| n > 0 && n <= (argc - at - 1) / 2);
+                    if let Some(n) = pairs {
+                        out.extend((0..n).map(|i| at + 1 + 2 * i));
                     }
                 }
                 KeyShape::KeywordHalf { keyword, from } => {

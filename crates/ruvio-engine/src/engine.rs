@@ -120,6 +120,10 @@ pub struct EngineConfig {
     /// `lazyfree-lazy-user-flush`: FLUSHALL and FLUSHDB without ASYNC or SYNC free
     /// in slices, as with ASYNC.
     pub lazyfree_lazy_user_flush: bool,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE takes payloads whose CRC-64 is
+    /// wrong (the version is still checked), as Redis's `skip_checksum_validation`
+    /// lets its tests feed corrupt payloads to the decoder.
+    pub skip_checksum_validation: bool,
 }
 
 impl EngineConfig {
@@ -154,6 +158,7 @@ impl Default for EngineConfig {
             stream_node_max_entries: crate::values::stream::value::NODE_ENTRIES_MAX,
             stream_node_max_bytes: crate::values::stream::value::NODE_BYTES_MAX,
             lazyfree_lazy_user_flush: false,
+            skip_checksum_validation: false,
         }
     }
 }
@@ -414,6 +419,25 @@ impl Engine {
             .iter()
             .filter(|(_, e)| key_slot(e.key()) == slot)
             .count()
+    }
+
+    /// The number of keys of database `db` in every slot, indexed by slot (CLUSTER
+    /// SLOT-STATS): one walk of the database for all slots at once.
+    pub fn key_counts_by_slot(&self, db: usize) -> Vec<u64> {
+        let mut counts = vec![0u64; crate::slot::SLOT_COUNT as usize];
+        for (_, e) in self.dbs[db].iter() {
+            counts[key_slot(e.key()) as usize] += 1;
+        }
+        counts
+    }
+
+    /// Take `fresh`'s databases in place of these (DEBUG RELOAD): the cursors and
+    /// the eviction pool, which name entries of the old ones, start over.
+    pub(crate) fn adopt_databases(&mut self, fresh: Engine) {
+        self.dbs = fresh.dbs;
+        self.expire_cursor = (0, 0);
+        self.field_expire_cursor = (0, 0);
+        self.evict_pool = Default::default();
     }
 
     /// Up to `count` keys of database `db` in `slot` (CLUSTER GETKEYSINSLOT).

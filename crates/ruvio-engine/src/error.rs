@@ -267,6 +267,17 @@ pub enum CmdError {
     ClusterDisabled,
     /// CLUSTER COUNTKEYSINSLOT with a slot outside 0..16384.
     InvalidSlot,
+    /// A slot argument of CLUSTER SLOT-STATS (Redis' `getSlotOrReply`) that is not
+    /// an integer in 0..16384.
+    InvalidOrOutOfRangeSlot,
+    /// CLUSTER SLOT-STATS SLOTSRANGE with its start above its end.
+    SlotRangeReversed(u16, u16),
+    /// CLUSTER SLOT-STATS ORDERBY with a metric it cannot sort by.
+    SlotStatsMetric,
+    /// CLUSTER SLOT-STATS ORDERBY LIMIT outside 1..=16384.
+    SlotStatsLimit,
+    /// CLUSTER SLOT-STATS ORDERBY with LIMIT, or ASC/DESC, given twice.
+    SlotStatsRepeatedFilter,
     /// CLUSTER GETKEYSINSLOT with a bad slot or count.
     InvalidSlotOrCount,
 
@@ -314,6 +325,18 @@ pub enum CmdError {
     /// A stream command's error, its whole text (the stream family keeps its texts
     /// in `streams::errors`).
     Stream(&'static str),
+
+    // ----- Redis 8.4's strings (MSETEX, DELEX, DIGEST) -----
+    /// MSETEX numkeys that is not an integer in 1..=INT_MAX.
+    MsetexNumkeys,
+    /// MSETEX with fewer key/value arguments than numkeys pairs.
+    MsetexPairs,
+    /// DELEX with an option other than IFEQ/IFNE/IFDEQ/IFDNE.
+    DelexCondition,
+    /// DELEX with a condition on a key that is not a string.
+    DelexNotString,
+    /// IFDEQ/IFDNE with a digest that is not 16 hexadecimal digits.
+    DigestFormat,
 
     // ----- transactions -----
     /// MULTI inside MULTI.
@@ -365,6 +388,13 @@ impl CmdError {
                 return format!("MISCONF Errors writing to the AOF file: {error}").into()
             }
             CmdError::Stream(text) => text,
+            CmdError::MsetexNumkeys => "ERR invalid numkeys value",
+            CmdError::MsetexPairs => "ERR wrong number of key-value pairs",
+            CmdError::DelexCondition => {
+                "ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE"
+            }
+            CmdError::DelexNotString => "ERR Key exists but does not hold a string value",
+            CmdError::DigestFormat => "ERR The digest must be exactly 16 hexadecimal characters",
             CmdError::InternalPanic(cmd) => {
                 return format!(
                     "ERR internal error in '{cmd}' command: nothing was changed (see the server log)"
@@ -543,6 +573,20 @@ impl CmdError {
             CmdError::UnblockReason => "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
             CmdError::ClusterDisabled => "ERR This instance has cluster support disabled",
             CmdError::InvalidSlot => "ERR Invalid slot",
+            CmdError::InvalidOrOutOfRangeSlot => "ERR Invalid or out of range slot",
+            CmdError::SlotRangeReversed(start, end) => {
+                return format!(
+                    "ERR Start slot number {start} is greater than end slot number {end}"
+                )
+                .into()
+            }
+            CmdError::SlotStatsMetric => "ERR Unrecognized sort metric for ORDERBY.",
+            CmdError::SlotStatsLimit => {
+                "ERR Limit has to lie in between 1 and 16384 (maximum number of slots)."
+            }
+            CmdError::SlotStatsRepeatedFilter => {
+                "ERR Multiple filters of the same type are disallowed."
+            }
             CmdError::InvalidSlotOrCount => "ERR Invalid slot or number of keys",
             CmdError::GetKeysUnknownCommand => "ERR Invalid command specified",
             CmdError::GetKeysWrongArity => "ERR Invalid number of arguments specified for command",
@@ -744,6 +788,7 @@ fn invalid_expire_message(cmd: &str) -> &'static str {
         "hpexpireat" => "ERR invalid expire time in 'hpexpireat' command",
         "hsetex" => "ERR invalid expire time in 'hsetex' command",
         "hgetex" => "ERR invalid expire time in 'hgetex' command",
+        "msetex" => "ERR invalid expire time in 'msetex' command",
         "fillset" => "ERR invalid expire time in 'fillset' command",
         _ => "ERR invalid expire time",
     }

@@ -77,6 +77,7 @@ const fn version_num(version: &str) -> u32 {
 const _: () = assert!(version_num("7.0.15") == 458_767);
 
 pub mod command;
+pub mod debug_digest;
 pub mod engine;
 pub mod error;
 pub mod fault;

@@ -84,7 +84,9 @@ pub(super) fn restore(
     if ttl < 0 {
         return Err(CmdError::InvalidTtlValue);
     }
-    let object = rdb::verify_payload(args.get(3)).ok_or(CmdError::DumpPayloadInvalid)?;
+    let check_crc = !engine.config().skip_checksum_validation;
+    let object =
+        rdb::verify_payload_with(args.get(3), check_crc).ok_or(CmdError::DumpPayloadInvalid)?;
     let loaded = rdb::load_payload(object).map_err(|_| CmdError::BadDataFormat)?;
     let clock = rdb::build::access_clock(
         engine.config().maxmemory_policy,

@@ -61,6 +61,12 @@ pub fn seal(mut object: Vec<u8>, version: u16) -> Vec<u8> {
 /// are wrong`). A zero checksum is not special (Redis skips it only when
 /// `skip-checksum-validation` is configured, which Ruvio does not have).
 pub fn verify_payload(payload: &[u8]) -> Option<&[u8]> {
+    verify_payload_with(payload, true)
+}
+
+/// [`verify_payload`], the CRC-64 checked only when `check_crc` (Redis's
+/// `verifyDumpPayload` under `skip_checksum_validation` checks the version alone).
+pub fn verify_payload_with(payload: &[u8], check_crc: bool) -> Option<&[u8]> {
     let body_len = payload.len().checked_sub(10)?;
     let footer = &payload[body_len..];
     let version = u16::from_le_bytes([footer[0], footer[1]]);
@@ -68,7 +74,8 @@ pub fn verify_payload(payload: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let crc = u64::from_le_bytes(footer[2..].try_into().expect("8 bytes"));
-    (CRC64.checksum(&payload[..body_len + 2]) == crc).then_some(&payload[..body_len])
+    let crc_ok = !check_crc || CRC64.checksum(&payload[..body_len + 2]) == crc;
+    crc_ok.then_some(&payload[..body_len])
 }
 
 /// Decode the object bytes of a verified payload. Bytes after the object are

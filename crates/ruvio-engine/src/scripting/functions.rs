@@ -406,8 +406,8 @@ impl Libraries {
 }
 
 /// The libraries of a FUNCTION DUMP payload, loaded (not yet installed).
-fn read_payload(payload: &[u8]) -> Result<BTreeMap<String, Library>, CmdError> {
-    let body = rdb::verify_payload(payload)
+fn read_payload(payload: &[u8], check_crc: bool) -> Result<BTreeMap<String, Library>, CmdError> {
+    let body = rdb::verify_payload_with(payload, check_crc)
         .ok_or_else(|| line("ERR DUMP payload version or checksum are wrong"))?;
     let mut reader = rdb::decode::Reader::new(body);
     let mut loaded = BTreeMap::new();
@@ -503,8 +503,8 @@ impl RestorePolicy {
 }
 
 /// FUNCTION RESTORE payload [policy]: all of the payload's libraries, or none.
-pub fn restore(payload: &[u8], policy: RestorePolicy) -> Result<(), CmdError> {
-    let loaded = read_payload(payload)?;
+pub fn restore(payload: &[u8], policy: RestorePolicy, check_crc: bool) -> Result<(), CmdError> {
+    let loaded = read_payload(payload, check_crc)?;
     with_libraries(|f| {
         match policy {
             RestorePolicy::Flush => f.libraries = loaded,
@@ -530,7 +530,7 @@ pub fn restore(payload: &[u8], policy: RestorePolicy) -> Result<(), CmdError> {
 /// Make this shard's libraries those of `payload` (a FUNCTION DUMP): how another
 /// shard's change, or the saved set at start, is applied.
 pub fn replace_all(payload: &[u8]) -> Result<(), CmdError> {
-    restore(payload, RestorePolicy::Flush)
+    restore(payload, RestorePolicy::Flush, true)
 }
 
 /// Every library as an `RDB_OPCODE_FUNCTION2` record (its code as an RDB string),
@@ -766,11 +766,11 @@ mod tests {
         let payload = dump();
         flush();
         assert_eq!(counts(), (0, 0));
-        restore(&payload, RestorePolicy::Append).unwrap();
+        restore(&payload, RestorePolicy::Append, true).unwrap();
         assert_eq!(counts(), (1, 2));
-        let twice = restore(&payload, RestorePolicy::Append).unwrap_err();
+        let twice = restore(&payload, RestorePolicy::Append, true).unwrap_err();
         assert_eq!(twice.message(), "ERR Library lib already exists");
-        restore(&payload, RestorePolicy::Replace).unwrap();
+        restore(&payload, RestorePolicy::Replace, true).unwrap();
         delete(b"lib").unwrap();
         assert_eq!(
             delete(b"lib").unwrap_err().message(),

@@ -1,8 +1,10 @@
 //! The string family (Redis' t_string.c): the encoding helpers first, then the
 //! command table, then the handlers. The SET variants share one core in [`set`],
-//! the counters live in [`counter`], LCS in [`lcs`].
+//! the counters live in [`counter`], LCS in [`lcs`], Redis 8.4's DIGEST and DELEX
+//! in [`digest`].
 
 mod counter;
+pub(crate) mod digest;
 mod lcs;
 mod set;
 
@@ -79,6 +81,15 @@ pub const COMMANDS: &[EngineCommand] = &[
     command!("msetnx", -3, WRITE | DENYOOM, KeySpec::PAIRS, ["write", "string", "slow"], "string", "1.0.1",
         "Set multiple keys to multiple values, only if none of the keys exist",
         "O(N) where N is the number of keys to set.", set::msetnx),
+    command!("msetex", -4, WRITE | DENYOOM, MSETEX_KEYS, ["write", "string", "slow"], "string", "8.4.0",
+        "Atomically sets multiple string keys with a shared expiration in a single operation. Supports flexible argument parsing where condition and expiration flags can appear in any order.",
+        "O(N) where N is the number of keys to set.", set::msetex),
+    command!("delex", -2, WRITE | FAST, KeySpec::ONE, ["write", "string", "fast"], "string", "8.4.0",
+        "Conditionally removes the specified key based on value or hash digest comparison.",
+        "O(1) for IFEQ/IFNE, O(N) for IFDEQ/IFDNE where N is the length of the string value.", digest::delex),
+    command!("digest", 2, READONLY | FAST, KeySpec::ONE, ["read", "string", "fast"], "string", "8.4.0",
+        "Returns the hash digest of a string value as a hexadecimal string.",
+        "O(N) where N is the length of the string value.", digest::digest),
     command!("mget", -2, READONLY | FAST | SPLITTABLE, KeySpec::ALL, ["read", "string", "fast"], "string", "1.0.0",
         "Get the values of all the given keys", "O(N) where N is the number of keys to retrieve.", mget,
         merge = MergeRule::Scatter),
@@ -114,6 +125,10 @@ pub const COMMANDS: &[EngineCommand] = &[
         "Find longest common substring",
         "O(N*M) where N and M are the lengths of s1 and s2, respectively", lcs::lcs),
 ];
+
+/// MSETEX's keys: `numkeys` at 1, then that many key/value pairs (Redis' keynum
+/// spec with `keystep 2`).
+const MSETEX_KEYS: KeySpec = KeySpec(&[crate::command::KeyShape::NumKeyPairs { at: 1 }]);
 
 const GETRANGE_COMPLEXITY: &str = "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.";
 

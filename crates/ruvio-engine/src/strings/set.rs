@@ -1,10 +1,13 @@
 //! The SET family: one generic core ([`set_generic`], Redis' `setGenericCommand`)
 //! serves SET, SETNX, SETEX, PSETEX and GETSET; the option parser
-//! ([`parse_extended`], Redis' `parseExtendedStringArgumentsOrReply`) serves SET and
-//! GETEX. MSET/MSETNX and GETEX are here too since they share the pieces.
+//! ([`parse_extended`], Redis' `parseExtendedStringArgumentsOrReply`) serves SET
+//! (with Redis 8.4's IFEQ/IFNE/IFDEQ/IFDNE conditions), GETEX and MSETEX.
+//! MSET/MSETNX, MSETEX (Redis 8.4) and GETEX are here too since they share the
+//! pieces.
 
 use ruvio_resp::{Args, Reply};
 
+use super::digest::{parse_condition, Condition};
 use super::{encode_arg, events, get_generic, string_of};
 use crate::args::eq_ci;
 use crate::command::{CmdResult, ExecCtx, Outcome::Done};
@@ -16,6 +19,8 @@ use crate::Engine;
 enum OptionsOf {
     Set,
     GetEx,
+    /// MSETEX: SET's options without GET (Redis 8.4).
+    MsetEx,
 }
 
 /// How an expire argument is read.
@@ -45,6 +50,8 @@ impl ExpireUnit {
 struct SetOptions<'a> {
     nx: bool,
     xx: bool,
+    /// SET's IFEQ / IFNE / IFDEQ / IFDNE (Redis 8.4), exclusive with NX and XX.
+    condition: Option<Condition<'a>>,
     get: bool,
     keep_ttl: bool,
     persist: bool,
@@ -64,13 +71,23 @@ fn parse_extended<'a>(
     while j < args.len() {
         let opt = args.get(j);
         let next = (j + 1 < args.len()).then(|| args.get(j + 1));
-        let set = of == OptionsOf::Set;
+        let set = matches!(of, OptionsOf::Set | OptionsOf::MsetEx);
         let other_expire = |u: ExpireUnit| o.expire.is_some_and(|(unit, _)| unit != u);
-        if set && eq_ci(opt, "NX") && !o.xx {
+        let conditional = o.condition.is_some();
+        let condition_word = ["IFEQ", "IFNE", "IFDEQ", "IFDNE"]
+            .iter()
+            .any(|w| eq_ci(opt, w));
+        if set && eq_ci(opt, "NX") && !o.xx && !conditional {
             o.nx = true;
-        } else if set && eq_ci(opt, "XX") && !o.nx {
+        } else if set && eq_ci(opt, "XX") && !o.nx && !conditional {
             o.xx = true;
-        } else if set && eq_ci(opt, "GET") {
+        } else if of == OptionsOf::Set && condition_word {
+            let Some(operand) = next.filter(|_| !o.nx && !o.xx && !conditional) else {
+                return Err(CmdError::Syntax);
+            };
+            o.condition = Some(parse_condition(opt, operand)?);
+            j += 1;
+        } else if of == OptionsOf::Set && eq_ci(opt, "GET") {
             o.get = true;
         } else if set && eq_ci(opt, "KEEPTTL") && !o.persist && o.expire.is_none() {
             o.keep_ttl = true;
@@ -170,11 +187,25 @@ fn set_generic(
         None => None,
     };
     let value = encode_arg(args.get(value_at))?;
+    // A condition is judged before GET replies, so that its errors (WRONGTYPE, a
+    // malformed digest) come before anything is written.
+    let condition_holds = match options.condition {
+        None => true,
+        Some(condition) => match engine.lookup_write(ctx, key) {
+            None => condition.holds_for_missing(),
+            Some(id) => {
+                let mut buf = itoa::Buffer::new();
+                let current = string_of(engine.db(ctx.db).entry(id))?;
+                condition.holds_for(current.bytes(&mut buf))?
+            }
+        },
+    };
     if options.get {
         get_generic(engine, ctx, key, reply)?;
     }
     let existing = engine.lookup_write(ctx, key);
-    if (options.nx && existing.is_some()) || (options.xx && existing.is_none()) {
+    if (options.nx && existing.is_some()) || (options.xx && existing.is_none()) || !condition_holds
+    {
         if !options.get {
             match answer {
                 Answer::OkOrNull => reply.null(),
@@ -364,6 +395,67 @@ fn mset_generic(
         reply.ok();
     }
     Ok(())
+}
+
+/// MSETEX's `numkeys` above this is refused as Redis refuses it (`kv_count * 2` must
+/// not overflow Redis' int).
+const MSETEX_NUMKEYS_MAX: i64 = i32::MAX as i64;
+
+/// `MSETEX numkeys key value [key value ...] [NX | XX] [EX seconds |
+/// PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]`
+/// (Redis 8.4): all pairs set with one shared expiry, or none. NX: only when no key
+/// exists; XX: only when every key exists. Replies 1 when set, 0 when not.
+pub(crate) fn msetex(
+    engine: &mut Engine,
+    ctx: &mut ExecCtx,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> CmdResult {
+    let pairs = crate::args::parse_i64(args.get(1))
+        .filter(|n| (1..=MSETEX_NUMKEYS_MAX).contains(n))
+        .ok_or(CmdError::MsetexNumkeys)? as usize;
+    let options_at = 2 + 2 * pairs;
+    if options_at > args.len() {
+        return Err(CmdError::MsetexPairs);
+    }
+    let options = parse_extended(args, options_at, OptionsOf::MsetEx)?;
+    let expire_at = match options.expire {
+        Some((unit, arg)) => Some(expire_at_ms(unit, arg, ctx.now_ms, "msetex")?),
+        None => None,
+    };
+    let pairs = (2..options_at)
+        .step_by(2)
+        .map(|i| (args.get(i), args.get(i + 1)));
+    for (_, value) in pairs.clone() {
+        encode_arg(value)?;
+    }
+    let blocked = |existing: bool| (options.nx && existing) || (options.xx && !existing);
+    if pairs
+        .clone()
+        .any(|(key, _)| blocked(engine.lookup_write(ctx, key).is_some()))
+    {
+        reply.int(0);
+        return Ok(Done);
+    }
+    for (key, value) in pairs {
+        let existing = engine.lookup_write(ctx, key);
+        let id = engine.set_key(ctx, key, existing, encode_arg(value)?, options.keep_ttl);
+        ctx.changed(key, events::SET, 1);
+        if let Some(at) = expire_at {
+            engine.db_mut(ctx.db).set_expire(id, Some(at));
+            ctx.changed(key, crate::keys::events::EXPIRE, 0);
+        }
+    }
+    if let Some(at) = expire_at {
+        // A relative TTL is logged as its deadline, and the condition, which held,
+        // is dropped: the record replays to the same keys whatever came before.
+        let at = itoa::Buffer::new().format(at).to_owned();
+        let mut record: Vec<&[u8]> = args.iter().take(options_at).collect();
+        record.extend([b"PXAT".as_slice(), at.as_bytes()]);
+        ctx.log_as(&record);
+    }
+    reply.int(1);
+    Ok(Done)
 }
 
 /// `GETEX key [EX seconds | PX milliseconds | EXAT unix-time-seconds |

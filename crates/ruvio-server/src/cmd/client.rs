@@ -128,13 +128,46 @@ impl ClientFilter {
     }
 }
 
-/// A question about clients, answered by every shard for its own connections.
+/// A question every shard answers for its own part of the server: its clients
+/// (CLIENT LIST, KILL) or its keys (DEBUG DIGEST, DIGEST-VALUE).
 #[derive(Clone, Debug)]
 pub enum ClientQuery {
     /// CLIENT LIST: each shard answers a bulk string of its lines.
     List(ClientFilter),
     /// CLIENT KILL: each shard closes its matching clients and answers how many.
     Kill(ClientFilter),
+    /// DEBUG DIGEST: each shard answers its databases' parts ([`Merge::Digest`]).
+    DatasetDigest,
+    /// DEBUG DIGEST-VALUE: each shard answers the digest of each key of database
+    /// `db` it holds, zeros for the rest ([`Merge::Digest`]).
+    ValueDigests {
+        /// The client's database.
+        db: usize,
+        /// The keys, in request order.
+        keys: Vec<Vec<u8>>,
+    },
+    /// DEBUG POPULATE: each shard adds the keys it owns in forward mode (all of
+    /// them in per-shard mode, as a Redis Cluster node does) and answers `+OK`.
+    Populate {
+        /// The client's database.
+        db: usize,
+        /// How many keys.
+        count: u64,
+        /// The key prefix (`key` by default).
+        prefix: Vec<u8>,
+        /// The value length (0: the value text as it is).
+        value_bytes: usize,
+    },
+    /// DEBUG OBJECT, LISTPACK, QUICKLIST: the shard holding the key answers, the
+    /// others nil ([`Merge::FoundOrNoSuchKey`]).
+    DebugKey {
+        /// The client's database.
+        db: usize,
+        /// The key.
+        key: Vec<u8>,
+        /// What is asked.
+        report: ruvio_engine::debug_digest::KeyReport,
+    },
 }
 
 /// Answer `query` for this shard's clients (`caller` is the connection running the
@@ -192,6 +225,48 @@ pub fn answer(
             }
             Reply::new(&mut out, Protocol::Resp2).int(killed);
         }
+        ClientQuery::DatasetDigest => {
+            let mut parts = Vec::new();
+            for (db, part) in core.engine.digest_parts() {
+                parts.extend_from_slice(&(db as u32).to_be_bytes());
+                parts.extend_from_slice(&part);
+            }
+            Reply::new(&mut out, Protocol::Resp2).bulk(&parts);
+        }
+        ClientQuery::ValueDigests { db, keys } => {
+            let digests: Vec<u8> = keys
+                .iter()
+                .flat_map(|k| core.engine.debug_value_digest(*db, k))
+                .collect();
+            Reply::new(&mut out, Protocol::Resp2).bulk(&digests);
+        }
+        ClientQuery::Populate {
+            db,
+            count,
+            prefix,
+            value_bytes,
+        } => {
+            let forward = core.cfg.port_mode == PortMode::Forward;
+            let (topo, id) = (core.topo.clone(), core.id);
+            let keep = |key: &[u8]| !forward || topo.key_owner(key) == id;
+            core.engine
+                .debug_populate(*db, now, *count, prefix, *value_bytes, keep);
+            Reply::new(&mut out, Protocol::Resp2).ok();
+        }
+        ClientQuery::DebugKey { db, key, report } => {
+            use ruvio_engine::debug_digest::debug_key_report;
+            let mut reply = Reply::new(&mut out, Protocol::Resp2);
+            match debug_key_report(&core.engine, *db, key, now, *report) {
+                None => reply.null(),
+                Some(Ok((status, printout))) => {
+                    if let Some(text) = printout {
+                        eprintln!("{text}");
+                    }
+                    reply.simple(&status);
+                }
+                Some(Err(error)) => reply.error(error),
+            }
+        }
     }
     out
 }
@@ -220,7 +295,7 @@ fn described(
 
 /// Run `query` on every shard's clients (forward mode, several shards) or on this
 /// shard's (per-shard mode keeps the node view, as a Redis Cluster node).
-fn ask_every_shard(
+pub(crate) fn ask_every_shard(
     ctx: &mut Ctx<'_>,
     args: Args<'_>,
     query: ClientQuery,

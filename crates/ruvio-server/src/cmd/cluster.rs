@@ -1,5 +1,5 @@
 //! CLUSTER (INFO, SLOTS, SHARDS, NODES, KEYSLOT, MYID, COUNTKEYSINSLOT,
-//! GETKEYSINSLOT, HELP), READONLY, READWRITE and ASKING.
+//! GETKEYSINSLOT, SLOT-STATS, HELP), READONLY, READWRITE and ASKING.
 //!
 //! In per-shard mode every shard answers as one master node of a cluster that is
 //! the whole server; in forward mode Ruvio is a standalone server and answers as
@@ -46,6 +46,10 @@ const SUBCOMMANDS: &[ServerCommand] = &[
     command!("cluster|getkeysinslot", 4, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
         "Return local key names in the specified hash slot",
         "O(log(N)) where N is the number of requested keys", getkeysinslot),
+    command!("cluster|slot-stats", -4, STALE | LOADING, KeySpec::NONE, ["slow"], "cluster", "8.0.0",
+        "Return an array of slot usage statistics for slots assigned to the current node.",
+        "O(N) where N is the total number of slots based on arguments. O(N*log(N)) with ORDERBY subcommand.",
+        slot_stats),
     command!("cluster|help", 2, LOADING | STALE, KeySpec::NONE, ["slow"], "cluster", "5.0.0",
         "Show helpful text about the different subcommands", "O(1)", help),
 ];
@@ -217,6 +221,99 @@ fn getkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Se
     reply.array(keys.len());
     keys.iter().for_each(|k| reply.bulk(k));
     Ok(())
+}
+
+/// A slot argument of SLOT-STATS (Redis' `getSlotOrReply`).
+fn slot_arg(arg: &[u8]) -> Result<u16, CmdError> {
+    parse_slot(arg).ok_or(CmdError::InvalidOrOutOfRangeSlot)
+}
+
+/// The metrics SLOT-STATS ORDERBY sorts by. Ruvio keeps no per-slot CPU or network
+/// counters, so it answers as Redis does with `cluster-slot-stats-enabled no` (its
+/// default): `key-count` is the only metric, in the reply and in ORDERBY.
+const SLOT_STATS_METRICS: &[&str] = &["key-count"];
+
+/// `CLUSTER SLOT-STATS SLOTSRANGE start end | ORDERBY metric [LIMIT n] [ASC | DESC]`
+/// (Redis 8.0): `[slot, {key-count: n}]` for each slot this shard serves, in slot
+/// order for SLOTSRANGE, by the metric (ties by slot) for ORDERBY, descending
+/// unless ASC. Errors and their order as Redis's `clusterSlotStatsCommand`.
+fn slot_stats(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    require_cluster(ctx)?;
+    let node = &ctx.core.topo.nodes[ctx.core.id];
+    let served = node.first_slot..=node.last_slot;
+    // One walk of the keyspace for every slot (Redis keeps one dict per slot; Ruvio
+    // one per database). Cluster mode has database 0 only, as Redis counts.
+    let counts = ctx.core.engine.key_counts_by_slot(0);
+    let variant = args.get(2);
+    let slots: Vec<u16> = if args.len() == 5 && variant.eq_ignore_ascii_case(b"SLOTSRANGE") {
+        let start = slot_arg(args.get(3))?;
+        let end = slot_arg(args.get(4))?;
+        if start > end {
+            return Err(CmdError::SlotRangeReversed(start, end));
+        }
+        (start..=end).filter(|s| served.contains(s)).collect()
+    } else if args.len() >= 4 && variant.eq_ignore_ascii_case(b"ORDERBY") {
+        let metric = args.get(3);
+        if !SLOT_STATS_METRICS
+            .iter()
+            .any(|m| metric.eq_ignore_ascii_case(m.as_bytes()))
+        {
+            return Err(CmdError::SlotStatsMetric);
+        }
+        let (limit, descending) = orderby_options(args)?;
+        let mut slots: Vec<u16> = served.clone().collect();
+        // Stable sort over slots in order: ties stay by ascending slot, as Redis's
+        // comparators order them.
+        if descending {
+            slots.sort_by_key(|&s| std::cmp::Reverse(counts[s as usize]));
+        } else {
+            slots.sort_by_key(|&s| counts[s as usize]);
+        }
+        slots.truncate(limit);
+        slots
+    } else {
+        return Err(CmdError::subcommand_syntax(args.get(1), "cluster"));
+    };
+    reply.array(slots.len());
+    for slot in slots {
+        reply.array(2);
+        reply.int(slot as i64);
+        reply.map(1);
+        reply.bulk(b"key-count");
+        reply.int(counts[slot as usize] as i64);
+    }
+    Ok(())
+}
+
+/// ORDERBY's `[LIMIT n] [ASC | DESC]` after the metric: the limit (16384 when
+/// absent) and whether the order descends (the default).
+fn orderby_options(args: Args<'_>) -> Result<(usize, bool), CmdError> {
+    let (mut limit, mut descending) = (SLOT_COUNT as usize, true);
+    let (mut limits, mut orders) = (0, 0);
+    let mut i = 4;
+    while i < args.len() {
+        let arg = args.get(i);
+        if arg.eq_ignore_ascii_case(b"LIMIT") && i + 1 < args.len() {
+            limit = parse_i64(args.get(i + 1))
+                .filter(|n| (1..=SLOT_COUNT as i64).contains(n))
+                .ok_or(CmdError::SlotStatsLimit)? as usize;
+            limits += 1;
+            i += 1;
+        } else if arg.eq_ignore_ascii_case(b"ASC") {
+            descending = false;
+            orders += 1;
+        } else if arg.eq_ignore_ascii_case(b"DESC") {
+            descending = true;
+            orders += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        if limits > 1 || orders > 1 {
+            return Err(CmdError::SlotStatsRepeatedFilter);
+        }
+        i += 1;
+    }
+    Ok((limit, descending))
 }
 
 fn help(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {

@@ -595,6 +595,9 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         ConfigChange::BackgroundSave => crate::persistence::snapshot::request(core),
         ConfigChange::Exit { save } => crate::persistence::shutdown::prepare(core, *save),
         ConfigChange::Functions(payload) => super::functions::apply(core, payload),
+        ConfigChange::SkipChecksumValidation(skip) => {
+            core.engine.config_mut().skip_checksum_validation = *skip
+        }
     }
 }
 

@@ -1,4 +1,6 @@
 //! DEBUG: the subcommands Ruvio keeps (SLEEP, PROTOCOL, SET-ACTIVE-EXPIRE,
+//! SET-SKIP-CHECKSUM-VALIDATION, DIGEST, DIGEST-VALUE, OBJECT, LISTPACK, QUICKLIST,
+//! LOG, ERROR, RELOAD, POPULATE,
 //! EXPORT-RDB, SHARD, HELP).
 //!
 //! Redis' DEBUG is a grab bag for its test suite; Ruvio implements what clients'
@@ -9,10 +11,13 @@
 //! given shard).
 
 use super::{Ctx, ServerCommand, ServerResult};
+use crate::cmd::client::{ask_every_shard, ClientQuery};
 use crate::config::change::ConfigChange;
 use crate::config::PortMode;
 use crate::mesh::gather::{Gather, Then};
+use crate::net::conn::Merge;
 use ruvio_engine::command::{command, flags::*, reply_help};
+use ruvio_engine::debug_digest::KeyReport;
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 use std::sync::atomic::Ordering::Relaxed;
@@ -42,6 +47,34 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
         "server", "1.0.0", "Show helpful text about the different subcommands", "O(1)", debug_help),
     command!("debug|shard", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
         "server", "1.0.0", "The shard serving the connection (Ruvio's own subcommand)", "O(1)", debug_shard),
+    command!("debug|digest", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "The digest of the whole dataset", "O(N)", debug_digest),
+    command!("debug|digest-value", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0", "The digest of each key's value", "O(N)",
+        debug_digest_value),
+    command!("debug|object", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Low-level facts about a key's value", "O(N)", debug_object),
+    command!("debug|listpack", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Print a listpack-encoded value's layout to the server's output", "O(N)",
+        debug_listpack),
+    command!("debug|quicklist", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Print a quicklist's nodes to the server's output", "O(N)", debug_quicklist),
+    command!("debug|log", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Write a message to the server's log", "O(1)", debug_log),
+    command!("debug|error", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Reply with an error of the given text", "O(1)", debug_error),
+    command!("debug|reload", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Save the dataset and load it back", "O(N)", debug_reload),
+    command!("debug|quicklist-packed-threshold", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "Validate a quicklist packed-node threshold (no effect in Ruvio)", "O(1)",
+        debug_quicklist_packed_threshold),
+    command!("debug|populate", -3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"],
+        "server", "1.0.0", "Create string keys for tests", "O(N)", debug_populate),
+    command!("debug|set-skip-checksum-validation", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "RESTORE without checking payload checksums (1) or with (0)", "O(1)",
+        debug_set_skip_checksum_validation),
     command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
@@ -159,6 +192,201 @@ fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
     Ok(())
 }
 
+/// `DEBUG DIGEST`: Redis's dataset digest (40 hex digits; all zeros for an empty
+/// dataset), from every shard in forward mode, from this node in per-shard mode.
+fn debug_digest(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let merge = Merge::Digest { keys: None };
+    ask_every_shard(ctx, args, ClientQuery::DatasetDigest, merge, reply)
+}
+
+/// `DEBUG DIGEST-VALUE [key ...]`: each key's value digest (zeros for a missing
+/// key; a logically expired key still has its value, as Redis reads its dict).
+fn debug_digest_value(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let keys: Vec<Vec<u8>> = args.iter().skip(2).map(<[u8]>::to_vec).collect();
+    let merge = Merge::Digest {
+        keys: Some(keys.len()),
+    };
+    let query = ClientQuery::ValueDigests {
+        db: ctx.client.db,
+        keys,
+    };
+    ask_every_shard(ctx, args, query, merge, reply)
+}
+
+/// `DEBUG OBJECT key`: Redis 7.0's line (`Value at:... refcount:... encoding:...
+/// serializedlength:... lru:... lru_seconds_idle:...`, quicklist figures after),
+/// from whichever shard holds the key; `no such key` when none does.
+fn debug_object(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    debug_key(ctx, args, KeyReport::Object, reply)
+}
+
+/// `DEBUG LISTPACK key`: prints the listpack to the server's output and says so;
+/// `Not a listpack encoded object.` for other encodings.
+fn debug_listpack(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    debug_key(ctx, args, KeyReport::Listpack, reply)
+}
+
+/// `DEBUG QUICKLIST key [0|1]`: prints the quicklist's nodes to the server's output
+/// and says so; `Not a quicklist encoded object.` for other encodings.
+fn debug_quicklist(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    // Three or four arguments: the row's arity says at least three.
+    if args.len() > 4 {
+        return Err(CmdError::subcommand_syntax(args.get(1), "debug"));
+    }
+    debug_key(ctx, args, KeyReport::Quicklist, reply)
+}
+
+/// The DEBUG subcommands about one key, answered by the shard holding it.
+fn debug_key(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    report: KeyReport,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let query = ClientQuery::DebugKey {
+        db: ctx.client.db,
+        key: args.get(2).to_vec(),
+        report,
+    };
+    ask_every_shard(ctx, args, query, Merge::FoundOrNoSuchKey, reply)
+}
+
+/// Redis's DEBUG RELOAD options.
+const RELOAD_OPTIONS: &[&str] = &["MERGE", "NOFLUSH", "NOSAVE"];
+
+/// `DEBUG RELOAD`: the dataset written in its RDB form and loaded back in place
+/// (`Engine::reload_through_rdb`), as Redis saves its dump, empties and loads it;
+/// `+OK` and `DB reloaded by DEBUG RELOAD` in the log. Redis's options (MERGE,
+/// NOFLUSH, NOSAVE) work on its dump file, which Ruvio does not keep: they are
+/// refused. With several shards in forward mode keys may be out on loan between
+/// shards, so the reload is refused there too (per-shard mode reloads the node).
+fn debug_reload(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let known = |opt: &[u8]| {
+        RELOAD_OPTIONS
+            .iter()
+            .any(|o| opt.eq_ignore_ascii_case(o.as_bytes()))
+    };
+    if !args.iter().skip(2).all(known) {
+        return Err(CmdError::Line(
+            b"ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.".to_vec(),
+        ));
+    }
+    let refuse = |text: &str| Err(CmdError::Line(text.as_bytes().to_vec()));
+    if args.len() > 2 {
+        return refuse("ERR DEBUG RELOAD's MERGE, NOFLUSH and NOSAVE need a dump file, which Ruvio does not keep");
+    }
+    if ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.topo.nodes.len() > 1 {
+        return refuse("ERR DEBUG RELOAD reloads one shard: use 1 shard or per-shard mode");
+    }
+    if ctx.core.background_save.busy() {
+        return refuse("ERR DEBUG RELOAD waits for the background save in progress");
+    }
+    let now = ctx.core.now_ms;
+    match ctx.core.engine.reload_through_rdb(now) {
+        Ok(keys) => {
+            eprintln!("DB reloaded by DEBUG RELOAD ({keys} keys)");
+            reply.ok();
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("DEBUG RELOAD failed: {e}");
+            refuse("ERR Error trying to load the RDB dump")
+        }
+    }
+}
+
+/// The largest threshold Redis takes: 4 GB less 1 MB (`quicklistSetPackedThreshold`).
+const PACKED_THRESHOLD_BYTES_MAX: usize = (1 << 32) - (1 << 20);
+
+/// `DEBUG QUICKLIST-PACKED-THRESHOLD size`: Redis's validation and replies (a
+/// memory value up to 4 GB less 1 MB; 0 means 1 GB). Redis stores elements at or
+/// over the threshold in plain nodes of their own; Ruvio has no plain nodes, so
+/// the value is checked and answered as Redis answers but changes nothing
+/// (docs: README, DEBUG row).
+fn debug_quicklist_packed_threshold(
+    _ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let size = std::str::from_utf8(args.get(2))
+        .ok()
+        .and_then(crate::config::parse_memory)
+        .filter(|&n| n <= PACKED_THRESHOLD_BYTES_MAX);
+    if size.is_none() {
+        return Err(CmdError::Line(
+            b"ERR argument must be a memory value bigger than 1 and smaller than 4gb".to_vec(),
+        ));
+    }
+    reply.ok();
+    Ok(())
+}
+
+/// `DEBUG POPULATE count [prefix] [size]`: string keys `prefix:0` ...
+/// (`key:0` ... by default) holding `value:0` ... (cut or zero-padded to `size`),
+/// existing keys left alone; `+OK`. In forward mode every shard adds its own keys.
+/// As in Redis the keys are not propagated (not in the write-ahead log: a restart
+/// keeps them only through a snapshot, as Redis's AOF does not have them).
+fn debug_populate(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if args.len() > 5 {
+        return Err(CmdError::subcommand_syntax(args.get(1), "debug"));
+    }
+    // Redis's `getPositiveLongFromObjectOrReply`: one message for both failures.
+    let positive = |arg: &[u8]| -> Result<u64, CmdError> {
+        super::parse_i64(arg)
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or(CmdError::NotPositive)
+    };
+    let count = positive(args.get(2))?;
+    let value_bytes = match args.len() {
+        5 => positive(args.get(4))? as usize,
+        _ => 0,
+    };
+    let prefix = match args.len() {
+        3 => b"key".to_vec(),
+        _ => args.get(3).to_vec(),
+    };
+    let query = ClientQuery::Populate {
+        db: ctx.client.db,
+        count,
+        prefix,
+        value_bytes,
+    };
+    ask_every_shard(ctx, args, query, Merge::AllOk, reply)
+}
+
+/// `DEBUG SET-SKIP-CHECKSUM-VALIDATION <0|1>`: with a non-zero number (C's
+/// `atoi`), RESTORE takes payloads whose CRC-64 is wrong, as Redis's tests use it
+/// to feed corrupt payloads to the decoder. Every shard follows in forward mode
+/// (one server); the node only in per-shard mode.
+fn debug_set_skip_checksum_validation(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let skip = atoi(args.get(2)) != 0;
+    ctx.core.engine.config_mut().skip_checksum_validation = skip;
+    if ctx.core.cfg.port_mode == PortMode::Forward {
+        let change = ConfigChange::SkipChecksumValidation(skip);
+        ctx.core.outbox.broadcast(change);
+    }
+    super::ok_everywhere(ctx, reply);
+    Ok(())
+}
+
+/// `DEBUG LOG message`: the message in the server's log, as Redis's `DEBUG LOG: `
+/// warning line (test suites mark their steps with it).
+fn debug_log(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    eprintln!("DEBUG LOG: {}", String::from_utf8_lossy(args.get(2)));
+    reply.ok();
+    Ok(())
+}
+
+/// `DEBUG ERROR message`: the message itself as the error line, as Redis's
+/// `addReplyErrorSds` sends it (no `ERR` added).
+fn debug_error(_ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
+    Err(CmdError::Line(args.get(2).to_vec()))
+}
+
 /// `DEBUG EXPORT-RDB path`: every shard's keys in one RDB file (see
 /// [`crate::persistence::export`]); `+OK` once the file is complete.
 fn debug_export_rdb(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
@@ -185,14 +413,53 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
         reply,
         b"debug",
         &[
+            "DIGEST",
+            "    Output a hex signature representing the current DB content.",
+            "DIGEST-VALUE <key> [<key> ...]",
+            "    Output a hex signature of the values of all the specified keys.",
+            "ERROR <string>",
+            "    Return a Redis protocol error with <string> as message. Useful for clients",
+            "    unit tests to simulate Redis errors.",
+            "LOG <message>",
+            "    Write <message> to the server log.",
+            "LISTPACK <key>",
+            "    Show low level info about the listpack encoding of <key>.",
+            "QUICKLIST <key> [<0|1>]",
+            "    Show low level info about the quicklist encoding of <key>.",
+            "    The optional argument (0 by default) sets the level of detail",
+            "OBJECT <key>",
+            "    Show low level info about the `key` and associated value.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+            "    it is used instead of the 'key' prefix. These are not propagated to",
+            "    replicas. Cluster slots are not respected so keys not belonging to the",
+            "    current node can be created in cluster mode.",
             "PROTOCOL <type>",
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
             "    true, false.",
+            "RELOAD [option ...]",
+            "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
+            "    * MERGE: conflicting keys will be loaded from RDB.",
+            "    * NOFLUSH: the existing database will not be removed before load, but",
+            "      conflicting keys will generate an exception and kill the server.",
+            "    * NOSAVE: the database will be loaded from an existing RDB file.",
+            "    Examples:",
+            "    * DEBUG RELOAD: verify that the server is able to persist, flush and reload",
+            "      the database.",
+            "    * DEBUG RELOAD NOSAVE: replace the current database with the contents of an",
+            "      existing RDB file.",
+            "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
+            "      file to the database.",
+            "QUICKLIST-PACKED-THRESHOLD <size>",
+            "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+            "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
             "    default.",
+            "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+            "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
             "EXPORT-RDB <path>",

@@ -230,7 +230,8 @@ fn function_restore(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
         })?,
         _ => RestorePolicy::Append,
     };
-    functions::restore(args.get(2), policy)?;
+    let check_crc = !ctx.core.engine.config().skip_checksum_validation;
+    functions::restore(args.get(2), policy, check_crc)?;
     share(ctx.core);
     ok_everywhere(ctx, reply);
     Ok(())

@@ -31,4 +31,6 @@ pub enum ConfigChange {
     Exit { save: bool },
     /// The function libraries after a FUNCTION change, as a FUNCTION DUMP payload.
     Functions(Vec<u8>),
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE checks payload CRCs or not.
+    SkipChecksumValidation(bool),
 }

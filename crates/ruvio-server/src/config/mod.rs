@@ -468,6 +468,7 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
             .stream_node_max_bytes
             .unwrap_or(default.stream_node_max_bytes),
         cluster_enabled: default.cluster_enabled,
+        skip_checksum_validation: default.skip_checksum_validation,
         proto_max_bulk_len: file
             .proto_max_bulk_len
             .unwrap_or(default.proto_max_bulk_len),

@@ -263,6 +263,13 @@ pub enum Merge {
     ClientLines { verbatim: bool },
     /// CLIENT KILL ip:port (the old form): `+OK` when some shard killed the client.
     KillOne,
+    /// DEBUG DIGEST (`keys: None`: each part a bulk of `(db u32, 20 bytes)` per
+    /// non-empty database) or DIGEST-VALUE (`keys: Some(n)`: each part a bulk of n
+    /// 20-byte digests): the shards' digests XORed, as a status (an array of them).
+    Digest { keys: Option<usize> },
+    /// DEBUG OBJECT: the part that is not nil (the shard holding the key), else
+    /// Redis's `no such key`.
+    FoundOrNoSuchKey,
 }
 
 /// Engine SCAN cursors stay below 2^40; the server keeps the shard index above.
@@ -473,6 +480,11 @@ pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<
         Merge::Scatter => scatter(parts, order, out),
         Merge::Scan { shard, .. } => merge_scan(parts, shard as u64, out),
         Merge::ClientLines { verbatim } => client_lines(parts, verbatim, out),
+        Merge::Digest { keys } => merge_digests(parts, keys, out),
+        Merge::FoundOrNoSuchKey => match parts.iter().find(|p| !p.starts_with(b"$-1")) {
+            Some(found) => out.extend_from_slice(found),
+            None => out.extend_from_slice(b"-ERR no such key\r\n"),
+        },
         Merge::KillOne => {
             let killed: i64 = parts
                 .iter()
@@ -504,6 +516,43 @@ pub fn merge_into(merge: Merge, parts: &[Vec<u8>], order: &[u16], out: &mut Vec<
                 Some(p) => out.extend_from_slice(p),
                 None => out.extend_from_slice(b"$-1\r\n"),
             }
+        }
+    }
+}
+
+/// [`Merge::Digest`]: XOR is commutative, so the shards' parts combine in any
+/// order; a dataset's databases are then mixed in database order, as Redis's
+/// `computeDatasetDigest` does.
+fn merge_digests(parts: &[Vec<u8>], keys: Option<usize>, out: &mut Vec<u8>) {
+    use ruvio_engine::debug_digest::{combine_databases, hex, Digest};
+    const DIGEST_BYTES: usize = 20;
+    let xor = |into: &mut Digest, from: &[u8]| {
+        into.iter_mut().zip(from).for_each(|(a, b)| *a ^= b);
+    };
+    let bodies = parts.iter().filter_map(|p| bulk_text(p));
+    match keys {
+        Some(n) => {
+            let mut digests = vec![[0u8; DIGEST_BYTES]; n];
+            for body in bodies {
+                for (d, chunk) in digests.iter_mut().zip(body.chunks_exact(DIGEST_BYTES)) {
+                    xor(d, chunk);
+                }
+            }
+            out.extend_from_slice(format!("*{n}\r\n").as_bytes());
+            for d in &digests {
+                out.extend_from_slice(format!("+{}\r\n", hex(d)).as_bytes());
+            }
+        }
+        None => {
+            let mut dbs: std::collections::BTreeMap<u32, Digest> = Default::default();
+            for body in bodies {
+                for record in body.chunks_exact(4 + DIGEST_BYTES) {
+                    let db = u32::from_be_bytes([record[0], record[1], record[2], record[3]]);
+                    xor(dbs.entry(db).or_default(), &record[4..]);
+                }
+            }
+            let total = combine_databases(dbs.into_iter().map(|(db, d)| (db as usize, d)));
+            out.extend_from_slice(format!("+{}\r\n", hex(&total)).as_bytes());
         }
     }
 }
