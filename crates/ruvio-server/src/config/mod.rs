@@ -158,7 +158,6 @@ struct FileConfig {
     client_query_buffer_limit: Option<usize>,
     hz: Option<u32>,
     list_max_listpack_size: Option<i32>,
-    list_compress_depth: Option<u32>,
     hash_max_listpack_entries: Option<usize>,
     hash_max_listpack_value: Option<usize>,
     zset_max_listpack_entries: Option<usize>,
@@ -167,8 +166,6 @@ struct FileConfig {
     set_max_listpack_entries: Option<usize>,
     set_max_listpack_value: Option<usize>,
     hll_sparse_max_bytes: Option<usize>,
-    stream_node_max_entries: Option<usize>,
-    stream_node_max_bytes: Option<usize>,
     maxmemory: Option<MemorySize>,
     maxclients: Option<u64>,
     timeout: Option<u64>,
@@ -434,9 +431,6 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         list_max_listpack_size: file
             .list_max_listpack_size
             .unwrap_or(default.list_max_listpack_size),
-        list_compress_depth: file
-            .list_compress_depth
-            .unwrap_or(default.list_compress_depth),
         hash_max_listpack_entries: file
             .hash_max_listpack_entries
             .unwrap_or(default.hash_max_listpack_entries),
@@ -461,12 +455,6 @@ fn engine_config(file: &FileConfig) -> ruvio_engine::EngineConfig {
         hll_sparse_max_bytes: file
             .hll_sparse_max_bytes
             .unwrap_or(default.hll_sparse_max_bytes),
-        stream_node_max_entries: file
-            .stream_node_max_entries
-            .unwrap_or(default.stream_node_max_entries),
-        stream_node_max_bytes: file
-            .stream_node_max_bytes
-            .unwrap_or(default.stream_node_max_bytes),
         cluster_enabled: default.cluster_enabled,
         skip_checksum_validation: default.skip_checksum_validation,
         proto_max_bulk_len: file
