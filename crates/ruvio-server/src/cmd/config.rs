@@ -604,15 +604,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
 /// This shard's part of the dump at `path`; its changes count as saved.
 pub fn write_dump_part(core: &mut ShardCore, path: &str) -> std::io::Result<()> {
     crate::persistence::export::write_part(&core.engine, core.now_ms, core.id, path)?;
-    core.stats.dirty_at_save = core.stats.dirty;
-    let gauges = &core.shared.shards[core.id];
-    gauges
-        .dirty
-        .store(core.stats.dirty, std::sync::atomic::Ordering::Relaxed);
-    gauges.dirty_at_save.store(
-        core.stats.dirty_at_save,
-        std::sync::atomic::Ordering::Relaxed,
-    );
+    crate::persistence::snapshot::mark_saved(core);
     Ok(())
 }
 

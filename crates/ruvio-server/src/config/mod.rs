@@ -513,22 +513,14 @@ pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, String> {
     Ok(cpus)
 }
 
-/// A size with Redis' units (`k` 1000, `kb` 1024, `m`, `mb`, `g`, `gb`; any case).
+/// A size with Redis' units ([`params::memory_unit`]); stricter than Redis's
+/// `memtoull` ([`params::redis_memory`]) where Ruvio reads its own settings:
+/// digits must come first and the size must fit.
 pub fn parse_memory(v: &str) -> Option<usize> {
-    let v = v.to_ascii_lowercase();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (num, unit) = v.split_at(split);
-    let mul: usize = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1 << 20,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1 << 30,
-        _ => return None,
-    };
-    num.parse::<usize>().ok()?.checked_mul(mul)
+    let digits = v.bytes().take_while(u8::is_ascii_digit).count();
+    let number = v[..digits].parse::<u64>().ok()?;
+    let bytes = number.checked_mul(params::memory_unit(&v[digits..])?)?;
+    usize::try_from(bytes).ok()
 }
 
 /// CONFIG REWRITE: give `settings` (TOML key, running value) their values in the

@@ -475,10 +475,21 @@ pub fn redis_integer(v: &str) -> Option<i64> {
 /// Redis's `memtoull`: digits (none is 0; too many saturate, as `strtoull`) and
 /// an optional unit `b k kb m mb g gb` in any case.
 pub fn redis_memory(v: &str) -> Option<u64> {
-    let v = v.to_ascii_lowercase();
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (digits, unit) = v.split_at(split);
-    let multiplier: u64 = match unit {
+    let multiplier = memory_unit(unit)?;
+    let number = if digits.is_empty() {
+        0
+    } else {
+        digits.parse::<u64>().unwrap_or(u64::MAX)
+    };
+    Some(number.wrapping_mul(multiplier))
+}
+
+/// Bytes in one `unit` of a memory value (`b k kb m mb g gb`, any case; none is
+/// bytes).
+pub fn memory_unit(unit: &str) -> Option<u64> {
+    Some(match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" => 1000,
         "kb" => 1024,
@@ -487,13 +498,7 @@ pub fn redis_memory(v: &str) -> Option<u64> {
         "g" => 1000 * 1000 * 1000,
         "gb" => 1 << 30,
         _ => return None,
-    };
-    let number = if digits.is_empty() {
-        0
-    } else {
-        digits.parse::<u64>().unwrap_or(u64::MAX)
-    };
-    Some(number.wrapping_mul(multiplier))
+    })
 }
 
 fn memory_or_percent(v: &str) -> Result<String, String> {

@@ -311,9 +311,15 @@ pub fn save(core: &mut ShardCore) -> Result<(), String> {
     core.shared
         .last_save_unix_s
         .fetch_max(core.now_ms / 1000, std::sync::atomic::Ordering::Relaxed);
+    mark_saved(core);
+    Ok(())
+}
+
+/// This shard's changes count as saved, published now, not at the next tick:
+/// SAVE answers once every shard has saved, and INFO's
+/// rdb_changes_since_last_save right after it must read 0.
+pub fn mark_saved(core: &mut ShardCore) {
     core.stats.dirty_at_save = core.stats.dirty;
-    // Published now, not at the next tick: SAVE answers once every shard has saved,
-    // and INFO's rdb_changes_since_last_save right after it must read 0.
     let gauges = &core.shared.shards[core.id];
     gauges
         .dirty
@@ -322,7 +328,6 @@ pub fn save(core: &mut ShardCore) -> Result<(), String> {
         core.stats.dirty_at_save,
         std::sync::atomic::Ordering::Relaxed,
     );
-    Ok(())
 }
 
 /// Begin this shard's part of the save the server just claimed.
