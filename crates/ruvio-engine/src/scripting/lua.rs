@@ -5,6 +5,11 @@
 //! (Lua's API through `mlua::ffi`, as Redis writes them): they reach the engine and
 //! the command's context through [`RUNNER`], a pointer to the run in progress that
 //! a guard sets for the run's length, so nothing outlives the run.
+//!
+//! Why one file of about a thousand lines: the run (`Runner`), the C functions that
+//! reach it and the guard that installs it share [`RUNNER`]'s unsafe contract; kept
+//! together, that contract is checked in one place. What does not touch the run
+//! lives beside it (`api.rs`, `luaaux.rs`, `resp.rs`, `server_cmds.rs`).
 
 use std::cell::{Cell, RefCell};
 
@@ -361,71 +366,6 @@ fn script_position(lua: &Lua, _: ()) -> mlua::Result<(Option<String>, Option<i64
     Ok((None, None))
 }
 
-/// A `redis.*` function's failure as Redis raises it (`luaPushError`): an error
-/// table `{err = "ERR <text>"}` at the script's position, so the script's `pcall`
-/// gets Redis's text and an uncaught one names the script's line.
-fn api_error(lua: &Lua, text: &str) -> mlua::Result<mlua::Error> {
-    let hooks: Table = lua.named_registry_value(luaaux::HOOKS)?;
-    let err = lua.create_table()?;
-    err.raw_set("err", format!("ERR {text}"))?;
-    raise(lua, &hooks, err)
-}
-
-/// `redis.log(level, ...)`, as Redis's `luaLogCommand`: the level a number from
-/// `LOG_DEBUG` to `LOG_WARNING` (numeric text too, cut toward zero as C's cast),
-/// then every argument Lua can show as text (strings, numbers), each after a space
-/// but the first argument's; the line goes to the server log at that level.
-fn redis_log(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<()> {
-    if args.len() < 2 {
-        return Err(api_error(
-            lua,
-            "redis.log() requires two arguments or more.",
-        )?);
-    }
-    let mut args = args.into_iter();
-    let level = args.next().expect("two arguments or more");
-    let Some(level) = lua.coerce_number(level)? else {
-        return Err(api_error(
-            lua,
-            "First argument must be a number (log level).",
-        )?);
-    };
-    let level = level.trunc();
-    if !(0.0..=3.0).contains(&level) {
-        return Err(api_error(lua, "Invalid debug level.")?);
-    }
-    let mut line = Vec::new();
-    for (j, arg) in args.enumerate() {
-        if let Some(text) = lua.coerce_string(arg)? {
-            if j != 0 {
-                line.push(b' ');
-            }
-            line.extend_from_slice(&text.as_bytes());
-        }
-    }
-    super::server_cmds::log(level as u8, &String::from_utf8_lossy(&line));
-    Ok(())
-}
-
-/// `redis.set_repl(flags)`, as Redis 7's: one argument (its arity error says
-/// "two"), flags within `REPL_NONE | REPL_AOF | REPL_REPLICA` (anything that is
-/// not a number counts as 0). Redis 7 always replicates a script's effects as
-/// commands; Ruvio, with no replicas, has nothing to choose between.
-fn redis_set_repl(lua: &Lua, args: mlua::MultiValue) -> mlua::Result<()> {
-    if args.len() != 1 {
-        return Err(api_error(lua, "redis.set_repl() requires two arguments.")?);
-    }
-    let flags = args.into_iter().next().expect("one argument");
-    let flags = lua.coerce_number(flags)?.unwrap_or(0.0).trunc();
-    if !(0.0..=3.0).contains(&flags) {
-        return Err(api_error(
-            lua,
-            "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
-        )?);
-    }
-    Ok(())
-}
-
 impl State {
     pub(super) fn new(generation: u64) -> mlua::Result<State> {
         srand48(0);
@@ -456,8 +396,8 @@ impl State {
                 Ok(())
             })?,
         )?;
-        host.set("log", lua.create_function(redis_log)?)?;
-        host.set("set_repl", lua.create_function(redis_set_repl)?)?;
+        host.set("log", lua.create_function(super::api::redis_log)?)?;
+        host.set("set_repl", lua.create_function(super::api::redis_set_repl)?)?;
         host.set("REDIS_VERSION", crate::REDIS_VERSION)?;
         host.set("REDIS_VERSION_NUM", crate::REDIS_VERSION_NUM)?;
         host.set("cjson", super::libs::cjson(&lua)?)?;
@@ -798,7 +738,7 @@ fn script_error(err: &Table, sha: &str) -> CmdError {
 /// calling frame, kept even in a tail call since redis.call is a C function), left in
 /// `hooks.pending` for the error handler; a Rust function can only raise a
 /// userdata, which the handler swaps for it.
-fn raise(lua: &Lua, hooks: &Table, err: Table) -> mlua::Result<mlua::Error> {
+pub(super) fn raise(lua: &Lua, hooks: &Table, err: Table) -> mlua::Result<mlua::Error> {
     let (source, line) = script_position(lua, ())?;
     err.raw_set("source", source)?;
     err.raw_set("line", line)?;

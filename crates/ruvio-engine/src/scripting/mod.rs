@@ -19,6 +19,7 @@
 //! Functions (FUNCTION LOAD's libraries, FCALL, FCALL_RO) are [`functions`]: a
 //! second Lua state per shard thread, holding every library.
 
+mod api;
 mod busy;
 mod cjson_decode;
 mod cmsgpack;
