@@ -202,3 +202,69 @@ fn a_script_that_wrote_is_unkillable_and_shutdown_nosave_from_its_shard_ends_the
         );
     }
 }
+
+/// AUTH on the busy shard: a client that must authenticate gets NOAUTH, then
+/// WRONGPASS or OK for its AUTH while the script runs (as Redis, which runs AUTH
+/// while busy), and -BUSY once authenticated; it can then kill the script.
+#[test]
+fn auth_on_the_busy_shard() {
+    for (server, mode) in servers() {
+        let mut runner = on_busy_shard(&server, mode);
+        let ms = THRESHOLD_MS.to_string();
+        assert_eq!(
+            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
+            b"+OK\r\n"
+        );
+        // Connections made before the password stay authenticated, as in Redis.
+        assert_eq!(
+            runner.cmd(&["config", "set", "requirepass", "secret"]),
+            b"+OK\r\n"
+        );
+        let mut locked = match (server.kind, mode) {
+            // DEBUG SHARD needs authentication now: open connections until CLIENT
+            // LIST (from an authenticated one) shows one served by shard 0.
+            (Target::Ruvio, PortMode::Forward) => {
+                let mut probe = server.raw();
+                assert_eq!(probe.cmd(&["auth", "secret"]), b"+OK\r\n");
+                let mut found = None;
+                for _ in 0..200 {
+                    let mut conn = server.raw();
+                    let port = conn.stream().local_addr().expect("local address").port();
+                    let listed = decode(&probe.cmd(&["client", "list"])).text();
+                    let addr = format!(" addr=127.0.0.1:{port} ");
+                    if listed
+                        .lines()
+                        .any(|l| l.contains(&addr) && l.ends_with(" io-thread=0"))
+                    {
+                        found = Some(conn);
+                        break;
+                    }
+                }
+                found.expect("a connection on shard 0")
+            }
+            _ => RawConn::connect(server.shard_port(0)),
+        };
+        runner.send(&encode(&["eval", "while true do end", "0"]));
+        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        assert_eq!(
+            locked.cmd(&["get", "k"]),
+            b"-NOAUTH Authentication required.\r\n",
+            "{mode:?}"
+        );
+        assert_eq!(
+            locked.cmd(&["auth", "wrong"]),
+            b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+        );
+        // AUTH and the next command in one write: the second sees the first.
+        locked.send(&[encode(&["auth", "secret"]), encode(&["get", "k"])].concat());
+        assert_eq!(locked.read_reply(), b"+OK\r\n", "{mode:?}: AUTH while busy");
+        assert_eq!(locked.read_reply(), BUSY, "{mode:?}");
+        assert_eq!(locked.cmd(&["script", "kill"]), b"+OK\r\n");
+        assert!(runner.read_reply().starts_with(KILLED));
+        assert_eq!(until_not_busy(&mut runner, &["ping"], BUSY), b"+PONG\r\n");
+        assert_eq!(
+            runner.cmd(&["config", "set", "requirepass", ""]),
+            b"+OK\r\n"
+        );
+    }
+}

@@ -92,6 +92,9 @@ fn set_hz(core: &mut ShardCore, v: &str) -> Result<(), String> {
 
 fn set_requirepass(core: &mut ShardCore, v: &str) -> Result<(), String> {
     core.cfg.requirepass = (!v.is_empty()).then(|| v.to_string());
+    // A script may turn busy before the next tick: its shard answers AUTH with
+    // the password set now.
+    crate::shard::busy::set_requirepass(core.cfg.requirepass.as_deref());
     Ok(())
 }
 

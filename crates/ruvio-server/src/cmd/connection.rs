@@ -79,28 +79,30 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     Ok(())
 }
 
-/// Check a username/password pair against the configuration.
-fn credentials_ok(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
-    user == b"default"
-        && ctx
-            .core
-            .cfg
-            .requirepass
-            .as_ref()
-            .is_none_or(|p| p.as_bytes() == pass)
+/// Check a username/password pair against `requirepass`.
+fn credentials_ok(requirepass: Option<&str>, user: &[u8], pass: &[u8]) -> bool {
+    user == b"default" && requirepass.is_none_or(|p| p.as_bytes() == pass)
 }
 
-/// `AUTH [username] password`
-fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+/// AUTH's answer for `requirepass` (the user `default` only): `Ok` when the
+/// client may go on, or Redis's error. Also what a busy script's shard answers
+/// (see `shard::busy`), which has no command context.
+pub fn authenticate(requirepass: Option<&str>, args: Args<'_>) -> Result<(), CmdError> {
     let (user, pass) = match args.len() {
-        2 if ctx.core.cfg.requirepass.is_none() => return Err(CmdError::AuthNotConfigured),
+        2 if requirepass.is_none() => return Err(CmdError::AuthNotConfigured),
         2 => (&b"default"[..], args.get(1)),
         3 => (args.get(1), args.get(2)),
         _ => return Err(CmdError::Syntax),
     };
-    if !credentials_ok(ctx, user, pass) {
-        return Err(CmdError::WrongPass);
+    match credentials_ok(requirepass, user, pass) {
+        true => Ok(()),
+        false => Err(CmdError::WrongPass),
     }
+}
+
+/// `AUTH [username] password`
+fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    authenticate(ctx.core.cfg.requirepass.as_deref(), args)?;
     ctx.client.authenticated = true;
     reply.ok();
     Ok(())
@@ -135,7 +137,7 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
         }
     }
     if let Some((user, pass)) = auth {
-        if !credentials_ok(ctx, user, pass) {
+        if !credentials_ok(ctx.core.cfg.requirepass.as_deref(), user, pass) {
             return Err(CmdError::WrongPass);
         }
         ctx.client.authenticated = true;

@@ -111,8 +111,8 @@ pub struct Settings {
     pub topo: Arc<Topology>,
     /// `cluster-announce-ip` (the host MOVED names).
     pub announce_ip: String,
-    /// New clients must authenticate (`requirepass`).
-    pub auth_required: bool,
+    /// `requirepass`: new clients must authenticate, and AUTH checks it.
+    pub requirepass: Option<String>,
 }
 
 /// Set this shard thread up (at shard start): its listener and settings.
@@ -131,11 +131,14 @@ pub fn install(listener: RawFd, settings: Settings) {
     ruvio_engine::scripting::set_serve_while_busy(serve);
 }
 
-/// Whether new clients must authenticate now (the loop renews it on its tick).
-pub fn set_auth_required(required: bool) {
+/// `requirepass` now (the loop renews it on its tick; copied only when changed).
+pub fn set_requirepass(requirepass: Option<&str>) {
     PUMP.with_borrow_mut(|p| {
-        if let Some(pump) = p.as_mut() {
-            pump.settings.auth_required = required;
+        if let Some(pump) = p
+            .as_mut()
+            .filter(|p| p.settings.requirepass.as_deref() != requirepass)
+        {
+            pump.settings.requirepass = requirepass.map(str::to_string);
         }
     });
 }
@@ -268,9 +271,6 @@ impl Pump {
         }
         self.peeked.truncate(n as usize);
         self.out.clear();
-        let authenticated = client
-            .as_ref()
-            .map_or(!self.settings.auth_required, |c| c.authenticated);
         let proto = client.as_ref().map_or(Protocol::Resp2, |c| c.proto);
         let limits = Limits::default();
         let mut consumed = 0;
@@ -286,6 +286,10 @@ impl Pump {
                 break;
             };
             if !args.is_empty() {
+                // Read per command: an AUTH before it in the batch counts.
+                let authenticated = client
+                    .as_ref()
+                    .map_or(self.settings.requirepass.is_none(), |c| c.authenticated);
                 let mut reply = Reply::new(&mut self.out, proto);
                 let asked = Asked {
                     args,
@@ -461,6 +465,18 @@ fn answer(
             match client.multi.take() {
                 Some(_) => reply.ok(),
                 None => CmdError::DiscardWithoutMulti.write(reply),
+            }
+            Answer::Replied
+        }
+        // AUTH outside MULTI needs only the connection and `requirepass`.
+        "auth" if client.as_ref().is_some_and(|c| c.multi.is_none()) => {
+            let client = client.expect("checked");
+            match crate::cmd::connection::authenticate(settings.requirepass.as_deref(), args) {
+                Ok(()) => {
+                    client.authenticated = true;
+                    reply.ok();
+                }
+                Err(e) => e.write(reply),
             }
             Answer::Replied
         }

@@ -169,7 +169,7 @@ impl Shard {
             shard: self.core.id,
             topo: self.core.topo.clone(),
             announce_ip: self.core.cfg.cluster_announce_ip.clone(),
-            auth_required: self.core.cfg.requirepass.is_some(),
+            requirepass: self.core.cfg.requirepass.clone(),
         };
         busy::install(std::os::fd::AsRawFd::as_raw_fd(&self.listener), settings);
         self.arm_accept();
@@ -905,7 +905,7 @@ impl Shard {
     fn tick(&mut self) {
         self.next_tick_ms = self.core.now_ms + TICK.as_millis() as u64;
         // CONFIG SET requirepass reaches the clients a busy script's hook accepts.
-        busy::set_auth_required(self.core.cfg.requirepass.is_some());
+        busy::set_requirepass(self.core.cfg.requirepass.as_deref());
         if std::mem::take(&mut self.accept_failed) {
             self.arm_accept();
         }
