@@ -868,6 +868,7 @@ impl Runner<'_> {
         let Some(handler) = row.handler else {
             return self.fail(b"ERR Unknown Redis command called from script");
         };
+        server_cmds::monitor(self.ctx.db, args);
         if !every_slot_is_local() && server_cmds::SPREAD.contains(&row.meta.name) {
             return self.run_spread(resp, handler, args);
         }

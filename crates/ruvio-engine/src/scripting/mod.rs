@@ -51,8 +51,8 @@ pub use lua::set_local_slots;
 pub use lua::set_oom_at_start;
 pub use lua::take_start_over;
 pub use server_cmds::{
-    set_log_sink, set_script_host, set_server_commands, Elsewhere, LogSink, Reach, Reaching,
-    ScriptHost, ServerLookup, Spreading,
+    set_log_sink, set_monitor_sink, set_monitored, set_script_host, set_server_commands, Elsewhere,
+    LogSink, MonitorSink, Reach, Reaching, ScriptHost, ServerLookup, Spreading,
 };
 
 /// Script bodies by their lower-case hex SHA1, shared by every shard.

@@ -18,6 +18,7 @@
 //! called from script` (docs/scripting.md).
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use ruvio_resp::{Args, Reply};
@@ -48,6 +49,38 @@ pub fn set_log_sink(sink: LogSink) {
 pub(super) fn log(level: u8, message: &str) {
     if let Some(sink) = LOG_SINK.get() {
         sink(level, message);
+    }
+}
+
+/// Where a script's commands are shown while a client is in MONITOR mode: the
+/// database and the arguments of each command a script runs (Redis feeds its
+/// monitors every `redis.call` as `[db lua]`).
+pub type MonitorSink = fn(usize, Args<'_>);
+
+static MONITOR_SINK: OnceLock<MonitorSink> = OnceLock::new();
+
+/// Whether a MONITOR is attached anywhere in the server: the one test a script's
+/// call pays while none is.
+static MONITORED: AtomicBool = AtomicBool::new(false);
+
+/// Give scripts the server's MONITOR feed (called once at start).
+pub fn set_monitor_sink(sink: MonitorSink) {
+    let _ = MONITOR_SINK.set(sink);
+}
+
+/// Whether scripts' commands go to the MONITOR feed (the server says so as the
+/// first monitor attaches and the last leaves).
+pub fn set_monitored(on: bool) {
+    MONITORED.store(on, Relaxed);
+}
+
+/// Show a script's command `args`, run in database `db`, to the monitors.
+#[inline]
+pub(super) fn monitor(db: usize, args: Args<'_>) {
+    if MONITORED.load(Relaxed) {
+        if let Some(sink) = MONITOR_SINK.get() {
+            sink(db, args);
+        }
     }
 }
 
@@ -290,7 +323,11 @@ pub(super) fn call(
             Ok(())
         }
         "select" => select(engine, ctx, args, reply),
-        "publish" | "spublish" => return publish(ctx, meta.name == "spublish", args, reply),
+        "publish" | "spublish" => {
+            publish(ctx, meta.name == "spublish", args, reply)?;
+            monitor(ctx.db, args);
+            return Ok(());
+        }
         name => match with_host(|h| h.call(engine, name, args, reply)).flatten() {
             Some(result) => result,
             None => return Err(UNKNOWN),
@@ -299,6 +336,8 @@ pub(super) fn call(
     if let Err(e) = result {
         e.write(reply);
     }
+    // After the call, as Redis feeds it: a SELECT shows the database it chose.
+    monitor(ctx.db, args);
     Ok(())
 }
 

@@ -74,6 +74,11 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     crate::messaging::pubsub::forget_all(ctx.core, &mut c.subs, ctx.who);
     c.multi = None;
     crate::transactions::multi::unwatch(ctx.core, ctx.client);
+    if std::mem::take(&mut ctx.client.monitor) {
+        let core = &mut *ctx.core;
+        core.monitors
+            .detach(&core.shared.monitors, core.id, ctx.who);
+    }
     reply.proto = Protocol::Resp2;
     reply.simple("RESET");
     Ok(())

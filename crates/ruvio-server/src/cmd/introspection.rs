@@ -200,18 +200,21 @@ fn docs(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 }
 
 /// One command's COMMAND DOCS map: the row's summary, since, group and
-/// complexity, the docs table's fields, then the subcommands' maps.
+/// complexity (none for a command whose row has none, as MONITOR in Redis), the
+/// docs table's fields, then the subcommands' maps.
 fn reply_docs(reply: &mut Reply<'_>, cmd: &Command) {
     let m = cmd.meta;
     let extra: &[(Typed, Typed)] = docs::lookup(m.name).map_or(&[], |d| &d.docs);
     let subcommands = listed_subcommands(cmd);
-    reply.map(4 + extra.len() + usize::from(!subcommands.is_empty()));
-    for (field, value) in [
+    let fields = [
         ("summary", m.summary),
         ("since", m.since),
         ("group", m.group),
         ("complexity", m.complexity),
-    ] {
+    ];
+    let shown = fields.iter().filter(|(_, value)| !value.is_empty());
+    reply.map(shown.clone().count() + extra.len() + usize::from(!subcommands.is_empty()));
+    for (field, value) in shown {
         reply.bulk(field.as_bytes());
         reply.bulk(value.as_bytes());
     }

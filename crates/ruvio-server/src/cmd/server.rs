@@ -1,11 +1,11 @@
-//! Server commands that belong to no larger family: TIME.
+//! Server commands that belong to no larger family: TIME, MONITOR.
 //!
 //! INFO, CONFIG, DEBUG and the persistence commands have their own modules
 //! (`info`, `config`, `debug`, `persistence`).
 
 use super::{Ctx, ServerCommand, ServerResult};
 use ruvio_engine::command::{command, flags::*};
-use ruvio_engine::KeySpec;
+use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 
 /// The server family's table.
@@ -13,7 +13,31 @@ use ruvio_resp::{Args, Reply};
 pub const COMMANDS: &[ServerCommand] = &[
     command!("time", 1, LOADING | STALE | FAST, KeySpec::NONE, ["fast"], "server", "2.6.0",
         "Return the current server time", "O(1)", time),
+    command!("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "Listen for all requests received by the server in real time", "", monitor),
 ];
+
+/// `MONITOR`: from now on the connection receives a line for each command the
+/// server runs (see `observability::monitor`). A client already monitoring gets
+/// no reply, as from Redis.
+fn monitor(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if ctx.client.in_exec {
+        // Redis marks a transaction's client as one that must not block.
+        return Err(CmdError::Line(
+            b"ERR MONITOR isn't allowed for DENY BLOCKING client".to_vec(),
+        ));
+    }
+    if ctx.client.monitor {
+        return Ok(());
+    }
+    ctx.client.monitor = true;
+    let core = &mut *ctx.core;
+    core.monitors
+        .attach(&core.shared.monitors, core.id, ctx.who);
+    reply.ok();
+    Ok(())
+}
 
 /// `TIME`
 fn time(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {

@@ -116,6 +116,8 @@ pub enum ShardMsg {
     },
     /// Pub/Sub messages to deliver (see [`crate::messaging::pubsub`]).
     Messages(MessageBatch),
+    /// MONITOR lines for this shard's monitors (see `crate::observability::monitor`).
+    MonitorLines(Vec<u8>),
     /// WATCH from shard `from`: register the keys (db, client in `tag`) for watch
     /// epoch `epoch`, then answer `+OK` to `tag` (see [`crate::transactions::watch`]).
     WatchKeys {
@@ -189,6 +191,9 @@ pub struct Outbox {
     direct: Vec<(usize, ShardMsg)>,
     /// Pub/Sub messages for each shard (see [`crate::messaging::pubsub`]).
     messages: Vec<MessageBatch>,
+    /// MONITOR lines for each shard, shipped ahead of the rest: a script's EVAL
+    /// line reaches a monitor before the lines of the calls it makes there.
+    monitor_lines: Vec<Vec<u8>>,
 }
 
 impl Outbox {
@@ -388,10 +393,23 @@ impl Outbox {
         batch.push(tag, kind, channel, message);
     }
 
-    /// Move everything queued into `messages`, in the order it must arrive: the
-    /// direct messages (each behind the batches built before it), then each
-    /// shard's pending request and reply batches.
+    /// Queue MONITOR lines for `shard`'s monitors.
+    pub fn monitor_lines(&mut self, shard: usize, lines: &[u8]) {
+        if self.monitor_lines.len() <= shard {
+            self.monitor_lines.resize_with(shard + 1, Vec::new);
+        }
+        self.monitor_lines[shard].extend_from_slice(lines);
+    }
+
+    /// Move everything queued into `messages`, in the order it must arrive:
+    /// MONITOR lines, the direct messages (each behind the batches built before
+    /// it), then each shard's pending request and reply batches.
     pub fn take_messages(&mut self, messages: &mut impl Extend<(usize, ShardMsg)>) {
+        for (to, lines) in self.monitor_lines.iter_mut().enumerate() {
+            if !lines.is_empty() {
+                messages.extend([(to, ShardMsg::MonitorLines(std::mem::take(lines)))]);
+            }
+        }
         messages.extend(self.direct.drain(..));
         for to in 0..self.requests.len() {
             if !self.requests[to].tags.is_empty() {

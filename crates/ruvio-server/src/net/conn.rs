@@ -70,6 +70,9 @@ pub struct ClientState {
     /// the coordinating op's ticket and the held slot of the client's last
     /// transaction on it (see [`crate::mesh::lending::must_wait_for_transaction`]).
     pub borrowing_tx: Option<(u64, u64)>,
+    /// In MONITOR mode: it receives a line for every command the server runs
+    /// (see [`crate::observability::monitor`]).
+    pub monitor: bool,
 }
 
 /// What CLIENT LIST shows of a connection's buffers and memory (Redis' `qbuf` ...
@@ -129,6 +132,7 @@ impl ClientState {
         let blocked_argv = c.blocked.and_then(|b| b.command_bytes).map(|n| n as usize);
         let mut flags = String::new();
         for (set, flag) in [
+            (c.monitor, 'O'),
             (c.subs.active(), 'P'),
             (c.multi.is_some(), 'x'),
             (blocked_argv.is_some(), 'b'),
@@ -753,6 +757,7 @@ impl Conn {
                 in_exec: false,
                 exec_rest: Default::default(),
                 borrowing_tx: None,
+                monitor: false,
             },
             replies: ReplyQueue::default(),
             sending: Vec::new(),

@@ -1,6 +1,11 @@
-//! Observability (not built yet; issue "Observability: SLOWLOG, LATENCY, MONITOR").
+//! Observability: what an operator reads to see what the server does.
 //!
-//! Will own: SLOWLOG and LATENCY per shard, merged on read; per-command latency
-//! histograms (INFO latencystats); MONITOR's feed; the Prometheus endpoint and the
-//! live page. It will sit beside `stats` (counters it extends) and below
-//! `shard::exec`, which hands it each command's timing.
+//! Built: MONITOR's feed ([`monitor`]: the line format and the per-thread buffer
+//! of lines; the shard hands them to connections in `shard::monitor`).
+//! To come (issue "Observability: SLOWLOG, LATENCY, MONITOR"): SLOWLOG and
+//! LATENCY per shard, merged on read; per-command latency histograms (INFO
+//! latencystats); the Prometheus endpoint and the live page. It sits beside
+//! `stats` (counters it extends) and below `shard::exec`, which hands it each
+//! command's timing.
+
+pub mod monitor;

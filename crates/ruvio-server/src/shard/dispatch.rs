@@ -14,13 +14,15 @@ use crate::mesh::forward::Tag;
 use crate::mesh::lending;
 use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyMode, ReplyQueue};
 use crate::net::slab::Slab;
+use crate::observability::monitor::{self, Source};
 use crate::persistence::durable;
 use crate::shard::blocking::Waiter;
 use crate::shard::exec::{self, run_engine, Caller};
 use crate::shard::ShardCore;
 use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{
-    ALLOW_BUSY, ALL_SHARDS, BLOCKING, DENYOOM, LOADING, NO_AUTH, SPLITTABLE, WRITE,
+    ADMIN, ALLOW_BUSY, ALL_SHARDS, BLOCKING, DENYOOM, LOADING, NO_AUTH, SKIP_MONITOR, SPLITTABLE,
+    WRITE,
 };
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
@@ -392,6 +394,11 @@ pub(crate) fn run_command(
     let (stat, result) = match cmd.resolve(args) {
         Ok(sub) => {
             client.last_cmd = sub.meta.name;
+            let monitored = monitor::attached() && !sub.meta.has(ADMIN);
+            if monitored && sub.meta.has(SKIP_MONITOR) {
+                // Scripts are fed before they run, so their calls follow them.
+                monitor::feed(client.db, Source::Client(&client.peer), args);
+            }
             let sampled = (core.stats.per_command[sub.stat].calls + 1)
                 .is_multiple_of(TIMING_SAMPLE_EVERY)
                 .then(Instant::now);
@@ -404,6 +411,14 @@ pub(crate) fn run_command(
             let stat = &mut core.stats.per_command[sub.stat];
             if let Some(started) = sampled {
                 stat.usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
+            }
+            if monitored {
+                if !sub.meta.has(SKIP_MONITOR) {
+                    // After the call, as Redis's call(): SELECT shows its database.
+                    monitor::feed(client.db, Source::Client(&client.peer), args);
+                }
+                let running = crate::shard::monitor::Running { who, replies };
+                crate::shard::monitor::hand_out(core, conns, Some(running));
             }
             (sub.stat, result)
         }

@@ -46,6 +46,9 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             gather::answer_clients(core, conns, from, tag, &query)
         }
         ShardMsg::Messages(batch) => crate::messaging::pubsub::deliver_batch(core, conns, batch),
+        ShardMsg::MonitorLines(lines) => {
+            crate::shard::monitor::deliver_here(core, conns, &lines, None)
+        }
         ShardMsg::WatchKeys {
             from,
             tag,

@@ -22,6 +22,7 @@ pub mod dispatch;
 pub mod exec;
 pub mod inproc;
 pub mod messages;
+pub mod monitor;
 pub mod pause;
 mod shared;
 mod state;
@@ -701,10 +702,16 @@ impl Shard {
             unsafe { libc::shutdown(conn.client.fd, libc::SHUT_RDWR) };
             crate::transactions::multi::unwatch(&mut self.core, &mut conn.client);
             let mut subs = std::mem::take(&mut conn.client.subs);
+            let monitoring = std::mem::take(&mut conn.client.monitor);
             if let Some(blocked) = conn.client.blocked.take() {
                 self.forget_blocked(index, gen, blocked);
             }
             crate::messaging::pubsub::forget_all(&self.core, &mut subs, (index, gen));
+            if monitoring {
+                let core = &mut self.core;
+                core.monitors
+                    .detach(&core.shared.monitors, core.id, (index, gen));
+            }
         }
         let Some(conn) = self.conns.get_mut(index, gen) else {
             return;
@@ -768,6 +775,8 @@ impl Shard {
     }
 
     fn ship_outbox(&mut self) {
+        // Lines fed by commands run for other shards, blocked clients, scripts.
+        monitor::hand_out(&mut self.core, &mut self.conns, None);
         // A lone shard has no mesh and its outbox stays empty.
         forward::with_mesh(|mesh| mesh.ship(&mut self.core.outbox));
     }

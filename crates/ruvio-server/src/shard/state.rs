@@ -70,6 +70,8 @@ pub struct ShardCore {
     pub loading: crate::persistence::loading::ShardLoading,
     /// The last command's recorded effects, whose buffers the next one reuses.
     pub spare_record: Option<Box<ruvio_engine::command::Recorded>>,
+    /// This shard's connections in MONITOR mode (see `shard::monitor`).
+    pub monitors: crate::observability::monitor::ShardMonitors,
 }
 
 impl ShardCore {
@@ -98,6 +100,7 @@ impl ShardCore {
         ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
         ruvio_engine::scripting::set_script_watches(shared.scripts.clone(), id);
         ruvio_engine::scripting::set_server_commands(crate::cmd::registry::script_row);
+        ruvio_engine::scripting::set_monitor_sink(crate::observability::monitor::feed_script_call);
         ruvio_engine::scripting::set_log_sink(|level, message| {
             let level = crate::serverlog::Level::from_number(i64::from(level))
                 .unwrap_or(crate::serverlog::Level::Notice);
@@ -137,6 +140,7 @@ impl ShardCore {
             background_save: Default::default(),
             loading,
             spare_record: None,
+            monitors: Default::default(),
         };
         crate::cmd::config::apply_params_at_start(&mut core);
         if !in_background {

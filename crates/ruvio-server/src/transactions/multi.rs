@@ -425,7 +425,11 @@ pub fn exec(
         unwatch(core, client);
         return Err(e);
     }
-    match plan(core, client, &queued) {
+    let plan = plan(core, client, &queued);
+    if !matches!(plan, Plan::InTurn) && crate::observability::monitor::attached() {
+        feed_monitors(core, client, &queued);
+    }
+    match plan {
         Plan::InTurn => run_in_turn(core, conns, client, replies, who, queued),
         Plan::OnOwner(owner, keys) => {
             crate::mesh::owner_tx::send(core, client, replies, who, owner, queued.commands, keys)
@@ -447,6 +451,27 @@ pub fn exec(
         ),
     }
     Ok(())
+}
+
+/// MONITOR's lines for a queue that runs on other shards (one owner, or borrowed
+/// keys), fed as it starts: a queue run in turn here goes through the dispatcher,
+/// which feeds each command as it runs. A watch touched on another shard and not
+/// yet known here still shows the queue.
+fn feed_monitors(core: &ShardCore, client: &ClientState, queued: &Queued) {
+    use crate::observability::monitor::{feed, Source};
+    let mut db = client.db;
+    for (cmd, args) in queued.commands.iter() {
+        let Ok(sub) = cmd.resolve(args) else {
+            continue;
+        };
+        if sub.meta.has(ruvio_engine::command::flags::ADMIN) {
+            continue;
+        }
+        if sub.meta.name == "select" {
+            db = db_index(core, args.get(1)).unwrap_or(db);
+        }
+        feed(db, Source::Client(&client.peer), args);
+    }
 }
 
 /// Start the EXEC of `queued` on `keys` borrowed from their owners. Without WATCH
