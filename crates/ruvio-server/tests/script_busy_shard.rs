@@ -268,3 +268,66 @@ fn auth_on_the_busy_shard() {
         );
     }
 }
+
+/// The connection commands Redis runs while a script is busy, on the busy
+/// shard's own clients: HELLO (both protocols), UNWATCH, RESET and QUIT answered
+/// at once; inside MULTI, AUTH, HELLO, UNWATCH, FUNCTION STATS and SCRIPT KILL
+/// are queued (Redis lets them past the busy check, then MULTI takes them) and
+/// SHUTDOWN is refused; FUNCTION STATS outside MULTI is `-BUSY` under an EVAL.
+#[test]
+fn connection_commands_on_the_busy_shard() {
+    for (server, mode) in servers() {
+        let mut witness = on_busy_shard(&server, mode);
+        let mut quitter = on_busy_shard(&server, mode);
+        let mut runner = start_busy(&server, mode, "while true do end");
+
+        let hello = witness.cmd(&["hello", "3", "setname", "seen"]);
+        assert!(
+            hello.starts_with(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n"),
+            "{mode:?}: {}",
+            show(&hello)
+        );
+        assert!(
+            contains(&hello, b"$5\r\nproto\r\n:3\r\n"),
+            "{}",
+            show(&hello)
+        );
+        assert_eq!(witness.cmd(&["ping"]), BUSY, "{mode:?}");
+        let hello = witness.cmd(&["hello", "2"]);
+        assert!(
+            hello.starts_with(b"*14\r\n$6\r\nserver\r\n"),
+            "{}",
+            show(&hello)
+        );
+        assert_eq!(witness.cmd(&["unwatch"]), b"+OK\r\n", "{mode:?}");
+        assert_eq!(witness.cmd(&["function", "stats"]), BUSY, "{mode:?}");
+
+        assert_eq!(witness.cmd(&["multi"]), b"+OK\r\n");
+        for queued in [
+            &["auth", "nopass"][..],
+            &["hello", "2"],
+            &["unwatch"],
+            &["function", "stats"],
+            &["script", "kill"],
+        ] {
+            assert_eq!(witness.cmd(queued), b"+QUEUED\r\n", "{mode:?}: {queued:?}");
+        }
+        assert_eq!(
+            witness.cmd(&["shutdown", "nosave"]),
+            b"-ERR Command not allowed inside a transaction\r\n",
+            "{mode:?}"
+        );
+        assert_eq!(witness.cmd(&["discard"]), b"+OK\r\n", "{mode:?}");
+
+        assert_eq!(witness.cmd(&["reset"]), b"+RESET\r\n", "{mode:?}");
+        assert_eq!(witness.cmd(&["ping"]), BUSY, "{mode:?}: after RESET");
+        assert_eq!(quitter.cmd(&["quit"]), b"+OK\r\n", "{mode:?}");
+        quitter.expect_closed();
+
+        assert_eq!(witness.cmd(&["script", "kill"]), b"+OK\r\n", "{mode:?}");
+        assert!(runner.read_reply().starts_with(KILLED));
+        assert_eq!(until_not_busy(&mut witness, &["ping"], BUSY), b"+PONG\r\n");
+        let name = witness.cmd(&["client", "getname"]);
+        assert_eq!(name, b"$-1\r\n", "{mode:?}: RESET cleared the name");
+    }
+}

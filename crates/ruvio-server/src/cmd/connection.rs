@@ -63,16 +63,8 @@ fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 /// `RESET`: back to a fresh connection's state.
 fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let c = &mut *ctx.client;
-    c.db = 0;
-    c.proto = Protocol::Resp2;
-    c.name.clear();
-    c.reply_mode = ReplyMode::On;
-    c.no_evict = false;
-    c.no_touch = false;
-    c.readonly = false;
-    c.authenticated = ctx.core.cfg.requirepass.is_none();
+    reset_connection(c, ctx.core.cfg.requirepass.as_deref());
     crate::messaging::pubsub::forget_all(ctx.core, &mut c.subs, ctx.who);
-    c.multi = None;
     crate::transactions::multi::unwatch(ctx.core, ctx.client);
     if std::mem::take(&mut ctx.client.monitor) {
         let core = &mut *ctx.core;
@@ -82,6 +74,21 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     reply.proto = Protocol::Resp2;
     reply.simple("RESET");
     Ok(())
+}
+
+/// RESET's part that needs only the connection: a fresh connection's database,
+/// protocol, name, reply mode and flags, no transaction, authenticated unless
+/// `requirepass` is set (also what a busy script's shard does: `shard::busy`).
+pub fn reset_connection(c: &mut crate::net::conn::ClientState, requirepass: Option<&str>) {
+    c.db = 0;
+    c.proto = Protocol::Resp2;
+    c.name.clear();
+    c.reply_mode = ReplyMode::On;
+    c.no_evict = false;
+    c.no_touch = false;
+    c.readonly = false;
+    c.authenticated = requirepass.is_none();
+    c.multi = None;
 }
 
 /// Check a username/password pair against `requirepass`.
@@ -115,6 +122,26 @@ fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
 fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let cfg = &ctx.core.cfg;
+    hello_reply(
+        ctx.client,
+        cfg.requirepass.as_deref(),
+        cfg.port_mode,
+        args,
+        reply,
+    )
+}
+
+/// HELLO on connection `client`, given `requirepass` and the port mode: its
+/// changes to the connection and its reply (also what a busy script's shard
+/// answers: `shard::busy`).
+pub fn hello_reply(
+    client: &mut crate::net::conn::ClientState,
+    requirepass: Option<&str>,
+    port_mode: PortMode,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let mut proto = None;
     let mut i = 1;
     if args.len() > 1 {
@@ -142,22 +169,22 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
         }
     }
     if let Some((user, pass)) = auth {
-        if !credentials_ok(ctx.core.cfg.requirepass.as_deref(), user, pass) {
+        if !credentials_ok(requirepass, user, pass) {
             return Err(CmdError::WrongPass);
         }
-        ctx.client.authenticated = true;
+        client.authenticated = true;
     }
-    if !ctx.client.authenticated {
+    if !client.authenticated {
         return Err(CmdError::HelloNoAuth);
     }
     if let Some(name) = name {
         if !super::client::valid_client_name(name) {
             return Err(CmdError::BadClientName);
         }
-        ctx.client.name = name.to_vec();
+        client.name = name.to_vec();
     }
     if let Some(p) = proto {
-        ctx.client.proto = p;
+        client.proto = p;
         reply.proto = p;
     }
     reply.map(7);
@@ -166,15 +193,15 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
     reply.bulk(b"version");
     reply.bulk(REDIS_VERSION.as_bytes());
     reply.bulk(b"proto");
-    reply.int(if ctx.client.proto == Protocol::Resp3 {
+    reply.int(if client.proto == Protocol::Resp3 {
         3
     } else {
         2
     });
     reply.bulk(b"id");
-    reply.int(ctx.client.id as i64);
+    reply.int(client.id as i64);
     reply.bulk(b"mode");
-    reply.bulk(match ctx.core.cfg.port_mode {
+    reply.bulk(match port_mode {
         PortMode::PerShard => b"cluster",
         PortMode::Forward => b"standalone",
     });

@@ -11,7 +11,11 @@
 //!   per-shard mode `-MOVED` / `-CROSSSLOT`); inside MULTI the transaction is
 //!   flagged, and EXEC discards it as Redis' does;
 //! - SCRIPT KILL and FUNCTION KILL act at once (the hook raises the kill right
-//!   after), SHUTDOWN NOSAVE ends the process, SHUTDOWN without it is `-BUSY`.
+//!   after), SHUTDOWN NOSAVE ends the process, SHUTDOWN without it is `-BUSY`;
+//! - the connection commands Redis runs while busy: AUTH, HELLO, MULTI, DISCARD,
+//!   UNWATCH, RESET, QUIT, FUNCTION STATS (a function's run, or `-BUSY` under an
+//!   EVAL); inside MULTI those Redis lets past the busy check are queued, as its
+//!   MULTI then takes them.
 //!
 //! What it may touch, and why it is safe:
 //! - The connections: while a script command runs, the shard lends its slab
@@ -26,9 +30,11 @@
 //!   enters the ring (its task work is deferred, `DEFER_TASKRUN`), and a receive
 //!   woken for bytes taken here finds none and waits again. Commands are peeked
 //!   first and only the whole ones answered here are taken off the socket; the
-//!   first command it may not answer (MULTI, WATCH, AUTH, HELLO, FUNCTION STATS,
-//!   QUIT, a partial one ...) stops it there for that connection: it and what
-//!   follows wait for the loop, as before.
+//!   first command it may not answer (WATCH outside MULTI, UNWATCH, RESET or EXEC
+//!   of a client that watches keys, RESET of a subscriber or a monitor: they
+//!   change shard tables; a connection accepted meanwhile that needs its state
+//!   kept; a partial command) stops it there for that connection: it and what
+//!   follows wait for the loop.
 //! - New connections: accepted from the shard's listener directly (the ring's
 //!   accept is deferred the same way) and served as fresh clients; the loop adopts
 //!   them after the script ([`take_leftovers`]).
@@ -220,6 +226,8 @@ enum Answer {
     Busy,
     /// Left, with what follows, for the loop.
     Stop,
+    /// Answered, and the connection closes (QUIT): what follows is not read.
+    Close,
 }
 
 impl Pump {
@@ -274,6 +282,7 @@ impl Pump {
         let proto = client.as_ref().map_or(Protocol::Resp2, |c| c.proto);
         let limits = Limits::default();
         let mut consumed = 0;
+        let mut closing = false;
         while consumed < self.peeked.len() && self.out.len() < OUT_BYTES_MAX {
             self.parser.reset();
             let Ok(Parsed::Complete {
@@ -303,6 +312,12 @@ impl Pump {
                         self.stopped.push(target);
                         break;
                     }
+                    Answer::Close => {
+                        closing = true;
+                        consumed += used;
+                        self.stopped.push(target);
+                        break;
+                    }
                 }
             }
             consumed += used;
@@ -310,6 +325,12 @@ impl Pump {
         if consumed > 0 {
             discard(fd, consumed);
             self.send(fd, target);
+        }
+        if closing {
+            // The shard's armed receive then ends with the stream, and the loop
+            // closes the connection as for a client that went away.
+            // SAFETY: plain syscall on the client's socket.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
         }
     }
 
@@ -400,6 +421,17 @@ fn answer(
     if let Some(e) = redirection(settings, row, args, local) {
         return refuse(client, &e, reply);
     }
+    let in_multi = client.as_ref().is_some_and(|c| c.multi.is_some());
+    if in_multi
+        && row.meta.has(ALLOW_BUSY)
+        && !crate::transactions::multi::runs_in_multi(row.meta.name)
+    {
+        // Redis lets it past the busy check, then MULTI queues it (SCRIPT KILL
+        // and AUTH included); none of these has keys.
+        let client = client.expect("in MULTI");
+        crate::transactions::multi::queue_keyless(client, row, args, reply);
+        return Answer::Replied;
+    }
     match row.meta.name {
         "script|kill" | "function|kill" => {
             match ruvio_engine::scripting::kill(row.meta.name == "function|kill") {
@@ -480,10 +512,53 @@ fn answer(
             }
             Answer::Replied
         }
-        "watch" if client.as_ref().is_some_and(|c| c.multi.is_some()) => {
+        "watch" if in_multi => {
             CmdError::WatchInMulti.write(reply);
             Answer::Replied
         }
+        // Nothing watched: nothing in the watch tables to forget.
+        "unwatch" if client.as_ref().is_some_and(|c| c.watching.is_empty()) => {
+            reply.ok();
+            Answer::Replied
+        }
+        "hello" if client.is_some() => {
+            let client = client.expect("checked");
+            let requirepass = settings.requirepass.as_deref();
+            let mode = settings.topo.mode;
+            if let Err(e) =
+                crate::cmd::connection::hello_reply(client, requirepass, mode, args, reply)
+            {
+                e.write(reply);
+            }
+            Answer::Replied
+        }
+        // RESET of a connection with no subscription, watch or monitor to undo
+        // (those live in shard tables the script's shard cannot touch now).
+        "reset"
+            if client
+                .as_ref()
+                .is_some_and(|c| !c.subs.active() && c.watching.is_empty() && !c.monitor) =>
+        {
+            let client = client.expect("checked");
+            crate::cmd::connection::reset_connection(client, settings.requirepass.as_deref());
+            reply.proto = Protocol::Resp2;
+            reply.simple("RESET");
+            Answer::Replied
+        }
+        "quit" => {
+            reply.ok();
+            if let Some(client) = client {
+                client.closing = true;
+            }
+            Answer::Close
+        }
+        "function|stats" => match ruvio_engine::scripting::functions::stats(reply) {
+            Ok(()) => Answer::Replied,
+            Err(e) => {
+                e.write(reply);
+                Answer::Busy
+            }
+        },
         _ if row.meta.has(ALLOW_BUSY) => Answer::Stop,
         _ => {
             refuse(client, busy, reply);

@@ -134,7 +134,7 @@ pub struct Transaction {
 
 /// Commands that run at once inside MULTI instead of being queued (Redis'
 /// processCommand list).
-fn runs_in_multi(name: &str) -> bool {
+pub(crate) fn runs_in_multi(name: &str) -> bool {
     matches!(
         name,
         "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
@@ -213,6 +213,29 @@ pub fn queue(
         }
     }
     true
+}
+
+/// Queue keyless command `sub` in the client's open transaction, answering
+/// `+QUEUED`, or refuse it (NO_MULTI) and flag the transaction: what a busy
+/// script's shard does for the commands Redis lets through while busy and then
+/// queues (AUTH, HELLO, UNWATCH, FUNCTION STATS, SCRIPT KILL ...; see
+/// `shard::busy`), which need neither the keyspace nor a slot check.
+pub fn queue_keyless(
+    client: &mut ClientState,
+    sub: &'static Command,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) {
+    let Some(queued) = client.multi.as_mut() else {
+        return;
+    };
+    if sub.meta.has(NO_MULTI) {
+        queued.failed = true;
+        return CmdError::NotAllowedInMulti.write(reply);
+    }
+    client.last_cmd = sub.meta.name;
+    queued.commands.push(sub, args);
+    reply.simple("QUEUED");
 }
 
 /// Per-shard mode: the slot of `cmd`'s keys joined to `slot` (the keys seen so
