@@ -343,6 +343,23 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             line("used_cpu_user", &format!("{user:.6}"));
             line("used_cpu_sys_children", &"0.000000");
             line("used_cpu_user_children", &"0.000000");
+            // Redis's main thread is the one that ran INFO: here, this shard's.
+            let seconds = |us: u64| format!("{:.6}", us as f64 / 1e6);
+            let (sys, user) = crate::stats::thread_cpu_us();
+            line("used_cpu_sys_main_thread", &seconds(sys));
+            line("used_cpu_user_main_thread", &seconds(user));
+            // Beyond Redis: each shard thread's own (this one's now, the others'
+            // as they last published it).
+            let (mode, shards) = (cfg.port_mode, shared.shards.len());
+            for id in crate::messaging::pubsub::visible_shards_of(mode, src.id, shards) {
+                let g = &shared.shards[id];
+                let (sys, user) = match id == src.id && src.live.is_some() {
+                    true => (sys, user),
+                    false => (g.cpu_sys_us.load(Relaxed), g.cpu_user_us.load(Relaxed)),
+                };
+                line(&format!("used_cpu_sys_shard_{id}"), &seconds(sys));
+                line(&format!("used_cpu_user_shard_{id}"), &seconds(user));
+            }
         }
         "cluster" => line(
             "cluster_enabled",

@@ -223,6 +223,9 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     g.blocked_clients.store(blocked_here(core), Relaxed);
     g.dirty.store(core.stats.dirty, Relaxed);
     g.ops_per_sec.store(core.stats.ops.per_sec(), Relaxed);
+    let (cpu_sys_us, cpu_user_us) = crate::stats::thread_cpu_us();
+    g.cpu_sys_us.store(cpu_sys_us, Relaxed);
+    g.cpu_user_us.store(cpu_user_us, Relaxed);
     let wal_failed = core.wal.as_ref().is_some_and(|w| w.failed().is_some());
     g.wal_failed.store(wal_failed as u64, Relaxed);
     g.dirty_at_save.store(core.stats.dirty_at_save, Relaxed);

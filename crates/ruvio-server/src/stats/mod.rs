@@ -140,7 +140,24 @@ pub struct ShardGauges {
     /// loan (see `script_lock`).
     pub borrowing: AtomicU64,
     pub lent: AtomicU64,
+    /// The shard thread's CPU time in microseconds, system and user, as of its
+    /// last publish ([`thread_cpu_us`]; INFO cpu's per-shard lines).
+    pub cpu_sys_us: AtomicU64,
+    pub cpu_user_us: AtomicU64,
     /// Per database: keys and keys with a TTL.
     pub keys: Vec<(AtomicU64, AtomicU64)>,
     pub tables: Mutex<StatTables>,
+}
+
+/// The calling thread's CPU time in microseconds, system and user
+/// (`getrusage(RUSAGE_THREAD)`, as Redis reads its main thread's).
+pub fn thread_cpu_us() -> (u64, u64) {
+    // SAFETY: getrusage fills the zeroed struct we own.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut u);
+        u
+    };
+    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    (micros(usage.ru_stime), micros(usage.ru_utime))
 }
