@@ -404,6 +404,20 @@ impl Engine {
             .collect()
     }
 
+    /// `(db, table bytes, TTL bitmap bytes)` of every non-empty database (MEMORY
+    /// STATS' `db.N`: see `Db::table_bytes`).
+    pub fn table_bytes(&self) -> Vec<(usize, usize, usize)> {
+        self.dbs
+            .iter()
+            .enumerate()
+            .filter(|(_, db)| !db.is_empty())
+            .map(|(i, db)| {
+                let (table, ttl) = db.table_bytes();
+                (i, table, ttl)
+            })
+            .collect()
+    }
+
     /// Estimated bytes of the dataset: entry chunks, hash indexes, heap blocks, and
     /// flushed data not freed yet.
     pub fn used_memory_bytes(&self) -> usize {

@@ -34,7 +34,8 @@ pub const OBJECT_SUBCOMMANDS: &[EngineCommand] = &[
         "Show helpful text about the different subcommands", "O(1)", object_help),
 ];
 
-/// MEMORY's subcommands the engine can answer (STATS needs server-wide numbers).
+/// MEMORY's subcommands the engine can answer (STATS needs server-wide numbers:
+/// the server adds it, `ruvio_server::cmd::memory`).
 #[rustfmt::skip]
 pub const MEMORY_SUBCOMMANDS: &[EngineCommand] = &[
     command!("memory|usage", -3, READONLY, KeySpec::SECOND, ["read", "slow"], "server", "4.0.0",
@@ -73,6 +74,8 @@ const MEMORY_HELP: &[&str] = &[
     "    Return internal statistics report from the memory allocator.",
     "PURGE",
     "    Attempt to purge dirty pages for reclamation by the allocator.",
+    "STATS",
+    "    Return information about the memory usage of the server.",
     "USAGE <key> [SAMPLES <count>]",
     "    Return memory in bytes used by <key> and its value. Nested values are",
     "    sampled up to <count> times (default: 5, 0 means sample all).",

@@ -433,6 +433,15 @@ impl Db {
         self.slab.allocated_bytes() + self.index.allocated_bytes() + self.heap_bytes
     }
 
+    /// What MEMORY STATS calls the database's hash table overhead: its entry
+    /// chunks and index (Redis: the dict's entries and buckets), and the TTL
+    /// bitmap (Redis: the expires dict), in bytes.
+    pub fn table_bytes(&self) -> (usize, usize) {
+        let ttl = self.slab.ttl_bitmap_bytes();
+        let table = self.slab.allocated_bytes() - ttl + self.index.allocated_bytes();
+        (table, ttl)
+    }
+
     /// Bytes one key costs besides its heap blocks: its entry and its index slot (a
     /// 4-byte id and a 1-byte control byte; empty buckets are not charged, as Redis'
     /// MEMORY USAGE does not charge its bucket array).

@@ -62,6 +62,11 @@ impl Slab {
     }
 
     /// Bytes of the chunks and the TTL bitmap.
+    /// Bytes of the bitmap that marks the ids with a TTL.
+    pub fn ttl_bitmap_bytes(&self) -> usize {
+        self.ttl_bits.len() * 8
+    }
+
     pub fn allocated_bytes(&self) -> usize {
         self.chunks.len() * CHUNK_SLOTS * ENTRY_BYTES
             + (self.ttl_bits.len() + self.field_ttl_bits.len()) * 8

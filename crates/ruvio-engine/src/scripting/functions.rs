@@ -610,6 +610,16 @@ fn list_function(reply: &mut Reply<'_>, func: &Func) {
     }
 }
 
+/// Bytes of the libraries' code and names (MEMORY STATS' `functions.caches`).
+pub fn code_bytes() -> usize {
+    with_libraries(|l| {
+        l.libraries
+            .iter()
+            .map(|(name, lib)| name.len() + lib.code.len())
+            .sum()
+    })
+}
+
 /// How many libraries and functions this shard holds (FUNCTION STATS).
 pub fn counts() -> (usize, usize) {
     with_libraries(|l| {

@@ -55,6 +55,13 @@ pub use server_cmds::{
     LogSink, MonitorSink, Reach, Reaching, ScriptHost, ServerLookup, Spreading,
 };
 
+/// Bytes of the cached script bodies and their SHA1 names (MEMORY STATS'
+/// `lua.caches`).
+pub fn cache_bytes() -> usize {
+    let cache = cache().lock().unwrap_or_else(|e| e.into_inner());
+    cache.iter().map(|(sha, body)| sha.len() + body.len()).sum()
+}
+
 /// Script bodies by their lower-case hex SHA1, shared by every shard.
 fn cache() -> &'static Mutex<HashMap<String, Arc<[u8]>>> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<[u8]>>>> = OnceLock::new();

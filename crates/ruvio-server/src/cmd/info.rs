@@ -235,8 +235,9 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             line("used_memory_human", &human_bytes(used));
             line("used_memory_rss", &rss);
             line("used_memory_rss_human", &human_bytes(rss));
-            line("used_memory_peak", &used);
-            line("used_memory_peak_human", &human_bytes(used));
+            let peak = crate::memory::alloc::peak_bytes();
+            line("used_memory_peak", &peak);
+            line("used_memory_peak_human", &human_bytes(peak));
             line("used_memory_dataset", &used);
             // What maxmemory limits: allocated bytes less what the keyspaces reuse.
             line(

@@ -17,6 +17,7 @@ pub mod debug;
 pub mod functions;
 pub mod info;
 pub mod introspection;
+pub mod memory;
 pub mod persistence;
 pub mod pubsub;
 pub mod registry;
@@ -52,6 +53,12 @@ pub type ServerFn = fn(&mut Ctx<'_>, Args<'_>, &mut Reply<'_>) -> ServerResult;
 
 /// One row of a server family's table.
 pub type ServerCommand = CommandRow<ServerFn>;
+
+/// Server subcommands of the engine's containers: the container's name and the
+/// rows the server adds to it (MEMORY STATS needs every shard and the process).
+pub fn engine_container_additions() -> [(&'static str, &'static [ServerCommand]); 1] {
+    [("memory", memory::SUBCOMMANDS)]
+}
 
 /// Every server family's rows.
 pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {

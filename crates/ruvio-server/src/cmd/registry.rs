@@ -128,6 +128,16 @@ impl Registry {
             let id = commands.len();
             commands.push(Command::new(id, row, Handler::Engine, &mut stat_slots));
         }
+        for (container, rows) in crate::cmd::engine_container_additions() {
+            let Some(command) = commands.iter_mut().find(|c| c.meta.name == container) else {
+                panic!("no engine container {container}");
+            };
+            let id = command.id;
+            for row in rows {
+                let sub = Command::new(id, row, Handler::Server, &mut stat_slots);
+                command.subcommands.push(sub);
+            }
+        }
         for row in crate::cmd::commands() {
             let id = commands.len();
             commands.push(Command::new(id, row, Handler::Server, &mut stat_slots));

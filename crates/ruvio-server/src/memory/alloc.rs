@@ -11,7 +11,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering::Relaxed};
 
 /// The allocator Ruvio runs with.
 pub struct CountingAlloc;
@@ -95,4 +95,35 @@ pub fn rss_bytes() -> u64 {
         .and_then(|p| p.parse().ok())
         .unwrap_or(0);
     pages * 4096
+}
+
+/// The most bytes allocated so far, as sampled ([`note_peak`]).
+static PEAK: AtomicU64 = AtomicU64::new(0);
+/// Bytes allocated once the server had started (0: not yet noted).
+static STARTUP: AtomicU64 = AtomicU64::new(0);
+
+/// Allocated bytes now, noted as the peak if they are the most so far (each
+/// shard samples on its tick, and INFO / MEMORY STATS when they read it): the
+/// peak of MEMORY STATS and INFO's `used_memory_peak`, exact to a tick, as the
+/// counter's cost on the request path stays one thread-local add.
+pub fn note_peak() -> u64 {
+    let now = allocated_bytes();
+    PEAK.fetch_max(now, Relaxed);
+    now
+}
+
+/// The peak noted so far (at least the bytes allocated now).
+pub fn peak_bytes() -> u64 {
+    PEAK.load(Relaxed).max(allocated_bytes())
+}
+
+/// Note the bytes allocated once the server started (the first call wins):
+/// MEMORY STATS' `startup.allocated`, as Redis notes its own after start-up.
+pub fn note_startup() {
+    let _ = STARTUP.compare_exchange(0, allocated_bytes(), Relaxed, Relaxed);
+}
+
+/// Bytes allocated once the server had started.
+pub fn startup_bytes() -> u64 {
+    STARTUP.load(Relaxed)
 }

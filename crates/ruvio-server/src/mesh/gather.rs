@@ -52,6 +52,8 @@ pub enum Then {
     Dump { path: String, answer: Vec<u8> },
     /// SHUTDOWN: every shard prepared to exit (see `shutdown`).
     Shutdown { force: bool },
+    /// MEMORY STATS, rendered from the fresh figures.
+    MemoryStats,
 }
 
 /// A call waiting for the other shards to publish.
@@ -141,6 +143,7 @@ pub fn start(
 /// Another shard's INFO wants this shard's counters now.
 pub fn publish(core: &mut ShardCore, conns: &Slab<Conn>, from: usize, ticket: u64) {
     crate::shard::publish_gauges(core, conns.len());
+    crate::shard::publish_memory(core, conns);
     core.outbox.published(from, ticket);
 }
 
@@ -180,6 +183,12 @@ fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
             out
         }
         Then::Reply(bytes) => bytes,
+        Then::MemoryStats => {
+            let figures = crate::shard::memory_figures(core, conns);
+            let mut out = Vec::new();
+            crate::stats::memory::write_memory_stats(&figures, &mut Reply::new(&mut out, p.proto));
+            out
+        }
         Then::ExportRdb(path) => {
             match crate::persistence::export::assemble(&path, 0..core.topo.nodes.len()) {
                 Ok(()) => b"+OK\r\n".to_vec(),

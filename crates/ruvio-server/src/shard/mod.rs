@@ -28,7 +28,9 @@ mod shared;
 mod state;
 
 pub use shared::Shared;
-pub use state::{blocked_here, end_pause, publish_gauges, ShardCore};
+pub use state::{
+    blocked_here, end_pause, memory_figures, publish_gauges, publish_memory, ShardCore,
+};
 
 use crate::clock::unix_ms;
 use crate::cluster::topology::Topology;
@@ -56,6 +58,8 @@ const BUFFER_KEEP_BYTES: usize = 1 << 20;
 /// How often `timeout` looks for idle clients (Redis checks each client about once
 /// a second too).
 const IDLE_SWEEP_EVERY_MS: u64 = 1000;
+/// How often a shard publishes its memory figures (`publish_memory`).
+const MEMORY_PUBLISH_EVERY_MS: u64 = 1000;
 /// How long a shard waits before retrying when the kernel could not take its ring's
 /// submissions (EAGAIN, ENOMEM): long enough not to spin, short for clients.
 const RING_BACKOFF: Duration = Duration::from_millis(1);
@@ -113,6 +117,8 @@ pub struct Shard {
     accept_failed: bool,
     /// When `timeout` next looks for idle clients.
     next_idle_sweep_ms: u64,
+    /// When this shard next publishes its memory figures (0: at the first tick).
+    next_memory_publish_ms: u64,
     /// The ring has a registered file table (kernels since 5.19).
     fixed_files: bool,
     /// This iteration's receiving connections, in completion order, with the first
@@ -156,6 +162,7 @@ impl Shard {
             next_tick_ms: 0,
             accept_failed: false,
             next_idle_sweep_ms: 0,
+            next_memory_publish_ms: 0,
             fixed_files,
             windows: Vec::new(),
             window_cursor: 0,
@@ -979,8 +986,16 @@ impl Shard {
         }
     }
 
-    fn publish_gauges(&self) {
+    fn publish_gauges(&mut self) {
         publish_gauges(&self.core, self.conns.len());
+        if self.core.now_ms >= self.next_memory_publish_ms {
+            if self.next_memory_publish_ms == 0 {
+                // The first tick: start-up is over (MEMORY STATS' startup.allocated).
+                crate::memory::alloc::note_startup();
+            }
+            self.next_memory_publish_ms = self.core.now_ms + MEMORY_PUBLISH_EVERY_MS;
+            publish_memory(&self.core, &self.conns);
+        }
     }
 }
 

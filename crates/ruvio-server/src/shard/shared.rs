@@ -54,6 +54,7 @@ impl Shared {
         let gauges = (0..shards)
             .map(|_| ShardGauges {
                 keys: (0..databases).map(|_| Default::default()).collect(),
+                db_overhead: (0..databases).map(|_| Default::default()).collect(),
                 ..Default::default()
             })
             .collect();

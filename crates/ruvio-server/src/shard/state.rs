@@ -223,6 +223,7 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     g.blocked_clients.store(blocked_here(core), Relaxed);
     g.dirty.store(core.stats.dirty, Relaxed);
     g.ops_per_sec.store(core.stats.ops.per_sec(), Relaxed);
+    crate::memory::alloc::note_peak();
     let (cpu_sys_us, cpu_user_us) = crate::stats::thread_cpu_us();
     g.cpu_sys_us.store(cpu_sys_us, Relaxed);
     g.cpu_user_us.store(cpu_user_us, Relaxed);
@@ -272,5 +273,69 @@ pub fn end_pause(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             conn.client.paused = false;
             core.resume.push(who);
         }
+    }
+}
+
+/// Publish what MEMORY STATS reads of this shard beside its gauges: its
+/// connections' memory, its log buffer, its databases' table bytes. O(connections
+/// + databases): once a second, and when MEMORY STATS asks, not every tick.
+pub fn publish_memory(core: &ShardCore, conns: &crate::net::slab::Slab<crate::net::conn::Conn>) {
+    let g = &core.shared.shards[core.id];
+    let clients: usize = conns
+        .iter()
+        .map(|(_, c)| c.buffer_use().allocated_bytes)
+        .sum();
+    g.client_bytes.store(clients as u64, Relaxed);
+    let log = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+    g.log_buffer_bytes.store(log as u64, Relaxed);
+    let tables = core.engine.table_bytes();
+    for (db, (table_gauge, ttl_gauge)) in g.db_overhead.iter().enumerate() {
+        let (table, ttl) = tables
+            .iter()
+            .find(|(d, _, _)| *d == db)
+            .map_or((0, 0), |&(_, table, ttl)| (table, ttl));
+        table_gauge.store(table as u64, Relaxed);
+        ttl_gauge.store(ttl as u64, Relaxed);
+    }
+}
+
+/// MEMORY STATS' figures: this shard's as of now, the others' as they last
+/// published them (the gather asked them to just before), summed over the shards
+/// the caller sees (all in forward mode, its own in per-shard mode).
+pub fn memory_figures(
+    core: &ShardCore,
+    conns: &crate::net::slab::Slab<crate::net::conn::Conn>,
+) -> crate::stats::memory::MemoryFigures {
+    publish_gauges(core, conns.len());
+    publish_memory(core, conns);
+    let shared = &core.shared;
+    let visible =
+        crate::messaging::pubsub::visible_shards_of(core.topo.mode, core.id, shared.shards.len());
+    let gauges = || visible.clone().map(|s| &shared.shards[s]);
+    let mut dbs = Vec::new();
+    let mut keys = 0;
+    for db in 0..core.cfg.databases {
+        let count: u64 = gauges().map(|g| g.keys[db].0.load(Relaxed)).sum();
+        if count > 0 {
+            keys += count;
+            let table = gauges().map(|g| g.db_overhead[db].0.load(Relaxed)).sum();
+            let ttl = gauges().map(|g| g.db_overhead[db].1.load(Relaxed)).sum();
+            dbs.push((db, table, ttl));
+        }
+    }
+    let (allocator_in_use, allocator_held) = crate::stats::memory::allocator_bytes();
+    crate::stats::memory::MemoryFigures {
+        total: crate::memory::alloc::note_peak(),
+        peak: crate::memory::alloc::peak_bytes(),
+        startup: crate::memory::alloc::startup_bytes(),
+        clients: gauges().map(|g| g.client_bytes.load(Relaxed)).sum(),
+        log_buffer: gauges().map(|g| g.log_buffer_bytes.load(Relaxed)).sum(),
+        lua: ruvio_engine::scripting::cache_bytes() as u64,
+        functions: ruvio_engine::scripting::functions::code_bytes() as u64,
+        dbs,
+        keys,
+        rss: crate::memory::alloc::rss_bytes(),
+        allocator_in_use,
+        allocator_held,
     }
 }

@@ -8,6 +8,8 @@
 //! the new epoch, readers count it as zero. So INFO right after RESETSTAT never shows
 //! counts from before it, on any shard.
 
+pub mod memory;
+
 use ahash::AHashMap;
 use ruvio_engine::CmdError;
 use std::sync::atomic::AtomicU64;
@@ -144,6 +146,13 @@ pub struct ShardGauges {
     /// last publish ([`thread_cpu_us`]; INFO cpu's per-shard lines).
     pub cpu_sys_us: AtomicU64,
     pub cpu_user_us: AtomicU64,
+    /// Memory beside the dataset, as of the shard's last publish of it (once a
+    /// second, and when MEMORY STATS asks): its connections' buffers and state,
+    /// and its log's group being filled.
+    pub client_bytes: AtomicU64,
+    pub log_buffer_bytes: AtomicU64,
+    /// Per database: bytes of its table (entries and index) and of its TTL marks.
+    pub db_overhead: Vec<(AtomicU64, AtomicU64)>,
     /// Per database: keys and keys with a TTL.
     pub keys: Vec<(AtomicU64, AtomicU64)>,
     pub tables: Mutex<StatTables>,
