@@ -22,6 +22,7 @@ pub mod dispatch;
 pub mod exec;
 pub mod inproc;
 pub mod messages;
+mod metrics;
 pub mod pause;
 mod shared;
 mod state;
@@ -82,6 +83,10 @@ const OP_WAL_FSYNC: u64 = 6;
 const OP_WAL_FSYNC_DELAY: u64 = 7;
 const OP_WAL_ZERO_FILL: u64 = 8;
 const OP_WAL_WRITE_LATE: u64 = 9;
+/// The metrics endpoint's listener and HTTP connections (`metrics.rs`, shard 0).
+const OP_METRICS_ACCEPT: u64 = 10;
+const OP_METRICS_RECV: u64 = 11;
+const OP_METRICS_SEND: u64 = 12;
 
 fn token(op: u64, gen: u32, index: u32) -> u64 {
     (op << 56) | ((gen as u64) << 32) | index as u64
@@ -124,6 +129,8 @@ pub struct Shard {
     overflow: VecDeque<io_uring::squeue::Entry>,
     /// Connections with input left unread while the mesh was congested.
     deferred: Vec<(u32, u32)>,
+    /// The metrics endpoint (`metrics-port`), on shard 0 only.
+    metrics: Option<metrics::MetricsServer>,
 }
 
 impl Shard {
@@ -146,6 +153,7 @@ impl Shard {
             cfg.shard_port(id),
             cfg.shards > 1 && cfg.port_mode == crate::config::PortMode::Forward,
         )?;
+        let metrics = metrics::MetricsServer::open(&cfg, id)?;
         Ok(Shard {
             core: ShardCore::new(id, cfg, topo, shared)?,
             conns: Slab::default(),
@@ -160,6 +168,7 @@ impl Shard {
             window_cursor: 0,
             overflow: VecDeque::new(),
             deferred: Vec::new(),
+            metrics,
         })
     }
 
@@ -174,6 +183,7 @@ impl Shard {
         busy::install(std::os::fd::AsRawFd::as_raw_fd(&self.listener), settings);
         self.arm_accept();
         self.arm_doorbell();
+        self.arm_metrics_accept();
         let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(RING_ENTRIES as usize);
         loop {
             self.wait_for_completions();
@@ -332,6 +342,9 @@ impl Shard {
             }
             OP_SEND => self.sent(index, gen, result),
             OP_DOORBELL => self.arm_doorbell(),
+            OP_METRICS_ACCEPT | OP_METRICS_RECV | OP_METRICS_SEND => {
+                self.metrics_complete(op, gen, index, result, flags)
+            }
             OP_WAL_WRITE if crate::persistence::wal::write_reported_late(self.core.id) => {
                 self.push_late_write_report(result)
             }
@@ -948,6 +961,7 @@ impl Shard {
         crate::persistence::shutdown::on_tick(&mut self.core);
         crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
+        self.metrics_tick();
         self.publish_gauges();
     }
     /// `timeout`: once a second, close the clients idle longer than it (Redis'
