@@ -642,3 +642,50 @@ fn bad_http_gets_an_answer_and_the_shard_goes_on() {
     );
     assert_eq!(conn.cmd(&["PING"]), b"+PONG\r\n");
 }
+
+#[test]
+fn per_shard_mode_reports_the_whole_process() {
+    let metrics_port = free_ports(1, false);
+    let server = Server::ruvio_with(
+        PortMode::PerShard,
+        2,
+        &["--metrics-port", &metrics_port.to_string()],
+    );
+    for (shard, key) in keys_per_shard("ps", 2).iter().enumerate() {
+        let mut conn = RawConn::connect(server.ports[shard]);
+        assert_eq!(conn.cmd(&["SET", key, "v"]), b"+OK\r\n");
+    }
+    // The other shard publishes on its next tick (10 ms; longer on a busy host).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let own = loop {
+        let own = families(&String::from_utf8_lossy(
+            &http_get(metrics_port, "/metrics").2,
+        ));
+        let keys = own
+            .get("redis_db_keys")
+            .and_then(|f| f.2.get("redis_db_keys{db=\"db0\"}").cloned());
+        if keys.as_deref() == Some("2") || Instant::now() > deadline {
+            break own;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let value = |name: &str, series: &str| own.get(name).and_then(|f| f.2.get(series)).cloned();
+    assert_eq!(
+        value("redis_cluster_enabled", "redis_cluster_enabled").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        value("redis_db_keys", "redis_db_keys{db=\"db0\"}").as_deref(),
+        Some("2")
+    );
+    for shard in ["0", "1"] {
+        let keys = format!("ruvio_keys{{shard=\"{shard}\"}}");
+        assert_eq!(value("ruvio_keys", &keys).as_deref(), Some("1"), "{keys}");
+        let calls = format!("ruvio_commands_processed_total{{shard=\"{shard}\"}}");
+        assert_ne!(
+            value("ruvio_commands_processed_total", &calls).as_deref(),
+            Some("0"),
+            "{calls}"
+        );
+    }
+}
