@@ -9,6 +9,8 @@
 //!   PromQL `rate()` of Ruvio's per-shard command counter;
 //! - the page loaded in headless Chromium draws every chart (screenshot kept in
 //!   `target/tmp/metrics-page.png`);
+//! - per-shard mode reports every shard; the log's series count each shard's
+//!   written bytes and fsyncs;
 //! - bad HTTP (garbage, huge heads, wrong methods, slow and too many clients)
 //!   gets its 4xx answer or a closed socket while the shard goes on serving.
 //!
@@ -688,4 +690,76 @@ fn per_shard_mode_reports_the_whole_process() {
             "{calls}"
         );
     }
+}
+
+#[test]
+fn log_series_count_each_shards_writes_and_fsyncs() {
+    let metrics_port = free_ports(1, false);
+    let dir = std::env::temp_dir().join(format!(
+        "ruvio-metrics-log-{}-{metrics_port}",
+        std::process::id()
+    ));
+    let server = Server::ruvio_with(
+        PortMode::Forward,
+        2,
+        &[
+            "--metrics-port",
+            &metrics_port.to_string(),
+            "--durability",
+            "everysec",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+    );
+    let mut conn = server.raw();
+    for key in keys_per_shard("log", 2) {
+        assert_eq!(conn.cmd(&["SET", &key, "a value to log"]), b"+OK\r\n");
+    }
+    let series = |name: &str, shard: usize| format!("{name}{{shard=\"{shard}\"}}");
+    // everysec: each shard's fsync comes within about a second of its write.
+    let deadline = Instant::now() + Duration::from_secs(8);
+    let own = loop {
+        let own = families(&String::from_utf8_lossy(
+            &http_get(metrics_port, "/metrics").2,
+        ));
+        let synced = (0..2).all(|shard| {
+            let fsyncs = own
+                .get("ruvio_log_fsyncs_total")
+                .and_then(|f| f.2.get(&series("ruvio_log_fsyncs_total", shard)));
+            fsyncs.is_some_and(|n| n != "0")
+        });
+        if synced || Instant::now() > deadline {
+            break own;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for shard in 0..2 {
+        let value = |name: &str| -> f64 {
+            own.get(name)
+                .and_then(|f| f.2.get(&series(name, shard)))
+                .unwrap_or_else(|| panic!("no {name} of shard {shard}"))
+                .parse()
+                .unwrap()
+        };
+        assert!(
+            value("ruvio_log_written_bytes_total") >= 14.0,
+            "shard {shard}"
+        );
+        assert!(
+            value("ruvio_log_fsyncs_total") >= 1.0,
+            "shard {shard}: no fsync counted"
+        );
+        assert!(
+            value("ruvio_log_fsync_seconds_total") > 0.0,
+            "shard {shard}"
+        );
+    }
+    assert_eq!(
+        own.get("redis_aof_enabled")
+            .and_then(|f| f.2.get("redis_aof_enabled"))
+            .map(String::as_str),
+        Some("1")
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -81,6 +81,10 @@ pub struct ShardNumbers {
     pub expiring_keys: u64,
     /// The shard's dataset as its engine estimates it.
     pub dataset_bytes: u64,
+    /// Its log: record bytes written, fsyncs and their total microseconds.
+    pub log_written_bytes: u64,
+    pub log_fsyncs: u64,
+    pub log_fsync_usec: u64,
 }
 
 impl ShardNumbers {
@@ -101,6 +105,9 @@ impl ShardNumbers {
         self.keys += other.keys;
         self.expiring_keys += other.expiring_keys;
         self.dataset_bytes += other.dataset_bytes;
+        self.log_written_bytes += other.log_written_bytes;
+        self.log_fsyncs += other.log_fsyncs;
+        self.log_fsync_usec += other.log_fsync_usec;
     }
 }
 
@@ -490,6 +497,30 @@ fn ruvio_series(w: &mut Writer, snap: &Snapshot) {
         w.family(name, help, kind);
         for (id, shard) in ids.iter().zip(&snap.shards) {
             w.sample(name, &[("shard", id)], Value::Int(field(shard)));
+        }
+    }
+    if !snap.aof_enabled {
+        return;
+    }
+    let log: [(&str, &str, fn(&ShardNumbers) -> Value); 3] = [
+        (
+            "ruvio_log_written_bytes_total",
+            "Record bytes the shard's log wrote",
+            |s| Value::Int(s.log_written_bytes),
+        ),
+        ("ruvio_log_fsyncs_total", "Fsyncs of the shard's log", |s| {
+            Value::Int(s.log_fsyncs)
+        }),
+        (
+            "ruvio_log_fsync_seconds_total",
+            "Time the shard's log fsyncs took, submission to completion",
+            |s| Value::Float(s.log_fsync_usec as f64 / 1e6),
+        ),
+    ];
+    for (name, help, field) in log {
+        w.family(name, help, Counter);
+        for (id, shard) in ids.iter().zip(&snap.shards) {
+            w.sample(name, &[("shard", id)], field(shard));
         }
     }
 }

@@ -219,6 +219,9 @@ pub fn snapshot(core: &ShardCore, clients: usize) -> Snapshot {
             keyspace_hits: counter(&g.keyspace_hits),
             keyspace_misses: counter(&g.keyspace_misses),
             dataset_bytes: g.dataset_bytes.load(Relaxed),
+            log_written_bytes: g.log_written_bytes.load(Relaxed),
+            log_fsyncs: g.log_fsyncs.load(Relaxed),
+            log_fsync_usec: g.log_fsync_usec.load(Relaxed),
             ..Default::default()
         };
         for (sum, (keys, expiring)) in dbs.iter_mut().zip(&g.keys) {

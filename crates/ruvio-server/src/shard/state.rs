@@ -221,6 +221,11 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     g.ops_per_sec.store(core.stats.ops.per_sec(), Relaxed);
     let wal_failed = core.wal.as_ref().is_some_and(|w| w.failed().is_some());
     g.wal_failed.store(wal_failed as u64, Relaxed);
+    if let Some(log) = core.wal.as_ref().map(|w| w.stats()) {
+        g.log_written_bytes.store(log.written_bytes, Relaxed);
+        g.log_fsyncs.store(log.fsyncs, Relaxed);
+        g.log_fsync_usec.store(log.fsync_us, Relaxed);
+    }
     g.dirty_at_save.store(core.stats.dirty_at_save, Relaxed);
     g.epoch.store(core.stats.epoch, Relaxed);
     crate::memory::limit::publish_sizes(core);
