@@ -9,8 +9,8 @@
 //!   PromQL `rate()` of Ruvio's per-shard command counter;
 //! - the page loaded in headless Chromium draws every chart (screenshot kept in
 //!   `target/tmp/metrics-page.png`);
-//! - per-shard mode reports every shard; the log's series count each shard's
-//!   written bytes and fsyncs;
+//! - per-shard mode reports every shard; the mesh and log series count each shard's
+//!   messages, written bytes and fsyncs;
 //! - bad HTTP (garbage, huge heads, wrong methods, slow and too many clients)
 //!   gets its 4xx answer or a closed socket while the shard goes on serving.
 //!
@@ -762,4 +762,38 @@ fn log_series_count_each_shards_writes_and_fsyncs() {
     );
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn mesh_series_count_forwarded_work() {
+    let (server, metrics_port) = server_with_endpoint();
+    let mut conn = conn_on_shard(&server, 0);
+    let key = key_on_shard("far", 1, 2);
+    for _ in 0..10 {
+        assert_eq!(conn.cmd(&["GET", &key]), b"$-1\r\n");
+    }
+    let value = |own: &Families, name: &str, shard: usize| -> u64 {
+        own.get(name)
+            .and_then(|f| f.2.get(&format!("{name}{{shard=\"{shard}\"}}")))
+            .unwrap_or_else(|| panic!("no {name} of shard {shard}"))
+            .parse()
+            .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let own = families(&String::from_utf8_lossy(
+            &http_get(metrics_port, "/metrics").2,
+        ));
+        let sent = value(&own, "ruvio_mesh_messages_sent_total", 0);
+        let received = value(&own, "ruvio_mesh_messages_received_total", 1);
+        // At least one batch there, and its replies back (ten GETs, maybe batched).
+        if sent >= 1 && received >= 1 && value(&own, "ruvio_mesh_messages_received_total", 0) >= 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "sent {sent}, received {received}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -85,6 +85,9 @@ pub struct ShardNumbers {
     pub log_written_bytes: u64,
     pub log_fsyncs: u64,
     pub log_fsync_usec: u64,
+    /// Messages to and from the other shards (each a batch, or one control).
+    pub mesh_sent: u64,
+    pub mesh_received: u64,
 }
 
 impl ShardNumbers {
@@ -108,6 +111,8 @@ impl ShardNumbers {
         self.log_written_bytes += other.log_written_bytes;
         self.log_fsyncs += other.log_fsyncs;
         self.log_fsync_usec += other.log_fsync_usec;
+        self.mesh_sent += other.mesh_sent;
+        self.mesh_received += other.mesh_received;
     }
 }
 
@@ -497,6 +502,26 @@ fn ruvio_series(w: &mut Writer, snap: &Snapshot) {
         w.family(name, help, kind);
         for (id, shard) in ids.iter().zip(&snap.shards) {
             w.sample(name, &[("shard", id)], Value::Int(field(shard)));
+        }
+    }
+    if snap.shards.len() > 1 {
+        let mesh: [(&str, &str, Field); 2] = [
+            (
+                "ruvio_mesh_messages_sent_total",
+                "Messages (request or reply batches, controls) the shard sent to the other shards",
+                |s| s.mesh_sent,
+            ),
+            (
+                "ruvio_mesh_messages_received_total",
+                "Messages the shard received from the other shards",
+                |s| s.mesh_received,
+            ),
+        ];
+        for (name, help, field) in mesh {
+            w.family(name, help, Counter);
+            for (id, shard) in ids.iter().zip(&snap.shards) {
+                w.sample(name, &[("shard", id)], Value::Int(field(shard)));
+            }
         }
     }
     if !snap.aof_enabled {

@@ -222,6 +222,8 @@ pub fn snapshot(core: &ShardCore, clients: usize) -> Snapshot {
             log_written_bytes: g.log_written_bytes.load(Relaxed),
             log_fsyncs: g.log_fsyncs.load(Relaxed),
             log_fsync_usec: g.log_fsync_usec.load(Relaxed),
+            mesh_sent: g.mesh_sent.load(Relaxed),
+            mesh_received: g.mesh_received.load(Relaxed),
             ..Default::default()
         };
         for (sum, (keys, expiring)) in dbs.iter_mut().zip(&g.keys) {

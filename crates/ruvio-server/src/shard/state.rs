@@ -226,6 +226,10 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
         g.log_fsyncs.store(log.fsyncs, Relaxed);
         g.log_fsync_usec.store(log.fsync_us, Relaxed);
     }
+    if let Some((sent, received)) = crate::mesh::forward::message_counts() {
+        g.mesh_sent.store(sent, Relaxed);
+        g.mesh_received.store(received, Relaxed);
+    }
     g.dirty_at_save.store(core.stats.dirty_at_save, Relaxed);
     g.epoch.store(core.stats.epoch, Relaxed);
     crate::memory::limit::publish_sizes(core);

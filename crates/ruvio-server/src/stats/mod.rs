@@ -147,5 +147,8 @@ pub struct ShardGauges {
     pub log_written_bytes: AtomicU64,
     pub log_fsyncs: AtomicU64,
     pub log_fsync_usec: AtomicU64,
+    /// Messages the shard sent to and received from the other shards (never reset).
+    pub mesh_sent: AtomicU64,
+    pub mesh_received: AtomicU64,
     pub tables: Mutex<StatTables>,
 }
