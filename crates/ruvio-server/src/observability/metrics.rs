@@ -527,7 +527,8 @@ fn ruvio_series(w: &mut Writer, snap: &Snapshot) {
     if !snap.aof_enabled {
         return;
     }
-    let log: [(&str, &str, fn(&ShardNumbers) -> Value); 3] = [
+    type Sample = fn(&ShardNumbers) -> Value;
+    let log: [(&str, &str, Sample); 3] = [
         (
             "ruvio_log_written_bytes_total",
             "Record bytes the shard's log wrote",

@@ -68,14 +68,7 @@ impl Shard {
     }
 
     /// A completion of one of the endpoint's operations.
-    pub(super) fn metrics_complete(
-        &mut self,
-        op: u64,
-        gen: u32,
-        index: u32,
-        result: i32,
-        flags: u32,
-    ) {
+    pub(super) fn metrics_io(&mut self, op: u64, gen: u32, index: u32, result: i32, flags: u32) {
         if op == OP_METRICS_ACCEPT {
             self.metrics_accepted(result, flags);
             return;

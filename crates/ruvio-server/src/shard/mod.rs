@@ -13,8 +13,8 @@
 //! shard reads), the path from bytes to a routed command ([`dispatch`]), running a
 //! command on the keyspace and consuming its effects ([`exec`]), clients blocked on
 //! keys ([`blocking`]), CLIENT PAUSE ([`pause`]), the other clients answered while
-//! a script is busy ([`busy`]) and two shards in one thread for the fuzz targets
-//! ([`inproc`]).
+//! a script is busy ([`busy`]), the metrics endpoint's sockets (`metrics.rs`) and
+//! two shards in one thread for the fuzz targets ([`inproc`]).
 
 pub mod blocking;
 pub mod busy;
@@ -342,9 +342,7 @@ impl Shard {
             }
             OP_SEND => self.sent(index, gen, result),
             OP_DOORBELL => self.arm_doorbell(),
-            OP_METRICS_ACCEPT | OP_METRICS_RECV | OP_METRICS_SEND => {
-                self.metrics_complete(op, gen, index, result, flags)
-            }
+            OP_METRICS_ACCEPT..=OP_METRICS_SEND => self.metrics_io(op, gen, index, result, flags),
             OP_WAL_WRITE if crate::persistence::wal::write_reported_late(self.core.id) => {
                 self.push_late_write_report(result)
             }
