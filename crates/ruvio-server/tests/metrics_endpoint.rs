@@ -155,6 +155,9 @@ fn exporter_scrapes_ruvio_with_the_names_the_endpoint_serves() {
     conn.cmd(&["GET", "missing"]);
     conn.cmd(&["CONFIG", "GET", "maxclients"]);
     conn.cmd(&["NOSUCHCOMMAND"]);
+    let mut subscriber = server.raw();
+    subscriber.cmd(&["SUBSCRIBE", "news"]);
+    subscriber.cmd(&["PSUBSCRIBE", "news.*"]);
     let exporter_port = free_ports(1, false);
     let _exporter = Guard(
         Command::new(exporter)
@@ -206,6 +209,9 @@ fn exporter_scrapes_ruvio_with_the_names_the_endpoint_serves() {
         "redis_evicted_keys_total",
         "redis_net_input_bytes_total",
         "redis_errors_total",
+        "redis_pubsub_channels",
+        "redis_mem_fragmentation_ratio",
+        "redis_rdb_last_save_timestamp_seconds",
     ] {
         assert!(own.contains_key(required), "the endpoint lacks {required}");
     }
@@ -227,11 +233,23 @@ fn exporter_scrapes_ruvio_with_the_names_the_endpoint_serves() {
         ("redis_commands_total", "redis_commands_total{cmd=\"set\"}"),
         ("redis_keyspace_misses_total", "redis_keyspace_misses_total"),
         ("redis_config_maxclients", "redis_config_maxclients"),
+        ("redis_pubsub_channels", "redis_pubsub_channels"),
+        ("redis_pubsub_patterns", "redis_pubsub_patterns"),
+        (
+            "redis_rdb_last_save_timestamp_seconds",
+            "redis_rdb_last_save_timestamp_seconds",
+        ),
     ] {
-        let ours = value(&own, name, series);
+        // Go writes large values in exponent form (1.796377456e+09): compare numbers.
+        let number = |f: &Families| value(f, name, series).map(|v| v.parse::<f64>().unwrap());
+        let ours = number(&own);
         assert!(ours.is_some(), "the endpoint lacks {series}");
-        assert_eq!(ours, value(&exported, name, series), "{series}");
+        assert_eq!(ours, number(&exported), "{series}");
     }
+    assert_eq!(
+        value(&own, "redis_pubsub_channels", "redis_pubsub_channels").as_deref(),
+        Some("1")
+    );
     assert_eq!(
         value(&own, "redis_db_keys", "redis_db_keys{db=\"db0\"}").as_deref(),
         Some("4")

@@ -50,6 +50,11 @@ pub struct Snapshot {
     pub aof_enabled: bool,
     pub loading: bool,
     pub rdb_changes_since_last_save: u64,
+    /// Unix seconds of the last completed SAVE (the start time before one).
+    pub rdb_last_save_unix_s: u64,
+    /// Distinct channels and patterns subscribed to.
+    pub pubsub_channels: u64,
+    pub pubsub_patterns: u64,
     /// The whole server's counters, summed over the shards.
     pub total: ShardNumbers,
     /// Per database: keys and keys with a TTL, summed over the shards.
@@ -277,7 +282,14 @@ fn redis_series(w: &mut Writer, snap: &Snapshot) {
         Gauge,
         snap.start_time_unix_s,
     );
-    let fields: [(&str, Type, u64); 23] = [
+    let fields: [(&str, Type, u64); 26] = [
+        (
+            "redis_rdb_last_save_timestamp_seconds",
+            Gauge,
+            snap.rdb_last_save_unix_s,
+        ),
+        ("redis_pubsub_channels", Gauge, snap.pubsub_channels),
+        ("redis_pubsub_patterns", Gauge, snap.pubsub_patterns),
         ("redis_process_id", Gauge, u64::from(snap.process_id)),
         (
             "redis_cluster_enabled",
@@ -329,12 +341,14 @@ fn redis_series(w: &mut Writer, snap: &Snapshot) {
     for (name, kind, value) in fields {
         w.single(name, &field_help(name), kind, value);
     }
-    for (name, seconds) in [
-        ("redis_cpu_sys_seconds_total", snap.cpu_sys_s),
-        ("redis_cpu_user_seconds_total", snap.cpu_user_s),
+    let ratio = snap.used_memory_rss_bytes as f64 / snap.used_memory_bytes.max(1) as f64;
+    for (name, kind, value) in [
+        ("redis_mem_fragmentation_ratio", Gauge, ratio),
+        ("redis_cpu_sys_seconds_total", Counter, snap.cpu_sys_s),
+        ("redis_cpu_user_seconds_total", Counter, snap.cpu_user_s),
     ] {
-        w.family(name, &field_help(name), Counter);
-        w.sample(name, &[], Value::Float(seconds));
+        w.family(name, &field_help(name), kind);
+        w.sample(name, &[], Value::Float(value));
     }
     let db_names: Vec<String> = (0..snap.dbs.len()).map(|db| format!("db{db}")).collect();
     w.family("redis_db_keys", "Total number of keys by DB", Gauge);

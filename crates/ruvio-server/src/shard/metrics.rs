@@ -20,6 +20,7 @@
 
 use super::{token, Shard, ShardCore, OP_METRICS_ACCEPT, OP_METRICS_RECV, OP_METRICS_SEND};
 use crate::config::{Config, PortMode};
+use crate::messaging::pubsub::{self, Kind};
 use crate::net::slab::Slab;
 use crate::observability::http::{self, HttpConn, Step};
 use crate::observability::metrics::{self, CommandNumbers, ShardNumbers, Snapshot};
@@ -266,6 +267,7 @@ pub fn snapshot(core: &ShardCore, clients: usize) -> Snapshot {
     let uptime_s = shared.started.elapsed().as_secs();
     let (cpu_sys_s, cpu_user_s) = crate::cmd::info::cpu_seconds();
     let saved = shared.sum(|g| &g.dirty_at_save);
+    let distinct = |kind| pubsub::distinct_in(&shared.pubsub, 0..shared.shards.len(), kind);
     Snapshot {
         version: env!("CARGO_PKG_VERSION"),
         redis_version: crate::cmd::connection::REDIS_VERSION,
@@ -290,6 +292,9 @@ pub fn snapshot(core: &ShardCore, clients: usize) -> Snapshot {
         aof_enabled: cfg.durability.logs(),
         loading: shared.loading.any(),
         rdb_changes_since_last_save: shared.sum(|g| &g.dirty).saturating_sub(saved),
+        rdb_last_save_unix_s: shared.last_save_unix_s.load(Relaxed),
+        pubsub_channels: distinct(Kind::Channel),
+        pubsub_patterns: distinct(Kind::Pattern),
         total,
         dbs,
         commands,
