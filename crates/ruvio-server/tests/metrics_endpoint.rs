@@ -170,10 +170,16 @@ fn exporter_scrapes_ruvio_with_the_names_the_endpoint_serves() {
     );
     // Two scrapes: the second sees the errors the exporter's own probes caused.
     fetch_when_up(exporter_port, "/metrics", "the exporter");
-    let exported = families(&fetch_when_up(exporter_port, "/metrics", "the exporter"));
-    let own = families(&String::from_utf8_lossy(
-        &http_get(metrics_port, "/metrics").2,
-    ));
+    let exported_text = fetch_when_up(exporter_port, "/metrics", "the exporter");
+    let own_text = String::from_utf8_lossy(&http_get(metrics_port, "/metrics").2).to_string();
+    let (exported, own) = (families(&exported_text), families(&own_text));
+    // The help texts too: a dashboard's tooltips read the same.
+    for help in own_text.lines().filter(|l| l.starts_with("# HELP redis_")) {
+        assert!(
+            exported_text.lines().any(|l| l == help),
+            "the exporter has no {help:?}"
+        );
+    }
     let value = |f: &Families, name: &str, series: &str| {
         f.get(name).and_then(|fam| fam.2.get(series)).cloned()
     };
