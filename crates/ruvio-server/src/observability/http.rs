@@ -67,21 +67,39 @@ const TOO_LARGE: &str = "431 Request Header Fields Too Large";
 const NOT_ALLOWED: &str = "405 Method Not Allowed";
 const BAD_VERSION: &str = "505 HTTP Version Not Supported";
 
+/// Where the head at the start of `buf` ends: its length without the blank line,
+/// and the bytes it takes with it. Lines end in CRLF or, as RFC 9112 lets a
+/// server accept, a bare LF (a request typed into netcat).
+fn head_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let mut line_start = 0;
+    for (i, &b) in buf.iter().enumerate() {
+        if b != b'\n' {
+            continue;
+        }
+        let line = &buf[line_start..i];
+        if line_start > 0 && (line.is_empty() || line == b"\r") {
+            return Some((line_start, i + 1));
+        }
+        line_start = i + 1;
+    }
+    None
+}
+
 /// Parse the request at the start of `buf`.
 pub fn parse(buf: &[u8]) -> Parsed {
-    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+    let Some((head_len, used)) = head_end(buf) else {
         if buf.len() >= REQUEST_BYTES_MAX {
             return Parsed::Bad(TOO_LARGE);
         }
         return Parsed::Incomplete;
     };
-    if end + 4 > REQUEST_BYTES_MAX {
+    if used > REQUEST_BYTES_MAX {
         return Parsed::Bad(TOO_LARGE);
     }
-    let Ok(head) = std::str::from_utf8(&buf[..end]) else {
+    let Ok(head) = std::str::from_utf8(&buf[..head_len]) else {
         return Parsed::Bad(BAD_REQUEST);
     };
-    let mut lines = head.split("\r\n");
+    let mut lines = head.lines();
     let mut parts = lines.next().unwrap_or_default().split(' ');
     let (Some(method), Some(target), Some(version), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -93,6 +111,11 @@ pub fn parse(buf: &[u8]) -> Parsed {
         "HTTP/1.0" => true,
         v if v.starts_with("HTTP/") => return Parsed::Bad(BAD_VERSION),
         _ => return Parsed::Bad(BAD_REQUEST),
+    };
+    // The absolute form (`http://host/metrics`) names the same path.
+    let target = match target.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |slash| &rest[slash..]),
+        None => target,
     };
     if !target.starts_with('/') {
         return Parsed::Bad(BAD_REQUEST);
@@ -138,7 +161,7 @@ pub fn parse(buf: &[u8]) -> Parsed {
         head_only,
         keep_alive,
     };
-    Parsed::Request(request, end + 4)
+    Parsed::Request(request, used)
 }
 
 /// Append a whole response to `out`.
@@ -365,6 +388,11 @@ mod tests {
             panic!()
         };
         assert!(r.keep_alive);
+        let absolute_lf = "GET http://h:1/metrics?x HTTP/1.1\nA: b\n\nX";
+        let Parsed::Request(r, used) = request(absolute_lf) else {
+            panic!()
+        };
+        assert_eq!((r.route, used), (Route::Metrics, absolute_lf.len() - 1));
     }
 
     #[test]
