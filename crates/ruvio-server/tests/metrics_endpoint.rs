@@ -291,7 +291,18 @@ fn prometheus_client_parses_the_text() {
     // An error code with a quote and a backslash: a label value to escape.
     let reply = conn.cmd(&["EVAL", "error({err='MY\"CO\\\\DE oops'})", "0"]);
     assert!(reply.starts_with(b"-MY\"CO\\DE oops"), "{}", show(&reply));
-    let (status, head, body) = http_get(metrics_port, "/metrics");
+    // The shard the client is on publishes its tables on its next tick (10 ms).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (status, head, body) = loop {
+        let (status, head, body) = http_get(metrics_port, "/metrics");
+        let text = String::from_utf8_lossy(&body);
+        let ready = text.contains("redis_commands_total{cmd=\"set\"} 1\n")
+            && text.contains("redis_errors_total{err=");
+        if ready || Instant::now() > deadline {
+            break (status, head, body);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(status, 200);
     assert!(
         head.contains("Content-Type: text/plain; version=0.0.4; charset=utf-8"),
