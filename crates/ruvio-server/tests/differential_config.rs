@@ -135,6 +135,8 @@ fn every_redis_parameter_answers_as_redis() {
             "cluster-announce-human-nodename",
             "durability",
             "locale-collate",
+            "metrics-bind",
+            "metrics-port",
             "port-mode",
             "set-max-listpack-entries",
             "set-max-listpack-value",

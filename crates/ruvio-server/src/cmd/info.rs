@@ -150,7 +150,8 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-fn cpu_seconds() -> (f64, f64) {
+/// The process's CPU time in seconds: (system, user).
+pub fn cpu_seconds() -> (f64, f64) {
     // SAFETY: getrusage fills the zeroed struct we own.
     let usage = unsafe {
         let mut u: libc::rusage = std::mem::zeroed();

@@ -131,6 +131,13 @@ pub struct Cli {
     /// Redis's `loglevel`: debug, verbose, notice (default) or warning.
     #[arg(long)]
     pub loglevel: Option<String>,
+    /// Port of the HTTP metrics endpoint (`GET /metrics`, the live page at `/`);
+    /// 0 (the default): off.
+    #[arg(long)]
+    pub metrics_port: Option<u16>,
+    /// Address the metrics endpoint listens on (default 127.0.0.1).
+    #[arg(long)]
+    pub metrics_bind: Option<String>,
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -292,10 +299,13 @@ impl Config {
             None => 0,
         };
         let mut params = redis_params(&file.redis)?;
+        let metrics_port = cli.metrics_port.map(|port| port.to_string());
         for (name, value) in [
             ("dbfilename", &cli.dbfilename),
             ("logfile", &cli.logfile),
             ("loglevel", &cli.loglevel),
+            ("metrics-port", &metrics_port),
+            ("metrics-bind", &cli.metrics_bind),
         ] {
             if let Some(value) = value {
                 let spec = params::find(name).expect("a parameter of the table");
@@ -354,6 +364,12 @@ impl Config {
             Some(value) => value,
             None => params::find(name).map_or("", |spec| spec.default),
         }
+    }
+
+    /// Where the metrics endpoint listens (`metrics-bind`, `metrics-port`), if it is on.
+    pub fn metrics_addr(&self) -> Option<(&str, u16)> {
+        let port = self.param("metrics-port").parse().unwrap_or(0);
+        (port != 0).then(|| (self.param("metrics-bind"), port))
     }
 
     /// Open the server log as `logfile` and `loglevel` say.

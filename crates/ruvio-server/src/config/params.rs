@@ -132,7 +132,7 @@ const LONG_MAX_U: u64 = i64::MAX as u64;
 
 /// Every parameter of Redis 7.0 (its `CONFIG GET *`, the TLS ones included, and
 /// the hidden ones a config file may set), Redis 7.2's (`set-max-listpack-*`,
-/// `locale-collate`, `cluster-announce-human-nodename`), and Ruvio's own (`shards`, `port-mode`, `durability`). An alias is a row of its
+/// `locale-collate`, `cluster-announce-human-nodename`), and Ruvio's own (`shards`, `port-mode`, `durability`, `metrics-port`, `metrics-bind`). An alias is a row of its
 /// own (Redis lists both names); `cmd::config` keeps them one value.
 #[rustfmt::skip]
 pub const PARAMS: &[ParamSpec] = &[
@@ -349,6 +349,8 @@ pub const PARAMS: &[ParamSpec] = &[
     p("shards", TEXT, I, ""),
     p("port-mode", TEXT, I, "forward"),
     p("durability", TEXT, I, "memory"),
+    p("metrics-port", int(0, 65535), I, "0"),
+    p("metrics-bind", TEXT, I, "127.0.0.1"),
 ];
 
 /// Names Redis 7 still reads from a config file and ignores (`deprecated_configs`

@@ -62,8 +62,9 @@ pub fn enforce(core: &mut ShardCore) -> bool {
     false
 }
 
-/// Publish what this shard's keyspace will reuse and how big its dataset is.
-fn publish_sizes(core: &ShardCore) {
+/// Publish what this shard's keyspace will reuse and how big its dataset is (on
+/// every check, and with the shard's other gauges).
+pub fn publish_sizes(core: &ShardCore) {
     let gauges = &core.shared.shards[core.id];
     let reusable = core.engine.reusable_bytes() as u64;
     gauges.reusable_bytes.store(reusable, Relaxed);

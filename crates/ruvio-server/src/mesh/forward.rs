@@ -514,6 +514,8 @@ impl MeshPlan {
             doorbells: self.doorbells.clone(),
             backlog: VecDeque::new(),
             set_aside: Vec::new(),
+            sent_messages: 0,
+            received_messages: 0,
         }
     }
 }
@@ -530,6 +532,10 @@ pub struct Mesh {
     /// first at the next [`Mesh::receive_all`] (each peer's stay in order: they
     /// came before anything still in its channel).
     set_aside: Vec<ShardMsg>,
+    /// Messages (each a batch of requests, replies or one control) put into the
+    /// other shards' channels, and taken from this shard's: the metrics endpoint's.
+    sent_messages: u64,
+    received_messages: u64,
 }
 
 thread_local! {
@@ -547,6 +553,16 @@ pub fn install_mesh(mesh: Mesh) {
 /// `f` of this thread's channels; `None` for a lone shard.
 pub fn with_mesh<R>(f: impl FnOnce(&mut Mesh) -> R) -> Option<R> {
     MESH.with(|m| m.borrow_mut().as_mut().map(f))
+}
+
+/// This shard's messages sent to and received from the other shards (none for a
+/// lone shard, or while the channels are in use further up the stack).
+pub fn message_counts() -> Option<(u64, u64)> {
+    MESH.with(|m| {
+        let mesh = m.try_borrow().ok()?;
+        mesh.as_ref()
+            .map(|mesh| (mesh.sent_messages, mesh.received_messages))
+    })
 }
 
 /// Wake shard `to` (its ring reads its doorbell), for instance to look at the
@@ -590,7 +606,11 @@ pub fn request_now<T>(
             let Some(Some(rx)) = mesh.receivers.get_mut(to) else {
                 return None;
             };
-            match rx.pop() {
+            let popped = rx.pop();
+            if popped.is_ok() {
+                mesh.received_messages += 1;
+            }
+            match popped {
                 Ok(msg) => match take(msg) {
                     Ok(answer) => return Some(answer),
                     Err(other) => mesh.set_aside.push(other),
@@ -636,6 +656,7 @@ impl Mesh {
         for rx in self.receivers.iter_mut().flatten() {
             while let Ok(msg) = rx.pop() {
                 messages.push(msg);
+                self.received_messages += 1;
             }
         }
         messages
@@ -666,7 +687,10 @@ impl Mesh {
                 continue;
             };
             match tx.push(msg) {
-                Ok(()) => woken |= 1 << (to % 64),
+                Ok(()) => {
+                    woken |= 1 << (to % 64);
+                    self.sent_messages += 1;
+                }
                 // The other shard is gone: the process is exiting.
                 Err(_) if tx.is_abandoned() => {}
                 Err(rtrb::PushError::Full(msg)) => retry.push_back((to, msg)),

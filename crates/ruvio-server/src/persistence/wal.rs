@@ -99,6 +99,20 @@ pub struct Wal {
     direct: Option<Direct>,
     /// SHUTDOWN's flush waits for the write in flight ([`Wal::flush_must_wait`]).
     exit_flush_waits: bool,
+    /// What the metrics endpoint reports of the log ([`LogStats`]), and when the
+    /// fsync in flight started (one at a time: see [`GROUP_SYNCS_MAX`]).
+    stats: LogStats,
+    fsync_started: Option<std::time::Instant>,
+}
+
+/// A log's running totals, counted per write and per fsync (never per record).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LogStats {
+    /// Record bytes handed to the disk.
+    pub written_bytes: u64,
+    /// Fsyncs completed, and their total time from submission to completion.
+    pub fsyncs: u64,
+    pub fsync_us: u64,
 }
 
 /// The current segment opened for direct writes, and its block arithmetic.
@@ -193,6 +207,8 @@ impl Wal {
             atomic_depth: 0,
             direct,
             exit_flush_waits: false,
+            stats: LogStats::default(),
+            fsync_started: None,
         })
     }
 
@@ -319,6 +335,11 @@ impl Wal {
         !self.flush_must_wait() && std::mem::take(&mut self.exit_flush_waits)
     }
 
+    /// The log's running totals (the metrics endpoint's `ruvio_log_*`).
+    pub fn stats(&self) -> LogStats {
+        self.stats
+    }
+
     /// The first disk error, when writes must be refused.
     pub fn failed(&self) -> Option<&str> {
         self.error.as_deref()
@@ -345,6 +366,7 @@ impl Wal {
             return None;
         }
         injected_slow_disk();
+        self.stats.written_bytes += self.filling.len() as u64;
         self.write_in_flight = true;
         self.writing_group = self.open_group;
         self.open_group += 1;
@@ -469,6 +491,7 @@ impl Wal {
         self.next_fsync_ms = now_ms + FSYNC_EVERY_MS;
         self.unsynced = false;
         self.fsyncs_in_flight += 1;
+        self.fsync_started = Some(std::time::Instant::now());
         Some(self.file.as_raw_fd())
     }
 
@@ -480,6 +503,7 @@ impl Wal {
             return None;
         }
         self.fsyncs_in_flight += 1;
+        self.fsync_started = Some(std::time::Instant::now());
         Some((self.file.as_raw_fd(), self.writing_group))
     }
 
@@ -490,6 +514,10 @@ impl Wal {
         if result < 0 {
             self.fail("fsync", result);
             return;
+        }
+        if let Some(started) = self.fsync_started.take() {
+            self.stats.fsyncs += 1;
+            self.stats.fsync_us += started.elapsed().as_micros() as u64;
         }
         if self.gates_replies() {
             self.durable_group = self.durable_group.max(group);

@@ -13,8 +13,8 @@
 //! shard reads), the path from bytes to a routed command ([`dispatch`]), running a
 //! command on the keyspace and consuming its effects ([`exec`]), clients blocked on
 //! keys ([`blocking`]), CLIENT PAUSE ([`pause`]), the other clients answered while
-//! a script is busy ([`busy`]) and two shards in one thread for the fuzz targets
-//! ([`inproc`]).
+//! a script is busy ([`busy`]), the metrics endpoint's sockets (`metrics.rs`) and
+//! two shards in one thread for the fuzz targets ([`inproc`]).
 
 pub mod blocking;
 pub mod busy;
@@ -22,6 +22,7 @@ pub mod dispatch;
 pub mod exec;
 pub mod inproc;
 pub mod messages;
+mod metrics;
 pub mod monitor;
 pub mod pause;
 mod shared;
@@ -87,6 +88,10 @@ const OP_WAL_FSYNC: u64 = 6;
 const OP_WAL_FSYNC_DELAY: u64 = 7;
 const OP_WAL_ZERO_FILL: u64 = 8;
 const OP_WAL_WRITE_LATE: u64 = 9;
+/// The metrics endpoint's listener and HTTP connections (`metrics.rs`, shard 0).
+const OP_METRICS_ACCEPT: u64 = 10;
+const OP_METRICS_RECV: u64 = 11;
+const OP_METRICS_SEND: u64 = 12;
 
 fn token(op: u64, gen: u32, index: u32) -> u64 {
     (op << 56) | ((gen as u64) << 32) | index as u64
@@ -131,6 +136,8 @@ pub struct Shard {
     overflow: VecDeque<io_uring::squeue::Entry>,
     /// Connections with input left unread while the mesh was congested.
     deferred: Vec<(u32, u32)>,
+    /// The metrics endpoint (`metrics-port`), on shard 0 only.
+    metrics: Option<metrics::MetricsServer>,
 }
 
 impl Shard {
@@ -153,6 +160,7 @@ impl Shard {
             cfg.shard_port(id),
             cfg.shards > 1 && cfg.port_mode == crate::config::PortMode::Forward,
         )?;
+        let metrics = metrics::MetricsServer::open(&cfg, id)?;
         Ok(Shard {
             core: ShardCore::new(id, cfg, topo, shared)?,
             conns: Slab::default(),
@@ -168,6 +176,7 @@ impl Shard {
             window_cursor: 0,
             overflow: VecDeque::new(),
             deferred: Vec::new(),
+            metrics,
         })
     }
 
@@ -182,6 +191,7 @@ impl Shard {
         busy::install(std::os::fd::AsRawFd::as_raw_fd(&self.listener), settings);
         self.arm_accept();
         self.arm_doorbell();
+        self.arm_metrics_accept();
         let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(RING_ENTRIES as usize);
         loop {
             self.wait_for_completions();
@@ -340,6 +350,7 @@ impl Shard {
             }
             OP_SEND => self.sent(index, gen, result),
             OP_DOORBELL => self.arm_doorbell(),
+            OP_METRICS_ACCEPT..=OP_METRICS_SEND => self.metrics_io(op, gen, index, result, flags),
             OP_WAL_WRITE if crate::persistence::wal::write_reported_late(self.core.id) => {
                 self.push_late_write_report(result)
             }
@@ -964,6 +975,7 @@ impl Shard {
         crate::persistence::shutdown::on_tick(&mut self.core);
         crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
+        self.metrics_tick();
         self.publish_gauges();
     }
     /// `timeout`: once a second, close the clients idle longer than it (Redis'

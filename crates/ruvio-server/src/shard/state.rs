@@ -229,8 +229,18 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     g.cpu_user_us.store(cpu_user_us, Relaxed);
     let wal_failed = core.wal.as_ref().is_some_and(|w| w.failed().is_some());
     g.wal_failed.store(wal_failed as u64, Relaxed);
+    if let Some(log) = core.wal.as_ref().map(|w| w.stats()) {
+        g.log_written_bytes.store(log.written_bytes, Relaxed);
+        g.log_fsyncs.store(log.fsyncs, Relaxed);
+        g.log_fsync_usec.store(log.fsync_us, Relaxed);
+    }
+    if let Some((sent, received)) = crate::mesh::forward::message_counts() {
+        g.mesh_sent.store(sent, Relaxed);
+        g.mesh_received.store(received, Relaxed);
+    }
     g.dirty_at_save.store(core.stats.dirty_at_save, Relaxed);
     g.epoch.store(core.stats.epoch, Relaxed);
+    crate::memory::limit::publish_sizes(core);
     let mut tables = g.tables.lock().unwrap_or_else(|e| e.into_inner());
     tables.epoch = core.stats.epoch;
     tables.per_command.clone_from(&core.stats.per_command);

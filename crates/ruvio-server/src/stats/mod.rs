@@ -155,6 +155,14 @@ pub struct ShardGauges {
     pub db_overhead: Vec<(AtomicU64, AtomicU64)>,
     /// Per database: keys and keys with a TTL.
     pub keys: Vec<(AtomicU64, AtomicU64)>,
+    /// The shard's log: record bytes written, fsyncs and their total microseconds
+    /// (never reset: the metrics endpoint's counters).
+    pub log_written_bytes: AtomicU64,
+    pub log_fsyncs: AtomicU64,
+    pub log_fsync_usec: AtomicU64,
+    /// Messages the shard sent to and received from the other shards (never reset).
+    pub mesh_sent: AtomicU64,
+    pub mesh_received: AtomicU64,
     pub tables: Mutex<StatTables>,
 }
 
