@@ -17,6 +17,12 @@ Example (everysec against memory, and a binary before a change):
     --server 'memory=target/release/ruvio --port {port} --shards 1 --cpus 0' \\
     --server 'everysec=target/release/ruvio --port {port} --shards 1 --cpus 0 --durability everysec --dir {dir} --save ""'
 
+With a MONITOR client attached to every server for the whole run (`--monitor`:
+it reads and drops the lines, pinned to the generator's CPU), MONITOR's cost:
+  scripts/burst_ab.py --monitor -t get,set \
+    --server 'ruvio=target/release/ruvio --port {port} --shards 1 --cpus 0' \
+    --server 'redis=redis-server --port {port} --save "" --appendonly no'
+
 Several rows, a script loaded first (EVALSHA of `SCRIPT_GET`):
   scripts/burst_ab.py -t get,set --command 'EVALSHA=EVALSHA {sha_get} 1 key:__rand_int__' ...
 """
@@ -25,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import subprocess
+import sys
 
 import benchlib as bl
 
@@ -51,6 +59,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--burst", type=float, default=1.5, help="seconds of load per server per row and round")
     p.add_argument("--warm", type=float, default=3.0,
                    help="seconds of SET load per server before the rounds (fills the keys GET rows read)")
+    p.add_argument("--monitor", action="store_true",
+                   help="attach a MONITOR client to every server for the whole run")
     p.add_argument("--out", default=str(bl.REPO_ROOT / "records"), help="directory for the JSON record")
     p.add_argument("--no-record", action="store_true", help="print only, write no record")
     args = p.parse_args()
@@ -71,6 +81,21 @@ def rows_of(args: argparse.Namespace) -> list[tuple[str, dict]]:
             raise SystemExit(f"--command {entry!r}: expected NAME=TEMPLATE")
         rows.append((name, {"command": template.format(sha_get=sha_get).split()}))
     return rows
+
+
+# A MONITOR client that reads and drops what it is sent, until killed.
+MONITOR_DRAIN = """
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"MONITOR\\r\\n")
+while s.recv(1 << 20):
+    pass
+"""
+
+
+def attach_monitor(port: int, cpus: str) -> subprocess.Popen:
+    """A MONITOR client of the server on `port`, pinned to `cpus`."""
+    return subprocess.Popen(["taskset", "-c", cpus, sys.executable, "-c", MONITOR_DRAIN, str(port)])
 
 
 def burst(args: argparse.Namespace, server: bl.ServerProcess, row: dict, seconds: float) -> dict:
@@ -94,10 +119,13 @@ def main() -> None:
     rows = rows_of(args)
     servers = [bl.ServerProcess(s, args.server_cpu) for s in specs]
     rounds = []
+    monitors = []
     try:
         for server in servers:
             server.start()
             server.client().call("SCRIPT", "LOAD", SCRIPT_GET)
+            if args.monitor:
+                monitors.append(attach_monitor(server.port, args.client_cpu))
         for server in servers:
             burst(args, server, {"test": "set"}, args.warm)
         for r, order in enumerate(bl.round_orders(range(len(servers)), args.rounds)):
@@ -108,6 +136,8 @@ def main() -> None:
                     f"{n}={v['rps']:,.0f}" for n, v in result["rows"][name].items()), flush=True)
             rounds.append(result)
     finally:
+        for monitor in monitors:
+            monitor.kill()
         for server in servers:
             server.stop()
     base = specs[0].name
