@@ -23,6 +23,13 @@ it reads and drops the lines, pinned to the generator's CPU), MONITOR's cost:
     --server 'ruvio=target/release/ruvio --port {port} --shards 1 --cpus 0' \
     --server 'redis=redis-server --port {port} --save "" --appendonly no'
 
+One binary with a setting on and off (`--after-start NAME=COMMAND`: a command sent
+to server NAME once it runs, e.g. CONFIG SET), the cost of latency tracking:
+  scripts/burst_ab.py -t get,set \
+    --server 'on=target/release/ruvio --port {port} --shards 1 --cpus 0' \
+    --server 'off=target/release/ruvio --port {port} --shards 1 --cpus 0' \
+    --after-start 'off=CONFIG SET latency-tracking no slowlog-log-slower-than -1'
+
 Several rows, a script loaded first (EVALSHA of `SCRIPT_GET`):
   scripts/burst_ab.py -t get,set --command 'EVALSHA=EVALSHA {sha_get} 1 key:__rand_int__' ...
 """
@@ -59,6 +66,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--burst", type=float, default=1.5, help="seconds of load per server per row and round")
     p.add_argument("--warm", type=float, default=3.0,
                    help="seconds of SET load per server before the rounds (fills the keys GET rows read)")
+    p.add_argument("--after-start", action="append", default=[], metavar="NAME=COMMAND",
+                   help="a command (words split on spaces) sent to server NAME once it runs")
     p.add_argument("--monitor", action="store_true",
                    help="attach a MONITOR client to every server for the whole run")
     p.add_argument("--out", default=str(bl.REPO_ROOT / "records"), help="directory for the JSON record")
@@ -124,6 +133,10 @@ def main() -> None:
         for server in servers:
             server.start()
             server.client().call("SCRIPT", "LOAD", SCRIPT_GET)
+            for entry in args.after_start:
+                name, _, command = entry.partition("=")
+                if name == server.spec.name:
+                    print(f"{name}: {command} -> {server.client().call(*command.split())!r}", flush=True)
             if args.monitor:
                 monitors.append(attach_monitor(server.port, args.client_cpu))
         for server in servers:
