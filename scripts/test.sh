@@ -44,6 +44,7 @@ command -v redis-cli >/dev/null 2>&1 || apt_packages+=(redis-tools)
 command -v chromium >/dev/null 2>&1 || apt_packages+=(chromium)
 # The keyspace and collection tests also run under valgrind's memcheck.
 command -v valgrind >/dev/null 2>&1 || apt_packages+=(valgrind)
+command -v openssl >/dev/null 2>&1 || apt_packages+=(openssl)
 if ! command -v python3 >/dev/null 2>&1; then
     apt_packages+=(python3 python3-pip)
 elif ! python3 -c 'import redis, pytest' 2>/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then

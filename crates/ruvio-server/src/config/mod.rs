@@ -138,6 +138,22 @@ pub struct Cli {
     /// Address the metrics endpoint listens on (default 127.0.0.1).
     #[arg(long)]
     pub metrics_bind: Option<String>,
+    /// Redis's `tls-port`: a port for TLS clients beside the plain one (per-shard
+    /// mode: shard i's is `tls-port + i`); 0 (the default): none.
+    #[arg(long)]
+    pub tls_port: Option<u16>,
+    /// Redis's `tls-cert-file`: the server's certificate chain (PEM).
+    #[arg(long)]
+    pub tls_cert_file: Option<String>,
+    /// Redis's `tls-key-file`: its private key (PEM).
+    #[arg(long)]
+    pub tls_key_file: Option<String>,
+    /// Redis's `tls-ca-cert-file`: the CAs client certificates must chain to (PEM).
+    #[arg(long)]
+    pub tls_ca_cert_file: Option<String>,
+    /// Redis's `tls-auth-clients`: yes (the default), optional or no.
+    #[arg(long)]
+    pub tls_auth_clients: Option<String>,
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -300,7 +316,13 @@ impl Config {
         };
         let mut params = redis_params(&file.redis)?;
         let metrics_port = cli.metrics_port.map(|port| port.to_string());
+        let tls_port = cli.tls_port.map(|port| port.to_string());
         for (name, value) in [
+            ("tls-port", &tls_port),
+            ("tls-cert-file", &cli.tls_cert_file),
+            ("tls-key-file", &cli.tls_key_file),
+            ("tls-ca-cert-file", &cli.tls_ca_cert_file),
+            ("tls-auth-clients", &cli.tls_auth_clients),
             ("dbfilename", &cli.dbfilename),
             ("logfile", &cli.logfile),
             ("loglevel", &cli.loglevel),
@@ -363,6 +385,27 @@ impl Config {
         match self.params.get(name) {
             Some(value) => value,
             None => params::find(name).map_or("", |spec| spec.default),
+        }
+    }
+
+    /// The TLS port of shard `id` (`tls-port`, plus `id` in per-shard mode), if
+    /// TLS is on.
+    pub fn tls_port(&self, id: usize) -> Option<u16> {
+        let port: u16 = self.param("tls-port").parse().unwrap_or(0);
+        let offset = match self.port_mode {
+            PortMode::PerShard => id as u16,
+            PortMode::Forward => 0,
+        };
+        (port != 0).then(|| port + offset)
+    }
+
+    /// The TLS files and client-certificate rule the TLS port uses.
+    pub fn tls_files(&self) -> TlsFiles<'_> {
+        TlsFiles {
+            cert_file: self.param("tls-cert-file"),
+            key_file: self.param("tls-key-file"),
+            ca_cert_file: self.param("tls-ca-cert-file"),
+            auth_clients: self.param("tls-auth-clients"),
         }
     }
 
@@ -572,6 +615,15 @@ pub fn rewrite(path: &std::path::Path, settings: &[(String, String)]) -> Result<
     let temp = path.with_extension("rewrite.tmp");
     std::fs::write(&temp, new_text).map_err(|e| e.to_string())?;
     std::fs::rename(&temp, path).map_err(|e| e.to_string())
+}
+
+/// The TLS port's files and client-certificate rule (`net::tls` loads them).
+pub struct TlsFiles<'a> {
+    pub cert_file: &'a str,
+    pub key_file: &'a str,
+    pub ca_cert_file: &'a str,
+    /// `tls-auth-clients`: yes, optional or no.
+    pub auth_clients: &'a str,
 }
 
 #[cfg(test)]

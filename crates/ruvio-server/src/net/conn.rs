@@ -706,6 +706,9 @@ pub struct Conn {
     pub fixed: bool,
     /// Commands at the front of the pending input whose keyspace lines are already prefetched.
     pub prefetched: usize,
+    /// Accepted on `tls-port`: its session, between the socket and `input` /
+    /// `sending` (then ciphertext; see [`crate::net::tls`]).
+    pub tls: Option<Box<crate::net::tls::TlsConn>>,
 }
 
 impl Conn {
@@ -767,6 +770,7 @@ impl Conn {
             shut: false,
             fixed: false,
             prefetched: 0,
+            tls: None,
         }
     }
 

@@ -2,7 +2,8 @@
 //! connection with its read buffer, client-visible state and the reply queue that
 //! releases replies in request order ([`conn`]), the slab that indexes a shard's
 //! connections ([`slab`]), where the slab is while a script runs ([`lent`]), and
-//! `client-output-buffer-limit` ([`outlimit`]).
+//! `client-output-buffer-limit` ([`outlimit`]), and TLS between a connection's
+//! socket and its plain buffers ([`tls`]).
 //!
 //! Shaped so because every other subsystem answers a client through a connection's
 //! reply queue (a held slot for a forwarded command, a gate for a log group), so the
@@ -13,3 +14,4 @@ pub mod lent;
 pub mod outlimit;
 pub mod slab;
 pub mod socket;
+pub mod tls;

@@ -201,7 +201,9 @@ fn serve(busy: &CmdError) {
 /// A connection whose next bytes may be answered here (see the module doc).
 fn is_quiet(conn: &Conn) -> bool {
     let client = &conn.client;
-    conn.recv_in_flight
+    // A TLS connection's bytes are records for its session, not commands.
+    conn.tls.is_none()
+        && conn.recv_in_flight
         && !conn.send_in_flight
         && !conn.shut
         && conn.sending.len() == conn.send_offset

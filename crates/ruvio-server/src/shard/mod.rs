@@ -27,6 +27,7 @@ pub mod monitor;
 pub mod pause;
 mod shared;
 mod state;
+mod tls;
 
 pub use shared::Shared;
 pub use state::{
@@ -92,6 +93,8 @@ const OP_WAL_WRITE_LATE: u64 = 9;
 const OP_METRICS_ACCEPT: u64 = 10;
 const OP_METRICS_RECV: u64 = 11;
 const OP_METRICS_SEND: u64 = 12;
+/// An accept on the TLS listener (`tls.rs`).
+const OP_TLS_ACCEPT: u64 = 13;
 
 fn token(op: u64, gen: u32, index: u32) -> u64 {
     (op << 56) | ((gen as u64) << 32) | index as u64
@@ -138,6 +141,8 @@ pub struct Shard {
     deferred: Vec<(u32, u32)>,
     /// The metrics endpoint (`metrics-port`), on shard 0 only.
     metrics: Option<metrics::MetricsServer>,
+    /// The TLS port (`tls-port`), when TLS is on.
+    tls: Option<tls::TlsPort>,
 }
 
 impl Shard {
@@ -161,6 +166,7 @@ impl Shard {
             cfg.shards > 1 && cfg.port_mode == crate::config::PortMode::Forward,
         )?;
         let metrics = metrics::MetricsServer::open(&cfg, id)?;
+        let tls = tls::TlsPort::open(&cfg, id)?;
         Ok(Shard {
             core: ShardCore::new(id, cfg, topo, shared)?,
             conns: Slab::default(),
@@ -177,6 +183,7 @@ impl Shard {
             overflow: VecDeque::new(),
             deferred: Vec::new(),
             metrics,
+            tls,
         })
     }
 
@@ -192,6 +199,7 @@ impl Shard {
         self.arm_accept();
         self.arm_doorbell();
         self.arm_metrics_accept();
+        self.arm_tls_accept();
         let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(RING_ENTRIES as usize);
         loop {
             self.wait_for_completions();
@@ -351,6 +359,7 @@ impl Shard {
             OP_SEND => self.sent(index, gen, result),
             OP_DOORBELL => self.arm_doorbell(),
             OP_METRICS_ACCEPT..=OP_METRICS_SEND => self.metrics_io(op, gen, index, result, flags),
+            OP_TLS_ACCEPT => self.tls_accepted(result, flags),
             OP_WAL_WRITE if crate::persistence::wal::write_reported_late(self.core.id) => {
                 self.push_late_write_report(result)
             }
@@ -377,6 +386,16 @@ impl Shard {
 
     /// Take a new connection (its slab index and generation; None when refused).
     fn accepted(&mut self, fd: RawFd) -> Option<(u32, u32)> {
+        self.accepted_with(fd, None)
+    }
+
+    /// A connection accepted on descriptor `fd`, with its TLS session when it
+    /// came in on the TLS port.
+    fn accepted_with(
+        &mut self,
+        fd: RawFd,
+        tls: Option<Box<crate::net::tls::TlsConn>>,
+    ) -> Option<(u32, u32)> {
         if !self.core.shared.admit_client(self.core.cfg.maxclients) {
             // Redis answers, then closes: the client sees why.
             const FULL: &[u8] = b"-ERR max number of clients reached\r\n";
@@ -395,7 +414,9 @@ impl Shard {
         let mut conn_gen = 0;
         let index = self.conns.insert_with(|_, gen| {
             conn_gen = gen;
-            Conn::new(gen, client_id, fd, sock, now, authenticated)
+            let mut conn = Conn::new(gen, client_id, fd, sock, now, authenticated);
+            conn.tls = tls;
+            conn
         });
         self.core.stats.connections_received += 1;
         self.register_fixed_file(index, conn_gen, fd);
@@ -455,6 +476,16 @@ impl Shard {
         if conn.recv_in_flight || conn.shut || conn.client.closing {
             return;
         }
+        if let Some(session) = conn.tls.as_mut() {
+            let (ptr, len) = Self::tls_recv_buffer(session);
+            conn.recv_in_flight = true;
+            let entry = match conn.fixed {
+                true => opcode::Recv::new(types::Fixed(index), ptr, len).build(),
+                false => opcode::Recv::new(types::Fd(conn.client.fd), ptr, len).build(),
+            };
+            self.push(entry.user_data(token(OP_RECV, gen, index)));
+            return;
+        }
         let pending = conn.input.len() - conn.input_start;
         // Room for the rest of a declared bulk, but never more than what has arrived
         // (or 1 MiB): a client declaring 512 MB and sending nothing costs little.
@@ -494,11 +525,20 @@ impl Shard {
             if op != OP_RECV || result <= 0 {
                 continue;
             }
+            let is_tls = match self.conns.get(index, gen) {
+                Some(conn) => conn.tls.is_some(),
+                None => continue,
+            };
+            if is_tls {
+                self.tls_received(index, gen, result as usize);
+            }
             let Some(conn) = self.conns.get_mut(index, gen) else {
                 continue;
             };
-            // SAFETY: the kernel wrote `result` bytes into the spare capacity we lent it.
-            unsafe { conn.input.set_len(conn.input.len() + result as usize) };
+            if !is_tls {
+                // SAFETY: the kernel wrote `result` bytes into the spare capacity we lent it.
+                unsafe { conn.input.set_len(conn.input.len() + result as usize) };
+            }
             self.core.stats.net_input_bytes += result as u64;
             let pending = &conn.input[conn.input_start..];
             let window = KeyWindow::scan(&self.core, &mut conn.parser, pending);
@@ -681,8 +721,11 @@ impl Shard {
             return;
         }
         if conn.sending.is_empty() {
-            std::mem::swap(&mut conn.sending, &mut conn.replies.ready);
             conn.send_offset = 0;
+            match conn.tls.is_some() {
+                true => Self::tls_fill_sending(conn),
+                false => std::mem::swap(&mut conn.sending, &mut conn.replies.ready),
+            }
         }
         if conn.sending.is_empty() {
             if conn.client.killed || (conn.client.closing && !conn.replies.is_holding()) {
@@ -976,6 +1019,7 @@ impl Shard {
         crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
         self.metrics_tick();
+        self.tls_tick();
         self.publish_gauges();
     }
     /// `timeout`: once a second, close the clients idle longer than it (Redis'

@@ -1,0 +1,206 @@
+//! TLS on `tls-port`: rustls as a state machine between a connection's socket
+//! and its plain buffers, on the shard's own core.
+//!
+//! Why this shape: the shard reads and writes sockets through its io_uring ring
+//! (`shard/mod.rs`), not through streams, so TLS cannot be a stream wrapper.
+//! Instead a TLS connection's receive lands in [`TlsConn`]'s ciphertext buffer,
+//! and [`TlsConn::decrypt`] turns it into the same plain `input` a plain
+//! connection's receive fills; its replies are encrypted by [`TlsConn::encrypt`]
+//! into the buffer the ring sends. Everything between (parsing, dispatch, the
+//! reply queue, output limits) is the plain connection's path unchanged. The
+//! handshake is the same two calls: the client's records decrypt to nothing and
+//! leave rustls wanting to write, which the shard sends as it sends replies.
+//!
+//! What the settings mean (Redis's names): `tls-cert-file` / `tls-key-file` (PEM,
+//! the chain and its key), `tls-ca-cert-file` (PEM, the CAs client certificates
+//! must chain to), `tls-auth-clients` (`yes`: a client certificate is required,
+//! `optional`: checked if given, `no`: not asked for).
+
+use crate::config::TlsFiles;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig, ServerConnection};
+use std::io::{Read, Write};
+
+use std::sync::Arc;
+
+/// The TLS settings of the server, from which each connection's session starts.
+#[derive(Clone)]
+pub struct TlsSettings {
+    config: Arc<ServerConfig>,
+}
+
+impl std::fmt::Debug for TlsSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TlsSettings")
+    }
+}
+
+impl TlsSettings {
+    /// Load the certificate, key and CAs; an error names the file or setting at fault.
+    pub fn load(files: &TlsFiles<'_>) -> Result<TlsSettings, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        if files.cert_file.is_empty() || files.key_file.is_empty() {
+            return Err("tls-port needs tls-cert-file and tls-key-file".into());
+        }
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(files.cert_file)
+            .and_then(|certs| certs.collect::<Result<_, _>>())
+            .map_err(|e| format!("tls-cert-file {}: {e}", files.cert_file))?;
+        let key = PrivateKeyDer::from_pem_file(files.key_file)
+            .map_err(|e| format!("tls-key-file {}: {e}", files.key_file))?;
+        let builder = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS: {e}"))?;
+        let builder = match files.auth_clients {
+            "no" => builder.with_no_client_auth(),
+            mode => {
+                if files.ca_cert_file.is_empty() {
+                    return Err(format!(
+                        "tls-auth-clients {mode} needs tls-ca-cert-file (or set tls-auth-clients no)"
+                    ));
+                }
+                let mut roots = RootCertStore::empty();
+                for cert in CertificateDer::pem_file_iter(files.ca_cert_file)
+                    .map_err(|e| format!("tls-ca-cert-file {}: {e}", files.ca_cert_file))?
+                {
+                    let cert =
+                        cert.map_err(|e| format!("tls-ca-cert-file {}: {e}", files.ca_cert_file))?;
+                    roots
+                        .add(cert)
+                        .map_err(|e| format!("tls-ca-cert-file {}: {e}", files.ca_cert_file))?;
+                }
+                let verifier =
+                    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+                let verifier = match mode {
+                    "optional" => verifier.allow_unauthenticated(),
+                    _ => verifier,
+                };
+                let verifier = verifier
+                    .build()
+                    .map_err(|e| format!("TLS client verifier: {e}"))?;
+                builder.with_client_cert_verifier(verifier)
+            }
+        };
+        let config = builder
+            .with_single_cert(chain, key)
+            .map_err(|e| format!("tls-cert-file / tls-key-file: {e}"))?;
+        Ok(TlsSettings {
+            config: Arc::new(config),
+        })
+    }
+
+    /// A new server session for an accepted connection.
+    pub fn session(&self) -> Result<TlsConn, String> {
+        let conn = ServerConnection::new(self.config.clone()).map_err(|e| e.to_string())?;
+        Ok(TlsConn {
+            conn,
+            cipher_in: Vec::with_capacity(CIPHER_IN_BYTES),
+        })
+    }
+}
+
+/// Bytes a TLS connection's receive asks for at once: one full TLS record and
+/// its framing.
+pub const CIPHER_IN_BYTES: usize = 16 * 1024 + 512;
+
+/// One connection's TLS session and the ciphertext received but not yet read.
+pub struct TlsConn {
+    conn: ServerConnection,
+    /// Where the ring's receive writes (its spare capacity) and rustls reads.
+    pub cipher_in: Vec<u8>,
+}
+
+impl std::fmt::Debug for TlsConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsConn")
+            .field("cipher_in", &self.cipher_in.len())
+            .finish()
+    }
+}
+
+/// The session failed (a bad record, a refused certificate, a closed stream):
+/// the connection closes. The text is for the log.
+#[derive(Debug)]
+pub struct TlsFailed(pub String);
+
+impl TlsConn {
+    /// Feed the ciphertext received into the session and append what it
+    /// decrypts to `plain`. A handshake record decrypts to nothing and leaves the
+    /// session wanting to write ([`TlsConn::wants_write`]).
+    pub fn decrypt(&mut self, plain: &mut Vec<u8>) -> Result<(), TlsFailed> {
+        let mut at = 0;
+        while at < self.cipher_in.len() {
+            let mut rest = &self.cipher_in[at..];
+            let read = self
+                .conn
+                .read_tls(&mut rest)
+                .map_err(|e| TlsFailed(e.to_string()))?;
+            at += read;
+            let state = self
+                .conn
+                .process_new_packets()
+                .map_err(|e| TlsFailed(e.to_string()))?;
+            let mut want = state.plaintext_bytes_to_read();
+            if want > 0 {
+                plain.reserve(want);
+                while want > 0 {
+                    let start = plain.len();
+                    plain.resize(start + want, 0);
+                    let got = self
+                        .conn
+                        .reader()
+                        .read(&mut plain[start..])
+                        .map_err(|e| TlsFailed(e.to_string()))?;
+                    plain.truncate(start + got);
+                    if got == 0 {
+                        break;
+                    }
+                    want -= got;
+                }
+            }
+            if read == 0 {
+                break;
+            }
+        }
+        self.cipher_in.drain(..at);
+        Ok(())
+    }
+
+    /// Encrypt `plain` and append every record the session has to send
+    /// (handshake ones included) to `out`.
+    pub fn encrypt(&mut self, plain: &[u8], out: &mut Vec<u8>) -> Result<(), TlsFailed> {
+        let mut rest = plain;
+        loop {
+            // The session takes a bounded amount of plaintext at a time: write,
+            // move its records out, write the rest.
+            let taken = match rest.is_empty() {
+                true => 0,
+                false => self
+                    .conn
+                    .writer()
+                    .write(rest)
+                    .map_err(|e| TlsFailed(e.to_string()))?,
+            };
+            rest = &rest[taken..];
+            let mut moved = false;
+            while self.conn.wants_write() {
+                self.conn
+                    .write_tls(out)
+                    .map_err(|e| TlsFailed(e.to_string()))?;
+                moved = true;
+            }
+            if rest.is_empty() {
+                return Ok(());
+            }
+            if taken == 0 && !moved {
+                return Err(TlsFailed("the session takes no more plaintext".into()));
+            }
+        }
+    }
+
+    /// The session has records to send (the handshake's, or an alert).
+    pub fn wants_write(&self) -> bool {
+        self.conn.wants_write()
+    }
+}
