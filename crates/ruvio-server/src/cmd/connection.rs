@@ -74,6 +74,9 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     crate::messaging::pubsub::forget_all(ctx.core, &mut c.subs, ctx.who);
     c.multi = None;
     crate::transactions::multi::unwatch(ctx.core, ctx.client);
+    let broadcast = crate::tracking::broadcasts(&ctx.core.topo);
+    let (tracking, mut to) = ctx.core.tracking_parts();
+    tracking.disable(&mut to, broadcast, ctx.client);
     reply.proto = Protocol::Resp2;
     reply.simple("RESET");
     Ok(())

@@ -56,6 +56,9 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Touched { client_id, epoch } => core.watches.mark_touched(client_id, epoch),
         ShardMsg::Written(keys) => {
             for (db, key) in keys {
+                if core.tracking.active() {
+                    core.tracking.written(0, false, &key);
+                }
                 core.watches.touch(
                     crate::transactions::watch::Notify {
                         shard: core.id,
@@ -106,6 +109,20 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         } => run_now(core, from, ticket, (db, resp3), args),
         // Only a script waiting on its thread takes these ([`request_now`]).
         ShardMsg::RanNow { .. } => {}
+        ShardMsg::Invalidate(invalidation) => {
+            let (tracking, mut to) = core.tracking_parts();
+            tracking.deliver(&mut to, conns, invalidation);
+        }
+        ShardMsg::BcastPrefixes {
+            shard,
+            client_id,
+            noloop,
+            prefixes,
+        } => {
+            core.engine.record_expired(true);
+            core.tracking
+                .subscribe(shard, client_id, noloop, prefixes.as_deref());
+        }
     }
 }
 
@@ -137,6 +154,7 @@ fn run_now(
                 no_touch: true,
                 may_block: false,
                 borrowing: false,
+                tracking: Default::default(),
             };
             run_engine(core, cmd, caller, args.args(), &mut out);
         }
@@ -160,8 +178,8 @@ pub(crate) fn control(core: &mut ShardCore, conns: &mut Slab<Conn>, control: Con
     }
 }
 
-/// The client context a forwarded command runs with.
-pub(crate) fn caller_of(tag: &Tag) -> Caller {
+/// The client context a forwarded command of a client of shard `from` runs with.
+pub(crate) fn caller_of(tag: &Tag, from: usize) -> Caller {
     Caller {
         client_id: tag.client_id,
         db: tag.db as usize,
@@ -173,6 +191,10 @@ pub(crate) fn caller_of(tag: &Tag) -> Caller {
         no_touch: tag.no_touch,
         may_block: tag.may_block,
         borrowing: false,
+        tracking: exec::Tracked {
+            bits: tag.tracking,
+            shard: from,
+        },
     }
 }
 
@@ -183,7 +205,7 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
     let mut built = crate::net::outlimit::BuiltOutput::default();
     for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
-        let caller = caller_of(&tag);
+        let caller = caller_of(&tag, batch.from);
         // The origin resolved it already; this finds the same (sub)command row.
         let Some(cmd) = registry()
             .lookup(args.get(0))
@@ -217,6 +239,18 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
                 exec::park(core, waiter, caller, args, block);
             }
             None => {
+                if tag.tracking != 0 {
+                    let (resp3, bits) = (tag.resp3, tag.tracking);
+                    let t = &mut core.tracking;
+                    crate::tracking::after_forwarded(
+                        t,
+                        batch.from,
+                        tag.client_id,
+                        bits,
+                        resp3,
+                        &mut out,
+                    );
+                }
                 let limits = &core.cfg.client_output_buffer_limit;
                 crate::net::outlimit::cap_forwarded(
                     limits,

@@ -486,7 +486,7 @@ fn run_borrowing(
     // A new epoch now; the owners forget the old watches once it ran.
     client.watch_epoch += 1;
     let seq = replies.hold(Merge::Single, 1);
-    let caller = crate::shard::dispatch::caller(client);
+    let caller = crate::shard::dispatch::caller(client, core.id);
     let transaction = match unwatched && !locked {
         true => {
             match lending::join_transaction(core, after, who, seq, caller, transaction, &keys) {
