@@ -699,7 +699,7 @@ fn caching(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     use crate::net::conn::tracking_flags as f;
     use tracking_errors::*;
     let flags = ctx.client.tracking.flags;
-    if flags & f::ON == 0 || flags & (f::OPTIN | f::OPTOUT) == 0 {
+    if flags & f::ON == 0 {
         return Err(line_error(CACHING_NEEDS_OPT));
     }
     let value = args.get(2);

@@ -109,8 +109,8 @@ pub fn run_engine(
     if may_borrow {
         crate::mesh::script_lock::hold_outbox(std::mem::take(&mut core.outbox));
     }
-    // Keys written on borrowed keys are their owners' to invalidate (`Written`).
-    let tracked = core.tracking.active() && !caller.borrowing;
+    // A flush owes each tracking client one null ([`flushed`]), not its keys.
+    let tracked = core.tracking.active() && !is_flush(cmd);
     let keys = caller.borrowing || !core.blocking.is_empty() || watched || may_borrow || tracked;
     let notify = crate::messaging::notify::wanted(core);
     if keys || logging || notify {
@@ -195,7 +195,8 @@ pub fn run_engine(
         track(core, cmd, caller, args, &outcome);
     }
     for (db, key) in ctx.effects.modified_keys() {
-        if tracked {
+        // Borrowed keys are their owners' to invalidate (`ShardMsg::Written`).
+        if tracked && (!caller.borrowing || core.topo.key_owner(key) == core.id) {
             let noloop = caller.tracking.bits & tracking_command::NOLOOP != 0;
             core.tracking.written(caller.client_id, noloop, key);
         }
@@ -292,9 +293,14 @@ fn track(
 /// owed a null, and the table starts over. Cold: keyless commands only.
 #[cold]
 fn flushed(core: &mut ShardCore, cmd: &Command) {
-    if matches!(cmd.meta.name, "flushdb" | "flushall") {
+    if is_flush(cmd) {
         core.tracking.flushed();
     }
+}
+
+/// FLUSHDB or FLUSHALL.
+fn is_flush(cmd: &Command) -> bool {
+    cmd.meta.keys.is_none() && matches!(cmd.meta.name, "flushdb" | "flushall")
 }
 
 /// SWAPDB `a` `b` ran: the keys out on loan are renamed
