@@ -232,6 +232,10 @@ const DEFAULT_RESP3: &[Step] = &[
     Cmd(0, &["GET", "k2"]),
     Cmd(0, &["HGET", "h1", "f"]),
     Cmd(0, &["MGET", "k3", "k4", "k5"]),
+    // Keys of both shards read in one command (borrowed by one shard).
+    Cmd(0, &["SUNION", "u1", "u2", "u3", "u4"]),
+    Cmd(1, &["SADD", "u3", "x"]),
+    Cmd(1, &["SADD", "u1", "x"]),
     Cmd(1, &["SET", "k1", "a"]),
     Cmd(1, &["SET", "k1", "b"]),
     Cmd(1, &["HSET", "h1", "f", "v"]),

@@ -170,6 +170,13 @@ pub enum ShardMsg {
     /// CLIENT TRACKING: an invalidation for a client of the receiving shard (see
     /// `tracking`).
     Invalidate(Invalidation),
+    /// CLIENT TRACKING: client `client_id` of shard `shard` read these keys of the
+    /// receiving shard while they were lent out: remember them there.
+    Remember {
+        shard: usize,
+        client_id: u64,
+        keys: Vec<Vec<u8>>,
+    },
     /// CLIENT TRACKING BCAST: client `client_id` of shard `shard` subscribes to
     /// `prefixes` (NOLOOP when `noloop`), or, with `None`, to nothing any more.
     BcastPrefixes {
@@ -377,6 +384,18 @@ impl Outbox {
     /// what it read).
     pub fn invalidate(&mut self, shard: usize, invalidation: Invalidation) {
         self.direct(shard, ShardMsg::Invalidate(invalidation));
+    }
+
+    /// Ask owner `owner` to remember that client `client_id` of `shard` read
+    /// `keys` (borrowed from it): sent before the keys go home, so no write of
+    /// the owner comes between the read and the remembering.
+    pub fn remember(&mut self, owner: usize, shard: usize, client_id: u64, keys: Vec<Vec<u8>>) {
+        let message = ShardMsg::Remember {
+            shard,
+            client_id,
+            keys,
+        };
+        self.direct(owner, message);
     }
 
     /// Tell every other shard of a client's BCAST prefixes (`None`: it has none

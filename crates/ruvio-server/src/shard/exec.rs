@@ -263,8 +263,8 @@ pub fn take_expired(core: &mut ShardCore) {
 }
 
 /// CLIENT TRACKING after a command of a tracking client: a read-only command's
-/// keys are remembered for it (Redis' trackingRememberKeys); a flush owes every
-/// tracking client of this shard a null.
+/// keys are remembered for it (Redis' trackingRememberKeys), by the shard that
+/// owns each (a key borrowed from another shard is remembered there).
 #[cold]
 fn track(
     core: &mut ShardCore,
@@ -273,7 +273,7 @@ fn track(
     args: Args<'_>,
     outcome: &Result<Outcome, CmdError>,
 ) {
-    if !matches!(outcome, Ok(Outcome::Done)) || caller.borrowing {
+    if !matches!(outcome, Ok(Outcome::Done)) {
         return;
     }
     if caller.tracking.bits & tracking_command::REMEMBER != 0 && cmd.meta.has(READONLY) {
@@ -283,9 +283,27 @@ fn track(
         }
         // Expired keys owe their readers an invalidation.
         core.engine.record_expired(true);
-        let keys = positions.into_iter().map(|p| args.get(p));
-        core.tracking
-            .remember(caller.tracking.shard, caller.client_id, keys);
+        let (shard, client_id) = (caller.tracking.shard, caller.client_id);
+        if !caller.borrowing {
+            let keys = positions.into_iter().map(|p| args.get(p));
+            core.tracking.remember(shard, client_id, keys);
+            return;
+        }
+        let mut lent: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
+        for key in positions.into_iter().map(|p| args.get(p)) {
+            let owner = core.topo.key_owner(key);
+            if owner == core.id {
+                core.tracking.remember(shard, client_id, [key].into_iter());
+                continue;
+            }
+            match lent.iter_mut().find(|(o, _)| *o == owner) {
+                Some((_, keys)) => keys.push(key.to_vec()),
+                None => lent.push((owner, vec![key.to_vec()])),
+            }
+        }
+        for (owner, keys) in lent {
+            core.outbox.remember(owner, shard, client_id, keys);
+        }
     }
 }
 

@@ -113,6 +113,15 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             let (tracking, mut to) = core.tracking_parts();
             tracking.deliver(&mut to, conns, invalidation);
         }
+        ShardMsg::Remember {
+            shard,
+            client_id,
+            keys,
+        } => {
+            core.engine.record_expired(true);
+            let keys = keys.iter().map(Vec::as_slice);
+            core.tracking.remember(shard, client_id, keys);
+        }
         ShardMsg::BcastPrefixes {
             shard,
             client_id,
