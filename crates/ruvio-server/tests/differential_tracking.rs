@@ -288,6 +288,38 @@ const DEFAULT_RESP3: &[Step] = &[
     Cmd(0, &["GET", "k2"]),
 ];
 
+/// CLIENT TRACKING and CACHING queued in MULTI govern the reads after them in
+/// the transaction; CACHING lasts until EXEC; SWAPDB invalidates nothing (Redis 7.0).
+const IN_MULTI: &[Step] = &[
+    Quiet(0, &["HELLO", "3"]),
+    Cmd(0, &["MULTI"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON"]),
+    Cmd(0, &["GET", "m1"]),
+    Cmd(0, &["EXEC"]),
+    Cmd(1, &["SET", "m1", "x"]),
+    Cmd(0, &["GET", "m2"]),
+    Cmd(1, &["SWAPDB", "0", "1"]),
+    Cmd(1, &["SWAPDB", "0", "1"]),
+    Cmd(0, &["CLIENT", "TRACKING", "OFF"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "OPTIN"]),
+    Cmd(0, &["MULTI"]),
+    Cmd(0, &["CLIENT", "CACHING", "YES"]),
+    Cmd(0, &["GET", "m5"]),
+    Cmd(0, &["GET", "m6"]),
+    Cmd(0, &["EXEC"]),
+    Cmd(0, &["GET", "m7"]),
+    Cmd(1, &["SET", "m5", "1"]),
+    Cmd(1, &["SET", "m6", "1"]),
+    Cmd(1, &["SET", "m7", "1"]),
+    Cmd(0, &["CLIENT", "CACHING", "YES"]),
+    Cmd(0, &["MULTI"]),
+    Cmd(0, &["GET", "m8"]),
+    Cmd(0, &["GET", "m9"]),
+    Cmd(0, &["EXEC"]),
+    Cmd(1, &["SET", "m8", "1"]),
+    Cmd(1, &["SET", "m9", "1"]),
+];
+
 /// NOLOOP: a client's own writes owe it nothing, another's do.
 const NOLOOP: &[Step] = &[
     Quiet(0, &["HELLO", "3"]),
@@ -392,6 +424,7 @@ const REDIRECT_RESP3: &[Step] = &[
 fn all_sessions(redis: &Server, ruvio: &Server, label: &str) {
     session(&format!("{label} default"), redis, ruvio, 2, DEFAULT_RESP3);
     session(&format!("{label} noloop"), redis, ruvio, 2, NOLOOP);
+    session(&format!("{label} in multi"), redis, ruvio, 2, IN_MULTI);
     session(
         &format!("{label} optin/optout"),
         redis,

@@ -1,5 +1,6 @@
 //! CLIENT and its subcommands: ID, SETNAME, GETNAME, LIST, INFO, KILL, SETINFO,
-//! NO-EVICT, NO-TOUCH, REPLY, UNBLOCK, HELP.
+//! NO-EVICT, NO-TOUCH, REPLY, UNBLOCK, TRACKING, CACHING, GETREDIR, TRACKINGINFO,
+//! HELP (the tracking tables and invalidations are [`crate::tracking`]'s).
 //!
 //! A shard knows only its own connections. In forward mode CLIENT LIST and CLIENT
 //! KILL ask every shard ([`ClientQuery`], gathered by [`crate::mesh::gather`]), so they see
@@ -767,6 +768,10 @@ fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
         reply,
         b"client",
         &[
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
             "GETNAME",
             "    Return the name of the current connection.",
             "ID",
@@ -783,6 +788,11 @@ fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
             "    Suspend all, or just write, clients for <timeout> milliseconds.",
             "UNPAUSE",
             "    Stop the current client pause, resuming traffic.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
             "NO-EVICT (ON|OFF)",
             "    Protect current client connection from eviction.",
             "NO-TOUCH (ON|OFF)",

@@ -918,6 +918,8 @@ pub fn run_borrowed(
     }
     if let Some(conn) = conn {
         out.flush_after(conn.replies);
+        // CLIENT CACHING in the queue lasted until the end of the transaction.
+        conn.client.tracking.flags &= !crate::net::conn::tracking_flags::CACHING;
     }
     ran
 }
@@ -984,6 +986,8 @@ fn server_in_queue(
     }
     conn.client.in_exec = false;
     caller.db = conn.client.db;
+    // CLIENT TRACKING or CACHING in the queue governs the reads after it.
+    caller.tracking.bits = conn.client.tracking.command_bits();
 }
 
 /// A keyspace command of a transaction on borrowed keys (a script under the lock
