@@ -497,3 +497,65 @@ fn tracking_matches_redis_on_two_shards() {
     };
     all_sessions(&servers.reference, &servers.target, "2 shards");
 }
+
+/// A tracking client that never reads is closed by `client-output-buffer-limit`
+/// once its invalidations pass the limit, as any client's output is (Redis
+/// does the same).
+fn output_limit(server: &Server) {
+    let mut admin = server.raw();
+    let limit = [
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "normal 1mb 0 0",
+    ];
+    assert_eq!(admin.cmd(&limit), b"+OK\r\n");
+    let mut c = server.raw();
+    c.cmd(&["HELLO", "3"]);
+    assert_eq!(c.cmd(&["CLIENT", "TRACKING", "ON"]), b"+OK\r\n");
+    let id = client_id(&mut c);
+    // Past the socket buffers too: 4,000 invalidations of 4 kB keys.
+    let pad = "k".repeat(4000);
+    let keys: Vec<String> = (0..4000).map(|i| format!("{i:04}{pad}")).collect();
+    let mut mget = vec!["MGET".to_string()];
+    mget.extend(keys.iter().cloned());
+    c.cmd(&mget);
+    // c reads nothing more.
+    let sets: Vec<u8> = keys
+        .iter()
+        .flat_map(|key| encode(&["SET", key.as_str(), "v"]))
+        .collect();
+    admin.send(&sets);
+    for _ in &keys {
+        assert_eq!(admin.read_reply(), b"+OK\r\n");
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let list = admin.cmd(&["CLIENT", "LIST", "ID", id.as_str()]);
+        if list.starts_with(b"$0\r\n") || list.starts_with(b"=4\r\ntxt:") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still connected: {}",
+            show(&list)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let reset = [
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "normal 0 0 0",
+    ];
+    assert_eq!(admin.cmd(&reset), b"+OK\r\n");
+}
+
+#[test]
+fn a_tracking_client_that_does_not_read_is_bounded() {
+    let Some(servers) = DiffServers::forward("differential_tracking", 2) else {
+        return;
+    };
+    output_limit(&servers.reference);
+    output_limit(&servers.target);
+}
