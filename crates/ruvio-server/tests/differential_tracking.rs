@@ -262,6 +262,24 @@ const DEFAULT_RESP3: &[Step] = &[
             "k7",
         ],
     ),
+    // Keys a script reads are remembered for its caller.
+    Cmd(
+        0,
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", "k10"],
+    ),
+    Cmd(
+        0,
+        &[
+            "EVAL_RO",
+            "return redis.call('exists', KEYS[1], KEYS[2])",
+            "2",
+            "k11",
+            "k12",
+        ],
+    ),
+    Cmd(1, &["MSET", "k10", "1"]),
+    Cmd(1, &["SET", "k11", "1"]),
+    Cmd(1, &["SET", "k12", "1"]),
     Cmd(0, &["GET", "k8"]),
     Cmd(1, &["SET", "k8", "v", "PX", "50"]),
     Sleep(300),

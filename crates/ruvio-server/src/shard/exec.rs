@@ -129,6 +129,10 @@ pub fn run_engine(
             &flushed,
         );
     }
+    if script && caller.tracking.bits & tracking_command::REMEMBER != 0 {
+        // The keys its read-only calls read are remembered for the caller.
+        ctx.effects.record_reads();
+    }
     let reply_start = out.len();
     let mutations_before = ruvio_engine::fault::mutations();
     ruvio_engine::undo::begin();
@@ -192,7 +196,7 @@ pub fn run_engine(
         crate::messaging::notify::queue_effects(core, &ctx.effects);
     }
     if caller.tracking.bits != 0 {
-        track(core, cmd, caller, args, &outcome);
+        track(core, cmd, caller, args, &outcome, &ctx.effects);
     }
     for (db, key) in ctx.effects.modified_keys() {
         // Borrowed keys are their owners' to invalidate (`ShardMsg::Written`).
@@ -263,8 +267,9 @@ pub fn take_expired(core: &mut ShardCore) {
 }
 
 /// CLIENT TRACKING after a command of a tracking client: a read-only command's
-/// keys are remembered for it (Redis' trackingRememberKeys), by the shard that
-/// owns each (a key borrowed from another shard is remembered there).
+/// keys, and the keys a script's read-only calls read, are remembered for it
+/// (Redis' trackingRememberKeys), by the shard that owns each (a key borrowed
+/// from another shard is remembered there).
 #[cold]
 fn track(
     core: &mut ShardCore,
@@ -272,38 +277,46 @@ fn track(
     caller: Caller,
     args: Args<'_>,
     outcome: &Result<Outcome, CmdError>,
+    effects: &Effects,
 ) {
-    if !matches!(outcome, Ok(Outcome::Done)) {
+    if caller.tracking.bits & tracking_command::REMEMBER == 0 {
         return;
     }
-    if caller.tracking.bits & tracking_command::REMEMBER != 0 && cmd.meta.has(READONLY) {
-        let positions = cmd.meta.keys.positions(args);
-        if positions.is_empty() {
-            return;
+    let mut keys: Vec<&[u8]> = effects.read_keys().map(|(_, key)| key).collect();
+    if matches!(outcome, Ok(Outcome::Done)) && cmd.meta.has(READONLY) {
+        keys.extend(
+            cmd.meta
+                .keys
+                .positions(args)
+                .into_iter()
+                .map(|p| args.get(p)),
+        );
+    }
+    if keys.is_empty() {
+        return;
+    }
+    // Expired keys owe their readers an invalidation.
+    core.engine.record_expired(true);
+    let (shard, client_id) = (caller.tracking.shard, caller.client_id);
+    let elsewhere = caller.borrowing || cmd.meta.group == "scripting";
+    if !elsewhere {
+        core.tracking.remember(shard, client_id, keys.into_iter());
+        return;
+    }
+    let mut lent: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
+    for key in keys {
+        let owner = core.topo.key_owner(key);
+        if owner == core.id {
+            core.tracking.remember(shard, client_id, [key].into_iter());
+            continue;
         }
-        // Expired keys owe their readers an invalidation.
-        core.engine.record_expired(true);
-        let (shard, client_id) = (caller.tracking.shard, caller.client_id);
-        if !caller.borrowing {
-            let keys = positions.into_iter().map(|p| args.get(p));
-            core.tracking.remember(shard, client_id, keys);
-            return;
+        match lent.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, keys)) => keys.push(key.to_vec()),
+            None => lent.push((owner, vec![key.to_vec()])),
         }
-        let mut lent: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
-        for key in positions.into_iter().map(|p| args.get(p)) {
-            let owner = core.topo.key_owner(key);
-            if owner == core.id {
-                core.tracking.remember(shard, client_id, [key].into_iter());
-                continue;
-            }
-            match lent.iter_mut().find(|(o, _)| *o == owner) {
-                Some((_, keys)) => keys.push(key.to_vec()),
-                None => lent.push((owner, vec![key.to_vec()])),
-            }
-        }
-        for (owner, keys) in lent {
-            core.outbox.remember(owner, shard, client_id, keys);
-        }
+    }
+    for (owner, keys) in lent {
+        core.outbox.remember(owner, shard, client_id, keys);
     }
 }
 
