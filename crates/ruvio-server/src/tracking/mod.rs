@@ -395,23 +395,12 @@ impl Tracking {
         if self.owed.is_empty() {
             return Vec::new();
         }
-        let mut taken = Vec::new();
-        self.owed.retain_mut(|o| {
-            let mine = o.shard == shard && o.invalidation.client_id == client_id;
-            if mine {
-                taken.push(std::mem::replace(
-                    &mut o.invalidation,
-                    Invalidation {
-                        client_id: 0,
-                        keys: None,
-                        from_table: false,
-                        redirected: None,
-                    },
-                ));
-            }
-            !mine
-        });
-        taken
+        self.owed
+            .extract_if(.., |o| {
+                o.shard == shard && o.invalidation.client_id == client_id
+            })
+            .map(|o| o.invalidation)
+            .collect()
     }
 
     /// After a command of `client` (connected here, out of the slab while it
@@ -673,6 +662,31 @@ mod tests {
         t.remember(0, 7, keys.into_iter());
         assert_eq!(t.keys.len(), 2);
         assert_eq!(t.take_owed_to(0, 7).len(), 1);
+    }
+
+    #[test]
+    fn bcast_batches_a_prefix_keys_and_leaves_out_a_noloop_writer() {
+        let mut t = Tracking::new(0, usize::MAX);
+        t.subscribe(0, 7, false, Some(&[b"user:".to_vec()]));
+        t.subscribe(1, 8, true, Some(&[Vec::new()]));
+        assert!(t.active());
+        t.written(8, true, b"user:2");
+        t.written(9, false, b"user:1");
+        t.written(9, false, b"other");
+        t.owe_broadcasts();
+        let to_7 = t.take_owed_to(0, 7);
+        assert_eq!(to_7.len(), 1);
+        assert_eq!(
+            to_7[0].keys,
+            Some(vec![b"user:1".to_vec(), b"user:2".to_vec()])
+        );
+        let to_8: Vec<_> = t.take_owed_to(1, 8).into_iter().map(|i| i.keys).collect();
+        // Its prefix "" matches every key; its own write is left out.
+        let other_and_user_1 = vec![b"other".to_vec(), b"user:1".to_vec()];
+        assert_eq!(to_8, [Some(other_and_user_1)]);
+        t.subscribe(1, 8, false, None);
+        t.subscribe(0, 7, false, None);
+        assert!(!t.active());
     }
 
     #[test]
