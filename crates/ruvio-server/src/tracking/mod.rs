@@ -63,6 +63,12 @@ struct Reader {
     client_id: u64,
 }
 
+/// A table item costs this much beyond its key's entry (docs/tracking.md's bound).
+const _: () = assert!(std::mem::size_of::<Reader>() == 16);
+/// A key's entry: the key and its readers, two vectors' headers (plus the key's
+/// and the readers' heap blocks).
+const _: () = assert!(std::mem::size_of::<(Vec<u8>, Vec<Reader>)>() == 48);
+
 /// A BCAST client subscribed to a prefix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Subscriber {
