@@ -248,6 +248,12 @@ const DEFAULT_RESP3: &[Step] = &[
     Cmd(0, &["GET", "k6"]),
     Cmd(1, &["RENAME", "k1", "k6"]),
     Cmd(0, &["GET", "k6"]),
+    // COPY's and MOVE's targets and sources.
+    Cmd(0, &["GET", "c1"]),
+    Cmd(1, &["COPY", "k2", "c1"]),
+    Cmd(1, &["SET", "mv", "1"]),
+    Cmd(0, &["GET", "mv"]),
+    Cmd(1, &["MOVE", "mv", "1"]),
     Cmd(0, &["MULTI"]),
     Cmd(0, &["SET", "k6", "1"]),
     Cmd(0, &["GET", "k6"]),
