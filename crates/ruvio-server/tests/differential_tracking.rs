@@ -355,6 +355,29 @@ const NOLOOP: &[Step] = &[
     Cmd(1, &["SET", "n2", "theirs"]),
     Cmd(0, &["GET", "n1"]),
     Cmd(1, &["SET", "n1", "theirs"]),
+    // A transaction over both shards' keys (run on borrowed keys).
+    Cmd(0, &["GET", "n1"]),
+    Cmd(0, &["GET", "n2"]),
+    Cmd(0, &["MULTI"]),
+    Cmd(0, &["SET", "n1", "a"]),
+    Cmd(0, &["SET", "n2", "b"]),
+    Cmd(0, &["EXEC"]),
+    Cmd(1, &["SET", "n1", "theirs"]),
+    Cmd(1, &["SET", "n2", "theirs"]),
+    Cmd(0, &["GET", "n1"]),
+    Cmd(
+        0,
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], 'x') redis.call('set', KEYS[2], 'y')",
+            "2",
+            "n1",
+            "n2",
+        ],
+    ),
+    Cmd(0, &["GET", "n2"]),
+    Cmd(1, &["SET", "n1", "theirs"]),
+    Cmd(1, &["SET", "n2", "theirs"]),
 ];
 
 /// OPTIN and OPTOUT with CLIENT CACHING: which reads are remembered.

@@ -136,8 +136,13 @@ pub enum ShardMsg {
         client_id: u64,
         epoch: u64,
     },
-    /// Borrowed keys a coordinator wrote: touch their watchers.
-    Written(Vec<lending::DbKey>),
+    /// Borrowed keys a coordinator wrote: touch their watchers, invalidate their
+    /// readers (CLIENT TRACKING; not the writer's own reads when it is in NOLOOP
+    /// mode: `noloop_writer`).
+    Written {
+        keys: Vec<lending::DbKey>,
+        noloop_writer: Option<u64>,
+    },
     /// A transaction whose keys are all this shard's (see [`crate::mesh::owner_tx`]).
     Transaction(Box<crate::mesh::owner_tx::OwnerTx>),
     /// A coordinator gives keys back under `always`: acknowledge its command
@@ -350,9 +355,14 @@ impl Outbox {
         self.direct(shard, ShardMsg::Touched { client_id, epoch });
     }
 
-    /// Tell owner `shard` which of its borrowed keys were written.
-    pub fn written(&mut self, shard: usize, keys: Vec<lending::DbKey>) {
-        self.direct(shard, ShardMsg::Written(keys));
+    /// Tell owner `shard` which of its borrowed keys were written (by a client in
+    /// NOLOOP mode: `noloop_writer`).
+    pub fn written(&mut self, shard: usize, keys: Vec<lending::DbKey>, noloop_writer: Option<u64>) {
+        let message = ShardMsg::Written {
+            keys,
+            noloop_writer,
+        };
+        self.direct(shard, message);
     }
 
     /// Give borrowed keys back to `shard`, which acknowledges command `ticket` of

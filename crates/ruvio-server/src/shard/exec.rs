@@ -244,7 +244,8 @@ pub fn run_engine(
             .modified_keys()
             .map(|(db, k)| (db, k.to_vec()))
             .collect();
-        crate::mesh::lending::send_loans_home(core, ended.loans, &written);
+        let noloop_writer = crate::mesh::lending::noloop_writer(&caller);
+        crate::mesh::lending::send_loans_home(core, ended.loans, &written, noloop_writer);
         crate::mesh::script_lock::unlock(core);
         return finish_ran(core, &mut ctx, block, modified, Ran::default());
     }

@@ -54,10 +54,14 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         } => crate::transactions::multi::watched_by(core, from, tag, epoch, keys),
         ShardMsg::UnwatchKeys { client_id, keys } => core.watches.unregister(client_id, &keys),
         ShardMsg::Touched { client_id, epoch } => core.watches.mark_touched(client_id, epoch),
-        ShardMsg::Written(keys) => {
+        ShardMsg::Written {
+            keys,
+            noloop_writer,
+        } => {
             for (db, key) in keys {
                 if core.tracking.active() {
-                    core.tracking.written(0, false, &key);
+                    let writer = noloop_writer.unwrap_or(0);
+                    core.tracking.written(writer, noloop_writer.is_some(), &key);
                 }
                 core.watches.touch(
                     crate::transactions::watch::Notify {
