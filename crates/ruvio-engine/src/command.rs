@@ -460,6 +460,16 @@ impl ExecCtx {
         }
     }
 
+    /// A script's read-only call read the keys `keys` names in `argv` (kept only
+    /// when the server asked: [`Effects::record_reads`]).
+    pub fn read(&mut self, keys: &KeySpec, argv: Args<'_>) {
+        if let Some(r) = self.effects.record.as_deref_mut().filter(|r| r.track_reads) {
+            for p in keys.positions(argv) {
+                r.reads.push(self.db, argv.get(p));
+            }
+        }
+    }
+
     /// [`changed`](Self::changed) for a key of database `db` (MOVE, COPY ... DB).
     pub fn changed_in(&mut self, db: usize, key: &[u8], event: Event, changes: u64) {
         self.effects.dirty += changes;
@@ -664,6 +674,9 @@ pub struct Recorded {
     pub track_events: bool,
     /// Record rewritten log records in [`log`](Self::log).
     pub track_log: bool,
+    /// Record the keys a script's read-only calls read in [`reads`](Self::reads)
+    /// (the server's CLIENT TRACKING remembers them for the script's caller).
+    pub track_reads: bool,
     /// Keys modified, in order (possibly repeated).
     pub keys: KeyList,
     /// Keyspace events in order; the key of event i is item i of `event_keys`.
@@ -672,6 +685,8 @@ pub struct Recorded {
     pub event_keys: KeyList,
     /// The rewritten records (when `track_log`).
     pub log: LogRecords,
+    /// Keys read by a script's read-only calls (when `track_reads`).
+    pub reads: KeyList,
 }
 
 /// Recorded effects' buffers grown past this are freed rather than kept for the
@@ -687,6 +702,8 @@ impl Recorded {
         self.track_keys = keys;
         self.track_events = events;
         self.track_log = log;
+        self.track_reads = false;
+        self.reads.clear();
         self.keys.clear();
         self.events.clear();
         self.event_keys.clear();
@@ -701,6 +718,7 @@ impl Recorded {
             + self.event_keys.capacity_bytes()
             + self.log.args.capacity_bytes()
             + self.log.counts.capacity() * std::mem::size_of::<usize>()
+            + self.reads.capacity_bytes()
     }
 }
 
@@ -718,6 +736,17 @@ impl Effects {
             record,
             ..Effects::default()
         }
+    }
+
+    /// Also record the keys a script's read-only calls read ([`read_keys`](Self::read_keys)).
+    pub fn record_reads(&mut self) {
+        self.record.get_or_insert_with(Default::default).track_reads = true;
+    }
+
+    /// The keys a script's read-only calls read, `(db, key)` in order (none
+    /// unless [`record_reads`](Self::record_reads) asked).
+    pub fn read_keys(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        self.record.iter().flat_map(|r| r.reads.iter())
     }
 
     /// The record, once the server has read it, for the next command's

@@ -893,6 +893,9 @@ impl Runner<'_> {
             .ctx
             .run_inner(args, |ctx| handler(engine, ctx, args, &mut reply))
         {
+            Ok(Outcome::Done) if row.meta.has(flags::READONLY) => {
+                self.ctx.read(&row.meta.keys, args)
+            }
             Ok(Outcome::Done) => {}
             Ok(Outcome::Block(_)) => reply.null_array(),
             Err(e) => e.write(&mut reply),

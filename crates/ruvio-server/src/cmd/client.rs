@@ -1,5 +1,6 @@
 //! CLIENT and its subcommands: ID, SETNAME, GETNAME, LIST, INFO, KILL, SETINFO,
-//! NO-EVICT, NO-TOUCH, REPLY, UNBLOCK, HELP.
+//! NO-EVICT, NO-TOUCH, REPLY, UNBLOCK, TRACKING, CACHING, GETREDIR, TRACKINGINFO,
+//! HELP (the tracking tables and invalidations are [`crate::tracking`]'s).
 //!
 //! A shard knows only its own connections. In forward mode CLIENT LIST and CLIENT
 //! KILL ask every shard ([`ClientQuery`], gathered by [`crate::mesh::gather`]), so they see
@@ -63,6 +64,17 @@ const SUBCOMMANDS: &[ServerCommand] = &[
         ["admin", "slow", "dangerous", "connection"], "connection", "6.2.0",
         "Resume processing of clients that were paused", "O(N) Where N is the number of paused clients",
         unpause),
+    command!("client|tracking", -3, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"],
+        "connection", "6.0.0", "Enable or disable server assisted client side caching support",
+        "O(1). Some options may introduce additional complexity.", tracking),
+    command!("client|caching", 3, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"],
+        "connection", "6.0.0", "Instruct the server about tracking or not keys in the next request",
+        "O(1)", caching),
+    command!("client|getredir", 2, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"],
+        "connection", "6.0.0", "Get tracking notifications redirection client ID if any", "O(1)", getredir),
+    command!("client|trackinginfo", 2, NOSCRIPT | LOADING | STALE, KeySpec::NONE, ["slow", "connection"],
+        "connection", "6.2.0", "Return information about server assisted client side caching for the current connection",
+        "O(1)", trackinginfo),
     command!("client|help", 2, LOADING | STALE, KeySpec::NONE, ["slow", "connection"], "connection", "5.0.0",
         "Show helpful text about the different subcommands", "O(1)", help),
 ];
@@ -542,11 +554,224 @@ fn reply_mode(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
     Ok(())
 }
 
+/// Redis' CLIENT TRACKING and CACHING errors (networking.c, tracking.c).
+mod tracking_errors {
+    pub const ONE_REDIRECT: &str = "ERR A client can only redirect to a single other client";
+    pub const NO_SUCH_REDIRECT: &str = "ERR The client ID you want redirect to does not exist";
+    pub const PREFIX_NEEDS_BCAST: &str = "ERR PREFIX option requires BCAST mode to be enabled";
+    pub const BCAST_SWITCH: &str = "ERR You can't switch BCAST mode on/off before disabling \
+        tracking for this client, and then re-enabling it with a different mode.";
+    pub const OPT_WITH_BCAST: &str = "ERR OPTIN and OPTOUT are not compatible with BCAST";
+    pub const OPTIN_AND_OPTOUT: &str = "ERR You can't specify both OPTIN mode and OPTOUT mode";
+    pub const OPT_SWITCH: &str = "ERR You can't switch OPTIN/OPTOUT mode before disabling \
+        tracking for this client, and then re-enabling it with a different mode.";
+    pub const CACHING_NEEDS_OPT: &str = "ERR CLIENT CACHING can be called only when the client is \
+        in tracking mode with OPTIN or OPTOUT mode enabled";
+    pub const CACHING_YES: &str =
+        "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.";
+    pub const CACHING_NO: &str =
+        "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.";
+}
+
+fn line_error(text: &str) -> CmdError {
+    CmdError::Line(text.as_bytes().to_vec())
+}
+
+/// `CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]`,
+/// with Redis' checks in Redis' order (see [`crate::tracking`]).
+fn tracking(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    use crate::net::conn::{tracking_flags as f, TrackingMode};
+    use tracking_errors::*;
+    let mut mode = TrackingMode {
+        flags: f::ON,
+        redirect: 0,
+    };
+    let mut prefixes: Vec<Vec<u8>> = Vec::new();
+    let mut j = 3;
+    while j < args.len() {
+        let opt = args.get(j);
+        let more = j + 1 < args.len();
+        if opt.eq_ignore_ascii_case(b"redirect") && more {
+            j += 1;
+            if mode.redirect != 0 {
+                return Err(line_error(ONE_REDIRECT));
+            }
+            let id = super::parse_i64(args.get(j)).ok_or(CmdError::NotInteger)?;
+            let exists = u64::try_from(id)
+                .ok()
+                .and_then(|id| ctx.core.shared.tracking.shard_of(id))
+                .is_some();
+            if !exists {
+                return Err(line_error(NO_SUCH_REDIRECT));
+            }
+            mode.redirect = id as u64;
+        } else if opt.eq_ignore_ascii_case(b"bcast") {
+            mode.flags |= f::BCAST;
+        } else if opt.eq_ignore_ascii_case(b"optin") {
+            mode.flags |= f::OPTIN;
+        } else if opt.eq_ignore_ascii_case(b"optout") {
+            mode.flags |= f::OPTOUT;
+        } else if opt.eq_ignore_ascii_case(b"noloop") {
+            mode.flags |= f::NOLOOP;
+        } else if opt.eq_ignore_ascii_case(b"prefix") && more {
+            j += 1;
+            prefixes.push(args.get(j).to_vec());
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let switch = args.get(2);
+    let broadcast = crate::tracking::broadcasts(&ctx.core.topo);
+    if switch.eq_ignore_ascii_case(b"off") {
+        let (tracking, mut to) = ctx.core.tracking_parts();
+        tracking.disable(&mut to, broadcast, ctx.client);
+        reply.ok();
+        return Ok(());
+    }
+    if !switch.eq_ignore_ascii_case(b"on") {
+        return Err(CmdError::Syntax);
+    }
+    let old = ctx.client.tracking;
+    let bcast = mode.flags & f::BCAST != 0;
+    if !bcast && !prefixes.is_empty() {
+        return Err(line_error(PREFIX_NEEDS_BCAST));
+    }
+    if old.on() && (old.flags & f::BCAST != 0) != bcast {
+        return Err(line_error(BCAST_SWITCH));
+    }
+    let (optin, optout) = (mode.flags & f::OPTIN != 0, mode.flags & f::OPTOUT != 0);
+    if bcast && (optin || optout) {
+        return Err(line_error(OPT_WITH_BCAST));
+    }
+    if optin && optout {
+        return Err(line_error(OPTIN_AND_OPTOUT));
+    }
+    if (optin && old.flags & f::OPTOUT != 0) || (optout && old.flags & f::OPTIN != 0) {
+        return Err(line_error(OPT_SWITCH));
+    }
+    if bcast {
+        let held = ctx.core.tracking.prefixes_of(ctx.client.id);
+        if let Some(e) = prefix_collision(&prefixes, &held) {
+            return Err(e);
+        }
+    }
+    ctx.core.engine.record_expired(true);
+    let outbox = &mut ctx.core.outbox;
+    ctx.core
+        .tracking
+        .enable(outbox, broadcast, ctx.client, mode, &prefixes);
+    if bcast {
+        // Every shard knows the prefixes before the client hears +OK.
+        super::ok_everywhere(ctx, reply);
+    } else {
+        reply.ok();
+    }
+    Ok(())
+}
+
+/// Redis' checkPrefixCollisionsOrReply: a new prefix may not overlap one held,
+/// nor another new one.
+fn prefix_collision(new: &[Vec<u8>], held: &[Vec<u8>]) -> Option<CmdError> {
+    let overlap = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    for (i, p) in new.iter().enumerate() {
+        if let Some(h) = held.iter().find(|h| overlap(p, h)) {
+            return Some(line_error(&format!(
+                "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                text(p),
+                text(h)
+            )));
+        }
+        if let Some(q) = new[i + 1..].iter().find(|q| overlap(p, q)) {
+            return Some(line_error(&format!(
+                "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                text(p),
+                text(q)
+            )));
+        }
+    }
+    None
+}
+
+/// `CLIENT CACHING YES|NO`: whether the next command's reads are remembered
+/// (OPTIN, OPTOUT).
+fn caching(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    use crate::net::conn::tracking_flags as f;
+    use tracking_errors::*;
+    let flags = ctx.client.tracking.flags;
+    if flags & f::ON == 0 {
+        return Err(line_error(CACHING_NEEDS_OPT));
+    }
+    let value = args.get(2);
+    if value.eq_ignore_ascii_case(b"yes") {
+        if flags & f::OPTIN == 0 {
+            return Err(line_error(CACHING_YES));
+        }
+    } else if value.eq_ignore_ascii_case(b"no") {
+        if flags & f::OPTOUT == 0 {
+            return Err(line_error(CACHING_NO));
+        }
+    } else {
+        return Err(CmdError::Syntax);
+    }
+    ctx.client.tracking.flags |= f::CACHING;
+    reply.ok();
+    Ok(())
+}
+
+/// `CLIENT GETREDIR`: the redirection (0: none) while tracking, -1 otherwise.
+fn getredir(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let mode = ctx.client.tracking;
+    reply.int(if mode.on() { mode.redirect as i64 } else { -1 });
+    Ok(())
+}
+
+/// `CLIENT TRACKINGINFO`: flags, redirect and prefixes, as Redis 7's map.
+fn trackinginfo(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    use crate::net::conn::tracking_flags as f;
+    let mode = ctx.client.tracking;
+    let caching = mode.flags & f::CACHING != 0;
+    let mut flags: Vec<&str> = vec![if mode.on() { "on" } else { "off" }];
+    for (set, name) in [
+        (mode.flags & f::BCAST != 0, "bcast"),
+        (mode.flags & f::OPTIN != 0, "optin"),
+        (mode.flags & f::OPTIN != 0 && caching, "caching-yes"),
+        (mode.flags & f::OPTOUT != 0, "optout"),
+        (mode.flags & f::OPTOUT != 0 && caching, "caching-no"),
+        (mode.flags & f::NOLOOP != 0, "noloop"),
+        (mode.flags & f::BROKEN_REDIR != 0, "broken_redirect"),
+    ] {
+        if set {
+            flags.push(name);
+        }
+    }
+    reply.map(3);
+    reply.bulk(b"flags");
+    reply.set(flags.len());
+    for name in flags {
+        reply.bulk(name.as_bytes());
+    }
+    reply.bulk(b"redirect");
+    reply.int(if mode.on() { mode.redirect as i64 } else { -1 });
+    reply.bulk(b"prefixes");
+    let prefixes = ctx.core.tracking.prefixes_of(ctx.client.id);
+    reply.array(prefixes.len());
+    for p in &prefixes {
+        reply.bulk(p);
+    }
+    Ok(())
+}
+
 fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply_help(
         reply,
         b"client",
         &[
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
             "GETNAME",
             "    Return the name of the current connection.",
             "ID",
@@ -563,6 +788,11 @@ fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
             "    Suspend all, or just write, clients for <timeout> milliseconds.",
             "UNPAUSE",
             "    Stop the current client pause, resuming traffic.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
             "NO-EVICT (ON|OFF)",
             "    Protect current client connection from eviction.",
             "NO-TOUCH (ON|OFF)",

@@ -396,6 +396,11 @@ const LIVE: &[Live] = &[
         c.engine.config_mut().stream_node_max_bytes = number(v)?;
         Ok(())
     }),
+    applied("tracking-table-max-keys", |c, v| {
+        let shards = c.topo.nodes.len();
+        c.tracking.set_max_keys(number(v)?, shards);
+        Ok(())
+    }),
     applied("list-compress-depth", |c, v| {
         c.engine.config_mut().list_compress_depth = number(v)?;
         Ok(())

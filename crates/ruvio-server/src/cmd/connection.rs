@@ -71,6 +71,9 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
         core.monitors
             .detach(&core.shared.monitors, core.id, ctx.who);
     }
+    let broadcast = crate::tracking::broadcasts(&ctx.core.topo);
+    let (tracking, mut to) = ctx.core.tracking_parts();
+    tracking.disable(&mut to, broadcast, ctx.client);
     reply.proto = Protocol::Resp2;
     reply.simple("RESET");
     Ok(())

@@ -226,7 +226,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             line("client_recent_max_output_buffer", &0);
             let blocked = server_gauge(src, live.map(|l| l.blocked), |g| &g.blocked_clients);
             line("blocked_clients", &blocked);
-            line("tracking_clients", &0);
+            line("tracking_clients", &tracking_figures(src)[0]);
             line("clients_in_timeout_table", &0);
         }
         "memory" => {
@@ -329,6 +329,10 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             line("pubsub_channels", &distinct(src, Kind::Channel));
             line("pubsub_patterns", &distinct(src, Kind::Pattern));
             line("pubsubshard_channels", &distinct(src, Kind::Shard));
+            let [_, keys, items, prefixes] = tracking_figures(src);
+            line("tracking_total_keys", &keys);
+            line("tracking_total_items", &items);
+            line("tracking_total_prefixes", &prefixes);
             let errors: u64 = server_errors(src).iter().map(|(_, n)| n).sum();
             line("total_error_replies", &errors);
         }
@@ -462,6 +466,14 @@ fn gauge_of_mine(src: &Source<'_>, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64
 }
 
 /// Distinct names of `kind` subscribed to on the shards INFO reports.
+/// CLIENT TRACKING's figures over the shards INFO describes (see
+/// [`crate::tracking::Directory::figures`]).
+fn tracking_figures(src: &Source<'_>) -> [u64; 4] {
+    let shards = src.shared.shards.len();
+    let range = crate::messaging::pubsub::visible_shards_of(src.cfg.port_mode, src.id, shards);
+    src.shared.tracking.figures(range)
+}
+
 fn distinct(src: &Source<'_>, kind: Kind) -> u64 {
     let shards =
         crate::messaging::pubsub::visible_shards_of(src.cfg.port_mode, src.id, src.cfg.shards);

@@ -55,6 +55,10 @@ pub fn enforce(core: &mut ShardCore) -> bool {
             db,
             &key,
         );
+        // Its readers (CLIENT TRACKING) drop it from their caches, as after a write.
+        if core.tracking.active() {
+            core.tracking.written(0, false, &key);
+        }
         evicted += 1;
         core.stats.dirty += 1;
         publish_sizes(core);

@@ -54,6 +54,8 @@ pub struct Tag {
     pub client_id: u64,
     /// False for a command of EXEC's queue: it answers at once instead of blocking.
     pub may_block: bool,
+    /// The client's CLIENT TRACKING bits for this command (`net::conn::tracking_command`).
+    pub tracking: u8,
 }
 
 /// Commands for one shard, from one shard.
@@ -136,8 +138,13 @@ pub enum ShardMsg {
         client_id: u64,
         epoch: u64,
     },
-    /// Borrowed keys a coordinator wrote: touch their watchers.
-    Written(Vec<lending::DbKey>),
+    /// Borrowed keys a coordinator wrote: touch their watchers, invalidate their
+    /// readers (CLIENT TRACKING; not the writer's own reads when it is in NOLOOP
+    /// mode: `noloop_writer`).
+    Written {
+        keys: Vec<lending::DbKey>,
+        noloop_writer: Option<u64>,
+    },
     /// A transaction whose keys are all this shard's (see [`crate::mesh::owner_tx`]).
     Transaction(Box<crate::mesh::owner_tx::OwnerTx>),
     /// A coordinator gives keys back under `always`: acknowledge its command
@@ -167,6 +174,40 @@ pub enum ShardMsg {
         ticket: u64,
         reply: Vec<u8>,
     },
+    /// CLIENT TRACKING: an invalidation for a client of the receiving shard (see
+    /// `tracking`).
+    Invalidate(Invalidation),
+    /// CLIENT TRACKING: client `client_id` of shard `shard` read these keys of the
+    /// receiving shard while they were lent out: remember them there.
+    Remember {
+        shard: usize,
+        client_id: u64,
+        keys: Vec<Vec<u8>>,
+    },
+    /// CLIENT TRACKING BCAST: client `client_id` of shard `shard` subscribes to
+    /// `prefixes` (NOLOOP when `noloop`), or, with `None`, to nothing any more.
+    BcastPrefixes {
+        shard: usize,
+        client_id: u64,
+        noloop: bool,
+        prefixes: Option<Vec<Vec<u8>>>,
+    },
+}
+
+/// One invalidation message owed to a client (CLIENT TRACKING).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invalidation {
+    /// The client it is for: the tracking client, or, once [`redirected`](Self::redirected)
+    /// is set, its redirection target.
+    pub client_id: u64,
+    /// The keys of one message; `None`: every key (a flush).
+    pub keys: Option<Vec<Vec<u8>>>,
+    /// From the table of keys read (default mode), not a BCAST prefix or a flush:
+    /// a client now in BCAST mode ignores it, as Redis does.
+    pub from_table: bool,
+    /// Passed on by the tracking client's shard to its redirection target: the
+    /// message's last element as RESP (the keys, or the tracking client's null).
+    pub redirected: Option<Vec<u8>>,
 }
 
 /// Requests about blocked clients.
@@ -319,9 +360,14 @@ impl Outbox {
         self.direct(shard, ShardMsg::Touched { client_id, epoch });
     }
 
-    /// Tell owner `shard` which of its borrowed keys were written.
-    pub fn written(&mut self, shard: usize, keys: Vec<lending::DbKey>) {
-        self.direct(shard, ShardMsg::Written(keys));
+    /// Tell owner `shard` which of its borrowed keys were written (by a client in
+    /// NOLOOP mode: `noloop_writer`).
+    pub fn written(&mut self, shard: usize, keys: Vec<lending::DbKey>, noloop_writer: Option<u64>) {
+        let message = ShardMsg::Written {
+            keys,
+            noloop_writer,
+        };
+        self.direct(shard, message);
     }
 
     /// Give borrowed keys back to `shard`, which acknowledges command `ticket` of
@@ -346,6 +392,40 @@ impl Outbox {
     /// Tell coordinator `shard` that the records of its command `ticket` are on disk.
     pub fn durable(&mut self, shard: usize, ticket: u64) {
         self.direct(shard, ShardMsg::Durable { ticket });
+    }
+
+    /// Send `invalidation` to its client on `shard`, behind the replies queued for
+    /// that shard so far (a read's reply never comes after the invalidation of
+    /// what it read).
+    pub fn invalidate(&mut self, shard: usize, invalidation: Invalidation) {
+        self.direct(shard, ShardMsg::Invalidate(invalidation));
+    }
+
+    /// Ask owner `owner` to remember that client `client_id` of `shard` read
+    /// `keys` (borrowed from it): sent before the keys go home, so no write of
+    /// the owner comes between the read and the remembering.
+    pub fn remember(&mut self, owner: usize, shard: usize, client_id: u64, keys: Vec<Vec<u8>>) {
+        let message = ShardMsg::Remember {
+            shard,
+            client_id,
+            keys,
+        };
+        self.direct(owner, message);
+    }
+
+    /// Tell every other shard of a client's BCAST prefixes (`None`: it has none
+    /// any more).
+    pub fn bcast_prefixes(&mut self, client_id: u64, noloop: bool, prefixes: Option<&[Vec<u8>]>) {
+        let me = self.me;
+        for to in (0..self.shards).filter(|&to| to != me) {
+            let message = ShardMsg::BcastPrefixes {
+                shard: me,
+                client_id,
+                noloop,
+                prefixes: prefixes.map(<[Vec<u8>]>::to_vec),
+            };
+            self.direct(to, message);
+        }
     }
 
     /// Answer shard `shard`'s [`ShardMsg::RunNow`] `ticket` with `reply`.

@@ -129,6 +129,7 @@ pub fn start(
                     no_touch: client.no_touch,
                     client_id: client.id,
                     may_block: false,
+                    tracking: 0,
                 };
                 core.outbox.clients(to, core.id, tag, query.clone());
             }

@@ -152,7 +152,7 @@ pub fn run_deferred(core: &mut ShardCore, conns: &mut Slab<Conn>) {
 fn run(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
     let caller = exec::Caller {
         may_block: false,
-        ..crate::shard::messages::caller_of(&tx.tag)
+        ..crate::shard::messages::caller_of(&tx.tag, tx.from)
     };
     let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
     let mut out = Vec::new();

@@ -38,8 +38,8 @@ pub fn key_notes_wanted(flags: u32) -> (bool, bool) {
 }
 
 /// Queue the keys the engine expired (lazily in a command, or by active expiry).
-pub fn queue_expired(core: &mut ShardCore) {
-    for (db, key) in core.engine.take_expired() {
+pub fn queue_expired_keys(core: &mut ShardCore, expired: Vec<(usize, Vec<u8>)>) {
+    for (db, key) in expired {
         queue(core, EXPIRED, "expired", db, &key);
     }
 }

@@ -73,6 +73,85 @@ pub struct ClientState {
     /// In MONITOR mode: it receives a line for every command the server runs
     /// (see [`crate::observability::monitor`]).
     pub monitor: bool,
+    /// CLIENT TRACKING: the mode and redirection (the tracking subsystem acts on it).
+    pub tracking: TrackingMode,
+}
+
+/// A client's CLIENT TRACKING mode, as Redis' `CLIENT_TRACKING*` flags and its
+/// redirection. Kept on the connection (not in the tracking subsystem) because every
+/// command reads it: [`TrackingMode::command_bits`] is what a command carries to the
+/// shard that runs it, and a client that does not track carries 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TrackingMode {
+    /// [`tracking_flags`] bits.
+    pub flags: u8,
+    /// The client id invalidations go to (0: this connection).
+    pub redirect: u64,
+}
+
+/// The bits of [`TrackingMode::flags`].
+pub mod tracking_flags {
+    /// Tracking is on.
+    pub const ON: u8 = 1;
+    /// BCAST: invalidations by prefix, nothing remembered.
+    pub const BCAST: u8 = 1 << 1;
+    /// OPTIN: only reads after CLIENT CACHING YES are remembered.
+    pub const OPTIN: u8 = 1 << 2;
+    /// OPTOUT: reads are remembered unless after CLIENT CACHING NO.
+    pub const OPTOUT: u8 = 1 << 3;
+    /// CLIENT CACHING was given for the next command.
+    pub const CACHING: u8 = 1 << 4;
+    /// NOLOOP: no invalidation for keys the client wrote itself.
+    pub const NOLOOP: u8 = 1 << 5;
+    /// The redirection target was gone when an invalidation was due (flag `R`).
+    pub const BROKEN_REDIR: u8 = 1 << 6;
+}
+
+/// The bits a command carries to the shard that runs it ([`TrackingMode::command_bits`]).
+pub mod tracking_command {
+    /// Remember the keys this command reads for the client.
+    pub const REMEMBER: u8 = 1;
+    /// The client is in NOLOOP mode.
+    pub const NOLOOP: u8 = 1 << 1;
+    /// Its invalidations go to another connection: none is written after its reply.
+    pub const REDIRECTED: u8 = 1 << 2;
+    /// The client tracks (in any mode): a write of it may owe it an invalidation.
+    pub const TRACKING: u8 = 1 << 3;
+    /// Forwarded whole (not a part of a split command): its own invalidations may
+    /// follow its reply bytes, which no merge rewrites.
+    pub const WHOLE: u8 = 1 << 4;
+}
+
+impl TrackingMode {
+    /// Tracking is on.
+    pub fn on(&self) -> bool {
+        self.flags & tracking_flags::ON != 0
+    }
+
+    /// What a command of this client carries: whether its reads are remembered
+    /// (default mode, with OPTIN/OPTOUT decided by CLIENT CACHING, as Redis'
+    /// trackingRememberKeys), NOLOOP, and whether invalidations are redirected.
+    pub fn command_bits(&self) -> u8 {
+        use tracking_command::*;
+        use tracking_flags as f;
+        let flags = self.flags;
+        if flags & f::ON == 0 {
+            return 0;
+        }
+        let caching = flags & f::CACHING != 0;
+        let skip = (flags & f::OPTIN != 0 && !caching) || (flags & f::OPTOUT != 0 && caching);
+        let mut bits = TRACKING;
+        if flags & f::BCAST == 0 && !skip {
+            bits |= REMEMBER;
+        }
+        if flags & f::NOLOOP != 0 {
+            bits |= NOLOOP;
+        }
+        if self.redirect != 0 {
+            bits |= REDIRECTED;
+        }
+        bits
+    }
 }
 
 /// What CLIENT LIST shows of a connection's buffers and memory (Redis' `qbuf` ...
@@ -136,6 +215,9 @@ impl ClientState {
             (c.subs.active(), 'P'),
             (c.multi.is_some(), 'x'),
             (blocked_argv.is_some(), 'b'),
+            (c.tracking.on(), 't'),
+            (c.tracking.flags & tracking_flags::BROKEN_REDIR != 0, 'R'),
+            (c.tracking.flags & tracking_flags::BCAST != 0, 'B'),
             (seen.dirty_cas, 'd'),
             (c.closing && !c.killed, 'c'),
             (c.killed, 'A'),
@@ -158,7 +240,7 @@ impl ClientState {
         let argv_mem = blocked_argv.unwrap_or(seen.argv_bytes);
         let tot_mem = b.allocated_bytes + argv_mem + multi_mem;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} lib-ver={} io-thread={}",
             c.id,
             c.peer,
             c.local,
@@ -185,6 +267,10 @@ impl ClientState {
             tot_mem,
             if b.writing { "rw" } else { "r" },
             c.last_cmd,
+            match c.tracking.on() {
+                true => c.tracking.redirect as i64,
+                false => -1,
+            },
             if c.proto == Protocol::Resp3 { 3 } else { 2 },
             String::from_utf8_lossy(&c.lib_name),
             String::from_utf8_lossy(&c.lib_ver),
@@ -761,6 +847,7 @@ impl Conn {
                 exec_rest: Default::default(),
                 borrowing_tx: None,
                 monitor: false,
+                tracking: TrackingMode::default(),
             },
             replies: ReplyQueue::default(),
             sending: Vec::new(),

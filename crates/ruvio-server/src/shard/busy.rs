@@ -537,9 +537,9 @@ fn answer(
         // RESET of a connection with no subscription, watch or monitor to undo
         // (those live in shard tables the script's shard cannot touch now).
         "reset"
-            if client
-                .as_ref()
-                .is_some_and(|c| !c.subs.active() && c.watching.is_empty() && !c.monitor) =>
+            if client.as_ref().is_some_and(|c| {
+                !c.subs.active() && c.watching.is_empty() && !c.monitor && !c.tracking.on()
+            }) =>
         {
             let client = client.expect("checked");
             crate::cmd::connection::reset_connection(client, settings.requirepass.as_deref());

@@ -334,8 +334,36 @@ fn execute(
     if !client.pushes.is_empty() {
         replies.sink().append(&mut client.pushes);
     }
+    if client.tracking.flags != 0 || core.tracking.owes() {
+        after_tracked(core, conns, client, replies, args);
+    }
     if client.reply_mode == ReplyMode::Skip {
         client.reply_mode = ReplyMode::On;
+    }
+}
+
+/// CLIENT TRACKING after a command: what this shard owes the client goes right
+/// after its reply (Redis' `tracking_pending_keys`), and CLIENT CACHING's choice
+/// lasts one command (or one transaction; CLIENT's own subcommands keep it), as
+/// Redis' resetClient.
+#[cold]
+fn after_tracked(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    args: Args<'_>,
+) {
+    if core.tracking.owes() {
+        let (tracking, mut to) = core.tracking_parts();
+        tracking.after_command(&mut to, conns, client, replies.sink());
+    }
+    use crate::net::conn::tracking_flags::CACHING;
+    if client.tracking.flags & CACHING != 0
+        && client.multi.is_none()
+        && !args.get(0).eq_ignore_ascii_case(b"client")
+    {
+        client.tracking.flags &= !CACHING;
     }
 }
 
@@ -464,8 +492,11 @@ fn run_routed(
         Route::CrossSlot => Err(CmdError::CrossSlot),
         Route::Remote(shard) => {
             let seq = replies.hold(Merge::Single, 1);
-            core.outbox
-                .request(shard, core.id, tag(client, who, seq, 0), args.iter());
+            let mut tag = tag(client, who, seq, 0);
+            if tag.tracking != 0 {
+                tag.tracking |= crate::net::conn::tracking_command::WHOLE;
+            }
+            core.outbox.request(shard, core.id, tag, args.iter());
             if cmd.meta.has(BLOCKING) {
                 // It may park on the owner: run nothing else until it answers.
                 client.blocked = Some(BlockedOn {
@@ -577,11 +608,12 @@ pub(crate) fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) ->
         no_touch: client.no_touch,
         client_id: client.id,
         may_block: !client.in_exec,
+        tracking: client.tracking.command_bits(),
     }
 }
 
-/// How `client` runs engine commands.
-pub(crate) fn caller(client: &ClientState) -> Caller {
+/// How `client` (connected to shard `client_shard`) runs engine commands.
+pub(crate) fn caller(client: &ClientState, client_shard: usize) -> Caller {
     Caller {
         client_id: client.id,
         db: client.db,
@@ -589,6 +621,10 @@ pub(crate) fn caller(client: &ClientState) -> Caller {
         no_touch: client.no_touch,
         may_block: !client.in_exec,
         borrowing: false,
+        tracking: exec::Tracked {
+            bits: client.tracking.command_bits(),
+            shard: client_shard,
+        },
     }
 }
 
@@ -606,7 +642,7 @@ fn run_local(
 ) -> Result<(), CmdError> {
     match cmd.handler {
         Some(Handler::Engine(_)) => {
-            let caller = caller(client);
+            let caller = caller(client, core.id);
             let gate = cmd
                 .meta
                 .has(WRITE)
@@ -708,7 +744,7 @@ fn send_part<'a>(
     };
     let caller = Caller {
         may_block: false,
-        ..caller(client)
+        ..caller(client, core.id)
     };
     match run_engine(core, cmd, caller, owned.args(), &mut out).block {
         // A key of this part is lent to another shard: the part waits for it.
@@ -790,7 +826,16 @@ fn borrow_and_run(
 ) {
     let seq = replies.hold(Merge::Single, 1);
     client.blocked = Some(BlockedOn::waiting(seq));
-    let at_once = lending::start(core, conns, who, seq, caller(client), cmd, args, groups);
+    let at_once = lending::start(
+        core,
+        conns,
+        who,
+        seq,
+        caller(client, core.id),
+        cmd,
+        args,
+        groups,
+    );
     if let Some(reply) = at_once {
         replies.fill(seq, 0, reply);
         client.blocked = None;

@@ -7,11 +7,12 @@
 //! [`crate::shard::blocking`]).
 
 use crate::cmd::registry::{registry, Command, Handler};
+use crate::net::conn::tracking_command;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::blocking::{Blocked, Waiter};
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::WRITE;
+use ruvio_engine::command::flags::{READONLY, WRITE};
 use ruvio_engine::command::{Block, Effects, ExecCtx, KeyPositions, Outcome};
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
@@ -28,6 +29,17 @@ pub struct Caller {
     /// Running a cross-shard command on borrowed keys (see [`crate::mesh::lending`]):
     /// lent keys are not waited for, and the keys written are reported.
     pub borrowing: bool,
+    /// CLIENT TRACKING as the command carries it (bits 0: not tracking).
+    pub tracking: Tracked,
+}
+
+/// CLIENT TRACKING as a command carries it to the shard that runs it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tracked {
+    /// `net::conn::tracking_command` bits.
+    pub bits: u8,
+    /// The client's shard: where its invalidations go.
+    pub shard: usize,
 }
 
 /// What running a command left to do.
@@ -97,7 +109,9 @@ pub fn run_engine(
     if may_borrow {
         crate::mesh::script_lock::hold_outbox(std::mem::take(&mut core.outbox));
     }
-    let keys = caller.borrowing || !core.blocking.is_empty() || watched || may_borrow;
+    // A flush owes each tracking client one null ([`flushed`]), not its keys.
+    let tracked = core.tracking.active() && !is_flush(cmd);
+    let keys = caller.borrowing || !core.blocking.is_empty() || watched || may_borrow || tracked;
     let notify = crate::messaging::notify::wanted(core);
     if keys || logging || notify {
         ctx.effects = Effects::recording(core.spare_record.take(), keys, notify, logging);
@@ -114,6 +128,10 @@ pub fn run_engine(
             },
             &flushed,
         );
+    }
+    if script && caller.tracking.bits & tracking_command::REMEMBER != 0 {
+        // The keys its read-only calls read are remembered for the caller.
+        ctx.effects.record_reads();
     }
     let reply_start = out.len();
     let mutations_before = ruvio_engine::fault::mutations();
@@ -139,6 +157,9 @@ pub fn run_engine(
             Err(CmdError::InternalPanic(cmd.meta.name))
         }
     };
+    if cmd.meta.keys.is_none() && matches!(outcome, Ok(Outcome::Done)) {
+        flushed(core, cmd);
+    }
     if (core.lending.any_lent() || !core.blocking.is_empty())
         && crate::mesh::lending::swaps_dbs(cmd)
         && matches!(outcome, Ok(Outcome::Done))
@@ -168,11 +189,21 @@ pub fn run_engine(
             .visit_log_records(args, |record| wal.append(caller.db, record));
         wal.end_atomic();
     }
+    if notify || tracked {
+        take_expired(core);
+    }
     if notify {
-        crate::messaging::notify::queue_expired(core);
         crate::messaging::notify::queue_effects(core, &ctx.effects);
     }
+    if caller.tracking.bits != 0 {
+        track(core, cmd, caller, args, &outcome, &ctx.effects);
+    }
     for (db, key) in ctx.effects.modified_keys() {
+        // Borrowed keys are their owners' to invalidate (`ShardMsg::Written`).
+        if tracked && (!caller.borrowing || core.topo.key_owner(key) == core.id) {
+            let noloop = caller.tracking.bits & tracking_command::NOLOOP != 0;
+            core.tracking.written(caller.client_id, noloop, key);
+        }
         core.blocking.signal(db, key);
         if watched {
             core.watches.touch(
@@ -213,11 +244,95 @@ pub fn run_engine(
             .modified_keys()
             .map(|(db, k)| (db, k.to_vec()))
             .collect();
-        crate::mesh::lending::send_loans_home(core, ended.loans, &written);
+        let noloop_writer = crate::mesh::lending::noloop_writer(&caller);
+        crate::mesh::lending::send_loans_home(core, ended.loans, &written, noloop_writer);
         crate::mesh::script_lock::unlock(core);
         return finish_ran(core, &mut ctx, block, modified, Ran::default());
     }
     finish_ran(core, &mut ctx, block, modified, ended)
+}
+
+/// The keys the engine expired (lazily in a command, or actively): their readers'
+/// invalidations and their keyspace events.
+pub fn take_expired(core: &mut ShardCore) {
+    let expired = core.engine.take_expired();
+    if expired.is_empty() {
+        return;
+    }
+    if core.tracking.active() {
+        for (_, key) in &expired {
+            core.tracking.written(0, false, key);
+        }
+    }
+    crate::messaging::notify::queue_expired_keys(core, expired);
+}
+
+/// CLIENT TRACKING after a command of a tracking client: a read-only command's
+/// keys, and the keys a script's read-only calls read, are remembered for it
+/// (Redis' trackingRememberKeys), by the shard that owns each (a key borrowed
+/// from another shard is remembered there).
+#[cold]
+fn track(
+    core: &mut ShardCore,
+    cmd: &Command,
+    caller: Caller,
+    args: Args<'_>,
+    outcome: &Result<Outcome, CmdError>,
+    effects: &Effects,
+) {
+    if caller.tracking.bits & tracking_command::REMEMBER == 0 {
+        return;
+    }
+    let mut keys: Vec<&[u8]> = effects.read_keys().map(|(_, key)| key).collect();
+    if matches!(outcome, Ok(Outcome::Done)) && cmd.meta.has(READONLY) {
+        keys.extend(
+            cmd.meta
+                .keys
+                .positions(args)
+                .into_iter()
+                .map(|p| args.get(p)),
+        );
+    }
+    if keys.is_empty() {
+        return;
+    }
+    // Expired keys owe their readers an invalidation.
+    core.engine.record_expired(true);
+    let (shard, client_id) = (caller.tracking.shard, caller.client_id);
+    let elsewhere = caller.borrowing || cmd.meta.group == "scripting";
+    if !elsewhere {
+        core.tracking.remember(shard, client_id, keys.into_iter());
+        return;
+    }
+    let mut lent: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
+    for key in keys {
+        let owner = core.topo.key_owner(key);
+        if owner == core.id {
+            core.tracking.remember(shard, client_id, [key].into_iter());
+            continue;
+        }
+        match lent.iter_mut().find(|(o, _)| *o == owner) {
+            Some((_, keys)) => keys.push(key.to_vec()),
+            None => lent.push((owner, vec![key.to_vec()])),
+        }
+    }
+    for (owner, keys) in lent {
+        core.outbox.remember(owner, shard, client_id, keys);
+    }
+}
+
+/// A flush ran here (FLUSHDB, FLUSHALL): every tracking client of this shard is
+/// owed a null, and the table starts over. Cold: keyless commands only.
+#[cold]
+fn flushed(core: &mut ShardCore, cmd: &Command) {
+    if is_flush(cmd) {
+        core.tracking.flushed();
+    }
+}
+
+/// FLUSHDB or FLUSHALL.
+fn is_flush(cmd: &Command) -> bool {
+    cmd.meta.keys.is_none() && matches!(cmd.meta.name, "flushdb" | "flushall")
 }
 
 /// SWAPDB `a` `b` ran: the keys out on loan are renamed
@@ -503,6 +618,7 @@ fn caller_of(blocked: &Blocked) -> Caller {
         no_touch: blocked.no_touch,
         may_block: true,
         borrowing: false,
+        tracking: Tracked::default(),
     }
 }
 

@@ -57,8 +57,15 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         } => crate::transactions::multi::watched_by(core, from, tag, epoch, keys),
         ShardMsg::UnwatchKeys { client_id, keys } => core.watches.unregister(client_id, &keys),
         ShardMsg::Touched { client_id, epoch } => core.watches.mark_touched(client_id, epoch),
-        ShardMsg::Written(keys) => {
+        ShardMsg::Written {
+            keys,
+            noloop_writer,
+        } => {
             for (db, key) in keys {
+                if core.tracking.active() {
+                    let writer = noloop_writer.unwrap_or(0);
+                    core.tracking.written(writer, noloop_writer.is_some(), &key);
+                }
                 core.watches.touch(
                     crate::transactions::watch::Notify {
                         shard: core.id,
@@ -109,6 +116,29 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         } => run_now(core, from, ticket, (db, resp3), args),
         // Only a script waiting on its thread takes these ([`request_now`]).
         ShardMsg::RanNow { .. } => {}
+        ShardMsg::Invalidate(invalidation) => {
+            let (tracking, mut to) = core.tracking_parts();
+            tracking.deliver(&mut to, conns, invalidation);
+        }
+        ShardMsg::Remember {
+            shard,
+            client_id,
+            keys,
+        } => {
+            core.engine.record_expired(true);
+            let keys = keys.iter().map(Vec::as_slice);
+            core.tracking.remember(shard, client_id, keys);
+        }
+        ShardMsg::BcastPrefixes {
+            shard,
+            client_id,
+            noloop,
+            prefixes,
+        } => {
+            core.engine.record_expired(true);
+            core.tracking
+                .subscribe(shard, client_id, noloop, prefixes.as_deref());
+        }
     }
 }
 
@@ -140,6 +170,7 @@ fn run_now(
                 no_touch: true,
                 may_block: false,
                 borrowing: false,
+                tracking: Default::default(),
             };
             run_engine(core, cmd, caller, args.args(), &mut out);
         }
@@ -163,8 +194,8 @@ pub(crate) fn control(core: &mut ShardCore, conns: &mut Slab<Conn>, control: Con
     }
 }
 
-/// The client context a forwarded command runs with.
-pub(crate) fn caller_of(tag: &Tag) -> Caller {
+/// The client context a forwarded command of a client of shard `from` runs with.
+pub(crate) fn caller_of(tag: &Tag, from: usize) -> Caller {
     Caller {
         client_id: tag.client_id,
         db: tag.db as usize,
@@ -176,6 +207,10 @@ pub(crate) fn caller_of(tag: &Tag) -> Caller {
         no_touch: tag.no_touch,
         may_block: tag.may_block,
         borrowing: false,
+        tracking: exec::Tracked {
+            bits: tag.tracking,
+            shard: from,
+        },
     }
 }
 
@@ -186,7 +221,7 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
     let mut built = crate::net::outlimit::BuiltOutput::default();
     for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
-        let caller = caller_of(&tag);
+        let caller = caller_of(&tag, batch.from);
         // The origin resolved it already; this finds the same (sub)command row.
         let Some(cmd) = registry()
             .lookup(args.get(0))
@@ -220,6 +255,18 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
                 exec::park(core, waiter, caller, args, block);
             }
             None => {
+                if tag.tracking != 0 {
+                    let (resp3, bits) = (tag.resp3, tag.tracking);
+                    let t = &mut core.tracking;
+                    crate::tracking::after_forwarded(
+                        t,
+                        batch.from,
+                        tag.client_id,
+                        bits,
+                        resp3,
+                        &mut out,
+                    );
+                }
                 let limits = &core.cfg.client_output_buffer_limit;
                 crate::net::outlimit::cap_forwarded(
                     limits,

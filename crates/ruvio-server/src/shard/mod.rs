@@ -229,6 +229,10 @@ impl Shard {
             crate::mesh::lending::end_batch_if_done(&mut self.core, &mut self.conns);
             crate::memory::limit::enforce(&mut self.core);
             crate::messaging::notify::deliver_pending(&mut self.core, &mut self.conns);
+            if self.core.tracking.owes() || self.core.tracking.active() {
+                let (tracking, mut to) = self.core.tracking_parts();
+                tracking.deliver_owed(&mut to, &mut self.conns);
+            }
             self.ship_outbox();
             self.run_deferred();
             crate::persistence::snapshot::run_slice(&mut self.core);
@@ -419,6 +423,10 @@ impl Shard {
             conn
         });
         self.core.stats.connections_received += 1;
+        let directory = &self.core.shared.tracking;
+        self.core
+            .tracking
+            .connected(directory, client_id, (index, conn_gen));
         self.register_fixed_file(index, conn_gen, fd);
         self.arm_recv(index, conn_gen);
         Some((index, conn_gen))
@@ -773,6 +781,11 @@ impl Shard {
                 core.monitors
                     .detach(&core.shared.monitors, core.id, (index, gen));
             }
+            let broadcast = crate::tracking::broadcasts(&self.core.topo);
+            if let Some(conn) = self.conns.get_mut(index, gen) {
+                let (tracking, mut to) = self.core.tracking_parts();
+                tracking.disconnected(&mut to, broadcast, &mut conn.client);
+            }
         }
         let Some(conn) = self.conns.get_mut(index, gen) else {
             return;
@@ -984,7 +997,7 @@ impl Shard {
                 .engine
                 .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
         }
-        crate::messaging::notify::queue_expired(&mut self.core);
+        crate::shard::exec::take_expired(&mut self.core);
         let stats = &mut self.core.stats;
         stats.ops.tick(self.core.now_ms, stats.commands);
         if self.core.pause.expired(self.core.now_ms) {

@@ -72,6 +72,9 @@ pub struct ShardCore {
     pub spare_record: Option<Box<ruvio_engine::command::Recorded>>,
     /// This shard's connections in MONITOR mode (see `shard::monitor`).
     pub monitors: crate::observability::monitor::ShardMonitors,
+    /// CLIENT TRACKING: the keys of this shard tracking clients read, BCAST
+    /// prefixes, invalidations owed (see `tracking`).
+    pub tracking: crate::tracking::Tracking,
 }
 
 impl ShardCore {
@@ -141,7 +144,10 @@ impl ShardCore {
             loading,
             spare_record: None,
             monitors: Default::default(),
+            tracking: crate::tracking::Tracking::new(id, usize::MAX),
         };
+        core.tracking
+            .set_max_keys(crate::tracking::TABLE_KEYS_DEFAULT, shards);
         crate::cmd::config::apply_params_at_start(&mut core);
         if !in_background {
             let (engine, end, imported) =
@@ -150,6 +156,21 @@ impl ShardCore {
             core.install_loaded(engine, end, imported)?;
         }
         Ok(core)
+    }
+
+    /// This shard's tracking tables and what delivering an invalidation touches
+    /// beside them (see `tracking`).
+    pub fn tracking_parts(
+        &mut self,
+    ) -> (&mut crate::tracking::Tracking, crate::tracking::Deliver<'_>) {
+        let to = crate::tracking::Deliver {
+            outbox: &mut self.outbox,
+            directory: &self.shared.tracking,
+            dirty: &mut self.dirty,
+            limits: &self.cfg.client_output_buffer_limit,
+            now_ms: self.now_ms,
+        };
+        (&mut self.tracking, to)
     }
 
     /// Put a loaded engine in place: the stand-in's configuration (CONFIG SET may
@@ -204,6 +225,7 @@ impl ShardCore {
 /// Publish this shard's gauges and statistics tables for the other shards' INFO
 /// (on every tick, and when a gathering INFO asks: see [`crate::mesh::gather`]).
 pub fn publish_gauges(core: &ShardCore, clients: usize) {
+    core.tracking.publish(&core.shared.tracking);
     let g = &core.shared.shards[core.id];
     let engine_stats = core.engine.stats();
     g.clients.store(clients as u64, Relaxed);

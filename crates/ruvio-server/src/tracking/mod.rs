@@ -1,7 +1,707 @@
-//! Client-side caching (not built yet; issue "Client-side caching: CLIENT TRACKING").
+//! Client-side caching: CLIENT TRACKING's tables and invalidations (Redis'
+//! tracking.c), across shards. The commands are in `cmd::client`; a client's mode
+//! lives on its connection (`net::conn::TrackingMode`), because every command
+//! reads it.
 //!
-//! Will own: the keys each tracking connection read, remembered on the shard that
-//! owns each key; BCAST prefixes; invalidation messages sent to the reading
-//! connection's shard over the mesh and written as RESP3 pushes or to a REDIRECT
-//! target. It will sit above `mesh` (invalidations cross shards) and below `shard`,
-//! which feeds it the keys every command read and wrote.
+//! Default mode: the keys a tracking client reads are remembered by the shard
+//! that owns each key, in that shard's [`Tracking`] table (key -> the readers'
+//! shard and client id), where the read runs: in forward mode often another
+//! shard than the client's, which learns of the client through the command's
+//! tracking bits (`net::conn::tracking_command`, carried in the forwarding tag).
+//! A write of a remembered key (any client, an expiry, a flush) removes the entry
+//! and owes each reader one invalidation; the owed messages go out once per loop
+//! iteration, to the reader's own shard over the mesh, behind the replies queued
+//! for that shard (so a read's reply always comes before the invalidation of
+//! what it read). The reader's shard writes the message as a RESP3 push, or
+//! passes it to the client's REDIRECT target (a RESP3 push, or a Pub/Sub
+//! message on `__redis__:invalidate` to a RESP2 subscriber).
+//!
+//! Order with the writer's replies, as Redis 7's `tracking_pending_keys`: an
+//! invalidation owed to the client whose command caused it comes right after
+//! that command's reply (after EXEC's whole array, after a script's reply);
+//! the dispatcher and the forwarded-request runner take them at that point.
+//!
+//! BCAST: each shard keeps a copy of every client's prefixes (forward mode;
+//! per-shard mode keeps each node's own, as Redis Cluster). A written key that
+//! matches a prefix is noted with its writer, and once per loop iteration each
+//! prefix's subscribers get one message with the keys (without those they wrote
+//! themselves under NOLOOP), as Redis' trackingBroadcastInvalidationMessages.
+//!
+//! Cost when nobody tracks: a command carries tracking bits 0 (one test before
+//! remembering), and a shard whose table and prefix list are empty records no
+//! written keys for tracking ([`Tracking::active`]).
+//!
+//! Bounds: each shard's table holds at most its part of
+//! `tracking-table-max-keys` (the setting divided over the shards); past it,
+//! keys are dropped from the table with an invalidation, as Redis'
+//! trackingLimitUsedSlots.
+
+use crate::config::output_limits::OutputLimits;
+use crate::mesh::forward::{Invalidation, Outbox};
+use crate::net::conn::{tracking_command, tracking_flags, ClientState, Conn, TrackingMode};
+use crate::net::slab::Slab;
+use ahash::{AHashMap, AHashSet};
+use ruvio_resp::Protocol;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+/// `tracking-table-max-keys`'s default, as Redis'.
+pub const TABLE_KEYS_DEFAULT: u64 = 1_000_000;
+
+/// The Pub/Sub channel a RESP2 redirection target receives invalidations on.
+pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
+
+/// A connection: its slab index and generation.
+type Who = (u32, u32);
+
+/// A client that read a key: its shard and id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Reader {
+    shard: usize,
+    client_id: u64,
+}
+
+/// A table item costs this much beyond its key's entry (docs/tracking.md's bound).
+const _: () = assert!(std::mem::size_of::<Reader>() == 16);
+/// A key's entry: the key and its readers, two vectors' headers (plus the key's
+/// and the readers' heap blocks).
+const _: () = assert!(std::mem::size_of::<(Vec<u8>, Vec<Reader>)>() == 48);
+
+/// A BCAST client subscribed to a prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Subscriber {
+    shard: usize,
+    client_id: u64,
+    noloop: bool,
+}
+
+/// One BCAST prefix: who subscribed, and the keys written since the last
+/// delivery, each with the client that wrote it last (0: no client, an expiry).
+#[derive(Debug, Default)]
+struct Prefix {
+    subscribers: Vec<Subscriber>,
+    written: BTreeMap<Vec<u8>, u64>,
+}
+
+/// An invalidation waiting for its delivery, and the shard of its client.
+#[derive(Debug)]
+struct Owed {
+    shard: usize,
+    invalidation: Invalidation,
+}
+
+/// One shard's part of client-side caching.
+#[derive(Debug, Default)]
+pub struct Tracking {
+    me: usize,
+    /// Default mode: each key of this shard read by tracking clients, and who read it.
+    keys: AHashMap<Vec<u8>, Vec<Reader>>,
+    /// Readers over every key (INFO `tracking_total_items`).
+    items: usize,
+    /// This shard's connections by client id (tracking clients and redirection
+    /// targets are found by id).
+    conns: AHashMap<u64, Who>,
+    /// This shard's clients with tracking on (a flush owes each a null).
+    clients: AHashSet<u64>,
+    /// BCAST prefixes of the clients of every shard this shard's writes reach.
+    prefixes: BTreeMap<Vec<u8>, Prefix>,
+    /// Some prefix has written keys to deliver.
+    bcast_written: bool,
+    /// Invalidations owed, in the order they were caused.
+    owed: Vec<Owed>,
+    /// This shard's part of `tracking-table-max-keys` (`usize::MAX`: no limit).
+    keys_max: usize,
+}
+
+/// Every shard's tracking figures and the shard of every client id: what CLIENT
+/// TRACKING REDIRECT and INFO need of other shards.
+#[derive(Debug)]
+pub struct Directory {
+    /// Client id -> shard, for every open connection (changed on connect and
+    /// close only).
+    shard_of: Mutex<AHashMap<u64, usize>>,
+    /// Per shard: `[tracking clients, keys, items, prefixes]`.
+    gauges: Vec<[AtomicU64; 4]>,
+}
+
+impl Directory {
+    /// The directory of `shards` shards.
+    pub fn new(shards: usize) -> Directory {
+        Directory {
+            shard_of: Mutex::default(),
+            gauges: (0..shards).map(|_| Default::default()).collect(),
+        }
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, AHashMap<u64, usize>> {
+        self.shard_of.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The shard client `client_id` is connected to, if it is.
+    pub fn shard_of(&self, client_id: u64) -> Option<usize> {
+        self.map().get(&client_id).copied()
+    }
+
+    /// INFO's figures over `shards`: `(tracking_clients, tracking_total_keys,
+    /// tracking_total_items)`, and `tracking_total_prefixes` as the first shard
+    /// of them sees it (each shard of one server holds every prefix).
+    pub fn figures(&self, shards: std::ops::Range<usize>) -> [u64; 4] {
+        let mut sums = [0; 4];
+        let first = shards.start;
+        for s in shards {
+            for (i, sum) in sums.iter_mut().enumerate().take(3) {
+                *sum += self.gauges[s][i].load(Relaxed);
+            }
+        }
+        sums[3] = self.gauges.get(first).map_or(0, |g| g[3].load(Relaxed));
+        sums
+    }
+}
+
+/// What delivering an invalidation touches beside this shard's table.
+pub struct Deliver<'a> {
+    pub outbox: &'a mut Outbox,
+    pub directory: &'a Directory,
+    /// Connections whose output changed.
+    pub dirty: &'a mut Vec<Who>,
+    pub limits: &'a OutputLimits,
+    pub now_ms: u64,
+}
+
+impl Tracking {
+    /// Shard `me`'s part, holding at most `keys_max` keys.
+    pub fn new(me: usize, keys_max: usize) -> Tracking {
+        Tracking {
+            me,
+            keys_max,
+            ..Default::default()
+        }
+    }
+
+    /// Set this shard's part of `tracking-table-max-keys` (`max_keys` over
+    /// `shards`; 0 means no limit).
+    pub fn set_max_keys(&mut self, max_keys: u64, shards: usize) {
+        self.keys_max = match max_keys {
+            0 => usize::MAX,
+            n => (n as usize).div_ceil(shards.max(1)),
+        };
+    }
+
+    /// Some key of this shard is remembered or some BCAST prefix is subscribed:
+    /// only then do commands record the keys they write for tracking.
+    pub fn active(&self) -> bool {
+        !self.keys.is_empty() || !self.prefixes.is_empty()
+    }
+
+    /// Invalidations are waiting.
+    pub fn owes(&self) -> bool {
+        !self.owed.is_empty()
+    }
+
+    /// A connection of this shard opened.
+    pub fn connected(&mut self, directory: &Directory, client_id: u64, who: Who) {
+        self.conns.insert(client_id, who);
+        directory.map().insert(client_id, self.me);
+    }
+
+    /// A connection of this shard closed: its tracking ends (its entries in the
+    /// tables go lazily, as Redis drops them).
+    pub fn disconnected(
+        &mut self,
+        to: &mut Deliver<'_>,
+        broadcast: bool,
+        client: &mut ClientState,
+    ) {
+        self.disable(to, broadcast, client);
+        self.conns.remove(&client.id);
+        to.directory.map().remove(&client.id);
+    }
+
+    /// CLIENT TRACKING ON: `mode` becomes the client's; BCAST clients subscribe to
+    /// `prefixes` here and, when `broadcast`, on every other shard.
+    pub fn enable(
+        &mut self,
+        outbox: &mut Outbox,
+        broadcast: bool,
+        client: &mut ClientState,
+        mode: TrackingMode,
+        prefixes: &[Vec<u8>],
+    ) {
+        let kept = client.tracking.flags & tracking_flags::CACHING;
+        client.tracking = TrackingMode {
+            flags: mode.flags | kept,
+            ..mode
+        };
+        self.clients.insert(client.id);
+        if mode.flags & tracking_flags::BCAST == 0 {
+            return;
+        }
+        let noloop = mode.flags & tracking_flags::NOLOOP != 0;
+        let mut all = self.prefixes_of(client.id);
+        for p in prefixes {
+            if !all.contains(p) {
+                all.push(p.clone());
+            }
+        }
+        if all.is_empty() {
+            all.push(Vec::new());
+        }
+        self.subscribe(self.me, client.id, noloop, Some(&all));
+        if broadcast {
+            outbox.bcast_prefixes(client.id, noloop, Some(&all));
+        }
+    }
+
+    /// CLIENT TRACKING OFF (or RESET, or a closed connection).
+    pub fn disable(&mut self, to: &mut Deliver<'_>, broadcast: bool, client: &mut ClientState) {
+        if !client.tracking.on() {
+            return;
+        }
+        if client.tracking.flags & tracking_flags::BCAST != 0 {
+            self.subscribe(self.me, client.id, false, None);
+            if broadcast {
+                to.outbox.bcast_prefixes(client.id, false, None);
+            }
+        }
+        self.clients.remove(&client.id);
+        client.tracking = TrackingMode::default();
+    }
+
+    /// The BCAST prefixes of client `client_id` of this shard, in order.
+    pub fn prefixes_of(&self, client_id: u64) -> Vec<Vec<u8>> {
+        let me = self.me;
+        self.prefixes
+            .iter()
+            .filter(|(_, p)| {
+                p.subscribers
+                    .iter()
+                    .any(|s| s.shard == me && s.client_id == client_id)
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Client `client_id` of `shard` subscribes to exactly `prefixes` (`None`:
+    /// to none).
+    pub fn subscribe(
+        &mut self,
+        shard: usize,
+        client_id: u64,
+        noloop: bool,
+        prefixes: Option<&[Vec<u8>]>,
+    ) {
+        let me = Subscriber {
+            shard,
+            client_id,
+            noloop,
+        };
+        let same = |s: &Subscriber| s.shard == shard && s.client_id == client_id;
+        for p in self.prefixes.values_mut() {
+            p.subscribers.retain(|s| !same(s));
+        }
+        for name in prefixes.unwrap_or_default() {
+            let prefix = self.prefixes.entry(name.clone()).or_default();
+            prefix.subscribers.push(me);
+        }
+        self.prefixes.retain(|_, p| !p.subscribers.is_empty());
+    }
+
+    /// Remember that client `client_id` of `shard` read `keys` (default mode);
+    /// past this shard's limit, keys leave the table with an invalidation.
+    pub fn remember<'a>(
+        &mut self,
+        shard: usize,
+        client_id: u64,
+        keys: impl Iterator<Item = &'a [u8]>,
+    ) {
+        let reader = Reader { shard, client_id };
+        for key in keys {
+            let readers = match self.keys.get_mut(key) {
+                Some(readers) => readers,
+                None => self.keys.entry(key.to_vec()).or_default(),
+            };
+            if !readers.contains(&reader) {
+                readers.push(reader);
+                self.items += 1;
+            }
+        }
+        while self.keys.len() > self.keys_max {
+            let Some(key) = self.keys.keys().next().cloned() else {
+                break;
+            };
+            self.invalidate_key(0, false, &key);
+        }
+    }
+
+    /// Key `key` was written (or expired: `writer` 0) on this shard by client
+    /// `writer` (NOLOOP when `noloop`): its readers are owed an invalidation, and
+    /// the BCAST prefixes it matches note it.
+    pub fn written(&mut self, writer: u64, noloop: bool, key: &[u8]) {
+        if !self.prefixes.is_empty() {
+            for (name, prefix) in self.prefixes.iter_mut() {
+                if key.starts_with(name) {
+                    prefix.written.insert(key.to_vec(), writer);
+                    self.bcast_written = true;
+                }
+            }
+        }
+        if !self.keys.is_empty() {
+            self.invalidate_key(writer, noloop, key);
+        }
+    }
+
+    fn invalidate_key(&mut self, writer: u64, noloop: bool, key: &[u8]) {
+        let Some(readers) = self.keys.remove(key) else {
+            return;
+        };
+        self.items -= readers.len();
+        for r in readers {
+            if noloop && r.client_id == writer {
+                continue;
+            }
+            self.owed.push(Owed {
+                shard: r.shard,
+                invalidation: Invalidation {
+                    client_id: r.client_id,
+                    keys: Some(vec![key.to_vec()]),
+                    from_table: true,
+                    redirected: None,
+                },
+            });
+        }
+    }
+
+    /// A flush (FLUSHDB, FLUSHALL) ran on this shard: every tracking client of
+    /// this shard is owed a null (every key), and the table starts over, as
+    /// Redis' trackingInvalidateKeysOnFlush. In forward mode each shard runs the
+    /// flush, so each client gets one null, from its own shard.
+    pub fn flushed(&mut self) {
+        let me = self.me;
+        let mut ids: Vec<u64> = self.clients.iter().copied().collect();
+        ids.sort_unstable();
+        for client_id in ids {
+            self.owed.push(Owed {
+                shard: me,
+                invalidation: Invalidation {
+                    client_id,
+                    keys: None,
+                    from_table: false,
+                    redirected: None,
+                },
+            });
+        }
+        self.keys.clear();
+        self.items = 0;
+    }
+
+    /// The invalidations owed to client `client_id` of `shard`, taken out in order.
+    pub fn take_owed_to(&mut self, shard: usize, client_id: u64) -> Vec<Invalidation> {
+        if self.owed.is_empty() {
+            return Vec::new();
+        }
+        self.owed
+            .extract_if(.., |o| {
+                o.shard == shard && o.invalidation.client_id == client_id
+            })
+            .map(|o| o.invalidation)
+            .collect()
+    }
+
+    /// After a command of `client` (connected here, out of the slab while it
+    /// ran): what this shard owes it goes into `sink` right after the command's
+    /// reply, or on to its redirection target.
+    pub fn after_command(
+        &mut self,
+        to: &mut Deliver<'_>,
+        conns: &mut Slab<Conn>,
+        client: &mut ClientState,
+        sink: &mut Vec<u8>,
+    ) {
+        for invalidation in self.take_owed_to(self.me, client.id) {
+            if let Some(passed) = to_tracking_client(to.directory, client, sink, invalidation) {
+                self.pass_on(to, conns, passed);
+            }
+        }
+    }
+
+    /// Deliver what is owed (once per loop iteration): BCAST prefixes' keys
+    /// first become messages, then each message goes to its client here or to
+    /// the client's shard.
+    pub fn deliver_owed(&mut self, to: &mut Deliver<'_>, conns: &mut Slab<Conn>) {
+        if self.bcast_written {
+            self.bcast_written = false;
+            self.owe_broadcasts();
+        }
+        if self.owed.is_empty() {
+            return;
+        }
+        for owed in std::mem::take(&mut self.owed) {
+            match owed.shard == self.me {
+                true => self.deliver(to, conns, owed.invalidation),
+                false => to.outbox.invalidate(owed.shard, owed.invalidation),
+            }
+        }
+    }
+
+    /// One message per prefix and subscriber with the keys written under the
+    /// prefix (a NOLOOP subscriber's own writes left out).
+    fn owe_broadcasts(&mut self) {
+        for prefix in self.prefixes.values_mut() {
+            if prefix.written.is_empty() {
+                continue;
+            }
+            let written = std::mem::take(&mut prefix.written);
+            for s in &prefix.subscribers {
+                let keys: Vec<Vec<u8>> = written
+                    .iter()
+                    .filter(|(_, &writer)| !(s.noloop && writer == s.client_id))
+                    .map(|(key, _)| key.clone())
+                    .collect();
+                if keys.is_empty() {
+                    continue;
+                }
+                self.owed.push(Owed {
+                    shard: s.shard,
+                    invalidation: Invalidation {
+                        client_id: s.client_id,
+                        keys: Some(keys),
+                        from_table: false,
+                        redirected: None,
+                    },
+                });
+            }
+        }
+    }
+
+    /// Deliver one invalidation for a client of this shard (from here or from
+    /// another shard).
+    pub fn deliver(&mut self, to: &mut Deliver<'_>, conns: &mut Slab<Conn>, inv: Invalidation) {
+        let Some(&who) = self.conns.get(&inv.client_id) else {
+            return;
+        };
+        let Some(conn) = conns.get_mut(who.0, who.1) else {
+            return;
+        };
+        if conn.client.killed {
+            return;
+        }
+        let before = conn.replies.pending_bytes();
+        let passed = match inv.redirected {
+            Some(payload) => {
+                to_target(&conn.client, conn.replies.sink(), &payload);
+                None
+            }
+            None => to_tracking_client(to.directory, &mut conn.client, conn.replies.sink(), inv),
+        };
+        if conn.replies.pending_bytes() != before {
+            to.dirty.push(who);
+            crate::net::outlimit::enforce(to.limits, to.now_ms, to.dirty, conn, who);
+        }
+        if let Some(passed) = passed {
+            self.pass_on(to, conns, passed);
+        }
+    }
+
+    /// Hand an invalidation to a redirection target: here or on its shard.
+    fn pass_on(&mut self, to: &mut Deliver<'_>, conns: &mut Slab<Conn>, passed: Passed) {
+        if passed.shard == self.me {
+            self.deliver(to, conns, passed.invalidation);
+        } else {
+            to.outbox.invalidate(passed.shard, passed.invalidation);
+        }
+    }
+
+    /// Publish this shard's figures for INFO.
+    pub fn publish(&self, directory: &Directory) {
+        let g = &directory.gauges[self.me];
+        g[0].store(self.clients.len() as u64, Relaxed);
+        g[1].store(self.keys.len() as u64, Relaxed);
+        g[2].store(self.items as u64, Relaxed);
+        g[3].store(self.prefixes.len() as u64, Relaxed);
+    }
+}
+
+/// An invalidation for a redirection target on `shard`.
+struct Passed {
+    shard: usize,
+    invalidation: Invalidation,
+}
+
+/// Write an invalidation for tracking client `client` into its output `sink`,
+/// or return it for the client's redirection target (Redis' sendTrackingMessage).
+fn to_tracking_client(
+    directory: &Directory,
+    client: &mut ClientState,
+    sink: &mut Vec<u8>,
+    inv: Invalidation,
+) -> Option<Passed> {
+    let mode = client.tracking;
+    if !mode.on() || (inv.from_table && mode.flags & tracking_flags::BCAST != 0) {
+        return None;
+    }
+    let resp3 = client.proto == Protocol::Resp3;
+    let payload = payload(inv.keys.as_deref(), resp3);
+    if mode.redirect == 0 {
+        if resp3 {
+            push_invalidate(sink, &payload);
+        }
+        return None;
+    }
+    match directory.shard_of(mode.redirect) {
+        Some(shard) => Some(Passed {
+            shard,
+            invalidation: Invalidation {
+                client_id: mode.redirect,
+                keys: None,
+                from_table: false,
+                redirected: Some(payload),
+            },
+        }),
+        None => {
+            client.tracking.flags |= tracking_flags::BROKEN_REDIR;
+            if resp3 {
+                let _ = write!(
+                    sink,
+                    ">2\r\n$21\r\ntracking-redir-broken\r\n:{}\r\n",
+                    mode.redirect
+                );
+            }
+            None
+        }
+    }
+}
+
+/// Write a redirected invalidation for target `client`: a push in RESP3, a
+/// message on [`INVALIDATE_CHANNEL`] to a RESP2 client in Pub/Sub mode, nothing
+/// otherwise.
+fn to_target(client: &ClientState, sink: &mut Vec<u8>, payload: &[u8]) {
+    if client.proto == Protocol::Resp3 {
+        push_invalidate(sink, payload);
+    } else if client.subs.active() {
+        sink.extend_from_slice(b"*3\r\n$7\r\nmessage\r\n$20\r\n");
+        sink.extend_from_slice(INVALIDATE_CHANNEL);
+        sink.extend_from_slice(b"\r\n");
+        sink.extend_from_slice(payload);
+    }
+}
+
+/// `>2 invalidate <payload>`.
+fn push_invalidate(sink: &mut Vec<u8>, payload: &[u8]) {
+    sink.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n");
+    sink.extend_from_slice(payload);
+}
+
+/// The message's last element: the keys as an array, or the null of the
+/// tracking client's protocol (every key).
+fn payload(keys: Option<&[Vec<u8>]>, resp3: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    match keys {
+        None if resp3 => out.extend_from_slice(b"_\r\n"),
+        None => out.extend_from_slice(b"$-1\r\n"),
+        Some(keys) => {
+            let _ = write!(out, "*{}\r\n", keys.len());
+            for k in keys {
+                let _ = write!(out, "${}\r\n", k.len());
+                out.extend_from_slice(k);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+    }
+    out
+}
+
+/// Whether BCAST prefixes go to every shard: forward mode with several shards
+/// (one server). In per-shard mode a node's writes reach its own clients only,
+/// as Redis Cluster's.
+pub fn broadcasts(topo: &crate::cluster::topology::Topology) -> bool {
+    topo.mode == crate::config::PortMode::Forward && topo.nodes.len() > 1
+}
+
+/// The invalidations owed to a forwarded command's client that go right after
+/// its reply (`out`): a RESP3 client without redirection tracking now, as the
+/// command's bits say, and a command forwarded whole (a split command's parts
+/// are merged: theirs go through the client's shard, after the merged reply).
+pub fn after_forwarded(
+    tracking: &mut Tracking,
+    from: usize,
+    client_id: u64,
+    bits: u8,
+    resp3: bool,
+    out: &mut Vec<u8>,
+) {
+    use tracking_command::{REDIRECTED, TRACKING, WHOLE};
+    let direct = bits & (TRACKING | WHOLE) == TRACKING | WHOLE && bits & REDIRECTED == 0;
+    if !direct || !resp3 || !tracking.owes() {
+        return;
+    }
+    for inv in tracking.take_owed_to(from, client_id) {
+        push_invalidate(out, &payload(inv.keys.as_deref(), true));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_owes_each_reader_once_and_forgets_the_key() {
+        let mut t = Tracking::new(0, usize::MAX);
+        t.remember(0, 7, [b"k".as_slice()].into_iter());
+        t.remember(1, 8, [b"k".as_slice(), b"k".as_slice()].into_iter());
+        assert_eq!((t.keys.len(), t.items), (1, 2));
+        t.written(9, false, b"k");
+        assert_eq!(t.take_owed_to(1, 8).len(), 1);
+        assert_eq!(t.take_owed_to(0, 7).len(), 1);
+        assert!(!t.active() && !t.owes());
+    }
+
+    #[test]
+    fn noloop_skips_the_writer_and_the_limit_evicts() {
+        let mut t = Tracking::new(0, usize::MAX);
+        t.remember(0, 7, [b"k".as_slice()].into_iter());
+        t.written(7, true, b"k");
+        assert!(!t.owes());
+        t.set_max_keys(2, 1);
+        let keys: [&[u8]; 3] = [b"a", b"b", b"c"];
+        t.remember(0, 7, keys.into_iter());
+        assert_eq!(t.keys.len(), 2);
+        assert_eq!(t.take_owed_to(0, 7).len(), 1);
+    }
+
+    #[test]
+    fn bcast_batches_a_prefix_keys_and_leaves_out_a_noloop_writer() {
+        let mut t = Tracking::new(0, usize::MAX);
+        t.subscribe(0, 7, false, Some(&[b"user:".to_vec()]));
+        t.subscribe(1, 8, true, Some(&[Vec::new()]));
+        assert!(t.active());
+        t.written(8, true, b"user:2");
+        t.written(9, false, b"user:1");
+        t.written(9, false, b"other");
+        t.owe_broadcasts();
+        let to_7 = t.take_owed_to(0, 7);
+        assert_eq!(to_7.len(), 1);
+        assert_eq!(
+            to_7[0].keys,
+            Some(vec![b"user:1".to_vec(), b"user:2".to_vec()])
+        );
+        let to_8: Vec<_> = t.take_owed_to(1, 8).into_iter().map(|i| i.keys).collect();
+        // Its prefix "" matches every key; its own write is left out.
+        let other_and_user_1 = vec![b"other".to_vec(), b"user:1".to_vec()];
+        assert_eq!(to_8, [Some(other_and_user_1)]);
+        t.subscribe(1, 8, false, None);
+        t.subscribe(0, 7, false, None);
+        assert!(!t.active());
+    }
+
+    #[test]
+    fn payload_is_resp() {
+        assert_eq!(payload(None, true), b"_\r\n");
+        assert_eq!(payload(None, false), b"$-1\r\n");
+        assert_eq!(
+            payload(Some(&[b"ab".to_vec()]), true),
+            b"*1\r\n$2\r\nab\r\n"
+        );
+    }
+}

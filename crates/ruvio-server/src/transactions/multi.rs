@@ -534,7 +534,7 @@ fn run_borrowing(
     // A new epoch now; the owners forget the old watches once it ran.
     client.watch_epoch += 1;
     let seq = replies.hold(Merge::Single, 1);
-    let caller = crate::shard::dispatch::caller(client);
+    let caller = crate::shard::dispatch::caller(client, core.id);
     let transaction = match unwatched && !locked {
         true => {
             match lending::join_transaction(core, after, who, seq, caller, transaction, &keys) {
@@ -966,6 +966,8 @@ pub fn run_borrowed(
     }
     if let Some(conn) = conn {
         out.flush_after(conn.replies);
+        // CLIENT CACHING in the queue lasted until the end of the transaction.
+        conn.client.tracking.flags &= !crate::net::conn::tracking_flags::CACHING;
     }
     ran
 }
@@ -1032,6 +1034,8 @@ fn server_in_queue(
     }
     conn.client.in_exec = false;
     caller.db = conn.client.db;
+    // CLIENT TRACKING or CACHING in the queue governs the reads after it.
+    caller.tracking.bits = conn.client.tracking.command_bits();
 }
 
 /// A keyspace command of a transaction on borrowed keys (a script under the lock

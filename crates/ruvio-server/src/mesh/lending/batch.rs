@@ -69,7 +69,8 @@ pub(super) fn keep_in_batch(
 /// the keys are back).
 pub(super) fn batch_homes(core: &mut ShardCore) -> Vec<(usize, Vec<u8>, usize)> {
     let kept = crate::mesh::script_lock::take_batch();
-    report_written(core, &crate::mesh::script_lock::take_batch_written());
+    // A batch's writes are several commands': no one writer's NOLOOP applies.
+    report_written(core, &crate::mesh::script_lock::take_batch_written(), None);
     kept.into_iter()
         .map(|(db, key)| {
             let owner = core.topo.key_owner(&key);

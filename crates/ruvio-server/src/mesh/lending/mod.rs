@@ -615,7 +615,7 @@ fn finish_with(
     }
     let mut modified = std::mem::take(&mut ran.modified);
     let riders = run_riders(core, std::mem::take(&mut op.riders), &mut modified);
-    report_written(core, &modified);
+    report_written(core, &modified, noloop_writer(&op.caller));
     // A key written outside the borrowed ones that another shard owns (COPY ... DB
     // n) goes to its owner too.
     for (key_db, key) in &modified {
@@ -684,8 +684,13 @@ fn script_may_borrow_now(probation: bool) {
 /// log, took the script lock while it ran and borrowed `loans` (never this
 /// shard's keys): send them home; each owner touches the watchers of those it
 /// wrote (`modified`).
-pub fn send_loans_home(core: &mut ShardCore, loans: Vec<DbKey>, modified: &[DbKey]) {
-    report_written(core, modified);
+pub fn send_loans_home(
+    core: &mut ShardCore,
+    loans: Vec<DbKey>,
+    modified: &[DbKey],
+    noloop_writer: Option<u64>,
+) {
+    report_written(core, modified, noloop_writer);
     let mut returns: AHashMap<usize, Lent> = AHashMap::new();
     for (db, key) in loans {
         let entry = core.engine.lend(db, &key, 0);
@@ -803,9 +808,16 @@ pub fn must_wait_for_transaction(
             .any(|p| op.will_hold(&[(client.db, args.get(p).to_vec())]))
 }
 
+/// The client whose own reads its writes do not invalidate (CLIENT TRACKING NOLOOP).
+pub fn noloop_writer(caller: &Caller) -> Option<u64> {
+    let noloop = caller.tracking.bits & crate::net::conn::tracking_command::NOLOOP != 0;
+    noloop.then_some(caller.client_id)
+}
+
 /// Tell the owners of borrowed keys that were written, so they touch the clients
-/// watching them (before the keys go back: messages arrive in order).
-fn report_written(core: &mut ShardCore, modified: &[DbKey]) {
+/// watching them and invalidate their readers (before the keys go back:
+/// messages arrive in order).
+fn report_written(core: &mut ShardCore, modified: &[DbKey], noloop_writer: Option<u64>) {
     let mut written: AHashMap<usize, Vec<DbKey>> = AHashMap::new();
     for (db, key) in modified {
         let owner = core.topo.key_owner(key);
@@ -814,7 +826,7 @@ fn report_written(core: &mut ShardCore, modified: &[DbKey]) {
         }
     }
     for (owner, keys) in written {
-        core.outbox.written(owner, keys);
+        core.outbox.written(owner, keys, noloop_writer);
     }
 }
 

@@ -1,0 +1,608 @@
+//! CLIENT TRACKING against redis-server 7: the same scripted sessions of
+//! tracking and non-tracking connections (default mode, OPTIN/OPTOUT with
+//! CLIENT CACHING, BCAST with prefixes, NOLOOP, REDIRECT to a RESP2 subscriber,
+//! flushes, expiries, transactions and scripts, the table's limit) run on Redis
+//! and on Ruvio with 1 and 2 shards (forward mode; the keys are spread over both
+//! shards), in RESP3 and RESP2.
+//!
+//! How it compares: each step is sent to both servers; on Redis the step's
+//! connection's reply is read, then every connection's bytes that arrived with
+//! it (Redis writes the invalidations of a command in the same event-loop
+//! iteration as its reply). On Ruvio each connection must then deliver exactly
+//! those bytes, waiting as long as they take (an invalidation crosses shards).
+//! So each connection's stream is compared byte for byte, its invalidations in
+//! order with its own replies; only the moment another connection's push
+//! arrives may differ.
+
+mod common;
+
+use common::*;
+use std::io::{ErrorKind, Read};
+use std::time::Duration;
+
+/// One step of a session.
+enum Step {
+    /// Connection `.0` sends the command; its reply and every connection's
+    /// pushes are compared.
+    Cmd(usize, &'static [&'static str]),
+    /// As `Cmd`, but the reply differs between the servers by design (HELLO's
+    /// version and id): read, not compared.
+    Quiet(usize, &'static [&'static str]),
+    /// Connection `.0` turns tracking on redirected to connection `.1`'s id,
+    /// with the further options `.2`.
+    Redirect(usize, usize, &'static [&'static str]),
+    /// Wait (expiries).
+    Sleep(u64),
+    /// Close connection `.0`.
+    Close(usize),
+}
+
+use Step::*;
+
+/// How long Redis's bytes for one step are collected after the reply.
+const SETTLE: Duration = Duration::from_millis(40);
+
+/// Whatever arrives on `conn` within `wait`.
+fn drain(conn: &mut RawConn, wait: Duration) -> Vec<u8> {
+    let stream = conn.stream();
+    stream.set_read_timeout(Some(wait)).expect("timeout");
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 65536];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    got
+}
+
+/// `bytes` with the client ids the servers number apart (a redirection
+/// target's, in TRACKINGINFO and `tracking-redir-broken`) as `:ID`.
+fn mask_ids(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let after = [b"redirect\r\n:".as_slice(), b"tracking-redir-broken\r\n:"]
+            .iter()
+            .find(|m| bytes[i..].starts_with(m))
+            .map(|m| i + m.len());
+        match after {
+            Some(at) => {
+                out.extend_from_slice(&bytes[i..at]);
+                out.extend_from_slice(b"ID");
+                i = at;
+                while i < bytes.len() && bytes[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// At least one byte from `conn` (waiting up to its read timeout).
+fn read_some(conn: &mut RawConn) -> Vec<u8> {
+    let mut chunk = [0u8; 65536];
+    match conn.stream().read(&mut chunk) {
+        Ok(n) => chunk[..n].to_vec(),
+        Err(e) => panic!("read: {e}"),
+    }
+}
+
+/// Read one whole reply from `conn` byte by byte (nothing after it is taken),
+/// shown for a message.
+fn frame_len_of_target(conn: &mut RawConn) -> String {
+    let mut got = Vec::new();
+    while frame_len(&got).ok().flatten().is_none() {
+        let byte = take(conn, 1);
+        assert_eq!(byte.len(), 1, "connection closed mid-reply: {}", show(&got));
+        got.extend(byte);
+    }
+    show(&got)
+}
+
+/// Exactly `n` bytes from `conn` (waiting up to its read timeout).
+fn take(conn: &mut RawConn, n: usize) -> Vec<u8> {
+    let mut got = vec![0u8; n];
+    let mut have = 0;
+    while have < n {
+        match conn.stream().read(&mut got[have..]) {
+            Ok(0) => break,
+            Ok(k) => have += k,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+    got.truncate(have);
+    got
+}
+
+/// The id CLIENT ID gives `conn`.
+fn client_id(conn: &mut RawConn) -> String {
+    let reply = conn.cmd(&["CLIENT", "ID"]);
+    String::from_utf8_lossy(&reply[1..reply.len() - 2]).into_owned()
+}
+
+/// Run `steps` with `conns` connections on both servers, comparing as the
+/// module says.
+fn session(label: &str, redis: &Server, ruvio: &Server, conns: usize, steps: &[Step]) {
+    assert_eq!(redis.raw().cmd(&["FLUSHALL"]), b"+OK\r\n");
+    assert_eq!(ruvio.raw().cmd(&["FLUSHALL"]), b"+OK\r\n");
+    let mut r: Vec<Option<RawConn>> = (0..conns).map(|_| Some(redis.raw())).collect();
+    let mut t: Vec<Option<RawConn>> = (0..conns).map(|_| Some(ruvio.raw())).collect();
+    for (i, step) in steps.iter().enumerate() {
+        let (from, args): (usize, Vec<String>) = match step {
+            Sleep(ms) => {
+                std::thread::sleep(Duration::from_millis(*ms));
+                continue;
+            }
+            Close(c) => {
+                r[*c] = None;
+                t[*c] = None;
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            Cmd(c, a) | Quiet(c, a) => (*c, a.iter().map(|s| s.to_string()).collect()),
+            Redirect(c, ..) => (*c, Vec::new()),
+        };
+        let (r_args, t_args) = match step {
+            Redirect(_, to, more) => {
+                let with = |ids: &mut Vec<Option<RawConn>>| {
+                    let id = client_id(ids[*to].as_mut().expect("open"));
+                    let mut a: Vec<String> = ["CLIENT", "TRACKING", "ON", "REDIRECT"]
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect();
+                    a.push(id);
+                    a.extend(more.iter().map(|s| s.to_string()));
+                    a
+                };
+                (with(&mut r), with(&mut t))
+            }
+            _ => (args.clone(), args.clone()),
+        };
+        let shown = format!("{label} step {i}: [{from}] {}", t_args.join(" "));
+        let rc = r[from].as_mut().expect("open");
+        rc.send(&encode(&r_args));
+        let mut first = read_some(rc);
+        t[from].as_mut().expect("open").send(&encode(&t_args));
+        first.extend(drain(rc, SETTLE));
+        let quiet = matches!(step, Quiet(..));
+        for c in 0..conns {
+            let (Some(rc), Some(tc)) = (r[c].as_mut(), t[c].as_mut()) else {
+                continue;
+            };
+            let expected = match c == from {
+                true => std::mem::take(&mut first),
+                false => drain(rc, SETTLE),
+            };
+            if c == from && quiet {
+                // The reply differs by design; what follows it may not.
+                let reply_len = frame_len(&expected).ok().flatten().expect("a whole reply");
+                let own = frame_len_of_target(tc);
+                let rest = take(tc, expected.len() - reply_len);
+                assert_eq!(
+                    show(&rest),
+                    show(&expected[reply_len..]),
+                    "{shown}: after {own}"
+                );
+                continue;
+            }
+            let mut got = take(tc, expected.len());
+            if got != expected {
+                got.extend(drain(tc, Duration::from_millis(200)));
+            }
+            if std::env::var_os("RUVIO_DIFF_TRACE").is_some() {
+                eprintln!("{shown}: connection {c}: {}", show(&got));
+            }
+            let (got, expected) = (mask_ids(&got), mask_ids(&expected));
+            assert_eq!(show(&got), show(&expected), "{shown}: connection {c}");
+        }
+    }
+    for (c, tc) in t.iter_mut().enumerate() {
+        if let Some(tc) = tc.as_mut() {
+            let extra = drain(tc, Duration::from_millis(100));
+            assert!(
+                extra.is_empty(),
+                "{label}: connection {c} got more: {}",
+                show(&extra)
+            );
+        }
+    }
+}
+
+/// Default mode for a RESP3 client: reads remembered, another client's writes,
+/// its own writes (the invalidation after the reply), pipelines, MULTI, a
+/// script, flushes, expiries, CLIENT TRACKINGINFO and errors.
+const DEFAULT_RESP3: &[Step] = &[
+    Quiet(0, &["HELLO", "3"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON"]),
+    Cmd(0, &["CLIENT", "TRACKINGINFO"]),
+    Cmd(0, &["GET", "k1"]),
+    Cmd(0, &["GET", "k2"]),
+    Cmd(0, &["HGET", "h1", "f"]),
+    Cmd(0, &["MGET", "k3", "k4", "k5"]),
+    // Keys of both shards read in one command (borrowed by one shard).
+    Cmd(0, &["SUNION", "u1", "u2", "u3", "u4"]),
+    Cmd(1, &["SADD", "u3", "x"]),
+    Cmd(1, &["SADD", "u1", "x"]),
+    Cmd(1, &["SET", "k1", "a"]),
+    Cmd(1, &["SET", "k1", "b"]),
+    Cmd(1, &["HSET", "h1", "f", "v"]),
+    Cmd(1, &["INCR", "k4"]),
+    Cmd(1, &["DEL", "k5"]),
+    Cmd(0, &["GET", "k1"]),
+    Cmd(0, &["SET", "k1", "c"]),
+    Cmd(0, &["GET", "k2"]),
+    Cmd(0, &["APPEND", "k2", "x"]),
+    Cmd(0, &["GET", "k6"]),
+    Cmd(1, &["RENAME", "k1", "k6"]),
+    Cmd(0, &["GET", "k6"]),
+    // COPY's and MOVE's targets and sources.
+    Cmd(0, &["GET", "c1"]),
+    Cmd(1, &["COPY", "k2", "c1"]),
+    Cmd(1, &["SET", "mv", "1"]),
+    Cmd(0, &["GET", "mv"]),
+    Cmd(1, &["MOVE", "mv", "1"]),
+    Cmd(0, &["MULTI"]),
+    Cmd(0, &["SET", "k6", "1"]),
+    Cmd(0, &["GET", "k6"]),
+    Cmd(0, &["EXEC"]),
+    Cmd(0, &["GET", "k7"]),
+    Cmd(
+        0,
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], 'x') return 1",
+            "1",
+            "k7",
+        ],
+    ),
+    // Keys a script reads are remembered for its caller.
+    Cmd(
+        0,
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", "k10"],
+    ),
+    Cmd(
+        0,
+        &[
+            "EVAL_RO",
+            "return redis.call('exists', KEYS[1], KEYS[2])",
+            "2",
+            "k11",
+            "k12",
+        ],
+    ),
+    Cmd(1, &["MSET", "k10", "1"]),
+    Cmd(1, &["SET", "k11", "1"]),
+    Cmd(1, &["SET", "k12", "1"]),
+    Cmd(0, &["GET", "k8"]),
+    Cmd(1, &["SET", "k8", "v", "PX", "50"]),
+    Sleep(300),
+    Cmd(1, &["GET", "k8"]),
+    Cmd(0, &["GET", "k9"]),
+    Cmd(1, &["FLUSHDB"]),
+    Cmd(0, &["GET", "k9"]),
+    Cmd(0, &["FLUSHALL"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "BCAST"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "PREFIX", "a"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "OPTIN", "OPTOUT"]),
+    Cmd(
+        0,
+        &["CLIENT", "TRACKING", "ON", "REDIRECT", "0", "REDIRECT", "1"],
+    ),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "FOO"]),
+    Cmd(0, &["CLIENT", "TRACKING", "MAYBE"]),
+    Cmd(0, &["CLIENT", "CACHING", "YES"]),
+    Cmd(0, &["CLIENT", "GETREDIR"]),
+    Cmd(0, &["CLIENT", "TRACKING", "OFF"]),
+    Cmd(0, &["CLIENT", "GETREDIR"]),
+    Cmd(0, &["CLIENT", "TRACKINGINFO"]),
+    Cmd(1, &["SET", "k2", "after off"]),
+    Cmd(0, &["GET", "k2"]),
+];
+
+/// CLIENT TRACKING and CACHING queued in MULTI govern the reads after them in
+/// the transaction; CACHING lasts until EXEC; SWAPDB invalidates nothing (Redis 7.0).
+const IN_MULTI: &[Step] = &[
+    Quiet(0, &["HELLO", "3"]),
+    Cmd(0, &["MULTI"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON"]),
+    Cmd(0, &["GET", "m1"]),
+    Cmd(0, &["EXEC"]),
+    Cmd(1, &["SET", "m1", "x"]),
+    Cmd(0, &["GET", "m2"]),
+    Cmd(1, &["SWAPDB", "0", "1"]),
+    Cmd(1, &["SWAPDB", "0", "1"]),
+    Cmd(0, &["CLIENT", "TRACKING", "OFF"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "OPTIN"]),
+    Cmd(0, &["MULTI"]),
+    Cmd(0, &["CLIENT", "CACHING", "YES"]),
+    Cmd(0, &["GET", "m5"]),
+    Cmd(0, &["GET", "m6"]),
+    Cmd(0, &["EXEC"]),
+    Cmd(0, &["GET", "m7"]),
+    Cmd(1, &["SET", "m5", "1"]),
+    Cmd(1, &["SET", "m6", "1"]),
+    Cmd(1, &["SET", "m7", "1"]),
+    Cmd(0, &["CLIENT", "CACHING", "YES"]),
+    Cmd(0, &["MULTI"]),
+    Cmd(0, &["GET", "m8"]),
+    Cmd(0, &["GET", "m9"]),
+    Cmd(0, &["EXEC"]),
+    Cmd(1, &["SET", "m8", "1"]),
+    Cmd(1, &["SET", "m9", "1"]),
+];
+
+/// NOLOOP: a client's own writes owe it nothing, another's do.
+const NOLOOP: &[Step] = &[
+    Quiet(0, &["HELLO", "3"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "NOLOOP"]),
+    Cmd(0, &["CLIENT", "TRACKINGINFO"]),
+    Cmd(0, &["GET", "n1"]),
+    Cmd(0, &["GET", "n2"]),
+    Cmd(0, &["SET", "n1", "mine"]),
+    Cmd(1, &["SET", "n2", "theirs"]),
+    Cmd(0, &["GET", "n1"]),
+    Cmd(1, &["SET", "n1", "theirs"]),
+    // A transaction over both shards' keys (run on borrowed keys).
+    Cmd(0, &["GET", "n1"]),
+    Cmd(0, &["GET", "n2"]),
+    Cmd(0, &["MULTI"]),
+    Cmd(0, &["SET", "n1", "a"]),
+    Cmd(0, &["SET", "n2", "b"]),
+    Cmd(0, &["EXEC"]),
+    Cmd(1, &["SET", "n1", "theirs"]),
+    Cmd(1, &["SET", "n2", "theirs"]),
+    Cmd(0, &["GET", "n1"]),
+    Cmd(
+        0,
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], 'x') redis.call('set', KEYS[2], 'y')",
+            "2",
+            "n1",
+            "n2",
+        ],
+    ),
+    Cmd(0, &["GET", "n2"]),
+    Cmd(1, &["SET", "n1", "theirs"]),
+    Cmd(1, &["SET", "n2", "theirs"]),
+];
+
+/// OPTIN and OPTOUT with CLIENT CACHING: which reads are remembered.
+const OPTIN_OPTOUT: &[Step] = &[
+    Quiet(0, &["HELLO", "3"]),
+    Quiet(2, &["HELLO", "3"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "OPTIN"]),
+    Cmd(0, &["CLIENT", "CACHING", "NO"]),
+    Cmd(0, &["CLIENT", "CACHING", "MAYBE"]),
+    Cmd(0, &["GET", "o1"]),
+    Cmd(0, &["CLIENT", "CACHING", "YES"]),
+    Cmd(0, &["CLIENT", "TRACKINGINFO"]),
+    Cmd(0, &["GET", "o2"]),
+    Cmd(0, &["GET", "o3"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "OPTOUT"]),
+    Cmd(2, &["CLIENT", "TRACKING", "ON", "OPTOUT"]),
+    Cmd(2, &["GET", "o1"]),
+    Cmd(2, &["CLIENT", "CACHING", "NO"]),
+    Cmd(2, &["GET", "o3"]),
+    Cmd(2, &["GET", "o4"]),
+    Cmd(1, &["SET", "o1", "1"]),
+    Cmd(1, &["SET", "o2", "2"]),
+    Cmd(1, &["SET", "o3", "3"]),
+    Cmd(1, &["SET", "o4", "4"]),
+];
+
+/// BCAST with prefixes (and one without), NOLOOP, overlaps refused.
+const BCAST: &[Step] = &[
+    Quiet(0, &["HELLO", "3"]),
+    Quiet(2, &["HELLO", "3"]),
+    Cmd(
+        0,
+        &[
+            "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "user:", "PREFIX", "obj:",
+        ],
+    ),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "us"]),
+    Cmd(
+        0,
+        &[
+            "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "x", "PREFIX", "xy",
+        ],
+    ),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "BCAST", "OPTIN"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON"]),
+    Cmd(0, &["CLIENT", "TRACKINGINFO"]),
+    Cmd(2, &["CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP"]),
+    Cmd(1, &["SET", "user:1", "a"]),
+    Cmd(1, &["SET", "obj:1", "a"]),
+    Cmd(1, &["SET", "other", "a"]),
+    Cmd(2, &["SET", "user:2", "mine"]),
+    Cmd(1, &["DEL", "user:1", "nothing"]),
+    Cmd(0, &["SET", "obj:2", "own"]),
+    Cmd(1, &["FLUSHALL"]),
+    Cmd(2, &["CLIENT", "TRACKING", "OFF"]),
+    Cmd(1, &["SET", "user:3", "a"]),
+];
+
+/// RESP2: invalidations redirected to a connection subscribed to
+/// `__redis__:invalidate`; flushes; the target gone (flag `R`).
+const REDIRECT_RESP2: &[Step] = &[
+    Cmd(1, &["SUBSCRIBE", "__redis__:invalidate"]),
+    Cmd(0, &["CLIENT", "TRACKING", "ON", "REDIRECT", "99999"]),
+    Redirect(0, 1, &[]),
+    Cmd(0, &["GET", "r1"]),
+    Cmd(0, &["GET", "r2"]),
+    Cmd(2, &["SET", "r1", "x"]),
+    Cmd(0, &["SET", "r2", "own"]),
+    Cmd(0, &["GET", "r1"]),
+    Cmd(2, &["FLUSHALL"]),
+    Cmd(0, &["GET", "r3"]),
+    Close(1),
+    Cmd(2, &["SET", "r3", "x"]),
+    Cmd(0, &["GET", "r3"]),
+];
+
+/// RESP3 client redirected to a RESP3 connection; the target gone:
+/// `tracking-redir-broken`.
+const REDIRECT_RESP3: &[Step] = &[
+    Quiet(0, &["HELLO", "3"]),
+    Quiet(1, &["HELLO", "3"]),
+    Redirect(0, 1, &["NOLOOP"]),
+    Cmd(0, &["GET", "s1"]),
+    Cmd(2, &["SET", "s1", "x"]),
+    Cmd(0, &["GET", "s1"]),
+    Close(1),
+    Cmd(2, &["SET", "s1", "y"]),
+    Cmd(0, &["CLIENT", "TRACKINGINFO"]),
+];
+
+fn all_sessions(redis: &Server, ruvio: &Server, label: &str) {
+    session(&format!("{label} default"), redis, ruvio, 2, DEFAULT_RESP3);
+    session(&format!("{label} noloop"), redis, ruvio, 2, NOLOOP);
+    session(&format!("{label} in multi"), redis, ruvio, 2, IN_MULTI);
+    session(
+        &format!("{label} optin/optout"),
+        redis,
+        ruvio,
+        3,
+        OPTIN_OPTOUT,
+    );
+    session(&format!("{label} bcast"), redis, ruvio, 3, BCAST);
+    session(
+        &format!("{label} redirect resp2"),
+        redis,
+        ruvio,
+        3,
+        REDIRECT_RESP2,
+    );
+    session(
+        &format!("{label} redirect resp3"),
+        redis,
+        ruvio,
+        3,
+        REDIRECT_RESP3,
+    );
+}
+
+#[test]
+fn tracking_matches_redis_on_one_shard() {
+    let Some(servers) = DiffServers::forward("differential_tracking", 1) else {
+        return;
+    };
+    all_sessions(&servers.reference, &servers.target, "1 shard");
+    full_table(&servers.reference);
+    full_table(&servers.target);
+}
+
+/// `tracking-table-max-keys 1`: reading a second key drops one of the two from
+/// the table with an invalidation (which one is Redis' random pick), before the
+/// next reply at the latest; INFO then counts one key.
+fn full_table(server: &Server) {
+    let mut admin = server.raw();
+    let set = |admin: &mut RawConn, n: &str| {
+        let reply = admin.cmd(&["CONFIG", "SET", "tracking-table-max-keys", n]);
+        assert_eq!(reply, b"+OK\r\n");
+    };
+    set(&mut admin, "1");
+    let mut c = server.raw();
+    c.cmd(&["HELLO", "3"]);
+    assert_eq!(c.cmd(&["CLIENT", "TRACKING", "ON"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["GET", "t1"]), b"_\r\n");
+    assert_eq!(c.cmd(&["GET", "t2"]), b"_\r\n");
+    c.send(&encode(&["PING"]));
+    let push = c.read_reply();
+    let one_of = [b"t1", b"t2"].map(|k| {
+        let mut p = b">2\r\n$10\r\ninvalidate\r\n*1\r\n$2\r\n".to_vec();
+        p.extend_from_slice(k);
+        p.extend_from_slice(b"\r\n");
+        p
+    });
+    assert!(one_of.contains(&push), "{}", show(&push));
+    assert_eq!(c.read_reply(), b"+PONG\r\n");
+    let info = String::from_utf8_lossy(&admin.cmd(&["INFO", "stats"])).into_owned();
+    assert!(info.contains("tracking_total_keys:1\r\n"), "{info}");
+    assert!(info.contains("tracking_total_items:1\r\n"), "{info}");
+    set(&mut admin, "1000000");
+}
+
+#[test]
+fn tracking_matches_redis_on_two_shards() {
+    let Some(servers) = DiffServers::forward("differential_tracking", 2) else {
+        return;
+    };
+    all_sessions(&servers.reference, &servers.target, "2 shards");
+}
+
+/// A tracking client that never reads is closed by `client-output-buffer-limit`
+/// once its invalidations pass the limit, as any client's output is (Redis
+/// does the same).
+fn output_limit(server: &Server) {
+    let mut admin = server.raw();
+    let limit = [
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "normal 1mb 0 0",
+    ];
+    assert_eq!(admin.cmd(&limit), b"+OK\r\n");
+    let mut c = server.raw();
+    c.cmd(&["HELLO", "3"]);
+    assert_eq!(c.cmd(&["CLIENT", "TRACKING", "ON"]), b"+OK\r\n");
+    let id = client_id(&mut c);
+    // Past the socket buffers too: 4,000 invalidations of 4 kB keys.
+    let pad = "k".repeat(4000);
+    let keys: Vec<String> = (0..4000).map(|i| format!("{i:04}{pad}")).collect();
+    let mut mget = vec!["MGET".to_string()];
+    mget.extend(keys.iter().cloned());
+    c.cmd(&mget);
+    // c reads nothing more.
+    let sets: Vec<u8> = keys
+        .iter()
+        .flat_map(|key| encode(&["SET", key.as_str(), "v"]))
+        .collect();
+    admin.send(&sets);
+    for _ in &keys {
+        assert_eq!(admin.read_reply(), b"+OK\r\n");
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let list = admin.cmd(&["CLIENT", "LIST", "ID", id.as_str()]);
+        if list.starts_with(b"$0\r\n") || list.starts_with(b"=4\r\ntxt:") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still connected: {}",
+            show(&list)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let reset = [
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "normal 0 0 0",
+    ];
+    assert_eq!(admin.cmd(&reset), b"+OK\r\n");
+}
+
+#[test]
+fn a_tracking_client_that_does_not_read_is_bounded() {
+    let Some(servers) = DiffServers::forward("differential_tracking", 2) else {
+        return;
+    };
+    output_limit(&servers.reference);
+    output_limit(&servers.target);
+}
