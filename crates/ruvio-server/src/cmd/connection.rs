@@ -150,6 +150,7 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
             return Err(CmdError::BadClientName);
         }
         ctx.client.name = name.to_vec();
+        ctx.core.shared.observatory.client_named(ctx.client.id, name);
     }
     if let Some(p) = proto {
         ctx.client.proto = p;

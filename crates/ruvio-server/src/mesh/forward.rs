@@ -54,6 +54,9 @@ pub struct Tag {
     pub client_id: u64,
     /// False for a command of EXEC's queue: it answers at once instead of blocking.
     pub may_block: bool,
+    /// The command travels whole (not a part of a split or gathered one): its
+    /// owner times it and logs it (see `observability`).
+    pub whole: bool,
 }
 
 /// Commands for one shard, from one shard.

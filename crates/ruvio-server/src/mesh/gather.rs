@@ -127,6 +127,7 @@ pub fn start(
                     no_touch: client.no_touch,
                     client_id: client.id,
                     may_block: false,
+                    whole: false,
                 };
                 core.outbox.clients(to, core.id, tag, query.clone());
             }

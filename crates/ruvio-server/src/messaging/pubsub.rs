@@ -394,6 +394,7 @@ pub fn start_publish(
             no_touch: client.no_touch,
             client_id: client.id,
             may_block: false,
+            whole: false,
         };
         core.outbox
             .message(to, Some(tag), p.kind, &p.channel, &p.message);

@@ -20,7 +20,8 @@ use crate::shard::exec::{self, run_engine, Caller};
 use crate::shard::ShardCore;
 use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{
-    ALLOW_BUSY, ALL_SHARDS, BLOCKING, DENYOOM, LOADING, NO_AUTH, SPLITTABLE, WRITE,
+    ALLOW_BUSY, ALL_SHARDS, BLOCKING, DENYOOM, FAST, LOADING, NO_AUTH, SKIP_SLOWLOG, SPLITTABLE,
+    WRITE,
 };
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
@@ -392,18 +393,31 @@ pub(crate) fn run_command(
     let (stat, result) = match cmd.resolve(args) {
         Ok(sub) => {
             client.last_cmd = sub.meta.name;
-            let sampled = (core.stats.per_command[sub.stat].calls + 1)
-                .is_multiple_of(TIMING_SAMPLE_EVERY)
-                .then(Instant::now);
+            // Every command is timed when observability wants it (INFO
+            // commandstats then counts exact times), else one in 64 for
+            // commandstats alone.
+            let timed = core.timing.start();
+            let sampled = (timed.is_none()
+                && (core.stats.per_command[sub.stat].calls + 1)
+                    .is_multiple_of(TIMING_SAMPLE_EVERY))
+            .then(Instant::now);
+            let reply_start = replies.sink().len();
             let result = match sub.meta.name {
                 // They need the reply queue: run here rather than as server handlers.
                 "exec" => crate::transactions::multi::exec(core, conns, client, replies, who),
                 "watch" => crate::transactions::multi::watch_keys(core, client, replies, who, args),
                 _ => run_routed(core, conns, client, replies, who, sub, args),
             };
+            let ns = timed.map(|t| core.timing.elapsed_ns(t));
             let stat = &mut core.stats.per_command[sub.stat];
-            if let Some(started) = sampled {
+            if let Some(ns) = ns {
+                stat.usec += ns / 1000;
+            } else if let Some(started) = sampled {
                 stat.usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
+            }
+            if core.timing.active() && !core.timing.take_handed_off() {
+                let reply_bytes = replies.sink().len().saturating_sub(reply_start);
+                observe(core, client, sub, args, ns, reply_bytes);
             }
             (sub.stat, result)
         }
@@ -417,6 +431,32 @@ pub(crate) fn run_command(
         core.stats.count_error(&e);
         e.write(&mut Reply::new(replies.sink(), client.proto));
     }
+}
+
+/// Record command `cmd` that ran here for `ns` (see [`crate::observability`]).
+#[inline(never)]
+fn observe(
+    core: &mut ShardCore,
+    client: &ClientState,
+    cmd: &Command,
+    args: Args<'_>,
+    ns: Option<u64>,
+    reply_bytes: usize,
+) {
+    let ran = crate::observability::Ran {
+        shard: core.id,
+        stat: cmd.stat,
+        fast: cmd.meta.has(FAST),
+        loggable: !cmd.meta.has(SKIP_SLOWLOG),
+        args,
+        reply_bytes,
+        client: crate::observability::Who::Here(crate::observability::commandlog::Client {
+            peer: &client.peer,
+            name: &client.name,
+        }),
+        now_ms: core.now_ms,
+    };
+    core.timing.finish(&core.shared.observatory, ns, ran);
 }
 
 /// Run resolved command `cmd` where its keys are: here, on another shard (a held
@@ -449,8 +489,13 @@ fn run_routed(
         Route::CrossSlot => Err(CmdError::CrossSlot),
         Route::Remote(shard) => {
             let seq = replies.hold(Merge::Single, 1);
-            core.outbox
-                .request(shard, core.id, tag(client, who, seq, 0), args.iter());
+            // The owner times and logs it (see `observability`).
+            core.timing.hand_off();
+            let tag = Tag {
+                whole: true,
+                ..tag(client, who, seq, 0)
+            };
+            core.outbox.request(shard, core.id, tag, args.iter());
             if cmd.meta.has(BLOCKING) {
                 // It may park on the owner: run nothing else until it answers.
                 client.blocked = Some(BlockedOn {
@@ -562,6 +607,7 @@ pub(crate) fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) ->
         no_touch: client.no_touch,
         client_id: client.id,
         may_block: !client.in_exec,
+        whole: false,
     }
 }
 

@@ -379,6 +379,10 @@ impl Shard {
             Conn::new(gen, client_id, fd, sock, now, authenticated)
         });
         self.core.stats.connections_received += 1;
+        if let Some(conn) = self.conns.get(index, conn_gen) {
+            let observatory = &self.core.shared.observatory;
+            observatory.client_connected(client_id, &conn.client.peer);
+        }
         self.register_fixed_file(index, conn_gen, fd);
         self.arm_recv(index, conn_gen);
         Some((index, conn_gen))
@@ -717,8 +721,10 @@ impl Shard {
             }
             // SAFETY: no operation references the descriptor any more.
             unsafe { libc::close(fd) };
+            let client_id = conn.client.id;
             self.conns.remove(index);
             self.core.shared.client_gone();
+            self.core.shared.observatory.client_gone(client_id);
         }
     }
 

@@ -45,6 +45,9 @@ pub struct Shared {
     pub script_lock: crate::mesh::script_lock::ScriptLock,
     /// Per shard: keys are expired in the background (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire: Vec<AtomicBool>,
+    /// The command logs, the latency monitor, published histograms, the client
+    /// directory (see `observability`).
+    pub observatory: crate::observability::Observatory,
 }
 
 impl Shared {
@@ -70,6 +73,7 @@ impl Shared {
             loading: crate::persistence::loading::LoadingState::new(shards),
             script_lock: Default::default(),
             active_expire: (0..shards).map(|_| AtomicBool::new(true)).collect(),
+            observatory: crate::observability::Observatory::new(shards),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,

@@ -70,6 +70,8 @@ pub struct ShardCore {
     pub loading: crate::persistence::loading::ShardLoading,
     /// The last command's recorded effects, whose buffers the next one reuses.
     pub spare_record: Option<Box<ruvio_engine::command::Recorded>>,
+    /// Command timing and sizes: histograms, what the command logs need.
+    pub timing: crate::observability::Timing,
 }
 
 impl ShardCore {
@@ -137,6 +139,7 @@ impl ShardCore {
             background_save: Default::default(),
             loading,
             spare_record: None,
+            timing: crate::observability::Timing::new(crate::cmd::registry::registry().stat_slots),
         };
         crate::cmd::config::apply_params_at_start(&mut core);
         if !in_background {
