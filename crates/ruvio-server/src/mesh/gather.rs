@@ -43,6 +43,8 @@ pub enum Gather {
 pub enum Then {
     /// INFO with these section names, rendered from the fresh counters.
     Info { sections: Vec<String> },
+    /// LATENCY HISTOGRAM of these commands, from the fresh histograms.
+    LatencyHistogram(Vec<Vec<u8>>),
     /// This reply (a broadcast change's `+OK`).
     Reply(Vec<u8>),
     /// DEBUG EXPORT-RDB: every shard wrote its part of this file; assemble it.
@@ -142,6 +144,10 @@ pub fn start(
 /// Another shard's INFO wants this shard's counters now.
 pub fn publish(core: &mut ShardCore, conns: &Slab<Conn>, from: usize, ticket: u64) {
     crate::shard::publish_gauges(core, conns.len());
+    // Per-command histograms too (INFO latencystats, LATENCY HISTOGRAM): copied
+    // only when asked, they are too large for every tick.
+    let histograms = core.timing.histograms();
+    core.shared.observatory.publish_histograms(core.id, histograms);
     core.outbox.published(from, ticket);
 }
 
@@ -179,6 +185,9 @@ fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
             let mut out = Vec::new();
             Reply::new(&mut out, p.proto).verbatim("txt", text.as_bytes());
             out
+        }
+        Then::LatencyHistogram(commands) => {
+            crate::cmd::latency::histogram_reply(core, p.proto, &commands)
         }
         Then::Reply(bytes) => bytes,
         Then::ExportRdb(path) => {
