@@ -443,7 +443,10 @@ const LIVE: &[Live] = &[
     }),
     applied("latency-tracking-info-percentiles", |c, v| {
         // Checked already (`params::percentiles`): numbers between 0 and 100.
-        let list = v.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        let list = v
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
         c.timing.change(|s| s.percentiles = list);
         Ok(())
     }),

@@ -150,7 +150,10 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
             return Err(CmdError::BadClientName);
         }
         ctx.client.name = name.to_vec();
-        ctx.core.shared.observatory.client_named(ctx.client.id, name);
+        ctx.core
+            .shared
+            .observatory
+            .client_named(ctx.client.id, name);
     }
     if let Some(p) = proto {
         ctx.client.proto = p;

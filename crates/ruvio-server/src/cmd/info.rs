@@ -102,7 +102,9 @@ pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String 
         .any(|w| matches!(w.as_str(), "latencystats" | "all" | "everything"))
     {
         let histograms = core.timing.histograms();
-        core.shared.observatory.publish_histograms(core.id, histograms);
+        core.shared
+            .observatory
+            .publish_histograms(core.id, histograms);
     }
     let live = Live {
         stats: &core.stats,

@@ -8,12 +8,11 @@
 //! their merge, so it counts every command answered before it.
 
 use super::{Ctx, ServerCommand, ServerResult};
-use crate::config::{Config, PortMode};
 use crate::cmd::registry::Command;
+use crate::config::{Config, PortMode};
 use crate::mesh::gather::{Gather, Then};
 use crate::observability::histograms::{cumulative_buckets, percentile_usec, CommandHistograms};
-use crate::observability::Observatory;
-use crate::shard::ShardCore;
+use crate::observability::{Observatory, Timing};
 use ruvio_engine::command::{command, flags::*, CommandTree};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
@@ -127,23 +126,41 @@ fn histogram(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Server
         ctx.gather = Some(Gather::AfterAll(Then::LatencyHistogram(commands)));
         return Ok(());
     }
-    write_histograms(ctx.core, &commands, reply);
+    let core = &*ctx.core;
+    let shards = super::slowlog::visible_shards(&core.cfg, core.id);
+    let observatory = &core.shared.observatory;
+    write_histograms(
+        (&core.timing, observatory, core.id, shards),
+        &commands,
+        reply,
+    );
     Ok(())
 }
+
+/// The histograms a reply reads: this shard's (`Timing`, shard id) and those the
+/// shards in the range published.
+pub type HistogramSource<'a> = (&'a Timing, &'a Observatory, usize, Range<usize>);
 
 /// LATENCY HISTOGRAM's reply, once every shard published: a map of command name
 /// to `calls` and `histogram_usec` (Redis's `latencySpecificCommandsFillCDF`:
 /// a named container brings its subcommands, an unknown name nothing).
-pub fn histogram_reply(core: &ShardCore, proto: Protocol, commands: &[Vec<u8>]) -> Vec<u8> {
+pub fn histogram_reply(
+    source: HistogramSource<'_>,
+    proto: Protocol,
+    commands: &[Vec<u8>],
+) -> Vec<u8> {
     let mut out = Vec::new();
-    write_histograms(core, commands, &mut Reply::new(&mut out, proto));
+    write_histograms(source, commands, &mut Reply::new(&mut out, proto));
     out
 }
 
-fn write_histograms(core: &ShardCore, commands: &[Vec<u8>], reply: &mut Reply<'_>) {
-    let observatory = &core.shared.observatory;
-    observatory.publish_histograms(core.id, core.timing.histograms());
-    let merged = observatory.merged_histograms(super::slowlog::visible_shards(core));
+fn write_histograms(
+    (timing, observatory, id, shards): HistogramSource<'_>,
+    commands: &[Vec<u8>],
+    reply: &mut Reply<'_>,
+) {
+    observatory.publish_histograms(id, timing.histograms());
+    let merged = observatory.merged_histograms(shards);
     let registry = crate::cmd::registry::registry();
     let mut rows: Vec<(&str, usize)> = Vec::new();
     let called = |cmd: &'static Command| merged.get(cmd.stat).map(|_| (cmd.meta.name, cmd.stat));
@@ -243,7 +260,12 @@ fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
 /// INFO's `latencystats` lines of shards `shards` (their published histograms):
 /// `latency_percentiles_usec_<command>:p50=1.003,p99=...` for every command
 /// called, when `latency-tracking` is on.
-pub fn info_section(cfg: &Config, observatory: &Observatory, shards: Range<usize>, out: &mut String) {
+pub fn info_section(
+    cfg: &Config,
+    observatory: &Observatory,
+    shards: Range<usize>,
+    out: &mut String,
+) {
     if cfg.param("latency-tracking") != "yes" {
         return;
     }

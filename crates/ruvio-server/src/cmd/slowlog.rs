@@ -9,9 +9,8 @@
 //! node of its own and reads only its log, as a Redis Cluster node does.
 
 use super::{parse_i64, Ctx, ServerCommand, ServerResult};
-use crate::config::PortMode;
+use crate::config::{Config, PortMode};
 use crate::observability::commandlog::{Entry, LogKind};
-use crate::shard::ShardCore;
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
@@ -60,12 +59,12 @@ const COMMANDLOG_SUBCOMMANDS: &[ServerCommand] = &[
 /// SLOWLOG GET's count without one.
 const SLOWLOG_GET_DEFAULT: usize = 10;
 
-/// The shards whose logs this shard's client sees: all of them in forward mode,
-/// its own in per-shard mode (a node of a cluster).
-pub(crate) fn visible_shards(core: &ShardCore) -> Range<usize> {
-    match core.cfg.port_mode {
-        PortMode::Forward => 0..core.topo.nodes.len(),
-        PortMode::PerShard => core.id..core.id + 1,
+/// The shards whose logs a client of shard `id` sees: all of them in forward
+/// mode, its own in per-shard mode (a node of a cluster).
+pub(crate) fn visible_shards(cfg: &Config, id: usize) -> Range<usize> {
+    match cfg.port_mode {
+        PortMode::Forward => 0..cfg.shards,
+        PortMode::PerShard => id..id + 1,
     }
 }
 
@@ -90,7 +89,7 @@ fn write_entries(ctx: &Ctx<'_>, kind: LogKind, count: usize, reply: &mut Reply<'
     let entries = core
         .shared
         .observatory
-        .newest(visible_shards(core), kind, count);
+        .newest(visible_shards(&core.cfg, core.id), kind, count);
     reply.array(entries.len());
     for Entry {
         id,
@@ -116,7 +115,10 @@ fn write_entries(ctx: &Ctx<'_>, kind: LogKind, count: usize, reply: &mut Reply<'
 
 fn write_len(ctx: &Ctx<'_>, kind: LogKind, reply: &mut Reply<'_>) {
     let core = &*ctx.core;
-    let len = core.shared.observatory.len(visible_shards(core), kind);
+    let len = core
+        .shared
+        .observatory
+        .len(visible_shards(&core.cfg, core.id), kind);
     reply.int(len.min(core.timing.settings().len_max(kind)) as i64);
 }
 
@@ -141,7 +143,7 @@ fn slowlog_len(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
 
 /// `SLOWLOG RESET`
 fn slowlog_reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let shards = visible_shards(ctx.core);
+    let shards = visible_shards(&ctx.core.cfg, ctx.core.id);
     ctx.core.shared.observatory.reset(shards, LogKind::Slow);
     reply.ok();
     Ok(())
@@ -185,7 +187,7 @@ fn commandlog_len(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
 /// `COMMANDLOG RESET slow|large-request|large-reply`
 fn commandlog_reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let kind = kind_of(args.get(2))?;
-    let shards = visible_shards(ctx.core);
+    let shards = visible_shards(&ctx.core.cfg, ctx.core.id);
     ctx.core.shared.observatory.reset(shards, kind);
     reply.ok();
     Ok(())

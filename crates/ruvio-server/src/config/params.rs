@@ -387,7 +387,10 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("min-slaves-to-write", "min-replicas-to-write"),
     ("min-slaves-max-lag", "min-replicas-max-lag"),
     ("lua-time-limit", "busy-reply-threshold"),
-    ("commandlog-execution-slower-than", "slowlog-log-slower-than"),
+    (
+        "commandlog-execution-slower-than",
+        "slowlog-log-slower-than",
+    ),
     ("commandlog-slow-execution-max-len", "slowlog-max-len"),
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     ("hash-max-ziplist-value", "hash-max-listpack-value"),

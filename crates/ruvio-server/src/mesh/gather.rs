@@ -147,7 +147,9 @@ pub fn publish(core: &mut ShardCore, conns: &Slab<Conn>, from: usize, ticket: u6
     // Per-command histograms too (INFO latencystats, LATENCY HISTOGRAM): copied
     // only when asked, they are too large for every tick.
     let histograms = core.timing.histograms();
-    core.shared.observatory.publish_histograms(core.id, histograms);
+    core.shared
+        .observatory
+        .publish_histograms(core.id, histograms);
     core.outbox.published(from, ticket);
 }
 
@@ -187,7 +189,9 @@ fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
             out
         }
         Then::LatencyHistogram(commands) => {
-            crate::cmd::latency::histogram_reply(core, p.proto, &commands)
+            let shards = crate::cmd::slowlog::visible_shards(&core.cfg, core.id);
+            let source = (&core.timing, &core.shared.observatory, core.id, shards);
+            crate::cmd::latency::histogram_reply(source, p.proto, &commands)
         }
         Then::Reply(bytes) => bytes,
         Then::ExportRdb(path) => {

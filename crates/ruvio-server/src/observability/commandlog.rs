@@ -164,12 +164,16 @@ impl ShardLogs {
 
 /// Up to `count` entries of several shards' logs, newest first: the merge by id
 /// of each log's newest `count`.
-pub fn newest<'a>(logs: impl Iterator<Item = &'a ShardLogs>, kind: LogKind, count: usize) -> Vec<Entry> {
+pub fn newest<'a>(
+    logs: impl Iterator<Item = &'a ShardLogs>,
+    kind: LogKind,
+    count: usize,
+) -> Vec<Entry> {
     let mut all: Vec<Entry> = Vec::new();
     for log in logs {
         all.extend(log.entries(kind).take(count).cloned());
     }
-    all.sort_unstable_by(|a, b| b.id.cmp(&a.id));
+    all.sort_unstable_by_key(|e| std::cmp::Reverse(e.id));
     all.truncate(count);
     all
 }
@@ -211,9 +215,15 @@ mod tests {
     #[test]
     fn auth_is_redacted() {
         let r = REDACTED.to_vec();
-        assert_eq!(kept(&[b"AUTH", b"user", b"pw"])[1..], [r.clone(), r.clone()]);
+        assert_eq!(
+            kept(&[b"AUTH", b"user", b"pw"])[1..],
+            [r.clone(), r.clone()]
+        );
         let hello = kept(&[b"HELLO", b"3", b"AUTH", b"u", b"p", b"SETNAME", b"n"]);
-        assert_eq!(hello[3..], [r.clone(), r.clone(), b"SETNAME".to_vec(), b"n".to_vec()]);
+        assert_eq!(
+            hello[3..],
+            [r.clone(), r.clone(), b"SETNAME".to_vec(), b"n".to_vec()]
+        );
         let config = kept(&[b"CONFIG", b"SET", b"maxmemory", b"1", b"requirepass", b"pw"]);
         assert_eq!(config[3..], [b"1".to_vec(), b"requirepass".to_vec(), r]);
     }

@@ -112,7 +112,9 @@ mod tests {
         let buckets = cumulative_buckets(h.get(1).unwrap());
         assert_eq!(buckets.first(), Some(&(1, 2)));
         assert_eq!(buckets.last().map(|b| b.1), Some(6));
-        assert!(buckets.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
+        assert!(buckets
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
         let mut merged = CommandHistograms::default();
         merged.merge(&h);
         merged.merge(&h);

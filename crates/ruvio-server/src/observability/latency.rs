@@ -126,8 +126,7 @@ impl Monitor {
             return std::mem::take(&mut self.events).len();
         }
         let before = self.events.len();
-        self.events
-            .retain(|(e, _)| !events.iter().any(|&name| e.as_bytes() == name));
+        self.events.retain(|(e, _)| !events.contains(&e.as_bytes()));
         before - self.events.len()
     }
 
@@ -164,7 +163,7 @@ impl Monitor {
             return "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this \
                     Redis instance. You may use \"CONFIG SET latency-monitor-threshold \
                     <milliseconds>.\" in order to enable it. If we weren't in a deep space \
-                    mission I'd suggest to take a look at https://redis.io/topics/latency-monitor."
+                    mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n"
                 .to_string();
         }
         if self.events.is_empty() {
@@ -216,9 +215,9 @@ fn age_label(elapsed_s: u64) -> String {
 fn sparkline(out: &mut String, samples: &[(u64, String)], low: u64, high: u64) {
     const FILL: [char; 3] = ['_', 'o', '#'];
     let steps = (FILL.len() * GRAPH_ROWS) as f64;
-    let range = match (high - low) as f64 {
-        r if r == 0.0 => 1.0,
-        r => r,
+    let range = match high - low {
+        0 => 1.0,
+        r => r as f64,
     };
     for row in 0..GRAPH_ROWS {
         let line: String = samples

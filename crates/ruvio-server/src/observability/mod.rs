@@ -48,6 +48,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A connected client's address (`addr:port`) and name.
+type Known = (Box<str>, Box<[u8]>);
+
 /// What every shard reads and writes of observability (see the module docs).
 #[derive(Debug)]
 pub struct Observatory {
@@ -56,7 +59,7 @@ pub struct Observatory {
     monitor: Mutex<Monitor>,
     published: Vec<Mutex<CommandHistograms>>,
     /// Address and name of every connected client, by id.
-    clients: Mutex<AHashMap<u64, (Box<str>, Box<[u8]>)>>,
+    clients: Mutex<AHashMap<u64, Known>>,
 }
 
 impl Observatory {

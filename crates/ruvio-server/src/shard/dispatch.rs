@@ -20,8 +20,7 @@ use crate::shard::exec::{self, run_engine, Caller};
 use crate::shard::ShardCore;
 use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{
-    ALLOW_BUSY, ALL_SHARDS, BLOCKING, DENYOOM, FAST, LOADING, NO_AUTH, SKIP_SLOWLOG, SPLITTABLE,
-    WRITE,
+    ALLOW_BUSY, ALL_SHARDS, BLOCKING, DENYOOM, LOADING, NO_AUTH, SPLITTABLE, WRITE,
 };
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
@@ -417,7 +416,12 @@ pub(crate) fn run_command(
             }
             if core.timing.active() && !core.timing.take_handed_off() {
                 let reply_bytes = replies.sink().len().saturating_sub(reply_start);
-                observe(core, client, sub, args, ns, reply_bytes);
+                let who =
+                    crate::observability::Who::Here(crate::observability::commandlog::Client {
+                        peer: &client.peer,
+                        name: &client.name,
+                    });
+                exec::observe(core, sub, who, args, (ns, reply_bytes));
             }
             (sub.stat, result)
         }
@@ -431,32 +435,6 @@ pub(crate) fn run_command(
         core.stats.count_error(&e);
         e.write(&mut Reply::new(replies.sink(), client.proto));
     }
-}
-
-/// Record command `cmd` that ran here for `ns` (see [`crate::observability`]).
-#[inline(never)]
-fn observe(
-    core: &mut ShardCore,
-    client: &ClientState,
-    cmd: &Command,
-    args: Args<'_>,
-    ns: Option<u64>,
-    reply_bytes: usize,
-) {
-    let ran = crate::observability::Ran {
-        shard: core.id,
-        stat: cmd.stat,
-        fast: cmd.meta.has(FAST),
-        loggable: !cmd.meta.has(SKIP_SLOWLOG),
-        args,
-        reply_bytes,
-        client: crate::observability::Who::Here(crate::observability::commandlog::Client {
-            peer: &client.peer,
-            name: &client.name,
-        }),
-        now_ms: core.now_ms,
-    };
-    core.timing.finish(&core.shared.observatory, ns, ran);
 }
 
 /// Run resolved command `cmd` where its keys are: here, on another shard (a held
@@ -517,6 +495,8 @@ fn run_routed(
             Ok(())
         }
         Route::Lend(groups) => {
+            // It runs once the keys are here, timed then (`mesh::lending`).
+            core.timing.hand_off();
             borrow_and_run(core, conns, client, replies, who, cmd, args, groups);
             Ok(())
         }

@@ -11,7 +11,7 @@ use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::blocking::{Blocked, Waiter};
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::WRITE;
+use ruvio_engine::command::flags::{FAST, SKIP_SLOWLOG, WRITE};
 use ruvio_engine::command::{Block, Effects, ExecCtx, KeyPositions, Outcome};
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
@@ -218,6 +218,31 @@ pub fn run_engine(
         return finish_ran(core, &mut ctx, block, modified, Ran::default());
     }
     finish_ran(core, &mut ctx, block, modified, ended)
+}
+
+/// Record command `cmd` of client `who` that ran here for `ns` (when timed) and
+/// answered `reply_bytes` (see [`crate::observability`]): where the client is
+/// (`shard::dispatch`), on the owner of a command forwarded whole
+/// (`shard::messages`), or once borrowed keys arrived (`mesh::lending`).
+#[inline(never)]
+pub fn observe(
+    core: &mut ShardCore,
+    cmd: &Command,
+    who: crate::observability::Who<'_>,
+    args: Args<'_>,
+    (ns, reply_bytes): (Option<u64>, usize),
+) {
+    let ran = crate::observability::Ran {
+        shard: core.id,
+        stat: cmd.stat,
+        fast: cmd.meta.has(FAST),
+        loggable: !cmd.meta.has(SKIP_SLOWLOG),
+        args,
+        reply_bytes,
+        client: who,
+        now_ms: core.now_ms,
+    };
+    core.timing.finish(&core.shared.observatory, ns, ran);
 }
 
 /// SWAPDB `a` `b` ran: the keys out on loan are renamed

@@ -6,7 +6,7 @@
 //! rings) because handling a message is the shard's work: it runs commands on the
 //! keyspace and writes into connections, the mesh only carries the bytes.
 
-use crate::cmd::registry::{registry, Command};
+use crate::cmd::registry::registry;
 use crate::mesh::forward::{Control, RequestBatch, ShardMsg, Tag};
 use crate::mesh::gather;
 use crate::mesh::lending;
@@ -16,7 +16,6 @@ use crate::net::slab::Slab;
 use crate::shard::blocking::Waiter;
 use crate::shard::exec::{self, run_engine, Caller};
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::{FAST, SKIP_SLOWLOG};
 use ruvio_engine::command::CommandTree;
 use ruvio_resp::{Protocol, Reply};
 
@@ -177,30 +176,6 @@ pub(crate) fn caller_of(tag: &Tag) -> Caller {
     }
 }
 
-/// Record forwarded command `cmd` of client `tag.client_id`, which ran here for
-/// `ns` and answered `reply_bytes` (see [`crate::observability`]).
-#[inline(never)]
-fn observe_forwarded(
-    core: &mut ShardCore,
-    cmd: &Command,
-    tag: &Tag,
-    args: ruvio_resp::Args<'_>,
-    ns: Option<u64>,
-    reply_bytes: usize,
-) {
-    let ran = crate::observability::Ran {
-        shard: core.id,
-        stat: cmd.stat,
-        fast: cmd.meta.has(FAST),
-        loggable: !cmd.meta.has(SKIP_SLOWLOG),
-        args,
-        reply_bytes,
-        client: crate::observability::Who::Id(tag.client_id),
-        now_ms: core.now_ms,
-    };
-    core.timing.finish(&core.shared.observatory, ns, ran);
-}
-
 /// Execute forwarded commands against this shard's keyspace and queue the replies;
 /// a command with nothing to serve yet is parked until a write or its deadline.
 pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
@@ -238,7 +213,8 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
         };
         if tag.whole && core.timing.active() {
             let ns = timed.map(|t| core.timing.elapsed_ns(t));
-            observe_forwarded(core, cmd, &tag, args, ns, out.len());
+            let who = crate::observability::Who::Id(tag.client_id);
+            exec::observe(core, cmd, who, args, (ns, out.len()));
         }
         match block.block {
             Some(block) => {
