@@ -46,7 +46,7 @@ const SUBCOMMANDS: &[ServerCommand] = &[
         "O(1)", reset),
     command!("latency|histogram", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "7.0.0",
-        "Return the cumulative distribution of latencies of a subset of commands or all commands.",
+        "Return the cumulative distribution of latencies of a subset of commands or all.",
         "O(N) where N is the number of commands with latency information being retrieved.", histogram),
     command!("latency|help", 2, LOADING | STALE, KeySpec::NONE, ["slow"], "server", "2.8.13",
         "Show helpful text about the different subcommands.", "O(1)", help),
