@@ -295,6 +295,13 @@ impl Timing {
         self.timed.then(|| Started(self.clock.raw()))
     }
 
+    /// The clock now, when the latency monitor is on (for events other than
+    /// commands: [`Timing::sample`]).
+    #[inline]
+    pub fn monitor_start(&self) -> Option<Started> {
+        (self.settings.monitor_ms > 0).then(|| Started(self.clock.raw()))
+    }
+
     /// Nanoseconds since `started`.
     #[inline]
     pub fn elapsed_ns(&self, started: Started) -> u64 {
