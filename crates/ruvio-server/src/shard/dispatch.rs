@@ -646,6 +646,8 @@ fn run_local(
                 // It reached undeclared keys of other shards: again, under the
                 // script lock (see `script_lock`).
                 let groups = owner_groups(core, cmd, args);
+                // Its run there is the one timed (`mesh::lending`).
+                core.timing.hand_off();
                 borrow_and_run(core, conns, client, replies, who, cmd, args, groups);
                 return Ok(());
             }
