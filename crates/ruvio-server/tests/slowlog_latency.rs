@@ -539,3 +539,41 @@ fn commandlog_logs_large_requests_and_replies() {
         "COMMANDLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
     );
 }
+
+#[test]
+fn per_shard_mode_nodes_keep_their_own_logs() {
+    let server = Server::ruvio(PortMode::PerShard, 2);
+    let mut nodes: Vec<RawConn> = (0..2)
+        .map(|i| RawConn::connect(server.shard_port(i)))
+        .collect();
+    for node in nodes.iter_mut() {
+        node.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+        node.cmd(&["SLOWLOG", "RESET"]);
+    }
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let key = key_on_shard("node", i, 2);
+        assert_eq!(node.cmd(&["SET", &key, "v"]), b"+OK\r\n");
+    }
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let log = decode(&node.cmd(&["SLOWLOG", "GET", "-1"]));
+        let Value::Array(list) = &log else {
+            panic!("{log:?}")
+        };
+        let shown: Vec<Vec<String>> = list.iter().map(argv).collect();
+        let key = key_on_shard("node", i, 2);
+        assert_eq!(
+            shown,
+            [
+                vec!["SET".to_string(), key, "v".into()],
+                vec!["SLOWLOG".into(), "RESET".into()]
+            ],
+            "node {i}"
+        );
+        node.cmd(&["SLOWLOG", "RESET"]);
+    }
+    // RESET on one node leaves the other's log.
+    nodes[1].cmd(&["PING"]);
+    nodes[0].cmd(&["SLOWLOG", "RESET"]);
+    assert_eq!(nodes[0].cmd(&["SLOWLOG", "LEN"]), b":1\r\n");
+    assert_eq!(nodes[1].cmd(&["SLOWLOG", "LEN"]), b":2\r\n");
+}
