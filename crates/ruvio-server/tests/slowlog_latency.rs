@@ -242,6 +242,34 @@ fn histogram_calls(reply: &[u8]) -> Calls {
     out
 }
 
+/// The types of LATENCY HISTOGRAM's reply, without its numbers: a map (RESP3) or
+/// a flat array (RESP2) at each of its three levels.
+fn histogram_shape(reply: &[u8]) -> Vec<String> {
+    fn kind(v: &Value) -> String {
+        match v {
+            Value::Map(p) => format!("map {}", p.len()),
+            Value::Array(a) => format!("array {}", a.len()),
+            other => format!("{other:?}"),
+        }
+    }
+    let top = decode(reply);
+    let mut shape = vec![kind(&top)];
+    let values: Vec<Value> = match &top {
+        Value::Map(p) => p.iter().map(|(_, v)| v.clone()).collect(),
+        Value::Array(a) => a.iter().skip(1).step_by(2).cloned().collect(),
+        _ => Vec::new(),
+    };
+    for v in &values {
+        let buckets = v.get("histogram_usec").map(|b| match b {
+            Value::Map(_) => "map",
+            Value::Array(_) => "array",
+            _ => "other",
+        });
+        shape.push(format!("{} {buckets:?}", kind(v)));
+    }
+    shape
+}
+
 /// INFO latencystats' command names, each line checked for Redis's format with
 /// the percentile names `names`.
 fn latencystats(reply: &[u8], names: &[&str]) -> BTreeSet<String> {
@@ -267,7 +295,11 @@ fn latencystats(reply: &[u8], names: &[&str]) -> BTreeSet<String> {
         .collect()
 }
 
-fn histogram_session(server: &Server, keys: &[String]) -> (Vec<Calls>, Vec<BTreeSet<String>>) {
+/// What [`histogram_session`] saw: LATENCY HISTOGRAM's calls, INFO latencystats'
+/// commands, LATENCY HISTOGRAM's types in RESP2 and RESP3.
+type Seen = (Vec<Calls>, Vec<BTreeSet<String>>, Vec<Vec<String>>);
+
+fn histogram_session(server: &Server, keys: &[String]) -> Seen {
     let mut c = server.raw();
     c.cmd(&["CONFIG", "RESETSTAT"]);
     // INFO's own line: Ruvio's gathered INFO (2 shards) counts itself before it
@@ -301,7 +333,10 @@ fn histogram_session(server: &Server, keys: &[String]) -> (Vec<Calls>, Vec<BTree
         &c.cmd(&["INFO", "LATENCYSTATS"]),
         &["0", "50", "99.99999", "100"],
     ));
+    let resp2 = c.cmd(&["LATENCY", "HISTOGRAM", "set", "get"]);
     c.cmd(&["HELLO", "3"]);
+    let resp3 = c.cmd(&["LATENCY", "HISTOGRAM", "set", "get"]);
+    let shapes = vec![histogram_shape(&resp2), histogram_shape(&resp3)];
     calls.push(histogram_calls(&c.cmd(&[
         "LATENCY",
         "HISTOGRAM",
@@ -318,7 +353,7 @@ fn histogram_session(server: &Server, keys: &[String]) -> (Vec<Calls>, Vec<BTree
         "latency-tracking-info-percentiles",
         "50 99 99.9",
     ]);
-    (calls, stats)
+    (calls, stats, shapes)
 }
 
 #[test]
@@ -340,6 +375,11 @@ fn latency_histogram_and_latencystats_have_redis_shapes() {
             got.1, expected.1,
             "{shards} shard(s): INFO latencystats commands"
         );
+        assert_eq!(
+            got.2, expected.2,
+            "{shards} shard(s): LATENCY HISTOGRAM's types"
+        );
+        assert_eq!((&*got.2[0][0], &*got.2[1][0]), ("array 4", "map 2"));
         // INFO everything has the section between errorstats and cluster.
         let text = decode(&ruvio.raw().cmd(&["INFO", "everything"])).text();
         let at = |s: &str| text.find(s).unwrap_or_else(|| panic!("{s} missing"));

@@ -21,10 +21,11 @@
 //! keys' owner (the origin then records nothing: [`Timing::hand_off`]).
 //!
 //! The clock: [`quanta::Clock::raw`], the TSC as quanta calibrated it. Measured on
-//! this host (a 2-vCPU VM, clocksource tsc; 20 M reads in a loop, 3 runs): 14 ns
-//! a read, 29 ns for the two reads of a command with the conversion to
-//! nanoseconds, against 30 ns a read and 66 ns a pair for `std::time::Instant`
-//! (clock_gettime through the vDSO). At about 1.5 µs of server CPU per GET,
+//! this host (a 2-vCPU VM, clocksource tsc; 20 M reads in a loop, 3 runs of
+//! `examples/clock_cost.rs`, the noisiest run left out): 13-15 ns a read, 27-40 ns
+//! for the two reads of a command with the conversion to nanoseconds, against
+//! 29-33 ns a read and 70-95 ns a pair for `std::time::Instant` (clock_gettime
+//! through the vDSO). At about 1.5 µs of server CPU per GET,
 //! Instant's pair alone would be most of the 2 % that tracking may cost.
 //! With tracking, SLOWLOG, the latency monitor and the size logs all off the
 //! request path pays one predictable branch ([`Timing::active`]).
