@@ -360,9 +360,19 @@ impl Timing {
     }
 
     /// Sample `event` (an event other than a command's: `expire-cycle` ...) that
-    /// took `ns`, if it reached the latency monitor's threshold.
-    pub fn sample(&self, observatory: &Observatory, event: &str, ns: u64, now_ms: u64) {
-        let ms = ns / 1_000_000;
+    /// began at `started` ([`Timing::monitor_start`]), if it reached the latency
+    /// monitor's threshold.
+    pub fn sample(
+        &self,
+        observatory: &Observatory,
+        event: &str,
+        started: Option<Started>,
+        now_ms: u64,
+    ) {
+        let Some(started) = started else {
+            return;
+        };
+        let ms = self.elapsed_ns(started) / 1_000_000;
         if self.settings.monitor_ms > 0 && ms >= self.settings.monitor_ms {
             observatory.monitor().add(event, now_ms / 1000, ms);
         }

@@ -201,7 +201,18 @@ impl Shard {
             self.resume_unblocked();
             self.resume_backed_up();
             crate::mesh::lending::end_batch_if_done(&mut self.core, &mut self.conns);
-            self.enforce_maxmemory();
+            // The latency monitor's `eviction-cycle`.
+            let timed = (self.core.cfg.maxmemory != 0)
+                .then(|| self.core.timing.monitor_start())
+                .flatten();
+            crate::memory::limit::enforce(&mut self.core);
+            let (timing, now_ms) = (&self.core.timing, self.core.now_ms);
+            timing.sample(
+                &self.core.shared.observatory,
+                "eviction-cycle",
+                timed,
+                now_ms,
+            );
             crate::messaging::notify::deliver_pending(&mut self.core, &mut self.conns);
             self.ship_outbox();
             self.run_deferred();
@@ -907,25 +918,6 @@ impl Shard {
         self.ship_outbox();
     }
 
-    /// Evict while over `maxmemory` (the latency monitor's `eviction-cycle`).
-    fn enforce_maxmemory(&mut self) {
-        let timed = match self.core.cfg.maxmemory {
-            0 => None,
-            _ => self.core.timing.monitor_start(),
-        };
-        crate::memory::limit::enforce(&mut self.core);
-        self.sample_latency(timed, "eviction-cycle");
-    }
-
-    /// Give the latency monitor `event`'s sample, when it was timed.
-    fn sample_latency(&self, timed: Option<crate::observability::Started>, event: &str) {
-        if let Some(started) = timed {
-            let (timing, observatory) = (&self.core.timing, &self.core.shared.observatory);
-            let ns = timing.elapsed_ns(started);
-            timing.sample(observatory, event, ns, self.core.now_ms);
-        }
-    }
-
     /// Background work: publish gauges, expire keys in a small slice.
     fn tick(&mut self) {
         self.next_tick_ms = self.core.now_ms + TICK.as_millis() as u64;
@@ -939,7 +931,8 @@ impl Shard {
             self.core
                 .engine
                 .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
-            self.sample_latency(timed, "expire-cycle");
+            let (timing, now_ms) = (&self.core.timing, self.core.now_ms);
+            timing.sample(&self.core.shared.observatory, "expire-cycle", timed, now_ms);
         }
         crate::messaging::notify::queue_expired(&mut self.core);
         let stats = &mut self.core.stats;
