@@ -353,6 +353,14 @@ fn histogram_session(server: &Server, keys: &[String]) -> Seen {
         "latency-tracking-info-percentiles",
         "50 99 99.9",
     ]);
+    // CONFIG RESETSTAT forgets the histograms, on every shard.
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    calls.push(histogram_calls(&c.cmd(&[
+        "LATENCY",
+        "HISTOGRAM",
+        "set",
+        "get",
+    ])));
     (calls, stats, shapes)
 }
 

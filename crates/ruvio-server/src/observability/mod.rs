@@ -111,20 +111,25 @@ impl Observatory {
         }
     }
 
+    /// The logs of shards `shards` (those that exist).
+    fn shard_logs(&self, shards: Range<usize>) -> &[Mutex<ShardLogs>] {
+        self.logs.get(shards).unwrap_or_default()
+    }
+
     /// The newest `count` entries of log `kind` of shards `shards` together.
     pub fn newest(&self, shards: Range<usize>, kind: LogKind, count: usize) -> Vec<Entry> {
-        let guards: Vec<_> = self.logs[shards].iter().map(lock).collect();
+        let guards: Vec<_> = self.shard_logs(shards).iter().map(lock).collect();
         commandlog::newest(guards.iter().map(|g| &**g), kind, count)
     }
 
     /// Entries of log `kind` of shards `shards` together.
     pub fn len(&self, shards: Range<usize>, kind: LogKind) -> usize {
-        self.logs[shards].iter().map(|l| lock(l).len(kind)).sum()
+        self.shard_logs(shards).iter().map(|l| lock(l).len(kind)).sum()
     }
 
     /// Empty log `kind` of shards `shards`.
     pub fn reset(&self, shards: Range<usize>, kind: LogKind) {
-        self.logs[shards].iter().for_each(|l| lock(l).reset(kind));
+        self.shard_logs(shards).iter().for_each(|l| lock(l).reset(kind));
     }
 
     /// The latency monitor.
@@ -142,7 +147,7 @@ impl Observatory {
     /// The published histograms of shards `shards`, merged.
     pub fn merged_histograms(&self, shards: Range<usize>) -> CommandHistograms {
         let mut merged = CommandHistograms::default();
-        for published in &self.published[shards] {
+        for published in self.published.get(shards).unwrap_or_default() {
             merged.merge(&lock(published));
         }
         merged
