@@ -15,10 +15,14 @@
 //!   that ran it, which does not hold the client's connection).
 //!
 //! Where the clock is read: around a command's execution on the shard that runs
-//! it, counted once: `shard::dispatch::run_command` for what runs where the
-//! client is (its own keys, server commands, a split or gathered command as a
-//! whole), `shard::messages::run_requests` for a command forwarded whole to its
-//! keys' owner (the origin then records nothing: [`Timing::hand_off`]).
+//! it, counted once (each place calls `shard::exec::observe`):
+//! `shard::dispatch::run_command` for what runs where the client is (its own keys,
+//! server commands, a split or gathered command as a whole, EXEC's queue in turn),
+//! `shard::messages::run_requests` for a command forwarded whole to its keys'
+//! owner, `mesh::lending` for a command run on borrowed keys (the origin then
+//! records nothing: [`Timing::hand_off`]), `mesh::owner_tx` and
+//! `transactions::multi::run_borrowed` for EXEC's commands run elsewhere.
+//! docs/observability.md has the table and the gaps.
 //!
 //! The clock: [`quanta::Clock::raw`], the TSC as quanta calibrated it. Measured on
 //! this host (a 2-vCPU VM, clocksource tsc; 20 M reads in a loop, 3 runs of
@@ -28,7 +32,8 @@
 //! through the vDSO). At about 1.5 µs of server CPU per GET,
 //! Instant's pair alone would be most of the 2 % that tracking may cost.
 //! With tracking, SLOWLOG, the latency monitor and the size logs all off the
-//! request path pays one predictable branch ([`Timing::active`]).
+//! request path pays one predictable branch ([`Timing::active`]) beside INFO
+//! commandstats' one-in-64 timing sample, which it had before.
 
 pub mod commandlog;
 pub mod histograms;
@@ -124,12 +129,17 @@ impl Observatory {
 
     /// Entries of log `kind` of shards `shards` together.
     pub fn len(&self, shards: Range<usize>, kind: LogKind) -> usize {
-        self.shard_logs(shards).iter().map(|l| lock(l).len(kind)).sum()
+        self.shard_logs(shards)
+            .iter()
+            .map(|l| lock(l).len(kind))
+            .sum()
     }
 
     /// Empty log `kind` of shards `shards`.
     pub fn reset(&self, shards: Range<usize>, kind: LogKind) {
-        self.shard_logs(shards).iter().for_each(|l| lock(l).reset(kind));
+        self.shard_logs(shards)
+            .iter()
+            .for_each(|l| lock(l).reset(kind));
     }
 
     /// The latency monitor.
