@@ -361,6 +361,12 @@ pub enum CmdError {
     ScriptTooManyKeys,
     /// SCRIPT FLUSH with an argument other than ASYNC or SYNC.
     ScriptFlushArgs,
+
+    // ----- observability -----
+    /// SLOWLOG GET's and COMMANDLOG GET's count below -1 (or not a number).
+    LogCountRange,
+    /// COMMANDLOG's log type is none of Valkey's three.
+    CommandlogType,
 }
 
 impl CmdError {
@@ -614,6 +620,10 @@ impl CmdError {
             CmdError::ScriptNegativeKeys => "ERR Number of keys can't be negative",
             CmdError::ScriptTooManyKeys => "ERR Number of keys can't be greater than number of args",
             CmdError::ScriptFlushArgs => "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+            CmdError::LogCountRange => "ERR count should be greater than or equal to -1",
+            CmdError::CommandlogType => {
+                "ERR type should be one of the following: slow, large-request, large-reply"
+            }
         };
         Cow::Borrowed(text)
     }

@@ -133,6 +133,12 @@ fn every_redis_parameter_answers_as_redis() {
         extras,
         [
             "cluster-announce-human-nodename",
+            "commandlog-execution-slower-than",
+            "commandlog-large-reply-max-len",
+            "commandlog-large-request-max-len",
+            "commandlog-reply-larger-than",
+            "commandlog-request-larger-than",
+            "commandlog-slow-execution-max-len",
             "durability",
             "locale-collate",
             "metrics-bind",

@@ -95,6 +95,10 @@ fn setname(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
         return Err(CmdError::BadClientName);
     }
     ctx.client.name = name.to_vec();
+    ctx.core
+        .shared
+        .observatory
+        .client_named(ctx.client.id, name);
     reply.ok();
     Ok(())
 }

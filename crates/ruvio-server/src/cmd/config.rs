@@ -405,6 +405,56 @@ const LIVE: &[Live] = &[
         c.engine.config_mut().list_compress_depth = number(v)?;
         Ok(())
     }),
+    // Observability's settings (see `observability::Settings`).
+    applied("slowlog-log-slower-than", |c, v| {
+        let n = number(v)?;
+        c.timing.change(|s| s.slow_us = n);
+        Ok(())
+    }),
+    applied("slowlog-max-len", |c, v| {
+        let n = number(v)?;
+        c.timing.change(|s| s.slow_len_max = n);
+        Ok(())
+    }),
+    applied("commandlog-request-larger-than", |c, v| {
+        let n = number(v)?;
+        c.timing.change(|s| s.request_bytes = n);
+        Ok(())
+    }),
+    applied("commandlog-reply-larger-than", |c, v| {
+        let n = number(v)?;
+        c.timing.change(|s| s.reply_bytes = n);
+        Ok(())
+    }),
+    applied("commandlog-large-request-max-len", |c, v| {
+        let n = number(v)?;
+        c.timing.change(|s| s.request_len_max = n);
+        Ok(())
+    }),
+    applied("commandlog-large-reply-max-len", |c, v| {
+        let n = number(v)?;
+        c.timing.change(|s| s.reply_len_max = n);
+        Ok(())
+    }),
+    applied("latency-monitor-threshold", |c, v| {
+        let n = number(v)?;
+        c.timing.change(|s| s.monitor_ms = n);
+        Ok(())
+    }),
+    applied("latency-tracking", |c, v| {
+        let on = yes(v);
+        c.timing.change(|s| s.tracking = on);
+        Ok(())
+    }),
+    applied("latency-tracking-info-percentiles", |c, v| {
+        // Checked already (`params::percentiles`): numbers between 0 and 100.
+        let list = v
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        c.timing.change(|s| s.percentiles = list);
+        Ok(())
+    }),
 ];
 
 fn live_row(spec: &ParamSpec) -> Option<&'static Live> {
@@ -652,6 +702,8 @@ fn reset_stats(core: &mut ShardCore, epoch: u64) {
         ..Default::default()
     };
     core.engine.reset_stats();
+    core.timing.reset_histograms();
+    core.shared.observatory.reset_histograms(core.id);
 }
 
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {

@@ -132,7 +132,14 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
         cfg.port_mode,
         args,
         reply,
-    )
+    )?;
+    // SETNAME: the command logs name the client as it is now called.
+    let named = (2..args.len()).any(|i| args.get(i).eq_ignore_ascii_case(b"SETNAME"));
+    if named {
+        let observatory = &ctx.core.shared.observatory;
+        observatory.client_named(ctx.client.id, &ctx.client.name);
+    }
+    Ok(())
 }
 
 /// HELLO on connection `client`, given `requirepass` and the port mode: its

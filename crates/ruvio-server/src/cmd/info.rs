@@ -49,8 +49,8 @@ fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
     Ok(())
 }
 
-/// The sections INFO prints with no argument, in Redis' order.
-const DEFAULT_SECTIONS: &[&str] = &[
+/// Every section, in Redis' order.
+const SECTIONS: &[&str] = &[
     "server",
     "clients",
     "memory",
@@ -59,10 +59,15 @@ const DEFAULT_SECTIONS: &[&str] = &[
     "replication",
     "cpu",
     "modules",
+    "commandstats",
     "errorstats",
+    "latencystats",
     "cluster",
     "keyspace",
 ];
+
+/// The sections INFO prints only when named (or with `all`, `everything`).
+const EXTRA_SECTIONS: &[&str] = &["commandstats", "latencystats"];
 
 /// What INFO reads: the shard's settings, engine and place in the server, and
 /// its live numbers when it answers between commands (`live`); without them (a
@@ -92,6 +97,15 @@ pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String 
     // This shard's own gauges as of now (the tick publishes them only now and then):
     // a SAVE or write it just answered must show.
     crate::shard::publish_gauges(core, clients);
+    if wanted
+        .iter()
+        .any(|w| matches!(w.as_str(), "latencystats" | "all" | "everything"))
+    {
+        let histograms = core.timing.histograms();
+        core.shared
+            .observatory
+            .publish_histograms(core.id, histograms);
+    }
     let live = Live {
         stats: &core.stats,
         clients,
@@ -114,8 +128,8 @@ pub fn text(source: &Source<'_>, wanted: &[String]) -> String {
     let everything = wanted.iter().any(|w| w == "all" || w == "everything");
     let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
     let mut sections: Vec<&str> = Vec::new();
-    for &name in DEFAULT_SECTIONS.iter().chain(&["commandstats"]) {
-        let extra = name == "commandstats";
+    for &name in SECTIONS {
+        let extra = EXTRA_SECTIONS.contains(&name);
         if everything || (default && !extra) || wanted.iter().any(|w| w == name) {
             sections.push(name);
         }
@@ -417,6 +431,13 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
                     line(&format!("cmdstat_{}", cmd.meta.name), &format!("calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}", s.calls, s.usec, s.rejected, s.failed));
                 }
             }
+        }
+        "latencystats" => {
+            let shards = match cfg.port_mode {
+                PortMode::Forward => 0..cfg.shards,
+                PortMode::PerShard => src.id..src.id + 1,
+            };
+            super::latency::info_section(cfg, &shared.observatory, shards, out);
         }
         "errorstats" => {
             for (code, count) in server_errors(src) {

@@ -17,11 +17,13 @@ pub mod debug;
 pub mod functions;
 pub mod info;
 pub mod introspection;
+pub mod latency;
 pub mod memory;
 pub mod persistence;
 pub mod pubsub;
 pub mod registry;
 pub mod server;
+pub mod slowlog;
 pub mod transactions;
 
 use crate::mesh::gather::{Gather, Then};
@@ -75,6 +77,8 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         transactions::COMMANDS,
         persistence::COMMANDS,
         functions::COMMANDS,
+        slowlog::COMMANDS,
+        latency::COMMANDS,
     ]
     .into_iter()
     .flatten()

@@ -345,6 +345,14 @@ pub const PARAMS: &[ParamSpec] = &[
     p("replicaof", TEXT, I, ""),
     p("slaveof", TEXT, I, ""),
     p("latency-tracking-info-percentiles", Kind::Special(percentiles), M, "50 99 99.9"),
+    // Valkey 8.1's command logs (COMMANDLOG); the first two are second names of
+    // slowlog-log-slower-than and slowlog-max-len, as in Valkey.
+    p("commandlog-execution-slower-than", int(-1, LONG_MAX), M, "10000"),
+    p("commandlog-slow-execution-max-len", int(0, LONG_MAX), M, "128"),
+    p("commandlog-request-larger-than", int(-1, LONG_MAX), M, "1048576"),
+    p("commandlog-reply-larger-than", int(-1, LONG_MAX), M, "1048576"),
+    p("commandlog-large-request-max-len", int(0, LONG_MAX), M, "128"),
+    p("commandlog-large-reply-max-len", int(0, LONG_MAX), M, "128"),
     // Ruvio's own
     p("shards", TEXT, I, ""),
     p("port-mode", TEXT, I, "forward"),
@@ -381,6 +389,11 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("min-slaves-to-write", "min-replicas-to-write"),
     ("min-slaves-max-lag", "min-replicas-max-lag"),
     ("lua-time-limit", "busy-reply-threshold"),
+    (
+        "commandlog-execution-slower-than",
+        "slowlog-log-slower-than",
+    ),
+    ("commandlog-slow-execution-max-len", "slowlog-max-len"),
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     ("hash-max-ziplist-value", "hash-max-listpack-value"),
     ("zset-max-ziplist-entries", "zset-max-listpack-entries"),

@@ -56,6 +56,9 @@ pub struct Tag {
     pub may_block: bool,
     /// The client's CLIENT TRACKING bits for this command (`net::conn::tracking_command`).
     pub tracking: u8,
+    /// The command travels whole (not a part of a split or gathered one): its
+    /// owner times it and logs it (see `observability`).
+    pub whole: bool,
 }
 
 /// Commands for one shard, from one shard.

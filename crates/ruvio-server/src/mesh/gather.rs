@@ -43,6 +43,8 @@ pub enum Gather {
 pub enum Then {
     /// INFO with these section names, rendered from the fresh counters.
     Info { sections: Vec<String> },
+    /// LATENCY HISTOGRAM of these commands, from the fresh histograms.
+    LatencyHistogram(Vec<Vec<u8>>),
     /// This reply (a broadcast change's `+OK`).
     Reply(Vec<u8>),
     /// DEBUG EXPORT-RDB: every shard wrote its part of this file; assemble it.
@@ -130,6 +132,7 @@ pub fn start(
                     client_id: client.id,
                     may_block: false,
                     tracking: 0,
+                    whole: false,
                 };
                 core.outbox.clients(to, core.id, tag, query.clone());
             }
@@ -145,6 +148,12 @@ pub fn start(
 pub fn publish(core: &mut ShardCore, conns: &Slab<Conn>, from: usize, ticket: u64) {
     crate::shard::publish_gauges(core, conns.len());
     crate::shard::publish_memory(core, conns);
+    // Per-command histograms too (INFO latencystats, LATENCY HISTOGRAM): copied
+    // only when asked, they are too large for every tick.
+    let histograms = core.timing.histograms();
+    core.shared
+        .observatory
+        .publish_histograms(core.id, histograms);
     core.outbox.published(from, ticket);
 }
 
@@ -182,6 +191,11 @@ fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
             let mut out = Vec::new();
             Reply::new(&mut out, p.proto).verbatim("txt", text.as_bytes());
             out
+        }
+        Then::LatencyHistogram(commands) => {
+            let shards = crate::cmd::slowlog::visible_shards(&core.cfg, core.id);
+            let source = (&core.timing, &core.shared.observatory, core.id, shards);
+            crate::cmd::latency::histogram_reply(source, p.proto, &commands)
         }
         Then::Reply(bytes) => bytes,
         Then::MemoryStats => {

@@ -169,7 +169,14 @@ fn run(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
                 ..Default::default()
             });
         }
+        // Each queued command is timed and logged here, as Redis logs EXEC's.
+        let (timed, reply_start) = (core.timing.start(), out.len());
         let ran = run_engine(core, cmd, caller, args, &mut out);
+        if core.timing.active() {
+            let ns = timed.map(|t| core.timing.elapsed_ns(t));
+            let who = crate::observability::Who::Id(caller.client_id);
+            exec::observe(core, cmd, who, args, (ns, out.len() - reply_start));
+        }
         if ran.block.is_some() {
             // Only a script naming an undeclared key that is out on loan gets here
             // (the declared keys were checked): its slot needs an answer.

@@ -395,6 +395,7 @@ pub fn start_publish(
             client_id: client.id,
             may_block: false,
             tracking: 0,
+            whole: false,
         };
         core.outbox
             .message(to, Some(tag), p.kind, &p.channel, &p.message);

@@ -459,7 +459,13 @@ fn keys_per_slice() -> usize {
 /// outcome.
 pub fn run_slice(core: &mut ShardCore) {
     if let Some(mut writing) = core.background_save.writing.take() {
-        match write_slice(core, &mut writing) {
+        // Ruvio's own latency event: a slice of a background save, on the shard's
+        // loop (Redis forks instead; docs/observability.md).
+        let timed = core.timing.monitor_start();
+        let written = write_slice(core, &mut writing);
+        let (timing, now_ms) = (&core.timing, core.now_ms);
+        timing.sample(&core.shared.observatory, "snapshot-slice", timed, now_ms);
+        match written {
             Ok(false) => core.background_save.writing = Some(writing),
             Ok(true) => core.background_save.sealing = Some(writing.outcome),
             Err(e) => {

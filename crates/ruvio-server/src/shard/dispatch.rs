@@ -427,18 +427,36 @@ pub(crate) fn run_command(
                 // Scripts are fed before they run, so their calls follow them.
                 monitor::feed(client.db, Source::Client(&client.peer), args);
             }
-            let sampled = (core.stats.per_command[sub.stat].calls + 1)
-                .is_multiple_of(TIMING_SAMPLE_EVERY)
-                .then(Instant::now);
+            // Every command is timed when observability wants it (INFO
+            // commandstats then counts exact times), else one in 64 for
+            // commandstats alone.
+            let timed = core.timing.start();
+            let sampled = (timed.is_none()
+                && (core.stats.per_command[sub.stat].calls + 1)
+                    .is_multiple_of(TIMING_SAMPLE_EVERY))
+            .then(Instant::now);
+            let reply_start = replies.sink().len();
             let result = match sub.meta.name {
                 // They need the reply queue: run here rather than as server handlers.
                 "exec" => crate::transactions::multi::exec(core, conns, client, replies, who),
                 "watch" => crate::transactions::multi::watch_keys(core, client, replies, who, args),
                 _ => run_routed(core, conns, client, replies, who, sub, args),
             };
+            let ns = timed.map(|t| core.timing.elapsed_ns(t));
             let stat = &mut core.stats.per_command[sub.stat];
-            if let Some(started) = sampled {
+            if let Some(ns) = ns {
+                stat.usec += ns / 1000;
+            } else if let Some(started) = sampled {
                 stat.usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
+            }
+            if core.timing.active() && !core.timing.take_handed_off() {
+                let reply_bytes = replies.sink().len().saturating_sub(reply_start);
+                let who =
+                    crate::observability::Who::Here(crate::observability::commandlog::Client {
+                        peer: &client.peer,
+                        name: &client.name,
+                    });
+                exec::observe(core, sub, who, args, (ns, reply_bytes));
             }
             if monitored {
                 if !sub.meta.has(SKIP_MONITOR) {
@@ -492,7 +510,12 @@ fn run_routed(
         Route::CrossSlot => Err(CmdError::CrossSlot),
         Route::Remote(shard) => {
             let seq = replies.hold(Merge::Single, 1);
-            let mut tag = tag(client, who, seq, 0);
+            // The owner times and logs it (see `observability`).
+            core.timing.hand_off();
+            let mut tag = Tag {
+                whole: true,
+                ..tag(client, who, seq, 0)
+            };
             if tag.tracking != 0 {
                 tag.tracking |= crate::net::conn::tracking_command::WHOLE;
             }
@@ -518,6 +541,8 @@ fn run_routed(
             Ok(())
         }
         Route::Lend(groups) => {
+            // It runs once the keys are here, timed then (`mesh::lending`).
+            core.timing.hand_off();
             borrow_and_run(core, conns, client, replies, who, cmd, args, groups);
             Ok(())
         }
@@ -609,6 +634,7 @@ pub(crate) fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) ->
         client_id: client.id,
         may_block: !client.in_exec,
         tracking: client.tracking.command_bits(),
+        whole: false,
     }
 }
 
@@ -671,6 +697,8 @@ fn run_local(
                 // It reached undeclared keys of other shards: again, under the
                 // script lock (see `script_lock`).
                 let groups = owner_groups(core, cmd, args);
+                // Its run there is the one timed (`mesh::lending`).
+                core.timing.hand_off();
                 borrow_and_run(core, conns, client, replies, who, cmd, args, groups);
                 return Ok(());
             }

@@ -12,7 +12,7 @@ use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::blocking::{Blocked, Waiter};
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::{READONLY, WRITE};
+use ruvio_engine::command::flags::{FAST, READONLY, SKIP_SLOWLOG, WRITE};
 use ruvio_engine::command::{Block, Effects, ExecCtx, KeyPositions, Outcome};
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
@@ -333,6 +333,31 @@ fn flushed(core: &mut ShardCore, cmd: &Command) {
 /// FLUSHDB or FLUSHALL.
 fn is_flush(cmd: &Command) -> bool {
     cmd.meta.keys.is_none() && matches!(cmd.meta.name, "flushdb" | "flushall")
+}
+
+/// Record command `cmd` of client `who` that ran here for `ns` (when timed) and
+/// answered `reply_bytes` (see [`crate::observability`]): where the client is
+/// (`shard::dispatch`), on the owner of a command forwarded whole
+/// (`shard::messages`), or once borrowed keys arrived (`mesh::lending`).
+#[inline(never)]
+pub fn observe(
+    core: &mut ShardCore,
+    cmd: &Command,
+    who: crate::observability::Who<'_>,
+    args: Args<'_>,
+    (ns, reply_bytes): (Option<u64>, usize),
+) {
+    let ran = crate::observability::Ran {
+        shard: core.id,
+        stat: cmd.stat,
+        fast: cmd.meta.has(FAST),
+        loggable: !cmd.meta.has(SKIP_SLOWLOG),
+        args,
+        reply_bytes,
+        client: who,
+        now_ms: core.now_ms,
+    };
+    core.timing.finish(&core.shared.observatory, ns, ran);
 }
 
 /// SWAPDB `a` `b` ran: the keys out on loan are renamed

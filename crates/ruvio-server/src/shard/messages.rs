@@ -240,12 +240,20 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
                 ..Default::default()
             });
         }
+        // A command forwarded whole is timed here, where it runs (see
+        // `observability`).
+        let timed = tag.whole.then(|| core.timing.start()).flatten();
         // `run_engine` contains a panicking handler itself (docs/faults.md).
         let block = {
             // Lent to the hook that answers the other clients while a script is busy.
             let _lent = script.then(|| crate::net::lent::lend(conns));
             run_engine(core, cmd, caller, args, &mut out)
         };
+        if tag.whole && core.timing.active() {
+            let ns = timed.map(|t| core.timing.elapsed_ns(t));
+            let who = crate::observability::Who::Id(tag.client_id);
+            exec::observe(core, cmd, who, args, (ns, out.len()));
+        }
         match block.block {
             Some(block) => {
                 let waiter = Waiter::Remote {

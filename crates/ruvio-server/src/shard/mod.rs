@@ -227,7 +227,18 @@ impl Shard {
             self.resume_unblocked();
             self.resume_backed_up();
             crate::mesh::lending::end_batch_if_done(&mut self.core, &mut self.conns);
+            // The latency monitor's `eviction-cycle`.
+            let timed = (self.core.cfg.maxmemory != 0)
+                .then(|| self.core.timing.monitor_start())
+                .flatten();
             crate::memory::limit::enforce(&mut self.core);
+            let (timing, now_ms) = (&self.core.timing, self.core.now_ms);
+            timing.sample(
+                &self.core.shared.observatory,
+                "eviction-cycle",
+                timed,
+                now_ms,
+            );
             crate::messaging::notify::deliver_pending(&mut self.core, &mut self.conns);
             if self.core.tracking.owes() || self.core.tracking.active() {
                 let (tracking, mut to) = self.core.tracking_parts();
@@ -427,6 +438,10 @@ impl Shard {
         self.core
             .tracking
             .connected(directory, client_id, (index, conn_gen));
+        if let Some(conn) = self.conns.get(index, conn_gen) {
+            let observatory = &self.core.shared.observatory;
+            observatory.client_connected(client_id, &conn.client.peer);
+        }
         self.register_fixed_file(index, conn_gen, fd);
         self.arm_recv(index, conn_gen);
         Some((index, conn_gen))
@@ -798,8 +813,10 @@ impl Shard {
             }
             // SAFETY: no operation references the descriptor any more.
             unsafe { libc::close(fd) };
+            let client_id = conn.client.id;
             self.conns.remove(index);
             self.core.shared.client_gone();
+            self.core.shared.observatory.client_gone(client_id);
         }
     }
 
@@ -993,9 +1010,12 @@ impl Shard {
             self.arm_accept();
         }
         if self.core.shared.active_expire[self.core.id].load(Relaxed) {
+            let timed = self.core.timing.monitor_start();
             self.core
                 .engine
                 .active_expire_cycle(self.core.now_ms, EXPIRE_KEYS_PER_TICK);
+            let (timing, now_ms) = (&self.core.timing, self.core.now_ms);
+            timing.sample(&self.core.shared.observatory, "expire-cycle", timed, now_ms);
         }
         crate::shard::exec::take_expired(&mut self.core);
         let stats = &mut self.core.stats;

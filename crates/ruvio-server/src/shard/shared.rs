@@ -49,6 +49,9 @@ pub struct Shared {
     pub monitors: crate::observability::monitor::Monitors,
     /// CLIENT TRACKING: every client's shard and every shard's figures.
     pub tracking: crate::tracking::Directory,
+    /// The command logs, the latency monitor, published histograms, the client
+    /// directory (see `observability`).
+    pub observatory: crate::observability::Observatory,
 }
 
 impl Shared {
@@ -77,6 +80,7 @@ impl Shared {
             active_expire: (0..shards).map(|_| AtomicBool::new(true)).collect(),
             monitors: crate::observability::monitor::Monitors::new(shards),
             tracking: crate::tracking::Directory::new(shards),
+            observatory: crate::observability::Observatory::new(shards),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,

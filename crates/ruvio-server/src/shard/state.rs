@@ -75,6 +75,8 @@ pub struct ShardCore {
     /// CLIENT TRACKING: the keys of this shard tracking clients read, BCAST
     /// prefixes, invalidations owed (see `tracking`).
     pub tracking: crate::tracking::Tracking,
+    /// Command timing and sizes: histograms, what the command logs need.
+    pub timing: crate::observability::Timing,
 }
 
 impl ShardCore {
@@ -145,6 +147,7 @@ impl ShardCore {
             spare_record: None,
             monitors: Default::default(),
             tracking: crate::tracking::Tracking::new(id, usize::MAX),
+            timing: crate::observability::Timing::new(crate::cmd::registry::registry().stat_slots),
         };
         core.tracking
             .set_max_keys(crate::tracking::TABLE_KEYS_DEFAULT, shards);

@@ -941,6 +941,8 @@ pub fn run_borrowed(
         after: None,
     };
     for (cmd, args) in transaction.commands.iter() {
+        // Each queued command is timed and logged here, as Redis logs EXEC's.
+        let (timed, reply_start) = (core.timing.start(), out.buf().len());
         match on_borrowed(cmd) {
             OnBorrowed::Select => select_in_queue(core, cmd, &mut caller, args, out.buf()),
             OnBorrowed::Inline => answer_inline(core, cmd, caller, args, out.buf()),
@@ -960,6 +962,12 @@ pub fn run_borrowed(
                 ran.modified.extend(command.modified);
                 ran.loans.extend(command.loans);
             }
+        }
+        if core.timing.active() {
+            let ns = timed.map(|t| core.timing.elapsed_ns(t));
+            let who = crate::observability::Who::Id(caller.client_id);
+            let reply_bytes = out.buf().len().saturating_sub(reply_start);
+            crate::shard::exec::observe(core, cmd, who, args, (ns, reply_bytes));
         }
         core.stats.commands += 1;
         core.stats.per_command[cmd.stat].calls += 1;

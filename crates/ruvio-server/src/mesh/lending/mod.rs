@@ -600,7 +600,15 @@ fn finish_with(
             }
             // Lent to the hook that answers the other clients while a script is busy.
             let _lent = script.then(|| crate::net::lent::lend(conns));
-            run_engine(core, op.cmd, caller, op.argv.args(), &mut out)
+            // Timed here, where it runs (its origin handed it off).
+            let timed = core.timing.start();
+            let ran = run_engine(core, op.cmd, caller, op.argv.args(), &mut out);
+            if core.timing.active() && ran.block.is_none() && !ran.start_over {
+                let ns = timed.map(|t| core.timing.elapsed_ns(t));
+                let who = crate::observability::Who::Id(op.caller.client_id);
+                exec::observe(core, op.cmd, who, op.argv.args(), (ns, out.len()));
+            }
+            ran
         }
     };
     // The queue's SWAPDBs moved the keys borrowed before it: each goes home named
