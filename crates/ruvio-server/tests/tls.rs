@@ -277,3 +277,65 @@ fn a_bad_certificate_file_stops_the_start_with_its_name() {
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("/nonexistent/server.crt"), "{text}");
 }
+
+/// Per-shard mode with `tls-cluster yes`: a TLS client is told the shards' TLS
+/// ports (CLUSTER SLOTS, MOVED), so redis-py's RedisCluster over TLS reaches every
+/// shard; a plain RedisCluster on the plain ports is told the plain ones.
+#[test]
+fn redis_cluster_over_tls_in_per_shard_mode() {
+    let Some(dir) = certificates("cluster_tls") else {
+        return;
+    };
+    let tls_port = free_ports(2, false);
+    let (cert, key) = (path(&dir, "server.crt"), path(&dir, "server.key"));
+    let server = Server::ruvio_with(
+        PortMode::PerShard,
+        2,
+        &[
+            "--tls-port",
+            &tls_port.to_string(),
+            "--tls-cert-file",
+            &cert,
+            "--tls-key-file",
+            &key,
+            "--tls-auth-clients",
+            "no",
+            "--tls-cluster",
+            "yes",
+        ],
+    );
+    let script = format!(
+        "import redis\n\
+         from redis.cluster import RedisCluster\n\
+         tls = RedisCluster(host='127.0.0.1', port={tls_port}, ssl=True, ssl_ca_certs='{ca}')\n\
+         ports = sorted(n.port for n in tls.get_nodes())\n\
+         assert ports == [{tls_port}, {tls_port} + 1], ports\n\
+         for i in range(50): tls.set(f'key{{i}}', i)\n\
+         assert [int(tls.get(f'key{{i}}')) for i in range(50)] == list(range(50))\n\
+         plain = RedisCluster(host='127.0.0.1', port={plain})\n\
+         assert sorted(n.port for n in plain.get_nodes()) == [{plain}, {plain} + 1]\n\
+         assert int(plain.get('key49')) == 49\n\
+         print('ok')\n",
+        ca = path(&dir, "ca.crt"),
+        plain = server.port(),
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3");
+    assert_eq!(
+        stdout(&out),
+        "ok",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // MOVED names the TLS port to a TLS client.
+    let key = key_on_shard("moved", 1, 2);
+    let out = cli(tls_port, &dir, None, &["get", &key]);
+    let expected = format!(
+        "MOVED {} 127.0.0.1:{}",
+        key_slot(key.as_bytes()),
+        tls_port + 1
+    );
+    assert!(stdout(&out).contains(&expected), "{}", stdout(&out));
+}

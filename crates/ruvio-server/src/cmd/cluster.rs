@@ -94,11 +94,12 @@ fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
     Ok(())
 }
 
-/// The node triple CLUSTER SLOTS lists: host, port, id, metadata (none).
-fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node) {
+/// The node triple CLUSTER SLOTS lists: host, port (as this client is told it:
+/// `Config::client_port`), id, metadata (none).
+fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node, port: u16) {
     reply.array(4);
     reply.bulk(host.as_bytes());
-    reply.int(node.port as i64);
+    reply.int(port as i64);
     reply.bulk(node.id.as_bytes());
     reply.map(0);
 }
@@ -108,11 +109,12 @@ fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     let topo = &ctx.core.topo;
     let host = announced_host(ctx);
     reply.array(topo.nodes.len());
-    for node in &topo.nodes {
+    for (i, node) in topo.nodes.iter().enumerate() {
         reply.array(3);
         reply.int(node.first_slot as i64);
         reply.int(node.last_slot as i64);
-        reply_node(reply, host, node);
+        let port = ctx.core.cfg.client_port(i, node.port, ctx.client.tls);
+        reply_node(reply, host, node, port);
     }
     Ok(())
 }
@@ -122,7 +124,13 @@ fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     let topo = &ctx.core.topo;
     let host = announced_host(ctx);
     reply.array(topo.nodes.len());
-    for node in &topo.nodes {
+    for (i, node) in topo.nodes.iter().enumerate() {
+        // Redis: with tls-cluster, `port` is the plain port and `tls-port` the TLS one.
+        let tls_port = ctx
+            .core
+            .cfg
+            .tls_port(i)
+            .filter(|_| ctx.core.cfg.param("tls-cluster") == "yes");
         reply.map(2);
         reply.bulk(b"slots");
         reply.array(2);
@@ -130,11 +138,15 @@ fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
         reply.int(node.last_slot as i64);
         reply.bulk(b"nodes");
         reply.array(1);
-        reply.map(7);
+        reply.map(7 + usize::from(tls_port.is_some()));
         reply.bulk(b"id");
         reply.bulk(node.id.as_bytes());
         reply.bulk(b"port");
         reply.int(node.port as i64);
+        if let Some(port) = tls_port {
+            reply.bulk(b"tls-port");
+            reply.int(port as i64);
+        }
         reply.bulk(b"ip");
         reply.bulk(host.as_bytes());
         reply.bulk(b"endpoint");
@@ -160,11 +172,12 @@ fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
         } else {
             "master"
         };
+        let port = ctx.core.cfg.client_port(i, node.port, ctx.client.tls);
         text.push_str(&format!(
             "{} {}:{}@{} {} - 0 0 {} connected {}-{}\n",
             node.id,
             host,
-            node.port,
+            port,
             node.port as u32 + 10000,
             flags,
             i + 1,

@@ -154,6 +154,10 @@ pub struct Cli {
     /// Redis's `tls-auth-clients`: yes (the default), optional or no.
     #[arg(long)]
     pub tls_auth_clients: Option<String>,
+    /// Redis's `tls-cluster`: yes tells TLS clients the shards' TLS ports (per-shard
+    /// mode's CLUSTER SLOTS / NODES / SHARDS and MOVED).
+    #[arg(long)]
+    pub tls_cluster: Option<String>,
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -323,6 +327,7 @@ impl Config {
             ("tls-key-file", &cli.tls_key_file),
             ("tls-ca-cert-file", &cli.tls_ca_cert_file),
             ("tls-auth-clients", &cli.tls_auth_clients),
+            ("tls-cluster", &cli.tls_cluster),
             ("dbfilename", &cli.dbfilename),
             ("logfile", &cli.logfile),
             ("loglevel", &cli.loglevel),
@@ -397,6 +402,17 @@ impl Config {
             PortMode::Forward => 0,
         };
         (port != 0).then(|| port + offset)
+    }
+
+    /// The port a client is told for shard `shard` whose plain port is `plain`
+    /// (CLUSTER SLOTS / NODES, MOVED): with `tls-cluster yes`, a TLS client is
+    /// told the shard's TLS port, a plain one the plain port (Redis's
+    /// `clusterNodeClientPort`).
+    pub fn client_port(&self, shard: usize, plain: u16, client_tls: bool) -> u16 {
+        match client_tls && self.param("tls-cluster") == "yes" {
+            true => self.tls_port(shard).unwrap_or(plain),
+            false => plain,
+        }
     }
 
     /// The TLS files and client-certificate rule the TLS port uses.

@@ -70,6 +70,9 @@ pub struct ClientState {
     /// the coordinating op's ticket and the held slot of the client's last
     /// transaction on it (see [`crate::mesh::lending::must_wait_for_transaction`]).
     pub borrowing_tx: Option<(u64, u64)>,
+    /// Came in on the TLS port (CLUSTER SLOTS and MOVED name TLS ports to it
+    /// under `tls-cluster yes`).
+    pub tls: bool,
     /// In MONITOR mode: it receives a line for every command the server runs
     /// (see [`crate::observability::monitor`]).
     pub monitor: bool,
@@ -846,6 +849,7 @@ impl Conn {
                 in_exec: false,
                 exec_rest: Default::default(),
                 borrowing_tx: None,
+                tls: false,
                 monitor: false,
                 tracking: TrackingMode::default(),
             },

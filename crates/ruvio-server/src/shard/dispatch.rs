@@ -505,7 +505,9 @@ fn run_routed(
                 .topo
                 .announced_host(&core.cfg.cluster_announce_ip, &client.local)
                 .to_string(),
-            port: core.topo.nodes[shard].port,
+            port: core
+                .cfg
+                .client_port(shard, core.topo.nodes[shard].port, client.tls),
         }),
         Route::CrossSlot => Err(CmdError::CrossSlot),
         Route::Remote(shard) => {

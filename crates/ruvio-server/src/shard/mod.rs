@@ -430,6 +430,7 @@ impl Shard {
         let index = self.conns.insert_with(|_, gen| {
             conn_gen = gen;
             let mut conn = Conn::new(gen, client_id, fd, sock, now, authenticated);
+            conn.client.tls = tls.is_some();
             conn.tls = tls;
             conn
         });

@@ -192,7 +192,7 @@ pub fn queue(
         if sub.meta.has(NO_MULTI) {
             return Err(CmdError::NotAllowedInMulti);
         }
-        cluster_slot(core, sub, args, None)?;
+        cluster_slot(core, sub, args, None, client.tls)?;
         Ok(sub)
     });
     let mut reply = Reply::new(replies.sink(), client.proto);
@@ -241,12 +241,14 @@ pub fn queue_keyless(
 /// Per-shard mode: the slot of `cmd`'s keys joined to `slot` (the keys seen so
 /// far), or MOVED / CROSSSLOT as Redis Cluster answers for keys not in one slot of
 /// this node: for each command when queued, for the whole queue at EXEC.
-/// Forward mode: no restriction.
+/// Forward mode: no restriction. `client_tls`: the client came in on the TLS
+/// port (the port MOVED names, `Config::client_port`).
 fn cluster_slot(
     core: &ShardCore,
     cmd: &Command,
     args: Args<'_>,
     mut slot: Option<u16>,
+    client_tls: bool,
 ) -> Result<Option<u16>, CmdError> {
     if core.topo.mode == PortMode::Forward {
         return Ok(slot);
@@ -259,11 +261,16 @@ fn cluster_slot(
         }
     }
     match slot {
-        Some(s) if core.topo.owner(s) != core.id => Err(CmdError::Moved {
-            slot: s,
-            host: core.topo.host.clone(),
-            port: core.topo.nodes[core.topo.owner(s)].port,
-        }),
+        Some(s) if core.topo.owner(s) != core.id => {
+            let owner = core.topo.owner(s);
+            Err(CmdError::Moved {
+                slot: s,
+                host: core.topo.host.clone(),
+                port: core
+                    .cfg
+                    .client_port(owner, core.topo.nodes[owner].port, client_tls),
+            })
+        }
         _ => Ok(slot),
     }
 }
@@ -341,7 +348,7 @@ pub fn watch_keys(
         return Err(CmdError::WatchInMulti);
     }
     let cmd = registry().lookup(b"watch").expect("WATCH is in the table");
-    cluster_slot(core, cmd, args, None)?;
+    cluster_slot(core, cmd, args, None, client.tls)?;
     let db = client.db;
     let mut seen: AHashSet<(usize, &[u8])> = client
         .watching
@@ -442,7 +449,7 @@ pub fn exec(
         return Err(CmdError::ExecAbort);
     }
     let one_slot = queued.commands.iter().try_fold(None, |slot, (cmd, args)| {
-        cluster_slot(core, cmd, args, slot)
+        cluster_slot(core, cmd, args, slot, client.tls)
     });
     if let Err(e) = one_slot {
         unwatch(core, client);
