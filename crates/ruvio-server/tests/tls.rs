@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A directory with a CA, a server certificate for 127.0.0.1 signed by it, a
-/// client certificate signed by it, and a client certificate of another CA.
+/// client certificate signed by it, and a client and a server certificate of
+/// another CA.
 fn certificates(test: &str) -> Option<PathBuf> {
     if Command::new("openssl").arg("version").output().is_err() {
         eprintln!("tls: openssl not installed; skipped");
@@ -55,7 +56,12 @@ fn certificates(test: &str) -> Option<PathBuf> {
             &format!("{ca}.crt"),
         ]);
     }
-    for (name, ca) in [("server", "ca"), ("client", "ca"), ("stranger", "other-ca")] {
+    for (name, ca) in [
+        ("server", "ca"),
+        ("client", "ca"),
+        ("stranger", "other-ca"),
+        ("server2", "other-ca"),
+    ] {
         openssl(&[
             "req",
             "-newkey",
@@ -338,4 +344,53 @@ fn redis_cluster_over_tls_in_per_shard_mode() {
         tls_port + 1
     );
     assert!(stdout(&out).contains(&expected), "{}", stdout(&out));
+}
+
+/// CONFIG SET of the certificate and key: sessions started afterwards use the
+/// new ones, a connection open before goes on with its own; a file that does not
+/// load is refused with Redis's text and the old certificate still serves.
+#[test]
+fn config_set_reloads_the_certificate_without_dropping_connections() {
+    let Some(dir) = certificates("reload") else {
+        return;
+    };
+    let (server, tls_port) = with_tls(2, &dir, "no");
+    let mut admin = server.raw();
+    let bad = admin.cmd(&["config", "set", "tls-cert-file", "/nonexistent/server.crt"]);
+    assert_eq!(
+        bad,
+        b"-ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - Unable to update TLS configuration. Check server logs.\r\n"
+    );
+    assert_eq!(stdout(&cli(tls_port, &dir, None, &["ping"])), "PONG");
+    let script = format!(
+        "import redis, subprocess\n\
+         old = redis.Redis(port={tls_port}, ssl=True, ssl_ca_certs='{ca}')\n\
+         assert old.set('k', 'before')\n\
+         admin = redis.Redis(port={plain})\n\
+         admin.execute_command('CONFIG', 'SET', 'tls-cert-file', '{cert2}', 'tls-key-file', '{key2}')\n\
+         assert old.get('k') == b'before'\n\
+         try:\n\
+         \x20   redis.Redis(port={tls_port}, ssl=True, ssl_ca_certs='{ca}').ping()\n\
+         \x20   raise SystemExit('the old CA still verifies a new session')\n\
+         except redis.exceptions.ConnectionError:\n\
+         \x20   pass\n\
+         new = redis.Redis(port={tls_port}, ssl=True, ssl_ca_certs='{other_ca}')\n\
+         assert new.get('k') == b'before'\n\
+         print('ok')\n",
+        ca = path(&dir, "ca.crt"),
+        other_ca = path(&dir, "other-ca.crt"),
+        cert2 = path(&dir, "server2.crt"),
+        key2 = path(&dir, "server2.key"),
+        plain = server.port(),
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3");
+    assert_eq!(
+        stdout(&out),
+        "ok",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -610,9 +610,49 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
             }
         }
     }
+    if let Some(tls_name) = applied
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .find(|n| is_tls_file(n))
+    {
+        // The certificate settings apply together, once all are in (Redis's
+        // applyTlsCfg): new sessions use them, open ones keep theirs.
+        if let Err(why) = reload_tls(ctx.core) {
+            crate::serverlog::log(
+                crate::serverlog::Level::Warning,
+                &format!("Failed applying new configuration. Possibly related to new {tls_name} setting: {why}"),
+            );
+            for ((undo, _), old) in changes.iter().zip(&before).rev() {
+                let _ = apply(ctx.core, undo, old);
+            }
+            return Err(CmdError::config_failed(
+                tls_name.as_bytes(),
+                "Unable to update TLS configuration. Check server logs.",
+            ));
+        }
+    }
     ctx.core.outbox.broadcast(ConfigChange::Set(applied));
     crate::scripting::host::refresh(ctx.core);
     super::ok_everywhere(ctx, reply);
+    Ok(())
+}
+
+/// A setting of the TLS sessions' certificate, key, CA or client-certificate rule.
+fn is_tls_file(name: &str) -> bool {
+    matches!(
+        name,
+        "tls-cert-file" | "tls-key-file" | "tls-ca-cert-file" | "tls-auth-clients"
+    )
+}
+
+/// Load the TLS settings again from the parameters, when TLS is on: the
+/// sessions started from now on use them, the open ones keep theirs.
+fn reload_tls(core: &mut ShardCore) -> Result<(), String> {
+    if core.tls_settings.is_none() {
+        return Ok(());
+    }
+    let settings = crate::net::tls::TlsSettings::load(&core.cfg.tls_files())?;
+    core.tls_settings = Some(settings);
     Ok(())
 }
 
@@ -623,6 +663,15 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
             for (name, value) in pairs {
                 if let Some(spec) = params::find(name) {
                     let _ = apply(core, spec, value);
+                }
+            }
+            if pairs.iter().any(|(name, _)| is_tls_file(name)) {
+                // The shard that took the CONFIG SET loaded the same files.
+                if let Err(why) = reload_tls(core) {
+                    crate::serverlog::log(
+                        crate::serverlog::Level::Warning,
+                        &format!("shard {}: TLS settings not reloaded: {why}", core.id),
+                    );
                 }
             }
             crate::scripting::host::refresh(core);

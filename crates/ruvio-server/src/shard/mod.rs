@@ -166,9 +166,11 @@ impl Shard {
             cfg.shards > 1 && cfg.port_mode == crate::config::PortMode::Forward,
         )?;
         let metrics = metrics::MetricsServer::open(&cfg, id)?;
-        let tls = tls::TlsPort::open(&cfg, id)?;
+        let (tls, tls_settings) = tls::TlsPort::open(&cfg, id)?.unzip();
+        let mut core = ShardCore::new(id, cfg, topo, shared)?;
+        core.tls_settings = tls_settings;
         Ok(Shard {
-            core: ShardCore::new(id, cfg, topo, shared)?,
+            core,
             conns: Slab::default(),
             ring,
             listener,

@@ -75,6 +75,9 @@ pub struct ShardCore {
     /// CLIENT TRACKING: the keys of this shard tracking clients read, BCAST
     /// prefixes, invalidations owed (see `tracking`).
     pub tracking: crate::tracking::Tracking,
+    /// TLS: the settings new sessions start from (`tls-port` on), reloaded by
+    /// CONFIG SET of the certificate settings (see `net::tls`).
+    pub tls_settings: Option<crate::net::tls::TlsSettings>,
     /// Command timing and sizes: histograms, what the command logs need.
     pub timing: crate::observability::Timing,
 }
@@ -145,6 +148,7 @@ impl ShardCore {
             background_save: Default::default(),
             loading,
             spare_record: None,
+            tls_settings: None,
             monitors: Default::default(),
             tracking: crate::tracking::Tracking::new(id, usize::MAX),
             timing: crate::observability::Timing::new(crate::cmd::registry::registry().stat_slots),

@@ -16,10 +16,10 @@ use crate::net::tls::{TlsSettings, CIPHER_IN_BYTES};
 use io_uring::{cqueue, opcode, types};
 use std::os::fd::AsRawFd;
 
-/// The shard's TLS listener and the settings its sessions start from.
+/// The shard's TLS listener (the settings its sessions start from are the
+/// core's, `ShardCore::tls_settings`, which CONFIG SET reloads).
 pub struct TlsPort {
     listener: socket2::Socket,
-    settings: TlsSettings,
     /// The last accept failed: accept again at the next tick.
     accept_failed: bool,
 }
@@ -27,7 +27,7 @@ pub struct TlsPort {
 impl TlsPort {
     /// Shard `id`'s TLS port when `tls-port` is set (its certificate and key
     /// loaded now, so a bad file stops the start with its name).
-    pub fn open(cfg: &Config, id: usize) -> std::io::Result<Option<TlsPort>> {
+    pub fn open(cfg: &Config, id: usize) -> std::io::Result<Option<(TlsPort, TlsSettings)>> {
         let Some(port) = cfg.tls_port(id) else {
             return Ok(None);
         };
@@ -37,11 +37,11 @@ impl TlsPort {
         let listener = crate::net::socket::listen(&cfg.bind, port, shared).map_err(|e| {
             std::io::Error::new(e.kind(), format!("tls-port {}:{port}: {e}", cfg.bind))
         })?;
-        Ok(Some(TlsPort {
+        let port = TlsPort {
             listener,
-            settings,
             accept_failed: false,
-        }))
+        };
+        Ok(Some((port, settings)))
     }
 }
 
@@ -63,7 +63,7 @@ impl Shard {
     /// A connection accepted on the TLS port: a plain connection with a session.
     pub(super) fn tls_accepted(&mut self, result: i32, flags: u32) {
         if result >= 0 {
-            let session = self.tls.as_ref().map(|port| port.settings.session());
+            let session = self.core.tls_settings.as_ref().map(|s| s.session());
             match session {
                 Some(Ok(session)) => {
                     if let Some((index, gen)) = self.accepted_with(result, Some(Box::new(session)))
