@@ -46,3 +46,15 @@ pub fn adopt(fd: RawFd) -> (String, String) {
     let _ = socket.into_raw_fd();
     ends
 }
+
+/// Whether `peer` (`ip:port`, as [`adopt`] shows it) is on the loopback
+/// interface: 127.0.0.0/8, ::1, or an IPv4 loopback mapped into IPv6.
+pub fn is_loopback(peer: &str) -> bool {
+    match peer.parse::<SocketAddr>() {
+        Ok(SocketAddr::V4(a)) => a.ip().is_loopback(),
+        Ok(SocketAddr::V6(a)) => {
+            a.ip().is_loopback() || a.ip().to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        Err(_) => false,
+    }
+}

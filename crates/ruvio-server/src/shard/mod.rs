@@ -93,6 +93,8 @@ const OP_WAL_WRITE_LATE: u64 = 9;
 const OP_METRICS_ACCEPT: u64 = 10;
 const OP_METRICS_RECV: u64 = 11;
 const OP_METRICS_SEND: u64 = 12;
+/// Redis 7's answer to a client from outside loopback in protected mode.
+const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 /// An accept on the TLS listener (`tls.rs`).
 const OP_TLS_ACCEPT: u64 = 13;
 
@@ -425,6 +427,19 @@ impl Shard {
             return None;
         }
         let sock = crate::net::socket::adopt(fd);
+        if self.protected_mode_denies(&sock.0) {
+            // SAFETY: a write and a close on the descriptor accept just gave us.
+            unsafe {
+                libc::write(
+                    fd,
+                    PROTECTED_MODE_DENIED.as_ptr().cast(),
+                    PROTECTED_MODE_DENIED.len(),
+                );
+                libc::close(fd);
+            }
+            self.core.shared.client_gone();
+            return None;
+        }
         let client_id = self.core.shared.next_client_id();
         let now = self.core.now_ms;
         let authenticated = self.core.cfg.requirepass.is_none();
@@ -448,6 +463,16 @@ impl Shard {
         self.register_fixed_file(index, conn_gen, fd);
         self.arm_recv(index, conn_gen);
         Some((index, conn_gen))
+    }
+
+    /// `protected-mode yes` (the default) and no password for the default user: a
+    /// client from outside the loopback interface is told why and closed, as Redis
+    /// 7 does at accept.
+    fn protected_mode_denies(&self, peer: &str) -> bool {
+        let cfg = &self.core.cfg;
+        cfg.requirepass.is_none()
+            && cfg.param("protected-mode") == "yes"
+            && !crate::net::socket::is_loopback(peer)
     }
 
     /// Take over what the busy-script hook left ([`busy`]): the connections it

@@ -283,6 +283,12 @@ impl Server {
     /// Starts one standalone `redis-server --save "" --appendonly no` (DEBUG enabled so
     /// that `DEBUG PROTOCOL` can be compared).
     pub fn redis() -> Server {
+        Server::redis_with(&[])
+    }
+
+    /// As [`Server::redis`], with `extra` arguments after the usual ones (a later
+    /// option wins in redis-server's command line).
+    pub fn redis_with(extra: &[&str]) -> Server {
         let bin = redis_server_bin().expect("redis-server is not installed");
         let port = free_ports(1, false);
         let dir = unique_dir("redis");
@@ -290,7 +296,8 @@ impl Server {
         let child = spawn_logged(
             Command::new(bin)
                 .args(redis_args(port, &dir))
-                .args(["--enable-debug-command", "yes"]),
+                .args(["--enable-debug-command", "yes"])
+                .args(extra),
             &log,
         );
         let mut server = Server {
