@@ -218,9 +218,22 @@ fn exporter_scrapes_ruvio_with_the_names_the_endpoint_serves() {
         "redis_pubsub_channels",
         "redis_mem_fragmentation_ratio",
         "redis_rdb_last_save_timestamp_seconds",
+        "redis_latency_percentiles_usec",
     ] {
         assert!(own.contains_key(required), "the endpoint lacks {required}");
     }
+    // The latency histogram: SET's +Inf bucket counts every SET the histograms saw.
+    let count = value(
+        &own,
+        "ruvio_command_latency_seconds_count",
+        "ruvio_command_latency_seconds_count{cmd=\"set\"}",
+    );
+    let inf = value(
+        &own,
+        "ruvio_command_latency_seconds_bucket",
+        "ruvio_command_latency_seconds_bucket{cmd=\"set\",le=\"+Inf\"}",
+    );
+    assert!(count.is_some() && count == inf, "{count:?} {inf:?}");
     for (name, (kind, labels, _)) in own.iter().filter(|(n, _)| n.starts_with("redis_")) {
         let Some((exported_kind, exported_labels, _)) = exported.get(name) else {
             panic!("the endpoint serves {name}, which the exporter does not produce");
@@ -506,7 +519,7 @@ fn the_page_draws_every_chart_in_chromium() {
         dom.contains("2 shard(s), forward mode"),
         "the status line: {dom}"
     );
-    for chart in ["ops", "memory", "clients", "keys", "commands"] {
+    for chart in ["ops", "memory", "clients", "keys", "commands", "latency"] {
         let start = dom
             .find(&format!("id=\"chart-{chart}\""))
             .unwrap_or_else(|| panic!("no chart {chart} in {dom}"));

@@ -65,6 +65,31 @@ pub struct Snapshot {
     pub errors: Vec<(Box<str>, u64)>,
     /// Each shard's numbers, index = shard id.
     pub shards: Vec<ShardNumbers>,
+    /// Per command with a latency histogram (`latency-tracking yes`): its
+    /// percentiles and buckets, merged over the shards.
+    pub latency: Vec<CommandLatency>,
+}
+
+/// One command's latency, from the histograms the shards keep (INFO
+/// latencystats' source).
+#[derive(Debug, Default, Clone)]
+pub struct CommandLatency {
+    /// As INFO writes it (`get`, `config|get`).
+    pub name: String,
+    /// INFO commandstats' calls and total µs (the exporter's summary `_count`
+    /// and `_sum`).
+    pub calls: u64,
+    pub usec: u64,
+    /// Calls the histograms counted and their total ns (the histogram's own
+    /// `_count` and `_sum`; the other shards' as last published).
+    pub histogram_calls: u64,
+    pub histogram_ns: u64,
+    /// `latency-tracking-info-percentiles` as INFO names them (`50`, `99.9`) with
+    /// their values in µs.
+    pub percentiles: Vec<(String, f64)>,
+    /// Cumulative buckets: upper bound in µs, calls at or below it (LATENCY
+    /// HISTOGRAM's powers of two).
+    pub buckets: Vec<(u64, u64)>,
 }
 
 /// The counters and gauges of one shard (or of the whole server).
@@ -137,6 +162,8 @@ pub struct CommandNumbers {
 pub enum Type {
     Gauge,
     Counter,
+    Summary,
+    Histogram,
 }
 
 impl Type {
@@ -144,6 +171,8 @@ impl Type {
         match self {
             Type::Gauge => "gauge",
             Type::Counter => "counter",
+            Type::Summary => "summary",
+            Type::Histogram => "histogram",
         }
     }
 }
@@ -413,6 +442,72 @@ fn command_series(w: &mut Writer, snap: &Snapshot) {
         for c in &snap.commands {
             w.sample(name, &[("cmd", &c.name)], field(c));
         }
+    }
+    latency_series(w, snap);
+}
+
+/// Per-command latency: the exporter's summary of INFO latencystats
+/// (`redis_latency_percentiles_usec{cmd,quantile}`, its `_sum` INFO
+/// commandstats' µs and `_count` the calls), and Ruvio's histogram of the same
+/// calls in seconds (`ruvio_command_latency_seconds_bucket{cmd,le}`), which
+/// PromQL's `histogram_quantile` reads.
+fn latency_series(w: &mut Writer, snap: &Snapshot) {
+    if snap.latency.is_empty() {
+        return;
+    }
+    let name = "redis_latency_percentiles_usec";
+    w.family(
+        name,
+        "A summary of latency percentile distribution per command",
+        Type::Summary,
+    );
+    for c in &snap.latency {
+        for (quantile, usec) in &c.percentiles {
+            w.sample(
+                name,
+                &[("cmd", &c.name), ("quantile", quantile)],
+                Value::Float(*usec),
+            );
+        }
+        w.sample(
+            &format!("{name}_sum"),
+            &[("cmd", &c.name)],
+            Value::Int(c.usec),
+        );
+        w.sample(
+            &format!("{name}_count"),
+            &[("cmd", &c.name)],
+            Value::Int(c.calls),
+        );
+    }
+    let name = "ruvio_command_latency_seconds";
+    w.family(
+        name,
+        "Per-command execution time on its shard (the histograms of INFO latencystats)",
+        Type::Histogram,
+    );
+    let bucket = format!("{name}_bucket");
+    for c in &snap.latency {
+        for (usec, calls) in &c.buckets {
+            let le = format!("{}", *usec as f64 / 1e6);
+            w.sample(
+                &bucket,
+                &[("cmd", &c.name), ("le", &le)],
+                Value::Int(*calls),
+            );
+        }
+        w.sample(
+            &bucket,
+            &[("cmd", &c.name), ("le", "+Inf")],
+            Value::Int(c.histogram_calls),
+        );
+        let sum = Value::Float(c.histogram_ns as f64 / 1e9);
+        w.sample(&format!("{name}_sum"), &[("cmd", &c.name)], sum);
+        w.sample(
+            &format!("{name}_count"),
+            &[("cmd", &c.name)],
+            Value::Int(c.histogram_calls),
+        );
     }
 }
 

@@ -22,8 +22,9 @@ use super::{token, Shard, ShardCore, OP_METRICS_ACCEPT, OP_METRICS_RECV, OP_METR
 use crate::config::{Config, PortMode};
 use crate::messaging::pubsub::{self, Kind};
 use crate::net::slab::Slab;
+use crate::observability::histograms;
 use crate::observability::http::{self, HttpConn, Step};
-use crate::observability::metrics::{self, CommandNumbers, ShardNumbers, Snapshot};
+use crate::observability::metrics::{self, CommandLatency, CommandNumbers, ShardNumbers, Snapshot};
 use io_uring::{cqueue, opcode, types};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -264,6 +265,9 @@ pub fn snapshot(core: &ShardCore, clients: usize) -> Snapshot {
             })
         })
         .collect();
+    let latency = latency_of(core, |stat| {
+        (per_command[stat].calls, per_command[stat].usec)
+    });
     let uptime_s = shared.started.elapsed().as_secs();
     let (cpu_sys_s, cpu_user_s) = crate::cmd::info::cpu_seconds();
     let saved = shared.sum(|g| &g.dirty_at_save);
@@ -300,5 +304,43 @@ pub fn snapshot(core: &ShardCore, clients: usize) -> Snapshot {
         commands,
         errors,
         shards,
+        latency,
     }
+}
+
+/// Each command's latency from the shards' histograms: this shard's as of now,
+/// the others' as they last published them (once a second while the endpoint is
+/// on, see `Shard::publish_gauges`); `stats` gives a command's INFO commandstats
+/// calls and microseconds by statistics slot.
+fn latency_of(core: &ShardCore, stats: impl Fn(usize) -> (u64, u64)) -> Vec<CommandLatency> {
+    let cfg = &core.cfg;
+    if cfg.param("latency-tracking") != "yes" {
+        return Vec::new();
+    }
+    let observatory = &core.shared.observatory;
+    observatory.publish_histograms(core.id, core.timing.histograms());
+    let merged = observatory.merged_histograms(0..core.shared.shards.len());
+    let percentiles: Vec<(&str, f64)> = cfg
+        .param("latency-tracking-info-percentiles")
+        .split_whitespace()
+        .filter_map(|w| Some((w, w.parse().ok()?)))
+        .collect();
+    crate::cmd::registry::registry()
+        .all_rows()
+        .filter_map(|row| {
+            let h = merged.get(row.stat)?;
+            Some(CommandLatency {
+                name: row.meta.name.to_string(),
+                calls: stats(row.stat).0,
+                usec: stats(row.stat).1,
+                histogram_calls: h.len(),
+                histogram_ns: (h.mean() * h.len() as f64) as u64,
+                percentiles: percentiles
+                    .iter()
+                    .map(|(shown, p)| (shown.to_string(), histograms::percentile_usec(h, *p)))
+                    .collect(),
+                buckets: histograms::cumulative_buckets(h),
+            })
+        })
+        .collect()
 }

@@ -1112,6 +1112,13 @@ impl Shard {
             }
             self.next_memory_publish_ms = self.core.now_ms + MEMORY_PUBLISH_EVERY_MS;
             publish_memory(&self.core, &self.conns);
+            if self.core.cfg.metrics_addr().is_some() {
+                // The endpoint's latency series read every shard's histograms.
+                let core = &self.core;
+                core.shared
+                    .observatory
+                    .publish_histograms(core.id, core.timing.histograms());
+            }
         }
     }
 }
