@@ -1,7 +1,254 @@
-//! Access control (not built yet; issue "Access control and transport security").
+//! Access control: Redis 7's ACL users, server-wide across the shards.
 //!
-//! Will own: ACL users (passwords, command rules from the command table's
-//! categories, key and channel patterns, selectors), the check made before a
-//! command runs on every path it can take (a client's own, forwarded, queued in
-//! MULTI, called from a script), ACL LOG, and the TLS setup of every port. It will
-//! sit below `shard::dispatch` (which calls its check) and above `net` and `config`.
+//! Owns the user table ([`Acl`], one per process, in `Shared`), the rule
+//! compiler ([`rules`]: SETUSER's arguments to a command bitmap over the
+//! [`catalog`] plus key and channel patterns), the rules written back
+//! ([`describe`]), the check before a command runs ([`check`]), ACL LOG
+//! ([`log`]) and the ACL file ([`file`]).
+//!
+//! Why shaped so: a connection holds its user as an `Arc` ([`Session`]) and a
+//! flag saying whether the user is restricted at all, so the request path of an
+//! unrestricted user (the `default` user as it starts) pays one predictable
+//! branch, and a restricted one a bit test plus pattern matches; nothing on the
+//! request path takes a lock. A change (SETUSER, DELUSER, LOAD, `requirepass`)
+//! swaps the table under its lock and is then applied by every shard to its
+//! connections (`cmd::acl` broadcasts it and answers once all shards did, as
+//! CONFIG SET), which is also where a deleted user's connections are closed.
+//!
+//! It sits on the `net` floor: it knows users and rules, not shards; the command
+//! table is above it, so `cmd::registry` hands it a [`catalog::Catalog`].
+
+pub mod catalog;
+pub mod check;
+pub mod describe;
+pub mod file;
+pub mod log;
+pub mod rules;
+pub mod script;
+
+use catalog::Catalog;
+use rules::{has_spaces, merge_selector_args, RuleError, User};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// The users by name, in byte order (ACL LIST's and USERS' order, as Redis's rax).
+pub type Users = BTreeMap<Vec<u8>, Arc<User>>;
+
+/// Why ACL SETUSER refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetUserError {
+    /// `ERR Usernames can't contain spaces or null characters`
+    BadName,
+    /// A `(` never closed: the argument (index among the rules) it opens at.
+    Unmatched(usize),
+    /// The rule (selectors merged) and why.
+    Rule(Vec<u8>, RuleError),
+}
+
+/// The server's users and ACL LOG.
+#[derive(Debug)]
+pub struct Acl {
+    catalog: &'static Catalog,
+    users: RwLock<Arc<Users>>,
+    /// The `default` user is on and needs no password: connections start
+    /// authenticated (read per connection and per command of one that is not).
+    default_open: AtomicBool,
+    next_id: AtomicU64,
+    log: Mutex<log::Log>,
+}
+
+/// Which user a connection runs as.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub user: Arc<User>,
+    /// The user's rules restrict something: commands are checked.
+    pub restricted: bool,
+}
+
+impl Session {
+    pub fn new(user: Arc<User>) -> Session {
+        Session {
+            restricted: !user.unrestricted(),
+            user,
+        }
+    }
+
+    /// Take the user's rules as they are now. False when the user is gone
+    /// (deleted, or replaced by ACL LOAD): the connection must close.
+    pub fn refresh(&mut self, acl: &Acl) -> bool {
+        match acl.user(&self.user.name) {
+            Some(now) if now.id == self.user.id => {
+                *self = Session::new(now);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn name(&self) -> &[u8] {
+        &self.user.name
+    }
+}
+
+impl Acl {
+    /// A table with only the `default` user.
+    pub fn new(catalog: &'static Catalog) -> Acl {
+        let mut users = Users::new();
+        users.insert(
+            b"default".to_vec(),
+            Arc::new(User::default_user(catalog, 0)),
+        );
+        Acl {
+            catalog,
+            users: RwLock::new(Arc::new(users)),
+            default_open: AtomicBool::new(true),
+            next_id: AtomicU64::new(1),
+            log: Mutex::default(),
+        }
+    }
+
+    pub fn catalog(&self) -> &'static Catalog {
+        self.catalog
+    }
+
+    /// The table as it is now.
+    pub fn users(&self) -> Arc<Users> {
+        self.users.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn user(&self, name: &[u8]) -> Option<Arc<User>> {
+        self.users().get(name).cloned()
+    }
+
+    /// A new connection: its session (the `default` user) and whether it is
+    /// authenticated already (`default` is on and needs no password).
+    pub fn new_session(&self) -> (bool, Session) {
+        let user = self
+            .user(b"default")
+            .expect("the default user always exists");
+        (self.default_open.load(Relaxed), Session::new(user))
+    }
+
+    /// Commands need AUTH first (Redis's `authRequired`, for a connection not
+    /// authenticated).
+    pub fn auth_required(&self) -> bool {
+        !self.default_open.load(Relaxed)
+    }
+
+    /// The user, when `password` is right and the user is on.
+    pub fn authenticate(&self, name: &[u8], password: &[u8]) -> Option<Arc<User>> {
+        let user = self.user(name)?;
+        (user.enabled && user.password_ok(password)).then_some(user)
+    }
+
+    /// Change the table under its lock; `f` sees a copy it may edit.
+    fn edit<T>(&self, f: impl FnOnce(&mut Users) -> T) -> T {
+        let mut guard = self.users.write().unwrap_or_else(|e| e.into_inner());
+        let mut users = (**guard).clone();
+        let out = f(&mut users);
+        let open = users
+            .get(b"default".as_slice())
+            .is_some_and(|d| d.enabled && d.nopass);
+        self.default_open.store(open, Relaxed);
+        *guard = Arc::new(users);
+        out
+    }
+
+    /// A user id not given before.
+    fn fresh_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Relaxed)
+    }
+
+    /// ACL SETUSER: every rule applies, or none (`all_channels`:
+    /// `acl-pubsub-default allchannels`, what a new selector starts with).
+    pub fn set_user(
+        &self,
+        name: &[u8],
+        rules: &[&[u8]],
+        all_channels: bool,
+    ) -> Result<(), SetUserError> {
+        if has_spaces(name) {
+            return Err(SetUserError::BadName);
+        }
+        let rules = merge_selector_args(rules).map_err(SetUserError::Unmatched)?;
+        let id = self.fresh_id();
+        self.edit(|users| {
+            let mut user = match users.get(name) {
+                Some(u) => (**u).clone(),
+                None => User::new(self.catalog, name, id, all_channels),
+            };
+            for rule in &rules {
+                user.apply(self.catalog, rule, all_channels)
+                    .map_err(|e| SetUserError::Rule(rule.clone(), e))?;
+            }
+            users.insert(name.to_vec(), Arc::new(user));
+            Ok(())
+        })
+    }
+
+    /// ACL DELUSER (without `default`, which the caller refuses): how many were
+    /// deleted.
+    pub fn delete_users(&self, names: &[&[u8]]) -> usize {
+        self.edit(|users| names.iter().filter(|n| users.remove(**n).is_some()).count())
+    }
+
+    /// `requirepass`: the `default` user's one password, or `nopass` when empty
+    /// (Redis's `ACLUpdateDefaultUserPassword`).
+    pub fn set_default_password(&self, password: Option<&str>) {
+        self.edit(|users| {
+            let Some(current) = users.get(b"default".as_slice()) else {
+                return;
+            };
+            let mut user = (**current).clone();
+            let _ = user.apply(self.catalog, b"resetpass", false);
+            let rule = match password {
+                Some(p) => [b">".as_slice(), p.as_bytes()].concat(),
+                None => b"nopass".to_vec(),
+            };
+            let _ = user.apply(self.catalog, &rule, false);
+            users.insert(b"default".to_vec(), Arc::new(user));
+        });
+    }
+
+    /// ACL LOAD / the ACL file at start: the new table (`default` keeps its id,
+    /// so its connections stay; every other user is new).
+    pub fn replace_all(&self, mut new: Users) {
+        self.edit(|users| {
+            let default_id = users.get(b"default".as_slice()).map_or(0, |d| d.id);
+            let default = match new.remove(b"default".as_slice()) {
+                Some(d) => d,
+                None => Arc::new(User::default_user(self.catalog, default_id)),
+            };
+            let mut default = (*default).clone();
+            default.id = default_id;
+            new.insert(b"default".to_vec(), Arc::new(default));
+            *users = new;
+        });
+    }
+
+    /// A new user for a loaded table.
+    pub fn new_user(&self, name: &[u8], all_channels: bool) -> User {
+        User::new(self.catalog, name, self.fresh_id(), all_channels)
+    }
+
+    /// Record a refused command or failed AUTH, keeping `max` entries
+    /// (`acllog-max-len`).
+    pub fn log(&self, entry: log::Entry, max: usize) {
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.add(entry, max);
+    }
+
+    /// ACL LOG count.
+    pub fn log_entries(&self, count: usize) -> Vec<log::Entry> {
+        self.log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .newest(count)
+    }
+
+    /// ACL LOG RESET.
+    pub fn log_reset(&self) {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).reset();
+    }
+}

@@ -92,9 +92,11 @@ fn set_hz(core: &mut ShardCore, v: &str) -> Result<(), String> {
 
 fn set_requirepass(core: &mut ShardCore, v: &str) -> Result<(), String> {
     core.cfg.requirepass = (!v.is_empty()).then(|| v.to_string());
-    // A script may turn busy before the next tick: its shard answers AUTH with
-    // the password set now.
-    crate::shard::busy::set_requirepass(core.cfg.requirepass.as_deref());
+    // The `default` user's password, as Redis (every shard applies it again:
+    // the same password, the same user).
+    core.shared
+        .acl
+        .set_default_password(core.cfg.requirepass.as_deref());
     Ok(())
 }
 
@@ -600,6 +602,10 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         ConfigChange::Functions(payload) => super::functions::apply(core, payload),
         ConfigChange::SkipChecksumValidation(skip) => {
             core.engine.config_mut().skip_checksum_validation = *skip
+        }
+        ConfigChange::AclUsers => {
+            let acl = core.shared.acl.clone();
+            super::acl::refresh_connections(&acl, conns, &mut core.dirty);
         }
     }
 }

@@ -1,11 +1,14 @@
 //! Connection commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT.
 
 use super::{parse_i64, Ctx, ServerCommand, ServerResult};
+use crate::acl::rules::User;
+use crate::acl::{Acl, Session};
 use crate::config::PortMode;
 use crate::net::conn::ReplyMode;
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
+use std::sync::Arc;
 
 /// The Redis version Ruvio answers as (HELLO, INFO). Clients read it to pick features.
 pub const REDIS_VERSION: &str = ruvio_engine::REDIS_VERSION;
@@ -70,7 +73,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     c.no_evict = false;
     c.no_touch = false;
     c.readonly = false;
-    c.authenticated = ctx.core.cfg.requirepass.is_none();
+    (c.authenticated, c.acl) = ctx.core.shared.acl.new_session();
     crate::messaging::pubsub::forget_all(ctx.core, &mut c.subs, ctx.who);
     c.multi = None;
     crate::transactions::multi::unwatch(ctx.core, ctx.client);
@@ -79,33 +82,43 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     Ok(())
 }
 
-/// Check a username/password pair against `requirepass`.
-fn credentials_ok(requirepass: Option<&str>, user: &[u8], pass: &[u8]) -> bool {
-    user == b"default" && requirepass.is_none_or(|p| p.as_bytes() == pass)
-}
-
-/// AUTH's answer for `requirepass` (the user `default` only): `Ok` when the
-/// client may go on, or Redis's error. Also what a busy script's shard answers
-/// (see `shard::busy`), which has no command context.
-pub fn authenticate(requirepass: Option<&str>, args: Args<'_>) -> Result<(), CmdError> {
+/// AUTH's answer: the user to run as, or Redis's error. Also what a busy
+/// script's shard answers (see `shard::busy`), which has no command context.
+pub fn authenticate(acl: &Acl, args: Args<'_>) -> Result<Arc<User>, CmdError> {
     let (user, pass) = match args.len() {
-        2 if requirepass.is_none() => return Err(CmdError::AuthNotConfigured),
+        2 if !acl.auth_required() => return Err(CmdError::AuthNotConfigured),
         2 => (&b"default"[..], args.get(1)),
         3 => (args.get(1), args.get(2)),
         _ => return Err(CmdError::Syntax),
     };
-    match credentials_ok(requirepass, user, pass) {
-        true => Ok(()),
-        false => Err(CmdError::WrongPass),
-    }
+    acl.authenticate(user, pass).ok_or(CmdError::WrongPass)
+}
+
+/// Log a failed AUTH (or HELLO AUTH) for `user` in ACL LOG.
+fn log_failed_auth(ctx: &mut Ctx<'_>, args: Args<'_>, user: &[u8]) {
+    super::acl::log_denial(ctx, "auth", args.get(0), user);
 }
 
 /// `AUTH [username] password`
 fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    authenticate(ctx.core.cfg.requirepass.as_deref(), args)?;
-    ctx.client.authenticated = true;
-    reply.ok();
-    Ok(())
+    match authenticate(&ctx.core.shared.acl, args) {
+        Ok(user) => {
+            ctx.client.authenticated = true;
+            ctx.client.acl = Session::new(user);
+            reply.ok();
+            Ok(())
+        }
+        Err(CmdError::WrongPass) => {
+            let user = if args.len() == 2 {
+                b"default".as_slice()
+            } else {
+                args.get(1)
+            };
+            log_failed_auth(ctx, args, user);
+            Err(CmdError::WrongPass)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
@@ -137,10 +150,12 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
         }
     }
     if let Some((user, pass)) = auth {
-        if !credentials_ok(ctx.core.cfg.requirepass.as_deref(), user, pass) {
+        let Some(found) = ctx.core.shared.acl.authenticate(user, pass) else {
+            log_failed_auth(ctx, args, user);
             return Err(CmdError::WrongPass);
-        }
+        };
         ctx.client.authenticated = true;
+        ctx.client.acl = Session::new(found);
     }
     if !ctx.client.authenticated {
         return Err(CmdError::HelloNoAuth);

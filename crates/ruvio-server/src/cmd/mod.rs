@@ -9,6 +9,7 @@
 //! A handler returns `Err(CmdError)` having written nothing; the dispatcher writes
 //! the error once and counts the failure from the type, as for engine commands.
 
+pub mod acl;
 pub mod client;
 pub mod cluster;
 pub mod config;
@@ -68,6 +69,7 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         transactions::COMMANDS,
         persistence::COMMANDS,
         functions::COMMANDS,
+        acl::COMMANDS,
     ]
     .into_iter()
     .flatten()

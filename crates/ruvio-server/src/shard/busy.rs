@@ -111,8 +111,8 @@ pub struct Settings {
     pub topo: Arc<Topology>,
     /// `cluster-announce-ip` (the host MOVED names).
     pub announce_ip: String,
-    /// `requirepass`: new clients must authenticate, and AUTH checks it.
-    pub requirepass: Option<String>,
+    /// The ACL users: whether new clients must authenticate, and AUTH's check.
+    pub acl: Arc<crate::acl::Acl>,
 }
 
 /// Set this shard thread up (at shard start): its listener and settings.
@@ -129,18 +129,6 @@ pub fn install(listener: RawFd, settings: Settings) {
         })
     });
     ruvio_engine::scripting::set_serve_while_busy(serve);
-}
-
-/// `requirepass` now (the loop renews it on its tick; copied only when changed).
-pub fn set_requirepass(requirepass: Option<&str>) {
-    PUMP.with_borrow_mut(|p| {
-        if let Some(pump) = p
-            .as_mut()
-            .filter(|p| p.settings.requirepass.as_deref() != requirepass)
-        {
-            pump.settings.requirepass = requirepass.map(str::to_string);
-        }
-    });
 }
 
 /// True when the hook left something for the loop ([`take_leftovers`]).
@@ -289,7 +277,7 @@ impl Pump {
                 // Read per command: an AUTH before it in the batch counts.
                 let authenticated = client
                     .as_ref()
-                    .map_or(self.settings.requirepass.is_none(), |c| c.authenticated);
+                    .map_or(!self.settings.acl.auth_required(), |c| c.authenticated);
                 let mut reply = Reply::new(&mut self.out, proto);
                 let asked = Asked {
                     args,
@@ -468,12 +456,13 @@ fn answer(
             }
             Answer::Replied
         }
-        // AUTH outside MULTI needs only the connection and `requirepass`.
+        // AUTH outside MULTI needs only the connection and the users.
         "auth" if client.as_ref().is_some_and(|c| c.multi.is_none()) => {
             let client = client.expect("checked");
-            match crate::cmd::connection::authenticate(settings.requirepass.as_deref(), args) {
-                Ok(()) => {
+            match crate::cmd::connection::authenticate(&settings.acl, args) {
+                Ok(user) => {
                     client.authenticated = true;
+                    client.acl = crate::acl::Session::new(user);
                     reply.ok();
                 }
                 Err(e) => e.write(reply),

@@ -173,6 +173,40 @@ fn flags_row<'a>(cmd: &'a Command, args: Args<'_>) -> &'a CommandMeta {
     cmd.resolve(args).map_or(cmd.meta, |sub| sub.meta)
 }
 
+/// The `-NOPERM` error when the client's ACL user may not run this call, logged
+/// in ACL LOG (Redis checks right after authentication, before routing, so a
+/// command for another shard is checked here too). An unknown subcommand passes:
+/// its own error comes later.
+fn acl_refusal(
+    core: &mut ShardCore,
+    client: &ClientState,
+    cmd: &Command,
+    args: Args<'_>,
+) -> Option<CmdError> {
+    let row = cmd.resolve(args).ok()?;
+    let denied = crate::acl::check::check(&client.acl.user, row.stat, row.meta, args).err()?;
+    let object = match denied {
+        crate::acl::check::Denied::Command => row.meta.name.as_bytes(),
+        crate::acl::check::Denied::Key(i) | crate::acl::check::Denied::Channel(i) => args.get(i),
+    };
+    let entry = crate::acl::log::Entry {
+        count: 1,
+        reason: denied.log_reason(),
+        context: if client.multi.is_some() {
+            "multi"
+        } else {
+            "toplevel"
+        },
+        object: object.to_vec(),
+        username: client.acl.name().to_vec(),
+        at_ms: crate::clock::unix_ms(),
+        client_info: crate::cmd::client::info_line(core, client),
+    };
+    let max = crate::cmd::acl::log_max(core.cfg.param("acllog-max-len"));
+    core.shared.acl.log(entry, max);
+    Some(CmdError::Line(denied.noperm_line(row.meta.name)))
+}
+
 /// RESP2 subscribed mode: Redis' error for a command other than (un)subscribing,
 /// PING, QUIT and RESET, named as the (sub)command it resolves to.
 fn subscribed_mode_refusal(cmd: &Command, args: Args<'_>) -> Option<CmdError> {
@@ -362,8 +396,10 @@ pub(crate) fn run_command(
     }
     let rejected = if !cmd.meta.arity_ok(args.len()) {
         Some(CmdError::WrongArity(cmd.meta.name))
-    } else if !client.authenticated && !cmd.meta.has(NO_AUTH) {
+    } else if !client.authenticated && !cmd.meta.has(NO_AUTH) && core.shared.acl.auth_required() {
         Some(CmdError::NoAuth)
+    } else if client.acl.restricted {
+        acl_refusal(core, client, cmd, args)
     } else if core.loading.refuses() && !flags_row(cmd, args).has(LOADING) {
         Some(CmdError::Line(
             crate::persistence::loading::LOADING_ERROR.to_vec(),
@@ -611,6 +647,14 @@ fn run_local(
             let ran = {
                 // Lent to the hook that answers the other clients while a script is busy.
                 let _lent = script.then(|| crate::net::lent::lend(conns));
+                // A restricted user's script has its calls checked.
+                let _acl = script
+                    .then(|| {
+                        let max = crate::cmd::acl::log_max(core.cfg.param("acllog-max-len"));
+                        let info = || crate::cmd::client::info_line(core, client);
+                        crate::acl::script::enter(&client.acl, &core.shared.acl, max, info)
+                    })
+                    .flatten();
                 run_engine(core, cmd, caller, args, replies.sink())
             };
             if let Some(gate) = gate {

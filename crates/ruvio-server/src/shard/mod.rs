@@ -169,7 +169,7 @@ impl Shard {
             shard: self.core.id,
             topo: self.core.topo.clone(),
             announce_ip: self.core.cfg.cluster_announce_ip.clone(),
-            requirepass: self.core.cfg.requirepass.clone(),
+            acl: self.core.shared.acl.clone(),
         };
         busy::install(std::os::fd::AsRawFd::as_raw_fd(&self.listener), settings);
         self.arm_accept();
@@ -372,11 +372,11 @@ impl Shard {
         let sock = crate::net::socket::adopt(fd);
         let client_id = self.core.shared.next_client_id();
         let now = self.core.now_ms;
-        let authenticated = self.core.cfg.requirepass.is_none();
+        let session = self.core.shared.acl.new_session();
         let mut conn_gen = 0;
         let index = self.conns.insert_with(|_, gen| {
             conn_gen = gen;
-            Conn::new(gen, client_id, fd, sock, now, authenticated)
+            Conn::new(gen, client_id, fd, sock, now, session)
         });
         self.core.stats.connections_received += 1;
         self.register_fixed_file(index, conn_gen, fd);
@@ -904,8 +904,6 @@ impl Shard {
     /// Background work: publish gauges, expire keys in a small slice.
     fn tick(&mut self) {
         self.next_tick_ms = self.core.now_ms + TICK.as_millis() as u64;
-        // CONFIG SET requirepass reaches the clients a busy script's hook accepts.
-        busy::set_requirepass(self.core.cfg.requirepass.as_deref());
         if std::mem::take(&mut self.accept_failed) {
             self.arm_accept();
         }

@@ -45,6 +45,8 @@ pub struct Shared {
     pub script_lock: crate::mesh::script_lock::ScriptLock,
     /// Per shard: keys are expired in the background (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire: Vec<AtomicBool>,
+    /// The ACL users and ACL LOG (see `acl`).
+    pub acl: std::sync::Arc<crate::acl::Acl>,
 }
 
 impl Shared {
@@ -70,6 +72,7 @@ impl Shared {
             loading: crate::persistence::loading::LoadingState::new(shards),
             script_lock: Default::default(),
             active_expire: (0..shards).map(|_| AtomicBool::new(true)).collect(),
+            acl: std::sync::Arc::new(crate::acl::Acl::new(&crate::cmd::registry::registry().acl)),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,
