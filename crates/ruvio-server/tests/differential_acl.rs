@@ -1,0 +1,536 @@
+//! Differential test of ACL against a real redis-server 7.0: the same sequence of
+//! ACL commands, AUTH / HELLO AUTH and refused commands goes to both, in RESP2
+//! and RESP3, against Ruvio with 1 and 2 shards in forward mode.
+//!
+//! # Comparison rules (the whole allowlist)
+//!
+//! 1. Replies are compared byte for byte, but for:
+//! 2. the command rules inside GETUSER and LIST replies when they name more than
+//!    one single command: Redis writes those in its command table's hash order,
+//!    which its random hash seed changes from run to run, so both replies are
+//!    compared with the single-command rules (`+get`, `-del`, not `+@cat`)
+//!    sorted; the `+@all`/`-@all` start and the category rules keep their order;
+//! 3. ACL CAT <category>: compared as sets (Redis's hash order again), and
+//!    Ruvio's may also list commands redis-server 7.0 does not have, and lack
+//!    those Ruvio does not have;
+//! 4. ACL LOG: the entries' fields and their `count`, `reason`, `context`,
+//!    `object` and `username` values; `age-seconds` must be a number and
+//!    `client-info` name the same fields as Redis's line (Ruvio adds Redis
+//!    7.2's `lib-name`, `lib-ver`, `io-thread` and `watch`);
+//! 5. ACL GENPASS: the length only; HELLO: only that the next ACL WHOAMI agrees;
+//!    ACL HELP's last line says `Print this help.` as Redis 7.2+ (7.0: `Prints`),
+//!    as every container's HELP in Ruvio.
+//!
+//! Scripts' `redis.call` checks are compared on 1 shard: with 2 shards a script
+//! runs on the shard owning its keys, where the caller's user is not known yet
+//! (docs/acl.md).
+
+mod common;
+
+use common::*;
+
+/// The two servers and a connection of one role to each.
+struct Pair {
+    redis: RawConn,
+    ruvio: RawConn,
+    label: String,
+}
+
+impl Pair {
+    fn connect(redis: &Server, ruvio: &Server, label: &str, resp3: bool) -> Pair {
+        let mut pair = Pair {
+            redis: redis.raw(),
+            ruvio: ruvio.raw(),
+            label: label.to_string(),
+        };
+        if resp3 {
+            pair.both(&["HELLO", "3"]);
+        }
+        pair
+    }
+
+    fn both(&mut self, args: &[&str]) -> (Vec<u8>, Vec<u8>) {
+        (self.redis.cmd(args), self.ruvio.cmd(args))
+    }
+
+    /// Byte for byte (rule 1).
+    fn same(&mut self, args: &[&str]) -> Vec<u8> {
+        let (r, t) = self.both(args);
+        assert_eq!(
+            show(&r),
+            show(&t),
+            "{}: {}\n  redis: {}\n  ruvio: {}",
+            self.label,
+            args.join(" "),
+            show(&r),
+            show(&t)
+        );
+        t
+    }
+
+    /// Rule 2.
+    fn same_rules(&mut self, args: &[&str]) {
+        let (r, t) = self.both(args);
+        assert_eq!(
+            sorted_single_rules(&r),
+            sorted_single_rules(&t),
+            "{}: {}\n  redis: {}\n  ruvio: {}",
+            self.label,
+            args.join(" "),
+            show(&r),
+            show(&t)
+        );
+    }
+}
+
+/// Each RESP line with its single-command rules sorted (rule 2).
+fn sorted_single_rules(reply: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(reply)
+        .split("\r\n")
+        .map(|line| {
+            let words: Vec<&str> = line.split(' ').collect();
+            let single =
+                |w: &&str| (w.starts_with('+') || w.starts_with('-')) && !w[1..].starts_with('@');
+            let mut singles: Vec<&str> = words.iter().copied().filter(single).collect();
+            singles.sort_unstable();
+            let kept: Vec<&str> = words.iter().copied().filter(|w| !single(w)).collect();
+            format!("{} | {}", kept.join(" "), singles.join(" "))
+        })
+        .collect()
+}
+
+/// COMMAND INFO's answer for a command the server does not have.
+fn unknown(info: &[u8]) -> bool {
+    [&b"*1\r\n*-1"[..], b"*1\r\n$-1", b"*1\r\n_"]
+        .iter()
+        .any(|nil| info.starts_with(nil))
+}
+
+/// The bulk strings of a flat array reply, sorted.
+fn sorted_bulks(reply: &[u8]) -> Vec<String> {
+    let mut items: Vec<String> = String::from_utf8_lossy(reply)
+        .split("\r\n")
+        .skip(1)
+        .collect::<Vec<_>>()
+        .chunks(2)
+        .filter_map(|c| c.get(1).map(|s| s.to_string()))
+        .collect();
+    items.sort();
+    items
+}
+
+fn sha256_hex(text: &str) -> String {
+    let out = std::process::Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(text.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("sha256sum");
+    String::from_utf8_lossy(&out.stdout)[..64].to_string()
+}
+
+fn run(shards: usize, resp3: bool) {
+    let label = format!("{shards} shard(s), {}", protocol_name(resp3));
+    let redis = Server::redis();
+    let ruvio = Server::ruvio(PortMode::Forward, shards);
+    let mut admin = Pair::connect(&redis, &ruvio, &format!("{label}, admin"), resp3);
+    let wpass = sha256_hex("wpass");
+
+    // Users and their descriptions.
+    admin.same(&[
+        "ACL",
+        "SETUSER",
+        "reader",
+        "on",
+        ">rpass",
+        "~r:*",
+        "&chan:*",
+        "+@read",
+        "+publish",
+        "+subscribe",
+        "+psubscribe",
+        "+multi",
+        "+exec",
+        "+eval",
+        "-get",
+        "+get",
+        "+config|get",
+    ]);
+    admin.same_rules(&["ACL", "GETUSER", "reader"]);
+    admin.same(&[
+        "ACL",
+        "SETUSER",
+        "writer",
+        "on",
+        &format!("#{wpass}"),
+        "%W~w:*",
+        "%R~r:*",
+        "%RW~rw:*",
+        "-@all",
+        "+set",
+        "+get",
+        "(~x:*",
+        "+del)",
+        "(&y +@pubsub)",
+    ]);
+    admin.same_rules(&["ACL", "GETUSER", "writer"]);
+    admin.same(&[
+        "ACL",
+        "SETUSER",
+        "plain",
+        "+@all",
+        "-@dangerous",
+        "~*",
+        "allchannels",
+    ]);
+    admin.same(&["ACL", "GETUSER", "plain"]);
+    admin.same(&[
+        "ACL",
+        "SETUSER",
+        "firstarg",
+        "reset",
+        "+select|0",
+        "+select|1",
+        "nopass",
+        "on",
+    ]);
+    admin.same(&["ACL", "GETUSER", "firstarg"]);
+    admin.same(&[
+        "ACL",
+        "SETUSER",
+        "cats",
+        "+@hash",
+        "-hset",
+        "+@string",
+        "resetkeys",
+        "resetchannels",
+    ]);
+    admin.same(&["ACL", "GETUSER", "cats"]);
+    admin.same(&["ACL", "GETUSER", "default"]);
+    admin.same(&["ACL", "GETUSER", "nobody"]);
+    admin.same_rules(&["ACL", "LIST"]);
+    admin.same(&["ACL", "USERS"]);
+    admin.same(&["ACL", "WHOAMI"]);
+
+    // Every kind of bad rule.
+    for bad in [
+        &["badrule"][..],
+        &["%X~a"],
+        &["%RR~a"],
+        &["#abc"],
+        &["#ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789"],
+        &["+nosuch"],
+        &["+@nosuch"],
+        &["-select|0"],
+        &["+config|get|x"],
+        &["+get|"],
+        &["<notthere"],
+        &["!0000000000000000000000000000000000000000000000000000000000000000"],
+        &["allkeys", "~x"],
+        &["allchannels", "&x"],
+        &["~a b"],
+        &["("],
+        &["(+get", "~x"],
+        &["on", "(+nosuch)"],
+    ] {
+        let mut args = vec!["ACL", "SETUSER", "broken"];
+        args.extend_from_slice(bad);
+        admin.same(&args);
+    }
+    admin.same(&["ACL", "SETUSER", "a b"]);
+    admin.same(&["ACL", "GETUSER", "broken"]);
+    admin.same(&["ACL", "DELUSER", "default"]);
+    admin.same(&["ACL", "DELUSER", "nosuch", "cats"]);
+    admin.same(&["ACL", "CAT"]);
+    admin.same(&["ACL", "CAT", "nosuch"]);
+    admin.same(&["ACL", "CAT", "read", "x"]);
+    for bits in ["0", "5000", "-1", "abc"] {
+        admin.same(&["ACL", "GENPASS", bits]);
+    }
+    let (r, t) = admin.both(&["ACL", "GENPASS", "5"]);
+    assert_eq!(
+        r.len(),
+        t.len(),
+        "{label}: GENPASS 5: {} {}",
+        show(&r),
+        show(&t)
+    );
+    let (r, t) = admin.both(&["ACL", "GENPASS"]);
+    assert_eq!(
+        r.len(),
+        t.len(),
+        "{label}: GENPASS: {} {}",
+        show(&r),
+        show(&t)
+    );
+    admin.same(&["ACL", "LOG", "x"]);
+    admin.same(&["ACL", "LOG", "1", "2"]);
+    admin.same(&["ACL", "NOPE"]);
+    admin.same(&["ACL", "LOAD"]);
+    admin.same(&["ACL", "SAVE"]);
+    let (r, t) = admin.both(&["ACL", "HELP"]);
+    let r = String::from_utf8_lossy(&r).replace("Prints this help.", "Print this help.");
+    assert_eq!(r, String::from_utf8_lossy(&t), "{label}: ACL HELP");
+    for category in [
+        "read",
+        "write",
+        "keyspace",
+        "dangerous",
+        "pubsub",
+        "connection",
+    ] {
+        let (r, t) = admin.both(&["ACL", "CAT", category]);
+        let (r, t) = (sorted_bulks(&r), sorted_bulks(&t));
+        for name in r.iter().filter(|n| !t.contains(n)) {
+            let known = admin.ruvio.cmd(&["COMMAND", "INFO", name]);
+            assert!(
+                unknown(&known),
+                "{label}: ACL CAT {category}: {name} missing"
+            );
+        }
+        for name in t.iter().filter(|n| !r.contains(n)) {
+            let known = admin.redis.cmd(&["COMMAND", "INFO", name]);
+            assert!(
+                unknown(&known),
+                "{label}: ACL CAT {category}: {name} is a Redis 7.0 command outside it"
+            );
+        }
+    }
+
+    // ACL DRYRUN: each kind of refusal.
+    for call in [
+        &["reader", "get", "r:1"][..],
+        &["reader", "get", "x"],
+        &["reader", "set", "r:1", "v"],
+        &["reader", "config", "get", "maxmemory"],
+        &["reader", "config", "set", "maxmemory", "0"],
+        &["reader", "publish", "chan:1", "m"],
+        &["reader", "publish", "other", "m"],
+        &["reader", "subscribe", "chan:1", "other"],
+        &["reader", "psubscribe", "chan:*"],
+        &["reader", "psubscribe", "chan:1*"],
+        &["reader", "mget", "r:1", "r:2", "x", "y"],
+        &["writer", "set", "w:1", "v"],
+        &["writer", "get", "w:1"],
+        &["writer", "get", "r:1"],
+        &["writer", "set", "r:1", "v"],
+        &["writer", "set", "rw:1", "v"],
+        &["writer", "get", "rw:1"],
+        &["writer", "del", "x:1"],
+        &["writer", "del", "w:1"],
+        &["writer", "publish", "y", "m"],
+        &["writer", "publish", "z", "m"],
+        &["firstarg", "select", "0"],
+        &["firstarg", "select", "2"],
+        &["plain", "flushall"],
+        &["plain", "get", "any"],
+        &["nobody", "get", "k"],
+        &["reader", "nosuch"],
+        &["reader", "get"],
+        &["reader", "config", "nosuch"],
+    ] {
+        let mut args = vec!["ACL", "DRYRUN"];
+        args.extend_from_slice(call);
+        admin.same(&args);
+    }
+
+    // A restricted user's connection.
+    let mut user = Pair::connect(&redis, &ruvio, &format!("{label}, reader"), resp3);
+    user.same(&["AUTH", "reader", "wrong"]);
+    user.same(&["AUTH", "nobody", "x"]);
+    user.same(&["AUTH", "onlypass"]);
+    user.same(&["AUTH", "reader", "rpass", "extra"]);
+    user.same(&["AUTH", "reader", "rpass"]);
+    user.same(&["ACL", "WHOAMI"]);
+    user.same(&["GET", "r:1"]);
+    user.same(&["GET", "x"]);
+    user.same(&["MGET", "r:1", "x"]);
+    user.same(&["SET", "r:1", "v"]);
+    user.same(&["CONFIG", "GET", "maxmemory"]);
+    user.same(&["CONFIG", "SET", "maxmemory", "0"]);
+    user.same(&["CONFIG", "NOSUCH"]);
+    user.same(&["PUBLISH", "chan:1", "m"]);
+    user.same(&["PUBLISH", "other", "m"]);
+    user.same(&["SUBSCRIBE", "chan:1", "other"]);
+    user.same(&["PSUBSCRIBE", "chan:1*"]);
+    user.same(&["NOSUCHCOMMAND"]);
+    user.same(&["GET"]);
+    user.same(&["MULTI"]);
+    user.same(&["GET", "r:1"]);
+    user.same(&["SET", "r:1", "v"]);
+    user.same(&["GET", "x"]);
+    user.same(&["EXEC"]);
+    if shards == 1 {
+        for script in [
+            "return redis.call('get','r:1')",
+            "return redis.call('get','x')",
+            "return redis.call('set','r:1','v')",
+            "return redis.pcall('get','x')",
+            "return redis.acl_check_cmd('get','x')",
+            "return redis.acl_check_cmd('get','r:1')",
+            "return redis.acl_check_cmd('set','r:1','v')",
+            "return redis.acl_check_cmd('nosuch')",
+            "return redis.acl_check_cmd()",
+        ] {
+            user.same(&["EVAL", script, "0"]);
+        }
+    }
+    // ACL LOG (rule 4): what the refusals above left.
+    compare_log(&mut admin, &label);
+    let (r, t) = admin.both(&["CLIENT", "LIST"]);
+    let readers = |list: &[u8]| {
+        String::from_utf8_lossy(list)
+            .matches("user=reader ")
+            .count()
+    };
+    assert_eq!(readers(&r), readers(&t), "{label}: CLIENT LIST users");
+    admin.same(&["CLIENT", "KILL", "USER", "nosuch"]);
+
+    // HELLO AUTH.
+    let mut other = Pair::connect(&redis, &ruvio, &format!("{label}, hello"), false);
+    other.same(&[
+        "HELLO",
+        if resp3 { "3" } else { "2" },
+        "AUTH",
+        "writer",
+        "nope",
+    ]);
+    other.both(&[
+        "HELLO",
+        if resp3 { "3" } else { "2" },
+        "AUTH",
+        "writer",
+        "wpass",
+        "SETNAME",
+        "w",
+    ]);
+    other.same(&["ACL", "WHOAMI"]);
+    other.same(&["CLIENT", "GETNAME"]);
+    other.same(&["SET", "w:1", "v"]);
+    other.same(&["GET", "w:1"]);
+    other.same(&["DEL", "x:1"]);
+    other.same(&["DEL", "w:1"]);
+
+    // A change reaches the user's connections at once; DELUSER closes them.
+    admin.same(&["ACL", "SETUSER", "reader", "-get"]);
+    user.same(&["GET", "r:1"]);
+    admin.same(&["ACL", "SETUSER", "reader", "+get"]);
+    user.same(&["GET", "r:1"]);
+    admin.same(&["ACL", "DELUSER", "reader", "writer"]);
+    let (r, t) = admin.both(&["CLIENT", "LIST"]);
+    assert_eq!(
+        readers(&r),
+        0,
+        "{label}: redis kept the deleted user's client"
+    );
+    assert_eq!(
+        readers(&t),
+        0,
+        "{label}: ruvio kept the deleted user's client: {}",
+        show(&t)
+    );
+    assert!(!contains(&t, b"user=writer "), "{label}: {}", show(&t));
+
+    // requirepass is the default user's password.
+    admin.same(&["CONFIG", "SET", "requirepass", "topsecret"]);
+    admin.same_rules(&["ACL", "GETUSER", "default"]);
+    let mut late = Pair::connect(&redis, &ruvio, &format!("{label}, late"), false);
+    late.same(&["PING"]);
+    late.same(&["AUTH", "wrong"]);
+    late.same(&["AUTH", "topsecret"]);
+    late.same(&["ACL", "WHOAMI"]);
+    admin.same(&["CONFIG", "SET", "requirepass", ""]);
+    admin.same(&["ACL", "GETUSER", "default"]);
+    late.same(&["AUTH", "x"]);
+    admin.same(&["ACL", "LOG", "RESET"]);
+    admin.same(&["ACL", "LOG"]);
+}
+
+/// Rule 4: ACL LOG's entries, field by field.
+fn compare_log(admin: &mut Pair, label: &str) {
+    let (r, t) = admin.both(&["ACL", "LOG", "100"]);
+    let (r, t) = (log_entries(&r), log_entries(&t));
+    assert_eq!(
+        r.len(),
+        t.len(),
+        "{label}: ACL LOG entries\n  redis: {r:?}\n  ruvio: {t:?}"
+    );
+    for (re, te) in r.iter().zip(&t) {
+        let keys = |e: &Vec<(String, String)>| e.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        assert_eq!(keys(re), keys(te), "{label}: ACL LOG fields");
+        for ((key, rv), (_, tv)) in re.iter().zip(te) {
+            match key.as_str() {
+                "age-seconds" => assert!(tv.parse::<f64>().is_ok(), "{label}: age {tv}"),
+                "client-info" => {
+                    let fields = |line: &str| {
+                        line.split(' ')
+                            .filter_map(|f| f.split_once('=').map(|(k, _)| k.to_string()))
+                            .collect::<Vec<_>>()
+                    };
+                    let theirs = fields(tv);
+                    for f in fields(rv) {
+                        assert!(theirs.contains(&f), "{label}: client-info lacks {f}: {tv}");
+                    }
+                }
+                _ => assert_eq!(
+                    rv, tv,
+                    "{label}: ACL LOG {key}\n  redis: {re:?}\n  ruvio: {te:?}"
+                ),
+            }
+        }
+    }
+}
+
+/// ACL LOG's entries as (field, value) pairs (RESP2 or RESP3 maps; values are
+/// bulk strings, integers or doubles).
+fn log_entries(reply: &[u8]) -> Vec<Vec<(String, String)>> {
+    let text = String::from_utf8_lossy(reply).to_string();
+    let mut lines = text.split("\r\n").filter(|l| !l.is_empty()).peekable();
+    let count: usize = lines.next().expect("header")[1..].parse().expect("count");
+    let mut entries = Vec::new();
+    for _ in 0..count {
+        lines.next(); // the map (or array) header
+        let mut fields = Vec::new();
+        for _ in 0..7 {
+            let mut value = || {
+                let line = lines.next().expect("value").to_string();
+                if line.starts_with('$') {
+                    lines.next().unwrap_or_default().to_string()
+                } else {
+                    line[1..].to_string()
+                }
+            };
+            let key = value();
+            let val = value();
+            fields.push((key, val));
+        }
+        entries.push(fields);
+    }
+    entries
+}
+
+#[test]
+fn acl_matches_redis_on_one_shard() {
+    if require_redis_server("acl_matches_redis_on_one_shard").is_none() {
+        return;
+    }
+    run(1, false);
+    run(1, true);
+}
+
+#[test]
+fn acl_matches_redis_on_two_shards() {
+    if require_redis_server("acl_matches_redis_on_two_shards").is_none() {
+        return;
+    }
+    run(2, false);
+    run(2, true);
+}
