@@ -59,7 +59,12 @@ pub fn load(acl: &Acl, path: &str, all_channels: bool) -> Result<Users, String> 
         for rule in &rules {
             let rule = trim(rule, b"\t\r\n");
             if let Err(e) = user.apply(acl.catalog(), rule, all_channels) {
-                errors.push_str(&format!("{path}:{line_no}: {}. ", e.text()));
+                errors.push_str(&format!(
+                    "{path}:{line_no}: Error in applying operation '{}': {}. ",
+                    String::from_utf8_lossy(rule),
+                    e.text()
+                ));
+                break;
             }
         }
         users.insert(name.to_vec(), Arc::new(user));

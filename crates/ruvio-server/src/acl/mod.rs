@@ -58,6 +58,54 @@ pub struct Acl {
     log: Mutex<log::Log>,
 }
 
+/// Set the users up at start, as Redis's `ACLLoadUsersAtStartup`: `requirepass`,
+/// then the config file's `user` lines or the ACL file (not both). An error is
+/// Redis's text, and the server must not start.
+pub fn start(acl: &Acl, cfg: &crate::config::Config) -> Result<(), String> {
+    acl.set_default_password(cfg.requirepass.as_deref());
+    let aclfile = cfg.param("aclfile");
+    let all_channels = cfg
+        .param("acl-pubsub-default")
+        .eq_ignore_ascii_case("allchannels");
+    if !aclfile.is_empty() && !cfg.users.is_empty() {
+        return Err(
+            "Configuring Redis with users defined in redis.conf and at the same setting \
+                    an ACL file path is invalid. This setup is very likely to lead to \
+                    configuration errors and security holes, please define either an ACL file \
+                    or declare users directly in your redis.conf, but not both."
+                .into(),
+        );
+    }
+    for line in &cfg.users {
+        let mut words = line.split(' ').filter(|w| !w.is_empty());
+        let name = words.next().unwrap_or_default();
+        if name.is_empty() || has_spaces(name.as_bytes()) {
+            return Err("Spaces not allowed in ACL usernames".into());
+        }
+        let mut rules: Vec<&[u8]> = words.map(str::as_bytes).collect();
+        if name == "default" {
+            rules.insert(0, b"reset");
+        }
+        acl.set_user(name.as_bytes(), &rules, all_channels)
+            .map_err(|e| match e {
+                SetUserError::Rule(rule, why) => format!(
+                    "Error loading ACL rule '{}' for the user named '{name}': {}",
+                    String::from_utf8_lossy(&rule),
+                    why.text()
+                ),
+                SetUserError::Unmatched(_) | SetUserError::BadName => {
+                    format!("Unmatched parenthesis in the ACL rules of the user named '{name}'")
+                }
+            })?;
+    }
+    if !aclfile.is_empty() {
+        let users = file::load(acl, aclfile, all_channels)
+            .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
+        acl.replace_all(users);
+    }
+    Ok(())
+}
+
 /// Which user a connection runs as.
 #[derive(Debug, Clone)]
 pub struct Session {

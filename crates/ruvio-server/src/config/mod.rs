@@ -178,6 +178,9 @@ struct FileConfig {
     client_output_buffer_limit: Option<String>,
     notify_keyspace_events: Option<String>,
     save: Option<String>,
+    /// ACL users as Redis's `user` lines without the word `user`
+    /// (`user = ["alice on >pw ~* +@all"]`).
+    user: Option<Vec<String>>,
     #[serde(flatten)]
     redis: toml::Table,
 }
@@ -224,6 +227,9 @@ pub struct Config {
     pub import_rdb: Option<PathBuf>,
     /// `save` rules (see [`crate::persistence::save_rules`]).
     pub save: Vec<save::SaveRule>,
+    /// The config file's ACL `user` lines, each `<name> <rules ...>` (see
+    /// [`crate::acl::start`]).
+    pub users: Vec<String>,
     /// The values of the other parameters (`params::PARAMS`) set by the file, a
     /// flag or CONFIG SET, under their storage names; a missing one has its default.
     pub params: std::collections::BTreeMap<&'static str, String>,
@@ -342,6 +348,7 @@ impl Config {
             client_output_buffer_limit,
             notify_keyspace_events,
             import_rdb: cli.import_rdb,
+            users: file.user.unwrap_or_default(),
             save,
             params,
         })

@@ -168,7 +168,8 @@ pub fn free_ports(count: u16, with_bus: bool) -> u16 {
     panic!("no {count} consecutive free ports in {PORT_FIRST}..{PORT_END}");
 }
 
-fn unique_dir(tag: &str) -> PathBuf {
+/// A fresh temporary directory for one server or test.
+pub fn unique_dir(tag: &str) -> PathBuf {
     static COUNTER: Mutex<u32> = Mutex::new(0);
     let mut n = COUNTER.lock().unwrap_or_else(|e| e.into_inner());
     *n += 1;
@@ -283,6 +284,11 @@ impl Server {
     /// Starts one standalone `redis-server --save "" --appendonly no` (DEBUG enabled so
     /// that `DEBUG PROTOCOL` can be compared).
     pub fn redis() -> Server {
+        Server::redis_with(&[])
+    }
+
+    /// As [`Server::redis`], with `extra` arguments (`--aclfile path` ...).
+    pub fn redis_with(extra: &[&str]) -> Server {
         let bin = redis_server_bin().expect("redis-server is not installed");
         let port = free_ports(1, false);
         let dir = unique_dir("redis");
@@ -290,7 +296,8 @@ impl Server {
         let child = spawn_logged(
             Command::new(bin)
                 .args(redis_args(port, &dir))
-                .args(["--enable-debug-command", "yes"]),
+                .args(["--enable-debug-command", "yes"])
+                .args(extra),
             &log,
         );
         let mut server = Server {
