@@ -534,3 +534,113 @@ fn acl_matches_redis_on_two_shards() {
     run(2, false);
     run(2, true);
 }
+
+/// Rule fragments the random SETUSER calls are made of: every kind of rule,
+/// right and wrong.
+const FRAGMENTS: &[&str] = &[
+    "on",
+    "off",
+    ">pw",
+    ">other",
+    "<pw",
+    "<nope",
+    "nopass",
+    "resetpass",
+    "reset",
+    "#2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881",
+    "!2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881",
+    "#xyz",
+    "~a*",
+    "~*",
+    "%R~r:*",
+    "%W~w:*",
+    "%RW~rw",
+    "%WR~*",
+    "%X~a",
+    "%R",
+    "%~x",
+    "allkeys",
+    "resetkeys",
+    "&c*",
+    "&*",
+    "allchannels",
+    "resetchannels",
+    "+get",
+    "-get",
+    "+set",
+    "-@all",
+    "+@all",
+    "allcommands",
+    "nocommands",
+    "+@read",
+    "-@write",
+    "+@geo",
+    "-@dangerous",
+    "+@nosuch",
+    "+config|get",
+    "-config|set",
+    "+config",
+    "+select|0",
+    "-select|0",
+    "+nosuch",
+    "+get|x|y",
+    "(+get ~x)",
+    "(~y +@geo",
+    "-set)",
+    "(",
+    ")",
+    "clearselectors",
+    "sanitize-payload",
+    "skip-sanitize-payload",
+    "",
+    "+",
+    "-",
+    "@",
+];
+
+/// Random SETUSER calls: the same reply as Redis, never a panic, and the same
+/// user afterwards (GETUSER, rule 2).
+fn random_rules(seed: u64) {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    let label = format!("random rules, seed {seed}");
+    let redis = Server::redis();
+    let ruvio = Server::ruvio(PortMode::Forward, 1);
+    let mut admin = Pair::connect(&redis, &ruvio, &label, false);
+    let mut rng = StdRng::seed_from_u64(seed);
+    for step in 0..400 {
+        let user = ["u1", "u2", "default"][rng.random_range(0..3)];
+        let count = rng.random_range(0..6);
+        let mut owned: Vec<String> = Vec::new();
+        for _ in 0..count {
+            if rng.random_bool(0.1) {
+                // Arbitrary printable bytes, spaces included.
+                let len = rng.random_range(1..6);
+                owned.push(
+                    (0..len)
+                        .map(|_| rng.random_range(b' '..=b'~') as char)
+                        .collect(),
+                );
+            } else {
+                owned.push(FRAGMENTS[rng.random_range(0..FRAGMENTS.len())].to_string());
+            }
+        }
+        let mut args = vec!["ACL", "SETUSER", user];
+        args.extend(owned.iter().map(String::as_str));
+        admin.label = format!("{label}, step {step}");
+        admin.same(&args);
+        admin.same_rules(&["ACL", "GETUSER", user]);
+    }
+    // The default user may have been reset off: both refuse or admit alike.
+    admin.same(&["ACL", "WHOAMI"]);
+}
+
+#[test]
+fn random_setuser_rules_answer_as_redis() {
+    if require_redis_server("random_setuser_rules_answer_as_redis").is_none() {
+        return;
+    }
+    for seed in 1..=5 {
+        random_rules(seed);
+    }
+}

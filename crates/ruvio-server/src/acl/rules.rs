@@ -211,6 +211,10 @@ impl Selector {
                 }
                 offset += 1;
             }
+            // `%~pattern`: no permission named (`%R` alone is an empty pattern).
+            if perms == 0 {
+                return Err(RuleError::Syntax);
+            }
         } else {
             perms = KEY_ALL;
         }
@@ -515,6 +519,25 @@ mod tests {
         assert_eq!(s.keys[0].perms, KEY_ALL);
         s.apply(&c, b"allkeys").unwrap();
         assert_eq!(s.apply(&c, b"~b"), Err(RuleError::KeyAfterAll));
+    }
+
+    proptest::proptest! {
+        /// Any bytes as rules: an answer (applied or refused), never a panic, and
+        /// the user can still be written back as rules.
+        #[test]
+        fn any_rule_bytes_never_panic(
+            rules in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12), 0..8)
+        ) {
+            let c = sample();
+            let mut u = User::new(&c, b"u", 1, false);
+            let args: Vec<&[u8]> = rules.iter().map(Vec::as_slice).collect();
+            if let Ok(merged) = merge_selector_args(&args) {
+                for rule in &merged {
+                    let _ = u.apply(&c, rule, false);
+                }
+            }
+            let _ = crate::acl::describe::user_line(&c, &u);
+        }
     }
 
     #[test]
