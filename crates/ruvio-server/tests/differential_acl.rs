@@ -21,9 +21,8 @@
 //!    ACL HELP's last line says `Print this help.` as Redis 7.2+ (7.0: `Prints`),
 //!    as every container's HELP in Ruvio.
 //!
-//! Scripts' `redis.call` checks are compared on 1 shard: with 2 shards a script
-//! runs on the shard owning its keys, where the caller's user is not known yet
-//! (docs/acl.md).
+//! Scripts run where their keys are (with 2 shards: forwarded, or on borrowed
+//! keys), and their calls are checked as the caller's user there too.
 
 mod common;
 
@@ -368,21 +367,38 @@ fn run(shards: usize, resp3: bool) {
     user.same(&["SET", "r:1", "v"]);
     user.same(&["GET", "x"]);
     user.same(&["EXEC"]);
-    if shards == 1 {
+    for script in [
+        "return redis.call('get','r:1')",
+        "return redis.call('get','x')",
+        "return redis.call('set','r:1','v')",
+        "return redis.pcall('get','x')",
+        "return redis.acl_check_cmd('get','x')",
+        "return redis.acl_check_cmd('get','r:1')",
+        "return redis.acl_check_cmd('set','r:1','v')",
+        "return redis.acl_check_cmd('nosuch')",
+        "return redis.acl_check_cmd()",
+    ] {
+        user.same(&["EVAL", script, "0"]);
+    }
+    // Scripts that run where their keys are (with 2 shards: the other shard,
+    // or both on borrowed keys).
+    for keys in [&["r:1"][..], &["r:2"], &["r:1", "r:2", "r:3", "r:4"]] {
+        let count = keys.len().to_string();
         for script in [
-            "return redis.call('get','r:1')",
+            "return redis.call('get',KEYS[1])",
             "return redis.call('get','x')",
-            "return redis.call('set','r:1','v')",
-            "return redis.pcall('get','x')",
-            "return redis.acl_check_cmd('get','x')",
-            "return redis.acl_check_cmd('get','r:1')",
-            "return redis.acl_check_cmd('set','r:1','v')",
-            "return redis.acl_check_cmd('nosuch')",
-            "return redis.acl_check_cmd()",
+            "return redis.call('set',KEYS[1],'v')",
+            "return redis.acl_check_cmd('set',KEYS[1],'v')",
         ] {
-            user.same(&["EVAL", script, "0"]);
+            let mut args = vec!["EVAL", script, &count];
+            args.extend_from_slice(keys);
+            user.same(&args);
         }
     }
+    user.same(&["MULTI"]);
+    user.same(&["EVAL", "return redis.call('get','x')", "0"]);
+    user.same(&["EVAL", "return redis.call('get',KEYS[1])", "1", "r:2"]);
+    user.same(&["EXEC"]);
     // ACL LOG (rule 4): what the refusals above left.
     compare_log(&mut admin, &label);
     let (r, t) = admin.both(&["CLIENT", "LIST"]);

@@ -28,7 +28,7 @@ pub mod script;
 
 use catalog::Catalog;
 use rules::{has_spaces, merge_selector_args, RuleError, User};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -56,6 +56,12 @@ pub struct Acl {
     default_open: AtomicBool,
     next_id: AtomicU64,
     log: Mutex<log::Log>,
+    /// Restricted clients whose scripts may run on any shard (forwarded, on
+    /// borrowed keys, in an EXEC), by client id: the user and the client's
+    /// CLIENT LIST line (see [`script`]).
+    script_callers: Mutex<HashMap<u64, (Vec<u8>, u64, String)>>,
+    /// `script_callers` is not empty: a script's run looks there.
+    any_script_callers: AtomicBool,
 }
 
 /// Set the users up at start, as Redis's `ACLLoadUsersAtStartup`: `requirepass`,
@@ -153,6 +159,8 @@ impl Acl {
             default_open: AtomicBool::new(true),
             next_id: AtomicU64::new(1),
             log: Mutex::default(),
+            script_callers: Mutex::default(),
+            any_script_callers: AtomicBool::new(false),
         }
     }
 
@@ -278,6 +286,50 @@ impl Acl {
     /// A new user for a loaded table.
     pub fn new_user(&self, name: &[u8], all_channels: bool) -> User {
         User::new(self.catalog, name, self.fresh_id(), all_channels)
+    }
+
+    /// A restricted client is about to run a script (or EXEC, which may hold
+    /// one) wherever its keys are: note who it runs as.
+    pub fn note_script_caller(&self, client_id: u64, session: &Session, client_info: String) {
+        let mut callers = self
+            .script_callers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let user = &session.user;
+        callers.insert(client_id, (user.name.clone(), user.id, client_info));
+        self.any_script_callers.store(true, Relaxed);
+    }
+
+    /// The client closed, or runs as another user now.
+    pub fn forget_client(&self, client_id: u64) {
+        if !self.any_script_callers.load(Relaxed) {
+            return;
+        }
+        let mut callers = self
+            .script_callers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        callers.remove(&client_id);
+        self.any_script_callers.store(!callers.is_empty(), Relaxed);
+    }
+
+    /// Who the script of client `client_id` runs as, with the user's rules as
+    /// they are now, when it was noted as restricted; a user that is gone
+    /// leaves an empty user (no command allowed).
+    pub fn script_caller(&self, client_id: u64) -> Option<(Session, String)> {
+        if !self.any_script_callers.load(Relaxed) {
+            return None;
+        }
+        let callers = self
+            .script_callers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let (name, id, info) = callers.get(&client_id)?;
+        let user = match self.user(name) {
+            Some(user) if user.id == *id => user,
+            _ => Arc::new(User::new(self.catalog, name, *id, false)),
+        };
+        Some((Session::new(user), info.clone()))
     }
 
     /// Record a refused command or failed AUTH, keeping `max` entries

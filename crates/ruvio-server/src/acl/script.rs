@@ -2,6 +2,10 @@
 //! engine's check of each `redis.call` ([`ruvio_engine::scripting::set_acl_check`])
 //! for the length of its run ([`enter`]); an unrestricted client installs none,
 //! so its scripts' calls are not checked at all.
+//!
+//! A script runs where its keys are (another shard, borrowed keys, an EXEC), so
+//! the caller is found by client id ([`super::Acl::script_caller`]), noted when
+//! the restricted client sent the script.
 
 use super::check::{check, Denied};
 use super::log::Entry;

@@ -74,6 +74,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     c.no_touch = false;
     c.readonly = false;
     (c.authenticated, c.acl) = ctx.core.shared.acl.new_session();
+    ctx.core.shared.acl.forget_client(c.id);
     crate::messaging::pubsub::forget_all(ctx.core, &mut c.subs, ctx.who);
     c.multi = None;
     crate::transactions::multi::unwatch(ctx.core, ctx.client);
@@ -105,6 +106,7 @@ fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         Ok(user) => {
             ctx.client.authenticated = true;
             ctx.client.acl = Session::new(user);
+            ctx.core.shared.acl.forget_client(ctx.client.id);
             reply.ok();
             Ok(())
         }
@@ -156,6 +158,7 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
         };
         ctx.client.authenticated = true;
         ctx.client.acl = Session::new(found);
+        ctx.core.shared.acl.forget_client(ctx.client.id);
     }
     if !ctx.client.authenticated {
         return Err(CmdError::HelloNoAuth);

@@ -184,7 +184,16 @@ fn acl_refusal(
     args: Args<'_>,
 ) -> Option<CmdError> {
     let row = cmd.resolve(args).ok()?;
-    let denied = crate::acl::check::check(&client.acl.user, row.stat, row.meta, args).err()?;
+    let Err(denied) = crate::acl::check::check(&client.acl.user, row.stat, row.meta, args) else {
+        if crate::mesh::script_lock::is_script(row.meta) || row.meta.name == "exec" {
+            // It may run on another shard: the user goes with the client's id.
+            let info = crate::cmd::client::info_line(core, client);
+            core.shared
+                .acl
+                .note_script_caller(client.id, &client.acl, info);
+        }
+        return None;
+    };
     let object = match denied {
         crate::acl::check::Denied::Command => row.meta.name.as_bytes(),
         crate::acl::check::Denied::Key(i) | crate::acl::check::Denied::Channel(i) => args.get(i),
@@ -647,14 +656,6 @@ fn run_local(
             let ran = {
                 // Lent to the hook that answers the other clients while a script is busy.
                 let _lent = script.then(|| crate::net::lent::lend(conns));
-                // A restricted user's script has its calls checked.
-                let _acl = script
-                    .then(|| {
-                        let max = crate::cmd::acl::log_max(core.cfg.param("acllog-max-len"));
-                        let info = || crate::cmd::client::info_line(core, client);
-                        crate::acl::script::enter(&client.acl, &core.shared.acl, max, info)
-                    })
-                    .flatten();
                 run_engine(core, cmd, caller, args, replies.sink())
             };
             if let Some(gate) = gate {

@@ -700,6 +700,7 @@ impl Shard {
             // SAFETY: plain syscall on a descriptor this connection owns.
             unsafe { libc::shutdown(conn.client.fd, libc::SHUT_RDWR) };
             crate::transactions::multi::unwatch(&mut self.core, &mut conn.client);
+            self.core.shared.acl.forget_client(conn.client.id);
             let mut subs = std::mem::take(&mut conn.client.subs);
             if let Some(blocked) = conn.client.blocked.take() {
                 self.forget_blocked(index, gen, blocked);
