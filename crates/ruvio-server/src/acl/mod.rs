@@ -35,6 +35,15 @@ use std::sync::{Arc, Mutex, RwLock};
 /// The users by name, in byte order (ACL LIST's and USERS' order, as Redis's rax).
 pub type Users = BTreeMap<Vec<u8>, Arc<User>>;
 
+/// A restricted client that sent a script: its user's name and id, and its
+/// CLIENT LIST line (ACL LOG's `client-info`).
+#[derive(Debug)]
+struct ScriptCaller {
+    user: Vec<u8>,
+    user_id: u64,
+    client_info: String,
+}
+
 /// Why ACL SETUSER refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SetUserError {
@@ -59,7 +68,7 @@ pub struct Acl {
     /// Restricted clients whose scripts may run on any shard (forwarded, on
     /// borrowed keys, in an EXEC), by client id: the user and the client's
     /// CLIENT LIST line (see [`script`]).
-    script_callers: Mutex<HashMap<u64, (Vec<u8>, u64, String)>>,
+    script_callers: Mutex<HashMap<u64, ScriptCaller>>,
     /// `script_callers` is not empty: a script's run looks there.
     any_script_callers: AtomicBool,
 }
@@ -296,7 +305,12 @@ impl Acl {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let user = &session.user;
-        callers.insert(client_id, (user.name.clone(), user.id, client_info));
+        let caller = ScriptCaller {
+            user: user.name.clone(),
+            user_id: user.id,
+            client_info,
+        };
+        callers.insert(client_id, caller);
         self.any_script_callers.store(true, Relaxed);
     }
 
@@ -324,12 +338,12 @@ impl Acl {
             .script_callers
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let (name, id, info) = callers.get(&client_id)?;
-        let user = match self.user(name) {
-            Some(user) if user.id == *id => user,
-            _ => Arc::new(User::new(self.catalog, name, *id, false)),
+        let caller = callers.get(&client_id)?;
+        let user = match self.user(&caller.user) {
+            Some(user) if user.id == caller.user_id => user,
+            _ => Arc::new(User::new(self.catalog, &caller.user, caller.user_id, false)),
         };
-        Some((Session::new(user), info.clone()))
+        Some((Session::new(user), caller.client_info.clone()))
     }
 
     /// Record a refused command or failed AUTH, keeping `max` entries
