@@ -435,6 +435,28 @@ fn run(shards: usize, resp3: bool) {
     other.same(&["DEL", "x:1"]);
     other.same(&["DEL", "w:1"]);
 
+    // A subscriber whose channel is taken away is closed (not when its channels
+    // only grow).
+    let mut sub = Pair::connect(&redis, &ruvio, &format!("{label}, subscriber"), false);
+    sub.same(&["AUTH", "reader", "rpass"]);
+    sub.same(&["SUBSCRIBE", "chan:1"]);
+    let subscribed = |list: &[u8]| String::from_utf8_lossy(list).matches(" sub=1 ").count();
+    admin.same(&["ACL", "SETUSER", "reader", "&chan:2"]);
+    let (r, t) = admin.both(&["CLIENT", "LIST"]);
+    assert_eq!(
+        (subscribed(&r), subscribed(&t)),
+        (1, 1),
+        "{label}: subscriber kept"
+    );
+    admin.same(&["ACL", "SETUSER", "reader", "resetchannels", "&chan:2"]);
+    let (r, t) = admin.both(&["CLIENT", "LIST"]);
+    assert_eq!(
+        (subscribed(&r), subscribed(&t)),
+        (0, 0),
+        "{label}: subscriber closed"
+    );
+    admin.same(&["ACL", "SETUSER", "reader", "&chan:*"]);
+
     // A change reaches the user's connections at once; DELUSER closes them.
     admin.same(&["ACL", "SETUSER", "reader", "-get"]);
     user.same(&["GET", "r:1"]);

@@ -10,7 +10,8 @@ use crate::acl::check::Denied;
 use crate::acl::{describe, log, Acl, SetUserError};
 use crate::config::change::ConfigChange;
 use crate::mesh::gather::{Gather, Then};
-use crate::net::conn::Conn;
+use crate::messaging::pubsub::Kind;
+use crate::net::conn::{ClientState, Conn};
 use crate::net::slab::Slab;
 use ruvio_engine::command::{command, flags::*, reply_help, CommandTree};
 use ruvio_engine::{CmdError, KeySpec};
@@ -109,7 +110,7 @@ pub fn log_denial(ctx: &mut Ctx<'_>, reason: &'static str, object: &[u8], userna
 /// is closed (`dirty` gets it, as CLIENT KILL does).
 pub fn refresh_connections(acl: &Acl, conns: &mut Slab<Conn>, dirty: &mut Vec<(u32, u32)>) {
     for (index, conn) in conns.iter_mut() {
-        if !conn.client.acl.refresh(acl) {
+        if !keeps_access(acl, &mut conn.client) {
             conn.client.closing = true;
             conn.client.killed = true;
             dirty.push((index, conn.gen));
@@ -117,12 +118,34 @@ pub fn refresh_connections(acl: &Acl, conns: &mut Slab<Conn>, dirty: &mut Vec<(u
     }
 }
 
+/// Take the client's user as it is now: false when the user is gone, or when
+/// the client is subscribed to a channel its user may no longer use (Redis's
+/// `ACLKillPubsubClientsIfNeeded`): the connection closes.
+fn keeps_access(acl: &Acl, client: &mut ClientState) -> bool {
+    if !client.acl.refresh(acl) {
+        return false;
+    }
+    if !client.subs.active() {
+        return true;
+    }
+    let user = &client.acl.user;
+    let allowed = |channel: &[u8], pattern: bool| {
+        user.selectors
+            .iter()
+            .any(|s| crate::acl::check::channel_ok(s, channel, pattern))
+    };
+    let subs = &client.subs;
+    subs.of(Kind::Pattern).iter().all(|p| allowed(p, true))
+        && subs.of(Kind::Channel).iter().all(|c| allowed(c, false))
+        && subs.of(Kind::Shard).iter().all(|c| allowed(c, false))
+}
+
 /// The users changed: this shard's connections take the change now, the other
 /// shards' before `answer` is sent.
 fn changed_everywhere(ctx: &mut Ctx<'_>, answer: Vec<u8>, reply: &mut Reply<'_>) {
     let acl = ctx.core.shared.acl.clone();
     refresh_connections(&acl, ctx.conns, &mut ctx.core.dirty);
-    if !ctx.client.acl.refresh(&acl) {
+    if !keeps_access(&acl, ctx.client) {
         // Its own user is gone: answered, then closed (Redis's close-after-reply).
         ctx.client.closing = true;
     }
