@@ -21,7 +21,8 @@ use ruvio_resp::{Args, Reply};
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
     command!("acl", -2, 0, KeySpec::NONE, ["slow"], "server", "6.0.0",
-        "A container for Access List Control commands", "Depends on subcommand.",
+        // Redis 7.0 writes the summary with a space at the end.
+        "A container for Access List Control commands ", "Depends on subcommand.",
         subcommands = SUBCOMMANDS),
 ];
 
