@@ -367,6 +367,31 @@ fn run(shards: usize, resp3: bool) {
     user.same(&["SET", "r:1", "v"]);
     user.same(&["GET", "x"]);
     user.same(&["EXEC"]);
+    // Rules changed between queueing and EXEC: each command is checked again.
+    user.same(&["MULTI"]);
+    user.same(&["GET", "r:5"]);
+    user.same(&["PUBLISH", "chan:1", "m"]);
+    user.same(&["MGET", "r:1"]);
+    user.same(&["GET", "r:1"]);
+    admin.same(&[
+        "ACL",
+        "SETUSER",
+        "reader",
+        "resetkeys",
+        "~r:1",
+        "resetchannels",
+        "-mget",
+    ]);
+    user.same(&["EXEC"]);
+    admin.same(&[
+        "ACL",
+        "SETUSER",
+        "reader",
+        "resetkeys",
+        "~r:*",
+        "&chan:*",
+        "+mget",
+    ]);
     for script in [
         "return redis.call('get','r:1')",
         "return redis.call('get','x')",

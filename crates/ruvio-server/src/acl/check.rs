@@ -48,6 +48,21 @@ impl Denied {
         }
     }
 
+    /// The `-NOPERM` line of a command EXEC runs that its user may no longer
+    /// run (the rules changed after it was queued).
+    pub fn noperm_at_exec_line(self) -> Vec<u8> {
+        let reason = match self {
+            Denied::Command => "no permission to execute the command or subcommand",
+            Denied::Key(_) => "no permission to touch the specified keys",
+            Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+        };
+        format!(
+            "NOPERM ACLs rules changed between the moment the transaction was accumulated and \
+             the EXEC call. This command is no longer allowed for the following reason: {reason}"
+        )
+        .into_bytes()
+    }
+
     /// What a script's `redis.call` fails with (`scriptVerifyACL` with
     /// `getAclErrorMessage`'s reasons).
     pub fn script_line(self) -> &'static str {

@@ -201,7 +201,7 @@ fn acl_refusal(
     let entry = crate::acl::log::Entry {
         count: 1,
         reason: denied.log_reason(),
-        context: if client.multi.is_some() {
+        context: if client.multi.is_some() || client.in_exec {
             "multi"
         } else {
             "toplevel"
@@ -213,7 +213,10 @@ fn acl_refusal(
     };
     let max = crate::cmd::acl::log_max(core.cfg.param("acllog-max-len"));
     core.shared.acl.log(entry, max);
-    Some(CmdError::Line(denied.noperm_line(row.meta.name)))
+    Some(CmdError::Line(match client.in_exec {
+        true => denied.noperm_at_exec_line(),
+        false => denied.noperm_line(row.meta.name),
+    }))
 }
 
 /// RESP2 subscribed mode: Redis' error for a command other than (un)subscribing,
