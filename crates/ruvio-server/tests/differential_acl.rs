@@ -424,6 +424,31 @@ fn run(shards: usize, resp3: bool) {
     user.same(&["EVAL", "return redis.call('get','x')", "0"]);
     user.same(&["EVAL", "return redis.call('get',KEYS[1])", "1", "r:2"]);
     user.same(&["EXEC"]);
+    // SORT's BY and GET patterns need read access to every key.
+    admin.same(&["ACL", "SETUSER", "sorter", "on", "nopass", "~k*", "+@all"]);
+    admin.same(&[
+        "ACL", "SETUSER", "reads", "on", "nopass", "%R~*", "~k*", "+@all",
+    ]);
+    admin.same(&["RPUSH", "k1", "3", "1", "2"]);
+    for who in ["sorter", "reads"] {
+        let mut sorter = Pair::connect(&redis, &ruvio, &format!("{label}, {who}"), resp3);
+        sorter.same(&["AUTH", who, "x"]);
+        for call in [
+            &["SORT", "k1", "BY", "w_*"][..],
+            &["SORT", "k1", "GET", "h_*"],
+            &["SORT", "k1", "GET", "#"],
+            &["SORT", "k1", "BY", "nosort"],
+            &["SORT_RO", "k1", "BY", "w_*"],
+            &["SORT", "k1", "LIMIT", "0", "1", "GET", "x"],
+            &["SORT", "k1", "LIMIT", "a", "1", "GET", "x"],
+            &["SORT", "k1", "NOSUCH", "GET", "x"],
+            &["SORT", "k1", "DESC", "ALPHA", "STORE", "k2", "BY", "w_*"],
+            &["SORT_RO", "k1", "STORE", "k2", "GET", "x"],
+        ] {
+            sorter.same(call);
+        }
+    }
+
     // ACL LOG (rule 4): what the refusals above left.
     compare_log(&mut admin, &label);
     let (r, t) = admin.both(&["CLIENT", "LIST"]);

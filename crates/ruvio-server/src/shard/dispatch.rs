@@ -447,6 +447,17 @@ pub(crate) fn run_command(
                 // They need the reply queue: run here rather than as server handlers.
                 "exec" => crate::transactions::multi::exec(core, conns, client, replies, who),
                 "watch" => crate::transactions::multi::watch_keys(core, client, replies, who, args),
+                "sort" | "sort_ro" if client.acl.restricted => {
+                    match crate::acl::check::sort_refusal(
+                        &client.acl.user,
+                        sub.stat,
+                        sub.meta,
+                        args,
+                    ) {
+                        Some(refusal) => Err(CmdError::Line(refusal.as_bytes().to_vec())),
+                        None => run_routed(core, conns, client, replies, who, sub, args),
+                    }
+                }
                 _ => run_routed(core, conns, client, replies, who, sub, args),
             };
             let stat = &mut core.stats.per_command[sub.stat];
