@@ -430,9 +430,21 @@ fn run(shards: usize, resp3: bool) {
         "ACL", "SETUSER", "reads", "on", "nopass", "%R~*", "~k*", "+@all",
     ]);
     admin.same(&["RPUSH", "k1", "3", "1", "2"]);
+    admin.same(&[
+        "FUNCTION",
+        "LOAD",
+        "REPLACE",
+        "#!lua name=acltest\n\
+         redis.register_function('chk', function(keys, args) return redis.acl_check_cmd('get', 'x1') end)\n\
+         redis.register_function('rd', function(keys, args) return redis.call('get', keys[1] or 'x1') end)",
+    ]);
     for who in ["sorter", "reads"] {
         let mut sorter = Pair::connect(&redis, &ruvio, &format!("{label}, {who}"), resp3);
         sorter.same(&["AUTH", who, "x"]);
+        sorter.same(&["FCALL", "chk", "0"]);
+        sorter.same(&["FCALL", "rd", "0"]);
+        sorter.same(&["FCALL", "rd", "1", "k1"]);
+        sorter.same(&["FCALL", "rd", "1", "k2"]);
         for call in [
             &["SORT", "k1", "BY", "w_*"][..],
             &["SORT", "k1", "GET", "h_*"],
