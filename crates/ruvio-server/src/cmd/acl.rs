@@ -496,3 +496,85 @@ fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::acl::{describe, Acl};
+    use proptest::prelude::*;
+
+    /// Rules of every kind, right and wrong, and any bytes.
+    fn rule() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::sample::select(vec![
+                "on",
+                "off",
+                ">pw",
+                "<pw",
+                "nopass",
+                "resetpass",
+                "reset",
+                "~a*",
+                "%R~r",
+                "%W~w",
+                "allkeys",
+                "resetkeys",
+                "&c*",
+                "allchannels",
+                "resetchannels",
+                "+get",
+                "-get",
+                "+@read",
+                "-@write",
+                "+@all",
+                "-@all",
+                "+config|get",
+                "-config|set",
+                "+select|0",
+                "(+get ~x)",
+                "(",
+                "-set)",
+                "clearselectors",
+                "sanitize-payload",
+                "+client",
+                "-client|kill",
+                "+@dangerous",
+                "-@keyspace",
+            ])
+            .prop_map(|r| r.as_bytes().to_vec()),
+            proptest::collection::vec(any::<u8>(), 0..8),
+        ]
+    }
+
+    proptest! {
+        /// Over the real command table: a refused SETUSER changes nothing, and
+        /// a user's rules (ACL LIST's), applied to a new user, read back the
+        /// same (the fuzz target `acl_rules` checks the same at length).
+        #[test]
+        fn rules_read_back_the_same(calls in proptest::collection::vec(proptest::collection::vec(rule(), 0..6), 0..6)) {
+            let acl = Acl::new(&super::super::registry::registry().acl);
+            for rules in &calls {
+                let before: Vec<_> = acl.users().values().map(|u| describe::user_line(acl.catalog(), u)).collect();
+                let rules: Vec<&[u8]> = rules.iter().map(Vec::as_slice).collect();
+                if acl.set_user(b"u", &rules, false).is_err() {
+                    let after: Vec<_> = acl.users().values().map(|u| describe::user_line(acl.catalog(), u)).collect();
+                    prop_assert_eq!(before, after);
+                }
+            }
+            let Some(user) = acl.user(b"u") else { return Ok(()) };
+            let clean = |b: &[u8]| !b.iter().any(|&c| c == b'(' || c == b')' || c.is_ascii_whitespace() || c == 0);
+            let plain = user.selectors.iter().all(|s| {
+                s.keys.iter().all(|k| clean(&k.pattern))
+                    && s.channels.iter().all(|c| clean(c))
+                    && s.firstargs.iter().flat_map(|(_, a)| a).all(|a| clean(a))
+            });
+            if plain {
+                let rules = describe::user_rules(acl.catalog(), &user);
+                let split: Vec<&[u8]> = rules.split(|&b| b == b' ').collect();
+                let again = Acl::new(&super::super::registry::registry().acl);
+                prop_assert!(again.set_user(b"copy", &split, false).is_ok(), "{:?}", String::from_utf8_lossy(&rules));
+                let back = describe::user_rules(again.catalog(), &again.user(b"copy").unwrap());
+                prop_assert_eq!(String::from_utf8_lossy(&rules), String::from_utf8_lossy(&back));
+            }
+        }
+    }
+}
