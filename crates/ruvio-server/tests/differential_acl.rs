@@ -744,3 +744,34 @@ fn random_setuser_rules_answer_as_redis() {
         random_rules(seed);
     }
 }
+
+/// Per-shard mode: one table for every shard's port; a change made through one
+/// port reaches the connections of the others before the reply, and DELUSER
+/// closes them (Ruvio only: a Redis Cluster's nodes each keep their own users).
+#[test]
+fn users_are_server_wide_in_per_shard_mode() {
+    let ruvio = Server::ruvio(PortMode::PerShard, 2);
+    let mut admin = RawConn::connect(ruvio.shard_port(0));
+    let mut other = RawConn::connect(ruvio.shard_port(1));
+    assert_eq!(
+        admin.cmd(&["ACL", "SETUSER", "u", "on", ">p", "~*", "+get", "+ping"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(other.cmd(&["AUTH", "u", "p"]), b"+OK\r\n");
+    assert_eq!(other.cmd(&["PING"]), b"+PONG\r\n");
+    assert_eq!(admin.cmd(&["ACL", "SETUSER", "u", "-ping"]), b"+OK\r\n");
+    assert_eq!(
+        other.cmd(&["PING"]),
+        b"-NOPERM this user has no permissions to run the 'ping' command\r\n"
+    );
+    let mut list_other = RawConn::connect(ruvio.shard_port(1));
+    let list = list_other.cmd(&["CLIENT", "LIST"]);
+    assert!(contains(&list, b"user=u "), "{}", show(&list));
+    assert_eq!(admin.cmd(&["ACL", "DELUSER", "u"]), b":1\r\n");
+    let list = list_other.cmd(&["CLIENT", "LIST"]);
+    assert!(!contains(&list, b"user=u "), "{}", show(&list));
+    assert_eq!(
+        list_other.cmd(&["ACL", "USERS"]),
+        b"*1\r\n$7\r\ndefault\r\n"
+    );
+}
