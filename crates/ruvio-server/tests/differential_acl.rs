@@ -496,6 +496,18 @@ fn run(shards: usize, resp3: bool) {
     other.same(&["GET", "w:1"]);
     other.same(&["DEL", "x:1"]);
     other.same(&["DEL", "w:1"]);
+    admin.same(&["CLIENT", "KILL", "USER", "writer"]);
+    let (r, t) = admin.both(&["CLIENT", "LIST"]);
+    let writers = |list: &[u8]| {
+        String::from_utf8_lossy(list)
+            .matches("user=writer ")
+            .count()
+    };
+    assert_eq!(
+        (writers(&r), writers(&t)),
+        (0, 0),
+        "{label}: CLIENT KILL USER"
+    );
 
     // A subscriber whose channel is taken away is closed (not when its channels
     // only grow).
