@@ -14,6 +14,8 @@
 //! swaps the table under its lock and is then applied by every shard to its
 //! connections (`cmd::acl` broadcasts it and answers once all shards did, as
 //! CONFIG SET), which is also where a deleted user's connections are closed.
+//! A connection the broadcast could not reach (out of its slab at that moment)
+//! sees the table's [`Acl::epoch`] moved at its next read batch and catches up.
 //!
 //! It sits on the `net` floor: it knows users and rules, not shards; the command
 //! table is above it, so `cmd::registry` hands it a [`catalog::Catalog`].
@@ -29,7 +31,10 @@ pub mod script;
 use catalog::Catalog;
 use rules::{has_spaces, merge_selector_args, RuleError, User};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// The users by name, in byte order (ACL LIST's and USERS' order, as Redis's rax).
@@ -64,6 +69,9 @@ pub struct Acl {
     /// authenticated (read per connection and per command of one that is not).
     default_open: AtomicBool,
     next_id: AtomicU64,
+    /// Changes made to the table so far: a connection whose session is older
+    /// takes the change at its next read (those the broadcast did not reach).
+    epoch: AtomicU64,
     log: Mutex<log::Log>,
     /// Restricted clients whose scripts may run on any shard (forwarded, on
     /// borrowed keys, in an EXEC), by client id: the user and the client's
@@ -127,6 +135,8 @@ pub struct Session {
     pub user: Arc<User>,
     /// The user's rules restrict something: commands are checked.
     pub restricted: bool,
+    /// The table's [`Acl::epoch`] this session was taken from (0: not known).
+    pub epoch: u64,
 }
 
 impl Session {
@@ -134,15 +144,20 @@ impl Session {
         Session {
             restricted: !user.unrestricted(),
             user,
+            epoch: 0,
         }
     }
 
     /// Take the user's rules as they are now. False when the user is gone
     /// (deleted, or replaced by ACL LOAD): the connection must close.
     pub fn refresh(&mut self, acl: &Acl) -> bool {
+        let epoch = acl.epoch();
         match acl.user(&self.user.name) {
             Some(now) if now.id == self.user.id => {
-                *self = Session::new(now);
+                *self = Session {
+                    epoch,
+                    ..Session::new(now)
+                };
                 true
             }
             _ => false,
@@ -167,6 +182,7 @@ impl Acl {
             users: RwLock::new(Arc::new(users)),
             default_open: AtomicBool::new(true),
             next_id: AtomicU64::new(1),
+            epoch: AtomicU64::new(1),
             log: Mutex::default(),
             script_callers: Mutex::default(),
             any_script_callers: AtomicBool::new(false),
@@ -189,10 +205,21 @@ impl Acl {
     /// A new connection: its session (the `default` user) and whether it is
     /// authenticated already (`default` is on and needs no password).
     pub fn new_session(&self) -> (bool, Session) {
+        let epoch = self.epoch();
         let user = self
             .user(b"default")
             .expect("the default user always exists");
-        (self.default_open.load(Relaxed), Session::new(user))
+        let session = Session {
+            epoch,
+            ..Session::new(user)
+        };
+        (self.default_open.load(Relaxed), session)
+    }
+
+    /// Changes made to the table so far (read once per read batch of a
+    /// connection).
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Acquire)
     }
 
     /// Commands need AUTH first (Redis's `authRequired`, for a connection not
@@ -217,6 +244,7 @@ impl Acl {
             .is_some_and(|d| d.enabled && d.nopass);
         self.default_open.store(open, Relaxed);
         *guard = Arc::new(users);
+        self.epoch.fetch_add(1, Release);
         out
     }
 

@@ -122,7 +122,7 @@ pub fn refresh_connections(acl: &Acl, conns: &mut Slab<Conn>, dirty: &mut Vec<(u
 /// Take the client's user as it is now: false when the user is gone, or when
 /// the client is subscribed to a channel its user may no longer use (Redis's
 /// `ACLKillPubsubClientsIfNeeded`): the connection closes.
-fn keeps_access(acl: &Acl, client: &mut ClientState) -> bool {
+pub fn keeps_access(acl: &Acl, client: &mut ClientState) -> bool {
     if !client.acl.refresh(acl) {
         return false;
     }

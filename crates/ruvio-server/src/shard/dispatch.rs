@@ -69,6 +69,14 @@ pub fn process_input(
         return true;
     }
     conn.input_need = 0;
+    let acl = &core.shared.acl;
+    if conn.client.acl.epoch != acl.epoch() && !crate::cmd::acl::keeps_access(acl, &mut conn.client)
+    {
+        // Its user was deleted, or lost a channel it listens to, while this
+        // connection was out of reach of the change (see `acl`).
+        conn.client.closing = true;
+        return false;
+    }
     let who = (index, conn.gen);
     let sending = conn.sending.len();
     // Commands at the front whose lines the shard's batch pass already prefetched.
