@@ -463,6 +463,7 @@ fn answer(
                 Ok(user) => {
                     client.authenticated = true;
                     client.acl = crate::acl::Session::new(user);
+                    settings.acl.forget_client(client.id);
                     reply.ok();
                 }
                 Err(e) => e.write(reply),
