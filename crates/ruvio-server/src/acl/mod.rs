@@ -326,20 +326,32 @@ impl Acl {
     }
 
     /// A restricted client is about to run a script (or EXEC, which may hold
-    /// one) wherever its keys are: note who it runs as.
-    pub fn note_script_caller(&self, client_id: u64, session: &Session, client_info: String) {
+    /// one) wherever its keys are: note who it runs as. The client's line
+    /// (`client_info`) is taken when it is first noted as this user, not on
+    /// every script (ACL LOG shows it for a refused call).
+    pub fn note_script_caller(
+        &self,
+        client_id: u64,
+        session: &Session,
+        client_info: impl FnOnce() -> String,
+    ) {
         let mut callers = self
             .script_callers
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let user = &session.user;
-        let caller = ScriptCaller {
-            user: user.name.clone(),
-            user_id: user.id,
-            client_info,
-        };
-        callers.insert(client_id, caller);
-        self.any_script_callers.store(true, Relaxed);
+        let noted = callers
+            .get(&client_id)
+            .is_some_and(|c| c.user_id == user.id && c.user == user.name);
+        if !noted {
+            let caller = ScriptCaller {
+                user: user.name.clone(),
+                user_id: user.id,
+                client_info: client_info(),
+            };
+            callers.insert(client_id, caller);
+            self.any_script_callers.store(true, Relaxed);
+        }
     }
 
     /// The client closed, or runs as another user now.

@@ -195,7 +195,7 @@ fn acl_refusal(
     let Err(denied) = crate::acl::check::check(&client.acl.user, row.stat, row.meta, args) else {
         if crate::mesh::script_lock::is_script(row.meta) || row.meta.name == "exec" {
             // It may run on another shard: the user goes with the client's id.
-            let info = crate::cmd::client::info_line(core, client);
+            let info = || crate::cmd::client::info_line(core, client);
             core.shared
                 .acl
                 .note_script_caller(client.id, &client.acl, info);
