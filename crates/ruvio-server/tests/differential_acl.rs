@@ -564,6 +564,13 @@ fn run(shards: usize, resp3: bool) {
     late.same(&["AUTH", "x"]);
     admin.same(&["ACL", "LOG", "RESET"]);
     admin.same(&["ACL", "LOG"]);
+    // acllog-max-len bounds the log.
+    admin.same(&["CONFIG", "SET", "acllog-max-len", "2"]);
+    for name in ["nobody1", "nobody2", "nobody3"] {
+        late.same(&["AUTH", name, "x"]);
+    }
+    compare_log(&mut admin, &label);
+    admin.same(&["CONFIG", "SET", "acllog-max-len", "128"]);
 }
 
 /// Rule 4: ACL LOG's entries, field by field.

@@ -32,9 +32,12 @@ use catalog::Catalog;
 use rules::{has_spaces, merge_selector_args, RuleError, User};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{
-    AtomicBool, AtomicU64,
+    AtomicBool, AtomicU64, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
 };
+
+/// `acllog-max-len`'s default (Redis's).
+const LOG_MAX_DEFAULT: usize = 128;
 use std::sync::{Arc, Mutex, RwLock};
 
 /// The users by name, in byte order (ACL LIST's and USERS' order, as Redis's rax).
@@ -69,6 +72,8 @@ pub struct Acl {
     /// authenticated (read per connection and per command of one that is not).
     default_open: AtomicBool,
     next_id: AtomicU64,
+    /// `acllog-max-len`: ACL LOG's entries at most.
+    log_max: AtomicUsize,
     /// Changes made to the table so far: a connection whose session is older
     /// takes the change at its next read (those the broadcast did not reach).
     epoch: AtomicU64,
@@ -86,6 +91,11 @@ pub struct Acl {
 /// Redis's text, and the server must not start.
 pub fn start(acl: &Acl, cfg: &crate::config::Config) -> Result<(), String> {
     acl.set_default_password(cfg.requirepass.as_deref());
+    acl.set_log_max(
+        cfg.param("acllog-max-len")
+            .parse()
+            .unwrap_or(LOG_MAX_DEFAULT),
+    );
     let aclfile = cfg.param("aclfile");
     let all_channels = cfg
         .param("acl-pubsub-default")
@@ -183,6 +193,7 @@ impl Acl {
             default_open: AtomicBool::new(true),
             next_id: AtomicU64::new(1),
             epoch: AtomicU64::new(1),
+            log_max: AtomicUsize::new(LOG_MAX_DEFAULT),
             log: Mutex::default(),
             script_callers: Mutex::default(),
             any_script_callers: AtomicBool::new(false),
@@ -386,9 +397,15 @@ impl Acl {
         Some((Session::new(user), caller.client_info.clone()))
     }
 
-    /// Record a refused command or failed AUTH, keeping `max` entries
-    /// (`acllog-max-len`).
-    pub fn log(&self, entry: log::Entry, max: usize) {
+    /// `acllog-max-len` (the log is cut to it at its next entry, as Redis's).
+    pub fn set_log_max(&self, max: usize) {
+        self.log_max.store(max, Relaxed);
+    }
+
+    /// Record a refused command or failed AUTH, keeping at most
+    /// `acllog-max-len` entries.
+    pub fn log(&self, entry: log::Entry) {
+        let max = self.log_max.load(Relaxed);
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         log.add(entry, max);
     }

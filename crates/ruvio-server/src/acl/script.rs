@@ -19,8 +19,6 @@ use std::sync::Arc;
 struct Caller {
     session: Session,
     acl: Arc<Acl>,
-    /// `acllog-max-len`.
-    log_max: usize,
     /// The caller's CLIENT LIST line (ACL LOG's `client-info`).
     client_info: String,
 }
@@ -44,7 +42,6 @@ impl Drop for Entered {
 pub fn enter(
     session: &Session,
     acl: &Arc<Acl>,
-    log_max: usize,
     client_info: impl FnOnce() -> String,
 ) -> Option<Entered> {
     if !session.restricted {
@@ -54,7 +51,6 @@ pub fn enter(
         *c = Some(Caller {
             session: session.clone(),
             acl: acl.clone(),
-            log_max,
             client_info: client_info(),
         })
     });
@@ -90,7 +86,7 @@ fn check_call(meta: &CommandMeta, args: Args<'_>, log: bool) -> Result<(), &'sta
                 at_ms: crate::clock::unix_ms(),
                 client_info: caller.client_info.clone(),
             };
-            caller.acl.log(entry, caller.log_max);
+            caller.acl.log(entry);
         }
         Err(denied.script_line())
     })

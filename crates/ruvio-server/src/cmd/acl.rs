@@ -82,11 +82,6 @@ fn pubsub_all(ctx: &Ctx<'_>) -> bool {
         .eq_ignore_ascii_case("allchannels")
 }
 
-/// `acllog-max-len`.
-pub fn log_max(param: &str) -> usize {
-    param.parse().unwrap_or(0)
-}
-
 /// Record an event in ACL LOG for the running client (`context` from whether it
 /// is in MULTI).
 pub fn log_denial(ctx: &mut Ctx<'_>, reason: &'static str, object: &[u8], username: &[u8]) {
@@ -103,8 +98,7 @@ pub fn log_denial(ctx: &mut Ctx<'_>, reason: &'static str, object: &[u8], userna
         at_ms: crate::clock::unix_ms(),
         client_info: super::client::info_line(ctx.core, ctx.client),
     };
-    let max = log_max(ctx.core.cfg.param("acllog-max-len"));
-    ctx.core.shared.acl.log(entry, max);
+    ctx.core.shared.acl.log(entry);
 }
 
 /// Take the table as it is now into `conns`: a connection whose user is gone

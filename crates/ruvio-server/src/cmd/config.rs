@@ -398,6 +398,10 @@ const LIVE: &[Live] = &[
         c.engine.config_mut().stream_node_max_bytes = number(v)?;
         Ok(())
     }),
+    applied("acllog-max-len", |c, v| {
+        c.shared.acl.set_log_max(number(v)?);
+        Ok(())
+    }),
     applied("list-compress-depth", |c, v| {
         c.engine.config_mut().list_compress_depth = number(v)?;
         Ok(())

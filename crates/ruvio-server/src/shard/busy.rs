@@ -466,6 +466,29 @@ fn answer(
                     settings.acl.forget_client(client.id);
                     reply.ok();
                 }
+                Err(CmdError::WrongPass) => {
+                    let now = crate::clock::unix_ms();
+                    let seen = crate::net::conn::Described {
+                        buffers: client.batch_buffers,
+                        thread: settings.shard,
+                        ..Default::default()
+                    };
+                    let user = if args.len() == 2 {
+                        b"default".as_slice()
+                    } else {
+                        args.get(1)
+                    };
+                    settings.acl.log(crate::acl::log::Entry {
+                        count: 1,
+                        reason: "auth",
+                        context: "toplevel",
+                        object: args.get(0).to_vec(),
+                        username: user.to_vec(),
+                        at_ms: now,
+                        client_info: client.describe(now, &seen),
+                    });
+                    CmdError::WrongPass.write(reply);
+                }
                 Err(e) => e.write(reply),
             }
             Answer::Replied

@@ -219,8 +219,7 @@ fn acl_refusal(
         at_ms: crate::clock::unix_ms(),
         client_info: crate::cmd::client::info_line(core, client),
     };
-    let max = crate::cmd::acl::log_max(core.cfg.param("acllog-max-len"));
-    core.shared.acl.log(entry, max);
+    core.shared.acl.log(entry);
     Some(CmdError::Line(match client.in_exec {
         true => denied.noperm_at_exec_line(),
         false => denied.noperm_line(row.meta.name),

@@ -100,8 +100,7 @@ pub fn run_engine(
             .acl
             .script_caller(caller.client_id)
             .and_then(|(session, info)| {
-                let max = crate::cmd::acl::log_max(core.cfg.param("acllog-max-len"));
-                crate::acl::script::enter(&session, &core.shared.acl, max, || info)
+                crate::acl::script::enter(&session, &core.shared.acl, || info)
             })
     } else {
         None
