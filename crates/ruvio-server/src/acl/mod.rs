@@ -3,8 +3,8 @@
 //! Owns the user table ([`Acl`], one per process, in `Shared`), the rule
 //! compiler ([`rules`]: SETUSER's arguments to a command bitmap over the
 //! [`catalog`] plus key and channel patterns), the rules written back
-//! ([`describe`]), the check before a command runs ([`check`]), ACL LOG
-//! ([`log`]) and the ACL file ([`file`]).
+//! ([`describe`]), the check before a command runs ([`check`]) and of a
+//! script's calls ([`script`]), ACL LOG ([`log`]) and the ACL file ([`file`]).
 //!
 //! Why shaped so: a connection holds its user as an `Arc` ([`Session`]) and a
 //! flag saying whether the user is restricted at all, so the request path of an
@@ -35,10 +35,10 @@ use std::sync::atomic::{
     AtomicBool, AtomicU64, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
 };
+use std::sync::{Arc, Mutex, RwLock};
 
 /// `acllog-max-len`'s default (Redis's).
 const LOG_MAX_DEFAULT: usize = 128;
-use std::sync::{Arc, Mutex, RwLock};
 
 /// The users by name, in byte order (ACL LIST's and USERS' order, as Redis's rax).
 pub type Users = BTreeMap<Vec<u8>, Arc<User>>;
