@@ -7,7 +7,7 @@
 //! looked up only when a selector has such a pattern.
 
 use super::rules::{Selector, User, KEY_ALL, KEY_READ, KEY_WRITE};
-use ruvio_engine::command::flags::NO_AUTH;
+use ruvio_engine::command::flags::{NO_AUTH, PUBSUB};
 use ruvio_engine::{glob_match, CommandMeta};
 use ruvio_resp::Args;
 
@@ -140,7 +140,8 @@ fn check_selector(
             }
         }
     }
-    if !s.all_channels {
+    // Only Pub/Sub rows name channels: one flag test for the rest.
+    if !s.all_channels && meta.has(PUBSUB) {
         if let Some((one, pattern)) = channel_args(meta.name) {
             let end = if one { 2.min(args.len()) } else { args.len() };
             for pos in 1..end {
