@@ -122,7 +122,9 @@ fn check_selector(
             return Err(Denied::Command);
         }
     }
-    if !s.all_keys && !meta.keys.is_none() {
+    // A Pub/Sub row's "keys" are shard channels (SPUBLISH, SSUBSCRIBE: routed
+    // by slot, but Redis's key specs mark them `not_key`): checked as channels.
+    if !s.all_keys && !meta.keys.is_none() && !meta.has(PUBSUB) {
         let by_perm = s.keys.iter().any(|k| k.perms != KEY_ALL);
         for pos in meta.keys.positions(args) {
             let need = if by_perm {
