@@ -1,7 +1,8 @@
 //! The ACL file (`aclfile`) and the config file's `user` lines: the same file
 //! loaded by redis-server 7.0 and Ruvio gives the same ACL LIST; ACL SAVE writes
 //! lines that load back to the same users (SAVE then LOAD, and a restart);
-//! ACL LOAD of a broken file answers Redis's error and changes nothing.
+//! ACL LOAD of a broken file answers Redis's error and changes nothing; without
+//! `aclfile`, CONFIG REWRITE writes the users as the config file's `user` lines.
 //!
 //! ACL LIST replies are compared with each line's single-command rules sorted
 //! (Redis writes those in its hash table's random order; see
@@ -182,6 +183,27 @@ fn config_file_user_lines_define_users() {
         "{}",
         show(&list)
     );
+    // CONFIG REWRITE writes the users back as `user` lines; a restart reads them.
+    let rules = ["on", ">lpw", "%R~l:*", "+@read", "(~m:* +set)"];
+    let mut args = vec!["ACL", "SETUSER", "later"];
+    args.extend(rules);
+    assert_eq!(c.cmd(&args), b"+OK\r\n");
+    assert_eq!(c.cmd(&["CONFIG", "REWRITE"]), b"+OK\r\n");
+    let before = normalized(&c.cmd(&["ACL", "LIST"]));
+    drop(c);
+    drop(server);
+    let server = Server::ruvio_with(
+        PortMode::Forward,
+        1,
+        &["--config", config.to_str().unwrap()],
+    );
+    let mut c = server.raw();
+    assert_eq!(
+        normalized(&c.cmd(&["ACL", "LIST"])),
+        before,
+        "after CONFIG REWRITE and a restart"
+    );
+    assert_eq!(c.cmd(&["AUTH", "later", "lpw"]), b"+OK\r\n");
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

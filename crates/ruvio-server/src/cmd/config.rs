@@ -689,7 +689,18 @@ fn config_rewrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> 
         })
         .map(|p| (p.name.replace('-', "_"), value_of(ctx.core, p)))
         .collect();
-    crate::config::rewrite(&path, &settings).map_err(|e| CmdError::rewrite_failed(&e))?;
+    // The users go to the file as `user` lines unless they live in `aclfile`.
+    let users = ctx.core.cfg.param("aclfile").is_empty().then(|| {
+        let acl = &ctx.core.shared.acl;
+        let users = acl.users();
+        let lines = users.values().map(|u| {
+            let line = crate::acl::describe::user_line(acl.catalog(), u);
+            String::from_utf8_lossy(&line["user ".len()..]).into_owned()
+        });
+        lines.collect::<Vec<_>>()
+    });
+    crate::config::rewrite(&path, &settings, users.as_deref())
+        .map_err(|e| CmdError::rewrite_failed(&e))?;
     reply.ok();
     Ok(())
 }

@@ -533,9 +533,18 @@ pub fn parse_memory(v: &str) -> Option<usize> {
 /// CONFIG REWRITE: give `settings` (TOML key, running value) their values in the
 /// config file at `path`, keeping everything else in it. A key the file format does
 /// not know is skipped; one the file lacks is appended.
-pub fn rewrite(path: &std::path::Path, settings: &[(String, String)]) -> Result<(), String> {
+pub fn rewrite(
+    path: &std::path::Path,
+    settings: &[(String, String)],
+    users: Option<&[String]>,
+) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("{e}"))?;
+    if let Some(users) = users {
+        // The ACL users as `user` lines (without `aclfile`, as Redis writes them).
+        let lines: toml_edit::Array = users.iter().map(String::as_str).collect();
+        doc.insert("user", toml_edit::value(lines));
+    }
     for (key, value) in settings {
         let item = match value.parse::<i64>() {
             Ok(n) => toml_edit::value(n),
