@@ -567,6 +567,11 @@ fn run(shards: usize, resp3: bool) {
     admin.same(&["CONFIG", "SET", "requirepass", ""]);
     admin.same(&["ACL", "GETUSER", "default"]);
     late.same(&["AUTH", "x"]);
+    // A failed AUTH run by EXEC is logged in the multi context.
+    late.same(&["MULTI"]);
+    late.same(&["AUTH", "nobody", "x"]);
+    late.same(&["EXEC"]);
+    compare_log(&mut admin, &label);
     admin.same(&["ACL", "LOG", "RESET"]);
     admin.same(&["ACL", "LOG"]);
     // acllog-max-len bounds the log.

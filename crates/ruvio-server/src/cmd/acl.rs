@@ -88,7 +88,7 @@ pub fn log_denial(ctx: &mut Ctx<'_>, reason: &'static str, object: &[u8], userna
     let entry = log::Entry {
         count: 1,
         reason,
-        context: if ctx.client.multi.is_some() {
+        context: if ctx.client.multi.is_some() || ctx.client.in_exec {
             "multi"
         } else {
             "toplevel"
