@@ -61,7 +61,7 @@ pub fn load(acl: &Acl, path: &str, all_channels: bool) -> Result<Users, String> 
             if let Err(e) = user.apply(acl.catalog(), rule, all_channels) {
                 errors.push_str(&format!(
                     "{path}:{line_no}: Error in applying operation '{}': {}. ",
-                    String::from_utf8_lossy(rule),
+                    super::rules::shown_rule(rule),
                     e.text()
                 ));
                 break;

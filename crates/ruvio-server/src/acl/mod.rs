@@ -123,7 +123,7 @@ pub fn start(acl: &Acl, cfg: &crate::config::Config) -> Result<(), String> {
             .map_err(|e| match e {
                 SetUserError::Rule(rule, why) => format!(
                     "Error loading ACL rule '{}' for the user named '{name}': {}",
-                    String::from_utf8_lossy(&rule),
+                    rules::shown_rule(&rule),
                     why.text()
                 ),
                 SetUserError::Unmatched(_) | SetUserError::BadName => {

@@ -265,6 +265,16 @@ impl Selector {
     }
 }
 
+/// A rule as a message that may reach the server log shows it: a password to
+/// remove (`<pass`, the one rule that fails with a plain password in it) is
+/// not written out.
+pub fn shown_rule(rule: &[u8]) -> String {
+    match rule.first() {
+        Some(b'<') => "<(password)".to_string(),
+        _ => String::from_utf8_lossy(rule).into_owned(),
+    }
+}
+
 /// Redis's `ACLStringHasSpaces`: whitespace or NUL.
 pub fn has_spaces(s: &[u8]) -> bool {
     s.iter()
