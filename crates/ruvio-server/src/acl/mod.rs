@@ -423,3 +423,99 @@ impl Acl {
         self.log.lock().unwrap_or_else(|e| e.into_inner()).reset();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acl() -> Acl {
+        Acl::new(Box::leak(Box::new(catalog::sample())))
+    }
+
+    #[test]
+    fn setuser_applies_every_rule_or_none() {
+        let acl = acl();
+        let epoch = acl.epoch();
+        assert!(acl.set_user(b"u", &[b"on", b">pw", b"+get"], false).is_ok());
+        assert!(acl.epoch() > epoch);
+        let before = acl.user(b"u").unwrap();
+        let refused = acl.set_user(b"u", &[b"off", b"+nosuch"], false);
+        assert_eq!(
+            refused,
+            Err(SetUserError::Rule(
+                b"+nosuch".to_vec(),
+                RuleError::UnknownCommand
+            ))
+        );
+        assert_eq!(acl.user(b"u").unwrap(), before);
+        assert_eq!(acl.set_user(b"a b", &[], false), Err(SetUserError::BadName));
+        assert_eq!(
+            acl.set_user(b"v", &[b"on", b"(+get"], false),
+            Err(SetUserError::Unmatched(1))
+        );
+    }
+
+    #[test]
+    fn authentication_follows_the_users() {
+        let acl = acl();
+        assert!(!acl.auth_required());
+        acl.set_default_password(Some("secret"));
+        assert!(acl.auth_required());
+        assert!(acl.authenticate(b"default", b"secret").is_some());
+        assert!(acl.authenticate(b"default", b"other").is_none());
+        acl.set_user(b"off", &[b"nopass"], false).unwrap();
+        assert!(
+            acl.authenticate(b"off", b"any").is_none(),
+            "a user that is off"
+        );
+        acl.set_default_password(None);
+        assert!(!acl.auth_required());
+    }
+
+    #[test]
+    fn sessions_catch_up_and_end_with_their_user() {
+        let acl = acl();
+        acl.set_user(b"u", &[b"on", b"nopass", b"+get"], false)
+            .unwrap();
+        let mut session = Session::new(acl.user(b"u").unwrap());
+        assert!(session.restricted);
+        acl.set_user(b"u", &[b"+@all", b"allkeys", b"allchannels"], false)
+            .unwrap();
+        assert!(session.refresh(&acl));
+        assert!(!session.restricted);
+        assert_eq!(session.epoch, acl.epoch());
+        assert_eq!(acl.delete_users(&[b"u", b"nobody"]), 1);
+        assert!(!session.refresh(&acl), "its user is gone");
+        // A user made again under the name is another user.
+        acl.set_user(b"u", &[b"on"], false).unwrap();
+        assert!(!session.refresh(&acl));
+    }
+
+    #[test]
+    fn a_new_table_keeps_the_default_users_connections() {
+        let acl = acl();
+        let (_, mut default) = acl.new_session();
+        acl.set_user(b"u", &[b"on"], false).unwrap();
+        let mut other = Session::new(acl.user(b"u").unwrap());
+        let mut loaded = Users::new();
+        loaded.insert(b"u".to_vec(), Arc::new(acl.new_user(b"u", false)));
+        acl.replace_all(loaded);
+        assert!(default.refresh(&acl), "the default user stays itself");
+        assert!(!other.refresh(&acl), "every other user is new");
+        assert!(acl.user(b"default").unwrap().nopass);
+    }
+
+    #[test]
+    fn script_callers_are_noted_once_and_forgotten() {
+        let acl = acl();
+        acl.set_user(b"u", &[b"on", b"+get"], false).unwrap();
+        let session = Session::new(acl.user(b"u").unwrap());
+        assert!(acl.script_caller(7).is_none());
+        acl.note_script_caller(7, &session, || "first".into());
+        acl.note_script_caller(7, &session, || unreachable!("noted already"));
+        let (found, info) = acl.script_caller(7).unwrap();
+        assert_eq!((found.name(), info.as_str()), (&b"u"[..], "first"));
+        acl.forget_client(7);
+        assert!(acl.script_caller(7).is_none());
+    }
+}
