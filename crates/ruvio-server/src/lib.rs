@@ -15,6 +15,7 @@
 //! | 1 | [`cluster`] | which shard owns which slot, how shards present themselves |
 //! | 1 | [`stats`] | counters and the gauges INFO reports |
 //! | 2 | [`net`] | sockets, one connection and its reply queue, output limits |
+//! | 2 | [`acl`] | ACL users, the check before a command runs, ACL LOG, the ACL file |
 //! | 3 | [`persistence`] | the log, group commit, snapshots, loading, import/export, shutdown |
 //! | 3 | [`messaging`] | Pub/Sub delivery, keyspace notifications |
 //! | 4 | [`mesh`] | forwarding, gathers, lending, owner transactions, the script lock |
@@ -24,8 +25,7 @@
 //! | 6 | [`cmd`] | the command table, the server's own commands (client, config, info ...) |
 //! | 7 | [`shard`] | the loop, its state, dispatch, execution, blocked clients |
 //!
-//! Homes kept for what comes next, documented and empty: [`replication`], [`acl`],
-//! [`observability`].
+//! Homes kept for what comes next, documented and empty: [`replication`].
 
 pub mod acl;
 pub mod clock;

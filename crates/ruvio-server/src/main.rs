@@ -57,6 +57,9 @@ fn main() {
         cfg.databases,
         ruvio_server::clock::unix_ms(),
     ));
+    if let Err(e) = ruvio_server::acl::start(&shared.acl, &cfg) {
+        fail(&e);
+    }
     if let Err(e) = ruvio_server::persistence::shutdown::watch_signals(shared.clone()) {
         fail(&format!("cannot watch for SIGTERM: {e}"));
     }

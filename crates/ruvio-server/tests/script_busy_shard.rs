@@ -262,6 +262,14 @@ fn auth_on_the_busy_shard() {
         assert_eq!(locked.cmd(&["script", "kill"]), b"+OK\r\n");
         assert!(runner.read_reply().starts_with(KILLED));
         assert_eq!(until_not_busy(&mut runner, &["ping"], BUSY), b"+PONG\r\n");
+        // The failed AUTH answered while busy is in ACL LOG, as Redis logs it.
+        let log = runner.cmd(&["acl", "log", "1"]);
+        assert!(
+            contains(&log, b"$6\r\nreason\r\n$4\r\nauth\r\n")
+                && contains(&log, b"$8\r\nusername\r\n$7\r\ndefault\r\n"),
+            "{mode:?}: {}",
+            show(&log)
+        );
         assert_eq!(
             runner.cmd(&["config", "set", "requirepass", ""]),
             b"+OK\r\n"

@@ -10,7 +10,7 @@ use super::luaaux;
 /// A `redis.*` function's failure as Redis raises it (`luaPushError`): an error
 /// table `{err = "ERR <text>"}` at the script's position, so the script's `pcall`
 /// gets Redis's text and an uncaught one names the script's line.
-fn api_error(lua: &Lua, text: &str) -> mlua::Result<mlua::Error> {
+pub(super) fn api_error(lua: &Lua, text: &str) -> mlua::Result<mlua::Error> {
     let hooks: Table = lua.named_registry_value(luaaux::HOOKS)?;
     let err = lua.create_table()?;
     err.raw_set("err", format!("ERR {text}"))?;

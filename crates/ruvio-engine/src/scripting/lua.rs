@@ -398,6 +398,10 @@ impl State {
         )?;
         host.set("log", lua.create_function(super::api::redis_log)?)?;
         host.set("set_repl", lua.create_function(super::api::redis_set_repl)?)?;
+        host.set(
+            "acl_check_cmd",
+            lua.create_function(super::acl::redis_acl_check_cmd)?,
+        )?;
         host.set("REDIS_VERSION", crate::REDIS_VERSION)?;
         host.set("REDIS_VERSION_NUM", crate::REDIS_VERSION_NUM)?;
         host.set("cjson", super::libs::cjson(&lua)?)?;
@@ -848,6 +852,9 @@ impl Runner<'_> {
         };
         if row.meta.has(flags::NOSCRIPT) {
             return self.fail(b"ERR This Redis command is not allowed from script");
+        }
+        if let Err(text) = super::acl::check_call(&row.meta, args) {
+            return self.fail(text.as_bytes());
         }
         if self.read_only && row.meta.has(flags::WRITE) {
             return self.fail(b"ERR Write commands are not allowed from read-only scripts.");

@@ -19,6 +19,7 @@
 //! Functions (FUNCTION LOAD's libraries, FCALL, FCALL_RO) are [`functions`]: a
 //! second Lua state per shard thread, holding every library.
 
+mod acl;
 mod api;
 mod busy;
 mod cjson_decode;
@@ -46,6 +47,7 @@ use crate::command::{
 use crate::error::CmdError;
 use crate::Engine;
 
+pub use acl::{set_acl_check, AclCheck};
 pub use busy::{kill, set_script_watches, set_serve_while_busy, ScriptWatches};
 pub use lua::set_local_slots;
 pub use lua::set_oom_at_start;

@@ -64,6 +64,7 @@ function redis.setresp(...)
   host.setresp(n)
 end
 redis.set_repl = host.set_repl
+redis.acl_check_cmd = host.acl_check_cmd
 function redis.replicate_commands() return true end
 function redis.breakpoint() return false end
 function redis.debug() end

@@ -84,6 +84,11 @@ pub(super) fn monitor(db: usize, args: Args<'_>) {
     }
 }
 
+/// The server's row for `args`, when the server gave its lookup.
+pub(super) fn lookup(args: Args<'_>) -> Option<Result<&'static CommandMeta, CmdError>> {
+    SERVER_LOOKUP.get().and_then(|lookup| lookup(args))
+}
+
 /// Give scripts the server's command rows (called once at start; later calls keep
 /// the first lookup, which is the same function).
 pub fn set_server_commands(lookup: ServerLookup) {
@@ -285,7 +290,7 @@ pub(super) fn call(
     read_only: bool,
     reply: &mut Reply<'_>,
 ) -> Result<(), &'static str> {
-    let meta = match SERVER_LOOKUP.get().and_then(|lookup| lookup(args)) {
+    let meta = match lookup(args) {
         Some(Ok(meta)) => meta,
         Some(Err(CmdError::WrongArity(_))) => return Err(WRONG_ARITY),
         // Redis' lookupCommand finds no command for an unknown subcommand either.
@@ -297,6 +302,7 @@ pub(super) fn call(
     if meta.has(flags::NOSCRIPT) {
         return Err("ERR This Redis command is not allowed from script");
     }
+    super::acl::check_call(meta, args)?;
     if read_only
         && (meta.has(flags::WRITE | flags::MAY_REPLICATE) || PUBLISHING.contains(&meta.name))
     {

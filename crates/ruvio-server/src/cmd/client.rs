@@ -119,8 +119,10 @@ pub struct ClientFilter {
     ids: Option<Vec<u64>>,
     addr: Option<String>,
     laddr: Option<String>,
-    /// A TYPE or USER that no client here has (pubsub, replica, another user).
+    /// A TYPE that no client here has (replica, master).
     nobody: bool,
+    /// USER: clients running as this ACL user.
+    user: Option<Vec<u8>>,
     /// MAXAGE: connected at least this many milliseconds.
     min_age_ms: Option<i64>,
     /// SKIPME yes: the caller, who is not killed.
@@ -141,6 +143,10 @@ impl ClientFilter {
                 .min_age_ms
                 .is_none_or(|age| now_ms.saturating_sub(c.created_ms) as i64 >= age)
             && self.pubsub.is_none_or(|p| p == c.subs.active())
+            && self
+                .user
+                .as_ref()
+                .is_none_or(|u| u.as_slice() == c.acl.name())
     }
 }
 
@@ -373,6 +379,12 @@ fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
     ask_every_shard(ctx, args, ClientQuery::List(filter), merge, reply)
 }
 
+/// The CLIENT LIST line of `client` now (ACL LOG's `client-info`).
+pub fn info_line(core: &ShardCore, client: &ClientState) -> String {
+    let seen = described(core, client, client.batch_buffers, 0);
+    client.describe(core.now_ms, &seen)
+}
+
 /// `CLIENT INFO`
 fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let argv_bytes = args.byte_len();
@@ -407,7 +419,12 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             },
             b"addr" => filter.addr = Some(text),
             b"laddr" => filter.laddr = Some(text),
-            b"user" => filter.nobody |= text != "default",
+            b"user" => {
+                if ctx.core.shared.acl.user(value).is_none() {
+                    return Err(CmdError::quoted("ERR No such user '", value, "'"));
+                }
+                filter.user = Some(value.to_vec());
+            }
             b"type" => match text.to_ascii_lowercase().as_str() {
                 "normal" => filter.pubsub = Some(false),
                 "pubsub" => filter.pubsub = Some(true),

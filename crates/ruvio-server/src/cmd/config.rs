@@ -92,9 +92,11 @@ fn set_hz(core: &mut ShardCore, v: &str) -> Result<(), String> {
 
 fn set_requirepass(core: &mut ShardCore, v: &str) -> Result<(), String> {
     core.cfg.requirepass = (!v.is_empty()).then(|| v.to_string());
-    // A script may turn busy before the next tick: its shard answers AUTH with
-    // the password set now.
-    crate::shard::busy::set_requirepass(core.cfg.requirepass.as_deref());
+    // The `default` user's password, as Redis (every shard applies it again:
+    // the same password, the same user).
+    core.shared
+        .acl
+        .set_default_password(core.cfg.requirepass.as_deref());
     Ok(())
 }
 
@@ -401,6 +403,10 @@ const LIVE: &[Live] = &[
         c.tracking.set_max_keys(number(v)?, shards);
         Ok(())
     }),
+    applied("acllog-max-len", |c, v| {
+        c.shared.acl.set_log_max(number(v)?);
+        Ok(())
+    }),
     applied("list-compress-depth", |c, v| {
         c.engine.config_mut().list_compress_depth = number(v)?;
         Ok(())
@@ -705,6 +711,10 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         ConfigChange::SkipChecksumValidation(skip) => {
             core.engine.config_mut().skip_checksum_validation = *skip
         }
+        ConfigChange::AclUsers => {
+            let acl = core.shared.acl.clone();
+            super::acl::refresh_connections(&acl, conns, &mut core.dirty);
+        }
     }
 }
 
@@ -785,7 +795,18 @@ fn config_rewrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> 
         })
         .map(|p| (p.name.replace('-', "_"), value_of(ctx.core, p)))
         .collect();
-    crate::config::rewrite(&path, &settings).map_err(|e| CmdError::rewrite_failed(&e))?;
+    // The users go to the file as `user` lines unless they live in `aclfile`.
+    let users = ctx.core.cfg.param("aclfile").is_empty().then(|| {
+        let acl = &ctx.core.shared.acl;
+        let users = acl.users();
+        let lines = users.values().map(|u| {
+            let line = crate::acl::describe::user_line(acl.catalog(), u);
+            String::from_utf8_lossy(&line["user ".len()..]).into_owned()
+        });
+        lines.collect::<Vec<_>>()
+    });
+    crate::config::rewrite(&path, &settings, users.as_deref())
+        .map_err(|e| CmdError::rewrite_failed(&e))?;
     reply.ok();
     Ok(())
 }

@@ -1,11 +1,14 @@
 //! Connection commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT.
 
 use super::{parse_i64, Ctx, ServerCommand, ServerResult};
+use crate::acl::rules::User;
+use crate::acl::{Acl, Session};
 use crate::config::PortMode;
 use crate::net::conn::ReplyMode;
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
+use std::sync::Arc;
 
 /// The Redis version Ruvio answers as (HELLO, INFO). Clients read it to pick features.
 pub const REDIS_VERSION: &str = ruvio_engine::REDIS_VERSION;
@@ -63,7 +66,8 @@ fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 /// `RESET`: back to a fresh connection's state.
 fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let c = &mut *ctx.client;
-    reset_connection(c, ctx.core.cfg.requirepass.as_deref());
+    let acl = ctx.core.shared.acl.clone();
+    reset_connection(c, &acl);
     crate::messaging::pubsub::forget_all(ctx.core, &mut c.subs, ctx.who);
     crate::transactions::multi::unwatch(ctx.core, ctx.client);
     if std::mem::take(&mut ctx.client.monitor) {
@@ -80,9 +84,10 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
 }
 
 /// RESET's part that needs only the connection: a fresh connection's database,
-/// protocol, name, reply mode and flags, no transaction, authenticated unless
-/// `requirepass` is set (also what a busy script's shard does: `shard::busy`).
-pub fn reset_connection(c: &mut crate::net::conn::ClientState, requirepass: Option<&str>) {
+/// protocol, name, reply mode and flags, no transaction, the `default` user's
+/// session (authenticated unless it needs a password; also what a busy script's
+/// shard does: `shard::busy`).
+pub fn reset_connection(c: &mut crate::net::conn::ClientState, acl: &Acl) {
     c.db = 0;
     c.proto = Protocol::Resp2;
     c.name.clear();
@@ -90,49 +95,65 @@ pub fn reset_connection(c: &mut crate::net::conn::ClientState, requirepass: Opti
     c.no_evict = false;
     c.no_touch = false;
     c.readonly = false;
-    c.authenticated = requirepass.is_none();
+    (c.authenticated, c.acl) = acl.new_session();
+    acl.forget_client(c.id);
     c.multi = None;
 }
 
-/// Check a username/password pair against `requirepass`.
-fn credentials_ok(requirepass: Option<&str>, user: &[u8], pass: &[u8]) -> bool {
-    user == b"default" && requirepass.is_none_or(|p| p.as_bytes() == pass)
-}
-
-/// AUTH's answer for `requirepass` (the user `default` only): `Ok` when the
-/// client may go on, or Redis's error. Also what a busy script's shard answers
-/// (see `shard::busy`), which has no command context.
-pub fn authenticate(requirepass: Option<&str>, args: Args<'_>) -> Result<(), CmdError> {
+/// AUTH's answer: the user to run as, or Redis's error. Also what a busy
+/// script's shard answers (see `shard::busy`), which has no command context.
+pub fn authenticate(acl: &Acl, args: Args<'_>) -> Result<Arc<User>, CmdError> {
     let (user, pass) = match args.len() {
-        2 if requirepass.is_none() => return Err(CmdError::AuthNotConfigured),
+        2 if !acl.auth_required() => return Err(CmdError::AuthNotConfigured),
         2 => (&b"default"[..], args.get(1)),
         3 => (args.get(1), args.get(2)),
         _ => return Err(CmdError::Syntax),
     };
-    match credentials_ok(requirepass, user, pass) {
-        true => Ok(()),
-        false => Err(CmdError::WrongPass),
-    }
+    acl.authenticate(user, pass).ok_or(CmdError::WrongPass)
+}
+
+/// Log a failed AUTH (or HELLO AUTH) for `user` in ACL LOG.
+fn log_failed_auth(ctx: &mut Ctx<'_>, args: Args<'_>, user: &[u8]) {
+    super::acl::log_denial(ctx, "auth", args.get(0), user);
 }
 
 /// `AUTH [username] password`
 fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    authenticate(ctx.core.cfg.requirepass.as_deref(), args)?;
-    ctx.client.authenticated = true;
-    reply.ok();
-    Ok(())
+    match authenticate(&ctx.core.shared.acl, args) {
+        Ok(user) => {
+            ctx.client.authenticated = true;
+            ctx.client.acl = Session::new(user);
+            ctx.core.shared.acl.forget_client(ctx.client.id);
+            reply.ok();
+            Ok(())
+        }
+        Err(CmdError::WrongPass) => {
+            let user = if args.len() == 2 {
+                b"default".as_slice()
+            } else {
+                args.get(1)
+            };
+            log_failed_auth(ctx, args, user);
+            Err(CmdError::WrongPass)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
 fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let cfg = &ctx.core.cfg;
-    hello_reply(
-        ctx.client,
-        cfg.requirepass.as_deref(),
-        cfg.port_mode,
-        args,
-        reply,
-    )?;
+    let acl = ctx.core.shared.acl.clone();
+    let port_mode = ctx.core.cfg.port_mode;
+    if let Err(e) = hello_reply(ctx.client, &acl, port_mode, args, reply) {
+        if e == CmdError::WrongPass {
+            // ACL LOG records the failed AUTH (its user is after AUTH).
+            let at = (2..args.len()).find(|&i| args.get(i).eq_ignore_ascii_case(b"AUTH"));
+            if let Some(user) = at.map(|i| args.get(i + 1)) {
+                log_failed_auth(ctx, args, user);
+            }
+        }
+        return Err(e);
+    }
     // SETNAME: the command logs name the client as it is now called.
     let named = (2..args.len()).any(|i| args.get(i).eq_ignore_ascii_case(b"SETNAME"));
     if named {
@@ -142,12 +163,12 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
     Ok(())
 }
 
-/// HELLO on connection `client`, given `requirepass` and the port mode: its
+/// HELLO on connection `client`, given the ACL users and the port mode: its
 /// changes to the connection and its reply (also what a busy script's shard
 /// answers: `shard::busy`).
 pub fn hello_reply(
     client: &mut crate::net::conn::ClientState,
-    requirepass: Option<&str>,
+    acl: &Acl,
     port_mode: PortMode,
     args: Args<'_>,
     reply: &mut Reply<'_>,
@@ -179,10 +200,12 @@ pub fn hello_reply(
         }
     }
     if let Some((user, pass)) = auth {
-        if !credentials_ok(requirepass, user, pass) {
+        let Some(found) = acl.authenticate(user, pass) else {
             return Err(CmdError::WrongPass);
-        }
+        };
         client.authenticated = true;
+        client.acl = Session::new(found);
+        acl.forget_client(client.id);
     }
     if !client.authenticated {
         return Err(CmdError::HelloNoAuth);

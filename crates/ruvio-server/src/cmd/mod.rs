@@ -9,6 +9,7 @@
 //! A handler returns `Err(CmdError)` having written nothing; the dispatcher writes
 //! the error once and counts the failure from the type, as for engine commands.
 
+pub mod acl;
 pub mod client;
 pub mod cluster;
 pub mod config;
@@ -79,6 +80,7 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         functions::COMMANDS,
         slowlog::COMMANDS,
         latency::COMMANDS,
+        acl::COMMANDS,
     ]
     .into_iter()
     .flatten()

@@ -105,6 +105,8 @@ pub struct Registry {
     /// compares a few names case-insensitively instead of copying and hashing
     /// (it runs twice per request, once for the prefetch pass).
     buckets: Vec<Vec<(&'static [u8], usize)>>,
+    /// The rows as ACL rules see them: one bit per row, the row's [`Command::stat`].
+    pub acl: crate::acl::catalog::Catalog,
 }
 
 /// Buckets per name length: names are told apart by length and the low five bits
@@ -151,10 +153,12 @@ impl Registry {
             assert!(!taken, "command {} registered twice", command.meta.name);
             bucket.push((name, command.id));
         }
+        let acl = acl_catalog(&commands, stat_slots);
         Registry {
             commands,
             stat_slots,
             buckets,
+            acl,
         }
     }
 
@@ -187,6 +191,39 @@ impl Registry {
         LAST.with(|l| l.set(*id));
         Some(&self.commands[*id])
     }
+}
+
+/// The ACL view of `commands`: each row's categories by its statistics slot.
+fn acl_catalog(commands: &[Command], slots: usize) -> crate::acl::catalog::Catalog {
+    use crate::acl::catalog::{category_bit, CatalogRow};
+    let categories = |c: &Command| {
+        c.meta
+            .acl
+            .iter()
+            .filter_map(|name| category_bit(name.as_bytes()))
+            .fold(0, |all, bit| all | bit)
+    };
+    let mut rows: Vec<Option<CatalogRow>> = (0..slots).map(|_| None).collect();
+    for c in commands {
+        rows[c.stat] = Some(CatalogRow {
+            name: c.meta.name,
+            categories: categories(c),
+            parent: None,
+            subs: c.subcommands.iter().map(|s| s.stat).collect(),
+        });
+        for s in &c.subcommands {
+            rows[s.stat] = Some(CatalogRow {
+                name: s.meta.name,
+                categories: categories(s),
+                parent: Some(c.stat),
+                subs: Vec::new(),
+            });
+        }
+    }
+    let rows = rows
+        .into_iter()
+        .map(|r| r.expect("every statistics slot is a row"));
+    crate::acl::catalog::Catalog::new(rows.collect())
 }
 
 /// The process-wide table (immutable after the first call).

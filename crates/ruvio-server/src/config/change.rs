@@ -33,4 +33,7 @@ pub enum ConfigChange {
     Functions(Vec<u8>),
     /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE checks payload CRCs or not.
     SkipChecksumValidation(bool),
+    /// The ACL users changed (the table is shared): the shard's connections take
+    /// the new rules, and those of a deleted user close.
+    AclUsers,
 }

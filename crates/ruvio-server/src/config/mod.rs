@@ -205,6 +205,9 @@ struct FileConfig {
     client_output_buffer_limit: Option<String>,
     notify_keyspace_events: Option<String>,
     save: Option<String>,
+    /// ACL users as Redis's `user` lines without the word `user`
+    /// (`user = ["alice on >pw ~* +@all"]`).
+    user: Option<Vec<String>>,
     #[serde(flatten)]
     redis: toml::Table,
 }
@@ -251,6 +254,9 @@ pub struct Config {
     pub import_rdb: Option<PathBuf>,
     /// `save` rules (see [`crate::persistence::save_rules`]).
     pub save: Vec<save::SaveRule>,
+    /// The config file's ACL `user` lines, each `<name> <rules ...>` (see
+    /// [`crate::acl::start`]).
+    pub users: Vec<String>,
     /// The values of the other parameters (`params::PARAMS`) set by the file, a
     /// flag or CONFIG SET, under their storage names; a missing one has its default.
     pub params: std::collections::BTreeMap<&'static str, String>,
@@ -379,6 +385,7 @@ impl Config {
             client_output_buffer_limit,
             notify_keyspace_events,
             import_rdb: cli.import_rdb,
+            users: file.user.unwrap_or_default(),
             save,
             params,
         })
@@ -601,9 +608,18 @@ pub fn parse_memory(v: &str) -> Option<usize> {
 /// CONFIG REWRITE: give `settings` (TOML key, running value) their values in the
 /// config file at `path`, keeping everything else in it. A key the file format does
 /// not know is skipped; one the file lacks is appended.
-pub fn rewrite(path: &std::path::Path, settings: &[(String, String)]) -> Result<(), String> {
+pub fn rewrite(
+    path: &std::path::Path,
+    settings: &[(String, String)],
+    users: Option<&[String]>,
+) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| format!("{e}"))?;
+    if let Some(users) = users {
+        // The ACL users as `user` lines (without `aclfile`, as Redis writes them).
+        let lines: toml_edit::Array = users.iter().map(String::as_str).collect();
+        doc.insert("user", toml_edit::value(lines));
+    }
     for (key, value) in settings {
         let item = match value.parse::<i64>() {
             Ok(n) => toml_edit::value(n),

@@ -621,7 +621,7 @@ fn directory(v: &str) -> Result<String, String> {
 }
 
 /// The `strerror` text Redis quotes for an I/O error.
-fn io_reason(e: &std::io::Error) -> String {
+pub fn io_reason(e: &std::io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error") {
         Some(at) => text[..at].to_string(),

@@ -26,6 +26,8 @@ pub struct ClientState {
     pub db: usize,
     pub proto: Protocol,
     pub authenticated: bool,
+    /// The ACL user it runs as (see [`crate::acl::Session`]).
+    pub acl: crate::acl::Session,
     pub no_evict: bool,
     pub no_touch: bool,
     pub reply_mode: ReplyMode,
@@ -243,7 +245,7 @@ impl ClientState {
         let argv_mem = blocked_argv.unwrap_or(seen.argv_bytes);
         let tot_mem = b.allocated_bytes + argv_mem + multi_mem;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} lib-ver={} io-thread={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
             c.id,
             c.peer,
             c.local,
@@ -270,6 +272,7 @@ impl ClientState {
             tot_mem,
             if b.writing { "rw" } else { "r" },
             c.last_cmd,
+            String::from_utf8_lossy(c.acl.name()),
             match c.tracking.on() {
                 true => c.tracking.redirect as i64,
                 false => -1,
@@ -809,7 +812,7 @@ impl Conn {
         fd: i32,
         (peer, local): (String, String),
         now_ms: u64,
-        authenticated: bool,
+        (authenticated, acl): (bool, crate::acl::Session),
     ) -> Conn {
         Conn {
             gen,
@@ -825,6 +828,7 @@ impl Conn {
                 db: 0,
                 proto: Protocol::Resp2,
                 authenticated,
+                acl,
                 no_evict: false,
                 no_touch: false,
                 reply_mode: ReplyMode::On,

@@ -117,8 +117,8 @@ pub struct Settings {
     pub topo: Arc<Topology>,
     /// `cluster-announce-ip` (the host MOVED names).
     pub announce_ip: String,
-    /// `requirepass`: new clients must authenticate, and AUTH checks it.
-    pub requirepass: Option<String>,
+    /// The ACL users: whether new clients must authenticate, and AUTH's check.
+    pub acl: Arc<crate::acl::Acl>,
 }
 
 /// Set this shard thread up (at shard start): its listener and settings.
@@ -135,18 +135,6 @@ pub fn install(listener: RawFd, settings: Settings) {
         })
     });
     ruvio_engine::scripting::set_serve_while_busy(serve);
-}
-
-/// `requirepass` now (the loop renews it on its tick; copied only when changed).
-pub fn set_requirepass(requirepass: Option<&str>) {
-    PUMP.with_borrow_mut(|p| {
-        if let Some(pump) = p
-            .as_mut()
-            .filter(|p| p.settings.requirepass.as_deref() != requirepass)
-        {
-            pump.settings.requirepass = requirepass.map(str::to_string);
-        }
-    });
 }
 
 /// True when the hook left something for the loop ([`take_leftovers`]).
@@ -300,7 +288,7 @@ impl Pump {
                 // Read per command: an AUTH before it in the batch counts.
                 let authenticated = client
                     .as_ref()
-                    .map_or(self.settings.requirepass.is_none(), |c| c.authenticated);
+                    .map_or(!self.settings.acl.auth_required(), |c| c.authenticated);
                 let mut reply = Reply::new(&mut self.out, proto);
                 let asked = Asked {
                     args,
@@ -502,13 +490,38 @@ fn answer(
             }
             Answer::Replied
         }
-        // AUTH outside MULTI needs only the connection and `requirepass`.
+        // AUTH outside MULTI needs only the connection and the users.
         "auth" if client.as_ref().is_some_and(|c| c.multi.is_none()) => {
             let client = client.expect("checked");
-            match crate::cmd::connection::authenticate(settings.requirepass.as_deref(), args) {
-                Ok(()) => {
+            match crate::cmd::connection::authenticate(&settings.acl, args) {
+                Ok(user) => {
                     client.authenticated = true;
+                    client.acl = crate::acl::Session::new(user);
+                    settings.acl.forget_client(client.id);
                     reply.ok();
+                }
+                Err(CmdError::WrongPass) => {
+                    let now = crate::clock::unix_ms();
+                    let seen = crate::net::conn::Described {
+                        buffers: client.batch_buffers,
+                        thread: settings.shard,
+                        ..Default::default()
+                    };
+                    let user = if args.len() == 2 {
+                        b"default".as_slice()
+                    } else {
+                        args.get(1)
+                    };
+                    settings.acl.log(crate::acl::log::Entry {
+                        count: 1,
+                        reason: "auth",
+                        context: "toplevel",
+                        object: args.get(0).to_vec(),
+                        username: user.to_vec(),
+                        at_ms: now,
+                        client_info: client.describe(now, &seen),
+                    });
+                    CmdError::WrongPass.write(reply);
                 }
                 Err(e) => e.write(reply),
             }
@@ -525,11 +538,9 @@ fn answer(
         }
         "hello" if client.is_some() => {
             let client = client.expect("checked");
-            let requirepass = settings.requirepass.as_deref();
+            let acl = &settings.acl;
             let mode = settings.topo.mode;
-            if let Err(e) =
-                crate::cmd::connection::hello_reply(client, requirepass, mode, args, reply)
-            {
+            if let Err(e) = crate::cmd::connection::hello_reply(client, acl, mode, args, reply) {
                 e.write(reply);
             }
             Answer::Replied
@@ -542,7 +553,7 @@ fn answer(
             }) =>
         {
             let client = client.expect("checked");
-            crate::cmd::connection::reset_connection(client, settings.requirepass.as_deref());
+            crate::cmd::connection::reset_connection(client, &settings.acl);
             reply.proto = Protocol::Resp2;
             reply.simple("RESET");
             Answer::Replied

@@ -71,6 +71,14 @@ pub fn process_input(
         return true;
     }
     conn.input_need = 0;
+    let acl = &core.shared.acl;
+    if conn.client.acl.epoch != acl.epoch() && !crate::cmd::acl::keeps_access(acl, &mut conn.client)
+    {
+        // Its user was deleted, or lost a channel it listens to, while this
+        // connection was out of reach of the change (see `acl`).
+        conn.client.closing = true;
+        return false;
+    }
     let who = (index, conn.gen);
     let sending = conn.sending.len();
     // Commands at the front whose lines the shard's batch pass already prefetched.
@@ -173,6 +181,51 @@ fn denies_oom(cmd: &Command, args: Args<'_>) -> bool {
 /// the subcommand is unknown (that error comes later, from `resolve`).
 fn flags_row<'a>(cmd: &'a Command, args: Args<'_>) -> &'a CommandMeta {
     cmd.resolve(args).map_or(cmd.meta, |sub| sub.meta)
+}
+
+/// The `-NOPERM` error when the client's ACL user may not run this call, logged
+/// in ACL LOG (Redis checks right after authentication, before routing, so a
+/// command for another shard is checked here too). An unknown subcommand passes:
+/// its own error comes later.
+fn acl_refusal(
+    core: &mut ShardCore,
+    client: &ClientState,
+    cmd: &Command,
+    args: Args<'_>,
+) -> Option<CmdError> {
+    let row = cmd.resolve(args).ok()?;
+    let Err(denied) = crate::acl::check::check(&client.acl.user, row.stat, row.meta, args) else {
+        if crate::mesh::script_lock::is_script(row.meta) || row.meta.name == "exec" {
+            // It may run on another shard: the user goes with the client's id.
+            let info = || crate::cmd::client::info_line(core, client);
+            core.shared
+                .acl
+                .note_script_caller(client.id, &client.acl, info);
+        }
+        return None;
+    };
+    let object = match denied {
+        crate::acl::check::Denied::Command => row.meta.name.as_bytes(),
+        crate::acl::check::Denied::Key(i) | crate::acl::check::Denied::Channel(i) => args.get(i),
+    };
+    let entry = crate::acl::log::Entry {
+        count: 1,
+        reason: denied.log_reason(),
+        context: if client.multi.is_some() || client.in_exec {
+            "multi"
+        } else {
+            "toplevel"
+        },
+        object: object.to_vec(),
+        username: client.acl.name().to_vec(),
+        at_ms: crate::clock::unix_ms(),
+        client_info: crate::cmd::client::info_line(core, client),
+    };
+    core.shared.acl.log(entry);
+    Some(CmdError::Line(match client.in_exec {
+        true => denied.noperm_at_exec_line(),
+        false => denied.noperm_line(row.meta.name),
+    }))
 }
 
 /// RESP2 subscribed mode: Redis' error for a command other than (un)subscribing,
@@ -392,8 +445,10 @@ pub(crate) fn run_command(
     }
     let rejected = if !cmd.meta.arity_ok(args.len()) {
         Some(CmdError::WrongArity(cmd.meta.name))
-    } else if !client.authenticated && !cmd.meta.has(NO_AUTH) {
+    } else if !client.authenticated && !cmd.meta.has(NO_AUTH) && core.shared.acl.auth_required() {
         Some(CmdError::NoAuth)
+    } else if client.acl.restricted {
+        acl_refusal(core, client, cmd, args)
     } else if core.loading.refuses() && !flags_row(cmd, args).has(LOADING) {
         Some(CmdError::Line(
             crate::persistence::loading::LOADING_ERROR.to_vec(),
@@ -440,6 +495,17 @@ pub(crate) fn run_command(
                 // They need the reply queue: run here rather than as server handlers.
                 "exec" => crate::transactions::multi::exec(core, conns, client, replies, who),
                 "watch" => crate::transactions::multi::watch_keys(core, client, replies, who, args),
+                "sort" | "sort_ro" if client.acl.restricted => {
+                    match crate::acl::check::sort_refusal(
+                        &client.acl.user,
+                        sub.stat,
+                        sub.meta,
+                        args,
+                    ) {
+                        Some(refusal) => Err(CmdError::Line(refusal.as_bytes().to_vec())),
+                        None => run_routed(core, conns, client, replies, who, sub, args),
+                    }
+                }
                 _ => run_routed(core, conns, client, replies, who, sub, args),
             };
             let ns = timed.map(|t| core.timing.elapsed_ns(t));

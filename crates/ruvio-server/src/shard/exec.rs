@@ -106,6 +106,17 @@ pub fn run_engine(
     // the shard queued for others goes out before its first lend request), and
     // its written keys are recorded to report.
     let may_borrow = script && crate::mesh::script_lock::may_borrow();
+    // A restricted client's script has its calls checked, wherever it runs.
+    let _acl = if script {
+        core.shared
+            .acl
+            .script_caller(caller.client_id)
+            .and_then(|(session, info)| {
+                crate::acl::script::enter(&session, &core.shared.acl, || info)
+            })
+    } else {
+        None
+    };
     if may_borrow {
         crate::mesh::script_lock::hold_outbox(std::mem::take(&mut core.outbox));
     }

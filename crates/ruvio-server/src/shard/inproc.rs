@@ -119,7 +119,7 @@ impl TwoShards {
                 let index = nodes[shard].conns.insert_with(|_, g| {
                     gen = g;
                     // No socket: descriptor -1 makes a stray syscall fail harmlessly.
-                    Conn::new(g, id, -1, peer, START_MS, true)
+                    Conn::new(g, id, -1, peer, START_MS, shared.acl.new_session())
                 });
                 Client {
                     shard,

@@ -197,7 +197,7 @@ impl Shard {
             shard: self.core.id,
             topo: self.core.topo.clone(),
             announce_ip: self.core.cfg.cluster_announce_ip.clone(),
-            requirepass: self.core.cfg.requirepass.clone(),
+            acl: self.core.shared.acl.clone(),
         };
         busy::install(std::os::fd::AsRawFd::as_raw_fd(&self.listener), settings);
         self.arm_accept();
@@ -442,11 +442,11 @@ impl Shard {
         }
         let client_id = self.core.shared.next_client_id();
         let now = self.core.now_ms;
-        let authenticated = self.core.cfg.requirepass.is_none();
+        let session = self.core.shared.acl.new_session();
         let mut conn_gen = 0;
         let index = self.conns.insert_with(|_, gen| {
             conn_gen = gen;
-            let mut conn = Conn::new(gen, client_id, fd, sock, now, authenticated);
+            let mut conn = Conn::new(gen, client_id, fd, sock, now, session);
             conn.client.tls = tls.is_some();
             conn.tls = tls;
             conn
@@ -470,7 +470,7 @@ impl Shard {
     /// 7 does at accept.
     fn protected_mode_denies(&self, peer: &str) -> bool {
         let cfg = &self.core.cfg;
-        cfg.requirepass.is_none()
+        !self.core.shared.acl.auth_required()
             && cfg.param("protected-mode") == "yes"
             && !crate::net::socket::is_loopback(peer)
     }
@@ -813,6 +813,7 @@ impl Shard {
             // SAFETY: plain syscall on a descriptor this connection owns.
             unsafe { libc::shutdown(conn.client.fd, libc::SHUT_RDWR) };
             crate::transactions::multi::unwatch(&mut self.core, &mut conn.client);
+            self.core.shared.acl.forget_client(conn.client.id);
             let mut subs = std::mem::take(&mut conn.client.subs);
             let monitoring = std::mem::take(&mut conn.client.monitor);
             if let Some(blocked) = conn.client.blocked.take() {
@@ -1032,8 +1033,6 @@ impl Shard {
     /// Background work: publish gauges, expire keys in a small slice.
     fn tick(&mut self) {
         self.next_tick_ms = self.core.now_ms + TICK.as_millis() as u64;
-        // CONFIG SET requirepass reaches the clients a busy script's hook accepts.
-        busy::set_requirepass(self.core.cfg.requirepass.as_deref());
         if std::mem::take(&mut self.accept_failed) {
             self.arm_accept();
         }

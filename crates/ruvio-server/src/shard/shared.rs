@@ -52,6 +52,8 @@ pub struct Shared {
     /// The command logs, the latency monitor, published histograms, the client
     /// directory (see `observability`).
     pub observatory: crate::observability::Observatory,
+    /// The ACL users and ACL LOG (see `acl`).
+    pub acl: std::sync::Arc<crate::acl::Acl>,
 }
 
 impl Shared {
@@ -81,6 +83,7 @@ impl Shared {
             monitors: crate::observability::monitor::Monitors::new(shards),
             tracking: crate::tracking::Directory::new(shards),
             observatory: crate::observability::Observatory::new(shards),
+            acl: std::sync::Arc::new(crate::acl::Acl::new(&crate::cmd::registry::registry().acl)),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,

@@ -455,6 +455,17 @@ pub fn exec(
         unwatch(core, client);
         return Err(e);
     }
+    // The user's rules changed since a command was queued: the queue runs in
+    // turn, where each command is checked again and a refused one answers
+    // Redis's EXEC-time `-NOPERM` (see `shard::dispatch`).
+    let refused_now = client.acl.restricted
+        && queued.commands.iter().any(|(cmd, args)| {
+            crate::acl::check::check(&client.acl.user, cmd.stat, cmd.meta, args).is_err()
+        });
+    if refused_now {
+        run_in_turn(core, conns, client, replies, who, queued);
+        return Ok(());
+    }
     let plan = plan(core, client, &queued);
     if !matches!(plan, Plan::InTurn) && crate::observability::monitor::attached() {
         feed_monitors(core, client, &queued);

@@ -168,7 +168,8 @@ pub fn free_ports(count: u16, with_bus: bool) -> u16 {
     panic!("no {count} consecutive free ports in {PORT_FIRST}..{PORT_END}");
 }
 
-fn unique_dir(tag: &str) -> PathBuf {
+/// A fresh temporary directory for one server or test.
+pub fn unique_dir(tag: &str) -> PathBuf {
     static COUNTER: Mutex<u32> = Mutex::new(0);
     let mut n = COUNTER.lock().unwrap_or_else(|e| e.into_inner());
     *n += 1;

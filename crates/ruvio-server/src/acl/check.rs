@@ -1,0 +1,263 @@
+//! The check before a command runs (`ACLCheckAllUserCommandPerm`): a bit test of
+//! the command's row, then, only for a selector without `allkeys` /
+//! `allchannels`, the glob patterns against the command's keys and channels.
+//!
+//! Keys come from the row's key positions; whether a key is read or written
+//! (for `%R~` / `%W~` patterns) from Redis's key specs (COMMAND INFO's flags),
+//! looked up only when a selector has such a pattern.
+
+use super::rules::{Selector, User, KEY_ALL, KEY_READ, KEY_WRITE};
+use ruvio_engine::command::flags::{NO_AUTH, PUBSUB};
+use ruvio_engine::{glob_match, CommandMeta};
+use ruvio_resp::Args;
+
+/// Why a command was refused, with the argument that caused it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Denied {
+    Command,
+    /// The key at this argument position.
+    Key(usize),
+    /// The channel at this argument position.
+    Channel(usize),
+}
+
+impl Denied {
+    /// Redis's ranking when several selectors refuse: a channel over a key over
+    /// the command.
+    fn rank(self) -> (u8, usize) {
+        match self {
+            Denied::Command => (1, 0),
+            Denied::Key(i) => (2, i),
+            Denied::Channel(i) => (4, i),
+        }
+    }
+
+    /// The `-NOPERM` line Redis 7.0 answers a client's own command with.
+    pub fn noperm_line(self, command: &str) -> Vec<u8> {
+        match self {
+            Denied::Command => {
+                format!("NOPERM this user has no permissions to run the '{command}' command").into_bytes()
+            }
+            Denied::Key(_) => {
+                b"NOPERM this user has no permissions to access one of the keys used as arguments".to_vec()
+            }
+            Denied::Channel(_) => {
+                b"NOPERM this user has no permissions to access one of the channels used as arguments"
+                    .to_vec()
+            }
+        }
+    }
+
+    /// The `-NOPERM` line of a command EXEC runs that its user may no longer
+    /// run (the rules changed after it was queued).
+    pub fn noperm_at_exec_line(self) -> Vec<u8> {
+        let reason = match self {
+            Denied::Command => "no permission to execute the command or subcommand",
+            Denied::Key(_) => "no permission to touch the specified keys",
+            Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+        };
+        format!(
+            "NOPERM ACLs rules changed between the moment the transaction was accumulated and \
+             the EXEC call. This command is no longer allowed for the following reason: {reason}"
+        )
+        .into_bytes()
+    }
+
+    /// What a script's `redis.call` fails with (`scriptVerifyACL` with
+    /// `getAclErrorMessage`'s reasons).
+    pub fn script_line(self) -> &'static str {
+        match self {
+            Denied::Command => {
+                "ERR The user executing the script can't run this command or subcommand"
+            }
+            Denied::Key(_) => {
+                "ERR The user executing the script can't access at least one of the keys \
+                 mentioned in the command arguments"
+            }
+            Denied::Channel(_) => {
+                "ERR The user executing the script can't publish to the channel mentioned in \
+                 the command"
+            }
+        }
+    }
+
+    /// ACL LOG's `reason`.
+    pub fn log_reason(self) -> &'static str {
+        match self {
+            Denied::Command => "command",
+            Denied::Key(_) => "key",
+            Denied::Channel(_) => "channel",
+        }
+    }
+}
+
+/// May `user` run the row `bit` (`meta`) with `args`?
+pub fn check(user: &User, bit: usize, meta: &CommandMeta, args: Args<'_>) -> Result<(), Denied> {
+    let mut worst = Denied::Command;
+    for selector in &user.selectors {
+        match check_selector(selector, bit, meta, args) {
+            Ok(()) => return Ok(()),
+            Err(d) if d.rank() > worst.rank() => worst = d,
+            Err(_) => {}
+        }
+    }
+    Err(worst)
+}
+
+fn check_selector(
+    s: &Selector,
+    bit: usize,
+    meta: &CommandMeta,
+    args: Args<'_>,
+) -> Result<(), Denied> {
+    if !s.all_commands && !meta.has(NO_AUTH) && !s.bit(bit) {
+        let arg_at = if meta.name.contains('|') { 2 } else { 1 };
+        let allowed = args.len() > arg_at
+            && s.firstargs
+                .iter()
+                .filter(|(b, _)| *b == bit)
+                .flat_map(|(_, a)| a)
+                .any(|a| a.eq_ignore_ascii_case(args.get(arg_at)));
+        if !allowed {
+            return Err(Denied::Command);
+        }
+    }
+    // A Pub/Sub row's "keys" are shard channels (SPUBLISH, SSUBSCRIBE: routed
+    // by slot, but Redis's key specs mark them `not_key`): checked as channels.
+    if !s.all_keys && !meta.keys.is_none() && !meta.has(PUBSUB) {
+        let by_perm = s.keys.iter().any(|k| k.perms != KEY_ALL);
+        for pos in meta.keys.positions(args) {
+            let need = if by_perm {
+                key_needs(meta, args, pos)
+            } else {
+                0
+            };
+            let key = args.get(pos);
+            let ok = s
+                .keys
+                .iter()
+                .any(|k| k.perms & need == need && glob_match(&k.pattern, key));
+            if !ok {
+                return Err(Denied::Key(pos));
+            }
+        }
+    }
+    // Only Pub/Sub rows name channels: one flag test for the rest.
+    if !s.all_channels && meta.has(PUBSUB) {
+        if let Some((one, pattern)) = channel_args(meta.name) {
+            let end = if one { 2.min(args.len()) } else { args.len() };
+            for pos in 1..end {
+                if !channel_ok(s, args.get(pos), pattern) {
+                    return Err(Denied::Channel(pos));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// SORT's BY and GET patterns name keys the command's key positions do not
+/// show, so Redis 7.0 allows them only to a user who may read every key (for
+/// this call): the error SORT answers otherwise, for the first such option.
+pub fn sort_refusal(
+    user: &User,
+    bit: usize,
+    meta: &CommandMeta,
+    args: Args<'_>,
+) -> Option<&'static str> {
+    if meta.name != "sort" && meta.name != "sort_ro" {
+        return None;
+    }
+    let reads_all = user.selectors.iter().any(|s| {
+        check_selector(s, bit, meta, args).is_ok()
+            && (s.all_keys
+                || s.keys
+                    .iter()
+                    .any(|k| k.pattern == b"*" && k.perms & KEY_READ != 0))
+    });
+    if reads_all {
+        return None;
+    }
+    // SORT's own walk of its options (`sortCommandGeneric`), up to the first
+    // one it would refuse for another reason.
+    let mut j = 2;
+    while j < args.len() {
+        let more = args.len() - j - 1;
+        let opt = args.get(j);
+        let is = |word: &str| opt.eq_ignore_ascii_case(word.as_bytes());
+        if is("asc") || is("desc") || is("alpha") {
+            j += 1;
+        } else if is("limit") && more >= 2 {
+            let int = |i: usize| ruvio_resp::string2ll(args.get(i)).is_some();
+            if !int(j + 1) || !int(j + 2) {
+                return None;
+            }
+            j += 3;
+        } else if is("store") && more >= 1 && meta.name == "sort" {
+            j += 2;
+        } else if is("by") && more >= 1 {
+            if args.get(j + 1).contains(&b'*') {
+                return Some("ERR BY option of SORT denied due to insufficient ACL permissions.");
+            }
+            j += 2;
+        } else if is("get") && more >= 1 {
+            return Some("ERR GET option of SORT denied due to insufficient ACL permissions.");
+        } else {
+            return None;
+        }
+    }
+    None
+}
+
+/// Is the channel (or, for PSUBSCRIBE, the literal pattern) allowed?
+pub fn channel_ok(s: &Selector, channel: &[u8], pattern: bool) -> bool {
+    s.all_channels
+        || s.channels.iter().any(|c| {
+            if pattern {
+                c == channel
+            } else {
+                glob_match(c, channel)
+            }
+        })
+}
+
+/// Whether a Pub/Sub command names channels it publishes or subscribes to: the
+/// first argument only (PUBLISH) or every argument, and whether they are
+/// patterns.
+fn channel_args(name: &str) -> Option<(bool, bool)> {
+    match name {
+        "publish" | "spublish" => Some((true, false)),
+        "subscribe" | "ssubscribe" => Some((false, false)),
+        "psubscribe" => Some((false, true)),
+        _ => None,
+    }
+}
+
+/// What the command does to the key at `pos`, from Redis's key specs:
+/// [`KEY_READ`] for access, [`KEY_WRITE`] for insert, delete or update.
+fn key_needs(meta: &CommandMeta, args: Args<'_>, pos: usize) -> u8 {
+    let Some(docs) = ruvio_engine::command::docs::lookup(meta.name) else {
+        return KEY_ALL;
+    };
+    let mut need = 0;
+    for flag in docs.key_flags(meta.name, args, pos) {
+        match flag {
+            "access" => need |= KEY_READ,
+            "insert" | "delete" | "update" => need |= KEY_WRITE,
+            _ => {}
+        }
+    }
+    need
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_channel_outranks_a_key_outranks_the_command() {
+        assert!(Denied::Channel(1).rank() > Denied::Key(5).rank());
+        assert!(Denied::Key(1).rank() > Denied::Command.rank());
+        assert!(Denied::Key(2).rank() > Denied::Key(1).rank());
+    }
+}
