@@ -386,7 +386,7 @@ fn object_and_memory_usage() {
         .starts_with("$267\r\nHi Sam, this instance is empty"));
     assert!(h
         .run("memory help")
-        .starts_with("*12\r\n+MEMORY <subcommand>"));
+        .starts_with("*14\r\n+MEMORY <subcommand>"));
     let mut h3 = Harness::resp3();
     assert_eq!(
         h3.run("MEMORY MALLOC-STATS"),
