@@ -21,6 +21,7 @@ pub mod memory;
 pub mod persistence;
 pub mod pubsub;
 pub mod registry;
+pub mod replication;
 pub mod server;
 pub mod transactions;
 
@@ -75,6 +76,7 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         transactions::COMMANDS,
         persistence::COMMANDS,
         functions::COMMANDS,
+        replication::COMMANDS,
     ]
     .into_iter()
     .flatten()

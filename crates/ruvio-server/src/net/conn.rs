@@ -73,6 +73,9 @@ pub struct ClientState {
     /// In MONITOR mode: it receives a line for every command the server runs
     /// (see [`crate::observability::monitor`]).
     pub monitor: bool,
+    /// The primary's replication stream (see `replication`): its replies are
+    /// dropped, its writes allowed, the bytes it consumed counted as the offset.
+    pub master: bool,
 }
 
 /// What CLIENT LIST shows of a connection's buffers and memory (Redis' `qbuf` ...
@@ -758,6 +761,7 @@ impl Conn {
                 exec_rest: Default::default(),
                 borrowing_tx: None,
                 monitor: false,
+                master: false,
             },
             replies: ReplyQueue::default(),
             sending: Vec::new(),

@@ -115,6 +115,11 @@ pub fn process_input(
                 if !args.is_empty() {
                     execute(core, conns, client, replies, who, args);
                 }
+                if client.master {
+                    // The replication offset counts the stream's bytes once each
+                    // command ran (REPLCONF GETACK answers the offset before it).
+                    core.shared.replication.processed(consumed, core.now_ms);
+                }
                 if crate::net::outlimit::hard_limit_crossed(
                     &core.cfg.client_output_buffer_limit,
                     client,
@@ -379,6 +384,12 @@ pub(crate) fn run_command(
         core.shared.scripts.busy_elsewhere(core.id)
     } else {
         None
+    };
+    let rejected = match rejected {
+        None if core.shared.replication.is_replica() && !client.master => {
+            crate::replication::refusal(&core.shared.replication, &core.cfg, flags_row(cmd, args))
+        }
+        rejected => rejected,
     };
     if let Some(e) = rejected {
         core.stats.per_command[cmd.stat].rejected += 1;

@@ -25,6 +25,7 @@ pub mod messages;
 mod metrics;
 pub mod monitor;
 pub mod pause;
+mod replica;
 mod shared;
 mod state;
 
@@ -138,6 +139,8 @@ pub struct Shard {
     deferred: Vec<(u32, u32)>,
     /// The metrics endpoint (`metrics-port`), on shard 0 only.
     metrics: Option<metrics::MetricsServer>,
+    /// Shard 0 of a replica: the link to the primary (see `replica.rs`).
+    replica: Option<replica::Follower>,
 }
 
 impl Shard {
@@ -177,6 +180,7 @@ impl Shard {
             overflow: VecDeque::new(),
             deferred: Vec::new(),
             metrics,
+            replica: None,
         })
     }
 
@@ -975,6 +979,7 @@ impl Shard {
         crate::persistence::shutdown::on_tick(&mut self.core);
         crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
+        self.replica_tick();
         self.metrics_tick();
         self.publish_gauges();
     }

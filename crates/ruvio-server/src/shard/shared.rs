@@ -47,6 +47,8 @@ pub struct Shared {
     pub active_expire: Vec<AtomicBool>,
     /// How many MONITOR clients each shard has (see `observability::monitor`).
     pub monitors: crate::observability::monitor::Monitors,
+    /// The role, the primary and the link (see `replication`).
+    pub replication: std::sync::Arc<crate::replication::State>,
 }
 
 impl Shared {
@@ -74,6 +76,7 @@ impl Shared {
             script_lock: Default::default(),
             active_expire: (0..shards).map(|_| AtomicBool::new(true)).collect(),
             monitors: crate::observability::monitor::Monitors::new(shards),
+            replication: std::sync::Arc::new(crate::replication::State::new(shards)),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,
