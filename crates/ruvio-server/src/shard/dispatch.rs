@@ -110,6 +110,12 @@ pub fn process_input(
                     client.blocked = Some(BlockedOn::waiting(seq));
                     break;
                 }
+                if client.master && !core.shared.replication.link_up() {
+                    // REPLICAOF changed the primary: nothing more of this stream runs.
+                    client.closing = true;
+                    client.killed = true;
+                    break;
+                }
                 pos += consumed;
                 prefetched -= 1;
                 if !args.is_empty() {

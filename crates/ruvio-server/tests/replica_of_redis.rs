@@ -1,0 +1,359 @@
+//! Ruvio as a replica of a real redis-server 7.0 primary, on Redis's own
+//! replication protocol: REPLICAOF, the full sync (the RDB in both of Redis's
+//! forms: `$<len>` from a disk save with 1 shard, `$EOF:<mark>` from a diskless
+//! one with 2 shards in forward mode), the command stream applied in order,
+//! REPLCONF ACK (WAIT on the primary counts Ruvio), the offset counted as Redis
+//! counts it, READONLY, a link killed and continued with `+CONTINUE`, and
+//! REPLICAOF NO ONE keeping the data. A second, redis-server replica of the same
+//! primary shows INFO replication's fields in the order Ruvio must give them.
+//! The refusals (READONLY, MASTERDOWN, REPLICAOF's and REPLCONF's errors) are
+//! compared byte for byte with a redis-server replica of the same dead primary.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn words(s: &str) -> Vec<String> {
+    s.split(' ').map(str::to_owned).collect()
+}
+
+/// INFO replication as (field, value) pairs.
+fn replication(conn: &mut RawConn) -> Vec<(String, String)> {
+    let info = decode(&conn.cmd(&["INFO", "replication"])).text();
+    info.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
+}
+
+fn field(conn: &mut RawConn, name: &str) -> String {
+    replication(conn)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+        .unwrap_or_default()
+}
+
+/// Wait until `check` holds (polling), or fail with `what`.
+fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The primary's data: every type, small and big encodings, a TTL, a stream with
+/// a consumer group, keys in database 3.
+fn fill(primary: &mut RawConn) {
+    let mut commands = vec![
+        words("SET str hello"),
+        words("SET int 12345"),
+        words("RPUSH list a b 1 2"),
+        words("HSET hash f v g 1"),
+        words("ZADD zset 1 a 2.5 b"),
+        words("SADD intset 1 2 3 -9"),
+        words("SADD set x y z"),
+        words("SET ttl v PX 600000"),
+        words("XADD events 1-1 event added"),
+        words("XGROUP CREATE events workers 0"),
+        words("XREADGROUP GROUP workers w1 STREAMS events >"),
+        words("SELECT 3"),
+        words("RPUSH other x y"),
+        words("SET three 3"),
+        words("SELECT 0"),
+    ];
+    let mut big = |head: &str, n: usize, elem: &dyn Fn(usize) -> Vec<String>| {
+        let mut c = words(head);
+        (0..n).for_each(|i| c.extend(elem(i)));
+        commands.push(c);
+    };
+    big("RPUSH biglist", 2000, &|i| vec![format!("item-{i}")]);
+    big("HSET bighash", 500, &|i| {
+        vec![format!("f{i}"), format!("v{i}")]
+    });
+    big("ZADD bigzset", 300, &|i| {
+        vec![format!("{}", i as f64 * 1.25), format!("m{i}")]
+    });
+    big("SADD bigset", 500, &|i| vec![format!("s{i}")]);
+    for i in 0..200 {
+        commands.push(words(&format!("SET key:{i} value-{i}")));
+    }
+    for c in commands {
+        let reply = primary.cmd(&c);
+        assert!(!reply.starts_with(b"-"), "{c:?}: {}", show(&reply));
+    }
+}
+
+/// Every key of databases 0-3 has the same type, value digest and TTL (to the
+/// second) on both servers, and neither has a key the other lacks.
+fn compare_all(primary: &Server, replica: &Server, when: &str) {
+    let (mut a, mut b) = (primary.raw(), replica.raw());
+    for db in ["0", "1", "2", "3"] {
+        a.cmd(&["SELECT", db]);
+        b.cmd(&["SELECT", db]);
+        let keys = |c: &mut RawConn| {
+            let Value::Array(items) = decode(&c.cmd(&["KEYS", "*"])) else {
+                panic!("KEYS");
+            };
+            let mut keys: Vec<String> = items.iter().map(Value::text).collect();
+            keys.sort();
+            keys
+        };
+        let (want, got) = (keys(&mut a), keys(&mut b));
+        assert_eq!(got, want, "{when}: the keys of db {db}");
+        for key in &want {
+            for read in [vec!["TYPE", key], vec!["DEBUG", "DIGEST-VALUE", key]] {
+                assert_eq!(
+                    show(&b.cmd(&read)),
+                    show(&a.cmd(&read)),
+                    "{when}: {read:?} in db {db}"
+                );
+            }
+            let ttl = |c: &mut RawConn| match decode(&c.cmd(&["TTL", key])) {
+                Value::Int(s) => s,
+                other => panic!("TTL {key}: {other:?}"),
+            };
+            let (want, got) = (ttl(&mut a), ttl(&mut b));
+            assert!((want - got).abs() <= 1, "{when}: TTL {key} {got} vs {want}");
+        }
+    }
+}
+
+fn sync_counts(primary: &mut RawConn) -> (u64, u64) {
+    let info = decode(&primary.cmd(&["INFO", "stats"])).text();
+    let count = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (count("sync_full"), count("sync_partial_ok"))
+}
+
+fn follow(replica: &Server, primary: &Server) {
+    let port = primary.port().to_string();
+    let mut conn = replica.raw();
+    assert_eq!(conn.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+    assert_eq!(
+        conn.cmd(&["SLAVEOF", "127.0.0.1", &port]),
+        b"+OK Already connected to specified master\r\n"
+    );
+    wait_for("master_link_status:up", || {
+        field(&mut conn, "master_link_status") == "up"
+    });
+}
+
+fn replicate(shards: usize, diskless: &str) {
+    let primary = Server::redis();
+    let mut p = primary.raw();
+    for (name, value) in [
+        ("repl-diskless-sync", diskless),
+        ("repl-diskless-sync-delay", "0"),
+    ] {
+        assert_eq!(p.cmd(&["CONFIG", "SET", name, value]), b"+OK\r\n");
+    }
+    fill(&mut p);
+    let ruvio = Server::ruvio(PortMode::Forward, shards);
+    let mut r = ruvio.raw();
+    assert_eq!(field(&mut r, "role"), "master");
+    follow(&ruvio, &primary);
+    compare_all(&primary, &ruvio, "after the full sync");
+
+    // A redis-server replica of the same primary: INFO replication's fields.
+    let twin = Server::redis();
+    follow(&twin, &primary);
+    let names =
+        |c: &mut RawConn| -> Vec<String> { replication(c).into_iter().map(|(k, _)| k).collect() };
+    assert_eq!(
+        names(&mut r),
+        names(&mut twin.raw()),
+        "INFO replication's fields"
+    );
+    let replid = field(&mut p, "master_replid");
+    assert_eq!(field(&mut r, "master_replid"), replid);
+
+    // The stream, in order, SELECT and transactions and scripts included.
+    for c in [
+        "SET str changed",
+        "INCR int",
+        "LPUSH list front",
+        "HSET hash h new",
+        "ZADD zset 7 c",
+        "XADD events 2-1 event done",
+        "EXPIRE str 1000",
+        "DEL set",
+        "SELECT 3",
+        "SET db3key v",
+        "SELECT 0",
+        "MULTI",
+        "SET tx1 a",
+        "INCRBY int 10",
+        "EXEC",
+        "EVAL redis.call('set',KEYS[1],'s');redis.call('rpush',KEYS[2],'e') 2 scripted list",
+    ] {
+        let reply = p.cmd(&words(c));
+        assert!(!reply.starts_with(b"-"), "{c}: {}", show(&reply));
+    }
+    // Both replicas acknowledged (Ruvio's REPLCONF ACK answers the GETACK).
+    assert_eq!(p.cmd(&["WAIT", "2", "5000"]), b":2\r\n");
+    compare_all(&primary, &ruvio, "after the stream");
+    // The offset counts the stream's bytes exactly as the primary does.
+    let offset = field(&mut p, "master_repl_offset");
+    wait_for("the same offset", || {
+        field(&mut r, "slave_repl_offset") == offset
+    });
+    assert_eq!(
+        show(&r.cmd(&["ROLE"])),
+        show(&encode_role_slave(primary.port(), &offset))
+    );
+
+    // FLUSHDB on database 3 empties it on every shard, nothing else.
+    p.cmd(&["SELECT", "3"]);
+    assert_eq!(p.cmd(&["FLUSHDB"]), b"+OK\r\n");
+    p.cmd(&["SELECT", "0"]);
+    assert_eq!(p.cmd(&["WAIT", "1", "0"]).first(), Some(&b':'));
+    wait_for("FLUSHDB on db 3", || {
+        r.cmd(&["SELECT", "3"]);
+        let empty = r.cmd(&["DBSIZE"]) == b":0\r\n";
+        r.cmd(&["SELECT", "0"]);
+        empty
+    });
+    compare_all(&primary, &ruvio, "after FLUSHDB");
+
+    // Clients read, and may not write.
+    assert_eq!(r.cmd(&["GET", "tx1"]), b"$1\r\na\r\n");
+    assert_eq!(
+        r.cmd(&["SET", "mine", "x"]),
+        b"-READONLY You can't write against a read only replica.\r\n"
+    );
+
+    // The link killed on the primary: Ruvio continues where it was.
+    let (full_before, partial_before) = sync_counts(&mut p);
+    assert!(p
+        .cmd(&["CLIENT", "KILL", "TYPE", "replica"])
+        .starts_with(b":"));
+    p.cmd(&["SET", "after-kill", "1"]);
+    wait_for("the write after the kill", || {
+        r.cmd(&["GET", "after-kill"]) == b"$1\r\n1\r\n"
+            && field(&mut r, "master_link_status") == "up"
+    });
+    let (full_after, partial_after) = sync_counts(&mut p);
+    assert_eq!(full_after, full_before, "no full sync after the kill");
+    assert!(partial_after > partial_before, "+CONTINUE after the kill");
+    assert!(ruvio
+        .logs()
+        .contains("Master accepted a Partial Resynchronization"));
+    compare_all(&primary, &ruvio, "after the reconnection");
+
+    // Promoted: writable, the data kept, the primary's history as replid2.
+    assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    assert_eq!(r.cmd(&["SET", "mine", "x"]), b"+OK\r\n");
+    assert_eq!(r.cmd(&["GET", "after-kill"]), b"$1\r\n1\r\n");
+    assert_eq!(field(&mut r, "role"), "master");
+    assert_eq!(field(&mut r, "master_replid2"), replid);
+    assert_ne!(field(&mut r, "master_replid"), replid);
+    assert!(r.cmd(&["ROLE"]).starts_with(b"*3\r\n$6\r\nmaster\r\n:"));
+    p.cmd(&["SET", "not-followed", "1"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        r.cmd(&["EXISTS", "not-followed"]),
+        b":0\r\n",
+        "{}",
+        ruvio.logs()
+    );
+}
+
+/// ROLE's reply on a connected replica of 127.0.0.1:`port` at `offset`.
+fn encode_role_slave(port: u16, offset: &str) -> Vec<u8> {
+    let port = port.to_string();
+    format!("*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:{port}\r\n$9\r\nconnected\r\n:{offset}\r\n")
+        .into_bytes()
+}
+
+#[test]
+fn one_shard_follows_a_disk_sync() {
+    if require_redis_server("replica_of_redis").is_none() {
+        return;
+    }
+    replicate(1, "no");
+}
+
+#[test]
+fn two_shards_follow_a_diskless_sync() {
+    if require_redis_server("replica_of_redis").is_none() {
+        return;
+    }
+    replicate(2, "yes");
+}
+
+/// A replica of a primary that is not there answers as redis-server does.
+#[test]
+fn refusals_match_redis() {
+    if require_redis_server("replica_of_redis").is_none() {
+        return;
+    }
+    let nobody = free_ports(1, false).to_string();
+    let redis = Server::redis();
+    let ruvio = Server::ruvio(PortMode::Forward, 2);
+    let script: Vec<Vec<&str>> = vec![
+        vec!["SET", "k", "v"],
+        vec!["REPLICAOF", "127.0.0.1", "abc"],
+        vec!["REPLICAOF", "127.0.0.1", "70000"],
+        vec!["REPLICAOF", "NO", "ONE"],
+        vec!["REPLICAOF", "127.0.0.1", &nobody],
+        vec!["REPLICAOF", "127.0.0.1", &nobody],
+        vec!["SET", "k", "w"],
+        vec!["GET", "k"],
+        vec!["INCR", "n"],
+        vec!["CONFIG", "SET", "replica-serve-stale-data", "no"],
+        vec!["GET", "k"],
+        vec!["INFO", "keyspace"],
+        vec!["CONFIG", "SET", "replica-serve-stale-data", "yes"],
+        vec!["CONFIG", "SET", "replica-read-only", "no"],
+        vec!["SET", "k", "w"],
+        vec!["CONFIG", "SET", "replica-read-only", "yes"],
+        vec!["MULTI"],
+        vec!["SET", "k", "x"],
+        vec!["EXEC"],
+        vec!["REPLCONF", "listening-port", "1"],
+        vec!["REPLCONF", "nonsense", "1"],
+        vec!["REPLCONF", "capa"],
+        vec!["REPLCONF", "ACK", "5"],
+        vec!["PING"],
+        vec!["REPLICAOF", "no", "one"],
+        vec!["SET", "k", "y"],
+        vec!["GET", "k"],
+    ];
+    let (mut a, mut b) = (redis.raw(), ruvio.raw());
+    for c in &script {
+        if c == &vec!["REPLCONF", "ACK", "5"] {
+            // No reply from either: the PING after it shows nothing was sent.
+            a.send(&encode(c));
+            b.send(&encode(c));
+            continue;
+        }
+        let (want, got) = (a.cmd(c), b.cmd(c));
+        assert_eq!(show(&got), show(&want), "{c:?}");
+    }
+    let mut r = ruvio.raw();
+    r.cmd(&["REPLICAOF", "127.0.0.1", &nobody]);
+    assert_eq!(field(&mut r, "master_link_status"), "down");
+    let role = decode(&r.cmd(&["ROLE"]));
+    let Value::Array(items) = role else {
+        panic!("ROLE: {role:?}");
+    };
+    assert_eq!(items[0].text(), "slave");
+    assert!(["connect", "connecting"].contains(&items[3].text().as_str()));
+    assert_eq!(items[4], Value::Int(-1));
+    let per_shard = Server::ruvio(PortMode::PerShard, 2);
+    assert_eq!(
+        per_shard.raw().cmd(&["REPLICAOF", "127.0.0.1", &nobody]),
+        b"-ERR REPLICAOF not allowed in cluster mode.\r\n"
+    );
+}
