@@ -357,3 +357,44 @@ fn refusals_match_redis() {
         b"-ERR REPLICAOF not allowed in cluster mode.\r\n"
     );
 }
+
+/// `ruvio --replicaof HOST PORT --masterauth PASS`: a replica from the start,
+/// through a primary that wants a password; CONFIG GET shows the primary.
+#[test]
+fn replicaof_flag_with_masterauth() {
+    if require_redis_server("replica_of_redis").is_none() {
+        return;
+    }
+    let primary = Server::redis();
+    let mut p = primary.raw();
+    assert_eq!(
+        p.cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(p.cmd(&["SET", "guarded", "yes"]), b"+OK\r\n");
+    assert_eq!(
+        p.cmd(&["CONFIG", "SET", "requirepass", "s3cret"]),
+        b"+OK\r\n"
+    );
+    let port = primary.port().to_string();
+    let flags = ["--replicaof", "127.0.0.1", &port, "--masterauth", "s3cret"];
+    let ruvio = Server::ruvio_with(PortMode::Forward, 2, &flags);
+    let mut r = ruvio.raw();
+    wait_for("master_link_status:up", || {
+        field(&mut r, "master_link_status") == "up"
+    });
+    assert_eq!(r.cmd(&["GET", "guarded"]), b"$3\r\nyes\r\n");
+    let shown = format!(
+        "*2\r\n$9\r\nreplicaof\r\n${}\r\n127.0.0.1 {port}\r\n",
+        port.len() + 10
+    );
+    assert_eq!(
+        show(&r.cmd(&["CONFIG", "GET", "replicaof"])),
+        show(shown.as_bytes())
+    );
+    assert_eq!(p.cmd(&["AUTH", "s3cret"]), b"+OK\r\n");
+    assert_eq!(p.cmd(&["RPUSH", "after", "1", "2"]), b":2\r\n");
+    wait_for("the stream through AUTH", || {
+        r.cmd(&["LRANGE", "after", "0", "-1"]) == b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
+    });
+}

@@ -12,10 +12,10 @@ use ruvio_resp::{Args, Reply};
 pub const COMMANDS: &[ServerCommand] = &[
     command!("replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "5.0.0",
-        "Configure a server as replica of another, or promote it to a master.", "O(1)", replicaof),
+        "Make the server a replica of another instance, or promote it as master.", "O(1)", replicaof),
     command!("slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
-        "Configure a server as replica of another, or promote it to a master.", "O(1)", replicaof),
+        "Make the server a replica of another instance, or promote it as master.", "O(1)", replicaof),
     command!("role", 1, NOSCRIPT | LOADING | STALE | FAST, KeySpec::NONE,
         ["admin", "fast", "dangerous"], "server", "2.8.12",
         "Return the role of the instance in the context of replication", "O(1)", role),
@@ -73,7 +73,7 @@ fn role(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 /// replicas of its own yet: the options a replica sends answer `+OK` as Redis's
 /// do, ACK answers nothing.
 fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     let mut i = 1;

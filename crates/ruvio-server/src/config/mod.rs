@@ -138,6 +138,12 @@ pub struct Cli {
     /// Address the metrics endpoint listens on (default 127.0.0.1).
     #[arg(long)]
     pub metrics_bind: Option<String>,
+    /// Redis's `replicaof`: start as a replica of the primary at HOST PORT.
+    #[arg(long, num_args = 2, value_names = ["HOST", "PORT"])]
+    pub replicaof: Option<Vec<String>>,
+    /// Redis's `masterauth`: the password a replica authenticates with.
+    #[arg(long)]
+    pub masterauth: Option<String>,
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -300,12 +306,15 @@ impl Config {
         };
         let mut params = redis_params(&file.redis)?;
         let metrics_port = cli.metrics_port.map(|port| port.to_string());
+        let replicaof = cli.replicaof.map(|words| words.join(" "));
         for (name, value) in [
             ("dbfilename", &cli.dbfilename),
             ("logfile", &cli.logfile),
             ("loglevel", &cli.loglevel),
             ("metrics-port", &metrics_port),
             ("metrics-bind", &cli.metrics_bind),
+            ("replicaof", &replicaof),
+            ("masterauth", &cli.masterauth),
         ] {
             if let Some(value) = value {
                 let spec = params::find(name).expect("a parameter of the table");

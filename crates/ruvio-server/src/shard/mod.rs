@@ -164,6 +164,9 @@ impl Shard {
             cfg.shards > 1 && cfg.port_mode == crate::config::PortMode::Forward,
         )?;
         let metrics = metrics::MetricsServer::open(&cfg, id)?;
+        if id == 0 {
+            replica::follow_configured(&cfg, &shared.replication);
+        }
         Ok(Shard {
             core: ShardCore::new(id, cfg, topo, shared)?,
             conns: Slab::default(),

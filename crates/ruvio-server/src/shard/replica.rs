@@ -23,6 +23,29 @@ pub struct Follower {
     next_ack_ms: u64,
 }
 
+/// `replicaof host port` in the config file: shard 0 follows it from the start,
+/// as REPLICAOF would (a value that is not `host port` is logged and ignored).
+pub(super) fn follow_configured(cfg: &crate::config::Config, state: &crate::replication::State) {
+    let value = cfg.param("replicaof");
+    if value.is_empty() {
+        return;
+    }
+    let mut words = value.split_whitespace();
+    let (host, port) = (
+        words.next(),
+        words.next().and_then(|p| p.parse::<u16>().ok()),
+    );
+    match (host, port, words.next()) {
+        (Some(host), Some(port), None) => {
+            state.follow(host, port);
+        }
+        _ => crate::serverlog::log(
+            crate::serverlog::Level::Warning,
+            &format!("replicaof {value:?}: not `host port`, ignored"),
+        ),
+    }
+}
+
 impl Shard {
     /// Replication's step of the background tick: one atomic load on a shard that
     /// has nothing to load, one lock of the state on shard 0.
