@@ -234,10 +234,17 @@ fn replicate(shards: usize, diskless: &str) {
     );
 
     // The link killed on the primary: Ruvio continues where it was.
+    // The stream was in database 3 when the link broke: the backlog goes on
+    // there without a SELECT, so the replica must keep its database.
+    p.cmd(&["SELECT", "3"]);
+    p.cmd(&["SET", "k3a", "1"]);
+    assert_eq!(p.cmd(&["WAIT", "2", "5000"]), b":2\r\n");
     let (full_before, partial_before) = sync_counts(&mut p);
     assert!(p
         .cmd(&["CLIENT", "KILL", "TYPE", "replica"])
         .starts_with(b":"));
+    p.cmd(&["SET", "k3b", "2"]);
+    p.cmd(&["SELECT", "0"]);
     p.cmd(&["SET", "after-kill", "1"]);
     wait_for("the write after the kill", || {
         r.cmd(&["GET", "after-kill"]) == b"$1\r\n1\r\n"
@@ -249,6 +256,9 @@ fn replicate(shards: usize, diskless: &str) {
     assert!(ruvio
         .logs()
         .contains("Master accepted a Partial Resynchronization"));
+    r.cmd(&["SELECT", "3"]);
+    assert_eq!(r.cmd(&["GET", "k3b"]), b"$1\r\n2\r\n");
+    r.cmd(&["SELECT", "0"]);
     compare_all(&primary, &ruvio, "after the reconnection");
 
     // Promoted: writable, the data kept, the primary's history as replid2.

@@ -322,6 +322,10 @@ impl Config {
                 params.insert(spec.name, shown);
             }
         }
+        if port_mode == PortMode::PerShard && params.contains_key("replicaof") {
+            // Redis refuses the directive in cluster mode too.
+            return Err("replicaof directive not allowed in cluster mode".into());
+        }
         apply_engine_params(&mut engine, &params);
         let save_text = cli.save.or(file.save);
         let save = save::parse(save_text.as_deref().unwrap_or(save::DEFAULT))

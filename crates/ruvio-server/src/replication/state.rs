@@ -79,6 +79,9 @@ pub struct State {
     offset: AtomicU64,
     /// Unix milliseconds of the last bytes from the primary (0: none yet).
     last_io_ms: AtomicU64,
+    /// The database the stream's last command ran in: a partial resync goes on
+    /// in it, as Redis's cached master client keeps its database.
+    stream_db: AtomicU64,
     dataset: Mutex<Option<Dataset>>,
     /// The id of the last dataset published (0: none), read by every shard's tick.
     published: AtomicU64,
@@ -120,6 +123,7 @@ impl State {
             link_up: AtomicBool::new(false),
             offset: AtomicU64::new(0),
             last_io_ms: AtomicU64::new(0),
+            stream_db: AtomicU64::new(0),
             dataset: Mutex::new(None),
             published: AtomicU64::new(0),
             loaded: (0..shards).map(|_| AtomicU64::new(0)).collect(),
@@ -203,6 +207,8 @@ impl State {
     pub fn full_sync(&self, replid: &str, offset: u64) {
         self.lock().replid = replid.to_string();
         self.offset.store(offset, Relaxed);
+        // The primary selects a database before its first command after the RDB.
+        self.stream_db.store(0, Relaxed);
     }
 
     /// A partial sync continues under `replid` (the primary's new one, if it
@@ -217,11 +223,18 @@ impl State {
         }
     }
 
-    /// `bytes` of the stream were applied (the master client's command).
+    /// `bytes` of the stream were applied (the master client's command, which
+    /// left the client in database `db`).
     #[inline]
-    pub fn processed(&self, bytes: usize, now_ms: u64) {
+    pub fn processed(&self, bytes: usize, db: usize, now_ms: u64) {
         self.offset.fetch_add(bytes as u64, Relaxed);
+        self.stream_db.store(db as u64, Relaxed);
         self.last_io_ms.store(now_ms, Relaxed);
+    }
+
+    /// The database the stream was in when it stopped.
+    pub fn stream_db(&self) -> usize {
+        self.stream_db.load(Relaxed) as usize
     }
 
     /// Bytes arrived from the primary (a ping included).

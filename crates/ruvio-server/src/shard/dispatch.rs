@@ -124,7 +124,8 @@ pub fn process_input(
                 if client.master {
                     // The replication offset counts the stream's bytes once each
                     // command ran (REPLCONF GETACK answers the offset before it).
-                    core.shared.replication.processed(consumed, core.now_ms);
+                    let db = client.db;
+                    core.shared.replication.processed(consumed, db, core.now_ms);
                 }
                 if crate::net::outlimit::hard_limit_crossed(
                     &core.cfg.client_output_buffer_limit,

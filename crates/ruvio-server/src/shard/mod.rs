@@ -998,7 +998,9 @@ impl Shard {
         for (index, conn) in self.conns.iter_mut() {
             let c = &mut conn.client;
             let last = c.last_cmd_ms.max(c.created_ms);
-            if c.blocked.is_none() && !c.paused && now.saturating_sub(last) > timeout_ms {
+            // The primary's link has repl-timeout instead (`replica.rs`), as in Redis.
+            let idle = now.saturating_sub(last) > timeout_ms;
+            if c.blocked.is_none() && !c.paused && !c.master && idle {
                 c.closing = true;
                 c.killed = true;
                 self.core.dirty.push((index, conn.gen));

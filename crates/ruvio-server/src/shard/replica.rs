@@ -180,6 +180,9 @@ impl Shard {
         if let Some(conn) = self.conns.get_mut(index, conn_gen) {
             conn.client.master = true;
             conn.client.reply_mode = ReplyMode::Off;
+            if handover.continued {
+                conn.client.db = state.stream_db();
+            }
             conn.input.extend_from_slice(&handover.leftover);
             let ack = crate::replication::ack_command(state.offset());
             conn.replies.sink().extend_from_slice(&ack);
