@@ -20,10 +20,11 @@
 //! | 4 | [`mesh`] | forwarding, gathers, lending, owner transactions, the script lock |
 //! | 4 | [`scripting`] | what a script needs of the server beyond its keyspace |
 //! | 4 | [`transactions`] | MULTI/EXEC and WATCH |
+//! | 5 | [`replication`] | Ruvio as a replica of a Redis primary: role, link, offset |
 //! | 6 | [`cmd`] | the command table, the server's own commands (client, config, info ...) |
 //! | 7 | [`shard`] | the loop, its state, dispatch, execution, blocked clients |
 //!
-//! Homes kept for what comes next, documented and empty: [`replication`], [`acl`],
+//! Homes kept for what comes next, documented and empty: [`acl`],
 //! [`observability`], [`tracking`].
 
 pub mod acl;
