@@ -408,3 +408,31 @@ fn replicaof_flag_with_masterauth() {
         r.cmd(&["LRANGE", "after", "0", "-1"]) == b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
     });
 }
+
+/// `repl-timeout`: a primary silent longer than it (Redis pings every 10 s) is
+/// dropped and connected again, with `+CONTINUE`.
+#[test]
+fn a_silent_primary_times_out() {
+    if require_redis_server("replica_of_redis").is_none() {
+        return;
+    }
+    let primary = Server::redis();
+    let mut p = primary.raw();
+    assert_eq!(
+        p.cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]),
+        b"+OK\r\n"
+    );
+    let ruvio = Server::ruvio(PortMode::Forward, 1);
+    follow(&ruvio, &primary);
+    let mut r = ruvio.raw();
+    assert_eq!(r.cmd(&["CONFIG", "SET", "repl-timeout", "1"]), b"+OK\r\n");
+    wait_for("the timeout", || {
+        ruvio
+            .logs()
+            .contains("MASTER timeout: no data nor PING received")
+    });
+    wait_for("the link up again", || {
+        field(&mut r, "master_link_status") == "up"
+    });
+    assert_eq!(sync_counts(&mut p).0, 1, "no second full sync");
+}
