@@ -6,8 +6,9 @@
 //! counts it, READONLY, a link killed and continued with `+CONTINUE`, and
 //! REPLICAOF NO ONE keeping the data. A second, redis-server replica of the same
 //! primary shows INFO replication's fields in the order Ruvio must give them.
-//! The refusals (READONLY, MASTERDOWN, REPLICAOF's and REPLCONF's errors) are
-//! compared byte for byte with a redis-server replica of the same dead primary.
+//! The refusals (READONLY, scripts' and functions' writes included, MASTERDOWN,
+//! REPLICAOF's and REPLCONF's errors) are compared byte for byte with a
+//! redis-server replica of the same dead primary.
 
 mod common;
 
@@ -311,7 +312,16 @@ fn refusals_match_redis() {
     let nobody = free_ports(1, false).to_string();
     let redis = Server::redis();
     let ruvio = Server::ruvio(PortMode::Forward, 2);
+    let library = "#!lua name=lib\n\
+        redis.register_function('w', function(keys) return redis.call('set', keys[1], 'f') end)\n\
+        redis.register_function{function_name='r', callback=function(keys) \
+        return redis.call('get', keys[1]) end, flags={'no-writes'}}";
+    let set_in_script = "return redis.call('set', KEYS[1], 'e')";
+    let pcall_in_script = "return redis.pcall('set', KEYS[1], 'e')";
+    let shebang_set = "#!lua\nreturn redis.call('set', KEYS[1], 'e')";
+    let shebang_get = "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])";
     let script: Vec<Vec<&str>> = vec![
+        vec!["FUNCTION", "LOAD", library],
         vec!["SET", "k", "v"],
         vec!["REPLICAOF", "127.0.0.1", "abc"],
         vec!["REPLICAOF", "127.0.0.1", "70000"],
@@ -331,6 +341,14 @@ fn refusals_match_redis() {
         vec!["MULTI"],
         vec!["SET", "k", "x"],
         vec!["EXEC"],
+        vec!["EVAL", set_in_script, "1", "k"],
+        vec!["EVAL", pcall_in_script, "1", "k"],
+        vec!["EVAL", shebang_set, "1", "k"],
+        vec!["EVAL", shebang_get, "1", "k"],
+        vec!["FCALL", "w", "1", "k"],
+        vec!["FCALL", "r", "1", "k"],
+        vec!["FCALL_RO", "r", "1", "k"],
+        vec!["FUNCTION", "DELETE", "lib"],
         vec!["REPLCONF", "listening-port", "1"],
         vec!["REPLCONF", "nonsense", "1"],
         vec!["REPLCONF", "capa"],

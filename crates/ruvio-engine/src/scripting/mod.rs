@@ -244,6 +244,28 @@ pub fn denies_oom(args: Args<'_>) -> bool {
     }
 }
 
+/// Whether this EVAL / EVALSHA (`args`) counts as a write before it runs, as
+/// Redis 7's `scriptFlagsToCmdFlags`: a script with a shebang that does not
+/// promise `no-writes` (a script without one has EVAL's own flags: not a write).
+pub fn may_write(args: Args<'_>) -> bool {
+    let body = if args.get(0).eq_ignore_ascii_case(b"evalsha")
+        || args.get(0).eq_ignore_ascii_case(b"evalsha_ro")
+    {
+        match lookup(args.get(1)) {
+            Some((_, body)) => body.to_vec(),
+            None => return false,
+        }
+    } else if args.len() > 1 {
+        args.get(1).to_vec()
+    } else {
+        return false;
+    };
+    match shebang(&body) {
+        Ok(flags) => flags.present && !flags.no_writes,
+        Err(_) => false,
+    }
+}
+
 /// Run `body` (SHA1 `sha`) with the keys and arguments of `args`.
 fn run(
     engine: &mut Engine,

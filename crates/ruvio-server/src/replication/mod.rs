@@ -24,7 +24,7 @@ pub use state::State;
 use crate::config::Config;
 use ruvio_engine::command::flags::{STALE, WRITE};
 use ruvio_engine::{CmdError, CommandMeta};
-use ruvio_resp::Reply;
+use ruvio_resp::{Args, Reply};
 
 /// Redis's `shared.roslaveerr`.
 pub const READONLY_ERROR: &[u8] = b"READONLY You can't write against a read only replica.";
@@ -37,8 +37,13 @@ pub const MASTERDOWN_ERROR: &[u8] =
 /// the `stale` flag while the link is down and `replica-serve-stale-data no`.
 /// The caller checks [`State::is_replica`] first: a primary pays one branch.
 #[cold]
-pub fn refusal(state: &State, cfg: &Config, meta: &CommandMeta) -> Option<CmdError> {
-    if meta.has(WRITE) && cfg.param("replica-read-only") == "yes" {
+pub fn refusal(
+    state: &State,
+    cfg: &Config,
+    meta: &CommandMeta,
+    args: Args<'_>,
+) -> Option<CmdError> {
+    if writes(meta, args) && cfg.param("replica-read-only") == "yes" {
         return Some(CmdError::Line(READONLY_ERROR.to_vec()));
     }
     let stale_refused = cfg.param("replica-serve-stale-data") == "no";
@@ -46,6 +51,19 @@ pub fn refusal(state: &State, cfg: &Config, meta: &CommandMeta) -> Option<CmdErr
         return Some(CmdError::Line(MASTERDOWN_ERROR.to_vec()));
     }
     None
+}
+
+/// The command writes, as Redis's processCommand judges it before running: a
+/// script's or function's declared flags decide for EVAL and FCALL (a write
+/// unless `no-writes`; a script without a shebang is not a write up front, its
+/// write calls are refused as it runs: `ScriptHost::refuses_writes`).
+fn writes(meta: &CommandMeta, args: Args<'_>) -> bool {
+    use ruvio_engine::scripting;
+    match meta.name {
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => scripting::may_write(args),
+        "fcall" | "fcall_ro" => scripting::functions::may_write(args),
+        _ => meta.has(WRITE),
+    }
 }
 
 /// `ROLE`: `master`, its offset and its replicas (none yet), or `slave`, the

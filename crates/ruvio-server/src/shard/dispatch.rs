@@ -394,7 +394,8 @@ pub(crate) fn run_command(
     };
     let rejected = match rejected {
         None if core.shared.replication.is_replica() && !client.master => {
-            crate::replication::refusal(&core.shared.replication, &core.cfg, flags_row(cmd, args))
+            let meta = flags_row(cmd, args);
+            crate::replication::refusal(&core.shared.replication, &core.cfg, meta, args)
         }
         rejected => rejected,
     };
