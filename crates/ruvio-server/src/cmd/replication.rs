@@ -25,7 +25,7 @@ pub const COMMANDS: &[ServerCommand] = &[
 ];
 
 /// `REPLICAOF host port` / `REPLICAOF NO ONE` (and SLAVEOF): follow a primary, or
-/// become one keeping the data. Per-shard mode is a
+/// become one keeping the data. Not with a log yet: Ruvio's own error says so. Per-shard mode is a
 /// cluster (`cluster_enabled:1`), where Redis refuses it.
 fn replicaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if ctx.core.cfg.port_mode == crate::config::PortMode::PerShard {
@@ -44,6 +44,13 @@ fn replicaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Server
         }
         reply.ok();
         return Ok(());
+    }
+    if ctx.core.cfg.durability.logs() {
+        // The primary's data would replace the keyspace under the log, which would
+        // then replay onto the wrong base at the next start (docs/replication.md).
+        return Err(CmdError::Line(
+            b"ERR REPLICAOF with --durability everysec or always is not supported yet".to_vec(),
+        ));
     }
     let port = super::parse_i64(port)
         .and_then(|p| u16::try_from(p).ok())

@@ -326,6 +326,15 @@ impl Config {
             // Redis refuses the directive in cluster mode too.
             return Err("replicaof directive not allowed in cluster mode".into());
         }
+        let durability = cli
+            .durability
+            .or(file.durability)
+            .unwrap_or(Durability::Memory);
+        if durability.logs() && params.contains_key("replicaof") {
+            return Err(
+                "replicaof with --durability everysec or always is not supported yet".into(),
+            );
+        }
         apply_engine_params(&mut engine, &params);
         let save_text = cli.save.or(file.save);
         let save = save::parse(save_text.as_deref().unwrap_or(save::DEFAULT))
@@ -336,10 +345,7 @@ impl Config {
             shards,
             port_mode,
             cpus,
-            durability: cli
-                .durability
-                .or(file.durability)
-                .unwrap_or(Durability::Memory),
+            durability,
             databases: file.databases.unwrap_or(16).clamp(1, 1 << 16),
             requirepass: cli
                 .requirepass
