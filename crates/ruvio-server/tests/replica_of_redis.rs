@@ -503,7 +503,7 @@ fn follows_under_write_load() {
                         let reply = c.cmd(command);
                         assert!(!reply.starts_with(b"-"), "{command:?}: {}", show(&reply));
                     }
-                    if i % 97 == 0 {
+                    if i.is_multiple_of(97) {
                         c.cmd(&words(&format!("DEL {key}:l")));
                     }
                     i += 1;
