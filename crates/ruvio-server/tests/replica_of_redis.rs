@@ -435,6 +435,22 @@ fn replicaof_flag_with_masterauth() {
     wait_for("the stream through AUTH", || {
         r.cmd(&["LRANGE", "after", "0", "-1"]) == b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
     });
+
+    // The link is the master client: CLIENT LIST shows it (flags=M) under TYPE
+    // master only, CLIENT KILL TYPE master drops it and Ruvio continues.
+    let masters = decode(&r.cmd(&["CLIENT", "LIST", "TYPE", "master"])).text();
+    assert_eq!(masters.lines().count(), 1, "{masters}");
+    assert!(masters.contains(" flags=M "), "{masters}");
+    let normal = decode(&r.cmd(&["CLIENT", "LIST", "TYPE", "normal"])).text();
+    assert!(!normal.contains(" flags=M "), "{normal}");
+    assert_eq!(r.cmd(&["CLIENT", "KILL", "TYPE", "master"]), b":1\r\n");
+    assert_eq!(p.cmd(&["SET", "after-kill", "1"]), b"+OK\r\n");
+    wait_for("the stream after CLIENT KILL TYPE master", || {
+        r.cmd(&["GET", "after-kill"]) == b"$1\r\n1\r\n"
+    });
+    assert!(ruvio
+        .logs()
+        .contains("Master accepted a Partial Resynchronization"));
 }
 
 /// `repl-timeout`: a primary silent longer than it (Redis pings every 10 s) is

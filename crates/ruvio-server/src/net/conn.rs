@@ -136,6 +136,7 @@ impl ClientState {
         let mut flags = String::new();
         for (set, flag) in [
             (c.monitor, 'O'),
+            (c.master, 'M'),
             (c.subs.active(), 'P'),
             (c.multi.is_some(), 'x'),
             (blocked_argv.is_some(), 'b'),
