@@ -165,6 +165,14 @@ fn replicate(shards: usize, diskless: &str) {
         assert_eq!(p.cmd(&["CONFIG", "SET", name, value]), b"+OK\r\n");
     }
     fill(&mut p);
+    let library = |name: &str, reply: &str| {
+        format!(
+            "#!lua name={name}\nredis.register_function{{function_name='{name}', \
+             callback=function() return '{reply}' end, flags={{'no-writes'}}}}"
+        )
+    };
+    let loaded = p.cmd(&["FUNCTION", "LOAD", &library("in_rdb", "one")]);
+    assert_eq!(loaded, b"$6\r\nin_rdb\r\n");
     let ruvio = Server::ruvio(PortMode::Forward, shards);
     let mut r = ruvio.raw();
     assert_eq!(field(&mut r, "role"), "master");
@@ -206,9 +214,18 @@ fn replicate(shards: usize, diskless: &str) {
         let reply = p.cmd(&words(c));
         assert!(!reply.starts_with(b"-"), "{c}: {}", show(&reply));
     }
+    let loaded = p.cmd(&["FUNCTION", "LOAD", &library("streamed", "two")]);
+    assert_eq!(loaded, b"$8\r\nstreamed\r\n");
     // Both replicas acknowledged (Ruvio's REPLCONF ACK answers the GETACK).
     assert_eq!(p.cmd(&["WAIT", "2", "5000"]), b":2\r\n");
     compare_all(&primary, &ruvio, "after the stream");
+    // The RDB's function libraries and the streamed FUNCTION LOAD reach every
+    // shard (each connection may land on another one).
+    for _ in 0..4 {
+        let mut c = ruvio.raw();
+        assert_eq!(c.cmd(&["FCALL_RO", "in_rdb", "0"]), b"$3\r\none\r\n");
+        assert_eq!(c.cmd(&["FCALL_RO", "streamed", "0"]), b"$3\r\ntwo\r\n");
+    }
     // The offset counts the stream's bytes exactly as the primary does.
     let offset = field(&mut p, "master_repl_offset");
     wait_for("the same offset", || {
