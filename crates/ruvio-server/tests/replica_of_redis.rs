@@ -557,3 +557,88 @@ fn follows_under_write_load() {
     assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
     compare_all(&primary, &ruvio, "after the load");
 }
+
+/// Kills the process it holds when dropped (a test's own redis-server).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The primary restarted without its data (new replid, empty): the replica's
+/// PSYNC gets `+FULLRESYNC`, and it ends with the new primary's data only.
+#[test]
+fn a_restarted_primary_means_a_full_sync() {
+    let Some(bin) = require_redis_server("replica_of_redis") else {
+        return;
+    };
+    let primary = Server::redis();
+    let mut p = primary.raw();
+    assert_eq!(
+        p.cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(p.cmd(&["SET", "before", "1"]), b"+OK\r\n");
+    let ruvio = Server::ruvio(PortMode::Forward, 2);
+    follow(&ruvio, &primary);
+    let mut r = ruvio.raw();
+    assert_eq!(r.cmd(&["GET", "before"]), b"$1\r\n1\r\n");
+
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &primary.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let port = primary.port().to_string();
+    let dir = std::env::temp_dir().join(format!("ruvio-test-reborn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory for the new primary");
+    let _reborn = Reaped(
+        std::process::Command::new(bin)
+            .args([
+                "--port",
+                &port,
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args([
+                "--repl-diskless-sync-delay",
+                "0",
+                "--dir",
+                &dir.to_string_lossy(),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server"),
+    );
+    let mut q = None;
+    wait_for("the new primary", || {
+        q = std::net::TcpStream::connect(("127.0.0.1", primary.port()))
+            .ok()
+            .map(RawConn::from_stream);
+        q.is_some()
+    });
+    let mut q = q.expect("connected");
+    wait_for("the new primary's PONG", || {
+        q.cmd(&["PING"]) == b"+PONG\r\n"
+    });
+    assert_eq!(q.cmd(&["SET", "after", "2"]), b"+OK\r\n");
+    wait_for("the new primary's data", || {
+        r.cmd(&["GET", "after"]) == b"$1\r\n2\r\n" && field(&mut r, "master_link_status") == "up"
+    });
+    // Redis takes a new replid as it creates its backlog for the first replica.
+    assert_eq!(
+        field(&mut r, "master_replid"),
+        field(&mut q, "master_replid")
+    );
+    assert_eq!(r.cmd(&["EXISTS", "before"]), b":0\r\n");
+    assert_eq!(sync_counts(&mut q).0, 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
