@@ -369,6 +369,8 @@ fn refusals_match_redis() {
         vec!["REPLICAOF", "NO", "ONE"],
         vec!["REPLICAOF", "127.0.0.1", &nobody],
         vec!["REPLICAOF", "127.0.0.1", &nobody],
+        vec!["REPLICAOF", "localhost", &nobody],
+        vec!["REPLICAOF", "LOCALHOST", &nobody],
         vec!["SET", "k", "w"],
         vec!["GET", "k"],
         vec!["INCR", "n"],

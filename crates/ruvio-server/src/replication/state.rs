@@ -135,7 +135,7 @@ impl State {
         self.lock().clone()
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Ids> {
+    fn lock(&self) -> MutexGuard<'_, Ids> {
         self.ids.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -157,14 +157,12 @@ impl State {
         self.last_io_ms.load(Relaxed)
     }
 
-    /// `REPLICAOF host port`: false when it already follows that primary.
+    /// `REPLICAOF host port`: false when it already follows that primary (the
+    /// host compared without case, as Redis does).
     pub fn follow(&self, host: &str, port: u16) -> bool {
         let mut ids = self.lock();
-        if ids
-            .master
-            .as_ref()
-            .is_some_and(|(h, p)| h == host && *p == port)
-        {
+        let same = |(h, p): &(String, u16)| h.eq_ignore_ascii_case(host) && *p == port;
+        if ids.master.as_ref().is_some_and(same) {
             return false;
         }
         ids.master = Some((host.to_string(), port));
