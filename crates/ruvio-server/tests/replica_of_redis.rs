@@ -311,6 +311,8 @@ fn replicate(shards: usize, diskless: &str) {
     assert_eq!(field(&mut r, "master_replid2"), replid);
     assert_ne!(field(&mut r, "master_replid"), replid);
     assert!(r.cmd(&["ROLE"]).starts_with(b"*3\r\n$6\r\nmaster\r\n:"));
+    let loaded = r.cmd(&["FUNCTION", "LOAD", &library("mine", "three")]);
+    assert_eq!(loaded, b"$4\r\nmine\r\n");
     p.cmd(&["SET", "not-followed", "1"]);
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(
@@ -319,6 +321,19 @@ fn replicate(shards: usize, diskless: &str) {
         "{}",
         ruvio.logs()
     );
+
+    // Following again is a second full sync: the primary's keys and function
+    // libraries replace the replica's own (as on a redis-server replica).
+    follow(&ruvio, &primary);
+    compare_all(&primary, &ruvio, "after the second full sync");
+    for _ in 0..4 {
+        let mut c = ruvio.raw();
+        assert_eq!(c.cmd(&["FCALL_RO", "in_rdb", "0"]), b"$3\r\none\r\n");
+        assert_eq!(
+            c.cmd(&["FCALL_RO", "mine", "0"]),
+            b"-ERR Function not found\r\n"
+        );
+    }
 }
 
 /// ROLE's reply on a connected replica of 127.0.0.1:`port` at `offset`.
@@ -674,4 +689,64 @@ fn a_restarted_primary_means_a_full_sync() {
     assert_eq!(r.cmd(&["EXISTS", "before"]), b":0\r\n");
     assert_eq!(sync_counts(&mut q).0, 1);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One RESP command from a replica's handshake (an array of bulk strings).
+fn read_command(stream: &mut std::net::TcpStream) -> Vec<String> {
+    use std::io::Read;
+    let mut line = || {
+        let mut bytes = Vec::new();
+        let mut byte = [0u8];
+        while !bytes.ends_with(b"\r\n") {
+            stream
+                .read_exact(&mut byte)
+                .expect("a command from the replica");
+            bytes.push(byte[0]);
+        }
+        String::from_utf8_lossy(&bytes[..bytes.len() - 2]).into_owned()
+    };
+    let count: usize = line()[1..].parse().expect("*<count>");
+    (0..count).map(|_| (line(), line()).1).collect()
+}
+
+/// A primary that misbehaves a different way on each connection: a corrupt RDB,
+/// a reply to PSYNC that is not Redis's, a connection closed in the middle of the
+/// RDB. The replica says why in its log, keeps serving its data, and tries again.
+#[test]
+fn a_misbehaving_primary_is_survived() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    let primary = std::thread::spawn(move || {
+        let full_resync = format!("+FULLRESYNC {} 0\r\n", "a".repeat(40));
+        let endings: [Vec<u8>; 3] = [
+            format!("{full_resync}$20\r\nREDIS0009\x7f garbage..").into_bytes(),
+            b"+WHATEVER\r\n".to_vec(),
+            format!("{full_resync}$1000\r\nREDIS0009").into_bytes(),
+        ];
+        for ending in endings {
+            let (mut stream, _) = listener.accept().expect("the replica connects");
+            for reply in ["+PONG\r\n", "+OK\r\n", "+OK\r\n"] {
+                read_command(&mut stream);
+                std::io::Write::write_all(&mut stream, reply.as_bytes()).expect("a reply");
+            }
+            assert_eq!(read_command(&mut stream)[0], "PSYNC");
+            std::io::Write::write_all(&mut stream, &ending).expect("the ending");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let ruvio = Server::ruvio(PortMode::Forward, 2);
+    let mut r = ruvio.raw();
+    assert_eq!(r.cmd(&["SET", "mine", "kept"]), b"+OK\r\n");
+    let port = port.to_string();
+    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+    primary.join().expect("the fake primary");
+    wait_for("the three failures in the log", || {
+        let logs = ruvio.logs();
+        logs.contains("the MASTER's RDB did not load on every shard")
+            && logs.contains("Unexpected reply to PSYNC from master: +WHATEVER")
+            && logs.contains("MASTER closed the connection")
+    });
+    assert_eq!(r.cmd(&["PING"]), b"+PONG\r\n");
+    assert_eq!(r.cmd(&["GET", "mine"]), b"$4\r\nkept\r\n");
+    assert_eq!(field(&mut r, "master_link_status"), "down");
 }

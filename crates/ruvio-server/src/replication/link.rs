@@ -182,6 +182,12 @@ impl Link {
                     return Ok(None);
                 }
                 state.drop_dataset();
+                if state.load_failed(id) {
+                    // The stream is not applied over a dataset that did not load:
+                    // a full sync again.
+                    self.resume = None;
+                    return Err("the MASTER's RDB did not load on every shard".into());
+                }
                 return Ok(self.hand_over());
             }
             _ => {}

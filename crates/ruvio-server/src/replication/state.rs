@@ -87,6 +87,8 @@ pub struct State {
     published: AtomicU64,
     /// Per shard: the last dataset id it loaded.
     loaded: Vec<AtomicU64>,
+    /// The last dataset id a shard could not load (0: none).
+    failed: AtomicU64,
 }
 
 /// A new 40 hex digit replication ID (Redis's `changeReplicationId`).
@@ -127,6 +129,7 @@ impl State {
             dataset: Mutex::new(None),
             published: AtomicU64::new(0),
             loaded: (0..shards).map(|_| AtomicU64::new(0)).collect(),
+            failed: AtomicU64::new(0),
         }
     }
 
@@ -262,9 +265,17 @@ impl State {
         (self.loaded[shard].load(Relaxed) != d.id).then(|| d.clone())
     }
 
-    /// Shard `shard` loaded dataset `id`.
-    pub fn loaded(&self, shard: usize, id: u64) {
+    /// Shard `shard` is done with dataset `id` (`ok`: it loaded).
+    pub fn loaded(&self, shard: usize, id: u64, ok: bool) {
+        if !ok {
+            self.failed.store(id, Relaxed);
+        }
         self.loaded[shard].store(id, Relaxed);
+    }
+
+    /// A shard could not load dataset `id`.
+    pub fn load_failed(&self, id: u64) -> bool {
+        self.failed.load(Relaxed) == id
     }
 
     /// Every shard loaded dataset `id`.

@@ -64,14 +64,15 @@ impl Shard {
         };
         let core = &mut self.core;
         let (cfg, topo) = (&core.cfg, &core.topo);
-        match crate::replication::load::replace(
+        let loaded = crate::replication::load::replace(
             &mut core.engine,
             cfg,
             &dataset.rdb,
             core.id,
             topo,
             core.now_ms,
-        ) {
+        );
+        match &loaded {
             Ok(keys) => crate::serverlog::log(
                 crate::serverlog::Level::Notice,
                 &format!(
@@ -84,7 +85,7 @@ impl Shard {
                 &format!("shard {}: the MASTER's RDB did not load: {e}", core.id),
             ),
         }
-        state.loaded(core.id, dataset.id);
+        state.loaded(core.id, dataset.id, loaded.is_ok());
     }
 
     /// Shard 0: follow the primary REPLICAOF names now.
