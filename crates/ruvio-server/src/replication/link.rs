@@ -79,6 +79,8 @@ pub struct Link {
     phase: Phase,
     socket: Option<Socket>,
     input: Vec<u8>,
+    /// One read's buffer, kept while the link is being made.
+    chunk: Vec<u8>,
     rdb: Vec<u8>,
     retry_at_ms: u64,
     /// When the primary last sent anything during the handshake or the sync.
@@ -99,6 +101,7 @@ impl Link {
             phase: Phase::Idle,
             socket: None,
             input: Vec::new(),
+            chunk: Vec::new(),
             rdb: Vec::new(),
             retry_at_ms: 0,
             last_read_ms: 0,
@@ -274,12 +277,12 @@ impl Link {
     fn read(&mut self, now_ms: u64) -> Result<usize, String> {
         let socket = self.socket.as_mut().ok_or("no socket")?;
         let mut total = 0;
-        let mut chunk = vec![0u8; READ_CHUNK_BYTES];
+        self.chunk.resize(READ_CHUNK_BYTES, 0);
         while total < READ_PER_STEP_BYTES {
-            match socket.read(&mut chunk) {
+            match socket.read(&mut self.chunk) {
                 Ok(0) => return Err("MASTER closed the connection".into()),
                 Ok(n) => {
-                    self.input.extend_from_slice(&chunk[..n]);
+                    self.input.extend_from_slice(&self.chunk[..n]);
                     total += n;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -506,6 +509,7 @@ impl Link {
 
     fn hand_over(&mut self) -> Option<Handover> {
         let socket = self.socket.take()?;
+        self.chunk = Vec::new();
         self.phase = Phase::Streaming;
         Some(Handover {
             socket,
