@@ -449,11 +449,16 @@ fn refusals_match_redis() {
     assert_eq!(items[0].text(), "slave");
     assert!(["connect", "connecting"].contains(&items[3].text().as_str()));
     assert_eq!(items[4], Value::Int(-1));
-    let logged = Server::ruvio_with(PortMode::Forward, 1, &["--durability", "everysec"]);
+    let dir = std::env::temp_dir().join(format!("ruvio-test-logged-{}", std::process::id()));
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let flags = ["--durability", "everysec", "--dir", &dir_arg];
+    let logged = Server::ruvio_with(PortMode::Forward, 1, &flags);
     assert_eq!(
         logged.raw().cmd(&["REPLICAOF", "127.0.0.1", &nobody]),
         b"-ERR REPLICAOF with --durability everysec or always is not supported yet\r\n"
     );
+    drop(logged);
+    let _ = std::fs::remove_dir_all(&dir);
     let per_shard = Server::ruvio(PortMode::PerShard, 2);
     assert_eq!(
         per_shard.raw().cmd(&["REPLICAOF", "127.0.0.1", &nobody]),
