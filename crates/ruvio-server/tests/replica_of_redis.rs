@@ -466,8 +466,9 @@ fn refusals_match_redis() {
     );
 }
 
-/// `ruvio --replicaof HOST PORT --masterauth PASS`: a replica from the start,
-/// through a primary that wants a password; CONFIG GET shows the primary.
+/// `ruvio --replicaof HOST PORT --masteruser USER --masterauth PASS`: a replica
+/// from the start, through a primary whose default user has another password;
+/// CONFIG GET shows the primary.
 #[test]
 fn replicaof_flag_with_masterauth() {
     if require_redis_server("replica_of_redis").is_none() {
@@ -480,12 +481,22 @@ fn replicaof_flag_with_masterauth() {
         b"+OK\r\n"
     );
     assert_eq!(p.cmd(&["SET", "guarded", "yes"]), b"+OK\r\n");
+    let user = ["ACL", "SETUSER", "repl", "on", ">r3pl", "+@all", "~*"];
+    assert_eq!(p.cmd(&user), b"+OK\r\n");
     assert_eq!(
         p.cmd(&["CONFIG", "SET", "requirepass", "s3cret"]),
         b"+OK\r\n"
     );
     let port = primary.port().to_string();
-    let flags = ["--replicaof", "127.0.0.1", &port, "--masterauth", "s3cret"];
+    let flags = [
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--masteruser",
+        "repl",
+        "--masterauth",
+        "r3pl",
+    ];
     let ruvio = Server::ruvio_with(PortMode::Forward, 2, &flags);
     let mut r = ruvio.raw();
     wait_for("master_link_status:up", || {

@@ -144,6 +144,9 @@ pub struct Cli {
     /// Redis's `masterauth`: the password a replica authenticates with.
     #[arg(long)]
     pub masterauth: Option<String>,
+    /// Redis's `masteruser`: the user a replica authenticates as.
+    #[arg(long)]
+    pub masteruser: Option<String>,
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -315,6 +318,7 @@ impl Config {
             ("metrics-bind", &cli.metrics_bind),
             ("replicaof", &replicaof),
             ("masterauth", &cli.masterauth),
+            ("masteruser", &cli.masteruser),
         ] {
             if let Some(value) = value {
                 let spec = params::find(name).expect("a parameter of the table");
