@@ -771,3 +771,59 @@ fn a_misbehaving_primary_is_survived() {
     assert_eq!(r.cmd(&["GET", "mine"]), b"$4\r\nkept\r\n");
     assert_eq!(field(&mut r, "master_link_status"), "down");
 }
+
+/// While the RDB arrives, INFO replication shows the transfer's progress with
+/// Redis's fields (`master_sync_total_bytes` ... `master_sync_last_io_seconds_ago`,
+/// which tools read to wait for a replica): a primary that sends 10 bytes of a
+/// 1000-byte RDB and stalls, to Ruvio and to a redis-server replica alike.
+#[test]
+fn a_transfer_in_progress_shows_in_info() {
+    if require_redis_server("replica_of_redis").is_none() {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let primary = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let (mut stream, _) = listener.accept().expect("a replica connects");
+            for reply in ["+PONG\r\n", "+OK\r\n", "+OK\r\n"] {
+                read_command(&mut stream);
+                std::io::Write::write_all(&mut stream, reply.as_bytes()).expect("a reply");
+            }
+            assert_eq!(read_command(&mut stream)[0], "PSYNC");
+            let start = format!("+FULLRESYNC {} 0\r\n$1000\r\nREDIS0009a", "b".repeat(40));
+            std::io::Write::write_all(&mut stream, start.as_bytes()).expect("the start");
+            held.push(stream);
+        }
+        let _ = wait.recv();
+    });
+    let ruvio = Server::ruvio(PortMode::Forward, 2);
+    let twin = Server::redis();
+    let port = port.to_string();
+    let (mut r, mut t) = (ruvio.raw(), twin.raw());
+    for c in [&mut r, &mut t] {
+        assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+    }
+    for c in [&mut r, &mut t] {
+        wait_for("10 bytes of the RDB", || {
+            field(c, "master_sync_read_bytes") == "10"
+        });
+    }
+    let names =
+        |c: &mut RawConn| -> Vec<String> { replication(c).into_iter().map(|(k, _)| k).collect() };
+    assert_eq!(names(&mut r), names(&mut t), "INFO replication's fields");
+    for name in [
+        "master_sync_in_progress",
+        "master_sync_total_bytes",
+        "master_sync_left_bytes",
+        "master_sync_perc",
+        "master_link_status",
+    ] {
+        assert_eq!(field(&mut r, name), field(&mut t, name), "{name}");
+    }
+    assert_eq!(show(&r.cmd(&["ROLE"])), show(&t.cmd(&["ROLE"])), "ROLE");
+    drop(done);
+    primary.join().expect("the fake primary");
+}

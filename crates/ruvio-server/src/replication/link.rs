@@ -332,11 +332,12 @@ impl Link {
                     let Some(line) = self.line()? else {
                         return Ok(None);
                     };
-                    self.bulk_header(&line)?;
+                    self.bulk_header(&line, state, now_ms)?;
                 }
                 Phase::Bulk { left } => {
                     let n = left.min(self.input.len());
                     self.rdb.extend(self.input.drain(..n));
+                    state.transfer_read(n, now_ms);
                     if n < left {
                         self.phase = Phase::Bulk { left: left - n };
                         return Ok(None);
@@ -345,6 +346,7 @@ impl Link {
                 }
                 Phase::BulkEof { mark } => {
                     let from = self.rdb.len().saturating_sub(EOF_MARK_BYTES);
+                    state.transfer_read(self.input.len(), now_ms);
                     self.rdb.append(&mut self.input);
                     let found = self.rdb[from..]
                         .windows(EOF_MARK_BYTES)
@@ -445,6 +447,7 @@ impl Link {
                     &format!("Full resync from master: {replid}:{offset}"),
                 );
                 state.full_sync(replid, offset);
+                state.transfer_started(None, now_ms);
                 state.set_link(LinkState::Sync, now_ms);
                 self.phase = Phase::BulkHeader;
                 Ok(None)
@@ -462,7 +465,7 @@ impl Link {
         }
     }
 
-    fn bulk_header(&mut self, line: &str) -> Result<(), String> {
+    fn bulk_header(&mut self, line: &str, state: &State, now_ms: u64) -> Result<(), String> {
         if line.starts_with('-') {
             return Err(format!("MASTER aborted replication with an error: {line}"));
         }
@@ -482,6 +485,7 @@ impl Link {
                 "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk",
             );
             self.phase = Phase::BulkEof { mark };
+            state.transfer_started(Some(0), now_ms);
             return Ok(());
         }
         let len: usize = rest
@@ -492,6 +496,7 @@ impl Link {
             &format!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk"),
         );
         self.phase = Phase::Bulk { left: len };
+        state.transfer_started(Some(len as i64), now_ms);
         Ok(())
     }
 

@@ -123,6 +123,21 @@ pub fn info(
             line("master_sync_in_progress", &u8::from(syncing));
             line("slave_read_repl_offset", &offset);
             line("slave_repl_offset", &offset);
+            if syncing {
+                let t = state.transfer();
+                let perc = match t.total_bytes {
+                    0 => 0.0,
+                    total => t.read_bytes as f64 / total as f64 * 100.0,
+                };
+                line("master_sync_total_bytes", &t.total_bytes);
+                line("master_sync_read_bytes", &t.read_bytes);
+                line("master_sync_left_bytes", &(t.total_bytes - t.read_bytes));
+                line("master_sync_perc", &format!("{perc:.2}"));
+                line(
+                    "master_sync_last_io_seconds_ago",
+                    &seconds_since(t.last_io_ms),
+                );
+            }
             if !up {
                 line(
                     "master_link_down_since_seconds",

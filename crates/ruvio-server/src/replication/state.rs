@@ -8,8 +8,8 @@
 //! flag ([`State::is_replica`]) per command.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The replica's link, as ROLE names it (Redis's `repl_state`).
@@ -89,6 +89,20 @@ pub struct State {
     loaded: Vec<AtomicU64>,
     /// The last dataset id a shard could not load (0: none).
     failed: AtomicU64,
+    /// The RDB being received: its size (-1 before the primary said it, 0 for
+    /// the diskless form, as Redis's `repl_transfer_size`), the bytes read, and
+    /// when bytes last arrived.
+    transfer_bytes: AtomicI64,
+    transfer_read_bytes: AtomicI64,
+    transfer_io_ms: AtomicU64,
+}
+
+/// INFO's view of an RDB transfer in progress.
+#[derive(Clone, Copy, Debug)]
+pub struct Transfer {
+    pub total_bytes: i64,
+    pub read_bytes: i64,
+    pub last_io_ms: u64,
 }
 
 /// A new 40 hex digit replication ID (Redis's `changeReplicationId`).
@@ -130,6 +144,9 @@ impl State {
             published: AtomicU64::new(0),
             loaded: (0..shards).map(|_| AtomicU64::new(0)).collect(),
             failed: AtomicU64::new(0),
+            transfer_bytes: AtomicI64::new(-1),
+            transfer_read_bytes: AtomicI64::new(0),
+            transfer_io_ms: AtomicU64::new(0),
         }
     }
 
@@ -210,6 +227,27 @@ impl State {
         self.offset.store(offset, Relaxed);
         // The primary selects a database before its first command after the RDB.
         self.stream_db.store(0, Relaxed);
+    }
+
+    /// The RDB's size is known (`None`: before its header), or more of it was read.
+    pub fn transfer_started(&self, total_bytes: Option<i64>, now_ms: u64) {
+        self.transfer_bytes
+            .store(total_bytes.unwrap_or(-1), Relaxed);
+        self.transfer_read_bytes.store(0, Relaxed);
+        self.transfer_io_ms.store(now_ms, Relaxed);
+    }
+
+    pub fn transfer_read(&self, bytes: usize, now_ms: u64) {
+        self.transfer_read_bytes.fetch_add(bytes as i64, Relaxed);
+        self.transfer_io_ms.store(now_ms, Relaxed);
+    }
+
+    pub fn transfer(&self) -> Transfer {
+        Transfer {
+            total_bytes: self.transfer_bytes.load(Relaxed),
+            read_bytes: self.transfer_read_bytes.load(Relaxed),
+            last_io_ms: self.transfer_io_ms.load(Relaxed),
+        }
     }
 
     /// A partial sync continues under `replid` (the primary's new one, if it
