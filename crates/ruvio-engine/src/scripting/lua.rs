@@ -853,7 +853,7 @@ impl Runner<'_> {
             return self.fail(b"ERR Write commands are not allowed from read-only scripts.");
         }
         if row.meta.has(flags::WRITE) && server_cmds::refuses_writes() {
-            return self.fail(b"READONLY You can't write against a read only replica.");
+            return self.fail(server_cmds::READONLY_REPLICA);
         }
         if !every_slot_is_local() {
             if let Err(text) = self.reach_foreign_keys(&row.meta.keys, args) {

@@ -218,6 +218,10 @@ pub(super) fn reach(engine: &mut Engine, call: Reaching<'_>) -> Reach {
     with_host(|h| h.reach(engine, call)).unwrap_or(Reach::Refused)
 }
 
+/// Redis's `shared.roslaveerr`: a read-only replica's answer to a write, a
+/// script's write call included.
+pub const READONLY_REPLICA: &[u8] = b"READONLY You can't write against a read only replica.";
+
 /// [`ScriptHost::refuses_writes`] of this thread's host; an engine alone writes.
 pub(super) fn refuses_writes() -> bool {
     with_host(|h| h.refuses_writes()).unwrap_or(false)

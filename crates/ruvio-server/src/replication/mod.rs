@@ -26,8 +26,8 @@ use ruvio_engine::command::flags::{STALE, WRITE};
 use ruvio_engine::{CmdError, CommandMeta};
 use ruvio_resp::{Args, Reply};
 
-/// Redis's `shared.roslaveerr`.
-pub const READONLY_ERROR: &[u8] = b"READONLY You can't write against a read only replica.";
+/// Redis's `shared.roslaveerr` (the engine's, which a script's write call answers).
+pub const READONLY_ERROR: &[u8] = ruvio_engine::scripting::READONLY_REPLICA;
 /// Redis's `shared.masterdownerr`.
 pub const MASTERDOWN_ERROR: &[u8] =
     b"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
