@@ -268,6 +268,19 @@ fn replicate(shards: usize, diskless: &str) {
     });
     compare_all(&primary, &ruvio, "after FLUSHDB");
 
+    // A client blocked on the replica (XREAD BLOCK) is woken by the stream's XADD,
+    // whichever shard the key is on.
+    let mut blocked = ruvio.raw();
+    blocked.send(&encode(&[
+        "XREAD", "BLOCK", "5000", "STREAMS", "events", "$",
+    ]));
+    std::thread::sleep(Duration::from_millis(100));
+    let added = p.cmd(&["XADD", "events", "9-1", "event", "late"]);
+    assert_eq!(added, b"$3\r\n9-1\r\n");
+    let woken = blocked.read_reply();
+    assert!(contains(&woken, b"$3\r\n9-1\r\n"), "{}", show(&woken));
+    assert!(contains(&woken, b"$4\r\nlate\r\n"), "{}", show(&woken));
+
     // Clients read, and may not write.
     assert_eq!(r.cmd(&["GET", "tx1"]), b"$1\r\na\r\n");
     assert_eq!(
