@@ -59,6 +59,17 @@ pub fn denies_oom(args: Args<'_>) -> bool {
         .is_some_and(|flags| flags & (ALLOW_OOM | NO_WRITES) == 0)
 }
 
+/// Whether FCALL / FCALL_RO of this function counts as a write before it runs:
+/// one that does not promise `no-writes` (Redis 7). An unknown function is
+/// FCALL's own error, later.
+pub fn may_write(args: Args<'_>) -> bool {
+    if args.len() < 2 {
+        return false;
+    }
+    with_libraries(|l| l.find(args.get(1)).map(|func| func.flags))
+        .is_some_and(|flags| flags & NO_WRITES == 0)
+}
+
 /// A registered function.
 struct Func {
     name: String,

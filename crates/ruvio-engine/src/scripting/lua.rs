@@ -859,6 +859,9 @@ impl Runner<'_> {
         if self.read_only && row.meta.has(flags::WRITE) {
             return self.fail(b"ERR Write commands are not allowed from read-only scripts.");
         }
+        if row.meta.has(flags::WRITE) && server_cmds::refuses_writes() {
+            return self.fail(server_cmds::READONLY_REPLICA);
+        }
         if !every_slot_is_local() {
             if let Err(text) = self.reach_foreign_keys(&row.meta.keys, args) {
                 return self.fail(text);

@@ -54,7 +54,7 @@ pub use lua::set_oom_at_start;
 pub use lua::take_start_over;
 pub use server_cmds::{
     set_log_sink, set_monitor_sink, set_monitored, set_script_host, set_server_commands, Elsewhere,
-    LogSink, MonitorSink, Reach, Reaching, ScriptHost, ServerLookup, Spreading,
+    LogSink, MonitorSink, Reach, Reaching, ScriptHost, ServerLookup, Spreading, READONLY_REPLICA,
 };
 
 /// Bytes of the cached script bodies and their SHA1 names (MEMORY STATS'
@@ -242,6 +242,28 @@ pub fn denies_oom(args: Args<'_>) -> bool {
     };
     match shebang(&body) {
         Ok(flags) => flags.present && !flags.allow_oom && !flags.no_writes,
+        Err(_) => false,
+    }
+}
+
+/// Whether this EVAL / EVALSHA (`args`) counts as a write before it runs, as
+/// Redis 7's `scriptFlagsToCmdFlags`: a script with a shebang that does not
+/// promise `no-writes` (a script without one has EVAL's own flags: not a write).
+pub fn may_write(args: Args<'_>) -> bool {
+    let body = if args.get(0).eq_ignore_ascii_case(b"evalsha")
+        || args.get(0).eq_ignore_ascii_case(b"evalsha_ro")
+    {
+        match lookup(args.get(1)) {
+            Some((_, body)) => body.to_vec(),
+            None => return false,
+        }
+    } else if args.len() > 1 {
+        args.get(1).to_vec()
+    } else {
+        return false;
+    };
+    match shebang(&body) {
+        Ok(flags) => flags.present && !flags.no_writes,
         Err(_) => false,
     }
 }

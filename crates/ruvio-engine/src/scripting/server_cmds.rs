@@ -131,6 +131,11 @@ pub trait ScriptHost {
         call: Spreading<'_>,
         here: &mut dyn FnMut(Args<'_>) -> Vec<u8>,
     ) -> Result<Vec<u8>, Reach>;
+    /// The server is a read-only replica: a script's write calls answer
+    /// `-READONLY` (Redis's scriptVerifyWriteCommandAllow).
+    fn refuses_writes(&self) -> bool {
+        false
+    }
 }
 
 /// The commands a script runs on every shard (forward mode), whose parts merge
@@ -216,6 +221,15 @@ fn with_host<R>(f: impl FnOnce(&dyn ScriptHost) -> R) -> Option<R> {
 /// [`ScriptHost::reach`] of this thread's host; an engine alone refuses.
 pub(super) fn reach(engine: &mut Engine, call: Reaching<'_>) -> Reach {
     with_host(|h| h.reach(engine, call)).unwrap_or(Reach::Refused)
+}
+
+/// Redis's `shared.roslaveerr`: a read-only replica's answer to a write, a
+/// script's write call included.
+pub const READONLY_REPLICA: &[u8] = b"READONLY You can't write against a read only replica.";
+
+/// [`ScriptHost::refuses_writes`] of this thread's host; an engine alone writes.
+pub(super) fn refuses_writes() -> bool {
+    with_host(|h| h.refuses_writes()).unwrap_or(false)
 }
 
 /// [`ScriptHost::elsewhere`] of this thread's host; an engine alone has no other

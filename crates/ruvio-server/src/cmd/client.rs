@@ -130,6 +130,9 @@ pub struct ClientFilter {
     /// TYPE pubsub (true) or normal (false): a client with subscriptions is of
     /// the pubsub class.
     pubsub: Option<bool>,
+    /// TYPE master (true), or pubsub or normal (false): the primary's link is of
+    /// the master class whatever else it is, as Redis's getClientType.
+    master: Option<bool>,
 }
 
 impl ClientFilter {
@@ -147,6 +150,19 @@ impl ClientFilter {
                 .user
                 .as_ref()
                 .is_none_or(|u| u.as_slice() == c.acl.name())
+            && self.master.is_none_or(|m| m == c.master)
+    }
+
+    /// TYPE `ty` (lowercase): false when Redis knows no such type.
+    fn client_type(&mut self, ty: &[u8]) -> bool {
+        match ty {
+            b"normal" => (self.pubsub, self.master) = (Some(false), Some(false)),
+            b"pubsub" => (self.pubsub, self.master) = (Some(true), Some(false)),
+            b"master" => self.master = Some(true),
+            b"replica" | b"slave" => self.nobody = true,
+            _ => return false,
+        }
+        true
     }
 }
 
@@ -352,12 +368,9 @@ fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         let opt = args.get(i);
         if opt.eq_ignore_ascii_case(b"TYPE") && i + 1 < args.len() {
             let ty = args.get(i + 1).to_ascii_lowercase();
-            match ty.as_slice() {
-                b"normal" => filter.pubsub = Some(false),
-                b"pubsub" => filter.pubsub = Some(true),
-                b"master" | b"replica" | b"slave" => filter.nobody = true,
-                _ => return Err(CmdError::unknown_client_type(args.get(i + 1))),
-            };
+            if !filter.client_type(&ty) {
+                return Err(CmdError::unknown_client_type(args.get(i + 1)));
+            }
             i += 2;
         } else if opt.eq_ignore_ascii_case(b"ID") && i + 1 < args.len() {
             let mut wanted = Vec::new();
@@ -425,12 +438,11 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
                 }
                 filter.user = Some(value.to_vec());
             }
-            b"type" => match text.to_ascii_lowercase().as_str() {
-                "normal" => filter.pubsub = Some(false),
-                "pubsub" => filter.pubsub = Some(true),
-                "master" | "replica" | "slave" => filter.nobody = true,
-                _ => return Err(CmdError::unknown_client_type(value)),
-            },
+            b"type" => {
+                if !filter.client_type(&value.to_ascii_lowercase()) {
+                    return Err(CmdError::unknown_client_type(value));
+                }
+            }
             b"skipme" => match text.to_ascii_lowercase().as_str() {
                 "yes" => skip_me = true,
                 "no" => skip_me = false,

@@ -75,6 +75,16 @@ const fn applied(name: &'static str, set: LiveSetter) -> Live {
     }
 }
 
+/// A parameter whose kept value is read where it takes effect, and changes
+/// nothing else when set (the replication settings: `replication`).
+const fn read_where_used(name: &'static str) -> Live {
+    Live {
+        name,
+        get: None,
+        set: None,
+    }
+}
+
 fn number<T: std::str::FromStr>(v: &str) -> Result<T, String> {
     v.parse()
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())
@@ -199,6 +209,19 @@ const LIVE: &[Live] = &[
     fact("port-mode", |c| c.cfg.port_mode.name().into()),
     fact("durability", |c| c.cfg.durability.name().into()),
     live("dir", show_dir, set_dir),
+    fact("replicaof", |c| {
+        let ids = c.shared.replication.ids();
+        ids.master
+            .map_or_else(String::new, |(host, port)| format!("{host} {port}"))
+    }),
+    read_where_used("replica-read-only"),
+    read_where_used("replica-serve-stale-data"),
+    read_where_used("masterauth"),
+    read_where_used("masteruser"),
+    read_where_used("repl-timeout"),
+    read_where_used("replica-priority"),
+    read_where_used("replica-announced"),
+    read_where_used("repl-backlog-size"),
     live(
         "save",
         |c| crate::config::save::format(&c.cfg.save),

@@ -351,11 +351,8 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             line("total_error_replies", &errors);
         }
         "replication" => {
-            line("role", &"master");
-            line("connected_slaves", &0);
-            line("master_failover_state", &"no-failover");
-            line("master_replid", &shared.run_id);
-            line("master_repl_offset", &0);
+            let now_ms = crate::clock::unix_ms();
+            crate::replication::info(&shared.replication, cfg, now_ms, &mut line);
         }
         "cpu" => {
             let (sys, user) = cpu_seconds();

@@ -23,6 +23,7 @@ pub mod memory;
 pub mod persistence;
 pub mod pubsub;
 pub mod registry;
+pub mod replication;
 pub mod server;
 pub mod slowlog;
 pub mod transactions;
@@ -81,6 +82,7 @@ pub fn commands() -> impl Iterator<Item = &'static ServerCommand> {
         slowlog::COMMANDS,
         latency::COMMANDS,
         acl::COMMANDS,
+        replication::COMMANDS,
     ]
     .into_iter()
     .flatten()

@@ -158,6 +158,15 @@ pub struct Cli {
     /// mode's CLUSTER SLOTS / NODES / SHARDS and MOVED).
     #[arg(long)]
     pub tls_cluster: Option<String>,
+    /// Redis's `replicaof`: start as a replica of the primary at HOST PORT.
+    #[arg(long, num_args = 2, value_names = ["HOST", "PORT"])]
+    pub replicaof: Option<Vec<String>>,
+    /// Redis's `masterauth`: the password a replica authenticates with.
+    #[arg(long)]
+    pub masterauth: Option<String>,
+    /// Redis's `masteruser`: the user a replica authenticates as.
+    #[arg(long)]
+    pub masteruser: Option<String>,
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -327,6 +336,7 @@ impl Config {
         let mut params = redis_params(&file.redis)?;
         let metrics_port = cli.metrics_port.map(|port| port.to_string());
         let tls_port = cli.tls_port.map(|port| port.to_string());
+        let replicaof = cli.replicaof.map(|words| words.join(" "));
         for (name, value) in [
             ("tls-port", &tls_port),
             ("tls-cert-file", &cli.tls_cert_file),
@@ -339,12 +349,28 @@ impl Config {
             ("loglevel", &cli.loglevel),
             ("metrics-port", &metrics_port),
             ("metrics-bind", &cli.metrics_bind),
+            ("replicaof", &replicaof),
+            ("masterauth", &cli.masterauth),
+            ("masteruser", &cli.masteruser),
         ] {
             if let Some(value) = value {
                 let spec = params::find(name).expect("a parameter of the table");
                 let shown = params::check(spec, value).map_err(|why| format!("{name}: {why}"))?;
                 params.insert(spec.name, shown);
             }
+        }
+        if port_mode == PortMode::PerShard && params.contains_key("replicaof") {
+            // Redis refuses the directive in cluster mode too.
+            return Err("replicaof directive not allowed in cluster mode".into());
+        }
+        let durability = cli
+            .durability
+            .or(file.durability)
+            .unwrap_or(Durability::Memory);
+        if durability.logs() && params.contains_key("replicaof") {
+            return Err(
+                "replicaof with --durability everysec or always is not supported yet".into(),
+            );
         }
         apply_engine_params(&mut engine, &params);
         let save_text = cli.save.or(file.save);
@@ -356,10 +382,7 @@ impl Config {
             shards,
             port_mode,
             cpus,
-            durability: cli
-                .durability
-                .or(file.durability)
-                .unwrap_or(Durability::Memory),
+            durability,
             databases: file.databases.unwrap_or(16).clamp(1, 1 << 16),
             requirepass: cli
                 .requirepass

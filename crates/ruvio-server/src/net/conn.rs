@@ -78,6 +78,9 @@ pub struct ClientState {
     /// In MONITOR mode: it receives a line for every command the server runs
     /// (see [`crate::observability::monitor`]).
     pub monitor: bool,
+    /// The primary's replication stream (see `replication`): its replies are
+    /// dropped, its writes allowed, the bytes it consumed counted as the offset.
+    pub master: bool,
     /// CLIENT TRACKING: the mode and redirection (the tracking subsystem acts on it).
     pub tracking: TrackingMode,
 }
@@ -217,6 +220,7 @@ impl ClientState {
         let mut flags = String::new();
         for (set, flag) in [
             (c.monitor, 'O'),
+            (c.master, 'M'),
             (c.subs.active(), 'P'),
             (c.multi.is_some(), 'x'),
             (blocked_argv.is_some(), 'b'),
@@ -856,6 +860,7 @@ impl Conn {
                 tls: false,
                 monitor: false,
                 tracking: TrackingMode::default(),
+                master: false,
             },
             replies: ReplyQueue::default(),
             sending: Vec::new(),

@@ -1,7 +1,174 @@
-//! Replication (not built yet; issue "Replication on Redis's own protocol").
+//! Replication on Redis's own protocol. Built so far: Ruvio as a replica of a
+//! Redis primary (REPLICAOF, ROLE, INFO replication, READONLY, the link).
 //!
-//! Will own: REPLICAOF/PSYNC/SYNC/REPLCONF on Redis's protocol in both directions,
-//! the replication backlog fed from the engine's deterministic log records (the
-//! same records `persistence::wal` writes), replica links and offsets, WAIT and
-//! WAITAOF, ROLE, FAILOVER and INFO replication. It will sit above persistence
-//! (it reads the log's records) and below `cmd` (whose rows call it).
+//! Owns: the replication state every shard reads ([`State`]: role, primary,
+//! replication IDs, offset, the link's state), the link to the primary that
+//! shard 0 steps on its tick ([`link`]), loading a full sync's RDB into each
+//! shard ([`load`]), and the replies and refusals the commands give from that
+//! state ([`refusal`], [`info`], [`role`]). The commands themselves (REPLICAOF,
+//! SLAVEOF, ROLE, REPLCONF) are rows of `cmd::replication`, a floor above.
+//!
+//! Why so: once synced, the primary's stream is an ordinary connection of shard
+//! 0 (the master client: no replies, writes allowed), so it is parsed, routed to
+//! the owning shard and run exactly as a client's commands are; only the bytes it
+//! consumed are counted (the offset, as Redis counts it) and REPLCONF GETACK is
+//! answered. To come (docs/replication.md): Ruvio as a primary (PSYNC, SYNC, the
+//! backlog from the log's records, WAIT), FAILOVER, Sentinel.
+
+pub mod link;
+pub mod load;
+pub mod state;
+
+pub use state::State;
+
+use crate::config::Config;
+use ruvio_engine::command::flags::{STALE, WRITE};
+use ruvio_engine::{CmdError, CommandMeta};
+use ruvio_resp::{Args, Reply};
+
+/// Redis's `shared.roslaveerr` (the engine's, which a script's write call answers).
+pub const READONLY_ERROR: &[u8] = ruvio_engine::scripting::READONLY_REPLICA;
+/// Redis's `shared.masterdownerr`.
+pub const MASTERDOWN_ERROR: &[u8] =
+    b"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+/// What a replica refuses a client (never the master client), as Redis's
+/// processCommand: a write while `replica-read-only yes`, and a command without
+/// the `stale` flag while the link is down and `replica-serve-stale-data no`.
+/// The caller checks [`State::is_replica`] first: a primary pays one branch.
+#[cold]
+pub fn refusal(
+    state: &State,
+    cfg: &Config,
+    meta: &CommandMeta,
+    args: Args<'_>,
+) -> Option<CmdError> {
+    if writes(meta, args) && cfg.param("replica-read-only") == "yes" {
+        return Some(CmdError::Line(READONLY_ERROR.to_vec()));
+    }
+    let stale_refused = cfg.param("replica-serve-stale-data") == "no";
+    if stale_refused && !state.link_up() && !meta.has(STALE) {
+        return Some(CmdError::Line(MASTERDOWN_ERROR.to_vec()));
+    }
+    None
+}
+
+/// The command writes, as Redis's processCommand judges it before running: a
+/// script's or function's declared flags decide for EVAL and FCALL (a write
+/// unless `no-writes`; a script without a shebang is not a write up front, its
+/// write calls are refused as it runs: `ScriptHost::refuses_writes`).
+fn writes(meta: &CommandMeta, args: Args<'_>) -> bool {
+    use ruvio_engine::scripting;
+    match meta.name {
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => scripting::may_write(args),
+        "fcall" | "fcall_ro" => scripting::functions::may_write(args),
+        _ => meta.has(WRITE),
+    }
+}
+
+/// `ROLE`: `master`, its offset and its replicas (none yet), or `slave`, the
+/// primary, the link's state and the offset applied (-1 before the stream).
+pub fn role(state: &State, reply: &mut Reply<'_>) {
+    let ids = state.ids();
+    match &ids.master {
+        None => {
+            reply.array(3);
+            reply.bulk(b"master");
+            reply.int(state.offset() as i64);
+            reply.array(0);
+        }
+        Some((host, port)) => {
+            reply.array(5);
+            reply.bulk(b"slave");
+            reply.bulk(host.as_bytes());
+            reply.int(i64::from(*port));
+            reply.bulk(ids.link.name().as_bytes());
+            let offset = match state.link_up() {
+                true => state.offset() as i64,
+                false => -1,
+            };
+            reply.int(offset);
+        }
+    }
+}
+
+/// INFO's replication section, Redis 7.0's fields in its order. Ruvio keeps no
+/// backlog yet: `repl_backlog_active` is 0 and the backlog empty.
+pub fn info(
+    state: &State,
+    cfg: &Config,
+    now_ms: u64,
+    line: &mut dyn FnMut(&str, &dyn std::fmt::Display),
+) {
+    let ids = state.ids();
+    let offset = state.offset();
+    let seconds_since = |ms: u64| match ms {
+        0 => -1,
+        ms => (now_ms.saturating_sub(ms) / 1000) as i64,
+    };
+    match &ids.master {
+        None => line("role", &"master"),
+        Some((host, port)) => {
+            let up = state.link_up();
+            line("role", &"slave");
+            line("master_host", host);
+            line("master_port", port);
+            line("master_link_status", &if up { "up" } else { "down" });
+            let last_io = match up {
+                true => seconds_since(state.last_io_ms()),
+                false => -1,
+            };
+            line("master_last_io_seconds_ago", &last_io);
+            let syncing = ids.link == state::LinkState::Sync;
+            line("master_sync_in_progress", &u8::from(syncing));
+            line("slave_read_repl_offset", &offset);
+            line("slave_repl_offset", &offset);
+            if syncing {
+                let t = state.transfer();
+                let perc = match t.total_bytes {
+                    0 => 0.0,
+                    total => t.read_bytes as f64 / total as f64 * 100.0,
+                };
+                line("master_sync_total_bytes", &t.total_bytes);
+                line("master_sync_read_bytes", &t.read_bytes);
+                line("master_sync_left_bytes", &(t.total_bytes - t.read_bytes));
+                line("master_sync_perc", &format!("{perc:.2}"));
+                line(
+                    "master_sync_last_io_seconds_ago",
+                    &seconds_since(t.last_io_ms),
+                );
+            }
+            if !up {
+                line(
+                    "master_link_down_since_seconds",
+                    &seconds_since(ids.down_since_ms),
+                );
+            }
+            line("slave_priority", &cfg.param("replica-priority"));
+            let read_only = cfg.param("replica-read-only") == "yes";
+            line("slave_read_only", &u8::from(read_only));
+            let announced = cfg.param("replica-announced") == "yes";
+            line("replica_announced", &u8::from(announced));
+        }
+    }
+    line("connected_slaves", &0);
+    line("master_failover_state", &"no-failover");
+    line("master_replid", &ids.replid);
+    line("master_replid2", &ids.replid2);
+    line("master_repl_offset", &offset);
+    line("second_repl_offset", &ids.second_offset);
+    line("repl_backlog_active", &0);
+    line("repl_backlog_size", &cfg.param("repl-backlog-size"));
+    line("repl_backlog_first_byte_offset", &0);
+    line("repl_backlog_histlen", &0);
+}
+
+/// `REPLCONF ACK <offset>`, as the replica sends it.
+pub fn ack_command(offset: u64) -> Vec<u8> {
+    let offset = offset.to_string();
+    format!(
+        "*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n${}\r\n{offset}\r\n",
+        offset.len()
+    )
+    .into_bytes()
+}

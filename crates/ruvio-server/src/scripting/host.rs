@@ -144,6 +144,10 @@ impl Host {
 }
 
 impl ScriptHost for Host {
+    fn refuses_writes(&self) -> bool {
+        self.shared.replication.is_replica() && self.cfg.param("replica-read-only") == "yes"
+    }
+
     fn receivers(&self, shard_channel: bool, channel: &[u8]) -> Option<u64> {
         if shard_channel && self.mode == PortMode::PerShard {
             let slot = ruvio_engine::slot::key_slot(channel);

@@ -118,10 +118,22 @@ pub fn process_input(
                     client.blocked = Some(BlockedOn::waiting(seq));
                     break;
                 }
+                if client.master && !core.shared.replication.link_up() {
+                    // REPLICAOF changed the primary: nothing more of this stream runs.
+                    client.closing = true;
+                    client.killed = true;
+                    break;
+                }
                 pos += consumed;
                 prefetched -= 1;
                 if !args.is_empty() {
                     execute(core, conns, client, replies, who, args);
+                }
+                if client.master {
+                    // The replication offset counts the stream's bytes once each
+                    // command ran (REPLCONF GETACK answers the offset before it).
+                    let db = client.db;
+                    core.shared.replication.processed(consumed, db, core.now_ms);
                 }
                 if crate::net::outlimit::hard_limit_crossed(
                     &core.cfg.client_output_buffer_limit,
@@ -462,6 +474,13 @@ pub(crate) fn run_command(
         core.shared.scripts.busy_elsewhere(core.id)
     } else {
         None
+    };
+    let rejected = match rejected {
+        None if core.shared.replication.is_replica() && !client.master => {
+            let meta = flags_row(cmd, args);
+            crate::replication::refusal(&core.shared.replication, &core.cfg, meta, args)
+        }
+        rejected => rejected,
     };
     if let Some(e) = rejected {
         core.stats.per_command[cmd.stat].rejected += 1;

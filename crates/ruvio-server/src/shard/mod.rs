@@ -25,6 +25,7 @@ pub mod messages;
 mod metrics;
 pub mod monitor;
 pub mod pause;
+mod replica;
 mod shared;
 mod state;
 mod tls;
@@ -145,6 +146,8 @@ pub struct Shard {
     metrics: Option<metrics::MetricsServer>,
     /// The TLS port (`tls-port`), when TLS is on.
     tls: Option<tls::TlsPort>,
+    /// Shard 0 of a replica: the link to the primary (see `replica.rs`).
+    replica: Option<replica::Follower>,
 }
 
 impl Shard {
@@ -169,6 +172,9 @@ impl Shard {
         )?;
         let metrics = metrics::MetricsServer::open(&cfg, id)?;
         let (tls, tls_settings) = tls::TlsPort::open(&cfg, id)?.unzip();
+        if id == 0 {
+            replica::follow_configured(&cfg, &shared.replication);
+        }
         let mut core = ShardCore::new(id, cfg, topo, shared)?;
         core.tls_settings = tls_settings;
         Ok(Shard {
@@ -188,6 +194,7 @@ impl Shard {
             deferred: Vec::new(),
             metrics,
             tls,
+            replica: None,
         })
     }
 
@@ -1078,6 +1085,7 @@ impl Shard {
         crate::persistence::shutdown::on_tick(&mut self.core);
         crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
+        self.replica_tick();
         self.metrics_tick();
         self.tls_tick();
         self.publish_gauges();
@@ -1094,7 +1102,9 @@ impl Shard {
         for (index, conn) in self.conns.iter_mut() {
             let c = &mut conn.client;
             let last = c.last_cmd_ms.max(c.created_ms);
-            if c.blocked.is_none() && !c.paused && now.saturating_sub(last) > timeout_ms {
+            // The primary's link has repl-timeout instead (`replica.rs`), as in Redis.
+            let idle = now.saturating_sub(last) > timeout_ms;
+            if c.blocked.is_none() && !c.paused && !c.master && idle {
                 c.closing = true;
                 c.killed = true;
                 self.core.dirty.push((index, conn.gen));

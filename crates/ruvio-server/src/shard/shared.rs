@@ -54,6 +54,8 @@ pub struct Shared {
     pub observatory: crate::observability::Observatory,
     /// The ACL users and ACL LOG (see `acl`).
     pub acl: std::sync::Arc<crate::acl::Acl>,
+    /// The role, the primary and the link (see `replication`).
+    pub replication: std::sync::Arc<crate::replication::State>,
 }
 
 impl Shared {
@@ -84,6 +86,7 @@ impl Shared {
             tracking: crate::tracking::Directory::new(shards),
             observatory: crate::observability::Observatory::new(shards),
             acl: std::sync::Arc::new(crate::acl::Acl::new(&crate::cmd::registry::registry().acl)),
+            replication: std::sync::Arc::new(crate::replication::State::new(shards)),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,

@@ -1,0 +1,331 @@
+//! What every shard reads of replication: the role, the primary REPLICAOF named,
+//! the link's state, the replication IDs and the offset, and the dataset a full
+//! sync brought for each shard to load.
+//!
+//! One struct in `Shared` because REPLICAOF, ROLE and INFO run on whichever shard
+//! the client is on while only shard 0 drives the link: the link publishes here,
+//! the commands read and change the target here, and the write path reads one
+//! flag ([`State::is_replica`]) per command.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The replica's link, as ROLE names it (Redis's `repl_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    /// Waiting to connect (again).
+    Connect,
+    /// The TCP connection is being made.
+    Connecting,
+    /// PING, REPLCONF and PSYNC exchanged.
+    Handshake,
+    /// Receiving or loading the primary's RDB.
+    Sync,
+    /// Applying the primary's command stream.
+    Connected,
+}
+
+impl LinkState {
+    /// ROLE's name of the state.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::Connect => "connect",
+            LinkState::Connecting => "connecting",
+            LinkState::Handshake => "handshake",
+            LinkState::Sync => "sync",
+            LinkState::Connected => "connected",
+        }
+    }
+}
+
+/// The replication IDs and the primary, changed by REPLICAOF and the link.
+#[derive(Clone, Debug)]
+pub struct Ids {
+    /// The primary REPLICAOF named (`None`: this server is a primary).
+    pub master: Option<(String, u16)>,
+    /// Bumped by every REPLICAOF that changes the primary: shard 0 starts over.
+    pub epoch: u64,
+    /// `master_replid`: this server's history (the primary's once synced).
+    pub replid: String,
+    /// `master_replid2` and `second_repl_offset` (-1: none).
+    pub replid2: String,
+    pub second_offset: i64,
+    /// The link's state.
+    pub link: LinkState,
+    /// Unix milliseconds the link went down (0: it never was up).
+    pub down_since_ms: u64,
+}
+
+/// A full sync's dataset for every shard to load: shard 0 publishes it, each
+/// shard loads its keys and notes `id`, and the stream starts once all did.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    pub id: u64,
+    pub rdb: Arc<Vec<u8>>,
+}
+
+/// The replication state every shard reads (in `Shared`).
+#[derive(Debug)]
+pub struct State {
+    ids: Mutex<Ids>,
+    /// The role is replica: the only thing the request path reads.
+    replica: AtomicBool,
+    /// The stream is applied (master_link_status:up).
+    link_up: AtomicBool,
+    /// Bytes of the primary's stream processed (`slave_repl_offset`,
+    /// `master_repl_offset`), as Redis counts them.
+    offset: AtomicU64,
+    /// Unix milliseconds of the last bytes from the primary (0: none yet).
+    last_io_ms: AtomicU64,
+    /// The database the stream's last command ran in: a partial resync goes on
+    /// in it, as Redis's cached master client keeps its database.
+    stream_db: AtomicU64,
+    dataset: Mutex<Option<Dataset>>,
+    /// The id of the last dataset published (0: none), read by every shard's tick.
+    published: AtomicU64,
+    /// Per shard: the last dataset id it loaded.
+    loaded: Vec<AtomicU64>,
+    /// The last dataset id a shard could not load (0: none).
+    failed: AtomicU64,
+    /// The RDB being received: its size (-1 before the primary said it, 0 for
+    /// the diskless form, as Redis's `repl_transfer_size`), the bytes read, and
+    /// when bytes last arrived.
+    transfer_bytes: AtomicI64,
+    transfer_read_bytes: AtomicI64,
+    transfer_io_ms: AtomicU64,
+}
+
+/// INFO's view of an RDB transfer in progress.
+#[derive(Clone, Copy, Debug)]
+pub struct Transfer {
+    pub total_bytes: i64,
+    pub read_bytes: i64,
+    pub last_io_ms: u64,
+}
+
+/// A new 40 hex digit replication ID (Redis's `changeReplicationId`).
+pub fn new_replid() -> String {
+    let mut bytes = [0u8; 20];
+    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer.
+    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if got != bytes.len() as isize {
+        // No entropy source: the clock and the pid still make a fresh ID.
+        let seed = crate::clock::unix_ms() ^ u64::from(std::process::id()) << 40;
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (seed.rotate_left(i as u32 * 7) as u8) ^ i as u8;
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Redis's empty ID (`master_replid2` before any promotion).
+pub const NO_REPLID: &str = "0000000000000000000000000000000000000000";
+
+impl State {
+    pub fn new(shards: usize) -> State {
+        State {
+            ids: Mutex::new(Ids {
+                master: None,
+                epoch: 0,
+                replid: new_replid(),
+                replid2: NO_REPLID.to_string(),
+                second_offset: -1,
+                link: LinkState::Connect,
+                down_since_ms: 0,
+            }),
+            replica: AtomicBool::new(false),
+            link_up: AtomicBool::new(false),
+            offset: AtomicU64::new(0),
+            last_io_ms: AtomicU64::new(0),
+            stream_db: AtomicU64::new(0),
+            dataset: Mutex::new(None),
+            published: AtomicU64::new(0),
+            loaded: (0..shards).map(|_| AtomicU64::new(0)).collect(),
+            failed: AtomicU64::new(0),
+            transfer_bytes: AtomicI64::new(-1),
+            transfer_read_bytes: AtomicI64::new(0),
+            transfer_io_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// The IDs and the primary (a copy: INFO and ROLE format it unlocked).
+    pub fn ids(&self) -> Ids {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Ids> {
+        self.ids.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// This server follows a primary.
+    #[inline]
+    pub fn is_replica(&self) -> bool {
+        self.replica.load(Relaxed)
+    }
+
+    pub fn link_up(&self) -> bool {
+        self.link_up.load(Relaxed)
+    }
+
+    pub fn offset(&self) -> u64 {
+        self.offset.load(Relaxed)
+    }
+
+    pub fn last_io_ms(&self) -> u64 {
+        self.last_io_ms.load(Relaxed)
+    }
+
+    /// `REPLICAOF host port`: false when it already follows that primary (the
+    /// host compared without case, as Redis does).
+    pub fn follow(&self, host: &str, port: u16) -> bool {
+        let mut ids = self.lock();
+        let same = |(h, p): &(String, u16)| h.eq_ignore_ascii_case(host) && *p == port;
+        if ids.master.as_ref().is_some_and(same) {
+            return false;
+        }
+        ids.master = Some((host.to_string(), port));
+        ids.epoch += 1;
+        ids.link = LinkState::Connect;
+        ids.down_since_ms = 0;
+        self.replica.store(true, Relaxed);
+        self.link_up.store(false, Relaxed);
+        true
+    }
+
+    /// `REPLICAOF NO ONE`: a primary again, keeping the data. The history followed
+    /// so far becomes `replid2` up to the next offset, under a new ID (Redis's
+    /// `shiftReplicationId`). False when it was a primary already.
+    pub fn promote(&self) -> bool {
+        let mut ids = self.lock();
+        if ids.master.take().is_none() {
+            return false;
+        }
+        ids.epoch += 1;
+        ids.replid2 = std::mem::replace(&mut ids.replid, new_replid());
+        ids.second_offset = self.offset() as i64 + 1;
+        ids.link = LinkState::Connect;
+        self.replica.store(false, Relaxed);
+        self.link_up.store(false, Relaxed);
+        true
+    }
+
+    /// The link's state changed (shard 0).
+    pub fn set_link(&self, link: LinkState, now_ms: u64) {
+        let mut ids = self.lock();
+        if ids.link == LinkState::Connected && link != LinkState::Connected {
+            ids.down_since_ms = now_ms;
+        }
+        ids.link = link;
+        self.link_up.store(link == LinkState::Connected, Relaxed);
+    }
+
+    /// A full sync began with the primary's `replid` at `offset`.
+    pub fn full_sync(&self, replid: &str, offset: u64) {
+        self.lock().replid = replid.to_string();
+        self.offset.store(offset, Relaxed);
+        // The primary selects a database before its first command after the RDB.
+        self.stream_db.store(0, Relaxed);
+    }
+
+    /// The RDB's size is known (`None`: before its header), or more of it was read.
+    pub fn transfer_started(&self, total_bytes: Option<i64>, now_ms: u64) {
+        self.transfer_bytes
+            .store(total_bytes.unwrap_or(-1), Relaxed);
+        self.transfer_read_bytes.store(0, Relaxed);
+        self.transfer_io_ms.store(now_ms, Relaxed);
+    }
+
+    pub fn transfer_read(&self, bytes: usize, now_ms: u64) {
+        self.transfer_read_bytes.fetch_add(bytes as i64, Relaxed);
+        self.transfer_io_ms.store(now_ms, Relaxed);
+    }
+
+    pub fn transfer(&self) -> Transfer {
+        Transfer {
+            total_bytes: self.transfer_bytes.load(Relaxed),
+            read_bytes: self.transfer_read_bytes.load(Relaxed),
+            last_io_ms: self.transfer_io_ms.load(Relaxed),
+        }
+    }
+
+    /// A partial sync continues under `replid` (the primary's new one, if it
+    /// changed: the old one becomes `replid2` as Redis does).
+    pub fn continued(&self, replid: Option<&str>) {
+        let mut ids = self.lock();
+        if let Some(id) = replid {
+            if id != ids.replid {
+                ids.replid2 = std::mem::replace(&mut ids.replid, id.to_string());
+                ids.second_offset = self.offset() as i64 + 1;
+            }
+        }
+    }
+
+    /// `bytes` of the stream were applied (the master client's command, which
+    /// left the client in database `db`).
+    #[inline]
+    pub fn processed(&self, bytes: usize, db: usize, now_ms: u64) {
+        self.offset.fetch_add(bytes as u64, Relaxed);
+        self.stream_db.store(db as u64, Relaxed);
+        self.last_io_ms.store(now_ms, Relaxed);
+    }
+
+    /// The database the stream was in when it stopped.
+    pub fn stream_db(&self) -> usize {
+        self.stream_db.load(Relaxed) as usize
+    }
+
+    /// Bytes arrived from the primary (a ping included).
+    pub fn heard(&self, now_ms: u64) {
+        self.last_io_ms.store(now_ms, Relaxed);
+    }
+
+    /// Shard 0 publishes a full sync's dataset for every shard.
+    pub fn publish_dataset(&self, rdb: Vec<u8>) -> u64 {
+        let mut slot = self.dataset.lock().unwrap_or_else(|e| e.into_inner());
+        let id = slot.as_ref().map_or(1, |d| d.id + 1);
+        *slot = Some(Dataset {
+            id,
+            rdb: Arc::new(rdb),
+        });
+        self.published.store(id, Relaxed);
+        id
+    }
+
+    /// The dataset shard `shard` has not loaded yet, if any.
+    pub fn dataset_for(&self, shard: usize) -> Option<Dataset> {
+        if self.published.load(Relaxed) == self.loaded[shard].load(Relaxed) {
+            return None;
+        }
+        let slot = self.dataset.lock().unwrap_or_else(|e| e.into_inner());
+        let d = slot.as_ref()?;
+        (self.loaded[shard].load(Relaxed) != d.id).then(|| d.clone())
+    }
+
+    /// Shard `shard` is done with dataset `id` (`ok`: it loaded).
+    pub fn loaded(&self, shard: usize, id: u64, ok: bool) {
+        if !ok {
+            self.failed.store(id, Relaxed);
+        }
+        self.loaded[shard].store(id, Relaxed);
+    }
+
+    /// A shard could not load dataset `id`.
+    pub fn load_failed(&self, id: u64) -> bool {
+        self.failed.load(Relaxed) == id
+    }
+
+    /// Every shard loaded dataset `id`.
+    pub fn all_loaded(&self, id: u64) -> bool {
+        self.loaded.iter().all(|l| l.load(Relaxed) == id)
+    }
+
+    /// Drop the published dataset once every shard loaded it (its bytes are big).
+    pub fn drop_dataset(&self) {
+        let mut slot = self.dataset.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = slot.as_mut() {
+            d.rdb = Arc::new(Vec::new());
+        }
+    }
+}

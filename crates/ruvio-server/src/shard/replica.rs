@@ -1,0 +1,208 @@
+//! The shard's part of being a replica (see `replication`): every shard loads a
+//! full sync's dataset on its tick; shard 0 also steps the link to the primary,
+//! adopts its socket as the master client's connection once the stream starts,
+//! acknowledges the offset once a second, and notices when the link is lost.
+//!
+//! Here rather than in `replication` because adopting a socket takes the loop's
+//! ring and connection slab, which only the shard owns.
+
+use super::Shard;
+use crate::net::conn::{Conn, ReplyMode};
+use crate::replication::link::{Handover, Link};
+use crate::replication::state::LinkState;
+use std::os::fd::IntoRawFd;
+
+/// Redis's replica sends REPLCONF ACK once a second (replicationCron).
+const ACK_EVERY_MS: u64 = 1000;
+
+/// Shard 0's link and the master client's connection once the stream runs.
+pub struct Follower {
+    link: Link,
+    /// The master client's connection (slab index, generation).
+    conn: Option<(u32, u32)>,
+    next_ack_ms: u64,
+}
+
+/// `replicaof host port` in the config file: shard 0 follows it from the start,
+/// as REPLICAOF would (a value that is not `host port` is logged and ignored).
+pub(super) fn follow_configured(cfg: &crate::config::Config, state: &crate::replication::State) {
+    let value = cfg.param("replicaof");
+    if value.is_empty() {
+        return;
+    }
+    let mut words = value.split_whitespace();
+    let (host, port) = (
+        words.next(),
+        words.next().and_then(|p| p.parse::<u16>().ok()),
+    );
+    match (host, port, words.next()) {
+        (Some(host), Some(port), None) => {
+            state.follow(host, port);
+        }
+        _ => crate::serverlog::log(
+            crate::serverlog::Level::Warning,
+            &format!("replicaof {value:?}: not `host port`, ignored"),
+        ),
+    }
+}
+
+impl Shard {
+    /// Replication's step of the background tick: one atomic load on a shard that
+    /// has nothing to load, one lock of the state on shard 0.
+    pub(super) fn replica_tick(&mut self) {
+        self.load_dataset();
+        if self.core.id == 0 {
+            self.follow_primary();
+        }
+    }
+
+    /// Load the dataset a full sync published, if this shard has not yet.
+    fn load_dataset(&mut self) {
+        let state = self.core.shared.replication.clone();
+        let Some(dataset) = state.dataset_for(self.core.id) else {
+            return;
+        };
+        let core = &mut self.core;
+        let (cfg, topo) = (&core.cfg, &core.topo);
+        let loaded = crate::replication::load::replace(
+            &mut core.engine,
+            cfg,
+            &dataset.rdb,
+            core.id,
+            topo,
+            core.now_ms,
+        );
+        match &loaded {
+            Ok(keys) => crate::serverlog::log(
+                crate::serverlog::Level::Notice,
+                &format!(
+                    "shard {}: loaded {keys} keys from the MASTER's RDB",
+                    core.id
+                ),
+            ),
+            Err(e) => crate::serverlog::log(
+                crate::serverlog::Level::Warning,
+                &format!("shard {}: the MASTER's RDB did not load: {e}", core.id),
+            ),
+        }
+        state.loaded(core.id, dataset.id, loaded.is_ok());
+    }
+
+    /// Shard 0: follow the primary REPLICAOF names now.
+    fn follow_primary(&mut self) {
+        let state = self.core.shared.replication.clone();
+        let now = self.core.now_ms;
+        let epoch = self.replica.as_ref().map(|f| f.link.epoch);
+        let ids = state.ids();
+        if epoch != Some(ids.epoch) {
+            self.drop_master_conn();
+            self.replica = ids.master.map(|(host, port)| Follower {
+                link: Link::new(ids.epoch, host, port),
+                conn: None,
+                next_ack_ms: 0,
+            });
+        }
+        let Some(follower) = self.replica.as_mut() else {
+            return;
+        };
+        if !follower.link.streaming() {
+            if let Some(handover) = follower.link.step(&state, &self.core.cfg, now) {
+                self.adopt_master(handover);
+            }
+            return;
+        }
+        let Some((index, gen)) = follower.conn else {
+            return;
+        };
+        let timeout_ms = self
+            .core
+            .cfg
+            .param("repl-timeout")
+            .parse::<u64>()
+            .unwrap_or(60)
+            .saturating_mul(1000);
+        let Some(conn) = self.conns.get_mut(index, gen) else {
+            crate::serverlog::log(
+                crate::serverlog::Level::Warning,
+                "Connection with master lost.",
+            );
+            follower.conn = None;
+            follower.link.lost(&state, now);
+            return;
+        };
+        if now.saturating_sub(conn.client.last_cmd_ms.max(state.last_io_ms())) > timeout_ms {
+            crate::serverlog::log(
+                crate::serverlog::Level::Warning,
+                "MASTER timeout: no data nor PING received...",
+            );
+            conn.client.closing = true;
+            conn.client.killed = true;
+            self.core.dirty.push((index, gen));
+            return;
+        }
+        if now >= follower.next_ack_ms {
+            follower.next_ack_ms = now + ACK_EVERY_MS;
+            let ack = crate::replication::ack_command(state.offset());
+            conn.replies.sink().extend_from_slice(&ack);
+            self.core.dirty.push((index, gen));
+        }
+    }
+
+    /// REPLICAOF changed the primary: the old one's stream stops here.
+    fn drop_master_conn(&mut self) {
+        let Some((index, gen)) = self.replica.as_mut().and_then(|f| f.conn.take()) else {
+            return;
+        };
+        if let Some(conn) = self.conns.get_mut(index, gen) {
+            conn.client.closing = true;
+            conn.client.killed = true;
+            self.core.dirty.push((index, gen));
+        }
+    }
+
+    /// The stream starts: the socket becomes the master client's connection (no
+    /// replies but its acknowledgements, writes allowed), the bytes read with the
+    /// RDB its first input, and the first ACK goes out (a diskless primary starts
+    /// the stream once it has it).
+    fn adopt_master(&mut self, handover: Handover) {
+        let state = self.core.shared.replication.clone();
+        let now = self.core.now_ms;
+        let fd = handover.socket.into_raw_fd();
+        let ends = crate::net::socket::adopt(fd);
+        // Counted as a client (CLIENT LIST shows it); `close` gives it back.
+        self.core.shared.admit_client(u64::MAX);
+        let client_id = self.core.shared.next_client_id();
+        // The primary's stream is not checked against ACL rules (Redis runs its
+        // master client as the superuser).
+        let (_, mut session) = self.core.shared.acl.new_session();
+        session.restricted = false;
+        let mut conn_gen = 0;
+        let index = self.conns.insert_with(|_, gen| {
+            conn_gen = gen;
+            Conn::new(gen, client_id, fd, ends, now, (true, session))
+        });
+        self.register_fixed_file(index, conn_gen, fd);
+        if let Some(conn) = self.conns.get_mut(index, conn_gen) {
+            conn.client.master = true;
+            conn.client.reply_mode = ReplyMode::Off;
+            if handover.continued {
+                conn.client.db = state.stream_db();
+            }
+            conn.input.extend_from_slice(&handover.leftover);
+            let ack = crate::replication::ack_command(state.offset());
+            conn.replies.sink().extend_from_slice(&ack);
+        }
+        if let Some(follower) = self.replica.as_mut() {
+            follower.conn = Some((index, conn_gen));
+            follower.next_ack_ms = now + ACK_EVERY_MS;
+        }
+        state.heard(now);
+        state.set_link(LinkState::Connected, now);
+        let how = match handover.continued {
+            true => "MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.",
+            false => "MASTER <-> REPLICA sync: Finished with success",
+        };
+        crate::serverlog::log(crate::serverlog::Level::Notice, how);
+        self.run_input(index, conn_gen);
+    }
+}
