@@ -23,6 +23,13 @@ it reads and drops the lines, pinned to the generator's CPU), MONITOR's cost:
     --server 'ruvio=target/release/ruvio --port {port} --shards 1 --cpus 0' \
     --server 'redis=redis-server --port {port} --save "" --appendonly no'
 
+A user restricted by ACL against `default` (keys under app:, warmed there):
+  scripts/burst_ab.py --warm-command 'SET app:__rand_int__ __data__' \
+    --command 'SET=SET app:__rand_int__ __data__' --command 'GET=GET app:__rand_int__' ... \
+    --server 'default=target/release/ruvio --port {port} --shards 1 --cpus 0' \
+    --server 'restricted=target/release/ruvio --port {port} --shards 1 --cpus 0' \
+    --after-start 'restricted=ACL SETUSER default resetkeys ~app:* nocommands +@read +@write -@dangerous +evalsha'
+
 One binary with a setting on and off (`--after-start NAME=COMMAND`: a command sent
 to server NAME once it runs, e.g. CONFIG SET), the cost of latency tracking:
   scripts/burst_ab.py -t get,set \
@@ -66,6 +73,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--burst", type=float, default=1.5, help="seconds of load per server per row and round")
     p.add_argument("--warm", type=float, default=3.0,
                    help="seconds of SET load per server before the rounds (fills the keys GET rows read)")
+    p.add_argument("--warm-command", metavar="TEMPLATE",
+                   help="what warms each server (default: the built-in set test), e.g. when a restricted "
+                        "user may not write set's key:* keys")
     p.add_argument("--after-start", action="append", default=[], metavar="NAME=COMMAND",
                    help="a command (words split on spaces) sent to server NAME once it runs")
     p.add_argument("--monitor", action="store_true",
@@ -139,8 +149,9 @@ def main() -> None:
                     print(f"{name}: {command} -> {server.client().call(*command.split())!r}", flush=True)
             if args.monitor:
                 monitors.append(attach_monitor(server.port, args.client_cpu))
+        warm = {"command": args.warm_command.split()} if args.warm_command else {"test": "set"}
         for server in servers:
-            burst(args, server, {"test": "set"}, args.warm)
+            burst(args, server, warm, args.warm)
         for r, order in enumerate(bl.round_orders(range(len(servers)), args.rounds)):
             result = {"order": [specs[i].name for i in order], "rows": {}}
             for name, row in rows:

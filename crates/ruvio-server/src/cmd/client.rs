@@ -119,8 +119,6 @@ pub struct ClientFilter {
     ids: Option<Vec<u64>>,
     addr: Option<String>,
     laddr: Option<String>,
-    /// A TYPE that no client here has (replica, master).
-    nobody: bool,
     /// USER: clients running as this ACL user.
     user: Option<Vec<u8>>,
     /// MAXAGE: connected at least this many milliseconds.
@@ -133,12 +131,13 @@ pub struct ClientFilter {
     /// TYPE master (true), or pubsub or normal (false): the primary's link is of
     /// the master class whatever else it is, as Redis's getClientType.
     master: Option<bool>,
+    /// TYPE replica (true), or any other type (false).
+    replica: Option<bool>,
 }
 
 impl ClientFilter {
     fn matches(&self, c: &ClientState, now_ms: u64) -> bool {
-        !self.nobody
-            && self.skip_id != Some(c.id)
+        self.skip_id != Some(c.id)
             && self.ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
             && self.addr.as_ref().is_none_or(|a| *a == c.peer)
             && self.laddr.as_ref().is_none_or(|a| *a == c.local)
@@ -151,15 +150,20 @@ impl ClientFilter {
                 .as_ref()
                 .is_none_or(|u| u.as_slice() == c.acl.name())
             && self.master.is_none_or(|m| m == c.master)
+            && self.replica.is_none_or(|r| r == c.replica.attached)
     }
 
     /// TYPE `ty` (lowercase): false when Redis knows no such type.
     fn client_type(&mut self, ty: &[u8]) -> bool {
         match ty {
-            b"normal" => (self.pubsub, self.master) = (Some(false), Some(false)),
-            b"pubsub" => (self.pubsub, self.master) = (Some(true), Some(false)),
+            b"normal" => {
+                (self.pubsub, self.master, self.replica) = (Some(false), Some(false), Some(false))
+            }
+            b"pubsub" => {
+                (self.pubsub, self.master, self.replica) = (Some(true), Some(false), Some(false))
+            }
             b"master" => self.master = Some(true),
-            b"replica" | b"slave" => self.nobody = true,
+            b"replica" | b"slave" => (self.master, self.replica) = (Some(false), Some(true)),
             _ => return false,
         }
         true

@@ -165,8 +165,9 @@ fn set_notify_keyspace_events(core: &mut ShardCore, v: &str) -> Result<(), Strin
     let flags =
         crate::config::keyspace_events::parse(v).ok_or(crate::config::keyspace_events::INVALID)?;
     core.cfg.notify_keyspace_events = flags;
-    core.engine
-        .record_expired(crate::messaging::notify::expiry_wanted(flags));
+    core.engine.record_expired(
+        crate::messaging::notify::expiry_wanted(flags) || core.replication.feed.on(),
+    );
     let (added, missed) = crate::messaging::notify::key_notes_wanted(flags);
     core.engine.record_key_notes(added, missed);
     Ok(())

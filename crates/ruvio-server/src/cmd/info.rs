@@ -324,6 +324,10 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
                 "rejected_connections",
                 &shard(|s| s.rejected_connections, |g| &g.rejected_connections),
             );
+            let primary = &shared.replication.primary;
+            line("sync_full", &primary.sync_full.load(Relaxed));
+            line("sync_partial_ok", &primary.sync_partial_ok.load(Relaxed));
+            line("sync_partial_err", &primary.sync_partial_err.load(Relaxed));
             line(
                 "expired_keys",
                 &counter(engine.expired_keys, |g| &g.expired_keys),

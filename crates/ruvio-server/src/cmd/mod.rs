@@ -46,6 +46,8 @@ pub struct Ctx<'a> {
     pub gather: Option<Gather>,
     /// The caller's connection (slab index, generation).
     pub who: (u32, u32),
+    /// Set by WAIT when it must wait for replicas: the dispatcher holds the reply.
+    pub wait: Option<replication::WaitReplicas>,
 }
 
 /// What a server handler returns: `Ok` after writing its whole reply, or the error

@@ -6,6 +6,7 @@ use super::{Ctx, ServerCommand, ServerResult};
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// The replication family's table.
 #[rustfmt::skip]
@@ -22,7 +23,165 @@ pub const COMMANDS: &[ServerCommand] = &[
     command!("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "3.0.0",
         "An internal command for configuring the replication stream", "O(1)", replconf),
+    command!("psync", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "2.8.0",
+        "An internal command used in replication", "", sync),
+    command!("sync", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "An internal command used in replication", "", sync),
+    command!("wait", 3, NOSCRIPT, KeySpec::NONE,
+        ["slow", "connection"], "generic", "3.0.0",
+        "Wait for the synchronous replication of all the write commands sent in the context of the current connection", "O(1)", wait),
 ];
+
+/// A WAIT that must wait: the dispatcher holds the client's reply until
+/// `replicas` replicas acknowledged `offset`, or `deadline_ms` (0: never).
+#[derive(Clone, Copy, Debug)]
+pub struct WaitReplicas {
+    pub offset: u64,
+    pub replicas: usize,
+    pub deadline_ms: u64,
+}
+
+/// `PSYNC replicationid offset` and `SYNC`: the connection becomes a replica's.
+/// A partial resync (`+CONTINUE`) when the ID is this server's history and the
+/// backlog holds the offset; otherwise a full sync, sent once every shard cut
+/// (`replication::primary`): `+FULLRESYNC <replid> <offset>`, then the RDB.
+fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if ctx.client.replica.attached {
+        return Ok(());
+    }
+    let core = &mut *ctx.core;
+    if core.cfg.port_mode == crate::config::PortMode::PerShard {
+        return Err(CmdError::Line(
+            b"ERR replicas of a per-shard mode node are not supported yet".to_vec(),
+        ));
+    }
+    let state = &core.shared.replication;
+    if state.is_replica() {
+        // Chained replication is not built (docs/replication.md).
+        return Err(CmdError::Line(
+            b"NOMASTERLINK Can't SYNC while not connected with my master".to_vec(),
+        ));
+    }
+    let primary = &state.primary;
+    let psync = args.get(0).eq_ignore_ascii_case(b"psync");
+    let offset = state.offset();
+    let mut continue_from = None;
+    if psync {
+        let ids = state.ids();
+        let (replid, next) = (args.get(1), super::parse_i64(args.get(2)));
+        let known = replid == ids.replid.as_bytes()
+            || (replid == ids.replid2.as_bytes() && next.is_some_and(|n| n <= ids.second_offset));
+        if let Some(next) = next.filter(|&n| known && n > 0) {
+            if primary.can_continue(next as u64, offset) {
+                continue_from = Some(next as u64 - 1);
+            }
+        }
+    }
+    let peer = ctx.client.replica;
+    ctx.client.replica.attached = true;
+    let ip = ctx
+        .client
+        .peer
+        .rsplit_once(':')
+        .map_or(String::new(), |(ip, _)| ip.to_string());
+    if !primary.active() {
+        // The first replica of a server without a backlog: a new history.
+        state.new_history();
+        let size = core
+            .cfg
+            .param("repl-backlog-size")
+            .parse()
+            .unwrap_or(1 << 20);
+        primary.create_backlog(offset, size);
+    }
+    let counter = match (continue_from, psync && args.get(1) != b"?") {
+        (Some(_), _) => &primary.sync_partial_ok,
+        (None, true) => {
+            primary.sync_partial_err.fetch_add(1, Relaxed);
+            &primary.sync_full
+        }
+        (None, false) => &primary.sync_full,
+    };
+    counter.fetch_add(1, Relaxed);
+    let phase = match continue_from {
+        Some(sent) => {
+            let line = match peer.capa_psync2 {
+                true => format!("+CONTINUE {}\r\n", state.ids().replid),
+                false => "+CONTINUE\r\n".to_string(),
+            };
+            reply.out.extend_from_slice(line.as_bytes());
+            crate::serverlog::log(
+                crate::serverlog::Level::Notice,
+                &format!(
+                    "Partial resynchronization request from {} accepted",
+                    ctx.client.peer
+                ),
+            );
+            crate::replication::serve::Phase::Online { sent }
+        }
+        None => crate::replication::serve::Phase::Cut(None),
+    };
+    let online = continue_from.is_some();
+    primary.attach(crate::replication::primary::ReplicaInfo {
+        client_id: ctx.client.id,
+        host: core.id,
+        ip,
+        port: peer.listening_port,
+        state: if online { "online" } else { "wait_bgsave" },
+        ack_offset: continue_from.unwrap_or(0),
+        last_ack_ms: core.now_ms,
+    });
+    core.replication
+        .hosted
+        .push(crate::replication::serve::Hosted {
+            who: ctx.who,
+            client_id: ctx.client.id,
+            eof: peer.capa_eof && psync,
+            old_sync: !psync,
+            phase,
+        });
+    Ok(())
+}
+
+/// `WAIT numreplicas timeout`: the number of replicas that acknowledged this
+/// client's writes, once `numreplicas` did or the timeout (ms, 0: none) passed.
+fn wait(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let state = &ctx.core.shared.replication;
+    if state.is_replica() {
+        return Err(CmdError::Line(
+            b"ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.".to_vec(),
+        ));
+    }
+    let replicas = super::parse_i64(args.get(1)).ok_or(CmdError::NotInteger)?;
+    let timeout = super::parse_i64(args.get(2)).ok_or(CmdError::TimeoutNotInteger)?;
+    if timeout < 0 {
+        return Err(CmdError::Line(b"ERR timeout is negative".to_vec()));
+    }
+    // What this shard recorded goes to the backlog now, so the offset counts it.
+    let primary = &state.primary;
+    if !primary.holding(ctx.core.id) {
+        if let Some(flushed) = ctx.core.replication.feed.take() {
+            primary.append(flushed, state.offset_counter());
+        }
+    }
+    let offset = state.offset();
+    let acked = primary.acked_at_least(offset);
+    if ctx.client.in_exec || acked as i64 >= replicas {
+        reply.int(acked as i64);
+        return Ok(());
+    }
+    ctx.wait = Some(WaitReplicas {
+        offset,
+        replicas: replicas as usize,
+        deadline_ms: match timeout {
+            0 => 0,
+            ms => ctx.core.now_ms.saturating_add(ms as u64),
+        },
+    });
+    Ok(())
+}
 
 /// `REPLICAOF host port` / `REPLICAOF NO ONE` (and SLAVEOF): follow a primary, or
 /// become one keeping the data. Not with a log yet: Ruvio's own error says so. Per-shard mode is a
@@ -76,19 +235,40 @@ fn role(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 
 /// `REPLCONF option value [option value ...]`: from the primary's stream, GETACK
 /// is answered with `REPLCONF ACK <offset>` (the one reply the master client
-/// gets, written as a push so its silenced replies do not drop it). Ruvio has no
-/// replicas of its own yet: the options a replica sends answer `+OK` as Redis's
-/// do, ACK answers nothing.
+/// gets, written as a push so its silenced replies do not drop it). From a
+/// replica of this server: `listening-port` and `capa` are kept for PSYNC and
+/// INFO, `ACK <offset>` is noted (no reply), the others answer `+OK`.
 fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     let mut i = 1;
     while i < args.len() {
-        let option = args.get(i);
-        let known = [&b"listening-port"[..], b"ip-address", b"capa", b"rdb-only"];
+        let (option, value) = (args.get(i), args.get(i + 1));
+        let known = [&b"ip-address"[..], b"rdb-only"];
         if option.eq_ignore_ascii_case(b"ack") {
+            // From a replica of this server: its offset (WAIT, INFO's lag).
+            if let (true, Some(offset)) = (ctx.client.replica.attached, super::parse_i64(value)) {
+                let primary = &ctx.core.shared.replication.primary;
+                primary.acked(ctx.client.id, offset.max(0) as u64, ctx.core.now_ms);
+            }
             return Ok(());
+        }
+        if option.eq_ignore_ascii_case(b"listening-port") {
+            let port = super::parse_i64(value).and_then(|p| u16::try_from(p).ok());
+            let port = port.ok_or(CmdError::NotInteger)?;
+            ctx.client.replica.listening_port = port;
+            i += 2;
+            continue;
+        }
+        if option.eq_ignore_ascii_case(b"capa") {
+            if value.eq_ignore_ascii_case(b"eof") {
+                ctx.client.replica.capa_eof = true;
+            } else if value.eq_ignore_ascii_case(b"psync2") {
+                ctx.client.replica.capa_psync2 = true;
+            }
+            i += 2;
+            continue;
         }
         if option.eq_ignore_ascii_case(b"getack") {
             if ctx.client.master {

@@ -44,9 +44,7 @@ pub fn enforce(core: &mut ShardCore) -> bool {
             return true;
         };
         // Redis propagates an eviction as a DEL: a restart must not bring it back.
-        if let Some(wal) = core.wal.as_mut() {
-            wal.append(db, &mut [&b"DEL"[..], &key].into_iter());
-        }
+        core.log_record(db, [&b"DEL"[..], &key].into_iter());
         let flags = core.cfg.notify_keyspace_events;
         core.notifications.queue(
             flags,

@@ -157,15 +157,13 @@ fn run(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
     let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
     let mut out = Vec::new();
     Reply::new(&mut out, caller.proto).array(tx.commands.len());
-    if let Some(wal) = core.wal.as_mut() {
-        wal.begin_atomic();
-    }
+    core.log_begin();
     for (cmd, args) in tx.commands.iter() {
         if crate::mesh::script_lock::is_script(cmd.meta) {
             // It ran on the client's shard without reaching other shards' keys,
             // but may on another branch: it may take the script lock then.
             crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
-                may_lock_now: core.wal.is_none(),
+                may_lock_now: !core.logs(),
                 ..Default::default()
             });
         }
@@ -186,9 +184,7 @@ fn run(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
         core.stats.commands += 1;
         core.stats.per_command[cmd.stat].calls += 1;
     }
-    if let Some(wal) = core.wal.as_mut() {
-        wal.end_atomic();
-    }
+    core.log_end();
     exec::serve_ready(core, conns);
     let limits = &core.cfg.client_output_buffer_limit;
     let mut built = crate::net::outlimit::BuiltOutput::default();

@@ -81,8 +81,24 @@ pub struct ClientState {
     /// The primary's replication stream (see `replication`): its replies are
     /// dropped, its writes allowed, the bytes it consumed counted as the offset.
     pub master: bool,
+    /// A replica of this server: what its handshake said, and whether PSYNC or
+    /// SYNC made the connection a replica's (see `replication::primary`).
+    pub replica: ReplicaPeer,
     /// CLIENT TRACKING: the mode and redirection (the tracking subsystem acts on it).
     pub tracking: TrackingMode,
+}
+
+/// What a replica told its primary before PSYNC (REPLCONF), and that it is one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaPeer {
+    /// PSYNC or SYNC made this connection a replica's (flag `S`, TYPE replica).
+    pub attached: bool,
+    /// `REPLCONF listening-port`.
+    pub listening_port: u16,
+    /// `REPLCONF capa eof`: it takes the diskless `$EOF:` form.
+    pub capa_eof: bool,
+    /// `REPLCONF capa psync2`: `+CONTINUE` names the replication ID.
+    pub capa_psync2: bool,
 }
 
 /// A client's CLIENT TRACKING mode, as Redis' `CLIENT_TRACKING*` flags and its
@@ -220,6 +236,7 @@ impl ClientState {
         let mut flags = String::new();
         for (set, flag) in [
             (c.monitor, 'O'),
+            (c.replica.attached, 'S'),
             (c.master, 'M'),
             (c.subs.active(), 'P'),
             (c.multi.is_some(), 'x'),
@@ -861,6 +878,7 @@ impl Conn {
                 monitor: false,
                 tracking: TrackingMode::default(),
                 master: false,
+                replica: ReplicaPeer::default(),
             },
             replies: ReplyQueue::default(),
             sending: Vec::new(),

@@ -82,9 +82,10 @@ pub fn enforce(
     conn: &mut Conn,
     who: (u32, u32),
 ) -> bool {
-    let limit = match conn.client.subs.active() {
-        true => limits.pubsub,
-        false => limits.normal,
+    let limit = match (conn.client.replica.attached, conn.client.subs.active()) {
+        (true, _) => limits.replica,
+        (false, true) => limits.pubsub,
+        (false, false) => limits.normal,
     };
     if (limit.hard == 0 && limit.soft == 0) || conn.client.killed {
         return false;

@@ -15,8 +15,11 @@
 //! answered. To come (docs/replication.md): Ruvio as a primary (PSYNC, SYNC, the
 //! backlog from the log's records, WAIT), FAILOVER, Sentinel.
 
+pub mod feed;
 pub mod link;
 pub mod load;
+pub mod primary;
+pub mod serve;
 pub mod state;
 
 pub use state::State;
@@ -53,6 +56,16 @@ pub fn refusal(
     None
 }
 
+/// Redis's `shared.noreplicaserr`.
+pub const NOREPLICAS_ERROR: &[u8] = b"NOREPLICAS Not enough good replicas to write.";
+
+/// What a primary refuses while fewer replicas than `min-replicas-to-write` are
+/// in touch (the caller checks [`State::writes_refused`] first): writes.
+#[cold]
+pub fn too_few_replicas(meta: &CommandMeta, args: Args<'_>) -> Option<CmdError> {
+    writes(meta, args).then(|| CmdError::Line(NOREPLICAS_ERROR.to_vec()))
+}
+
 /// The command writes, as Redis's processCommand judges it before running: a
 /// script's or function's declared flags decide for EVAL and FCALL (a write
 /// unless `no-writes`; a script without a shebang is not a write up front, its
@@ -72,10 +85,18 @@ pub fn role(state: &State, reply: &mut Reply<'_>) {
     let ids = state.ids();
     match &ids.master {
         None => {
+            let replicas = state.primary.replicas();
             reply.array(3);
             reply.bulk(b"master");
             reply.int(state.offset() as i64);
-            reply.array(0);
+            let online: Vec<_> = replicas.iter().filter(|r| r.state == "online").collect();
+            reply.array(online.len());
+            for r in online {
+                reply.array(3);
+                reply.bulk(r.ip.as_bytes());
+                reply.bulk(r.port.to_string().as_bytes());
+                reply.bulk(r.ack_offset.to_string().as_bytes());
+            }
         }
         Some((host, port)) => {
             reply.array(5);
@@ -92,8 +113,8 @@ pub fn role(state: &State, reply: &mut Reply<'_>) {
     }
 }
 
-/// INFO's replication section, Redis 7.0's fields in its order. Ruvio keeps no
-/// backlog yet: `repl_backlog_active` is 0 and the backlog empty.
+/// INFO's replication section, Redis 7.0's fields in its order: a replica's
+/// link, then the replicas of this server and its backlog.
 pub fn info(
     state: &State,
     cfg: &Config,
@@ -151,16 +172,40 @@ pub fn info(
             line("replica_announced", &u8::from(announced));
         }
     }
-    line("connected_slaves", &0);
+    let replicas = state.primary.replicas();
+    line("connected_slaves", &replicas.len());
+    let max_lag = cfg_u64(cfg, "min-replicas-max-lag");
+    if cfg_u64(cfg, "min-replicas-to-write") > 0 && max_lag > 0 {
+        let good = state.primary.good_replicas(now_ms, max_lag);
+        line("min_slaves_good_slaves", &good);
+    }
+    for (i, r) in replicas.iter().enumerate() {
+        let lag = now_ms.saturating_sub(r.last_ack_ms) / 1000;
+        line(
+            &format!("slave{i}"),
+            &format_args!(
+                "ip={},port={},state={},offset={},lag={}",
+                r.ip, r.port, r.state, r.ack_offset, lag
+            ),
+        );
+    }
+    let (active, first, histlen) = state.primary.backlog_info();
     line("master_failover_state", &"no-failover");
     line("master_replid", &ids.replid);
     line("master_replid2", &ids.replid2);
     line("master_repl_offset", &offset);
     line("second_repl_offset", &ids.second_offset);
-    line("repl_backlog_active", &0);
+    line("repl_backlog_active", &u8::from(active));
     line("repl_backlog_size", &cfg.param("repl-backlog-size"));
-    line("repl_backlog_first_byte_offset", &0);
-    line("repl_backlog_histlen", &0);
+    line(
+        "repl_backlog_first_byte_offset",
+        &if active { first } else { 0 },
+    );
+    line("repl_backlog_histlen", &histlen);
+}
+
+fn cfg_u64(cfg: &Config, name: &str) -> u64 {
+    cfg.param(name).parse().unwrap_or(0)
 }
 
 /// `REPLCONF ACK <offset>`, as the replica sends it.

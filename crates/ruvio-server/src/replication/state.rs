@@ -95,6 +95,10 @@ pub struct State {
     transfer_bytes: AtomicI64,
     transfer_read_bytes: AtomicI64,
     transfer_io_ms: AtomicU64,
+    /// Ruvio as a primary: the backlog, its replicas, a full sync's cut.
+    pub primary: super::primary::Primary,
+    /// `min-replicas-to-write` is not met: writes answer `-NOREPLICAS`.
+    writes_refused: AtomicBool,
 }
 
 /// INFO's view of an RDB transfer in progress.
@@ -147,6 +151,8 @@ impl State {
             transfer_bytes: AtomicI64::new(-1),
             transfer_read_bytes: AtomicI64::new(0),
             transfer_io_ms: AtomicU64::new(0),
+            primary: Default::default(),
+            writes_refused: AtomicBool::new(false),
         }
     }
 
@@ -171,6 +177,30 @@ impl State {
 
     pub fn offset(&self) -> u64 {
         self.offset.load(Relaxed)
+    }
+
+    /// `master_repl_offset` itself, which the primary's backlog moves under its lock.
+    pub fn offset_counter(&self) -> &AtomicU64 {
+        &self.offset
+    }
+
+    /// Writes are refused for want of replicas (`min-replicas-to-write`).
+    #[inline]
+    pub fn writes_refused(&self) -> bool {
+        self.writes_refused.load(Relaxed)
+    }
+
+    pub fn set_writes_refused(&self, refused: bool) {
+        self.writes_refused.store(refused, Relaxed);
+    }
+
+    /// A new history begins (the first replica of a server without a backlog,
+    /// as Redis's changeReplicationId and clearReplicationId2).
+    pub fn new_history(&self) {
+        let mut ids = self.lock();
+        ids.replid = new_replid();
+        ids.replid2 = NO_REPLID.to_string();
+        ids.second_offset = -1;
     }
 
     pub fn last_io_ms(&self) -> u64 {

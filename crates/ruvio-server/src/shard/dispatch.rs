@@ -480,6 +480,9 @@ pub(crate) fn run_command(
             let meta = flags_row(cmd, args);
             crate::replication::refusal(&core.shared.replication, &core.cfg, meta, args)
         }
+        None if core.shared.replication.writes_refused() && !client.master => {
+            crate::replication::too_few_replicas(flags_row(cmd, args), args)
+        }
         rejected => rejected,
     };
     if let Some(e) = rejected {
@@ -768,7 +771,7 @@ fn run_local(
                     // Not inside EXEC: borrowing would leave the queue half run
                     // while it waits (the call gets Redis Cluster's error then).
                     may_start_over: !client.in_exec,
-                    may_lock_now: core.wal.is_none(),
+                    may_lock_now: !core.logs(),
                     ..Default::default()
                 });
             }
@@ -825,10 +828,24 @@ fn run_local(
                 conns,
                 gather: None,
                 who,
+                wait: None,
             };
             let result = handler(&mut ctx, args, &mut reply);
+            let wait = ctx.wait;
             if let Some(gather) = ctx.gather {
                 crate::mesh::gather::start(core, client, replies, who, gather);
+            }
+            if let Some(w) = wait {
+                let seq = replies.hold(crate::net::conn::Merge::Single, 1);
+                client.blocked = Some(BlockedOn::waiting(seq));
+                let wait = crate::replication::serve::WaitFor {
+                    who,
+                    seq,
+                    offset: w.offset,
+                    replicas: w.replicas,
+                    deadline_ms: w.deadline_ms,
+                };
+                crate::shard::primary::wait(core, wait);
             }
             result
         }

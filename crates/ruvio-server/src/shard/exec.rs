@@ -84,7 +84,7 @@ pub fn run_engine(
     }
     // A command on keys borrowed from other shards is not logged here: its keys'
     // records belong in their owners' logs (docs/durability.md, known gaps).
-    let logging = core.wal.is_some() && may_write(cmd) && !caller.borrowing;
+    let logging = core.logs() && may_write(cmd) && !caller.borrowing;
     if let Some(error) = core
         .wal
         .as_ref()
@@ -192,16 +192,26 @@ pub fn run_engine(
     if !ctx.effects.published.is_empty() {
         crate::scripting::host::queue(core, std::mem::take(&mut ctx.effects.published));
     }
-    if let Some(wal) = core.wal.as_mut().filter(|_| logging) {
-        // A command logged as several records (a script's writes, a rewrite into
-        // two) replays whole or not at all.
-        wal.begin_atomic();
-        ctx.effects
-            .visit_log_records(args, |record| wal.append(caller.db, record));
-        wal.end_atomic();
-    }
-    if notify || tracked {
+    let feeding = core.replication.feed.on();
+    if notify || tracked || feeding {
+        // Before the command's records: a key it found expired is deleted on
+        // replicas first, as Redis propagates the DEL of a lazy expiry.
         take_expired(core);
+    }
+    if logging {
+        // A command logged as several records (a script's writes, a rewrite into
+        // two) replays whole or not at all, and reaches replicas as MULTI/EXEC.
+        core.log_begin();
+        if let Some(wal) = core.wal.as_mut() {
+            ctx.effects
+                .visit_log_records(args, |record| wal.append(caller.db, record));
+        }
+        if feeding {
+            let feed = &mut core.replication.feed;
+            ctx.effects
+                .visit_log_records(args, |record| feed.record(caller.db, record));
+        }
+        core.log_end();
     }
     if notify {
         crate::messaging::notify::queue_effects(core, &ctx.effects);
@@ -269,6 +279,12 @@ pub fn take_expired(core: &mut ShardCore) {
     let expired = core.engine.take_expired();
     if expired.is_empty() {
         return;
+    }
+    for (db, key) in &expired {
+        // Replicas delete what expired here (Redis 7.0 propagates a DEL).
+        core.replication
+            .feed
+            .record(*db, &mut [&b"DEL"[..], key].into_iter());
     }
     if core.tracking.active() {
         for (_, key) in &expired {

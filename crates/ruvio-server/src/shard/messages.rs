@@ -236,7 +236,7 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
         if script {
             // It cannot start over from here, but may take the script lock.
             crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
-                may_lock_now: core.wal.is_none(),
+                may_lock_now: !core.logs(),
                 ..Default::default()
             });
         }

@@ -25,6 +25,7 @@ pub mod messages;
 mod metrics;
 pub mod monitor;
 pub mod pause;
+mod primary;
 mod replica;
 mod shared;
 mod state;
@@ -148,6 +149,8 @@ pub struct Shard {
     tls: Option<tls::TlsPort>,
     /// Shard 0 of a replica: the link to the primary (see `replica.rs`).
     replica: Option<replica::Follower>,
+    /// Shard 0: when the replicas get their next PING (0: none attached).
+    next_replica_ping_ms: u64,
 }
 
 impl Shard {
@@ -195,6 +198,7 @@ impl Shard {
             metrics,
             tls,
             replica: None,
+            next_replica_ping_ms: 0,
         })
     }
 
@@ -255,6 +259,7 @@ impl Shard {
                 let (tracking, mut to) = self.core.tracking_parts();
                 tracking.deliver_owed(&mut to, &mut self.conns);
             }
+            self.primary_step();
             self.ship_outbox();
             self.run_deferred();
             crate::persistence::snapshot::run_slice(&mut self.core);
@@ -284,7 +289,10 @@ impl Shard {
         // lock: the holder's requests ring its doorbell. Polling instead took the
         // CPU from whatever shares it: the load generator, or, with two shards on
         // one CPU, the holder itself, which then waited out whole time slices.)
-        let busy = self.core.background_save.busy() || self.core.lending.holding_batch();
+        let busy = self.core.background_save.busy()
+            || self.core.lending.holding_batch()
+            || self.core.replication.busy()
+            || self.replica_behind();
         let wait_ms = if busy { 0 } else { wait_ms };
         let ts = types::Timespec::new().nsec((wait_ms as u32) * 1_000_000);
         let args = types::SubmitArgs::new().timespec(&ts);
@@ -902,6 +910,9 @@ impl Shard {
     }
 
     fn ship_outbox(&mut self) {
+        // A write's records reach the backlog before its reply leaves the shard,
+        // so a WAIT after the reply counts them.
+        self.flush_feed();
         // Lines fed by commands run for other shards, blocked clients, scripts.
         monitor::hand_out(&mut self.core, &mut self.conns, None);
         // A lone shard has no mesh and its outbox stays empty.
@@ -1086,6 +1097,9 @@ impl Shard {
         crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
         self.replica_tick();
+        if self.core.id == 0 {
+            self.primary_tick();
+        }
         self.metrics_tick();
         self.tls_tick();
         self.publish_gauges();
@@ -1104,7 +1118,7 @@ impl Shard {
             let last = c.last_cmd_ms.max(c.created_ms);
             // The primary's link has repl-timeout instead (`replica.rs`), as in Redis.
             let idle = now.saturating_sub(last) > timeout_ms;
-            if c.blocked.is_none() && !c.paused && !c.master && idle {
+            if c.blocked.is_none() && !c.paused && !c.master && !c.replica.attached && idle {
                 c.closing = true;
                 c.killed = true;
                 self.core.dirty.push((index, conn.gen));

@@ -80,9 +80,42 @@ pub struct ShardCore {
     pub tls_settings: Option<crate::net::tls::TlsSettings>,
     /// Command timing and sizes: histograms, what the command logs need.
     pub timing: crate::observability::Timing,
+    /// Ruvio as a primary: this shard's records for the replication stream, its
+    /// snapshot for a full sync, the replicas and WAIT calls it serves.
+    pub replication: crate::replication::serve::ShardPart,
 }
 
 impl ShardCore {
+    /// The records up to [`log_end`](Self::log_end) (one command, transaction or
+    /// keys coming home) replay together from the log and reach replicas as one
+    /// transaction.
+    pub fn log_begin(&mut self) {
+        if let Some(wal) = self.wal.as_mut() {
+            wal.begin_atomic();
+        }
+        self.replication.feed.begin_group();
+    }
+
+    pub fn log_end(&mut self) {
+        if let Some(wal) = self.wal.as_mut() {
+            wal.end_atomic();
+        }
+        self.replication.feed.end_group();
+    }
+
+    /// One record, into the log and the replication stream.
+    pub fn log_record<'a>(&mut self, db: usize, record: impl Iterator<Item = &'a [u8]> + Clone) {
+        if let Some(wal) = self.wal.as_mut() {
+            wal.append(db, &mut record.clone());
+        }
+        self.replication.feed.record(db, &mut record.clone());
+    }
+
+    /// Records are kept: a log, or replicas to feed.
+    pub fn logs(&self) -> bool {
+        self.wal.is_some() || self.replication.feed.on()
+    }
+
     /// Shard `id`'s state without its sockets: an empty keyspace configured from
     /// `cfg`, empty statistics and queues.
     /// Shard `id`'s state: its keyspace loaded (a Redis RDB file to import, then its
@@ -152,6 +185,7 @@ impl ShardCore {
             monitors: Default::default(),
             tracking: crate::tracking::Tracking::new(id, usize::MAX),
             timing: crate::observability::Timing::new(crate::cmd::registry::registry().stat_slots),
+            replication: Default::default(),
         };
         core.tracking
             .set_max_keys(crate::tracking::TABLE_KEYS_DEFAULT, shards);

@@ -847,9 +847,7 @@ pub fn continue_exec(
     client.in_exec = true;
     // What runs here before the queue waits (all of it, when every key is this
     // shard's) is one log group: replayed whole or not at all.
-    if let Some(wal) = core.wal.as_mut() {
-        wal.begin_atomic();
-    }
+    core.log_begin();
     let mut gathering = None;
     while client.blocked.is_none() {
         let Some((cmd, args)) = rest.commands.get(rest.next) else {
@@ -864,9 +862,7 @@ pub fn continue_exec(
     if client.blocked.is_none() {
         client.blocked = gathering;
     }
-    if let Some(wal) = core.wal.as_mut() {
-        wal.end_atomic();
-    }
+    core.log_end();
     client.in_exec = false;
     // Clients blocked on the keys it wrote see the state after the queue, never
     // one in between: an LPUSH then a DEL of the key wakes nobody.
@@ -1038,6 +1034,7 @@ fn server_in_queue(
         conns: &mut *conn.conns,
         gather: None,
         who: conn.who,
+        wait: None,
     };
     let mut reply = Reply::new(out.buf(), caller.proto);
     // A panic closes the connection, as under the dispatcher's net (its state may

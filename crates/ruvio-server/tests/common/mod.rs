@@ -25,6 +25,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub mod busy;
 mod diff;
+pub mod replication;
 // Each test binary compiles this module; the ones without a differential run leave
 // these unused.
 #[allow(unused_imports)]

@@ -26,7 +26,7 @@ const BATCH_MAX: u32 = 512;
 /// next input in the same iteration, and a pipelined script there continues the
 /// batch at once instead of waiting for the lock to come round again.
 pub(super) fn may_batch(core: &ShardCore) -> bool {
-    core.wal.is_none() && core.lending.batched + 1 < BATCH_MAX
+    !core.logs() && core.lending.batched + 1 < BATCH_MAX
 }
 
 /// At the end of a loop iteration (and before the parked commands go on), end

@@ -850,7 +850,7 @@ fn send_home(
     modified: &[(usize, Vec<u8>)],
     acks: Option<u64>,
 ) -> usize {
-    let logging = core.wal.is_some();
+    let logging = core.logs();
     let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
     // Each key goes home named by the database it is in (a SWAPDB renamed it here
     // and on its owner alike: `Lending::swap_dbs`).
@@ -931,7 +931,7 @@ fn log_local_changes(
     modified: &[(usize, Vec<u8>)],
     homes: &[(usize, Vec<u8>, usize)],
 ) {
-    if core.wal.is_none() {
+    if !core.logs() {
         return;
     }
     let mut records = Vec::new();
@@ -946,13 +946,13 @@ fn log_local_changes(
             records.push((*db, record));
         }
     }
-    if let Some(wal) = core.wal.as_mut() {
+    if core.logs() {
         // The keys one command or transaction changed here replay together.
-        wal.begin_atomic();
+        core.log_begin();
         for (db, record) in &records {
-            wal.append(*db, &mut record.iter().map(Vec::as_slice));
+            core.log_record(*db, record.iter().map(Vec::as_slice));
         }
-        wal.end_atomic();
+        core.log_end();
     }
 }
 

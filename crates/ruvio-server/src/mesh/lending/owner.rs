@@ -102,21 +102,21 @@ pub fn take_back_acked(
 /// An owner's side: its keys are back (changed or gone). Wake whoever waited on
 /// them, then lend to the next coordinator in line.
 pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, records: KeyRecords) {
-    if let Some(wal) = core.wal.as_mut() {
+    if core.logs() {
         // The keys one command or transaction changed here replay together.
-        wal.begin_atomic();
+        core.log_begin();
         for (db, record) in &records {
-            wal.append(*db, &mut record.iter().map(Vec::as_slice));
+            core.log_record(*db, record.iter().map(Vec::as_slice));
         }
-        wal.end_atomic();
+        core.log_end();
     }
     for (db, key, entry) in entries {
         let db_key = (db, key.clone());
         core.lending.lent.remove(&db_key);
         if core.lending.missed_by_snapshot.remove(&db_key) {
             let record = state_record(&key, entry.as_ref());
-            if let (Some(wal), false) = (core.wal.as_mut(), record.is_empty()) {
-                wal.append(db, &mut record.iter().map(Vec::as_slice));
+            if core.logs() && !record.is_empty() {
+                core.log_record(db, record.iter().map(Vec::as_slice));
             }
         }
         if let Some(entry) = entry {

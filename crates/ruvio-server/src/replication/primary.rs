@@ -1,0 +1,499 @@
+//! Ruvio as a primary, the server-wide part: the backlog (one bounded buffer of
+//! the stream's last `repl-backlog-size` bytes, whose end is `master_repl_offset`),
+//! the replicas attached (for INFO, ROLE, WAIT and `min-replicas-to-write`), and
+//! the cut a full sync starts from.
+//!
+//! Why one backlog for the server: a Redis replica follows one stream with one
+//! offset, and a forward-mode Ruvio is one server. Each shard records its writes
+//! into its own [`super::feed::Feed`] and appends them here once per loop
+//! iteration under one lock, so the lock is taken once per iteration, not per
+//! command; the shard hosting a replica's connection copies the new bytes to it
+//! on its own loop (woken by the shards that appended).
+//!
+//! **The cut.** A full sync's RDB must hold exactly what the stream before its
+//! offset did. Shards snapshot at different moments, so each shard, when it
+//! sees a sync requested, appends its pending records, begins its snapshot
+//! (copy-on-write, `ruvio_engine::snapshot`) and marks its cut, all under the
+//! backlog's lock; from then until every shard has cut, it keeps its new records
+//! to itself. The sync's offset is the backlog's end when the last shard cuts:
+//! every record before it is in some shard's snapshot, none after it is.
+
+use super::feed::{self, Flushed};
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Chunks of its RDB part a shard may queue before the host takes them.
+pub const PART_CHUNKS_MAX: usize = 8;
+
+/// One replica as INFO, ROLE and WAIT see it.
+#[derive(Clone, Debug)]
+pub struct ReplicaInfo {
+    pub client_id: u64,
+    /// The shard whose connection it is.
+    pub host: usize,
+    pub ip: String,
+    pub port: u16,
+    /// `wait_bgsave`, `send_bulk` or `online` (Redis's names).
+    pub state: &'static str,
+    pub ack_offset: u64,
+    pub last_ack_ms: u64,
+}
+
+/// One shard's part of a full sync's RDB, handed to the host shard in chunks.
+#[derive(Debug, Default)]
+pub struct Part {
+    pub chunks: VecDeque<Vec<u8>>,
+    /// Every key of the shard is in `chunks`.
+    pub done: bool,
+    pub failed: Option<String>,
+}
+
+/// A full sync in progress: the cut's offset once every shard cut, and each
+/// shard's RDB part.
+#[derive(Debug)]
+pub struct SyncJob {
+    pub id: u64,
+    offset: AtomicU64,
+    cut_done: AtomicBool,
+    pub parts: Vec<Mutex<Part>>,
+    /// The replica went away: the shards end their snapshots.
+    pub abandoned: AtomicBool,
+}
+
+impl SyncJob {
+    /// The offset the replica starts from, once every shard has cut.
+    pub fn offset(&self) -> Option<u64> {
+        self.cut_done
+            .load(Acquire)
+            .then(|| self.offset.load(Relaxed))
+    }
+
+    pub fn part(&self, shard: usize) -> MutexGuard<'_, Part> {
+        self.parts[shard].lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[derive(Debug)]
+struct Cut {
+    job: Arc<SyncJob>,
+    by: Vec<bool>,
+    count: usize,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// The stream's last bytes; `first_offset` is the offset of its first byte.
+    backlog: VecDeque<u8>,
+    first_offset: u64,
+    size: usize,
+    /// The database the stream is in (`None`: the next record selects one).
+    db: Option<usize>,
+    replicas: Vec<ReplicaInfo>,
+    cut: Option<Cut>,
+    /// The sync under way (one at a time).
+    sync: Option<Arc<SyncJob>>,
+    next_sync_id: u64,
+    /// Unix ms the last replica went away (for `repl-backlog-ttl`).
+    alone_since_ms: u64,
+}
+
+/// The primary's shared state (in `replication::State`).
+#[derive(Debug, Default)]
+pub struct Primary {
+    /// A backlog exists: shards record their writes.
+    active: AtomicBool,
+    /// A cut is under way: shards look for their part of it.
+    cutting: AtomicBool,
+    /// Shards hosting a replica's connection (bit per shard): woken after an append.
+    hosts: AtomicU64,
+    /// WAIT asked for acknowledgements: the next step sends `REPLCONF GETACK *`.
+    getack: AtomicBool,
+    /// Replicas attached, and those in touch within `min-replicas-max-lag`.
+    connected: AtomicUsize,
+    /// INFO stats' `sync_full`, `sync_partial_ok`, `sync_partial_err`.
+    pub sync_full: AtomicU64,
+    pub sync_partial_ok: AtomicU64,
+    pub sync_partial_err: AtomicU64,
+    inner: Mutex<Inner>,
+}
+
+impl Primary {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Shards must record their writes.
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.active.load(Relaxed)
+    }
+
+    pub fn cutting(&self) -> bool {
+        self.cutting.load(Acquire)
+    }
+
+    /// Shards to wake after bytes were appended.
+    pub fn hosts(&self) -> u64 {
+        self.hosts.load(Relaxed)
+    }
+
+    pub fn connected(&self) -> usize {
+        self.connected.load(Relaxed)
+    }
+
+    /// Create the backlog (the first replica attaches), its first byte the one
+    /// after `offset`, as Redis's createReplicationBacklog.
+    pub fn create_backlog(&self, offset: u64, size: usize) {
+        let mut inner = self.lock();
+        if !self.active() {
+            inner.backlog = VecDeque::new();
+            inner.first_offset = offset + 1;
+            inner.db = None;
+            inner.size = size.max(1);
+            self.active.store(true, Release);
+        }
+    }
+
+    /// `repl-backlog-size` changed.
+    pub fn resize(&self, size: usize) {
+        let mut inner = self.lock();
+        inner.size = size.max(1);
+        trim(&mut inner);
+    }
+
+    /// Drop the backlog (REPLICAOF makes this server a replica, or its TTL ran
+    /// out with no replica): shards stop recording.
+    pub fn free_backlog(&self) {
+        let mut inner = self.lock();
+        self.active.store(false, Release);
+        inner.backlog = VecDeque::new();
+        inner.db = None;
+    }
+
+    /// Append a shard's records; `offset` is `master_repl_offset`, moved under
+    /// the lock. Returns false when nothing was appended.
+    pub fn append(&self, flushed: Flushed, offset: &AtomicU64) -> bool {
+        if !self.active() {
+            return false;
+        }
+        let mut inner = self.lock();
+        append_locked(&mut inner, flushed, offset);
+        true
+    }
+
+    /// A command of the server itself (PING to replicas, REPLCONF GETACK), in
+    /// whatever database the stream is in.
+    pub fn append_command(&self, args: &[&[u8]], offset: &AtomicU64) {
+        if !self.active() {
+            return;
+        }
+        let mut inner = self.lock();
+        let mut bytes = Vec::new();
+        feed::encode(&mut bytes, args);
+        push(&mut inner, &bytes, offset);
+    }
+
+    /// WAIT wants acknowledgements now.
+    pub fn request_getack(&self) {
+        self.getack.store(true, Relaxed);
+    }
+
+    pub fn take_getack(&self) -> bool {
+        self.getack.swap(false, Relaxed)
+    }
+
+    /// The bytes after `sent` up to the end, appended to `out` (at most
+    /// `max_bytes`); the new `sent`. `None`: `sent` fell out of the backlog.
+    pub fn copy_since(&self, sent: u64, out: &mut Vec<u8>, max_bytes: usize) -> Option<u64> {
+        let inner = self.lock();
+        let end = inner.first_offset + inner.backlog.len() as u64;
+        // `end` is one past the last byte's offset; `sent` counts bytes.
+        let from = sent + 1;
+        if from < inner.first_offset || from > end {
+            return None;
+        }
+        let skip = (from - inner.first_offset) as usize;
+        let take = ((end - from) as usize).min(max_bytes);
+        let (a, b) = inner.backlog.as_slices();
+        let mut left = take;
+        let mut at = skip;
+        for slice in [a, b] {
+            if at >= slice.len() {
+                at -= slice.len();
+                continue;
+            }
+            let n = (slice.len() - at).min(left);
+            out.extend_from_slice(&slice[at..at + n]);
+            left -= n;
+            at = 0;
+            if left == 0 {
+                break;
+            }
+        }
+        Some(sent + take as u64)
+    }
+
+    /// A partial resync from `next` (the first byte the replica needs) is
+    /// possible: the backlog holds it (or it is the next byte to come).
+    pub fn can_continue(&self, next: u64, offset: u64) -> bool {
+        if !self.active() {
+            return false;
+        }
+        let inner = self.lock();
+        next >= inner.first_offset && next <= offset + 1
+    }
+
+    /// INFO's backlog figures: active, first byte's offset, bytes held.
+    pub fn backlog_info(&self) -> (bool, u64, usize) {
+        let inner = self.lock();
+        (self.active(), inner.first_offset, inner.backlog.len())
+    }
+
+    /// A replica attached on shard `host`.
+    pub fn attach(&self, info: ReplicaInfo) {
+        let mut inner = self.lock();
+        let host = info.host;
+        inner.replicas.retain(|r| r.client_id != info.client_id);
+        inner.replicas.push(info);
+        self.hosts.fetch_or(1u64 << (host % 64), Relaxed);
+        self.connected.store(inner.replicas.len(), Relaxed);
+    }
+
+    /// A replica went away.
+    pub fn detach(&self, client_id: u64, now_ms: u64) {
+        let mut inner = self.lock();
+        inner.replicas.retain(|r| r.client_id != client_id);
+        let mut hosts = 0;
+        for r in &inner.replicas {
+            hosts |= 1u64 << (r.host % 64);
+        }
+        self.hosts.store(hosts, Relaxed);
+        self.connected.store(inner.replicas.len(), Relaxed);
+        if inner.replicas.is_empty() {
+            inner.alone_since_ms = now_ms;
+        }
+    }
+
+    /// A replica's state changed (`online` after its RDB).
+    pub fn set_state(&self, client_id: u64, state: &'static str, now_ms: u64) {
+        let mut inner = self.lock();
+        if let Some(r) = inner.replicas.iter_mut().find(|r| r.client_id == client_id) {
+            r.state = state;
+            r.last_ack_ms = now_ms;
+        }
+    }
+
+    /// `REPLCONF ACK <offset>` from a replica.
+    pub fn acked(&self, client_id: u64, offset: u64, now_ms: u64) {
+        let mut inner = self.lock();
+        if let Some(r) = inner.replicas.iter_mut().find(|r| r.client_id == client_id) {
+            r.ack_offset = r.ack_offset.max(offset);
+            r.last_ack_ms = now_ms;
+        }
+    }
+
+    /// Replicas that acknowledged `offset` or more (WAIT).
+    pub fn acked_at_least(&self, offset: u64) -> usize {
+        let inner = self.lock();
+        inner
+            .replicas
+            .iter()
+            .filter(|r| r.state == "online" && r.ack_offset >= offset)
+            .count()
+    }
+
+    /// Online replicas heard from within `max_lag_s` seconds (min-replicas).
+    pub fn good_replicas(&self, now_ms: u64, max_lag_s: u64) -> usize {
+        let inner = self.lock();
+        inner
+            .replicas
+            .iter()
+            .filter(|r| {
+                r.state == "online" && now_ms.saturating_sub(r.last_ack_ms) / 1000 <= max_lag_s
+            })
+            .count()
+    }
+
+    /// A copy of the replicas (INFO, ROLE).
+    pub fn replicas(&self) -> Vec<ReplicaInfo> {
+        self.lock().replicas.clone()
+    }
+
+    /// How long no replica has been attached (0 while one is).
+    pub fn alone_since_ms(&self) -> u64 {
+        let inner = self.lock();
+        match inner.replicas.is_empty() {
+            true => inner.alone_since_ms,
+            false => 0,
+        }
+    }
+
+    /// Ask every shard to cut for a full sync; `None` while another sync runs.
+    pub fn request_sync(&self, shards: usize) -> Option<Arc<SyncJob>> {
+        let mut inner = self.lock();
+        if inner.sync.is_some() {
+            return None;
+        }
+        inner.next_sync_id += 1;
+        let job = Arc::new(SyncJob {
+            id: inner.next_sync_id,
+            offset: AtomicU64::new(0),
+            cut_done: AtomicBool::new(false),
+            parts: (0..shards).map(|_| Mutex::default()).collect(),
+            abandoned: AtomicBool::new(false),
+        });
+        inner.sync = Some(job.clone());
+        inner.cut = Some(Cut {
+            job: job.clone(),
+            by: vec![false; shards],
+            count: 0,
+        });
+        self.cutting.store(true, Release);
+        Some(job)
+    }
+
+    /// The sync `id` ended (sent, failed or abandoned): the next may start.
+    pub fn sync_ended(&self, id: u64) {
+        let mut inner = self.lock();
+        if inner.sync.as_ref().is_some_and(|j| j.id == id) {
+            if let Some(job) = inner.sync.take() {
+                job.abandoned.store(true, Relaxed);
+            }
+            if inner.cut.as_ref().is_some_and(|c| c.job.id == id) {
+                inner.cut = None;
+                self.cutting.store(false, Release);
+            }
+        }
+    }
+
+    /// Shard `shard`'s cut, if a cut waits for it: its pending records are
+    /// appended and `begin` (its snapshot) runs under the lock. Returns the job
+    /// it cut for.
+    pub fn cut(
+        &self,
+        shard: usize,
+        feed: &mut super::feed::Feed,
+        offset: &AtomicU64,
+        begin: impl FnOnce(),
+    ) -> Option<Arc<SyncJob>> {
+        let mut inner = self.lock();
+        let cut = inner.cut.as_ref()?;
+        if cut.by[shard] {
+            return None;
+        }
+        if let Some(flushed) = feed.take() {
+            append_locked(&mut inner, flushed, offset);
+        }
+        begin();
+        let cut = inner.cut.as_mut().expect("checked above");
+        cut.by[shard] = true;
+        cut.count += 1;
+        let job = cut.job.clone();
+        if cut.count == cut.by.len() {
+            job.offset.store(offset.load(Relaxed), Relaxed);
+            job.cut_done.store(true, Release);
+            inner.cut = None;
+            // A replica that loads an RDB starts in no database.
+            inner.db = None;
+            self.cutting.store(false, Release);
+        }
+        Some(job)
+    }
+
+    /// This shard cut already and others have not: its records must wait.
+    pub fn holding(&self, shard: usize) -> bool {
+        if !self.cutting() {
+            return false;
+        }
+        let inner = self.lock();
+        inner.cut.as_ref().is_some_and(|c| c.by[shard])
+    }
+}
+
+fn append_locked(inner: &mut Inner, flushed: Flushed, offset: &AtomicU64) {
+    if inner.db != Some(flushed.first_db) {
+        let db = flushed.first_db.to_string();
+        let mut select = Vec::new();
+        feed::encode(&mut select, &[b"SELECT", db.as_bytes()]);
+        push(inner, &select, offset);
+    }
+    push(inner, &flushed.bytes, offset);
+    inner.db = Some(flushed.last_db);
+}
+
+fn push(inner: &mut Inner, bytes: &[u8], offset: &AtomicU64) {
+    inner.backlog.extend(bytes);
+    offset.fetch_add(bytes.len() as u64, Relaxed);
+    trim(inner);
+}
+
+fn trim(inner: &mut Inner) {
+    let over = inner.backlog.len().saturating_sub(inner.size);
+    if over > 0 {
+        inner.backlog.drain(..over);
+        inner.first_offset += over as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flushed(bytes: &[u8], db: usize) -> Flushed {
+        Flushed {
+            bytes: bytes.to_vec(),
+            first_db: db,
+            last_db: db,
+        }
+    }
+
+    #[test]
+    fn backlog_keeps_the_last_bytes_and_selects() {
+        let p = Primary::default();
+        let offset = AtomicU64::new(100);
+        p.create_backlog(100, 64);
+        assert!(p.append(flushed(b"abc", 0), &offset));
+        let select0 = b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n".len() as u64;
+        assert_eq!(offset.load(Relaxed), 100 + select0 + 3);
+        assert!(p.append(flushed(b"def", 0), &offset));
+        let mut out = Vec::new();
+        let end = offset.load(Relaxed);
+        assert_eq!(p.copy_since(end - 6, &mut out, 100), Some(end));
+        assert_eq!(out, b"abcdef");
+        // Overrun: the first bytes are gone.
+        p.append(flushed(&[b'x'; 70], 0), &offset);
+        assert_eq!(p.copy_since(100, &mut Vec::new(), 10), None);
+        let (_, first, len) = p.backlog_info();
+        assert_eq!(len, 64);
+        assert_eq!(first + 64, offset.load(Relaxed) + 1);
+        assert!(p.can_continue(offset.load(Relaxed) + 1, offset.load(Relaxed)));
+    }
+
+    #[test]
+    fn the_cut_offset_is_the_end_when_the_last_shard_cuts() {
+        let p = Primary::default();
+        let offset = AtomicU64::new(0);
+        p.create_backlog(0, 1 << 20);
+        let job = p.request_sync(2).unwrap();
+        assert!(p.request_sync(2).is_none(), "one sync at a time");
+        let mut feed = super::super::feed::Feed::default();
+        feed.set_on(true);
+        feed.record(0, &mut [&b"a"[..]].into_iter());
+        assert!(p.cut(0, &mut feed, &offset, || {}).is_some());
+        assert!(feed.is_empty());
+        assert!(p.holding(0) && !p.holding(1));
+        assert_eq!(job.offset(), None);
+        p.append(flushed(b"bb", 0), &offset);
+        assert!(
+            p.cut(0, &mut feed, &offset, || {}).is_none(),
+            "once per shard"
+        );
+        p.cut(1, &mut feed, &offset, || {});
+        assert_eq!(job.offset(), Some(offset.load(Relaxed)));
+        assert!(!p.cutting() && !p.holding(0));
+        p.sync_ended(job.id);
+        assert!(p.request_sync(2).is_some());
+    }
+}

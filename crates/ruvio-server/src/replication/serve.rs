@@ -1,0 +1,89 @@
+//! What one shard holds of being a primary: its [`Feed`], its snapshot for a full
+//! sync in progress, the replicas whose connections it hosts, and the WAIT calls
+//! of its clients. The loop's step over them is `shard::primary`, which owns the
+//! connections; the server-wide part is [`super::primary`].
+
+use super::feed::Feed;
+use super::primary::SyncJob;
+use ruvio_engine::rdb::file::Checksum;
+use ruvio_engine::snapshot::Snapshot;
+use std::sync::Arc;
+
+/// A shard's part (in `ShardCore`).
+#[derive(Default)]
+pub struct ShardPart {
+    pub feed: Feed,
+    /// This shard's snapshot for the full sync under way.
+    pub snapshot: Option<SyncSnapshot>,
+    /// Replicas connected to this shard.
+    pub hosted: Vec<Hosted>,
+    /// Clients in WAIT.
+    pub waiters: Vec<WaitFor>,
+}
+
+impl ShardPart {
+    /// Nothing to step: no replica here, no snapshot, no WAIT.
+    pub fn idle(&self) -> bool {
+        self.snapshot.is_none() && self.hosted.is_empty() && self.waiters.is_empty()
+    }
+
+    /// The loop must not sleep: RDB bytes are being made or sent.
+    pub fn busy(&self) -> bool {
+        self.snapshot.is_some()
+            || self
+                .hosted
+                .iter()
+                .any(|h| !matches!(h.phase, Phase::Online { .. }))
+    }
+}
+
+/// A shard's snapshot for a full sync: its keys go to the job's part.
+pub struct SyncSnapshot {
+    pub job: Arc<SyncJob>,
+    pub snapshot: Snapshot,
+}
+
+/// A replica whose connection this shard serves.
+pub struct Hosted {
+    /// Its connection (slab index, generation).
+    pub who: (u32, u32),
+    pub client_id: u64,
+    /// It takes the diskless form `$EOF:<mark>` (REPLCONF capa eof); otherwise
+    /// the RDB is gathered whole and sent as `$<length>`.
+    pub eof: bool,
+    /// SYNC (not PSYNC): no `+FULLRESYNC` line before the RDB.
+    pub old_sync: bool,
+    pub phase: Phase,
+}
+
+/// Where a replica is.
+pub enum Phase {
+    /// Waiting for a sync to start (another one runs) or for every shard's cut.
+    Cut(Option<Arc<SyncJob>>),
+    /// Sending the RDB: the shards' parts in order.
+    Rdb(Box<RdbSend>),
+    /// Following the stream: `sent` bytes of it are in its connection.
+    Online { sent: u64 },
+}
+
+/// An RDB on its way to a replica.
+pub struct RdbSend {
+    pub job: Arc<SyncJob>,
+    /// The part being sent.
+    pub part: usize,
+    pub checksum: Checksum,
+    /// The `$EOF:` mark, or the whole RDB gathered for the `$<length>` form.
+    pub mark: String,
+    pub whole: Vec<u8>,
+}
+
+/// A client in `WAIT numreplicas timeout`.
+pub struct WaitFor {
+    pub who: (u32, u32),
+    pub seq: u64,
+    /// The offset its writes reached.
+    pub offset: u64,
+    pub replicas: usize,
+    /// Unix ms it gives up at (0: never).
+    pub deadline_ms: u64,
+}

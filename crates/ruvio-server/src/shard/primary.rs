@@ -1,0 +1,426 @@
+//! The shard's part of being a primary (see `replication::primary`), once per
+//! loop iteration: record or stop recording writes, cut for a full sync, hand the
+//! iteration's records to the backlog, write a slice of this shard's RDB part,
+//! move RDB bytes and then the stream into the connections of the replicas this
+//! shard hosts, and answer WAIT. Shard 0's tick pings the replicas, frees a
+//! backlog nobody used for `repl-backlog-ttl`, and judges `min-replicas-to-write`.
+//!
+//! Here rather than in `replication` because it moves bytes into connections
+//! and drives the engine's snapshot, which only the shard owns.
+
+use super::Shard;
+use crate::net::conn::Conn;
+use crate::net::slab::Slab;
+use crate::replication::primary::{Primary, PART_CHUNKS_MAX};
+use crate::replication::serve::{Hosted, Phase, RdbSend, SyncSnapshot, WaitFor};
+use crate::shard::ShardCore;
+use ruvio_engine::rdb::file::{header, Checksum, END_OF_KEYS};
+use ruvio_engine::snapshot::Snapshot;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+/// Time a loop iteration spends writing its RDB part (as a BGSAVE slice).
+const SLICE: Duration = Duration::from_micros(250);
+/// Keys written between two looks at the clock.
+const KEYS_PER_STEP: usize = 256;
+/// Bytes of one chunk of a part.
+const CHUNK_BYTES: usize = 1 << 20;
+/// A replica's connection takes more RDB or stream bytes only while less than
+/// this waits to be sent to it.
+const UNSENT_MAX: usize = 8 << 20;
+/// Stream bytes moved into one replica's connection per iteration at most.
+const STREAM_STEP_BYTES: usize = 4 << 20;
+
+impl Shard {
+    /// Replication's step of the loop iteration: one load and branch while no
+    /// backlog exists and this shard serves no replica and no WAIT.
+    pub(super) fn primary_step(&mut self) {
+        let shared = &self.core.shared;
+        let active = shared.replication.primary.active();
+        if !active && self.core.replication.idle() {
+            if self.core.replication.feed.on() {
+                set_feeding(&mut self.core, false);
+            }
+            return;
+        }
+        let shared = shared.clone();
+        let primary = &shared.replication.primary;
+        let offset = shared.replication.offset_counter();
+        let core = &mut self.core;
+        if core.replication.feed.on() != active {
+            set_feeding(core, active);
+        }
+        if primary.cutting() && core.replication.snapshot.is_none() && !core.background_save.busy()
+        {
+            let (engine, now_ms) = (&mut core.engine, core.now_ms);
+            let mut begun = None;
+            let job = primary.cut(core.id, &mut core.replication.feed, offset, || {
+                begun = Some(Snapshot::begin(engine, now_ms))
+            });
+            if let (Some(job), Some(snapshot)) = (job, begun) {
+                core.lending.snapshot_taken();
+                core.replication.snapshot = Some(SyncSnapshot { job, snapshot });
+            }
+        }
+        let mut appended = false;
+        if !core.replication.feed.is_empty() && !primary.holding(core.id) {
+            if let Some(flushed) = core.replication.feed.take() {
+                appended = primary.append(flushed, offset);
+            }
+        }
+        if primary.take_getack() {
+            primary.append_command(&[b"REPLCONF", b"GETACK", b"*"], offset);
+            appended = true;
+        }
+        if appended {
+            wake_hosts(primary, Some(core.id));
+        }
+        write_part(core);
+        serve_replicas(core, &mut self.conns, primary, offset.load(Relaxed));
+        answer_waits(core, &mut self.conns, primary);
+    }
+
+    /// Hand this shard's records to the backlog now (before replies leave it).
+    /// Records made after this iteration's step wake this shard too, so its own
+    /// replicas get them without waiting for the tick.
+    pub(super) fn flush_feed(&mut self) {
+        if self.core.replication.feed.is_empty() {
+            return;
+        }
+        let shared = self.core.shared.clone();
+        let primary = &shared.replication.primary;
+        if primary.holding(self.core.id) {
+            return;
+        }
+        if let Some(flushed) = self.core.replication.feed.take() {
+            if primary.append(flushed, shared.replication.offset_counter()) {
+                wake_hosts(primary, None);
+            }
+        }
+    }
+
+    /// A replica here has stream bytes still to get: the loop must not sleep.
+    pub(super) fn replica_behind(&self) -> bool {
+        let hosted = &self.core.replication.hosted;
+        !hosted.is_empty() && {
+            let offset = self.core.shared.replication.offset();
+            hosted
+                .iter()
+                .any(|h| matches!(h.phase, Phase::Online { sent } if sent < offset))
+        }
+    }
+
+    /// Shard 0's once-a-tick duties.
+    pub(super) fn primary_tick(&mut self) {
+        let shared = self.core.shared.clone();
+        let state = &shared.replication;
+        let primary = &state.primary;
+        let now = self.core.now_ms;
+        if state.is_replica() {
+            // A replica serves no replicas of its own (chained replication is
+            // not built): its backlog and replicas go.
+            if primary.active() {
+                primary.free_backlog();
+            }
+            return;
+        }
+        let param = |name: &str| self.core.cfg.param(name).parse::<u64>().unwrap_or(0);
+        if primary.active() {
+            primary.resize(param("repl-backlog-size") as usize);
+        }
+        if primary.connected() > 0 {
+            let period_ms = param("repl-ping-replica-period").max(1) * 1000;
+            if now >= self.next_replica_ping_ms {
+                if self.next_replica_ping_ms != 0 {
+                    primary.append_command(&[b"PING"], state.offset_counter());
+                    wake_hosts(primary, Some(self.core.id));
+                }
+                self.next_replica_ping_ms = now + period_ms;
+            }
+        } else {
+            self.next_replica_ping_ms = 0;
+            let ttl_ms = param("repl-backlog-ttl") * 1000;
+            let alone = primary.alone_since_ms();
+            if primary.active() && ttl_ms > 0 && alone != 0 && now.saturating_sub(alone) > ttl_ms {
+                primary.free_backlog();
+            }
+        }
+        let (min_to_write, max_lag) = (
+            param("min-replicas-to-write"),
+            param("min-replicas-max-lag"),
+        );
+        let refused = min_to_write > 0
+            && max_lag > 0
+            && (primary.good_replicas(now, max_lag) as u64) < min_to_write;
+        state.set_writes_refused(refused);
+    }
+}
+
+/// Record writes for the backlog, or stop; expired keys are reported by the
+/// engine while recording (replicas get their DELs) or notifications want them.
+fn set_feeding(core: &mut ShardCore, on: bool) {
+    core.replication.feed.set_on(on);
+    let flags = core.cfg.notify_keyspace_events;
+    core.engine
+        .record_expired(crate::messaging::notify::expiry_wanted(flags) || on);
+}
+
+/// Wake the shards hosting replicas (but `me`, whose own step comes next).
+fn wake_hosts(primary: &Primary, me: Option<usize>) {
+    let me = me.map_or(0, |me| 1u64 << (me % 64));
+    let hosts = primary.hosts() & !me;
+    for shard in 0..64 {
+        if hosts & (1 << shard) != 0 {
+            crate::mesh::forward::ring(shard);
+        }
+    }
+}
+
+/// A slice of this shard's RDB part for the sync under way.
+fn write_part(core: &mut ShardCore) {
+    let Some(mut sync) = core.replication.snapshot.take() else {
+        return;
+    };
+    if sync.job.abandoned.load(Relaxed) {
+        let _ = sync.snapshot.end(&mut core.engine);
+        return;
+    }
+    let began = Instant::now();
+    loop {
+        if sync.job.part(core.id).chunks.len() >= PART_CHUNKS_MAX {
+            break;
+        }
+        let mut chunk = Vec::with_capacity(CHUNK_BYTES);
+        let mut done = false;
+        while chunk.len() < CHUNK_BYTES && began.elapsed() < SLICE {
+            if sync
+                .snapshot
+                .step(&mut core.engine, &mut chunk, KEYS_PER_STEP)
+            {
+                done = true;
+                break;
+            }
+        }
+        let job = sync.job.clone();
+        let mut part = job.part(core.id);
+        if !chunk.is_empty() {
+            part.chunks.push_back(chunk);
+        }
+        if done {
+            if let Err(e) = sync.snapshot.end(&mut core.engine) {
+                part.failed = Some(e);
+            }
+            part.done = true;
+            return;
+        }
+        if began.elapsed() >= SLICE {
+            break;
+        }
+    }
+    core.replication.snapshot = Some(sync);
+}
+
+/// Move RDB bytes and stream bytes into the connections of this shard's replicas.
+fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary, offset: u64) {
+    if core.replication.hosted.is_empty() {
+        return;
+    }
+    let is_replica = core.shared.replication.is_replica();
+    let shards = core.topo.nodes.len();
+    let mut hosted = std::mem::take(&mut core.replication.hosted);
+    hosted.retain_mut(|h| {
+        let Some(conn) = conns.get_mut(h.who.0, h.who.1) else {
+            gone(primary, h, core.now_ms);
+            return false;
+        };
+        if conn.client.closing || conn.client.killed || is_replica {
+            conn.client.closing = true;
+            core.dirty.push(h.who);
+            gone(primary, h, core.now_ms);
+            return false;
+        }
+        let kept = step_replica(core, conn, h, primary, shards, offset);
+        if !kept {
+            conn.client.closing = true;
+            conn.client.killed = true;
+            gone(primary, h, core.now_ms);
+        }
+        core.dirty.push(h.who);
+        kept
+    });
+    core.replication.hosted = hosted;
+}
+
+/// A replica's connection went away: the server forgets it, and its sync.
+fn gone(primary: &Primary, h: &Hosted, now_ms: u64) {
+    primary.detach(h.client_id, now_ms);
+    match &h.phase {
+        Phase::Cut(Some(job)) => primary.sync_ended(job.id),
+        Phase::Rdb(send) => primary.sync_ended(send.job.id),
+        _ => {}
+    }
+}
+
+fn unsent(conn: &Conn) -> usize {
+    conn.replies.pending_bytes() + conn.sending.len().saturating_sub(conn.send_offset)
+}
+
+/// One replica's step; false when its connection must close.
+fn step_replica(
+    core: &mut ShardCore,
+    conn: &mut Conn,
+    h: &mut Hosted,
+    primary: &Primary,
+    shards: usize,
+    offset: u64,
+) -> bool {
+    let now = core.now_ms;
+    loop {
+        match &mut h.phase {
+            Phase::Cut(None) => match primary.request_sync(shards) {
+                Some(job) => h.phase = Phase::Cut(Some(job)),
+                None => return true,
+            },
+            Phase::Cut(Some(job)) => {
+                let Some(at) = job.offset() else {
+                    return true;
+                };
+                let replid = core.shared.replication.ids().replid;
+                let mark = crate::replication::state::new_replid();
+                let out = conn.replies.sink();
+                if !h.old_sync {
+                    out.extend_from_slice(format!("+FULLRESYNC {replid} {at}\r\n").as_bytes());
+                }
+                crate::serverlog::log(
+                    crate::serverlog::Level::Notice,
+                    &format!(
+                        "Starting BGSAVE for SYNC with target: replicas sockets (offset {at})"
+                    ),
+                );
+                let mut send = RdbSend {
+                    job: job.clone(),
+                    part: 0,
+                    checksum: Checksum::default(),
+                    mark,
+                    whole: Vec::new(),
+                };
+                if h.eof {
+                    out.extend_from_slice(format!("$EOF:{}\r\n", send.mark).as_bytes());
+                }
+                let mut head = header(ruvio_engine::rdb::RDB_VERSION);
+                head.extend_from_slice(&ruvio_engine::scripting::functions::rdb_records());
+                rdb_bytes(conn, h.eof, &mut send, &head);
+                primary.set_state(h.client_id, "send_bulk", now);
+                h.phase = Phase::Rdb(Box::new(send));
+            }
+            Phase::Rdb(send) => {
+                while unsent(conn) < UNSENT_MAX {
+                    let job = send.job.clone();
+                    if send.part == shards {
+                        let mut tail = vec![END_OF_KEYS];
+                        rdb_bytes(conn, h.eof, send, &tail);
+                        tail = std::mem::take(&mut send.checksum).finish().to_vec();
+                        let out = conn.replies.sink();
+                        if h.eof {
+                            out.extend_from_slice(&tail);
+                            out.extend_from_slice(send.mark.as_bytes());
+                        } else {
+                            send.whole.extend_from_slice(&tail);
+                            out.extend_from_slice(format!("${}\r\n", send.whole.len()).as_bytes());
+                            out.append(&mut send.whole);
+                        }
+                        let at = job.offset().unwrap_or(offset);
+                        primary.sync_ended(job.id);
+                        primary.set_state(h.client_id, "online", now);
+                        crate::serverlog::log(
+                            crate::serverlog::Level::Notice,
+                            "Synchronization with replica succeeded",
+                        );
+                        h.phase = Phase::Online { sent: at };
+                        break;
+                    }
+                    let mut part = job.part(send.part);
+                    if let Some(e) = part.failed.take() {
+                        crate::serverlog::log(
+                            crate::serverlog::Level::Warning,
+                            &format!(
+                                "SYNC failed: shard {} could not write its keys: {e}",
+                                send.part
+                            ),
+                        );
+                        drop(part);
+                        primary.sync_ended(job.id);
+                        return false;
+                    }
+                    match part.chunks.pop_front() {
+                        Some(chunk) => {
+                            drop(part);
+                            rdb_bytes(conn, h.eof, send, &chunk);
+                        }
+                        None if part.done => send.part += 1,
+                        None => return true,
+                    }
+                }
+                if !matches!(h.phase, Phase::Online { .. }) {
+                    return true;
+                }
+            }
+            Phase::Online { sent } => {
+                if *sent >= offset || unsent(conn) >= UNSENT_MAX {
+                    return true;
+                }
+                let out = conn.replies.sink();
+                match primary.copy_since(*sent, out, STREAM_STEP_BYTES) {
+                    Some(now_sent) => *sent = now_sent,
+                    None => {
+                        crate::serverlog::log(
+                            crate::serverlog::Level::Warning,
+                            "Replica fell behind the replication backlog: disconnecting it",
+                        );
+                        return false;
+                    }
+                }
+                let limits = &core.cfg.client_output_buffer_limit;
+                let closed =
+                    crate::net::outlimit::enforce(limits, now, &mut core.dirty, conn, h.who);
+                return !closed;
+            }
+        }
+    }
+}
+
+/// RDB bytes for the replica: into its connection (diskless form) or gathered.
+fn rdb_bytes(conn: &mut Conn, eof: bool, send: &mut RdbSend, bytes: &[u8]) {
+    send.checksum.update(bytes);
+    match eof {
+        true => conn.replies.sink().extend_from_slice(bytes),
+        false => send.whole.extend_from_slice(bytes),
+    }
+}
+
+/// Answer the WAIT calls that have their replicas or ran out of time.
+fn answer_waits(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary) {
+    if core.replication.waiters.is_empty() {
+        return;
+    }
+    let now = core.now_ms;
+    let waiters = std::mem::take(&mut core.replication.waiters);
+    let mut left = Vec::new();
+    for w in waiters {
+        let acked = primary.acked_at_least(w.offset);
+        if acked >= w.replicas || (w.deadline_ms != 0 && now >= w.deadline_ms) {
+            let reply = format!(":{acked}\r\n").into_bytes();
+            crate::mesh::gather::deliver(core, conns, w.who, w.seq, 0, reply);
+        } else {
+            left.push(w);
+        }
+    }
+    core.replication.waiters.append(&mut left);
+}
+
+/// WAIT that must wait: hold the client's reply until enough replicas
+/// acknowledged `offset` (asked for at once with `REPLCONF GETACK`).
+pub fn wait(core: &mut ShardCore, wait: WaitFor) {
+    core.shared.replication.primary.request_getack();
+    core.replication.waiters.push(wait);
+}

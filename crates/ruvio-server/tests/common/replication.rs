@@ -1,0 +1,144 @@
+//! Replication helpers shared by the tests of both directions: INFO
+//! replication's fields, a data set of every type, comparing two servers' keys.
+
+use super::*;
+use std::time::{Duration, Instant};
+
+pub fn words(s: &str) -> Vec<String> {
+    s.split(' ').map(str::to_owned).collect()
+}
+
+/// INFO replication as (field, value) pairs.
+pub fn replication(conn: &mut RawConn) -> Vec<(String, String)> {
+    let info = decode(&conn.cmd(&["INFO", "replication"])).text();
+    info.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
+}
+
+pub fn field(conn: &mut RawConn, name: &str) -> String {
+    replication(conn)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+        .unwrap_or_default()
+}
+
+/// Wait until `check` holds (polling), or fail with `what`.
+pub fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The primary's data: every type, small and big encodings, a TTL, a stream with
+/// a consumer group, keys in database 3.
+pub fn fill(primary: &mut RawConn) {
+    let mut commands = vec![
+        words("SET str hello"),
+        words("SET int 12345"),
+        words("RPUSH list a b 1 2"),
+        words("HSET hash f v g 1"),
+        words("ZADD zset 1 a 2.5 b"),
+        words("SADD intset 1 2 3 -9"),
+        words("SADD set x y z"),
+        words("SET ttl v PX 600000"),
+        words("XADD events 1-1 event added"),
+        words("XGROUP CREATE events workers 0"),
+        words("XREADGROUP GROUP workers w1 STREAMS events >"),
+        words("SELECT 3"),
+        words("RPUSH other x y"),
+        words("SET three 3"),
+        words("SELECT 0"),
+    ];
+    let mut big = |head: &str, n: usize, elem: &dyn Fn(usize) -> Vec<String>| {
+        let mut c = words(head);
+        (0..n).for_each(|i| c.extend(elem(i)));
+        commands.push(c);
+    };
+    big("RPUSH biglist", 2000, &|i| vec![format!("item-{i}")]);
+    big("HSET bighash", 500, &|i| {
+        vec![format!("f{i}"), format!("v{i}")]
+    });
+    big("ZADD bigzset", 300, &|i| {
+        vec![format!("{}", i as f64 * 1.25), format!("m{i}")]
+    });
+    big("SADD bigset", 500, &|i| vec![format!("s{i}")]);
+    for i in 0..200 {
+        commands.push(words(&format!("SET key:{i} value-{i}")));
+    }
+    for c in commands {
+        let reply = primary.cmd(&c);
+        assert!(!reply.starts_with(b"-"), "{c:?}: {}", show(&reply));
+    }
+}
+
+/// Every key of databases 0-3 has the same type, value digest and TTL (to the
+/// second) on both servers, and neither has a key the other lacks.
+pub fn compare_all(primary: &Server, replica: &Server, when: &str) {
+    let (mut a, mut b) = (primary.raw(), replica.raw());
+    for db in ["0", "1", "2", "3"] {
+        a.cmd(&["SELECT", db]);
+        b.cmd(&["SELECT", db]);
+        let keys = |c: &mut RawConn| {
+            let Value::Array(items) = decode(&c.cmd(&["KEYS", "*"])) else {
+                panic!("KEYS");
+            };
+            let mut keys: Vec<String> = items.iter().map(Value::text).collect();
+            keys.sort();
+            keys
+        };
+        let (want, got) = (keys(&mut a), keys(&mut b));
+        let missing: Vec<&String> = want.iter().filter(|k| !got.contains(k)).collect();
+        let extra: Vec<&String> = got.iter().filter(|k| !want.contains(k)).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{when}: db {db} lacks {missing:?} and has {extra:?} too"
+        );
+        for key in &want {
+            for read in [vec!["TYPE", key], vec!["DEBUG", "DIGEST-VALUE", key]] {
+                assert_eq!(
+                    show(&b.cmd(&read)),
+                    show(&a.cmd(&read)),
+                    "{when}: {read:?} in db {db}"
+                );
+            }
+            let ttl = |c: &mut RawConn| match decode(&c.cmd(&["TTL", key])) {
+                Value::Int(s) => s,
+                other => panic!("TTL {key}: {other:?}"),
+            };
+            let (want, got) = (ttl(&mut a), ttl(&mut b));
+            assert!((want - got).abs() <= 1, "{when}: TTL {key} {got} vs {want}");
+        }
+    }
+}
+
+pub fn sync_counts(primary: &mut RawConn) -> (u64, u64) {
+    let info = decode(&primary.cmd(&["INFO", "stats"])).text();
+    let count = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (count("sync_full"), count("sync_partial_ok"))
+}
+
+pub fn follow(replica: &Server, primary: &Server) {
+    let port = primary.port().to_string();
+    let mut conn = replica.raw();
+    assert_eq!(conn.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+    assert_eq!(
+        conn.cmd(&["SLAVEOF", "127.0.0.1", &port]),
+        b"+OK Already connected to specified master\r\n"
+    );
+    wait_for("master_link_status:up", || {
+        field(&mut conn, "master_link_status") == "up"
+    });
+}

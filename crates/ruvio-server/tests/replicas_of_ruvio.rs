@@ -1,0 +1,223 @@
+//! Ruvio as a primary, on Redis's own replication protocol, forward mode with 1
+//! and 2 shards. A real redis-server 7.0 replica: `REPLICAOF` on the
+//! redis-server attaches it (PSYNC, a diskless full sync cut across the shards,
+//! then the stream), its data ends equal to Ruvio's after every kind of write
+//! (types, TTLs, SELECT, MULTI/EXEC, scripts, served blocking pops, keys
+//! expiring) under several writing clients, WAIT counts it, ROLE and INFO
+//! replication show it, a killed link continues with `+CONTINUE` (no second
+//! full sync), `min-replicas-to-write` refuses writes with Redis's text, and
+//! WAIT's errors are Redis's bytes. A Ruvio replica of a Ruvio primary (2
+//! shards each, over the same single stream): the same data after the load,
+//! promoted by REPLICAOF NO ONE with it.
+
+mod common;
+
+use common::replication::*;
+use common::*;
+use std::time::Duration;
+
+fn info_field(conn: &mut RawConn, section: &str, name: &str) -> String {
+    let info = decode(&conn.cmd(&["INFO", section])).text();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Writes of every kind from `clients` threads at once, `rounds` each.
+fn write_load(primary: &Server, clients: usize, rounds: usize) {
+    let threads: Vec<_> = (0..clients)
+        .map(|t| {
+            let mut c = primary.raw();
+            std::thread::spawn(move || {
+                for i in 0..rounds {
+                    let k = |name: &str| format!("{name}:{t}:{}", i % 37);
+                    let commands = vec![
+                        vec!["SET".into(), k("s"), format!("v{i}")],
+                        vec!["SET".into(), k("ttl"), "x".into(), "EX".into(), "500".into()],
+                        vec!["SET".into(), k("gone"), "x".into(), "PX".into(), "30".into()],
+                        vec!["INCRBYFLOAT".into(), k("f"), "1.5".into()],
+                        vec!["RPUSH".into(), k("l"), format!("{i}")],
+                        vec!["HSET".into(), k("h"), format!("f{}", i % 5), format!("{i}")],
+                        vec!["SADD".into(), k("set"), format!("m{}", i % 11)],
+                        vec!["ZINCRBY".into(), k("z"), "2".into(), format!("m{}", i % 7)],
+                        vec!["XADD".into(), k("x"), "*".into(), "i".into(), format!("{i}")],
+                        vec!["SPOP".into(), k("set")],
+                        vec![
+                            "EVAL".into(),
+                            "redis.call('incr', KEYS[1]); return redis.call('lpush', KEYS[2], ARGV[1])"
+                                .into(),
+                            "2".into(),
+                            format!("{{t{t}}}a"),
+                            format!("{{t{t}}}b"),
+                            format!("{i}"),
+                        ],
+                    ];
+                    for command in &commands {
+                        let reply = c.cmd(command);
+                        assert!(!reply.starts_with(b"-"), "{command:?}: {}", show(&reply));
+                    }
+                    c.cmd(&["MULTI"]);
+                    c.cmd(&["SET", &format!("{{tx{t}}}a"), &i.to_string()]);
+                    c.cmd(&["INCR", &format!("{{tx{t}}}n")]);
+                    c.cmd(&["SELECT", "2"]);
+                    c.cmd(&["LPUSH", &format!("db2:{t}"), &i.to_string()]);
+                    c.cmd(&["SELECT", "0"]);
+                    let exec = c.cmd(&["EXEC"]);
+                    assert!(exec.starts_with(b"*5"), "EXEC: {}", show(&exec));
+                }
+            })
+        })
+        .collect();
+    // A blocking pop served by another client's push: replicated as a plain pop.
+    let mut waiter = primary.raw();
+    waiter.send(&encode(&["BLPOP", "queue", "5"]));
+    std::thread::sleep(Duration::from_millis(50));
+    primary.raw().cmd(&["RPUSH", "queue", "job1", "job2"]);
+    assert!(show(&waiter.read_reply()).contains("job1"));
+    for t in threads {
+        t.join().expect("writer");
+    }
+}
+
+fn attach(replica: &Server, primary: &Server) {
+    follow(replica, primary);
+    let mut p = primary.raw();
+    wait_for("the replica online", || {
+        info_field(&mut p, "replication", "slave0").contains("state=online")
+    });
+}
+
+fn redis_replica_of_ruvio(shards: usize) {
+    let primary = Server::ruvio(PortMode::Forward, shards);
+    let mut p = primary.raw();
+    fill(&mut p);
+    let replica = Server::redis();
+    attach(&replica, &primary);
+    assert_eq!(sync_counts(&mut p), (1, 0));
+    compare_all(&primary, &replica, "after the full sync");
+
+    write_load(&primary, 4, 150);
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    // Keys written with PX 30 expired on the primary: their DELs reached it.
+    std::thread::sleep(Duration::from_millis(100));
+    p.cmd(&["SCAN", "0", "COUNT", "100000"]);
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    compare_all(&primary, &replica, "after the load");
+
+    // The offsets agree, and ROLE and INFO name the replica.
+    let mut r = replica.raw();
+    let offset = field(&mut p, "master_repl_offset");
+    wait_for("the replica's offset", || {
+        field(&mut r, "slave_repl_offset") == offset
+    });
+    let role = decode(&p.cmd(&["ROLE"]));
+    let Value::Array(role) = role else {
+        panic!("ROLE: {role:?}")
+    };
+    assert_eq!(role[0].text(), "master");
+    assert_eq!(field(&mut p, "connected_slaves"), "1");
+    assert_eq!(field(&mut p, "repl_backlog_active"), "1");
+    assert_eq!(
+        field(&mut p, "master_replid"),
+        field(&mut r, "master_replid")
+    );
+
+    // The link killed: the replica continues from the backlog.
+    let killed = p.cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
+    assert_eq!(killed, b":1\r\n");
+    p.cmd(&["SET", "after-kill", "1"]);
+    wait_for("the replica back online", || {
+        info_field(&mut p, "replication", "slave0").contains("state=online")
+    });
+    assert_eq!(sync_counts(&mut p), (1, 1), "a partial resync, no full one");
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    compare_all(&primary, &replica, "after the partial resync");
+
+    // min-replicas-to-write: two are wanted, one is there.
+    p.cmd(&["CONFIG", "SET", "min-replicas-to-write", "2"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        p.cmd(&["SET", "k", "v"]),
+        b"-NOREPLICAS Not enough good replicas to write.\r\n"
+    );
+    assert_eq!(p.cmd(&["GET", "after-kill"]), b"$1\r\n1\r\n");
+    p.cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(p.cmd(&["SET", "k", "v"]), b"+OK\r\n");
+}
+
+#[test]
+fn redis_replica_of_ruvio_1_shard() {
+    if require_redis_server("redis_replica_of_ruvio_1_shard").is_none() {
+        return;
+    }
+    redis_replica_of_ruvio(1);
+}
+
+#[test]
+fn redis_replica_of_ruvio_2_shards() {
+    if require_redis_server("redis_replica_of_ruvio_2_shards").is_none() {
+        return;
+    }
+    redis_replica_of_ruvio(2);
+}
+
+/// WAIT's replies and errors without replicas, byte for byte with a Redis primary.
+#[test]
+fn wait_replies_as_redis() {
+    if require_redis_server("wait_replies_as_redis").is_none() {
+        return;
+    }
+    let (ruvio, redis) = (Server::ruvio(PortMode::Forward, 2), Server::redis());
+    let (mut a, mut b) = (ruvio.raw(), redis.raw());
+    for command in [
+        vec!["WAIT", "0", "0"],
+        vec!["WAIT", "1", "10"],
+        vec!["WAIT", "x", "0"],
+        vec!["WAIT", "1", "-1"],
+        vec!["WAIT", "1", "1.5"],
+        vec!["WAIT", "1"],
+        vec!["ROLE"],
+    ] {
+        let want = b.cmd(&command);
+        let got = a.cmd(&command);
+        if command[0] == "ROLE" {
+            // The offsets differ: the shapes are Redis's.
+            assert_eq!(show(&got[..10]), show(&want[..10]), "{command:?}");
+            continue;
+        }
+        assert_eq!(show(&got), show(&want), "{command:?}");
+    }
+    a.cmd(&["MULTI"]);
+    b.cmd(&["MULTI"]);
+    for c in [&mut a, &mut b] {
+        c.cmd(&["WAIT", "1", "0"]);
+    }
+    assert_eq!(
+        show(&a.cmd(&["EXEC"])),
+        show(&b.cmd(&["EXEC"])),
+        "WAIT in MULTI"
+    );
+}
+
+#[test]
+fn ruvio_replica_of_ruvio() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut p = primary.raw();
+    fill(&mut p);
+    let replica = Server::ruvio(PortMode::Forward, 2);
+    attach(&replica, &primary);
+    compare_all(&primary, &replica, "after the full sync");
+    write_load(&primary, 3, 100);
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    compare_all(&primary, &replica, "after the load");
+    let mut r = replica.raw();
+    let offset = field(&mut p, "master_repl_offset");
+    wait_for("the replica's offset", || {
+        field(&mut r, "slave_repl_offset") == offset
+    });
+    assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    assert_eq!(r.cmd(&["SET", "promoted", "yes"]), b"+OK\r\n");
+    assert_eq!(field(&mut r, "role"), "master");
+}
