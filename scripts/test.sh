@@ -45,9 +45,14 @@ command -v chromium >/dev/null 2>&1 || apt_packages+=(chromium)
 # The keyspace and collection tests also run under valgrind's memcheck.
 command -v valgrind >/dev/null 2>&1 || apt_packages+=(valgrind)
 command -v openssl >/dev/null 2>&1 || apt_packages+=(openssl)
+# Sentinel fails Ruvio primaries over (tests/python/test_sentinel.py).
+command -v redis-sentinel >/dev/null 2>&1 || apt_packages+=(redis-sentinel)
+# The metrics endpoint is scraped by the real exporter and Prometheus (tests/metrics_endpoint.rs).
+command -v prometheus >/dev/null 2>&1 || apt_packages+=(prometheus)
+command -v prometheus-redis-exporter >/dev/null 2>&1 || apt_packages+=(prometheus-redis-exporter)
 if ! command -v python3 >/dev/null 2>&1; then
     apt_packages+=(python3 python3-pip)
-elif ! python3 -c 'import redis, pytest' 2>/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then
+elif ! python3 -c 'import redis, pytest, prometheus_client' 2>/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then
     apt_packages+=(python3-pip)
 fi
 # The Node.js client tests (tests/node: ioredis, BullMQ).
@@ -59,11 +64,11 @@ if [ "${#apt_packages[@]}" -gt 0 ]; then
     as_root apt-get update -q
     as_root apt-get install -y -q --no-install-recommends "${apt_packages[@]}"
 fi
-if ! python3 -c 'import redis, pytest' 2>/dev/null; then
-    step "pip install redis pytest"
+if ! python3 -c 'import redis, pytest, prometheus_client' 2>/dev/null; then
+    step "pip install redis pytest prometheus_client"
     # Debian's own python refuses plain pip installs (PEP 668); fall back to the flag.
-    python3 -m pip install -q "redis>=5" pytest \
-        || python3 -m pip install -q --break-system-packages "redis>=5" pytest
+    python3 -m pip install -q "redis>=5" pytest prometheus_client \
+        || python3 -m pip install -q --break-system-packages "redis>=5" pytest prometheus_client
 fi
 redis-server --version
 python3 -c 'import redis, pytest; print("redis-py", redis.__version__, "pytest", pytest.__version__)'
