@@ -30,6 +30,16 @@ A user restricted by ACL against `default` (keys under app:, warmed there):
     --server 'restricted=target/release/ruvio --port {port} --shards 1 --cpus 0' \
     --after-start 'restricted=ACL SETUSER default resetkeys ~app:* nocommands +@read +@write -@dangerous +evalsha'
 
+With a replica attached to some servers for the whole run (`--replica NAME=COMMAND`,
+pinned to the generator's CPU), the cost of replication against Redis's:
+  scripts/burst_ab.py -t set -c 50 -P 16 \
+    --server 'ruvio=target/release/ruvio --port {port} --shards 1 --cpus 0' \
+    --server 'ruvio+replica=target/release/ruvio --port {port} --shards 1 --cpus 0' \
+    --server 'redis=redis-server --port {port} --save "" --appendonly no' \
+    --server 'redis+replica=redis-server --port {port} --save "" --appendonly no' \
+    --replica 'ruvio+replica=redis-server --port {port} --save "" --appendonly no' \
+    --replica 'redis+replica=redis-server --port {port} --save "" --appendonly no'
+
 One binary with a setting on and off (`--after-start NAME=COMMAND`: a command sent
 to server NAME once it runs, e.g. CONFIG SET), the cost of latency tracking:
   scripts/burst_ab.py -t get,set \
@@ -47,6 +57,7 @@ import argparse
 import hashlib
 import subprocess
 import sys
+import time
 
 import benchlib as bl
 
@@ -78,6 +89,9 @@ def parse_args() -> argparse.Namespace:
                         "user may not write set's key:* keys")
     p.add_argument("--after-start", action="append", default=[], metavar="NAME=COMMAND",
                    help="a command (words split on spaces) sent to server NAME once it runs")
+    p.add_argument("--replica", action="append", default=[], metavar="NAME=COMMAND",
+                   help="a replica of server NAME for the whole run (COMMAND with {port}, {dir}; pinned to "
+                        "the generator's CPU), attached with REPLICAOF and online before the rounds")
     p.add_argument("--monitor", action="store_true",
                    help="attach a MONITOR client to every server for the whole run")
     p.add_argument("--out", default=str(bl.REPO_ROOT / "records"), help="directory for the JSON record")
@@ -117,6 +131,22 @@ def attach_monitor(port: int, cpus: str) -> subprocess.Popen:
     return subprocess.Popen(["taskset", "-c", cpus, sys.executable, "-c", MONITOR_DRAIN, str(port)])
 
 
+def attach_replica(primary: bl.ServerProcess, command: str, cpus: str) -> bl.ServerProcess:
+    """A replica of `primary` started from `command`, pinned to `cpus`, online (the
+    primary's INFO says so) before it returns."""
+    spec = bl.custom_server(f"replica-of-{primary.spec.name}={command}")
+    replica = bl.ServerProcess(spec, cpus).start()
+    replica.client().call("REPLICAOF", "127.0.0.1", str(primary.port))
+    deadline = time.time() + 60
+    while b"state=online" not in primary.client().call("INFO", "replication"):
+        if time.time() > deadline:
+            replica.stop()
+            raise RuntimeError(f"no replica of {primary.spec.name} online:\n{replica.log_tail()}")
+        time.sleep(0.1)
+    print(f"{primary.spec.name}: replica on port {replica.port} online", flush=True)
+    return replica
+
+
 def burst(args: argparse.Namespace, server: bl.ServerProcess, row: dict, seconds: float) -> dict:
     load = bl.Load(clients=args.clients, pipeline=args.pipeline, requests=10**12,
                    keyspace=args.keyspace, datasize=args.datasize)
@@ -139,6 +169,7 @@ def main() -> None:
     servers = [bl.ServerProcess(s, args.server_cpu) for s in specs]
     rounds = []
     monitors = []
+    replicas = []
     try:
         for server in servers:
             server.start()
@@ -149,6 +180,10 @@ def main() -> None:
                     print(f"{name}: {command} -> {server.client().call(*command.split())!r}", flush=True)
             if args.monitor:
                 monitors.append(attach_monitor(server.port, args.client_cpu))
+            for entry in args.replica:
+                name, _, command = entry.partition("=")
+                if name == server.spec.name:
+                    replicas.append(attach_replica(server, command, args.client_cpu))
         warm = {"command": args.warm_command.split()} if args.warm_command else {"test": "set"}
         for server in servers:
             burst(args, server, warm, args.warm)
@@ -162,6 +197,8 @@ def main() -> None:
     finally:
         for monitor in monitors:
             monitor.kill()
+        for replica in replicas:
+            replica.stop()
         for server in servers:
             server.stop()
     base = specs[0].name
