@@ -30,6 +30,8 @@ fn write_load(primary: &Server, clients: usize, rounds: usize) {
         .map(|t| {
             let mut c = primary.raw();
             std::thread::spawn(move || {
+                let group = ["XGROUP", "CREATE", &format!("grouped:{t}"), "g", "0", "MKSTREAM"];
+                assert_eq!(c.cmd(&group), b"+OK\r\n");
                 for i in 0..rounds {
                     let k = |name: &str| format!("{name}:{t}:{}", i % 37);
                     let commands = vec![
@@ -43,6 +45,18 @@ fn write_load(primary: &Server, clients: usize, rounds: usize) {
                         vec!["ZINCRBY".into(), k("z"), "2".into(), format!("m{}", i % 7)],
                         vec!["XADD".into(), k("x"), "*".into(), "i".into(), format!("{i}")],
                         vec!["SPOP".into(), k("set")],
+                        vec![
+                            "XREADGROUP".into(),
+                            "GROUP".into(),
+                            "g".into(),
+                            format!("c{t}"),
+                            "COUNT".into(),
+                            "2".into(),
+                            "STREAMS".into(),
+                            format!("grouped:{t}"),
+                            ">".into(),
+                        ],
+                        vec!["XADD".into(), format!("grouped:{t}"), "*".into(), "i".into(), format!("{i}")],
                         vec![
                             "EVAL".into(),
                             "redis.call('incr', KEYS[1]); return redis.call('lpush', KEYS[2], ARGV[1])"
@@ -220,4 +234,38 @@ fn ruvio_replica_of_ruvio() {
     assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
     assert_eq!(r.cmd(&["SET", "promoted", "yes"]), b"+OK\r\n");
     assert_eq!(field(&mut r, "role"), "master");
+}
+
+/// Keys evicted under `maxmemory` leave the replica too (their DELs are in the
+/// stream), so it holds exactly the primary's keys.
+#[test]
+fn evicted_keys_leave_the_replica() {
+    if require_redis_server("evicted_keys_leave_the_replica").is_none() {
+        return;
+    }
+    let limit = (8u64 << 20).to_string();
+    let args = ["--maxmemory", &limit, "--maxmemory-policy", "allkeys-lru"];
+    let primary = Server::ruvio_with(PortMode::Forward, 2, &args);
+    let replica = Server::redis();
+    attach(&replica, &primary);
+    let mut p = primary.raw();
+    let value = "v".repeat(1000);
+    for chunk in 0..40 {
+        let mut batch = Vec::new();
+        for i in 0..500 {
+            batch.extend(encode(&["SET", &format!("k{}", chunk * 500 + i), &value]));
+        }
+        p.send(&batch);
+        for _ in 0..500 {
+            p.read_reply();
+        }
+    }
+    assert_ne!(info_field(&mut p, "stats", "evicted_keys"), "0");
+    // At the limit any allocation (the comparison's own KEYS replies) evicts
+    // more: lift it, then compare.
+    assert_eq!(p.cmd(&["CONFIG", "SET", "maxmemory", "0"]), b"+OK\r\n");
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    let mut r = replica.raw();
+    assert_eq!(show(&r.cmd(&["DBSIZE"])), show(&p.cmd(&["DBSIZE"])));
+    compare_all(&primary, &replica, "after the evictions");
 }

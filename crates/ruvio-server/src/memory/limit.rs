@@ -1,7 +1,8 @@
 //! `maxmemory`: when the process's allocated bytes ([`crate::memory::alloc`]) less what the
 //! keyspaces will reuse before allocating again (free entry slots, values being
 //! freed) pass the limit, shards evict keys by `maxmemory-policy`, or refuse
-//! commands that may grow memory (`-OOM`) when nothing can be evicted.
+//! commands that may grow memory (`-OOM`) when nothing can be evicted. The
+//! replication backlog and replicas' output are not counted, as in Redis.
 //!
 //! The limit is the server's, not split per shard: every shard sees the same total
 //! and evicts from its own keyspace, but only while its dataset is at least its
@@ -21,10 +22,17 @@ use std::sync::atomic::Ordering::Relaxed;
 /// Keys one check may evict (Redis bounds an eviction cycle by time instead).
 const EVICT_PER_CHECK_MAX: usize = 256;
 
-/// Bytes counted against `maxmemory`.
+/// Bytes counted against `maxmemory`: what the keyspaces will not reuse, less
+/// the replication backlog and the replicas' output (Redis does not count them
+/// either: evicting keys cannot free them).
 pub fn used_for_limit(shared: &Shared) -> u64 {
     let reusable = shared.sum(|g| &g.reusable_bytes);
-    allocated_bytes().saturating_sub(reusable)
+    allocated_bytes().saturating_sub(reusable + not_counted(shared))
+}
+
+/// The backlog and the replicas' output bytes (INFO `mem_not_counted_for_evict`).
+pub fn not_counted(shared: &Shared) -> u64 {
+    shared.sum(|g| &g.replica_output_bytes) + shared.replication.primary.backlog_bytes()
 }
 
 /// Publish this shard's reusable bytes and evict while the server is over the

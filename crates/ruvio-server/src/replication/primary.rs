@@ -116,6 +116,8 @@ pub struct Primary {
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
     pub sync_partial_err: AtomicU64,
+    /// Bytes the backlog holds (not counted against `maxmemory`).
+    backlog_bytes: AtomicUsize,
     inner: Mutex<Inner>,
 }
 
@@ -143,6 +145,11 @@ impl Primary {
         self.connected.load(Relaxed)
     }
 
+    /// Bytes the backlog holds.
+    pub fn backlog_bytes(&self) -> u64 {
+        self.backlog_bytes.load(Relaxed) as u64
+    }
+
     /// Create the backlog (the first replica attaches), its first byte the one
     /// after `offset`, as Redis's createReplicationBacklog.
     pub fn create_backlog(&self, offset: u64, size: usize) {
@@ -161,6 +168,7 @@ impl Primary {
         let mut inner = self.lock();
         inner.size = size.max(1);
         trim(&mut inner);
+        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
     }
 
     /// Drop the backlog (REPLICAOF makes this server a replica, or its TTL ran
@@ -170,6 +178,7 @@ impl Primary {
         self.active.store(false, Release);
         inner.backlog = VecDeque::new();
         inner.db = None;
+        self.backlog_bytes.store(0, Relaxed);
     }
 
     /// Append a shard's records; `offset` is `master_repl_offset`, moved under
@@ -180,6 +189,7 @@ impl Primary {
         }
         let mut inner = self.lock();
         append_locked(&mut inner, flushed, offset);
+        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
         true
     }
 
@@ -193,6 +203,7 @@ impl Primary {
         let mut bytes = Vec::new();
         feed::encode(&mut bytes, args);
         push(&mut inner, &bytes, offset);
+        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
     }
 
     /// WAIT wants acknowledgements now.
@@ -385,6 +396,7 @@ impl Primary {
         }
         if let Some(flushed) = feed.take() {
             append_locked(&mut inner, flushed, offset);
+            self.backlog_bytes.store(inner.backlog.len(), Relaxed);
         }
         begin();
         let cut = inner.cut.as_mut().expect("checked above");

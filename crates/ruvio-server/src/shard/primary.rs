@@ -223,6 +223,10 @@ fn write_part(core: &mut ShardCore) {
 /// Move RDB bytes and stream bytes into the connections of this shard's replicas.
 fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary, offset: u64) {
     if core.replication.hosted.is_empty() {
+        let gauge = &core.shared.shards[core.id].replica_output_bytes;
+        if gauge.load(Relaxed) != 0 {
+            gauge.store(0, Relaxed);
+        }
         return;
     }
     let is_replica = core.shared.replication.is_replica();
@@ -248,6 +252,13 @@ fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primar
         core.dirty.push(h.who);
         kept
     });
+    let output: usize = hosted
+        .iter()
+        .filter_map(|h| conns.get_mut(h.who.0, h.who.1).map(|c| unsent(c)))
+        .sum();
+    core.shared.shards[core.id]
+        .replica_output_bytes
+        .store(output as u64, Relaxed);
     core.replication.hosted = hosted;
 }
 

@@ -128,6 +128,9 @@ pub struct ShardGauges {
     pub reusable_bytes: AtomicU64,
     /// Bytes of the shard's dataset, as its engine estimates them (see `memory`).
     pub dataset_bytes: AtomicU64,
+    /// Bytes waiting in the output of the replicas this shard serves (not counted
+    /// against `maxmemory`, as Redis's `freeMemoryGetNotCountedMemory`).
+    pub replica_output_bytes: AtomicU64,
     pub evicted_keys: AtomicU64,
     pub blocked_clients: AtomicU64,
     pub dirty: AtomicU64,
