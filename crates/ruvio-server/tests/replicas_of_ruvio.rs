@@ -269,3 +269,70 @@ fn evicted_keys_leave_the_replica() {
     assert_eq!(show(&r.cmd(&["DBSIZE"])), show(&p.cmd(&["DBSIZE"])));
     compare_all(&primary, &replica, "after the evictions");
 }
+
+/// A replica's side of the protocol by hand: PSYNC, the RDB skipped, then the
+/// stream's commands one by one.
+fn raw_replica(primary: &Server) -> RawConn {
+    let mut r = primary.raw();
+    assert_eq!(r.cmd(&["REPLCONF", "listening-port", "1"]), b"+OK\r\n");
+    assert_eq!(
+        r.cmd(&["REPLCONF", "capa", "eof", "capa", "psync2"]),
+        b"+OK\r\n"
+    );
+    r.send(&encode(&["PSYNC", "?", "-1"]));
+    let line = r.read_until(b"\r\n");
+    assert!(line.starts_with(b"+FULLRESYNC "), "{}", show(&line));
+    let eof = r.read_until(b"\r\n");
+    let mark = eof[5..eof.len() - 2].to_vec();
+    assert!(
+        eof.starts_with(b"$EOF:") && mark.len() == 40,
+        "{}",
+        show(&eof)
+    );
+    r.read_until(&mark);
+    r
+}
+
+/// The next command of the stream, PINGs and SELECTs skipped, as words.
+fn next_command(r: &mut RawConn) -> Vec<String> {
+    loop {
+        let Value::Array(words) = decode(&r.read_reply()) else {
+            panic!("not a command")
+        };
+        let words: Vec<String> = words.iter().map(Value::text).collect();
+        if !["PING", "SELECT"].contains(&words[0].to_uppercase().as_str()) {
+            return words;
+        }
+    }
+}
+
+/// A transaction and a script whose keys live on both shards reach the replica
+/// as one MULTI/EXEC each: a replica never shows half of them.
+#[test]
+fn cross_shard_transactions_replicate_as_one() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut stream = raw_replica(&primary);
+    let (a, b) = (key_on_shard("a", 0, 2), key_on_shard("b", 1, 2));
+    let mut c = primary.raw();
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", &a, "1"]);
+    c.cmd(&["INCR", &b]);
+    assert_eq!(c.cmd(&["EXEC"]), b"*2\r\n+OK\r\n:1\r\n");
+    let script = "redis.call('incr', KEYS[1]); return redis.call('incr', KEYS[2])";
+    assert_eq!(c.cmd(&["EVAL", script, "2", &a, &b]), b":2\r\n");
+    for _ in 0..2 {
+        assert_eq!(next_command(&mut stream), ["MULTI"]);
+        let mut keys = Vec::new();
+        loop {
+            let words = next_command(&mut stream);
+            if words[0] == "EXEC" {
+                break;
+            }
+            keys.push(words[1].clone());
+        }
+        keys.sort();
+        let mut want = vec![a.clone(), b.clone()];
+        want.sort();
+        assert_eq!(keys, want, "both shards' keys in one MULTI/EXEC");
+    }
+}

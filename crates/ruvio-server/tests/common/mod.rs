@@ -810,6 +810,18 @@ impl RawConn {
         }
     }
 
+    /// Reads until `needle` arrives; returns every byte up to and including it.
+    pub fn read_until(&mut self, needle: &[u8]) -> Vec<u8> {
+        loop {
+            if let Some(at) = self.buf.windows(needle.len()).position(|w| w == needle) {
+                return self.buf.drain(..at + needle.len()).collect();
+            }
+            if self.fill() == 0 {
+                panic!("connection closed before {}", show(needle));
+            }
+        }
+    }
+
     /// Reads one complete RESP2/RESP3 reply and returns its raw bytes.
     pub fn read_reply(&mut self) -> Vec<u8> {
         loop {

@@ -850,7 +850,8 @@ fn send_home(
     modified: &[(usize, Vec<u8>)],
     acks: Option<u64>,
 ) -> usize {
-    let logging = core.logs();
+    // The owners' logs take the records (replicas got them from this shard).
+    let logging = core.wal.is_some();
     let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
     // Each key goes home named by the database it is in (a SWAPDB renamed it here
     // and on its owner alike: `Lending::swap_dbs`).
@@ -925,7 +926,13 @@ fn state_record(key: &[u8], entry: Option<&Entry>) -> Vec<Vec<u8>> {
 }
 
 /// Log the new state of the keys this shard owns that a command on borrowed keys
-/// changed and that stay here (not sent home: they were never borrowed).
+/// changed and that stay here (not sent home: they were never borrowed); the
+/// other keys' records travel home to their owners' logs ([`send_home`]).
+/// Replicas get the new state of every key the command changed, borrowed ones
+/// included, from here as one group: one MULTI/EXEC however many shards the
+/// keys live on (the owners do not replicate the records they get back). This
+/// shard's records reach the backlog before the keys leave it (`ship_outbox`
+/// flushes first), so an owner's later writes to them follow in the stream.
 fn log_local_changes(
     core: &mut ShardCore,
     modified: &[(usize, Vec<u8>)],
@@ -937,23 +944,30 @@ fn log_local_changes(
     let mut records = Vec::new();
     for (db, key) in modified {
         let travels = homes.iter().any(|(d, k, _)| d == db && k == key);
-        if travels || core.topo.key_owner(key) != core.id {
+        let stays = !travels && core.topo.key_owner(key) == core.id;
+        if !stays && !core.replication.feed.on() {
             continue;
         }
         let entry = core.engine.peek_entry(*db, key, core.now_ms);
         let record = state_record(key, entry);
         if !record.is_empty() {
-            records.push((*db, record));
+            records.push((*db, record, stays));
         }
     }
-    if core.logs() {
+    if let Some(wal) = core.wal.as_mut() {
         // The keys one command or transaction changed here replay together.
-        core.log_begin();
-        for (db, record) in &records {
-            core.log_record(*db, record.iter().map(Vec::as_slice));
+        wal.begin_atomic();
+        for (db, record, _) in records.iter().filter(|(_, _, stays)| *stays) {
+            wal.append(*db, &mut record.iter().map(Vec::as_slice));
         }
-        core.log_end();
+        wal.end_atomic();
     }
+    let feed = &mut core.replication.feed;
+    feed.begin_group();
+    for (db, record, _) in &records {
+        feed.record(*db, &mut record.iter().map(Vec::as_slice));
+    }
+    feed.end_group();
 }
 
 /// The reply to a command on borrowed keys and the client's slot it fills (kept

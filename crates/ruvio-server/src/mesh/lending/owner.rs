@@ -102,13 +102,14 @@ pub fn take_back_acked(
 /// An owner's side: its keys are back (changed or gone). Wake whoever waited on
 /// them, then lend to the next coordinator in line.
 pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, records: KeyRecords) {
-    if core.logs() {
-        // The keys one command or transaction changed here replay together.
-        core.log_begin();
+    if let Some(wal) = core.wal.as_mut() {
+        // The keys one command or transaction changed here replay together
+        // (replicas got these records from the shard that ran it).
+        wal.begin_atomic();
         for (db, record) in &records {
-            core.log_record(*db, record.iter().map(Vec::as_slice));
+            wal.append(*db, &mut record.iter().map(Vec::as_slice));
         }
-        core.log_end();
+        wal.end_atomic();
     }
     for (db, key, entry) in entries {
         let db_key = (db, key.clone());
