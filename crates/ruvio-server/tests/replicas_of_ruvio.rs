@@ -336,3 +336,141 @@ fn cross_shard_transactions_replicate_as_one() {
         assert_eq!(keys, want, "both shards' keys in one MULTI/EXEC");
     }
 }
+
+/// FAILOVER's errors, byte for byte with a redis-server primary, with no
+/// replica and then with one.
+#[test]
+fn failover_errors_match_redis() {
+    if require_redis_server("failover_errors_match_redis").is_none() {
+        return;
+    }
+    let (ruvio, redis) = (Server::ruvio(PortMode::Forward, 2), Server::redis());
+    // (A bare FAILOVER would start one with a replica: only errors here.)
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["FAILOVER", "ABORT"],
+        vec!["FAILOVER", "TIMEOUT", "0"],
+        vec!["FAILOVER", "TIMEOUT", "x"],
+        vec!["FAILOVER", "FORCE"],
+        vec!["FAILOVER", "TO", "h"],
+        vec!["FAILOVER", "TO", "h", "x"],
+        vec!["FAILOVER", "ABORT", "x"],
+        vec!["FAILOVER", "FORCE", "FORCE"],
+        vec!["FAILOVER", "TO", "127.0.0.1", "1", "FORCE"],
+        vec!["FAILOVER", "TO", "127.0.0.9", "1"],
+        vec!["PSYNC", "x", "1", "FAILOVER"],
+    ];
+    let compare = |stage: &str| {
+        let (mut a, mut b) = (ruvio.raw(), redis.raw());
+        for command in &commands {
+            assert_eq!(
+                show(&a.cmd(command)),
+                show(&b.cmd(command)),
+                "{stage}: {command:?}"
+            );
+        }
+    };
+    compare("no replica");
+    assert_eq!(
+        show(&ruvio.raw().cmd(&["FAILOVER"])),
+        show(&redis.raw().cmd(&["FAILOVER"]))
+    );
+    let (ra, rb) = (Server::redis(), Server::redis());
+    attach(&ra, &ruvio);
+    attach(&rb, &redis);
+    compare("one replica");
+}
+
+fn role(server: &Server) -> String {
+    field(&mut server.raw(), "role")
+}
+
+/// FAILOVER to a Ruvio replica: writes pause, the replica catches up and takes
+/// over, the old primary follows it and refuses writes; no write is lost.
+#[test]
+fn failover_to_a_ruvio_replica() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let replica = Server::ruvio(PortMode::Forward, 2);
+    attach(&replica, &primary);
+    let mut p = primary.raw();
+    fill(&mut p);
+    write_load(&primary, 2, 50);
+    assert_eq!(p.cmd(&["FAILOVER"]), b"+OK\r\n");
+    assert_eq!(
+        p.cmd(&["FAILOVER"]),
+        b"-ERR FAILOVER already in progress.\r\n"
+    );
+    wait_for("the replica took over", || role(&replica) == "master");
+    wait_for("the old primary follows it", || {
+        let mut c = primary.raw();
+        field(&mut c, "master_port") == replica.port().to_string()
+            && field(&mut c, "master_link_status") == "up"
+            && field(&mut c, "master_failover_state") == "no-failover"
+    });
+    assert_eq!(
+        primary.raw().cmd(&["SET", "k", "v"]),
+        b"-READONLY You can't write against a read only replica.\r\n"
+    );
+    let mut r = replica.raw();
+    assert_eq!(r.cmd(&["SET", "after", "failover"]), b"+OK\r\n");
+    assert_eq!(r.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    compare_all(&replica, &primary, "after the failover");
+}
+
+/// FAILOVER TO a redis-server replica: Redis takes over on `PSYNC ... FAILOVER`
+/// and Ruvio follows it.
+#[test]
+fn failover_to_a_redis_replica() {
+    if require_redis_server("failover_to_a_redis_replica").is_none() {
+        return;
+    }
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let replica = Server::redis();
+    attach(&replica, &primary);
+    let mut p = primary.raw();
+    fill(&mut p);
+    let port = replica.port().to_string();
+    assert_eq!(
+        p.cmd(&["FAILOVER", "TO", "127.0.0.1", &port, "TIMEOUT", "10000"]),
+        b"+OK\r\n"
+    );
+    wait_for("Redis took over", || role(&replica) == "master");
+    wait_for("Ruvio follows Redis", || {
+        let mut c = primary.raw();
+        field(&mut c, "master_port") == port && field(&mut c, "master_link_status") == "up"
+    });
+    let mut r = replica.raw();
+    assert_eq!(r.cmd(&["SET", "after", "failover"]), b"+OK\r\n");
+    assert_eq!(r.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    compare_all(&replica, &primary, "after the failover");
+}
+
+/// A FAILOVER whose replica never catches up ends at its timeout: writes go on,
+/// the server stays a primary. ABORT ends one at once.
+#[test]
+fn failover_times_out_and_aborts() {
+    if require_redis_server("failover_times_out_and_aborts").is_none() {
+        return;
+    }
+    let primary = Server::ruvio(PortMode::Forward, 1);
+    let replica = Server::redis();
+    attach(&replica, &primary);
+    let mut p = primary.raw();
+    // The replica stops acknowledging, then a write moves the offset past it.
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGSTOP) };
+    p.cmd(&["SET", "moved", "on"]);
+    assert_eq!(p.cmd(&["FAILOVER", "TIMEOUT", "300"]), b"+OK\r\n");
+    assert_eq!(field(&mut p, "master_failover_state"), "waiting-for-sync");
+    // A write waits for the failover to end, then runs.
+    let mut writer = primary.raw();
+    writer.send(&encode(&["SET", "paused", "write"]));
+    wait_for("the failover given up", || {
+        field(&mut primary.raw(), "master_failover_state") == "no-failover"
+    });
+    assert_eq!(writer.read_reply(), b"+OK\r\n");
+    assert_eq!(field(&mut p, "role"), "master");
+    assert_eq!(p.cmd(&["FAILOVER"]), b"+OK\r\n");
+    assert_eq!(p.cmd(&["FAILOVER", "ABORT"]), b"+OK\r\n");
+    assert_eq!(field(&mut p, "master_failover_state"), "no-failover");
+    assert_eq!(p.cmd(&["SET", "k", "v"]), b"+OK\r\n");
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGCONT) };
+}

@@ -29,6 +29,9 @@ pub const COMMANDS: &[ServerCommand] = &[
     command!("sync", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "An internal command used in replication", "", sync),
+    command!("failover", -1, ADMIN | NOSCRIPT | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "6.2.0",
+        "Starts a coordinated failover from a server to one of its replicas.", "O(1)", failover),
     command!("wait", 3, NOSCRIPT, KeySpec::NONE,
         ["slow", "connection"], "generic", "3.0.0",
         "Wait for the synchronous replication of all the write commands sent in the context of the current connection", "O(1)", wait),
@@ -58,6 +61,40 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         ));
     }
     let state = &core.shared.replication;
+    let take_over = args.len() > 3 && args.get(0).eq_ignore_ascii_case(b"psync");
+    if take_over && args.get(3).eq_ignore_ascii_case(b"failover") {
+        // The old primary's FAILOVER: this replica of it takes over.
+        crate::serverlog::log(
+            crate::serverlog::Level::Warning,
+            &format!(
+                "Failover request received for replid {}.",
+                String::from_utf8_lossy(args.get(1))
+            ),
+        );
+        if !state.is_replica() {
+            return Err(CmdError::Line(
+                b"ERR PSYNC FAILOVER can't be sent to a master.".to_vec(),
+            ));
+        }
+        if args.get(1) != state.ids().replid.as_bytes() {
+            return Err(CmdError::Line(
+                b"ERR PSYNC FAILOVER replid must match my replid.".to_vec(),
+            ));
+        }
+        state.promote();
+        crate::serverlog::log(
+            crate::serverlog::Level::Notice,
+            &format!(
+                "MASTER MODE enabled (failover request from '{}')",
+                ctx.client.peer
+            ),
+        );
+    }
+    if state.ids().failover.phase != crate::replication::state::FailoverPhase::None {
+        return Err(CmdError::Line(
+            b"NOMASTERLINK Can't SYNC while failing over".to_vec(),
+        ));
+    }
     if state.is_replica() {
         // Chained replication is not built (docs/replication.md).
         return Err(CmdError::Line(
@@ -142,6 +179,109 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             old_sync: !psync,
             phase,
         });
+    Ok(())
+}
+
+/// `FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]`: writes pause on every
+/// shard, and once a replica (the one named) acknowledged every byte, this
+/// server follows it and asks it to take over (`PSYNC ... FAILOVER`); shard 0's
+/// tick drives it (`shard::primary`). Redis 7.0's checks, order and errors.
+fn failover(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    use crate::replication::state::{Failover, FailoverPhase};
+    let line = |text: &str| CmdError::Line(text.as_bytes().to_vec());
+    if ctx.core.cfg.port_mode == crate::config::PortMode::PerShard {
+        return Err(line(
+            "ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.",
+        ));
+    }
+    let state = &ctx.core.shared.replication;
+    if args.len() == 2 && args.get(1).eq_ignore_ascii_case(b"abort") {
+        if state.ids().failover.phase == FailoverPhase::None {
+            return Err(line("ERR No failover in progress."));
+        }
+        state.end_failover(Some("Failover manually aborted"));
+        reply.ok();
+        return Ok(());
+    }
+    let (mut timeout_ms, mut force, mut target) = (0i64, false, None);
+    let mut i = 1;
+    while i < args.len() {
+        let word = args.get(i);
+        if word.eq_ignore_ascii_case(b"timeout") && i + 1 < args.len() && timeout_ms == 0 {
+            timeout_ms = super::parse_i64(args.get(i + 1)).ok_or(CmdError::NotInteger)?;
+            if timeout_ms <= 0 {
+                return Err(line("ERR FAILOVER timeout must be greater than 0"));
+            }
+            i += 2;
+        } else if word.eq_ignore_ascii_case(b"to") && i + 2 < args.len() && target.is_none() {
+            let port = super::parse_i64(args.get(i + 2)).ok_or(CmdError::NotInteger)?;
+            target = Some((String::from_utf8_lossy(args.get(i + 1)).into_owned(), port));
+            i += 3;
+        } else if word.eq_ignore_ascii_case(b"force") && !force {
+            force = true;
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    if state.ids().failover.phase != FailoverPhase::None {
+        return Err(line("ERR FAILOVER already in progress."));
+    }
+    if state.is_replica() {
+        return Err(line("ERR FAILOVER is not valid when server is a replica."));
+    }
+    let replicas = state.primary.replicas();
+    if replicas.is_empty() {
+        return Err(line("ERR FAILOVER requires connected replicas."));
+    }
+    if force && (timeout_ms == 0 || target.is_none()) {
+        return Err(line(
+            "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
+        ));
+    }
+    let target = match target {
+        Some((host, port)) => {
+            let replica = replicas
+                .iter()
+                .find(|r| r.ip.eq_ignore_ascii_case(&host) && i64::from(r.port) == port);
+            let Some(replica) = replica else {
+                return Err(line("ERR FAILOVER target HOST and PORT is not a replica."));
+            };
+            if replica.state != "online" {
+                return Err(line("ERR FAILOVER target replica is not online."));
+            }
+            crate::serverlog::log(
+                crate::serverlog::Level::Notice,
+                &format!("FAILOVER requested to {host}:{port}."),
+            );
+            Some((host, replica.port))
+        }
+        None => {
+            crate::serverlog::log(
+                crate::serverlog::Level::Notice,
+                "FAILOVER requested to any replica.",
+            );
+            None
+        }
+    };
+    state.start_failover(Failover {
+        phase: FailoverPhase::WaitForSync,
+        target,
+        end_ms: match timeout_ms {
+            0 => 0,
+            ms => ctx.core.now_ms.saturating_add(ms as u64),
+        },
+        force,
+    });
+    // Writes wait on every shard until the failover ends (CLIENT PAUSE WRITE).
+    ctx.core.pause.start(u64::MAX, false);
+    ctx.core
+        .outbox
+        .broadcast(crate::config::change::ConfigChange::Pause {
+            until_ms: u64::MAX,
+            all: false,
+        });
+    super::ok_everywhere(ctx, reply);
     Ok(())
 }
 

@@ -89,6 +89,8 @@ pub struct Link {
     resume: Option<(String, u64)>,
     /// `+CONTINUE`: the socket goes to the shard without a load.
     continued: bool,
+    /// FAILOVER: PSYNC asks the target to take over (`PSYNC ... FAILOVER`).
+    failover: bool,
 }
 
 impl Link {
@@ -107,7 +109,16 @@ impl Link {
             last_read_ms: 0,
             resume: None,
             continued: false,
+            failover: false,
         }
+    }
+
+    /// FAILOVER: this server, a primary until now, asks its replica to take over
+    /// and continue from this server's own history (`PSYNC <replid> <offset+1>
+    /// FAILOVER`, as Redis's failover).
+    pub fn ask_to_take_over(&mut self, replid: String, next_offset: u64) {
+        self.resume = Some((replid, next_offset));
+        self.failover = true;
     }
 
     /// The shard lost the stream's connection: connect again at once and ask to
@@ -412,7 +423,12 @@ impl Link {
                     crate::serverlog::Level::Notice,
                     &format!("Trying a partial resynchronization (request {replid}:{offset})."),
                 );
-                self.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes()])?;
+                match self.failover {
+                    true => {
+                        self.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes(), b"FAILOVER"])?
+                    }
+                    false => self.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes()])?,
+                }
                 self.phase = Phase::Reply(Expect::Psync);
             }
             Expect::Psync => return self.psync_reply(line, state, now_ms),
@@ -435,6 +451,13 @@ impl Link {
         now_ms: u64,
     ) -> Result<Option<Handover>, String> {
         let mut words = line.split(' ');
+        let accepted = matches!(words.clone().next(), Some("+FULLRESYNC" | "+CONTINUE"));
+        if std::mem::take(&mut self.failover) {
+            match accepted {
+                true => state.end_failover(None),
+                false => state.end_failover(Some("Failover target rejected psync request")),
+            }
+        }
         match words.next() {
             Some("+FULLRESYNC") => {
                 let replid = words.next().filter(|id| id.len() == 40);

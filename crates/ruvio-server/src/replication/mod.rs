@@ -190,7 +190,7 @@ pub fn info(
         );
     }
     let (active, first, histlen) = state.primary.backlog_info();
-    line("master_failover_state", &"no-failover");
+    line("master_failover_state", &ids.failover.phase.name());
     line("master_replid", &ids.replid);
     line("master_replid2", &ids.replid2);
     line("master_repl_offset", &offset);

@@ -56,6 +56,40 @@ pub struct Ids {
     pub link: LinkState,
     /// Unix milliseconds the link went down (0: it never was up).
     pub down_since_ms: u64,
+    /// FAILOVER in progress on this primary, if any.
+    pub failover: Failover,
+}
+
+/// A coordinated FAILOVER (Redis's `failover_state` and its target).
+#[derive(Clone, Debug, Default)]
+pub struct Failover {
+    pub phase: FailoverPhase,
+    /// `TO host port`, or the replica found caught up.
+    pub target: Option<(String, u16)>,
+    /// Unix ms the wait for the replica ends (0: never).
+    pub end_ms: u64,
+    pub force: bool,
+}
+
+/// INFO's `master_failover_state`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailoverPhase {
+    #[default]
+    None,
+    /// Writes paused, waiting for the target to acknowledge every byte.
+    WaitForSync,
+    /// This server follows the target and sent it `PSYNC ... FAILOVER`.
+    InProgress,
+}
+
+impl FailoverPhase {
+    pub fn name(self) -> &'static str {
+        match self {
+            FailoverPhase::None => "no-failover",
+            FailoverPhase::WaitForSync => "waiting-for-sync",
+            FailoverPhase::InProgress => "failover-in-progress",
+        }
+    }
 }
 
 /// A full sync's dataset for every shard to load: shard 0 publishes it, each
@@ -99,6 +133,8 @@ pub struct State {
     pub primary: super::primary::Primary,
     /// `min-replicas-to-write` is not met: writes answer `-NOREPLICAS`.
     writes_refused: AtomicBool,
+    /// A FAILOVER ended: shard 0 lifts the write pause it put on every shard.
+    failover_unpause: AtomicBool,
 }
 
 /// INFO's view of an RDB transfer in progress.
@@ -138,6 +174,7 @@ impl State {
                 second_offset: -1,
                 link: LinkState::Connect,
                 down_since_ms: 0,
+                failover: Failover::default(),
             }),
             replica: AtomicBool::new(false),
             link_up: AtomicBool::new(false),
@@ -153,6 +190,7 @@ impl State {
             transfer_io_ms: AtomicU64::new(0),
             primary: Default::default(),
             writes_refused: AtomicBool::new(false),
+            failover_unpause: AtomicBool::new(false),
         }
     }
 
@@ -192,6 +230,52 @@ impl State {
 
     pub fn set_writes_refused(&self, refused: bool) {
         self.writes_refused.store(refused, Relaxed);
+    }
+
+    /// FAILOVER began: writes are paused until it ends.
+    pub fn start_failover(&self, failover: Failover) {
+        self.lock().failover = failover;
+    }
+
+    /// FAILOVER's target caught up (or FORCE at the timeout): follow it, and ask
+    /// it with `PSYNC <replid> <offset+1> FAILOVER` to take over.
+    pub fn failover_to(&self, host: &str, port: u16) {
+        let mut ids = self.lock();
+        ids.failover.phase = FailoverPhase::InProgress;
+        ids.failover.target = Some((host.to_string(), port));
+        ids.master = Some((host.to_string(), port));
+        ids.epoch += 1;
+        ids.link = LinkState::Connect;
+        ids.down_since_ms = 0;
+        self.replica.store(true, Relaxed);
+        self.link_up.store(false, Relaxed);
+    }
+
+    /// FAILOVER ended (done, or aborted: then a primary again, as Redis's
+    /// abortFailover, if it was following the target already).
+    pub fn end_failover(&self, aborted: Option<&str>) {
+        let phase = self.lock().failover.phase;
+        if phase == FailoverPhase::None {
+            return;
+        }
+        if let Some(why) = aborted {
+            let target = self.lock().failover.target.clone();
+            let to = target.map_or("any replica".to_string(), |(h, p)| format!("{h}:{p}"));
+            crate::serverlog::log(
+                crate::serverlog::Level::Notice,
+                &format!("FAILOVER to {to} aborted: {why}"),
+            );
+            if phase == FailoverPhase::InProgress {
+                self.promote();
+            }
+        }
+        self.lock().failover = Failover::default();
+        self.failover_unpause.store(true, Relaxed);
+    }
+
+    /// The write pause of an ended FAILOVER is to be lifted (shard 0 takes it).
+    pub fn take_failover_unpause(&self) -> bool {
+        self.failover_unpause.swap(false, Relaxed)
     }
 
     /// A new history begins (the first replica of a server without a backlog,

@@ -9,10 +9,12 @@
 //! and drives the engine's snapshot, which only the shard owns.
 
 use super::Shard;
+use crate::config::change::ConfigChange;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::replication::primary::{Primary, PART_CHUNKS_MAX};
 use crate::replication::serve::{Hosted, Phase, RdbSend, SyncSnapshot, WaitFor};
+use crate::replication::state::FailoverPhase;
 use crate::shard::ShardCore;
 use ruvio_engine::rdb::file::{header, Checksum, END_OF_KEYS};
 use ruvio_engine::snapshot::Snapshot;
@@ -116,6 +118,10 @@ impl Shard {
         let state = &shared.replication;
         let primary = &state.primary;
         let now = self.core.now_ms;
+        if state.take_failover_unpause() {
+            crate::shard::end_pause(&mut self.core, &mut self.conns);
+            self.core.outbox.broadcast(ConfigChange::Unpause);
+        }
         if state.is_replica() {
             // A replica serves no replicas of its own (chained replication is
             // not built): its backlog and replicas go.
@@ -128,7 +134,8 @@ impl Shard {
         if primary.active() {
             primary.resize(param("repl-backlog-size") as usize);
         }
-        if primary.connected() > 0 {
+        let failing_over = update_failover(state, now);
+        if primary.connected() > 0 && !failing_over {
             let period_ms = param("repl-ping-replica-period").max(1) * 1000;
             if now >= self.next_replica_ping_ms {
                 if self.next_replica_ping_ms != 0 {
@@ -154,6 +161,51 @@ impl Shard {
             && (primary.good_replicas(now, max_lag) as u64) < min_to_write;
         state.set_writes_refused(refused);
     }
+}
+
+/// FAILOVER waiting for its replica (Redis's updateFailoverStatus): at the
+/// timeout, fail over anyway (FORCE) or give up; once the target (or any
+/// replica) acknowledged every byte, follow it and ask it to take over. No
+/// GETACK or PING goes out meanwhile: they would move the offset it must reach.
+/// Returns true while a failover is under way.
+fn update_failover(state: &crate::replication::State, now: u64) -> bool {
+    let failover = state.ids().failover;
+    if failover.phase != FailoverPhase::WaitForSync {
+        return failover.phase != FailoverPhase::None;
+    }
+    if failover.end_ms != 0 && now >= failover.end_ms {
+        match (failover.force, failover.target) {
+            (true, Some((host, port))) => {
+                crate::serverlog::log(
+                    crate::serverlog::Level::Notice,
+                    &format!("FAILOVER to {host}:{port} time out exceeded, failing over."),
+                );
+                state.failover_to(&host, port);
+            }
+            _ => state.end_failover(Some("Replica never caught up before timeout")),
+        }
+        return true;
+    }
+    let offset = state.offset();
+    let replicas = state.primary.replicas();
+    let caught_up = replicas.iter().find(|r| {
+        let named = failover
+            .target
+            .as_ref()
+            .is_none_or(|(host, port)| r.ip.eq_ignore_ascii_case(host) && r.port == *port);
+        named && r.state == "online" && r.ack_offset == offset
+    });
+    if let Some(r) = caught_up {
+        crate::serverlog::log(
+            crate::serverlog::Level::Notice,
+            &format!(
+                "Failover target {}:{} is synced, failing over.",
+                r.ip, r.port
+            ),
+        );
+        state.failover_to(&r.ip, r.port);
+    }
+    true
 }
 
 /// Record writes for the backlog, or stop; expired keys are reported by the

@@ -9,7 +9,7 @@
 use super::Shard;
 use crate::net::conn::{Conn, ReplyMode};
 use crate::replication::link::{Handover, Link};
-use crate::replication::state::LinkState;
+use crate::replication::state::{FailoverPhase, LinkState};
 use std::os::fd::IntoRawFd;
 
 /// Redis's replica sends REPLCONF ACK once a second (replicationCron).
@@ -96,10 +96,17 @@ impl Shard {
         let ids = state.ids();
         if epoch != Some(ids.epoch) {
             self.drop_master_conn();
-            self.replica = ids.master.map(|(host, port)| Follower {
-                link: Link::new(ids.epoch, host, port),
-                conn: None,
-                next_ack_ms: 0,
+            let taking_over = ids.failover.phase == FailoverPhase::InProgress;
+            self.replica = ids.master.map(|(host, port)| {
+                let mut link = Link::new(ids.epoch, host, port);
+                if taking_over {
+                    link.ask_to_take_over(ids.replid.clone(), state.offset() + 1);
+                }
+                Follower {
+                    link,
+                    conn: None,
+                    next_ack_ms: 0,
+                }
             });
         }
         let Some(follower) = self.replica.as_mut() else {
