@@ -474,3 +474,54 @@ fn failover_times_out_and_aborts() {
     assert_eq!(p.cmd(&["SET", "k", "v"]), b"+OK\r\n");
     unsafe { libc::kill(replica.pid() as i32, libc::SIGCONT) };
 }
+
+/// A promoted replica keeps its primary's history (its backlog holds the
+/// stream byte for byte, `replid2` names the old primary): the old primary's
+/// other replicas, Ruvio and redis-server, continue from it without a full sync.
+#[test]
+fn replicas_continue_from_a_promoted_replica() {
+    if require_redis_server("replicas_continue_from_a_promoted_replica").is_none() {
+        return;
+    }
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let promoted = Server::ruvio(PortMode::Forward, 2);
+    let (other, redis) = (Server::ruvio(PortMode::Forward, 1), Server::redis());
+    for replica in [&promoted, &other, &redis] {
+        attach(replica, &primary);
+    }
+    let mut p = primary.raw();
+    fill(&mut p);
+    write_load(&primary, 2, 50);
+    assert_eq!(p.cmd(&["WAIT", "3", "5000"]), b":3\r\n");
+    // Every replica at the primary's offset (the load's short-lived keys stop
+    // expiring first): one that got more than the promoted one could not
+    // continue from it, with Redis either.
+    std::thread::sleep(Duration::from_millis(300));
+    wait_for("the replicas at the primary's offset", || {
+        let offset = field(&mut p, "master_repl_offset");
+        [&promoted, &other, &redis]
+            .iter()
+            .all(|r| field(&mut r.raw(), "slave_repl_offset") == offset)
+    });
+    let old_replid = field(&mut p, "master_replid");
+    let mut n = promoted.raw();
+    assert_eq!(n.cmd(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    assert_eq!(field(&mut n, "master_replid2"), old_replid);
+    for replica in [&other, &redis] {
+        follow(replica, &promoted);
+    }
+    wait_for("both online", || {
+        let info = decode(&n.cmd(&["INFO", "replication"])).text();
+        info.matches("state=online").count() == 2
+    });
+    assert_eq!(
+        sync_counts(&mut n),
+        (0, 2),
+        "partial resyncs only: {}",
+        promoted.logs()
+    );
+    assert_eq!(n.cmd(&["SET", "after", "promotion"]), b"+OK\r\n");
+    assert_eq!(n.cmd(&["WAIT", "2", "5000"]), b":2\r\n");
+    compare_all(&promoted, &other, "the Ruvio replica");
+    compare_all(&promoted, &redis, "the redis-server replica");
+}

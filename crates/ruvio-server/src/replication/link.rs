@@ -113,6 +113,12 @@ impl Link {
         }
     }
 
+    /// Ask to continue `replid`'s history from `next_offset` (PSYNC), as a replica
+    /// that changes primary does with its cached one.
+    pub fn resume_from(&mut self, replid: String, next_offset: u64) {
+        self.resume = Some((replid, next_offset));
+    }
+
     /// FAILOVER: this server, a primary until now, asks its replica to take over
     /// and continue from this server's own history (`PSYNC <replid> <offset+1>
     /// FAILOVER`, as Redis's failover).

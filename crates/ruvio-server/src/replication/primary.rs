@@ -24,6 +24,9 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// `repl-backlog-size`'s default, until shard 0's tick sets the configured one.
+const DEFAULT_BACKLOG_BYTES: usize = 1 << 20;
+
 /// Chunks of its RDB part a shard may queue before the host takes them.
 pub const PART_CHUNKS_MAX: usize = 8;
 
@@ -150,17 +153,41 @@ impl Primary {
         self.backlog_bytes.load(Relaxed) as u64
     }
 
-    /// Create the backlog (the first replica attaches), its first byte the one
-    /// after `offset`, as Redis's createReplicationBacklog.
+    /// Create the backlog (the first replica attaches, or this replica syncs), its
+    /// first byte the one after `offset`, as Redis's createReplicationBacklog.
+    /// `size` 0 keeps the size set last (`repl-backlog-size`, 1 MiB at first).
     pub fn create_backlog(&self, offset: u64, size: usize) {
         let mut inner = self.lock();
         if !self.active() {
             inner.backlog = VecDeque::new();
             inner.first_offset = offset + 1;
             inner.db = None;
-            inner.size = size.max(1);
+            inner.size = match (size, inner.size) {
+                (0, 0) => DEFAULT_BACKLOG_BYTES,
+                (0, kept) => kept,
+                (size, _) => size,
+            };
             self.active.store(true, Release);
         }
+    }
+
+    /// A replica's stream, byte for byte as its primary sent it: the backlog
+    /// keeps it and the offset counts it (the replica's own records are not
+    /// kept meanwhile: its feed is off).
+    pub fn append_stream(&self, bytes: &[u8], offset: &AtomicU64) {
+        if !self.active() {
+            offset.fetch_add(bytes.len() as u64, Relaxed);
+            return;
+        }
+        let mut inner = self.lock();
+        push(&mut inner, bytes, offset);
+        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+    }
+
+    /// The stream's database is unknown (a promoted replica): the next record
+    /// selects one.
+    pub fn forget_db(&self) {
+        self.lock().db = None;
     }
 
     /// `repl-backlog-size` changed.

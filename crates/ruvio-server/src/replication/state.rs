@@ -322,6 +322,8 @@ impl State {
         ids.link = LinkState::Connect;
         self.replica.store(false, Relaxed);
         self.link_up.store(false, Relaxed);
+        // The stream's database is not known to this server's own records.
+        self.primary.forget_db();
         true
     }
 
@@ -339,6 +341,9 @@ impl State {
     pub fn full_sync(&self, replid: &str, offset: u64) {
         self.lock().replid = replid.to_string();
         self.offset.store(offset, Relaxed);
+        // The backlog follows the new history from its offset.
+        self.primary.free_backlog();
+        self.primary.create_backlog(offset, 0);
         // The primary selects a database before its first command after the RDB.
         self.stream_db.store(0, Relaxed);
     }
@@ -367,6 +372,8 @@ impl State {
     /// A partial sync continues under `replid` (the primary's new one, if it
     /// changed: the old one becomes `replid2` as Redis does).
     pub fn continued(&self, replid: Option<&str>) {
+        // A backlog from here on, if this replica kept none (a restart).
+        self.primary.create_backlog(self.offset(), 0);
         let mut ids = self.lock();
         if let Some(id) = replid {
             if id != ids.replid {
@@ -378,9 +385,12 @@ impl State {
 
     /// `bytes` of the stream were applied (the master client's command, which
     /// left the client in database `db`).
+    /// The bytes also go to this server's backlog, byte for byte as the primary
+    /// sent them, so once promoted it continues its replicas from the same
+    /// offsets (`replid2`).
     #[inline]
-    pub fn processed(&self, bytes: usize, db: usize, now_ms: u64) {
-        self.offset.fetch_add(bytes as u64, Relaxed);
+    pub fn processed(&self, bytes: &[u8], db: usize, now_ms: u64) {
+        self.primary.append_stream(bytes, &self.offset);
         self.stream_db.store(db as u64, Relaxed);
         self.last_io_ms.store(now_ms, Relaxed);
     }

@@ -133,7 +133,8 @@ pub fn process_input(
                     // The replication offset counts the stream's bytes once each
                     // command ran (REPLCONF GETACK answers the offset before it).
                     let db = client.db;
-                    core.shared.replication.processed(consumed, db, core.now_ms);
+                    let bytes = &input[pos - consumed..pos];
+                    core.shared.replication.processed(bytes, db, core.now_ms);
                 }
                 if crate::net::outlimit::hard_limit_crossed(
                     &core.cfg.client_output_buffer_limit,

@@ -38,7 +38,8 @@ impl Shard {
     /// backlog exists and this shard serves no replica and no WAIT.
     pub(super) fn primary_step(&mut self) {
         let shared = &self.core.shared;
-        let active = shared.replication.primary.active();
+        // A replica's backlog takes its primary's stream, not its own records.
+        let active = shared.replication.primary.active() && !shared.replication.is_replica();
         if !active && self.core.replication.idle() {
             if self.core.replication.feed.on() {
                 set_feeding(&mut self.core, false);
@@ -122,17 +123,15 @@ impl Shard {
             crate::shard::end_pause(&mut self.core, &mut self.conns);
             self.core.outbox.broadcast(ConfigChange::Unpause);
         }
-        if state.is_replica() {
-            // A replica serves no replicas of its own (chained replication is
-            // not built): its backlog and replicas go.
-            if primary.active() {
-                primary.free_backlog();
-            }
-            return;
-        }
         let param = |name: &str| self.core.cfg.param(name).parse::<u64>().unwrap_or(0);
         if primary.active() {
             primary.resize(param("repl-backlog-size") as usize);
+        }
+        if state.is_replica() {
+            // A replica keeps its primary's stream in its backlog (for after a
+            // promotion) but serves no replicas of its own: chained replication
+            // is not built.
+            return;
         }
         let failing_over = update_failover(state, now);
         if primary.connected() > 0 && !failing_over {

@@ -99,8 +99,13 @@ impl Shard {
             let taking_over = ids.failover.phase == FailoverPhase::InProgress;
             self.replica = ids.master.map(|(host, port)| {
                 let mut link = Link::new(ids.epoch, host, port);
-                if taking_over {
-                    link.ask_to_take_over(ids.replid.clone(), state.offset() + 1);
+                // Its history so far (its own as a primary, or its old
+                // primary's): the new primary may continue it (Redis's cached
+                // master).
+                let next = state.offset() + 1;
+                match taking_over {
+                    true => link.ask_to_take_over(ids.replid.clone(), next),
+                    false => link.resume_from(ids.replid.clone(), next),
                 }
                 Follower {
                     link,
