@@ -525,3 +525,79 @@ fn replicas_continue_from_a_promoted_replica() {
     compare_all(&promoted, &other, "the Ruvio replica");
     compare_all(&promoted, &redis, "the redis-server replica");
 }
+
+/// WAITAOF (Redis 7.2): the local count is 1 once every shard's log synced the
+/// writes made before it (everysec: within a second; always: at once), 0
+/// without a log; replicas count only when they report their own log's offset
+/// (a Redis 7.0 replica does not); Redis 7.2's errors.
+#[test]
+fn waitaof_counts_the_logs() {
+    let dir = unique_dir("waitaof");
+    let dir = dir.to_str().unwrap();
+    for (durability, shards) in [("everysec", 2), ("always", 1)] {
+        let args = ["--durability", durability, "--dir", dir];
+        let server = Server::ruvio_with(PortMode::Forward, shards, &args);
+        let mut c = server.raw();
+        for key in ["a", "b", "c", "d"] {
+            assert_eq!(c.cmd(&["SET", key, "v"]), b"+OK\r\n");
+        }
+        assert_eq!(
+            c.cmd(&["WAITAOF", "1", "0", "0"]),
+            b"*2\r\n:1\r\n:0\r\n",
+            "{durability}"
+        );
+        // In MULTI it answers at once.
+        c.cmd(&["MULTI"]);
+        c.cmd(&["SET", "e", "v"]);
+        c.cmd(&["WAITAOF", "1", "0", "0"]);
+        let exec = c.cmd(&["EXEC"]);
+        assert!(exec.starts_with(b"*2\r\n+OK\r\n*2\r\n:"), "{}", show(&exec));
+        drop(server);
+        std::fs::remove_dir_all(dir).ok();
+    }
+    let server = Server::ruvio(PortMode::Forward, 2);
+    let mut c = server.raw();
+    assert_eq!(c.cmd(&["WAITAOF", "0", "0", "0"]), b"*2\r\n:0\r\n:0\r\n");
+    for (command, error) in [
+        (
+            vec!["WAITAOF", "1", "0", "0"],
+            "-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n",
+        ),
+        (
+            vec!["WAITAOF", "2", "0", "0"],
+            "-ERR value is out of range, value must between 0 and 1\r\n",
+        ),
+        (
+            vec!["WAITAOF", "0", "-1", "0"],
+            "-ERR value is out of range, must be positive\r\n",
+        ),
+        (
+            vec!["WAITAOF", "0", "0", "-1"],
+            "-ERR timeout is negative\r\n",
+        ),
+        (
+            vec!["WAITAOF", "x", "0", "0"],
+            "-ERR value is not an integer or out of range\r\n",
+        ),
+        (
+            vec!["WAITAOF", "0", "0", "x"],
+            "-ERR timeout is not an integer or out of range\r\n",
+        ),
+    ] {
+        assert_eq!(
+            show(&c.cmd(&command)),
+            show(error.as_bytes()),
+            "{command:?}"
+        );
+    }
+    if require_redis_server("waitaof_counts_the_logs").is_none() {
+        return;
+    }
+    // A Redis 7.0 replica acknowledges the stream but not a log: WAIT counts it,
+    // WAITAOF does not (it times out).
+    let replica = Server::redis();
+    attach(&replica, &server);
+    c.cmd(&["SET", "k", "v"]);
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    assert_eq!(c.cmd(&["WAITAOF", "0", "1", "100"]), b"*2\r\n:0\r\n:0\r\n");
+}

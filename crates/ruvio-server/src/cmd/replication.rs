@@ -25,13 +25,16 @@ pub const COMMANDS: &[ServerCommand] = &[
         "An internal command for configuring the replication stream", "O(1)", replconf),
     command!("psync", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "2.8.0",
-        "An internal command used in replication", "", sync),
+        "Internal command used for replication", "", sync),
     command!("sync", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
-        "An internal command used in replication", "", sync),
+        "Internal command used for replication", "", sync),
     command!("failover", -1, ADMIN | NOSCRIPT | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "6.2.0",
-        "Starts a coordinated failover from a server to one of its replicas.", "O(1)", failover),
+        "Start a coordinated failover between this server and one of its replicas.", "O(1)", failover),
+    command!("waitaof", 4, NOSCRIPT, KeySpec::NONE,
+        ["slow", "connection"], "generic", "7.2.0",
+        "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", "O(1)", waitaof),
     command!("wait", 3, NOSCRIPT, KeySpec::NONE,
         ["slow", "connection"], "generic", "3.0.0",
         "Wait for the synchronous replication of all the write commands sent in the context of the current connection", "O(1)", wait),
@@ -39,11 +42,13 @@ pub const COMMANDS: &[ServerCommand] = &[
 
 /// A WAIT that must wait: the dispatcher holds the client's reply until
 /// `replicas` replicas acknowledged `offset`, or `deadline_ms` (0: never).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct WaitReplicas {
     pub offset: u64,
     pub replicas: usize,
     pub deadline_ms: u64,
+    /// WAITAOF: the logs to wait for, and its reply's shape.
+    pub aof: Option<crate::replication::serve::AofWait>,
 }
 
 /// `PSYNC replicationid offset` and `SYNC`: the connection becomes a replica's.
@@ -168,6 +173,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         port: peer.listening_port,
         state: if online { "online" } else { "wait_bgsave" },
         ack_offset: continue_from.unwrap_or(0),
+        aof_offset: 0,
         last_ack_ms: core.now_ms,
     });
     core.replication
@@ -300,14 +306,8 @@ fn wait(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         return Err(CmdError::Line(b"ERR timeout is negative".to_vec()));
     }
     // What this shard recorded goes to the backlog now, so the offset counts it.
-    let primary = &state.primary;
-    if !primary.holding(ctx.core.id) {
-        if let Some(flushed) = ctx.core.replication.feed.take() {
-            primary.append(flushed, state.offset_counter());
-        }
-    }
-    let offset = state.offset();
-    let acked = primary.acked_at_least(offset);
+    let offset = offset_after_flush(ctx);
+    let acked = ctx.core.shared.replication.primary.acked_at_least(offset);
     if ctx.client.in_exec || acked as i64 >= replicas {
         reply.int(acked as i64);
         return Ok(());
@@ -315,10 +315,103 @@ fn wait(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
     ctx.wait = Some(WaitReplicas {
         offset,
         replicas: replicas as usize,
-        deadline_ms: match timeout {
-            0 => 0,
-            ms => ctx.core.now_ms.saturating_add(ms as u64),
-        },
+        deadline_ms: deadline(ctx.core.now_ms, timeout),
+        aof: None,
+    });
+    Ok(())
+}
+
+fn deadline(now_ms: u64, timeout_ms: i64) -> u64 {
+    match timeout_ms {
+        0 => 0,
+        ms => now_ms.saturating_add(ms as u64),
+    }
+}
+
+/// The replication offset after this shard's pending records went to the
+/// backlog (the offset a WAIT or WAITAOF of this client waits for).
+fn offset_after_flush(ctx: &mut Ctx<'_>) -> u64 {
+    let state = &ctx.core.shared.replication;
+    let primary = &state.primary;
+    if !primary.holding(ctx.core.id) {
+        if let Some(flushed) = ctx.core.replication.feed.take() {
+            primary.append(flushed, state.offset_counter());
+        }
+    }
+    state.offset()
+}
+
+/// `WAITAOF numlocal numreplicas timeout` (Redis 7.2): `[1 if every shard's log
+/// synced the writes made before it, replicas whose own log did (FACK)]`, once
+/// both are reached or the timeout (ms, 0: none) passed.
+fn waitaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let numlocal = super::parse_i64(args.get(1)).ok_or(CmdError::NotInteger)?;
+    if !(0..=1).contains(&numlocal) {
+        return Err(CmdError::Line(
+            b"ERR value is out of range, value must between 0 and 1".to_vec(),
+        ));
+    }
+    let replicas = super::parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
+    if replicas < 0 {
+        return Err(CmdError::Line(
+            b"ERR value is out of range, must be positive".to_vec(),
+        ));
+    }
+    let timeout = super::parse_i64(args.get(3)).ok_or(CmdError::TimeoutNotInteger)?;
+    if timeout < 0 {
+        return Err(CmdError::Line(b"ERR timeout is negative".to_vec()));
+    }
+    if ctx.core.shared.replication.is_replica() {
+        return Err(CmdError::Line(
+            b"ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.".to_vec(),
+        ));
+    }
+    if numlocal == 1 && ctx.core.wal.is_none() {
+        return Err(CmdError::Line(
+            b"ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.".to_vec(),
+        ));
+    }
+    let offset = offset_after_flush(ctx);
+    let core = &*ctx.core;
+    // The log bytes every shard had appended: the writes this client saw
+    // answered are among them (a shard publishes before its replies leave).
+    let targets: Vec<(usize, u64)> = match core.wal.as_ref() {
+        None => Vec::new(),
+        Some(own) => {
+            let shards = crate::messaging::pubsub::visible_shards_of(
+                core.cfg.port_mode,
+                core.id,
+                core.shared.shards.len(),
+            );
+            shards
+                .map(|shard| match shard == core.id {
+                    true => (shard, own.appended_bytes()),
+                    false => (
+                        shard,
+                        core.shared.shards[shard].log_appended_bytes.load(Relaxed),
+                    ),
+                })
+                .collect()
+        }
+    };
+    let own = core.wal.as_ref().map(|w| w.synced_bytes());
+    let synced = crate::replication::serve::log_synced(&targets, core.id, own, &core.shared.shards);
+    let acked = core.shared.replication.primary.fsynced_at_least(offset);
+    let done = acked as i64 >= replicas && (synced || numlocal == 0);
+    if ctx.client.in_exec || done {
+        reply.array(2);
+        reply.int(i64::from(synced));
+        reply.int(acked as i64);
+        return Ok(());
+    }
+    ctx.wait = Some(WaitReplicas {
+        offset,
+        replicas: replicas as usize,
+        deadline_ms: deadline(ctx.core.now_ms, timeout),
+        aof: Some(crate::replication::serve::AofWait {
+            local: numlocal == 1,
+            targets,
+        }),
     });
     Ok(())
 }
@@ -389,8 +482,13 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         if option.eq_ignore_ascii_case(b"ack") {
             // From a replica of this server: its offset (WAIT, INFO's lag).
             if let (true, Some(offset)) = (ctx.client.replica.attached, super::parse_i64(value)) {
+                // Redis 7.2 replicas add `FACK <offset>`: what their own log synced.
+                let fack = (args.len() > i + 3 && args.get(i + 2).eq_ignore_ascii_case(b"fack"))
+                    .then(|| super::parse_i64(args.get(i + 3)))
+                    .flatten()
+                    .map(|f| f.max(0) as u64);
                 let primary = &ctx.core.shared.replication.primary;
-                primary.acked(ctx.client.id, offset.max(0) as u64, ctx.core.now_ms);
+                primary.acked(ctx.client.id, offset.max(0) as u64, fack, ctx.core.now_ms);
             }
             return Ok(());
         }

@@ -103,6 +103,11 @@ pub struct Wal {
     /// fsync in flight started (one at a time: see [`GROUP_SYNCS_MAX`]).
     stats: LogStats,
     fsync_started: Option<std::time::Instant>,
+    /// Record bytes whose write completed, and how many of those the fsync in
+    /// flight covers and the last completed one covered (WAITAOF's local count).
+    completed_bytes: u64,
+    fsync_covers: u64,
+    synced_bytes: u64,
 }
 
 /// A log's running totals, counted per write and per fsync (never per record).
@@ -209,6 +214,9 @@ impl Wal {
             exit_flush_waits: false,
             stats: LogStats::default(),
             fsync_started: None,
+            completed_bytes: 0,
+            fsync_covers: 0,
+            synced_bytes: 0,
         })
     }
 
@@ -273,6 +281,16 @@ impl Wal {
             self.segment,
             self.offset + (in_flight + self.filling.len()) as u64,
         )
+    }
+
+    /// Record bytes appended since the log opened (WAITAOF's target).
+    pub fn appended_bytes(&self) -> u64 {
+        self.stats.written_bytes + self.filling.len() as u64
+    }
+
+    /// Record bytes an fsync has covered since the log opened.
+    pub fn synced_bytes(&self) -> u64 {
+        self.synced_bytes
     }
 
     /// The directory of this shard's log and snapshots.
@@ -431,6 +449,7 @@ impl Wal {
         }
         self.unsynced = true;
         self.write_in_flight = false;
+        self.completed_bytes = self.stats.written_bytes;
         // `writing` becomes the next `filling`: one large record must not keep its size.
         if self.writing.capacity() > KEEP_CAPACITY_MAX {
             self.writing = Vec::new();
@@ -490,6 +509,7 @@ impl Wal {
         }
         self.next_fsync_ms = now_ms + FSYNC_EVERY_MS;
         self.unsynced = false;
+        self.fsync_covers = self.completed_bytes;
         self.fsyncs_in_flight += 1;
         self.fsync_started = Some(std::time::Instant::now());
         Some(self.file.as_raw_fd())
@@ -503,6 +523,7 @@ impl Wal {
             return None;
         }
         self.fsyncs_in_flight += 1;
+        self.fsync_covers = self.completed_bytes;
         self.fsync_started = Some(std::time::Instant::now());
         Some((self.file.as_raw_fd(), self.writing_group))
     }
@@ -515,6 +536,7 @@ impl Wal {
             self.fail("fsync", result);
             return;
         }
+        self.synced_bytes = self.synced_bytes.max(self.fsync_covers);
         if let Some(started) = self.fsync_started.take() {
             self.stats.fsyncs += 1;
             self.stats.fsync_us += started.elapsed().as_micros() as u64;

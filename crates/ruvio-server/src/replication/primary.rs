@@ -41,6 +41,9 @@ pub struct ReplicaInfo {
     /// `wait_bgsave`, `send_bulk` or `online` (Redis's names).
     pub state: &'static str,
     pub ack_offset: u64,
+    /// `REPLCONF ACK <offset> FACK <offset>`: what its own log has synced (0:
+    /// never said).
+    pub aof_offset: u64,
     pub last_ack_ms: u64,
 }
 
@@ -323,13 +326,26 @@ impl Primary {
         }
     }
 
-    /// `REPLCONF ACK <offset>` from a replica.
-    pub fn acked(&self, client_id: u64, offset: u64, now_ms: u64) {
+    /// `REPLCONF ACK <offset> [FACK <aof offset>]` from a replica.
+    pub fn acked(&self, client_id: u64, offset: u64, fack: Option<u64>, now_ms: u64) {
         let mut inner = self.lock();
         if let Some(r) = inner.replicas.iter_mut().find(|r| r.client_id == client_id) {
             r.ack_offset = r.ack_offset.max(offset);
+            if let Some(fack) = fack {
+                r.aof_offset = r.aof_offset.max(fack);
+            }
             r.last_ack_ms = now_ms;
         }
+    }
+
+    /// Replicas whose own log synced `offset` or more (WAITAOF).
+    pub fn fsynced_at_least(&self, offset: u64) -> usize {
+        let inner = self.lock();
+        inner
+            .replicas
+            .iter()
+            .filter(|r| r.state == "online" && r.aof_offset >= offset && r.aof_offset > 0)
+            .count()
     }
 
     /// Replicas that acknowledged `offset` or more (WAIT).

@@ -77,7 +77,16 @@ pub struct RdbSend {
     pub whole: Vec<u8>,
 }
 
-/// A client in `WAIT numreplicas timeout`.
+/// WAITAOF's part of a wait: the log bytes of each shard that must be synced
+/// (`local`: numlocal 1), and the replicas count their own logs' acks (FACK).
+#[derive(Clone, Debug)]
+pub struct AofWait {
+    pub local: bool,
+    /// `(shard, log bytes appended when WAITAOF ran)`; empty without a log.
+    pub targets: Vec<(usize, u64)>,
+}
+
+/// A client in `WAIT numreplicas timeout` or `WAITAOF numlocal numreplicas timeout`.
 pub struct WaitFor {
     pub who: (u32, u32),
     pub seq: u64,
@@ -86,4 +95,27 @@ pub struct WaitFor {
     pub replicas: usize,
     /// Unix ms it gives up at (0: never).
     pub deadline_ms: u64,
+    /// WAITAOF (its reply is `[numlocal, numreplicas]`).
+    pub aof: Option<AofWait>,
+}
+
+/// Every shard's log synced the bytes it had appended when WAITAOF ran (`own`:
+/// this shard's synced bytes, read from its log; the others' from their
+/// gauges). False without a log.
+pub fn log_synced(
+    targets: &[(usize, u64)],
+    me: usize,
+    own: Option<u64>,
+    gauges: &[crate::stats::ShardGauges],
+) -> bool {
+    !targets.is_empty()
+        && targets.iter().all(|&(shard, target)| {
+            let synced = match (shard == me, own) {
+                (true, Some(own)) => own,
+                _ => gauges[shard]
+                    .log_synced_bytes
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            };
+            synced >= target
+        })
 }

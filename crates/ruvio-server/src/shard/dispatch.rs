@@ -845,6 +845,7 @@ fn run_local(
                     offset: w.offset,
                     replicas: w.replicas,
                     deadline_ms: w.deadline_ms,
+                    aof: w.aof,
                 };
                 crate::shard::primary::wait(core, wait);
             }

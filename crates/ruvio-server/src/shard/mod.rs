@@ -410,6 +410,8 @@ impl Shard {
             OP_WAL_FSYNC => {
                 if let Some(wal) = self.core.wal.as_mut() {
                     wal.fsync_done(result, untoken_group(gen, index));
+                    let gauges = &self.core.shared.shards[self.core.id];
+                    gauges.log_synced_bytes.store(wal.synced_bytes(), Relaxed);
                 }
                 crate::persistence::durable::release(&mut self.core, &mut self.conns);
                 self.submit_wal_write();
@@ -911,8 +913,14 @@ impl Shard {
 
     fn ship_outbox(&mut self) {
         // A write's records reach the backlog before its reply leaves the shard,
-        // so a WAIT after the reply counts them.
+        // so a WAIT after the reply counts them (and WAITAOF its log bytes).
         self.flush_feed();
+        if let Some(wal) = self.core.wal.as_ref() {
+            let gauges = &self.core.shared.shards[self.core.id];
+            gauges
+                .log_appended_bytes
+                .store(wal.appended_bytes(), Relaxed);
+        }
         // Lines fed by commands run for other shards, blocked clients, scripts.
         monitor::hand_out(&mut self.core, &mut self.conns, None);
         // A lone shard has no mesh and its outbox stays empty.

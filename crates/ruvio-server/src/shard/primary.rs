@@ -13,7 +13,7 @@ use crate::config::change::ConfigChange;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::replication::primary::{Primary, PART_CHUNKS_MAX};
-use crate::replication::serve::{Hosted, Phase, RdbSend, SyncSnapshot, WaitFor};
+use crate::replication::serve::{log_synced, Hosted, Phase, RdbSend, SyncSnapshot, WaitFor};
 use crate::replication::state::FailoverPhase;
 use crate::shard::ShardCore;
 use ruvio_engine::rdb::file::{header, Checksum, END_OF_KEYS};
@@ -469,10 +469,24 @@ fn answer_waits(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary)
     let waiters = std::mem::take(&mut core.replication.waiters);
     let mut left = Vec::new();
     for w in waiters {
-        let acked = primary.acked_at_least(w.offset);
-        if acked >= w.replicas || (w.deadline_ms != 0 && now >= w.deadline_ms) {
-            let reply = format!(":{acked}\r\n").into_bytes();
-            crate::mesh::gather::deliver(core, conns, w.who, w.seq, 0, reply);
+        let (acked, local) = match &w.aof {
+            None => (primary.acked_at_least(w.offset), None),
+            Some(aof) => {
+                let own = core.wal.as_ref().map(|w| w.synced_bytes());
+                let synced = log_synced(&aof.targets, core.id, own, &core.shared.shards);
+                (
+                    primary.fsynced_at_least(w.offset),
+                    Some((aof.local, synced)),
+                )
+            }
+        };
+        let local_ok = local.is_none_or(|(wanted, synced)| synced || !wanted);
+        if (acked >= w.replicas && local_ok) || (w.deadline_ms != 0 && now >= w.deadline_ms) {
+            let reply = match local {
+                None => format!(":{acked}\r\n"),
+                Some((_, synced)) => format!("*2\r\n:{}\r\n:{acked}\r\n", u8::from(synced)),
+            };
+            crate::mesh::gather::deliver(core, conns, w.who, w.seq, 0, reply.into_bytes());
         } else {
             left.push(w);
         }

@@ -131,6 +131,9 @@ pub struct ShardGauges {
     /// Bytes waiting in the output of the replicas this shard serves (not counted
     /// against `maxmemory`, as Redis's `freeMemoryGetNotCountedMemory`).
     pub replica_output_bytes: AtomicU64,
+    /// The log's record bytes appended and covered by an fsync (WAITAOF).
+    pub log_appended_bytes: AtomicU64,
+    pub log_synced_bytes: AtomicU64,
     pub evicted_keys: AtomicU64,
     pub blocked_clients: AtomicU64,
     pub dirty: AtomicU64,
