@@ -8,8 +8,7 @@ use ruvio_server::mesh::forward;
 use ruvio_server::persistence::reshard;
 use ruvio_server::{config, shard, EXIT_SHARD_FAILED};
 
-use clap::Parser;
-use config::{Cli, Config};
+use config::Config;
 use glommio::{LocalExecutorBuilder, Placement};
 use std::sync::Arc;
 
@@ -37,7 +36,7 @@ impl Drop for ExitIfShardDies {
 static ALLOCATOR: alloc::CountingAlloc = alloc::CountingAlloc;
 
 fn main() {
-    let cfg = match Config::load(Cli::parse()) {
+    let cfg = match Config::load(config::parse_args(std::env::args())) {
         Ok(cfg) => cfg,
         Err(e) => {
             eprintln!("ruvio: {e}");

@@ -419,3 +419,41 @@ fn protected_dir_and_dbfilename_take_effect() {
     drop(ruvio);
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// Every Redis parameter is also a command-line flag of its name, as
+/// redis-server takes directives (`--name value` or `--name=value`), checked
+/// as CONFIG SET checks it; a bad value stops the start with the flag's name.
+#[test]
+fn redis_parameters_are_flags() {
+    let args = [
+        "--repl-backlog-size",
+        "2mb",
+        "--min-replicas-to-write=1",
+        "--hash-max-listpack-entries",
+        "64",
+    ];
+    let ruvio = Server::ruvio_with(PortMode::Forward, 2, &args);
+    let mut c = ruvio.raw();
+    for (name, value) in [
+        ("repl-backlog-size", "2097152"),
+        ("min-replicas-to-write", "1"),
+        ("hash-max-listpack-entries", "64"),
+    ] {
+        let got = c.cmd(&["CONFIG", "GET", name]);
+        assert_eq!(show(&got), show(&encode(&[name, value])), "{name}");
+    }
+    // In force: no replica, so writes are refused.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(
+        c.cmd(&["SET", "k", "v"]),
+        b"-NOREPLICAS Not enough good replicas to write.\r\n"
+    );
+    drop(ruvio);
+    let out = std::process::Command::new(ruvio_bin())
+        .args(["--port", "0", "--repl-backlog-size", "-5"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--repl-backlog-size"), "{stderr}");
+}

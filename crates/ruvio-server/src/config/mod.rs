@@ -167,6 +167,49 @@ pub struct Cli {
     /// Redis's `masteruser`: the user a replica authenticates as.
     #[arg(long)]
     pub masteruser: Option<String>,
+    /// Any other Redis parameter given as `--<name> <value>` (as redis-server
+    /// takes every directive on its command line): see [`parse_args`].
+    #[arg(skip)]
+    pub redis: Vec<(String, String)>,
+}
+
+/// The command line: Ruvio's own flags, and any Redis parameter of the table
+/// (`params::PARAMS`) as `--<name> <value>` or `--<name>=<value>`, which
+/// overrides the config file and is checked as CONFIG SET checks it
+/// (`ruvio --repl-backlog-size 10mb --min-replicas-to-write 1`).
+pub fn parse_args(args: impl IntoIterator<Item = String>) -> Cli {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let own: std::collections::HashSet<&str> = command
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .chain(["help", "version"])
+        .collect();
+    let (mut rest, mut redis) = (Vec::new(), Vec::new());
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let Some(flag) = arg.strip_prefix("--") else {
+            rest.push(arg);
+            continue;
+        };
+        let (name, inline) = match flag.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_string())),
+            None => (flag, None),
+        };
+        if own.contains(name) || params::find(name).is_none() {
+            rest.push(arg);
+            continue;
+        }
+        let name = name.to_string();
+        match inline.or_else(|| args.next()) {
+            Some(value) => redis.push((name, value)),
+            // No value: clap reports the flag as it reports any bad one.
+            None => rest.push(arg),
+        }
+    }
+    let mut cli = Cli::parse_from(rest);
+    cli.redis = redis;
+    cli
 }
 
 /// A size in the config file: bytes, or text with Redis' units ("100mb").
@@ -358,6 +401,11 @@ impl Config {
                 let shown = params::check(spec, value).map_err(|why| format!("{name}: {why}"))?;
                 params.insert(spec.name, shown);
             }
+        }
+        for (name, value) in &cli.redis {
+            let spec = params::find(name).expect("taken from the table");
+            let shown = params::check(spec, value).map_err(|why| format!("--{name}: {why}"))?;
+            params.insert(params::storage_name(spec.name), shown);
         }
         if port_mode == PortMode::PerShard && params.contains_key("replicaof") {
             // Redis refuses the directive in cluster mode too.
