@@ -601,3 +601,22 @@ fn waitaof_counts_the_logs() {
     assert_eq!(c.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
     assert_eq!(c.cmd(&["WAITAOF", "0", "1", "100"]), b"*2\r\n:0\r\n:0\r\n");
 }
+
+/// DEBUG CHANGE-REPL-ID: a new replication ID, no second one, so a replica that
+/// comes back needs a full sync.
+#[test]
+fn debug_change_repl_id_forces_a_full_sync() {
+    let primary = Server::ruvio(PortMode::Forward, 1);
+    let replica = Server::ruvio(PortMode::Forward, 1);
+    attach(&replica, &primary);
+    let mut p = primary.raw();
+    let before = field(&mut p, "master_replid");
+    assert_eq!(p.cmd(&["DEBUG", "CHANGE-REPL-ID"]), b"+OK\r\n");
+    assert_ne!(field(&mut p, "master_replid"), before);
+    assert_eq!(field(&mut p, "master_replid2"), "0".repeat(40));
+    assert_eq!(p.cmd(&["CLIENT", "KILL", "TYPE", "replica"]), b":1\r\n");
+    wait_for("the replica back", || {
+        info_field(&mut p, "replication", "slave0").contains("state=online")
+    });
+    assert_eq!(sync_counts(&mut p), (2, 0));
+}

@@ -75,6 +75,9 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "RESTORE without checking payload checksums (1) or with (0)", "O(1)",
         debug_set_skip_checksum_validation),
+    command!("debug|change-repl-id", 2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
+        ["admin", "slow", "dangerous"], "server", "1.0.0",
+        "Take a new replication ID and forget the second one", "O(1)", debug_change_repl_id),
     command!("debug|export-rdb", 3, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE,
         ["admin", "slow", "dangerous"], "server", "1.0.0",
         "Write the keyspace as a Redis RDB file (Ruvio's own subcommand)", "O(N)", debug_export_rdb),
@@ -89,6 +92,14 @@ fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
     if secs > 0.0 && secs.is_finite() {
         std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
     }
+    reply.ok();
+    Ok(())
+}
+
+/// `DEBUG CHANGE-REPL-ID`: a new replication ID and no second one (Redis's
+/// changeReplicationId and clearReplicationId2): replicas must sync in full.
+fn debug_change_repl_id(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    ctx.core.shared.replication.new_history();
     reply.ok();
     Ok(())
 }
@@ -413,6 +424,9 @@ fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
         reply,
         b"debug",
         &[
+            "CHANGE-REPL-ID",
+            "    Change the replication IDs of the instance.",
+            "    Dangerous: should be used only for testing the replication subsystem.",
             "DIGEST",
             "    Output a hex signature representing the current DB content.",
             "DIGEST-VALUE <key> [<key> ...]",
