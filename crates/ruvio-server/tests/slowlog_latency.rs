@@ -625,3 +625,171 @@ fn per_shard_mode_nodes_keep_their_own_logs() {
     assert_eq!(nodes[0].cmd(&["SLOWLOG", "LEN"]), b":1\r\n");
     assert_eq!(nodes[1].cmd(&["SLOWLOG", "LEN"]), b":2\r\n");
 }
+
+/// Waits until `n` clients are blocked (INFO `blocked_clients`), asking on `conn`.
+fn wait_blocked(conn: &mut RawConn, n: usize) {
+    let want = format!("blocked_clients:{n}\r\n");
+    for _ in 0..500 {
+        if decode(&conn.cmd(&["INFO", "clients"]))
+            .text()
+            .contains(&want)
+        {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("never {n} blocked clients");
+}
+
+/// The slow log as a blocking session leaves it (Redis 7.0 logs a blocking
+/// command when it is served, after the write that served it, and never one
+/// that timed out or was unblocked), the calls INFO commandstats counts and the
+/// calls LATENCY HISTOGRAM counts. `o` writes and reads the log, `w` waits;
+/// `key` names the keys (on one shard or another).
+fn blocking_session(
+    mut o: RawConn,
+    mut w: RawConn,
+    key: impl Fn(&str) -> String,
+) -> (Vec<Value>, Vec<String>, Calls) {
+    let peers = [
+        (local_addr(&mut o), "OBSERVER"),
+        (local_addr(&mut w), "WAITER"),
+    ];
+    o.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    o.cmd(&["CONFIG", "RESETSTAT"]);
+    w.cmd(&["CLIENT", "SETNAME", "waiter"]);
+    let waiter_id = decode(&w.cmd(&["CLIENT", "ID"])).text();
+    let (list, zset, stream) = (key("blk-list"), key("blk-zset"), key("blk-stream"));
+    o.cmd(&["SLOWLOG", "RESET"]);
+    // Served by a write: logged then, after it.
+    w.send(&encode(&["BLPOP", &list, "0"]));
+    wait_blocked(&mut o, 1);
+    o.cmd(&["RPUSH", &list, "a", "b"]);
+    assert_eq!(
+        w.read_reply(),
+        format!("*2\r\n{}{}", bulk(&list), bulk("a")).as_bytes()
+    );
+    w.send(&encode(&["BZPOPMIN", &zset, "0"]));
+    wait_blocked(&mut o, 1);
+    o.cmd(&["ZADD", &zset, "1", "m"]);
+    assert!(w.read_reply().starts_with(b"*3\r\n"));
+    o.cmd(&["XADD", &stream, "1-1", "f", "v"]);
+    // XREAD's `$` is logged as sent, not as the ID it stood for.
+    w.send(&encode(&[
+        "XREAD", "COUNT", "1", "BLOCK", "0", "STREAMS", &stream, "$",
+    ]));
+    wait_blocked(&mut o, 1);
+    o.cmd(&["XADD", &stream, "2-1", "f", "v"]);
+    assert!(w.read_reply().starts_with(b"*1\r\n"));
+    // Timed out: not logged again. Unblocked by CLIENT UNBLOCK: logged by Redis
+    // 7.0 as a failed call with no arguments (it freed them first), before the
+    // CLIENT UNBLOCK.
+    assert_eq!(w.cmd(&["BLPOP", &key("blk-none"), "0.05"]), b"*-1\r\n");
+    w.send(&encode(&["BLPOP", &key("blk-none"), "0"]));
+    wait_blocked(&mut o, 1);
+    assert_eq!(o.cmd(&["CLIENT", "UNBLOCK", &waiter_id]), b":1\r\n");
+    assert_eq!(w.read_reply(), b"*-1\r\n");
+    // Served at once: logged as any command.
+    assert_eq!(
+        w.cmd(&["BLPOP", &list, "0"]),
+        format!("*2\r\n{}{}", bulk(&list), bulk("b")).as_bytes()
+    );
+    let Value::Array(list) = decode(&o.cmd(&["SLOWLOG", "GET", "100"])) else {
+        panic!("SLOWLOG GET");
+    };
+    let mut last_id = i64::MAX;
+    let log = list
+        .into_iter()
+        .filter_map(|entry| {
+            let Value::Array(mut fields) = entry else {
+                panic!("not an entry");
+            };
+            // Newest first; the polls of INFO are left out (their number varies).
+            let id: i64 = fields[0].text().parse().unwrap();
+            assert!(id < last_id, "ids out of order");
+            last_id = id;
+            let args = argv(&Value::Array(fields.clone()));
+            if args.first().is_some_and(|a| a.eq_ignore_ascii_case("info")) {
+                return None;
+            }
+            let peer = fields[4].text();
+            let (_, who) = peers
+                .iter()
+                .find(|(p, _)| *p == peer)
+                .expect("a known peer");
+            if args[..2.min(args.len())] == ["CLIENT", "UNBLOCK"] {
+                // The client's id differs between the servers.
+                if let Value::Array(a) = &mut fields[3] {
+                    a[2] = Value::Simple("CLIENT-ID".into());
+                }
+            }
+            fields[0] = Value::Simple("ID".into());
+            fields[1] = Value::Simple("T".into());
+            fields[2] = Value::Simple("D".into());
+            fields[4] = Value::Simple(who.to_string());
+            Some(Value::Array(fields))
+        })
+        .collect();
+    let stats = decode(&o.cmd(&["INFO", "commandstats"])).text();
+    let calls = ["blpop", "bzpopmin", "xread"]
+        .iter()
+        .map(|name| {
+            let line = stats
+                .lines()
+                .find(|l| l.starts_with(&format!("cmdstat_{name}:")))
+                .unwrap_or_else(|| panic!("{name} in {stats}"));
+            line.split(',').next().unwrap().to_string()
+        })
+        .collect();
+    let histogram =
+        histogram_calls(&o.cmd(&["LATENCY", "HISTOGRAM", "blpop", "bzpopmin", "xread"]));
+    (log, calls, histogram)
+}
+
+#[test]
+fn blocking_commands_are_logged_when_served_as_redis_does() {
+    if require_redis_server("blocking_commands_are_logged_when_served_as_redis_does").is_none() {
+        return;
+    }
+    // One shard; two in forward mode with the keys on the waiter's shard and on
+    // the other (the command then runs, parks and is served there); a node of
+    // two in per-shard mode.
+    for (shards, mode, waiter_shard, key_shard) in [
+        (1, PortMode::Forward, 0, 0),
+        (2, PortMode::Forward, 0, 0),
+        (2, PortMode::Forward, 0, 1),
+        (2, PortMode::PerShard, 1, 1),
+    ] {
+        let key = |p: &str| key_on_shard(p, key_shard, 2);
+        let redis = Server::redis();
+        let expected = blocking_session(redis.raw(), redis.raw(), key);
+        assert_eq!(expected.0.len(), 11, "{:?}", expected.0);
+        let ruvio = Server::ruvio(mode, shards);
+        let (o, w) = match mode {
+            PortMode::Forward => (
+                conn_on_shard(&ruvio, waiter_shard),
+                conn_on_shard(&ruvio, waiter_shard),
+            ),
+            PortMode::PerShard => {
+                let port = ruvio.shard_port(waiter_shard);
+                (RawConn::connect(port), RawConn::connect(port))
+            }
+        };
+        let mut got = blocking_session(o, w, key);
+        if shards > 1 && mode == PortMode::Forward && key_shard != waiter_shard {
+            // CLIENT UNBLOCK reaches a command parked on another shard after it
+            // answered: the unblocked command's entry follows it there
+            // (docs/observability.md).
+            let at = got
+                .0
+                .iter()
+                .position(|e| argv(e).is_empty())
+                .expect("unblocked");
+            got.0.swap(at, at + 1);
+        }
+        let case = format!("{shards} shard(s) {mode:?}, keys on shard {key_shard}");
+        assert_eq!(got.0, expected.0, "{case}: SLOWLOG GET");
+        assert_eq!(got.1, expected.1, "{case}: INFO commandstats calls");
+        assert_eq!(got.2, expected.2, "{case}: LATENCY HISTOGRAM calls");
+    }
+}

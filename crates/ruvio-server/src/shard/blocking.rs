@@ -55,6 +55,12 @@ pub struct Blocked {
     /// The keys it waits on.
     pub keys: Vec<Vec<u8>>,
     pub deadline_ms: Option<u64>,
+    /// How long its first run took, in ns (0 when not timed): Redis 7.0 counts
+    /// it again in the time it logs when the command is served.
+    pub first_ns: u64,
+    /// The command as the client sent it, when the one kept to run again differs
+    /// (XREAD's `$` replaced): the slow log shows the client's.
+    pub sent_argv: Option<OwnedArgs>,
 }
 
 /// Parked commands, by arrival ticket.
@@ -105,6 +111,14 @@ impl Blocking {
         }
         self.parked.insert(ticket, blocked);
         ticket
+    }
+
+    /// The first run of parked command `ticket` took `ns` (known once it
+    /// returned, after it parked).
+    pub fn note_first_run(&mut self, ticket: u64, ns: u64) {
+        if let Some(parked) = self.parked.get_mut(&ticket) {
+            parked.first_ns = ns;
+        }
     }
 
     /// Take ticket `ticket` out (served, timed out, unblocked or gone).
@@ -254,6 +268,8 @@ mod tests {
             argv: OwnedArgs::from_iter([&b"blpop"[..]]),
             keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
             deadline_ms,
+            first_ns: 0,
+            sent_argv: None,
         }
     }
 

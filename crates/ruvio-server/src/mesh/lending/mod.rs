@@ -1083,6 +1083,8 @@ pub fn watch(core: &mut ShardCore, conns: &mut Slab<Conn>, request: WatchRequest
         argv: OwnedArgs::default(),
         keys: request.keys,
         deadline_ms: None,
+        first_ns: 0,
+        sent_argv: None,
     });
 }
 
