@@ -793,3 +793,59 @@ fn blocking_commands_are_logged_when_served_as_redis_does() {
         assert_eq!(got.2, expected.2, "{case}: LATENCY HISTOGRAM calls");
     }
 }
+
+/// `text` with every number written `N` (times and counts vary between runs).
+fn numbers_out(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            if !out.ends_with('N') {
+                out.push('N');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// LATENCY DOCTOR's reports along one event history: before any spike, after
+/// slow commands under three slow log settings (the advice differs), and after
+/// the threshold is set back to 0 with the events kept.
+fn doctor_session(server: &Server) -> Vec<String> {
+    let mut c = server.raw();
+    let doctor = |c: &mut RawConn| decode(&c.cmd(&["LATENCY", "DOCTOR"])).text();
+    let mut reports = vec![doctor(&mut c)];
+    c.cmd(&["CONFIG", "SET", "latency-monitor-threshold", "5"]);
+    reports.push(doctor(&mut c));
+    c.cmd(&["DEBUG", "SLEEP", "0.02"]);
+    for slower_than in ["10000", "-1", "0", "5000"] {
+        c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", slower_than]);
+        reports.push(doctor(&mut c));
+    }
+    c.cmd(&["CONFIG", "SET", "latency-monitor-threshold", "0"]);
+    reports.push(doctor(&mut c));
+    c.cmd(&["LATENCY", "RESET"]);
+    reports.push(doctor(&mut c));
+    reports.iter().map(|r| numbers_out(r)).collect()
+}
+
+#[test]
+fn latency_doctor_writes_redis_report_and_advice() {
+    if require_redis_server("latency_doctor_writes_redis_report_and_advice").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let ruvio = Server::ruvio(PortMode::Forward, 2);
+    let expected = doctor_session(&redis);
+    assert!(
+        expected[2].contains("I have a few advices for you:"),
+        "{}",
+        expected[2]
+    );
+    let got = doctor_session(&ruvio);
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(g, e, "report #{i}");
+    }
+    assert_eq!(got.len(), expected.len());
+}
