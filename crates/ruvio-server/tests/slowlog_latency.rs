@@ -849,3 +849,77 @@ fn latency_doctor_writes_redis_report_and_advice() {
     }
     assert_eq!(got.len(), expected.len());
 }
+
+/// The latency monitor's events of the log, `(event, latest ms)`, once `want`
+/// are all there (asked on `c` while writing keys: each write is a log write).
+fn log_events(c: &mut RawConn, want: &[&str]) -> Vec<(String, u64)> {
+    for i in 0..100 {
+        c.cmd(&["SET", &format!("k{i}"), "v"]);
+        let Value::Array(rows) = decode(&c.cmd(&["LATENCY", "LATEST"])) else {
+            panic!("LATENCY LATEST");
+        };
+        let events: Vec<(String, u64)> = rows
+            .iter()
+            .map(|row| {
+                let f = fields(row);
+                (f[0].text(), f[2].text().parse().unwrap())
+            })
+            .collect();
+        if want.iter().all(|w| events.iter().any(|(e, _)| e == w)) {
+            return events;
+        }
+    }
+    panic!("never all of {want:?}");
+}
+
+#[test]
+fn log_writes_and_syncs_reach_the_latency_monitor() {
+    // A slow disk, from Ruvio's debug fault points: each write's completion
+    // reaches the shard 200 ms late; then each `always` group's fdatasync starts
+    // 200 ms late. Both are the disk's time as the shard sees it.
+    let dir = unique_dir("log-latency");
+    let dir = dir.to_str().unwrap();
+    let always = ["--durability", "always", "--dir", dir];
+    let late_write = Server::ruvio_with_env(
+        PortMode::Forward,
+        1,
+        &always,
+        &[("RUVIO_FAULT", "wal:late-write-0")],
+    );
+    let mut c = late_write.raw();
+    c.cmd(&["CONFIG", "SET", "latency-monitor-threshold", "100"]);
+    let events = log_events(&mut c, &["aof-write", "aof-write-alone"]);
+    for (event, ms) in &events {
+        assert!(*ms >= 200, "{events:?}");
+        assert!(event.starts_with("aof-write"), "{events:?}");
+    }
+    let doctor = decode(&c.cmd(&["LATENCY", "DOCTOR"])).text();
+    assert!(
+        doctor.contains("aof-write-alone: ")
+            && doctor.contains("- It is strongly advised to use local disks"),
+        "{doctor}"
+    );
+    drop(late_write);
+
+    let dir = unique_dir("log-latency-sync");
+    let always = ["--durability", "always", "--dir", dir.to_str().unwrap()];
+    let slow_sync = Server::ruvio_with_env(
+        PortMode::Forward,
+        1,
+        &always,
+        &[("RUVIO_FAULT", "wal:slow-fsync-0")],
+    );
+    let mut c = slow_sync.raw();
+    c.cmd(&["CONFIG", "SET", "latency-monitor-threshold", "100"]);
+    let events = log_events(&mut c, &["aof-fsync-always"]);
+    let (_, ms) = events
+        .iter()
+        .find(|(e, _)| e == "aof-fsync-always")
+        .unwrap();
+    assert!(*ms >= 200, "{events:?}");
+    let doctor = decode(&c.cmd(&["LATENCY", "DOCTOR"])).text();
+    assert!(
+        doctor.contains("- Your fsync policy is set to 'always'."),
+        "{doctor}"
+    );
+}
