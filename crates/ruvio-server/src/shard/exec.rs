@@ -393,14 +393,13 @@ pub fn observe(
 /// run's time is kept with ticket `ticket` (WAIT has none: Redis never records
 /// it further).
 pub fn observe_parked(core: &mut ShardCore, cmd: &Command, ticket: Option<u64>, ns: Option<u64>) {
-    let Some(ns) = ns else {
-        return;
-    };
-    let observatory = &core.shared.observatory;
-    core.timing
-        .sample_command(observatory, cmd.meta.has(FAST), ns, core.now_ms);
     if let Some(ticket) = ticket {
-        core.blocking.note_first_run(ticket, ns);
+        core.blocking.note_first_run(ticket, ns.unwrap_or(0));
+    }
+    if let Some(ns) = ns {
+        let observatory = &core.shared.observatory;
+        core.timing
+            .sample_command(observatory, cmd.meta.has(FAST), ns, core.now_ms);
     }
 }
 
@@ -426,7 +425,10 @@ fn observe_unblocked(
     let Some(blocked) = core.blocking.get(ticket) else {
         return;
     };
-    let (first_ns, client_id) = (blocked.first_ns, blocked.client_id);
+    let Some(first_ns) = blocked.first_run_ns else {
+        return;
+    };
+    let client_id = blocked.client_id;
     let stat = &mut core.stats.per_command[cmd.stat];
     if let Some(ns) = ns {
         stat.usec += first_ns / 1000 + ns / 1000;
@@ -589,7 +591,7 @@ pub fn park(
         argv: parked_argv(args, &block.rewrite),
         keys,
         deadline_ms: block.deadline_ms,
-        first_ns: 0,
+        first_run_ns: None,
         sent_argv: (!block.rewrite.is_empty()).then(|| OwnedArgs::from_args(args)),
     })
 }

@@ -1083,7 +1083,7 @@ pub fn watch(core: &mut ShardCore, conns: &mut Slab<Conn>, request: WatchRequest
         argv: OwnedArgs::default(),
         keys: request.keys,
         deadline_ms: None,
-        first_ns: 0,
+        first_run_ns: None,
         sent_argv: None,
     });
 }
