@@ -152,6 +152,9 @@ pub struct Latencies {
     /// `everysec` sync runs beside the loop as Redis's background fsync does,
     /// and has no event of its own there either).
     pub fsync_always: Option<u64>,
+    /// The fdatasync of a full segment before the next one opens, which the
+    /// loop waits for (Ruvio's own `log-segment-sync`: Redis has no such step).
+    pub segment_sync: Option<u64>,
 }
 
 /// A log's running totals, counted per write and per fsync (never per record).
@@ -601,10 +604,12 @@ impl Wal {
     /// Start the next segment: the current one is synced first (its last bytes must
     /// not be lost when only the new file is synced later).
     fn rotate(&mut self) {
+        let started = std::time::Instant::now();
         if let Err(e) = self.file.sync_data() {
             self.error = Some(strerror(e.raw_os_error().unwrap_or(libc::EIO)));
             return;
         }
+        self.latencies.segment_sync = Some(started.elapsed().as_nanos() as u64);
         let next = self.segment + 1;
         let opened = open_segment(&self.dir, next)
             .and_then(|file| Ok((Direct::open(&self.dir, next, 0)?, file)));
@@ -1040,6 +1045,35 @@ mod tests {
         assert!(both.1 > appended.1);
         assert!(wal.write_done(op.len as i32).is_none());
         assert_eq!(wal.log_end(), both);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// What the latency monitor samples: each write's time with what it met
+    /// (a save under way, an fsync in flight), once; a full segment's sync.
+    #[test]
+    fn completed_operations_leave_their_latencies() {
+        let dir = std::env::temp_dir().join(format!("ruvio-wal-lat-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut wal = Wal::open(&config(&dir), 0, RecoveredEnd::Empty).unwrap();
+        let write = |wal: &mut Wal, saving: bool| {
+            wal.append(0, &mut [&b"SET"[..], b"a", b"v"].into_iter());
+            let op = wal.next_write(saving).expect("a write");
+            assert!(wal.write_done(op.len as i32).is_none());
+            wal.take_latencies()
+        };
+        let met = |l: Latencies| l.write.map(|(_, context)| context);
+        assert_eq!(met(write(&mut wal, true)), Some(WriteContext::ActiveSave));
+        assert_eq!(wal.take_latencies(), Latencies::default());
+        assert!(wal.fsync_due(0).is_some());
+        assert_eq!(met(write(&mut wal, true)), Some(WriteContext::PendingFsync));
+        wal.fsync_done(0, 0);
+        // everysec's sync has no event (Redis's runs in the background too).
+        assert_eq!(wal.take_latencies(), Latencies::default());
+        assert_eq!(met(write(&mut wal, false)), Some(WriteContext::Alone));
+        wal.offset = SEGMENT_BYTES_MAX;
+        wal.rotate_if_drained();
+        assert_eq!(wal.segment, 2);
+        assert!(wal.take_latencies().segment_sync.is_some());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -404,6 +404,7 @@ impl Shard {
                 if let Some(wal) = self.core.wal.as_mut() {
                     wal.zero_fill_done(result);
                 }
+                self.sample_log_latencies();
                 self.exit_flush_if_waiting();
                 self.submit_wal_write();
             }
@@ -987,7 +988,9 @@ impl Shard {
     /// write as `aof-write` and as the `aof-write-*` event of what it met, a sync
     /// as `aof-fsync-always`. Each is its completion's time less its
     /// submission's: the ring does the waiting, so this is how long the records
-    /// (and, under `always`, the replies held for them) waited for the disk.
+    /// (and, under `always`, the replies held for them) waited for the disk. A
+    /// full segment's sync, which the loop does wait for, is Ruvio's own
+    /// `log-segment-sync`.
     fn sample_log_latencies(&mut self) {
         let Some(wal) = self.core.wal.as_mut() else {
             return;
@@ -1001,6 +1004,9 @@ impl Shard {
         }
         if let Some(ns) = latencies.fsync_always {
             timing.sample_ns(observatory, "aof-fsync-always", ns, now_ms);
+        }
+        if let Some(ns) = latencies.segment_sync {
+            timing.sample_ns(observatory, "log-segment-sync", ns, now_ms);
         }
     }
 
