@@ -662,21 +662,30 @@ fn blocking_session(
     let (list, zset, stream) = (key("blk-list"), key("blk-zset"), key("blk-stream"));
     o.cmd(&["SLOWLOG", "RESET"]);
     // Served by a write: logged then, after it.
-    w.send(&encode(&["BLPOP", &list, "0"]));
+    w.send(&encode(&["BLPOP", &list, &key("blk-list-b"), "0"]));
     wait_blocked(&mut o, 1);
     o.cmd(&["RPUSH", &list, "a", "b"]);
     assert_eq!(
         w.read_reply(),
         format!("*2\r\n{}{}", bulk(&list), bulk("a")).as_bytes()
     );
-    w.send(&encode(&["BZPOPMIN", &zset, "0"]));
+    w.send(&encode(&["BZPOPMIN", &zset, &key("blk-zset-b"), "0"]));
     wait_blocked(&mut o, 1);
     o.cmd(&["ZADD", &zset, "1", "m"]);
     assert!(w.read_reply().starts_with(b"*3\r\n"));
     o.cmd(&["XADD", &stream, "1-1", "f", "v"]);
     // XREAD's `$` is logged as sent, not as the ID it stood for.
     w.send(&encode(&[
-        "XREAD", "COUNT", "1", "BLOCK", "0", "STREAMS", &stream, "$",
+        "XREAD",
+        "COUNT",
+        "1",
+        "BLOCK",
+        "0",
+        "STREAMS",
+        &stream,
+        &key("blk-stream-b"),
+        "$",
+        "$",
     ]));
     wait_blocked(&mut o, 1);
     o.cmd(&["XADD", &stream, "2-1", "f", "v"]);
@@ -684,12 +693,13 @@ fn blocking_session(
     // Timed out: not logged again. Unblocked by CLIENT UNBLOCK: logged by Redis
     // 7.0 as a failed call with no arguments (it freed them first), before the
     // CLIENT UNBLOCK; with ERROR too.
-    assert_eq!(w.cmd(&["BLPOP", &key("blk-none"), "0.05"]), b"*-1\r\n");
-    w.send(&encode(&["BLPOP", &key("blk-none"), "0"]));
+    let none = [key("blk-none"), key("blk-none-b")];
+    assert_eq!(w.cmd(&["BLPOP", &none[0], &none[1], "0.05"]), b"*-1\r\n");
+    w.send(&encode(&["BLPOP", &none[0], &none[1], "0"]));
     wait_blocked(&mut o, 1);
     assert_eq!(o.cmd(&["CLIENT", "UNBLOCK", &waiter_id]), b":1\r\n");
     assert_eq!(w.read_reply(), b"*-1\r\n");
-    w.send(&encode(&["BZPOPMIN", &key("blk-none"), "0"]));
+    w.send(&encode(&["BZPOPMIN", &none[0], &none[1], "0"]));
     wait_blocked(&mut o, 1);
     assert_eq!(
         o.cmd(&["CLIENT", "UNBLOCK", &waiter_id, "ERROR"]),
@@ -765,16 +775,27 @@ fn blocking_commands_are_logged_when_served_as_redis_does() {
     if require_redis_server("blocking_commands_are_logged_when_served_as_redis_does").is_none() {
         return;
     }
-    // One shard; two in forward mode with the keys on the waiter's shard and on
-    // the other (the command then runs, parks and is served there); a node of
-    // two in per-shard mode.
-    for (shards, mode, waiter_shard, key_shard) in [
-        (1, PortMode::Forward, 0, 0),
-        (2, PortMode::Forward, 0, 0),
-        (2, PortMode::Forward, 0, 1),
-        (2, PortMode::PerShard, 1, 1),
+    // One shard; two in forward mode with the keys on the waiter's shard, on
+    // the other (the command then runs, parks and is served there) and on both
+    // (`mesh::lending` coordinates it); a node of two in per-shard mode. Each
+    // blocking command names two keys: `-b` the second.
+    for (shards, mode, waiter_shard, key_shard, b_shard) in [
+        (1, PortMode::Forward, 0, 0, 0),
+        (2, PortMode::Forward, 0, 0, 0),
+        (2, PortMode::Forward, 0, 1, 1),
+        (2, PortMode::Forward, 0, 0, 1),
+        (2, PortMode::PerShard, 1, 1, 1),
     ] {
-        let key = |p: &str| key_on_shard(p, key_shard, 2);
+        // A second key on the first one's shard shares its slot (a node in
+        // per-shard mode refuses keys of two slots).
+        let key = |p: &str| match p.strip_suffix("-b") {
+            Some(first) if b_shard == key_shard => {
+                format!("{{{}}}-b", key_on_shard(first, key_shard, 2))
+            }
+            Some(_) => key_on_shard(p, b_shard, 2),
+            None => key_on_shard(p, key_shard, 2),
+        };
+        eprintln!("case: {shards} shard(s) {mode:?}, keys on shards {key_shard} {b_shard}");
         let redis = Server::redis();
         let expected = blocking_session(redis.raw(), redis.raw(), key);
         assert_eq!(expected.0.len(), 13, "{:?}", expected.0);
@@ -807,7 +828,7 @@ fn blocking_commands_are_logged_when_served_as_redis_does() {
                 log.extend(apart);
             }
         }
-        let case = format!("{shards} shard(s) {mode:?}, keys on shard {key_shard}");
+        let case = format!("{shards} shard(s) {mode:?}, keys on shards {key_shard} {b_shard}");
         assert_eq!(got.0, expected.0, "{case}: SLOWLOG GET");
         assert_eq!(got.1, expected.1, "{case}: INFO commandstats calls");
         assert_eq!(got.2, expected.2, "{case}: LATENCY HISTOGRAM calls");

@@ -429,29 +429,55 @@ fn observe_unblocked(
         return;
     };
     let client_id = blocked.client_id;
+    let sent = argv.and(blocked.sent_argv.clone());
+    let args = sent.as_ref().or(argv);
+    let served = Served {
+        client_id,
+        first_ns,
+        ns,
+        reply_bytes,
+    };
+    observe_served(core, cmd, args.map(|a| a.args()), served);
+}
+
+/// A parked command answered now (see [`observe_served`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Served {
+    pub client_id: u64,
+    /// Its first run's time, ns.
+    pub first_ns: u64,
+    /// The serving run's time, when timed (CLIENT UNBLOCK: 0).
+    pub ns: Option<u64>,
+    pub reply_bytes: usize,
+}
+
+/// Record parked command `cmd`, answered now as `served` says, with arguments
+/// `args` (`None`: CLIENT UNBLOCK answered it, a failed call without
+/// arguments): [`observe_unblocked`] for a command parked here,
+/// `mesh::lending` for one over several shards' keys.
+pub fn observe_served(core: &mut ShardCore, cmd: &Command, args: Option<Args<'_>>, served: Served) {
     let stat = &mut core.stats.per_command[cmd.stat];
-    if let Some(ns) = ns {
-        stat.usec += first_ns / 1000 + ns / 1000;
+    if let Some(ns) = served.ns {
+        stat.usec += served.first_ns / 1000 + ns / 1000;
     }
-    if argv.is_none() {
+    if args.is_none() {
         stat.failed += 1;
     }
     if !core.timing.active() {
         return;
     }
-    let sent = argv.and(blocked.sent_argv.clone());
     let none = OwnedArgs::default();
-    let args = sent.as_ref().or(argv).unwrap_or(&none).args();
     let ran = crate::observability::Ran {
         shard: core.id,
         stat: cmd.stat,
         fast: cmd.meta.has(FAST),
         loggable: !cmd.meta.has(SKIP_SLOWLOG),
-        args,
-        reply_bytes,
-        client: crate::observability::Who::Id(client_id),
+        args: args.unwrap_or_else(|| none.args()),
+        reply_bytes: served.reply_bytes,
+        client: crate::observability::Who::Id(served.client_id),
         now_ms: core.now_ms,
     };
+    let (first_ns, ns) = (served.first_ns, served.ns);
     core.timing
         .finish_unblocked(&core.shared.observatory, first_ns, ns, ran);
 }
