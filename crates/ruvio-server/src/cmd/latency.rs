@@ -9,9 +9,10 @@
 
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::cmd::registry::Command;
-use crate::config::{Config, PortMode};
+use crate::config::{Config, Durability, PortMode};
 use crate::mesh::gather::{Gather, Then};
 use crate::observability::histograms::{cumulative_buckets, percentile_usec, CommandHistograms};
+use crate::observability::latency::{anon_huge_pages, DoctorInput};
 use crate::observability::{Observatory, Timing};
 use ruvio_engine::command::{command, flags::*, CommandTree};
 use ruvio_engine::{CmdError, KeySpec};
@@ -58,13 +59,15 @@ fn now_s() -> u64 {
 
 /// `LATENCY DOCTOR`
 fn doctor(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let enabled = ctx.core.timing.settings().monitor_ms > 0;
-    let report = ctx
-        .core
-        .shared
-        .observatory
-        .monitor()
-        .doctor(enabled, now_s());
+    let settings = ctx.core.timing.settings();
+    let input = DoctorInput {
+        threshold_ms: settings.monitor_ms,
+        slow_us: settings.slow_us,
+        hz: ctx.core.cfg.hz,
+        fsync_always: ctx.core.cfg.durability == Durability::Always,
+        anon_huge_pages: anon_huge_pages(),
+    };
+    let report = ctx.core.shared.observatory.monitor().doctor(input, now_s());
     reply.verbatim("txt", report.as_bytes());
     Ok(())
 }

@@ -2,7 +2,9 @@
 //! `fast-command`, `expire-cycle` ...), the worst latency of each of the last
 //! [`SERIES_SAMPLES`] seconds in which it reached `latency-monitor-threshold`,
 //! and its all-time maximum; LATENCY LATEST, HISTORY, RESET, GRAPH and DOCTOR read
-//! it.
+//! it. DOCTOR writes Redis 7.0's report and advice word for word (`latency.c`'s
+//! `createLatencyReport`), so what an operator or a tool knows of Redis's reads
+//! the same here.
 //!
 //! One monitor for the whole process behind one lock: a sample is added only when
 //! something took at least the threshold (milliseconds, 0 = off), which is rare by
@@ -156,26 +158,26 @@ impl Monitor {
         Some(out)
     }
 
-    /// LATENCY DOCTOR's report at `now_s` (`enabled`: the threshold is set).
-    pub fn doctor(&self, enabled: bool, now_s: u64) -> String {
-        if !enabled {
-            // Redis's words exactly: a tool may look for them.
+    /// LATENCY DOCTOR's report at `now_s` (Redis 7.0's `createLatencyReport`):
+    /// each event's spikes, then the advice its events call for, in Redis's
+    /// words (a tool or a person may compare them with a Redis's report).
+    pub fn doctor(&self, input: DoctorInput, now_s: u64) -> String {
+        if self.events.is_empty() && input.threshold_ms == 0 {
             return "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this \
                     Redis instance. You may use \"CONFIG SET latency-monitor-threshold \
                     <milliseconds>.\" in order to enable it. If we weren't in a deep space \
                     mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n"
                 .to_string();
         }
-        if self.events.is_empty() {
-            return "Dave, no latency spike was observed during the lifetime of this Redis \
-                    instance, not in the slightest bit. I honestly think you ought to sleep \
-                    tonight.\n"
-                .to_string();
-        }
-        let mut out = "Dave, I have observed latency spikes in this Ruvio instance. You don't \
-                       mind talking about it, do you Dave?\n\n"
-            .to_string();
+        let mut out = String::new();
+        let mut advised = Advised::default();
         for (n, (event, series)) in self.events.iter().enumerate() {
+            if n == 0 {
+                out.push_str(
+                    "Dave, I have observed latency spikes in this Redis instance. You don't \
+                     mind talking about it, do you Dave?\n\n",
+                );
+            }
             let used: Vec<Sample> = series.used().collect();
             let count = used.len().max(1) as u64;
             let avg = used.iter().map(|s| s.ms).sum::<u64>() / count;
@@ -190,13 +192,214 @@ impl Monitor {
                 period as f64 / count as f64,
                 series.max_ms
             ));
+            advised.event(event, &input);
         }
-        out.push_str(
-            "\nWhile there are latency events logged, I'm not able to suggest any easy fix. \
-             docs/observability.md says what each event measures in Ruvio.\n",
-        );
+        if input.anon_huge_pages {
+            advised.add(&[Advice::DisableThp]);
+        }
+        if self.events.is_empty() && advised.count == 0 {
+            out.push_str(
+                "Dave, no latency spike was observed during the lifetime of this Redis \
+                 instance, not in the slightest bit. I honestly think you ought to sit down \
+                 calmly, take a stress pill, and think things over.\n",
+            );
+        } else if advised.count == 0 {
+            out.push_str(
+                "\nWhile there are latency events logged, I'm not able to suggest any easy \
+                 fix. Please use the Redis community to get some help, providing this report \
+                 in your help request.\n",
+            );
+        } else {
+            advised.write(&mut out, &input);
+        }
         out
     }
+}
+
+/// What LATENCY DOCTOR's advice depends on besides the events (Redis reads the
+/// same settings).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DoctorInput {
+    /// `latency-monitor-threshold`, ms.
+    pub threshold_ms: u64,
+    /// `slowlog-log-slower-than`, µs (negative: off).
+    pub slow_us: i64,
+    /// `hz`.
+    pub hz: u32,
+    /// The log is fsynced on every write (`--durability always`, Redis's
+    /// `appendfsync always`).
+    pub fsync_always: bool,
+    /// The process has anonymous huge pages (`AnonHugePages` in
+    /// `/proc/self/smaps_rollup`, as Redis reads it).
+    pub anon_huge_pages: bool,
+}
+
+/// LATENCY DOCTOR's advices, in the order Redis writes them (its fork advice is
+/// left out: Ruvio does not fork).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Advice {
+    SlowlogEnable,
+    SlowlogTune,
+    SlowlogInspect,
+    Scheduler,
+    LocalDisk,
+    Ssd,
+    DataWriteback,
+    DiskContention,
+    NoAppendfsync,
+    RelaxFsyncPolicy,
+    WriteLoadInfo,
+    Hz,
+    LargeObjects,
+    MassEviction,
+    DisableThp,
+}
+
+/// The advices an event history calls for.
+#[derive(Debug, Default)]
+struct Advised {
+    /// Bit `Advice as u32` set: advised.
+    set: u32,
+    /// Advices counted, each time an event calls for one (Redis's `advices`: a
+    /// report with events but none says it has no easy fix).
+    count: usize,
+}
+
+impl Advised {
+    fn add(&mut self, advices: &[Advice]) {
+        for &a in advices {
+            self.set |= 1 << a as u32;
+        }
+        self.count += advices.len();
+    }
+
+    fn has(&self, advice: Advice) -> bool {
+        self.set & (1 << advice as u32) != 0
+    }
+
+    /// What event `event` calls for (Redis compares the names ignoring case).
+    fn event(&mut self, event: &str, input: &DoctorInput) {
+        use Advice::*;
+        let is = |name: &str| event.eq_ignore_ascii_case(name);
+        if is("command") {
+            if input.slow_us < 0 {
+                self.add(&[SlowlogEnable]);
+            } else if (input.slow_us / 1000) as u64 > input.threshold_ms {
+                self.add(&[SlowlogTune]);
+            }
+            self.add(&[SlowlogInspect, LargeObjects]);
+        }
+        if is("fast-command") {
+            self.add(&[Scheduler]);
+        }
+        if is("aof-write-pending-fsync") {
+            self.add(&[LocalDisk, DiskContention, Ssd, DataWriteback]);
+        }
+        if is("aof-write-active-child") {
+            self.add(&[NoAppendfsync, DataWriteback, Ssd]);
+        }
+        if is("aof-write-alone") {
+            self.add(&[LocalDisk, DataWriteback, Ssd]);
+        }
+        if is("aof-fsync-always") {
+            self.add(&[RelaxFsyncPolicy]);
+        }
+        if is("aof-fstat") || is("rdb-unlink-temp-file") {
+            self.add(&[DiskContention, LocalDisk]);
+        }
+        if is("aof-rewrite-diff-write") || is("aof-rename") {
+            self.add(&[WriteLoadInfo, DataWriteback, Ssd, LocalDisk]);
+        }
+        if is("expire-cycle") {
+            self.add(&[Hz, LargeObjects]);
+        }
+        if is("eviction-del") {
+            self.add(&[LargeObjects]);
+        }
+        if is("eviction-cycle") {
+            self.add(&[MassEviction]);
+        }
+    }
+
+    /// The advice paragraph. As Redis, two advices are written only where they
+    /// apply now (the fsync policy under `always`, `hz` below 100), though they
+    /// counted towards having advice.
+    fn write(&self, out: &mut String, input: &DoctorInput) {
+        out.push_str("\nI have a few advices for you:\n\n");
+        let threshold_us = input.threshold_ms.saturating_mul(1000);
+        if self.has(Advice::SlowlogEnable) {
+            let [before, after] = ADVICE_SLOWLOG_ENABLE;
+            out.push_str(&format!("{before}{threshold_us}{after}"));
+        }
+        if self.has(Advice::SlowlogTune) {
+            let [before, after] = ADVICE_SLOWLOG_TUNE;
+            out.push_str(&format!("{before}{threshold_us}{after}"));
+        }
+        let texts = (Advice::SlowlogInspect as u32..).zip(ADVICE_TEXTS);
+        for (bit, text) in texts {
+            let applies = match bit {
+                b if b == Advice::RelaxFsyncPolicy as u32 => input.fsync_always,
+                b if b == Advice::Hz as u32 => input.hz < 100,
+                _ => true,
+            };
+            if self.set & (1 << bit) != 0 && applies {
+                out.push_str(text);
+            }
+        }
+    }
+}
+
+/// The slow log advice when it is off, around the threshold in µs.
+const ADVICE_SLOWLOG_ENABLE: [&str; 2] = ["- There are latency issues with potentially slow commands you are using. Try to enable the Slow Log Redis feature using the command 'CONFIG SET slowlog-log-slower-than ", "'. If the Slow log is disabled Redis is not able to log slow commands execution for you.\n"];
+/// The slow log advice when it logs less than the monitor, around the threshold in µs.
+const ADVICE_SLOWLOG_TUNE: [&str; 2] = ["- Your current Slow Log configuration only logs events that are slower than your configured latency monitor threshold. Please use 'CONFIG SET slowlog-log-slower-than ", "'.\n"];
+
+/// The other advices' texts, in [`Advice`]'s order from `SlowlogInspect`.
+const ADVICE_TEXTS: [&str; 13] = [
+    // SlowlogInspect
+    "- Check your Slow Log to understand what are the commands you are running which are too slow to execute. Please check https://redis.io/commands/slowlog for more information.\n",
+    // Scheduler
+    "- The system is slow to execute Redis code paths not containing system calls. This usually means the system does not provide Redis CPU time to run for long periods. You should try to:\n  1) Lower the system load.\n  2) Use a computer / VM just for Redis if you are running other software in the same system.\n  3) Check if you have a \"noisy neighbour\" problem.\n  4) Check with 'redis-cli --intrinsic-latency 100' what is the intrinsic latency in your system.\n  5) Check if the problem is allocator-related by recompiling Redis with MALLOC=libc, if you are using Jemalloc. However this may create fragmentation problems.\n",
+    // LocalDisk
+    "- It is strongly advised to use local disks for persistence, especially if you are using AOF. Remote disks provided by platform-as-a-service providers are known to be slow.\n",
+    // Ssd
+    "- SSD disks are able to reduce fsync latency, and total time needed for snapshotting and AOF log rewriting (resulting in smaller memory usage). With extremely high write load SSD disks can be a good option. However Redis should perform reasonably with high load using normal disks. Use this advice as a last resort.\n",
+    // DataWriteback
+    "- Mounting ext3/4 filesystems with data=writeback can provide a performance boost compared to data=ordered, however this mode of operation provides less guarantees, and sometimes it can happen that after a hard crash the AOF file will have a half-written command at the end and will require to be repaired before Redis restarts.\n",
+    // DiskContention
+    "- Try to lower the disk contention. This is often caused by other disk intensive processes running in the same computer (including other Redis instances).\n",
+    // NoAppendfsync
+    "- Assuming from the point of view of data safety this is viable in your environment, you could try to enable the 'no-appendfsync-on-rewrite' option, so that fsync will not be performed while there is a child rewriting the AOF file or producing an RDB file (the moment where there is high disk contention).\n",
+    // RelaxFsyncPolicy
+    "- Your fsync policy is set to 'always'. It is very hard to get good performances with such a setup, if possible try to relax the fsync policy to 'onesec'.\n",
+    // WriteLoadInfo
+    "- Latency during the AOF atomic rename operation or when the final difference is flushed to the AOF file at the end of the rewrite, sometimes is caused by very high write load, causing the AOF buffer to get very large. If possible try to send less commands to accomplish the same work, or use Lua scripts to group multiple operations into a single EVALSHA call.\n",
+    // Hz
+    "- In order to make the Redis keys expiring process more incremental, try to set the 'hz' configuration parameter to 100 using 'CONFIG SET hz 100'.\n",
+    // LargeObjects
+    "- Deleting, expiring or evicting (because of maxmemory policy) large objects is a blocking operation. If you have very large objects that are often deleted, expired, or evicted, try to fragment those objects into multiple smaller objects.\n",
+    // MassEviction
+    "- Sudden changes to the 'maxmemory' setting via 'CONFIG SET', or allocation of large objects via sets or sorted sets intersections, STORE option of SORT, Redis Cluster large keys migrations (RESTORE command), may create sudden memory pressure forcing the server to block trying to evict keys. \n",
+    // DisableThp
+    "- I detected a non zero amount of anonymous huge pages used by your process. This creates very serious latency events in different conditions, especially when Redis is persisting on disk. To disable THP support use the command 'echo never > /sys/kernel/mm/transparent_hugepage/enabled', make sure to also add it into /etc/rc.local so that the command will be executed again after a reboot. Note that even if you have already disabled THP, you still need to restart the Redis process to get rid of the huge pages already created.\n",
+];
+
+// One text for each advice from `SlowlogInspect` to the last.
+const _: () = assert!(
+    ADVICE_TEXTS.len() == Advice::DisableThp as usize - Advice::SlowlogInspect as usize + 1
+);
+
+/// Whether this process has anonymous huge pages (Redis's
+/// `THPGetAnonHugePagesSize() > 0`, which reads `/proc/self/smaps`; the rollup
+/// sums the same field in one read). False where the file cannot be read.
+pub fn anon_huge_pages() -> bool {
+    let Ok(text) = std::fs::read_to_string("/proc/self/smaps_rollup") else {
+        return false;
+    };
+    text.lines()
+        .filter_map(|line| line.strip_prefix("AnonHugePages:"))
+        .filter_map(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .any(|kb| kb > 0)
 }
 
 /// How long ago a sample was, as Redis labels it: seconds, minutes, hours, days.
@@ -287,6 +490,55 @@ mod tests {
         assert_eq!(m.reset(&[b"a", b"zzz"]), 1);
         assert_eq!(m.reset(&[]), 1);
         assert!(m.latest().is_empty());
+    }
+
+    /// As Redis, advice that does not apply now still counts as advice: the
+    /// fsync policy's when the log is not `always`, `hz`'s at 100 or more.
+    #[test]
+    fn the_doctor_advises_as_redis() {
+        let mut m = Monitor::default();
+        let input = DoctorInput {
+            threshold_ms: 5,
+            slow_us: 10_000,
+            hz: 100,
+            ..DoctorInput::default()
+        };
+        assert!(m.doctor(input, 10).starts_with("Dave, no latency spike"));
+        m.add("aof-fsync-always", 10, 7);
+        let report = m.doctor(input, 10);
+        assert!(
+            report.ends_with("Worst all time event 7ms.\n\nI have a few advices for you:\n\n"),
+            "{report}"
+        );
+        let always = DoctorInput {
+            fsync_always: true,
+            ..input
+        };
+        assert!(m
+            .doctor(always, 10)
+            .ends_with("relax the fsync policy to 'onesec'.\n"));
+        m.add("command", 11, 20);
+        let report = m.doctor(input, 12);
+        assert!(
+            report.contains("'CONFIG SET slowlog-log-slower-than 5000'"),
+            "{report}"
+        );
+        assert!(report.contains(
+            "2. command: 1 latency spikes (average 20ms, mean deviation 0ms, period 1.00 sec)"
+        ));
+        m.add("snapshot-slice", 12, 9);
+        m.reset(&[b"aof-fsync-always", b"command"]);
+        let report = m.doctor(input, 12);
+        assert!(
+            report.ends_with("providing this report in your help request.\n"),
+            "{report}"
+        );
+        m.reset(&[]);
+        let off = DoctorInput {
+            threshold_ms: 0,
+            ..input
+        };
+        assert!(m.doctor(off, 12).starts_with("I'm sorry, Dave"));
     }
 
     #[test]

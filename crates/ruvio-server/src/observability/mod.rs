@@ -33,6 +33,10 @@
 //! owner, `mesh::lending` for a command run on borrowed keys (the origin then
 //! records nothing: [`Timing::hand_off`]), `mesh::owner_tx` and
 //! `transactions::multi::run_borrowed` for EXEC's commands run elsewhere.
+//! A blocking command that parks is recorded in two parts, as Redis 7.0's
+//! `call()` and `updateStatsOnUnblock` do ([`Timing::park`],
+//! [`Timing::finish_unblocked`]): an operator's slow log then shows the command
+//! when it answered, with the time it ran, not the time it waited.
 //! docs/observability.md has the table and the gaps.
 //!
 //! The clock: [`quanta::Clock::raw`], the TSC as quanta calibrated it. Measured on
@@ -268,6 +272,20 @@ pub struct Timing {
     histograms: CommandHistograms,
     /// The command running was forwarded whole: its owner records it.
     handed_off: bool,
+    /// The command running parked instead of answering: it is recorded when
+    /// served ([`Timing::finish_unblocked`]).
+    parked: Option<Parked>,
+}
+
+/// A command that parked instead of answering (see [`Timing::park`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parked {
+    /// A blocking command parked as this ticket of the shard's blocked clients:
+    /// its first run's time is kept with it until it is served.
+    Blocked(u64),
+    /// WAIT: answered by the replicas' acknowledgements or its timeout, which
+    /// Redis 7.0 never records.
+    Waiting,
 }
 
 /// A command that ran, as [`Timing::finish`] needs it.
@@ -296,6 +314,7 @@ impl Timing {
             sized: false,
             histograms: CommandHistograms::new(slots),
             handed_off: false,
+            parked: None,
         };
         timing.change(|_| {});
         timing
@@ -349,33 +368,95 @@ impl Timing {
         std::mem::take(&mut self.handed_off)
     }
 
+    /// The command running parked (a blocking command with nothing to serve yet,
+    /// WAIT): Redis 7.0's `call()` leaves its slow log entry and histogram to the
+    /// moment it is served.
+    pub fn park(&mut self, parked: Parked) {
+        if self.active() {
+            self.parked = Some(parked);
+        }
+    }
+
+    /// Whether the command that just ran parked, and how (and forget it).
+    pub fn take_parked(&mut self) -> Option<Parked> {
+        self.parked.take()
+    }
+
+    /// The latency monitor's sample of a command that ran for `ns`: `command`, or
+    /// `fast-command` for one flagged FAST (Redis samples every call, a blocking
+    /// command's first run too).
+    pub fn sample_command(&self, observatory: &Observatory, fast: bool, ns: u64, now_ms: u64) {
+        let ms = ns / 1_000_000;
+        if self.settings.monitor_ms > 0 && ms >= self.settings.monitor_ms {
+            let event = if fast { "fast-command" } else { "command" };
+            observatory.monitor().add(event, now_ms / 1000, ms);
+        }
+    }
+
     /// Record command `ran`, which took `ns` (when timed): its histogram, the
     /// latency monitor's sample, its command log entries.
     pub fn finish(&mut self, observatory: &Observatory, ns: Option<u64>, ran: Ran<'_>) {
-        let s = &self.settings;
-        let unix_s = ran.now_ms / 1000;
-        let logged = |amount| Logged {
-            amount,
-            unix_s,
-            args: ran.args,
-            client: ran.client,
-        };
         if let Some(ns) = ns {
-            if s.tracking {
-                self.histograms.record(ran.stat, ns);
-            }
-            let us = ns / 1000;
-            if s.monitor_ms > 0 && us / 1000 >= s.monitor_ms {
-                let event = if ran.fast { "fast-command" } else { "command" };
-                observatory.monitor().add(event, unix_s, us / 1000);
-            }
-            if ran.loggable && s.slow_us >= 0 && us as i64 >= s.slow_us {
-                observatory.log(ran.shard, LogKind::Slow, s.slow_len_max, logged(us));
-            }
+            self.sample_command(observatory, ran.fast, ns, ran.now_ms);
+            self.record(observatory, ns, ran);
         }
+        self.log_sizes(observatory, ran);
+    }
+
+    /// Record blocked command `ran`, served now (Redis 7.0's
+    /// `updateStatsOnUnblock`): its first run took `first_ns` and the run that
+    /// served it `ns`. Its time is their sum (the execution, not the wait) in its
+    /// histogram and the slow log; the serving run alone is the latency monitor's
+    /// `command-unblocking` sample; its sizes enter the size logs.
+    pub fn finish_unblocked(
+        &mut self,
+        observatory: &Observatory,
+        first_ns: u64,
+        ns: Option<u64>,
+        ran: Ran<'_>,
+    ) {
+        if let Some(ns) = ns {
+            let ms = ns / 1_000_000;
+            if self.settings.monitor_ms > 0 && ms >= self.settings.monitor_ms {
+                observatory
+                    .monitor()
+                    .add("command-unblocking", ran.now_ms / 1000, ms);
+            }
+            self.record(observatory, first_ns + ns, ran);
+        }
+        self.log_sizes(observatory, ran);
+    }
+
+    /// A command's histogram and slow log entry for its time `ns`.
+    fn record(&mut self, observatory: &Observatory, ns: u64, ran: Ran<'_>) {
+        let s = &self.settings;
+        if s.tracking {
+            self.histograms.record(ran.stat, ns);
+        }
+        let us = ns / 1000;
+        if ran.loggable && s.slow_us >= 0 && us as i64 >= s.slow_us {
+            let logged = Logged {
+                amount: us,
+                unix_s: ran.now_ms / 1000,
+                args: ran.args,
+                client: ran.client,
+            };
+            observatory.log(ran.shard, LogKind::Slow, s.slow_len_max, logged);
+        }
+    }
+
+    /// A command's entries in the large-request and large-reply logs.
+    fn log_sizes(&self, observatory: &Observatory, ran: Ran<'_>) {
         if !ran.loggable || !self.sized {
             return;
         }
+        let s = &self.settings;
+        let logged = |amount| Logged {
+            amount,
+            unix_s: ran.now_ms / 1000,
+            args: ran.args,
+            client: ran.client,
+        };
         if s.request_bytes >= 0 {
             let bytes = request_bytes(ran.args);
             if bytes as i64 >= s.request_bytes {
@@ -402,7 +483,14 @@ impl Timing {
         let Some(started) = started else {
             return;
         };
-        let ms = self.elapsed_ns(started) / 1_000_000;
+        self.sample_ns(observatory, event, self.elapsed_ns(started), now_ms);
+    }
+
+    /// Sample `event`, which took `ns` (measured by its owner: a log write's
+    /// completion less its submission), if it reached the latency monitor's
+    /// threshold.
+    pub fn sample_ns(&self, observatory: &Observatory, event: &str, ns: u64, now_ms: u64) {
+        let ms = ns / 1_000_000;
         if self.settings.monitor_ms > 0 && ms >= self.settings.monitor_ms {
             observatory.monitor().add(event, now_ms / 1000, ms);
         }

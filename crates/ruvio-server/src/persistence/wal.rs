@@ -13,6 +13,11 @@
 //!   zero-filled in advance; `filling` is then refilled in place), buffered
 //!   otherwise (`filling` and `writing` swap).
 //! - **everysec**: an fdatasync once a second (from the tick), never two at once.
+//! - **Latency**: each write's and each `always` sync's time from submission to
+//!   completion is kept ([`Wal::take_latencies`]) for the shard to sample under
+//!   Redis's `aof-write*` and `aof-fsync-always` events: the loop never waits for
+//!   the disk, but the records and the replies held for them do, and that wait is
+//!   what an operator needs to see.
 //! - **Back-pressure**: when the disk is slower than the writes and `filling` passes
 //!   [`FILLING_BYTES_MAX`], the shard takes no new client input until it drains.
 //! - **Disk errors** (a failed or short write, a failed fsync) stop the log: writes
@@ -108,6 +113,53 @@ pub struct Wal {
     completed_bytes: u64,
     fsync_covers: u64,
     synced_bytes: u64,
+    /// When the write in flight was submitted, and the latency monitor's event
+    /// for the state it met ([`WriteContext`]).
+    write_started: Option<(std::time::Instant, WriteContext)>,
+    /// Completed operations' latencies the shard has not sampled yet
+    /// ([`Wal::take_latencies`]).
+    latencies: Latencies,
+}
+
+/// What a log write met when it was submitted: Redis 7.0's three `aof-write-*`
+/// latency events, which tell the usual causes of a slow write apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteContext {
+    /// An fsync of the log was in flight (`aof-write-pending-fsync`).
+    PendingFsync,
+    /// A background save was writing its snapshot (`aof-write-active-child`: a
+    /// Redis child writing an RDB or rewriting the AOF).
+    ActiveSave,
+    /// Neither (`aof-write-alone`).
+    Alone,
+}
+
+impl WriteContext {
+    /// Redis's name for the latency event.
+    pub fn event(self) -> &'static str {
+        match self {
+            WriteContext::PendingFsync => "aof-write-pending-fsync",
+            WriteContext::ActiveSave => "aof-write-active-child",
+            WriteContext::Alone => "aof-write-alone",
+        }
+    }
+}
+
+/// The log operations that completed since the shard last looked, with their
+/// time from submission to completion in ns (at most one of each: one write and
+/// one `always` sync are in flight at a time, and the shard looks after each
+/// completion).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Latencies {
+    /// A write (with the rest of a short write), and what it met.
+    pub write: Option<(u64, WriteContext)>,
+    /// An `always` group's fdatasync (Redis's `aof-fsync-always`; the
+    /// `everysec` sync runs beside the loop as Redis's background fsync does,
+    /// and has no event of its own there either).
+    pub fsync_always: Option<u64>,
+    /// The fdatasync of a full segment before the next one opens, which the
+    /// loop waits for (Ruvio's own `log-segment-sync`: Redis has no such step).
+    pub segment_sync: Option<u64>,
 }
 
 /// A log's running totals, counted per write and per fsync (never per record).
@@ -217,6 +269,8 @@ impl Wal {
             completed_bytes: 0,
             fsync_covers: 0,
             synced_bytes: 0,
+            write_started: None,
+            latencies: Latencies::default(),
         })
     }
 
@@ -358,6 +412,12 @@ impl Wal {
         self.stats
     }
 
+    /// The latencies of the operations completed since the last call, for the
+    /// latency monitor.
+    pub fn take_latencies(&mut self) -> Latencies {
+        std::mem::take(&mut self.latencies)
+    }
+
     /// The first disk error, when writes must be refused.
     pub fn failed(&self) -> Option<&str> {
         self.error.as_deref()
@@ -374,7 +434,10 @@ impl Wal {
     /// (a sync covers every write completed before it, so groups become durable
     /// in order whichever sync ends first). A full segment waits for its syncs
     /// to end, then rotates.
-    pub fn next_write(&mut self) -> Option<WriteOp> {
+    ///
+    /// `saving`: a background save is under way (what the write's latency
+    /// event names, [`WriteContext`]).
+    pub fn next_write(&mut self, saving: bool) -> Option<WriteOp> {
         let syncs_full = self.gates_replies()
             && (self.fsyncs_in_flight >= GROUP_SYNCS_MAX || self.offset >= SEGMENT_BYTES_MAX);
         let blocked = |d: &Direct| !d.log.can_write(self.filling.len());
@@ -384,6 +447,12 @@ impl Wal {
             return None;
         }
         injected_slow_disk();
+        let context = match () {
+            _ if self.fsyncs_in_flight > 0 => WriteContext::PendingFsync,
+            _ if saving => WriteContext::ActiveSave,
+            _ => WriteContext::Alone,
+        };
+        self.write_started = Some((std::time::Instant::now(), context));
         self.stats.written_bytes += self.filling.len() as u64;
         self.write_in_flight = true;
         self.writing_group = self.open_group;
@@ -450,6 +519,9 @@ impl Wal {
         self.unsynced = true;
         self.write_in_flight = false;
         self.completed_bytes = self.stats.written_bytes;
+        if let Some((started, context)) = self.write_started.take() {
+            self.latencies.write = Some((started.elapsed().as_nanos() as u64, context));
+        }
         // `writing` becomes the next `filling`: one large record must not keep its size.
         if self.writing.capacity() > KEEP_CAPACITY_MAX {
             self.writing = Vec::new();
@@ -538,8 +610,12 @@ impl Wal {
         }
         self.synced_bytes = self.synced_bytes.max(self.fsync_covers);
         if let Some(started) = self.fsync_started.take() {
+            let ns = started.elapsed().as_nanos() as u64;
             self.stats.fsyncs += 1;
-            self.stats.fsync_us += started.elapsed().as_micros() as u64;
+            self.stats.fsync_us += ns / 1000;
+            if self.mode == Durability::Always {
+                self.latencies.fsync_always = Some(ns);
+            }
         }
         if self.gates_replies() {
             self.durable_group = self.durable_group.max(group);
@@ -550,10 +626,12 @@ impl Wal {
     /// Start the next segment: the current one is synced first (its last bytes must
     /// not be lost when only the new file is synced later).
     fn rotate(&mut self) {
+        let started = std::time::Instant::now();
         if let Err(e) = self.file.sync_data() {
             self.error = Some(strerror(e.raw_os_error().unwrap_or(libc::EIO)));
             return;
         }
+        self.latencies.segment_sync = Some(started.elapsed().as_nanos() as u64);
         let next = self.segment + 1;
         let opened = open_segment(&self.dir, next)
             .and_then(|file| Ok((Direct::open(&self.dir, next, 0)?, file)));
@@ -963,7 +1041,7 @@ mod tests {
         let set = |key: &'static [u8]| [&b"SET"[..], key, b"v"];
         wal.append(0, &mut set(b"a").into_iter());
         // The ring took this write but has not done it: its bytes are in flight.
-        let in_flight = wal.next_write().expect("a write");
+        let in_flight = wal.next_write(false).expect("a write");
         assert!(in_flight.len > 0);
         wal.append(0, &mut set(b"b").into_iter());
         assert!(records_in(&dir).is_empty());
@@ -982,13 +1060,42 @@ mod tests {
         let mut wal = Wal::open(&config(&dir), 0, RecoveredEnd::Empty).unwrap();
         wal.append(0, &mut [&b"SET"[..], b"a", b"v"].into_iter());
         let appended = wal.log_end();
-        let op = wal.next_write().expect("a write");
+        let op = wal.next_write(false).expect("a write");
         assert_eq!(wal.log_end(), appended);
         wal.append(0, &mut [&b"SET"[..], b"b", b"v"].into_iter());
         let both = wal.log_end();
         assert!(both.1 > appended.1);
         assert!(wal.write_done(op.len as i32).is_none());
         assert_eq!(wal.log_end(), both);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// What the latency monitor samples: each write's time with what it met
+    /// (a save under way, an fsync in flight), once; a full segment's sync.
+    #[test]
+    fn completed_operations_leave_their_latencies() {
+        let dir = std::env::temp_dir().join(format!("ruvio-wal-lat-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut wal = Wal::open(&config(&dir), 0, RecoveredEnd::Empty).unwrap();
+        let write = |wal: &mut Wal, saving: bool| {
+            wal.append(0, &mut [&b"SET"[..], b"a", b"v"].into_iter());
+            let op = wal.next_write(saving).expect("a write");
+            assert!(wal.write_done(op.len as i32).is_none());
+            wal.take_latencies()
+        };
+        let met = |l: Latencies| l.write.map(|(_, context)| context);
+        assert_eq!(met(write(&mut wal, true)), Some(WriteContext::ActiveSave));
+        assert_eq!(wal.take_latencies(), Latencies::default());
+        assert!(wal.fsync_due(0).is_some());
+        assert_eq!(met(write(&mut wal, true)), Some(WriteContext::PendingFsync));
+        wal.fsync_done(0, 0);
+        // everysec's sync has no event (Redis's runs in the background too).
+        assert_eq!(wal.take_latencies(), Latencies::default());
+        assert_eq!(met(write(&mut wal, false)), Some(WriteContext::Alone));
+        wal.offset = SEGMENT_BYTES_MAX;
+        wal.rotate_if_drained();
+        assert_eq!(wal.segment, 2);
+        assert!(wal.take_latencies().segment_sync.is_some());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

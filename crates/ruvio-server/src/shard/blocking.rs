@@ -55,6 +55,14 @@ pub struct Blocked {
     /// The keys it waits on.
     pub keys: Vec<Vec<u8>>,
     pub deadline_ms: Option<u64>,
+    /// How long its first run took, in ns (0 when not timed), when the command
+    /// is recorded once served: Redis 7.0 counts that run again in the time it
+    /// logs then. `None` for what is recorded elsewhere (a split command's part
+    /// waiting for a lent key: its origin records the command).
+    pub first_run_ns: Option<u64>,
+    /// The command as the client sent it, when the one kept to run again differs
+    /// (XREAD's `$` replaced): the slow log shows the client's.
+    pub sent_argv: Option<OwnedArgs>,
 }
 
 /// Parked commands, by arrival ticket.
@@ -105,6 +113,14 @@ impl Blocking {
         }
         self.parked.insert(ticket, blocked);
         ticket
+    }
+
+    /// The first run of parked command `ticket` took `ns` (known once it
+    /// returned, after it parked).
+    pub fn note_first_run(&mut self, ticket: u64, ns: u64) {
+        if let Some(parked) = self.parked.get_mut(&ticket) {
+            parked.first_run_ns = Some(ns);
+        }
     }
 
     /// Take ticket `ticket` out (served, timed out, unblocked or gone).
@@ -254,6 +270,8 @@ mod tests {
             argv: OwnedArgs::from_iter([&b"blpop"[..]]),
             keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
             deadline_ms,
+            first_run_ns: None,
+            sent_argv: None,
         }
     }
 

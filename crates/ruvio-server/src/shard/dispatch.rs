@@ -15,6 +15,7 @@ use crate::mesh::lending;
 use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyMode, ReplyQueue};
 use crate::net::slab::Slab;
 use crate::observability::monitor::{self, Source};
+use crate::observability::Parked;
 use crate::persistence::durable;
 use crate::shard::blocking::Waiter;
 use crate::shard::exec::{self, run_engine, Caller};
@@ -538,14 +539,23 @@ pub(crate) fn run_command(
             } else if let Some(started) = sampled {
                 stat.usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
             }
+            let parked = core.timing.take_parked();
             if core.timing.active() && !core.timing.take_handed_off() {
-                let reply_bytes = replies.sink().len().saturating_sub(reply_start);
-                let who =
-                    crate::observability::Who::Here(crate::observability::commandlog::Client {
-                        peer: &client.peer,
-                        name: &client.name,
-                    });
-                exec::observe(core, sub, who, args, (ns, reply_bytes));
+                if let Some(parked) = parked {
+                    let ticket = match parked {
+                        Parked::Blocked(ticket) => Some(ticket),
+                        Parked::Waiting => None,
+                    };
+                    exec::observe_parked(core, sub, ticket, ns);
+                } else {
+                    let reply_bytes = replies.sink().len().saturating_sub(reply_start);
+                    let who =
+                        crate::observability::Who::Here(crate::observability::commandlog::Client {
+                            peer: &client.peer,
+                            name: &client.name,
+                        });
+                    exec::observe(core, sub, who, args, (ns, reply_bytes));
+                }
             }
             if monitored {
                 if !sub.meta.has(SKIP_MONITOR) {
@@ -554,6 +564,13 @@ pub(crate) fn run_command(
                 }
                 let running = crate::shard::monitor::Running { who, replies };
                 crate::shard::monitor::hand_out(core, conns, Some(running));
+            }
+            if !client.in_exec && core.blocking.has_ready() {
+                // After the command is recorded, as Redis serves them after
+                // `call()` (handleClientsBlockedOnKeys): a served command's slow
+                // log entry follows the write's. Inside EXEC they are served after
+                // the whole queue, which re-checks the keys then.
+                exec::serve_ready(core, conns);
             }
             (sub.stat, result)
         }
@@ -805,13 +822,11 @@ fn run_local(
                     seq,
                     part: 0,
                 };
-                exec::park(core, waiter, caller, args, block);
+                let ticket = exec::park(core, waiter, caller, args, block);
+                core.timing.park(Parked::Blocked(ticket));
             }
-            if !client.in_exec {
-                // Inside EXEC the clients blocked on its keys are served after the
-                // whole queue, which re-checks the keys then (Redis' handleClientsBlockedOnKeys).
-                exec::serve_ready(core, conns);
-            }
+            // The clients blocked on the keys it wrote are served by `run_command`
+            // once it is recorded.
             Ok(())
         }
         Some(Handler::Server(handler)) => {
@@ -848,6 +863,7 @@ fn run_local(
                     aof: w.aof,
                 };
                 crate::shard::primary::wait(core, wait);
+                core.timing.park(Parked::Waiting);
             }
             result
         }

@@ -387,6 +387,101 @@ pub fn observe(
     core.timing.finish(&core.shared.observatory, ns, ran);
 }
 
+/// Record command `cmd` that ran here for `ns` (when timed) and parked: only
+/// the latency monitor's sample, as Redis 7.0's `call()` for a client it
+/// blocked; the rest waits until it is served ([`observe_unblocked`]). Its first
+/// run's time is kept with ticket `ticket` (WAIT has none: Redis never records
+/// it further).
+pub fn observe_parked(core: &mut ShardCore, cmd: &Command, ticket: Option<u64>, ns: Option<u64>) {
+    if let Some(ticket) = ticket {
+        core.blocking.note_first_run(ticket, ns.unwrap_or(0));
+    }
+    if let Some(ns) = ns {
+        let observatory = &core.shared.observatory;
+        core.timing
+            .sample_command(observatory, cmd.meta.has(FAST), ns, core.now_ms);
+    }
+}
+
+/// Record blocked command `cmd` (ticket `ticket`, run again as `argv`), served
+/// now by a run of `ns` that answered `reply_bytes`, as Redis 7.0's
+/// `updateStatsOnUnblock`: INFO commandstats adds the first run's time and this
+/// run's (its call was counted when it parked), and the histogram, the slow log
+/// and the size logs record it as one command of their sum (see
+/// [`crate::observability::Timing::finish_unblocked`]).
+///
+/// `argv` is `None` for a command CLIENT UNBLOCK answered: Redis 7.0 records it
+/// too, as a failed call of its first run's time whose arguments it already
+/// freed (its slow log entry has no arguments). A command that timed out is not
+/// recorded again.
+#[inline(never)]
+fn observe_unblocked(
+    core: &mut ShardCore,
+    cmd: &Command,
+    ticket: u64,
+    argv: Option<&OwnedArgs>,
+    (ns, reply_bytes): (Option<u64>, usize),
+) {
+    let Some(blocked) = core.blocking.get(ticket) else {
+        return;
+    };
+    let Some(first_ns) = blocked.first_run_ns else {
+        return;
+    };
+    let client_id = blocked.client_id;
+    let sent = argv.and(blocked.sent_argv.clone());
+    let args = sent.as_ref().or(argv);
+    let served = Served {
+        client_id,
+        first_ns,
+        ns,
+        reply_bytes,
+    };
+    observe_served(core, cmd, args.map(|a| a.args()), served);
+}
+
+/// A parked command answered now (see [`observe_served`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Served {
+    pub client_id: u64,
+    /// Its first run's time, ns.
+    pub first_ns: u64,
+    /// The serving run's time, when timed (CLIENT UNBLOCK: 0).
+    pub ns: Option<u64>,
+    pub reply_bytes: usize,
+}
+
+/// Record parked command `cmd`, answered now as `served` says, with arguments
+/// `args` (`None`: CLIENT UNBLOCK answered it, a failed call without
+/// arguments): [`observe_unblocked`] for a command parked here,
+/// `mesh::lending` for one over several shards' keys.
+pub fn observe_served(core: &mut ShardCore, cmd: &Command, args: Option<Args<'_>>, served: Served) {
+    let stat = &mut core.stats.per_command[cmd.stat];
+    if let Some(ns) = served.ns {
+        stat.usec += served.first_ns / 1000 + ns / 1000;
+    }
+    if args.is_none() {
+        stat.failed += 1;
+    }
+    if !core.timing.active() {
+        return;
+    }
+    let none = OwnedArgs::default();
+    let ran = crate::observability::Ran {
+        shard: core.id,
+        stat: cmd.stat,
+        fast: cmd.meta.has(FAST),
+        loggable: !cmd.meta.has(SKIP_SLOWLOG),
+        args: args.unwrap_or_else(|| none.args()),
+        reply_bytes: served.reply_bytes,
+        client: crate::observability::Who::Id(served.client_id),
+        now_ms: core.now_ms,
+    };
+    let (first_ns, ns) = (served.first_ns, served.ns);
+    core.timing
+        .finish_unblocked(&core.shared.observatory, first_ns, ns, ran);
+}
+
 /// SWAPDB `a` `b` ran: the keys out on loan are renamed
 /// ([`crate::mesh::lending::Lending::swap_dbs`])
 /// and the clients blocked on keys of either database are looked at again (the
@@ -503,8 +598,14 @@ fn lent_keys(core: &ShardCore, cmd: &Command, db: usize, args: Args<'_>) -> Opti
     })
 }
 
-/// Park a command that returned [`Outcome::Block`].
-pub fn park(core: &mut ShardCore, waiter: Waiter, caller: Caller, args: Args<'_>, block: Block) {
+/// Park a command that returned [`Outcome::Block`]; its ticket.
+pub fn park(
+    core: &mut ShardCore,
+    waiter: Waiter,
+    caller: Caller,
+    args: Args<'_>,
+    block: Block,
+) -> u64 {
     let keys = block.keys.iter().map(|&i| args.get(i).to_vec()).collect();
     core.shared.note_blocked(caller.client_id, Some(core.id));
     core.blocking.park(Blocked {
@@ -516,7 +617,9 @@ pub fn park(core: &mut ShardCore, waiter: Waiter, caller: Caller, args: Args<'_>
         argv: parked_argv(args, &block.rewrite),
         keys,
         deadline_ms: block.deadline_ms,
-    });
+        first_run_ns: None,
+        sent_argv: (!block.rewrite.is_empty()).then(|| OwnedArgs::from_args(args)),
+    })
 }
 
 /// The arguments a parked command runs with again: its own, with the handler's
@@ -570,12 +673,15 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             }
             let mut out = Vec::new();
             let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+            let timed = core.timing.start();
             if let Some(block) = run_engine(core, cmd, caller, argv.args(), &mut out).block {
                 // Nothing to serve after all (another waiter took it, or a key is
                 // lent out): keep waiting, on the keys it waits for now.
                 core.blocking.rearm(ticket, &argv.args(), &block);
                 break;
             }
+            let ns = timed.map(|t| core.timing.elapsed_ns(t));
+            observe_unblocked(core, cmd, ticket, Some(&argv), (ns, out.len()));
             release_served(core, conns, ticket, out, filling_before);
         }
     }
@@ -633,6 +739,13 @@ pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, err
         |b: &Blocked| b.client_id == client_id && !matches!(b.waiter, Waiter::Watch { .. });
     match core.blocking.find(parked) {
         Some(ticket) => {
+            let name = core
+                .blocking
+                .get(ticket)
+                .map(|b| b.argv.args().get(0).to_vec());
+            if let Some(cmd) = name.and_then(|name| registry().lookup(&name)) {
+                observe_unblocked(core, cmd, ticket, None, (Some(0), 0));
+            }
             answer_early(core, conns, ticket, error);
             true
         }

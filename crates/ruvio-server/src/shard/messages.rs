@@ -249,8 +249,9 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
             let _lent = script.then(|| crate::net::lent::lend(conns));
             run_engine(core, cmd, caller, args, &mut out)
         };
-        if tag.whole && core.timing.active() {
-            let ns = timed.map(|t| core.timing.elapsed_ns(t));
+        let ns = timed.map(|t| core.timing.elapsed_ns(t));
+        let observed = tag.whole && core.timing.active();
+        if observed && block.block.is_none() {
             let who = crate::observability::Who::Id(tag.client_id);
             exec::observe(core, cmd, who, args, (ns, out.len()));
         }
@@ -260,7 +261,11 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
                     shard: batch.from,
                     tag,
                 };
-                exec::park(core, waiter, caller, args, block);
+                let ticket = exec::park(core, waiter, caller, args, block);
+                if observed {
+                    // Recorded when it is served (`exec::observe_unblocked`).
+                    exec::observe_parked(core, cmd, Some(ticket), ns);
+                }
             }
             None => {
                 if tag.tracking != 0 {

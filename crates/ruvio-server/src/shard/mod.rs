@@ -404,6 +404,7 @@ impl Shard {
                 if let Some(wal) = self.core.wal.as_mut() {
                     wal.zero_fill_done(result);
                 }
+                self.sample_log_latencies();
                 self.exit_flush_if_waiting();
                 self.submit_wal_write();
             }
@@ -413,6 +414,7 @@ impl Shard {
                     let gauges = &self.core.shared.shards[self.core.id];
                     gauges.log_synced_bytes.store(wal.synced_bytes(), Relaxed);
                 }
+                self.sample_log_latencies();
                 crate::persistence::durable::release(&mut self.core, &mut self.conns);
                 self.submit_wal_write();
             }
@@ -943,7 +945,8 @@ impl Shard {
         let Some(wal) = self.core.wal.as_mut() else {
             return;
         };
-        let (write, fill) = (wal.next_write(), wal.zero_fill_due());
+        let saving = self.core.background_save.busy();
+        let (write, fill) = (wal.next_write(saving), wal.zero_fill_due());
         if let Some(op) = write {
             self.push_wal_write(op);
         }
@@ -974,6 +977,7 @@ impl Shard {
         if let Some(rest) = wal.write_done(result) {
             return self.push_wal_write(rest);
         }
+        self.sample_log_latencies();
         self.exit_flush_if_waiting();
         let Some(wal) = self.core.wal.as_mut() else {
             return;
@@ -985,6 +989,33 @@ impl Shard {
             }
         }
         self.submit_wal_write();
+    }
+
+    /// Hand the latencies of the log's completed write or `always` sync to the
+    /// latency monitor, under Redis's event names (docs/observability.md): a
+    /// write as `aof-write` and as the `aof-write-*` event of what it met, a sync
+    /// as `aof-fsync-always`. Each is its completion's time less its
+    /// submission's: the ring does the waiting, so this is how long the records
+    /// (and, under `always`, the replies held for them) waited for the disk. A
+    /// full segment's sync, which the loop does wait for, is Ruvio's own
+    /// `log-segment-sync`.
+    fn sample_log_latencies(&mut self) {
+        let Some(wal) = self.core.wal.as_mut() else {
+            return;
+        };
+        let latencies = wal.take_latencies();
+        let (timing, now_ms) = (&self.core.timing, self.core.now_ms);
+        let observatory = &self.core.shared.observatory;
+        if let Some((ns, context)) = latencies.write {
+            timing.sample_ns(observatory, context.event(), ns, now_ms);
+            timing.sample_ns(observatory, "aof-write", ns, now_ms);
+        }
+        if let Some(ns) = latencies.fsync_always {
+            timing.sample_ns(observatory, "aof-fsync-always", ns, now_ms);
+        }
+        if let Some(ns) = latencies.segment_sync {
+            timing.sample_ns(observatory, "log-segment-sync", ns, now_ms);
+        }
     }
 
     /// SHUTDOWN's flush of the log waited for the direct writes in flight (see

@@ -105,6 +105,13 @@ struct CrossOp {
     wants_lock: bool,
     /// Where it stands with borrowing and the script lock.
     borrowing: Borrowing,
+    /// A blocking command whose first try found nothing to serve and was
+    /// recorded: that try's time, ns (0 when not timed). It is recorded again
+    /// when answered, as a command parked on one shard (`shard::exec::Served`).
+    first_run_ns: Option<u64>,
+    /// The command as the client sent it, when the one tried again differs
+    /// (XREAD's `$` replaced): the slow log shows the client's.
+    sent_argv: Option<OwnedArgs>,
 }
 
 /// A command's borrowing, as the script lock sees it.
@@ -292,6 +299,8 @@ pub fn start(
             riders: Vec::new(),
             wants_lock: crate::mesh::script_lock::is_script(cmd.meta) || swaps_dbs(cmd),
             borrowing: Borrowing::Idle,
+            first_run_ns: None,
+            sent_argv: None,
         },
     );
     core.lending.starting = Some((ticket, conn));
@@ -344,6 +353,8 @@ pub fn start_transaction(
             riders: Vec::new(),
             wants_lock,
             borrowing: Borrowing::Idle,
+            first_run_ns: None,
+            sent_argv: None,
         },
     );
     core.lending.starting = Some((ticket, conn));
@@ -603,10 +614,31 @@ fn finish_with(
             // Timed here, where it runs (its origin handed it off).
             let timed = core.timing.start();
             let ran = run_engine(core, op.cmd, caller, op.argv.args(), &mut out);
-            if core.timing.active() && ran.block.is_none() && !ran.start_over {
+            if core.timing.active() && !ran.start_over {
                 let ns = timed.map(|t| core.timing.elapsed_ns(t));
-                let who = crate::observability::Who::Id(op.caller.client_id);
-                exec::observe(core, op.cmd, who, op.argv.args(), (ns, out.len()));
+                let client_id = op.caller.client_id;
+                match (ran.block.is_some(), op.first_run_ns) {
+                    // Parks: recorded when answered, as on one shard.
+                    (true, None) if op.waiting.is_none() => {
+                        exec::observe_parked(core, op.cmd, None, ns);
+                        op.first_run_ns = Some(ns.unwrap_or(0));
+                    }
+                    (true, _) => {}
+                    (false, Some(first_ns)) => {
+                        let args = op.sent_argv.as_ref().unwrap_or(&op.argv).args();
+                        let served = exec::Served {
+                            client_id,
+                            first_ns,
+                            ns,
+                            reply_bytes: out.len(),
+                        };
+                        exec::observe_served(core, op.cmd, Some(args), served);
+                    }
+                    (false, None) => {
+                        let who = crate::observability::Who::Id(client_id);
+                        exec::observe(core, op.cmd, who, op.argv.args(), (ns, out.len()));
+                    }
+                }
             }
             ran
         }
@@ -1034,6 +1066,9 @@ fn wait(
     block: ruvio_engine::command::Block,
 ) {
     if !block.rewrite.is_empty() {
+        if op.sent_argv.is_none() {
+            op.sent_argv = Some(op.argv.clone());
+        }
         op.argv = crate::shard::exec::parked_argv(op.argv.args(), &block.rewrite);
     }
     let args = op.argv.args();
@@ -1097,6 +1132,8 @@ pub fn watch(core: &mut ShardCore, conns: &mut Slab<Conn>, request: WatchRequest
         argv: OwnedArgs::default(),
         keys: request.keys,
         deadline_ms: None,
+        first_run_ns: None,
+        sent_argv: None,
     });
 }
 
@@ -1172,6 +1209,17 @@ pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, err
         .map(|(&t, _)| t);
     match found {
         Some(ticket) => {
+            // Recorded as Redis 7.0 records a client CLIENT UNBLOCK answers.
+            let parked = core.lending.ops.get(&ticket);
+            if let Some((cmd, Some(first_ns))) = parked.map(|op| (op.cmd, op.first_run_ns)) {
+                let served = exec::Served {
+                    client_id,
+                    first_ns,
+                    ns: Some(0),
+                    reply_bytes: 0,
+                };
+                exec::observe_served(core, cmd, None, served);
+            }
             answer_early(core, conns, ticket, error);
             true
         }
