@@ -35,6 +35,9 @@ enum Step {
     Sleep(u64),
     /// Close connection `.0`.
     Close(usize),
+    /// Connection `.0` sends the commands in one write (a pipeline); every
+    /// reply and push is compared as with `Cmd`.
+    Pipe(usize, &'static [&'static [&'static str]]),
 }
 
 use Step::*;
@@ -153,7 +156,7 @@ fn session(label: &str, redis: &Server, ruvio: &Server, conns: usize, steps: &[S
                 continue;
             }
             Cmd(c, a) | Quiet(c, a) => (*c, a.iter().map(|s| s.to_string()).collect()),
-            Redirect(c, ..) => (*c, Vec::new()),
+            Redirect(c, ..) | Pipe(c, _) => (*c, Vec::new()),
         };
         let (r_args, t_args) = match step {
             Redirect(_, to, more) => {
@@ -171,11 +174,25 @@ fn session(label: &str, redis: &Server, ruvio: &Server, conns: usize, steps: &[S
             }
             _ => (args.clone(), args.clone()),
         };
-        let shown = format!("{label} step {i}: [{from}] {}", t_args.join(" "));
+        let (shown, request) = match step {
+            Pipe(_, commands) => {
+                let shown: Vec<String> = commands.iter().map(|c| c.join(" ")).collect();
+                let shown = format!("{label} step {i}: [{from}] {}", shown.join(" | "));
+                (shown, commands.iter().flat_map(|c| encode(c)).collect())
+            }
+            _ => {
+                let shown = format!("{label} step {i}: [{from}] {}", t_args.join(" "));
+                (shown, Vec::new())
+            }
+        };
+        let (r_request, t_request) = match step {
+            Pipe(..) => (request.clone(), request),
+            _ => (encode(&r_args), encode(&t_args)),
+        };
         let rc = r[from].as_mut().expect("open");
-        rc.send(&encode(&r_args));
+        rc.send(&r_request);
         let mut first = read_some(rc);
-        t[from].as_mut().expect("open").send(&encode(&t_args));
+        t[from].as_mut().expect("open").send(&t_request);
         first.extend(drain(rc, SETTLE));
         let quiet = matches!(step, Quiet(..));
         for c in 0..conns {
@@ -344,6 +361,23 @@ const IN_MULTI: &[Step] = &[
     Cmd(1, &["SET", "m9", "1"]),
 ];
 
+/// Writes KEYS[1] and KEYS[2] (of both shards: under the script lock).
+const SET_BOTH: &[&str] = &[
+    "EVAL",
+    "return {redis.call('set', KEYS[1], 'p'), redis.call('set', KEYS[2], 'p')}",
+    "2",
+    "n1",
+    "n2",
+];
+/// Reads them (remembered for the caller).
+const GET_BOTH: &[&str] = &[
+    "EVAL",
+    "return {redis.call('get', KEYS[1]), redis.call('get', KEYS[2])}",
+    "2",
+    "n1",
+    "n2",
+];
+
 /// NOLOOP: a client's own writes owe it nothing, another's do.
 const NOLOOP: &[Step] = &[
     Quiet(0, &["HELLO", "3"]),
@@ -378,6 +412,60 @@ const NOLOOP: &[Step] = &[
     Cmd(0, &["GET", "n2"]),
     Cmd(1, &["SET", "n1", "theirs"]),
     Cmd(1, &["SET", "n2", "theirs"]),
+    // Scripts over both shards' keys run under the script lock, their borrowed
+    // keys' writes reported to the owners when the batch ends: the NOLOOP
+    // caller's own reads are still not invalidated by its own writes.
+    Cmd(0, &["GET", "n1"]),
+    Cmd(0, &["GET", "n2"]),
+    Cmd(0, &["GET", "n3"]),
+    Cmd(0, &["GET", "n4"]),
+    Cmd(
+        0,
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], 'x') redis.call('set', KEYS[2], 'y')",
+            "2",
+            "n1",
+            "n2",
+        ],
+    ),
+    // An undeclared key of the other shard, reached under the lock.
+    Cmd(
+        0,
+        &[
+            "EVAL",
+            "redis.call('set', ARGV[1], 'x') return 1",
+            "1",
+            "n4",
+            "n3",
+        ],
+    ),
+    Cmd(1, &["SET", "n1", "theirs"]),
+    Cmd(1, &["SET", "n2", "theirs"]),
+    Cmd(1, &["SET", "n3", "theirs"]),
+    Cmd(1, &["SET", "n4", "theirs"]),
+    // A pipeline of scripts that write, read again (remembered on the key's
+    // owner for the caller) and write again keys of both shards. (A batch of
+    // several scripts needs other clients' scripts waiting for the lock:
+    // `noloop_holds_for_scripts_batched_under_the_script_lock`.)
+    Cmd(0, &["GET", "n1"]),
+    Cmd(0, &["GET", "n2"]),
+    Pipe(0, &[SET_BOTH, GET_BOTH, SET_BOTH, GET_BOTH, SET_BOTH]),
+    Cmd(1, &["SET", "n1", "theirs"]),
+    Cmd(1, &["SET", "n2", "theirs"]),
+    // Another client's script writes the NOLOOP client's keys: invalidated.
+    Cmd(0, &["GET", "n2"]),
+    Cmd(0, &["GET", "n3"]),
+    Cmd(
+        1,
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], 'x') redis.call('set', KEYS[2], 'y')",
+            "2",
+            "n2",
+            "n3",
+        ],
+    ),
 ];
 
 /// OPTIN and OPTOUT with CLIENT CACHING: which reads are remembered.
@@ -605,4 +693,79 @@ fn a_tracking_client_that_does_not_read_is_bounded() {
     };
     output_limit(&servers.reference);
     output_limit(&servers.target);
+}
+
+/// A connection of `server` on `shard` (Redis: any).
+fn conn_on(server: &Server, shard: usize) -> RawConn {
+    match server.kind {
+        Target::Redis => server.raw(),
+        Target::Ruvio => conn_on_shard(server, shard),
+    }
+}
+
+/// NOLOOP under the script lock's batches: a NOLOOP tracking client pipelines
+/// scripts that read and write a key of the other shard (borrowed, kept in its
+/// shard's batch between scripts, its writes reported to its owner when the
+/// batch ends), while other clients of its shard pipeline scripts over other
+/// keys of both shards (so the batches hold many scripts). Its own writes owe it
+/// nothing, as in Redis: its stream is its replies alone, byte for byte
+/// Redis's. Returns that stream.
+fn noloop_in_batches(server: &Server) -> Vec<u8> {
+    let rounds = 150;
+    let (declared, borrowed) = (key_on_shard("nbd", 0, 2), key_on_shard("nbb", 1, 2));
+    let mut tracker = conn_on(server, 0);
+    tracker.cmd(&["HELLO", "3"]);
+    let on = tracker.cmd(&["CLIENT", "TRACKING", "ON", "NOLOOP"]);
+    assert_eq!(on, b"+OK\r\n");
+    let helpers: Vec<_> = (0..3)
+        .map(|h| {
+            let mut c = conn_on(server, 0);
+            let (mine, theirs) = (
+                key_on_shard("nbh", 0, 2),
+                key_on_shard(&format!("nbo{h}"), 1, 2),
+            );
+            std::thread::spawn(move || {
+                let bump = "redis.call('incr', KEYS[1]) return redis.call('incr', KEYS[2])";
+                let pipeline: Vec<u8> = (0..rounds * 2)
+                    .flat_map(|_| encode(&["EVAL", bump, "2", &mine, &theirs]))
+                    .collect();
+                c.send(&pipeline);
+                for _ in 0..rounds * 2 {
+                    let reply = c.read_reply();
+                    assert_eq!(reply[0], b':', "{}", show(&reply));
+                }
+            })
+        })
+        .collect();
+    let read = "return redis.call('get', KEYS[2])";
+    let write = "return redis.call('set', KEYS[2], ARGV[1])";
+    let mut pipeline = Vec::new();
+    for i in 0..rounds {
+        let value = i.to_string();
+        pipeline.extend(encode(&["EVAL", read, "2", &declared, &borrowed]));
+        pipeline.extend(encode(&["EVAL", write, "2", &declared, &borrowed, &value]));
+    }
+    tracker.send(&pipeline);
+    let mut stream = Vec::new();
+    for _ in 0..rounds * 2 {
+        stream.extend(tracker.read_reply());
+    }
+    for h in helpers {
+        h.join().expect("a helper failed");
+    }
+    // A push the last batch's end owes would come before PONG.
+    std::thread::sleep(Duration::from_millis(200));
+    stream.extend(tracker.cmd(&["PING"]));
+    stream
+}
+
+#[test]
+fn noloop_holds_for_scripts_batched_under_the_script_lock() {
+    let Some(servers) = DiffServers::forward("differential_tracking", 2) else {
+        return;
+    };
+    let expected = noloop_in_batches(&servers.reference);
+    let got = noloop_in_batches(&servers.target);
+    assert!(!contains(&expected, b">2\r\n"), "{}", show(&expected));
+    assert_eq!(show(&got), show(&expected));
 }

@@ -220,6 +220,11 @@ enum MemorySize {
     Text(String),
 }
 
+/// Shards one server may run: each is a thread pinned to a CPU, so this is far
+/// above any machine's count; compact per-shard encodings (a tracking table's
+/// readers keep the shard in 16 bits) rely on it.
+pub const SHARDS_MAX: usize = 4096;
+
 /// The config file's shape: every field optional, missing ones take the default.
 /// Any other key must name a Redis parameter (`params::PARAMS`, `_` for `-`):
 /// it lands in `redis` and is checked as CONFIG SET checks it.
@@ -356,6 +361,9 @@ impl Config {
         };
         let online = available_cpus();
         let shards = cli.shards.or(file.shards).unwrap_or(online.len()).max(1);
+        if shards > SHARDS_MAX {
+            return Err(format!("shards: at most {SHARDS_MAX}, not {shards}"));
+        }
         let cpus = match cli.cpus.as_deref().or(file.cpus.as_deref()) {
             Some(list) => parse_cpu_list(list)?,
             None => online,

@@ -128,8 +128,10 @@ struct ThisShard {
     /// this shard between them: `lending`'s batches), sent home when it ends.
     batch: Vec<DbKey>,
     /// Those of `batch` its commands wrote: their owners hear of it once, when
-    /// the batch ends, before the keys go home (not once per command).
-    batch_written: Vec<DbKey>,
+    /// the batch ends, before the keys go home (not once per command). Each with
+    /// its NOLOOP writer when one NOLOOP client wrote it and nobody else did
+    /// ([`defer_written`]).
+    batch_written: Vec<(DbKey, Option<u64>)>,
     /// The shard's outbox while a script that may borrow runs: shipped before its
     /// first lend request, so that nothing the shard queued earlier for an owner
     /// (a key given back, a client's earlier forwarded command) comes after it.
@@ -624,16 +626,31 @@ pub fn take_batch() -> Vec<DbKey> {
     THIS.with(|t| std::mem::take(&mut t.borrow_mut().batch))
 }
 
-/// A command wrote `key` of `db`: true when the batch keeps it, and its owner
+/// A command of client `noloop_writer` (in NOLOOP mode; `None`: any other
+/// writer) wrote `key` of `db`: true when the batch keeps it, and its owner
 /// hears of the write when the batch ends ([`take_batch_written`]).
-pub fn defer_written(db: usize, key: &[u8]) -> bool {
+///
+/// The owner then invalidates the key's readers as Redis would have at each
+/// write, except the NOLOOP client, when it is the key's only writer in the
+/// batch: its own writes owe it nothing. A key that another client wrote too
+/// invalidates every reader, the NOLOOP client included (Redis would have, at
+/// the other client's write, had the NOLOOP client read the key before it; an
+/// invalidation too many costs a cache one read, one too few serves a stale
+/// value).
+pub fn defer_written(db: usize, key: &[u8], noloop_writer: Option<u64>) -> bool {
     THIS.with(|t| {
         let mut t = t.borrow_mut();
         if !has(&t.batch, db, key) {
             return false;
         }
-        if !has(&t.batch_written, db, key) {
-            t.batch_written.push((db, key.to_vec()));
+        let noted = t
+            .batch_written
+            .iter_mut()
+            .find(|((d, k), _)| *d == db && k == key);
+        match noted {
+            Some((_, writer)) if *writer != noloop_writer => *writer = None,
+            Some(_) => {}
+            None => t.batch_written.push(((db, key.to_vec()), noloop_writer)),
         }
         true
     })
@@ -644,8 +661,9 @@ fn has(keys: &[DbKey], db: usize, key: &[u8]) -> bool {
     keys.iter().any(|(d, k)| *d == db && k == key)
 }
 
-/// The keys the batch kept that its commands wrote (the batch is over).
-pub fn take_batch_written() -> Vec<DbKey> {
+/// The keys the batch kept that its commands wrote, in the order first
+/// written, each with its NOLOOP writer ([`defer_written`]); the batch is over.
+pub fn take_batch_written() -> Vec<(DbKey, Option<u64>)> {
     THIS.with(|t| std::mem::take(&mut t.borrow_mut().batch_written))
 }
 
@@ -842,4 +860,25 @@ fn identity(args: Args<'_>) -> Option<u64> {
 fn identity_of(kind: u8, named: &[u8], numkeys: &[u8]) -> u64 {
     // Fixed seeds: every shard hashes a script the same way.
     ahash::RandomState::with_seeds(1, 2, 3, 4).hash_one((kind, named, numkeys))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_keeps_a_key_s_noloop_writer_only_while_it_is_the_only_writer() {
+        keep_in_batch(vec![(0, b"a".to_vec()), (0, b"b".to_vec())]);
+        assert!(!defer_written(0, b"elsewhere", Some(7)));
+        assert!(defer_written(0, b"a", Some(7)));
+        assert!(defer_written(0, b"b", Some(7)));
+        assert!(defer_written(0, b"a", Some(7)));
+        assert!(defer_written(0, b"b", None));
+        assert!(defer_written(0, b"b", Some(7)));
+        let written = take_batch_written();
+        let a_then_b = vec![((0, b"a".to_vec()), Some(7)), ((0, b"b".to_vec()), None)];
+        assert_eq!(written, a_then_b);
+        assert_eq!(take_batch().len(), 2);
+        assert!(take_batch_written().is_empty());
+    }
 }

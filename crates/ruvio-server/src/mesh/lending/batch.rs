@@ -2,7 +2,7 @@
 //! row under one hold of the script lock, and the keys of other shards they
 //! borrowed stay here until the batch ends (docs/scripting.md, "Batches").
 
-use super::{report_written, send_home};
+use super::{report_written, send_home, DbKey};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::ShardCore;
@@ -69,8 +69,13 @@ pub(super) fn keep_in_batch(
 /// the keys are back).
 pub(super) fn batch_homes(core: &mut ShardCore) -> Vec<(usize, Vec<u8>, usize)> {
     let kept = crate::mesh::script_lock::take_batch();
-    // A batch's writes are several commands': no one writer's NOLOOP applies.
-    report_written(core, &crate::mesh::script_lock::take_batch_written(), None);
+    // A batch's writes are several commands': each run of keys with one NOLOOP
+    // writer (or none) is reported as its own message, in the order written.
+    let written = crate::mesh::script_lock::take_batch_written();
+    for run in written.chunk_by(|(_, a), (_, b)| a == b) {
+        let keys: Vec<DbKey> = run.iter().map(|(key, _)| key.clone()).collect();
+        report_written(core, &keys, run[0].1);
+    }
     kept.into_iter()
         .map(|(db, key)| {
             let owner = core.topo.key_owner(&key);

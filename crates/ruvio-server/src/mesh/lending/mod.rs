@@ -861,7 +861,7 @@ fn report_written(core: &mut ShardCore, modified: &[DbKey], noloop_writer: Optio
     let mut written: AHashMap<usize, Vec<DbKey>> = AHashMap::new();
     for (db, key) in modified {
         let owner = core.topo.key_owner(key);
-        if owner != core.id && !crate::mesh::script_lock::defer_written(*db, key) {
+        if owner != core.id && !crate::mesh::script_lock::defer_written(*db, key, noloop_writer) {
             written.entry(owner).or_default().push((*db, key.clone()));
         }
     }
