@@ -380,6 +380,14 @@ fn failover_errors_match_redis() {
     compare("one replica");
 }
 
+/// After a failover the new primary takes writes and the old one has them.
+fn writes_reach_the_old_primary(new: &Server, old: &Server) {
+    let mut r = new.raw();
+    assert_eq!(r.cmd(&["SET", "after", "failover"]), b"+OK\r\n");
+    assert_eq!(r.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    compare_all(new, old, "after the failover");
+}
+
 fn role(server: &Server) -> String {
     field(&mut server.raw(), "role")
 }
@@ -410,10 +418,7 @@ fn failover_to_a_ruvio_replica() {
         primary.raw().cmd(&["SET", "k", "v"]),
         b"-READONLY You can't write against a read only replica.\r\n"
     );
-    let mut r = replica.raw();
-    assert_eq!(r.cmd(&["SET", "after", "failover"]), b"+OK\r\n");
-    assert_eq!(r.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
-    compare_all(&replica, &primary, "after the failover");
+    writes_reach_the_old_primary(&replica, &primary);
 }
 
 /// FAILOVER TO a redis-server replica: Redis takes over on `PSYNC ... FAILOVER`
@@ -438,10 +443,7 @@ fn failover_to_a_redis_replica() {
         let mut c = primary.raw();
         field(&mut c, "master_port") == port && field(&mut c, "master_link_status") == "up"
     });
-    let mut r = replica.raw();
-    assert_eq!(r.cmd(&["SET", "after", "failover"]), b"+OK\r\n");
-    assert_eq!(r.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
-    compare_all(&replica, &primary, "after the failover");
+    writes_reach_the_old_primary(&replica, &primary);
 }
 
 /// A FAILOVER whose replica never catches up ends at its timeout: writes go on,

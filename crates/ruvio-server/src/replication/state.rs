@@ -243,12 +243,7 @@ impl State {
         let mut ids = self.lock();
         ids.failover.phase = FailoverPhase::InProgress;
         ids.failover.target = Some((host.to_string(), port));
-        ids.master = Some((host.to_string(), port));
-        ids.epoch += 1;
-        ids.link = LinkState::Connect;
-        ids.down_since_ms = 0;
-        self.replica.store(true, Relaxed);
-        self.link_up.store(false, Relaxed);
+        self.follow_locked(&mut ids, host, port);
     }
 
     /// FAILOVER ended (done, or aborted: then a primary again, as Redis's
@@ -299,13 +294,18 @@ impl State {
         if ids.master.as_ref().is_some_and(same) {
             return false;
         }
+        self.follow_locked(&mut ids, host, port);
+        true
+    }
+
+    /// Follow `host:port` from now on (shard 0 starts a new link).
+    fn follow_locked(&self, ids: &mut Ids, host: &str, port: u16) {
         ids.master = Some((host.to_string(), port));
         ids.epoch += 1;
         ids.link = LinkState::Connect;
         ids.down_since_ms = 0;
         self.replica.store(true, Relaxed);
         self.link_up.store(false, Relaxed);
-        true
     }
 
     /// `REPLICAOF NO ONE`: a primary again, keeping the data. The history followed
