@@ -87,6 +87,15 @@ pub fn set_file(path: &str) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The role letter of each line, as Redis's: `M` for a primary, `S` for a
+/// replica (replication sets it when the role changes).
+static ROLE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(b'M');
+
+/// This server is a replica (`S`) or a primary (`M`) from now on.
+pub fn set_replica_role(replica: bool) {
+    ROLE.store(if replica { b'S' } else { b'M' }, Ordering::Relaxed);
+}
+
 /// Whether a message of `level` would be written now.
 pub fn enabled(level: Level) -> bool {
     level as u8 >= LEVEL.load(Ordering::Relaxed)
@@ -99,8 +108,9 @@ pub fn log(level: Level, message: &str) {
     }
     let now_ms = crate::clock::unix_ms();
     let line = format!(
-        "{}:M {} {} {message}\n",
+        "{}:{} {} {} {message}\n",
         std::process::id(),
+        ROLE.load(Ordering::Relaxed) as char,
         redis_timestamp(now_ms),
         level.mark()
     );

@@ -300,6 +300,7 @@ impl State {
 
     /// Follow `host:port` from now on (shard 0 starts a new link).
     fn follow_locked(&self, ids: &mut Ids, host: &str, port: u16) {
+        crate::serverlog::set_replica_role(true);
         ids.master = Some((host.to_string(), port));
         ids.epoch += 1;
         ids.link = LinkState::Connect;
@@ -316,6 +317,7 @@ impl State {
         if ids.master.take().is_none() {
             return false;
         }
+        crate::serverlog::set_replica_role(false);
         ids.epoch += 1;
         ids.replid2 = std::mem::replace(&mut ids.replid, new_replid());
         ids.second_offset = self.offset() as i64 + 1;
