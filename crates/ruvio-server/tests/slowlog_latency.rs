@@ -964,3 +964,37 @@ fn log_writes_and_syncs_reach_the_latency_monitor() {
         "{doctor}"
     );
 }
+
+/// Ruvio's own `mesh-round-trip` event: a script reaching a key of another
+/// shard it did not declare waits for that shard to lend it; with the owner
+/// busy (DEBUG SLEEP) the wait is long enough to be kept.
+#[test]
+fn a_script_waiting_for_another_shard_is_a_latency_event() {
+    let server = Server::ruvio(PortMode::Forward, 2);
+    let (mine, theirs) = (key_on_shard("m", 0, 2), key_on_shard("t", 1, 2));
+    let mut here = conn_on_shard(&server, 0);
+    assert_eq!(
+        here.cmd(&["CONFIG", "SET", "latency-monitor-threshold", "50"]),
+        b"+OK\r\n"
+    );
+    let mut owner = conn_on_shard(&server, 1);
+    owner.send(&encode(&["DEBUG", "SLEEP", "0.3"]));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let script = format!("redis.call('set', KEYS[1], '1'); return redis.call('get', '{theirs}')");
+    let reply = here.cmd(&["EVAL", &script, "1", &mine]);
+    assert_eq!(reply, b"$-1\r\n");
+    assert_eq!(owner.read_reply(), b"+OK\r\n");
+    let latest = decode(&here.cmd(&["LATENCY", "LATEST"]));
+    let Value::Array(events) = latest else {
+        panic!("LATENCY LATEST: {latest:?}")
+    };
+    let round_trip = events.iter().find_map(|e| match e {
+        Value::Array(fields) if fields[0].text() == "mesh-round-trip" => Some(fields.clone()),
+        _ => None,
+    });
+    let fields = round_trip.unwrap_or_else(|| panic!("no mesh-round-trip in {events:?}"));
+    let Value::Int(ms) = fields[2] else {
+        panic!("{fields:?}")
+    };
+    assert!(ms >= 150, "waited {ms} ms");
+}

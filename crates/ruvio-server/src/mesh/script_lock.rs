@@ -97,6 +97,9 @@ pub struct Ended {
     /// Per database: keys of other shards here for it (borrowed before it ran or
     /// while it ran), which its DBSIZE counts on their owners.
     pub held: Vec<u64>,
+    /// The longest wait, in ns, for another shard's keys while it ran (the
+    /// latency monitor's `mesh-round-trip`: the shard serves nothing meanwhile).
+    pub longest_wait_ns: u64,
 }
 
 impl ScriptLock {
@@ -400,7 +403,11 @@ pub fn reach(
                 keys: wanted[at..end].iter().map(|(_, k)| k.clone()).collect(),
                 now: true,
             };
-            for (entry_db, key, entry) in crate::mesh::forward::lend_now(owner, request) {
+            let asked = std::time::Instant::now();
+            let lent = crate::mesh::forward::lend_now(owner, request);
+            let waited = asked.elapsed().as_nanos() as u64;
+            t.ended.longest_wait_ns = t.ended.longest_wait_ns.max(waited);
+            for (entry_db, key, entry) in lent {
                 if let Some(entry) = entry {
                     engine.adopt(entry_db, entry);
                     add_held(&mut t.ended.held, entry_db);

@@ -523,6 +523,12 @@ fn finish_ran(
 /// of other shards is remembered (see [`crate::mesh::script_lock`]).
 fn script_ran(core: &ShardCore, args: Args<'_>) -> Ran {
     let ended = crate::mesh::script_lock::end_run();
+    if ended.longest_wait_ns > 0 {
+        let (observatory, now_ms) = (&core.shared.observatory, core.now_ms);
+        let waited = ended.longest_wait_ns;
+        core.timing
+            .sample_ns(observatory, "mesh-round-trip", waited, now_ms);
+    }
     if ended.reached {
         crate::mesh::script_lock::remember(core, args);
     } else if ended.confined {
