@@ -667,11 +667,24 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
     Ok(())
 }
 
-/// A setting of the TLS sessions' certificate, key, CA or client-certificate rule.
+/// A setting the TLS sessions start from (certificate, key, CAs, client
+/// certificates, protocols, suites, session cache).
 fn is_tls_file(name: &str) -> bool {
     matches!(
         name,
-        "tls-cert-file" | "tls-key-file" | "tls-ca-cert-file" | "tls-auth-clients"
+        "tls-cert-file"
+            | "tls-key-file"
+            | "tls-key-file-pass"
+            | "tls-ca-cert-file"
+            | "tls-ca-cert-dir"
+            | "tls-auth-clients"
+            | "tls-protocols"
+            | "tls-ciphersuites"
+            | "tls-ciphers"
+            | "tls-prefer-server-ciphers"
+            | "tls-session-caching"
+            | "tls-session-cache-size"
+            | "tls-session-cache-timeout"
     )
 }
 
