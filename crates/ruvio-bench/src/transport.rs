@@ -367,3 +367,38 @@ impl Transport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_options_are_checked_before_connecting() {
+        let err = |o: TlsOptions| client_config(&o).err().unwrap_or_default();
+        assert!(err(TlsOptions::default()).contains("--cacert"));
+        assert!(client_config(&TlsOptions {
+            insecure: true,
+            ..TlsOptions::default()
+        })
+        .is_ok());
+        let half = TlsOptions {
+            insecure: true,
+            cert: Some("client.crt".into()),
+            ..TlsOptions::default()
+        };
+        assert!(err(half).contains("go together"));
+        let missing = TlsOptions {
+            ca_cert: Some("/nonexistent/ca.crt".into()),
+            ..TlsOptions::default()
+        };
+        assert!(err(missing).contains("/nonexistent/ca.crt"));
+    }
+
+    #[test]
+    fn tracking_sets_up_resp3_first() {
+        let c = Connector::new(None, true).unwrap();
+        assert_eq!(c.setup[0], ["HELLO", "3"]);
+        assert_eq!(c.setup[1], ["CLIENT", "TRACKING", "ON"]);
+        assert!(Connector::new(None, false).unwrap().setup.is_empty());
+    }
+}
