@@ -343,6 +343,10 @@ fn cipher(port: u16, dir: &Path, args: &[&str]) -> Option<String> {
 /// holds it) with a TLS port and `extra` settings (which replace the defaults
 /// of the same name); the TLS port.
 fn with_tls_settings(dir: &Path, extra: &[&str]) -> (Server, u16) {
+    with_tls_settings_on(1, dir, extra)
+}
+
+fn with_tls_settings_on(shards: usize, dir: &Path, extra: &[&str]) -> (Server, u16) {
     let tls_port = free_ports(1, false).to_string();
     let (cert, key) = (path(dir, "server.crt"), path(dir, "server.key"));
     let defaults = [
@@ -358,7 +362,7 @@ fn with_tls_settings(dir: &Path, extra: &[&str]) -> (Server, u16) {
         }
     }
     args.extend_from_slice(extra);
-    let server = Server::ruvio_with(PortMode::Forward, 1, &args);
+    let server = Server::ruvio_with(PortMode::Forward, shards, &args);
     (server, tls_port.parse().unwrap())
 }
 
@@ -583,6 +587,36 @@ fn tls_session_caching_resumes_within_the_timeout() {
         !negotiated(&evicted).expect("a session").1,
         "an evicted session resumed"
     );
+    // A CONFIG SET of the TLS settings starts a new cache, as Redis's new context.
+    assert_eq!(
+        config_set(&server, &["tls-session-cache-size", "100"]),
+        b"+OK\r\n"
+    );
+    let after = s_client(port, &dir, &["-tls1_2", "-sess_in", &other]);
+    assert!(
+        !negotiated(&after).expect("a session").1,
+        "resumed across a reload"
+    );
+}
+
+/// In forward mode the shards share one cache: SO_REUSEPORT hands each
+/// connection to any shard, and every one of them resumes the session.
+#[test]
+fn tls_sessions_resume_on_every_shard() {
+    let Some(dir) = certificates("sessions4") else {
+        return;
+    };
+    let session = dir.join("session.pem").to_string_lossy().into_owned();
+    let (_server, port) = with_tls_settings_on(4, &dir, &[]);
+    let first = s_client(port, &dir, &["-tls1_2", "-sess_out", &session]);
+    assert!(negotiated(&first).is_some(), "{first}");
+    for attempt in 0..12 {
+        let again = s_client(port, &dir, &["-tls1_2", "-sess_in", &session]);
+        assert!(
+            negotiated(&again).expect("a session").1,
+            "attempt {attempt} was not resumed"
+        );
+    }
 }
 
 #[test]

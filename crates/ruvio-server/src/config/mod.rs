@@ -175,7 +175,7 @@ pub struct Cli {
     /// Redis's `tls-session-caching`: yes (the default) or no.
     #[arg(long)]
     pub tls_session_caching: Option<String>,
-    /// Redis's `tls-session-cache-size`: sessions kept (per shard).
+    /// Redis's `tls-session-cache-size`: sessions kept (one cache for every shard).
     #[arg(long)]
     pub tls_session_cache_size: Option<String>,
     /// Redis's `tls-session-cache-timeout`: seconds a session can be resumed.

@@ -20,11 +20,20 @@
 //! `tls-protocols`, `tls-ciphersuites` (TLS 1.3), `tls-ciphers` (TLS 1.2),
 //! `tls-prefer-server-ciphers` (the server's suite order wins) and
 //! `tls-session-caching` / `-size` / `-timeout` (resumption by session id and
-//! TLS 1.3 tickets, each shard its own cache). OpenSSL's names are read in
+//! TLS 1.3 tickets, one cache for every shard). OpenSSL's names are read in
 //! [`options`]. CONFIG SET of any of them loads the whole set again.
 
 mod options;
-pub use options::SESSION_CACHE_ENTRIES_MAX;
+pub use options::{SessionCaches, SESSION_CACHE_ENTRIES_MAX};
+
+/// Which session cache a load takes: the one the shards share (a start, or a
+/// shard following another's CONFIG SET), or a new one (the shard that took the
+/// CONFIG SET).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sessions {
+    Current,
+    Renew,
+}
 
 use crate::config::TlsFiles;
 use rustls::pki_types::pem::PemObject;
@@ -49,7 +58,11 @@ impl std::fmt::Debug for TlsSettings {
 
 impl TlsSettings {
     /// Load the certificate, key and CAs; an error names the file or setting at fault.
-    pub fn load(files: &TlsFiles<'_>) -> Result<TlsSettings, String> {
+    pub fn load(
+        files: &TlsFiles<'_>,
+        caches: &SessionCaches,
+        sessions: Sessions,
+    ) -> Result<TlsSettings, String> {
         if files.cert_file.is_empty() || files.key_file.is_empty() {
             return Err("tls-port needs tls-cert-file and tls-key-file".into());
         }
@@ -82,11 +95,15 @@ impl TlsSettings {
             .with_single_cert(chain, key)
             .map_err(|e| format!("tls-cert-file / tls-key-file: {e}"))?;
         config.ignore_client_order = files.prefer_server_ciphers;
-        config.session_storage = options::session_storage(
+        let (caching, size, timeout_s) = (
             files.session_caching,
             files.session_cache_size,
             files.session_cache_timeout_s,
         );
+        config.session_storage = match sessions {
+            Sessions::Current => caches.current(caching, size, timeout_s),
+            Sessions::Renew => caches.renew(caching, size, timeout_s),
+        };
         if !files.session_caching {
             // No cache: no TLS 1.3 ticket either (they would name nothing).
             config.send_tls13_tickets = 0;

@@ -74,7 +74,7 @@ const TLS12_NEVER_OFFERED: [&str; 16] = [
 
 /// The bound of the session cache when `tls-session-cache-size` is 0 (OpenSSL's
 /// "no limit"): a resumable session costs a few hundred bytes, so a million of
-/// them stay within a few hundred MB per shard.
+/// them stay within a few hundred MB (one cache serves every shard).
 pub const SESSION_CACHE_ENTRIES_MAX: usize = 1 << 20;
 
 /// `tls-protocols`: a space-separated list of `TLSv1.2` and `TLSv1.3` (any
@@ -263,6 +263,49 @@ pub fn session_storage(
     })
 }
 
+/// The session cache every shard's sessions share, so a client resumes
+/// whichever shard SO_REUSEPORT hands its next connection to (each shard's own
+/// cache would resume it one time in N). A CONFIG SET of the TLS settings starts
+/// a new one, as Redis's new SSL_CTX does; the other shards, reloading the same
+/// settings after it, join that one.
+#[derive(Default)]
+pub struct SessionCaches {
+    current: std::sync::Mutex<Option<Arc<dyn StoresServerSessions>>>,
+}
+
+impl std::fmt::Debug for SessionCaches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionCaches")
+    }
+}
+
+impl SessionCaches {
+    /// The cache in use, made from the settings if there is none yet.
+    pub fn current(
+        &self,
+        caching: bool,
+        size: usize,
+        timeout_s: u64,
+    ) -> Arc<dyn StoresServerSessions> {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        current
+            .get_or_insert_with(|| session_storage(caching, size, timeout_s))
+            .clone()
+    }
+
+    /// A new cache from the settings, in use from now on.
+    pub fn renew(
+        &self,
+        caching: bool,
+        size: usize,
+        timeout_s: u64,
+    ) -> Arc<dyn StoresServerSessions> {
+        let fresh = session_storage(caching, size, timeout_s);
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(fresh.clone());
+        fresh
+    }
+}
+
 /// rustls's bounded session cache with OpenSSL's session timeout: each value is
 /// stored behind the second it was stored at, and one older than the timeout is
 /// not resumed (rustls's cache has a size, not an age).
@@ -368,5 +411,16 @@ mod tests {
         stale.inner.put(b"k".to_vec(), old);
         assert_eq!(stale.get(b"k"), None);
         assert!(!session_storage(false, 4, 300).can_cache());
+    }
+
+    #[test]
+    fn shards_share_the_cache_until_it_is_renewed() {
+        let caches = SessionCaches::default();
+        let first = caches.current(true, 4, 300);
+        first.put(b"k".to_vec(), b"v".to_vec());
+        assert!(caches.current(true, 4, 300).get(b"k").is_some());
+        let renewed = caches.renew(true, 4, 300);
+        assert!(renewed.get(b"k").is_none());
+        assert!(caches.current(true, 4, 300).get(b"k").is_none());
     }
 }
