@@ -138,7 +138,11 @@ fn bench_over_tls_against_ruvio_and_redis() {
     if require_redis_server("bench_over_tls_against_ruvio_and_redis").is_none() {
         return;
     }
+    // Its own port: Ruvio's may still be closing.
+    let tls_port = free_ports(1, false);
+    let tls_port_text = tls_port.to_string();
     let mut redis_args = server_tls.to_vec();
+    redis_args[1] = &tls_port_text;
     redis_args.extend(["--tls-auth-clients", "no"]);
     let _redis = Server::redis_with(&redis_args);
     for pipeline in ["1", "16"] {
