@@ -395,9 +395,10 @@ def cluster_shards(port: int) -> list[dict]:
 class ServerSpec:
     """How to start one server under test.
 
-    `argv` may hold `{port}` and `{dir}` placeholders; `kind` picks the
-    server-specific knobs (ruvio shards, Redis cluster flags) where a script
-    needs them.
+    `argv` may hold `{port}`, `{dir}`, `{tls_port}` (a second free port, for
+    `--tls-port`) and `{certs}` (a certificate directory, `make_certificates`)
+    placeholders; `kind` picks the server-specific knobs (ruvio shards, Redis
+    cluster flags) where a script needs them.
     """
 
     name: str
@@ -406,9 +407,42 @@ class ServerSpec:
     binary: str = ""
     version: str = ""
 
-    def command(self, port: int, workdir: str) -> list[str]:
+    def command(self, port: int, workdir: str, tls_port: int = 0, certs: str = "") -> list[str]:
         """The argv for one start, placeholders filled."""
-        return [a.format(port=port, dir=workdir) for a in self.argv]
+        return [fill(a, port=port, dir=workdir, tls_port=tls_port, certs=certs) for a in self.argv]
+
+
+def fill(text: str, **values) -> str:
+    """`text` with its `{name}` placeholders filled; a name without a value is
+    an error naming it (a command line with `{tls_port}` needs one)."""
+    try:
+        return text.format(**values)
+    except KeyError as e:
+        raise SystemExit(f"{text!r}: no value for placeholder {e}") from None
+
+
+def make_certificates(directory: str) -> str:
+    """A CA (`ca.crt`), a server certificate for 127.0.0.1 and localhost
+    (`server.crt`, `server.key`) and a client certificate (`client.crt`,
+    `client.key`) signed by it, made with openssl in `directory` unless
+    `ca.crt` is already there; returns the directory."""
+    os.makedirs(directory, exist_ok=True)
+    if os.path.exists(os.path.join(directory, "ca.crt")):
+        return directory
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+
+    with open(os.path.join(directory, "san.cnf"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30", "-subj", "/CN=bench-ca",
+            "-keyout", "ca.key", "-out", "ca.crt")
+    for name in ("server", "client"):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+                "-keyout", f"{name}.key", "-out", f"{name}.csr")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-days", "30", "-extfile", "san.cnf", "-out", f"{name}.crt")
+    return directory
 
 
 def redis_like_argv(binary: str) -> list[str]:
@@ -460,10 +494,14 @@ class ServerProcess:
     Fresh per use so that memory and CPU readings start from a known idle state.
     """
 
-    def __init__(self, spec: ServerSpec, cpus: str, port: int | None = None, extra: Sequence[str] = ()):
+    def __init__(self, spec: ServerSpec, cpus: str, port: int | None = None, extra: Sequence[str] = (),
+                 certs: str = ""):
         self.spec = spec
         self.cpus = cpus
         self.port = port or free_port()
+        # Only a command line that asks for a TLS port gets one.
+        self.tls_port = free_port(self.port + 1) if any("{tls_port}" in a for a in spec.argv) else 0
+        self.certs = certs
         self.extra = list(extra)
         self.workdir = tempfile.mkdtemp(prefix=f"bench-{spec.name}-")
         self.log_path = os.path.join(self.workdir, "server.log")
@@ -478,7 +516,8 @@ class ServerProcess:
         """Start and wait for PING; on failure raise with the tail of the server log."""
         if not port_is_free(self.port):
             raise RuntimeError(f"port {self.port} already in use")
-        argv = ["taskset", "-c", self.cpus] + self.spec.command(self.port, self.workdir) + self.extra
+        argv = (["taskset", "-c", self.cpus]
+                + self.spec.command(self.port, self.workdir, self.tls_port, self.certs) + self.extra)
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(argv, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, preexec_fn=_raise_memlock)
@@ -620,8 +659,12 @@ def default_ruvio_bench() -> str:
 
 def ruvio_bench(port: int, load: Load, command: Sequence[str] | None = None, test: str | None = None,
                 cpus: str = "1", binary: str | None = None, extra: Sequence[str] = ()) -> LoadResult:
-    """Run ruvio-bench once with redis-benchmark's flags and parse its --json output."""
-    argv = [binary or default_ruvio_bench(), "-p", str(port), "-c", str(load.clients),
+    """Run ruvio-bench once with redis-benchmark's flags and parse its --json output.
+
+    `extra` goes after the load's flags; when it names the port itself (`-p
+    TLS_PORT --tls --cacert ...`), `port` is not passed."""
+    own_port = [] if any(a in ("-p", "--port") for a in extra) else ["-p", str(port)]
+    argv = [binary or default_ruvio_bench(), *own_port, "-c", str(load.clients),
             "-P", str(load.pipeline), "-n", str(load.requests), "-d", str(load.datasize),
             "--threads", str(load.threads), "--json"]
     if load.keyspace:
@@ -636,7 +679,8 @@ def ruvio_bench(port: int, load: Load, command: Sequence[str] | None = None, tes
     return LoadResult(rps=t["rps"], requests=t["requests"], seconds=t["seconds"],
                       p50_ms=t["latency_ms"]["p50"], p99_ms=t["latency_ms"]["p99"],
                       max_ms=t["latency_ms"]["max"], client_cpu_s=cpu, errors=t["errors"],
-                      extra={"latency_ms": t["latency_ms"], "generator": report.get("generator")})
+                      extra={"latency_ms": t["latency_ms"], "generator": report.get("generator"),
+                             "invalidations": t.get("invalidations", 0)})
 
 
 GENERATORS = {"redis-benchmark": redis_benchmark, "ruvio-bench": ruvio_bench}

@@ -49,12 +49,28 @@ to server NAME once it runs, e.g. CONFIG SET), the cost of latency tracking:
 
 Several rows, a script loaded first (EVALSHA of `SCRIPT_GET`):
   scripts/burst_ab.py -t get,set --command 'EVALSHA=EVALSHA {sha_get} 1 key:__rand_int__' ...
+
+Over TLS (`--certs DIR`: a CA and a server certificate made there with openssl
+unless present; `{tls_port}` in a server's command gets a second free port, and
+`--bench-args` / `--server-bench-args NAME=ARGS` pass extra ruvio-bench flags to
+every server's bursts or one server's, with `{port}`, `{tls_port}`, `{dir}`
+and `{certs}` filled per server; a `-p` there replaces the plain port; write
+`--bench-args=...` with `=` when the flags start with a dash):
+  scripts/burst_ab.py -t get,set -c 50 -P 1 --certs /tmp/bench-certs \
+    --bench-args='-p {tls_port} --tls --cacert {certs}/ca.crt' \
+    --server 'ruvio=target/release/ruvio --port {port} --shards 1 --cpus 0 --tls-port {tls_port} --tls-cert-file {certs}/server.crt --tls-key-file {certs}/server.key --tls-auth-clients no' \
+    --server 'redis=redis-server --port {port} --save "" --appendonly no --tls-port {tls_port} --tls-cert-file {certs}/server.crt --tls-key-file {certs}/server.key --tls-auth-clients no'
+
+With client-side caching on every load connection (HELLO 3, CLIENT TRACKING ON):
+  scripts/burst_ab.py -t get --bench-args=--tracking --server ... --server ...
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
+import shlex
 import subprocess
 import sys
 import time
@@ -94,6 +110,14 @@ def parse_args() -> argparse.Namespace:
                         "the generator's CPU), attached with REPLICAOF and online before the rounds")
     p.add_argument("--monitor", action="store_true",
                    help="attach a MONITOR client to every server for the whole run")
+    p.add_argument("--bench-args", default="", metavar="ARGS",
+                   help="extra ruvio-bench flags for every burst ({port}, {tls_port}, {dir}, {certs} filled "
+                        "per server; a -p there replaces the plain port), e.g. '--tracking'")
+    p.add_argument("--server-bench-args", action="append", default=[], metavar="NAME=ARGS",
+                   help="extra ruvio-bench flags for server NAME's bursts, after --bench-args")
+    p.add_argument("--certs", default="", metavar="DIR",
+                   help="certificate directory for {certs} (ca.crt, server.crt/.key, client.crt/.key; "
+                        "made with openssl when DIR has no ca.crt)")
     p.add_argument("--out", default=str(bl.REPO_ROOT / "records"), help="directory for the JSON record")
     p.add_argument("--no-record", action="store_true", help="print only, write no record")
     args = p.parse_args()
@@ -147,16 +171,32 @@ def attach_replica(primary: bl.ServerProcess, command: str, cpus: str) -> bl.Ser
     return replica
 
 
+def bench_args(args: argparse.Namespace, server: bl.ServerProcess) -> list[str]:
+    """The extra ruvio-bench flags of `server`'s bursts: --bench-args, then its
+    --server-bench-args, placeholders filled."""
+    words = shlex.split(args.bench_args)
+    for entry in args.server_bench_args:
+        name, _, extra = entry.partition("=")
+        if name == server.spec.name:
+            words += shlex.split(extra)
+    return [bl.fill(w, port=server.port, tls_port=server.tls_port, dir=server.workdir, certs=server.certs)
+            for w in words]
+
+
 def burst(args: argparse.Namespace, server: bl.ServerProcess, row: dict, seconds: float) -> dict:
     load = bl.Load(clients=args.clients, pipeline=args.pipeline, requests=10**12,
                    keyspace=args.keyspace, datasize=args.datasize)
     steal0 = bl.steal_seconds()
+    extra = bench_args(args, server) + ["--duration", str(seconds)]
     result, server_us = bl.measured(server, lambda: bl.ruvio_bench(
         server.port, load, command=row.get("command"), test=row.get("test"), cpus=args.client_cpu,
-        binary=args.ruvio_bench, extra=["--duration", str(seconds)]))
+        binary=args.ruvio_bench, extra=extra))
+    generator = result.extra.get("generator") or {}
     return {"rps": result.rps, "server_cpu_us_per_request": server_us,
             "client_cpu_s": result.client_cpu_s, "seconds": result.seconds,
-            "steal_s": bl.steal_seconds() - steal0}
+            "steal_s": bl.steal_seconds() - steal0,
+            "tls": generator.get("tls", False), "tracking": generator.get("tracking", False),
+            "invalidations": result.extra.get("invalidations", 0)}
 
 
 def main() -> None:
@@ -166,7 +206,8 @@ def main() -> None:
         spec.version = bl.binary_version(spec.binary)
     record = bl.record_header("burst-ab", args, specs)
     rows = rows_of(args)
-    servers = [bl.ServerProcess(s, args.server_cpu) for s in specs]
+    certs = bl.make_certificates(os.path.abspath(args.certs)) if args.certs else ""
+    servers = [bl.ServerProcess(s, args.server_cpu, certs=certs) for s in specs]
     rounds = []
     monitors = []
     replicas = []

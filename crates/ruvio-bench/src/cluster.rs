@@ -5,17 +5,8 @@
 //! one shard, and either its keys carry a hash tag that shard owns, or it only
 //! draws key numbers whose keys hash to that shard, so no request is redirected.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
-
-use crate::reply::{decode, Value};
-
-/// Largest setup reply read before giving up; CLUSTER SLOTS for 1,000 nodes fits.
-const SETUP_REPLY_BYTES_MAX: usize = 16 << 20;
-
-/// How long a setup command may take before the run is abandoned.
-const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::reply::Value;
+use crate::transport::Connector;
 
 /// Hash slots in a Redis Cluster.
 const SLOTS: usize = 16384;
@@ -42,37 +33,20 @@ impl Shard {
     }
 }
 
-/// Send one command on a fresh blocking connection and decode its reply.
-pub fn command(host: &str, port: u16, args: &[&str]) -> Result<Value, String> {
-    let mut stream =
-        TcpStream::connect((host, port)).map_err(|e| format!("connect {host}:{port}: {e}"))?;
-    stream
-        .set_read_timeout(Some(SETUP_TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    let mut req = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-    }
-    stream.write_all(&req).map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 65536];
-    loop {
-        if let Some((value, _)) = decode(&buf).map_err(|e| e.0)? {
-            return Ok(value);
-        }
-        let n = stream.read(&mut chunk).map_err(|e| e.to_string())?;
-        if n == 0 || buf.len() > SETUP_REPLY_BYTES_MAX {
-            return Err(format!(
-                "{host}:{port} closed or sent too much during setup"
-            ));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
+/// Send one command on a fresh blocking connection (plain or TLS, as the load's)
+/// and decode its reply.
+pub fn command(
+    connector: &Connector,
+    host: &str,
+    port: u16,
+    args: &[&str],
+) -> Result<Value, String> {
+    connector.open(host, port)?.command(args)
 }
 
 /// Shards of the cluster `host:port` belongs to, sorted by port, primaries only.
-pub fn discover(host: &str, port: u16) -> Result<Vec<Shard>, String> {
-    let reply = command(host, port, &["CLUSTER", "SLOTS"])?;
+pub fn discover(connector: &Connector, host: &str, port: u16) -> Result<Vec<Shard>, String> {
+    let reply = command(connector, host, port, &["CLUSTER", "SLOTS"])?;
     let entries = match reply {
         Value::Array(entries) => entries,
         Value::Error(e) => return Err(format!("CLUSTER SLOTS: {e}")),

@@ -8,12 +8,17 @@
 //! so scripts can swap one for the other, and adds what comparisons need:
 //! pinned threads, per-request latency percentiles from HdrHistogram, an open
 //! loop at a target rate without coordinated omission, a preload step, a
-//! duration, and cluster-aware routing.
+//! duration, and cluster-aware routing; `--tls` (rustls, redis-benchmark's
+//! `--cacert`/`--cert`/`--key`/`--sni` and redis-cli's `--insecure`) and
+//! `--tracking` (HELLO 3 and CLIENT TRACKING ON per connection, invalidation
+//! pushes counted) measure those paths too ([`transport`]).
 //!
 //! ```text
 //! ruvio-bench -p 6379 -c 50 -P 16 -n 2000000 -r 100000 -d 64 -t set,get
 //! ruvio-bench -p 6379 --cpus 1 --duration 10 --rate 100000 -c 50 -- GET key:__rand_int__
 //! ruvio-bench -p 7000 --cluster --shard 1 --hash-tag -P 16 -t set --json
+//! ruvio-bench -p 6380 --tls --cacert ca.crt -c 50 -P 16 -t set,get --json
+//! ruvio-bench -p 6379 --tracking -c 50 -r 100000 -t get --json
 //! ```
 
 mod cluster;
@@ -23,6 +28,7 @@ mod reply;
 mod report;
 mod run;
 mod template;
+mod transport;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -117,6 +123,28 @@ struct Cli {
     /// Seed for the key streams.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Connect over TLS (redis-benchmark's flag); needs --cacert or --insecure.
+    #[arg(long)]
+    tls: bool,
+    /// With --tls: PEM file of the CAs the server's certificate must chain to.
+    #[arg(long)]
+    cacert: Option<String>,
+    /// With --tls: a client certificate (PEM), with --key.
+    #[arg(long)]
+    cert: Option<String>,
+    /// With --tls: the client certificate's private key (PEM).
+    #[arg(long)]
+    key: Option<String>,
+    /// With --tls: the server name to send and verify (default: the host).
+    #[arg(long)]
+    sni: Option<String>,
+    /// With --tls: accept any server certificate (the session is still encrypted).
+    #[arg(long)]
+    insecure: bool,
+    /// Each connection sends HELLO 3 and CLIENT TRACKING ON before the load
+    /// (client-side caching); invalidation pushes are counted in the report.
+    #[arg(long)]
+    tracking: bool,
     /// Print a JSON report.
     #[arg(long)]
     json: bool,
@@ -150,8 +178,9 @@ fn run(cli: &Cli) -> Result<(), String> {
         pipeline: cli.pipeline,
         cpus: parse_cpus(cli.cpus.as_deref().unwrap_or(""))?,
         seed: cli.seed,
+        connector: Arc::new(connector(cli)?),
     };
-    let shards = shards(cli)?;
+    let shards = shards(cli, &shape.connector)?;
     let data = vec![b'x'; cli.datasize];
     let preload = match preload_template(cli) {
         Some(args) => {
@@ -176,7 +205,28 @@ fn run(cli: &Cli) -> Result<(), String> {
     Ok(())
 }
 
+/// How connections are opened: TLS from `--tls` and its files, tracking from
+/// `--tracking`.
+fn connector(cli: &Cli) -> Result<transport::Connector, String> {
+    let tls = cli.tls.then(|| transport::TlsOptions {
+        ca_cert: cli.cacert.clone(),
+        cert: cli.cert.clone(),
+        key: cli.key.clone(),
+        sni: cli.sni.clone(),
+        insecure: cli.insecure,
+    });
+    transport::Connector::new(tls.as_ref(), cli.tracking)
+}
+
 fn validate(cli: &Cli) -> Result<(), String> {
+    let tls_flags = cli.cacert.is_some()
+        || cli.cert.is_some()
+        || cli.key.is_some()
+        || cli.sni.is_some()
+        || cli.insecure;
+    if tls_flags && !cli.tls {
+        return Err("--cacert, --cert, --key, --sni and --insecure need --tls".into());
+    }
     if cli.clients == 0 || cli.threads == 0 || cli.pipeline == 0 {
         return Err("clients, threads and pipeline must be at least 1".into());
     }
@@ -213,7 +263,7 @@ fn parse_cpus(list: &str) -> Result<Vec<usize>, String> {
 }
 
 /// The shards to load: the one port, or what CLUSTER SLOTS reports.
-fn shards(cli: &Cli) -> Result<Vec<cluster::Shard>, String> {
+fn shards(cli: &Cli, connector: &transport::Connector) -> Result<Vec<cluster::Shard>, String> {
     if !cli.cluster {
         return Ok(vec![cluster::Shard {
             host: cli.host.clone(),
@@ -221,7 +271,7 @@ fn shards(cli: &Cli) -> Result<Vec<cluster::Shard>, String> {
             ranges: vec![(0, 16383)],
         }]);
     }
-    let mut all = cluster::discover(&cli.host, cli.port)?;
+    let mut all = cluster::discover(connector, &cli.host, cli.port)?;
     for s in &mut all {
         if s.host.is_empty() || s.host == "?" {
             s.host = cli.host.clone();
@@ -283,7 +333,7 @@ fn build_phase(
         },
     );
     let owned = if route_by_key && plain.key_count() > 0 {
-        let all = cluster::discover(&cli.host, cli.port)?;
+        let all = cluster::discover(&connector(cli)?, &cli.host, cli.port)?;
         let numbers = cluster::owned_numbers(&all, cli.keyspace, |n| plain.key_bytes(0, n));
         Some(
             shards
@@ -391,6 +441,8 @@ fn render(
             "cluster": cli.cluster,
             "shard": cli.shard,
             "hash_tag": cli.hash_tag,
+            "tls": cli.tls,
+            "tracking": cli.tracking,
         });
         return report::json_report(settings, preload, reports) + "\n";
     }

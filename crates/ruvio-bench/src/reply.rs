@@ -27,6 +27,10 @@ pub struct ReplyScanner {
     need: u64,
     /// Bytes of a bulk body (including its CRLF) still to skip.
     skip: usize,
+    /// The value being scanned is a RESP3 push (`>`), not a reply.
+    in_push: bool,
+    /// Push frames seen (client-side caching's invalidations) and not yet taken.
+    pushes: u64,
 }
 
 /// What a complete value header told the scanner.
@@ -51,8 +55,16 @@ impl ReplyScanner {
         self.need == 0 && self.skip == 0
     }
 
+    /// Push frames (RESP3 `>`, e.g. tracking's invalidations) seen since the
+    /// last call.
+    pub fn take_pushes(&mut self) -> u64 {
+        std::mem::take(&mut self.pushes)
+    }
+
     /// Consume every complete value in `buf`, calling `on_reply` once per finished
-    /// top-level reply with the error line when that reply is an error.
+    /// top-level reply with the error line when that reply is an error. A
+    /// top-level push frame is not a reply: it is skipped and counted
+    /// ([`ReplyScanner::take_pushes`]), wherever it falls between replies.
     ///
     /// Returns the number of bytes consumed. Bytes after that offset are the start
     /// of an incomplete value: the caller keeps them and appends the next read.
@@ -71,7 +83,7 @@ impl ReplyScanner {
                     return Ok(pos);
                 }
                 if self.need == 0 {
-                    on_reply(None);
+                    self.finish(None, &mut on_reply);
                 }
             }
             if pos >= buf.len() {
@@ -92,6 +104,9 @@ impl ReplyScanner {
             };
             let line = &buf[pos..pos + line_end + 1];
             let header = parse_header(line)?;
+            if top {
+                self.in_push = line[0] == b'>';
+            }
             pos += line.len();
             match header {
                 Header::Done => self.need -= 1,
@@ -103,12 +118,18 @@ impl ReplyScanner {
                 Header::Children(n) => self.need = self.need - 1 + n,
             }
             if self.need == 0 {
-                on_reply(if top && line[0] == b'-' {
-                    Some(trim_line(&line[1..]))
-                } else {
-                    None
-                });
+                let error = (top && line[0] == b'-').then(|| trim_line(&line[1..]));
+                self.finish(error, &mut on_reply);
             }
+        }
+    }
+
+    /// A top-level value ended: a reply, or a push to count.
+    fn finish(&mut self, error: Option<&[u8]>, on_reply: &mut impl FnMut(Option<&[u8]>)) {
+        if std::mem::take(&mut self.in_push) {
+            self.pushes += 1;
+        } else {
+            on_reply(error);
         }
     }
 }
@@ -273,6 +294,31 @@ mod tests {
         }
         assert!(pending.is_empty() && scanner.is_idle());
         (replies, errors)
+    }
+
+    #[test]
+    fn pushes_between_replies_are_counted_not_replies() {
+        let stream: &[u8] = b"$3\r\nabc\r\n>2\r\n$10\r\ninvalidate\r\n*1\r\n$5\r\nkey:1\r\n\
+            _\r\n>2\r\n$10\r\ninvalidate\r\n_\r\n-ERR x\r\n";
+        for chunk in 1..stream.len() {
+            let mut scanner = ReplyScanner::new();
+            let mut pending: Vec<u8> = Vec::new();
+            let mut replies = Vec::new();
+            for piece in stream.chunks(chunk) {
+                pending.extend_from_slice(piece);
+                let used = scanner
+                    .scan(&pending, |err| replies.push(err.map(<[u8]>::to_vec)))
+                    .unwrap();
+                pending.drain(..used);
+            }
+            assert_eq!(
+                replies,
+                vec![None, None, Some(b"ERR x".to_vec())],
+                "chunk {chunk}"
+            );
+            assert_eq!(scanner.take_pushes(), 2, "chunk {chunk}");
+            assert_eq!(scanner.take_pushes(), 0);
+        }
     }
 
     /// Eleven replies: the map holds `+b _` and the 3-array ends with `*-1`.

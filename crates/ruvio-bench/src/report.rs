@@ -54,6 +54,7 @@ impl TestReport {
             "rps": self.rps(),
             "errors": self.result.errors,
             "first_error": self.result.first_error,
+            "invalidations": self.result.invalidations,
             "latency_ms": self.latency_ms(),
             "client_cpu_s": cpu_s,
             "client_cpu_us_per_request": cpu_s * 1e6 / (self.result.requests.max(1) as f64),

@@ -16,9 +16,7 @@
 //! Per request the hot path copies a pre-encoded template, stamps its key
 //! digits, and records one histogram value; nothing is allocated.
 
-use std::io::{self, ErrorKind, Read, Write};
-use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::io::{self, ErrorKind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -29,6 +27,7 @@ use crate::keys::{KeyOrder, KeyPicker, Space};
 use crate::poll::{process_cpu, Poller};
 use crate::reply::ReplyScanner;
 use crate::template::Template;
+use crate::transport::{Connector, Transport};
 
 /// Read buffer per connection. Replies are streamed through it (large bulks are
 /// skipped as they arrive), so it only bounds how much one `read` can take.
@@ -104,6 +103,8 @@ pub struct Shape {
     pub cpus: Vec<usize>,
     /// Seed for the key streams, so two runs can draw the same keys.
     pub seed: u64,
+    /// How each connection is opened (plain or TLS, tracking or not).
+    pub connector: Arc<Connector>,
 }
 
 /// What a phase measured.
@@ -116,6 +117,8 @@ pub struct PhaseResult {
     pub errors: u64,
     /// Text of the first error reply.
     pub first_error: Option<String>,
+    /// Push frames received between replies (with `--tracking`: invalidations).
+    pub invalidations: u64,
     /// Latency of every request in nanoseconds.
     pub latency_ns: Histogram<u64>,
     /// CPU the generator used for the phase (all threads).
@@ -157,6 +160,7 @@ struct ThreadResult {
     requests: u64,
     errors: u64,
     first_error: Option<String>,
+    invalidations: u64,
     latency_ns: Histogram<u64>,
     finished: Instant,
 }
@@ -167,12 +171,13 @@ fn merge(
     cpu: Duration,
 ) -> Result<PhaseResult, String> {
     let mut latency_ns = new_histogram();
-    let (mut requests, mut errors, mut first_error) = (0, 0, None);
+    let (mut requests, mut errors, mut first_error, mut invalidations) = (0, 0, None, 0);
     let mut end = start;
     for r in results {
         let r = r?;
         requests += r.requests;
         errors += r.errors;
+        invalidations += r.invalidations;
         first_error = first_error.or(r.first_error);
         latency_ns.add(&r.latency_ns).map_err(|e| e.to_string())?;
         end = end.max(r.finished);
@@ -182,6 +187,7 @@ fn merge(
         elapsed: end - start,
         errors,
         first_error,
+        invalidations,
         latency_ns,
         cpu,
     })
@@ -193,7 +199,7 @@ fn new_histogram() -> Histogram<u64> {
 
 /// One connection's state.
 struct Conn {
-    stream: TcpStream,
+    transport: Transport,
     target: usize,
     picker: KeyPicker,
     /// Requests this connection may still send when it has its own quota.
@@ -231,6 +237,7 @@ struct Tally {
     requests: u64,
     errors: u64,
     first_error: Option<String>,
+    invalidations: u64,
     latency_ns: Histogram<u64>,
 }
 
@@ -277,6 +284,7 @@ fn run_thread(
         requests: 0,
         errors: 0,
         first_error: None,
+        invalidations: 0,
         latency_ns: new_histogram(),
     };
     event_loop(&ctx, &mut conns, &mut tally).map_err(|e| format!("{}: {e}", phase.name))?;
@@ -284,6 +292,7 @@ fn run_thread(
         requests: tally.requests,
         errors: tally.errors,
         first_error: tally.first_error,
+        invalidations: tally.invalidations,
         latency_ns: tally.latency_ns,
         finished: Instant::now(),
     })
@@ -307,17 +316,14 @@ fn connect_all(
             (i / targets) as u64,
             (shape.clients - t).div_ceil(targets) as u64,
         );
-        let stream = TcpStream::connect((target.host.as_str(), target.port))
-            .map_err(|e| format!("connect {}:{}: {e}", target.host, target.port))?;
-        stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        stream.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let transport = shape.connector.connect(&target.host, target.port)?;
         let quota = match phase.amount {
             Amount::EveryKeyOnce => Some(stride_len(space_len(&target.space), rank, peers)),
             _ => None,
         };
         let pipeline = shape.pipeline.max(1);
         conns.push(Conn {
-            stream,
+            transport,
             target: t,
             picker: KeyPicker::new(
                 phase.order,
@@ -366,7 +372,7 @@ fn event_loop(ctx: &Ctx, conns: &mut [Conn], tally: &mut Tally) -> io::Result<()
     let mut poller = Poller::new()?;
     let spread = conns.len().max(1) as u64;
     for (token, c) in conns.iter_mut().enumerate() {
-        poller.register(c.stream.as_raw_fd(), token, false)?;
+        poller.register(c.transport.fd(), token, false)?;
         c.due_ns = ctx.interval_ns * token as u64 / spread;
     }
     let open = ctx.phase.rate.is_some();
@@ -520,10 +526,12 @@ fn issue(ctx: &Ctx, poller: &Poller, c: &mut Conn, token: usize, now: u64) -> io
     flush(poller, c, token)
 }
 
-/// Write what is pending; watch for writability only while something is left.
+/// Write what is pending; watch for writability only while something is left
+/// (requests, or TLS records the socket had no room for).
 fn flush(poller: &Poller, c: &mut Conn, token: usize) -> io::Result<()> {
+    c.transport.flush_records()?;
     while c.out_pos < c.out.len() {
-        match (&c.stream).write(&c.out[c.out_pos..]) {
+        match c.transport.write(&c.out[c.out_pos..]) {
             Ok(0) => {
                 return Err(io::Error::new(
                     ErrorKind::WriteZero,
@@ -536,9 +544,9 @@ fn flush(poller: &Poller, c: &mut Conn, token: usize) -> io::Result<()> {
             Err(e) => return Err(e),
         }
     }
-    let pending = c.out_pos < c.out.len();
+    let pending = c.out_pos < c.out.len() || c.transport.wants_write();
     if pending != c.watching_write {
-        poller.reregister(c.stream.as_raw_fd(), token, pending)?;
+        poller.reregister(c.transport.fd(), token, pending)?;
         c.watching_write = pending;
     }
     Ok(())
@@ -547,7 +555,7 @@ fn flush(poller: &Poller, c: &mut Conn, token: usize) -> io::Result<()> {
 /// Read what arrived, account every completed reply, keep a partial tail.
 fn receive(ctx: &Ctx, c: &mut Conn, tally: &mut Tally) -> io::Result<()> {
     loop {
-        let n = match (&c.stream).read(&mut c.inbuf[c.in_len..]) {
+        let n = match c.transport.read(&mut c.inbuf[c.in_len..]) {
             Ok(0) => {
                 return Err(io::Error::new(
                     ErrorKind::UnexpectedEof,
@@ -598,6 +606,7 @@ fn receive(ctx: &Ctx, c: &mut Conn, tally: &mut Tally) -> io::Result<()> {
                 }
             })
             .map_err(|e| io::Error::new(ErrorKind::InvalidData, e.0))?;
+        tally.invalidations += scanner.take_pushes();
         inbuf.copy_within(used..*in_len, 0);
         *in_len -= used;
         if !filled {

@@ -16,7 +16,13 @@
 //! 4. ACL LOG: the entries' fields and their `count`, `reason`, `context`,
 //!    `object` and `username` values; `age-seconds` must be a number and
 //!    `client-info` name the same fields as Redis's line (Ruvio adds Redis
-//!    7.2's `lib-name`, `lib-ver`, `io-thread` and `watch`);
+//!    7.2's `lib-name`, `lib-ver`, `io-thread` and `watch`). Ruvio answers Redis
+//!    7.2's shape: after 7.0's seven fields come `entry-id`,
+//!    `timestamp-created` and `timestamp-last-updated`, which 7.0 lacks; they
+//!    are checked on their own (ids distinct, each entry updated no earlier than
+//!    the next one down the list (an updated entry moves to the head, keeping
+//!    its id), timestamps in milliseconds of this run, created no later than
+//!    updated, updated agreeing with `age-seconds`);
 //! 5. ACL GENPASS: the length only; HELLO: only that the next ACL WHOAMI agrees;
 //!    ACL HELP's last line says `Print this help.` as Redis 7.2+ (7.0: `Prints`),
 //!    as every container's HELP in Ruvio.
@@ -583,6 +589,9 @@ fn run(shards: usize, resp3: bool) {
     admin.same(&["CONFIG", "SET", "acllog-max-len", "128"]);
 }
 
+/// Redis 7.2's fields, which redis-server 7.0 does not send.
+const LOG_FIELDS_72: [&str; 3] = ["entry-id", "timestamp-created", "timestamp-last-updated"];
+
 /// Rule 4: ACL LOG's entries, field by field.
 fn compare_log(admin: &mut Pair, label: &str) {
     let (r, t) = admin.both(&["ACL", "LOG", "100"]);
@@ -594,8 +603,18 @@ fn compare_log(admin: &mut Pair, label: &str) {
     );
     for (re, te) in r.iter().zip(&t) {
         let keys = |e: &Vec<(String, String)>| e.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
-        assert_eq!(keys(re), keys(te), "{label}: ACL LOG fields");
-        for ((key, rv), (_, tv)) in re.iter().zip(te) {
+        let (older, newer) = te.split_at(te.len().min(7));
+        assert_eq!(
+            keys(re),
+            keys(&older.to_vec()),
+            "{label}: ACL LOG 7.0 fields"
+        );
+        assert_eq!(
+            keys(&newer.to_vec()),
+            LOG_FIELDS_72,
+            "{label}: ACL LOG 7.2 fields"
+        );
+        for ((key, rv), (_, tv)) in re.iter().zip(older) {
             match key.as_str() {
                 "age-seconds" => assert!(tv.parse::<f64>().is_ok(), "{label}: age {tv}"),
                 "client-info" => {
@@ -616,19 +635,77 @@ fn compare_log(admin: &mut Pair, label: &str) {
             }
         }
     }
+    check_log_72_fields(&t, label);
 }
 
-/// ACL LOG's entries as (field, value) pairs (RESP2 or RESP3 maps; values are
-/// bulk strings, integers or doubles).
+/// Rule 4's own check of Redis 7.2's fields in Ruvio's entries (newest first).
+fn check_log_72_fields(entries: &[Vec<(String, String)>], label: &str) {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let field = |e: &Vec<(String, String)>, name: &str| -> String {
+        e.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("{label}: no {name} in {e:?}"))
+    };
+    let int = |e: &Vec<(String, String)>, name: &str| -> i64 {
+        field(e, name)
+            .parse()
+            .unwrap_or_else(|_| panic!("{label}: {name} is not an integer: {e:?}"))
+    };
+    let mut ids = Vec::new();
+    let mut previous_updated = i64::MAX;
+    for e in entries {
+        let id = int(e, "entry-id");
+        let created = int(e, "timestamp-created");
+        let updated = int(e, "timestamp-last-updated");
+        let age_ms = (field(e, "age-seconds").parse::<f64>().expect("age") * 1000.0) as i64;
+        assert!(
+            id >= 0 && !ids.contains(&id),
+            "{label}: entry-id {id} of {ids:?}"
+        );
+        ids.push(id);
+        assert!(
+            updated <= previous_updated,
+            "{label}: updated {updated} after {previous_updated}"
+        );
+        previous_updated = updated;
+        // An hour covers this test's run; seconds would be a thousand times less.
+        assert!(
+            created <= updated && updated <= now_ms && created > now_ms - 3_600_000,
+            "{label}: timestamps {created} {updated} now {now_ms}"
+        );
+        if int(e, "count") == 1 {
+            assert_eq!(created, updated, "{label}: a single event's timestamps");
+        }
+        assert!(
+            (now_ms - age_ms - updated).abs() < 5_000,
+            "{label}: timestamp-last-updated {updated} vs age {age_ms} ms at {now_ms}"
+        );
+    }
+}
+
+/// ACL LOG's entries as (field, value) pairs (RESP2 or RESP3 maps, whose
+/// header gives the field count: 7 from redis-server 7.0, 10 from Ruvio; values
+/// are bulk strings, integers or doubles).
 fn log_entries(reply: &[u8]) -> Vec<Vec<(String, String)>> {
     let text = String::from_utf8_lossy(reply).to_string();
     let mut lines = text.split("\r\n").filter(|l| !l.is_empty()).peekable();
     let count: usize = lines.next().expect("header")[1..].parse().expect("count");
     let mut entries = Vec::new();
     for _ in 0..count {
-        lines.next(); // the map (or array) header
+        let header = lines.next().expect("map header");
+        let len: usize = header[1..].parse().expect("map length");
+        // RESP2 writes a map as an array of keys and values.
+        let pairs = if header.starts_with('%') {
+            len
+        } else {
+            len / 2
+        };
         let mut fields = Vec::new();
-        for _ in 0..7 {
+        for _ in 0..pairs {
             let mut value = || {
                 let line = lines.next().expect("value").to_string();
                 if line.starts_with('$') {

@@ -411,7 +411,7 @@ impl Acl {
     }
 
     /// ACL LOG count.
-    pub fn log_entries(&self, count: usize) -> Vec<log::Entry> {
+    pub fn log_entries(&self, count: usize) -> Vec<log::Logged> {
         self.log
             .lock()
             .unwrap_or_else(|e| e.into_inner())

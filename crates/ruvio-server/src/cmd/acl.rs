@@ -345,8 +345,9 @@ fn log_cmd(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     let entries = ctx.core.shared.acl.log_entries(count);
     let now = crate::clock::unix_ms();
     reply.array(entries.len());
-    for e in entries {
-        reply.map(7);
+    for logged in entries {
+        let e = &logged.entry;
+        reply.map(10);
         reply.bulk(b"count");
         reply.int(e.count as i64);
         reply.bulk(b"reason");
@@ -361,6 +362,12 @@ fn log_cmd(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
         reply.double(now.saturating_sub(e.at_ms) as f64 / 1000.0);
         reply.bulk(b"client-info");
         reply.bulk(e.client_info.as_bytes());
+        reply.bulk(b"entry-id");
+        reply.int(logged.entry_id as i64);
+        reply.bulk(b"timestamp-created");
+        reply.int(logged.created_ms as i64);
+        reply.bulk(b"timestamp-last-updated");
+        reply.int(e.at_ms as i64);
     }
     Ok(())
 }

@@ -647,7 +647,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
     {
         // The certificate settings apply together, once all are in (Redis's
         // applyTlsCfg): new sessions use them, open ones keep theirs.
-        if let Err(why) = reload_tls(ctx.core) {
+        if let Err(why) = reload_tls(ctx.core, crate::net::tls::Sessions::Renew) {
             crate::serverlog::log(
                 crate::serverlog::Level::Warning,
                 &format!("Failed applying new configuration. Possibly related to new {tls_name} setting: {why}"),
@@ -667,21 +667,40 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
     Ok(())
 }
 
-/// A setting of the TLS sessions' certificate, key, CA or client-certificate rule.
+/// A setting the TLS sessions start from (certificate, key, CAs, client
+/// certificates, protocols, suites, session cache).
 fn is_tls_file(name: &str) -> bool {
     matches!(
         name,
-        "tls-cert-file" | "tls-key-file" | "tls-ca-cert-file" | "tls-auth-clients"
+        "tls-cert-file"
+            | "tls-key-file"
+            | "tls-key-file-pass"
+            | "tls-ca-cert-file"
+            | "tls-ca-cert-dir"
+            | "tls-auth-clients"
+            | "tls-protocols"
+            | "tls-ciphersuites"
+            | "tls-ciphers"
+            | "tls-prefer-server-ciphers"
+            | "tls-session-caching"
+            | "tls-session-cache-size"
+            | "tls-session-cache-timeout"
     )
 }
 
 /// Load the TLS settings again from the parameters, when TLS is on: the
-/// sessions started from now on use them, the open ones keep theirs.
-fn reload_tls(core: &mut ShardCore) -> Result<(), String> {
+/// sessions started from now on use them, the open ones keep theirs. The shard
+/// that took the CONFIG SET starts a new session cache (`Sessions::Renew`), the
+/// others join it.
+fn reload_tls(core: &mut ShardCore, sessions: crate::net::tls::Sessions) -> Result<(), String> {
     if core.tls_settings.is_none() {
         return Ok(());
     }
-    let settings = crate::net::tls::TlsSettings::load(&core.cfg.tls_files())?;
+    let settings = crate::net::tls::TlsSettings::load(
+        &core.cfg.tls_files(),
+        &core.shared.tls_sessions,
+        sessions,
+    )?;
     core.tls_settings = Some(settings);
     Ok(())
 }
@@ -697,7 +716,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
             }
             if pairs.iter().any(|(name, _)| is_tls_file(name)) {
                 // The shard that took the CONFIG SET loaded the same files.
-                if let Err(why) = reload_tls(core) {
+                if let Err(why) = reload_tls(core, crate::net::tls::Sessions::Current) {
                     crate::serverlog::log(
                         crate::serverlog::Level::Warning,
                         &format!("shard {}: TLS settings not reloaded: {why}", core.id),

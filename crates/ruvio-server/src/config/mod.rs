@@ -154,6 +154,33 @@ pub struct Cli {
     /// Redis's `tls-auth-clients`: yes (the default), optional or no.
     #[arg(long)]
     pub tls_auth_clients: Option<String>,
+    /// Redis's `tls-key-file-pass`: the passphrase of an encrypted `tls-key-file`.
+    #[arg(long)]
+    pub tls_key_file_pass: Option<String>,
+    /// Redis's `tls-ca-cert-dir`: a directory of CA certificates (PEM files).
+    #[arg(long)]
+    pub tls_ca_cert_dir: Option<String>,
+    /// Redis's `tls-protocols`: e.g. "TLSv1.2 TLSv1.3" (the default: both).
+    #[arg(long)]
+    pub tls_protocols: Option<String>,
+    /// Redis's `tls-ciphersuites`: TLS 1.3 suites (OpenSSL names, colon-separated).
+    #[arg(long)]
+    pub tls_ciphersuites: Option<String>,
+    /// Redis's `tls-ciphers`: TLS 1.2 ciphers (an OpenSSL cipher list).
+    #[arg(long)]
+    pub tls_ciphers: Option<String>,
+    /// Redis's `tls-prefer-server-ciphers`: yes or no.
+    #[arg(long)]
+    pub tls_prefer_server_ciphers: Option<String>,
+    /// Redis's `tls-session-caching`: yes (the default) or no.
+    #[arg(long)]
+    pub tls_session_caching: Option<String>,
+    /// Redis's `tls-session-cache-size`: sessions kept (one cache for every shard).
+    #[arg(long)]
+    pub tls_session_cache_size: Option<String>,
+    /// Redis's `tls-session-cache-timeout`: seconds a session can be resumed.
+    #[arg(long)]
+    pub tls_session_cache_timeout: Option<String>,
     /// Redis's `tls-cluster`: yes tells TLS clients the shards' TLS ports (per-shard
     /// mode's CLUSTER SLOTS / NODES / SHARDS and MOVED).
     #[arg(long)]
@@ -395,6 +422,15 @@ impl Config {
             ("tls-ca-cert-file", &cli.tls_ca_cert_file),
             ("tls-auth-clients", &cli.tls_auth_clients),
             ("tls-cluster", &cli.tls_cluster),
+            ("tls-key-file-pass", &cli.tls_key_file_pass),
+            ("tls-ca-cert-dir", &cli.tls_ca_cert_dir),
+            ("tls-protocols", &cli.tls_protocols),
+            ("tls-ciphersuites", &cli.tls_ciphersuites),
+            ("tls-ciphers", &cli.tls_ciphers),
+            ("tls-prefer-server-ciphers", &cli.tls_prefer_server_ciphers),
+            ("tls-session-caching", &cli.tls_session_caching),
+            ("tls-session-cache-size", &cli.tls_session_cache_size),
+            ("tls-session-cache-timeout", &cli.tls_session_cache_timeout),
             ("dbfilename", &cli.dbfilename),
             ("logfile", &cli.logfile),
             ("loglevel", &cli.loglevel),
@@ -506,8 +542,17 @@ impl Config {
         TlsFiles {
             cert_file: self.param("tls-cert-file"),
             key_file: self.param("tls-key-file"),
+            key_file_pass: self.param("tls-key-file-pass"),
             ca_cert_file: self.param("tls-ca-cert-file"),
+            ca_cert_dir: self.param("tls-ca-cert-dir"),
             auth_clients: self.param("tls-auth-clients"),
+            protocols: self.param("tls-protocols"),
+            ciphersuites: self.param("tls-ciphersuites"),
+            ciphers: self.param("tls-ciphers"),
+            prefer_server_ciphers: self.param("tls-prefer-server-ciphers") == "yes",
+            session_caching: self.param("tls-session-caching") == "yes",
+            session_cache_size: self.param("tls-session-cache-size").parse().unwrap_or(0),
+            session_cache_timeout_s: self.param("tls-session-cache-timeout").parse().unwrap_or(0),
         }
     }
 
@@ -728,13 +773,28 @@ pub fn rewrite(
     std::fs::rename(&temp, path).map_err(|e| e.to_string())
 }
 
-/// The TLS port's files and client-certificate rule (`net::tls` loads them).
+/// The TLS port's settings as the parameters hold them (`net::tls` loads them).
 pub struct TlsFiles<'a> {
     pub cert_file: &'a str,
     pub key_file: &'a str,
+    /// `tls-key-file-pass`: the passphrase of an encrypted key ("": none).
+    pub key_file_pass: &'a str,
     pub ca_cert_file: &'a str,
+    /// `tls-ca-cert-dir`: a directory of CA certificate files ("": none).
+    pub ca_cert_dir: &'a str,
     /// `tls-auth-clients`: yes, optional or no.
     pub auth_clients: &'a str,
+    /// `tls-protocols`: `TLSv1.2` and/or `TLSv1.3` ("": both).
+    pub protocols: &'a str,
+    /// `tls-ciphersuites`: TLS 1.3 suites, OpenSSL's names ("": all).
+    pub ciphersuites: &'a str,
+    /// `tls-ciphers`: TLS 1.2 suites, an OpenSSL cipher list ("": all).
+    pub ciphers: &'a str,
+    pub prefer_server_ciphers: bool,
+    pub session_caching: bool,
+    /// `tls-session-cache-size` entries (0: OpenSSL's no limit, bounded here).
+    pub session_cache_size: usize,
+    pub session_cache_timeout_s: u64,
 }
 
 #[cfg(test)]

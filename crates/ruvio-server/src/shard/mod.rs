@@ -174,7 +174,7 @@ impl Shard {
             cfg.shards > 1 && cfg.port_mode == crate::config::PortMode::Forward,
         )?;
         let metrics = metrics::MetricsServer::open(&cfg, id)?;
-        let (tls, tls_settings) = tls::TlsPort::open(&cfg, id)?.unzip();
+        let (tls, tls_settings) = tls::TlsPort::open(&cfg, id, &shared.tls_sessions)?.unzip();
         if id == 0 {
             replica::follow_configured(&cfg, &shared.replication);
         }

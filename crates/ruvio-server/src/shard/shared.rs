@@ -56,6 +56,8 @@ pub struct Shared {
     pub acl: std::sync::Arc<crate::acl::Acl>,
     /// The role, the primary and the link (see `replication`).
     pub replication: std::sync::Arc<crate::replication::State>,
+    /// The TLS session cache every shard's sessions share (see `net::tls`).
+    pub tls_sessions: crate::net::tls::SessionCaches,
 }
 
 impl Shared {
@@ -87,6 +89,7 @@ impl Shared {
             observatory: crate::observability::Observatory::new(shards),
             acl: std::sync::Arc::new(crate::acl::Acl::new(&crate::cmd::registry::registry().acl)),
             replication: std::sync::Arc::new(crate::replication::State::new(shards)),
+            tls_sessions: Default::default(),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,

@@ -12,7 +12,7 @@
 
 use super::{token, Shard, OP_TLS_ACCEPT};
 use crate::config::{Config, PortMode};
-use crate::net::tls::{TlsSettings, CIPHER_IN_BYTES};
+use crate::net::tls::{SessionCaches, Sessions, TlsSettings, CIPHER_IN_BYTES};
 use io_uring::{cqueue, opcode, types};
 use std::os::fd::AsRawFd;
 
@@ -27,11 +27,15 @@ pub struct TlsPort {
 impl TlsPort {
     /// Shard `id`'s TLS port when `tls-port` is set (its certificate and key
     /// loaded now, so a bad file stops the start with its name).
-    pub fn open(cfg: &Config, id: usize) -> std::io::Result<Option<(TlsPort, TlsSettings)>> {
+    pub fn open(
+        cfg: &Config,
+        id: usize,
+        caches: &SessionCaches,
+    ) -> std::io::Result<Option<(TlsPort, TlsSettings)>> {
         let Some(port) = cfg.tls_port(id) else {
             return Ok(None);
         };
-        let settings = TlsSettings::load(&cfg.tls_files())
+        let settings = TlsSettings::load(&cfg.tls_files(), caches, Sessions::Current)
             .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
         let shared = cfg.shards > 1 && cfg.port_mode == PortMode::Forward;
         let listener = crate::net::socket::listen(&cfg.bind, port, shared).map_err(|e| {

@@ -24,6 +24,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub mod busy;
+pub mod certs;
 mod diff;
 pub mod replication;
 // Each test binary compiles this module; the ones without a differential run leave

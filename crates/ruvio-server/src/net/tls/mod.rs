@@ -14,11 +14,30 @@
 //! What the settings mean (Redis's names): `tls-cert-file` / `tls-key-file` (PEM,
 //! the chain and its key), `tls-ca-cert-file` (PEM, the CAs client certificates
 //! must chain to), `tls-auth-clients` (`yes`: a client certificate is required,
-//! `optional`: checked if given, `no`: not asked for).
+//! `optional`: checked if given, `no`: not asked for), `tls-ca-cert-dir` (every
+//! certificate of a directory's files, beside or instead of the file),
+//! `tls-key-file-pass` (the passphrase of an encrypted PKCS#8 key),
+//! `tls-protocols`, `tls-ciphersuites` (TLS 1.3), `tls-ciphers` (TLS 1.2),
+//! `tls-prefer-server-ciphers` (the server's suite order wins) and
+//! `tls-session-caching` / `-size` / `-timeout` (resumption by session id and
+//! TLS 1.3 tickets, one cache for every shard). OpenSSL's names are read in
+//! [`options`]. CONFIG SET of any of them loads the whole set again.
+
+mod options;
+pub use options::{SessionCaches, SESSION_CACHE_ENTRIES_MAX};
+
+/// Which session cache a load takes: the one the shards share (a start, or a
+/// shard following another's CONFIG SET), or a new one (the shard that took the
+/// CONFIG SET).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sessions {
+    Current,
+    Renew,
+}
 
 use crate::config::TlsFiles;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::CertificateDer;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig, ServerConnection};
 use std::io::{Read, Write};
@@ -39,37 +58,27 @@ impl std::fmt::Debug for TlsSettings {
 
 impl TlsSettings {
     /// Load the certificate, key and CAs; an error names the file or setting at fault.
-    pub fn load(files: &TlsFiles<'_>) -> Result<TlsSettings, String> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+    pub fn load(
+        files: &TlsFiles<'_>,
+        caches: &SessionCaches,
+        sessions: Sessions,
+    ) -> Result<TlsSettings, String> {
         if files.cert_file.is_empty() || files.key_file.is_empty() {
             return Err("tls-port needs tls-cert-file and tls-key-file".into());
         }
+        let provider = Arc::new(options::crypto_provider(files.ciphersuites, files.ciphers)?);
+        let versions = options::protocol_versions(files.protocols)?;
         let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(files.cert_file)
             .and_then(|certs| certs.collect::<Result<_, _>>())
             .map_err(|e| format!("tls-cert-file {}: {e}", files.cert_file))?;
-        let key = PrivateKeyDer::from_pem_file(files.key_file)
-            .map_err(|e| format!("tls-key-file {}: {e}", files.key_file))?;
+        let key = options::private_key(files.key_file, files.key_file_pass)?;
         let builder = ServerConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS: {e}"))?;
+            .with_protocol_versions(&versions)
+            .map_err(|e| format!("tls-protocols / tls-ciphers / tls-ciphersuites: {e}"))?;
         let builder = match files.auth_clients {
             "no" => builder.with_no_client_auth(),
             mode => {
-                if files.ca_cert_file.is_empty() {
-                    return Err(format!(
-                        "tls-auth-clients {mode} needs tls-ca-cert-file (or set tls-auth-clients no)"
-                    ));
-                }
-                let mut roots = RootCertStore::empty();
-                for cert in CertificateDer::pem_file_iter(files.ca_cert_file)
-                    .map_err(|e| format!("tls-ca-cert-file {}: {e}", files.ca_cert_file))?
-                {
-                    let cert =
-                        cert.map_err(|e| format!("tls-ca-cert-file {}: {e}", files.ca_cert_file))?;
-                    roots
-                        .add(cert)
-                        .map_err(|e| format!("tls-ca-cert-file {}: {e}", files.ca_cert_file))?;
-                }
+                let roots = client_roots(files)?;
                 let verifier =
                     WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
                 let verifier = match mode {
@@ -82,9 +91,23 @@ impl TlsSettings {
                 builder.with_client_cert_verifier(verifier)
             }
         };
-        let config = builder
+        let mut config = builder
             .with_single_cert(chain, key)
             .map_err(|e| format!("tls-cert-file / tls-key-file: {e}"))?;
+        config.ignore_client_order = files.prefer_server_ciphers;
+        let (caching, size, timeout_s) = (
+            files.session_caching,
+            files.session_cache_size,
+            files.session_cache_timeout_s,
+        );
+        config.session_storage = match sessions {
+            Sessions::Current => caches.current(caching, size, timeout_s),
+            Sessions::Renew => caches.renew(caching, size, timeout_s),
+        };
+        if !files.session_caching {
+            // No cache: no TLS 1.3 ticket either (they would name nothing).
+            config.send_tls13_tickets = 0;
+        }
         Ok(TlsSettings {
             config: Arc::new(config),
         })
@@ -98,6 +121,36 @@ impl TlsSettings {
             cipher_in: Vec::with_capacity(CIPHER_IN_BYTES),
         })
     }
+}
+
+/// The CAs client certificates must chain to: `tls-ca-cert-file`'s and those of
+/// `tls-ca-cert-dir`'s files (one of them at least, as Redis asks).
+fn client_roots(files: &TlsFiles<'_>) -> Result<RootCertStore, String> {
+    if files.ca_cert_file.is_empty() && files.ca_cert_dir.is_empty() {
+        return Err(format!(
+            "tls-auth-clients {} needs tls-ca-cert-file or tls-ca-cert-dir (or set tls-auth-clients no)",
+            files.auth_clients
+        ));
+    }
+    let mut roots = RootCertStore::empty();
+    if !files.ca_cert_file.is_empty() {
+        for cert in CertificateDer::pem_file_iter(files.ca_cert_file)
+            .map_err(|e| format!("tls-ca-cert-file {}: {e}", files.ca_cert_file))?
+        {
+            let cert = cert.map_err(|e| format!("tls-ca-cert-file {}: {e}", files.ca_cert_file))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("tls-ca-cert-file {}: {e}", files.ca_cert_file))?;
+        }
+    }
+    if !files.ca_cert_dir.is_empty() {
+        for cert in options::dir_certificates(files.ca_cert_dir)? {
+            roots
+                .add(cert)
+                .map_err(|e| format!("tls-ca-cert-dir {}: {e}", files.ca_cert_dir))?;
+        }
+    }
+    Ok(roots)
 }
 
 /// Bytes a TLS connection's receive asks for at once: one full TLS record and
