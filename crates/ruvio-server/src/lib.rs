@@ -21,7 +21,7 @@
 //! | 4 | [`mesh`] | forwarding, gathers, lending, owner transactions, the script lock |
 //! | 4 | [`scripting`] | what a script needs of the server beyond its keyspace |
 //! | 4 | [`transactions`] | MULTI/EXEC and WATCH |
-//! | 5 | [`replication`] | Ruvio as a replica of a Redis primary: role, link, offset |
+//! | 5 | [`replication`] | Redis's replication both ways: role, link, offset, backlog, replicas |
 //! | 5 | [`tracking`] | CLIENT TRACKING: keys read, BCAST prefixes, invalidations |
 //! | 6 | [`cmd`] | the command table, the server's own commands (client, config, info ...) |
 //! | 7 | [`shard`] | the loop, its state, dispatch, execution, blocked clients |

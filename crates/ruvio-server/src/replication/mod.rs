@@ -1,19 +1,25 @@
-//! Replication on Redis's own protocol. Built so far: Ruvio as a replica of a
-//! Redis primary (REPLICAOF, ROLE, INFO replication, READONLY, the link).
+//! Replication on Redis's own protocol, both ways: Ruvio as a replica of a Redis
+//! (or Ruvio) primary, and Ruvio as the primary of Redis (or Ruvio) replicas.
 //!
 //! Owns: the replication state every shard reads ([`State`]: role, primary,
-//! replication IDs, offset, the link's state), the link to the primary that
-//! shard 0 steps on its tick ([`link`]), loading a full sync's RDB into each
-//! shard ([`load`]), and the replies and refusals the commands give from that
-//! state ([`refusal`], [`info`], [`role`]). The commands themselves (REPLICAOF,
-//! SLAVEOF, ROLE, REPLCONF) are rows of `cmd::replication`, a floor above.
+//! replication IDs, offset, the link's state, a FAILOVER), the link to the
+//! primary that shard 0 steps on its tick ([`link`]), loading a full sync's RDB
+//! into each shard ([`load`]); as a primary, each shard's records for the stream
+//! ([`feed`]), the server's backlog, replicas and a full sync's cut
+//! ([`primary`]) and what one shard holds of it ([`serve`]); and the replies and
+//! refusals the commands give from that state ([`refusal`], [`too_few_replicas`],
+//! [`info`], [`role`]). The commands themselves (REPLICAOF, SLAVEOF, ROLE,
+//! REPLCONF, PSYNC, SYNC, WAIT, WAITAOF, FAILOVER) are rows of
+//! `cmd::replication`, a floor above; the loop's steps over connections are
+//! `shard::replica` and `shard::primary`, which own them.
 //!
-//! Why so: once synced, the primary's stream is an ordinary connection of shard
-//! 0 (the master client: no replies, writes allowed), so it is parsed, routed to
-//! the owning shard and run exactly as a client's commands are; only the bytes it
-//! consumed are counted (the offset, as Redis counts it) and REPLCONF GETACK is
-//! answered. To come (docs/replication.md): Ruvio as a primary (PSYNC, SYNC, the
-//! backlog from the log's records, WAIT), FAILOVER, Sentinel.
+//! Why so: as a replica, the primary's stream is an ordinary connection of shard
+//! 0 (the master client: no replies, writes allowed), parsed, routed to the
+//! owning shard and run exactly as a client's commands are; only the bytes it
+//! consumed are counted (the offset, as Redis counts it) and kept in the backlog.
+//! As a primary, the stream is what the write-ahead log takes (the engine's
+//! deterministic records), made where each write runs and merged once per loop
+//! iteration: no second path for replication, and no per-command lock.
 
 pub mod feed;
 pub mod link;
