@@ -622,3 +622,35 @@ fn debug_change_repl_id_forces_a_full_sync() {
     });
     assert_eq!(sync_counts(&mut p), (2, 0));
 }
+
+/// A replica that reads nothing for a while (stopped, as one loading a big RDB
+/// does) gets the stream it missed from its output buffer, far beyond the
+/// backlog's size, with no second full sync (`client-output-buffer-limit
+/// replica` bounds it, as in Redis).
+#[test]
+fn a_paused_replica_catches_up_from_its_output() {
+    if require_redis_server("a_paused_replica_catches_up_from_its_output").is_none() {
+        return;
+    }
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let replica = Server::redis();
+    attach(&replica, &primary);
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGSTOP) };
+    let mut p = primary.raw();
+    let value = "v".repeat(1000);
+    for chunk in 0..40 {
+        let mut batch = Vec::new();
+        for i in 0..500 {
+            batch.extend(encode(&["SET", &format!("k{}", chunk * 500 + i), &value]));
+        }
+        p.send(&batch);
+        for _ in 0..500 {
+            p.read_reply();
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGCONT) };
+    assert_eq!(p.cmd(&["WAIT", "1", "10000"]), b":1\r\n");
+    assert_eq!(sync_counts(&mut p), (1, 0), "no second full sync");
+    assert_eq!(show(&replica.raw().cmd(&["DBSIZE"])), show(b":20000\r\n"));
+}

@@ -27,8 +27,8 @@ const SLICE: Duration = Duration::from_micros(250);
 const KEYS_PER_STEP: usize = 256;
 /// Bytes of one chunk of a part.
 const CHUNK_BYTES: usize = 1 << 20;
-/// A replica's connection takes more RDB or stream bytes only while less than
-/// this waits to be sent to it.
+/// A replica's connection takes more RDB bytes only while less than this waits
+/// to be sent to it (the shards make the RDB as fast as it leaves).
 const UNSENT_MAX: usize = 8 << 20;
 /// Stream bytes moved into one replica's connection per iteration at most.
 const STREAM_STEP_BYTES: usize = 4 << 20;
@@ -428,7 +428,10 @@ fn step_replica(
                 }
             }
             Phase::Online { sent } => {
-                if *sent >= offset || unsent(conn) >= UNSENT_MAX {
+                // The stream waits in the replica's output, bounded by
+                // `client-output-buffer-limit replica` as in Redis (a replica
+                // loading its RDB reads nothing for a while).
+                if *sent >= offset {
                     return true;
                 }
                 let out = conn.replies.sink();
