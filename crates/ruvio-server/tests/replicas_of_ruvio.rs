@@ -270,8 +270,8 @@ fn evicted_keys_leave_the_replica() {
     compare_all(&primary, &replica, "after the evictions");
 }
 
-/// A replica's side of the protocol by hand: PSYNC, the RDB skipped, then the
-/// stream's commands one by one.
+/// A replica's side of the protocol by hand: PSYNC, the RDB skipped, the first
+/// ACK, then the stream's commands one by one.
 fn raw_replica(primary: &Server) -> RawConn {
     let mut r = primary.raw();
     assert_eq!(r.cmd(&["REPLCONF", "listening-port", "1"]), b"+OK\r\n");
@@ -290,6 +290,8 @@ fn raw_replica(primary: &Server) -> RawConn {
         show(&eof)
     );
     r.read_until(&mark);
+    // As a replica does once its RDB is loaded: the stream starts after it.
+    r.send(&encode(&["REPLCONF", "ACK", "0"]));
     r
 }
 
@@ -653,4 +655,47 @@ fn a_paused_replica_catches_up_from_its_output() {
     assert_eq!(p.cmd(&["WAIT", "1", "10000"]), b":1\r\n");
     assert_eq!(sync_counts(&mut p), (1, 0), "no second full sync");
     assert_eq!(show(&replica.raw().cmd(&["DBSIZE"])), show(b":20000\r\n"));
+}
+
+/// Writes during a full sync, many times the backlog's size: the replica still
+/// gets them all after its RDB (they wait with it, as in Redis's replica output
+/// buffer), with one full sync.
+#[test]
+fn writes_during_a_full_sync_are_not_lost() {
+    if require_redis_server("writes_during_a_full_sync_are_not_lost").is_none() {
+        return;
+    }
+    let args = ["--repl-backlog-size", "16kb"];
+    let primary = Server::ruvio_with(PortMode::Forward, 2, &args);
+    let mut p = primary.raw();
+    let value = "v".repeat(100);
+    let load = |c: &mut RawConn, prefix: &str, n: usize| {
+        for chunk in 0..n / 1000 {
+            let mut batch = Vec::new();
+            for i in 0..1000 {
+                batch.extend(encode(&[
+                    "SET",
+                    &format!("{prefix}{}", chunk * 1000 + i),
+                    &value,
+                ]));
+            }
+            c.send(&batch);
+            for _ in 0..1000 {
+                c.read_reply();
+            }
+        }
+    };
+    load(&mut p, "before:", 200_000);
+    let replica = Server::redis();
+    let port = primary.port().to_string();
+    assert_eq!(
+        replica.raw().cmd(&["REPLICAOF", "127.0.0.1", &port]),
+        b"+OK\r\n"
+    );
+    // Written while the sync runs.
+    load(&mut p, "during:", 50_000);
+    let waited = p.cmd(&["WAIT", "1", "20000"]);
+    assert_eq!(waited, b":1\r\n", "{}\n{}", primary.logs(), replica.logs());
+    assert_eq!(sync_counts(&mut p), (1, 0));
+    assert_eq!(show(&replica.raw().cmd(&["DBSIZE"])), show(b":250000\r\n"));
 }

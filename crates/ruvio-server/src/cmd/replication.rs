@@ -161,11 +161,17 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
                     ctx.client.peer
                 ),
             );
-            crate::replication::serve::Phase::Online { sent }
+            crate::replication::serve::Phase::Online {
+                sent,
+                after_ack: None,
+            }
         }
         None => crate::replication::serve::Phase::Cut(None),
     };
     let online = continue_from.is_some();
+    if let Some(sent) = continue_from {
+        primary.pin(ctx.client.id, sent);
+    }
     primary.attach(crate::replication::primary::ReplicaInfo {
         client_id: ctx.client.id,
         host: core.id,
@@ -175,6 +181,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         ack_offset: continue_from.unwrap_or(0),
         aof_offset: 0,
         last_ack_ms: core.now_ms,
+        acks: 0,
     });
     core.replication
         .hosted

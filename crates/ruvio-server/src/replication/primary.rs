@@ -45,6 +45,8 @@ pub struct ReplicaInfo {
     /// never said).
     pub aof_offset: u64,
     pub last_ack_ms: u64,
+    /// REPLCONF ACKs received (a diskless sync's stream starts after one).
+    pub acks: u64,
 }
 
 /// One shard's part of a full sync's RDB, handed to the host shard in chunks.
@@ -103,6 +105,17 @@ struct Inner {
     next_sync_id: u64,
     /// Unix ms the last replica went away (for `repl-backlog-ttl`).
     alone_since_ms: u64,
+    /// The stream bytes each replica (by client id) or sync (by [`sync_pin`])
+    /// has taken so far: the backlog keeps every byte after the lowest, beyond
+    /// `repl-backlog-size` if it must, as Redis's replication buffer is shared by
+    /// the backlog and the replicas' outputs (each bounded by
+    /// `client-output-buffer-limit replica`, which the host shard checks).
+    pins: Vec<(u64, u64)>,
+}
+
+/// The pin of a full sync, from its cut until its replica goes online.
+fn sync_pin(job: u64) -> u64 {
+    u64::MAX - job
 }
 
 /// The primary's shared state (in `replication::State`).
@@ -247,33 +260,33 @@ impl Primary {
 
     /// The bytes after `sent` up to the end, appended to `out` (at most
     /// `max_bytes`); the new `sent`. `None`: `sent` fell out of the backlog.
-    pub fn copy_since(&self, sent: u64, out: &mut Vec<u8>, max_bytes: usize) -> Option<u64> {
-        let inner = self.lock();
-        let end = inner.first_offset + inner.backlog.len() as u64;
-        // `end` is one past the last byte's offset; `sent` counts bytes.
-        let from = sent + 1;
-        if from < inner.first_offset || from > end {
-            return None;
-        }
-        let skip = (from - inner.first_offset) as usize;
-        let take = ((end - from) as usize).min(max_bytes);
-        let (a, b) = inner.backlog.as_slices();
-        let mut left = take;
-        let mut at = skip;
-        for slice in [a, b] {
-            if at >= slice.len() {
-                at -= slice.len();
-                continue;
-            }
-            let n = (slice.len() - at).min(left);
-            out.extend_from_slice(&slice[at..at + n]);
-            left -= n;
-            at = 0;
-            if left == 0 {
-                break;
-            }
-        }
-        Some(sent + take as u64)
+    pub fn copy_since(
+        &self,
+        client_id: u64,
+        sent: u64,
+        out: &mut Vec<u8>,
+        max_bytes: usize,
+    ) -> Option<u64> {
+        let mut inner = self.lock();
+        let copied = copy_locked(&inner, sent, out, max_bytes)?;
+        set_pin(&mut inner, client_id, copied);
+        trim(&mut inner);
+        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        Some(copied)
+    }
+
+    /// A replica continuing from `sent`: the bytes after it stay until it has
+    /// taken them.
+    pub fn pin(&self, client_id: u64, sent: u64) {
+        set_pin(&mut self.lock(), client_id, sent);
+    }
+
+    /// A full sync's replica starts from the cut: the bytes after it stay until
+    /// the replica has taken them.
+    pub fn pin_from_sync(&self, job: u64, client_id: u64, sent: u64) {
+        let mut inner = self.lock();
+        inner.pins.retain(|(id, _)| *id != sync_pin(job));
+        set_pin(&mut inner, client_id, sent);
     }
 
     /// A partial resync from `next` (the first byte the replica needs) is
@@ -306,6 +319,9 @@ impl Primary {
     pub fn detach(&self, client_id: u64, now_ms: u64) {
         let mut inner = self.lock();
         inner.replicas.retain(|r| r.client_id != client_id);
+        inner.pins.retain(|(id, _)| *id != client_id);
+        trim(&mut inner);
+        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
         let mut hosts = 0;
         for r in &inner.replicas {
             hosts |= 1u64 << (r.host % 64);
@@ -335,7 +351,18 @@ impl Primary {
                 r.aof_offset = r.aof_offset.max(fack);
             }
             r.last_ack_ms = now_ms;
+            r.acks += 1;
         }
+    }
+
+    /// REPLCONF ACKs replica `client_id` has sent.
+    pub fn acks_of(&self, client_id: u64) -> u64 {
+        let inner = self.lock();
+        inner
+            .replicas
+            .iter()
+            .find(|r| r.client_id == client_id)
+            .map_or(0, |r| r.acks)
     }
 
     /// Replicas whose own log synced `offset` or more (WAITAOF).
@@ -411,6 +438,7 @@ impl Primary {
     /// The sync `id` ended (sent, failed or abandoned): the next may start.
     pub fn sync_ended(&self, id: u64) {
         let mut inner = self.lock();
+        inner.pins.retain(|(pin, _)| *pin != sync_pin(id));
         if inner.sync.as_ref().is_some_and(|j| j.id == id) {
             if let Some(job) = inner.sync.take() {
                 job.abandoned.store(true, Relaxed);
@@ -447,7 +475,10 @@ impl Primary {
         cut.count += 1;
         let job = cut.job.clone();
         if cut.count == cut.by.len() {
-            job.offset.store(offset.load(Relaxed), Relaxed);
+            let at = offset.load(Relaxed);
+            job.offset.store(at, Relaxed);
+            // The stream after the cut stays until the replica takes it.
+            inner.pins.push((sync_pin(job.id), at));
             job.cut_done.store(true, Release);
             inner.cut = None;
             // A replica that loads an RDB starts in no database.
@@ -465,6 +496,43 @@ impl Primary {
         let inner = self.lock();
         inner.cut.as_ref().is_some_and(|c| c.by[shard])
     }
+}
+
+fn set_pin(inner: &mut Inner, id: u64, sent: u64) {
+    match inner.pins.iter_mut().find(|(pin, _)| *pin == id) {
+        Some(pin) => pin.1 = sent,
+        None => inner.pins.push((id, sent)),
+    }
+}
+
+/// The bytes after `sent` up to the end (at most `max_bytes`) appended to `out`;
+/// the new `sent`, or `None` when `sent` fell out of the backlog.
+fn copy_locked(inner: &Inner, sent: u64, out: &mut Vec<u8>, max_bytes: usize) -> Option<u64> {
+    let end = inner.first_offset + inner.backlog.len() as u64;
+    // `end` is one past the last byte's offset; `sent` counts bytes.
+    let from = sent + 1;
+    if from < inner.first_offset || from > end {
+        return None;
+    }
+    let skip = (from - inner.first_offset) as usize;
+    let take = ((end - from) as usize).min(max_bytes);
+    let (a, b) = inner.backlog.as_slices();
+    let mut left = take;
+    let mut at = skip;
+    for slice in [a, b] {
+        if at >= slice.len() {
+            at -= slice.len();
+            continue;
+        }
+        let n = (slice.len() - at).min(left);
+        out.extend_from_slice(&slice[at..at + n]);
+        left -= n;
+        at = 0;
+        if left == 0 {
+            break;
+        }
+    }
+    Some(sent + take as u64)
 }
 
 fn append_locked(inner: &mut Inner, flushed: Flushed, offset: &AtomicU64) {
@@ -485,7 +553,12 @@ fn push(inner: &mut Inner, bytes: &[u8], offset: &AtomicU64) {
 }
 
 fn trim(inner: &mut Inner) {
-    let over = inner.backlog.len().saturating_sub(inner.size);
+    let mut over = inner.backlog.len().saturating_sub(inner.size);
+    // Never a byte a replica or a sync has not taken yet.
+    if let Some(lowest) = inner.pins.iter().map(|(_, sent)| *sent).min() {
+        let taken = (lowest + 1).saturating_sub(inner.first_offset) as usize;
+        over = over.min(taken);
+    }
     if over > 0 {
         inner.backlog.drain(..over);
         inner.first_offset += over as u64;
@@ -515,11 +588,12 @@ mod tests {
         assert!(p.append(flushed(b"def", 0), &offset));
         let mut out = Vec::new();
         let end = offset.load(Relaxed);
-        assert_eq!(p.copy_since(end - 6, &mut out, 100), Some(end));
+        assert_eq!(p.copy_since(1, end - 6, &mut out, 100), Some(end));
         assert_eq!(out, b"abcdef");
-        // Overrun: the first bytes are gone.
+        // Overrun (the replica that had them gone): the first bytes are gone.
+        p.detach(1, 0);
         p.append(flushed(&[b'x'; 70], 0), &offset);
-        assert_eq!(p.copy_since(100, &mut Vec::new(), 10), None);
+        assert_eq!(p.copy_since(2, 100, &mut Vec::new(), 10), None);
         let (_, first, len) = p.backlog_info();
         assert_eq!(len, 64);
         assert_eq!(first + 64, offset.load(Relaxed) + 1);
@@ -550,5 +624,32 @@ mod tests {
         assert!(!p.cutting() && !p.holding(0));
         p.sync_ended(job.id);
         assert!(p.request_sync(2).is_some());
+    }
+}
+
+#[cfg(test)]
+mod pin_tests {
+    use super::*;
+
+    #[test]
+    fn a_replica_keeps_what_it_has_not_taken() {
+        let p = Primary::default();
+        let offset = AtomicU64::new(0);
+        p.create_backlog(0, 16);
+        p.pin(7, 0);
+        let record = Flushed {
+            bytes: vec![b'x'; 100],
+            first_db: 0,
+            last_db: 0,
+        };
+        p.append(record, &offset);
+        // Far beyond the backlog's 16 bytes, all kept for replica 7.
+        let mut out = Vec::new();
+        let end = offset.load(Relaxed);
+        assert_eq!(p.copy_since(7, 0, &mut out, usize::MAX), Some(end));
+        assert_eq!(out.len() as u64, end);
+        // Taken: the backlog is back to its size.
+        let (_, _, held) = p.backlog_info();
+        assert_eq!(held, 16);
     }
 }

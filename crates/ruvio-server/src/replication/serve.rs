@@ -62,8 +62,11 @@ pub enum Phase {
     Cut(Option<Arc<SyncJob>>),
     /// Sending the RDB: the shards' parts in order.
     Rdb(Box<RdbSend>),
-    /// Following the stream: `sent` bytes of it are in its connection.
-    Online { sent: u64 },
+    /// Following the stream: `sent` bytes of it are in its connection. After a
+    /// diskless RDB the stream waits for the replica's first REPLCONF ACK
+    /// (`after_ack`: the ACKs it had sent by then), as Redis's does: a replica
+    /// finds the RDB's end mark only at the end of what it read.
+    Online { sent: u64, after_ack: Option<u64> },
 }
 
 /// An RDB on its way to a replica.

@@ -107,9 +107,9 @@ impl Shard {
         let hosted = &self.core.replication.hosted;
         !hosted.is_empty() && {
             let offset = self.core.shared.replication.offset();
-            hosted
-                .iter()
-                .any(|h| matches!(h.phase, Phase::Online { sent } if sent < offset))
+            hosted.iter().any(
+                |h| matches!(h.phase, Phase::Online { sent, after_ack: None } if sent < offset),
+            )
         }
     }
 
@@ -372,6 +372,8 @@ fn step_replica(
                 let mut head = header(ruvio_engine::rdb::RDB_VERSION);
                 head.extend_from_slice(&ruvio_engine::scripting::functions::rdb_records());
                 rdb_bytes(conn, h.eof, &mut send, &head);
+                // The stream after the cut waits in the backlog for this replica.
+                primary.pin_from_sync(job.id, h.client_id, at);
                 primary.set_state(h.client_id, "send_bulk", now);
                 h.phase = Phase::Rdb(Box::new(send));
             }
@@ -398,7 +400,12 @@ fn step_replica(
                             crate::serverlog::Level::Notice,
                             "Synchronization with replica succeeded",
                         );
-                        h.phase = Phase::Online { sent: at };
+                        // A diskless RDB's stream waits for the first ACK.
+                        let after_ack = h.eof.then(|| primary.acks_of(h.client_id));
+                        h.phase = Phase::Online {
+                            sent: at,
+                            after_ack,
+                        };
                         break;
                     }
                     let mut part = job.part(send.part);
@@ -427,7 +434,13 @@ fn step_replica(
                     return true;
                 }
             }
-            Phase::Online { sent } => {
+            Phase::Online { sent, after_ack } => {
+                if let Some(acks) = *after_ack {
+                    if primary.acks_of(h.client_id) <= acks {
+                        return true;
+                    }
+                    *after_ack = None;
+                }
                 // The stream waits in the replica's output, bounded by
                 // `client-output-buffer-limit replica` as in Redis (a replica
                 // loading its RDB reads nothing for a while).
@@ -435,7 +448,15 @@ fn step_replica(
                     return true;
                 }
                 let out = conn.replies.sink();
-                match primary.copy_since(*sent, out, STREAM_STEP_BYTES) {
+                let hard = core.cfg.client_output_buffer_limit.replica.hard;
+                if hard != 0 && offset - *sent >= hard {
+                    crate::serverlog::log(
+                        crate::serverlog::Level::Warning,
+                        "Client output buffer limit (replica) reached: closing the replica",
+                    );
+                    return false;
+                }
+                match primary.copy_since(h.client_id, *sent, out, STREAM_STEP_BYTES) {
                     Some(now_sent) => *sent = now_sent,
                     None => {
                         crate::serverlog::log(
