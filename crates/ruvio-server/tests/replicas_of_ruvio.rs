@@ -224,6 +224,8 @@ fn ruvio_replica_of_ruvio() {
     attach(&replica, &primary);
     compare_all(&primary, &replica, "after the full sync");
     write_load(&primary, 3, 100);
+    // The load's 30 ms keys expire first (on both sides), then compare.
+    std::thread::sleep(Duration::from_millis(100));
     assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
     compare_all(&primary, &replica, "after the load");
     let mut r = replica.raw();
