@@ -26,7 +26,10 @@ const NAMES: [&[u8]; 3] = [b"default", b"u1", b"u2"];
 
 /// No pattern or first-arg of the user holds a parenthesis or whitespace.
 fn plain(user: &ruvio_server::acl::rules::User) -> bool {
-    let clean = |b: &[u8]| !b.iter().any(|&c| c == b'(' || c == b')' || c.is_ascii_whitespace());
+    let clean = |b: &[u8]| {
+        !b.iter()
+            .any(|&c| c == b'(' || c == b')' || c.is_ascii_whitespace())
+    };
     user.selectors.iter().all(|s| {
         s.keys.iter().all(|k| clean(&k.pattern))
             && s.channels.iter().all(|c| clean(c))
@@ -60,7 +63,12 @@ fuzz_target!(|input: Input| {
         let split: Vec<&[u8]> = rules.split(|&b| b == b' ').collect();
         again
             .set_user(b"copy", &split, input.all_channels)
-            .unwrap_or_else(|e| panic!("{:?} does not apply again: {e:?}", String::from_utf8_lossy(&rules)));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{:?} does not apply again: {e:?}",
+                    String::from_utf8_lossy(&rules)
+                )
+            });
         let back = describe::user_rules(again.catalog(), &again.user(b"copy").unwrap());
         assert_eq!(rules, back, "rules read back differently");
     }

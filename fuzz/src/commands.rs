@@ -23,6 +23,22 @@ const NOT_FUZZED: &[(&str, &str)] = &[
     ("config|rewrite", "writes files"),
     ("client|reply", "OFF and SKIP withhold replies by design"),
     ("monitor", "streams every later command"),
+    (
+        "psync",
+        "makes the connection a replica's: an RDB and the stream, no reply per request",
+    ),
+    (
+        "sync",
+        "makes the connection a replica's: an RDB and the stream, no reply per request",
+    ),
+    (
+        "wait",
+        "waits for replicas' acknowledgements, which the harness has no replica to send",
+    ),
+    (
+        "waitaof",
+        "waits for replicas' acknowledgements, which the harness has no replica to send",
+    ),
     ("subscribe", "one reply per channel"),
     ("psubscribe", "one reply per pattern"),
     ("ssubscribe", "one reply per channel"),
