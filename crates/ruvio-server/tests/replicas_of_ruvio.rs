@@ -94,6 +94,21 @@ fn write_load(primary: &Server, clients: usize, rounds: usize) {
     }
 }
 
+/// SET `count` keys `prefix0..` to `value`, pipelined 500 at a time.
+fn set_keys(c: &mut RawConn, prefix: &str, count: usize, value: &str) {
+    for chunk in 0..count.div_ceil(500) {
+        let keys = chunk * 500..((chunk + 1) * 500).min(count);
+        let mut batch = Vec::new();
+        for i in keys.clone() {
+            batch.extend(encode(&["SET", &format!("{prefix}{i}"), value]));
+        }
+        c.send(&batch);
+        for _ in keys {
+            c.read_reply();
+        }
+    }
+}
+
 fn attach(replica: &Server, primary: &Server) {
     follow(replica, primary);
     let mut p = primary.raw();
@@ -251,17 +266,7 @@ fn evicted_keys_leave_the_replica() {
     let replica = Server::redis();
     attach(&replica, &primary);
     let mut p = primary.raw();
-    let value = "v".repeat(1000);
-    for chunk in 0..40 {
-        let mut batch = Vec::new();
-        for i in 0..500 {
-            batch.extend(encode(&["SET", &format!("k{}", chunk * 500 + i), &value]));
-        }
-        p.send(&batch);
-        for _ in 0..500 {
-            p.read_reply();
-        }
-    }
+    set_keys(&mut p, "k", 20_000, &"v".repeat(1000));
     assert_ne!(info_field(&mut p, "stats", "evicted_keys"), "0");
     // At the limit any allocation (the comparison's own KEYS replies) evicts
     // more: lift it, then compare.
@@ -641,17 +646,7 @@ fn a_paused_replica_catches_up_from_its_output() {
     attach(&replica, &primary);
     unsafe { libc::kill(replica.pid() as i32, libc::SIGSTOP) };
     let mut p = primary.raw();
-    let value = "v".repeat(1000);
-    for chunk in 0..40 {
-        let mut batch = Vec::new();
-        for i in 0..500 {
-            batch.extend(encode(&["SET", &format!("k{}", chunk * 500 + i), &value]));
-        }
-        p.send(&batch);
-        for _ in 0..500 {
-            p.read_reply();
-        }
-    }
+    set_keys(&mut p, "k", 20_000, &"v".repeat(1000));
     std::thread::sleep(Duration::from_millis(300));
     unsafe { libc::kill(replica.pid() as i32, libc::SIGCONT) };
     assert_eq!(p.cmd(&["WAIT", "1", "10000"]), b":1\r\n");
@@ -671,23 +666,7 @@ fn writes_during_a_full_sync_are_not_lost() {
     let primary = Server::ruvio_with(PortMode::Forward, 2, &args);
     let mut p = primary.raw();
     let value = "v".repeat(100);
-    let load = |c: &mut RawConn, prefix: &str, n: usize| {
-        for chunk in 0..n / 1000 {
-            let mut batch = Vec::new();
-            for i in 0..1000 {
-                batch.extend(encode(&[
-                    "SET",
-                    &format!("{prefix}{}", chunk * 1000 + i),
-                    &value,
-                ]));
-            }
-            c.send(&batch);
-            for _ in 0..1000 {
-                c.read_reply();
-            }
-        }
-    };
-    load(&mut p, "before:", 200_000);
+    set_keys(&mut p, "before:", 200_000, &value);
     let replica = Server::redis();
     let port = primary.port().to_string();
     assert_eq!(
@@ -695,7 +674,7 @@ fn writes_during_a_full_sync_are_not_lost() {
         b"+OK\r\n"
     );
     // Written while the sync runs.
-    load(&mut p, "during:", 50_000);
+    set_keys(&mut p, "during:", 50_000, &value);
     let waited = p.cmd(&["WAIT", "1", "20000"]);
     assert_eq!(waited, b":1\r\n", "{}\n{}", primary.logs(), replica.logs());
     assert_eq!(sync_counts(&mut p), (1, 0));
