@@ -216,6 +216,20 @@ impl KeySpec {
         }
     }
 
+    /// True for [`KeySpec::ONE`], the shape of most commands: callers on the
+    /// request path look at `args[1]` without building [`positions`](Self::positions).
+    #[inline]
+    pub fn is_one(&self) -> bool {
+        matches!(
+            self.0,
+            [KeyShape::Range {
+                first: 1,
+                last: 1,
+                step: 1
+            }]
+        )
+    }
+
     /// Index of the first key when it does not depend on the arguments (the
     /// prefetch pass only looks there).
     pub fn fixed_first(&self) -> Option<usize> {

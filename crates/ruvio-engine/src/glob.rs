@@ -16,6 +16,46 @@ pub fn glob_match(pattern: &[u8], string: &[u8]) -> bool {
     match_at(pattern, string, &mut skip_longer, 0)
 }
 
+/// A pattern looked at once, for patterns matched over and over (an ACL user's
+/// key patterns, checked on every command): a pattern that is a literal, or a
+/// literal followed by `*`s (`app:*`, by far the common shape), matches by a
+/// comparison; any other runs [`glob_match`]. Same answers as `glob_match`,
+/// `*`'s quirk included (it does not match the empty string).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GlobMatcher {
+    /// No special byte: the string equals the pattern.
+    Exact(Vec<u8>),
+    /// A literal then only `*`s: the string starts with it and is not empty.
+    Prefix(Vec<u8>),
+    /// Anything else.
+    Glob(Vec<u8>),
+}
+
+impl GlobMatcher {
+    /// `pattern` looked at once.
+    pub fn new(pattern: &[u8]) -> GlobMatcher {
+        let special = |c: &u8| matches!(c, b'*' | b'?' | b'[' | b'\\');
+        let literal = pattern.iter().position(special).unwrap_or(pattern.len());
+        if literal == pattern.len() {
+            GlobMatcher::Exact(pattern.to_vec())
+        } else if pattern[literal..].iter().all(|&c| c == b'*') {
+            GlobMatcher::Prefix(pattern[..literal].to_vec())
+        } else {
+            GlobMatcher::Glob(pattern.to_vec())
+        }
+    }
+
+    /// True when `string` matches the pattern.
+    #[inline]
+    pub fn matches(&self, string: &[u8]) -> bool {
+        match self {
+            GlobMatcher::Exact(literal) => string == literal.as_slice(),
+            GlobMatcher::Prefix(literal) => !string.is_empty() && string.starts_with(literal),
+            GlobMatcher::Glob(pattern) => glob_match(pattern, string),
+        }
+    }
+}
+
 /// The pattern byte at `i`, or 0 past the end (C's NUL terminator).
 fn at(p: &[u8], i: usize) -> u8 {
     p.get(i).copied().unwrap_or(0)
@@ -125,6 +165,33 @@ fn match_class(pattern: &[u8], mut p: usize, c: u8) -> (bool, usize) {
 #[cfg(test)]
 mod tests {
     use super::glob_match as m;
+    use super::GlobMatcher;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A compiled pattern answers as the walk does, on patterns and strings
+        /// over a small alphabet that makes prefixes, stars and classes common.
+        #[test]
+        fn the_matcher_answers_as_glob_match(
+            pattern in proptest::collection::vec(prop::sample::select(b"ab:*?[]\\".to_vec()), 0..8),
+            string in proptest::collection::vec(prop::sample::select(b"ab:*".to_vec()), 0..8),
+        ) {
+            prop_assert_eq!(GlobMatcher::new(&pattern).matches(&string), m(&pattern, &string));
+        }
+    }
+
+    #[test]
+    fn the_matcher_takes_the_short_ways() {
+        assert!(matches!(GlobMatcher::new(b"app:*"), GlobMatcher::Prefix(p) if p == b"app:"));
+        assert!(matches!(
+            GlobMatcher::new(b"app:**"),
+            GlobMatcher::Prefix(_)
+        ));
+        assert!(matches!(GlobMatcher::new(b"key"), GlobMatcher::Exact(_)));
+        assert!(matches!(GlobMatcher::new(b"a*b"), GlobMatcher::Glob(_)));
+        assert!(!GlobMatcher::new(b"*").matches(b""));
+        assert!(GlobMatcher::new(b"app:*").matches(b"app:"));
+    }
 
     #[test]
     fn redis_stringmatch_cases() {

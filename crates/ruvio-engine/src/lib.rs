@@ -120,7 +120,7 @@ pub use command::{
 };
 pub use engine::{Engine, EngineConfig, EngineStats, KeyNote, KeyNoteKind};
 pub use error::CmdError;
-pub use glob::glob_match;
+pub use glob::{glob_match, GlobMatcher};
 pub use hll::DistinctEstimate;
 pub use keyspace::{Entry, ENTRY_BYTES};
 #[cfg(feature = "bench-internals")]

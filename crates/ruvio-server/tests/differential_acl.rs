@@ -955,3 +955,37 @@ fn dryrun_of_every_command_matches_redis() {
     }
     assert!(compared > 500, "only {compared} calls compared");
 }
+
+/// A command a restricted user may run still meets every other refusal Redis
+/// makes after the ACL check: RESP2's subscribed mode, maxmemory's OOM.
+#[test]
+fn restricted_users_meet_the_other_refusals() {
+    if require_redis_server("restricted_users_meet_the_other_refusals").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let ruvio = Server::ruvio(PortMode::Forward, 1);
+    let mut admin = Pair::connect(&redis, &ruvio, "admin", false);
+    admin.same(&[
+        "ACL",
+        "SETUSER",
+        "app",
+        "on",
+        "nopass",
+        "~app:*",
+        "&*",
+        "+@all",
+        "-@dangerous",
+    ]);
+    let mut app = Pair::connect(&redis, &ruvio, "app", false);
+    app.same(&["AUTH", "app", "x"]);
+    app.same(&["SUBSCRIBE", "ch"]);
+    app.same(&["GET", "app:1"]);
+    let mut app = Pair::connect(&redis, &ruvio, "app", false);
+    app.same(&["AUTH", "app", "x"]);
+    admin.same(&["CONFIG", "SET", "maxmemory", "1"]);
+    app.same(&["SET", "app:1", "x"]);
+    app.same(&["GET", "app:1"]);
+    admin.same(&["CONFIG", "SET", "maxmemory", "0"]);
+    app.same(&["SET", "app:1", "x"]);
+}

@@ -6,7 +6,7 @@
 //! categories and the container/subcommand shape, and the check needs only the
 //! bit a row was given (the row's statistics slot, already unique per row).
 
-use std::collections::HashMap;
+use ahash::AHashMap;
 
 /// Redis 7.0's ACL categories, in Redis's order (ACL CAT lists them so, and the
 /// rule describer tries them in this order).
@@ -62,8 +62,9 @@ pub struct Catalog {
     rows: Vec<CatalogRow>,
     /// The top-level rows, in table order.
     top: Vec<usize>,
-    /// Bits by full name (a script's call knows its row's name, not its bit).
-    by_name: HashMap<&'static str, usize>,
+    /// Bits by full name (a script's call knows its row's name, not its bit),
+    /// looked up per `redis.call` of a restricted user: aHash, not SipHash.
+    by_name: AHashMap<&'static str, usize>,
 }
 
 impl Catalog {

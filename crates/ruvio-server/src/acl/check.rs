@@ -126,20 +126,25 @@ fn check_selector(
     // by slot, but Redis's key specs mark them `not_key`): checked as channels.
     if !s.all_keys && !meta.keys.is_none() && !meta.has(PUBSUB) {
         let by_perm = s.keys.iter().any(|k| k.perms != KEY_ALL);
-        for pos in meta.keys.positions(args) {
+        let key_ok = |pos: usize| {
             let need = if by_perm {
                 key_needs(meta, args, pos)
             } else {
                 0
             };
             let key = args.get(pos);
-            let ok = s
-                .keys
+            s.keys
                 .iter()
-                .any(|k| k.perms & need == need && glob_match(&k.pattern, key));
-            if !ok {
-                return Err(Denied::Key(pos));
+                .any(|k| k.perms & need == need && k.matcher.matches(key))
+        };
+        // One key at 1 (most commands; arity guarantees it is there): no
+        // positions list to build.
+        if meta.keys.is_one() && args.len() > 1 {
+            if !key_ok(1) {
+                return Err(Denied::Key(1));
             }
+        } else if let Some(pos) = meta.keys.positions(args).into_iter().find(|&p| !key_ok(p)) {
+            return Err(Denied::Key(pos));
         }
     }
     // Only Pub/Sub rows name channels: one flag test for the rest.

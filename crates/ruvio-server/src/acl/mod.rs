@@ -84,6 +84,9 @@ pub struct Acl {
     script_callers: Mutex<HashMap<u64, ScriptCaller>>,
     /// `script_callers` is not empty: a script's run looks there.
     any_script_callers: AtomicBool,
+    /// Changes to `script_callers` so far: a shard's copy of what it looked up
+    /// there ([`script`]) is good while this and [`Acl::epoch`] stand still.
+    script_callers_changes: AtomicU64,
 }
 
 /// Set the users up at start, as Redis's `ACLLoadUsersAtStartup`: `requirepass`,
@@ -147,6 +150,9 @@ pub struct Session {
     pub restricted: bool,
     /// The table's [`Acl::epoch`] this session was taken from (0: not known).
     pub epoch: u64,
+    /// [`Acl::note_script_caller`] noted this session already: a script or an
+    /// EXEC of a restricted client takes no lock to say who runs it.
+    pub script_caller_noted: std::cell::Cell<bool>,
 }
 
 impl Session {
@@ -155,6 +161,7 @@ impl Session {
             restricted: !user.unrestricted(),
             user,
             epoch: 0,
+            script_caller_noted: std::cell::Cell::new(false),
         }
     }
 
@@ -197,6 +204,7 @@ impl Acl {
             log: Mutex::default(),
             script_callers: Mutex::default(),
             any_script_callers: AtomicBool::new(false),
+            script_callers_changes: AtomicU64::new(0),
         }
     }
 
@@ -362,7 +370,9 @@ impl Acl {
             };
             callers.insert(client_id, caller);
             self.any_script_callers.store(true, Relaxed);
+            self.script_callers_changes.fetch_add(1, Release);
         }
+        session.script_caller_noted.set(true);
     }
 
     /// The client closed, or runs as another user now.
@@ -374,8 +384,21 @@ impl Acl {
             .script_callers
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        callers.remove(&client_id);
+        if callers.remove(&client_id).is_some() {
+            self.script_callers_changes.fetch_add(1, Release);
+        }
         self.any_script_callers.store(!callers.is_empty(), Relaxed);
+    }
+
+    /// Some restricted client was noted: scripts must look up who runs them.
+    pub fn has_script_callers(&self) -> bool {
+        self.any_script_callers.load(Relaxed)
+    }
+
+    /// What a shard's copy of the script callers was taken at: the table's
+    /// epoch and the callers' changes.
+    pub fn script_callers_stamp(&self) -> (u64, u64) {
+        (self.epoch(), self.script_callers_changes.load(Acquire))
     }
 
     /// Who the script of client `client_id` runs as, with the user's rules as

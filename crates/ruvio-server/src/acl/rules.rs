@@ -18,6 +18,8 @@ pub const KEY_ALL: u8 = KEY_READ | KEY_WRITE;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyPattern {
     pub pattern: Vec<u8>,
+    /// The pattern looked at once: the check runs per key of every command.
+    pub matcher: ruvio_engine::GlobMatcher,
     /// [`KEY_READ`], [`KEY_WRITE`] or both.
     pub perms: u8,
 }
@@ -226,6 +228,7 @@ impl Selector {
             Some(existing) => existing.perms |= perms,
             None => self.keys.push(KeyPattern {
                 pattern: pattern.to_vec(),
+                matcher: ruvio_engine::GlobMatcher::new(pattern),
                 perms,
             }),
         }

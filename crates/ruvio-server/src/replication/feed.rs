@@ -12,8 +12,6 @@
 //! stream was left in another database. Nothing is recorded while no replica
 //! and no backlog exists ([`Feed::on`]): the request path pays one branch.
 
-use std::io::Write;
-
 /// A shard's records since the last flush.
 #[derive(Debug, Default)]
 pub struct Feed {
@@ -27,8 +25,6 @@ pub struct Feed {
     depth: u32,
     group_start: usize,
     group_records: usize,
-    /// A record's arguments, encoded before their count is known.
-    scratch: Vec<u8>,
 }
 
 /// What a flush takes: the bytes, the database they start in and the one they
@@ -39,6 +35,11 @@ pub struct Flushed {
     pub first_db: usize,
     pub last_db: usize,
 }
+
+/// The most room a flushed feed leaves for the next iteration's records: a
+/// loop iteration of small writes at full speed takes a few KiB, and a huge
+/// write once must not make every later iteration allocate its size.
+const FEED_ROOM_MAX_BYTES: usize = 64 * 1024;
 
 const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
 const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
@@ -89,31 +90,42 @@ impl Feed {
         }
     }
 
-    /// Record one command that ran in database `db`.
+    /// Record one command that ran in database `db`. The arguments go straight
+    /// behind a one-digit count that is mended once they are counted (a record
+    /// of ten or more arguments, rare, moves its bytes once): no scratch copy
+    /// and no formatting machinery per write.
     pub fn record(&mut self, db: usize, args: &mut dyn Iterator<Item = &[u8]>) {
         if !self.on {
             return;
         }
-        self.scratch.clear();
-        let mut argc = 0;
+        let mark = self.bytes.len();
+        let selects = self.first_db.is_some() && self.db != db;
+        if selects {
+            let mut digits = itoa::Buffer::new();
+            encode(&mut self.bytes, &[b"SELECT", digits.format(db).as_bytes()]);
+        }
+        let header_at = self.bytes.len();
+        self.bytes.extend_from_slice(b"*0\r\n");
+        let mut argc = 0usize;
         for arg in args {
-            bulk(&mut self.scratch, arg);
+            bulk(&mut self.bytes, arg);
             argc += 1;
         }
-        if argc == 0 {
-            return;
-        }
-        match self.first_db {
-            None => self.first_db = Some(db),
-            Some(_) if self.db != db => {
-                let db = db.to_string();
-                encode(&mut self.bytes, &[b"SELECT", db.as_bytes()]);
+        match argc {
+            0 => {
+                self.bytes.truncate(mark);
+                return;
             }
-            Some(_) => {}
+            1..=9 => self.bytes[header_at + 1] = b'0' + argc as u8,
+            _ => {
+                let mut header = Vec::with_capacity(24);
+                array_header(&mut header, argc);
+                self.bytes
+                    .splice(header_at..header_at + 4, header.iter().copied());
+            }
         }
+        self.first_db.get_or_insert(db);
         self.db = db;
-        let _ = write!(self.bytes, "*{argc}\r\n");
-        self.bytes.extend_from_slice(&self.scratch);
         if self.depth > 0 {
             self.group_records += 1;
         }
@@ -125,8 +137,11 @@ impl Feed {
             return None;
         }
         let first_db = self.first_db.take()?;
+        // The next iteration's records start with room for as many bytes as
+        // these took (one allocation, not a run of doublings), within reason.
+        let room = Vec::with_capacity(self.bytes.capacity().min(FEED_ROOM_MAX_BYTES));
         Some(Flushed {
-            bytes: std::mem::take(&mut self.bytes),
+            bytes: std::mem::replace(&mut self.bytes, room),
             first_db,
             last_db: self.db,
         })
@@ -135,14 +150,24 @@ impl Feed {
 
 /// `args` as a RESP array of bulk strings.
 pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
-    let _ = write!(out, "*{}\r\n", args.len());
+    array_header(out, args.len());
     for arg in args {
         bulk(out, arg);
     }
 }
 
+fn array_header(out: &mut Vec<u8>, n: usize) {
+    let mut digits = itoa::Buffer::new();
+    out.push(b'*');
+    out.extend_from_slice(digits.format(n).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
 fn bulk(out: &mut Vec<u8>, arg: &[u8]) {
-    let _ = write!(out, "${}\r\n", arg.len());
+    let mut digits = itoa::Buffer::new();
+    out.push(b'$');
+    out.extend_from_slice(digits.format(arg.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
     out.extend_from_slice(arg);
     out.extend_from_slice(b"\r\n");
 }

@@ -209,7 +209,8 @@ fn acl_refusal(
 ) -> Option<CmdError> {
     let row = cmd.resolve(args).ok()?;
     let Err(denied) = crate::acl::check::check(&client.acl.user, row.stat, row.meta, args) else {
-        if crate::mesh::script_lock::is_script(row.meta) || row.meta.name == "exec" {
+        let script = crate::mesh::script_lock::is_script(row.meta) || row.meta.name == "exec";
+        if script && !client.acl.script_caller_noted.get() {
             // It may run on another shard: the user goes with the client's id.
             let info = || crate::cmd::client::info_line(core, client);
             core.shared
@@ -461,8 +462,14 @@ pub(crate) fn run_command(
         Some(CmdError::WrongArity(cmd.meta.name))
     } else if !client.authenticated && !cmd.meta.has(NO_AUTH) && core.shared.acl.auth_required() {
         Some(CmdError::NoAuth)
-    } else if client.acl.restricted {
-        acl_refusal(core, client, cmd, args)
+    } else if let Some(refusal) = client
+        .acl
+        .restricted
+        .then(|| acl_refusal(core, client, cmd, args))
+        .flatten()
+    {
+        // A command the user may run goes on to the checks below.
+        Some(refusal)
     } else if core.loading.refuses() && !flags_row(cmd, args).has(LOADING) {
         Some(CmdError::Line(
             crate::persistence::loading::LOADING_ERROR.to_vec(),

@@ -107,15 +107,9 @@ pub fn run_engine(
     // its written keys are recorded to report.
     let may_borrow = script && crate::mesh::script_lock::may_borrow();
     // A restricted client's script has its calls checked, wherever it runs.
-    let _acl = if script {
-        core.shared
-            .acl
-            .script_caller(caller.client_id)
-            .and_then(|(session, info)| {
-                crate::acl::script::enter(&session, &core.shared.acl, || info)
-            })
-    } else {
-        None
+    let _acl = match script {
+        true => crate::acl::script::enter(caller.client_id, &core.shared.acl),
+        false => None,
     };
     if may_borrow {
         crate::mesh::script_lock::hold_outbox(std::mem::take(&mut core.outbox));
