@@ -5,6 +5,11 @@ generator, reads CPU time and resident memory from /proc and writes one JSON
 record. Those steps live here once, so that every script measures the same way
 and a fix to one (say, how CPU time is read) reaches all of them.
 
+Every row of every record keeps the conditions it was measured in (`host_since`:
+the generator's CPU, the host's steal and idle time, the load average, and the
+sha256 each server binary had when its server started), so a record shows by
+itself whether its rounds ran on a quiet machine and on the binaries it names.
+
 Only the Python standard library is used: the scripts must run on a fresh
 benchmark machine with nothing but python3, redis-tools and the built binaries.
 """

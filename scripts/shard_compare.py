@@ -213,6 +213,7 @@ def memory_system(name: str, shapes: list[ms.Shape], args, server_cpus, client_c
     for shape in shapes:
         system = STARTERS[name](args, server_cpus, client_cpus)
         try:
+            host0 = bl.host_snapshot()
             time.sleep(ms.SETTLE_S)
             idle = system.rss_kib()
             errors = [ms.load_shape(s.port, shape, shape.scaled(args.scale), s.tag) for s in system.shards]
@@ -221,6 +222,7 @@ def memory_system(name: str, shapes: list[ms.Shape], args, server_cpus, client_c
             out[shape.label] = ({"status": "failed", "detail": err} if err else
                                 {"status": "ok", "added_kib": system.rss_kib() - idle,
                                  "copies": len(system.shards)})
+            out[shape.label].update(bl.host_since(host0, servers=system.processes))
         finally:
             system.stop()
         print(f"  {name:8} {shape.label:40} {out[shape.label].get('added_kib', out[shape.label]['status'])}",
