@@ -453,7 +453,10 @@ def main() -> int:
     results = {}
     for spec in specs:
         print(f"{spec.name}: running", flush=True)
+        host0 = bl.host_snapshot()
         results[spec.name] = run_server(spec, args, _DICT)
+        results[spec.name]["host"] = bl.host_since(host0)
+        results[spec.name]["host"]["binaries"] = {spec.name: bl.started_sha256(spec.name)}
     rows = []
     for name, r in results.items():
         lat = r["latency_us"]

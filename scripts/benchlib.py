@@ -5,6 +5,11 @@ generator, reads CPU time and resident memory from /proc and writes one JSON
 record. Those steps live here once, so that every script measures the same way
 and a fix to one (say, how CPU time is read) reaches all of them.
 
+Every row of every record keeps the conditions it was measured in (`host_since`:
+the generator's CPU, the host's steal and idle time, the load average, and the
+sha256 each server binary had when its server started), so a record shows by
+itself whether its rounds ran on a quiet machine and on the binaries it names.
+
 Only the Python standard library is used: the scripts must run on a fresh
 benchmark machine with nothing but python3, redis-tools and the built binaries.
 """
@@ -488,6 +493,10 @@ def _raise_memlock() -> None:
         pass
 
 
+_SERVER_CPU_REAPED_S = [0.0]
+"""CPU seconds of the servers stopped so far (read just before each stop)."""
+
+
 class ServerProcess:
     """One running server: pinned with taskset, in its own scratch directory.
 
@@ -506,6 +515,8 @@ class ServerProcess:
         self.workdir = tempfile.mkdtemp(prefix=f"bench-{spec.name}-")
         self.log_path = os.path.join(self.workdir, "server.log")
         self.proc: subprocess.Popen | None = None
+        self.sha256: str | None = None
+        """The binary's sha256 read when this process started (`note_start`)."""
 
     @property
     def pid(self) -> int:
@@ -518,6 +529,7 @@ class ServerProcess:
             raise RuntimeError(f"port {self.port} already in use")
         argv = (["taskset", "-c", self.cpus]
                 + self.spec.command(self.port, self.workdir, self.tls_port, self.certs) + self.extra)
+        self.sha256 = note_start(self.spec)
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(argv, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, preexec_fn=_raise_memlock)
@@ -562,6 +574,12 @@ class ServerProcess:
         """SIGTERM, then SIGKILL after 10 s; wait for the port to close."""
         if self.proc is None or self.proc.poll() is not None:
             return
+        try:
+            # Its CPU so far, so `host_since` can leave a server reaped inside a row
+            # out of the generator's CPU (its shutdown work still counts, a little).
+            _SERVER_CPU_REAPED_S[0] += self.cpu_seconds()
+        except (OSError, ValueError, IndexError):
+            pass
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=10)
@@ -609,6 +627,8 @@ class LoadResult:
     client_cpu_s: float = float("nan")
     errors: int = 0
     extra: dict = field(default_factory=dict)
+    host: dict = field(default_factory=dict)
+    """The host over the run (`host_since`): generator CPU, steal, idle, load average."""
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)
@@ -621,15 +641,18 @@ def _children_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def _run_pinned(argv: list[str], cpus: str) -> tuple[str, float, float]:
-    """Run a load generator pinned to `cpus`; return stdout, wall seconds, its CPU seconds."""
+def _run_pinned(argv: list[str], cpus: str) -> tuple[str, float, float, dict]:
+    """Run a load generator pinned to `cpus`; return stdout, wall seconds, its CPU
+    seconds and the host's conditions over the run (`host_since`)."""
+    host0 = host_snapshot()
     cpu0, t0 = _children_cpu_s(), time.monotonic()
     out = subprocess.run(["taskset", "-c", cpus] + argv, capture_output=True, text=True,
                          timeout=LOAD_TIMEOUT_S)
     wall, cpu = time.monotonic() - t0, _children_cpu_s() - cpu0
+    host = host_since(host0, generator_cpu_s=cpu)
     if out.returncode != 0:
         raise RuntimeError(f"{shlex.join(argv)} exited {out.returncode}:\n{out.stderr[-2000:]}")
-    return out.stdout, wall, cpu
+    return out.stdout, wall, cpu, host
 
 
 def redis_benchmark(port: int, load: Load, command: Sequence[str] | None = None,
@@ -642,14 +665,14 @@ def redis_benchmark(port: int, load: Load, command: Sequence[str] | None = None,
     if load.threads > 1:
         argv += ["--threads", str(load.threads)]
     argv += ["-t", test] if command is None else list(command)
-    stdout, wall, cpu = _run_pinned(argv, cpus)
+    stdout, wall, cpu, host = _run_pinned(argv, cpus)
     rows = [r for r in csv.DictReader(io.StringIO(stdout)) if r.get("rps")]
     if len(rows) != 1:
         raise RuntimeError(f"redis-benchmark printed {len(rows)} result rows:\n{stdout}")
     r = rows[0]
     return LoadResult(rps=float(r["rps"]), requests=load.requests, seconds=wall,
                       p50_ms=float(r["p50_latency_ms"]), p99_ms=float(r["p99_latency_ms"]),
-                      max_ms=float(r["max_latency_ms"]), client_cpu_s=cpu)
+                      max_ms=float(r["max_latency_ms"]), client_cpu_s=cpu, host=host)
 
 
 def default_ruvio_bench() -> str:
@@ -671,7 +694,7 @@ def ruvio_bench(port: int, load: Load, command: Sequence[str] | None = None, tes
         argv += ["-r", str(load.keyspace)]
     argv += list(extra)
     argv += ["-t", test] if command is None else ["--"] + list(command)
-    stdout, wall, cpu = _run_pinned(argv, cpus)
+    stdout, wall, cpu, host = _run_pinned(argv, cpus)
     report = json.loads(stdout)
     t = report["tests"][0]
     if t["errors"]:
@@ -680,7 +703,7 @@ def ruvio_bench(port: int, load: Load, command: Sequence[str] | None = None, tes
                       p50_ms=t["latency_ms"]["p50"], p99_ms=t["latency_ms"]["p99"],
                       max_ms=t["latency_ms"]["max"], client_cpu_s=cpu, errors=t["errors"],
                       extra={"latency_ms": t["latency_ms"], "generator": report.get("generator"),
-                             "invalidations": t.get("invalidations", 0)})
+                             "invalidations": t.get("invalidations", 0)}, host=host)
 
 
 GENERATORS = {"redis-benchmark": redis_benchmark, "ruvio-bench": ruvio_bench}
@@ -694,16 +717,87 @@ def run_load(generator: str, port: int, load: Load, command=None, test=None, cpu
     return ruvio_bench(port, load, command, test, cpus, binary)
 
 
-def steal_seconds() -> float:
-    """The host's steal time so far (all CPUs, /proc/stat), in seconds: the time a
-    VM's CPUs were ready but the hypervisor ran something else. A row measured
-    while it grew was measured on a slower machine."""
+def _proc_stat_cpu() -> list[int]:
+    """The aggregate `cpu` line of /proc/stat in clock ticks: user nice system idle
+    iowait irq softirq steal ...; zeros where it cannot be read."""
     try:
         with open("/proc/stat") as f:
-            fields = f.readline().split()
-        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
+            return [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return []
+
+
+def _loadavg() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages from /proc/loadavg."""
+    try:
+        with open("/proc/loadavg") as f:
+            return [float(x) for x in f.read().split()[:3]]
+    except (OSError, ValueError):
+        return None
+
+
+def _self_cpu_s() -> float:
+    """CPU used so far by this script itself (its own seeding and client threads)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def host_snapshot() -> dict:
+    """Counters to take again after a row (`host_since`): /proc/stat's CPU line, this
+    process's and its reaped children's CPU, the clock."""
+    return {"t": time.monotonic(), "stat": _proc_stat_cpu(), "self_cpu_s": _self_cpu_s(),
+            "children_cpu_s": _children_cpu_s(), "servers_cpu_s": _SERVER_CPU_REAPED_S[0]}
+
+
+def host_since(snapshot: dict, generator_cpu_s: float | None = None,
+               servers: Sequence["ServerProcess"] = (), own_cpu_only: bool = False) -> dict:
+    """What the host did since `snapshot`, the fields every row of every record keeps
+    (issue 36 item 5), so a record shows whether its rounds ran on a quiet machine:
+
+    - `generator_cpu_s`: the load generator's CPU over the row. Given by the caller
+      when it is one child process (`_run_pinned`); otherwise this script's own CPU
+      plus its children reaped in the row (the script is the generator then), less
+      the CPU of the `ServerProcess`es stopped in the row; only this script's own
+      CPU with `own_cpu_only` (a script that reaps its servers itself).
+    - `steal_s`, `idle_s`: the host's steal and idle time over the row, all CPUs
+      (/proc/stat; idle includes iowait). Steal means the hypervisor ran someone
+      else; idle well below (CPUs - busy CPUs) x wall means other work shared the host.
+    - `loadavg`: the 1, 5 and 15 minute load averages at the row's end.
+    - `wall_s`: the row's length, to read the two above against.
+    - `binaries`: {server name: sha256 of its binary read when that server started}
+      for the servers given.
+    """
+    stat0, stat1 = snapshot["stat"], _proc_stat_cpu()
+
+    def ticks(i: int) -> float:
+        if len(stat0) <= i or len(stat1) <= i:
+            return float("nan")
+        return (stat1[i] - stat0[i]) / CLOCK_TICKS_PER_S
+
+    if generator_cpu_s is None and own_cpu_only:
+        generator_cpu_s = _self_cpu_s() - snapshot["self_cpu_s"]
+    if generator_cpu_s is None:
+        generator_cpu_s = (_self_cpu_s() - snapshot["self_cpu_s"]
+                           + _children_cpu_s() - snapshot["children_cpu_s"]
+                           - (_SERVER_CPU_REAPED_S[0] - snapshot["servers_cpu_s"]))
+    out = {"generator_cpu_s": generator_cpu_s, "steal_s": ticks(7), "idle_s": ticks(3) + ticks(4),
+           "loadavg": _loadavg(), "wall_s": time.monotonic() - snapshot["t"]}
+    if servers:
+        out["binaries"] = {s.spec.name: s.sha256 for s in servers}
+    return out
+
+
+def row_conditions(result: "LoadResult", *servers: "ServerProcess") -> dict:
+    """The host fields of one load run (`host_since`) with the sha256 of the servers
+    it loaded, to merge into a record's row: `row.update(bl.row_conditions(r, server))`."""
+    out = dict(result.host)
+    if servers:
+        out["binaries"] = {s.spec.name: s.sha256 for s in servers}
+    return out
+
+
+HOST_FIELDS = ("generator_cpu_s", "steal_s", "idle_s", "loadavg", "binaries")
+"""The fields `host_since` gives every row; tests/python/test_bench_records.py checks them."""
 
 
 def measured(server: ServerProcess, fn: Callable[[], LoadResult]) -> tuple[LoadResult, float]:
@@ -787,17 +881,48 @@ def sha256_of(path: str | None) -> str | None:
         return None
 
 
+_STARTS: list[dict] = []
+"""Every server start of this run: name, binary, sha256 read just before it started."""
+
+
+def note_start(spec: ServerSpec) -> str | None:
+    """Read the sha256 of `spec`'s binary now, as its server starts, and remember it
+    for the record (`record_header`). Reading it at the end instead would miss a
+    rebuild during the run. Scripts that start a server without `ServerProcess`
+    call this themselves."""
+    digest = sha256_of(spec.binary)
+    _STARTS.append({"name": spec.name, "binary": spec.binary, "sha256": digest,
+                    "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
+    return digest
+
+
+def started_sha256(name: str) -> str | None:
+    """The sha256 server `name`'s binary had at its first start (`note_start`)."""
+    return next((s["sha256"] for s in _STARTS if s["name"] == name), None)
+
+
 def record_header(kind: str, args: argparse.Namespace, servers: Sequence[ServerSpec]) -> dict:
     """Fields every record starts with: what ran, where, when it started, with which
-    settings, and the sha256 of every binary measured."""
+    settings, and the sha256 of every binary measured, read when each server started
+    (`note_start`; read now only for a server that never started). `binary_changed`
+    names the servers whose binary differed between two of their starts."""
     settings = {k: v for k, v in vars(args).items() if not callable(v)}
+    first: dict[str, str | None] = {}
+    seen: dict[str, set] = {}
+    for start in _STARTS:
+        first.setdefault(start["name"], start["sha256"])
+        seen.setdefault(start["name"], set()).add(start["sha256"])
     return {
         "kind": kind,
         "started_at": _STARTED_AT,
         "machine": machine_info(),
         "git": git_commit(),
         "servers": [{"name": s.name, "kind": s.kind, "binary": s.binary, "version": s.version,
-                     "sha256": sha256_of(s.binary), "argv": s.argv} for s in servers],
+                     "sha256": first[s.name] if s.name in first else sha256_of(s.binary),
+                     "sha256_read": "at start" if s.name in first else "at record", "argv": s.argv}
+                    for s in servers],
+        "binary_starts": len(_STARTS),
+        "binary_changed": sorted(name for name, digests in seen.items() if len(digests) > 1),
         "settings": settings,
         "command_line": sys.argv,
     }
@@ -918,7 +1043,9 @@ def run_rounds(specs: Sequence[ServerSpec], rounds: int, cpus: str,
 
     Returns [{'order': [...], 'results': {server name: body's result}}]. Each
     server starts fresh per round so no round inherits another's memory or
-    warm caches, and only one server runs at a time on the server CPU. When
+    warm caches, and only one server runs at a time on the server CPU. Each
+    round's `host` holds, per server, the host's conditions over its body
+    (`host_since`). When
     `failed` is given, a server that does not start is reported loudly and
     `failed(spec, error)` stands for its result, so the other servers still run.
     """
@@ -926,7 +1053,7 @@ def run_rounds(specs: Sequence[ServerSpec], rounds: int, cpus: str,
     out = []
     for i, order in enumerate(round_orders(list(by_name), rounds)):
         print(f"round {i + 1}/{rounds}: {' -> '.join(order)}", flush=True)
-        results = {}
+        results, host = {}, {}
         for name in order:
             server = ServerProcess(by_name[name], cpus)
             try:
@@ -938,8 +1065,12 @@ def run_rounds(specs: Sequence[ServerSpec], rounds: int, cpus: str,
                 results[name] = failed(by_name[name], str(e))
                 continue
             try:
+                host0 = host_snapshot()
                 results[name] = body(server)
+                # Every server's round keeps the host's conditions over it, rows or not
+                # (beside `results`, whose keys some scripts read as row names).
+                host[name] = host_since(host0, servers=[server])
             finally:
                 server.stop()
-        out.append({"order": order, "results": results})
+        out.append({"order": order, "results": results, "host": host})
     return out

@@ -9,8 +9,9 @@ the server CPU, idle but for the one under load), each is warmed, then each roun
 loads every server in turn for `--burst` seconds with ruvio-bench, the order
 rotating, once per row (a built-in test of `-t`, or a `--command`); each round's
 ratio against the first server cancels drift slower than one round. Every burst
-records its rate, the server's CPU per request, the generator's CPU and the host's
-steal time; medians of the per-round rates and ratios go into records/.
+records its rate, the server's CPU per request, the generator's CPU, the host's
+steal and idle time and load average, and the sha256 each binary had when its server
+started (benchlib.host_since); medians of the per-round rates and ratios go into records/.
 
 Example (everysec against memory, and a binary before a change):
   scripts/burst_ab.py --rounds 14 \\
@@ -186,7 +187,6 @@ def bench_args(args: argparse.Namespace, server: bl.ServerProcess) -> list[str]:
 def burst(args: argparse.Namespace, server: bl.ServerProcess, row: dict, seconds: float) -> dict:
     load = bl.Load(clients=args.clients, pipeline=args.pipeline, requests=10**12,
                    keyspace=args.keyspace, datasize=args.datasize)
-    steal0 = bl.steal_seconds()
     extra = bench_args(args, server) + ["--duration", str(seconds)]
     result, server_us = bl.measured(server, lambda: bl.ruvio_bench(
         server.port, load, command=row.get("command"), test=row.get("test"), cpus=args.client_cpu,
@@ -194,7 +194,7 @@ def burst(args: argparse.Namespace, server: bl.ServerProcess, row: dict, seconds
     generator = result.extra.get("generator") or {}
     return {"rps": result.rps, "server_cpu_us_per_request": server_us,
             "client_cpu_s": result.client_cpu_s, "seconds": result.seconds,
-            "steal_s": bl.steal_seconds() - steal0,
+            **bl.row_conditions(result, server),
             "tls": generator.get("tls", False), "tracking": generator.get("tracking", False),
             "invalidations": result.extra.get("invalidations", 0)}
 
@@ -204,7 +204,6 @@ def main() -> None:
     specs = [bl.custom_server(entry) for entry in args.server]
     for spec in specs:
         spec.version = bl.binary_version(spec.binary)
-    record = bl.record_header("burst-ab", args, specs)
     rows = rows_of(args)
     certs = bl.make_certificates(os.path.abspath(args.certs)) if args.certs else ""
     servers = [bl.ServerProcess(s, args.server_cpu, certs=certs) for s in specs]
@@ -254,9 +253,11 @@ def main() -> None:
                 "ratios": ratios,
                 "server_cpu_us_per_request": bl.median([x["server_cpu_us_per_request"] for x in runs]),
                 "client_cpu_s": bl.median([x["client_cpu_s"] for x in runs]),
-                "steal_s_max": max(x["steal_s"] for x in runs)}
+                "steal_s_max": max(x["steal_s"] for x in runs),
+                "idle_s_min": min(x["idle_s"] for x in runs)}
             print(f"{name:>10} {s.name:>12}: median {medians[name][s.name]['rps']:,.0f}/s, "
                   f"ratio to {base} {bl.median(ratios):.3f} (rounds {min(ratios):.2f}-{max(ratios):.2f})")
+    record = bl.record_header("burst-ab", args, specs)
     record.update({"rows": [name for name, _ in rows], "rounds": rounds, "medians": medians})
     if not args.no_record:
         print("record:", bl.write_record(record, args.out, "burst-ab"))

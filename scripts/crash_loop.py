@@ -46,7 +46,10 @@ def start(binary: str, port: int, shards: int, mode: str, durability: str, data:
             "--durability", durability, "--dir", data]
     ports = [port] if mode == "forward" else [port + i for i in range(shards)]
     for attempt in range(START_ATTEMPTS):
+        # The binary's sha256 as it starts, for the record (benchlib.note_start).
+        digest = bl.note_start(bl.ServerSpec("ruvio", "ruvio", [binary], binary=binary))
         proc = subprocess.Popen(argv, stdout=log, stderr=log)
+        proc.sha256 = digest
         try:
             for p in ports:
                 bl.wait_for_ping(p, 30, alive=lambda: proc.poll() is None)
@@ -115,7 +118,9 @@ def always_loop(args, mode: str) -> list[dict]:
     rounds = []
     try:
         for r in range(args.rounds):
+            host0 = bl.host_snapshot()
             proc = start(args.ruvio, port, args.shards, mode, "always", os.path.join(data, "d"), log)
+            binaries = {"ruvio": proc.sha256}
             stop = threading.Event()
             threads = []
             for w in range(WRITERS):
@@ -137,8 +142,10 @@ def always_loop(args, mode: str) -> list[dict]:
             total = sum(len(v) for v in acked.values())
             print(f"always {mode} round {r + 1}/{args.rounds}: {written} acknowledged this round, "
                   f"{total} in all, {lost} lost", flush=True)
+            # The writers are this script's threads; the servers it killed are its children.
             rounds.append({"mode": mode, "round": r + 1, "acknowledged": written,
-                           "acknowledged_total": total, "lost": lost})
+                           "acknowledged_total": total, "lost": lost,
+                           **bl.host_since(host0, own_cpu_only=True), "binaries": binaries})
             if lost:
                 break
     finally:
@@ -152,7 +159,9 @@ def everysec_loss(args) -> dict:
     log = open(os.path.join(data, "server.log"), "ab")
     port = bl.free_port()
     try:
+        host0 = bl.host_snapshot()
         proc = start(args.ruvio, port, 1, "forward", "everysec", os.path.join(data, "d"), log)
+        binaries = {"ruvio": proc.sha256}
         times = []
         with bl.RespClient(port) as c:
             deadline = time.monotonic() + 3.0
@@ -174,7 +183,8 @@ def everysec_loss(args) -> dict:
         print(f"everysec: {len(times)} acknowledged, {len(lost)} lost, "
               f"oldest lost write {window:.3f} s before the kill", flush=True)
         return {"acknowledged": len(times), "lost": len(lost), "loss_window_s": window,
-                "loss_window_max_s": EVERYSEC_LOSS_MAX_S}
+                "loss_window_max_s": EVERYSEC_LOSS_MAX_S,
+                **bl.host_since(host0, own_cpu_only=True), "binaries": binaries}
     finally:
         log.close()
         shutil.rmtree(data, ignore_errors=True)
@@ -189,8 +199,10 @@ def main() -> int:
     p.add_argument("--out", default="records")
     args = p.parse_args()
     spec = bl.ServerSpec("ruvio", "ruvio", [args.ruvio], binary=args.ruvio)
+    always = always_loop(args, "forward") + always_loop(args, "per-shard")
+    # The header after the run: it names the sha256 the binary had at its first start.
     record = bl.record_header("crash-loop", args, [spec])
-    record["always"] = always_loop(args, "forward") + always_loop(args, "per-shard")
+    record["always"] = always
     failed = any(r["lost"] for r in record["always"])
     if args.everysec:
         record["everysec"] = everysec_loss(args)

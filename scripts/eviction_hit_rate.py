@@ -82,8 +82,10 @@ def main() -> None:
             server = bl.ServerProcess(spec, args.server_cpu, extra=limit)
             server.start()
             try:
+                host0 = bl.host_snapshot()
                 outcome = run_cache(server.port, sequence, value, measure_from=args.reads)
                 outcome["rss_kib"] = server.rss_kib()
+                outcome.update(bl.host_since(host0, servers=[server]))
             finally:
                 server.stop()
             results[name].append(outcome)

@@ -416,6 +416,7 @@ def run_attack(spec: bl.ServerSpec, name: str, z: Sizes, cpus: str) -> dict:
         ours, theirs = mp.Pipe(duplex=False)
         good = mp.Process(target=good_client, args=(server.port, stop, theirs))
         good.start()
+        host0 = bl.host_snapshot()
         started = time.monotonic()
         notes, error = {}, ""
         try:
@@ -439,6 +440,7 @@ def run_attack(spec: bl.ServerSpec, name: str, z: Sizes, cpus: str) -> dict:
             "p50_ms": percentile(lat, 0.5) * 1e3, "p99_ms": percentile(lat, 0.99) * 1e3,
             "max_ms": percentile(lat, 1.0) * 1e3,
             "idle_rss_kib": idle_kib, "peak_rss_kib": peak[0], "error": error, "notes": notes,
+            **bl.host_since(host0, servers=[server]),
         }
         print(f"{spec.name:>6} {name:<17} {took:7.2f}s  p50 {row['p50_ms']:7.2f} ms  "
               f"p99 {row['p99_ms']:8.2f} ms  max {row['max_ms']:8.2f} ms  "

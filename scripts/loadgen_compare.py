@@ -53,7 +53,8 @@ def run_generators(server: bl.ServerProcess, args: argparse.Namespace, order: li
             res, server_cpu_us = bl.measured(server, lambda: bl.run_load(gen, server.port, load, test=test,
                                                                           cpus=args.client_cpu, binary=binary))
             out[f"{gen}/{test}"] = {"rps": res.rps, "client_cpu_us_per_req": res.client_cpu_s * 1e6 / res.requests,
-                                    "server_cpu_us_per_req": server_cpu_us, "p99_ms": res.p99_ms}
+                                    "server_cpu_us_per_req": server_cpu_us, "p99_ms": res.p99_ms,
+                                    **bl.row_conditions(res, server)}
             print(f"  {gen:16} {test.upper():4} {bl.fmt_rate(res.rps):>9}  generator "
                   f"{out[f'{gen}/{test}']['client_cpu_us_per_req']:.3f} us/req", flush=True)
     return out

@@ -163,25 +163,34 @@ def first_error(replies: list) -> str | None:
 
 
 def measure_shape(spec: bl.ServerSpec, shape: Shape, n: int, cpus: str) -> dict:
-    """Fresh server: idle RSS, load, loaded RSS, key count check."""
+    """Fresh server: idle RSS, load, loaded RSS, key count check, and the host's
+    conditions over it (benchlib.host_since)."""
     with bl.ServerProcess(spec, cpus) as server:
-        if shape.setup:
-            with server.client() as c:
-                for cmd in shape.setup:
-                    c.call(*cmd)
-        time.sleep(SETTLE_S)
-        idle = server.rss_kib()
-        err = load_shape(server.port, shape, n)
-        if err:
-            status = "missing" if "unknown command" in err.lower() else "failed"
-            return {"status": status, "detail": err, "idle_kib": idle}
+        host0 = bl.host_snapshot()
+        out = measure_on(server, shape, n)
+        out.update(bl.host_since(host0, servers=[server]))
+    return out
+
+
+def measure_on(server: bl.ServerProcess, shape: Shape, n: int) -> dict:
+    """Idle RSS, load, loaded RSS and key count check on a fresh running server."""
+    if shape.setup:
         with server.client() as c:
-            dbsize = c.call("DBSIZE")
-        want = shape.keys(n)
-        if dbsize != want:
-            return {"status": "failed", "detail": f"DBSIZE {dbsize!r}, expected {want}", "idle_kib": idle}
-        time.sleep(SETTLE_S)
-        loaded = server.rss_kib()
+            for cmd in shape.setup:
+                c.call(*cmd)
+    time.sleep(SETTLE_S)
+    idle = server.rss_kib()
+    err = load_shape(server.port, shape, n)
+    if err:
+        status = "missing" if "unknown command" in err.lower() else "failed"
+        return {"status": status, "detail": err, "idle_kib": idle}
+    with server.client() as c:
+        dbsize = c.call("DBSIZE")
+    want = shape.keys(n)
+    if dbsize != want:
+        return {"status": "failed", "detail": f"DBSIZE {dbsize!r}, expected {want}", "idle_kib": idle}
+    time.sleep(SETTLE_S)
+    loaded = server.rss_kib()
     return {"status": "ok", "idle_kib": idle, "loaded_kib": loaded, "added_kib": loaded - idle}
 
 

@@ -55,7 +55,8 @@ def run_server_round(server: bl.ServerProcess, args: argparse.Namespace) -> dict
                 binary=bl.generator_binary(args)))
             out[f"{label}/{test}"] = {"rps": result.rps, "cpu_us_per_req": cpu_us,
                                       "p50_ms": result.p50_ms, "p99_ms": result.p99_ms,
-                                      "client_cpu_s": result.client_cpu_s}
+                                      "client_cpu_s": result.client_cpu_s,
+                                      **bl.row_conditions(result, server)}
             print(f"  {server.spec.name:8} {label:9} {test.upper():4} {bl.fmt_rate(result.rps):>8}"
                   f"  {bl.fmt_num(cpu_us)} us/req", flush=True)
     return out

@@ -154,6 +154,7 @@ def restart_timed(server: bl.ServerProcess, keys: int, timeout_s: float) -> dict
     the first PONG (not -LOADING) and a DBSIZE of `keys`."""
     argv = ["taskset", "-c", server.cpus] + server.spec.command(server.port, server.workdir)
     log = open(server.log_path, "ab")
+    server.sha256 = bl.note_start(server.spec)
     started = time.monotonic()
     server.proc = subprocess.Popen(argv, cwd=server.workdir, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, preexec_fn=bl._raise_memlock)
@@ -199,6 +200,7 @@ def run_one(spec: bl.ServerSpec, cpus: str, save: bool, args: argparse.Namespace
     server = bl.ServerProcess(spec, cpus)
     try:
         server.start()
+        host0 = bl.host_snapshot()
         t = time.monotonic()
         write_keys(server.port, args.keys, args.datasize)
         write_s = time.monotonic() - t
@@ -216,8 +218,9 @@ def run_one(spec: bl.ServerSpec, cpus: str, save: bool, args: argparse.Namespace
         data_bytes = dir_bytes(server.workdir)
         timed = restart_timed(server, args.keys, args.timeout)
         stop(server, args.timeout)
+        # The writer is this script; the servers it stopped itself are its children.
         return {"status": "ok", **timed, "write_s": write_s, "save_s": save_s, "stop_s": stop_s,
-                "data_bytes": data_bytes}
+                "data_bytes": data_bytes, **bl.host_since(host0, servers=[server], own_cpu_only=True)}
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
         print(f"  {spec.name}: FAILED: {e}", file=sys.stderr, flush=True)
         return {"status": "failed", "detail": str(e)[:500]}

@@ -383,7 +383,8 @@ def run_server(server: bl.ServerProcess, rows: list[Row], args: argparse.Namespa
                 args.generator, server.port, load, command=cmd, cpus=args.client_cpu,
                 binary=bl.generator_binary(args)))
             entry.update({"rps": result.rps, "cpu_us_per_req": cpu_us, "p50_ms": result.p50_ms,
-                          "p99_ms": result.p99_ms, "requests": result.requests})
+                          "p99_ms": result.p99_ms, "requests": result.requests,
+                          **bl.row_conditions(result, server)})
             print(f"  {server.spec.name:8} {row.label[:44]:44} {bl.fmt_rate(result.rps):>8} "
                   f"{bl.fmt_num(cpu_us)} us/req", flush=True)
         else:

@@ -122,7 +122,6 @@ def main() -> None:
     specs = [pairs[0][1], pairs[2][1]]
     for spec in specs + [pairs[0][2], pairs[2][2]]:
         spec.version = bl.binary_version(spec.binary)
-    record = bl.record_header("repl-bench", args, specs)
     rounds = []
     for r, order in enumerate(bl.round_orders(range(len(pairs)), args.rounds)):
         result = {"order": [pairs[i][0] for i in order], "pairs": {}}
@@ -132,10 +131,10 @@ def main() -> None:
             replica = bl.ServerProcess(rspec, args.replica_cpu).start()
             try:
                 fill(args, primary)
-                steal0 = bl.steal_seconds()
+                host0 = bl.host_snapshot()
                 sync = full_sync(args, primary, replica)
                 sync["lag"] = lag(args, primary, replica)
-                sync["steal_s"] = bl.steal_seconds() - steal0
+                sync.update(bl.host_since(host0, servers=[primary, replica]))
                 result["pairs"][name] = sync
                 print(f"round {r + 1} {name}: full sync {sync['seconds']:.2f} s, lag p99 "
                       f"{sync['lag']['p99_us']:.0f} us", flush=True)
@@ -154,6 +153,8 @@ def main() -> None:
         }
         print(f"{name:>14}: full sync median {medians[name]['full_sync_s']:.2f} s, "
               f"lag p99 median {medians[name]['lag_p99_us']:.0f} us")
+    # The header after the run: it names the sha256 each binary had when it started.
+    record = bl.record_header("repl-bench", args, specs)
     record.update({"rounds": rounds, "medians": medians})
     if not args.no_record:
         print("record:", bl.write_record(record, args.out, "repl-bench"))

@@ -68,7 +68,6 @@ def burst(args: argparse.Namespace, server: bl.ServerProcess, metrics_port: int,
         url = f"http://127.0.0.1:{metrics_port}/metrics"
         scraper = subprocess.Popen(["taskset", "-c", args.client_cpu, sys.executable, "-c", SCRAPER,
                                     url, str(args.every)], stdout=subprocess.PIPE, text=True)
-    steal0 = bl.steal_seconds()
     try:
         result, server_us = bl.measured(server, lambda: bl.ruvio_bench(
             server.port, load, test="get", cpus=args.client_cpu, binary=args.ruvio_bench,
@@ -82,7 +81,7 @@ def burst(args: argparse.Namespace, server: bl.ServerProcess, metrics_port: int,
                 scrapes, slowest_ms = int(out.split()[0]), float(out.split()[1])
     return {"rps": result.rps, "p50_ms": result.p50_ms, "p99_ms": result.p99_ms, "max_ms": result.max_ms,
             "server_cpu_us_per_request": server_us, "client_cpu_s": result.client_cpu_s,
-            "steal_s": bl.steal_seconds() - steal0, "scrapes": scrapes, "slowest_scrape_ms": slowest_ms}
+            **bl.row_conditions(result, server), "scrapes": scrapes, "slowest_scrape_ms": slowest_ms}
 
 
 def main() -> None:
@@ -92,7 +91,6 @@ def main() -> None:
         "--metrics-port", str(metrics_port)]
     spec = bl.ServerSpec(name="ruvio", kind="ruvio", argv=argv, binary=args.ruvio)
     spec.version = bl.binary_version(spec.binary)
-    record = bl.record_header("scrape-cost", args, [spec])
     server = bl.ServerProcess(spec, args.server_cpu)
     rounds = []
     try:
@@ -120,6 +118,8 @@ def main() -> None:
         "p99_scraped_to_quiet": bl.median([r["scraped"]["p99_ms"] / r["quiet"]["p99_ms"] for r in rounds]),
     }
     print("medians:", medians)
+    # The header after the run: it names the sha256 each binary had when it started.
+    record = bl.record_header("scrape-cost", args, [spec])
     record.update({"rounds": rounds, "medians": medians})
     if not args.no_record:
         print("record:", bl.write_record(record, args.out, "scrape-cost"))

@@ -81,7 +81,8 @@ def main() -> None:
                     # server once grew by about 1 KB per locked script).
                     results[label][spec.name].append({"rps": result.rps, "server_cpu_us": cpu_us,
                                                       "p99_ms": result.p99_ms,
-                                                      "rss_kib_after": server.rss_kib()})
+                                                      "rss_kib_after": server.rss_kib(),
+                                                      **bl.row_conditions(result, server)})
                     print(f"round {round_no + 1} {spec.name:8} {label}: {bl.fmt_rate(result.rps)}/s",
                           file=sys.stderr)
     summary = {}

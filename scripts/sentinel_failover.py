@@ -21,6 +21,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "python"))
+sys.path.insert(0, str(REPO / "scripts"))
+
+import benchlib as bl  # noqa: E402
 
 
 def main() -> None:
@@ -35,16 +38,20 @@ def main() -> None:
 
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    sha256 = hashlib.sha256(Path(args.ruvio).read_bytes()).hexdigest()
     rounds = []
     for r in range(args.rounds):
+        # The binary's hash as this round's servers start, and the host over the round.
+        sha256 = hashlib.sha256(Path(args.ruvio).read_bytes()).hexdigest()
+        host0 = bl.host_snapshot()
         outcome = failover_round(writes=args.writes)
+        outcome.update(bl.host_since(host0))
+        outcome["binaries"] = {"ruvio": sha256}
         rounds.append(outcome)
         print(f"round {r + 1}: {outcome}", flush=True)
     print(f"{len(rounds)} rounds, no acknowledged write lost")
     if args.out:
         out = Path(args.out) / f"sentinel-failover-{time.strftime('%Y-%m-%d-%H%M%S')}.json"
-        out.write_text(json.dumps({"commit": commit, "ruvio": args.ruvio, "ruvio_sha256": sha256,
+        out.write_text(json.dumps({"commit": commit, "ruvio": args.ruvio, "ruvio_sha256": rounds[0]["binaries"]["ruvio"] if rounds else None,
                                    "rounds": rounds}, indent=1) + "\n")
         print("record:", out)
 

@@ -177,14 +177,17 @@ def measure_row(system: System, row: rcf.Row, args: argparse.Namespace) -> dict:
     load = bl.Load(args.clients, args.pipeline, max(1, int(args.requests * row.scale)),
                    args.keyspace, args.datasize)
     cpu0 = system.cpu_seconds()
+    host0 = bl.host_snapshot()
     with cf.ThreadPoolExecutor(len(system.shards)) as pool:
         results = list(pool.map(lambda s: bl.run_load(
             args.generator, s.port, load, command=bl.tagged(cmd, s.tag), cpus=s.client_cpu,
             binary=bl.generator_binary(args)), system.shards))
     cpu = system.cpu_seconds() - cpu0
+    # One generator per shard at once: their CPU together is the row's generator CPU.
+    host = bl.host_since(host0, generator_cpu_s=sum(r.client_cpu_s for r in results), servers=system.processes)
     total = sum(r.requests for r in results)
     return {"status": "ok", "rps": sum(r.rps for r in results), "per_shard_rps": [r.rps for r in results],
-            "cpu_us_per_req": bl.ratio(cpu * 1e6, total)}
+            "cpu_us_per_req": bl.ratio(cpu * 1e6, total), **host}
 
 
 def run_system(name: str, rows: list[rcf.Row], args, server_cpus, client_cpus) -> dict:
@@ -210,6 +213,7 @@ def memory_system(name: str, shapes: list[ms.Shape], args, server_cpus, client_c
     for shape in shapes:
         system = STARTERS[name](args, server_cpus, client_cpus)
         try:
+            host0 = bl.host_snapshot()
             time.sleep(ms.SETTLE_S)
             idle = system.rss_kib()
             errors = [ms.load_shape(s.port, shape, shape.scaled(args.scale), s.tag) for s in system.shards]
@@ -218,6 +222,7 @@ def memory_system(name: str, shapes: list[ms.Shape], args, server_cpus, client_c
             out[shape.label] = ({"status": "failed", "detail": err} if err else
                                 {"status": "ok", "added_kib": system.rss_kib() - idle,
                                  "copies": len(system.shards)})
+            out[shape.label].update(bl.host_since(host0, servers=system.processes))
         finally:
             system.stop()
         print(f"  {name:8} {shape.label:40} {out[shape.label].get('added_kib', out[shape.label]['status'])}",

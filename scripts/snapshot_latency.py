@@ -86,9 +86,9 @@ def run_server(server: bl.ServerProcess, args: argparse.Namespace) -> dict:
     out = {"idle_save_s": idle_save_s, "loaded_save_s": loaded_save_s, "requests": requests,
            "save_outlasted_load": covered,
            "baseline": {"rps": baseline.rps, "p50_ms": baseline.p50_ms, "p99_ms": baseline.p99_ms,
-                        "max_ms": baseline.max_ms},
+                        "max_ms": baseline.max_ms, **bl.row_conditions(baseline, server)},
            "during_save": {"rps": during.rps, "p50_ms": during.p50_ms, "p99_ms": during.p99_ms,
-                           "max_ms": during.max_ms}}
+                           "max_ms": during.max_ms, **bl.row_conditions(during, server)}}
     print(f"  {server.spec.name:8} save {idle_save_s:6.2f}s idle, {loaded_save_s:6.2f}s loaded;  GET p99 "
           f"{bl.fmt_num(baseline.p99_ms, 3)} ms -> {bl.fmt_num(during.p99_ms, 3)} ms during the save"
           f"{'' if covered else ' (the save ended before the load)'}", flush=True)

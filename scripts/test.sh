@@ -83,8 +83,9 @@ cargo fmt --all -- --check
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "cargo build --release -p ruvio-server"
-cargo build --release -p ruvio-server
+step "cargo build --release -p ruvio-server -p ruvio-bench"
+# ruvio-bench too: tests/python/test_bench_records.py runs scripts/burst_ab.py with it.
+cargo build --release -p ruvio-server -p ruvio-bench
 
 step "cargo build -p ruvio-server"
 cargo build -p ruvio-server

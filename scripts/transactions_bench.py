@@ -141,6 +141,8 @@ def main() -> int:
     args = parse_args()
     specs = bl.build_servers(args, ruvio_shards=SHARDS)
     rows: dict[str, list[float]] = {}
+    # Per row and round, the host's conditions (benchlib.host_since), beside the rates.
+    conditions: dict[str, list[dict]] = {}
     for _ in range(args.rounds):
         for spec in specs:
             server = bl.ServerProcess(spec, args.server_cpu).start()
@@ -152,14 +154,16 @@ def main() -> int:
                     label = f"{spec.name}: EXEC of 10 SETs, keys {layout}"
                     if not ruvio:
                         label = f"{spec.name}: EXEC of 10 SETs"
+                    host0 = bl.host_snapshot()
                     rows.setdefault(label, []).append(measure(server.port, layout, args))
+                    conditions.setdefault(label, []).append(bl.host_since(host0, servers=[server]))
             finally:
                 server.stop()
     table = [[label, bl.fmt_rate(statistics.median(rates))] for label, rates in rows.items()]
     print(bl.format_table(["row", "transactions/s"], table))
     if not args.no_record:
         record = bl.record_header("transactions", args, specs)
-        record.update({"rates": rows})
+        record.update({"rates": rows, "conditions": conditions})
         print(f"\nrecord: {bl.write_record(record, args.out, 'transactions')}")
     return 0
 

@@ -142,7 +142,8 @@ def run_variant(server: bl.ServerProcess, rows: list[Scenario], args: argparse.N
             print(f"  {server.spec.name:14} {s.label():48} {status.upper()}: {str(e)[:120]}", flush=True)
             continue
         out[s.label()] = {"status": "ok", "rps": result.rps, "p99_ms": result.p99_ms, "p50_ms": result.p50_ms,
-                          "cpu_us_per_req": cpu_us, "latency_ms": result.extra.get("latency_ms")}
+                          "cpu_us_per_req": cpu_us, "latency_ms": result.extra.get("latency_ms"),
+                          **bl.row_conditions(result, server)}
         print(f"  {server.spec.name:14} {s.label():48} {bl.fmt_rate(result.rps):>8} "
               f"p99 {bl.fmt_num(result.p99_ms, 3)} ms", flush=True)
     return out

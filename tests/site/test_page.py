@@ -88,7 +88,8 @@ def measured_rows(record: dict) -> int:
 
 
 def test_site_data_is_strict_json(site):
-    for name in ("features", "memory", "under_load", "shards", "network_path"):
+    for name in ("features", "memory", "under_load", "recovery", "snapshot_latency", "transactions", "shards",
+                 "network_path"):
         text = (site / f"{name}.json").read_text()
         json.loads(text, parse_constant=lambda c: pytest.fail(f"{name}.json holds {c}"))
 
