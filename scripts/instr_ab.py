@@ -91,13 +91,12 @@ def run(args: argparse.Namespace, server: bl.ServerProcess, row: dict, requests:
     load = bl.Load(clients=args.clients, pipeline=args.pipeline, requests=requests,
                    keyspace=args.keyspace, datasize=args.datasize)
     subprocess.run(["callgrind_control", "-z", str(server.pid)], check=True, capture_output=True)
-    steal0 = bl.steal_seconds()
     result = bl.ruvio_bench(server.port, load, command=row.get("command"), test=row.get("test"),
                             cpus=args.client_cpu, binary=args.ruvio_bench)
     count = instructions(server)
     return {"instructions": count, "requests": result.requests,
             "instructions_per_request": count / result.requests, "rps_under_callgrind": result.rps,
-            "client_cpu_s": result.client_cpu_s, "steal_s": bl.steal_seconds() - steal0}
+            **bl.row_conditions(result, server)}
 
 
 def main() -> None:
