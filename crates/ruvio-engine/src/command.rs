@@ -216,18 +216,17 @@ impl KeySpec {
         }
     }
 
-    /// True for [`KeySpec::ONE`], the shape of most commands: callers on the
-    /// request path look at `args[1]` without building [`positions`](Self::positions).
+    /// The key positions of a spec that is one range (GET, MGET, DEL: most
+    /// commands), without building [`positions`](Self::positions)' list: for
+    /// callers on the request path. `None` for any other spec.
     #[inline]
-    pub fn is_one(&self) -> bool {
-        matches!(
-            self.0,
-            [KeyShape::Range {
-                first: 1,
-                last: 1,
-                step: 1
-            }]
-        )
+    pub fn single_range(&self, argc: usize) -> Option<impl Iterator<Item = usize>> {
+        match self.0 {
+            [KeyShape::Range { first, last, step }] => {
+                Some(range_positions(*first, *last, *step, argc))
+            }
+            _ => None,
+        }
     }
 
     /// Index of the first key when it does not depend on the arguments (the

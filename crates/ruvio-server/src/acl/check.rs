@@ -137,13 +137,12 @@ fn check_selector(
                 .iter()
                 .any(|k| k.perms & need == need && k.matcher.matches(key))
         };
-        // One key at 1 (most commands; arity guarantees it is there): no
-        // positions list to build.
-        if meta.keys.is_one() && args.len() > 1 {
-            if !key_ok(1) {
-                return Err(Denied::Key(1));
-            }
-        } else if let Some(pos) = meta.keys.positions(args).into_iter().find(|&p| !key_ok(p)) {
+        // Keys in one range (most commands): no positions list to build.
+        let refused = match meta.keys.single_range(args.len()) {
+            Some(mut range) => range.find(|&p| !key_ok(p)),
+            None => meta.keys.positions(args).into_iter().find(|&p| !key_ok(p)),
+        };
+        if let Some(pos) = refused {
             return Err(Denied::Key(pos));
         }
     }
