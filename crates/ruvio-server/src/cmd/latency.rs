@@ -166,7 +166,8 @@ fn write_histograms(
     let merged = observatory.merged_histograms(shards);
     let registry = crate::cmd::registry::registry();
     let mut rows: Vec<(&str, usize)> = Vec::new();
-    let called = |cmd: &'static Command| merged.get(cmd.stat).map(|_| (cmd.meta.name, cmd.stat));
+    let called =
+        |cmd: &'static Command| merged.called(cmd.stat).then_some((cmd.meta.name, cmd.stat));
     // A command and, for a container, its subcommands.
     let with_subs = |cmd: &'static Command| {
         std::iter::once(cmd)
@@ -200,7 +201,7 @@ fn write_cdf(merged: &CommandHistograms, stat: usize, name: &str, reply: &mut Re
     reply.bulk(b"calls");
     reply.int(h.len() as i64);
     reply.bulk(b"histogram_usec");
-    let buckets = cumulative_buckets(h);
+    let buckets = cumulative_buckets(&h);
     reply.map(buckets.len());
     for (usec, calls) in buckets {
         reply.int(usec as i64);
@@ -285,7 +286,7 @@ pub fn info_section(
         let _ = write!(out, "latency_percentiles_usec_{}:", cmd.meta.name);
         for (i, (shown, p)) in percentiles.iter().enumerate() {
             let sep = if i == 0 { "" } else { "," };
-            let _ = write!(out, "{sep}p{shown}={:.3}", percentile_usec(h, *p));
+            let _ = write!(out, "{sep}p{shown}={:.3}", percentile_usec(&h, *p));
         }
         out.push_str("\r\n");
     }

@@ -304,15 +304,20 @@ fn track(
     if caller.tracking.bits & tracking_command::REMEMBER == 0 {
         return;
     }
-    let mut keys: Vec<&[u8]> = effects.read_keys().map(|(_, key)| key).collect();
+    // Most reads name a key or a few: no allocation for them per read.
+    let mut keys: smallvec::SmallVec<[&[u8]; 4]> =
+        effects.read_keys().map(|(_, key)| key).collect();
     if matches!(outcome, Ok(Outcome::Done)) && cmd.meta.has(READONLY) {
-        keys.extend(
-            cmd.meta
-                .keys
-                .positions(args)
-                .into_iter()
-                .map(|p| args.get(p)),
-        );
+        match cmd.meta.keys.single_range(args.len()) {
+            Some(range) => keys.extend(range.map(|p| args.get(p))),
+            None => keys.extend(
+                cmd.meta
+                    .keys
+                    .positions(args)
+                    .into_iter()
+                    .map(|p| args.get(p)),
+            ),
+        }
     }
     if keys.is_empty() {
         return;

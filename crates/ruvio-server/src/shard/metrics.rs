@@ -337,9 +337,9 @@ fn latency_of(core: &ShardCore, stats: impl Fn(usize) -> (u64, u64)) -> Vec<Comm
                 histogram_ns: (h.mean() * h.len() as f64) as u64,
                 percentiles: percentiles
                     .iter()
-                    .map(|(shown, p)| (shown.to_string(), histograms::percentile_usec(h, *p)))
+                    .map(|(shown, p)| (shown.to_string(), histograms::percentile_usec(&h, *p)))
                     .collect(),
-                buckets: histograms::cumulative_buckets(h),
+                buckets: histograms::cumulative_buckets(&h),
             })
         })
         .collect()
