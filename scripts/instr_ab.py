@@ -22,7 +22,8 @@ Example (latency tracking and the slow log on, against both off):
     --server 'on=target/release/ruvio --port {port} --shards 1 --cpus 0' \\
     --after-start 'off=CONFIG SET latency-tracking no slowlog-log-slower-than -1'
 
-Rows, `--after-start`, `--warm-command` and `{sha_get}` work as in burst_ab.py.
+Rows, `--after-start`, `--warm-command`, `--bench-args`, `--server-bench-args` and
+`{sha_get}` work as in burst_ab.py (the warm-up runs without the bench args).
 """
 
 import argparse
@@ -56,6 +57,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--warm-requests", type=int, default=100_000)
     p.add_argument("--warm-command", metavar="TEMPLATE")
     p.add_argument("--after-start", action="append", default=[], metavar="NAME=COMMAND")
+    p.add_argument("--bench-args", default="", metavar="ARGS",
+                   help="extra ruvio-bench flags for every run, as burst_ab.py's (e.g. '--tracking')")
+    p.add_argument("--server-bench-args", action="append", default=[], metavar="NAME=ARGS",
+                   help="extra ruvio-bench flags for server NAME's runs, after --bench-args")
     p.add_argument("--out", default=str(bl.REPO_ROOT / "records"))
     p.add_argument("--no-record", action="store_true")
     args = p.parse_args()
@@ -87,12 +92,13 @@ def instructions(server: bl.ServerProcess) -> int:
     raise RuntimeError(f"{server.spec.name}: no callgrind dump")
 
 
-def run(args: argparse.Namespace, server: bl.ServerProcess, row: dict, requests: int) -> dict:
+def run(args: argparse.Namespace, server: bl.ServerProcess, row: dict, requests: int, bench: bool = True) -> dict:
     load = bl.Load(clients=args.clients, pipeline=args.pipeline, requests=requests,
                    keyspace=args.keyspace, datasize=args.datasize)
     subprocess.run(["callgrind_control", "-z", str(server.pid)], check=True, capture_output=True)
     result = bl.ruvio_bench(server.port, load, command=row.get("command"), test=row.get("test"),
-                            cpus=args.client_cpu, binary=args.ruvio_bench)
+                            cpus=args.client_cpu, binary=args.ruvio_bench,
+                            extra=burst_ab.bench_args(args, server) if bench else [])
     count = instructions(server)
     return {"instructions": count, "requests": result.requests,
             "instructions_per_request": count / result.requests, "rps_under_callgrind": result.rps,
@@ -119,7 +125,7 @@ def main() -> None:
                     print(f"{name}: {command} -> {server.client().call(*command.split())!r}", flush=True)
         warm = {"command": args.warm_command.split()} if args.warm_command else {"test": "set"}
         for server in servers:
-            run(args, server, warm, args.warm_requests)
+            run(args, server, warm, args.warm_requests, bench=False)
         for r, order in enumerate(bl.round_orders(range(len(servers)), args.rounds)):
             result = {"order": [specs[i].name for i in order], "rows": {}}
             for name, row in rows:

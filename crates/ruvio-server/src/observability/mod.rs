@@ -269,6 +269,11 @@ pub struct Timing {
     timed: bool,
     /// Something needs a command's sizes.
     sized: bool,
+    /// The thresholds in the clock's unit, so a command's end compares without
+    /// dividing: a slow log entry from this many ns (`u64::MAX`: off) ...
+    slow_from_ns: u64,
+    /// ... and a latency monitor sample from this many (`u64::MAX`: off).
+    monitor_from_ns: u64,
     histograms: CommandHistograms,
     /// The command running was forwarded whole: its owner records it.
     handed_off: bool,
@@ -312,6 +317,8 @@ impl Timing {
             clock: quanta::Clock::new(),
             timed: false,
             sized: false,
+            slow_from_ns: u64::MAX,
+            monitor_from_ns: u64::MAX,
             histograms: CommandHistograms::new(slots),
             handed_off: false,
             parked: None,
@@ -330,6 +337,13 @@ impl Timing {
         let s = &self.settings;
         self.timed = s.tracking || s.slow_us >= 0 || s.monitor_ms > 0;
         self.sized = s.request_bytes >= 0 || s.reply_bytes >= 0;
+        // `us >= slow_us` with us = ns / 1000 is `ns >= slow_us * 1000`; the
+        // same for the monitor's milliseconds.
+        self.slow_from_ns = u64::try_from(s.slow_us).map_or(u64::MAX, |us| us.saturating_mul(1000));
+        self.monitor_from_ns = match s.monitor_ms {
+            0 => u64::MAX,
+            ms => ms.saturating_mul(1_000_000),
+        };
     }
 
     /// Whether a command's end has anything to record: the one branch the request
@@ -385,9 +399,10 @@ impl Timing {
     /// The latency monitor's sample of a command that ran for `ns`: `command`, or
     /// `fast-command` for one flagged FAST (Redis samples every call, a blocking
     /// command's first run too).
+    #[inline]
     pub fn sample_command(&self, observatory: &Observatory, fast: bool, ns: u64, now_ms: u64) {
-        let ms = ns / 1_000_000;
-        if self.settings.monitor_ms > 0 && ms >= self.settings.monitor_ms {
+        if ns >= self.monitor_from_ns {
+            let ms = ns / 1_000_000;
             let event = if fast { "fast-command" } else { "command" };
             observatory.monitor().add(event, now_ms / 1000, ms);
         }
@@ -395,12 +410,13 @@ impl Timing {
 
     /// Record command `ran`, which took `ns` (when timed): its histogram, the
     /// latency monitor's sample, its command log entries.
+    #[inline]
     pub fn finish(&mut self, observatory: &Observatory, ns: Option<u64>, ran: Ran<'_>) {
         if let Some(ns) = ns {
             self.sample_command(observatory, ran.fast, ns, ran.now_ms);
-            self.record(observatory, ns, ran);
+            self.record(observatory, ns, &ran);
         }
-        self.log_sizes(observatory, ran);
+        self.log_sizes(observatory, &ran);
     }
 
     /// Record blocked command `ran`, served now (Redis 7.0's
@@ -422,21 +438,21 @@ impl Timing {
                     .monitor()
                     .add("command-unblocking", ran.now_ms / 1000, ms);
             }
-            self.record(observatory, first_ns + ns, ran);
+            self.record(observatory, first_ns + ns, &ran);
         }
-        self.log_sizes(observatory, ran);
+        self.log_sizes(observatory, &ran);
     }
 
     /// A command's histogram and slow log entry for its time `ns`.
-    fn record(&mut self, observatory: &Observatory, ns: u64, ran: Ran<'_>) {
+    #[inline]
+    fn record(&mut self, observatory: &Observatory, ns: u64, ran: &Ran<'_>) {
         let s = &self.settings;
         if s.tracking {
             self.histograms.record(ran.stat, ns);
         }
-        let us = ns / 1000;
-        if ran.loggable && s.slow_us >= 0 && us as i64 >= s.slow_us {
+        if ran.loggable && ns >= self.slow_from_ns {
             let logged = Logged {
-                amount: us,
+                amount: ns / 1000,
                 unix_s: ran.now_ms / 1000,
                 args: ran.args,
                 client: ran.client,
@@ -446,7 +462,8 @@ impl Timing {
     }
 
     /// A command's entries in the large-request and large-reply logs.
-    fn log_sizes(&self, observatory: &Observatory, ran: Ran<'_>) {
+    #[inline]
+    fn log_sizes(&self, observatory: &Observatory, ran: &Ran<'_>) {
         if !ran.loggable || !self.sized {
             return;
         }
