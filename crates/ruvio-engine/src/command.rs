@@ -216,14 +216,27 @@ impl KeySpec {
         }
     }
 
-    /// The key positions of a spec that is one range (GET, MGET, DEL: most
-    /// commands), without building [`positions`](Self::positions)' list: for
-    /// callers on the request path. `None` for any other spec.
+    /// The key positions of a spec that is one range of step 1 (GET, MGET, DEL:
+    /// most commands), without building [`positions`](Self::positions)' list:
+    /// for callers on the request path. `None` for any other spec.
     #[inline]
-    pub fn single_range(&self, argc: usize) -> Option<impl Iterator<Item = usize>> {
+    pub fn single_range(&self, argc: usize) -> Option<std::ops::Range<usize>> {
         match self.0 {
-            [KeyShape::Range { first, last, step }] => {
-                Some(range_positions(*first, *last, *step, argc))
+            [KeyShape::Range {
+                first,
+                last,
+                step: 1,
+            }] => {
+                // `range_positions` with step 1, as a plain range.
+                let argc = argc.min(i32::MAX as usize) as i32;
+                let last = if *last < 0 {
+                    argc + last
+                } else {
+                    (*last).min(argc - 1)
+                };
+                let begin = (*first).max(1);
+                let end = if *first == 0 { 0 } else { last + 1 };
+                Some(begin as usize..end.max(begin) as usize)
             }
             _ => None,
         }

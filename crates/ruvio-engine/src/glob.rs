@@ -50,7 +50,13 @@ impl GlobMatcher {
     pub fn matches(&self, string: &[u8]) -> bool {
         match self {
             GlobMatcher::Exact(literal) => string == literal.as_slice(),
-            GlobMatcher::Prefix(literal) => !string.is_empty() && string.starts_with(literal),
+            // Byte by byte: key prefixes are short, and a call to memcmp costs
+            // more than comparing them.
+            GlobMatcher::Prefix(literal) => {
+                !string.is_empty()
+                    && string.len() >= literal.len()
+                    && literal.iter().zip(string).all(|(a, b)| a == b)
+            }
             GlobMatcher::Glob(pattern) => glob_match(pattern, string),
         }
     }

@@ -89,3 +89,31 @@ fn every_key_shape_finds_its_keys() {
     assert!(sort.is_movable() && sort.reads_keys_from_value());
     assert_eq!(sort.legacy_range(), (1, 1, 1));
 }
+
+/// A spec of one range answers `single_range` exactly as `positions` does, for
+/// every argument count; others answer `None`.
+#[test]
+fn single_range_is_positions_without_the_list() {
+    const TWO_TO_THREE: &[KeyShape] = &[KeySpec::range(2, 3, 1)];
+    const ALL_BUT_TWO: &[KeyShape] = &[KeySpec::range(1, -3, 1)];
+    const STEP_TWO: &[KeyShape] = &[KeySpec::range(1, -1, 2)];
+    let specs = [
+        KeySpec::ONE,
+        KeySpec::ALL,
+        KeySpec::ALL_BUT_LAST,
+        KeySpec(TWO_TO_THREE),
+        KeySpec(ALL_BUT_TWO),
+    ];
+    for spec in specs {
+        for argc in 1..8 {
+            let line = (0..argc)
+                .map(|i| format!("a{i}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let range: Vec<usize> = spec.single_range(argc).unwrap().collect();
+            assert_eq!(range, positions(spec, &line), "{spec:?} argc {argc}");
+        }
+    }
+    assert!(KeySpec::NUMKEYS_AT_1.single_range(4).is_none());
+    assert!(KeySpec(STEP_TWO).single_range(4).is_none());
+}
