@@ -769,3 +769,150 @@ fn noloop_holds_for_scripts_batched_under_the_script_lock() {
     assert!(!contains(&expected, b">2\r\n"), "{}", show(&expected));
     assert_eq!(show(&got), show(&expected));
 }
+
+/// What one cross-shard session observed: each step's bytes, named.
+type Transcript = Vec<(String, Vec<u8>)>;
+
+/// Keys of both shards in the order a write names them: shard 1, 0, 1, 0.
+fn interleaved_keys() -> [String; 4] {
+    [
+        key_on_shard("xw", 1, 2),
+        key_on_shard("xx", 0, 2),
+        key_on_shard("xy", 1, 2),
+        key_on_shard("xz", 0, 2),
+    ]
+}
+
+/// Where a session's bytes are read: Redis's arrive within [`SETTLE`]; Ruvio
+/// must deliver as many as Redis did (`expected`), waiting for them.
+fn observe(conn: &mut RawConn, name: String, expected: Option<&Transcript>, out: &mut Transcript) {
+    let got = match expected.and_then(|e| e.get(out.len())) {
+        None => {
+            // Something is due (a reply or a push): at least one read.
+            let mut got = read_some(conn);
+            got.extend(drain(conn, SETTLE));
+            got
+        }
+        Some((_, bytes)) => {
+            let mut got = take(conn, bytes.len());
+            if got != *bytes {
+                got.extend(drain(conn, Duration::from_millis(200)));
+            }
+            got
+        }
+    };
+    out.push((name, got));
+}
+
+/// A write of keys of both shards by `writer` (on shard `writer_shard` of
+/// Ruvio), after the tracking reader (on `reader_shard`) read every key: the
+/// reader's invalidations, one push per key in the order the command writes
+/// them (in RESP2 as `message`s to a subscriber the reader redirects to).
+/// With `own` the reader writes itself: its pushes come after the reply.
+/// Each step's reply and pushes are kept; `expected` is Redis's transcript.
+fn cross_shard_session(
+    server: &Server,
+    (reader_shard, writer_shard): (usize, usize),
+    resp3: bool,
+    expected: Option<&Transcript>,
+) -> Transcript {
+    let keys = interleaved_keys();
+    let [b0, a0, b1, a1] = keys.each_ref().map(String::as_str);
+    assert_eq!(server.raw().cmd(&["FLUSHALL"]), b"+OK\r\n");
+    let mut reader = conn_on(server, reader_shard);
+    let mut writer = conn_on(server, writer_shard);
+    let mut target = None;
+    if resp3 {
+        reader.cmd(&["HELLO", "3"]);
+        assert_eq!(reader.cmd(&["CLIENT", "TRACKING", "ON"]), b"+OK\r\n");
+    } else {
+        // The target on the writer's shard: its messages cross shards too.
+        let mut t = conn_on(server, writer_shard);
+        let id = client_id(&mut t);
+        t.cmd(&["SUBSCRIBE", "__redis__:invalidate"]);
+        let on = reader.cmd(&["CLIENT", "TRACKING", "ON", "REDIRECT", &id]);
+        assert_eq!(on, b"+OK\r\n");
+        target = Some(t);
+    }
+    let mut out = Transcript::new();
+    let writes: Vec<(&str, Vec<&str>)> = vec![
+        ("MSET", vec!["MSET", b0, "1", a0, "2", b1, "3", a1, "4"]),
+        ("DEL", vec!["DEL", a1, b1, a0, b0]),
+        (
+            "MSET again",
+            vec!["MSET", a1, "1", b0, "2", a0, "3", b1, "4"],
+        ),
+        ("UNLINK", vec!["UNLINK", b1, a0, a1, b0]),
+    ];
+    let mut own: Vec<(&str, Vec<&str>)> = Vec::new();
+    if resp3 {
+        own.push(("own MSET", vec!["MSET", b0, "x", a0, "y", b1, "z", a1, "w"]));
+        own.push(("own DEL", vec!["DEL", a0, b1, b0, a1]));
+    }
+    let steps = writes.iter().map(|w| (w, false));
+    for ((name, args), by_reader) in steps.chain(own.iter().map(|w| (w, true))) {
+        for k in &keys {
+            let reply = reader.cmd(&["GET", k]);
+            out.push((format!("{name}: GET {k}"), reply));
+        }
+        if by_reader {
+            // Its own pushes follow the reply, before the next reply (read
+            // off the socket: a reply read would buffer what follows).
+            reader.send(&encode(args));
+            let name = format!("{name}: reply and own pushes");
+            observe(&mut reader, name, expected, &mut out);
+            continue;
+        }
+        let reply = writer.cmd(args);
+        out.push((format!("{name}: reply"), reply));
+        let stream = target.as_mut().unwrap_or(&mut reader);
+        observe(
+            stream,
+            format!("{name}: reader's pushes"),
+            expected,
+            &mut out,
+        );
+    }
+    out
+}
+
+#[test]
+fn cross_shard_writes_invalidate_in_key_order_as_redis() {
+    let Some(servers) = DiffServers::forward("differential_tracking", 2) else {
+        return;
+    };
+    for resp3 in [true, false] {
+        for shards in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+            let expected = cross_shard_session(&servers.reference, shards, resp3, None);
+            // Redis sends one message per key, in the command's key order:
+            // what Ruvio is held to is not a vacuous stream.
+            let (name, pushes) = &expected[5];
+            assert_eq!(name, "MSET: reader's pushes");
+            let at: Vec<usize> = interleaved_keys()
+                .iter()
+                .map(|k| find(pushes, k.as_bytes()).expect("each key invalidated"))
+                .collect();
+            assert!(at.is_sorted(), "{}", show(pushes));
+            let messages = if resp3 {
+                b">2\r\n".as_slice()
+            } else {
+                b"*3\r\n"
+            };
+            assert_eq!(count(pushes, messages), 4, "{}", show(pushes));
+            let got = cross_shard_session(&servers.target, shards, resp3, Some(&expected));
+            for ((name, e), (_, g)) in expected.iter().zip(&got) {
+                let label = format!("resp3 {resp3}, reader/writer shards {shards:?}, {name}");
+                assert_eq!(show(g), show(e), "{label}");
+            }
+            assert_eq!(got.len(), expected.len());
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn count(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).filter(|w| *w == needle).count()
+}

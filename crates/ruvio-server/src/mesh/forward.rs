@@ -75,6 +75,28 @@ pub struct RequestBatch {
 pub struct ReplyBatch {
     pub replies: Vec<u8>,
     pub tags: Vec<(Tag, u32)>,
+    /// CLIENT TRACKING: invalidations parts of split writes owe, for their
+    /// origin to deliver in key order (see `tracking`); they travel with or
+    /// before their part's reply. Empty (no allocation) unless someone tracks.
+    pub owed: Vec<PartOwed>,
+}
+
+impl ReplyBatch {
+    fn is_empty(&self) -> bool {
+        self.tags.is_empty() && self.owed.is_empty()
+    }
+}
+
+/// An invalidation a part of a split write (MSET, DEL, UNLINK over several
+/// shards) owes, sent to the command's origin: part `tag.part` of reply slot
+/// `tag.seq` of connection `(tag.conn, tag.gen)`, the `index`-th key of that
+/// part, for a client of `shard`.
+#[derive(Debug)]
+pub struct PartOwed {
+    pub tag: Tag,
+    pub index: u16,
+    pub shard: usize,
+    pub invalidation: Invalidation,
 }
 
 /// One message between shards.
@@ -445,7 +467,7 @@ impl Outbox {
             let batch = std::mem::take(&mut self.requests[shard]);
             self.direct.push((shard, ShardMsg::Requests(batch)));
         }
-        if !self.replies[shard].tags.is_empty() {
+        if !self.replies[shard].is_empty() {
             let batch = std::mem::take(&mut self.replies[shard]);
             self.direct.push((shard, ShardMsg::Replies(batch)));
         }
@@ -499,7 +521,7 @@ impl Outbox {
                 let batch = std::mem::take(&mut self.requests[to]);
                 messages.extend([(to, ShardMsg::Requests(batch))]);
             }
-            if !self.replies[to].tags.is_empty() {
+            if !self.replies[to].is_empty() {
                 let batch = std::mem::take(&mut self.replies[to]);
                 messages.extend([(to, ShardMsg::Replies(batch))]);
             }
@@ -509,6 +531,13 @@ impl Outbox {
                 messages.extend([(to, ShardMsg::Messages(std::mem::take(batch)))]);
             }
         }
+    }
+
+    /// Queue invalidations parts of split writes owe for their origin `shard`,
+    /// ahead of (or with) the parts' replies.
+    pub fn part_owed(&mut self, shard: usize, owed: impl Iterator<Item = PartOwed>) {
+        self.ensure(shard + 1);
+        self.replies[shard].owed.extend(owed);
     }
 
     /// Queue a reply for `shard`. A batch that has grown past

@@ -437,6 +437,24 @@ impl ReplyQueue {
         }
     }
 
+    /// Put `bytes` right after held slot `seq`'s reply, before the replies
+    /// queued behind it (a split write's own invalidations, as Redis writes
+    /// them after the command's reply); after everything when `seq` is no
+    /// longer held.
+    pub fn put_after(&mut self, seq: u64, bytes: &[u8]) {
+        let last = self.held.len().saturating_sub(1);
+        let at = self.held.iter().position(|h| h.seq == seq);
+        match at {
+            Some(i) => {
+                self.held[i].after.splice(0..0, bytes.iter().copied());
+                if i != last {
+                    self.parked_closed += bytes.len();
+                }
+            }
+            None => self.sink().extend_from_slice(bytes),
+        }
+    }
+
     /// Reserve a held slot with `parts` parts; returns its sequence number.
     pub fn hold(&mut self, merge: Merge, parts: usize) -> u64 {
         self.hold_ordered(merge, parts, Vec::new())

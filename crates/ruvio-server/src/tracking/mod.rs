@@ -37,7 +37,7 @@
 //! trackingLimitUsedSlots.
 
 use crate::config::output_limits::OutputLimits;
-use crate::mesh::forward::{Invalidation, Outbox};
+use crate::mesh::forward::{Invalidation, Outbox, PartOwed};
 use crate::net::conn::{tracking_command, tracking_flags, ClientState, Conn, TrackingMode};
 use crate::net::slab::Slab;
 use ahash::{AHashMap, AHashSet};
@@ -138,6 +138,22 @@ pub struct Tracking {
     owed: Vec<Owed>,
     /// This shard's part of `tracking-table-max-keys` (`usize::MAX`: no limit).
     keys_max: usize,
+    /// Writes split over shards that this shard is the origin of, by
+    /// `(connection, generation, reply slot)`: their invalidations gathered
+    /// until every part answered, then delivered in key order.
+    splits: AHashMap<(u32, u32, u64), Split>,
+}
+
+/// A split write's invalidations, gathered at its origin (see
+/// [`Tracking::split_started`]).
+#[derive(Debug)]
+struct Split {
+    /// Parts not answered yet.
+    parts_left: usize,
+    /// The part of each of the command's keys, in the command's order.
+    order: Vec<u16>,
+    /// (part, index of the key in its part, the client's shard, the message).
+    items: Vec<(u16, u16, usize, Invalidation)>,
 }
 
 /// Every shard's tracking figures and the shard of every client id: what CLIENT
@@ -149,6 +165,9 @@ pub struct Directory {
     shard_of: Mutex<AHashMap<u64, usize>>,
     /// Per shard: `[tracking clients, keys, items, prefixes]`.
     gauges: Vec<[AtomicU64; 4]>,
+    /// Clients with tracking on, over every shard: a split write gathers its
+    /// invalidations at its origin only while some client tracks.
+    tracking_clients: AtomicU64,
 }
 
 impl Directory {
@@ -157,11 +176,18 @@ impl Directory {
         Directory {
             shard_of: Mutex::default(),
             gauges: (0..shards).map(|_| Default::default()).collect(),
+            tracking_clients: AtomicU64::new(0),
         }
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, AHashMap<u64, usize>> {
         self.shard_of.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Some client of some shard has tracking on (a client turns it on before
+    /// the reads it tracks, so a write after them sees it).
+    pub fn anyone_tracks(&self) -> bool {
+        self.tracking_clients.load(Relaxed) != 0
     }
 
     /// The shard client `client_id` is connected to, if it is.
@@ -225,6 +251,184 @@ impl Tracking {
         !self.owed.is_empty()
     }
 
+    /// How many invalidations are waiting: a part of a split write takes
+    /// those it caused (past this count) for its origin.
+    pub fn owed_len(&self) -> usize {
+        self.owed.len()
+    }
+
+    /// The invalidations of keys one key at a time owed since `since` (by a
+    /// part of a split write whose keys are `part_keys`) to clients of shard
+    /// `origin` (the command's) or of this shard, taken out with each key's
+    /// index in the part (all of them when this shard is `origin`). Why not
+    /// the others: the reader's shard must never
+    /// get an invalidation before the reply of the read that remembered it,
+    /// which came on this shard's channel to it; sent on through `origin`,
+    /// that holds when the reader's shard is `origin` itself (this shard's
+    /// channel to it carries the part's reply behind the read's) or this
+    /// shard (its read was answered here before). A client of a third shard
+    /// (three shards or more) is still sent its message from here, in the
+    /// order the parts run (docs/tracking.md).
+    pub fn take_part_owed(
+        &mut self,
+        since: usize,
+        origin: usize,
+        part_keys: &[&[u8]],
+    ) -> Vec<(u16, usize, Invalidation)> {
+        let me = self.me;
+        let index = |inv: &Invalidation| match inv.keys.as_deref() {
+            Some([key]) => part_keys.iter().position(|k| *k == key.as_slice()),
+            _ => None,
+        };
+        let mut taken = Vec::new();
+        let mut kept = Vec::new();
+        for o in self.owed.drain(since..) {
+            // This shard the origin: its own channels carry them either way.
+            let relayed = origin == me || o.shard == origin || o.shard == me;
+            match index(&o.invalidation).filter(|_| relayed) {
+                Some(i) => taken.push((i as u16, o.shard, o.invalidation)),
+                None => kept.push(o),
+            }
+        }
+        self.owed.extend(kept);
+        taken
+    }
+
+    /// This shard, the origin of a write split into `parts` parts (reply slot
+    /// `seq` of connection `who`; `order`: each key's part, in the command's
+    /// order), gathers the invalidations its parts owe until every part
+    /// answered ([`split_answered`](Self::split_answered)).
+    pub fn split_started(&mut self, who: Who, seq: u64, parts: usize, order: Vec<u16>) {
+        let split = Split {
+            parts_left: parts,
+            order,
+            items: Vec::new(),
+        };
+        self.splits.insert((who.0, who.1, seq), split);
+    }
+
+    /// Some split write is gathering here.
+    pub fn splitting(&self) -> bool {
+        !self.splits.is_empty()
+    }
+
+    /// Invalidations part `part` of a split write owes (`items`: index of the
+    /// key in the part, the client's shard, the message). Without its split
+    /// gathering here (nobody tracked when it started) they go out as any.
+    pub fn split_owed(
+        &mut self,
+        who: Who,
+        seq: u64,
+        part: u16,
+        items: impl Iterator<Item = (u16, usize, Invalidation)>,
+    ) {
+        match self.splits.get_mut(&(who.0, who.1, seq)) {
+            Some(split) => split
+                .items
+                .extend(items.map(|(i, shard, inv)| (part, i, shard, inv))),
+            None => self.owed.extend(items.map(|(_, shard, invalidation)| Owed {
+                shard,
+                invalidation,
+            })),
+        }
+    }
+
+    /// [`split_owed`](Self::split_owed) for what came from another shard.
+    pub fn split_owed_from(&mut self, owed: Vec<PartOwed>) {
+        for o in owed {
+            let item = (o.index, o.shard, o.invalidation);
+            let who = (o.tag.conn, o.tag.gen);
+            self.split_owed(who, o.tag.seq, o.tag.part, std::iter::once(item));
+        }
+    }
+
+    /// The split write's part stays out (a key of it was lent: it runs
+    /// later): what it gathered goes out in the usual way, and so do the rest.
+    pub fn split_abandoned(&mut self, who: Who, seq: u64) {
+        if let Some(split) = self.splits.remove(&(who.0, who.1, seq)) {
+            self.owed
+                .extend(split.items.into_iter().map(|(_, _, shard, inv)| Owed {
+                    shard,
+                    invalidation: inv,
+                }));
+        }
+    }
+
+    /// The part of a split write that ran here, its origin, answered: other
+    /// parts are still out (each part is another shard's).
+    pub fn split_answered_here(&mut self, who: Who, seq: u64) {
+        if let Some(split) = self.splits.get_mut(&(who.0, who.1, seq)) {
+            assert!(split.parts_left > 1, "a split's other parts are out");
+            split.parts_left -= 1;
+        }
+    }
+
+    /// A part of a split write answered (before its reply is filled in): once
+    /// every part did, its invalidations go out in the command's key order, as
+    /// Redis sends them key by key while it writes: to the writer itself right
+    /// after the command's reply (before the replies behind it), to another
+    /// client of this shard at once, to a client of another shard as one
+    /// message each, in that order, on this shard's channel.
+    pub fn split_answered(
+        &mut self,
+        to: &mut Deliver<'_>,
+        conns: &mut Slab<Conn>,
+        who: Who,
+        seq: u64,
+    ) {
+        let key = (who.0, who.1, seq);
+        let Some(split) = self.splits.get_mut(&key) else {
+            return;
+        };
+        split.parts_left -= 1;
+        if split.parts_left > 0 {
+            return;
+        }
+        let Split {
+            order, mut items, ..
+        } = self.splits.remove(&key).expect("present");
+        // Where the `index`-th key of `part` stood in the command.
+        let position = |part: u16, index: u16| {
+            let mut seen = 0;
+            for (at, &p) in order.iter().enumerate() {
+                if p == part {
+                    if seen == index {
+                        return at;
+                    }
+                    seen += 1;
+                }
+            }
+            order.len()
+        };
+        items.sort_by_cached_key(|&(part, index, ..)| position(part, index));
+        let mut own = Vec::new();
+        for (_, _, shard, inv) in items {
+            if shard != self.me {
+                to.outbox.invalidate(shard, inv);
+                continue;
+            }
+            if self.conns.get(&inv.client_id) != Some(&who) {
+                self.deliver(to, conns, inv);
+                continue;
+            }
+            let Some(conn) = conns.get_mut(who.0, who.1) else {
+                continue;
+            };
+            if let Some(passed) = to_tracking_client(to.directory, &mut conn.client, &mut own, inv)
+            {
+                self.pass_on(to, conns, passed);
+            }
+        }
+        if own.is_empty() {
+            return;
+        }
+        if let Some(conn) = conns.get_mut(who.0, who.1) {
+            conn.replies.put_after(seq, &own);
+            to.dirty.push(who);
+            crate::net::outlimit::enforce(to.limits, to.now_ms, to.dirty, conn, who);
+        }
+    }
+
     /// A connection of this shard opened.
     pub fn connected(&mut self, directory: &Directory, client_id: u64, who: Who) {
         self.conns.insert(client_id, who);
@@ -249,6 +453,7 @@ impl Tracking {
     pub fn enable(
         &mut self,
         outbox: &mut Outbox,
+        directory: &Directory,
         broadcast: bool,
         client: &mut ClientState,
         mode: TrackingMode,
@@ -259,7 +464,9 @@ impl Tracking {
             flags: mode.flags | kept,
             ..mode
         };
-        self.clients.insert(client.id);
+        if self.clients.insert(client.id) {
+            directory.tracking_clients.fetch_add(1, Relaxed);
+        }
         if mode.flags & tracking_flags::BCAST == 0 {
             return;
         }
@@ -290,7 +497,9 @@ impl Tracking {
                 to.outbox.bcast_prefixes(client.id, false, None);
             }
         }
-        self.clients.remove(&client.id);
+        if self.clients.remove(&client.id) {
+            to.directory.tracking_clients.fetch_sub(1, Relaxed);
+        }
         client.tracking = TrackingMode::default();
     }
 
