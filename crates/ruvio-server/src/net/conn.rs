@@ -969,6 +969,25 @@ mod tests {
         assert!(!q.is_holding());
     }
 
+    /// A split write's own invalidations go right after its reply, before the
+    /// replies queued behind it, and count as parked bytes while held.
+    #[test]
+    fn put_after_comes_before_the_replies_behind_a_slot() {
+        let mut q = ReplyQueue::default();
+        let s1 = q.hold(Merge::AllOk, 2);
+        q.sink().extend_from_slice(b"+PONG\r\n");
+        let s2 = q.hold(Merge::Single, 1);
+        q.put_after(s1, b">push\r\n");
+        assert_eq!(q.immediate_bytes(), 14);
+        q.fill(s1, 0, b"+OK\r\n".to_vec());
+        q.fill(s1, 1, b"+OK\r\n".to_vec());
+        assert_eq!(q.ready, b"+OK\r\n>push\r\n+PONG\r\n");
+        q.put_after(s1, b">late\r\n");
+        q.fill(s2, 0, b"$1\r\nv\r\n".to_vec());
+        // No longer held: after everything queued.
+        assert_eq!(q.ready, b"+OK\r\n>push\r\n+PONG\r\n$1\r\nv\r\n>late\r\n");
+    }
+
     /// Replies parked behind every held slot count, not only the last one's.
     #[test]
     fn immediate_bytes_counts_every_parked_reply() {

@@ -21,6 +21,12 @@
 //! that command's reply (after EXEC's whole array, after a script's reply);
 //! the dispatcher and the forwarded-request runner take them at that point.
 //!
+//! A write split over shards (MSET, DEL, UNLINK) invalidates in the command's
+//! key order, as Redis: its owners send what their parts owe to clients of the
+//! origin or of their own shard back with the parts' replies, and the origin,
+//! once every part answered, sends them in key order ([`Tracking::split_answered`];
+//! docs/tracking.md says why relaying them keeps a read's reply first).
+//!
 //! BCAST: each shard keeps a copy of every client's prefixes (forward mode;
 //! per-shard mode keeps each node's own, as Redis Cluster). A written key that
 //! matches a prefix is noted with its writer, and once per loop iteration each
@@ -929,6 +935,51 @@ mod tests {
         t.subscribe(1, 8, false, None);
         t.subscribe(0, 7, false, None);
         assert!(!t.active());
+    }
+
+    /// A part of a split write takes what it owes to clients of the origin
+    /// and of its own shard, with each key's index in the part; a third
+    /// shard's client stays owed from here. The origin puts the parts' keys
+    /// back in the command's order.
+    #[test]
+    fn split_parts_owe_their_origin_in_key_order() {
+        let mut owner = Tracking::new(1, usize::MAX);
+        for (shard, id) in [(0, 7), (1, 8), (2, 9)] {
+            owner.remember(shard, id, [b"b".as_slice(), b"d".as_slice()].into_iter());
+        }
+        let since = owner.owed_len();
+        owner.written(5, false, b"d");
+        owner.written(5, false, b"b");
+        let part_keys: [&[u8]; 2] = [b"b", b"d"];
+        let taken = owner.take_part_owed(since, 0, &part_keys);
+        let shown: Vec<(u16, usize)> = taken.iter().map(|t| (t.0, t.1)).collect();
+        assert_eq!(shown, [(1, 0), (1, 1), (0, 0), (0, 1)]);
+        assert_eq!(owner.take_owed_to(2, 9).len(), 2);
+        assert!(!owner.owes());
+
+        // The origin (shard 0): MSET a b c d, a and c its own (part 0), b and
+        // d shard 1's (part 1).
+        let mut origin = Tracking::new(0, usize::MAX);
+        origin.split_started((3, 1), 0, 2, vec![0, 1, 0, 1]);
+        assert!(origin.splitting());
+        let inv = |key: &[u8]| Invalidation {
+            client_id: 7,
+            keys: Some(vec![key.to_vec()]),
+            from_table: true,
+            redirected: None,
+        };
+        let mine = [(1, 1, inv(b"c")), (0, 1, inv(b"a"))];
+        origin.split_owed((3, 1), 0, 0, mine.into_iter());
+        origin.split_answered_here((3, 1), 0);
+        let theirs = [(1, 1, inv(b"d")), (0, 1, inv(b"b"))];
+        origin.split_owed((3, 1), 0, 1, theirs.into_iter());
+        let split = &origin.splits[&(3, 1, 0)];
+        assert_eq!(split.parts_left, 1);
+        assert_eq!(split.items.len(), 4);
+        // Without its split gathering here, what a part owes goes out as any.
+        origin.split_abandoned((3, 1), 0);
+        assert!(!origin.splitting());
+        assert_eq!(origin.take_owed_to(1, 7).len(), 4);
     }
 
     #[test]
