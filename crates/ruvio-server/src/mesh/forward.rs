@@ -169,6 +169,17 @@ pub enum ShardMsg {
     Written {
         keys: Vec<lending::DbKey>,
         noloop_writer: Option<u64>,
+        /// CLIENT TRACKING: the coordinator gathers the invalidations of its
+        /// command `.1` (shard `.0`) to send them in write order: each key's
+        /// place among the command's written keys is in `.2` (see `tracking`).
+        gather: Option<Box<(usize, u64, Vec<u32>)>>,
+    },
+    /// CLIENT TRACKING: the invalidations a [`ShardMsg::Written`] with a
+    /// gather owed, for coordinator command `ticket`: (the key's place among
+    /// the command's written keys, the client's shard, the message).
+    WrittenOwed {
+        ticket: u64,
+        owed: Vec<(u32, usize, Invalidation)>,
     },
     /// A transaction whose keys are all this shard's (see [`crate::mesh::owner_tx`]).
     Transaction(Box<crate::mesh::owner_tx::OwnerTx>),
@@ -387,12 +398,30 @@ impl Outbox {
 
     /// Tell owner `shard` which of its borrowed keys were written (by a client in
     /// NOLOOP mode: `noloop_writer`).
-    pub fn written(&mut self, shard: usize, keys: Vec<lending::DbKey>, noloop_writer: Option<u64>) {
+    pub fn written(
+        &mut self,
+        shard: usize,
+        keys: Vec<lending::DbKey>,
+        noloop_writer: Option<u64>,
+        gather: Option<Box<(usize, u64, Vec<u32>)>>,
+    ) {
         let message = ShardMsg::Written {
             keys,
             noloop_writer,
+            gather,
         };
         self.direct(shard, message);
+    }
+
+    /// Answer coordinator `shard`'s gathering [`ShardMsg::Written`] for its
+    /// command `ticket`.
+    pub fn written_owed(
+        &mut self,
+        shard: usize,
+        ticket: u64,
+        owed: Vec<(u32, usize, Invalidation)>,
+    ) {
+        self.direct(shard, ShardMsg::WrittenOwed { ticket, owed });
     }
 
     /// Give borrowed keys back to `shard`, which acknowledges command `ticket` of

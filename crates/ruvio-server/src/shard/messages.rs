@@ -60,21 +60,11 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Written {
             keys,
             noloop_writer,
-        } => {
-            for (db, key) in keys {
-                if core.tracking.active() {
-                    let writer = noloop_writer.unwrap_or(0);
-                    core.tracking.written(writer, noloop_writer.is_some(), &key);
-                }
-                core.watches.touch(
-                    crate::transactions::watch::Notify {
-                        shard: core.id,
-                        outbox: &mut core.outbox,
-                    },
-                    db,
-                    &key,
-                );
-            }
+            gather,
+        } => written(core, keys, noloop_writer, gather),
+        ShardMsg::WrittenOwed { ticket, owed } => {
+            let (tracking, mut to) = core.tracking_parts();
+            tracking.gather_answered(&mut to, conns, ticket, owed);
         }
         ShardMsg::Replies(mut batch) if !batch.owed.is_empty() => {
             core.tracking
@@ -147,6 +137,41 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
                 .subscribe(shard, client_id, noloop, prefixes.as_deref());
         }
     }
+}
+
+/// Borrowed keys a coordinator wrote came home: touch their watchers,
+/// invalidate their readers; with `gather`, the invalidations owed to clients
+/// of the coordinator's shard or of this one go back to the coordinator, to
+/// be sent in the order the keys were written (see `tracking`).
+fn written(
+    core: &mut ShardCore,
+    keys: Vec<crate::mesh::lending::DbKey>,
+    noloop_writer: Option<u64>,
+    gather: Option<Box<(usize, u64, Vec<u32>)>>,
+) {
+    let since = core.tracking.owed_len();
+    for (db, key) in &keys {
+        if core.tracking.active() {
+            let writer = noloop_writer.unwrap_or(0);
+            core.tracking.written(writer, noloop_writer.is_some(), key);
+        }
+        let notify = crate::transactions::watch::Notify {
+            shard: core.id,
+            outbox: &mut core.outbox,
+        };
+        core.watches.touch(notify, *db, key);
+    }
+    let Some(gather) = gather else {
+        return;
+    };
+    let (coordinator, ticket, places) = *gather;
+    let names: Vec<&[u8]> = keys.iter().map(|(_, k)| k.as_slice()).collect();
+    let owed = core.tracking.take_part_owed(since, coordinator, &names);
+    let owed = owed
+        .into_iter()
+        .map(|(i, shard, inv)| (places[i as usize], shard, inv))
+        .collect();
+    core.outbox.written_owed(coordinator, ticket, owed);
 }
 
 /// A part of a split write this shard is the origin of answered: with every

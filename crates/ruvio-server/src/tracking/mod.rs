@@ -25,7 +25,10 @@
 //! key order, as Redis: its owners send what their parts owe to clients of the
 //! origin or of their own shard back with the parts' replies, and the origin,
 //! once every part answered, sends them in key order ([`Tracking::split_answered`];
-//! docs/tracking.md says why relaying them keeps a read's reply first).
+//! docs/tracking.md says why relaying them keeps a read's reply first). A
+//! MULTI/EXEC or MSETNX over borrowed keys likewise: the owners answer the
+//! coordinator's `Written` with what they owe, and it sends everything in
+//! write order ([`Tracking::gather_answered`]).
 //!
 //! BCAST: each shard keeps a copy of every client's prefixes (forward mode;
 //! per-shard mode keeps each node's own, as Redis Cluster). A written key that
@@ -144,10 +147,23 @@ pub struct Tracking {
     owed: Vec<Owed>,
     /// This shard's part of `tracking-table-max-keys` (`usize::MAX`: no limit).
     keys_max: usize,
+    /// Writes of borrowed keys this shard coordinated, by command ticket:
+    /// their invalidations gathered until every owner of a written key
+    /// answered, then sent in the order the keys were written.
+    gathers: AHashMap<u64, Gather>,
     /// Writes split over shards that this shard is the origin of, by
     /// `(connection, generation, reply slot)`: their invalidations gathered
     /// until every part answered, then delivered in key order.
     splits: AHashMap<(u32, u32, u64), Split>,
+}
+
+/// A coordinated write's invalidations (see [`Tracking::gather_started`]).
+#[derive(Debug)]
+struct Gather {
+    /// Owners not answered yet.
+    owners_left: usize,
+    /// (the key's place among the written keys, the client's shard, the message).
+    items: Vec<(u32, usize, Invalidation)>,
 }
 
 /// A split write's invalidations, gathered at its origin (see
@@ -282,6 +298,8 @@ impl Tracking {
         part_keys: &[&[u8]],
     ) -> Vec<(u16, usize, Invalidation)> {
         let me = self.me;
+        // Something may have delivered meanwhile: then nothing is past `since`.
+        let since = since.min(self.owed.len());
         let index = |inv: &Invalidation| match inv.keys.as_deref() {
             Some([key]) => part_keys.iter().position(|k| *k == key.as_slice()),
             _ => None,
@@ -311,6 +329,74 @@ impl Tracking {
             items: Vec::new(),
         };
         self.splits.insert((who.0, who.1, seq), split);
+    }
+
+    /// This shard coordinated command `ticket`, which wrote borrowed keys of
+    /// `owners` other shards (each answers with what it owes: a
+    /// [`gather_answered`](Self::gather_answered)) and owes `mine` itself, each
+    /// with its key's place among the written keys.
+    pub fn gather_started(
+        &mut self,
+        ticket: u64,
+        owners: usize,
+        mine: Vec<(u32, usize, Invalidation)>,
+    ) {
+        let gather = Gather {
+            owners_left: owners,
+            items: mine,
+        };
+        if owners == 0 {
+            // Its own keys only: in order now, delivered with the rest.
+            return self.gathered(None, None, gather.items);
+        }
+        self.gathers.insert(ticket, gather);
+    }
+
+    /// An owner answered coordinated command `ticket` with what it owes; once
+    /// every one did, the command's invalidations go out in write order: to
+    /// clients of this shard at once (the writer's after its reply, which
+    /// went when the command ran), to others one message each on this
+    /// shard's channel.
+    pub fn gather_answered(
+        &mut self,
+        to: &mut Deliver<'_>,
+        conns: &mut Slab<Conn>,
+        ticket: u64,
+        owed: Vec<(u32, usize, Invalidation)>,
+    ) {
+        let Some(gather) = self.gathers.get_mut(&ticket) else {
+            return;
+        };
+        gather.items.extend(owed);
+        gather.owners_left -= 1;
+        if gather.owners_left > 0 {
+            return;
+        }
+        let gather = self.gathers.remove(&ticket).expect("present");
+        self.gathered(Some(to), Some(conns), gather.items);
+    }
+
+    /// Send `items` in the order of their places: now when `to` and `conns`
+    /// are given, else into the owed list (delivered once per loop iteration).
+    fn gathered(
+        &mut self,
+        mut to: Option<&mut Deliver<'_>>,
+        mut conns: Option<&mut Slab<Conn>>,
+        mut items: Vec<(u32, usize, Invalidation)>,
+    ) {
+        items.sort_by_key(|&(at, ..)| at);
+        for (_, shard, invalidation) in items {
+            match (to.as_deref_mut(), conns.as_deref_mut()) {
+                (Some(to), Some(conns)) if shard == self.me => {
+                    self.deliver(to, conns, invalidation)
+                }
+                (Some(to), _) => to.outbox.invalidate(shard, invalidation),
+                _ => self.owed.push(Owed {
+                    shard,
+                    invalidation,
+                }),
+            }
+        }
     }
 
     /// Some split write is gathering here.
