@@ -536,7 +536,19 @@ impl Tracking {
         client: &mut ClientState,
     ) {
         self.disable(to, broadcast, client);
-        self.conns.remove(&client.id);
+        if let Some(who) = self.conns.remove(&client.id) {
+            // A part parked on its owner and cancelled never answers: what
+            // its split gathered, and what comes later, goes out as any.
+            let gone: Vec<(u32, u32, u64)> = self
+                .splits
+                .keys()
+                .filter(|k| (k.0, k.1) == who)
+                .copied()
+                .collect();
+            for (conn, gen, seq) in gone {
+                self.split_abandoned((conn, gen), seq);
+            }
+        }
         to.directory.map().remove(&client.id);
     }
 

@@ -880,7 +880,9 @@ fn report_written(
         if owner != core.id && !crate::mesh::script_lock::defer_written(*db, key, noloop_writer) {
             let (keys, places) = written.entry(owner).or_default();
             keys.push((*db, key.clone()));
-            places.push(at as u32);
+            if gather.is_some() {
+                places.push(at as u32);
+            }
         }
     }
     if let Some((ticket, since)) = gather {
