@@ -858,6 +858,14 @@ fn cross_shard_session(
                 true,
             ));
             steps.push(("own DEL", vec![vec!["DEL", a0, b1, b0, a1]], true));
+            // Pipelined: its pushes come between its reply and the next ones
+            // (answered here while the parts were out).
+            let pipeline = vec![
+                vec!["MSET", a1, "p", b1, "q", a0, "r", b0, "s"],
+                vec!["PING"],
+                vec!["GET", a0],
+            ];
+            steps.push(("own MSET, PING, GET", pipeline, true));
         }
     } else {
         let multi = |by_reader| {
