@@ -983,3 +983,69 @@ fn lending_writes_invalidate_in_key_order_as_redis() {
         }
     }
 }
+
+/// Three shards: a reader on each shard in turn reads a key of every shard,
+/// then a client of another shard writes them all in one MSET, then one DEL.
+/// A reader that is neither the write's origin nor a key's owner gets that
+/// key's message from the owner itself, unordered with the rest
+/// (docs/tracking.md, known differences): the test holds Ruvio to every key
+/// invalidated exactly once, whatever the order, and nothing more.
+#[test]
+fn three_shards_invalidate_every_key_once() {
+    let server = Server::ruvio_with(PortMode::Forward, 3, &[]);
+    // Connections kept open until two of each shard are among them (the
+    // server spreads them by load).
+    let mut by_shard: Vec<Vec<RawConn>> = (0..3).map(|_| Vec::new()).collect();
+    for _ in 0..300 {
+        if by_shard.iter().all(|c| c.len() >= 2) {
+            break;
+        }
+        let mut c = server.raw();
+        let shard = c.cmd(&["DEBUG", "SHARD"]);
+        let shard: usize = String::from_utf8_lossy(&shard[1..shard.len() - 2])
+            .parse()
+            .unwrap();
+        by_shard[shard].push(c);
+    }
+    assert!(
+        by_shard.iter().all(|c| c.len() >= 2),
+        "a connection per shard"
+    );
+    let keys = keys_per_shard("three", 3);
+    for reader_shard in 0..3 {
+        let writer_shard = (reader_shard + 1) % 3;
+        let mut reader = by_shard[reader_shard].pop().expect("a connection");
+        reader.cmd(&["HELLO", "3"]);
+        assert_eq!(reader.cmd(&["CLIENT", "TRACKING", "ON"]), b"+OK\r\n");
+        let mut writer = by_shard[writer_shard].pop().expect("a connection");
+        for write in ["MSET", "DEL"] {
+            for k in &keys {
+                let reply = reader.cmd(&["GET", k]);
+                assert!(reply[0] == b'$' || reply[0] == b'_', "{}", show(&reply));
+            }
+            let mut args: Vec<&str> = vec![write];
+            for k in keys.iter().rev() {
+                args.push(k);
+                if write == "MSET" {
+                    args.push("v");
+                }
+            }
+            writer.cmd(&args);
+            let mut got: Vec<Vec<u8>> = (0..keys.len()).map(|_| reader.read_reply()).collect();
+            let mut expected: Vec<Vec<u8>> = keys
+                .iter()
+                .map(|k| {
+                    let mut push = b">2\r\n$10\r\ninvalidate\r\n*1\r\n".to_vec();
+                    push.extend_from_slice(bulk(k).as_bytes());
+                    push
+                })
+                .collect();
+            got.sort();
+            expected.sort();
+            let label = format!("reader on {reader_shard}, writer on {writer_shard}, {write}");
+            assert_eq!(got, expected, "{label}");
+            reader.send(&encode(&["PING"]));
+            assert_eq!(reader.read_reply(), b"+PONG\r\n", "{label}: no more pushes");
+        }
+    }
+}
