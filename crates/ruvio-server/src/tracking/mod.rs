@@ -26,7 +26,7 @@
 //! origin or of their own shard back with the parts' replies, and the origin,
 //! once every part answered, sends them in key order ([`Tracking::split_answered`];
 //! docs/tracking.md says why relaying them keeps a read's reply first). A
-//! MULTI/EXEC or MSETNX over borrowed keys likewise: the owners answer the
+//! MULTI/EXEC, MSETNX or script over borrowed keys likewise: the owners answer the
 //! coordinator's `Written` with what they owe, and it sends everything in
 //! write order ([`Tracking::gather_answered`]).
 //!

@@ -545,10 +545,10 @@ fn finish_with(
     };
     let mark = durable::borrowed_mark(core);
     let mut out = Vec::new();
-    // While some client tracks, a transaction's or a command's writes (not a
-    // script's: its writes may wait for its batch's end) invalidate in the
-    // order written (see `report_written`).
-    let gathering = !script && core.shared.tracking.anyone_tracks();
+    // While some client tracks, the command's writes invalidate in the order
+    // written (see `report_written`); a locked script's writes of keys its
+    // batch already held wait for the batch's end and are not gathered.
+    let gathering = core.shared.tracking.anyone_tracks();
     let owed_since = core.tracking.owed_len();
     // A transaction's SWAPDBs move the borrowed keys between databases here.
     let mut swaps = Vec::new();
