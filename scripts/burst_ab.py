@@ -64,6 +64,15 @@ and `{certs}` filled per server; a `-p` there replaces the plain port; write
 
 With client-side caching on every load connection (HELLO 3, CLIENT TRACKING ON):
   scripts/burst_ab.py -t get --bench-args=--tracking --server ... --server ...
+SET to tracked keys with the invalidations delivered: the row `get_set` (ruvio-bench's
+built-in "GET then SET": each request a GET of a random key then a SET of another,
+so every SET writes a key some tracking connection read; a request is the pair,
+rps counts pairs); the pushes each connection receives are read, counted (the
+record's "invalidations") and never taken for replies. Warm first so GETs hit:
+  scripts/burst_ab.py -t get_set -c 50 -P 16 -r 100000 --bench-args=--tracking \
+    --server 'ruvio=target/release/ruvio --port {port} --shards 2 --cpus 0' \
+    --server 'redis=redis-server --port {port} --save "" --appendonly no'
+(the same pair as a template: --command 'GETSET=GET key:__rand_int__ ; SET key:__rand_int__ __data__')
 """
 
 from __future__ import annotations

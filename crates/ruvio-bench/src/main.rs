@@ -19,6 +19,8 @@
 //! ruvio-bench -p 7000 --cluster --shard 1 --hash-tag -P 16 -t set --json
 //! ruvio-bench -p 6380 --tls --cacert ca.crt -c 50 -P 16 -t set,get --json
 //! ruvio-bench -p 6379 --tracking -c 50 -r 100000 -t get --json
+//! ruvio-bench -p 6379 --tracking -c 50 -P 16 -r 100000 -t get_set --json
+//! ruvio-bench -p 6379 --tracking -- GET key:__rand_int__ ';' SET key:__rand_int__ __data__
 //! ```
 
 mod cluster;
@@ -94,10 +96,13 @@ struct Cli {
     /// Value size in bytes for `__data__`.
     #[arg(short = 'd', long, default_value_t = 3)]
     datasize: usize,
-    /// Built-in tests, comma separated (redis-benchmark names: set,get,incr,lpush,...).
+    /// Built-in tests, comma separated (redis-benchmark names: set,get,incr,lpush,...;
+    /// and get_set: GET of a random key then SET of another, one request, for
+    /// --tracking's writes of tracked keys).
     #[arg(short = 't', long)]
     tests: Option<String>,
-    /// A command template to measure; repeat for several tests.
+    /// A command template to measure; repeat for several tests. A word `;`
+    /// separates the commands of one request (`GET k ; SET k v`).
     #[arg(long = "command")]
     commands: Vec<String>,
     /// Fill the key space once before measuring (SET of every key by default).

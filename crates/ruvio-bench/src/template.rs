@@ -14,6 +14,10 @@ pub const RAND_KEY: &str = "__rand_key__";
 pub const DATA: &str = "__data__";
 /// Placeholder replaced by the connection's hash tag text (without braces).
 pub const TAG: &str = "__tag__";
+/// Word that separates the commands of a request made of several
+/// (`GET key:__rand_int__ ; SET key:__rand_int__ __data__`): the request is
+/// answered by one reply per command, its latency the last one's.
+pub const THEN: &str = ";";
 /// Width of a stamped key number; redis-benchmark's, so keys look like `key:000000012345`.
 pub const DIGITS: usize = 12;
 /// Largest key space a 12-digit field can address.
@@ -31,7 +35,8 @@ pub struct Template {
     /// For each digit field, the full argument around it split into the text
     /// before and after the digits: cluster routing hashes the real key.
     keys: Vec<(Vec<u8>, Vec<u8>)>,
-    /// Replies that answer one request: 1, or N + 2 for a transaction of N.
+    /// Replies that answer one request: one per command, and 2 more for a
+    /// transaction's MULTI and EXEC.
     pub replies: usize,
 }
 
@@ -47,8 +52,18 @@ pub struct Stamp<'a> {
 }
 
 impl Template {
-    /// Compile `args` (command name first) for one connection.
+    /// Compile `args` (command name first) for one connection; words [`THEN`]
+    /// separate the commands of one request.
     pub fn compile(args: &[String], stamp: &Stamp) -> Template {
+        let mut parts = args.split(|a| a == THEN).filter(|p| !p.is_empty());
+        let first = Template::compile_one(parts.next().unwrap_or_default(), stamp);
+        let mut out = parts.fold(first, |t, part| t.then(Template::compile_one(part, stamp)));
+        out.text = args.join(" ");
+        out
+    }
+
+    /// One command (command name first).
+    fn compile_one(args: &[String], stamp: &Stamp) -> Template {
         let mut bytes = format!("*{}\r\n", args.len()).into_bytes();
         let (mut slots, mut keys) = (Vec::new(), Vec::new());
         for arg in args {
@@ -94,7 +109,26 @@ impl Template {
             bytes,
             slots,
             keys,
-            replies: n + 2,
+            replies: n * self.replies + 2,
+        }
+    }
+
+    /// One request becomes this request followed by `next` (pipelined, each
+    /// answered on its own): `GET` then `SET`, so the load writes keys it read.
+    pub fn then(self, next: Template) -> Template {
+        let base = self.bytes.len();
+        let mut bytes = self.bytes;
+        bytes.extend_from_slice(&next.bytes);
+        let mut slots = self.slots;
+        slots.extend(next.slots.iter().map(|s| s + base));
+        let mut keys = self.keys;
+        keys.extend(next.keys);
+        Template {
+            text: format!("{} ; {}", self.text, next.text),
+            bytes,
+            slots,
+            keys,
+            replies: self.replies + next.replies,
         }
     }
 
@@ -198,6 +232,14 @@ pub fn builtin(name: &str) -> Option<(String, Vec<String>)> {
         "lrange_300" => ("LRANGE_300", "LRANGE mylist 0 299"),
         "lrange_500" => ("LRANGE_500", "LRANGE mylist 0 499"),
         "lrange_600" => ("LRANGE_600", "LRANGE mylist 0 599"),
+        // With --tracking: each connection reads a random key and writes
+        // another, so the writes hit keys some connection read (remembered by
+        // the server) and every SET owes invalidations: the cost of writing
+        // tracked keys with the pushes delivered (and counted).
+        "get_set" | "tracked_set" => (
+            "GET then SET",
+            "GET key:__rand_int__ ; SET key:__rand_int__ __data__",
+        ),
         "mset" => (
             "MSET (10 keys)",
             "MSET key:__rand_int__ __data__ key:__rand_int__ __data__ key:__rand_int__ __data__ \
@@ -289,6 +331,30 @@ mod tests {
                         *3\r\n$3\r\nSET\r\n$14\r\nk:000000000002\r\n$1\r\nv\r\n\
                         *1\r\n$4\r\nEXEC\r\n";
         assert_eq!(String::from_utf8(out).unwrap(), expected);
+    }
+
+    #[test]
+    fn commands_separated_by_then_make_one_request() {
+        let stamp = Stamp {
+            data: b"v",
+            ..Stamp::default()
+        };
+        let (_, args) = builtin("get_set").unwrap();
+        let t = Template::compile(&args, &stamp);
+        assert_eq!((t.replies, t.key_count()), (2, 2));
+        let mut out = Vec::new();
+        t.stamp_into(&mut out, |i| i as u64 + 1);
+        let expected = "*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000001\r\n\
+                        *3\r\n$3\r\nSET\r\n$16\r\nkey:000000000002\r\n$1\r\nv\r\n";
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
+        assert_eq!(t.len(), expected.len());
+        assert_eq!(t.key_bytes(1, 3), b"key:000000000003");
+        assert_eq!(
+            t.text,
+            "GET key:__rand_int__ ; SET key:__rand_int__ __data__"
+        );
+        // Wrapped in a transaction, each copy keeps both commands.
+        assert_eq!(t.in_transaction(2).replies, 6);
     }
 
     #[test]

@@ -220,3 +220,49 @@ fn bench_tracking_counts_invalidations_against_ruvio_and_redis() {
         assert_eq!(report["generator"]["tracking"], true);
     }
 }
+
+/// `--tracking -t get_set`: the load itself writes keys it read (nobody else
+/// writes), so every invalidation counted was owed by a SET of the load, each
+/// request's two replies counted as one request and the pushes not as replies;
+/// without `--tracking` the same load gets none.
+#[test]
+fn bench_get_set_delivers_invalidations_against_ruvio_and_redis() {
+    let ruvio = Server::ruvio_with(PortMode::Forward, 2, &[]);
+    let mut servers = vec![("ruvio", ruvio)];
+    if require_redis_server("bench_get_set_delivers_invalidations").is_some() {
+        servers.push(("redis", Server::redis()));
+    }
+    for (label, server) in &servers {
+        let port = server.port().to_string();
+        let load = |tracking: bool| {
+            let mut args = vec![
+                "-p", &port, "-c", "4", "-P", "8", "-r", "50", "-n", "4000", "-t", "get_set",
+            ];
+            if tracking {
+                args.push("--tracking");
+            }
+            bench(&args).unwrap_or_else(|e| panic!("{label} get_set: {e}"))
+        };
+        let report = load(true);
+        assert_clean(&report, 4000, label);
+        let test = &report["tests"][0];
+        assert_eq!(test["name"], "GET then SET", "{label}: {test}");
+        assert_eq!(report["generator"]["tracking"], true);
+        // 4,000 SETs over 50 keys that the 4 connections keep reading: most
+        // SETs find their key read since its last write by some connection.
+        let invalidations = test["invalidations"].as_u64().unwrap_or(0);
+        assert!(
+            invalidations >= 1000,
+            "{label}: {invalidations} invalidations counted: {test}"
+        );
+        // A SET owes at most one push to each of the 4 connections.
+        assert!(invalidations <= 4 * 4000, "{label}: {test}");
+        let plain = load(false);
+        assert_clean(&plain, 4000, label);
+        assert_eq!(
+            plain["tests"][0]["invalidations"].as_u64(),
+            Some(0),
+            "{label}"
+        );
+    }
+}

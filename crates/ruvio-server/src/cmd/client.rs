@@ -694,10 +694,10 @@ fn tracking(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         }
     }
     ctx.core.engine.record_expired(true);
-    let outbox = &mut ctx.core.outbox;
+    let (outbox, directory) = (&mut ctx.core.outbox, &ctx.core.shared.tracking);
     ctx.core
         .tracking
-        .enable(outbox, broadcast, ctx.client, mode, &prefixes);
+        .enable(outbox, directory, broadcast, ctx.client, mode, &prefixes);
     if bcast {
         // Every shard knows the prefixes before the client hears +OK.
         super::ok_everywhere(ctx, reply);

@@ -75,6 +75,28 @@ pub struct RequestBatch {
 pub struct ReplyBatch {
     pub replies: Vec<u8>,
     pub tags: Vec<(Tag, u32)>,
+    /// CLIENT TRACKING: invalidations parts of split writes owe, for their
+    /// origin to deliver in key order (see `tracking`); they travel with or
+    /// before their part's reply. Empty (no allocation) unless someone tracks.
+    pub owed: Vec<PartOwed>,
+}
+
+impl ReplyBatch {
+    fn is_empty(&self) -> bool {
+        self.tags.is_empty() && self.owed.is_empty()
+    }
+}
+
+/// An invalidation a part of a split write (MSET, DEL, UNLINK over several
+/// shards) owes, sent to the command's origin: part `tag.part` of reply slot
+/// `tag.seq` of connection `(tag.conn, tag.gen)`, the `index`-th key of that
+/// part, for a client of `shard`.
+#[derive(Debug)]
+pub struct PartOwed {
+    pub tag: Tag,
+    pub index: u16,
+    pub shard: usize,
+    pub invalidation: Invalidation,
 }
 
 /// One message between shards.
@@ -147,6 +169,17 @@ pub enum ShardMsg {
     Written {
         keys: Vec<lending::DbKey>,
         noloop_writer: Option<u64>,
+        /// CLIENT TRACKING: the coordinator gathers the invalidations of its
+        /// command `.1` (shard `.0`) to send them in write order: each key's
+        /// place among the command's written keys is in `.2` (see `tracking`).
+        gather: Option<Box<(usize, u64, Vec<u32>)>>,
+    },
+    /// CLIENT TRACKING: the invalidations a [`ShardMsg::Written`] with a
+    /// gather owed, for coordinator command `ticket`: (the key's place among
+    /// the command's written keys, the client's shard, the message).
+    WrittenOwed {
+        ticket: u64,
+        owed: Vec<(u32, usize, Invalidation)>,
     },
     /// A transaction whose keys are all this shard's (see [`crate::mesh::owner_tx`]).
     Transaction(Box<crate::mesh::owner_tx::OwnerTx>),
@@ -365,12 +398,30 @@ impl Outbox {
 
     /// Tell owner `shard` which of its borrowed keys were written (by a client in
     /// NOLOOP mode: `noloop_writer`).
-    pub fn written(&mut self, shard: usize, keys: Vec<lending::DbKey>, noloop_writer: Option<u64>) {
+    pub fn written(
+        &mut self,
+        shard: usize,
+        keys: Vec<lending::DbKey>,
+        noloop_writer: Option<u64>,
+        gather: Option<Box<(usize, u64, Vec<u32>)>>,
+    ) {
         let message = ShardMsg::Written {
             keys,
             noloop_writer,
+            gather,
         };
         self.direct(shard, message);
+    }
+
+    /// Answer coordinator `shard`'s gathering [`ShardMsg::Written`] for its
+    /// command `ticket`.
+    pub fn written_owed(
+        &mut self,
+        shard: usize,
+        ticket: u64,
+        owed: Vec<(u32, usize, Invalidation)>,
+    ) {
+        self.direct(shard, ShardMsg::WrittenOwed { ticket, owed });
     }
 
     /// Give borrowed keys back to `shard`, which acknowledges command `ticket` of
@@ -445,7 +496,7 @@ impl Outbox {
             let batch = std::mem::take(&mut self.requests[shard]);
             self.direct.push((shard, ShardMsg::Requests(batch)));
         }
-        if !self.replies[shard].tags.is_empty() {
+        if !self.replies[shard].is_empty() {
             let batch = std::mem::take(&mut self.replies[shard]);
             self.direct.push((shard, ShardMsg::Replies(batch)));
         }
@@ -499,7 +550,7 @@ impl Outbox {
                 let batch = std::mem::take(&mut self.requests[to]);
                 messages.extend([(to, ShardMsg::Requests(batch))]);
             }
-            if !self.replies[to].tags.is_empty() {
+            if !self.replies[to].is_empty() {
                 let batch = std::mem::take(&mut self.replies[to]);
                 messages.extend([(to, ShardMsg::Replies(batch))]);
             }
@@ -509,6 +560,13 @@ impl Outbox {
                 messages.extend([(to, ShardMsg::Messages(std::mem::take(batch)))]);
             }
         }
+    }
+
+    /// Queue invalidations parts of split writes owe for their origin `shard`,
+    /// ahead of (or with) the parts' replies.
+    pub fn part_owed(&mut self, shard: usize, owed: impl Iterator<Item = PartOwed>) {
+        self.ensure(shard + 1);
+        self.replies[shard].owed.extend(owed);
     }
 
     /// Queue a reply for `shard`. A batch that has grown past

@@ -437,6 +437,24 @@ impl ReplyQueue {
         }
     }
 
+    /// Put `bytes` right after held slot `seq`'s reply, before the replies
+    /// queued behind it (a split write's own invalidations, as Redis writes
+    /// them after the command's reply); after everything when `seq` is no
+    /// longer held.
+    pub fn put_after(&mut self, seq: u64, bytes: &[u8]) {
+        let last = self.held.len().saturating_sub(1);
+        let at = self.held.iter().position(|h| h.seq == seq);
+        match at {
+            Some(i) => {
+                self.held[i].after.splice(0..0, bytes.iter().copied());
+                if i != last {
+                    self.parked_closed += bytes.len();
+                }
+            }
+            None => self.sink().extend_from_slice(bytes),
+        }
+    }
+
     /// Reserve a held slot with `parts` parts; returns its sequence number.
     pub fn hold(&mut self, merge: Merge, parts: usize) -> u64 {
         self.hold_ordered(merge, parts, Vec::new())
@@ -949,6 +967,25 @@ mod tests {
         q.fill(s1, 0, b"+B\r\n".to_vec());
         assert_eq!(q.ready, b"+A\r\n+B\r\n+C\r\n:5\r\n+E\r\n");
         assert!(!q.is_holding());
+    }
+
+    /// A split write's own invalidations go right after its reply, before the
+    /// replies queued behind it, and count as parked bytes while held.
+    #[test]
+    fn put_after_comes_before_the_replies_behind_a_slot() {
+        let mut q = ReplyQueue::default();
+        let s1 = q.hold(Merge::AllOk, 2);
+        q.sink().extend_from_slice(b"+PONG\r\n");
+        let s2 = q.hold(Merge::Single, 1);
+        q.put_after(s1, b">push\r\n");
+        assert_eq!(q.immediate_bytes(), 14);
+        q.fill(s1, 0, b"+OK\r\n".to_vec());
+        q.fill(s1, 1, b"+OK\r\n".to_vec());
+        assert_eq!(q.ready, b"+OK\r\n>push\r\n+PONG\r\n");
+        q.put_after(s1, b">late\r\n");
+        q.fill(s2, 0, b"$1\r\nv\r\n".to_vec());
+        // No longer held: after everything queued.
+        assert_eq!(q.ready, b"+OK\r\n>push\r\n+PONG\r\n$1\r\nv\r\n>late\r\n");
     }
 
     /// Replies parked behind every held slot count, not only the last one's.

@@ -879,6 +879,7 @@ fn run_local(
 }
 
 /// Send part `part` of held slot `seq` to `shard`, or run it here when `shard` is this one.
+/// True when it ran here and its reply is in.
 #[allow(clippy::too_many_arguments)]
 fn send_part<'a>(
     core: &mut ShardCore,
@@ -889,15 +890,17 @@ fn send_part<'a>(
     part: usize,
     shard: usize,
     args: impl ExactSizeIterator<Item = &'a [u8]>,
-) {
+) -> bool {
     let tag = tag(client, who, seq, part as u16);
     if shard != core.id {
-        return core.outbox.request(shard, core.id, tag, args);
+        core.outbox.request(shard, core.id, tag, args);
+        return false;
     }
     let owned: OwnedArgs = args.collect();
     let mut out = Vec::new();
     let Some(cmd) = registry().lookup(owned.args().get(0)) else {
-        return replies.fill(seq, part, out);
+        replies.fill(seq, part, out);
+        return true;
     };
     let caller = Caller {
         may_block: false,
@@ -913,8 +916,12 @@ fn send_part<'a>(
                 part: part as u16,
             };
             exec::park(core, waiter, caller, owned.args(), block);
+            false
         }
-        None => replies.fill(seq, part, out),
+        None => {
+            replies.fill(seq, part, out);
+            true
+        }
     }
 }
 
@@ -938,7 +945,10 @@ fn split(
     groups: Vec<(usize, Vec<usize>)>,
 ) {
     let merge = cmd.merge.unwrap_or(Merge::Single);
-    let order: Vec<u16> = if merge == Merge::Scatter {
+    // A write while some client tracks: its parts' invalidations are gathered
+    // here and delivered in key order (see `tracking`).
+    let tracked = cmd.meta.has(WRITE) && core.shared.tracking.anyone_tracks();
+    let order: Vec<u16> = if merge == Merge::Scatter || tracked {
         let mut order = Vec::new();
         for pos in cmd.meta.keys.positions(args) {
             let owner = core.topo.key_owner(args.get(pos));
@@ -948,14 +958,30 @@ fn split(
     } else {
         Vec::new()
     };
-    let seq = replies.hold_ordered(merge, groups.len(), order);
+    let seq = replies.next_seq();
+    if tracked {
+        core.tracking
+            .split_started(who, seq, groups.len(), order.clone());
+    }
+    let order = if merge == Merge::Scatter {
+        order
+    } else {
+        Vec::new()
+    };
+    let held = replies.hold_ordered(merge, groups.len(), order);
+    debug_assert_eq!(held, seq);
     let step = cmd.meta.keys.legacy_range().2.max(1) as usize;
     for (part, (shard, positions)) in groups.iter().enumerate() {
         let mut sub: Vec<&[u8]> = vec![args.get(0)];
         for &p in positions {
             sub.extend((p..(p + step).min(args.len())).map(|i| args.get(i)));
         }
-        send_part(
+        let keys: Vec<&[u8]> = match tracked && *shard == core.id {
+            true => positions.iter().map(|&p| args.get(p)).collect(),
+            false => Vec::new(),
+        };
+        let since = core.tracking.owed_len();
+        let here = send_part(
             core,
             client,
             replies,
@@ -965,6 +991,18 @@ fn split(
             *shard,
             sub.into_iter(),
         );
+        if !tracked || *shard != core.id {
+            continue;
+        }
+        match here {
+            true => {
+                let owed = core.tracking.take_part_owed(since, core.id, &keys);
+                core.tracking
+                    .split_owed(who, seq, part as u16, owed.into_iter());
+                core.tracking.split_answered_here(who, seq);
+            }
+            false => core.tracking.split_abandoned(who, seq),
+        }
     }
 }
 

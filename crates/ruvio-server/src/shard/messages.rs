@@ -60,26 +60,22 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Written {
             keys,
             noloop_writer,
-        } => {
-            for (db, key) in keys {
-                if core.tracking.active() {
-                    let writer = noloop_writer.unwrap_or(0);
-                    core.tracking.written(writer, noloop_writer.is_some(), &key);
-                }
-                core.watches.touch(
-                    crate::transactions::watch::Notify {
-                        shard: core.id,
-                        outbox: &mut core.outbox,
-                    },
-                    db,
-                    &key,
-                );
-            }
+            gather,
+        } => written(core, keys, noloop_writer, gather),
+        ShardMsg::WrittenOwed { ticket, owed } => {
+            let (tracking, mut to) = core.tracking_parts();
+            tracking.gather_answered(&mut to, conns, ticket, owed);
+        }
+        ShardMsg::Replies(mut batch) if !batch.owed.is_empty() => {
+            core.tracking
+                .split_owed_from(std::mem::take(&mut batch.owed));
+            handle(core, conns, ShardMsg::Replies(batch));
         }
         ShardMsg::Replies(mut batch) if batch.tags.len() == 1 => {
             // One reply (a large one travels alone): its buffer moves, no copy.
             let (tag, _) = batch.tags[0];
             let bytes = std::mem::take(&mut batch.replies);
+            split_part_answered(core, conns, &tag);
             gather::deliver(
                 core,
                 conns,
@@ -95,6 +91,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
                 let bytes = batch.replies[offset..offset + len as usize].to_vec();
                 offset += len as usize;
                 let who = (tag.conn, tag.gen);
+                split_part_answered(core, conns, &tag);
                 gather::deliver(core, conns, who, tag.seq, tag.part as usize, bytes);
             }
         }
@@ -140,6 +137,81 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
                 .subscribe(shard, client_id, noloop, prefixes.as_deref());
         }
     }
+}
+
+/// Borrowed keys a coordinator wrote came home: touch their watchers,
+/// invalidate their readers; with `gather`, the invalidations owed to clients
+/// of the coordinator's shard or of this one go back to the coordinator, to
+/// be sent in the order the keys were written (see `tracking`).
+fn written(
+    core: &mut ShardCore,
+    keys: Vec<crate::mesh::lending::DbKey>,
+    noloop_writer: Option<u64>,
+    gather: Option<Box<(usize, u64, Vec<u32>)>>,
+) {
+    let since = core.tracking.owed_len();
+    for (db, key) in &keys {
+        if core.tracking.active() {
+            let writer = noloop_writer.unwrap_or(0);
+            core.tracking.written(writer, noloop_writer.is_some(), key);
+        }
+        let notify = crate::transactions::watch::Notify {
+            shard: core.id,
+            outbox: &mut core.outbox,
+        };
+        core.watches.touch(notify, *db, key);
+    }
+    let Some(gather) = gather else {
+        return;
+    };
+    let (coordinator, ticket, places) = *gather;
+    let names: Vec<&[u8]> = keys.iter().map(|(_, k)| k.as_slice()).collect();
+    let owed = core.tracking.take_part_owed(since, coordinator, &names);
+    let owed = owed
+        .into_iter()
+        .map(|(i, shard, inv)| (places[i as usize], shard, inv))
+        .collect();
+    core.outbox.written_owed(coordinator, ticket, owed);
+}
+
+/// A part of a split write this shard is the origin of answered: with every
+/// part in, its invalidations go out in key order, before the reply is filled
+/// in (the writer's own come right after it). One test when no split gathers.
+fn split_part_answered(core: &mut ShardCore, conns: &mut Slab<Conn>, tag: &Tag) {
+    if core.tracking.splitting() {
+        let (tracking, mut to) = core.tracking_parts();
+        tracking.split_answered(&mut to, conns, (tag.conn, tag.gen), tag.seq);
+    }
+}
+
+/// This shard ran part `tag.part` of a split write for shard `origin`, which
+/// owes invalidations past `since`: those the origin delivers in key order
+/// travel with the part's reply (see `tracking`).
+fn relay_part_owed(
+    core: &mut ShardCore,
+    origin: usize,
+    (tag, cmd): (Tag, &crate::cmd::registry::Command),
+    args: ruvio_resp::Args<'_>,
+    since: usize,
+) {
+    let keys: Vec<&[u8]> = cmd
+        .meta
+        .keys
+        .positions(args)
+        .into_iter()
+        .map(|p| args.get(p))
+        .collect();
+    let owed = core.tracking.take_part_owed(since, origin, &keys);
+    let owed =
+        owed.into_iter().map(
+            |(index, shard, invalidation)| crate::mesh::forward::PartOwed {
+                tag,
+                index,
+                shard,
+                invalidation,
+            },
+        );
+    core.outbox.part_owed(origin, owed);
 }
 
 /// A locked script's command of every shard, run here for it (no client: its
@@ -243,6 +315,7 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
         // A command forwarded whole is timed here, where it runs (see
         // `observability`).
         let timed = tag.whole.then(|| core.timing.start()).flatten();
+        let owed_before = core.tracking.owed_len();
         // `run_engine` contains a panicking handler itself (docs/faults.md).
         let block = {
             // Lent to the hook that answers the other clients while a script is busy.
@@ -268,6 +341,9 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
                 }
             }
             None => {
+                if !tag.whole && core.tracking.owed_len() > owed_before {
+                    relay_part_owed(core, batch.from, (tag, cmd), args, owed_before);
+                }
                 if tag.tracking != 0 {
                     let (resp3, bits) = (tag.resp3, tag.tracking);
                     let t = &mut core.tracking;

@@ -21,6 +21,15 @@
 //! that command's reply (after EXEC's whole array, after a script's reply);
 //! the dispatcher and the forwarded-request runner take them at that point.
 //!
+//! A write split over shards (MSET, DEL, UNLINK) invalidates in the command's
+//! key order, as Redis: its owners send what their parts owe to clients of the
+//! origin or of their own shard back with the parts' replies, and the origin,
+//! once every part answered, sends them in key order ([`Tracking::split_answered`];
+//! docs/tracking.md says why relaying them keeps a read's reply first). A
+//! MULTI/EXEC, MSETNX or script over borrowed keys likewise: the owners answer the
+//! coordinator's `Written` with what they owe, and it sends everything in
+//! write order ([`Tracking::gather_answered`]).
+//!
 //! BCAST: each shard keeps a copy of every client's prefixes (forward mode;
 //! per-shard mode keeps each node's own, as Redis Cluster). A written key that
 //! matches a prefix is noted with its writer, and once per loop iteration each
@@ -37,7 +46,7 @@
 //! trackingLimitUsedSlots.
 
 use crate::config::output_limits::OutputLimits;
-use crate::mesh::forward::{Invalidation, Outbox};
+use crate::mesh::forward::{Invalidation, Outbox, PartOwed};
 use crate::net::conn::{tracking_command, tracking_flags, ClientState, Conn, TrackingMode};
 use crate::net::slab::Slab;
 use ahash::{AHashMap, AHashSet};
@@ -138,6 +147,35 @@ pub struct Tracking {
     owed: Vec<Owed>,
     /// This shard's part of `tracking-table-max-keys` (`usize::MAX`: no limit).
     keys_max: usize,
+    /// Writes of borrowed keys this shard coordinated, by command ticket:
+    /// their invalidations gathered until every owner of a written key
+    /// answered, then sent in the order the keys were written.
+    gathers: AHashMap<u64, Gather>,
+    /// Writes split over shards that this shard is the origin of, by
+    /// `(connection, generation, reply slot)`: their invalidations gathered
+    /// until every part answered, then delivered in key order.
+    splits: AHashMap<(u32, u32, u64), Split>,
+}
+
+/// A coordinated write's invalidations (see [`Tracking::gather_started`]).
+#[derive(Debug)]
+struct Gather {
+    /// Owners not answered yet.
+    owners_left: usize,
+    /// (the key's place among the written keys, the client's shard, the message).
+    items: Vec<(u32, usize, Invalidation)>,
+}
+
+/// A split write's invalidations, gathered at its origin (see
+/// [`Tracking::split_started`]).
+#[derive(Debug)]
+struct Split {
+    /// Parts not answered yet.
+    parts_left: usize,
+    /// The part of each of the command's keys, in the command's order.
+    order: Vec<u16>,
+    /// (part, index of the key in its part, the client's shard, the message).
+    items: Vec<(u16, u16, usize, Invalidation)>,
 }
 
 /// Every shard's tracking figures and the shard of every client id: what CLIENT
@@ -149,6 +187,9 @@ pub struct Directory {
     shard_of: Mutex<AHashMap<u64, usize>>,
     /// Per shard: `[tracking clients, keys, items, prefixes]`.
     gauges: Vec<[AtomicU64; 4]>,
+    /// Clients with tracking on, over every shard: a split write gathers its
+    /// invalidations at its origin only while some client tracks.
+    tracking_clients: AtomicU64,
 }
 
 impl Directory {
@@ -157,11 +198,18 @@ impl Directory {
         Directory {
             shard_of: Mutex::default(),
             gauges: (0..shards).map(|_| Default::default()).collect(),
+            tracking_clients: AtomicU64::new(0),
         }
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, AHashMap<u64, usize>> {
         self.shard_of.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Some client of some shard has tracking on (a client turns it on before
+    /// the reads it tracks, so a write after them sees it).
+    pub fn anyone_tracks(&self) -> bool {
+        self.tracking_clients.load(Relaxed) != 0
     }
 
     /// The shard client `client_id` is connected to, if it is.
@@ -225,6 +273,254 @@ impl Tracking {
         !self.owed.is_empty()
     }
 
+    /// How many invalidations are waiting: a part of a split write takes
+    /// those it caused (past this count) for its origin.
+    pub fn owed_len(&self) -> usize {
+        self.owed.len()
+    }
+
+    /// The invalidations of keys one key at a time owed since `since` (by a
+    /// part of a split write whose keys are `part_keys`) to clients of shard
+    /// `origin` (the command's) or of this shard, taken out with each key's
+    /// index in the part (all of them when this shard is `origin`). Why not
+    /// the others: the reader's shard must never
+    /// get an invalidation before the reply of the read that remembered it,
+    /// which came on this shard's channel to it; sent on through `origin`,
+    /// that holds when the reader's shard is `origin` itself (this shard's
+    /// channel to it carries the part's reply behind the read's) or this
+    /// shard (its read was answered here before). A client of a third shard
+    /// (three shards or more) is still sent its message from here, in the
+    /// order the parts run (docs/tracking.md).
+    pub fn take_part_owed(
+        &mut self,
+        since: usize,
+        origin: usize,
+        part_keys: &[&[u8]],
+    ) -> Vec<(u16, usize, Invalidation)> {
+        let me = self.me;
+        // Something may have delivered meanwhile: then nothing is past `since`.
+        let since = since.min(self.owed.len());
+        let index = |inv: &Invalidation| match inv.keys.as_deref() {
+            Some([key]) => part_keys.iter().position(|k| *k == key.as_slice()),
+            _ => None,
+        };
+        let mut taken = Vec::new();
+        let mut kept = Vec::new();
+        for o in self.owed.drain(since..) {
+            // This shard the origin: its own channels carry them either way.
+            let relayed = origin == me || o.shard == origin || o.shard == me;
+            match index(&o.invalidation).filter(|_| relayed) {
+                Some(i) => taken.push((i as u16, o.shard, o.invalidation)),
+                None => kept.push(o),
+            }
+        }
+        self.owed.extend(kept);
+        taken
+    }
+
+    /// This shard, the origin of a write split into `parts` parts (reply slot
+    /// `seq` of connection `who`; `order`: each key's part, in the command's
+    /// order), gathers the invalidations its parts owe until every part
+    /// answered ([`split_answered`](Self::split_answered)).
+    pub fn split_started(&mut self, who: Who, seq: u64, parts: usize, order: Vec<u16>) {
+        let split = Split {
+            parts_left: parts,
+            order,
+            items: Vec::new(),
+        };
+        self.splits.insert((who.0, who.1, seq), split);
+    }
+
+    /// This shard coordinated command `ticket`, which wrote borrowed keys of
+    /// `owners` other shards (each answers with what it owes: a
+    /// [`gather_answered`](Self::gather_answered)) and owes `mine` itself, each
+    /// with its key's place among the written keys.
+    pub fn gather_started(
+        &mut self,
+        ticket: u64,
+        owners: usize,
+        mine: Vec<(u32, usize, Invalidation)>,
+    ) {
+        let gather = Gather {
+            owners_left: owners,
+            items: mine,
+        };
+        if owners == 0 {
+            // Its own keys only: in order now, delivered with the rest.
+            return self.gathered(None, None, gather.items);
+        }
+        self.gathers.insert(ticket, gather);
+    }
+
+    /// An owner answered coordinated command `ticket` with what it owes; once
+    /// every one did, the command's invalidations go out in write order: to
+    /// clients of this shard at once (the writer's after its reply, which
+    /// went when the command ran), to others one message each on this
+    /// shard's channel.
+    pub fn gather_answered(
+        &mut self,
+        to: &mut Deliver<'_>,
+        conns: &mut Slab<Conn>,
+        ticket: u64,
+        owed: Vec<(u32, usize, Invalidation)>,
+    ) {
+        let Some(gather) = self.gathers.get_mut(&ticket) else {
+            return;
+        };
+        gather.items.extend(owed);
+        gather.owners_left -= 1;
+        if gather.owners_left > 0 {
+            return;
+        }
+        let gather = self.gathers.remove(&ticket).expect("present");
+        self.gathered(Some(to), Some(conns), gather.items);
+    }
+
+    /// Send `items` in the order of their places: now when `to` and `conns`
+    /// are given, else into the owed list (delivered once per loop iteration).
+    fn gathered(
+        &mut self,
+        mut to: Option<&mut Deliver<'_>>,
+        mut conns: Option<&mut Slab<Conn>>,
+        mut items: Vec<(u32, usize, Invalidation)>,
+    ) {
+        items.sort_by_key(|&(at, ..)| at);
+        for (_, shard, invalidation) in items {
+            match (to.as_deref_mut(), conns.as_deref_mut()) {
+                (Some(to), Some(conns)) if shard == self.me => {
+                    self.deliver(to, conns, invalidation)
+                }
+                (Some(to), _) => to.outbox.invalidate(shard, invalidation),
+                _ => self.owed.push(Owed {
+                    shard,
+                    invalidation,
+                }),
+            }
+        }
+    }
+
+    /// Some split write is gathering here.
+    pub fn splitting(&self) -> bool {
+        !self.splits.is_empty()
+    }
+
+    /// Invalidations part `part` of a split write owes (`items`: index of the
+    /// key in the part, the client's shard, the message). Without its split
+    /// gathering here (nobody tracked when it started) they go out as any.
+    pub fn split_owed(
+        &mut self,
+        who: Who,
+        seq: u64,
+        part: u16,
+        items: impl Iterator<Item = (u16, usize, Invalidation)>,
+    ) {
+        match self.splits.get_mut(&(who.0, who.1, seq)) {
+            Some(split) => split
+                .items
+                .extend(items.map(|(i, shard, inv)| (part, i, shard, inv))),
+            None => self.owed.extend(items.map(|(_, shard, invalidation)| Owed {
+                shard,
+                invalidation,
+            })),
+        }
+    }
+
+    /// [`split_owed`](Self::split_owed) for what came from another shard.
+    pub fn split_owed_from(&mut self, owed: Vec<PartOwed>) {
+        for o in owed {
+            let item = (o.index, o.shard, o.invalidation);
+            let who = (o.tag.conn, o.tag.gen);
+            self.split_owed(who, o.tag.seq, o.tag.part, std::iter::once(item));
+        }
+    }
+
+    /// The split write's part stays out (a key of it was lent: it runs
+    /// later): what it gathered goes out in the usual way, and so do the rest.
+    pub fn split_abandoned(&mut self, who: Who, seq: u64) {
+        if let Some(split) = self.splits.remove(&(who.0, who.1, seq)) {
+            self.owed
+                .extend(split.items.into_iter().map(|(_, _, shard, inv)| Owed {
+                    shard,
+                    invalidation: inv,
+                }));
+        }
+    }
+
+    /// The part of a split write that ran here, its origin, answered: other
+    /// parts are still out (each part is another shard's).
+    pub fn split_answered_here(&mut self, who: Who, seq: u64) {
+        if let Some(split) = self.splits.get_mut(&(who.0, who.1, seq)) {
+            assert!(split.parts_left > 1, "a split's other parts are out");
+            split.parts_left -= 1;
+        }
+    }
+
+    /// A part of a split write answered (before its reply is filled in): once
+    /// every part did, its invalidations go out in the command's key order, as
+    /// Redis sends them key by key while it writes: to the writer itself right
+    /// after the command's reply (before the replies behind it), to another
+    /// client of this shard at once, to a client of another shard as one
+    /// message each, in that order, on this shard's channel.
+    pub fn split_answered(
+        &mut self,
+        to: &mut Deliver<'_>,
+        conns: &mut Slab<Conn>,
+        who: Who,
+        seq: u64,
+    ) {
+        let key = (who.0, who.1, seq);
+        let Some(split) = self.splits.get_mut(&key) else {
+            return;
+        };
+        split.parts_left -= 1;
+        if split.parts_left > 0 {
+            return;
+        }
+        let Split {
+            order, mut items, ..
+        } = self.splits.remove(&key).expect("present");
+        // Where the `index`-th key of `part` stood in the command.
+        let position = |part: u16, index: u16| {
+            let mut seen = 0;
+            for (at, &p) in order.iter().enumerate() {
+                if p == part {
+                    if seen == index {
+                        return at;
+                    }
+                    seen += 1;
+                }
+            }
+            order.len()
+        };
+        items.sort_by_cached_key(|&(part, index, ..)| position(part, index));
+        let mut own = Vec::new();
+        for (_, _, shard, inv) in items {
+            if shard != self.me {
+                to.outbox.invalidate(shard, inv);
+                continue;
+            }
+            if self.conns.get(&inv.client_id) != Some(&who) {
+                self.deliver(to, conns, inv);
+                continue;
+            }
+            let Some(conn) = conns.get_mut(who.0, who.1) else {
+                continue;
+            };
+            if let Some(passed) = to_tracking_client(to.directory, &mut conn.client, &mut own, inv)
+            {
+                self.pass_on(to, conns, passed);
+            }
+        }
+        if own.is_empty() {
+            return;
+        }
+        if let Some(conn) = conns.get_mut(who.0, who.1) {
+            conn.replies.put_after(seq, &own);
+            to.dirty.push(who);
+            crate::net::outlimit::enforce(to.limits, to.now_ms, to.dirty, conn, who);
+        }
+    }
+
     /// A connection of this shard opened.
     pub fn connected(&mut self, directory: &Directory, client_id: u64, who: Who) {
         self.conns.insert(client_id, who);
@@ -240,7 +536,19 @@ impl Tracking {
         client: &mut ClientState,
     ) {
         self.disable(to, broadcast, client);
-        self.conns.remove(&client.id);
+        if let Some(who) = self.conns.remove(&client.id) {
+            // A part parked on its owner and cancelled never answers: what
+            // its split gathered, and what comes later, goes out as any.
+            let gone: Vec<(u32, u32, u64)> = self
+                .splits
+                .keys()
+                .filter(|k| (k.0, k.1) == who)
+                .copied()
+                .collect();
+            for (conn, gen, seq) in gone {
+                self.split_abandoned((conn, gen), seq);
+            }
+        }
         to.directory.map().remove(&client.id);
     }
 
@@ -249,6 +557,7 @@ impl Tracking {
     pub fn enable(
         &mut self,
         outbox: &mut Outbox,
+        directory: &Directory,
         broadcast: bool,
         client: &mut ClientState,
         mode: TrackingMode,
@@ -259,7 +568,9 @@ impl Tracking {
             flags: mode.flags | kept,
             ..mode
         };
-        self.clients.insert(client.id);
+        if self.clients.insert(client.id) {
+            directory.tracking_clients.fetch_add(1, Relaxed);
+        }
         if mode.flags & tracking_flags::BCAST == 0 {
             return;
         }
@@ -290,7 +601,9 @@ impl Tracking {
                 to.outbox.bcast_prefixes(client.id, false, None);
             }
         }
-        self.clients.remove(&client.id);
+        if self.clients.remove(&client.id) {
+            to.directory.tracking_clients.fetch_sub(1, Relaxed);
+        }
         client.tracking = TrackingMode::default();
     }
 
@@ -720,6 +1033,51 @@ mod tests {
         t.subscribe(1, 8, false, None);
         t.subscribe(0, 7, false, None);
         assert!(!t.active());
+    }
+
+    /// A part of a split write takes what it owes to clients of the origin
+    /// and of its own shard, with each key's index in the part; a third
+    /// shard's client stays owed from here. The origin puts the parts' keys
+    /// back in the command's order.
+    #[test]
+    fn split_parts_owe_their_origin_in_key_order() {
+        let mut owner = Tracking::new(1, usize::MAX);
+        for (shard, id) in [(0, 7), (1, 8), (2, 9)] {
+            owner.remember(shard, id, [b"b".as_slice(), b"d".as_slice()].into_iter());
+        }
+        let since = owner.owed_len();
+        owner.written(5, false, b"d");
+        owner.written(5, false, b"b");
+        let part_keys: [&[u8]; 2] = [b"b", b"d"];
+        let taken = owner.take_part_owed(since, 0, &part_keys);
+        let shown: Vec<(u16, usize)> = taken.iter().map(|t| (t.0, t.1)).collect();
+        assert_eq!(shown, [(1, 0), (1, 1), (0, 0), (0, 1)]);
+        assert_eq!(owner.take_owed_to(2, 9).len(), 2);
+        assert!(!owner.owes());
+
+        // The origin (shard 0): MSET a b c d, a and c its own (part 0), b and
+        // d shard 1's (part 1).
+        let mut origin = Tracking::new(0, usize::MAX);
+        origin.split_started((3, 1), 0, 2, vec![0, 1, 0, 1]);
+        assert!(origin.splitting());
+        let inv = |key: &[u8]| Invalidation {
+            client_id: 7,
+            keys: Some(vec![key.to_vec()]),
+            from_table: true,
+            redirected: None,
+        };
+        let mine = [(1, 1, inv(b"c")), (0, 1, inv(b"a"))];
+        origin.split_owed((3, 1), 0, 0, mine.into_iter());
+        origin.split_answered_here((3, 1), 0);
+        let theirs = [(1, 1, inv(b"d")), (0, 1, inv(b"b"))];
+        origin.split_owed((3, 1), 0, 1, theirs.into_iter());
+        let split = &origin.splits[&(3, 1, 0)];
+        assert_eq!(split.parts_left, 1);
+        assert_eq!(split.items.len(), 4);
+        // Without its split gathering here, what a part owes goes out as any.
+        origin.split_abandoned((3, 1), 0);
+        assert!(!origin.splitting());
+        assert_eq!(origin.take_owed_to(1, 7).len(), 4);
     }
 
     #[test]

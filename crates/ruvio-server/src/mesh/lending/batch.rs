@@ -74,7 +74,7 @@ pub(super) fn batch_homes(core: &mut ShardCore) -> Vec<(usize, Vec<u8>, usize)> 
     let written = crate::mesh::script_lock::take_batch_written();
     for run in written.chunk_by(|(_, a), (_, b)| a == b) {
         let keys: Vec<DbKey> = run.iter().map(|(key, _)| key.clone()).collect();
-        report_written(core, &keys, run[0].1);
+        report_written(core, &keys, run[0].1, None);
     }
     kept.into_iter()
         .map(|(db, key)| {

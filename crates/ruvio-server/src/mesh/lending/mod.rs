@@ -545,6 +545,11 @@ fn finish_with(
     };
     let mark = durable::borrowed_mark(core);
     let mut out = Vec::new();
+    // While some client tracks, the command's writes invalidate in the order
+    // written (see `report_written`); a locked script's writes of keys its
+    // batch already held wait for the batch's end and are not gathered.
+    let gathering = core.shared.tracking.anyone_tracks();
+    let owed_since = core.tracking.owed_len();
     // A transaction's SWAPDBs move the borrowed keys between databases here.
     let mut swaps = Vec::new();
     let mut ran = match &op.transaction {
@@ -655,7 +660,8 @@ fn finish_with(
     }
     let mut modified = std::mem::take(&mut ran.modified);
     let riders = run_riders(core, std::mem::take(&mut op.riders), &mut modified);
-    report_written(core, &modified, noloop_writer(&op.caller));
+    let gather = gathering.then_some((ticket, owed_since));
+    report_written(core, &modified, noloop_writer(&op.caller), gather);
     // A key written outside the borrowed ones that another shard owns (COPY ... DB
     // n) goes to its owner too.
     for (key_db, key) in &modified {
@@ -730,7 +736,7 @@ pub fn send_loans_home(
     modified: &[DbKey],
     noloop_writer: Option<u64>,
 ) {
-    report_written(core, modified, noloop_writer);
+    report_written(core, modified, noloop_writer, None);
     let mut returns: AHashMap<usize, Lent> = AHashMap::new();
     for (db, key) in loans {
         let entry = core.engine.lend(db, &key, 0);
@@ -857,16 +863,41 @@ pub fn noloop_writer(caller: &Caller) -> Option<u64> {
 /// Tell the owners of borrowed keys that were written, so they touch the clients
 /// watching them and invalidate their readers (before the keys go back:
 /// messages arrive in order).
-fn report_written(core: &mut ShardCore, modified: &[DbKey], noloop_writer: Option<u64>) {
-    let mut written: AHashMap<usize, Vec<DbKey>> = AHashMap::new();
-    for (db, key) in modified {
+///
+/// With `gather` (command `ticket` of this shard while some client tracks:
+/// the invalidations this shard owed since `.1` for the keys it wrote itself
+/// and those the owners owe) the invalidations go out in the order the keys
+/// were written, once every owner answered (see `tracking`).
+fn report_written(
+    core: &mut ShardCore,
+    modified: &[DbKey],
+    noloop_writer: Option<u64>,
+    gather: Option<(u64, usize)>,
+) {
+    let mut written: AHashMap<usize, (Vec<DbKey>, Vec<u32>)> = AHashMap::new();
+    for (at, (db, key)) in modified.iter().enumerate() {
         let owner = core.topo.key_owner(key);
         if owner != core.id && !crate::mesh::script_lock::defer_written(*db, key, noloop_writer) {
-            written.entry(owner).or_default().push((*db, key.clone()));
+            let (keys, places) = written.entry(owner).or_default();
+            keys.push((*db, key.clone()));
+            if gather.is_some() {
+                places.push(at as u32);
+            }
         }
     }
-    for (owner, keys) in written {
-        core.outbox.written(owner, keys, noloop_writer);
+    if let Some((ticket, since)) = gather {
+        let keys: Vec<&[u8]> = modified.iter().map(|(_, k)| k.as_slice()).collect();
+        let mine = core.tracking.take_part_owed(since, core.id, &keys);
+        let mine = mine
+            .into_iter()
+            .map(|(at, shard, inv)| (at as u32, shard, inv));
+        core.tracking
+            .gather_started(ticket, written.len(), mine.collect());
+    }
+    let me = core.id;
+    for (owner, (keys, places)) in written {
+        let gather = gather.map(|(ticket, _)| Box::new((me, ticket, places)));
+        core.outbox.written(owner, keys, noloop_writer, gather);
     }
 }
 
