@@ -122,7 +122,11 @@ pub fn run_engine(
     }
     // A flush owes each tracking client one null ([`flushed`]), not its keys.
     let tracked = core.tracking.active() && !is_flush(cmd);
-    let keys = caller.borrowing || !core.blocking.is_empty() || watched || may_borrow || tracked;
+    // A script's written keys are recorded too: a WATCH the busy hook answers
+    // while it runs is registered after it, by what it wrote
+    // ([`adopt_pending_watches`]).
+    let keys =
+        caller.borrowing || !core.blocking.is_empty() || watched || may_borrow || tracked || script;
     let notify = crate::messaging::notify::wanted(core);
     if keys || logging || notify {
         ctx.effects = Effects::recording(core.spare_record.take(), keys, notify, logging);
@@ -237,6 +241,9 @@ pub fn run_engine(
             );
         }
     }
+    if script {
+        adopt_pending_watches(core, &ctx.effects);
+    }
     let modified = match caller.borrowing {
         true => ctx
             .effects
@@ -271,6 +278,38 @@ pub fn run_engine(
         return finish_ran(core, &mut ctx, block, modified, Ran::default());
     }
     finish_ran(core, &mut ctx, block, modified, ended)
+}
+
+/// Register the WATCHes the busy hook answered while the script command that
+/// just ended ran ([`crate::shard::busy::PendingWatch`]), after its own writes
+/// touched the watchers there were: a watch whose key the script wrote after
+/// its `+OK` (a write counted since, and that key among the script's written
+/// ones) is touched, so the client's EXEC fails as in Redis. A write of that
+/// key before the WATCH and of another after it also touches it (one key's
+/// write order within a script is not recorded): an EXEC that fails where
+/// Redis's would not, never one that runs over a change.
+pub fn adopt_pending_watches(core: &mut ShardCore, written: &Effects) {
+    let pending = crate::shard::busy::take_watches();
+    if pending.is_empty() {
+        return;
+    }
+    let writes_now = ruvio_engine::scripting::script_writes();
+    for watch in pending {
+        let who = crate::transactions::watch::WatchingClient {
+            shard: core.id,
+            client_id: watch.client_id,
+            epoch: watch.epoch,
+        };
+        core.watches
+            .register(&core.engine, core.now_ms, who, watch.db, &watch.keys);
+        let changed = writes_now > watch.writes_at
+            && written
+                .modified_keys()
+                .any(|(db, k)| db == watch.db && watch.keys.iter().any(|w| w == k));
+        if changed {
+            core.watches.mark_touched(watch.client_id, watch.epoch);
+        }
+    }
 }
 
 /// The keys the engine expired (lazily in a command, or actively): their readers'
