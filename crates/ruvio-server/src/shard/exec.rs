@@ -687,6 +687,11 @@ pub(crate) fn parked_argv(args: Args<'_>, rewrite: &[(usize, Vec<u8>)]) -> Owned
 /// round removes a client, so this ends.
 pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     while let Some((db, key)) = core.blocking.take_ready() {
+        // The value types a pop waiter found nothing to take from this round:
+        // the later pop waiters of that type would find nothing either. Other
+        // waiters of the key still run (XREADGROUP's on a deleted stream is
+        // answered its error while BLPOP waiters on the name keep waiting).
+        let mut starved: Vec<&'static str> = Vec::new();
         for ticket in core.blocking.waiting_on(db, &key) {
             let Some(blocked) = core.blocking.get(ticket) else {
                 continue;
@@ -710,7 +715,8 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             let Some(cmd) = registry().lookup(argv.args().get(0)) else {
                 continue;
             };
-            if !serves_waiter(core, cmd, db, &key) {
+            let pops = pops_from(cmd);
+            if pops.is_some_and(|t| starved.contains(&t)) || !serves_waiter(core, cmd, db, &key) {
                 // A list written over by a string (LPUSH, DEL, SET in one EXEC)
                 // keeps its BLPOP waiting, as Redis 7.0 serves only the waiters
                 // of the type the key holds.
@@ -723,7 +729,8 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
                 // Nothing to serve after all (another waiter took it, or a key is
                 // lent out): keep waiting, on the keys it waits for now.
                 core.blocking.rearm(ticket, &argv.args(), &block);
-                break;
+                starved.extend(pops);
+                continue;
             }
             let ns = timed.map(|t| core.timing.elapsed_ns(t));
             observe_unblocked(core, cmd, ticket, Some(&argv), (ns, out.len()));
@@ -738,15 +745,24 @@ fn serves_waiter(core: &ShardCore, cmd: &Command, db: usize, key: &[u8]) -> bool
     let Some(entry) = core.engine.peek_entry(db, key, core.now_ms) else {
         return true;
     };
-    let waits_for = match cmd.meta.name {
-        "blpop" | "brpop" | "blmove" | "brpoplpush" | "blmpop" => "list",
-        "bzpopmin" | "bzpopmax" | "bzmpop" => "zset",
+    let waits_for = match (pops_from(cmd), cmd.meta.name) {
+        (Some(value_type), _) => value_type,
         // XREADGROUP runs again whatever the key holds: Redis 7.0 answers its
         // blocked client `-UNBLOCKED the stream key no longer exists` then.
-        "xread" => "stream",
+        (None, "xread") => "stream",
         _ => return true,
     };
     entry.value().value_type().name() == waits_for
+}
+
+/// The value type a blocking pop takes from (list or sorted set): when one such
+/// waiter of a key finds nothing, every later one of the same type would not.
+fn pops_from(cmd: &Command) -> Option<&'static str> {
+    match cmd.meta.name {
+        "blpop" | "brpop" | "blmove" | "brpoplpush" | "blmpop" => Some("list"),
+        "bzpopmin" | "bzpopmax" | "bzmpop" => Some("zset"),
+        _ => None,
+    }
 }
 
 /// Answer every blocked client whose deadline has passed with a null array.
