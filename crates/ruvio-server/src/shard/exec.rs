@@ -229,7 +229,10 @@ pub fn run_engine(
             let noloop = caller.tracking.bits & tracking_command::NOLOOP != 0;
             core.tracking.written(caller.client_id, noloop, key);
         }
-        core.blocking.signal(db, key);
+        // Nobody parked, no key to signal (`signal` would copy the key to look).
+        if !core.blocking.is_empty() {
+            core.blocking.signal(db, key);
+        }
         if watched {
             core.watches.touch(
                 crate::transactions::watch::Notify {
