@@ -296,6 +296,75 @@ const DELIBERATE_DIFFERENCES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Commands whose entry is Redis 7.0's with newer arguments layered on (see
+/// `command/docs/mod.rs`): COMMAND INFO is compared byte for byte, COMMAND DOCS
+/// once everything newer than 7.0 is taken out of both replies
+/// ([`without_newer`]), so the rest must still be 7.0's to the byte.
+const NEWER_ARGUMENTS: &[(&str, &str)] = &[
+    ("set", "Redis 8.4's IFEQ / IFNE / IFDEQ / IFDNE"),
+    ("xadd", "Redis 8.2's KEEPREF / DELREF / ACKED"),
+    ("xtrim", "Redis 8.2's KEEPREF / DELREF / ACKED"),
+];
+
+/// True for a version string above 7.0 (`7.2.0`, `8.4.0`).
+fn version_after_7_0(value: &Value) -> bool {
+    let Value::Bulk(bytes) = value else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(bytes);
+    let mut parts = text.split('.').map(str::parse::<u32>);
+    match (parts.next(), parts.next()) {
+        (Some(Ok(major)), Some(Ok(minor))) => (major, minor) > (7, 0),
+        _ => false,
+    }
+}
+
+/// A map's field (RESP3 map, or RESP2's flat array of pairs).
+fn field<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    let key = Value::Bulk(key.as_bytes().to_vec());
+    match value {
+        Value::Map(pairs) => pairs.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
+        Value::Array(items) if items.len() % 2 == 0 => items
+            .chunks(2)
+            .find(|pair| pair[0] == key)
+            .map(|pair| &pair[1]),
+        _ => None,
+    }
+}
+
+/// An argument added after 7.0 (it has a name and a later `since`), or a
+/// history line of a later version.
+fn newer_than_7_0(item: &Value) -> bool {
+    let argument =
+        field(item, "name").is_some() && field(item, "since").is_some_and(version_after_7_0);
+    let history = matches!(item, Value::Array(entry)
+        if entry.len() == 2 && version_after_7_0(&entry[0]) && matches!(entry[1], Value::Bulk(_)));
+    argument || history
+}
+
+/// A COMMAND DOCS reply with every argument and history line newer than Redis
+/// 7.0 left out.
+fn without_newer(value: Value) -> Value {
+    let keep = |items: Vec<Value>| -> Vec<Value> {
+        items
+            .into_iter()
+            .filter(|item| !newer_than_7_0(item))
+            .map(without_newer)
+            .collect()
+    };
+    match value {
+        Value::Array(items) => Value::Array(keep(items)),
+        Value::Set(items) => Value::Set(keep(items)),
+        Value::Map(pairs) => Value::Map(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k, without_newer(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// A reply with a container's subcommands left out: Redis keeps subcommands in a
 /// dict seeded at random on every start, so their order in COMMAND INFO (field
 /// 10) and COMMAND DOCS (`subcommands`) is no contract, and Ruvio lacks some of
@@ -364,12 +433,19 @@ fn info_and_docs_match_redis_byte_for_byte() {
                 continue;
             }
             compared += 1;
+            let layered = NEWER_ARGUMENTS.iter().any(|(n, _)| n == name);
             for (request, ours, theirs) in [
                 (&info, our_info, their_info),
                 (&docs, our_docs, theirs.cmd(&docs)),
             ] {
-                let same = ours == theirs
-                    || without_subcommands(decode(&ours)) == without_subcommands(decode(&theirs));
+                let same = if layered && request[1] == "DOCS" {
+                    assert_ne!(ours, theirs, "{name}: its newer arguments are missing");
+                    without_newer(decode(&ours)) == without_newer(decode(&theirs))
+                } else {
+                    ours == theirs
+                        || without_subcommands(decode(&ours))
+                            == without_subcommands(decode(&theirs))
+                };
                 if !same {
                     differences.push(format!(
                         "RESP{proto} {request:?}\n  ruvio {}\n  redis {}",
@@ -491,4 +567,35 @@ fn command_list_and_its_filters_match_redis() {
         o.cmd(&["command", "list", "filterby", "nosuch", "x"]),
         r.cmd(&["command", "list", "filterby", "nosuch", "x"])
     );
+}
+
+/// COMMAND DOCS of SET, XADD and XTRIM name the Redis 8.x arguments Ruvio
+/// accepts, each with the version that added it, and a history line for it.
+#[test]
+fn docs_list_the_newer_arguments_ruvio_accepts() {
+    let ruvio = Server::ruvio(PortMode::Forward, 1);
+    let mut c = ruvio.raw();
+    for (name, since, tokens) in [
+        ("set", "8.4.0", &["IFEQ", "IFNE", "IFDEQ", "IFDNE"][..]),
+        ("xadd", "8.2.0", &["KEEPREF", "DELREF", "ACKED"]),
+        ("xtrim", "8.2.0", &["KEEPREF", "DELREF", "ACKED"]),
+    ] {
+        for proto in ["2", "3"] {
+            c.cmd(&["HELLO", proto]);
+            let docs = c.cmd(&["COMMAND", "DOCS", name]);
+            for token in tokens.iter().chain([&since]) {
+                assert!(
+                    contains(&docs, bulk(token).as_bytes()),
+                    "{name} RESP{proto}: no {token} in {}",
+                    String::from_utf8_lossy(&docs)
+                );
+            }
+            let decoded = decode(&c.cmd(&["COMMAND", "DOCS", name]));
+            assert_ne!(
+                without_newer(decoded.clone()),
+                decoded,
+                "{name} RESP{proto}: nothing newer than 7.0"
+            );
+        }
+    }
 }

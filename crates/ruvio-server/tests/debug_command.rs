@@ -594,3 +594,33 @@ fn debug_set_skip_checksum_validation_as_redis() {
         assert_eq!(skip_checksum(&ruvio, &keys), expected, "{shards} shard(s)");
     }
 }
+
+/// DEBUG stays admin-only: a user without `@admin` is refused every DEBUG
+/// subcommand with NOPERM (Ruvio names the subcommand, `debug|sleep`, as DEBUG
+/// is a container of rows here; redis-server refuses DEBUG as a whole unless
+/// `enable-debug-command` allows it, docs/config.md), and DEBUG is in the
+/// `@admin` and `@dangerous` categories.
+#[test]
+fn debug_is_admin_only() {
+    let server = Server::ruvio(PortMode::Forward, 2);
+    let mut admin = server.raw();
+    assert_eq!(
+        admin.cmd(&["ACL", "SETUSER", "plain", "on", "nopass", "+@all", "-@admin", "~*"]),
+        b"+OK\r\n"
+    );
+    let mut plain = server.raw();
+    assert_eq!(plain.cmd(&["AUTH", "plain", "x"]), b"+OK\r\n");
+    for (args, name) in [
+        (&["DEBUG", "SLEEP", "0"][..], "debug|sleep"),
+        (&["DEBUG", "OBJECT", "k"], "debug|object"),
+        (&["DEBUG", "RELOAD"], "debug|reload"),
+    ] {
+        let want = format!("-NOPERM this user has no permissions to run the '{name}' command\r\n");
+        assert_eq!(show(&plain.cmd(args)), show(want.as_bytes()), "{args:?}");
+    }
+    for category in ["admin", "dangerous"] {
+        let listed = admin.cmd(&["COMMAND", "LIST", "FILTERBY", "ACLCAT", category]);
+        assert!(contains(&listed, b"$5\r\ndebug\r\n"), "@{category}");
+    }
+    assert_eq!(admin.cmd(&["DEBUG", "SLEEP", "0"]), b"+OK\r\n");
+}

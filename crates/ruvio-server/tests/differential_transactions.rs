@@ -247,3 +247,77 @@ fn forward_two_shards_sort_and_every_shard_commands() {
 fn other_key(key: &str) -> String {
     key_on_shard("dtother", 1 - shard_of_key(key, 2), 2)
 }
+
+/// The transaction cases of issue 37 that the random steps do not reach, each
+/// pipelined and read up to a closing ECHO, byte for byte against redis-server
+/// (1 and 2 shards, the keys on both): a RESP3 subscriber's PUBLISH to its own
+/// channel inside MULTI (Redis 7.0 writes the push inside EXEC's array), CONFIG
+/// SET errors inside MULTI (queued, then each error in EXEC's array), and a
+/// FLUSHALL from another client while one watches several keys, one of them
+/// existing (its EXEC fails).
+#[test]
+fn publish_config_and_flushall_in_transactions_as_redis() {
+    let Some(_) = require_redis_server("publish_config_and_flushall_in_transactions") else {
+        return;
+    };
+    let reference = Server::redis();
+    for shards in [1, 2] {
+        let target = Server::ruvio(PortMode::Forward, shards);
+        let keys: Vec<String> = (0..3)
+            .map(|i| key_on_shard(&format!("dtf{i}-"), i % 2, 2))
+            .collect();
+        let steps: Vec<Vec<Vec<&str>>> = vec![
+            vec![
+                vec!["hello", "3"],
+                vec!["subscribe", "selfch"],
+                vec!["multi"],
+                vec!["publish", "selfch", "hi"],
+                vec!["ping"],
+                vec!["exec"],
+            ],
+            vec![
+                vec!["multi"],
+                vec!["config", "set", "maxmemory-policy", "bogus"],
+                vec!["config", "set", "nosuch-parameter", "1"],
+                vec!["config", "set", "daemonize", "yes"],
+                vec!["config", "get", "maxmemory-policy"],
+                vec!["exec"],
+            ],
+            vec![
+                vec!["set", &keys[0], "1"],
+                vec!["watch", &keys[0], &keys[1], &keys[2]],
+                vec!["flushall-from-another-client"],
+                vec!["multi"],
+                vec!["get", &keys[0]],
+                vec!["exec"],
+            ],
+        ];
+        for case in &steps {
+            let mut transcripts = Vec::new();
+            for server in [&reference, &target] {
+                let mut other = server.raw();
+                other.cmd(&["flushall"]);
+                let mut conn = server.raw();
+                for step in case {
+                    if step[0] == "hello" {
+                        // Its reply names the server and the client id: not compared.
+                        conn.cmd(step);
+                    } else if step[0] == "flushall-from-another-client" {
+                        // The replies so far are in, so the FLUSHALL comes after them.
+                        conn.send(&encode(&["echo", "sync"]));
+                        conn.read_until(b"$4\r\nsync\r\n");
+                        assert_eq!(other.cmd(&["flushall"]), b"+OK\r\n");
+                    } else {
+                        conn.send(&encode(step));
+                    }
+                }
+                conn.send(&encode(&["echo", "end"]));
+                transcripts.push(show(&conn.read_until(b"$3\r\nend\r\n")));
+            }
+            assert_eq!(
+                transcripts[1], transcripts[0],
+                "Ruvio {shards} shard(s) differs from Redis: {case:?}"
+            );
+        }
+    }
+}

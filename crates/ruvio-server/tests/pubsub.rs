@@ -1,8 +1,9 @@
 //! Pub/Sub: confirmations, messages and subscribed mode byte for byte (RESP2 and
 //! RESP3), delivery and receiver counts across shards in both port modes, PUBSUB
 //! and INFO server-wide, a publisher's order kept, the `redis` crate's PubSub,
-//! Pub/Sub frames still sent under CLIENT REPLY OFF and SKIP, and a differential
-//! run of subscribed-mode replies against redis-server.
+//! Pub/Sub frames and tracking invalidations still sent under CLIENT REPLY OFF
+//! and SKIP, and a differential run of subscribed-mode replies against
+//! redis-server.
 
 mod common;
 
@@ -199,14 +200,44 @@ fn silenced_session(server: &Server) {
     c.roundtrip(&encode(&["PING"]), b"*2\r\n$4\r\npong\r\n$0\r\n\r\n");
 }
 
+/// A RESP3 tracking client under CLIENT REPLY OFF and SKIP still gets its
+/// invalidations (keys on both shards), as Redis 7 delivers them; its replies
+/// come back with REPLY ON.
+fn silenced_invalidations(server: &Server) {
+    let keys = keys_per_shard("silent-inv", server.shards.max(2));
+    let (k, j) = (&keys[0], &keys[1]);
+    let invalidate = |key: &str| format!(">2\r\n$10\r\ninvalidate\r\n*1\r\n{}", bulk(key));
+    let mut writer = server.raw();
+    writer.cmd(&["DEL", k, j]);
+    let mut c = server.raw();
+    c.cmd(&["HELLO", "3"]);
+    c.roundtrip(&encode(&["CLIENT", "TRACKING", "ON"]), b"+OK\r\n");
+    c.roundtrip(&encode(&["GET", k]), b"_\r\n");
+    c.roundtrip(&encode(&["GET", j]), b"_\r\n");
+    c.send(&encode(&["CLIENT", "REPLY", "OFF"]));
+    writer.roundtrip(&encode(&["SET", k, "v"]), b"+OK\r\n");
+    c.expect(invalidate(k).as_bytes());
+    c.send(&encode(&["CLIENT", "REPLY", "SKIP"]));
+    c.send(&encode(&["GET", j]));
+    c.expect_silence(Duration::from_millis(150));
+    c.roundtrip(&encode(&["CLIENT", "REPLY", "ON"]), b"+OK\r\n");
+    c.roundtrip(&encode(&["GET", j]), b"_\r\n");
+    writer.roundtrip(&encode(&["SET", j, "w"]), b"+OK\r\n");
+    c.expect(invalidate(j).as_bytes());
+}
+
 #[test]
 fn silenced_replies_keep_pushes_one_shard() {
-    silenced_session(&Server::forward(1));
+    let server = Server::forward(1);
+    silenced_session(&server);
+    silenced_invalidations(&server);
 }
 
 #[test]
 fn silenced_replies_keep_pushes_two_shards() {
-    silenced_session(&Server::forward(2));
+    let server = Server::forward(2);
+    silenced_session(&server);
+    silenced_invalidations(&server);
 }
 
 /// RESET leaves subscribed mode and drops the subscriptions without a message.

@@ -7,8 +7,9 @@
 //! REPLICAOF NO ONE keeping the data. A second, redis-server replica of the same
 //! primary shows INFO replication's fields in the order Ruvio must give them.
 //! The refusals (READONLY, scripts' and functions' writes included, MASTERDOWN,
-//! REPLICAOF's and REPLCONF's errors) are compared byte for byte with a
-//! redis-server replica of the same dead primary.
+//! scripts and functions on a stale replica by their `allow-stale` flag and the
+//! calls they make, REPLICAOF's and REPLCONF's errors) are compared byte for byte
+//! with a redis-server replica of the same dead primary.
 
 mod common;
 
@@ -246,7 +247,21 @@ fn refusals_match_redis() {
     let library = "#!lua name=lib\n\
         redis.register_function('w', function(keys) return redis.call('set', keys[1], 'f') end)\n\
         redis.register_function{function_name='r', callback=function(keys) \
-        return redis.call('get', keys[1]) end, flags={'no-writes'}}";
+        return redis.call('get', keys[1]) end, flags={'no-writes'}}\n\
+        redis.register_function{function_name='st', callback=function(keys) \
+        return redis.call('get', keys[1]) end, flags={'no-writes', 'allow-stale'}}\n\
+        redis.register_function{function_name='sp', callback=function() \
+        return redis.call('info', 'keyspace') ~= nil end, flags={'no-writes', 'allow-stale'}}";
+    // On a stale replica: a script runs only with `allow-stale` (one without a
+    // shebang is refused as it starts, after its key count is checked), and
+    // then only calls of commands flagged `stale`.
+    let stale_plain = "return 1";
+    let stale_no_writes = "#!lua flags=no-writes\nreturn 1";
+    let stale_info =
+        "#!lua flags=allow-stale,no-writes\nreturn redis.call('info', 'keyspace') ~= nil";
+    let stale_get = "#!lua flags=allow-stale,no-writes\nreturn redis.call('get', KEYS[1])";
+    let stale_pcall =
+        "#!lua flags=allow-stale,no-writes\nreturn redis.pcall('get', KEYS[1])['err']";
     let set_in_script = "return redis.call('set', KEYS[1], 'e')";
     let pcall_in_script = "return redis.pcall('set', KEYS[1], 'e')";
     let shebang_set = "#!lua\nreturn redis.call('set', KEYS[1], 'e')";
@@ -267,6 +282,16 @@ fn refusals_match_redis() {
         vec!["CONFIG", "SET", "replica-serve-stale-data", "no"],
         vec!["GET", "k"],
         vec!["INFO", "keyspace"],
+        vec!["EVAL", stale_plain, "0"],
+        vec!["EVAL", stale_plain, "5"],
+        vec!["EVAL", stale_no_writes, "0"],
+        vec!["EVAL_RO", stale_info, "0"],
+        vec!["EVAL", stale_get, "1", "k"],
+        vec!["EVAL", stale_pcall, "1", "k"],
+        vec!["EVALSHA", "0000000000000000000000000000000000000000", "0"],
+        vec!["FCALL", "r", "1", "k"],
+        vec!["FCALL_RO", "st", "1", "k"],
+        vec!["FCALL", "sp", "0"],
         vec!["CONFIG", "SET", "replica-serve-stale-data", "yes"],
         vec!["CONFIG", "SET", "replica-read-only", "no"],
         vec!["SET", "k", "w"],

@@ -1,8 +1,9 @@
 //! A long script never freezes its own shard: past `busy-reply-threshold` the busy
 //! shard's other connections (open before the script, or new) get `-BUSY`, their
 //! MULTI is flagged and EXEC aborts, SCRIPT KILL / FUNCTION KILL from them stop
-//! the script, SHUTDOWN NOSAVE from them ends the server, a partial command is
-//! left for after the script. With 1 and 2 shards in forward mode and 2 in
+//! the script, SHUTDOWN NOSAVE from them ends the server, WATCH outside MULTI is
+//! answered at once and a later write of the script fails the EXEC, a partial
+//! command is left for after the script. With 1 and 2 shards in forward mode and 2 in
 //! per-shard mode. The replies are the same with `RUVIO_TEST_TARGET=redis` (one
 //! redis-server, or a Redis cluster for per-shard mode), which checks them against
 //! Redis.
@@ -337,5 +338,76 @@ fn connection_commands_on_the_busy_shard() {
         assert_eq!(until_not_busy(&mut witness, &["ping"], BUSY), b"+PONG\r\n");
         let name = witness.cmd(&["client", "getname"]);
         assert_eq!(name, b"$-1\r\n", "{mode:?}: RESET cleared the name");
+    }
+}
+
+/// A script that spins for `ms`, then writes KEYS[1]. It reads TIME only
+/// between runs of plain Lua, so the busy hook (every 100,000 Lua instructions)
+/// comes round often even in a debug build on a loaded machine.
+fn spin_then_write(ms: u64) -> String {
+    format!(
+        "local t = redis.call('time') local start = t[1] * 1000000 + t[2] \
+         while true do for i = 1, 20000 do end local n = redis.call('time') \
+         if n[1] * 1000000 + n[2] - start > {} then break end end \
+         redis.call('set', KEYS[1], 'script') return 1",
+        ms * 1000
+    )
+}
+
+/// WATCH outside MULTI on the busy shard is answered at once, as Redis runs it
+/// while busy (it is an allow-busy command); a write the script makes after it
+/// fails that client's EXEC, a key the script leaves alone does not.
+#[test]
+fn watch_while_a_script_is_busy() {
+    for (server, mode) in servers() {
+        let (a, b) = (key_on_shard("wa", 0, 2), key_on_shard("wb", 0, 2));
+        let mut watcher = on_busy_shard(&server, mode);
+        let mut calm = on_busy_shard(&server, mode);
+        let mut runner = on_busy_shard(&server, mode);
+        let ms = THRESHOLD_MS.to_string();
+        assert_eq!(
+            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
+            b"+OK\r\n"
+        );
+        assert_eq!(calm.cmd(&["set", &b, "before"]), b"+OK\r\n");
+        runner.send(&encode(&[
+            "eval",
+            &spin_then_write(THRESHOLD_MS * 25),
+            "1",
+            &a,
+        ]));
+        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        assert_eq!(watcher.cmd(&["ping"]), BUSY, "{mode:?}: busy");
+        assert_eq!(watcher.cmd(&["watch", &a]), b"+OK\r\n", "{mode:?}");
+        assert_eq!(calm.cmd(&["watch", &b]), b"+OK\r\n", "{mode:?}");
+        // Watching again, and a key already watched, changes nothing.
+        assert_eq!(calm.cmd(&["watch", &b, &b]), b"+OK\r\n", "{mode:?}");
+        assert_eq!(
+            watcher.cmd(&["get", &a]),
+            BUSY,
+            "{mode:?}: WATCH was answered during the script"
+        );
+        assert_eq!(runner.read_reply(), b":1\r\n", "{mode:?}: the script");
+        assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(watcher.cmd(&["set", &a, "mine"]), b"+QUEUED\r\n");
+        assert_eq!(
+            watcher.cmd(&["exec"]),
+            b"*-1\r\n",
+            "{mode:?}: the script wrote the watched key after WATCH"
+        );
+        assert_eq!(watcher.cmd(&["get", &a]), bulk("script").as_bytes());
+        assert_eq!(calm.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(calm.cmd(&["set", &b, "after"]), b"+QUEUED\r\n");
+        assert_eq!(
+            calm.cmd(&["exec"]),
+            b"*1\r\n+OK\r\n",
+            "{mode:?}: a key the script left alone"
+        );
+        // The watches were registered: a later write still fails an EXEC.
+        assert_eq!(watcher.cmd(&["watch", &a]), b"+OK\r\n");
+        assert_eq!(calm.cmd(&["set", &a, "other"]), b"+OK\r\n");
+        assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(watcher.cmd(&["get", &a]), b"+QUEUED\r\n");
+        assert_eq!(watcher.cmd(&["exec"]), b"*-1\r\n", "{mode:?}");
     }
 }

@@ -2,8 +2,9 @@
 //! redis-servers: `no-cluster` and `allow-cross-slot-keys` in per-shard mode
 //! against a Redis Cluster of the same shape (each shard a node owning the same
 //! slots), `allow-oom` and a shebang without it under `maxmemory`, against a
-//! standalone redis-server; `allow-stale` is accepted (Ruvio has no replicas to be
-//! stale). Raw replies compared, RESP2 and RESP3.
+//! standalone redis-server; `allow-stale` is accepted here (where it acts, on a
+//! stale replica: tests/replica_of_redis.rs). Raw replies compared, RESP2 and
+//! RESP3.
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! XREAD BLOCK with real clients: woken by XADD from another client (on the same
 //! shard and, in forward mode, on another), served only what came after `$` as it
-//! stood when the client blocked, in blocking order, and timed out with a null
-//! array.
+//! stood when the client blocked, in blocking order (a reader that waits on does
+//! not hold up the ones behind it), and timed out with a null array.
 //!
 //! Exact reply bytes throughout; `RUVIO_TEST_TARGET=redis` runs the same cases
 //! against a real redis-server.
@@ -105,10 +105,31 @@ fn across_shards(server: &Server) {
     writer.roundtrip(&encode(&["DEL", k0, k1]), b":2\r\n");
 }
 
+/// A reader that blocked first after an ID above the new entry keeps waiting,
+/// and the reader behind it, after an ID below, is served all the same.
+fn a_reader_behind_one_that_waits_on_is_served(server: &Server) {
+    let key = &keys_per_shard("behind", server.shards.max(2))[1];
+    let mut writer = server.raw();
+    writer.roundtrip(&encode(&["XADD", key, "5-0", "f", "v"]), b"$3\r\n5-0\r\n");
+    let mut ahead = server.raw();
+    ahead.send(&encode(&["XREAD", "BLOCK", "0", "STREAMS", key, "10-0"]));
+    sleep(LET_IT_PARK);
+    let mut behind = server.raw();
+    behind.send(&encode(&["XREAD", "BLOCK", "0", "STREAMS", key, "$"]));
+    behind.expect_silence(STILL_BLOCKED);
+    writer.roundtrip(&encode(&["XADD", key, "6-0", "f", "w"]), b"$3\r\n6-0\r\n");
+    behind.expect(&stream_entry_reply(key, "6-0", "f", "w"));
+    ahead.expect_silence(STILL_BLOCKED);
+    writer.roundtrip(&encode(&["XADD", key, "11-0", "g", "x"]), b"$4\r\n11-0\r\n");
+    ahead.expect(&stream_entry_reply(key, "11-0", "g", "x"));
+    writer.roundtrip(&encode(&["DEL", key]), b":1\r\n");
+}
+
 fn all_cases(server: &Server) {
     dollar_serves_only_what_came_after(server);
     missing_stream_is_woken_by_its_first_entry(server);
     every_reader_is_served(server);
+    a_reader_behind_one_that_waits_on_is_served(server);
     times_out(server);
 }
 

@@ -2,8 +2,9 @@
 //! same shard and, in forward mode with 2 shards, on another), the entry made
 //! pending for the consumer; timed out with a null array; and answered Redis
 //! 7.0's errors when the group is destroyed (`-NOGROUP the consumer group this
-//! client was blocked on no longer exists`) or the key deleted (`-UNBLOCKED the
-//! stream key no longer exists`) while it waits.
+//! client was blocked on no longer exists`) or the key deleted or overwritten by
+//! SET (`-UNBLOCKED the stream key no longer exists`) while it waits; a BLPOP
+//! waiter on the same name is served only by a list.
 //!
 //! Exact reply bytes throughout; `RUVIO_TEST_TARGET=redis` runs the same cases
 //! against a real redis-server.
@@ -139,12 +140,52 @@ fn key_deleted(server: &Server) {
     waiter.expect(b"-UNBLOCKED the stream key no longer exists\r\n");
 }
 
+/// A SET over the stream (its type changes) answers the blocked client as a
+/// deletion does.
+fn key_overwritten(server: &Server) {
+    let key = &keys_per_shard("set", server.shards.max(2))[1];
+    let mut writer = server.raw();
+    create_group(&mut writer, key);
+    let mut waiter = blocked_forever(server, key, "frank");
+    writer.roundtrip(&encode(&["SET", key, "str"]), b"+OK\r\n");
+    waiter.expect(b"-UNBLOCKED the stream key no longer exists\r\n");
+    writer.roundtrip(&encode(&["DEL", key]), b":1\r\n");
+}
+
+/// A client blocked in BLPOP on a name that then becomes a stream with a client
+/// blocked in XREADGROUP on it: the XADD serves neither, deleting the stream
+/// unblocks only the stream reader, and a later LPUSH serves the list waiter
+/// (as redis-server 7.0 does).
+fn list_waiter_on_the_same_name(server: &Server) {
+    let key = &keys_per_shard("both", server.shards.max(2))[0];
+    let mut writer = server.raw();
+    writer.cmd(&["DEL", key]);
+    let mut popper = server.raw();
+    popper.send(&encode(&["BLPOP", key, "0"]));
+    popper.expect_silence(STILL_BLOCKED);
+    writer.roundtrip(
+        &encode(&["XADD", key, "666", "key", "value"]),
+        b"$5\r\n666-0\r\n",
+    );
+    writer.roundtrip(&encode(&["XGROUP", "CREATE", key, "g", "$"]), b"+OK\r\n");
+    let mut reader = blocked_forever(server, key, "grace");
+    popper.expect_silence(STILL_BLOCKED);
+    writer.roundtrip(&encode(&["DEL", key]), b":1\r\n");
+    reader.expect(b"-UNBLOCKED the stream key no longer exists\r\n");
+    popper.expect_silence(STILL_BLOCKED);
+    writer.roundtrip(&encode(&["LPUSH", key, "x"]), b":1\r\n");
+    popper.expect(format!("*2\r\n{}{}", bulk(key), bulk("x")).as_bytes());
+    writer.roundtrip(&encode(&["EXISTS", key]), b":0\r\n");
+}
+
 fn all_cases(server: &Server) {
     woken_by_xadd(server);
     across_shards(server);
     times_out(server);
     group_destroyed(server);
     key_deleted(server);
+    key_overwritten(server);
+    list_waiter_on_the_same_name(server);
 }
 
 #[test]

@@ -8,7 +8,8 @@
 //! - XSETID (7.4) refuses a last ID below the stream's max-deleted-entry-id.
 //! - XINFO's consumer `active-time` / `inactive` (7.2).
 //! - XDELEX and XACKDEL with KEEPREF / DELREF / ACKED, and XADD / XTRIM with
-//!   KEEPREF / DELREF (8.2), as the command docs and Redis's tests give them.
+//!   KEEPREF / DELREF / ACKED (8.2), as the command docs and Redis's tests give
+//!   them.
 //!
 //! Exact reply bytes, real clients, 2 shards (keys on both).
 
@@ -611,4 +612,119 @@ fn trims_with_delref_drop_references() {
         )
         .as_bytes(),
     );
+}
+
+/// The RESP2 bytes of an XRANGE over entries `(id, field, value)`.
+fn entries_reply(entries: &[(&str, &str, &str)]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", entries.len());
+    for (id, field, value) in entries {
+        out += &format!("*2\r\n{}*2\r\n{}{}", bulk(id), bulk(field), bulk(value));
+    }
+    out.into_bytes()
+}
+
+/// XADD and XTRIM with ACKED (8.2) drop only entries no group needs: an entry
+/// one group still has pending, or has not had delivered, stays and the trim
+/// goes on past it; the PELs are left as they are; with no group left ACKED
+/// trims as KEEPREF does (the command pages of XADD and XTRIM).
+#[test]
+fn trims_with_acked_keep_what_a_group_needs() {
+    let server = Server::forward(2);
+    let key = &keys_per_shard("trimacked", 2)[1];
+    let mut c = server.raw();
+    stream_with_groups(&mut c, key);
+    // `late` was delivered up to 2-1 and has nothing pending.
+    c.roundtrip(
+        &encode(&["XGROUP", "CREATE", key, "late", "2-1"]),
+        b"+OK\r\n",
+    );
+    // Everything is pending in `g`: nothing goes.
+    c.roundtrip(&encode(&["XTRIM", key, "MAXLEN", "0", "ACKED"]), b":0\r\n");
+    c.roundtrip(&encode(&["XLEN", key]), b":5\r\n");
+    c.roundtrip(&encode(&["XACK", key, "g", "0-1", "1-1", "3-1"]), b":3\r\n");
+    // 0-1 and 1-1 are acknowledged and delivered to both; 3-1 is past `late`.
+    c.roundtrip(&encode(&["XTRIM", key, "MAXLEN", "0", "ACKED"]), b":2\r\n");
+    c.roundtrip(
+        &encode(&["XRANGE", key, "-", "+"]),
+        &entries_reply(&[
+            ("2-1", "item", "2"),
+            ("3-1", "item", "3"),
+            ("4-1", "item", "4"),
+        ]),
+    );
+    // XADD's trim: the new entry and every older one are needed.
+    c.roundtrip(
+        &encode(&["XADD", key, "ACKED", "MAXLEN", "1", "5-1", "f", "v"]),
+        bulk("5-1").as_bytes(),
+    );
+    c.roundtrip(&encode(&["XLEN", key]), b":4\r\n");
+    // `late` delivered past everything: 3-1 is free, 2-1 and 4-1 still pending
+    // in `g`; MINID goes on past the pending 2-1.
+    c.roundtrip(&encode(&["XGROUP", "SETID", key, "late", "$"]), b"+OK\r\n");
+    c.roundtrip(&encode(&["XTRIM", key, "MINID", "5", "ACKED"]), b":1\r\n");
+    c.roundtrip(
+        &encode(&["XRANGE", key, "-", "+"]),
+        &entries_reply(&[
+            ("2-1", "item", "2"),
+            ("4-1", "item", "4"),
+            ("5-1", "f", "v"),
+        ]),
+    );
+    // MAXLEN cannot be reached: 5-1 was never delivered to `g`, 2-1 is pending.
+    c.roundtrip(&encode(&["XACK", key, "g", "4-1"]), b":1\r\n");
+    c.roundtrip(&encode(&["XTRIM", key, "MAXLEN", "1", "ACKED"]), b":1\r\n");
+    c.roundtrip(&encode(&["XLEN", key]), b":2\r\n");
+    // An approximate trim drops whole nodes only: this one holds 2-1.
+    c.roundtrip(
+        &encode(&["XTRIM", key, "MAXLEN", "~", "0", "ACKED"]),
+        b":0\r\n",
+    );
+    // The PEL is untouched: 2-1 is still alice's.
+    c.roundtrip(
+        &encode(&["XPENDING", key, "g"]),
+        format!(
+            "*4\r\n:1\r\n{}{}*1\r\n*2\r\n{}{}",
+            bulk("2-1"),
+            bulk("2-1"),
+            bulk("alice"),
+            bulk("1")
+        )
+        .as_bytes(),
+    );
+    // No group left: nothing is needed.
+    c.roundtrip(&encode(&["XGROUP", "DESTROY", key, "g"]), b":1\r\n");
+    c.roundtrip(&encode(&["XGROUP", "DESTROY", key, "late"]), b":1\r\n");
+    c.roundtrip(&encode(&["XTRIM", key, "MAXLEN", "0", "ACKED"]), b":2\r\n");
+    c.roundtrip(&encode(&["XLEN", key]), b":0\r\n");
+}
+
+/// An approximate ACKED trim drops a node whole when none of its entries is
+/// needed and stops at the first node that holds one (nodes of two entries
+/// under `stream-node-max-entries 2`).
+#[test]
+fn approximate_acked_trims_drop_free_nodes() {
+    let server = Server::forward(1);
+    let mut c = server.raw();
+    c.roundtrip(
+        &encode(&["CONFIG", "SET", "stream-node-max-entries", "2"]),
+        b"+OK\r\n",
+    );
+    let key = "ackednodes";
+    for j in 1..=6 {
+        c.cmd(&["XADD", key, &format!("{j}-1"), "f", "v"]);
+    }
+    c.roundtrip(&encode(&["XGROUP", "CREATE", key, "g", "0"]), b"+OK\r\n");
+    assert!(c
+        .cmd(&["XREADGROUP", "GROUP", "g", "bob", "STREAMS", key, ">"])
+        .starts_with(b"*1\r\n"));
+    c.roundtrip(&encode(&["XACK", key, "g", "1-1", "2-1", "4-1"]), b":3\r\n");
+    // Node [1-1 2-1] is free, node [3-1 4-1] holds the pending 3-1.
+    c.roundtrip(
+        &encode(&["XTRIM", key, "MAXLEN", "~", "0", "ACKED"]),
+        b":2\r\n",
+    );
+    c.roundtrip(&encode(&["XLEN", key]), b":4\r\n");
+    // Exact: 4-1 goes alone.
+    c.roundtrip(&encode(&["XTRIM", key, "MAXLEN", "0", "ACKED"]), b":1\r\n");
+    c.roundtrip(&encode(&["XLEN", key]), b":3\r\n");
 }

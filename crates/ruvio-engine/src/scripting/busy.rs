@@ -266,6 +266,8 @@ thread_local! {
     static CURRENT_RUN: Cell<u64> = const { Cell::new(0) };
     /// How the server answers this shard's other clients while its script is busy.
     static SERVE_WHILE_BUSY: Cell<Option<fn(&CmdError)>> = const { Cell::new(None) };
+    /// Write commands scripts on this shard have called, ever (never reset).
+    static SCRIPT_WRITES: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Give this shard thread's scripts the server's way of answering the shard's other
@@ -346,7 +348,15 @@ impl Drop for Running {
 
 /// The running script called a write command: from now on it cannot be killed.
 pub(super) fn note_write() {
+    SCRIPT_WRITES.with(|w| w.set(w.get() + 1));
     with_own(|_, own| own.wrote.store(true, Ordering::Release));
+}
+
+/// How many write commands scripts on this shard have called so far: the
+/// server's busy hook notes it when it answers a WATCH while a script runs, and
+/// compares after the script to know whether a write came after that WATCH.
+pub fn script_writes() -> u64 {
+    SCRIPT_WRITES.with(Cell::get)
 }
 
 /// SCRIPT KILL / FUNCTION KILL asked to stop the script running on this shard.

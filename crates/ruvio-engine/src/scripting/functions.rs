@@ -43,6 +43,8 @@ const ENGINE_NAME: &str = "LUA";
 const NO_WRITES: u8 = 1;
 /// The flag bit of `allow-oom`.
 const ALLOW_OOM: u8 = 1 << 1;
+/// The flag bit of `allow-stale`.
+const ALLOW_STALE: u8 = 1 << 2;
 /// The flag bit of `no-cluster`.
 const NO_CLUSTER: u8 = 1 << 3;
 /// The flag bit of `allow-cross-slot-keys`.
@@ -68,6 +70,18 @@ pub fn may_write(args: Args<'_>) -> bool {
     }
     with_libraries(|l| l.find(args.get(1)).map(|func| func.flags))
         .is_some_and(|flags| flags & NO_WRITES == 0)
+}
+
+/// Whether this FCALL / FCALL_RO (`args`) gets past a stale replica's check
+/// before it runs: only a function flagged `allow-stale` (Redis 7's
+/// `scriptFlagsToCmdFlags`); an unknown function passes to be the command's own
+/// error.
+pub fn runs_stale(args: Args<'_>) -> bool {
+    if args.len() < 2 {
+        return true;
+    }
+    with_libraries(|l| l.find(args.get(1)).map(|func| func.flags))
+        .is_none_or(|flags| flags & ALLOW_STALE != 0)
 }
 
 /// A registered function.

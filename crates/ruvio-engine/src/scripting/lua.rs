@@ -862,6 +862,9 @@ impl Runner<'_> {
         if row.meta.has(flags::WRITE) && server_cmds::refuses_writes() {
             return self.fail(server_cmds::READONLY_REPLICA);
         }
+        if !row.meta.has(flags::STALE) && server_cmds::refuses_stale() {
+            return self.fail(server_cmds::STALE_REPLICA);
+        }
         if !every_slot_is_local() {
             if let Err(text) = self.reach_foreign_keys(&row.meta.keys, args) {
                 return self.fail(text);

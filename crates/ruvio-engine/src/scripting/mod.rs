@@ -48,7 +48,7 @@ use crate::error::CmdError;
 use crate::Engine;
 
 pub use acl::{set_acl_check, AclCheck};
-pub use busy::{kill, set_script_watches, set_serve_while_busy, ScriptWatches};
+pub use busy::{kill, script_writes, set_script_watches, set_serve_while_busy, ScriptWatches};
 pub use lua::set_local_slots;
 pub use lua::set_oom_at_start;
 pub use lua::take_start_over;
@@ -155,10 +155,12 @@ struct Shebang {
     /// `allow-cross-slot-keys`: in cluster mode, may reach keys of several slots
     /// of its node.
     allow_cross_slot: bool,
+    /// `allow-stale`: runs on a replica whose link is down under
+    /// `replica-serve-stale-data no` (see [`runs_stale`]).
+    allow_stale: bool,
 }
 
-/// Flags a shebang may name. `allow-stale` is accepted and has nothing to lift:
-/// Ruvio has no replicas to be stale.
+/// Flags a shebang may name.
 const SHEBANG_FLAGS: &[&str] = &[
     "no-writes",
     "allow-oom",
@@ -209,6 +211,7 @@ fn shebang(body: &[u8]) -> Result<Shebang, CmdError> {
             parsed.allow_oom |= flag == b"allow-oom";
             parsed.no_cluster |= flag == b"no-cluster";
             parsed.allow_cross_slot |= flag == b"allow-cross-slot-keys";
+            parsed.allow_stale |= flag == b"allow-stale";
         }
     }
     Ok(parsed)
@@ -268,6 +271,40 @@ pub fn may_write(args: Args<'_>) -> bool {
     }
 }
 
+/// Whether this EVAL / EVALSHA (`args`) gets past a stale replica's check
+/// before it runs (`replica-serve-stale-data no`, the link down), as Redis 7's
+/// `scriptFlagsToCmdFlags`: a script with a shebang only with `allow-stale`. A
+/// script without one passes as EVAL's own `stale` flag lets it, and is refused
+/// as it starts ([`run`], Redis's scriptPrepareForRun); an unknown SHA or a bad
+/// shebang passes to be the command's own error.
+pub fn runs_stale(args: Args<'_>) -> bool {
+    let body = if args.get(0).eq_ignore_ascii_case(b"evalsha")
+        || args.get(0).eq_ignore_ascii_case(b"evalsha_ro")
+    {
+        match lookup(args.get(1)) {
+            Some((_, body)) => body.to_vec(),
+            None => return true,
+        }
+    } else if args.len() > 1 {
+        args.get(1).to_vec()
+    } else {
+        return true;
+    };
+    match shebang(&body) {
+        Ok(flags) => !flags.present || flags.allow_stale,
+        Err(_) => true,
+    }
+}
+
+/// Redis's `shared.masterdownerr`: a stale replica refuses the script.
+fn master_down_error() -> CmdError {
+    CmdError::quoted(
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+        b"",
+        "",
+    )
+}
+
 /// Run `body` (SHA1 `sha`) with the keys and arguments of `args`.
 fn run(
     engine: &mut Engine,
@@ -291,6 +328,12 @@ fn run(
     let cluster = engine.config().cluster_enabled;
     if cluster && flags.no_cluster {
         return Err(no_cluster_error());
+    }
+    // EVAL compatibility mode (no shebang) on a stale replica: Redis's
+    // scriptPrepareForRun refuses it here (a script with one was judged by its
+    // flags before it ran: [`runs_stale`]).
+    if !flags.present && server_cmds::refuses_stale() {
+        return Err(master_down_error());
     }
     let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| args.get(i)).collect();
     let argv: Vec<&[u8]> = (3 + numkeys..args.len()).map(|i| args.get(i)).collect();

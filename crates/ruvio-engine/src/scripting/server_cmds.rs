@@ -136,6 +136,12 @@ pub trait ScriptHost {
     fn refuses_writes(&self) -> bool {
         false
     }
+    /// The server is a replica whose link is down under
+    /// `replica-serve-stale-data no`: a script's calls of commands without the
+    /// `stale` flag are refused (Redis's scriptVerifyAllowStale).
+    fn refuses_stale(&self) -> bool {
+        false
+    }
 }
 
 /// The commands a script runs on every shard (forward mode), whose parts merge
@@ -226,6 +232,15 @@ pub(super) fn reach(engine: &mut Engine, call: Reaching<'_>) -> Reach {
 /// Redis's `shared.roslaveerr`: a read-only replica's answer to a write, a
 /// script's write call included.
 pub const READONLY_REPLICA: &[u8] = b"READONLY You can't write against a read only replica.";
+
+/// Redis's error for a script's call refused on a stale replica.
+pub const STALE_REPLICA: &[u8] = b"ERR Can not execute the command on a stale replica";
+
+/// [`ScriptHost::refuses_stale`] of this thread's host; an engine alone is never
+/// stale.
+pub(super) fn refuses_stale() -> bool {
+    with_host(|h| h.refuses_stale()).unwrap_or(false)
+}
 
 /// [`ScriptHost::refuses_writes`] of this thread's host; an engine alone writes.
 pub(super) fn refuses_writes() -> bool {

@@ -53,27 +53,31 @@ struct AddTrimArgs {
     approx: bool,
     limit: u64,
     nomkstream: bool,
-    /// Redis 8.2's KEEPREF (default) / DELREF: whether trimmed entries leave
-    /// the consumer groups' PELs too.
+    /// Redis 8.2's KEEPREF (default) / DELREF / ACKED: whether trimmed entries
+    /// leave the consumer groups' PELs too, or stay while a group needs them.
     refs: RefPolicy,
     /// XADD: the ID argument's index and what it said (`None` for `*`).
     id_at: usize,
     id: Option<ParsedId>,
 }
 
-/// XADD's and XTRIM's KEEPREF / DELREF (Redis 8.2).
+/// XADD's and XTRIM's KEEPREF / DELREF / ACKED (Redis 8.2).
 fn trim_ref_policy(opt: &[u8]) -> Option<RefPolicy> {
     match opt.to_ascii_uppercase().as_slice() {
         b"KEEPREF" => Some(RefPolicy::KeepRef),
         b"DELREF" => Some(RefPolicy::DelRef),
+        b"ACKED" => Some(RefPolicy::Acked),
         _ => None,
     }
 }
 
-/// Trim `s` as `p` says; with DELREF the dropped entries leave every PEL.
+/// Trim `s` as `p` says; with DELREF the dropped entries leave every PEL,
+/// with ACKED only entries no group needs are dropped.
 fn trim_as_asked(s: &mut StreamValue, to: TrimTo, p: &AddTrimArgs) -> u64 {
-    if p.refs != RefPolicy::DelRef {
-        return s.trim(to, p.approx, p.limit);
+    match p.refs {
+        RefPolicy::KeepRef => return s.trim(to, p.approx, p.limit),
+        RefPolicy::Acked => return s.trim_acked(to, p.approx, p.limit),
+        RefPolicy::DelRef => {}
     }
     let mut dropped = Vec::new();
     let n = s.trim_noting(to, p.approx, p.limit, Some(&mut dropped));
@@ -198,7 +202,7 @@ fn rewrite_trim(argv: &mut [Vec<u8>], p: &AddTrimArgs, s: &StreamValue) {
     };
 }
 
-/// `XADD key [NOMKSTREAM] [KEEPREF|DELREF] [MAXLEN|MINID [=|~] threshold [LIMIT
+/// `XADD key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [MAXLEN|MINID [=|~] threshold [LIMIT
 /// count]] *|id field value [field value ...]`.
 pub(super) fn xadd(
     e: &mut Engine,
@@ -395,7 +399,7 @@ pub(super) fn xdel(
     Ok(Done)
 }
 
-/// `XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count] [KEEPREF|DELREF]`.
+/// `XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count] [KEEPREF|DELREF|ACKED]`.
 pub(super) fn xtrim(
     e: &mut Engine,
     ctx: &mut ExecCtx,

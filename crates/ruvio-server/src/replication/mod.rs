@@ -56,10 +56,23 @@ pub fn refusal(
         return Some(CmdError::Line(READONLY_ERROR.to_vec()));
     }
     let stale_refused = cfg.param("replica-serve-stale-data") == "no";
-    if stale_refused && !state.link_up() && !meta.has(STALE) {
+    if stale_refused && !state.link_up() && !runs_stale(meta, args) {
         return Some(CmdError::Line(MASTERDOWN_ERROR.to_vec()));
     }
     None
+}
+
+/// The command may run on a stale replica, as Redis's processCommand judges it:
+/// a script's or function's declared flags decide for EVAL and FCALL
+/// (`allow-stale`; a script without a shebang passes here and is refused as it
+/// starts), every other command by its `stale` flag.
+fn runs_stale(meta: &CommandMeta, args: Args<'_>) -> bool {
+    use ruvio_engine::scripting;
+    match meta.name {
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => scripting::runs_stale(args),
+        "fcall" | "fcall_ro" => scripting::functions::runs_stale(args),
+        _ => meta.has(STALE),
+    }
 }
 
 /// Redis's `shared.noreplicaserr`.

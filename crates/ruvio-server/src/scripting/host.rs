@@ -148,6 +148,13 @@ impl ScriptHost for Host {
         self.shared.replication.is_replica() && self.cfg.param("replica-read-only") == "yes"
     }
 
+    fn refuses_stale(&self) -> bool {
+        let replication = &self.shared.replication;
+        replication.is_replica()
+            && !replication.link_up()
+            && self.cfg.param("replica-serve-stale-data") == "no"
+    }
+
     fn receivers(&self, shard_channel: bool, channel: &[u8]) -> Option<u64> {
         if shard_channel && self.mode == PortMode::PerShard {
             let slot = ruvio_engine::slot::key_slot(channel);

@@ -13,9 +13,15 @@
 //! - SCRIPT KILL and FUNCTION KILL act at once (the hook raises the kill right
 //!   after), SHUTDOWN NOSAVE ends the process, SHUTDOWN without it is `-BUSY`;
 //! - the connection commands Redis runs while busy: AUTH, HELLO, MULTI, DISCARD,
-//!   UNWATCH, RESET, QUIT, FUNCTION STATS (a function's run, or `-BUSY` under an
-//!   EVAL); inside MULTI those Redis lets past the busy check are queued, as its
-//!   MULTI then takes them.
+//!   WATCH, UNWATCH, RESET, QUIT, FUNCTION STATS (a function's run, or `-BUSY`
+//!   under an EVAL); inside MULTI those Redis lets past the busy check are queued,
+//!   as its MULTI then takes them;
+//! - WATCH outside MULTI of keys this shard owns: `+OK` at once, the keys added to
+//!   the client's list, and their registration in the shard's watch table left
+//!   ([`PendingWatch`]) for the end of the script command, which registers them
+//!   and touches the watch when the script wrote one of the keys after this WATCH
+//!   (`shard::exec::adopt_pending_watches`); so a write of the script after the
+//!   `+OK` fails the client's EXEC, as in Redis.
 //!
 //! What it may touch, and why it is safe:
 //! - The connections: while a script command runs, the shard lends its slab
@@ -30,8 +36,9 @@
 //!   enters the ring (its task work is deferred, `DEFER_TASKRUN`), and a receive
 //!   woken for bytes taken here finds none and waits again. Commands are peeked
 //!   first and only the whole ones answered here are taken off the socket; the
-//!   first command it may not answer (WATCH outside MULTI, UNWATCH, RESET or EXEC
-//!   of a client that watches keys, RESET of a subscriber or a monitor: they
+//!   first command it may not answer (WATCH of a key another shard owns, or from
+//!   a connection accepted meanwhile, UNWATCH, RESET or EXEC of a client that
+//!   watches keys, RESET of a subscriber or a monitor: they
 //!   change shard tables; a connection accepted meanwhile that needs its state
 //!   kept; a partial command) stops it there for that connection: it and what
 //!   follows wait for the loop.
@@ -79,6 +86,19 @@ pub enum Target {
     Fresh(RawFd),
 }
 
+/// A WATCH answered while the script ran: what its registration needs.
+#[derive(Debug)]
+pub struct PendingWatch {
+    pub client_id: u64,
+    pub epoch: u64,
+    pub db: usize,
+    /// The keys new to the client's watch list (all this shard's).
+    pub keys: Vec<Vec<u8>>,
+    /// `ruvio_engine::scripting::script_writes()` when `+OK` was sent: a write
+    /// counted after it may have changed a key.
+    pub writes_at: u64,
+}
+
 /// What the loop takes over once the script command is done.
 #[derive(Default)]
 pub struct Leftovers {
@@ -88,6 +108,8 @@ pub struct Leftovers {
     pub unsent: Vec<(Target, Vec<u8>)>,
     /// Commands answered `-BUSY` here (the shard's error statistics count them).
     pub refused_busy: u64,
+    /// WATCHes answered here, to register ([`take_watches`] takes them first).
+    pub watches: Vec<PendingWatch>,
 }
 
 /// The shard's part: its listener, what its answers depend on, and the buffers of
@@ -156,6 +178,19 @@ pub fn take_leftovers() -> Leftovers {
     })
 }
 
+/// The WATCHes answered while a script ran, to register now (the end of the
+/// script command); empty, and cheap, in every other case.
+pub fn take_watches() -> Vec<PendingWatch> {
+    if !has_leftovers() {
+        return Vec::new();
+    }
+    PUMP.with_borrow_mut(|p| {
+        p.as_mut()
+            .map(|pump| std::mem::take(&mut pump.leftovers.watches))
+            .unwrap_or_default()
+    })
+}
+
 /// The engine's hook, past the threshold (`busy`: the running script's `-BUSY`):
 /// answer what the shard's other clients sent since the last call.
 fn serve(busy: &CmdError) {
@@ -177,7 +212,10 @@ fn serve(busy: &CmdError) {
             }
         }
         let l = &pump.leftovers;
-        let any = !l.accepted.is_empty() || !l.unsent.is_empty() || l.refused_busy > 0;
+        let any = !l.accepted.is_empty()
+            || !l.unsent.is_empty()
+            || l.refused_busy > 0
+            || !l.watches.is_empty();
         // The stopped list is cleared with the leftovers, for the next script.
         Some(any || !pump.stopped.is_empty())
     });
@@ -294,6 +332,7 @@ impl Pump {
                     args,
                     authenticated,
                     settings: &self.settings,
+                    watches: &mut self.leftovers.watches,
                 };
                 match answer(asked, client.as_deref_mut(), busy, &mut reply) {
                     Answer::Replied => {}
@@ -371,6 +410,8 @@ struct Asked<'a> {
     args: Args<'a>,
     authenticated: bool,
     settings: &'a Settings,
+    /// Where a WATCH answered here leaves its registration.
+    watches: &'a mut Vec<PendingWatch>,
 }
 
 /// Redis' answer to a command while a script is busy (its checks in its order:
@@ -386,6 +427,7 @@ fn answer(
         args,
         authenticated,
         settings,
+        watches,
     } = asked;
     let refuse = |client: Option<&mut ClientState>, e: &CmdError, reply: &mut Reply<'_>| {
         if let Some(client) = client {
@@ -529,6 +571,43 @@ fn answer(
         }
         "watch" if in_multi => {
             CmdError::WatchInMulti.write(reply);
+            Answer::Replied
+        }
+        // Keys of this shard only: another owner registers them by a message,
+        // and only then may the client be told `+OK` (see `transactions::watch`).
+        "watch"
+            if client.is_some()
+                && args
+                    .iter()
+                    .skip(1)
+                    .all(|k| settings.topo.key_owner(k) == settings.shard)
+                && (settings.topo.mode != PortMode::PerShard
+                    || args
+                        .iter()
+                        .skip(1)
+                        .all(|k| key_slot(k) == key_slot(args.get(1)))) =>
+        {
+            let client = client.expect("checked");
+            let db = client.db;
+            let mut keys: Vec<Vec<u8>> = Vec::new();
+            for key in args.iter().skip(1) {
+                let known = client.watching.iter().any(|(d, k)| *d == db && k == key)
+                    || keys.iter().any(|k| k == key);
+                if !known {
+                    keys.push(key.to_vec());
+                }
+            }
+            client.watching.extend(keys.iter().map(|k| (db, k.clone())));
+            if !keys.is_empty() {
+                watches.push(PendingWatch {
+                    client_id: client.id,
+                    epoch: client.watch_epoch,
+                    db,
+                    keys,
+                    writes_at: ruvio_engine::scripting::script_writes(),
+                });
+            }
+            reply.ok();
             Answer::Replied
         }
         // Nothing watched: nothing in the watch tables to forget.

@@ -116,7 +116,11 @@ pub fn run_engine(
     }
     // A flush owes each tracking client one null ([`flushed`]), not its keys.
     let tracked = core.tracking.active() && !is_flush(cmd);
-    let keys = caller.borrowing || !core.blocking.is_empty() || watched || may_borrow || tracked;
+    // A script's written keys are recorded too: a WATCH the busy hook answers
+    // while it runs is registered after it, by what it wrote
+    // ([`adopt_pending_watches`]).
+    let keys =
+        caller.borrowing || !core.blocking.is_empty() || watched || may_borrow || tracked || script;
     let notify = crate::messaging::notify::wanted(core);
     if keys || logging || notify {
         ctx.effects = Effects::recording(core.spare_record.take(), keys, notify, logging);
@@ -219,7 +223,10 @@ pub fn run_engine(
             let noloop = caller.tracking.bits & tracking_command::NOLOOP != 0;
             core.tracking.written(caller.client_id, noloop, key);
         }
-        core.blocking.signal(db, key);
+        // Nobody parked, no key to signal (`signal` would copy the key to look).
+        if !core.blocking.is_empty() {
+            core.blocking.signal(db, key);
+        }
         if watched {
             core.watches.touch(
                 crate::transactions::watch::Notify {
@@ -230,6 +237,9 @@ pub fn run_engine(
                 key,
             );
         }
+    }
+    if script {
+        adopt_pending_watches(core, &ctx.effects);
     }
     let modified = match caller.borrowing {
         true => ctx
@@ -265,6 +275,38 @@ pub fn run_engine(
         return finish_ran(core, &mut ctx, block, modified, Ran::default());
     }
     finish_ran(core, &mut ctx, block, modified, ended)
+}
+
+/// Register the WATCHes the busy hook answered while the script command that
+/// just ended ran ([`crate::shard::busy::PendingWatch`]), after its own writes
+/// touched the watchers there were: a watch whose key the script wrote after
+/// its `+OK` (a write counted since, and that key among the script's written
+/// ones) is touched, so the client's EXEC fails as in Redis. A write of that
+/// key before the WATCH and of another after it also touches it (one key's
+/// write order within a script is not recorded): an EXEC that fails where
+/// Redis's would not, never one that runs over a change.
+pub fn adopt_pending_watches(core: &mut ShardCore, written: &Effects) {
+    let pending = crate::shard::busy::take_watches();
+    if pending.is_empty() {
+        return;
+    }
+    let writes_now = ruvio_engine::scripting::script_writes();
+    for watch in pending {
+        let who = crate::transactions::watch::WatchingClient {
+            shard: core.id,
+            client_id: watch.client_id,
+            epoch: watch.epoch,
+        };
+        core.watches
+            .register(&core.engine, core.now_ms, who, watch.db, &watch.keys);
+        let changed = writes_now > watch.writes_at
+            && written
+                .modified_keys()
+                .any(|(db, k)| db == watch.db && watch.keys.iter().any(|w| w == k));
+        if changed {
+            core.watches.mark_touched(watch.client_id, watch.epoch);
+        }
+    }
 }
 
 /// The keys the engine expired (lazily in a command, or actively): their readers'
@@ -647,6 +689,11 @@ pub(crate) fn parked_argv(args: Args<'_>, rewrite: &[(usize, Vec<u8>)]) -> Owned
 /// round removes a client, so this ends.
 pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     while let Some((db, key)) = core.blocking.take_ready() {
+        // The value types a pop waiter found nothing to take from this round:
+        // the later pop waiters of that type would find nothing either. Other
+        // waiters of the key still run (XREADGROUP's on a deleted stream is
+        // answered its error while BLPOP waiters on the name keep waiting).
+        let mut starved: Vec<&'static str> = Vec::new();
         for ticket in core.blocking.waiting_on(db, &key) {
             let Some(blocked) = core.blocking.get(ticket) else {
                 continue;
@@ -670,7 +717,8 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             let Some(cmd) = registry().lookup(argv.args().get(0)) else {
                 continue;
             };
-            if !serves_waiter(core, cmd, db, &key) {
+            let pops = pops_from(cmd);
+            if pops.is_some_and(|t| starved.contains(&t)) || !serves_waiter(core, cmd, db, &key) {
                 // A list written over by a string (LPUSH, DEL, SET in one EXEC)
                 // keeps its BLPOP waiting, as Redis 7.0 serves only the waiters
                 // of the type the key holds.
@@ -683,7 +731,8 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
                 // Nothing to serve after all (another waiter took it, or a key is
                 // lent out): keep waiting, on the keys it waits for now.
                 core.blocking.rearm(ticket, &argv.args(), &block);
-                break;
+                starved.extend(pops);
+                continue;
             }
             let ns = timed.map(|t| core.timing.elapsed_ns(t));
             observe_unblocked(core, cmd, ticket, Some(&argv), (ns, out.len()));
@@ -698,15 +747,24 @@ fn serves_waiter(core: &ShardCore, cmd: &Command, db: usize, key: &[u8]) -> bool
     let Some(entry) = core.engine.peek_entry(db, key, core.now_ms) else {
         return true;
     };
-    let waits_for = match cmd.meta.name {
-        "blpop" | "brpop" | "blmove" | "brpoplpush" | "blmpop" => "list",
-        "bzpopmin" | "bzpopmax" | "bzmpop" => "zset",
+    let waits_for = match (pops_from(cmd), cmd.meta.name) {
+        (Some(value_type), _) => value_type,
         // XREADGROUP runs again whatever the key holds: Redis 7.0 answers its
         // blocked client `-UNBLOCKED the stream key no longer exists` then.
-        "xread" => "stream",
+        (None, "xread") => "stream",
         _ => return true,
     };
     entry.value().value_type().name() == waits_for
+}
+
+/// The value type a blocking pop takes from (list or sorted set): when one such
+/// waiter of a key finds nothing, every later one of the same type would not.
+fn pops_from(cmd: &Command) -> Option<&'static str> {
+    match cmd.meta.name {
+        "blpop" | "brpop" | "blmove" | "brpoplpush" | "blmpop" => Some("list"),
+        "bzpopmin" | "bzpopmax" | "bzmpop" => Some("zset"),
+        _ => None,
+    }
 }
 
 /// Answer every blocked client whose deadline has passed with a null array.

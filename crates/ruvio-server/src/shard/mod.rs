@@ -501,6 +501,22 @@ impl Shard {
     #[inline(never)]
     fn adopt_busy_leftovers(&mut self) {
         let left = busy::take_leftovers();
+        // WATCHes left by a script that did not end through `run_engine`: a
+        // write of the script after the `+OK`, of any key, touches them.
+        let writes_now = ruvio_engine::scripting::script_writes();
+        for watch in left.watches {
+            let who = crate::transactions::watch::WatchingClient {
+                shard: self.core.id,
+                client_id: watch.client_id,
+                epoch: watch.epoch,
+            };
+            let core = &mut self.core;
+            core.watches
+                .register(&core.engine, core.now_ms, who, watch.db, &watch.keys);
+            if writes_now > watch.writes_at {
+                core.watches.mark_touched(watch.client_id, watch.epoch);
+            }
+        }
         let refused = ruvio_engine::CmdError::Line(b"BUSY".to_vec());
         for _ in 0..left.refused_busy {
             self.core.stats.count_error(&refused);

@@ -18,8 +18,12 @@
 //!   values are Redis' interface as it answers it (regenerate, do not edit);
 //! - `ruvio-only.txt`, written by hand: commands Redis 7.0 lacks (Redis 7.2+'s and
 //!   Ruvio's own FILLGET/FILLSET), and newer Redis' entries for commands whose
-//!   newer form Ruvio implements (ZRANK's WITHSCORE); an entry here replaces the
-//!   generated one.
+//!   newer form Ruvio implements (ZRANK's WITHSCORE; SET's 8.4 IFEQ/IFNE/IFDEQ/
+//!   IFDNE; XADD's and XTRIM's 8.2 KEEPREF/DELREF/ACKED); an entry here replaces
+//!   the generated one. A newer form is 7.0's entry with arguments and history
+//!   lines added, each argument carrying its `since`, so that 7.0's entry is what
+//!   is left once everything newer than 7.0 is taken out (the server's
+//!   `tests/command_table.rs` compares exactly that with redis-server 7.0).
 //!
 //! Line format: `full-name tips key-specs docs`, each value in a typed notation
 //! that keeps RESP3's types, so one value renders as Redis renders it under RESP2

@@ -160,6 +160,11 @@ impl Groups {
         self.by_name.len()
     }
 
+    /// True when the stream has no consumer group.
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
     /// The groups in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Group)> {
         self.by_name.iter().map(|(k, g)| (&**k, g))

@@ -618,6 +618,88 @@ impl StreamValue {
         dropped
     }
 
+    /// [`trim`](Self::trim) under Redis 8.2's ACKED (XADD / XTRIM): an entry
+    /// the strategy would drop goes only when no consumer group still needs it
+    /// (none has it pending and every group was delivered past it,
+    /// [`Groups::is_referenced`]); the others stay and the trim goes on past
+    /// them. A node goes whole only when none of its entries is needed; an
+    /// approximate trim stops at the first node that cannot go whole. With no
+    /// group nothing is needed, and this is [`trim`](Self::trim).
+    pub fn trim_acked(&mut self, to: TrimTo, approx: bool, limit: u64) -> u64 {
+        use std::ops::Bound::{Excluded, Unbounded};
+        if self.0.groups.is_empty() {
+            return self.trim(to, approx, limit);
+        }
+        self.record_meta();
+        let s = &mut *self.0;
+        let mut dropped = 0u64;
+        let mut after: Option<StreamId> = None;
+        loop {
+            if matches!(to, TrimTo::MaxLen(max) if s.len <= max) {
+                break;
+            }
+            let next = match after {
+                None => s.nodes.range_mut(..).next(),
+                Some(prev) => s.nodes.range_mut((Excluded(prev), Unbounded)).next(),
+            };
+            let Some((&master, node)) = next else {
+                break;
+            };
+            after = Some(master);
+            let groups = &s.groups;
+            let needed = node
+                .live_entries(master)
+                .any(|e| groups.is_referenced(e.id));
+            let past_min = match to {
+                TrimTo::MaxLen(max) => s.len - node.live as u64 >= max,
+                TrimTo::MinId(min) => node.entries(master).last().map_or(master, |e| e.id) < min,
+            };
+            if limit != 0 && dropped + node.live as u64 > limit {
+                break;
+            }
+            if past_min && !needed {
+                let live = node.live as u64;
+                record_node_back(master, node);
+                let gone = s.nodes.remove(&master).map_or(0, |n| n.heap_bytes());
+                s.node_bytes -= gone;
+                s.len -= live;
+                dropped += live;
+                continue;
+            }
+            if approx {
+                break;
+            }
+            // Entry by entry, skipping what a group needs; MINID stops at the
+            // first entry at or past it, deleted or not (as `trim_noting`).
+            let mut doomed: Vec<usize> = Vec::new();
+            let mut reached_min = false;
+            for e in node.entries(master) {
+                match to {
+                    TrimTo::MaxLen(max) if s.len - doomed.len() as u64 <= max => break,
+                    TrimTo::MinId(min) if e.id >= min => {
+                        reached_min = true;
+                        break;
+                    }
+                    _ => {}
+                }
+                if !e.deleted && !groups.is_referenced(e.id) {
+                    doomed.push(e.at);
+                }
+            }
+            for &at in &doomed {
+                let at32 = at as u32;
+                undo::record_inverse(|_| Inverse::StreamUndelete { master, at: at32 });
+                node.mark_deleted(at);
+            }
+            s.len -= doomed.len() as u64;
+            dropped += doomed.len() as u64;
+            if reached_min {
+                break;
+            }
+        }
+        dropped
+    }
+
     /// Heap bytes (O(1)).
     pub fn heap_bytes(&self) -> usize {
         std::mem::size_of::<Stream>() + self.0.node_bytes + self.0.groups.heap_bytes()
