@@ -346,10 +346,25 @@ fn track(
     if caller.tracking.bits & tracking_command::REMEMBER == 0 {
         return;
     }
+    let named_read = matches!(outcome, Ok(Outcome::Done)) && cmd.meta.has(READONLY);
+    let elsewhere = caller.borrowing || cmd.meta.group == "scripting";
+    // The common read (GET, MGET ... run here, its keys in one range, nothing
+    // read besides them): its keys go to the table straight from the arguments.
+    if named_read && !elsewhere && effects.read_keys().next().is_none() {
+        if let Some(range) = cmd.meta.keys.single_range(args.len()) {
+            if !range.is_empty() {
+                core.engine.record_expired(true);
+                let (shard, client_id) = (caller.tracking.shard, caller.client_id);
+                core.tracking
+                    .remember(shard, client_id, range.map(|p| args.get(p)));
+            }
+            return;
+        }
+    }
     // Most reads name a key or a few: no allocation for them per read.
     let mut keys: smallvec::SmallVec<[&[u8]; 4]> =
         effects.read_keys().map(|(_, key)| key).collect();
-    if matches!(outcome, Ok(Outcome::Done)) && cmd.meta.has(READONLY) {
+    if named_read {
         match cmd.meta.keys.single_range(args.len()) {
             Some(range) => keys.extend(range.map(|p| args.get(p))),
             None => keys.extend(
@@ -367,7 +382,6 @@ fn track(
     // Expired keys owe their readers an invalidation.
     core.engine.record_expired(true);
     let (shard, client_id) = (caller.tracking.shard, caller.client_id);
-    let elsewhere = caller.borrowing || cmd.meta.group == "scripting";
     if !elsewhere {
         core.tracking.remember(shard, client_id, keys.into_iter());
         return;

@@ -125,6 +125,62 @@ struct Owed {
     invalidation: Invalidation,
 }
 
+/// The invalidations owed, in the order they were caused, and who they are
+/// for: every command of a tracking client asks for its own
+/// ([`Tracking::take_owed_to`]), and a loop iteration of pipelined writes owes
+/// hundreds to others, so the question is answered from `clients` (every
+/// (shard, client) with an entry, perhaps a few more) before the list is read.
+#[derive(Debug, Default)]
+struct OwedList {
+    items: Vec<Owed>,
+    clients: AHashSet<(usize, u64)>,
+}
+
+impl OwedList {
+    fn push(&mut self, owed: Owed) {
+        self.clients
+            .insert((owed.shard, owed.invalidation.client_id));
+        self.items.push(owed);
+    }
+
+    fn extend(&mut self, owed: impl IntoIterator<Item = Owed>) {
+        for o in owed {
+            self.push(o);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// The entries from `since` on, taken out.
+    fn drain_from(&mut self, since: usize) -> Vec<Owed> {
+        self.items.split_off(since.min(self.items.len()))
+    }
+
+    /// Client `client_id` of `shard`'s entries, taken out in order.
+    fn take_for(&mut self, shard: usize, client_id: u64) -> Vec<Owed> {
+        if !self.clients.remove(&(shard, client_id)) {
+            return Vec::new();
+        }
+        self.items
+            .extract_if(.., |o| {
+                o.shard == shard && o.invalidation.client_id == client_id
+            })
+            .collect()
+    }
+
+    /// Every entry, in order; the list starts over.
+    fn take_all(&mut self) -> Vec<Owed> {
+        self.clients.clear();
+        std::mem::take(&mut self.items)
+    }
+}
+
 /// One shard's part of client-side caching.
 #[derive(Debug, Default)]
 pub struct Tracking {
@@ -144,7 +200,7 @@ pub struct Tracking {
     /// Some prefix has written keys to deliver.
     bcast_written: bool,
     /// Invalidations owed, in the order they were caused.
-    owed: Vec<Owed>,
+    owed: OwedList,
     /// This shard's part of `tracking-table-max-keys` (`usize::MAX`: no limit).
     keys_max: usize,
     /// Writes of borrowed keys this shard coordinated, by command ticket:
@@ -306,7 +362,7 @@ impl Tracking {
         };
         let mut taken = Vec::new();
         let mut kept = Vec::new();
-        for o in self.owed.drain(since..) {
+        for o in self.owed.drain_from(since) {
             // This shard the origin: its own channels carry them either way.
             let relayed = origin == me || o.shard == origin || o.shard == me;
             match index(&o.invalidation).filter(|_| relayed) {
@@ -742,9 +798,8 @@ impl Tracking {
             return Vec::new();
         }
         self.owed
-            .extract_if(.., |o| {
-                o.shard == shard && o.invalidation.client_id == client_id
-            })
+            .take_for(shard, client_id)
+            .into_iter()
             .map(|o| o.invalidation)
             .collect()
     }
@@ -777,7 +832,7 @@ impl Tracking {
         if self.owed.is_empty() {
             return;
         }
-        for owed in std::mem::take(&mut self.owed) {
+        for owed in self.owed.take_all() {
             match owed.shard == self.me {
                 true => self.deliver(to, conns, owed.invalidation),
                 false => to.outbox.invalidate(owed.shard, owed.invalidation),
