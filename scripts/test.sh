@@ -87,8 +87,9 @@ step "cargo build --release -p ruvio-server -p ruvio-bench"
 # ruvio-bench too: tests/python/test_bench_records.py runs scripts/burst_ab.py with it.
 cargo build --release -p ruvio-server -p ruvio-bench
 
-step "cargo build -p ruvio-server"
-cargo build -p ruvio-server
+step "cargo build -p ruvio-server -p ruvio-bench"
+# ruvio-bench too: tests/bench_transport.rs runs the debug one.
+cargo build -p ruvio-server -p ruvio-bench
 
 # --- tests --------------------------------------------------------------------------
 step "cargo test --workspace"

@@ -348,3 +348,48 @@ fn many_arguments_then_few_reuse_the_parser() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `Args::as_resp` of what `buf` parses to first (`None` for no complete command).
+fn as_resp_of(buf: &[u8]) -> Option<Vec<u8>> {
+    match CommandParser::new().parse(buf, &Limits::default()) {
+        Ok(Parsed::Complete { args, .. }) => args.as_resp().map(<[u8]>::to_vec),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_canonical_request_is_its_own_encoding() {
+    let set = b"*3\r\n$3\r\nset\r\n$1\r\nk\r\n$10\r\n0123456789\r\n";
+    let mut stream = set.to_vec();
+    stream.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+    assert_eq!(as_resp_of(&stream).as_deref(), Some(&set[..]));
+    // The second of two pipelined commands: its own bytes only.
+    let mut parser = CommandParser::new();
+    let limits = Limits::default();
+    let Ok(Parsed::Complete { consumed, .. }) = parser.parse(&stream, &limits) else {
+        panic!("whole")
+    };
+    match parser.parse(&stream[consumed..], &limits) {
+        Ok(Parsed::Complete { args, .. }) => {
+            assert_eq!(args.as_resp(), Some(&b"*1\r\n$4\r\nPING\r\n"[..]))
+        }
+        other => panic!("{other:?}"),
+    }
+    // Empty and binary arguments too.
+    let odd = b"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$4\r\n\r\n\0*\r\n";
+    assert_eq!(as_resp_of(odd).as_deref(), Some(&odd[..]));
+}
+
+#[test]
+fn other_forms_are_not_taken_as_they_are() {
+    // Inline: the caller encodes it.
+    assert_eq!(as_resp_of(b"SET k v\r\n"), None);
+    // Assembled arguments (a forwarded command's copy) have no RESP around them.
+    match CommandParser::new().parse(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", &Limits::default()) {
+        Ok(Parsed::Complete { args, .. }) => {
+            let owned = ruvio_resp::OwnedArgs::from_args(args);
+            assert_eq!(owned.args().as_resp(), None);
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -5,8 +5,9 @@
 //! to run. Certificates are made by the test with openssl, as tests/tls.rs does.
 //!
 //! The bench binary is the workspace's (`target/<profile>/ruvio-bench`), built
-//! here with cargo when it is not there yet: `cargo test -p ruvio-server` builds
-//! only this crate's binaries.
+//! here with cargo once per run (a no-op when it is up to date): `cargo test -p
+//! ruvio-server` builds only this crate's binaries, and one left from an older
+//! checkout lacks newer tests (`get_set`).
 
 mod common;
 
@@ -16,25 +17,25 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// Serializes the build of the bench binary between the tests of this file.
-static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// The bench binary, built once per run of this file's tests.
+static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 fn bench_bin() -> PathBuf {
-    let bin = ruvio_bin().with_file_name("ruvio-bench");
-    let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    if !bin.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "ruvio-bench"]);
-        if ruvio_bin().parent().and_then(Path::file_name) == Some("release".as_ref()) {
-            build.arg("--release");
-        }
-        assert!(
-            build.status().expect("cargo").success(),
-            "building ruvio-bench"
-        );
-    }
-    bin
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut build = Command::new(cargo);
+            build.args(["build", "-p", "ruvio-bench"]);
+            if ruvio_bin().parent().and_then(Path::file_name) == Some("release".as_ref()) {
+                build.arg("--release");
+            }
+            assert!(
+                build.status().expect("cargo").success(),
+                "building ruvio-bench"
+            );
+            ruvio_bin().with_file_name("ruvio-bench")
+        })
+        .clone()
 }
 
 /// Run ruvio-bench with `args` and `--json`; its report, or its error text.
