@@ -794,12 +794,6 @@ impl Effects {
             .map(|(&event, (db, key))| (event, db, key))
     }
 
-    /// The command is logged as its own arguments (one record, not rewritten):
-    /// the log and replicas may take its request bytes as they are.
-    pub fn logs_argv(&self) -> bool {
-        !self.rewritten && self.dirty > 0
-    }
-
     /// [`log_records`](Self::log_records) without copying: `visit` gets each
     /// record's arguments in order (the log appends them straight to its buffer).
     pub fn visit_log_records<'a>(

@@ -642,16 +642,6 @@ pub fn string2ll(s: &[u8]) -> Option<i64> {
     }
 }
 
-/// Digits of `n` in decimal.
-fn decimal_len(mut n: usize) -> usize {
-    let mut digits = 1;
-    while n >= 10 {
-        n /= 10;
-        digits += 1;
-    }
-    digits
-}
-
 /// The arguments of one command (`argv[0]` is the command name). Cheap to copy.
 #[derive(Clone, Copy, Debug)]
 pub struct Args<'a> {
@@ -680,46 +670,6 @@ impl<'a> Args<'a> {
             spans: &self.spans[from.min(self.spans.len())..],
         }
     }
-    /// The arguments as one RESP array of bulk strings in canonical form
-    /// (`*N\r\n$len\r\narg\r\n...`, no leading zeros), when the bytes they were
-    /// parsed from are exactly that: a client's request, usually. Then copying
-    /// them is the encoding (the replication stream takes a command so); `None`
-    /// when they came otherwise (an inline command, lengths written with leading
-    /// zeros, arguments assembled elsewhere), and the caller encodes them.
-    pub fn as_resp(&self) -> Option<&'a [u8]> {
-        let (&(first, _), &(_, last_end)) = (self.spans.first()?, self.spans.last()?);
-        let header = decimal_len(self.spans.len()) + 3;
-        let start = (first as usize).checked_sub(header + decimal_len(self.get(0).len()) + 3)?;
-        let end = last_end as usize + 2;
-        let bytes = self.base.get(start..end)?;
-        // Walk the canonical encoding over the bytes: every header where it must
-        // be, every argument where it was parsed from.
-        let mut at = 0;
-        let number = |at: &mut usize, kind: u8, n: usize| -> Option<()> {
-            let digits = decimal_len(n);
-            (bytes.get(*at) == Some(&kind)).then_some(())?;
-            let text = bytes.get(*at + 1..*at + 1 + digits)?;
-            let mut value = 0usize;
-            for &d in text {
-                value = value * 10 + d.checked_sub(b'0').filter(|d| *d <= 9)? as usize;
-            }
-            (value == n && bytes.get(*at + 1 + digits..*at + 3 + digits) == Some(b"\r\n"))
-                .then_some(())?;
-            *at += digits + 3;
-            Some(())
-        };
-        number(&mut at, b'*', self.spans.len())?;
-        for &(s, e) in self.spans {
-            let len = (e - s) as usize;
-            number(&mut at, b'$', len)?;
-            if start + at != s as usize || bytes.get(at + len..at + len + 2) != Some(b"\r\n") {
-                return None;
-            }
-            at += len + 2;
-        }
-        (at == bytes.len()).then_some(bytes)
-    }
-
     /// Bytes of every argument together (CLIENT LIST's `argv-mem`).
     pub fn byte_len(&self) -> usize {
         self.spans.iter().map(|&(s, e)| (e - s) as usize).sum()

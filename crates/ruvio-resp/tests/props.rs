@@ -92,28 +92,6 @@ proptest! {
         prop_assert_eq!(got, Outcome::Complete { argv, consumed: encoded.len() });
     }
 
-    /// (1b) Any argv encoded canonically is its own `as_resp`, and bytes that
-    /// parse to a command whose `as_resp` answers are exactly the canonical
-    /// encoding of what they parse to (never other bytes).
-    #[test]
-    fn as_resp_is_the_canonical_encoding(argv in argv_strategy(), noise in protocolish_bytes(40)) {
-        let encoded = encode_multibulk(&argv);
-        match CommandParser::new().parse(&encoded, &Limits::default()) {
-            Ok(ruvio_resp::Parsed::Complete { args, .. }) => {
-                prop_assert_eq!(args.as_resp(), Some(&encoded[..]));
-            }
-            other => prop_assert!(false, "{:?}", other),
-        }
-        if let Ok(ruvio_resp::Parsed::Complete { args, .. }) =
-            CommandParser::new().parse(&noise, &Limits::default())
-        {
-            if let Some(resp) = args.as_resp() {
-                let parsed: Argv = args.iter().map(<[u8]>::to_vec).collect();
-                prop_assert_eq!(resp.to_vec(), encode_multibulk(&parsed));
-            }
-        }
-    }
-
     /// (2) A pipelined stream fed in two reads, split at every point, yields the
     /// same commands; every `need_bytes` on the way is at most the end of the
     /// command being waited for.

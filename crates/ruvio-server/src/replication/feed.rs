@@ -131,24 +131,6 @@ impl Feed {
         }
     }
 
-    /// Record one command that ran in database `db` given as its RESP array
-    /// (`Args::as_resp`: the client's request bytes, already canonical): a copy.
-    pub fn record_resp(&mut self, db: usize, resp: &[u8]) {
-        if !self.on {
-            return;
-        }
-        if self.first_db.is_some() && self.db != db {
-            let mut digits = itoa::Buffer::new();
-            encode(&mut self.bytes, &[b"SELECT", digits.format(db).as_bytes()]);
-        }
-        self.bytes.extend_from_slice(resp);
-        self.first_db.get_or_insert(db);
-        self.db = db;
-        if self.depth > 0 {
-            self.group_records += 1;
-        }
-    }
-
     /// Hand over what was recorded (never half a group).
     pub fn take(&mut self) -> Option<Flushed> {
         if self.depth > 0 {

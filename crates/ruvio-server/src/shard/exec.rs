@@ -206,14 +206,8 @@ pub fn run_engine(
         }
         if feeding {
             let feed = &mut core.replication.feed;
-            // A request that is its own record and came as canonical RESP is
-            // copied into the stream as it is.
-            match ctx.effects.logs_argv().then(|| args.as_resp()).flatten() {
-                Some(resp) => feed.record_resp(caller.db, resp),
-                None => ctx
-                    .effects
-                    .visit_log_records(args, |record| feed.record(caller.db, record)),
-            }
+            ctx.effects
+                .visit_log_records(args, |record| feed.record(caller.db, record));
         }
         core.log_end();
     }
