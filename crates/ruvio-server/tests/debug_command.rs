@@ -414,14 +414,256 @@ fn debug_reload_keeps_the_data_as_redis() {
     assert_eq!(node.cmd(&["debug", "reload"]), b"+OK\r\n");
     assert_eq!(node.cmd(&["debug", "digest"]), before);
     assert_eq!(node.cmd(&["dbsize"]), b":50\r\n");
-    // Forward mode with several shards refuses (keys may be out on loan).
-    let two = Server::ruvio(PortMode::Forward, 2);
-    let refused = RawConn::connect(two.port()).cmd(&["debug", "reload"]);
-    assert!(
-        refused.starts_with(b"-ERR DEBUG RELOAD reloads one shard"),
-        "{}",
-        show(&refused)
-    );
+}
+
+/// What DEBUG RELOAD shows other clients on the server at `port`, whose keys are
+/// named for `shards` shards: a WATCH of a key that exists (one on each shard)
+/// fails its EXEC and a WATCH of missing keys does not, as a flush would (Redis
+/// empties its databases before it loads the dump back); a RESP3 tracking client
+/// gets one null invalidation.
+fn reload_signals(port: u16, shards: usize) -> Vec<String> {
+    let mut conn = RawConn::connect(port);
+    conn.cmd(&["flushall"]);
+    let present = keys_per_shard("present", shards);
+    let missing = keys_per_shard("missing", shards);
+    for key in &present {
+        conn.cmd(&["set", key, "v"]);
+    }
+    let mut watchers: Vec<RawConn> = Vec::new();
+    for key in &present {
+        let mut watcher = RawConn::connect(port);
+        assert_eq!(watcher.cmd(&["watch", key]), b"+OK\r\n");
+        watchers.push(watcher);
+    }
+    let mut of_missing = RawConn::connect(port);
+    let mut watch = vec!["watch"];
+    watch.extend(missing.iter().map(String::as_str));
+    assert_eq!(of_missing.cmd(&watch), b"+OK\r\n");
+    watchers.push(of_missing);
+    let mut tracker = RawConn::connect(port);
+    tracker.cmd(&["hello", "3"]);
+    assert_eq!(tracker.cmd(&["client", "tracking", "on"]), b"+OK\r\n");
+    tracker.cmd(&["get", &present[0]]);
+    let mut out = vec![format!("reload: {}", show(&conn.cmd(&["debug", "reload"])))];
+    for (i, watcher) in watchers.iter_mut().enumerate() {
+        assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(watcher.cmd(&["ping"]), b"+QUEUED\r\n");
+        out.push(format!("exec {i}: {}", show(&watcher.cmd(&["exec"]))));
+    }
+    out.push(format!("tracker: {}", show(&tracker.read_reply())));
+    out.push(format!("then: {}", show(&tracker.cmd(&["ping"]))));
+    out
+}
+
+#[test]
+fn debug_reload_touches_watchers_and_trackers_as_redis() {
+    let Some(_) = require_redis_server("debug_command") else {
+        return;
+    };
+    for shards in [1, 2, 3] {
+        let redis = Server::redis();
+        let expected = reload_signals(redis.port(), shards);
+        assert!(
+            expected.iter().any(|l| l.ends_with(r#"*-1\r\n""#)),
+            "Redis failed a watcher's EXEC: {expected:#?}"
+        );
+        let ruvio = Server::ruvio(PortMode::Forward, shards);
+        assert_eq!(
+            reload_signals(ruvio.port(), shards),
+            expected,
+            "{shards} shard(s)"
+        );
+    }
+}
+
+/// Keys of every type on shard `shard` of `shards` (a hash tag of that shard),
+/// each with a TTL but the string `plain`; returns their names.
+fn load_shard(conn: &mut RawConn, shard: usize, shards: usize) -> Vec<String> {
+    let tag = hash_tag_on_shard(shard, shards);
+    let key = |name: &str| format!("{{{tag}}}{name}");
+    let members: Vec<String> = (0..200).map(|i| format!("m{i}")).collect();
+    let mut commands: Vec<Vec<String>> = vec![
+        vec!["set".into(), key("plain"), "v".into()],
+        vec!["set".into(), key("str"), "12345".into()],
+        vec!["rpush".into(), key("list"), "a".into(), "1".into()],
+        vec!["sadd".into(), key("intset"), "1".into(), "2".into()],
+        vec!["zadd".into(), key("zset"), "1.5".into(), "a".into()],
+        vec!["hset".into(), key("hash"), "f".into(), "v".into()],
+        vec![
+            "xadd".into(),
+            key("stream"),
+            "1-1".into(),
+            "f".into(),
+            "v".into(),
+        ],
+        vec!["pfadd".into(), key("hll"), "a".into(), "b".into()],
+    ];
+    for (command, name) in [("rpush", "biglist"), ("sadd", "bigset")] {
+        let mut args = vec![command.to_string(), key(name)];
+        args.extend(members.iter().cloned());
+        commands.push(args);
+    }
+    let mut big_zset = vec!["zadd".to_string(), key("bigzset")];
+    let mut big_hash = vec!["hset".to_string(), key("bighash")];
+    for (i, m) in members.iter().enumerate() {
+        big_zset.extend([i.to_string(), m.clone()]);
+        big_hash.extend([m.clone(), i.to_string()]);
+    }
+    commands.extend([big_zset, big_hash]);
+    let mut names = Vec::new();
+    for args in commands {
+        let reply = conn.cmd(&args);
+        assert!(!reply.starts_with(b"-"), "{args:?}: {}", show(&reply));
+        if args[1] != key("plain") {
+            assert_eq!(conn.cmd(&["expire", &args[1], "1000"]), b":1\r\n");
+        }
+        names.push(args[1].clone());
+    }
+    names
+}
+
+/// A reloaded key's TTL is still there (about 1000 s) unless it had none.
+fn assert_ttls_kept(conn: &mut RawConn, names: &[String]) {
+    for name in names {
+        let ttl = conn.cmd(&["ttl", name]);
+        let want_none = name.ends_with("plain");
+        let kept = if want_none {
+            ttl == b":-1\r\n"
+        } else {
+            ttl.starts_with(b":9") || ttl == b":1000\r\n"
+        };
+        assert!(kept, "{name}: {}", show(&ttl));
+    }
+}
+
+/// Rounds of the other connection's cross-shard writes while DEBUG RELOAD runs.
+const TRAFFIC_ROUNDS: usize = 400;
+
+/// Cross-shard traffic from its own connection: each round an MSET of one key on
+/// every shard (all set to the round's number) and a RENAME of the token to the
+/// next shard's name, so exactly one token name exists once it is done.
+fn traffic(port: u16, mset_keys: Vec<String>, tokens: Vec<String>) {
+    let mut conn = RawConn::connect(port);
+    for round in 0..TRAFFIC_ROUNDS {
+        let value = round.to_string();
+        let mut mset = vec!["mset".to_string()];
+        for key in &mset_keys {
+            mset.extend([key.clone(), value.clone()]);
+        }
+        assert_eq!(conn.cmd(&mset), b"+OK\r\n", "round {round}");
+        let from = &tokens[round % tokens.len()];
+        let to = &tokens[(round + 1) % tokens.len()];
+        assert_eq!(
+            conn.cmd(&["rename", from, to]),
+            b"+OK\r\n",
+            "round {round}: {from} -> {to}"
+        );
+    }
+}
+
+/// DEBUG DIGEST once the server answers it (a restarted one loads its log first).
+fn digest_when_loaded(conn: &mut RawConn) -> Vec<u8> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let digest = conn.cmd(&["debug", "digest"]);
+        if !digest.starts_with(b"-LOADING") || Instant::now() > deadline {
+            return digest;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Forward mode with 2 and 3 shards: every shard reloads its keys through their
+/// RDB form (keys of every type on every shard, with TTLs): DEBUG DIGEST (which
+/// covers TTLs) and DBSIZE are the same after; while another connection runs
+/// cross-shard MSETs and RENAMEs (their keys out on loan between shards), repeated
+/// reloads all answer `+OK` and lose or duplicate no key. With 3 shards and a log
+/// (`everysec`), a restart replays to the same digest: the reload logged nothing
+/// that changes the data.
+#[test]
+fn debug_reload_reloads_every_shard_in_forward_mode() {
+    for shards in [2, 3] {
+        let dir = std::env::temp_dir().join(format!(
+            "ruvio-debug-reload-{}-{shards}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let logged = ["--dir", dir.to_str().unwrap(), "--durability", "everysec"];
+        let extra: &[&str] = if shards == 3 { &logged } else { &[] };
+        let ruvio = Server::ruvio_with(PortMode::Forward, shards, extra);
+        let mut conn = ruvio.raw();
+        load_every_type(&mut conn);
+        let mut names = Vec::new();
+        for shard in 0..shards {
+            names.extend(load_shard(&mut conn, shard, shards));
+        }
+        let size = conn.cmd(&["dbsize"]);
+        let digest = conn.cmd(&["debug", "digest"]);
+        assert_eq!(
+            conn.cmd(&["debug", "reload"]),
+            b"+OK\r\n",
+            "{shards} shards"
+        );
+        assert_eq!(conn.cmd(&["debug", "digest"]), digest, "{shards} shards");
+        assert_eq!(conn.cmd(&["dbsize"]), size, "{shards} shards");
+        assert_ttls_kept(&mut conn, &names);
+        // The connections of every shard reload the whole server.
+        let mut last = conn_on_shard(&ruvio, shards - 1);
+        assert_eq!(last.cmd(&["debug", "reload"]), b"+OK\r\n");
+        assert_eq!(last.cmd(&["debug", "digest"]), digest);
+
+        // Cross-shard writes meanwhile.
+        let tokens = keys_per_shard("token", shards);
+        let mset_keys = keys_per_shard("mset", shards);
+        assert_eq!(conn.cmd(&["set", &tokens[0], "the token"]), b"+OK\r\n");
+        let writer = {
+            let (port, mset_keys, tokens) = (ruvio.port(), mset_keys.clone(), tokens.clone());
+            std::thread::spawn(move || traffic(port, mset_keys, tokens))
+        };
+        let mut reloads = 0;
+        while !writer.is_finished() {
+            assert_eq!(
+                conn.cmd(&["debug", "reload"]),
+                b"+OK\r\n",
+                "{shards} shards"
+            );
+            reloads += 1;
+        }
+        writer.join().expect("the traffic's replies were all +OK");
+        assert!(reloads > 0);
+        assert_eq!(conn.cmd(&["debug", "reload"]), b"+OK\r\n");
+        let mut exists = vec!["exists"];
+        exists.extend(tokens.iter().map(String::as_str));
+        assert_eq!(conn.cmd(&exists), b":1\r\n", "{shards} shards: one token");
+        let at = &tokens[TRAFFIC_ROUNDS % shards];
+        assert_eq!(conn.cmd(&["get", at]), bulk("the token").into_bytes());
+        let last_round = (TRAFFIC_ROUNDS - 1).to_string();
+        for key in &mset_keys {
+            assert_eq!(conn.cmd(&["get", key]), bulk(&last_round).into_bytes());
+        }
+        // The MSET keys and the token are the only keys added.
+        let before: usize = std::str::from_utf8(&size[1..size.len() - 2])
+            .expect("DBSIZE's digits")
+            .parse()
+            .expect("DBSIZE's digits");
+        let want = format!(":{}\r\n", before + shards + 1);
+        assert_eq!(conn.cmd(&["dbsize"]), want.as_bytes(), "{shards} shards");
+        assert_ttls_kept(&mut conn, &names);
+        let digest = conn.cmd(&["debug", "digest"]);
+        assert!(ruvio.logs().contains("DB reloaded by DEBUG RELOAD"));
+        if shards == 3 {
+            // The log's last writes are on disk (everysec) before the kill.
+            std::thread::sleep(Duration::from_millis(1500));
+            drop(ruvio);
+            let again = Server::ruvio_with(PortMode::Forward, shards, extra);
+            assert_eq!(
+                digest_when_loaded(&mut again.raw()),
+                digest,
+                "after a restart"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// DEBUG POPULATE's keys, values, skipped existing keys, cut prefixes and errors.

@@ -12,7 +12,7 @@
 //! SHUTDOWN, FUNCTION ...).
 
 use super::{Ctx, ServerCommand, ServerResult};
-use crate::config::change::ConfigChange;
+use crate::config::change::{ConfigChange, ReloadOutcome};
 use crate::config::params::{self, Access, ParamSpec};
 use crate::config::PortMode;
 use crate::net::conn::Conn;
@@ -757,6 +757,43 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         ConfigChange::AclUsers => {
             let acl = core.shared.acl.clone();
             super::acl::refresh_connections(&acl, conns, &mut core.dirty);
+        }
+        ConfigChange::Reload(outcome) => reload_shard(core, outcome),
+    }
+}
+
+/// This shard's part of DEBUG RELOAD: its keyspace through the RDB form and back
+/// (`Engine::reload_through_rdb`), noted in `outcome`. Before it, as Redis's
+/// reload empties its databases (`emptyData`, which signals a flush): the
+/// watched keys that exist touch their watchers, and every tracking client of
+/// the shard is owed a null. Not while the shard writes a snapshot (a background
+/// save's part, a replica's full sync): the snapshot's state lives in the
+/// databases the reload replaces. The reload changes no key's value or TTL, so
+/// it logs and feeds nothing.
+pub fn reload_shard(core: &mut ShardCore, outcome: &ReloadOutcome) {
+    if core.writing_snapshot() {
+        return outcome.refused_while_saving();
+    }
+    if core.watches.any() {
+        // Database by database: a watched key is touched when it exists in its own.
+        for db in 0..core.engine.db_count() {
+            core.watches.flush(
+                &core.engine,
+                core.now_ms,
+                crate::transactions::watch::Notify {
+                    shard: core.id,
+                    outbox: &mut core.outbox,
+                },
+                &[db],
+            );
+        }
+    }
+    core.tracking.flushed();
+    match core.engine.reload_through_rdb(core.now_ms) {
+        Ok(keys) => outcome.reloaded(keys),
+        Err(e) => {
+            eprintln!("shard {}: DEBUG RELOAD failed: {e}", core.id);
+            outcome.failed();
         }
     }
 }

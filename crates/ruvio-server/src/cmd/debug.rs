@@ -12,7 +12,7 @@
 
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::cmd::client::{ask_every_shard, ClientQuery};
-use crate::config::change::ConfigChange;
+use crate::config::change::{ConfigChange, ReloadOutcome, RELOAD_WAITS_FOR_SAVE};
 use crate::config::PortMode;
 use crate::mesh::gather::{Gather, Then};
 use crate::net::conn::Merge;
@@ -21,6 +21,7 @@ use ruvio_engine::debug_digest::KeyReport;
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 
 /// The DEBUG family's table (its subcommands are `DEBUG_SUBCOMMANDS`).
 #[rustfmt::skip]
@@ -269,8 +270,13 @@ const RELOAD_OPTIONS: &[&str] = &["MERGE", "NOFLUSH", "NOSAVE"];
 /// (`Engine::reload_through_rdb`), as Redis saves its dump, empties and loads it;
 /// `+OK` and `DB reloaded by DEBUG RELOAD` in the log. Redis's options (MERGE,
 /// NOFLUSH, NOSAVE) work on its dump file, which Ruvio does not keep: they are
-/// refused. With several shards in forward mode keys may be out on loan between
-/// shards, so the reload is refused there too (per-shard mode reloads the node).
+/// refused. In forward mode with several shards every shard reloads its own
+/// keyspace (`config::reload_shard`, broadcast as [`ConfigChange::Reload`]) and the
+/// answer comes once every shard did; a shard that failed makes it Redis's
+/// error. Keys out on loan between shards (`mesh::lending`) are out of their
+/// owner's keyspace meanwhile: not reloaded there, they come home by name into
+/// the reloaded one (those a script batch keeps on its shard are reloaded with
+/// that shard's keys). Per-shard mode reloads the node.
 fn debug_reload(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let known = |opt: &[u8]| {
         RELOAD_OPTIONS
@@ -286,22 +292,27 @@ fn debug_reload(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
     if args.len() > 2 {
         return refuse("ERR DEBUG RELOAD's MERGE, NOFLUSH and NOSAVE need a dump file, which Ruvio does not keep");
     }
-    if ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.topo.nodes.len() > 1 {
-        return refuse("ERR DEBUG RELOAD reloads one shard: use 1 shard or per-shard mode");
+    let everywhere = ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.topo.nodes.len() > 1;
+    // A save any shard is writing (each shard checks its own again when the
+    // reload reaches it: a BGSAVE may start in between).
+    if everywhere && ctx.core.shared.background_save.running_kind().is_some() {
+        return refuse(RELOAD_WAITS_FOR_SAVE);
     }
-    if ctx.core.background_save.busy() {
-        return refuse("ERR DEBUG RELOAD waits for the background save in progress");
+    let outcome = Arc::new(ReloadOutcome::default());
+    super::config::reload_shard(ctx.core, &outcome);
+    if everywhere {
+        ctx.core
+            .outbox
+            .broadcast(ConfigChange::Reload(Arc::clone(&outcome)));
+        ctx.gather = Some(Gather::AfterAll(Then::Reload(outcome)));
+        return Ok(());
     }
-    let now = ctx.core.now_ms;
-    match ctx.core.engine.reload_through_rdb(now) {
-        Ok(keys) => {
-            eprintln!("DB reloaded by DEBUG RELOAD ({keys} keys)");
+    match outcome.error() {
+        Some(line) => refuse(line),
+        None => {
+            eprintln!("DB reloaded by DEBUG RELOAD ({} keys)", outcome.keys());
             reply.ok();
             Ok(())
-        }
-        Err(e) => {
-            eprintln!("DEBUG RELOAD failed: {e}");
-            refuse("ERR Error trying to load the RDB dump")
         }
     }
 }

@@ -8,6 +8,8 @@
 //! - CONFIG SET, CONFIG RESETSTAT, CLIENT PAUSE and UNPAUSE broadcast their change,
 //!   then the same request: its answer arrives after the change (the queue to each
 //!   shard is ordered), so the client's `+OK` means every shard applied it.
+//! - DEBUG RELOAD broadcasts the reload the same way; each shard notes how its
+//!   part went in an outcome they share, read once every shard published.
 //! - CLIENT LIST and CLIENT KILL send the question ([`ClientQuery`]) to every shard;
 //!   each answers for its own connections in a part of one held reply, merged by
 //!   [`Merge::ClientLines`] or [`Merge::SumInts`] / [`Merge::KillOne`].
@@ -56,6 +58,8 @@ pub enum Then {
     Shutdown { force: bool },
     /// MEMORY STATS, rendered from the fresh figures.
     MemoryStats,
+    /// DEBUG RELOAD: every shard reloaded (or said why not) in this outcome.
+    Reload(std::sync::Arc<crate::config::change::ReloadOutcome>),
 }
 
 /// A call waiting for the other shards to publish.
@@ -212,6 +216,7 @@ fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
         }
         Then::Dump { path, answer } => crate::cmd::config::finish_dump(core, &path, &answer),
         Then::Shutdown { force } => crate::persistence::shutdown::conclude(core, force),
+        Then::Reload(outcome) => outcome.answer(),
     };
     deliver(core, conns, (p.conn, p.gen), p.seq, 0, out);
 }

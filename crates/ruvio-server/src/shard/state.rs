@@ -116,6 +116,12 @@ impl ShardCore {
         self.wal.is_some() || self.replication.feed.on()
     }
 
+    /// A snapshot of the keyspace is being written (a background save's part, a
+    /// replica's full sync): its state lives in the databases, which must stay.
+    pub fn writing_snapshot(&self) -> bool {
+        self.background_save.busy() || self.replication.snapshot.is_some()
+    }
+
     /// Shard `id`'s state without its sockets: an empty keyspace configured from
     /// `cfg`, empty statistics and queues.
     /// Shard `id`'s state: its keyspace loaded (a Redis RDB file to import, then its
