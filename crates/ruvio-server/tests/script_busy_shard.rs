@@ -2,8 +2,9 @@
 //! shard's other connections (open before the script, or new) get `-BUSY`, their
 //! MULTI is flagged and EXEC aborts, SCRIPT KILL / FUNCTION KILL from them stop
 //! the script, SHUTDOWN NOSAVE from them ends the server, WATCH outside MULTI is
-//! answered at once and a later write of the script fails the EXEC, a partial
-//! command is left for after the script. With 1 and 2 shards in forward mode and 2 in
+//! answered at once and a later write of the script fails the EXEC, UNWATCH /
+//! DISCARD / EXEC / RESET of a client that watches keys are answered at once and
+//! unwatch, a partial command is left for after the script. With 1 and 2 shards in forward mode and 2 in
 //! per-shard mode. The replies are the same with `RUVIO_TEST_TARGET=redis` (one
 //! redis-server, or a Redis cluster for per-shard mode), which checks them against
 //! Redis.
@@ -409,5 +410,88 @@ fn watch_while_a_script_is_busy() {
         assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
         assert_eq!(watcher.cmd(&["get", &a]), b"+QUEUED\r\n");
         assert_eq!(watcher.cmd(&["exec"]), b"*-1\r\n", "{mode:?}");
+    }
+}
+
+/// UNWATCH, DISCARD, EXEC and RESET of clients that watch keys (the busy shard's,
+/// and in forward mode one of the other shard too) are answered at once, as
+/// Redis runs them while busy, and unwatch as Redis's do: the script's later
+/// write of the watched key fails none of their next EXECs; a WATCH sent after
+/// the UNWATCH is kept, and that write fails its EXEC.
+#[test]
+fn unwatch_discard_exec_and_reset_of_watchers_while_a_script_is_busy() {
+    for (server, mode) in servers() {
+        let a = key_on_shard("ua", 0, 2);
+        let mut watched = vec!["watch".to_string(), a.clone()];
+        if mode == PortMode::Forward {
+            watched.push(key_on_shard("ub", 1, 2));
+        }
+        let mut unwatcher = on_busy_shard(&server, mode);
+        let mut discarder = on_busy_shard(&server, mode);
+        let mut execer = on_busy_shard(&server, mode);
+        let mut resetter = on_busy_shard(&server, mode);
+        for conn in [&mut unwatcher, &mut discarder, &mut execer, &mut resetter] {
+            assert_eq!(conn.cmd(&watched), b"+OK\r\n", "{mode:?}");
+        }
+        assert_eq!(discarder.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(execer.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(execer.cmd(&["set", &a, "queued"]), b"+QUEUED\r\n");
+        let mut lone = on_busy_shard(&server, mode);
+        let mut runner = on_busy_shard(&server, mode);
+        let ms = THRESHOLD_MS.to_string();
+        assert_eq!(
+            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
+            b"+OK\r\n"
+        );
+        runner.send(&encode(&[
+            "eval",
+            &spin_then_write(THRESHOLD_MS * 25),
+            "1",
+            &a,
+        ]));
+        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        assert_eq!(unwatcher.cmd(&["ping"]), BUSY, "{mode:?}: busy");
+        let mut discarded = b"-EXECABORT Transaction discarded because of: ".to_vec();
+        discarded.extend_from_slice(&BUSY[1..]);
+        // Outside MULTI too: Redis refuses EXEC by aborting the transaction.
+        assert_eq!(
+            lone.cmd(&["exec"]),
+            discarded,
+            "{mode:?}: EXEC without MULTI"
+        );
+        assert_eq!(unwatcher.cmd(&["unwatch"]), b"+OK\r\n", "{mode:?}");
+        assert_eq!(unwatcher.cmd(&["watch", &a]), b"+OK\r\n", "{mode:?}");
+        assert_eq!(discarder.cmd(&["discard"]), b"+OK\r\n", "{mode:?}");
+        assert_eq!(execer.cmd(&["exec"]), discarded, "{mode:?}: EXEC");
+        assert_eq!(resetter.cmd(&["reset"]), b"+RESET\r\n", "{mode:?}");
+        for conn in [&mut unwatcher, &mut discarder, &mut execer, &mut resetter] {
+            assert_eq!(
+                conn.cmd(&["get", &a]),
+                BUSY,
+                "{mode:?}: answered during the script"
+            );
+        }
+        assert_eq!(runner.read_reply(), b":1\r\n", "{mode:?}: the script");
+        assert_eq!(
+            execer.cmd(&["get", &a]),
+            bulk("script").as_bytes(),
+            "{mode:?}: the aborted transaction did not run"
+        );
+        assert_eq!(unwatcher.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(unwatcher.cmd(&["get", &a]), b"+QUEUED\r\n");
+        assert_eq!(
+            unwatcher.cmd(&["exec"]),
+            b"*-1\r\n",
+            "{mode:?}: the WATCH after UNWATCH saw the script's write"
+        );
+        for conn in [&mut discarder, &mut execer, &mut resetter] {
+            assert_eq!(conn.cmd(&["multi"]), b"+OK\r\n");
+            assert_eq!(conn.cmd(&["set", &a, "mine"]), b"+QUEUED\r\n");
+            assert_eq!(
+                conn.cmd(&["exec"]),
+                b"*1\r\n+OK\r\n",
+                "{mode:?}: nothing watched any more"
+            );
+        }
     }
 }

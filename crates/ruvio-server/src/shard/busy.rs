@@ -21,7 +21,13 @@
 //!   ([`PendingWatch`]) for the end of the script command, which registers them
 //!   and touches the watch when the script wrote one of the keys after this WATCH
 //!   (`shard::exec::adopt_pending_watches`); so a write of the script after the
-//!   `+OK` fails the client's EXEC, as in Redis.
+//!   `+OK` fails the client's EXEC, as in Redis;
+//! - UNWATCH, DISCARD, EXEC (`-EXECABORT`) and RESET of a client that watches
+//!   keys, as Redis unwatches them: the client's watch epoch moves on at once (a
+//!   touch of the old watches can no longer fail its EXEC), its WATCHes answered
+//!   here are dropped, and the keys it watched are left ([`Unwatched`]) for the
+//!   shard to unregister after the script, before the WATCHes answered later
+//!   are registered.
 //!
 //! What it may touch, and why it is safe:
 //! - The connections: while a script command runs, the shard lends its slab
@@ -37,11 +43,10 @@
 //!   woken for bytes taken here finds none and waits again. Commands are peeked
 //!   first and only the whole ones answered here are taken off the socket; the
 //!   first command it may not answer (WATCH of a key another shard owns, or from
-//!   a connection accepted meanwhile, UNWATCH, RESET or EXEC of a client that
-//!   watches keys, RESET of a subscriber or a monitor: they
-//!   change shard tables; a connection accepted meanwhile that needs its state
-//!   kept; a partial command) stops it there for that connection: it and what
-//!   follows wait for the loop.
+//!   a connection accepted meanwhile, RESET of a subscriber, a monitor or a
+//!   tracking client: they change shard tables; a connection accepted meanwhile
+//!   that needs its state kept; a partial command) stops it there for that
+//!   connection: it and what follows wait for the loop.
 //! - New connections: accepted from the shard's listener directly (the ring's
 //!   accept is deferred the same way) and served as fresh clients; the loop adopts
 //!   them after the script ([`take_leftovers`]).
@@ -99,6 +104,18 @@ pub struct PendingWatch {
     pub writes_at: u64,
 }
 
+/// A client whose watches UNWATCH, DISCARD, EXEC or RESET ended while the script
+/// ran: its watch epoch moved on at once (no touch of the old watches can fail a
+/// later EXEC, see `transactions::watch`), and the watch tables forget its keys
+/// after the script (the busy shard's table cannot be reached from the hook).
+#[derive(Debug)]
+pub struct Unwatched {
+    pub client_id: u64,
+    /// The keys the client watched (registered before the script, or by a
+    /// [`PendingWatch`] dropped here).
+    pub keys: Vec<crate::mesh::lending::DbKey>,
+}
+
 /// What the loop takes over once the script command is done.
 #[derive(Default)]
 pub struct Leftovers {
@@ -110,6 +127,9 @@ pub struct Leftovers {
     pub refused_busy: u64,
     /// WATCHes answered here, to register ([`take_watches`] takes them first).
     pub watches: Vec<PendingWatch>,
+    /// Watches ended here, to forget before the WATCHes above are registered (a
+    /// client may watch again after it unwatched).
+    pub unwatched: Vec<Unwatched>,
 }
 
 /// The shard's part: its listener, what its answers depend on, and the buffers of
@@ -180,13 +200,21 @@ pub fn take_leftovers() -> Leftovers {
 
 /// The WATCHes answered while a script ran, to register now (the end of the
 /// script command); empty, and cheap, in every other case.
-pub fn take_watches() -> Vec<PendingWatch> {
+/// The watches ended while it ran come first, to forget before those WATCHes
+/// are registered.
+pub fn take_watches() -> (Vec<Unwatched>, Vec<PendingWatch>) {
     if !has_leftovers() {
-        return Vec::new();
+        return Default::default();
     }
     PUMP.with_borrow_mut(|p| {
         p.as_mut()
-            .map(|pump| std::mem::take(&mut pump.leftovers.watches))
+            .map(|pump| {
+                let left = &mut pump.leftovers;
+                (
+                    std::mem::take(&mut left.unwatched),
+                    std::mem::take(&mut left.watches),
+                )
+            })
             .unwrap_or_default()
     })
 }
@@ -215,7 +243,8 @@ fn serve(busy: &CmdError) {
         let any = !l.accepted.is_empty()
             || !l.unsent.is_empty()
             || l.refused_busy > 0
-            || !l.watches.is_empty();
+            || !l.watches.is_empty()
+            || !l.unwatched.is_empty();
         // The stopped list is cleared with the leftovers, for the next script.
         Some(any || !pump.stopped.is_empty())
     });
@@ -333,6 +362,7 @@ impl Pump {
                     authenticated,
                     settings: &self.settings,
                     watches: &mut self.leftovers.watches,
+                    unwatched: &mut self.leftovers.unwatched,
                 };
                 match answer(asked, client.as_deref_mut(), busy, &mut reply) {
                     Answer::Replied => {}
@@ -412,6 +442,27 @@ struct Asked<'a> {
     settings: &'a Settings,
     /// Where a WATCH answered here leaves its registration.
     watches: &'a mut Vec<PendingWatch>,
+    /// Where UNWATCH, DISCARD, EXEC or RESET answered here leave the keys to forget.
+    unwatched: &'a mut Vec<Unwatched>,
+}
+
+/// Redis's unwatchAllKeys for a client served here: a new watch epoch now, its
+/// WATCHes answered during this script dropped (never registered), and every
+/// key it watched left for the loop to unregister ([`Unwatched`]).
+fn unwatch_now(
+    client: &mut ClientState,
+    watches: &mut Vec<PendingWatch>,
+    unwatched: &mut Vec<Unwatched>,
+) {
+    if client.watching.is_empty() {
+        return;
+    }
+    watches.retain(|w| w.client_id != client.id);
+    unwatched.push(Unwatched {
+        client_id: client.id,
+        keys: std::mem::take(&mut client.watching),
+    });
+    client.watch_epoch += 1;
 }
 
 /// Redis' answer to a command while a script is busy (its checks in its order:
@@ -419,7 +470,7 @@ struct Asked<'a> {
 /// command is allowed then), written to `reply`.
 fn answer(
     asked: Asked<'_>,
-    mut client: Option<&mut ClientState>,
+    client: Option<&mut ClientState>,
     busy: &CmdError,
     reply: &mut Reply<'_>,
 ) -> Answer {
@@ -428,6 +479,7 @@ fn answer(
         authenticated,
         settings,
         watches,
+        unwatched,
     } = asked;
     let refuse = |client: Option<&mut ClientState>, e: &CmdError, reply: &mut Reply<'_>| {
         if let Some(client) = client {
@@ -491,17 +543,12 @@ fn answer(
             std::process::exit(0);
         }
         "exec" => {
-            let in_multi = client.as_ref().is_some_and(|c| c.multi.is_some());
-            let Some(client) = client.as_deref_mut().filter(|_| in_multi) else {
-                busy.write(reply);
-                return Answer::Busy;
-            };
-            if !client.watching.is_empty() {
-                // Unwatching needs the keyspace's tables: after the script.
-                return Answer::Stop;
+            // Redis refuses EXEC while busy (in MULTI or not) by its
+            // execCommandAbort: the transaction is discarded, the keys unwatched.
+            if let Some(client) = client {
+                client.multi = None;
+                unwatch_now(client, watches, unwatched);
             }
-            // Redis' execCommandAbort: the transaction is discarded.
-            client.multi = None;
             let message = busy.message();
             CmdError::quoted(
                 "EXECABORT Transaction discarded because of: ",
@@ -524,10 +571,13 @@ fn answer(
             }
             Answer::Replied
         }
-        "discard" if client.as_ref().is_some_and(|c| c.watching.is_empty()) => {
+        "discard" if client.is_some() => {
             let client = client.expect("checked");
             match client.multi.take() {
-                Some(_) => reply.ok(),
+                Some(_) => {
+                    unwatch_now(client, watches, unwatched);
+                    reply.ok()
+                }
                 None => CmdError::DiscardWithoutMulti.write(reply),
             }
             Answer::Replied
@@ -610,8 +660,8 @@ fn answer(
             reply.ok();
             Answer::Replied
         }
-        // Nothing watched: nothing in the watch tables to forget.
-        "unwatch" if client.as_ref().is_some_and(|c| c.watching.is_empty()) => {
+        "unwatch" if client.is_some() => {
+            unwatch_now(client.expect("checked"), watches, unwatched);
             reply.ok();
             Answer::Replied
         }
@@ -624,14 +674,16 @@ fn answer(
             }
             Answer::Replied
         }
-        // RESET of a connection with no subscription, watch or monitor to undo
-        // (those live in shard tables the script's shard cannot touch now).
+        // RESET of a connection with no subscription, monitor or tracking to undo
+        // (those live in shard tables the script's shard cannot touch now; its
+        // watches are forgotten after the script).
         "reset"
-            if client.as_ref().is_some_and(|c| {
-                !c.subs.active() && c.watching.is_empty() && !c.monitor && !c.tracking.on()
-            }) =>
+            if client
+                .as_ref()
+                .is_some_and(|c| !c.subs.active() && !c.monitor && !c.tracking.on()) =>
         {
             let client = client.expect("checked");
+            unwatch_now(client, watches, unwatched);
             crate::cmd::connection::reset_connection(client, &settings.acl);
             reply.proto = Protocol::Resp2;
             reply.simple("RESET");

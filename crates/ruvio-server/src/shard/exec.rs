@@ -286,7 +286,10 @@ pub fn run_engine(
 /// write order within a script is not recorded): an EXEC that fails where
 /// Redis's would not, never one that runs over a change.
 pub fn adopt_pending_watches(core: &mut ShardCore, written: &Effects) {
-    let pending = crate::shard::busy::take_watches();
+    let (unwatched, pending) = crate::shard::busy::take_watches();
+    for ended in unwatched {
+        crate::transactions::multi::forget_unwatched(core, ended.client_id, ended.keys);
+    }
     if pending.is_empty() {
         return;
     }

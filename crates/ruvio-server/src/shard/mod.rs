@@ -501,6 +501,13 @@ impl Shard {
     #[inline(never)]
     fn adopt_busy_leftovers(&mut self) {
         let left = busy::take_leftovers();
+        for ended in left.unwatched {
+            crate::transactions::multi::forget_unwatched(
+                &mut self.core,
+                ended.client_id,
+                ended.keys,
+            );
+        }
         // WATCHes left by a script that did not end through `run_engine`: a
         // write of the script after the `+OK`, of any key, touches them.
         let writes_now = ruvio_engine::scripting::script_writes();

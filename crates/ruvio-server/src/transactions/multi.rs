@@ -302,6 +302,14 @@ pub fn unwatch(core: &mut ShardCore, client: &mut ClientState) {
     core.watches.clear_touched(client.id);
 }
 
+/// The watches client `client_id` ended while a script kept this shard busy
+/// (its epoch moved on then, `shard::busy`): the owners forget `watched`, and
+/// the touch of its old epoch goes.
+pub fn forget_unwatched(core: &mut ShardCore, client_id: u64, watched: Vec<DbKey>) {
+    forget_watches(core, client_id, watched);
+    core.watches.clear_touched(client_id);
+}
+
 /// Tell the owners of `watched` to forget `client_id`'s watches.
 fn forget_watches(core: &mut ShardCore, client_id: u64, watched: Vec<DbKey>) {
     for (owner, keys) in by_owner(core, watched) {
