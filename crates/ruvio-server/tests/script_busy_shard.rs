@@ -495,3 +495,59 @@ fn unwatch_discard_exec_and_reset_of_watchers_while_a_script_is_busy() {
         }
     }
 }
+
+/// A connection opened while the script is busy is served with a state of its
+/// own, kept after the script as Redis keeps it: HELLO's protocol and name, a
+/// failed AUTH, WATCH of a key the script then writes (its EXEC fails); CLIENT
+/// SETNAME is refused with -BUSY, as Redis refuses it.
+#[test]
+fn a_connection_opened_while_busy_keeps_its_state() {
+    for (server, mode) in servers() {
+        let a = key_on_shard("na", 0, 2);
+        let mut runner = on_busy_shard(&server, mode);
+        let ms = THRESHOLD_MS.to_string();
+        assert_eq!(
+            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
+            b"+OK\r\n"
+        );
+        runner.send(&encode(&[
+            "eval",
+            &spin_then_write(THRESHOLD_MS * 25),
+            "1",
+            &a,
+        ]));
+        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        let mut fresh = RawConn::connect(server.shard_port(0));
+        let hello = fresh.cmd(&["hello", "3", "setname", "early"]);
+        assert!(
+            hello.starts_with(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n"),
+            "{mode:?}: {}",
+            show(&hello)
+        );
+        assert!(
+            contains(&hello, b"$5\r\nproto\r\n:3\r\n"),
+            "{}",
+            show(&hello)
+        );
+        assert_eq!(
+            fresh.cmd(&["auth", "nopass"]),
+            b"-ERR AUTH <password> called without any password configured for the default user. \
+              Are you sure your configuration is correct?\r\n",
+            "{mode:?}"
+        );
+        assert_eq!(fresh.cmd(&["watch", &a]), b"+OK\r\n", "{mode:?}");
+        assert_eq!(fresh.cmd(&["client", "setname", "later"]), BUSY, "{mode:?}");
+        assert_eq!(fresh.cmd(&["ping"]), BUSY, "{mode:?}: still busy");
+        assert_eq!(runner.read_reply(), b":1\r\n", "{mode:?}: the script");
+        assert_eq!(fresh.cmd(&["client", "getname"]), bulk("early").as_bytes());
+        // RESP3 still: an empty map.
+        assert_eq!(fresh.cmd(&["hgetall", "nosuchkey"]), b"%0\r\n", "{mode:?}");
+        assert_eq!(fresh.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(fresh.cmd(&["get", &a]), b"+QUEUED\r\n");
+        assert_eq!(
+            fresh.cmd(&["exec"]),
+            b"_\r\n",
+            "{mode:?}: the script wrote the key watched after it started"
+        );
+    }
+}

@@ -42,14 +42,15 @@
 //!   enters the ring (its task work is deferred, `DEFER_TASKRUN`), and a receive
 //!   woken for bytes taken here finds none and waits again. Commands are peeked
 //!   first and only the whole ones answered here are taken off the socket; the
-//!   first command it may not answer (WATCH of a key another shard owns, or from
-//!   a connection accepted meanwhile, RESET of a subscriber, a monitor or a
-//!   tracking client: they change shard tables; a connection accepted meanwhile
-//!   that needs its state kept; a partial command) stops it there for that
-//!   connection: it and what follows wait for the loop.
+//!   first command it may not answer (WATCH of a key another shard owns, RESET
+//!   of a subscriber, a monitor or a tracking client: they change shard tables;
+//!   a partial command) stops it there for that connection: it and what follows
+//!   wait for the loop.
 //! - New connections: accepted from the shard's listener directly (the ring's
-//!   accept is deferred the same way) and served as fresh clients; the loop adopts
-//!   them after the script ([`take_leftovers`]).
+//!   accept is deferred the same way), each given its client state (and id) at
+//!   once ([`Fresh`]) and served as the others, so what HELLO, AUTH, MULTI or
+//!   WATCH set is kept; the loop adopts them, with that state, after the script
+//!   ([`take_leftovers`]).
 //!
 //! A reply the socket would not take whole is kept for the loop, which queues it
 //! before anything else of that connection; the connection is then not served
@@ -116,11 +117,21 @@ pub struct Unwatched {
     pub keys: Vec<crate::mesh::lending::DbKey>,
 }
 
+/// A connection accepted while the script was busy: its descriptor and its
+/// client's state from the start (its id included), so that what its commands
+/// answered here set (HELLO's protocol and name, AUTH, MULTI, WATCH ...) is
+/// the connection's when the loop adopts it.
+pub struct Fresh {
+    pub fd: RawFd,
+    pub client: Box<ClientState>,
+}
+
 /// What the loop takes over once the script command is done.
 #[derive(Default)]
 pub struct Leftovers {
-    /// Connections accepted while the script was busy, to adopt.
-    pub accepted: Vec<RawFd>,
+    /// Connections accepted while the script was busy, to adopt with the state
+    /// their commands answered here gave them.
+    pub accepted: Vec<Fresh>,
     /// Replies the socket did not take whole, queued before anything else.
     pub unsent: Vec<(Target, Vec<u8>)>,
     /// Commands answered `-BUSY` here (the shard's error statistics count them).
@@ -161,6 +172,8 @@ pub struct Settings {
     pub announce_ip: String,
     /// The ACL users: whether new clients must authenticate, and AUTH's check.
     pub acl: Arc<crate::acl::Acl>,
+    /// What every shard reads: a new connection's client id.
+    pub shared: Arc<crate::shard::Shared>,
 }
 
 /// Set this shard thread up (at shard start): its listener and settings.
@@ -233,12 +246,14 @@ fn serve(busy: &CmdError) {
                 }
             }
         });
-        for i in 0..pump.leftovers.accepted.len() {
-            let fd = pump.leftovers.accepted[i];
-            if !pump.stopped.contains(&Target::Fresh(fd)) {
-                pump.serve_one(fd, None, Target::Fresh(fd), busy);
+        let mut accepted = std::mem::take(&mut pump.leftovers.accepted);
+        for fresh in &mut accepted {
+            let target = Target::Fresh(fresh.fd);
+            if !pump.stopped.contains(&target) {
+                pump.serve_one(fresh.fd, Some(&mut fresh.client), target, busy);
             }
         }
+        pump.leftovers.accepted = accepted;
         let l = &pump.leftovers;
         let any = !l.accepted.is_empty()
             || !l.unsent.is_empty()
@@ -306,12 +321,20 @@ impl Pump {
             if fd < 0 {
                 return;
             }
-            self.leftovers.accepted.push(fd);
+            let client_id = self.settings.shared.next_client_id();
+            let now = crate::clock::unix_ms();
+            let ends = crate::net::socket::adopt(fd);
+            let session = self.settings.acl.new_session();
+            let conn = Conn::new(0, client_id, fd, ends, now, session);
+            self.leftovers.accepted.push(Fresh {
+                fd,
+                client: Box::new(conn.client),
+            });
         }
     }
 
     /// Answer the whole commands waiting on `fd`, up to the first that must wait for
-    /// the loop. `client` is the connection's state (None: accepted here, a fresh
+    /// the loop. `client` is the connection's state (None: none to keep, a fresh
     /// client).
     fn serve_one(
         &mut self,

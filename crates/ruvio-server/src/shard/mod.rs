@@ -40,7 +40,7 @@ use crate::clock::unix_ms;
 use crate::cluster::topology::Topology;
 use crate::config::Config;
 use crate::mesh::forward::{self, Control, Mesh};
-use crate::net::conn::{BlockedOn, Conn, INPUT_CHUNK_BYTES, OUTPUT_PAUSE_BYTES};
+use crate::net::conn::{BlockedOn, ClientState, Conn, INPUT_CHUNK_BYTES, OUTPUT_PAUSE_BYTES};
 use crate::net::slab::Slab;
 use crate::shard::blocking::Waiter;
 use dispatch::KeyWindow;
@@ -209,6 +209,7 @@ impl Shard {
             topo: self.core.topo.clone(),
             announce_ip: self.core.cfg.cluster_announce_ip.clone(),
             acl: self.core.shared.acl.clone(),
+            shared: self.core.shared.clone(),
         };
         busy::install(std::os::fd::AsRawFd::as_raw_fd(&self.listener), settings);
         self.arm_accept();
@@ -424,7 +425,7 @@ impl Shard {
 
     /// Take a new connection (its slab index and generation; None when refused).
     fn accepted(&mut self, fd: RawFd) -> Option<(u32, u32)> {
-        self.accepted_with(fd, None)
+        self.accepted_with(fd, None, None)
     }
 
     /// A connection accepted on descriptor `fd`, with its TLS session when it
@@ -433,6 +434,7 @@ impl Shard {
         &mut self,
         fd: RawFd,
         tls: Option<Box<crate::net::tls::TlsConn>>,
+        client: Option<Box<ClientState>>,
     ) -> Option<(u32, u32)> {
         if !self.core.shared.admit_client(self.core.cfg.maxclients) {
             // Redis answers, then closes: the client sees why.
@@ -459,13 +461,20 @@ impl Shard {
             self.core.shared.client_gone();
             return None;
         }
-        let client_id = self.core.shared.next_client_id();
+        // A connection the busy-script hook accepted comes with its state.
+        let client_id = match &client {
+            Some(client) => client.id,
+            None => self.core.shared.next_client_id(),
+        };
         let now = self.core.now_ms;
         let session = self.core.shared.acl.new_session();
         let mut conn_gen = 0;
         let index = self.conns.insert_with(|_, gen| {
             conn_gen = gen;
             let mut conn = Conn::new(gen, client_id, fd, sock, now, session);
+            if let Some(client) = client {
+                conn.client = *client;
+            }
             conn.client.tls = tls.is_some();
             conn.tls = tls;
             conn
@@ -529,8 +538,11 @@ impl Shard {
             self.core.stats.count_error(&refused);
         }
         let mut adopted = Vec::with_capacity(left.accepted.len());
-        for fd in left.accepted {
-            adopted.push((fd, self.accepted(fd)));
+        for fresh in left.accepted {
+            adopted.push((
+                fresh.fd,
+                self.accepted_with(fresh.fd, None, Some(fresh.client)),
+            ));
         }
         for (target, bytes) in left.unsent {
             let who = match target {

@@ -70,7 +70,8 @@ impl Shard {
             let session = self.core.tls_settings.as_ref().map(|s| s.session());
             match session {
                 Some(Ok(session)) => {
-                    if let Some((index, gen)) = self.accepted_with(result, Some(Box::new(session)))
+                    if let Some((index, gen)) =
+                        self.accepted_with(result, Some(Box::new(session)), None)
                     {
                         self.core.dirty.push((index, gen));
                     }
