@@ -518,6 +518,10 @@ fn a_connection_opened_while_busy_keeps_its_state() {
         ]));
         std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
         let mut fresh = RawConn::connect(server.shard_port(0));
+        // Forward mode with 2 shards may serve it on the other shard, whose WATCH
+        // of the busy shard's key still waits for the script (docs/scripting.md).
+        let on_busy =
+            !(server.kind == Target::Ruvio && mode == PortMode::Forward && server.shards > 1);
         let hello = fresh.cmd(&["hello", "3", "setname", "early"]);
         assert!(
             hello.starts_with(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n"),
@@ -535,19 +539,23 @@ fn a_connection_opened_while_busy_keeps_its_state() {
               Are you sure your configuration is correct?\r\n",
             "{mode:?}"
         );
-        assert_eq!(fresh.cmd(&["watch", &a]), b"+OK\r\n", "{mode:?}");
+        if on_busy {
+            assert_eq!(fresh.cmd(&["watch", &a]), b"+OK\r\n", "{mode:?}");
+        }
         assert_eq!(fresh.cmd(&["client", "setname", "later"]), BUSY, "{mode:?}");
         assert_eq!(fresh.cmd(&["ping"]), BUSY, "{mode:?}: still busy");
         assert_eq!(runner.read_reply(), b":1\r\n", "{mode:?}: the script");
         assert_eq!(fresh.cmd(&["client", "getname"]), bulk("early").as_bytes());
         // RESP3 still: an empty map.
         assert_eq!(fresh.cmd(&["hgetall", "nosuchkey"]), b"%0\r\n", "{mode:?}");
-        assert_eq!(fresh.cmd(&["multi"]), b"+OK\r\n");
-        assert_eq!(fresh.cmd(&["get", &a]), b"+QUEUED\r\n");
-        assert_eq!(
-            fresh.cmd(&["exec"]),
-            b"_\r\n",
-            "{mode:?}: the script wrote the key watched after it started"
-        );
+        if on_busy {
+            assert_eq!(fresh.cmd(&["multi"]), b"+OK\r\n");
+            assert_eq!(fresh.cmd(&["get", &a]), b"+QUEUED\r\n");
+            assert_eq!(
+                fresh.cmd(&["exec"]),
+                b"_\r\n",
+                "{mode:?}: the script wrote the key watched after it started"
+            );
+        }
     }
 }
