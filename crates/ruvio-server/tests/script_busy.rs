@@ -55,6 +55,8 @@ fn script_kill_stops_a_busy_script_and_others_see_busy() {
     let mut discarded = b"-EXECABORT Transaction discarded because of: ".to_vec();
     discarded.extend_from_slice(&BUSY[1..]);
     assert_eq!(other.cmd(&["exec"]), discarded, "EXEC");
+    // Without MULTI too: Redis refuses EXEC by aborting the transaction.
+    assert_eq!(other.cmd(&["exec"]), discarded, "EXEC without MULTI");
     assert_eq!(other.cmd(&["script", "kill"]), b"+OK\r\n");
     let reply = runner.read_reply();
     assert!(

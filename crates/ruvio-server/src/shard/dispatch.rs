@@ -478,8 +478,9 @@ pub(crate) fn run_command(
         Some(CmdError::Oom)
     } else if client.proto == Protocol::Resp2 && client.subs.active() {
         subscribed_mode_refusal(cmd, args)
-    } else if client.multi.is_some() && !cmd.meta.has(ALLOW_BUSY) {
-        // Redis refuses a command with -BUSY before queueing it (EXEC aborts).
+    } else if (client.multi.is_some() || cmd.meta.name == "exec") && !cmd.meta.has(ALLOW_BUSY) {
+        // Redis refuses a command with -BUSY before queueing it (EXEC aborts,
+        // in MULTI or not).
         core.shared.scripts.busy_elsewhere(core.id)
     } else {
         None

@@ -158,12 +158,16 @@ pub fn refused(
     cmd: &Command,
     error: CmdError,
 ) -> CmdError {
-    let Some(queued) = client.multi.as_mut() else {
-        return error;
-    };
-    if cmd.meta.name != "exec" {
-        queued.failed = true;
-        return error;
+    let is_exec = cmd.meta.name == "exec";
+    match client.multi.as_mut() {
+        // Redis's rejectCommand aborts on EXEC whether a transaction is open
+        // or not (execCommandAbort: `EXEC` alone while NOAUTH or BUSY).
+        None if !is_exec => return error,
+        Some(queued) if !is_exec => {
+            queued.failed = true;
+            return error;
+        }
+        _ => {}
     }
     client.multi = None;
     unwatch(core, client);
