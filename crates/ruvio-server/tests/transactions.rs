@@ -992,3 +992,32 @@ fn per_shard_two_shards() {
     cluster_rules(&server);
     watch_retry_loop_loses_nothing(&server);
 }
+
+/// EXEC refused before it runs aborts with or without MULTI, as Redis's
+/// rejectCommand does (execCommandAbort): EXEC alone from a client that must
+/// authenticate is `-EXECABORT ... NOAUTH ...`; once authenticated, `EXEC
+/// without MULTI`. 1 and 2 shards, and redis-server when installed.
+#[test]
+fn exec_refused_without_multi_aborts_as_redis() {
+    let mut servers = vec![
+        Server::ruvio(PortMode::Forward, 1),
+        Server::ruvio(PortMode::Forward, 2),
+    ];
+    if require_redis_server("transactions").is_some() {
+        servers.push(Server::redis());
+    }
+    for server in &servers {
+        let mut admin = server.raw();
+        assert_eq!(
+            admin.cmd(&["config", "set", "requirepass", "pw"]),
+            b"+OK\r\n"
+        );
+        let mut c = server.raw();
+        assert_eq!(
+            c.cmd(&["exec"]),
+            b"-EXECABORT Transaction discarded because of: NOAUTH Authentication required.\r\n"
+        );
+        assert_eq!(c.cmd(&["auth", "pw"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["exec"]), b"-ERR EXEC without MULTI\r\n");
+    }
+}
