@@ -932,10 +932,11 @@ fn cross_shard_session(
             vec!["GET", b1],
         ];
         steps.push(("own MSETNX, PING, GET", pipeline, own));
-        // Scripts run in one batch under the script lock: the first borrows
-        // every key of the other shard, the second writes keys the batch
-        // holds already (each script's writes in order, scripts in the order
-        // they ran, as Redis).
+        // Two scripts pipelined: the first borrows every key of the other
+        // shard, the second writes them all (each script's writes in order,
+        // scripts in the order they ran, as Redis). Whether they share a
+        // batch of the script lock depends on what else waits for it: see
+        // `scripts_batched_under_the_script_lock_invalidate_in_write_order`.
         let read =
             "local r = {} for i, k in ipairs(KEYS) do r[i] = redis.call('get', k) end return r";
         let mut pipeline = vec![vec!["EVAL", read, "4", b0, a0, b1, a1]];
@@ -1140,4 +1141,80 @@ fn three_shards_invalidate_every_key_once() {
             assert_eq!(reader.read_reply(), b"+PONG\r\n", "{label}: no more pushes");
         }
     }
+}
+
+/// A tracking reader on shard 0 reads keys of both shards; a writer of its
+/// shard pipelines a script that borrows them all and one that writes them
+/// all, while other clients of the shard pipeline scripts over other keys of
+/// both shards, so that the two run in one batch under the script lock (the
+/// second writes keys the batch holds already). Each round the reader's
+/// pushes, one per key in the order written (as Redis): returns them all.
+fn batched_writes(server: &Server) -> Vec<u8> {
+    let rounds = 40;
+    let [b0, a0, b1, a1] = interleaved_keys();
+    assert_eq!(server.raw().cmd(&["FLUSHALL"]), b"+OK\r\n");
+    let mut reader = conn_on(server, 0);
+    reader.cmd(&["HELLO", "3"]);
+    assert_eq!(reader.cmd(&["CLIENT", "TRACKING", "ON"]), b"+OK\r\n");
+    let mut writer = conn_on(server, 0);
+    let helpers: Vec<_> = (0..2)
+        .map(|h| {
+            let mut c = conn_on(server, 0);
+            let (mine, theirs) = (
+                key_on_shard(&format!("bwh{h}"), 0, 2),
+                key_on_shard(&format!("bwo{h}"), 1, 2),
+            );
+            std::thread::spawn(move || {
+                let bump = "redis.call('incr', KEYS[1]) return redis.call('incr', KEYS[2])";
+                let pipeline: Vec<u8> = (0..rounds * 20)
+                    .flat_map(|_| encode(&["EVAL", bump, "2", &mine, &theirs]))
+                    .collect();
+                c.send(&pipeline);
+                for _ in 0..rounds * 20 {
+                    let reply = c.read_reply();
+                    assert_eq!(reply[0], b':', "{}", show(&reply));
+                }
+            })
+        })
+        .collect();
+    let read = "local r = {} for i, k in ipairs(KEYS) do r[i] = redis.call('get', k) end return r";
+    let write = "for i, k in ipairs(KEYS) do redis.call('set', k, i) end";
+    let mut stream = Vec::new();
+    for _ in 0..rounds {
+        for k in [&b0, &a0, &b1, &a1] {
+            reader.cmd(&["GET", k]);
+        }
+        let mut pipeline = encode(&["EVAL", read, "4", &b0, &a0, &b1, &a1]);
+        pipeline.extend(encode(&["EVAL", write, "4", &b1, &a0, &b0, &a1]));
+        writer.send(&pipeline);
+        writer.read_reply();
+        writer.read_reply();
+        for _ in 0..4 {
+            stream.extend(reader.read_reply());
+        }
+    }
+    for h in helpers {
+        h.join().expect("a helper failed");
+    }
+    stream
+}
+
+#[test]
+fn scripts_batched_under_the_script_lock_invalidate_in_write_order() {
+    let Some(servers) = DiffServers::forward("differential_tracking", 2) else {
+        return;
+    };
+    let expected = batched_writes(&servers.reference);
+    let [b0, a0, b1, a1] = interleaved_keys();
+    let round: Vec<u8> = [&b1, &a0, &b0, &a1]
+        .iter()
+        .flat_map(|k| {
+            let mut push = b">2\r\n$10\r\ninvalidate\r\n*1\r\n".to_vec();
+            push.extend_from_slice(bulk(k).as_bytes());
+            push
+        })
+        .collect();
+    assert_eq!(show(&expected[..round.len()]), show(&round));
+    let got = batched_writes(&servers.target);
+    assert_eq!(show(&got), show(&expected));
 }
