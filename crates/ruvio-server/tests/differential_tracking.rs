@@ -804,11 +804,25 @@ fn observe(conn: &mut RawConn, name: String, expected: Option<&Transcript>, out:
     out.push((name, got));
 }
 
+/// Who sends a step of [`cross_shard_session`], and how.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum By {
+    /// The writer, one command at a time.
+    Writer,
+    /// The writer, every command in one write (scripts over keys of both
+    /// shards run in one batch under the script lock, docs/scripting.md).
+    WriterPipelined,
+    /// The tracking reader itself, every command in one write.
+    Reader,
+}
+
 /// A write of keys of both shards by `writer` (on shard `writer_shard` of
 /// Ruvio), after the tracking reader (on `reader_shard`) read every key: the
 /// reader's invalidations, one push per key in the order the command writes
 /// them (in RESP2 as `message`s to a subscriber the reader redirects to).
-/// With `own` the reader writes itself: its pushes come after the reply.
+/// With `own` the reader writes itself: its pushes come after the reply,
+/// before the replies of the commands it pipelined behind (in RESP2 its
+/// replies, then its target's messages).
 /// Each step's reply and pushes are kept; `expected` is Redis's transcript.
 fn cross_shard_session(
     server: &Server,
@@ -834,88 +848,131 @@ fn cross_shard_session(
         assert_eq!(on, b"+OK\r\n");
         target = Some(t);
     }
-    // (name, commands, sent by the reader itself)
-    let mut steps: Vec<(&str, Vec<Vec<&str>>, bool)> = Vec::new();
+    let (own, by_writer) = (By::Reader, By::Writer);
+    let mut steps: Vec<(&str, Vec<Vec<&str>>, By)> = Vec::new();
     if !lending {
         steps.extend([
             (
                 "MSET",
                 vec![vec!["MSET", b0, "1", a0, "2", b1, "3", a1, "4"]],
-                false,
+                by_writer,
             ),
-            ("DEL", vec![vec!["DEL", a1, b1, a0, b0]], false),
+            ("DEL", vec![vec!["DEL", a1, b1, a0, b0]], by_writer),
             (
                 "MSET again",
                 vec![vec!["MSET", a1, "1", b0, "2", a0, "3", b1, "4"]],
-                false,
+                by_writer,
             ),
-            ("UNLINK", vec![vec!["UNLINK", b1, a0, a1, b0]], false),
+            ("UNLINK", vec![vec!["UNLINK", b1, a0, a1, b0]], by_writer),
         ]);
-        if resp3 {
-            steps.push((
-                "own MSET",
-                vec![vec!["MSET", b0, "x", a0, "y", b1, "z", a1, "w"]],
-                true,
-            ));
-            steps.push(("own DEL", vec![vec!["DEL", a0, b1, b0, a1]], true));
-            // Pipelined: its pushes come between its reply and the next ones
-            // (answered here while the parts were out).
-            let pipeline = vec![
-                vec!["MSET", a1, "p", b1, "q", a0, "r", b0, "s"],
-                vec!["PING"],
-                vec!["GET", a0],
-            ];
-            steps.push(("own MSET, PING, GET", pipeline, true));
-        }
+        steps.push((
+            "own MSET",
+            vec![vec!["MSET", b0, "x", a0, "y", b1, "z", a1, "w"]],
+            own,
+        ));
+        steps.push(("own DEL", vec![vec!["DEL", a0, b1, b0, a1]], own));
+        // Pipelined: its pushes come between its reply and the next ones
+        // (answered here while the parts were out).
+        let pipeline = vec![
+            vec!["MSET", a1, "p", b1, "q", a0, "r", b0, "s"],
+            vec!["PING"],
+            vec!["GET", a0],
+        ];
+        steps.push(("own MSET, PING, GET", pipeline, own));
     } else {
-        let multi = |by_reader| {
-            let sets = [b0, a0, b1, a1].map(|k| vec!["SET", k, "m"]);
+        let sets = |value| [b0, a0, b1, a1].map(|k| vec!["SET", k, value]);
+        let multi = |by| {
             let mut commands = vec![vec!["MULTI"]];
-            commands.extend(sets);
+            commands.extend(sets("m"));
             commands.push(vec!["EXEC"]);
-            ("MULTI/EXEC", commands, by_reader)
+            ("MULTI/EXEC", commands, by)
         };
-        steps.push(multi(false));
-        steps.push(("DEL", vec![vec!["DEL", a1, b1, a0, b0]], false));
+        steps.push(multi(by_writer));
+        steps.push(("DEL", vec![vec!["DEL", a1, b1, a0, b0]], by_writer));
         steps.push((
             "MSETNX",
             vec![vec!["MSETNX", b0, "1", a0, "2", b1, "3", a1, "4"]],
-            false,
+            by_writer,
         ));
         let script = "for i, k in ipairs(KEYS) do redis.call('set', k, i) end";
         steps.push((
             "EVAL",
             vec![vec!["EVAL", script, "4", a1, b0, a0, b1]],
-            false,
+            by_writer,
         ));
-        if resp3 {
-            steps.push(multi(true));
-            steps.push((
-                "own EVAL",
-                vec![vec!["EVAL", script, "4", b1, a0, b0, a1]],
-                true,
-            ));
-            let own_msetnx = vec!["MSETNX", a0, "1", b1, "2", a1, "3", b0, "4"];
-            steps.push(("own DEL", vec![vec!["DEL", b1, a1, b0, a0]], true));
-            steps.push(("own MSETNX", vec![own_msetnx], true));
-        }
+        steps.push(multi(own));
+        steps.push((
+            "own EVAL",
+            vec![vec!["EVAL", script, "4", b1, a0, b0, a1]],
+            own,
+        ));
+        let own_msetnx = vec!["MSETNX", a0, "1", b1, "2", a1, "3", b0, "4"];
+        steps.push(("own DEL", vec![vec!["DEL", b1, a1, b0, a0]], own));
+        steps.push(("own MSETNX", vec![own_msetnx], own));
+        // Pipelined behind a transaction or MSETNX over both shards: its
+        // pushes come right after the EXEC's (MSETNX's) reply, before PONG.
+        let mut pipeline = vec![vec!["MULTI"]];
+        pipeline.extend(sets("p"));
+        pipeline.extend([vec!["EXEC"], vec!["PING"], vec!["GET", a0]]);
+        steps.push(("own MULTI/EXEC, PING, GET", pipeline, own));
+        // Reading the other shard's key, writing the first shard's only.
+        let pipeline = vec![
+            vec!["MULTI"],
+            vec!["GET", b0],
+            vec!["SET", a1, "r"],
+            vec!["SET", a0, "r"],
+            vec!["EXEC"],
+            vec!["PING"],
+        ];
+        steps.push(("own MULTI/EXEC reading both shards, PING", pipeline, own));
+        steps.push(("own DEL again", vec![vec!["DEL", a0, b0, a1, b1]], own));
+        let pipeline = vec![
+            vec!["MSETNX", b1, "5", a0, "6", b0, "7", a1, "8"],
+            vec!["PING"],
+            vec!["GET", b1],
+        ];
+        steps.push(("own MSETNX, PING, GET", pipeline, own));
+        // Two scripts pipelined: the first borrows every key of the other
+        // shard, the second writes them all (each script's writes in order,
+        // scripts in the order they ran, as Redis). Whether they share a
+        // batch of the script lock depends on what else waits for it: see
+        // `scripts_batched_under_the_script_lock_invalidate_in_write_order`.
+        let read =
+            "local r = {} for i, k in ipairs(KEYS) do r[i] = redis.call('get', k) end return r";
+        let mut pipeline = vec![vec!["EVAL", read, "4", b0, a0, b1, a1]];
+        pipeline.push(vec!["EVAL", script, "4", b1, a0, b0, a1]);
+        steps.push(("EVAL batch", pipeline, By::WriterPipelined));
+        let mut pipeline = vec![vec!["EVAL", read, "4", b0, a0, b1, a1]];
+        pipeline.push(vec!["EVAL", script, "4", a1, b0, a0, b1]);
+        pipeline.push(vec!["PING"]);
+        steps.push(("own EVAL batch, PING", pipeline, own));
     }
     let mut out = Transcript::new();
-    for (name, commands, by_reader) in &steps {
+    for (name, commands, by) in &steps {
         for k in &keys {
             let reply = reader.cmd(&["GET", k]);
             out.push((format!("{name}: GET {k}"), reply));
         }
-        if *by_reader {
+        let request: Vec<u8> = commands.iter().flat_map(|c| encode(c)).collect();
+        if *by == By::Reader {
             // Its own pushes follow the reply, before the next reply (read
             // off the socket: a reply read would buffer what follows).
-            let request: Vec<u8> = commands.iter().flat_map(|c| encode(c)).collect();
             reader.send(&request);
-            let name = format!("{name}: replies and own pushes");
-            observe(&mut reader, name, expected, &mut out);
+            let replies = format!("{name}: replies and own pushes");
+            observe(&mut reader, replies, expected, &mut out);
+            if let Some(target) = target.as_mut() {
+                let messages = format!("{name}: target's messages");
+                observe(target, messages, expected, &mut out);
+            }
             continue;
         }
-        let replies: Vec<u8> = commands.iter().flat_map(|c| writer.cmd(c)).collect();
+        let replies: Vec<u8> = match by {
+            By::WriterPipelined => {
+                writer.send(&request);
+                commands.iter().flat_map(|_| writer.read_reply()).collect()
+            }
+            _ => commands.iter().flat_map(|c| writer.cmd(c)).collect(),
+        };
         out.push((format!("{name}: replies"), replies));
         let stream = target.as_mut().unwrap_or(&mut reader);
         observe(
@@ -982,6 +1039,34 @@ fn lending_writes_invalidate_in_key_order_as_redis() {
         for shards in [(0, 0), (0, 1), (1, 0), (1, 1)] {
             let modes = (resp3, true);
             let expected = cross_shard_session(&servers.reference, shards, modes, None);
+            // What Ruvio is held to is not vacuous: Redis invalidates a batch's
+            // keys in write order, and the writer's own pushes come right after
+            // the EXEC's (MSETNX's, the script's) reply, before PONG.
+            let step = |name: &str| {
+                let found = expected.iter().find(|(n, _)| n == name);
+                found.map(|(_, bytes)| bytes.as_slice()).expect(name)
+            };
+            let pushes = step("EVAL batch: reader's pushes");
+            let [b0, a0, b1, a1] = interleaved_keys();
+            let at: Vec<usize> = [&b1, &a0, &b0, &a1]
+                .iter()
+                .map(|k| find(pushes, k.as_bytes()).expect("each key invalidated"))
+                .collect();
+            assert!(at.is_sorted(), "{}", show(pushes));
+            if resp3 {
+                for name in [
+                    "own MULTI/EXEC, PING, GET",
+                    "own MULTI/EXEC reading both shards, PING",
+                    "own MSETNX, PING, GET",
+                    "own EVAL batch, PING",
+                ] {
+                    let stream = step(&format!("{name}: replies and own pushes"));
+                    let pong = find(stream, b"+PONG\r\n").expect("PONG");
+                    let pushes = count(&stream[..pong], b">2\r\n");
+                    let want = if name.contains("reading") { 2 } else { 4 };
+                    assert_eq!(pushes, want, "{name}: {}", show(stream));
+                }
+            }
             let got = cross_shard_session(&servers.target, shards, modes, Some(&expected));
             for ((name, e), (_, g)) in expected.iter().zip(&got) {
                 let label = format!("resp3 {resp3}, reader/writer shards {shards:?}, {name}");
@@ -1056,4 +1141,80 @@ fn three_shards_invalidate_every_key_once() {
             assert_eq!(reader.read_reply(), b"+PONG\r\n", "{label}: no more pushes");
         }
     }
+}
+
+/// A tracking reader on shard 0 reads keys of both shards; a writer of its
+/// shard pipelines a script that borrows them all and one that writes them
+/// all, while other clients of the shard pipeline scripts over other keys of
+/// both shards, so that the two run in one batch under the script lock (the
+/// second writes keys the batch holds already). Each round the reader's
+/// pushes, one per key in the order written (as Redis): returns them all.
+fn batched_writes(server: &Server) -> Vec<u8> {
+    let rounds = 40;
+    let [b0, a0, b1, a1] = interleaved_keys();
+    assert_eq!(server.raw().cmd(&["FLUSHALL"]), b"+OK\r\n");
+    let mut reader = conn_on(server, 0);
+    reader.cmd(&["HELLO", "3"]);
+    assert_eq!(reader.cmd(&["CLIENT", "TRACKING", "ON"]), b"+OK\r\n");
+    let mut writer = conn_on(server, 0);
+    let helpers: Vec<_> = (0..2)
+        .map(|h| {
+            let mut c = conn_on(server, 0);
+            let (mine, theirs) = (
+                key_on_shard(&format!("bwh{h}"), 0, 2),
+                key_on_shard(&format!("bwo{h}"), 1, 2),
+            );
+            std::thread::spawn(move || {
+                let bump = "redis.call('incr', KEYS[1]) return redis.call('incr', KEYS[2])";
+                let pipeline: Vec<u8> = (0..rounds * 20)
+                    .flat_map(|_| encode(&["EVAL", bump, "2", &mine, &theirs]))
+                    .collect();
+                c.send(&pipeline);
+                for _ in 0..rounds * 20 {
+                    let reply = c.read_reply();
+                    assert_eq!(reply[0], b':', "{}", show(&reply));
+                }
+            })
+        })
+        .collect();
+    let read = "local r = {} for i, k in ipairs(KEYS) do r[i] = redis.call('get', k) end return r";
+    let write = "for i, k in ipairs(KEYS) do redis.call('set', k, i) end";
+    let mut stream = Vec::new();
+    for _ in 0..rounds {
+        for k in [&b0, &a0, &b1, &a1] {
+            reader.cmd(&["GET", k]);
+        }
+        let mut pipeline = encode(&["EVAL", read, "4", &b0, &a0, &b1, &a1]);
+        pipeline.extend(encode(&["EVAL", write, "4", &b1, &a0, &b0, &a1]));
+        writer.send(&pipeline);
+        writer.read_reply();
+        writer.read_reply();
+        for _ in 0..4 {
+            stream.extend(reader.read_reply());
+        }
+    }
+    for h in helpers {
+        h.join().expect("a helper failed");
+    }
+    stream
+}
+
+#[test]
+fn scripts_batched_under_the_script_lock_invalidate_in_write_order() {
+    let Some(servers) = DiffServers::forward("differential_tracking", 2) else {
+        return;
+    };
+    let expected = batched_writes(&servers.reference);
+    let [b0, a0, b1, a1] = interleaved_keys();
+    let round: Vec<u8> = [&b1, &a0, &b0, &a1]
+        .iter()
+        .flat_map(|k| {
+            let mut push = b">2\r\n$10\r\ninvalidate\r\n*1\r\n".to_vec();
+            push.extend_from_slice(bulk(k).as_bytes());
+            push
+        })
+        .collect();
+    assert_eq!(show(&expected[..round.len()]), show(&round));
+    let got = batched_writes(&servers.target);
+    assert_eq!(show(&got), show(&expected));
 }

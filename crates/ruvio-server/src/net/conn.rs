@@ -455,6 +455,55 @@ impl ReplyQueue {
         }
     }
 
+    /// Put `bytes` right before held slot `seq`'s reply, after the replies
+    /// queued before it (an invalidation a coordinated write owes a client
+    /// whose later command rode on its keys: Redis sent it before that
+    /// command ran); after everything when `seq` is no longer held.
+    pub fn put_before(&mut self, seq: u64, bytes: &[u8]) {
+        match self.held.iter().position(|h| h.seq == seq) {
+            Some(0) => self.ready.extend_from_slice(bytes),
+            Some(i) => {
+                self.held[i - 1].after.extend_from_slice(bytes);
+                self.parked_closed += bytes.len();
+            }
+            None => self.sink().extend_from_slice(bytes),
+        }
+    }
+
+    /// Keep held slot `seq` (a [`Merge::Single`] reply) held, whenever its
+    /// reply comes, until [`let_go`](Self::let_go): a write over borrowed keys
+    /// keeps its writer's slot until every owner said what the write owes the
+    /// writer, which then goes right after the reply
+    /// ([`put_after`](Self::put_after)). False when the slot is not held or
+    /// merges parts (or is kept already).
+    pub fn keep(&mut self, seq: u64) -> bool {
+        let Some(h) = self.held_slot(seq) else {
+            return false;
+        };
+        if h.merge != Merge::Single || h.parts.len() != 1 {
+            return false;
+        }
+        // The kept part: an empty one, which the merge of a single reply
+        // appends (an error reply stays whole: `merge_into`).
+        h.parts.push(None);
+        h.missing += 1;
+        true
+    }
+
+    /// Slot `seq`, kept by [`keep`](Self::keep), may go once its reply is in.
+    pub fn let_go(&mut self, seq: u64) {
+        let kept = self.held_slot(seq).map(|h| h.parts.len() - 1);
+        if let Some(part @ 1..) = kept {
+            self.fill(seq, part, Vec::new());
+        }
+    }
+
+    /// Held slot `seq`, if it is still held.
+    fn held_slot(&mut self, seq: u64) -> Option<&mut Held> {
+        let front = self.held.front()?.seq;
+        self.held.get_mut(seq.checked_sub(front)? as usize)
+    }
+
     /// Reserve a held slot with `parts` parts; returns its sequence number.
     pub fn hold(&mut self, merge: Merge, parts: usize) -> u64 {
         self.hold_ordered(merge, parts, Vec::new())
@@ -986,6 +1035,48 @@ mod tests {
         q.fill(s2, 0, b"$1\r\nv\r\n".to_vec());
         // No longer held: after everything queued.
         assert_eq!(q.ready, b"+OK\r\n>push\r\n+PONG\r\n$1\r\nv\r\n>late\r\n");
+    }
+
+    /// A kept slot waits for its extra part, whenever its reply comes; what
+    /// goes before and after it keeps its place among the replies.
+    #[test]
+    fn a_kept_slot_waits_for_its_extra_part() {
+        let mut q = ReplyQueue::default();
+        let s1 = q.hold(Merge::Single, 1);
+        q.sink().extend_from_slice(b"+A\r\n");
+        let s2 = q.hold(Merge::Single, 1);
+        q.sink().extend_from_slice(b"+PONG\r\n");
+        assert!(q.keep(s2));
+        q.fill(s2, 0, b"*2\r\n+OK\r\n+OK\r\n".to_vec());
+        q.fill(s1, 0, b"+S1\r\n".to_vec());
+        // s2's reply is in, but the slot stays held for its extra part.
+        assert_eq!(q.ready, b"+S1\r\n+A\r\n");
+        assert!(q.is_holding());
+        q.put_before(s2, b">before\r\n");
+        q.put_after(s2, b">own\r\n");
+        let after = b">own\r\n+PONG\r\n".len();
+        assert_eq!(q.immediate_bytes(), q.ready.len() + after);
+        q.let_go(s2);
+        assert_eq!(
+            q.ready,
+            b"+S1\r\n+A\r\n>before\r\n*2\r\n+OK\r\n+OK\r\n>own\r\n+PONG\r\n"
+        );
+        assert!(!q.is_holding());
+        // An error reply is not dropped by the empty part, and a slot that
+        // is gone or merges parts is not kept.
+        let s3 = q.hold(Merge::Single, 1);
+        assert!(q.keep(s3));
+        assert!(!q.keep(s3), "kept once");
+        q.let_go(s3);
+        q.fill(s3, 0, b"-ERR x\r\n".to_vec());
+        assert!(q.ready.ends_with(b"+PONG\r\n-ERR x\r\n"));
+        assert!(!q.keep(s3));
+        q.let_go(s3);
+        let s4 = q.hold(Merge::AllOk, 2);
+        assert!(!q.keep(s4));
+        // Before a front slot: at the end of the ready bytes.
+        q.put_before(s4, b">b\r\n");
+        assert!(q.ready.ends_with(b"-ERR x\r\n>b\r\n"));
     }
 
     /// Replies parked behind every held slot count, not only the last one's.

@@ -1032,6 +1032,11 @@ fn borrow_and_run(
         args,
         groups,
     );
+    // Run while its connection was out of the slab, its writer's slot waits
+    // for its invalidations (see `tracking`).
+    if lending::keep_answered_at_once(core) {
+        replies.keep(seq);
+    }
     if let Some(reply) = at_once {
         replies.fill(seq, 0, reply);
         client.blocked = None;

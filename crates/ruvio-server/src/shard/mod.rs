@@ -809,8 +809,12 @@ impl Shard {
     fn waits_for_its_replies(&self, index: u32, gen: u32) -> bool {
         let congested = forward::with_mesh(|m| m.congested()).unwrap_or(false);
         self.conns.get(index, gen).is_some_and(|conn| {
+            // A receive in flight runs the input when it completes, but the
+            // input may be in already (a pipeline read whole, stopped when
+            // its awaited replies reached the limit): then run that now.
+            let input_waits = conn.input_start < conn.input.len();
             !congested
-                && !conn.recv_in_flight
+                && (!conn.recv_in_flight || input_waits)
                 && !conn.shut
                 && !conn.client.closing
                 && !conn.replies.is_backed_up(conn.sending.len())

@@ -28,7 +28,9 @@
 //! docs/tracking.md says why relaying them keeps a read's reply first). A
 //! MULTI/EXEC, MSETNX or script over borrowed keys likewise: the owners answer the
 //! coordinator's `Written` with what they owe, and it sends everything in
-//! write order ([`Tracking::gather_answered`]).
+//! write order ([`Tracking::gather_answered`]); a tracking writer's reply slot
+//! stays held until then, so its own come right after its reply
+//! (`mesh::lending::HeldWriter`).
 //!
 //! BCAST: each shard keeps a copy of every client's prefixes (forward mode;
 //! per-shard mode keeps each node's own, as Redis Cluster). A written key that
@@ -47,6 +49,7 @@
 
 use crate::config::output_limits::OutputLimits;
 use crate::mesh::forward::{Invalidation, Outbox, PartOwed};
+use crate::mesh::lending::HeldWriter;
 use crate::net::conn::{tracking_command, tracking_flags, ClientState, Conn, TrackingMode};
 use crate::net::slab::Slab;
 use ahash::{AHashMap, AHashSet};
@@ -220,6 +223,9 @@ struct Gather {
     owners_left: usize,
     /// (the key's place among the written keys, the client's shard, the message).
     items: Vec<(u32, usize, Invalidation)>,
+    /// Its tracking writers whose reply slots it keeps, in the order their
+    /// commands ran.
+    held: Vec<HeldWriter>,
 }
 
 /// A split write's invalidations, gathered at its origin (see
@@ -390,20 +396,24 @@ impl Tracking {
     /// This shard coordinated command `ticket`, which wrote borrowed keys of
     /// `owners` other shards (each answers with what it owes: a
     /// [`gather_answered`](Self::gather_answered)) and owes `mine` itself, each
-    /// with its key's place among the written keys.
+    /// with its key's place among the written keys; `held`: its writers whose
+    /// reply slots wait for it.
     pub fn gather_started(
         &mut self,
+        to: &mut Deliver<'_>,
+        conns: &mut Slab<Conn>,
         ticket: u64,
         owners: usize,
-        mine: Vec<(u32, usize, Invalidation)>,
+        (mine, held): (Vec<(u32, usize, Invalidation)>, Vec<HeldWriter>),
     ) {
         let gather = Gather {
             owners_left: owners,
             items: mine,
+            held,
         };
         if owners == 0 {
             // Its own keys only: in order now, delivered with the rest.
-            return self.gathered(None, None, gather.items);
+            return self.gathered(to, conns, gather, false);
         }
         self.gathers.insert(ticket, gather);
     }
@@ -429,30 +439,99 @@ impl Tracking {
             return;
         }
         let gather = self.gathers.remove(&ticket).expect("present");
-        self.gathered(Some(to), Some(conns), gather.items);
+        self.gathered(to, conns, gather, true);
     }
 
-    /// Send `items` in the order of their places: now when `to` and `conns`
-    /// are given, else into the owed list (delivered once per loop iteration).
+    /// Send a gather's items in the order of their places: a held writer's
+    /// own into its reply slot (right after its reply, or before it when
+    /// another command's write caused it before the writer's ran), then the
+    /// slot goes; the others now when `now`, else into the owed list
+    /// (delivered once per loop iteration: the write was answered at once, a
+    /// writer not held takes its own after its reply from there).
     fn gathered(
         &mut self,
-        mut to: Option<&mut Deliver<'_>>,
-        mut conns: Option<&mut Slab<Conn>>,
-        mut items: Vec<(u32, usize, Invalidation)>,
+        to: &mut Deliver<'_>,
+        conns: &mut Slab<Conn>,
+        gather: Gather,
+        now: bool,
     ) {
+        let Gather {
+            mut items, held, ..
+        } = gather;
         items.sort_by_key(|&(at, ..)| at);
-        for (_, shard, invalidation) in items {
-            match (to.as_deref_mut(), conns.as_deref_mut()) {
-                (Some(to), Some(conns)) if shard == self.me => {
-                    self.deliver(to, conns, invalidation)
+        // Per held writer: the bytes before its reply and after it.
+        let mut around: Vec<(Vec<u8>, Vec<u8>)> = vec![Default::default(); held.len()];
+        for (at, shard, invalidation) in items {
+            let writer = match shard == self.me {
+                true => self.held_writer(&held, at, invalidation.client_id),
+                false => None,
+            };
+            // A writer answered at once is out of the slab while its
+            // command ends (then nothing waits: it takes its own after its
+            // reply from the owed list).
+            let held_conn = match writer {
+                Some((w, after)) => {
+                    let conn = conns.get_mut(held[w].who.0, held[w].who.1);
+                    conn.map(|conn| (conn, w, after))
                 }
-                (Some(to), _) => to.outbox.invalidate(shard, invalidation),
-                _ => self.owed.push(Owed {
+                None => None,
+            };
+            match held_conn {
+                Some((conn, w, after)) => {
+                    let (before_bytes, after_bytes) = &mut around[w];
+                    let sink = if after { after_bytes } else { before_bytes };
+                    let passed =
+                        to_tracking_client(to.directory, &mut conn.client, sink, invalidation);
+                    if let Some(passed) = passed {
+                        self.pass_on(to, conns, passed);
+                    }
+                }
+                None if !now => self.owed.push(Owed {
                     shard,
                     invalidation,
                 }),
+                None if shard == self.me => self.deliver(to, conns, invalidation),
+                None => to.outbox.invalidate(shard, invalidation),
             }
         }
+        for (w, (before, after)) in held.iter().zip(around) {
+            let Some(conn) = conns.get_mut(w.who.0, w.who.1) else {
+                continue;
+            };
+            if !before.is_empty() {
+                conn.replies.put_before(w.seq, &before);
+            }
+            if !after.is_empty() {
+                conn.replies.put_after(w.seq, &after);
+            }
+            conn.replies.let_go(w.seq);
+            to.dirty.push(w.who);
+            crate::net::outlimit::enforce(to.limits, to.now_ms, to.dirty, conn, w.who);
+        }
+    }
+
+    /// The held writer whose slot takes an invalidation for client
+    /// `client_id` of this shard caused at place `at`, and whether it goes
+    /// after its reply: the writer whose write caused it, else the client's
+    /// first held command that ran after that write (before its reply: Redis
+    /// sent it before that command ran), else its last (after it).
+    fn held_writer(&self, held: &[HeldWriter], at: u32, client_id: u64) -> Option<(usize, bool)> {
+        let here = self.conns.get(&client_id)?;
+        let theirs = held
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.client_id == client_id && w.who == *here);
+        let mut last = None;
+        for (i, w) in theirs {
+            if w.places.contains(&at) {
+                return Some((i, true));
+            }
+            if w.places.start > at {
+                return Some((i, false));
+            }
+            last = Some(i);
+        }
+        last.map(|i| (i, true))
     }
 
     /// Some split write is gathering here.
@@ -1133,6 +1212,39 @@ mod tests {
         origin.split_abandoned((3, 1), 0);
         assert!(!origin.splitting());
         assert_eq!(origin.take_owed_to(1, 7).len(), 4);
+    }
+
+    /// What a coordinated write owes a client whose commands are held
+    /// writers of it goes after the reply of the command that caused it,
+    /// before the reply of its command that ran after the cause, or after its
+    /// last; a client that wrote nothing in it is not held.
+    #[test]
+    fn a_held_writer_takes_its_own_around_its_reply() {
+        let mut t = Tracking::new(0, usize::MAX);
+        t.conns.insert(7, (1, 1));
+        t.conns.insert(8, (2, 1));
+        let writer = |who, seq, client_id, places| HeldWriter {
+            who,
+            seq,
+            client_id,
+            places,
+        };
+        // Client 7's EXEC wrote places 0..2, client 8's rode on it (2..4),
+        // then client 7's next EXEC (4..6).
+        let held = [
+            writer((1, 1), 10, 7, 0..2),
+            writer((2, 1), 3, 8, 2..4),
+            writer((1, 1), 11, 7, 4..6),
+        ];
+        assert_eq!(t.held_writer(&held, 1, 7), Some((0, true)));
+        assert_eq!(t.held_writer(&held, 3, 7), Some((2, false)));
+        assert_eq!(t.held_writer(&held, 5, 7), Some((2, true)));
+        assert_eq!(t.held_writer(&held, 0, 8), Some((1, false)));
+        assert_eq!(t.held_writer(&held, 5, 8), Some((1, true)));
+        assert_eq!(t.held_writer(&held, 0, 9), None);
+        // A client id now on another connection is not the writer's.
+        t.conns.insert(8, (5, 2));
+        assert_eq!(t.held_writer(&held, 2, 8), None);
     }
 
     #[test]

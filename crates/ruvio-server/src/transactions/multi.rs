@@ -593,6 +593,11 @@ fn run_borrowing(
         };
         at_once = lending::finish_starting_with_conn(core, access);
     }
+    // Run while its connection was out of the slab, its writer's slot waits
+    // for its invalidations (see `tracking`).
+    if lending::keep_answered_at_once(core) {
+        replies.keep(seq);
+    }
     if let Some(reply) = at_once {
         let ran = !(reply.starts_with(b"*-1") || reply.starts_with(b"_"));
         if let Some(db) = selects.filter(|_| ran) {

@@ -201,6 +201,9 @@ pub struct Lending {
     /// Commands run in a row under one hold of the script lock so far (a batch,
     /// see [`batch`]); the lock stays with this shard while it is not 0.
     batched: u32,
+    /// The command answered at once (`answered_at_once`) has its writer's
+    /// reply slot kept for its invalidations ([`keep_answered_at_once`]).
+    keep_at_once: bool,
 }
 
 impl Lending {
@@ -546,8 +549,7 @@ fn finish_with(
     let mark = durable::borrowed_mark(core);
     let mut out = Vec::new();
     // While some client tracks, the command's writes invalidate in the order
-    // written (see `report_written`); a locked script's writes of keys its
-    // batch already held wait for the batch's end and are not gathered.
+    // written (see `report_written`), keys its batch already held included.
     let gathering = core.shared.tracking.anyone_tracks();
     let owed_since = core.tracking.owed_len();
     // A transaction's SWAPDBs move the borrowed keys between databases here.
@@ -659,9 +661,35 @@ fn finish_with(
         homes.push((key_db, key, owner));
     }
     let mut modified = std::mem::take(&mut ran.modified);
+    let op_places = 0..modified.len() as u32;
     let riders = run_riders(core, std::mem::take(&mut op.riders), &mut modified);
-    let gather = gathering.then_some((ticket, owed_since));
-    report_written(core, &modified, noloop_writer(&op.caller), gather);
+    // A command answered at once is out of the slab (its dispatcher keeps its
+    // writer's slot when the gather waits for owners).
+    let at_once = core.lending.starting == Some((ticket, op.conn));
+    let mut held_at_once = false;
+    let gather = match gathering {
+        false => None,
+        true => {
+            let op_conns = (!at_once).then_some(&mut *conns);
+            let op_held = hold_writer(op_conns, (op.conn, op.seq), &op.caller, op_places);
+            held_at_once = at_once && op_held.is_some();
+            let mut held: Vec<HeldWriter> = op_held.into_iter().collect();
+            for (rider, _, places) in &riders {
+                let (at, caller) = ((rider.conn, rider.seq), &rider.caller);
+                held.extend(hold_writer(Some(&mut *conns), at, caller, places.clone()));
+            }
+            Some(Gathering {
+                ticket,
+                since: owed_since,
+                held,
+                conns: &mut *conns,
+            })
+        }
+    };
+    let waits = report_written(core, &modified, noloop_writer(&op.caller), gather);
+    if waits && held_at_once {
+        core.lending.keep_at_once = true;
+    }
     // A key written outside the borrowed ones that another shard owns (COPY ... DB
     // n) goes to its owner too.
     for (key_db, key) in &modified {
@@ -703,7 +731,7 @@ fn finish_with(
         Some(block) => wait(core, conns, ticket, op, block),
         None => {
             let mut answers = vec![Answer::of(ticket, &op, out)];
-            answers.extend(riders.into_iter().map(|(rider, reply)| Answer {
+            answers.extend(riders.into_iter().map(|(rider, reply, _)| Answer {
                 ticket,
                 conn: rider.conn,
                 seq: rider.seq,
@@ -749,12 +777,13 @@ pub fn send_loans_home(
 }
 
 /// Run the transactions riding on an op's keys, in the order they joined; what
-/// they wrote joins `modified`. Returns each with its reply.
+/// they wrote joins `modified`. Returns each with its reply and the places of
+/// its writes in `modified`.
 fn run_riders(
     core: &mut ShardCore,
     riders: Vec<Rider>,
     modified: &mut Vec<DbKey>,
-) -> Vec<(Rider, Vec<u8>)> {
+) -> Vec<(Rider, Vec<u8>, std::ops::Range<u32>)> {
     riders
         .into_iter()
         .map(|rider| {
@@ -771,8 +800,9 @@ fn run_riders(
                 None,
             )
             .modified;
+            let start = modified.len() as u32;
             modified.extend(written);
-            (rider, out)
+            (rider, out, start..modified.len() as u32)
         })
         .collect()
 }
@@ -860,45 +890,123 @@ pub fn noloop_writer(caller: &Caller) -> Option<u64> {
     noloop.then_some(caller.client_id)
 }
 
+/// A tracking writer's reply slot kept until its write's gather ends, so that
+/// what the write owes it goes right after its reply, before the replies of
+/// the commands it pipelined behind (`places`: where its writes stand among
+/// the write's keys). Not for a client that does not track or redirects (its
+/// stream has no invalidations), nor for a command that wrote nothing. A
+/// command answered at once (`conns`: `None`, its connection is out of the
+/// slab) is kept by its dispatcher if the gather waits for owners
+/// ([`keep_answered_at_once`]).
+fn hold_writer(
+    conns: Option<&mut Slab<Conn>>,
+    (conn, seq): ((u32, u32), u64),
+    caller: &Caller,
+    places: std::ops::Range<u32>,
+) -> Option<HeldWriter> {
+    use crate::net::conn::tracking_command::{REDIRECTED, TRACKING};
+    if caller.tracking.bits & (TRACKING | REDIRECTED) != TRACKING || places.is_empty() {
+        return None;
+    }
+    if let Some(conns) = conns {
+        if !conns.get_mut(conn.0, conn.1)?.replies.keep(seq) {
+            return None;
+        }
+    }
+    Some(HeldWriter {
+        who: conn,
+        seq,
+        client_id: caller.client_id,
+        places,
+    })
+}
+
+/// The command just answered at once (its reply is for the caller of
+/// [`start`] or [`start_transaction`] to fill in) wrote keys whose owners
+/// have not said yet what it owes its tracking client: the caller keeps the
+/// slot ([`ReplyQueue::keep`]) before it fills it, and `tracking` lets it go.
+pub fn keep_answered_at_once(core: &mut ShardCore) -> bool {
+    std::mem::take(&mut core.lending.keep_at_once)
+}
+
+/// A tracking writer of a coordinated write (the command, or a transaction
+/// that rode on its keys) whose reply slot is kept held (an extra part,
+/// [`ReplyQueue::keep`]) until the write's gather ends (`tracking`): what the write owes the
+/// writer then goes right after its reply, before the replies of the commands
+/// it pipelined behind it, as Redis 7's `tracking_pending_keys`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldWriter {
+    /// Its connection and reply slot.
+    pub who: (u32, u32),
+    pub seq: u64,
+    pub client_id: u64,
+    /// Its writes' places among the gather's written keys.
+    pub places: std::ops::Range<u32>,
+}
+
+/// A command on borrowed keys gathering its invalidations (see
+/// [`report_written`]).
+struct Gathering<'a> {
+    /// The command's ticket.
+    ticket: u64,
+    /// The owed list's length before it ran.
+    since: usize,
+    /// Its tracking writers whose reply slots wait for the gather.
+    held: Vec<HeldWriter>,
+    conns: &'a mut Slab<Conn>,
+}
+
 /// Tell the owners of borrowed keys that were written, so they touch the clients
 /// watching them and invalidate their readers (before the keys go back:
-/// messages arrive in order).
+/// messages arrive in order). Without `gather`, a key the shard's batch of
+/// locked commands keeps is reported when the batch ends instead (once).
 ///
-/// With `gather` (command `ticket` of this shard while some client tracks:
-/// the invalidations this shard owed since `.1` for the keys it wrote itself
+/// With `gather` (a command of this shard while some client tracks: the
+/// invalidations this shard owed since `since` for the keys it wrote itself
 /// and those the owners owe) the invalidations go out in the order the keys
-/// were written, once every owner answered (see `tracking`).
+/// were written, once every owner answered (see `tracking`); a key a batch
+/// keeps is reported now too (one message per command instead of one per
+/// batch), so that its invalidations take their place among the others.
+/// Returns whether the gather waits for owners.
 fn report_written(
     core: &mut ShardCore,
     modified: &[DbKey],
     noloop_writer: Option<u64>,
-    gather: Option<(u64, usize)>,
-) {
+    gather: Option<Gathering<'_>>,
+) -> bool {
+    let gathering = gather.is_some();
     let mut written: AHashMap<usize, (Vec<DbKey>, Vec<u32>)> = AHashMap::new();
     for (at, (db, key)) in modified.iter().enumerate() {
         let owner = core.topo.key_owner(key);
-        if owner != core.id && !crate::mesh::script_lock::defer_written(*db, key, noloop_writer) {
+        let report = owner != core.id
+            && (gathering || !crate::mesh::script_lock::defer_written(*db, key, noloop_writer));
+        if report {
             let (keys, places) = written.entry(owner).or_default();
             keys.push((*db, key.clone()));
-            if gather.is_some() {
+            if gathering {
                 places.push(at as u32);
             }
         }
     }
-    if let Some((ticket, since)) = gather {
+    let ticket = gather.as_ref().map(|g| g.ticket);
+    if let Some(g) = gather {
         let keys: Vec<&[u8]> = modified.iter().map(|(_, k)| k.as_slice()).collect();
-        let mine = core.tracking.take_part_owed(since, core.id, &keys);
+        let mine = core.tracking.take_part_owed(g.since, core.id, &keys);
         let mine = mine
             .into_iter()
             .map(|(at, shard, inv)| (at as u32, shard, inv));
-        core.tracking
-            .gather_started(ticket, written.len(), mine.collect());
+        let owners = written.len();
+        let (tracking, mut to) = core.tracking_parts();
+        let gathered = (mine.collect(), g.held);
+        tracking.gather_started(&mut to, g.conns, g.ticket, owners, gathered);
     }
     let me = core.id;
+    let waits = ticket.is_some() && !written.is_empty();
     for (owner, (keys, places)) in written {
-        let gather = gather.map(|(ticket, _)| Box::new((me, ticket, places)));
+        let gather = ticket.map(|ticket| Box::new((me, ticket, places)));
         core.outbox.written(owner, keys, noloop_writer, gather);
     }
+    waits
 }
 
 /// Take the keys `(db, key, owner)` out of this shard's keyspace again and return
