@@ -414,19 +414,18 @@ struct Held {
 /// record that needs the reply's size; returns the reply's bytes. The slot then
 /// releases that reply as it would have merged it.
 fn merge_now(h: &mut Held) -> usize {
-    let mut parts: Vec<Vec<u8>> = std::mem::take(&mut h.parts).into_iter().flatten().collect();
-    let merged = match parts.pop() {
-        Some(only) if parts.is_empty() && h.merge == Merge::Single => only,
-        Some(last) => {
-            parts.push(last);
-            let mut out = Vec::new();
-            merge_into(h.merge, &parts, &h.order, &mut out);
-            out
-        }
-        None => Vec::new(),
+    let merged = if h.merge == Merge::Single && h.parts.len() == 1 {
+        h.parts[0].take().unwrap_or_default()
+    } else {
+        let parts: Vec<Vec<u8>> = h.parts.iter_mut().filter_map(Option::take).collect();
+        let mut out = Vec::new();
+        merge_into(h.merge, &parts, &h.order, &mut out);
+        out
     };
     let bytes = merged.len();
-    h.parts = vec![Some(merged)];
+    // The parts' vector is kept: one part now, no allocation.
+    h.parts.clear();
+    h.parts.push(Some(merged));
     h.merge = Merge::Single;
     bytes
 }

@@ -457,7 +457,7 @@ pub fn awaited(
         stat: cmd.stat,
         fast: cmd.meta.has(FAST),
         loggable: !cmd.meta.has(SKIP_SLOWLOG),
-        args: args.iter().collect(),
+        args: OwnedArgs::from_args(args),
         ns,
         sampled_usec,
         reply_bytes: 0,
