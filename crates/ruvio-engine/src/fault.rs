@@ -21,7 +21,8 @@
 //! it is submitted), `wal:slow-fsync-<shard>` (that shard's fdatasyncs under
 //! `always` start 200 ms late) and `wal:late-write-<shard>` (that shard learns of
 //! each completed log write 200 ms late); snapshots at `snapshot:fail` (every SAVE,
-//! BGSAVE and exit save fails).
+//! BGSAVE and exit save fails); the mesh at `mesh:slow-part-<shard>` (that shard
+//! runs each part of a split or every-shard command 100 ms longer).
 
 use std::cell::Cell;
 

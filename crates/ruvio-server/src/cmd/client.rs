@@ -178,6 +178,9 @@ pub enum ClientQuery {
     List(ClientFilter),
     /// CLIENT KILL: each shard closes its matching clients and answers how many.
     Kill(ClientFilter),
+    /// CLIENT UNBLOCK of a command parked on the shard asked: it answers 1 when
+    /// it unblocked it (a null array, or `-UNBLOCKED` when `error`), else 0.
+    Unblock { client_id: u64, error: bool },
     /// DEBUG DIGEST: each shard answers its databases' parts ([`Merge::Digest`]).
     DatasetDigest,
     /// DEBUG DIGEST-VALUE: each shard answers the digest of each key of database
@@ -266,6 +269,10 @@ pub fn answer(
                 killed += 1;
             }
             Reply::new(&mut out, Protocol::Resp2).int(killed);
+        }
+        ClientQuery::Unblock { client_id, error } => {
+            let unblocked = crate::shard::exec::unblock(core, conns, *client_id, *error);
+            Reply::new(&mut out, Protocol::Resp2).int(i64::from(unblocked));
         }
         ClientQuery::DatasetDigest => {
             let mut parts = Vec::new();
@@ -506,8 +513,9 @@ fn no_touch(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
 
 /// `CLIENT UNBLOCK client-id [TIMEOUT | ERROR]`: 1 when the client was blocked and
 /// is now answered (a null array, or `-UNBLOCKED` with ERROR), 0 otherwise. The
-/// parked command may live on another shard (forward mode): the shard that holds it
-/// is told, and the answer is 1 if it was parked when asked.
+/// parked command may live on another shard (forward mode): that shard is asked
+/// ([`Gather::Ask`]), unblocks and logs it, and its 1 or 0 is the answer; this
+/// command is recorded after it, as Redis logs the unblocked command first.
 fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if args.len() > 4 {
         return Err(CmdError::UnblockArgs);
@@ -529,12 +537,12 @@ fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
             crate::shard::exec::unblock(ctx.core, ctx.conns, id, error)
         }
         Some(shard) => {
-            let control = crate::mesh::forward::Control::Unblock {
+            let query = ClientQuery::Unblock {
                 client_id: id,
                 error,
             };
-            ctx.core.outbox.control(shard, control);
-            true
+            ctx.gather = Some(Gather::Ask { shard, query });
+            return Ok(());
         }
     };
     reply.int(answered as i64);

@@ -59,6 +59,23 @@ pub struct Tag {
     /// The command travels whole (not a part of a split or gathered one): its
     /// owner times it and logs it (see `observability`).
     pub whole: bool,
+    /// On the way back, for a part of a split or gathered command: the time the
+    /// shard that ran it took (ns, at most `u32::MAX`), added to the command's
+    /// record at its origin (`observability::Awaited`); 0 on the way out.
+    pub ran_ns: u32,
+}
+
+// The part's time fills the tag's padding: a tag is still 40 bytes.
+const _: () = assert!(std::mem::size_of::<Tag>() <= 40);
+
+impl Tag {
+    /// This tag on its way back from a part that ran `ns` (when timed).
+    pub fn ran(self, ns: Option<u64>) -> Tag {
+        Tag {
+            ran_ns: ns.map_or(0, |ns| ns.min(u64::from(u32::MAX)) as u32),
+            ..self
+        }
+    }
 }
 
 /// Commands for one shard, from one shard.
@@ -251,8 +268,6 @@ pub struct Invalidation {
 pub enum Control {
     /// Connection `(conn, gen)` of shard `from` went away: drop what it left parked.
     Cancel { from: usize, conn: u32, gen: u32 },
-    /// CLIENT UNBLOCK `client_id` (TIMEOUT, or ERROR when `error`).
-    Unblock { client_id: u64, error: bool },
 }
 
 /// What this shard will send to each other shard at the end of the loop iteration.

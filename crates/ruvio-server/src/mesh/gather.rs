@@ -13,6 +13,12 @@
 //! - CLIENT LIST and CLIENT KILL send the question ([`ClientQuery`]) to every shard;
 //!   each answers for its own connections in a part of one held reply, merged by
 //!   [`Merge::ClientLines`] or [`Merge::SumInts`] / [`Merge::KillOne`].
+//! - CLIENT UNBLOCK of a command parked on another shard asks that shard alone
+//!   ([`Gather::Ask`]): it unblocks (and logs) the command, then answers 1 or 0.
+//!
+//! A gathered command is recorded (INFO commandstats, SLOWLOG, the histograms)
+//! once its answer is complete, as Redis records a command after its reply: its
+//! own INFO or LATENCY HISTOGRAM does not count it (`observability::Awaited`).
 //!
 //! Like a cross-shard command, the caller's connection runs nothing it pipelined
 //! after the command until the answer is complete.
@@ -38,6 +44,9 @@ pub enum Gather {
     },
     /// A PUBLISH whose subscribers are on other shards too.
     Publish(Box<crate::messaging::pubsub::Publication>),
+    /// Ask shard `shard` alone `query` (CLIENT UNBLOCK of a command parked
+    /// there): its answer is the reply.
+    Ask { shard: usize, query: ClientQuery },
 }
 
 /// What to answer once every shard has published.
@@ -84,14 +93,34 @@ pub struct Gathering {
     waiting: Vec<Pending>,
 }
 
-/// Hold the caller's reply and send `gather`'s questions to every other shard.
+/// The tag of a question for part `part` of held reply `seq`.
+fn question(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
+    Tag {
+        conn: who.0,
+        gen: who.1,
+        seq,
+        part,
+        db: client.db as u16,
+        resp3: client.proto == Protocol::Resp3,
+        no_touch: client.no_touch,
+        client_id: client.id,
+        may_block: false,
+        tracking: 0,
+        whole: false,
+        ran_ns: 0,
+    }
+}
+
+/// Hold the caller's reply and send `gather`'s questions to the other shards.
+/// The held slot comes back, for the caller to record the command once it is
+/// answered; not PUBLISH's (recorded when it ran here: docs/observability.md).
 pub fn start(
     core: &mut ShardCore,
     client: &mut ClientState,
     replies: &mut ReplyQueue,
     who: (u32, u32),
     gather: Gather,
-) {
+) -> Option<u64> {
     let shards = core.topo.nodes.len();
     let others = (0..shards).filter(|&s| s != core.id);
     match gather {
@@ -110,12 +139,14 @@ pub fn start(
             };
             if pending.missing == 0 {
                 // One shard: nobody to ask; the tick completes it.
-                return core.gathering.waiting.push(pending);
+                core.gathering.waiting.push(pending);
+                return Some(seq);
             }
             core.gathering.pending.insert(ticket, pending);
             for to in others {
                 core.outbox.publish(to, core.id, ticket);
             }
+            Some(seq)
         }
         Gather::Clients {
             query,
@@ -125,25 +156,22 @@ pub fn start(
             let seq = replies.hold(merge, shards);
             client.blocked = Some(BlockedOn::waiting(seq));
             for to in others {
-                let tag = Tag {
-                    conn: who.0,
-                    gen: who.1,
-                    seq,
-                    part: to as u16,
-                    db: client.db as u16,
-                    resp3: client.proto == Protocol::Resp3,
-                    no_touch: client.no_touch,
-                    client_id: client.id,
-                    may_block: false,
-                    tracking: 0,
-                    whole: false,
-                };
+                let tag = question(client, who, seq, to as u16);
                 core.outbox.clients(to, core.id, tag, query.clone());
             }
             replies.fill(seq, core.id, local);
+            Some(seq)
+        }
+        Gather::Ask { shard, query } => {
+            let seq = replies.hold(Merge::Single, 1);
+            client.blocked = Some(BlockedOn::waiting(seq));
+            let tag = question(client, who, seq, 0);
+            core.outbox.clients(shard, core.id, tag, query);
+            Some(seq)
         }
         Gather::Publish(publication) => {
-            crate::messaging::pubsub::start_publish(core, client, replies, who, *publication)
+            crate::messaging::pubsub::start_publish(core, client, replies, who, *publication);
+            None
         }
     }
 }
@@ -186,6 +214,8 @@ pub fn on_tick(core: &mut ShardCore, conns: &mut Slab<Conn>) {
 /// Every shard answered call `p`: render and deliver its reply, or (SHUTDOWN with
 /// a shard's log not yet on disk) leave it for the tick.
 fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
+    // Rendering the answer is the command's own work: its record adds it.
+    let started = core.timing.start();
     let out = match p.then {
         Then::Shutdown { .. } if !crate::persistence::shutdown::every_shard_prepared(core) => {
             return core.gathering.waiting.push(p);
@@ -218,10 +248,12 @@ fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
         Then::Shutdown { force } => crate::persistence::shutdown::conclude(core, force),
         Then::Reload(outcome) => outcome.answer(),
     };
-    deliver(core, conns, (p.conn, p.gen), p.seq, 0, out);
+    let ns = started.map_or(0, |t| core.timing.elapsed_ns(t));
+    deliver(core, conns, (p.conn, p.gen), p.seq, 0, (out, ns));
 }
 
-/// Another shard's CLIENT LIST or KILL: answer for this shard's connections.
+/// Another shard's CLIENT LIST, KILL or UNBLOCK: answer for this shard's
+/// connections (and parked commands), with the time it took.
 pub fn answer_clients(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
@@ -229,24 +261,30 @@ pub fn answer_clients(
     tag: Tag,
     query: &ClientQuery,
 ) {
+    let started = core.timing.start();
     let part = crate::cmd::client::answer(core, conns, None, query);
-    core.outbox.reply(from, tag, &part);
+    let ns = started.map(|t| core.timing.elapsed_ns(t));
+    core.outbox.reply(from, tag.ran(ns), &part);
 }
 
-/// Put part `part` of held reply `seq` into connection `who`'s queue; a client
-/// waiting for it goes on with what it pipelined after.
+/// Put part `part` of held reply `seq` into connection `who`'s queue (`ran_ns`:
+/// the time the part took where it ran, 0 when not timed); a client waiting
+/// for it goes on with what it pipelined after. A command recorded once
+/// answered is recorded when this completes its reply.
 pub fn deliver(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
     who: (u32, u32),
     seq: u64,
     part: usize,
-    bytes: Vec<u8>,
+    (bytes, ran_ns): (Vec<u8>, u64),
 ) {
     let Some(conn) = conns.get_mut(who.0, who.1) else {
         return;
     };
-    conn.replies.fill(seq, part, bytes);
+    if let Some(record) = conn.replies.fill_part(seq, part, bytes, ran_ns) {
+        crate::shard::exec::observe_answered(core, &conn.client, &record);
+    }
     core.dirty.push(who);
     let limits = &core.cfg.client_output_buffer_limit;
     crate::net::outlimit::enforce(limits, core.now_ms, &mut core.dirty, conn, who);

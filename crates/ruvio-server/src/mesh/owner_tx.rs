@@ -138,9 +138,7 @@ pub fn run_deferred(core: &mut ShardCore, conns: &mut Slab<Conn>) {
                 Some(Deferred::Requests(batch)) => {
                     crate::shard::messages::run_requests(core, conns, batch)
                 }
-                Some(Deferred::Control(control)) => {
-                    crate::shard::messages::control(core, conns, control)
-                }
+                Some(Deferred::Control(control)) => crate::shard::messages::control(core, control),
                 None => break,
             }
         }

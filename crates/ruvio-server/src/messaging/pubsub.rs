@@ -396,6 +396,7 @@ pub fn start_publish(
             may_block: false,
             tracking: 0,
             whole: false,
+            ran_ns: 0,
         };
         core.outbox
             .message(to, Some(tag), p.kind, &p.channel, &p.message);

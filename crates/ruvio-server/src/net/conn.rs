@@ -7,6 +7,7 @@
 //! slot until the slot is filled, so the client sees replies strictly in order. This
 //! is the only mechanism for asynchronous replies; forwarding and durability share it.
 
+use crate::observability::Awaited;
 use ruvio_resp::{CommandParser, Protocol};
 use std::collections::VecDeque;
 
@@ -404,6 +405,29 @@ struct Held {
     /// CLIENT REPLY OFF/SKIP was in force for the command: drop its reply.
     silent: bool,
     after: Vec<u8>,
+    /// The command recorded once this reply is complete (a gathered or split
+    /// command; see [`Awaited`]).
+    record: Option<Box<Awaited>>,
+}
+
+/// Merge held slot `h`'s parts (every one is in) into its one reply now, for a
+/// record that needs the reply's size; returns the reply's bytes. The slot then
+/// releases that reply as it would have merged it.
+fn merge_now(h: &mut Held) -> usize {
+    let merged = if h.merge == Merge::Single && h.parts.len() == 1 {
+        h.parts[0].take().unwrap_or_default()
+    } else {
+        let parts: Vec<Vec<u8>> = h.parts.iter_mut().filter_map(Option::take).collect();
+        let mut out = Vec::new();
+        merge_into(h.merge, &parts, &h.order, &mut out);
+        out
+    };
+    let bytes = merged.len();
+    // The parts' vector is kept: one part now, no allocation.
+    h.parts.clear();
+    h.parts.push(Some(merged));
+    h.merge = Merge::Single;
+    bytes
 }
 
 /// Replies of one connection in request order.
@@ -524,6 +548,7 @@ impl ReplyQueue {
             order,
             silent: self.silent_new,
             after: Vec::new(),
+            record: None,
         });
         seq
     }
@@ -562,16 +587,51 @@ impl ReplyQueue {
 
     /// Fill part `part` of held slot `seq`; releases every leading slot that is complete.
     pub fn fill(&mut self, seq: u64, part: usize, bytes: Vec<u8>) {
-        let Some(front) = self.held.front() else {
-            return;
+        // The fills that may complete a slot with a record use `fill_part`.
+        let _ = self.fill_part(seq, part, bytes, 0);
+    }
+
+    /// Keep `record` with held slot `seq` until the fill that completes it
+    /// ([`fill_part`](Self::fill_part)); it comes back at once (with the reply's
+    /// bytes when known) if the slot is complete already.
+    pub fn await_record(&mut self, seq: u64, mut record: Box<Awaited>) -> Option<Box<Awaited>> {
+        let Some(h) = self.held.iter_mut().find(|h| h.seq == seq) else {
+            return Some(record);
         };
-        let Some(h) = self.held.get_mut((seq - front.seq) as usize) else {
-            return;
-        };
+        if h.missing == 0 {
+            record.reply_bytes = merge_now(h);
+            return Some(record);
+        }
+        h.record = Some(record);
+        None
+    }
+
+    /// [`fill`](Self::fill), for a part that ran `ran_ns` on its shard (0: not
+    /// timed): when it completes a slot kept with a record ([`await_record`](Self::await_record)),
+    /// the record comes back with the part times added and the whole reply's bytes.
+    pub fn fill_part(
+        &mut self,
+        seq: u64,
+        part: usize,
+        bytes: Vec<u8>,
+        ran_ns: u64,
+    ) -> Option<Box<Awaited>> {
+        let front = self.held.front()?;
+        let h = self.held.get_mut(seq.checked_sub(front.seq)? as usize)?;
+        let mut answered = None;
         if let Some(slot @ None) = h.parts.get_mut(part) {
             self.recent_fill_bytes = bytes.len().max(self.recent_fill_bytes * 7 / 8);
             *slot = Some(bytes);
             h.missing -= 1;
+            if let Some(record) = h.record.as_mut() {
+                record.add_ns(ran_ns);
+            }
+            if h.missing == 0 {
+                if let Some(mut record) = h.record.take() {
+                    record.reply_bytes = merge_now(h);
+                    answered = Some(record);
+                }
+            }
         }
         while self.held.front().is_some_and(|h| h.missing == 0) {
             let h = self.held.pop_front().expect("front exists");
@@ -591,6 +651,7 @@ impl ReplyQueue {
             }
             self.ready.extend_from_slice(&h.after);
         }
+        answered
     }
 
     /// Bytes of the ready replies and of those parked behind every held slot, in
@@ -1016,6 +1077,39 @@ mod tests {
         q.fill(s1, 0, b"+B\r\n".to_vec());
         assert_eq!(q.ready, b"+A\r\n+B\r\n+C\r\n:5\r\n+E\r\n");
         assert!(!q.is_holding());
+    }
+
+    /// A command recorded once answered comes back from the fill that completes
+    /// its reply (behind an earlier slot too), with the parts' times and the
+    /// merged reply's size.
+    #[test]
+    fn a_record_comes_back_with_the_whole_reply() {
+        let mut q = ReplyQueue::default();
+        let first = q.hold(Merge::Single, 1);
+        let seq = q.hold_ordered(Merge::Scatter, 2, vec![1, 0]);
+        let record = Box::new(Awaited {
+            ns: Some(10),
+            ..Awaited::default()
+        });
+        assert!(q.await_record(seq, record).is_none());
+        assert!(q
+            .fill_part(seq, 0, b"*1\r\n$1\r\na\r\n".to_vec(), 5)
+            .is_none());
+        let record = q.fill_part(seq, 1, b"*1\r\n$1\r\nb\r\n".to_vec(), 7);
+        let record = record.expect("the last part completes it");
+        assert_eq!(record.ns, Some(22));
+        assert_eq!(record.reply_bytes, 18);
+        assert!(q.ready.is_empty());
+        q.fill(first, 0, b"+OK\r\n".to_vec());
+        assert_eq!(q.ready, b"+OK\r\n*2\r\n$1\r\nb\r\n$1\r\na\r\n");
+        // A slot complete already hands the record back at once.
+        let done = q.hold(Merge::Single, 1);
+        let late = q.hold(Merge::Single, 1);
+        q.fill(late, 0, b":1\r\n".to_vec());
+        let back = q.await_record(late, Box::default());
+        assert_eq!(back.map(|r| r.reply_bytes), Some(4));
+        q.fill(done, 0, b":2\r\n".to_vec());
+        assert_eq!(q.ready, b"+OK\r\n*2\r\n$1\r\nb\r\n$1\r\na\r\n:2\r\n:1\r\n");
     }
 
     /// A split write's own invalidations go right after its reply, before the

@@ -33,6 +33,12 @@
 //! owner, `mesh::lending` for a command run on borrowed keys (the origin then
 //! records nothing: [`Timing::hand_off`]), `mesh::owner_tx` and
 //! `transactions::multi::run_borrowed` for EXEC's commands run elsewhere.
+//! A command whose answer other shards complete (a gathered INFO, LATENCY
+//! HISTOGRAM, CLIENT LIST or CLIENT UNBLOCK of a command parked elsewhere; a
+//! split MGET, MSET, DEL; a command of every shard) is recorded once that answer
+//! is complete ([`Timing::await_reply`], [`Awaited`]): its time is its run on the
+//! client's shard plus each part's run as the shard that ran it measured it (the
+//! mesh's wait is not in it), its reply size the whole merged reply.
 //! A blocking command that parks is recorded in two parts, as Redis 7.0's
 //! `call()` and `updateStatsOnUnblock` do ([`Timing::park`],
 //! [`Timing::finish_unblocked`]): an operator's slow log then shows the command
@@ -62,7 +68,7 @@ use ahash::AHashMap;
 use commandlog::{Client, Entry, LogKind, ShardLogs, LOG_KINDS};
 use histograms::CommandHistograms;
 use latency::Monitor;
-use ruvio_resp::Args;
+use ruvio_resp::{Args, OwnedArgs};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
@@ -280,6 +286,9 @@ pub struct Timing {
     /// The command running parked instead of answering: it is recorded when
     /// served ([`Timing::finish_unblocked`]).
     parked: Option<Parked>,
+    /// The command running answers in this held reply slot once other shards
+    /// answered (a gathered or split command): it is recorded then.
+    awaiting: Option<u64>,
 }
 
 /// A command that parked instead of answering (see [`Timing::park`]).
@@ -309,6 +318,35 @@ pub struct Ran<'a> {
     pub now_ms: u64,
 }
 
+/// A command recorded once its answer is complete ([`Timing::await_reply`]):
+/// kept with its held reply slot until the last part or answer arrives, then
+/// recorded as [`Timing::finish`] records any command.
+#[derive(Debug, Default)]
+pub struct Awaited {
+    /// Its statistics slot.
+    pub stat: usize,
+    pub fast: bool,
+    pub loggable: bool,
+    /// Its arguments, for the logs.
+    pub args: OwnedArgs,
+    /// Its execution so far in ns, when timed: its run on the client's shard,
+    /// then each part's or answer's run as the shard that ran it measured it.
+    pub ns: Option<u64>,
+    /// INFO commandstats' µs when it is not timed (one call in 64 is sampled).
+    pub sampled_usec: u64,
+    /// Its whole reply's bytes, once complete.
+    pub reply_bytes: usize,
+}
+
+impl Awaited {
+    /// A part of it (or its answer's rendering) ran for `ns`.
+    pub fn add_ns(&mut self, ns: u64) {
+        if let Some(total) = self.ns.as_mut() {
+            *total += ns;
+        }
+    }
+}
+
 impl Timing {
     /// A shard's part with `slots` statistics slots and the default settings.
     pub fn new(slots: usize) -> Timing {
@@ -322,6 +360,7 @@ impl Timing {
             histograms: CommandHistograms::new(slots),
             handed_off: false,
             parked: None,
+            awaiting: None,
         };
         timing.change(|_| {});
         timing
@@ -394,6 +433,20 @@ impl Timing {
     /// Whether the command that just ran parked, and how (and forget it).
     pub fn take_parked(&mut self) -> Option<Parked> {
         self.parked.take()
+    }
+
+    /// The command running answers in held reply slot `seq` once other shards
+    /// answered (a gathered or split command): Redis records a command after
+    /// its reply, so it is recorded then ([`Awaited`]), not when it ran here.
+    pub fn await_reply(&mut self, seq: u64) {
+        self.awaiting = Some(seq);
+    }
+
+    /// The held reply slot the command that just ran answers in, when it
+    /// awaits other shards (and forget it).
+    #[inline]
+    pub fn take_awaiting(&mut self) -> Option<u64> {
+        self.awaiting.take()
     }
 
     /// The latency monitor's sample of a command that ran for `ns`: `command`, or

@@ -506,7 +506,7 @@ pub(crate) fn run_command(
     }
     // A container runs as its subcommand, which has statistics of its own; an
     // unknown subcommand fails as the container.
-    let (stat, result) = match cmd.resolve(args) {
+    let (stat, result, awaited) = match cmd.resolve(args) {
         Ok(sub) => {
             client.last_cmd = sub.meta.name;
             let monitored = monitor::attached() && !sub.meta.has(ADMIN);
@@ -541,14 +541,28 @@ pub(crate) fn run_command(
                 _ => run_routed(core, conns, client, replies, who, sub, args),
             };
             let ns = timed.map(|t| core.timing.elapsed_ns(t));
-            let stat = &mut core.stats.per_command[sub.stat];
-            if let Some(ns) = ns {
-                stat.usec += ns / 1000;
-            } else if let Some(started) = sampled {
-                stat.usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
+            // A gathered or split command answers once other shards did: it is
+            // recorded then (`exec::observe_answered`), as Redis records a
+            // command after its reply (its own INFO does not count it).
+            let awaiting = core.timing.take_awaiting().filter(|_| result.is_ok());
+            if let Some(seq) = awaiting {
+                let sampled_usec = sampled.map_or(0, |started| {
+                    started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY
+                });
+                let record = exec::awaited(sub, args, ns, sampled_usec);
+                if let Some(record) = replies.await_record(seq, record) {
+                    exec::observe_answered(core, client, &record);
+                }
+            } else {
+                let stat = &mut core.stats.per_command[sub.stat];
+                if let Some(ns) = ns {
+                    stat.usec += ns / 1000;
+                } else if let Some(started) = sampled {
+                    stat.usec += started.elapsed().as_micros() as u64 * TIMING_SAMPLE_EVERY;
+                }
             }
             let parked = core.timing.take_parked();
-            if core.timing.active() && !core.timing.take_handed_off() {
+            if awaiting.is_none() && core.timing.active() && !core.timing.take_handed_off() {
                 if let Some(parked) = parked {
                     let ticket = match parked {
                         Parked::Blocked(ticket) => Some(ticket),
@@ -580,13 +594,16 @@ pub(crate) fn run_command(
                 // the whole queue, which re-checks the keys then.
                 exec::serve_ready(core, conns);
             }
-            (sub.stat, result)
+            (sub.stat, result, awaiting.is_some())
         }
-        Err(e) => (cmd.stat, Err(e)),
+        Err(e) => (cmd.stat, Err(e), false),
     };
-    // Counted after the call, as Redis' call() does: INFO does not see itself.
-    core.stats.commands += 1;
-    core.stats.per_command[stat].calls += 1;
+    // Counted after the call, as Redis' call() does: INFO does not see itself
+    // (one that awaits other shards is counted once answered).
+    if !awaited {
+        core.stats.commands += 1;
+        core.stats.per_command[stat].calls += 1;
+    }
     if let Err(e) = result {
         core.stats.per_command[stat].failed += 1;
         core.stats.count_error(&e);
@@ -682,6 +699,7 @@ fn run_routed(
                         args.iter(),
                     );
                 }
+                await_parts(core, replies, seq);
                 return Ok(());
             }
             let gate = durable::open_parts_gate(core, replies, cmd);
@@ -689,6 +707,7 @@ fn run_routed(
             for shard in 0..shards {
                 send_part(core, client, replies, who, seq, shard, shard, args.iter());
             }
+            await_parts(core, replies, seq);
             if let Some(gate) = gate {
                 durable::close_gate(core, replies, who, gate);
             }
@@ -719,8 +738,18 @@ fn run_routed(
                     rewritten.collect::<Vec<_>>().into_iter(),
                 );
             }
+            await_parts(core, replies, seq);
             Ok(())
         }
+    }
+}
+
+/// A command whose parts other shards answer (split, every shard, SCAN) is
+/// recorded once they all did, with their times and its whole reply (see
+/// `observability::Awaited`), when anything records commands.
+fn await_parts(core: &mut ShardCore, replies: &ReplyQueue, seq: u64) {
+    if core.timing.active() && !replies.is_released(seq) {
+        core.timing.await_reply(seq);
     }
 }
 
@@ -751,6 +780,7 @@ pub(crate) fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) ->
         may_block: !client.in_exec,
         tracking: client.tracking.command_bits(),
         whole: false,
+        ran_ns: 0,
     }
 }
 
@@ -857,7 +887,10 @@ fn run_local(
             let result = handler(&mut ctx, args, &mut reply);
             let wait = ctx.wait;
             if let Some(gather) = ctx.gather {
-                crate::mesh::gather::start(core, client, replies, who, gather);
+                if let Some(seq) = crate::mesh::gather::start(core, client, replies, who, gather) {
+                    // Recorded once every shard answered (`run_command`).
+                    core.timing.await_reply(seq);
+                }
             }
             if let Some(w) = wait {
                 let seq = replies.hold(crate::net::conn::Merge::Single, 1);
@@ -1005,6 +1038,7 @@ fn split(
             false => core.tracking.split_abandoned(who, seq),
         }
     }
+    await_parts(core, replies, seq);
 }
 
 /// Run `cmd` on keys borrowed from their owners `groups` (see [`lending`]); like a

@@ -445,6 +445,61 @@ pub fn observe(
     core.timing.finish(&core.shared.observatory, ns, ran);
 }
 
+/// The record of command `cmd` (`args`), which ran here for `ns` (when timed,
+/// else `sampled_usec` for INFO commandstats) and answers once other shards
+/// answered: kept with its held reply slot ([`observe_answered`]). Its
+/// arguments are copied: the logs may want them then (a CONFIG SET may have
+/// turned them on meanwhile, and Redis logs that CONFIG SET).
+pub fn awaited(
+    cmd: &Command,
+    args: Args<'_>,
+    ns: Option<u64>,
+    sampled_usec: u64,
+) -> Box<crate::observability::Awaited> {
+    Box::new(crate::observability::Awaited {
+        stat: cmd.stat,
+        fast: cmd.meta.has(FAST),
+        loggable: !cmd.meta.has(SKIP_SLOWLOG),
+        args: OwnedArgs::from_args(args),
+        ns,
+        sampled_usec,
+        reply_bytes: 0,
+    })
+}
+
+/// Record a gathered or split command of `client` whose answer is complete
+/// now (see [`crate::observability::Awaited`]): INFO commandstats counts its
+/// call and time, and it is recorded as [`observe`] records any command, with
+/// its whole reply's size.
+pub fn observe_answered(
+    core: &mut ShardCore,
+    client: &crate::net::conn::ClientState,
+    record: &crate::observability::Awaited,
+) {
+    core.stats.commands += 1;
+    let stat = &mut core.stats.per_command[record.stat];
+    stat.calls += 1;
+    stat.usec += record.ns.map_or(record.sampled_usec, |ns| ns / 1000);
+    if !core.timing.active() {
+        return;
+    }
+    let who = crate::observability::Who::Here(crate::observability::commandlog::Client {
+        peer: &client.peer,
+        name: &client.name,
+    });
+    let ran = crate::observability::Ran {
+        shard: core.id,
+        stat: record.stat,
+        fast: record.fast,
+        loggable: record.loggable,
+        args: record.args.args(),
+        reply_bytes: record.reply_bytes,
+        client: who,
+        now_ms: core.now_ms,
+    };
+    core.timing.finish(&core.shared.observatory, record.ns, ran);
+}
+
 /// Record command `cmd` that ran here for `ns` (when timed) and parked: only
 /// the latency monitor's sample, as Redis 7.0's `call()` for a client it
 /// blocked; the rest waits until it is served ([`observe_unblocked`]). Its first
@@ -916,7 +971,11 @@ pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, waiter: Waiter, rep
             part,
         } => {
             if let Some(conn) = conns.get_mut(index, gen) {
-                conn.replies.fill(seq, part as usize, reply);
+                // A part of a split command that waited for a lent key may be
+                // its last: the command is recorded then.
+                if let Some(record) = conn.replies.fill_part(seq, part as usize, reply, 0) {
+                    observe_answered(core, &conn.client, &record);
+                }
                 core.dirty.push((index, gen));
                 conn.unblock_if_waiting_on(seq, &mut core.resume, (index, gen));
             }

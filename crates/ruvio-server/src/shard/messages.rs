@@ -31,7 +31,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         {
             owner_tx::defer(core, from, Deferred::Control(control))
         }
-        ShardMsg::Control(control) => self::control(core, conns, control),
+        ShardMsg::Control(control) => self::control(core, control),
         ShardMsg::Transaction(tx) => owner_tx::arrived(core, conns, *tx),
         ShardMsg::Lend(request) => lending::lend(core, conns, request),
         ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
@@ -82,7 +82,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
                 (tag.conn, tag.gen),
                 tag.seq,
                 tag.part as usize,
-                bytes,
+                (bytes, u64::from(tag.ran_ns)),
             );
         }
         ShardMsg::Replies(batch) => {
@@ -92,7 +92,8 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
                 offset += len as usize;
                 let who = (tag.conn, tag.gen);
                 split_part_answered(core, conns, &tag);
-                gather::deliver(core, conns, who, tag.seq, tag.part as usize, bytes);
+                let part = (bytes, u64::from(tag.ran_ns));
+                gather::deliver(core, conns, who, tag.seq, tag.part as usize, part);
             }
         }
         ShardMsg::GiveBackAcked {
@@ -252,7 +253,7 @@ fn run_now(
 }
 
 /// A control message about a blocked client.
-pub(crate) fn control(core: &mut ShardCore, conns: &mut Slab<Conn>, control: Control) {
+pub(crate) fn control(core: &mut ShardCore, control: Control) {
     match control {
         Control::Cancel { from, conn, gen } => {
             exec::drop_waiter(
@@ -260,9 +261,20 @@ pub(crate) fn control(core: &mut ShardCore, conns: &mut Slab<Conn>, control: Con
                 |w| matches!(w, Waiter::Remote { shard, tag } if *shard == from && tag.conn == conn && tag.gen == gen),
             );
         }
-        Control::Unblock { client_id, error } => {
-            exec::unblock(core, conns, client_id, error);
-        }
+    }
+}
+
+/// How much longer `mesh:slow-part-<shard>` makes each part.
+const SLOW_PART: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// `RUVIO_FAULT=mesh:slow-part-<shard>` (debug builds): shard `<shard>` takes
+/// [`SLOW_PART`] longer to run each part of a split or every-shard command, so
+/// a test sees a part's time in its command's record.
+fn slow_part_fault(shard: usize) {
+    if cfg!(debug_assertions)
+        && ruvio_engine::fault::is_armed(b"mesh", &format!("slow-part-{shard}"))
+    {
+        std::thread::sleep(SLOW_PART);
     }
 }
 
@@ -313,8 +325,12 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
             });
         }
         // A command forwarded whole is timed here, where it runs (see
-        // `observability`).
-        let timed = tag.whole.then(|| core.timing.start()).flatten();
+        // `observability`); so is a part of a split or every-shard command,
+        // whose time goes back with its reply (`Tag::ran_ns`).
+        let timed = core.timing.start();
+        if !tag.whole {
+            slow_part_fault(core.id);
+        }
         let owed_before = core.tracking.owed_len();
         // `run_engine` contains a panicking handler itself (docs/faults.md).
         let block = {
@@ -363,6 +379,7 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
                     (tag.conn, tag.gen),
                     &mut out,
                 );
+                let tag = if tag.whole { tag } else { tag.ran(ns) };
                 crate::persistence::durable::reply_forwarded(
                     core,
                     batch.from,

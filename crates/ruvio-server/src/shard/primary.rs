@@ -510,7 +510,8 @@ fn answer_waits(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary)
                 None => format!(":{acked}\r\n"),
                 Some((_, synced)) => format!("*2\r\n:{}\r\n:{acked}\r\n", u8::from(synced)),
             };
-            crate::mesh::gather::deliver(core, conns, w.who, w.seq, 0, reply.into_bytes());
+            let reply = (reply.into_bytes(), 0);
+            crate::mesh::gather::deliver(core, conns, w.who, w.seq, 0, reply);
         } else {
             left.push(w);
         }
