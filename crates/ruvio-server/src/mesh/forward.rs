@@ -69,6 +69,31 @@ pub struct Tag {
 const _: () = assert!(std::mem::size_of::<Tag>() <= 40);
 
 impl Tag {
+    /// The tag of part `part` of held reply `seq` of `client` (connection `who`):
+    /// it does not block and carries no tracking bits (a forwarded command of
+    /// the client sets those, `shard::dispatch::tag`).
+    pub fn for_client(
+        client: &crate::net::conn::ClientState,
+        who: (u32, u32),
+        seq: u64,
+        part: u16,
+    ) -> Tag {
+        Tag {
+            conn: who.0,
+            gen: who.1,
+            seq,
+            part,
+            db: client.db as u16,
+            resp3: client.proto == ruvio_resp::Protocol::Resp3,
+            no_touch: client.no_touch,
+            client_id: client.id,
+            may_block: false,
+            tracking: 0,
+            whole: false,
+            ran_ns: 0,
+        }
+    }
+
     /// This tag on its way back from a part that ran `ns` (when timed).
     pub fn ran(self, ns: Option<u64>) -> Tag {
         Tag {

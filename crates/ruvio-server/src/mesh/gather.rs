@@ -93,24 +93,6 @@ pub struct Gathering {
     waiting: Vec<Pending>,
 }
 
-/// The tag of a question for part `part` of held reply `seq`.
-fn question(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
-    Tag {
-        conn: who.0,
-        gen: who.1,
-        seq,
-        part,
-        db: client.db as u16,
-        resp3: client.proto == Protocol::Resp3,
-        no_touch: client.no_touch,
-        client_id: client.id,
-        may_block: false,
-        tracking: 0,
-        whole: false,
-        ran_ns: 0,
-    }
-}
-
 /// Hold the caller's reply and send `gather`'s questions to the other shards.
 /// The held slot comes back, for the caller to record the command once it is
 /// answered; not PUBLISH's (recorded when it ran here: docs/observability.md).
@@ -156,7 +138,7 @@ pub fn start(
             let seq = replies.hold(merge, shards);
             client.blocked = Some(BlockedOn::waiting(seq));
             for to in others {
-                let tag = question(client, who, seq, to as u16);
+                let tag = Tag::for_client(client, who, seq, to as u16);
                 core.outbox.clients(to, core.id, tag, query.clone());
             }
             replies.fill(seq, core.id, local);
@@ -165,7 +147,7 @@ pub fn start(
         Gather::Ask { shard, query } => {
             let seq = replies.hold(Merge::Single, 1);
             client.blocked = Some(BlockedOn::waiting(seq));
-            let tag = question(client, who, seq, 0);
+            let tag = Tag::for_client(client, who, seq, 0);
             core.outbox.clients(shard, core.id, tag, query);
             Some(seq)
         }

@@ -384,20 +384,7 @@ pub fn start_publish(
 ) {
     let seq = replies.hold(Merge::SumInts, p.shards.len() + 1);
     for (i, &to) in p.shards.iter().enumerate() {
-        let tag = Tag {
-            conn: who.0,
-            gen: who.1,
-            seq,
-            part: (i + 1) as u16,
-            db: client.db as u16,
-            resp3: client.proto == Protocol::Resp3,
-            no_touch: client.no_touch,
-            client_id: client.id,
-            may_block: false,
-            tracking: 0,
-            whole: false,
-            ran_ns: 0,
-        };
+        let tag = Tag::for_client(client, who, seq, (i + 1) as u16);
         core.outbox
             .message(to, Some(tag), p.kind, &p.channel, &p.message);
     }

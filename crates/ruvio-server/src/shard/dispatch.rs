@@ -769,18 +769,9 @@ fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> {
 
 pub(crate) fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
     Tag {
-        conn: who.0,
-        gen: who.1,
-        seq,
-        part,
-        db: client.db as u16,
-        resp3: client.proto == Protocol::Resp3,
-        no_touch: client.no_touch,
-        client_id: client.id,
         may_block: !client.in_exec,
         tracking: client.tracking.command_bits(),
-        whole: false,
-        ran_ns: 0,
+        ..Tag::for_client(client, who, seq, part)
     }
 }
 
