@@ -81,7 +81,7 @@ impl CommandHistograms {
     }
 
     /// Count one call of slot `stat` that took `ns`.
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, stat: usize, ns: u64) {
         if let Some(slot) = self.per_stat.get_mut(stat) {
             let counts = slot.get_or_insert_with(|| Box::new([0; COUNTS_LEN]));
