@@ -88,6 +88,9 @@ pub struct Selector {
     /// while the command itself is not, per row.
     pub firstargs: Vec<(usize, Vec<Vec<u8>>)>,
     pub keys: Vec<KeyPattern>,
+    /// Some key pattern is `%R~` or `%W~`: the check then asks whether the
+    /// command reads or writes each key (kept by [`Selector::apply`]).
+    pub keys_by_perm: bool,
     pub channels: Vec<Vec<u8>>,
 }
 
@@ -102,6 +105,7 @@ impl Selector {
             all_channels,
             firstargs: Vec::new(),
             keys: Vec::new(),
+            keys_by_perm: false,
             channels: Vec::new(),
         }
     }
@@ -148,6 +152,12 @@ impl Selector {
 
     /// Apply one selector rule (`ACLSetSelector`).
     pub fn apply(&mut self, catalog: &Catalog, op: &[u8]) -> Result<(), RuleError> {
+        let applied = self.apply_rule(catalog, op);
+        self.keys_by_perm = self.keys.iter().any(|k| k.perms != KEY_ALL);
+        applied
+    }
+
+    fn apply_rule(&mut self, catalog: &Catalog, op: &[u8]) -> Result<(), RuleError> {
         let is = |word: &str| op.eq_ignore_ascii_case(word.as_bytes());
         if is("allkeys") || op == b"~*" {
             self.all_keys = true;
@@ -402,6 +412,7 @@ impl User {
             let root = &mut self.selectors[0];
             root.all_keys = false;
             root.keys.clear();
+            root.keys_by_perm = false;
             root.all_channels = all_channels;
             root.channels.clear();
             self.enabled = false;

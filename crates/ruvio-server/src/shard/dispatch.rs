@@ -200,16 +200,19 @@ fn flags_row<'a>(cmd: &'a Command, args: Args<'_>) -> &'a CommandMeta {
 /// The `-NOPERM` error when the client's ACL user may not run this call, logged
 /// in ACL LOG (Redis checks right after authentication, before routing, so a
 /// command for another shard is checked here too). An unknown subcommand passes:
-/// its own error comes later.
+/// its own error comes later. Inlined into the request path, the refusal
+/// itself apart ([`acl_denied`]).
+#[inline(always)]
 fn acl_refusal(
     core: &mut ShardCore,
     client: &ClientState,
-    cmd: &Command,
+    row: &Command,
     args: Args<'_>,
 ) -> Option<CmdError> {
-    let row = cmd.resolve(args).ok()?;
     let Err(denied) = crate::acl::check::check(&client.acl.user, row.stat, row.meta, args) else {
-        let script = crate::mesh::script_lock::is_script(row.meta) || row.meta.name == "exec";
+        // SKIP_MONITOR marks the script rows: one flag test for the rest.
+        let script = (row.meta.has(SKIP_MONITOR) && crate::mesh::script_lock::is_script(row.meta))
+            || row.meta.name == "exec";
         if script && !client.acl.script_caller_noted.get() {
             // It may run on another shard: the user goes with the client's id.
             let info = || crate::cmd::client::info_line(core, client);
@@ -219,6 +222,19 @@ fn acl_refusal(
         }
         return None;
     };
+    Some(acl_denied(core, client, row, args, denied))
+}
+
+/// A refused call's ACL LOG entry and `-NOPERM` error.
+#[cold]
+#[inline(never)]
+fn acl_denied(
+    core: &mut ShardCore,
+    client: &ClientState,
+    row: &Command,
+    args: Args<'_>,
+    denied: crate::acl::check::Denied,
+) -> CmdError {
     let object = match denied {
         crate::acl::check::Denied::Command => row.meta.name.as_bytes(),
         crate::acl::check::Denied::Key(i) | crate::acl::check::Denied::Channel(i) => args.get(i),
@@ -237,10 +253,10 @@ fn acl_refusal(
         client_info: crate::cmd::client::info_line(core, client),
     };
     core.shared.acl.log(entry);
-    Some(CmdError::Line(match client.in_exec {
+    CmdError::Line(match client.in_exec {
         true => denied.noperm_at_exec_line(),
         false => denied.noperm_line(row.meta.name),
-    }))
+    })
 }
 
 /// RESP2 subscribed mode: Redis' error for a command other than (un)subscribing,
@@ -458,6 +474,11 @@ pub(crate) fn run_command(
         let over = core.cfg.maxmemory != 0 && limit::must_refuse(core);
         ruvio_engine::scripting::set_oom_at_start(over);
     }
+    // A container runs as its subcommand, which has statistics of its own; an
+    // unknown subcommand fails as the container (after the refusals below: an
+    // ACL check passes it, its own error comes later). Resolved once here.
+    let resolved = cmd.resolve(args);
+    let row_meta = resolved.as_ref().map_or(cmd.meta, |sub| sub.meta);
     let rejected = if !cmd.meta.arity_ok(args.len()) {
         Some(CmdError::WrongArity(cmd.meta.name))
     } else if !client.authenticated && !cmd.meta.has(NO_AUTH) && core.shared.acl.auth_required() {
@@ -465,12 +486,12 @@ pub(crate) fn run_command(
     } else if let Some(refusal) = client
         .acl
         .restricted
-        .then(|| acl_refusal(core, client, cmd, args))
+        .then(|| acl_refusal(core, client, resolved.as_ref().ok()?, args))
         .flatten()
     {
         // A command the user may run goes on to the checks below.
         Some(refusal)
-    } else if core.loading.refuses() && !flags_row(cmd, args).has(LOADING) {
+    } else if core.loading.refuses() && !row_meta.has(LOADING) {
         Some(CmdError::Line(
             crate::persistence::loading::LOADING_ERROR.to_vec(),
         ))
@@ -487,11 +508,10 @@ pub(crate) fn run_command(
     };
     let rejected = match rejected {
         None if core.shared.replication.is_replica() && !client.master => {
-            let meta = flags_row(cmd, args);
-            crate::replication::refusal(&core.shared.replication, &core.cfg, meta, args)
+            crate::replication::refusal(&core.shared.replication, &core.cfg, row_meta, args)
         }
         None if core.shared.replication.writes_refused() && !client.master => {
-            crate::replication::too_few_replicas(flags_row(cmd, args), args)
+            crate::replication::too_few_replicas(row_meta, args)
         }
         rejected => rejected,
     };
@@ -504,9 +524,7 @@ pub(crate) fn run_command(
     if crate::transactions::multi::queue(core, client, replies, cmd, args) {
         return;
     }
-    // A container runs as its subcommand, which has statistics of its own; an
-    // unknown subcommand fails as the container.
-    let (stat, result, awaited) = match cmd.resolve(args) {
+    let (stat, result, awaited) = match resolved {
         Ok(sub) => {
             client.last_cmd = sub.meta.name;
             let monitored = monitor::attached() && !sub.meta.has(ADMIN);
