@@ -22,10 +22,13 @@
 //! the dispatcher and the forwarded-request runner take them at that point.
 //!
 //! A write split over shards (MSET, DEL, UNLINK) invalidates in the command's
-//! key order, as Redis: its owners send what their parts owe to clients of the
-//! origin or of their own shard back with the parts' replies, and the origin,
-//! once every part answered, sends them in key order ([`Tracking::split_answered`];
-//! docs/tracking.md says why relaying them keeps a read's reply first). A
+//! key order, as Redis: its owners send what their parts owe back with the
+//! parts' replies, and the origin, once every part answered, sends them in key
+//! order ([`Tracking::split_answered`]; docs/tracking.md says why relaying them
+//! keeps a read's reply first). One for a client of a third shard (three shards
+//! or more) carries where its owner's channel to that shard stood, and waits
+//! there until that shard took the owner's messages up to it
+//! ([`Tracking::relayed`], `mesh::forward::After`). A
 //! MULTI/EXEC, MSETNX or script over borrowed keys likewise: the owners answer the
 //! coordinator's `Written` with what they owe, and it sends everything in
 //! write order ([`Tracking::gather_answered`]); a tracking writer's reply slot
