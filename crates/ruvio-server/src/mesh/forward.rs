@@ -330,7 +330,8 @@ pub struct Outbox {
     /// MONITOR lines for each shard, shipped ahead of the rest: a script's EVAL
     /// line reaches a monitor before the lines of the calls it makes there.
     monitor_lines: Vec<Vec<u8>>,
-    /// Per shard: the messages in `direct` for it (each flushed batch counted).
+    /// Per shard: the messages in `direct` for it (each flushed batch
+    /// counted), from [`POSITIONS_SHARDS_MIN`] shards on.
     direct_queued: Vec<u64>,
     /// Per shard, from [`POSITIONS_SHARDS_MIN`] shards on: the messages ever
     /// taken out of this outbox for it (where its channel stands, but for
@@ -577,18 +578,19 @@ impl Outbox {
     /// commands a client sent before its cross-shard command.
     fn direct(&mut self, shard: usize, message: ShardMsg) {
         self.ensure(shard + 1);
+        let before = self.direct.len();
         if !self.requests[shard].tags.is_empty() {
             let batch = std::mem::take(&mut self.requests[shard]);
             self.direct.push((shard, ShardMsg::Requests(batch)));
-            self.direct_queued[shard] += 1;
         }
         if !self.replies[shard].is_empty() {
             let batch = std::mem::take(&mut self.replies[shard]);
             self.direct.push((shard, ShardMsg::Replies(batch)));
-            self.direct_queued[shard] += 1;
         }
         self.direct.push((shard, message));
-        self.direct_queued[shard] += 1;
+        if self.shards >= POSITIONS_SHARDS_MIN {
+            self.direct_queued[shard] += (self.direct.len() - before) as u64;
+        }
     }
 
     /// Queue transaction `tx` for its owner `shard`, behind the commands queued for
