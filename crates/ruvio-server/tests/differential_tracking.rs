@@ -16,8 +16,8 @@
 
 mod common;
 
+use common::tracking::*;
 use common::*;
-use std::io::{ErrorKind, Read};
 use std::time::Duration;
 
 /// One step of a session.
@@ -41,29 +41,6 @@ enum Step {
 }
 
 use Step::*;
-
-/// How long Redis's bytes for one step are collected after the reply.
-const SETTLE: Duration = Duration::from_millis(40);
-
-/// Whatever arrives on `conn` within `wait`.
-fn drain(conn: &mut RawConn, wait: Duration) -> Vec<u8> {
-    let stream = conn.stream();
-    stream.set_read_timeout(Some(wait)).expect("timeout");
-    let mut got = Vec::new();
-    let mut chunk = [0u8; 65536];
-    loop {
-        match stream.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => got.extend_from_slice(&chunk[..n]),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
-            Err(e) => panic!("read: {e}"),
-        }
-    }
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
-    got
-}
 
 /// `bytes` with the client ids the servers number apart (a redirection
 /// target's, in TRACKINGINFO and `tracking-redir-broken`) as `:ID`.
@@ -93,15 +70,6 @@ fn mask_ids(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-/// At least one byte from `conn` (waiting up to its read timeout).
-fn read_some(conn: &mut RawConn) -> Vec<u8> {
-    let mut chunk = [0u8; 65536];
-    match conn.stream().read(&mut chunk) {
-        Ok(n) => chunk[..n].to_vec(),
-        Err(e) => panic!("read: {e}"),
-    }
-}
-
 /// Read one whole reply from `conn` byte by byte (nothing after it is taken),
 /// shown for a message.
 fn frame_len_of_target(conn: &mut RawConn) -> String {
@@ -112,28 +80,6 @@ fn frame_len_of_target(conn: &mut RawConn) -> String {
         got.extend(byte);
     }
     show(&got)
-}
-
-/// Exactly `n` bytes from `conn` (waiting up to its read timeout).
-fn take(conn: &mut RawConn, n: usize) -> Vec<u8> {
-    let mut got = vec![0u8; n];
-    let mut have = 0;
-    while have < n {
-        match conn.stream().read(&mut got[have..]) {
-            Ok(0) => break,
-            Ok(k) => have += k,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
-            Err(e) => panic!("read: {e}"),
-        }
-    }
-    got.truncate(have);
-    got
-}
-
-/// The id CLIENT ID gives `conn`.
-fn client_id(conn: &mut RawConn) -> String {
-    let reply = conn.cmd(&["CLIENT", "ID"]);
-    String::from_utf8_lossy(&reply[1..reply.len() - 2]).into_owned()
 }
 
 /// Run `steps` with `conns` connections on both servers, comparing as the
@@ -695,14 +641,6 @@ fn a_tracking_client_that_does_not_read_is_bounded() {
     output_limit(&servers.target);
 }
 
-/// A connection of `server` on `shard` (Redis: any).
-fn conn_on(server: &Server, shard: usize) -> RawConn {
-    match server.kind {
-        Target::Redis => server.raw(),
-        Target::Ruvio => conn_on_shard(server, shard),
-    }
-}
-
 /// NOLOOP under the script lock's batches: a NOLOOP tracking client pipelines
 /// scripts that read and write a key of the other shard (borrowed, kept in its
 /// shard's batch between scripts, its writes reported to its owner when the
@@ -770,8 +708,16 @@ fn noloop_holds_for_scripts_batched_under_the_script_lock() {
     assert_eq!(show(&got), show(&expected));
 }
 
-/// What one cross-shard session observed: each step's bytes, named.
-type Transcript = Vec<(String, Vec<u8>)>;
+/// Reader on shard `reader`, writer (and the reader's RESP2 target) on
+/// `writer`, of two: keys of both in the order a write names them.
+fn two_shards((reader, writer): (usize, usize)) -> Layout {
+    Layout {
+        keys: interleaved_keys(),
+        reader,
+        writer,
+        target: writer,
+    }
+}
 
 /// Keys of both shards in the order a write names them: shard 1, 0, 1, 0.
 fn interleaved_keys() -> [String; 4] {
@@ -783,208 +729,6 @@ fn interleaved_keys() -> [String; 4] {
     ]
 }
 
-/// Where a session's bytes are read: Redis's arrive within [`SETTLE`]; Ruvio
-/// must deliver as many as Redis did (`expected`), waiting for them.
-fn observe(conn: &mut RawConn, name: String, expected: Option<&Transcript>, out: &mut Transcript) {
-    let got = match expected.and_then(|e| e.get(out.len())) {
-        None => {
-            // Something is due (a reply or a push): at least one read.
-            let mut got = read_some(conn);
-            got.extend(drain(conn, SETTLE));
-            got
-        }
-        Some((_, bytes)) => {
-            let mut got = take(conn, bytes.len());
-            if got != *bytes {
-                got.extend(drain(conn, Duration::from_millis(200)));
-            }
-            got
-        }
-    };
-    out.push((name, got));
-}
-
-/// Who sends a step of [`cross_shard_session`], and how.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum By {
-    /// The writer, one command at a time.
-    Writer,
-    /// The writer, every command in one write (scripts over keys of both
-    /// shards run in one batch under the script lock, docs/scripting.md).
-    WriterPipelined,
-    /// The tracking reader itself, every command in one write.
-    Reader,
-}
-
-/// A write of keys of both shards by `writer` (on shard `writer_shard` of
-/// Ruvio), after the tracking reader (on `reader_shard`) read every key: the
-/// reader's invalidations, one push per key in the order the command writes
-/// them (in RESP2 as `message`s to a subscriber the reader redirects to).
-/// With `own` the reader writes itself: its pushes come after the reply,
-/// before the replies of the commands it pipelined behind (in RESP2 its
-/// replies, then its target's messages).
-/// Each step's reply and pushes are kept; `expected` is Redis's transcript.
-fn cross_shard_session(
-    server: &Server,
-    (reader_shard, writer_shard): (usize, usize),
-    (resp3, lending): (bool, bool),
-    expected: Option<&Transcript>,
-) -> Transcript {
-    let keys = interleaved_keys();
-    let [b0, a0, b1, a1] = keys.each_ref().map(String::as_str);
-    assert_eq!(server.raw().cmd(&["FLUSHALL"]), b"+OK\r\n");
-    let mut reader = conn_on(server, reader_shard);
-    let mut writer = conn_on(server, writer_shard);
-    let mut target = None;
-    if resp3 {
-        reader.cmd(&["HELLO", "3"]);
-        assert_eq!(reader.cmd(&["CLIENT", "TRACKING", "ON"]), b"+OK\r\n");
-    } else {
-        // The target on the writer's shard: its messages cross shards too.
-        let mut t = conn_on(server, writer_shard);
-        let id = client_id(&mut t);
-        t.cmd(&["SUBSCRIBE", "__redis__:invalidate"]);
-        let on = reader.cmd(&["CLIENT", "TRACKING", "ON", "REDIRECT", &id]);
-        assert_eq!(on, b"+OK\r\n");
-        target = Some(t);
-    }
-    let (own, by_writer) = (By::Reader, By::Writer);
-    let mut steps: Vec<(&str, Vec<Vec<&str>>, By)> = Vec::new();
-    if !lending {
-        steps.extend([
-            (
-                "MSET",
-                vec![vec!["MSET", b0, "1", a0, "2", b1, "3", a1, "4"]],
-                by_writer,
-            ),
-            ("DEL", vec![vec!["DEL", a1, b1, a0, b0]], by_writer),
-            (
-                "MSET again",
-                vec![vec!["MSET", a1, "1", b0, "2", a0, "3", b1, "4"]],
-                by_writer,
-            ),
-            ("UNLINK", vec![vec!["UNLINK", b1, a0, a1, b0]], by_writer),
-        ]);
-        steps.push((
-            "own MSET",
-            vec![vec!["MSET", b0, "x", a0, "y", b1, "z", a1, "w"]],
-            own,
-        ));
-        steps.push(("own DEL", vec![vec!["DEL", a0, b1, b0, a1]], own));
-        // Pipelined: its pushes come between its reply and the next ones
-        // (answered here while the parts were out).
-        let pipeline = vec![
-            vec!["MSET", a1, "p", b1, "q", a0, "r", b0, "s"],
-            vec!["PING"],
-            vec!["GET", a0],
-        ];
-        steps.push(("own MSET, PING, GET", pipeline, own));
-    } else {
-        let sets = |value| [b0, a0, b1, a1].map(|k| vec!["SET", k, value]);
-        let multi = |by| {
-            let mut commands = vec![vec!["MULTI"]];
-            commands.extend(sets("m"));
-            commands.push(vec!["EXEC"]);
-            ("MULTI/EXEC", commands, by)
-        };
-        steps.push(multi(by_writer));
-        steps.push(("DEL", vec![vec!["DEL", a1, b1, a0, b0]], by_writer));
-        steps.push((
-            "MSETNX",
-            vec![vec!["MSETNX", b0, "1", a0, "2", b1, "3", a1, "4"]],
-            by_writer,
-        ));
-        let script = "for i, k in ipairs(KEYS) do redis.call('set', k, i) end";
-        steps.push((
-            "EVAL",
-            vec![vec!["EVAL", script, "4", a1, b0, a0, b1]],
-            by_writer,
-        ));
-        steps.push(multi(own));
-        steps.push((
-            "own EVAL",
-            vec![vec!["EVAL", script, "4", b1, a0, b0, a1]],
-            own,
-        ));
-        let own_msetnx = vec!["MSETNX", a0, "1", b1, "2", a1, "3", b0, "4"];
-        steps.push(("own DEL", vec![vec!["DEL", b1, a1, b0, a0]], own));
-        steps.push(("own MSETNX", vec![own_msetnx], own));
-        // Pipelined behind a transaction or MSETNX over both shards: its
-        // pushes come right after the EXEC's (MSETNX's) reply, before PONG.
-        let mut pipeline = vec![vec!["MULTI"]];
-        pipeline.extend(sets("p"));
-        pipeline.extend([vec!["EXEC"], vec!["PING"], vec!["GET", a0]]);
-        steps.push(("own MULTI/EXEC, PING, GET", pipeline, own));
-        // Reading the other shard's key, writing the first shard's only.
-        let pipeline = vec![
-            vec!["MULTI"],
-            vec!["GET", b0],
-            vec!["SET", a1, "r"],
-            vec!["SET", a0, "r"],
-            vec!["EXEC"],
-            vec!["PING"],
-        ];
-        steps.push(("own MULTI/EXEC reading both shards, PING", pipeline, own));
-        steps.push(("own DEL again", vec![vec!["DEL", a0, b0, a1, b1]], own));
-        let pipeline = vec![
-            vec!["MSETNX", b1, "5", a0, "6", b0, "7", a1, "8"],
-            vec!["PING"],
-            vec!["GET", b1],
-        ];
-        steps.push(("own MSETNX, PING, GET", pipeline, own));
-        // Two scripts pipelined: the first borrows every key of the other
-        // shard, the second writes them all (each script's writes in order,
-        // scripts in the order they ran, as Redis). Whether they share a
-        // batch of the script lock depends on what else waits for it: see
-        // `scripts_batched_under_the_script_lock_invalidate_in_write_order`.
-        let read =
-            "local r = {} for i, k in ipairs(KEYS) do r[i] = redis.call('get', k) end return r";
-        let mut pipeline = vec![vec!["EVAL", read, "4", b0, a0, b1, a1]];
-        pipeline.push(vec!["EVAL", script, "4", b1, a0, b0, a1]);
-        steps.push(("EVAL batch", pipeline, By::WriterPipelined));
-        let mut pipeline = vec![vec!["EVAL", read, "4", b0, a0, b1, a1]];
-        pipeline.push(vec!["EVAL", script, "4", a1, b0, a0, b1]);
-        pipeline.push(vec!["PING"]);
-        steps.push(("own EVAL batch, PING", pipeline, own));
-    }
-    let mut out = Transcript::new();
-    for (name, commands, by) in &steps {
-        for k in &keys {
-            let reply = reader.cmd(&["GET", k]);
-            out.push((format!("{name}: GET {k}"), reply));
-        }
-        let request: Vec<u8> = commands.iter().flat_map(|c| encode(c)).collect();
-        if *by == By::Reader {
-            // Its own pushes follow the reply, before the next reply (read
-            // off the socket: a reply read would buffer what follows).
-            reader.send(&request);
-            let replies = format!("{name}: replies and own pushes");
-            observe(&mut reader, replies, expected, &mut out);
-            if let Some(target) = target.as_mut() {
-                let messages = format!("{name}: target's messages");
-                observe(target, messages, expected, &mut out);
-            }
-            continue;
-        }
-        let replies: Vec<u8> = match by {
-            By::WriterPipelined => {
-                writer.send(&request);
-                commands.iter().flat_map(|_| writer.read_reply()).collect()
-            }
-            _ => commands.iter().flat_map(|c| writer.cmd(c)).collect(),
-        };
-        out.push((format!("{name}: replies"), replies));
-        let stream = target.as_mut().unwrap_or(&mut reader);
-        observe(
-            stream,
-            format!("{name}: reader's pushes"),
-            expected,
-            &mut out,
-        );
-    }
-    out
-}
-
 #[test]
 fn cross_shard_writes_invalidate_in_key_order_as_redis() {
     let Some(servers) = DiffServers::forward("differential_tracking", 2) else {
@@ -993,7 +737,8 @@ fn cross_shard_writes_invalidate_in_key_order_as_redis() {
     for resp3 in [true, false] {
         for shards in [(0, 0), (0, 1), (1, 0), (1, 1)] {
             let modes = (resp3, false);
-            let expected = cross_shard_session(&servers.reference, shards, modes, None);
+            let expected =
+                cross_shard_session(&servers.reference, &two_shards(shards), modes, None);
             // Redis sends one message per key, in the command's key order:
             // what Ruvio is held to is not a vacuous stream.
             let (name, pushes) = &expected[5];
@@ -1009,7 +754,8 @@ fn cross_shard_writes_invalidate_in_key_order_as_redis() {
                 b"*3\r\n"
             };
             assert_eq!(count(pushes, messages), 4, "{}", show(pushes));
-            let got = cross_shard_session(&servers.target, shards, modes, Some(&expected));
+            let got =
+                cross_shard_session(&servers.target, &two_shards(shards), modes, Some(&expected));
             for ((name, e), (_, g)) in expected.iter().zip(&got) {
                 let label = format!("resp3 {resp3}, reader/writer shards {shards:?}, {name}");
                 assert_eq!(show(g), show(e), "{label}");
@@ -1017,14 +763,6 @@ fn cross_shard_writes_invalidate_in_key_order_as_redis() {
             assert_eq!(got.len(), expected.len());
         }
     }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-fn count(hay: &[u8], needle: &[u8]) -> usize {
-    hay.windows(needle.len()).filter(|w| *w == needle).count()
 }
 
 /// As [`cross_shard_writes_invalidate_in_key_order_as_redis`], for writes of
@@ -1038,7 +776,8 @@ fn lending_writes_invalidate_in_key_order_as_redis() {
     for resp3 in [true, false] {
         for shards in [(0, 0), (0, 1), (1, 0), (1, 1)] {
             let modes = (resp3, true);
-            let expected = cross_shard_session(&servers.reference, shards, modes, None);
+            let expected =
+                cross_shard_session(&servers.reference, &two_shards(shards), modes, None);
             // What Ruvio is held to is not vacuous: Redis invalidates a batch's
             // keys in write order, and the writer's own pushes come right after
             // the EXEC's (MSETNX's, the script's) reply, before PONG.
@@ -1067,7 +806,8 @@ fn lending_writes_invalidate_in_key_order_as_redis() {
                     assert_eq!(pushes, want, "{name}: {}", show(stream));
                 }
             }
-            let got = cross_shard_session(&servers.target, shards, modes, Some(&expected));
+            let got =
+                cross_shard_session(&servers.target, &two_shards(shards), modes, Some(&expected));
             for ((name, e), (_, g)) in expected.iter().zip(&got) {
                 let label = format!("resp3 {resp3}, reader/writer shards {shards:?}, {name}");
                 assert_eq!(show(g), show(e), "{label}");
@@ -1078,13 +818,13 @@ fn lending_writes_invalidate_in_key_order_as_redis() {
 }
 
 /// Three shards: a reader on each shard in turn reads a key of every shard,
-/// then a client of another shard writes them all in one MSET, then one DEL.
-/// A reader that is neither the write's origin nor a key's owner gets that
-/// key's message from the owner itself, unordered with the rest
-/// (docs/tracking.md, known differences): the test holds Ruvio to every key
-/// invalidated exactly once, whatever the order, and nothing more.
+/// then a client of another shard writes them all in one MSET, then one DEL:
+/// every key invalidated exactly once, in the command's key order (the key of
+/// the shard that is neither the reader's nor the writer's relayed through
+/// the writer's shard, docs/tracking.md), and nothing more.
+/// `differential_tracking_3shards.rs` compares such sessions with Redis.
 #[test]
-fn three_shards_invalidate_every_key_once() {
+fn three_shards_invalidate_every_key_once_in_key_order() {
     let server = Server::ruvio_with(PortMode::Forward, 3, &[]);
     // Connections kept open until two of each shard are among them (the
     // server spreads them by load).
@@ -1124,17 +864,16 @@ fn three_shards_invalidate_every_key_once() {
                 }
             }
             writer.cmd(&args);
-            let mut got: Vec<Vec<u8>> = (0..keys.len()).map(|_| reader.read_reply()).collect();
-            let mut expected: Vec<Vec<u8>> = keys
+            let got: Vec<Vec<u8>> = (0..keys.len()).map(|_| reader.read_reply()).collect();
+            let expected: Vec<Vec<u8>> = keys
                 .iter()
+                .rev()
                 .map(|k| {
                     let mut push = b">2\r\n$10\r\ninvalidate\r\n*1\r\n".to_vec();
                     push.extend_from_slice(bulk(k).as_bytes());
                     push
                 })
                 .collect();
-            got.sort();
-            expected.sort();
             let label = format!("reader on {reader_shard}, writer on {writer_shard}, {write}");
             assert_eq!(got, expected, "{label}");
             reader.send(&encode(&["PING"]));

@@ -273,7 +273,7 @@ pub enum ShardMsg {
 }
 
 /// One invalidation message owed to a client (CLIENT TRACKING).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Invalidation {
     /// The client it is for: the tracking client, or, once [`redirected`](Self::redirected)
     /// is set, its redirection target.
@@ -286,6 +286,25 @@ pub struct Invalidation {
     /// Passed on by the tracking client's shard to its redirection target: the
     /// message's last element as RESP (the keys, or the tracking client's null).
     pub redirected: Option<Vec<u8>>,
+    /// Relayed by a split write's origin (or a coordinator) for a client of a
+    /// third shard: when its reader's shard may deliver it (see [`After`]).
+    pub after: Option<After>,
+}
+
+/// Where an owner's channel to a third shard stood when the owner's part of
+/// a split write (or its share of a coordinated write) caused an
+/// invalidation it sends back to the command's origin for that shard (three
+/// shards or more): `sent` messages queued on the channel from `owner`,
+/// counting a batch still being filled, so every reply of a read it answered
+/// for that shard before the part is at or below it. The reader's shard
+/// delivers the relayed message once it has taken `sent` messages from
+/// `owner` (a channel is FIFO, so a count is a position in it); until then
+/// it waits, with every message from the same origin behind it (see
+/// `tracking`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct After {
+    pub owner: usize,
+    pub sent: u64,
 }
 
 /// Requests about blocked clients.
@@ -311,6 +330,13 @@ pub struct Outbox {
     /// MONITOR lines for each shard, shipped ahead of the rest: a script's EVAL
     /// line reaches a monitor before the lines of the calls it makes there.
     monitor_lines: Vec<Vec<u8>>,
+    /// Per shard: the messages in `direct` for it (each flushed batch
+    /// counted), from [`POSITIONS_SHARDS_MIN`] shards on.
+    direct_queued: Vec<u64>,
+    /// Per shard, from [`POSITIONS_SHARDS_MIN`] shards on: the messages ever
+    /// taken out of this outbox for it (where its channel stands, but for
+    /// [`request_now`]'s, counted by the mesh).
+    shipped: Vec<u64>,
 }
 
 impl Outbox {
@@ -327,7 +353,27 @@ impl Outbox {
         if self.requests.len() < shards {
             self.requests.resize_with(shards, Default::default);
             self.replies.resize_with(shards, Default::default);
+            self.direct_queued.resize(shards, 0);
+            self.shipped.resize(shards, 0);
         }
+    }
+
+    /// How many shards there are.
+    pub fn shards(&self) -> usize {
+        self.shards
+    }
+
+    /// The messages for `shard` taken out of this outbox so far and those
+    /// queued here: the direct ones and each batch being filled (each
+    /// becomes one message).
+    pub fn position_for(&self, shard: usize) -> u64 {
+        let non_empty = |b: bool| u64::from(b);
+        self.shipped.get(shard).copied().unwrap_or(0)
+            + self.direct_queued.get(shard).copied().unwrap_or(0)
+            + non_empty(self.requests.get(shard).is_some_and(|b| !b.tags.is_empty()))
+            + non_empty(self.replies.get(shard).is_some_and(|b| !b.is_empty()))
+            + non_empty(self.messages.get(shard).is_some_and(|b| !b.is_empty()))
+            + non_empty(self.monitor_lines.get(shard).is_some_and(|l| !l.is_empty()))
     }
 
     /// Queue a command (given as its arguments) for `shard`.
@@ -532,6 +578,7 @@ impl Outbox {
     /// commands a client sent before its cross-shard command.
     fn direct(&mut self, shard: usize, message: ShardMsg) {
         self.ensure(shard + 1);
+        let before = self.direct.len();
         if !self.requests[shard].tags.is_empty() {
             let batch = std::mem::take(&mut self.requests[shard]);
             self.direct.push((shard, ShardMsg::Requests(batch)));
@@ -541,6 +588,9 @@ impl Outbox {
             self.direct.push((shard, ShardMsg::Replies(batch)));
         }
         self.direct.push((shard, message));
+        if self.shards >= POSITIONS_SHARDS_MIN {
+            self.direct_queued[shard] += (self.direct.len() - before) as u64;
+        }
     }
 
     /// Queue transaction `tx` for its owner `shard`, behind the commands queued for
@@ -579,12 +629,16 @@ impl Outbox {
     /// MONITOR lines, the direct messages (each behind the batches built before
     /// it), then each shard's pending request and reply batches.
     pub fn take_messages(&mut self, messages: &mut impl Extend<(usize, ShardMsg)>) {
+        if self.shards >= POSITIONS_SHARDS_MIN {
+            self.count_shipped();
+        }
         for (to, lines) in self.monitor_lines.iter_mut().enumerate() {
             if !lines.is_empty() {
                 messages.extend([(to, ShardMsg::MonitorLines(std::mem::take(lines)))]);
             }
         }
         messages.extend(self.direct.drain(..));
+        self.direct_queued.fill(0);
         for to in 0..self.requests.len() {
             if !self.requests[to].tags.is_empty() {
                 let batch = std::mem::take(&mut self.requests[to]);
@@ -599,6 +653,14 @@ impl Outbox {
             if !batch.is_empty() {
                 messages.extend([(to, ShardMsg::Messages(std::mem::take(batch)))]);
             }
+        }
+    }
+
+    /// Count what [`take_messages`](Self::take_messages) is about to take.
+    fn count_shipped(&mut self) {
+        self.ensure(self.shards);
+        for to in 0..self.shards {
+            self.shipped[to] = self.position_for(to);
         }
     }
 
@@ -697,6 +759,9 @@ impl MeshPlan {
             set_aside: Vec::new(),
             sent_messages: 0,
             received_messages: 0,
+            positions: self.doorbells.len() >= POSITIONS_SHARDS_MIN,
+            requested: vec![0; self.doorbells.len()],
+            answered: Vec::new(),
         }
     }
 }
@@ -712,11 +777,36 @@ pub struct Mesh {
     /// Messages received while a script waited for keys ([`lend_now`]), handled
     /// first at the next [`Mesh::receive_all`] (each peer's stay in order: they
     /// came before anything still in its channel).
-    set_aside: Vec<ShardMsg>,
+    set_aside: Vec<(usize, ShardMsg)>,
     /// Messages (each a batch of requests, replies or one control) put into the
     /// other shards' channels, and taken from this shard's: the metrics endpoint's.
     sent_messages: u64,
     received_messages: u64,
+    /// Channels' positions are counted ([`POSITIONS_SHARDS_MIN`] shards or more).
+    positions: bool,
+    /// Per shard: the messages [`request_now`] queued for it (not through an
+    /// outbox), counted while `positions`.
+    requested: Vec<u64>,
+    /// The shards whose answers [`request_now`] took off their channels since
+    /// the last [`Mesh::receive_all`] (while `positions`): taken messages too.
+    answered: Vec<usize>,
+}
+
+/// From this many shards on, a shard counts the messages it queues on each
+/// channel and takes from each (CLIENT TRACKING's relayed invalidations for a
+/// third shard wait on them, [`After`]); with fewer there is no third shard,
+/// and nothing is counted.
+pub const POSITIONS_SHARDS_MIN: usize = 3;
+
+/// The position `shard`'s channel from this shard will have reached once
+/// everything queued for it so far (in the mesh's backlog or in `outbox`) is
+/// in it: what a relayed invalidation for `shard` waits on ([`After`]).
+pub fn position_for(outbox: &Outbox, shard: usize) -> u64 {
+    let requested = MESH.with(|m| {
+        let mesh = m.try_borrow().ok()?;
+        mesh.as_ref().map(|mesh| mesh.requested[shard])
+    });
+    requested.unwrap_or(0) + outbox.position_for(shard)
 }
 
 thread_local! {
@@ -775,6 +865,9 @@ pub fn request_now<T>(
 ) -> Option<T> {
     with_mesh(|mesh| {
         mesh.backlog.push_back((to, message));
+        if mesh.positions {
+            mesh.requested[to] += 1;
+        }
         let mut spins = 0u32;
         loop {
             mesh.send_backlog();
@@ -793,8 +886,13 @@ pub fn request_now<T>(
             }
             match popped {
                 Ok(msg) => match take(msg) {
-                    Ok(answer) => return Some(answer),
-                    Err(other) => mesh.set_aside.push(other),
+                    Ok(answer) => {
+                        if mesh.positions {
+                            mesh.answered.push(to);
+                        }
+                        return Some(answer);
+                    }
+                    Err(other) => mesh.set_aside.push((to, other)),
                 },
                 Err(_) if rx.is_abandoned() => return None,
                 Err(_) => pause(&mut spins),
@@ -831,16 +929,19 @@ impl Mesh {
         self.doorbells[self.me]
     }
 
-    /// Everything waiting in the incoming channels.
-    pub fn receive_all(&mut self) -> Vec<ShardMsg> {
+    /// Everything waiting in the incoming channels, each with its sender, and
+    /// the senders of the answers [`request_now`] took since the last call
+    /// (counted while channels' positions are: [`POSITIONS_SHARDS_MIN`]).
+    pub fn receive_all(&mut self) -> (Vec<usize>, Vec<(usize, ShardMsg)>) {
         let mut messages = std::mem::take(&mut self.set_aside);
-        for rx in self.receivers.iter_mut().flatten() {
+        for (from, rx) in self.receivers.iter_mut().enumerate() {
+            let Some(rx) = rx else { continue };
             while let Ok(msg) = rx.pop() {
-                messages.push(msg);
+                messages.push((from, msg));
                 self.received_messages += 1;
             }
         }
-        messages
+        (std::mem::take(&mut self.answered), messages)
     }
 
     /// Send every non-empty batch of the outbox, then ring the doorbells of the shards that got mail.
@@ -862,11 +963,19 @@ impl Mesh {
     /// then ring the doorbells of the shards that got mail.
     fn send_backlog(&mut self) {
         let mut woken = 0u64;
+        // Shards (modulo 64) whose channel was found full: their later
+        // messages wait too, so a channel's order is the order queued (the
+        // receiver may free room meanwhile).
+        let mut full = 0u64;
         let mut retry = VecDeque::new();
         while let Some((to, msg)) = self.backlog.pop_front() {
             let Some(Some(tx)) = self.senders.get_mut(to) else {
                 continue;
             };
+            if full & (1 << (to % 64)) != 0 {
+                retry.push_back((to, msg));
+                continue;
+            }
             match tx.push(msg) {
                 Ok(()) => {
                     woken |= 1 << (to % 64);
@@ -874,7 +983,10 @@ impl Mesh {
                 }
                 // The other shard is gone: the process is exiting.
                 Err(_) if tx.is_abandoned() => {}
-                Err(rtrb::PushError::Full(msg)) => retry.push_back((to, msg)),
+                Err(rtrb::PushError::Full(msg)) => {
+                    full |= 1 << (to % 64);
+                    retry.push_back((to, msg));
+                }
             }
         }
         self.backlog = retry;

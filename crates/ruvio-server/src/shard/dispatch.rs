@@ -1039,7 +1039,9 @@ fn split(
         }
         match here {
             true => {
-                let owed = core.tracking.take_part_owed(since, core.id, &keys);
+                let owed = core
+                    .tracking
+                    .take_part_owed(since, core.id, &keys, &core.outbox);
                 core.tracking
                     .split_owed(who, seq, part as u16, owed.into_iter());
                 core.tracking.split_answered_here(who, seq);

@@ -1,7 +1,9 @@
-//! Two shards of the real server in one thread, without sockets or io_uring, for
+//! Two shards (or more: [`TwoShards::with_shards`]) of the real server in one
+//! thread, without sockets or io_uring, for
 //! the fuzz targets (fuzz/, docs/fuzzing.md) and for tests of cross-shard paths:
 //! each shard is a [`ShardCore`] with its connections, the messages their outboxes
-//! fill are handed to the other shard's [`messages::handle`](crate::shard::messages::handle) by hand, and time moves
+//! fill go into one queue per pair of shards (a channel) and are handed to the
+//! receiver's [`messages::take`](crate::shard::messages::take) by hand, and time moves
 //! only when the caller says. This is the shard loop of `shard.rs` minus the ring:
 //! the same `dispatch::process_input`, routing, forwarding, lending, gathering and
 //! blocking code runs, in a deterministic order. A panic is not caught here (the
@@ -17,6 +19,7 @@ use crate::net::slab::Slab;
 use crate::shard::Shared;
 use crate::shard::{dispatch, exec};
 use crate::shard::{end_pause, ShardCore};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// The harness's wall clock starts here (any fixed time: runs are reproducible).
@@ -68,10 +71,13 @@ pub struct ClientView<'a> {
     pub unparsed: usize,
 }
 
-/// Two shards with one client each.
+/// Two shards (or more) with one client each, and more on demand.
 pub struct TwoShards {
     nodes: Vec<Node>,
     pub clients: Vec<Client>,
+    /// `channels[from][to]`: messages shipped, not taken yet.
+    channels: Vec<Vec<VecDeque<ShardMsg>>>,
+    shared: Arc<Shared>,
 }
 
 impl Default for TwoShards {
@@ -88,16 +94,21 @@ impl TwoShards {
 
     /// Two shards in `mode` (per-shard mode: each answers as a cluster node).
     pub fn with_mode(mode: PortMode) -> TwoShards {
+        Self::with_shards(mode, 2)
+    }
+
+    /// `shards` shards in `mode`.
+    pub fn with_shards(mode: PortMode, shards: usize) -> TwoShards {
         let cli = Cli {
-            shards: Some(2),
+            shards: Some(shards),
             port_mode: Some(mode),
             cpus: Some("0".into()),
             ..Cli::default()
         };
-        let cfg = Config::load(cli).expect("a two-shard configuration");
+        let cfg = Config::load(cli).expect("a configuration of several shards");
         let topo = Arc::new(Topology::new(&cfg));
         let shared = Arc::new(Shared::new(cfg.shards, cfg.databases, START_MS));
-        let mut nodes: Vec<Node> = (0..cfg.shards)
+        let nodes: Vec<Node> = (0..cfg.shards)
             .map(|id| {
                 let mut core = ShardCore::new(id, cfg.clone(), topo.clone(), shared.clone())
                     .expect("an in-memory shard starts");
@@ -108,28 +119,43 @@ impl TwoShards {
                 }
             })
             .collect();
-        let clients = (0..nodes.len())
-            .map(|shard| {
-                let id = shared.next_client_id();
-                let peer = (
-                    format!("127.0.0.1:{}", 40000 + shard),
-                    "127.0.0.1:6379".into(),
-                );
-                let mut gen = 0;
-                let index = nodes[shard].conns.insert_with(|_, g| {
-                    gen = g;
-                    // No socket: descriptor -1 makes a stray syscall fail harmlessly.
-                    Conn::new(g, id, -1, peer, START_MS, shared.acl.new_session())
-                });
-                Client {
-                    shard,
-                    index,
-                    gen,
-                    id,
-                }
-            })
-            .collect();
-        TwoShards { nodes, clients }
+        let n = nodes.len();
+        let mut harness = TwoShards {
+            nodes,
+            clients: Vec::new(),
+            channels: (0..n)
+                .map(|_| (0..n).map(|_| VecDeque::new()).collect())
+                .collect(),
+            shared,
+        };
+        for shard in 0..n {
+            harness.connect(shard);
+        }
+        harness
+    }
+
+    /// A new client of `shard`: its index among the clients.
+    pub fn connect(&mut self, shard: usize) -> usize {
+        let id = self.shared.next_client_id();
+        let c = self.clients.len();
+        let peer = (format!("127.0.0.1:{}", 40000 + c), "127.0.0.1:6379".into());
+        let mut gen = 0;
+        let acl = self.shared.acl.new_session();
+        let node = &mut self.nodes[shard];
+        let index = node.conns.insert_with(|_, g| {
+            gen = g;
+            // No socket: descriptor -1 makes a stray syscall fail harmlessly.
+            Conn::new(g, id, -1, peer, START_MS, acl)
+        });
+        let who = (index, gen);
+        node.core.tracking.connected(&self.shared.tracking, id, who);
+        self.clients.push(Client {
+            shard,
+            index,
+            gen,
+            id,
+        });
+        c
     }
 
     /// Bytes arrive on client `c`'s connection: run them, then let the shards
@@ -155,12 +181,31 @@ impl TwoShards {
 
     /// Hand the messages shard `from` has queued so far to their shards, once.
     pub fn deliver_from(&mut self, from: usize) {
+        self.ship(from);
+        for to in 0..self.nodes.len() {
+            self.take(from, to);
+        }
+    }
+
+    /// Move what shard `from` queued into its channels (its loop's end).
+    pub fn ship(&mut self, from: usize) {
         let mut messages: Vec<(usize, ShardMsg)> = Vec::new();
         self.nodes[from].core.outbox.take_messages(&mut messages);
         for (to, message) in messages {
-            let node = &mut self.nodes[to];
-            crate::shard::messages::handle(&mut node.core, &mut node.conns, message);
+            self.channels[from][to].push_back(message);
         }
+    }
+
+    /// Shard `to` takes everything in the channel from `from`; false when
+    /// it was empty.
+    pub fn take(&mut self, from: usize, to: usize) -> bool {
+        let messages = std::mem::take(&mut self.channels[from][to]);
+        let node = &mut self.nodes[to];
+        let moved = !messages.is_empty();
+        for message in messages {
+            crate::shard::messages::take(&mut node.core, &mut node.conns, from, message);
+        }
+        moved
     }
 
     /// Client `c` sends one command (encoded as RESP).
@@ -183,12 +228,9 @@ impl TwoShards {
         for _ in 0..SETTLE_ROUNDS_MAX {
             let mut moved = false;
             for from in 0..self.nodes.len() {
-                let mut messages: Vec<(usize, ShardMsg)> = Vec::new();
-                self.nodes[from].core.outbox.take_messages(&mut messages);
-                for (to, message) in messages {
-                    moved = true;
-                    let node = &mut self.nodes[to];
-                    crate::shard::messages::handle(&mut node.core, &mut node.conns, message);
+                self.ship(from);
+                for to in 0..self.nodes.len() {
+                    moved |= self.take(from, to);
                 }
             }
             for shard in 0..self.nodes.len() {
@@ -265,5 +307,73 @@ impl TwoShards {
             closing: conn.client.closing,
             unparsed: conn.input.len() - conn.input_start,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn has(hay: &[u8], needle: &[u8]) -> bool {
+        hay.windows(needle.len()).any(|w| w == needle)
+    }
+
+    /// A key of `shard`.
+    fn key_of(harness: &TwoShards, prefix: &str, shard: usize) -> String {
+        let topo = &harness.nodes[0].core.topo;
+        (0..)
+            .map(|i| format!("{prefix}{i}"))
+            .find(|k| topo.key_owner(k.as_bytes()) == shard)
+            .expect("a key of every shard")
+    }
+
+    /// Three shards: a reader on shard 2 (redirecting to a RESP2 subscriber
+    /// of its shard) reads a key of shard 1; before shard 1's reply reaches
+    /// shard 2, a writer on shard 0 writes that key and one of shard 0 in one
+    /// MSET. Shard 1 sends the invalidation back to the origin, shard 0, which
+    /// relays it to shard 2: there it waits until shard 2 took shard 1's
+    /// message with the read's reply, so the target never hears of the write
+    /// before the reader has the value it replaced.
+    #[test]
+    fn a_relayed_invalidation_waits_for_the_owner_channel() {
+        let mut s = TwoShards::with_shards(PortMode::Forward, 3);
+        let (ka, kb) = (key_of(&s, "a", 0), key_of(&s, "b", 1));
+        let (writer, target) = (0, 2);
+        let reader = s.connect(2);
+        s.send(target, &["SUBSCRIBE", "__redis__:invalidate"]);
+        let id = s.clients[target].id.to_string();
+        s.send(reader, &["CLIENT", "TRACKING", "ON", "REDIRECT", &id]);
+        assert_eq!(s.view(reader).replies, b"+OK\r\n");
+        s.send(writer, &["SET", &kb, "old"]);
+        // The read runs on shard 1; its reply waits in shard 1's channel to 2.
+        s.receive_unsettled(reader, &pipeline(&[&["GET", &kb]]));
+        s.ship(2);
+        assert!(s.take(2, 1));
+        s.ship(1);
+        // The write: shard 1's part, its reply (and the invalidation) to
+        // shard 0, shard 0's relay to shard 2.
+        s.receive_unsettled(writer, &pipeline(&[&["MSET", &ka, "new", &kb, "new"]]));
+        s.ship(0);
+        assert!(s.take(0, 1));
+        s.ship(1);
+        assert!(s.take(1, 0));
+        assert!(has(s.view(writer).replies, b"+OK\r\n+OK\r\n"));
+        s.ship(0);
+        assert!(s.take(0, 2), "the relayed invalidation");
+        assert!(s.view(reader).holding);
+        let message = format!(
+            "$20\r\n__redis__:invalidate\r\n*1\r\n${}\r\n{kb}\r\n",
+            kb.len()
+        );
+        assert!(
+            !has(s.view(target).replies, message.as_bytes()),
+            "the write is heard of before the read's reply is in"
+        );
+        // Shard 2 takes the read's reply: the invalidation follows it.
+        assert!(s.take(1, 2));
+        assert_eq!(s.view(reader).replies, b"+OK\r\n$3\r\nold\r\n");
+        assert!(has(s.view(target).replies, message.as_bytes()));
+        s.settle();
+        assert!(!s.anyone_waits());
     }
 }

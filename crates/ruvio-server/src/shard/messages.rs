@@ -7,7 +7,7 @@
 //! keyspace and writes into connections, the mesh only carries the bytes.
 
 use crate::cmd::registry::registry;
-use crate::mesh::forward::{Control, RequestBatch, ShardMsg, Tag};
+use crate::mesh::forward::{Control, RequestBatch, ShardMsg, Tag, POSITIONS_SHARDS_MIN};
 use crate::mesh::gather;
 use crate::mesh::lending;
 use crate::mesh::owner_tx::{self, Deferred};
@@ -18,6 +18,37 @@ use crate::shard::exec::{self, run_engine, Caller};
 use crate::shard::ShardCore;
 use ruvio_engine::command::CommandTree;
 use ruvio_resp::{Protocol, Reply};
+
+/// Handle message `msg` as it is taken off shard `from`'s channel. From
+/// [`POSITIONS_SHARDS_MIN`] shards on, the messages taken from each channel
+/// are counted, and an invalidation may wait for another shard's channel to
+/// reach a position (relayed for a third shard's client, `tracking`); with
+/// fewer, one branch.
+pub fn take(core: &mut ShardCore, conns: &mut Slab<Conn>, from: usize, msg: ShardMsg) {
+    if core.outbox.shards() < POSITIONS_SHARDS_MIN {
+        return handle(core, conns, msg);
+    }
+    match msg {
+        ShardMsg::Invalidate(inv) => {
+            let (tracking, mut to) = core.tracking_parts();
+            tracking.relayed(&mut to, conns, from, inv);
+        }
+        msg => handle(core, conns, msg),
+    }
+    let (tracking, mut to) = core.tracking_parts();
+    tracking.taken_from(&mut to, conns, from);
+}
+
+/// The answers a waiting script took off shards `answered`' channels
+/// (`mesh::forward::request_now`) count as taken, once the messages taken
+/// before them (set aside, handled first) are in: a count that lags only
+/// makes an invalidation wait longer.
+pub fn answers_taken(core: &mut ShardCore, conns: &mut Slab<Conn>, answered: Vec<usize>) {
+    for from in answered {
+        let (tracking, mut to) = core.tracking_parts();
+        tracking.taken_from(&mut to, conns, from);
+    }
+}
 
 /// Handle one message from another shard.
 pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
@@ -167,7 +198,9 @@ fn written(
     };
     let (coordinator, ticket, places) = *gather;
     let names: Vec<&[u8]> = keys.iter().map(|(_, k)| k.as_slice()).collect();
-    let owed = core.tracking.take_part_owed(since, coordinator, &names);
+    let owed = core
+        .tracking
+        .take_part_owed(since, coordinator, &names, &core.outbox);
     let owed = owed
         .into_iter()
         .map(|(i, shard, inv)| (places[i as usize], shard, inv))
@@ -202,7 +235,9 @@ fn relay_part_owed(
         .into_iter()
         .map(|p| args.get(p))
         .collect();
-    let owed = core.tracking.take_part_owed(since, origin, &keys);
+    let owed = core
+        .tracking
+        .take_part_owed(since, origin, &keys, &core.outbox);
     let owed =
         owed.into_iter().map(
             |(index, shard, invalidation)| crate::mesh::forward::PartOwed {

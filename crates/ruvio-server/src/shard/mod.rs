@@ -941,12 +941,13 @@ impl Shard {
     }
 
     fn take_mesh_messages(&mut self) {
-        let Some(messages) = forward::with_mesh(Mesh::receive_all) else {
+        let Some((answered, messages)) = forward::with_mesh(Mesh::receive_all) else {
             return;
         };
-        for message in messages {
-            messages::handle(&mut self.core, &mut self.conns, message);
+        for (from, message) in messages {
+            messages::take(&mut self.core, &mut self.conns, from, message);
         }
+        messages::answers_taken(&mut self.core, &mut self.conns, answered);
         if busy::has_leftovers() {
             self.adopt_busy_leftovers();
         }

@@ -22,10 +22,13 @@
 //! the dispatcher and the forwarded-request runner take them at that point.
 //!
 //! A write split over shards (MSET, DEL, UNLINK) invalidates in the command's
-//! key order, as Redis: its owners send what their parts owe to clients of the
-//! origin or of their own shard back with the parts' replies, and the origin,
-//! once every part answered, sends them in key order ([`Tracking::split_answered`];
-//! docs/tracking.md says why relaying them keeps a read's reply first). A
+//! key order, as Redis: its owners send what their parts owe back with the
+//! parts' replies, and the origin, once every part answered, sends them in key
+//! order ([`Tracking::split_answered`]; docs/tracking.md says why relaying them
+//! keeps a read's reply first). One for a client of a third shard (three shards
+//! or more) carries where its owner's channel to that shard stood, and waits
+//! there until that shard took the owner's messages up to it
+//! ([`Tracking::relayed`], `mesh::forward::After`). A
 //! MULTI/EXEC, MSETNX or script over borrowed keys likewise: the owners answer the
 //! coordinator's `Written` with what they owe, and it sends everything in
 //! write order ([`Tracking::gather_answered`]); a tracking writer's reply slot
@@ -48,7 +51,7 @@
 //! trackingLimitUsedSlots.
 
 use crate::config::output_limits::OutputLimits;
-use crate::mesh::forward::{Invalidation, Outbox, PartOwed};
+use crate::mesh::forward::{After, Invalidation, Outbox, PartOwed};
 use crate::mesh::lending::HeldWriter;
 use crate::net::conn::{tracking_command, tracking_flags, ClientState, Conn, TrackingMode};
 use crate::net::slab::Slab;
@@ -214,6 +217,73 @@ pub struct Tracking {
     /// `(connection, generation, reply slot)`: their invalidations gathered
     /// until every part answered, then delivered in key order.
     splits: AHashMap<(u32, u32, u64), Split>,
+    /// Three shards or more: invalidations relayed to this shard's clients
+    /// that wait for an owner's channel, and the positions they wait on.
+    relays: Relays,
+}
+
+/// A third shard's side of relayed invalidations (three shards or more,
+/// [`After`]): how many messages this shard took from each other shard, and
+/// per origin the invalidations it sent that wait (one waits for its owner's
+/// channel to reach its position, the rest of its origin's behind it, so an
+/// origin's key order holds).
+#[derive(Debug, Default)]
+struct Relays {
+    /// Per shard: messages taken from its channel (handled, or taken as a
+    /// waiting script's answer).
+    taken: Vec<u64>,
+    /// Per origin: its invalidations not delivered yet, in the order sent.
+    waiting: Vec<std::collections::VecDeque<Invalidation>>,
+    /// Invalidations in `waiting`.
+    waiting_len: usize,
+}
+
+impl Relays {
+    fn taken_from(&self, shard: usize) -> u64 {
+        self.taken.get(shard).copied().unwrap_or(0)
+    }
+
+    /// Its owner's channel has reached its position (or it waits on none).
+    fn ready(&self, inv: &Invalidation) -> bool {
+        inv.after.is_none_or(|a| self.taken_from(a.owner) >= a.sent)
+    }
+
+    /// `inv` came from `from`: back if it may go now, else it waits.
+    fn arrived(&mut self, from: usize, inv: Invalidation) -> Option<Invalidation> {
+        let queue_empty = self.waiting.get(from).is_none_or(|q| q.is_empty());
+        if queue_empty && self.ready(&inv) {
+            return Some(inv);
+        }
+        if self.waiting.len() <= from {
+            self.waiting.resize_with(from + 1, Default::default);
+        }
+        self.waiting[from].push_back(inv);
+        self.waiting_len += 1;
+        None
+    }
+
+    /// One more message was taken from `from`: what may go now, each
+    /// origin's in order up to the first that still waits.
+    fn took(&mut self, from: usize) -> Vec<Invalidation> {
+        if self.taken.len() <= from {
+            self.taken.resize(from + 1, 0);
+        }
+        self.taken[from] += 1;
+        let mut ready = Vec::new();
+        if self.waiting_len == 0 {
+            return ready;
+        }
+        for origin in 0..self.waiting.len() {
+            while let Some(inv) = self.waiting[origin].front() {
+                if !self.ready(inv) {
+                    break;
+                }
+                ready.extend(self.waiting[origin].pop_front());
+            }
+        }
+        self.waiting_len -= ready.len();
+        ready
+    }
 }
 
 /// A coordinated write's invalidations (see [`Tracking::gather_started`]).
@@ -344,20 +414,21 @@ impl Tracking {
     /// The invalidations of keys one key at a time owed since `since` (by a
     /// part of a split write whose keys are `part_keys`) to clients of shard
     /// `origin` (the command's) or of this shard, taken out with each key's
-    /// index in the part (all of them when this shard is `origin`). Why not
-    /// the others: the reader's shard must never
-    /// get an invalidation before the reply of the read that remembered it,
-    /// which came on this shard's channel to it; sent on through `origin`,
-    /// that holds when the reader's shard is `origin` itself (this shard's
-    /// channel to it carries the part's reply behind the read's) or this
-    /// shard (its read was answered here before). A client of a third shard
-    /// (three shards or more) is still sent its message from here, in the
-    /// order the parts run (docs/tracking.md).
+    /// index in the part. The reader's shard must never get an invalidation
+    /// before the reply of the read that remembered it, which came on this
+    /// shard's channel to it; sent on through `origin`, that holds when the
+    /// reader's shard is `origin` itself (this shard's channel to it carries
+    /// the part's reply behind the read's) or this shard (its read was
+    /// answered here before). A client of a third shard (three shards or
+    /// more) gets its message through `origin` too, tagged with where this
+    /// shard's channel to its shard stands ([`After`]): its shard holds it
+    /// until it has taken that many messages from here (docs/tracking.md).
     pub fn take_part_owed(
         &mut self,
         since: usize,
         origin: usize,
         part_keys: &[&[u8]],
+        outbox: &Outbox,
     ) -> Vec<(u16, usize, Invalidation)> {
         let me = self.me;
         // Something may have delivered meanwhile: then nothing is past `since`.
@@ -368,13 +439,18 @@ impl Tracking {
         };
         let mut taken = Vec::new();
         let mut kept = Vec::new();
-        for o in self.owed.drain_from(since) {
+        for mut o in self.owed.drain_from(since) {
+            let Some(i) = index(&o.invalidation) else {
+                kept.push(o);
+                continue;
+            };
             // This shard the origin: its own channels carry them either way.
-            let relayed = origin == me || o.shard == origin || o.shard == me;
-            match index(&o.invalidation).filter(|_| relayed) {
-                Some(i) => taken.push((i as u16, o.shard, o.invalidation)),
-                None => kept.push(o),
+            // Else a third shard's waits there for this shard's channel.
+            if origin != me && o.shard != origin && o.shard != me {
+                let sent = crate::mesh::forward::position_for(outbox, o.shard);
+                o.invalidation.after = Some(After { owner: me, sent });
             }
+            taken.push((i as u16, o.shard, o.invalidation));
         }
         self.owed.extend(kept);
         taken
@@ -843,6 +919,7 @@ impl Tracking {
                     keys: Some(vec![key.to_vec()]),
                     from_table: true,
                     redirected: None,
+                    after: None,
                 },
             });
         }
@@ -864,6 +941,7 @@ impl Tracking {
                     keys: None,
                     from_table: false,
                     redirected: None,
+                    after: None,
                 },
             });
         }
@@ -943,6 +1021,7 @@ impl Tracking {
                         keys: Some(keys),
                         from_table: false,
                         redirected: None,
+                        after: None,
                     },
                 });
             }
@@ -984,6 +1063,32 @@ impl Tracking {
             self.deliver(to, conns, passed.invalidation);
         } else {
             to.outbox.invalidate(passed.shard, passed.invalidation);
+        }
+    }
+
+    /// Three shards or more: an invalidation from shard `from` for a client
+    /// of this shard. One relayed for an owner ([`After`]) waits until this
+    /// shard took the owner's messages up to its position (the reply of the
+    /// read it invalidates among them); anything from `from` waits while
+    /// something of `from`'s waits, so an origin's key order holds.
+    pub fn relayed(
+        &mut self,
+        to: &mut Deliver<'_>,
+        conns: &mut Slab<Conn>,
+        from: usize,
+        inv: Invalidation,
+    ) {
+        if let Some(inv) = self.relays.arrived(from, inv) {
+            self.deliver(to, conns, inv);
+        }
+    }
+
+    /// Three shards or more: this shard took one more message from shard
+    /// `from` (it handled it, or a waiting script took it as its answer);
+    /// what waited for it goes out.
+    pub fn taken_from(&mut self, to: &mut Deliver<'_>, conns: &mut Slab<Conn>, from: usize) {
+        for inv in self.relays.took(from) {
+            self.deliver(to, conns, inv);
         }
     }
 
@@ -1031,6 +1136,7 @@ fn to_tracking_client(
                 keys: None,
                 from_table: false,
                 redirected: Some(payload),
+                after: None,
             },
         }),
         None => {
@@ -1169,10 +1275,10 @@ mod tests {
         assert!(!t.active());
     }
 
-    /// A part of a split write takes what it owes to clients of the origin
-    /// and of its own shard, with each key's index in the part; a third
-    /// shard's client stays owed from here. The origin puts the parts' keys
-    /// back in the command's order.
+    /// A part of a split write takes what it owes, with each key's index in
+    /// the part: a third shard's tagged with where this shard's channel to
+    /// it will stand once what is queued for it is sent. The origin puts the
+    /// parts' keys back in the command's order.
     #[test]
     fn split_parts_owe_their_origin_in_key_order() {
         let mut owner = Tracking::new(1, usize::MAX);
@@ -1183,10 +1289,16 @@ mod tests {
         owner.written(5, false, b"d");
         owner.written(5, false, b"b");
         let part_keys: [&[u8]; 2] = [b"b", b"d"];
-        let taken = owner.take_part_owed(since, 0, &part_keys);
-        let shown: Vec<(u16, usize)> = taken.iter().map(|t| (t.0, t.1)).collect();
-        assert_eq!(shown, [(1, 0), (1, 1), (0, 0), (0, 1)]);
-        assert_eq!(owner.take_owed_to(2, 9).len(), 2);
+        // One message queued for shard 2 (a read's reply batch, say).
+        let mut outbox = Outbox::new(1, 3);
+        outbox.invalidate(2, Invalidation::default());
+        let taken = owner.take_part_owed(since, 0, &part_keys, &outbox);
+        let shown: Vec<(u16, usize, Option<After>)> =
+            taken.iter().map(|t| (t.0, t.1, t.2.after)).collect();
+        let after = Some(After { owner: 1, sent: 1 });
+        let expected = [(1, 0, None), (1, 1, None), (1, 2, after)];
+        let expected_b = [(0, 0, None), (0, 1, None), (0, 2, after)];
+        assert_eq!(shown, [expected, expected_b].concat());
         assert!(!owner.owes());
 
         // The origin (shard 0): MSET a b c d, a and c its own (part 0), b and
@@ -1199,6 +1311,7 @@ mod tests {
             keys: Some(vec![key.to_vec()]),
             from_table: true,
             redirected: None,
+            after: None,
         };
         let mine = [(1, 1, inv(b"c")), (0, 1, inv(b"a"))];
         origin.split_owed((3, 1), 0, 0, mine.into_iter());
@@ -1218,6 +1331,36 @@ mod tests {
     /// writers of it goes after the reply of the command that caused it,
     /// before the reply of its command that ran after the cause, or after its
     /// last; a client that wrote nothing in it is not held.
+    /// A third shard holds an invalidation relayed for an owner until it
+    /// took the owner's messages up to its position, and everything its
+    /// origin sent behind it; another origin's go at once.
+    #[test]
+    fn a_relayed_invalidation_waits_for_its_owner_channel() {
+        let inv = |key: &[u8], after: Option<After>| Invalidation {
+            client_id: 7,
+            keys: Some(vec![key.to_vec()]),
+            from_table: true,
+            after,
+            ..Default::default()
+        };
+        let mut relays = Relays::default();
+        let (origin, owner, other) = (0, 1, 3);
+        let waits = Some(After { owner, sent: 2 });
+        assert_eq!(relays.arrived(origin, inv(b"a", waits)), None);
+        assert_eq!(relays.arrived(origin, inv(b"b", None)), None);
+        let elsewhere = inv(b"c", None);
+        assert_eq!(relays.arrived(other, elsewhere.clone()), Some(elsewhere));
+        assert_eq!(relays.took(owner), []);
+        assert_eq!(relays.took(origin), []);
+        let keys = |v: Vec<Invalidation>| v.into_iter().map(|i| i.keys).collect::<Vec<_>>();
+        let a_then_b = vec![Some(vec![b"a".to_vec()]), Some(vec![b"b".to_vec()])];
+        assert_eq!(keys(relays.took(owner)), a_then_b);
+        assert_eq!(relays.waiting_len, 0);
+        // Past its position already: at once.
+        let past = inv(b"d", Some(After { owner, sent: 1 }));
+        assert_eq!(relays.arrived(origin, past.clone()), Some(past));
+    }
+
     #[test]
     fn a_held_writer_takes_its_own_around_its_reply() {
         let mut t = Tracking::new(0, usize::MAX);

@@ -991,7 +991,9 @@ fn report_written(
     let ticket = gather.as_ref().map(|g| g.ticket);
     if let Some(g) = gather {
         let keys: Vec<&[u8]> = modified.iter().map(|(_, k)| k.as_slice()).collect();
-        let mine = core.tracking.take_part_owed(g.since, core.id, &keys);
+        let mine = core
+            .tracking
+            .take_part_owed(g.since, core.id, &keys, &core.outbox);
         let mine = mine
             .into_iter()
             .map(|(at, shard, inv)| (at as u32, shard, inv));
