@@ -241,3 +241,78 @@ fn function_stats_is_busy_while_an_eval_script_is() {
         idle
     );
 }
+
+/// WATCH from the other shard's connection of keys the busy shard owns is
+/// answered `+OK` at once, as Redis answers WATCH while a script is busy (an
+/// allow-busy command; checked against redis-server 7.0 by
+/// `script_busy_shard.rs`'s `watch_while_a_script_is_busy`, where every
+/// connection of a Redis is such a client), without waiting for the script. The
+/// busy shard registers the keys when the script ends: the script's write of a
+/// key after that `+OK` fails the EXEC, a key it leaves alone does not, a later
+/// write by another client fails it too, and an UNWATCH during the script
+/// unwatches.
+#[test]
+fn watch_from_the_other_shard_while_a_script_is_busy() {
+    let server = Server::forward(SHARDS);
+    let (a, b) = (
+        key_on_shard("owa", 0, SHARDS),
+        key_on_shard("owb", 0, SHARDS),
+    );
+    let own = key_on_shard("owc", 1, SHARDS);
+    let mut watcher = conn_on_shard(&server, 1);
+    let mut calm = conn_on_shard(&server, 1);
+    let mut later = conn_on_shard(&server, 1);
+    let mut unwatcher = conn_on_shard(&server, 1);
+    set_busy_threshold(&mut watcher);
+    let mut runner = conn_on_shard(&server, 0);
+    runner.send(&encode(&[
+        "eval",
+        &spin_then_write(THRESHOLD_MS * 25),
+        "1",
+        &a,
+    ]));
+    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    assert_eq!(watcher.cmd(&["get", &a]), BUSY, "busy");
+    assert_eq!(watcher.cmd(&["watch", &a]), b"+OK\r\n");
+    // With a key of its own shard too, and one already watched.
+    assert_eq!(calm.cmd(&["watch", &b, &own, &b]), b"+OK\r\n");
+    assert_eq!(later.cmd(&["watch", &b]), b"+OK\r\n");
+    assert_eq!(unwatcher.cmd(&["watch", &a]), b"+OK\r\n");
+    assert_eq!(unwatcher.cmd(&["unwatch"]), b"+OK\r\n");
+    for conn in [&mut watcher, &mut calm, &mut later, &mut unwatcher] {
+        assert_eq!(
+            conn.cmd(&["get", &a]),
+            BUSY,
+            "the WATCHes were answered during the script"
+        );
+    }
+    assert_eq!(runner.read_reply(), b":1\r\n", "the script");
+    assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(watcher.cmd(&["set", &a, "mine"]), b"+QUEUED\r\n");
+    assert_eq!(
+        watcher.cmd(&["exec"]),
+        b"*-1\r\n",
+        "the script wrote the watched key after WATCH"
+    );
+    assert_eq!(watcher.cmd(&["get", &a]), bulk("script").as_bytes());
+    assert_eq!(calm.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(calm.cmd(&["set", &b, "calm"]), b"+QUEUED\r\n");
+    assert_eq!(calm.cmd(&["set", &own, "calm"]), b"+QUEUED\r\n");
+    assert_eq!(
+        calm.cmd(&["exec"]),
+        b"*2\r\n+OK\r\n+OK\r\n",
+        "keys the script left alone"
+    );
+    // `later`'s watch of b was registered on the busy shard: calm's write of b
+    // (after the script) fails its EXEC.
+    assert_eq!(later.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(later.cmd(&["get", &b]), b"+QUEUED\r\n");
+    assert_eq!(later.cmd(&["exec"]), b"*-1\r\n", "a write after the script");
+    assert_eq!(unwatcher.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(unwatcher.cmd(&["set", &a, "free"]), b"+QUEUED\r\n");
+    assert_eq!(
+        unwatcher.cmd(&["exec"]),
+        b"*1\r\n+OK\r\n",
+        "UNWATCH during the script unwatched"
+    );
+}

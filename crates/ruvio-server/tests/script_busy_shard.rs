@@ -342,19 +342,6 @@ fn connection_commands_on_the_busy_shard() {
     }
 }
 
-/// A script that spins for `ms`, then writes KEYS[1]. It reads TIME only
-/// between runs of plain Lua, so the busy hook (every 100,000 Lua instructions)
-/// comes round often even in a debug build on a loaded machine.
-fn spin_then_write(ms: u64) -> String {
-    format!(
-        "local t = redis.call('time') local start = t[1] * 1000000 + t[2] \
-         while true do for i = 1, 20000 do end local n = redis.call('time') \
-         if n[1] * 1000000 + n[2] - start > {} then break end end \
-         redis.call('set', KEYS[1], 'script') return 1",
-        ms * 1000
-    )
-}
-
 /// WATCH outside MULTI on the busy shard is answered at once, as Redis runs it
 /// while busy (it is an allow-busy command); a write the script makes after it
 /// fails that client's EXEC, a key the script leaves alone does not.

@@ -277,26 +277,40 @@ pub fn run_engine(
     finish_ran(core, &mut ctx, block, modified, ended)
 }
 
-/// Register the WATCHes the busy hook answered while the script command that
-/// just ended ran ([`crate::shard::busy::PendingWatch`]), after its own writes
-/// touched the watchers there were: a watch whose key the script wrote after
-/// its `+OK` (a write counted since, and that key among the script's written
-/// ones) is touched, so the client's EXEC fails as in Redis. A write of that
-/// key before the WATCH and of another after it also touches it (one key's
-/// write order within a script is not recorded): an EXEC that fails where
-/// Redis's would not, never one that runs over a change.
+/// Register the WATCHes answered while the script command that just ended ran:
+/// by the busy hook for this shard's clients
+/// ([`crate::shard::busy::PendingWatch`]) and by the other shards for theirs
+/// (`ScriptWatches::watch_while_busy`), after the script's own writes touched
+/// the watchers there were: a watch whose key the script wrote after its `+OK`
+/// (a write counted since, and that key among the script's written ones) is
+/// touched, so the client's EXEC fails as in Redis (another shard's client by a
+/// `Touched` message, which reaches its shard before any key this shard lends
+/// it). A write of that key before the WATCH and of another after it also
+/// touches it (one key's write order within a script is not recorded): an EXEC
+/// that fails where Redis's would not, never one that runs over a change.
 pub fn adopt_pending_watches(core: &mut ShardCore, written: &Effects) {
     let (unwatched, pending) = crate::shard::busy::take_watches();
     for ended in unwatched {
         crate::transactions::multi::forget_unwatched(core, ended.client_id, ended.keys);
     }
-    if pending.is_empty() {
+    let elsewhere = core.shared.scripts.take_answered_watches(core.id);
+    if pending.is_empty() && elsewhere.is_empty() {
         return;
     }
     let writes_now = ruvio_engine::scripting::script_writes();
-    for watch in pending {
-        let who = crate::transactions::watch::WatchingClient {
+    let here = pending
+        .into_iter()
+        .map(|w| ruvio_engine::scripting::WatchWhileBusy {
             shard: core.id,
+            client_id: w.client_id,
+            epoch: w.epoch,
+            db: w.db,
+            keys: w.keys,
+            writes_at: w.writes_at,
+        });
+    for watch in here.chain(elsewhere) {
+        let who = crate::transactions::watch::WatchingClient {
+            shard: watch.shard,
             client_id: watch.client_id,
             epoch: watch.epoch,
         };
@@ -306,8 +320,14 @@ pub fn adopt_pending_watches(core: &mut ShardCore, written: &Effects) {
             && written
                 .modified_keys()
                 .any(|(db, k)| db == watch.db && watch.keys.iter().any(|w| w == k));
-        if changed {
+        if !changed {
+            continue;
+        }
+        if watch.shard == core.id {
             core.watches.mark_touched(watch.client_id, watch.epoch);
+        } else {
+            core.outbox
+                .touched(watch.shard, watch.client_id, watch.epoch);
         }
     }
 }

@@ -375,32 +375,43 @@ pub fn watch_keys(
     }
     let groups = by_owner(core, fresh.clone());
     client.watching.extend(fresh);
-    let remote = groups.iter().filter(|(o, _)| *o != core.id).count();
-    let seq = (remote > 0).then(|| replies.hold(Merge::AllOk, remote));
-    let mut part = 0;
+    let mut remote: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
     for (owner, keys) in groups {
         let keys: Vec<Vec<u8>> = keys.into_iter().map(|(_, k)| k).collect();
         if owner == core.id {
-            core.watches.register(
-                &core.engine,
-                core.now_ms,
-                WatchingClient {
-                    shard: core.id,
-                    client_id: client.id,
-                    epoch: client.watch_epoch,
-                },
-                db,
-                &keys,
-            );
-        } else if let Some(seq) = seq {
-            let tag = crate::shard::dispatch::tag(client, who, seq, part);
-            core.outbox
-                .watch_keys(owner, core.id, tag, client.watch_epoch, keys);
-            part += 1;
+            let watcher = WatchingClient {
+                shard: core.id,
+                client_id: client.id,
+                epoch: client.watch_epoch,
+            };
+            core.watches
+                .register(&core.engine, core.now_ms, watcher, db, &keys);
+            continue;
+        }
+        // An owner busy with a script past the threshold registers the keys when
+        // its script command ends, and `+OK` goes now, as Redis answers WATCH
+        // while a script is busy (see `ScriptWatches::watch_while_busy`).
+        let busy = ruvio_engine::scripting::WatchWhileBusy {
+            shard: core.id,
+            client_id: client.id,
+            epoch: client.watch_epoch,
+            db,
+            keys,
+            writes_at: 0,
+        };
+        if let Err(back) = core.shared.scripts.watch_while_busy(owner, busy) {
+            remote.push((owner, back.keys));
         }
     }
-    if seq.is_none() {
+    if remote.is_empty() {
         Reply::new(replies.sink(), client.proto).ok();
+        return Ok(());
+    }
+    let seq = replies.hold(Merge::AllOk, remote.len());
+    for (part, (owner, keys)) in remote.into_iter().enumerate() {
+        let tag = crate::shard::dispatch::tag(client, who, seq, part as u16);
+        core.outbox
+            .watch_keys(owner, core.id, tag, client.watch_epoch, keys);
     }
     Ok(())
 }
