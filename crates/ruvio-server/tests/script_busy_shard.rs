@@ -546,3 +546,106 @@ fn a_connection_opened_while_busy_keeps_its_state() {
         }
     }
 }
+
+/// RESET of a RESP2 and a RESP3 subscriber, a monitor and a tracking client of
+/// the busy shard is answered `+RESET` at once, as Redis runs it while busy (an
+/// allow-busy command), and leaves them as Redis does: no subscription (PUBLISH
+/// reaches nobody), no MONITOR line and no invalidation after `+RESET` (the
+/// script's write of the tracked key comes after it). A RESP2 subscriber's
+/// other commands meanwhile get Redis's answers in Redis's order: the
+/// subscribed-mode error for a command it may not send, `-BUSY` for PING.
+#[test]
+fn reset_of_subscribers_monitors_and_trackers_while_a_script_is_busy() {
+    for (server, mode) in servers() {
+        let k = key_on_shard("rk", 0, 2);
+        let mut sub2 = on_busy_shard(&server, mode);
+        let subscribed = sub2.cmd(&["subscribe", "rch"]);
+        assert!(
+            subscribed.starts_with(b"*3\r\n$9\r\nsubscribe"),
+            "{}",
+            show(&subscribed)
+        );
+        let mut sub3 = on_busy_shard(&server, mode);
+        sub3.cmd(&["hello", "3"]);
+        let subscribed = sub3.cmd(&["subscribe", "rch"]);
+        assert!(
+            subscribed.starts_with(b">3\r\n$9\r\nsubscribe"),
+            "{}",
+            show(&subscribed)
+        );
+        let mut mon = on_busy_shard(&server, mode);
+        assert_eq!(mon.cmd(&["monitor"]), b"+OK\r\n");
+        let mut trk = on_busy_shard(&server, mode);
+        trk.cmd(&["hello", "3"]);
+        assert_eq!(trk.cmd(&["client", "tracking", "on"]), b"+OK\r\n");
+        assert_eq!(trk.cmd(&["get", &k]), b"_\r\n");
+        // In forward mode with 2 shards, a subscriber of the other shard too.
+        let mut far =
+            (server.kind == Target::Ruvio && server.shards == 2 && mode == PortMode::Forward)
+                .then(|| conn_on_shard(&server, 1));
+        if let Some(far) = far.as_mut() {
+            far.cmd(&["subscribe", "rch"]);
+        }
+        let mut runner = on_busy_shard(&server, mode);
+        let ms = THRESHOLD_MS.to_string();
+        assert_eq!(
+            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
+            b"+OK\r\n"
+        );
+        // Drop the monitor lines so far (CONFIG SET's).
+        std::thread::sleep(Duration::from_millis(50));
+        mon.send(&encode(&["reset"]));
+        mon.read_until(b"+RESET\r\n");
+        assert_eq!(mon.cmd(&["monitor"]), b"+OK\r\n");
+        runner.send(&encode(&[
+            "eval",
+            &spin_then_write(THRESHOLD_MS * 25),
+            "1",
+            &k,
+        ]));
+        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        // RESET first on the monitor: Redis feeds it every command it runs while
+        // busy; Ruvio hands out a script command's lines when it ends.
+        mon.send(&encode(&["reset"]));
+        let before = mon.read_until(b"+RESET\r\n");
+        let lines = &before[..before.len() - b"+RESET\r\n".len()];
+        for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            assert!(
+                line.starts_with(b"+") && contains(line, b" ["),
+                "{mode:?}: only MONITOR lines before +RESET: {}",
+                show(&before)
+            );
+        }
+        let get_refused = b"-ERR Can't execute 'get': only (P|S)SUBSCRIBE / \
+            (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n";
+        assert_eq!(sub2.cmd(&["get", &k]), get_refused, "{mode:?}");
+        assert_eq!(sub2.cmd(&["ping"]), BUSY, "{mode:?}: subscribed PING");
+        assert_eq!(sub2.cmd(&["reset"]), b"+RESET\r\n", "{mode:?}");
+        assert_eq!(sub3.cmd(&["reset"]), b"+RESET\r\n", "{mode:?}");
+        assert_eq!(trk.cmd(&["reset"]), b"+RESET\r\n", "{mode:?}");
+        if let Some(far) = far.as_mut() {
+            assert_eq!(far.cmd(&["reset"]), b"+RESET\r\n", "the other shard's");
+        }
+        for conn in [&mut sub2, &mut sub3, &mut mon, &mut trk] {
+            assert_eq!(
+                conn.cmd(&["get", &k]),
+                BUSY,
+                "{mode:?}: RESET was answered during the script"
+            );
+        }
+        assert_eq!(runner.read_reply(), b":1\r\n", "{mode:?}: the script");
+        assert_eq!(
+            runner.cmd(&["publish", "rch", "m"]),
+            b":0\r\n",
+            "{mode:?}: no subscriber left"
+        );
+        // The next reply is each one's first byte after +RESET: no message, no
+        // MONITOR line, no invalidation of the key the script wrote.
+        for conn in [&mut sub2, &mut sub3, &mut mon, &mut trk] {
+            assert_eq!(conn.cmd(&["ping"]), b"+PONG\r\n", "{mode:?}");
+        }
+        if let Some(far) = far.as_mut() {
+            assert_eq!(far.cmd(&["ping"]), b"+PONG\r\n");
+        }
+    }
+}

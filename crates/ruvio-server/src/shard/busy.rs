@@ -7,9 +7,10 @@
 //! hook calls [`serve`] past the threshold, and it answers them without entering
 //! the loop and without touching the keyspace:
 //! - `-BUSY` (the EVAL or the function text) to every command Redis refuses so,
-//!   after the checks Redis makes first (unknown command, arity, NOAUTH, and in
-//!   per-shard mode `-MOVED` / `-CROSSSLOT`); inside MULTI the transaction is
-//!   flagged, and EXEC discards it as Redis' does;
+//!   after the checks Redis makes first (unknown command, arity, NOAUTH, in
+//!   per-shard mode `-MOVED` / `-CROSSSLOT`, RESP2 subscribed mode's error);
+//!   inside MULTI the transaction is flagged, and EXEC discards it as Redis'
+//!   does;
 //! - SCRIPT KILL and FUNCTION KILL act at once (the hook raises the kill right
 //!   after), SHUTDOWN NOSAVE ends the process, SHUTDOWN without it is `-BUSY`;
 //! - the connection commands Redis runs while busy: AUTH, HELLO, MULTI, DISCARD,
@@ -27,14 +28,21 @@
 //!   touch of the old watches can no longer fail its EXEC), its WATCHes answered
 //!   here are dropped, and the keys it watched are left ([`Unwatched`]) for the
 //!   shard to unregister after the script, before the WATCHes answered later
-//!   are registered.
+//!   are registered;
+//! - RESET of a subscriber, a monitor or a tracking client too: its
+//!   subscriptions are dropped at once (the subscriber tables every shard reads,
+//!   under their lock, as the loop drops them), the monitor count every shard
+//!   reads goes down at once, and this shard's monitor list and tracking table
+//!   forget it ([`Reset`]) when the script command ends, before the script's
+//!   writes owe invalidations and its MONITOR lines are handed out: nothing
+//!   reaches the client after its `+RESET`.
 //!
 //! What it may touch, and why it is safe:
 //! - The connections: while a script command runs, the shard lends its slab
 //!   (`net::lent`; the running connection is already out of it), so the hook
 //!   reaches them without a second reference to the shard. It serves only a connection
 //!   that is quiet: nothing unparsed in its input, no reply queued, held or being
-//!   sent, not blocked, paused, subscribed in RESP2 or silenced by CLIENT REPLY.
+//!   sent, not blocked, paused or silenced by CLIENT REPLY, no push waiting.
 //!   Then what it writes cannot overtake an earlier reply, and what it reads
 //!   cannot overtake earlier input.
 //! - The sockets, by plain non-blocking system calls, not the shard's ring: the
@@ -42,10 +50,10 @@
 //!   enters the ring (its task work is deferred, `DEFER_TASKRUN`), and a receive
 //!   woken for bytes taken here finds none and waits again. Commands are peeked
 //!   first and only the whole ones answered here are taken off the socket; the
-//!   first command it may not answer (WATCH of a key another shard owns, RESET
-//!   of a subscriber, a monitor or a tracking client: they change shard tables;
-//!   a partial command) stops it there for that connection: it and what follows
-//!   wait for the loop.
+//!   first command it may not answer (WATCH of a key another shard owns: that
+//!   shard registers it by a message, and only then may `+OK` go; a partial
+//!   command) stops it there for that connection: it and what follows wait for
+//!   the loop.
 //! - New connections: accepted from the shard's listener directly (the ring's
 //!   accept is deferred the same way), each given its client state (and id) at
 //!   once ([`Fresh`]) and served as the others, so what HELLO, AUTH, MULTI or
@@ -117,6 +125,23 @@ pub struct Unwatched {
     pub keys: Vec<crate::mesh::lending::DbKey>,
 }
 
+/// A RESET answered while the script ran, of a client that tracked keys or was a
+/// monitor: the shard tables the hook cannot reach (this shard's tracking table
+/// and monitor list are the loop's) forget it when the script command ends,
+/// before the script's writes owe invalidations or its lines are handed out.
+/// (Its subscriptions are gone at once: the subscriber tables every shard reads
+/// are taken under their lock, as the loop takes them.)
+#[derive(Debug)]
+pub struct Reset {
+    /// The connection (slab index and generation).
+    pub who: (u32, u32),
+    pub client_id: u64,
+    /// It was a monitor.
+    pub monitor: bool,
+    /// Its tracking before the RESET (off when it did not track).
+    pub tracking: crate::net::conn::TrackingMode,
+}
+
 /// A connection accepted while the script was busy: its descriptor and its
 /// client's state from the start (its id included), so that what its commands
 /// answered here set (HELLO's protocol and name, AUTH, MULTI, WATCH ...) is
@@ -141,6 +166,8 @@ pub struct Leftovers {
     /// Watches ended here, to forget before the WATCHes above are registered (a
     /// client may watch again after it unwatched).
     pub unwatched: Vec<Unwatched>,
+    /// RESETs of tracking clients and monitors answered here ([`take_resets`]).
+    pub resets: Vec<Reset>,
 }
 
 /// The shard's part: its listener, what its answers depend on, and the buffers of
@@ -232,6 +259,20 @@ pub fn take_watches() -> (Vec<Unwatched>, Vec<PendingWatch>) {
     })
 }
 
+/// The RESETs of tracking clients and monitors answered while the script ran, for
+/// the shard to finish now (the end of the script command, before its writes owe
+/// invalidations); empty, and cheap, in every other case.
+pub fn take_resets() -> Vec<Reset> {
+    if !has_leftovers() {
+        return Vec::new();
+    }
+    PUMP.with_borrow_mut(|p| {
+        p.as_mut()
+            .map(|pump| std::mem::take(&mut pump.leftovers.resets))
+            .unwrap_or_default()
+    })
+}
+
 /// The engine's hook, past the threshold (`busy`: the running script's `-BUSY`):
 /// answer what the shard's other clients sent since the last call.
 fn serve(busy: &CmdError) {
@@ -259,7 +300,8 @@ fn serve(busy: &CmdError) {
             || !l.unsent.is_empty()
             || l.refused_busy > 0
             || !l.watches.is_empty()
-            || !l.unwatched.is_empty();
+            || !l.unwatched.is_empty()
+            || !l.resets.is_empty();
         // The stopped list is cleared with the leftovers, for the next script.
         Some(any || !pump.stopped.is_empty())
     });
@@ -287,7 +329,6 @@ fn is_quiet(conn: &Conn) -> bool {
         && client.borrowing_tx.is_none()
         && client.reply_mode == ReplyMode::On
         && client.pushes.is_empty()
-        && !(client.proto == Protocol::Resp2 && client.subs.active())
 }
 
 /// What became of one command read while the script is busy.
@@ -384,8 +425,10 @@ impl Pump {
                     args,
                     authenticated,
                     settings: &self.settings,
+                    target,
                     watches: &mut self.leftovers.watches,
                     unwatched: &mut self.leftovers.unwatched,
+                    resets: &mut self.leftovers.resets,
                 };
                 match answer(asked, client.as_deref_mut(), busy, &mut reply) {
                     Answer::Replied => {}
@@ -463,10 +506,14 @@ struct Asked<'a> {
     args: Args<'a>,
     authenticated: bool,
     settings: &'a Settings,
+    /// The connection it came on.
+    target: Target,
     /// Where a WATCH answered here leaves its registration.
     watches: &'a mut Vec<PendingWatch>,
     /// Where UNWATCH, DISCARD, EXEC or RESET answered here leave the keys to forget.
     unwatched: &'a mut Vec<Unwatched>,
+    /// Where a RESET answered here leaves what the shard's tables must forget.
+    resets: &'a mut Vec<Reset>,
 }
 
 /// Redis's unwatchAllKeys for a client served here: a new watch epoch now, its
@@ -501,8 +548,10 @@ fn answer(
         args,
         authenticated,
         settings,
+        target,
         watches,
         unwatched,
+        resets,
     } = asked;
     let refuse = |client: Option<&mut ClientState>, e: &CmdError, reply: &mut Reply<'_>| {
         if let Some(client) = client {
@@ -526,6 +575,14 @@ fn answer(
     };
     let local = client.as_ref().map_or("", |c| c.local.as_str());
     if let Some(e) = redirection(settings, row, args, local) {
+        return refuse(client, &e, reply);
+    }
+    // RESP2 subscribed mode, checked before -BUSY as Redis' processCommand does.
+    let subscribed = client
+        .as_ref()
+        .is_some_and(|c| c.proto == Protocol::Resp2 && c.subs.active());
+    if subscribed && !crate::cmd::pubsub::allowed_while_subscribed(row.meta.name) {
+        let e = crate::cmd::pubsub::not_allowed_while_subscribed(row.meta.name);
         return refuse(client, &e, reply);
     }
     let in_multi = client.as_ref().is_some_and(|c| c.multi.is_some());
@@ -697,16 +754,42 @@ fn answer(
             }
             Answer::Replied
         }
-        // RESET of a connection with no subscription, monitor or tracking to undo
-        // (those live in shard tables the script's shard cannot touch now; its
-        // watches are forgotten after the script).
-        "reset"
-            if client
-                .as_ref()
-                .is_some_and(|c| !c.subs.active() && !c.monitor && !c.tracking.on()) =>
-        {
+        // RESET, as Redis runs it while busy: the connection's state now, its
+        // subscriptions dropped now (the subscriber tables every shard reads), and
+        // what this shard's own tables hold of it (watches, tracking, the monitor
+        // list) forgotten after the script (`Unwatched`, `Reset`).
+        "reset" if client.is_some() => {
             let client = client.expect("checked");
             unwatch_now(client, watches, unwatched);
+            let who = match target {
+                Target::Conn(index, gen) => Some((index, gen)),
+                // Accepted during the script: it could not subscribe, track or
+                // monitor (all refused with -BUSY).
+                Target::Fresh(_) => None,
+            };
+            if let Some(who) = who {
+                if client.subs.active() {
+                    crate::messaging::pubsub::forget_all_of(
+                        &settings.shared,
+                        settings.shard,
+                        &mut client.subs,
+                        who,
+                    );
+                }
+                let monitor = std::mem::take(&mut client.monitor);
+                if monitor {
+                    settings.shared.monitors.detach(settings.shard);
+                }
+                let tracking = std::mem::take(&mut client.tracking);
+                if monitor || tracking.on() {
+                    resets.push(Reset {
+                        who,
+                        client_id: client.id,
+                        monitor,
+                        tracking,
+                    });
+                }
+            }
             crate::cmd::connection::reset_connection(client, &settings.acl);
             reply.proto = Protocol::Resp2;
             reply.simple("RESET");

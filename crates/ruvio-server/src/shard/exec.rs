@@ -186,6 +186,9 @@ pub fn run_engine(
         reply.out.truncate(reply_start);
         return ended;
     }
+    if script {
+        adopt_resets(core);
+    }
     core.stats.dirty += ctx.effects.dirty;
     if !ctx.effects.published.is_empty() {
         crate::scripting::host::queue(core, std::mem::take(&mut ctx.effects.published));
@@ -275,6 +278,26 @@ pub fn run_engine(
         return finish_ran(core, &mut ctx, block, modified, Ran::default());
     }
     finish_ran(core, &mut ctx, block, modified, ended)
+}
+
+/// Finish the RESETs the busy hook answered while the script command that just
+/// ended ran ([`crate::shard::busy::Reset`]): this shard's tracking table and
+/// monitor list forget those clients before the script's writes owe
+/// invalidations or its MONITOR lines are handed out, so a client that was told
+/// `+RESET` gets neither.
+fn adopt_resets(core: &mut ShardCore) {
+    let resets = crate::shard::busy::take_resets();
+    if resets.is_empty() {
+        return;
+    }
+    let broadcast = crate::tracking::broadcasts(&core.topo);
+    for mut reset in resets {
+        if reset.monitor {
+            core.monitors.local.retain(|&w| w != reset.who);
+        }
+        let (tracking, mut to) = core.tracking_parts();
+        tracking.disable_mode(&mut to, broadcast, reset.client_id, &mut reset.tracking);
+    }
 }
 
 /// Register the WATCHes answered while the script command that just ended ran:
