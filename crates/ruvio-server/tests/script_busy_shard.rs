@@ -370,6 +370,16 @@ fn watch_while_a_script_is_busy() {
         assert_eq!(calm.cmd(&["watch", &b]), b"+OK\r\n", "{mode:?}");
         // Watching again, and a key already watched, changes nothing.
         assert_eq!(calm.cmd(&["watch", &b, &b]), b"+OK\r\n", "{mode:?}");
+        if mode == PortMode::PerShard {
+            // Another node's key: Redis Cluster's redirection, before -BUSY.
+            let moved = calm.cmd(&["watch", &key_on_shard("wm", 1, 2)]);
+            assert!(moved.starts_with(b"-MOVED "), "{}", show(&moved));
+            let cross = calm.cmd(&["watch", &b, &key_on_shard("wn", 0, 2)]);
+            assert_eq!(
+                cross, b"-CROSSSLOT Keys in request don't hash to the same slot\r\n",
+                "{mode:?}"
+            );
+        }
         assert_eq!(
             watcher.cmd(&["get", &a]),
             BUSY,

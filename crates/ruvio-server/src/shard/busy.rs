@@ -75,6 +75,7 @@ use ruvio_engine::CmdError;
 use ruvio_resp::{Args, CommandParser, Limits, Parsed, Protocol, Reply};
 use std::cell::{Cell, RefCell};
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Bytes of one connection's input looked at per hook call: a client's commands
@@ -142,6 +143,26 @@ pub struct Reset {
     pub tracking: crate::net::conn::TrackingMode,
 }
 
+/// A WATCH answered here of keys other shards own: each owner registers them by
+/// a message (`ShardMsg::WatchKeysNow`), counts itself off `left` and rings this
+/// shard; `+OK` goes once `left` is 0 (from the hook, or from the loop when the
+/// script ended first), and the connection is not served until then.
+#[derive(Debug)]
+pub struct Awaiting {
+    pub target: Target,
+    pub fd: RawFd,
+    /// Owners that have not registered the keys yet.
+    pub left: Arc<AtomicUsize>,
+}
+
+/// An [`Awaiting`] WATCH the loop took over: its held reply slot, filled with
+/// `+OK` once `left` is 0.
+struct Held {
+    who: (u32, u32),
+    seq: u64,
+    left: Arc<AtomicUsize>,
+}
+
 /// A connection accepted while the script was busy: its descriptor and its
 /// client's state from the start (its id included), so that what its commands
 /// answered here set (HELLO's protocol and name, AUTH, MULTI, WATCH ...) is
@@ -168,6 +189,9 @@ pub struct Leftovers {
     pub unwatched: Vec<Unwatched>,
     /// RESETs of tracking clients and monitors answered here ([`take_resets`]).
     pub resets: Vec<Reset>,
+    /// WATCHes still waiting for other shards when the script ended: the loop
+    /// holds their reply ([`hold_awaited`]).
+    pub awaiting: Vec<Awaiting>,
 }
 
 /// The shard's part: its listener, what its answers depend on, and the buffers of
@@ -181,6 +205,10 @@ struct Pump {
     /// Connections not to serve again while this script runs: their next command
     /// is for the loop, or the loop holds part of a reply for them.
     stopped: Vec<Target>,
+    /// WATCHes waiting for other shards to register their keys.
+    awaiting: Vec<Awaiting>,
+    /// Those the loop took over, by their held reply slots.
+    held: Vec<Held>,
     leftovers: Leftovers,
 }
 
@@ -213,6 +241,8 @@ pub fn install(listener: RawFd, settings: Settings) {
             peeked: Vec::new(),
             out: Vec::new(),
             stopped: Vec::new(),
+            awaiting: Vec::new(),
+            held: Vec::new(),
             leftovers: Leftovers::default(),
         })
     });
@@ -234,7 +264,46 @@ pub fn take_leftovers() -> Leftovers {
             return Leftovers::default();
         };
         pump.stopped.clear();
-        std::mem::take(&mut pump.leftovers)
+        let mut left = std::mem::take(&mut pump.leftovers);
+        left.awaiting = std::mem::take(&mut pump.awaiting);
+        if !pump.held.is_empty() {
+            HAS_LEFTOVERS.with(|h| h.set(true));
+        }
+        left
+    })
+}
+
+/// The loop took over an [`Awaiting`] WATCH of connection `who` with reply slot
+/// `seq` held: [`ready_held`] gives it back once every owner registered.
+pub fn hold_awaited(who: (u32, u32), seq: u64, left: Arc<AtomicUsize>) {
+    PUMP.with_borrow_mut(|p| {
+        if let Some(pump) = p.as_mut() {
+            pump.held.push(Held { who, seq, left });
+            HAS_LEFTOVERS.with(|h| h.set(true));
+        }
+    });
+}
+
+/// The held WATCH replies whose owners have all registered the keys now (the
+/// loop fills each with `+OK`); the loop keeps looking while any still waits
+/// (each owner rings this shard when it is done).
+pub fn ready_held() -> Vec<((u32, u32), u64)> {
+    PUMP.with_borrow_mut(|p| {
+        let Some(pump) = p.as_mut() else {
+            return Vec::new();
+        };
+        let mut ready = Vec::new();
+        pump.held.retain(|h| {
+            let done = h.left.load(Ordering::Acquire) == 0;
+            if done {
+                ready.push((h.who, h.seq));
+            }
+            !done
+        });
+        if !pump.held.is_empty() {
+            HAS_LEFTOVERS.with(|h| h.set(true));
+        }
+        ready
     })
 }
 
@@ -279,6 +348,7 @@ fn serve(busy: &CmdError) {
     let left = PUMP.with_borrow_mut(|p| {
         let pump = p.as_mut()?;
         pump.accept_new();
+        pump.answer_awaited();
         crate::net::lent::with_lent(|conns| {
             for (index, conn) in conns.iter_mut() {
                 let target = Target::Conn(index, conn.gen);
@@ -301,7 +371,8 @@ fn serve(busy: &CmdError) {
             || l.refused_busy > 0
             || !l.watches.is_empty()
             || !l.unwatched.is_empty()
-            || !l.resets.is_empty();
+            || !l.resets.is_empty()
+            || !pump.awaiting.is_empty();
         // The stopped list is cleared with the leftovers, for the next script.
         Some(any || !pump.stopped.is_empty())
     });
@@ -341,9 +412,29 @@ enum Answer {
     Stop,
     /// Answered, and the connection closes (QUIT): what follows is not read.
     Close,
+    /// A WATCH that other shards register first: `+OK` once `left` is 0, and
+    /// nothing more of the connection is read until then.
+    Awaiting(Arc<AtomicUsize>),
 }
 
 impl Pump {
+    /// `+OK` to the WATCHes whose keys every owner has registered now; their
+    /// connections are served again.
+    fn answer_awaited(&mut self) {
+        let mut i = 0;
+        while i < self.awaiting.len() {
+            if self.awaiting[i].left.load(Ordering::Acquire) != 0 {
+                i += 1;
+                continue;
+            }
+            let done = self.awaiting.swap_remove(i);
+            self.stopped.retain(|t| *t != done.target);
+            self.out.clear();
+            self.out.extend_from_slice(b"+OK\r\n");
+            self.send(done.fd, done.target);
+        }
+    }
+
     /// Accept the connections waiting on the shard's listener (a few per call).
     fn accept_new(&mut self) {
         for _ in 0..ACCEPTS_PER_CALL_MAX {
@@ -440,6 +531,12 @@ impl Pump {
                     Answer::Close => {
                         closing = true;
                         consumed += used;
+                        self.stopped.push(target);
+                        break;
+                    }
+                    Answer::Awaiting(left) => {
+                        consumed += used;
+                        self.awaiting.push(Awaiting { target, fd, left });
                         self.stopped.push(target);
                         break;
                     }
@@ -703,20 +800,11 @@ fn answer(
             CmdError::WatchInMulti.write(reply);
             Answer::Replied
         }
-        // Keys of this shard only: another owner registers them by a message,
-        // and only then may the client be told `+OK` (see `transactions::watch`).
-        "watch"
-            if client.is_some()
-                && args
-                    .iter()
-                    .skip(1)
-                    .all(|k| settings.topo.key_owner(k) == settings.shard)
-                && (settings.topo.mode != PortMode::PerShard
-                    || args
-                        .iter()
-                        .skip(1)
-                        .all(|k| key_slot(k) == key_slot(args.get(1)))) =>
-        {
+        // WATCH outside MULTI: the keys join the client's list now; this shard's
+        // are registered after the script ([`PendingWatch`]), another owner's by
+        // a message, and `+OK` goes once every owner has them (see
+        // `transactions::watch`: a write after `+OK` must be seen).
+        "watch" if client.is_some() => {
             let client = client.expect("checked");
             let db = client.db;
             let mut keys: Vec<Vec<u8>> = Vec::new();
@@ -727,18 +815,58 @@ fn answer(
                     keys.push(key.to_vec());
                 }
             }
-            client.watching.extend(keys.iter().map(|k| (db, k.clone())));
-            if !keys.is_empty() {
+            let topo = &settings.topo;
+            let mut elsewhere: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
+            let mut here = Vec::new();
+            for key in keys {
+                // Per-shard mode: another slot's key was refused above (MOVED).
+                let owner = match topo.mode {
+                    PortMode::Forward => topo.key_owner(&key),
+                    _ => settings.shard,
+                };
+                if owner == settings.shard {
+                    here.push(key);
+                } else if let Some((_, ks)) = elsewhere.iter_mut().find(|(o, _)| *o == owner) {
+                    ks.push(key);
+                } else {
+                    elsewhere.push((owner, vec![key]));
+                }
+            }
+            if !elsewhere.is_empty() && !crate::mesh::forward::can_send_now() {
+                // Left for the loop, which registers them by its outbox.
+                return Answer::Stop;
+            }
+            client.watching.extend(
+                here.iter()
+                    .chain(elsewhere.iter().flat_map(|(_, ks)| ks))
+                    .map(|k| (db, k.clone())),
+            );
+            if !here.is_empty() {
                 watches.push(PendingWatch {
                     client_id: client.id,
                     epoch: client.watch_epoch,
                     db,
-                    keys,
+                    keys: here,
                     writes_at: ruvio_engine::scripting::script_writes(),
                 });
             }
-            reply.ok();
-            Answer::Replied
+            if elsewhere.is_empty() {
+                reply.ok();
+                return Answer::Replied;
+            }
+            let left = Arc::new(AtomicUsize::new(elsewhere.len()));
+            for (owner, keys) in elsewhere {
+                let message = crate::mesh::forward::ShardMsg::WatchKeysNow {
+                    from: settings.shard,
+                    client_id: client.id,
+                    epoch: client.watch_epoch,
+                    db,
+                    keys,
+                    left: left.clone(),
+                };
+                crate::mesh::forward::send_now(owner, message);
+            }
+            Answer::Awaiting(left)
         }
         "unwatch" if client.is_some() => {
             unwatch_now(client.expect("checked"), watches, unwatched);
@@ -826,7 +954,10 @@ fn redirection(
     local: &str,
 ) -> Option<CmdError> {
     let topo = &settings.topo;
-    if topo.mode != PortMode::PerShard || !matches!(row.handler, Some(Handler::Engine(_))) {
+    // WATCH is a server command with keys: redirected as the loop's
+    // `transactions::multi` redirects it.
+    let keyed = matches!(row.handler, Some(Handler::Engine(_))) || row.meta.name == "watch";
+    if topo.mode != PortMode::PerShard || !keyed {
         return None;
     }
     let mut positions = row.meta.keys.positions(args).into_iter();
