@@ -4,7 +4,9 @@
 //! cannot swallow it, a loop inside a coroutine is stopped too), a script that wrote is `-UNKILLABLE`, SHUTDOWN without NOSAVE
 //! is refused and SHUTDOWN NOSAVE ends the server. FUNCTION STATS from another
 //! shard shows a running function (name, command, duration) and answers -BUSY while
-//! an EVAL script is busy. The replies are the same with
+//! an EVAL script is busy. WATCH across the two shards while one is busy is
+//! answered during the script, as Redis answers WATCH while busy, and keeps
+//! WATCH's promise (a write after `+OK` fails the EXEC). The replies are the same with
 //! `RUVIO_TEST_TARGET=redis` (one redis-server: every connection is "another
 //! shard"), which checks them against Redis.
 

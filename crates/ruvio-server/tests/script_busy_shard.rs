@@ -4,7 +4,9 @@
 //! the script, SHUTDOWN NOSAVE from them ends the server, WATCH outside MULTI is
 //! answered at once and a later write of the script fails the EXEC, UNWATCH /
 //! DISCARD / EXEC / RESET of a client that watches keys are answered at once and
-//! unwatch, a partial command is left for after the script. With 1 and 2 shards in forward mode and 2 in
+//! unwatch, RESET of subscribers, monitors and tracking clients is answered at
+//! once and leaves nothing to deliver after it, a partial command is left for
+//! after the script. With 1 and 2 shards in forward mode and 2 in
 //! per-shard mode. The replies are the same with `RUVIO_TEST_TARGET=redis` (one
 //! redis-server, or a Redis cluster for per-shard mode), which checks them against
 //! Redis.

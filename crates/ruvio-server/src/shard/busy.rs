@@ -22,7 +22,12 @@
 //!   ([`PendingWatch`]) for the end of the script command, which registers them
 //!   and touches the watch when the script wrote one of the keys after this WATCH
 //!   (`shard::exec::adopt_pending_watches`); so a write of the script after the
-//!   `+OK` fails the client's EXEC, as in Redis;
+//!   `+OK` fails the client's EXEC, as in Redis. Keys other shards own go to
+//!   them by a message sent from here (`ShardMsg::WatchKeysNow`), and `+OK`
+//!   waits for every owner's registration ([`Awaiting`]: a write after `+OK`
+//!   must be seen), within about a millisecond when the owners are not busy
+//!   themselves; the connection is not served until then, and the loop holds
+//!   the reply in its place if the script ends first;
 //! - UNWATCH, DISCARD, EXEC (`-EXECABORT`) and RESET of a client that watches
 //!   keys, as Redis unwatches them: the client's watch epoch moves on at once (a
 //!   touch of the old watches can no longer fail its EXEC), its WATCHes answered
@@ -50,10 +55,9 @@
 //!   enters the ring (its task work is deferred, `DEFER_TASKRUN`), and a receive
 //!   woken for bytes taken here finds none and waits again. Commands are peeked
 //!   first and only the whole ones answered here are taken off the socket; the
-//!   first command it may not answer (WATCH of a key another shard owns: that
-//!   shard registers it by a message, and only then may `+OK` go; a partial
-//!   command) stops it there for that connection: it and what follows wait for
-//!   the loop.
+//!   first command it may not answer (a partial command, an `allow_busy` one
+//!   that needs the loop) stops it there for that connection: it and what
+//!   follows wait for the loop.
 //! - New connections: accepted from the shard's listener directly (the ring's
 //!   accept is deferred the same way), each given its client state (and id) at
 //!   once ([`Fresh`]) and served as the others, so what HELLO, AUTH, MULTI or
