@@ -431,3 +431,47 @@ fn watch_of_a_key_whose_owner_is_busy_too_keeps_its_place() {
     assert_eq!(watcher.cmd(&["get", &far]), b"+QUEUED\r\n");
     assert_eq!(watcher.cmd(&["exec"]), b"*-1\r\n");
 }
+
+/// UNWATCH then WATCH of the same key during the script, across the shards (a
+/// client of shard 1 watching a key of busy shard 0, and a client of shard 0
+/// watching a key of shard 1): the owner may see the new WATCH before the
+/// UNWATCH's message, and the UNWATCH forgets only the older watch, so a write
+/// after the script still fails the EXEC.
+#[test]
+fn unwatch_then_watch_during_the_script_keeps_the_new_watch() {
+    let server = Server::forward(SHARDS);
+    let (busy_key, busy_written) = (key_on_shard("uk", 0, SHARDS), key_on_shard("uw", 0, SHARDS));
+    let far_key = key_on_shard("uf", 1, SHARDS);
+    let mut on_far = conn_on_shard(&server, 1);
+    let mut on_busy = conn_on_shard(&server, 0);
+    let mut writer = conn_on_shard(&server, 1);
+    set_busy_threshold(&mut writer);
+    assert_eq!(on_far.cmd(&["watch", &busy_key]), b"+OK\r\n");
+    assert_eq!(on_busy.cmd(&["watch", &far_key]), b"+OK\r\n");
+    let mut runner = conn_on_shard(&server, 0);
+    runner.send(&encode(&[
+        "eval",
+        &spin_then_write(THRESHOLD_MS * 15),
+        "1",
+        &busy_written,
+    ]));
+    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    for (conn, key) in [(&mut on_far, &busy_key), (&mut on_busy, &far_key)] {
+        assert_eq!(conn.cmd(&["get", &busy_written]), BUSY, "busy");
+        assert_eq!(conn.cmd(&["unwatch"]), b"+OK\r\n");
+        assert_eq!(conn.cmd(&["watch", key]), b"+OK\r\n");
+    }
+    assert_eq!(runner.read_reply(), b":1\r\n", "the script");
+    for (conn, key) in [(&mut on_far, &busy_key), (&mut on_busy, &far_key)] {
+        // A command on the key's owner: the UNWATCH's message got there first.
+        assert_eq!(conn.cmd(&["exists", key]), b":0\r\n");
+        assert_eq!(writer.cmd(&["set", key, "after"]), b"+OK\r\n");
+        assert_eq!(conn.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(conn.cmd(&["get", key]), b"+QUEUED\r\n");
+        assert_eq!(
+            conn.cmd(&["exec"]),
+            b"*-1\r\n",
+            "the WATCH after UNWATCH is still registered"
+        );
+    }
+}

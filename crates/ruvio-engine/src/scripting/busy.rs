@@ -230,8 +230,8 @@ impl ScriptWatches {
     ///
     /// Why nothing is lost when the script ends meanwhile: this stores the flag
     /// then reads the run, the busy shard stores the run (0 at the script's end)
-    /// then reads the flag ([`ScriptWatches::take_answered_watches`]), each with a
-    /// full fence between: one of the two sees the other's store, so either the
+    /// then reads the flag ([`ScriptWatches::take_answered_watches`]), all four
+    /// sequentially consistent: one of the two sees the other's store, so either the
     /// run changed here (the caller sends the message) or the shard takes the
     /// watch, after this pushed it (the lock is held across both).
     pub fn watch_while_busy(
@@ -264,7 +264,8 @@ impl ScriptWatches {
         let Some(own) = self.shards.get(shard) else {
             return Vec::new();
         };
-        std::sync::atomic::fence(Ordering::SeqCst);
+        // SeqCst after the run's SeqCst store (the script's end): the two are in
+        // the one order all SeqCst operations share, as the other side's.
         if !own.has_answered.load(Ordering::SeqCst) {
             return Vec::new();
         }

@@ -207,9 +207,12 @@ pub enum ShardMsg {
         keys: Vec<Vec<u8>>,
         left: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     },
-    /// UNWATCH (or EXEC, DISCARD, a closed client): forget `client_id`'s watches.
+    /// UNWATCH (or EXEC, DISCARD, a closed client): forget `client_id`'s watches
+    /// of epochs below `below_epoch` (a WATCH of a later epoch registered first
+    /// stays: see `transactions::watch::Watches::unregister`).
     UnwatchKeys {
         client_id: u64,
+        below_epoch: u64,
         keys: Vec<lending::DbKey>,
     },
     /// A key client `client_id` watches in `epoch` was written.
@@ -439,8 +442,19 @@ impl Outbox {
     }
 
     /// Tell owner `shard` to forget `client_id`'s watches of `keys`.
-    pub fn unwatch_keys(&mut self, shard: usize, client_id: u64, keys: Vec<lending::DbKey>) {
-        self.direct(shard, ShardMsg::UnwatchKeys { client_id, keys });
+    pub fn unwatch_keys(
+        &mut self,
+        shard: usize,
+        client_id: u64,
+        below_epoch: u64,
+        keys: Vec<lending::DbKey>,
+    ) {
+        let message = ShardMsg::UnwatchKeys {
+            client_id,
+            below_epoch,
+            keys,
+        };
+        self.direct(shard, message);
     }
 
     /// Tell `shard` that a key its client `client_id` watches was written.

@@ -125,6 +125,8 @@ pub struct PendingWatch {
 #[derive(Debug)]
 pub struct Unwatched {
     pub client_id: u64,
+    /// Its watch epoch that ended (watches of later epochs stay).
+    pub epoch: u64,
     /// The keys the client watched (registered before the script, or by a
     /// [`PendingWatch`] dropped here).
     pub keys: Vec<crate::mesh::lending::DbKey>,
@@ -631,6 +633,7 @@ fn unwatch_now(
     watches.retain(|w| w.client_id != client.id);
     unwatched.push(Unwatched {
         client_id: client.id,
+        epoch: client.watch_epoch,
         keys: std::mem::take(&mut client.watching),
     });
     client.watch_epoch += 1;

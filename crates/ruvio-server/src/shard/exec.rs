@@ -314,7 +314,8 @@ fn adopt_resets(core: &mut ShardCore) {
 pub fn adopt_pending_watches(core: &mut ShardCore, written: &Effects) {
     let (unwatched, pending) = crate::shard::busy::take_watches();
     for ended in unwatched {
-        crate::transactions::multi::forget_unwatched(core, ended.client_id, ended.keys);
+        let below = ended.epoch + 1;
+        crate::transactions::multi::forget_unwatched(core, ended.client_id, below, ended.keys);
     }
     let elsewhere = core.shared.scripts.take_answered_watches(core.id);
     if pending.is_empty() && elsewhere.is_empty() {

@@ -73,7 +73,11 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             left.fetch_sub(1, std::sync::atomic::Ordering::Release);
             crate::mesh::forward::ring(from);
         }
-        ShardMsg::UnwatchKeys { client_id, keys } => core.watches.unregister(client_id, &keys),
+        ShardMsg::UnwatchKeys {
+            client_id,
+            below_epoch,
+            keys,
+        } => core.watches.unregister(client_id, below_epoch, &keys),
         ShardMsg::Touched { client_id, epoch } => core.watches.mark_touched(client_id, epoch),
         ShardMsg::Written {
             keys,

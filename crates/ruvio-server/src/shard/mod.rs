@@ -514,6 +514,7 @@ impl Shard {
             crate::transactions::multi::forget_unwatched(
                 &mut self.core,
                 ended.client_id,
+                ended.epoch + 1,
                 ended.keys,
             );
         }

@@ -121,11 +121,15 @@ impl Watches {
         }
     }
 
-    /// The owner's side of UNWATCH: forget `client_id`'s watches of `keys`.
-    pub fn unregister(&mut self, client_id: u64, keys: &[DbKey]) {
+    /// The owner's side of UNWATCH: forget `client_id`'s watches of `keys` in
+    /// epochs below `below_epoch`. A watch of a later epoch stays: while a script
+    /// keeps a shard busy, a client's UNWATCH and its next WATCH may reach an
+    /// owner in the other order (the WATCH registered as the script ends, the
+    /// UNWATCH's message handled after: `shard::busy`).
+    pub fn unregister(&mut self, client_id: u64, below_epoch: u64, keys: &[DbKey]) {
         for key in keys {
             if let Some(watchers) = self.keys.get_mut(key) {
-                watchers.retain(|w| w.client_id != client_id);
+                watchers.retain(|w| w.client_id != client_id || w.epoch >= below_epoch);
                 if watchers.is_empty() {
                     self.keys.remove(key);
                 }
