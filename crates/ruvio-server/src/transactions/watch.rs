@@ -9,7 +9,9 @@
 //!
 //! Why epochs: UNWATCH (and EXEC, DISCARD, RESET) start a new epoch instead of
 //! waiting for every owner to confirm, so a touch still in flight for the old
-//! watches cannot abort a later transaction.
+//! watches cannot abort a later transaction; and an owner told to forget drops
+//! only the watches of the epochs that ended, so a WATCH of the next epoch that
+//! reached it first is kept.
 //!
 //! Why this is exact across shards: a WATCH answers only once every owner has
 //! registered the keys, and EXEC borrows the watched keys with the others (see
