@@ -530,6 +530,53 @@ mod tests {
         assert_eq!(running_function(), Ok(None));
     }
 
+    fn watch_of(client_id: u64) -> WatchWhileBusy {
+        WatchWhileBusy {
+            shard: 1,
+            client_id,
+            epoch: 0,
+            db: 0,
+            keys: vec![b"k".to_vec()],
+            writes_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_watch_answered_while_busy_is_taken_with_the_writes_before_it() {
+        let watches = watches(60_000);
+        assert!(
+            watches.watch_while_busy(0, watch_of(1)).is_err(),
+            "no script"
+        );
+        let running = Running::start(None);
+        assert!(
+            watches.watch_while_busy(0, watch_of(2)).is_err(),
+            "before the threshold"
+        );
+        watches.set_threshold_ms(0);
+        note_write();
+        let before = script_writes();
+        assert!(watches.watch_while_busy(0, watch_of(3)).is_ok());
+        assert!(
+            watches.watch_while_busy(1, watch_of(4)).is_err(),
+            "shard 1 idle"
+        );
+        note_write();
+        drop(running);
+        assert!(
+            watches.watch_while_busy(0, watch_of(5)).is_err(),
+            "the script ended: the caller sends its message"
+        );
+        let taken = watches.take_answered_watches(0);
+        assert_eq!(taken.len(), 1);
+        assert_eq!((taken[0].client_id, taken[0].writes_at), (3, before));
+        assert!(
+            script_writes() > taken[0].writes_at,
+            "a write after its +OK"
+        );
+        assert!(watches.take_answered_watches(0).is_empty());
+    }
+
     #[test]
     fn busy_only_past_the_threshold() {
         let watches = watches(60_000);
