@@ -327,15 +327,25 @@ pub enum CmdError {
     Stream(&'static str),
 
     // ----- Redis 8.4's strings (MSETEX, DELEX, DIGEST) -----
+    // DELEX's and the digest's texts are Redis 8.4's delexCommand and digest
+    // check (src/t_string.c; the copy of redis/redis this was checked with holds
+    // only older versions of that file, so the bytes come from the suites that
+    // run against a real 8.4: fakeredis's DELEX tests (marked for Redis >= 8.4;
+    // `Key should be of string type if conditions are specified` for every
+    // condition, unknown ones included; `must be exactly 16 hexadecimal
+    // characters` for a digest of another length, 16 non-hex characters only
+    // failing to match), and clients asserting the whole `ERR ...` line).
     /// MSETEX numkeys that is not an integer in 1..=INT_MAX.
     MsetexNumkeys,
     /// MSETEX with fewer key/value arguments than numkeys pairs.
     MsetexPairs,
     /// DELEX with an option other than IFEQ/IFNE/IFDEQ/IFDNE.
     DelexCondition,
-    /// DELEX with a condition on a key that is not a string.
+    /// DELEX with a condition (any, even an unknown one) on a key that is not a
+    /// string.
     DelexNotString,
-    /// IFDEQ/IFDNE with a digest that is not 16 hexadecimal digits.
+    /// IFDEQ/IFDNE with a digest that is not 16 characters long (Redis checks
+    /// only the length).
     DigestFormat,
 
     // ----- transactions -----
@@ -399,8 +409,10 @@ impl CmdError {
             CmdError::DelexCondition => {
                 "ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE"
             }
-            CmdError::DelexNotString => "ERR Key exists but does not hold a string value",
-            CmdError::DigestFormat => "ERR The digest must be exactly 16 hexadecimal characters",
+            CmdError::DelexNotString => {
+                "ERR Key should be of string type if conditions are specified"
+            },
+            CmdError::DigestFormat => "ERR must be exactly 16 hexadecimal characters",
             CmdError::InternalPanic(cmd) => {
                 return format!(
                     "ERR internal error in '{cmd}' command: nothing was changed (see the server log)"

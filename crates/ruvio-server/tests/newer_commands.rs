@@ -95,39 +95,51 @@ fn digest_and_delex(c: &mut RawConn, key: &str) {
     c.cmd(&["SET", key, "hello"]);
     assert_eq!(c.cmd(&["DELEX", key, "IFDNE", "0000000000000000"]), int(1));
 
-    // A missing key is 0 whatever the condition, before the digest is read.
-    for cond in ["IFEQ", "IFNE", "IFDEQ", "IFDNE"] {
+    // Redis 8.4's delexCommand checks in this order (src/t_string.c; the texts
+    // as the suites run against a real 8.4 assert them, see CmdError's
+    // DelexNotString and DigestFormat): the arity, then a missing key is 0
+    // whatever follows (an unknown condition or a digest of any length), then
+    // a key that is not a string is refused whatever the condition, then the
+    // condition's name, then the digest's length.
+    for cond in ["IFEQ", "IFNE", "IFDEQ", "IFDNE", "FOO"] {
         assert_eq!(c.cmd(&["DELEX", missing, cond, "1234567890"]), int(0));
     }
     c.cmd(&["SET", key, "test"]);
-    let format = b"-ERR The digest must be exactly 16 hexadecimal characters\r\n";
-    for bad in [
-        "",
-        "123456789abcdef",
-        "0123456789abcdef0",
-        "0123456789abcdeg",
-    ] {
+    let format = b"-ERR must be exactly 16 hexadecimal characters\r\n";
+    for bad in ["", "123456789abcdef", "0123456789abcdef0"] {
         assert_eq!(c.cmd(&["DELEX", key, "IFDEQ", bad]), format);
         assert_eq!(c.cmd(&["DELEX", key, "IFDNE", bad]), format);
     }
+    // Only the length is checked: 16 characters that are not hex never match.
+    assert_eq!(c.cmd(&["DELEX", key, "IFDEQ", "0123456789abcdeg"]), int(0));
+    assert_eq!(c.cmd(&["DELEX", key, "IFDEQ", "zzzzzzzzzzzzzzzz"]), int(0));
+    assert_eq!(c.cmd(&["GET", key]), bulk_bytes("test"));
     assert_eq!(
         c.cmd(&["DELEX", key, "EQ", "test"]),
         b"-ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE\r\n"
     );
+    let arity = b"-ERR wrong number of arguments for 'delex' command\r\n";
     for argv in [
         &["DELEX", key, "IFEQ"][..],
         &["DELEX", key, "IFEQ", "a", "b"],
+        &["DELEX", missing, "IFEQ"],
+        &["DELEX", missing, "IFEQ", "a", "b"],
+        &["DELEX"],
     ] {
-        assert_eq!(
-            c.cmd(argv),
-            b"-ERR wrong number of arguments for 'delex' command\r\n"
-        );
+        assert_eq!(c.cmd(argv), arity, "{argv:?}");
     }
     c.cmd(&["RPUSH", list, "element"]);
-    assert_eq!(
-        c.cmd(&["DELEX", list, "IFEQ", "element"]),
-        b"-ERR Key exists but does not hold a string value\r\n"
-    );
+    let not_string = b"-ERR Key should be of string type if conditions are specified\r\n";
+    for cond in ["IFEQ", "IFNE", "IFDEQ", "IFDNE", "FOO"] {
+        assert_eq!(
+            c.cmd(&["DELEX", list, cond, "element"]),
+            not_string,
+            "{cond}"
+        );
+    }
+    assert_eq!(c.cmd(&["DIGEST", list]), WRONGTYPE);
+    assert_eq!(c.cmd(&["DELEX", key, "IFDNE", "zzzzzzzzzzzzzzzz"]), int(1));
+    c.cmd(&["SET", key, "test"]);
     assert_eq!(c.cmd(&["EXISTS", list, key]), int(2));
 }
 
@@ -190,8 +202,12 @@ fn set_conditions(c: &mut RawConn, key: &str) {
     c.cmd(&["RPUSH", list, "a"]);
     assert_eq!(c.cmd(&["SET", list, "v", "IFEQ", "a"]), WRONGTYPE);
     assert_eq!(c.cmd(&["SET", list, "v", "IFDNE", "1234567890"]), WRONGTYPE);
-    let format = b"-ERR The digest must be exactly 16 hexadecimal characters\r\n";
+    let format = b"-ERR must be exactly 16 hexadecimal characters\r\n";
     assert_eq!(c.cmd(&["SET", key, "v", "IFDEQ", "123"]), format);
+    // SET shares DELEX's digest check: only the length, so 16 non-hex
+    // characters are no error, and never the value's digest.
+    assert_eq!(c.cmd(&["SET", key, "v", "IFDEQ", "zzzzzzzzzzzzzzzz"]), nil);
+    assert_eq!(c.cmd(&["GET", key]), bulk_bytes("m"));
     assert_eq!(c.cmd(&["SET", key, "v", "IFDNE", "", "GET"]), format);
     let syntax = b"-ERR syntax error\r\n";
     for options in [

@@ -4,7 +4,9 @@
 //! cannot swallow it, a loop inside a coroutine is stopped too), a script that wrote is `-UNKILLABLE`, SHUTDOWN without NOSAVE
 //! is refused and SHUTDOWN NOSAVE ends the server. FUNCTION STATS from another
 //! shard shows a running function (name, command, duration) and answers -BUSY while
-//! an EVAL script is busy. The replies are the same with
+//! an EVAL script is busy. WATCH across the two shards while one is busy is
+//! answered during the script, as Redis answers WATCH while busy, and keeps
+//! WATCH's promise (a write after `+OK` fails the EXEC). The replies are the same with
 //! `RUVIO_TEST_TARGET=redis` (one redis-server: every connection is "another
 //! shard"), which checks them against Redis.
 
@@ -240,4 +242,236 @@ fn function_stats_is_busy_while_an_eval_script_is() {
         until_not_busy(&mut other, &["function", "stats"], BUSY),
         idle
     );
+}
+
+/// WATCH from the other shard's connection of keys the busy shard owns is
+/// answered `+OK` at once, as Redis answers WATCH while a script is busy (an
+/// allow-busy command; checked against redis-server 7.0 by
+/// `script_busy_shard.rs`'s `watch_while_a_script_is_busy`, where every
+/// connection of a Redis is such a client), without waiting for the script. The
+/// busy shard registers the keys when the script ends: the script's write of a
+/// key after that `+OK` fails the EXEC, a key it leaves alone does not, a later
+/// write by another client fails it too, and an UNWATCH during the script
+/// unwatches.
+#[test]
+fn watch_from_the_other_shard_while_a_script_is_busy() {
+    let server = Server::forward(SHARDS);
+    let (a, b) = (
+        key_on_shard("owa", 0, SHARDS),
+        key_on_shard("owb", 0, SHARDS),
+    );
+    let own = key_on_shard("owc", 1, SHARDS);
+    let mut watcher = conn_on_shard(&server, 1);
+    let mut calm = conn_on_shard(&server, 1);
+    let mut later = conn_on_shard(&server, 1);
+    let mut unwatcher = conn_on_shard(&server, 1);
+    set_busy_threshold(&mut watcher);
+    let mut runner = conn_on_shard(&server, 0);
+    runner.send(&encode(&[
+        "eval",
+        &spin_then_write(THRESHOLD_MS * 25),
+        "1",
+        &a,
+    ]));
+    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    assert_eq!(watcher.cmd(&["get", &a]), BUSY, "busy");
+    assert_eq!(watcher.cmd(&["watch", &a]), b"+OK\r\n");
+    // With a key of its own shard too, and one already watched.
+    assert_eq!(calm.cmd(&["watch", &b, &own, &b]), b"+OK\r\n");
+    assert_eq!(later.cmd(&["watch", &b]), b"+OK\r\n");
+    assert_eq!(unwatcher.cmd(&["watch", &a]), b"+OK\r\n");
+    assert_eq!(unwatcher.cmd(&["unwatch"]), b"+OK\r\n");
+    for conn in [&mut watcher, &mut calm, &mut later, &mut unwatcher] {
+        assert_eq!(
+            conn.cmd(&["get", &a]),
+            BUSY,
+            "the WATCHes were answered during the script"
+        );
+    }
+    assert_eq!(runner.read_reply(), b":1\r\n", "the script");
+    assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(watcher.cmd(&["set", &a, "mine"]), b"+QUEUED\r\n");
+    assert_eq!(
+        watcher.cmd(&["exec"]),
+        b"*-1\r\n",
+        "the script wrote the watched key after WATCH"
+    );
+    assert_eq!(watcher.cmd(&["get", &a]), bulk("script").as_bytes());
+    assert_eq!(calm.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(calm.cmd(&["set", &b, "calm"]), b"+QUEUED\r\n");
+    assert_eq!(calm.cmd(&["set", &own, "calm"]), b"+QUEUED\r\n");
+    assert_eq!(
+        calm.cmd(&["exec"]),
+        b"*2\r\n+OK\r\n+OK\r\n",
+        "keys the script left alone"
+    );
+    // `later`'s watch of b was registered on the busy shard: calm's write of b
+    // (after the script) fails its EXEC.
+    assert_eq!(later.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(later.cmd(&["get", &b]), b"+QUEUED\r\n");
+    assert_eq!(later.cmd(&["exec"]), b"*-1\r\n", "a write after the script");
+    assert_eq!(unwatcher.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(unwatcher.cmd(&["set", &a, "free"]), b"+QUEUED\r\n");
+    assert_eq!(
+        unwatcher.cmd(&["exec"]),
+        b"*1\r\n+OK\r\n",
+        "UNWATCH during the script unwatched"
+    );
+}
+
+/// WATCH on the busy shard's own connections of keys the other shard owns is
+/// answered `+OK` during the script, as Redis answers WATCH while busy, once the
+/// owner has registered them (by a message; the busy shard does not wait for
+/// its script): a write of such a key on its owner after that `+OK`, while the
+/// script still runs, fails the EXEC; a key nobody writes does not; a WATCH of
+/// keys of both shards waits for both (the script's write of its own key after
+/// the `+OK` fails that EXEC).
+#[test]
+fn watch_on_the_busy_shard_of_the_other_shards_keys() {
+    let server = Server::forward(SHARDS);
+    let (far, quiet) = (key_on_shard("fw", 1, SHARDS), key_on_shard("fq", 1, SHARDS));
+    let near = key_on_shard("fn", 0, SHARDS);
+    let mut watcher = conn_on_shard(&server, 0);
+    let mut calm = conn_on_shard(&server, 0);
+    let mut both = conn_on_shard(&server, 0);
+    let mut writer = conn_on_shard(&server, 1);
+    set_busy_threshold(&mut writer);
+    let mut runner = conn_on_shard(&server, 0);
+    runner.send(&encode(&[
+        "eval",
+        &spin_then_write(THRESHOLD_MS * 25),
+        "1",
+        &near,
+    ]));
+    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    assert_eq!(watcher.cmd(&["get", &near]), BUSY, "busy");
+    assert_eq!(watcher.cmd(&["watch", &far]), b"+OK\r\n");
+    assert_eq!(calm.cmd(&["watch", &quiet]), b"+OK\r\n");
+    assert_eq!(both.cmd(&["watch", &far, &near]), b"+OK\r\n");
+    for conn in [&mut watcher, &mut calm, &mut both] {
+        assert_eq!(
+            conn.cmd(&["get", &near]),
+            BUSY,
+            "the WATCHes were answered during the script"
+        );
+    }
+    // The owner is not busy: a write there now comes after the +OK.
+    assert_eq!(writer.cmd(&["set", &far, "written"]), b"+OK\r\n");
+    assert_eq!(
+        watcher.cmd(&["get", &near]),
+        BUSY,
+        "still during the script"
+    );
+    assert_eq!(runner.read_reply(), b":1\r\n", "the script");
+    assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(watcher.cmd(&["get", &far]), b"+QUEUED\r\n");
+    assert_eq!(
+        watcher.cmd(&["exec"]),
+        b"*-1\r\n",
+        "written on its owner after WATCH"
+    );
+    assert_eq!(calm.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(calm.cmd(&["set", &quiet, "calm"]), b"+QUEUED\r\n");
+    assert_eq!(calm.cmd(&["exec"]), b"*1\r\n+OK\r\n", "a key nobody wrote");
+    assert_eq!(both.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(both.cmd(&["get", &near]), b"+QUEUED\r\n");
+    assert_eq!(both.cmd(&["exec"]), b"*-1\r\n", "both shards' keys");
+}
+
+/// Both shards busy (Ruvio only: one Redis runs one script): a WATCH on shard
+/// 0's connection of a key of shard 1 waits for shard 1 to register it, after
+/// its own script, even when shard 0's script ends first; the `+OK` comes then,
+/// before the replies to what the client sent after it, and the script of
+/// shard 1 wrote the key before the registration: no change after `+OK`.
+#[test]
+fn watch_of_a_key_whose_owner_is_busy_too_keeps_its_place() {
+    let server = Server::forward(SHARDS);
+    let (far, near) = (key_on_shard("hz", 1, SHARDS), key_on_shard("hn", 0, SHARDS));
+    let mut watcher = conn_on_shard(&server, 0);
+    let mut far_runner = conn_on_shard(&server, 1);
+    let mut near_runner = conn_on_shard(&server, 0);
+    set_busy_threshold(&mut watcher);
+    // One body, its spin in ARGV[1] ms: a first run on each shard (a script's
+    // probation takes the script lock, which would run the two one after the
+    // other) lets the two runs below go at once.
+    let body = "local t = redis.call('time') local start = t[1] * 1000000 + t[2] \
+         while true do for i = 1, 20000 do end local n = redis.call('time') \
+         if n[1] * 1000000 + n[2] - start > tonumber(ARGV[1]) * 1000 then break end end \
+         redis.call('set', KEYS[1], 'script') return 1";
+    for (runner, key) in [(&mut far_runner, &far), (&mut near_runner, &near)] {
+        assert_eq!(runner.cmd(&["eval", body, "1", key, "0"]), b":1\r\n");
+    }
+    let far_ms = (THRESHOLD_MS * 20).to_string();
+    far_runner.send(&encode(&["eval", body, "1", &far, &far_ms]));
+    let near_ms = (THRESHOLD_MS * 8).to_string();
+    near_runner.send(&encode(&["eval", body, "1", &near, &near_ms]));
+    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    assert_eq!(watcher.cmd(&["get", &near]), BUSY, "busy");
+    let mut pipeline = encode(&["watch", &far]);
+    // A key of shard 0: run by its loop once its script ends (shard 1's still
+    // running), its reply queued behind the WATCH's.
+    pipeline.extend(encode(&["get", &near]));
+    watcher.send(&pipeline);
+    assert_eq!(near_runner.read_reply(), b":1\r\n", "shard 0's script");
+    assert_eq!(far_runner.read_reply(), b":1\r\n", "shard 1's script");
+    assert_eq!(watcher.read_reply(), b"+OK\r\n", "WATCH");
+    assert_eq!(
+        watcher.read_reply(),
+        bulk("script").as_bytes(),
+        "then what followed it"
+    );
+    assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(watcher.cmd(&["get", &far]), b"+QUEUED\r\n");
+    let ran = format!("*1\r\n{}", bulk("script"));
+    assert_eq!(watcher.cmd(&["exec"]), ran.as_bytes());
+    // The registration holds: a write now fails the next EXEC.
+    assert_eq!(watcher.cmd(&["watch", &far]), b"+OK\r\n");
+    assert_eq!(far_runner.cmd(&["set", &far, "later"]), b"+OK\r\n");
+    assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
+    assert_eq!(watcher.cmd(&["get", &far]), b"+QUEUED\r\n");
+    assert_eq!(watcher.cmd(&["exec"]), b"*-1\r\n");
+}
+
+/// UNWATCH then WATCH of the same key during the script, across the shards (a
+/// client of shard 1 watching a key of busy shard 0, and a client of shard 0
+/// watching a key of shard 1): the owner may see the new WATCH before the
+/// UNWATCH's message, and the UNWATCH forgets only the older watch, so a write
+/// after the script still fails the EXEC.
+#[test]
+fn unwatch_then_watch_during_the_script_keeps_the_new_watch() {
+    let server = Server::forward(SHARDS);
+    let (busy_key, busy_written) = (key_on_shard("uk", 0, SHARDS), key_on_shard("uw", 0, SHARDS));
+    let far_key = key_on_shard("uf", 1, SHARDS);
+    let mut on_far = conn_on_shard(&server, 1);
+    let mut on_busy = conn_on_shard(&server, 0);
+    let mut writer = conn_on_shard(&server, 1);
+    set_busy_threshold(&mut writer);
+    assert_eq!(on_far.cmd(&["watch", &busy_key]), b"+OK\r\n");
+    assert_eq!(on_busy.cmd(&["watch", &far_key]), b"+OK\r\n");
+    let mut runner = conn_on_shard(&server, 0);
+    runner.send(&encode(&[
+        "eval",
+        &spin_then_write(THRESHOLD_MS * 15),
+        "1",
+        &busy_written,
+    ]));
+    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    for (conn, key) in [(&mut on_far, &busy_key), (&mut on_busy, &far_key)] {
+        assert_eq!(conn.cmd(&["get", &busy_written]), BUSY, "busy");
+        assert_eq!(conn.cmd(&["unwatch"]), b"+OK\r\n");
+        assert_eq!(conn.cmd(&["watch", key]), b"+OK\r\n");
+    }
+    assert_eq!(runner.read_reply(), b":1\r\n", "the script");
+    for (conn, key) in [(&mut on_far, &busy_key), (&mut on_busy, &far_key)] {
+        // A command on the key's owner: the UNWATCH's message got there first.
+        assert_eq!(conn.cmd(&["exists", key]), b":0\r\n");
+        assert_eq!(writer.cmd(&["set", key, "after"]), b"+OK\r\n");
+        assert_eq!(conn.cmd(&["multi"]), b"+OK\r\n");
+        assert_eq!(conn.cmd(&["get", key]), b"+QUEUED\r\n");
+        assert_eq!(
+            conn.cmd(&["exec"]),
+            b"*-1\r\n",
+            "the WATCH after UNWATCH is still registered"
+        );
+    }
 }

@@ -4,7 +4,9 @@
 //! the script, SHUTDOWN NOSAVE from them ends the server, WATCH outside MULTI is
 //! answered at once and a later write of the script fails the EXEC, UNWATCH /
 //! DISCARD / EXEC / RESET of a client that watches keys are answered at once and
-//! unwatch, a partial command is left for after the script. With 1 and 2 shards in forward mode and 2 in
+//! unwatch, RESET of subscribers, monitors and tracking clients is answered at
+//! once and leaves nothing to deliver after it, a partial command is left for
+//! after the script. With 1 and 2 shards in forward mode and 2 in
 //! per-shard mode. The replies are the same with `RUVIO_TEST_TARGET=redis` (one
 //! redis-server, or a Redis cluster for per-shard mode), which checks them against
 //! Redis.
@@ -342,19 +344,6 @@ fn connection_commands_on_the_busy_shard() {
     }
 }
 
-/// A script that spins for `ms`, then writes KEYS[1]. It reads TIME only
-/// between runs of plain Lua, so the busy hook (every 100,000 Lua instructions)
-/// comes round often even in a debug build on a loaded machine.
-fn spin_then_write(ms: u64) -> String {
-    format!(
-        "local t = redis.call('time') local start = t[1] * 1000000 + t[2] \
-         while true do for i = 1, 20000 do end local n = redis.call('time') \
-         if n[1] * 1000000 + n[2] - start > {} then break end end \
-         redis.call('set', KEYS[1], 'script') return 1",
-        ms * 1000
-    )
-}
-
 /// WATCH outside MULTI on the busy shard is answered at once, as Redis runs it
 /// while busy (it is an allow-busy command); a write the script makes after it
 /// fails that client's EXEC, a key the script leaves alone does not.
@@ -383,6 +372,16 @@ fn watch_while_a_script_is_busy() {
         assert_eq!(calm.cmd(&["watch", &b]), b"+OK\r\n", "{mode:?}");
         // Watching again, and a key already watched, changes nothing.
         assert_eq!(calm.cmd(&["watch", &b, &b]), b"+OK\r\n", "{mode:?}");
+        if mode == PortMode::PerShard {
+            // Another node's key: Redis Cluster's redirection, before -BUSY.
+            let moved = calm.cmd(&["watch", &key_on_shard("wm", 1, 2)]);
+            assert!(moved.starts_with(b"-MOVED "), "{}", show(&moved));
+            let cross = calm.cmd(&["watch", &b, &key_on_shard("wn", 0, 2)]);
+            assert_eq!(
+                cross, b"-CROSSSLOT Keys in request don't hash to the same slot\r\n",
+                "{mode:?}"
+            );
+        }
         assert_eq!(
             watcher.cmd(&["get", &a]),
             BUSY,
@@ -556,6 +555,109 @@ fn a_connection_opened_while_busy_keeps_its_state() {
                 b"_\r\n",
                 "{mode:?}: the script wrote the key watched after it started"
             );
+        }
+    }
+}
+
+/// RESET of a RESP2 and a RESP3 subscriber, a monitor and a tracking client of
+/// the busy shard is answered `+RESET` at once, as Redis runs it while busy (an
+/// allow-busy command), and leaves them as Redis does: no subscription (PUBLISH
+/// reaches nobody), no MONITOR line and no invalidation after `+RESET` (the
+/// script's write of the tracked key comes after it). A RESP2 subscriber's
+/// other commands meanwhile get Redis's answers in Redis's order: the
+/// subscribed-mode error for a command it may not send, `-BUSY` for PING.
+#[test]
+fn reset_of_subscribers_monitors_and_trackers_while_a_script_is_busy() {
+    for (server, mode) in servers() {
+        let k = key_on_shard("rk", 0, 2);
+        let mut sub2 = on_busy_shard(&server, mode);
+        let subscribed = sub2.cmd(&["subscribe", "rch"]);
+        assert!(
+            subscribed.starts_with(b"*3\r\n$9\r\nsubscribe"),
+            "{}",
+            show(&subscribed)
+        );
+        let mut sub3 = on_busy_shard(&server, mode);
+        sub3.cmd(&["hello", "3"]);
+        let subscribed = sub3.cmd(&["subscribe", "rch"]);
+        assert!(
+            subscribed.starts_with(b">3\r\n$9\r\nsubscribe"),
+            "{}",
+            show(&subscribed)
+        );
+        let mut mon = on_busy_shard(&server, mode);
+        assert_eq!(mon.cmd(&["monitor"]), b"+OK\r\n");
+        let mut trk = on_busy_shard(&server, mode);
+        trk.cmd(&["hello", "3"]);
+        assert_eq!(trk.cmd(&["client", "tracking", "on"]), b"+OK\r\n");
+        assert_eq!(trk.cmd(&["get", &k]), b"_\r\n");
+        // In forward mode with 2 shards, a subscriber of the other shard too.
+        let mut far =
+            (server.kind == Target::Ruvio && server.shards == 2 && mode == PortMode::Forward)
+                .then(|| conn_on_shard(&server, 1));
+        if let Some(far) = far.as_mut() {
+            far.cmd(&["subscribe", "rch"]);
+        }
+        let mut runner = on_busy_shard(&server, mode);
+        let ms = THRESHOLD_MS.to_string();
+        assert_eq!(
+            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
+            b"+OK\r\n"
+        );
+        // Drop the monitor lines so far (CONFIG SET's).
+        std::thread::sleep(Duration::from_millis(50));
+        mon.send(&encode(&["reset"]));
+        mon.read_until(b"+RESET\r\n");
+        assert_eq!(mon.cmd(&["monitor"]), b"+OK\r\n");
+        runner.send(&encode(&[
+            "eval",
+            &spin_then_write(THRESHOLD_MS * 25),
+            "1",
+            &k,
+        ]));
+        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        // RESET first on the monitor: Redis feeds it every command it runs while
+        // busy; Ruvio hands out a script command's lines when it ends.
+        mon.send(&encode(&["reset"]));
+        let before = mon.read_until(b"+RESET\r\n");
+        let lines = &before[..before.len() - b"+RESET\r\n".len()];
+        for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            assert!(
+                line.starts_with(b"+") && contains(line, b" ["),
+                "{mode:?}: only MONITOR lines before +RESET: {}",
+                show(&before)
+            );
+        }
+        let get_refused = b"-ERR Can't execute 'get': only (P|S)SUBSCRIBE / \
+            (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n";
+        assert_eq!(sub2.cmd(&["get", &k]), get_refused, "{mode:?}");
+        assert_eq!(sub2.cmd(&["ping"]), BUSY, "{mode:?}: subscribed PING");
+        assert_eq!(sub2.cmd(&["reset"]), b"+RESET\r\n", "{mode:?}");
+        assert_eq!(sub3.cmd(&["reset"]), b"+RESET\r\n", "{mode:?}");
+        assert_eq!(trk.cmd(&["reset"]), b"+RESET\r\n", "{mode:?}");
+        if let Some(far) = far.as_mut() {
+            assert_eq!(far.cmd(&["reset"]), b"+RESET\r\n", "the other shard's");
+        }
+        for conn in [&mut sub2, &mut sub3, &mut mon, &mut trk] {
+            assert_eq!(
+                conn.cmd(&["get", &k]),
+                BUSY,
+                "{mode:?}: RESET was answered during the script"
+            );
+        }
+        assert_eq!(runner.read_reply(), b":1\r\n", "{mode:?}: the script");
+        assert_eq!(
+            runner.cmd(&["publish", "rch", "m"]),
+            b":0\r\n",
+            "{mode:?}: no subscriber left"
+        );
+        // The next reply is each one's first byte after +RESET: no message, no
+        // MONITOR line, no invalidation of the key the script wrote.
+        for conn in [&mut sub2, &mut sub3, &mut mon, &mut trk] {
+            assert_eq!(conn.cmd(&["ping"]), b"+PONG\r\n", "{mode:?}");
+        }
+        if let Some(far) = far.as_mut() {
+            assert_eq!(far.cmd(&["ping"]), b"+PONG\r\n");
         }
     }
 }

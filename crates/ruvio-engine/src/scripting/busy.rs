@@ -71,6 +71,37 @@ pub struct ScriptWatch {
     function: AtomicBool,
     /// The running function's name and command (FUNCTION STATS).
     about: Mutex<About>,
+    /// This shard's count of scripts' write calls ([`script_writes`]), as the
+    /// other shards read it for a WATCH they answer while it is busy.
+    writes: AtomicU64,
+    /// WATCHes of this shard's keys that other shards answered while its script
+    /// was busy, for it to register when the script command ends
+    /// ([`ScriptWatches::watch_while_busy`]).
+    answered: Mutex<Vec<WatchWhileBusy>>,
+    /// Something may be in `answered`: the busy shard's one check per script
+    /// command (it takes the lock only then).
+    has_answered: AtomicBool,
+}
+
+/// A WATCH of keys of a busy shard that another shard answered `+OK` at once (as
+/// Redis answers WATCH while a script is busy): what the busy shard registers
+/// after its script command, and touches if the script wrote one of the keys
+/// after `writes_at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchWhileBusy {
+    /// The shard the watching client is connected to.
+    pub shard: usize,
+    /// The watching client's id.
+    pub client_id: u64,
+    /// Its watch epoch when it watched (an UNWATCH since moves it on).
+    pub epoch: u64,
+    /// The database of the keys.
+    pub db: usize,
+    /// The keys new to the client's watch list, all the busy shard's.
+    pub keys: Vec<Vec<u8>>,
+    /// The busy shard's [`script_writes`] count as published when `+OK` was
+    /// decided (at most the true count then: a write counted later is after).
+    pub writes_at: u64,
 }
 
 /// What FUNCTION STATS shows of a running function.
@@ -189,6 +220,58 @@ impl ScriptWatches {
         (0..self.shards.len())
             .filter(|&s| s != shard)
             .find_map(|s| self.busy_error(s))
+    }
+
+    /// WATCH of keys of `shard` from another shard's client while `shard` runs a
+    /// script past the threshold: queue the registration for `shard` to make when
+    /// its script command ends, and tell the caller to answer `+OK` now (`Ok`).
+    /// `Err` gives the watch back when `shard` is not busy (any more): the caller
+    /// registers it by a message, as for a shard that is not busy.
+    ///
+    /// Why nothing is lost when the script ends meanwhile: this stores the flag
+    /// then reads the run, the busy shard stores the run (0 at the script's end)
+    /// then reads the flag ([`ScriptWatches::take_answered_watches`]), all four
+    /// sequentially consistent: one of the two sees the other's store, so either the
+    /// run changed here (the caller sends the message) or the shard takes the
+    /// watch, after this pushed it (the lock is held across both).
+    pub fn watch_while_busy(
+        &self,
+        shard: usize,
+        mut watch: WatchWhileBusy,
+    ) -> Result<(), WatchWhileBusy> {
+        let Some(own) = self.shards.get(shard) else {
+            return Err(watch);
+        };
+        let run = own.run.load(Ordering::SeqCst);
+        if run == 0 || own.busy(self.threshold_ms()).is_none() {
+            return Err(watch);
+        }
+        let mut answered = own.answered.lock().unwrap_or_else(|e| e.into_inner());
+        own.has_answered.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if own.run.load(Ordering::SeqCst) != run {
+            return Err(watch);
+        }
+        watch.writes_at = own.writes.load(Ordering::SeqCst);
+        answered.push(watch);
+        Ok(())
+    }
+
+    /// The WATCHes other shards answered while `shard`'s script command ran (see
+    /// [`ScriptWatches::watch_while_busy`]): called by `shard` when that command
+    /// ends, after its script's run was closed; one load when there are none.
+    pub fn take_answered_watches(&self, shard: usize) -> Vec<WatchWhileBusy> {
+        let Some(own) = self.shards.get(shard) else {
+            return Vec::new();
+        };
+        // SeqCst after the run's SeqCst store (the script's end): the two are in
+        // the one order all SeqCst operations share, as the other side's.
+        if !own.has_answered.load(Ordering::SeqCst) {
+            return Vec::new();
+        }
+        let mut answered = own.answered.lock().unwrap_or_else(|e| e.into_inner());
+        own.has_answered.store(false, Ordering::SeqCst);
+        std::mem::take(&mut *answered)
     }
 
     /// SCRIPT KILL (`function` false) or FUNCTION KILL (true), with Redis' replies:
@@ -342,14 +425,22 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         CURRENT_RUN.with(|r| r.set(0));
-        with_own(|_, own| own.run.store(0, Ordering::Release));
+        // SeqCst: the other shards' WATCH while busy reads it after its own
+        // store (see `ScriptWatches::watch_while_busy`).
+        with_own(|_, own| own.run.store(0, Ordering::SeqCst));
     }
 }
 
 /// The running script called a write command: from now on it cannot be killed.
 pub(super) fn note_write() {
-    SCRIPT_WRITES.with(|w| w.set(w.get() + 1));
-    with_own(|_, own| own.wrote.store(true, Ordering::Release));
+    let writes = SCRIPT_WRITES.with(|w| {
+        w.set(w.get() + 1);
+        w.get()
+    });
+    with_own(|_, own| {
+        own.wrote.store(true, Ordering::Release);
+        own.writes.store(writes, Ordering::Release);
+    });
 }
 
 /// How many write commands scripts on this shard have called so far: the
@@ -437,6 +528,53 @@ mod tests {
         assert_eq!(message(running_function().unwrap_err()), BUSY_EVAL);
         drop(eval);
         assert_eq!(running_function(), Ok(None));
+    }
+
+    fn watch_of(client_id: u64) -> WatchWhileBusy {
+        WatchWhileBusy {
+            shard: 1,
+            client_id,
+            epoch: 0,
+            db: 0,
+            keys: vec![b"k".to_vec()],
+            writes_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_watch_answered_while_busy_is_taken_with_the_writes_before_it() {
+        let watches = watches(60_000);
+        assert!(
+            watches.watch_while_busy(0, watch_of(1)).is_err(),
+            "no script"
+        );
+        let running = Running::start(None);
+        assert!(
+            watches.watch_while_busy(0, watch_of(2)).is_err(),
+            "before the threshold"
+        );
+        watches.set_threshold_ms(0);
+        note_write();
+        let before = script_writes();
+        assert!(watches.watch_while_busy(0, watch_of(3)).is_ok());
+        assert!(
+            watches.watch_while_busy(1, watch_of(4)).is_err(),
+            "shard 1 idle"
+        );
+        note_write();
+        drop(running);
+        assert!(
+            watches.watch_while_busy(0, watch_of(5)).is_err(),
+            "the script ended: the caller sends its message"
+        );
+        let taken = watches.take_answered_watches(0);
+        assert_eq!(taken.len(), 1);
+        assert_eq!((taken[0].client_id, taken[0].writes_at), (3, before));
+        assert!(
+            script_writes() > taken[0].writes_at,
+            "a write after its +OK"
+        );
+        assert!(watches.take_answered_watches(0).is_empty());
     }
 
     #[test]

@@ -48,7 +48,9 @@ use crate::error::CmdError;
 use crate::Engine;
 
 pub use acl::{set_acl_check, AclCheck};
-pub use busy::{kill, script_writes, set_script_watches, set_serve_while_busy, ScriptWatches};
+pub use busy::{
+    kill, script_writes, set_script_watches, set_serve_while_busy, ScriptWatches, WatchWhileBusy,
+};
 pub use lua::set_local_slots;
 pub use lua::set_oom_at_start;
 pub use lua::take_start_over;

@@ -30,13 +30,15 @@ fn digest_hex(digest: u64) -> [u8; DIGEST_HEX_DIGITS] {
     out
 }
 
-/// A digest argument of IFDEQ/IFDNE: exactly 16 hex digits, either case.
-fn parse_digest(arg: &[u8]) -> Result<u64, CmdError> {
-    if arg.len() != DIGEST_HEX_DIGITS || !arg.iter().all(u8::is_ascii_hexdigit) {
+/// Whether a digest argument of IFDEQ/IFDNE names `digest`. Redis 8.4 checks
+/// only the length (`-ERR must be exactly 16 hexadecimal characters` otherwise)
+/// and compares the text with its own digest's, ignoring case: 16 characters
+/// that are not all hex digits are no error, they just never match.
+fn digest_matches(arg: &[u8], digest: u64) -> Result<bool, CmdError> {
+    if arg.len() != DIGEST_HEX_DIGITS {
         return Err(CmdError::DigestFormat);
     }
-    let text = std::str::from_utf8(arg).map_err(|_| CmdError::DigestFormat)?;
-    u64::from_str_radix(text, 16).map_err(|_| CmdError::DigestFormat)
+    Ok(digest_hex(digest).eq_ignore_ascii_case(arg))
 }
 
 /// `DIGEST key`: the XXH3 digest of the string at `key` as 16 hex digits, nil when
@@ -80,14 +82,14 @@ impl Condition<'_> {
         )
     }
 
-    /// Whether `value` meets it; a digest operand that is not 16 hex digits is an
-    /// error (read only once a value is there to compare).
+    /// Whether `value` meets it; a digest operand that is not 16 characters long
+    /// is an error (read only once a value is there to compare).
     pub(crate) fn holds_for(self, value: &[u8]) -> Result<bool, CmdError> {
         Ok(match self {
             Condition::ValueEquals(expected) => value == expected,
             Condition::ValueDiffers(expected) => value != expected,
-            Condition::DigestEquals(digest) => value_digest(value) == parse_digest(digest)?,
-            Condition::DigestDiffers(digest) => value_digest(value) != parse_digest(digest)?,
+            Condition::DigestEquals(digest) => digest_matches(digest, value_digest(value))?,
+            Condition::DigestDiffers(digest) => !digest_matches(digest, value_digest(value))?,
         })
     }
 }
@@ -113,15 +115,19 @@ pub(crate) fn parse_condition<'a>(
 /// `DELEX key [IFEQ value | IFNE value | IFDEQ digest | IFDNE digest]`: delete
 /// the key (of any type) without a condition; with one, only a string whose value
 /// or digest meets it. Replies 1 when deleted, 0 when not; logged as `DEL key`.
+///
+/// Redis 8.4's order of checks: the arity (2 or 4 arguments), then a missing key
+/// is 0 whatever follows, then a key that is not a string is refused whatever
+/// the condition says, then the condition's name, then a digest's length.
 pub(crate) fn delex(
     engine: &mut Engine,
     ctx: &mut ExecCtx,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> CmdResult {
-    let condition = match args.len() {
-        2 => None,
-        4 => Some(parse_condition(args.get(2), args.get(3))?),
+    let conditional = match args.len() {
+        2 => false,
+        4 => true,
         _ => return Err(CmdError::WrongArity("delex")),
     };
     let key = args.get(1);
@@ -129,13 +135,14 @@ pub(crate) fn delex(
         reply.int(0);
         return Ok(Done);
     };
-    if let Some(condition) = condition {
+    if conditional {
         let value = engine
             .db(ctx.db)
             .entry(id)
             .value()
             .as_str()
             .ok_or(CmdError::DelexNotString)?;
+        let condition = parse_condition(args.get(2), args.get(3))?;
         let mut buf = itoa::Buffer::new();
         if !condition.holds_for(value.bytes(&mut buf))? {
             reply.int(0);
@@ -170,17 +177,19 @@ mod tests {
     }
 
     #[test]
-    fn digest_arguments_are_sixteen_hex_digits_of_either_case() {
-        assert_eq!(parse_digest(b"B6ACB9D84A38FF74"), Ok(0xb6ac_b9d8_4a38_ff74));
-        assert_eq!(parse_digest(b"00006c38adf31777"), Ok(0x6c38_adf3_1777));
-        for bad in [
-            &b""[..],
-            b"6acb9d84a38ff74",
-            b"0b6acb9d84a38ff74",
-            b"b6acb9d84a38ff7g",
-            b"+6acb9d84a38ff74",
-        ] {
-            assert_eq!(parse_digest(bad), Err(CmdError::DigestFormat));
+    fn digest_arguments_are_sixteen_characters_compared_ignoring_case() {
+        let digest = 0xb6ac_b9d8_4a38_ff74;
+        assert_eq!(digest_matches(b"B6ACB9D84A38FF74", digest), Ok(true));
+        assert_eq!(digest_matches(b"b6acb9d84a38ff74", digest), Ok(true));
+        assert_eq!(
+            digest_matches(b"00006c38adf31777", 0x6c38_adf3_1777),
+            Ok(true)
+        );
+        // Sixteen characters that are not all hex digits: no error, no match.
+        assert_eq!(digest_matches(b"zzzzzzzzzzzzzzzz", digest), Ok(false));
+        assert_eq!(digest_matches(b"+6acb9d84a38ff74", digest), Ok(false));
+        for bad in [&b""[..], b"6acb9d84a38ff74", b"0b6acb9d84a38ff74"] {
+            assert_eq!(digest_matches(bad, digest), Err(CmdError::DigestFormat));
         }
     }
 }

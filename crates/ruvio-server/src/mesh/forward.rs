@@ -195,9 +195,24 @@ pub enum ShardMsg {
         epoch: u64,
         keys: Vec<Vec<u8>>,
     },
-    /// UNWATCH (or EXEC, DISCARD, a closed client): forget `client_id`'s watches.
+    /// WATCH from a client of shard `from` answered by its busy hook (its script
+    /// runs past the threshold, see `shard::busy`): register the keys of `db` for
+    /// `client_id`'s watch epoch `epoch`, then count this owner off `left` and
+    /// ring `from`, which answers `+OK` once every owner did.
+    WatchKeysNow {
+        from: usize,
+        client_id: u64,
+        epoch: u64,
+        db: usize,
+        keys: Vec<Vec<u8>>,
+        left: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    },
+    /// UNWATCH (or EXEC, DISCARD, a closed client): forget `client_id`'s watches
+    /// of epochs below `below_epoch` (a WATCH of a later epoch registered first
+    /// stays: see `transactions::watch::Watches::unregister`).
     UnwatchKeys {
         client_id: u64,
+        below_epoch: u64,
         keys: Vec<lending::DbKey>,
     },
     /// A key client `client_id` watches in `epoch` was written.
@@ -473,8 +488,19 @@ impl Outbox {
     }
 
     /// Tell owner `shard` to forget `client_id`'s watches of `keys`.
-    pub fn unwatch_keys(&mut self, shard: usize, client_id: u64, keys: Vec<lending::DbKey>) {
-        self.direct(shard, ShardMsg::UnwatchKeys { client_id, keys });
+    pub fn unwatch_keys(
+        &mut self,
+        shard: usize,
+        client_id: u64,
+        below_epoch: u64,
+        keys: Vec<lending::DbKey>,
+    ) {
+        let message = ShardMsg::UnwatchKeys {
+            client_id,
+            below_epoch,
+            keys,
+        };
+        self.direct(shard, message);
     }
 
     /// Tell `shard` that a key its client `client_id` watches was written.
@@ -852,6 +878,23 @@ pub fn lend_now(owner: usize, request: LendRequest) -> Lent {
         other => Err(other),
     })
     .unwrap_or_default()
+}
+
+/// True when [`send_now`] can reach the channels from here (they are not in use
+/// further up this thread's stack).
+pub fn can_send_now() -> bool {
+    MESH.with(|m| m.try_borrow_mut().is_ok_and(|mesh| mesh.is_some()))
+}
+
+/// Send `message` to shard `to` now, without waiting for anything: behind what
+/// this thread already put in the channels (a full channel keeps it in the
+/// backlog for the loop's next send). For the busy-script hook, which runs
+/// while the shard's outbox is out of reach.
+pub fn send_now(to: usize, message: ShardMsg) {
+    with_mesh(|mesh| {
+        mesh.backlog.push_back((to, message));
+        mesh.send_backlog();
+    });
 }
 
 /// Send `message` to shard `to` now and wait on this thread for the answer `take`

@@ -175,12 +175,12 @@ pub fn unsubscribe(
     if !client.subs.sets[kind as usize].remove(name) {
         return false;
     }
-    forget_one(core, who, kind, name);
+    forget_one(&core.shared, core.id, who, kind, name);
     true
 }
 
-fn forget_one(core: &ShardCore, who: Who, kind: Kind, name: &[u8]) {
-    let here = &core.shared.pubsub.shards[core.id];
+fn forget_one(shared: &crate::shard::Shared, shard: usize, who: Who, kind: Kind, name: &[u8]) {
+    let here = &shared.pubsub.shards[shard];
     let mut registry = here.registry();
     let lists = &mut registry.lists[kind as usize];
     if let Some(list) = lists.get_mut(name) {
@@ -194,9 +194,21 @@ fn forget_one(core: &ShardCore, who: Who, kind: Kind, name: &[u8]) {
 
 /// Drop every subscription of a connection that closes or RESETs, silently.
 pub fn forget_all(core: &ShardCore, subs: &mut Subscriptions, who: Who) {
+    forget_all_of(&core.shared, core.id, subs, who);
+}
+
+/// [`forget_all`] with only what it touches: the subscriber tables every shard
+/// reads, shard `shard`'s entry locked (also what a RESET answered while a
+/// script keeps the shard busy does, from `shard::busy`).
+pub fn forget_all_of(
+    shared: &crate::shard::Shared,
+    shard: usize,
+    subs: &mut Subscriptions,
+    who: Who,
+) {
     for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
         for name in std::mem::take(&mut subs.sets[kind as usize]) {
-            forget_one(core, who, kind, &name);
+            forget_one(shared, shard, who, kind, &name);
         }
     }
 }

@@ -7,9 +7,10 @@
 //! hook calls [`serve`] past the threshold, and it answers them without entering
 //! the loop and without touching the keyspace:
 //! - `-BUSY` (the EVAL or the function text) to every command Redis refuses so,
-//!   after the checks Redis makes first (unknown command, arity, NOAUTH, and in
-//!   per-shard mode `-MOVED` / `-CROSSSLOT`); inside MULTI the transaction is
-//!   flagged, and EXEC discards it as Redis' does;
+//!   after the checks Redis makes first (unknown command, arity, NOAUTH, in
+//!   per-shard mode `-MOVED` / `-CROSSSLOT`, RESP2 subscribed mode's error);
+//!   inside MULTI the transaction is flagged, and EXEC discards it as Redis'
+//!   does;
 //! - SCRIPT KILL and FUNCTION KILL act at once (the hook raises the kill right
 //!   after), SHUTDOWN NOSAVE ends the process, SHUTDOWN without it is `-BUSY`;
 //! - the connection commands Redis runs while busy: AUTH, HELLO, MULTI, DISCARD,
@@ -21,20 +22,32 @@
 //!   ([`PendingWatch`]) for the end of the script command, which registers them
 //!   and touches the watch when the script wrote one of the keys after this WATCH
 //!   (`shard::exec::adopt_pending_watches`); so a write of the script after the
-//!   `+OK` fails the client's EXEC, as in Redis;
+//!   `+OK` fails the client's EXEC, as in Redis. Keys other shards own go to
+//!   them by a message sent from here (`ShardMsg::WatchKeysNow`), and `+OK`
+//!   waits for every owner's registration ([`Awaiting`]: a write after `+OK`
+//!   must be seen), within about a millisecond when the owners are not busy
+//!   themselves; the connection is not served until then, and the loop holds
+//!   the reply in its place if the script ends first;
 //! - UNWATCH, DISCARD, EXEC (`-EXECABORT`) and RESET of a client that watches
 //!   keys, as Redis unwatches them: the client's watch epoch moves on at once (a
 //!   touch of the old watches can no longer fail its EXEC), its WATCHes answered
 //!   here are dropped, and the keys it watched are left ([`Unwatched`]) for the
 //!   shard to unregister after the script, before the WATCHes answered later
-//!   are registered.
+//!   are registered;
+//! - RESET of a subscriber, a monitor or a tracking client too: its
+//!   subscriptions are dropped at once (the subscriber tables every shard reads,
+//!   under their lock, as the loop drops them), the monitor count every shard
+//!   reads goes down at once, and this shard's monitor list and tracking table
+//!   forget it ([`Reset`]) when the script command ends, before the script's
+//!   writes owe invalidations and its MONITOR lines are handed out: nothing
+//!   reaches the client after its `+RESET`.
 //!
 //! What it may touch, and why it is safe:
 //! - The connections: while a script command runs, the shard lends its slab
 //!   (`net::lent`; the running connection is already out of it), so the hook
 //!   reaches them without a second reference to the shard. It serves only a connection
 //!   that is quiet: nothing unparsed in its input, no reply queued, held or being
-//!   sent, not blocked, paused, subscribed in RESP2 or silenced by CLIENT REPLY.
+//!   sent, not blocked, paused or silenced by CLIENT REPLY, no push waiting.
 //!   Then what it writes cannot overtake an earlier reply, and what it reads
 //!   cannot overtake earlier input.
 //! - The sockets, by plain non-blocking system calls, not the shard's ring: the
@@ -42,10 +55,9 @@
 //!   enters the ring (its task work is deferred, `DEFER_TASKRUN`), and a receive
 //!   woken for bytes taken here finds none and waits again. Commands are peeked
 //!   first and only the whole ones answered here are taken off the socket; the
-//!   first command it may not answer (WATCH of a key another shard owns, RESET
-//!   of a subscriber, a monitor or a tracking client: they change shard tables;
-//!   a partial command) stops it there for that connection: it and what follows
-//!   wait for the loop.
+//!   first command it may not answer (a partial command, an `allow_busy` one
+//!   that needs the loop) stops it there for that connection: it and what
+//!   follows wait for the loop.
 //! - New connections: accepted from the shard's listener directly (the ring's
 //!   accept is deferred the same way), each given its client state (and id) at
 //!   once ([`Fresh`]) and served as the others, so what HELLO, AUTH, MULTI or
@@ -67,6 +79,7 @@ use ruvio_engine::CmdError;
 use ruvio_resp::{Args, CommandParser, Limits, Parsed, Protocol, Reply};
 use std::cell::{Cell, RefCell};
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Bytes of one connection's input looked at per hook call: a client's commands
@@ -112,9 +125,48 @@ pub struct PendingWatch {
 #[derive(Debug)]
 pub struct Unwatched {
     pub client_id: u64,
+    /// Its watch epoch that ended (watches of later epochs stay).
+    pub epoch: u64,
     /// The keys the client watched (registered before the script, or by a
     /// [`PendingWatch`] dropped here).
     pub keys: Vec<crate::mesh::lending::DbKey>,
+}
+
+/// A RESET answered while the script ran, of a client that tracked keys or was a
+/// monitor: the shard tables the hook cannot reach (this shard's tracking table
+/// and monitor list are the loop's) forget it when the script command ends,
+/// before the script's writes owe invalidations or its lines are handed out.
+/// (Its subscriptions are gone at once: the subscriber tables every shard reads
+/// are taken under their lock, as the loop takes them.)
+#[derive(Debug)]
+pub struct Reset {
+    /// The connection (slab index and generation).
+    pub who: (u32, u32),
+    pub client_id: u64,
+    /// It was a monitor.
+    pub monitor: bool,
+    /// Its tracking before the RESET (off when it did not track).
+    pub tracking: crate::net::conn::TrackingMode,
+}
+
+/// A WATCH answered here of keys other shards own: each owner registers them by
+/// a message (`ShardMsg::WatchKeysNow`), counts itself off `left` and rings this
+/// shard; `+OK` goes once `left` is 0 (from the hook, or from the loop when the
+/// script ended first), and the connection is not served until then.
+#[derive(Debug)]
+pub struct Awaiting {
+    pub target: Target,
+    pub fd: RawFd,
+    /// Owners that have not registered the keys yet.
+    pub left: Arc<AtomicUsize>,
+}
+
+/// An [`Awaiting`] WATCH the loop took over: its held reply slot, filled with
+/// `+OK` once `left` is 0.
+struct Held {
+    who: (u32, u32),
+    seq: u64,
+    left: Arc<AtomicUsize>,
 }
 
 /// A connection accepted while the script was busy: its descriptor and its
@@ -141,6 +193,11 @@ pub struct Leftovers {
     /// Watches ended here, to forget before the WATCHes above are registered (a
     /// client may watch again after it unwatched).
     pub unwatched: Vec<Unwatched>,
+    /// RESETs of tracking clients and monitors answered here ([`take_resets`]).
+    pub resets: Vec<Reset>,
+    /// WATCHes still waiting for other shards when the script ended: the loop
+    /// holds their reply ([`hold_awaited`]).
+    pub awaiting: Vec<Awaiting>,
 }
 
 /// The shard's part: its listener, what its answers depend on, and the buffers of
@@ -154,6 +211,10 @@ struct Pump {
     /// Connections not to serve again while this script runs: their next command
     /// is for the loop, or the loop holds part of a reply for them.
     stopped: Vec<Target>,
+    /// WATCHes waiting for other shards to register their keys.
+    awaiting: Vec<Awaiting>,
+    /// Those the loop took over, by their held reply slots.
+    held: Vec<Held>,
     leftovers: Leftovers,
 }
 
@@ -186,6 +247,8 @@ pub fn install(listener: RawFd, settings: Settings) {
             peeked: Vec::new(),
             out: Vec::new(),
             stopped: Vec::new(),
+            awaiting: Vec::new(),
+            held: Vec::new(),
             leftovers: Leftovers::default(),
         })
     });
@@ -207,7 +270,46 @@ pub fn take_leftovers() -> Leftovers {
             return Leftovers::default();
         };
         pump.stopped.clear();
-        std::mem::take(&mut pump.leftovers)
+        let mut left = std::mem::take(&mut pump.leftovers);
+        left.awaiting = std::mem::take(&mut pump.awaiting);
+        if !pump.held.is_empty() {
+            HAS_LEFTOVERS.with(|h| h.set(true));
+        }
+        left
+    })
+}
+
+/// The loop took over an [`Awaiting`] WATCH of connection `who` with reply slot
+/// `seq` held: [`ready_held`] gives it back once every owner registered.
+pub fn hold_awaited(who: (u32, u32), seq: u64, left: Arc<AtomicUsize>) {
+    PUMP.with_borrow_mut(|p| {
+        if let Some(pump) = p.as_mut() {
+            pump.held.push(Held { who, seq, left });
+            HAS_LEFTOVERS.with(|h| h.set(true));
+        }
+    });
+}
+
+/// The held WATCH replies whose owners have all registered the keys now (the
+/// loop fills each with `+OK`); the loop keeps looking while any still waits
+/// (each owner rings this shard when it is done).
+pub fn ready_held() -> Vec<((u32, u32), u64)> {
+    PUMP.with_borrow_mut(|p| {
+        let Some(pump) = p.as_mut() else {
+            return Vec::new();
+        };
+        let mut ready = Vec::new();
+        pump.held.retain(|h| {
+            let done = h.left.load(Ordering::Acquire) == 0;
+            if done {
+                ready.push((h.who, h.seq));
+            }
+            !done
+        });
+        if !pump.held.is_empty() {
+            HAS_LEFTOVERS.with(|h| h.set(true));
+        }
+        ready
     })
 }
 
@@ -232,12 +334,27 @@ pub fn take_watches() -> (Vec<Unwatched>, Vec<PendingWatch>) {
     })
 }
 
+/// The RESETs of tracking clients and monitors answered while the script ran, for
+/// the shard to finish now (the end of the script command, before its writes owe
+/// invalidations); empty, and cheap, in every other case.
+pub fn take_resets() -> Vec<Reset> {
+    if !has_leftovers() {
+        return Vec::new();
+    }
+    PUMP.with_borrow_mut(|p| {
+        p.as_mut()
+            .map(|pump| std::mem::take(&mut pump.leftovers.resets))
+            .unwrap_or_default()
+    })
+}
+
 /// The engine's hook, past the threshold (`busy`: the running script's `-BUSY`):
 /// answer what the shard's other clients sent since the last call.
 fn serve(busy: &CmdError) {
     let left = PUMP.with_borrow_mut(|p| {
         let pump = p.as_mut()?;
         pump.accept_new();
+        pump.answer_awaited();
         crate::net::lent::with_lent(|conns| {
             for (index, conn) in conns.iter_mut() {
                 let target = Target::Conn(index, conn.gen);
@@ -259,7 +376,9 @@ fn serve(busy: &CmdError) {
             || !l.unsent.is_empty()
             || l.refused_busy > 0
             || !l.watches.is_empty()
-            || !l.unwatched.is_empty();
+            || !l.unwatched.is_empty()
+            || !l.resets.is_empty()
+            || !pump.awaiting.is_empty();
         // The stopped list is cleared with the leftovers, for the next script.
         Some(any || !pump.stopped.is_empty())
     });
@@ -287,7 +406,6 @@ fn is_quiet(conn: &Conn) -> bool {
         && client.borrowing_tx.is_none()
         && client.reply_mode == ReplyMode::On
         && client.pushes.is_empty()
-        && !(client.proto == Protocol::Resp2 && client.subs.active())
 }
 
 /// What became of one command read while the script is busy.
@@ -300,9 +418,29 @@ enum Answer {
     Stop,
     /// Answered, and the connection closes (QUIT): what follows is not read.
     Close,
+    /// A WATCH that other shards register first: `+OK` once `left` is 0, and
+    /// nothing more of the connection is read until then.
+    Awaiting(Arc<AtomicUsize>),
 }
 
 impl Pump {
+    /// `+OK` to the WATCHes whose keys every owner has registered now; their
+    /// connections are served again.
+    fn answer_awaited(&mut self) {
+        let mut i = 0;
+        while i < self.awaiting.len() {
+            if self.awaiting[i].left.load(Ordering::Acquire) != 0 {
+                i += 1;
+                continue;
+            }
+            let done = self.awaiting.swap_remove(i);
+            self.stopped.retain(|t| *t != done.target);
+            self.out.clear();
+            self.out.extend_from_slice(b"+OK\r\n");
+            self.send(done.fd, done.target);
+        }
+    }
+
     /// Accept the connections waiting on the shard's listener (a few per call).
     fn accept_new(&mut self) {
         for _ in 0..ACCEPTS_PER_CALL_MAX {
@@ -384,8 +522,10 @@ impl Pump {
                     args,
                     authenticated,
                     settings: &self.settings,
+                    target,
                     watches: &mut self.leftovers.watches,
                     unwatched: &mut self.leftovers.unwatched,
+                    resets: &mut self.leftovers.resets,
                 };
                 match answer(asked, client.as_deref_mut(), busy, &mut reply) {
                     Answer::Replied => {}
@@ -397,6 +537,12 @@ impl Pump {
                     Answer::Close => {
                         closing = true;
                         consumed += used;
+                        self.stopped.push(target);
+                        break;
+                    }
+                    Answer::Awaiting(left) => {
+                        consumed += used;
+                        self.awaiting.push(Awaiting { target, fd, left });
                         self.stopped.push(target);
                         break;
                     }
@@ -463,10 +609,14 @@ struct Asked<'a> {
     args: Args<'a>,
     authenticated: bool,
     settings: &'a Settings,
+    /// The connection it came on.
+    target: Target,
     /// Where a WATCH answered here leaves its registration.
     watches: &'a mut Vec<PendingWatch>,
     /// Where UNWATCH, DISCARD, EXEC or RESET answered here leave the keys to forget.
     unwatched: &'a mut Vec<Unwatched>,
+    /// Where a RESET answered here leaves what the shard's tables must forget.
+    resets: &'a mut Vec<Reset>,
 }
 
 /// Redis's unwatchAllKeys for a client served here: a new watch epoch now, its
@@ -483,6 +633,7 @@ fn unwatch_now(
     watches.retain(|w| w.client_id != client.id);
     unwatched.push(Unwatched {
         client_id: client.id,
+        epoch: client.watch_epoch,
         keys: std::mem::take(&mut client.watching),
     });
     client.watch_epoch += 1;
@@ -501,8 +652,10 @@ fn answer(
         args,
         authenticated,
         settings,
+        target,
         watches,
         unwatched,
+        resets,
     } = asked;
     let refuse = |client: Option<&mut ClientState>, e: &CmdError, reply: &mut Reply<'_>| {
         if let Some(client) = client {
@@ -526,6 +679,14 @@ fn answer(
     };
     let local = client.as_ref().map_or("", |c| c.local.as_str());
     if let Some(e) = redirection(settings, row, args, local) {
+        return refuse(client, &e, reply);
+    }
+    // RESP2 subscribed mode, checked before -BUSY as Redis' processCommand does.
+    let subscribed = client
+        .as_ref()
+        .is_some_and(|c| c.proto == Protocol::Resp2 && c.subs.active());
+    if subscribed && !crate::cmd::pubsub::allowed_while_subscribed(row.meta.name) {
+        let e = crate::cmd::pubsub::not_allowed_while_subscribed(row.meta.name);
         return refuse(client, &e, reply);
     }
     let in_multi = client.as_ref().is_some_and(|c| c.multi.is_some());
@@ -646,20 +807,11 @@ fn answer(
             CmdError::WatchInMulti.write(reply);
             Answer::Replied
         }
-        // Keys of this shard only: another owner registers them by a message,
-        // and only then may the client be told `+OK` (see `transactions::watch`).
-        "watch"
-            if client.is_some()
-                && args
-                    .iter()
-                    .skip(1)
-                    .all(|k| settings.topo.key_owner(k) == settings.shard)
-                && (settings.topo.mode != PortMode::PerShard
-                    || args
-                        .iter()
-                        .skip(1)
-                        .all(|k| key_slot(k) == key_slot(args.get(1)))) =>
-        {
+        // WATCH outside MULTI: the keys join the client's list now; this shard's
+        // are registered after the script ([`PendingWatch`]), another owner's by
+        // a message, and `+OK` goes once every owner has them (see
+        // `transactions::watch`: a write after `+OK` must be seen).
+        "watch" if client.is_some() => {
             let client = client.expect("checked");
             let db = client.db;
             let mut keys: Vec<Vec<u8>> = Vec::new();
@@ -670,18 +822,58 @@ fn answer(
                     keys.push(key.to_vec());
                 }
             }
-            client.watching.extend(keys.iter().map(|k| (db, k.clone())));
-            if !keys.is_empty() {
+            let topo = &settings.topo;
+            let mut elsewhere: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
+            let mut here = Vec::new();
+            for key in keys {
+                // Per-shard mode: another slot's key was refused above (MOVED).
+                let owner = match topo.mode {
+                    PortMode::Forward => topo.key_owner(&key),
+                    _ => settings.shard,
+                };
+                if owner == settings.shard {
+                    here.push(key);
+                } else if let Some((_, ks)) = elsewhere.iter_mut().find(|(o, _)| *o == owner) {
+                    ks.push(key);
+                } else {
+                    elsewhere.push((owner, vec![key]));
+                }
+            }
+            if !elsewhere.is_empty() && !crate::mesh::forward::can_send_now() {
+                // Left for the loop, which registers them by its outbox.
+                return Answer::Stop;
+            }
+            client.watching.extend(
+                here.iter()
+                    .chain(elsewhere.iter().flat_map(|(_, ks)| ks))
+                    .map(|k| (db, k.clone())),
+            );
+            if !here.is_empty() {
                 watches.push(PendingWatch {
                     client_id: client.id,
                     epoch: client.watch_epoch,
                     db,
-                    keys,
+                    keys: here,
                     writes_at: ruvio_engine::scripting::script_writes(),
                 });
             }
-            reply.ok();
-            Answer::Replied
+            if elsewhere.is_empty() {
+                reply.ok();
+                return Answer::Replied;
+            }
+            let left = Arc::new(AtomicUsize::new(elsewhere.len()));
+            for (owner, keys) in elsewhere {
+                let message = crate::mesh::forward::ShardMsg::WatchKeysNow {
+                    from: settings.shard,
+                    client_id: client.id,
+                    epoch: client.watch_epoch,
+                    db,
+                    keys,
+                    left: left.clone(),
+                };
+                crate::mesh::forward::send_now(owner, message);
+            }
+            Answer::Awaiting(left)
         }
         "unwatch" if client.is_some() => {
             unwatch_now(client.expect("checked"), watches, unwatched);
@@ -697,16 +889,42 @@ fn answer(
             }
             Answer::Replied
         }
-        // RESET of a connection with no subscription, monitor or tracking to undo
-        // (those live in shard tables the script's shard cannot touch now; its
-        // watches are forgotten after the script).
-        "reset"
-            if client
-                .as_ref()
-                .is_some_and(|c| !c.subs.active() && !c.monitor && !c.tracking.on()) =>
-        {
+        // RESET, as Redis runs it while busy: the connection's state now, its
+        // subscriptions dropped now (the subscriber tables every shard reads), and
+        // what this shard's own tables hold of it (watches, tracking, the monitor
+        // list) forgotten after the script (`Unwatched`, `Reset`).
+        "reset" if client.is_some() => {
             let client = client.expect("checked");
             unwatch_now(client, watches, unwatched);
+            let who = match target {
+                Target::Conn(index, gen) => Some((index, gen)),
+                // Accepted during the script: it could not subscribe, track or
+                // monitor (all refused with -BUSY).
+                Target::Fresh(_) => None,
+            };
+            if let Some(who) = who {
+                if client.subs.active() {
+                    crate::messaging::pubsub::forget_all_of(
+                        &settings.shared,
+                        settings.shard,
+                        &mut client.subs,
+                        who,
+                    );
+                }
+                let monitor = std::mem::take(&mut client.monitor);
+                if monitor {
+                    settings.shared.monitors.detach(settings.shard);
+                }
+                let tracking = std::mem::take(&mut client.tracking);
+                if monitor || tracking.on() {
+                    resets.push(Reset {
+                        who,
+                        client_id: client.id,
+                        monitor,
+                        tracking,
+                    });
+                }
+            }
             crate::cmd::connection::reset_connection(client, &settings.acl);
             reply.proto = Protocol::Resp2;
             reply.simple("RESET");
@@ -743,7 +961,10 @@ fn redirection(
     local: &str,
 ) -> Option<CmdError> {
     let topo = &settings.topo;
-    if topo.mode != PortMode::PerShard || !matches!(row.handler, Some(Handler::Engine(_))) {
+    // WATCH is a server command with keys: redirected as the loop's
+    // `transactions::multi` redirects it.
+    let keyed = matches!(row.handler, Some(Handler::Engine(_))) || row.meta.name == "watch";
+    if topo.mode != PortMode::PerShard || !keyed {
         return None;
     }
     let mut positions = row.meta.keys.positions(args).into_iter();

@@ -186,6 +186,9 @@ pub fn run_engine(
         reply.out.truncate(reply_start);
         return ended;
     }
+    if script {
+        adopt_resets(core);
+    }
     core.stats.dirty += ctx.effects.dirty;
     if !ctx.effects.published.is_empty() {
         crate::scripting::host::queue(core, std::mem::take(&mut ctx.effects.published));
@@ -277,26 +280,61 @@ pub fn run_engine(
     finish_ran(core, &mut ctx, block, modified, ended)
 }
 
-/// Register the WATCHes the busy hook answered while the script command that
-/// just ended ran ([`crate::shard::busy::PendingWatch`]), after its own writes
-/// touched the watchers there were: a watch whose key the script wrote after
-/// its `+OK` (a write counted since, and that key among the script's written
-/// ones) is touched, so the client's EXEC fails as in Redis. A write of that
-/// key before the WATCH and of another after it also touches it (one key's
-/// write order within a script is not recorded): an EXEC that fails where
-/// Redis's would not, never one that runs over a change.
+/// Finish the RESETs the busy hook answered while the script command that just
+/// ended ran ([`crate::shard::busy::Reset`]): this shard's tracking table and
+/// monitor list forget those clients before the script's writes owe
+/// invalidations or its MONITOR lines are handed out, so a client that was told
+/// `+RESET` gets neither.
+fn adopt_resets(core: &mut ShardCore) {
+    let resets = crate::shard::busy::take_resets();
+    if resets.is_empty() {
+        return;
+    }
+    let broadcast = crate::tracking::broadcasts(&core.topo);
+    for mut reset in resets {
+        if reset.monitor {
+            core.monitors.local.retain(|&w| w != reset.who);
+        }
+        let (tracking, mut to) = core.tracking_parts();
+        tracking.disable_mode(&mut to, broadcast, reset.client_id, &mut reset.tracking);
+    }
+}
+
+/// Register the WATCHes answered while the script command that just ended ran:
+/// by the busy hook for this shard's clients
+/// ([`crate::shard::busy::PendingWatch`]) and by the other shards for theirs
+/// (`ScriptWatches::watch_while_busy`), after the script's own writes touched
+/// the watchers there were: a watch whose key the script wrote after its `+OK`
+/// (a write counted since, and that key among the script's written ones) is
+/// touched, so the client's EXEC fails as in Redis (another shard's client by a
+/// `Touched` message, which reaches its shard before any key this shard lends
+/// it). A write of that key before the WATCH and of another after it also
+/// touches it (one key's write order within a script is not recorded): an EXEC
+/// that fails where Redis's would not, never one that runs over a change.
 pub fn adopt_pending_watches(core: &mut ShardCore, written: &Effects) {
     let (unwatched, pending) = crate::shard::busy::take_watches();
     for ended in unwatched {
-        crate::transactions::multi::forget_unwatched(core, ended.client_id, ended.keys);
+        let below = ended.epoch + 1;
+        crate::transactions::multi::forget_unwatched(core, ended.client_id, below, ended.keys);
     }
-    if pending.is_empty() {
+    let elsewhere = core.shared.scripts.take_answered_watches(core.id);
+    if pending.is_empty() && elsewhere.is_empty() {
         return;
     }
     let writes_now = ruvio_engine::scripting::script_writes();
-    for watch in pending {
-        let who = crate::transactions::watch::WatchingClient {
+    let here = pending
+        .into_iter()
+        .map(|w| ruvio_engine::scripting::WatchWhileBusy {
             shard: core.id,
+            client_id: w.client_id,
+            epoch: w.epoch,
+            db: w.db,
+            keys: w.keys,
+            writes_at: w.writes_at,
+        });
+    for watch in here.chain(elsewhere) {
+        let who = crate::transactions::watch::WatchingClient {
+            shard: watch.shard,
             client_id: watch.client_id,
             epoch: watch.epoch,
         };
@@ -306,8 +344,14 @@ pub fn adopt_pending_watches(core: &mut ShardCore, written: &Effects) {
             && written
                 .modified_keys()
                 .any(|(db, k)| db == watch.db && watch.keys.iter().any(|w| w == k));
-        if changed {
+        if !changed {
+            continue;
+        }
+        if watch.shard == core.id {
             core.watches.mark_touched(watch.client_id, watch.epoch);
+        } else {
+            core.outbox
+                .touched(watch.shard, watch.client_id, watch.epoch);
         }
     }
 }

@@ -86,7 +86,29 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             epoch,
             keys,
         } => crate::transactions::multi::watched_by(core, from, tag, epoch, keys),
-        ShardMsg::UnwatchKeys { client_id, keys } => core.watches.unregister(client_id, &keys),
+        ShardMsg::WatchKeysNow {
+            from,
+            client_id,
+            epoch,
+            db,
+            keys,
+            left,
+        } => {
+            let who = crate::transactions::watch::WatchingClient {
+                shard: from,
+                client_id,
+                epoch,
+            };
+            core.watches
+                .register(&core.engine, core.now_ms, who, db, &keys);
+            left.fetch_sub(1, std::sync::atomic::Ordering::Release);
+            crate::mesh::forward::ring(from);
+        }
+        ShardMsg::UnwatchKeys {
+            client_id,
+            below_epoch,
+            keys,
+        } => core.watches.unregister(client_id, below_epoch, &keys),
         ShardMsg::Touched { client_id, epoch } => core.watches.mark_touched(client_id, epoch),
         ShardMsg::Written {
             keys,

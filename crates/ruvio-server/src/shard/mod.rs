@@ -514,6 +514,7 @@ impl Shard {
             crate::transactions::multi::forget_unwatched(
                 &mut self.core,
                 ended.client_id,
+                ended.epoch + 1,
                 ended.keys,
             );
         }
@@ -554,6 +555,28 @@ impl Shard {
             };
             if let Some(conn) = self.conns.get_mut(index, gen) {
                 conn.replies.sink().extend_from_slice(&bytes);
+                self.core.dirty.push((index, gen));
+            }
+        }
+        // WATCHes of other shards' keys the hook answered: `+OK` once every owner
+        // registered them, in a held slot until then (after what was unsent).
+        for awaiting in left.awaiting {
+            let who = match awaiting.target {
+                busy::Target::Conn(index, gen) => Some((index, gen)),
+                busy::Target::Fresh(fd) => adopted.iter().find(|a| a.0 == fd).and_then(|a| a.1),
+            };
+            let Some((index, gen)) = who else {
+                continue;
+            };
+            let Some(conn) = self.conns.get_mut(index, gen) else {
+                continue;
+            };
+            let seq = conn.replies.hold(crate::net::conn::Merge::AllOk, 1);
+            busy::hold_awaited((index, gen), seq, awaiting.left);
+        }
+        for ((index, gen), seq) in busy::ready_held() {
+            if let Some(conn) = self.conns.get_mut(index, gen) {
+                conn.replies.fill(seq, 0, b"+OK\r\n".to_vec());
                 self.core.dirty.push((index, gen));
             }
         }

@@ -803,19 +803,33 @@ impl Tracking {
 
     /// CLIENT TRACKING OFF (or RESET, or a closed connection).
     pub fn disable(&mut self, to: &mut Deliver<'_>, broadcast: bool, client: &mut ClientState) {
-        if !client.tracking.on() {
+        self.disable_mode(to, broadcast, client.id, &mut client.tracking);
+    }
+
+    /// [`Tracking::disable`] of client `client_id` by its tracking `mode` alone:
+    /// also what a RESET answered while a script kept this shard busy leaves for
+    /// after the script (`shard::busy::Reset`; the client's own mode was reset
+    /// then).
+    pub fn disable_mode(
+        &mut self,
+        to: &mut Deliver<'_>,
+        broadcast: bool,
+        client_id: u64,
+        mode: &mut TrackingMode,
+    ) {
+        if !mode.on() {
             return;
         }
-        if client.tracking.flags & tracking_flags::BCAST != 0 {
-            self.subscribe(self.me, client.id, false, None);
+        if mode.flags & tracking_flags::BCAST != 0 {
+            self.subscribe(self.me, client_id, false, None);
             if broadcast {
-                to.outbox.bcast_prefixes(client.id, false, None);
+                to.outbox.bcast_prefixes(client_id, false, None);
             }
         }
-        if self.clients.remove(&client.id) {
+        if self.clients.remove(&client_id) {
             to.directory.tracking_clients.fetch_sub(1, Relaxed);
         }
-        client.tracking = TrackingMode::default();
+        *mode = TrackingMode::default();
     }
 
     /// The BCAST prefixes of client `client_id` of this shard, in order.

@@ -301,26 +301,33 @@ pub fn discard(core: &mut ShardCore, client: &mut ClientState) -> Result<(), Cmd
 /// DISCARD, EXEC, RESET, a closed connection).
 pub fn unwatch(core: &mut ShardCore, client: &mut ClientState) {
     let watched = std::mem::take(&mut client.watching);
-    forget_watches(core, client.id, watched);
     client.watch_epoch += 1;
+    forget_watches(core, client.id, client.watch_epoch, watched);
     core.watches.clear_touched(client.id);
 }
 
 /// The watches client `client_id` ended while a script kept this shard busy
 /// (its epoch moved on then, `shard::busy`): the owners forget `watched`, and
 /// the touch of its old epoch goes.
-pub fn forget_unwatched(core: &mut ShardCore, client_id: u64, watched: Vec<DbKey>) {
-    forget_watches(core, client_id, watched);
+pub fn forget_unwatched(
+    core: &mut ShardCore,
+    client_id: u64,
+    below_epoch: u64,
+    watched: Vec<DbKey>,
+) {
+    forget_watches(core, client_id, below_epoch, watched);
     core.watches.clear_touched(client_id);
 }
 
-/// Tell the owners of `watched` to forget `client_id`'s watches.
-fn forget_watches(core: &mut ShardCore, client_id: u64, watched: Vec<DbKey>) {
+/// Tell the owners of `watched` to forget `client_id`'s watches of epochs below
+/// `below_epoch`.
+fn forget_watches(core: &mut ShardCore, client_id: u64, below_epoch: u64, watched: Vec<DbKey>) {
     for (owner, keys) in by_owner(core, watched) {
         if owner == core.id {
-            core.watches.unregister(client_id, &keys);
+            core.watches.unregister(client_id, below_epoch, &keys);
         } else {
-            core.outbox.unwatch_keys(owner, client_id, keys);
+            core.outbox
+                .unwatch_keys(owner, client_id, below_epoch, keys);
         }
     }
 }
@@ -375,32 +382,43 @@ pub fn watch_keys(
     }
     let groups = by_owner(core, fresh.clone());
     client.watching.extend(fresh);
-    let remote = groups.iter().filter(|(o, _)| *o != core.id).count();
-    let seq = (remote > 0).then(|| replies.hold(Merge::AllOk, remote));
-    let mut part = 0;
+    let mut remote: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
     for (owner, keys) in groups {
         let keys: Vec<Vec<u8>> = keys.into_iter().map(|(_, k)| k).collect();
         if owner == core.id {
-            core.watches.register(
-                &core.engine,
-                core.now_ms,
-                WatchingClient {
-                    shard: core.id,
-                    client_id: client.id,
-                    epoch: client.watch_epoch,
-                },
-                db,
-                &keys,
-            );
-        } else if let Some(seq) = seq {
-            let tag = crate::shard::dispatch::tag(client, who, seq, part);
-            core.outbox
-                .watch_keys(owner, core.id, tag, client.watch_epoch, keys);
-            part += 1;
+            let watcher = WatchingClient {
+                shard: core.id,
+                client_id: client.id,
+                epoch: client.watch_epoch,
+            };
+            core.watches
+                .register(&core.engine, core.now_ms, watcher, db, &keys);
+            continue;
+        }
+        // An owner busy with a script past the threshold registers the keys when
+        // its script command ends, and `+OK` goes now, as Redis answers WATCH
+        // while a script is busy (see `ScriptWatches::watch_while_busy`).
+        let busy = ruvio_engine::scripting::WatchWhileBusy {
+            shard: core.id,
+            client_id: client.id,
+            epoch: client.watch_epoch,
+            db,
+            keys,
+            writes_at: 0,
+        };
+        if let Err(back) = core.shared.scripts.watch_while_busy(owner, busy) {
+            remote.push((owner, back.keys));
         }
     }
-    if seq.is_none() {
+    if remote.is_empty() {
         Reply::new(replies.sink(), client.proto).ok();
+        return Ok(());
+    }
+    let seq = replies.hold(Merge::AllOk, remote.len());
+    for (part, (owner, keys)) in remote.into_iter().enumerate() {
+        let tag = crate::shard::dispatch::tag(client, who, seq, part as u16);
+        core.outbox
+            .watch_keys(owner, core.id, tag, client.watch_epoch, keys);
     }
     Ok(())
 }
@@ -825,7 +843,7 @@ fn run_in_turn(
         next: 0,
         check_epoch: Some(client.watch_epoch),
     });
-    forget_watches(core, client.id, watched);
+    forget_watches(core, client.id, client.watch_epoch + 1, watched);
     continue_exec(core, conns, client, replies, who);
 }
 
@@ -955,7 +973,8 @@ pub fn run_borrowed(
 ) -> RanBorrowed {
     let mut ran = RanBorrowed::default();
     let touched = core.watches.is_touched(caller.client_id, transaction.epoch);
-    forget_watches(core, caller.client_id, transaction.watched.clone());
+    let below = transaction.epoch + 1;
+    forget_watches(core, caller.client_id, below, transaction.watched.clone());
     core.watches.clear_touched(caller.client_id);
     if touched {
         Reply::new(out, caller.proto).null_array();

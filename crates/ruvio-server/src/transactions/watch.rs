@@ -9,7 +9,9 @@
 //!
 //! Why epochs: UNWATCH (and EXEC, DISCARD, RESET) start a new epoch instead of
 //! waiting for every owner to confirm, so a touch still in flight for the old
-//! watches cannot abort a later transaction.
+//! watches cannot abort a later transaction; and an owner told to forget drops
+//! only the watches of the epochs that ended, so a WATCH of the next epoch that
+//! reached it first is kept.
 //!
 //! Why this is exact across shards: a WATCH answers only once every owner has
 //! registered the keys, and EXEC borrows the watched keys with the others (see
@@ -121,11 +123,15 @@ impl Watches {
         }
     }
 
-    /// The owner's side of UNWATCH: forget `client_id`'s watches of `keys`.
-    pub fn unregister(&mut self, client_id: u64, keys: &[DbKey]) {
+    /// The owner's side of UNWATCH: forget `client_id`'s watches of `keys` in
+    /// epochs below `below_epoch`. A watch of a later epoch stays: while a script
+    /// keeps a shard busy, a client's UNWATCH and its next WATCH may reach an
+    /// owner in the other order (the WATCH registered as the script ends, the
+    /// UNWATCH's message handled after: `shard::busy`).
+    pub fn unregister(&mut self, client_id: u64, below_epoch: u64, keys: &[DbKey]) {
         for key in keys {
             if let Some(watchers) = self.keys.get_mut(key) {
-                watchers.retain(|w| w.client_id != client_id);
+                watchers.retain(|w| w.client_id != client_id || w.epoch >= below_epoch);
                 if watchers.is_empty() {
                     self.keys.remove(key);
                 }

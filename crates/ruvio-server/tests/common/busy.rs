@@ -29,3 +29,16 @@ pub fn until_not_busy(conn: &mut RawConn, args: &[&str], busy: &[u8]) -> Vec<u8>
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A script that spins for `ms`, then writes KEYS[1]. It reads TIME only
+/// between runs of plain Lua, so the busy hook (every 100,000 Lua instructions)
+/// comes round often even in a debug build on a loaded machine.
+pub fn spin_then_write(ms: u64) -> String {
+    format!(
+        "local t = redis.call('time') local start = t[1] * 1000000 + t[2] \
+         while true do for i = 1, 20000 do end local n = redis.call('time') \
+         if n[1] * 1000000 + n[2] - start > {} then break end end \
+         redis.call('set', KEYS[1], 'script') return 1",
+        ms * 1000
+    )
+}
