@@ -216,11 +216,13 @@ impl KeySpec {
         }
     }
 
-    /// The key positions of a spec that is one range of step 1 (GET, MGET, DEL:
-    /// most commands), without building [`positions`](Self::positions)' list:
-    /// for callers on the request path. `None` for any other spec.
+    /// The key positions of a spec that is one run of consecutive keys: a range
+    /// of step 1 (GET, MGET, DEL: most commands) or a key count then its keys
+    /// (EVAL, EVALSHA, FCALL, LMPOP), without building
+    /// [`positions`](Self::positions)' list: for callers on the request path.
+    /// `None` for any other spec.
     #[inline]
-    pub fn single_range(&self, argc: usize) -> Option<std::ops::Range<usize>> {
+    pub fn single_range(&self, args: ruvio_resp::Args<'_>) -> Option<std::ops::Range<usize>> {
         match self.0 {
             [KeyShape::Range {
                 first,
@@ -228,7 +230,7 @@ impl KeySpec {
                 step: 1,
             }] => {
                 // `range_positions` with step 1, as a plain range.
-                let argc = argc.min(i32::MAX as usize) as i32;
+                let argc = args.len().min(i32::MAX as usize) as i32;
                 let last = if *last < 0 {
                     argc + last
                 } else {
@@ -237,6 +239,18 @@ impl KeySpec {
                 let begin = (*first).max(1);
                 let end = if *first == 0 { 0 } else { last + 1 };
                 Some(begin as usize..end.max(begin) as usize)
+            }
+            // As `positions` counts them: a count that is not a whole number
+            // in 1..argc - at names no key.
+            [KeyShape::NumKeys { at }] => {
+                let (at, argc) = (*at, args.len());
+                let count = (at < argc)
+                    .then(|| crate::args::parse_i64(args.get(at)))
+                    .flatten()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .filter(|&n| n > 0 && n < argc - at)
+                    .unwrap_or(0);
+                Some(at + 1..at + 1 + count)
             }
             _ => None,
         }

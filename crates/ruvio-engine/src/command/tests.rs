@@ -90,8 +90,9 @@ fn every_key_shape_finds_its_keys() {
     assert_eq!(sort.legacy_range(), (1, 1, 1));
 }
 
-/// A spec of one range answers `single_range` exactly as `positions` does, for
-/// every argument count; others answer `None`.
+/// A spec of one run of keys (a range of step 1, a key count) answers
+/// `single_range` exactly as `positions` does, for every argument count and
+/// count argument; others answer `None`.
 #[test]
 fn single_range_is_positions_without_the_list() {
     const TWO_TO_THREE: &[KeyShape] = &[KeySpec::range(2, 3, 1)];
@@ -103,17 +104,28 @@ fn single_range_is_positions_without_the_list() {
         KeySpec::ALL_BUT_LAST,
         KeySpec(TWO_TO_THREE),
         KeySpec(ALL_BUT_TWO),
+        KeySpec::NUMKEYS_AT_1,
+        KeySpec::NUMKEYS_AT_2,
     ];
     for spec in specs {
         for argc in 1..8 {
-            let line = (0..argc)
-                .map(|i| format!("a{i}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let range: Vec<usize> = spec.single_range(argc).unwrap().collect();
-            assert_eq!(range, positions(spec, &line), "{spec:?} argc {argc}");
+            for count in ["0", "1", "2", "5", "-1", "x", "99"] {
+                let line = (0..argc)
+                    .map(|i| {
+                        if i == 1 || i == 2 {
+                            count.to_string()
+                        } else {
+                            format!("a{i}")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let args = ruvio_resp::OwnedArgs::from_iter(line.split(' ').map(str::as_bytes));
+                let range: Vec<usize> = spec.single_range(args.args()).unwrap().collect();
+                assert_eq!(range, positions(spec, &line), "{spec:?} {line}");
+            }
         }
     }
-    assert!(KeySpec::NUMKEYS_AT_1.single_range(4).is_none());
-    assert!(KeySpec(STEP_TWO).single_range(4).is_none());
+    let args = ruvio_resp::OwnedArgs::from_iter([b"a".as_slice(), b"1", b"2", b"3"]);
+    assert!(KeySpec(STEP_TWO).single_range(args.args()).is_none());
 }

@@ -131,7 +131,7 @@ fn check_selector(
     // by slot, but Redis's key specs mark them `not_key`): checked as channels.
     if !s.all_keys && !meta.keys.is_none() && !meta.has(PUBSUB) {
         // Keys in one range (most commands): no positions list to build.
-        let refused = match meta.keys.single_range(args.len()) {
+        let refused = match meta.keys.single_range(args) {
             Some(mut range) => range.find(|&p| !key_ok(s, meta, args, p)),
             None => {
                 let positions = meta.keys.positions(args);

@@ -20,7 +20,7 @@ use super::{Acl, Session};
 use ahash::AHashMap;
 use ruvio_engine::CommandMeta;
 use ruvio_resp::Args;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -30,6 +30,26 @@ struct Caller {
     acl: Arc<Acl>,
     /// The caller's CLIENT LIST line (ACL LOG's `client-info`).
     client_info: String,
+    /// The catalog bit of the row called last, by the address of its static
+    /// name: a script calls the same few commands over and over, and the
+    /// catalog's lookup by name hashes and compares the name on every call.
+    /// A `&'static str` is never freed, so an equal address is an equal name.
+    last_row: Cell<Option<(*const u8, usize, usize)>>,
+}
+
+impl Caller {
+    /// The catalog bit of the row named `name` (`None`: not in the catalog).
+    #[inline]
+    fn bit_of(&self, name: &'static str) -> Option<usize> {
+        match self.last_row.get() {
+            Some((at, len, bit)) if at == name.as_ptr() && len == name.len() => Some(bit),
+            _ => {
+                let bit = self.acl.catalog().bit_of(name)?;
+                self.last_row.set(Some((name.as_ptr(), name.len(), bit)));
+                Some(bit)
+            }
+        }
+    }
 }
 
 /// This shard's copy of the callers it looked up (`None`: not restricted).
@@ -77,6 +97,7 @@ pub fn enter(client_id: u64, acl: &Arc<Acl>) -> Option<Entered> {
                         session,
                         acl: acl.clone(),
                         client_info,
+                        last_row: Cell::new(None),
                     })
                 })
             })
@@ -94,7 +115,7 @@ fn check_call(meta: &CommandMeta, args: Args<'_>, log: bool) -> Result<(), &'sta
         let Some(caller) = caller else {
             return Ok(());
         };
-        let Some(bit) = caller.acl.catalog().bit_of(meta.name) else {
+        let Some(bit) = caller.bit_of(meta.name) else {
             return Ok(());
         };
         let denied = match check(&caller.session.user, bit, meta, args) {

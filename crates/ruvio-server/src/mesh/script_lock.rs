@@ -254,10 +254,12 @@ impl ThisShard {
 /// own.
 const LEND_NOW_TICKETS: u64 = 1 << 63;
 
-/// The commands that run a script (the group first: on the request path most
-/// commands stop at its length).
+/// The commands that run a script. SKIP_MONITOR marks only these rows (Redis
+/// feeds MONITOR a script before it runs), so on the request path every other
+/// command stops at one flag test.
 pub fn is_script(meta: &ruvio_engine::CommandMeta) -> bool {
-    meta.group == "scripting"
+    meta.has(ruvio_engine::command::flags::SKIP_MONITOR)
+        && meta.group == "scripting"
         && matches!(
             meta.name,
             "eval" | "eval_ro" | "evalsha" | "evalsha_ro" | "fcall" | "fcall_ro"

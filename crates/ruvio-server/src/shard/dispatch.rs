@@ -210,9 +210,7 @@ fn acl_refusal(
     args: Args<'_>,
 ) -> Option<CmdError> {
     let Err(denied) = crate::acl::check::check(&client.acl.user, row.stat, row.meta, args) else {
-        // SKIP_MONITOR marks the script rows: one flag test for the rest.
-        let script = (row.meta.has(SKIP_MONITOR) && crate::mesh::script_lock::is_script(row.meta))
-            || row.meta.name == "exec";
+        let script = crate::mesh::script_lock::is_script(row.meta) || row.meta.name == "exec";
         if script && !client.acl.script_caller_noted.get() {
             // It may run on another shard: the user goes with the client's id.
             let info = || crate::cmd::client::info_line(core, client);

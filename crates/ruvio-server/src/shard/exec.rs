@@ -398,7 +398,7 @@ fn track(
     // The common read (GET, MGET ... run here, its keys in one range, nothing
     // read besides them): its keys go to the table straight from the arguments.
     if named_read && !elsewhere && effects.read_keys().next().is_none() {
-        if let Some(range) = cmd.meta.keys.single_range(args.len()) {
+        if let Some(range) = cmd.meta.keys.single_range(args) {
             if !range.is_empty() {
                 core.engine.record_expired(true);
                 let (shard, client_id) = (caller.tracking.shard, caller.client_id);
@@ -412,7 +412,7 @@ fn track(
     let mut keys: smallvec::SmallVec<[&[u8]; 4]> =
         effects.read_keys().map(|(_, key)| key).collect();
     if named_read {
-        match cmd.meta.keys.single_range(args.len()) {
+        match cmd.meta.keys.single_range(args) {
             Some(range) => keys.extend(range.map(|p| args.get(p))),
             None => keys.extend(
                 cmd.meta
