@@ -122,11 +122,19 @@ def features_variants(rec: dict) -> list[str]:
 
 def memory_variants(rec: dict) -> list[str]:
     """Every shape at full scale against Redis; one chart per value mode (`--values`,
-    tiny when the record predates the flag)."""
+    tiny when the record predates the flag; a run of several modes, `tiny,unique16`,
+    is complete for each of them)."""
     st = rec.get("settings", {})
     whole = (not st.get("shapes") and st.get("scale", 1.0) == 1.0 and rec.get("result", {}).get("baseline") == "redis"
              and SUBJECT in names(rec))
-    return [str(st.get("values") or "tiny")] if whole else []
+    modes = [m.strip() for m in str(st.get("values") or "tiny").split(",") if m.strip()]
+    return modes if whole else []
+
+
+def memory_row_mode(label: str, modes: list[str]) -> str:
+    """The value mode of a memory row among the record's `modes`: memory_shapes.py
+    ends the labels of every mode but tiny with `, <mode>`."""
+    return next((m for m in modes if m != "tiny" and label.endswith(f", {m}")), "tiny")
 
 
 def under_load_variants(rec: dict) -> list[str]:
@@ -237,6 +245,8 @@ def memory_data(rec: dict, values: str = "tiny") -> dict:
     servers = [SUBJECT, base] + references(rec, SUBJECT, base)
     rows = []
     for r in result["rows"]:
+        if memory_row_mode(r["label"], rec.get("value_modes", ["tiny"])) != values:
+            continue
         kib = {n: r["servers"].get(n, {}).get("added_kib") for n in servers}
         rows.append({"label": r["label"], "kib": kib, "ours_kib": kib[SUBJECT], "base_kib": kib[base],
                      "ratio": r["servers"].get(SUBJECT, {}).get("ratio"),

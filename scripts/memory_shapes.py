@@ -10,6 +10,7 @@ says. Keys look like `key:000000012345`.
 Examples:
   scripts/memory_shapes.py                      # Ruvio vs Redis 7 vs Valkey
   scripts/memory_shapes.py --no-ruvio --scale 0.05 --no-record   # quick functional check
+  scripts/memory_shapes.py --values tiny,unique16   # both value modes in one run
 """
 
 from __future__ import annotations
@@ -106,27 +107,69 @@ def stream_entries(n: int, tag: str) -> Iterator[list]:
 VALUE_16 = "v" * 16
 VALUE_128 = "v" * 128
 
-SHAPES: list[Shape] = [
-    Shape("20,000 lists of 20 elements", 20_000,
-          per_key(lambda k, i: ["RPUSH", k] + [f"element-{j:02d}" for j in range(20)], "list")),
-    Shape("5,000 HyperLogLogs of 100 elements", 5_000,
-          per_key(lambda k, i: ["PFADD", k] + [f"{i}-{j}" for j in range(100)], "hll")),
-    Shape("20,000 bitmaps of 128 B (SETBIT)", 20_000, per_key(lambda k, i: ["SETBIT", k, "1023", "1"], "bitmap")),
-    Shape("100,000 BITFIELD counters (u16)", 100_000,
-          per_key(lambda k, i: ["BITFIELD", k, "INCRBY", "u16", "0", "1"], "counter")),
-    Shape("100,000 geo points in one key", 100_000, geo_points, keys=lambda n: 1),
-    Shape("100,000 strings of 16 B", 100_000, per_key(lambda k, i: ["SET", k, VALUE_16], "key")),
-    Shape("100,000 strings of 128 B", 100_000, per_key(lambda k, i: ["SET", k, VALUE_128], "key")),
-    Shape("100,000 strings of 16 B with TTL", 100_000,
-          per_key(lambda k, i: ["SET", k, VALUE_16, "EX", "1000000"], "key")),
-    Shape("100,000 one-element lists", 100_000, per_key(lambda k, i: ["RPUSH", k, VALUE_16], "list")),
-    Shape("50,000 small hashes (3 fields)", 50_000,
-          per_key(lambda k, i: ["HSET", k, "f1", "value-1", "f2", "value-2", "f3", "value-3"], "hash")),
-    Shape("50,000 small sets (4 members)", 50_000,
-          per_key(lambda k, i: ["SADD", k, "m1", "m2", "m3", "m4"], "set")),
-    Shape("50,000 small sorted sets (3 members)", 50_000,
-          per_key(lambda k, i: ["ZADD", k, "1", "a", "2", "b", "3", "c"], "zset")),
-]
+VALUE_MODES = ("tiny", "unique16")
+"""`tiny`: the seed's values, the same short members in every key (`m1 m2 m3 m4`,
+`element-00` ...), which flatter small encodings. `unique16`: member j of key i is
+`v{i:07d}.{j:03d}.` padded with `x` to 16 bytes (issue 36 item 4), so no two keys
+share a member and every member is a realistic 16 bytes."""
+
+
+def unique(i: int, j: int, size: int = 16) -> str:
+    """Member j of key i in `unique16` mode: `v0000012.003.xxx` (16 bytes)."""
+    return f"v{i:07d}.{j:03d}.".ljust(size, "x")
+
+
+def seed_shapes(values: str) -> list[Shape]:
+    """The seed's 12 shapes with `values` (VALUE_MODES). Labels of `tiny` are the
+    seed's own, so its records compare with older ones; `unique16` labels end in
+    `, unique16`. HyperLogLogs, bitmaps, counters and geo points are the same in
+    both modes (their elements are already distinct, or they hold no members)."""
+    u = values == "unique16"
+    sfx = ", unique16" if u else ""
+
+    def list20(k: str, i: int) -> list:
+        return ["RPUSH", k] + [unique(i, j) if u else f"element-{j:02d}" for j in range(20)]
+
+    def hash3(k: str, i: int) -> list:
+        if not u:
+            return ["HSET", k, "f1", "value-1", "f2", "value-2", "f3", "value-3"]
+        return ["HSET", k] + [unique(i, j) for j in range(6)]
+
+    def set4(k: str, i: int) -> list:
+        return ["SADD", k] + [unique(i, j) if u else f"m{j + 1}" for j in range(4)]
+
+    def zset3(k: str, i: int) -> list:
+        members = [unique(i, j) for j in range(3)] if u else ["a", "b", "c"]
+        return ["ZADD", k] + [x for j, m in enumerate(members) for x in (str(j + 1), m)]
+
+    def v16(i: int) -> str:
+        return unique(i, 0) if u else VALUE_16
+
+    def v128(i: int) -> str:
+        return unique(i, 0, 128) if u else VALUE_128
+
+    return [
+        Shape("20,000 lists of 20 elements" + sfx, 20_000, per_key(list20, "list")),
+        Shape("5,000 HyperLogLogs of 100 elements" + sfx, 5_000,
+              per_key(lambda k, i: ["PFADD", k] + [f"{i}-{j}" for j in range(100)], "hll")),
+        Shape("20,000 bitmaps of 128 B (SETBIT)" + sfx, 20_000,
+              per_key(lambda k, i: ["SETBIT", k, "1023", "1"], "bitmap")),
+        Shape("100,000 BITFIELD counters (u16)" + sfx, 100_000,
+              per_key(lambda k, i: ["BITFIELD", k, "INCRBY", "u16", "0", "1"], "counter")),
+        Shape("100,000 geo points in one key" + sfx, 100_000, geo_points, keys=lambda n: 1),
+        Shape("100,000 strings of 16 B" + sfx, 100_000, per_key(lambda k, i: ["SET", k, v16(i)], "key")),
+        Shape("100,000 strings of 128 B" + sfx, 100_000, per_key(lambda k, i: ["SET", k, v128(i)], "key")),
+        Shape("100,000 strings of 16 B with TTL" + sfx, 100_000,
+              per_key(lambda k, i: ["SET", k, v16(i), "EX", "1000000"], "key")),
+        Shape("100,000 one-element lists" + sfx, 100_000, per_key(lambda k, i: ["RPUSH", k, v16(i)], "list")),
+        Shape("50,000 small hashes (3 fields)" + sfx, 50_000, per_key(hash3, "hash")),
+        Shape("50,000 small sets (4 members)" + sfx, 50_000, per_key(set4, "set")),
+        Shape("50,000 small sorted sets (3 members)" + sfx, 50_000, per_key(zset3, "zset")),
+    ]
+
+
+SHAPES: list[Shape] = seed_shapes("tiny")
+"""The seed's 12 shapes with `tiny` values (what the script measured before `--values`)."""
 
 EXTRA_SHAPES: list[Shape] = [
     Shape("one set of 1,000,000 members", 1_000_000, one_big_key("SADD", "bigset", False), keys=lambda n: 1),
@@ -253,6 +296,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--scale", type=float, default=1.0, help="multiply every shape's count (functional runs)")
     bl.add_baseline_arg(p)
     p.add_argument("--shapes", help="substring selecting shapes by label")
+    p.add_argument("--values", default="tiny",
+                   help="comma-separated value modes of the seed's shapes: tiny (the seed's, the "
+                        "default), unique16 (member j of key i is `v{i:07d}.{j:03d}.` padded with "
+                        "`x` to 16 bytes), or both: `tiny,unique16`")
     p.add_argument("--extra-shapes", action="store_true",
                    help="also one set, sorted set, stream and list (compress depth 0, 1, 2) "
                         "of 1,000,000 elements")
@@ -264,7 +311,11 @@ def main() -> int:
     specs = bl.build_servers(args)
     names = [s.name for s in specs]
     bl.require_baseline(args, names)
-    pool = SHAPES + (EXTRA_SHAPES if args.extra_shapes else [])
+    modes = [m.strip() for m in args.values.split(",") if m.strip()]
+    bad = [m for m in modes if m not in VALUE_MODES]
+    if bad or not modes:
+        sys.exit(f"--values: unknown mode {', '.join(bad) or '(none)'}; choose from {', '.join(VALUE_MODES)}")
+    pool = [s for m in modes for s in seed_shapes(m)] + (EXTRA_SHAPES if args.extra_shapes else [])
     shapes = [s for s in pool if not args.shapes or args.shapes in s.label]
     rounds = []
     for i, order in enumerate(bl.round_orders(names, args.rounds)):
@@ -282,7 +333,8 @@ def main() -> int:
     print_report(result, names)
     if not args.no_record:
         record = bl.record_header("memory-shapes", args, specs)
-        record.update({"shapes": [{"label": s.label, "count": s.scaled(args.scale)} for s in shapes],
+        record.update({"value_modes": modes,
+                       "shapes": [{"label": s.label, "count": s.scaled(args.scale)} for s in shapes],
                        "rounds": rounds, "result": result})
         print(f"\nrecord: {bl.write_record(record, args.out, 'memory')}")
     return 0

@@ -107,6 +107,22 @@ def test_memory_is_chosen_per_value_mode_and_under_load_needs_durability():
     assert _select([("durable.json", durable), ("plain.json", plain)], "under_load") == ["durable.json"]
 
 
+def test_a_run_of_both_value_modes_draws_one_chart_per_mode_with_its_own_rows():
+    tiny = _fixture("memory.json")
+    both = copy.deepcopy(tiny)
+    both["settings"]["values"] = "tiny,unique16"
+    both["value_modes"] = ["tiny", "unique16"]
+    both["started_at"] = "2026-12-30T00:00:00+00:00"
+    rows = both["result"]["rows"]
+    both["result"]["rows"] = rows + [{**copy.deepcopy(r), "label": r["label"] + ", unique16"} for r in rows]
+    assert _select([("tiny.json", tiny), ("both.json", both)], "memory") == ["both.json", "both.json"]
+    both["_source"] = "both.json"
+    charts = site.build_data([both])["memory"]
+    assert [c["values"] for c in charts] == ["tiny", "unique16"]
+    assert [r["label"] for r in charts[0]["rows"]] == [r["label"] for r in rows]
+    assert [r["label"] for r in charts[1]["rows"]] == [r["label"] + ", unique16" for r in rows]
+
+
 @pytest.fixture(scope="module")
 def committed_dom() -> ClassCounter:
     browser = chromium()

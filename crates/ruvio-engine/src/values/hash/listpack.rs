@@ -2,19 +2,24 @@
 //! (Redis's `listpack` and `listpackex` encodings).
 //!
 //! ```text
-//!  0        4      6     7
-//!  +--------+------+-----+---------------------------------------------------+
-//!  | bytes  | count|flags| entries: [flen][field][vlen][value]([ttl])  ...     |
-//!  | u32 le |u16 le| u8  | flen, vlen, ttl: LEB128 varints                    |
-//!  +--------+------+-----+---------------------------------------------------+
+//!  +-----------+---------+---------------------------------------------------+
+//!  | count<<1  | bytes   | entries: [flen][field][vlen][value]([ttl])  ...     |
+//!  |  | ttl    |         |                                                     |
+//!  +-----------+---------+---------------------------------------------------+
+//!  every number: a LEB128 varint
 //! ```
 //!
 //! Why this shape:
 //! - One block with an exact-size reallocation on every write is what makes a small
-//!   hash cheap: `f1 f2 f3` with `value-1 value-2 value-3` is 7 + 33 = 40 bytes, one
+//!   hash cheap: `f1 f2 f3` with `value-1 value-2 value-3` is 2 + 33 = 35 bytes, one
 //!   48-byte glibc chunk, against Redis's 16-byte robj + listpack. Every operation is
 //!   O(block size), like Redis's listpack; the conversion thresholds keep blocks small.
-//! - The header is 7 bytes, not 8, exactly so that shape fits a 48-byte chunk.
+//! - The header is two varints (the field count shifted left by one with the ttl
+//!   flag in bit 0, then the entries' bytes): 2 bytes for a hash of fewer than 64
+//!   fields and 128 entry bytes, where a fixed `u32 u16 u8` header took 7. Three
+//!   fields of unique 16-byte names and values (2 + 3 x 34 = 104 bytes) fit a
+//!   112-byte chunk instead of a 128-byte one (memory_shapes.py --values unique16,
+//!   issue 36 item 4). Reading it is two varint decodes, 1 byte each in that case.
 //!   A 1-byte varint covers the lengths below 128, which is every length the default
 //!   `hash-max-listpack-value` (64) lets in; longer ones (a raised limit) cost more.
 //! - `flags & FLAG_TTL` switches the entries to triples (Redis's `listpackex`): a hash
@@ -23,7 +28,7 @@
 //!   ordered by expiry time with the fields without one at the end, so the next
 //!   field to expire is the first one, and active expiry removes a prefix.
 //!
-//! Limits: a block holds at most [`PACKED_FIELDS_MAX`] fields (the `u16` count) and
+//! Limits: a block holds at most [`PACKED_FIELDS_MAX`] fields (`u16::MAX`) and
 //! [`PACKED_BYTES_MAX`] bytes of entries (Redis's listpack safety size). The hash
 //! converts to a table before it would exceed either, whatever the configuration
 //! says (see `HashValue` for every conversion rule).
@@ -37,18 +42,46 @@ use crate::memsize::malloc_chunk_bytes;
 /// Far below `u32::MAX`, so the length arithmetic never overflows.
 pub const PACKED_BYTES_MAX: usize = 1 << 30;
 
-/// Fields one block may hold: the header keeps the count in a `u16`. Redis's default
-/// `hash-max-listpack-entries` is 128; a configuration above this converts here.
+/// Fields one block may hold: `u16::MAX`, so the header's count varint (with its
+/// flag bit) takes at most 3 bytes. Redis's default `hash-max-listpack-entries` is
+/// 128; a configuration above this converts here.
 pub const PACKED_FIELDS_MAX: usize = u16::MAX as usize;
 
-/// Header: data length (u32 LE), field count (u16 LE), flags.
-const HEADER_BYTES: usize = 7;
-const LEN_AT: usize = 0;
-const COUNT_AT: usize = 4;
-const FLAGS_AT: usize = 6;
+/// Longest header: the count with its flag (below 2^17: 3 varint bytes) and the
+/// entries' bytes (at most [`PACKED_BYTES_MAX`], below 2^35: 5 bytes).
+const HEADER_BYTES_MAX: usize = 8;
+const _: () = assert!((PACKED_FIELDS_MAX << 1) + FLAG_TTL < 1 << 21 && PACKED_BYTES_MAX < 1 << 35);
 
-/// Entries are triples with an expiry time (`listpackex`).
-const FLAG_TTL: u8 = 1;
+/// Bit 0 of the header's first varint: entries are triples with an expiry time
+/// (`listpackex`).
+const FLAG_TTL: usize = 1;
+
+/// A decoded header.
+#[derive(Clone, Copy)]
+struct Header {
+    /// Fields stored.
+    count: usize,
+    /// Entries are triples (`listpackex`).
+    ttl: bool,
+    /// Bytes of the entries.
+    data_len: usize,
+    /// Bytes of the header itself (where the entries start).
+    bytes: usize,
+}
+
+impl Header {
+    /// The header's encoding: its bytes and their number.
+    fn encode(data_len: usize, count: usize, ttl: bool) -> ([u8; HEADER_BYTES_MAX], usize) {
+        debug_assert!(data_len <= PACKED_BYTES_MAX && count <= PACKED_FIELDS_MAX);
+        let first = Varint::new(((count << 1) | if ttl { FLAG_TTL } else { 0 }) as u64);
+        let second = Varint::new(data_len as u64);
+        let mut out = [0u8; HEADER_BYTES_MAX];
+        let (a, b) = (first.bytes(), second.bytes());
+        out[..a.len()].copy_from_slice(a);
+        out[a.len()..a.len() + b.len()].copy_from_slice(b);
+        (out, a.len() + b.len())
+    }
+}
 
 /// Alignment of the block: 2, so the low pointer bit is free for `HashValue`'s tag.
 pub const BLOCK_ALIGN: usize = 2;
@@ -158,9 +191,10 @@ pub struct Packed {
 // SAFETY: a Packed uniquely owns its block, like a Box<[u8]>.
 unsafe impl Send for Packed {}
 
-fn layout_for(data_len: usize) -> Layout {
+/// The layout of a block of `block_bytes` (header and entries).
+fn layout_for(block_bytes: usize) -> Layout {
     // Cannot fail: the size is far below isize::MAX and the alignment is 2.
-    Layout::from_size_align(HEADER_BYTES + data_len, BLOCK_ALIGN).expect("packed hash layout")
+    Layout::from_size_align(block_bytes, BLOCK_ALIGN).expect("packed hash layout")
 }
 
 impl Packed {
@@ -172,60 +206,68 @@ impl Packed {
     /// A block holding `data` (well-formed entries) and `count` fields.
     fn from_data(data: &[u8], count: usize, with_ttl: bool) -> Packed {
         assert!(data.len() <= PACKED_BYTES_MAX && count <= PACKED_FIELDS_MAX);
-        let layout = layout_for(data.len());
+        let (head, head_len) = Header::encode(data.len(), count, with_ttl);
+        let layout = layout_for(head_len + data.len());
         // SAFETY: the layout has a non-zero size (the header).
         let raw = unsafe { alloc(layout) };
         let Some(ptr) = NonNull::new(raw) else {
             handle_alloc_error(layout)
         };
-        // SAFETY: the block is fresh and `HEADER_BYTES + data.len()` long.
+        // SAFETY: the block is fresh and `head_len + data.len()` long.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                data.as_ptr(),
-                ptr.as_ptr().add(HEADER_BYTES),
-                data.len(),
-            );
+            std::ptr::copy_nonoverlapping(head.as_ptr(), ptr.as_ptr(), head_len);
+            std::ptr::copy_nonoverlapping(data.as_ptr(), ptr.as_ptr().add(head_len), data.len());
         }
-        let mut p = Packed { ptr };
-        p.write_header(data.len(), count, if with_ttl { FLAG_TTL } else { 0 });
-        p
+        Packed { ptr }
     }
 
-    fn header(&self) -> &[u8; HEADER_BYTES] {
-        // SAFETY: every block starts with a header; u8 arrays need no alignment.
-        unsafe { &*(self.ptr.as_ptr() as *const [u8; HEADER_BYTES]) }
-    }
-
-    fn write_header(&mut self, data_len: usize, count: usize, flags: u8) {
-        debug_assert!(data_len <= PACKED_BYTES_MAX && count <= PACKED_FIELDS_MAX);
-        let mut h = [0u8; HEADER_BYTES];
-        h[LEN_AT..COUNT_AT].copy_from_slice(&(data_len as u32).to_le_bytes());
-        h[COUNT_AT..FLAGS_AT].copy_from_slice(&(count as u16).to_le_bytes());
-        h[FLAGS_AT] = flags;
-        // SAFETY: the block starts with HEADER_BYTES bytes we own uniquely.
-        unsafe { std::ptr::copy_nonoverlapping(h.as_ptr(), self.ptr.as_ptr(), HEADER_BYTES) }
+    /// The header, decoded.
+    fn header(&self) -> Header {
+        let raw = self.ptr.as_ptr();
+        let mut at = 0;
+        let mut varint = || {
+            let (mut v, mut shift) = (0usize, 0);
+            loop {
+                // SAFETY: every block starts with its whole header, whose two
+                // varints each end with a byte without the continuation bit.
+                let b = unsafe { *raw.add(at) };
+                at += 1;
+                v |= usize::from(b & 0x7f) << shift;
+                if b & 0x80 == 0 {
+                    return v;
+                }
+                shift += 7;
+            }
+        };
+        let first = varint();
+        let data_len = varint();
+        Header {
+            count: first >> 1,
+            ttl: first & FLAG_TTL != 0,
+            data_len,
+            bytes: at,
+        }
     }
 
     /// Bytes of entries.
     pub fn data_len(&self) -> usize {
-        let h = self.header();
-        u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize
+        self.header().data_len
     }
 
     /// Number of fields stored (expired ones included).
     pub fn len(&self) -> usize {
-        let h = self.header();
-        u16::from_le_bytes([h[COUNT_AT], h[COUNT_AT + 1]]) as usize
+        self.header().count
     }
 
     /// True when entries are triples with an expiry time (`listpackex`).
     pub fn has_ttl(&self) -> bool {
-        self.header()[FLAGS_AT] & FLAG_TTL != 0
+        self.header().ttl
     }
 
     /// Size of the block requested from the allocator.
     pub fn block_bytes(&self) -> usize {
-        HEADER_BYTES + self.data_len()
+        let h = self.header();
+        h.bytes + h.data_len
     }
 
     /// Heap bytes as a glibc chunk.
@@ -240,8 +282,9 @@ impl Packed {
 
     /// The entries' bytes.
     fn data(&self) -> &[u8] {
+        let h = self.header();
         // SAFETY: `data_len` initialised bytes follow the header.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(HEADER_BYTES), self.data_len()) }
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(h.bytes), h.data_len) }
     }
 
     /// Give up ownership of the block without freeing it (`HashValue` adopts it).
@@ -326,20 +369,35 @@ impl Packed {
     /// [`PACKED_FIELDS_MAX`] and that the pieces do not point into this block (they
     /// cannot: the block is borrowed mutably).
     fn splice(&mut self, at: usize, remove: usize, pieces: &[&[u8]], count: usize) {
-        let old_len = self.data_len();
+        let h = self.header();
+        let old_len = h.data_len;
         debug_assert!(at + remove <= old_len);
         let insert: usize = pieces.iter().map(|p| p.len()).sum();
         let new_len = old_len - remove + insert;
         assert!(new_len <= PACKED_BYTES_MAX && count <= PACKED_FIELDS_MAX);
-        let flags = self.header()[FLAGS_AT];
+        let (head, head_len) = Header::encode(new_len, count, h.ttl);
+        if head_len != h.bytes {
+            // The header's own length changes (the count passes 63 or the entries
+            // 127 bytes, either way): build the block anew, still O(block size).
+            let old = self.data();
+            let mut data = Vec::with_capacity(new_len);
+            data.extend_from_slice(&old[..at]);
+            for p in pieces {
+                data.extend_from_slice(p);
+            }
+            data.extend_from_slice(&old[at + remove..]);
+            *self = Self::from_data(&data, count, h.ttl);
+            return;
+        }
         let tail = old_len - at - remove;
         if new_len > old_len {
-            self.resize_block(old_len, new_len);
+            self.resize_block(head_len + old_len, head_len + new_len);
         }
-        // SAFETY: the block holds max(old_len, new_len) data bytes here; the tail moves
-        // within it (`copy` allows overlap); the pieces are outside the block.
+        // SAFETY: the block holds max(old_len, new_len) data bytes after the
+        // header, whose length stays; the tail moves within it (`copy` allows
+        // overlap); the pieces are outside the block.
         unsafe {
-            let base = self.ptr.as_ptr().add(HEADER_BYTES);
+            let base = self.ptr.as_ptr().add(head_len);
             std::ptr::copy(base.add(at + remove), base.add(at + insert), tail);
             let mut w = base.add(at);
             for p in pieces {
@@ -348,23 +406,19 @@ impl Packed {
             }
         }
         if new_len < old_len {
-            self.resize_block(old_len, new_len);
+            self.resize_block(head_len + old_len, head_len + new_len);
         }
-        self.write_header(new_len, count, flags);
+        // SAFETY: the block starts with `head_len` header bytes we own uniquely.
+        unsafe { std::ptr::copy_nonoverlapping(head.as_ptr(), self.ptr.as_ptr(), head_len) }
     }
 
-    fn resize_block(&mut self, old_len: usize, new_len: usize) {
-        // SAFETY: the block was allocated with `layout_for(old_len)`; the new size is
-        // non-zero (the header).
-        let raw = unsafe {
-            realloc(
-                self.ptr.as_ptr(),
-                layout_for(old_len),
-                HEADER_BYTES + new_len,
-            )
-        };
+    /// Reallocate the block from `old_bytes` to `new_bytes` (headers included).
+    fn resize_block(&mut self, old_bytes: usize, new_bytes: usize) {
+        // SAFETY: the block was allocated with `layout_for(old_bytes)`; the new size
+        // is non-zero (the header).
+        let raw = unsafe { realloc(self.ptr.as_ptr(), layout_for(old_bytes), new_bytes) };
         let Some(ptr) = NonNull::new(raw) else {
-            handle_alloc_error(layout_for(new_len))
+            handle_alloc_error(layout_for(new_bytes))
         };
         self.ptr = ptr;
     }
@@ -477,7 +531,7 @@ impl Packed {
 impl Drop for Packed {
     fn drop(&mut self) {
         // SAFETY: allocated with this layout and not freed before.
-        unsafe { dealloc(self.ptr.as_ptr(), layout_for(self.data_len())) }
+        unsafe { dealloc(self.ptr.as_ptr(), layout_for(self.block_bytes())) }
     }
 }
 
@@ -553,9 +607,54 @@ mod tests {
         for (f, v) in [("f1", "value-1"), ("f2", "value-2"), ("f3", "value-3")] {
             p.insert(f.as_bytes(), v.as_bytes(), None);
         }
-        assert_eq!(p.block_bytes(), 7 + 33);
+        assert_eq!(p.block_bytes(), 2 + 33);
         assert_eq!(p.heap_bytes(), 48);
         assert_eq!(p.len(), 3);
+    }
+
+    #[test]
+    fn three_unique_16_byte_fields_fit_a_112_byte_chunk() {
+        let mut p = Packed::new(false);
+        for j in 0..3 {
+            let field = format!("v0000012.{:03}.xxx", 2 * j);
+            let value = format!("v0000012.{:03}.xxx", 2 * j + 1);
+            p.insert(field.as_bytes(), value.as_bytes(), None);
+        }
+        assert_eq!(p.block_bytes(), 2 + 3 * (1 + 16 + 1 + 16));
+        assert_eq!(p.heap_bytes(), 112);
+    }
+
+    /// The header's varints grow past 63 fields and 127 entry bytes and shrink
+    /// back, in place and by rebuilding, with and without ttl slots.
+    #[test]
+    fn header_length_changes_keep_every_entry() {
+        for with_ttl in [false, true] {
+            let mut p = Packed::new(with_ttl);
+            let mut model: Vec<(Vec<u8>, Vec<u8>, Option<u64>)> = Vec::new();
+            for i in 0..100u64 {
+                let (f, v) = (format!("f{i}").into_bytes(), format!("v{i}").into_bytes());
+                p.insert(&f, &v, None);
+                model.push((f, v, None));
+                assert_eq!(fields(&p), model);
+                assert_eq!(p.len(), model.len());
+                assert_eq!(p.has_ttl(), with_ttl);
+                let data: usize = model
+                    .iter()
+                    .map(|(f, v, t)| entry_bytes(f.len(), v.len(), *t, with_ttl))
+                    .sum();
+                assert_eq!(p.data_len(), data);
+                let head = Varint::new(((model.len() << 1) | usize::from(with_ttl)) as u64).len
+                    + Varint::new(data as u64).len;
+                assert_eq!(p.block_bytes(), usize::from(head) + data);
+            }
+            while let Some((f, _, _)) = model.pop() {
+                let (loc, _) = p.find(&f).unwrap();
+                p.remove(loc);
+                assert_eq!(fields(&p), model);
+                assert_eq!(p.has_ttl(), with_ttl);
+            }
+            assert_eq!(p.block_bytes(), 2);
+        }
     }
 
     #[test]

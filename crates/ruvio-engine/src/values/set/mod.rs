@@ -9,8 +9,8 @@
 //! happen exactly where Redis 7.2 converts.
 //!
 //! - [`intset`]: `Intset`, sorted integers of one width (16/32/64 bits).
-//! - the lists' `Packed` block ([`crate::values::list::listpack`]): members in
-//!   insertion order (`listpack`).
+//! - [`packed`]: `SPacked`, members in insertion order in one block
+//!   (`listpack`).
 //! - [`table`]: `Table`, a dense member vector with a hash index (`hashtable`);
 //!   `member`: one member's heap block in it.
 //! - [`value`]: `SetValue`, one tagged word holding any of them, with Redis's
@@ -18,6 +18,7 @@
 
 pub(crate) mod intset;
 mod member;
+pub(crate) mod packed;
 pub(crate) mod table;
 pub(crate) mod value;
 

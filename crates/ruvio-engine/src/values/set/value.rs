@@ -4,7 +4,7 @@
 //! in its word 3 and lends out `&SetValue` / `&mut SetValue` borrowed from it.
 //!
 //! The two low pointer bits tag the encoding:
-//! - `_0`: a [`Packed`] block (`listpack`), the lists' block, 2-aligned;
+//! - `_0`: an [`SPacked`] block (`listpack`), 2-aligned;
 //! - `01`: a `Box<Table>` (`hashtable`), 8-aligned;
 //! - `11`: an [`Intset`] block (`intset`), 8-aligned.
 //!
@@ -17,9 +17,9 @@
 use std::ptr::NonNull;
 
 use super::intset::{self, Intset, INTSET_LEN_MAX};
+use super::packed::{self, SPacked};
 use super::table::Table;
 use crate::value::StrRef;
-use crate::values::list::listpack::{self, Packed};
 use crate::values::list::rules;
 use crate::values::list::Popped;
 
@@ -31,7 +31,9 @@ const INTSET_TAG: usize = 0b11;
 const TAG_MASK: usize = 0b11;
 
 // Packed blocks leave bit 0 free; Table boxes and intset blocks leave both.
-const _: () = assert!(listpack::BLOCK_ALIGN >= 2);
+const _: () = assert!(packed::BLOCK_ALIGN >= 2);
+// The safety check below bounds Redis's listpack size by a multiple of ours.
+const _: () = assert!(LISTPACK_SAFETY_BYTES <= packed::PACKED_BYTES_MAX);
 const _: () = assert!(intset::BLOCK_ALIGN > TAG_MASK);
 const _: () = assert!(std::mem::align_of::<Table>() > TAG_MASK);
 
@@ -107,14 +109,26 @@ unsafe impl Send for SetValue {}
 
 enum Repr<'a> {
     Intset(&'a Intset),
-    Listpack(&'a Packed),
+    Listpack(&'a SPacked),
     Table(&'a Table),
 }
 
 enum ReprMut<'a> {
     Intset(&'a mut Intset),
-    Listpack(&'a mut Packed),
+    Listpack(&'a mut SPacked),
     Table(&'a mut Table),
+}
+
+/// `lpSafeToAdd`: Redis's listpack of the set's members and `add` more bytes
+/// stays within [`LISTPACK_SAFETY_BYTES`]. Redis's entry of an `L`-byte member
+/// takes at most `L + 10` bytes (5 of encoding, 5 of backlen) and ours at least
+/// `L + 1`, so Redis's listpack is under 10 times our entry bytes plus its empty
+/// size: the exact O(n) count is only needed for a block near 100 MiB.
+fn redis_bytes_allow(p: &SPacked, add: usize) -> bool {
+    /// Bound of Redis's listpack entry bytes per byte of ours (see above).
+    const REDIS_PER_OURS_MAX: usize = 10;
+    let bound = rules::LP_EMPTY_BYTES + REDIS_PER_OURS_MAX * p.block_bytes();
+    bound + add <= LISTPACK_SAFETY_BYTES || p.redis_bytes() + add <= LISTPACK_SAFETY_BYTES
 }
 
 /// The value of `member` if Redis would store it in an intset (`string2ll`).
@@ -131,7 +145,7 @@ impl SetValue {
         }
     }
 
-    fn from_packed(block: Packed) -> SetValue {
+    fn from_packed(block: SPacked) -> SetValue {
         SetValue {
             ptr: block.into_raw(),
         }
@@ -152,7 +166,7 @@ impl SetValue {
 
     /// An empty listpack.
     pub fn new_listpack() -> SetValue {
-        Self::from_packed(Packed::new())
+        Self::from_packed(SPacked::new())
     }
 
     /// An empty hash table sized for `hint` members.
@@ -189,9 +203,9 @@ impl SetValue {
             INTSET_TAG => Repr::Intset(unsafe { &*(self as *const SetValue as *const Intset) }),
             // SAFETY: a word tagged TABLE_TAG is a live Box<Table> owned by self.
             TABLE_TAG => Repr::Table(unsafe { &*(self.untagged() as *const Table) }),
-            // SAFETY: an untagged word is a Packed's pointer, and Packed is a
+            // SAFETY: an untagged word is an SPacked's pointer, and SPacked is a
             // repr(transparent) NonNull like SetValue.
-            _ => Repr::Listpack(unsafe { &*(self as *const SetValue as *const Packed) }),
+            _ => Repr::Listpack(unsafe { &*(self as *const SetValue as *const SPacked) }),
         }
     }
 
@@ -202,9 +216,9 @@ impl SetValue {
             INTSET_TAG => ReprMut::Intset(unsafe { &mut *(self as *mut SetValue as *mut Intset) }),
             // SAFETY: as in `repr`; `&mut self` makes the access unique.
             TABLE_TAG => ReprMut::Table(unsafe { &mut *(self.untagged() as *mut Table) }),
-            // SAFETY: as in `repr`; a reallocating Packed writes its new pointer
+            // SAFETY: as in `repr`; a reallocating SPacked writes its new pointer
             // into this word, which stays untagged (its blocks are 2-aligned).
-            _ => ReprMut::Listpack(unsafe { &mut *(self as *mut SetValue as *mut Packed) }),
+            _ => ReprMut::Listpack(unsafe { &mut *(self as *mut SetValue as *mut SPacked) }),
         }
     }
 
@@ -259,7 +273,7 @@ impl SetValue {
     pub(crate) fn flat_block(&self) -> Option<(usize, usize)> {
         match self.repr() {
             Repr::Intset(i) => Some((i.block_bytes(), intset::BLOCK_ALIGN)),
-            Repr::Listpack(p) => Some((p.block_bytes(), listpack::BLOCK_ALIGN)),
+            Repr::Listpack(p) => Some((p.block_bytes(), packed::BLOCK_ALIGN)),
             Repr::Table(_) => None,
         }
     }
@@ -268,7 +282,7 @@ impl SetValue {
     pub fn contains(&self, member: &[u8]) -> bool {
         match self.repr() {
             Repr::Intset(s) => int_member(member).is_some_and(|v| s.contains(v)),
-            Repr::Listpack(p) => p.iter().any(|m| m == member),
+            Repr::Listpack(p) => p.contains(member),
             Repr::Table(t) => t.contains(member),
         }
     }
@@ -353,12 +367,12 @@ impl SetValue {
         match self.repr_mut() {
             ReprMut::Table(t) => t.insert(member),
             ReprMut::Listpack(p) => {
-                if p.iter().any(|m| m == member) {
+                if p.contains(member) {
                     return false;
                 }
                 if p.len() < limits.listpack_entries
                     && member.len() <= limits.listpack_value
-                    && p.redis_bytes() + member.len() <= LISTPACK_SAFETY_BYTES
+                    && redis_bytes_allow(p, member.len())
                 {
                     p.push_back(member);
                 } else {
@@ -394,7 +408,7 @@ impl SetValue {
                     && longest < limits.listpack_value
                     && estimate + member.len() <= LISTPACK_SAFETY_BYTES
                 {
-                    let mut block = Packed::new();
+                    let mut block = SPacked::new();
                     let mut digits = itoa::Buffer::new();
                     for v in s.iter() {
                         block.push_back(digits.format(v).as_bytes());
@@ -421,7 +435,7 @@ impl SetValue {
     pub fn remove(&mut self, member: &[u8]) -> bool {
         match self.repr_mut() {
             ReprMut::Intset(s) => int_member(member).is_some_and(|v| s.remove(v)),
-            ReprMut::Listpack(p) => p.remove_matches(member, 1, false) == 1,
+            ReprMut::Listpack(p) => p.remove(member),
             ReprMut::Table(t) => t.remove(member),
         }
     }
@@ -437,12 +451,7 @@ impl SetValue {
                 s.remove_at(i);
                 Popped::from_slice(itoa::Buffer::new().format(v).as_bytes())
             }
-            ReprMut::Listpack(p) => {
-                let off = p.offset_of(i);
-                let out = Popped::from_slice(p.entry_at(off).0);
-                p.remove_at(off);
-                out
-            }
+            ReprMut::Listpack(p) => Popped::from_slice(&p.remove_index(i)?),
             ReprMut::Table(t) => Popped::from_slice(&t.remove_at(i)),
         })
     }
@@ -483,8 +492,8 @@ impl Drop for SetValue {
             INTSET_TAG => drop(unsafe { Intset::from_raw(self.ptr) }),
             // SAFETY: a tagged word is a Box<Table> owned by self, freed once.
             TABLE_TAG => drop(unsafe { Box::from_raw(self.untagged() as *mut Table) }),
-            // SAFETY: an untagged word is a Packed owned by self, freed once.
-            _ => drop(unsafe { Packed::from_raw(self.ptr) }),
+            // SAFETY: an untagged word is an SPacked owned by self, freed once.
+            _ => drop(unsafe { SPacked::from_raw(self.ptr) }),
         }
     }
 }
@@ -503,7 +512,7 @@ impl std::fmt::Debug for SetValue {
 
 enum IterInner<'a> {
     Intset(&'a Intset, usize),
-    Packed(listpack::PackedIter<'a>),
+    Packed(packed::SPackedIter<'a>),
     Table(&'a Table, usize),
 }
 

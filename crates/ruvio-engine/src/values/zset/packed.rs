@@ -6,7 +6,8 @@
 //! sets of 3 members well under 100 bytes per key. The block is
 //!
 //! ```text
-//! [data bytes u32][count u32] [score | len varint | member] ...
+//! [data bytes][count] [score | len varint | member] ...
+//!  varint      varint
 //! ```
 //!
 //! in score order (ties by member bytes, as Redis's `zslInsert` orders them).
@@ -14,8 +15,15 @@
 //! zigzag-decoded, |score| < 2^53 so the integer is the double exactly), an odd
 //! `u` (1) says the 8 raw bytes of the double follow (fractions, infinities,
 //! integers from 2^53 on). Either way a read gives back the exact double with no
-//! text parsing. Three 1-byte members with scores 1, 2, 3 take 8 + 3 x 3 = 17
+//! text parsing. Three 1-byte members with scores 1, 2, 3 take 2 + 3 x 3 = 11
 //! bytes: one 32-byte glibc chunk (24 usable bytes).
+//!
+//! The header is two LEB128 varints rather than two `u32`: a set of fewer than
+//! 128 entry bytes spends 2 bytes on it, not 8, which is what puts three unique
+//! 16-byte members with small integral scores (2 + 3 x 18 = 56 bytes) in a
+//! 64-byte chunk instead of an 80-byte one (memory_shapes.py --values unique16,
+//! issue 36 item 4). Reading it costs two one-byte varint decodes in the common
+//! case instead of two loads.
 //!
 //! Every change builds the new block from the old one ([`ZPacked::splice`]): one
 //! allocation and two copies, what Redis's `lpInsert`/`lpDelete` cost with their
@@ -29,8 +37,11 @@ use crate::memsize::malloc_chunk_bytes;
 
 /// Alignment of every block (the header words; also frees the tag bit).
 pub const BLOCK_ALIGN: usize = 8;
-/// Header: data bytes and member count, two `u32`.
-const HEADER_BYTES: usize = 8;
+/// Longest header: the data bytes and the member count, two varints of at most
+/// [`PACKED_BYTES_MAX`] (a count is never above the data bytes).
+const HEADER_BYTES_MAX: usize = 2 * VARINT_U32_BYTES_MAX;
+/// Bytes of a LEB128 varint of a value below 2^32.
+const VARINT_U32_BYTES_MAX: usize = 5;
 /// Most bytes a stored score takes: the tag varint and the raw double.
 const SCORE_BYTES_MAX: usize = 9;
 /// Bytes of a raw double.
@@ -44,7 +55,7 @@ const SCORE_INT_LIMIT: f64 = 9_007_199_254_740_992.0;
 /// Largest block. Redis converts a listpack that would pass 1 GiB
 /// (`LISTPACK_MAX_SAFETY_SIZE`); the `u32` header fits it with room to spare.
 pub const PACKED_BYTES_MAX: usize = 1 << 30;
-const _: () = assert!(PACKED_BYTES_MAX + HEADER_BYTES <= u32::MAX as usize);
+const _: () = assert!(PACKED_BYTES_MAX + HEADER_BYTES_MAX <= u32::MAX as usize);
 
 /// Payload bits per varint byte, and the continuation bit.
 const VARINT_PAYLOAD_BITS: u32 = 7;
@@ -157,8 +168,12 @@ impl ZPacked {
 
     /// A block holding `count` entries whose encoded bytes are `data`.
     fn from_data(data: &[u8], count: usize) -> ZPacked {
-        debug_assert!(data.len() <= PACKED_BYTES_MAX);
-        let size = HEADER_BYTES + data.len();
+        assert!(data.len() <= PACKED_BYTES_MAX && count <= data.len().max(1));
+        let mut head = Vec::with_capacity(HEADER_BYTES_MAX);
+        put_varint(&mut head, data.len() as u64);
+        put_varint(&mut head, count as u64);
+        debug_assert!(head.len() <= HEADER_BYTES_MAX);
+        let size = head.len() + data.len();
         let layout = Self::layout(size);
         // SAFETY: the layout has a non-zero size (the header).
         let raw = unsafe { alloc(layout) };
@@ -167,9 +182,8 @@ impl ZPacked {
         };
         // SAFETY: the block is `size` bytes: header then data.
         unsafe {
-            std::ptr::copy_nonoverlapping((data.len() as u32).to_le_bytes().as_ptr(), raw, 4);
-            std::ptr::copy_nonoverlapping((count as u32).to_le_bytes().as_ptr(), raw.add(4), 4);
-            std::ptr::copy_nonoverlapping(data.as_ptr(), raw.add(HEADER_BYTES), data.len());
+            std::ptr::copy_nonoverlapping(head.as_ptr(), raw, head.len());
+            std::ptr::copy_nonoverlapping(data.as_ptr(), raw.add(head.len()), data.len());
         }
         ZPacked { ptr }
     }
@@ -205,23 +219,39 @@ impl ZPacked {
         ptr
     }
 
-    fn header(&self, at: usize) -> usize {
-        let mut raw = [0u8; 4];
-        // SAFETY: every block starts with the 8-byte header.
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(at), raw.as_mut_ptr(), 4) };
-        u32::from_le_bytes(raw) as usize
+    /// The header: (data bytes, member count, header bytes).
+    fn header(&self) -> (usize, usize, usize) {
+        let raw = self.ptr.as_ptr();
+        let mut at = 0;
+        let mut varint = || {
+            let (mut v, mut shift) = (0usize, 0);
+            loop {
+                // SAFETY: every block starts with its whole header, and each of
+                // its two varints ends with a byte without the continuation bit.
+                let b = unsafe { *raw.add(at) };
+                at += 1;
+                v |= usize::from(b & !VARINT_MORE) << shift;
+                if b & VARINT_MORE == 0 {
+                    return v;
+                }
+                shift += VARINT_PAYLOAD_BITS;
+            }
+        };
+        let data = varint();
+        let count = varint();
+        (data, count, at)
     }
 
     /// The encoded entries.
     pub fn data(&self) -> &[u8] {
-        let len = self.header(0);
+        let (len, _, head) = self.header();
         // SAFETY: the header's length is the data bytes after it.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(HEADER_BYTES), len) }
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(head), len) }
     }
 
     /// Number of members.
     pub fn len(&self) -> usize {
-        self.header(4)
+        self.header().1
     }
 
     /// True with no member.
@@ -231,7 +261,8 @@ impl ZPacked {
 
     /// Bytes of the whole block.
     pub fn block_bytes(&self) -> usize {
-        HEADER_BYTES + self.data().len()
+        let (data, _, head) = self.header();
+        head + data
     }
 
     /// Heap bytes, as a glibc chunk.
@@ -345,13 +376,63 @@ mod tests {
     #[test]
     fn three_small_members_fit_a_32_byte_chunk() {
         let p = ZPacked::from_sorted([(&b"a"[..], 1.0), (b"b", 2.0), (b"c", 3.0)]);
-        assert_eq!(p.block_bytes(), 17);
+        assert_eq!(p.block_bytes(), 11);
         assert_eq!(p.heap_bytes(), 32);
         let all: Vec<_> = p.iter().map(|(_, m, s)| (m.to_vec(), s)).collect();
         assert_eq!(all.len(), 3);
         assert_eq!(varint_len(0), 1);
         assert_eq!(varint_len(127), 1);
         assert_eq!(varint_len(128), 2);
+    }
+
+    #[test]
+    fn three_unique_16_byte_members_fit_a_64_byte_chunk() {
+        let members = [
+            b"v0000012.000.xxx",
+            b"v0000012.001.xxx",
+            b"v0000012.002.xxx",
+        ];
+        let p = ZPacked::from_sorted(members.iter().zip(1..).map(|(m, s)| (&m[..], f64::from(s))));
+        assert_eq!(p.block_bytes(), 2 + 3 * (1 + 1 + 16));
+        assert_eq!(p.heap_bytes(), 64);
+    }
+
+    #[test]
+    fn header_grows_past_127_entry_bytes_and_shrinks_back() {
+        let mut p = ZPacked::new();
+        assert_eq!((p.len(), p.block_bytes()), (0, 2));
+        let members: Vec<Vec<u8>> = (0..200)
+            .map(|i| format!("member-{i:04}").into_bytes())
+            .collect();
+        for (i, m) in members.iter().enumerate() {
+            p.insert(m, i as f64);
+            let data: usize = p
+                .iter()
+                .map(|(_, m, s)| {
+                    let mut e = Vec::new();
+                    encode_entry(&mut e, m, s);
+                    e.len()
+                })
+                .sum();
+            assert_eq!(p.len(), i + 1);
+            assert_eq!(p.data().len(), data);
+            assert_eq!(p.block_bytes(), varint_len(data) + varint_len(i + 1) + data);
+        }
+        let all: Vec<_> = p.iter().map(|(_, m, s)| (m.to_vec(), s)).collect();
+        assert_eq!(
+            all,
+            members
+                .iter()
+                .cloned()
+                .zip((0..200).map(f64::from))
+                .collect::<Vec<_>>()
+        );
+        p.remove_ranks(1, 200);
+        assert_eq!((p.len(), p.block_bytes()), (1, 2 + 2 + 11));
+        assert_eq!(
+            p.iter().next().map(|(_, m, s)| (m.to_vec(), s)),
+            Some((members[0].clone(), 0.0))
+        );
     }
 
     #[test]
