@@ -328,6 +328,8 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("persistence/wal.rs", "cmd"),
     ("scripting/host.rs", "cmd"),
     ("scripting/host.rs", "shard"),
+    ("transactions/exec_run.rs", "cmd"),
+    ("transactions/exec_run.rs", "shard"),
     ("transactions/multi.rs", "cmd"),
     ("transactions/multi.rs", "shard"),
 ];
