@@ -9,6 +9,10 @@
 //!
 //! `RUVIO_TEST_TARGET=redis` runs the same cases against redis-server (a Redis
 //! Cluster for per-shard mode).
+//!
+//! Over 1,000 lines on purpose: the cases are functions run in sequence on one
+//! server per mode and shard count (`forward_two_shards` ...); split over files,
+//! each file would start those servers again.
 
 mod common;
 

@@ -1,9 +1,9 @@
 //! The network edge: listening and accepted sockets ([`socket`]), one client
-//! connection with its read buffer, client-visible state and the reply queue that
-//! releases replies in request order ([`conn`]), the slab that indexes a shard's
-//! connections ([`slab`]), where the slab is while a script runs ([`lent`]), and
-//! `client-output-buffer-limit` ([`outlimit`]), and TLS between a connection's
-//! socket and its plain buffers ([`tls`]).
+//! connection with its read buffer and client-visible state ([`conn`]), the reply
+//! queue that releases its replies in request order ([`reply_queue`]), the slab
+//! that indexes a shard's connections ([`slab`]), where the slab is while a script
+//! runs ([`lent`]), and `client-output-buffer-limit` ([`outlimit`]), and TLS
+//! between a connection's socket and its plain buffers ([`tls`]).
 //!
 //! Shaped so because every other subsystem answers a client through a connection's
 //! reply queue (a held slot for a forwarded command, a gate for a log group), so the
@@ -12,6 +12,7 @@
 pub mod conn;
 pub mod lent;
 pub mod outlimit;
+pub mod reply_queue;
 pub mod slab;
 pub mod socket;
 pub mod tls;

@@ -27,6 +27,7 @@ pub mod busy;
 pub mod certs;
 mod diff;
 pub mod replication;
+pub mod slowlog;
 pub mod tracking;
 // Each test binary compiles this module; the ones without a differential run leave
 // these unused.

@@ -1,0 +1,144 @@
+//! Borrowed keys going back to their owners after the command ran, with the log
+//! records of their new state (the owner logs them), and the database numbers of a
+//! command that swaps databases (SWAPDB, MOVE). Apart from `mod.rs` because it is
+//! the borrowing's last step and its log's side.
+
+use super::{take_back, Lent};
+use crate::cmd::registry::Command;
+use crate::net::conn::Conn;
+use crate::net::slab::Slab;
+use crate::shard::ShardCore;
+use ahash::AHashMap;
+use ruvio_engine::Entry;
+
+/// Take the keys `(db, key, owner)` out of this shard's keyspace again and return
+/// each to its owner (this shard's own straight back). With a log, each `modified`
+/// key travels with the record of its new state, for its owner's log. With `acks`
+/// (`always`: the command's ticket), each other owner that gets records is asked
+/// to acknowledge once they are on disk; returns how many were asked.
+pub(super) fn send_home(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    homes: Vec<(usize, Vec<u8>, usize)>,
+    modified: &[(usize, Vec<u8>)],
+    acks: Option<u64>,
+) -> usize {
+    // The owners' logs take the records (replicas got them from this shard).
+    let logging = core.wal.is_some();
+    let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
+    // Each key goes home named by the database it is in (a SWAPDB renamed it here
+    // and on its owner alike: `Lending::swap_dbs`).
+    for (key_db, key, owner) in homes {
+        let entry = core.engine.lend(key_db, &key, 0);
+        let (entries, records) = returns.entry(owner).or_default();
+        if logging && modified.iter().any(|(d, k)| *d == key_db && *k == key) {
+            let record = state_record(&key, entry.as_ref());
+            if !record.is_empty() {
+                records.push((key_db, record));
+            }
+        }
+        entries.push((key_db, key, entry));
+    }
+    let mut asked = 0;
+    for (owner, (entries, records)) in returns {
+        match acks.filter(|_| !records.is_empty()) {
+            _ if owner == core.id => take_back(core, conns, entries, records),
+            Some(ticket) => {
+                asked += 1;
+                core.outbox
+                    .give_back_acked(owner, entries, records, core.id, ticket);
+            }
+            None => core.outbox.give_back(owner, entries, records),
+        }
+    }
+    asked
+}
+
+/// Where database `db` is after `swaps` (SWAPDBs, in order).
+pub fn after_swaps(swaps: &[(usize, usize)], db: usize) -> usize {
+    swaps.iter().fold(db, |db, &swap| swapped(db, swap))
+}
+
+/// SWAPDB: it moves every shard's keys between two databases, so in forward mode
+/// it runs under the script lock once no key is out on loan but its own
+/// transaction's ([`crate::mesh::script_lock::quiet`]), which renames those as they move.
+pub fn swaps_dbs(cmd: &Command) -> bool {
+    cmd.meta.name == "swapdb"
+}
+
+/// Where database `db` is after SWAPDB `a` `b`.
+pub fn swapped(db: usize, (a, b): (usize, usize)) -> usize {
+    match db {
+        _ if db == a => b,
+        _ if db == b => a,
+        _ => db,
+    }
+}
+
+/// Log records that set keys to a state, whatever it was before: what a command on
+/// borrowed keys logs for each key it changed (its arguments would replay on one
+/// shard, but its keys' records belong in their owners' logs).
+pub type KeyRecords = Vec<(usize, Vec<Vec<u8>>)>;
+
+/// The record that puts `key` in the state of `entry` (`RESTORE ... REPLACE ABSTTL`
+/// with Redis' DUMP payload), or deletes it.
+pub(super) fn state_record(key: &[u8], entry: Option<&Entry>) -> Vec<Vec<u8>> {
+    let Some(entry) = entry else {
+        return vec![b"DEL".to_vec(), key.to_vec()];
+    };
+    let expire_at = entry.expire_at().unwrap_or(0).to_string().into_bytes();
+    let payload = ruvio_engine::rdb::dump_payload(entry.value());
+    vec![
+        b"RESTORE".to_vec(),
+        key.to_vec(),
+        expire_at,
+        payload,
+        b"REPLACE".to_vec(),
+        b"ABSTTL".to_vec(),
+    ]
+}
+
+/// Log the new state of the keys this shard owns that a command on borrowed keys
+/// changed and that stay here (not sent home: they were never borrowed); the
+/// other keys' records travel home to their owners' logs ([`send_home`]).
+/// Replicas get the new state of every key the command changed, borrowed ones
+/// included, from here as one group: one MULTI/EXEC however many shards the
+/// keys live on (the owners do not replicate the records they get back). This
+/// shard's records reach the backlog before the keys leave it (`ship_outbox`
+/// flushes first), so an owner's later writes to them follow in the stream.
+pub(super) fn log_local_changes(
+    core: &mut ShardCore,
+    modified: &[(usize, Vec<u8>)],
+    homes: &[(usize, Vec<u8>, usize)],
+) {
+    if !core.logs() {
+        return;
+    }
+    let mut records = Vec::new();
+    for (db, key) in modified {
+        let travels = homes.iter().any(|(d, k, _)| d == db && k == key);
+        let stays = !travels && core.topo.key_owner(key) == core.id;
+        if !stays && !core.replication.feed.on() {
+            continue;
+        }
+        let entry = core.engine.peek_entry(*db, key, core.now_ms);
+        let record = state_record(key, entry);
+        if !record.is_empty() {
+            records.push((*db, record, stays));
+        }
+    }
+    if let Some(wal) = core.wal.as_mut() {
+        // The keys one command or transaction changed here replay together.
+        wal.begin_atomic();
+        for (db, record, _) in records.iter().filter(|(_, _, stays)| *stays) {
+            wal.append(*db, &mut record.iter().map(Vec::as_slice));
+        }
+        wal.end_atomic();
+    }
+    let feed = &mut core.replication.feed;
+    feed.begin_group();
+    for (db, record, _) in &records {
+        feed.record(*db, &mut record.iter().map(Vec::as_slice));
+    }
+    feed.end_group();
+}
