@@ -45,6 +45,18 @@ impl GlobMatcher {
         }
     }
 
+    /// A prefix pattern of at most 8 bytes as (word, mask): a string of 8
+    /// bytes or more matches it exactly when its first 8 bytes, read
+    /// little-endian and masked, equal the word. `None` for other patterns.
+    pub fn prefix_word(&self) -> Option<(u64, u64)> {
+        match self {
+            GlobMatcher::Prefix(prefix) if prefix.literal.len() <= 8 => {
+                Some((prefix.word, prefix.mask))
+            }
+            _ => None,
+        }
+    }
+
     /// True when `string` matches the pattern.
     #[inline]
     pub fn matches(&self, string: &[u8]) -> bool {
@@ -223,7 +235,11 @@ mod tests {
             // Strings past 8 bytes too: a prefix compares them by the word.
             string in proptest::collection::vec(prop::sample::select(b"ab:*".to_vec()), 0..12),
         ) {
-            prop_assert_eq!(GlobMatcher::new(&pattern).matches(&string), m(&pattern, &string));
+            let matcher = GlobMatcher::new(&pattern);
+            prop_assert_eq!(matcher.matches(&string), m(&pattern, &string));
+            if let (Some((word, mask)), Some(head)) = (matcher.prefix_word(), string.first_chunk::<8>()) {
+                prop_assert_eq!(u64::from_le_bytes(*head) & mask == word, m(&pattern, &string));
+            }
         }
     }
 

@@ -649,16 +649,21 @@ pub struct Args<'a> {
     spans: &'a [(u32, u32)],
 }
 
+// `#[inline]`: called from the other crates on every command (an ACL key
+// check paid a call per key without it, scripts/instr_ab.py).
 impl<'a> Args<'a> {
     /// Number of arguments including the command name.
+    #[inline]
     pub fn len(&self) -> usize {
         self.spans.len()
     }
     /// True when there are no arguments at all.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
     /// Argument `i`; panics when out of range (arity is checked before handlers run).
+    #[inline]
     pub fn get(&self, i: usize) -> &'a [u8] {
         let (s, e) = self.spans[i];
         &self.base[s as usize..e as usize]

@@ -91,6 +91,10 @@ pub struct Selector {
     /// Some key pattern is `%R~` or `%W~`: the check then asks whether the
     /// command reads or writes each key (kept by [`Selector::apply`]).
     pub keys_by_perm: bool,
+    /// Every key pattern is a prefix of at most 8 bytes then `*`s, with read
+    /// and write: each as (word, mask) ([`ruvio_engine::GlobMatcher::prefix_word`]),
+    /// for the check of keys of 8 bytes or more (kept by [`Selector::apply`]).
+    pub prefix_words: Option<Vec<(u64, u64)>>,
     pub channels: Vec<Vec<u8>>,
 }
 
@@ -106,6 +110,7 @@ impl Selector {
             firstargs: Vec::new(),
             keys: Vec::new(),
             keys_by_perm: false,
+            prefix_words: None,
             channels: Vec::new(),
         }
     }
@@ -154,6 +159,10 @@ impl Selector {
     pub fn apply(&mut self, catalog: &Catalog, op: &[u8]) -> Result<(), RuleError> {
         let applied = self.apply_rule(catalog, op);
         self.keys_by_perm = self.keys.iter().any(|k| k.perms != KEY_ALL);
+        self.prefix_words = match self.keys.is_empty() || self.keys_by_perm {
+            true => None,
+            false => self.keys.iter().map(|k| k.matcher.prefix_word()).collect(),
+        };
         applied
     }
 
@@ -413,6 +422,7 @@ impl User {
             root.all_keys = false;
             root.keys.clear();
             root.keys_by_perm = false;
+            root.prefix_words = None;
             root.all_channels = all_channels;
             root.channels.clear();
             self.enabled = false;
