@@ -777,15 +777,7 @@ pub fn reload_shard(core: &mut ShardCore, outcome: &ReloadOutcome) {
     if core.watches.any() {
         // Database by database: a watched key is touched when it exists in its own.
         for db in 0..core.engine.db_count() {
-            core.watches.flush(
-                &core.engine,
-                core.now_ms,
-                crate::transactions::watch::Notify {
-                    shard: core.id,
-                    outbox: &mut core.outbox,
-                },
-                &[db],
-            );
+            core.touch_watched_in(&[db]);
         }
     }
     core.tracking.flushed();

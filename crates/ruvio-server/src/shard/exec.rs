@@ -128,15 +128,7 @@ pub fn run_engine(
     if watched && cmd.meta.keys.is_none() {
         let flushed =
             crate::transactions::watch::flushed_dbs(&core.engine, cmd.meta.name, caller.db, args);
-        core.watches.flush(
-            &core.engine,
-            core.now_ms,
-            crate::transactions::watch::Notify {
-                shard: core.id,
-                outbox: &mut core.outbox,
-            },
-            &flushed,
-        );
+        core.touch_watched_in(&flushed);
     }
     if script && caller.tracking.bits & tracking_command::REMEMBER != 0 {
         // The keys its read-only calls read are remembered for the caller.
@@ -231,14 +223,7 @@ pub fn run_engine(
             core.blocking.signal(db, key);
         }
         if watched {
-            core.watches.touch(
-                crate::transactions::watch::Notify {
-                    shard: core.id,
-                    outbox: &mut core.outbox,
-                },
-                db,
-                key,
-            );
+            core.touch_watched(db, key);
         }
     }
     if script {

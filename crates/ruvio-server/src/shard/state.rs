@@ -122,6 +122,38 @@ impl ShardCore {
         self.background_save.busy() || self.replication.snapshot.is_some()
     }
 
+    /// Key `key` of `db` changed: its watchers' transactions fail.
+    #[inline]
+    pub fn touch_watched(&mut self, db: usize, key: &[u8]) {
+        let to = crate::transactions::watch::Notify {
+            shard: self.id,
+            outbox: &mut self.outbox,
+        };
+        self.watches.touch(to, db, key);
+    }
+
+    /// Key `key` of `db` expired: its watchers learn it before a transaction
+    /// checks them.
+    pub fn touch_watched_if_expired(&mut self, db: usize, key: &[u8]) {
+        let (engine, now_ms) = (&self.engine, self.now_ms);
+        let to = crate::transactions::watch::Notify {
+            shard: self.id,
+            outbox: &mut self.outbox,
+        };
+        self.watches.check_expired(engine, now_ms, to, db, key);
+    }
+
+    /// Databases `dbs` were emptied (FLUSHDB, FLUSHALL, SWAPDB, DEBUG RELOAD):
+    /// the watchers of their keys that existed learn it.
+    pub fn touch_watched_in(&mut self, dbs: &[usize]) {
+        let (engine, now_ms) = (&self.engine, self.now_ms);
+        let to = crate::transactions::watch::Notify {
+            shard: self.id,
+            outbox: &mut self.outbox,
+        };
+        self.watches.flush(engine, now_ms, to, dbs);
+    }
+
     /// Shard `id`'s state without its sockets: an empty keyspace configured from
     /// `cfg`, empty statistics and queues.
     /// Shard `id`'s state: its keyspace loaded (a Redis RDB file to import, then its

@@ -42,16 +42,7 @@ pub(super) fn run_in_turn(
 ) {
     let watched = std::mem::take(&mut client.watching);
     for (db, key) in &watched {
-        core.watches.check_expired(
-            &core.engine,
-            core.now_ms,
-            crate::transactions::watch::Notify {
-                shard: core.id,
-                outbox: &mut core.outbox,
-            },
-            *db,
-            key,
-        );
+        core.touch_watched_if_expired(*db, key);
     }
     client.exec_rest = Some(InTurn {
         commands: queued.commands,

@@ -23,16 +23,7 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
     for (db, key) in request.keys {
         if core.watches.any() {
             // Its watchers learn of an expiry before a transaction checks them.
-            core.watches.check_expired(
-                &core.engine,
-                core.now_ms,
-                crate::transactions::watch::Notify {
-                    shard: core.id,
-                    outbox: &mut core.outbox,
-                },
-                db,
-                &key,
-            );
+            core.touch_watched_if_expired(db, &key);
         }
         let entry = core.engine.lend(db, &key, core.now_ms);
         core.lending.lent.insert((db, key.clone()));
