@@ -210,8 +210,10 @@ fn acl_refusal(
     args: Args<'_>,
 ) -> Option<CmdError> {
     let Err(denied) = crate::acl::check::check(&client.acl.user, row.stat, row.meta, args) else {
-        let script = crate::mesh::script_lock::is_script(row.meta) || row.meta.name == "exec";
-        if script && !client.acl.script_caller_noted.get() {
+        // Noted once per session: its later scripts skip the name tests.
+        if !client.acl.script_caller_noted.get()
+            && (crate::mesh::script_lock::is_script(row.meta) || row.meta.name == "exec")
+        {
             // It may run on another shard: the user goes with the client's id.
             let info = || crate::cmd::client::info_line(core, client);
             core.shared
