@@ -847,7 +847,12 @@ def git_commit() -> dict:
                                   text=True, timeout=10).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             return ""
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
+    # Dirty: tracked files changed (the build may differ from the commit). New
+    # files alone (this run's own record among them) leave the build as committed.
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+    }
 
 
 def clean_json(value):
