@@ -10,24 +10,13 @@
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
-/// Payload bits per varint byte, and the continuation bit (LEB128).
-const VARINT_PAYLOAD_BITS: u32 = 7;
-const VARINT_MORE: u8 = 0x80;
-
-/// Bytes the LEB128 varint of `len` takes.
-pub(crate) fn varint_len(mut len: usize) -> usize {
-    let mut bytes = 1;
-    while len >> VARINT_PAYLOAD_BITS != 0 {
-        len >>= VARINT_PAYLOAD_BITS;
-        bytes += 1;
-    }
-    bytes
-}
+use crate::varint;
 
 /// The layout of a block of `prefix` bytes (aligned to `align`) and `len` bytes.
 pub(crate) fn layout(prefix: usize, align: usize, len: usize) -> Layout {
     // Lengths are bounded by the protocol's bulk limit, far below isize::MAX.
-    Layout::from_size_align(prefix + varint_len(len) + len, align).unwrap_or(Layout::new::<u64>())
+    Layout::from_size_align(prefix + varint::len(len as u64) + len, align)
+        .unwrap_or(Layout::new::<u64>())
 }
 
 /// A new block holding `bytes` after `prefix` bytes left for the caller (not
@@ -39,20 +28,12 @@ pub(crate) fn new(prefix: usize, align: usize, bytes: &[u8]) -> NonNull<u8> {
     let Some(ptr) = NonNull::new(raw) else {
         handle_alloc_error(layout)
     };
-    let (mut len, mut at) = (bytes.len(), prefix);
-    // SAFETY: the block holds the prefix, `varint_len` varint bytes and the bytes.
+    let len = varint::encode(bytes.len() as u64);
+    let len = len.bytes();
+    // SAFETY: the block holds the prefix, the varint's bytes and the bytes.
     unsafe {
-        loop {
-            let low = (len as u8) & !VARINT_MORE;
-            len >>= VARINT_PAYLOAD_BITS;
-            let more = if len == 0 { 0 } else { VARINT_MORE };
-            raw.add(at).write(low | more);
-            at += 1;
-            if len == 0 {
-                break;
-            }
-        }
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), raw.add(at), bytes.len());
+        std::ptr::copy_nonoverlapping(len.as_ptr(), raw.add(prefix), len.len());
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), raw.add(prefix + len.len()), bytes.len());
     }
     ptr
 }
@@ -64,19 +45,10 @@ pub(crate) fn new(prefix: usize, align: usize, bytes: &[u8]) -> NonNull<u8> {
 /// for `'a`.
 pub(crate) unsafe fn bytes<'a>(ptr: NonNull<u8>, prefix: usize) -> &'a [u8] {
     let p = ptr.as_ptr();
-    let (mut len, mut shift, mut at) = (0usize, 0, prefix);
-    loop {
-        // SAFETY: the caller's block holds a complete varint here.
-        let b = unsafe { p.add(at).read() };
-        at += 1;
-        len |= usize::from(b & !VARINT_MORE) << shift;
-        if b & VARINT_MORE == 0 {
-            break;
-        }
-        shift += VARINT_PAYLOAD_BITS;
-    }
+    // SAFETY: the caller's block holds a complete varint after the prefix.
+    let (len, at) = unsafe { varint::read_raw(p, prefix) };
     // SAFETY: the `len` bytes follow the varint inside the block.
-    unsafe { std::slice::from_raw_parts(p.add(at), len) }
+    unsafe { std::slice::from_raw_parts(p.add(at), len as usize) }
 }
 
 /// Free the block at `ptr`.
@@ -108,7 +80,7 @@ mod tests {
                 }
                 assert_eq!(
                     layout(prefix, 8, len).size(),
-                    prefix + varint_len(len) + len
+                    prefix + varint::len(len as u64) + len
                 );
             }
         }

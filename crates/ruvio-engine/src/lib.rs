@@ -111,6 +111,7 @@ mod streams;
 mod strings;
 mod table;
 mod values;
+mod varint;
 mod zsets;
 
 pub use args::parse_cursor;

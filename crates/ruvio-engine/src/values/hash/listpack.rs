@@ -37,6 +37,7 @@ use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
 use std::ptr::NonNull;
 
 use crate::memsize::malloc_chunk_bytes;
+use crate::varint;
 
 /// Bytes of entries one block may hold: Redis's `LISTPACK_MAX_SAFETY_SIZE` (1 GiB).
 /// Far below `u32::MAX`, so the length arithmetic never overflows.
@@ -73,8 +74,8 @@ impl Header {
     /// The header's encoding: its bytes and their number.
     fn encode(data_len: usize, count: usize, ttl: bool) -> ([u8; HEADER_BYTES_MAX], usize) {
         debug_assert!(data_len <= PACKED_BYTES_MAX && count <= PACKED_FIELDS_MAX);
-        let first = Varint::new(((count << 1) | if ttl { FLAG_TTL } else { 0 }) as u64);
-        let second = Varint::new(data_len as u64);
+        let first = varint::encode(((count << 1) | if ttl { FLAG_TTL } else { 0 }) as u64);
+        let second = varint::encode(data_len as u64);
         let mut out = [0u8; HEADER_BYTES_MAX];
         let (a, b) = (first.bytes(), second.bytes());
         out[..a.len()].copy_from_slice(a);
@@ -86,71 +87,16 @@ impl Header {
 /// Alignment of the block: 2, so the low pointer bit is free for `HashValue`'s tag.
 pub const BLOCK_ALIGN: usize = 2;
 
-/// Longest LEB128 encoding of a `u64`.
-const VARINT_BYTES_MAX: usize = 10;
-
 /// Largest entry overhead besides the field and value bytes: three varints.
-pub const ENTRY_OVERHEAD_MAX: usize = 3 * VARINT_BYTES_MAX;
+pub const ENTRY_OVERHEAD_MAX: usize = 3 * varint::BYTES_MAX;
 
 const _: () = assert!(PACKED_BYTES_MAX + ENTRY_OVERHEAD_MAX < u32::MAX as usize);
 
-/// A varint in a small buffer.
-struct Varint {
-    buf: [u8; VARINT_BYTES_MAX],
-    len: u8,
-}
-
-impl Varint {
-    fn new(mut v: u64) -> Varint {
-        let mut buf = [0u8; VARINT_BYTES_MAX];
-        let mut len = 0;
-        loop {
-            let low = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                buf[len] = low;
-                len += 1;
-                break;
-            }
-            buf[len] = low | 0x80;
-            len += 1;
-        }
-        Varint {
-            buf,
-            len: len as u8,
-        }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        &self.buf[..self.len as usize]
-    }
-}
-
-/// Decode the varint at `data[at..]`; returns the value and the offset after it.
-/// The data was written by this module, so a malformed varint is a bug.
-fn read_varint(data: &[u8], mut at: usize) -> (u64, usize) {
-    let mut v = 0u64;
-    let mut shift = 0;
-    loop {
-        let b = data[at];
-        at += 1;
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return (v, at);
-        }
-        shift += 7;
-        debug_assert!(shift < 64, "corrupt varint in a packed hash");
-    }
-}
-
 /// Bytes the entry for `field`/`value` takes (with a ttl slot of `ttl` when `with_ttl`).
 pub fn entry_bytes(field: usize, value: usize, ttl: Option<u64>, with_ttl: bool) -> usize {
-    let mut n = Varint::new(field as u64).len as usize
-        + field
-        + Varint::new(value as u64).len as usize
-        + value;
+    let mut n = varint::len(field as u64) + field + varint::len(value as u64) + value;
     if with_ttl {
-        n += Varint::new(ttl.unwrap_or(0)).len as usize;
+        n += varint::len(ttl.unwrap_or(0));
     }
     n
 }
@@ -223,24 +169,8 @@ impl Packed {
 
     /// The header, decoded.
     fn header(&self) -> Header {
-        let raw = self.ptr.as_ptr();
-        let mut at = 0;
-        let mut varint = || {
-            let (mut v, mut shift) = (0usize, 0);
-            loop {
-                // SAFETY: every block starts with its whole header, whose two
-                // varints each end with a byte without the continuation bit.
-                let b = unsafe { *raw.add(at) };
-                at += 1;
-                v |= usize::from(b & 0x7f) << shift;
-                if b & 0x80 == 0 {
-                    return v;
-                }
-                shift += 7;
-            }
-        };
-        let first = varint();
-        let data_len = varint();
+        // SAFETY: every block starts with its whole header, two varints.
+        let (first, data_len, at) = unsafe { varint::read_raw_pair(self.ptr.as_ptr()) };
         Header {
             count: first >> 1,
             ttl: first & FLAG_TTL != 0,
@@ -295,15 +225,15 @@ impl Packed {
     /// Decode the entry starting at `at`.
     fn decode(&self, at: usize, index: usize) -> (Located, PackedEntry<'_>) {
         let data = self.data();
-        let (flen, f_at) = read_varint(data, at);
+        let (flen, f_at) = varint::read(data, at);
         let field = &data[f_at..f_at + flen as usize];
         let value_len_at = f_at + flen as usize;
-        let (vlen, v_at) = read_varint(data, value_len_at);
+        let (vlen, v_at) = varint::read(data, value_len_at);
         let value = &data[v_at..v_at + vlen as usize];
         let mut end = v_at + vlen as usize;
         let mut expire_at = None;
         if self.has_ttl() {
-            let (ttl, after) = read_varint(data, end);
+            let (ttl, after) = varint::read(data, end);
             end = after;
             expire_at = (ttl != 0).then_some(ttl);
         }
@@ -341,12 +271,12 @@ impl Packed {
         let ttl = self.has_ttl();
         let (mut at, mut index) = (0, 0);
         while at < data.len() {
-            let (flen, f_at) = read_varint(data, at);
+            let (flen, f_at) = varint::read(data, at);
             let f_end = f_at + flen as usize;
-            let (vlen, v_at) = read_varint(data, f_end);
+            let (vlen, v_at) = varint::read(data, f_end);
             let mut end = v_at + vlen as usize;
             if ttl {
-                end = read_varint(data, end).1;
+                end = varint::read(data, end).1;
             }
             if &data[f_at..f_end] == field {
                 return Some(self.decode(at, index));
@@ -446,10 +376,10 @@ impl Packed {
         let at = self.insert_offset(expire_at);
         let with_ttl = self.has_ttl();
         let (fl, vl) = (
-            Varint::new(field.len() as u64),
-            Varint::new(value.len() as u64),
+            varint::encode(field.len() as u64),
+            varint::encode(value.len() as u64),
         );
-        let ttl = Varint::new(expire_at.unwrap_or(0));
+        let ttl = varint::encode(expire_at.unwrap_or(0));
         let ttl_bytes: &[u8] = if with_ttl { ttl.bytes() } else { &[] };
         let count = self.len() + 1;
         self.splice(
@@ -469,8 +399,8 @@ impl Packed {
 
     /// Replace the value of the entry at `loc` in place (its position and ttl stay).
     pub fn replace_value(&mut self, loc: Located, value: &[u8]) {
-        let vl = Varint::new(value.len() as u64);
-        let ttl = Varint::new(loc.expire_at.unwrap_or(0));
+        let vl = varint::encode(value.len() as u64);
+        let ttl = varint::encode(loc.expire_at.unwrap_or(0));
         let ttl_bytes: &[u8] = if self.has_ttl() { ttl.bytes() } else { &[] };
         let count = self.len();
         self.splice(
@@ -592,12 +522,12 @@ mod tests {
             u32::MAX as u64,
             u64::MAX,
         ] {
-            let enc = Varint::new(v);
-            assert_eq!(read_varint(enc.bytes(), 0), (v, enc.bytes().len()));
+            let enc = varint::encode(v);
+            assert_eq!(varint::read(enc.bytes(), 0), (v, enc.bytes().len()));
         }
-        assert_eq!(Varint::new(127).bytes().len(), 1);
-        assert_eq!(Varint::new(128).bytes().len(), 2);
-        assert_eq!(Varint::new(u64::MAX).bytes().len(), VARINT_BYTES_MAX);
+        assert_eq!(varint::encode(127).bytes().len(), 1);
+        assert_eq!(varint::encode(128).bytes().len(), 2);
+        assert_eq!(varint::encode(u64::MAX).bytes().len(), varint::BYTES_MAX);
     }
 
     #[test]
@@ -643,9 +573,9 @@ mod tests {
                     .map(|(f, v, t)| entry_bytes(f.len(), v.len(), *t, with_ttl))
                     .sum();
                 assert_eq!(p.data_len(), data);
-                let head = Varint::new(((model.len() << 1) | usize::from(with_ttl)) as u64).len
-                    + Varint::new(data as u64).len;
-                assert_eq!(p.block_bytes(), usize::from(head) + data);
+                let head = varint::len(((model.len() << 1) | usize::from(with_ttl)) as u64)
+                    + varint::len(data as u64);
+                assert_eq!(p.block_bytes(), head + data);
             }
             while let Some((f, _, _)) = model.pop() {
                 let (loc, _) = p.find(&f).unwrap();

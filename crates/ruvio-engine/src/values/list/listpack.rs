@@ -35,76 +35,32 @@ use std::ptr::NonNull;
 
 use super::rules;
 use crate::memsize::malloc_chunk_bytes;
+use crate::varint;
 
 /// Alignment of every block: 2 leaves the low pointer bit free for a tag, and glibc
 /// hands out 16-aligned chunks anyway, so it costs nothing.
 pub const BLOCK_ALIGN: usize = 2;
 
-/// Longest LEB128 varint of a `u64`.
-const VARINT_BYTES_MAX: usize = 10;
-
 /// Longest header: three varints.
-const HEADER_BYTES_MAX: usize = 3 * VARINT_BYTES_MAX;
-
-/// Payload bits per varint byte, and the continuation bit.
-const VARINT_PAYLOAD_BITS: u32 = 7;
-const VARINT_MORE: u8 = 0x80;
-const VARINT_PAYLOAD_MASK: u8 = 0x7f;
-
-/// Bytes a LEB128 varint of `v` takes.
-pub fn varint_len(v: u64) -> usize {
-    let bits = 64 - v.leading_zeros().min(63);
-    bits.div_ceil(VARINT_PAYLOAD_BITS) as usize
-}
-
-/// Write `v` as LEB128 into `out`, returning the bytes used.
-fn write_varint(out: &mut [u8], mut v: u64) -> usize {
-    let mut i = 0;
-    loop {
-        let low = (v as u8) & VARINT_PAYLOAD_MASK;
-        v >>= VARINT_PAYLOAD_BITS;
-        if v == 0 {
-            out[i] = low;
-            return i + 1;
-        }
-        out[i] = low | VARINT_MORE;
-        i += 1;
-    }
-}
-
-/// Read a LEB128 varint from the start of `bytes`: (value, bytes used).
-fn read_varint(bytes: &[u8]) -> (u64, usize) {
-    let mut v = 0u64;
-    let mut shift = 0;
-    let mut i = 0;
-    loop {
-        let b = bytes[i];
-        v |= u64::from(b & VARINT_PAYLOAD_MASK) << shift;
-        i += 1;
-        if b & VARINT_MORE == 0 {
-            return (v, i);
-        }
-        shift += VARINT_PAYLOAD_BITS;
-    }
-}
+const HEADER_BYTES_MAX: usize = 3 * varint::BYTES_MAX;
 
 /// The offset after the entry at `off`: a one-byte length (every element below 128
 /// bytes) is read without the varint loop.
 #[inline]
 fn skip_forward(data: &[u8], off: usize) -> usize {
     let first = data[off];
-    if first & VARINT_MORE == 0 {
+    if first & varint::MORE == 0 {
         return off + 2 + first as usize;
     }
-    let (len, used) = read_varint(&data[off..]);
-    off + 2 * used + len as usize
+    let (len, start) = varint::read(data, off);
+    start + (start - off) + len as usize
 }
 
 /// The offset of the entry that ends at `end`.
 #[inline]
 fn skip_backward(data: &[u8], end: usize) -> usize {
     let last = data[end - 1];
-    if last & VARINT_MORE == 0 {
+    if last & varint::MORE == 0 {
         return end - 2 - last as usize;
     }
     let (len, used) = read_backlen(data, end);
@@ -118,12 +74,12 @@ fn read_backlen(bytes: &[u8], end: usize) -> (u64, usize) {
     let mut i = 0;
     loop {
         let b = bytes[end - 1 - i];
-        v |= u64::from(b & VARINT_PAYLOAD_MASK) << shift;
+        v |= u64::from(b & varint::PAYLOAD_MASK) << shift;
         i += 1;
-        if b & VARINT_MORE == 0 {
+        if b & varint::MORE == 0 {
             return (v, i);
         }
-        shift += VARINT_PAYLOAD_BITS;
+        shift += varint::PAYLOAD_BITS;
     }
 }
 
@@ -137,7 +93,7 @@ fn unzigzag(v: u64) -> i64 {
 
 /// Bytes one element of `len` bytes takes in a block: prefix, data, backlen.
 pub fn entry_size(len: usize) -> usize {
-    2 * varint_len(len as u64) + len
+    2 * varint::len(len as u64) + len
 }
 
 /// How many bytes more (or fewer) Redis's listpack spends on `elem` than a block.
@@ -156,7 +112,7 @@ struct Header {
 }
 
 fn header_len(count: usize, data_bytes: usize, redis_delta: i64) -> usize {
-    varint_len(count as u64) + varint_len(data_bytes as u64) + varint_len(zigzag(redis_delta))
+    varint::len(count as u64) + varint::len(data_bytes as u64) + varint::len(zigzag(redis_delta))
 }
 
 fn layout(bytes: usize) -> Layout {
@@ -236,20 +192,25 @@ impl Packed {
     }
 
     fn header(&self) -> Header {
-        let (count, a) = read_varint_at(self.ptr, 0);
-        let (data_bytes, b) = read_varint_at(self.ptr, a);
-        let (delta, c) = read_varint_at(self.ptr, a + b);
+        let raw = self.ptr.as_ptr();
+        // SAFETY: every block starts with its whole header, three varints.
+        let (count, a) = unsafe { varint::read_raw(raw, 0) };
+        // SAFETY: as above.
+        let (data_bytes, b) = unsafe { varint::read_raw(raw, a) };
+        // SAFETY: as above.
+        let (delta, c) = unsafe { varint::read_raw(raw, b) };
         Header {
             count: count as usize,
             data_bytes: data_bytes as usize,
             redis_delta: unzigzag(delta),
-            len: a + b + c,
+            len: c,
         }
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        read_varint_at(self.ptr, 0).0 as usize
+        // SAFETY: every block starts with its whole header, the count first.
+        unsafe { varint::read_raw(self.ptr.as_ptr(), 0) }.0 as usize
     }
 
     /// True when the block holds no element.
@@ -289,10 +250,9 @@ impl Packed {
     /// The element at byte offset `off` of the entries and the offset after it.
     pub fn entry_at(&self, off: usize) -> (&[u8], usize) {
         let data = self.data();
-        let (len, used) = read_varint(&data[off..]);
-        let start = off + used;
+        let (len, start) = varint::read(data, off);
         let end = start + len as usize;
-        (&data[start..end], end + used)
+        (&data[start..end], end + (start - off))
     }
 
     /// The element ending at byte offset `end` and its starting offset.
@@ -573,28 +533,10 @@ impl Default for Packed {
     }
 }
 
-/// Read the varint at byte `at` of a block.
-fn read_varint_at(ptr: NonNull<u8>, at: usize) -> (u64, usize) {
-    let mut v = 0u64;
-    let mut shift = 0;
-    let mut i = 0;
-    loop {
-        // SAFETY: the header is complete; a varint is read only up to its last
-        // byte (the one without the continuation bit), which is inside the block.
-        let b = unsafe { *ptr.as_ptr().add(at + i) };
-        v |= u64::from(b & VARINT_PAYLOAD_MASK) << shift;
-        i += 1;
-        if b & VARINT_MORE == 0 {
-            return (v, i);
-        }
-        shift += VARINT_PAYLOAD_BITS;
-    }
-}
-
 fn encode_header(out: &mut [u8; HEADER_BYTES_MAX], count: usize, data: usize, delta: i64) -> usize {
-    let mut n = write_varint(out, count as u64);
-    n += write_varint(&mut out[n..], data as u64);
-    n += write_varint(&mut out[n..], zigzag(delta));
+    let mut n = varint::write(out, count as u64);
+    n += varint::write(&mut out[n..], data as u64);
+    n += varint::write(&mut out[n..], zigzag(delta));
     debug_assert_eq!(n, header_len(count, data, delta));
     n
 }
@@ -604,8 +546,9 @@ fn encode_header(out: &mut [u8; HEADER_BYTES_MAX], count: usize, data: usize, de
 /// # Safety
 /// `dst` must have room for `entry_size(elem.len())` bytes and not overlap `elem`.
 unsafe fn write_entry(dst: *mut u8, elem: &[u8]) {
-    let mut prefix = [0u8; VARINT_BYTES_MAX];
-    let n = write_varint(&mut prefix, elem.len() as u64);
+    let prefix = varint::encode(elem.len() as u64);
+    let prefix = prefix.bytes();
+    let n = prefix.len();
     // SAFETY: per the contract, `dst` has n + len + n bytes of room.
     unsafe {
         std::ptr::copy_nonoverlapping(prefix.as_ptr(), dst, n);
@@ -647,10 +590,9 @@ impl<'a> Iterator for PackedIter<'a> {
         if self.off >= self.data.len() {
             return None;
         }
-        let (len, used) = read_varint(&self.data[self.off..]);
-        let start = self.off + used;
+        let (len, start) = varint::read(self.data, self.off);
         let end = start + len as usize;
-        self.off = end + used;
+        self.off = end + (start - self.off);
         Some(&self.data[start..end])
     }
 }

@@ -27,6 +27,7 @@ use std::ptr::NonNull;
 
 use crate::memsize::malloc_chunk_bytes;
 use crate::values::list::rules;
+use crate::varint;
 
 /// Alignment of every block: 2, leaving the low pointer bit free for
 /// `SetValue`'s tag (a packed block is the untagged `_0` case).
@@ -43,51 +44,14 @@ const VARINT_HEADER_BYTES_MAX: usize = 5;
 const HEADER_BYTES_MAX: usize = 2 * VARINT_HEADER_BYTES_MAX;
 const _: () = assert!(PACKED_BYTES_MAX < 1 << (7 * VARINT_HEADER_BYTES_MAX));
 
-/// Payload bits per varint byte, and the continuation bit.
-const VARINT_PAYLOAD_BITS: u32 = 7;
-const VARINT_MORE: u8 = 0x80;
-/// Longest LEB128 encoding of a `u64`.
-const VARINT_BYTES_MAX: usize = 10;
-
-/// A varint in a small buffer: (bytes, their number).
-fn varint(mut v: usize) -> ([u8; VARINT_BYTES_MAX], usize) {
-    let mut buf = [0u8; VARINT_BYTES_MAX];
-    let mut n = 0;
-    loop {
-        let low = (v as u8) & !VARINT_MORE;
-        v >>= VARINT_PAYLOAD_BITS;
-        if v == 0 {
-            buf[n] = low;
-            return (buf, n + 1);
-        }
-        buf[n] = low | VARINT_MORE;
-        n += 1;
-    }
-}
-
-/// The varint at `bytes[at..]` and the offset after it. The bytes were written
-/// by this module, so a malformed varint is a bug (an index panic).
-fn read_varint(bytes: &[u8], mut at: usize) -> (usize, usize) {
-    let (mut v, mut shift) = (0usize, 0);
-    loop {
-        let b = bytes[at];
-        at += 1;
-        v |= usize::from(b & !VARINT_MORE) << shift;
-        if b & VARINT_MORE == 0 {
-            return (v, at);
-        }
-        shift += VARINT_PAYLOAD_BITS;
-    }
-}
-
 /// The header's encoding for `data` entry bytes and `count` members.
 fn encode_header(data: usize, count: usize) -> ([u8; HEADER_BYTES_MAX], usize) {
-    let (a, an) = varint(data);
-    let (b, bn) = varint(count);
+    let (a, b) = (varint::encode(data as u64), varint::encode(count as u64));
+    let (a, b) = (a.bytes(), b.bytes());
     let mut out = [0u8; HEADER_BYTES_MAX];
-    out[..an].copy_from_slice(&a[..an]);
-    out[an..an + bn].copy_from_slice(&b[..bn]);
-    (out, an + bn)
+    out[..a.len()].copy_from_slice(a);
+    out[a.len()..a.len() + b.len()].copy_from_slice(b);
+    (out, a.len() + b.len())
 }
 
 /// The layout of a block of `block_bytes` (header and entries).
@@ -155,24 +119,8 @@ impl SPacked {
     }
 
     fn header(&self) -> Header {
-        let raw = self.ptr.as_ptr();
-        let mut at = 0;
-        let mut next = || {
-            let (mut v, mut shift) = (0usize, 0);
-            loop {
-                // SAFETY: every block starts with its whole header, whose two
-                // varints each end with a byte without the continuation bit.
-                let b = unsafe { *raw.add(at) };
-                at += 1;
-                v |= usize::from(b & !VARINT_MORE) << shift;
-                if b & VARINT_MORE == 0 {
-                    return v;
-                }
-                shift += VARINT_PAYLOAD_BITS;
-            }
-        };
-        let data = next();
-        let count = next();
+        // SAFETY: every block starts with its whole header, two varints.
+        let (data, count, at) = unsafe { varint::read_raw_pair(self.ptr.as_ptr()) };
         Header {
             data,
             count,
@@ -234,10 +182,10 @@ impl SPacked {
 
     /// Append a member known to be absent (the caller checked the limits).
     pub fn push_back(&mut self, member: &[u8]) {
-        let (len, n) = varint(member.len());
+        let len = varint::encode(member.len() as u64);
         let end = self.header().data;
         let count = self.len() + 1;
-        self.splice(end, end, &[&len[..n], member], count);
+        self.splice(end, end, &[len.bytes(), member], count);
     }
 
     /// Remove `member`; false when absent.
@@ -271,8 +219,8 @@ impl SPacked {
                 return None;
             }
             let start = at;
-            let (len, from) = read_varint(data, at);
-            at = from + len;
+            let (len, from) = varint::read(data, at);
+            at = from + len as usize;
             Some((start, at, &data[from..at]))
         })
     }
@@ -357,8 +305,8 @@ impl<'a> Iterator for SPackedIter<'a> {
         if self.at >= self.data.len() {
             return None;
         }
-        let (len, from) = read_varint(self.data, self.at);
-        self.at = from + len;
+        let (len, from) = varint::read(self.data, self.at);
+        self.at = from + len as usize;
         Some(&self.data[from..self.at])
     }
 }
@@ -369,7 +317,7 @@ mod tests {
 
     /// Bytes one member of `len` bytes takes in a block.
     fn entry_bytes(len: usize) -> usize {
-        varint(len).1 + len
+        varint::len(len as u64) + len
     }
 
     #[test]
@@ -396,7 +344,7 @@ mod tests {
             let data: usize = model.iter().map(|m| entry_bytes(m.len())).sum();
             assert_eq!(
                 p.block_bytes(),
-                varint(data).1 + varint(model.len()).1 + data
+                varint::len(data as u64) + varint::len(model.len() as u64) + data
             );
             let redis: usize = model.iter().map(|m| rules::entry_bytes(m)).sum();
             assert_eq!(p.redis_bytes(), rules::LP_EMPTY_BYTES + redis);

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use super::groups::{Groups, ENTRIES_READ_UNKNOWN};
 use super::id::StreamId;
 use crate::undo::{self, Inverse, Kept};
+use crate::varint;
 
 /// Entries per node before a new one starts: `stream-node-max-entries`' default.
 pub const NODE_ENTRIES_MAX: usize = 100;
@@ -76,29 +77,12 @@ fn record_node_back(master: StreamId, node: &Node) {
 /// allocation header, with the tree's half-full nodes.
 const NODE_OVERHEAD_BYTES: usize = 2 * (16 + 24) + 16;
 
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
-    loop {
-        let low = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(low);
-            return;
-        }
-        out.push(low | 0x80);
-    }
-}
-
+/// The varint at `bytes[*at..]`; moves `at` past it.
+#[inline]
 fn get_varint(bytes: &[u8], at: &mut usize) -> u64 {
-    let (mut n, mut shift) = (0u64, 0);
-    loop {
-        let b = bytes[*at];
-        *at += 1;
-        n |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return n;
-        }
-        shift += 7;
-    }
+    let (v, next) = varint::read(bytes, *at);
+    *at = next;
+    v
 }
 
 /// One node: entries packed in ID order.
@@ -240,11 +224,11 @@ impl Node {
         self.bytes.push(LIVE);
         // After XSETID below a deleted master entry an ID may be below its
         // node's master: the delta wraps, as Redis's signed one does.
-        put_varint(&mut self.bytes, id.ms.wrapping_sub(master.ms));
-        put_varint(&mut self.bytes, id.seq);
-        put_varint(&mut self.bytes, (fields.len() / 2) as u64);
+        varint::push(&mut self.bytes, id.ms.wrapping_sub(master.ms));
+        varint::push(&mut self.bytes, id.seq);
+        varint::push(&mut self.bytes, (fields.len() / 2) as u64);
         for f in fields {
-            put_varint(&mut self.bytes, f.len() as u64);
+            varint::push(&mut self.bytes, f.len() as u64);
             self.bytes.extend_from_slice(f);
         }
         self.count += 1;

@@ -34,6 +34,7 @@ use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
 use crate::memsize::malloc_chunk_bytes;
+use crate::varint;
 
 /// Alignment of every block (the header words; also frees the tag bit).
 pub const BLOCK_ALIGN: usize = 8;
@@ -57,47 +58,18 @@ const SCORE_INT_LIMIT: f64 = 9_007_199_254_740_992.0;
 pub const PACKED_BYTES_MAX: usize = 1 << 30;
 const _: () = assert!(PACKED_BYTES_MAX + HEADER_BYTES_MAX <= u32::MAX as usize);
 
-/// Payload bits per varint byte, and the continuation bit.
-const VARINT_PAYLOAD_BITS: u32 = 7;
-const VARINT_MORE: u8 = 0x80;
-
-/// Bytes a LEB128 varint of `v` takes.
-pub fn varint_len(v: usize) -> usize {
-    let bits = usize::BITS - v.leading_zeros().min(usize::BITS - 1);
-    bits.div_ceil(VARINT_PAYLOAD_BITS) as usize
-}
-
 /// Most bytes one entry of a member of `member_len` bytes takes (the limit
 /// checks use this bound; the actual entry may be up to 8 bytes shorter).
 pub fn entry_bytes(member_len: usize) -> usize {
-    SCORE_BYTES_MAX + varint_len(member_len) + member_len
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    loop {
-        let low = (v as u8) & !VARINT_MORE;
-        v >>= VARINT_PAYLOAD_BITS;
-        if v == 0 {
-            out.push(low);
-            break;
-        }
-        out.push(low | VARINT_MORE);
-    }
+    SCORE_BYTES_MAX + varint::len(member_len as u64) + member_len
 }
 
 /// The varint at `bytes[*at..]`; moves `at` past it.
+#[inline]
 fn get_varint(bytes: &[u8], at: &mut usize) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
-    loop {
-        let b = bytes[*at];
-        *at += 1;
-        v |= u64::from(b & !VARINT_MORE) << shift;
-        if b & VARINT_MORE == 0 {
-            return v;
-        }
-        shift += VARINT_PAYLOAD_BITS;
-    }
+    let (v, next) = varint::read(bytes, *at);
+    *at = next;
+    v
 }
 
 /// Append a score (see the module docs).
@@ -105,9 +77,9 @@ fn put_score(out: &mut Vec<u8>, score: f64) {
     if score.fract() == 0.0 && score.abs() < SCORE_INT_LIMIT {
         let i = score as i64;
         let zigzag = ((i << 1) ^ (i >> 63)) as u64;
-        put_varint(out, zigzag << 1);
+        varint::push(out, zigzag << 1);
     } else {
-        put_varint(out, SCORE_F64_TAG);
+        varint::push(out, SCORE_F64_TAG);
         out.extend_from_slice(&score.to_le_bytes());
     }
 }
@@ -134,7 +106,7 @@ fn get_score(bytes: &[u8], at: &mut usize) -> f64 {
 fn encode_entry(out: &mut Vec<u8>, member: &[u8], score: f64) {
     // `+ 0.0` turns -0.0 into 0.0 and leaves every other value as it is.
     put_score(out, score + 0.0);
-    put_varint(out, member.len() as u64);
+    varint::push(out, member.len() as u64);
     out.extend_from_slice(member);
 }
 
@@ -170,8 +142,8 @@ impl ZPacked {
     fn from_data(data: &[u8], count: usize) -> ZPacked {
         assert!(data.len() <= PACKED_BYTES_MAX && count <= data.len().max(1));
         let mut head = Vec::with_capacity(HEADER_BYTES_MAX);
-        put_varint(&mut head, data.len() as u64);
-        put_varint(&mut head, count as u64);
+        varint::push(&mut head, data.len() as u64);
+        varint::push(&mut head, count as u64);
         debug_assert!(head.len() <= HEADER_BYTES_MAX);
         let size = head.len() + data.len();
         let layout = Self::layout(size);
@@ -221,25 +193,8 @@ impl ZPacked {
 
     /// The header: (data bytes, member count, header bytes).
     fn header(&self) -> (usize, usize, usize) {
-        let raw = self.ptr.as_ptr();
-        let mut at = 0;
-        let mut varint = || {
-            let (mut v, mut shift) = (0usize, 0);
-            loop {
-                // SAFETY: every block starts with its whole header, and each of
-                // its two varints ends with a byte without the continuation bit.
-                let b = unsafe { *raw.add(at) };
-                at += 1;
-                v |= usize::from(b & !VARINT_MORE) << shift;
-                if b & VARINT_MORE == 0 {
-                    return v;
-                }
-                shift += VARINT_PAYLOAD_BITS;
-            }
-        };
-        let data = varint();
-        let count = varint();
-        (data, count, at)
+        // SAFETY: every block starts with its whole header, two varints.
+        unsafe { varint::read_raw_pair(self.ptr.as_ptr()) }
     }
 
     /// The encoded entries.
@@ -380,9 +335,9 @@ mod tests {
         assert_eq!(p.heap_bytes(), 32);
         let all: Vec<_> = p.iter().map(|(_, m, s)| (m.to_vec(), s)).collect();
         assert_eq!(all.len(), 3);
-        assert_eq!(varint_len(0), 1);
-        assert_eq!(varint_len(127), 1);
-        assert_eq!(varint_len(128), 2);
+        assert_eq!(varint::len(0), 1);
+        assert_eq!(varint::len(127), 1);
+        assert_eq!(varint::len(128), 2);
     }
 
     #[test]
@@ -416,7 +371,10 @@ mod tests {
                 .sum();
             assert_eq!(p.len(), i + 1);
             assert_eq!(p.data().len(), data);
-            assert_eq!(p.block_bytes(), varint_len(data) + varint_len(i + 1) + data);
+            assert_eq!(
+                p.block_bytes(),
+                varint::len(data as u64) + varint::len(i as u64 + 1) + data
+            );
         }
         let all: Vec<_> = p.iter().map(|(_, m, s)| (m.to_vec(), s)).collect();
         assert_eq!(
