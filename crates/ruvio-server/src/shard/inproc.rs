@@ -292,6 +292,24 @@ impl TwoShards {
         })
     }
 
+    /// The shard that owns `key` (forward mode's routing).
+    pub fn key_owner(&self, key: &[u8]) -> usize {
+        self.nodes[0].core.topo.key_owner(key)
+    }
+
+    /// Client `c`'s released replies are sent: the queue's ready bytes are
+    /// dropped, as the shard loop's send empties them (a long measurement
+    /// would otherwise grow one buffer without bound).
+    pub fn clear_replies(&mut self, c: usize) {
+        let client = self.clients[c];
+        if let Some(conn) = self.nodes[client.shard]
+            .conns
+            .get_mut(client.index, client.gen)
+        {
+            conn.replies.ready.clear();
+        }
+    }
+
     /// Client `c` as it stands.
     pub fn view(&self, c: usize) -> ClientView<'_> {
         let client = self.clients[c];
