@@ -41,6 +41,10 @@ pub const MESH_BACKLOG_MESSAGES_MAX: usize = CHANNEL_MESSAGES_MAX / 4;
 /// one 64 MiB batch, held by the receiver until it had copied every reply out.
 pub const REPLY_BATCH_BYTES: usize = 256 << 10;
 
+/// A new batch's bytes start at most this large: sized for the last one's small
+/// commands or replies, not for a past batch of large ones (those grow as they come).
+const PRESIZE_BYTES_MAX: usize = 16 << 10;
+
 /// Who a forwarded command's reply belongs to, and the client context it runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tag {
@@ -665,13 +669,28 @@ impl Outbox {
         }
         messages.extend(self.direct.drain(..));
         self.direct_queued.fill(0);
+        // The next batches start at the size of these (a pipeline tends to be
+        // followed by one like it): one allocation each instead of a run of
+        // doublings per loop iteration (the buffers leave with their message).
         for to in 0..self.requests.len() {
             if !self.requests[to].tags.is_empty() {
-                let batch = std::mem::take(&mut self.requests[to]);
+                let last = &self.requests[to];
+                let next = RequestBatch {
+                    from: last.from,
+                    commands: last.commands.empty_like(PRESIZE_BYTES_MAX),
+                    tags: Vec::with_capacity(last.tags.len()),
+                };
+                let batch = std::mem::replace(&mut self.requests[to], next);
                 messages.extend([(to, ShardMsg::Requests(batch))]);
             }
             if !self.replies[to].is_empty() {
-                let batch = std::mem::take(&mut self.replies[to]);
+                let last = &self.replies[to];
+                let next = ReplyBatch {
+                    replies: Vec::with_capacity(last.replies.len().min(PRESIZE_BYTES_MAX)),
+                    tags: Vec::with_capacity(last.tags.len()),
+                    owed: Vec::new(),
+                };
+                let batch = std::mem::replace(&mut self.replies[to], next);
                 messages.extend([(to, ShardMsg::Replies(batch))]);
             }
         }

@@ -19,6 +19,9 @@ use crate::shard::ShardCore;
 use ruvio_engine::command::CommandTree;
 use ruvio_resp::{Protocol, Reply};
 
+/// What a forwarded command's reply is written into first: most replies fit.
+const REPLY_SCRATCH_BYTES: usize = 256;
+
 /// Handle message `msg` as it is taken off shard `from`'s channel. From
 /// [`POSITIONS_SHARDS_MIN`] shards on, the messages taken from each channel
 /// are counted, and an invalidation may wait for another shard's channel to
@@ -141,7 +144,8 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
             for (tag, len) in batch.tags {
-                let bytes = batch.replies[offset..offset + len as usize].to_vec();
+                // Copied once, from the batch into the client's queue.
+                let bytes = &batch.replies[offset..offset + len as usize];
                 offset += len as usize;
                 let who = (tag.conn, tag.gen);
                 split_part_answered(core, conns, &tag);
@@ -358,7 +362,9 @@ pub(crate) fn caller_of(tag: &Tag, from: usize) -> Caller {
 /// Execute forwarded commands against this shard's keyspace and queue the replies;
 /// a command with nothing to serve yet is parked until a write or its deadline.
 pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
-    let mut out = Vec::new();
+    // Room for a small reply from the start (it only carries each reply to the
+    // outbox's batch): one allocation per batch instead of a run of doublings.
+    let mut out = Vec::with_capacity(REPLY_SCRATCH_BYTES);
     let mut built = crate::net::outlimit::BuiltOutput::default();
     for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
