@@ -788,6 +788,17 @@ impl ArgsBatch {
         }
     }
 
+    /// The bytes the arguments' buffer holds room for.
+    pub fn capacity_bytes(&self) -> usize {
+        self.args.capacity()
+    }
+
+    /// Empty, keeping the buffers (a batch sent back for reuse, `mesh::forward`).
+    pub fn clear(&mut self) {
+        self.args.clear();
+        self.ends.clear();
+    }
+
     /// Append one command.
     pub fn push<'a>(&mut self, args: impl IntoIterator<Item = &'a [u8]>) {
         for arg in args {

@@ -7,7 +7,9 @@
 //! keyspace and writes into connections, the mesh only carries the bytes.
 
 use crate::cmd::registry::registry;
-use crate::mesh::forward::{Control, RequestBatch, ShardMsg, Tag, POSITIONS_SHARDS_MIN};
+use crate::mesh::forward::{
+    Control, ReplyBatch, RequestBatch, ShardMsg, Tag, POSITIONS_SHARDS_MIN,
+};
 use crate::mesh::gather;
 use crate::mesh::lending;
 use crate::mesh::owner_tx::{self, Deferred};
@@ -27,7 +29,16 @@ const REPLY_SCRATCH_BYTES: usize = 256;
 /// are counted, and an invalidation may wait for another shard's channel to
 /// reach a position (relayed for a third shard's client, `tracking`); with
 /// fewer, one branch.
-pub fn take(core: &mut ShardCore, conns: &mut Slab<Conn>, from: usize, msg: ShardMsg) {
+pub fn take(core: &mut ShardCore, conns: &mut Slab<Conn>, from: usize, mut msg: ShardMsg) {
+    if let ShardMsg::Replies(ReplyBatch {
+        spare: spare @ Some(_),
+        ..
+    }) = &mut msg
+    {
+        // The request batch `from` ran comes back for a later one.
+        let spare = spare.take().expect("matched Some");
+        core.outbox.recycle(from, spare);
+    }
     if core.outbox.shards() < POSITIONS_SHARDS_MIN {
         return handle(core, conns, msg);
     }
@@ -454,4 +465,5 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
         }
         exec::serve_ready(core, conns);
     }
+    core.outbox.send_back(batch);
 }
