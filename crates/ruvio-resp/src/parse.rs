@@ -779,6 +779,31 @@ pub struct ArgsBatch {
 }
 
 impl ArgsBatch {
+    /// An empty batch with room for as many commands, arguments and bytes as
+    /// this one holds (bytes at most `bytes_max`): the next batch between the
+    /// same two shards starts at its likely size instead of growing through
+    /// doublings (the mesh's outbox, `mesh::forward`).
+    pub fn empty_like(&self, bytes_max: usize) -> ArgsBatch {
+        ArgsBatch {
+            args: OwnedArgs {
+                base: Vec::with_capacity(self.args.base.len().min(bytes_max)),
+                spans: Vec::with_capacity(self.args.spans.len()),
+            },
+            ends: Vec::with_capacity(self.ends.len()),
+        }
+    }
+
+    /// The bytes the arguments' buffer holds room for.
+    pub fn capacity_bytes(&self) -> usize {
+        self.args.capacity()
+    }
+
+    /// Empty, keeping the buffers (a batch sent back for reuse, `mesh::forward`).
+    pub fn clear(&mut self) {
+        self.args.clear();
+        self.ends.clear();
+    }
+
     /// Append one command.
     pub fn push<'a>(&mut self, args: impl IntoIterator<Item = &'a [u8]>) {
         for arg in args {

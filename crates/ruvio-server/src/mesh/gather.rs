@@ -252,14 +252,16 @@ pub fn answer_clients(
 /// Put part `part` of held reply `seq` into connection `who`'s queue (`ran_ns`:
 /// the time the part took where it ran, 0 when not timed); a client waiting
 /// for it goes on with what it pipelined after. A command recorded once
-/// answered is recorded when this completes its reply.
-pub fn deliver(
+/// answered is recorded when this completes its reply. The bytes are a buffer
+/// of their own or a slice of a message's reply batch (copied once, into the
+/// queue: `net::reply_queue::PartBytes`).
+pub fn deliver<'a>(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
     who: (u32, u32),
     seq: u64,
     part: usize,
-    (bytes, ran_ns): (Vec<u8>, u64),
+    (bytes, ran_ns): (impl Into<crate::net::reply_queue::PartBytes<'a>>, u64),
 ) {
     let Some(conn) = conns.get_mut(who.0, who.1) else {
         return;

@@ -11,6 +11,7 @@
 
 use super::conn::OUTPUT_PAUSE_BYTES;
 use crate::observability::Awaited;
+use smallvec::SmallVec;
 use std::collections::VecDeque;
 
 /// How the parts of one held reply combine (multi-key commands split across shards).
@@ -54,12 +55,63 @@ pub enum Merge {
 /// Engine SCAN cursors stay below 2^40; the server keeps the shard index above.
 pub const SCAN_SHARD_SHIFT: u32 = 40;
 
+/// One part's reply as it arrives at its held slot: a buffer of its own (moved
+/// in), or a slice of a message's reply batch (`shard::messages`), copied once,
+/// straight into the ready bytes when it completes the front slot.
+#[derive(Debug)]
+pub enum PartBytes<'a> {
+    Owned(Vec<u8>),
+    Borrowed(&'a [u8]),
+}
+
+impl PartBytes<'_> {
+    fn len(&self) -> usize {
+        match self {
+            PartBytes::Owned(v) => v.len(),
+            PartBytes::Borrowed(b) => b.len(),
+        }
+    }
+
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            PartBytes::Owned(v) => v,
+            PartBytes::Borrowed(b) => b.to_vec(),
+        }
+    }
+
+    /// Append to `ready`. A buffer larger than what `ready` holds, with nothing
+    /// before it, becomes the ready bytes (a large reply is not copied); a
+    /// smaller one is copied, so `ready` keeps its capacity for the replies
+    /// after it (moving a 20-byte reply in freed `ready`'s buffer and made every
+    /// following reply of the pipeline grow a new one).
+    fn append_to(self, ready: &mut Vec<u8>) {
+        match self {
+            PartBytes::Owned(v) if ready.is_empty() && v.len() > ready.capacity() => *ready = v,
+            PartBytes::Owned(v) => ready.extend_from_slice(&v),
+            PartBytes::Borrowed(b) => ready.extend_from_slice(b),
+        }
+    }
+}
+
+impl From<Vec<u8>> for PartBytes<'_> {
+    fn from(v: Vec<u8>) -> Self {
+        PartBytes::Owned(v)
+    }
+}
+
+impl<'a> From<&'a [u8]> for PartBytes<'a> {
+    fn from(b: &'a [u8]) -> Self {
+        PartBytes::Borrowed(b)
+    }
+}
+
 /// A reply waiting for `parts` answers; `after` holds the replies that follow it.
 #[derive(Debug)]
 struct Held {
     seq: u64,
     merge: Merge,
-    parts: Vec<Option<Vec<u8>>>,
+    /// Inline for one part (a forwarded command's reply): holding it allocates nothing.
+    parts: SmallVec<[Option<Vec<u8>>; 1]>,
     missing: usize,
     /// For [`Merge::Scatter`]: the part each result element comes from.
     order: Vec<u16>,
@@ -204,7 +256,7 @@ impl ReplyQueue {
         self.held.push_back(Held {
             seq,
             merge,
-            parts: vec![None; parts],
+            parts: smallvec::smallvec![None; parts],
             missing: parts,
             order,
             silent: self.silent_new,
@@ -270,15 +322,42 @@ impl ReplyQueue {
     /// [`fill`](Self::fill), for a part that ran `ran_ns` on its shard (0: not
     /// timed): when it completes a slot kept with a record ([`await_record`](Self::await_record)),
     /// the record comes back with the part times added and the whole reply's bytes.
-    pub fn fill_part(
+    pub fn fill_part<'a>(
         &mut self,
         seq: u64,
         part: usize,
-        bytes: Vec<u8>,
+        bytes: impl Into<PartBytes<'a>>,
         ran_ns: u64,
     ) -> Option<Box<Awaited>> {
         let front = self.held.front()?;
-        let h = self.held.get_mut(seq.checked_sub(front.seq)? as usize)?;
+        let at = seq.checked_sub(front.seq)? as usize;
+        let h = self.held.get_mut(at)?;
+        let bytes = match bytes.into() {
+            // The front slot's one reply, with no record to size: straight into
+            // the ready bytes, from the message's batch when it comes from one
+            // (no copy of its own, nothing allocated or freed for it).
+            bytes
+                if at == 0
+                    && part == 0
+                    && h.merge == Merge::Single
+                    && h.parts.len() == 1
+                    && h.parts[0].is_none()
+                    && h.record.is_none() =>
+            {
+                let h = self.held.pop_front().expect("front exists");
+                if !self.held.is_empty() {
+                    self.parked_closed -= h.after.len();
+                }
+                self.recent_fill_bytes = bytes.len().max(self.recent_fill_bytes * 7 / 8);
+                if !h.silent {
+                    bytes.append_to(&mut self.ready);
+                }
+                self.ready.extend_from_slice(&h.after);
+                self.release_complete();
+                return None;
+            }
+            bytes => bytes.into_vec(),
+        };
         let mut answered = None;
         if let Some(slot @ None) = h.parts.get_mut(part) {
             self.recent_fill_bytes = bytes.len().max(self.recent_fill_bytes * 7 / 8);
@@ -294,25 +373,31 @@ impl ReplyQueue {
                 }
             }
         }
+        self.release_complete();
+        answered
+    }
+
+    /// Release every leading slot that is complete, in order.
+    fn release_complete(&mut self) {
         while self.held.front().is_some_and(|h| h.missing == 0) {
             let h = self.held.pop_front().expect("front exists");
             if !self.held.is_empty() {
                 self.parked_closed -= h.after.len();
             }
-            let mut parts: Vec<Vec<u8>> = h.parts.into_iter().flatten().collect();
-            let alone = h.merge == Merge::Single && self.ready.is_empty() && parts.len() == 1;
-            match parts.pop() {
-                // Nothing before it: the reply's buffer becomes the ready bytes.
-                Some(only) if alone && !h.silent => self.ready = only,
-                Some(last) if !h.silent => {
-                    parts.push(last);
-                    merge_into(h.merge, &parts, &h.order, &mut self.ready);
+            if h.silent {
+                self.ready.extend_from_slice(&h.after);
+                continue;
+            }
+            if h.merge == Merge::Single && h.parts.len() == 1 {
+                if let Some(only) = h.parts.into_iter().flatten().next() {
+                    PartBytes::Owned(only).append_to(&mut self.ready);
                 }
-                _ => {}
+            } else {
+                let parts: Vec<Vec<u8>> = h.parts.into_iter().flatten().collect();
+                merge_into(h.merge, &parts, &h.order, &mut self.ready);
             }
             self.ready.extend_from_slice(&h.after);
         }
-        answered
     }
 
     /// Bytes of the ready replies and of those parked behind every held slot, in
@@ -584,6 +669,48 @@ fn scatter(parts: &[Vec<u8>], order: &[u16], out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Forwarded replies borrowed from a message's batch: one that completes the
+    /// front slot goes straight into the ready bytes, followed by what was
+    /// queued after it and by every later slot already complete; one for a
+    /// slot further back waits for those before it; a silenced slot's reply is
+    /// dropped; a large owned reply is moved in, a small one copied (the ready
+    /// buffer keeps its capacity).
+    #[test]
+    fn borrowed_fills_keep_request_order() {
+        let mut q = ReplyQueue::default();
+        let s1 = q.hold(Merge::Single, 1);
+        q.sink().extend_from_slice(b"+B\r\n");
+        let s2 = q.hold(Merge::Single, 1);
+        q.sink().extend_from_slice(b"+D\r\n");
+        q.silent_new = true;
+        let s3 = q.hold(Merge::Single, 1);
+        q.silent_new = false;
+        q.sink().extend_from_slice(b"+F\r\n");
+        q.fill_part(s2, 0, &b"$1\r\nC\r\n"[..], 0);
+        assert!(q.ready.is_empty());
+        assert_eq!(q.immediate_bytes(), 12);
+        q.fill_part(s1, 0, &b"$1\r\nA\r\n"[..], 0);
+        assert_eq!(q.ready, b"$1\r\nA\r\n+B\r\n$1\r\nC\r\n+D\r\n");
+        q.fill_part(s3, 0, &b"$1\r\nE\r\n"[..], 0);
+        assert_eq!(q.ready, b"$1\r\nA\r\n+B\r\n$1\r\nC\r\n+D\r\n+F\r\n");
+        assert!(!q.is_holding());
+        assert_eq!(q.immediate_bytes(), q.ready.len());
+
+        q.ready = Vec::with_capacity(64);
+        let small = q.hold(Merge::Single, 1);
+        q.fill(small, 0, b"+small\r\n".to_vec());
+        assert_eq!(
+            (q.ready.as_slice(), q.ready.capacity()),
+            (&b"+small\r\n"[..], 64)
+        );
+        q.ready.clear();
+        let large = q.hold(Merge::Single, 1);
+        let big = vec![b'x'; 1000];
+        let at = big.as_ptr();
+        q.fill(large, 0, big);
+        assert_eq!((q.ready.len(), q.ready.as_ptr()), (1000, at));
+    }
 
     #[test]
     fn held_slots_keep_request_order() {

@@ -77,6 +77,11 @@ pub struct TwoShards {
     pub clients: Vec<Client>,
     /// `channels[from][to]`: messages shipped, not taken yet.
     channels: Vec<Vec<VecDeque<ShardMsg>>>,
+    /// Reused by [`ship`](Self::ship) and [`take`](Self::take), as the shard
+    /// loop reuses its backlog and channels: the harness allocates nothing per
+    /// exchange (examples/forward_cost.rs counts the shards' work, not the harness's).
+    shipping: Vec<(usize, ShardMsg)>,
+    taking: VecDeque<ShardMsg>,
     shared: Arc<Shared>,
 }
 
@@ -126,6 +131,8 @@ impl TwoShards {
             channels: (0..n)
                 .map(|_| (0..n).map(|_| VecDeque::new()).collect())
                 .collect(),
+            shipping: Vec::new(),
+            taking: VecDeque::new(),
             shared,
         };
         for shard in 0..n {
@@ -189,23 +196,28 @@ impl TwoShards {
 
     /// Move what shard `from` queued into its channels (its loop's end).
     pub fn ship(&mut self, from: usize) {
-        let mut messages: Vec<(usize, ShardMsg)> = Vec::new();
+        let mut messages = std::mem::take(&mut self.shipping);
         self.nodes[from].core.outbox.take_messages(&mut messages);
-        for (to, message) in messages {
+        for (to, message) in messages.drain(..) {
             self.channels[from][to].push_back(message);
         }
+        self.shipping = messages;
     }
 
     /// Shard `to` takes everything in the channel from `from`; false when
     /// it was empty.
     pub fn take(&mut self, from: usize, to: usize) -> bool {
-        let messages = std::mem::take(&mut self.channels[from][to]);
+        if self.channels[from][to].is_empty() {
+            return false;
+        }
+        let mut messages = std::mem::take(&mut self.taking);
+        std::mem::swap(&mut messages, &mut self.channels[from][to]);
         let node = &mut self.nodes[to];
-        let moved = !messages.is_empty();
-        for message in messages {
+        for message in messages.drain(..) {
             crate::shard::messages::take(&mut node.core, &mut node.conns, from, message);
         }
-        moved
+        self.taking = messages;
+        true
     }
 
     /// Client `c` sends one command (encoded as RESP).
@@ -290,6 +302,24 @@ impl TwoShards {
             let view = self.view(c);
             view.blocked || view.paused || view.holding
         })
+    }
+
+    /// The shard that owns `key` (forward mode's routing).
+    pub fn key_owner(&self, key: &[u8]) -> usize {
+        self.nodes[0].core.topo.key_owner(key)
+    }
+
+    /// Client `c`'s released replies are sent: the queue's ready bytes are
+    /// dropped, as the shard loop's send empties them (a long measurement
+    /// would otherwise grow one buffer without bound).
+    pub fn clear_replies(&mut self, c: usize) {
+        let client = self.clients[c];
+        if let Some(conn) = self.nodes[client.shard]
+            .conns
+            .get_mut(client.index, client.gen)
+        {
+            conn.replies.ready.clear();
+        }
     }
 
     /// Client `c` as it stands.

@@ -7,7 +7,9 @@
 //! keyspace and writes into connections, the mesh only carries the bytes.
 
 use crate::cmd::registry::registry;
-use crate::mesh::forward::{Control, RequestBatch, ShardMsg, Tag, POSITIONS_SHARDS_MIN};
+use crate::mesh::forward::{
+    Control, ReplyBatch, RequestBatch, ShardMsg, Tag, POSITIONS_SHARDS_MIN,
+};
 use crate::mesh::gather;
 use crate::mesh::lending;
 use crate::mesh::owner_tx::{self, Deferred};
@@ -19,12 +21,24 @@ use crate::shard::ShardCore;
 use ruvio_engine::command::CommandTree;
 use ruvio_resp::{Protocol, Reply};
 
+/// What a forwarded command's reply is written into first: most replies fit.
+const REPLY_SCRATCH_BYTES: usize = 256;
+
 /// Handle message `msg` as it is taken off shard `from`'s channel. From
 /// [`POSITIONS_SHARDS_MIN`] shards on, the messages taken from each channel
 /// are counted, and an invalidation may wait for another shard's channel to
 /// reach a position (relayed for a third shard's client, `tracking`); with
 /// fewer, one branch.
-pub fn take(core: &mut ShardCore, conns: &mut Slab<Conn>, from: usize, msg: ShardMsg) {
+pub fn take(core: &mut ShardCore, conns: &mut Slab<Conn>, from: usize, mut msg: ShardMsg) {
+    if let ShardMsg::Replies(ReplyBatch {
+        spare: spare @ Some(_),
+        ..
+    }) = &mut msg
+    {
+        // The request batch `from` ran comes back for a later one.
+        let spare = spare.take().expect("matched Some");
+        core.outbox.recycle(from, spare);
+    }
     if core.outbox.shards() < POSITIONS_SHARDS_MIN {
         return handle(core, conns, msg);
     }
@@ -141,7 +155,8 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
             for (tag, len) in batch.tags {
-                let bytes = batch.replies[offset..offset + len as usize].to_vec();
+                // Copied once, from the batch into the client's queue.
+                let bytes = &batch.replies[offset..offset + len as usize];
                 offset += len as usize;
                 let who = (tag.conn, tag.gen);
                 split_part_answered(core, conns, &tag);
@@ -209,11 +224,7 @@ fn written(
             let writer = noloop_writer.unwrap_or(0);
             core.tracking.written(writer, noloop_writer.is_some(), key);
         }
-        let notify = crate::transactions::watch::Notify {
-            shard: core.id,
-            outbox: &mut core.outbox,
-        };
-        core.watches.touch(notify, *db, key);
+        core.touch_watched(*db, key);
     }
     let Some(gather) = gather else {
         return;
@@ -358,7 +369,9 @@ pub(crate) fn caller_of(tag: &Tag, from: usize) -> Caller {
 /// Execute forwarded commands against this shard's keyspace and queue the replies;
 /// a command with nothing to serve yet is parked until a write or its deadline.
 pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
-    let mut out = Vec::new();
+    // Room for a small reply from the start (it only carries each reply to the
+    // outbox's batch): one allocation per batch instead of a run of doublings.
+    let mut out = Vec::with_capacity(REPLY_SCRATCH_BYTES);
     let mut built = crate::net::outlimit::BuiltOutput::default();
     for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
@@ -448,4 +461,5 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
         }
         exec::serve_ready(core, conns);
     }
+    core.outbox.send_back(batch);
 }
