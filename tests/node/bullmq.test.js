@@ -165,6 +165,10 @@ for (const target of TARGETS.filter((t) => !only || t.name.includes(only))) {
       assert.equal(await good.waitUntilFinished(events, 10_000), 'fine');
       await assert.rejects(bad.waitUntilFinished(events, 10_000), { message: 'nope' });
       await eventually(() => seen.worker.length === 8, 5000, 'eight worker events');
+      // waitUntilFinished may settle from its first look at the job (already finished)
+      // before QueueEvents has read the job's last event from the stream: wait for both.
+      const finalEvent = (kind, id) => seen.events.some(([k, args]) => k === kind && args.jobId === id);
+      await eventually(() => finalEvent('completed', good.id) && finalEvent('failed', bad.id), 5000, 'the final events');
       assert.deepEqual(seen.worker, [
         ['active', good.id], ['progress', good.id, 40], ['progress', good.id, { step: 'two' }],
         ['completed', good.id, 'fine'],
@@ -208,11 +212,9 @@ for (const target of TARGETS.filter((t) => !only || t.name.includes(only))) {
     });
 
     it('a flow: the parent runs after its children, with their return values', async () => {
-      const { queue: flowQueue } = await queueWithWorker(async (job) => {
-        if (job.name === 'child') return job.data.n * 10;
-        const values = Object.values(await job.getChildrenValues());
-        return values.reduce((a, b) => a + b, 0);
-      });
+      // The worker starts once the parent's state is read: a fast worker would otherwise
+      // finish the children (and take the parent) before that line runs.
+      const { queue: flowQueue } = await queueWithWorker(null);
       const flows = new FlowProducer({ connection: flowQueue.opts.connection, prefix: flowQueue.opts.prefix });
       closers.push(() => flows.close());
       const tree = await flows.add({
@@ -220,7 +222,16 @@ for (const target of TARGETS.filter((t) => !only || t.name.includes(only))) {
         children: [1, 2, 3].map((n) => ({ name: 'child', queueName: flowQueue.name, data: { n } })),
       });
       assert.equal(await tree.job.getState(), 'waiting-children');
+      const ran = [];
+      const worker = new Worker(flowQueue.name, async (job) => {
+        ran.push(job.name);
+        if (job.name === 'child') return job.data.n * 10;
+        const values = Object.values(await job.getChildrenValues());
+        return values.reduce((a, b) => a + b, 0);
+      }, { connection: flowQueue.opts.connection, prefix: flowQueue.opts.prefix });
+      closers.push(() => worker.close());
       await eventually(async () => (await tree.job.getState()) === 'completed', 10_000, 'the parent');
+      assert.deepEqual(ran, ['child', 'child', 'child', 'parent']);
       assert.equal((await flowQueue.getJob(tree.job.id)).returnvalue, 60);
       assert.deepEqual(await tree.job.getDependenciesCount(), { failed: 0, ignored: 0, processed: 3, unprocessed: 0 });
     });

@@ -498,3 +498,65 @@ fn watches_see_the_writes_of_batched_scripts() {
         "an increment was lost"
     );
 }
+
+/// A confined script (its probation passed: it reaches only keys of its declared
+/// key's slot) runs on its owner while another shard holds one of those undeclared
+/// keys on loan: it waits for the key to come home, as one Redis would have run it
+/// after the borrower's script, instead of seeing the key missing and writing a
+/// fresh one that the loan's return would then overwrite (the BullMQ retry flake of
+/// issue 37: a worker's moveToActive read a job hash with no `opts` while the
+/// producer's first addJob run still held the hash on the other shard).
+#[test]
+fn a_confined_script_waits_for_an_undeclared_key_out_on_loan() {
+    let server = Server::forward(2);
+    let tag = format!("{{{}}}", hash_tag_on_shard(0, 2));
+    let (declared, job) = (format!("{tag}:d"), format!("{tag}:d:job"));
+    let mut owner_side = conn_on_shard(&server, 0);
+    assert_eq!(owner_side.cmd(&["hset", &job, "f", "v"]), b":1\r\n");
+    // The reader-writer: declares `declared`, reaches `<declared>:job`, confined
+    // after its probation on shard 0.
+    let touch = "redis.call('hset', KEYS[1] .. ':job', 'g', ARGV[1]) \
+                 return redis.call('hgetall', KEYS[1] .. ':job')";
+    for _ in 0..2 {
+        let reply = owner_side.cmd(&["eval", touch, "1", &declared, "0"]);
+        assert_eq!(
+            show(&reply),
+            show(b"*4\r\n$1\r\nf\r\n$1\r\nv\r\n$1\r\ng\r\n$1\r\n0\r\n")
+        );
+    }
+    // A client of shard 1 runs a first-seen script on the job key (its probation:
+    // under the script lock, the key borrowed to shard 1) for 400 ms.
+    let slow = "redis.call('hset', KEYS[1], 'f', 'w') \
+                local t = redis.call('time') local start = t[1] * 1000000 + t[2] \
+                repeat t = redis.call('time') until t[1] * 1000000 + t[2] - start > 400000 \
+                return 1";
+    let mut borrower = conn_on_shard(&server, 1);
+    borrower.send(&encode(&["eval", slow, "1", &job]));
+    thread::sleep(Duration::from_millis(150));
+    let reply = owner_side.cmd(&["eval", touch, "1", &declared, "1"]);
+    assert_eq!(borrower.read_reply(), b":1\r\n");
+    assert_eq!(
+        show(&reply),
+        show(b"*4\r\n$1\r\nf\r\n$1\r\nw\r\n$1\r\ng\r\n$1\r\n1\r\n"),
+        "the confined script ran while its undeclared key was out on loan"
+    );
+    let after = owner_side.cmd(&["hgetall", &job]);
+    assert_eq!(
+        show(&after),
+        show(b"*4\r\n$1\r\nf\r\n$1\r\nw\r\n$1\r\ng\r\n$1\r\n1\r\n")
+    );
+    // The same inside MULTI/EXEC on the owner.
+    let slow_again = slow.replace("'w'", "'x'");
+    borrower.send(&encode(&["eval", &slow_again, "1", &job]));
+    thread::sleep(Duration::from_millis(150));
+    assert_eq!(owner_side.cmd(&["multi"]), b"+OK\r\n");
+    let queued = owner_side.cmd(&["eval", touch, "1", &declared, "2"]);
+    assert_eq!(queued, b"+QUEUED\r\n");
+    let reply = owner_side.cmd(&["exec"]);
+    assert_eq!(borrower.read_reply(), b":1\r\n");
+    assert_eq!(
+        show(&reply),
+        show(b"*1\r\n*4\r\n$1\r\nf\r\n$1\r\nx\r\n$1\r\ng\r\n$1\r\n2\r\n"),
+        "the transaction's script ran while its undeclared key was out on loan"
+    );
+}

@@ -209,17 +209,11 @@ impl Blocking {
     /// same. The earlier deadline stands: a command run again computes its
     /// deadline from now, but Redis counts a timeout from when the client blocked
     /// (and FILLGET's waiters must keep their order for the next lease).
-    pub fn rearm(
-        &mut self,
-        ticket: u64,
-        args: &ruvio_resp::Args<'_>,
-        block: &ruvio_engine::command::Block,
-    ) {
-        let keys: Vec<Vec<u8>> = block.keys.iter().map(|&i| args.get(i).to_vec()).collect();
+    pub fn rearm(&mut self, ticket: u64, keys: Vec<Vec<u8>>, deadline_ms: Option<u64>) {
         let Some(parked) = self.parked.get(&ticket) else {
             return;
         };
-        let deadline_ms = match (parked.deadline_ms, block.deadline_ms) {
+        let deadline_ms = match (parked.deadline_ms, deadline_ms) {
             (Some(old), Some(new)) => Some(old.min(new)),
             (old, new) => old.or(new),
         };
@@ -302,25 +296,19 @@ mod tests {
     /// deadline (FILLGET's waiters take the next lease in arrival order).
     #[test]
     fn rearming_keeps_the_place_and_the_first_deadline() {
-        use ruvio_engine::command::{Block, KeyPositions};
         let mut b = Blocking::default();
         let first = b.park(blocked(&["k"], Some(100), 1));
         let second = b.park(blocked(&["k"], Some(150), 2));
-        let argv = OwnedArgs::from_iter([&b"fillget"[..], b"k"]);
-        let again = |deadline_ms| Block {
-            keys: KeyPositions::from_slice(&[1]),
-            deadline_ms,
-            rewrite: Vec::new(),
-        };
-        b.rearm(first, &argv.args(), &again(Some(500)));
+        let k = || vec![b"k".to_vec()];
+        b.rearm(first, k(), Some(500));
         assert_eq!(b.waiting_on(0, b"k"), vec![first, second]);
         assert_eq!(b.next_deadline(), Some(100));
         // Waiting for a lent key (no deadline of its own) keeps the deadline too.
-        b.rearm(second, &argv.args(), &again(None));
+        b.rearm(second, k(), None);
         assert_eq!(b.get(second).unwrap().deadline_ms, Some(150));
         // A first wait without deadline takes the one the command computes now.
         let third = b.park(blocked(&["k"], None, 3));
-        b.rearm(third, &argv.args(), &again(Some(900)));
+        b.rearm(third, k(), Some(900));
         assert_eq!(b.timed_out(900), vec![first, second, third]);
     }
 }

@@ -75,9 +75,11 @@ pub fn run_engine(
         return Ran::default();
     };
     if !caller.borrowing && core.lending.any_lent() {
-        if let Some(block) = lent_keys(core, cmd, caller.db, args) {
+        let block =
+            lent_keys(core, cmd, caller.db, args).or_else(|| loans_out(core, cmd, caller.db));
+        if block.is_some() {
             return Ran {
-                block: Some(block),
+                block,
                 ..Ran::default()
             };
         }
@@ -746,6 +748,32 @@ fn lent_keys(core: &ShardCore, cmd: &Command, db: usize, args: Args<'_>) -> Opti
     })
 }
 
+/// A script about to run on this shard without borrowing while keys of this
+/// shard are out on loan: it may reach any of them without declaring it (a job
+/// hash built from a declared key's prefix, BullMQ's way), and would find it
+/// missing and write a fresh one that the loan's return then overwrites. So it
+/// waits for them, as a block request with no key positions ([`wait_keys`]: the
+/// keys out on loan in its database), and runs once they are home, as one Redis
+/// would have run it after the borrower's command. Scripts that borrow or hold
+/// the script lock never see this: the lock waits for a quiet server.
+fn loans_out(core: &ShardCore, cmd: &Command, db: usize) -> Option<Block> {
+    let waits = crate::mesh::script_lock::is_script(cmd.meta) && core.lending.any_lent_in(db);
+    waits.then(|| Block {
+        keys: KeyPositions::new(),
+        deadline_ms: None,
+        rewrite: Vec::new(),
+    })
+}
+
+/// The keys a parked command waits on: its block's key arguments, or with none
+/// ([`loans_out`]) this shard's keys of `db` out on loan.
+fn wait_keys(core: &ShardCore, db: usize, args: Args<'_>, block: &Block) -> Vec<Vec<u8>> {
+    match block.keys.is_empty() {
+        true => core.lending.lent_in(db),
+        false => block.keys.iter().map(|&i| args.get(i).to_vec()).collect(),
+    }
+}
+
 /// Park a command that returned [`Outcome::Block`]; its ticket.
 pub fn park(
     core: &mut ShardCore,
@@ -754,7 +782,7 @@ pub fn park(
     args: Args<'_>,
     block: Block,
 ) -> u64 {
-    let keys = block.keys.iter().map(|&i| args.get(i).to_vec()).collect();
+    let keys = wait_keys(core, caller.db, args, &block);
     core.shared.note_blocked(caller.client_id, Some(core.id));
     core.blocking.park(Blocked {
         waiter,
@@ -831,7 +859,8 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             if let Some(block) = run_engine(core, cmd, caller, argv.args(), &mut out).block {
                 // Nothing to serve after all (another waiter took it, or a key is
                 // lent out): keep waiting, on the keys it waits for now.
-                core.blocking.rearm(ticket, &argv.args(), &block);
+                let keys = wait_keys(core, caller.db, argv.args(), &block);
+                core.blocking.rearm(ticket, keys, block.deadline_ms);
                 starved.extend(pops);
                 continue;
             }

@@ -721,7 +721,10 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     let all_here = keys
         .iter()
         .all(|(d, k)| core.topo.key_owner(k) == core.id && !core.lending.is_lent(*d, k));
-    if all_here && !must_lock && !every_shard {
+    // A script may reach undeclared keys of this shard that are out on loan
+    // (`shard::exec::loans_out`): then the queue runs under the lock, which waits for them.
+    let loans_out = has_script && core.lending.any_lent();
+    if all_here && !must_lock && !every_shard && !loans_out {
         return Plan::InTurn;
     }
     // On the owner only with scripts known to stay in their slots: a script's

@@ -223,6 +223,17 @@ impl Lending {
         !self.lent.is_empty()
     }
 
+    /// True when some key of `db` of this shard is out on loan.
+    pub fn any_lent_in(&self, db: usize) -> bool {
+        self.lent.iter().any(|(d, _)| *d == db)
+    }
+
+    /// This shard's keys of `db` out on loan.
+    pub fn lent_in(&self, db: usize) -> Vec<Vec<u8>> {
+        let keys = self.lent.iter().filter(|(d, _)| *d == db);
+        keys.map(|(_, key)| key.clone()).collect()
+    }
+
     /// The database of every key of this shard out on loan.
     pub fn lent_dbs(&self) -> impl Iterator<Item = usize> + '_ {
         self.lent.iter().map(|(db, _)| *db)
