@@ -63,18 +63,15 @@ fn compare(lending: bool, check: impl Fn(&Layout, bool, &Transcript)) {
 fn a_third_shard_reader_gets_split_writes_in_key_order_as_redis() {
     compare(false, |layout, resp3, expected| {
         let [b0, a0, b1, a1] = &layout.keys;
-        in_order(
-            step(expected, "MSET: reader's pushes"),
-            &[b0, a0, b1, a1],
-            resp3,
-        );
-        in_order(
-            step(expected, "DEL: reader's pushes"),
-            &[a1, b1, a0, b0],
-            resp3,
-        );
-        let unlink = step(expected, "UNLINK: reader's pushes");
-        in_order(unlink, &[b1, a0, a1, b0], resp3);
+        let orders = [
+            ("MSET", [b0, a0, b1, a1]),
+            ("DEL", [a1, b1, a0, b0]),
+            ("UNLINK", [b1, a0, a1, b0]),
+        ];
+        for (write, keys) in orders {
+            let pushes = step(expected, &format!("{write}: reader's pushes"));
+            in_order(pushes, &keys, resp3);
+        }
     });
 }
 
@@ -85,14 +82,14 @@ fn a_third_shard_reader_gets_split_writes_in_key_order_as_redis() {
 fn a_third_shard_reader_gets_lending_writes_in_write_order_as_redis() {
     compare(true, |layout, resp3, expected| {
         let [b0, a0, b1, a1] = &layout.keys;
-        let multi = step(expected, "MULTI/EXEC: reader's pushes");
-        in_order(multi, &[b0, a0, b1, a1], resp3);
-        in_order(
-            step(expected, "EVAL: reader's pushes"),
-            &[a1, b0, a0, b1],
-            resp3,
-        );
-        let batch = step(expected, "EVAL batch: reader's pushes");
-        in_order(batch, &[b1, a0, b0, a1], resp3);
+        let orders = [
+            ("MULTI/EXEC", [b0, a0, b1, a1]),
+            ("EVAL", [a1, b0, a0, b1]),
+            ("EVAL batch", [b1, a0, b0, a1]),
+        ];
+        for (write, keys) in orders {
+            let pushes = step(expected, &format!("{write}: reader's pushes"));
+            in_order(pushes, &keys, resp3);
+        }
     });
 }
