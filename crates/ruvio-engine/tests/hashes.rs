@@ -2,6 +2,9 @@
 //! expected replies of the commands Redis 7.0 has were taken from redis-server 7.0
 //! (raw RESP); those of the field expiry commands, HGETDEL, HGETEX and HSETEX follow
 //! Redis 8.0's source (t_hash.c), which the installed 7.0 cannot answer.
+//!
+//! About 1,000 lines on purpose: one test file per family, as every family has
+//! (STYLE.md); the comparison with a real server is one test of it.
 
 mod common;
 

@@ -53,6 +53,20 @@ struct Scenario {
     after: &'static [&'static [&'static str]],
 }
 
+/// The blocking command of the XREADGROUP scenarios: consumer `c` of group `g`
+/// (which `run` creates) waits forever for a new entry of `{k}group`.
+const XREADGROUP_NEW: &[&str] = &[
+    "xreadgroup",
+    "group",
+    "g",
+    "c",
+    "block",
+    "0",
+    "streams",
+    "{k}group",
+    ">",
+];
+
 const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "LPUSH then DEL in one EXEC wakes nobody",
@@ -131,17 +145,7 @@ const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "XADD then DEL in one EXEC answers XREADGROUP as Redis",
         waiter_db: None,
-        blocking: &[
-            "xreadgroup",
-            "group",
-            "g",
-            "c",
-            "block",
-            "0",
-            "streams",
-            "{k}group",
-            ">",
-        ],
+        blocking: XREADGROUP_NEW,
         writes: &[
             &["multi"],
             &["xadd", "{k}group", "1-1", "f", "v"],
@@ -201,17 +205,7 @@ const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "XREADGROUP whose stream becomes a string in one EXEC",
         waiter_db: None,
-        blocking: &[
-            "xreadgroup",
-            "group",
-            "g",
-            "c",
-            "block",
-            "0",
-            "streams",
-            "{k}group",
-            ">",
-        ],
+        blocking: XREADGROUP_NEW,
         writes: &[
             &["multi"],
             &["del", "{k}group"],

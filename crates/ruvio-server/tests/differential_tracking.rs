@@ -737,30 +737,16 @@ fn cross_shard_writes_invalidate_in_key_order_as_redis() {
     for resp3 in [true, false] {
         for shards in [(0, 0), (0, 1), (1, 0), (1, 1)] {
             let modes = (resp3, false);
-            let expected =
-                cross_shard_session(&servers.reference, &two_shards(shards), modes, None);
-            // Redis sends one message per key, in the command's key order:
-            // what Ruvio is held to is not a vacuous stream.
-            let (name, pushes) = &expected[5];
-            assert_eq!(name, "MSET: reader's pushes");
-            let at: Vec<usize> = interleaved_keys()
-                .iter()
-                .map(|k| find(pushes, k.as_bytes()).expect("each key invalidated"))
-                .collect();
-            assert!(at.is_sorted(), "{}", show(pushes));
-            let messages = if resp3 {
-                b">2\r\n".as_slice()
-            } else {
-                b"*3\r\n"
-            };
-            assert_eq!(count(pushes, messages), 4, "{}", show(pushes));
-            let got =
-                cross_shard_session(&servers.target, &two_shards(shards), modes, Some(&expected));
-            for ((name, e), (_, g)) in expected.iter().zip(&got) {
-                let label = format!("resp3 {resp3}, reader/writer shards {shards:?}, {name}");
-                assert_eq!(show(g), show(e), "{label}");
-            }
-            assert_eq!(got.len(), expected.len());
+            let label = format!("resp3 {resp3}, reader/writer shards {shards:?}");
+            let layout = two_shards(shards);
+            compare_session(&servers, &layout, modes, &label, |expected| {
+                // Redis sends one message per key, in the command's key order:
+                // what Ruvio is held to is not a vacuous stream.
+                let (name, pushes) = &expected[5];
+                assert_eq!(name, "MSET: reader's pushes");
+                let keys = interleaved_keys();
+                in_order(pushes, &keys.iter().collect::<Vec<_>>(), resp3);
+            });
         }
     }
 }
@@ -776,43 +762,31 @@ fn lending_writes_invalidate_in_key_order_as_redis() {
     for resp3 in [true, false] {
         for shards in [(0, 0), (0, 1), (1, 0), (1, 1)] {
             let modes = (resp3, true);
-            let expected =
-                cross_shard_session(&servers.reference, &two_shards(shards), modes, None);
-            // What Ruvio is held to is not vacuous: Redis invalidates a batch's
-            // keys in write order, and the writer's own pushes come right after
-            // the EXEC's (MSETNX's, the script's) reply, before PONG.
-            let step = |name: &str| {
-                let found = expected.iter().find(|(n, _)| n == name);
-                found.map(|(_, bytes)| bytes.as_slice()).expect(name)
-            };
-            let pushes = step("EVAL batch: reader's pushes");
-            let [b0, a0, b1, a1] = interleaved_keys();
-            let at: Vec<usize> = [&b1, &a0, &b0, &a1]
-                .iter()
-                .map(|k| find(pushes, k.as_bytes()).expect("each key invalidated"))
-                .collect();
-            assert!(at.is_sorted(), "{}", show(pushes));
-            if resp3 {
-                for name in [
-                    "own MULTI/EXEC, PING, GET",
-                    "own MULTI/EXEC reading both shards, PING",
-                    "own MSETNX, PING, GET",
-                    "own EVAL batch, PING",
-                ] {
-                    let stream = step(&format!("{name}: replies and own pushes"));
-                    let pong = find(stream, b"+PONG\r\n").expect("PONG");
-                    let pushes = count(&stream[..pong], b">2\r\n");
-                    let want = if name.contains("reading") { 2 } else { 4 };
-                    assert_eq!(pushes, want, "{name}: {}", show(stream));
+            let label = format!("resp3 {resp3}, reader/writer shards {shards:?}");
+            let layout = two_shards(shards);
+            compare_session(&servers, &layout, modes, &label, |expected| {
+                // What Ruvio is held to is not vacuous: Redis invalidates a batch's
+                // keys in write order, one message each, and the writer's own pushes
+                // come right after the EXEC's (MSETNX's, the script's) reply, before
+                // PONG.
+                let pushes = step(expected, "EVAL batch: reader's pushes");
+                let [b0, a0, b1, a1] = interleaved_keys();
+                in_order(pushes, &[&b1, &a0, &b0, &a1], resp3);
+                if resp3 {
+                    for name in [
+                        "own MULTI/EXEC, PING, GET",
+                        "own MULTI/EXEC reading both shards, PING",
+                        "own MSETNX, PING, GET",
+                        "own EVAL batch, PING",
+                    ] {
+                        let stream = step(expected, &format!("{name}: replies and own pushes"));
+                        let pong = find(stream, b"+PONG\r\n").expect("PONG");
+                        let pushes = count(&stream[..pong], b">2\r\n");
+                        let want = if name.contains("reading") { 2 } else { 4 };
+                        assert_eq!(pushes, want, "{name}: {}", show(stream));
+                    }
                 }
-            }
-            let got =
-                cross_shard_session(&servers.target, &two_shards(shards), modes, Some(&expected));
-            for ((name, e), (_, g)) in expected.iter().zip(&got) {
-                let label = format!("resp3 {resp3}, reader/writer shards {shards:?}, {name}");
-                assert_eq!(show(g), show(e), "{label}");
-            }
-            assert_eq!(got.len(), expected.len());
+            });
         }
     }
 }

@@ -49,38 +49,12 @@ fn compare(lending: bool, check: impl Fn(&Layout, bool, &Transcript)) {
     for resp3 in [true, false] {
         for roles in ROLES {
             let layout = layout(roles);
-            let modes = (resp3, lending);
-            let expected = cross_shard_session(&servers.reference, &layout, modes, None);
-            check(&layout, resp3, &expected);
-            let got = cross_shard_session(&servers.target, &layout, modes, Some(&expected));
-            for ((name, e), (_, g)) in expected.iter().zip(&got) {
-                let label = format!("resp3 {resp3}, (A, B, C, target) {roles:?}, {name}");
-                assert_eq!(show(g), show(e), "{label}");
-            }
-            assert_eq!(got.len(), expected.len());
+            let label = format!("resp3 {resp3}, (A, B, C, target) {roles:?}");
+            compare_session(&servers, &layout, (resp3, lending), &label, |expected| {
+                check(&layout, resp3, expected)
+            });
         }
     }
-}
-
-/// The bytes of step `name` of `transcript`.
-fn step<'a>(transcript: &'a Transcript, name: &str) -> &'a [u8] {
-    let found = transcript.iter().find(|(n, _)| n == name);
-    found.map(|(_, bytes)| bytes.as_slice()).expect(name)
-}
-
-/// `pushes` names `keys` in that order, one message each.
-fn in_order(pushes: &[u8], keys: &[&String], resp3: bool) {
-    let at: Vec<usize> = keys
-        .iter()
-        .map(|k| find(pushes, k.as_bytes()).expect("each key invalidated"))
-        .collect();
-    assert!(at.is_sorted(), "{}", show(pushes));
-    let messages = if resp3 {
-        b">2\r\n".as_slice()
-    } else {
-        b"*3\r\n"
-    };
-    assert_eq!(count(pushes, messages), keys.len(), "{}", show(pushes));
 }
 
 /// MSET, DEL, MSET, UNLINK over keys of A and B by a writer on A: the third
@@ -89,18 +63,15 @@ fn in_order(pushes: &[u8], keys: &[&String], resp3: bool) {
 fn a_third_shard_reader_gets_split_writes_in_key_order_as_redis() {
     compare(false, |layout, resp3, expected| {
         let [b0, a0, b1, a1] = &layout.keys;
-        in_order(
-            step(expected, "MSET: reader's pushes"),
-            &[b0, a0, b1, a1],
-            resp3,
-        );
-        in_order(
-            step(expected, "DEL: reader's pushes"),
-            &[a1, b1, a0, b0],
-            resp3,
-        );
-        let unlink = step(expected, "UNLINK: reader's pushes");
-        in_order(unlink, &[b1, a0, a1, b0], resp3);
+        let orders = [
+            ("MSET", [b0, a0, b1, a1]),
+            ("DEL", [a1, b1, a0, b0]),
+            ("UNLINK", [b1, a0, a1, b0]),
+        ];
+        for (write, keys) in orders {
+            let pushes = step(expected, &format!("{write}: reader's pushes"));
+            in_order(pushes, &keys, resp3);
+        }
     });
 }
 
@@ -111,14 +82,14 @@ fn a_third_shard_reader_gets_split_writes_in_key_order_as_redis() {
 fn a_third_shard_reader_gets_lending_writes_in_write_order_as_redis() {
     compare(true, |layout, resp3, expected| {
         let [b0, a0, b1, a1] = &layout.keys;
-        let multi = step(expected, "MULTI/EXEC: reader's pushes");
-        in_order(multi, &[b0, a0, b1, a1], resp3);
-        in_order(
-            step(expected, "EVAL: reader's pushes"),
-            &[a1, b0, a0, b1],
-            resp3,
-        );
-        let batch = step(expected, "EVAL batch: reader's pushes");
-        in_order(batch, &[b1, a0, b0, a1], resp3);
+        let orders = [
+            ("MULTI/EXEC", [b0, a0, b1, a1]),
+            ("EVAL", [a1, b0, a0, b1]),
+            ("EVAL batch", [b1, a0, b0, a1]),
+        ];
+        for (write, keys) in orders {
+            let pushes = step(expected, &format!("{write}: reader's pushes"));
+            in_order(pushes, &keys, resp3);
+        }
     });
 }

@@ -17,17 +17,6 @@ use common::*;
 use std::time::Duration;
 
 const SHARDS: usize = 2;
-/// The threshold the tests set, ms (short, so the tests are quick).
-const THRESHOLD_MS: u64 = 100;
-
-/// CONFIG SET busy-reply-threshold to [`THRESHOLD_MS`] through `conn`.
-fn set_busy_threshold(conn: &mut RawConn) {
-    let ms = THRESHOLD_MS.to_string();
-    assert_eq!(
-        conn.cmd(&["config", "set", "busy-reply-threshold", &ms]),
-        b"+OK\r\n"
-    );
-}
 
 /// Start `body` on shard 0 from `runner` (its reply is read later) and wait past the
 /// threshold.
@@ -267,13 +256,7 @@ fn watch_from_the_other_shard_while_a_script_is_busy() {
     let mut unwatcher = conn_on_shard(&server, 1);
     set_busy_threshold(&mut watcher);
     let mut runner = conn_on_shard(&server, 0);
-    runner.send(&encode(&[
-        "eval",
-        &spin_then_write(THRESHOLD_MS * 25),
-        "1",
-        &a,
-    ]));
-    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    start_spin(&mut runner, THRESHOLD_MS * 25, &a);
     assert_eq!(watcher.cmd(&["get", &a]), BUSY, "busy");
     assert_eq!(watcher.cmd(&["watch", &a]), b"+OK\r\n");
     // With a key of its own shard too, and one already watched.
@@ -281,41 +264,28 @@ fn watch_from_the_other_shard_while_a_script_is_busy() {
     assert_eq!(later.cmd(&["watch", &b]), b"+OK\r\n");
     assert_eq!(unwatcher.cmd(&["watch", &a]), b"+OK\r\n");
     assert_eq!(unwatcher.cmd(&["unwatch"]), b"+OK\r\n");
-    for conn in [&mut watcher, &mut calm, &mut later, &mut unwatcher] {
-        assert_eq!(
-            conn.cmd(&["get", &a]),
-            BUSY,
-            "the WATCHes were answered during the script"
-        );
-    }
+    assert_still_busy(
+        &mut [&mut watcher, &mut calm, &mut later, &mut unwatcher],
+        &a,
+        "the WATCHes were answered during the script",
+    );
     assert_eq!(runner.read_reply(), b":1\r\n", "the script");
-    assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
-    assert_eq!(watcher.cmd(&["set", &a, "mine"]), b"+QUEUED\r\n");
-    assert_eq!(
-        watcher.cmd(&["exec"]),
-        b"*-1\r\n",
-        "the script wrote the watched key after WATCH"
-    );
+    let wrote = "the script wrote the watched key after WATCH";
+    assert_exec(&mut watcher, &[&["set", &a, "mine"]], b"*-1\r\n", wrote);
     assert_eq!(watcher.cmd(&["get", &a]), bulk("script").as_bytes());
-    assert_eq!(calm.cmd(&["multi"]), b"+OK\r\n");
-    assert_eq!(calm.cmd(&["set", &b, "calm"]), b"+QUEUED\r\n");
-    assert_eq!(calm.cmd(&["set", &own, "calm"]), b"+QUEUED\r\n");
-    assert_eq!(
-        calm.cmd(&["exec"]),
-        b"*2\r\n+OK\r\n+OK\r\n",
-        "keys the script left alone"
-    );
+    let calm_queue: &[&[&str]] = &[&["set", &b, "calm"], &["set", &own, "calm"]];
+    let both_ok = b"*2\r\n+OK\r\n+OK\r\n";
+    assert_exec(&mut calm, calm_queue, both_ok, "keys the script left alone");
     // `later`'s watch of b was registered on the busy shard: calm's write of b
     // (after the script) fails its EXEC.
-    assert_eq!(later.cmd(&["multi"]), b"+OK\r\n");
-    assert_eq!(later.cmd(&["get", &b]), b"+QUEUED\r\n");
-    assert_eq!(later.cmd(&["exec"]), b"*-1\r\n", "a write after the script");
-    assert_eq!(unwatcher.cmd(&["multi"]), b"+OK\r\n");
-    assert_eq!(unwatcher.cmd(&["set", &a, "free"]), b"+QUEUED\r\n");
-    assert_eq!(
-        unwatcher.cmd(&["exec"]),
+    let after = "a write after the script";
+    assert_exec(&mut later, &[&["get", &b]], b"*-1\r\n", after);
+    let unwatched = "UNWATCH during the script unwatched";
+    assert_exec(
+        &mut unwatcher,
+        &[&["set", &a, "free"]],
         b"*1\r\n+OK\r\n",
-        "UNWATCH during the script unwatched"
+        unwatched,
     );
 }
 
@@ -337,24 +307,16 @@ fn watch_on_the_busy_shard_of_the_other_shards_keys() {
     let mut writer = conn_on_shard(&server, 1);
     set_busy_threshold(&mut writer);
     let mut runner = conn_on_shard(&server, 0);
-    runner.send(&encode(&[
-        "eval",
-        &spin_then_write(THRESHOLD_MS * 25),
-        "1",
-        &near,
-    ]));
-    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    start_spin(&mut runner, THRESHOLD_MS * 25, &near);
     assert_eq!(watcher.cmd(&["get", &near]), BUSY, "busy");
     assert_eq!(watcher.cmd(&["watch", &far]), b"+OK\r\n");
     assert_eq!(calm.cmd(&["watch", &quiet]), b"+OK\r\n");
     assert_eq!(both.cmd(&["watch", &far, &near]), b"+OK\r\n");
-    for conn in [&mut watcher, &mut calm, &mut both] {
-        assert_eq!(
-            conn.cmd(&["get", &near]),
-            BUSY,
-            "the WATCHes were answered during the script"
-        );
-    }
+    assert_still_busy(
+        &mut [&mut watcher, &mut calm, &mut both],
+        &near,
+        "the WATCHes were answered during the script",
+    );
     // The owner is not busy: a write there now comes after the +OK.
     assert_eq!(writer.cmd(&["set", &far, "written"]), b"+OK\r\n");
     assert_eq!(
@@ -363,19 +325,21 @@ fn watch_on_the_busy_shard_of_the_other_shards_keys() {
         "still during the script"
     );
     assert_eq!(runner.read_reply(), b":1\r\n", "the script");
-    assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
-    assert_eq!(watcher.cmd(&["get", &far]), b"+QUEUED\r\n");
-    assert_eq!(
-        watcher.cmd(&["exec"]),
-        b"*-1\r\n",
-        "written on its owner after WATCH"
+    let written = "written on its owner after WATCH";
+    assert_exec(&mut watcher, &[&["get", &far]], b"*-1\r\n", written);
+    let nobody = "a key nobody wrote";
+    assert_exec(
+        &mut calm,
+        &[&["set", &quiet, "calm"]],
+        b"*1\r\n+OK\r\n",
+        nobody,
     );
-    assert_eq!(calm.cmd(&["multi"]), b"+OK\r\n");
-    assert_eq!(calm.cmd(&["set", &quiet, "calm"]), b"+QUEUED\r\n");
-    assert_eq!(calm.cmd(&["exec"]), b"*1\r\n+OK\r\n", "a key nobody wrote");
-    assert_eq!(both.cmd(&["multi"]), b"+OK\r\n");
-    assert_eq!(both.cmd(&["get", &near]), b"+QUEUED\r\n");
-    assert_eq!(both.cmd(&["exec"]), b"*-1\r\n", "both shards' keys");
+    assert_exec(
+        &mut both,
+        &[&["get", &near]],
+        b"*-1\r\n",
+        "both shards' keys",
+    );
 }
 
 /// Both shards busy (Ruvio only: one Redis runs one script): a WATCH on shard
@@ -420,16 +384,14 @@ fn watch_of_a_key_whose_owner_is_busy_too_keeps_its_place() {
         bulk("script").as_bytes(),
         "then what followed it"
     );
-    assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
-    assert_eq!(watcher.cmd(&["get", &far]), b"+QUEUED\r\n");
     let ran = format!("*1\r\n{}", bulk("script"));
-    assert_eq!(watcher.cmd(&["exec"]), ran.as_bytes());
+    let unchanged = "no change after +OK";
+    assert_exec(&mut watcher, &[&["get", &far]], ran.as_bytes(), unchanged);
     // The registration holds: a write now fails the next EXEC.
     assert_eq!(watcher.cmd(&["watch", &far]), b"+OK\r\n");
     assert_eq!(far_runner.cmd(&["set", &far, "later"]), b"+OK\r\n");
-    assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
-    assert_eq!(watcher.cmd(&["get", &far]), b"+QUEUED\r\n");
-    assert_eq!(watcher.cmd(&["exec"]), b"*-1\r\n");
+    let later = "a write after the registration";
+    assert_exec(&mut watcher, &[&["get", &far]], b"*-1\r\n", later);
 }
 
 /// UNWATCH then WATCH of the same key during the script, across the shards (a
@@ -449,13 +411,7 @@ fn unwatch_then_watch_during_the_script_keeps_the_new_watch() {
     assert_eq!(on_far.cmd(&["watch", &busy_key]), b"+OK\r\n");
     assert_eq!(on_busy.cmd(&["watch", &far_key]), b"+OK\r\n");
     let mut runner = conn_on_shard(&server, 0);
-    runner.send(&encode(&[
-        "eval",
-        &spin_then_write(THRESHOLD_MS * 15),
-        "1",
-        &busy_written,
-    ]));
-    std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+    start_spin(&mut runner, THRESHOLD_MS * 15, &busy_written);
     for (conn, key) in [(&mut on_far, &busy_key), (&mut on_busy, &far_key)] {
         assert_eq!(conn.cmd(&["get", &busy_written]), BUSY, "busy");
         assert_eq!(conn.cmd(&["unwatch"]), b"+OK\r\n");
@@ -466,12 +422,7 @@ fn unwatch_then_watch_during_the_script_keeps_the_new_watch() {
         // A command on the key's owner: the UNWATCH's message got there first.
         assert_eq!(conn.cmd(&["exists", key]), b":0\r\n");
         assert_eq!(writer.cmd(&["set", key, "after"]), b"+OK\r\n");
-        assert_eq!(conn.cmd(&["multi"]), b"+OK\r\n");
-        assert_eq!(conn.cmd(&["get", key]), b"+QUEUED\r\n");
-        assert_eq!(
-            conn.cmd(&["exec"]),
-            b"*-1\r\n",
-            "the WATCH after UNWATCH is still registered"
-        );
+        let kept = "the WATCH after UNWATCH is still registered";
+        assert_exec(conn, &[&["get", key]], b"*-1\r\n", kept);
     }
 }

@@ -17,8 +17,6 @@ use common::busy::*;
 use common::*;
 use std::time::Duration;
 
-/// The threshold the tests set, ms (short, so the tests are quick).
-const THRESHOLD_MS: u64 = 100;
 /// A connection served by the shard that will run the script (shard 0; any
 /// connection of a Redis).
 fn on_busy_shard(server: &Server, mode: PortMode) -> RawConn {
@@ -32,11 +30,7 @@ fn on_busy_shard(server: &Server, mode: PortMode) -> RawConn {
 /// of its own, and wait past the threshold. Gives the runner back.
 fn start_busy(server: &Server, mode: PortMode, body: &str) -> RawConn {
     let mut runner = on_busy_shard(server, mode);
-    let ms = THRESHOLD_MS.to_string();
-    assert_eq!(
-        runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
-        b"+OK\r\n"
-    );
+    set_busy_threshold(&mut runner);
     runner.send(&encode(&["eval", body, "0"]));
     std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
     runner
@@ -163,11 +157,7 @@ fn function_kill_from_the_busy_shard() {
         }
         let mut witness = on_busy_shard(&server, mode);
         let mut runner = on_busy_shard(&server, mode);
-        let ms = THRESHOLD_MS.to_string();
-        assert_eq!(
-            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
-            b"+OK\r\n"
-        );
+        set_busy_threshold(&mut runner);
         runner.send(&encode(&["fcall", "spin", "0"]));
         std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
         assert_eq!(witness.cmd(&["ping"]), BUSY_FUNCTION, "{mode:?}");
@@ -214,11 +204,7 @@ fn a_script_that_wrote_is_unkillable_and_shutdown_nosave_from_its_shard_ends_the
 fn auth_on_the_busy_shard() {
     for (server, mode) in servers() {
         let mut runner = on_busy_shard(&server, mode);
-        let ms = THRESHOLD_MS.to_string();
-        assert_eq!(
-            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
-            b"+OK\r\n"
-        );
+        set_busy_threshold(&mut runner);
         // Connections made before the password stay authenticated, as in Redis.
         assert_eq!(
             runner.cmd(&["config", "set", "requirepass", "secret"]),
@@ -354,19 +340,9 @@ fn watch_while_a_script_is_busy() {
         let mut watcher = on_busy_shard(&server, mode);
         let mut calm = on_busy_shard(&server, mode);
         let mut runner = on_busy_shard(&server, mode);
-        let ms = THRESHOLD_MS.to_string();
-        assert_eq!(
-            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
-            b"+OK\r\n"
-        );
+        set_busy_threshold(&mut runner);
         assert_eq!(calm.cmd(&["set", &b, "before"]), b"+OK\r\n");
-        runner.send(&encode(&[
-            "eval",
-            &spin_then_write(THRESHOLD_MS * 25),
-            "1",
-            &a,
-        ]));
-        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        start_spin(&mut runner, THRESHOLD_MS * 25, &a);
         assert_eq!(watcher.cmd(&["ping"]), BUSY, "{mode:?}: busy");
         assert_eq!(watcher.cmd(&["watch", &a]), b"+OK\r\n", "{mode:?}");
         assert_eq!(calm.cmd(&["watch", &b]), b"+OK\r\n", "{mode:?}");
@@ -388,27 +364,21 @@ fn watch_while_a_script_is_busy() {
             "{mode:?}: WATCH was answered during the script"
         );
         assert_eq!(runner.read_reply(), b":1\r\n", "{mode:?}: the script");
-        assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
-        assert_eq!(watcher.cmd(&["set", &a, "mine"]), b"+QUEUED\r\n");
-        assert_eq!(
-            watcher.cmd(&["exec"]),
-            b"*-1\r\n",
-            "{mode:?}: the script wrote the watched key after WATCH"
-        );
+        let wrote = format!("{mode:?}: the script wrote the watched key after WATCH");
+        assert_exec(&mut watcher, &[&["set", &a, "mine"]], b"*-1\r\n", &wrote);
         assert_eq!(watcher.cmd(&["get", &a]), bulk("script").as_bytes());
-        assert_eq!(calm.cmd(&["multi"]), b"+OK\r\n");
-        assert_eq!(calm.cmd(&["set", &b, "after"]), b"+QUEUED\r\n");
-        assert_eq!(
-            calm.cmd(&["exec"]),
+        let alone = format!("{mode:?}: a key the script left alone");
+        assert_exec(
+            &mut calm,
+            &[&["set", &b, "after"]],
             b"*1\r\n+OK\r\n",
-            "{mode:?}: a key the script left alone"
+            &alone,
         );
         // The watches were registered: a later write still fails an EXEC.
         assert_eq!(watcher.cmd(&["watch", &a]), b"+OK\r\n");
         assert_eq!(calm.cmd(&["set", &a, "other"]), b"+OK\r\n");
-        assert_eq!(watcher.cmd(&["multi"]), b"+OK\r\n");
-        assert_eq!(watcher.cmd(&["get", &a]), b"+QUEUED\r\n");
-        assert_eq!(watcher.cmd(&["exec"]), b"*-1\r\n", "{mode:?}");
+        let later = format!("{mode:?}: a later write");
+        assert_exec(&mut watcher, &[&["get", &a]], b"*-1\r\n", &later);
     }
 }
 
@@ -437,18 +407,8 @@ fn unwatch_discard_exec_and_reset_of_watchers_while_a_script_is_busy() {
         assert_eq!(execer.cmd(&["set", &a, "queued"]), b"+QUEUED\r\n");
         let mut lone = on_busy_shard(&server, mode);
         let mut runner = on_busy_shard(&server, mode);
-        let ms = THRESHOLD_MS.to_string();
-        assert_eq!(
-            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
-            b"+OK\r\n"
-        );
-        runner.send(&encode(&[
-            "eval",
-            &spin_then_write(THRESHOLD_MS * 25),
-            "1",
-            &a,
-        ]));
-        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        set_busy_threshold(&mut runner);
+        start_spin(&mut runner, THRESHOLD_MS * 25, &a);
         assert_eq!(unwatcher.cmd(&["ping"]), BUSY, "{mode:?}: busy");
         let mut discarded = b"-EXECABORT Transaction discarded because of: ".to_vec();
         discarded.extend_from_slice(&BUSY[1..]);
@@ -463,34 +423,22 @@ fn unwatch_discard_exec_and_reset_of_watchers_while_a_script_is_busy() {
         assert_eq!(discarder.cmd(&["discard"]), b"+OK\r\n", "{mode:?}");
         assert_eq!(execer.cmd(&["exec"]), discarded, "{mode:?}: EXEC");
         assert_eq!(resetter.cmd(&["reset"]), b"+RESET\r\n", "{mode:?}");
-        for conn in [&mut unwatcher, &mut discarder, &mut execer, &mut resetter] {
-            assert_eq!(
-                conn.cmd(&["get", &a]),
-                BUSY,
-                "{mode:?}: answered during the script"
-            );
-        }
+        assert_still_busy(
+            &mut [&mut unwatcher, &mut discarder, &mut execer, &mut resetter],
+            &a,
+            &format!("{mode:?}: answered during the script"),
+        );
         assert_eq!(runner.read_reply(), b":1\r\n", "{mode:?}: the script");
         assert_eq!(
             execer.cmd(&["get", &a]),
             bulk("script").as_bytes(),
             "{mode:?}: the aborted transaction did not run"
         );
-        assert_eq!(unwatcher.cmd(&["multi"]), b"+OK\r\n");
-        assert_eq!(unwatcher.cmd(&["get", &a]), b"+QUEUED\r\n");
-        assert_eq!(
-            unwatcher.cmd(&["exec"]),
-            b"*-1\r\n",
-            "{mode:?}: the WATCH after UNWATCH saw the script's write"
-        );
+        let saw = format!("{mode:?}: the WATCH after UNWATCH saw the script's write");
+        assert_exec(&mut unwatcher, &[&["get", &a]], b"*-1\r\n", &saw);
+        let unwatched = format!("{mode:?}: nothing watched any more");
         for conn in [&mut discarder, &mut execer, &mut resetter] {
-            assert_eq!(conn.cmd(&["multi"]), b"+OK\r\n");
-            assert_eq!(conn.cmd(&["set", &a, "mine"]), b"+QUEUED\r\n");
-            assert_eq!(
-                conn.cmd(&["exec"]),
-                b"*1\r\n+OK\r\n",
-                "{mode:?}: nothing watched any more"
-            );
+            assert_exec(conn, &[&["set", &a, "mine"]], b"*1\r\n+OK\r\n", &unwatched);
         }
     }
 }
@@ -504,18 +452,8 @@ fn a_connection_opened_while_busy_keeps_its_state() {
     for (server, mode) in servers() {
         let a = key_on_shard("na", 0, 2);
         let mut runner = on_busy_shard(&server, mode);
-        let ms = THRESHOLD_MS.to_string();
-        assert_eq!(
-            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
-            b"+OK\r\n"
-        );
-        runner.send(&encode(&[
-            "eval",
-            &spin_then_write(THRESHOLD_MS * 25),
-            "1",
-            &a,
-        ]));
-        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        set_busy_threshold(&mut runner);
+        start_spin(&mut runner, THRESHOLD_MS * 25, &a);
         let mut fresh = RawConn::connect(server.shard_port(0));
         // Forward mode with 2 shards may serve it on the other shard, whose WATCH
         // of the busy shard's key still waits for the script (docs/scripting.md).
@@ -548,13 +486,8 @@ fn a_connection_opened_while_busy_keeps_its_state() {
         // RESP3 still: an empty map.
         assert_eq!(fresh.cmd(&["hgetall", "nosuchkey"]), b"%0\r\n", "{mode:?}");
         if on_busy {
-            assert_eq!(fresh.cmd(&["multi"]), b"+OK\r\n");
-            assert_eq!(fresh.cmd(&["get", &a]), b"+QUEUED\r\n");
-            assert_eq!(
-                fresh.cmd(&["exec"]),
-                b"_\r\n",
-                "{mode:?}: the script wrote the key watched after it started"
-            );
+            let wrote = format!("{mode:?}: the script wrote the key watched after it started");
+            assert_exec(&mut fresh, &[&["get", &a]], b"_\r\n", &wrote);
         }
     }
 }
@@ -599,23 +532,13 @@ fn reset_of_subscribers_monitors_and_trackers_while_a_script_is_busy() {
             far.cmd(&["subscribe", "rch"]);
         }
         let mut runner = on_busy_shard(&server, mode);
-        let ms = THRESHOLD_MS.to_string();
-        assert_eq!(
-            runner.cmd(&["config", "set", "busy-reply-threshold", &ms]),
-            b"+OK\r\n"
-        );
+        set_busy_threshold(&mut runner);
         // Drop the monitor lines so far (CONFIG SET's).
         std::thread::sleep(Duration::from_millis(50));
         mon.send(&encode(&["reset"]));
         mon.read_until(b"+RESET\r\n");
         assert_eq!(mon.cmd(&["monitor"]), b"+OK\r\n");
-        runner.send(&encode(&[
-            "eval",
-            &spin_then_write(THRESHOLD_MS * 25),
-            "1",
-            &k,
-        ]));
-        std::thread::sleep(Duration::from_millis(THRESHOLD_MS * 4));
+        start_spin(&mut runner, THRESHOLD_MS * 25, &k);
         // RESET first on the monitor: Redis feeds it every command it runs while
         // busy; Ruvio hands out a script command's lines when it ends.
         mon.send(&encode(&["reset"]));
@@ -638,13 +561,11 @@ fn reset_of_subscribers_monitors_and_trackers_while_a_script_is_busy() {
         if let Some(far) = far.as_mut() {
             assert_eq!(far.cmd(&["reset"]), b"+RESET\r\n", "the other shard's");
         }
-        for conn in [&mut sub2, &mut sub3, &mut mon, &mut trk] {
-            assert_eq!(
-                conn.cmd(&["get", &k]),
-                BUSY,
-                "{mode:?}: RESET was answered during the script"
-            );
-        }
+        assert_still_busy(
+            &mut [&mut sub2, &mut sub3, &mut mon, &mut trk],
+            &k,
+            &format!("{mode:?}: RESET was answered during the script"),
+        );
         assert_eq!(runner.read_reply(), b":1\r\n", "{mode:?}: the script");
         assert_eq!(
             runner.cmd(&["publish", "rch", "m"]),

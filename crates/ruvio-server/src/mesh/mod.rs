@@ -2,7 +2,8 @@
 //! per ordered pair of shards.
 //!
 //! - [`forward`]: requests sent to the shard that owns their keys, replies back in
-//!   request order; the message types every other part of the mesh sends.
+//!   request order; the message types every other part of the mesh sends; the
+//!   channels that carry them (`channels.rs`).
 //! - [`gather`]: server-wide answers (INFO, DBSIZE, KEYS, SCAN, FLUSHALL, CONFIG SET
 //!   ...) asked of every shard and merged.
 //! - [`lending`]: multi-key commands over several shards run by borrowing the keys.
@@ -12,6 +13,7 @@
 //! Shaped so because a shard never touches another shard's memory: everything that
 //! crosses is a typed message carrying owned data (docs/cross-shard.md).
 
+mod channels;
 pub mod forward;
 pub mod gather;
 pub mod lending;

@@ -1,7 +1,8 @@
 //! Persistence: how a shard's writes survive a restart, and how a keyspace is
 //! rebuilt (docs/durability.md).
 //!
-//! - [`wal`]: the shard's write-ahead log (appending, group writes, fsync, replay).
+//! - [`wal`]: the shard's write-ahead log (appending, group writes, fsync); its
+//!   replay at start and the snapshot files' names: `recovery.rs`.
 //! - [`durable`]: `--durability always`, replies released once their group is on disk.
 //! - [`snapshot`]: BGSAVE without fork, in slices; [`save_rules`]: Redis' `save` rules.
 //! - [`loading`]: LOADING at start; [`import`]: `--import-rdb`; [`export`]: DEBUG
@@ -16,6 +17,7 @@ pub mod durable;
 pub mod export;
 pub mod import;
 pub mod loading;
+mod recovery;
 pub mod reshard;
 pub mod save_rules;
 pub mod shutdown;

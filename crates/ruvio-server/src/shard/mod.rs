@@ -13,8 +13,9 @@
 //! sends on the ring (`conn_io.rs`), the log's writes and fsyncs on it
 //! (`log_io.rs`), its state ([`ShardCore`], in `state.rs`; [`Shared`], what every
 //! shard reads), the path from bytes to a routed command ([`dispatch`]), running a
-//! command on the keyspace and consuming its effects ([`exec`]), clients blocked on
-//! keys ([`blocking`]), CLIENT PAUSE ([`pause`]), the other clients answered while
+//! command on the keyspace and consuming its effects ([`exec`]; what it did recorded
+//! for the logs: `observe.rs`), clients blocked on keys ([`blocking`]; parked,
+//! served and released: `parked.rs`), CLIENT PAUSE ([`pause`]), the other clients answered while
 //! a script is busy ([`busy`]), the metrics endpoint's sockets (`metrics.rs`) and
 //! two shards in one thread for the fuzz targets ([`inproc`]).
 
@@ -28,6 +29,8 @@ mod log_io;
 pub mod messages;
 mod metrics;
 pub mod monitor;
+mod observe;
+mod parked;
 pub mod pause;
 mod primary;
 mod replica;

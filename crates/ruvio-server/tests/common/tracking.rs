@@ -297,3 +297,44 @@ pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 pub fn count(hay: &[u8], needle: &[u8]) -> usize {
     hay.windows(needle.len()).filter(|w| *w == needle).count()
 }
+
+/// Runs [`cross_shard_session`] of `layout` in `modes` on the reference (Redis),
+/// hands its transcript to `check` (which holds it to not being vacuous), then
+/// on the target, and compares the two step by step, byte for byte; `label`
+/// names the case in a failure.
+pub fn compare_session(
+    servers: &DiffServers,
+    layout: &Layout,
+    modes: (bool, bool),
+    label: &str,
+    check: impl FnOnce(&Transcript),
+) {
+    let expected = cross_shard_session(&servers.reference, layout, modes, None);
+    check(&expected);
+    let got = cross_shard_session(&servers.target, layout, modes, Some(&expected));
+    for ((name, e), (_, g)) in expected.iter().zip(&got) {
+        assert_eq!(show(g), show(e), "{label}, {name}");
+    }
+    assert_eq!(got.len(), expected.len());
+}
+
+/// The bytes of step `name` of `transcript`.
+pub fn step<'a>(transcript: &'a Transcript, name: &str) -> &'a [u8] {
+    let found = transcript.iter().find(|(n, _)| n == name);
+    found.map(|(_, bytes)| bytes.as_slice()).expect(name)
+}
+
+/// `pushes` names `keys` in that order, one message each.
+pub fn in_order(pushes: &[u8], keys: &[&String], resp3: bool) {
+    let at: Vec<usize> = keys
+        .iter()
+        .map(|k| find(pushes, k.as_bytes()).expect("each key invalidated"))
+        .collect();
+    assert!(at.is_sorted(), "{}", show(pushes));
+    let messages = if resp3 {
+        b">2\r\n".as_slice()
+    } else {
+        b"*3\r\n"
+    };
+    assert_eq!(count(pushes, messages), keys.len(), "{}", show(pushes));
+}
