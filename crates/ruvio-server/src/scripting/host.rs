@@ -1,7 +1,7 @@
 //! The server around a shard's scripts: what `redis.call` of PUBLISH, SPUBLISH,
 //! DBSIZE, LASTSAVE, PUBSUB and INFO needs beyond the shard's keyspace
-//! ([`ruvio_engine::scripting::ScriptHost`]), and the delivery of what scripts
-//! published.
+//! ([`ruvio_engine::scripting::ScriptHost`]), and the queue of what scripts
+//! published (delivered by `messaging::notify`).
 //!
 //! A script runs inside the engine on one shard and cannot wait for the others, so
 //! a script's PUBLISH is split in two:
@@ -29,9 +29,7 @@ use crate::cluster::topology::Topology;
 use crate::cmd::pubsub::View;
 use crate::cmd::ServerResult;
 use crate::config::{Config, PortMode};
-use crate::messaging::pubsub::{self, Caller, Kind};
-use crate::net::conn::Conn;
-use crate::net::slab::Slab;
+use crate::messaging::pubsub::Kind;
 use crate::shard::ShardCore;
 use crate::shard::Shared;
 use ruvio_engine::command::Published;
@@ -110,7 +108,7 @@ pub fn receivers(
 
 impl Host {
     /// The shards whose subscribers a publication from here counts, and PUBSUB
-    /// sees ([`crate::messaging::pubsub::visible_shards`]).
+    /// sees ([`crate::messaging::pubsub::visible_shards_of`]).
     fn counted_shards(&self) -> std::ops::Range<usize> {
         crate::messaging::pubsub::visible_shards_of(
             self.mode,
@@ -261,36 +259,4 @@ impl ScriptHost for Host {
 /// Queue what a command's scripts published, for the end of the loop iteration.
 pub fn queue(core: &mut ShardCore, published: Vec<Published>) {
     core.notifications.published.extend(published);
-}
-
-/// Send the queued publications: once per loop iteration, before the keyspace
-/// events of the same iteration, and before a client's PUBLISH on this shard, so
-/// that one publisher's messages (a script's, then its client's) stay in order.
-/// `caller` is the running connection, out of the slab while its command runs.
-pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, mut caller: Option<Caller<'_>>) {
-    if core.notifications.published.is_empty() {
-        return;
-    }
-    for p in std::mem::take(&mut core.notifications.published) {
-        let kind = if p.shard_channel {
-            Kind::Shard
-        } else {
-            Kind::Channel
-        };
-        let running = caller.as_mut().map(|c| Caller {
-            out: &mut *c.out,
-            proto: c.proto,
-        });
-        pubsub::deliver_here(core, conns, kind, &p.channel, &p.message, running);
-        // SPUBLISH in per-shard mode reaches the channel's owner only: this node.
-        if p.shard_channel && core.topo.mode == PortMode::PerShard {
-            continue;
-        }
-        let me = core.id;
-        for to in 0..core.shared.pubsub.shards.len() {
-            if to != me && core.shared.pubsub.shards[to].may_receive(kind) {
-                core.outbox.message(to, None, kind, &p.channel, &p.message);
-            }
-        }
-    }
 }

@@ -121,7 +121,7 @@ pub fn run_engine(
     // ([`adopt_pending_watches`]).
     let keys =
         caller.borrowing || !core.blocking.is_empty() || watched || may_borrow || tracked || script;
-    let notify = crate::messaging::notify::wanted(core);
+    let notify = crate::messaging::notify::wanted(core.cfg.notify_keyspace_events);
     if keys || logging || notify {
         ctx.effects = Effects::recording(core.spare_record.take(), keys, notify, logging);
     }
@@ -207,7 +207,9 @@ pub fn run_engine(
         core.log_end();
     }
     if notify {
-        crate::messaging::notify::queue_effects(core, &ctx.effects);
+        let notes = core.engine.take_key_notes();
+        let flags = core.cfg.notify_keyspace_events;
+        core.notifications.queue_effects(flags, notes, &ctx.effects);
     }
     if caller.tracking.bits != 0 {
         track(core, cmd, caller, args, &outcome, &ctx.effects);
@@ -359,7 +361,8 @@ pub fn take_expired(core: &mut ShardCore) {
             core.tracking.written(0, false, key);
         }
     }
-    crate::messaging::notify::queue_expired_keys(core, expired);
+    let flags = core.cfg.notify_keyspace_events;
+    core.notifications.queue_expired_keys(flags, expired);
 }
 
 /// CLIENT TRACKING after a command of a tracking client: a read-only command's

@@ -258,7 +258,7 @@ impl Shard {
                 timed,
                 now_ms,
             );
-            crate::messaging::notify::deliver_pending(&mut self.core, &mut self.conns);
+            self.core.deliver_notifications(&mut self.conns);
             if self.core.tracking.owes() || self.core.tracking.active() {
                 let (tracking, mut to) = self.core.tracking_parts();
                 tracking.deliver_owed(&mut to, &mut self.conns);

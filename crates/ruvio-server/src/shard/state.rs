@@ -237,6 +237,60 @@ impl ShardCore {
         Ok(core)
     }
 
+    /// What Pub/Sub delivery touches of this shard (see `messaging::pubsub`), and
+    /// the outbox that relays a message to the other shards.
+    pub fn delivery(&mut self) -> (crate::messaging::pubsub::Delivery<'_>, &mut Outbox) {
+        let (to, outbox, _) = self.delivery_parts();
+        (to, outbox)
+    }
+
+    /// [`delivery`](Self::delivery) and the pending notifications beside it.
+    fn delivery_parts(
+        &mut self,
+    ) -> (
+        crate::messaging::pubsub::Delivery<'_>,
+        &mut Outbox,
+        &mut crate::messaging::notify::Pending,
+    ) {
+        let to = crate::messaging::pubsub::Delivery {
+            subscribers: &self.shared.pubsub,
+            shard: self.id,
+            dirty: &mut self.dirty,
+            limits: &self.cfg.client_output_buffer_limit,
+            now_ms: self.now_ms,
+        };
+        (to, &mut self.outbox, &mut self.notifications)
+    }
+
+    /// Publish the keyspace notifications and script publications pending on this
+    /// shard (once per loop iteration: see `messaging::notify`).
+    pub fn deliver_notifications(&mut self, conns: &mut Slab<Conn>) {
+        let (flags, mode) = (self.cfg.notify_keyspace_events, self.topo.mode);
+        let (mut to, outbox, pending) = self.delivery_parts();
+        pending.deliver(flags, mode, &mut to, outbox, conns);
+    }
+
+    /// Publish what scripts published before a client's PUBLISH on this shard
+    /// (`caller`: the running connection, out of the slab).
+    pub fn deliver_published(
+        &mut self,
+        conns: &mut Slab<Conn>,
+        caller: Option<crate::messaging::pubsub::Caller<'_>>,
+    ) {
+        if self.notifications.published.is_empty() {
+            return;
+        }
+        let mode = self.topo.mode;
+        let (mut to, outbox, pending) = self.delivery_parts();
+        pending.deliver_published(mode, &mut to, outbox, conns, caller);
+    }
+
+    /// The shards whose subscriptions a PUBSUB or INFO call on this shard sees
+    /// (see `messaging::pubsub::visible_shards_of`).
+    pub fn visible_shards(&self) -> std::ops::Range<usize> {
+        crate::messaging::pubsub::visible_shards_of(self.topo.mode, self.id, self.topo.nodes.len())
+    }
+
     /// This shard's tracking tables and what delivering an invalidation touches
     /// beside them (see `tracking`).
     pub fn tracking_parts(
