@@ -300,7 +300,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("cmd/functions.rs", "shard"),
     ("cmd/info.rs", "shard"),
     ("cmd/mod.rs", "shard"),
-    ("memory/limit.rs", "shard"),
     ("mesh/forward.rs", "cmd"),
     ("mesh/gather.rs", "cmd"),
     ("mesh/gather.rs", "shard"),

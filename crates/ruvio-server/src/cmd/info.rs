@@ -257,7 +257,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             // What maxmemory limits: allocated bytes less what the keyspaces reuse.
             line(
                 "ruvio_used_memory_for_maxmemory",
-                &crate::memory::limit::used_for_limit(shared),
+                &crate::shard::eviction::used_for_limit(shared),
             );
             line("maxmemory", &cfg.maxmemory);
             line("maxmemory_human", &human_bytes(cfg.maxmemory));

@@ -22,6 +22,7 @@ pub mod blocking;
 pub mod busy;
 mod conn_io;
 pub mod dispatch;
+pub mod eviction;
 pub mod exec;
 pub mod inproc;
 mod log_io;
@@ -670,7 +671,12 @@ impl Shard {
         if self.core.pause.expired(self.core.now_ms) {
             end_pause(&mut self.core, &mut self.conns);
         }
-        crate::memory::limit::give_back_free_pages(&mut self.core);
+        let core = &mut self.core;
+        crate::memory::limit::give_back_free_pages(
+            core.cfg.maxmemory,
+            core.now_ms,
+            &mut core.next_trim_ms,
+        );
         self.sync_wal_if_due();
         if self.core.id == 0 && self.core.wal.is_some() {
             let shared = &self.core.shared;

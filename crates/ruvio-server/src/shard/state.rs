@@ -395,7 +395,7 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     }
     g.dirty_at_save.store(core.stats.dirty_at_save, Relaxed);
     g.epoch.store(core.stats.epoch, Relaxed);
-    crate::memory::limit::publish_sizes(core);
+    crate::shard::eviction::publish_sizes(core);
     let mut tables = g.tables.lock().unwrap_or_else(|e| e.into_inner());
     tables.epoch = core.stats.epoch;
     tables.per_command.clone_from(&core.stats.per_command);
