@@ -24,6 +24,7 @@ mod conn_io;
 pub mod dispatch;
 pub mod eviction;
 pub mod exec;
+mod exit;
 pub mod inproc;
 mod log_io;
 pub mod messages;
