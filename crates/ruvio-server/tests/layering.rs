@@ -318,7 +318,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("persistence/durable.rs", "cmd"),
     ("persistence/durable.rs", "mesh"),
     ("persistence/durable.rs", "shard"),
-    ("persistence/snapshot.rs", "shard"),
     ("persistence/wal.rs", "cmd"),
     ("scripting/host.rs", "cmd"),
     ("scripting/host.rs", "shard"),

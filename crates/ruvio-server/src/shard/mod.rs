@@ -33,6 +33,7 @@ pub mod monitor;
 pub mod pause;
 mod primary;
 mod replica;
+mod save;
 mod shared;
 mod state;
 mod tls;
