@@ -312,7 +312,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("mesh/lending/waiting.rs", "shard"),
     ("mesh/lending/written.rs", "shard"),
     ("mesh/owner_tx.rs", "shard"),
-    ("mesh/script_lock.rs", "shard"),
     ("net/conn.rs", "messaging"),
     ("net/conn.rs", "transactions"),
     ("persistence/durable.rs", "cmd"),

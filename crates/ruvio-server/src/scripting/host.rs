@@ -119,6 +119,11 @@ impl Host {
 }
 
 impl Host {
+    /// What the script lock reads of the server, for this shard.
+    fn script_server(&self) -> crate::mesh::script_lock::Server<'_> {
+        self.shared.script_server(&self.topo, self.id)
+    }
+
     /// A script's INFO: the engine's numbers and what every shard published (this
     /// one's at most a tick old: its live counters are out of a script's reach),
     /// without waiting for the other shards as a client's INFO does.
@@ -172,8 +177,7 @@ impl ScriptHost for Host {
         if self.mode == PortMode::PerShard {
             return 0;
         }
-        let core = (&*self.shared, &*self.topo, self.id);
-        if let Some(exact) = crate::mesh::script_lock::count_elsewhere(core, db) {
+        if let Some(exact) = crate::mesh::script_lock::count_elsewhere(self.script_server(), db) {
             return exact;
         }
         let shards = self.shared.shards.iter().enumerate();
@@ -213,9 +217,7 @@ impl ScriptHost for Host {
 
     fn elsewhere(&self, call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach> {
         match self.mode {
-            PortMode::Forward => {
-                crate::mesh::script_lock::elsewhere((&*self.shared, &*self.topo, self.id), call)
-            }
+            PortMode::Forward => crate::mesh::script_lock::elsewhere(self.script_server(), call),
             // A Redis Cluster node's KEYS and FLUSH* are its own.
             PortMode::PerShard => Ok(Vec::new()),
         }
@@ -227,9 +229,7 @@ impl ScriptHost for Host {
         here: &mut dyn FnMut(Args<'_>) -> Vec<u8>,
     ) -> Result<Vec<u8>, Reach> {
         match self.mode {
-            PortMode::Forward => {
-                crate::mesh::script_lock::spread((&*self.shared, &*self.topo, self.id), call, here)
-            }
+            PortMode::Forward => crate::mesh::script_lock::spread(self.script_server(), call, here),
             // A Redis Cluster node's SCAN and RANDOMKEY are its own.
             PortMode::PerShard => Ok(here(call.call.args)),
         }
@@ -238,8 +238,7 @@ impl ScriptHost for Host {
     fn reach(&self, engine: &mut Engine, call: Reaching<'_>) -> Reach {
         match self.mode {
             PortMode::Forward => {
-                let core = (&*self.shared, &*self.topo, self.id);
-                crate::mesh::script_lock::reach(core, engine, call)
+                crate::mesh::script_lock::reach(self.script_server(), engine, call)
             }
             // Redis Cluster's rule: a node's scripts see its own slots only.
             PortMode::PerShard => {

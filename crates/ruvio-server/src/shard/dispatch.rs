@@ -1166,7 +1166,7 @@ fn owner_groups(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Vec<(usize, 
 /// script lock (see [`crate::mesh::script_lock`]).
 fn script_route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     let groups = owner_groups(core, cmd, args);
-    if groups.len() > 1 || crate::mesh::script_lock::must_lock(core, args) {
+    if groups.len() > 1 || crate::mesh::script_lock::must_lock(&core.shared.script_lock, args) {
         return Route::Lend(groups);
     }
     match groups.first() {

@@ -261,7 +261,7 @@ pub fn run_engine(
             .collect();
         let noloop_writer = crate::mesh::lending::noloop_writer(&caller);
         crate::mesh::lending::send_loans_home(core, ended.loans, &written, noloop_writer);
-        crate::mesh::script_lock::unlock(core);
+        crate::mesh::script_lock::unlock(core.script_server());
         return finish_ran(core, &mut ctx, block, modified, Ran::default());
     }
     finish_ran(core, &mut ctx, block, modified, ended)
@@ -675,7 +675,7 @@ fn script_ran(core: &ShardCore, args: Args<'_>) -> Ran {
             .sample_ns(observatory, "mesh-round-trip", waited, now_ms);
     }
     if ended.reached {
-        crate::mesh::script_lock::remember(core, args);
+        crate::mesh::script_lock::remember(&core.shared.script_lock, args);
     } else if ended.confined {
         crate::mesh::script_lock::confined(args);
     }

@@ -98,6 +98,21 @@ impl Shared {
         }
     }
 
+    /// What the script lock reads of the server, asked by shard `me`
+    /// (see `mesh::script_lock`).
+    pub fn script_server<'a>(
+        &'a self,
+        topo: &'a crate::cluster::topology::Topology,
+        me: usize,
+    ) -> crate::mesh::script_lock::Server<'a> {
+        crate::mesh::script_lock::Server {
+            lock: &self.script_lock,
+            shards: &self.shards,
+            topo,
+            me,
+        }
+    }
+
     /// Count a new connection unless `maxclients` are open already (then false).
     pub fn admit_client(&self, maxclients: u64) -> bool {
         let admitted = self

@@ -285,6 +285,12 @@ impl ShardCore {
         pending.deliver_published(mode, &mut to, outbox, conns, caller);
     }
 
+    /// What the script lock reads of the server, for this shard (see
+    /// `mesh::script_lock`).
+    pub fn script_server(&self) -> crate::mesh::script_lock::Server<'_> {
+        self.shared.script_server(&self.topo, self.id)
+    }
+
     /// The shards whose subscriptions a PUBSUB or INFO call on this shard sees
     /// (see `messaging::pubsub::visible_shards_of`).
     pub fn visible_shards(&self) -> std::ops::Range<usize> {

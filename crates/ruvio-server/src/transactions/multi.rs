@@ -706,7 +706,7 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
         }
         if crate::mesh::script_lock::is_script(cmd.meta) {
             has_script = true;
-            must_lock |= crate::mesh::script_lock::must_lock(core, args);
+            must_lock |= crate::mesh::script_lock::must_lock(&core.shared.script_lock, args);
         }
         let named_from = keys.len();
         queued_keys(core, cmd, args, db, &mut keys);

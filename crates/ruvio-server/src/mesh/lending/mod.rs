@@ -435,16 +435,31 @@ fn may_borrow(core: &mut ShardCore, ticket: u64) -> bool {
     let borrowing = match op.borrowing {
         // Not in a batch: the batch's keys would move between databases under it.
         Borrowing::Idle if op.swaps_dbs() && core.lending.holding_batch() => return false,
-        Borrowing::Idle if op.wants_lock => match crate::mesh::script_lock::try_lock(core) {
-            true if crate::mesh::script_lock::quiet(core, op.swaps_dbs()) => Borrowing::Locked,
-            true => Borrowing::Quieting,
-            false => return false,
-        },
-        Borrowing::Idle => match crate::mesh::script_lock::begin_borrowing(core) {
+        Borrowing::Idle if op.wants_lock => {
+            match crate::mesh::script_lock::try_lock(core.script_server(), &core.lending) {
+                true if crate::mesh::script_lock::quiet(
+                    core.script_server(),
+                    &core.lending,
+                    op.swaps_dbs(),
+                ) =>
+                {
+                    Borrowing::Locked
+                }
+                true => Borrowing::Quieting,
+                false => return false,
+            }
+        }
+        Borrowing::Idle => match crate::mesh::script_lock::begin_borrowing(core.script_server()) {
             true => Borrowing::Counted,
             false => return false,
         },
-        Borrowing::Quieting if crate::mesh::script_lock::quiet(core, op.swaps_dbs()) => {
+        Borrowing::Quieting
+            if crate::mesh::script_lock::quiet(
+                core.script_server(),
+                &core.lending,
+                op.swaps_dbs(),
+            ) =>
+        {
             Borrowing::Locked
         }
         other => other,
@@ -459,8 +474,10 @@ fn may_borrow(core: &mut ShardCore, ticket: u64) -> bool {
 fn stop_borrowing(core: &ShardCore, op: &mut CrossOp) {
     match std::mem::replace(&mut op.borrowing, Borrowing::Idle) {
         Borrowing::Idle => {}
-        Borrowing::Counted => crate::mesh::script_lock::end_borrowing(core),
-        Borrowing::Quieting | Borrowing::Locked => crate::mesh::script_lock::unlock(core),
+        Borrowing::Counted => crate::mesh::script_lock::end_borrowing(core.script_server()),
+        Borrowing::Quieting | Borrowing::Locked => {
+            crate::mesh::script_lock::unlock(core.script_server())
+        }
     }
 }
 
@@ -735,7 +752,7 @@ fn finish_with(
         }
     }
     if ran.locked_now {
-        crate::mesh::script_lock::unlock(core);
+        crate::mesh::script_lock::unlock(core.script_server());
     }
     match ran.block {
         Some(block) => wait(core, conns, ticket, op, block),
