@@ -318,7 +318,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("persistence/durable.rs", "mesh"),
     ("persistence/durable.rs", "shard"),
     ("persistence/wal.rs", "cmd"),
-    ("scripting/host.rs", "cmd"),
     ("scripting/host.rs", "shard"),
     ("transactions/exec_run.rs", "cmd"),
     ("transactions/exec_run.rs", "shard"),

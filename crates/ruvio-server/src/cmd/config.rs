@@ -662,7 +662,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
         }
     }
     ctx.core.outbox.broadcast(ConfigChange::Set(applied));
-    crate::scripting::host::refresh(ctx.core);
+    super::install_script_host(ctx.core);
     super::ok_everywhere(ctx, reply);
     Ok(())
 }
@@ -723,7 +723,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
                     );
                 }
             }
-            crate::scripting::host::refresh(core);
+            super::install_script_host(core);
         }
         ConfigChange::ResetStats { epoch } => reset_stats(core, *epoch),
         ConfigChange::Pause { until_ms, all } => core.pause.start(*until_ms, *all),

@@ -91,6 +91,26 @@ pub struct Live<'a> {
     pub wal_failed: bool,
 }
 
+/// A script's INFO (`scripting::host`): the text for section names `wanted` of
+/// shard `id` from what every shard published, without its live counters.
+pub fn script_text(
+    cfg: &Config,
+    shared: &Shared,
+    id: usize,
+    engine: &Engine,
+    wanted: &[String],
+) -> String {
+    let source = Source {
+        cfg,
+        shared,
+        id,
+        now_ms: crate::clock::unix_ms(),
+        engine,
+        live: None,
+    };
+    text(&source, wanted)
+}
+
 /// A client's INFO: the text for section names `wanted`; `clients` is this
 /// shard's connection count (the other shards' come from what they published).
 pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String {

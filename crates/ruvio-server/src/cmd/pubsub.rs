@@ -321,6 +321,26 @@ impl<'a> View<'a> {
     }
 }
 
+/// A script's PUBSUB (`scripting::host`): subcommand `name` over the
+/// subscriptions of `shards`.
+pub fn script_answer(
+    subscribers: &Subscribers,
+    shards: Range<usize>,
+    name: &str,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> Option<ServerResult> {
+    answer(
+        &View {
+            subscribers,
+            shards,
+        },
+        name,
+        args,
+        reply,
+    )
+}
+
 /// PUBSUB subcommand `name` (its row's name, `pubsub|numsub` ...) over `view`;
 /// `None` for a name that is not one (a script's call goes on to other commands).
 pub fn answer(

@@ -26,24 +26,49 @@
 //! between its question and its end but single-key commands of other clients).
 
 use crate::cluster::topology::Topology;
-use crate::cmd::pubsub::View;
-use crate::cmd::ServerResult;
 use crate::config::{Config, PortMode};
-use crate::messaging::pubsub::Kind;
-use crate::shard::ShardCore;
+use crate::messaging::pubsub::{Kind, Subscribers};
 use crate::shard::Shared;
 use ruvio_engine::command::Published;
 use ruvio_engine::glob_match;
 use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, ScriptHost, Spreading};
-use ruvio_engine::Engine;
+use ruvio_engine::{CmdError, Engine};
 use ruvio_resp::{Args, Reply};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+/// INFO's text of the sections `wanted` for shard `id` (see [`ServerCommands`]).
+pub type InfoText =
+    fn(cfg: &Config, shared: &Shared, id: usize, engine: &Engine, wanted: &[String]) -> String;
+
+/// PUBSUB subcommand `name` over the subscriptions of `shards` (see
+/// [`ServerCommands`]).
+pub type PubsubAnswer = fn(
+    subscribers: &Subscribers,
+    shards: std::ops::Range<usize>,
+    name: &str,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> Option<Result<(), CmdError>>;
+
+/// The server's own commands a script may call beyond its keyspace, answered by
+/// the command layer (`cmd`, above this one), which hands them over at install:
+/// `cmd::SCRIPT_COMMANDS`.
+#[derive(Clone, Copy)]
+pub struct ServerCommands {
+    /// INFO's text of the sections `wanted` for shard `id`, from what every shard
+    /// published (a script cannot wait for the others, nor read its shard's live
+    /// counters).
+    pub info: InfoText,
+    /// PUBSUB subcommand `name` (its row's name) over the subscriptions of
+    /// `shards`; `None` for a name that is not one.
+    pub pubsub: PubsubAnswer,
+}
+
 /// One shard's view of the server, for its scripts.
 struct Host {
     /// The shard's settings (INFO's), a copy renewed after each CONFIG SET
-    /// ([`refresh`]).
+    /// ([`install`] again).
     cfg: Config,
     shared: Arc<Shared>,
     topo: Arc<Topology>,
@@ -51,10 +76,18 @@ struct Host {
     mode: PortMode,
     /// The hash slots this shard serves (inclusive).
     slots: (u16, u16),
+    commands: ServerCommands,
 }
 
-/// Give this shard thread's scripts the server around them (at shard start).
-pub fn install(cfg: &Config, shared: Arc<Shared>, topo: Arc<Topology>, id: usize) {
+/// Give this shard thread's scripts the server around them (at shard start, and
+/// again after CONFIG SET: its scripts' INFO shows the settings).
+pub fn install(
+    cfg: &Config,
+    shared: Arc<Shared>,
+    topo: Arc<Topology>,
+    id: usize,
+    commands: ServerCommands,
+) {
     let node = &topo.nodes[id];
     let slots = (node.first_slot, node.last_slot);
     ruvio_engine::scripting::set_script_host(Box::new(Host {
@@ -64,19 +97,15 @@ pub fn install(cfg: &Config, shared: Arc<Shared>, topo: Arc<Topology>, id: usize
         topo,
         id,
         slots,
+        commands,
     }));
-}
-
-/// The shard's settings changed (CONFIG SET): its scripts' INFO shows them.
-pub fn refresh(core: &ShardCore) {
-    install(&core.cfg, core.shared.clone(), core.topo.clone(), core.id);
 }
 
 /// How many subscribers of shards `counted` a message on `channel` reaches now
 /// (pattern subscribers included for a plain channel; `shard_channel`: SPUBLISH's),
 /// read under the registries' mutexes.
 pub fn receivers(
-    shared: &Shared,
+    subscribers: &Subscribers,
     counted: std::ops::Range<usize>,
     shard_channel: bool,
     channel: &[u8],
@@ -86,7 +115,7 @@ pub fn receivers(
     } else {
         Kind::Channel
     };
-    let subscribers = &shared.pubsub.shards;
+    let subscribers = &subscribers.shards;
     let mut receivers = 0;
     for shard in counted {
         if !subscribers[shard].may_receive(kind) {
@@ -133,15 +162,7 @@ impl Host {
             .skip(1)
             .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
             .collect();
-        let source = crate::cmd::info::Source {
-            cfg: &self.cfg,
-            shared: &self.shared,
-            id: self.id,
-            now_ms: crate::clock::unix_ms(),
-            engine,
-            live: None,
-        };
-        let text = crate::cmd::info::text(&source, &wanted);
+        let text = (self.commands.info)(&self.cfg, &self.shared, self.id, engine, &wanted);
         reply.verbatim("txt", text.as_bytes());
     }
 }
@@ -166,7 +187,7 @@ impl ScriptHost for Host {
             }
         }
         Some(receivers(
-            &self.shared,
+            &self.shared.pubsub,
             self.counted_shards(),
             shard_channel,
             channel,
@@ -196,7 +217,7 @@ impl ScriptHost for Host {
         name: &str,
         args: Args<'_>,
         reply: &mut Reply<'_>,
-    ) -> Option<ServerResult> {
+    ) -> Option<Result<(), CmdError>> {
         match name {
             "lastsave" => {
                 reply.int(self.shared.last_save_unix_s.load(Relaxed) as i64);
@@ -208,11 +229,8 @@ impl ScriptHost for Host {
             }
             _ => {}
         }
-        let view = View {
-            subscribers: &self.shared.pubsub,
-            shards: self.counted_shards(),
-        };
-        crate::cmd::pubsub::answer(&view, name, args, reply)
+        let shards = self.counted_shards();
+        (self.commands.pubsub)(&self.shared.pubsub, shards, name, args, reply)
     }
 
     fn elsewhere(&self, call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach> {
@@ -256,6 +274,6 @@ impl ScriptHost for Host {
 }
 
 /// Queue what a command's scripts published, for the end of the loop iteration.
-pub fn queue(core: &mut ShardCore, published: Vec<Published>) {
-    core.notifications.published.extend(published);
+pub fn queue(pending: &mut crate::messaging::notify::Pending, published: Vec<Published>) {
+    pending.published.extend(published);
 }

@@ -183,7 +183,8 @@ pub fn run_engine(
     }
     core.stats.dirty += ctx.effects.dirty;
     if !ctx.effects.published.is_empty() {
-        crate::scripting::host::queue(core, std::mem::take(&mut ctx.effects.published));
+        let published = std::mem::take(&mut ctx.effects.published);
+        crate::scripting::host::queue(&mut core.notifications, published);
     }
     let feeding = core.replication.feed.on();
     if notify || tracked || feeding {

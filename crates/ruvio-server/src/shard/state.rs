@@ -185,7 +185,8 @@ impl ShardCore {
                 .unwrap_or(crate::serverlog::Level::Notice);
             crate::serverlog::log(level, message);
         });
-        crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id);
+        let commands = crate::cmd::SCRIPT_COMMANDS;
+        crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id, commands);
         crate::cmd::functions::load_saved(&cfg, id)?;
         // With a log, the keyspace loads on a thread while the shard answers
         // -LOADING (see `loading`); without one, here and now.

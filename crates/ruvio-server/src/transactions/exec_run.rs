@@ -380,15 +380,19 @@ fn answer_inline(
             let (channel, message) = (args.get(1), args.get(2));
             let shard_channel = name == "spublish";
             let shards = 0..core.shared.pubsub.shards.len();
-            let count =
-                crate::scripting::host::receivers(&core.shared, shards, shard_channel, channel);
+            let count = crate::scripting::host::receivers(
+                &core.shared.pubsub,
+                shards,
+                shard_channel,
+                channel,
+            );
             reply.int(count as i64);
             let published = ruvio_engine::command::Published {
                 shard_channel,
                 channel: channel.to_vec(),
                 message: message.to_vec(),
             };
-            crate::scripting::host::queue(core, vec![published]);
+            crate::scripting::host::queue(&mut core.notifications, vec![published]);
         }
     }
 }
