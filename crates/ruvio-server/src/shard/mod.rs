@@ -32,6 +32,7 @@ mod metrics;
 pub mod monitor;
 pub mod pause;
 mod primary;
+mod release;
 mod replica;
 mod save;
 mod shared;

@@ -59,7 +59,11 @@ pub struct ShardCore {
     /// The write-ahead log (durability everysec or always); `None` in memory mode.
     pub wal: Option<crate::persistence::wal::Wal>,
     /// `always`: replies waiting for their log group (see `durable`).
-    pub gated: crate::persistence::durable::Gated,
+    pub gated: crate::persistence::durable::Gated<
+        crate::mesh::forward::Tag,
+        crate::shard::blocking::Waiter,
+        crate::mesh::lending::Answer,
+    >,
     /// Keyspace notifications waiting for the end of the loop iteration.
     pub notifications: crate::messaging::notify::Pending,
     /// Watched keys of this shard and touched watches of its clients.

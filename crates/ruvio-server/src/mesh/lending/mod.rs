@@ -573,7 +573,7 @@ fn finish_with(
         borrowing: true,
         ..op.caller
     };
-    let mark = durable::borrowed_mark(core);
+    let mark = durable::borrowed_mark(core.wal.as_ref());
     let mut out = Vec::new();
     // While some client tracks, the command's writes invalidate in the order
     // written (see `report_written`), keys its batch already held included.
