@@ -16,7 +16,10 @@
 //! command on the keyspace and consuming its effects ([`exec`]), clients blocked on
 //! keys ([`blocking`]), CLIENT PAUSE ([`pause`]), the other clients answered while
 //! a script is busy ([`busy`]), the metrics endpoint's sockets (`metrics.rs`) and
-//! two shards in one thread for the fuzz targets ([`inproc`]).
+//! two shards in one thread for the fuzz targets ([`inproc`]). What lower layers
+//! ask of the shard through interfaces they define is implemented here, one file
+//! each: `maxmemory` ([`eviction`]), SHUTDOWN (`exit.rs`), snapshots (`save.rs`),
+//! replies released by the log (`release.rs`).
 
 pub mod blocking;
 pub mod busy;
