@@ -297,7 +297,6 @@ fn check_crate(crate_dir: &str, heading: &str, known: &[(&str, &str)]) {
 const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("cmd/client.rs", "shard"),
     ("cmd/config.rs", "shard"),
-    ("cmd/functions.rs", "shard"),
     ("cmd/info.rs", "shard"),
     ("cmd/mod.rs", "shard"),
     ("mesh/forward.rs", "cmd"),

@@ -750,7 +750,14 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         }
         ConfigChange::BackgroundSave => crate::persistence::snapshot::request(core),
         ConfigChange::Exit { save } => crate::persistence::shutdown::prepare(core, *save),
-        ConfigChange::Functions(payload) => super::functions::apply(core, payload),
+        ConfigChange::Functions(payload) => {
+            let keeper = super::functions::Keeper {
+                cfg: &core.cfg,
+                id: core.id,
+                logs: core.wal.is_some(),
+            };
+            super::functions::apply(keeper, payload)
+        }
         ConfigChange::SkipChecksumValidation(skip) => {
             core.engine.config_mut().skip_checksum_validation = *skip
         }

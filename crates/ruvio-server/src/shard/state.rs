@@ -339,7 +339,12 @@ impl ShardCore {
         if let Some(imported) = imported {
             // The file's libraries become the shard's.
             if let Some(payload) = imported.libraries {
-                crate::cmd::functions::adopt_imported(self, &payload)?;
+                let keeper = crate::cmd::functions::Keeper {
+                    cfg: &self.cfg,
+                    id: self.id,
+                    logs: self.wal.is_some(),
+                };
+                crate::cmd::functions::adopt_imported(keeper, &payload)?;
             }
         }
         self.shared.loading.shard_loaded();
