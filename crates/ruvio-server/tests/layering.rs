@@ -311,7 +311,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("mesh/lending/waiting.rs", "shard"),
     ("mesh/lending/written.rs", "shard"),
     ("mesh/owner_tx.rs", "shard"),
-    ("net/conn.rs", "messaging"),
     ("net/conn.rs", "transactions"),
     ("persistence/wal.rs", "cmd"),
     ("scripting/host.rs", "shard"),

@@ -22,6 +22,7 @@ use crate::config::output_limits::OutputLimits;
 use crate::config::PortMode;
 use crate::net::conn::{ClientState, Conn};
 use crate::net::slab::Slab;
+pub use crate::net::subscriptions::{Kind, Subscriptions};
 use ahash::{AHashMap, AHashSet};
 use ruvio_engine::glob_match;
 use ruvio_resp::Protocol;
@@ -31,64 +32,6 @@ use std::sync::{Mutex, MutexGuard};
 
 /// A connection: its slab index and generation.
 type Who = (u32, u32);
-
-/// What a subscription names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// SUBSCRIBE: a channel.
-    Channel = 0,
-    /// PSUBSCRIBE: a glob pattern of channels.
-    Pattern = 1,
-    /// SSUBSCRIBE: a shard channel (a channel with a hash slot).
-    Shard = 2,
-}
-
-impl Kind {
-    /// The push message that confirms a subscription.
-    pub fn subscribe_word(self) -> &'static [u8] {
-        match self {
-            Kind::Channel => b"subscribe",
-            Kind::Pattern => b"psubscribe",
-            Kind::Shard => b"ssubscribe",
-        }
-    }
-
-    /// The push message that confirms an unsubscription.
-    pub fn unsubscribe_word(self) -> &'static [u8] {
-        match self {
-            Kind::Channel => b"unsubscribe",
-            Kind::Pattern => b"punsubscribe",
-            Kind::Shard => b"sunsubscribe",
-        }
-    }
-}
-
-/// One client's subscriptions.
-#[derive(Debug, Default)]
-pub struct Subscriptions {
-    sets: [AHashSet<Vec<u8>>; 3],
-}
-
-impl Subscriptions {
-    /// The names subscribed to of one kind.
-    pub fn of(&self, kind: Kind) -> &AHashSet<Vec<u8>> {
-        &self.sets[kind as usize]
-    }
-
-    /// Subscribed to anything: Redis' CLIENT_PUBSUB flag.
-    pub fn active(&self) -> bool {
-        self.sets.iter().any(|s| !s.is_empty())
-    }
-
-    /// The count a (un)subscribe confirmation carries: channels and patterns
-    /// together, shard channels apart (as Redis counts them).
-    pub fn count(&self, kind: Kind) -> usize {
-        match kind {
-            Kind::Shard => self.sets[2].len(),
-            _ => self.sets[0].len() + self.sets[1].len(),
-        }
-    }
-}
 
 /// A shard's subscribers by name, per kind.
 #[derive(Debug, Default)]
@@ -152,7 +95,7 @@ pub fn subscribe(
     kind: Kind,
     name: &[u8],
 ) -> bool {
-    if !client.subs.sets[kind as usize].insert(name.to_vec()) {
+    if !client.subs.insert(kind, name) {
         return false;
     }
     let here = &subscribers.shards[shard];
@@ -174,7 +117,7 @@ pub fn unsubscribe(
     kind: Kind,
     name: &[u8],
 ) -> bool {
-    if !client.subs.sets[kind as usize].remove(name) {
+    if !client.subs.remove(kind, name) {
         return false;
     }
     forget_one(subscribers, shard, who, kind, name);
@@ -200,7 +143,7 @@ fn forget_one(subscribers: &Subscribers, shard: usize, who: Who, kind: Kind, nam
 /// `shard::busy`).
 pub fn forget_all(subscribers: &Subscribers, shard: usize, subs: &mut Subscriptions, who: Who) {
     for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
-        for name in std::mem::take(&mut subs.sets[kind as usize]) {
+        for name in subs.take(kind) {
             forget_one(subscribers, shard, who, kind, &name);
         }
     }
