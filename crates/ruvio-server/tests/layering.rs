@@ -313,7 +313,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("mesh/owner_tx.rs", "shard"),
     ("net/conn.rs", "transactions"),
     ("persistence/wal.rs", "cmd"),
-    ("scripting/host.rs", "shard"),
     ("transactions/exec_run.rs", "cmd"),
     ("transactions/exec_run.rs", "shard"),
     ("transactions/multi.rs", "cmd"),

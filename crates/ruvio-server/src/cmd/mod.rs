@@ -56,7 +56,7 @@ pub type ServerResult = Result<(), CmdError>;
 
 /// The server commands a script's `redis.call` reaches through the scripting
 /// host (which sits below this layer and so is handed them).
-pub const SCRIPT_COMMANDS: crate::scripting::host::ServerCommands =
+pub const SCRIPT_COMMANDS: crate::scripting::host::ServerCommands<crate::shard::Shared> =
     crate::scripting::host::ServerCommands {
         info: info::script_text,
         pubsub: pubsub::script_answer,

@@ -27,8 +27,9 @@
 
 use crate::cluster::topology::Topology;
 use crate::config::{Config, PortMode};
+use crate::mesh::script_lock::ScriptLock;
 use crate::messaging::pubsub::{Kind, Subscribers};
-use crate::shard::Shared;
+use crate::stats::ShardGauges;
 use ruvio_engine::command::Published;
 use ruvio_engine::glob_match;
 use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, ScriptHost, Spreading};
@@ -37,9 +38,26 @@ use ruvio_resp::{Args, Reply};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+/// What the host reads of the state every shard shares: implemented by the
+/// shard's `Shared` (`shard/shared.rs`), which composes subsystems above this one.
+pub trait ServerState: 'static {
+    /// Every shard's Pub/Sub subscribers.
+    fn subscribers(&self) -> &Subscribers;
+    /// Every shard's published gauges.
+    fn gauges(&self) -> &[ShardGauges];
+    /// The script lock.
+    fn script_lock(&self) -> &ScriptLock;
+    /// LASTSAVE.
+    fn last_save_unix_s(&self) -> u64;
+    /// This server is a replica.
+    fn is_replica(&self) -> bool;
+    /// Its link to the primary is up.
+    fn primary_link_up(&self) -> bool;
+}
+
 /// INFO's text of the sections `wanted` for shard `id` (see [`ServerCommands`]).
-pub type InfoText =
-    fn(cfg: &Config, shared: &Shared, id: usize, engine: &Engine, wanted: &[String]) -> String;
+pub type InfoText<S> =
+    fn(cfg: &Config, shared: &S, id: usize, engine: &Engine, wanted: &[String]) -> String;
 
 /// PUBSUB subcommand `name` over the subscriptions of `shards` (see
 /// [`ServerCommands`]).
@@ -54,39 +72,46 @@ pub type PubsubAnswer = fn(
 /// The server's own commands a script may call beyond its keyspace, answered by
 /// the command layer (`cmd`, above this one), which hands them over at install:
 /// `cmd::SCRIPT_COMMANDS`.
-#[derive(Clone, Copy)]
-pub struct ServerCommands {
+pub struct ServerCommands<S> {
     /// INFO's text of the sections `wanted` for shard `id`, from what every shard
     /// published (a script cannot wait for the others, nor read its shard's live
     /// counters).
-    pub info: InfoText,
+    pub info: InfoText<S>,
     /// PUBSUB subcommand `name` (its row's name) over the subscriptions of
     /// `shards`; `None` for a name that is not one.
     pub pubsub: PubsubAnswer,
 }
 
+impl<S> Clone for ServerCommands<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for ServerCommands<S> {}
+
 /// One shard's view of the server, for its scripts.
-struct Host {
+struct Host<S> {
     /// The shard's settings (INFO's), a copy renewed after each CONFIG SET
     /// ([`install`] again).
     cfg: Config,
-    shared: Arc<Shared>,
+    shared: Arc<S>,
     topo: Arc<Topology>,
     id: usize,
     mode: PortMode,
     /// The hash slots this shard serves (inclusive).
     slots: (u16, u16),
-    commands: ServerCommands,
+    commands: ServerCommands<S>,
 }
 
 /// Give this shard thread's scripts the server around them (at shard start, and
 /// again after CONFIG SET: its scripts' INFO shows the settings).
-pub fn install(
+pub fn install<S: ServerState>(
     cfg: &Config,
-    shared: Arc<Shared>,
+    shared: Arc<S>,
     topo: Arc<Topology>,
     id: usize,
-    commands: ServerCommands,
+    commands: ServerCommands<S>,
 ) {
     let node = &topo.nodes[id];
     let slots = (node.first_slot, node.last_slot);
@@ -135,22 +160,27 @@ pub fn receivers(
     receivers
 }
 
-impl Host {
+impl<S: ServerState> Host<S> {
     /// The shards whose subscribers a publication from here counts, and PUBSUB
     /// sees ([`crate::messaging::pubsub::visible_shards_of`]).
     fn counted_shards(&self) -> std::ops::Range<usize> {
         crate::messaging::pubsub::visible_shards_of(
             self.mode,
             self.id,
-            self.shared.pubsub.shards.len(),
+            self.shared.subscribers().shards.len(),
         )
     }
 }
 
-impl Host {
+impl<S: ServerState> Host<S> {
     /// What the script lock reads of the server, for this shard.
     fn script_server(&self) -> crate::mesh::script_lock::Server<'_> {
-        self.shared.script_server(&self.topo, self.id)
+        crate::mesh::script_lock::Server {
+            lock: self.shared.script_lock(),
+            shards: self.shared.gauges(),
+            topo: &self.topo,
+            me: self.id,
+        }
     }
 
     /// A script's INFO: the engine's numbers and what every shard published (this
@@ -167,15 +197,14 @@ impl Host {
     }
 }
 
-impl ScriptHost for Host {
+impl<S: ServerState> ScriptHost for Host<S> {
     fn refuses_writes(&self) -> bool {
-        self.shared.replication.is_replica() && self.cfg.param("replica-read-only") == "yes"
+        self.shared.is_replica() && self.cfg.param("replica-read-only") == "yes"
     }
 
     fn refuses_stale(&self) -> bool {
-        let replication = &self.shared.replication;
-        replication.is_replica()
-            && !replication.link_up()
+        self.shared.is_replica()
+            && !self.shared.primary_link_up()
             && self.cfg.param("replica-serve-stale-data") == "no"
     }
 
@@ -187,7 +216,7 @@ impl ScriptHost for Host {
             }
         }
         Some(receivers(
-            &self.shared.pubsub,
+            self.shared.subscribers(),
             self.counted_shards(),
             shard_channel,
             channel,
@@ -201,7 +230,7 @@ impl ScriptHost for Host {
         if let Some(exact) = crate::mesh::script_lock::count_elsewhere(self.script_server(), db) {
             return exact;
         }
-        let shards = self.shared.shards.iter().enumerate();
+        let shards = self.shared.gauges().iter().enumerate();
         let elsewhere: u64 = shards
             .filter(|&(shard, _)| shard != self.id)
             .filter_map(|(_, gauges)| gauges.keys.get(db))
@@ -220,7 +249,7 @@ impl ScriptHost for Host {
     ) -> Option<Result<(), CmdError>> {
         match name {
             "lastsave" => {
-                reply.int(self.shared.last_save_unix_s.load(Relaxed) as i64);
+                reply.int(self.shared.last_save_unix_s() as i64);
                 return Some(Ok(()));
             }
             "info" => {
@@ -230,7 +259,7 @@ impl ScriptHost for Host {
             _ => {}
         }
         let shards = self.counted_shards();
-        (self.commands.pubsub)(&self.shared.pubsub, shards, name, args, reply)
+        (self.commands.pubsub)(self.shared.subscribers(), shards, name, args, reply)
     }
 
     fn elsewhere(&self, call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach> {

@@ -198,3 +198,31 @@ impl Shared {
         }
     }
 }
+
+/// What a shard's scripts' host reads of the state every shard shares (see
+/// `scripting::host`).
+impl crate::scripting::host::ServerState for Shared {
+    fn subscribers(&self) -> &crate::messaging::pubsub::Subscribers {
+        &self.pubsub
+    }
+
+    fn gauges(&self) -> &[ShardGauges] {
+        &self.shards
+    }
+
+    fn script_lock(&self) -> &crate::mesh::script_lock::ScriptLock {
+        &self.script_lock
+    }
+
+    fn last_save_unix_s(&self) -> u64 {
+        self.last_save_unix_s.load(Relaxed)
+    }
+
+    fn is_replica(&self) -> bool {
+        self.replication.is_replica()
+    }
+
+    fn primary_link_up(&self) -> bool {
+        self.replication.link_up()
+    }
+}
