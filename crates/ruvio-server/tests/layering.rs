@@ -303,7 +303,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("mesh/gather.rs", "cmd"),
     ("mesh/gather.rs", "shard"),
     ("mesh/lending/batch.rs", "shard"),
-    ("mesh/lending/home.rs", "cmd"),
     ("mesh/lending/home.rs", "shard"),
     ("mesh/lending/mod.rs", "cmd"),
     ("mesh/lending/mod.rs", "shard"),

@@ -1099,7 +1099,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         return Route::Local;
     }
     if cmd.meta.keys.is_none() {
-        if forward && crate::mesh::lending::swaps_dbs(cmd) {
+        if forward && crate::mesh::lending::swaps_dbs(cmd.meta) {
             // Under the script lock in a quiet server, on every shard at once
             // (`lending`): no key is out on loan while databases move.
             return Route::Lend(Vec::new());

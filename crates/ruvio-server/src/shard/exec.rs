@@ -162,7 +162,7 @@ pub fn run_engine(
         flushed(core, cmd);
     }
     if (core.lending.any_lent() || !core.blocking.is_empty())
-        && crate::mesh::lending::swaps_dbs(cmd)
+        && crate::mesh::lending::swaps_dbs(cmd.meta)
         && matches!(outcome, Ok(Outcome::Done))
     {
         swapped_dbs(core, args);

@@ -205,7 +205,7 @@ pub fn run_borrowed(
             OnBorrowed::EveryShard if transaction.locked && cmd.meta.has(ALL_SHARDS) => {
                 let from = out.buf().len();
                 every_shard_now(core, cmd, caller, args, out.buf());
-                if lending::swaps_dbs(cmd) && out.buf()[from..] == *b"+OK\r\n" {
+                if lending::swaps_dbs(cmd.meta) && out.buf()[from..] == *b"+OK\r\n" {
                     swapped_in_queue(core, args, &mut ran);
                 }
             }

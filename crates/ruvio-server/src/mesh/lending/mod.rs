@@ -165,7 +165,7 @@ impl CrossOp {
 
     /// A transaction with a SWAPDB (see [`crate::transactions::multi::Transaction::swaps_dbs`]).
     fn swaps_dbs(&self) -> bool {
-        swaps_dbs(self.cmd) || self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
+        swaps_dbs(self.cmd.meta) || self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
     }
 
     /// An EXEC still borrowing its keys: another transaction may ride on it.
@@ -310,7 +310,7 @@ pub fn start(
             value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
             transaction: None,
             riders: Vec::new(),
-            wants_lock: crate::mesh::script_lock::is_script(cmd.meta) || swaps_dbs(cmd),
+            wants_lock: crate::mesh::script_lock::is_script(cmd.meta) || swaps_dbs(cmd.meta),
             borrowing: Borrowing::Idle,
             first_run_ns: None,
             sent_argv: None,
@@ -629,7 +629,7 @@ fn finish_with(
                 ..Ran::default()
             }
         }
-        None if swaps_dbs(op.cmd) => {
+        None if swaps_dbs(op.cmd.meta) => {
             crate::transactions::multi::every_shard_now(
                 core,
                 op.cmd,
