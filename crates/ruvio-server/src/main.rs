@@ -59,7 +59,9 @@ fn main() {
     if let Err(e) = ruvio_server::acl::start(&shared.acl, &cfg) {
         fail(&e);
     }
-    if let Err(e) = ruvio_server::persistence::shutdown::watch_signals(shared.clone()) {
+    let signalled = shared.clone();
+    let on_signal = move || signalled.exit.signal();
+    if let Err(e) = ruvio_server::persistence::shutdown::watch_signals(on_signal) {
         fail(&format!("cannot watch for SIGTERM: {e}"));
     }
     let mut plan = if cfg.shards > 1 {

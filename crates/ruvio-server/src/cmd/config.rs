@@ -662,7 +662,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
         }
     }
     ctx.core.outbox.broadcast(ConfigChange::Set(applied));
-    crate::scripting::host::refresh(ctx.core);
+    super::install_script_host(ctx.core);
     super::ok_everywhere(ctx, reply);
     Ok(())
 }
@@ -723,7 +723,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
                     );
                 }
             }
-            crate::scripting::host::refresh(core);
+            super::install_script_host(core);
         }
         ConfigChange::ResetStats { epoch } => reset_stats(core, *epoch),
         ConfigChange::Pause { until_ms, all } => core.pause.start(*until_ms, *all),
@@ -750,7 +750,14 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         }
         ConfigChange::BackgroundSave => crate::persistence::snapshot::request(core),
         ConfigChange::Exit { save } => crate::persistence::shutdown::prepare(core, *save),
-        ConfigChange::Functions(payload) => super::functions::apply(core, payload),
+        ConfigChange::Functions(payload) => {
+            let keeper = super::functions::Keeper {
+                cfg: &core.cfg,
+                id: core.id,
+                logs: core.wal.is_some(),
+            };
+            super::functions::apply(keeper, payload)
+        }
         ConfigChange::SkipChecksumValidation(skip) => {
             core.engine.config_mut().skip_checksum_validation = *skip
         }

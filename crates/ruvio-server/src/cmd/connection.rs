@@ -68,7 +68,8 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     let c = &mut *ctx.client;
     let acl = ctx.core.shared.acl.clone();
     reset_connection(c, &acl);
-    crate::messaging::pubsub::forget_all(ctx.core, &mut c.subs, ctx.who);
+    let core = &*ctx.core;
+    crate::messaging::pubsub::forget_all(&core.shared.pubsub, core.id, &mut c.subs, ctx.who);
     crate::transactions::multi::unwatch(ctx.core, ctx.client);
     if std::mem::take(&mut ctx.client.monitor) {
         let core = &mut *ctx.core;

@@ -25,7 +25,6 @@ use super::{ok_everywhere, Ctx, ServerCommand, ServerResult};
 use crate::config::change::ConfigChange;
 use crate::config::{Config, PortMode};
 use crate::mesh::gather::{Gather, Then};
-use crate::shard::ShardCore;
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::scripting::functions::{self, RestorePolicy};
 use ruvio_engine::{CmdError, KeySpec};
@@ -97,8 +96,9 @@ pub fn load_saved(cfg: &Config, shard: usize) -> std::io::Result<()> {
 /// is the set after the last change (the file is imported only into a data
 /// directory without keys, which may still hold libraries loaded since an earlier
 /// import). Every shard reads the whole file, so each takes the same libraries.
-pub fn adopt_imported(core: &mut ShardCore, payload: &[u8]) -> std::io::Result<()> {
-    if core.wal.is_some() && saved_path(&core.cfg, core.id).exists() {
+/// `keeper`: where shard `id`'s libraries are kept ([`Keeper`]).
+pub fn adopt_imported(keeper: Keeper<'_>, payload: &[u8]) -> std::io::Result<()> {
+    if keeper.logs && saved_path(keeper.cfg, keeper.id).exists() {
         return Ok(());
     }
     functions::replace_all(payload).map_err(|e| {
@@ -107,16 +107,35 @@ pub fn adopt_imported(core: &mut ShardCore, payload: &[u8]) -> std::io::Result<(
             e.message()
         ))
     })?;
-    save(core, payload);
+    save(keeper, payload);
     Ok(())
 }
 
+/// Where a shard's libraries are kept: its settings (the data directory) and id,
+/// and whether it keeps a log (only then are they saved).
+#[derive(Clone, Copy)]
+pub struct Keeper<'a> {
+    pub cfg: &'a Config,
+    pub id: usize,
+    pub logs: bool,
+}
+
+impl<'a> Keeper<'a> {
+    fn of(ctx: &'a Ctx<'_>) -> Keeper<'a> {
+        Keeper {
+            cfg: &ctx.core.cfg,
+            id: ctx.core.id,
+            logs: ctx.core.wal.is_some(),
+        }
+    }
+}
+
 /// Write this shard's libraries to its file (with a log only).
-fn save(core: &ShardCore, payload: &[u8]) {
-    if core.wal.is_none() {
+fn save(keeper: Keeper<'_>, payload: &[u8]) {
+    if !keeper.logs {
         return;
     }
-    let path = saved_path(&core.cfg, core.id);
+    let path = saved_path(keeper.cfg, keeper.id);
     let tmp = path.with_extension("dump.tmp");
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
@@ -128,33 +147,33 @@ fn save(core: &ShardCore, payload: &[u8]) {
     if let Err(e) = write() {
         eprintln!(
             "ruvio: shard {}: saving the function libraries to {} failed: {e}",
-            core.id,
+            keeper.id,
             path.display()
         );
     }
 }
 
 /// Several shards answer as one server.
-fn one_server(core: &ShardCore) -> bool {
-    core.topo.nodes.len() > 1 && core.cfg.port_mode == PortMode::Forward
+fn one_server(ctx: &Ctx<'_>) -> bool {
+    ctx.core.topo.nodes.len() > 1 && ctx.core.cfg.port_mode == PortMode::Forward
 }
 
 /// After a change on this shard: save the set, and send it to the other shards.
-fn share(core: &mut ShardCore) {
+fn share(ctx: &mut Ctx<'_>) {
     let payload = functions::dump();
-    save(core, &payload);
-    if one_server(core) {
-        core.outbox.broadcast(ConfigChange::Functions(payload));
+    save(Keeper::of(ctx), &payload);
+    if one_server(ctx) {
+        ctx.core.outbox.broadcast(ConfigChange::Functions(payload));
     }
 }
 
 /// Another shard changed the libraries: take its set.
-pub fn apply(core: &mut ShardCore, payload: &[u8]) {
+pub fn apply(keeper: Keeper<'_>, payload: &[u8]) {
     match functions::replace_all(payload) {
-        Ok(()) => save(core, payload),
+        Ok(()) => save(keeper, payload),
         Err(e) => eprintln!(
             "ruvio: shard {}: the function libraries of another shard did not load: {}",
-            core.id,
+            keeper.id,
             e.message()
         ),
     }
@@ -171,8 +190,8 @@ fn function_load(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Se
         replace = true;
     }
     let name = functions::load(args.get(code_at), replace)?;
-    share(ctx.core);
-    if one_server(ctx.core) {
+    share(ctx);
+    if one_server(ctx) {
         let mut answer = Vec::new();
         Reply::new(&mut answer, ctx.client.proto).bulk(name.as_bytes());
         ctx.gather = Some(Gather::AfterAll(Then::Reply(answer)));
@@ -185,7 +204,7 @@ fn function_load(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Se
 /// `FUNCTION DELETE library-name`
 fn function_delete(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     functions::delete(args.get(2))?;
-    share(ctx.core);
+    share(ctx);
     ok_everywhere(ctx, reply);
     Ok(())
 }
@@ -205,7 +224,7 @@ fn function_flush(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
         _ => return Err(CmdError::subcommand_syntax(args.get(1), "function")),
     }
     functions::flush();
-    share(ctx.core);
+    share(ctx);
     ok_everywhere(ctx, reply);
     Ok(())
 }
@@ -232,7 +251,7 @@ fn function_restore(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
     };
     let check_crc = !ctx.core.engine.config().skip_checksum_validation;
     functions::restore(args.get(2), policy, check_crc)?;
-    share(ctx.core);
+    share(ctx);
     ok_everywhere(ctx, reply);
     Ok(())
 }

@@ -91,6 +91,26 @@ pub struct Live<'a> {
     pub wal_failed: bool,
 }
 
+/// A script's INFO (`scripting::host`): the text for section names `wanted` of
+/// shard `id` from what every shard published, without its live counters.
+pub fn script_text(
+    cfg: &Config,
+    shared: &Shared,
+    id: usize,
+    engine: &Engine,
+    wanted: &[String],
+) -> String {
+    let source = Source {
+        cfg,
+        shared,
+        id,
+        now_ms: crate::clock::unix_ms(),
+        engine,
+        live: None,
+    };
+    text(&source, wanted)
+}
+
 /// A client's INFO: the text for section names `wanted`; `clients` is this
 /// shard's connection count (the other shards' come from what they published).
 pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String {
@@ -257,7 +277,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             // What maxmemory limits: allocated bytes less what the keyspaces reuse.
             line(
                 "ruvio_used_memory_for_maxmemory",
-                &crate::memory::limit::used_for_limit(shared),
+                &crate::shard::eviction::used_for_limit(shared),
             );
             line("maxmemory", &cfg.maxmemory);
             line("maxmemory_human", &human_bytes(cfg.maxmemory));

@@ -151,7 +151,15 @@ fn subscribe_to(
     kind: Kind,
 ) -> ServerResult {
     for name in args.iter().skip(1) {
-        pubsub::subscribe(ctx.core, ctx.client, ctx.who, kind, name);
+        let core = &*ctx.core;
+        pubsub::subscribe(
+            &core.shared.pubsub,
+            core.id,
+            ctx.client,
+            ctx.who,
+            kind,
+            name,
+        );
         let count = ctx.client.subs.count(kind);
         confirm(ctx, reply, kind.subscribe_word(), Some(name), count);
     }
@@ -175,7 +183,15 @@ fn unsubscribe_from(
         confirm(ctx, reply, kind.unsubscribe_word(), None, count);
     }
     for name in names {
-        pubsub::unsubscribe(ctx.core, ctx.client, ctx.who, kind, &name);
+        let core = &*ctx.core;
+        pubsub::unsubscribe(
+            &core.shared.pubsub,
+            core.id,
+            ctx.client,
+            ctx.who,
+            kind,
+            &name,
+        );
         let count = ctx.client.subs.count(kind);
         confirm(ctx, reply, kind.unsubscribe_word(), Some(&name), count);
     }
@@ -224,8 +240,9 @@ fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
             proto: reply.proto,
         };
         let (channel, message) = (args.get(1), args.get(2));
+        let (mut to, _) = ctx.core.delivery();
         let n = pubsub::deliver_here(
-            ctx.core,
+            &mut to,
             ctx.conns,
             Kind::Shard,
             channel,
@@ -247,7 +264,7 @@ fn deliver_scripts_first(ctx: &mut Ctx<'_>, reply: &mut Reply<'_>) {
         out: pubsub::push_sink(ctx.client, reply.out),
         proto: reply.proto,
     };
-    crate::scripting::host::deliver(ctx.core, ctx.conns, Some(caller));
+    ctx.core.deliver_published(ctx.conns, Some(caller));
 }
 
 /// Deliver here, then to the other shards with subscribers (see [`crate::messaging::pubsub`]).
@@ -257,7 +274,8 @@ fn publish_to(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Ki
         out: pubsub::push_sink(ctx.client, reply.out),
         proto: reply.proto,
     };
-    let local = pubsub::deliver_here(ctx.core, ctx.conns, kind, channel, message, Some(caller));
+    let (mut to, _) = ctx.core.delivery();
+    let local = pubsub::deliver_here(&mut to, ctx.conns, kind, channel, message, Some(caller));
     let core = &mut *ctx.core;
     let me = core.id;
     let subscribers = &core.shared.pubsub.shards;
@@ -288,7 +306,7 @@ fn publish_to(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Ki
 }
 
 /// The subscriptions a PUBSUB call sees: every shard's, and which shards count
-/// ([`pubsub::visible_shards`]). A client's PUBSUB and a script's share the code.
+/// ([`pubsub::visible_shards_of`]). A client's PUBSUB and a script's share the code.
 pub struct View<'a> {
     pub subscribers: &'a Subscribers,
     pub shards: Range<usize>,
@@ -298,9 +316,29 @@ impl<'a> View<'a> {
     fn of(ctx: &'a Ctx<'_>) -> View<'a> {
         View {
             subscribers: &ctx.core.shared.pubsub,
-            shards: pubsub::visible_shards(ctx.core),
+            shards: ctx.core.visible_shards(),
         }
     }
+}
+
+/// A script's PUBSUB (`scripting::host`): subcommand `name` over the
+/// subscriptions of `shards`.
+pub fn script_answer(
+    subscribers: &Subscribers,
+    shards: Range<usize>,
+    name: &str,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> Option<ServerResult> {
+    answer(
+        &View {
+            subscribers,
+            shards,
+        },
+        name,
+        args,
+        reply,
+    )
 }
 
 /// PUBSUB subcommand `name` (its row's name, `pubsub|numsub` ...) over `view`;
@@ -396,7 +434,8 @@ fn count_subscribers(
 
 /// `PUBSUB NUMPAT`: distinct patterns subscribed to.
 fn numpat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    reply.int(pubsub::distinct(ctx.core, Kind::Pattern) as i64);
+    let view = View::of(ctx);
+    reply.int(pubsub::distinct_in(view.subscribers, view.shards, Kind::Pattern) as i64);
     Ok(())
 }
 

@@ -201,7 +201,7 @@ pub enum ShardMsg {
         query: Box<ClientQuery>,
     },
     /// Pub/Sub messages to deliver (see [`crate::messaging::pubsub`]).
-    Messages(MessageBatch),
+    Messages(MessageBatch<Tag>),
     /// MONITOR lines for this shard's monitors (see `crate::observability::monitor`).
     MonitorLines(Vec<u8>),
     /// WATCH from shard `from`: register the keys (db, client in `tag`) for watch
@@ -358,7 +358,7 @@ pub struct Outbox {
     /// behind the batches built for that shard before it.
     direct: Vec<(usize, ShardMsg)>,
     /// Pub/Sub messages for each shard (see [`crate::messaging::pubsub`]).
-    messages: Vec<MessageBatch>,
+    messages: Vec<MessageBatch<Tag>>,
     /// MONITOR lines for each shard, shipped ahead of the rest: a script's EVAL
     /// line reaches a monitor before the lines of the calls it makes there.
     monitor_lines: Vec<Vec<u8>>,

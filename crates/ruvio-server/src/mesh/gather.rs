@@ -152,7 +152,13 @@ pub fn start(
             Some(seq)
         }
         Gather::Publish(publication) => {
-            crate::messaging::pubsub::start_publish(core, client, replies, who, *publication);
+            crate::mesh::publish::start_publish(
+                &mut core.outbox,
+                client,
+                replies,
+                who,
+                *publication,
+            );
             None
         }
     }

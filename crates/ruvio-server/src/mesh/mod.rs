@@ -8,6 +8,7 @@
 //!   ...) asked of every shard and merged.
 //! - [`lending`]: multi-key commands over several shards run by borrowing the keys.
 //! - [`owner_tx`]: a transaction whose keys all live on one other shard runs there.
+//! - [`publish`]: Pub/Sub messages to other shards (the outbox as messaging's relay).
 //! - [`script_lock`]: scripts that reach keys they did not declare on other shards.
 //!
 //! Shaped so because a shard never touches another shard's memory: everything that
@@ -18,4 +19,5 @@ pub mod forward;
 pub mod gather;
 pub mod lending;
 pub mod owner_tx;
+pub mod publish;
 pub mod script_lock;

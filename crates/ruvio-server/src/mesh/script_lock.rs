@@ -40,8 +40,10 @@
 //! gets Redis Cluster's error for that call. It is known from then on. The costs and
 //! the remaining difference are in docs/scripting.md.
 
-use crate::mesh::lending::{DbKey, LendRequest};
-use crate::shard::ShardCore;
+use crate::cluster::topology::Topology;
+use crate::mesh::forward::Outbox;
+use crate::mesh::lending::{DbKey, LendRequest, Lending};
+use crate::stats::ShardGauges;
 use ahash::AHashSet;
 use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, Spreading};
 use ruvio_engine::Engine;
@@ -51,7 +53,20 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Mutex;
 
-/// The process-wide part (in [`crate::shard::Shared`]).
+/// What the script lock reads of the server: the lock itself, every shard's
+/// published gauges (keys, loans, borrowing commands), the topology, and which
+/// shard asks. The shard builds it from the state every shard shares
+/// (`Shared::script_server`).
+#[derive(Clone, Copy)]
+pub struct Server<'a> {
+    pub lock: &'a ScriptLock,
+    pub shards: &'a [ShardGauges],
+    pub topo: &'a Topology,
+    /// The asking shard.
+    pub me: usize,
+}
+
+/// The process-wide part (in the state every shard shares, `shard::Shared`).
 #[derive(Debug, Default)]
 pub struct ScriptLock {
     /// 0 when free, else the holding shard + 1.
@@ -150,15 +165,10 @@ impl ThisShard {
     /// script lock, or takes it now (free, a quiet server, allowed by its run);
     /// otherwise it starts over (nothing written yet, allowed) or is refused.
     /// What the shard queued for other shards goes out first.
-    fn may_wait_on_others(
-        &mut self,
-        shared: &crate::shard::Shared,
-        me: usize,
-        wrote: bool,
-    ) -> Result<(), Reach> {
+    fn may_wait_on_others(&mut self, server: Server<'_>, wrote: bool) -> Result<(), Reach> {
         if !self.holds_lock() {
             let run = self.run;
-            if run.may_lock_now && lock_now(shared, me) {
+            if run.may_lock_now && lock_now(server) {
                 self.run.holds_lock = true;
                 self.ended.locked_now = true;
             } else if run.may_start_over && !wrote {
@@ -364,16 +374,8 @@ pub fn end_run() -> Ended {
 
 /// The host's side of a script's call of `keys` of `db` that it did not declare
 /// and other shards own ([`ruvio_engine::scripting::ScriptHost::reach`]).
-pub fn reach(
-    core: (
-        &crate::shard::Shared,
-        &crate::cluster::topology::Topology,
-        usize,
-    ),
-    engine: &mut Engine,
-    call: Reaching<'_>,
-) -> Reach {
-    let (shared, topo, me) = core;
+pub fn reach(server: Server<'_>, engine: &mut Engine, call: Reaching<'_>) -> Reach {
+    let Server { topo, me, .. } = server;
     let (db, wrote) = (call.db, call.wrote);
     THIS.with(|t| {
         let mut t = t.borrow_mut();
@@ -389,7 +391,7 @@ pub fn reach(
         if wanted.is_empty() {
             return Reach::Here;
         }
-        if let Err(refusal) = t.may_wait_on_others(shared, me, wrote) {
+        if let Err(refusal) = t.may_wait_on_others(server, wrote) {
             return refusal;
         }
         wanted.sort();
@@ -428,15 +430,8 @@ pub fn reach(
 /// every other shard runs it now and answers, in shard order. A SWAPDB while the
 /// script holds keys of other shards is refused: they would go home to the wrong
 /// database.
-pub fn elsewhere(
-    core: (
-        &crate::shard::Shared,
-        &crate::cluster::topology::Topology,
-        usize,
-    ),
-    call: Elsewhere<'_>,
-) -> Result<Vec<Vec<u8>>, Reach> {
-    let (shared, topo, me) = core;
+pub fn elsewhere(server: Server<'_>, call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach> {
+    let Server { topo, me, .. } = server;
     THIS.with(|t| {
         let mut t = t.borrow_mut();
         let swapdb = call.args.get(0).eq_ignore_ascii_case(b"swapdb");
@@ -444,8 +439,8 @@ pub fn elsewhere(
             return Err(Reach::Unsupported);
         }
         t.ended.reached = true;
-        t.may_wait_on_others(shared, me, call.wrote)?;
-        if swapdb && !wait_for_loans_home(shared) {
+        t.may_wait_on_others(server, call.wrote)?;
+        if swapdb && !wait_for_loans_home(server.shards) {
             return Err(Reach::Unsupported);
         }
         Ok(t.run_on_every_other(me, topo.nodes.len(), call))
@@ -458,15 +453,11 @@ pub fn elsewhere(
 /// to the next shard while it finds none); asking another takes the script lock as
 /// for a key of another shard.
 pub fn spread(
-    core: (
-        &crate::shard::Shared,
-        &crate::cluster::topology::Topology,
-        usize,
-    ),
+    server: Server<'_>,
     spreading: Spreading<'_>,
     here: &mut dyn FnMut(Args<'_>) -> Vec<u8>,
 ) -> Result<Vec<u8>, Reach> {
-    let (shared, topo, me) = core;
+    let Server { topo, me, .. } = server;
     let call = spreading.call;
     let mut ask = |shard: usize, args: OwnedArgs| -> Result<Vec<u8>, Reach> {
         if shard == me {
@@ -475,7 +466,7 @@ pub fn spread(
         THIS.with(|t| {
             let mut t = t.borrow_mut();
             t.ended.reached = true;
-            t.may_wait_on_others(shared, me, call.wrote)?;
+            t.may_wait_on_others(server, call.wrote)?;
             Ok(t.run_now(me, shard, call, args))
         })
     };
@@ -484,7 +475,7 @@ pub fn spread(
         let counts: Vec<u64> = (0..topo.nodes.len())
             .map(|s| match s == me {
                 true => spreading.here_keys,
-                false => published_keys(shared, s, call.db),
+                false => published_keys(server.shards, s, call.db),
             })
             .collect();
         // Picked by the counts last published; a shard found empty (they lag by up
@@ -528,8 +519,8 @@ pub fn spread(
 }
 
 /// Keys of database `db` on shard `shard`, as it last published them.
-fn published_keys(shared: &crate::shard::Shared, shard: usize, db: usize) -> u64 {
-    shared.shards[shard]
+fn published_keys(shards: &[ShardGauges], shard: usize, db: usize) -> u64 {
+    shards[shard]
         .keys
         .get(db)
         .map_or(0, |(keys, _)| keys.load(SeqCst))
@@ -538,9 +529,15 @@ fn published_keys(shared: &crate::shard::Shared, shard: usize, db: usize) -> u64
 /// A command of a transaction holding the script lock that each shard answers
 /// for its part (DBSIZE, KEYS, FLUSHDB, FLUSHALL): every other shard's reply, in
 /// shard order, asked now (what this shard queued for them goes out first).
-pub fn run_on_others(core: &mut ShardCore, db: usize, resp3: bool, args: Args<'_>) -> Vec<Vec<u8>> {
-    crate::mesh::forward::with_mesh(|mesh| mesh.ship(&mut core.outbox));
-    let (me, shards) = (core.id, core.topo.nodes.len());
+/// `outbox`: shard `me`'s, of `shards`.
+pub fn run_on_others(
+    outbox: &mut Outbox,
+    (me, shards): (usize, usize),
+    db: usize,
+    resp3: bool,
+    args: Args<'_>,
+) -> Vec<Vec<u8>> {
+    crate::mesh::forward::with_mesh(|mesh| mesh.ship(outbox));
     let call = Elsewhere {
         db,
         args,
@@ -553,15 +550,8 @@ pub fn run_on_others(core: &mut ShardCore, db: usize, resp3: bool, args: Args<'_
 /// DBSIZE of database `db` on the other shards, asked of each now, when the running
 /// script holds the script lock (its keys of theirs are here, in this shard's
 /// count, not in theirs); `None` otherwise (the caller uses the published counts).
-pub fn count_elsewhere(
-    core: (
-        &crate::shard::Shared,
-        &crate::cluster::topology::Topology,
-        usize,
-    ),
-    db: usize,
-) -> Option<u64> {
-    let (_, topo, me) = core;
+pub fn count_elsewhere(server: Server<'_>, db: usize) -> Option<u64> {
+    let Server { topo, me, .. } = server;
     THIS.with(|t| {
         let mut t = t.borrow_mut();
         if !t.holds_lock() {
@@ -604,8 +594,10 @@ pub fn held_here(db: usize) -> u64 {
 
 /// Take the lock in the middle of a script, if it is free and the server quiet;
 /// false, and the lock stays free, otherwise.
-fn lock_now(shared: &crate::shard::Shared, me: usize) -> bool {
-    let lock = &shared.script_lock;
+fn lock_now(server: Server<'_>) -> bool {
+    let Server {
+        lock, shards, me, ..
+    } = server;
     if lock
         .holder
         .compare_exchange(0, me + 1, SeqCst, SeqCst)
@@ -613,13 +605,12 @@ fn lock_now(shared: &crate::shard::Shared, me: usize) -> bool {
     {
         return false;
     }
-    let quiet = shared.shards[me].lent.load(SeqCst) == 0
-        && shared
-            .shards
+    let quiet = shards[me].lent.load(SeqCst) == 0
+        && shards
             .iter()
             .all(|gauges| gauges.borrowing.load(SeqCst) == 0);
     if !quiet {
-        free(shared, me);
+        free(server);
     }
     quiet
 }
@@ -684,23 +675,23 @@ pub fn batch_holds(db: usize, key: &[u8]) -> bool {
 /// Take the script lock for this shard; false when another shard holds it (this
 /// shard is then woken when it is free). A shard keeping it for a batch has it for
 /// its next command once the one before is done.
-pub fn try_lock(core: &ShardCore) -> bool {
-    let lock = &core.shared.script_lock;
-    let me = core.id + 1;
-    if core.lending.holding_batch() && lock.holder.load(SeqCst) == me {
-        return !core.lending.lock_in_use();
+pub fn try_lock(server: Server<'_>, lending: &Lending) -> bool {
+    let lock = server.lock;
+    let me = server.me + 1;
+    if lending.holding_batch() && lock.holder.load(SeqCst) == me {
+        return !lending.lock_in_use();
     }
     if lock.holder.compare_exchange(0, me, SeqCst, SeqCst).is_ok() {
         return true;
     }
-    wait_for_lock(core)
+    wait_for_lock(server)
 }
 
 /// Ask to be woken when the lock is free; true when it already is (try again).
-fn wait_for_lock(core: &ShardCore) -> bool {
-    let lock = &core.shared.script_lock;
-    lock.parked.fetch_or(1 << (core.id % 64), SeqCst);
-    let me = core.id + 1;
+fn wait_for_lock(server: Server<'_>) -> bool {
+    let lock = server.lock;
+    lock.parked.fetch_or(1 << (server.me % 64), SeqCst);
+    let me = server.me + 1;
     lock.holder.compare_exchange(0, me, SeqCst, SeqCst).is_ok()
 }
 
@@ -709,25 +700,25 @@ fn wait_for_lock(core: &ShardCore) -> bool {
 /// databases (`swapping`) also waits for every key given back to be home: then
 /// every key out on loan while it runs is its own, which it renames as the swap
 /// moves them, as their owners do ([`crate::mesh::lending::Lending::swap_dbs`]).
-pub fn quiet(core: &ShardCore, swapping: bool) -> bool {
-    let shards = &core.shared.shards;
-    !core.lending.any_lent()
+pub fn quiet(server: Server<'_>, lending: &Lending, swapping: bool) -> bool {
+    let shards = server.shards;
+    !lending.any_lent()
         && shards.iter().all(|s| s.borrowing.load(SeqCst) == 0)
-        && (!swapping || no_loans(&core.shared))
+        && (!swapping || no_loans(shards))
 }
 
 /// No key of any shard is out on loan.
-fn no_loans(shared: &crate::shard::Shared) -> bool {
-    shared.shards.iter().all(|s| s.lent.load(SeqCst) == 0)
+fn no_loans(shards: &[ShardGauges]) -> bool {
+    shards.iter().all(|s| s.lent.load(SeqCst) == 0)
 }
 
 /// A script holding the lock and no key of another shard swaps databases: the
 /// keys other commands gave back before it took the lock are on their way home
 /// (their owners take them back in their own loops); wait for them, at most
 /// `LOANS_HOME_WAIT`. False if they are not home by then.
-fn wait_for_loans_home(shared: &crate::shard::Shared) -> bool {
+fn wait_for_loans_home(shards: &[ShardGauges]) -> bool {
     let start = std::time::Instant::now();
-    while !no_loans(shared) {
+    while !no_loans(shards) {
         if start.elapsed() > LOANS_HOME_WAIT {
             return false;
         }
@@ -741,16 +732,18 @@ fn wait_for_loans_home(shared: &crate::shard::Shared) -> bool {
 const LOANS_HOME_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Free the lock and wake the shards that parked commands behind it.
-pub fn unlock(core: &ShardCore) {
-    free(&core.shared, core.id);
+pub fn unlock(server: Server<'_>) {
+    free(server);
 }
 
 /// Free the lock held by shard `me` and wake the shards parked behind it.
-fn free(shared: &crate::shard::Shared, me: usize) {
-    let lock = &shared.script_lock;
+fn free(server: Server<'_>) {
+    let Server {
+        lock, shards, me, ..
+    } = server;
     lock.holder.store(0, SeqCst);
     let parked = lock.parked.swap(0, SeqCst);
-    for shard in (0..shared.shards.len()).filter(|s| parked & (1 << (s % 64)) != 0) {
+    for shard in (0..shards.len()).filter(|s| parked & (1 << (s % 64)) != 0) {
         if shard != me {
             crate::mesh::forward::ring(shard);
         }
@@ -759,9 +752,9 @@ fn free(shared: &crate::shard::Shared, me: usize) {
 
 /// A command of this shard starts borrowing keys; false when another shard holds
 /// the script lock (the command waits until it is free: this shard is woken then).
-pub fn begin_borrowing(core: &ShardCore) -> bool {
-    let lock = &core.shared.script_lock;
-    let count = &core.shared.shards[core.id].borrowing;
+pub fn begin_borrowing(server: Server<'_>) -> bool {
+    let lock = server.lock;
+    let count = &server.shards[server.me].borrowing;
     count.fetch_add(1, SeqCst);
     // Parked on the holder's own shard too: the holder's script will wait on
     // this thread, where a borrowing command could not go on.
@@ -769,20 +762,20 @@ pub fn begin_borrowing(core: &ShardCore) -> bool {
         return true;
     }
     count.fetch_sub(1, SeqCst);
-    lock.parked.fetch_or(1 << (core.id % 64), SeqCst);
+    lock.parked.fetch_or(1 << (server.me % 64), SeqCst);
     // Freed meanwhile: nobody will wake this shard, so go on now.
     if lock.holder.load(SeqCst) == 0 {
-        return begin_borrowing(core);
+        return begin_borrowing(server);
     }
     false
 }
 
 /// A command of this shard is done borrowing: the lock holder may be waiting for
 /// the server to be quiet.
-pub fn end_borrowing(core: &ShardCore) {
-    core.shared.shards[core.id].borrowing.fetch_sub(1, SeqCst);
-    let holder = core.shared.script_lock.holder.load(SeqCst);
-    if holder != 0 && holder != core.id + 1 {
+pub fn end_borrowing(server: Server<'_>) {
+    server.shards[server.me].borrowing.fetch_sub(1, SeqCst);
+    let holder = server.lock.holder.load(SeqCst);
+    if holder != 0 && holder != server.me + 1 {
         crate::mesh::forward::ring(holder - 1);
     }
 }
@@ -790,25 +783,25 @@ pub fn end_borrowing(core: &ShardCore) {
 /// Whether the script `args` runs (EVAL, EVALSHA, FCALL ...) takes the script lock
 /// before it starts: it is known to reach keys outside its declared slots, or this
 /// shard has not run it yet (its first run here is its probation).
-pub fn must_lock(core: &ShardCore, args: Args<'_>) -> bool {
+pub fn must_lock(lock: &ScriptLock, args: Args<'_>) -> bool {
     identity(args)
-        .is_some_and(|id| reaches(core, id) || THIS.with(|t| !t.borrow().confined.contains(&id)))
+        .is_some_and(|id| reaches(lock, id) || THIS.with(|t| !t.borrow().confined.contains(&id)))
 }
 
 /// Whether the script `args` runs is known to reach keys outside its declared
 /// slots (its probation is over: it reached one).
-pub fn known_to_reach(core: &ShardCore, args: Args<'_>) -> bool {
-    identity(args).is_some_and(|id| reaches(core, id))
+pub fn known_to_reach(lock: &ScriptLock, args: Args<'_>) -> bool {
+    identity(args).is_some_and(|id| reaches(lock, id))
 }
 
 /// Whether script `id` is known to reach keys outside its declared slots (this
 /// shard's copy of the known scripts refreshed first when they grew).
-fn reaches(core: &ShardCore, id: u64) -> bool {
-    let version = core.shared.script_lock.known_version.load(SeqCst);
+fn reaches(lock: &ScriptLock, id: u64) -> bool {
+    let version = lock.known_version.load(SeqCst);
     THIS.with(|t| {
         let mut t = t.borrow_mut();
         if t.known_version != version {
-            let known = core.shared.script_lock.known.lock();
+            let known = lock.known.lock();
             t.reaching = known.unwrap_or_else(|e| e.into_inner()).clone();
             t.known_version = version;
         }
@@ -827,15 +820,14 @@ pub fn confined(args: Args<'_>) {
 
 /// Remember that the script `args` runs reaches undeclared keys of other shards
 /// (an EVAL's body under its SHA1 too, for a later EVALSHA).
-pub fn remember(core: &ShardCore, args: Args<'_>) {
+pub fn remember(lock: &ScriptLock, args: Args<'_>) {
     let Some(id) = identity(args) else {
         return;
     };
-    if reaches(core, id) {
+    if reaches(lock, id) {
         // Known already (its SHA1 too): no lock, no hashing on every run.
         return;
     }
-    let lock = &core.shared.script_lock;
     let mut known = lock.known.lock().unwrap_or_else(|e| e.into_inner());
     let mut added = known.insert(id);
     if args.get(0).len() == 4 || args.get(0).eq_ignore_ascii_case(b"eval_ro") {

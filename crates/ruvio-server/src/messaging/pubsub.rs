@@ -18,10 +18,11 @@
 //! Channels between two shards are ordered, so one publisher's messages arrive in
 //! the order it sent them.
 
-use crate::mesh::forward::Tag;
-use crate::net::conn::{ClientState, Conn, Merge, ReplyQueue};
+use crate::config::output_limits::OutputLimits;
+use crate::config::PortMode;
+use crate::net::conn::{ClientState, Conn};
 use crate::net::slab::Slab;
-use crate::shard::ShardCore;
+pub use crate::net::subscriptions::{Kind, Subscriptions};
 use ahash::{AHashMap, AHashSet};
 use ruvio_engine::glob_match;
 use ruvio_resp::Protocol;
@@ -31,64 +32,6 @@ use std::sync::{Mutex, MutexGuard};
 
 /// A connection: its slab index and generation.
 type Who = (u32, u32);
-
-/// What a subscription names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// SUBSCRIBE: a channel.
-    Channel = 0,
-    /// PSUBSCRIBE: a glob pattern of channels.
-    Pattern = 1,
-    /// SSUBSCRIBE: a shard channel (a channel with a hash slot).
-    Shard = 2,
-}
-
-impl Kind {
-    /// The push message that confirms a subscription.
-    pub fn subscribe_word(self) -> &'static [u8] {
-        match self {
-            Kind::Channel => b"subscribe",
-            Kind::Pattern => b"psubscribe",
-            Kind::Shard => b"ssubscribe",
-        }
-    }
-
-    /// The push message that confirms an unsubscription.
-    pub fn unsubscribe_word(self) -> &'static [u8] {
-        match self {
-            Kind::Channel => b"unsubscribe",
-            Kind::Pattern => b"punsubscribe",
-            Kind::Shard => b"sunsubscribe",
-        }
-    }
-}
-
-/// One client's subscriptions.
-#[derive(Debug, Default)]
-pub struct Subscriptions {
-    sets: [AHashSet<Vec<u8>>; 3],
-}
-
-impl Subscriptions {
-    /// The names subscribed to of one kind.
-    pub fn of(&self, kind: Kind) -> &AHashSet<Vec<u8>> {
-        &self.sets[kind as usize]
-    }
-
-    /// Subscribed to anything: Redis' CLIENT_PUBSUB flag.
-    pub fn active(&self) -> bool {
-        self.sets.iter().any(|s| !s.is_empty())
-    }
-
-    /// The count a (un)subscribe confirmation carries: channels and patterns
-    /// together, shard channels apart (as Redis counts them).
-    pub fn count(&self, kind: Kind) -> usize {
-        match kind {
-            Kind::Shard => self.sets[2].len(),
-            _ => self.sets[0].len() + self.sets[1].len(),
-        }
-    }
-}
 
 /// A shard's subscribers by name, per kind.
 #[derive(Debug, Default)]
@@ -129,7 +72,7 @@ impl ShardSubscribers {
     }
 }
 
-/// Every shard's subscribers (a field of [`crate::shard::Shared`]).
+/// Every shard's subscribers (a field of the state every shard reads, `shard::Shared`).
 #[derive(Debug)]
 pub struct Subscribers {
     pub shards: Vec<ShardSubscribers>,
@@ -145,16 +88,17 @@ impl Subscribers {
 
 /// Subscribe connection `who` to `name`; false if it already was.
 pub fn subscribe(
-    core: &ShardCore,
+    subscribers: &Subscribers,
+    shard: usize,
     client: &mut ClientState,
     who: Who,
     kind: Kind,
     name: &[u8],
 ) -> bool {
-    if !client.subs.sets[kind as usize].insert(name.to_vec()) {
+    if !client.subs.insert(kind, name) {
         return false;
     }
-    let here = &core.shared.pubsub.shards[core.id];
+    let here = &subscribers.shards[shard];
     let mut registry = here.registry();
     registry.lists[kind as usize]
         .entry(name.to_vec())
@@ -166,21 +110,22 @@ pub fn subscribe(
 
 /// Unsubscribe connection `who` from `name`; false if it was not subscribed.
 pub fn unsubscribe(
-    core: &ShardCore,
+    subscribers: &Subscribers,
+    shard: usize,
     client: &mut ClientState,
     who: Who,
     kind: Kind,
     name: &[u8],
 ) -> bool {
-    if !client.subs.sets[kind as usize].remove(name) {
+    if !client.subs.remove(kind, name) {
         return false;
     }
-    forget_one(&core.shared, core.id, who, kind, name);
+    forget_one(subscribers, shard, who, kind, name);
     true
 }
 
-fn forget_one(shared: &crate::shard::Shared, shard: usize, who: Who, kind: Kind, name: &[u8]) {
-    let here = &shared.pubsub.shards[shard];
+fn forget_one(subscribers: &Subscribers, shard: usize, who: Who, kind: Kind, name: &[u8]) {
+    let here = &subscribers.shards[shard];
     let mut registry = here.registry();
     let lists = &mut registry.lists[kind as usize];
     if let Some(list) = lists.get_mut(name) {
@@ -192,23 +137,14 @@ fn forget_one(shared: &crate::shard::Shared, shard: usize, who: Who, kind: Kind,
     here.counts[kind as usize].fetch_sub(1, Relaxed);
 }
 
-/// Drop every subscription of a connection that closes or RESETs, silently.
-pub fn forget_all(core: &ShardCore, subs: &mut Subscriptions, who: Who) {
-    forget_all_of(&core.shared, core.id, subs, who);
-}
-
-/// [`forget_all`] with only what it touches: the subscriber tables every shard
-/// reads, shard `shard`'s entry locked (also what a RESET answered while a
-/// script keeps the shard busy does, from `shard::busy`).
-pub fn forget_all_of(
-    shared: &crate::shard::Shared,
-    shard: usize,
-    subs: &mut Subscriptions,
-    who: Who,
-) {
+/// Drop every subscription of a connection that closes or RESETs, silently:
+/// shard `shard`'s entry of the subscriber tables every shard reads, locked (also
+/// what a RESET answered while a script keeps the shard busy does, from
+/// `shard::busy`).
+pub fn forget_all(subscribers: &Subscribers, shard: usize, subs: &mut Subscriptions, who: Who) {
     for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
-        for name in std::mem::take(&mut subs.sets[kind as usize]) {
-            forget_one(shared, shard, who, kind, &name);
+        for name in subs.take(kind) {
+            forget_one(subscribers, shard, who, kind, &name);
         }
     }
 }
@@ -253,28 +189,58 @@ fn write_message(out: &mut Vec<u8>, proto: Protocol, encoded: &[u8]) {
     }
 }
 
+/// What delivering on one shard touches beside the connections: the subscriber
+/// tables, the shard's list of connections with new replies, and what output
+/// limits need. Built by the shard from its parts (`ShardCore::delivery`).
+pub struct Delivery<'a> {
+    pub subscribers: &'a Subscribers,
+    /// The delivering shard.
+    pub shard: usize,
+    /// Connections whose replies changed since the last flush.
+    pub dirty: &'a mut Vec<Who>,
+    pub limits: &'a OutputLimits,
+    pub now_ms: u64,
+}
+
+/// How a message reaches other shards: the mesh's outbox implements it (the
+/// mesh sits above messaging; generic, so the calls stay direct). `Tag` names a
+/// held reply of the publisher, which a receiving shard answers with its count.
+pub trait Relay {
+    type Tag: Copy;
+    /// Queue a message for shard `to`'s subscribers; with a tag, `to` answers
+    /// how many received it.
+    fn message(
+        &mut self,
+        to: usize,
+        tag: Option<Self::Tag>,
+        kind: Kind,
+        channel: &[u8],
+        message: &[u8],
+    );
+    /// Answer a tagged message of shard `to` with `reply`.
+    fn reply(&mut self, to: usize, tag: Self::Tag, reply: &[u8]);
+}
+
 /// Deliver a message on `channel` (of kind [`Kind::Channel`] or [`Kind::Shard`])
 /// to this shard's subscribers, pattern subscribers included for a plain channel.
 /// Returns how many received it (a client subscribed through a channel and a
 /// pattern counts twice, as in Redis).
 pub fn deliver_here(
-    core: &mut ShardCore,
+    to: &mut Delivery<'_>,
     conns: &mut Slab<Conn>,
     kind: Kind,
     channel: &[u8],
     message: &[u8],
     mut caller: Option<Caller<'_>>,
 ) -> u64 {
-    let ShardCore {
-        shared,
+    let Delivery {
+        subscribers,
+        shard,
         dirty,
-        id,
-        cfg,
+        limits,
         now_ms,
-        ..
-    } = core;
-    let limits = &cfg.client_output_buffer_limit;
-    let here = &shared.pubsub.shards[*id];
+    } = to;
+    let here = &subscribers.shards[*shard];
     if !here.may_receive(kind) {
         return 0;
     }
@@ -322,23 +288,34 @@ pub fn deliver_here(
 /// One publication for another shard: its message, and where its receiver count
 /// goes (none in per-shard mode, where a node counts its own subscribers only).
 #[derive(Debug)]
-struct Item {
-    tag: Option<Tag>,
+struct Item<T> {
+    tag: Option<T>,
     kind: Kind,
     channel_len: usize,
     message_len: usize,
 }
 
-/// The publications one shard sends another in one loop iteration.
-#[derive(Debug, Default)]
-pub struct MessageBatch {
+/// The publications one shard sends another in one loop iteration; `T` is the
+/// mesh's tag of a held reply ([`Relay::Tag`]).
+#[derive(Debug)]
+pub struct MessageBatch<T> {
     pub from: usize,
     data: Vec<u8>,
-    items: Vec<Item>,
+    items: Vec<Item<T>>,
 }
 
-impl MessageBatch {
-    pub fn push(&mut self, tag: Option<Tag>, kind: Kind, channel: &[u8], message: &[u8]) {
+impl<T> Default for MessageBatch<T> {
+    fn default() -> Self {
+        MessageBatch {
+            from: 0,
+            data: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+}
+
+impl<T> MessageBatch<T> {
+    pub fn push(&mut self, tag: Option<T>, kind: Kind, channel: &[u8], message: &[u8]) {
         self.data.extend_from_slice(channel);
         self.data.extend_from_slice(message);
         self.items.push(Item {
@@ -355,21 +332,27 @@ impl MessageBatch {
 }
 
 /// Deliver another shard's publications here, answering the receiver counts it asked for.
-pub fn deliver_batch(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: MessageBatch) {
+pub fn deliver_batch<R: Relay>(
+    to: &mut Delivery<'_>,
+    relay: &mut R,
+    conns: &mut Slab<Conn>,
+    batch: MessageBatch<R::Tag>,
+) {
     let mut offset = 0;
     for item in &batch.items {
         let channel = &batch.data[offset..offset + item.channel_len];
         offset += item.channel_len;
         let message = &batch.data[offset..offset + item.message_len];
         offset += item.message_len;
-        let received = deliver_here(core, conns, item.kind, channel, message, None);
+        let received = deliver_here(to, conns, item.kind, channel, message, None);
         if let Some(tag) = item.tag {
-            core.outbox.reply(batch.from, tag, &int_reply(received));
+            relay.reply(batch.from, tag, &int_reply(received));
         }
     }
 }
 
-fn int_reply(n: u64) -> Vec<u8> {
+/// A receiver count as a RESP integer.
+pub fn int_reply(n: u64) -> Vec<u8> {
     format!(":{n}\r\n").into_bytes()
 }
 
@@ -385,49 +368,17 @@ pub struct Publication {
     pub shards: Vec<usize>,
 }
 
-/// Send a publication to the other shards; its reply is held until each has
-/// answered its count, then the sum.
-pub fn start_publish(
-    core: &mut ShardCore,
-    client: &ClientState,
-    replies: &mut ReplyQueue,
-    who: Who,
-    p: Publication,
-) {
-    let seq = replies.hold(Merge::SumInts, p.shards.len() + 1);
-    for (i, &to) in p.shards.iter().enumerate() {
-        let tag = Tag::for_client(client, who, seq, (i + 1) as u16);
-        core.outbox
-            .message(to, Some(tag), p.kind, &p.channel, &p.message);
-    }
-    replies.fill(seq, 0, int_reply(p.local));
-}
-
 /// The shards whose subscriptions a PUBSUB or INFO call sees: all of them in
-/// forward mode (one server), the caller's own in per-shard mode (a cluster node).
-pub fn visible_shards(core: &ShardCore) -> std::ops::Range<usize> {
-    visible_shards_of(core.topo.mode, core.id, core.topo.nodes.len())
-}
-
-/// [`visible_shards`] of shard `id` of `shards` in port mode `mode`.
-pub fn visible_shards_of(
-    mode: crate::config::PortMode,
-    id: usize,
-    shards: usize,
-) -> std::ops::Range<usize> {
+/// forward mode (one server), shard `id`'s own in per-shard mode (a cluster node).
+pub fn visible_shards_of(mode: PortMode, id: usize, shards: usize) -> std::ops::Range<usize> {
     match mode {
-        crate::config::PortMode::Forward => 0..shards,
-        crate::config::PortMode::PerShard => id..id + 1,
+        PortMode::Forward => 0..shards,
+        PortMode::PerShard => id..id + 1,
     }
 }
 
-/// Distinct names of `kind` subscribed to on the visible shards (INFO's
+/// Distinct names of `kind` subscribed to on shards `range` (INFO's
 /// `pubsub_channels`, `pubsub_patterns`, `pubsubshard_channels`; PUBSUB NUMPAT).
-pub fn distinct(core: &ShardCore, kind: Kind) -> u64 {
-    distinct_in(&core.shared.pubsub, visible_shards(core), kind)
-}
-
-/// Distinct names of `kind` subscribed to on shards `range`.
 pub fn distinct_in(subscribers: &Subscribers, range: std::ops::Range<usize>, kind: Kind) -> u64 {
     let shards = &subscribers.shards;
     if range.len() == 1 {

@@ -51,7 +51,7 @@ pub struct ClientState {
     /// Waiting for a blocking command's answer: no later command runs until then.
     pub blocked: Option<BlockedOn>,
     /// Pub/Sub subscriptions (see [`crate::messaging::pubsub`]).
-    pub subs: crate::messaging::pubsub::Subscriptions,
+    pub subs: crate::net::subscriptions::Subscriptions,
     /// Since when the output has been over the soft `client-output-buffer-limit`
     /// (0: it is not); see [`crate::net::outlimit`].
     pub obuf_soft_since_ms: u64,
@@ -275,9 +275,9 @@ impl ClientState {
             now_ms.saturating_sub(c.last_cmd_ms) / 1000,
             flags,
             c.db,
-            sub(crate::messaging::pubsub::Kind::Channel),
-            sub(crate::messaging::pubsub::Kind::Pattern),
-            sub(crate::messaging::pubsub::Kind::Shard),
+            sub(crate::net::subscriptions::Kind::Channel),
+            sub(crate::net::subscriptions::Kind::Pattern),
+            sub(crate::net::subscriptions::Kind::Shard),
             multi,
             c.watching.len(),
             b.query_bytes,

@@ -2,7 +2,8 @@
 //! connection with its read buffer and client-visible state ([`conn`]), the reply
 //! queue that releases its replies in request order ([`reply_queue`]), the slab
 //! that indexes a shard's connections ([`slab`]), where the slab is while a script
-//! runs ([`lent`]), and `client-output-buffer-limit` ([`outlimit`]), and TLS
+//! runs ([`lent`]), a client's Pub/Sub subscriptions ([`subscriptions`]), and
+//! `client-output-buffer-limit` ([`outlimit`]), and TLS
 //! between a connection's socket and its plain buffers ([`tls`]).
 //!
 //! Shaped so because every other subsystem answers a client through a connection's
@@ -15,4 +16,5 @@ pub mod outlimit;
 pub mod reply_queue;
 pub mod slab;
 pub mod socket;
+pub mod subscriptions;
 pub mod tls;

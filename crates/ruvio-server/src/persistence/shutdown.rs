@@ -16,14 +16,15 @@
 //! A signal: one thread takes SIGTERM and SIGINT for the process; shard 0's tick
 //! sees it, starts the same preparation and exits once every shard is done (after
 //! a failure it logs and goes on, as Redis does).
+//!
+//! What a shard does toward the exit (tell the others, write its snapshot, reach
+//! its log) is asked of it through [`Leaving`], which the shard implements
+//! (`shard/exit.rs`): this subsystem holds the protocol and names nothing above it.
 
-use crate::config::change::ConfigChange;
-use crate::shard::ShardCore;
-use crate::shard::Shared;
+use crate::persistence::wal::Wal;
 use std::sync::atomic::{
     AtomicBool, AtomicU64, Ordering::AcqRel, Ordering::Acquire, Ordering::Release,
 };
-use std::sync::Arc;
 
 /// The exit the server is preparing (in `Shared`).
 #[derive(Debug, Default)]
@@ -38,47 +39,60 @@ pub struct ExitState {
     waiting: AtomicBool,
 }
 
+/// What leaving needs of a shard: the shard implements it (`shard/exit.rs`).
+pub trait Leaving {
+    /// This shard's id.
+    fn shard(&self) -> usize;
+    /// How many shards the server has.
+    fn shards(&self) -> usize;
+    /// The exit every shard shares.
+    fn exit_state(&self) -> &ExitState;
+    /// `save` rules are configured.
+    fn has_save_rules(&self) -> bool;
+    /// Ask every other shard to prepare (after what was sent them before).
+    fn tell_others(&mut self, save: bool);
+    /// The shard's log, if it keeps one.
+    fn wal(&mut self) -> Option<&mut Wal>;
+    /// Write the shard's snapshot now (SAVE's, blocking: the process is about to go).
+    fn save_snapshot(&mut self) -> Result<(), String>;
+}
+
 /// Whether leaving saves: SAVE given, or rules configured and NOSAVE not given.
-pub fn saves(core: &ShardCore, save: bool, nosave: bool) -> bool {
-    save || (!nosave && !core.cfg.save.is_empty())
+pub fn saves(shard: &impl Leaving, save: bool, nosave: bool) -> bool {
+    save || (!nosave && shard.has_save_rules())
 }
 
 /// Prepare every shard for the exit: this one now, the others as the broadcast
 /// reaches them.
-pub fn begin(core: &mut ShardCore, save: bool) {
-    let exit = &core.shared.exit;
+pub fn begin(shard: &mut impl Leaving, save: bool) {
+    let exit = shard.exit_state();
     exit.prepared.store(0, Release);
     exit.failed.store(false, Release);
-    core.outbox.broadcast(ConfigChange::Exit { save });
-    prepare(core, save);
+    shard.tell_others(save);
+    prepare(shard, save);
 }
 
 /// This shard's part: its snapshot, or its log's last records on disk.
-pub fn prepare(core: &mut ShardCore, save: bool) {
-    let result = match core.wal.as_mut() {
+pub fn prepare(shard: &mut impl Leaving, save: bool) {
+    let result = match shard.wal() {
         None => Ok(()),
-        Some(_) if save => crate::persistence::snapshot::save(core),
+        Some(_) if save => shard.save_snapshot(),
         Some(wal) if wal.flush_must_wait() => {
             // The shard's loop calls this again when the write completes.
             return wal.defer_exit_flush();
         }
         Some(wal) => wal.flush_blocking(),
     };
-    let exit = &core.shared.exit;
+    let id = shard.shard();
+    let exit = shard.exit_state();
     match result {
         Err(e) if save => {
-            eprintln!(
-                "ruvio: shard {}: saving before exiting failed: {e}",
-                core.id
-            );
+            eprintln!("ruvio: shard {id}: saving before exiting failed: {e}");
             exit.failed.store(true, Release);
         }
         // As Redis, which logs a failed AOF fsync at shutdown and exits anyway (a
         // failed log refused every write since, so none is lost unacknowledged).
-        Err(e) => eprintln!(
-            "ruvio: shard {}: syncing the log before exiting failed: {e}",
-            core.id
-        ),
+        Err(e) => eprintln!("ruvio: shard {id}: syncing the log before exiting failed: {e}"),
         Ok(()) => {}
     }
     exit.prepared.fetch_add(1, AcqRel);
@@ -86,35 +100,35 @@ pub fn prepare(core: &mut ShardCore, save: bool) {
 
 /// Every shard has prepared (its snapshot written or its log synced, a flush
 /// deferred behind a direct write included).
-pub fn every_shard_prepared(core: &ShardCore) -> bool {
-    core.shared.exit.prepared.load(Acquire) >= core.topo.nodes.len() as u64
+pub fn every_shard_prepared(shard: &impl Leaving) -> bool {
+    shard.exit_state().prepared.load(Acquire) >= shard.shards() as u64
 }
 
 /// Every shard prepared: exit, unless one failed and not `force`; then the reply
 /// SHUTDOWN gives.
-pub fn conclude(core: &ShardCore, force: bool) -> Vec<u8> {
-    if core.shared.exit.failed.load(Acquire) && !force {
+pub fn conclude(shard: &impl Leaving, force: bool) -> Vec<u8> {
+    if shard.exit_state().failed.load(Acquire) && !force {
         return b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n".to_vec();
     }
-    eprintln!("ruvio: shard {}: ready to exit, bye bye", core.id);
+    eprintln!("ruvio: shard {}: ready to exit, bye bye", shard.shard());
     std::process::exit(0);
 }
 
 /// Shard 0's tick: start the exit a signal asked for, and end the process once
 /// every shard prepared.
-pub fn on_tick(core: &mut ShardCore) {
-    if core.id != 0 {
+pub fn on_tick(shard: &mut impl Leaving) {
+    if shard.shard() != 0 {
         return;
     }
-    let exit = &core.shared.exit;
+    let exit = shard.exit_state();
     if exit.signalled.swap(false, AcqRel) {
         eprintln!("ruvio: received a signal to stop, preparing to exit");
         exit.waiting.store(true, Release);
-        let save = saves(core, false, false);
-        begin(core, save);
+        let save = saves(shard, false, false);
+        begin(shard, save);
     }
-    let exit = &core.shared.exit;
-    let shards = core.topo.nodes.len() as u64;
+    let exit = shard.exit_state();
+    let shards = shard.shards() as u64;
     if !exit.waiting.load(Acquire) || exit.prepared.load(Acquire) < shards {
         return;
     }
@@ -127,10 +141,18 @@ pub fn on_tick(core: &mut ShardCore) {
     std::process::exit(0);
 }
 
+impl ExitState {
+    /// A signal asked for the exit (from the signal thread).
+    pub fn signal(&self) {
+        self.signalled.store(true, Release);
+    }
+}
+
 /// From `main`, before the shards start: SIGTERM and SIGINT are blocked in every
 /// thread (the shards inherit the mask) and one thread waits for them and asks
-/// shard 0 to exit cleanly.
-pub fn watch_signals(shared: Arc<Shared>) -> std::io::Result<()> {
+/// shard 0 to exit cleanly (`on_signal`: [`ExitState::signal`] of the state every
+/// shard shares).
+pub fn watch_signals(on_signal: impl Fn() + Send + 'static) -> std::io::Result<()> {
     // SAFETY: plain libc calls on a signal set owned by this function.
     let set = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -150,7 +172,7 @@ pub fn watch_signals(shared: Arc<Shared>) -> std::io::Result<()> {
             // SAFETY: waits on the set built above, blocked in every thread.
             let rc = unsafe { libc::sigwait(&set, &mut signal) };
             if rc == 0 {
-                shared.exit.signalled.store(true, Release);
+                on_signal();
             }
         })?;
     Ok(())

@@ -27,11 +27,18 @@
 //!   `rdb_bgsave_in_progress`, `rdb_last_bgsave_status`, `rdb_*_bgsave_time_sec`,
 //!   `aof_rewrite_*`. The whole server saves (every shard, both port modes); LASTSAVE
 //!   moves once every shard is done.
+//!
+//! What a save needs of the shard it runs on (its keyspace, its log's position,
+//! its change counts, LASTSAVE, lent keys, the broadcast to the other shards) is
+//! [`Saving`], implemented by the shard (`shard/save.rs`): this subsystem names
+//! nothing above it.
 
-use crate::shard::ShardCore;
+use crate::observability::{Observatory, Timing};
+use crate::persistence::wal::Wal;
 use ruvio_engine::rdb::file::{header, version_digits, Checksum, END_OF_KEYS, VERSION_AT};
 use ruvio_engine::rdb::RDB_VERSION;
 use ruvio_engine::snapshot::Snapshot;
+use ruvio_engine::Engine;
 use std::fmt::Display;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -281,21 +288,53 @@ struct Writing {
     keys_per_slice: usize,
 }
 
+/// What a save needs of the shard it runs on: the shard implements it
+/// (`shard/save.rs`); generic, not dyn.
+pub trait Saving {
+    /// This shard's id.
+    fn shard(&self) -> usize;
+    /// How many shards the server has.
+    fn shards(&self) -> usize;
+    /// The loop iteration's wall clock.
+    fn now_ms(&self) -> u64;
+    /// The shard's log, if it keeps one (a snapshot is named by its position).
+    fn wal(&self) -> Option<&Wal>;
+    fn engine(&mut self) -> &mut Engine;
+    /// The snapshot begins: keys out on loan are logged when they come home.
+    fn snapshot_taken(&mut self);
+    /// The server's save (every shard's).
+    fn save_state(&self) -> &SaveState;
+    /// This shard's part of a background save.
+    fn part(&mut self) -> &mut ShardSave;
+    /// Changes since the start (the dirty count).
+    fn changes(&self) -> u64;
+    /// The changes up to `changes` count as saved (published now: INFO's
+    /// `rdb_changes_since_last_save` right after SAVE must read 0).
+    fn saved_up_to(&mut self, changes: u64, publish: bool);
+    /// LASTSAVE moves to `unix_s` (never back).
+    fn saved_at(&self, unix_s: u64);
+    /// Ask every other shard to begin its part of the save just claimed.
+    fn tell_others(&mut self);
+    /// Where a slice's time goes (the latency monitor's `snapshot-slice`).
+    fn timing(&self) -> (&Timing, &Observatory);
+}
+
 /// A snapshot of this shard (SAVE): its keyspace written as an RDB file named by
 /// the log position it covers, `snapshot-<segment>-<offset>.rdb` (temp file,
 /// fsync, rename, so a crash leaves the previous one), then older snapshots and
 /// the segments before its one are deleted. Taken whole while the shard waits,
 /// as Redis' SAVE blocks (a time-sliced version that keeps serving is issue 8's
 /// next step).
-pub fn save(core: &mut ShardCore) -> Result<(), String> {
-    let Some(wal) = core.wal.as_ref() else {
+pub fn save(core: &mut impl Saving) -> Result<(), String> {
+    let Some(wal) = core.wal() else {
         return Err("persistence is off (--durability memory)".into());
     };
     injected_failure()?;
     let (segment, offset) = wal.log_end();
     let dir = wal.dir().to_path_buf();
-    core.lending.snapshot_taken();
-    let (section, version) = ruvio_engine::rdb::file::write_section(&core.engine, core.now_ms)?;
+    core.snapshot_taken();
+    let now_ms = core.now_ms();
+    let (section, version) = ruvio_engine::rdb::file::write_section(core.engine(), now_ms)?;
     let file = ruvio_engine::rdb::file::assemble([section.as_slice()], version);
     let tmp = dir.join(format!(
         "{}.tmp",
@@ -308,9 +347,7 @@ pub fn save(core: &mut ShardCore) -> Result<(), String> {
         crate::persistence::wal::make_current(&tmp, &dir, (segment, offset))
     };
     write().map_err(|e| format!("{}: {e}", tmp.display()))?;
-    core.shared
-        .last_save_unix_s
-        .fetch_max(core.now_ms / 1000, std::sync::atomic::Ordering::Relaxed);
+    core.saved_at(now_ms / 1000);
     mark_saved(core);
     Ok(())
 }
@@ -318,35 +355,30 @@ pub fn save(core: &mut ShardCore) -> Result<(), String> {
 /// This shard's changes count as saved, published now, not at the next tick:
 /// SAVE answers once every shard has saved, and INFO's
 /// rdb_changes_since_last_save right after it must read 0.
-pub fn mark_saved(core: &mut ShardCore) {
-    core.stats.dirty_at_save = core.stats.dirty;
-    let gauges = &core.shared.shards[core.id];
-    gauges
-        .dirty
-        .store(core.stats.dirty, std::sync::atomic::Ordering::Relaxed);
-    gauges.dirty_at_save.store(
-        core.stats.dirty_at_save,
-        std::sync::atomic::Ordering::Relaxed,
-    );
+pub fn mark_saved(core: &mut impl Saving) {
+    let changes = core.changes();
+    core.saved_up_to(changes, true);
 }
 
 /// Begin this shard's part of the save the server just claimed.
-pub fn request(core: &mut ShardCore) {
-    if core.background_save.busy() {
+pub fn request(core: &mut impl Saving) {
+    if core.part().busy() {
         return;
     }
     match open(core) {
         Ok(writing) => {
-            core.background_save.writing = Some(writing);
-            core.background_save.dirty_at_start = core.stats.dirty;
+            let changes = core.changes();
+            let part = core.part();
+            part.writing = Some(writing);
+            part.dirty_at_start = changes;
         }
         Err(e) => finish(core, Err(e)),
     }
 }
 
 /// The snapshot begun, its file created and its writer thread started.
-fn open(core: &mut ShardCore) -> Result<Writing, String> {
-    let Some(wal) = core.wal.as_ref() else {
+fn open(core: &mut impl Saving) -> Result<Writing, String> {
+    let Some(wal) = core.wal() else {
         return Err("persistence is off (--durability memory)".into());
     };
     injected_failure()?;
@@ -357,11 +389,12 @@ fn open(core: &mut ShardCore) -> Result<Writing, String> {
         crate::persistence::wal::snapshot_name(position.0, position.1)
     ));
     let file = File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    core.lending.snapshot_taken();
+    let now_ms = core.now_ms();
+    core.snapshot_taken();
     let (writer, chunks) = mpsc::sync_channel(CHUNKS_QUEUED_MAX);
     let (done, outcome) = mpsc::channel();
     std::thread::Builder::new()
-        .name(format!("ruvio-save-{}", core.id))
+        .name(format!("ruvio-save-{}", core.shard()))
         .spawn(move || {
             run_on_any_cpu();
             let result = write_file(&file, &tmp, &chunks)
@@ -374,7 +407,7 @@ fn open(core: &mut ShardCore) -> Result<Writing, String> {
         })
         .map_err(|e| format!("cannot start a thread: {e}"))?;
     Ok(Writing {
-        snapshot: Some(Snapshot::begin(&mut core.engine, core.now_ms)),
+        snapshot: Some(Snapshot::begin(core.engine(), now_ms)),
         version: RDB_VERSION,
         writer,
         outcome,
@@ -457,43 +490,38 @@ fn keys_per_slice() -> usize {
 
 /// One loop iteration's share of the work: write a slice, or take the writer's
 /// outcome.
-pub fn run_slice(core: &mut ShardCore) {
-    if let Some(mut writing) = core.background_save.writing.take() {
+pub fn run_slice(core: &mut impl Saving) {
+    if let Some(mut writing) = core.part().writing.take() {
         // Ruvio's own latency event: a slice of a background save, on the shard's
         // loop (Redis forks instead; docs/observability.md).
-        let timed = core.timing.monitor_start();
-        let written = write_slice(core, &mut writing);
-        let (timing, now_ms) = (&core.timing, core.now_ms);
-        timing.sample(&core.shared.observatory, "snapshot-slice", timed, now_ms);
+        let timed = core.timing().0.monitor_start();
+        let written = write_slice(core.engine(), &mut writing);
+        let ((timing, observatory), now_ms) = (core.timing(), core.now_ms());
+        timing.sample(observatory, "snapshot-slice", timed, now_ms);
         match written {
-            Ok(false) => core.background_save.writing = Some(writing),
-            Ok(true) => core.background_save.sealing = Some(writing.outcome),
+            Ok(false) => core.part().writing = Some(writing),
+            Ok(true) => core.part().sealing = Some(writing.outcome),
             Err(e) => {
                 if let Some(snapshot) = writing.snapshot.take() {
-                    let _ = snapshot.end(&mut core.engine);
+                    let _ = snapshot.end(core.engine());
                 }
                 finish(core, Err(e));
             }
         }
     }
-    let outcome = match core
-        .background_save
-        .sealing
-        .as_ref()
-        .map(Receiver::try_recv)
-    {
+    let outcome = match core.part().sealing.as_ref().map(Receiver::try_recv) {
         None | Some(Err(TryRecvError::Empty)) => return,
         Some(Ok(outcome)) => outcome,
         Some(Err(TryRecvError::Disconnected)) => Err("the writer thread died".into()),
     };
-    core.background_save.sealing = None;
+    core.part().sealing = None;
     finish(core, outcome);
 }
 
 /// Write keys for one slice; true once every byte and the end went to the
 /// writer. When the writer is behind (the disk is slower), no key is written:
 /// the save takes longer, the shard never waits.
-fn write_slice(core: &mut ShardCore, w: &mut Writing) -> Result<bool, String> {
+fn write_slice(engine: &mut Engine, w: &mut Writing) -> Result<bool, String> {
     let began = Instant::now();
     let mut keys_left = w.keys_per_slice;
     loop {
@@ -517,10 +545,10 @@ fn write_slice(core: &mut ShardCore, w: &mut Writing) -> Result<bool, String> {
         };
         let step = KEYS_PER_STEP.min(keys_left);
         keys_left -= step;
-        if snapshot.step(&mut core.engine, &mut w.pending, step) {
+        if snapshot.step(engine, &mut w.pending, step) {
             w.pending.push(END_OF_KEYS);
             let snapshot = w.snapshot.take().expect("scanning");
-            w.version = snapshot.end(&mut core.engine)?;
+            w.version = snapshot.end(engine)?;
             continue;
         }
         if keys_left == 0 || began.elapsed() >= SLICE {
@@ -572,46 +600,44 @@ fn checksum_of(path: &Path) -> std::io::Result<[u8; 8]> {
 
 /// This shard's part ended with `outcome`; the last shard of the save completes
 /// it for the server (LASTSAVE, status) and starts a scheduled one.
-fn finish(core: &mut ShardCore, outcome: Result<(), String>) {
+fn finish(core: &mut impl Saving, outcome: Result<(), String>) {
     match &outcome {
-        Ok(()) => core.stats.dirty_at_save = core.background_save.dirty_at_start,
-        Err(e) => eprintln!("ruvio: shard {}: background save failed: {e}", core.id),
+        Ok(()) => {
+            let at_start = core.part().dirty_at_start;
+            core.saved_up_to(at_start, false);
+        }
+        Err(e) => eprintln!("ruvio: shard {}: background save failed: {e}", core.shard()),
     }
-    let state = &core.shared.background_save;
-    if !state.shard_done(outcome.is_ok(), core.now_ms) {
+    let now_ms = core.now_ms();
+    let state = core.save_state();
+    if !state.shard_done(outcome.is_ok(), now_ms) {
         return;
     }
     if !state.failing.load(Relaxed) {
-        core.shared
-            .last_save_unix_s
-            .fetch_max(core.now_ms / 1000, Relaxed);
+        core.saved_at(now_ms / 1000);
     }
     start_scheduled(core);
 }
 
 /// Start the save asked with `SCHEDULE` (or inside EXEC), unless one runs.
-pub fn start_scheduled(core: &mut ShardCore) {
-    let state = &core.shared.background_save;
+pub fn start_scheduled(core: &mut impl Saving) {
+    let state = core.save_state();
     if state.running_kind().is_some() {
         return;
     }
     if let Some(kind) = state.take_scheduled() {
         if start(core, kind) != Start::Started {
-            core.shared.background_save.schedule(kind);
+            core.save_state().schedule(kind);
         }
     }
 }
 
 /// Start a save of `kind` on every shard, if none runs (see [`SaveState::try_start`]).
-pub fn start(core: &mut ShardCore, kind: Kind) -> Start {
-    let shards = core.topo.nodes.len();
-    let started = core
-        .shared
-        .background_save
-        .try_start(kind, shards, core.now_ms);
+pub fn start(core: &mut impl Saving, kind: Kind) -> Start {
+    let (shards, now_ms) = (core.shards(), core.now_ms());
+    let started = core.save_state().try_start(kind, shards, now_ms);
     if started == Start::Started {
-        core.outbox
-            .broadcast(crate::config::change::ConfigChange::BackgroundSave);
+        core.tell_others();
         request(core);
     }
     started

@@ -1,7 +1,7 @@
 //! The server around a shard's scripts: what `redis.call` of PUBLISH, SPUBLISH,
 //! DBSIZE, LASTSAVE, PUBSUB and INFO needs beyond the shard's keyspace
-//! ([`ruvio_engine::scripting::ScriptHost`]), and the delivery of what scripts
-//! published.
+//! ([`ruvio_engine::scripting::ScriptHost`]), and the queue of what scripts
+//! published (delivered by `messaging::notify`).
 //!
 //! A script runs inside the engine on one shard and cannot wait for the others, so
 //! a script's PUBLISH is split in two:
@@ -26,37 +26,93 @@
 //! between its question and its end but single-key commands of other clients).
 
 use crate::cluster::topology::Topology;
-use crate::cmd::pubsub::View;
-use crate::cmd::ServerResult;
 use crate::config::{Config, PortMode};
-use crate::messaging::pubsub::{self, Caller, Kind};
-use crate::net::conn::Conn;
-use crate::net::slab::Slab;
-use crate::shard::ShardCore;
-use crate::shard::Shared;
+use crate::mesh::script_lock::ScriptLock;
+use crate::messaging::pubsub::{Kind, Subscribers};
+use crate::stats::ShardGauges;
 use ruvio_engine::command::Published;
 use ruvio_engine::glob_match;
 use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, ScriptHost, Spreading};
-use ruvio_engine::Engine;
+use ruvio_engine::{CmdError, Engine};
 use ruvio_resp::{Args, Reply};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+/// What the host reads of the state every shard shares: implemented by the
+/// shard's `Shared` (`shard/shared.rs`), which composes subsystems above this one.
+pub trait ServerState: 'static {
+    /// Every shard's Pub/Sub subscribers.
+    fn subscribers(&self) -> &Subscribers;
+    /// Every shard's published gauges.
+    fn gauges(&self) -> &[ShardGauges];
+    /// The script lock.
+    fn script_lock(&self) -> &ScriptLock;
+    /// LASTSAVE.
+    fn last_save_unix_s(&self) -> u64;
+    /// This server is a replica.
+    fn is_replica(&self) -> bool;
+    /// Its link to the primary is up.
+    fn primary_link_up(&self) -> bool;
+}
+
+/// INFO's text of the sections `wanted` for shard `id` (see [`ServerCommands`]).
+pub type InfoText<S> =
+    fn(cfg: &Config, shared: &S, id: usize, engine: &Engine, wanted: &[String]) -> String;
+
+/// PUBSUB subcommand `name` over the subscriptions of `shards` (see
+/// [`ServerCommands`]).
+pub type PubsubAnswer = fn(
+    subscribers: &Subscribers,
+    shards: std::ops::Range<usize>,
+    name: &str,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> Option<Result<(), CmdError>>;
+
+/// The server's own commands a script may call beyond its keyspace, answered by
+/// the command layer (`cmd`, above this one), which hands them over at install:
+/// `cmd::SCRIPT_COMMANDS`.
+pub struct ServerCommands<S> {
+    /// INFO's text of the sections `wanted` for shard `id`, from what every shard
+    /// published (a script cannot wait for the others, nor read its shard's live
+    /// counters).
+    pub info: InfoText<S>,
+    /// PUBSUB subcommand `name` (its row's name) over the subscriptions of
+    /// `shards`; `None` for a name that is not one.
+    pub pubsub: PubsubAnswer,
+}
+
+impl<S> Clone for ServerCommands<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for ServerCommands<S> {}
+
 /// One shard's view of the server, for its scripts.
-struct Host {
+struct Host<S> {
     /// The shard's settings (INFO's), a copy renewed after each CONFIG SET
-    /// ([`refresh`]).
+    /// ([`install`] again).
     cfg: Config,
-    shared: Arc<Shared>,
+    shared: Arc<S>,
     topo: Arc<Topology>,
     id: usize,
     mode: PortMode,
     /// The hash slots this shard serves (inclusive).
     slots: (u16, u16),
+    commands: ServerCommands<S>,
 }
 
-/// Give this shard thread's scripts the server around them (at shard start).
-pub fn install(cfg: &Config, shared: Arc<Shared>, topo: Arc<Topology>, id: usize) {
+/// Give this shard thread's scripts the server around them (at shard start, and
+/// again after CONFIG SET: its scripts' INFO shows the settings).
+pub fn install<S: ServerState>(
+    cfg: &Config,
+    shared: Arc<S>,
+    topo: Arc<Topology>,
+    id: usize,
+    commands: ServerCommands<S>,
+) {
     let node = &topo.nodes[id];
     let slots = (node.first_slot, node.last_slot);
     ruvio_engine::scripting::set_script_host(Box::new(Host {
@@ -66,19 +122,15 @@ pub fn install(cfg: &Config, shared: Arc<Shared>, topo: Arc<Topology>, id: usize
         topo,
         id,
         slots,
+        commands,
     }));
-}
-
-/// The shard's settings changed (CONFIG SET): its scripts' INFO shows them.
-pub fn refresh(core: &ShardCore) {
-    install(&core.cfg, core.shared.clone(), core.topo.clone(), core.id);
 }
 
 /// How many subscribers of shards `counted` a message on `channel` reaches now
 /// (pattern subscribers included for a plain channel; `shard_channel`: SPUBLISH's),
 /// read under the registries' mutexes.
 pub fn receivers(
-    shared: &Shared,
+    subscribers: &Subscribers,
     counted: std::ops::Range<usize>,
     shard_channel: bool,
     channel: &[u8],
@@ -88,7 +140,7 @@ pub fn receivers(
     } else {
         Kind::Channel
     };
-    let subscribers = &shared.pubsub.shards;
+    let subscribers = &subscribers.shards;
     let mut receivers = 0;
     for shard in counted {
         if !subscribers[shard].may_receive(kind) {
@@ -108,19 +160,29 @@ pub fn receivers(
     receivers
 }
 
-impl Host {
+impl<S: ServerState> Host<S> {
     /// The shards whose subscribers a publication from here counts, and PUBSUB
-    /// sees ([`crate::messaging::pubsub::visible_shards`]).
+    /// sees ([`crate::messaging::pubsub::visible_shards_of`]).
     fn counted_shards(&self) -> std::ops::Range<usize> {
         crate::messaging::pubsub::visible_shards_of(
             self.mode,
             self.id,
-            self.shared.pubsub.shards.len(),
+            self.shared.subscribers().shards.len(),
         )
     }
 }
 
-impl Host {
+impl<S: ServerState> Host<S> {
+    /// What the script lock reads of the server, for this shard.
+    fn script_server(&self) -> crate::mesh::script_lock::Server<'_> {
+        crate::mesh::script_lock::Server {
+            lock: self.shared.script_lock(),
+            shards: self.shared.gauges(),
+            topo: &self.topo,
+            me: self.id,
+        }
+    }
+
     /// A script's INFO: the engine's numbers and what every shard published (this
     /// one's at most a tick old: its live counters are out of a script's reach),
     /// without waiting for the other shards as a client's INFO does.
@@ -130,28 +192,19 @@ impl Host {
             .skip(1)
             .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
             .collect();
-        let source = crate::cmd::info::Source {
-            cfg: &self.cfg,
-            shared: &self.shared,
-            id: self.id,
-            now_ms: crate::clock::unix_ms(),
-            engine,
-            live: None,
-        };
-        let text = crate::cmd::info::text(&source, &wanted);
+        let text = (self.commands.info)(&self.cfg, &self.shared, self.id, engine, &wanted);
         reply.verbatim("txt", text.as_bytes());
     }
 }
 
-impl ScriptHost for Host {
+impl<S: ServerState> ScriptHost for Host<S> {
     fn refuses_writes(&self) -> bool {
-        self.shared.replication.is_replica() && self.cfg.param("replica-read-only") == "yes"
+        self.shared.is_replica() && self.cfg.param("replica-read-only") == "yes"
     }
 
     fn refuses_stale(&self) -> bool {
-        let replication = &self.shared.replication;
-        replication.is_replica()
-            && !replication.link_up()
+        self.shared.is_replica()
+            && !self.shared.primary_link_up()
             && self.cfg.param("replica-serve-stale-data") == "no"
     }
 
@@ -163,7 +216,7 @@ impl ScriptHost for Host {
             }
         }
         Some(receivers(
-            &self.shared,
+            self.shared.subscribers(),
             self.counted_shards(),
             shard_channel,
             channel,
@@ -174,11 +227,10 @@ impl ScriptHost for Host {
         if self.mode == PortMode::PerShard {
             return 0;
         }
-        let core = (&*self.shared, &*self.topo, self.id);
-        if let Some(exact) = crate::mesh::script_lock::count_elsewhere(core, db) {
+        if let Some(exact) = crate::mesh::script_lock::count_elsewhere(self.script_server(), db) {
             return exact;
         }
-        let shards = self.shared.shards.iter().enumerate();
+        let shards = self.shared.gauges().iter().enumerate();
         let elsewhere: u64 = shards
             .filter(|&(shard, _)| shard != self.id)
             .filter_map(|(_, gauges)| gauges.keys.get(db))
@@ -194,10 +246,10 @@ impl ScriptHost for Host {
         name: &str,
         args: Args<'_>,
         reply: &mut Reply<'_>,
-    ) -> Option<ServerResult> {
+    ) -> Option<Result<(), CmdError>> {
         match name {
             "lastsave" => {
-                reply.int(self.shared.last_save_unix_s.load(Relaxed) as i64);
+                reply.int(self.shared.last_save_unix_s() as i64);
                 return Some(Ok(()));
             }
             "info" => {
@@ -206,18 +258,13 @@ impl ScriptHost for Host {
             }
             _ => {}
         }
-        let view = View {
-            subscribers: &self.shared.pubsub,
-            shards: self.counted_shards(),
-        };
-        crate::cmd::pubsub::answer(&view, name, args, reply)
+        let shards = self.counted_shards();
+        (self.commands.pubsub)(self.shared.subscribers(), shards, name, args, reply)
     }
 
     fn elsewhere(&self, call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach> {
         match self.mode {
-            PortMode::Forward => {
-                crate::mesh::script_lock::elsewhere((&*self.shared, &*self.topo, self.id), call)
-            }
+            PortMode::Forward => crate::mesh::script_lock::elsewhere(self.script_server(), call),
             // A Redis Cluster node's KEYS and FLUSH* are its own.
             PortMode::PerShard => Ok(Vec::new()),
         }
@@ -229,9 +276,7 @@ impl ScriptHost for Host {
         here: &mut dyn FnMut(Args<'_>) -> Vec<u8>,
     ) -> Result<Vec<u8>, Reach> {
         match self.mode {
-            PortMode::Forward => {
-                crate::mesh::script_lock::spread((&*self.shared, &*self.topo, self.id), call, here)
-            }
+            PortMode::Forward => crate::mesh::script_lock::spread(self.script_server(), call, here),
             // A Redis Cluster node's SCAN and RANDOMKEY are its own.
             PortMode::PerShard => Ok(here(call.call.args)),
         }
@@ -240,8 +285,7 @@ impl ScriptHost for Host {
     fn reach(&self, engine: &mut Engine, call: Reaching<'_>) -> Reach {
         match self.mode {
             PortMode::Forward => {
-                let core = (&*self.shared, &*self.topo, self.id);
-                crate::mesh::script_lock::reach(core, engine, call)
+                crate::mesh::script_lock::reach(self.script_server(), engine, call)
             }
             // Redis Cluster's rule: a node's scripts see its own slots only.
             PortMode::PerShard => {
@@ -259,38 +303,6 @@ impl ScriptHost for Host {
 }
 
 /// Queue what a command's scripts published, for the end of the loop iteration.
-pub fn queue(core: &mut ShardCore, published: Vec<Published>) {
-    core.notifications.published.extend(published);
-}
-
-/// Send the queued publications: once per loop iteration, before the keyspace
-/// events of the same iteration, and before a client's PUBLISH on this shard, so
-/// that one publisher's messages (a script's, then its client's) stay in order.
-/// `caller` is the running connection, out of the slab while its command runs.
-pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, mut caller: Option<Caller<'_>>) {
-    if core.notifications.published.is_empty() {
-        return;
-    }
-    for p in std::mem::take(&mut core.notifications.published) {
-        let kind = if p.shard_channel {
-            Kind::Shard
-        } else {
-            Kind::Channel
-        };
-        let running = caller.as_mut().map(|c| Caller {
-            out: &mut *c.out,
-            proto: c.proto,
-        });
-        pubsub::deliver_here(core, conns, kind, &p.channel, &p.message, running);
-        // SPUBLISH in per-shard mode reaches the channel's owner only: this node.
-        if p.shard_channel && core.topo.mode == PortMode::PerShard {
-            continue;
-        }
-        let me = core.id;
-        for to in 0..core.shared.pubsub.shards.len() {
-            if to != me && core.shared.pubsub.shards[to].may_receive(kind) {
-                core.outbox.message(to, None, kind, &p.channel, &p.message);
-            }
-        }
-    }
+pub fn queue(pending: &mut crate::messaging::notify::Pending, published: Vec<Published>) {
+    pending.published.extend(published);
 }

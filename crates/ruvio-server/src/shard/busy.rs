@@ -904,8 +904,8 @@ fn answer(
             };
             if let Some(who) = who {
                 if client.subs.active() {
-                    crate::messaging::pubsub::forget_all_of(
-                        &settings.shared,
+                    crate::messaging::pubsub::forget_all(
+                        &settings.shared.pubsub,
                         settings.shard,
                         &mut client.subs,
                         who,

@@ -319,7 +319,12 @@ impl Shard {
             if let Some(blocked) = conn.client.blocked.take() {
                 self.forget_blocked(index, gen, blocked);
             }
-            crate::messaging::pubsub::forget_all(&self.core, &mut subs, (index, gen));
+            crate::messaging::pubsub::forget_all(
+                &self.core.shared.pubsub,
+                self.core.id,
+                &mut subs,
+                (index, gen),
+            );
             if monitoring {
                 let core = &mut self.core;
                 core.monitors

@@ -684,10 +684,10 @@ fn run_routed(
         // A split command's arguments are checked here: no shard sees them whole.
         Route::Split(_) if !whole_key_steps(cmd, args) => Err(CmdError::WrongArity(cmd.meta.name)),
         Route::Split(groups) => {
-            let gate = durable::open_parts_gate(core, replies, cmd);
+            let gate = durable::open_parts_gate(core.wal.as_ref(), replies, cmd.meta.has(WRITE));
             split(core, client, replies, who, cmd, args, groups);
             if let Some(gate) = gate {
-                durable::close_gate(core, replies, who, gate);
+                durable::close_gate(&mut core.gated, core.wal.as_ref(), replies, who, gate);
             }
             Ok(())
         }
@@ -720,14 +720,14 @@ fn run_routed(
                 await_parts(core, replies, seq);
                 return Ok(());
             }
-            let gate = durable::open_parts_gate(core, replies, cmd);
+            let gate = durable::open_parts_gate(core.wal.as_ref(), replies, cmd.meta.has(WRITE));
             let seq = replies.hold(cmd.merge.unwrap_or(Merge::Single), shards);
             for shard in 0..shards {
                 send_part(core, client, replies, who, seq, shard, shard, args.iter());
             }
             await_parts(core, replies, seq);
             if let Some(gate) = gate {
-                durable::close_gate(core, replies, who, gate);
+                durable::close_gate(&mut core.gated, core.wal.as_ref(), replies, who, gate);
             }
             Ok(())
         }
@@ -827,7 +827,7 @@ fn run_local(
             let gate = cmd
                 .meta
                 .has(WRITE)
-                .then(|| durable::open_gate(core, replies))
+                .then(|| durable::open_gate(core.wal.as_ref(), replies))
                 .flatten();
             let forward_shards = core.topo.mode == PortMode::Forward && core.topo.nodes.len() > 1;
             let script = crate::mesh::script_lock::is_script(cmd.meta);
@@ -846,7 +846,7 @@ fn run_local(
                 run_engine(core, cmd, caller, args, replies.sink())
             };
             if let Some(gate) = gate {
-                durable::close_gate(core, replies, who, gate);
+                durable::close_gate(&mut core.gated, core.wal.as_ref(), replies, who, gate);
             }
             if ran.start_over {
                 // It reached undeclared keys of other shards: again, under the
@@ -1099,7 +1099,7 @@ fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         return Route::Local;
     }
     if cmd.meta.keys.is_none() {
-        if forward && crate::mesh::lending::swaps_dbs(cmd) {
+        if forward && crate::mesh::lending::swaps_dbs(cmd.meta) {
             // Under the script lock in a quiet server, on every shard at once
             // (`lending`): no key is out on loan while databases move.
             return Route::Lend(Vec::new());
@@ -1166,7 +1166,7 @@ fn owner_groups(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Vec<(usize, 
 /// script lock (see [`crate::mesh::script_lock`]).
 fn script_route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     let groups = owner_groups(core, cmd, args);
-    if groups.len() > 1 || crate::mesh::script_lock::must_lock(core, args) {
+    if groups.len() > 1 || crate::mesh::script_lock::must_lock(&core.shared.script_lock, args) {
         return Route::Lend(groups);
     }
     match groups.first() {

@@ -131,7 +131,7 @@ pub fn run_engine(
     // ([`adopt_pending_watches`]).
     let keys =
         caller.borrowing || !core.blocking.is_empty() || watched || may_borrow || tracked || script;
-    let notify = crate::messaging::notify::wanted(core);
+    let notify = crate::messaging::notify::wanted(core.cfg.notify_keyspace_events);
     if keys || logging || notify {
         ctx.effects = Effects::recording(core.spare_record.take(), keys, notify, logging);
     }
@@ -172,7 +172,7 @@ pub fn run_engine(
         flushed(core, cmd);
     }
     if (core.lending.any_lent() || !core.blocking.is_empty())
-        && crate::mesh::lending::swaps_dbs(cmd)
+        && crate::mesh::lending::swaps_dbs(cmd.meta)
         && matches!(outcome, Ok(Outcome::Done))
     {
         swapped_dbs(core, args);
@@ -193,7 +193,8 @@ pub fn run_engine(
     }
     core.stats.dirty += ctx.effects.dirty;
     if !ctx.effects.published.is_empty() {
-        crate::scripting::host::queue(core, std::mem::take(&mut ctx.effects.published));
+        let published = std::mem::take(&mut ctx.effects.published);
+        crate::scripting::host::queue(&mut core.notifications, published);
     }
     let feeding = core.replication.feed.on();
     if notify || tracked || feeding {
@@ -217,7 +218,9 @@ pub fn run_engine(
         core.log_end();
     }
     if notify {
-        crate::messaging::notify::queue_effects(core, &ctx.effects);
+        let notes = core.engine.take_key_notes();
+        let flags = core.cfg.notify_keyspace_events;
+        core.notifications.queue_effects(flags, notes, &ctx.effects);
     }
     if caller.tracking.bits != 0 {
         track(core, cmd, caller, args, &outcome, &ctx.effects);
@@ -269,7 +272,7 @@ pub fn run_engine(
             .collect();
         let noloop_writer = crate::mesh::lending::noloop_writer(&caller);
         crate::mesh::lending::send_loans_home(core, ended.loans, &written, noloop_writer);
-        crate::mesh::script_lock::unlock(core);
+        crate::mesh::script_lock::unlock(core.script_server());
         return finish_ran(core, &mut ctx, block, modified, Ran::default());
     }
     finish_ran(core, &mut ctx, block, modified, ended)
@@ -369,7 +372,8 @@ pub fn take_expired(core: &mut ShardCore) {
             core.tracking.written(0, false, key);
         }
     }
-    crate::messaging::notify::queue_expired_keys(core, expired);
+    let flags = core.cfg.notify_keyspace_events;
+    core.notifications.queue_expired_keys(flags, expired);
 }
 
 /// CLIENT TRACKING after a command of a tracking client: a read-only command's
@@ -507,7 +511,7 @@ fn script_ran(core: &ShardCore, args: Args<'_>) -> Ran {
             .sample_ns(observatory, "mesh-round-trip", waited, now_ms);
     }
     if ended.reached {
-        crate::mesh::script_lock::remember(core, args);
+        crate::mesh::script_lock::remember(&core.shared.script_lock, args);
     } else if ended.confined {
         crate::mesh::script_lock::confined(args);
     }

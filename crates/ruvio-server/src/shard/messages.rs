@@ -90,7 +90,10 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Clients { from, tag, query } => {
             gather::answer_clients(core, conns, from, tag, &query)
         }
-        ShardMsg::Messages(batch) => crate::messaging::pubsub::deliver_batch(core, conns, batch),
+        ShardMsg::Messages(batch) => {
+            let (mut to, outbox) = core.delivery();
+            crate::messaging::pubsub::deliver_batch(&mut to, outbox, conns, batch)
+        }
         ShardMsg::MonitorLines(lines) => {
             crate::shard::monitor::deliver_here(core, conns, &lines, None)
         }

@@ -17,13 +17,18 @@
 //! for the logs: `observe.rs`), clients blocked on keys ([`blocking`]; parked,
 //! served and released: `parked.rs`), CLIENT PAUSE ([`pause`]), the other clients answered while
 //! a script is busy ([`busy`]), the metrics endpoint's sockets (`metrics.rs`) and
-//! two shards in one thread for the fuzz targets ([`inproc`]).
+//! two shards in one thread for the fuzz targets ([`inproc`]). What lower layers
+//! ask of the shard through interfaces they define is implemented here, one file
+//! each: `maxmemory` ([`eviction`]), SHUTDOWN (`exit.rs`), snapshots (`save.rs`),
+//! replies released by the log (`release.rs`).
 
 pub mod blocking;
 pub mod busy;
 mod conn_io;
 pub mod dispatch;
+pub mod eviction;
 pub mod exec;
+mod exit;
 pub mod inproc;
 mod log_io;
 pub mod messages;
@@ -33,7 +38,9 @@ mod observe;
 mod parked;
 pub mod pause;
 mod primary;
+mod release;
 mod replica;
+mod save;
 mod shared;
 mod state;
 mod tls;
@@ -261,7 +268,7 @@ impl Shard {
                 timed,
                 now_ms,
             );
-            crate::messaging::notify::deliver_pending(&mut self.core, &mut self.conns);
+            self.core.deliver_notifications(&mut self.conns);
             if self.core.tracking.owes() || self.core.tracking.active() {
                 let (tracking, mut to) = self.core.tracking_parts();
                 tracking.deliver_owed(&mut to, &mut self.conns);
@@ -673,7 +680,12 @@ impl Shard {
         if self.core.pause.expired(self.core.now_ms) {
             end_pause(&mut self.core, &mut self.conns);
         }
-        crate::memory::limit::give_back_free_pages(&mut self.core);
+        let core = &mut self.core;
+        crate::memory::limit::give_back_free_pages(
+            core.cfg.maxmemory,
+            core.now_ms,
+            &mut core.next_trim_ms,
+        );
         self.sync_wal_if_due();
         if self.core.id == 0 && self.core.wal.is_some() {
             let shared = &self.core.shared;

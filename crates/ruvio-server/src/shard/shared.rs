@@ -98,6 +98,21 @@ impl Shared {
         }
     }
 
+    /// What the script lock reads of the server, asked by shard `me`
+    /// (see `mesh::script_lock`).
+    pub fn script_server<'a>(
+        &'a self,
+        topo: &'a crate::cluster::topology::Topology,
+        me: usize,
+    ) -> crate::mesh::script_lock::Server<'a> {
+        crate::mesh::script_lock::Server {
+            lock: &self.script_lock,
+            shards: &self.shards,
+            topo,
+            me,
+        }
+    }
+
     /// Count a new connection unless `maxclients` are open already (then false).
     pub fn admit_client(&self, maxclients: u64) -> bool {
         let admitted = self
@@ -181,5 +196,33 @@ impl Shared {
                 f(&tables);
             }
         }
+    }
+}
+
+/// What a shard's scripts' host reads of the state every shard shares (see
+/// `scripting::host`).
+impl crate::scripting::host::ServerState for Shared {
+    fn subscribers(&self) -> &crate::messaging::pubsub::Subscribers {
+        &self.pubsub
+    }
+
+    fn gauges(&self) -> &[ShardGauges] {
+        &self.shards
+    }
+
+    fn script_lock(&self) -> &crate::mesh::script_lock::ScriptLock {
+        &self.script_lock
+    }
+
+    fn last_save_unix_s(&self) -> u64 {
+        self.last_save_unix_s.load(Relaxed)
+    }
+
+    fn is_replica(&self) -> bool {
+        self.replication.is_replica()
+    }
+
+    fn primary_link_up(&self) -> bool {
+        self.replication.link_up()
     }
 }

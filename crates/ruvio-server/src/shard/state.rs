@@ -59,7 +59,11 @@ pub struct ShardCore {
     /// The write-ahead log (durability everysec or always); `None` in memory mode.
     pub wal: Option<crate::persistence::wal::Wal>,
     /// `always`: replies waiting for their log group (see `durable`).
-    pub gated: crate::persistence::durable::Gated,
+    pub gated: crate::persistence::durable::Gated<
+        crate::mesh::forward::Tag,
+        crate::shard::blocking::Waiter,
+        crate::mesh::lending::Answer,
+    >,
     /// Keyspace notifications waiting for the end of the loop iteration.
     pub notifications: crate::messaging::notify::Pending,
     /// Watched keys of this shard and touched watches of its clients.
@@ -185,7 +189,8 @@ impl ShardCore {
                 .unwrap_or(crate::serverlog::Level::Notice);
             crate::serverlog::log(level, message);
         });
-        crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id);
+        let commands = crate::cmd::SCRIPT_COMMANDS;
+        crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id, commands);
         crate::cmd::functions::load_saved(&cfg, id)?;
         // With a log, the keyspace loads on a thread while the shard answers
         // -LOADING (see `loading`); without one, here and now.
@@ -237,6 +242,66 @@ impl ShardCore {
         Ok(core)
     }
 
+    /// What Pub/Sub delivery touches of this shard (see `messaging::pubsub`), and
+    /// the outbox that relays a message to the other shards.
+    pub fn delivery(&mut self) -> (crate::messaging::pubsub::Delivery<'_>, &mut Outbox) {
+        let (to, outbox, _) = self.delivery_parts();
+        (to, outbox)
+    }
+
+    /// [`delivery`](Self::delivery) and the pending notifications beside it.
+    fn delivery_parts(
+        &mut self,
+    ) -> (
+        crate::messaging::pubsub::Delivery<'_>,
+        &mut Outbox,
+        &mut crate::messaging::notify::Pending,
+    ) {
+        let to = crate::messaging::pubsub::Delivery {
+            subscribers: &self.shared.pubsub,
+            shard: self.id,
+            dirty: &mut self.dirty,
+            limits: &self.cfg.client_output_buffer_limit,
+            now_ms: self.now_ms,
+        };
+        (to, &mut self.outbox, &mut self.notifications)
+    }
+
+    /// Publish the keyspace notifications and script publications pending on this
+    /// shard (once per loop iteration: see `messaging::notify`).
+    pub fn deliver_notifications(&mut self, conns: &mut Slab<Conn>) {
+        let (flags, mode) = (self.cfg.notify_keyspace_events, self.topo.mode);
+        let (mut to, outbox, pending) = self.delivery_parts();
+        pending.deliver(flags, mode, &mut to, outbox, conns);
+    }
+
+    /// Publish what scripts published before a client's PUBLISH on this shard
+    /// (`caller`: the running connection, out of the slab).
+    pub fn deliver_published(
+        &mut self,
+        conns: &mut Slab<Conn>,
+        caller: Option<crate::messaging::pubsub::Caller<'_>>,
+    ) {
+        if self.notifications.published.is_empty() {
+            return;
+        }
+        let mode = self.topo.mode;
+        let (mut to, outbox, pending) = self.delivery_parts();
+        pending.deliver_published(mode, &mut to, outbox, conns, caller);
+    }
+
+    /// What the script lock reads of the server, for this shard (see
+    /// `mesh::script_lock`).
+    pub fn script_server(&self) -> crate::mesh::script_lock::Server<'_> {
+        self.shared.script_server(&self.topo, self.id)
+    }
+
+    /// The shards whose subscriptions a PUBSUB or INFO call on this shard sees
+    /// (see `messaging::pubsub::visible_shards_of`).
+    pub fn visible_shards(&self) -> std::ops::Range<usize> {
+        crate::messaging::pubsub::visible_shards_of(self.topo.mode, self.id, self.topo.nodes.len())
+    }
+
     /// This shard's tracking tables and what delivering an invalidation touches
     /// beside them (see `tracking`).
     pub fn tracking_parts(
@@ -274,7 +339,12 @@ impl ShardCore {
         if let Some(imported) = imported {
             // The file's libraries become the shard's.
             if let Some(payload) = imported.libraries {
-                crate::cmd::functions::adopt_imported(self, &payload)?;
+                let keeper = crate::cmd::functions::Keeper {
+                    cfg: &self.cfg,
+                    id: self.id,
+                    logs: self.wal.is_some(),
+                };
+                crate::cmd::functions::adopt_imported(keeper, &payload)?;
             }
         }
         self.shared.loading.shard_loaded();
@@ -341,7 +411,7 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     }
     g.dirty_at_save.store(core.stats.dirty_at_save, Relaxed);
     g.epoch.store(core.stats.epoch, Relaxed);
-    crate::memory::limit::publish_sizes(core);
+    crate::shard::eviction::publish_sizes(core);
     let mut tables = g.tables.lock().unwrap_or_else(|e| e.into_inner());
     tables.epoch = core.stats.epoch;
     tables.per_command.clone_from(&core.stats.per_command);

@@ -205,7 +205,7 @@ pub fn run_borrowed(
             OnBorrowed::EveryShard if transaction.locked && cmd.meta.has(ALL_SHARDS) => {
                 let from = out.buf().len();
                 every_shard_now(core, cmd, caller, args, out.buf());
-                if lending::swaps_dbs(cmd) && out.buf()[from..] == *b"+OK\r\n" {
+                if lending::swaps_dbs(cmd.meta) && out.buf()[from..] == *b"+OK\r\n" {
                     swapped_in_queue(core, args, &mut ran);
                 }
             }
@@ -316,7 +316,7 @@ fn run_in_queue(
     if locked && crate::mesh::script_lock::is_script(cmd.meta) {
         crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
             holds_lock: true,
-            probation: !crate::mesh::script_lock::known_to_reach(core, args)
+            probation: !crate::mesh::script_lock::known_to_reach(&core.shared.script_lock, args)
                 && declared_on_one_shard(core, cmd, args),
             ..Default::default()
         });
@@ -333,7 +333,11 @@ fn run_in_queue(
             outside: false,
             wrote: true,
         };
-        crate::mesh::script_lock::reach((&shared, &topo, core.id), &mut core.engine, reaching);
+        crate::mesh::script_lock::reach(
+            shared.script_server(&topo, core.id),
+            &mut core.engine,
+            reaching,
+        );
     }
     run_engine(core, cmd, caller, args, out)
 }
@@ -376,15 +380,19 @@ fn answer_inline(
             let (channel, message) = (args.get(1), args.get(2));
             let shard_channel = name == "spublish";
             let shards = 0..core.shared.pubsub.shards.len();
-            let count =
-                crate::scripting::host::receivers(&core.shared, shards, shard_channel, channel);
+            let count = crate::scripting::host::receivers(
+                &core.shared.pubsub,
+                shards,
+                shard_channel,
+                channel,
+            );
             reply.int(count as i64);
             let published = ruvio_engine::command::Published {
                 shard_channel,
                 channel: channel.to_vec(),
                 message: message.to_vec(),
             };
-            crate::scripting::host::queue(core, vec![published]);
+            crate::scripting::host::queue(&mut core.notifications, vec![published]);
         }
     }
 }
@@ -429,14 +437,20 @@ pub fn every_shard_now(
             run_engine(core, cmd, caller, args, &mut part);
             part
         };
-        let reply = crate::mesh::script_lock::spread((&shared, &topo, me), spreading, &mut here);
+        let reply =
+            crate::mesh::script_lock::spread(shared.script_server(&topo, me), spreading, &mut here);
         out.extend_from_slice(&reply.unwrap_or_default());
         return;
     }
     let mut parts = vec![Vec::new()];
     run_engine(core, cmd, caller, args, &mut parts[0]);
+    let shard = (core.id, core.topo.nodes.len());
     parts.extend(crate::mesh::script_lock::run_on_others(
-        core, caller.db, resp3, args,
+        &mut core.outbox,
+        shard,
+        caller.db,
+        resp3,
+        args,
     ));
     crate::net::conn::merge_into(cmd.merge.unwrap_or(Merge::Single), &parts, &[], out);
 }

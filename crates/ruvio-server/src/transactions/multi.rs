@@ -577,7 +577,7 @@ fn run_borrowing(
     let swaps_dbs = queued
         .commands
         .iter()
-        .any(|(cmd, _)| lending::swaps_dbs(cmd));
+        .any(|(cmd, _)| lending::swaps_dbs(cmd.meta));
     let transaction = Box::new(Transaction {
         commands: queued.commands,
         epoch: client.watch_epoch,
@@ -695,7 +695,7 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
             OnBorrowed::EveryShard => every_shard = true,
             OnBorrowed::Keys => {}
         }
-        if lending::swaps_dbs(cmd) {
+        if lending::swaps_dbs(cmd.meta) {
             if let (Some(a), Some(b)) = (db_index(core, args.get(1)), db_index(core, args.get(2))) {
                 let dbs = core.engine.db_count();
                 before_swaps
@@ -706,7 +706,7 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
         }
         if crate::mesh::script_lock::is_script(cmd.meta) {
             has_script = true;
-            must_lock |= crate::mesh::script_lock::must_lock(core, args);
+            must_lock |= crate::mesh::script_lock::must_lock(&core.shared.script_lock, args);
         }
         let named_from = keys.len();
         queued_keys(core, cmd, args, db, &mut keys);

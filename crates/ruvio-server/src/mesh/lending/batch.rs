@@ -45,7 +45,7 @@ pub fn end_batch_if_done(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     let homes = batch_homes(core);
     send_home(core, conns, homes, &[], None);
     core.lending.batched = 0;
-    crate::mesh::script_lock::unlock(core);
+    crate::mesh::script_lock::unlock(core.script_server());
 }
 
 /// The keys of other shards among `homes` stay here for the batch's next command;

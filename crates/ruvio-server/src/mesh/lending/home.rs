@@ -4,7 +4,6 @@
 //! the borrowing's last step and its log's side.
 
 use super::{take_back, Lent};
-use crate::cmd::registry::Command;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::ShardCore;
@@ -62,8 +61,9 @@ pub fn after_swaps(swaps: &[(usize, usize)], db: usize) -> usize {
 /// SWAPDB: it moves every shard's keys between two databases, so in forward mode
 /// it runs under the script lock once no key is out on loan but its own
 /// transaction's ([`crate::mesh::script_lock::quiet`]), which renames those as they move.
-pub fn swaps_dbs(cmd: &Command) -> bool {
-    cmd.meta.name == "swapdb"
+/// `meta`: the command's row.
+pub fn swaps_dbs(meta: &ruvio_engine::CommandMeta) -> bool {
+    meta.name == "swapdb"
 }
 
 /// Where database `db` is after SWAPDB `a` `b`.

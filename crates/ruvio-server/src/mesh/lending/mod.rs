@@ -165,7 +165,7 @@ impl CrossOp {
 
     /// A transaction with a SWAPDB (see [`crate::transactions::multi::Transaction::swaps_dbs`]).
     fn swaps_dbs(&self) -> bool {
-        swaps_dbs(self.cmd) || self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
+        swaps_dbs(self.cmd.meta) || self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
     }
 
     /// An EXEC still borrowing its keys: another transaction may ride on it.
@@ -321,7 +321,7 @@ pub fn start(
             value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
             transaction: None,
             riders: Vec::new(),
-            wants_lock: crate::mesh::script_lock::is_script(cmd.meta) || swaps_dbs(cmd),
+            wants_lock: crate::mesh::script_lock::is_script(cmd.meta) || swaps_dbs(cmd.meta),
             borrowing: Borrowing::Idle,
             first_run_ns: None,
             sent_argv: None,
@@ -446,16 +446,31 @@ fn may_borrow(core: &mut ShardCore, ticket: u64) -> bool {
     let borrowing = match op.borrowing {
         // Not in a batch: the batch's keys would move between databases under it.
         Borrowing::Idle if op.swaps_dbs() && core.lending.holding_batch() => return false,
-        Borrowing::Idle if op.wants_lock => match crate::mesh::script_lock::try_lock(core) {
-            true if crate::mesh::script_lock::quiet(core, op.swaps_dbs()) => Borrowing::Locked,
-            true => Borrowing::Quieting,
-            false => return false,
-        },
-        Borrowing::Idle => match crate::mesh::script_lock::begin_borrowing(core) {
+        Borrowing::Idle if op.wants_lock => {
+            match crate::mesh::script_lock::try_lock(core.script_server(), &core.lending) {
+                true if crate::mesh::script_lock::quiet(
+                    core.script_server(),
+                    &core.lending,
+                    op.swaps_dbs(),
+                ) =>
+                {
+                    Borrowing::Locked
+                }
+                true => Borrowing::Quieting,
+                false => return false,
+            }
+        }
+        Borrowing::Idle => match crate::mesh::script_lock::begin_borrowing(core.script_server()) {
             true => Borrowing::Counted,
             false => return false,
         },
-        Borrowing::Quieting if crate::mesh::script_lock::quiet(core, op.swaps_dbs()) => {
+        Borrowing::Quieting
+            if crate::mesh::script_lock::quiet(
+                core.script_server(),
+                &core.lending,
+                op.swaps_dbs(),
+            ) =>
+        {
             Borrowing::Locked
         }
         other => other,
@@ -470,8 +485,10 @@ fn may_borrow(core: &mut ShardCore, ticket: u64) -> bool {
 fn stop_borrowing(core: &ShardCore, op: &mut CrossOp) {
     match std::mem::replace(&mut op.borrowing, Borrowing::Idle) {
         Borrowing::Idle => {}
-        Borrowing::Counted => crate::mesh::script_lock::end_borrowing(core),
-        Borrowing::Quieting | Borrowing::Locked => crate::mesh::script_lock::unlock(core),
+        Borrowing::Counted => crate::mesh::script_lock::end_borrowing(core.script_server()),
+        Borrowing::Quieting | Borrowing::Locked => {
+            crate::mesh::script_lock::unlock(core.script_server())
+        }
     }
 }
 
@@ -567,7 +584,7 @@ fn finish_with(
         borrowing: true,
         ..op.caller
     };
-    let mark = durable::borrowed_mark(core);
+    let mark = durable::borrowed_mark(core.wal.as_ref());
     let mut out = Vec::new();
     // While some client tracks, the command's writes invalidate in the order
     // written (see `report_written`), keys its batch already held included.
@@ -623,7 +640,7 @@ fn finish_with(
                 ..Ran::default()
             }
         }
-        None if swaps_dbs(op.cmd) => {
+        None if swaps_dbs(op.cmd.meta) => {
             crate::transactions::multi::every_shard_now(
                 core,
                 op.cmd,
@@ -746,7 +763,7 @@ fn finish_with(
         }
     }
     if ran.locked_now {
-        crate::mesh::script_lock::unlock(core);
+        crate::mesh::script_lock::unlock(core.script_server());
     }
     match ran.block {
         Some(block) => wait(core, conns, ticket, op, block),
