@@ -91,9 +91,174 @@ impl Denied {
     }
 }
 
-/// May `user` run the row `bit` (`meta`) with `args`? Inlined with the
-/// selector's check into the request path (each call's own cost was a fifth of
-/// the check's, measured with scripts/instr_ab.py).
+/// What the check reads of one command row, worked out once when the command
+/// table is built (`cmd::registry`) or a script first calls the row, instead
+/// of per request from the row's flags and key spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckRow {
+    /// The row's catalog bit.
+    pub bit: usize,
+    /// Where its keys are.
+    keys: RowKeys,
+    /// Neither `no-auth` nor Pub/Sub: [`check_row`] may take its short way
+    /// (the others need the row's name and flags, [`check`]).
+    plain: bool,
+}
+
+/// A row's keys as [`check_row`] walks them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RowKeys {
+    /// No key.
+    None,
+    /// Redis's legacy range (`first`, `last` counted from the end when
+    /// negative, `step`): GET, MGET, MSET, HSET ...
+    Run { first: u32, last: i32, step: u32 },
+    /// A key count at `at`, then that many keys (EVAL, EVALSHA, FCALL).
+    NumKeys { at: usize },
+    /// Any other spec: [`ruvio_engine::KeySpec::positions`].
+    Other,
+}
+
+impl CheckRow {
+    /// The row `meta` with catalog bit `bit`.
+    pub fn new(meta: &CommandMeta, bit: usize) -> CheckRow {
+        use ruvio_engine::command::KeyShape;
+        let keys = match meta.keys.0 {
+            [] => RowKeys::None,
+            // `range_positions`: a range from 0 names no key.
+            [KeyShape::Range { first: 0, .. }] => RowKeys::None,
+            &[KeyShape::Range { first, last, step }] if first > 0 => RowKeys::Run {
+                first: first as u32,
+                last,
+                step: step.max(1) as u32,
+            },
+            &[KeyShape::NumKeys { at }] => RowKeys::NumKeys { at },
+            _ => RowKeys::Other,
+        };
+        CheckRow {
+            bit,
+            keys,
+            plain: !meta.has(NO_AUTH) && !meta.has(PUBSUB),
+        }
+    }
+}
+
+/// [`check`] of a row worked out in advance: for a user with one selector
+/// without `%R~`/`%W~` patterns that may run the row (nearly every request of a
+/// restricted client), the bit, then the keys from the row's precomputed run;
+/// any other case goes the general way, out of line. Same answers as
+/// [`check`] (`fast_path_answers_as_the_general_check` in `cmd::registry`).
+#[inline(always)]
+pub fn check_row(
+    user: &User,
+    row: &CheckRow,
+    meta: &CommandMeta,
+    args: Args<'_>,
+) -> Result<(), Denied> {
+    if let [s] = user.selectors.as_slice() {
+        if row.plain && !s.keys_by_perm && (s.all_commands || s.bit(row.bit)) {
+            if s.all_keys {
+                return Ok(());
+            }
+            return row_keys_ok(s, row, meta, args);
+        }
+    }
+    check_cold(user, row.bit, meta, args)
+}
+
+/// The general check, kept out of the request path's code.
+#[inline(never)]
+fn check_cold(user: &User, bit: usize, meta: &CommandMeta, args: Args<'_>) -> Result<(), Denied> {
+    check(user, bit, meta, args)
+}
+
+/// The keys of a plain row against a selector without `%R~`/`%W~` patterns.
+#[inline(always)]
+fn row_keys_ok(
+    s: &Selector,
+    row: &CheckRow,
+    meta: &CommandMeta,
+    args: Args<'_>,
+) -> Result<(), Denied> {
+    let argc = args.len();
+    let (begin, end, step) = match row.keys {
+        RowKeys::None => return Ok(()),
+        RowKeys::Run { first, last, step } => {
+            // `range_positions`, on numbers known when the table was built.
+            let argc = argc.min(i32::MAX as usize) as i32;
+            let last = if last < 0 {
+                argc + last
+            } else {
+                last.min(argc - 1)
+            };
+            (first as usize, (last + 1).max(0) as usize, step as usize)
+        }
+        RowKeys::NumKeys { at } => (at + 1, at + 1 + numkeys(args, at), 1),
+        RowKeys::Other => {
+            for pos in meta.keys.positions(args) {
+                if !plain_key_ok(s, args.get(pos)) {
+                    return Err(Denied::Key(pos));
+                }
+            }
+            return Ok(());
+        }
+    };
+    // Short prefixes only (`~app:*`): each key of 8 bytes or more is one
+    // masked word compared with each, the words read once for all the keys.
+    let words = s.prefix_words.as_deref();
+    let mut pos = begin;
+    while pos < end {
+        let key = args.get(pos);
+        let ok = match (words, key.first_chunk::<8>()) {
+            (Some(words), Some(head)) => {
+                let head = u64::from_le_bytes(*head);
+                words.iter().any(|&(word, mask)| head & mask == word)
+            }
+            _ => s.keys.iter().any(|k| k.matcher.matches(key)),
+        };
+        if !ok {
+            return Err(Denied::Key(pos));
+        }
+        pos += step;
+    }
+    Ok(())
+}
+
+/// The key count at `at` as [`ruvio_engine::KeySpec::positions`] reads it (a
+/// count that is not a whole number in 1..argc - at names no key), one digit
+/// without the general parse (EVALSHA sha 1 key).
+#[inline(always)]
+fn numkeys(args: Args<'_>, at: usize) -> usize {
+    let argc = args.len();
+    if at >= argc {
+        return 0;
+    }
+    let count = match args.get(at) {
+        &[digit @ b'1'..=b'9'] => (digit - b'0') as usize,
+        text => ruvio_resp::string2ll(text)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0),
+    };
+    if count > 0 && count < argc - at {
+        count
+    } else {
+        0
+    }
+}
+
+/// A key against a selector without `%R~`/`%W~` patterns ([`key_ok`]'s first
+/// half).
+#[inline]
+fn plain_key_ok(s: &Selector, key: &[u8]) -> bool {
+    if let (Some(words), Some(head)) = (&s.prefix_words, key.first_chunk::<8>()) {
+        let head = u64::from_le_bytes(*head);
+        return words.iter().any(|&(word, mask)| head & mask == word);
+    }
+    s.keys.iter().any(|k| k.matcher.matches(key))
+}
+
+/// May `user` run the row `bit` (`meta`) with `args`? The request path takes
+/// [`check_row`]; MULTI's queueing, EXEC and ACL DRYRUN come here.
 #[inline(always)]
 pub fn check(user: &User, bit: usize, meta: &CommandMeta, args: Args<'_>) -> Result<(), Denied> {
     // Most users have the root selector alone: its answer is the user's.
@@ -175,13 +340,7 @@ fn check_selector(
 fn key_ok(s: &Selector, meta: &CommandMeta, args: Args<'_>, pos: usize) -> bool {
     let key = args.get(pos);
     if !s.keys_by_perm {
-        // Short prefixes only (`~app:*`): a key of 8 bytes or more is one
-        // masked word compared with each.
-        if let (Some(words), Some(head)) = (&s.prefix_words, key.first_chunk::<8>()) {
-            let head = u64::from_le_bytes(*head);
-            return words.iter().any(|&(word, mask)| head & mask == word);
-        }
-        return s.keys.iter().any(|k| k.matcher.matches(key));
+        return plain_key_ok(s, key);
     }
     let need = key_needs(meta, args, pos);
     s.keys

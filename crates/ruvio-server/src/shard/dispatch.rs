@@ -209,11 +209,11 @@ fn acl_refusal(
     row: &Command,
     args: Args<'_>,
 ) -> Option<CmdError> {
-    let Err(denied) = crate::acl::check::check(&client.acl.user, row.stat, row.meta, args) else {
-        // Noted once per session: its later scripts skip the name tests.
-        if !client.acl.script_caller_noted.get()
-            && (crate::mesh::script_lock::is_script(row.meta) || row.meta.name == "exec")
-        {
+    let Err(denied) = crate::acl::check::check_row(&client.acl.user, &row.acl, row.meta, args)
+    else {
+        // Noted once per session (a flag of the row, set when the table was
+        // built, rather than name tests per request).
+        if row.notes_script_caller && !client.acl.script_caller_noted.get() {
             // It may run on another shard: the user goes with the client's id.
             let info = || crate::cmd::client::info_line(core, client);
             core.shared
