@@ -98,48 +98,64 @@ impl Denied {
 pub struct CheckRow {
     /// The row's catalog bit.
     pub bit: usize,
-    /// Where its keys are.
-    keys: RowKeys,
-    /// Neither `no-auth` nor Pub/Sub: [`check_row`] may take its short way
-    /// (the others need the row's name and flags, [`check`]).
-    plain: bool,
+    /// Which way the check goes.
+    shape: Shape,
+    /// A [`Shape::Run`]'s keys, `range_positions`' bounds in unsigned
+    /// arithmetic: from `first` every `step`, before both `stop` (Redis's
+    /// `last` + 1, when not counted from the end) and `argc - back` (`last`
+    /// counted from the end: `-back - 1`). No key: an empty run.
+    first: usize,
+    stop: usize,
+    back: usize,
+    step: usize,
 }
 
-/// A row's keys as [`check_row`] walks them.
+/// How [`check_row`] finds a row's keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RowKeys {
-    /// No key.
-    None,
-    /// Redis's legacy range (`first`, `last` counted from the end when
-    /// negative, `step`): GET, MGET, MSET, HSET ...
-    Run { first: u32, last: i32, step: u32 },
+enum Shape {
+    /// One run of keys, or none (GET, SET, MGET, MSET, HSET, DEL, PING ...).
+    Run,
     /// A key count at `at`, then that many keys (EVAL, EVALSHA, FCALL).
     NumKeys { at: usize },
     /// Any other spec: [`ruvio_engine::KeySpec::positions`].
     Other,
+    /// A `no-auth` or Pub/Sub row: the general [`check`] (they need the
+    /// row's name and flags).
+    General,
 }
 
 impl CheckRow {
     /// The row `meta` with catalog bit `bit`.
     pub fn new(meta: &CommandMeta, bit: usize) -> CheckRow {
         use ruvio_engine::command::KeyShape;
-        let keys = match meta.keys.0 {
-            [] => RowKeys::None,
-            // `range_positions`: a range from 0 names no key.
-            [KeyShape::Range { first: 0, .. }] => RowKeys::None,
-            &[KeyShape::Range { first, last, step }] if first > 0 => RowKeys::Run {
-                first: first as u32,
-                last,
-                step: step.max(1) as u32,
-            },
-            &[KeyShape::NumKeys { at }] => RowKeys::NumKeys { at },
-            _ => RowKeys::Other,
-        };
-        CheckRow {
+        let mut row = CheckRow {
             bit,
-            keys,
-            plain: !meta.has(NO_AUTH) && !meta.has(PUBSUB),
+            shape: Shape::Run,
+            first: 1,
+            stop: 0,
+            back: 0,
+            step: 1,
+        };
+        match meta.keys.0 {
+            // No key (`range_positions`: a range from 0 names none either).
+            [] | [KeyShape::Range { first: 0, .. }] => {}
+            &[KeyShape::Range { first, last, step }] if first > 0 => {
+                row.first = first as usize;
+                row.step = step.max(1) as usize;
+                if last >= 0 {
+                    row.stop = last as usize + 1;
+                } else {
+                    row.stop = usize::MAX;
+                    row.back = last.unsigned_abs() as usize - 1;
+                }
+            }
+            &[KeyShape::NumKeys { at }] => row.shape = Shape::NumKeys { at },
+            _ => row.shape = Shape::Other,
         }
+        if meta.has(NO_AUTH) || meta.has(PUBSUB) {
+            row.shape = Shape::General;
+        }
+        row
     }
 }
 
@@ -156,7 +172,7 @@ pub fn check_row(
     args: Args<'_>,
 ) -> Result<(), Denied> {
     if let [s] = user.selectors.as_slice() {
-        if row.plain && !s.keys_by_perm && (s.all_commands || s.bit(row.bit)) {
+        if row.shape != Shape::General && !s.keys_by_perm && (s.bit(row.bit) || s.all_commands) {
             if s.all_keys {
                 return Ok(());
             }
@@ -172,7 +188,8 @@ fn check_cold(user: &User, bit: usize, meta: &CommandMeta, args: Args<'_>) -> Re
     check(user, bit, meta, args)
 }
 
-/// The keys of a plain row against a selector without `%R~`/`%W~` patterns.
+/// The keys of a row of [`Shape::Run`] or [`Shape::NumKeys`] against a
+/// selector without `%R~`/`%W~` patterns.
 #[inline(always)]
 fn row_keys_ok(
     s: &Selector,
@@ -181,40 +198,31 @@ fn row_keys_ok(
     args: Args<'_>,
 ) -> Result<(), Denied> {
     let argc = args.len();
-    let (begin, end, step) = match row.keys {
-        RowKeys::None => return Ok(()),
-        RowKeys::Run { first, last, step } => {
-            // `range_positions`, on numbers known when the table was built.
-            let argc = argc.min(i32::MAX as usize) as i32;
-            let last = if last < 0 {
-                argc + last
-            } else {
-                last.min(argc - 1)
-            };
-            (first as usize, (last + 1).max(0) as usize, step as usize)
-        }
-        RowKeys::NumKeys { at } => (at + 1, at + 1 + numkeys(args, at), 1),
-        RowKeys::Other => {
-            for pos in meta.keys.positions(args) {
-                if !plain_key_ok(s, args.get(pos)) {
-                    return Err(Denied::Key(pos));
-                }
-            }
-            return Ok(());
-        }
+    let (begin, end, step) = if row.shape == Shape::Run {
+        (
+            row.first,
+            row.stop.min(argc.saturating_sub(row.back)),
+            row.step,
+        )
+    } else if let Shape::NumKeys { at } = row.shape {
+        (at + 1, at + 1 + numkeys(args, at), 1)
+    } else {
+        return other_keys_ok(s, meta, args);
     };
     // Short prefixes only (`~app:*`): each key of 8 bytes or more is one
-    // masked word compared with each, the words read once for all the keys.
-    let words = s.prefix_words.as_deref();
+    // masked word compared with each.
+    let Some(words) = s.prefix_words.as_deref() else {
+        return glob_keys_ok(s, args, (begin, end, step));
+    };
     let mut pos = begin;
     while pos < end {
         let key = args.get(pos);
-        let ok = match (words, key.first_chunk::<8>()) {
-            (Some(words), Some(head)) => {
+        let ok = match key.first_chunk::<8>() {
+            Some(head) => {
                 let head = u64::from_le_bytes(*head);
                 words.iter().any(|&(word, mask)| head & mask == word)
             }
-            _ => s.keys.iter().any(|k| k.matcher.matches(key)),
+            None => glob_key_ok(s, key),
         };
         if !ok {
             return Err(Denied::Key(pos));
@@ -222,6 +230,42 @@ fn row_keys_ok(
         pos += step;
     }
     Ok(())
+}
+
+/// A run of keys against the selector's patterns as globs (patterns that are
+/// not all short prefixes), out of line.
+#[inline(never)]
+fn glob_keys_ok(
+    s: &Selector,
+    args: Args<'_>,
+    (begin, end, step): (usize, usize, usize),
+) -> Result<(), Denied> {
+    let mut pos = begin;
+    while pos < end {
+        if !glob_key_ok(s, args.get(pos)) {
+            return Err(Denied::Key(pos));
+        }
+        pos += step;
+    }
+    Ok(())
+}
+
+/// The keys of a row of any other spec ([`Shape::Other`]), out of line.
+#[inline(never)]
+fn other_keys_ok(s: &Selector, meta: &CommandMeta, args: Args<'_>) -> Result<(), Denied> {
+    for pos in meta.keys.positions(args) {
+        if !plain_key_ok(s, args.get(pos)) {
+            return Err(Denied::Key(pos));
+        }
+    }
+    Ok(())
+}
+
+/// A key against the selector's patterns as globs (a short key, or patterns
+/// that are not all short prefixes), out of the loop's code.
+#[inline(never)]
+fn glob_key_ok(s: &Selector, key: &[u8]) -> bool {
+    s.keys.iter().any(|k| k.matcher.matches(key))
 }
 
 /// The key count at `at` as [`ruvio_engine::KeySpec::positions`] reads it (a
