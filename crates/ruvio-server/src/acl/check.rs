@@ -210,8 +210,9 @@ fn row_keys_ok(
         return other_keys_ok(s, meta, args);
     };
     // Short prefixes only (`~app:*`): each key of 8 bytes or more is one
-    // masked word compared with each.
-    let Some(words) = s.prefix_words.as_deref() else {
+    // masked word compared with each, the first (most often the only one)
+    // held in registers for the whole run.
+    let Some((&(word, mask), more)) = s.prefix_words.as_deref().and_then(<[_]>::split_first) else {
         return glob_keys_ok(s, args, (begin, end, step));
     };
     let mut pos = begin;
@@ -220,7 +221,7 @@ fn row_keys_ok(
         let ok = match key.first_chunk::<8>() {
             Some(head) => {
                 let head = u64::from_le_bytes(*head);
-                words.iter().any(|&(word, mask)| head & mask == word)
+                head & mask == word || more.iter().any(|&(word, mask)| head & mask == word)
             }
             None => glob_key_ok(s, key),
         };
