@@ -91,9 +91,219 @@ impl Denied {
     }
 }
 
-/// May `user` run the row `bit` (`meta`) with `args`? Inlined with the
-/// selector's check into the request path (each call's own cost was a fifth of
-/// the check's, measured with scripts/instr_ab.py).
+/// What the check reads of one command row, worked out once when the command
+/// table is built (`cmd::registry`) or a script first calls the row, instead
+/// of per request from the row's flags and key spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckRow {
+    /// The row's catalog bit.
+    pub bit: usize,
+    /// Which way the check goes.
+    shape: Shape,
+    /// A [`Shape::Run`]'s keys, `range_positions`' bounds in unsigned
+    /// arithmetic: from `first` every `step`, before both `stop` (Redis's
+    /// `last` + 1, when not counted from the end) and `argc - back` (`last`
+    /// counted from the end: `-back - 1`). No key: an empty run.
+    first: usize,
+    stop: usize,
+    back: usize,
+    step: usize,
+}
+
+/// How [`check_row`] finds a row's keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// One run of keys, or none (GET, SET, MGET, MSET, HSET, DEL, PING ...).
+    Run,
+    /// A key count at `at`, then that many keys (EVAL, EVALSHA, FCALL).
+    NumKeys { at: usize },
+    /// Any other spec: [`ruvio_engine::KeySpec::positions`].
+    Other,
+    /// A `no-auth` or Pub/Sub row: the general [`check`] (they need the
+    /// row's name and flags).
+    General,
+}
+
+impl CheckRow {
+    /// The row `meta` with catalog bit `bit`.
+    pub fn new(meta: &CommandMeta, bit: usize) -> CheckRow {
+        use ruvio_engine::command::KeyShape;
+        let mut row = CheckRow {
+            bit,
+            shape: Shape::Run,
+            first: 1,
+            stop: 0,
+            back: 0,
+            step: 1,
+        };
+        match meta.keys.0 {
+            // No key (`range_positions`: a range from 0 names none either).
+            [] | [KeyShape::Range { first: 0, .. }] => {}
+            &[KeyShape::Range { first, last, step }] if first > 0 => {
+                row.first = first as usize;
+                row.step = step.max(1) as usize;
+                if last >= 0 {
+                    row.stop = last as usize + 1;
+                } else {
+                    row.stop = usize::MAX;
+                    row.back = last.unsigned_abs() as usize - 1;
+                }
+            }
+            &[KeyShape::NumKeys { at }] => row.shape = Shape::NumKeys { at },
+            _ => row.shape = Shape::Other,
+        }
+        if meta.has(NO_AUTH) || meta.has(PUBSUB) {
+            row.shape = Shape::General;
+        }
+        row
+    }
+}
+
+/// [`check`] of a row worked out in advance: for a user with one selector
+/// without `%R~`/`%W~` patterns that may run the row (nearly every request of a
+/// restricted client), the bit, then the keys from the row's precomputed run;
+/// any other case goes the general way, out of line. Same answers as
+/// [`check`] (`fast_path_answers_as_the_general_check` in `cmd::registry`).
+#[inline(always)]
+pub fn check_row(
+    user: &User,
+    row: &CheckRow,
+    meta: &CommandMeta,
+    args: Args<'_>,
+) -> Result<(), Denied> {
+    if let [s] = user.selectors.as_slice() {
+        if row.shape != Shape::General && !s.keys_by_perm && (s.bit(row.bit) || s.all_commands) {
+            if s.all_keys {
+                return Ok(());
+            }
+            return row_keys_ok(s, row, meta, args);
+        }
+    }
+    check_cold(user, row.bit, meta, args)
+}
+
+/// The general check, kept out of the request path's code.
+#[inline(never)]
+fn check_cold(user: &User, bit: usize, meta: &CommandMeta, args: Args<'_>) -> Result<(), Denied> {
+    check(user, bit, meta, args)
+}
+
+/// The keys of a row of [`Shape::Run`] or [`Shape::NumKeys`] against a
+/// selector without `%R~`/`%W~` patterns.
+#[inline(always)]
+fn row_keys_ok(
+    s: &Selector,
+    row: &CheckRow,
+    meta: &CommandMeta,
+    args: Args<'_>,
+) -> Result<(), Denied> {
+    let argc = args.len();
+    let (begin, end, step) = if row.shape == Shape::Run {
+        (
+            row.first,
+            row.stop.min(argc.saturating_sub(row.back)),
+            row.step,
+        )
+    } else if let Shape::NumKeys { at } = row.shape {
+        (at + 1, at + 1 + numkeys(args, at), 1)
+    } else {
+        return other_keys_ok(s, meta, args);
+    };
+    // Short prefixes only (`~app:*`): each key of 8 bytes or more is one
+    // masked word compared with each, the first (most often the only one)
+    // held in registers for the whole run.
+    let Some((&(word, mask), more)) = s.prefix_words.as_deref().and_then(<[_]>::split_first) else {
+        return glob_keys_ok(s, args, (begin, end, step));
+    };
+    let mut pos = begin;
+    while pos < end {
+        let key = args.get(pos);
+        let ok = match key.first_chunk::<8>() {
+            Some(head) => {
+                let head = u64::from_le_bytes(*head);
+                head & mask == word || more.iter().any(|&(word, mask)| head & mask == word)
+            }
+            None => glob_key_ok(s, key),
+        };
+        if !ok {
+            return Err(Denied::Key(pos));
+        }
+        pos += step;
+    }
+    Ok(())
+}
+
+/// A run of keys against the selector's patterns as globs (patterns that are
+/// not all short prefixes), out of line.
+#[inline(never)]
+fn glob_keys_ok(
+    s: &Selector,
+    args: Args<'_>,
+    (begin, end, step): (usize, usize, usize),
+) -> Result<(), Denied> {
+    let mut pos = begin;
+    while pos < end {
+        if !glob_key_ok(s, args.get(pos)) {
+            return Err(Denied::Key(pos));
+        }
+        pos += step;
+    }
+    Ok(())
+}
+
+/// The keys of a row of any other spec ([`Shape::Other`]), out of line.
+#[inline(never)]
+fn other_keys_ok(s: &Selector, meta: &CommandMeta, args: Args<'_>) -> Result<(), Denied> {
+    for pos in meta.keys.positions(args) {
+        if !plain_key_ok(s, args.get(pos)) {
+            return Err(Denied::Key(pos));
+        }
+    }
+    Ok(())
+}
+
+/// A key against the selector's patterns as globs (a short key, or patterns
+/// that are not all short prefixes), out of the loop's code.
+#[inline(never)]
+fn glob_key_ok(s: &Selector, key: &[u8]) -> bool {
+    s.keys.iter().any(|k| k.matcher.matches(key))
+}
+
+/// The key count at `at` as [`ruvio_engine::KeySpec::positions`] reads it (a
+/// count that is not a whole number in 1..argc - at names no key), one digit
+/// without the general parse (EVALSHA sha 1 key).
+#[inline(always)]
+fn numkeys(args: Args<'_>, at: usize) -> usize {
+    let argc = args.len();
+    if at >= argc {
+        return 0;
+    }
+    let count = match args.get(at) {
+        &[digit @ b'1'..=b'9'] => (digit - b'0') as usize,
+        text => ruvio_resp::string2ll(text)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0),
+    };
+    if count > 0 && count < argc - at {
+        count
+    } else {
+        0
+    }
+}
+
+/// A key against a selector without `%R~`/`%W~` patterns ([`key_ok`]'s first
+/// half).
+#[inline]
+fn plain_key_ok(s: &Selector, key: &[u8]) -> bool {
+    if let (Some(words), Some(head)) = (&s.prefix_words, key.first_chunk::<8>()) {
+        let head = u64::from_le_bytes(*head);
+        return words.iter().any(|&(word, mask)| head & mask == word);
+    }
+    s.keys.iter().any(|k| k.matcher.matches(key))
+}
+
+/// May `user` run the row `bit` (`meta`) with `args`? The request path takes
+/// [`check_row`]; MULTI's queueing, EXEC and ACL DRYRUN come here.
 #[inline(always)]
 pub fn check(user: &User, bit: usize, meta: &CommandMeta, args: Args<'_>) -> Result<(), Denied> {
     // Most users have the root selector alone: its answer is the user's.
@@ -175,13 +385,7 @@ fn check_selector(
 fn key_ok(s: &Selector, meta: &CommandMeta, args: Args<'_>, pos: usize) -> bool {
     let key = args.get(pos);
     if !s.keys_by_perm {
-        // Short prefixes only (`~app:*`): a key of 8 bytes or more is one
-        // masked word compared with each.
-        if let (Some(words), Some(head)) = (&s.prefix_words, key.first_chunk::<8>()) {
-            let head = u64::from_le_bytes(*head);
-            return words.iter().any(|&(word, mask)| head & mask == word);
-        }
-        return s.keys.iter().any(|k| k.matcher.matches(key));
+        return plain_key_ok(s, key);
     }
     let need = key_needs(meta, args, pos);
     s.keys

@@ -14,7 +14,7 @@
 //! ([`super::Acl::script_callers_stamp`]), so a script of a known client finds
 //! its caller in one map lookup.
 
-use super::check::{check, Denied};
+use super::check::{check_row, CheckRow, Denied};
 use super::log::Entry;
 use super::{Acl, Session};
 use ahash::AHashMap;
@@ -30,23 +30,25 @@ struct Caller {
     acl: Arc<Acl>,
     /// The caller's CLIENT LIST line (ACL LOG's `client-info`).
     client_info: String,
-    /// The catalog bit of the row called last, by the address of its static
-    /// name: a script calls the same few commands over and over, and the
-    /// catalog's lookup by name hashes and compares the name on every call.
-    /// A `&'static str` is never freed, so an equal address is an equal name.
-    last_row: Cell<Option<(*const u8, usize, usize)>>,
+    /// The row called last, by the address of its meta, with what the check
+    /// reads of it: a script calls the same few commands over and over, and
+    /// the catalog's lookup by name hashes and compares the name on every
+    /// call. Every row a script reaches is a static table's (the engine's
+    /// families and the server's rows), never freed, so an equal address is
+    /// the same row.
+    last_row: Cell<Option<(*const CommandMeta, CheckRow)>>,
 }
 
 impl Caller {
-    /// The catalog bit of the row named `name` (`None`: not in the catalog).
+    /// What the check reads of the row `meta` (`None`: not in the catalog).
     #[inline]
-    fn bit_of(&self, name: &'static str) -> Option<usize> {
+    fn row_of(&self, meta: &CommandMeta) -> Option<CheckRow> {
         match self.last_row.get() {
-            Some((at, len, bit)) if at == name.as_ptr() && len == name.len() => Some(bit),
+            Some((at, row)) if std::ptr::eq(at, meta) => Some(row),
             _ => {
-                let bit = self.acl.catalog().bit_of(name)?;
-                self.last_row.set(Some((name.as_ptr(), name.len(), bit)));
-                Some(bit)
+                let row = CheckRow::new(meta, self.acl.catalog().bit_of(meta.name)?);
+                self.last_row.set(Some((meta, row)));
+                Some(row)
             }
         }
     }
@@ -57,6 +59,10 @@ impl Caller {
 struct Known {
     stamp: (u64, u64),
     by_client: AHashMap<u64, Option<Rc<Caller>>>,
+    /// The client whose script started here last, with its entry: a client
+    /// sends its scripts in runs (a pipeline), and the map's hash cost a
+    /// restricted EVALSHA a tenth of the check's instructions.
+    last: Option<(u64, Option<Rc<Caller>>)>,
 }
 
 thread_local! {
@@ -85,9 +91,15 @@ pub fn enter(client_id: u64, acl: &Arc<Acl>) -> Option<Entered> {
     let caller = KNOWN.with_borrow_mut(|known| {
         if known.stamp != stamp {
             known.by_client.clear();
+            known.last = None;
             known.stamp = stamp;
         }
-        known
+        if let Some((id, caller)) = &known.last {
+            if *id == client_id {
+                return caller.clone();
+            }
+        }
+        let caller = known
             .by_client
             .entry(client_id)
             .or_insert_with(|| {
@@ -101,7 +113,9 @@ pub fn enter(client_id: u64, acl: &Arc<Acl>) -> Option<Entered> {
                     })
                 })
             })
-            .clone()
+            .clone();
+        known.last = Some((client_id, caller.clone()));
+        caller
     })?;
     CURRENT.with_borrow_mut(|c| *c = Some(caller));
     Some(Entered(ruvio_engine::scripting::set_acl_check(Some(
@@ -115,10 +129,10 @@ fn check_call(meta: &CommandMeta, args: Args<'_>, log: bool) -> Result<(), &'sta
         let Some(caller) = caller else {
             return Ok(());
         };
-        let Some(bit) = caller.bit_of(meta.name) else {
+        let Some(row) = caller.row_of(meta) else {
             return Ok(());
         };
-        let denied = match check(&caller.session.user, bit, meta, args) {
+        let denied = match check_row(&caller.session.user, &row, meta, args) {
             Ok(()) => return Ok(()),
             Err(d) => d,
         };

@@ -40,6 +40,13 @@ pub struct Command {
     pub merge: Option<Merge>,
     /// A container's subcommands.
     pub subcommands: Vec<Command>,
+    /// What a restricted user's check reads of this row, worked out here once
+    /// ([`crate::acl::check::check_row`]).
+    pub acl: crate::acl::check::CheckRow,
+    /// EVAL, EVALSHA, FCALL and their read-only forms, or EXEC: a restricted
+    /// client that may run it is noted as a script caller (dispatch's
+    /// `acl_refusal`) before its first such call, without the name tests.
+    pub notes_script_caller: bool,
 }
 
 impl CommandTree for Command {
@@ -61,9 +68,10 @@ impl Command {
         stats: &mut usize,
     ) -> Command {
         *stats += 1;
+        let stat = *stats - 1;
         let command = Command {
             id,
-            stat: *stats - 1,
+            stat,
             meta: &row.meta,
             handler: row.handler.map(handler),
             merge: row.meta.merge.map(merge_of),
@@ -72,6 +80,10 @@ impl Command {
                 .iter()
                 .map(|sub| Command::new(id, sub, handler, stats))
                 .collect(),
+            // The row's statistics slot is its catalog bit (`Registry::acl`).
+            acl: crate::acl::check::CheckRow::new(&row.meta, stat),
+            notes_script_caller: crate::mesh::script_lock::is_script(&row.meta)
+                || row.meta.name == "exec",
         };
         assert!(
             command.handler.is_some() || (!command.subcommands.is_empty() && row.meta.arity <= -2),
@@ -315,5 +327,153 @@ mod tests {
         ));
         // A plain command is its own row (its arity is the dispatcher's check).
         assert!(matches!(resolve(&["get", "k"]), Ok(("get", _))));
+    }
+
+    /// Users whose rules take each way of the check: the fast path's (one
+    /// selector, short prefixes, another glob, no keys, every key) and the
+    /// general one's (`%R~`, selectors, first arguments, a denied row).
+    fn check_users() -> Vec<crate::acl::rules::User> {
+        let catalog = &registry().acl;
+        let rule_sets: [&[&str]; 10] = [
+            &["~app:*", "+@read", "+@write", "-@dangerous", "+evalsha"],
+            &["~app:*", "~b:*", "+@all"],
+            &["~a*b", "~app:k?y*", "+@all"],
+            &["~short", "~app:1", "+@all", "-flushall"],
+            &["resetkeys", "+@all"],
+            &["allkeys", "+get", "+mget", "+@pubsub"],
+            &["%R~app:*", "%W~b:*", "+@all"],
+            &["~app:*", "+@read", "(~b:* +@write)", "(%W~app:* +set)"],
+            &[
+                "~app:*",
+                "+@read",
+                "-select",
+                "+select|0",
+                "+client|setname",
+            ],
+            &["allkeys", "allchannels", "+@all", "-@write"],
+        ];
+        rule_sets
+            .iter()
+            .map(|rules| {
+                let mut user = crate::acl::rules::User::new(catalog, b"u", 1, false);
+                for rule in *rules {
+                    user.apply(catalog, rule.as_bytes(), false)
+                        .unwrap_or_else(|e| panic!("{rule}: {e:?}"));
+                }
+                user
+            })
+            .collect()
+    }
+
+    /// `check_row`'s short way answers every row exactly as the general check:
+    /// every command and subcommand of the table, with arguments of each
+    /// shape (keys in and out of the patterns, short and long, key counts
+    /// that are and are not counts), for each kind of user.
+    #[test]
+    fn fast_path_answers_as_the_general_check() {
+        use crate::acl::check::{check, check_row};
+        let users = check_users();
+        let words = [
+            "app:1234567",
+            "app:1",
+            "b:12345678",
+            "zzzzzzzzzzzz",
+            "short",
+            "1",
+            "2",
+            "3",
+            "0",
+            "-1",
+            "x",
+            "aXb",
+            "app:key:1",
+            "STORE",
+            "streams",
+            "app:",
+            "",
+        ];
+        let mut rows: Vec<&Command> = Vec::new();
+        for command in &registry().commands {
+            rows.push(command);
+            rows.extend(command.subcommands.iter());
+        }
+        let mut compared = 0;
+        for row in rows {
+            let name: Vec<&str> = row.meta.name.split('|').collect();
+            for extra in 0..6 {
+                for start in 0..words.len() {
+                    let mut line: Vec<&[u8]> = name.iter().map(|n| n.as_bytes()).collect();
+                    // Each word at each position, at several strides.
+                    for i in 0..extra {
+                        line.push(words[(start + i * (1 + start % 3)) % words.len()].as_bytes());
+                    }
+                    let args: OwnedArgs = line.into_iter().collect();
+                    for user in &users {
+                        assert_eq!(
+                            check_row(user, &row.acl, row.meta, args.args()),
+                            check(user, row.stat, row.meta, args.args()),
+                            "{} {:?}",
+                            row.meta.name,
+                            args.args()
+                                .iter()
+                                .map(String::from_utf8_lossy)
+                                .collect::<Vec<_>>()
+                        );
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 100_000, "{compared}");
+    }
+
+    /// What the fast path must refuse, named: a key out of the pattern (the
+    /// first such, MGET's third), a denied command, a script's second key.
+    #[test]
+    fn fast_path_refuses_what_it_must() {
+        use crate::acl::check::{check_row, Denied};
+        let users = check_users();
+        let user = &users[0];
+        let run = |line: &[&str]| {
+            let args: OwnedArgs = line.iter().map(|a| a.as_bytes()).collect();
+            let top = registry().lookup(args.args().get(0)).unwrap();
+            let row = top.resolve(args.args()).unwrap();
+            check_row(user, &row.acl, row.meta, args.args())
+        };
+        assert_eq!(run(&["get", "app:12345678"]), Ok(()));
+        assert_eq!(run(&["get", "app:1"]), Ok(()));
+        assert_eq!(run(&["get", "other:12345678"]), Err(Denied::Key(1)));
+        assert_eq!(run(&["get", "ap"]), Err(Denied::Key(1)));
+        assert_eq!(
+            run(&["mget", "app:1", "app:2", "nope:1234567"]),
+            Err(Denied::Key(3))
+        );
+        assert_eq!(
+            run(&["mset", "app:1", "x", "nope:12345678", "y"]),
+            Err(Denied::Key(3))
+        );
+        assert_eq!(run(&["mset", "app:1", "nope:12345678"]), Ok(()));
+        assert_eq!(run(&["hset", "app:h:1", "f", "v"]), Ok(()));
+        assert_eq!(run(&["flushall"]), Err(Denied::Command));
+        assert_eq!(run(&["eval", "return 1", "0"]), Err(Denied::Command));
+        assert_eq!(
+            run(&["evalsha", "abc", "2", "app:1", "bad:12345678"]),
+            Err(Denied::Key(4))
+        );
+        assert_eq!(
+            run(&["evalsha", "abc", "1", "app:1", "bad:12345678"]),
+            Ok(())
+        );
+        assert_eq!(run(&["evalsha", "abc", "12", "bad:1"]), Ok(()));
+        // Not a count as Redis's string2ll reads it: no key.
+        assert_eq!(run(&["evalsha", "abc", "01", "bad:1"]), Ok(()));
+        assert_eq!(
+            run(&["lmpop", "2", "app:1", "bad:1", "left"]),
+            Err(Denied::Key(3))
+        );
+        assert_eq!(
+            run(&["zunionstore", "app:d", "2", "app:1", "bad:1"]),
+            Err(Denied::Key(4))
+        );
     }
 }

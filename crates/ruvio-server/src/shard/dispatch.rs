@@ -197,23 +197,30 @@ fn flags_row<'a>(cmd: &'a Command, args: Args<'_>) -> &'a CommandMeta {
     cmd.resolve(args).map_or(cmd.meta, |sub| sub.meta)
 }
 
-/// The `-NOPERM` error when the client's ACL user may not run this call, logged
-/// in ACL LOG (Redis checks right after authentication, before routing, so a
-/// command for another shard is checked here too). An unknown subcommand passes:
-/// its own error comes later. Inlined into the request path, the refusal
-/// itself apart ([`acl_denied`]).
+/// Why the client's ACL user may not run this call, when it is restricted
+/// ([`acl_denied`] makes the `-NOPERM` error and the ACL LOG entry). Redis
+/// checks right after authentication, before routing, so a command for another
+/// shard is checked here too. An unknown subcommand passes: its own error comes
+/// later. Inlined into the request path, answering only a small value (the
+/// error built here cost the allowed calls its moves).
 #[inline(always)]
-fn acl_refusal(
+fn acl_refusal<'r>(
     core: &mut ShardCore,
     client: &ClientState,
-    row: &Command,
+    resolved: &Result<&'r Command, CmdError>,
     args: Args<'_>,
-) -> Option<CmdError> {
-    let Err(denied) = crate::acl::check::check(&client.acl.user, row.stat, row.meta, args) else {
-        // Noted once per session: its later scripts skip the name tests.
-        if !client.acl.script_caller_noted.get()
-            && (crate::mesh::script_lock::is_script(row.meta) || row.meta.name == "exec")
-        {
+) -> Option<(&'r Command, crate::acl::check::Denied)> {
+    if !client.acl.restricted {
+        return None;
+    }
+    let Ok(row) = *resolved else {
+        return None;
+    };
+    let Err(denied) = crate::acl::check::check_row(&client.acl.user, &row.acl, row.meta, args)
+    else {
+        // Noted once per session (a flag of the row, set when the table was
+        // built, rather than name tests per request).
+        if row.notes_script_caller && !client.acl.script_caller_noted.get() {
             // It may run on another shard: the user goes with the client's id.
             let info = || crate::cmd::client::info_line(core, client);
             core.shared
@@ -222,7 +229,7 @@ fn acl_refusal(
         }
         return None;
     };
-    Some(acl_denied(core, client, row, args, denied))
+    Some((row, denied))
 }
 
 /// A refused call's ACL LOG entry and `-NOPERM` error.
@@ -483,14 +490,9 @@ pub(crate) fn run_command(
         Some(CmdError::WrongArity(cmd.meta.name))
     } else if !client.authenticated && !cmd.meta.has(NO_AUTH) && core.shared.acl.auth_required() {
         Some(CmdError::NoAuth)
-    } else if let Some(refusal) = client
-        .acl
-        .restricted
-        .then(|| acl_refusal(core, client, resolved.as_ref().ok()?, args))
-        .flatten()
-    {
+    } else if let Some((row, denied)) = acl_refusal(core, client, &resolved, args) {
         // A command the user may run goes on to the checks below.
-        Some(refusal)
+        Some(acl_denied(core, client, row, args, denied))
     } else if core.loading.refuses() && !row_meta.has(LOADING) {
         Some(CmdError::Line(
             crate::persistence::loading::LOADING_ERROR.to_vec(),
