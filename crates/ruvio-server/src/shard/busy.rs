@@ -953,7 +953,7 @@ fn answer(
 }
 
 /// Per-shard mode: Redis Cluster's `-MOVED` for a key of another shard, or
-/// `-CROSSSLOT` (as `dispatch::route` decides them).
+/// `-CROSSSLOT` (as `shard::route::route` decides them).
 fn redirection(
     settings: &Settings,
     row: &Command,

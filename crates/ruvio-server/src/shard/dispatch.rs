@@ -19,35 +19,19 @@ use crate::observability::Parked;
 use crate::persistence::durable;
 use crate::shard::blocking::Waiter;
 use crate::shard::exec::{self, run_engine, Caller};
+use crate::shard::refusals::{
+    acl_denied, acl_refusal, denies_oom, is_script_call, subscribed_mode_refusal, waits_for_pause,
+};
+use crate::shard::route::{busy_refusal, owner_groups, route, Route};
 use crate::shard::ShardCore;
 use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{
-    ADMIN, ALLOW_BUSY, ALL_SHARDS, BLOCKING, DENYOOM, LOADING, NO_AUTH, SKIP_MONITOR, SPLITTABLE,
-    WRITE,
+    ADMIN, ALLOW_BUSY, BLOCKING, LOADING, NO_AUTH, SKIP_MONITOR, WRITE,
 };
 use ruvio_engine::command::CommandTree;
-use ruvio_engine::slot::key_slot;
-use ruvio_engine::{CmdError, CommandMeta};
+use ruvio_engine::CmdError;
 use ruvio_resp::{Args, OwnedArgs, Parsed, Protocol, Reply};
 use std::time::Instant;
-
-/// Where a command runs.
-enum Route {
-    Local,
-    Moved(u16, usize),
-    CrossSlot,
-    /// Entirely on another shard.
-    Remote(usize),
-    /// Keys on several shards: the key positions each shard gets.
-    Split(Vec<(usize, Vec<usize>)>),
-    /// Keys on several shards, one atomic command: borrow them all and run it here
-    /// (see [`crate::mesh::lending`]).
-    Lend(Vec<(usize, Vec<usize>)>),
-    /// Every shard runs it and the replies merge.
-    AllShards,
-    /// SCAN: the shard in the cursor's high bits, with the shard-local cursor.
-    Scan(usize, u64),
-}
 
 /// Parse and run every complete command in the connection's input. Returns false
 /// when the connection must stop reading (it is closing).
@@ -169,121 +153,6 @@ pub fn process_input(
         client.closing = true;
     }
     !client.closing
-}
-
-/// EVAL, EVALSHA, FCALL and their read-only forms.
-fn is_script_call(cmd: &Command) -> bool {
-    matches!(
-        cmd.meta.name,
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-    )
-}
-
-/// The command (or its subcommand) may grow memory: refused past `maxmemory`.
-/// A script's or function's flags decide for EVAL and FCALL, as Redis 7's
-/// `evalGetCommandFlags`: with a shebang, refused unless `allow-oom` or
-/// `no-writes`.
-fn denies_oom(cmd: &Command, args: Args<'_>) -> bool {
-    match cmd.meta.name {
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => ruvio_engine::scripting::denies_oom(args),
-        "fcall" | "fcall_ro" => ruvio_engine::scripting::functions::denies_oom(args),
-        _ => flags_row(cmd, args).has(DENYOOM),
-    }
-}
-
-/// The row whose flags govern this call: the subcommand's, or the container's when
-/// the subcommand is unknown (that error comes later, from `resolve`).
-fn flags_row<'a>(cmd: &'a Command, args: Args<'_>) -> &'a CommandMeta {
-    cmd.resolve(args).map_or(cmd.meta, |sub| sub.meta)
-}
-
-/// Why the client's ACL user may not run this call, when it is restricted
-/// ([`acl_denied`] makes the `-NOPERM` error and the ACL LOG entry). Redis
-/// checks right after authentication, before routing, so a command for another
-/// shard is checked here too. An unknown subcommand passes: its own error comes
-/// later. Inlined into the request path, answering only a small value (the
-/// error built here cost the allowed calls its moves).
-#[inline(always)]
-fn acl_refusal<'r>(
-    core: &mut ShardCore,
-    client: &ClientState,
-    resolved: &Result<&'r Command, CmdError>,
-    args: Args<'_>,
-) -> Option<(&'r Command, crate::acl::check::Denied)> {
-    if !client.acl.restricted {
-        return None;
-    }
-    let Ok(row) = *resolved else {
-        return None;
-    };
-    let Err(denied) = crate::acl::check::check_row(&client.acl.user, &row.acl, row.meta, args)
-    else {
-        // Noted once per session (a flag of the row, set when the table was
-        // built, rather than name tests per request).
-        if row.notes_script_caller && !client.acl.script_caller_noted.get() {
-            // It may run on another shard: the user goes with the client's id.
-            let info = || crate::cmd::client::info_line(core, client);
-            core.shared
-                .acl
-                .note_script_caller(client.id, &client.acl, info);
-        }
-        return None;
-    };
-    Some((row, denied))
-}
-
-/// A refused call's ACL LOG entry and `-NOPERM` error.
-#[cold]
-#[inline(never)]
-fn acl_denied(
-    core: &mut ShardCore,
-    client: &ClientState,
-    row: &Command,
-    args: Args<'_>,
-    denied: crate::acl::check::Denied,
-) -> CmdError {
-    let object = match denied {
-        crate::acl::check::Denied::Command => row.meta.name.as_bytes(),
-        crate::acl::check::Denied::Key(i) | crate::acl::check::Denied::Channel(i) => args.get(i),
-    };
-    let entry = crate::acl::log::Entry {
-        count: 1,
-        reason: denied.log_reason(),
-        context: if client.multi.is_some() || client.in_exec {
-            "multi"
-        } else {
-            "toplevel"
-        },
-        object: object.to_vec(),
-        username: client.acl.name().to_vec(),
-        at_ms: crate::clock::unix_ms(),
-        client_info: crate::cmd::client::info_line(core, client),
-    };
-    core.shared.acl.log(entry);
-    CmdError::Line(match client.in_exec {
-        true => denied.noperm_at_exec_line(),
-        false => denied.noperm_line(row.meta.name),
-    })
-}
-
-/// RESP2 subscribed mode: Redis' error for a command other than (un)subscribing,
-/// PING, QUIT and RESET, named as the (sub)command it resolves to.
-fn subscribed_mode_refusal(cmd: &Command, args: Args<'_>) -> Option<CmdError> {
-    let name = flags_row(cmd, args).name;
-    let allowed = crate::cmd::pubsub::allowed_while_subscribed(name);
-    (!allowed).then(|| crate::cmd::pubsub::not_allowed_while_subscribed(name))
-}
-
-/// A command CLIENT PAUSE holds back now (unknown commands and arity errors are
-/// answered at once, as Redis rejects them before it looks at the pause).
-fn waits_for_pause(core: &ShardCore, args: Args<'_>) -> bool {
-    let Some(cmd) = registry().lookup(args.get(0)) else {
-        return false;
-    };
-    if !cmd.meta.arity_ok(args.len()) {
-        return false;
-    }
-    core.pause.holds(flags_row(cmd, args), core.now_ms)
 }
 
 /// Commands looked ahead at per prefetch pass: enough to overlap the misses of a
@@ -773,20 +642,6 @@ fn await_parts(core: &mut ShardCore, replies: &ReplyQueue, seq: u64) {
     }
 }
 
-/// `-BUSY` when the route needs a shard running a script past
-/// `busy-reply-threshold` (its loop is inside Lua; see docs/scripting.md).
-fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> {
-    let busy = |shard: usize| core.shared.scripts.busy_error(shard);
-    let shards = core.topo.nodes.len();
-    match route {
-        Route::Remote(shard) => busy(*shard),
-        Route::Split(groups) | Route::Lend(groups) => groups.iter().find_map(|(s, _)| busy(*s)),
-        Route::AllShards => (0..shards).find_map(busy),
-        Route::Scan(first, _) => (*first..shards).find_map(busy),
-        Route::Local | Route::Moved(..) | Route::CrossSlot => None,
-    }
-}
-
 pub(crate) fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
     Tag {
         may_block: !client.in_exec,
@@ -1087,105 +942,5 @@ fn borrow_and_run(
     if let Some(reply) = at_once {
         replies.fill(seq, 0, reply);
         client.blocked = None;
-    }
-}
-
-/// Decide where a command runs.
-fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
-    let shards = core.topo.nodes.len();
-    let forward = core.topo.mode == PortMode::Forward;
-    if !matches!(cmd.handler, Some(Handler::Engine(_))) {
-        return Route::Local;
-    }
-    if forward && shards == 1 {
-        return Route::Local;
-    }
-    if cmd.meta.keys.is_none() {
-        if forward && crate::mesh::lending::swaps_dbs(cmd.meta) {
-            // Under the script lock in a quiet server, on every shard at once
-            // (`lending`): no key is out on loan while databases move.
-            return Route::Lend(Vec::new());
-        }
-        if forward && cmd.meta.has(ALL_SHARDS) {
-            return match cmd.merge {
-                Some(Merge::Scan { .. }) => scan_route(args, shards),
-                _ => Route::AllShards,
-            };
-        }
-        return Route::Local;
-    }
-    if forward && crate::mesh::script_lock::is_script(cmd.meta) {
-        return script_route(core, cmd, args);
-    }
-    let positions = cmd.meta.keys.positions(args);
-    let mut positions = positions.into_iter();
-    let Some(first) = positions.next() else {
-        return Route::Local;
-    };
-    if !forward {
-        let slot = key_slot(args.get(first));
-        if positions.any(|p| key_slot(args.get(p)) != slot) {
-            return Route::CrossSlot;
-        }
-        let owner = core.topo.owner(slot);
-        return if owner == core.id {
-            Route::Local
-        } else {
-            Route::Moved(slot, owner)
-        };
-    }
-    let owner = core.topo.key_owner(args.get(first));
-    let groups = owner_groups(core, cmd, args);
-    // SORT ... BY/GET patterns read keys named by the sorted elements, which may
-    // live anywhere: borrow them all (the lender finds out which).
-    let from_value = cmd.meta.keys.reads_keys_from_value() && ruvio_engine::value_keys_wanted(args);
-    match groups.len() {
-        _ if from_value => Route::Lend(groups),
-        1 if owner == core.id => Route::Local,
-        1 => Route::Remote(owner),
-        _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
-        _ => Route::Lend(groups),
-    }
-}
-
-/// The owners of a command's keys, each with the argument positions of its keys,
-/// in the order the keys come (forward mode).
-fn owner_groups(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Vec<(usize, Vec<usize>)> {
-    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-    for p in cmd.meta.keys.positions(args) {
-        let o = core.topo.key_owner(args.get(p));
-        match groups.iter_mut().find(|(s, _)| *s == o) {
-            Some((_, ps)) => ps.push(p),
-            None => groups.push((o, vec![p])),
-        }
-    }
-    groups
-}
-
-/// Where a script runs in forward mode with several shards: where its declared
-/// keys are, unless they are on several shards, or it is known to reach
-/// undeclared keys of other shards or new here; then it borrows them under the
-/// script lock (see [`crate::mesh::script_lock`]).
-fn script_route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
-    let groups = owner_groups(core, cmd, args);
-    if groups.len() > 1 || crate::mesh::script_lock::must_lock(&core.shared.script_lock, args) {
-        return Route::Lend(groups);
-    }
-    match groups.first() {
-        Some(&(owner, _)) if owner != core.id => Route::Remote(owner),
-        _ => Route::Local,
-    }
-}
-
-/// Route a SCAN by the shard named in its cursor; an unparsable cursor runs here
-/// so the engine answers with Redis' error.
-/// A cursor naming a shard that does not exist runs here too: the engine finds
-/// nothing past the end and answers cursor 0 (the scan is over), as Redis does for
-/// a cursor past its table.
-fn scan_route(args: Args<'_>, shards: usize) -> Route {
-    let cursor = ruvio_engine::parse_cursor(args.get(1));
-    match cursor.and_then(|c| crate::net::conn::scan_cursor(c, shards)) {
-        Some((shard, inner)) => Route::Scan(shard, inner),
-        None => Route::Local,
     }
 }

@@ -1,0 +1,150 @@
+//! Where a command runs: here, on another shard (forward mode), split over the
+//! owners of its keys, on borrowed keys, on every shard; or `MOVED`/`CROSSSLOT` in
+//! per-shard mode, as Redis Cluster answers. Apart from `dispatch` because the
+//! decision reads only the command's row, its keys and the topology: the one place
+//! to read when a command lands on an unexpected shard.
+
+use crate::cmd::registry::{Command, Handler};
+use crate::config::PortMode;
+use crate::net::conn::Merge;
+use crate::shard::ShardCore;
+use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE};
+use ruvio_engine::slot::key_slot;
+use ruvio_engine::CmdError;
+use ruvio_resp::Args;
+
+/// Where a command runs.
+pub(super) enum Route {
+    Local,
+    Moved(u16, usize),
+    CrossSlot,
+    /// Entirely on another shard.
+    Remote(usize),
+    /// Keys on several shards: the key positions each shard gets.
+    Split(Vec<(usize, Vec<usize>)>),
+    /// Keys on several shards, one atomic command: borrow them all and run it here
+    /// (see [`crate::mesh::lending`]).
+    Lend(Vec<(usize, Vec<usize>)>),
+    /// Every shard runs it and the replies merge.
+    AllShards,
+    /// SCAN: the shard in the cursor's high bits, with the shard-local cursor.
+    Scan(usize, u64),
+}
+
+/// `-BUSY` when the route needs a shard running a script past
+/// `busy-reply-threshold` (its loop is inside Lua; see docs/scripting.md).
+pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> {
+    let busy = |shard: usize| core.shared.scripts.busy_error(shard);
+    let shards = core.topo.nodes.len();
+    match route {
+        Route::Remote(shard) => busy(*shard),
+        Route::Split(groups) | Route::Lend(groups) => groups.iter().find_map(|(s, _)| busy(*s)),
+        Route::AllShards => (0..shards).find_map(busy),
+        Route::Scan(first, _) => (*first..shards).find_map(busy),
+        Route::Local | Route::Moved(..) | Route::CrossSlot => None,
+    }
+}
+
+/// Decide where a command runs.
+pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
+    let shards = core.topo.nodes.len();
+    let forward = core.topo.mode == PortMode::Forward;
+    if !matches!(cmd.handler, Some(Handler::Engine(_))) {
+        return Route::Local;
+    }
+    if forward && shards == 1 {
+        return Route::Local;
+    }
+    if cmd.meta.keys.is_none() {
+        if forward && crate::mesh::lending::swaps_dbs(cmd.meta) {
+            // Under the script lock in a quiet server, on every shard at once
+            // (`lending`): no key is out on loan while databases move.
+            return Route::Lend(Vec::new());
+        }
+        if forward && cmd.meta.has(ALL_SHARDS) {
+            return match cmd.merge {
+                Some(Merge::Scan { .. }) => scan_route(args, shards),
+                _ => Route::AllShards,
+            };
+        }
+        return Route::Local;
+    }
+    if forward && crate::mesh::script_lock::is_script(cmd.meta) {
+        return script_route(core, cmd, args);
+    }
+    let positions = cmd.meta.keys.positions(args);
+    let mut positions = positions.into_iter();
+    let Some(first) = positions.next() else {
+        return Route::Local;
+    };
+    if !forward {
+        let slot = key_slot(args.get(first));
+        if positions.any(|p| key_slot(args.get(p)) != slot) {
+            return Route::CrossSlot;
+        }
+        let owner = core.topo.owner(slot);
+        return if owner == core.id {
+            Route::Local
+        } else {
+            Route::Moved(slot, owner)
+        };
+    }
+    let owner = core.topo.key_owner(args.get(first));
+    let groups = owner_groups(core, cmd, args);
+    // SORT ... BY/GET patterns read keys named by the sorted elements, which may
+    // live anywhere: borrow them all (the lender finds out which).
+    let from_value = cmd.meta.keys.reads_keys_from_value() && ruvio_engine::value_keys_wanted(args);
+    match groups.len() {
+        _ if from_value => Route::Lend(groups),
+        1 if owner == core.id => Route::Local,
+        1 => Route::Remote(owner),
+        _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
+        _ => Route::Lend(groups),
+    }
+}
+
+/// The owners of a command's keys, each with the argument positions of its keys,
+/// in the order the keys come (forward mode).
+pub(super) fn owner_groups(
+    core: &ShardCore,
+    cmd: &Command,
+    args: Args<'_>,
+) -> Vec<(usize, Vec<usize>)> {
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for p in cmd.meta.keys.positions(args) {
+        let o = core.topo.key_owner(args.get(p));
+        match groups.iter_mut().find(|(s, _)| *s == o) {
+            Some((_, ps)) => ps.push(p),
+            None => groups.push((o, vec![p])),
+        }
+    }
+    groups
+}
+
+/// Where a script runs in forward mode with several shards: where its declared
+/// keys are, unless they are on several shards, or it is known to reach
+/// undeclared keys of other shards or new here; then it borrows them under the
+/// script lock (see [`crate::mesh::script_lock`]).
+pub(super) fn script_route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
+    let groups = owner_groups(core, cmd, args);
+    if groups.len() > 1 || crate::mesh::script_lock::must_lock(&core.shared.script_lock, args) {
+        return Route::Lend(groups);
+    }
+    match groups.first() {
+        Some(&(owner, _)) if owner != core.id => Route::Remote(owner),
+        _ => Route::Local,
+    }
+}
+
+/// Route a SCAN by the shard named in its cursor; an unparsable cursor runs here
+/// so the engine answers with Redis' error.
+/// A cursor naming a shard that does not exist runs here too: the engine finds
+/// nothing past the end and answers cursor 0 (the scan is over), as Redis does for
+/// a cursor past its table.
+pub(super) fn scan_route(args: Args<'_>, shards: usize) -> Route {
+    let cursor = ruvio_engine::parse_cursor(args.get(1));
+    match cursor.and_then(|c| crate::net::conn::scan_cursor(c, shards)) {
+        Some((shard, inner)) => Route::Scan(shard, inner),
+        None => Route::Local,
+    }
+}
