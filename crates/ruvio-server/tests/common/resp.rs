@@ -122,14 +122,7 @@ impl RawConn {
     pub fn connect(port: u16) -> RawConn {
         let stream = TcpStream::connect(("127.0.0.1", port))
             .unwrap_or_else(|e| panic!("connect to 127.0.0.1:{port}: {e}"));
-        stream
-            .set_read_timeout(Some(IO_TIMEOUT))
-            .expect("set_read_timeout");
-        stream.set_nodelay(true).expect("set_nodelay");
-        RawConn {
-            stream,
-            buf: Vec::new(),
-        }
+        RawConn::from_stream(stream)
     }
 
     /// Wraps a connected stream (any address), with [`IO_TIMEOUT`] reads.
