@@ -7,7 +7,7 @@
 //! every client of the server; in per-shard mode they see the shard's own, the
 //! "node" a Redis Cluster client expects.
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult};
 use crate::config::change::ConfigChange;
 use crate::config::PortMode;
 use crate::mesh::gather::Gather;
@@ -271,7 +271,7 @@ pub fn answer(
             Reply::new(&mut out, Protocol::Resp2).int(killed);
         }
         ClientQuery::Unblock { client_id, error } => {
-            let unblocked = crate::shard::exec::unblock(core, conns, *client_id, *error);
+            let unblocked = core.unblock_client(conns, *client_id, *error);
             Reply::new(&mut out, Protocol::Resp2).int(i64::from(unblocked));
         }
         ClientQuery::DatasetDigest => {
@@ -533,9 +533,7 @@ fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     };
     let answered = match ctx.core.shared.blocked_on(id) {
         None => false,
-        Some(shard) if shard == ctx.core.id => {
-            crate::shard::exec::unblock(ctx.core, ctx.conns, id, error)
-        }
+        Some(shard) if shard == ctx.core.id => ctx.core.unblock_client(ctx.conns, id, error),
         Some(shard) => {
             let query = ClientQuery::Unblock {
                 client_id: id,
@@ -575,7 +573,7 @@ fn pause(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 
 /// `CLIENT UNPAUSE`
 fn unpause(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    crate::shard::end_pause(ctx.core, ctx.conns);
+    ctx.core.end_pause(ctx.conns);
     ctx.core.outbox.broadcast(ConfigChange::Unpause);
     super::ok_everywhere(ctx, reply);
     Ok(())

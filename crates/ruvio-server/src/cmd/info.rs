@@ -11,7 +11,7 @@
 //! the engine itself and what every shard published, its own shard's included (at
 //! most one tick old), through the same [`Source`].
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::config::{Config, PortMode};
 use crate::mesh::gather::{Gather, Then};
 use crate::messaging::pubsub::Kind;
@@ -86,7 +86,7 @@ pub struct Live<'a> {
     pub stats: &'a ShardStats,
     /// Its connections.
     pub clients: usize,
-    /// Its blocked clients ([`crate::shard::blocked_here`]).
+    /// Its blocked clients ([`Server::blocked_clients`]).
     pub blocked: u64,
     pub wal_failed: bool,
 }
@@ -116,7 +116,7 @@ pub fn script_text(
 pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String {
     // This shard's own gauges as of now (the tick publishes them only now and then):
     // a SAVE or write it just answered must show.
-    crate::shard::publish_gauges(core, clients);
+    core.publish_gauges_now(clients);
     if wanted
         .iter()
         .any(|w| matches!(w.as_str(), "latencystats" | "all" | "everything"))
@@ -129,7 +129,7 @@ pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String 
     let live = Live {
         stats: &core.stats,
         clients,
-        blocked: crate::shard::blocked_here(core),
+        blocked: core.blocked_clients(),
         wal_failed: core.wal.as_ref().is_some_and(|w| w.failed().is_some()),
     };
     let source = Source {
@@ -277,7 +277,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             // What maxmemory limits: allocated bytes less what the keyspaces reuse.
             line(
                 "ruvio_used_memory_for_maxmemory",
-                &crate::shard::eviction::used_for_limit(shared),
+                &shared.used_for_maxmemory(),
             );
             line("maxmemory", &cfg.maxmemory);
             line("maxmemory_human", &human_bytes(cfg.maxmemory));

@@ -50,6 +50,31 @@ pub struct Ctx<'a> {
     pub wait: Option<replication::WaitReplicas>,
 }
 
+/// What the families ask of the shard beyond reading and writing its parts: the
+/// steps the shard owns (CLIENT PAUSE's end, a blocked client's early answer, its
+/// gauges as of now). Defined here, below the shard, and implemented by it
+/// (`shard/families.rs`) so that a family calls the shard without naming it;
+/// called on the concrete core, never through `dyn`.
+pub trait Server {
+    /// End CLIENT PAUSE on this shard: the connections that waited run what they
+    /// hold (CLIENT UNPAUSE, and another shard's broadcast of it).
+    fn end_pause(&mut self, conns: &mut Slab<Conn>);
+    /// Answer blocked client `client_id` of this shard now, with a timeout's
+    /// answer or (`error`) `-UNBLOCKED`; false if none of its clients has that id.
+    fn unblock_client(&mut self, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool;
+    /// Publish this shard's gauges as of now (`clients` is its connection count).
+    fn publish_gauges_now(&self, clients: usize);
+    /// This shard's blocked clients, as INFO counts them.
+    fn blocked_clients(&self) -> u64;
+}
+
+/// What the families read of what every shard shares, computed by the shard
+/// (`shard/families.rs`).
+pub trait SharedReads {
+    /// The bytes `maxmemory` limits: allocated bytes less what the keyspaces reuse.
+    fn used_for_maxmemory(&self) -> u64;
+}
+
 /// What a server handler returns: `Ok` after writing its whole reply, or the error
 /// the dispatcher writes.
 pub type ServerResult = Result<(), CmdError>;
