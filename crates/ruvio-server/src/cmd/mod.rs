@@ -56,6 +56,22 @@ pub struct Ctx<'a> {
 /// (`shard/families.rs`) so that a family calls the shard without naming it;
 /// called on the concrete core, never through `dyn`.
 pub trait Server {
+    /// This shard's index.
+    fn shard_id(&self) -> usize;
+    /// The wall clock as the loop read it this iteration.
+    fn now_ms(&self) -> u64;
+    /// This shard's copy of the settings.
+    fn settings(&self) -> &crate::config::Config;
+    /// Which shard owns which key.
+    fn topology(&self) -> &std::sync::Arc<crate::cluster::topology::Topology>;
+    /// This shard's keyspace.
+    fn engine(&self) -> &ruvio_engine::Engine;
+    /// This shard's keyspace, to change.
+    fn engine_mut(&mut self) -> &mut ruvio_engine::Engine;
+    /// The WATCH table (a client's `dirty_cas`).
+    fn watch_table(&self) -> &crate::transactions::watch::Watches;
+    /// Connection `who` (slab index, generation) has something to flush or close.
+    fn mark_conn_dirty(&mut self, who: (u32, u32));
     /// End CLIENT PAUSE on this shard: the connections that waited run what they
     /// hold (CLIENT UNPAUSE, and another shard's broadcast of it).
     fn end_pause(&mut self, conns: &mut Slab<Conn>);
