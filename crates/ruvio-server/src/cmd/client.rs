@@ -7,13 +7,12 @@
 //! every client of the server; in per-shard mode they see the shard's own, the
 //! "node" a Redis Cluster client expects.
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult};
 use crate::config::change::ConfigChange;
 use crate::config::PortMode;
 use crate::mesh::gather::Gather;
 use crate::net::conn::{BufferUse, ClientState, Conn, Described, Merge, ReplyMode};
 use crate::net::slab::Slab;
-use crate::shard::ShardCore;
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
@@ -219,13 +218,13 @@ pub enum ClientQuery {
 /// command, when it is on this shard). The reply is one part of a gathered answer
 /// ([`Merge::ClientLines`], [`Merge::SumInts`], [`Merge::KillOne`]), or the whole
 /// answer on one shard.
-pub fn answer(
-    core: &mut ShardCore,
+pub fn answer<S: Server>(
+    core: &mut S,
     conns: &mut Slab<Conn>,
     caller: Option<Caller<'_>>,
     query: &ClientQuery,
 ) -> Vec<u8> {
-    let now = core.now_ms;
+    let now = core.now_ms();
     let mut out = Vec::new();
     let (caller, caller_argv_bytes) = match caller {
         Some(Caller { client, argv_bytes }) => (Some(client), argv_bytes),
@@ -260,7 +259,7 @@ pub fn answer(
                 if filter.matches(&conn.client, now) {
                     conn.client.closing = true;
                     conn.client.killed = true;
-                    core.dirty.push((index, conn.gen));
+                    core.mark_conn_dirty((index, conn.gen));
                     killed += 1;
                 }
             }
@@ -271,12 +270,12 @@ pub fn answer(
             Reply::new(&mut out, Protocol::Resp2).int(killed);
         }
         ClientQuery::Unblock { client_id, error } => {
-            let unblocked = crate::shard::exec::unblock(core, conns, *client_id, *error);
+            let unblocked = core.unblock_client(conns, *client_id, *error);
             Reply::new(&mut out, Protocol::Resp2).int(i64::from(unblocked));
         }
         ClientQuery::DatasetDigest => {
             let mut parts = Vec::new();
-            for (db, part) in core.engine.digest_parts() {
+            for (db, part) in core.engine().digest_parts() {
                 parts.extend_from_slice(&(db as u32).to_be_bytes());
                 parts.extend_from_slice(&part);
             }
@@ -285,7 +284,7 @@ pub fn answer(
         ClientQuery::ValueDigests { db, keys } => {
             let digests: Vec<u8> = keys
                 .iter()
-                .flat_map(|k| core.engine.debug_value_digest(*db, k))
+                .flat_map(|k| core.engine().debug_value_digest(*db, k))
                 .collect();
             Reply::new(&mut out, Protocol::Resp2).bulk(&digests);
         }
@@ -295,17 +294,17 @@ pub fn answer(
             prefix,
             value_bytes,
         } => {
-            let forward = core.cfg.port_mode == PortMode::Forward;
-            let (topo, id) = (core.topo.clone(), core.id);
+            let forward = core.settings().port_mode == PortMode::Forward;
+            let (topo, id) = (core.topology().clone(), core.shard_id());
             let keep = |key: &[u8]| !forward || topo.key_owner(key) == id;
-            core.engine
+            core.engine_mut()
                 .debug_populate(*db, now, *count, prefix, *value_bytes, keep);
             Reply::new(&mut out, Protocol::Resp2).ok();
         }
         ClientQuery::DebugKey { db, key, report } => {
             use ruvio_engine::debug_digest::debug_key_report;
             let mut reply = Reply::new(&mut out, Protocol::Resp2);
-            match debug_key_report(&core.engine, *db, key, now, *report) {
+            match debug_key_report(core.engine(), *db, key, now, *report) {
                 None => reply.null(),
                 Some(Ok((status, printout))) => {
                     if let Some(text) = printout {
@@ -327,8 +326,8 @@ pub struct Caller<'a> {
 }
 
 /// What the shard knows of `client` beside its state, for its CLIENT LIST line.
-fn described(
-    core: &ShardCore,
+fn described<S: Server>(
+    core: &S,
     client: &ClientState,
     buffers: BufferUse,
     argv_bytes: usize,
@@ -336,9 +335,9 @@ fn described(
     Described {
         buffers,
         dirty_cas: !client.watching.is_empty()
-            && core.watches.is_touched(client.id, client.watch_epoch),
+            && core.watch_table().is_touched(client.id, client.watch_epoch),
         argv_bytes,
-        thread: core.id,
+        thread: core.shard_id(),
     }
 }
 
@@ -404,9 +403,9 @@ fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
 }
 
 /// The CLIENT LIST line of `client` now (ACL LOG's `client-info`).
-pub fn info_line(core: &ShardCore, client: &ClientState) -> String {
+pub fn info_line<S: Server>(core: &S, client: &ClientState) -> String {
     let seen = described(core, client, client.batch_buffers, 0);
-    client.describe(core.now_ms, &seen)
+    client.describe(core.now_ms(), &seen)
 }
 
 /// `CLIENT INFO`
@@ -533,9 +532,7 @@ fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     };
     let answered = match ctx.core.shared.blocked_on(id) {
         None => false,
-        Some(shard) if shard == ctx.core.id => {
-            crate::shard::exec::unblock(ctx.core, ctx.conns, id, error)
-        }
+        Some(shard) if shard == ctx.core.id => ctx.core.unblock_client(ctx.conns, id, error),
         Some(shard) => {
             let query = ClientQuery::Unblock {
                 client_id: id,
@@ -575,7 +572,7 @@ fn pause(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 
 /// `CLIENT UNPAUSE`
 fn unpause(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    crate::shard::end_pause(ctx.core, ctx.conns);
+    ctx.core.end_pause(ctx.conns);
     ctx.core.outbox.broadcast(ConfigChange::Unpause);
     super::ok_everywhere(ctx, reply);
     Ok(())

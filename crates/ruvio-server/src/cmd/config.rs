@@ -11,7 +11,7 @@
 //! other server-wide changes a command on one shard makes (CLIENT PAUSE, SAVE,
 //! SHUTDOWN, FUNCTION ...).
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult};
 use crate::config::change::{ConfigChange, ReloadOutcome};
 use crate::config::params::{self, Access, ParamSpec};
 use crate::config::PortMode;
@@ -727,7 +727,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         }
         ConfigChange::ResetStats { epoch } => reset_stats(core, *epoch),
         ConfigChange::Pause { until_ms, all } => core.pause.start(*until_ms, *all),
-        ConfigChange::Unpause => crate::shard::end_pause(core, conns),
+        ConfigChange::Unpause => core.end_pause(conns),
         ConfigChange::ExportRdb(path) => {
             if let Err(e) =
                 crate::persistence::export::write_part(&core.engine, core.now_ms, core.id, path)

@@ -11,12 +11,10 @@
 //! the engine itself and what every shard published, its own shard's included (at
 //! most one tick old), through the same [`Source`].
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::config::{Config, PortMode};
 use crate::mesh::gather::{Gather, Then};
 use crate::messaging::pubsub::Kind;
-use crate::shard::ShardCore;
-use crate::shard::Shared;
 use crate::stats::{CommandStat, ShardGauges, ShardStats, StatTables};
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{Engine, KeySpec};
@@ -72,9 +70,9 @@ const EXTRA_SECTIONS: &[&str] = &["commandstats", "latencystats"];
 /// What INFO reads: the shard's settings, engine and place in the server, and
 /// its live numbers when it answers between commands (`live`); without them (a
 /// script's INFO) its own published gauges stand in.
-pub struct Source<'a> {
+pub struct Source<'a, Sh> {
     pub cfg: &'a Config,
-    pub shared: &'a Shared,
+    pub shared: &'a Sh,
     pub id: usize,
     pub now_ms: u64,
     pub engine: &'a Engine,
@@ -86,16 +84,16 @@ pub struct Live<'a> {
     pub stats: &'a ShardStats,
     /// Its connections.
     pub clients: usize,
-    /// Its blocked clients ([`crate::shard::blocked_here`]).
+    /// Its blocked clients ([`Server::blocked_clients`]).
     pub blocked: u64,
     pub wal_failed: bool,
 }
 
 /// A script's INFO (`scripting::host`): the text for section names `wanted` of
 /// shard `id` from what every shard published, without its live counters.
-pub fn script_text(
+pub fn script_text<Sh: SharedReads>(
     cfg: &Config,
-    shared: &Shared,
+    shared: &Sh,
     id: usize,
     engine: &Engine,
     wanted: &[String],
@@ -113,38 +111,35 @@ pub fn script_text(
 
 /// A client's INFO: the text for section names `wanted`; `clients` is this
 /// shard's connection count (the other shards' come from what they published).
-pub fn info_text(core: &ShardCore, clients: usize, wanted: &[String]) -> String {
+pub fn info_text<S: Server>(core: &S, clients: usize, wanted: &[String]) -> String {
     // This shard's own gauges as of now (the tick publishes them only now and then):
     // a SAVE or write it just answered must show.
-    crate::shard::publish_gauges(core, clients);
+    core.publish_gauges_now(clients);
     if wanted
         .iter()
         .any(|w| matches!(w.as_str(), "latencystats" | "all" | "everything"))
     {
-        let histograms = core.timing.histograms();
-        core.shared
-            .observatory
-            .publish_histograms(core.id, histograms);
+        core.publish_histograms();
     }
     let live = Live {
-        stats: &core.stats,
+        stats: core.live_stats(),
         clients,
-        blocked: crate::shard::blocked_here(core),
-        wal_failed: core.wal.as_ref().is_some_and(|w| w.failed().is_some()),
+        blocked: core.blocked_clients(),
+        wal_failed: core.log_failed(),
     };
     let source = Source {
-        cfg: &core.cfg,
-        shared: &core.shared,
-        id: core.id,
-        now_ms: core.now_ms,
-        engine: &core.engine,
+        cfg: core.settings(),
+        shared: core.shared(),
+        id: core.shard_id(),
+        now_ms: core.now_ms(),
+        engine: core.engine(),
         live: Some(live),
     };
     text(&source, wanted)
 }
 
 /// INFO's text for section names `wanted`, read from `source`.
-pub fn text(source: &Source<'_>, wanted: &[String]) -> String {
+pub fn text<Sh: SharedReads>(source: &Source<'_, Sh>, wanted: &[String]) -> String {
     let everything = wanted.iter().any(|w| w == "all" || w == "everything");
     let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
     let mut sections: Vec<&str> = Vec::new();
@@ -196,9 +191,9 @@ pub fn cpu_seconds() -> (f64, f64) {
     (secs(usage.ru_stime), secs(usage.ru_utime))
 }
 
-fn section(src: &Source<'_>, name: &str, out: &mut String) {
+fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) {
     let (shared, cfg) = (src.shared, src.cfg);
-    let uptime = shared.started.elapsed().as_secs();
+    let uptime = shared.started().elapsed().as_secs();
     let mut line = |k: &str, v: &dyn std::fmt::Display| {
         let _ = write!(out, "{k}:{v}\r\n");
     };
@@ -225,7 +220,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             line("multiplexing_api", &"io_uring");
             line("process_id", &std::process::id());
             line("process_supervised", &"no");
-            line("run_id", &shared.run_id);
+            line("run_id", &shared.run_id());
             line("tcp_port", &cfg.shard_port(src.id));
             line("server_time_usec", &(src.now_ms * 1000));
             line("uptime_in_seconds", &uptime);
@@ -277,7 +272,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             // What maxmemory limits: allocated bytes less what the keyspaces reuse.
             line(
                 "ruvio_used_memory_for_maxmemory",
-                &crate::shard::eviction::used_for_limit(shared),
+                &shared.used_for_maxmemory(),
             );
             line("maxmemory", &cfg.maxmemory);
             line("maxmemory_human", &human_bytes(cfg.maxmemory));
@@ -292,20 +287,20 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             line("mem_allocator", &"libc");
         }
         "persistence" => {
-            line("loading", &u8::from(shared.loading.any()));
+            line("loading", &u8::from(shared.loading().any()));
             line("async_loading", &0);
             let saved = shared.sum(|g| &g.dirty_at_save);
             line(
                 "rdb_changes_since_last_save",
                 &shared.sum(|g| &g.dirty).saturating_sub(saved),
             );
-            let last_save = shared.last_save_unix_s.load(Relaxed);
-            let saves = &shared.background_save;
+            let last_save = shared.last_save_unix_s();
+            let saves = shared.background_save();
             saves.info_rdb(src.now_ms, last_save, &mut line);
             line("aof_enabled", &(cfg.durability.logs() as u8));
             saves.info_aof(src.now_ms, &mut line);
             let failed = shared
-                .shards
+                .shards()
                 .iter()
                 .any(|g| g.wal_failed.load(Relaxed) != 0)
                 || src.live.as_ref().is_some_and(|l| l.wal_failed);
@@ -344,7 +339,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
                 "rejected_connections",
                 &shard(|s| s.rejected_connections, |g| &g.rejected_connections),
             );
-            let primary = &shared.replication.primary;
+            let primary = &shared.replication().primary;
             line("sync_full", &primary.sync_full.load(Relaxed));
             line("sync_partial_ok", &primary.sync_partial_ok.load(Relaxed));
             line("sync_partial_err", &primary.sync_partial_err.load(Relaxed));
@@ -376,7 +371,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
         }
         "replication" => {
             let now_ms = crate::clock::unix_ms();
-            crate::replication::info(&shared.replication, cfg, now_ms, &mut line);
+            crate::replication::info(shared.replication(), cfg, now_ms, &mut line);
         }
         "cpu" => {
             let (sys, user) = cpu_seconds();
@@ -391,9 +386,9 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             line("used_cpu_user_main_thread", &seconds(user));
             // Beyond Redis: each shard thread's own (this one's now, the others'
             // as they last published it).
-            let (mode, shards) = (cfg.port_mode, shared.shards.len());
+            let (mode, shards) = (cfg.port_mode, shared.shards().len());
             for id in crate::messaging::pubsub::visible_shards_of(mode, src.id, shards) {
-                let g = &shared.shards[id];
+                let g = &shared.shards()[id];
                 let (sys, user) = match id == src.id && src.live.is_some() {
                     true => (sys, user),
                     false => (g.cpu_sys_us.load(Relaxed), g.cpu_user_us.load(Relaxed)),
@@ -415,7 +410,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
             }
             if cfg.port_mode == PortMode::Forward {
                 let others = shared
-                    .shards
+                    .shards()
                     .iter()
                     .enumerate()
                     .filter(|&(id, _)| id != src.id);
@@ -458,7 +453,7 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
                 PortMode::Forward => 0..cfg.shards,
                 PortMode::PerShard => src.id..src.id + 1,
             };
-            super::latency::info_section(cfg, &shared.observatory, shards, out);
+            super::latency::info_section(cfg, shared.observatory(), shards, out);
         }
         "errorstats" => {
             for (code, count) in server_errors(src) {
@@ -473,8 +468,8 @@ fn section(src: &Source<'_>, name: &str, out: &mut String) {
 /// one, its published value) plus what the other shards published in the current
 /// statistics epoch. Per-shard mode reports the node alone, as a Redis Cluster
 /// node does.
-fn server_counter(
-    src: &Source<'_>,
+fn server_counter<Sh: SharedReads>(
+    src: &Source<'_, Sh>,
     live: Option<u64>,
     gauge: fn(&ShardGauges) -> &AtomicU64,
 ) -> u64 {
@@ -488,8 +483,12 @@ fn server_counter(
 
 /// A gauge of the whole server (connected or blocked clients), as
 /// [`server_counter`] for a value no epoch resets.
-fn server_gauge(src: &Source<'_>, live: Option<u64>, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64 {
-    let mine = gauge(&src.shared.shards[src.id]).load(Relaxed);
+fn server_gauge<Sh: SharedReads>(
+    src: &Source<'_, Sh>,
+    live: Option<u64>,
+    gauge: fn(&ShardGauges) -> &AtomicU64,
+) -> u64 {
+    let mine = gauge(&src.shared.shards()[src.id]).load(Relaxed);
     let here = live.unwrap_or(mine);
     if src.cfg.port_mode == PortMode::PerShard {
         return here;
@@ -498,8 +497,11 @@ fn server_gauge(src: &Source<'_>, live: Option<u64>, gauge: fn(&ShardGauges) -> 
 }
 
 /// This shard's own published value of a counter, if it is of the current epoch.
-fn gauge_of_mine(src: &Source<'_>, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64 {
-    let mine = &src.shared.shards[src.id];
+fn gauge_of_mine<Sh: SharedReads>(
+    src: &Source<'_, Sh>,
+    gauge: fn(&ShardGauges) -> &AtomicU64,
+) -> u64 {
+    let mine = &src.shared.shards()[src.id];
     if mine.epoch.load(Relaxed) >= src.shared.stats_epoch() {
         gauge(mine).load(Relaxed)
     } else {
@@ -510,22 +512,22 @@ fn gauge_of_mine(src: &Source<'_>, gauge: fn(&ShardGauges) -> &AtomicU64) -> u64
 /// Distinct names of `kind` subscribed to on the shards INFO reports.
 /// CLIENT TRACKING's figures over the shards INFO describes (see
 /// [`crate::tracking::Directory::figures`]).
-fn tracking_figures(src: &Source<'_>) -> [u64; 4] {
-    let shards = src.shared.shards.len();
+fn tracking_figures<Sh: SharedReads>(src: &Source<'_, Sh>) -> [u64; 4] {
+    let shards = src.shared.shards().len();
     let range = crate::messaging::pubsub::visible_shards_of(src.cfg.port_mode, src.id, shards);
-    src.shared.tracking.figures(range)
+    src.shared.tracking().figures(range)
 }
 
-fn distinct(src: &Source<'_>, kind: Kind) -> u64 {
+fn distinct<Sh: SharedReads>(src: &Source<'_, Sh>, kind: Kind) -> u64 {
     let shards =
         crate::messaging::pubsub::visible_shards_of(src.cfg.port_mode, src.id, src.cfg.shards);
-    crate::messaging::pubsub::distinct_in(&src.shared.pubsub, shards, kind)
+    crate::messaging::pubsub::distinct_in(src.shared.pubsub(), shards, kind)
 }
 
 /// Visit the published statistics tables that complete this shard's own: the
 /// other shards' (forward mode), and this shard's when its live ones are not at
 /// hand (a script's INFO).
-fn published_tables(src: &Source<'_>, f: impl FnMut(&StatTables)) {
+fn published_tables<Sh: SharedReads>(src: &Source<'_, Sh>, f: impl FnMut(&StatTables)) {
     let skipped = if src.live.is_some() {
         Some(src.id)
     } else {
@@ -539,7 +541,7 @@ fn published_tables(src: &Source<'_>, f: impl FnMut(&StatTables)) {
 }
 
 /// INFO commandstats of the whole server (of the node in per-shard mode).
-fn server_command_stats(src: &Source<'_>) -> Vec<CommandStat> {
+fn server_command_stats<Sh: SharedReads>(src: &Source<'_, Sh>) -> Vec<CommandStat> {
     let slots = crate::cmd::registry::registry().stat_slots;
     let mut total = match &src.live {
         Some(live) => live.stats.per_command.clone(),
@@ -557,7 +559,7 @@ fn server_command_stats(src: &Source<'_>) -> Vec<CommandStat> {
 }
 
 /// INFO errorstats of the whole server (of the node in per-shard mode), by code.
-fn server_errors(src: &Source<'_>) -> Vec<(Box<str>, u64)> {
+fn server_errors<Sh: SharedReads>(src: &Source<'_, Sh>) -> Vec<(Box<str>, u64)> {
     let mut total: Vec<(Box<str>, u64)> = match &src.live {
         Some(live) => live
             .stats

@@ -50,6 +50,96 @@ pub struct Ctx<'a> {
     pub wait: Option<replication::WaitReplicas>,
 }
 
+/// What the families ask of the shard beyond reading and writing its parts: the
+/// steps the shard owns (CLIENT PAUSE's end, a blocked client's early answer, its
+/// gauges as of now). Defined here, below the shard, and implemented by it
+/// (`shard/families.rs`) so that a family calls the shard without naming it;
+/// called on the concrete core, never through `dyn`.
+pub trait Server {
+    /// This shard's index.
+    fn shard_id(&self) -> usize;
+    /// The wall clock as the loop read it this iteration.
+    fn now_ms(&self) -> u64;
+    /// This shard's copy of the settings.
+    fn settings(&self) -> &crate::config::Config;
+    /// Which shard owns which key.
+    fn topology(&self) -> &std::sync::Arc<crate::cluster::topology::Topology>;
+    /// This shard's keyspace.
+    fn engine(&self) -> &ruvio_engine::Engine;
+    /// This shard's keyspace, to change.
+    fn engine_mut(&mut self) -> &mut ruvio_engine::Engine;
+    /// The WATCH table (a client's `dirty_cas`).
+    fn watch_table(&self) -> &crate::transactions::watch::Watches;
+    /// Connection `who` (slab index, generation) has something to flush or close.
+    fn mark_conn_dirty(&mut self, who: (u32, u32));
+    /// End CLIENT PAUSE on this shard: the connections that waited run what they
+    /// hold (CLIENT UNPAUSE, and another shard's broadcast of it).
+    fn end_pause(&mut self, conns: &mut Slab<Conn>);
+    /// Answer blocked client `client_id` of this shard now, with a timeout's
+    /// answer or (`error`) `-UNBLOCKED`; false if none of its clients has that id.
+    fn unblock_client(&mut self, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool;
+    /// Publish this shard's gauges as of now (`clients` is its connection count).
+    fn publish_gauges_now(&self, clients: usize);
+    /// This shard's blocked clients, as INFO counts them.
+    fn blocked_clients(&self) -> u64;
+    /// Publish this shard's per-command histograms (INFO latencystats).
+    fn publish_histograms(&self);
+    /// This shard's live counters.
+    fn live_stats(&self) -> &crate::stats::ShardStats;
+    /// This shard's log failed a write.
+    fn log_failed(&self) -> bool;
+    /// What every shard shares.
+    type Shared: SharedReads;
+    /// What every shard shares, as this shard holds it.
+    fn shared(&self) -> &Self::Shared;
+}
+
+/// What the families (INFO) read of what every shard shares: the shard's
+/// `Shared` implements it (`shard/families.rs`).
+pub trait SharedReads {
+    /// The bytes `maxmemory` limits: allocated bytes less what the keyspaces reuse.
+    fn used_for_maxmemory(&self) -> u64;
+    /// Every shard's published gauges, by shard id.
+    fn shards(&self) -> &[crate::stats::ShardGauges];
+    /// When the server started.
+    fn started(&self) -> std::time::Instant;
+    /// INFO's `run_id`.
+    fn run_id(&self) -> &str;
+    /// LASTSAVE.
+    fn last_save_unix_s(&self) -> u64;
+    /// BGSAVE's state and history.
+    fn background_save(&self) -> &crate::persistence::snapshot::SaveState;
+    /// Whether a shard is loading.
+    fn loading(&self) -> &crate::persistence::loading::LoadingState;
+    /// Every shard's Pub/Sub subscribers.
+    fn pubsub(&self) -> &crate::messaging::pubsub::Subscribers;
+    /// CLIENT TRACKING's directory.
+    fn tracking(&self) -> &crate::tracking::Directory;
+    /// The latency monitor and command histograms.
+    fn observatory(&self) -> &crate::observability::Observatory;
+    /// The replication state every shard reads.
+    fn replication(&self) -> &crate::replication::State;
+    /// The current statistics epoch.
+    fn stats_epoch(&self) -> u64;
+    /// Sum one gauge over all shards.
+    fn sum(
+        &self,
+        gauge: impl Fn(&crate::stats::ShardGauges) -> &std::sync::atomic::AtomicU64,
+    ) -> u64;
+    /// Sum a resettable counter over the shards of the current statistics epoch.
+    fn sum_counter(
+        &self,
+        gauge: impl Fn(&crate::stats::ShardGauges) -> &std::sync::atomic::AtomicU64,
+    ) -> u64;
+    /// Read the published tables of the current epoch of shards `shards`, but `skipped`.
+    fn for_tables(
+        &self,
+        shards: std::ops::Range<usize>,
+        skipped: Option<usize>,
+        f: impl FnMut(&crate::stats::StatTables),
+    );
+}
+
 /// What a server handler returns: `Ok` after writing its whole reply, or the error
 /// the dispatcher writes.
 pub type ServerResult = Result<(), CmdError>;

@@ -29,6 +29,7 @@ pub mod dispatch;
 pub mod eviction;
 pub mod exec;
 mod exit;
+mod families;
 pub mod inproc;
 mod log_io;
 pub mod messages;
