@@ -8,4 +8,5 @@
 //! cluster bus (gossip with other hosts, slot migration, failover) will live here
 //! beside the topology, changing it through the same few methods.
 
+pub mod bus;
 pub mod topology;
