@@ -9,4 +9,5 @@
 //! beside the topology, changing it through the same few methods.
 
 pub mod bus;
+pub mod nodes_file;
 pub mod topology;
