@@ -9,5 +9,6 @@
 //! beside the topology, changing it through the same few methods.
 
 pub mod bus;
+pub mod membership;
 pub mod nodes_file;
 pub mod topology;

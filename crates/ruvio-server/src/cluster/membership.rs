@@ -1,0 +1,1216 @@
+//! What a cluster node knows of the cluster and how bus messages change it: the
+//! node table, the slot owners, the epochs, handshakes, gossip, failure reports
+//! and FAIL, as Redis 7's `cluster.c` keeps them (`clusterProcessPacket`,
+//! `clusterProcessGossipSection`, `clusterUpdateSlotsConfigWith`,
+//! `clusterHandleConfigEpochCollision`, `markNodeAsFailingIfNeeded`,
+//! `clusterCron`).
+//!
+//! Sans I/O on purpose: [`Cluster`] never touches a socket or a clock. The caller
+//! tells it what happened (a link accepted or closed, a message read, a tick of
+//! the cron with the time) and performs the [`Action`]s it returns (connect,
+//! send, close, save nodes.conf, deliver a PUBLISH). So the whole protocol runs
+//! the same under a test's threads (tests/cluster_membership.rs puts two of them
+//! in one cluster with a real redis-server) and, later, on a shard's loop, and a
+//! reader sees the rules without the plumbing.
+
+use super::bus::message::{
+    node_flags as flag, set_slot_bit, Body, Gossip, Header, Kind, Message, NodeName, NAME_LEN,
+    SLOT_BYTES,
+};
+use super::nodes_file::{NodeLine, NodesFile};
+use std::collections::HashMap;
+
+/// A link: one TCP connection of the bus, numbered by the cluster.
+pub type LinkId = u64;
+
+/// What the caller must do for the cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Open link `link` to `ip:cport`; messages sent on it before it is connected
+    /// wait for the connection. If it fails, call [`Cluster::link_closed`].
+    Connect {
+        link: LinkId,
+        ip: String,
+        cport: u16,
+    },
+    /// Write `message` on `link`.
+    Send { link: LinkId, message: Box<Message> },
+    /// Close `link` (nothing more is read from it).
+    Close { link: LinkId },
+    /// The node table changed: write nodes.conf (atomically).
+    SaveConfig,
+    /// A PUBLISH from the bus, for this node's subscribers.
+    Publish { channel: Vec<u8>, message: Vec<u8> },
+}
+
+/// How this node is reached and how patient it is.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub name: NodeName,
+    pub ip: String,
+    pub port: u16,
+    pub cport: u16,
+    /// `cluster-node-timeout`, milliseconds.
+    pub node_timeout: u64,
+    /// Seeds the node's random choices (handshake names, whom to ping).
+    pub seed: u64,
+}
+
+/// A node as this one knows it.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub name: NodeName,
+    pub ip: String,
+    pub port: u16,
+    pub cport: u16,
+    pub pport: u16,
+    /// `node_flags` bits.
+    pub flags: u16,
+    /// The master of a replica, by index.
+    pub master: Option<usize>,
+    pub config_epoch: u64,
+    pub repl_offset: u64,
+    /// Unix ms: when this node learnt of it, sent the PING still unanswered (0:
+    /// none), heard a PONG, heard anything, saw it FAIL.
+    pub created: u64,
+    pub ping_sent: u64,
+    pub pong_received: u64,
+    pub data_received: u64,
+    pub fail_time: u64,
+    /// The link this node opened to it, and when.
+    pub link: Option<(LinkId, u64)>,
+    /// Masters that said it is failing, and when they last said so.
+    pub fail_reports: Vec<(usize, u64)>,
+}
+
+impl Node {
+    fn new(name: NodeName, ip: &str, port: u16, cport: u16, flags: u16, now: u64) -> Node {
+        Node {
+            name,
+            ip: ip.to_string(),
+            port,
+            cport,
+            pport: 0,
+            flags,
+            master: None,
+            config_epoch: 0,
+            repl_offset: 0,
+            created: now,
+            ping_sent: 0,
+            pong_received: 0,
+            data_received: 0,
+            fail_time: 0,
+            link: None,
+            fail_reports: Vec::new(),
+        }
+    }
+
+    fn has(&self, bits: u16) -> bool {
+        self.flags & bits != 0
+    }
+
+    pub fn is_master(&self) -> bool {
+        self.has(flag::MASTER)
+    }
+}
+
+/// The state the cron's cluster-state check keeps (`CLUSTER_OK`/`CLUSTER_FAIL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Ok,
+    Fail,
+}
+
+/// Slots without an owner.
+const NO_OWNER: u32 = u32::MAX;
+
+/// One node's view of the cluster.
+pub struct Cluster {
+    settings: Settings,
+    /// Nodes by index; a forgotten node leaves `None` (indexes stay stable, so
+    /// slot owners and links never point at the wrong node).
+    nodes: Vec<Option<Node>>,
+    by_name: HashMap<NodeName, usize>,
+    /// The owner of each slot (an index into `nodes`).
+    owners: Vec<u32>,
+    pub current_epoch: u64,
+    pub last_vote_epoch: u64,
+    pub state: State,
+    /// Each open link and the node it belongs to, when known.
+    links: HashMap<LinkId, Option<usize>>,
+    next_link: LinkId,
+    cron_runs: u64,
+    random: u64,
+}
+
+/// This node's own index in `nodes`.
+const MYSELF: usize = 0;
+
+impl Cluster {
+    /// A node alone in its cluster, a master without slots (as a redis-server
+    /// started with `cluster-enabled yes` and no nodes.conf).
+    pub fn new(settings: Settings, now: u64) -> Cluster {
+        let me = Node::new(
+            settings.name,
+            &settings.ip,
+            settings.port,
+            settings.cport,
+            flag::MYSELF | flag::MASTER,
+            now,
+        );
+        let random = settings.seed | 1;
+        let mut cluster = Cluster {
+            by_name: HashMap::from([(settings.name, MYSELF)]),
+            settings,
+            nodes: vec![Some(me)],
+            owners: vec![NO_OWNER; SLOT_BYTES * 8],
+            current_epoch: 0,
+            last_vote_epoch: 0,
+            state: State::Fail,
+            links: HashMap::new(),
+            next_link: 1,
+            cron_runs: 0,
+            random,
+        };
+        cluster.update_state();
+        cluster
+    }
+
+    fn node(&self, i: usize) -> &Node {
+        self.nodes[i].as_ref().expect("a live node index")
+    }
+
+    fn node_mut(&mut self, i: usize) -> &mut Node {
+        self.nodes[i].as_mut().expect("a live node index")
+    }
+
+    fn live(&self) -> impl Iterator<Item = (usize, &Node)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.as_ref().map(|n| (i, n)))
+    }
+
+    fn lookup(&self, name: &NodeName) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // xorshift64*: enough for names and picks, no dependency.
+        let mut x = self.random;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.random = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn random_name(&mut self) -> NodeName {
+        let mut name = [0; NAME_LEN];
+        for chunk in name.chunks_mut(16) {
+            let hex = format!("{:016x}", self.next_random());
+            chunk.copy_from_slice(&hex.as_bytes()[..chunk.len()]);
+        }
+        name
+    }
+
+    fn add_node(&mut self, node: Node) -> usize {
+        let name = node.name;
+        self.nodes.push(Some(node));
+        let i = self.nodes.len() - 1;
+        self.by_name.insert(name, i);
+        i
+    }
+
+    /// Forgets node `i`: its slots lose their owner, its links close.
+    fn delete_node(&mut self, i: usize, actions: &mut Vec<Action>) {
+        let Some(node) = self.nodes[i].take() else {
+            return;
+        };
+        self.by_name.remove(&node.name);
+        for owner in self.owners.iter_mut().filter(|o| **o == i as u32) {
+            *owner = NO_OWNER;
+        }
+        for (link, of) in self.links.iter_mut() {
+            if *of == Some(i) {
+                *of = None;
+                actions.push(Action::Close { link: *link });
+            }
+        }
+        for other in self.nodes.iter_mut().flatten() {
+            other.fail_reports.retain(|(by, _)| *by != i);
+            if other.master == Some(i) {
+                other.master = None;
+            }
+        }
+    }
+
+    // --- what the caller reports -------------------------------------------------
+
+    /// CLUSTER MEET: a handshake with `ip:port` (bus port `cport`) starts at the
+    /// next cron run. False when one with that address is already going on.
+    pub fn meet(&mut self, ip: &str, port: u16, cport: u16, now: u64) -> bool {
+        let busy = self.live().any(|(_, n)| {
+            n.has(flag::HANDSHAKE) && n.ip == ip && n.port == port && n.cport == cport
+        });
+        if busy {
+            return false;
+        }
+        let name = self.random_name();
+        let node = Node::new(name, ip, port, cport, flag::HANDSHAKE | flag::MEET, now);
+        self.add_node(node);
+        true
+    }
+
+    /// CLUSTER ADDSLOTS on this node (the caller checked the slots are free).
+    pub fn add_slots(&mut self, slots: impl IntoIterator<Item = u16>) {
+        for slot in slots {
+            self.owners[usize::from(slot)] = MYSELF as u32;
+        }
+        self.update_state();
+    }
+
+    /// A connection accepted on the bus port.
+    pub fn accepted(&mut self) -> LinkId {
+        let link = self.next_link;
+        self.next_link += 1;
+        self.links.insert(link, None);
+        link
+    }
+
+    /// A link ended (closed by the peer, a failed connect, an error).
+    pub fn link_closed(&mut self, link: LinkId) {
+        if let Some(Some(i)) = self.links.remove(&link) {
+            if let Some(node) = self.nodes[i].as_mut() {
+                if node.link.map(|(l, _)| l) == Some(link) {
+                    node.link = None;
+                }
+            }
+        }
+    }
+
+    /// A message read from `link`, whose peer's address is `peer_ip`.
+    pub fn on_message(
+        &mut self,
+        link: LinkId,
+        message: &Message,
+        peer_ip: &str,
+        now: u64,
+    ) -> Vec<Action> {
+        let mut actions = Vec::new();
+        self.process(link, message, peer_ip, now, &mut actions);
+        actions
+    }
+
+    /// Redis's `clusterCron`, to be called every 100 ms.
+    pub fn cron(&mut self, now: u64) -> Vec<Action> {
+        let mut actions = Vec::new();
+        self.cron_runs += 1;
+        let timeout = self.settings.node_timeout;
+        let handshake_timeout = timeout.max(1000);
+        let indexes: Vec<usize> = self.live().map(|(i, _)| i).collect();
+        for &i in &indexes {
+            let node = self.node(i);
+            if i == MYSELF || node.has(flag::NOADDR) {
+                continue;
+            }
+            if node.has(flag::HANDSHAKE) && now.saturating_sub(node.created) > handshake_timeout {
+                self.delete_node(i, &mut actions);
+                continue;
+            }
+            if node.link.is_none() {
+                let (ip, cport, meet) = (node.ip.clone(), node.cport, node.has(flag::MEET));
+                let old_ping = node.ping_sent;
+                let link = self.accepted();
+                self.links.insert(link, Some(i));
+                let node = self.node_mut(i);
+                node.link = Some((link, now));
+                actions.push(Action::Connect { link, ip, cport });
+                let kind = if meet { Kind::Meet } else { Kind::Ping };
+                self.send_ping(link, kind, Some(i), now, &mut actions);
+                let node = self.node_mut(i);
+                if old_ping != 0 {
+                    node.ping_sent = old_ping;
+                }
+                node.flags &= !flag::MEET;
+            }
+        }
+        if self.cron_runs.is_multiple_of(10) {
+            // Once a second, PING the node heard from longest ago of five random ones.
+            let candidates: Vec<usize> = indexes
+                .iter()
+                .copied()
+                .filter(|&i| self.nodes[i].is_some())
+                .collect();
+            let mut oldest: Option<usize> = None;
+            for _ in 0..5 {
+                if candidates.is_empty() {
+                    break;
+                }
+                let pick = candidates[(self.next_random() % candidates.len() as u64) as usize];
+                let node = self.node(pick);
+                if pick == MYSELF
+                    || node.link.is_none()
+                    || node.ping_sent != 0
+                    || node.has(flag::HANDSHAKE)
+                {
+                    continue;
+                }
+                if oldest.is_none_or(|o| node.pong_received < self.node(o).pong_received) {
+                    oldest = Some(pick);
+                }
+            }
+            if let Some(i) = oldest {
+                let (link, _) = self.node(i).link.expect("checked");
+                self.send_ping(link, Kind::Ping, Some(i), now, &mut actions);
+            }
+        }
+        let mut changed = false;
+        for &i in &indexes {
+            let Some(node) = self.nodes[i].as_ref() else {
+                continue;
+            };
+            if i == MYSELF || node.has(flag::NOADDR | flag::HANDSHAKE) {
+                continue;
+            }
+            let ping_delay = now.saturating_sub(node.ping_sent);
+            let data_delay = now.saturating_sub(node.data_received);
+            let stalled = node.link.filter(|&(_, since)| {
+                now.saturating_sub(since) > timeout
+                    && node.ping_sent != 0
+                    && ping_delay > timeout / 2
+                    && data_delay > timeout / 2
+            });
+            if let Some((link, _)) = stalled {
+                // A link that stopped answering: drop it, the next run reconnects.
+                self.links.remove(&link);
+                self.node_mut(i).link = None;
+                actions.push(Action::Close { link });
+                continue;
+            }
+            let node = self.node(i);
+            let quiet = node.ping_sent == 0 && now.saturating_sub(node.pong_received) > timeout / 2;
+            if let Some((link, _)) = node.link.filter(|_| quiet) {
+                self.send_ping(link, Kind::Ping, Some(i), now, &mut actions);
+                continue;
+            }
+            let node = self.node(i);
+            if node.ping_sent == 0 {
+                continue;
+            }
+            if ping_delay.min(data_delay) > timeout && !node.has(flag::PFAIL | flag::FAIL) {
+                self.node_mut(i).flags |= flag::PFAIL;
+                changed = true;
+            }
+        }
+        if changed {
+            self.update_state();
+        }
+        actions
+    }
+
+    // --- messages ---------------------------------------------------------------
+
+    fn process(
+        &mut self,
+        link: LinkId,
+        message: &Message,
+        peer_ip: &str,
+        now: u64,
+        actions: &mut Vec<Action>,
+    ) {
+        let header = &message.header;
+        let kind = message.kind;
+        let mut sender = self
+            .lookup(&header.sender)
+            .filter(|&s| !self.node(s).has(flag::HANDSHAKE));
+        if let Some(s) = sender {
+            // An inbound link belongs to its sender once it is known.
+            if let Some(of @ None) = self.links.get_mut(&link) {
+                *of = Some(s);
+            }
+            if s != MYSELF {
+                let node = self.node_mut(s);
+                node.data_received = now;
+                if header.config_epoch > node.config_epoch {
+                    node.config_epoch = header.config_epoch;
+                    actions.push(Action::SaveConfig);
+                }
+                node.repl_offset = header.offset;
+                if header.current_epoch > self.current_epoch {
+                    self.current_epoch = header.current_epoch;
+                    actions.push(Action::SaveConfig);
+                }
+            }
+        }
+        if matches!(kind, Kind::Ping | Kind::Meet) {
+            if sender.is_none() && kind == Kind::Meet {
+                let ip = if header.ip.is_empty() {
+                    peer_ip.to_string()
+                } else {
+                    String::from_utf8_lossy(&header.ip).into_owned()
+                };
+                let name = self.random_name();
+                let node = Node::new(name, &ip, header.port, header.cport, flag::HANDSHAKE, now);
+                self.add_node(node);
+                if let Body::Ping { gossip, .. } = &message.body {
+                    self.process_gossip(None, gossip, now, actions);
+                }
+                actions.push(Action::SaveConfig);
+            }
+            self.send_ping(link, Kind::Pong, None, now, actions);
+        }
+        if kind.is_ping_like() {
+            // The node this link was opened to (outbound links only).
+            let target = self
+                .links
+                .get(&link)
+                .copied()
+                .flatten()
+                .filter(|&i| self.node(i).link.map(|(l, _)| l) == Some(link));
+            if let Some(t) = target {
+                if self.node(t).has(flag::HANDSHAKE) {
+                    if let Some(known) = sender {
+                        // Met again under an address it had: keep the known one.
+                        let node = self.node_mut(known);
+                        if node.ip != peer_ip && !peer_ip.is_empty() {
+                            node.ip = peer_ip.to_string();
+                        }
+                        self.delete_node(t, actions);
+                        return;
+                    }
+                    self.rename(t, header.sender);
+                    let node = self.node_mut(t);
+                    node.flags &= !flag::HANDSHAKE;
+                    node.flags |= header.flags & (flag::MASTER | flag::REPLICA);
+                    actions.push(Action::SaveConfig);
+                } else if self.node(t).name != header.sender {
+                    // The node at this address changed its name: forget the address.
+                    let node = self.node_mut(t);
+                    node.flags |= flag::NOADDR;
+                    node.ip.clear();
+                    node.port = 0;
+                    node.cport = 0;
+                    node.link = None;
+                    self.links.remove(&link);
+                    actions.push(Action::Close { link });
+                    actions.push(Action::SaveConfig);
+                    return;
+                }
+            }
+            sender = self
+                .lookup(&header.sender)
+                .filter(|&s| !self.node(s).has(flag::HANDSHAKE));
+            if let Some(t) = target.filter(|&t| kind == Kind::Pong && self.nodes[t].is_some()) {
+                let node = self.node_mut(t);
+                node.pong_received = now;
+                node.ping_sent = 0;
+                if node.has(flag::PFAIL) {
+                    node.flags &= !flag::PFAIL;
+                    self.update_state();
+                } else if node.has(flag::FAIL) {
+                    self.clear_failure_if_needed(t, now, actions);
+                }
+            }
+            if let Some(s) = sender.filter(|&s| s != MYSELF) {
+                self.update_role(s, header, actions);
+                let claims_master = self.node(s).is_master();
+                if claims_master && self.slots_of(s) != *header.slots {
+                    self.update_slots_with(s, header.config_epoch, &header.slots, actions);
+                    self.answer_stale_claim(link, s, header, actions);
+                }
+                self.handle_epoch_collision(s, actions);
+                if let Body::Ping { gossip, .. } = &message.body {
+                    self.process_gossip(Some(s), gossip, now, actions);
+                }
+            }
+            return;
+        }
+        if sender.is_none() {
+            // FAIL, UPDATE and PUBLISH count only from a node this one knows.
+            return;
+        }
+        match &message.body {
+            Body::Fail { node } if kind == Kind::Fail => {
+                let failing = self
+                    .lookup(node)
+                    .filter(|&f| f != MYSELF && !self.node(f).has(flag::FAIL));
+                if let Some(f) = failing {
+                    let failing = self.node_mut(f);
+                    failing.flags = (failing.flags | flag::FAIL) & !flag::PFAIL;
+                    failing.fail_time = now;
+                    self.update_state();
+                    actions.push(Action::SaveConfig);
+                }
+            }
+            Body::Update {
+                config_epoch,
+                node,
+                slots,
+            } => {
+                let Some(n) = self.lookup(node) else {
+                    return;
+                };
+                if self.node(n).config_epoch >= *config_epoch {
+                    return;
+                }
+                if !self.node(n).is_master() {
+                    self.set_master_role(n);
+                }
+                self.node_mut(n).config_epoch = *config_epoch;
+                self.update_slots_with(n, *config_epoch, slots, actions);
+                actions.push(Action::SaveConfig);
+            }
+            Body::Publish { channel, message } => actions.push(Action::Publish {
+                channel: channel.clone(),
+                message: message.clone(),
+            }),
+            // Failover votes, manual failover and modules: not handled yet.
+            _ => {}
+        }
+    }
+
+    fn rename(&mut self, i: usize, name: NodeName) {
+        let old = self.node(i).name;
+        self.by_name.remove(&old);
+        self.node_mut(i).name = name;
+        self.by_name.insert(name, i);
+    }
+
+    fn set_master_role(&mut self, i: usize) {
+        let node = self.node_mut(i);
+        node.flags = (node.flags | flag::MASTER) & !flag::REPLICA;
+        node.master = None;
+    }
+
+    /// A PING/PONG says whether its sender is a master or whose replica it is.
+    fn update_role(&mut self, s: usize, header: &Header, actions: &mut Vec<Action>) {
+        if header.replica_of == [0; NAME_LEN] {
+            if !self.node(s).is_master() {
+                self.set_master_role(s);
+                actions.push(Action::SaveConfig);
+            }
+            return;
+        }
+        let master = self.lookup(&header.replica_of);
+        let node = self.node(s);
+        if node.is_master() || node.master != master {
+            let node = self.node_mut(s);
+            node.flags = (node.flags | flag::REPLICA) & !flag::MASTER;
+            node.master = master;
+            for owner in self.owners.iter_mut().filter(|o| **o == s as u32) {
+                *owner = NO_OWNER;
+            }
+            self.update_state();
+            actions.push(Action::SaveConfig);
+        }
+    }
+
+    /// The slots node `i` owns as a bitmap.
+    fn slots_of(&self, i: usize) -> [u8; SLOT_BYTES] {
+        let mut slots = [0; SLOT_BYTES];
+        for (slot, owner) in self.owners.iter().enumerate() {
+            if *owner == i as u32 {
+                set_slot_bit(&mut slots, slot as u16);
+            }
+        }
+        slots
+    }
+
+    /// `clusterUpdateSlotsConfigWith`: each claimed slot goes to `s` when it has
+    /// no owner or its owner's config epoch is older than `epoch`.
+    fn update_slots_with(
+        &mut self,
+        s: usize,
+        epoch: u64,
+        slots: &[u8; SLOT_BYTES],
+        actions: &mut Vec<Action>,
+    ) {
+        let mut changed = false;
+        for slot in 0..SLOT_BYTES * 8 {
+            if slots[slot / 8] & (1 << (slot % 8)) == 0 {
+                continue;
+            }
+            let owner = self.owners[slot];
+            if owner == s as u32 {
+                continue;
+            }
+            if owner == NO_OWNER || self.node(owner as usize).config_epoch < epoch {
+                self.owners[slot] = s as u32;
+                changed = true;
+            }
+        }
+        if changed {
+            self.update_state();
+            actions.push(Action::SaveConfig);
+        }
+    }
+
+    /// A sender claiming a slot whose owner has a newer config epoch is told with
+    /// an UPDATE about that owner (one per message, as Redis).
+    fn answer_stale_claim(
+        &mut self,
+        link: LinkId,
+        s: usize,
+        header: &Header,
+        actions: &mut Vec<Action>,
+    ) {
+        for slot in 0..SLOT_BYTES * 8 {
+            if header.slots[slot / 8] & (1 << (slot % 8)) == 0 {
+                continue;
+            }
+            let owner = self.owners[slot];
+            if owner == s as u32 || owner == NO_OWNER {
+                continue;
+            }
+            let owner = owner as usize;
+            if self.node(owner).config_epoch > header.config_epoch {
+                let body = Body::Update {
+                    config_epoch: self.node(owner).config_epoch,
+                    node: self.node(owner).name,
+                    slots: Box::new(self.slots_of(owner)),
+                };
+                let message = Message::new(Kind::Update, self.header(), body);
+                actions.push(Action::Send {
+                    link,
+                    message: Box::new(message),
+                });
+                return;
+            }
+        }
+    }
+
+    /// Two masters with one config epoch: the one with the smaller name takes a
+    /// new epoch (`clusterHandleConfigEpochCollision`).
+    fn handle_epoch_collision(&mut self, s: usize, actions: &mut Vec<Action>) {
+        let (me, other) = (self.node(MYSELF), self.node(s));
+        if other.config_epoch != me.config_epoch || !other.is_master() || !me.is_master() {
+            return;
+        }
+        if other.name <= me.name {
+            return;
+        }
+        self.current_epoch += 1;
+        let epoch = self.current_epoch;
+        self.node_mut(MYSELF).config_epoch = epoch;
+        actions.push(Action::SaveConfig);
+    }
+
+    /// `clusterProcessGossipSection`: failure reports from masters, fresher PONG
+    /// times, and nodes this one did not know (added under their own names).
+    fn process_gossip(
+        &mut self,
+        sender: Option<usize>,
+        gossip: &[Gossip],
+        now: u64,
+        actions: &mut Vec<Action>,
+    ) {
+        for entry in gossip {
+            match self.lookup(&entry.name) {
+                Some(n) => {
+                    let reporter = sender.filter(|&s| self.node(s).is_master() && n != MYSELF);
+                    if let Some(s) = reporter {
+                        let failing = entry.flags & (flag::FAIL | flag::PFAIL) != 0;
+                        let reports = &mut self.node_mut(n).fail_reports;
+                        reports.retain(|(by, _)| *by != s);
+                        if failing {
+                            reports.push((s, now));
+                            self.mark_failing_if_needed(n, now, actions);
+                        }
+                    }
+                    let node = self.node(n);
+                    let fine = entry.flags & (flag::FAIL | flag::PFAIL) == 0;
+                    let pong = u64::from(entry.pong_received) * 1000;
+                    if n != MYSELF
+                        && fine
+                        && node.ping_sent == 0
+                        && node.fail_reports.is_empty()
+                        && pong <= now + 500
+                        && pong > node.pong_received
+                    {
+                        self.node_mut(n).pong_received = pong;
+                    }
+                }
+                None => {
+                    if sender.is_some()
+                        && entry.flags & flag::NOADDR == 0
+                        && entry.name != [0; NAME_LEN]
+                    {
+                        let ip = String::from_utf8_lossy(&entry.ip).into_owned();
+                        let flags = entry.flags & !(flag::MYSELF | flag::MEET);
+                        let mut node =
+                            Node::new(entry.name, &ip, entry.port, entry.cport, flags, now);
+                        node.pport = entry.pport;
+                        self.add_node(node);
+                        actions.push(Action::SaveConfig);
+                    }
+                }
+            }
+        }
+    }
+
+    /// PFAIL becomes FAIL once a majority of the masters with slots report it
+    /// (this node counting itself when it is one); then every node hears FAIL.
+    fn mark_failing_if_needed(&mut self, n: usize, now: u64, actions: &mut Vec<Action>) {
+        let validity = self.settings.node_timeout * 2;
+        let node = self.node(n);
+        if !node.has(flag::PFAIL) || node.has(flag::FAIL) {
+            return;
+        }
+        let mut failures = node
+            .fail_reports
+            .iter()
+            .filter(|(_, at)| now.saturating_sub(*at) <= validity)
+            .count();
+        if self.node(MYSELF).is_master() {
+            failures += 1;
+        }
+        if failures <= self.size() / 2 {
+            return;
+        }
+        let node = self.node_mut(n);
+        node.flags = (node.flags | flag::FAIL) & !flag::PFAIL;
+        node.fail_time = now;
+        let name = node.name;
+        self.update_state();
+        let message = Message::new(Kind::Fail, self.header(), Body::Fail { node: name });
+        self.broadcast(&message, actions);
+        actions.push(Action::SaveConfig);
+    }
+
+    /// A FAIL lifted when the node answers again: at once for replicas and
+    /// masters without slots, after twice the node timeout for a master with
+    /// slots nobody took over (`clearNodeFailureIfNeeded`).
+    fn clear_failure_if_needed(&mut self, n: usize, now: u64, actions: &mut Vec<Action>) {
+        let owns_slots = self.owners.contains(&(n as u32));
+        let node = self.node(n);
+        let long_enough = now.saturating_sub(node.fail_time) > self.settings.node_timeout * 2;
+        if !node.is_master() || !owns_slots || long_enough {
+            self.node_mut(n).flags &= !flag::FAIL;
+            self.update_state();
+            actions.push(Action::SaveConfig);
+        }
+    }
+
+    /// The masters that serve at least one slot (Redis's `cluster->size`).
+    pub fn size(&self) -> usize {
+        let mut serving = vec![false; self.nodes.len()];
+        for &owner in &self.owners {
+            if owner != NO_OWNER {
+                serving[owner as usize] = true;
+            }
+        }
+        serving.iter().filter(|s| **s).count()
+    }
+
+    /// `clusterUpdateState`: ok when every slot is served by a node not failing
+    /// and this node sees a majority of the serving masters.
+    fn update_state(&mut self) {
+        let covered = self.owners.iter().all(|&o| {
+            o != NO_OWNER
+                && self.nodes[o as usize]
+                    .as_ref()
+                    .is_some_and(|n| !n.has(flag::FAIL))
+        });
+        let size = self.size();
+        let mut serving = vec![false; self.nodes.len()];
+        for &owner in &self.owners {
+            if owner != NO_OWNER {
+                serving[owner as usize] = true;
+            }
+        }
+        let reachable = serving
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| **s && !self.node(*i).has(flag::FAIL | flag::PFAIL))
+            .count();
+        self.state = if covered && reachable > size / 2 {
+            State::Ok
+        } else {
+            State::Fail
+        };
+    }
+
+    // --- what this node sends ---------------------------------------------------
+
+    /// The header of every message this node sends.
+    fn header(&self) -> Header {
+        let me = self.node(MYSELF);
+        let mut header = Header::new(me.name);
+        header.port = me.port;
+        header.cport = me.cport;
+        header.current_epoch = self.current_epoch;
+        header.config_epoch = me.config_epoch;
+        header.offset = me.repl_offset;
+        header.flags = me.flags;
+        header.state = match self.state {
+            State::Ok => 0,
+            State::Fail => 1,
+        };
+        *header.slots = self.slots_of(MYSELF);
+        header
+    }
+
+    /// A PING/PONG/MEET with gossip about a tenth of the nodes (at least three)
+    /// and every node this one suspects, as `clusterSendPing`.
+    fn send_ping(
+        &mut self,
+        link: LinkId,
+        kind: Kind,
+        to: Option<usize>,
+        now: u64,
+        actions: &mut Vec<Action>,
+    ) {
+        let total = self.live().count();
+        let wanted = (total / 10).max(3).min(total.saturating_sub(2));
+        let mut chosen: Vec<usize> = Vec::new();
+        let candidates: Vec<usize> = self.live().map(|(i, _)| i).collect();
+        let mut tries = wanted * 3;
+        while chosen.len() < wanted && tries > 0 {
+            tries -= 1;
+            let i = candidates[(self.next_random() % candidates.len() as u64) as usize];
+            let node = self.node(i);
+            let useless = i == MYSELF
+                || node.has(flag::HANDSHAKE | flag::NOADDR | flag::PFAIL)
+                || (node.link.is_none() && !self.owners.contains(&(i as u32)));
+            if !useless && !chosen.contains(&i) {
+                chosen.push(i);
+            }
+        }
+        for (i, node) in self.live() {
+            if node.has(flag::PFAIL) && !node.has(flag::HANDSHAKE | flag::NOADDR) {
+                chosen.push(i);
+            }
+        }
+        let gossip = chosen
+            .iter()
+            .map(|&i| {
+                let node = self.node(i);
+                Gossip {
+                    name: node.name,
+                    ping_sent: (node.ping_sent / 1000) as u32,
+                    pong_received: (node.pong_received / 1000) as u32,
+                    ip: node.ip.as_bytes().to_vec(),
+                    port: node.port,
+                    cport: node.cport,
+                    flags: node.flags,
+                    pport: node.pport,
+                }
+            })
+            .collect();
+        let body = Body::Ping {
+            gossip,
+            extensions: Vec::new(),
+        };
+        let message = Message::new(kind, self.header(), body);
+        if let Some(i) = to.filter(|_| kind == Kind::Ping) {
+            self.node_mut(i).ping_sent = now;
+        }
+        actions.push(Action::Send {
+            link,
+            message: Box::new(message),
+        });
+    }
+
+    /// `message` on the link to every node this one has connected to.
+    fn broadcast(&self, message: &Message, actions: &mut Vec<Action>) {
+        for (i, node) in self.live() {
+            if i == MYSELF || node.has(flag::HANDSHAKE) {
+                continue;
+            }
+            if let Some((link, _)) = node.link {
+                actions.push(Action::Send {
+                    link,
+                    message: Box::new(message.clone()),
+                });
+            }
+        }
+    }
+
+    /// PUBLISH from this node to every other (Pub/Sub across the cluster).
+    pub fn publish(&self, channel: &[u8], message: &[u8]) -> Vec<Action> {
+        let body = Body::Publish {
+            channel: channel.to_vec(),
+            message: message.to_vec(),
+        };
+        let mut actions = Vec::new();
+        self.broadcast(
+            &Message::new(Kind::Publish, self.header(), body),
+            &mut actions,
+        );
+        actions
+    }
+
+    // --- what this node shows ---------------------------------------------------
+
+    fn line(&self, i: usize) -> NodeLine {
+        let node = self.node(i);
+        let names = [
+            (flag::MYSELF, "myself"),
+            (flag::MASTER, "master"),
+            (flag::REPLICA, "slave"),
+            (flag::PFAIL, "fail?"),
+            (flag::FAIL, "fail"),
+            (flag::HANDSHAKE, "handshake"),
+            (flag::NOADDR, "noaddr"),
+            (flag::NOFAILOVER, "nofailover"),
+        ];
+        let mut slots = Vec::new();
+        let mut run: Option<(u16, u16)> = None;
+        for (slot, owner) in self.owners.iter().enumerate() {
+            let slot = slot as u16;
+            if *owner == i as u32 {
+                run = match run {
+                    Some((first, last)) if last + 1 == slot => Some((first, slot)),
+                    Some(done) => {
+                        slots.push(done);
+                        Some((slot, slot))
+                    }
+                    None => Some((slot, slot)),
+                };
+            }
+        }
+        slots.extend(run);
+        NodeLine {
+            name: String::from_utf8_lossy(&node.name).into_owned(),
+            ip: node.ip.clone(),
+            port: node.port,
+            cport: node.cport,
+            hostname: None,
+            flags: names
+                .iter()
+                .filter(|(bit, _)| node.flags & bit != 0)
+                .map(|(_, name)| *name)
+                .collect(),
+            master: node
+                .master
+                .and_then(|m| self.nodes[m].as_ref())
+                .map(|m| String::from_utf8_lossy(&m.name).into_owned()),
+            ping_sent: node.ping_sent,
+            pong_received: node.pong_received,
+            config_epoch: if node.is_master() {
+                node.config_epoch
+            } else {
+                node.master
+                    .and_then(|m| self.nodes[m].as_ref())
+                    .map_or(0, |m| m.config_epoch)
+            },
+            connected: i == MYSELF || node.link.is_some(),
+            slots,
+            migrating: Vec::new(),
+            importing: Vec::new(),
+        }
+    }
+
+    /// CLUSTER NODES's reply text (nodes.conf's lines).
+    pub fn cluster_nodes(&self) -> String {
+        let mut out = String::new();
+        for (i, _) in self.live() {
+            super::nodes_file::render_line(&self.line(i), &mut out);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// What nodes.conf holds.
+    pub fn nodes_file(&self) -> NodesFile {
+        NodesFile {
+            nodes: self.live().map(|(i, _)| self.line(i)).collect(),
+            current_epoch: self.current_epoch,
+            last_vote_epoch: self.last_vote_epoch,
+        }
+    }
+
+    /// The owner of `slot`: its name and client address.
+    pub fn slot_owner(&self, slot: u16) -> Option<(NodeName, &str, u16)> {
+        let owner = *self.owners.get(usize::from(slot))?;
+        let node = self.nodes.get(owner as usize)?.as_ref()?;
+        Some((node.name, node.ip.as_str(), node.port))
+    }
+
+    /// This node's name.
+    pub fn myself(&self) -> NodeName {
+        self.node(MYSELF).name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(tag: u8, port: u16) -> Settings {
+        Settings {
+            name: [tag; NAME_LEN],
+            ip: "127.0.0.1".into(),
+            port,
+            cport: port + 10000,
+            node_timeout: 1000,
+            seed: u64::from(tag),
+        }
+    }
+
+    /// Runs messages between in-memory nodes: each Connect is a link pair.
+    struct Net {
+        nodes: Vec<Cluster>,
+        /// (from node, its link) -> (to node, the accepted link there)
+        wires: HashMap<(usize, LinkId), (usize, LinkId)>,
+        now: u64,
+        /// A node taken off the network: no cron, no connections to it.
+        silent: Option<usize>,
+    }
+
+    impl Net {
+        fn new(nodes: Vec<Cluster>) -> Net {
+            Net {
+                nodes,
+                wires: HashMap::new(),
+                now: 1_000_000,
+                silent: None,
+            }
+        }
+
+        fn by_cport(&self, cport: u16) -> Option<usize> {
+            let found = self.nodes.iter().position(|c| c.settings.cport == cport);
+            found.filter(|&i| Some(i) != self.silent)
+        }
+
+        fn run(&mut self, from: usize, actions: Vec<Action>) {
+            let mut queue: std::collections::VecDeque<(usize, Action)> =
+                actions.into_iter().map(|a| (from, a)).collect();
+            while let Some((at, action)) = queue.pop_front() {
+                match action {
+                    Action::Connect { link, cport, .. } => {
+                        if let Some(to) = self.by_cport(cport) {
+                            let there = self.nodes[to].accepted();
+                            self.wires.insert((at, link), (to, there));
+                            self.wires.insert((to, there), (at, link));
+                        } else {
+                            self.nodes[at].link_closed(link);
+                        }
+                    }
+                    Action::Send { link, message } => {
+                        if let Some(&(to, there)) = self.wires.get(&(at, link)) {
+                            let more =
+                                self.nodes[to].on_message(there, &message, "127.0.0.1", self.now);
+                            queue.extend(more.into_iter().map(|a| (to, a)));
+                        }
+                    }
+                    Action::Close { link } => {
+                        if let Some((to, there)) = self.wires.remove(&(at, link)) {
+                            self.wires.remove(&(to, there));
+                            self.nodes[to].link_closed(there);
+                        }
+                    }
+                    Action::SaveConfig | Action::Publish { .. } => {}
+                }
+            }
+        }
+
+        fn tick(&mut self, ms: u64) {
+            self.now += ms;
+            let silent = self.silent;
+            for i in (0..self.nodes.len()).filter(|&i| Some(i) != silent) {
+                let actions = self.nodes[i].cron(self.now);
+                self.run(i, actions);
+            }
+        }
+    }
+
+    /// Each node's name, whether a master, and its slot ranges.
+    type View = Vec<(String, bool, Vec<(u16, u16)>)>;
+
+    fn view(cluster: &Cluster) -> View {
+        let mut lines: Vec<_> = cluster
+            .nodes_file()
+            .nodes
+            .into_iter()
+            .map(|l| {
+                let master = l.has_flag("master");
+                (l.name, master, l.slots)
+            })
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    #[test]
+    fn three_nodes_meet_through_gossip_and_agree() {
+        let mut nodes: Vec<Cluster> = (0..3)
+            .map(|i| Cluster::new(settings(b'a' + i, 7000 + u16::from(i)), 0))
+            .collect();
+        nodes[0].add_slots(0..5000);
+        nodes[1].add_slots(5000..10000);
+        nodes[2].add_slots(10000..16384);
+        let mut net = Net::new(nodes);
+        assert!(net.nodes[0].meet("127.0.0.1", 7001, 17001, net.now));
+        assert!(net.nodes[1].meet("127.0.0.1", 7002, 17002, net.now));
+        for _ in 0..50 {
+            net.tick(100);
+        }
+        let first = view(&net.nodes[0]);
+        assert_eq!(first.len(), 3, "{}", net.nodes[0].cluster_nodes());
+        for node in &net.nodes {
+            assert_eq!(view(node), first, "{}", node.cluster_nodes());
+            assert_eq!(node.state, State::Ok);
+            assert_eq!(node.size(), 3);
+        }
+        let epochs: std::collections::HashSet<u64> = net
+            .nodes
+            .iter()
+            .map(|c| c.node(MYSELF).config_epoch)
+            .collect();
+        assert_eq!(
+            epochs.len(),
+            3,
+            "config epochs made unique by the collision rule"
+        );
+        let (owner, _, port) = net.nodes[0].slot_owner(12000).unwrap();
+        assert_eq!((owner, port), ([b'c'; NAME_LEN], 7002));
+    }
+
+    #[test]
+    fn a_silent_node_is_failed_by_a_majority() {
+        let mut nodes: Vec<Cluster> = (0..3)
+            .map(|i| Cluster::new(settings(b'a' + i, 7100 + u16::from(i)), 0))
+            .collect();
+        nodes[0].add_slots(0..5000);
+        nodes[1].add_slots(5000..10000);
+        nodes[2].add_slots(10000..16384);
+        let mut net = Net::new(nodes);
+        net.nodes[0].meet("127.0.0.1", 7101, 17101, net.now);
+        net.nodes[0].meet("127.0.0.1", 7102, 17102, net.now);
+        for _ in 0..50 {
+            net.tick(100);
+        }
+        // Node 2 goes silent: its links are cut and it is no longer reachable.
+        let cut: Vec<_> = net
+            .wires
+            .keys()
+            .copied()
+            .filter(|(at, _)| *at == 2)
+            .collect();
+        for (at, link) in cut {
+            net.run(at, vec![Action::Close { link }]);
+        }
+        net.silent = Some(2);
+        for _ in 0..60 {
+            net.tick(100);
+        }
+        for node in &net.nodes[..2] {
+            let silent = node.lookup(&[b'c'; NAME_LEN]).expect("known");
+            let line = node.line(silent);
+            assert!(
+                line.has_flag("fail"),
+                "{}\nreports {:?}\nother:\n{}",
+                node.cluster_nodes(),
+                node.node(silent).fail_reports,
+                net.nodes[1].cluster_nodes()
+            );
+            assert_eq!(
+                node.state,
+                State::Fail,
+                "its slots are served by a failing node"
+            );
+        }
+    }
+}
