@@ -81,6 +81,8 @@ pub struct Node {
     pub link: Option<(LinkId, u64)>,
     /// Masters that said it is failing, and when they last said so.
     pub fail_reports: Vec<(usize, u64)>,
+    /// Unix ms this node last voted for a replica of it (a master).
+    pub voted_time: u64,
 }
 
 impl Node {
@@ -102,6 +104,7 @@ impl Node {
             fail_time: 0,
             link: None,
             fail_reports: Vec::new(),
+            voted_time: 0,
         }
     }
 
@@ -141,6 +144,19 @@ pub struct Cluster {
     next_link: LinkId,
     cron_runs: u64,
     random: u64,
+    /// A replica's election for its failed master (`failover_auth_*`).
+    election: Election,
+}
+
+/// Where a replica is in taking over its failed master.
+#[derive(Default)]
+struct Election {
+    /// Unix ms the votes are asked for (0: no election).
+    start: u64,
+    /// The epoch the votes are asked for.
+    epoch: u64,
+    requested: bool,
+    votes: usize,
 }
 
 /// This node's own index in `nodes`.
@@ -171,6 +187,7 @@ impl Cluster {
             next_link: 1,
             cron_runs: 0,
             random,
+            election: Election::default(),
         };
         cluster.update_state();
         cluster
@@ -406,7 +423,133 @@ impl Cluster {
         if changed {
             self.update_state();
         }
+        self.run_election(now, &mut actions);
         actions
+    }
+
+    /// CLUSTER REPLICATE: this node, a master without slots, follows `master`.
+    pub fn replicate(&mut self, master: &NodeName) -> Result<(), &'static str> {
+        let m = self.lookup(master).ok_or("ERR Unknown node")?;
+        if m == MYSELF {
+            return Err("ERR Can't replicate myself");
+        }
+        if !self.node(m).is_master() {
+            return Err("I can only replicate a master, not a replica.");
+        }
+        if self.owners.contains(&(MYSELF as u32)) {
+            return Err("ERR To set a master the node must be empty and without assigned slots.");
+        }
+        let me = self.node_mut(MYSELF);
+        me.flags = (me.flags | flag::REPLICA) & !flag::MASTER;
+        me.master = Some(m);
+        self.update_state();
+        Ok(())
+    }
+
+    /// A master's vote for a replica asking to replace its failed master
+    /// (`clusterSendFailoverAuthIfNeeded`): one vote per epoch, not twice for
+    /// one master within twice the node timeout, never for a claim on slots a
+    /// newer config epoch owns.
+    fn vote_if_needed(&mut self, s: usize, header: &Header, now: u64, actions: &mut Vec<Action>) {
+        let me = self.node(MYSELF);
+        if !me.is_master() || !self.owners.contains(&(MYSELF as u32)) {
+            return;
+        }
+        if header.current_epoch < self.current_epoch || self.last_vote_epoch == self.current_epoch {
+            return;
+        }
+        let requester = self.node(s);
+        let Some(m) = requester.master.filter(|_| !requester.is_master()) else {
+            return;
+        };
+        let forced = header.mflags[0] & super::bus::message::MFLAG_FORCEACK != 0;
+        let master = self.node(m);
+        if !master.has(flag::FAIL) && !forced {
+            return;
+        }
+        if now.saturating_sub(master.voted_time) < self.settings.node_timeout * 2 {
+            return;
+        }
+        for slot in 0..SLOT_BYTES * 8 {
+            if header.slots[slot / 8] & (1 << (slot % 8)) == 0 {
+                continue;
+            }
+            let owner = self.owners[slot];
+            if owner != NO_OWNER && self.node(owner as usize).config_epoch > header.config_epoch {
+                return;
+            }
+        }
+        self.last_vote_epoch = self.current_epoch;
+        self.node_mut(m).voted_time = now;
+        actions.push(Action::SaveConfig);
+        if let Some((link, _)) = self.node(s).link {
+            let message = Message::new(Kind::FailoverAuthAck, self.header(), Body::Empty);
+            actions.push(Action::Send {
+                link,
+                message: Box::new(message),
+            });
+        }
+    }
+
+    /// A replica whose master FAILed asks the masters for votes after a short
+    /// random delay, and takes its master's slots with a majority
+    /// (`clusterHandleSlaveFailover`, `clusterFailoverReplaceYourMaster`).
+    fn run_election(&mut self, now: u64, actions: &mut Vec<Action>) {
+        let me = self.node(MYSELF);
+        let failed_master = me
+            .master
+            .filter(|&m| !me.is_master() && self.nodes[m].is_some())
+            .filter(|&m| self.node(m).has(flag::FAIL) && self.owners.contains(&(m as u32)));
+        let Some(m) = failed_master else {
+            self.election = Election::default();
+            return;
+        };
+        let auth_timeout = (self.settings.node_timeout * 2).max(2000);
+        if now.saturating_sub(self.election.start) > auth_timeout * 2 {
+            // A new election: wait 500-1000 ms so the FAIL reaches every master.
+            let delay = 500 + self.next_random() % 500;
+            self.election = Election {
+                start: now + delay,
+                ..Election::default()
+            };
+            return;
+        }
+        if now < self.election.start || now - self.election.start > auth_timeout {
+            return;
+        }
+        if !self.election.requested {
+            self.current_epoch += 1;
+            self.election.epoch = self.current_epoch;
+            self.election.requested = true;
+            let request = Message::new(Kind::FailoverAuthRequest, self.header(), Body::Empty);
+            self.broadcast(&request, actions);
+            actions.push(Action::SaveConfig);
+            return;
+        }
+        if self.election.votes <= self.size() / 2 {
+            return;
+        }
+        let epoch = self.election.epoch;
+        let me = self.node_mut(MYSELF);
+        if me.config_epoch < epoch {
+            me.config_epoch = epoch;
+        }
+        me.flags = (me.flags | flag::MASTER) & !flag::REPLICA;
+        me.master = None;
+        for owner in self.owners.iter_mut().filter(|o| **o == m as u32) {
+            *owner = MYSELF as u32;
+        }
+        self.election = Election::default();
+        self.update_state();
+        actions.push(Action::SaveConfig);
+        let links: Vec<(usize, LinkId)> = self
+            .live()
+            .filter(|(i, n)| *i != MYSELF && !n.has(flag::HANDSHAKE))
+            .filter_map(|(i, n)| n.link.map(|(l, _)| (i, l)))
+            .collect();
+        for (_, link) in links {
+            self.send_ping(link, Kind::Pong, None, now, actions);
+        }
     }
 
     // --- messages ---------------------------------------------------------------
@@ -530,7 +673,20 @@ impl Cluster {
             // FAIL, UPDATE and PUBLISH count only from a node this one knows.
             return;
         }
+        let s = sender.expect("checked above");
         match &message.body {
+            Body::Empty if kind == Kind::FailoverAuthRequest => {
+                self.vote_if_needed(s, header, now, actions);
+            }
+            Body::Empty if kind == Kind::FailoverAuthAck => {
+                let voter = self.node(s);
+                if voter.is_master()
+                    && self.owners.contains(&(s as u32))
+                    && header.current_epoch >= self.election.epoch
+                {
+                    self.election.votes += 1;
+                }
+            }
             Body::Fail { node } if kind == Kind::Fail => {
                 let failing = self
                     .lookup(node)
@@ -565,7 +721,7 @@ impl Cluster {
                 channel: channel.clone(),
                 message: message.clone(),
             }),
-            // Failover votes, manual failover and modules: not handled yet.
+            // Manual failover (MFSTART) and modules: not handled yet.
             _ => {}
         }
     }
@@ -847,7 +1003,16 @@ impl Cluster {
             State::Ok => 0,
             State::Fail => 1,
         };
-        *header.slots = self.slots_of(MYSELF);
+        // A replica speaks for its master's slots and config epoch.
+        let serving = match me.master {
+            Some(m) if !me.is_master() && self.nodes[m].is_some() => {
+                header.replica_of = self.node(m).name;
+                header.config_epoch = self.node(m).config_epoch;
+                m
+            }
+            _ => MYSELF,
+        };
+        *header.slots = self.slots_of(serving);
         header
     }
 
@@ -1166,6 +1331,54 @@ mod tests {
         );
         let (owner, _, port) = net.nodes[0].slot_owner(12000).unwrap();
         assert_eq!((owner, port), ([b'c'; NAME_LEN], 7002));
+    }
+
+    #[test]
+    fn a_replica_takes_over_its_failed_master() {
+        let mut nodes: Vec<Cluster> = (0..4)
+            .map(|i| Cluster::new(settings(b'a' + i, 7200 + u16::from(i)), 0))
+            .collect();
+        nodes[0].add_slots(0..5000);
+        nodes[1].add_slots(5000..10000);
+        nodes[2].add_slots(10000..16384);
+        let mut net = Net::new(nodes);
+        for port in [7201, 7202, 7203] {
+            net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
+        }
+        for _ in 0..30 {
+            net.tick(100);
+        }
+        net.nodes[3].replicate(&[b'c'; NAME_LEN]).unwrap();
+        for _ in 0..20 {
+            net.tick(100);
+        }
+        let seen = net.nodes[0].lookup(&[b'd'; NAME_LEN]).unwrap();
+        assert!(
+            net.nodes[0].line(seen).has_flag("slave"),
+            "{}",
+            net.nodes[0].cluster_nodes()
+        );
+        net.silent = Some(2);
+        let cut: Vec<_> = net
+            .wires
+            .keys()
+            .copied()
+            .filter(|(at, _)| *at == 2)
+            .collect();
+        for (at, link) in cut {
+            net.run(at, vec![Action::Close { link }]);
+        }
+        for _ in 0..80 {
+            net.tick(100);
+        }
+        for i in [0, 1, 3] {
+            let node = &net.nodes[i];
+            let (owner, _, _) = node.slot_owner(12000).unwrap();
+            assert_eq!(owner, [b'd'; NAME_LEN], "{}", node.cluster_nodes());
+            assert_eq!(node.state, State::Ok, "{}", node.cluster_nodes());
+        }
+        assert!(net.nodes[3].node(MYSELF).is_master());
+        assert!(net.nodes[0].last_vote_epoch > 0 && net.nodes[1].last_vote_epoch > 0);
     }
 
     #[test]

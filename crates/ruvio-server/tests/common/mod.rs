@@ -25,6 +25,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+pub mod bus_node;
 pub mod busy;
 pub mod certs;
 mod diff;
