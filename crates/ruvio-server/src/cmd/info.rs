@@ -339,7 +339,8 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
                 "rejected_connections",
                 &shard(|s| s.rejected_connections, |g| &g.rejected_connections),
             );
-            let primary = &shared.replication().primary;
+            let history = shared.replication().history(src.id, cfg.port_mode);
+            let primary = history.primary;
             line("sync_full", &primary.sync_full.load(Relaxed));
             line("sync_partial_ok", &primary.sync_partial_ok.load(Relaxed));
             line("sync_partial_err", &primary.sync_partial_err.load(Relaxed));
@@ -371,7 +372,9 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
         }
         "replication" => {
             let now_ms = crate::clock::unix_ms();
-            crate::replication::info(shared.replication(), cfg, now_ms, &mut line);
+            let state = shared.replication();
+            let history = state.history(src.id, cfg.port_mode);
+            crate::replication::info(state, history, cfg, now_ms, &mut line);
         }
         "cpu" => {
             let (sys, user) = cpu_seconds();

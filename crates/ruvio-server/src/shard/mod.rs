@@ -717,9 +717,7 @@ impl Shard {
         crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
         self.replica_tick();
-        if self.core.id == 0 {
-            self.primary_tick();
-        }
+        self.primary_tick();
         self.metrics_tick();
         self.tls_tick();
         self.publish_gauges();

@@ -2,8 +2,11 @@
 //! loop iteration: record or stop recording writes, cut for a full sync, hand the
 //! iteration's records to the backlog, write a slice of this shard's RDB part,
 //! move RDB bytes and then the stream into the connections of the replicas this
-//! shard hosts, and answer WAIT. Shard 0's tick pings the replicas, frees a
-//! backlog nobody used for `repl-backlog-ttl`, and judges `min-replicas-to-write`.
+//! shard hosts, and answer WAIT. The tick of the shard that keeps a history
+//! (shard 0 for the server's; in per-shard mode each shard for its own node's)
+//! pings the replicas, frees a backlog nobody used for `repl-backlog-ttl`, and
+//! judges `min-replicas-to-write`. Every step goes through the shard's
+//! [`History`] (`replication::history`), whichever of the two it is.
 //!
 //! Here rather than in `replication` because it moves bytes into connections
 //! and drives the engine's snapshot, which only the shard owns.
@@ -12,6 +15,7 @@ use super::Shard;
 use crate::config::change::ConfigChange;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
+use crate::replication::history::History;
 use crate::replication::primary::{Primary, PART_CHUNKS_MAX};
 use crate::replication::serve::{log_synced, Hosted, Phase, RdbSend, SyncSnapshot, WaitFor};
 use crate::replication::state::FailoverPhase;
@@ -37,19 +41,24 @@ impl Shard {
     /// Replication's step of the loop iteration: one load and branch while no
     /// backlog exists and this shard serves no replica and no WAIT.
     pub(super) fn primary_step(&mut self) {
-        let shared = &self.core.shared;
+        let state = &self.core.shared.replication;
+        let history = state.history(self.core.id, self.core.cfg.port_mode);
         // A replica's backlog takes its primary's stream, not its own records.
-        let active = shared.replication.primary.active() && !shared.replication.is_replica();
+        let active = history.primary.active() && !state.is_replica();
         if !active && self.core.replication.idle() {
             if self.core.replication.feed.on() {
                 set_feeding(&mut self.core, false);
             }
             return;
         }
-        let shared = shared.clone();
-        let primary = &shared.replication.primary;
-        let offset = shared.replication.offset_counter();
+        let shared = self.core.shared.clone();
+        let history = shared
+            .replication
+            .history(self.core.id, self.core.cfg.port_mode);
+        let primary = history.primary;
+        let offset = history.offset_counter();
         let core = &mut self.core;
+        let part = history.part_of(core.id);
         if core.replication.feed.on() != active {
             set_feeding(core, active);
         }
@@ -57,7 +66,7 @@ impl Shard {
         {
             let (engine, now_ms) = (&mut core.engine, core.now_ms);
             let mut begun = None;
-            let job = primary.cut(core.id, &mut core.replication.feed, offset, || {
+            let job = primary.cut(part, &mut core.replication.feed, offset, || {
                 begun = Some(Snapshot::begin(engine, now_ms))
             });
             if let (Some(job), Some(snapshot)) = (job, begun) {
@@ -66,7 +75,7 @@ impl Shard {
             }
         }
         let mut appended = false;
-        if !core.replication.feed.is_empty() && !primary.holding(core.id) {
+        if !core.replication.feed.is_empty() && !primary.holding(part) {
             if let Some(flushed) = core.replication.feed.take() {
                 appended = primary.append(flushed, offset);
             }
@@ -78,8 +87,8 @@ impl Shard {
         if appended {
             wake_hosts(primary, Some(core.id));
         }
-        write_part(core);
-        serve_replicas(core, &mut self.conns, primary, offset.load(Relaxed));
+        write_part(core, part);
+        serve_replicas(core, &mut self.conns, history);
         answer_waits(core, &mut self.conns, primary);
     }
 
@@ -91,12 +100,15 @@ impl Shard {
             return;
         }
         let shared = self.core.shared.clone();
-        let primary = &shared.replication.primary;
-        if primary.holding(self.core.id) {
+        let history = shared
+            .replication
+            .history(self.core.id, self.core.cfg.port_mode);
+        let primary = history.primary;
+        if primary.holding(history.part_of(self.core.id)) {
             return;
         }
         if let Some(flushed) = self.core.replication.feed.take() {
-            if primary.append(flushed, shared.replication.offset_counter()) {
+            if primary.append(flushed, history.offset_counter()) {
                 wake_hosts(primary, None);
             }
         }
@@ -106,18 +118,27 @@ impl Shard {
     pub(super) fn replica_behind(&self) -> bool {
         let hosted = &self.core.replication.hosted;
         !hosted.is_empty() && {
-            let offset = self.core.shared.replication.offset();
+            let state = &self.core.shared.replication;
+            let offset = state
+                .history(self.core.id, self.core.cfg.port_mode)
+                .offset();
             hosted.iter().any(
                 |h| matches!(h.phase, Phase::Online { sent, after_ack: None } if sent < offset),
             )
         }
     }
 
-    /// Shard 0's once-a-tick duties.
+    /// The once-a-tick duties of a history's shard: shard 0 for the server's,
+    /// each shard for its own node's in per-shard mode.
     pub(super) fn primary_tick(&mut self) {
+        let per_shard = self.core.cfg.port_mode == crate::config::PortMode::PerShard;
+        if self.core.id != 0 && !per_shard {
+            return;
+        }
         let shared = self.core.shared.clone();
         let state = &shared.replication;
-        let primary = &state.primary;
+        let history = state.history(self.core.id, self.core.cfg.port_mode);
+        let primary = history.primary;
         let now = self.core.now_ms;
         if state.take_failover_unpause() {
             crate::shard::end_pause(&mut self.core, &mut self.conns);
@@ -138,7 +159,7 @@ impl Shard {
             let period_ms = param("repl-ping-replica-period").max(1) * 1000;
             if now >= self.next_replica_ping_ms {
                 if self.next_replica_ping_ms != 0 {
-                    primary.append_command(&[b"PING"], state.offset_counter());
+                    primary.append_command(&[b"PING"], history.offset_counter());
                     wake_hosts(primary, Some(self.core.id));
                 }
                 self.next_replica_ping_ms = now + period_ms;
@@ -158,7 +179,7 @@ impl Shard {
         let refused = min_to_write > 0
             && max_lag > 0
             && (primary.good_replicas(now, max_lag) as u64) < min_to_write;
-        state.set_writes_refused(refused);
+        history.set_writes_refused(refused);
     }
 }
 
@@ -227,8 +248,9 @@ fn wake_hosts(primary: &Primary, me: Option<usize>) {
     }
 }
 
-/// A slice of this shard's RDB part for the sync under way.
-fn write_part(core: &mut ShardCore) {
+/// A slice of this shard's RDB part (`part`: its index in the sync's parts) for
+/// the sync under way.
+fn write_part(core: &mut ShardCore, part: usize) {
     let Some(mut sync) = core.replication.snapshot.take() else {
         return;
     };
@@ -238,7 +260,7 @@ fn write_part(core: &mut ShardCore) {
     }
     let began = Instant::now();
     loop {
-        if sync.job.part(core.id).chunks.len() >= PART_CHUNKS_MAX {
+        if sync.job.part(part).chunks.len() >= PART_CHUNKS_MAX {
             break;
         }
         let mut chunk = Vec::with_capacity(CHUNK_BYTES);
@@ -253,15 +275,15 @@ fn write_part(core: &mut ShardCore) {
             }
         }
         let job = sync.job.clone();
-        let mut part = job.part(core.id);
+        let mut mine = job.part(part);
         if !chunk.is_empty() {
-            part.chunks.push_back(chunk);
+            mine.chunks.push_back(chunk);
         }
         if done {
             if let Err(e) = sync.snapshot.end(&mut core.engine) {
-                part.failed = Some(e);
+                mine.failed = Some(e);
             }
-            part.done = true;
+            mine.done = true;
             return;
         }
         if began.elapsed() >= SLICE {
@@ -272,7 +294,8 @@ fn write_part(core: &mut ShardCore) {
 }
 
 /// Move RDB bytes and stream bytes into the connections of this shard's replicas.
-fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary, offset: u64) {
+fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, history: History<'_>) {
+    let primary = history.primary;
     if core.replication.hosted.is_empty() {
         let gauge = &core.shared.shards[core.id].replica_output_bytes;
         if gauge.load(Relaxed) != 0 {
@@ -281,7 +304,6 @@ fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primar
         return;
     }
     let is_replica = core.shared.replication.is_replica();
-    let shards = core.topo.nodes.len();
     let mut hosted = std::mem::take(&mut core.replication.hosted);
     hosted.retain_mut(|h| {
         let Some(conn) = conns.get_mut(h.who.0, h.who.1) else {
@@ -294,7 +316,7 @@ fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primar
             gone(primary, h, core.now_ms);
             return false;
         }
-        let kept = step_replica(core, conn, h, primary, shards, offset);
+        let kept = step_replica(core, conn, h, history);
         if !kept {
             conn.client.closing = true;
             conn.client.killed = true;
@@ -332,10 +354,9 @@ fn step_replica(
     core: &mut ShardCore,
     conn: &mut Conn,
     h: &mut Hosted,
-    primary: &Primary,
-    shards: usize,
-    offset: u64,
+    history: History<'_>,
 ) -> bool {
+    let (primary, shards, offset) = (history.primary, history.count, history.offset());
     let now = core.now_ms;
     loop {
         match &mut h.phase {
@@ -347,7 +368,7 @@ fn step_replica(
                 let Some(at) = job.offset() else {
                     return true;
                 };
-                let replid = core.shared.replication.ids().replid;
+                let replid = history.ids().replid;
                 let mark = crate::replication::state::new_replid();
                 let out = conn.replies.sink();
                 if !h.old_sync {
@@ -522,6 +543,10 @@ fn answer_waits(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary)
 /// WAIT that must wait: hold the client's reply until enough replicas
 /// acknowledged `offset` (asked for at once with `REPLCONF GETACK`).
 pub fn wait(core: &mut ShardCore, wait: WaitFor) {
-    core.shared.replication.primary.request_getack();
+    let state = &core.shared.replication;
+    state
+        .history(core.id, core.cfg.port_mode)
+        .primary
+        .request_getack();
     core.replication.waiters.push(wait);
 }
