@@ -217,6 +217,11 @@ fn replicas_of_nodes(shards: usize) {
         replids.push(replid);
         let histlen: u64 = field(node, "repl_backlog_histlen").parse().unwrap();
         assert!(histlen > 0 && histlen <= offset.parse().unwrap());
+        // INFO memory counts the node's own backlog.
+        wait_for("the node's backlog in INFO memory", || {
+            info_field(node, "memory", "mem_replication_backlog")
+                == field(node, "repl_backlog_histlen")
+        });
         let Value::Array(role) = decode(&node.cmd(&["ROLE"])) else {
             panic!("ROLE");
         };

@@ -284,6 +284,16 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
                 "mem_fragmentation_ratio",
                 &format!("{:.2}", rss as f64 / used.max(1) as f64),
             );
+            // Neither is counted against maxmemory, as in Redis; the backlog is
+            // this node's own in per-shard mode (`replication::history`).
+            let state = shared.replication();
+            let backlog = state.history(src.id, cfg.port_mode).primary.backlog_bytes();
+            let replica_output = shared.sum(|g| &g.replica_output_bytes);
+            line(
+                "mem_not_counted_for_evict",
+                &(replica_output + state.backlog_bytes()),
+            );
+            line("mem_replication_backlog", &backlog);
             line("mem_allocator", &"libc");
         }
         "persistence" => {
