@@ -285,6 +285,17 @@ fn replicas_of_nodes(shards: usize) {
         nodes[0].cmd(&["SET", &format!("{{{}}}taken", tags[0]), "1"]),
         b"+OK\r\n"
     );
+
+    // DEBUG CHANGE-REPL-ID starts a new history on its node alone.
+    let before: Vec<String> = nodes
+        .iter_mut()
+        .map(|n| field(n, "master_replid"))
+        .collect();
+    assert_eq!(nodes[0].cmd(&["DEBUG", "CHANGE-REPL-ID"]), b"+OK\r\n");
+    assert_ne!(field(&mut nodes[0], "master_replid"), before[0]);
+    for (shard, node) in nodes.iter_mut().enumerate().skip(1) {
+        assert_eq!(field(node, "master_replid"), before[shard]);
+    }
 }
 
 #[test]

@@ -181,3 +181,59 @@ impl<'a> History<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forward_mode_has_one_history_per_shard_mode_one_per_node() {
+        let state = State::new(3);
+        let (a, b) = (
+            state.history(0, PortMode::Forward),
+            state.history(2, PortMode::Forward),
+        );
+        assert!(
+            std::ptr::eq(a.primary, b.primary),
+            "one server-wide history"
+        );
+        assert_eq!((a.first, a.count, b.part_of(2)), (0, 3, 2));
+        assert_eq!(a.ids().replid, state.ids().replid);
+        let nodes: Vec<History<'_>> = (0..3)
+            .map(|shard| state.history(shard, PortMode::PerShard))
+            .collect();
+        for (shard, node) in nodes.iter().enumerate() {
+            assert!(!std::ptr::eq(node.primary, a.primary));
+            assert_eq!((node.first, node.count, node.part_of(shard)), (shard, 1, 0));
+            assert_eq!(node.ids().second_offset, -1);
+        }
+        let replids: std::collections::BTreeSet<String> =
+            nodes.iter().map(|n| n.ids().replid).collect();
+        assert_eq!(replids.len(), 3, "each node its own replid");
+        let before = nodes[0].ids().replid;
+        nodes[1].new_history();
+        assert_eq!(
+            nodes[0].ids().replid,
+            before,
+            "a node's new history is its own"
+        );
+        assert_eq!(a.ids().replid, state.ids().replid);
+    }
+
+    #[test]
+    fn a_node_refusing_writes_refuses_only_its_own() {
+        let state = State::new(2);
+        let (n0, n1) = (
+            state.history(0, PortMode::PerShard),
+            state.history(1, PortMode::PerShard),
+        );
+        n1.set_writes_refused(true);
+        // The request path's one flag is up, and the node's own decides.
+        assert!(state.writes_refused());
+        assert!(n1.writes_refused() && !n0.writes_refused());
+        n0.set_writes_refused(false);
+        assert!(state.writes_refused(), "node 1 still refuses");
+        n1.set_writes_refused(false);
+        assert!(!state.writes_refused());
+    }
+}
