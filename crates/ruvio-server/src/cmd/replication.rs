@@ -103,7 +103,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             b"NOMASTERLINK Can't SYNC while not connected with my master".to_vec(),
         ));
     }
-    let history = state.history(core.id, core.cfg.port_mode);
+    let history = state.followed(core.id, core.cfg.port_mode, ctx.client.replica.shard_link);
     let primary = history.primary;
     let psync = args.get(0).eq_ignore_ascii_case(b"psync");
     let offset = history.offset();
@@ -188,8 +188,44 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             client_id: ctx.client.id,
             eof: peer.capa_eof && psync,
             old_sync: !psync,
+            shard_link: peer.shard_link,
             phase,
         });
+    Ok(())
+}
+
+/// `REPLCONF ruvio-shard <i>/<n>` (Ruvio's own): a Ruvio replica of `n` shards
+/// asks that this connection be its link for shard `i`, which then follows
+/// shard i's own history (its records only, a full sync of its keys only). Only
+/// a forward-mode primary of `n` shards takes it, and only on shard `i`: a
+/// connection lands on whichever shard SO_REUSEPORT picked, so the replica
+/// connects again until one lands there (n tries on average, at link setup
+/// only), and the stream never passes through another shard. Any error (a
+/// redis-server's "Unrecognized REPLCONF option" included) means the single
+/// stream of the whole server.
+fn shard_link(ctx: &mut Ctx<'_>, value: &[u8]) -> Result<(), CmdError> {
+    let core = &*ctx.core;
+    let mut halves = value.splitn(2, |&b| b == b'/');
+    let shard = halves.next().and_then(super::parse_i64);
+    let shards = halves.next().and_then(super::parse_i64);
+    let ours = core.cfg.port_mode == crate::config::PortMode::Forward
+        && shards == Some(core.cfg.shards as i64)
+        && shard.is_some_and(|i| (0..core.cfg.shards as i64).contains(&i));
+    if !ours {
+        return Err(CmdError::Line(
+            format!(
+                "ERR ruvio-shard needs a forward-mode primary of {} shards",
+                core.cfg.shards
+            )
+            .into_bytes(),
+        ));
+    }
+    if shard != Some(core.id as i64) {
+        return Err(CmdError::Line(
+            format!("ERR ruvio-shard: this connection is on shard {}", core.id).into_bytes(),
+        ));
+    }
+    ctx.client.replica.shard_link = true;
     Ok(())
 }
 
@@ -498,7 +534,9 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
                     .flatten()
                     .map(|f| f.max(0) as u64);
                 let core = &*ctx.core;
-                let history = core.shared.replication.history(core.id, core.cfg.port_mode);
+                let link = ctx.client.replica.shard_link;
+                let state = &core.shared.replication;
+                let history = state.followed(core.id, core.cfg.port_mode, link);
                 let offset = offset.max(0) as u64;
                 history
                     .primary
@@ -519,6 +557,11 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
             } else if value.eq_ignore_ascii_case(b"psync2") {
                 ctx.client.replica.capa_psync2 = true;
             }
+            i += 2;
+            continue;
+        }
+        if option.eq_ignore_ascii_case(b"ruvio-shard") {
+            shard_link(ctx, value)?;
             i += 2;
             continue;
         }

@@ -81,17 +81,33 @@ impl State {
                 first: 0,
                 count: self.nodes.len(),
             },
-            PortMode::PerShard => {
-                let node = &self.nodes[shard];
-                History {
-                    state: self,
-                    node: Some(node),
-                    primary: &node.primary,
-                    offset: &node.offset,
-                    first: shard,
-                    count: 1,
-                }
-            }
+            PortMode::PerShard => self.node_history(shard),
+        }
+    }
+
+    /// Shard `shard`'s own history: the node's in per-shard mode; in forward
+    /// mode the one a Ruvio replica's link for this shard follows (it exists
+    /// while such a link does: `REPLCONF ruvio-shard`).
+    #[inline]
+    pub fn node_history(&self, shard: usize) -> History<'_> {
+        let node = &self.nodes[shard];
+        History {
+            state: self,
+            node: Some(node),
+            primary: &node.primary,
+            offset: &node.offset,
+            first: shard,
+            count: 1,
+        }
+    }
+
+    /// The history a replica's connection on shard `shard` follows: the
+    /// server's (each node's in per-shard mode), or the shard's own for a Ruvio
+    /// replica's shard link (`shard_link`, forward mode).
+    pub fn followed(&self, shard: usize, mode: PortMode, shard_link: bool) -> History<'_> {
+        match shard_link {
+            true => self.node_history(shard),
+            false => self.history(shard, mode),
         }
     }
 

@@ -13,6 +13,7 @@
 
 use super::Shard;
 use crate::config::change::ConfigChange;
+use crate::config::PortMode;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::replication::history::History;
@@ -42,9 +43,13 @@ impl Shard {
     /// backlog exists and this shard serves no replica and no WAIT.
     pub(super) fn primary_step(&mut self) {
         let state = &self.core.shared.replication;
-        let history = state.history(self.core.id, self.core.cfg.port_mode);
+        let mode = self.core.cfg.port_mode;
+        let history = state.history(self.core.id, mode);
+        // In forward mode this shard's own history exists while a Ruvio
+        // replica's link for this shard follows it (`REPLCONF ruvio-shard`).
+        let link = mode == PortMode::Forward && state.node_history(self.core.id).primary.active();
         // A replica's backlog takes its primary's stream, not its own records.
-        let active = history.primary.active() && !state.is_replica();
+        let active = (history.primary.active() || link) && !state.is_replica();
         if !active && self.core.replication.idle() {
             if self.core.replication.feed.on() {
                 set_feeding(&mut self.core, false);
@@ -52,43 +57,78 @@ impl Shard {
             return;
         }
         let shared = self.core.shared.clone();
-        let history = shared
-            .replication
-            .history(self.core.id, self.core.cfg.port_mode);
+        let history = shared.replication.history(self.core.id, mode);
+        let node = shared.replication.node_history(self.core.id);
+        let link = link.then_some(node);
         let primary = history.primary;
-        let offset = history.offset_counter();
         let core = &mut self.core;
         let part = history.part_of(core.id);
         if core.replication.feed.on() != active {
             set_feeding(core, active);
         }
+        let mut appended = false;
         if primary.cutting() && core.replication.snapshot.is_none() && !core.background_save.busy()
         {
+            // What is recorded goes to every history first, so the cut finds
+            // nothing pending.
+            appended |= flush_records(core, history, link);
             let (engine, now_ms) = (&mut core.engine, core.now_ms);
             let mut begun = None;
-            let job = primary.cut(part, &mut core.replication.feed, offset, || {
-                begun = Some(Snapshot::begin(engine, now_ms))
-            });
+            let job = primary.cut(
+                part,
+                &mut core.replication.feed,
+                history.offset_counter(),
+                || begun = Some(Snapshot::begin(engine, now_ms)),
+            );
             if let (Some(job), Some(snapshot)) = (job, begun) {
                 core.lending.snapshot_taken();
-                core.replication.snapshot = Some(SyncSnapshot { job, snapshot });
+                core.replication.snapshot = Some(SyncSnapshot {
+                    job,
+                    part,
+                    snapshot,
+                });
             }
         }
-        let mut appended = false;
-        if !core.replication.feed.is_empty() && !primary.holding(part) {
-            if let Some(flushed) = core.replication.feed.take() {
-                appended = primary.append(flushed, offset);
+        if let Some(link) = link {
+            // A shard link's full sync cuts this shard alone, once the
+            // server's cut holds none of its records (they would land after
+            // the link's cut although its snapshot has their writes).
+            let free = core.replication.snapshot.is_none()
+                && !core.background_save.busy()
+                && !primary.holding(part);
+            if link.primary.cutting() && free {
+                appended |= flush_records(core, history, Some(link));
+                let (engine, now_ms) = (&mut core.engine, core.now_ms);
+                let mut begun = None;
+                let job =
+                    link.primary
+                        .cut(0, &mut core.replication.feed, link.offset_counter(), || {
+                            begun = Some(Snapshot::begin(engine, now_ms))
+                        });
+                if let (Some(job), Some(snapshot)) = (job, begun) {
+                    core.lending.snapshot_taken();
+                    core.replication.snapshot = Some(SyncSnapshot {
+                        job,
+                        part: 0,
+                        snapshot,
+                    });
+                }
+            }
+            if link.primary.take_getack() {
+                link.primary
+                    .append_command(&[b"REPLCONF", b"GETACK", b"*"], link.offset_counter());
             }
         }
+        appended |= flush_records(core, history, link);
         if primary.take_getack() {
-            primary.append_command(&[b"REPLCONF", b"GETACK", b"*"], offset);
+            primary.append_command(&[b"REPLCONF", b"GETACK", b"*"], history.offset_counter());
             appended = true;
         }
         if appended {
             wake_hosts(primary, Some(core.id));
         }
-        write_part(core, part);
-        serve_replicas(core, &mut self.conns, history);
+        write_part(core);
+        serve_replicas(core, &mut self.conns, history, node);
         answer_waits(core, &mut self.conns, primary);
     }
 
@@ -100,16 +140,14 @@ impl Shard {
             return;
         }
         let shared = self.core.shared.clone();
-        let history = shared
-            .replication
-            .history(self.core.id, self.core.cfg.port_mode);
-        let primary = history.primary;
-        if primary.holding(history.part_of(self.core.id)) {
-            return;
-        }
-        if let Some(flushed) = self.core.replication.feed.take() {
-            if primary.append(flushed, history.offset_counter()) {
-                wake_hosts(primary, None);
+        let mode = self.core.cfg.port_mode;
+        let history = shared.replication.history(self.core.id, mode);
+        let node = shared.replication.node_history(self.core.id);
+        let link = (mode == PortMode::Forward && node.primary.active()).then_some(node);
+        if flush_records(&mut self.core, history, link) {
+            wake_hosts(history.primary, None);
+            if let Some(link) = link {
+                wake_hosts(link.primary, None);
             }
         }
     }
@@ -122,16 +160,21 @@ impl Shard {
             let offset = state
                 .history(self.core.id, self.core.cfg.port_mode)
                 .offset();
-            hosted.iter().any(
-                |h| matches!(h.phase, Phase::Online { sent, after_ack: None } if sent < offset),
-            )
+            let link_offset = state.node_history(self.core.id).offset();
+            hosted.iter().any(|h| {
+                let offset = if h.shard_link { link_offset } else { offset };
+                matches!(h.phase, Phase::Online { sent, after_ack: None } if sent < offset)
+            })
         }
     }
 
     /// The once-a-tick duties of a history's shard: shard 0 for the server's,
     /// each shard for its own node's in per-shard mode.
     pub(super) fn primary_tick(&mut self) {
-        let per_shard = self.core.cfg.port_mode == crate::config::PortMode::PerShard;
+        let per_shard = self.core.cfg.port_mode == PortMode::PerShard;
+        if !per_shard {
+            self.shard_link_tick();
+        }
         if self.core.id != 0 && !per_shard {
             return;
         }
@@ -180,6 +223,41 @@ impl Shard {
             && max_lag > 0
             && (primary.good_replicas(now, max_lag) as u64) < min_to_write;
         history.set_writes_refused(refused);
+    }
+}
+
+impl Shard {
+    /// Forward mode: this shard's own history while a Ruvio replica's link for
+    /// this shard follows it, bounded by `repl-backlog-size`, pinged every
+    /// `repl-ping-replica-period`, and dropped once no link was attached for
+    /// `repl-backlog-ttl` (then the shard records for the server's history
+    /// alone, or nothing).
+    fn shard_link_tick(&mut self) {
+        let shared = self.core.shared.clone();
+        let node = shared.replication.node_history(self.core.id);
+        let primary = node.primary;
+        if !primary.active() {
+            return;
+        }
+        let param = |name: &str| self.core.cfg.param(name).parse::<u64>().unwrap_or(0);
+        primary.resize(param("repl-backlog-size") as usize);
+        let now = self.core.now_ms;
+        if primary.connected() > 0 {
+            let period_ms = param("repl-ping-replica-period").max(1) * 1000;
+            if now >= self.next_link_ping_ms {
+                if self.next_link_ping_ms != 0 {
+                    primary.append_command(&[b"PING"], node.offset_counter());
+                }
+                self.next_link_ping_ms = now + period_ms;
+            }
+        } else {
+            self.next_link_ping_ms = 0;
+            let ttl_ms = param("repl-backlog-ttl") * 1000;
+            let alone = primary.alone_since_ms();
+            if ttl_ms > 0 && alone != 0 && now.saturating_sub(alone) > ttl_ms {
+                primary.free_backlog();
+            }
+        }
     }
 }
 
@@ -237,6 +315,25 @@ fn set_feeding(core: &mut ShardCore, on: bool) {
         .record_expired(crate::messaging::notify::expiry_wanted(flags) || on);
 }
 
+/// Hand the feed's records to the histories that take them: the server's (a
+/// node's in per-shard mode) and, while a Ruvio replica's link for this shard
+/// follows it, this shard's own (`link`, forward mode). While the server's cut
+/// holds this shard's records both wait, so each history gets every record
+/// once and in order. True when bytes were appended.
+fn flush_records(core: &mut ShardCore, history: History<'_>, link: Option<History<'_>>) -> bool {
+    if core.replication.feed.is_empty() || history.primary.holding(history.part_of(core.id)) {
+        return false;
+    }
+    let Some(flushed) = core.replication.feed.take() else {
+        return false;
+    };
+    let mut appended = false;
+    if let Some(link) = link {
+        appended |= link.primary.append(flushed.clone(), link.offset_counter());
+    }
+    history.primary.append(flushed, history.offset_counter()) || appended
+}
+
 /// Wake the shards hosting replicas (but `me`, whose own step comes next).
 fn wake_hosts(primary: &Primary, me: Option<usize>) {
     let me = me.map_or(0, |me| 1u64 << (me % 64));
@@ -248,12 +345,12 @@ fn wake_hosts(primary: &Primary, me: Option<usize>) {
     }
 }
 
-/// A slice of this shard's RDB part (`part`: its index in the sync's parts) for
-/// the sync under way.
-fn write_part(core: &mut ShardCore, part: usize) {
+/// A slice of this shard's RDB part for the sync under way.
+fn write_part(core: &mut ShardCore) {
     let Some(mut sync) = core.replication.snapshot.take() else {
         return;
     };
+    let part = sync.part;
     if sync.job.abandoned.load(Relaxed) {
         let _ = sync.snapshot.end(&mut core.engine);
         return;
@@ -293,9 +390,15 @@ fn write_part(core: &mut ShardCore, part: usize) {
     core.replication.snapshot = Some(sync);
 }
 
-/// Move RDB bytes and stream bytes into the connections of this shard's replicas.
-fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, history: History<'_>) {
-    let primary = history.primary;
+/// Move RDB bytes and stream bytes into the connections of this shard's
+/// replicas: each follows `history`, or `node` (this shard's own) for a Ruvio
+/// replica's shard link.
+fn serve_replicas(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    history: History<'_>,
+    node: History<'_>,
+) {
     if core.replication.hosted.is_empty() {
         let gauge = &core.shared.shards[core.id].replica_output_bytes;
         if gauge.load(Relaxed) != 0 {
@@ -306,6 +409,8 @@ fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, history: History
     let is_replica = core.shared.replication.is_replica();
     let mut hosted = std::mem::take(&mut core.replication.hosted);
     hosted.retain_mut(|h| {
+        let history = if h.shard_link { node } else { history };
+        let primary = history.primary;
         let Some(conn) = conns.get_mut(h.who.0, h.who.1) else {
             gone(primary, h, core.now_ms);
             return false;
