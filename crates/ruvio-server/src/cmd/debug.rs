@@ -100,7 +100,9 @@ fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
 /// `DEBUG CHANGE-REPL-ID`: a new replication ID and no second one (Redis's
 /// changeReplicationId and clearReplicationId2): replicas must sync in full.
 fn debug_change_repl_id(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    ctx.core.shared.replication.new_history();
+    let core = &*ctx.core;
+    let state = &core.shared.replication;
+    state.history(core.id, core.cfg.port_mode).new_history();
     reply.ok();
     Ok(())
 }

@@ -284,6 +284,16 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
                 "mem_fragmentation_ratio",
                 &format!("{:.2}", rss as f64 / used.max(1) as f64),
             );
+            // Neither is counted against maxmemory, as in Redis; the backlog is
+            // this node's own in per-shard mode (`replication::history`).
+            let state = shared.replication();
+            let backlog = state.history(src.id, cfg.port_mode).primary.backlog_bytes();
+            let replica_output = shared.sum(|g| &g.replica_output_bytes);
+            line(
+                "mem_not_counted_for_evict",
+                &(replica_output + state.backlog_bytes()),
+            );
+            line("mem_replication_backlog", &backlog);
             line("mem_allocator", &"libc");
         }
         "persistence" => {
@@ -339,7 +349,8 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
                 "rejected_connections",
                 &shard(|s| s.rejected_connections, |g| &g.rejected_connections),
             );
-            let primary = &shared.replication().primary;
+            let history = shared.replication().history(src.id, cfg.port_mode);
+            let primary = history.primary;
             line("sync_full", &primary.sync_full.load(Relaxed));
             line("sync_partial_ok", &primary.sync_partial_ok.load(Relaxed));
             line("sync_partial_err", &primary.sync_partial_err.load(Relaxed));
@@ -371,7 +382,9 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
         }
         "replication" => {
             let now_ms = crate::clock::unix_ms();
-            crate::replication::info(shared.replication(), cfg, now_ms, &mut line);
+            let state = shared.replication();
+            let history = state.history(src.id, cfg.port_mode);
+            crate::replication::info(state, history, cfg, now_ms, &mut line);
         }
         "cpu" => {
             let (sys, user) = cpu_seconds();

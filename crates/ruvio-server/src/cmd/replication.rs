@@ -54,17 +54,14 @@ pub struct WaitReplicas {
 /// `PSYNC replicationid offset` and `SYNC`: the connection becomes a replica's.
 /// A partial resync (`+CONTINUE`) when the ID is this server's history and the
 /// backlog holds the offset; otherwise a full sync, sent once every shard cut
-/// (`replication::primary`): `+FULLRESYNC <replid> <offset>`, then the RDB.
+/// (`replication::primary`): `+FULLRESYNC <replid> <offset>`, then the RDB. In
+/// per-shard mode the history is the shard node's own (`replication::history`):
+/// its replid, its offset, its backlog, and a full sync of its keys only.
 fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if ctx.client.replica.attached {
         return Ok(());
     }
     let core = &mut *ctx.core;
-    if core.cfg.port_mode == crate::config::PortMode::PerShard {
-        return Err(CmdError::Line(
-            b"ERR replicas of a per-shard mode node are not supported yet".to_vec(),
-        ));
-    }
     let state = &core.shared.replication;
     let take_over = args.len() > 3 && args.get(0).eq_ignore_ascii_case(b"psync");
     if take_over && args.get(3).eq_ignore_ascii_case(b"failover") {
@@ -106,12 +103,13 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             b"NOMASTERLINK Can't SYNC while not connected with my master".to_vec(),
         ));
     }
-    let primary = &state.primary;
+    let history = state.followed(core.id, core.cfg.port_mode, ctx.client.replica.shard_link);
+    let primary = history.primary;
     let psync = args.get(0).eq_ignore_ascii_case(b"psync");
-    let offset = state.offset();
+    let offset = history.offset();
     let mut continue_from = None;
     if psync {
-        let ids = state.ids();
+        let ids = history.ids();
         let (replid, next) = (args.get(1), super::parse_i64(args.get(2)));
         let known = replid == ids.replid.as_bytes()
             || (replid == ids.replid2.as_bytes() && next.is_some_and(|n| n <= ids.second_offset));
@@ -130,7 +128,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         .map_or(String::new(), |(ip, _)| ip.to_string());
     if !primary.active() {
         // The first replica of a server without a backlog: a new history.
-        state.new_history();
+        history.new_history();
         let size = core
             .cfg
             .param("repl-backlog-size")
@@ -150,7 +148,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
     let phase = match continue_from {
         Some(sent) => {
             let line = match peer.capa_psync2 {
-                true => format!("+CONTINUE {}\r\n", state.ids().replid),
+                true => format!("+CONTINUE {}\r\n", history.ids().replid),
                 false => "+CONTINUE\r\n".to_string(),
             };
             reply.out.extend_from_slice(line.as_bytes());
@@ -190,8 +188,44 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             client_id: ctx.client.id,
             eof: peer.capa_eof && psync,
             old_sync: !psync,
+            shard_link: peer.shard_link,
             phase,
         });
+    Ok(())
+}
+
+/// `REPLCONF ruvio-shard <i>/<n>` (Ruvio's own): a Ruvio replica of `n` shards
+/// asks that this connection be its link for shard `i`, which then follows
+/// shard i's own history (its records only, a full sync of its keys only). Only
+/// a forward-mode primary of `n` shards takes it, and only on shard `i`: a
+/// connection lands on whichever shard SO_REUSEPORT picked, so the replica
+/// connects again until one lands there (n tries on average, at link setup
+/// only), and the stream never passes through another shard. Any error (a
+/// redis-server's "Unrecognized REPLCONF option" included) means the single
+/// stream of the whole server.
+fn shard_link(ctx: &mut Ctx<'_>, value: &[u8]) -> Result<(), CmdError> {
+    let core = &*ctx.core;
+    let mut halves = value.splitn(2, |&b| b == b'/');
+    let shard = halves.next().and_then(super::parse_i64);
+    let shards = halves.next().and_then(super::parse_i64);
+    let ours = core.cfg.port_mode == crate::config::PortMode::Forward
+        && shards == Some(core.cfg.shards as i64)
+        && shard.is_some_and(|i| (0..core.cfg.shards as i64).contains(&i));
+    if !ours {
+        return Err(CmdError::Line(
+            format!(
+                "ERR ruvio-shard needs a forward-mode primary of {} shards",
+                core.cfg.shards
+            )
+            .into_bytes(),
+        ));
+    }
+    if shard != Some(core.id as i64) {
+        return Err(CmdError::Line(
+            format!("ERR ruvio-shard: this connection is on shard {}", core.id).into_bytes(),
+        ));
+    }
+    ctx.client.replica.shard_link = true;
     Ok(())
 }
 
@@ -314,7 +348,9 @@ fn wait(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
     }
     // What this shard recorded goes to the backlog now, so the offset counts it.
     let offset = offset_after_flush(ctx);
-    let acked = ctx.core.shared.replication.primary.acked_at_least(offset);
+    let core = &*ctx.core;
+    let history = core.shared.replication.history(core.id, core.cfg.port_mode);
+    let acked = history.primary.acked_at_least(offset);
     if ctx.client.in_exec || acked as i64 >= replicas {
         reply.int(acked as i64);
         return Ok(());
@@ -338,14 +374,14 @@ fn deadline(now_ms: u64, timeout_ms: i64) -> u64 {
 /// The replication offset after this shard's pending records went to the
 /// backlog (the offset a WAIT or WAITAOF of this client waits for).
 fn offset_after_flush(ctx: &mut Ctx<'_>) -> u64 {
-    let state = &ctx.core.shared.replication;
-    let primary = &state.primary;
-    if !primary.holding(ctx.core.id) {
-        if let Some(flushed) = ctx.core.replication.feed.take() {
-            primary.append(flushed, state.offset_counter());
+    let core = &mut *ctx.core;
+    let history = core.shared.replication.history(core.id, core.cfg.port_mode);
+    if !history.primary.holding(history.part_of(core.id)) {
+        if let Some(flushed) = core.replication.feed.take() {
+            history.primary.append(flushed, history.offset_counter());
         }
     }
-    state.offset()
+    history.offset()
 }
 
 /// `WAITAOF numlocal numreplicas timeout` (Redis 7.2): `[1 if every shard's log
@@ -403,7 +439,8 @@ fn waitaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     };
     let own = core.wal.as_ref().map(|w| w.synced_bytes());
     let synced = crate::replication::serve::log_synced(&targets, core.id, own, &core.shared.shards);
-    let acked = core.shared.replication.primary.fsynced_at_least(offset);
+    let history = core.shared.replication.history(core.id, core.cfg.port_mode);
+    let acked = history.primary.fsynced_at_least(offset);
     let done = acked as i64 >= replicas && (synced || numlocal == 0);
     if ctx.client.in_exec || done {
         reply.array(2);
@@ -469,7 +506,9 @@ fn replicaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Server
 
 /// `ROLE`
 fn role(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    crate::replication::role(&ctx.core.shared.replication, reply);
+    let state = &ctx.core.shared.replication;
+    let history = state.history(ctx.core.id, ctx.core.cfg.port_mode);
+    crate::replication::role(state, history, reply);
     Ok(())
 }
 
@@ -494,8 +533,14 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
                     .then(|| super::parse_i64(args.get(i + 3)))
                     .flatten()
                     .map(|f| f.max(0) as u64);
-                let primary = &ctx.core.shared.replication.primary;
-                primary.acked(ctx.client.id, offset.max(0) as u64, fack, ctx.core.now_ms);
+                let core = &*ctx.core;
+                let link = ctx.client.replica.shard_link;
+                let state = &core.shared.replication;
+                let history = state.followed(core.id, core.cfg.port_mode, link);
+                let offset = offset.max(0) as u64;
+                history
+                    .primary
+                    .acked(ctx.client.id, offset, fack, core.now_ms);
             }
             return Ok(());
         }
@@ -512,6 +557,11 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
             } else if value.eq_ignore_ascii_case(b"psync2") {
                 ctx.client.replica.capa_psync2 = true;
             }
+            i += 2;
+            continue;
+        }
+        if option.eq_ignore_ascii_case(b"ruvio-shard") {
+            shard_link(ctx, value)?;
             i += 2;
             continue;
         }

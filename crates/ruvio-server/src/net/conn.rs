@@ -98,6 +98,10 @@ pub struct ReplicaPeer {
     pub capa_eof: bool,
     /// `REPLCONF capa psync2`: `+CONTINUE` names the replication ID.
     pub capa_psync2: bool,
+    /// `REPLCONF ruvio-shard <i>/<n>` (Ruvio's own, forward mode): this is a
+    /// Ruvio replica's link for shard i, the shard this connection is on, and
+    /// follows that shard's own history (`replication::history`).
+    pub shard_link: bool,
 }
 
 /// A client's CLIENT TRACKING mode, as Redis' `CLIENT_TRACKING*` flags and its

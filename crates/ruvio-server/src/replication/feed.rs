@@ -29,7 +29,7 @@ pub struct Feed {
 
 /// What a flush takes: the bytes, the database they start in and the one they
 /// leave the stream in.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Flushed {
     pub bytes: Vec<u8>,
     pub first_db: usize,

@@ -5,8 +5,10 @@
 //! replication IDs, offset, the link's state, a FAILOVER), the link to the
 //! primary that shard 0 steps on its tick ([`link`]), loading a full sync's RDB
 //! into each shard ([`load`]); as a primary, each shard's records for the stream
-//! ([`feed`]), the server's backlog, replicas and a full sync's cut
-//! ([`primary`]) and what one shard holds of it ([`serve`]); and the replies and
+//! ([`feed`]), a history's backlog, replicas and a full sync's cut
+//! ([`primary`]; the server's one history in forward mode, each shard node's own
+//! in per-shard mode: [`history`]) and what one shard holds of it ([`serve`]);
+//! and the replies and
 //! refusals the commands give from that state ([`refusal`], [`too_few_replicas`],
 //! [`info`], [`role`]). The commands themselves (REPLICAOF, SLAVEOF, ROLE,
 //! REPLCONF, PSYNC, SYNC, WAIT, WAITAOF, FAILOVER) are rows of
@@ -22,6 +24,7 @@
 //! iteration: no second path for replication, and no per-command lock.
 
 pub mod feed;
+pub mod history;
 pub mod link;
 pub mod load;
 pub mod primary;
@@ -100,14 +103,15 @@ fn writes(meta: &CommandMeta, args: Args<'_>) -> bool {
 
 /// `ROLE`: `master`, its offset and its replicas (none yet), or `slave`, the
 /// primary, the link's state and the offset applied (-1 before the stream).
-pub fn role(state: &State, reply: &mut Reply<'_>) {
+/// A primary answers for `history` (a shard node's own, in per-shard mode).
+pub fn role(state: &State, history: history::History<'_>, reply: &mut Reply<'_>) {
     let ids = state.ids();
     match &ids.master {
         None => {
-            let replicas = state.primary.replicas();
+            let replicas = history.primary.replicas();
             reply.array(3);
             reply.bulk(b"master");
-            reply.int(state.offset() as i64);
+            reply.int(history.offset() as i64);
             let online: Vec<_> = replicas.iter().filter(|r| r.state == "online").collect();
             reply.array(online.len());
             for r in online {
@@ -133,15 +137,17 @@ pub fn role(state: &State, reply: &mut Reply<'_>) {
 }
 
 /// INFO's replication section, Redis 7.0's fields in its order: a replica's
-/// link, then the replicas of this server and its backlog.
+/// link, then the replicas of this server and its backlog: those of `history`
+/// (a shard node's own, in per-shard mode).
 pub fn info(
     state: &State,
+    history: history::History<'_>,
     cfg: &Config,
     now_ms: u64,
     line: &mut dyn FnMut(&str, &dyn std::fmt::Display),
 ) {
     let ids = state.ids();
-    let offset = state.offset();
+    let offset = history.offset();
     let seconds_since = |ms: u64| match ms {
         0 => -1,
         ms => (now_ms.saturating_sub(ms) / 1000) as i64,
@@ -191,11 +197,12 @@ pub fn info(
             line("replica_announced", &u8::from(announced));
         }
     }
-    let replicas = state.primary.replicas();
+    let primary = history.primary;
+    let replicas = primary.replicas();
     line("connected_slaves", &replicas.len());
     let max_lag = cfg_u64(cfg, "min-replicas-max-lag");
     if cfg_u64(cfg, "min-replicas-to-write") > 0 && max_lag > 0 {
-        let good = state.primary.good_replicas(now_ms, max_lag);
+        let good = primary.good_replicas(now_ms, max_lag);
         line("min_slaves_good_slaves", &good);
     }
     for (i, r) in replicas.iter().enumerate() {
@@ -208,12 +215,13 @@ pub fn info(
             ),
         );
     }
-    let (active, first, histlen) = state.primary.backlog_info();
+    let (active, first, histlen) = primary.backlog_info();
+    let hist = history.ids();
     line("master_failover_state", &ids.failover.phase.name());
-    line("master_replid", &ids.replid);
-    line("master_replid2", &ids.replid2);
+    line("master_replid", &hist.replid);
+    line("master_replid2", &hist.replid2);
     line("master_repl_offset", &offset);
-    line("second_repl_offset", &ids.second_offset);
+    line("second_repl_offset", &hist.second_offset);
     line("repl_backlog_active", &u8::from(active));
     line("repl_backlog_size", &cfg.param("repl-backlog-size"));
     line(

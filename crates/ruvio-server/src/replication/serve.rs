@@ -40,6 +40,8 @@ impl ShardPart {
 /// A shard's snapshot for a full sync: its keys go to the job's part.
 pub struct SyncSnapshot {
     pub job: Arc<SyncJob>,
+    /// The index of this shard's part in the job.
+    pub part: usize,
     pub snapshot: Snapshot,
 }
 
@@ -53,6 +55,9 @@ pub struct Hosted {
     pub eof: bool,
     /// SYNC (not PSYNC): no `+FULLRESYNC` line before the RDB.
     pub old_sync: bool,
+    /// A Ruvio replica's link for this shard (forward mode): it follows the
+    /// shard's own history, not the server's.
+    pub shard_link: bool,
     pub phase: Phase,
 }
 

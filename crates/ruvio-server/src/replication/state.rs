@@ -131,6 +131,9 @@ pub struct State {
     transfer_io_ms: AtomicU64,
     /// Ruvio as a primary: the backlog, its replicas, a full sync's cut.
     pub primary: super::primary::Primary,
+    /// Each shard's own history, a primary of its own in per-shard mode
+    /// (`super::history`).
+    pub(super) nodes: Vec<super::history::Node>,
     /// `min-replicas-to-write` is not met: writes answer `-NOREPLICAS`.
     writes_refused: AtomicBool,
     /// A FAILOVER ended: shard 0 lifts the write pause it put on every shard.
@@ -189,6 +192,7 @@ impl State {
             transfer_read_bytes: AtomicI64::new(0),
             transfer_io_ms: AtomicU64::new(0),
             primary: Default::default(),
+            nodes: (0..shards).map(|_| Default::default()).collect(),
             writes_refused: AtomicBool::new(false),
             failover_unpause: AtomicBool::new(false),
         }

@@ -382,7 +382,13 @@ pub(crate) fn run_command(
             crate::replication::refusal(&core.shared.replication, &core.cfg, row_meta, args)
         }
         None if core.shared.replication.writes_refused() && !client.master => {
-            crate::replication::too_few_replicas(row_meta, args)
+            // Set while any history refuses: this shard's own decides.
+            let state = &core.shared.replication;
+            state
+                .history(core.id, core.cfg.port_mode)
+                .writes_refused()
+                .then(|| crate::replication::too_few_replicas(row_meta, args))
+                .flatten()
         }
         rejected => rejected,
     };

@@ -79,7 +79,7 @@ pub fn used_for_limit(shared: &Shared) -> u64 {
 
 /// The backlog and the replicas' output bytes (INFO `mem_not_counted_for_evict`).
 pub fn not_counted(shared: &Shared) -> u64 {
-    shared.sum(|g| &g.replica_output_bytes) + shared.replication.primary.backlog_bytes()
+    shared.sum(|g| &g.replica_output_bytes) + shared.replication.backlog_bytes()
 }
 
 /// Publish what this shard's keyspace will reuse and how big its dataset is (on

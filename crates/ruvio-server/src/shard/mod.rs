@@ -167,6 +167,9 @@ pub struct Shard {
     replica: Option<replica::Follower>,
     /// Shard 0: when the replicas get their next PING (0: none attached).
     next_replica_ping_ms: u64,
+    /// The next PING into this shard's own history while a Ruvio replica's
+    /// link for this shard follows it (forward mode; `shard/primary.rs`).
+    next_link_ping_ms: u64,
 }
 
 impl Shard {
@@ -215,6 +218,7 @@ impl Shard {
             tls,
             replica: None,
             next_replica_ping_ms: 0,
+            next_link_ping_ms: 0,
         })
     }
 
@@ -717,9 +721,7 @@ impl Shard {
         crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
         self.replica_tick();
-        if self.core.id == 0 {
-            self.primary_tick();
-        }
+        self.primary_tick();
         self.metrics_tick();
         self.tls_tick();
         self.publish_gauges();

@@ -2,16 +2,21 @@
 //! loop iteration: record or stop recording writes, cut for a full sync, hand the
 //! iteration's records to the backlog, write a slice of this shard's RDB part,
 //! move RDB bytes and then the stream into the connections of the replicas this
-//! shard hosts, and answer WAIT. Shard 0's tick pings the replicas, frees a
-//! backlog nobody used for `repl-backlog-ttl`, and judges `min-replicas-to-write`.
+//! shard hosts, and answer WAIT. The tick of the shard that keeps a history
+//! (shard 0 for the server's; in per-shard mode each shard for its own node's)
+//! pings the replicas, frees a backlog nobody used for `repl-backlog-ttl`, and
+//! judges `min-replicas-to-write`. Every step goes through the shard's
+//! [`History`] (`replication::history`), whichever of the two it is.
 //!
 //! Here rather than in `replication` because it moves bytes into connections
 //! and drives the engine's snapshot, which only the shard owns.
 
 use super::Shard;
 use crate::config::change::ConfigChange;
+use crate::config::PortMode;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
+use crate::replication::history::History;
 use crate::replication::primary::{Primary, PART_CHUNKS_MAX};
 use crate::replication::serve::{log_synced, Hosted, Phase, RdbSend, SyncSnapshot, WaitFor};
 use crate::replication::state::FailoverPhase;
@@ -37,49 +42,93 @@ impl Shard {
     /// Replication's step of the loop iteration: one load and branch while no
     /// backlog exists and this shard serves no replica and no WAIT.
     pub(super) fn primary_step(&mut self) {
-        let shared = &self.core.shared;
+        let state = &self.core.shared.replication;
+        let mode = self.core.cfg.port_mode;
+        let history = state.history(self.core.id, mode);
+        // In forward mode this shard's own history exists while a Ruvio
+        // replica's link for this shard follows it (`REPLCONF ruvio-shard`).
+        let link = mode == PortMode::Forward && state.node_history(self.core.id).primary.active();
         // A replica's backlog takes its primary's stream, not its own records.
-        let active = shared.replication.primary.active() && !shared.replication.is_replica();
+        let active = (history.primary.active() || link) && !state.is_replica();
         if !active && self.core.replication.idle() {
             if self.core.replication.feed.on() {
                 set_feeding(&mut self.core, false);
             }
             return;
         }
-        let shared = shared.clone();
-        let primary = &shared.replication.primary;
-        let offset = shared.replication.offset_counter();
+        let shared = self.core.shared.clone();
+        let history = shared.replication.history(self.core.id, mode);
+        let node = shared.replication.node_history(self.core.id);
+        let link = link.then_some(node);
+        let primary = history.primary;
         let core = &mut self.core;
+        let part = history.part_of(core.id);
         if core.replication.feed.on() != active {
             set_feeding(core, active);
         }
+        let mut appended = false;
         if primary.cutting() && core.replication.snapshot.is_none() && !core.background_save.busy()
         {
+            // What is recorded goes to every history first, so the cut finds
+            // nothing pending.
+            appended |= flush_records(core, history, link);
             let (engine, now_ms) = (&mut core.engine, core.now_ms);
             let mut begun = None;
-            let job = primary.cut(core.id, &mut core.replication.feed, offset, || {
-                begun = Some(Snapshot::begin(engine, now_ms))
-            });
+            let job = primary.cut(
+                part,
+                &mut core.replication.feed,
+                history.offset_counter(),
+                || begun = Some(Snapshot::begin(engine, now_ms)),
+            );
             if let (Some(job), Some(snapshot)) = (job, begun) {
                 core.lending.snapshot_taken();
-                core.replication.snapshot = Some(SyncSnapshot { job, snapshot });
+                core.replication.snapshot = Some(SyncSnapshot {
+                    job,
+                    part,
+                    snapshot,
+                });
             }
         }
-        let mut appended = false;
-        if !core.replication.feed.is_empty() && !primary.holding(core.id) {
-            if let Some(flushed) = core.replication.feed.take() {
-                appended = primary.append(flushed, offset);
+        if let Some(link) = link {
+            // A shard link's full sync cuts this shard alone, once the
+            // server's cut holds none of its records (they would land after
+            // the link's cut although its snapshot has their writes).
+            let free = core.replication.snapshot.is_none()
+                && !core.background_save.busy()
+                && !primary.holding(part);
+            if link.primary.cutting() && free {
+                appended |= flush_records(core, history, Some(link));
+                let (engine, now_ms) = (&mut core.engine, core.now_ms);
+                let mut begun = None;
+                let job =
+                    link.primary
+                        .cut(0, &mut core.replication.feed, link.offset_counter(), || {
+                            begun = Some(Snapshot::begin(engine, now_ms))
+                        });
+                if let (Some(job), Some(snapshot)) = (job, begun) {
+                    core.lending.snapshot_taken();
+                    core.replication.snapshot = Some(SyncSnapshot {
+                        job,
+                        part: 0,
+                        snapshot,
+                    });
+                }
+            }
+            if link.primary.take_getack() {
+                link.primary
+                    .append_command(&[b"REPLCONF", b"GETACK", b"*"], link.offset_counter());
             }
         }
+        appended |= flush_records(core, history, link);
         if primary.take_getack() {
-            primary.append_command(&[b"REPLCONF", b"GETACK", b"*"], offset);
+            primary.append_command(&[b"REPLCONF", b"GETACK", b"*"], history.offset_counter());
             appended = true;
         }
         if appended {
             wake_hosts(primary, Some(core.id));
         }
         write_part(core);
-        serve_replicas(core, &mut self.conns, primary, offset.load(Relaxed));
+        serve_replicas(core, &mut self.conns, history, node);
         answer_waits(core, &mut self.conns, primary);
     }
 
@@ -91,13 +140,14 @@ impl Shard {
             return;
         }
         let shared = self.core.shared.clone();
-        let primary = &shared.replication.primary;
-        if primary.holding(self.core.id) {
-            return;
-        }
-        if let Some(flushed) = self.core.replication.feed.take() {
-            if primary.append(flushed, shared.replication.offset_counter()) {
-                wake_hosts(primary, None);
+        let mode = self.core.cfg.port_mode;
+        let history = shared.replication.history(self.core.id, mode);
+        let node = shared.replication.node_history(self.core.id);
+        let link = (mode == PortMode::Forward && node.primary.active()).then_some(node);
+        if flush_records(&mut self.core, history, link) {
+            wake_hosts(history.primary, None);
+            if let Some(link) = link {
+                wake_hosts(link.primary, None);
             }
         }
     }
@@ -106,18 +156,32 @@ impl Shard {
     pub(super) fn replica_behind(&self) -> bool {
         let hosted = &self.core.replication.hosted;
         !hosted.is_empty() && {
-            let offset = self.core.shared.replication.offset();
-            hosted.iter().any(
-                |h| matches!(h.phase, Phase::Online { sent, after_ack: None } if sent < offset),
-            )
+            let state = &self.core.shared.replication;
+            let offset = state
+                .history(self.core.id, self.core.cfg.port_mode)
+                .offset();
+            let link_offset = state.node_history(self.core.id).offset();
+            hosted.iter().any(|h| {
+                let offset = if h.shard_link { link_offset } else { offset };
+                matches!(h.phase, Phase::Online { sent, after_ack: None } if sent < offset)
+            })
         }
     }
 
-    /// Shard 0's once-a-tick duties.
+    /// The once-a-tick duties of a history's shard: shard 0 for the server's,
+    /// each shard for its own node's in per-shard mode.
     pub(super) fn primary_tick(&mut self) {
+        let per_shard = self.core.cfg.port_mode == PortMode::PerShard;
+        if !per_shard {
+            self.shard_link_tick();
+        }
+        if self.core.id != 0 && !per_shard {
+            return;
+        }
         let shared = self.core.shared.clone();
         let state = &shared.replication;
-        let primary = &state.primary;
+        let history = state.history(self.core.id, self.core.cfg.port_mode);
+        let primary = history.primary;
         let now = self.core.now_ms;
         if state.take_failover_unpause() {
             crate::shard::end_pause(&mut self.core, &mut self.conns);
@@ -138,7 +202,7 @@ impl Shard {
             let period_ms = param("repl-ping-replica-period").max(1) * 1000;
             if now >= self.next_replica_ping_ms {
                 if self.next_replica_ping_ms != 0 {
-                    primary.append_command(&[b"PING"], state.offset_counter());
+                    primary.append_command(&[b"PING"], history.offset_counter());
                     wake_hosts(primary, Some(self.core.id));
                 }
                 self.next_replica_ping_ms = now + period_ms;
@@ -158,7 +222,42 @@ impl Shard {
         let refused = min_to_write > 0
             && max_lag > 0
             && (primary.good_replicas(now, max_lag) as u64) < min_to_write;
-        state.set_writes_refused(refused);
+        history.set_writes_refused(refused);
+    }
+}
+
+impl Shard {
+    /// Forward mode: this shard's own history while a Ruvio replica's link for
+    /// this shard follows it, bounded by `repl-backlog-size`, pinged every
+    /// `repl-ping-replica-period`, and dropped once no link was attached for
+    /// `repl-backlog-ttl` (then the shard records for the server's history
+    /// alone, or nothing).
+    fn shard_link_tick(&mut self) {
+        let shared = self.core.shared.clone();
+        let node = shared.replication.node_history(self.core.id);
+        let primary = node.primary;
+        if !primary.active() {
+            return;
+        }
+        let param = |name: &str| self.core.cfg.param(name).parse::<u64>().unwrap_or(0);
+        primary.resize(param("repl-backlog-size") as usize);
+        let now = self.core.now_ms;
+        if primary.connected() > 0 {
+            let period_ms = param("repl-ping-replica-period").max(1) * 1000;
+            if now >= self.next_link_ping_ms {
+                if self.next_link_ping_ms != 0 {
+                    primary.append_command(&[b"PING"], node.offset_counter());
+                }
+                self.next_link_ping_ms = now + period_ms;
+            }
+        } else {
+            self.next_link_ping_ms = 0;
+            let ttl_ms = param("repl-backlog-ttl") * 1000;
+            let alone = primary.alone_since_ms();
+            if ttl_ms > 0 && alone != 0 && now.saturating_sub(alone) > ttl_ms {
+                primary.free_backlog();
+            }
+        }
     }
 }
 
@@ -216,6 +315,25 @@ fn set_feeding(core: &mut ShardCore, on: bool) {
         .record_expired(crate::messaging::notify::expiry_wanted(flags) || on);
 }
 
+/// Hand the feed's records to the histories that take them: the server's (a
+/// node's in per-shard mode) and, while a Ruvio replica's link for this shard
+/// follows it, this shard's own (`link`, forward mode). While the server's cut
+/// holds this shard's records both wait, so each history gets every record
+/// once and in order. True when bytes were appended.
+fn flush_records(core: &mut ShardCore, history: History<'_>, link: Option<History<'_>>) -> bool {
+    if core.replication.feed.is_empty() || history.primary.holding(history.part_of(core.id)) {
+        return false;
+    }
+    let Some(flushed) = core.replication.feed.take() else {
+        return false;
+    };
+    let mut appended = false;
+    if let Some(link) = link {
+        appended |= link.primary.append(flushed.clone(), link.offset_counter());
+    }
+    history.primary.append(flushed, history.offset_counter()) || appended
+}
+
 /// Wake the shards hosting replicas (but `me`, whose own step comes next).
 fn wake_hosts(primary: &Primary, me: Option<usize>) {
     let me = me.map_or(0, |me| 1u64 << (me % 64));
@@ -232,13 +350,14 @@ fn write_part(core: &mut ShardCore) {
     let Some(mut sync) = core.replication.snapshot.take() else {
         return;
     };
+    let part = sync.part;
     if sync.job.abandoned.load(Relaxed) {
         let _ = sync.snapshot.end(&mut core.engine);
         return;
     }
     let began = Instant::now();
     loop {
-        if sync.job.part(core.id).chunks.len() >= PART_CHUNKS_MAX {
+        if sync.job.part(part).chunks.len() >= PART_CHUNKS_MAX {
             break;
         }
         let mut chunk = Vec::with_capacity(CHUNK_BYTES);
@@ -253,15 +372,15 @@ fn write_part(core: &mut ShardCore) {
             }
         }
         let job = sync.job.clone();
-        let mut part = job.part(core.id);
+        let mut mine = job.part(part);
         if !chunk.is_empty() {
-            part.chunks.push_back(chunk);
+            mine.chunks.push_back(chunk);
         }
         if done {
             if let Err(e) = sync.snapshot.end(&mut core.engine) {
-                part.failed = Some(e);
+                mine.failed = Some(e);
             }
-            part.done = true;
+            mine.done = true;
             return;
         }
         if began.elapsed() >= SLICE {
@@ -271,8 +390,15 @@ fn write_part(core: &mut ShardCore) {
     core.replication.snapshot = Some(sync);
 }
 
-/// Move RDB bytes and stream bytes into the connections of this shard's replicas.
-fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary, offset: u64) {
+/// Move RDB bytes and stream bytes into the connections of this shard's
+/// replicas: each follows `history`, or `node` (this shard's own) for a Ruvio
+/// replica's shard link.
+fn serve_replicas(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    history: History<'_>,
+    node: History<'_>,
+) {
     if core.replication.hosted.is_empty() {
         let gauge = &core.shared.shards[core.id].replica_output_bytes;
         if gauge.load(Relaxed) != 0 {
@@ -281,9 +407,10 @@ fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primar
         return;
     }
     let is_replica = core.shared.replication.is_replica();
-    let shards = core.topo.nodes.len();
     let mut hosted = std::mem::take(&mut core.replication.hosted);
     hosted.retain_mut(|h| {
+        let history = if h.shard_link { node } else { history };
+        let primary = history.primary;
         let Some(conn) = conns.get_mut(h.who.0, h.who.1) else {
             gone(primary, h, core.now_ms);
             return false;
@@ -294,7 +421,7 @@ fn serve_replicas(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primar
             gone(primary, h, core.now_ms);
             return false;
         }
-        let kept = step_replica(core, conn, h, primary, shards, offset);
+        let kept = step_replica(core, conn, h, history);
         if !kept {
             conn.client.closing = true;
             conn.client.killed = true;
@@ -332,10 +459,9 @@ fn step_replica(
     core: &mut ShardCore,
     conn: &mut Conn,
     h: &mut Hosted,
-    primary: &Primary,
-    shards: usize,
-    offset: u64,
+    history: History<'_>,
 ) -> bool {
+    let (primary, shards, offset) = (history.primary, history.count, history.offset());
     let now = core.now_ms;
     loop {
         match &mut h.phase {
@@ -347,7 +473,7 @@ fn step_replica(
                 let Some(at) = job.offset() else {
                     return true;
                 };
-                let replid = core.shared.replication.ids().replid;
+                let replid = history.ids().replid;
                 let mark = crate::replication::state::new_replid();
                 let out = conn.replies.sink();
                 if !h.old_sync {
@@ -522,6 +648,10 @@ fn answer_waits(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary)
 /// WAIT that must wait: hold the client's reply until enough replicas
 /// acknowledged `offset` (asked for at once with `REPLCONF GETACK`).
 pub fn wait(core: &mut ShardCore, wait: WaitFor) {
-    core.shared.replication.primary.request_getack();
+    let state = &core.shared.replication;
+    state
+        .history(core.id, core.cfg.port_mode)
+        .primary
+        .request_getack();
     core.replication.waiters.push(wait);
 }

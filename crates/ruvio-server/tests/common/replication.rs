@@ -83,9 +83,18 @@ pub fn fill(primary: &mut RawConn) {
 /// second) on both servers, and neither has a key the other lacks.
 pub fn compare_all(primary: &Server, replica: &Server, when: &str) {
     let (mut a, mut b) = (primary.raw(), replica.raw());
-    for db in ["0", "1", "2", "3"] {
-        a.cmd(&["SELECT", db]);
-        b.cmd(&["SELECT", db]);
+    compare_conns(&mut a, &mut b, &["0", "1", "2", "3"], when);
+}
+
+/// Every key of databases `dbs` has the same type, value digest and TTL (to the
+/// second) through `a` and `b`, and neither has a key the other lacks (a
+/// cluster node, which has database 0 only, and its replica).
+pub fn compare_conns(a: &mut RawConn, b: &mut RawConn, dbs: &[&str], when: &str) {
+    for &db in dbs {
+        if dbs.len() > 1 {
+            a.cmd(&["SELECT", db]);
+            b.cmd(&["SELECT", db]);
+        }
         let keys = |c: &mut RawConn| {
             let Value::Array(items) = decode(&c.cmd(&["KEYS", "*"])) else {
                 panic!("KEYS");
@@ -94,7 +103,7 @@ pub fn compare_all(primary: &Server, replica: &Server, when: &str) {
             keys.sort();
             keys
         };
-        let (want, got) = (keys(&mut a), keys(&mut b));
+        let (want, got) = (keys(a), keys(b));
         let missing: Vec<&String> = want.iter().filter(|k| !got.contains(k)).collect();
         let extra: Vec<&String> = got.iter().filter(|k| !want.contains(k)).collect();
         assert!(
@@ -113,7 +122,7 @@ pub fn compare_all(primary: &Server, replica: &Server, when: &str) {
                 Value::Int(s) => s,
                 other => panic!("TTL {key}: {other:?}"),
             };
-            let (want, got) = (ttl(&mut a), ttl(&mut b));
+            let (want, got) = (ttl(a), ttl(b));
             assert!((want - got).abs() <= 1, "{when}: TTL {key} {got} vs {want}");
         }
     }
