@@ -8,4 +8,5 @@
 //! docs/cluster.md). It sits on the cluster's floor: it knows bytes and node
 //! names, never a connection or a shard.
 
+pub mod links;
 pub mod message;

@@ -1,0 +1,267 @@
+//! The bus's sockets: the listener on `cluster-port`, one non-blocking TCP
+//! connection per link, their input and output buffers. [`Links::step`] is
+//! called on a tick (a shard's loop, or a test's thread): it accepts, finishes
+//! connects, reads whole messages into the membership ([`Cluster`]), runs its
+//! cron when due, performs the actions it returns and writes what is queued.
+//!
+//! Why polled on a tick rather than on the loop's ring: the bus carries a few
+//! messages per node per second (gossip, votes), never a client's request, so a
+//! non-blocking pass every few milliseconds costs nothing the request path would
+//! notice and keeps the bus out of the loop's hot code, as the replication link's
+//! handshake is (`replication::link`).
+
+use super::super::membership::{Action, Cluster, LinkId};
+use super::message::{frame_len, Message};
+use socket2::{Domain, SockAddr, Socket, Type};
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+
+/// Output a link may hold before it is dropped (a peer that stopped reading).
+const MAX_PENDING_OUTPUT: usize = 64 << 20;
+/// Bytes read from a socket per read call.
+const READ_CHUNK: usize = 16 << 10;
+
+/// One link's socket and buffers.
+struct LinkIo {
+    socket: Socket,
+    /// The non-blocking connect has not finished yet (outbound links).
+    connecting: bool,
+    /// The peer's IP (for a MEET that names none).
+    peer_ip: String,
+    input: Vec<u8>,
+    output: Vec<u8>,
+    written: usize,
+}
+
+/// What a step leaves for its caller.
+#[derive(Default, Debug)]
+pub struct Stepped {
+    /// nodes.conf should be written.
+    pub save_config: bool,
+    /// PUBLISH messages from the bus (channel, message).
+    pub published: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// The bus port and every open link.
+pub struct Links {
+    listener: TcpListener,
+    links: HashMap<LinkId, LinkIo>,
+}
+
+impl Links {
+    /// Listens on `ip:cport`.
+    pub fn bind(ip: &str, cport: u16) -> std::io::Result<Links> {
+        let listener = TcpListener::bind((ip, cport))?;
+        listener.set_nonblocking(true)?;
+        Ok(Links {
+            listener,
+            links: HashMap::new(),
+        })
+    }
+
+    /// Performs `actions` of the membership (and what they lead to), then writes.
+    pub fn perform(&mut self, cluster: &mut Cluster, actions: Vec<Action>, out: &mut Stepped) {
+        for action in actions {
+            match action {
+                Action::Connect { link, ip, cport } => match connect(&ip, cport) {
+                    Ok(socket) => {
+                        self.links.insert(
+                            link,
+                            LinkIo {
+                                socket,
+                                connecting: true,
+                                peer_ip: ip,
+                                input: Vec::new(),
+                                output: Vec::new(),
+                                written: 0,
+                            },
+                        );
+                    }
+                    Err(_) => cluster.link_closed(link),
+                },
+                Action::Send { link, message } => {
+                    if let Some(io) = self.links.get_mut(&link) {
+                        // Every message this node builds encodes (its lengths fit).
+                        let _ = message.encode(&mut io.output);
+                    }
+                }
+                Action::Close { link } => {
+                    self.links.remove(&link);
+                }
+                Action::SaveConfig => out.save_config = true,
+                Action::Publish { channel, message } => out.published.push((channel, message)),
+            }
+        }
+    }
+
+    /// One pass: accept, connect, read and hand messages over, run the cron
+    /// when `cron` says so, write.
+    pub fn step(&mut self, cluster: &mut Cluster, now: u64, cron: bool) -> Stepped {
+        let mut out = Stepped::default();
+        while let Ok((stream, _)) = self.listener.accept() {
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let _ = stream.set_nodelay(true);
+            let link = cluster.accepted();
+            self.links.insert(link, LinkIo::from(stream));
+        }
+        let ids: Vec<LinkId> = self.links.keys().copied().collect();
+        for link in ids {
+            let Some(io) = self.links.get_mut(&link) else {
+                continue;
+            };
+            if io.connecting {
+                match connect_finished(&io.socket) {
+                    Ok(false) => continue,
+                    Ok(true) => io.connecting = false,
+                    Err(_) => {
+                        self.drop_link(cluster, link);
+                        continue;
+                    }
+                }
+            }
+            let messages = match read_messages(io) {
+                Ok(messages) => messages,
+                Err(()) => {
+                    self.drop_link(cluster, link);
+                    continue;
+                }
+            };
+            let peer_ip = io.peer_ip.clone();
+            for message in messages {
+                let actions = cluster.on_message(link, &message, &peer_ip, now);
+                self.perform(cluster, actions, &mut out);
+            }
+        }
+        if cron {
+            let actions = cluster.cron(now);
+            self.perform(cluster, actions, &mut out);
+        }
+        let ids: Vec<LinkId> = self.links.keys().copied().collect();
+        for link in ids {
+            let io = self.links.get_mut(&link).expect("listed");
+            if !io.connecting && write_out(io).is_err() {
+                self.drop_link(cluster, link);
+            }
+        }
+        out
+    }
+
+    fn drop_link(&mut self, cluster: &mut Cluster, link: LinkId) {
+        self.links.remove(&link);
+        cluster.link_closed(link);
+    }
+
+    /// Open links (accepted and connected), for CLUSTER LINKS and tests.
+    pub fn count(&self) -> usize {
+        self.links.len()
+    }
+}
+
+/// A non-blocking connect to `ip:cport`.
+fn connect(ip: &str, cport: u16) -> std::io::Result<Socket> {
+    let ip = ip
+        .parse()
+        .map_err(|_| std::io::Error::new(ErrorKind::InvalidInput, "not an IP address"))?;
+    let address = SocketAddr::new(ip, cport);
+    let socket = Socket::new(Domain::for_address(address), Type::STREAM.cloexec(), None)?;
+    socket.set_nonblocking(true)?;
+    let _ = socket.set_tcp_nodelay(true);
+    match socket.connect(&SockAddr::from(address)) {
+        Ok(()) => Ok(socket),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(socket),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a non-blocking connect finished (an error if it failed).
+fn connect_finished(socket: &Socket) -> std::io::Result<bool> {
+    let mut poll = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one pollfd on a descriptor this link owns; no wait.
+    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+    if ready <= 0 {
+        return Ok(false);
+    }
+    match socket.take_error()? {
+        None => Ok(true),
+        Some(e) => Err(e),
+    }
+}
+
+/// Reads what the socket has and takes every whole message out of the input.
+/// `Err` when the link is over: closed by the peer, a socket error, or bytes
+/// that are not a bus message (Redis frees such a link too).
+fn read_messages(io: &mut LinkIo) -> Result<Vec<Message>, ()> {
+    let mut chunk = [0u8; READ_CHUNK];
+    loop {
+        match (&io.socket).read(&mut chunk) {
+            Ok(0) => return Err(()),
+            Ok(n) => io.input.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return Err(()),
+        }
+    }
+    let mut messages = Vec::new();
+    let mut at = 0;
+    while let Some(total) = frame_len(&io.input[at..]) {
+        let total = total.map_err(|_| ())?;
+        if io.input.len() - at < total {
+            break;
+        }
+        match Message::decode(&io.input[at..at + total]) {
+            Ok(message) => messages.push(message),
+            // Another protocol version: skipped, as Redis does.
+            Err(super::message::BusError::Version(_)) => {}
+            Err(_) => return Err(()),
+        }
+        at += total;
+    }
+    io.input.drain(..at);
+    Ok(messages)
+}
+
+/// Writes what the link has queued, as far as the socket takes it.
+fn write_out(io: &mut LinkIo) -> Result<(), ()> {
+    if io.output.len() - io.written > MAX_PENDING_OUTPUT {
+        return Err(());
+    }
+    while io.written < io.output.len() {
+        match (&io.socket).write(&io.output[io.written..]) {
+            Ok(0) => return Err(()),
+            Ok(n) => io.written += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return Err(()),
+        }
+    }
+    if io.written == io.output.len() {
+        io.output.clear();
+        io.written = 0;
+    }
+    Ok(())
+}
+
+impl From<TcpStream> for LinkIo {
+    fn from(stream: TcpStream) -> LinkIo {
+        let peer_ip = stream
+            .peer_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default();
+        LinkIo {
+            socket: Socket::from(stream),
+            connecting: false,
+            peer_ip,
+            input: Vec::new(),
+            output: Vec::new(),
+            written: 0,
+        }
+    }
+}
