@@ -633,15 +633,15 @@ fn decode_ping(data: &[u8], count: usize, extension_count: usize) -> Result<Body
     Ok(Body::Ping { gossip, extensions })
 }
 
-/// An extension: a hostname NUL-terminated and padded with NULs to a multiple of
-/// 8, as Redis writes it; another kind's bytes exactly as they were read.
+/// An extension: a hostname (cut at a NUL it holds) NUL-terminated and padded
+/// with NULs to a multiple of 8, as Redis writes it; another kind's bytes exactly as they were read.
 fn encode_extension(extension: &Extension, out: &mut Vec<u8>) -> Result<(), BusError> {
     let (kind, payload, len) = match extension {
-        Extension::Hostname(name) => (
-            EXT_HOSTNAME,
-            name.as_slice(),
-            (EXT_HEADER + name.len() + 1).div_ceil(8) * 8,
-        ),
+        Extension::Hostname(name) => {
+            // A C string on the wire: nothing after a NUL would be read back.
+            let name = &name[..name.iter().position(|&c| c == 0).unwrap_or(name.len())];
+            (EXT_HOSTNAME, name, (EXT_HEADER + name.len() + 1).div_ceil(8) * 8)
+        }
         Extension::Other { kind, data } => (*kind, data.as_slice(), EXT_HEADER + data.len()),
     };
     let len32 = u32::try_from(len).map_err(|_| BusError::Malformed("extension too long"))?;
