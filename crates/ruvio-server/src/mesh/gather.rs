@@ -232,7 +232,9 @@ fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
                 Err(e) => format!("-ERR EXPORT-RDB failed: {e}\r\n").into_bytes(),
             }
         }
-        Then::Dump { path, answer } => crate::cmd::config::finish_dump(core, &path, &answer),
+        Then::Dump { path, answer } => {
+            crate::cmd::config::Configured::finish_dump(core, &path, &answer)
+        }
         Then::Shutdown { force } => crate::persistence::shutdown::conclude(core, force),
         Then::Reload(outcome) => outcome.answer(),
     };

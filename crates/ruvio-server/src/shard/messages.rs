@@ -84,7 +84,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Watch(request) => lending::watch(core, conns, request),
         ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
         ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),
-        ShardMsg::Config(change) => crate::cmd::config::apply_config_change(core, conns, &change),
+        ShardMsg::Config(change) => super::settings::apply_config_change(core, conns, &change),
         ShardMsg::Publish { from, ticket } => gather::publish(core, conns, from, ticket),
         ShardMsg::Published { ticket } => gather::published(core, conns, ticket),
         ShardMsg::Clients { from, tag, query } => {

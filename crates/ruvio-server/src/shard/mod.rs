@@ -20,7 +20,8 @@
 //! two shards in one thread for the fuzz targets ([`inproc`]). What lower layers
 //! ask of the shard through interfaces they define is implemented here, one file
 //! each: `maxmemory` ([`eviction`]), SHUTDOWN (`exit.rs`), snapshots (`save.rs`),
-//! replies released by the log (`release.rs`).
+//! replies released by the log (`release.rs`), the server families (`families.rs`)
+//! and CONFIG's parameters and broadcast changes (`settings.rs`).
 
 pub mod blocking;
 pub mod busy;
@@ -44,6 +45,7 @@ mod release;
 mod replica;
 mod route;
 mod save;
+mod settings;
 mod shared;
 mod state;
 mod tls;

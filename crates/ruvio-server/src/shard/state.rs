@@ -232,7 +232,7 @@ impl ShardCore {
         };
         core.tracking
             .set_max_keys(crate::tracking::TABLE_KEYS_DEFAULT, shards);
-        crate::cmd::config::apply_params_at_start(&mut core);
+        super::settings::apply_params_at_start(&mut core);
         if !in_background {
             let (engine, end, imported) =
                 crate::persistence::loading::load(&core.cfg, id, &core.topo)
