@@ -12,10 +12,11 @@
 
 use super::config::Configured;
 use super::{Ctx, ServerCommand, ServerResult};
-use crate::cmd::client::{ask_every_shard, ClientQuery};
+use crate::cmd::client::ask_every_shard;
 use crate::config::change::{ConfigChange, ReloadOutcome, RELOAD_WAITS_FOR_SAVE};
 use crate::config::PortMode;
 use crate::mesh::gather::{Gather, Then};
+use crate::mesh::queries::ClientQuery;
 use crate::net::conn::Merge;
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::debug_digest::KeyReport;

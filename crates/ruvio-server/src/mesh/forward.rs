@@ -20,9 +20,9 @@
 //! this thread for another shard's answer) are `channels.rs`, re-exported here,
 //! so callers name `mesh::forward::...` as before.
 
-use crate::cmd::client::ClientQuery;
 use crate::config::change::ConfigChange;
 use crate::mesh::lending::{self, LendRequest, Lent, WatchRequest};
+use crate::mesh::queries::ClientQuery;
 use crate::messaging::pubsub::{Kind, MessageBatch};
 use ruvio_resp::ArgsBatch;
 

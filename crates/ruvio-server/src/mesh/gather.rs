@@ -23,8 +23,8 @@
 //! Like a cross-shard command, the caller's connection runs nothing it pipelined
 //! after the command until the answer is complete.
 
-use crate::cmd::client::ClientQuery;
 use crate::mesh::forward::Tag;
+use crate::mesh::queries::ClientQuery;
 use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
 use crate::net::slab::Slab;
 use crate::shard::ShardCore;
