@@ -85,10 +85,10 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
         ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),
         ShardMsg::Config(change) => super::settings::apply_config_change(core, conns, &change),
-        ShardMsg::Publish { from, ticket } => gather::publish(core, conns, from, ticket),
+        ShardMsg::Publish { from, ticket } => super::gathered::publish(core, conns, from, ticket),
         ShardMsg::Published { ticket } => gather::published(core, conns, ticket),
         ShardMsg::Clients { from, tag, query } => {
-            gather::answer_clients(core, conns, from, tag, &query)
+            super::gathered::answer_clients(core, conns, from, tag, &query)
         }
         ShardMsg::Messages(batch) => {
             let (mut to, outbox) = core.delivery();

@@ -20,8 +20,9 @@
 //! two shards in one thread for the fuzz targets ([`inproc`]). What lower layers
 //! ask of the shard through interfaces they define is implemented here, one file
 //! each: `maxmemory` ([`eviction`]), SHUTDOWN (`exit.rs`), snapshots (`save.rs`),
-//! replies released by the log (`release.rs`), the server families (`families.rs`)
-//! and CONFIG's parameters and broadcast changes (`settings.rs`).
+//! replies released by the log (`release.rs`), the server families (`families.rs`),
+//! CONFIG's parameters and broadcast changes (`settings.rs`) and gathered answers
+//! (`gathered.rs`).
 
 pub mod blocking;
 pub mod busy;
@@ -31,6 +32,7 @@ pub mod eviction;
 pub mod exec;
 mod exit;
 mod families;
+mod gathered;
 pub mod inproc;
 mod log_io;
 pub mod messages;
