@@ -148,7 +148,7 @@ pub fn run_deferred(core: &mut ShardCore, conns: &mut Slab<Conn>) {
 /// Run the queue here with nothing in between, log it as one group, answer the
 /// array (queued blocking commands do not block, as in any EXEC).
 fn run(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
-    let caller = exec::Caller {
+    let caller = crate::net::caller::Caller {
         may_block: false,
         ..crate::shard::messages::caller_of(&tx.tag, tx.from)
     };

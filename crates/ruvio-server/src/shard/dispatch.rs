@@ -936,7 +936,7 @@ fn borrow_and_run(
     );
     // Run while its connection was out of the slab, its writer's slot waits
     // for its invalidations (see `tracking`).
-    if lending::keep_answered_at_once(core) {
+    if lending::keep_answered_at_once(&mut core.lending) {
         replies.keep(seq);
     }
     if let Some(reply) = at_once {

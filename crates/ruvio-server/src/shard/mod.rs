@@ -34,6 +34,7 @@ mod exit;
 mod families;
 mod gathered;
 pub mod inproc;
+mod lending;
 mod log_io;
 pub mod messages;
 mod metrics;
