@@ -48,6 +48,9 @@ pub trait Configured {
     /// Whether `spec` takes effect with a running value of its own (CONFIG
     /// REWRITE writes those whatever their value).
     fn param_is_live(&self, spec: &ParamSpec) -> bool;
+    /// CONFIG SET applied its changes here: what reads a copy of the settings
+    /// (the scripts' host on this shard's thread) takes them again.
+    fn settings_changed(&self);
     /// Load the TLS settings again from the parameters, when TLS is on: the
     /// sessions started from now on use them, the open ones keep theirs.
     fn reload_tls(&mut self, sessions: Sessions) -> Result<(), String>;
@@ -195,7 +198,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
         }
     }
     ctx.core.outbox.broadcast(ConfigChange::Set(applied));
-    super::install_script_host(ctx.core);
+    ctx.core.settings_changed();
     super::ok_everywhere(ctx, reply);
     Ok(())
 }

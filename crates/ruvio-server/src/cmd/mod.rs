@@ -145,23 +145,14 @@ pub trait SharedReads {
 pub type ServerResult = Result<(), CmdError>;
 
 /// The server commands a script's `redis.call` reaches through the scripting
-/// host (which sits below this layer and so is handed them).
-pub const SCRIPT_COMMANDS: crate::scripting::host::ServerCommands<crate::shard::Shared> =
+/// host (which sits below this layer and so is handed them), over `S`, what
+/// every shard shares (the shard's `Shared`).
+#[inline]
+pub fn script_commands<S: SharedReads>() -> crate::scripting::host::ServerCommands<S> {
     crate::scripting::host::ServerCommands {
-        info: info::script_text,
+        info: info::script_text::<S>,
         pubsub: pubsub::script_answer,
-    };
-
-/// Give this shard thread's scripts the server around them, with this layer's
-/// [`SCRIPT_COMMANDS`] (at shard start, and after CONFIG SET).
-pub fn install_script_host(core: &ShardCore) {
-    crate::scripting::host::install(
-        &core.cfg,
-        core.shared.clone(),
-        core.topo.clone(),
-        core.id,
-        SCRIPT_COMMANDS,
-    );
+    }
 }
 
 /// A server command handler.

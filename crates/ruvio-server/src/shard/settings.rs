@@ -18,6 +18,11 @@ use ruvio_engine::EvictionPolicy;
 
 impl Configured for ShardCore {
     #[inline]
+    fn settings_changed(&self) {
+        install_script_host(self);
+    }
+
+    #[inline]
     fn param_value(&self, spec: &ParamSpec) -> String {
         value_of(self, spec)
     }
@@ -575,6 +580,18 @@ fn reload_tls(core: &mut ShardCore, sessions: Sessions) -> Result<(), String> {
     Ok(())
 }
 
+/// Give this shard thread's scripts the server around them, with `cmd`'s
+/// answers to their INFO and PUBSUB (at shard start, and after CONFIG SET).
+pub(super) fn install_script_host(core: &ShardCore) {
+    crate::scripting::host::install(
+        &core.cfg,
+        core.shared.clone(),
+        core.topo.clone(),
+        core.id,
+        crate::cmd::script_commands(),
+    );
+}
+
 /// Apply a change another shard broadcast.
 pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change: &ConfigChange) {
     match change {
@@ -593,7 +610,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
                     );
                 }
             }
-            crate::cmd::install_script_host(core);
+            install_script_host(core);
         }
         ConfigChange::ResetStats { epoch } => reset_stats(core, *epoch),
         ConfigChange::Pause { until_ms, all } => core.pause.start(*until_ms, *all),

@@ -192,7 +192,7 @@ impl ShardCore {
                 .unwrap_or(crate::serverlog::Level::Notice);
             crate::serverlog::log(level, message);
         });
-        let commands = crate::cmd::SCRIPT_COMMANDS;
+        let commands = crate::cmd::script_commands();
         crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id, commands);
         crate::cmd::functions::load_saved(&cfg, id)?;
         // With a log, the keyspace loads on a thread while the shard answers
