@@ -302,7 +302,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("mesh/lending/mod.rs", "shard"),
     ("mesh/lending/owner.rs", "shard"),
     ("mesh/lending/waiting.rs", "shard"),
-    ("mesh/owner_tx.rs", "shard"),
     ("net/conn.rs", "transactions"),
     ("persistence/recovery.rs", "cmd"),
     ("transactions/exec_run.rs", "cmd"),

@@ -22,6 +22,25 @@ pub struct Caller {
     pub tracking: Tracked,
 }
 
+impl Caller {
+    /// How `client` (connected to shard `client_shard`) runs engine commands.
+    #[inline]
+    pub fn of(client: &crate::net::conn::ClientState, client_shard: usize) -> Caller {
+        Caller {
+            client_id: client.id,
+            db: client.db,
+            proto: client.proto,
+            no_touch: client.no_touch,
+            may_block: !client.in_exec,
+            borrowing: false,
+            tracking: Tracked {
+                bits: client.tracking.command_bits(),
+                shard: client_shard,
+            },
+        }
+    }
+}
+
 /// CLIENT TRACKING as a command carries it to the shard that runs it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Tracked {
