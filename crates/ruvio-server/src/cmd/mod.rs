@@ -52,7 +52,7 @@ pub struct Ctx<'a> {
 
 /// What the families ask of the shard beyond reading and writing its parts: the
 /// steps the shard owns (CLIENT PAUSE's end, a blocked client's early answer, its
-/// gauges as of now). Defined here, below the shard, and implemented by it
+/// gauges as of now, MONITOR's list of connections). Defined here, below the shard, and implemented by it
 /// (`shard/families.rs`) so that a family calls the shard without naming it;
 /// called on the concrete core, never through `dyn`.
 pub trait Server {
@@ -88,6 +88,10 @@ pub trait Server {
     fn live_stats(&self) -> &crate::stats::ShardStats;
     /// This shard's log failed a write.
     fn log_failed(&self) -> bool;
+    /// Connection `who` of this shard enters MONITOR mode.
+    fn attach_monitor(&mut self, who: (u32, u32));
+    /// Connection `who` of this shard leaves MONITOR mode (RESET).
+    fn detach_monitor(&mut self, who: (u32, u32));
     /// What every shard shares.
     type Shared: SharedReads;
     /// What every shard shares, as this shard holds it.

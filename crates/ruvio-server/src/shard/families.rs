@@ -100,6 +100,16 @@ impl Server for ShardCore {
         self.wal.as_ref().is_some_and(|w| w.failed().is_some())
     }
 
+    #[inline]
+    fn attach_monitor(&mut self, who: (u32, u32)) {
+        self.monitors.attach(&self.shared.monitors, self.id, who);
+    }
+
+    #[inline]
+    fn detach_monitor(&mut self, who: (u32, u32)) {
+        self.monitors.detach(&self.shared.monitors, self.id, who);
+    }
+
     type Shared = Shared;
 
     #[inline]

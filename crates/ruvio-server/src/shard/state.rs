@@ -78,7 +78,7 @@ pub struct ShardCore {
     /// The last command's recorded effects, whose buffers the next one reuses.
     pub(super) spare_record: Option<Box<ruvio_engine::command::Recorded>>,
     /// This shard's connections in MONITOR mode (see `shard::monitor`).
-    pub monitors: crate::observability::monitor::ShardMonitors,
+    pub(super) monitors: crate::observability::monitor::ShardMonitors,
     /// CLIENT TRACKING: the keys of this shard tracking clients read, BCAST
     /// prefixes, invalidations owed (see `tracking`).
     pub tracking: crate::tracking::Tracking,
