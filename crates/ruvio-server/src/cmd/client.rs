@@ -591,16 +591,21 @@ fn tracking(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         return Err(line_error(OPT_SWITCH));
     }
     if bcast {
-        let held = ctx.core.tracking.prefixes_of(ctx.client.id);
+        let held = ctx.core.tracking_table().prefixes_of(ctx.client.id);
         if let Some(e) = prefix_collision(&prefixes, &held) {
             return Err(e);
         }
     }
     ctx.core.engine.record_expired(true);
-    let (outbox, directory) = (&mut ctx.core.outbox, &ctx.core.shared.tracking);
-    ctx.core
-        .tracking
-        .enable(outbox, directory, broadcast, ctx.client, mode, &prefixes);
+    let (tracking, to) = ctx.core.tracking_parts();
+    tracking.enable(
+        to.outbox,
+        to.directory,
+        broadcast,
+        ctx.client,
+        mode,
+        &prefixes,
+    );
     if bcast {
         // Every shard knows the prefixes before the client hears +OK.
         super::ok_everywhere(ctx, reply);
@@ -695,7 +700,7 @@ fn trackinginfo(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Se
     reply.bulk(b"redirect");
     reply.int(if mode.on() { mode.redirect as i64 } else { -1 });
     reply.bulk(b"prefixes");
-    let prefixes = ctx.core.tracking.prefixes_of(ctx.client.id);
+    let prefixes = ctx.core.tracking_table().prefixes_of(ctx.client.id);
     reply.array(prefixes.len());
     for p in &prefixes {
         reply.bulk(p);

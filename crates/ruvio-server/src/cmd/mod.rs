@@ -70,6 +70,8 @@ pub trait Server {
     fn engine_mut(&mut self) -> &mut ruvio_engine::Engine;
     /// The WATCH table (a client's `dirty_cas`).
     fn watch_table(&self) -> &crate::transactions::watch::Watches;
+    /// This shard's CLIENT TRACKING table (a client's BCAST prefixes).
+    fn tracking_table(&self) -> &crate::tracking::Tracking;
     /// Connection `who` (slab index, generation) has something to flush or close.
     fn mark_conn_dirty(&mut self, who: (u32, u32));
     /// End CLIENT PAUSE on this shard: the connections that waited run what they

@@ -59,6 +59,11 @@ impl Server for ShardCore {
     }
 
     #[inline]
+    fn tracking_table(&self) -> &crate::tracking::Tracking {
+        &self.tracking
+    }
+
+    #[inline]
     fn mark_conn_dirty(&mut self, who: (u32, u32)) {
         self.dirty.push(who);
     }

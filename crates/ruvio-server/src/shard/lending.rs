@@ -26,6 +26,11 @@ impl Reporting for ShardCore {
         &mut self.outbox
     }
 
+    #[inline]
+    fn invalidations_owed(&self) -> usize {
+        self.tracking.owed_len()
+    }
+
     fn gather_invalidations(
         &mut self,
         conns: &mut Slab<Conn>,

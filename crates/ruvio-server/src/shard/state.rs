@@ -81,7 +81,7 @@ pub struct ShardCore {
     pub(super) monitors: crate::observability::monitor::ShardMonitors,
     /// CLIENT TRACKING: the keys of this shard tracking clients read, BCAST
     /// prefixes, invalidations owed (see `tracking`).
-    pub tracking: crate::tracking::Tracking,
+    pub(super) tracking: crate::tracking::Tracking,
     /// TLS: the settings new sessions start from (`tls-port` on), reloaded by
     /// CONFIG SET of the certificate settings (see `net::tls`).
     pub(super) tls_settings: Option<crate::net::tls::TlsSettings>,

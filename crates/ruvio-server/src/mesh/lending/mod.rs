@@ -590,7 +590,7 @@ fn finish_with(
     // While some client tracks, the command's writes invalidate in the order
     // written (see `report_written`), keys its batch already held included.
     let gathering = core.shared.tracking.anyone_tracks();
-    let owed_since = core.tracking.owed_len();
+    let owed_since = core.invalidations_owed();
     // A transaction's SWAPDBs move the borrowed keys between databases here.
     let mut swaps = Vec::new();
     let mut ran = match &op.transaction {

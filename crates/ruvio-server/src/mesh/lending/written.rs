@@ -25,6 +25,8 @@ pub trait Reporting {
     fn topology(&self) -> &Topology;
     /// The messages to the other shards.
     fn outbox(&mut self) -> &mut Outbox;
+    /// How many invalidations this shard owes now (a gathered write's `since`).
+    fn invalidations_owed(&self) -> usize;
     /// Command `ticket` of this shard, while some client tracks, wrote `keys`
     /// (in the order written), `owners` of them other shards': take what this
     /// shard owes for them since `since` (the owed list's length before the
