@@ -11,6 +11,7 @@ use super::{Ctx, Server, ServerCommand, ServerResult};
 use crate::config::change::ConfigChange;
 use crate::config::PortMode;
 use crate::mesh::gather::Gather;
+use crate::mesh::queries::{ClientFilter, ClientQuery};
 use crate::net::conn::{BufferUse, ClientState, Conn, Described, Merge, ReplyMode};
 use crate::net::slab::Slab;
 use ruvio_engine::command::{command, flags::*, reply_help};
@@ -109,109 +110,6 @@ fn getname(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         reply.bulk(&ctx.client.name);
     }
     Ok(())
-}
-
-/// Which clients CLIENT LIST or CLIENT KILL names: every filter given must match.
-/// Plain data, so the question can go to the other shards (forward mode).
-#[derive(Clone, Debug, Default)]
-pub struct ClientFilter {
-    ids: Option<Vec<u64>>,
-    addr: Option<String>,
-    laddr: Option<String>,
-    /// USER: clients running as this ACL user.
-    user: Option<Vec<u8>>,
-    /// MAXAGE: connected at least this many milliseconds.
-    min_age_ms: Option<i64>,
-    /// SKIPME yes: the caller, who is not killed.
-    skip_id: Option<u64>,
-    /// TYPE pubsub (true) or normal (false): a client with subscriptions is of
-    /// the pubsub class.
-    pubsub: Option<bool>,
-    /// TYPE master (true), or pubsub or normal (false): the primary's link is of
-    /// the master class whatever else it is, as Redis's getClientType.
-    master: Option<bool>,
-    /// TYPE replica (true), or any other type (false).
-    replica: Option<bool>,
-}
-
-impl ClientFilter {
-    fn matches(&self, c: &ClientState, now_ms: u64) -> bool {
-        self.skip_id != Some(c.id)
-            && self.ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
-            && self.addr.as_ref().is_none_or(|a| *a == c.peer)
-            && self.laddr.as_ref().is_none_or(|a| *a == c.local)
-            && self
-                .min_age_ms
-                .is_none_or(|age| now_ms.saturating_sub(c.created_ms) as i64 >= age)
-            && self.pubsub.is_none_or(|p| p == c.subs.active())
-            && self
-                .user
-                .as_ref()
-                .is_none_or(|u| u.as_slice() == c.acl.name())
-            && self.master.is_none_or(|m| m == c.master)
-            && self.replica.is_none_or(|r| r == c.replica.attached)
-    }
-
-    /// TYPE `ty` (lowercase): false when Redis knows no such type.
-    fn client_type(&mut self, ty: &[u8]) -> bool {
-        match ty {
-            b"normal" => {
-                (self.pubsub, self.master, self.replica) = (Some(false), Some(false), Some(false))
-            }
-            b"pubsub" => {
-                (self.pubsub, self.master, self.replica) = (Some(true), Some(false), Some(false))
-            }
-            b"master" => self.master = Some(true),
-            b"replica" | b"slave" => (self.master, self.replica) = (Some(false), Some(true)),
-            _ => return false,
-        }
-        true
-    }
-}
-
-/// A question every shard answers for its own part of the server: its clients
-/// (CLIENT LIST, KILL) or its keys (DEBUG DIGEST, DIGEST-VALUE).
-#[derive(Clone, Debug)]
-pub enum ClientQuery {
-    /// CLIENT LIST: each shard answers a bulk string of its lines.
-    List(ClientFilter),
-    /// CLIENT KILL: each shard closes its matching clients and answers how many.
-    Kill(ClientFilter),
-    /// CLIENT UNBLOCK of a command parked on the shard asked: it answers 1 when
-    /// it unblocked it (a null array, or `-UNBLOCKED` when `error`), else 0.
-    Unblock { client_id: u64, error: bool },
-    /// DEBUG DIGEST: each shard answers its databases' parts ([`Merge::Digest`]).
-    DatasetDigest,
-    /// DEBUG DIGEST-VALUE: each shard answers the digest of each key of database
-    /// `db` it holds, zeros for the rest ([`Merge::Digest`]).
-    ValueDigests {
-        /// The client's database.
-        db: usize,
-        /// The keys, in request order.
-        keys: Vec<Vec<u8>>,
-    },
-    /// DEBUG POPULATE: each shard adds the keys it owns in forward mode (all of
-    /// them in per-shard mode, as a Redis Cluster node does) and answers `+OK`.
-    Populate {
-        /// The client's database.
-        db: usize,
-        /// How many keys.
-        count: u64,
-        /// The key prefix (`key` by default).
-        prefix: Vec<u8>,
-        /// The value length (0: the value text as it is).
-        value_bytes: usize,
-    },
-    /// DEBUG OBJECT, LISTPACK, QUICKLIST: the shard holding the key answers, the
-    /// others nil ([`Merge::FoundOrNoSuchKey`]).
-    DebugKey {
-        /// The client's database.
-        db: usize,
-        /// The key.
-        key: Vec<u8>,
-        /// What is asked.
-        report: ruvio_engine::debug_digest::KeyReport,
-    },
 }
 
 /// Answer `query` for this shard's clients (`caller` is the connection running the
@@ -693,16 +591,21 @@ fn tracking(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         return Err(line_error(OPT_SWITCH));
     }
     if bcast {
-        let held = ctx.core.tracking.prefixes_of(ctx.client.id);
+        let held = ctx.core.tracking_table().prefixes_of(ctx.client.id);
         if let Some(e) = prefix_collision(&prefixes, &held) {
             return Err(e);
         }
     }
     ctx.core.engine.record_expired(true);
-    let (outbox, directory) = (&mut ctx.core.outbox, &ctx.core.shared.tracking);
-    ctx.core
-        .tracking
-        .enable(outbox, directory, broadcast, ctx.client, mode, &prefixes);
+    let (tracking, to) = ctx.core.tracking_parts();
+    tracking.enable(
+        to.outbox,
+        to.directory,
+        broadcast,
+        ctx.client,
+        mode,
+        &prefixes,
+    );
     if bcast {
         // Every shard knows the prefixes before the client hears +OK.
         super::ok_everywhere(ctx, reply);
@@ -797,7 +700,7 @@ fn trackinginfo(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Se
     reply.bulk(b"redirect");
     reply.int(if mode.on() { mode.redirect as i64 } else { -1 });
     reply.bulk(b"prefixes");
-    let prefixes = ctx.core.tracking.prefixes_of(ctx.client.id);
+    let prefixes = ctx.core.tracking_table().prefixes_of(ctx.client.id);
     reply.array(prefixes.len());
     for p in &prefixes {
         reply.bulk(p);

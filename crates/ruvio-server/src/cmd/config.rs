@@ -7,20 +7,21 @@
 //!
 //! One server, one configuration: CONFIG SET and RESETSTAT apply on the answering
 //! shard and are broadcast to the others as a [`ConfigChange`], which they apply
-//! within a loop iteration ([`apply_config_change`]). The same message carries the
-//! other server-wide changes a command on one shard makes (CLIENT PAUSE, SAVE,
-//! SHUTDOWN, FUNCTION ...).
+//! within a loop iteration (`shard/settings.rs`: `apply_config_change`). The same
+//! message carries the other server-wide changes a command on one shard makes
+//! (CLIENT PAUSE, SAVE, SHUTDOWN, FUNCTION ...).
+//!
+//! What a parameter's value is on a shard and what setting it does there is the
+//! shard's ([`Configured`], implemented with the `LIVE` table in
+//! `shard/settings.rs`): this family checks names and values, orders the changes
+//! and undoes them, and says what goes to the other shards.
 
-use super::{Ctx, Server, ServerCommand, ServerResult};
+use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::change::{ConfigChange, ReloadOutcome};
 use crate::config::params::{self, Access, ParamSpec};
-use crate::config::PortMode;
-use crate::net::conn::Conn;
-use crate::net::slab::Slab;
-use crate::shard::ShardCore;
-use crate::stats::ShardStats;
+use crate::net::tls::Sessions;
 use ruvio_engine::command::{command, flags::*, reply_help};
-use ruvio_engine::{CmdError, EvictionPolicy, KeySpec};
+use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 
 /// The CONFIG family's table (its subcommands are `CONFIG_SUBCOMMANDS`).
@@ -31,505 +32,37 @@ pub const COMMANDS: &[ServerCommand] = &[
         subcommands = CONFIG_SUBCOMMANDS),
 ];
 
-/// Applies a checked CONFIG SET value (in CONFIG GET's form, see
-/// `config::params::check`); `Err` with the reason when Ruvio cannot take it.
-type LiveSetter = fn(&mut ShardCore, &str) -> Result<(), String>;
-
-/// A parameter that takes effect in Ruvio: where its value lives and what setting
-/// it changes. Every other parameter of `config::params::PARAMS` is kept in
-/// `Config::params` and shown by CONFIG GET, without effect (docs/config.md).
-struct Live {
-    /// Its storage name (an alias finds the row of the name it stands for).
-    name: &'static str,
-    /// Its value from the running state; `None`: the kept value is the state
-    /// (`dbfilename`, read where it is used).
-    get: Option<fn(&ShardCore) -> String>,
-    /// What a change does beyond keeping the value.
-    set: Option<LiveSetter>,
-}
-
-const fn live(name: &'static str, get: fn(&ShardCore) -> String, set: LiveSetter) -> Live {
-    Live {
-        name,
-        get: Some(get),
-        set: Some(set),
-    }
-}
-
-/// A parameter whose running value is a fixed fact of how Ruvio was started.
-const fn fact(name: &'static str, get: fn(&ShardCore) -> String) -> Live {
-    Live {
-        name,
-        get: Some(get),
-        set: None,
-    }
-}
-
-/// A parameter whose kept value is read where it takes effect, and changes
-/// something when set.
-const fn applied(name: &'static str, set: LiveSetter) -> Live {
-    Live {
-        name,
-        get: None,
-        set: Some(set),
-    }
-}
-
-/// A parameter whose kept value is read where it takes effect, and changes
-/// nothing else when set (the replication settings: `replication`).
-const fn read_where_used(name: &'static str) -> Live {
-    Live {
-        name,
-        get: None,
-        set: None,
-    }
-}
-
-fn number<T: std::str::FromStr>(v: &str) -> Result<T, String> {
-    v.parse()
-        .map_err(|_| "argument couldn't be parsed into an integer".to_string())
-}
-
-fn yes(v: &str) -> bool {
-    v == "yes"
-}
-
-fn set_hz(core: &mut ShardCore, v: &str) -> Result<(), String> {
-    // Redis clamps to 1..=500 too, and shows the clamped value.
-    core.cfg.hz = number::<u64>(v)?.clamp(1, 500) as u32;
-    Ok(())
-}
-
-fn set_requirepass(core: &mut ShardCore, v: &str) -> Result<(), String> {
-    core.cfg.requirepass = (!v.is_empty()).then(|| v.to_string());
-    // The `default` user's password, as Redis (every shard applies it again:
-    // the same password, the same user).
-    core.shared
-        .acl
-        .set_default_password(core.cfg.requirepass.as_deref());
-    Ok(())
-}
-
-fn set_bulk_len(core: &mut ShardCore, v: &str) -> Result<(), String> {
-    let n = number::<usize>(v)?;
-    core.cfg.proto_max_bulk_len = n;
-    core.limits.bulk_bytes_max = n;
-    core.engine.config_mut().proto_max_bulk_len = n;
-    Ok(())
-}
-
-/// `save` rules (see `save_rules`).
-fn set_save_rules(core: &mut ShardCore, v: &str) -> Result<(), String> {
-    core.cfg.save = crate::config::save::parse(v)?;
-    Ok(())
-}
-
-/// `appendonly` / `appendfsync`: the log is chosen at start (`--durability`);
-/// CONFIG SET accepts the running value only.
-fn set_durability_word(
-    core: &ShardCore,
-    v: &str,
-    running: fn(&ShardCore) -> String,
-) -> Result<(), String> {
-    if v == running(core) {
-        Ok(())
-    } else {
-        Err("Ruvio chooses its log at start (--durability memory, everysec or always)".into())
-    }
-}
-
-fn appendonly(core: &ShardCore) -> String {
-    if core.cfg.durability.logs() {
-        "yes"
-    } else {
-        "no"
-    }
-    .into()
-}
-
-fn appendfsync(core: &ShardCore) -> String {
-    match core.cfg.durability {
-        crate::config::Durability::Always => "always",
-        _ => "everysec",
-    }
-    .into()
-}
-
-/// `busy-reply-threshold` (alias `lua-time-limit`), ms: one value for every shard.
-fn set_busy_reply_threshold(core: &mut ShardCore, v: &str) -> Result<(), String> {
-    core.shared.scripts.set_threshold_ms(number(v)?);
-    Ok(())
-}
-
-fn set_notify_keyspace_events(core: &mut ShardCore, v: &str) -> Result<(), String> {
-    let flags =
-        crate::config::keyspace_events::parse(v).ok_or(crate::config::keyspace_events::INVALID)?;
-    core.cfg.notify_keyspace_events = flags;
-    core.engine.record_expired(
-        crate::messaging::notify::expiry_wanted(flags) || core.replication.feed.on(),
-    );
-    let (added, missed) = crate::messaging::notify::key_notes_wanted(flags);
-    core.engine.record_key_notes(added, missed);
-    Ok(())
-}
-
-/// `dir`: where snapshots go. With a log, the log and the snapshots it depends on
-/// stay where the server started.
-fn set_dir(core: &mut ShardCore, v: &str) -> Result<(), String> {
-    if core.cfg.durability.logs() {
-        return Err("Ruvio keeps its log in the dir it started with".into());
-    }
-    core.cfg.dir = std::path::PathBuf::from(v);
-    Ok(())
-}
-
-fn show_dir(core: &ShardCore) -> String {
-    // Redis shows its working directory, an absolute path.
-    std::fs::canonicalize(&core.cfg.dir)
-        .unwrap_or_else(|_| core.cfg.dir.clone())
-        .display()
-        .to_string()
-}
-
-/// The parameters that take effect, by storage name.
-const LIVE: &[Live] = &[
-    fact("bind", |c| c.cfg.bind.clone()),
-    fact("port", |c| c.cfg.port.to_string()),
-    fact("databases", |c| c.cfg.databases.to_string()),
-    fact("cluster-enabled", |c| {
-        if c.cfg.port_mode == PortMode::PerShard {
-            "yes"
-        } else {
-            "no"
-        }
-        .into()
-    }),
-    // DEBUG is always there (admin-only), as in a Redis started with it enabled.
-    fact("enable-debug-command", |_| "yes".into()),
-    fact("shards", |c| c.cfg.shards.to_string()),
-    fact("port-mode", |c| c.cfg.port_mode.name().into()),
-    fact("durability", |c| c.cfg.durability.name().into()),
-    live("dir", show_dir, set_dir),
-    fact("replicaof", |c| {
-        let ids = c.shared.replication.ids();
-        ids.master
-            .map_or_else(String::new, |(host, port)| format!("{host} {port}"))
-    }),
-    read_where_used("replica-read-only"),
-    read_where_used("replica-serve-stale-data"),
-    read_where_used("masterauth"),
-    read_where_used("masteruser"),
-    read_where_used("repl-timeout"),
-    read_where_used("replica-priority"),
-    read_where_used("replica-announced"),
-    read_where_used("repl-backlog-size"),
-    live(
-        "save",
-        |c| crate::config::save::format(&c.cfg.save),
-        set_save_rules,
-    ),
-    live("appendonly", appendonly, |c, v| {
-        set_durability_word(c, v, appendonly)
-    }),
-    live("appendfsync", appendfsync, |c, v| {
-        set_durability_word(c, v, appendfsync)
-    }),
-    live(
-        "requirepass",
-        |c| c.cfg.requirepass.clone().unwrap_or_default(),
-        set_requirepass,
-    ),
-    live("hz", |c| c.cfg.hz.to_string(), set_hz),
-    live(
-        "proto-max-bulk-len",
-        |c| c.cfg.proto_max_bulk_len.to_string(),
-        set_bulk_len,
-    ),
-    live(
-        "client-query-buffer-limit",
-        |c| c.cfg.client_query_buffer_limit.to_string(),
-        |c, v| {
-            c.cfg.client_query_buffer_limit = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "list-max-listpack-size",
-        |c| c.engine.config().list_max_listpack_size.to_string(),
-        |c, v| {
-            c.engine.config_mut().list_max_listpack_size = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "hash-max-listpack-entries",
-        |c| c.engine.config().hash_max_listpack_entries.to_string(),
-        |c, v| {
-            c.engine.config_mut().hash_max_listpack_entries = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "hash-max-listpack-value",
-        |c| c.engine.config().hash_max_listpack_value.to_string(),
-        |c, v| {
-            c.engine.config_mut().hash_max_listpack_value = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "zset-max-listpack-entries",
-        |c| c.engine.config().zset_max_listpack_entries.to_string(),
-        |c, v| {
-            c.engine.config_mut().zset_max_listpack_entries = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "zset-max-listpack-value",
-        |c| c.engine.config().zset_max_listpack_value.to_string(),
-        |c, v| {
-            c.engine.config_mut().zset_max_listpack_value = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "set-max-intset-entries",
-        |c| c.engine.config().set_max_intset_entries.to_string(),
-        |c, v| {
-            c.engine.config_mut().set_max_intset_entries = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "set-max-listpack-entries",
-        |c| c.engine.config().set_max_listpack_entries.to_string(),
-        |c, v| {
-            c.engine.config_mut().set_max_listpack_entries = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "set-max-listpack-value",
-        |c| c.engine.config().set_max_listpack_value.to_string(),
-        |c, v| {
-            c.engine.config_mut().set_max_listpack_value = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "hll-sparse-max-bytes",
-        |c| c.engine.config().hll_sparse_max_bytes.to_string(),
-        |c, v| {
-            c.engine.config_mut().hll_sparse_max_bytes = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "maxmemory",
-        |c| c.cfg.maxmemory.to_string(),
-        |c, v| {
-            c.cfg.maxmemory = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "maxmemory-policy",
-        |c| c.engine.config().maxmemory_policy.name().into(),
-        |c, v| {
-            c.engine.config_mut().maxmemory_policy =
-                EvictionPolicy::parse(v).ok_or("not an eviction policy")?;
-            Ok(())
-        },
-    ),
-    // Redis takes any positive count; the eviction pool samples at most 64.
-    applied("maxmemory-samples", |c, v| {
-        c.engine.config_mut().maxmemory_samples = number::<usize>(v)?.clamp(1, 64);
-        Ok(())
-    }),
-    live(
-        "lfu-log-factor",
-        |c| c.engine.config().lfu_log_factor.to_string(),
-        |c, v| {
-            c.engine.config_mut().lfu_log_factor = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "lfu-decay-time",
-        |c| c.engine.config().lfu_decay_time.to_string(),
-        |c, v| {
-            c.engine.config_mut().lfu_decay_time = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "maxclients",
-        |c| c.cfg.maxclients.to_string(),
-        |c, v| {
-            c.cfg.maxclients = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "notify-keyspace-events",
-        |c| crate::config::keyspace_events::render(c.cfg.notify_keyspace_events),
-        set_notify_keyspace_events,
-    ),
-    live(
-        "client-output-buffer-limit",
-        |c| c.cfg.client_output_buffer_limit.render(),
-        |c, v| {
-            c.cfg.client_output_buffer_limit = c.cfg.client_output_buffer_limit.updated(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "timeout",
-        |c| c.cfg.timeout_s.to_string(),
-        |c, v| {
-            c.cfg.timeout_s = number(v)?;
-            Ok(())
-        },
-    ),
-    live(
-        "cluster-announce-ip",
-        |c| c.cfg.cluster_announce_ip.clone(),
-        |c, v| {
-            c.cfg.cluster_announce_ip = v.to_string();
-            Ok(())
-        },
-    ),
-    live(
-        "busy-reply-threshold",
-        |c| c.shared.scripts.threshold_ms().to_string(),
-        set_busy_reply_threshold,
-    ),
-    applied("loglevel", |_, v| {
-        let level = crate::serverlog::Level::parse(v).ok_or("not a log level")?;
-        crate::serverlog::set_level(level);
-        Ok(())
-    }),
-    applied("lazyfree-lazy-user-flush", |c, v| {
-        c.engine.config_mut().lazyfree_lazy_user_flush = yes(v);
-        Ok(())
-    }),
-    applied("stream-node-max-entries", |c, v| {
-        c.engine.config_mut().stream_node_max_entries = number(v)?;
-        Ok(())
-    }),
-    applied("stream-node-max-bytes", |c, v| {
-        c.engine.config_mut().stream_node_max_bytes = number(v)?;
-        Ok(())
-    }),
-    applied("tracking-table-max-keys", |c, v| {
-        let shards = c.topo.nodes.len();
-        c.tracking.set_max_keys(number(v)?, shards);
-        Ok(())
-    }),
-    applied("acllog-max-len", |c, v| {
-        c.shared.acl.set_log_max(number(v)?);
-        Ok(())
-    }),
-    applied("list-compress-depth", |c, v| {
-        c.engine.config_mut().list_compress_depth = number(v)?;
-        Ok(())
-    }),
-    // Observability's settings (see `observability::Settings`).
-    applied("slowlog-log-slower-than", |c, v| {
-        let n = number(v)?;
-        c.timing.change(|s| s.slow_us = n);
-        Ok(())
-    }),
-    applied("slowlog-max-len", |c, v| {
-        let n = number(v)?;
-        c.timing.change(|s| s.slow_len_max = n);
-        Ok(())
-    }),
-    applied("commandlog-request-larger-than", |c, v| {
-        let n = number(v)?;
-        c.timing.change(|s| s.request_bytes = n);
-        Ok(())
-    }),
-    applied("commandlog-reply-larger-than", |c, v| {
-        let n = number(v)?;
-        c.timing.change(|s| s.reply_bytes = n);
-        Ok(())
-    }),
-    applied("commandlog-large-request-max-len", |c, v| {
-        let n = number(v)?;
-        c.timing.change(|s| s.request_len_max = n);
-        Ok(())
-    }),
-    applied("commandlog-large-reply-max-len", |c, v| {
-        let n = number(v)?;
-        c.timing.change(|s| s.reply_len_max = n);
-        Ok(())
-    }),
-    applied("latency-monitor-threshold", |c, v| {
-        let n = number(v)?;
-        c.timing.change(|s| s.monitor_ms = n);
-        Ok(())
-    }),
-    applied("latency-tracking", |c, v| {
-        let on = yes(v);
-        c.timing.change(|s| s.tracking = on);
-        Ok(())
-    }),
-    applied("latency-tracking-info-percentiles", |c, v| {
-        // Checked already (`params::percentiles`): numbers between 0 and 100.
-        let list = v
-            .split_whitespace()
-            .filter_map(|w| w.parse().ok())
-            .collect();
-        c.timing.change(|s| s.percentiles = list);
-        Ok(())
-    }),
-];
-
-fn live_row(spec: &ParamSpec) -> Option<&'static Live> {
-    let name = params::storage_name(spec.name);
-    LIVE.iter().find(|l| l.name == name)
-}
-
-/// Parameter `spec`'s value as CONFIG GET shows it.
-fn value_of(core: &ShardCore, spec: &ParamSpec) -> String {
-    match live_row(spec).and_then(|l| l.get) {
-        Some(get) => get(core),
-        None => core.cfg.param(params::storage_name(spec.name)).to_string(),
-    }
-}
-
-/// Give parameter `spec` the checked value `shown`: kept, then applied.
-fn apply(core: &mut ShardCore, spec: &ParamSpec, shown: &str) -> Result<(), String> {
-    if let Some(set) = live_row(spec).and_then(|l| l.set) {
-        set(core, shown)?;
-    }
-    core.cfg
-        .params
-        .insert(params::storage_name(spec.name), shown.to_string());
-    Ok(())
-}
-
-/// At a shard's start: apply the parameters the config file or a flag set that
-/// take effect through a setter (the typed file keys are in place already).
-pub fn apply_params_at_start(core: &mut ShardCore) {
-    let given: Vec<(&'static str, String)> = core
-        .cfg
-        .params
-        .iter()
-        .map(|(name, value)| (*name, value.clone()))
-        .collect();
-    for (name, value) in given {
-        if let Some(spec) = params::find(name) {
-            if let Err(why) = apply(core, spec, &value) {
-                crate::serverlog::log(
-                    crate::serverlog::Level::Warning,
-                    &format!("config {name} {value}: {why}"),
-                );
-            }
-        }
-    }
+/// What CONFIG (and the server-wide steps it broadcasts: RESETSTAT, DEBUG
+/// RELOAD, SAVE's dump) reads and does on a shard. Defined here, below the
+/// shard, and implemented by it (`shard/settings.rs`, with the table of the
+/// parameters that take effect), so that this family reaches the shard's parts
+/// without naming them; called on the concrete core, never through `dyn`.
+pub trait Configured {
+    /// Parameter `spec`'s value as CONFIG GET shows it: the running value of one
+    /// that takes effect, else the kept one.
+    fn param_value(&self, spec: &ParamSpec) -> String;
+    /// Give parameter `spec` the checked value `shown` (CONFIG GET's form, see
+    /// `config::params::check`): applied, then kept; `Err` with the reason when
+    /// Ruvio cannot take it.
+    fn apply_param(&mut self, spec: &ParamSpec, shown: &str) -> Result<(), String>;
+    /// Whether `spec` takes effect with a running value of its own (CONFIG
+    /// REWRITE writes those whatever their value).
+    fn param_is_live(&self, spec: &ParamSpec) -> bool;
+    /// CONFIG SET applied its changes here: what reads a copy of the settings
+    /// (the scripts' host on this shard's thread) takes them again.
+    fn settings_changed(&self);
+    /// Load the TLS settings again from the parameters, when TLS is on: the
+    /// sessions started from now on use them, the open ones keep theirs.
+    fn reload_tls(&mut self, sessions: Sessions) -> Result<(), String>;
+    /// Zero the counters CONFIG RESETSTAT zeroes and move to statistics epoch `epoch`.
+    fn reset_stats(&mut self, epoch: u64);
+    /// This shard's part of DEBUG RELOAD, noted in `outcome`.
+    fn reload_keyspace(&mut self, outcome: &ReloadOutcome);
+    /// This shard's part of the dump at `path`; its changes count as saved.
+    fn write_dump_part(&mut self, path: &str) -> std::io::Result<()>;
+    /// Every shard wrote its part: put the dump together and move LASTSAVE; the
+    /// reply (`answer`, or the error).
+    fn finish_dump(&mut self, path: &str, answer: &[u8]) -> Vec<u8>;
 }
 
 /// CONFIG's subcommands, with Redis' arity, flags and ACL categories.
@@ -575,7 +108,7 @@ fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
     reply.map(matched.len());
     for (p, shown) in matched {
         reply.bulk(shown);
-        reply.bulk(value_of(ctx.core, p).as_bytes());
+        reply.bulk(ctx.core.param_value(p).as_bytes());
     }
     Ok(())
 }
@@ -625,16 +158,19 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
         }
         changes.push((spec, value));
     }
-    let before: Vec<String> = changes.iter().map(|(p, _)| value_of(ctx.core, p)).collect();
+    let before: Vec<String> = changes
+        .iter()
+        .map(|(p, _)| ctx.core.param_value(p))
+        .collect();
     let mut applied = Vec::with_capacity(changes.len());
     for (i, (spec, value)) in changes.iter().enumerate() {
         let outcome = params::check(spec, value)
-            .and_then(|shown| apply(ctx.core, spec, &shown).map(|()| shown));
+            .and_then(|shown| ctx.core.apply_param(spec, &shown).map(|()| shown));
         match outcome {
             Ok(shown) => applied.push((spec.name.to_string(), shown)),
             Err(why) => {
                 for ((undo, _), old) in changes[..i].iter().zip(&before).rev() {
-                    let _ = apply(ctx.core, undo, old);
+                    let _ = ctx.core.apply_param(undo, old);
                 }
                 return Err(CmdError::config_failed(spec.name.as_bytes(), &why));
             }
@@ -647,13 +183,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
     {
         // The certificate settings apply together, once all are in (Redis's
         // applyTlsCfg): new sessions use them, open ones keep theirs.
-        if let Err(why) = reload_tls(ctx.core, crate::net::tls::Sessions::Renew) {
+        if let Err(why) = ctx.core.reload_tls(Sessions::Renew) {
             crate::serverlog::log(
                 crate::serverlog::Level::Warning,
                 &format!("Failed applying new configuration. Possibly related to new {tls_name} setting: {why}"),
             );
             for ((undo, _), old) in changes.iter().zip(&before).rev() {
-                let _ = apply(ctx.core, undo, old);
+                let _ = ctx.core.apply_param(undo, old);
             }
             return Err(CmdError::config_failed(
                 tls_name.as_bytes(),
@@ -662,14 +198,14 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
         }
     }
     ctx.core.outbox.broadcast(ConfigChange::Set(applied));
-    super::install_script_host(ctx.core);
+    ctx.core.settings_changed();
     super::ok_everywhere(ctx, reply);
     Ok(())
 }
 
 /// A setting the TLS sessions start from (certificate, key, CAs, client
 /// certificates, protocols, suites, session cache).
-fn is_tls_file(name: &str) -> bool {
+pub fn is_tls_file(name: &str) -> bool {
     matches!(
         name,
         "tls-cert-file"
@@ -688,165 +224,9 @@ fn is_tls_file(name: &str) -> bool {
     )
 }
 
-/// Load the TLS settings again from the parameters, when TLS is on: the
-/// sessions started from now on use them, the open ones keep theirs. The shard
-/// that took the CONFIG SET starts a new session cache (`Sessions::Renew`), the
-/// others join it.
-fn reload_tls(core: &mut ShardCore, sessions: crate::net::tls::Sessions) -> Result<(), String> {
-    if core.tls_settings.is_none() {
-        return Ok(());
-    }
-    let settings = crate::net::tls::TlsSettings::load(
-        &core.cfg.tls_files(),
-        &core.shared.tls_sessions,
-        sessions,
-    )?;
-    core.tls_settings = Some(settings);
-    Ok(())
-}
-
-/// Apply a change another shard broadcast.
-pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change: &ConfigChange) {
-    match change {
-        ConfigChange::Set(pairs) => {
-            for (name, value) in pairs {
-                if let Some(spec) = params::find(name) {
-                    let _ = apply(core, spec, value);
-                }
-            }
-            if pairs.iter().any(|(name, _)| is_tls_file(name)) {
-                // The shard that took the CONFIG SET loaded the same files.
-                if let Err(why) = reload_tls(core, crate::net::tls::Sessions::Current) {
-                    crate::serverlog::log(
-                        crate::serverlog::Level::Warning,
-                        &format!("shard {}: TLS settings not reloaded: {why}", core.id),
-                    );
-                }
-            }
-            super::install_script_host(core);
-        }
-        ConfigChange::ResetStats { epoch } => reset_stats(core, *epoch),
-        ConfigChange::Pause { until_ms, all } => core.pause.start(*until_ms, *all),
-        ConfigChange::Unpause => core.end_pause(conns),
-        ConfigChange::ExportRdb(path) => {
-            if let Err(e) =
-                crate::persistence::export::write_part(&core.engine, core.now_ms, core.id, path)
-            {
-                eprintln!("shard {}: DEBUG EXPORT-RDB {path}: {e}", core.id);
-            }
-        }
-        ConfigChange::DumpPart(path) => {
-            if let Err(e) = write_dump_part(core, path) {
-                crate::serverlog::log(
-                    crate::serverlog::Level::Warning,
-                    &format!("shard {}: writing {path} failed: {e}", core.id),
-                );
-            }
-        }
-        ConfigChange::Snapshot => {
-            if let Err(e) = crate::persistence::snapshot::save(core) {
-                eprintln!("ruvio: shard {}: SAVE failed: {e}", core.id);
-            }
-        }
-        ConfigChange::BackgroundSave => crate::persistence::snapshot::request(core),
-        ConfigChange::Exit { save } => crate::persistence::shutdown::prepare(core, *save),
-        ConfigChange::Functions(payload) => {
-            let keeper = super::functions::Keeper {
-                cfg: &core.cfg,
-                id: core.id,
-                logs: core.wal.is_some(),
-            };
-            super::functions::apply(keeper, payload)
-        }
-        ConfigChange::SkipChecksumValidation(skip) => {
-            core.engine.config_mut().skip_checksum_validation = *skip
-        }
-        ConfigChange::AclUsers => {
-            let acl = core.shared.acl.clone();
-            super::acl::refresh_connections(&acl, conns, &mut core.dirty);
-        }
-        ConfigChange::Reload(outcome) => reload_shard(core, outcome),
-    }
-}
-
-/// This shard's part of DEBUG RELOAD: its keyspace through the RDB form and back
-/// (`Engine::reload_through_rdb`), noted in `outcome`. Before it, as Redis's
-/// reload empties its databases (`emptyData`, which signals a flush): the
-/// watched keys that exist touch their watchers, and every tracking client of
-/// the shard is owed a null. Not while the shard writes a snapshot (a background
-/// save's part, a replica's full sync): the snapshot's state lives in the
-/// databases the reload replaces. The reload changes no key's value or TTL, so
-/// it logs and feeds nothing.
-pub fn reload_shard(core: &mut ShardCore, outcome: &ReloadOutcome) {
-    if core.writing_snapshot() {
-        return outcome.refused_while_saving();
-    }
-    if core.watches.any() {
-        // Database by database: a watched key is touched when it exists in its own.
-        for db in 0..core.engine.db_count() {
-            core.touch_watched_in(&[db]);
-        }
-    }
-    core.tracking.flushed();
-    match core.engine.reload_through_rdb(core.now_ms) {
-        Ok(keys) => outcome.reloaded(keys),
-        Err(e) => {
-            eprintln!("shard {}: DEBUG RELOAD failed: {e}", core.id);
-            outcome.failed();
-        }
-    }
-}
-
-/// This shard's part of the dump at `path`; its changes count as saved.
-pub fn write_dump_part(core: &mut ShardCore, path: &str) -> std::io::Result<()> {
-    crate::persistence::export::write_part(&core.engine, core.now_ms, core.id, path)?;
-    crate::persistence::snapshot::mark_saved(core);
-    Ok(())
-}
-
-/// Every shard wrote its part: put the dump together and move LASTSAVE; the
-/// reply (`answer`, or the error).
-pub fn finish_dump(core: &mut ShardCore, path: &str, answer: &[u8]) -> Vec<u8> {
-    match crate::persistence::export::assemble(path, 0..core.topo.nodes.len()) {
-        Ok(()) => {
-            core.shared.last_save_unix_s.fetch_max(
-                crate::clock::unix_ms() / 1000,
-                std::sync::atomic::Ordering::Relaxed,
-            );
-            crate::serverlog::log(
-                crate::serverlog::Level::Notice,
-                &format!("DB saved on disk ({path})"),
-            );
-            answer.to_vec()
-        }
-        Err(e) => {
-            crate::serverlog::log(
-                crate::serverlog::Level::Warning,
-                &format!("save failed: {e}"),
-            );
-            format!("-ERR save failed: {e}\r\n").into_bytes()
-        }
-    }
-}
-
-/// Zero the counters Redis' CONFIG RESETSTAT zeroes (not the dataset's change count)
-/// and move to statistics epoch `epoch`.
-fn reset_stats(core: &mut ShardCore, epoch: u64) {
-    let stats = &mut core.stats;
-    *stats = ShardStats {
-        per_command: vec![Default::default(); stats.per_command.len()],
-        dirty: stats.dirty,
-        epoch,
-        ..Default::default()
-    };
-    core.engine.reset_stats();
-    core.timing.reset_histograms();
-    core.shared.observatory.reset_histograms(core.id);
-}
-
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let epoch = ctx.core.shared.next_stats_epoch();
-    reset_stats(ctx.core, epoch);
+    ctx.core.reset_stats(epoch);
     ctx.core
         .outbox
         .broadcast(ConfigChange::ResetStats { epoch });
@@ -868,11 +248,8 @@ fn config_rewrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> 
     let settings: Vec<(String, String)> = params::PARAMS
         .iter()
         .filter(|p| p.access == Access::Mutable && params::storage_name(p.name) == p.name)
-        .filter(|p| {
-            live_row(p).is_some_and(|l| l.get.is_some() && l.set.is_some())
-                || ctx.core.cfg.params.contains_key(p.name)
-        })
-        .map(|p| (p.name.replace('-', "_"), value_of(ctx.core, p)))
+        .filter(|p| ctx.core.param_is_live(p) || ctx.core.cfg.params.contains_key(p.name))
+        .map(|p| (p.name.replace('-', "_"), ctx.core.param_value(p)))
         .collect();
     // The users go to the file as `user` lines unless they live in `aclfile`.
     let users = ctx.core.cfg.param("aclfile").is_empty().then(|| {

@@ -1,6 +1,6 @@
 //! Connection commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT.
 
-use super::{parse_i64, Ctx, ServerCommand, ServerResult};
+use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult};
 use crate::acl::rules::User;
 use crate::acl::{Acl, Session};
 use crate::config::PortMode;
@@ -72,9 +72,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
     crate::messaging::pubsub::forget_all(&core.shared.pubsub, core.id, &mut c.subs, ctx.who);
     crate::transactions::multi::unwatch(ctx.core, ctx.client);
     if std::mem::take(&mut ctx.client.monitor) {
-        let core = &mut *ctx.core;
-        core.monitors
-            .detach(&core.shared.monitors, core.id, ctx.who);
+        ctx.core.detach_monitor(ctx.who);
     }
     let broadcast = crate::tracking::broadcasts(&ctx.core.topo);
     let (tracking, mut to) = ctx.core.tracking_parts();

@@ -10,11 +10,13 @@
 //! SHARD, the shard serving the connection (tests that need a connection on a
 //! given shard).
 
+use super::config::Configured;
 use super::{Ctx, ServerCommand, ServerResult};
-use crate::cmd::client::{ask_every_shard, ClientQuery};
+use crate::cmd::client::ask_every_shard;
 use crate::config::change::{ConfigChange, ReloadOutcome, RELOAD_WAITS_FOR_SAVE};
 use crate::config::PortMode;
 use crate::mesh::gather::{Gather, Then};
+use crate::mesh::queries::ClientQuery;
 use crate::net::conn::Merge;
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::debug_digest::KeyReport;
@@ -301,7 +303,7 @@ fn debug_reload(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
         return refuse(RELOAD_WAITS_FOR_SAVE);
     }
     let outcome = Arc::new(ReloadOutcome::default());
-    super::config::reload_shard(ctx.core, &outcome);
+    ctx.core.reload_keyspace(&outcome);
     if everywhere {
         ctx.core
             .outbox

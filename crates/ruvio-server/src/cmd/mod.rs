@@ -52,7 +52,7 @@ pub struct Ctx<'a> {
 
 /// What the families ask of the shard beyond reading and writing its parts: the
 /// steps the shard owns (CLIENT PAUSE's end, a blocked client's early answer, its
-/// gauges as of now). Defined here, below the shard, and implemented by it
+/// gauges as of now, MONITOR's list of connections). Defined here, below the shard, and implemented by it
 /// (`shard/families.rs`) so that a family calls the shard without naming it;
 /// called on the concrete core, never through `dyn`.
 pub trait Server {
@@ -70,6 +70,8 @@ pub trait Server {
     fn engine_mut(&mut self) -> &mut ruvio_engine::Engine;
     /// The WATCH table (a client's `dirty_cas`).
     fn watch_table(&self) -> &crate::transactions::watch::Watches;
+    /// This shard's CLIENT TRACKING table (a client's BCAST prefixes).
+    fn tracking_table(&self) -> &crate::tracking::Tracking;
     /// Connection `who` (slab index, generation) has something to flush or close.
     fn mark_conn_dirty(&mut self, who: (u32, u32));
     /// End CLIENT PAUSE on this shard: the connections that waited run what they
@@ -88,6 +90,10 @@ pub trait Server {
     fn live_stats(&self) -> &crate::stats::ShardStats;
     /// This shard's log failed a write.
     fn log_failed(&self) -> bool;
+    /// Connection `who` of this shard enters MONITOR mode.
+    fn attach_monitor(&mut self, who: (u32, u32));
+    /// Connection `who` of this shard leaves MONITOR mode (RESET).
+    fn detach_monitor(&mut self, who: (u32, u32));
     /// What every shard shares.
     type Shared: SharedReads;
     /// What every shard shares, as this shard holds it.
@@ -145,23 +151,14 @@ pub trait SharedReads {
 pub type ServerResult = Result<(), CmdError>;
 
 /// The server commands a script's `redis.call` reaches through the scripting
-/// host (which sits below this layer and so is handed them).
-pub const SCRIPT_COMMANDS: crate::scripting::host::ServerCommands<crate::shard::Shared> =
+/// host (which sits below this layer and so is handed them), over `S`, what
+/// every shard shares (the shard's `Shared`).
+#[inline]
+pub fn script_commands<S: SharedReads>() -> crate::scripting::host::ServerCommands<S> {
     crate::scripting::host::ServerCommands {
-        info: info::script_text,
+        info: info::script_text::<S>,
         pubsub: pubsub::script_answer,
-    };
-
-/// Give this shard thread's scripts the server around them, with this layer's
-/// [`SCRIPT_COMMANDS`] (at shard start, and after CONFIG SET).
-pub fn install_script_host(core: &ShardCore) {
-    crate::scripting::host::install(
-        &core.cfg,
-        core.shared.clone(),
-        core.topo.clone(),
-        core.id,
-        SCRIPT_COMMANDS,
-    );
+    }
 }
 
 /// A server command handler.

@@ -4,6 +4,7 @@
 //! shard in time slices, no fork); SHUTDOWN's orderly exit is [`crate::persistence::shutdown`].
 //! INFO persistence is in `info`.
 
+use super::config::Configured;
 use super::{Ctx, ServerCommand, ServerResult};
 use crate::config::change::ConfigChange;
 use crate::mesh::gather::{Gather, Then};
@@ -181,7 +182,7 @@ fn start_scheduled_now(ctx: &mut Ctx<'_>) {
 /// SAVE and BGSAVE without a log (`--durability memory`), as Redis with AOF off:
 /// every shard's keys (both port modes: one process, one dump) into one RDB file
 /// at `dir`/`dbfilename` that redis-server loads (see
-/// [`crate::persistence::export`], the shards' parts by `config::write_dump_part`); each shard writes its part while it waits, as
+/// [`crate::persistence::export`], the shards' parts by `Configured::write_dump_part`); each shard writes its part while it waits, as
 /// Redis's SAVE blocks (BGSAVE too here: it answers once the file is complete, so
 /// LASTSAVE has moved by the time a client hears "started"). A failure is
 /// Redis's `-ERR` for a failed save and leaves the previous file in place.
@@ -204,7 +205,8 @@ fn dump_everywhere(
         let _ = std::fs::create_dir_all(dir);
     }
     crate::persistence::export::remove_parts(&path, shards);
-    super::config::write_dump_part(ctx.core, &path)
+    ctx.core
+        .write_dump_part(&path)
         .map_err(|e| line(&format!("ERR {command} failed: {e}")))?;
     if shards > 1 {
         ctx.core
@@ -215,7 +217,7 @@ fn dump_everywhere(
             answer: answer.to_vec(),
         }));
     } else {
-        reply.raw(&super::config::finish_dump(ctx.core, &path, answer));
+        reply.raw(&ctx.core.finish_dump(&path, answer));
     }
     Ok(())
 }

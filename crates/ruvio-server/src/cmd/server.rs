@@ -3,7 +3,7 @@
 //! INFO, CONFIG, DEBUG and the persistence commands have their own modules
 //! (`info`, `config`, `debug`, `persistence`).
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult};
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
@@ -32,9 +32,7 @@ fn monitor(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         return Ok(());
     }
     ctx.client.monitor = true;
-    let core = &mut *ctx.core;
-    core.monitors
-        .attach(&core.shared.monitors, core.id, ctx.who);
+    ctx.core.attach_monitor(ctx.who);
     reply.ok();
     Ok(())
 }

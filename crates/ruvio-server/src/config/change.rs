@@ -2,7 +2,7 @@
 //! the server's state: CONFIG SET's validated pairs, RESETSTAT, CLIENT PAUSE, a
 //! SAVE or BGSAVE to take part in, SHUTDOWN, the function libraries. One server,
 //! one configuration: a client's command lands on one shard, which broadcasts the
-//! change over the mesh (`Outbox::broadcast`); `cmd::config::apply_config_change`
+//! change over the mesh (`Outbox::broadcast`); `shard::settings::apply_config_change`
 //! applies it. Plain data here, so the subsystems that start such a change (the
 //! snapshot, shutdown) need nothing above the configuration to say it.
 

@@ -20,9 +20,9 @@
 //! this thread for another shard's answer) are `channels.rs`, re-exported here,
 //! so callers name `mesh::forward::...` as before.
 
-use crate::cmd::client::ClientQuery;
 use crate::config::change::ConfigChange;
 use crate::mesh::lending::{self, LendRequest, Lent, WatchRequest};
+use crate::mesh::queries::ClientQuery;
 use crate::messaging::pubsub::{Kind, MessageBatch};
 use ruvio_resp::ArgsBatch;
 
@@ -81,7 +81,7 @@ const _: () = assert!(std::mem::size_of::<Tag>() <= 40);
 impl Tag {
     /// The tag of part `part` of held reply `seq` of `client` (connection `who`):
     /// it does not block and carries no tracking bits (a forwarded command of
-    /// the client sets those, `shard::dispatch::tag`).
+    /// the client sets those: [`Tag::for_command`]).
     pub fn for_client(
         client: &crate::net::conn::ClientState,
         who: (u32, u32),
@@ -101,6 +101,45 @@ impl Tag {
             tracking: 0,
             whole: false,
             ran_ns: 0,
+        }
+    }
+
+    /// The tag of a command of `client` (connection `who`) forwarded as part
+    /// `part` of held reply `seq`: it may block unless it is in EXEC's queue,
+    /// and carries the client's CLIENT TRACKING bits for it.
+    #[inline]
+    pub fn for_command(
+        client: &crate::net::conn::ClientState,
+        who: (u32, u32),
+        seq: u64,
+        part: u16,
+    ) -> Tag {
+        Tag {
+            may_block: !client.in_exec,
+            tracking: client.tracking.command_bits(),
+            ..Tag::for_client(client, who, seq, part)
+        }
+    }
+
+    /// The client context a forwarded command of a client of shard `from` runs
+    /// with, read off its tag.
+    #[inline]
+    pub fn caller(&self, from: usize) -> crate::net::caller::Caller {
+        crate::net::caller::Caller {
+            client_id: self.client_id,
+            db: self.db as usize,
+            proto: if self.resp3 {
+                ruvio_resp::Protocol::Resp3
+            } else {
+                ruvio_resp::Protocol::Resp2
+            },
+            no_touch: self.no_touch,
+            may_block: self.may_block,
+            borrowing: false,
+            tracking: crate::net::caller::Tracked {
+                bits: self.tracking,
+                shard: from,
+            },
         }
     }
 

@@ -22,14 +22,59 @@
 //!
 //! Like a cross-shard command, the caller's connection runs nothing it pipelined
 //! after the command until the answer is complete.
+//!
+//! This file keeps the calls in flight and delivers the parts; what an answer
+//! reads of the shard, and the answers themselves (INFO's text, MEMORY STATS, a
+//! dump put together, another shard's question about its clients), are the
+//! shard's ([`Gatherer`], in `shard/gathered.rs`).
 
-use crate::cmd::client::ClientQuery;
-use crate::mesh::forward::Tag;
+use crate::config::output_limits::OutputLimits;
+use crate::mesh::forward::{Outbox, Tag};
+use crate::mesh::queries::ClientQuery;
 use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
 use crate::net::slab::Slab;
-use crate::shard::ShardCore;
+use crate::observability::{Awaited, Timing};
 use ahash::AHashMap;
-use ruvio_resp::{Protocol, Reply};
+use ruvio_resp::Protocol;
+
+/// What a gather reads and asks of the shard it runs on. Defined here, below the
+/// shard, and implemented by it (`shard/gathered.rs`, which also renders the
+/// answers: INFO, LATENCY HISTOGRAM, MEMORY STATS, a dump's assembly ...), so
+/// that the mesh keeps the bookkeeping of a gather without naming the shard or
+/// the commands; called on the concrete core, never through `dyn` (a forwarded
+/// command's reply comes home through [`deliver`]).
+pub trait Gatherer {
+    /// This shard's index.
+    fn shard_id(&self) -> usize;
+    /// How many shards the server has.
+    fn shard_count(&self) -> usize;
+    /// This shard's calls in flight and its outbox to the other shards.
+    fn gathering(&mut self) -> (&mut Gathering, &mut Outbox);
+    /// The command clock (a gathered answer's rendering is the command's work).
+    fn timing(&self) -> &Timing;
+    /// Every shard answered: render the answer `then` names, or give it back when
+    /// it must wait for the tick (SHUTDOWN until every shard prepared to exit).
+    fn render(
+        &mut self,
+        conns: &mut Slab<Conn>,
+        then: Then,
+        proto: Protocol,
+    ) -> Result<Vec<u8>, Then>;
+    /// A command recorded once answered (`record`) got its whole reply.
+    fn record_answered(&mut self, client: &ClientState, record: &Awaited);
+    /// What delivering a reply part touches of the shard.
+    fn delivery(&mut self) -> Delivery<'_>;
+}
+
+/// The parts of the shard a delivered reply touches: the output limits checked
+/// against the grown queue, the clock they read, the connections to flush, and
+/// those whose held command got its whole answer.
+pub struct Delivery<'a> {
+    pub limits: &'a OutputLimits,
+    pub now_ms: u64,
+    pub dirty: &'a mut Vec<(u32, u32)>,
+    pub resume: &'a mut Vec<(u32, u32)>,
+}
 
 /// What a server command asks to be gathered from every shard.
 #[derive(Debug)]
@@ -97,20 +142,21 @@ pub struct Gathering {
 /// The held slot comes back, for the caller to record the command once it is
 /// answered; not PUBLISH's (recorded when it ran here: docs/observability.md).
 pub fn start(
-    core: &mut ShardCore,
+    core: &mut impl Gatherer,
     client: &mut ClientState,
     replies: &mut ReplyQueue,
     who: (u32, u32),
     gather: Gather,
 ) -> Option<u64> {
-    let shards = core.topo.nodes.len();
-    let others = (0..shards).filter(|&s| s != core.id);
+    let (shards, id) = (core.shard_count(), core.shard_id());
+    let others = (0..shards).filter(|&s| s != id);
+    let (gathering, outbox) = core.gathering();
     match gather {
         Gather::AfterAll(then) => {
             let seq = replies.hold(Merge::Single, 1);
             client.blocked = Some(BlockedOn::waiting(seq));
-            core.gathering.next_ticket += 1;
-            let ticket = core.gathering.next_ticket;
+            gathering.next_ticket += 1;
+            let ticket = gathering.next_ticket;
             let pending = Pending {
                 conn: who.0,
                 gen: who.1,
@@ -121,12 +167,12 @@ pub fn start(
             };
             if pending.missing == 0 {
                 // One shard: nobody to ask; the tick completes it.
-                core.gathering.waiting.push(pending);
+                gathering.waiting.push(pending);
                 return Some(seq);
             }
-            core.gathering.pending.insert(ticket, pending);
+            gathering.pending.insert(ticket, pending);
             for to in others {
-                core.outbox.publish(to, core.id, ticket);
+                outbox.publish(to, id, ticket);
             }
             Some(seq)
         }
@@ -139,120 +185,62 @@ pub fn start(
             client.blocked = Some(BlockedOn::waiting(seq));
             for to in others {
                 let tag = Tag::for_client(client, who, seq, to as u16);
-                core.outbox.clients(to, core.id, tag, query.clone());
+                outbox.clients(to, id, tag, query.clone());
             }
-            replies.fill(seq, core.id, local);
+            replies.fill(seq, id, local);
             Some(seq)
         }
         Gather::Ask { shard, query } => {
             let seq = replies.hold(Merge::Single, 1);
             client.blocked = Some(BlockedOn::waiting(seq));
             let tag = Tag::for_client(client, who, seq, 0);
-            core.outbox.clients(shard, core.id, tag, query);
+            outbox.clients(shard, id, tag, query);
             Some(seq)
         }
         Gather::Publish(publication) => {
-            crate::mesh::publish::start_publish(
-                &mut core.outbox,
-                client,
-                replies,
-                who,
-                *publication,
-            );
+            crate::mesh::publish::start_publish(outbox, client, replies, who, *publication);
             None
         }
     }
 }
 
-/// Another shard's INFO wants this shard's counters now.
-pub fn publish(core: &mut ShardCore, conns: &Slab<Conn>, from: usize, ticket: u64) {
-    crate::shard::publish_gauges(core, conns.len());
-    crate::shard::publish_memory(core, conns);
-    // Per-command histograms too (INFO latencystats, LATENCY HISTOGRAM): copied
-    // only when asked, they are too large for every tick.
-    let histograms = core.timing.histograms();
-    core.shared
-        .observatory
-        .publish_histograms(core.id, histograms);
-    core.outbox.published(from, ticket);
-}
-
 /// A shard published for call `ticket`: answer it when it was the last.
-pub fn published(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
-    let Some(pending) = core.gathering.pending.get_mut(&ticket) else {
+pub fn published(core: &mut impl Gatherer, conns: &mut Slab<Conn>, ticket: u64) {
+    let (gathering, _) = core.gathering();
+    let Some(pending) = gathering.pending.get_mut(&ticket) else {
         return;
     };
     pending.missing -= 1;
     if pending.missing > 0 {
         return;
     }
-    let Some(p) = core.gathering.pending.remove(&ticket) else {
+    let Some(p) = gathering.pending.remove(&ticket) else {
         return;
     };
     complete(core, conns, p);
 }
 
 /// The tick: complete the calls that were waiting.
-pub fn on_tick(core: &mut ShardCore, conns: &mut Slab<Conn>) {
-    for p in std::mem::take(&mut core.gathering.waiting) {
+pub fn on_tick(core: &mut impl Gatherer, conns: &mut Slab<Conn>) {
+    for p in std::mem::take(&mut core.gathering().0.waiting) {
         complete(core, conns, p);
     }
 }
 
 /// Every shard answered call `p`: render and deliver its reply, or (SHUTDOWN with
 /// a shard's log not yet on disk) leave it for the tick.
-fn complete(core: &mut ShardCore, conns: &mut Slab<Conn>, p: Pending) {
+fn complete(core: &mut impl Gatherer, conns: &mut Slab<Conn>, mut p: Pending) {
     // Rendering the answer is the command's own work: its record adds it.
-    let started = core.timing.start();
-    let out = match p.then {
-        Then::Shutdown { .. } if !crate::persistence::shutdown::every_shard_prepared(core) => {
-            return core.gathering.waiting.push(p);
+    let started = core.timing().start();
+    let out = match core.render(conns, p.then, p.proto) {
+        Ok(out) => out,
+        Err(then) => {
+            p.then = then;
+            return core.gathering().0.waiting.push(p);
         }
-        Then::Info { sections } => {
-            let text = crate::cmd::info::info_text(core, conns.len(), &sections);
-            let mut out = Vec::new();
-            Reply::new(&mut out, p.proto).verbatim("txt", text.as_bytes());
-            out
-        }
-        Then::LatencyHistogram(commands) => {
-            let shards = crate::cmd::slowlog::visible_shards(&core.cfg, core.id);
-            let source = (&core.timing, &core.shared.observatory, core.id, shards);
-            crate::cmd::latency::histogram_reply(source, p.proto, &commands)
-        }
-        Then::Reply(bytes) => bytes,
-        Then::MemoryStats => {
-            let figures = crate::shard::memory_figures(core, conns);
-            let mut out = Vec::new();
-            crate::stats::memory::write_memory_stats(&figures, &mut Reply::new(&mut out, p.proto));
-            out
-        }
-        Then::ExportRdb(path) => {
-            match crate::persistence::export::assemble(&path, 0..core.topo.nodes.len()) {
-                Ok(()) => b"+OK\r\n".to_vec(),
-                Err(e) => format!("-ERR EXPORT-RDB failed: {e}\r\n").into_bytes(),
-            }
-        }
-        Then::Dump { path, answer } => crate::cmd::config::finish_dump(core, &path, &answer),
-        Then::Shutdown { force } => crate::persistence::shutdown::conclude(core, force),
-        Then::Reload(outcome) => outcome.answer(),
     };
-    let ns = started.map_or(0, |t| core.timing.elapsed_ns(t));
+    let ns = started.map_or(0, |t| core.timing().elapsed_ns(t));
     deliver(core, conns, (p.conn, p.gen), p.seq, 0, (out, ns));
-}
-
-/// Another shard's CLIENT LIST, KILL or UNBLOCK: answer for this shard's
-/// connections (and parked commands), with the time it took.
-pub fn answer_clients(
-    core: &mut ShardCore,
-    conns: &mut Slab<Conn>,
-    from: usize,
-    tag: Tag,
-    query: &ClientQuery,
-) {
-    let started = core.timing.start();
-    let part = crate::cmd::client::answer(core, conns, None, query);
-    let ns = started.map(|t| core.timing.elapsed_ns(t));
-    core.outbox.reply(from, tag.ran(ns), &part);
 }
 
 /// Put part `part` of held reply `seq` into connection `who`'s queue (`ran_ns`:
@@ -262,7 +250,7 @@ pub fn answer_clients(
 /// of their own or a slice of a message's reply batch (copied once, into the
 /// queue: `net::reply_queue::PartBytes`).
 pub fn deliver<'a>(
-    core: &mut ShardCore,
+    core: &mut impl Gatherer,
     conns: &mut Slab<Conn>,
     who: (u32, u32),
     seq: u64,
@@ -273,17 +261,17 @@ pub fn deliver<'a>(
         return;
     };
     if let Some(record) = conn.replies.fill_part(seq, part, bytes, ran_ns) {
-        crate::shard::exec::observe_answered(core, &conn.client, &record);
+        core.record_answered(&conn.client, &record);
     }
-    core.dirty.push(who);
-    let limits = &core.cfg.client_output_buffer_limit;
-    crate::net::outlimit::enforce(limits, core.now_ms, &mut core.dirty, conn, who);
+    let at = core.delivery();
+    at.dirty.push(who);
+    crate::net::outlimit::enforce(at.limits, at.now_ms, at.dirty, conn, who);
     let answered = conn
         .client
         .blocked
         .is_some_and(|b| conn.replies.is_released(b.seq));
     if answered {
         conn.client.blocked = None;
-        core.resume.push(who);
+        at.resume.push(who);
     }
 }

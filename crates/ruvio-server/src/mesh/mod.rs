@@ -9,6 +9,8 @@
 //! - [`lending`]: multi-key commands over several shards run by borrowing the keys.
 //! - [`owner_tx`]: a transaction whose keys all live on one other shard runs there.
 //! - [`publish`]: Pub/Sub messages to other shards (the outbox as messaging's relay).
+//! - [`queries`]: the questions every shard answers of its clients or keys (CLIENT
+//!   LIST, KILL, UNBLOCK; DEBUG DIGEST, POPULATE, OBJECT), gathered.
 //! - [`script_lock`]: scripts that reach keys they did not declare on other shards.
 //!
 //! Shaped so because a shard never touches another shard's memory: everything that
@@ -20,4 +22,5 @@ pub mod gather;
 pub mod lending;
 pub mod owner_tx;
 pub mod publish;
+pub mod queries;
 pub mod script_lock;

@@ -22,15 +22,17 @@
 //! A lend request for a waiting transaction's keys waits too. When keys come home
 //! ([`lending::take_back`](crate::mesh::lending::take_back)) the waiting queue runs up to
 //! the first transaction whose keys are still lent.
+//!
+//! This file is the transaction's message and the owner's queue of what waits;
+//! running it on the owner, and running what waited once the keys are home, is
+//! the owner's execution (`shard/messages.rs`: `transaction_arrived`,
+//! `run_deferred`).
 
-use crate::mesh::forward::{Control, RequestBatch, Tag};
-use crate::mesh::lending::DbKey;
-use crate::net::conn::{ClientState, Conn, Merge, ReplyQueue};
-use crate::net::slab::Slab;
-use crate::shard::exec::{self, run_engine};
-use crate::shard::ShardCore;
+use crate::mesh::forward::{Control, Outbox, RequestBatch, Tag};
+use crate::mesh::lending::{DbKey, Lending};
+use crate::net::conn::{ClientState, Merge, ReplyQueue};
 use crate::transactions::multi::Commands;
-use ruvio_resp::Reply;
+use crate::transactions::watch::Watches;
 use std::collections::VecDeque;
 
 /// A transaction sent to the shard that owns every key it names.
@@ -51,9 +53,10 @@ pub enum Deferred {
     Control(Control),
 }
 
-/// The coordinator's side: hold the EXEC's reply slot and send the queue to `owner`.
+/// The coordinator's side: hold the EXEC's reply slot and send the queue to
+/// `owner` (the parts it touches: the WATCH table, the outbox, this shard's id).
 pub fn send(
-    core: &mut ShardCore,
+    (watches, outbox, me): (&mut Watches, &mut Outbox, usize),
     client: &mut ClientState,
     replies: &mut ReplyQueue,
     who: (u32, u32),
@@ -62,42 +65,27 @@ pub fn send(
     keys: Vec<DbKey>,
 ) {
     let seq = replies.hold(Merge::Single, 1);
-    let tag = crate::shard::dispatch::tag(client, who, seq, 0);
-    core.watches.clear_touched(client.id);
+    let tag = Tag::for_command(client, who, seq, 0);
+    watches.clear_touched(client.id);
     client.watch_epoch += 1;
     let tx = OwnerTx {
-        from: core.id,
+        from: me,
         tag,
         commands,
         keys,
     };
-    core.outbox.transaction(owner, tx);
-}
-
-/// The owner's side: run `tx` now, or queue it when one of its keys is lent (or
-/// something from its shard waits already).
-pub fn arrived(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: OwnerTx) {
-    let must_wait =
-        is_waiting(core, tx.from) || tx.keys.iter().any(|(db, k)| core.lending.is_lent(*db, k));
-    if must_wait {
-        defer(core, tx.from, Deferred::Transaction(Box::new(tx)));
-    } else {
-        run(core, conns, &tx);
-    }
+    outbox.transaction(owner, tx);
 }
 
 /// True when something from shard `from` waits behind a transaction here: its
 /// later requests must wait too.
-pub fn is_waiting(core: &ShardCore, from: usize) -> bool {
-    core.lending
-        .deferred
-        .get(from)
-        .is_some_and(|q| !q.is_empty())
+pub fn is_waiting(lending: &Lending, from: usize) -> bool {
+    lending.deferred.get(from).is_some_and(|q| !q.is_empty())
 }
 
 /// Queue `item` from shard `from` behind its waiting transaction.
-pub fn defer(core: &mut ShardCore, from: usize, item: Deferred) {
-    let queues = &mut core.lending.deferred;
+pub fn defer(lending: &mut Lending, from: usize, item: Deferred) {
+    let queues = &mut lending.deferred;
     if queues.len() <= from {
         queues.resize_with(from + 1, VecDeque::new);
     }
@@ -109,85 +97,13 @@ pub fn defer(core: &mut ShardCore, from: usize, item: Deferred) {
 /// cross-shard command sent after its EXEC runs after it). The sender coordinated
 /// nothing when it sent the transaction ([`send`] is used only then), so no key
 /// lent to it can be what the transaction waits for: the wait cannot close a cycle.
-pub fn is_claimed(core: &ShardCore, from: usize, db: usize, key: &[u8]) -> bool {
-    core.lending.deferred.get(from).is_some_and(|q| {
+pub fn is_claimed(lending: &Lending, from: usize, db: usize, key: &[u8]) -> bool {
+    lending.deferred.get(from).is_some_and(|q| {
         q.iter().any(|item| {
             matches!(item, Deferred::Transaction(tx)
                 if tx.keys.iter().any(|(d, k)| *d == db && k == key))
         })
     })
-}
-
-/// Keys came home: run what waits, per shard, up to the first transaction whose
-/// keys are still lent.
-pub fn run_deferred(core: &mut ShardCore, conns: &mut Slab<Conn>) {
-    for from in 0..core.lending.deferred.len() {
-        loop {
-            let blocked = match core.lending.deferred[from].front() {
-                None => break,
-                Some(Deferred::Transaction(tx)) => {
-                    tx.keys.iter().any(|(db, k)| core.lending.is_lent(*db, k))
-                }
-                Some(_) => false,
-            };
-            if blocked {
-                break;
-            }
-            match core.lending.deferred[from].pop_front() {
-                Some(Deferred::Transaction(tx)) => run(core, conns, &tx),
-                Some(Deferred::Requests(batch)) => {
-                    crate::shard::messages::run_requests(core, conns, batch)
-                }
-                Some(Deferred::Control(control)) => crate::shard::messages::control(core, control),
-                None => break,
-            }
-        }
-    }
-}
-
-/// Run the queue here with nothing in between, log it as one group, answer the
-/// array (queued blocking commands do not block, as in any EXEC).
-fn run(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
-    let caller = exec::Caller {
-        may_block: false,
-        ..crate::shard::messages::caller_of(&tx.tag, tx.from)
-    };
-    let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
-    let mut out = Vec::new();
-    Reply::new(&mut out, caller.proto).array(tx.commands.len());
-    core.log_begin();
-    for (cmd, args) in tx.commands.iter() {
-        if crate::mesh::script_lock::is_script(cmd.meta) {
-            // It ran on the client's shard without reaching other shards' keys,
-            // but may on another branch: it may take the script lock then.
-            crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
-                may_lock_now: !core.logs(),
-                ..Default::default()
-            });
-        }
-        // Each queued command is timed and logged here, as Redis logs EXEC's.
-        let (timed, reply_start) = (core.timing.start(), out.len());
-        let ran = run_engine(core, cmd, caller, args, &mut out);
-        if core.timing.active() {
-            let ns = timed.map(|t| core.timing.elapsed_ns(t));
-            let who = crate::observability::Who::Id(caller.client_id);
-            exec::observe(core, cmd, who, args, (ns, out.len() - reply_start));
-        }
-        if ran.block.is_some() {
-            // Only a script naming an undeclared key that is out on loan gets here
-            // (the declared keys were checked): its slot needs an answer.
-            Reply::new(&mut out, caller.proto)
-                .error("TRYAGAIN a key of this script is in use by a cross-shard command");
-        }
-        core.stats.commands += 1;
-        core.stats.per_command[cmd.stat].calls += 1;
-    }
-    core.log_end();
-    exec::serve_ready(core, conns);
-    let limits = &core.cfg.client_output_buffer_limit;
-    let mut built = crate::net::outlimit::BuiltOutput::default();
-    crate::net::outlimit::cap_forwarded(limits, &mut built, (tx.tag.conn, tx.tag.gen), &mut out);
-    crate::persistence::durable::reply_forwarded(core, tx.from, tx.tag, &out, filling_before);
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The network edge: listening and accepted sockets ([`socket`]), one client
-//! connection with its read buffer and client-visible state ([`conn`]), the reply
+//! connection with its read buffer and client-visible state ([`conn`]; who runs
+//! a command and how, as it travels with it: [`caller`]), the reply
 //! queue that releases its replies in request order ([`reply_queue`]), the slab
 //! that indexes a shard's connections ([`slab`]), where the slab is while a script
 //! runs ([`lent`]), a client's Pub/Sub subscriptions ([`subscriptions`]), and
@@ -10,6 +11,7 @@
 //! reply queue (a held slot for a forwarded command, a gate for a log group), so the
 //! connection sits low: it knows bytes and slots, not what produced them.
 
+pub mod caller;
 pub mod conn;
 pub mod lent;
 pub mod outlimit;

@@ -71,7 +71,7 @@ pub type PubsubAnswer = fn(
 
 /// The server's own commands a script may call beyond its keyspace, answered by
 /// the command layer (`cmd`, above this one), which hands them over at install:
-/// `cmd::SCRIPT_COMMANDS`.
+/// `cmd::script_commands`.
 pub struct ServerCommands<S> {
     /// INFO's text of the sections `wanted` for shard `id`, from what every shard
     /// published (a script cannot wait for the others, nor read its shard's live

@@ -542,7 +542,7 @@ fn run_routed(
             core.timing.hand_off();
             let mut tag = Tag {
                 whole: true,
-                ..tag(client, who, seq, 0)
+                ..Tag::for_command(client, who, seq, 0)
             };
             if tag.tracking != 0 {
                 tag.tracking |= crate::net::conn::tracking_command::WHOLE;
@@ -648,30 +648,6 @@ fn await_parts(core: &mut ShardCore, replies: &ReplyQueue, seq: u64) {
     }
 }
 
-pub(crate) fn tag(client: &ClientState, who: (u32, u32), seq: u64, part: u16) -> Tag {
-    Tag {
-        may_block: !client.in_exec,
-        tracking: client.tracking.command_bits(),
-        ..Tag::for_client(client, who, seq, part)
-    }
-}
-
-/// How `client` (connected to shard `client_shard`) runs engine commands.
-pub(crate) fn caller(client: &ClientState, client_shard: usize) -> Caller {
-    Caller {
-        client_id: client.id,
-        db: client.db,
-        proto: client.proto,
-        no_touch: client.no_touch,
-        may_block: !client.in_exec,
-        borrowing: false,
-        tracking: exec::Tracked {
-            bits: client.tracking.command_bits(),
-            shard: client_shard,
-        },
-    }
-}
-
 /// Run a command on this shard with the client's context. A server handler's
 /// error comes back to be written once by [`execute`]; an engine handler's is
 /// written and counted by [`run_engine`].
@@ -686,7 +662,7 @@ fn run_local(
 ) -> Result<(), CmdError> {
     match cmd.handler {
         Some(Handler::Engine(_)) => {
-            let caller = caller(client, core.id);
+            let caller = Caller::of(client, core.id);
             let gate = cmd
                 .meta
                 .has(WRITE)
@@ -797,7 +773,7 @@ fn send_part<'a>(
     shard: usize,
     args: impl ExactSizeIterator<Item = &'a [u8]>,
 ) -> bool {
-    let tag = tag(client, who, seq, part as u16);
+    let tag = Tag::for_command(client, who, seq, part as u16);
     if shard != core.id {
         core.outbox.request(shard, core.id, tag, args);
         return false;
@@ -810,7 +786,7 @@ fn send_part<'a>(
     };
     let caller = Caller {
         may_block: false,
-        ..caller(client, core.id)
+        ..Caller::of(client, core.id)
     };
     match run_engine(core, cmd, caller, owned.args(), &mut out).block {
         // A key of this part is lent to another shard: the part waits for it.
@@ -935,14 +911,14 @@ fn borrow_and_run(
         conns,
         who,
         seq,
-        caller(client, core.id),
+        Caller::of(client, core.id),
         cmd,
         args,
         groups,
     );
     // Run while its connection was out of the slab, its writer's slot waits
     // for its invalidations (see `tracking`).
-    if lending::keep_answered_at_once(core) {
+    if lending::keep_answered_at_once(&mut core.lending) {
         replies.keep(seq);
     }
     if let Some(reply) = at_once {

@@ -14,7 +14,7 @@ use crate::shard::ShardCore;
 use ruvio_engine::command::flags::{READONLY, WRITE};
 use ruvio_engine::command::{Block, Effects, ExecCtx, KeyPositions, Outcome};
 use ruvio_engine::CmdError;
-use ruvio_resp::{Args, Protocol, Reply};
+use ruvio_resp::{Args, Reply};
 
 pub use super::observe::{
     awaited, observe, observe_answered, observe_parked, observe_served, Served,
@@ -24,31 +24,8 @@ pub use super::parked::{
     deliver, drop_waiter, early_reply, expire_blocked, expire_fill_leases, park, serve_ready,
     unblock,
 };
-
-/// Who runs a command and how.
-#[derive(Clone, Copy, Debug)]
-pub struct Caller {
-    pub client_id: u64,
-    pub db: usize,
-    pub proto: Protocol,
-    pub no_touch: bool,
-    /// False inside a context that must not block (a timed-out retry, later MULTI).
-    pub may_block: bool,
-    /// Running a cross-shard command on borrowed keys (see [`crate::mesh::lending`]):
-    /// lent keys are not waited for, and the keys written are reported.
-    pub borrowing: bool,
-    /// CLIENT TRACKING as the command carries it (bits 0: not tracking).
-    pub tracking: Tracked,
-}
-
-/// CLIENT TRACKING as a command carries it to the shard that runs it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tracked {
-    /// `net::conn::tracking_command` bits.
-    pub bits: u8,
-    /// The client's shard: where its invalidations go.
-    pub shard: usize,
-}
+/// Who runs a command and how, as it travels with the command (`net::caller`).
+pub use crate::net::caller::{Caller, Tracked};
 
 /// What running a command left to do.
 #[derive(Debug, Default)]

@@ -59,6 +59,11 @@ impl Server for ShardCore {
     }
 
     #[inline]
+    fn tracking_table(&self) -> &crate::tracking::Tracking {
+        &self.tracking
+    }
+
+    #[inline]
     fn mark_conn_dirty(&mut self, who: (u32, u32)) {
         self.dirty.push(who);
     }
@@ -98,6 +103,16 @@ impl Server for ShardCore {
     #[inline]
     fn log_failed(&self) -> bool {
         self.wal.as_ref().is_some_and(|w| w.failed().is_some())
+    }
+
+    #[inline]
+    fn attach_monitor(&mut self, who: (u32, u32)) {
+        self.monitors.attach(&self.shared.monitors, self.id, who);
+    }
+
+    #[inline]
+    fn detach_monitor(&mut self, who: (u32, u32)) {
+        self.monitors.detach(&self.shared.monitors, self.id, who);
     }
 
     type Shared = Shared;

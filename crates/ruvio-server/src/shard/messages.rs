@@ -12,7 +12,7 @@ use crate::mesh::forward::{
 };
 use crate::mesh::gather;
 use crate::mesh::lending;
-use crate::mesh::owner_tx::{self, Deferred};
+use crate::mesh::owner_tx::{self, Deferred, OwnerTx};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::blocking::Waiter;
@@ -67,28 +67,28 @@ pub fn answers_taken(core: &mut ShardCore, conns: &mut Slab<Conn>, answered: Vec
 /// Handle one message from another shard.
 pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
     match msg {
-        ShardMsg::Requests(batch) if owner_tx::is_waiting(core, batch.from) => {
-            owner_tx::defer(core, batch.from, Deferred::Requests(batch))
+        ShardMsg::Requests(batch) if owner_tx::is_waiting(&core.lending, batch.from) => {
+            owner_tx::defer(&mut core.lending, batch.from, Deferred::Requests(batch))
         }
         ShardMsg::Requests(batch) => run_requests(core, conns, batch),
         ShardMsg::Control(control @ Control::Cancel { from, .. })
-            if owner_tx::is_waiting(core, from) =>
+            if owner_tx::is_waiting(&core.lending, from) =>
         {
-            owner_tx::defer(core, from, Deferred::Control(control))
+            owner_tx::defer(&mut core.lending, from, Deferred::Control(control))
         }
         ShardMsg::Control(control) => self::control(core, control),
-        ShardMsg::Transaction(tx) => owner_tx::arrived(core, conns, *tx),
+        ShardMsg::Transaction(tx) => transaction_arrived(core, conns, *tx),
         ShardMsg::Lend(request) => lending::lend(core, conns, request),
         ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
         ShardMsg::GiveBack(entries, records) => lending::take_back(core, conns, entries, records),
         ShardMsg::Watch(request) => lending::watch(core, conns, request),
         ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
         ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),
-        ShardMsg::Config(change) => crate::cmd::config::apply_config_change(core, conns, &change),
-        ShardMsg::Publish { from, ticket } => gather::publish(core, conns, from, ticket),
+        ShardMsg::Config(change) => super::settings::apply_config_change(core, conns, &change),
+        ShardMsg::Publish { from, ticket } => super::gathered::publish(core, conns, from, ticket),
         ShardMsg::Published { ticket } => gather::published(core, conns, ticket),
         ShardMsg::Clients { from, tag, query } => {
-            gather::answer_clients(core, conns, from, tag, &query)
+            super::gathered::answer_clients(core, conns, from, tag, &query)
         }
         ShardMsg::Messages(batch) => {
             let (mut to, outbox) = core.delivery();
@@ -349,26 +349,6 @@ fn slow_part_fault(shard: usize) {
     }
 }
 
-/// The client context a forwarded command of a client of shard `from` runs with.
-pub(crate) fn caller_of(tag: &Tag, from: usize) -> Caller {
-    Caller {
-        client_id: tag.client_id,
-        db: tag.db as usize,
-        proto: if tag.resp3 {
-            Protocol::Resp3
-        } else {
-            Protocol::Resp2
-        },
-        no_touch: tag.no_touch,
-        may_block: tag.may_block,
-        borrowing: false,
-        tracking: exec::Tracked {
-            bits: tag.tracking,
-            shard: from,
-        },
-    }
-}
-
 /// Execute forwarded commands against this shard's keyspace and queue the replies;
 /// a command with nothing to serve yet is parked until a write or its deadline.
 pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
@@ -378,7 +358,7 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
     let mut built = crate::net::outlimit::BuiltOutput::default();
     for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
-        let caller = caller_of(&tag, batch.from);
+        let caller = tag.caller(batch.from);
         // The origin resolved it already; this finds the same (sub)command row.
         let Some(cmd) = registry()
             .lookup(args.get(0))
@@ -465,4 +445,92 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
         exec::serve_ready(core, conns);
     }
     core.outbox.send_back(batch);
+}
+
+/// The owner's side of a transaction sent whole to it ([`owner_tx`]): run `tx`
+/// now, or queue it when one of its keys is lent (or something from its shard
+/// waits already).
+pub(crate) fn transaction_arrived(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: OwnerTx) {
+    let must_wait = owner_tx::is_waiting(&core.lending, tx.from)
+        || tx.keys.iter().any(|(db, k)| core.lending.is_lent(*db, k));
+    if must_wait {
+        owner_tx::defer(
+            &mut core.lending,
+            tx.from,
+            Deferred::Transaction(Box::new(tx)),
+        );
+    } else {
+        run_transaction(core, conns, &tx);
+    }
+}
+
+/// Keys came home: run what waits behind a transaction sent whole here
+/// ([`owner_tx`]), per shard, up to the first transaction whose keys are still
+/// lent.
+pub(crate) fn run_deferred(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    for from in 0..core.lending.deferred.len() {
+        loop {
+            let blocked = match core.lending.deferred[from].front() {
+                None => break,
+                Some(Deferred::Transaction(tx)) => {
+                    tx.keys.iter().any(|(db, k)| core.lending.is_lent(*db, k))
+                }
+                Some(_) => false,
+            };
+            if blocked {
+                break;
+            }
+            match core.lending.deferred[from].pop_front() {
+                Some(Deferred::Transaction(tx)) => run_transaction(core, conns, &tx),
+                Some(Deferred::Requests(batch)) => run_requests(core, conns, batch),
+                Some(Deferred::Control(c)) => control(core, c),
+                None => break,
+            }
+        }
+    }
+}
+
+/// Run the queue here with nothing in between, log it as one group, answer the
+/// array (queued blocking commands do not block, as in any EXEC).
+fn run_transaction(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
+    let caller = Caller {
+        may_block: false,
+        ..tx.tag.caller(tx.from)
+    };
+    let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
+    let mut out = Vec::new();
+    Reply::new(&mut out, caller.proto).array(tx.commands.len());
+    core.log_begin();
+    for (cmd, args) in tx.commands.iter() {
+        if crate::mesh::script_lock::is_script(cmd.meta) {
+            // It ran on the client's shard without reaching other shards' keys,
+            // but may on another branch: it may take the script lock then.
+            crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
+                may_lock_now: !core.logs(),
+                ..Default::default()
+            });
+        }
+        // Each queued command is timed and logged here, as Redis logs EXEC's.
+        let (timed, reply_start) = (core.timing.start(), out.len());
+        let ran = run_engine(core, cmd, caller, args, &mut out);
+        if core.timing.active() {
+            let ns = timed.map(|t| core.timing.elapsed_ns(t));
+            let who = crate::observability::Who::Id(caller.client_id);
+            exec::observe(core, cmd, who, args, (ns, out.len() - reply_start));
+        }
+        if ran.block.is_some() {
+            // Only a script naming an undeclared key that is out on loan gets here
+            // (the declared keys were checked): its slot needs an answer.
+            Reply::new(&mut out, caller.proto)
+                .error("TRYAGAIN a key of this script is in use by a cross-shard command");
+        }
+        core.stats.commands += 1;
+        core.stats.per_command[cmd.stat].calls += 1;
+    }
+    core.log_end();
+    exec::serve_ready(core, conns);
+    let limits = &core.cfg.client_output_buffer_limit;
+    let mut built = crate::net::outlimit::BuiltOutput::default();
+    crate::net::outlimit::cap_forwarded(limits, &mut built, (tx.tag.conn, tx.tag.gen), &mut out);
+    crate::persistence::durable::reply_forwarded(core, tx.from, tx.tag, &out, filling_before);
 }

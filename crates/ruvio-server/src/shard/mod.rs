@@ -20,7 +20,9 @@
 //! two shards in one thread for the fuzz targets ([`inproc`]). What lower layers
 //! ask of the shard through interfaces they define is implemented here, one file
 //! each: `maxmemory` ([`eviction`]), SHUTDOWN (`exit.rs`), snapshots (`save.rs`),
-//! replies released by the log (`release.rs`).
+//! replies released by the log (`release.rs`), the server families (`families.rs`),
+//! CONFIG's parameters and broadcast changes (`settings.rs`) and gathered answers
+//! (`gathered.rs`).
 
 pub mod blocking;
 pub mod busy;
@@ -30,7 +32,9 @@ pub mod eviction;
 pub mod exec;
 mod exit;
 mod families;
+mod gathered;
 pub mod inproc;
+mod lending;
 mod log_io;
 pub mod messages;
 mod metrics;
@@ -44,6 +48,7 @@ mod release;
 mod replica;
 mod route;
 mod save;
+mod settings;
 mod shared;
 mod state;
 mod tls;

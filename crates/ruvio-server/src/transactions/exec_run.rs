@@ -10,9 +10,10 @@ use super::multi::{
 };
 use crate::cmd::registry::{Command, Handler};
 use crate::mesh::lending::{self, DbKey};
+use crate::net::caller::Caller;
 use crate::net::conn::{ClientState, Conn, Merge, ReplyQueue};
 use crate::net::slab::Slab;
-use crate::shard::exec::{run_engine, Caller};
+use crate::shard::exec::run_engine;
 use crate::shard::ShardCore;
 use ruvio_engine::command::flags::ALL_SHARDS;
 use ruvio_engine::CmdError;

@@ -424,7 +424,7 @@ pub fn watch_keys(
     }
     let seq = replies.hold(Merge::AllOk, remote.len());
     for (part, (owner, keys)) in remote.into_iter().enumerate() {
-        let tag = crate::shard::dispatch::tag(client, who, seq, part as u16);
+        let tag = crate::mesh::forward::Tag::for_command(client, who, seq, part as u16);
         core.outbox
             .watch_keys(owner, core.id, tag, client.watch_epoch, keys);
     }
@@ -510,9 +510,15 @@ pub fn exec(
     }
     match plan {
         Plan::InTurn => run_in_turn(core, conns, client, replies, who, queued),
-        Plan::OnOwner(owner, keys) => {
-            crate::mesh::owner_tx::send(core, client, replies, who, owner, queued.commands, keys)
-        }
+        Plan::OnOwner(owner, keys) => crate::mesh::owner_tx::send(
+            (&mut core.watches, &mut core.outbox, core.id),
+            client,
+            replies,
+            who,
+            owner,
+            queued.commands,
+            keys,
+        ),
         Plan::Borrowed {
             keys,
             locked,
@@ -590,7 +596,7 @@ fn run_borrowing(
     // A new epoch now; the owners forget the old watches once it ran.
     client.watch_epoch += 1;
     let seq = replies.hold(Merge::Single, 1);
-    let caller = crate::shard::dispatch::caller(client, core.id);
+    let caller = crate::net::caller::Caller::of(client, core.id);
     let transaction = match unwatched && !locked {
         true => {
             match lending::join_transaction(core, after, who, seq, caller, transaction, &keys) {
@@ -621,7 +627,7 @@ fn run_borrowing(
     }
     // Run while its connection was out of the slab, its writer's slot waits
     // for its invalidations (see `tracking`).
-    if lending::keep_answered_at_once(core) {
+    if lending::keep_answered_at_once(&mut core.lending) {
         replies.keep(seq);
     }
     if let Some(reply) = at_once {

@@ -26,10 +26,11 @@
 //! their own.
 
 use crate::cmd::registry::{registry, Command, Handler};
+use crate::net::caller::Caller;
 use crate::net::conn::{ClientState, Conn, ReplyQueue};
 use crate::net::slab::Slab;
 use crate::persistence::durable;
-use crate::shard::exec::{self, run_engine, Caller, Ran};
+use crate::shard::exec::{self, run_engine, Ran};
 use crate::shard::ShardCore;
 use crate::transactions::multi::Transaction;
 use ahash::{AHashMap, AHashSet};
@@ -54,7 +55,7 @@ use value_keys::{plan_more, value_keys_missing};
 use waiting::wait;
 pub use waiting::{deliver, expire, forget, retry, unblock, unwatch, wake, watch, Answer};
 use written::{hold_writer, report_written, Gathering};
-pub use written::{keep_answered_at_once, noloop_writer, HeldWriter};
+pub use written::{keep_answered_at_once, noloop_writer, HeldWriter, Reporting};
 
 /// A key in its database.
 pub type DbKey = (usize, Vec<u8>);
@@ -589,7 +590,7 @@ fn finish_with(
     // While some client tracks, the command's writes invalidate in the order
     // written (see `report_written`), keys its batch already held included.
     let gathering = core.shared.tracking.anyone_tracks();
-    let owed_since = core.tracking.owed_len();
+    let owed_since = core.invalidations_owed();
     // A transaction's SWAPDBs move the borrowed keys between databases here.
     let mut swaps = Vec::new();
     let mut ran = match &op.transaction {

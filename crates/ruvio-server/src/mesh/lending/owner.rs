@@ -13,7 +13,8 @@ use crate::shard::ShardCore;
 pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) {
     let busy = request.keys.iter().any(|(db, k)| {
         core.lending.is_lent(*db, k)
-            || (!request.now && crate::mesh::owner_tx::is_claimed(core, request.from, *db, k))
+            || (!request.now
+                && crate::mesh::owner_tx::is_claimed(&core.lending, request.from, *db, k))
     });
     if busy {
         core.lending.waiting.push_back(request);
@@ -118,7 +119,7 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
     }
     count_lent(core);
     exec::serve_ready(core, conns);
-    crate::mesh::owner_tx::run_deferred(core, conns);
+    crate::shard::messages::run_deferred(core, conns);
     let waiting = std::mem::take(&mut core.lending.waiting);
     for request in waiting {
         lend(core, conns, request);

@@ -4,12 +4,43 @@
 //! ([`HeldWriter`]). Apart from `mod.rs` because it is the tracking and WATCH side
 //! of a borrowing, not its protocol.
 
-use super::DbKey;
+use super::{DbKey, Lending};
+use crate::cluster::topology::Topology;
+use crate::mesh::forward::Outbox;
+use crate::net::caller::Caller;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
-use crate::shard::exec::Caller;
-use crate::shard::ShardCore;
 use ahash::AHashMap;
+
+/// What telling the owners about written keys asks of the shard: its id, the
+/// topology (whose keys), its outbox, and CLIENT TRACKING's side of a gathered
+/// write (the invalidations the shard owes itself for the keys, then the gather
+/// started with them). Defined here and implemented by the shard
+/// (`shard/lending.rs`), as tracking sits above the mesh; called on the
+/// concrete core, never through `dyn`.
+pub trait Reporting {
+    /// This shard's index.
+    fn shard_id(&self) -> usize;
+    /// Which shard owns which key.
+    fn topology(&self) -> &Topology;
+    /// The messages to the other shards.
+    fn outbox(&mut self) -> &mut Outbox;
+    /// How many invalidations this shard owes now (a gathered write's `since`).
+    fn invalidations_owed(&self) -> usize;
+    /// Command `ticket` of this shard, while some client tracks, wrote `keys`
+    /// (in the order written), `owners` of them other shards': take what this
+    /// shard owes for them since `since` (the owed list's length before the
+    /// command ran) and start the write's gather with it and the tracking
+    /// writers `held` (see `tracking::split`).
+    fn gather_invalidations(
+        &mut self,
+        conns: &mut Slab<Conn>,
+        ticket_since: (u64, usize),
+        keys: &[&[u8]],
+        owners: usize,
+        held: Vec<HeldWriter>,
+    );
+}
 
 /// The client whose own reads its writes do not invalidate (CLIENT TRACKING NOLOOP).
 pub fn noloop_writer(caller: &Caller) -> Option<u64> {
@@ -52,8 +83,8 @@ pub(super) fn hold_writer(
 /// [`start`] or [`start_transaction`] to fill in) wrote keys whose owners
 /// have not said yet what it owes its tracking client: the caller keeps the
 /// slot ([`ReplyQueue::keep`]) before it fills it, and `tracking` lets it go.
-pub fn keep_answered_at_once(core: &mut ShardCore) -> bool {
-    std::mem::take(&mut core.lending.keep_at_once)
+pub fn keep_answered_at_once(lending: &mut Lending) -> bool {
+    std::mem::take(&mut lending.keep_at_once)
 }
 
 /// A tracking writer of a coordinated write (the command, or a transaction
@@ -96,7 +127,7 @@ pub(super) struct Gathering<'a> {
 /// batch), so that its invalidations take their place among the others.
 /// Returns whether the gather waits for owners.
 pub(super) fn report_written(
-    core: &mut ShardCore,
+    core: &mut impl Reporting,
     modified: &[DbKey],
     noloop_writer: Option<u64>,
     gather: Option<Gathering<'_>>,
@@ -104,8 +135,8 @@ pub(super) fn report_written(
     let gathering = gather.is_some();
     let mut written: AHashMap<usize, (Vec<DbKey>, Vec<u32>)> = AHashMap::new();
     for (at, (db, key)) in modified.iter().enumerate() {
-        let owner = core.topo.key_owner(key);
-        let report = owner != core.id
+        let owner = core.topology().key_owner(key);
+        let report = owner != core.shard_id()
             && (gathering || !crate::mesh::script_lock::defer_written(*db, key, noloop_writer));
         if report {
             let (keys, places) = written.entry(owner).or_default();
@@ -118,22 +149,14 @@ pub(super) fn report_written(
     let ticket = gather.as_ref().map(|g| g.ticket);
     if let Some(g) = gather {
         let keys: Vec<&[u8]> = modified.iter().map(|(_, k)| k.as_slice()).collect();
-        let mine = core
-            .tracking
-            .take_part_owed(g.since, core.id, &keys, &core.outbox);
-        let mine = mine
-            .into_iter()
-            .map(|(at, shard, inv)| (at as u32, shard, inv));
         let owners = written.len();
-        let (tracking, mut to) = core.tracking_parts();
-        let gathered = (mine.collect(), g.held);
-        tracking.gather_started(&mut to, g.conns, g.ticket, owners, gathered);
+        core.gather_invalidations(g.conns, (g.ticket, g.since), &keys, owners, g.held);
     }
-    let me = core.id;
+    let me = core.shard_id();
     let waits = ticket.is_some() && !written.is_empty();
     for (owner, (keys, places)) in written {
         let gather = ticket.map(|ticket| Box::new((me, ticket, places)));
-        core.outbox.written(owner, keys, noloop_writer, gather);
+        core.outbox().written(owner, keys, noloop_writer, gather);
     }
     waits
 }
