@@ -640,7 +640,11 @@ fn encode_extension(extension: &Extension, out: &mut Vec<u8>) -> Result<(), BusE
         Extension::Hostname(name) => {
             // A C string on the wire: nothing after a NUL would be read back.
             let name = &name[..name.iter().position(|&c| c == 0).unwrap_or(name.len())];
-            (EXT_HOSTNAME, name, (EXT_HEADER + name.len() + 1).div_ceil(8) * 8)
+            (
+                EXT_HOSTNAME,
+                name,
+                (EXT_HEADER + name.len() + 1).div_ceil(8) * 8,
+            )
         }
         Extension::Other { kind, data } => (*kind, data.as_slice(), EXT_HEADER + data.len()),
     };
