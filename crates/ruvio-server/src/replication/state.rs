@@ -7,6 +7,7 @@
 //! the commands read and change the target here, and the write path reads one
 //! flag ([`State::is_replica`]) per command.
 
+use crate::persistence::stream_mark::{Exact, StreamMark};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicI64, AtomicU64};
@@ -135,6 +136,12 @@ pub struct State {
     writes_refused: AtomicBool,
     /// A FAILOVER ended: shard 0 lifts the write pause it put on every shard.
     failover_unpause: AtomicBool,
+    /// A replica with a log, at start: each shard's exact stream mark (see
+    /// `persistence::stream_mark`), taken once by shard 0's first link.
+    recovered: Mutex<Option<Vec<Option<Exact>>>>,
+    /// Per shard: the stream offset its log's fsyncs covered (-1: none), for
+    /// `REPLCONF ACK ... FACK` (WAITAOF on the primary).
+    fsynced: Vec<AtomicI64>,
 }
 
 /// INFO's view of an RDB transfer in progress.
@@ -191,6 +198,8 @@ impl State {
             primary: Default::default(),
             writes_refused: AtomicBool::new(false),
             failover_unpause: AtomicBool::new(false),
+            recovered: Mutex::new(Some(vec![None; shards])),
+            fsynced: (0..shards).map(|_| AtomicI64::new(-1)).collect(),
         }
     }
 
@@ -453,5 +462,56 @@ impl State {
         if let Some(d) = slot.as_mut() {
             d.rdb = Arc::new(Vec::new());
         }
+    }
+
+    /// Shard `shard` recovered its log ending exactly on a mark (`None`: no
+    /// mark, or records after it).
+    pub fn recovered_mark(&self, shard: usize, end: Option<Exact>) {
+        let mut slot = self.recovered.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(ends) = slot.as_mut() {
+            ends[shard] = end;
+        }
+    }
+
+    /// Once, when shard 0 first follows a primary after start: the place every
+    /// shard's data is at (`stream_mark::common_place`) made this server's
+    /// replid, offset and stream database (as Redis restores them from its
+    /// RDB's aux fields), so the link asks `PSYNC <replid> <offset+1>`. `Err`:
+    /// the shards' logs do not meet (why, for the log): a full sync;
+    /// `Ok(None)`: no shard had a mark.
+    pub fn restore_recovered(&self) -> Result<Option<StreamMark>, String> {
+        let taken = self
+            .recovered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(ends) = taken else {
+            return Ok(None);
+        };
+        if ends.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let mark = crate::persistence::stream_mark::common_place(&ends)?;
+        self.lock().replid = mark.replid.clone();
+        self.offset.store(mark.offset, Relaxed);
+        self.stream_db.store(mark.db as u64, Relaxed);
+        for f in &self.fsynced {
+            f.store(mark.offset as i64, Relaxed);
+        }
+        Ok(Some(mark))
+    }
+
+    /// Shard `shard`'s log fsynced the stream up to `offset`.
+    pub fn set_fsynced(&self, shard: usize, offset: Option<u64>) {
+        let offset = offset.map_or(-1, |o| o as i64);
+        self.fsynced[shard].store(offset, Relaxed);
+    }
+
+    /// `REPLCONF ACK <offset>`, with `FACK <offset>` (what every shard's log
+    /// fsynced, as Redis 7.2's replica with an AOF) when `logs`.
+    pub fn ack(&self, logs: bool) -> Vec<u8> {
+        let fack = self.fsynced.iter().map(|f| f.load(Relaxed)).min();
+        let fack = fack.filter(|&f| logs && f >= 0).map(|f| f as u64);
+        super::ack_command(self.offset(), fack)
     }
 }

@@ -140,6 +140,10 @@ pub fn process_input(
             }
         }
     }
+    if client.master {
+        // A replica with a log marks where the stream is (see `stream_mark`).
+        crate::shard::replica::mark_stream(core, client);
+    }
     if conn.recv_in_flight {
         // The kernel is writing after the current end of `input` (a blocked client's
         // input, run once it was answered): keep the bytes in place until then.

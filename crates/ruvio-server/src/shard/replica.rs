@@ -51,6 +51,14 @@ impl Shard {
     /// has nothing to load, one lock of the state on shard 0.
     pub(super) fn replica_tick(&mut self) {
         self.load_dataset();
+        if let Some(wal) = self.core.wal.as_ref() {
+            // What this shard's log fsynced of the stream (FACK).
+            let synced = self.core.stream_marks.synced(wal);
+            self.core
+                .shared
+                .replication
+                .set_fsynced(self.core.id, synced);
+        }
         if self.core.id == 0 {
             self.follow_primary();
         }
@@ -59,6 +67,10 @@ impl Shard {
     /// Load the dataset a full sync published, if this shard has not yet.
     fn load_dataset(&mut self) {
         let state = self.core.shared.replication.clone();
+        if self.core.writing_snapshot() {
+            // The save reads the keyspace the load would replace: after it.
+            return;
+        }
         let Some(dataset) = state.dataset_for(self.core.id) else {
             return;
         };
@@ -72,6 +84,7 @@ impl Shard {
             topo,
             core.now_ms,
         );
+        let loaded = loaded.and_then(|keys| durable_full_sync(core, &state).map(|()| keys));
         match &loaded {
             Ok(keys) => crate::serverlog::log(
                 crate::serverlog::Level::Notice,
@@ -93,6 +106,24 @@ impl Shard {
         let state = self.core.shared.replication.clone();
         let now = self.core.now_ms;
         let epoch = self.replica.as_ref().map(|f| f.link.epoch);
+        if epoch.is_none() && state.is_replica() {
+            if self.core.shared.loading.any() {
+                // Every shard's log says where the stream stopped: wait for all.
+                return;
+            }
+            match state.restore_recovered() {
+                Ok(Some(mark)) => crate::serverlog::log(
+                    crate::serverlog::Level::Notice,
+                    &format!(
+                        "Every shard's log ends at offset {} of the MASTER's stream {}: asking to continue from there",
+                        mark.offset, mark.replid
+                    ),
+                ),
+                Ok(None) => {}
+                // This server's own fresh ID then: the primary answers a full sync.
+                Err(why) => crate::serverlog::log(crate::serverlog::Level::Notice, &why),
+            }
+        }
         let ids = state.ids();
         if epoch != Some(ids.epoch) {
             self.drop_master_conn();
@@ -154,7 +185,7 @@ impl Shard {
         }
         if now >= follower.next_ack_ms {
             follower.next_ack_ms = now + ACK_EVERY_MS;
-            let ack = crate::replication::ack_command(state.offset());
+            let ack = state.ack(self.core.wal.is_some());
             conn.replies.sink().extend_from_slice(&ack);
             self.core.dirty.push((index, gen));
         }
@@ -201,7 +232,7 @@ impl Shard {
                 conn.client.db = state.stream_db();
             }
             conn.input.extend_from_slice(&handover.leftover);
-            let ack = crate::replication::ack_command(state.offset());
+            let ack = state.ack(self.core.wal.is_some());
             conn.replies.sink().extend_from_slice(&ack);
         }
         if let Some(follower) = self.replica.as_mut() {
@@ -216,5 +247,76 @@ impl Shard {
         };
         crate::serverlog::log(crate::serverlog::Level::Notice, how);
         self.run_input(index, conn_gen);
+    }
+}
+
+/// With a log, a full sync's data just loaded into `core` becomes the shard's
+/// snapshot before anything of the stream is logged over it (the old log would
+/// otherwise replay under it at the next start), and then the sync's place in
+/// the stream is marked (see `stream_mark`: a crash between the two leaves the
+/// new data without a mark, so a full sync again). Blocking, as the load is.
+fn durable_full_sync(
+    core: &mut super::ShardCore,
+    state: &crate::replication::State,
+) -> Result<(), String> {
+    if core.wal.is_none() {
+        return Ok(());
+    }
+    // The old mark is not the new data's: no copy of it after the snapshot.
+    core.stream_marks.forget();
+    crate::persistence::snapshot::save(core)
+        .map_err(|e| format!("the snapshot of the MASTER's data failed: {e}"))?;
+    let mark = crate::persistence::stream_mark::StreamMark {
+        replid: state.ids().replid,
+        offset: state.offset(),
+        db: 0,
+    };
+    if let Some(wal) = core.wal.as_mut() {
+        core.stream_marks.append(wal, mark);
+    }
+    Ok(())
+}
+
+/// Shard 0, after the master client's input of this loop iteration ran: mark
+/// the stream's offset in every shard's log, behind the commands it forwarded
+/// (see `stream_mark`). Not inside a MULTI (a continuation would start in the
+/// middle of it) nor while a command waits on other shards (its effects there
+/// are not in their logs yet).
+pub(super) fn mark_stream(core: &mut super::ShardCore, client: &crate::net::conn::ClientState) {
+    if core.wal.is_none() || client.multi.is_some() || client.blocked.is_some() {
+        return;
+    }
+    let state = &core.shared.replication;
+    if !state.link_up() {
+        return;
+    }
+    let mark = crate::persistence::stream_mark::StreamMark {
+        replid: state.ids().replid,
+        offset: state.offset(),
+        db: client.db,
+    };
+    if core.stream_marks.is_last(&mark) {
+        return;
+    }
+    for shard in (0..core.outbox.shards()).filter(|&s| s != core.id) {
+        let mark = Box::new(mark.clone());
+        let from = core.id;
+        core.outbox.control(
+            shard,
+            crate::mesh::forward::Control::StreamMark { from, mark },
+        );
+    }
+    if let Some(wal) = core.wal.as_mut() {
+        core.stream_marks.append(wal, mark);
+    }
+}
+
+/// Another shard's stream mark (see [`mark_stream`]): into this shard's log.
+pub(crate) fn note_stream_mark(
+    core: &mut super::ShardCore,
+    mark: crate::persistence::stream_mark::StreamMark,
+) {
+    if let Some(wal) = core.wal.as_mut() {
+        core.stream_marks.append(wal, mark);
     }
 }

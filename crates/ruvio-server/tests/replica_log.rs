@@ -1,0 +1,231 @@
+//! A replica with a log (`--durability everysec`): the full sync's data becomes
+//! each shard's snapshot, the stream goes to each shard's log with marks of its
+//! offset, and after SIGKILL or SHUTDOWN the replica recovers its data and asks
+//! `PSYNC <stored replid> <stored offset + 1>`: the primary answers `+CONTINUE`
+//! (its INFO stats `sync_partial_ok` rises, `sync_full` does not) and every key
+//! ends as the primary's, INCR counters included (no command applied twice or
+//! skipped). A primary that cannot continue (a new one, with a new replid) gets
+//! a full sync, which replaces the data. WAITAOF on a Ruvio primary counts a
+//! replica with a log (`REPLCONF ACK <offset> FACK <offset>`).
+//! docs/replication.md, "A replica with a log".
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::replication::*;
+use common::*;
+
+fn data_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ruvio-replica-log-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// A Ruvio replica with a log in `dir` (`--replicaof` when `primary` is given).
+fn replica(shards: usize, dir: &Path, primary: Option<&Server>) -> Server {
+    let dir = dir.to_str().unwrap();
+    let port = primary.map(|p| p.port().to_string());
+    let mut args = vec!["--durability", "everysec", "--dir", dir];
+    if let Some(port) = &port {
+        args.extend(["--replicaof", "127.0.0.1", port]);
+    }
+    Server::ruvio_with(PortMode::Forward, shards, &args)
+}
+
+/// The replica applied every byte the primary sent.
+fn caught_up(primary: &Server, replica: &Server) {
+    let (mut p, mut r) = (primary.raw(), replica.raw());
+    wait_for("the replica caught up", || {
+        field(&mut r, "master_link_status") == "up"
+            && field(&mut r, "slave_repl_offset") == field(&mut p, "master_repl_offset")
+    });
+}
+
+/// Writes whose repetition or loss shows: counters, list pushes, a database
+/// other than 0 (the stream stays in it: a continuation must go on there).
+fn write_round(primary: &Server, round: usize) {
+    let mut p = primary.raw();
+    for i in 0..40 {
+        let key = format!("counter:{}", i % 7);
+        assert!(p.cmd(&["INCR", &key]).starts_with(b":"));
+        let list = format!("list:{}", i % 5);
+        assert!(p
+            .cmd(&["RPUSH", &list, &format!("r{round}-{i}")])
+            .starts_with(b":"));
+        assert_eq!(
+            p.cmd(&["SET", &format!("round{round}:{i}"), "v", "EX", "1000"]),
+            b"+OK\r\n"
+        );
+    }
+    assert!(p
+        .cmd(&["HINCRBY", "hash", &format!("r{round}"), "1"])
+        .starts_with(b":"));
+    assert_eq!(p.cmd(&["SELECT", "3"]), b"+OK\r\n");
+    assert!(p.cmd(&["INCRBY", "three:counter", "5"]).starts_with(b":"));
+    assert!(p
+        .cmd(&["LPUSH", "three:list", &format!("r{round}")])
+        .starts_with(b":"));
+}
+
+/// WAIT 1 on the primary, then more than a second for `everysec` to fsync.
+fn acknowledged_and_synced(primary: &Server) {
+    assert_eq!(primary.raw().cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    std::thread::sleep(Duration::from_millis(1500));
+}
+
+/// Write, SIGKILL the replica, write more, restart it: it continues.
+fn continues_after_sigkill(primary: &Server, shards: usize, tag: &str) {
+    let dir = data_dir(tag);
+    let first = replica(shards, &dir, Some(primary));
+    caught_up(primary, &first);
+    compare_all(primary, &first, "after the full sync");
+    write_round(primary, 1);
+    caught_up(primary, &first);
+    acknowledged_and_synced(primary);
+    let (full, partial) = sync_counts(&mut primary.raw());
+    drop(first); // SIGKILL
+                 // Written while the replica is down: the primary's backlog keeps them.
+    write_round(primary, 2);
+    let second = replica(shards, &dir, Some(primary));
+    caught_up(primary, &second);
+    assert_eq!(
+        sync_counts(&mut primary.raw()),
+        (full, partial + 1),
+        "(sync_full, sync_partial_ok): a partial resync, no full sync; log:\n{}",
+        second.logs()
+    );
+    assert!(second.logs().contains("asking to continue from there"));
+    // The stream went on in database 3 without a SELECT.
+    write_round(primary, 3);
+    caught_up(primary, &second);
+    compare_all(primary, &second, "after the restart");
+    // Its own log took the stream again: a second kill and restart continues too.
+    acknowledged_and_synced(primary);
+    drop(second);
+    write_round(primary, 4);
+    let third = replica(shards, &dir, Some(primary));
+    caught_up(primary, &third);
+    assert_eq!(sync_counts(&mut primary.raw()), (full, partial + 2));
+    compare_all(primary, &third, "after the second restart");
+    drop(third);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn redis_primary() -> Option<Server> {
+    require_redis_server("replica_log")?;
+    let primary = Server::redis();
+    let mut p = primary.raw();
+    assert_eq!(
+        p.cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]),
+        b"+OK\r\n"
+    );
+    fill(&mut p);
+    Some(primary)
+}
+
+#[test]
+fn one_shard_continues_from_its_log_with_a_redis_primary() {
+    let Some(primary) = redis_primary() else {
+        return;
+    };
+    continues_after_sigkill(&primary, 1, "redis1");
+}
+
+#[test]
+fn two_shards_continue_from_their_logs_with_a_redis_primary() {
+    let Some(primary) = redis_primary() else {
+        return;
+    };
+    continues_after_sigkill(&primary, 2, "redis2");
+}
+
+#[test]
+fn replicas_continue_from_their_logs_with_a_ruvio_primary() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    fill(&mut primary.raw());
+    continues_after_sigkill(&primary, 2, "ruvio2");
+    continues_after_sigkill(&primary, 1, "ruvio1");
+}
+
+/// REPLICAOF at run time, SHUTDOWN, a start without `--replicaof`, then
+/// REPLICAOF again: the history in the log continues. Then another primary
+/// (a new replid) cannot continue it: a full sync replaces the data, and that
+/// data survives a SIGKILL and continues in its turn.
+#[test]
+fn a_new_primary_means_a_full_sync_that_lasts() {
+    let Some(primary) = redis_primary() else {
+        return;
+    };
+    let dir = data_dir("new-primary");
+    let first = replica(2, &dir, None);
+    follow(&first, &primary);
+    caught_up(&primary, &first);
+    write_round(&primary, 1);
+    caught_up(&primary, &first);
+    let (full, partial) = sync_counts(&mut primary.raw());
+    let mut f = first.raw();
+    // SHUTDOWN writes what the logs hold; the connection closes without a reply.
+    f.send(&encode(&["SHUTDOWN"]));
+    let mut first = first;
+    assert_eq!(first.wait_exit(Duration::from_secs(10)), Some(0));
+    drop(first);
+    write_round(&primary, 2);
+    let second = replica(2, &dir, None);
+    follow(&second, &primary);
+    caught_up(&primary, &second);
+    assert_eq!(sync_counts(&mut primary.raw()), (full, partial + 1));
+    compare_all(&primary, &second, "after SHUTDOWN and REPLICAOF");
+
+    // Another primary: its history is not the log's.
+    let other = Server::redis();
+    let mut o = other.raw();
+    assert_eq!(
+        o.cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(o.cmd(&["SET", "other", "1"]), b"+OK\r\n");
+    let port = other.port().to_string();
+    assert_eq!(
+        second.raw().cmd(&["REPLICAOF", "127.0.0.1", &port]),
+        b"+OK\r\n"
+    );
+    caught_up(&other, &second);
+    assert_eq!(sync_counts(&mut o), (1, 0));
+    compare_all(&other, &second, "after the full sync from another primary");
+    assert_eq!(second.raw().cmd(&["EXISTS", "counter:0"]), b":0\r\n");
+    write_round(&other, 1);
+    caught_up(&other, &second);
+    acknowledged_and_synced(&other);
+    drop(second); // SIGKILL
+    write_round(&other, 2);
+    let third = replica(2, &dir, Some(&other));
+    caught_up(&other, &third);
+    assert_eq!(sync_counts(&mut o), (1, 1), "log:\n{}", third.logs());
+    compare_all(&other, &third, "after the restart on the full sync's data");
+    drop(third);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A Ruvio primary's WAITAOF counts a Ruvio replica with a log (its FACK), and
+/// not one without (Redis 7.0's ACK).
+#[test]
+fn waitaof_counts_a_replica_with_a_log() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let dir = data_dir("waitaof");
+    let logged = replica(2, &dir, Some(&primary));
+    let plain = Server::ruvio(PortMode::Forward, 1);
+    follow(&plain, &primary);
+    caught_up(&primary, &logged);
+    let mut p = primary.raw();
+    for i in 0..20 {
+        assert_eq!(p.cmd(&["SET", &format!("k{i}"), "v"]), b"+OK\r\n");
+    }
+    // Both replicas acknowledge, only the one with a log fsyncs (within a second).
+    assert_eq!(p.cmd(&["WAIT", "2", "5000"]), b":2\r\n");
+    assert_eq!(p.cmd(&["WAITAOF", "0", "2", "3000"]), b"*2\r\n:0\r\n:1\r\n");
+    assert_eq!(p.cmd(&["WAITAOF", "0", "1", "5000"]), b"*2\r\n:0\r\n:1\r\n");
+    drop(logged);
+    let _ = std::fs::remove_dir_all(&dir);
+}
