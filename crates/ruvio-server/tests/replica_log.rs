@@ -23,11 +23,16 @@ fn data_dir(tag: &str) -> PathBuf {
     dir
 }
 
-/// A Ruvio replica with a log in `dir` (`--replicaof` when `primary` is given).
+/// A Ruvio replica with an `everysec` log in `dir` (`--replicaof` when
+/// `primary` is given).
 fn replica(shards: usize, dir: &Path, primary: Option<&Server>) -> Server {
+    replica_with(shards, dir, primary, "everysec")
+}
+
+fn replica_with(shards: usize, dir: &Path, primary: Option<&Server>, durability: &str) -> Server {
     let dir = dir.to_str().unwrap();
     let port = primary.map(|p| p.port().to_string());
-    let mut args = vec!["--durability", "everysec", "--dir", dir];
+    let mut args = vec!["--durability", durability, "--dir", dir];
     if let Some(port) = &port {
         args.extend(["--replicaof", "127.0.0.1", port]);
     }
@@ -77,7 +82,12 @@ fn acknowledged_and_synced(primary: &Server) {
 
 /// Write, SIGKILL the replica, write more, restart it: it continues.
 fn continues_after_sigkill(primary: &Server, shards: usize, tag: &str) {
+    continues_after_sigkill_with(primary, shards, tag, "everysec");
+}
+
+fn continues_after_sigkill_with(primary: &Server, shards: usize, tag: &str, durability: &str) {
     let dir = data_dir(tag);
+    let replica = |shards, dir: &Path, primary| replica_with(shards, dir, primary, durability);
     let first = replica(shards, &dir, Some(primary));
     caught_up(primary, &first);
     compare_all(primary, &first, "after the full sync");
@@ -142,6 +152,72 @@ fn two_shards_continue_from_their_logs_with_a_redis_primary() {
 }
 
 #[test]
+fn always_continues_too() {
+    let Some(primary) = redis_primary() else {
+        return;
+    };
+    continues_after_sigkill_with(&primary, 2, "always2", "always");
+}
+
+/// Shards whose logs end at places of the stream that do not meet: a crash
+/// kept shard 1's log shorter than shard 0's after a write to both (made here
+/// by cutting shard 1's log in the middle of its part of the last write, as a
+/// torn tail). Continuing from shard 1's place would run shard 0's part again,
+/// from shard 0's would skip shard 1's: a full sync, and the primary's data.
+#[test]
+fn logs_that_do_not_meet_mean_a_full_sync() {
+    let Some(primary) = redis_primary() else {
+        return;
+    };
+    let dir = data_dir("apart");
+    let first = replica(2, &dir, Some(&primary));
+    caught_up(&primary, &first);
+    write_round(&primary, 1);
+    let (on0, on1) = (key_on_shard("last", 0, 2), key_on_shard("last", 1, 2));
+    assert_eq!(
+        primary.raw().cmd(&["MSET", &on0, "1", &on1, "1"]),
+        b"+OK\r\n"
+    );
+    caught_up(&primary, &first);
+    acknowledged_and_synced(&primary);
+    let (full, partial) = sync_counts(&mut primary.raw());
+    drop(first); // SIGKILL
+    let shard1 = dir.join("shard-1");
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&shard1)
+        .expect("shard 1's directory")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    segments.sort();
+    let last = segments.last().expect("a segment");
+    let bytes = std::fs::read(last).expect("the segment");
+    let at = bytes
+        .windows(on1.len())
+        .rposition(|w| w == on1.as_bytes())
+        .expect("shard 1's part of the last write is in its log");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(last)
+        .expect("open the segment");
+    file.set_len(at as u64).expect("cut the segment");
+    drop(file);
+    write_round(&primary, 2);
+    let second = replica(2, &dir, Some(&primary));
+    caught_up(&primary, &second);
+    assert_eq!(
+        sync_counts(&mut primary.raw()),
+        (full + 1, partial),
+        "(sync_full, sync_partial_ok): a full sync; log:\n{}",
+        second.logs()
+    );
+    assert!(second.logs().contains("do not meet"), "{}", second.logs());
+    compare_all(&primary, &second, "after the full sync");
+    drop(second);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn replicas_continue_from_their_logs_with_a_ruvio_primary() {
     let primary = Server::ruvio(PortMode::Forward, 2);
     fill(&mut primary.raw());
@@ -186,6 +262,8 @@ fn a_new_primary_means_a_full_sync_that_lasts() {
         b"+OK\r\n"
     );
     assert_eq!(o.cmd(&["SET", "other", "1"]), b"+OK\r\n");
+    let library = "#!lua name=otherlib\nredis.register_function('one', function() return 1 end)";
+    assert_eq!(o.cmd(&["FUNCTION", "LOAD", library]), b"$8\r\notherlib\r\n");
     let port = other.port().to_string();
     assert_eq!(
         second.raw().cmd(&["REPLICAOF", "127.0.0.1", &port]),
@@ -204,6 +282,11 @@ fn a_new_primary_means_a_full_sync_that_lasts() {
     caught_up(&other, &third);
     assert_eq!(sync_counts(&mut o), (1, 1), "log:\n{}", third.logs());
     compare_all(&other, &third, "after the restart on the full sync's data");
+    // The full sync's libraries were kept with its data.
+    let listed = third
+        .raw()
+        .cmd(&["FUNCTION", "LIST", "LIBRARYNAME", "otherlib"]);
+    assert!(show(&listed).contains("otherlib"), "{}", show(&listed));
     drop(third);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -289,9 +289,11 @@ fn execute(
     run_command(core, conns, client, replies, who, args);
     replies.silent_new = false;
     // The mode after the command decides for a reply written now: CLIENT REPLY ON
-    // answers +OK although the mode was OFF when it started.
-    if client.reply_mode.silences() && replies.next_seq() == first_new_slot {
-        replies.sink().truncate(before);
+    // answers +OK although the mode was OFF when it started. A reply written
+    // behind a slot the command held (an `always` gate: the master client's
+    // writes under a log) is dropped too.
+    if client.reply_mode.silences() {
+        replies.drop_immediate(first_new_slot, before);
     }
     // Its Pub/Sub frames go out whatever the mode (see `ClientState::pushes`);
     // empty but under CLIENT REPLY OFF/SKIP, so one test on the request path.

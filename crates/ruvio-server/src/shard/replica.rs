@@ -266,6 +266,12 @@ fn durable_full_sync(
     core.stream_marks.forget();
     crate::persistence::snapshot::save(core)
         .map_err(|e| format!("the snapshot of the MASTER's data failed: {e}"))?;
+    // The primary's libraries replaced the shard's: they are the saved set now.
+    crate::cmd::functions::keep_current(crate::cmd::functions::Keeper {
+        cfg: &core.cfg,
+        id: core.id,
+        logs: true,
+    });
     let mark = crate::persistence::stream_mark::StreamMark {
         replid: state.ids().replid,
         offset: state.offset(),
