@@ -225,10 +225,11 @@ fn replicas_continue_from_their_logs_with_a_ruvio_primary() {
     continues_after_sigkill(&primary, 1, "ruvio1");
 }
 
-/// REPLICAOF at run time, SHUTDOWN, a start without `--replicaof`, then
-/// REPLICAOF again: the history in the log continues. Then another primary
-/// (a new replid) cannot continue it: a full sync replaces the data, and that
-/// data survives a SIGKILL and continues in its turn.
+/// REPLICAOF at run time, SHUTDOWN, a start with `--replicaof`: the history in
+/// the log continues. A start without it is a primary (clients may write), so a
+/// later REPLICAOF gets a full sync. Then another primary (a new replid) cannot
+/// continue the history: a full sync replaces the data, and that data (its
+/// function libraries too) survives a SIGKILL and continues in its turn.
 #[test]
 fn a_new_primary_means_a_full_sync_that_lasts() {
     let Some(primary) = redis_primary() else {
@@ -248,11 +249,25 @@ fn a_new_primary_means_a_full_sync_that_lasts() {
     assert_eq!(first.wait_exit(Duration::from_secs(10)), Some(0));
     drop(first);
     write_round(&primary, 2);
-    let second = replica(2, &dir, None);
-    follow(&second, &primary);
+    let second = replica(2, &dir, Some(&primary));
     caught_up(&primary, &second);
     assert_eq!(sync_counts(&mut primary.raw()), (full, partial + 1));
-    compare_all(&primary, &second, "after SHUTDOWN and REPLICAOF");
+    compare_all(&primary, &second, "after SHUTDOWN and a restart");
+    acknowledged_and_synced(&primary);
+    drop(second); // SIGKILL
+
+    // Started as a primary: a write of its own, then REPLICAOF is a full sync.
+    let second = replica(2, &dir, None);
+    assert_eq!(second.raw().cmd(&["SET", "local", "1"]), b"+OK\r\n");
+    follow(&second, &primary);
+    caught_up(&primary, &second);
+    assert_eq!(sync_counts(&mut primary.raw()), (full + 1, partial + 1));
+    assert_eq!(second.raw().cmd(&["EXISTS", "local"]), b":0\r\n");
+    compare_all(
+        &primary,
+        &second,
+        "after a start as a primary and REPLICAOF",
+    );
 
     // Another primary: its history is not the log's.
     let other = Server::redis();

@@ -473,7 +473,8 @@ impl State {
         }
     }
 
-    /// Once, when shard 0 first follows a primary after start: the place every
+    /// Once, when shard 0 first follows a primary after a start as a replica
+    /// (`replicaof` set): the place every
     /// shard's data is at (`stream_mark::common_place`) made this server's
     /// replid, offset and stream database (as Redis restores them from its
     /// RDB's aux fields), so the link asks `PSYNC <replid> <offset+1>`. `Err`:
@@ -499,6 +500,15 @@ impl State {
             f.store(mark.offset as i64, Relaxed);
         }
         Ok(Some(mark))
+    }
+
+    /// The shards' recovered places are not to be used (the server started as a
+    /// primary).
+    pub fn forget_recovered(&self) {
+        self.recovered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
     }
 
     /// Shard `shard`'s log fsynced the stream up to `offset`.

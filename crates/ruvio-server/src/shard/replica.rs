@@ -106,6 +106,12 @@ impl Shard {
         let state = self.core.shared.replication.clone();
         let now = self.core.now_ms;
         let epoch = self.replica.as_ref().map(|f| f.link.epoch);
+        if epoch.is_none() && !state.is_replica() && !self.core.shared.loading.any() {
+            // Started as a primary: clients may write, so the logs' place in an
+            // old primary's stream no longer describes the data (Redis, too,
+            // continues from its own history then, not its old primary's).
+            state.forget_recovered();
+        }
         if epoch.is_none() && state.is_replica() {
             if self.core.shared.loading.any() {
                 // Every shard's log says where the stream stopped: wait for all.
