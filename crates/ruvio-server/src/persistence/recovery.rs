@@ -126,7 +126,7 @@ fn replay_segments(
     found: &mut Found,
 ) -> Result<RecoveredEnd, String> {
     let dir = shard_dir(&cfg.dir, shard);
-    let from = load_snapshot(engine, &dir, shard, now_ms)?;
+    let from = load_snapshot(engine, &dir, shard, now_ms, found)?;
     let segments: Vec<u64> = list_segments(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .into_iter()
@@ -285,12 +285,14 @@ fn read_segment(path: &Path, bytes: &mut Vec<u8>) -> std::io::Result<()> {
 }
 
 /// Load the newest snapshot of the shard, if any; returns the log position it
-/// covers (`(0, 0)`: none, replay the whole log).
+/// covers (`(0, 0)`: none, replay the whole log). The stream mark it carries
+/// goes to `found`.
 fn load_snapshot(
     engine: &mut Engine,
     dir: &Path,
     shard: usize,
     now_ms: u64,
+    found: &mut Found,
 ) -> Result<(u64, u64), String> {
     remove_unfinished_snapshots(dir);
     let Some(&(segment, offset)) = list_snapshots(dir).last() else {
@@ -300,6 +302,10 @@ fn load_snapshot(
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let loaded = ruvio_engine::rdb::file::load(engine, &bytes, now_ms, |_| true)
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    // A replica's snapshot carries its place in the primary's stream.
+    if let Some(mark) = StreamMark::from_aux(&loaded.repl_aux) {
+        found.saw(Some(mark));
+    }
     eprintln!(
         "ruvio: shard {shard}: loaded {} keys from {}",
         loaded.keys,

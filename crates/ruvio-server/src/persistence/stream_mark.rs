@@ -11,17 +11,20 @@
 //! channels keep order), which appends it to its own log. The shards' logs
 //! fsync independently, so after a crash each shard's last mark may differ, and
 //! records after a shard's last mark mean a command beyond it is half known:
-//! recovery ([`Found`]) reports each shard's last mark and whether records
-//! follow it, and the replica continues only when every shard ended exactly on
-//! the same mark; otherwise it asks for a full sync (`PSYNC ? -1`), which
-//! replaces every shard's data: correct, only slower (docs/replication.md).
+//! recovery ([`Found`]) reports each shard's last mark, whether records follow
+//! it and since which offset its data did not change, and the replica
+//! continues from the smallest last mark when every shard's data is unchanged
+//! from its own such offset up to it ([`common_place`]); otherwise it asks for
+//! a full sync, which replaces every shard's data: correct, only slower
+//! (docs/replication.md, "A replica with a log").
 //!
-//! A snapshot drops the log before its position, marks included, so a shard
-//! that ended clean on a mark appends it again right after the snapshot's
-//! position ([`ShardMarks::again`]). A full sync's data becomes the shard's
-//! snapshot first, and only then is its mark appended: a crash in between
-//! leaves the new data without a mark (a full sync again), never the old data
-//! with the new mark.
+//! A snapshot drops the log before its position, marks included, so it
+//! carries the mark its shard's data is exactly at, if any, as Redis's
+//! replication aux fields (`repl-id`, `repl-offset`, `repl-stream-db`), which
+//! recovery reads before the log after it. A full sync's data becomes the
+//! shard's snapshot with the sync's place in it: one rename puts the new data
+//! and its place on disk together, never the old log under the new data, nor
+//! the old data with the new place.
 
 use crate::persistence::wal::Wal;
 use std::collections::VecDeque;
@@ -70,6 +73,32 @@ impl StreamMark {
             replid: String::from_utf8(replid.to_vec()).ok()?,
             offset: std::str::from_utf8(offset).ok()?.parse().ok()?,
             db: std::str::from_utf8(db).ok()?.parse().ok()?,
+        })
+    }
+
+    /// The mark as Redis's replication aux fields of an RDB file (a snapshot
+    /// carries its shard's mark: compaction drops the log before it).
+    pub fn with_aux<T>(&self, f: impl FnOnce(&[(&[u8], &[u8])]) -> T) -> T {
+        let (offset, db) = (self.offset.to_string(), self.db.to_string());
+        f(&[
+            (b"repl-stream-db", db.as_bytes()),
+            (b"repl-id", self.replid.as_bytes()),
+            (b"repl-offset", offset.as_bytes()),
+        ])
+    }
+
+    /// The mark a snapshot's aux fields hold (`None`: not all three).
+    pub fn from_aux(aux: &[(Vec<u8>, Vec<u8>)]) -> Option<StreamMark> {
+        let field = |name: &[u8]| {
+            aux.iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| std::str::from_utf8(v).ok())
+        };
+        let replid = field(b"repl-id").filter(|id| id.len() == 40)?;
+        Some(StreamMark {
+            replid: replid.to_string(),
+            offset: field(b"repl-offset")?.parse().ok()?,
+            db: field(b"repl-stream-db")?.parse().ok()?,
         })
     }
 
@@ -216,20 +245,28 @@ impl ShardMarks {
         self.last.as_ref().is_some_and(|(last, _)| last == mark)
     }
 
-    /// A snapshot begins at the log's end: the mark the shard ended on, if no
-    /// record followed it, goes right after the snapshot's position (the log
-    /// before it, with the mark, is dropped once the snapshot is in place).
-    pub fn again(&mut self, wal: &mut Wal) {
-        let Some((mark, after)) = self.last.take() else {
-            return;
-        };
-        if after == wal.appended_bytes() {
-            mark.append_to(wal);
-            self.last = Some((mark, wal.appended_bytes()));
-        }
+    /// The mark the shard's data is exactly at now (no record after it): a
+    /// snapshot beginning now carries it (the log before the snapshot, with
+    /// the mark, is dropped once the snapshot is in place).
+    pub fn exact(&self, wal: &Wal) -> Option<&StreamMark> {
+        let (mark, after) = self.last.as_ref()?;
+        (*after == wal.appended_bytes()).then_some(mark)
     }
 
-    /// The shard's data no longer matches any mark (a full sync replaces it).
+    /// A full sync's data replaced the shard's, at `mark`: the snapshot about
+    /// to be written carries it ([`exact`](Self::exact)).
+    pub fn replaced(&mut self, mark: StreamMark, wal: &Wal) {
+        self.unsynced.clear();
+        self.fsynced = None;
+        self.last = Some((mark, wal.appended_bytes()));
+    }
+
+    /// The snapshot of a full sync's data is on disk with its mark.
+    pub fn snapshot_synced(&mut self) {
+        self.fsynced = self.last.as_ref().map(|(mark, _)| mark.offset);
+    }
+
+    /// The shard's data no longer matches any mark.
     pub fn forget(&mut self) {
         self.last = None;
         self.unsynced.clear();

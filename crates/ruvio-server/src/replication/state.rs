@@ -139,6 +139,8 @@ pub struct State {
     /// A replica with a log, at start: each shard's exact stream mark (see
     /// `persistence::stream_mark`), taken once by shard 0's first link.
     recovered: Mutex<Option<Vec<Option<Exact>>>>,
+    /// Started as a replica: the recovered places may be continued.
+    continue_from_logs: AtomicBool,
     /// Per shard: the stream offset its log's fsyncs covered (-1: none), for
     /// `REPLCONF ACK ... FACK` (WAITAOF on the primary).
     fsynced: Vec<AtomicI64>,
@@ -199,6 +201,7 @@ impl State {
             writes_refused: AtomicBool::new(false),
             failover_unpause: AtomicBool::new(false),
             recovered: Mutex::new(Some(vec![None; shards])),
+            continue_from_logs: AtomicBool::new(false),
             fsynced: (0..shards).map(|_| AtomicI64::new(-1)).collect(),
         }
     }
@@ -486,7 +489,7 @@ impl State {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        let Some(ends) = taken else {
+        let Some(ends) = taken.filter(|_| self.continue_from_logs.load(Relaxed)) else {
             return Ok(None);
         };
         if ends.iter().all(Option::is_none) {
@@ -502,13 +505,12 @@ impl State {
         Ok(Some(mark))
     }
 
-    /// The shards' recovered places are not to be used (the server started as a
-    /// primary).
-    pub fn forget_recovered(&self) {
-        self.recovered
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+    /// The server starts as a replica (`replicaof` set): its logs' place in the
+    /// stream may be continued. A server started as a primary may take writes,
+    /// so its logs' place no longer describes its data (Redis, too, continues
+    /// from its own history then, not its old primary's).
+    pub fn may_continue_from_logs(&self) {
+        self.continue_from_logs.store(true, Relaxed);
     }
 
     /// Shard `shard`'s log fsynced the stream up to `offset`.

@@ -38,6 +38,8 @@ pub(super) fn follow_configured(cfg: &crate::config::Config, state: &crate::repl
     match (host, port, words.next()) {
         (Some(host), Some(port), None) => {
             state.follow(host, port);
+            // A replica from the start: the logs' place in the stream stands.
+            state.may_continue_from_logs();
         }
         _ => crate::serverlog::log(
             crate::serverlog::Level::Warning,
@@ -106,12 +108,6 @@ impl Shard {
         let state = self.core.shared.replication.clone();
         let now = self.core.now_ms;
         let epoch = self.replica.as_ref().map(|f| f.link.epoch);
-        if epoch.is_none() && !state.is_replica() && !self.core.shared.loading.any() {
-            // Started as a primary: clients may write, so the logs' place in an
-            // old primary's stream no longer describes the data (Redis, too,
-            // continues from its own history then, not its old primary's).
-            state.forget_recovered();
-        }
         if epoch.is_none() && state.is_replica() {
             if self.core.shared.loading.any() {
                 // Every shard's log says where the stream stopped: wait for all.
@@ -257,35 +253,36 @@ impl Shard {
 }
 
 /// With a log, a full sync's data just loaded into `core` becomes the shard's
-/// snapshot before anything of the stream is logged over it (the old log would
-/// otherwise replay under it at the next start), and then the sync's place in
-/// the stream is marked (see `stream_mark`: a crash between the two leaves the
-/// new data without a mark, so a full sync again). Blocking, as the load is.
+/// snapshot, carrying the sync's place in the stream (see `stream_mark`),
+/// before anything of the stream is logged over it: one rename puts the new
+/// data and its place on disk, so the old log never replays under the new data
+/// and the old data never claims the new place. Then the primary's libraries
+/// are saved (a crash before leaves the old ones with the new data: the next
+/// full sync's libraries replace them). Blocking, as the load is.
 fn durable_full_sync(
     core: &mut super::ShardCore,
     state: &crate::replication::State,
 ) -> Result<(), String> {
-    if core.wal.is_none() {
+    let Some(wal) = core.wal.as_ref() else {
         return Ok(());
+    };
+    let mark = crate::persistence::stream_mark::StreamMark {
+        replid: state.ids().replid,
+        offset: state.offset(),
+        db: 0,
+    };
+    core.stream_marks.replaced(mark, wal);
+    if let Err(e) = crate::persistence::snapshot::save(core) {
+        core.stream_marks.forget();
+        return Err(format!("the snapshot of the MASTER's data failed: {e}"));
     }
-    // The old mark is not the new data's: no copy of it after the snapshot.
-    core.stream_marks.forget();
-    crate::persistence::snapshot::save(core)
-        .map_err(|e| format!("the snapshot of the MASTER's data failed: {e}"))?;
+    core.stream_marks.snapshot_synced();
     // The primary's libraries replaced the shard's: they are the saved set now.
     crate::cmd::functions::keep_current(crate::cmd::functions::Keeper {
         cfg: &core.cfg,
         id: core.id,
         logs: true,
     });
-    let mark = crate::persistence::stream_mark::StreamMark {
-        replid: state.ids().replid,
-        offset: state.offset(),
-        db: 0,
-    };
-    if let Some(wal) = core.wal.as_mut() {
-        core.stream_marks.append(wal, mark);
-    }
     Ok(())
 }
 

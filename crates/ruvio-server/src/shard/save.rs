@@ -33,10 +33,10 @@ impl Saving for ShardCore {
 
     fn snapshot_taken(&mut self) {
         self.lending.snapshot_taken();
-        if let Some(wal) = self.wal.as_mut() {
-            // A replica's place in the stream survives the log before the snapshot.
-            self.stream_marks.again(wal);
-        }
+    }
+
+    fn stream_mark(&self) -> Option<crate::persistence::stream_mark::StreamMark> {
+        self.stream_marks.exact(self.wal.as_ref()?).cloned()
     }
 
     fn save_state(&self) -> &SaveState {
