@@ -30,8 +30,13 @@ fn replica(shards: usize, dir: &Path, primary: Option<&Server>) -> Server {
 }
 
 fn replica_with(shards: usize, dir: &Path, primary: Option<&Server>, durability: &str) -> Server {
+    replica_at(shards, dir, primary.map(Server::port), durability)
+}
+
+/// [`replica_with`] for a primary on `port` of 127.0.0.1.
+fn replica_at(shards: usize, dir: &Path, port: Option<u16>, durability: &str) -> Server {
     let dir = dir.to_str().unwrap();
-    let port = primary.map(|p| p.port().to_string());
+    let port = port.map(|p| p.to_string());
     let mut args = vec!["--durability", durability, "--dir", dir];
     if let Some(port) = &port {
         args.extend(["--replicaof", "127.0.0.1", port]);
@@ -339,4 +344,122 @@ fn waitaof_counts_a_replica_with_a_log() {
     assert_eq!(p.cmd(&["WAITAOF", "0", "1", "5000"]), b"*2\r\n:0\r\n:1\r\n");
     drop(logged);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Kills the process it holds when dropped (the test's own redis-server).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The primary restarted empty on its port while the replica was down: the
+/// replica asks to continue its stored history (`PSYNC <old replid> <offset+1>`),
+/// the new primary (a new replid) answers `+FULLRESYNC`, and the replica ends
+/// with the new primary's data only; that full sync is durable in its turn
+/// (SIGKILL, restart: `+CONTINUE`).
+#[test]
+fn a_primary_restarted_empty_means_a_full_sync() {
+    let Some(bin) = require_redis_server("replica_log") else {
+        return;
+    };
+    let Some(primary) = redis_primary() else {
+        return;
+    };
+    let dir = data_dir("reborn");
+    let first = replica(2, &dir, Some(&primary));
+    caught_up(&primary, &first);
+    write_round(&primary, 1);
+    caught_up(&primary, &first);
+    acknowledged_and_synced(&primary);
+    drop(first); // SIGKILL
+    let mut p = primary.raw();
+    // No fork of the old primary may still hold its listening socket.
+    wait_for("the primary's transfer child gone", || {
+        let info = decode(&p.cmd(&["INFO", "persistence"])).text();
+        info.contains("rdb_bgsave_in_progress:0")
+    });
+    let port = primary.port();
+    drop(primary); // SIGKILL; its data is gone with it
+    let reborn_dir = data_dir("reborn-primary");
+    std::fs::create_dir_all(&reborn_dir).expect("a directory for the new primary");
+    let (port_arg, dir_arg) = (port.to_string(), reborn_dir.to_string_lossy().into_owned());
+    let spawn = || {
+        std::process::Command::new(&bin)
+            .args(["--port", &port_arg, "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "no", "--repl-diskless-sync-delay", "0"])
+            .args(["--dir", &dir_arg])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server")
+    };
+    // The port may take a moment to be free: a start that could not bind exits.
+    let mut reborn = Reaped(spawn());
+    let mut q = None;
+    wait_for("the new primary's PONG", || {
+        if let Ok(Some(_)) = reborn.0.try_wait() {
+            reborn = Reaped(spawn());
+            return false;
+        }
+        let pongs = |mut s: std::net::TcpStream| -> Option<std::net::TcpStream> {
+            use std::io::{Read, Write};
+            s.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+            s.write_all(b"PING\r\n").ok()?;
+            let mut answer = [0u8; 7];
+            s.read_exact(&mut answer).ok()?;
+            (&answer == b"+PONG\r\n").then_some(s)
+        };
+        q = std::net::TcpStream::connect(("127.0.0.1", port))
+            .ok()
+            .and_then(pongs)
+            .map(RawConn::from_stream);
+        q.is_some()
+    });
+    let mut q = q.expect("connected");
+    assert_eq!(q.cmd(&["SET", "fresh", "1"]), b"+OK\r\n");
+    assert_eq!(q.cmd(&["INCR", "counter:0"]), b":1\r\n");
+
+    let second = replica_at(2, &dir, Some(port), "everysec");
+    let mut r = second.raw();
+    wait_for("the new primary's data", || {
+        field(&mut r, "master_link_status") == "up"
+            && field(&mut r, "slave_repl_offset") == field(&mut q, "master_repl_offset")
+    });
+    let logs = second.logs();
+    assert!(logs.contains("asking to continue from there"), "{logs}");
+    assert_eq!(sync_counts(&mut q), (1, 0), "{logs}");
+    assert_eq!(
+        field(&mut r, "master_replid"),
+        field(&mut q, "master_replid")
+    );
+    assert_eq!(r.cmd(&["GET", "fresh"]), b"$1\r\n1\r\n");
+    assert_eq!(r.cmd(&["GET", "counter:0"]), b"$1\r\n1\r\n");
+    assert_eq!(r.cmd(&["DBSIZE"]), b":2\r\n");
+    for db in ["1", "2", "3"] {
+        assert_eq!(r.cmd(&["SELECT", db]), b"+OK\r\n");
+        assert_eq!(r.cmd(&["DBSIZE"]), b":0\r\n", "db {db}");
+    }
+
+    // The full sync's data lasts: SIGKILL, a write, restart, +CONTINUE.
+    assert_eq!(q.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(second);
+    assert_eq!(q.cmd(&["INCR", "counter:0"]), b":2\r\n");
+    let third = replica_at(2, &dir, Some(port), "everysec");
+    let mut r = third.raw();
+    wait_for("the replica continued", || {
+        field(&mut r, "master_link_status") == "up"
+            && field(&mut r, "slave_repl_offset") == field(&mut q, "master_repl_offset")
+    });
+    assert_eq!(sync_counts(&mut q), (1, 1), "{}", third.logs());
+    assert_eq!(r.cmd(&["GET", "counter:0"]), b"$1\r\n2\r\n");
+    assert_eq!(r.cmd(&["DBSIZE"]), b":2\r\n");
+    drop(third);
+    drop(reborn);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&reborn_dir);
 }
