@@ -477,12 +477,12 @@ impl State {
     }
 
     /// Once, when shard 0 first follows a primary after a start as a replica
-    /// (`replicaof` set): the place every
-    /// shard's data is at (`stream_mark::common_place`) made this server's
-    /// replid, offset and stream database (as Redis restores them from its
-    /// RDB's aux fields), so the link asks `PSYNC <replid> <offset+1>`. `Err`:
-    /// the shards' logs do not meet (why, for the log): a full sync;
-    /// `Ok(None)`: no shard had a mark.
+    /// (`replicaof` set): the place every shard's data is at
+    /// (`stream_mark::common_place`) made this server's replid, offset and
+    /// stream database (as Redis restores them from its RDB's aux fields), so
+    /// the link asks `PSYNC <replid> <offset+1>`. `Err`: the shards' logs do
+    /// not meet (why, for the log): a full sync; `Ok(None)`: no shard had a
+    /// mark, or the server started as a primary.
     pub fn restore_recovered(&self) -> Result<Option<StreamMark>, String> {
         let taken = self
             .recovered

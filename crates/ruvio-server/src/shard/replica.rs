@@ -117,7 +117,7 @@ impl Shard {
                 Ok(Some(mark)) => crate::serverlog::log(
                     crate::serverlog::Level::Notice,
                     &format!(
-                        "Every shard's log ends at offset {} of the MASTER's stream {}: asking to continue from there",
+                        "The shards' logs hold the MASTER's stream {1} up to offset {0}: asking to continue from there",
                         mark.offset, mark.replid
                     ),
                 ),
