@@ -177,29 +177,9 @@ fn always_continues_too() {
     continues_after_sigkill_with(&primary, 2, "always2", "always");
 }
 
-/// Shards whose logs end at places of the stream that do not meet: a crash
-/// kept shard 1's log shorter than shard 0's after a write to both (made here
-/// by cutting shard 1's log in the middle of its part of the last write, as a
-/// torn tail). Continuing from shard 1's place would run shard 0's part again,
-/// from shard 0's would skip shard 1's: a full sync, and the primary's data.
-#[test]
-fn logs_that_do_not_meet_mean_a_full_sync() {
-    let Some(primary) = redis_primary() else {
-        return;
-    };
-    let dir = data_dir("apart");
-    let first = replica(2, &dir, Some(&primary));
-    caught_up(&primary, &first);
-    write_round(&primary, 1);
-    let (on0, on1) = (key_on_shard("last", 0, 2), key_on_shard("last", 1, 2));
-    assert_eq!(
-        primary.raw().cmd(&["MSET", &on0, "1", &on1, "1"]),
-        b"+OK\r\n"
-    );
-    caught_up(&primary, &first);
-    acknowledged_and_synced(&primary);
-    let (full, partial) = sync_counts(&mut primary.raw());
-    drop(first); // SIGKILL
+/// Shard 1's last log segment cut at `cut(segment bytes)`, as a crash that
+/// kept less of shard 1's log than of shard 0's (a torn tail).
+fn cut_shard_1(dir: &Path, cut: impl Fn(&[u8]) -> usize) {
     let shard1 = dir.join("shard-1");
     let mut segments: Vec<PathBuf> = std::fs::read_dir(&shard1)
         .expect("shard 1's directory")
@@ -210,29 +190,139 @@ fn logs_that_do_not_meet_mean_a_full_sync() {
     segments.sort();
     let last = segments.last().expect("a segment");
     let bytes = std::fs::read(last).expect("the segment");
-    let at = bytes
-        .windows(on1.len())
-        .rposition(|w| w == on1.as_bytes())
-        .expect("shard 1's part of the last write is in its log");
+    let at = cut(&bytes);
     let file = std::fs::OpenOptions::new()
         .write(true)
         .open(last)
         .expect("open the segment");
     file.set_len(at as u64).expect("cut the segment");
-    drop(file);
+}
+
+fn last_at(bytes: &[u8], what: &str) -> usize {
+    bytes
+        .windows(what.len())
+        .rposition(|w| w == what.as_bytes())
+        .unwrap_or_else(|| panic!("{what} is in shard 1's log"))
+}
+
+/// Two shards whose logs end at different places, written one way or another
+/// by `last_writes` and `cut` (see the tests): after the restart the replica
+/// ends with the primary's data, the primary's `sync_full` and
+/// `sync_partial_ok` having risen by the two counts given, and its log says
+/// why (`said`).
+fn shards_apart(
+    tag: &str,
+    last_writes: &dyn Fn(&mut RawConn, &str, &str),
+    cut: &dyn Fn(&[u8], &str) -> usize,
+    (full_more, partial_more): (u64, u64),
+    said: &str,
+) {
+    let Some(primary) = redis_primary() else {
+        return;
+    };
+    let dir = data_dir(tag);
+    let first = replica(2, &dir, Some(&primary));
+    caught_up(&primary, &first);
+    write_round(&primary, 1);
+    let (on0, on1) = (key_on_shard("last", 0, 2), key_on_shard("last", 1, 2));
+    // The last writes reach the replica after the round's (and its marks).
+    assert_eq!(primary.raw().cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    last_writes(&mut primary.raw(), &on0, &on1);
+    caught_up(&primary, &first);
+    acknowledged_and_synced(&primary);
+    let (full, partial) = sync_counts(&mut primary.raw());
+    drop(first); // SIGKILL
+    cut_shard_1(&dir, |bytes| cut(bytes, &on1));
     write_round(&primary, 2);
     let second = replica(2, &dir, Some(&primary));
     caught_up(&primary, &second);
+    let want = (full + full_more, partial + partial_more);
+    let logs = second.logs();
     assert_eq!(
         sync_counts(&mut primary.raw()),
-        (full + 1, partial),
-        "(sync_full, sync_partial_ok): a full sync; log:\n{}",
-        second.logs()
+        want,
+        "(sync_full, sync_partial_ok); log:\n{logs}"
     );
-    assert!(second.logs().contains("do not meet"), "{}", second.logs());
-    compare_all(&primary, &second, "after the full sync");
+    assert!(logs.contains(said), "{logs}");
+    compare_all(&primary, &second, "after the restart");
     drop(second);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Where a mark record whose name starts at `name_at` ends: the record is
+/// `length u32 | crc u32 | kind 1 | db 0 | argument count (5 bytes) | name
+/// length 17 | name ...` (crates/ruvio-wal/src/frame.rs).
+fn mark_record_end(bytes: &[u8], name_at: usize) -> usize {
+    let start = name_at - 16;
+    let len = u32::from_le_bytes(bytes[start..start + 4].try_into().unwrap());
+    start + 8 + len as usize
+}
+
+/// Right after the last mark before shard 1's last write to `on1`.
+fn mark_before(bytes: &[u8], on1: &str) -> usize {
+    let write = last_at(bytes, on1);
+    let mark = bytes[..write]
+        .windows(b"ruvio:stream-mark".len())
+        .rposition(|w| w == b"ruvio:stream-mark")
+        .expect("a mark before the write");
+    mark_record_end(bytes, mark)
+}
+
+/// Shard 1's log ends right after a mark that precedes its last INCR (the
+/// records after it lost), while shard 0's holds its writes after that mark and
+/// a later INCR: the replica continues from shard 1's place, shard 1 runs the
+/// re-sent commands it lacks, shard 0 skips the ones it holds (every counter
+/// once: no full sync).
+#[test]
+fn shards_apart_catch_up_each_from_its_own_place() {
+    shards_apart(
+        "catch-up",
+        &|p, on0, on1| {
+            assert_eq!(p.cmd(&["INCR", on1]), b":1\r\n");
+            assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+            assert_eq!(p.cmd(&["INCR", on0]), b":1\r\n");
+            assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+        },
+        &mark_before,
+        (0, 1),
+        "skipping what it holds",
+    );
+}
+
+/// The same, but the lost write is shard 1's part of an MSET whose shard 0
+/// part is in shard 0's log: one command that one shard holds and the other
+/// lacks is not run on one only: a full sync, and the primary's data.
+#[test]
+fn a_split_write_held_by_one_shard_only_means_a_full_sync() {
+    shards_apart(
+        "split",
+        &|p, on0, on1| assert_eq!(p.cmd(&["MSET", on0, "1", on1, "1"]), b"+OK\r\n"),
+        &mark_before,
+        // The continuation is accepted, then given up for a full sync.
+        (1, 1),
+        "touches shards that hold it and shards that lack it",
+    );
+}
+
+/// Shard 1's log ends after its last write but before the mark that follows
+/// it (cut inside the mark): which commands of that loop iteration it ran is
+/// not known: a full sync.
+#[test]
+fn records_after_the_last_mark_mean_a_full_sync() {
+    shards_apart(
+        "unmarked",
+        &|p, _, on1| assert_eq!(p.cmd(&["INCR", on1]), b":1\r\n"),
+        &|bytes, on1| {
+            let write = last_at(bytes, on1);
+            let mark = bytes[write..]
+                .windows(b"ruvio:stream-mark".len())
+                .position(|w| w == b"ruvio:stream-mark")
+                .expect("a mark after the write");
+            write + mark
+        },
+        (1, 0),
+        "do not meet",
+    );
 }
 
 #[test]

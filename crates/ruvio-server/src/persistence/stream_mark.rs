@@ -158,12 +158,25 @@ impl Found {
     }
 }
 
+/// Where a replica with a log continues the stream after a restart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The smallest last mark: `PSYNC <replid> <offset+1>` from here.
+    pub mark: StreamMark,
+    /// Per shard, the stream offset up to which its data already holds every
+    /// command's effect on it (its last mark), when the shards' data do not
+    /// all sit at `mark`: each skips the re-sent commands up to its own
+    /// (`None`: every shard's data is the same at `mark`).
+    pub catch_up: Option<Vec<u64>>,
+}
+
 /// The place every shard's data is at, from where each shard's log ended
-/// (`None` for a shard: no mark, or records after its last one): the smallest
-/// last mark, when every shard's data is unchanged from its own `quiet_from` up
-/// to it, under one replid. Continuing there re-sends each shard only commands
-/// that wrote nothing on it the first time.
-pub fn common_place(ends: &[Option<Exact>]) -> Result<StreamMark, String> {
+/// (`None` for a shard: no mark, or records after its last one), under one
+/// replid: the smallest last mark. When every shard's data is unchanged from
+/// its own `quiet_from` up to it, continuing there re-sends each shard only
+/// commands that wrote nothing on it the first time; otherwise each shard must
+/// skip the re-sent commands up to its own last mark ([`Place::catch_up`]).
+pub fn common_place(ends: &[Option<Exact>]) -> Result<Place, String> {
     let describe = || {
         let places: Vec<String> = ends
             .iter()
@@ -195,10 +208,15 @@ pub fn common_place(ends: &[Option<Exact>]) -> Result<StreamMark, String> {
         }
         quiet_from = quiet_from.max(end.quiet_from);
     }
-    match quiet_from <= lowest.offset {
-        true => Ok(lowest.clone()),
-        false => Err(describe()),
-    }
+    let catch_up = (quiet_from > lowest.offset).then(|| {
+        ends.iter()
+            .map(|e| e.as_ref().map_or(0, |e| e.mark.offset))
+            .collect()
+    });
+    Ok(Place {
+        mark: lowest.clone(),
+        catch_up,
+    })
 }
 
 /// A shard's marks while it runs.
@@ -341,11 +359,21 @@ mod tests {
                 quiet_from,
             })
         };
+        let at = |offset, catch_up: Option<Vec<u64>>| {
+            Ok(Place {
+                mark: mark(offset),
+                catch_up,
+            })
+        };
         // Shard 1 missed the last marks of commands that wrote nothing on it.
-        assert_eq!(common_place(&[end(80, 100), end(50, 90)]), Ok(mark(90)));
-        assert_eq!(common_place(&[end(100, 100), end(100, 100)]), Ok(mark(100)));
-        // Shard 0 changed after shard 1's last mark: shard 1 may lack a write.
-        assert!(common_place(&[end(95, 100), end(50, 90)]).is_err());
+        assert_eq!(common_place(&[end(80, 100), end(50, 90)]), at(90, None));
+        assert_eq!(common_place(&[end(100, 100), end(100, 100)]), at(100, None));
+        // Shard 0 changed after shard 1's last mark: from 90, shard 0 skips
+        // the re-sent commands up to 100.
+        assert_eq!(
+            common_place(&[end(95, 100), end(50, 90)]),
+            at(90, Some(vec![100, 90]))
+        );
         assert!(common_place(&[end(80, 100), None]).is_err());
         let mut other = end(80, 100).unwrap();
         other.mark.replid = "b".repeat(40);

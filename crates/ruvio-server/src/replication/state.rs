@@ -7,7 +7,7 @@
 //! the commands read and change the target here, and the write path reads one
 //! flag ([`State::is_replica`]) per command.
 
-use crate::persistence::stream_mark::{Exact, StreamMark};
+use crate::persistence::stream_mark::{Exact, Place};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicI64, AtomicU64};
@@ -141,6 +141,11 @@ pub struct State {
     recovered: Mutex<Option<Vec<Option<Exact>>>>,
     /// Started as a replica: the recovered places may be continued.
     continue_from_logs: AtomicBool,
+    /// After a restart whose shards' logs end at different places: until the
+    /// stream passes `catch_up_end`, each shard skips the master client's
+    /// commands up to its own place (`catch_up`, per shard).
+    catch_up: Mutex<Vec<u64>>,
+    catch_up_end: AtomicU64,
     /// Per shard: the stream offset its log's fsyncs covered (-1: none), for
     /// `REPLCONF ACK ... FACK` (WAITAOF on the primary).
     fsynced: Vec<AtomicI64>,
@@ -202,6 +207,8 @@ impl State {
             failover_unpause: AtomicBool::new(false),
             recovered: Mutex::new(Some(vec![None; shards])),
             continue_from_logs: AtomicBool::new(false),
+            catch_up: Mutex::new(Vec::new()),
+            catch_up_end: AtomicU64::new(0),
             fsynced: (0..shards).map(|_| AtomicI64::new(-1)).collect(),
         }
     }
@@ -483,7 +490,7 @@ impl State {
     /// the link asks `PSYNC <replid> <offset+1>`. `Err`: the shards' logs do
     /// not meet (why, for the log): a full sync; `Ok(None)`: no shard had a
     /// mark, or the server started as a primary.
-    pub fn restore_recovered(&self) -> Result<Option<StreamMark>, String> {
+    pub fn restore_recovered(&self) -> Result<Option<Place>, String> {
         let taken = self
             .recovered
             .lock()
@@ -495,14 +502,51 @@ impl State {
         if ends.iter().all(Option::is_none) {
             return Ok(None);
         }
-        let mark = crate::persistence::stream_mark::common_place(&ends)?;
+        let place = crate::persistence::stream_mark::common_place(&ends)?;
+        let mark = &place.mark;
         self.lock().replid = mark.replid.clone();
         self.offset.store(mark.offset, Relaxed);
         self.stream_db.store(mark.db as u64, Relaxed);
         for f in &self.fsynced {
             f.store(mark.offset as i64, Relaxed);
         }
-        Ok(Some(mark))
+        if let Some(targets) = &place.catch_up {
+            let end = targets.iter().copied().max().unwrap_or(0);
+            *self.catch_up.lock().unwrap_or_else(|e| e.into_inner()) = targets.clone();
+            self.catch_up_end.store(end, Relaxed);
+        }
+        Ok(Some(place))
+    }
+
+    /// The master client's command ending at stream offset `end` falls in a
+    /// catch-up (see [`restore_recovered`](Self::restore_recovered)).
+    #[inline]
+    pub fn catching_up(&self, end: u64) -> bool {
+        end <= self.catch_up_end.load(Relaxed)
+    }
+
+    /// A catch-up is under way (one load: the master client's commands check it).
+    #[inline]
+    pub fn in_catch_up(&self) -> bool {
+        self.catch_up_end.load(Relaxed) > 0
+    }
+
+    /// Per shard, the offset up to which it already holds the stream's effects
+    /// (empty: no catch-up).
+    pub fn catch_up_targets(&self) -> Vec<u64> {
+        self.catch_up
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The catch-up is over (passed, or given up for a full sync).
+    pub fn end_catch_up(&self) {
+        self.catch_up_end.store(0, Relaxed);
+        self.catch_up
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     /// The server starts as a replica (`replicaof` set): its logs' place in the

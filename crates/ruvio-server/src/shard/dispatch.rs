@@ -111,7 +111,27 @@ pub fn process_input(
                 }
                 pos += consumed;
                 prefetched -= 1;
-                if !args.is_empty() {
+                let mut run = !args.is_empty();
+                if client.master && core.shared.replication.in_catch_up() {
+                    // After a restart whose shards' logs ended apart (see
+                    // `replica::catch_up`).
+                    let end = core.shared.replication.offset() + consumed as u64;
+                    if !core.shared.replication.catching_up(end) {
+                        core.shared.replication.end_catch_up();
+                    } else if run {
+                        match crate::shard::replica::catch_up(core, args, end) {
+                            crate::shard::replica::CatchUp::Run => {}
+                            crate::shard::replica::CatchUp::Skip => run = false,
+                            crate::shard::replica::CatchUp::GiveUp => {
+                                crate::shard::replica::give_up_catch_up(core, args);
+                                client.closing = true;
+                                client.killed = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+                if run {
                     execute(core, conns, client, replies, who, args);
                 }
                 if client.master {

@@ -114,11 +114,16 @@ impl Shard {
                 return;
             }
             match state.restore_recovered() {
-                Ok(Some(mark)) => crate::serverlog::log(
+                Ok(Some(place)) => crate::serverlog::log(
                     crate::serverlog::Level::Notice,
                     &format!(
-                        "The shards' logs hold the MASTER's stream {1} up to offset {0}: asking to continue from there",
-                        mark.offset, mark.replid
+                        "The shards' logs hold the MASTER's stream {} up to offset {}{}: asking to continue from there",
+                        place.mark.replid,
+                        place.mark.offset,
+                        match &place.catch_up {
+                            Some(each) => format!(" (each shard up to {each:?}, skipping what it holds)"),
+                            None => String::new(),
+                        }
                     ),
                 ),
                 Ok(None) => {}
@@ -307,7 +312,14 @@ pub(super) fn mark_stream(core: &mut super::ShardCore, client: &crate::net::conn
     if core.stream_marks.is_last(&mark) {
         return;
     }
-    for shard in (0..core.outbox.shards()).filter(|&s| s != core.id) {
+    // In a catch-up, a shard whose data is ahead of the stream gets no mark
+    // until the stream reaches its place (its log would claim less than it holds).
+    let ahead = match state.catching_up(mark.offset) {
+        true => state.catch_up_targets(),
+        false => Vec::new(),
+    };
+    let behind = |shard: usize| ahead.get(shard).is_none_or(|&own| own <= mark.offset);
+    for shard in (0..core.outbox.shards()).filter(|&s| s != core.id && behind(s)) {
         let mark = Box::new(mark.clone());
         let from = core.id;
         core.outbox.control(
@@ -315,9 +327,77 @@ pub(super) fn mark_stream(core: &mut super::ShardCore, client: &crate::net::conn
             crate::mesh::forward::Control::StreamMark { from, mark },
         );
     }
+    if !behind(core.id) {
+        return;
+    }
     if let Some(wal) = core.wal.as_mut() {
         core.stream_marks.append(wal, mark);
     }
+}
+
+/// What a catch-up does with one command of the master client.
+pub(super) enum CatchUp {
+    /// Run it: every shard it touches lacks its effect.
+    Run,
+    /// Only count its bytes: every shard it touches holds its effect.
+    Skip,
+    /// It touches shards of both kinds, or it is a transaction or a script,
+    /// which a shard cannot skip alone: give up, a full sync.
+    GiveUp,
+}
+
+/// The catch-up after a restart whose shards' logs ended at different places
+/// (see `stream_mark::Place::catch_up`): the master client's command `args`,
+/// ending at stream offset `end`, runs where the shards it touches lack it and
+/// is skipped where they hold it (the commands before it, routed in order, are
+/// ahead of it on every shard). Keyless connection commands (SELECT, PING,
+/// REPLCONF) always run.
+pub(super) fn catch_up(core: &super::ShardCore, args: ruvio_resp::Args<'_>, end: u64) -> CatchUp {
+    let targets = core.shared.replication.catch_up_targets();
+    use ruvio_engine::CommandTree;
+    let Some(cmd) = crate::cmd::registry::registry()
+        .lookup(args.get(0))
+        .and_then(|c| c.resolve(args).ok())
+    else {
+        return CatchUp::Run;
+    };
+    let shards: Vec<usize> = match super::route::route(core, cmd, args) {
+        _ if !matches!(cmd.handler, Some(crate::cmd::registry::Handler::Engine(_))) => {
+            return match cmd.meta.name {
+                "select" | "ping" | "replconf" | "publish" => CatchUp::Run,
+                _ => CatchUp::GiveUp,
+            }
+        }
+        super::route::Route::Local => vec![core.id],
+        super::route::Route::Remote(owner) => vec![owner],
+        super::route::Route::Split(groups) => groups.iter().map(|(s, _)| *s).collect(),
+        super::route::Route::AllShards => (0..targets.len()).collect(),
+        _ => return CatchUp::GiveUp,
+    };
+    let holds = |s: &usize| targets.get(*s).is_some_and(|&own| end <= own);
+    if shards.iter().all(holds) {
+        CatchUp::Skip
+    } else if !shards.iter().any(holds) {
+        CatchUp::Run
+    } else {
+        CatchUp::GiveUp
+    }
+}
+
+/// A catch-up met a command it cannot split between shards that hold it and
+/// shards that lack it: drop the stream and take a new replid, so the link's
+/// next PSYNC gets a full sync, which replaces every shard's data.
+pub(super) fn give_up_catch_up(core: &super::ShardCore, args: ruvio_resp::Args<'_>) {
+    crate::serverlog::log(
+        crate::serverlog::Level::Warning,
+        &format!(
+            "Catching up the shards' logs: {:?} touches shards that hold it and shards that lack it: a full sync",
+            String::from_utf8_lossy(args.get(0))
+        ),
+    );
+    let state = &core.shared.replication;
+    state.end_catch_up();
+    state.new_history();
 }
 
 /// Another shard's stream mark (see [`mark_stream`]): into this shard's log.
