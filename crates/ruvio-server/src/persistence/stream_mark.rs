@@ -13,8 +13,10 @@
 //! records after a shard's last mark mean a command beyond it is half known:
 //! recovery ([`Found`]) reports each shard's last mark, whether records follow
 //! it and since which offset its data did not change, and the replica
-//! continues from the smallest last mark when every shard's data is unchanged
-//! from its own such offset up to it ([`common_place`]); otherwise it asks for
+//! continues from the smallest last mark ([`common_place`]): when every shard's
+//! data is unchanged from its own such offset up to it, as is; otherwise each
+//! shard skips the re-sent commands up to its own last mark ([`Place::catch_up`],
+//! `shard::replica::catch_up`). A shard with records after its last mark gets
 //! a full sync, which replaces every shard's data: correct, only slower
 //! (docs/replication.md, "A replica with a log").
 //!
