@@ -353,9 +353,10 @@ fn refusals_match_redis() {
     let dir_arg = dir.to_string_lossy().into_owned();
     let flags = ["--durability", "everysec", "--dir", &dir_arg];
     let logged = Server::ruvio_with(PortMode::Forward, 1, &flags);
+    // A replica with a log is supported (tests/replica_log.rs): REPLICAOF as usual.
     assert_eq!(
         logged.raw().cmd(&["REPLICAOF", "127.0.0.1", &nobody]),
-        b"-ERR REPLICAOF with --durability everysec or always is not supported yet\r\n"
+        b"+OK\r\n"
     );
     drop(logged);
     let _ = std::fs::remove_dir_all(&dir);

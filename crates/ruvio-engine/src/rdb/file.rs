@@ -29,6 +29,10 @@ pub struct Loaded {
     pub keys: usize,
     /// Keys skipped as already expired.
     pub expired: usize,
+    /// The file's replication aux fields (`repl-id`, `repl-offset`,
+    /// `repl-stream-db`: where in its primary's stream the data is), as
+    /// (name, value).
+    pub repl_aux: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 fn corrupt(what: &str) -> String {
@@ -101,8 +105,11 @@ pub fn load(
         match op {
             opcode::EOF => break,
             opcode::AUX => {
-                r.string().map_err(explain)?;
-                r.string().map_err(explain)?;
+                let name = r.string().map_err(explain)?;
+                let value = r.string().map_err(explain)?;
+                if name.starts_with(b"repl-") {
+                    out.repl_aux.push((name.into_owned(), value.into_owned()));
+                }
             }
             opcode::RESIZEDB => {
                 out.keys += store_batch(engine, &mut batch);
@@ -226,7 +233,16 @@ pub fn write_section_where(
 /// A whole RDB file from sections made by [`write_section`] (`version`: the
 /// highest any of them needs).
 pub fn assemble<'a>(sections: impl IntoIterator<Item = &'a [u8]>, version: u16) -> Vec<u8> {
-    let mut out = header(version);
+    assemble_with_aux(sections, version, &[])
+}
+
+/// [`assemble`] with `aux` fields after the header ([`header_with_aux`]).
+pub fn assemble_with_aux<'a>(
+    sections: impl IntoIterator<Item = &'a [u8]>,
+    version: u16,
+    aux: &[(&[u8], &[u8])],
+) -> Vec<u8> {
+    let mut out = header_with_aux(version, aux);
     for section in sections {
         out.extend_from_slice(section);
     }
@@ -243,6 +259,19 @@ pub fn header(version: u16) -> Vec<u8> {
     out.push(opcode::AUX);
     write_string(&mut out, b"ruvio-ver");
     write_string(&mut out, env!("CARGO_PKG_VERSION").as_bytes());
+    out
+}
+
+/// [`header`], then `aux` fields (name, value), as Redis's replication fields
+/// (`repl-id`, `repl-offset`, `repl-stream-db`) that say where in a primary's
+/// stream the file's data is.
+pub fn header_with_aux(version: u16, aux: &[(&[u8], &[u8])]) -> Vec<u8> {
+    let mut out = header(version);
+    for (name, value) in aux {
+        out.push(opcode::AUX);
+        write_string(&mut out, name);
+        write_string(&mut out, value);
+    }
     out
 }
 

@@ -111,6 +111,12 @@ pub fn adopt_imported(keeper: Keeper<'_>, payload: &[u8]) -> std::io::Result<()>
     Ok(())
 }
 
+/// A replica's full sync replaced this shard's libraries with the primary's
+/// (`replication::load`): they become its saved set (with a log only).
+pub fn keep_current(keeper: Keeper<'_>) {
+    save(keeper, &ruvio_engine::scripting::functions::dump());
+}
+
 /// Where a shard's libraries are kept: its settings (the data directory) and id,
 /// and whether it keeps a log (only then are they saved).
 #[derive(Clone, Copy)]

@@ -481,13 +481,6 @@ fn replicaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Server
         reply.ok();
         return Ok(());
     }
-    if ctx.core.cfg.durability.logs() {
-        // The primary's data would replace the keyspace under the log, which would
-        // then replay onto the wrong base at the next start (docs/replication.md).
-        return Err(CmdError::Line(
-            b"ERR REPLICAOF with --durability everysec or always is not supported yet".to_vec(),
-        ));
-    }
     let port = super::parse_i64(port)
         .and_then(|p| u16::try_from(p).ok())
         .ok_or_else(|| CmdError::Line(b"ERR Invalid master port".to_vec()))?;
@@ -567,8 +560,8 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         }
         if option.eq_ignore_ascii_case(b"getack") {
             if ctx.client.master {
-                let offset = ctx.core.shared.replication.offset();
-                let ack = crate::replication::ack_command(offset);
+                let logs = ctx.core.cfg.durability.logs();
+                let ack = ctx.core.shared.replication.ack(logs);
                 ctx.client.pushes.extend_from_slice(&ack);
             }
             return Ok(());

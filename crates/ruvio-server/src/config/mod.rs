@@ -459,11 +459,6 @@ impl Config {
             .durability
             .or(file.durability)
             .unwrap_or(Durability::Memory);
-        if durability.logs() && params.contains_key("replicaof") {
-            return Err(
-                "replicaof with --durability everysec or always is not supported yet".into(),
-            );
-        }
         apply_engine_params(&mut engine, &params);
         let save_text = cli.save.or(file.save);
         let save = save::parse(save_text.as_deref().unwrap_or(save::DEFAULT))

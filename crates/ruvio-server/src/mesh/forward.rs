@@ -379,10 +379,17 @@ pub struct After {
 }
 
 /// Requests about blocked clients.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Control {
     /// Connection `(conn, gen)` of shard `from` went away: drop what it left parked.
     Cancel { from: usize, conn: u32, gen: u32 },
+    /// A replica with a log: shard `from` (0) applied the stream up to `mark`;
+    /// the commands it forwarded before are ahead of this in the channel (see
+    /// `persistence::stream_mark`).
+    StreamMark {
+        from: usize,
+        mark: Box<crate::persistence::stream_mark::StreamMark>,
+    },
 }
 
 /// What this shard will send to each other shard at the end of the loop iteration.

@@ -273,6 +273,19 @@ impl ReplyQueue {
         self.held.iter().filter(|h| !h.after.is_empty()).count()
     }
 
+    /// CLIENT REPLY OFF/SKIP: drop the immediate reply of the command that began
+    /// when the sink was `before` bytes long and the next slot was `first`. When
+    /// it held a slot that is still held (its own reply's, or an `always` gate
+    /// its reply queued behind), what follows the newest one is its reply alone;
+    /// its slots drop their own parts (`silent`).
+    pub fn drop_immediate(&mut self, first: u64, before: usize) {
+        if self.next_seq == first {
+            self.sink().truncate(before);
+        } else if let Some(h) = self.held.back_mut().filter(|h| h.seq >= first) {
+            h.after.clear();
+        }
+    }
+
     /// The sequence number the next held slot will get.
     pub fn next_seq(&self) -> u64 {
         self.next_seq

@@ -14,6 +14,7 @@
 use crate::cluster::topology::Topology;
 use crate::config::Config;
 use crate::persistence::import::Imported;
+use crate::persistence::stream_mark::Found;
 use crate::persistence::wal::RecoveredEnd;
 use ruvio_engine::Engine;
 use std::sync::atomic::{AtomicU64, Ordering::AcqRel, Ordering::Acquire};
@@ -45,8 +46,8 @@ impl LoadingState {
 }
 
 /// What a loading thread hands back: the keyspace, where its log ended, and what
-/// an imported RDB file brought.
-pub type Loaded = Result<(Engine, Option<RecoveredEnd>, Option<Imported>), String>;
+/// an imported RDB file brought, and the replica's stream marks its log held.
+pub type Loaded = Result<(Engine, Option<RecoveredEnd>, Option<Imported>, Found), String>;
 
 /// One shard's view of the loading.
 #[derive(Default)]
@@ -111,14 +112,20 @@ pub fn load(cfg: &Config, id: usize, topo: &Topology) -> Loaded {
         if cfg.durability.logs() {
             // The directory held nothing: this snapshot is all there is to recover.
             crate::persistence::import::snapshot_imported(&engine, cfg, id)?;
-            return Ok((engine, Some(RecoveredEnd::Empty), imported));
+            return Ok((
+                engine,
+                Some(RecoveredEnd::Empty),
+                imported,
+                Found::default(),
+            ));
         }
     }
     if !cfg.durability.logs() {
-        return Ok((engine, None, imported));
+        return Ok((engine, None, imported, Found::default()));
     }
-    let end = crate::persistence::wal::recover(&mut engine, cfg, id, crate::clock::unix_ms())?;
-    Ok((engine, Some(end), imported))
+    let (end, found) =
+        crate::persistence::wal::recover_marked(&mut engine, cfg, id, crate::clock::unix_ms())?;
+    Ok((engine, Some(end), imported, found))
 }
 
 /// Start loading shard `id` on a thread of its own.

@@ -8,6 +8,8 @@
 //! - [`loading`]: LOADING at start; [`import`]: `--import-rdb`; [`export`]: DEBUG
 //!   EXPORT-RDB; [`reshard`]: a data directory moved to a new shard count.
 //! - [`shutdown`]: SHUTDOWN and SIGTERM, leaving without losing data.
+//! - [`stream_mark`]: a replica's place in its primary's stream, kept in each
+//!   shard's log for a partial resync after a restart.
 //!
 //! Shaped so because the log's format and files belong to ruvio-wal and the
 //! snapshot's encoding to the engine: this folder is the glue that decides when
@@ -22,4 +24,5 @@ pub mod reshard;
 pub mod save_rules;
 pub mod shutdown;
 pub mod snapshot;
+pub mod stream_mark;
 pub mod wal;

@@ -9,6 +9,7 @@
 
 use crate::cmd::registry::{registry, Handler};
 use crate::config::Config;
+use crate::persistence::stream_mark::{Found, StreamMark};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::command::ExecCtx;
 use ruvio_engine::{DistinctEstimate, Engine};
@@ -102,8 +103,30 @@ pub fn recover(
     shard: usize,
     now_ms: u64,
 ) -> Result<RecoveredEnd, String> {
+    recover_marked(engine, cfg, shard, now_ms).map(|(end, _)| end)
+}
+
+/// [`recover`], and the replica's stream marks it replayed (see `stream_mark`).
+pub fn recover_marked(
+    engine: &mut Engine,
+    cfg: &Config,
+    shard: usize,
+    now_ms: u64,
+) -> Result<(RecoveredEnd, Found), String> {
+    let mut found = Found::default();
+    let end = replay_segments(engine, cfg, shard, now_ms, &mut found)?;
+    Ok((end, found))
+}
+
+fn replay_segments(
+    engine: &mut Engine,
+    cfg: &Config,
+    shard: usize,
+    now_ms: u64,
+    found: &mut Found,
+) -> Result<RecoveredEnd, String> {
     let dir = shard_dir(&cfg.dir, shard);
-    let from = load_snapshot(engine, &dir, shard, now_ms)?;
+    let from = load_snapshot(engine, &dir, shard, now_ms, found)?;
     let segments: Vec<u64> = list_segments(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .into_iter()
@@ -125,7 +148,8 @@ pub fn recover(
         } else {
             0
         };
-        let (valid, how, replayed) = replay_log(engine, &bytes[skip..], now_ms, &mut scratch);
+        let (valid, how, replayed) =
+            replay_log(engine, &bytes[skip..], now_ms, &mut scratch, found);
         records += replayed;
         let valid = valid + skip;
         let how = match how {
@@ -179,6 +203,7 @@ fn replay_log(
     log: &[u8],
     now_ms: u64,
     scratch: &mut Vec<u8>,
+    found: &mut Found,
 ) -> (usize, LogEnd, u64) {
     let mut records = 0;
     let mut batch = Vec::with_capacity(REPLAY_BATCH);
@@ -189,6 +214,12 @@ fn replay_log(
             }
         }
         for record in batch.drain(..) {
+            if StreamMark::is_mark(&record.args) {
+                // A replica's place in its primary's stream, not a command.
+                found.saw(StreamMark::parse(&record.args));
+                continue;
+            }
+            found.saw(None);
             crate::persistence::loading::slow_replay();
             replay(engine, record.db, &record.args, now_ms, scratch);
             records += 1;
@@ -254,12 +285,14 @@ fn read_segment(path: &Path, bytes: &mut Vec<u8>) -> std::io::Result<()> {
 }
 
 /// Load the newest snapshot of the shard, if any; returns the log position it
-/// covers (`(0, 0)`: none, replay the whole log).
+/// covers (`(0, 0)`: none, replay the whole log). The stream mark it carries
+/// goes to `found`.
 fn load_snapshot(
     engine: &mut Engine,
     dir: &Path,
     shard: usize,
     now_ms: u64,
+    found: &mut Found,
 ) -> Result<(u64, u64), String> {
     remove_unfinished_snapshots(dir);
     let Some(&(segment, offset)) = list_snapshots(dir).last() else {
@@ -269,6 +302,10 @@ fn load_snapshot(
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let loaded = ruvio_engine::rdb::file::load(engine, &bytes, now_ms, |_| true)
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    // A replica's snapshot carries its place in the primary's stream.
+    if let Some(mark) = StreamMark::from_aux(&loaded.repl_aux) {
+        found.saw(Some(mark));
+    }
     eprintln!(
         "ruvio: shard {shard}: loaded {} keys from {}",
         loaded.keys,

@@ -35,7 +35,9 @@
 
 use crate::observability::{Observatory, Timing};
 use crate::persistence::wal::Wal;
-use ruvio_engine::rdb::file::{header, version_digits, Checksum, END_OF_KEYS, VERSION_AT};
+use ruvio_engine::rdb::file::{
+    header, header_with_aux, version_digits, Checksum, END_OF_KEYS, VERSION_AT,
+};
 use ruvio_engine::rdb::RDB_VERSION;
 use ruvio_engine::snapshot::Snapshot;
 use ruvio_engine::Engine;
@@ -302,6 +304,9 @@ pub trait Saving {
     fn engine(&mut self) -> &mut Engine;
     /// The snapshot begins: keys out on loan are logged when they come home.
     fn snapshot_taken(&mut self);
+    /// A replica's place in its primary's stream that the keyspace is exactly
+    /// at now, for the snapshot to carry (see `stream_mark`).
+    fn stream_mark(&self) -> Option<crate::persistence::stream_mark::StreamMark>;
     /// The server's save (every shard's).
     fn save_state(&self) -> &SaveState;
     /// This shard's part of a background save.
@@ -335,7 +340,12 @@ pub fn save(core: &mut impl Saving) -> Result<(), String> {
     core.snapshot_taken();
     let now_ms = core.now_ms();
     let (section, version) = ruvio_engine::rdb::file::write_section(core.engine(), now_ms)?;
-    let file = ruvio_engine::rdb::file::assemble([section.as_slice()], version);
+    let file = match core.stream_mark() {
+        Some(mark) => mark.with_aux(|aux| {
+            ruvio_engine::rdb::file::assemble_with_aux([section.as_slice()], version, aux)
+        }),
+        None => ruvio_engine::rdb::file::assemble([section.as_slice()], version),
+    };
     let tmp = dir.join(format!(
         "{}.tmp",
         crate::persistence::wal::snapshot_name(segment, offset)
@@ -412,7 +422,10 @@ fn open(core: &mut impl Saving) -> Result<Writing, String> {
         writer,
         outcome,
         // The header goes out with the first keys.
-        pending: header(RDB_VERSION),
+        pending: match core.stream_mark() {
+            Some(mark) => mark.with_aux(|aux| header_with_aux(RDB_VERSION, aux)),
+            None => header(RDB_VERSION),
+        },
         keys_per_slice: keys_per_slice(),
     })
 }

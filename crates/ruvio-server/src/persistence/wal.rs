@@ -41,7 +41,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 
 pub(crate) use super::recovery::{has_snapshot, make_current, snapshot_name};
-pub use super::recovery::{recover, RecoveredEnd};
+pub use super::recovery::{recover, recover_marked, RecoveredEnd};
 
 /// Records waiting for the disk beyond this stop the shard from reading new
 /// requests (the log's memory stays bounded when the disk is slower than writes).

@@ -235,12 +235,22 @@ fn cfg_u64(cfg: &Config, name: &str) -> u64 {
     cfg.param(name).parse().unwrap_or(0)
 }
 
-/// `REPLCONF ACK <offset>`, as the replica sends it.
-pub fn ack_command(offset: u64) -> Vec<u8> {
+/// `REPLCONF ACK <offset> [FACK <fsynced offset>]`, as the replica sends it
+/// (Redis 7.2's replica adds FACK when it keeps an AOF).
+pub fn ack_command(offset: u64, fack: Option<u64>) -> Vec<u8> {
     let offset = offset.to_string();
+    let Some(fack) = fack else {
+        return format!(
+            "*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n${}\r\n{offset}\r\n",
+            offset.len()
+        )
+        .into_bytes();
+    };
+    let fack = fack.to_string();
     format!(
-        "*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n${}\r\n{offset}\r\n",
-        offset.len()
+        "*5\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n${}\r\n{offset}\r\n$4\r\nFACK\r\n${}\r\n{fack}\r\n",
+        offset.len(),
+        fack.len()
     )
     .into_bytes()
 }

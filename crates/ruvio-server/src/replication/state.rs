@@ -7,6 +7,7 @@
 //! the commands read and change the target here, and the write path reads one
 //! flag ([`State::is_replica`]) per command.
 
+use crate::persistence::stream_mark::{Exact, Place};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicI64, AtomicU64};
@@ -138,6 +139,19 @@ pub struct State {
     writes_refused: AtomicBool,
     /// A FAILOVER ended: shard 0 lifts the write pause it put on every shard.
     failover_unpause: AtomicBool,
+    /// A replica with a log, at start: each shard's exact stream mark (see
+    /// `persistence::stream_mark`), taken once by shard 0's first link.
+    recovered: Mutex<Option<Vec<Option<Exact>>>>,
+    /// Started as a replica: the recovered places may be continued.
+    continue_from_logs: AtomicBool,
+    /// After a restart whose shards' logs end at different places: until the
+    /// stream passes `catch_up_end`, each shard skips the master client's
+    /// commands up to its own place (`catch_up`, per shard).
+    catch_up: Mutex<Vec<u64>>,
+    catch_up_end: AtomicU64,
+    /// Per shard: the stream offset its log's fsyncs covered (-1: none), for
+    /// `REPLCONF ACK ... FACK` (WAITAOF on the primary).
+    fsynced: Vec<AtomicI64>,
 }
 
 /// INFO's view of an RDB transfer in progress.
@@ -195,6 +209,11 @@ impl State {
             nodes: (0..shards).map(|_| Default::default()).collect(),
             writes_refused: AtomicBool::new(false),
             failover_unpause: AtomicBool::new(false),
+            recovered: Mutex::new(Some(vec![None; shards])),
+            continue_from_logs: AtomicBool::new(false),
+            catch_up: Mutex::new(Vec::new()),
+            catch_up_end: AtomicU64::new(0),
+            fsynced: (0..shards).map(|_| AtomicI64::new(-1)).collect(),
         }
     }
 
@@ -457,5 +476,102 @@ impl State {
         if let Some(d) = slot.as_mut() {
             d.rdb = Arc::new(Vec::new());
         }
+    }
+
+    /// Shard `shard` recovered its log ending exactly on a mark (`None`: no
+    /// mark, or records after it).
+    pub fn recovered_mark(&self, shard: usize, end: Option<Exact>) {
+        let mut slot = self.recovered.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(ends) = slot.as_mut() {
+            ends[shard] = end;
+        }
+    }
+
+    /// Once, when shard 0 first follows a primary after a start as a replica
+    /// (`replicaof` set): the place every shard's data is at
+    /// (`stream_mark::common_place`) made this server's replid, offset and
+    /// stream database (as Redis restores them from its RDB's aux fields), so
+    /// the link asks `PSYNC <replid> <offset+1>`. `Err`: the shards' logs do
+    /// not meet (why, for the log): a full sync; `Ok(None)`: no shard had a
+    /// mark, or the server started as a primary.
+    pub fn restore_recovered(&self) -> Result<Option<Place>, String> {
+        let taken = self
+            .recovered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(ends) = taken.filter(|_| self.continue_from_logs.load(Relaxed)) else {
+            return Ok(None);
+        };
+        if ends.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let place = crate::persistence::stream_mark::common_place(&ends)?;
+        let mark = &place.mark;
+        self.lock().replid = mark.replid.clone();
+        self.offset.store(mark.offset, Relaxed);
+        self.stream_db.store(mark.db as u64, Relaxed);
+        for f in &self.fsynced {
+            f.store(mark.offset as i64, Relaxed);
+        }
+        if let Some(targets) = &place.catch_up {
+            let end = targets.iter().copied().max().unwrap_or(0);
+            *self.catch_up.lock().unwrap_or_else(|e| e.into_inner()) = targets.clone();
+            self.catch_up_end.store(end, Relaxed);
+        }
+        Ok(Some(place))
+    }
+
+    /// The master client's command ending at stream offset `end` falls in a
+    /// catch-up (see [`restore_recovered`](Self::restore_recovered)).
+    #[inline]
+    pub fn catching_up(&self, end: u64) -> bool {
+        end <= self.catch_up_end.load(Relaxed)
+    }
+
+    /// A catch-up is under way (one load: the master client's commands check it).
+    #[inline]
+    pub fn in_catch_up(&self) -> bool {
+        self.catch_up_end.load(Relaxed) > 0
+    }
+
+    /// Per shard, the offset up to which it already holds the stream's effects
+    /// (empty: no catch-up).
+    pub fn catch_up_targets(&self) -> Vec<u64> {
+        self.catch_up
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The catch-up is over (passed, or given up for a full sync).
+    pub fn end_catch_up(&self) {
+        self.catch_up_end.store(0, Relaxed);
+        self.catch_up
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// The server starts as a replica (`replicaof` set): its logs' place in the
+    /// stream may be continued. A server started as a primary may take writes,
+    /// so its logs' place no longer describes its data (Redis, too, continues
+    /// from its own history then, not its old primary's).
+    pub fn may_continue_from_logs(&self) {
+        self.continue_from_logs.store(true, Relaxed);
+    }
+
+    /// Shard `shard`'s log fsynced the stream up to `offset`.
+    pub fn set_fsynced(&self, shard: usize, offset: Option<u64>) {
+        let offset = offset.map_or(-1, |o| o as i64);
+        self.fsynced[shard].store(offset, Relaxed);
+    }
+
+    /// `REPLCONF ACK <offset>`, with `FACK <offset>` (what every shard's log
+    /// fsynced, as Redis 7.2's replica with an AOF) when `logs`.
+    pub fn ack(&self, logs: bool) -> Vec<u8> {
+        let fack = self.fsynced.iter().map(|f| f.load(Relaxed)).min();
+        let fack = fack.filter(|&f| logs && f >= 0).map(|f| f as u64);
+        super::ack_command(self.offset(), fack)
     }
 }

@@ -111,7 +111,27 @@ pub fn process_input(
                 }
                 pos += consumed;
                 prefetched -= 1;
-                if !args.is_empty() {
+                let mut run = !args.is_empty();
+                if client.master && core.shared.replication.in_catch_up() {
+                    // After a restart whose shards' logs ended apart (see
+                    // `replica::catch_up`).
+                    let end = core.shared.replication.offset() + consumed as u64;
+                    if !core.shared.replication.catching_up(end) {
+                        core.shared.replication.end_catch_up();
+                    } else if run {
+                        match crate::shard::replica::catch_up(core, args, end) {
+                            crate::shard::replica::CatchUp::Run => {}
+                            crate::shard::replica::CatchUp::Skip => run = false,
+                            crate::shard::replica::CatchUp::GiveUp => {
+                                crate::shard::replica::give_up_catch_up(core, args);
+                                client.closing = true;
+                                client.killed = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+                if run {
                     execute(core, conns, client, replies, who, args);
                 }
                 if client.master {
@@ -139,6 +159,10 @@ pub fn process_input(
                 client.closing = true;
             }
         }
+    }
+    if client.master {
+        // A replica with a log marks where the stream is (see `stream_mark`).
+        crate::shard::replica::mark_stream(core, client);
     }
     if conn.recv_in_flight {
         // The kernel is writing after the current end of `input` (a blocked client's
@@ -285,9 +309,11 @@ fn execute(
     run_command(core, conns, client, replies, who, args);
     replies.silent_new = false;
     // The mode after the command decides for a reply written now: CLIENT REPLY ON
-    // answers +OK although the mode was OFF when it started.
-    if client.reply_mode.silences() && replies.next_seq() == first_new_slot {
-        replies.sink().truncate(before);
+    // answers +OK although the mode was OFF when it started. A reply written
+    // behind a slot the command held (an `always` gate: the master client's
+    // writes under a log) is dropped too.
+    if client.reply_mode.silences() {
+        replies.drop_immediate(first_new_slot, before);
     }
     // Its Pub/Sub frames go out whatever the mode (see `ClientState::pushes`);
     // empty but under CLIENT REPLY OFF/SKIP, so one test on the request path.

@@ -71,9 +71,9 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             owner_tx::defer(&mut core.lending, batch.from, Deferred::Requests(batch))
         }
         ShardMsg::Requests(batch) => run_requests(core, conns, batch),
-        ShardMsg::Control(control @ Control::Cancel { from, .. })
-            if owner_tx::is_waiting(&core.lending, from) =>
-        {
+        ShardMsg::Control(
+            control @ (Control::Cancel { from, .. } | Control::StreamMark { from, .. }),
+        ) if owner_tx::is_waiting(&core.lending, from) => {
             owner_tx::defer(&mut core.lending, from, Deferred::Control(control))
         }
         ShardMsg::Control(control) => self::control(core, control),
@@ -332,6 +332,7 @@ pub(crate) fn control(core: &mut ShardCore, control: Control) {
                 |w| matches!(w, Waiter::Remote { shard, tag } if *shard == from && tag.conn == conn && tag.gen == gen),
             );
         }
+        Control::StreamMark { mark, .. } => crate::shard::replica::note_stream_mark(core, *mark),
     }
 }
 

@@ -38,6 +38,8 @@ pub(super) fn follow_configured(cfg: &crate::config::Config, state: &crate::repl
     match (host, port, words.next()) {
         (Some(host), Some(port), None) => {
             state.follow(host, port);
+            // A replica from the start: the logs' place in the stream stands.
+            state.may_continue_from_logs();
         }
         _ => crate::serverlog::log(
             crate::serverlog::Level::Warning,
@@ -51,6 +53,14 @@ impl Shard {
     /// has nothing to load, one lock of the state on shard 0.
     pub(super) fn replica_tick(&mut self) {
         self.load_dataset();
+        if let Some(wal) = self.core.wal.as_ref() {
+            // What this shard's log fsynced of the stream (FACK).
+            let synced = self.core.stream_marks.synced(wal);
+            self.core
+                .shared
+                .replication
+                .set_fsynced(self.core.id, synced);
+        }
         if self.core.id == 0 {
             self.follow_primary();
         }
@@ -59,6 +69,10 @@ impl Shard {
     /// Load the dataset a full sync published, if this shard has not yet.
     fn load_dataset(&mut self) {
         let state = self.core.shared.replication.clone();
+        if self.core.writing_snapshot() {
+            // The save reads the keyspace the load would replace: after it.
+            return;
+        }
         let Some(dataset) = state.dataset_for(self.core.id) else {
             return;
         };
@@ -72,6 +86,7 @@ impl Shard {
             topo,
             core.now_ms,
         );
+        let loaded = loaded.and_then(|keys| durable_full_sync(core, &state).map(|()| keys));
         match &loaded {
             Ok(keys) => crate::serverlog::log(
                 crate::serverlog::Level::Notice,
@@ -93,6 +108,29 @@ impl Shard {
         let state = self.core.shared.replication.clone();
         let now = self.core.now_ms;
         let epoch = self.replica.as_ref().map(|f| f.link.epoch);
+        if epoch.is_none() && state.is_replica() {
+            if self.core.shared.loading.any() {
+                // Every shard's log says where the stream stopped: wait for all.
+                return;
+            }
+            match state.restore_recovered() {
+                Ok(Some(place)) => crate::serverlog::log(
+                    crate::serverlog::Level::Notice,
+                    &format!(
+                        "The shards' logs hold the MASTER's stream {} up to offset {}{}: asking to continue from there",
+                        place.mark.replid,
+                        place.mark.offset,
+                        match &place.catch_up {
+                            Some(each) => format!(" (each shard up to {each:?}, skipping what it holds)"),
+                            None => String::new(),
+                        }
+                    ),
+                ),
+                Ok(None) => {}
+                // This server's own fresh ID then: the primary answers a full sync.
+                Err(why) => crate::serverlog::log(crate::serverlog::Level::Notice, &why),
+            }
+        }
         let ids = state.ids();
         if epoch != Some(ids.epoch) {
             self.drop_master_conn();
@@ -154,7 +192,7 @@ impl Shard {
         }
         if now >= follower.next_ack_ms {
             follower.next_ack_ms = now + ACK_EVERY_MS;
-            let ack = crate::replication::ack_command(state.offset());
+            let ack = state.ack(self.core.wal.is_some());
             conn.replies.sink().extend_from_slice(&ack);
             self.core.dirty.push((index, gen));
         }
@@ -201,7 +239,7 @@ impl Shard {
                 conn.client.db = state.stream_db();
             }
             conn.input.extend_from_slice(&handover.leftover);
-            let ack = crate::replication::ack_command(state.offset());
+            let ack = state.ack(self.core.wal.is_some());
             conn.replies.sink().extend_from_slice(&ack);
         }
         if let Some(follower) = self.replica.as_mut() {
@@ -216,5 +254,158 @@ impl Shard {
         };
         crate::serverlog::log(crate::serverlog::Level::Notice, how);
         self.run_input(index, conn_gen);
+    }
+}
+
+/// With a log, a full sync's data just loaded into `core` becomes the shard's
+/// snapshot, carrying the sync's place in the stream (see `stream_mark`),
+/// before anything of the stream is logged over it: one rename puts the new
+/// data and its place on disk, so the old log never replays under the new data
+/// and the old data never claims the new place. Then the primary's libraries
+/// are saved (a crash before leaves the old ones with the new data: the next
+/// full sync's libraries replace them). Blocking, as the load is.
+fn durable_full_sync(
+    core: &mut super::ShardCore,
+    state: &crate::replication::State,
+) -> Result<(), String> {
+    let Some(wal) = core.wal.as_ref() else {
+        return Ok(());
+    };
+    let mark = crate::persistence::stream_mark::StreamMark {
+        replid: state.ids().replid,
+        offset: state.offset(),
+        db: 0,
+    };
+    core.stream_marks.replaced(mark, wal);
+    if let Err(e) = crate::persistence::snapshot::save(core) {
+        core.stream_marks.forget();
+        return Err(format!("the snapshot of the MASTER's data failed: {e}"));
+    }
+    core.stream_marks.snapshot_synced();
+    // The primary's libraries replaced the shard's: they are the saved set now.
+    crate::cmd::functions::keep_current(crate::cmd::functions::Keeper {
+        cfg: &core.cfg,
+        id: core.id,
+        logs: true,
+    });
+    Ok(())
+}
+
+/// Shard 0, after the master client's input of this loop iteration ran: mark
+/// the stream's offset in every shard's log, behind the commands it forwarded
+/// (see `stream_mark`). Not inside a MULTI (a continuation would start in the
+/// middle of it) nor while a command waits on other shards (its effects there
+/// are not in their logs yet).
+pub(super) fn mark_stream(core: &mut super::ShardCore, client: &crate::net::conn::ClientState) {
+    if core.wal.is_none() || client.multi.is_some() || client.blocked.is_some() {
+        return;
+    }
+    let state = &core.shared.replication;
+    if !state.link_up() {
+        return;
+    }
+    let mark = crate::persistence::stream_mark::StreamMark {
+        replid: state.ids().replid,
+        offset: state.offset(),
+        db: client.db,
+    };
+    if core.stream_marks.is_last(&mark) {
+        return;
+    }
+    // In a catch-up, a shard whose data is ahead of the stream gets no mark
+    // until the stream reaches its place (its log would claim less than it holds).
+    let ahead = match state.catching_up(mark.offset) {
+        true => state.catch_up_targets(),
+        false => Vec::new(),
+    };
+    let behind = |shard: usize| ahead.get(shard).is_none_or(|&own| own <= mark.offset);
+    for shard in (0..core.outbox.shards()).filter(|&s| s != core.id && behind(s)) {
+        let mark = Box::new(mark.clone());
+        let from = core.id;
+        core.outbox.control(
+            shard,
+            crate::mesh::forward::Control::StreamMark { from, mark },
+        );
+    }
+    if !behind(core.id) {
+        return;
+    }
+    if let Some(wal) = core.wal.as_mut() {
+        core.stream_marks.append(wal, mark);
+    }
+}
+
+/// What a catch-up does with one command of the master client.
+pub(super) enum CatchUp {
+    /// Run it: every shard it touches lacks its effect.
+    Run,
+    /// Only count its bytes: every shard it touches holds its effect.
+    Skip,
+    /// It touches shards of both kinds, or it is a transaction or a script,
+    /// which a shard cannot skip alone: give up, a full sync.
+    GiveUp,
+}
+
+/// The catch-up after a restart whose shards' logs ended at different places
+/// (see `stream_mark::Place::catch_up`): the master client's command `args`,
+/// ending at stream offset `end`, runs where the shards it touches lack it and
+/// is skipped where they hold it (the commands before it, routed in order, are
+/// ahead of it on every shard). Keyless connection commands (SELECT, PING,
+/// REPLCONF) always run.
+pub(super) fn catch_up(core: &super::ShardCore, args: ruvio_resp::Args<'_>, end: u64) -> CatchUp {
+    let targets = core.shared.replication.catch_up_targets();
+    use ruvio_engine::CommandTree;
+    let Some(cmd) = crate::cmd::registry::registry()
+        .lookup(args.get(0))
+        .and_then(|c| c.resolve(args).ok())
+    else {
+        return CatchUp::Run;
+    };
+    let shards: Vec<usize> = match super::route::route(core, cmd, args) {
+        _ if !matches!(cmd.handler, Some(crate::cmd::registry::Handler::Engine(_))) => {
+            return match cmd.meta.name {
+                "select" | "ping" | "replconf" | "publish" => CatchUp::Run,
+                _ => CatchUp::GiveUp,
+            }
+        }
+        super::route::Route::Local => vec![core.id],
+        super::route::Route::Remote(owner) => vec![owner],
+        super::route::Route::Split(groups) => groups.iter().map(|(s, _)| *s).collect(),
+        super::route::Route::AllShards => (0..targets.len()).collect(),
+        _ => return CatchUp::GiveUp,
+    };
+    let holds = |s: &usize| targets.get(*s).is_some_and(|&own| end <= own);
+    if shards.iter().all(holds) {
+        CatchUp::Skip
+    } else if !shards.iter().any(holds) {
+        CatchUp::Run
+    } else {
+        CatchUp::GiveUp
+    }
+}
+
+/// A catch-up met a command it cannot split between shards that hold it and
+/// shards that lack it: drop the stream and take a new replid, so the link's
+/// next PSYNC gets a full sync, which replaces every shard's data.
+pub(super) fn give_up_catch_up(core: &super::ShardCore, args: ruvio_resp::Args<'_>) {
+    crate::serverlog::log(
+        crate::serverlog::Level::Warning,
+        &format!(
+            "Catching up the shards' logs: {:?} touches shards that hold it and shards that lack it: a full sync",
+            String::from_utf8_lossy(args.get(0))
+        ),
+    );
+    let state = &core.shared.replication;
+    state.end_catch_up();
+    state.new_history();
+}
+
+/// Another shard's stream mark (see [`mark_stream`]): into this shard's log.
+pub(crate) fn note_stream_mark(
+    core: &mut super::ShardCore,
+    mark: crate::persistence::stream_mark::StreamMark,
+) {
+    if let Some(wal) = core.wal.as_mut() {
+        core.stream_marks.append(wal, mark);
     }
 }

@@ -35,6 +35,10 @@ impl Saving for ShardCore {
         self.lending.snapshot_taken();
     }
 
+    fn stream_mark(&self) -> Option<crate::persistence::stream_mark::StreamMark> {
+        self.stream_marks.exact(self.wal.as_ref()?).cloned()
+    }
+
     fn save_state(&self) -> &SaveState {
         &self.shared.background_save
     }

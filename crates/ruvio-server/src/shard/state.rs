@@ -61,6 +61,9 @@ pub struct ShardCore {
     pub(super) next_trim_ms: u64,
     /// The write-ahead log (durability everysec or always); `None` in memory mode.
     pub wal: Option<crate::persistence::wal::Wal>,
+    /// A replica with a log: its place in the primary's stream kept in the log
+    /// (see `stream_mark`).
+    pub stream_marks: crate::persistence::stream_mark::ShardMarks,
     /// `always`: replies waiting for their log group (see `durable`).
     pub(super) gated: crate::persistence::durable::Gated<
         crate::mesh::forward::Tag,
@@ -221,6 +224,7 @@ impl ShardCore {
             pause: Pause::default(),
             next_trim_ms: 0,
             wal: None,
+            stream_marks: Default::default(),
             gated: Default::default(),
             notifications: Default::default(),
             watches: Default::default(),
@@ -237,10 +241,10 @@ impl ShardCore {
             .set_max_keys(crate::tracking::TABLE_KEYS_DEFAULT, shards);
         super::settings::apply_params_at_start(&mut core);
         if !in_background {
-            let (engine, end, imported) =
+            let (engine, end, imported, found) =
                 crate::persistence::loading::load(&core.cfg, id, &core.topo)
                     .map_err(std::io::Error::other)?;
-            core.install_loaded(engine, end, imported)?;
+            core.install_loaded(engine, end, imported, found)?;
         }
         Ok(core)
     }
@@ -329,6 +333,7 @@ impl ShardCore {
         mut engine: Engine,
         end: Option<RecoveredEnd>,
         imported: Option<Imported>,
+        found: crate::persistence::stream_mark::Found,
     ) -> std::io::Result<()> {
         *engine.config_mut() = *self.engine.config();
         let notify = self.cfg.notify_keyspace_events;
@@ -337,8 +342,15 @@ impl ShardCore {
         engine.record_key_notes(added, missed);
         self.engine = engine;
         if let Some(end) = end {
-            self.wal = Some(Wal::open(&self.cfg, self.id, end)?);
+            let wal = Wal::open(&self.cfg, self.id, end)?;
+            self.stream_marks.recovered(&found, &wal);
+            self.wal = Some(wal);
         }
+        // Before this shard counts as loaded: shard 0 reads every shard's mark
+        // once none is loading, to continue the stream where the logs are.
+        self.shared
+            .replication
+            .recovered_mark(self.id, found.exact());
         if let Some(imported) = imported {
             // The file's libraries become the shard's.
             if let Some(payload) = imported.libraries {
@@ -361,8 +373,8 @@ impl ShardCore {
             return;
         }
         if let Some(loaded) = self.loading.take_loaded() {
-            let installed = loaded.and_then(|(engine, end, imported)| {
-                self.install_loaded(engine, end, imported)
+            let installed = loaded.and_then(|(engine, end, imported, found)| {
+                self.install_loaded(engine, end, imported, found)
                     .map_err(|e| e.to_string())
             });
             if let Err(e) = installed {
