@@ -159,8 +159,16 @@ pub(crate) fn flushdb(
     reply: &mut Reply<'_>,
 ) -> CmdResult {
     let lazy = flush_mode(engine, args).ok_or(CmdError::Syntax)?;
-    ctx.effects.dirty += engine.db(ctx.db).len() as u64;
+    let removed = engine.db(ctx.db).len() as u64;
+    ctx.effects.dirty += removed;
     engine.flush_db(ctx.db, lazy);
+    if removed == 0 {
+        // Logged and replicated even so, as Redis's forceCommandPropagation: in
+        // forward mode every shard runs it and replicas take it once, when every
+        // shard has (`replication::primary`'s barriers in ruvio-server).
+        let argv: Vec<&[u8]> = args.iter().collect();
+        ctx.log_as(&argv);
+    }
     reply.ok();
     Ok(Done)
 }
