@@ -168,11 +168,17 @@ fn writers(
         .collect()
 }
 
-fn flushes_under_writes(shards: usize) {
+/// `attach_during`: the replica attaches while the flushes run (its full
+/// sync's cut meets them: a cut that would hold a shard a barrier waits for
+/// gives way, and the replica syncs again).
+fn flushes_under_writes(shards: usize, attach_during: bool) {
     let primary = Server::ruvio(PortMode::Forward, shards);
     let mut p = primary.raw();
     fill(&mut p);
-    let replica = redis_replica(&primary);
+    let replica = match attach_during {
+        true => Server::redis(),
+        false => redis_replica(&primary),
+    };
     let mut r = replica.raw();
     let (flushdb_before, flushall_before, swapdb_before) = (
         calls(&mut r, "flushdb"),
@@ -186,6 +192,10 @@ fn flushes_under_writes(shards: usize) {
     let (mut flushdbs, mut swapdbs) = (0, 0);
     for round in 0..60 {
         std::thread::sleep(Duration::from_millis(3));
+        if attach_during && round == 5 {
+            let port = primary.port().to_string();
+            assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+        }
         let reply = match round % 3 {
             0 => {
                 // A database empty on every shard: Redis replicates its
@@ -215,8 +225,17 @@ fn flushes_under_writes(shards: usize) {
     let written: u64 = threads.into_iter().map(|t| t.join().expect("writer")).sum();
     assert!(written > 0);
 
+    if attach_during {
+        wait_for("the replica online", || {
+            info_field(&mut p, "replication", "slave0").contains("state=online")
+        });
+    }
     caught_up(&mut p);
     compare_all(&primary, &replica, "after flushes under writes");
+    if attach_during {
+        // Which flushes came before its full sync depends on when it cut.
+        return;
+    }
     assert_eq!(
         calls(&mut r, "flushdb") - flushdb_before,
         flushdbs,
@@ -239,7 +258,7 @@ fn flushes_under_writes_2_shards() {
     if require_redis_server("flushes_under_writes_2_shards").is_none() {
         return;
     }
-    flushes_under_writes(2);
+    flushes_under_writes(2, false);
 }
 
 #[test]
@@ -247,5 +266,21 @@ fn flushes_under_writes_4_shards() {
     if require_redis_server("flushes_under_writes_4_shards").is_none() {
         return;
     }
-    flushes_under_writes(4);
+    flushes_under_writes(4, false);
+}
+
+#[test]
+fn a_full_sync_amid_flushes_2_shards() {
+    if require_redis_server("a_full_sync_amid_flushes_2_shards").is_none() {
+        return;
+    }
+    flushes_under_writes(2, true);
+}
+
+#[test]
+fn a_full_sync_amid_flushes_4_shards() {
+    if require_redis_server("a_full_sync_amid_flushes_4_shards").is_none() {
+        return;
+    }
+    flushes_under_writes(4, true);
 }

@@ -160,6 +160,7 @@ pub(crate) fn flushdb(
 ) -> CmdResult {
     let lazy = flush_mode(engine, args).ok_or(CmdError::Syntax)?;
     let removed = engine.db(ctx.db).len() as u64;
+    engine.every_shard_writes += 1;
     ctx.effects.dirty += removed;
     engine.flush_db(ctx.db, lazy);
     if removed == 0 {
@@ -181,6 +182,7 @@ pub(crate) fn flushall(
     reply: &mut Reply<'_>,
 ) -> CmdResult {
     let lazy = flush_mode(engine, args).ok_or(CmdError::Syntax)?;
+    engine.every_shard_writes += 1;
     for db in 0..engine.db_count() {
         ctx.effects.dirty += engine.db(db).len() as u64;
         engine.flush_db(db, lazy);
@@ -205,6 +207,7 @@ pub(crate) fn swapdb(
         .zip(in_range(b))
         .ok_or(CmdError::DbIndexOutOfRange)?;
     engine.swap_dbs(a, b);
+    engine.every_shard_writes += 1;
     ctx.effects.dirty += 1;
     reply.ok();
     Ok(Done)

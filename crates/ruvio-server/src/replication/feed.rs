@@ -32,6 +32,11 @@ pub struct Feed {
     marks: Vec<Mark>,
     /// The next record selects its database itself (it follows a mark).
     reselect: bool,
+    /// The engine's count of FLUSHALL, FLUSHDB and SWAPDB run when the last
+    /// mark was made (`Engine::every_shard_writes`): a mark's number.
+    seq: u64,
+    /// The backlog whose barriers this shard joined (`Primary::generation`).
+    pub joined: u64,
 }
 
 /// A barrier in a shard's records: the command every shard ran (FLUSHALL,
@@ -41,6 +46,10 @@ pub struct Feed {
 pub struct Mark {
     /// Where it stands in the bytes: they end before it.
     pub at: usize,
+    /// Which of the shard's FLUSHALL, FLUSHDB and SWAPDB it is (the engine's
+    /// count once it ran): every shard runs each, so the n-th is the same
+    /// command on every shard.
+    pub seq: u64,
     /// The database it ran in (FLUSHDB's).
     pub db: usize,
     /// The command, as a RESP array.
@@ -161,6 +170,13 @@ impl Feed {
         self.barriers = barriers;
     }
 
+    /// The engine has run `run` FLUSHALL, FLUSHDB and SWAPDB: the next mark
+    /// is the one after (once per loop iteration: one that ran while marks
+    /// were off is not waited for).
+    pub fn sync_seq(&mut self, run: u64) {
+        self.seq = run;
+    }
+
     /// Nothing waits to be flushed.
     pub fn is_empty(&self) -> bool {
         self.first_db.is_none() && self.marks.is_empty()
@@ -231,8 +247,10 @@ impl Feed {
             let mut record = self.bytes.split_off(header_at);
             self.bytes.truncate(mark);
             record[1] = b'0' + argc as u8;
+            self.seq += 1;
             self.marks.push(Mark {
                 at: mark,
+                seq: self.seq,
                 db,
                 record,
             });

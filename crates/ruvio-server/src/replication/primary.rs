@@ -27,17 +27,21 @@
 //! order: its records before a mark go in, and its records after it wait here
 //! ([`Barriers::held`]) until every shard has passed that barrier; the last to
 //! pass appends the command once and the held records of every shard follow.
-//! Barriers are counted, not named: every shard runs every such command (the
-//! client's shard sends it to each), so the k-th barrier of every shard is the
-//! same command, except for two clients' flushes crossing (shard 0 runs A then
-//! B, shard 1 B then A), where the stream has shard 0's order.
+//! Barriers are numbered by the engine's count of such commands
+//! (`Engine::every_shard_writes`): every shard runs every one (the client's
+//! shard sends it to each), so the n-th of every shard is the same command,
+//! except for two clients' flushes crossing (shard 0 runs A then B, shard 1 B
+//! then A), where the stream has the first passer's. A shard joins a new
+//! backlog's barriers with its count at its first step with the feed on
+//! (having passed every barrier up to it): one it ran before is not waited
+//! for, one it runs after is marked.
 //! A barrier and a full sync's cut cannot both hold a shard: a shard waiting at
 //! a barrier does not cut (its held records are not in the stream yet), and
 //! when a shard that cut has to pass a barrier that others wait at, the cut is
 //! abandoned (the replica connects again, as Redis's FLUSHALL kills the sync's
-//! child). A barrier still open after [`BARRIER_WAIT_MAX`] (a shard whose feed
-//! was off when it ran the command: a backlog just created) is given up: its
-//! command goes in as is, and a warning says so.
+//! child). A barrier still open after [`BARRIER_WAIT_MAX`] (a shard that will
+//! never pass it: should not happen) is given up: its command goes in as is,
+//! and a warning says so.
 
 use super::feed::{self, Flushed};
 use std::collections::VecDeque;
@@ -50,8 +54,8 @@ const DEFAULT_BACKLOG_BYTES: usize = 1 << 20;
 
 /// The longest a barrier waits for every shard to pass it: each runs its part
 /// within a loop iteration of its turn (milliseconds), so a barrier this old
-/// waits for a shard that will never pass it (its feed turned on after it ran
-/// the command).
+/// waits for a shard that will never pass it (a safety net: a command of the
+/// three that some shard ran without recording it).
 pub const BARRIER_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Chunks of its RDB part a shard may queue before the host takes them.
@@ -117,20 +121,27 @@ struct Cut {
     count: usize,
 }
 
-/// The barriers of the server's stream (see the module's docs).
+/// The barriers of the server's stream (see the module's docs). A barrier is
+/// numbered by the engine's count of FLUSHALL, FLUSHDB and SWAPDB once it ran
+/// (`Engine::every_shard_writes`): the n-th of every shard is the same
+/// command, and a shard whose records start later (its feed was off) joins
+/// with its count, having passed every barrier up to it.
 #[derive(Debug, Default)]
 struct Barriers {
-    /// Barriers each shard has passed.
+    /// The last barrier each shard passed.
     passed: Vec<u64>,
-    /// Barriers whose command is in the stream.
+    /// Barriers up to this one are in the stream (or were passed by every shard
+    /// without a record: before any feed was on).
     done: u64,
-    /// The commands of barriers `done + 1..` (the first passer's), with their
+    /// The commands of barriers after `done` (the first passer's), with their
     /// database.
-    records: VecDeque<(usize, Vec<u8>)>,
+    records: std::collections::BTreeMap<u64, (usize, Vec<u8>)>,
     /// Each shard's records after the barrier it waits at.
     held: Vec<Option<Flushed>>,
     /// When the oldest open barrier opened.
     since: Option<std::time::Instant>,
+    /// The shards that joined (their feed is on and numbered).
+    joined: Vec<bool>,
 }
 
 impl Barriers {
@@ -140,6 +151,7 @@ impl Barriers {
                 passed: vec![self.done; shards],
                 done: self.done,
                 held: (0..shards).map(|_| None).collect(),
+                joined: vec![false; shards],
                 ..Barriers::default()
             };
         }
@@ -199,6 +211,8 @@ pub struct Primary {
     pub sync_partial_err: AtomicU64,
     /// Bytes the backlog holds (not counted against `maxmemory`).
     backlog_bytes: AtomicUsize,
+    /// Backlogs created so far: a shard joins each one's barriers once.
+    generation: AtomicU64,
     inner: Mutex<Inner>,
 }
 
@@ -241,6 +255,7 @@ impl Primary {
             inner.first_offset = offset + 1;
             inner.db = None;
             inner.barriers = Barriers::default();
+            self.generation.fetch_add(1, Relaxed);
             inner.size = match (size, inner.size) {
                 (0, 0) => DEFAULT_BACKLOG_BYTES,
                 (0, kept) => kept,
@@ -320,6 +335,26 @@ impl Primary {
         offset.load(Relaxed) != before
     }
 
+    /// The backlog's number (see [`join`](Self::join)).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Relaxed)
+    }
+
+    /// Shard `shard` (of `shards`) records barriers from now on, having run
+    /// `run` of them: it passed every barrier up to `run`. Once per backlog.
+    pub fn join(&self, (shard, shards): (usize, usize), run: u64, offset: &AtomicU64) {
+        let mut inner = self.lock();
+        inner.barriers.sized(shards);
+        if inner.barriers.joined[shard] {
+            return;
+        }
+        inner.barriers.joined[shard] = true;
+        let passed = &mut inner.barriers.passed[shard];
+        *passed = (*passed).max(run);
+        drain_held(&mut inner, shards, offset);
+        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+    }
+
     /// Shard `shard` waits at a barrier: records of its wait here.
     pub fn at_barrier(&self, shard: usize) -> bool {
         self.lock().barriers.waiting(shard)
@@ -343,9 +378,8 @@ impl Primary {
         );
         let inner = &mut *inner;
         let shards = inner.barriers.passed.len();
-        while inner.barriers.done < inner.barriers.passed.iter().copied().max().unwrap_or(0) {
-            complete_barrier(inner, offset);
-        }
+        let last = inner.barriers.passed.iter().copied().max().unwrap_or(0);
+        complete_barriers(inner, last, offset);
         for p in &mut inner.barriers.passed {
             *p = inner.barriers.done;
         }
@@ -691,10 +725,12 @@ fn drain_held(inner: &mut Inner, shards: usize, offset: &AtomicU64) {
                     break;
                 };
                 let barriers = &mut inner.barriers;
-                barriers.passed[shard] += 1;
-                let open = barriers.done + barriers.records.len() as u64;
-                if barriers.passed[shard] > open {
-                    barriers.records.push_back((mark.db, mark.record));
+                barriers.passed[shard] = barriers.passed[shard].max(mark.seq);
+                if mark.seq > barriers.done {
+                    barriers
+                        .records
+                        .entry(mark.seq)
+                        .or_insert((mark.db, mark.record));
                     barriers.since.get_or_insert_with(std::time::Instant::now);
                 }
                 if !rest.bytes.is_empty() || !rest.marks.is_empty() {
@@ -702,14 +738,9 @@ fn drain_held(inner: &mut Inner, shards: usize, offset: &AtomicU64) {
                 }
             }
         }
-        while !inner.barriers.records.is_empty()
-            && inner
-                .barriers
-                .passed
-                .iter()
-                .all(|&p| p > inner.barriers.done)
-        {
-            complete_barrier(inner, offset);
+        let everyone = inner.barriers.passed.iter().copied().min().unwrap_or(0);
+        if inner.barriers.done < everyone {
+            complete_barriers(inner, everyone, offset);
             moved = true;
         }
         if !moved {
@@ -718,22 +749,26 @@ fn drain_held(inner: &mut Inner, shards: usize, offset: &AtomicU64) {
     }
 }
 
-/// The oldest open barrier's command goes into the stream.
-fn complete_barrier(inner: &mut Inner, offset: &AtomicU64) {
-    let barriers = &mut inner.barriers;
-    barriers.done += 1;
-    let Some((db, record)) = barriers.records.pop_front() else {
-        return;
-    };
-    barriers.since = (!barriers.records.is_empty()).then(std::time::Instant::now);
-    if inner.db != Some(db) {
-        let mut select = Vec::new();
-        let digits = db.to_string();
-        feed::encode(&mut select, &[b"SELECT", digits.as_bytes()]);
-        push(inner, &select, offset);
-        inner.db = Some(db);
+/// Every barrier up to `upto` is passed: their commands go into the stream,
+/// in order (a barrier nobody recorded, run before any feed was on, has none).
+fn complete_barriers(inner: &mut Inner, upto: u64, offset: &AtomicU64) {
+    while let Some(entry) = inner.barriers.records.first_entry() {
+        if *entry.key() > upto {
+            break;
+        }
+        let (db, record) = entry.remove();
+        if inner.db != Some(db) {
+            let mut select = Vec::new();
+            let digits = db.to_string();
+            feed::encode(&mut select, &[b"SELECT", digits.as_bytes()]);
+            push(inner, &select, offset);
+            inner.db = Some(db);
+        }
+        push(inner, &record, offset);
     }
-    push(inner, &record, offset);
+    let barriers = &mut inner.barriers;
+    barriers.done = barriers.done.max(upto);
+    barriers.since = (!barriers.records.is_empty()).then(std::time::Instant::now);
 }
 
 fn set_pin(inner: &mut Inner, id: u64, sent: u64) {

@@ -70,6 +70,19 @@ impl Shard {
         // takes them once (`replication::primary`'s barriers).
         let barriers = history.count > 1 && history.primary.active();
         core.replication.feed.set_barriers(barriers);
+        if barriers {
+            // Numbered by the engine's count (one that ran while marks were
+            // off is not waited for); this shard's first numbered step joins.
+            let run = core.engine.every_shard_writes();
+            core.replication.feed.sync_seq(run);
+            let generation = history.primary.generation();
+            if core.replication.feed.joined != generation {
+                core.replication.feed.joined = generation;
+                history
+                    .primary
+                    .join((part, history.count), run, history.offset_counter());
+            }
+        }
         let mut appended = false;
         if primary.cutting() && core.replication.snapshot.is_none() && !core.background_save.busy()
         {
