@@ -284,3 +284,67 @@ fn a_full_sync_amid_flushes_4_shards() {
     }
     flushes_under_writes(4, true);
 }
+
+/// Shows a gap not closed yet (docs/replication.md, "Not done yet"): a
+/// transaction run by shard 0 on a key it borrowed from shard 1, while shard
+/// 0 has cut for a full sync and shard 1 has not (its BGSAVE runs, slowed
+/// down), is recorded by shard 0 and held until the cut ends, after shard 1's
+/// later write of that key: the replica ends with the transaction's value.
+#[test]
+#[ignore = "issue 31: a cross-shard group during a full sync's cut lands after the owner's later write"]
+fn a_cross_shard_group_during_a_cut_keeps_its_place() {
+    if require_redis_server("a_cross_shard_group_during_a_cut_keeps_its_place").is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ruvio-order-cut-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let primary = Server::ruvio_with_env(
+        PortMode::Forward,
+        2,
+        &["--dir", dir.to_str().unwrap(), "--durability", "everysec"],
+        &[("RUVIO_SNAPSHOT_SLICE_KEYS", "4")],
+    );
+    let (tag0, tag1) = (hash_tag_on_shard(0, 2), hash_tag_on_shard(1, 2));
+    let (a, b) = (format!("{{{tag0}}}a"), format!("{{{tag1}}}b"));
+    let mut p = primary.raw();
+    // Shard 1's BGSAVE takes thousands of loop iterations, shard 0's one.
+    let mut batch = Vec::new();
+    for i in 0..40_000 {
+        batch.extend(encode(&["SET", &format!("{{{tag1}}}k{i}"), "v"]));
+    }
+    p.send(&batch);
+    for _ in 0..40_000 {
+        assert_eq!(p.read_reply(), b"+OK\r\n");
+    }
+    assert_eq!(p.cmd(&["SET", &b, "v0"]), b"+OK\r\n");
+    assert_eq!(p.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+    let replica = Server::redis();
+    let mut r = replica.raw();
+    let port = primary.port().to_string();
+    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+    wait_for("the full sync asked for", || {
+        info_field(&mut p, "replication", "slave0").contains("state=wait_bgsave")
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    // Shard 0 has cut, shard 1 (still saving) has not.
+    assert_eq!(
+        info_field(&mut p, "persistence", "rdb_bgsave_in_progress"),
+        "1"
+    );
+    let mut c0 = conn_on_shard(&primary, 0);
+    c0.cmd(&["MULTI"]);
+    c0.cmd(&["SET", &a, "v1"]);
+    c0.cmd(&["SET", &b, "v1"]);
+    assert_eq!(c0.cmd(&["EXEC"]), b"*2\r\n+OK\r\n+OK\r\n");
+    assert_eq!(p.cmd(&["SET", &b, "v2"]), b"+OK\r\n");
+    wait_for("the replica online", || {
+        info_field(&mut p, "replication", "slave0").contains("state=online")
+    });
+    caught_up(&mut p);
+    assert_eq!(
+        r.cmd(&["GET", &b]),
+        p.cmd(&["GET", &b]),
+        "the owner's later write wins"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -140,8 +140,6 @@ struct Barriers {
     held: Vec<Option<Flushed>>,
     /// When the oldest open barrier opened.
     since: Option<std::time::Instant>,
-    /// The shards that joined (their feed is on and numbered).
-    joined: Vec<bool>,
 }
 
 impl Barriers {
@@ -151,7 +149,6 @@ impl Barriers {
                 passed: vec![self.done; shards],
                 done: self.done,
                 held: (0..shards).map(|_| None).collect(),
-                joined: vec![false; shards],
                 ..Barriers::default()
             };
         }
@@ -341,14 +338,11 @@ impl Primary {
     }
 
     /// Shard `shard` (of `shards`) records barriers from now on, having run
-    /// `run` of them: it passed every barrier up to `run`. Once per backlog.
+    /// `run` of them: it passed every barrier up to `run` (at its first step
+    /// with the feed on, for each backlog).
     pub fn join(&self, (shard, shards): (usize, usize), run: u64, offset: &AtomicU64) {
         let mut inner = self.lock();
         inner.barriers.sized(shards);
-        if inner.barriers.joined[shard] {
-            return;
-        }
-        inner.barriers.joined[shard] = true;
         let passed = &mut inner.barriers.passed[shard];
         *passed = (*passed).max(run);
         drain_held(&mut inner, shards, offset);
