@@ -206,6 +206,8 @@ pub struct Engine {
     key_notes: Option<Vec<KeyNote>>,
     /// Which notes [`Engine::record_key_notes`] asked for: added keys, missed keys.
     note_kinds: (bool, bool),
+    /// FLUSHALL, FLUSHDB and SWAPDB run here so far ([`Engine::every_shard_writes`]).
+    pub(crate) every_shard_writes: u64,
 }
 
 /// What happened to a key that Redis announces from the keyspace itself.
@@ -258,7 +260,15 @@ impl Engine {
             expired_log: None,
             key_notes: None,
             note_kinds: (false, false),
+            every_shard_writes: 0,
         }
+    }
+
+    /// FLUSHALL, FLUSHDB and SWAPDB this engine ran: a forward-mode server runs
+    /// each on every shard, so the n-th of one shard is the n-th of every other
+    /// (the replication stream takes each once, at the same place for all).
+    pub fn every_shard_writes(&self) -> u64 {
+        self.every_shard_writes
     }
 
     /// Keep the keys commands add (`added`) and the keys reads miss (`missed`) for

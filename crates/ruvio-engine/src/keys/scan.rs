@@ -159,8 +159,17 @@ pub(crate) fn flushdb(
     reply: &mut Reply<'_>,
 ) -> CmdResult {
     let lazy = flush_mode(engine, args).ok_or(CmdError::Syntax)?;
-    ctx.effects.dirty += engine.db(ctx.db).len() as u64;
+    let removed = engine.db(ctx.db).len() as u64;
+    engine.every_shard_writes += 1;
+    ctx.effects.dirty += removed;
     engine.flush_db(ctx.db, lazy);
+    if removed == 0 {
+        // Logged and replicated even so, as Redis's forceCommandPropagation: in
+        // forward mode every shard runs it and replicas take it once, when every
+        // shard has (`replication::primary`'s barriers in ruvio-server).
+        let argv: Vec<&[u8]> = args.iter().collect();
+        ctx.log_as(&argv);
+    }
     reply.ok();
     Ok(Done)
 }
@@ -173,6 +182,7 @@ pub(crate) fn flushall(
     reply: &mut Reply<'_>,
 ) -> CmdResult {
     let lazy = flush_mode(engine, args).ok_or(CmdError::Syntax)?;
+    engine.every_shard_writes += 1;
     for db in 0..engine.db_count() {
         ctx.effects.dirty += engine.db(db).len() as u64;
         engine.flush_db(db, lazy);
@@ -197,6 +207,7 @@ pub(crate) fn swapdb(
         .zip(in_range(b))
         .ok_or(CmdError::DbIndexOutOfRange)?;
     engine.swap_dbs(a, b);
+    engine.every_shard_writes += 1;
     ctx.effects.dirty += 1;
     reply.ok();
     Ok(Done)

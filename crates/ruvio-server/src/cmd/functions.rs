@@ -164,8 +164,14 @@ fn one_server(ctx: &Ctx<'_>) -> bool {
     ctx.core.topo.nodes.len() > 1 && ctx.core.cfg.port_mode == PortMode::Forward
 }
 
-/// After a change on this shard: save the set, and send it to the other shards.
-fn share(ctx: &mut Ctx<'_>) {
+/// After a change on this shard: save the set, send it to the other shards, and
+/// record the command for replicas as it came (Redis propagates FUNCTION LOAD,
+/// DELETE, FLUSH and RESTORE as they are), once: here, not on every shard.
+fn share(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    ctx.core
+        .replication
+        .feed
+        .record(ctx.client.db, &mut args.iter());
     let payload = functions::dump();
     save(Keeper::of(ctx), &payload);
     if one_server(ctx) {
@@ -196,7 +202,7 @@ fn function_load(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Se
         replace = true;
     }
     let name = functions::load(args.get(code_at), replace)?;
-    share(ctx);
+    share(ctx, args);
     if one_server(ctx) {
         let mut answer = Vec::new();
         Reply::new(&mut answer, ctx.client.proto).bulk(name.as_bytes());
@@ -210,7 +216,7 @@ fn function_load(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Se
 /// `FUNCTION DELETE library-name`
 fn function_delete(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     functions::delete(args.get(2))?;
-    share(ctx);
+    share(ctx, args);
     ok_everywhere(ctx, reply);
     Ok(())
 }
@@ -230,7 +236,7 @@ fn function_flush(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
         _ => return Err(CmdError::subcommand_syntax(args.get(1), "function")),
     }
     functions::flush();
-    share(ctx);
+    share(ctx, args);
     ok_everywhere(ctx, reply);
     Ok(())
 }
@@ -257,7 +263,7 @@ fn function_restore(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
     };
     let check_crc = !ctx.core.engine.config().skip_checksum_validation;
     functions::restore(args.get(2), policy, check_crc)?;
-    share(ctx);
+    share(ctx, args);
     ok_everywhere(ctx, reply);
     Ok(())
 }

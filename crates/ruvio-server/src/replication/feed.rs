@@ -25,6 +25,35 @@ pub struct Feed {
     depth: u32,
     group_start: usize,
     group_records: usize,
+    /// FLUSHALL, FLUSHDB and SWAPDB are barriers, not records (a forward-mode
+    /// server of several shards: every shard runs them, and the server's stream
+    /// takes them once, [`super::primary::Primary`]'s barriers).
+    barriers: bool,
+    marks: Vec<Mark>,
+    /// The next record selects its database itself (it follows a mark).
+    reselect: bool,
+    /// The engine's count of FLUSHALL, FLUSHDB and SWAPDB run when the last
+    /// mark was made (`Engine::every_shard_writes`): a mark's number.
+    seq: u64,
+    /// The backlog whose barriers this shard joined (`Primary::generation`).
+    pub joined: u64,
+}
+
+/// A barrier in a shard's records: the command every shard ran (FLUSHALL,
+/// FLUSHDB, SWAPDB), recorded once for the server by whichever shard passes it
+/// last, between every shard's records before it and after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mark {
+    /// Where it stands in the bytes: they end before it.
+    pub at: usize,
+    /// Which of the shard's FLUSHALL, FLUSHDB and SWAPDB it is (the engine's
+    /// count once it ran): every shard runs each, so the n-th is the same
+    /// command on every shard.
+    pub seq: u64,
+    /// The database it ran in (FLUSHDB's).
+    pub db: usize,
+    /// The command, as a RESP array.
+    pub record: Vec<u8>,
 }
 
 /// What a flush takes: the bytes, the database they start in and the one they
@@ -34,6 +63,81 @@ pub struct Flushed {
     pub bytes: Vec<u8>,
     pub first_db: usize,
     pub last_db: usize,
+    /// Barriers among the bytes, in order (the bytes after one begin with a
+    /// `SELECT`).
+    pub marks: Vec<Mark>,
+}
+
+impl Flushed {
+    /// Plain records (no barrier).
+    pub fn plain(bytes: Vec<u8>, first_db: usize, last_db: usize) -> Flushed {
+        Flushed {
+            bytes,
+            first_db,
+            last_db,
+            marks: Vec::new(),
+        }
+    }
+
+    /// The records with each barrier's command in its place (a shard's own
+    /// history, which takes every record of the shard, its FLUSHALLs too).
+    pub fn inlined(&self) -> Flushed {
+        if self.marks.is_empty() {
+            return self.clone();
+        }
+        let mut bytes = Vec::with_capacity(self.bytes.len() + 64 * self.marks.len());
+        let mut from = 0;
+        for mark in &self.marks {
+            bytes.extend_from_slice(&self.bytes[from..mark.at]);
+            let mut digits = itoa::Buffer::new();
+            encode(&mut bytes, &[b"SELECT", digits.format(mark.db).as_bytes()]);
+            bytes.extend_from_slice(&mark.record);
+            from = mark.at;
+        }
+        bytes.extend_from_slice(&self.bytes[from..]);
+        Flushed::plain(bytes, self.first_db, self.last_db)
+    }
+
+    /// The bytes before the first barrier, the barrier, and what follows it
+    /// (starting in the database the barrier left it: its bytes select their
+    /// own).
+    pub fn split_first(mut self) -> (Vec<u8>, Option<(Mark, Flushed)>) {
+        if self.marks.is_empty() {
+            return (self.bytes, None);
+        }
+        let mark = self.marks.remove(0);
+        let rest_bytes = self.bytes.split_off(mark.at);
+        for m in &mut self.marks {
+            m.at -= mark.at;
+        }
+        let rest = Flushed {
+            bytes: rest_bytes,
+            first_db: mark.db,
+            last_db: self.last_db,
+            marks: self.marks,
+        };
+        (self.bytes, Some((mark, rest)))
+    }
+
+    /// `later` after these records (both held behind a barrier).
+    pub fn extend(&mut self, later: Flushed) {
+        // The database these leave the stream in is unknown after a barrier:
+        // the later records select theirs.
+        if !later.bytes.is_empty() {
+            let mut digits = itoa::Buffer::new();
+            encode(
+                &mut self.bytes,
+                &[b"SELECT", digits.format(later.first_db).as_bytes()],
+            );
+        }
+        let shift = self.bytes.len();
+        self.bytes.extend_from_slice(&later.bytes);
+        self.marks.extend(later.marks.into_iter().map(|m| Mark {
+            at: m.at + shift,
+            ..m
+        }));
+        self.last_db = later.last_db;
+    }
 }
 
 /// The most room a flushed feed leaves for the next iteration's records: a
@@ -60,9 +164,27 @@ impl Feed {
         self.on = on;
     }
 
+    /// Record FLUSHALL, FLUSHDB and SWAPDB as barriers (forward mode, several
+    /// shards, the server's history active) or as plain records.
+    pub fn set_barriers(&mut self, barriers: bool) {
+        self.barriers = barriers;
+    }
+
+    /// The engine has run `run` FLUSHALL, FLUSHDB and SWAPDB: the next mark
+    /// is the one after (once per loop iteration: one that ran while marks
+    /// were off is not waited for).
+    pub fn sync_seq(&mut self, run: u64) {
+        self.seq = run;
+    }
+
     /// Nothing waits to be flushed.
     pub fn is_empty(&self) -> bool {
-        self.first_db.is_none()
+        self.first_db.is_none() && self.marks.is_empty()
+    }
+
+    /// A barrier waits among the records.
+    pub fn has_marks(&self) -> bool {
+        !self.marks.is_empty()
     }
 
     /// Records up to [`end_group`](Self::end_group) replicate as one transaction
@@ -87,6 +209,9 @@ impl Feed {
             self.bytes
                 .splice(self.group_start..self.group_start, MULTI.iter().copied());
             self.bytes.extend_from_slice(EXEC);
+            for mark in self.marks.iter_mut().filter(|m| m.at >= self.group_start) {
+                mark.at += MULTI.len();
+            }
         }
     }
 
@@ -99,7 +224,7 @@ impl Feed {
             return;
         }
         let mark = self.bytes.len();
-        let selects = self.first_db.is_some() && self.db != db;
+        let selects = (self.first_db.is_some() && self.db != db) || self.reselect;
         if selects {
             let mut digits = itoa::Buffer::new();
             encode(&mut self.bytes, &[b"SELECT", digits.format(db).as_bytes()]);
@@ -107,9 +232,33 @@ impl Feed {
         let header_at = self.bytes.len();
         self.bytes.extend_from_slice(b"*0\r\n");
         let mut argc = 0usize;
+        let mut barrier = false;
         for arg in args {
+            if argc == 0 && self.barriers {
+                // FLUSHALL [ASYNC|SYNC], FLUSHDB [..], SWAPDB a b: at most 3.
+                barrier = is_barrier(arg);
+            }
             bulk(&mut self.bytes, arg);
             argc += 1;
+        }
+        if barrier && argc <= 9 {
+            // Not in these records: the server's stream takes it once, where
+            // every shard's records before it are in and none after it is.
+            let mut record = self.bytes.split_off(header_at);
+            self.bytes.truncate(mark);
+            record[1] = b'0' + argc as u8;
+            self.seq += 1;
+            self.marks.push(Mark {
+                at: mark,
+                seq: self.seq,
+                db,
+                record,
+            });
+            self.reselect = true;
+            if self.depth > 0 {
+                self.group_records += 1;
+            }
+            return;
         }
         match argc {
             0 => {
@@ -126,6 +275,7 @@ impl Feed {
         }
         self.first_db.get_or_insert(db);
         self.db = db;
+        self.reselect = false;
         if self.depth > 0 {
             self.group_records += 1;
         }
@@ -136,7 +286,11 @@ impl Feed {
         if self.depth > 0 {
             return None;
         }
-        let first_db = self.first_db.take()?;
+        if self.first_db.is_none() && self.marks.is_empty() {
+            return None;
+        }
+        let first_db = self.first_db.take().unwrap_or(self.db);
+        self.reselect = false;
         // The next iteration's records start with room for as many bytes as
         // these took (one allocation, not a run of doublings), within reason.
         let room = Vec::with_capacity(self.bytes.capacity().min(FEED_ROOM_MAX_BYTES));
@@ -144,8 +298,17 @@ impl Feed {
             bytes: std::mem::replace(&mut self.bytes, room),
             first_db,
             last_db: self.db,
+            marks: std::mem::take(&mut self.marks),
         })
     }
+}
+
+/// FLUSHALL, FLUSHDB or SWAPDB: every shard of a forward-mode server runs it.
+fn is_barrier(name: &[u8]) -> bool {
+    matches!(name.len(), 6..=8)
+        && (name.eq_ignore_ascii_case(b"flushall")
+            || name.eq_ignore_ascii_case(b"flushdb")
+            || name.eq_ignore_ascii_case(b"swapdb"))
 }
 
 /// `args` as a RESP array of bulk strings.
@@ -213,5 +376,57 @@ mod tests {
              *2 $3 DEL $1 b *1 $4 EXEC *2 $3 DEL $1 c "
         );
         assert!(feed.is_empty());
+    }
+
+    #[test]
+    fn barriers_are_marks_not_records() {
+        let mut feed = Feed::default();
+        feed.set_on(true);
+        feed.set_barriers(true);
+        rec(&mut feed, 1, &[b"SET", b"a", b"1"]);
+        feed.begin_group();
+        rec(&mut feed, 1, &[b"flushdb"]);
+        feed.end_group();
+        rec(&mut feed, 1, &[b"SET", b"b", b"2"]);
+        let flushed = feed.take().unwrap();
+        assert_eq!(flushed.marks.len(), 1);
+        let mark = &flushed.marks[0];
+        assert_eq!(
+            (mark.db, &mark.record[..]),
+            (1, &b"*1\r\n$7\r\nflushdb\r\n"[..])
+        );
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap().replace("\r\n", " ");
+        let (before, rest) = flushed.clone().split_first();
+        assert_eq!(text(&before), "*3 $3 SET $1 a $1 1 ");
+        let (_, rest) = rest.unwrap();
+        // What follows a barrier selects its database itself.
+        assert_eq!(text(&rest.bytes), "*2 $6 SELECT $1 1 *3 $3 SET $1 b $1 2 ");
+        assert_eq!(
+            text(&flushed.inlined().bytes),
+            "*3 $3 SET $1 a $1 1 *2 $6 SELECT $1 1 *1 $7 flushdb \
+             *2 $6 SELECT $1 1 *3 $3 SET $1 b $1 2 "
+        );
+        // Without barriers (one shard, per-shard mode) it is a record.
+        feed.set_barriers(false);
+        rec(&mut feed, 0, &[b"FLUSHALL"]);
+        assert!(feed.take().unwrap().marks.is_empty());
+    }
+
+    #[test]
+    fn a_barrier_inside_a_transaction_keeps_its_place() {
+        let mut feed = Feed::default();
+        feed.set_on(true);
+        feed.set_barriers(true);
+        feed.begin_group();
+        rec(&mut feed, 0, &[b"SET", b"a", b"1"]);
+        rec(&mut feed, 0, &[b"SWAPDB", b"0", b"1"]);
+        feed.end_group();
+        let flushed = feed.take().unwrap();
+        let (before, rest) = flushed.split_first();
+        assert_eq!(
+            before,
+            b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n"
+        );
+        assert_eq!(rest.unwrap().1.bytes, EXEC);
     }
 }

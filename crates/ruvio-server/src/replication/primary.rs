@@ -17,6 +17,31 @@
 //! backlog's lock; from then until every shard has cut, it keeps its new records
 //! to itself. The sync's offset is the backlog's end when the last shard cuts:
 //! every record before it is in some shard's snapshot, none after it is.
+//!
+//! **Barriers.** FLUSHALL, FLUSHDB and SWAPDB run on every shard, each at its
+//! own moment, so the replica must get them once, after every shard's records
+//! from before its run and before every record from after it (otherwise a
+//! write on shard j between shard i's flush and shard j's is flushed on the
+//! replica, or kept when it should not be). A shard's feed marks where the
+//! command ran ([`super::feed::Mark`]); appending, a shard passes its marks in
+//! order: its records before a mark go in, and its records after it wait here
+//! ([`Barriers::held`]) until every shard has passed that barrier; the last to
+//! pass appends the command once and the held records of every shard follow.
+//! Barriers are numbered by the engine's count of such commands
+//! (`Engine::every_shard_writes`): every shard runs every one (the client's
+//! shard sends it to each), so the n-th of every shard is the same command,
+//! except for two clients' flushes crossing (shard 0 runs A then B, shard 1 B
+//! then A), where the stream has the first passer's. A shard joins a new
+//! backlog's barriers with its count at its first step with the feed on
+//! (having passed every barrier up to it): one it ran before is not waited
+//! for, one it runs after is marked.
+//! A barrier and a full sync's cut cannot both hold a shard: a shard waiting at
+//! a barrier does not cut (its held records are not in the stream yet), and
+//! when a shard that cut has to pass a barrier that others wait at, the cut is
+//! abandoned (the replica connects again, as Redis's FLUSHALL kills the sync's
+//! child). A barrier still open after [`BARRIER_WAIT_MAX`] (a shard that will
+//! never pass it: should not happen) is given up: its command goes in as is,
+//! and a warning says so.
 
 use super::feed::{self, Flushed};
 use std::collections::VecDeque;
@@ -26,6 +51,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 /// `repl-backlog-size`'s default, until shard 0's tick sets the configured one.
 const DEFAULT_BACKLOG_BYTES: usize = 1 << 20;
+
+/// The longest a barrier waits for every shard to pass it: each runs its part
+/// within a loop iteration of its turn (milliseconds), so a barrier this old
+/// waits for a shard that will never pass it (a safety net: a command of the
+/// three that some shard ran without recording it).
+pub const BARRIER_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Chunks of its RDB part a shard may queue before the host takes them.
 pub const PART_CHUNKS_MAX: usize = 8;
@@ -90,6 +121,45 @@ struct Cut {
     count: usize,
 }
 
+/// The barriers of the server's stream (see the module's docs). A barrier is
+/// numbered by the engine's count of FLUSHALL, FLUSHDB and SWAPDB once it ran
+/// (`Engine::every_shard_writes`): the n-th of every shard is the same
+/// command, and a shard whose records start later (its feed was off) joins
+/// with its count, having passed every barrier up to it.
+#[derive(Debug, Default)]
+struct Barriers {
+    /// The last barrier each shard passed.
+    passed: Vec<u64>,
+    /// Barriers up to this one are in the stream (or were passed by every shard
+    /// without a record: before any feed was on).
+    done: u64,
+    /// The commands of barriers after `done` (the first passer's), with their
+    /// database.
+    records: std::collections::BTreeMap<u64, (usize, Vec<u8>)>,
+    /// Each shard's records after the barrier it waits at.
+    held: Vec<Option<Flushed>>,
+    /// When the oldest open barrier opened.
+    since: Option<std::time::Instant>,
+}
+
+impl Barriers {
+    fn sized(&mut self, shards: usize) {
+        if self.passed.len() != shards {
+            *self = Barriers {
+                passed: vec![self.done; shards],
+                done: self.done,
+                held: (0..shards).map(|_| None).collect(),
+                ..Barriers::default()
+            };
+        }
+    }
+
+    /// Shard `shard` passed a barrier that is not in the stream yet.
+    fn waiting(&self, shard: usize) -> bool {
+        self.passed.get(shard).is_some_and(|&p| p > self.done)
+    }
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     /// The stream's last bytes; `first_offset` is the offset of its first byte.
@@ -111,6 +181,7 @@ struct Inner {
     /// the backlog and the replicas' outputs (each bounded by
     /// `client-output-buffer-limit replica`, which the host shard checks).
     pins: Vec<(u64, u64)>,
+    barriers: Barriers,
 }
 
 /// The pin of a full sync, from its cut until its replica goes online.
@@ -137,6 +208,8 @@ pub struct Primary {
     pub sync_partial_err: AtomicU64,
     /// Bytes the backlog holds (not counted against `maxmemory`).
     backlog_bytes: AtomicUsize,
+    /// Backlogs created so far: a shard joins each one's barriers once.
+    generation: AtomicU64,
     inner: Mutex<Inner>,
 }
 
@@ -178,6 +251,8 @@ impl Primary {
             inner.backlog = VecDeque::new();
             inner.first_offset = offset + 1;
             inner.db = None;
+            inner.barriers = Barriers::default();
+            self.generation.fetch_add(1, Relaxed);
             inner.size = match (size, inner.size) {
                 (0, 0) => DEFAULT_BACKLOG_BYTES,
                 (0, kept) => kept,
@@ -221,6 +296,7 @@ impl Primary {
         self.active.store(false, Release);
         inner.backlog = VecDeque::new();
         inner.db = None;
+        inner.barriers = Barriers::default();
         self.backlog_bytes.store(0, Relaxed);
     }
 
@@ -232,6 +308,77 @@ impl Primary {
         }
         let mut inner = self.lock();
         append_locked(&mut inner, flushed, offset);
+        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        true
+    }
+
+    /// Append shard `shard`'s records (of `shards`, the server's history in
+    /// forward mode), passing the barriers among them: records after a barrier
+    /// other shards have not passed yet wait here. Returns false when nothing
+    /// was appended.
+    pub fn append_shard(
+        &self,
+        (shard, shards): (usize, usize),
+        flushed: Flushed,
+        offset: &AtomicU64,
+    ) -> bool {
+        if !self.active() {
+            return false;
+        }
+        let mut inner = self.lock();
+        let before = offset.load(Relaxed);
+        pass_barriers(&mut inner, (shard, shards), flushed, offset);
+        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        offset.load(Relaxed) != before
+    }
+
+    /// The backlog's number (see [`join`](Self::join)).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Relaxed)
+    }
+
+    /// Shard `shard` (of `shards`) records barriers from now on, having run
+    /// `run` of them: it passed every barrier up to `run` (at its first step
+    /// with the feed on, for each backlog).
+    pub fn join(&self, (shard, shards): (usize, usize), run: u64, offset: &AtomicU64) {
+        let mut inner = self.lock();
+        inner.barriers.sized(shards);
+        let passed = &mut inner.barriers.passed[shard];
+        *passed = (*passed).max(run);
+        drain_held(&mut inner, shards, offset);
+        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+    }
+
+    /// Shard `shard` waits at a barrier: records of its wait here.
+    pub fn at_barrier(&self, shard: usize) -> bool {
+        self.lock().barriers.waiting(shard)
+    }
+
+    /// Barriers open longer than [`BARRIER_WAIT_MAX`] go in as they are (a
+    /// shard will never pass them): true when some did.
+    pub fn give_up_barriers(&self, offset: &AtomicU64) -> bool {
+        let mut inner = self.lock();
+        let overdue = inner
+            .barriers
+            .since
+            .is_some_and(|since| since.elapsed() >= BARRIER_WAIT_MAX);
+        if !overdue {
+            return false;
+        }
+        crate::serverlog::log(
+            crate::serverlog::Level::Warning,
+            "A FLUSHALL, FLUSHDB or SWAPDB did not reach every shard's records: \
+             replicated without waiting for the others",
+        );
+        let inner = &mut *inner;
+        let shards = inner.barriers.passed.len();
+        let last = inner.barriers.passed.iter().copied().max().unwrap_or(0);
+        complete_barriers(inner, last, offset);
+        for p in &mut inner.barriers.passed {
+            *p = inner.barriers.done;
+        }
+        inner.barriers.since = None;
+        drain_held(inner, shards, offset);
         self.backlog_bytes.store(inner.backlog.len(), Relaxed);
         true
     }
@@ -465,9 +612,33 @@ impl Primary {
         if cut.by[shard] {
             return None;
         }
+        let shards = cut.by.len();
         if let Some(flushed) = feed.take() {
-            append_locked(&mut inner, flushed, offset);
+            pass_barriers(&mut inner, (shard, shards), flushed, offset);
             self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        }
+        if inner.barriers.waiting(shard) {
+            // Its held records are not in the stream: it cuts once the barrier
+            // is passed, unless a shard that cut already has yet to pass it
+            // (its records wait for the cut): then the cut gives way.
+            let cut = inner.cut.as_ref().expect("checked above");
+            let done = inner.barriers.done;
+            let stuck = (0..shards).any(|s| cut.by[s] && inner.barriers.passed[s] <= done);
+            if stuck {
+                let job = cut.job.clone();
+                crate::serverlog::log(
+                    crate::serverlog::Level::Warning,
+                    "A FLUSHALL, FLUSHDB or SWAPDB ran during a full sync's cut: \
+                     the sync starts over",
+                );
+                job.abandoned.store(true, Relaxed);
+                inner.cut = None;
+                if inner.sync.as_ref().is_some_and(|j| j.id == job.id) {
+                    inner.sync = None;
+                }
+                self.cutting.store(false, Release);
+            }
+            return None;
         }
         begin();
         let cut = inner.cut.as_mut().expect("checked above");
@@ -496,6 +667,102 @@ impl Primary {
         let inner = self.lock();
         inner.cut.as_ref().is_some_and(|c| c.by[shard])
     }
+}
+
+/// Shard `shard`'s records into the stream up to the first barrier it cannot
+/// pass yet; the rest waits in [`Barriers::held`].
+fn pass_barriers(
+    inner: &mut Inner,
+    (shard, shards): (usize, usize),
+    flushed: Flushed,
+    offset: &AtomicU64,
+) {
+    let barriers = &mut inner.barriers;
+    if flushed.marks.is_empty()
+        && barriers.records.is_empty()
+        && barriers.held.iter().all(Option::is_none)
+    {
+        // No barrier anywhere: the common case.
+        append_locked(inner, flushed, offset);
+        return;
+    }
+    barriers.sized(shards);
+    match barriers.held[shard].as_mut() {
+        Some(held) => held.extend(flushed),
+        None => barriers.held[shard] = Some(flushed),
+    }
+    drain_held(inner, shards, offset);
+}
+
+/// Append every shard's held records up to the barriers they wait at, and
+/// each barrier every shard has passed, until nothing moves.
+fn drain_held(inner: &mut Inner, shards: usize, offset: &AtomicU64) {
+    loop {
+        let mut moved = false;
+        for shard in 0..shards {
+            while !inner.barriers.waiting(shard) {
+                let Some(held) = inner.barriers.held[shard].take() else {
+                    break;
+                };
+                let (first_db, last_db) = (held.first_db, held.last_db);
+                let (bytes, rest) = held.split_first();
+                if !bytes.is_empty() {
+                    append_locked(inner, Flushed::plain(bytes, first_db, last_db), offset);
+                    if rest.is_some() {
+                        // Its last record's database is not kept: the next
+                        // record selects one.
+                        inner.db = None;
+                    }
+                }
+                moved = true;
+                let Some((mark, rest)) = rest else {
+                    break;
+                };
+                let barriers = &mut inner.barriers;
+                barriers.passed[shard] = barriers.passed[shard].max(mark.seq);
+                if mark.seq > barriers.done {
+                    barriers
+                        .records
+                        .entry(mark.seq)
+                        .or_insert((mark.db, mark.record));
+                    barriers.since.get_or_insert_with(std::time::Instant::now);
+                }
+                if !rest.bytes.is_empty() || !rest.marks.is_empty() {
+                    barriers.held[shard] = Some(rest);
+                }
+            }
+        }
+        let everyone = inner.barriers.passed.iter().copied().min().unwrap_or(0);
+        if inner.barriers.done < everyone {
+            complete_barriers(inner, everyone, offset);
+            moved = true;
+        }
+        if !moved {
+            return;
+        }
+    }
+}
+
+/// Every barrier up to `upto` is passed: their commands go into the stream,
+/// in order (a barrier nobody recorded, run before any feed was on, has none).
+fn complete_barriers(inner: &mut Inner, upto: u64, offset: &AtomicU64) {
+    while let Some(entry) = inner.barriers.records.first_entry() {
+        if *entry.key() > upto {
+            break;
+        }
+        let (db, record) = entry.remove();
+        if inner.db != Some(db) {
+            let mut select = Vec::new();
+            let digits = db.to_string();
+            feed::encode(&mut select, &[b"SELECT", digits.as_bytes()]);
+            push(inner, &select, offset);
+            inner.db = Some(db);
+        }
+        push(inner, &record, offset);
+    }
+    let barriers = &mut inner.barriers;
+    barriers.done = barriers.done.max(upto);
+    barriers.since = (!barriers.records.is_empty()).then(std::time::Instant::now);
 }
 
 fn set_pin(inner: &mut Inner, id: u64, sent: u64) {
@@ -574,6 +841,7 @@ mod tests {
             bytes: bytes.to_vec(),
             first_db: db,
             last_db: db,
+            marks: Vec::new(),
         }
     }
 
@@ -628,6 +896,93 @@ mod tests {
 }
 
 #[cfg(test)]
+mod barrier_tests {
+    use super::super::feed::Feed;
+    use super::*;
+
+    fn shard_feed() -> Feed {
+        let mut feed = Feed::default();
+        feed.set_on(true);
+        feed.set_barriers(true);
+        feed
+    }
+
+    fn rec(feed: &mut Feed, args: &[&[u8]]) {
+        feed.record(0, &mut args.iter().copied());
+    }
+
+    fn stream(p: &Primary) -> String {
+        let mut out = Vec::new();
+        p.copy_since(9, 0, &mut out, usize::MAX);
+        String::from_utf8(out)
+            .unwrap()
+            .replace("\r\n", " ")
+            .replace("*2 $6 SELECT $1 0 ", "")
+    }
+
+    #[test]
+    fn a_flush_goes_in_once_between_every_shards_before_and_after() {
+        let p = Primary::default();
+        let offset = AtomicU64::new(0);
+        p.create_backlog(0, 1 << 20);
+        p.pin(9, 0);
+        let (mut a, mut b) = (shard_feed(), shard_feed());
+        // Shard 0 flushes first and writes after it; shard 1 writes before its
+        // flush meanwhile.
+        rec(&mut a, &[b"SET", b"a0", b"1"]);
+        rec(&mut a, &[b"FLUSHALL"]);
+        rec(&mut a, &[b"SET", b"a1", b"1"]);
+        assert!(p.append_shard((0, 2), a.take().unwrap(), &offset));
+        assert!(p.at_barrier(0) && !p.at_barrier(1));
+        rec(&mut a, &[b"SET", b"a2", b"1"]);
+        p.append_shard((0, 2), a.take().unwrap(), &offset);
+        rec(&mut b, &[b"SET", b"b0", b"1"]);
+        p.append_shard((1, 2), b.take().unwrap(), &offset);
+        assert_eq!(
+            stream(&p),
+            "*3 $3 SET $2 a0 $1 1 *3 $3 SET $2 b0 $1 1 ",
+            "shard 0's writes after its flush wait"
+        );
+        rec(&mut b, &[b"FLUSHALL"]);
+        rec(&mut b, &[b"SET", b"b1", b"1"]);
+        p.append_shard((1, 2), b.take().unwrap(), &offset);
+        assert!(!p.at_barrier(0) && !p.at_barrier(1));
+        assert_eq!(
+            stream(&p),
+            "*3 $3 SET $2 a0 $1 1 *3 $3 SET $2 b0 $1 1 *1 $8 FLUSHALL \
+             *3 $3 SET $2 a1 $1 1 *3 $3 SET $2 a2 $1 1 *3 $3 SET $2 b1 $1 1 "
+        );
+        assert_eq!(offset.load(Relaxed) as usize, {
+            let mut out = Vec::new();
+            p.copy_since(9, 0, &mut out, usize::MAX);
+            out.len()
+        });
+    }
+
+    #[test]
+    fn a_shard_at_a_barrier_does_not_cut_and_a_stuck_cut_gives_way() {
+        let p = Primary::default();
+        let offset = AtomicU64::new(0);
+        p.create_backlog(0, 1 << 20);
+        let job = p.request_sync(2).unwrap();
+        let (mut a, mut b) = (shard_feed(), shard_feed());
+        // Shard 1 cuts; then shard 0 runs a FLUSHALL and waits for shard 1,
+        // whose records (its FLUSHALL too) wait for the cut.
+        assert!(p.cut(1, &mut b, &offset, || {}).is_some());
+        rec(&mut a, &[b"FLUSHALL"]);
+        let mut begun = false;
+        assert!(p.cut(0, &mut a, &offset, || begun = true).is_none());
+        assert!(!begun, "no snapshot while its records wait at a barrier");
+        assert!(job.abandoned.load(Relaxed), "the cut gave way");
+        assert!(!p.cutting() && !p.holding(1));
+        rec(&mut b, &[b"FLUSHALL"]);
+        p.append_shard((1, 2), b.take().unwrap(), &offset);
+        assert!(!p.at_barrier(0));
+        assert!(p.request_sync(2).is_some(), "the next sync may start");
+    }
+}
+
+#[cfg(test)]
 mod pin_tests {
     use super::*;
 
@@ -641,6 +996,7 @@ mod pin_tests {
             bytes: vec![b'x'; 100],
             first_db: 0,
             last_db: 0,
+            marks: Vec::new(),
         };
         p.append(record, &offset);
         // Far beyond the backlog's 16 bytes, all kept for replica 7.

@@ -66,6 +66,23 @@ impl Shard {
         if core.replication.feed.on() != active {
             set_feeding(core, active);
         }
+        // Every shard runs FLUSHALL, FLUSHDB and SWAPDB: the server's stream
+        // takes them once (`replication::primary`'s barriers).
+        let barriers = history.count > 1 && history.primary.active();
+        core.replication.feed.set_barriers(barriers);
+        if barriers {
+            // Numbered by the engine's count (one that ran while marks were
+            // off is not waited for); this shard's first numbered step joins.
+            let run = core.engine.every_shard_writes();
+            core.replication.feed.sync_seq(run);
+            let generation = history.primary.generation();
+            if core.replication.feed.joined != generation {
+                core.replication.feed.joined = generation;
+                history
+                    .primary
+                    .join((part, history.count), run, history.offset_counter());
+            }
+        }
         let mut appended = false;
         if primary.cutting() && core.replication.snapshot.is_none() && !core.background_save.busy()
         {
@@ -190,6 +207,9 @@ impl Shard {
         let param = |name: &str| self.core.cfg.param(name).parse::<u64>().unwrap_or(0);
         if primary.active() {
             primary.resize(param("repl-backlog-size") as usize);
+            if !per_shard && primary.give_up_barriers(history.offset_counter()) {
+                wake_hosts(primary, Some(self.core.id));
+            }
         }
         if state.is_replica() {
             // A replica keeps its primary's stream in its backlog (for after a
@@ -329,9 +349,16 @@ fn flush_records(core: &mut ShardCore, history: History<'_>, link: Option<Histor
     };
     let mut appended = false;
     if let Some(link) = link {
-        appended |= link.primary.append(flushed.clone(), link.offset_counter());
+        // A shard link's stream is this shard's records, its FLUSHALLs too.
+        appended |= link
+            .primary
+            .append(flushed.inlined(), link.offset_counter());
     }
-    history.primary.append(flushed, history.offset_counter()) || appended
+    let shard = (history.part_of(core.id), history.count);
+    history
+        .primary
+        .append_shard(shard, flushed, history.offset_counter())
+        || appended
 }
 
 /// Wake the shards hosting replicas (but `me`, whose own step comes next).
@@ -470,6 +497,11 @@ fn step_replica(
                 None => return true,
             },
             Phase::Cut(Some(job)) => {
+                if job.abandoned.load(Relaxed) {
+                    // A FLUSHALL, FLUSHDB or SWAPDB crossed the cut.
+                    primary.sync_ended(job.id);
+                    return false;
+                }
                 let Some(at) = job.offset() else {
                     return true;
                 };

@@ -1,0 +1,350 @@
+//! What a forward-mode Ruvio of 2 and 4 shards sends its one stream, in what
+//! order: a redis-server 7.0 replica ends with every key and FUNCTION LIST of
+//! the primary, and runs each command the primary's clients ran once (its
+//! INFO commandstats count them).
+//!
+//! - FUNCTION LOAD [REPLACE], DELETE, FLUSH and RESTORE reach the replica as
+//!   they are, once (not at the next full sync only, not once per shard).
+//! - FLUSHDB, FLUSHALL and SWAPDB run on every shard, each at its own moment,
+//!   while clients write on every shard: the replica gets each once, after
+//!   every write that ran before it on its key's shard and before every write
+//!   after it (`replication::primary`'s barriers). Without that, a write
+//!   between two shards' flushes is flushed on the replica only, and SWAPDB
+//!   swaps back and forth.
+
+mod common;
+
+use common::replication::*;
+use common::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn info_field(conn: &mut RawConn, section: &str, name: &str) -> String {
+    let info = decode(&conn.cmd(&["INFO", section])).text();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Calls of `command` the server ran (INFO commandstats), 0 if none.
+fn calls(conn: &mut RawConn, command: &str) -> u64 {
+    let stat = info_field(conn, "commandstats", &format!("cmdstat_{command}"));
+    stat.split(',')
+        .find_map(|f| f.strip_prefix("calls="))
+        .map_or(0, |n| n.parse().expect("calls"))
+}
+
+/// A redis-server replica of `primary`, its full sync done and online.
+fn redis_replica(primary: &Server) -> Server {
+    let replica = Server::redis();
+    follow(&replica, primary);
+    let mut p = primary.raw();
+    wait_for("the replica online", || {
+        info_field(&mut p, "replication", "slave0").contains("state=online")
+    });
+    replica
+}
+
+/// The replica has every byte the primary sent so far.
+fn caught_up(p: &mut RawConn) {
+    assert_eq!(p.cmd(&["WAIT", "1", "10000"]), b":1\r\n");
+}
+
+/// FUNCTION LIST WITHCODE's libraries, sorted (Redis lists them in its
+/// dictionary's order).
+fn function_list(c: &mut RawConn) -> Vec<String> {
+    let Value::Array(libraries) = decode(&c.cmd(&["FUNCTION", "LIST", "WITHCODE"])) else {
+        panic!("FUNCTION LIST")
+    };
+    let mut libraries: Vec<String> = libraries.iter().map(|l| format!("{l:?}")).collect();
+    libraries.sort();
+    libraries
+}
+
+fn library(name: &str, body: &str) -> String {
+    format!(
+        "#!lua name={name}\nredis.register_function{{function_name='{name}_f', \
+         callback=function(keys, args) return {body} end, flags={{'no-writes'}}}}"
+    )
+}
+
+fn functions_reach_the_replica(shards: usize) {
+    let primary = Server::ruvio(PortMode::Forward, shards);
+    let mut p = primary.raw();
+    let replica = redis_replica(&primary);
+    let mut r = replica.raw();
+
+    let ok = |reply: Vec<u8>| assert!(!reply.starts_with(b"-"), "{}", show(&reply));
+    ok(p.cmd(&["FUNCTION", "LOAD", &library("one", "1")]));
+    ok(p.cmd(&["FUNCTION", "LOAD", &library("two", "2")]));
+    ok(p.cmd(&["FUNCTION", "LOAD", "REPLACE", &library("one", "11")]));
+    caught_up(&mut p);
+    assert_eq!(function_list(&mut r), function_list(&mut p), "after LOADs");
+    assert_eq!(r.cmd(&["FCALL_RO", "one_f", "0"]), b":11\r\n");
+    assert_eq!(calls(&mut r, "function|load"), 3, "each LOAD once");
+
+    ok(p.cmd(&["FUNCTION", "DELETE", "two"]));
+    caught_up(&mut p);
+    assert_eq!(function_list(&mut r), function_list(&mut p), "after DELETE");
+    assert_eq!(calls(&mut r, "function|delete"), 1);
+
+    let Value::Bulk(dump) = decode(&p.cmd(&["FUNCTION", "DUMP"])) else {
+        panic!("FUNCTION DUMP")
+    };
+    ok(p.cmd(&["FUNCTION", "FLUSH"]));
+    caught_up(&mut p);
+    assert_eq!(function_list(&mut r), function_list(&mut p), "after FLUSH");
+    assert_eq!(r.cmd(&["FUNCTION", "LIST"]), b"*0\r\n");
+    assert_eq!(calls(&mut r, "function|flush"), 1);
+
+    let restore: [&[u8]; 3] = [b"FUNCTION", b"RESTORE", &dump];
+    assert_eq!(p.cmd(&restore), b"+OK\r\n");
+    ok(p.cmd(&["FUNCTION", "LOAD", &library("three", "3")]));
+    caught_up(&mut p);
+    assert_eq!(
+        function_list(&mut r),
+        function_list(&mut p),
+        "after RESTORE"
+    );
+    assert_eq!(calls(&mut r, "function|restore"), 1);
+    assert_eq!(r.cmd(&["FCALL_RO", "three_f", "0"]), b":3\r\n");
+}
+
+#[test]
+fn functions_reach_the_replica_2_shards() {
+    if require_redis_server("functions_reach_the_replica_2_shards").is_none() {
+        return;
+    }
+    functions_reach_the_replica(2);
+}
+
+#[test]
+fn functions_reach_the_replica_4_shards() {
+    if require_redis_server("functions_reach_the_replica_4_shards").is_none() {
+        return;
+    }
+    functions_reach_the_replica(4);
+}
+
+/// Writers on every shard (keys of databases 0, 1 and 2, each client its
+/// own) until `stop`; the count of writes each made.
+fn writers(
+    primary: &Server,
+    clients: usize,
+    stop: Arc<AtomicBool>,
+) -> Vec<std::thread::JoinHandle<u64>> {
+    (0..clients)
+        .map(|t| {
+            let mut c = primary.raw();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    // A pipeline of writes to keys of every shard, three databases.
+                    let mut batch = Vec::new();
+                    for n in 0..16 {
+                        let db = (n % 3).to_string();
+                        batch.extend(encode(&["SELECT", &db]));
+                        let key = format!("w:{t}:{}", (i + n) % 200);
+                        batch.extend(encode(&["INCR", &key]));
+                        batch.extend(encode(&[
+                            "RPUSH",
+                            &format!("l:{t}:{}", (i + n) % 50),
+                            &i.to_string(),
+                        ]));
+                    }
+                    c.send(&batch);
+                    for _ in 0..48 {
+                        let reply = c.read_reply();
+                        assert!(!reply.starts_with(b"-"), "{}", show(&reply));
+                    }
+                    i += 16;
+                }
+                i
+            })
+        })
+        .collect()
+}
+
+/// `attach_during`: the replica attaches while the flushes run (its full
+/// sync's cut meets them: a cut that would hold a shard a barrier waits for
+/// gives way, and the replica syncs again).
+fn flushes_under_writes(shards: usize, attach_during: bool) {
+    let primary = Server::ruvio(PortMode::Forward, shards);
+    let mut p = primary.raw();
+    fill(&mut p);
+    let replica = match attach_during {
+        true => Server::redis(),
+        false => redis_replica(&primary),
+    };
+    let mut r = replica.raw();
+    let (flushdb_before, flushall_before, swapdb_before) = (
+        calls(&mut r, "flushdb"),
+        calls(&mut r, "flushall"),
+        calls(&mut r, "swapdb"),
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads = writers(&primary, 2 * shards, stop.clone());
+    let mut admin = primary.raw();
+    let (mut flushdbs, mut swapdbs) = (0, 0);
+    for round in 0..60 {
+        std::thread::sleep(Duration::from_millis(3));
+        if attach_during && round == 5 {
+            let port = primary.port().to_string();
+            assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+        }
+        let reply = match round % 3 {
+            0 => {
+                // A database empty on every shard: Redis replicates its
+                // FLUSHDB too.
+                flushdbs += 2;
+                admin.cmd(&["SELECT", "5"]);
+                assert_eq!(admin.cmd(&["FLUSHDB"]), b"+OK\r\n");
+                admin.cmd(&["SELECT", "1"]);
+                admin.cmd(&["FLUSHDB"])
+            }
+            1 => {
+                flushdbs += 1;
+                admin.cmd(&["SELECT", if round % 2 == 0 { "1" } else { "2" }]);
+                admin.cmd(&["FLUSHDB"])
+            }
+            _ => {
+                swapdbs += 1;
+                admin.cmd(&["SWAPDB", "1", "2"])
+            }
+        };
+        assert_eq!(reply, b"+OK\r\n", "round {round}");
+    }
+    // A FLUSHALL amid the writes, and writes after it.
+    assert_eq!(admin.cmd(&["FLUSHALL"]), b"+OK\r\n");
+    std::thread::sleep(Duration::from_millis(50));
+    stop.store(true, Ordering::Relaxed);
+    let written: u64 = threads.into_iter().map(|t| t.join().expect("writer")).sum();
+    assert!(written > 0);
+
+    if attach_during {
+        wait_for("the replica online", || {
+            info_field(&mut p, "replication", "slave0").contains("state=online")
+        });
+    }
+    caught_up(&mut p);
+    compare_all(&primary, &replica, "after flushes under writes");
+    if attach_during {
+        // Which flushes came before its full sync depends on when it cut.
+        return;
+    }
+    assert_eq!(
+        calls(&mut r, "flushdb") - flushdb_before,
+        flushdbs,
+        "each FLUSHDB once"
+    );
+    assert_eq!(
+        calls(&mut r, "swapdb") - swapdb_before,
+        swapdbs,
+        "each SWAPDB once"
+    );
+    assert_eq!(
+        calls(&mut r, "flushall") - flushall_before,
+        1,
+        "FLUSHALL once"
+    );
+}
+
+#[test]
+fn flushes_under_writes_2_shards() {
+    if require_redis_server("flushes_under_writes_2_shards").is_none() {
+        return;
+    }
+    flushes_under_writes(2, false);
+}
+
+#[test]
+fn flushes_under_writes_4_shards() {
+    if require_redis_server("flushes_under_writes_4_shards").is_none() {
+        return;
+    }
+    flushes_under_writes(4, false);
+}
+
+#[test]
+fn a_full_sync_amid_flushes_2_shards() {
+    if require_redis_server("a_full_sync_amid_flushes_2_shards").is_none() {
+        return;
+    }
+    flushes_under_writes(2, true);
+}
+
+#[test]
+fn a_full_sync_amid_flushes_4_shards() {
+    if require_redis_server("a_full_sync_amid_flushes_4_shards").is_none() {
+        return;
+    }
+    flushes_under_writes(4, true);
+}
+
+/// Shows a gap not closed yet (docs/replication.md, "Not done yet"): a
+/// transaction run by shard 0 on a key it borrowed from shard 1, while shard
+/// 0 has cut for a full sync and shard 1 has not (its BGSAVE runs, slowed
+/// down), is recorded by shard 0 and held until the cut ends, after shard 1's
+/// later write of that key: the replica ends with the transaction's value.
+#[test]
+#[ignore = "issue 31: a cross-shard group during a full sync's cut lands after the owner's later write"]
+fn a_cross_shard_group_during_a_cut_keeps_its_place() {
+    if require_redis_server("a_cross_shard_group_during_a_cut_keeps_its_place").is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ruvio-order-cut-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let primary = Server::ruvio_with_env(
+        PortMode::Forward,
+        2,
+        &["--dir", dir.to_str().unwrap(), "--durability", "everysec"],
+        &[("RUVIO_SNAPSHOT_SLICE_KEYS", "4")],
+    );
+    let (tag0, tag1) = (hash_tag_on_shard(0, 2), hash_tag_on_shard(1, 2));
+    let (a, b) = (format!("{{{tag0}}}a"), format!("{{{tag1}}}b"));
+    let mut p = primary.raw();
+    // Shard 1's BGSAVE takes thousands of loop iterations, shard 0's one.
+    let mut batch = Vec::new();
+    for i in 0..40_000 {
+        batch.extend(encode(&["SET", &format!("{{{tag1}}}k{i}"), "v"]));
+    }
+    p.send(&batch);
+    for _ in 0..40_000 {
+        assert_eq!(p.read_reply(), b"+OK\r\n");
+    }
+    assert_eq!(p.cmd(&["SET", &b, "v0"]), b"+OK\r\n");
+    assert_eq!(p.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+    let replica = Server::redis();
+    let mut r = replica.raw();
+    let port = primary.port().to_string();
+    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+    wait_for("the full sync asked for", || {
+        info_field(&mut p, "replication", "slave0").contains("state=wait_bgsave")
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    // Shard 0 has cut, shard 1 (still saving) has not.
+    assert_eq!(
+        info_field(&mut p, "persistence", "rdb_bgsave_in_progress"),
+        "1"
+    );
+    let mut c0 = conn_on_shard(&primary, 0);
+    c0.cmd(&["MULTI"]);
+    c0.cmd(&["SET", &a, "v1"]);
+    c0.cmd(&["SET", &b, "v1"]);
+    assert_eq!(c0.cmd(&["EXEC"]), b"*2\r\n+OK\r\n+OK\r\n");
+    assert_eq!(p.cmd(&["SET", &b, "v2"]), b"+OK\r\n");
+    wait_for("the replica online", || {
+        info_field(&mut p, "replication", "slave0").contains("state=online")
+    });
+    caught_up(&mut p);
+    assert_eq!(
+        r.cmd(&["GET", &b]),
+        p.cmd(&["GET", &b]),
+        "the owner's later write wins"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
