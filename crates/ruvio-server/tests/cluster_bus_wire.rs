@@ -84,14 +84,7 @@ fn a_redis_server_reads_and_answers_the_codec() {
     if require_redis_server("cluster_bus_wire").is_none() {
         return;
     }
-    let redis = Server::redis_with(&[
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        "nodes.conf",
-        "--cluster-node-timeout",
-        "1000",
-    ]);
+    let redis = Server::redis_cluster_node();
     let mut conn = redis.raw();
     assert_eq!(
         conn.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "99"]),

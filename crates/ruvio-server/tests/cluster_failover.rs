@@ -19,17 +19,6 @@ use common::bus_node::*;
 use common::*;
 use ruvio_server::cluster::nodes_file::{parse_line, NodeLine};
 
-fn cluster_node() -> Server {
-    Server::redis_with(&[
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        "nodes.conf",
-        "--cluster-node-timeout",
-        "1000",
-    ])
-}
-
 fn text(conn: &mut RawConn, args: &[&str]) -> String {
     decode(&conn.cmd(args)).text()
 }
@@ -56,7 +45,7 @@ fn a_ruvio_replica_takes_over_a_failed_redis_master() {
     if require_redis_server("cluster_failover").is_none() {
         return;
     }
-    let masters: Vec<Server> = (0..3).map(|_| cluster_node()).collect();
+    let masters: Vec<Server> = (0..3).map(|_| Server::redis_cluster_node()).collect();
     let mut conns: Vec<RawConn> = masters.iter().map(Server::raw).collect();
     for (conn, (first, last)) in conns
         .iter_mut()
@@ -133,8 +122,8 @@ fn ruvio_masters_elect_a_redis_replica() {
     if require_redis_server("cluster_failover").is_none() {
         return;
     }
-    let master = cluster_node();
-    let replica = cluster_node();
+    let master = Server::redis_cluster_node();
+    let replica = Server::redis_cluster_node();
     let mut master_conn = master.raw();
     let mut replica_conn = replica.raw();
     ok(master_conn.cmd(&["CLUSTER", "ADDSLOTSRANGE", "10923", "16383"]));

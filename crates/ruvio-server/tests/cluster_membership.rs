@@ -21,14 +21,7 @@ fn ruvio_nodes_and_a_redis_server_form_one_cluster() {
     if require_redis_server("cluster_membership").is_none() {
         return;
     }
-    let redis = Server::redis_with(&[
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        "nodes.conf",
-        "--cluster-node-timeout",
-        "1000",
-    ]);
+    let redis = Server::redis_cluster_node();
     let mut conn = redis.raw();
     assert_eq!(
         conn.cmd(&["CLUSTER", "ADDSLOTSRANGE", "10923", "16383"]),

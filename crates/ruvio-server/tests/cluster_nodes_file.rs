@@ -44,12 +44,7 @@ fn redis_cluster_files_and_replies_round_trip() {
         return;
     }
     let cluster = Server::redis_cluster(3);
-    let replica = Server::redis_with(&[
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        "nodes-replica.conf",
-    ]);
+    let replica = Server::redis_cluster_node();
     let mut conns: Vec<RawConn> = cluster.ports.iter().map(|&p| RawConn::connect(p)).collect();
     let ids: Vec<String> = conns
         .iter_mut()

@@ -437,15 +437,6 @@ fn waitaof_counts_a_replica_with_a_log() {
 }
 
 /// Kills the process it holds when dropped (the test's own redis-server).
-struct Reaped(std::process::Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The primary restarted empty on its port while the replica was down: the
 /// replica asks to continue its stored history (`PSYNC <old replid> <offset+1>`),
 /// the new primary (a new replid) answers `+FULLRESYNC`, and the replica ends
@@ -475,41 +466,7 @@ fn a_primary_restarted_empty_means_a_full_sync() {
     let port = primary.port();
     drop(primary); // SIGKILL; its data is gone with it
     let reborn_dir = data_dir("reborn-primary");
-    std::fs::create_dir_all(&reborn_dir).expect("a directory for the new primary");
-    let (port_arg, dir_arg) = (port.to_string(), reborn_dir.to_string_lossy().into_owned());
-    let spawn = || {
-        std::process::Command::new(&bin)
-            .args(["--port", &port_arg, "--bind", "127.0.0.1", "--save", ""])
-            .args(["--appendonly", "no", "--repl-diskless-sync-delay", "0"])
-            .args(["--dir", &dir_arg])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server")
-    };
-    // The port may take a moment to be free: a start that could not bind exits.
-    let mut reborn = Reaped(spawn());
-    let mut q = None;
-    wait_for("the new primary's PONG", || {
-        if let Ok(Some(_)) = reborn.0.try_wait() {
-            reborn = Reaped(spawn());
-            return false;
-        }
-        let pongs = |mut s: std::net::TcpStream| -> Option<std::net::TcpStream> {
-            use std::io::{Read, Write};
-            s.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
-            s.write_all(b"PING\r\n").ok()?;
-            let mut answer = [0u8; 7];
-            s.read_exact(&mut answer).ok()?;
-            (&answer == b"+PONG\r\n").then_some(s)
-        };
-        q = std::net::TcpStream::connect(("127.0.0.1", port))
-            .ok()
-            .and_then(pongs)
-            .map(RawConn::from_stream);
-        q.is_some()
-    });
-    let mut q = q.expect("connected");
+    let (reborn, mut q) = redis_reborn(&bin, port, &reborn_dir);
     assert_eq!(q.cmd(&["SET", "fresh", "1"]), b"+OK\r\n");
     assert_eq!(q.cmd(&["INCR", "counter:0"]), b":1\r\n");
 

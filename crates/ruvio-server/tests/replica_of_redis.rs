@@ -524,15 +524,6 @@ fn follows_under_write_load() {
 }
 
 /// Kills the process it holds when dropped (a test's own redis-server).
-struct Reaped(std::process::Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The primary restarted without its data (new replid, empty): the replica's
 /// PSYNC gets `+FULLRESYNC`, and it ends with the new primary's data only.
 #[test]
@@ -562,43 +553,8 @@ fn a_restarted_primary_means_a_full_sync() {
         .status()
         .expect("kill");
     assert!(killed.success());
-    let port = primary.port().to_string();
     let dir = std::env::temp_dir().join(format!("ruvio-test-reborn-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a directory for the new primary");
-    let dir_arg = dir.to_string_lossy().into_owned();
-    let spawn = || {
-        std::process::Command::new(&bin)
-            .args(["--port", &port, "--bind", "127.0.0.1", "--save", ""])
-            .args(["--appendonly", "no", "--repl-diskless-sync-delay", "0"])
-            .args(["--dir", &dir_arg])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server")
-    };
-    // The port may take a moment to be free: a start that could not bind exits.
-    let mut reborn = Reaped(spawn());
-    let mut q = None;
-    wait_for("the new primary's PONG", || {
-        if let Ok(Some(_)) = reborn.0.try_wait() {
-            reborn = Reaped(spawn());
-            return false;
-        }
-        let pongs = |mut s: std::net::TcpStream| -> Option<std::net::TcpStream> {
-            use std::io::{Read, Write};
-            s.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
-            s.write_all(b"PING\r\n").ok()?;
-            let mut answer = [0u8; 7];
-            s.read_exact(&mut answer).ok()?;
-            (&answer == b"+PONG\r\n").then_some(s)
-        };
-        q = std::net::TcpStream::connect(("127.0.0.1", primary.port()))
-            .ok()
-            .and_then(pongs)
-            .map(RawConn::from_stream);
-        q.is_some()
-    });
-    let mut q = q.expect("connected");
+    let (_reborn, mut q) = redis_reborn(&bin, primary.port(), &dir);
     assert_eq!(q.cmd(&["SET", "after", "2"]), b"+OK\r\n");
     wait_for("the new primary's data", || {
         r.cmd(&["GET", "after"]) == b"$1\r\n2\r\n" && field(&mut r, "master_link_status") == "up"

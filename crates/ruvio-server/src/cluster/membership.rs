@@ -1234,6 +1234,18 @@ mod tests {
             }
         }
 
+        /// `count` nodes on ports `base`.., the first three masters of a third of
+        /// the slots each, the others without slots; none has met another yet.
+        fn masters_and_more(count: u8, base: u16) -> Net {
+            let mut nodes: Vec<Cluster> = (0..count)
+                .map(|i| Cluster::new(settings(b'a' + i, base + u16::from(i)), 0))
+                .collect();
+            nodes[0].add_slots(0..5000);
+            nodes[1].add_slots(5000..10000);
+            nodes[2].add_slots(10000..16384);
+            Net::new(nodes)
+        }
+
         fn by_cport(&self, cport: u16) -> Option<usize> {
             let found = self.nodes.iter().position(|c| c.settings.cport == cport);
             found.filter(|&i| Some(i) != self.silent)
@@ -1300,13 +1312,7 @@ mod tests {
 
     #[test]
     fn three_nodes_meet_through_gossip_and_agree() {
-        let mut nodes: Vec<Cluster> = (0..3)
-            .map(|i| Cluster::new(settings(b'a' + i, 7000 + u16::from(i)), 0))
-            .collect();
-        nodes[0].add_slots(0..5000);
-        nodes[1].add_slots(5000..10000);
-        nodes[2].add_slots(10000..16384);
-        let mut net = Net::new(nodes);
+        let mut net = Net::masters_and_more(3, 7000);
         assert!(net.nodes[0].meet("127.0.0.1", 7001, 17001, net.now));
         assert!(net.nodes[1].meet("127.0.0.1", 7002, 17002, net.now));
         for _ in 0..50 {
@@ -1335,13 +1341,7 @@ mod tests {
 
     #[test]
     fn a_replica_takes_over_its_failed_master() {
-        let mut nodes: Vec<Cluster> = (0..4)
-            .map(|i| Cluster::new(settings(b'a' + i, 7200 + u16::from(i)), 0))
-            .collect();
-        nodes[0].add_slots(0..5000);
-        nodes[1].add_slots(5000..10000);
-        nodes[2].add_slots(10000..16384);
-        let mut net = Net::new(nodes);
+        let mut net = Net::masters_and_more(4, 7200);
         for port in [7201, 7202, 7203] {
             net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
         }
@@ -1383,13 +1383,7 @@ mod tests {
 
     #[test]
     fn a_silent_node_is_failed_by_a_majority() {
-        let mut nodes: Vec<Cluster> = (0..3)
-            .map(|i| Cluster::new(settings(b'a' + i, 7100 + u16::from(i)), 0))
-            .collect();
-        nodes[0].add_slots(0..5000);
-        nodes[1].add_slots(5000..10000);
-        nodes[2].add_slots(10000..16384);
-        let mut net = Net::new(nodes);
+        let mut net = Net::masters_and_more(3, 7100);
         net.nodes[0].meet("127.0.0.1", 7101, 17101, net.now);
         net.nodes[0].meet("127.0.0.1", 7102, 17102, net.now);
         for _ in 0..50 {

@@ -329,6 +329,20 @@ impl Server {
         server
     }
 
+    /// Starts one redis-server as a lone Redis Cluster node (`cluster-enabled yes`,
+    /// `cluster-node-timeout 1000`, no slots): for tests that put it in a cluster
+    /// with other nodes themselves.
+    pub fn redis_cluster_node() -> Server {
+        Server::redis_with(&[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "1000",
+        ])
+    }
+
     /// Starts a Redis Cluster of `masters` redis-servers on consecutive ports, master i
     /// owning the same slot range as Ruvio's shard i, and waits until it is `ok`.
     pub fn redis_cluster(masters: usize) -> Server {

@@ -151,3 +151,53 @@ pub fn follow(replica: &Server, primary: &Server) {
         field(&mut conn, "master_link_status") == "up"
     });
 }
+
+/// A process killed and reaped when dropped.
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A redis-server (`bin`) started empty on `port`, its files in `dir`, once the
+/// port is free again (a start that could not bind exits and is tried again), and
+/// a connection to it: a primary restarted without its data.
+pub fn redis_reborn(bin: &std::path::Path, port: u16, dir: &std::path::Path) -> (Reaped, RawConn) {
+    std::fs::create_dir_all(dir).expect("a directory for the new primary");
+    let (port_arg, dir_arg) = (port.to_string(), dir.to_string_lossy().into_owned());
+    let spawn = || {
+        std::process::Command::new(bin)
+            .args(["--port", &port_arg, "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "no", "--repl-diskless-sync-delay", "0"])
+            .args(["--dir", &dir_arg])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server")
+    };
+    let mut reborn = Reaped(spawn());
+    let mut conn = None;
+    wait_for("the new primary's PONG", || {
+        if let Ok(Some(_)) = reborn.0.try_wait() {
+            reborn = Reaped(spawn());
+            return false;
+        }
+        let pongs = |mut s: std::net::TcpStream| -> Option<std::net::TcpStream> {
+            use std::io::{Read, Write};
+            s.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+            s.write_all(b"PING\r\n").ok()?;
+            let mut answer = [0u8; 7];
+            s.read_exact(&mut answer).ok()?;
+            (&answer == b"+PONG\r\n").then_some(s)
+        };
+        conn = std::net::TcpStream::connect(("127.0.0.1", port))
+            .ok()
+            .and_then(pongs)
+            .map(RawConn::from_stream);
+        conn.is_some()
+    });
+    (reborn, conn.expect("connected"))
+}
