@@ -101,7 +101,8 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
     let records = &records[for_feed as usize..];
     if let Some(wal) = core.wal.as_mut() {
         // The keys one command or transaction changed here replay together
-        // (replicas got these records from the shard that ran it).
+        // (replicas got these records from the shard that ran it, unless
+        // marked).
         wal.begin_atomic();
         for (db, record) in records {
             wal.append(*db, &mut record.iter().map(Vec::as_slice));
