@@ -285,12 +285,12 @@ fn a_full_sync_amid_flushes_4_shards() {
     flushes_under_writes(4, true);
 }
 
-/// A transaction run by shard 0 on keys it borrowed while shard 0 has cut for
-/// a full sync and shard 1 has not (its BGSAVE runs, slowed down): the record
-/// of shard 1's key must stand before shard 1's later write of it, not be held
-/// with shard 0's records until the cut ends (before the fix the replica ended
-/// with the transaction's value). docs/replication.md, "A cross-shard group
-/// during a full sync's cut".
+/// A transaction (and a script) run by shard 0 on keys it borrowed while shard
+/// 0 has cut for a full sync and shard 1 has not (its BGSAVE runs, slowed
+/// down): the record of shard 1's key must stand before shard 1's later write
+/// of it, not be held with shard 0's records until the cut ends (before the
+/// fix the replica ended with the group's value). docs/replication.md, "A
+/// cross-shard group during the cut".
 #[test]
 fn a_cross_shard_group_during_a_cut_keeps_its_place() {
     if require_redis_server("a_cross_shard_group_during_a_cut_keeps_its_place").is_none() {
@@ -363,6 +363,11 @@ fn group_during_a_cut(shards: usize) {
     if let Some(c) = &c {
         assert_eq!(p.cmd(&["SET", c, "v2"]), b"+OK\r\n");
     }
+    // A script on keys of shards 0 and 1, run by shard 0, the same way.
+    let (s, t) = (format!("{{{tag0}}}s"), format!("{{{tag1}}}t"));
+    let script = "redis.call('SET', KEYS[1], 'v1') return redis.call('SET', KEYS[2], 'v1')";
+    assert_eq!(c0.cmd(&["EVAL", script, "2", &s, &t]), b"+OK\r\n");
+    assert_eq!(p.cmd(&["SET", &t, "v2"]), b"+OK\r\n");
     assert_eq!(
         info_field(&mut p, "persistence", "rdb_bgsave_in_progress"),
         "1",
@@ -372,7 +377,7 @@ fn group_during_a_cut(shards: usize) {
         info_field(&mut p, "replication", "slave0").contains("state=online")
     });
     caught_up(&mut p);
-    for (key, value) in [(&a, "v1"), (&b, "v2")]
+    for (key, value) in [(&a, "v1"), (&s, "v1"), (&t, "v2"), (&b, "v2")]
         .into_iter()
         .chain(c.as_ref().map(|c| (c, "v2")))
     {
