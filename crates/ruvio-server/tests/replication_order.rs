@@ -285,29 +285,48 @@ fn a_full_sync_amid_flushes_4_shards() {
     flushes_under_writes(4, true);
 }
 
-/// Shows a gap not closed yet (docs/replication.md, "Not done yet"): a
-/// transaction run by shard 0 on a key it borrowed from shard 1, while shard
+/// A transaction (and a script) run by shard 0 on keys it borrowed while shard
 /// 0 has cut for a full sync and shard 1 has not (its BGSAVE runs, slowed
-/// down), is recorded by shard 0 and held until the cut ends, after shard 1's
-/// later write of that key: the replica ends with the transaction's value.
+/// down): the record of shard 1's key must stand before shard 1's later write
+/// of it, not be held with shard 0's records until the cut ends (before the
+/// fix the replica ended with the group's value). docs/replication.md, "A
+/// cross-shard group during the cut".
 #[test]
-#[ignore = "issue 31: a cross-shard group during a full sync's cut lands after the owner's later write"]
 fn a_cross_shard_group_during_a_cut_keeps_its_place() {
     if require_redis_server("a_cross_shard_group_during_a_cut_keeps_its_place").is_none() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("ruvio-order-cut-{}", std::process::id()));
+    group_during_a_cut(2);
+}
+
+/// The same with 4 shards, and a key of shard 2, which has cut like shard 0:
+/// both hold their records until shard 1 cuts and release them in either
+/// order, so shard 2's later write must not be released before the record of
+/// the transaction's write there.
+#[test]
+fn a_cross_shard_group_during_a_cut_keeps_its_place_4_shards() {
+    if require_redis_server("a_cross_shard_group_during_a_cut_keeps_its_place_4_shards").is_none() {
+        return;
+    }
+    group_during_a_cut(4);
+}
+
+fn group_during_a_cut(shards: usize) {
+    let dir = std::env::temp_dir().join(format!("ruvio-order-cut-{shards}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let primary = Server::ruvio_with_env(
         PortMode::Forward,
-        2,
+        shards,
         &["--dir", dir.to_str().unwrap(), "--durability", "everysec"],
         &[("RUVIO_SNAPSHOT_SLICE_KEYS", "4")],
     );
-    let (tag0, tag1) = (hash_tag_on_shard(0, 2), hash_tag_on_shard(1, 2));
+    let tag = |shard| hash_tag_on_shard(shard, shards);
+    let (tag0, tag1) = (tag(0), tag(1));
     let (a, b) = (format!("{{{tag0}}}a"), format!("{{{tag1}}}b"));
+    // With 4 shards, a key of a shard that cuts at once as shard 0 does.
+    let c = (shards > 2).then(|| format!("{{{}}}c", tag(2)));
     let mut p = primary.raw();
-    // Shard 1's BGSAVE takes thousands of loop iterations, shard 0's one.
+    // Shard 1's BGSAVE takes thousands of loop iterations, the others' one.
     let mut batch = Vec::new();
     for i in 0..40_000 {
         batch.extend(encode(&["SET", &format!("{{{tag1}}}k{i}"), "v"]));
@@ -326,25 +345,49 @@ fn a_cross_shard_group_during_a_cut_keeps_its_place() {
         info_field(&mut p, "replication", "slave0").contains("state=wait_bgsave")
     });
     std::thread::sleep(Duration::from_millis(20));
-    // Shard 0 has cut, shard 1 (still saving) has not.
+    // Shard 0 (and 2, 3) has cut, shard 1 (still saving) has not.
     assert_eq!(
         info_field(&mut p, "persistence", "rdb_bgsave_in_progress"),
         "1"
     );
     let mut c0 = conn_on_shard(&primary, 0);
     c0.cmd(&["MULTI"]);
-    c0.cmd(&["SET", &a, "v1"]);
-    c0.cmd(&["SET", &b, "v1"]);
-    assert_eq!(c0.cmd(&["EXEC"]), b"*2\r\n+OK\r\n+OK\r\n");
+    let mut keys = vec![a.clone(), b.clone()];
+    keys.extend(c.clone());
+    for key in &keys {
+        assert_eq!(c0.cmd(&["SET", key, "v1"]), b"+QUEUED\r\n");
+    }
+    let replies = format!("*{}\r\n{}", keys.len(), "+OK\r\n".repeat(keys.len()));
+    assert_eq!(c0.cmd(&["EXEC"]), replies.as_bytes());
     assert_eq!(p.cmd(&["SET", &b, "v2"]), b"+OK\r\n");
+    if let Some(c) = &c {
+        assert_eq!(p.cmd(&["SET", c, "v2"]), b"+OK\r\n");
+    }
+    // A script on keys of shards 0 and 1, run by shard 0, the same way.
+    let (s, t) = (format!("{{{tag0}}}s"), format!("{{{tag1}}}t"));
+    let script = "redis.call('SET', KEYS[1], 'v1') return redis.call('SET', KEYS[2], 'v1')";
+    assert_eq!(c0.cmd(&["EVAL", script, "2", &s, &t]), b"+OK\r\n");
+    assert_eq!(p.cmd(&["SET", &t, "v2"]), b"+OK\r\n");
+    assert_eq!(
+        info_field(&mut p, "persistence", "rdb_bgsave_in_progress"),
+        "1",
+        "the writes ran during the cut"
+    );
     wait_for("the replica online", || {
         info_field(&mut p, "replication", "slave0").contains("state=online")
     });
     caught_up(&mut p);
-    assert_eq!(
-        r.cmd(&["GET", &b]),
-        p.cmd(&["GET", &b]),
-        "the owner's later write wins"
-    );
+    for (key, value) in [(&a, "v1"), (&s, "v1"), (&t, "v2"), (&b, "v2")]
+        .into_iter()
+        .chain(c.as_ref().map(|c| (c, "v2")))
+    {
+        let want = format!("${}\r\n{value}\r\n", value.len());
+        assert_eq!(p.cmd(&["GET", key]), want.as_bytes());
+        assert_eq!(
+            r.cmd(&["GET", key]),
+            want.as_bytes(),
+            "{key} on the replica"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

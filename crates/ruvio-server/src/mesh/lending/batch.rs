@@ -43,7 +43,7 @@ pub fn end_batch_if_done(core: &mut ShardCore, conns: &mut Slab<Conn>) {
         return;
     }
     let homes = batch_homes(core);
-    send_home(core, conns, homes, &[], None);
+    send_home(core, conns, homes, &[], None, false);
     core.lending.batched = 0;
     crate::mesh::script_lock::unlock(core.script_server());
 }

@@ -14,16 +14,20 @@ use ruvio_engine::Entry;
 /// each to its owner (this shard's own straight back). With a log, each `modified`
 /// key travels with the record of its new state, for its owner's log. With `acks`
 /// (`always`: the command's ticket), each other owner that gets records is asked
-/// to acknowledge once they are on disk; returns how many were asked.
+/// to acknowledge once they are on disk; returns how many were asked. With
+/// `for_feed` (a full sync's cut is under way, [`log_local_changes`]) the
+/// records travel even without a log, marked for the owners' replication feeds.
 pub(super) fn send_home(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
     homes: Vec<(usize, Vec<u8>, usize)>,
     modified: &[(usize, Vec<u8>)],
     acks: Option<u64>,
+    for_feed: bool,
 ) -> usize {
-    // The owners' logs take the records (replicas got them from this shard).
-    let logging = core.wal.is_some();
+    // The owners' logs take the records (replicas got them from this shard,
+    // unless `for_feed`: then from their owners).
+    let logging = core.wal.is_some() || for_feed;
     let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
     // Each key goes home named by the database it is in (a SWAPDB renamed it here
     // and on its owner alike: `Lending::swap_dbs`).
@@ -39,7 +43,10 @@ pub(super) fn send_home(
         entries.push((key_db, key, entry));
     }
     let mut asked = 0;
-    for (owner, (entries, records)) in returns {
+    for (owner, (entries, mut records)) in returns {
+        if for_feed && !records.is_empty() {
+            records.insert(0, (FOR_THE_FEED, Vec::new()));
+        }
         match acks.filter(|_| !records.is_empty()) {
             _ if owner == core.id => take_back(core, conns, entries, records),
             Some(ticket) => {
@@ -75,6 +82,11 @@ pub fn swapped(db: usize, (a, b): (usize, usize)) -> usize {
     }
 }
 
+/// The first of the records going home with keys when the owner's replication
+/// feed takes them too, not only its log (see [`log_local_changes`]): no
+/// database has this number.
+pub(super) const FOR_THE_FEED: usize = usize::MAX;
+
 /// Log records that set keys to a state, whatever it was before: what a command on
 /// borrowed keys logs for each key it changed (its arguments would replay on one
 /// shard, but its keys' records belong in their owners' logs).
@@ -106,19 +118,29 @@ pub(super) fn state_record(key: &[u8], entry: Option<&Entry>) -> Vec<Vec<u8>> {
 /// keys live on (the owners do not replicate the records they get back). This
 /// shard's records reach the backlog before the keys leave it (`ship_outbox`
 /// flushes first), so an owner's later writes to them follow in the stream.
+///
+/// Except while a full sync's cut is under way (returns true then): a shard
+/// that has cut holds its records until every shard has, while one that has
+/// not appends at once, so a borrowed key's record held here could land after
+/// its owner's later write (docs/replication.md, "A cross-shard group during a
+/// full sync's cut"). Then each key's record goes to its owner's feed with the
+/// key, in place among the owner's own records, and this shard replicates only
+/// its own keys' (the group reaches replicas already online as one MULTI/EXEC
+/// per shard). No full sync: one branch.
 pub(super) fn log_local_changes(
     core: &mut ShardCore,
     modified: &[(usize, Vec<u8>)],
     homes: &[(usize, Vec<u8>, usize)],
-) {
+) -> bool {
     if !core.logs() {
-        return;
+        return false;
     }
+    let split = core.replication.feed.on() && core.shared.replication.primary.cutting();
     let mut records = Vec::new();
     for (db, key) in modified {
         let travels = homes.iter().any(|(d, k, _)| d == db && k == key);
         let stays = !travels && core.topo.key_owner(key) == core.id;
-        if !stays && !core.replication.feed.on() {
+        if !stays && (split || !core.replication.feed.on()) {
             continue;
         }
         let entry = core.engine.peek_entry(*db, key, core.now_ms);
@@ -141,4 +163,5 @@ pub(super) fn log_local_changes(
         feed.record(*db, &mut record.iter().map(Vec::as_slice));
     }
     feed.end_group();
+    split
 }

@@ -576,7 +576,7 @@ fn finish_with(
         homes.push((entry_db, key, owner));
     }
     if let Some(missing) = value_keys_missing(&core.engine, core.now_ms, &op, &homes) {
-        send_home(core, conns, homes, &[], None);
+        send_home(core, conns, homes, &[], None, false);
         plan_more(&core.topo, &mut op, missing);
         core.lending.ops.insert(ticket, op);
         return advance(core, conns, ticket);
@@ -739,7 +739,7 @@ fn finish_with(
             homes.push((*key_db, key.clone(), owner));
         }
     }
-    log_local_changes(core, &modified, &homes);
+    let for_feed = log_local_changes(core, &modified, &homes);
     let acks = mark.map(|_| ticket);
     // A locked command continues its shard's batch, or ends it (see `BATCH_MAX`);
     // one that swapped databases never joins one (see `may_borrow`).
@@ -752,7 +752,7 @@ fn finish_with(
         }
         (false, false) => homes,
     };
-    let owners = send_home(core, conns, homes, &modified, acks);
+    let owners = send_home(core, conns, homes, &modified, acks, for_feed);
     if batching {
         // The lock stays with this shard for the next locked command.
         op.borrowing = Borrowing::Idle;

@@ -2,6 +2,7 @@
 //! while they are out), take them back with the records of what changed, and
 //! rename the keys out on loan when their borrower swaps databases.
 
+use super::home::FOR_THE_FEED;
 use super::{lent, state_record, DbKey, KeyRecords, LendRequest, Lending, Lent};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
@@ -94,14 +95,27 @@ pub fn take_back_acked(
 /// An owner's side: its keys are back (changed or gone). Wake whoever waited on
 /// them, then lend to the next coordinator in line.
 pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, records: KeyRecords) {
+    // Marked: a full sync's cut was under way, so replicas get these records
+    // from here, among this shard's own (`home::log_local_changes`).
+    let for_feed = records.first().is_some_and(|(db, _)| *db == FOR_THE_FEED);
+    let records = &records[for_feed as usize..];
     if let Some(wal) = core.wal.as_mut() {
         // The keys one command or transaction changed here replay together
-        // (replicas got these records from the shard that ran it).
+        // (replicas got these records from the shard that ran it, unless
+        // marked).
         wal.begin_atomic();
-        for (db, record) in &records {
+        for (db, record) in records {
             wal.append(*db, &mut record.iter().map(Vec::as_slice));
         }
         wal.end_atomic();
+    }
+    if for_feed {
+        let feed = &mut core.replication.feed;
+        feed.begin_group();
+        for (db, record) in records {
+            feed.record(*db, &mut record.iter().map(Vec::as_slice));
+        }
+        feed.end_group();
     }
     for (db, key, entry) in entries {
         let db_key = (db, key.clone());
