@@ -73,9 +73,14 @@ pub struct Tag {
     /// shard that ran it took (ns, at most `u32::MAX`), added to the command's
     /// record at its origin (`observability::Awaited`); 0 on the way out.
     pub ran_ns: u32,
+    /// The command's row as its origin resolved it, by its statistics slot
+    /// plus one (`Registry::row`), so the owner does not look it up and resolve
+    /// it again; 0 when the origin did not resolve it (a part of a split or
+    /// every-shard command: the owner looks its name up).
+    pub row: u16,
 }
 
-// The part's time fills the tag's padding: a tag is still 40 bytes.
+// The part's time and the row fill the tag's padding: a tag is still 40 bytes.
 const _: () = assert!(std::mem::size_of::<Tag>() <= 40);
 
 impl Tag {
@@ -101,6 +106,7 @@ impl Tag {
             tracking: 0,
             whole: false,
             ran_ns: 0,
+            row: 0,
         }
     }
 
@@ -939,6 +945,7 @@ mod tests {
             tracking: 0,
             whole: true,
             ran_ns: 0,
+            row: 0,
         }
     }
 

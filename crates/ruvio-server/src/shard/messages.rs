@@ -376,11 +376,15 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, mut bat
     for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
         let caller = tag.caller(batch.from);
-        // The origin resolved it already; this finds the same (sub)command row.
-        let Some(cmd) = registry()
-            .lookup(args.get(0))
-            .and_then(|c| c.resolve(args).ok())
-        else {
+        // The origin resolved it already: its row comes in the tag, or is found
+        // again by name (a part of a split or every-shard command).
+        let row = match tag.row {
+            0 => registry()
+                .lookup(args.get(0))
+                .and_then(|c| c.resolve(args).ok()),
+            row => registry().row(usize::from(row) - 1),
+        };
+        let Some(cmd) = row else {
             Reply::new(&mut out, caller.proto).error("ERR internal: unknown forwarded command");
             core.outbox.reply(batch.from, tag, &out);
             continue;
