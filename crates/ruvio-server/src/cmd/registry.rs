@@ -117,6 +117,9 @@ pub struct Registry {
     /// compares a few names case-insensitively instead of copying and hashing
     /// (it runs twice per request, once for the prefetch pass).
     buckets: Vec<Vec<(&'static [u8], usize)>>,
+    /// Each row by its statistics slot: its container's id and, for a
+    /// subcommand, its index among the container's subcommands ([`Registry::row`]).
+    by_stat: Vec<(u32, Option<u32>)>,
     /// The rows as ACL rules see them: one bit per row, the row's [`Command::stat`].
     pub acl: crate::acl::catalog::Catalog,
 }
@@ -166,10 +169,18 @@ impl Registry {
             bucket.push((name, command.id));
         }
         let acl = acl_catalog(&commands, stat_slots);
+        let mut by_stat = vec![(0, None); stat_slots];
+        for command in &commands {
+            by_stat[command.stat] = (command.id as u32, None);
+            for (i, sub) in command.subcommands.iter().enumerate() {
+                by_stat[sub.stat] = (command.id as u32, Some(i as u32));
+            }
+        }
         Registry {
             commands,
             stat_slots,
             buckets,
+            by_stat,
             acl,
         }
     }
@@ -179,6 +190,19 @@ impl Registry {
         self.commands
             .iter()
             .flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()))
+    }
+
+    /// The row (command or subcommand) whose statistics slot is `stat`
+    /// ([`Command::stat`]): how a forwarded command's owner finds the row its
+    /// origin resolved (`Tag::row`) without looking the name up again.
+    #[inline]
+    pub fn row(&self, stat: usize) -> Option<&Command> {
+        let &(id, sub) = self.by_stat.get(stat)?;
+        let command = self.commands.get(id as usize)?;
+        match sub {
+            None => Some(command),
+            Some(i) => command.subcommands.get(i as usize),
+        }
     }
 
     /// Find a top-level command by name, ignoring ASCII case.
@@ -259,6 +283,28 @@ mod tests {
     use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE};
     use ruvio_engine::CmdError;
     use ruvio_resp::OwnedArgs;
+
+    /// A forwarded command's owner finds the row its origin resolved by its
+    /// statistics slot (`Tag::row`): every row, subcommands included, and only it.
+    #[test]
+    fn every_row_is_found_by_its_statistics_slot() {
+        let reg = registry();
+        let mut rows = 0;
+        for row in reg.all_rows() {
+            let found = reg.row(row.stat).expect("a row for every slot");
+            assert!(std::ptr::eq(found, row), "{}", row.meta.name);
+            rows += 1;
+        }
+        assert_eq!(rows, reg.stat_slots);
+        assert!(reg.row(reg.stat_slots).is_none());
+        let get = reg.lookup(b"config").and_then(|c| c.subcommands.first());
+        let get = get.expect("CONFIG has subcommands");
+        assert!(std::ptr::eq(reg.row(get.stat).unwrap(), get));
+        assert!(
+            u16::try_from(reg.stat_slots + 1).is_ok(),
+            "Tag::row holds a slot"
+        );
+    }
 
     #[test]
     fn lookup_ignores_case_and_rejects_long_names() {

@@ -73,9 +73,14 @@ pub struct Tag {
     /// shard that ran it took (ns, at most `u32::MAX`), added to the command's
     /// record at its origin (`observability::Awaited`); 0 on the way out.
     pub ran_ns: u32,
+    /// The command's row as its origin resolved it, by its statistics slot
+    /// plus one (`Registry::row`), so the owner does not look it up and resolve
+    /// it again; 0 when the origin did not resolve it (a part of a split or
+    /// every-shard command: the owner looks its name up).
+    pub row: u16,
 }
 
-// The part's time fills the tag's padding: a tag is still 40 bytes.
+// The part's time and the row fill the tag's padding: a tag is still 40 bytes.
 const _: () = assert!(std::mem::size_of::<Tag>() <= 40);
 
 impl Tag {
@@ -101,6 +106,7 @@ impl Tag {
             tracking: 0,
             whole: false,
             ran_ns: 0,
+            row: 0,
         }
     }
 
@@ -159,6 +165,31 @@ pub struct RequestBatch {
     /// The commands, one per tag.
     pub commands: ArgsBatch,
     pub tags: Vec<Tag>,
+    /// The buffers of a reply batch the receiver sent and this batch's sender
+    /// emptied, going back for the receiver's next reply batch to it (see
+    /// [`Spare`]).
+    pub spare: Option<Box<Spare>>,
+}
+
+/// A reply batch's buffers, emptied: its bytes and its tags.
+pub type ReplyBuffers = (Vec<u8>, Vec<(Tag, u32)>);
+
+/// Emptied buffers going back to the shard that sent them, in one box that
+/// shuttles between two shards with their batches: a request batch's buffers
+/// ride back with the replies to it, a reply batch's with the next requests,
+/// and the box itself goes back and forth, so that a steady exchange between
+/// two shards allocates nothing per round trip (`Outbox::send_back`,
+/// `recycle`, `keep_spare`). Boxed, as a batch inline made every message 80
+/// bytes larger and each move of one a `memcpy` (435 instructions a forwarded
+/// GET more, more than the allocations it saved).
+#[derive(Debug, Default)]
+pub struct Spare {
+    /// The shard at the other end, set where the box arrives.
+    pub shard: usize,
+    /// A request batch the other shard ran, emptied.
+    pub requests: Option<RequestBatch>,
+    /// A reply batch's bytes and tags the other shard delivered, emptied.
+    pub replies: Option<ReplyBuffers>,
 }
 
 /// Replies going back; `tags[i].1` is the length of reply i in `replies`.
@@ -171,12 +202,9 @@ pub struct ReplyBatch {
     /// before their part's reply. Empty (no allocation) unless someone tracks.
     pub owed: Vec<PartOwed>,
     /// A request batch the sender of these replies ran, emptied, going back to
-    /// the shard that sent it for its next batch: a round trip allocates no
-    /// request buffers (`Outbox::recycle`). Rides along, never sent alone;
-    /// boxed, as a batch inline made every message 80 bytes larger and each
-    /// move of one a `memcpy` (435 instructions a forwarded GET more, more than
-    /// the allocations it saved).
-    pub spare: Option<Box<RequestBatch>>,
+    /// the shard that sent it for its next batch, in the box that shuttles
+    /// between the two ([`Spare`]). Rides along, never sent alone.
+    pub spare: Option<Box<Spare>>,
 }
 
 impl ReplyBatch {
@@ -416,7 +444,12 @@ pub struct Outbox {
     /// [`request_now`]'s, counted by the mesh).
     shipped: Vec<u64>,
     /// Per shard: an emptied request batch it sent back, for the next batch to it.
-    spare_requests: Vec<Option<Box<RequestBatch>>>,
+    spare_requests: Vec<Option<RequestBatch>>,
+    /// Per shard: an emptied reply batch's buffers it sent back, for the next
+    /// reply batch to it.
+    spare_replies: Vec<Option<ReplyBuffers>>,
+    /// Per shard: the box ([`Spare`]) that goes to it with the next request batch.
+    spare_boxes: Vec<Option<Box<Spare>>>,
 }
 
 impl Outbox {
@@ -436,6 +469,8 @@ impl Outbox {
             self.direct_queued.resize(shards, 0);
             self.shipped.resize(shards, 0);
             self.spare_requests.resize_with(shards, Default::default);
+            self.spare_replies.resize_with(shards, Default::default);
+            self.spare_boxes.resize_with(shards, Default::default);
         }
     }
 
@@ -738,21 +773,32 @@ impl Outbox {
             if !self.requests[to].tags.is_empty() {
                 let last = &self.requests[to];
                 let next = match self.spare_requests[to].take() {
-                    Some(spare) => *spare,
+                    Some(spare) => spare,
                     None => RequestBatch {
                         from: last.from,
                         commands: last.commands.empty_like(PRESIZE_BYTES_MAX),
                         tags: Vec::with_capacity(last.tags.len()),
+                        spare: None,
                     },
                 };
-                let batch = std::mem::replace(&mut self.requests[to], next);
+                let mut batch = std::mem::replace(&mut self.requests[to], next);
+                if batch.spare.is_none() {
+                    batch.spare = self.spare_boxes[to].take();
+                }
                 messages.extend([(to, ShardMsg::Requests(batch))]);
             }
             if !self.replies[to].is_empty() {
                 let last = &self.replies[to];
+                let (replies, tags) = match self.spare_replies[to].take() {
+                    Some(spare) => spare,
+                    None => (
+                        Vec::with_capacity(last.replies.len().min(PRESIZE_BYTES_MAX)),
+                        Vec::with_capacity(last.tags.len()),
+                    ),
+                };
                 let next = ReplyBatch {
-                    replies: Vec::with_capacity(last.replies.len().min(PRESIZE_BYTES_MAX)),
-                    tags: Vec::with_capacity(last.tags.len()),
+                    replies,
+                    tags,
                     owed: Vec::new(),
                     spare: None,
                 };
@@ -779,27 +825,78 @@ impl Outbox {
     /// with the next replies to it (nothing is sent for it alone). A batch
     /// that grew past [`PRESIZE_BYTES_MAX`] is dropped here: one pipeline of
     /// large values does not stay allocated between two shards for good.
-    pub fn send_back(&mut self, mut batch: RequestBatch) {
+    /// The box that came with it (`spare`, [`Spare`]) carries the batch back,
+    /// or a new one when none came.
+    pub fn send_back(&mut self, mut batch: RequestBatch, spare: Option<Box<Spare>>) {
         let shard = batch.from;
-        let kept =
-            batch.tags.capacity() > 0 && batch.commands.capacity_bytes() <= PRESIZE_BYTES_MAX;
-        if !kept || shard >= self.shards {
+        if shard >= self.shards {
             return;
         }
-        batch.commands.clear();
-        batch.tags.clear();
+        let kept =
+            batch.tags.capacity() > 0 && batch.commands.capacity_bytes() <= PRESIZE_BYTES_MAX;
+        if !kept && spare.is_none() {
+            return;
+        }
+        let mut spare = spare.unwrap_or_default();
+        if kept {
+            batch.commands.clear();
+            batch.tags.clear();
+            batch.spare = None;
+            spare.requests = Some(batch);
+        }
         self.ensure(shard + 1);
-        self.replies[shard].spare = Some(Box::new(batch));
+        self.replies[shard].spare = Some(spare);
     }
 
-    /// A request batch shard `shard` ran and sent back ([`send_back`](Self::send_back)):
-    /// the next batch for it reuses its buffers.
-    pub fn recycle(&mut self, shard: usize, spare: Box<RequestBatch>) {
+    /// The box ([`Spare`]) shard `shard` sent, as it arrives: the next batches
+    /// for `shard` reuse the buffers in it (a request batch's on the origin, a
+    /// reply batch's on the owner); the box stays where it is for the buffers
+    /// going back ([`keep_spare`](Self::keep_spare), [`send_back`](Self::send_back)).
+    pub fn recycle(&mut self, shard: usize, spare: &mut Spare) {
         self.ensure(shard + 1);
-        if self.requests[shard].tags.is_empty() && self.requests[shard].tags.capacity() == 0 {
-            self.requests[shard] = *spare;
-        } else {
-            self.spare_requests[shard] = Some(spare);
+        spare.shard = shard;
+        if let Some(requests) = spare.requests.take() {
+            let filling = &mut self.requests[shard];
+            if filling.tags.is_empty() && filling.tags.capacity() == 0 {
+                *filling = requests;
+            } else {
+                self.spare_requests[shard] = Some(requests);
+            }
+        }
+        if let Some((bytes, tags)) = spare.replies.take() {
+            let filling = &mut self.replies[shard];
+            if filling.is_empty() && filling.tags.capacity() == 0 && filling.spare.is_none() {
+                filling.replies = bytes;
+                filling.tags = tags;
+            } else {
+                self.spare_replies[shard] = Some((bytes, tags));
+            }
+        }
+    }
+
+    /// The origin delivered reply batch `bytes`, `tags` that came in box
+    /// `spare`: the buffers, emptied, go back to its sender with the next
+    /// request batch to it, in the same box. Buffers past
+    /// [`PRESIZE_BYTES_MAX`] are dropped (a pipeline of large replies does not
+    /// stay allocated).
+    pub fn keep_spare(
+        &mut self,
+        mut spare: Box<Spare>,
+        mut bytes: Vec<u8>,
+        mut tags: Vec<(Tag, u32)>,
+    ) {
+        let shard = spare.shard;
+        if shard >= self.shards {
+            return;
+        }
+        self.ensure(shard + 1);
+        if bytes.capacity() > 0 && bytes.capacity() <= PRESIZE_BYTES_MAX && tags.capacity() > 0 {
+            bytes.clear();
+            tags.clear();
+            spare.replies = Some((bytes, tags));
+        }
+        if self.spare_boxes[shard].is_none() {
+            self.spare_boxes[shard] = Some(spare);
         }
     }
 
@@ -848,6 +945,7 @@ mod tests {
             tracking: 0,
             whole: true,
             ran_ns: 0,
+            row: 0,
         }
     }
 
@@ -867,7 +965,7 @@ mod tests {
             panic!("one request batch");
         };
         let tags_at = batch.tags.as_ptr();
-        owner.send_back(batch);
+        owner.send_back(batch, None);
         owner.take_messages(&mut sent);
         assert!(sent.is_empty(), "a spare batch is not sent alone");
         owner.reply(0, tag(), b"$-1\r\n");
@@ -875,10 +973,15 @@ mod tests {
         let Some((0, ShardMsg::Replies(mut replies))) = sent.pop() else {
             panic!("one reply batch");
         };
-        let spare = replies.spare.take().expect("the batch comes back");
-        assert!(spare.tags.is_empty() && spare.commands.is_empty());
-        assert_eq!(spare.tags.as_ptr(), tags_at);
-        origin.recycle(1, spare);
+        let mut spare = replies.spare.take().expect("the batch comes back");
+        let back = spare.requests.as_ref().expect("the request batch");
+        assert!(back.tags.is_empty() && back.commands.is_empty());
+        assert_eq!(back.tags.as_ptr(), tags_at);
+        origin.recycle(1, &mut spare);
+        assert!(spare.requests.is_none());
+        // The reply batch's buffers go back in the same box with the next requests.
+        let (replies_at, box_at) = (replies.tags.as_ptr(), &*spare as *const Spare);
+        origin.keep_spare(spare, replies.replies, replies.tags);
         // The batch being filled was sized when the first left; the one after it is the spare.
         get(&mut origin, b"b");
         origin.take_messages(&mut sent);
@@ -888,6 +991,29 @@ mod tests {
             panic!("the third request batch");
         };
         assert_eq!(third.tags.as_ptr(), tags_at);
+        // The box went with the second batch, the reply buffers in it.
+        let Some((1, ShardMsg::Requests(mut second))) = sent.pop() else {
+            panic!("the second request batch");
+        };
+        let mut spare = second.spare.take().expect("the box goes back");
+        assert_eq!(&*spare as *const Spare, box_at);
+        assert!(third.spare.is_none(), "one box");
+        // The owner's next reply batch but one reuses them, and the box carries
+        // its request batch back.
+        owner.recycle(0, &mut spare);
+        owner.reply(0, tag(), b"$-1\r\n");
+        owner.send_back(second, Some(spare));
+        owner.take_messages(&mut sent);
+        let Some((0, ShardMsg::Replies(mut next))) = sent.pop() else {
+            panic!("a reply batch");
+        };
+        assert_eq!(next.spare.take().map(|b| &*b as *const Spare), Some(box_at));
+        owner.reply(0, tag(), b"$-1\r\n");
+        owner.take_messages(&mut sent);
+        let Some((0, ShardMsg::Replies(after))) = sent.pop() else {
+            panic!("a reply batch");
+        };
+        assert_eq!(after.tags.as_ptr(), replies_at);
         assert_eq!(
             third.commands.get(0).map(|a| a.get(1).to_vec()),
             Some(b"c".to_vec())

@@ -568,6 +568,8 @@ fn run_routed(
             core.timing.hand_off();
             let mut tag = Tag {
                 whole: true,
+                // The owner runs this row without looking it up again.
+                row: u16::try_from(cmd.stat + 1).unwrap_or(0),
                 ..Tag::for_command(client, who, seq, 0)
             };
             if tag.tracking != 0 {

@@ -8,7 +8,7 @@
 
 use crate::cmd::registry::registry;
 use crate::mesh::forward::{
-    Control, ReplyBatch, RequestBatch, ShardMsg, Tag, POSITIONS_SHARDS_MIN,
+    Control, ReplyBatch, RequestBatch, ShardMsg, Tag, POSITIONS_SHARDS_MIN, REPLY_BATCH_BYTES,
 };
 use crate::mesh::gather;
 use crate::mesh::lending;
@@ -23,6 +23,9 @@ use ruvio_resp::{Protocol, Reply};
 
 /// What a forwarded command's reply is written into first: most replies fit.
 const REPLY_SCRATCH_BYTES: usize = 256;
+/// The scratch reply goes back to the shard for the next batch up to this
+/// capacity; a larger one (a large value's reply) is freed.
+const REPLY_SCRATCH_KEPT_MAX: usize = 16 << 10;
 
 /// Handle message `msg` as it is taken off shard `from`'s channel. From
 /// [`POSITIONS_SHARDS_MIN`] shards on, the messages taken from each channel
@@ -31,12 +34,11 @@ const REPLY_SCRATCH_BYTES: usize = 256;
 /// fewer, one branch.
 pub fn take(core: &mut ShardCore, conns: &mut Slab<Conn>, from: usize, mut msg: ShardMsg) {
     if let ShardMsg::Replies(ReplyBatch {
-        spare: spare @ Some(_),
-        ..
+        spare: Some(spare), ..
     }) = &mut msg
     {
-        // The request batch `from` ran comes back for a later one.
-        let spare = spare.take().expect("matched Some");
+        // The request batch `from` ran comes back for a later one; the box
+        // stays with the batch to carry its buffers back.
         core.outbox.recycle(from, spare);
     }
     if core.outbox.shards() < POSITIONS_SHARDS_MIN {
@@ -141,8 +143,10 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
                 .split_owed_from(std::mem::take(&mut batch.owed));
             handle(core, conns, ShardMsg::Replies(batch));
         }
-        ShardMsg::Replies(mut batch) if batch.tags.len() == 1 => {
-            // One reply (a large one travels alone): its buffer moves, no copy.
+        ShardMsg::Replies(mut batch)
+            if batch.tags.len() == 1 && batch.replies.len() >= REPLY_BATCH_BYTES =>
+        {
+            // A large reply travels alone: its buffer moves, no copy.
             let (tag, _) = batch.tags[0];
             let bytes = std::mem::take(&mut batch.replies);
             split_part_answered(core, conns, &tag);
@@ -157,7 +161,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         }
         ShardMsg::Replies(batch) => {
             let mut offset = 0;
-            for (tag, len) in batch.tags {
+            for &(tag, len) in batch.tags.iter() {
                 // Copied once, from the batch into the client's queue.
                 let bytes = &batch.replies[offset..offset + len as usize];
                 offset += len as usize;
@@ -165,6 +169,10 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
                 split_part_answered(core, conns, &tag);
                 let part = (bytes, u64::from(tag.ran_ns));
                 gather::deliver(core, conns, who, tag.seq, tag.part as usize, part);
+            }
+            if let Some(spare) = batch.spare {
+                // Its buffers go back to its sender with the next requests.
+                core.outbox.keep_spare(spare, batch.replies, batch.tags);
             }
         }
         ShardMsg::GiveBackAcked {
@@ -352,19 +360,31 @@ fn slow_part_fault(shard: usize) {
 
 /// Execute forwarded commands against this shard's keyspace and queue the replies;
 /// a command with nothing to serve yet is parked until a write or its deadline.
-pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: RequestBatch) {
+pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, mut batch: RequestBatch) {
+    // The reply buffers the origin sent back are for the next replies to it;
+    // the box carries this batch back.
+    let mut spare = batch.spare.take();
+    if let Some(spare) = spare.as_mut() {
+        core.outbox.recycle(batch.from, spare);
+    }
     // Room for a small reply from the start (it only carries each reply to the
-    // outbox's batch): one allocation per batch instead of a run of doublings.
-    let mut out = Vec::with_capacity(REPLY_SCRATCH_BYTES);
+    // outbox's batch), kept in the shard from batch to batch: no allocation per
+    // batch. Taken, not borrowed: the engine runs with the whole core.
+    let mut out = std::mem::take(&mut core.reply_scratch);
+    out.reserve(REPLY_SCRATCH_BYTES);
     let mut built = crate::net::outlimit::BuiltOutput::default();
     for (&tag, args) in batch.tags.iter().zip(batch.commands.iter()) {
         out.clear();
         let caller = tag.caller(batch.from);
-        // The origin resolved it already; this finds the same (sub)command row.
-        let Some(cmd) = registry()
-            .lookup(args.get(0))
-            .and_then(|c| c.resolve(args).ok())
-        else {
+        // The origin resolved it already: its row comes in the tag, or is found
+        // again by name (a part of a split or every-shard command).
+        let row = match tag.row {
+            0 => registry()
+                .lookup(args.get(0))
+                .and_then(|c| c.resolve(args).ok()),
+            row => registry().row(usize::from(row) - 1),
+        };
+        let Some(cmd) = row else {
             Reply::new(&mut out, caller.proto).error("ERR internal: unknown forwarded command");
             core.outbox.reply(batch.from, tag, &out);
             continue;
@@ -445,7 +465,11 @@ pub(crate) fn run_requests(core: &mut ShardCore, conns: &mut Slab<Conn>, batch: 
         }
         exec::serve_ready(core, conns);
     }
-    core.outbox.send_back(batch);
+    if out.capacity() <= REPLY_SCRATCH_KEPT_MAX {
+        out.clear();
+        core.reply_scratch = out;
+    }
+    core.outbox.send_back(batch, spare);
 }
 
 /// The owner's side of a transaction sent whole to it ([`owner_tx`]): run `tx`

@@ -80,6 +80,9 @@ pub struct ShardCore {
     pub(super) loading: crate::persistence::loading::ShardLoading,
     /// The last command's recorded effects, whose buffers the next one reuses.
     pub(super) spare_record: Option<Box<ruvio_engine::command::Recorded>>,
+    /// What the owner writes a forwarded command's reply into first, kept from
+    /// batch to batch (`messages::run_requests`) rather than allocated per batch.
+    pub(super) reply_scratch: Vec<u8>,
     /// This shard's connections in MONITOR mode (see `shard::monitor`).
     pub(super) monitors: crate::observability::monitor::ShardMonitors,
     /// CLIENT TRACKING: the keys of this shard tracking clients read, BCAST
@@ -231,6 +234,7 @@ impl ShardCore {
             background_save: Default::default(),
             loading,
             spare_record: None,
+            reply_scratch: Vec::new(),
             tls_settings: None,
             monitors: Default::default(),
             tracking: crate::tracking::Tracking::new(id, usize::MAX),
