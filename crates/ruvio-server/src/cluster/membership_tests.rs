@@ -1,0 +1,217 @@
+//! The membership's rules on an in-memory network of nodes (no sockets, no clock).
+
+use super::*;
+
+fn settings(tag: u8, port: u16) -> Settings {
+    Settings {
+        name: [tag; NAME_LEN],
+        ip: "127.0.0.1".into(),
+        port,
+        cport: port + 10000,
+        node_timeout: 1000,
+        seed: u64::from(tag),
+    }
+}
+
+/// Runs messages between in-memory nodes: each Connect is a link pair.
+struct Net {
+    nodes: Vec<Cluster>,
+    /// (from node, its link) -> (to node, the accepted link there)
+    wires: HashMap<(usize, LinkId), (usize, LinkId)>,
+    now: u64,
+    /// A node taken off the network: no cron, no connections to it.
+    silent: Option<usize>,
+}
+
+impl Net {
+    fn new(nodes: Vec<Cluster>) -> Net {
+        Net {
+            nodes,
+            wires: HashMap::new(),
+            now: 1_000_000,
+            silent: None,
+        }
+    }
+
+    /// `count` nodes on ports `base`.., the first three masters of a third of
+    /// the slots each, the others without slots; none has met another yet.
+    fn masters_and_more(count: u8, base: u16) -> Net {
+        let mut nodes: Vec<Cluster> = (0..count)
+            .map(|i| Cluster::new(settings(b'a' + i, base + u16::from(i)), 0))
+            .collect();
+        nodes[0].add_slots(0..5000);
+        nodes[1].add_slots(5000..10000);
+        nodes[2].add_slots(10000..16384);
+        Net::new(nodes)
+    }
+
+    fn by_cport(&self, cport: u16) -> Option<usize> {
+        let found = self.nodes.iter().position(|c| c.settings.cport == cport);
+        found.filter(|&i| Some(i) != self.silent)
+    }
+
+    fn run(&mut self, from: usize, actions: Vec<Action>) {
+        let mut queue: std::collections::VecDeque<(usize, Action)> =
+            actions.into_iter().map(|a| (from, a)).collect();
+        while let Some((at, action)) = queue.pop_front() {
+            match action {
+                Action::Connect { link, cport, .. } => {
+                    if let Some(to) = self.by_cport(cport) {
+                        let there = self.nodes[to].accepted();
+                        self.wires.insert((at, link), (to, there));
+                        self.wires.insert((to, there), (at, link));
+                    } else {
+                        self.nodes[at].link_closed(link);
+                    }
+                }
+                Action::Send { link, message } => {
+                    if let Some(&(to, there)) = self.wires.get(&(at, link)) {
+                        let more =
+                            self.nodes[to].on_message(there, &message, "127.0.0.1", self.now);
+                        queue.extend(more.into_iter().map(|a| (to, a)));
+                    }
+                }
+                Action::Close { link } => {
+                    if let Some((to, there)) = self.wires.remove(&(at, link)) {
+                        self.wires.remove(&(to, there));
+                        self.nodes[to].link_closed(there);
+                    }
+                }
+                Action::SaveConfig | Action::Publish { .. } => {}
+            }
+        }
+    }
+
+    /// Takes node `i` off the network: its links cut, no cron, nothing connects to it.
+    fn silence(&mut self, i: usize) {
+        self.silent = Some(i);
+        let cut: Vec<_> = self
+            .wires
+            .keys()
+            .copied()
+            .filter(|(at, _)| *at == i)
+            .collect();
+        for (at, link) in cut {
+            self.run(at, vec![Action::Close { link }]);
+        }
+    }
+
+    fn tick(&mut self, ms: u64) {
+        self.now += ms;
+        let silent = self.silent;
+        for i in (0..self.nodes.len()).filter(|&i| Some(i) != silent) {
+            let actions = self.nodes[i].cron(self.now);
+            self.run(i, actions);
+        }
+    }
+}
+
+/// Each node's name, whether a master, and its slot ranges.
+type View = Vec<(String, bool, Vec<(u16, u16)>)>;
+
+fn view(cluster: &Cluster) -> View {
+    let mut lines: Vec<_> = cluster
+        .nodes_file()
+        .nodes
+        .into_iter()
+        .map(|l| {
+            let master = l.has_flag("master");
+            (l.name, master, l.slots)
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn three_nodes_meet_through_gossip_and_agree() {
+    let mut net = Net::masters_and_more(3, 7000);
+    assert!(net.nodes[0].meet("127.0.0.1", 7001, 17001, net.now));
+    assert!(net.nodes[1].meet("127.0.0.1", 7002, 17002, net.now));
+    for _ in 0..50 {
+        net.tick(100);
+    }
+    let first = view(&net.nodes[0]);
+    assert_eq!(first.len(), 3, "{}", net.nodes[0].cluster_nodes());
+    for node in &net.nodes {
+        assert_eq!(view(node), first, "{}", node.cluster_nodes());
+        assert_eq!(node.state, State::Ok);
+        assert_eq!(node.size(), 3);
+    }
+    let epochs: std::collections::HashSet<u64> = net
+        .nodes
+        .iter()
+        .map(|c| c.node(MYSELF).config_epoch)
+        .collect();
+    assert_eq!(
+        epochs.len(),
+        3,
+        "config epochs made unique by the collision rule"
+    );
+    let (owner, _, port) = net.nodes[0].slot_owner(12000).unwrap();
+    assert_eq!((owner, port), ([b'c'; NAME_LEN], 7002));
+}
+
+#[test]
+fn a_replica_takes_over_its_failed_master() {
+    let mut net = Net::masters_and_more(4, 7200);
+    for port in [7201, 7202, 7203] {
+        net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
+    }
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    net.nodes[3].replicate(&[b'c'; NAME_LEN]).unwrap();
+    for _ in 0..20 {
+        net.tick(100);
+    }
+    let seen = net.nodes[0].lookup(&[b'd'; NAME_LEN]).unwrap();
+    assert!(
+        net.nodes[0].line(seen).has_flag("slave"),
+        "{}",
+        net.nodes[0].cluster_nodes()
+    );
+    net.silence(2);
+    for _ in 0..80 {
+        net.tick(100);
+    }
+    for i in [0, 1, 3] {
+        let node = &net.nodes[i];
+        let (owner, _, _) = node.slot_owner(12000).unwrap();
+        assert_eq!(owner, [b'd'; NAME_LEN], "{}", node.cluster_nodes());
+        assert_eq!(node.state, State::Ok, "{}", node.cluster_nodes());
+    }
+    assert!(net.nodes[3].node(MYSELF).is_master());
+    assert!(net.nodes[0].last_vote_epoch > 0 && net.nodes[1].last_vote_epoch > 0);
+}
+
+#[test]
+fn a_silent_node_is_failed_by_a_majority() {
+    let mut net = Net::masters_and_more(3, 7100);
+    net.nodes[0].meet("127.0.0.1", 7101, 17101, net.now);
+    net.nodes[0].meet("127.0.0.1", 7102, 17102, net.now);
+    for _ in 0..50 {
+        net.tick(100);
+    }
+    // Node 2 goes silent: its links are cut and it is no longer reachable.
+    net.silence(2);
+    for _ in 0..60 {
+        net.tick(100);
+    }
+    for node in &net.nodes[..2] {
+        let silent = node.lookup(&[b'c'; NAME_LEN]).expect("known");
+        let line = node.line(silent);
+        assert!(
+            line.has_flag("fail"),
+            "{}\nreports {:?}\nother:\n{}",
+            node.cluster_nodes(),
+            node.node(silent).fail_reports,
+            net.nodes[1].cluster_nodes()
+        );
+        assert_eq!(
+            node.state,
+            State::Fail,
+            "its slots are served by a failing node"
+        );
+    }
+}
