@@ -17,6 +17,9 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 # The differential tests must run here, never skip for want of redis-server.
 export RUVIO_REQUIRE_REDIS=1
+# One full build from scratch: incremental state would only double the disk the
+# ninety-odd test binaries take (a CI machine's disk filled with it).
+export CARGO_INCREMENTAL=0
 # Keep the work tree clean of __pycache__ and .pytest_cache.
 export PYTHONDONTWRITEBYTECODE=1
 
