@@ -25,5 +25,5 @@ pub use parse::{
     string2ll, Args, ArgsBatch, ArgsIter, CommandParser, Limits, OwnedArgs, Parsed, ProtocolError,
     BULK_BYTES_MAX, INLINE_BYTES_MAX, MULTIBULK_LEN_MAX,
 };
-pub use reply::{Protocol, Reply};
+pub use reply::{put_bulk, Protocol, Reply};
 pub use scan::{array_body, parse_int_reply, reply_len, scan_reply, MalformedReply};

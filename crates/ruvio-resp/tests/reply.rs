@@ -138,3 +138,21 @@ fn raw_is_copied_and_replies_append() {
     reply.int(2);
     assert_eq!(out, b"+OK\r\n:1\r\n:2\r\n");
 }
+
+/// The length written in place (under 1,000) and through the formatter (above)
+/// gives the same bytes at every edge, for bulk strings and aggregate headers.
+#[test]
+fn lengths_at_every_digit_count() {
+    let lengths = (0..1_100).chain([9_999, 10_000, 65_536, 1_000_000]);
+    for n in lengths {
+        let value = vec![b'x'; n];
+        let mut expected = format!("${n}\r\n").into_bytes();
+        expected.extend_from_slice(&value);
+        expected.extend_from_slice(b"\r\n");
+        same(|r| r.bulk(&value), &expected);
+        let mut written = b"before".to_vec();
+        ruvio_resp::put_bulk(&mut written, &value);
+        assert_eq!(&written[6..], &expected[..], "put_bulk, length {n}");
+        same(|r| r.array(n), format!("*{n}\r\n").as_bytes());
+    }
+}

@@ -238,7 +238,7 @@ impl Feed {
                 // FLUSHALL [ASYNC|SYNC], FLUSHDB [..], SWAPDB a b: at most 3.
                 barrier = is_barrier(arg);
             }
-            bulk(&mut self.bytes, arg);
+            ruvio_resp::put_bulk(&mut self.bytes, arg);
             argc += 1;
         }
         if barrier && argc <= 9 {
@@ -315,7 +315,7 @@ fn is_barrier(name: &[u8]) -> bool {
 pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
     array_header(out, args.len());
     for arg in args {
-        bulk(out, arg);
+        ruvio_resp::put_bulk(out, arg);
     }
 }
 
@@ -323,15 +323,6 @@ fn array_header(out: &mut Vec<u8>, n: usize) {
     let mut digits = itoa::Buffer::new();
     out.push(b'*');
     out.extend_from_slice(digits.format(n).as_bytes());
-    out.extend_from_slice(b"\r\n");
-}
-
-fn bulk(out: &mut Vec<u8>, arg: &[u8]) {
-    let mut digits = itoa::Buffer::new();
-    out.push(b'$');
-    out.extend_from_slice(digits.format(arg.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(arg);
     out.extend_from_slice(b"\r\n");
 }
 
