@@ -675,6 +675,38 @@ impl<'a> Args<'a> {
             spans: &self.spans[from.min(self.spans.len())..],
         }
     }
+    /// The arguments as the canonical RESP array they were parsed from
+    /// (`*<n>\r\n$<len>\r\n<arg>\r\n...`), borrowed from the request's
+    /// buffer: `None` for an inline request, for arguments gathered anywhere
+    /// else (laid end to end, with no room for the headers), and for a request
+    /// whose lengths were written with leading zeros. What lets the replication
+    /// stream copy a request whole instead of encoding its arguments again.
+    /// Checks the spans' places and the frame's fixed bytes: a few compares per
+    /// argument, no copy.
+    pub fn as_multibulk(&self) -> Option<&'a [u8]> {
+        let (&(first_start, _), &(_, last_end)) = (self.spans.first()?, self.spans.last()?);
+        let header = 1 + decimal_digits(self.spans.len()) + 2;
+        let start = (first_start as usize).checked_sub(header + bulk_header_len(self.spans[0]))?;
+        if self.base[start] != b'*' || self.base.get(start + header - 2..start + header)? != b"\r\n"
+        {
+            return None;
+        }
+        let mut at = start + header;
+        for &span in self.spans {
+            let content = at + bulk_header_len(span);
+            let end = content + (span.1 - span.0) as usize;
+            if span.0 as usize != content
+                || self.base[at] != b'$'
+                || self.base.get(content - 2..content)? != b"\r\n"
+                || self.base.get(end..end + 2)? != b"\r\n"
+            {
+                return None;
+            }
+            at = end + 2;
+        }
+        debug_assert_eq!(at, last_end as usize + 2);
+        Some(&self.base[start..at])
+    }
     /// Bytes of every argument together (CLIENT LIST's `argv-mem`).
     pub fn byte_len(&self) -> usize {
         self.spans.iter().map(|&(s, e)| (e - s) as usize).sum()
@@ -694,6 +726,21 @@ impl<'a> IntoIterator for Args<'a> {
     fn into_iter(self) -> ArgsIter<'a> {
         self.iter()
     }
+}
+
+/// `$<len>\r\n` of the argument at `span`: its length in bytes.
+fn bulk_header_len(span: (u32, u32)) -> usize {
+    1 + decimal_digits((span.1 - span.0) as usize) + 2
+}
+
+/// How many decimal digits `n` takes.
+fn decimal_digits(mut n: usize) -> usize {
+    let mut digits = 1;
+    while n >= 10 {
+        n /= 10;
+        digits += 1;
+    }
+    digits
 }
 
 /// Iterator over [`Args`].

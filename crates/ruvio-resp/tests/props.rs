@@ -6,7 +6,7 @@ mod common;
 
 use common::{encode_multibulk, parse_once, Argv, Outcome};
 use proptest::prelude::*;
-use ruvio_resp::{CommandParser, Limits};
+use ruvio_resp::{CommandParser, Limits, Parsed};
 
 fn argv_strategy() -> impl Strategy<Value = Argv> {
     proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..8)
@@ -287,4 +287,52 @@ fn many_arguments_trickled_arrive_whole() {
             consumed: stream.len()
         }
     );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// A canonical multibulk request's arguments give back its exact bytes (the
+    /// replication stream copies them); the same arguments parsed from an inline
+    /// request, copied into an `OwnedArgs`, or sent with a length padded by a
+    /// leading zero give none.
+    #[test]
+    fn as_multibulk_is_the_canonical_request_or_nothing(
+        argv in argv_strategy(),
+        padded in any::<prop::sample::Index>(),
+    ) {
+        let encoded = encode_multibulk(&argv);
+        let mut parser = CommandParser::new();
+        let mut buf = encoded.clone();
+        buf.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        let Ok(Parsed::Complete { args, .. }) = parser.parse(&buf, &Limits::default()) else {
+            panic!("a whole request");
+        };
+        prop_assert_eq!(args.as_multibulk(), Some(&encoded[..]));
+        let owned = ruvio_resp::OwnedArgs::from_args(args);
+        prop_assert_eq!(owned.args().as_multibulk(), None);
+
+        let which = padded.index(argv.len());
+        let mut zeroed = format!("*{}\r\n", argv.len()).into_bytes();
+        for (i, arg) in argv.iter().enumerate() {
+            let zero = if i == which { "0" } else { "" };
+            zeroed.extend_from_slice(format!("${zero}{}\r\n", arg.len()).as_bytes());
+            zeroed.extend_from_slice(arg);
+            zeroed.extend_from_slice(b"\r\n");
+        }
+        let mut parser = CommandParser::new();
+        if let Ok(Parsed::Complete { args, .. }) = parser.parse(&zeroed, &Limits::default()) {
+            prop_assert_eq!(args.as_multibulk(), None);
+        }
+    }
+}
+
+#[test]
+fn an_inline_request_has_no_multibulk_form() {
+    let mut parser = CommandParser::new();
+    let Ok(Parsed::Complete { args, .. }) = parser.parse(b"SET k v\r\n", &Limits::default()) else {
+        panic!("a whole request");
+    };
+    assert_eq!(args.len(), 3);
+    assert_eq!(args.as_multibulk(), None);
 }

@@ -374,9 +374,15 @@ impl Effects {
             if let Some(r) = &self.record {
                 r.log.visit(&mut visit);
             }
-        } else if self.dirty > 0 {
+        } else if let Some(argv) = self.plain_record(argv) {
             visit(&mut argv.iter());
         }
+    }
+
+    /// The command is its own one record (it wrote and was not rewritten):
+    /// its arguments, which the replication stream may copy as sent.
+    pub fn plain_record<'a>(&self, argv: Args<'a>) -> Option<Args<'a>> {
+        (!self.rewritten && self.dirty > 0).then_some(argv)
     }
 
     /// What the write-ahead log must hold for this command, given its arguments:

@@ -224,11 +224,7 @@ impl Feed {
             return;
         }
         let mark = self.bytes.len();
-        let selects = (self.first_db.is_some() && self.db != db) || self.reselect;
-        if selects {
-            let mut digits = itoa::Buffer::new();
-            encode(&mut self.bytes, &[b"SELECT", digits.format(db).as_bytes()]);
-        }
+        self.select_for(db);
         let header_at = self.bytes.len();
         self.bytes.extend_from_slice(b"*0\r\n");
         let mut argc = 0usize;
@@ -273,6 +269,39 @@ impl Feed {
                     .splice(header_at..header_at + 4, header.iter().copied());
             }
         }
+        self.recorded(db);
+    }
+
+    /// Record a command that ran as its client sent it: the request's own
+    /// bytes when it came as a canonical multibulk (`Args::as_multibulk`), one
+    /// copy instead of an encoding per argument (what a replica costs the
+    /// request path); else, and for FLUSHALL, FLUSHDB and SWAPDB while they are
+    /// barriers, as [`record`](Self::record).
+    pub fn record_request(&mut self, db: usize, args: ruvio_resp::Args<'_>) {
+        if !self.on {
+            return;
+        }
+        match args.as_multibulk() {
+            Some(request) if !(self.barriers && is_barrier(args.get(0))) => {
+                self.select_for(db);
+                self.bytes.extend_from_slice(request);
+                self.recorded(db);
+            }
+            _ => self.record(db, &mut args.iter()),
+        }
+    }
+
+    /// A `SELECT` first when the stream is left in another database (or a mark
+    /// left it unknown).
+    fn select_for(&mut self, db: usize) {
+        if (self.first_db.is_some() && self.db != db) || self.reselect {
+            let mut digits = itoa::Buffer::new();
+            encode(&mut self.bytes, &[b"SELECT", digits.format(db).as_bytes()]);
+        }
+    }
+
+    /// A record of database `db` is in.
+    fn recorded(&mut self, db: usize) {
         self.first_db.get_or_insert(db);
         self.db = db;
         self.reselect = false;
@@ -367,6 +396,37 @@ mod tests {
              *2 $3 DEL $1 b *1 $4 EXEC *2 $3 DEL $1 c "
         );
         assert!(feed.is_empty());
+    }
+
+    /// A request recorded from its own bytes gives the stream `record` gives,
+    /// for a plain write, an inline one (encoded), and a barrier (a mark).
+    #[test]
+    fn a_request_copied_whole_reads_as_one_encoded() {
+        let requests: [&[u8]; 4] = [
+            b"*3\r\n$3\r\nset\r\n$1\r\na\r\n$11\r\nvalue\r\n\0\xff*$\r\n",
+            b"SET b 2\r\n",
+            b"*1\r\n$8\r\nFLUSHALL\r\n",
+            b"*3\r\n$4\r\nINCR\r\n$1\r\nc\r\n",
+        ];
+        let (mut copied, mut encoded) = (Feed::default(), Feed::default());
+        for feed in [&mut copied, &mut encoded] {
+            feed.set_on(true);
+            feed.set_barriers(true);
+        }
+        let mut parser = ruvio_resp::CommandParser::new();
+        for (db, request) in requests.into_iter().enumerate() {
+            let parsed = parser.parse(request, &ruvio_resp::Limits::default());
+            let Ok(ruvio_resp::Parsed::Complete { args, .. }) = parsed else {
+                continue; // the last one is cut short: nothing to record
+            };
+            copied.record_request(db, args);
+            encoded.record(db, &mut args.iter());
+        }
+        let (copied, encoded) = (copied.take().unwrap(), encoded.take().unwrap());
+        assert_eq!(copied.bytes, encoded.bytes);
+        assert_eq!(copied.marks, encoded.marks);
+        assert_eq!(copied.marks.len(), 1);
+        assert!(copied.bytes.starts_with(b"*3\r\n$3\r\nset\r\n$1\r\na\r\n$11\r\n"));
     }
 
     #[test]

@@ -189,8 +189,12 @@ pub fn run_engine(
         }
         if feeding {
             let feed = &mut core.replication.feed;
-            ctx.effects
-                .visit_log_records(args, |record| feed.record(caller.db, record));
+            match ctx.effects.plain_record(args) {
+                Some(args) => feed.record_request(caller.db, args),
+                None => ctx
+                    .effects
+                    .visit_log_records(args, |record| feed.record(caller.db, record)),
+            }
         }
         core.log_end();
     }
