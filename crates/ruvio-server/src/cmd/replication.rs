@@ -3,6 +3,7 @@
 //! `replication::State`; shard 0 acts on it (see `replication`).
 
 use super::{Ctx, ServerCommand, ServerResult};
+use crate::mesh::gather::{Gather, Then};
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
@@ -73,7 +74,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
                 String::from_utf8_lossy(args.get(1))
             ),
         );
-        if !state.is_replica() {
+        if !state.follows_a_primary() {
             return Err(CmdError::Line(
                 b"ERR PSYNC FAILOVER can't be sent to a master.".to_vec(),
             ));
@@ -97,7 +98,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             b"NOMASTERLINK Can't SYNC while failing over".to_vec(),
         ));
     }
-    if state.is_replica() {
+    if state.follows_a_primary() {
         // Chained replication is not built (docs/replication.md).
         return Err(CmdError::Line(
             b"NOMASTERLINK Can't SYNC while not connected with my master".to_vec(),
@@ -274,7 +275,7 @@ fn failover(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
     if state.ids().failover.phase != FailoverPhase::None {
         return Err(line("ERR FAILOVER already in progress."));
     }
-    if state.is_replica() {
+    if state.follows_a_primary() {
         return Err(line("ERR FAILOVER is not valid when server is a replica."));
     }
     let replicas = state.primary.replicas();
@@ -472,13 +473,16 @@ fn replicaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Server
     let state = &ctx.core.shared.replication;
     let (host, port) = (args.get(1), args.get(2));
     if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
-        if state.promote() {
-            crate::serverlog::log(
-                crate::serverlog::Level::Notice,
-                "MASTER MODE enabled (user request)",
-            );
+        if !state.promote() {
+            reply.ok();
+            return Ok(());
         }
-        reply.ok();
+        crate::serverlog::log(
+            crate::serverlog::Level::Notice,
+            "MASTER MODE enabled (user request)",
+        );
+        // `+OK` once every shard records its writes (`State::promote`).
+        ctx.gather = Some(Gather::AfterAll(Then::Promoted));
         return Ok(());
     }
     let port = super::parse_i64(port)

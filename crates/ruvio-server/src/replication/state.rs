@@ -8,9 +8,8 @@
 //! flag ([`State::is_replica`]) per command.
 
 use crate::persistence::stream_mark::{Exact, Place};
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The replica's link, as ROLE names it (Redis's `repl_state`).
@@ -59,7 +58,20 @@ pub struct Ids {
     pub down_since_ms: u64,
     /// FAILOVER in progress on this primary, if any.
     pub failover: Failover,
+    /// A promotion under way: the shards whose feed is not on yet.
+    pub feeds_awaited: usize,
 }
+
+/// [`State`]'s role as the request path reads it: writes are refused unless
+/// it is [`ROLE_PRIMARY`].
+const ROLE_PRIMARY: u8 = 0;
+/// REPLICAOF NO ONE (or a FAILOVER's end) stopped the link, and ROLE says
+/// `master`, but some shard's feed is not on yet: a write it ran now would
+/// be in no replica's stream, so writes are still refused (see
+/// [`State::promote`]).
+const ROLE_PROMOTING: u8 = 1;
+/// Following a primary: its stream is the only writer.
+const ROLE_REPLICA: u8 = 2;
 
 /// A coordinated FAILOVER (Redis's `failover_state` and its target).
 #[derive(Clone, Debug, Default)]
@@ -105,8 +117,14 @@ pub struct Dataset {
 #[derive(Debug)]
 pub struct State {
     ids: Mutex<Ids>,
-    /// The role is replica: the only thing the request path reads.
-    replica: AtomicBool,
+    /// The role (`ROLE_*`): the only thing the request path reads.
+    role: AtomicU8,
+    /// Per shard, during a promotion: its feed is not on yet.
+    feed_awaited: Vec<AtomicBool>,
+    /// The master client's id: its commands still on their way between
+    /// shards when the link stops are in the backlog already, as the stream's
+    /// bytes, and are not recorded again.
+    master_client: AtomicU64,
     /// The stream is applied (master_link_status:up).
     link_up: AtomicBool,
     /// Bytes of the primary's stream processed (`slave_repl_offset`,
@@ -192,8 +210,11 @@ impl State {
                 link: LinkState::Connect,
                 down_since_ms: 0,
                 failover: Failover::default(),
+                feeds_awaited: 0,
             }),
-            replica: AtomicBool::new(false),
+            role: AtomicU8::new(ROLE_PRIMARY),
+            feed_awaited: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+            master_client: AtomicU64::new(0),
             link_up: AtomicBool::new(false),
             offset: AtomicU64::new(0),
             last_io_ms: AtomicU64::new(0),
@@ -226,10 +247,54 @@ impl State {
         self.ids.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// This server follows a primary.
+    /// This server refuses its clients' writes: it follows a primary, or a
+    /// promotion waits for every shard's feed (the request path's one load).
     #[inline]
     pub fn is_replica(&self) -> bool {
-        self.replica.load(Relaxed)
+        self.role.load(Relaxed) != ROLE_PRIMARY
+    }
+
+    /// This server follows a primary: the stream is its only writer, its
+    /// shards record nothing and it serves no replicas of its own.
+    pub fn follows_a_primary(&self) -> bool {
+        self.role.load(Relaxed) == ROLE_REPLICA
+    }
+
+    /// A promotion waits for some shard's feed (REPLICAOF NO ONE's reply
+    /// waits for its end).
+    pub fn promoting(&self) -> bool {
+        self.role.load(Relaxed) == ROLE_PROMOTING
+    }
+
+    /// A promotion waits for shard `shard`'s feed (one load per loop iteration).
+    #[inline]
+    pub fn feed_awaited(&self, shard: usize) -> bool {
+        self.feed_awaited[shard].load(Relaxed)
+    }
+
+    /// Shard `shard`'s feed is as the promotion wants it (on while a backlog
+    /// exists): once every shard's is, writes are taken (Redis promotes in one
+    /// step; here no write is accepted before every shard records it).
+    pub fn feed_ready(&self, shard: usize) {
+        let mut ids = self.lock();
+        if !self.feed_awaited[shard].swap(false, Relaxed) {
+            return;
+        }
+        ids.feeds_awaited = ids.feeds_awaited.saturating_sub(1);
+        if ids.feeds_awaited == 0 && ids.master.is_none() {
+            self.role.store(ROLE_PRIMARY, Relaxed);
+        }
+    }
+
+    /// The master client's id (see [`master_client`](Self::master_client)).
+    pub fn set_master_client(&self, id: u64) {
+        self.master_client.store(id, Relaxed);
+    }
+
+    /// The id of the last master client (0: none): records of its commands
+    /// are not made, its bytes went to the backlog as they came.
+    pub fn master_client(&self) -> u64 {
+        self.master_client.load(Relaxed)
     }
 
     pub fn link_up(&self) -> bool {
@@ -328,13 +393,26 @@ impl State {
         ids.epoch += 1;
         ids.link = LinkState::Connect;
         ids.down_since_ms = 0;
-        self.replica.store(true, Relaxed);
+        ids.feeds_awaited = 0;
+        for awaited in &self.feed_awaited {
+            awaited.store(false, Relaxed);
+        }
+        self.role.store(ROLE_REPLICA, Relaxed);
         self.link_up.store(false, Relaxed);
     }
 
     /// `REPLICAOF NO ONE`: a primary again, keeping the data. The history followed
     /// so far becomes `replid2` up to the next offset, under a new ID (Redis's
     /// `shiftReplicationId`). False when it was a primary already.
+    ///
+    /// In two steps: the link stops at once (the master client runs nothing
+    /// more) and ROLE says `master`, but writes are taken only once every
+    /// shard turned its feed on at its loop's step ([`feed_ready`]): a shard
+    /// that took a write before would leave it out of the stream its replicas
+    /// continue with. REPLICAOF NO ONE answers then ([`promoting`]).
+    ///
+    /// [`feed_ready`]: Self::feed_ready
+    /// [`promoting`]: Self::promoting
     pub fn promote(&self) -> bool {
         let mut ids = self.lock();
         if ids.master.take().is_none() {
@@ -345,7 +423,11 @@ impl State {
         ids.replid2 = std::mem::replace(&mut ids.replid, new_replid());
         ids.second_offset = self.offset() as i64 + 1;
         ids.link = LinkState::Connect;
-        self.replica.store(false, Relaxed);
+        ids.feeds_awaited = self.feed_awaited.len();
+        for awaited in &self.feed_awaited {
+            awaited.store(true, Relaxed);
+        }
+        self.role.store(ROLE_PROMOTING, Relaxed);
         self.link_up.store(false, Relaxed);
         // The stream's database is not known to this server's own records.
         self.primary.forget_db();

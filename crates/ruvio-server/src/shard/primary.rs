@@ -49,7 +49,16 @@ impl Shard {
         // replica's link for this shard follows it (`REPLCONF ruvio-shard`).
         let link = mode == PortMode::Forward && state.node_history(self.core.id).primary.active();
         // A replica's backlog takes its primary's stream, not its own records.
-        let active = (history.primary.active() || link) && !state.is_replica();
+        let active = (history.primary.active() || link) && !state.follows_a_primary();
+        if state.feed_awaited(self.core.id) {
+            // A promotion: writes are taken once every shard records them.
+            let shared = self.core.shared.clone();
+            if self.core.replication.feed.on() != active {
+                set_feeding(&mut self.core, active);
+            }
+            shared.replication.feed_ready(self.core.id);
+            return self.primary_step();
+        }
         if !active && self.core.replication.idle() {
             if self.core.replication.feed.on() {
                 set_feeding(&mut self.core, false);
@@ -211,7 +220,7 @@ impl Shard {
                 wake_hosts(primary, Some(self.core.id));
             }
         }
-        if state.is_replica() {
+        if state.follows_a_primary() {
             // A replica keeps its primary's stream in its backlog (for after a
             // promotion) but serves no replicas of its own: chained replication
             // is not built.
@@ -330,6 +339,10 @@ fn update_failover(state: &crate::replication::State, now: u64) -> bool {
 /// engine while recording (replicas get their DELs) or notifications want them.
 fn set_feeding(core: &mut ShardCore, on: bool) {
     core.replication.feed.set_on(on);
+    // The old master client's commands still on their way here are in the
+    // backlog already (a promoted replica's history is its primary's bytes).
+    let old_master = core.shared.replication.master_client();
+    core.replication.feed.skip_client(old_master);
     let flags = core.cfg.notify_keyspace_events;
     core.engine
         .record_expired(crate::messaging::notify::expiry_wanted(flags) || on);
@@ -433,7 +446,7 @@ fn serve_replicas(
         }
         return;
     }
-    let is_replica = core.shared.replication.is_replica();
+    let is_replica = core.shared.replication.follows_a_primary();
     let mut hosted = std::mem::take(&mut core.replication.hosted);
     hosted.retain_mut(|h| {
         let history = if h.shard_link { node } else { history };

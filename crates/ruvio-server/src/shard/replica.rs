@@ -222,6 +222,7 @@ impl Shard {
         // Counted as a client (CLIENT LIST shows it); `close` gives it back.
         self.core.shared.admit_client(u64::MAX);
         let client_id = self.core.shared.next_client_id();
+        state.set_master_client(client_id);
         // The primary's stream is not checked against ACL rules (Redis runs its
         // master client as the superuser).
         let (_, mut session) = self.core.shared.acl.new_session();
