@@ -77,6 +77,10 @@ impl Shard {
             return;
         };
         let core = &mut self.core;
+        // Redis empties its databases before it loads the primary's RDB, which
+        // fails the transactions of the clients watching a key that existed.
+        let every_db: Vec<usize> = (0..core.engine.db_count()).collect();
+        core.touch_watched_in(&every_db);
         let (cfg, topo) = (&core.cfg, &core.topo);
         let loaded = crate::replication::load::replace(
             &mut core.engine,
