@@ -138,7 +138,9 @@ pub struct State {
     dataset: Mutex<Option<Dataset>>,
     /// The id of the last dataset published (0: none), read by every shard's tick.
     published: AtomicU64,
-    /// Per shard: the last dataset id it loaded.
+    /// Per shard: the last dataset id it built its part of (or failed to).
+    built: Vec<AtomicU64>,
+    /// Per shard: the last dataset id it put in place (or gave up).
     loaded: Vec<AtomicU64>,
     /// The last dataset id a shard could not load (0: none).
     failed: AtomicU64,
@@ -221,6 +223,7 @@ impl State {
             stream_db: AtomicU64::new(0),
             dataset: Mutex::new(None),
             published: AtomicU64::new(0),
+            built: (0..shards).map(|_| AtomicU64::new(0)).collect(),
             loaded: (0..shards).map(|_| AtomicU64::new(0)).collect(),
             failed: AtomicU64::new(0),
             transfer_bytes: AtomicI64::new(-1),
@@ -524,17 +527,36 @@ impl State {
         id
     }
 
-    /// The dataset shard `shard` has not loaded yet, if any.
+    /// The dataset shard `shard` has not built its part of yet, if any.
     pub fn dataset_for(&self, shard: usize) -> Option<Dataset> {
-        if self.published.load(Relaxed) == self.loaded[shard].load(Relaxed) {
+        if self.published.load(Relaxed) == self.built[shard].load(Relaxed) {
             return None;
         }
         let slot = self.dataset.lock().unwrap_or_else(|e| e.into_inner());
         let d = slot.as_ref()?;
-        (self.loaded[shard].load(Relaxed) != d.id).then(|| d.clone())
+        (self.built[shard].load(Relaxed) != d.id).then(|| d.clone())
     }
 
-    /// Shard `shard` is done with dataset `id` (`ok`: it loaded).
+    /// The id of the last dataset published (0: none).
+    pub fn published(&self) -> u64 {
+        self.published.load(Relaxed)
+    }
+
+    /// Shard `shard` built its part of dataset `id` (`ok`), or could not.
+    pub fn built(&self, shard: usize, id: u64, ok: bool) {
+        if !ok {
+            self.failed.store(id, Relaxed);
+        }
+        self.built[shard].store(id, Relaxed);
+    }
+
+    /// Every shard built its part of dataset `id` (or failed to: see
+    /// [`load_failed`](Self::load_failed)).
+    pub fn all_built(&self, id: u64) -> bool {
+        self.built.iter().all(|b| b.load(Relaxed) == id)
+    }
+
+    /// Shard `shard` is done with dataset `id` (`ok`: its part is in place).
     pub fn loaded(&self, shard: usize, id: u64, ok: bool) {
         if !ok {
             self.failed.store(id, Relaxed);

@@ -9,6 +9,7 @@
 use super::Shard;
 use crate::net::conn::{Conn, ReplyMode};
 use crate::replication::link::{Handover, Link};
+use crate::replication::load::Built;
 use crate::replication::state::{FailoverPhase, LinkState};
 use std::os::fd::IntoRawFd;
 
@@ -66,31 +67,75 @@ impl Shard {
         }
     }
 
-    /// Load the dataset a full sync published, if this shard has not yet.
+    /// A full sync's dataset, in two steps (`replication::load`): build this
+    /// shard's part of a dataset just published, and put a built part in
+    /// place once every shard built its own, or drop it when one could not.
     fn load_dataset(&mut self) {
         let state = self.core.shared.replication.clone();
         if self.core.writing_snapshot() {
-            // The save reads the keyspace the load would replace: after it.
+            // The save reads the keyspace (and libraries) a load replaces: after it.
             return;
+        }
+        if let Some(part) = self.full_sync_part.take() {
+            return self.install_part(&state, part);
         }
         let Some(dataset) = state.dataset_for(self.core.id) else {
             return;
         };
         let core = &mut self.core;
+        let built = crate::replication::load::build(
+            &core.engine,
+            &core.cfg,
+            (dataset.id, &dataset.rdb),
+            core.id,
+            &core.topo,
+            core.now_ms,
+        );
+        match built {
+            Ok(part) => {
+                state.built(core.id, dataset.id, true);
+                // Every shard may have built by now: in place at once if so.
+                self.install_part(&state, part);
+            }
+            Err(e) => {
+                crate::serverlog::log(
+                    crate::serverlog::Level::Warning,
+                    &format!(
+                        "shard {}: the MASTER's RDB did not load: {e}; every shard keeps its data",
+                        core.id
+                    ),
+                );
+                state.built(core.id, dataset.id, false);
+                state.loaded(core.id, dataset.id, false);
+            }
+        }
+    }
+
+    /// This shard's built part goes in place once every shard built its own;
+    /// it is dropped when a shard could not, or a newer full sync began.
+    fn install_part(&mut self, state: &crate::replication::State, part: Built) {
+        let (id, core) = (part.dataset, &mut self.core);
+        if state.published() != id || state.load_failed(id) {
+            crate::serverlog::log(
+                crate::serverlog::Level::Notice,
+                &format!(
+                    "shard {}: keeps its data: the MASTER's RDB did not load on every shard",
+                    core.id
+                ),
+            );
+            state.loaded(core.id, id, false);
+            return;
+        }
+        if !state.all_built(id) {
+            self.full_sync_part = Some(part);
+            return;
+        }
         // Redis empties its databases before it loads the primary's RDB, which
         // fails the transactions of the clients watching a key that existed.
         let every_db: Vec<usize> = (0..core.engine.db_count()).collect();
         core.touch_watched_in(&every_db);
-        let (cfg, topo) = (&core.cfg, &core.topo);
-        let loaded = crate::replication::load::replace(
-            &mut core.engine,
-            cfg,
-            &dataset.rdb,
-            core.id,
-            topo,
-            core.now_ms,
-        );
-        let loaded = loaded.and_then(|keys| durable_full_sync(core, &state).map(|()| keys));
+        let loaded = crate::replication::load::install(&mut core.engine, part);
+        let loaded = loaded.and_then(|keys| durable_full_sync(core, state).map(|()| keys));
         match &loaded {
             Ok(keys) => crate::serverlog::log(
                 crate::serverlog::Level::Notice,
@@ -104,7 +149,7 @@ impl Shard {
                 &format!("shard {}: the MASTER's RDB did not load: {e}", core.id),
             ),
         }
-        state.loaded(core.id, dataset.id, loaded.is_ok());
+        state.loaded(core.id, id, loaded.is_ok());
     }
 
     /// Shard 0: follow the primary REPLICAOF names now.
