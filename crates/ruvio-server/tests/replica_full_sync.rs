@@ -69,7 +69,7 @@ fn a_full_sync_fails_the_watchers_transactions() {
 fn crafted_rdb(count: usize, bad: bool) -> Vec<u8> {
     let mut rdb = b"REDIS0009".to_vec();
     rdb.extend([0xfe, 0x00]);
-    let mut string = |rdb: &mut Vec<u8>, s: &[u8]| {
+    let string = |rdb: &mut Vec<u8>, s: &[u8]| {
         rdb.push(s.len() as u8);
         rdb.extend_from_slice(s);
     };
