@@ -98,8 +98,9 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             b"NOMASTERLINK Can't SYNC while failing over".to_vec(),
         ));
     }
-    if state.follows_a_primary() {
-        // Chained replication is not built (docs/replication.md).
+    if state.follows_a_primary() && !state.link_up() {
+        // A replica serves replicas of its own only while its stream runs
+        // (Redis's syncCommand).
         return Err(CmdError::Line(
             b"NOMASTERLINK Can't SYNC while not connected with my master".to_vec(),
         ));
@@ -190,6 +191,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             eof: peer.capa_eof && psync,
             old_sync: !psync,
             shard_link: peer.shard_link,
+            generation: state.replicas_generation(),
             phase,
         });
     Ok(())
@@ -209,7 +211,10 @@ fn shard_link(ctx: &mut Ctx<'_>, value: &[u8]) -> Result<(), CmdError> {
     let mut halves = value.splitn(2, |&b| b == b'/');
     let shard = halves.next().and_then(super::parse_i64);
     let shards = halves.next().and_then(super::parse_i64);
+    // A replica's shards follow its primary's one stream: no history of
+    // their own (a chained Ruvio replica takes the single stream).
     let ours = core.cfg.port_mode == crate::config::PortMode::Forward
+        && !core.shared.replication.follows_a_primary()
         && shards == Some(core.cfg.shards as i64)
         && shard.is_some_and(|i| (0..core.cfg.shards as i64).contains(&i));
     if !ours {

@@ -125,6 +125,10 @@ pub struct State {
     /// shards when the link stops are in the backlog already, as the stream's
     /// bytes, and are not recorded again.
     master_client: AtomicU64,
+    /// Bumped when this server's replicas must connect again: a full sync
+    /// from its primary, a partial one under a new replid, a promotion
+    /// (Redis's `disconnectSlaves` in each).
+    replicas_generation: AtomicU64,
     /// The stream is applied (master_link_status:up).
     link_up: AtomicBool,
     /// Bytes of the primary's stream processed (`slave_repl_offset`,
@@ -217,6 +221,7 @@ impl State {
             role: AtomicU8::new(ROLE_PRIMARY),
             feed_awaited: (0..shards).map(|_| AtomicBool::new(false)).collect(),
             master_client: AtomicU64::new(0),
+            replicas_generation: AtomicU64::new(0),
             link_up: AtomicBool::new(false),
             offset: AtomicU64::new(0),
             last_io_ms: AtomicU64::new(0),
@@ -257,8 +262,8 @@ impl State {
         self.role.load(Relaxed) != ROLE_PRIMARY
     }
 
-    /// This server follows a primary: the stream is its only writer, its
-    /// shards record nothing and it serves no replicas of its own.
+    /// This server follows a primary: the stream is its only writer and its
+    /// shards record nothing (its replicas get the stream's bytes).
     pub fn follows_a_primary(&self) -> bool {
         self.role.load(Relaxed) == ROLE_REPLICA
     }
@@ -287,6 +292,17 @@ impl State {
         if ids.feeds_awaited == 0 && ids.master.is_none() {
             self.role.store(ROLE_PRIMARY, Relaxed);
         }
+    }
+
+    /// This server's replicas as of now (see [`drop_replicas`](Self::drop_replicas)).
+    pub fn replicas_generation(&self) -> u64 {
+        self.replicas_generation.load(Relaxed)
+    }
+
+    /// Every replica of this server connects again (a chained replica learns
+    /// the new history, as Redis's `disconnectSlaves`).
+    fn drop_replicas(&self) {
+        self.replicas_generation.fetch_add(1, Relaxed);
     }
 
     /// The master client's id (see [`master_client`](Self::master_client)).
@@ -432,6 +448,8 @@ impl State {
         }
         self.role.store(ROLE_PROMOTING, Relaxed);
         self.link_up.store(false, Relaxed);
+        // They continue from the new ID's history (Redis's replicationUnsetMaster).
+        self.drop_replicas();
         // The stream's database is not known to this server's own records.
         self.primary.forget_db();
         true
@@ -450,6 +468,9 @@ impl State {
     /// A full sync began with the primary's `replid` at `offset`.
     pub fn full_sync(&self, replid: &str, offset: u64) {
         self.lock().replid = replid.to_string();
+        // Its replicas follow a history that ends here (Redis's
+        // replicationAttachToNewMaster): a full sync from this server again.
+        self.drop_replicas();
         self.offset.store(offset, Relaxed);
         // The backlog follows the new history from its offset.
         self.primary.free_backlog();
@@ -489,6 +510,8 @@ impl State {
             if id != ids.replid {
                 ids.replid2 = std::mem::replace(&mut ids.replid, id.to_string());
                 ids.second_offset = self.offset() as i64 + 1;
+                // They learn the new ID by connecting again (and continue).
+                self.drop_replicas();
             }
         }
     }

@@ -59,7 +59,12 @@ impl Shard {
             shared.replication.feed_ready(self.core.id);
             return self.primary_step();
         }
-        if !active && self.core.replication.idle() {
+        // A replica's shards cut for a replica of its own, but record nothing.
+        let cutting = history.primary.cutting();
+        if !cutting {
+            self.core.replication.stream_cut = false;
+        }
+        if !active && !cutting && self.core.replication.idle() {
             if self.core.replication.feed.on() {
                 set_feeding(&mut self.core, false);
             }
@@ -93,7 +98,13 @@ impl Shard {
             }
         }
         let mut appended = false;
-        if primary.cutting() && core.replication.snapshot.is_none() && !core.background_save.busy()
+        // A replica's shard cuts where shard 0 paused the stream (see
+        // `shard::replica`): its data then is the stream's up to the offset.
+        let may_cut = !shared.replication.follows_a_primary() || core.replication.stream_cut;
+        if primary.cutting()
+            && may_cut
+            && core.replication.snapshot.is_none()
+            && !core.background_save.busy()
         {
             // What is recorded goes to every history first, so the cut finds
             // nothing pending.
@@ -108,6 +119,7 @@ impl Shard {
             );
             if let (Some(job), Some(snapshot)) = (job, begun) {
                 core.lending.snapshot_taken();
+                core.replication.stream_cut = false;
                 core.replication.snapshot = Some(SyncSnapshot {
                     job,
                     part,
@@ -221,9 +233,9 @@ impl Shard {
             }
         }
         if state.follows_a_primary() {
-            // A replica keeps its primary's stream in its backlog (for after a
-            // promotion) but serves no replicas of its own: chained replication
-            // is not built.
+            // A replica keeps its primary's stream in its backlog, for its
+            // own replicas and for after a promotion: they get the primary's
+            // PINGs, and writes are its primary's to refuse.
             return;
         }
         let failing_over = update_failover(state, now);
@@ -374,6 +386,15 @@ fn flush_records(core: &mut ShardCore, history: History<'_>, link: Option<Histor
         || appended
 }
 
+/// A replica applied bytes of its primary's stream (into its backlog): the
+/// shards hosting replicas of its own copy them on (this one at its step).
+pub(crate) fn wake_stream_hosts(core: &ShardCore) {
+    let primary = &core.shared.replication.primary;
+    if primary.hosts() != 0 {
+        wake_hosts(primary, Some(core.id));
+    }
+}
+
 /// Wake the shards hosting replicas (but `me`, whose own step comes next).
 fn wake_hosts(primary: &Primary, me: Option<usize>) {
     let me = me.map_or(0, |me| 1u64 << (me % 64));
@@ -446,7 +467,8 @@ fn serve_replicas(
         }
         return;
     }
-    let is_replica = core.shared.replication.follows_a_primary();
+    // Replicas attached before the history changed connect again.
+    let generation = core.shared.replication.replicas_generation();
     let mut hosted = std::mem::take(&mut core.replication.hosted);
     hosted.retain_mut(|h| {
         let history = if h.shard_link { node } else { history };
@@ -455,7 +477,7 @@ fn serve_replicas(
             gone(primary, h, core.now_ms);
             return false;
         };
-        if conn.client.closing || conn.client.killed || is_replica {
+        if conn.client.closing || conn.client.killed || h.generation != generation {
             conn.client.closing = true;
             core.dirty.push(h.who);
             gone(primary, h, core.now_ms);

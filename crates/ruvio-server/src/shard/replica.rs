@@ -22,6 +22,9 @@ pub struct Follower {
     /// The master client's connection (slab index, generation).
     conn: Option<(u32, u32)>,
     next_ack_ms: u64,
+    /// A full sync of a replica of this server cuts: the stream stands still
+    /// and every shard was told to cut (`Control::ChainCut`).
+    cut_ordered: bool,
 }
 
 /// `replicaof host port` in the config file: shard 0 follows it from the start,
@@ -198,6 +201,7 @@ impl Shard {
                     link,
                     conn: None,
                     next_ack_ms: 0,
+                    cut_ordered: false,
                 }
             });
         }
@@ -244,6 +248,27 @@ impl Shard {
             let ack = state.ack(self.core.wal.is_some());
             conn.replies.sink().extend_from_slice(&ack);
             self.core.dirty.push((index, gen));
+        }
+        // A full sync of a replica of this server: its RDB must hold exactly
+        // the stream up to the offset it names, so every shard cuts while the
+        // stream stands still (the master client stops before its next
+        // command, `dispatch`), once nothing of it is still on its way to
+        // another shard: the order to cut follows the forwarded commands.
+        let cutting = state.primary.cutting();
+        let client = &conn.client;
+        let at_rest = client.multi.is_none() && client.blocked.is_none();
+        if cutting && !follower.cut_ordered && at_rest {
+            follower.cut_ordered = true;
+            self.core.replication.stream_cut = true;
+            for shard in (0..self.core.outbox.shards()).filter(|&s| s != self.core.id) {
+                let from = self.core.id;
+                let order = crate::mesh::forward::Control::ChainCut { from };
+                self.core.outbox.control(shard, order);
+            }
+        } else if !cutting && follower.cut_ordered {
+            // Every shard cut: the stream goes on.
+            follower.cut_ordered = false;
+            self.run_input(index, gen);
         }
     }
 
