@@ -1,7 +1,7 @@
-//! Chained replication: a Ruvio replica (forward mode, 2 shards) serves
+//! Chained replication: a Ruvio replica (forward mode, 4 shards) serves
 //! replicas of its own, as a redis-server replica does. A redis-server
-//! sub-replica gets the stream the Ruvio replica receives (the primary's
-//! replid and offsets): a full sync taken while the primary is written (the
+//! sub-replica gets the stream the Ruvio replica receives from a Ruvio or a
+//! redis-server primary (the primary's replid and offsets): a full sync taken while the primary is written (the
 //! replica's shards cut where its stream stands still), then `+CONTINUE`
 //! after its link is killed, ending with the primary's data. When the
 //! middle server's primary changes, its replicas are dropped and full-sync
@@ -64,8 +64,16 @@ fn a_redis_replica_of_a_ruvio_replica_ends_with_the_primarys_data() {
     {
         return;
     }
-    let primary = Server::ruvio(PortMode::Forward, 2);
-    let middle = Server::ruvio(PortMode::Forward, 2);
+    chain_of_three(Server::ruvio(PortMode::Forward, 2));
+    let redis = Server::redis();
+    let no_delay = ["CONFIG", "SET", "repl-diskless-sync-delay", "0"];
+    assert_eq!(redis.raw().cmd(&no_delay), b"+OK\r\n");
+    chain_of_three(redis);
+}
+
+/// `primary` -> a Ruvio replica (4 shards) -> a redis-server replica of it.
+fn chain_of_three(primary: Server) {
+    let middle = Server::ruvio(PortMode::Forward, 4);
     let sub = Server::redis();
     follow(&middle, &primary);
     let mut p = primary.raw();

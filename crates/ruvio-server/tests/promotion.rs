@@ -106,3 +106,43 @@ fn writes_right_after_a_promotion_reach_replicas_that_continue() {
         "the replica continued from the promoted one",
     );
 }
+
+/// Sentinel promotes with `MULTI`, `SLAVEOF NO ONE`, ..., `EXEC`: the
+/// transaction's replies are Redis's, and once EXEC answered the promoted
+/// server takes writes on every shard (its `+OK` waits for every feed).
+#[test]
+fn a_promotion_inside_a_transaction_answers_as_redis() {
+    if require_redis_server("a_promotion_inside_a_transaction_answers_as_redis").is_none() {
+        return;
+    }
+    let primary = Server::redis();
+    let no_delay = ["CONFIG", "SET", "repl-diskless-sync-delay", "0"];
+    assert_eq!(primary.raw().cmd(&no_delay), b"+OK\r\n");
+    let twin = Server::redis();
+    let ruvio = Server::ruvio(PortMode::Forward, 4);
+    let mut replies = Vec::new();
+    for replica in [&twin, &ruvio] {
+        follow(replica, &primary);
+        let mut r = replica.raw();
+        let mut got = Vec::new();
+        for command in [
+            &["MULTI"][..],
+            &["SLAVEOF", "NO", "ONE"],
+            &["PING"],
+            &["EXEC"],
+        ] {
+            got.push(show(&r.cmd(command)));
+        }
+        // Writes to keys of every shard, from this and other connections.
+        for i in 0..16 {
+            let key = format!("after:{i}");
+            got.push(show(&replica.raw().cmd(&["SET", &key, "v"])));
+        }
+        got.push(field(&mut r, "role"));
+        replies.push(got);
+    }
+    assert_eq!(
+        replies[1], replies[0],
+        "Ruvio against a redis-server replica"
+    );
+}
