@@ -39,8 +39,8 @@ const UNSENT_MAX: usize = 8 << 20;
 const STREAM_STEP_BYTES: usize = 4 << 20;
 
 impl Shard {
-    /// Replication's step of the loop iteration: one load and branch while no
-    /// backlog exists and this shard serves no replica and no WAIT.
+    /// Replication's step of the loop iteration: a few loads and branches
+    /// while no backlog exists and this shard serves no replica and no WAIT.
     pub(super) fn primary_step(&mut self) {
         let state = &self.core.shared.replication;
         let mode = self.core.cfg.port_mode;
@@ -50,6 +50,8 @@ impl Shard {
         let link = mode == PortMode::Forward && state.node_history(self.core.id).primary.active();
         // A replica's backlog takes its primary's stream, not its own records.
         let active = (history.primary.active() || link) && !state.follows_a_primary();
+        // A replica's shards cut for a replica of its own, but record nothing.
+        let cutting = history.primary.cutting();
         if state.feed_awaited(self.core.id) {
             // A promotion: writes are taken once every shard records them.
             let shared = self.core.shared.clone();
@@ -57,10 +59,7 @@ impl Shard {
                 set_feeding(&mut self.core, active);
             }
             shared.replication.feed_ready(self.core.id);
-            return self.primary_step();
         }
-        // A replica's shards cut for a replica of its own, but record nothing.
-        let cutting = history.primary.cutting();
         if !cutting {
             self.core.replication.stream_cut = false;
         }
