@@ -1,7 +1,9 @@
 //! The shard's part of being a replica (see `replication`): every shard loads a
-//! full sync's dataset on its tick; shard 0 also steps the link to the primary,
-//! adopts its socket as the master client's connection once the stream starts,
-//! acknowledges the offset once a second, and notices when the link is lost.
+//! full sync's dataset on its tick (its part built, then put in place once
+//! every shard's built); shard 0 also steps the link to the primary, adopts its
+//! socket as the master client's connection once the stream starts,
+//! acknowledges the offset once a second, notices when the link is lost, and
+//! holds the stream still while the shards cut for a replica of this replica.
 //!
 //! Here rather than in `replication` because adopting a socket takes the loop's
 //! ring and connection slab, which only the shard owns.
@@ -119,12 +121,13 @@ impl Shard {
     fn install_part(&mut self, state: &crate::replication::State, part: Built) {
         let (id, core) = (part.dataset, &mut self.core);
         if state.published() != id || state.load_failed(id) {
+            let why = match state.published() != id {
+                true => "a newer full sync began",
+                false => "the MASTER's RDB did not load on every shard",
+            };
             crate::serverlog::log(
                 crate::serverlog::Level::Notice,
-                &format!(
-                    "shard {}: keeps its data: the MASTER's RDB did not load on every shard",
-                    core.id
-                ),
+                &format!("shard {}: keeps its data: {why}", core.id),
             );
             state.loaded(core.id, id, false);
             return;
