@@ -569,24 +569,6 @@ fn a_restarted_primary_means_a_full_sync() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// One RESP command from a replica's handshake (an array of bulk strings).
-fn read_command(stream: &mut std::net::TcpStream) -> Vec<String> {
-    use std::io::Read;
-    let mut line = || {
-        let mut bytes = Vec::new();
-        let mut byte = [0u8];
-        while !bytes.ends_with(b"\r\n") {
-            stream
-                .read_exact(&mut byte)
-                .expect("a command from the replica");
-            bytes.push(byte[0]);
-        }
-        String::from_utf8_lossy(&bytes[..bytes.len() - 2]).into_owned()
-    };
-    let count: usize = line()[1..].parse().expect("*<count>");
-    (0..count).map(|_| (line(), line()).1).collect()
-}
-
 /// A primary that misbehaves a different way on each connection: a corrupt RDB,
 /// a reply to PSYNC that is not Redis's, a connection closed in the middle of the
 /// RDB. The replica says why in its log, keeps serving its data, and tries again.

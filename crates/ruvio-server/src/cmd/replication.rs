@@ -3,6 +3,7 @@
 //! `replication::State`; shard 0 acts on it (see `replication`).
 
 use super::{Ctx, ServerCommand, ServerResult};
+use crate::mesh::gather::{Gather, Then};
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
@@ -73,7 +74,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
                 String::from_utf8_lossy(args.get(1))
             ),
         );
-        if !state.is_replica() {
+        if !state.follows_a_primary() {
             return Err(CmdError::Line(
                 b"ERR PSYNC FAILOVER can't be sent to a master.".to_vec(),
             ));
@@ -97,8 +98,9 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             b"NOMASTERLINK Can't SYNC while failing over".to_vec(),
         ));
     }
-    if state.is_replica() {
-        // Chained replication is not built (docs/replication.md).
+    if state.follows_a_primary() && !state.link_up() {
+        // A replica serves replicas of its own only while its stream runs
+        // (Redis's syncCommand).
         return Err(CmdError::Line(
             b"NOMASTERLINK Can't SYNC while not connected with my master".to_vec(),
         ));
@@ -189,6 +191,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             eof: peer.capa_eof && psync,
             old_sync: !psync,
             shard_link: peer.shard_link,
+            generation: state.replicas_generation(),
             phase,
         });
     Ok(())
@@ -208,7 +211,10 @@ fn shard_link(ctx: &mut Ctx<'_>, value: &[u8]) -> Result<(), CmdError> {
     let mut halves = value.splitn(2, |&b| b == b'/');
     let shard = halves.next().and_then(super::parse_i64);
     let shards = halves.next().and_then(super::parse_i64);
+    // A replica's shards follow its primary's one stream: no history of
+    // their own (a chained Ruvio replica takes the single stream).
     let ours = core.cfg.port_mode == crate::config::PortMode::Forward
+        && !core.shared.replication.follows_a_primary()
         && shards == Some(core.cfg.shards as i64)
         && shard.is_some_and(|i| (0..core.cfg.shards as i64).contains(&i));
     if !ours {
@@ -274,7 +280,7 @@ fn failover(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
     if state.ids().failover.phase != FailoverPhase::None {
         return Err(line("ERR FAILOVER already in progress."));
     }
-    if state.is_replica() {
+    if state.follows_a_primary() {
         return Err(line("ERR FAILOVER is not valid when server is a replica."));
     }
     let replicas = state.primary.replicas();
@@ -472,13 +478,16 @@ fn replicaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Server
     let state = &ctx.core.shared.replication;
     let (host, port) = (args.get(1), args.get(2));
     if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
-        if state.promote() {
-            crate::serverlog::log(
-                crate::serverlog::Level::Notice,
-                "MASTER MODE enabled (user request)",
-            );
+        if !state.promote() {
+            reply.ok();
+            return Ok(());
         }
-        reply.ok();
+        crate::serverlog::log(
+            crate::serverlog::Level::Notice,
+            "MASTER MODE enabled (user request)",
+        );
+        // `+OK` once every shard records its writes (`State::promote`).
+        ctx.gather = Some(Gather::AfterAll(Then::Promoted));
         return Ok(());
     }
     let port = super::parse_i64(port)

@@ -418,6 +418,10 @@ pub enum Control {
         from: usize,
         mark: Box<crate::persistence::stream_mark::StreamMark>,
     },
+    /// A replica's shard `from` (0) paused its primary's stream for a full
+    /// sync of a replica of its own: the commands it forwarded before are
+    /// ahead of this in the channel, so this shard may cut now.
+    ChainCut { from: usize },
 }
 
 /// What this shard will send to each other shard at the end of the loop iteration.

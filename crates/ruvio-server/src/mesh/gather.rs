@@ -114,6 +114,9 @@ pub enum Then {
     MemoryStats,
     /// DEBUG RELOAD: every shard reloaded (or said why not) in this outcome.
     Reload(std::sync::Arc<crate::config::change::ReloadOutcome>),
+    /// REPLICAOF NO ONE: `+OK` once every shard records its writes (the
+    /// tick looks again until then).
+    Promoted,
 }
 
 /// A call waiting for the other shards to publish.

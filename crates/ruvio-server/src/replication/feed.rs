@@ -37,6 +37,9 @@ pub struct Feed {
     seq: u64,
     /// The backlog whose barriers this shard joined (`Primary::generation`).
     pub joined: u64,
+    /// A client whose writes are not recorded: a promoted replica's old
+    /// master client, whose commands are in the backlog as the stream's bytes.
+    skipped_client: u64,
 }
 
 /// A barrier in a shard's records: the command every shard ran (FLUSHALL,
@@ -162,6 +165,18 @@ impl Feed {
             *self = Feed::default();
         }
         self.on = on;
+    }
+
+    /// Records of client `id`'s commands are not made (0: every client's are).
+    pub fn skip_client(&mut self, id: u64) {
+        self.skipped_client = id;
+    }
+
+    /// True while the server keeps a backlog and client `id`'s writes belong
+    /// in it (see [`skip_client`](Self::skip_client)).
+    #[inline]
+    pub fn records_for(&self, id: u64) -> bool {
+        self.on && id != self.skipped_client
     }
 
     /// Record FLUSHALL, FLUSHDB and SWAPDB as barriers (forward mode, several

@@ -19,6 +19,10 @@ pub struct ShardPart {
     pub hosted: Vec<Hosted>,
     /// Clients in WAIT.
     pub waiters: Vec<WaitFor>,
+    /// A replica's shard, for a full sync of a replica of its own: shard 0
+    /// paused the stream and every command of it before the pause ran here
+    /// (`Control::ChainCut` came behind them), so this shard may cut.
+    pub stream_cut: bool,
 }
 
 impl ShardPart {
@@ -58,6 +62,8 @@ pub struct Hosted {
     /// A Ruvio replica's link for this shard (forward mode): it follows the
     /// shard's own history, not the server's.
     pub shard_link: bool,
+    /// `State::replicas_generation` when it attached: a later one closes it.
+    pub generation: u64,
     pub phase: Phase,
 }
 

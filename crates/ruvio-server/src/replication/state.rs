@@ -8,9 +8,8 @@
 //! flag ([`State::is_replica`]) per command.
 
 use crate::persistence::stream_mark::{Exact, Place};
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The replica's link, as ROLE names it (Redis's `repl_state`).
@@ -59,7 +58,20 @@ pub struct Ids {
     pub down_since_ms: u64,
     /// FAILOVER in progress on this primary, if any.
     pub failover: Failover,
+    /// A promotion under way: the shards whose feed is not on yet.
+    pub feeds_awaited: usize,
 }
+
+/// [`State`]'s role as the request path reads it: writes are refused unless
+/// it is [`ROLE_PRIMARY`].
+const ROLE_PRIMARY: u8 = 0;
+/// REPLICAOF NO ONE (or a FAILOVER's end) stopped the link, and ROLE says
+/// `master`, but some shard's feed is not on yet: a write it ran now would
+/// be in no replica's stream, so writes are still refused (see
+/// [`State::promote`]).
+const ROLE_PROMOTING: u8 = 1;
+/// Following a primary: its stream is the only writer.
+const ROLE_REPLICA: u8 = 2;
 
 /// A coordinated FAILOVER (Redis's `failover_state` and its target).
 #[derive(Clone, Debug, Default)]
@@ -105,8 +117,18 @@ pub struct Dataset {
 #[derive(Debug)]
 pub struct State {
     ids: Mutex<Ids>,
-    /// The role is replica: the only thing the request path reads.
-    replica: AtomicBool,
+    /// The role (`ROLE_*`): the only thing the request path reads.
+    role: AtomicU8,
+    /// Per shard, during a promotion: its feed is not on yet.
+    feed_awaited: Vec<AtomicBool>,
+    /// The master client's id: its commands still on their way between
+    /// shards when the link stops are in the backlog already, as the stream's
+    /// bytes, and are not recorded again.
+    master_client: AtomicU64,
+    /// Bumped when this server's replicas must connect again: a full sync
+    /// from its primary, a partial one under a new replid, a promotion
+    /// (Redis's `disconnectSlaves` in each).
+    replicas_generation: AtomicU64,
     /// The stream is applied (master_link_status:up).
     link_up: AtomicBool,
     /// Bytes of the primary's stream processed (`slave_repl_offset`,
@@ -120,7 +142,9 @@ pub struct State {
     dataset: Mutex<Option<Dataset>>,
     /// The id of the last dataset published (0: none), read by every shard's tick.
     published: AtomicU64,
-    /// Per shard: the last dataset id it loaded.
+    /// Per shard: the last dataset id it built its part of (or failed to).
+    built: Vec<AtomicU64>,
+    /// Per shard: the last dataset id it put in place (or gave up).
     loaded: Vec<AtomicU64>,
     /// The last dataset id a shard could not load (0: none).
     failed: AtomicU64,
@@ -192,14 +216,19 @@ impl State {
                 link: LinkState::Connect,
                 down_since_ms: 0,
                 failover: Failover::default(),
+                feeds_awaited: 0,
             }),
-            replica: AtomicBool::new(false),
+            role: AtomicU8::new(ROLE_PRIMARY),
+            feed_awaited: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+            master_client: AtomicU64::new(0),
+            replicas_generation: AtomicU64::new(0),
             link_up: AtomicBool::new(false),
             offset: AtomicU64::new(0),
             last_io_ms: AtomicU64::new(0),
             stream_db: AtomicU64::new(0),
             dataset: Mutex::new(None),
             published: AtomicU64::new(0),
+            built: (0..shards).map(|_| AtomicU64::new(0)).collect(),
             loaded: (0..shards).map(|_| AtomicU64::new(0)).collect(),
             failed: AtomicU64::new(0),
             transfer_bytes: AtomicI64::new(-1),
@@ -226,10 +255,65 @@ impl State {
         self.ids.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// This server follows a primary.
+    /// This server refuses its clients' writes: it follows a primary, or a
+    /// promotion waits for every shard's feed (the request path's one load).
     #[inline]
     pub fn is_replica(&self) -> bool {
-        self.replica.load(Relaxed)
+        self.role.load(Relaxed) != ROLE_PRIMARY
+    }
+
+    /// This server follows a primary: the stream is its only writer and its
+    /// shards record nothing (its replicas get the stream's bytes).
+    pub fn follows_a_primary(&self) -> bool {
+        self.role.load(Relaxed) == ROLE_REPLICA
+    }
+
+    /// A promotion waits for some shard's feed (REPLICAOF NO ONE's reply
+    /// waits for its end).
+    pub fn promoting(&self) -> bool {
+        self.role.load(Relaxed) == ROLE_PROMOTING
+    }
+
+    /// A promotion waits for shard `shard`'s feed (one load per loop iteration).
+    #[inline]
+    pub fn feed_awaited(&self, shard: usize) -> bool {
+        self.feed_awaited[shard].load(Relaxed)
+    }
+
+    /// Shard `shard`'s feed is as the promotion wants it (on while a backlog
+    /// exists): once every shard's is, writes are taken (Redis promotes in one
+    /// step; here no write is accepted before every shard records it).
+    pub fn feed_ready(&self, shard: usize) {
+        let mut ids = self.lock();
+        if !self.feed_awaited[shard].swap(false, Relaxed) {
+            return;
+        }
+        ids.feeds_awaited = ids.feeds_awaited.saturating_sub(1);
+        if ids.feeds_awaited == 0 && ids.master.is_none() {
+            self.role.store(ROLE_PRIMARY, Relaxed);
+        }
+    }
+
+    /// This server's replicas as of now (see [`drop_replicas`](Self::drop_replicas)).
+    pub fn replicas_generation(&self) -> u64 {
+        self.replicas_generation.load(Relaxed)
+    }
+
+    /// Every replica of this server connects again (a chained replica learns
+    /// the new history, as Redis's `disconnectSlaves`).
+    fn drop_replicas(&self) {
+        self.replicas_generation.fetch_add(1, Relaxed);
+    }
+
+    /// The master client's id (see [`master_client`](Self::master_client)).
+    pub fn set_master_client(&self, id: u64) {
+        self.master_client.store(id, Relaxed);
+    }
+
+    /// The id of the last master client (0: none): records of its commands
+    /// are not made, its bytes went to the backlog as they came.
+    pub fn master_client(&self) -> u64 {
+        self.master_client.load(Relaxed)
     }
 
     pub fn link_up(&self) -> bool {
@@ -328,13 +412,26 @@ impl State {
         ids.epoch += 1;
         ids.link = LinkState::Connect;
         ids.down_since_ms = 0;
-        self.replica.store(true, Relaxed);
+        ids.feeds_awaited = 0;
+        for awaited in &self.feed_awaited {
+            awaited.store(false, Relaxed);
+        }
+        self.role.store(ROLE_REPLICA, Relaxed);
         self.link_up.store(false, Relaxed);
     }
 
     /// `REPLICAOF NO ONE`: a primary again, keeping the data. The history followed
     /// so far becomes `replid2` up to the next offset, under a new ID (Redis's
     /// `shiftReplicationId`). False when it was a primary already.
+    ///
+    /// In two steps: the link stops at once (the master client runs nothing
+    /// more) and ROLE says `master`, but writes are taken only once every
+    /// shard turned its feed on at its loop's step ([`feed_ready`]): a shard
+    /// that took a write before would leave it out of the stream its replicas
+    /// continue with. REPLICAOF NO ONE answers then ([`promoting`]).
+    ///
+    /// [`feed_ready`]: Self::feed_ready
+    /// [`promoting`]: Self::promoting
     pub fn promote(&self) -> bool {
         let mut ids = self.lock();
         if ids.master.take().is_none() {
@@ -345,8 +442,14 @@ impl State {
         ids.replid2 = std::mem::replace(&mut ids.replid, new_replid());
         ids.second_offset = self.offset() as i64 + 1;
         ids.link = LinkState::Connect;
-        self.replica.store(false, Relaxed);
+        ids.feeds_awaited = self.feed_awaited.len();
+        for awaited in &self.feed_awaited {
+            awaited.store(true, Relaxed);
+        }
+        self.role.store(ROLE_PROMOTING, Relaxed);
         self.link_up.store(false, Relaxed);
+        // They continue from the new ID's history (Redis's replicationUnsetMaster).
+        self.drop_replicas();
         // The stream's database is not known to this server's own records.
         self.primary.forget_db();
         true
@@ -365,6 +468,9 @@ impl State {
     /// A full sync began with the primary's `replid` at `offset`.
     pub fn full_sync(&self, replid: &str, offset: u64) {
         self.lock().replid = replid.to_string();
+        // Its replicas follow a history that ends here (Redis's
+        // replicationAttachToNewMaster): a full sync from this server again.
+        self.drop_replicas();
         self.offset.store(offset, Relaxed);
         // The backlog follows the new history from its offset.
         self.primary.free_backlog();
@@ -404,6 +510,8 @@ impl State {
             if id != ids.replid {
                 ids.replid2 = std::mem::replace(&mut ids.replid, id.to_string());
                 ids.second_offset = self.offset() as i64 + 1;
+                // They learn the new ID by connecting again (and continue).
+                self.drop_replicas();
             }
         }
     }
@@ -442,17 +550,36 @@ impl State {
         id
     }
 
-    /// The dataset shard `shard` has not loaded yet, if any.
+    /// The dataset shard `shard` has not built its part of yet, if any.
     pub fn dataset_for(&self, shard: usize) -> Option<Dataset> {
-        if self.published.load(Relaxed) == self.loaded[shard].load(Relaxed) {
+        if self.published.load(Relaxed) == self.built[shard].load(Relaxed) {
             return None;
         }
         let slot = self.dataset.lock().unwrap_or_else(|e| e.into_inner());
         let d = slot.as_ref()?;
-        (self.loaded[shard].load(Relaxed) != d.id).then(|| d.clone())
+        (self.built[shard].load(Relaxed) != d.id).then(|| d.clone())
     }
 
-    /// Shard `shard` is done with dataset `id` (`ok`: it loaded).
+    /// The id of the last dataset published (0: none).
+    pub fn published(&self) -> u64 {
+        self.published.load(Relaxed)
+    }
+
+    /// Shard `shard` built its part of dataset `id` (`ok`), or could not.
+    pub fn built(&self, shard: usize, id: u64, ok: bool) {
+        if !ok {
+            self.failed.store(id, Relaxed);
+        }
+        self.built[shard].store(id, Relaxed);
+    }
+
+    /// Every shard built its part of dataset `id` (or failed to: see
+    /// [`load_failed`](Self::load_failed)).
+    pub fn all_built(&self, id: u64) -> bool {
+        self.built.iter().all(|b| b.load(Relaxed) == id)
+    }
+
+    /// Shard `shard` is done with dataset `id` (`ok`: its part is in place).
     pub fn loaded(&self, shard: usize, id: u64, ok: bool) {
         if !ok {
             self.failed.store(id, Relaxed);

@@ -109,6 +109,14 @@ pub fn process_input(
                     client.killed = true;
                     break;
                 }
+                if client.master
+                    && client.multi.is_none()
+                    && core.shared.replication.primary.cutting()
+                {
+                    // A full sync of this replica's own replica cuts while the
+                    // stream stands still; shard 0's tick runs the rest after it.
+                    break;
+                }
                 pos += consumed;
                 prefetched -= 1;
                 let mut run = !args.is_empty();
@@ -163,6 +171,7 @@ pub fn process_input(
     if client.master {
         // A replica with a log marks where the stream is (see `stream_mark`).
         crate::shard::replica::mark_stream(core, client);
+        crate::shard::primary::wake_stream_hosts(core);
     }
     if conn.recv_in_flight {
         // The kernel is writing after the current end of `input` (a blocked client's

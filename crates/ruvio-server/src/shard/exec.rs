@@ -187,7 +187,7 @@ pub fn run_engine(
             ctx.effects
                 .visit_log_records(args, |record| wal.append(caller.db, record));
         }
-        if feeding {
+        if core.replication.feed.records_for(caller.client_id) {
             let feed = &mut core.replication.feed;
             match ctx.effects.plain_record(args) {
                 Some(args) => feed.record_request(caller.db, args),

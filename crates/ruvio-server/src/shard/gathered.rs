@@ -63,7 +63,8 @@ impl Gatherer for ShardCore {
 }
 
 /// Every shard answered: the answer `then` names, or `then` back when it must
-/// wait for the tick (SHUTDOWN with a shard's log not yet on disk).
+/// wait for the tick (SHUTDOWN with a shard's log not yet on disk, a promotion
+/// with a shard's feed not on yet).
 fn render(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
@@ -74,6 +75,8 @@ fn render(
         Then::Shutdown { .. } if !crate::persistence::shutdown::every_shard_prepared(core) => {
             return Err(then);
         }
+        Then::Promoted if core.shared.replication.promoting() => return Err(then),
+        Then::Promoted => b"+OK\r\n".to_vec(),
         Then::Info { sections } => {
             let text = crate::cmd::info::info_text(core, conns.len(), &sections);
             let mut out = Vec::new();

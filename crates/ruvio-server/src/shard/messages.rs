@@ -74,7 +74,9 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         }
         ShardMsg::Requests(batch) => run_requests(core, conns, batch),
         ShardMsg::Control(
-            control @ (Control::Cancel { from, .. } | Control::StreamMark { from, .. }),
+            control @ (Control::Cancel { from, .. }
+            | Control::StreamMark { from, .. }
+            | Control::ChainCut { from }),
         ) if owner_tx::is_waiting(&core.lending, from) => {
             owner_tx::defer(&mut core.lending, from, Deferred::Control(control))
         }
@@ -341,6 +343,7 @@ pub(crate) fn control(core: &mut ShardCore, control: Control) {
             );
         }
         Control::StreamMark { mark, .. } => crate::shard::replica::note_stream_mark(core, *mark),
+        Control::ChainCut { .. } => core.replication.stream_cut = true,
     }
 }
 

@@ -170,6 +170,9 @@ pub struct Shard {
     tls: Option<tls::TlsPort>,
     /// Shard 0 of a replica: the link to the primary (see `replica.rs`).
     replica: Option<replica::Follower>,
+    /// This shard's part of a full sync, built and waiting for every other
+    /// shard's before it goes in place (`replication::load`).
+    full_sync_part: Option<crate::replication::load::Built>,
     /// Shard 0: when the replicas get their next PING (0: none attached).
     next_replica_ping_ms: u64,
     /// The next PING into this shard's own history while a Ruvio replica's
@@ -222,6 +225,7 @@ impl Shard {
             metrics,
             tls,
             replica: None,
+            full_sync_part: None,
             next_replica_ping_ms: 0,
             next_link_ping_ms: 0,
         })

@@ -39,8 +39,8 @@ const UNSENT_MAX: usize = 8 << 20;
 const STREAM_STEP_BYTES: usize = 4 << 20;
 
 impl Shard {
-    /// Replication's step of the loop iteration: one load and branch while no
-    /// backlog exists and this shard serves no replica and no WAIT.
+    /// Replication's step of the loop iteration: a few loads and branches
+    /// while no backlog exists and this shard serves no replica and no WAIT.
     pub(super) fn primary_step(&mut self) {
         let state = &self.core.shared.replication;
         let mode = self.core.cfg.port_mode;
@@ -49,8 +49,21 @@ impl Shard {
         // replica's link for this shard follows it (`REPLCONF ruvio-shard`).
         let link = mode == PortMode::Forward && state.node_history(self.core.id).primary.active();
         // A replica's backlog takes its primary's stream, not its own records.
-        let active = (history.primary.active() || link) && !state.is_replica();
-        if !active && self.core.replication.idle() {
+        let active = (history.primary.active() || link) && !state.follows_a_primary();
+        // A replica's shards cut for a replica of its own, but record nothing.
+        let cutting = history.primary.cutting();
+        if state.feed_awaited(self.core.id) {
+            // A promotion: writes are taken once every shard records them.
+            let shared = self.core.shared.clone();
+            if self.core.replication.feed.on() != active {
+                set_feeding(&mut self.core, active);
+            }
+            shared.replication.feed_ready(self.core.id);
+        }
+        if !cutting {
+            self.core.replication.stream_cut = false;
+        }
+        if !active && !cutting && self.core.replication.idle() {
             if self.core.replication.feed.on() {
                 set_feeding(&mut self.core, false);
             }
@@ -84,7 +97,13 @@ impl Shard {
             }
         }
         let mut appended = false;
-        if primary.cutting() && core.replication.snapshot.is_none() && !core.background_save.busy()
+        // A replica's shard cuts where shard 0 paused the stream (see
+        // `shard::replica`): its data then is the stream's up to the offset.
+        let may_cut = !shared.replication.follows_a_primary() || core.replication.stream_cut;
+        if primary.cutting()
+            && may_cut
+            && core.replication.snapshot.is_none()
+            && !core.background_save.busy()
         {
             // What is recorded goes to every history first, so the cut finds
             // nothing pending.
@@ -99,6 +118,7 @@ impl Shard {
             );
             if let (Some(job), Some(snapshot)) = (job, begun) {
                 core.lending.snapshot_taken();
+                core.replication.stream_cut = false;
                 core.replication.snapshot = Some(SyncSnapshot {
                     job,
                     part,
@@ -211,10 +231,10 @@ impl Shard {
                 wake_hosts(primary, Some(self.core.id));
             }
         }
-        if state.is_replica() {
-            // A replica keeps its primary's stream in its backlog (for after a
-            // promotion) but serves no replicas of its own: chained replication
-            // is not built.
+        if state.follows_a_primary() {
+            // A replica keeps its primary's stream in its backlog, for its
+            // own replicas and for after a promotion: they get the primary's
+            // PINGs, and writes are its primary's to refuse.
             return;
         }
         let failing_over = update_failover(state, now);
@@ -330,6 +350,10 @@ fn update_failover(state: &crate::replication::State, now: u64) -> bool {
 /// engine while recording (replicas get their DELs) or notifications want them.
 fn set_feeding(core: &mut ShardCore, on: bool) {
     core.replication.feed.set_on(on);
+    // The old master client's commands still on their way here are in the
+    // backlog already (a promoted replica's history is its primary's bytes).
+    let old_master = core.shared.replication.master_client();
+    core.replication.feed.skip_client(old_master);
     let flags = core.cfg.notify_keyspace_events;
     core.engine
         .record_expired(crate::messaging::notify::expiry_wanted(flags) || on);
@@ -359,6 +383,15 @@ fn flush_records(core: &mut ShardCore, history: History<'_>, link: Option<Histor
         .primary
         .append_shard(shard, flushed, history.offset_counter())
         || appended
+}
+
+/// A replica applied bytes of its primary's stream (into its backlog): the
+/// shards hosting replicas of its own copy them on (this one at its step).
+pub(crate) fn wake_stream_hosts(core: &ShardCore) {
+    let primary = &core.shared.replication.primary;
+    if primary.hosts() != 0 {
+        wake_hosts(primary, Some(core.id));
+    }
 }
 
 /// Wake the shards hosting replicas (but `me`, whose own step comes next).
@@ -433,7 +466,8 @@ fn serve_replicas(
         }
         return;
     }
-    let is_replica = core.shared.replication.is_replica();
+    // Replicas attached before the history changed connect again.
+    let generation = core.shared.replication.replicas_generation();
     let mut hosted = std::mem::take(&mut core.replication.hosted);
     hosted.retain_mut(|h| {
         let history = if h.shard_link { node } else { history };
@@ -442,7 +476,7 @@ fn serve_replicas(
             gone(primary, h, core.now_ms);
             return false;
         };
-        if conn.client.closing || conn.client.killed || is_replica {
+        if conn.client.closing || conn.client.killed || h.generation != generation {
             conn.client.closing = true;
             core.dirty.push(h.who);
             gone(primary, h, core.now_ms);

@@ -1,7 +1,9 @@
 //! The shard's part of being a replica (see `replication`): every shard loads a
-//! full sync's dataset on its tick; shard 0 also steps the link to the primary,
-//! adopts its socket as the master client's connection once the stream starts,
-//! acknowledges the offset once a second, and notices when the link is lost.
+//! full sync's dataset on its tick (its part built, then put in place once
+//! every shard's built); shard 0 also steps the link to the primary, adopts its
+//! socket as the master client's connection once the stream starts,
+//! acknowledges the offset once a second, notices when the link is lost, and
+//! holds the stream still while the shards cut for a replica of this replica.
 //!
 //! Here rather than in `replication` because adopting a socket takes the loop's
 //! ring and connection slab, which only the shard owns.
@@ -9,6 +11,7 @@
 use super::Shard;
 use crate::net::conn::{Conn, ReplyMode};
 use crate::replication::link::{Handover, Link};
+use crate::replication::load::Built;
 use crate::replication::state::{FailoverPhase, LinkState};
 use std::os::fd::IntoRawFd;
 
@@ -21,6 +24,9 @@ pub struct Follower {
     /// The master client's connection (slab index, generation).
     conn: Option<(u32, u32)>,
     next_ack_ms: u64,
+    /// A full sync of a replica of this server cuts: the stream stands still
+    /// and every shard was told to cut (`Control::ChainCut`).
+    cut_ordered: bool,
 }
 
 /// `replicaof host port` in the config file: shard 0 follows it from the start,
@@ -66,27 +72,76 @@ impl Shard {
         }
     }
 
-    /// Load the dataset a full sync published, if this shard has not yet.
+    /// A full sync's dataset, in two steps (`replication::load`): build this
+    /// shard's part of a dataset just published, and put a built part in
+    /// place once every shard built its own, or drop it when one could not.
     fn load_dataset(&mut self) {
         let state = self.core.shared.replication.clone();
         if self.core.writing_snapshot() {
-            // The save reads the keyspace the load would replace: after it.
+            // The save reads the keyspace (and libraries) a load replaces: after it.
             return;
+        }
+        if let Some(part) = self.full_sync_part.take() {
+            return self.install_part(&state, part);
         }
         let Some(dataset) = state.dataset_for(self.core.id) else {
             return;
         };
         let core = &mut self.core;
-        let (cfg, topo) = (&core.cfg, &core.topo);
-        let loaded = crate::replication::load::replace(
-            &mut core.engine,
-            cfg,
-            &dataset.rdb,
+        let built = crate::replication::load::build(
+            &core.engine,
+            &core.cfg,
+            (dataset.id, &dataset.rdb),
             core.id,
-            topo,
+            &core.topo,
             core.now_ms,
         );
-        let loaded = loaded.and_then(|keys| durable_full_sync(core, &state).map(|()| keys));
+        match built {
+            Ok(part) => {
+                state.built(core.id, dataset.id, true);
+                // Every shard may have built by now: in place at once if so.
+                self.install_part(&state, part);
+            }
+            Err(e) => {
+                crate::serverlog::log(
+                    crate::serverlog::Level::Warning,
+                    &format!(
+                        "shard {}: the MASTER's RDB did not load: {e}; every shard keeps its data",
+                        core.id
+                    ),
+                );
+                state.built(core.id, dataset.id, false);
+                state.loaded(core.id, dataset.id, false);
+            }
+        }
+    }
+
+    /// This shard's built part goes in place once every shard built its own;
+    /// it is dropped when a shard could not, or a newer full sync began.
+    fn install_part(&mut self, state: &crate::replication::State, part: Built) {
+        let (id, core) = (part.dataset, &mut self.core);
+        if state.published() != id || state.load_failed(id) {
+            let why = match state.published() != id {
+                true => "a newer full sync began",
+                false => "the MASTER's RDB did not load on every shard",
+            };
+            crate::serverlog::log(
+                crate::serverlog::Level::Notice,
+                &format!("shard {}: keeps its data: {why}", core.id),
+            );
+            state.loaded(core.id, id, false);
+            return;
+        }
+        if !state.all_built(id) {
+            self.full_sync_part = Some(part);
+            return;
+        }
+        // Redis empties its databases before it loads the primary's RDB, which
+        // fails the transactions of the clients watching a key that existed.
+        let every_db: Vec<usize> = (0..core.engine.db_count()).collect();
+        core.touch_watched_in(&every_db);
+        let loaded = crate::replication::load::install(&mut core.engine, part);
+        let loaded = loaded.and_then(|keys| durable_full_sync(core, state).map(|()| keys));
         match &loaded {
             Ok(keys) => crate::serverlog::log(
                 crate::serverlog::Level::Notice,
@@ -100,7 +155,7 @@ impl Shard {
                 &format!("shard {}: the MASTER's RDB did not load: {e}", core.id),
             ),
         }
-        state.loaded(core.id, dataset.id, loaded.is_ok());
+        state.loaded(core.id, id, loaded.is_ok());
     }
 
     /// Shard 0: follow the primary REPLICAOF names now.
@@ -149,6 +204,7 @@ impl Shard {
                     link,
                     conn: None,
                     next_ack_ms: 0,
+                    cut_ordered: false,
                 }
             });
         }
@@ -196,6 +252,27 @@ impl Shard {
             conn.replies.sink().extend_from_slice(&ack);
             self.core.dirty.push((index, gen));
         }
+        // A full sync of a replica of this server: its RDB must hold exactly
+        // the stream up to the offset it names, so every shard cuts while the
+        // stream stands still (the master client stops before its next
+        // command, `dispatch`), once nothing of it is still on its way to
+        // another shard: the order to cut follows the forwarded commands.
+        let cutting = state.primary.cutting();
+        let client = &conn.client;
+        let at_rest = client.multi.is_none() && client.blocked.is_none();
+        if cutting && !follower.cut_ordered && at_rest {
+            follower.cut_ordered = true;
+            self.core.replication.stream_cut = true;
+            for shard in (0..self.core.outbox.shards()).filter(|&s| s != self.core.id) {
+                let from = self.core.id;
+                let order = crate::mesh::forward::Control::ChainCut { from };
+                self.core.outbox.control(shard, order);
+            }
+        } else if !cutting && follower.cut_ordered {
+            // Every shard cut: the stream goes on.
+            follower.cut_ordered = false;
+            self.run_input(index, gen);
+        }
     }
 
     /// REPLICAOF changed the primary: the old one's stream stops here.
@@ -222,6 +299,7 @@ impl Shard {
         // Counted as a client (CLIENT LIST shows it); `close` gives it back.
         self.core.shared.admit_client(u64::MAX);
         let client_id = self.core.shared.next_client_id();
+        state.set_master_client(client_id);
         // The primary's stream is not checked against ACL rules (Redis runs its
         // master client as the superuser).
         let (_, mut session) = self.core.shared.acl.new_session();

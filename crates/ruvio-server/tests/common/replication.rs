@@ -201,3 +201,21 @@ pub fn redis_reborn(bin: &std::path::Path, port: u16, dir: &std::path::Path) -> 
     });
     (reborn, conn.expect("connected"))
 }
+
+/// One RESP command from a replica's handshake (an array of bulk strings).
+pub fn read_command(stream: &mut std::net::TcpStream) -> Vec<String> {
+    use std::io::Read;
+    let mut line = || {
+        let mut bytes = Vec::new();
+        let mut byte = [0u8];
+        while !bytes.ends_with(b"\r\n") {
+            stream
+                .read_exact(&mut byte)
+                .expect("a command from the replica");
+            bytes.push(byte[0]);
+        }
+        String::from_utf8_lossy(&bytes[..bytes.len() - 2]).into_owned()
+    };
+    let count: usize = line()[1..].parse().expect("*<count>");
+    (0..count).map(|_| (line(), line()).1).collect()
+}
