@@ -22,7 +22,7 @@ Example (latency tracking and the slow log on, against both off):
     --server 'on=target/release/ruvio --port {port} --shards 1 --cpus 0' \\
     --after-start 'off=CONFIG SET latency-tracking no slowlog-log-slower-than -1'
 
-Rows, `--after-start`, `--warm-command`, `--bench-args`, `--server-bench-args` and
+Rows, `--after-start`, `--replica`, `--warm-command`, `--bench-args`, `--server-bench-args` and
 `{sha_get}` work as in burst_ab.py (the warm-up runs without the bench args).
 """
 
@@ -63,6 +63,9 @@ def parse_args() -> argparse.Namespace:
                    help="extra ruvio-bench flags for every run, as burst_ab.py's (e.g. '--tracking')")
     p.add_argument("--server-bench-args", action="append", default=[], metavar="NAME=ARGS",
                    help="extra ruvio-bench flags for server NAME's runs, after --bench-args")
+    p.add_argument("--replica", action="append", default=[], metavar="NAME=COMMAND",
+                   help="a replica of server NAME for the whole run, as burst_ab.py's (COMMAND with "
+                        "{port}; pinned to the generator's CPU, not counted): what a replica costs the primary")
     p.add_argument("--out", default=str(bl.REPO_ROOT / "records"))
     p.add_argument("--no-record", action="store_true")
     args = p.parse_args()
@@ -118,6 +121,7 @@ def main() -> None:
     bl.SERVER_READY_TIMEOUT_S = CALLGRIND_READY_TIMEOUT_S
     servers = [bl.ServerProcess(under_callgrind(s), args.server_cpu) for s in specs]
     rounds = []
+    replicas = []
     try:
         for server in servers:
             server.start()
@@ -126,6 +130,10 @@ def main() -> None:
                 name, _, command = entry.partition("=")
                 if name == server.spec.name:
                     print(f"{name}: {command} -> {server.client().call(*command.split())!r}", flush=True)
+            for entry in args.replica:
+                name, _, command = entry.partition("=")
+                if name == server.spec.name:
+                    replicas.append(burst_ab.attach_replica(server, command, args.client_cpu))
         warm = {"command": args.warm_command.split()} if args.warm_command else {"test": "set"}
         for server in servers:
             run(args, server, warm, args.warm_requests, bench=False)
@@ -138,6 +146,8 @@ def main() -> None:
                     flush=True)
             rounds.append(result)
     finally:
+        for replica in replicas:
+            replica.stop()
         for server in servers:
             server.stop()
     base = specs[0].name
