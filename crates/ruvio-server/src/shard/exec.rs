@@ -21,8 +21,8 @@ pub use super::observe::{
 };
 pub(crate) use super::parked::parked_argv;
 pub use super::parked::{
-    deliver, drop_waiter, early_reply, expire_blocked, expire_fill_leases, park, serve_ready,
-    unblock,
+    deliver, drop_waiter, early_reply, expire_blocked, expire_fill_leases, park, park_watch,
+    serve_ready, unblock,
 };
 /// Who runs a command and how, as it travels with the command (`net::caller`).
 pub use crate::net::caller::{Caller, Tracked};

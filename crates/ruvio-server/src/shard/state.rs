@@ -43,14 +43,14 @@ pub struct ShardCore {
     /// Wall clock read once per loop iteration.
     pub now_ms: u64,
     /// Connections whose replies changed since the last flush: (index, generation).
-    pub dirty: Vec<(u32, u32)>,
+    pub(super) dirty: Vec<(u32, u32)>,
     /// Work for other shards, shipped once per loop iteration.
     pub outbox: Outbox,
     /// Commands parked until a key is written (BLPOP ...).
-    pub blocking: Blocking,
+    pub(super) blocking: Blocking,
     /// Connections whose blocking command was answered: run the commands they
     /// received meanwhile.
-    pub resume: Vec<(u32, u32)>,
+    pub(super) resume: Vec<(u32, u32)>,
     /// Keys lent to, and commands run on keys borrowed from, other shards.
     pub lending: Lending,
     /// Calls waiting for the other shards to publish (INFO) or apply a change.
@@ -63,7 +63,7 @@ pub struct ShardCore {
     pub wal: Option<crate::persistence::wal::Wal>,
     /// A replica with a log: its place in the primary's stream kept in the log
     /// (see `stream_mark`).
-    pub stream_marks: crate::persistence::stream_mark::ShardMarks,
+    pub(super) stream_marks: crate::persistence::stream_mark::ShardMarks,
     /// `always`: replies waiting for their log group (see `durable`).
     pub(super) gated: crate::persistence::durable::Gated<
         crate::mesh::forward::Tag,
@@ -133,6 +133,20 @@ impl ShardCore {
     /// replica's full sync): its state lives in the databases, which must stay.
     pub fn writing_snapshot(&self) -> bool {
         self.background_save.busy() || self.replication.snapshot.is_some()
+    }
+
+    /// Reply `seq` of connection `who` (`conn`, out of the slab) was filled: the
+    /// connection is flushed at the end of the loop iteration and, if that was the
+    /// answer it waited for, runs the commands it received meanwhile.
+    pub fn reply_filled(&mut self, conn: &mut Conn, who: (u32, u32), seq: u64) {
+        self.dirty.push(who);
+        conn.unblock_if_waiting_on(seq, &mut self.resume, who);
+    }
+
+    /// Key `key` of `db` was written or came home: the clients parked on it are
+    /// tried again (see `parked::serve_ready`).
+    pub fn signal_key(&mut self, db: usize, key: &[u8]) {
+        self.blocking.signal(db, key);
     }
 
     /// Key `key` of `db` changed: its watchers' transactions fail.

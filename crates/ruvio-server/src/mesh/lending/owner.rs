@@ -129,7 +129,7 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
         if let Some(entry) = entry {
             core.engine.adopt(db, entry);
         }
-        core.blocking.signal(db, &key);
+        core.signal_key(db, &key);
     }
     count_lent(core);
     exec::serve_ready(core, conns);
