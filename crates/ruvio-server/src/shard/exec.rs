@@ -79,8 +79,7 @@ pub fn run_engine(
         .filter(|_| logging)
     {
         let e = CmdError::AofWriteFailed(error.to_string());
-        core.stats.per_command[cmd.stat].failed += 1;
-        core.stats.count_error(&e);
+        core.stats.count_failed(cmd.stat, &e);
         e.write(&mut Reply::new(out, caller.proto));
         return Ran::default();
     }
@@ -171,7 +170,7 @@ pub fn run_engine(
     core.stats.dirty += ctx.effects.dirty;
     if !ctx.effects.published.is_empty() {
         let published = std::mem::take(&mut ctx.effects.published);
-        crate::scripting::host::queue(&mut core.notifications, published);
+        core.queue_published(published);
     }
     let feeding = core.replication.feed.on();
     if notify || tracked || feeding {
@@ -235,8 +234,7 @@ pub fn run_engine(
             None
         }
         Err(e) => {
-            core.stats.per_command[cmd.stat].failed += 1;
-            core.stats.count_error(&e);
+            core.stats.count_failed(cmd.stat, &e);
             e.write(&mut reply);
             None
         }

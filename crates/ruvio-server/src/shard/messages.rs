@@ -549,8 +549,7 @@ fn run_transaction(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
             Reply::new(&mut out, caller.proto)
                 .error("TRYAGAIN a key of this script is in use by a cross-shard command");
         }
-        core.stats.commands += 1;
-        core.stats.per_command[cmd.stat].calls += 1;
+        core.stats.count_call(cmd.stat);
     }
     core.log_end();
     exec::serve_ready(core, conns);

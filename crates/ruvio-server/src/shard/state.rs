@@ -38,7 +38,7 @@ pub struct ShardCore {
     pub engine: Engine,
     pub topo: Arc<Topology>,
     pub shared: Arc<Shared>,
-    pub stats: ShardStats,
+    pub(super) stats: ShardStats,
     pub(super) limits: Limits,
     /// Wall clock read once per loop iteration.
     pub now_ms: u64,
@@ -71,7 +71,7 @@ pub struct ShardCore {
         crate::mesh::lending::Answer,
     >,
     /// Keyspace notifications waiting for the end of the loop iteration.
-    pub notifications: crate::messaging::notify::Pending,
+    pub(super) notifications: crate::messaging::notify::Pending,
     /// Watched keys of this shard and touched watches of its clients.
     pub watches: crate::transactions::watch::Watches,
     /// This shard's part of a BGSAVE / BGREWRITEAOF (see `snapshot`).
@@ -147,6 +147,21 @@ impl ShardCore {
     /// tried again (see `parked::serve_ready`).
     pub fn signal_key(&mut self, db: usize, key: &[u8]) {
         self.blocking.signal(db, key);
+    }
+
+    /// This shard's counters (INFO stats, commandstats, errorstats), to count in.
+    #[inline]
+    pub fn counters(&mut self) -> &mut ShardStats {
+        &mut self.stats
+    }
+
+    /// What a command's scripts published, delivered at the end of the loop
+    /// iteration (see `messaging::notify`).
+    pub fn queue_published(
+        &mut self,
+        published: impl IntoIterator<Item = ruvio_engine::command::Published>,
+    ) {
+        self.notifications.published.extend(published);
     }
 
     /// Key `key` of `db` changed: its watchers' transactions fail.

@@ -226,8 +226,7 @@ pub fn run_borrowed(
             let reply_bytes = out.buf().len().saturating_sub(reply_start);
             crate::shard::exec::observe(core, cmd, who, args, (ns, reply_bytes));
         }
-        core.stats.commands += 1;
-        core.stats.per_command[cmd.stat].calls += 1;
+        core.counters().count_call(cmd.stat);
     }
     if let Some(conn) = conn {
         out.flush_after(conn.replies);
@@ -393,14 +392,13 @@ fn answer_inline(
                 channel: channel.to_vec(),
                 message: message.to_vec(),
             };
-            crate::scripting::host::queue(&mut core.notifications, vec![published]);
+            core.queue_published(std::iter::once(published));
         }
     }
 }
 
 fn fail_in_queue(core: &mut ShardCore, cmd: &Command, error: CmdError, reply: &mut Reply<'_>) {
-    core.stats.per_command[cmd.stat].failed += 1;
-    core.stats.count_error(&error);
+    core.counters().count_failed(cmd.stat, &error);
     error.write(reply);
 }
 

@@ -214,8 +214,7 @@ pub fn queue(
         }
         Err(e) => {
             queued.failed = true;
-            core.stats.per_command[cmd.stat].rejected += 1;
-            core.stats.count_error(&e);
+            core.counters().count_rejected(cmd.stat, &e);
             e.write(&mut reply);
         }
     }
