@@ -303,7 +303,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("mesh/lending/owner.rs", "shard"),
     ("mesh/lending/waiting.rs", "shard"),
     ("net/conn.rs", "transactions"),
-    ("persistence/recovery.rs", "cmd"),
     ("transactions/exec_run.rs", "cmd"),
     ("transactions/exec_run.rs", "shard"),
     ("transactions/multi.rs", "cmd"),

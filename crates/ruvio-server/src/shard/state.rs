@@ -11,6 +11,7 @@
 
 use crate::clock::unix_ms;
 use crate::cluster::topology::Topology;
+use crate::cmd::registry::logged_handler;
 use crate::config::Config;
 use crate::mesh::forward::Outbox;
 use crate::mesh::gather::Gathering;
@@ -234,7 +235,7 @@ impl ShardCore {
         // -LOADING (see `loading`); without one, here and now.
         let in_background = cfg.durability.logs();
         let loading = if in_background {
-            crate::persistence::loading::start(&cfg, id, &topo)?
+            crate::persistence::loading::start(&cfg, id, &topo, logged_handler)?
         } else {
             Default::default()
         };
@@ -275,7 +276,7 @@ impl ShardCore {
         super::settings::apply_params_at_start(&mut core);
         if !in_background {
             let (engine, end, imported, found) =
-                crate::persistence::loading::load(&core.cfg, id, &core.topo)
+                crate::persistence::loading::load(&core.cfg, id, &core.topo, logged_handler)
                     .map_err(std::io::Error::other)?;
             core.install_loaded(engine, end, imported, found)?;
         }
