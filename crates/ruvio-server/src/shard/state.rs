@@ -74,7 +74,7 @@ pub struct ShardCore {
     /// Keyspace notifications waiting for the end of the loop iteration.
     pub(super) notifications: crate::messaging::notify::Pending,
     /// Watched keys of this shard and touched watches of its clients.
-    pub watches: crate::transactions::watch::Watches,
+    pub(super) watches: crate::transactions::watch::Watches,
     /// This shard's part of a BGSAVE / BGREWRITEAOF (see `snapshot`).
     pub(super) background_save: crate::persistence::snapshot::ShardSave,
     /// Loading the keyspace at start (see `loading`).
@@ -93,7 +93,7 @@ pub struct ShardCore {
     /// CONFIG SET of the certificate settings (see `net::tls`).
     pub(super) tls_settings: Option<crate::net::tls::TlsSettings>,
     /// Command timing and sizes: histograms, what the command logs need.
-    pub timing: crate::observability::Timing,
+    pub(super) timing: crate::observability::Timing,
     /// Ruvio as a primary: this shard's records for the replication stream, its
     /// snapshot for a full sync, the replicas and WAIT calls it serves.
     pub replication: crate::replication::serve::ShardPart,
@@ -163,6 +163,45 @@ impl ShardCore {
         published: impl IntoIterator<Item = ruvio_engine::command::Published>,
     ) {
         self.notifications.published.extend(published);
+    }
+
+    /// Command timing and sizes: whether commands are timed, their clock, the
+    /// command logs' settings (see `observability`).
+    #[inline]
+    pub fn command_timing(&self) -> &crate::observability::Timing {
+        &self.timing
+    }
+
+    /// The WATCH table (see `transactions::watch`).
+    #[inline]
+    pub fn watches(&self) -> &crate::transactions::watch::Watches {
+        &self.watches
+    }
+
+    /// The WATCH table, to check and clear a client's touched watches and to
+    /// forget its keys.
+    #[inline]
+    pub fn watches_mut(&mut self) -> &mut crate::transactions::watch::Watches {
+        &mut self.watches
+    }
+
+    /// `watcher` watches `keys` of `db` here, as they are in the keyspace now.
+    pub fn register_watch(
+        &mut self,
+        watcher: crate::transactions::watch::WatchingClient,
+        db: usize,
+        keys: &[Vec<u8>],
+    ) {
+        let (engine, now_ms) = (&self.engine, self.now_ms);
+        self.watches.register(engine, now_ms, watcher, db, keys);
+    }
+
+    /// What an EXEC sent to the one owner of its keys touches here
+    /// (`mesh::owner_tx::send`): the WATCH table, the outbox, this shard's id.
+    pub fn owner_tx_parts(
+        &mut self,
+    ) -> (&mut crate::transactions::watch::Watches, &mut Outbox, usize) {
+        (&mut self.watches, &mut self.outbox, self.id)
     }
 
     /// Key `key` of `db` changed: its watchers' transactions fail.

@@ -77,8 +77,8 @@ pub fn continue_exec(
         return;
     };
     if let Some(epoch) = rest.check_epoch.take() {
-        let touched = core.watches.is_touched(client.id, epoch);
-        core.watches.clear_touched(client.id);
+        let touched = core.watches_mut().is_touched(client.id, epoch);
+        core.watches_mut().clear_touched(client.id);
         client.watch_epoch += 1;
         let mut reply = Reply::new(replies.sink(), client.proto);
         if touched {
@@ -179,10 +179,12 @@ pub fn run_borrowed(
     mut conn: Option<ConnAccess<'_>>,
 ) -> RanBorrowed {
     let mut ran = RanBorrowed::default();
-    let touched = core.watches.is_touched(caller.client_id, transaction.epoch);
+    let touched = core
+        .watches_mut()
+        .is_touched(caller.client_id, transaction.epoch);
     let below = transaction.epoch + 1;
     forget_watches(core, caller.client_id, below, transaction.watched.clone());
-    core.watches.clear_touched(caller.client_id);
+    core.watches_mut().clear_touched(caller.client_id);
     if touched {
         Reply::new(out, caller.proto).null_array();
         return ran;
@@ -199,7 +201,7 @@ pub fn run_borrowed(
     };
     for (cmd, args) in transaction.commands.iter() {
         // Each queued command is timed and logged here, as Redis logs EXEC's.
-        let (timed, reply_start) = (core.timing.start(), out.buf().len());
+        let (timed, reply_start) = (core.command_timing().start(), out.buf().len());
         match on_borrowed(cmd) {
             OnBorrowed::Select => select_in_queue(core, cmd, &mut caller, args, out.buf()),
             OnBorrowed::Inline => answer_inline(core, cmd, caller, args, out.buf()),
@@ -220,8 +222,8 @@ pub fn run_borrowed(
                 ran.loans.extend(command.loans);
             }
         }
-        if core.timing.active() {
-            let ns = timed.map(|t| core.timing.elapsed_ns(t));
+        if core.command_timing().active() {
+            let ns = timed.map(|t| core.command_timing().elapsed_ns(t));
             let who = crate::observability::Who::Id(caller.client_id);
             let reply_bytes = out.buf().len().saturating_sub(reply_start);
             crate::shard::exec::observe(core, cmd, who, args, (ns, reply_bytes));

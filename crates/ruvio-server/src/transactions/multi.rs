@@ -305,7 +305,7 @@ pub fn unwatch(core: &mut ShardCore, client: &mut ClientState) {
     let watched = std::mem::take(&mut client.watching);
     client.watch_epoch += 1;
     forget_watches(core, client.id, client.watch_epoch, watched);
-    core.watches.clear_touched(client.id);
+    core.watches_mut().clear_touched(client.id);
 }
 
 /// The watches client `client_id` ended while a script kept this shard busy
@@ -318,7 +318,7 @@ pub fn forget_unwatched(
     watched: Vec<DbKey>,
 ) {
     forget_watches(core, client_id, below_epoch, watched);
-    core.watches.clear_touched(client_id);
+    core.watches_mut().clear_touched(client_id);
 }
 
 /// Tell the owners of `watched` to forget `client_id`'s watches of epochs below
@@ -331,7 +331,7 @@ pub(super) fn forget_watches(
 ) {
     for (owner, keys) in by_owner(core, watched) {
         if owner == core.id {
-            core.watches.unregister(client_id, below_epoch, &keys);
+            core.watches_mut().unregister(client_id, below_epoch, &keys);
         } else {
             core.outbox
                 .unwatch_keys(owner, client_id, below_epoch, keys);
@@ -398,8 +398,7 @@ pub fn watch_keys(
                 client_id: client.id,
                 epoch: client.watch_epoch,
             };
-            core.watches
-                .register(&core.engine, core.now_ms, watcher, db, &keys);
+            core.register_watch(watcher, db, &keys);
             continue;
         }
         // An owner busy with a script past the threshold registers the keys when
@@ -438,9 +437,7 @@ pub fn watched_by(
     epoch: u64,
     keys: Vec<Vec<u8>>,
 ) {
-    core.watches.register(
-        &core.engine,
-        core.now_ms,
+    core.register_watch(
         WatchingClient {
             shard: from,
             client_id: tag.client_id,
@@ -510,7 +507,7 @@ pub fn exec(
     match plan {
         Plan::InTurn => run_in_turn(core, conns, client, replies, who, queued),
         Plan::OnOwner(owner, keys) => crate::mesh::owner_tx::send(
-            (&mut core.watches, &mut core.outbox, core.id),
+            core.owner_tx_parts(),
             client,
             replies,
             who,
