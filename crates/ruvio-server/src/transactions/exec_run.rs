@@ -6,7 +6,7 @@
 //! the part that splits off when multi-shard transactions stop borrowing.
 
 use super::multi::{
-    db_index, forget_watches, on_borrowed, Commands, OnBorrowed, Queued, Transaction,
+    db_index, forget_watches, on_borrowed, InTurn, OnBorrowed, Queued, QueuedRows, Transaction,
 };
 use crate::cmd::registry::{Command, Handler};
 use crate::mesh::lending::{self, DbKey};
@@ -18,16 +18,6 @@ use crate::shard::ShardCore;
 use ruvio_engine::command::flags::ALL_SHARDS;
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, Reply};
-
-/// An EXEC running its queue in turn (see [`continue_exec`]).
-#[derive(Debug)]
-pub struct InTurn {
-    commands: Commands,
-    /// The next command to run.
-    next: usize,
-    /// The watch epoch still to check before the first command runs.
-    check_epoch: Option<u64>,
-}
 
 /// Run the queue through the ordinary dispatcher, in turn (blocking commands do
 /// not block). Every key of the queue and of the watches is this shard's
@@ -92,7 +82,7 @@ pub fn continue_exec(
     core.log_begin();
     let mut gathering = None;
     while client.blocked.is_none() {
-        let Some((cmd, args)) = rest.commands.get(rest.next) else {
+        let Some((cmd, args)) = rest.commands.row_at(rest.next) else {
             break;
         };
         rest.next += 1;
@@ -199,7 +189,7 @@ pub fn run_borrowed(
         slot: out,
         after: None,
     };
-    for (cmd, args) in transaction.commands.iter() {
+    for (cmd, args) in transaction.commands.rows() {
         // Each queued command is timed and logged here, as Redis logs EXEC's.
         let (timed, reply_start) = (core.command_timing().start(), out.buf().len());
         match on_borrowed(cmd) {

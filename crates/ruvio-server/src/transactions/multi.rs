@@ -30,7 +30,9 @@
 //! Files: queueing, WATCH and the EXEC plan (run here, on one other owner, or over
 //! borrowed keys) are here; running the queue, in turn or over borrowed keys, is
 //! [`super::exec_run`] (re-exported here), which shares the `Queued` type and the
-//! ordering rules of docs/transactions.md.
+//! ordering rules of docs/transactions.md. The queue itself is the connection's
+//! plain data ([`crate::net::queued`], re-exported here): each command names its
+//! row by statistics slot, and [`QueuedRows`] finds the rows again.
 
 use crate::cmd::registry::{registry, Command, Handler};
 use crate::config::PortMode;
@@ -44,74 +46,37 @@ use ruvio_engine::command::flags::{ALL_SHARDS, NO_MULTI};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
-use ruvio_resp::{Args, ArgsBatch, Reply};
+use ruvio_resp::{Args, Reply};
 
 use super::exec_run::run_in_turn;
-pub use super::exec_run::{
-    continue_exec, every_shard_now, run_borrowed, ConnAccess, InTurn, RanBorrowed,
-};
+pub use super::exec_run::{continue_exec, every_shard_now, run_borrowed, ConnAccess, RanBorrowed};
+pub use crate::net::queued::{Commands, InTurn, Queued};
 
-/// The commands of a transaction, each resolved to the row that runs it, their
-/// arguments copied into one buffer (two allocations that grow, not two per
-/// command).
-#[derive(Debug, Default)]
-pub struct Commands {
-    rows: Vec<&'static Command>,
-    args: ArgsBatch,
-}
-
-impl Commands {
-    fn push(&mut self, cmd: &'static Command, args: Args<'_>) {
-        self.rows.push(cmd);
-        self.args.push(args.iter());
-    }
-
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
+/// A queued command's row, found again from the statistics slot the queue holds
+/// (the connection holds the queue and does not know the table: `net::queued`).
+pub trait QueuedRows {
     /// Command `i`: its row and arguments.
-    pub(super) fn get(&self, i: usize) -> Option<(&'static Command, Args<'_>)> {
-        Some((*self.rows.get(i)?, self.args.get(i)?))
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&'static Command, Args<'_>)> {
-        self.rows.iter().copied().zip(self.args.iter())
-    }
+    fn row_at(&self, i: usize) -> Option<(&'static Command, Args<'_>)>;
+    /// Every command in order: its row and arguments.
+    fn rows(&self) -> impl Iterator<Item = (&'static Command, Args<'_>)>;
 }
 
-/// A client's open transaction (between MULTI and EXEC or DISCARD).
-#[derive(Debug, Default)]
-pub struct Queued {
-    /// The commands, resolved to the row that runs them, with their arguments.
-    pub(super) commands: Commands,
-    /// A command was refused while queueing: EXEC aborts.
-    failed: bool,
+/// The row of statistics slot `stat`, which a queued command's row gave.
+fn row_of(stat: usize) -> &'static Command {
+    registry()
+        .row(stat)
+        .expect("a queued command names the statistics slot of its row")
 }
 
-impl Queued {
-    /// Commands queued (CLIENT LIST `multi=`).
-    pub fn len(&self) -> usize {
-        self.commands.len()
+impl QueuedRows for Commands {
+    #[inline]
+    fn row_at(&self, i: usize) -> Option<(&'static Command, Args<'_>)> {
+        self.get(i).map(|(stat, args)| (row_of(stat), args))
     }
 
-    /// Nothing queued yet.
-    pub fn is_empty(&self) -> bool {
-        self.commands.is_empty()
-    }
-
-    /// Arguments of the queued commands together (CLIENT LIST `multi-mem=`).
-    pub fn argument_count(&self) -> usize {
-        self.commands.args.arg_count()
-    }
-
-    /// Bytes of the queued commands' arguments.
-    pub fn argument_bytes(&self) -> usize {
-        self.commands.args.arg_bytes()
+    #[inline]
+    fn rows(&self) -> impl Iterator<Item = (&'static Command, Args<'_>)> {
+        self.iter().map(|(stat, args)| (row_of(stat), args))
     }
 }
 
@@ -209,7 +174,7 @@ pub fn queue(
     match checked {
         Ok(sub) => {
             client.last_cmd = sub.meta.name;
-            queued.commands.push(sub, args);
+            queued.commands.push(sub.stat, args);
             reply.simple("QUEUED");
         }
         Err(e) => {
@@ -240,7 +205,7 @@ pub fn queue_keyless(
         return CmdError::NotAllowedInMulti.write(reply);
     }
     client.last_cmd = sub.meta.name;
-    queued.commands.push(sub, args);
+    queued.commands.push(sub.stat, args);
     reply.simple("QUEUED");
 }
 
@@ -482,7 +447,7 @@ pub fn exec(
         unwatch(core, client);
         return Err(CmdError::ExecAbort);
     }
-    let one_slot = queued.commands.iter().try_fold(None, |slot, (cmd, args)| {
+    let one_slot = queued.commands.rows().try_fold(None, |slot, (cmd, args)| {
         cluster_slot(core, cmd, args, slot, client.tls)
     });
     if let Err(e) = one_slot {
@@ -493,7 +458,7 @@ pub fn exec(
     // turn, where each command is checked again and a refused one answers
     // Redis's EXEC-time `-NOPERM` (see `shard::dispatch`).
     let refused_now = client.acl.restricted
-        && queued.commands.iter().any(|(cmd, args)| {
+        && queued.commands.rows().any(|(cmd, args)| {
             crate::acl::check::check(&client.acl.user, cmd.stat, cmd.meta, args).is_err()
         });
     if refused_now {
@@ -541,7 +506,7 @@ pub fn exec(
 fn feed_monitors(core: &ShardCore, client: &ClientState, queued: &Queued) {
     use crate::observability::monitor::{feed, Source};
     let mut db = client.db;
-    for (cmd, args) in queued.commands.iter() {
+    for (cmd, args) in queued.commands.rows() {
         let Ok(sub) = cmd.resolve(args) else {
             continue;
         };
@@ -578,7 +543,7 @@ fn run_borrowing(
     let after = client.borrowing_tx.map(|(ticket, _)| ticket);
     let swaps_dbs = queued
         .commands
-        .iter()
+        .rows()
         .any(|(cmd, _)| lending::swaps_dbs(cmd.meta));
     let transaction = Box::new(Transaction {
         commands: queued.commands,
@@ -680,7 +645,7 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     // After a SWAPDB the queue's keys name what was in the other database: each
     // database's place before the queue ran (SWAPDB only).
     let mut before_swaps: Option<Vec<usize>> = None;
-    for (cmd, args) in queued.commands.iter() {
+    for (cmd, args) in queued.commands.rows() {
         match on_borrowed(cmd) {
             OnBorrowed::Conn => with_conn = true,
             OnBorrowed::Select => {
