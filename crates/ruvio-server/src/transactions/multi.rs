@@ -780,3 +780,39 @@ fn single_other_owner(core: &ShardCore, client: &ClientState, keys: &[DbKey]) ->
     let one_owner = keys.iter().all(|(_, k)| core.topo.key_owner(k) == owner);
     (one_owner && owner != core.id).then_some(owner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ruvio_resp::OwnedArgs;
+
+    /// The queue holds statistics slots; each comes back as the very row it was
+    /// resolved to, a container's subcommand included, with its arguments.
+    #[test]
+    fn queued_commands_find_their_rows_again() {
+        let lines: [&[&[u8]]; 3] = [
+            &[b"SET", b"k", b"v"],
+            &[b"client", b"LIST"],
+            &[b"object", b"encoding", b"k"],
+        ];
+        let mut commands = Commands::default();
+        let mut resolved = Vec::new();
+        for line in lines {
+            let args: OwnedArgs = line.iter().copied().collect();
+            let row = registry()
+                .lookup(line[0])
+                .and_then(|c| c.resolve(args.args()).ok())
+                .unwrap();
+            commands.push(row.stat, args.args());
+            resolved.push(row);
+        }
+        let names: Vec<_> = commands.rows().map(|(row, _)| row.meta.name).collect();
+        assert_eq!(names, ["set", "client|list", "object|encoding"]);
+        for (i, (line, row)) in lines.iter().zip(&resolved).enumerate() {
+            let (found, args) = commands.row_at(i).unwrap();
+            assert!(std::ptr::eq(found, *row), "row {i}");
+            assert!(args.iter().eq(line.iter().copied()), "arguments {i}");
+        }
+        assert!(commands.row_at(lines.len()).is_none());
+    }
+}
