@@ -46,7 +46,7 @@ fn main() {
     if let Err(e) = cfg.start_log() {
         fail(&e);
     }
-    if let Err(e) = reshard::prepare(&cfg) {
+    if let Err(e) = reshard::prepare(&cfg, registry::logged_handler) {
         fail(&e);
     }
     let registry = registry::registry();

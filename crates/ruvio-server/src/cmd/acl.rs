@@ -5,7 +5,7 @@
 //! deleted user (`ConfigChange::AclUsers`, answered once all shards applied it,
 //! as CONFIG SET).
 
-use super::{parse_i64, Ctx, ServerCommand, ServerResult};
+use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult};
 use crate::acl::check::Denied;
 use crate::acl::{describe, log, Acl, SetUserError};
 use crate::config::change::ConfigChange;
@@ -102,13 +102,17 @@ pub fn log_denial(ctx: &mut Ctx<'_>, reason: &'static str, object: &[u8], userna
 }
 
 /// Take the table as it is now into `conns`: a connection whose user is gone
-/// is closed (`dirty` gets it, as CLIENT KILL does).
-pub fn refresh_connections(acl: &Acl, conns: &mut Slab<Conn>, dirty: &mut Vec<(u32, u32)>) {
+/// is closed (`mark_dirty` gets it, as CLIENT KILL does).
+pub fn refresh_connections(
+    acl: &Acl,
+    conns: &mut Slab<Conn>,
+    mut mark_dirty: impl FnMut((u32, u32)),
+) {
     for (index, conn) in conns.iter_mut() {
         if !keeps_access(acl, &mut conn.client) {
             conn.client.closing = true;
             conn.client.killed = true;
-            dirty.push((index, conn.gen));
+            mark_dirty((index, conn.gen));
         }
     }
 }
@@ -139,7 +143,7 @@ pub fn keeps_access(acl: &Acl, client: &mut ClientState) -> bool {
 /// shards' before `answer` is sent.
 fn changed_everywhere(ctx: &mut Ctx<'_>, answer: Vec<u8>, reply: &mut Reply<'_>) {
     let acl = ctx.core.shared.acl.clone();
-    refresh_connections(&acl, ctx.conns, &mut ctx.core.dirty);
+    refresh_connections(&acl, ctx.conns, |who| ctx.core.mark_conn_dirty(who));
     if !keeps_access(&acl, ctx.client) {
         // Its own user is gone: answered, then closed (Redis's close-after-reply).
         ctx.client.closing = true;

@@ -59,7 +59,7 @@ fn now_s() -> u64 {
 
 /// `LATENCY DOCTOR`
 fn doctor(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let settings = ctx.core.timing.settings();
+    let settings = ctx.core.command_timing().settings();
     let input = DoctorInput {
         threshold_ms: settings.monitor_ms,
         slow_us: settings.slow_us,
@@ -133,7 +133,7 @@ fn histogram(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Server
     let shards = super::slowlog::visible_shards(&core.cfg, core.id);
     let observatory = &core.shared.observatory;
     write_histograms(
-        (&core.timing, observatory, core.id, shards),
+        (core.command_timing(), observatory, core.id, shards),
         &commands,
         reply,
     );

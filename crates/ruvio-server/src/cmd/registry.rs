@@ -268,6 +268,17 @@ pub fn registry() -> &'static Registry {
     REGISTRY.get_or_init(Registry::build)
 }
 
+/// The keyspace handler of logged command line `args`, for the log's replay
+/// (`persistence::recovery`, handed this at start); `None` for a line that names
+/// no keyspace command (only engine commands are ever logged).
+pub fn logged_handler(args: ruvio_resp::Args<'_>) -> Option<EngineFn> {
+    let command = registry().lookup(args.get(0))?.resolve(args).ok()?;
+    match command.handler {
+        Some(Handler::Engine(handler)) => Some(handler),
+        _ => None,
+    }
+}
+
 /// The row a script's call of a server command resolves to (the engine asks for
 /// commands its own table lacks: see `ruvio_engine::scripting::set_server_commands`).
 pub fn script_row(

@@ -85,7 +85,7 @@ fn kind_of(arg: &[u8]) -> Result<LogKind, CmdError> {
 /// The newest `count` entries of log `kind` the caller sees, as Redis writes them.
 fn write_entries(ctx: &Ctx<'_>, kind: LogKind, count: usize, reply: &mut Reply<'_>) {
     let core = &*ctx.core;
-    let count = count.min(core.timing.settings().len_max(kind));
+    let count = count.min(core.command_timing().settings().len_max(kind));
     let entries = core
         .shared
         .observatory
@@ -119,7 +119,7 @@ fn write_len(ctx: &Ctx<'_>, kind: LogKind, reply: &mut Reply<'_>) {
         .shared
         .observatory
         .len(visible_shards(&core.cfg, core.id), kind);
-    reply.int(len.min(core.timing.settings().len_max(kind)) as i64);
+    reply.int(len.min(core.command_timing().settings().len_max(kind)) as i64);
 }
 
 /// `SLOWLOG GET [count]`

@@ -56,7 +56,7 @@ pub struct ClientState {
     /// (0: it is not); see [`crate::net::outlimit`].
     pub obuf_soft_since_ms: u64,
     /// Between MULTI and EXEC: the queued commands (see [`crate::transactions::multi`]).
-    pub multi: Option<crate::transactions::multi::Queued>,
+    pub multi: Option<crate::net::queued::Queued>,
     /// Its buffers at the start of its current read batch (see [`BufferUse`]).
     pub batch_buffers: BufferUse,
     /// Keys this client watches, `(db, key)`, and the epoch of those watches.
@@ -66,7 +66,7 @@ pub struct ClientState {
     pub in_exec: bool,
     /// The commands of an EXEC still to run after a command that waits for
     /// another shard (see [`crate::transactions::multi::continue_exec`]).
-    pub exec_rest: Option<crate::transactions::multi::InTurn>,
+    pub exec_rest: Option<crate::net::queued::InTurn>,
     /// A transaction of this client runs on borrowed keys without blocking it:
     /// the coordinating op's ticket and the held slot of the client's last
     /// transaction on it (see [`crate::mesh::lending::must_wait_for_transaction`]).

@@ -3,7 +3,8 @@
 //! a command and how, as it travels with it: [`caller`]), the reply
 //! queue that releases its replies in request order ([`reply_queue`]), the slab
 //! that indexes a shard's connections ([`slab`]), where the slab is while a script
-//! runs ([`lent`]), a client's Pub/Sub subscriptions ([`subscriptions`]), and
+//! runs ([`lent`]), a client's Pub/Sub subscriptions ([`subscriptions`]), its
+//! open transaction's queue as plain data ([`queued`]), and
 //! `client-output-buffer-limit` ([`outlimit`]), and TLS
 //! between a connection's socket and its plain buffers ([`tls`]).
 //!
@@ -15,6 +16,7 @@ pub mod caller;
 pub mod conn;
 pub mod lent;
 pub mod outlimit;
+pub mod queued;
 pub mod reply_queue;
 pub mod slab;
 pub mod socket;

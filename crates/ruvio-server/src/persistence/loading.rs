@@ -15,7 +15,7 @@ use crate::cluster::topology::Topology;
 use crate::config::Config;
 use crate::persistence::import::Imported;
 use crate::persistence::stream_mark::Found;
-use crate::persistence::wal::RecoveredEnd;
+use crate::persistence::wal::{HandlerOf, RecoveredEnd};
 use ruvio_engine::Engine;
 use std::sync::atomic::{AtomicU64, Ordering::AcqRel, Ordering::Acquire};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
@@ -98,7 +98,7 @@ pub fn empty_engine(cfg: &Config) -> Engine {
 /// then its snapshot and log (`None` as the log's end: no log is kept). What the
 /// file brought beyond keys (its function libraries, loaded into this thread's
 /// set) travels back for the shard's thread to take (`ShardCore::install_loaded`).
-pub fn load(cfg: &Config, id: usize, topo: &Topology) -> Loaded {
+pub fn load(cfg: &Config, id: usize, topo: &Topology, handler_of: HandlerOf) -> Loaded {
     let mut engine = empty_engine(cfg);
     let mut imported = None;
     if let Some(path) = cfg
@@ -123,19 +123,25 @@ pub fn load(cfg: &Config, id: usize, topo: &Topology) -> Loaded {
     if !cfg.durability.logs() {
         return Ok((engine, None, imported, Found::default()));
     }
+    let now_ms = crate::clock::unix_ms();
     let (end, found) =
-        crate::persistence::wal::recover_marked(&mut engine, cfg, id, crate::clock::unix_ms())?;
+        crate::persistence::wal::recover_marked(&mut engine, cfg, id, now_ms, handler_of)?;
     Ok((engine, Some(end), imported, found))
 }
 
 /// Start loading shard `id` on a thread of its own.
-pub fn start(cfg: &Config, id: usize, topo: &Arc<Topology>) -> std::io::Result<ShardLoading> {
+pub fn start(
+    cfg: &Config,
+    id: usize,
+    topo: &Arc<Topology>,
+    handler_of: HandlerOf,
+) -> std::io::Result<ShardLoading> {
     let (tx, rx) = mpsc::channel();
     let (cfg, topo) = (cfg.clone(), topo.clone());
     std::thread::Builder::new()
         .name(format!("ruvio-load-{id}"))
         .spawn(move || {
-            let _ = tx.send(load(&cfg, id, &topo));
+            let _ = tx.send(load(&cfg, id, &topo, handler_of));
         })?;
     Ok(ShardLoading {
         thread: Some(rx),

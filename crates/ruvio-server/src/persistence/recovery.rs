@@ -7,13 +7,11 @@
 //! because it runs once, before the shard takes clients, and reads what the
 //! running log and the snapshots wrote.
 
-use crate::cmd::registry::{registry, Handler};
 use crate::config::Config;
 use crate::persistence::stream_mark::{Found, StreamMark};
-use ruvio_engine::command::CommandTree;
 use ruvio_engine::command::ExecCtx;
-use ruvio_engine::{DistinctEstimate, Engine};
-use ruvio_resp::{OwnedArgs, Protocol, Reply};
+use ruvio_engine::{DistinctEstimate, Engine, EngineFn};
+use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
 use ruvio_wal::segment::{list_segments, segment_name, shard_dir};
 use ruvio_wal::{read_log, record_keys, LogEnd, Record};
 use std::fs::File;
@@ -89,21 +87,28 @@ fn list_snapshots(dir: &Path) -> Vec<(u64, u64)> {
     found
 }
 
+/// How replay finds the keyspace handler of a logged command line (`None`: the
+/// line names no keyspace command). The command table sits above persistence,
+/// so the layer that owns it hands its lookup down (`cmd::registry::logged_handler`).
+pub type HandlerOf = fn(Args<'_>) -> Option<EngineFn>;
+
 /// Where the recovered log ends: the segment to append to and its good length.
 pub enum RecoveredEnd {
     Empty,
     Segment { number: u64, valid_bytes: u64 },
 }
 
-/// Replay shard `shard`'s log into `engine`. Returns where appending resumes, or
-/// why the shard cannot start.
+/// Replay shard `shard`'s log into `engine`, each record through the handler
+/// `handler_of` finds. Returns where appending resumes, or why the shard cannot
+/// start.
 pub fn recover(
     engine: &mut Engine,
     cfg: &Config,
     shard: usize,
     now_ms: u64,
+    handler_of: HandlerOf,
 ) -> Result<RecoveredEnd, String> {
-    recover_marked(engine, cfg, shard, now_ms).map(|(end, _)| end)
+    recover_marked(engine, cfg, shard, now_ms, handler_of).map(|(end, _)| end)
 }
 
 /// [`recover`], and the replica's stream marks it replayed (see `stream_mark`).
@@ -112,9 +117,10 @@ pub fn recover_marked(
     cfg: &Config,
     shard: usize,
     now_ms: u64,
+    handler_of: HandlerOf,
 ) -> Result<(RecoveredEnd, Found), String> {
     let mut found = Found::default();
-    let end = replay_segments(engine, cfg, shard, now_ms, &mut found)?;
+    let end = replay_segments(engine, cfg, shard, now_ms, handler_of, &mut found)?;
     Ok((end, found))
 }
 
@@ -123,6 +129,7 @@ fn replay_segments(
     cfg: &Config,
     shard: usize,
     now_ms: u64,
+    handler_of: HandlerOf,
     found: &mut Found,
 ) -> Result<RecoveredEnd, String> {
     let dir = shard_dir(&cfg.dir, shard);
@@ -148,8 +155,14 @@ fn replay_segments(
         } else {
             0
         };
-        let (valid, how, replayed) =
-            replay_log(engine, &bytes[skip..], now_ms, &mut scratch, found);
+        let (valid, how, replayed) = replay_log(
+            engine,
+            &bytes[skip..],
+            now_ms,
+            handler_of,
+            &mut scratch,
+            found,
+        );
         records += replayed;
         let valid = valid + skip;
         let how = match how {
@@ -202,6 +215,7 @@ fn replay_log(
     engine: &mut Engine,
     log: &[u8],
     now_ms: u64,
+    handler_of: HandlerOf,
     scratch: &mut Vec<u8>,
     found: &mut Found,
 ) -> (usize, LogEnd, u64) {
@@ -221,7 +235,7 @@ fn replay_log(
             }
             found.saw(None);
             crate::persistence::loading::slow_replay();
-            replay(engine, record.db, &record.args, now_ms, scratch);
+            replay(engine, handler_of, record.db, &record.args, now_ms, scratch);
             records += 1;
         }
     };
@@ -316,16 +330,20 @@ fn load_snapshot(
 
 /// Run one logged command through the engine (its reply is dropped). Only engine
 /// commands are ever logged (`exec::run_engine` is the one place that appends).
-fn replay(engine: &mut Engine, db: usize, args: &[&[u8]], now_ms: u64, scratch: &mut Vec<u8>) {
+fn replay(
+    engine: &mut Engine,
+    handler_of: HandlerOf,
+    db: usize,
+    args: &[&[u8]],
+    now_ms: u64,
+    scratch: &mut Vec<u8>,
+) {
     if args.is_empty() {
         return;
     }
     let argv: OwnedArgs = args.iter().copied().collect();
     let argv = argv.args();
-    let command = registry()
-        .lookup(argv.get(0))
-        .and_then(|c| c.resolve(argv).ok());
-    let Some(Handler::Engine(handler)) = command.and_then(|c| c.handler) else {
+    let Some(handler) = handler_of(argv) else {
         eprintln!(
             "ruvio: a log record names no keyspace command: {:?}",
             String::from_utf8_lossy(argv.get(0))

@@ -19,6 +19,7 @@
 
 use crate::cluster::topology::Topology;
 use crate::config::Config;
+use crate::persistence::wal::HandlerOf;
 use ruvio_engine::rdb::file::{header, write_section_where, Checksum, END_OF_KEYS};
 use ruvio_engine::rdb::RDB_VERSION;
 use ruvio_wal::segment::{list_segments, shard_dir, shard_dirs};
@@ -30,8 +31,9 @@ use std::path::{Path, PathBuf};
 const COMPLETE: &str = "complete";
 
 /// Before the shards start: finish a swap a crash interrupted, then move the keys
-/// when the directory holds another shard count than `cfg.shards`.
-pub fn prepare(cfg: &Config) -> Result<(), String> {
+/// when the directory holds another shard count than `cfg.shards` (each old
+/// shard's log replayed through the handlers `handler_of` finds).
+pub fn prepare(cfg: &Config, handler_of: HandlerOf) -> Result<(), String> {
     if !cfg.durability.logs() {
         return Ok(());
     }
@@ -50,7 +52,7 @@ pub fn prepare(cfg: &Config) -> Result<(), String> {
     );
     let staging = staging_dir(dir, cfg.shards);
     remove_dir_if_any(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
-    stage(cfg, stored, &staging)?;
+    stage(cfg, stored, &staging, handler_of)?;
     mark_complete(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
     swap(dir, &staging, cfg.shards).map_err(|e| format!("{}: {e}", dir.display()))?;
     eprintln!("ruvio: keys moved to {} shards", cfg.shards);
@@ -112,7 +114,12 @@ impl Staged {
 }
 
 /// Write every new shard's snapshot from the old shards' data.
-fn stage(cfg: &Config, old_shards: usize, staging: &Path) -> Result<(), String> {
+fn stage(
+    cfg: &Config,
+    old_shards: usize,
+    staging: &Path,
+    handler_of: HandlerOf,
+) -> Result<(), String> {
     let io = |e: std::io::Error| format!("{}: {e}", staging.display());
     let topo = Topology::new(cfg);
     let mut staged: Vec<Staged> = (0..cfg.shards)
@@ -122,7 +129,7 @@ fn stage(cfg: &Config, old_shards: usize, staging: &Path) -> Result<(), String> 
     let now = crate::clock::unix_ms();
     for old in 0..old_shards {
         let mut engine = crate::persistence::loading::empty_engine(cfg);
-        crate::persistence::wal::recover(&mut engine, cfg, old, now)?;
+        crate::persistence::wal::recover(&mut engine, cfg, old, now, handler_of)?;
         for (new, out) in staged.iter_mut().enumerate() {
             let (section, version) =
                 write_section_where(&engine, now, |key| topo.key_owner(key) == new)?;

@@ -41,7 +41,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 
 pub(crate) use super::recovery::{has_snapshot, make_current, snapshot_name};
-pub use super::recovery::{recover, recover_marked, RecoveredEnd};
+pub use super::recovery::{recover, recover_marked, HandlerOf, RecoveredEnd};
 
 /// Records waiting for the disk beyond this stop the shard from reading new
 /// requests (the log's memory stays bounded when the disk is slower than writes).
@@ -824,7 +824,8 @@ mod tests {
         std::fs::write(&unfinished, b"REDIS0010").unwrap();
         let cfg = config(&dir);
         let mut engine = crate::persistence::loading::empty_engine(&cfg);
-        recover(&mut engine, &cfg, 0, 0).unwrap();
+        let handler_of = crate::cmd::registry::logged_handler;
+        recover(&mut engine, &cfg, 0, 0, handler_of).unwrap();
         assert!(!unfinished.exists());
         let _ = std::fs::remove_dir_all(&dir);
     }

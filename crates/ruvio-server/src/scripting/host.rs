@@ -30,7 +30,6 @@ use crate::config::{Config, PortMode};
 use crate::mesh::script_lock::ScriptLock;
 use crate::messaging::pubsub::{Kind, Subscribers};
 use crate::stats::ShardGauges;
-use ruvio_engine::command::Published;
 use ruvio_engine::glob_match;
 use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, ScriptHost, Spreading};
 use ruvio_engine::{CmdError, Engine};
@@ -300,9 +299,4 @@ impl<S: ServerState> ScriptHost for Host<S> {
             }
         }
     }
-}
-
-/// Queue what a command's scripts published, for the end of the loop iteration.
-pub fn queue(pending: &mut crate::messaging::notify::Pending, published: Vec<Published>) {
-    pending.published.extend(published);
 }

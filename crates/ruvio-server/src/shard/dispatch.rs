@@ -428,9 +428,8 @@ pub(crate) fn run_command(
         rejected => rejected,
     };
     if let Some(e) = rejected {
-        core.stats.per_command[cmd.stat].rejected += 1;
         let e = crate::transactions::multi::refused(core, client, cmd, e);
-        core.stats.count_error(&e);
+        core.stats.count_rejected(cmd.stat, &e);
         return e.write(&mut Reply::new(replies.sink(), client.proto));
     }
     if crate::transactions::multi::queue(core, client, replies, cmd, args) {
@@ -531,12 +530,10 @@ pub(crate) fn run_command(
     // Counted after the call, as Redis' call() does: INFO does not see itself
     // (one that awaits other shards is counted once answered).
     if !awaited {
-        core.stats.commands += 1;
-        core.stats.per_command[stat].calls += 1;
+        core.stats.count_call(stat);
     }
     if let Err(e) = result {
-        core.stats.per_command[stat].failed += 1;
-        core.stats.count_error(&e);
+        core.stats.count_failed(stat, &e);
         e.write(&mut Reply::new(replies.sink(), client.proto));
     }
 }

@@ -21,8 +21,8 @@ pub use super::observe::{
 };
 pub(crate) use super::parked::parked_argv;
 pub use super::parked::{
-    deliver, drop_waiter, early_reply, expire_blocked, expire_fill_leases, park, serve_ready,
-    unblock,
+    deliver, drop_waiter, early_reply, expire_blocked, expire_fill_leases, park, park_watch,
+    serve_ready, unblock,
 };
 /// Who runs a command and how, as it travels with the command (`net::caller`).
 pub use crate::net::caller::{Caller, Tracked};
@@ -79,8 +79,7 @@ pub fn run_engine(
         .filter(|_| logging)
     {
         let e = CmdError::AofWriteFailed(error.to_string());
-        core.stats.per_command[cmd.stat].failed += 1;
-        core.stats.count_error(&e);
+        core.stats.count_failed(cmd.stat, &e);
         e.write(&mut Reply::new(out, caller.proto));
         return Ran::default();
     }
@@ -171,7 +170,7 @@ pub fn run_engine(
     core.stats.dirty += ctx.effects.dirty;
     if !ctx.effects.published.is_empty() {
         let published = std::mem::take(&mut ctx.effects.published);
-        crate::scripting::host::queue(&mut core.notifications, published);
+        core.queue_published(published);
     }
     let feeding = core.replication.feed.on();
     if notify || tracked || feeding {
@@ -239,8 +238,7 @@ pub fn run_engine(
             None
         }
         Err(e) => {
-            core.stats.per_command[cmd.stat].failed += 1;
-            core.stats.count_error(&e);
+            core.stats.count_failed(cmd.stat, &e);
             e.write(&mut reply);
             None
         }

@@ -18,6 +18,7 @@ use crate::net::slab::Slab;
 use crate::shard::blocking::Waiter;
 use crate::shard::exec::{self, run_engine, Caller};
 use crate::shard::ShardCore;
+use crate::transactions::multi::QueuedRows;
 use ruvio_engine::command::CommandTree;
 use ruvio_resp::{Protocol, Reply};
 
@@ -529,7 +530,7 @@ fn run_transaction(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
     let mut out = Vec::new();
     Reply::new(&mut out, caller.proto).array(tx.commands.len());
     core.log_begin();
-    for (cmd, args) in tx.commands.iter() {
+    for (cmd, args) in tx.commands.rows() {
         if crate::mesh::script_lock::is_script(cmd.meta) {
             // It ran on the client's shard without reaching other shards' keys,
             // but may on another branch: it may take the script lock then.
@@ -552,8 +553,7 @@ fn run_transaction(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
             Reply::new(&mut out, caller.proto)
                 .error("TRYAGAIN a key of this script is in use by a cross-shard command");
         }
-        core.stats.commands += 1;
-        core.stats.per_command[cmd.stat].calls += 1;
+        core.stats.count_call(cmd.stat);
     }
     core.log_end();
     exec::serve_ready(core, conns);

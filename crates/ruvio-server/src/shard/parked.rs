@@ -51,6 +51,23 @@ pub fn park(
     })
 }
 
+/// Park an owner's watch over `keys` of `db` for a client blocked on another
+/// shard (`waiter`, a [`Waiter::Watch`]): a write to one of them wakes it.
+pub fn park_watch(core: &mut ShardCore, waiter: Waiter, db: usize, keys: Vec<Vec<u8>>) {
+    core.blocking.park(Blocked {
+        waiter,
+        client_id: 0,
+        db,
+        proto: ruvio_resp::Protocol::Resp2,
+        no_touch: true,
+        argv: OwnedArgs::default(),
+        keys,
+        deadline_ms: None,
+        first_run_ns: None,
+        sent_argv: None,
+    });
+}
+
 /// The arguments a parked command runs with again: its own, with the handler's
 /// replacements (XREAD's `$` as the ID it stood for).
 pub(crate) fn parked_argv(args: Args<'_>, rewrite: &[(usize, Vec<u8>)]) -> OwnedArgs {
@@ -287,8 +304,7 @@ pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, waiter: Waiter, rep
                 if let Some(record) = conn.replies.fill_part(seq, part as usize, reply, 0) {
                     observe_answered(core, &conn.client, &record);
                 }
-                core.dirty.push((index, gen));
-                conn.unblock_if_waiting_on(seq, &mut core.resume, (index, gen));
+                core.reply_filled(conn, (index, gen), seq);
             }
         }
         Waiter::Remote { shard, tag } => core.outbox.reply(shard, tag, &reply),

@@ -650,7 +650,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         }
         ConfigChange::AclUsers => {
             let acl = core.shared.acl.clone();
-            crate::cmd::acl::refresh_connections(&acl, conns, &mut core.dirty);
+            crate::cmd::acl::refresh_connections(&acl, conns, |who| core.dirty.push(who));
         }
         ConfigChange::Reload(outcome) => reload_shard(core, outcome),
     }

@@ -11,6 +11,7 @@
 
 use crate::clock::unix_ms;
 use crate::cluster::topology::Topology;
+use crate::cmd::registry::logged_handler;
 use crate::config::Config;
 use crate::mesh::forward::Outbox;
 use crate::mesh::gather::Gathering;
@@ -38,19 +39,19 @@ pub struct ShardCore {
     pub engine: Engine,
     pub topo: Arc<Topology>,
     pub shared: Arc<Shared>,
-    pub stats: ShardStats,
+    pub(super) stats: ShardStats,
     pub(super) limits: Limits,
     /// Wall clock read once per loop iteration.
     pub now_ms: u64,
     /// Connections whose replies changed since the last flush: (index, generation).
-    pub dirty: Vec<(u32, u32)>,
+    pub(super) dirty: Vec<(u32, u32)>,
     /// Work for other shards, shipped once per loop iteration.
     pub outbox: Outbox,
     /// Commands parked until a key is written (BLPOP ...).
-    pub blocking: Blocking,
+    pub(super) blocking: Blocking,
     /// Connections whose blocking command was answered: run the commands they
     /// received meanwhile.
-    pub resume: Vec<(u32, u32)>,
+    pub(super) resume: Vec<(u32, u32)>,
     /// Keys lent to, and commands run on keys borrowed from, other shards.
     pub lending: Lending,
     /// Calls waiting for the other shards to publish (INFO) or apply a change.
@@ -63,7 +64,7 @@ pub struct ShardCore {
     pub wal: Option<crate::persistence::wal::Wal>,
     /// A replica with a log: its place in the primary's stream kept in the log
     /// (see `stream_mark`).
-    pub stream_marks: crate::persistence::stream_mark::ShardMarks,
+    pub(super) stream_marks: crate::persistence::stream_mark::ShardMarks,
     /// `always`: replies waiting for their log group (see `durable`).
     pub(super) gated: crate::persistence::durable::Gated<
         crate::mesh::forward::Tag,
@@ -71,9 +72,9 @@ pub struct ShardCore {
         crate::mesh::lending::Answer,
     >,
     /// Keyspace notifications waiting for the end of the loop iteration.
-    pub notifications: crate::messaging::notify::Pending,
+    pub(super) notifications: crate::messaging::notify::Pending,
     /// Watched keys of this shard and touched watches of its clients.
-    pub watches: crate::transactions::watch::Watches,
+    pub(super) watches: crate::transactions::watch::Watches,
     /// This shard's part of a BGSAVE / BGREWRITEAOF (see `snapshot`).
     pub(super) background_save: crate::persistence::snapshot::ShardSave,
     /// Loading the keyspace at start (see `loading`).
@@ -92,7 +93,7 @@ pub struct ShardCore {
     /// CONFIG SET of the certificate settings (see `net::tls`).
     pub(super) tls_settings: Option<crate::net::tls::TlsSettings>,
     /// Command timing and sizes: histograms, what the command logs need.
-    pub timing: crate::observability::Timing,
+    pub(super) timing: crate::observability::Timing,
     /// Ruvio as a primary: this shard's records for the replication stream, its
     /// snapshot for a full sync, the replicas and WAIT calls it serves.
     pub replication: crate::replication::serve::ShardPart,
@@ -133,6 +134,74 @@ impl ShardCore {
     /// replica's full sync): its state lives in the databases, which must stay.
     pub fn writing_snapshot(&self) -> bool {
         self.background_save.busy() || self.replication.snapshot.is_some()
+    }
+
+    /// Reply `seq` of connection `who` (`conn`, out of the slab) was filled: the
+    /// connection is flushed at the end of the loop iteration and, if that was the
+    /// answer it waited for, runs the commands it received meanwhile.
+    pub fn reply_filled(&mut self, conn: &mut Conn, who: (u32, u32), seq: u64) {
+        self.dirty.push(who);
+        conn.unblock_if_waiting_on(seq, &mut self.resume, who);
+    }
+
+    /// Key `key` of `db` was written or came home: the clients parked on it are
+    /// tried again (see `parked::serve_ready`).
+    pub fn signal_key(&mut self, db: usize, key: &[u8]) {
+        self.blocking.signal(db, key);
+    }
+
+    /// This shard's counters (INFO stats, commandstats, errorstats), to count in.
+    #[inline]
+    pub fn counters(&mut self) -> &mut ShardStats {
+        &mut self.stats
+    }
+
+    /// What a command's scripts published, delivered at the end of the loop
+    /// iteration (see `messaging::notify`).
+    pub fn queue_published(
+        &mut self,
+        published: impl IntoIterator<Item = ruvio_engine::command::Published>,
+    ) {
+        self.notifications.published.extend(published);
+    }
+
+    /// Command timing and sizes: whether commands are timed, their clock, the
+    /// command logs' settings (see `observability`).
+    #[inline]
+    pub fn command_timing(&self) -> &crate::observability::Timing {
+        &self.timing
+    }
+
+    /// The WATCH table (see `transactions::watch`).
+    #[inline]
+    pub fn watches(&self) -> &crate::transactions::watch::Watches {
+        &self.watches
+    }
+
+    /// The WATCH table, to check and clear a client's touched watches and to
+    /// forget its keys.
+    #[inline]
+    pub fn watches_mut(&mut self) -> &mut crate::transactions::watch::Watches {
+        &mut self.watches
+    }
+
+    /// `watcher` watches `keys` of `db` here, as they are in the keyspace now.
+    pub fn register_watch(
+        &mut self,
+        watcher: crate::transactions::watch::WatchingClient,
+        db: usize,
+        keys: &[Vec<u8>],
+    ) {
+        let (engine, now_ms) = (&self.engine, self.now_ms);
+        self.watches.register(engine, now_ms, watcher, db, keys);
+    }
+
+    /// What an EXEC sent to the one owner of its keys touches here
+    /// (`mesh::owner_tx::send`): the WATCH table, the outbox, this shard's id.
+    pub fn owner_tx_parts(
+        &mut self,
+    ) -> (&mut crate::transactions::watch::Watches, &mut Outbox, usize) {
+        (&mut self.watches, &mut self.outbox, self.id)
     }
 
     /// Key `key` of `db` changed: its watchers' transactions fail.
@@ -205,7 +274,7 @@ impl ShardCore {
         // -LOADING (see `loading`); without one, here and now.
         let in_background = cfg.durability.logs();
         let loading = if in_background {
-            crate::persistence::loading::start(&cfg, id, &topo)?
+            crate::persistence::loading::start(&cfg, id, &topo, logged_handler)?
         } else {
             Default::default()
         };
@@ -246,7 +315,7 @@ impl ShardCore {
         super::settings::apply_params_at_start(&mut core);
         if !in_background {
             let (engine, end, imported, found) =
-                crate::persistence::loading::load(&core.cfg, id, &core.topo)
+                crate::persistence::loading::load(&core.cfg, id, &core.topo, logged_handler)
                     .map_err(std::io::Error::other)?;
             core.install_loaded(engine, end, imported, found)?;
         }

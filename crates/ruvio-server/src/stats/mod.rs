@@ -44,6 +44,28 @@ pub struct ShardStats {
 const ERROR_CODES_MAX: usize = 128;
 
 impl ShardStats {
+    /// One call of the row with statistics slot `stat` ran (INFO's
+    /// `total_commands_processed`, commandstats' `calls`).
+    #[inline]
+    pub fn count_call(&mut self, stat: usize) {
+        self.commands += 1;
+        self.per_command[stat].calls += 1;
+    }
+
+    /// A call of `stat` ran and failed with `error` (commandstats'
+    /// `failed_calls`, errorstats).
+    pub fn count_failed(&mut self, stat: usize, error: &CmdError) {
+        self.per_command[stat].failed += 1;
+        self.count_error(error);
+    }
+
+    /// A call of `stat` was refused before it ran (commandstats'
+    /// `rejected_calls`, errorstats).
+    pub fn count_rejected(&mut self, stat: usize, error: &CmdError) {
+        self.per_command[stat].rejected += 1;
+        self.count_error(error);
+    }
+
     /// Count one error reply under its code.
     pub fn count_error(&mut self, error: &CmdError) {
         let message = error.message();

@@ -6,7 +6,7 @@
 //! the part that splits off when multi-shard transactions stop borrowing.
 
 use super::multi::{
-    db_index, forget_watches, on_borrowed, Commands, OnBorrowed, Queued, Transaction,
+    db_index, forget_watches, on_borrowed, InTurn, OnBorrowed, Queued, QueuedRows, Transaction,
 };
 use crate::cmd::registry::{Command, Handler};
 use crate::mesh::lending::{self, DbKey};
@@ -18,16 +18,6 @@ use crate::shard::ShardCore;
 use ruvio_engine::command::flags::ALL_SHARDS;
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, Reply};
-
-/// An EXEC running its queue in turn (see [`continue_exec`]).
-#[derive(Debug)]
-pub struct InTurn {
-    commands: Commands,
-    /// The next command to run.
-    next: usize,
-    /// The watch epoch still to check before the first command runs.
-    check_epoch: Option<u64>,
-}
 
 /// Run the queue through the ordinary dispatcher, in turn (blocking commands do
 /// not block). Every key of the queue and of the watches is this shard's
@@ -77,8 +67,8 @@ pub fn continue_exec(
         return;
     };
     if let Some(epoch) = rest.check_epoch.take() {
-        let touched = core.watches.is_touched(client.id, epoch);
-        core.watches.clear_touched(client.id);
+        let touched = core.watches_mut().is_touched(client.id, epoch);
+        core.watches_mut().clear_touched(client.id);
         client.watch_epoch += 1;
         let mut reply = Reply::new(replies.sink(), client.proto);
         if touched {
@@ -92,7 +82,7 @@ pub fn continue_exec(
     core.log_begin();
     let mut gathering = None;
     while client.blocked.is_none() {
-        let Some((cmd, args)) = rest.commands.get(rest.next) else {
+        let Some((cmd, args)) = rest.commands.row_at(rest.next) else {
             break;
         };
         rest.next += 1;
@@ -179,10 +169,12 @@ pub fn run_borrowed(
     mut conn: Option<ConnAccess<'_>>,
 ) -> RanBorrowed {
     let mut ran = RanBorrowed::default();
-    let touched = core.watches.is_touched(caller.client_id, transaction.epoch);
+    let touched = core
+        .watches_mut()
+        .is_touched(caller.client_id, transaction.epoch);
     let below = transaction.epoch + 1;
     forget_watches(core, caller.client_id, below, transaction.watched.clone());
-    core.watches.clear_touched(caller.client_id);
+    core.watches_mut().clear_touched(caller.client_id);
     if touched {
         Reply::new(out, caller.proto).null_array();
         return ran;
@@ -197,9 +189,9 @@ pub fn run_borrowed(
         slot: out,
         after: None,
     };
-    for (cmd, args) in transaction.commands.iter() {
+    for (cmd, args) in transaction.commands.rows() {
         // Each queued command is timed and logged here, as Redis logs EXEC's.
-        let (timed, reply_start) = (core.timing.start(), out.buf().len());
+        let (timed, reply_start) = (core.command_timing().start(), out.buf().len());
         match on_borrowed(cmd) {
             OnBorrowed::Select => select_in_queue(core, cmd, &mut caller, args, out.buf()),
             OnBorrowed::Inline => answer_inline(core, cmd, caller, args, out.buf()),
@@ -220,14 +212,13 @@ pub fn run_borrowed(
                 ran.loans.extend(command.loans);
             }
         }
-        if core.timing.active() {
-            let ns = timed.map(|t| core.timing.elapsed_ns(t));
+        if core.command_timing().active() {
+            let ns = timed.map(|t| core.command_timing().elapsed_ns(t));
             let who = crate::observability::Who::Id(caller.client_id);
             let reply_bytes = out.buf().len().saturating_sub(reply_start);
             crate::shard::exec::observe(core, cmd, who, args, (ns, reply_bytes));
         }
-        core.stats.commands += 1;
-        core.stats.per_command[cmd.stat].calls += 1;
+        core.counters().count_call(cmd.stat);
     }
     if let Some(conn) = conn {
         out.flush_after(conn.replies);
@@ -393,14 +384,13 @@ fn answer_inline(
                 channel: channel.to_vec(),
                 message: message.to_vec(),
             };
-            crate::scripting::host::queue(&mut core.notifications, vec![published]);
+            core.queue_published(std::iter::once(published));
         }
     }
 }
 
 fn fail_in_queue(core: &mut ShardCore, cmd: &Command, error: CmdError, reply: &mut Reply<'_>) {
-    core.stats.per_command[cmd.stat].failed += 1;
-    core.stats.count_error(&error);
+    core.counters().count_failed(cmd.stat, &error);
     error.write(reply);
 }
 

@@ -30,7 +30,9 @@
 //! Files: queueing, WATCH and the EXEC plan (run here, on one other owner, or over
 //! borrowed keys) are here; running the queue, in turn or over borrowed keys, is
 //! [`super::exec_run`] (re-exported here), which shares the `Queued` type and the
-//! ordering rules of docs/transactions.md.
+//! ordering rules of docs/transactions.md. The queue itself is the connection's
+//! plain data ([`crate::net::queued`], re-exported here): each command names its
+//! row by statistics slot, and [`QueuedRows`] finds the rows again.
 
 use crate::cmd::registry::{registry, Command, Handler};
 use crate::config::PortMode;
@@ -44,74 +46,37 @@ use ruvio_engine::command::flags::{ALL_SHARDS, NO_MULTI};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
-use ruvio_resp::{Args, ArgsBatch, Reply};
+use ruvio_resp::{Args, Reply};
 
 use super::exec_run::run_in_turn;
-pub use super::exec_run::{
-    continue_exec, every_shard_now, run_borrowed, ConnAccess, InTurn, RanBorrowed,
-};
+pub use super::exec_run::{continue_exec, every_shard_now, run_borrowed, ConnAccess, RanBorrowed};
+pub use crate::net::queued::{Commands, InTurn, Queued};
 
-/// The commands of a transaction, each resolved to the row that runs it, their
-/// arguments copied into one buffer (two allocations that grow, not two per
-/// command).
-#[derive(Debug, Default)]
-pub struct Commands {
-    rows: Vec<&'static Command>,
-    args: ArgsBatch,
-}
-
-impl Commands {
-    fn push(&mut self, cmd: &'static Command, args: Args<'_>) {
-        self.rows.push(cmd);
-        self.args.push(args.iter());
-    }
-
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
+/// A queued command's row, found again from the statistics slot the queue holds
+/// (the connection holds the queue and does not know the table: `net::queued`).
+pub trait QueuedRows {
     /// Command `i`: its row and arguments.
-    pub(super) fn get(&self, i: usize) -> Option<(&'static Command, Args<'_>)> {
-        Some((*self.rows.get(i)?, self.args.get(i)?))
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&'static Command, Args<'_>)> {
-        self.rows.iter().copied().zip(self.args.iter())
-    }
+    fn row_at(&self, i: usize) -> Option<(&'static Command, Args<'_>)>;
+    /// Every command in order: its row and arguments.
+    fn rows(&self) -> impl Iterator<Item = (&'static Command, Args<'_>)>;
 }
 
-/// A client's open transaction (between MULTI and EXEC or DISCARD).
-#[derive(Debug, Default)]
-pub struct Queued {
-    /// The commands, resolved to the row that runs them, with their arguments.
-    pub(super) commands: Commands,
-    /// A command was refused while queueing: EXEC aborts.
-    failed: bool,
+/// The row of statistics slot `stat`, which a queued command's row gave.
+fn row_of(stat: usize) -> &'static Command {
+    registry()
+        .row(stat)
+        .expect("a queued command names the statistics slot of its row")
 }
 
-impl Queued {
-    /// Commands queued (CLIENT LIST `multi=`).
-    pub fn len(&self) -> usize {
-        self.commands.len()
+impl QueuedRows for Commands {
+    #[inline]
+    fn row_at(&self, i: usize) -> Option<(&'static Command, Args<'_>)> {
+        self.get(i).map(|(stat, args)| (row_of(stat), args))
     }
 
-    /// Nothing queued yet.
-    pub fn is_empty(&self) -> bool {
-        self.commands.is_empty()
-    }
-
-    /// Arguments of the queued commands together (CLIENT LIST `multi-mem=`).
-    pub fn argument_count(&self) -> usize {
-        self.commands.args.arg_count()
-    }
-
-    /// Bytes of the queued commands' arguments.
-    pub fn argument_bytes(&self) -> usize {
-        self.commands.args.arg_bytes()
+    #[inline]
+    fn rows(&self) -> impl Iterator<Item = (&'static Command, Args<'_>)> {
+        self.iter().map(|(stat, args)| (row_of(stat), args))
     }
 }
 
@@ -209,13 +174,12 @@ pub fn queue(
     match checked {
         Ok(sub) => {
             client.last_cmd = sub.meta.name;
-            queued.commands.push(sub, args);
+            queued.commands.push(sub.stat, args);
             reply.simple("QUEUED");
         }
         Err(e) => {
             queued.failed = true;
-            core.stats.per_command[cmd.stat].rejected += 1;
-            core.stats.count_error(&e);
+            core.counters().count_rejected(cmd.stat, &e);
             e.write(&mut reply);
         }
     }
@@ -241,7 +205,7 @@ pub fn queue_keyless(
         return CmdError::NotAllowedInMulti.write(reply);
     }
     client.last_cmd = sub.meta.name;
-    queued.commands.push(sub, args);
+    queued.commands.push(sub.stat, args);
     reply.simple("QUEUED");
 }
 
@@ -306,7 +270,7 @@ pub fn unwatch(core: &mut ShardCore, client: &mut ClientState) {
     let watched = std::mem::take(&mut client.watching);
     client.watch_epoch += 1;
     forget_watches(core, client.id, client.watch_epoch, watched);
-    core.watches.clear_touched(client.id);
+    core.watches_mut().clear_touched(client.id);
 }
 
 /// The watches client `client_id` ended while a script kept this shard busy
@@ -319,7 +283,7 @@ pub fn forget_unwatched(
     watched: Vec<DbKey>,
 ) {
     forget_watches(core, client_id, below_epoch, watched);
-    core.watches.clear_touched(client_id);
+    core.watches_mut().clear_touched(client_id);
 }
 
 /// Tell the owners of `watched` to forget `client_id`'s watches of epochs below
@@ -332,7 +296,7 @@ pub(super) fn forget_watches(
 ) {
     for (owner, keys) in by_owner(core, watched) {
         if owner == core.id {
-            core.watches.unregister(client_id, below_epoch, &keys);
+            core.watches_mut().unregister(client_id, below_epoch, &keys);
         } else {
             core.outbox
                 .unwatch_keys(owner, client_id, below_epoch, keys);
@@ -399,8 +363,7 @@ pub fn watch_keys(
                 client_id: client.id,
                 epoch: client.watch_epoch,
             };
-            core.watches
-                .register(&core.engine, core.now_ms, watcher, db, &keys);
+            core.register_watch(watcher, db, &keys);
             continue;
         }
         // An owner busy with a script past the threshold registers the keys when
@@ -439,9 +402,7 @@ pub fn watched_by(
     epoch: u64,
     keys: Vec<Vec<u8>>,
 ) {
-    core.watches.register(
-        &core.engine,
-        core.now_ms,
+    core.register_watch(
         WatchingClient {
             shard: from,
             client_id: tag.client_id,
@@ -486,7 +447,7 @@ pub fn exec(
         unwatch(core, client);
         return Err(CmdError::ExecAbort);
     }
-    let one_slot = queued.commands.iter().try_fold(None, |slot, (cmd, args)| {
+    let one_slot = queued.commands.rows().try_fold(None, |slot, (cmd, args)| {
         cluster_slot(core, cmd, args, slot, client.tls)
     });
     if let Err(e) = one_slot {
@@ -497,7 +458,7 @@ pub fn exec(
     // turn, where each command is checked again and a refused one answers
     // Redis's EXEC-time `-NOPERM` (see `shard::dispatch`).
     let refused_now = client.acl.restricted
-        && queued.commands.iter().any(|(cmd, args)| {
+        && queued.commands.rows().any(|(cmd, args)| {
             crate::acl::check::check(&client.acl.user, cmd.stat, cmd.meta, args).is_err()
         });
     if refused_now {
@@ -511,7 +472,7 @@ pub fn exec(
     match plan {
         Plan::InTurn => run_in_turn(core, conns, client, replies, who, queued),
         Plan::OnOwner(owner, keys) => crate::mesh::owner_tx::send(
-            (&mut core.watches, &mut core.outbox, core.id),
+            core.owner_tx_parts(),
             client,
             replies,
             who,
@@ -545,7 +506,7 @@ pub fn exec(
 fn feed_monitors(core: &ShardCore, client: &ClientState, queued: &Queued) {
     use crate::observability::monitor::{feed, Source};
     let mut db = client.db;
-    for (cmd, args) in queued.commands.iter() {
+    for (cmd, args) in queued.commands.rows() {
         let Ok(sub) = cmd.resolve(args) else {
             continue;
         };
@@ -582,7 +543,7 @@ fn run_borrowing(
     let after = client.borrowing_tx.map(|(ticket, _)| ticket);
     let swaps_dbs = queued
         .commands
-        .iter()
+        .rows()
         .any(|(cmd, _)| lending::swaps_dbs(cmd.meta));
     let transaction = Box::new(Transaction {
         commands: queued.commands,
@@ -684,7 +645,7 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     // After a SWAPDB the queue's keys name what was in the other database: each
     // database's place before the queue ran (SWAPDB only).
     let mut before_swaps: Option<Vec<usize>> = None;
-    for (cmd, args) in queued.commands.iter() {
+    for (cmd, args) in queued.commands.rows() {
         match on_borrowed(cmd) {
             OnBorrowed::Conn => with_conn = true,
             OnBorrowed::Select => {
@@ -818,4 +779,40 @@ fn single_other_owner(core: &ShardCore, client: &ClientState, keys: &[DbKey]) ->
     let owner = core.topo.key_owner(&keys.first()?.1);
     let one_owner = keys.iter().all(|(_, k)| core.topo.key_owner(k) == owner);
     (one_owner && owner != core.id).then_some(owner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ruvio_resp::OwnedArgs;
+
+    /// The queue holds statistics slots; each comes back as the very row it was
+    /// resolved to, a container's subcommand included, with its arguments.
+    #[test]
+    fn queued_commands_find_their_rows_again() {
+        let lines: [&[&[u8]]; 3] = [
+            &[b"SET", b"k", b"v"],
+            &[b"client", b"LIST"],
+            &[b"object", b"encoding", b"k"],
+        ];
+        let mut commands = Commands::default();
+        let mut resolved = Vec::new();
+        for line in lines {
+            let args: OwnedArgs = line.iter().copied().collect();
+            let row = registry()
+                .lookup(line[0])
+                .and_then(|c| c.resolve(args.args()).ok())
+                .unwrap();
+            commands.push(row.stat, args.args());
+            resolved.push(row);
+        }
+        let names: Vec<_> = commands.rows().map(|(row, _)| row.meta.name).collect();
+        assert_eq!(names, ["set", "client|list", "object|encoding"]);
+        for (i, (line, row)) in lines.iter().zip(&resolved).enumerate() {
+            let (found, args) = commands.row_at(i).unwrap();
+            assert!(std::ptr::eq(found, *row), "row {i}");
+            assert!(args.iter().eq(line.iter().copied()), "arguments {i}");
+        }
+        assert!(commands.row_at(lines.len()).is_none());
+    }
 }

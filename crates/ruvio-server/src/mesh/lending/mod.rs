@@ -658,10 +658,10 @@ fn finish_with(
             // Lent to the hook that answers the other clients while a script is busy.
             let _lent = script.then(|| crate::net::lent::lend(conns));
             // Timed here, where it runs (its origin handed it off).
-            let timed = core.timing.start();
+            let timed = core.command_timing().start();
             let ran = run_engine(core, op.cmd, caller, op.argv.args(), &mut out);
-            if core.timing.active() && !ran.start_over {
-                let ns = timed.map(|t| core.timing.elapsed_ns(t));
+            if core.command_timing().active() && !ran.start_over {
+                let ns = timed.map(|t| core.command_timing().elapsed_ns(t));
                 let client_id = op.caller.client_id;
                 match (ran.block.is_some(), op.first_run_ns) {
                     // Parks: recorded when answered, as on one shard.

@@ -23,7 +23,7 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
     }
     let mut entries = Lent::with_capacity(request.keys.len());
     for (db, key) in request.keys {
-        if core.watches.any() {
+        if core.watches().any() {
             // Its watchers learn of an expiry before a transaction checks them.
             core.touch_watched_if_expired(db, &key);
         }
@@ -129,7 +129,7 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
         if let Some(entry) = entry {
             core.engine.adopt(db, entry);
         }
-        core.blocking.signal(db, &key);
+        core.signal_key(db, &key);
     }
     count_lent(core);
     exec::serve_ready(core, conns);

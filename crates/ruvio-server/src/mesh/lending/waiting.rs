@@ -7,10 +7,9 @@
 use super::{advance, CrossOp, Waiting, WatchRequest};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
-use crate::shard::blocking::{Blocked, Waiter};
+use crate::shard::blocking::Waiter;
 use crate::shard::exec;
 use crate::shard::ShardCore;
-use ruvio_resp::OwnedArgs;
 
 /// The reply to a command on borrowed keys and the client's slot it fills (kept
 /// aside under `always` until its writes are on disk, see [`durable`]).
@@ -67,8 +66,7 @@ pub fn deliver(core: &mut ShardCore, conns: &mut Slab<Conn>, answer: Answer) {
         {
             conn.client.borrowing_tx = None;
         }
-        core.dirty.push((index, gen));
-        conn.unblock_if_waiting_on(answer.seq, &mut core.resume, (index, gen));
+        core.reply_filled(conn, (index, gen), answer.seq);
     }
 }
 
@@ -139,18 +137,7 @@ pub fn watch(core: &mut ShardCore, conns: &mut Slab<Conn>, request: WatchRequest
         shard: request.from,
         ticket: request.ticket,
     };
-    core.blocking.park(Blocked {
-        waiter,
-        client_id: 0,
-        db: request.db,
-        proto: ruvio_resp::Protocol::Resp2,
-        no_touch: true,
-        argv: OwnedArgs::default(),
-        keys: request.keys,
-        deadline_ms: None,
-        first_run_ns: None,
-        sent_argv: None,
-    });
+    exec::park_watch(core, waiter, request.db, request.keys);
 }
 
 /// An owner's side: the coordinator no longer needs the watch `ticket`.
