@@ -145,6 +145,12 @@ pub struct Cluster {
     random: u64,
     /// A replica's election for its failed master (`failover_auth_*`).
     election: Election,
+    /// Counts the changes of what routing reads (a slot's owner, a node's
+    /// address, the cluster state), so a reader rebuilds its slot map only when
+    /// it moved ([`Cluster::generation`]).
+    generation: u64,
+    /// Actions of an operator's change (FORGET, RESET) for the next step.
+    pending: Vec<Action>,
 }
 
 /// Where a replica is in taking over its failed master.
@@ -187,6 +193,8 @@ impl Cluster {
             cron_runs: 0,
             random,
             election: Election::default(),
+            generation: 0,
+            pending: Vec::new(),
         };
         cluster.update_state();
         cluster
@@ -244,6 +252,7 @@ impl Cluster {
             return;
         };
         self.by_name.remove(&node.name);
+        self.generation += 1;
         for owner in self.owners.iter_mut().filter(|o| **o == i as u32) {
             *owner = NO_OWNER;
         }
@@ -617,6 +626,7 @@ impl Cluster {
                         let node = self.node_mut(known);
                         if node.ip != peer_ip && !peer_ip.is_empty() {
                             node.ip = peer_ip.to_string();
+                            self.generation += 1;
                         }
                         self.delete_node(t, actions);
                         return;
@@ -635,6 +645,7 @@ impl Cluster {
                     node.cport = 0;
                     node.link = None;
                     self.links.remove(&link);
+                    self.generation += 1;
                     actions.push(Action::Close { link });
                     actions.push(Action::SaveConfig);
                     return;
@@ -984,6 +995,13 @@ impl Cluster {
         } else {
             State::Fail
         };
+        self.generation += 1;
+    }
+
+    /// Changes so far of what routing reads: slot owners, node addresses, the
+    /// cluster state. Equal numbers mean an unchanged slot map.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     // --- what this node sends ---------------------------------------------------
@@ -1121,6 +1139,11 @@ impl Cluster {
 /// CLUSTER NODES and nodes.conf from the table.
 #[path = "membership_show.rs"]
 mod show;
+
+/// What an operator's CLUSTER subcommands change (slots, epochs, FORGET, RESET)
+/// and the start from a nodes.conf.
+#[path = "membership_admin.rs"]
+mod admin;
 
 #[cfg(test)]
 #[path = "membership_tests.rs"]

@@ -561,6 +561,18 @@ fn run_routed(
                 .cfg
                 .client_port(shard, core.topo.nodes[shard].port, client.tls),
         }),
+        Route::MovedToNode(slot, target) => {
+            let (host, port) = core
+                .cluster_node
+                .as_ref()
+                .map_or(("", 0), |n| n.target(target));
+            Err(CmdError::Moved {
+                slot,
+                host: host.to_string(),
+                port,
+            })
+        }
+        Route::ClusterDown(error) => Err(error),
         Route::CrossSlot => Err(CmdError::CrossSlot),
         Route::Remote(shard) => {
             let seq = replies.hold(Merge::Single, 1);

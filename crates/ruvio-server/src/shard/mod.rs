@@ -729,6 +729,9 @@ impl Shard {
         self.primary_tick();
         self.metrics_tick();
         self.tls_tick();
+        if let Some(node) = self.core.cluster_node.as_mut() {
+            node.tick(self.core.now_ms);
+        }
         self.publish_gauges();
     }
     /// `timeout`: once a second, close the clients idle longer than it (Redis'

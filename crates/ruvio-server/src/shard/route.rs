@@ -4,6 +4,7 @@
 //! decision reads only the command's row, its keys and the topology: the one place
 //! to read when a command lands on an unexpected shard.
 
+use crate::cluster::node::SlotRoute;
 use crate::cmd::registry::{Command, Handler};
 use crate::config::PortMode;
 use crate::net::conn::Merge;
@@ -17,6 +18,11 @@ use ruvio_resp::Args;
 pub(super) enum Route {
     Local,
     Moved(u16, usize),
+    /// `cluster-enabled yes`: another node serves the slot (its target in the
+    /// shard's `ShardNode`).
+    MovedToNode(u16, u16),
+    /// `cluster-enabled yes`: `-CLUSTERDOWN` (no owner, or the cluster is down).
+    ClusterDown(CmdError),
     CrossSlot,
     /// Entirely on another shard.
     Remote(usize),
@@ -41,7 +47,11 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
         Route::Split(groups) | Route::Lend(groups) => groups.iter().find_map(|(s, _)| busy(*s)),
         Route::AllShards => (0..shards).find_map(busy),
         Route::Scan(first, _) => (*first..shards).find_map(busy),
-        Route::Local | Route::Moved(..) | Route::CrossSlot => None,
+        Route::Local
+        | Route::Moved(..)
+        | Route::MovedToNode(..)
+        | Route::ClusterDown(_)
+        | Route::CrossSlot => None,
     }
 }
 
@@ -79,6 +89,9 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     };
     if !forward {
         let slot = key_slot(args.get(first));
+        if let Some(node) = core.cluster_node.as_deref() {
+            return node_route(node.slot_route(slot), slot, positions, args);
+        }
         if positions.any(|p| key_slot(args.get(p)) != slot) {
             return Route::CrossSlot;
         }
@@ -100,6 +113,29 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         1 => Route::Remote(owner),
         _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
         _ => Route::Lend(groups),
+    }
+}
+
+/// A keyed command's route on a node of the cluster bus, checked in Redis's
+/// order (`getNodeByQuery`): the first key's slot without owner, keys of
+/// several slots, the cluster down, then the owner.
+fn node_route(
+    first: SlotRoute,
+    slot: u16,
+    mut others: impl Iterator<Item = usize>,
+    args: Args<'_>,
+) -> Route {
+    if first == SlotRoute::Unbound {
+        return Route::ClusterDown(CmdError::SlotNotServed);
+    }
+    if others.any(|p| key_slot(args.get(p)) != slot) {
+        return Route::CrossSlot;
+    }
+    match first {
+        SlotRoute::Here => Route::Local,
+        SlotRoute::Moved(target) => Route::MovedToNode(slot, target),
+        SlotRoute::Unbound => Route::ClusterDown(CmdError::SlotNotServed),
+        SlotRoute::Down => Route::ClusterDown(CmdError::ClusterDown),
     }
 }
 

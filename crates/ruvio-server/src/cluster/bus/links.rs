@@ -44,10 +44,17 @@ pub struct Stepped {
     pub published: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
+/// Message types of the bus (`CLUSTERMSG_TYPE_COUNT`).
+pub const KINDS: usize = 11;
+
 /// The bus port and every open link.
 pub struct Links {
     listener: TcpListener,
     links: HashMap<LinkId, LinkIo>,
+    /// Messages sent and received, by type (CLUSTER INFO's
+    /// `cluster_stats_messages_*`).
+    pub sent: [u64; KINDS],
+    pub received: [u64; KINDS],
 }
 
 impl Links {
@@ -58,6 +65,8 @@ impl Links {
         Ok(Links {
             listener,
             links: HashMap::new(),
+            sent: [0; KINDS],
+            received: [0; KINDS],
         })
     }
 
@@ -85,6 +94,7 @@ impl Links {
                     if let Some(io) = self.links.get_mut(&link) {
                         // Every message this node builds encodes (its lengths fit).
                         let _ = message.encode(&mut io.output);
+                        self.sent[usize::from(message.kind.code()) % KINDS] += 1;
                     }
                 }
                 Action::Close { link } => {
@@ -100,6 +110,8 @@ impl Links {
     /// when `cron` says so, write.
     pub fn step(&mut self, cluster: &mut Cluster, now: u64, cron: bool) -> Stepped {
         let mut out = Stepped::default();
+        let pending = cluster.take_pending();
+        self.perform(cluster, pending, &mut out);
         while let Ok((stream, _)) = self.listener.accept() {
             if stream.set_nonblocking(true).is_err() {
                 continue;
@@ -132,6 +144,7 @@ impl Links {
             };
             let peer_ip = io.peer_ip.clone();
             for message in messages {
+                self.received[usize::from(message.kind.code()) % KINDS] += 1;
                 let actions = cluster.on_message(link, &message, &peer_ip, now);
                 self.perform(cluster, actions, &mut out);
             }
