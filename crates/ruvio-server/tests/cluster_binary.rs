@@ -1,0 +1,390 @@
+//! The cluster bus in the `ruvio` binary (`--cluster-enabled yes`, per-shard
+//! mode: each shard is a node), with a real `redis-server --cluster-enabled yes`
+//! in one cluster.
+//!
+//! - Two Ruvio processes (one shard each) and a redis-server take a third of the
+//!   slots each by CLUSTER ADDSLOTSRANGE and meet by CLUSTER MEET; all three
+//!   agree on CLUSTER NODES (names, addresses, roles, slots) and say
+//!   `cluster_state:ok`; a key of another node answers `-MOVED`, and redis-py's
+//!   RedisCluster writes and reads keys of every slot range through each of
+//!   them. A Ruvio node restarted keeps its name and slots from its nodes.conf
+//!   and the cluster is `ok` again.
+//! - The replies of the operator's subcommands, errors included, are
+//!   redis-server 7.0's byte for byte.
+//! - A Ruvio process of two shards is two nodes that join each other.
+
+mod common;
+
+use common::bus_node::{agreed, wait_for};
+use common::*;
+use ruvio_server::cluster::nodes_file::{parse_line, NodeLine};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// A `ruvio --cluster-enabled yes` process whose port and data directory
+/// outlive it, so the test can restart it; killed when dropped.
+struct Node {
+    child: Child,
+    port: u16,
+    shards: usize,
+    dir: PathBuf,
+}
+
+impl Node {
+    fn start(port: u16, shards: usize, dir: &Path) -> Node {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("ruvio.log"))
+            .expect("log file");
+        let child = Command::new(ruvio_bin())
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--shards", &shards.to_string(), "--durability", "memory"])
+            .args(["--dir", dir.to_str().expect("a UTF-8 path")])
+            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start ruvio");
+        let node = Node {
+            child,
+            port,
+            shards,
+            dir: dir.to_path_buf(),
+        };
+        for shard in 0..shards {
+            let port = port + shard as u16;
+            wait_for("the node answers", || {
+                match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                    Ok(_) if RawConn::connect(port).cmd(&["PING"]) == b"+PONG\r\n" => Ok(()),
+                    _ => Err(std::fs::read_to_string(dir.join("ruvio.log")).unwrap_or_default()),
+                }
+            });
+        }
+        node
+    }
+
+    /// Kills the process and starts it again on the same port and directory.
+    fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // The kernel tears an exited process's io_uring down after it is reaped:
+        // its listening sockets may be bound a moment longer.
+        wait_for("the old process's ports are free", || {
+            let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
+            match free(self.port) && free(self.port + 10000) {
+                true => Ok(()),
+                false => Err("still bound".into()),
+            }
+        });
+        let again = Node::start(self.port, self.shards, &self.dir);
+        let old = std::mem::replace(self, again);
+        std::mem::forget(old);
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.dir.join("ruvio.log")).unwrap_or_default();
+            eprintln!("ruvio on {}:\n{log}", self.port);
+        }
+    }
+}
+
+fn text(reply: &[u8]) -> String {
+    decode(reply).text()
+}
+
+fn cluster_nodes(port: u16) -> Vec<NodeLine> {
+    text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]))
+        .lines()
+        .map(|l| parse_line(l).expect("a node line"))
+        .collect()
+}
+
+/// Every port's CLUSTER NODES agrees with the first's on `count` nodes, all
+/// connected, and every CLUSTER INFO says `ok`.
+fn agree(ports: &[u16], count: usize) -> Result<(), String> {
+    let first = cluster_nodes(ports[0]);
+    let expected = agreed(&first);
+    if expected.len() != count {
+        return Err(format!("{} sees {first:?}", ports[0]));
+    }
+    for &port in ports {
+        let view = cluster_nodes(port);
+        if agreed(&view) != expected || view.iter().any(|l| !l.connected) {
+            return Err(format!("{port} sees {view:?}, {} sees {first:?}", ports[0]));
+        }
+        let info = text(&RawConn::connect(port).cmd(&["CLUSTER", "INFO"]));
+        if !info.lines().any(|l| l == "cluster_state:ok") {
+            return Err(format!("{port}: {info}"));
+        }
+    }
+    Ok(())
+}
+
+fn ok(port: u16, words: &[&str]) {
+    let reply = RawConn::connect(port).cmd(words);
+    assert_eq!(reply, b"+OK\r\n", "{words:?} on {port}: {}", show(&reply));
+}
+
+/// redis-py's RedisCluster, started from `port`, writes `count` keys and reads
+/// them back (following MOVED to whichever node owns each).
+fn redis_py_round_trip(port: u16, count: usize) {
+    let script = format!(
+        "from redis.cluster import RedisCluster\n\
+         rc = RedisCluster(host='127.0.0.1', port={port})\n\
+         for i in range({count}): rc.set('key:%d' % i, 'v%d' % i)\n\
+         bad = [i for i in range({count}) if rc.get('key:%d' % i) != b'v%d' % i]\n\
+         assert not bad, bad[:10]\n\
+         print(len(rc.get_nodes()))\n"
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "redis-py from {port}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3");
+}
+
+fn dbsize(port: u16) -> i64 {
+    let reply = RawConn::connect(port).cmd(&["DBSIZE"]);
+    text(&reply).parse().unwrap_or(-1)
+}
+
+#[test]
+fn two_ruvio_processes_and_a_redis_server_form_one_cluster() {
+    if require_redis_server("cluster_binary").is_none() {
+        return;
+    }
+    let redis = Server::redis_cluster_node();
+    let (port_a, port_b) = (free_ports(1, true), free_ports(1, true));
+    let (dir_a, dir_b) = (unique_dir("node-a"), unique_dir("node-b"));
+    let mut a = Node::start(port_a, 1, &dir_a);
+    let b = Node::start(port_b, 1, &dir_b);
+    let port_r = redis.port();
+    ok(port_a, &["CLUSTER", "ADDSLOTSRANGE", "0", "5460"]);
+    ok(port_b, &["CLUSTER", "ADDSLOTSRANGE", "5461", "10922"]);
+    ok(port_r, &["CLUSTER", "ADDSLOTSRANGE", "10923", "16383"]);
+    // Before meeting, a slot of no node is not served.
+    let reply = RawConn::connect(port_a).cmd(&["GET", "foo"]);
+    assert_eq!(reply, b"-CLUSTERDOWN Hash slot not served\r\n");
+    ok(
+        port_a,
+        &["CLUSTER", "MEET", "127.0.0.1", &port_r.to_string()],
+    );
+    ok(
+        port_b,
+        &["CLUSTER", "MEET", "127.0.0.1", &port_a.to_string()],
+    );
+    let ports = [port_a, port_b, port_r];
+    wait_for("one cluster of three", || agree(&ports, 3));
+
+    let view = cluster_nodes(port_r);
+    let address = |port: u16| format!("127.0.0.1:{port}@{}", port + 10000);
+    for (port, first, last) in [
+        (port_a, 0, 5460),
+        (port_b, 5461, 10922),
+        (port_r, 10923, 16383),
+    ] {
+        let line = view
+            .iter()
+            .find(|l| format!("{}:{}@{}", l.ip, l.port, l.cport) == address(port))
+            .unwrap_or_else(|| panic!("{port} in {view:?}"));
+        assert!(line.has_flag("master"), "{line:?}");
+        assert_eq!(line.slots, vec![(first, last)]);
+        let myid = text(&RawConn::connect(port).cmd(&["CLUSTER", "MYID"]));
+        assert_eq!(line.name, myid);
+    }
+    // `foo` is slot 12182, the redis-server's; `a` is slot 15495, `b` 3300.
+    let reply = RawConn::connect(port_a).cmd(&["GET", "foo"]);
+    assert_eq!(
+        reply,
+        format!("-MOVED 12182 127.0.0.1:{port_r}\r\n").as_bytes()
+    );
+    let reply = RawConn::connect(port_r).cmd(&["SET", "{b}x", "1"]);
+    assert_eq!(
+        reply,
+        format!("-MOVED 3300 127.0.0.1:{port_a}\r\n").as_bytes()
+    );
+    let reply = RawConn::connect(port_a).cmd(&["MSET", "{b}x", "1", "{a}y", "2"]);
+    assert_eq!(
+        reply,
+        b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
+    );
+
+    if require_redis_py() {
+        for port in ports {
+            redis_py_round_trip(port, 600);
+        }
+        let sizes: Vec<i64> = ports.iter().map(|&p| dbsize(p)).collect();
+        assert!(sizes.iter().all(|&n| n > 100), "keys per node: {sizes:?}");
+        assert_eq!(sizes.iter().sum::<i64>(), 600, "keys per node: {sizes:?}");
+    }
+
+    // A restarted node keeps its name, epoch and slots (nodes.conf) and rejoins.
+    let id_a = text(&RawConn::connect(port_a).cmd(&["CLUSTER", "MYID"]));
+    let saved = std::fs::read_to_string(dir_a.join(format!("nodes-{port_a}.conf")))
+        .expect("nodes.conf written");
+    assert!(
+        saved.contains(&format!("{id_a} 127.0.0.1:{port_a}@")),
+        "{saved}"
+    );
+    a.restart();
+    assert_eq!(
+        text(&RawConn::connect(port_a).cmd(&["CLUSTER", "MYID"])),
+        id_a
+    );
+    let mine = cluster_nodes(port_a);
+    let me = mine.iter().find(|l| l.has_flag("myself")).expect("myself");
+    assert_eq!(me.slots, vec![(0, 5460)]);
+    wait_for("the cluster after a restart", || agree(&ports, 3));
+    drop(b);
+}
+
+/// The operator's subcommands answer as redis-server 7.0's, errors included
+/// (the node's own name written `NODE-ID` on both sides).
+#[test]
+fn operator_subcommands_reply_as_redis_server() {
+    if require_redis_server("cluster_binary").is_none() {
+        return;
+    }
+    let redis = Server::redis_cluster_node();
+    let port = free_ports(1, true);
+    let _node = Node::start(port, 1, &unique_dir("node"));
+    let replies = |port: u16| {
+        let mut conn = RawConn::connect(port);
+        let myid = text(&conn.cmd(&["CLUSTER", "MYID"]));
+        let commands: Vec<Vec<String>> = [
+            "GET foo",
+            "CLUSTER ADDSLOTS",
+            "CLUSTER ADDSLOTS abc",
+            "CLUSTER ADDSLOTS 1 1",
+            "CLUSTER ADDSLOTS 16384",
+            "CLUSTER ADDSLOTS 5",
+            "CLUSTER ADDSLOTS 5",
+            "CLUSTER ADDSLOTS 5 abc",
+            "CLUSTER ADDSLOTSRANGE 1",
+            "CLUSTER ADDSLOTSRANGE 3 2",
+            "CLUSTER ADDSLOTSRANGE 10 12 11 13",
+            "CLUSTER ADDSLOTSRANGE 10 12 11",
+            "CLUSTER ADDSLOTSRANGE 5 6 x 7",
+            "CLUSTER ADDSLOTSRANGE 10 12",
+            "CLUSTER DELSLOTS 100",
+            "CLUSTER DELSLOTS 5 5",
+            "CLUSTER DELSLOTSRANGE 200 300",
+            "CLUSTER DELSLOTSRANGE 10 11",
+            "CLUSTER MEET 1.2.3",
+            "CLUSTER MEET 127.0.0.1 abc",
+            "CLUSTER MEET 127.0.0.1 70000",
+            "CLUSTER MEET 127.0.0.1 5000 abc",
+            "CLUSTER MEET a b c d",
+            "CLUSTER MEET 1.2.3.4 -1",
+            "CLUSTER FORGET abc",
+            "CLUSTER FORGET NODE-ID",
+            "CLUSTER COUNT-FAILURE-REPORTS abc",
+            "CLUSTER COUNT-FAILURE-REPORTS NODE-ID",
+            "CLUSTER SET-CONFIG-EPOCH -1",
+            "CLUSTER SET-CONFIG-EPOCH abc",
+            "CLUSTER SET-CONFIG-EPOCH 5",
+            "CLUSTER SET-CONFIG-EPOCH 6",
+            "CLUSTER BUMPEPOCH",
+            "CLUSTER BUMPEPOCH x",
+            "CLUSTER REPLICATE abc",
+            "CLUSTER REPLICATE NODE-ID",
+            "CLUSTER RESET foo",
+            "CLUSTER RESET soft x",
+            "CLUSTER SAVECONFIG",
+            "CLUSTER SAVECONFIG x",
+            "CLUSTER MYID x",
+            "SET foo bar",
+            "CLUSTER INFO",
+            "CLUSTER RESET HARD",
+        ]
+        .iter()
+        .map(|c| c.split(' ').map(|w| w.replace("NODE-ID", &myid)).collect())
+        .collect();
+        let replies: Vec<(String, String)> = commands
+            .iter()
+            .map(|words| {
+                let reply = conn.cmd(words);
+                let shown = String::from_utf8_lossy(&reply).replace(&myid, "NODE-ID");
+                (words.join(" ").replace(&myid, "NODE-ID"), shown)
+            })
+            .collect();
+        // RESET HARD took a new name.
+        let renamed = text(&conn.cmd(&["CLUSTER", "MYID"]));
+        assert!(
+            renamed.len() == 40 && renamed != myid,
+            "{renamed} after {myid}"
+        );
+        replies
+    };
+    let theirs = replies(redis.port());
+    let ours = replies(port);
+    for (mine, redis) in ours.iter().zip(&theirs) {
+        assert_eq!(mine, redis);
+    }
+}
+
+/// A process of two shards is two nodes: they meet like any others, split the
+/// slots and send each other's keys to the other with MOVED.
+#[test]
+fn two_shards_of_one_process_are_two_nodes() {
+    let first = free_ports(2, true);
+    let node = Node::start(first, 2, &unique_dir("two-shards"));
+    let second = first + 1;
+    ok(first, &["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]);
+    ok(second, &["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]);
+    ok(
+        second,
+        &["CLUSTER", "MEET", "127.0.0.1", &first.to_string()],
+    );
+    wait_for("two shards, one cluster", || agree(&[first, second], 2));
+    let names: Vec<String> = [first, second]
+        .iter()
+        .map(|&p| text(&RawConn::connect(p).cmd(&["CLUSTER", "MYID"])))
+        .collect();
+    assert_ne!(names[0], names[1]);
+    // `foo` is slot 12182 (the second shard's), `{b}x` 3300 (the first's).
+    let reply = RawConn::connect(first).cmd(&["SET", "foo", "1"]);
+    assert_eq!(
+        reply,
+        format!("-MOVED 12182 127.0.0.1:{second}\r\n").as_bytes()
+    );
+    ok(second, &["SET", "foo", "1"]);
+    let reply = RawConn::connect(second).cmd(&["GET", "{b}x"]);
+    assert_eq!(
+        reply,
+        format!("-MOVED 3300 127.0.0.1:{first}\r\n").as_bytes()
+    );
+    for (port, shard) in [(first, 0), (second, 1)] {
+        let file = node.dir.join(format!("nodes-{port}.conf"));
+        let saved = std::fs::read_to_string(&file).expect("each shard's nodes.conf");
+        assert!(saved.contains(&names[shard]), "{saved}");
+    }
+}
+
+/// redis-py is importable (scripts/test.sh installs it); a run that requires
+/// the real Redis tools fails without it.
+fn require_redis_py() -> bool {
+    let found = Command::new("python3")
+        .args(["-c", "import redis.cluster"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("RUVIO_REQUIRE_REDIS").as_deref() != Ok("1"),
+            "redis-py is not installed but RUVIO_REQUIRE_REDIS=1"
+        );
+        eprintln!("SKIPPED the redis-py part of cluster_binary: redis-py is not installed");
+    }
+    found
+}
