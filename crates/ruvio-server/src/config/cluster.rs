@@ -20,11 +20,12 @@ pub(super) fn bus_enabled(params: &BTreeMap<&'static str, String>) -> bool {
     params.get("cluster-enabled").map(String::as_str) == Some("yes")
 }
 
-/// The port mode of a node of the bus: each shard is a node, so per-shard mode;
-/// forward mode's one node per process is not built yet, and asking for both is
-/// refused rather than half honoured.
-pub(super) fn bus_port_mode(given: Option<PortMode>) -> Result<PortMode, String> {
-    match given {
+/// The port mode of a node of the bus: each shard is a node, so per-shard mode,
+/// whatever the config file's `port_mode` says; forward mode's one node per
+/// process is not built yet, and a `--port-mode forward` flag beside
+/// `--cluster-enabled yes` is refused rather than half honoured.
+pub(super) fn bus_port_mode(flag: Option<PortMode>) -> Result<PortMode, String> {
+    match flag {
         Some(PortMode::Forward) => Err(
             "cluster-enabled yes needs port-mode per-shard (each shard is a cluster node; \
              forward mode as one node is not built yet)"
@@ -66,5 +67,69 @@ impl Config {
                 .dir
                 .join(format!("nodes-{}.conf", self.shard_port(shard))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Cli;
+
+    fn load(port_mode: Option<PortMode>, redis: &[(&str, &str)]) -> Result<Config, String> {
+        Config::load(Cli {
+            port: Some(7000),
+            shards: Some(2),
+            port_mode,
+            dir: Some(PathBuf::from("/data")),
+            redis: redis
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Cli::default()
+        })
+    }
+
+    #[test]
+    fn cluster_enabled_makes_each_shard_a_node() {
+        let cfg = load(None, &[("cluster-enabled", "yes")]).unwrap();
+        assert!(cfg.cluster_bus());
+        assert_eq!(cfg.port_mode, PortMode::PerShard);
+        assert_eq!(
+            (cfg.cluster_bus_port(0), cfg.cluster_bus_port(1)),
+            (17000, 17001)
+        );
+        assert_eq!(
+            cfg.cluster_config_path(1),
+            PathBuf::from("/data/nodes-7001.conf")
+        );
+        assert_eq!(cfg.cluster_node_timeout_ms(), 15_000);
+        let refused = load(Some(PortMode::Forward), &[("cluster-enabled", "yes")]);
+        assert!(refused.unwrap_err().contains("per-shard"));
+    }
+
+    #[test]
+    fn cluster_settings_under_redis_names() {
+        let cfg = load(
+            None,
+            &[
+                ("cluster-enabled", "yes"),
+                ("cluster-port", "20000"),
+                ("cluster-node-timeout", "2000"),
+                ("cluster-config-file", "mine.conf"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            (cfg.cluster_bus_port(0), cfg.cluster_bus_port(1)),
+            (20000, 20001)
+        );
+        assert_eq!(cfg.cluster_node_timeout_ms(), 2000);
+        assert_eq!(cfg.cluster_config_path(0), PathBuf::from("/data/mine.conf"));
+        assert_eq!(
+            cfg.cluster_config_path(1),
+            PathBuf::from("/data/nodes-7001.conf")
+        );
+        let plain = load(Some(PortMode::PerShard), &[]).unwrap();
+        assert!(!plain.cluster_bus());
     }
 }

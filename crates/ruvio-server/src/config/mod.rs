@@ -359,8 +359,10 @@ impl Config {
             }
             None => FileConfig::default(),
         };
-        let port_mode_given = cli.port_mode.or(file.port_mode);
-        let mut port_mode = port_mode_given.unwrap_or(PortMode::Forward);
+        let mut port_mode = cli
+            .port_mode
+            .or(file.port_mode)
+            .unwrap_or(PortMode::Forward);
         // Per-shard mode answers as Redis Cluster nodes do (`cluster-enabled yes`).
         let mut engine = ruvio_engine::EngineConfig {
             cluster_enabled: port_mode == PortMode::PerShard,
@@ -451,7 +453,7 @@ impl Config {
             params.insert(params::storage_name(spec.name), shown);
         }
         if cluster::bus_enabled(&params) {
-            port_mode = cluster::bus_port_mode(port_mode_given)?;
+            port_mode = cluster::bus_port_mode(cli.port_mode)?;
             engine.cluster_enabled = true;
         }
         if port_mode == PortMode::PerShard && params.contains_key("replicaof") {
