@@ -365,6 +365,29 @@ fn two_shards_of_one_process_are_two_nodes() {
         reply,
         format!("-MOVED 3300 127.0.0.1:{first}\r\n").as_bytes()
     );
+    // SLOT-STATS and HELP speak of the node's slots and subcommands.
+    let stats =
+        RawConn::connect(first).cmd(&["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "8190", "8193"]);
+    let counted: Vec<i64> = match decode(&stats) {
+        Value::Array(rows) => rows
+            .iter()
+            .map(|row| match row {
+                Value::Array(pair) => match pair.first() {
+                    Some(Value::Int(slot)) => *slot,
+                    _ => -1,
+                },
+                _ => -1,
+            })
+            .collect(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(counted, vec![8190, 8191]);
+    let help = RawConn::connect(first).cmd(&["CLUSTER", "HELP"]);
+    assert!(
+        show(&help).contains("MEET <ip> <port> [<bus-port>]"),
+        "{}",
+        show(&help)
+    );
     for (port, shard) in [(first, 0), (second, 1)] {
         let file = node.dir.join(format!("nodes-{port}.conf"));
         let saved = std::fs::read_to_string(&file).expect("each shard's nodes.conf");

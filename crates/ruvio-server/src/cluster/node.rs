@@ -132,6 +132,12 @@ impl ShardNode {
         }
     }
 
+    /// This node owns `slot` (whatever the cluster state).
+    pub fn serves(&self, slot: u16) -> bool {
+        let myself = self.cluster.myself();
+        matches!(self.cluster.slot_owner(slot), Some((name, _, _)) if name == myself)
+    }
+
     /// The client address of a [`SlotRoute::Moved`] target.
     pub fn target(&self, target: u16) -> (&str, u16) {
         match self.targets.get(usize::from(target)) {

@@ -301,8 +301,13 @@ const SLOT_STATS_METRICS: &[&str] = &["key-count"];
 /// unless ASC. Errors and their order as Redis's `clusterSlotStatsCommand`.
 fn slot_stats(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    let node = &ctx.core.topo.nodes[ctx.core.id];
-    let served = node.first_slot..=node.last_slot;
+    let served: Vec<u16> = match ctx.core.cluster_node.as_deref() {
+        Some(node) => (0..SLOT_COUNT).filter(|&s| node.serves(s)).collect(),
+        None => {
+            let node = &ctx.core.topo.nodes[ctx.core.id];
+            (node.first_slot..=node.last_slot).collect()
+        }
+    };
     // One walk of the keyspace for every slot (Redis keeps one dict per slot; Ruvio
     // one per database). Cluster mode has database 0 only, as Redis counts.
     let counts = ctx.core.engine.key_counts_by_slot(0);
@@ -313,7 +318,9 @@ fn slot_stats(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
         if start > end {
             return Err(CmdError::SlotRangeReversed(start, end));
         }
-        (start..=end).filter(|s| served.contains(s)).collect()
+        (start..=end)
+            .filter(|s| served.binary_search(s).is_ok())
+            .collect()
     } else if args.len() >= 4 && variant.eq_ignore_ascii_case(b"ORDERBY") {
         let metric = args.get(3);
         if !SLOT_STATS_METRICS
@@ -323,7 +330,7 @@ fn slot_stats(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
             return Err(CmdError::SlotStatsMetric);
         }
         let (limit, descending) = orderby_options(args)?;
-        let mut slots: Vec<u16> = served.clone().collect();
+        let mut slots = served;
         // Stable sort over slots in order: ties stay by ascending slot, as Redis's
         // comparators order them.
         if descending {
@@ -380,6 +387,10 @@ fn orderby_options(args: Args<'_>) -> Result<(usize, bool), CmdError> {
 
 fn help(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if ctx.core.cluster_node.is_some() {
+        reply_help(reply, b"cluster", bus::HELP);
+        return Ok(());
+    }
     reply_help(
         reply,
         b"cluster",

@@ -35,6 +35,53 @@ const KIND_NAMES: [&str; KINDS] = [
     "publishshard",
 ];
 
+/// CLUSTER HELP on a node of the bus: redis-server 7.0's lines, in its order,
+/// for the subcommands there are.
+pub(super) const HELP: &[&str] = &[
+    "ADDSLOTS <slot> [<slot> ...]",
+    "    Assign slots to current node.",
+    "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+    "    Assign slots which are between <start-slot> and <end-slot> to current node.",
+    "BUMPEPOCH",
+    "    Advance the cluster config epoch.",
+    "COUNT-FAILURE-REPORTS <node-id>",
+    "    Return number of failure reports for <node-id>.",
+    "COUNTKEYSINSLOT <slot>",
+    "    Return the number of keys in <slot>.",
+    "DELSLOTS <slot> [<slot> ...]",
+    "    Delete slots information from current node.",
+    "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+    "    Delete slots information which are between <start-slot> and <end-slot> from current node.",
+    "FORGET <node-id>",
+    "    Remove a node from the cluster.",
+    "GETKEYSINSLOT <slot> <count>",
+    "    Return key names stored by current node in a slot.",
+    "INFO",
+    "    Return information about the cluster.",
+    "KEYSLOT <key>",
+    "    Return the hash slot for <key>.",
+    "MEET <ip> <port> [<bus-port>]",
+    "    Connect nodes into a working cluster.",
+    "MYID",
+    "    Return the node id.",
+    "NODES",
+    "    Return cluster configuration seen by node. Output format:",
+    "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+    "REPLICATE <node-id>",
+    "    Configure current node as replica to <node-id>.",
+    "RESET [HARD|SOFT]",
+    "    Reset current node (default: soft).",
+    "SET-CONFIG-EPOCH <epoch>",
+    "    Set config epoch of current node.",
+    "SAVECONFIG",
+    "    Force saving cluster configuration on disk.",
+    "SLOTS",
+    "    Return information about slots range mappings. Each range is made of:",
+    "    start, end, master and replicas IP addresses, ports and ids",
+    "SHARDS",
+    "    Return information about slot range mappings and the nodes associated with them.",
+];
+
 /// The shard's node, or Redis's answer to a subcommand it does not have.
 fn node<'a>(ctx: &'a mut Ctx<'_>, args: Args<'_>) -> Result<&'a mut ShardNode, CmdError> {
     match ctx.core.cluster_node.as_deref_mut() {
