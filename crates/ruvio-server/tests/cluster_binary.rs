@@ -365,6 +365,16 @@ fn two_shards_of_one_process_are_two_nodes() {
         reply,
         format!("-MOVED 3300 127.0.0.1:{first}\r\n").as_bytes()
     );
+    // Shard channels live on the slot's node too.
+    let reply = RawConn::connect(first).cmd(&["SPUBLISH", "foo", "m"]);
+    assert_eq!(
+        reply,
+        format!("-MOVED 12182 127.0.0.1:{second}\r\n").as_bytes()
+    );
+    assert_eq!(
+        RawConn::connect(second).cmd(&["SPUBLISH", "foo", "m"]),
+        b":0\r\n"
+    );
     // SLOT-STATS and HELP speak of the node's slots and subcommands.
     let stats =
         RawConn::connect(first).cmd(&["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "8190", "8193"]);

@@ -20,6 +20,7 @@ use super::nodes_file::NodesFile;
 use crate::config::Config;
 use crate::serverlog::{log, Level};
 use ruvio_engine::slot::SLOT_COUNT;
+use ruvio_engine::CmdError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -136,6 +137,22 @@ impl ShardNode {
     pub fn serves(&self, slot: u16) -> bool {
         let myself = self.cluster.myself();
         matches!(self.cluster.slot_owner(slot), Some((name, _, _)) if name == myself)
+    }
+
+    /// What runs even while the cluster is down (shard channels: Redis's
+    /// `cluster-allow-pubsubshard-when-down yes`, its default): here, `-MOVED`
+    /// to the owner, or not served.
+    pub fn redirect_ignoring_state(&self, slot: u16) -> Result<(), CmdError> {
+        let myself = self.cluster.myself();
+        match self.cluster.slot_owner(slot) {
+            None => Err(CmdError::SlotNotServed),
+            Some((name, _, _)) if name == myself => Ok(()),
+            Some((_, ip, port)) => Err(CmdError::Moved {
+                slot,
+                host: ip.to_string(),
+                port,
+            }),
+        }
     }
 
     /// The client address of a [`SlotRoute::Moved`] target.

@@ -211,6 +211,9 @@ fn check_slot<'a>(ctx: &Ctx<'_>, mut names: impl Iterator<Item = &'a [u8]>) -> S
     if names.any(|n| key_slot(n) != slot) {
         return Err(CmdError::CrossSlot);
     }
+    if let Some(node) = ctx.core.cluster_node.as_deref() {
+        return node.redirect_ignoring_state(slot);
+    }
     let owner = topo.owner(slot);
     if owner != ctx.core.id {
         return Err(CmdError::Moved {
