@@ -11,7 +11,8 @@
 //!   and the cluster is `ok` again.
 //! - The replies of the operator's subcommands, errors included, are
 //!   redis-server 7.0's byte for byte.
-//! - A Ruvio process of two shards is two nodes that join each other.
+//! - A Ruvio process of two shards is two nodes that join each other, and
+//!   `redis-cli --cluster create` makes a cluster of a process's three shards.
 
 mod common;
 
@@ -420,4 +421,62 @@ fn require_redis_py() -> bool {
         eprintln!("SKIPPED the redis-py part of cluster_binary: redis-py is not installed");
     }
     found
+}
+
+/// `redis-cli --cluster create` builds a cluster of the shards of one Ruvio
+/// process as it builds one of redis-servers (ADDSLOTS, SET-CONFIG-EPOCH,
+/// MEET, then its checks), and `redis-cli --cluster check` finds it whole.
+#[test]
+fn redis_cli_cluster_create_builds_a_cluster_of_shard_nodes() {
+    let Some(cli) = require_redis_cli() else {
+        return;
+    };
+    let first = free_ports(3, true);
+    let _node = Node::start(first, 3, &unique_dir("create"));
+    let ports = [first, first + 1, first + 2];
+    let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let out = Command::new(&cli)
+        .args(["--cluster", "create"])
+        .args(&addresses)
+        .arg("--cluster-yes")
+        .output()
+        .expect("redis-cli");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("[OK] All 16384 slots covered."), "{said}");
+    wait_for("the created cluster", || agree(&ports, 3));
+    let epochs: std::collections::BTreeSet<u64> = cluster_nodes(first)
+        .iter()
+        .map(|l| l.config_epoch)
+        .collect();
+    assert_eq!(epochs.len(), 3, "a config epoch of its own for each node");
+    let out = Command::new(&cli)
+        .args(["--cluster", "check", &addresses[1]])
+        .output()
+        .expect("redis-cli");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("[OK] All nodes agree about slots configuration."),
+        "{said}"
+    );
+}
+
+/// `redis-cli`, when installed (a run that requires the real Redis tools fails
+/// without it).
+fn require_redis_cli() -> Option<PathBuf> {
+    let bin = require_redis_server("cluster_binary")?.with_file_name("redis-cli");
+    if bin.is_file() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var("RUVIO_REQUIRE_REDIS").as_deref() != Ok("1"),
+        "redis-cli is not installed but RUVIO_REQUIRE_REDIS=1"
+    );
+    eprintln!("SKIPPED a cluster_binary test: redis-cli is not installed");
+    None
 }
