@@ -127,6 +127,30 @@ fn agree(ports: &[u16], count: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// CLUSTER LINKS as (node, direction) pairs.
+fn cluster_links(port: u16) -> std::collections::BTreeSet<(String, String)> {
+    let reply = RawConn::connect(port).cmd(&["CLUSTER", "LINKS"]);
+    let Value::Array(links) = decode(&reply) else {
+        panic!("CLUSTER LINKS: {}", show(&reply));
+    };
+    let field = |fields: &[Value], name: &str| {
+        let at = fields
+            .iter()
+            .position(|f| matches!(f, Value::Bulk(b) if b == name.as_bytes()))?;
+        match fields.get(at + 1) {
+            Some(Value::Bulk(value)) => Some(String::from_utf8_lossy(value).into_owned()),
+            _ => None,
+        }
+    };
+    links
+        .iter()
+        .filter_map(|link| match link {
+            Value::Array(fields) => Some((field(fields, "node")?, field(fields, "direction")?)),
+            _ => None,
+        })
+        .collect()
+}
+
 fn ok(port: u16, words: &[&str]) {
     let reply = RawConn::connect(port).cmd(words);
     assert_eq!(reply, b"+OK\r\n", "{words:?} on {port}: {}", show(&reply));
@@ -203,6 +227,26 @@ fn two_ruvio_processes_and_a_redis_server_form_one_cluster() {
         assert_eq!(line.slots, vec![(first, last)]);
         let myid = text(&RawConn::connect(port).cmd(&["CLUSTER", "MYID"]));
         assert_eq!(line.name, myid);
+    }
+    // CLUSTER LINKS: a link to and a link from each other node, on Ruvio's
+    // nodes as on the redis-server.
+    let names: Vec<String> = ports
+        .iter()
+        .map(|&p| text(&RawConn::connect(p).cmd(&["CLUSTER", "MYID"])))
+        .collect();
+    for (i, &port) in ports.iter().enumerate() {
+        let mut expected = std::collections::BTreeSet::new();
+        for (_, name) in names.iter().enumerate().filter(|(j, _)| *j != i) {
+            expected.insert((name.clone(), "to".to_string()));
+            expected.insert((name.clone(), "from".to_string()));
+        }
+        wait_for("each node's links", || {
+            let links = cluster_links(port);
+            match links == expected {
+                true => Ok(()),
+                false => Err(format!("{port}: {links:?}")),
+            }
+        });
     }
     // `foo` is slot 12182, the redis-server's; `a` is slot 15495, `b` 3300.
     let reply = RawConn::connect(port_a).cmd(&["GET", "foo"]);

@@ -225,6 +225,27 @@ impl Cluster {
         (assigned, pfail, fail)
     }
 
+    /// The links that belong to a known node (CLUSTER LINKS): its name, the
+    /// link, and whether this node opened it (`to`) or accepted it (`from`),
+    /// by node, `to` first.
+    pub fn node_links(&self) -> Vec<(NodeName, super::LinkId, bool)> {
+        let mut links: Vec<(usize, bool, super::LinkId)> = self
+            .links
+            .iter()
+            .filter_map(|(&link, &of)| {
+                let i = of.filter(|&i| i != MYSELF)?;
+                let node = self.nodes[i].as_ref()?;
+                let outbound = node.link.map(|(l, _)| l) == Some(link);
+                Some((i, !outbound, link))
+            })
+            .collect();
+        links.sort_unstable();
+        links
+            .into_iter()
+            .map(|(i, inbound, link)| (self.node(i).name, link, !inbound))
+            .collect()
+    }
+
     /// Nodes this one knows (CLUSTER INFO's `cluster_known_nodes`).
     pub fn known_nodes(&self) -> usize {
         self.live().count()

@@ -2,7 +2,7 @@
 //! the whole cluster as the shard's membership knows it (INFO, NODES, SLOTS,
 //! SHARDS, MYID) and what an operator changes (MEET, ADDSLOTS, ADDSLOTSRANGE,
 //! DELSLOTS, DELSLOTSRANGE, FORGET, RESET, SAVECONFIG, SET-CONFIG-EPOCH,
-//! BUMPEPOCH, REPLICATE, COUNT-FAILURE-REPORTS), with redis-server 7.0's
+//! BUMPEPOCH, REPLICATE, COUNT-FAILURE-REPORTS) and its bus links (LINKS), with redis-server 7.0's
 //! replies and error strings (tests/cluster_binary.rs compares them).
 //!
 //! Apart from `cluster.rs` because the fixed topology's answers stay as they
@@ -80,6 +80,9 @@ pub(super) const HELP: &[&str] = &[
     "    start, end, master and replicas IP addresses, ports and ids",
     "SHARDS",
     "    Return information about slot range mappings and the nodes associated with them.",
+    "LINKS",
+    "    Return information about all network links between this node and its peers.",
+    "    Output format is an array where each array element is a map containing attributes of a link",
 ];
 
 /// The shard's node, or Redis's answer to a subcommand it does not have.
@@ -494,6 +497,34 @@ pub(super) fn reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
     node.cluster.reset(hard, now);
     node.changed();
     reply.ok();
+    Ok(())
+}
+
+/// CLUSTER LINKS: each bus link to or from a known node.
+pub(super) fn links(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let node = node(ctx, args)?;
+    let links: Vec<_> = node
+        .cluster
+        .node_links()
+        .into_iter()
+        .filter_map(|(name, link, outbound)| Some((name, outbound, node.links.view(link)?)))
+        .collect();
+    reply.array(links.len());
+    for (name, outbound, view) in links {
+        reply.map(6);
+        reply.bulk(b"direction");
+        reply.bulk(if outbound { b"to" } else { b"from" });
+        reply.bulk(b"node");
+        reply.bulk(&name);
+        reply.bulk(b"create-time");
+        reply.int(view.created as i64);
+        reply.bulk(b"events");
+        reply.bulk(if view.pending > 0 { b"rw" } else { b"r" });
+        reply.bulk(b"send-buffer-allocated");
+        reply.int(view.allocated as i64);
+        reply.bulk(b"send-buffer-used");
+        reply.int(view.pending as i64);
+    }
     Ok(())
 }
 

@@ -33,6 +33,8 @@ struct LinkIo {
     input: Vec<u8>,
     output: Vec<u8>,
     written: usize,
+    /// Unix ms the link was opened or accepted (CLUSTER LINKS).
+    created: u64,
 }
 
 /// What a step leaves for its caller.
@@ -55,6 +57,18 @@ pub struct Links {
     /// `cluster_stats_messages_*`).
     pub sent: [u64; KINDS],
     pub received: [u64; KINDS],
+    /// The time of the current step (a new link's creation time).
+    now: u64,
+}
+
+/// One link as CLUSTER LINKS shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkView {
+    /// Unix ms it was opened or accepted.
+    pub created: u64,
+    /// Bytes its output buffer holds allocated, and those still to send.
+    pub allocated: usize,
+    pub pending: usize,
 }
 
 impl Links {
@@ -67,6 +81,7 @@ impl Links {
             links: HashMap::new(),
             sent: [0; KINDS],
             received: [0; KINDS],
+            now: 0,
         })
     }
 
@@ -85,6 +100,7 @@ impl Links {
                                 input: Vec::new(),
                                 output: Vec::new(),
                                 written: 0,
+                                created: self.now,
                             },
                         );
                     }
@@ -110,6 +126,7 @@ impl Links {
     /// when `cron` says so, write.
     pub fn step(&mut self, cluster: &mut Cluster, now: u64, cron: bool) -> Stepped {
         let mut out = Stepped::default();
+        self.now = now;
         let pending = cluster.take_pending();
         self.perform(cluster, pending, &mut out);
         while let Ok((stream, _)) = self.listener.accept() {
@@ -118,7 +135,9 @@ impl Links {
             }
             let _ = stream.set_nodelay(true);
             let link = cluster.accepted();
-            self.links.insert(link, LinkIo::from(stream));
+            let mut io = LinkIo::from(stream);
+            io.created = now;
+            self.links.insert(link, io);
         }
         let ids: Vec<LinkId> = self.links.keys().copied().collect();
         for link in ids {
@@ -171,6 +190,15 @@ impl Links {
     /// Open links (accepted and connected), for CLUSTER LINKS and tests.
     pub fn count(&self) -> usize {
         self.links.len()
+    }
+
+    /// Link `link`'s age and output, if it is open.
+    pub fn view(&self, link: LinkId) -> Option<LinkView> {
+        self.links.get(&link).map(|io| LinkView {
+            created: io.created,
+            allocated: io.output.capacity(),
+            pending: io.output.len() - io.written,
+        })
     }
 }
 
@@ -275,6 +303,7 @@ impl From<TcpStream> for LinkIo {
             input: Vec::new(),
             output: Vec::new(),
             written: 0,
+            created: 0,
         }
     }
 }
