@@ -33,13 +33,17 @@ struct Node {
 
 impl Node {
     fn start(port: u16, shards: usize, dir: &Path) -> Node {
+        Node::start_bound(port, shards, dir, "127.0.0.1")
+    }
+
+    fn start_bound(port: u16, shards: usize, dir: &Path, bind: &str) -> Node {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(dir.join("ruvio.log"))
             .expect("log file");
         let child = Command::new(ruvio_bin())
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--bind", bind, "--port", &port.to_string()])
             .args(["--shards", &shards.to_string(), "--durability", "memory"])
             .args(["--dir", dir.to_str().expect("a UTF-8 path")])
             .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"])
@@ -523,4 +527,29 @@ fn require_redis_cli() -> Option<PathBuf> {
     );
     eprintln!("SKIPPED a cluster_binary test: redis-cli is not installed");
     None
+}
+
+/// Bound to every interface, a node tells each client the address the client
+/// reached it on (as the fixed topology does), not 127.0.0.1: a client of
+/// another host must be able to follow CLUSTER SLOTS. Linux answers on all of
+/// 127.0.0.0/8, so 127.0.0.2 stands for another interface.
+#[test]
+fn bound_to_every_interface_a_node_shows_the_address_a_client_reached() {
+    let port = free_ports(1, true);
+    let _node = Node::start_bound(port, 1, &unique_dir("wildcard"), "0.0.0.0");
+    ok(port, &["CLUSTER", "ADDSLOTS", "7"]);
+    let stream = std::net::TcpStream::connect(("127.0.0.2", port)).expect("127.0.0.2");
+    let mut conn = RawConn::from_stream(stream);
+    let nodes = text(&conn.cmd(&["CLUSTER", "NODES"]));
+    assert!(
+        nodes.starts_with(&format!(
+            "{} 127.0.0.2:{port}@",
+            text(&conn.cmd(&["CLUSTER", "MYID"]))
+        )),
+        "{nodes}"
+    );
+    let slots = conn.cmd(&["CLUSTER", "SLOTS"]);
+    assert!(show(&slots).contains("127.0.0.2"), "{}", show(&slots));
+    let nodes = text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]));
+    assert!(nodes.contains(&format!(" 127.0.0.1:{port}@")), "{nodes}");
 }

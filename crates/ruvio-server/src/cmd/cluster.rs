@@ -147,7 +147,7 @@ fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node, port: u16) {
 fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
     if let Some(node) = ctx.core.cluster_node.as_deref() {
-        return bus::slots(node, reply);
+        return bus::slots(node, announced_host(ctx), reply);
     }
     let topo = &ctx.core.topo;
     let host = announced_host(ctx);
@@ -165,7 +165,7 @@ fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
 fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
     if let Some(node) = ctx.core.cluster_node.as_deref() {
-        return bus::shards(node, reply);
+        return bus::shards(node, announced_host(ctx), reply);
     }
     let topo = &ctx.core.topo;
     let host = announced_host(ctx);
@@ -210,7 +210,7 @@ fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
     if let Some(node) = ctx.core.cluster_node.as_deref() {
-        return bus::nodes(node, reply);
+        return bus::nodes(node, announced_host(ctx), reply);
     }
     let topo = &ctx.core.topo;
     let host = announced_host(ctx);

@@ -13,7 +13,7 @@ use super::{parse_i64, Ctx, ServerResult};
 use crate::cluster::bus::links::KINDS;
 use crate::cluster::membership::State;
 use crate::cluster::node::ShardNode;
-use crate::cluster::nodes_file::NodeLine;
+use crate::cluster::nodes_file::{render_line, NodeLine};
 use ruvio_engine::slot::SLOT_COUNT;
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, Reply};
@@ -135,9 +135,26 @@ pub(super) fn info(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult {
 }
 
 /// CLUSTER NODES.
-pub(super) fn nodes(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult {
-    reply.verbatim("txt", node.cluster.cluster_nodes().as_bytes());
+pub(super) fn nodes(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> ServerResult {
+    let mut text = String::new();
+    for line in seen_by_client(node, own_ip) {
+        render_line(&line, &mut text);
+        text.push('\n');
+    }
+    reply.verbatim("txt", text.as_bytes());
     Ok(())
+}
+
+/// The node table as this client is told it: this node at `own_ip`, the
+/// address the client reached it on when bound to every interface (as the fixed
+/// topology answers: `Topology::announced_host`); the other nodes where the bus
+/// found them.
+fn seen_by_client(node: &ShardNode, own_ip: &str) -> Vec<NodeLine> {
+    let mut lines = node.cluster.nodes_file().nodes;
+    for line in lines.iter_mut().filter(|l| l.has_flag("myself")) {
+        line.ip = own_ip.to_string();
+    }
+    lines
 }
 
 /// CLUSTER MYID.
@@ -148,8 +165,8 @@ pub(super) fn myid(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult {
 
 /// The nodes as CLUSTER NODES lists them, without those in a handshake or
 /// without an address (Redis leaves them out of SLOTS and SHARDS).
-fn listed(node: &ShardNode) -> Vec<NodeLine> {
-    let mut lines = node.cluster.nodes_file().nodes;
+fn listed(node: &ShardNode, own_ip: &str) -> Vec<NodeLine> {
+    let mut lines = seen_by_client(node, own_ip);
     lines.retain(|l| !l.has_flag("handshake") && !l.has_flag("noaddr"));
     lines
 }
@@ -165,8 +182,8 @@ fn slots_entry(reply: &mut Reply<'_>, line: &NodeLine) {
 
 /// CLUSTER SLOTS: each master's slot ranges in slot order, with its replicas
 /// that are not failing.
-pub(super) fn slots(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult {
-    let lines = listed(node);
+pub(super) fn slots(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> ServerResult {
+    let lines = listed(node, own_ip);
     let mut ranges: Vec<(u16, u16, &NodeLine)> = lines
         .iter()
         .flat_map(|l| l.slots.iter().map(move |&(first, last)| (first, last, l)))
@@ -188,8 +205,8 @@ pub(super) fn slots(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult {
 }
 
 /// CLUSTER SHARDS: each master with its slots and nodes (itself, replicas).
-pub(super) fn shards(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult {
-    let lines = listed(node);
+pub(super) fn shards(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> ServerResult {
+    let lines = listed(node, own_ip);
     let masters: Vec<&NodeLine> = lines.iter().filter(|l| l.has_flag("master")).collect();
     reply.array(masters.len());
     for master in masters {
