@@ -252,6 +252,31 @@ fn two_ruvio_processes_and_a_redis_server_form_one_cluster() {
             }
         });
     }
+    // PUBLISH travels the bus: from a Ruvio node to the redis-server's and the
+    // other Ruvio node's subscribers, and back from the redis-server.
+    let mut subscribers: Vec<RawConn> = [port_a, port_r]
+        .iter()
+        .map(|&p| {
+            let mut conn = RawConn::connect(p);
+            conn.cmd(&["SUBSCRIBE", "news"]);
+            conn
+        })
+        .collect();
+    assert_eq!(
+        RawConn::connect(port_b).cmd(&["PUBLISH", "news", "from-b"]),
+        b":0\r\n"
+    );
+    let from_b = b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$6\r\nfrom-b\r\n";
+    for conn in &mut subscribers {
+        assert_eq!(conn.read_reply(), from_b);
+    }
+    assert_eq!(
+        RawConn::connect(port_r).cmd(&["PUBLISH", "news", "from-r"]),
+        b":1\r\n"
+    );
+    let from_r = b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$6\r\nfrom-r\r\n";
+    assert_eq!(subscribers[0].read_reply(), from_r);
+    drop(subscribers);
     // `foo` is slot 12182, the redis-server's; `a` is slot 15495, `b` 3300.
     let reply = RawConn::connect(port_a).cmd(&["GET", "foo"]);
     assert_eq!(
@@ -414,6 +439,18 @@ fn two_shards_of_one_process_are_two_nodes() {
         reply,
         format!("-MOVED 3300 127.0.0.1:{first}\r\n").as_bytes()
     );
+    // A PUBLISH reaches the other shard's subscribers once, over the bus.
+    let mut subscriber = RawConn::connect(second);
+    subscriber.cmd(&["SUBSCRIBE", "news"]);
+    assert_eq!(
+        RawConn::connect(first).cmd(&["PUBLISH", "news", "m"]),
+        b":0\r\n"
+    );
+    assert_eq!(
+        subscriber.read_reply(),
+        b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\nm\r\n"
+    );
+    subscriber.expect_silence(std::time::Duration::from_millis(300));
     // Shard channels live on the slot's node too.
     let reply = RawConn::connect(first).cmd(&["SPUBLISH", "foo", "m"]);
     assert_eq!(

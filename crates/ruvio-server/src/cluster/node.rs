@@ -13,7 +13,7 @@
 //! when its [`Cluster::generation`] moved (a slot changed owner, a node its
 //! address, the cluster its state), which is rare.
 
-use super::bus::links::Links;
+use super::bus::links::{Links, Stepped};
 use super::bus::message::{NodeName, NAME_LEN};
 use super::membership::{Cluster, Settings, State};
 use super::nodes_file::NodesFile;
@@ -104,8 +104,10 @@ impl ShardNode {
         Ok(node)
     }
 
-    /// One step of the bus on the shard's tick; the cron every tenth.
-    pub fn tick(&mut self, now: u64) {
+    /// One step of the bus on the shard's tick; the cron every tenth. What
+    /// comes back are the PUBLISH messages other nodes sent (channel, message),
+    /// for this node's subscribers.
+    pub fn tick(&mut self, now: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
         self.ticks += 1;
         let cron = self.ticks.is_multiple_of(CRON_EVERY_TICKS);
         let stepped = self.links.step(&mut self.cluster, now, cron);
@@ -113,6 +115,15 @@ impl ShardNode {
             self.save_or_log();
         }
         self.rebuild_slot_map();
+        stepped.published
+    }
+
+    /// A PUBLISH on this node, for every other node's subscribers (queued on
+    /// the links, written at the next step), as Redis Cluster propagates it.
+    pub fn publish(&mut self, channel: &[u8], message: &[u8]) {
+        let actions = self.cluster.publish(channel, message);
+        let mut stepped = Stepped::default();
+        self.links.perform(&mut self.cluster, actions, &mut stepped);
     }
 
     /// After an operator's change (CLUSTER ADDSLOTS, MEET ...): save and

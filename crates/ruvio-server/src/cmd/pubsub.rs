@@ -298,6 +298,14 @@ fn publish_to(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Ki
                 })));
             }
         }
+        // A node of the bus: to every other node over the bus, the process's
+        // other shards included (they are nodes like any other).
+        PortMode::PerShard if core.cluster_node.is_some() && kind == Kind::Channel => {
+            if let Some(node) = core.cluster_node.as_deref_mut() {
+                node.publish(channel, message);
+            }
+            reply.int(local as i64);
+        }
         PortMode::PerShard => {
             let shards: Vec<usize> = others.collect();
             for to in shards {
