@@ -8,7 +8,8 @@
 //!   `cluster_state:ok`; a key of another node answers `-MOVED`, and redis-py's
 //!   RedisCluster writes and reads keys of every slot range through each of
 //!   them. A Ruvio node restarted keeps its name and slots from its nodes.conf
-//!   and the cluster is `ok` again.
+//!   and the cluster is `ok` again; the redis-server killed, the Ruvio nodes
+//!   fail it and answer `-CLUSTERDOWN The cluster is down`.
 //! - The replies of the operator's subcommands, errors included, are
 //!   redis-server 7.0's byte for byte.
 //! - A Ruvio process of two shards is two nodes that join each other, and
@@ -320,6 +321,24 @@ fn two_ruvio_processes_and_a_redis_server_form_one_cluster() {
     let me = mine.iter().find(|l| l.has_flag("myself")).expect("myself");
     assert_eq!(me.slots, vec![(0, 5460)]);
     wait_for("the cluster after a restart", || agree(&ports, 3));
+
+    // The redis-server dies: both Ruvio nodes fail it, the cluster is down, and
+    // keyed commands say so (even for the slots they still serve).
+    drop(redis);
+    for port in [port_a, port_b] {
+        wait_for("the cluster down", || {
+            let info = text(&RawConn::connect(port).cmd(&["CLUSTER", "INFO"]));
+            let failed = cluster_nodes(port)
+                .iter()
+                .any(|l| l.port == port_r && l.has_flag("fail"));
+            match info.lines().any(|l| l == "cluster_state:fail") && failed {
+                true => Ok(()),
+                false => Err(info),
+            }
+        });
+    }
+    let reply = RawConn::connect(port_a).cmd(&["GET", "{b}x"]);
+    assert_eq!(reply, b"-CLUSTERDOWN The cluster is down\r\n");
     drop(b);
 }
 
