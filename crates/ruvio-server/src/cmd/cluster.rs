@@ -83,6 +83,8 @@ const SUBCOMMANDS: &[ServerCommand] = &[
     command!("cluster|count-failure-reports", 3, ADMIN | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
         "Return the number of failure reports active for a given node",
         "O(N) where N is the number of failure reports", bus::count_failure_reports),
+    command!("cluster|flushslots", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Delete a node's own slots information", "O(1)", bus::flushslots),
     command!("cluster|links", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "7.0.0",
         "Returns a list of all TCP links to and from peer nodes in cluster",
         "O(N) where N is the total number of Cluster nodes", bus::links),

@@ -1,7 +1,7 @@
 //! CLUSTER on a node of the cluster bus (`cluster-enabled yes`): the views of
 //! the whole cluster as the shard's membership knows it (INFO, NODES, SLOTS,
 //! SHARDS, MYID) and what an operator changes (MEET, ADDSLOTS, ADDSLOTSRANGE,
-//! DELSLOTS, DELSLOTSRANGE, FORGET, RESET, SAVECONFIG, SET-CONFIG-EPOCH,
+//! DELSLOTS, DELSLOTSRANGE, FLUSHSLOTS, FORGET, RESET, SAVECONFIG, SET-CONFIG-EPOCH,
 //! BUMPEPOCH, REPLICATE, COUNT-FAILURE-REPORTS) and its bus links (LINKS), with redis-server 7.0's
 //! replies and error strings (tests/cluster_binary.rs compares them).
 //!
@@ -56,6 +56,8 @@ pub(super) const HELP: &[&str] = &[
     "    Remove a node from the cluster.",
     "GETKEYSINSLOT <slot> <count>",
     "    Return key names stored by current node in a slot.",
+    "FLUSHSLOTS",
+    "    Delete current node own slots information.",
     "INFO",
     "    Return information about the cluster.",
     "KEYSLOT <key>",
@@ -512,6 +514,23 @@ pub(super) fn reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
         ));
     }
     node.cluster.reset(hard, now);
+    node.changed();
+    reply.ok();
+    Ok(())
+}
+
+/// CLUSTER FLUSHSLOTS: this node gives up every slot it serves, when it holds
+/// no key.
+pub(super) fn flushslots(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let keys = ctx.core.engine.key_count(0);
+    let node = node(ctx, args)?;
+    if keys != 0 {
+        return Err(error(
+            "ERR DB must be empty to perform CLUSTER FLUSHSLOTS.".into(),
+        ));
+    }
+    let mine: Vec<u16> = (0..SLOT_COUNT).filter(|&s| node.serves(s)).collect();
+    node.cluster.del_slots(mine);
     node.changed();
     reply.ok();
     Ok(())
