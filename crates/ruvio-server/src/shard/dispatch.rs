@@ -572,7 +572,8 @@ fn run_routed(
                 port,
             })
         }
-        Route::ClusterDown(error) => Err(error),
+        Route::SlotNotServed => Err(CmdError::SlotNotServed),
+        Route::ClusterDown => Err(CmdError::ClusterDown),
         Route::CrossSlot => Err(CmdError::CrossSlot),
         Route::Remote(shard) => {
             let seq = replies.hold(Merge::Single, 1);

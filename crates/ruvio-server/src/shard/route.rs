@@ -21,8 +21,10 @@ pub(super) enum Route {
     /// `cluster-enabled yes`: another node serves the slot (its target in the
     /// shard's `ShardNode`).
     MovedToNode(u16, u16),
-    /// `cluster-enabled yes`: `-CLUSTERDOWN` (no owner, or the cluster is down).
-    ClusterDown(CmdError),
+    /// `cluster-enabled yes`: no node serves the slot.
+    SlotNotServed,
+    /// `cluster-enabled yes`: the cluster is down.
+    ClusterDown,
     CrossSlot,
     /// Entirely on another shard.
     Remote(usize),
@@ -50,7 +52,8 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
         Route::Local
         | Route::Moved(..)
         | Route::MovedToNode(..)
-        | Route::ClusterDown(_)
+        | Route::SlotNotServed
+        | Route::ClusterDown
         | Route::CrossSlot => None,
     }
 }
@@ -126,7 +129,7 @@ fn node_route(
     args: Args<'_>,
 ) -> Route {
     if first == SlotRoute::Unbound {
-        return Route::ClusterDown(CmdError::SlotNotServed);
+        return Route::SlotNotServed;
     }
     if others.any(|p| key_slot(args.get(p)) != slot) {
         return Route::CrossSlot;
@@ -134,8 +137,8 @@ fn node_route(
     match first {
         SlotRoute::Here => Route::Local,
         SlotRoute::Moved(target) => Route::MovedToNode(slot, target),
-        SlotRoute::Unbound => Route::ClusterDown(CmdError::SlotNotServed),
-        SlotRoute::Down => Route::ClusterDown(CmdError::ClusterDown),
+        SlotRoute::Unbound => Route::SlotNotServed,
+        SlotRoute::Down => Route::ClusterDown,
     }
 }
 
