@@ -246,3 +246,47 @@ fn random_name(seed: u64) -> NodeName {
     }
     name
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Cli;
+
+    fn node(dir: &Path, port: u16) -> ShardNode {
+        let cfg = Config::load(Cli {
+            port: Some(port),
+            shards: Some(1),
+            dir: Some(dir.to_path_buf()),
+            redis: vec![("cluster-enabled".into(), "yes".into())],
+            ..Cli::default()
+        })
+        .unwrap();
+        ShardNode::start(&cfg, 0, "127.0.0.1", 1_000).unwrap()
+    }
+
+    #[test]
+    fn the_slot_map_follows_the_membership() {
+        let dir = std::env::temp_dir().join(format!("ruvio-node-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // Its bus port 32345: above the test servers' (10000..30000 with bus
+        // ports), below the kernel's ephemeral ports.
+        let mut node = node(&dir, 22_345);
+        assert_eq!(node.slot_route(0), SlotRoute::Unbound);
+        node.cluster.add_slots(0..100);
+        node.changed();
+        // Part of the slots served: the cluster is down for the ones it has.
+        assert_eq!(node.slot_route(5), SlotRoute::Down);
+        assert_eq!(node.slot_route(100), SlotRoute::Unbound);
+        assert!(node.serves(5) && !node.serves(100));
+        node.cluster.add_slots(100..SLOT_COUNT);
+        node.changed();
+        assert_eq!(node.slot_route(16_383), SlotRoute::Here);
+        // Saved on the change, and read back by the next start.
+        let name = node.cluster.myself();
+        drop(node);
+        let again = super::tests::node(&dir, 22_345);
+        assert_eq!(again.cluster.myself(), name);
+        assert_eq!(again.slot_route(0), SlotRoute::Here);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
