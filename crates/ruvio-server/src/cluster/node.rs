@@ -252,12 +252,15 @@ mod tests {
     use super::*;
     use crate::config::Cli;
 
-    fn node(dir: &Path, port: u16) -> ShardNode {
+    fn node(dir: &Path, bus_port: u16) -> ShardNode {
         let cfg = Config::load(Cli {
-            port: Some(port),
+            port: Some(7000),
             shards: Some(1),
             dir: Some(dir.to_path_buf()),
-            redis: vec![("cluster-enabled".into(), "yes".into())],
+            redis: vec![
+                ("cluster-enabled".into(), "yes".into()),
+                ("cluster-port".into(), bus_port.to_string()),
+            ],
             ..Cli::default()
         })
         .unwrap();
@@ -268,9 +271,10 @@ mod tests {
     fn the_slot_map_follows_the_membership() {
         let dir = std::env::temp_dir().join(format!("ruvio-node-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        // Its bus port 32345: above the test servers' (10000..30000 with bus
-        // ports), below the kernel's ephemeral ports.
-        let mut node = node(&dir, 22_345);
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let bus_port = free.local_addr().unwrap().port();
+        drop(free);
+        let mut node = node(&dir, bus_port);
         assert_eq!(node.slot_route(0), SlotRoute::Unbound);
         node.cluster.add_slots(0..100);
         node.changed();
@@ -284,7 +288,7 @@ mod tests {
         // Saved on the change, and read back by the next start.
         let name = node.cluster.myself();
         drop(node);
-        let again = super::tests::node(&dir, 22_345);
+        let again = super::tests::node(&dir, bus_port);
         assert_eq!(again.cluster.myself(), name);
         assert_eq!(again.slot_route(0), SlotRoute::Here);
         std::fs::remove_dir_all(&dir).unwrap();
