@@ -246,6 +246,12 @@ impl Cluster {
             .collect()
     }
 
+    /// CONFIG SET cluster-node-timeout: how long a silent node has before it
+    /// is `fail?`, from the next cron on.
+    pub fn set_node_timeout(&mut self, timeout_ms: u64) {
+        self.settings.node_timeout = timeout_ms;
+    }
+
     /// Nodes this one knows (CLUSTER INFO's `cluster_known_nodes`).
     pub fn known_nodes(&self) -> usize {
         self.live().count()

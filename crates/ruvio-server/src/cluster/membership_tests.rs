@@ -218,6 +218,33 @@ fn a_silent_node_is_failed_by_a_majority() {
 }
 
 #[test]
+fn the_node_timeout_can_change_while_running() {
+    let mut net = Net::masters_and_more(3, 7500);
+    for node in &mut net.nodes {
+        node.set_node_timeout(60_000);
+    }
+    net.nodes[0].meet("127.0.0.1", 7501, 17501, net.now);
+    net.nodes[0].meet("127.0.0.1", 7502, 17502, net.now);
+    for _ in 0..50 {
+        net.tick(100);
+    }
+    net.silence(2);
+    let suspects = |net: &Net| {
+        let silent = net.nodes[0].lookup(&[b'c'; NAME_LEN]).expect("known");
+        net.nodes[0].line(silent).has_flag("fail?") || net.nodes[0].line(silent).has_flag("fail")
+    };
+    for _ in 0..40 {
+        net.tick(100);
+    }
+    assert!(!suspects(&net), "{}", net.nodes[0].cluster_nodes());
+    net.nodes[0].set_node_timeout(1000);
+    for _ in 0..40 {
+        net.tick(100);
+    }
+    assert!(suspects(&net), "{}", net.nodes[0].cluster_nodes());
+}
+
+#[test]
 fn a_node_read_back_from_its_nodes_conf_is_the_node_it_was() {
     let mut net = Net::masters_and_more(3, 7300);
     net.nodes[0].meet("127.0.0.1", 7301, 17301, net.now);
