@@ -233,6 +233,7 @@ impl Shard {
             shard: self.core.id,
             topo: self.core.topo.clone(),
             announce_ip: self.core.cfg.cluster_announce_ip.clone(),
+            cluster_bus: self.core.cluster_node.is_some(),
             acl: self.core.shared.acl.clone(),
             shared: self.core.shared.clone(),
         };
