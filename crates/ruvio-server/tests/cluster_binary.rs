@@ -34,10 +34,10 @@ struct Node {
 
 impl Node {
     fn start(port: u16, shards: usize, dir: &Path) -> Node {
-        Node::start_bound(port, shards, dir, "127.0.0.1")
+        Node::start_bound(port, shards, dir, "127.0.0.1", &[])
     }
 
-    fn start_bound(port: u16, shards: usize, dir: &Path, bind: &str) -> Node {
+    fn start_bound(port: u16, shards: usize, dir: &Path, bind: &str, extra: &[&str]) -> Node {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -48,6 +48,7 @@ impl Node {
             .args(["--shards", &shards.to_string(), "--durability", "memory"])
             .args(["--dir", dir.to_str().expect("a UTF-8 path")])
             .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -596,7 +597,7 @@ fn require_redis_cli() -> Option<PathBuf> {
 #[test]
 fn bound_to_every_interface_a_node_shows_the_address_a_client_reached() {
     let port = free_ports(1, true);
-    let _node = Node::start_bound(port, 1, &unique_dir("wildcard"), "0.0.0.0");
+    let _node = Node::start_bound(port, 1, &unique_dir("wildcard"), "0.0.0.0", &[]);
     ok(port, &["CLUSTER", "ADDSLOTS", "7"]);
     let stream = std::net::TcpStream::connect(("127.0.0.2", port)).expect("127.0.0.2");
     let mut conn = RawConn::from_stream(stream);
@@ -612,4 +613,31 @@ fn bound_to_every_interface_a_node_shows_the_address_a_client_reached() {
     assert!(show(&slots).contains("127.0.0.2"), "{}", show(&slots));
     let nodes = text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]));
     assert!(nodes.contains(&format!(" 127.0.0.1:{port}@")), "{nodes}");
+}
+
+/// With `cluster-announce-ip`, the other nodes reach a node at that address:
+/// it goes in the bus messages' header, as redis-server sends it. (Linux
+/// answers on all of 127.0.0.0/8: 127.0.0.2 stands for another address of a
+/// node bound to every interface.)
+#[test]
+fn other_nodes_reach_a_node_at_its_announced_ip() {
+    if require_redis_server("cluster_binary").is_none() {
+        return;
+    }
+    let redis = Server::redis_cluster_node();
+    let port = free_ports(1, true);
+    let extra = ["--cluster-announce-ip", "127.0.0.2"];
+    let _node = Node::start_bound(port, 1, &unique_dir("announce"), "0.0.0.0", &extra);
+    ok(
+        port,
+        &["CLUSTER", "MEET", "127.0.0.1", &redis.port().to_string()],
+    );
+    let name = text(&RawConn::connect(port).cmd(&["CLUSTER", "MYID"]));
+    wait_for("the redis-server reaches the node at 127.0.0.2", || {
+        let view = cluster_nodes(redis.port());
+        match view.iter().find(|l| l.name == name) {
+            Some(l) if l.ip == "127.0.0.2" && l.connected && !l.has_flag("handshake") => Ok(()),
+            _ => Err(format!("{view:?}")),
+        }
+    });
 }

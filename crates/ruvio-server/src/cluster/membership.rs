@@ -151,6 +151,9 @@ pub struct Cluster {
     generation: u64,
     /// Actions of an operator's change (FORGET, RESET) for the next step.
     pending: Vec<Action>,
+    /// This node's address is `cluster-announce-ip`, sent in every header
+    /// (else the peers take the address its connections come from).
+    announces_ip: bool,
 }
 
 /// Where a replica is in taking over its failed master.
@@ -195,6 +198,7 @@ impl Cluster {
             election: Election::default(),
             generation: 0,
             pending: Vec::new(),
+            announces_ip: false,
         };
         cluster.update_state();
         cluster
@@ -1010,6 +1014,9 @@ impl Cluster {
     fn header(&self) -> Header {
         let me = self.node(MYSELF);
         let mut header = Header::new(me.name);
+        if self.announces_ip {
+            header.ip = me.ip.as_bytes().to_vec();
+        }
         header.port = me.port;
         header.cport = me.cport;
         header.current_epoch = self.current_epoch;

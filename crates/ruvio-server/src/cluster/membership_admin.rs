@@ -252,6 +252,12 @@ impl Cluster {
         self.settings.node_timeout = timeout_ms;
     }
 
+    /// `cluster-announce-ip`: this node's address (its settings' `ip`) goes in
+    /// every message's header, for the peers to reach it there.
+    pub fn announce_ip(&mut self) {
+        self.announces_ip = true;
+    }
+
     /// Nodes this one knows (CLUSTER INFO's `cluster_known_nodes`).
     pub fn known_nodes(&self) -> usize {
         self.live().count()

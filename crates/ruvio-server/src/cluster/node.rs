@@ -80,13 +80,16 @@ impl ShardNode {
             node_timeout: cfg.cluster_node_timeout_ms(),
             seed,
         };
-        let cluster = match std::fs::read_to_string(&config_path) {
+        let mut cluster = match std::fs::read_to_string(&config_path) {
             Ok(text) => NodesFile::parse(&text)
                 .and_then(|file| Cluster::from_file(settings, &file, now))
                 .map_err(|why| format!("{}: {why}", config_path.display()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Cluster::new(settings, now),
             Err(e) => return Err(format!("{}: {e}", config_path.display())),
         };
+        if !cfg.cluster_announce_ip.is_empty() {
+            cluster.announce_ip();
+        }
         let links = Links::bind(&cfg.bind, cport)
             .map_err(|e| format!("cluster bus port {}:{cport}: {e}", cfg.bind))?;
         let mut node = ShardNode {
