@@ -670,6 +670,9 @@ impl Cluster {
                 }
             }
             if let Some(s) = sender.filter(|&s| s != MYSELF) {
+                if kind == Kind::Ping {
+                    self.update_address_if_needed(s, link, header, peer_ip, actions);
+                }
                 self.update_role(s, header, actions);
                 let claims_master = self.node(s).is_master();
                 if claims_master && self.slots_of(s) != *header.slots {
@@ -738,6 +741,37 @@ impl Cluster {
             // Manual failover (MFSTART) and modules: not handled yet.
             _ => {}
         }
+    }
+
+    /// `nodeUpdateAddressIfNeeded`: a known node PINGing from another address
+    /// (a restart elsewhere) is reached there from now on; its old link goes.
+    /// Not from the link this node opened to it (that address is the known one).
+    fn update_address_if_needed(
+        &mut self,
+        s: usize,
+        link: LinkId,
+        header: &Header,
+        peer_ip: &str,
+        actions: &mut Vec<Action>,
+    ) {
+        let ip = match header.ip.is_empty() {
+            true => peer_ip.to_string(),
+            false => String::from_utf8_lossy(&header.ip).into_owned(),
+        };
+        let node = self.node(s);
+        let same = node.ip == ip && node.port == header.port && node.cport == header.cport;
+        if same || node.link.map(|(l, _)| l) == Some(link) || ip.is_empty() {
+            return;
+        }
+        let node = self.node_mut(s);
+        (node.ip, node.port, node.cport) = (ip, header.port, header.cport);
+        node.flags &= !flag::NOADDR;
+        if let Some((old, _)) = node.link.take() {
+            self.links.remove(&old);
+            actions.push(Action::Close { link: old });
+        }
+        self.generation += 1;
+        actions.push(Action::SaveConfig);
     }
 
     fn rename(&mut self, i: usize, name: NodeName) {

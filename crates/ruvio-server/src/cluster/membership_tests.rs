@@ -245,6 +245,31 @@ fn the_node_timeout_can_change_while_running() {
 }
 
 #[test]
+fn a_node_back_at_another_address_is_reached_there() {
+    let mut net = Net::masters_and_more(3, 7600);
+    net.nodes[0].meet("127.0.0.1", 7601, 17601, net.now);
+    net.nodes[0].meet("127.0.0.1", 7602, 17602, net.now);
+    for _ in 0..50 {
+        net.tick(100);
+    }
+    // Node 1 comes back on port 7611, with its name and slots (its nodes.conf),
+    // and meets node 0 again.
+    net.silence(1);
+    let file = net.nodes[1].nodes_file();
+    let again = Cluster::from_file(settings(b'b', 7611), &file, net.now).unwrap();
+    net.nodes[1] = again;
+    net.silent = None;
+    net.nodes[1].meet("127.0.0.1", 7600, 17600, net.now);
+    for _ in 0..80 {
+        net.tick(100);
+    }
+    for node in &net.nodes {
+        let (_, _, port) = node.slot_owner(5000).unwrap();
+        assert_eq!(port, 7611, "{}", node.cluster_nodes());
+    }
+}
+
+#[test]
 fn a_node_read_back_from_its_nodes_conf_is_the_node_it_was() {
     let mut net = Net::masters_and_more(3, 7300);
     net.nodes[0].meet("127.0.0.1", 7301, 17301, net.now);
