@@ -235,6 +235,8 @@ pub enum CmdError {
     SlotNotServed,
     /// `cluster-enabled yes`: the cluster state is `fail`.
     ClusterDown,
+    /// `cluster-allow-reads-when-down yes`: a write while the cluster is down.
+    ClusterDownReadOnly,
 
     // ----- connection commands -----
     /// AUTH with a password while none is configured.
@@ -566,6 +568,9 @@ impl CmdError {
             CmdError::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot",
             CmdError::SlotNotServed => "CLUSTERDOWN Hash slot not served",
             CmdError::ClusterDown => "CLUSTERDOWN The cluster is down",
+            CmdError::ClusterDownReadOnly => {
+                "CLUSTERDOWN The cluster is down and only accepts read commands"
+            }
             CmdError::AuthNotConfigured => {
                 "ERR AUTH <password> called without any password configured for the default \
                  user. Are you sure your configuration is correct?"

@@ -641,3 +641,52 @@ fn other_nodes_reach_a_node_at_its_announced_ip() {
         }
     });
 }
+
+/// `cluster-allow-reads-when-down` and `cluster-require-full-coverage` as
+/// redis-server applies them (CONFIG SET), on a node serving slot 0 alone.
+#[test]
+fn reads_when_down_and_partial_coverage_as_redis_server() {
+    if require_redis_server("cluster_binary").is_none() {
+        return;
+    }
+    let redis = Server::redis_cluster_node();
+    let port = free_ports(1, true);
+    let _node = Node::start(port, 1, &unique_dir("coverage"));
+    // `{06S}` is slot 0; `foo` 12182, served by no node.
+    let replies = |port: u16| {
+        let mut conn = RawConn::connect(port);
+        let mut run = |words: &str| {
+            let words: Vec<&str> = words.split(' ').collect();
+            (words.join(" "), show(&conn.cmd(&words)))
+        };
+        let mut seen = vec![
+            run("CLUSTER ADDSLOTS 0"),
+            run("GET {06S}"),
+            run("CONFIG SET cluster-allow-reads-when-down yes"),
+            run("GET {06S}"),
+            run("SET {06S} 1"),
+            run("CONFIG SET cluster-require-full-coverage no"),
+        ];
+        // redis-server recounts its state in its cron (and not in its first
+        // two seconds).
+        wait_for("the cluster up without full coverage", || {
+            let info = text(&RawConn::connect(port).cmd(&["CLUSTER", "INFO"]));
+            match info.lines().any(|l| l == "cluster_state:ok") {
+                true => Ok(()),
+                false => Err(info),
+            }
+        });
+        let run = |words: &str| {
+            let words: Vec<&str> = words.split(' ').collect();
+            (words.join(" "), show(&RawConn::connect(port).cmd(&words)))
+        };
+        seen.extend([
+            run("SET {06S} 1"),
+            run("GET {06S}"),
+            run("GET foo"),
+            run("SET foo 1"),
+        ]);
+        seen
+    };
+    assert_eq!(replies(port), replies(redis.port()));
+}

@@ -154,6 +154,9 @@ pub struct Cluster {
     /// This node's address is `cluster-announce-ip`, sent in every header
     /// (else the peers take the address its connections come from).
     announces_ip: bool,
+    /// `cluster-require-full-coverage`: a slot without a live owner makes the
+    /// cluster down.
+    require_full_coverage: bool,
 }
 
 /// Where a replica is in taking over its failed master.
@@ -199,6 +202,7 @@ impl Cluster {
             generation: 0,
             pending: Vec::new(),
             announces_ip: false,
+            require_full_coverage: true,
         };
         cluster.update_state();
         cluster
@@ -1010,12 +1014,13 @@ impl Cluster {
     /// `clusterUpdateState`: ok when every slot is served by a node not failing
     /// and this node sees a majority of the serving masters.
     fn update_state(&mut self) {
-        let covered = self.owners.iter().all(|&o| {
-            o != NO_OWNER
-                && self.nodes[o as usize]
-                    .as_ref()
-                    .is_some_and(|n| !n.has(flag::FAIL))
-        });
+        let covered = !self.require_full_coverage
+            || self.owners.iter().all(|&o| {
+                o != NO_OWNER
+                    && self.nodes[o as usize]
+                        .as_ref()
+                        .is_some_and(|n| !n.has(flag::FAIL))
+            });
         let size = self.size();
         let mut serving = vec![false; self.nodes.len()];
         for &owner in &self.owners {

@@ -258,6 +258,13 @@ impl Cluster {
         self.announces_ip = true;
     }
 
+    /// CONFIG SET cluster-require-full-coverage: with `no`, slots without a
+    /// live owner leave the cluster up (their keys still answer `not served`).
+    pub fn set_require_full_coverage(&mut self, required: bool) {
+        self.require_full_coverage = required;
+        self.update_state();
+    }
+
     /// Nodes this one knows (CLUSTER INFO's `cluster_known_nodes`).
     pub fn known_nodes(&self) -> usize {
         self.live().count()

@@ -30,7 +30,6 @@ pub const CRON_EVERY_TICKS: u64 = 10;
 /// The slot map's entries past the targets' indexes.
 const SLOT_HERE: u16 = u16::MAX;
 const SLOT_UNBOUND: u16 = u16::MAX - 1;
-const SLOT_DOWN: u16 = u16::MAX - 2;
 
 /// Where a keyed command of a slot goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +54,10 @@ pub struct ShardNode {
     built_from: u64,
     /// Each slot's entry: an index into `targets`, or one of `SLOT_*`.
     slot_map: Box<[u16]>,
+    /// The cluster state was `fail` when the map was built.
+    down: bool,
+    /// `cluster-allow-reads-when-down`: a down cluster still serves reads.
+    reads_when_down: bool,
     /// The client addresses (ip, port) of the other nodes that serve slots.
     targets: Vec<(String, u16)>,
 }
@@ -99,6 +102,8 @@ impl ShardNode {
             ticks: 0,
             built_from: u64::MAX,
             slot_map: vec![SLOT_UNBOUND; usize::from(SLOT_COUNT)].into_boxed_slice(),
+            down: true,
+            reads_when_down: false,
             targets: Vec::new(),
         };
         node.save()
@@ -140,11 +145,38 @@ impl ShardNode {
     #[inline]
     pub fn slot_route(&self, slot: u16) -> SlotRoute {
         match self.slot_map[usize::from(slot) % self.slot_map.len()] {
-            SLOT_HERE => SlotRoute::Here,
             SLOT_UNBOUND => SlotRoute::Unbound,
-            SLOT_DOWN => SlotRoute::Down,
+            _ if self.down => SlotRoute::Down,
+            SLOT_HERE => SlotRoute::Here,
             target => SlotRoute::Moved(target),
         }
+    }
+
+    /// The slot's owner whatever the cluster state (a read while the cluster
+    /// is down, with `cluster-allow-reads-when-down yes`).
+    pub fn owner_route(&self, slot: u16) -> SlotRoute {
+        match self.slot_map[usize::from(slot) % self.slot_map.len()] {
+            SLOT_UNBOUND => SlotRoute::Unbound,
+            SLOT_HERE => SlotRoute::Here,
+            target => SlotRoute::Moved(target),
+        }
+    }
+
+    /// `cluster-allow-reads-when-down`.
+    pub fn reads_when_down(&self) -> bool {
+        self.reads_when_down
+    }
+
+    /// CONFIG SET cluster-allow-reads-when-down.
+    pub fn set_reads_when_down(&mut self, allowed: bool) {
+        self.reads_when_down = allowed;
+    }
+
+    /// CONFIG SET cluster-require-full-coverage: the state, and the routes,
+    /// from the next command on.
+    pub fn set_require_full_coverage(&mut self, required: bool) {
+        self.cluster.set_require_full_coverage(required);
+        self.rebuild_slot_map();
     }
 
     /// This node owns `slot` (whatever the cluster state).
@@ -199,11 +231,10 @@ impl ShardNode {
         self.built_from = generation;
         self.targets.clear();
         let myself = self.cluster.myself();
-        let down = self.cluster.state == State::Fail;
+        self.down = self.cluster.state == State::Fail;
         for slot in 0..SLOT_COUNT {
             let entry = match self.cluster.slot_owner(slot) {
                 None => SLOT_UNBOUND,
-                Some(_) if down => SLOT_DOWN,
                 Some((name, _, _)) if name == myself => SLOT_HERE,
                 Some((_, ip, port)) => {
                     match self.targets.iter().position(|(i, p)| i == ip && *p == port) {

@@ -574,6 +574,7 @@ fn run_routed(
         }
         Route::SlotNotServed => Err(CmdError::SlotNotServed),
         Route::ClusterDown => Err(CmdError::ClusterDown),
+        Route::ClusterDownReadOnly => Err(CmdError::ClusterDownReadOnly),
         Route::CrossSlot => Err(CmdError::CrossSlot),
         Route::Remote(shard) => {
             let seq = replies.hold(Merge::Single, 1);

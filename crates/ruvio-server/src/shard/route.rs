@@ -4,12 +4,12 @@
 //! decision reads only the command's row, its keys and the topology: the one place
 //! to read when a command lands on an unexpected shard.
 
-use crate::cluster::node::SlotRoute;
+use crate::cluster::node::{ShardNode, SlotRoute};
 use crate::cmd::registry::{Command, Handler};
 use crate::config::PortMode;
 use crate::net::conn::Merge;
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE};
+use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE, WRITE};
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
 use ruvio_resp::Args;
@@ -25,6 +25,8 @@ pub(super) enum Route {
     SlotNotServed,
     /// `cluster-enabled yes`: the cluster is down.
     ClusterDown,
+    /// `cluster-allow-reads-when-down yes`: a write while the cluster is down.
+    ClusterDownReadOnly,
     CrossSlot,
     /// Entirely on another shard.
     Remote(usize),
@@ -54,6 +56,7 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
         | Route::MovedToNode(..)
         | Route::SlotNotServed
         | Route::ClusterDown
+        | Route::ClusterDownReadOnly
         | Route::CrossSlot => None,
     }
 }
@@ -93,7 +96,7 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     if !forward {
         let slot = key_slot(args.get(first));
         if let Some(node) = core.cluster_node.as_deref() {
-            return node_route(node.slot_route(slot), slot, positions, args);
+            return node_route(node, cmd, slot, positions, args);
         }
         if positions.any(|p| key_slot(args.get(p)) != slot) {
             return Route::CrossSlot;
@@ -121,24 +124,32 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
 
 /// A keyed command's route on a node of the cluster bus, checked in Redis's
 /// order (`getNodeByQuery`): the first key's slot without owner, keys of
-/// several slots, the cluster down, then the owner.
+/// several slots, the cluster down (reads go on with
+/// `cluster-allow-reads-when-down yes`), then the owner.
 fn node_route(
-    first: SlotRoute,
+    node: &ShardNode,
+    cmd: &Command,
     slot: u16,
     mut others: impl Iterator<Item = usize>,
     args: Args<'_>,
 ) -> Route {
+    let first = node.slot_route(slot);
     if first == SlotRoute::Unbound {
         return Route::SlotNotServed;
     }
     if others.any(|p| key_slot(args.get(p)) != slot) {
         return Route::CrossSlot;
     }
-    match first {
+    let owner = match first {
+        SlotRoute::Down if !node.reads_when_down() => return Route::ClusterDown,
+        SlotRoute::Down if cmd.meta.has(WRITE) => return Route::ClusterDownReadOnly,
+        SlotRoute::Down => node.owner_route(slot),
+        route => route,
+    };
+    match owner {
         SlotRoute::Here => Route::Local,
         SlotRoute::Moved(target) => Route::MovedToNode(slot, target),
-        SlotRoute::Unbound => Route::SlotNotServed,
-        SlotRoute::Down => Route::ClusterDown,
+        SlotRoute::Unbound | SlotRoute::Down => Route::SlotNotServed,
     }
 }
 
