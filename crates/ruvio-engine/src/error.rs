@@ -231,6 +231,12 @@ pub enum CmdError {
     /// Keys of one command in different slots (or, in forward mode, on different
     /// shards for a command that cannot be split).
     CrossSlot,
+    /// `cluster-enabled yes`: no node serves the key's slot.
+    SlotNotServed,
+    /// `cluster-enabled yes`: the cluster state is `fail`.
+    ClusterDown,
+    /// `cluster-allow-reads-when-down yes`: a write while the cluster is down.
+    ClusterDownReadOnly,
 
     // ----- connection commands -----
     /// AUTH with a password while none is configured.
@@ -560,6 +566,11 @@ impl CmdError {
                 return format!("MOVED {slot} {host}:{port}").into()
             }
             CmdError::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot",
+            CmdError::SlotNotServed => "CLUSTERDOWN Hash slot not served",
+            CmdError::ClusterDown => "CLUSTERDOWN The cluster is down",
+            CmdError::ClusterDownReadOnly => {
+                "CLUSTERDOWN The cluster is down and only accepts read commands"
+            }
             CmdError::AuthNotConfigured => {
                 "ERR AUTH <password> called without any password configured for the default \
                  user. Are you sure your configuration is correct?"

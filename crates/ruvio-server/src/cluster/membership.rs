@@ -145,6 +145,18 @@ pub struct Cluster {
     random: u64,
     /// A replica's election for its failed master (`failover_auth_*`).
     election: Election,
+    /// Counts the changes of what routing reads (a slot's owner, a node's
+    /// address, the cluster state), so a reader rebuilds its slot map only when
+    /// it moved ([`Cluster::generation`]).
+    generation: u64,
+    /// Actions of an operator's change (FORGET, RESET) for the next step.
+    pending: Vec<Action>,
+    /// This node's address is `cluster-announce-ip`, sent in every header
+    /// (else the peers take the address its connections come from).
+    announces_ip: bool,
+    /// `cluster-require-full-coverage`: a slot without a live owner makes the
+    /// cluster down.
+    require_full_coverage: bool,
 }
 
 /// Where a replica is in taking over its failed master.
@@ -187,6 +199,10 @@ impl Cluster {
             cron_runs: 0,
             random,
             election: Election::default(),
+            generation: 0,
+            pending: Vec::new(),
+            announces_ip: false,
+            require_full_coverage: true,
         };
         cluster.update_state();
         cluster
@@ -244,6 +260,7 @@ impl Cluster {
             return;
         };
         self.by_name.remove(&node.name);
+        self.generation += 1;
         for owner in self.owners.iter_mut().filter(|o| **o == i as u32) {
             *owner = NO_OWNER;
         }
@@ -617,6 +634,7 @@ impl Cluster {
                         let node = self.node_mut(known);
                         if node.ip != peer_ip && !peer_ip.is_empty() {
                             node.ip = peer_ip.to_string();
+                            self.generation += 1;
                         }
                         self.delete_node(t, actions);
                         return;
@@ -635,6 +653,7 @@ impl Cluster {
                     node.cport = 0;
                     node.link = None;
                     self.links.remove(&link);
+                    self.generation += 1;
                     actions.push(Action::Close { link });
                     actions.push(Action::SaveConfig);
                     return;
@@ -655,6 +674,9 @@ impl Cluster {
                 }
             }
             if let Some(s) = sender.filter(|&s| s != MYSELF) {
+                if kind == Kind::Ping {
+                    self.update_address_if_needed(s, link, header, peer_ip, actions);
+                }
                 self.update_role(s, header, actions);
                 let claims_master = self.node(s).is_master();
                 if claims_master && self.slots_of(s) != *header.slots {
@@ -723,6 +745,37 @@ impl Cluster {
             // Manual failover (MFSTART) and modules: not handled yet.
             _ => {}
         }
+    }
+
+    /// `nodeUpdateAddressIfNeeded`: a known node PINGing from another address
+    /// (a restart elsewhere) is reached there from now on; its old link goes.
+    /// Not from the link this node opened to it (that address is the known one).
+    fn update_address_if_needed(
+        &mut self,
+        s: usize,
+        link: LinkId,
+        header: &Header,
+        peer_ip: &str,
+        actions: &mut Vec<Action>,
+    ) {
+        let ip = match header.ip.is_empty() {
+            true => peer_ip.to_string(),
+            false => String::from_utf8_lossy(&header.ip).into_owned(),
+        };
+        let node = self.node(s);
+        let same = node.ip == ip && node.port == header.port && node.cport == header.cport;
+        if same || node.link.map(|(l, _)| l) == Some(link) || ip.is_empty() {
+            return;
+        }
+        let node = self.node_mut(s);
+        (node.ip, node.port, node.cport) = (ip, header.port, header.cport);
+        node.flags &= !flag::NOADDR;
+        if let Some((old, _)) = node.link.take() {
+            self.links.remove(&old);
+            actions.push(Action::Close { link: old });
+        }
+        self.generation += 1;
+        actions.push(Action::SaveConfig);
     }
 
     fn rename(&mut self, i: usize, name: NodeName) {
@@ -961,12 +1014,13 @@ impl Cluster {
     /// `clusterUpdateState`: ok when every slot is served by a node not failing
     /// and this node sees a majority of the serving masters.
     fn update_state(&mut self) {
-        let covered = self.owners.iter().all(|&o| {
-            o != NO_OWNER
-                && self.nodes[o as usize]
-                    .as_ref()
-                    .is_some_and(|n| !n.has(flag::FAIL))
-        });
+        let covered = !self.require_full_coverage
+            || self.owners.iter().all(|&o| {
+                o != NO_OWNER
+                    && self.nodes[o as usize]
+                        .as_ref()
+                        .is_some_and(|n| !n.has(flag::FAIL))
+            });
         let size = self.size();
         let mut serving = vec![false; self.nodes.len()];
         for &owner in &self.owners {
@@ -984,6 +1038,13 @@ impl Cluster {
         } else {
             State::Fail
         };
+        self.generation += 1;
+    }
+
+    /// Changes so far of what routing reads: slot owners, node addresses, the
+    /// cluster state. Equal numbers mean an unchanged slot map.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     // --- what this node sends ---------------------------------------------------
@@ -992,6 +1053,9 @@ impl Cluster {
     fn header(&self) -> Header {
         let me = self.node(MYSELF);
         let mut header = Header::new(me.name);
+        if self.announces_ip {
+            header.ip = me.ip.as_bytes().to_vec();
+        }
         header.port = me.port;
         header.cport = me.cport;
         header.current_epoch = self.current_epoch;
@@ -1121,6 +1185,11 @@ impl Cluster {
 /// CLUSTER NODES and nodes.conf from the table.
 #[path = "membership_show.rs"]
 mod show;
+
+/// What an operator's CLUSTER subcommands change (slots, epochs, FORGET, RESET)
+/// and the start from a nodes.conf.
+#[path = "membership_admin.rs"]
+mod admin;
 
 #[cfg(test)]
 #[path = "membership_tests.rs"]

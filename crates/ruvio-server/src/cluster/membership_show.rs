@@ -4,19 +4,21 @@
 use super::{flag, Cluster, MYSELF};
 use crate::cluster::nodes_file::{NodeLine, NodesFile};
 
+/// Each flag bit and its name in a node line, in Redis's order.
+pub(super) const FLAG_NAMES: [(u16, &str); 8] = [
+    (flag::MYSELF, "myself"),
+    (flag::MASTER, "master"),
+    (flag::REPLICA, "slave"),
+    (flag::PFAIL, "fail?"),
+    (flag::FAIL, "fail"),
+    (flag::HANDSHAKE, "handshake"),
+    (flag::NOADDR, "noaddr"),
+    (flag::NOFAILOVER, "nofailover"),
+];
+
 impl Cluster {
     pub(super) fn line(&self, i: usize) -> NodeLine {
         let node = self.node(i);
-        let names = [
-            (flag::MYSELF, "myself"),
-            (flag::MASTER, "master"),
-            (flag::REPLICA, "slave"),
-            (flag::PFAIL, "fail?"),
-            (flag::FAIL, "fail"),
-            (flag::HANDSHAKE, "handshake"),
-            (flag::NOADDR, "noaddr"),
-            (flag::NOFAILOVER, "nofailover"),
-        ];
         let mut slots = Vec::new();
         let mut run: Option<(u16, u16)> = None;
         for (slot, owner) in self.owners.iter().enumerate() {
@@ -39,7 +41,7 @@ impl Cluster {
             port: node.port,
             cport: node.cport,
             hostname: None,
-            flags: names
+            flags: FLAG_NAMES
                 .iter()
                 .filter(|(bit, _)| node.flags & bit != 0)
                 .map(|(_, name)| *name)

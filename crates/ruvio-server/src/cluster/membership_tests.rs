@@ -1,6 +1,7 @@
 //! The membership's rules on an in-memory network of nodes (no sockets, no clock).
 
 use super::*;
+use crate::cluster::nodes_file::NodesFile;
 
 fn settings(tag: u8, port: u16) -> Settings {
     Settings {
@@ -214,4 +215,138 @@ fn a_silent_node_is_failed_by_a_majority() {
             "its slots are served by a failing node"
         );
     }
+}
+
+#[test]
+fn the_node_timeout_can_change_while_running() {
+    let mut net = Net::masters_and_more(3, 7500);
+    for node in &mut net.nodes {
+        node.set_node_timeout(60_000);
+    }
+    net.nodes[0].meet("127.0.0.1", 7501, 17501, net.now);
+    net.nodes[0].meet("127.0.0.1", 7502, 17502, net.now);
+    for _ in 0..50 {
+        net.tick(100);
+    }
+    net.silence(2);
+    let suspects = |net: &Net| {
+        let silent = net.nodes[0].lookup(&[b'c'; NAME_LEN]).expect("known");
+        net.nodes[0].line(silent).has_flag("fail?") || net.nodes[0].line(silent).has_flag("fail")
+    };
+    for _ in 0..40 {
+        net.tick(100);
+    }
+    assert!(!suspects(&net), "{}", net.nodes[0].cluster_nodes());
+    net.nodes[0].set_node_timeout(1000);
+    for _ in 0..40 {
+        net.tick(100);
+    }
+    assert!(suspects(&net), "{}", net.nodes[0].cluster_nodes());
+}
+
+#[test]
+fn a_node_back_at_another_address_is_reached_there() {
+    let mut net = Net::masters_and_more(3, 7600);
+    net.nodes[0].meet("127.0.0.1", 7601, 17601, net.now);
+    net.nodes[0].meet("127.0.0.1", 7602, 17602, net.now);
+    for _ in 0..50 {
+        net.tick(100);
+    }
+    // Node 1 comes back on port 7611, with its name and slots (its nodes.conf),
+    // and meets node 0 again.
+    net.silence(1);
+    let file = net.nodes[1].nodes_file();
+    let again = Cluster::from_file(settings(b'b', 7611), &file, net.now).unwrap();
+    net.nodes[1] = again;
+    net.silent = None;
+    net.nodes[1].meet("127.0.0.1", 7600, 17600, net.now);
+    for _ in 0..80 {
+        net.tick(100);
+    }
+    for node in &net.nodes {
+        let (_, _, port) = node.slot_owner(5000).unwrap();
+        assert_eq!(port, 7611, "{}", node.cluster_nodes());
+    }
+}
+
+#[test]
+fn a_node_read_back_from_its_nodes_conf_is_the_node_it_was() {
+    let mut net = Net::masters_and_more(3, 7300);
+    net.nodes[0].meet("127.0.0.1", 7301, 17301, net.now);
+    net.nodes[1].meet("127.0.0.1", 7302, 17302, net.now);
+    for _ in 0..50 {
+        net.tick(100);
+    }
+    let before = &net.nodes[2];
+    let text = before.nodes_file().render();
+    let file = NodesFile::parse(&text).unwrap();
+    // A restart: another random name in the settings, the file's wins.
+    let again = Cluster::from_file(settings(b'z', 7302), &file, net.now).unwrap();
+    assert_eq!(again.myself(), before.myself());
+    assert_eq!(view(&again), view(before));
+    assert_eq!(again.epochs(), before.epochs());
+    // Links are made again by the cron: what was saved, less them, is back.
+    let (saved, read) = (before.nodes_file(), again.nodes_file());
+    assert_eq!(
+        (read.current_epoch, read.last_vote_epoch),
+        (saved.current_epoch, saved.last_vote_epoch)
+    );
+    assert_eq!(again.state, State::Ok);
+    let generation = again.generation();
+    let mut again = again;
+    again.del_slots([0]);
+    assert!(
+        again.generation() > generation,
+        "routing must see the change"
+    );
+    assert_eq!(again.state, State::Fail);
+    let no_myself = NodesFile {
+        nodes: Vec::new(),
+        current_epoch: 0,
+        last_vote_epoch: 0,
+    };
+    assert!(Cluster::from_file(settings(b'z', 1), &no_myself, 0).is_err());
+}
+
+#[test]
+fn operator_changes_follow_redis_rules() {
+    let mut net = Net::masters_and_more(3, 7400);
+    net.nodes[0].meet("127.0.0.1", 7401, 17401, net.now);
+    assert_eq!(
+        net.nodes[0].set_config_epoch(5),
+        Err("ERR The user can assign a config epoch only when the node does not know any other node.")
+    );
+    assert_eq!(net.nodes[2].set_config_epoch(5), Ok(()));
+    assert_eq!(
+        net.nodes[2].set_config_epoch(6),
+        Err("ERR Node config epoch is already non-zero")
+    );
+    assert_eq!(
+        net.nodes[2].bump_epoch(),
+        (false, 5),
+        "already the greatest"
+    );
+    assert_eq!(net.nodes[1].bump_epoch(), (true, 1));
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    let b = [b'b'; NAME_LEN];
+    let a = &mut net.nodes[0];
+    assert_eq!(a.failure_reports(&b, net.now), Some(0));
+    assert_eq!(a.failure_reports(b"nobody", net.now), None);
+    assert!(a.forget(&a.myself()).unwrap_err().contains("forget myself"));
+    assert_eq!(a.forget(b"nobody").unwrap_err(), "ERR Unknown node nobody");
+    a.forget(&b).unwrap();
+    assert_eq!(a.known_nodes(), 1);
+    assert!(
+        !a.slot_assigned(5000),
+        "a forgotten node's slots have no owner"
+    );
+    assert!(a.slot_assigned(0));
+    let name = a.myself();
+    a.reset(false, net.now);
+    assert_eq!((a.myself(), a.slot_health().0), (name, 0));
+    a.reset(true, net.now);
+    assert_ne!(a.myself(), name, "a hard reset takes a new name");
+    assert_eq!(a.epochs(), (0, 0));
 }

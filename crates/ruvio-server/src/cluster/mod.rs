@@ -4,11 +4,13 @@
 //! node owning one contiguous slot range ([`topology`]).
 //!
 //! Shaped so because routing reads it on every keyed command: a slot's owner is
-//! one array lookup, and nothing here knows a connection or a shard loop. The
-//! cluster bus (gossip with other hosts, slot migration, failover) will live here
-//! beside the topology, changing it through the same few methods.
+//! one array lookup, and nothing here knows a connection or a shard loop. With
+//! `cluster-enabled yes` each shard is instead a node of a Redis Cluster
+//! ([`node`]: its membership, bus links, nodes.conf and the slot map routing
+//! reads), which other nodes, redis-server's included, can join.
 
 pub mod bus;
 pub mod membership;
+pub mod node;
 pub mod nodes_file;
 pub mod topology;

@@ -3,8 +3,11 @@
 //!
 //! In per-shard mode every shard answers as one master node of a cluster that is
 //! the whole server; in forward mode Ruvio is a standalone server and answers as
-//! Redis does with cluster support disabled.
+//! Redis does with cluster support disabled. With `cluster-enabled yes` each
+//! shard is a node of the cluster bus: the views and the operator's subcommands
+//! (MEET, ADDSLOTS ...) are `cluster_node`'s.
 
+use super::cluster_node as bus;
 use super::{parse_i64, Ctx, ServerCommand, ServerResult};
 use crate::cluster::topology::Node;
 use crate::config::PortMode;
@@ -52,7 +55,43 @@ const SUBCOMMANDS: &[ServerCommand] = &[
         slot_stats),
     command!("cluster|help", 2, LOADING | STALE, KeySpec::NONE, ["slow"], "cluster", "5.0.0",
         "Show helpful text about the different subcommands", "O(1)", help),
+    command!("cluster|meet", -4, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Force a node cluster to handshake with another node", "O(1)", bus::meet),
+    command!("cluster|addslots", -3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Assign new hash slots to receiving node", "O(N) where N is the total number of hash slot arguments", bus::addslots),
+    command!("cluster|addslotsrange", -4, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "7.0.0",
+        "Assign new hash slots to receiving node",
+        "O(N) where N is the total number of the slots between the start slot and end slot arguments.", bus::addslotsrange),
+    command!("cluster|delslots", -3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Set hash slots as unbound in receiving node", "O(N) where N is the total number of hash slot arguments", bus::delslots),
+    command!("cluster|delslotsrange", -4, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "7.0.0",
+        "Set hash slots as unbound in receiving node",
+        "O(N) where N is the total number of the slots between the start slot and end slot arguments.", bus::delslotsrange),
+    command!("cluster|forget", 3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Remove a node from the nodes table", "O(1)", bus::forget),
+    command!("cluster|reset", -2, ADMIN | NOSCRIPT | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Reset a Redis Cluster node",
+        "O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.", bus::reset),
+    command!("cluster|saveconfig", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Forces the node to save cluster state on disk", "O(1)", bus::saveconfig),
+    command!("cluster|set-config-epoch", 3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Set the configuration epoch in a new node", "O(1)", bus::set_config_epoch),
+    command!("cluster|bumpepoch", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Advance the cluster config epoch", "O(1)", bus::bumpepoch),
+    command!("cluster|replicate", 3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Reconfigure a node as a replica of the specified master node", "O(1)", bus::replicate),
+    command!("cluster|count-failure-reports", 3, ADMIN | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Return the number of failure reports active for a given node",
+        "O(N) where N is the number of failure reports", bus::count_failure_reports),
+    command!("cluster|flushslots", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Delete a node's own slots information", "O(1)", bus::flushslots),
+    command!("cluster|links", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "7.0.0",
+        "Returns a list of all TCP links to and from peer nodes in cluster",
+        "O(N) where N is the total number of Cluster nodes", bus::links),
 ];
+
+/// The flags of the subcommands that change a node of the bus (Redis's).
+const NODE_ADMIN: u32 = ADMIN | STALE | NO_ASYNC_LOADING;
 
 /// Every cluster command answers Redis' "cluster support disabled" in forward
 /// mode, as Redis' `clusterCommand` does before looking at its subcommand.
@@ -85,6 +124,9 @@ fn asking(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 
 fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if let Some(node) = ctx.core.cluster_node.as_deref() {
+        return bus::info(node, reply);
+    }
     let n = ctx.core.topo.nodes.len();
     let text = format!(
         "cluster_state:ok\r\ncluster_slots_assigned:{SLOT_COUNT}\r\ncluster_slots_ok:{SLOT_COUNT}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{n}\r\ncluster_size:{n}\r\ncluster_current_epoch:{n}\r\ncluster_my_epoch:{}\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
@@ -106,6 +148,9 @@ fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node, port: u16) {
 
 fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if let Some(node) = ctx.core.cluster_node.as_deref() {
+        return bus::slots(node, announced_host(ctx), reply);
+    }
     let topo = &ctx.core.topo;
     let host = announced_host(ctx);
     reply.array(topo.nodes.len());
@@ -121,6 +166,9 @@ fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
 
 fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if let Some(node) = ctx.core.cluster_node.as_deref() {
+        return bus::shards(node, announced_host(ctx), reply);
+    }
     let topo = &ctx.core.topo;
     let host = announced_host(ctx);
     reply.array(topo.nodes.len());
@@ -163,6 +211,9 @@ fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 
 fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if let Some(node) = ctx.core.cluster_node.as_deref() {
+        return bus::nodes(node, announced_host(ctx), reply);
+    }
     let topo = &ctx.core.topo;
     let host = announced_host(ctx);
     let mut text = String::new();
@@ -204,6 +255,9 @@ fn keyslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 
 fn myid(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if let Some(node) = ctx.core.cluster_node.as_deref() {
+        return bus::myid(node, reply);
+    }
     let id = ctx.core.topo.nodes[ctx.core.id].id.clone();
     reply.bulk(id.as_bytes());
     Ok(())
@@ -252,8 +306,13 @@ const SLOT_STATS_METRICS: &[&str] = &["key-count"];
 /// unless ASC. Errors and their order as Redis's `clusterSlotStatsCommand`.
 fn slot_stats(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    let node = &ctx.core.topo.nodes[ctx.core.id];
-    let served = node.first_slot..=node.last_slot;
+    let served: Vec<u16> = match ctx.core.cluster_node.as_deref() {
+        Some(node) => (0..SLOT_COUNT).filter(|&s| node.serves(s)).collect(),
+        None => {
+            let node = &ctx.core.topo.nodes[ctx.core.id];
+            (node.first_slot..=node.last_slot).collect()
+        }
+    };
     // One walk of the keyspace for every slot (Redis keeps one dict per slot; Ruvio
     // one per database). Cluster mode has database 0 only, as Redis counts.
     let counts = ctx.core.engine.key_counts_by_slot(0);
@@ -264,7 +323,9 @@ fn slot_stats(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
         if start > end {
             return Err(CmdError::SlotRangeReversed(start, end));
         }
-        (start..=end).filter(|s| served.contains(s)).collect()
+        (start..=end)
+            .filter(|s| served.binary_search(s).is_ok())
+            .collect()
     } else if args.len() >= 4 && variant.eq_ignore_ascii_case(b"ORDERBY") {
         let metric = args.get(3);
         if !SLOT_STATS_METRICS
@@ -274,7 +335,7 @@ fn slot_stats(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
             return Err(CmdError::SlotStatsMetric);
         }
         let (limit, descending) = orderby_options(args)?;
-        let mut slots: Vec<u16> = served.clone().collect();
+        let mut slots = served;
         // Stable sort over slots in order: ties stay by ascending slot, as Redis's
         // comparators order them.
         if descending {
@@ -331,6 +392,10 @@ fn orderby_options(args: Args<'_>) -> Result<(usize, bool), CmdError> {
 
 fn help(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if ctx.core.cluster_node.is_some() {
+        reply_help(reply, b"cluster", bus::HELP);
+        return Ok(());
+    }
     reply_help(
         reply,
         b"cluster",

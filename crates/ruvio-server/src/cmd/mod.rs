@@ -12,6 +12,7 @@
 pub mod acl;
 pub mod client;
 pub mod cluster;
+pub mod cluster_node;
 pub mod config;
 pub mod connection;
 pub mod debug;

@@ -211,6 +211,9 @@ fn check_slot<'a>(ctx: &Ctx<'_>, mut names: impl Iterator<Item = &'a [u8]>) -> S
     if names.any(|n| key_slot(n) != slot) {
         return Err(CmdError::CrossSlot);
     }
+    if let Some(node) = ctx.core.cluster_node.as_deref() {
+        return node.redirect_ignoring_state(slot);
+    }
     let owner = topo.owner(slot);
     if owner != ctx.core.id {
         return Err(CmdError::Moved {
@@ -294,6 +297,14 @@ fn publish_to(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Ki
                     shards,
                 })));
             }
+        }
+        // A node of the bus: to every other node over the bus, the process's
+        // other shards included (they are nodes like any other).
+        PortMode::PerShard if core.cluster_node.is_some() && kind == Kind::Channel => {
+            if let Some(node) = core.cluster_node.as_deref_mut() {
+                node.publish(channel, message);
+            }
+            reply.int(local as i64);
         }
         PortMode::PerShard => {
             let shards: Vec<usize> = others.collect();

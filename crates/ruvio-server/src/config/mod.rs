@@ -5,6 +5,7 @@
 //! each shard keeps (see `cmd::config`).
 
 pub mod change;
+pub mod cluster;
 pub mod keyspace_events;
 pub mod output_limits;
 pub mod params;
@@ -358,7 +359,7 @@ impl Config {
             }
             None => FileConfig::default(),
         };
-        let port_mode = cli
+        let mut port_mode = cli
             .port_mode
             .or(file.port_mode)
             .unwrap_or(PortMode::Forward);
@@ -450,6 +451,10 @@ impl Config {
             let spec = params::find(name).expect("taken from the table");
             let shown = params::check(spec, value).map_err(|why| format!("--{name}: {why}"))?;
             params.insert(params::storage_name(spec.name), shown);
+        }
+        if cluster::bus_enabled(&params) {
+            port_mode = cluster::bus_port_mode(cli.port_mode)?;
+            engine.cluster_enabled = true;
         }
         if port_mode == PortMode::PerShard && params.contains_key("replicaof") {
             // Redis refuses the directive in cluster mode too.

@@ -231,6 +231,9 @@ pub struct Settings {
     pub topo: Arc<Topology>,
     /// `cluster-announce-ip` (the host MOVED names).
     pub announce_ip: String,
+    /// `cluster-enabled yes`: the slots are the bus's, which the shard's node
+    /// holds and a busy shard cannot read; keys are not redirected (`-BUSY`).
+    pub cluster_bus: bool,
     /// The ACL users: whether new clients must authenticate, and AUTH's check.
     pub acl: Arc<crate::acl::Acl>,
     /// What every shard reads: a new connection's client id.
@@ -971,6 +974,11 @@ fn redirection(
     let slot = key_slot(args.get(positions.next()?));
     if positions.any(|p| key_slot(args.get(p)) != slot) {
         return Some(CmdError::CrossSlot);
+    }
+    if settings.cluster_bus {
+        // The fixed topology is not the cluster's: better -BUSY than a MOVED
+        // to a shard that does not serve the slot.
+        return None;
     }
     let owner = topo.owner(slot);
     (owner != settings.shard).then(|| CmdError::Moved {

@@ -567,6 +567,20 @@ fn run_routed(
                 .cfg
                 .client_port(shard, core.topo.nodes[shard].port, client.tls),
         }),
+        Route::MovedToNode(slot, target) => {
+            let (host, port) = core
+                .cluster_node
+                .as_ref()
+                .map_or(("", 0), |n| n.target(target));
+            Err(CmdError::Moved {
+                slot,
+                host: host.to_string(),
+                port,
+            })
+        }
+        Route::SlotNotServed => Err(CmdError::SlotNotServed),
+        Route::ClusterDown => Err(CmdError::ClusterDown),
+        Route::ClusterDownReadOnly => Err(CmdError::ClusterDownReadOnly),
         Route::CrossSlot => Err(CmdError::CrossSlot),
         Route::Remote(shard) => {
             let seq = replies.hold(Merge::Single, 1);

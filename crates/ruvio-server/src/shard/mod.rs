@@ -237,6 +237,7 @@ impl Shard {
             shard: self.core.id,
             topo: self.core.topo.clone(),
             announce_ip: self.core.cfg.cluster_announce_ip.clone(),
+            cluster_bus: self.core.cluster_node.is_some(),
             acl: self.core.shared.acl.clone(),
             shared: self.core.shared.clone(),
         };
@@ -733,8 +734,31 @@ impl Shard {
         self.primary_tick();
         self.metrics_tick();
         self.tls_tick();
+        self.cluster_tick();
         self.publish_gauges();
     }
+    /// `cluster-enabled yes`: a step of this shard's node on the bus; what
+    /// other nodes published reaches this shard's subscribers (each node
+    /// delivers to its own, as Redis Cluster's nodes do).
+    fn cluster_tick(&mut self) {
+        let Some(node) = self.core.cluster_node.as_mut() else {
+            return;
+        };
+        let published = node.tick(self.core.now_ms);
+        for (channel, message) in published {
+            let (mut to, _) = self.core.delivery();
+            let kind = crate::messaging::pubsub::Kind::Channel;
+            crate::messaging::pubsub::deliver_here(
+                &mut to,
+                &mut self.conns,
+                kind,
+                &channel,
+                &message,
+                None,
+            );
+        }
+    }
+
     /// `timeout`: once a second, close the clients idle longer than it (Redis'
     /// clientsCronHandleTimeout). A blocked client waits by its own timeout instead.
     fn close_idle_clients(&mut self) {

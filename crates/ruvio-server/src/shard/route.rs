@@ -4,11 +4,12 @@
 //! decision reads only the command's row, its keys and the topology: the one place
 //! to read when a command lands on an unexpected shard.
 
+use crate::cluster::node::{ShardNode, SlotRoute};
 use crate::cmd::registry::{Command, Handler};
 use crate::config::PortMode;
 use crate::net::conn::Merge;
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE};
+use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE, WRITE};
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
 use ruvio_resp::Args;
@@ -17,6 +18,15 @@ use ruvio_resp::Args;
 pub(super) enum Route {
     Local,
     Moved(u16, usize),
+    /// `cluster-enabled yes`: another node serves the slot (its target in the
+    /// shard's `ShardNode`).
+    MovedToNode(u16, u16),
+    /// `cluster-enabled yes`: no node serves the slot.
+    SlotNotServed,
+    /// `cluster-enabled yes`: the cluster is down.
+    ClusterDown,
+    /// `cluster-allow-reads-when-down yes`: a write while the cluster is down.
+    ClusterDownReadOnly,
     CrossSlot,
     /// Entirely on another shard.
     Remote(usize),
@@ -41,7 +51,13 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
         Route::Split(groups) | Route::Lend(groups) => groups.iter().find_map(|(s, _)| busy(*s)),
         Route::AllShards => (0..shards).find_map(busy),
         Route::Scan(first, _) => (*first..shards).find_map(busy),
-        Route::Local | Route::Moved(..) | Route::CrossSlot => None,
+        Route::Local
+        | Route::Moved(..)
+        | Route::MovedToNode(..)
+        | Route::SlotNotServed
+        | Route::ClusterDown
+        | Route::ClusterDownReadOnly
+        | Route::CrossSlot => None,
     }
 }
 
@@ -79,6 +95,9 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     };
     if !forward {
         let slot = key_slot(args.get(first));
+        if let Some(node) = core.cluster_node.as_deref() {
+            return node_route(node, cmd, slot, positions, args);
+        }
         if positions.any(|p| key_slot(args.get(p)) != slot) {
             return Route::CrossSlot;
         }
@@ -100,6 +119,37 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
         1 => Route::Remote(owner),
         _ if cmd.meta.has(SPLITTABLE) => Route::Split(groups),
         _ => Route::Lend(groups),
+    }
+}
+
+/// A keyed command's route on a node of the cluster bus, checked in Redis's
+/// order (`getNodeByQuery`): the first key's slot without owner, keys of
+/// several slots, the cluster down (reads go on with
+/// `cluster-allow-reads-when-down yes`), then the owner.
+fn node_route(
+    node: &ShardNode,
+    cmd: &Command,
+    slot: u16,
+    mut others: impl Iterator<Item = usize>,
+    args: Args<'_>,
+) -> Route {
+    let first = node.slot_route(slot);
+    if first == SlotRoute::Unbound {
+        return Route::SlotNotServed;
+    }
+    if others.any(|p| key_slot(args.get(p)) != slot) {
+        return Route::CrossSlot;
+    }
+    let owner = match first {
+        SlotRoute::Down if !node.reads_when_down() => return Route::ClusterDown,
+        SlotRoute::Down if cmd.meta.has(WRITE) => return Route::ClusterDownReadOnly,
+        SlotRoute::Down => node.owner_route(slot),
+        route => route,
+    };
+    match owner {
+        SlotRoute::Here => Route::Local,
+        SlotRoute::Moved(target) => Route::MovedToNode(slot, target),
+        SlotRoute::Unbound | SlotRoute::Down => Route::SlotNotServed,
     }
 }
 

@@ -441,6 +441,24 @@ const LIVE: &[Live] = &[
         crate::serverlog::set_level(level);
         Ok(())
     }),
+    applied("cluster-allow-reads-when-down", |c, v| {
+        if let Some(node) = c.cluster_node.as_mut() {
+            node.set_reads_when_down(yes(v));
+        }
+        Ok(())
+    }),
+    applied("cluster-require-full-coverage", |c, v| {
+        if let Some(node) = c.cluster_node.as_mut() {
+            node.set_require_full_coverage(yes(v));
+        }
+        Ok(())
+    }),
+    applied("cluster-node-timeout", |c, v| {
+        if let Some(node) = c.cluster_node.as_mut() {
+            node.cluster.set_node_timeout(number(v)?);
+        }
+        Ok(())
+    }),
     applied("lazyfree-lazy-user-flush", |c, v| {
         c.engine.config_mut().lazyfree_lazy_user_flush = yes(v);
         Ok(())

@@ -97,6 +97,10 @@ pub struct ShardCore {
     /// Ruvio as a primary: this shard's records for the replication stream, its
     /// snapshot for a full sync, the replicas and WAIT calls it serves.
     pub replication: crate::replication::serve::ShardPart,
+    /// `cluster-enabled yes`: this shard as a node of a Redis Cluster (its
+    /// membership, bus links, nodes.conf, slot map); `None` for the fixed
+    /// topology (see `cluster::node`).
+    pub cluster_node: Option<Box<crate::cluster::node::ShardNode>>,
 }
 
 impl ShardCore {
@@ -278,6 +282,13 @@ impl ShardCore {
         } else {
             Default::default()
         };
+        let cluster_node = match cfg.cluster_bus() {
+            true => Some(Box::new(
+                crate::cluster::node::ShardNode::start(&cfg, id, &topo.host, unix_ms())
+                    .map_err(std::io::Error::other)?,
+            )),
+            false => None,
+        };
         let mut core = ShardCore {
             id,
             engine: crate::persistence::loading::empty_engine(&cfg),
@@ -309,6 +320,7 @@ impl ShardCore {
             tracking: crate::tracking::Tracking::new(id, usize::MAX),
             timing: crate::observability::Timing::new(crate::cmd::registry::registry().stat_slots),
             replication: Default::default(),
+            cluster_node,
         };
         core.tracking
             .set_max_keys(crate::tracking::TABLE_KEYS_DEFAULT, shards);

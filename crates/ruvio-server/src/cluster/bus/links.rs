@@ -33,6 +33,8 @@ struct LinkIo {
     input: Vec<u8>,
     output: Vec<u8>,
     written: usize,
+    /// Unix ms the link was opened or accepted (CLUSTER LINKS).
+    created: u64,
 }
 
 /// What a step leaves for its caller.
@@ -44,10 +46,29 @@ pub struct Stepped {
     pub published: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
+/// Message types of the bus (`CLUSTERMSG_TYPE_COUNT`).
+pub const KINDS: usize = 11;
+
 /// The bus port and every open link.
 pub struct Links {
     listener: TcpListener,
     links: HashMap<LinkId, LinkIo>,
+    /// Messages sent and received, by type (CLUSTER INFO's
+    /// `cluster_stats_messages_*`).
+    pub sent: [u64; KINDS],
+    pub received: [u64; KINDS],
+    /// The time of the current step (a new link's creation time).
+    now: u64,
+}
+
+/// One link as CLUSTER LINKS shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkView {
+    /// Unix ms it was opened or accepted.
+    pub created: u64,
+    /// Bytes its output buffer holds allocated, and those still to send.
+    pub allocated: usize,
+    pub pending: usize,
 }
 
 impl Links {
@@ -58,6 +79,9 @@ impl Links {
         Ok(Links {
             listener,
             links: HashMap::new(),
+            sent: [0; KINDS],
+            received: [0; KINDS],
+            now: 0,
         })
     }
 
@@ -76,6 +100,7 @@ impl Links {
                                 input: Vec::new(),
                                 output: Vec::new(),
                                 written: 0,
+                                created: self.now,
                             },
                         );
                     }
@@ -85,6 +110,7 @@ impl Links {
                     if let Some(io) = self.links.get_mut(&link) {
                         // Every message this node builds encodes (its lengths fit).
                         let _ = message.encode(&mut io.output);
+                        self.sent[usize::from(message.kind.code()) % KINDS] += 1;
                     }
                 }
                 Action::Close { link } => {
@@ -100,13 +126,18 @@ impl Links {
     /// when `cron` says so, write.
     pub fn step(&mut self, cluster: &mut Cluster, now: u64, cron: bool) -> Stepped {
         let mut out = Stepped::default();
+        self.now = now;
+        let pending = cluster.take_pending();
+        self.perform(cluster, pending, &mut out);
         while let Ok((stream, _)) = self.listener.accept() {
             if stream.set_nonblocking(true).is_err() {
                 continue;
             }
             let _ = stream.set_nodelay(true);
             let link = cluster.accepted();
-            self.links.insert(link, LinkIo::from(stream));
+            let mut io = LinkIo::from(stream);
+            io.created = now;
+            self.links.insert(link, io);
         }
         let ids: Vec<LinkId> = self.links.keys().copied().collect();
         for link in ids {
@@ -132,6 +163,7 @@ impl Links {
             };
             let peer_ip = io.peer_ip.clone();
             for message in messages {
+                self.received[usize::from(message.kind.code()) % KINDS] += 1;
                 let actions = cluster.on_message(link, &message, &peer_ip, now);
                 self.perform(cluster, actions, &mut out);
             }
@@ -158,6 +190,15 @@ impl Links {
     /// Open links (accepted and connected), for CLUSTER LINKS and tests.
     pub fn count(&self) -> usize {
         self.links.len()
+    }
+
+    /// Link `link`'s age and output, if it is open.
+    pub fn view(&self, link: LinkId) -> Option<LinkView> {
+        self.links.get(&link).map(|io| LinkView {
+            created: io.created,
+            allocated: io.output.capacity(),
+            pending: io.output.len() - io.written,
+        })
     }
 }
 
@@ -262,6 +303,7 @@ impl From<TcpStream> for LinkIo {
             input: Vec::new(),
             output: Vec::new(),
             written: 0,
+            created: 0,
         }
     }
 }

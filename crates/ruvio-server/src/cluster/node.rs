@@ -1,0 +1,330 @@
+//! One shard as a node of a Redis Cluster (`cluster-enabled yes`, per-shard
+//! mode): its membership ([`Cluster`]), its bus port and links ([`Links`]),
+//! its nodes.conf, and the slot map routing reads.
+//!
+//! Why each shard owns all of it: a shard is a node, with its own name, epochs
+//! and slots, so nothing here crosses threads; the shard steps it on its 10 ms
+//! tick (the membership's cron every tenth step, Redis's 100 ms `clusterCron`).
+//! The process's shards find each other as any nodes do, by CLUSTER MEET from
+//! the operator (docs/cluster.md).
+//!
+//! Why a slot map beside the membership: routing runs on every keyed command
+//! and must stay one array lookup. The map is rebuilt from the membership only
+//! when its [`Cluster::generation`] moved (a slot changed owner, a node its
+//! address, the cluster its state), which is rare.
+
+use super::bus::links::{Links, Stepped};
+use super::bus::message::{NodeName, NAME_LEN};
+use super::membership::{Cluster, Settings, State};
+use super::nodes_file::NodesFile;
+use crate::config::Config;
+use crate::serverlog::{log, Level};
+use ruvio_engine::slot::SLOT_COUNT;
+use ruvio_engine::CmdError;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Shard ticks per run of the membership's cron (10 ms ticks: every 100 ms).
+pub const CRON_EVERY_TICKS: u64 = 10;
+
+/// The slot map's entries past the targets' indexes.
+const SLOT_HERE: u16 = u16::MAX;
+const SLOT_UNBOUND: u16 = u16::MAX - 1;
+
+/// Where a keyed command of a slot goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotRoute {
+    /// This node serves it.
+    Here,
+    /// Another node does: its index in [`ShardNode::target`].
+    Moved(u16),
+    /// No node serves it (`-CLUSTERDOWN Hash slot not served`).
+    Unbound,
+    /// The cluster is down (`-CLUSTERDOWN The cluster is down`).
+    Down,
+}
+
+/// A shard's node.
+pub struct ShardNode {
+    pub cluster: Cluster,
+    pub links: Links,
+    config_path: PathBuf,
+    ticks: u64,
+    /// The membership's generation the slot map was built from.
+    built_from: u64,
+    /// Each slot's entry: an index into `targets`, or one of `SLOT_*`.
+    slot_map: Box<[u16]>,
+    /// The cluster state was `fail` when the map was built.
+    down: bool,
+    /// `cluster-allow-reads-when-down`: a down cluster still serves reads.
+    reads_when_down: bool,
+    /// The client addresses (ip, port) of the other nodes that serve slots.
+    targets: Vec<(String, u16)>,
+}
+
+impl ShardNode {
+    /// Shard `shard`'s node: from its nodes.conf when there is one (its name,
+    /// epochs, slots and known nodes), else new and alone; listening on its
+    /// bus port. The nodes.conf is written at once, as redis-server does.
+    pub fn start(cfg: &Config, shard: usize, host: &str, now: u64) -> Result<ShardNode, String> {
+        let port = cfg.shard_port(shard);
+        let cport = cfg.cluster_bus_port(shard);
+        let config_path = cfg.cluster_config_path(shard);
+        let seed = now ^ (u64::from(port) << 32) ^ u64::from(std::process::id());
+        let ip = match cfg.cluster_announce_ip.as_str() {
+            "" => host.to_string(),
+            announced => announced.to_string(),
+        };
+        let settings = Settings {
+            name: random_name(seed),
+            ip,
+            port,
+            cport,
+            node_timeout: cfg.cluster_node_timeout_ms(),
+            seed,
+        };
+        let mut cluster = match std::fs::read_to_string(&config_path) {
+            Ok(text) => NodesFile::parse(&text)
+                .and_then(|file| Cluster::from_file(settings, &file, now))
+                .map_err(|why| format!("{}: {why}", config_path.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Cluster::new(settings, now),
+            Err(e) => return Err(format!("{}: {e}", config_path.display())),
+        };
+        if !cfg.cluster_announce_ip.is_empty() {
+            cluster.announce_ip();
+        }
+        let links = Links::bind(&cfg.bind, cport)
+            .map_err(|e| format!("cluster bus port {}:{cport}: {e}", cfg.bind))?;
+        let mut node = ShardNode {
+            cluster,
+            links,
+            config_path,
+            ticks: 0,
+            built_from: u64::MAX,
+            slot_map: vec![SLOT_UNBOUND; usize::from(SLOT_COUNT)].into_boxed_slice(),
+            down: true,
+            reads_when_down: false,
+            targets: Vec::new(),
+        };
+        node.save()
+            .map_err(|e| format!("{}: {e}", node.config_path.display()))?;
+        node.rebuild_slot_map();
+        Ok(node)
+    }
+
+    /// One step of the bus on the shard's tick; the cron every tenth. What
+    /// comes back are the PUBLISH messages other nodes sent (channel, message),
+    /// for this node's subscribers.
+    pub fn tick(&mut self, now: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.ticks += 1;
+        let cron = self.ticks.is_multiple_of(CRON_EVERY_TICKS);
+        let stepped = self.links.step(&mut self.cluster, now, cron);
+        if stepped.save_config {
+            self.save_or_log();
+        }
+        self.rebuild_slot_map();
+        stepped.published
+    }
+
+    /// A PUBLISH on this node, for every other node's subscribers (queued on
+    /// the links, written at the next step), as Redis Cluster propagates it.
+    pub fn publish(&mut self, channel: &[u8], message: &[u8]) {
+        let actions = self.cluster.publish(channel, message);
+        let mut stepped = Stepped::default();
+        self.links.perform(&mut self.cluster, actions, &mut stepped);
+    }
+
+    /// After an operator's change (CLUSTER ADDSLOTS, MEET ...): save and
+    /// route by it from the next command on.
+    pub fn changed(&mut self) {
+        self.save_or_log();
+        self.rebuild_slot_map();
+    }
+
+    /// Where a keyed command of `slot` goes: one array lookup.
+    #[inline]
+    pub fn slot_route(&self, slot: u16) -> SlotRoute {
+        match self.slot_map[usize::from(slot) % self.slot_map.len()] {
+            SLOT_UNBOUND => SlotRoute::Unbound,
+            _ if self.down => SlotRoute::Down,
+            SLOT_HERE => SlotRoute::Here,
+            target => SlotRoute::Moved(target),
+        }
+    }
+
+    /// The slot's owner whatever the cluster state (a read while the cluster
+    /// is down, with `cluster-allow-reads-when-down yes`).
+    pub fn owner_route(&self, slot: u16) -> SlotRoute {
+        match self.slot_map[usize::from(slot) % self.slot_map.len()] {
+            SLOT_UNBOUND => SlotRoute::Unbound,
+            SLOT_HERE => SlotRoute::Here,
+            target => SlotRoute::Moved(target),
+        }
+    }
+
+    /// `cluster-allow-reads-when-down`.
+    pub fn reads_when_down(&self) -> bool {
+        self.reads_when_down
+    }
+
+    /// CONFIG SET cluster-allow-reads-when-down.
+    pub fn set_reads_when_down(&mut self, allowed: bool) {
+        self.reads_when_down = allowed;
+    }
+
+    /// CONFIG SET cluster-require-full-coverage: the state, and the routes,
+    /// from the next command on.
+    pub fn set_require_full_coverage(&mut self, required: bool) {
+        self.cluster.set_require_full_coverage(required);
+        self.rebuild_slot_map();
+    }
+
+    /// This node owns `slot` (whatever the cluster state).
+    pub fn serves(&self, slot: u16) -> bool {
+        let myself = self.cluster.myself();
+        matches!(self.cluster.slot_owner(slot), Some((name, _, _)) if name == myself)
+    }
+
+    /// What runs even while the cluster is down (shard channels: Redis's
+    /// `cluster-allow-pubsubshard-when-down yes`, its default): here, `-MOVED`
+    /// to the owner, or not served.
+    pub fn redirect_ignoring_state(&self, slot: u16) -> Result<(), CmdError> {
+        let myself = self.cluster.myself();
+        match self.cluster.slot_owner(slot) {
+            None => Err(CmdError::SlotNotServed),
+            Some((name, _, _)) if name == myself => Ok(()),
+            Some((_, ip, port)) => Err(CmdError::Moved {
+                slot,
+                host: ip.to_string(),
+                port,
+            }),
+        }
+    }
+
+    /// The client address of a [`SlotRoute::Moved`] target.
+    pub fn target(&self, target: u16) -> (&str, u16) {
+        match self.targets.get(usize::from(target)) {
+            Some((ip, port)) => (ip, *port),
+            None => ("", 0),
+        }
+    }
+
+    /// nodes.conf, written to a temporary file, synced and renamed over the
+    /// old one: a crash leaves the old file or the new, never half of one.
+    pub fn save(&self) -> std::io::Result<()> {
+        let text = self.cluster.nodes_file().render();
+        write_atomically(&self.config_path, text.as_bytes())
+    }
+
+    fn save_or_log(&self) {
+        if let Err(e) = self.save() {
+            let path = self.config_path.display();
+            log(Level::Warning, &format!("Could not save {path}: {e}"));
+        }
+    }
+
+    fn rebuild_slot_map(&mut self) {
+        let generation = self.cluster.generation();
+        if generation == self.built_from {
+            return;
+        }
+        self.built_from = generation;
+        self.targets.clear();
+        let myself = self.cluster.myself();
+        self.down = self.cluster.state == State::Fail;
+        for slot in 0..SLOT_COUNT {
+            let entry = match self.cluster.slot_owner(slot) {
+                None => SLOT_UNBOUND,
+                Some((name, _, _)) if name == myself => SLOT_HERE,
+                Some((_, ip, port)) => {
+                    match self.targets.iter().position(|(i, p)| i == ip && *p == port) {
+                        Some(at) => at as u16,
+                        None => {
+                            self.targets.push((ip.to_string(), port));
+                            (self.targets.len() - 1) as u16
+                        }
+                    }
+                }
+            };
+            self.slot_map[usize::from(slot)] = entry;
+        }
+    }
+}
+
+/// Writes `bytes` to `path` by way of a synced temporary file and a rename.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".tmp-{}", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    let mut file = std::fs::File::create(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)
+}
+
+/// A node name of 40 hex characters from `seed` (splitmix64 steps).
+fn random_name(seed: u64) -> NodeName {
+    let mut state = seed;
+    let mut name = [0u8; NAME_LEN];
+    for chunk in name.chunks_mut(16) {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let hex = format!("{z:016x}");
+        chunk.copy_from_slice(&hex.as_bytes()[..chunk.len()]);
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Cli;
+
+    fn node(dir: &Path, bus_port: u16) -> ShardNode {
+        let cfg = Config::load(Cli {
+            port: Some(7000),
+            shards: Some(1),
+            dir: Some(dir.to_path_buf()),
+            redis: vec![
+                ("cluster-enabled".into(), "yes".into()),
+                ("cluster-port".into(), bus_port.to_string()),
+            ],
+            ..Cli::default()
+        })
+        .unwrap();
+        ShardNode::start(&cfg, 0, "127.0.0.1", 1_000).unwrap()
+    }
+
+    #[test]
+    fn the_slot_map_follows_the_membership() {
+        let dir = std::env::temp_dir().join(format!("ruvio-node-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let bus_port = free.local_addr().unwrap().port();
+        drop(free);
+        let mut node = node(&dir, bus_port);
+        assert_eq!(node.slot_route(0), SlotRoute::Unbound);
+        node.cluster.add_slots(0..100);
+        node.changed();
+        // Part of the slots served: the cluster is down for the ones it has.
+        assert_eq!(node.slot_route(5), SlotRoute::Down);
+        assert_eq!(node.slot_route(100), SlotRoute::Unbound);
+        assert!(node.serves(5) && !node.serves(100));
+        node.cluster.add_slots(100..SLOT_COUNT);
+        node.changed();
+        assert_eq!(node.slot_route(16_383), SlotRoute::Here);
+        // Saved on the change, and read back by the next start.
+        let name = node.cluster.myself();
+        drop(node);
+        let again = super::tests::node(&dir, bus_port);
+        assert_eq!(again.cluster.myself(), name);
+        assert_eq!(again.slot_route(0), SlotRoute::Here);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

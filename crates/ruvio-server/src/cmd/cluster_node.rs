@@ -1,0 +1,574 @@
+//! CLUSTER on a node of the cluster bus (`cluster-enabled yes`): the views of
+//! the whole cluster as the shard's membership knows it (INFO, NODES, SLOTS,
+//! SHARDS, MYID) and what an operator changes (MEET, ADDSLOTS, ADDSLOTSRANGE,
+//! DELSLOTS, DELSLOTSRANGE, FLUSHSLOTS, FORGET, RESET, SAVECONFIG, SET-CONFIG-EPOCH,
+//! BUMPEPOCH, REPLICATE, COUNT-FAILURE-REPORTS) and its bus links (LINKS), with redis-server 7.0's
+//! replies and error strings (tests/cluster_binary.rs compares them).
+//!
+//! Apart from `cluster.rs` because the fixed topology's answers stay as they
+//! were: these run only where the shard owns a `ShardNode`; without one the
+//! subcommands that change the cluster do not exist (`unknown subcommand`).
+
+use super::{parse_i64, Ctx, ServerResult};
+use crate::cluster::bus::links::KINDS;
+use crate::cluster::membership::State;
+use crate::cluster::node::ShardNode;
+use crate::cluster::nodes_file::{render_line, NodeLine};
+use ruvio_engine::slot::SLOT_COUNT;
+use ruvio_engine::CmdError;
+use ruvio_resp::{Args, Reply};
+use std::net::IpAddr;
+
+/// What redis-server's `clusterGetMessageTypeString` calls each type, by
+/// wire number (CLUSTER INFO's `cluster_stats_messages_<type>_*`).
+const KIND_NAMES: [&str; KINDS] = [
+    "ping",
+    "pong",
+    "meet",
+    "fail",
+    "publish",
+    "auth-req",
+    "auth-ack",
+    "update",
+    "mfstart",
+    "module",
+    "publishshard",
+];
+
+/// CLUSTER HELP on a node of the bus: redis-server 7.0's lines, in its order,
+/// for the subcommands there are.
+pub(super) const HELP: &[&str] = &[
+    "ADDSLOTS <slot> [<slot> ...]",
+    "    Assign slots to current node.",
+    "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+    "    Assign slots which are between <start-slot> and <end-slot> to current node.",
+    "BUMPEPOCH",
+    "    Advance the cluster config epoch.",
+    "COUNT-FAILURE-REPORTS <node-id>",
+    "    Return number of failure reports for <node-id>.",
+    "COUNTKEYSINSLOT <slot>",
+    "    Return the number of keys in <slot>.",
+    "DELSLOTS <slot> [<slot> ...]",
+    "    Delete slots information from current node.",
+    "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+    "    Delete slots information which are between <start-slot> and <end-slot> from current node.",
+    "FORGET <node-id>",
+    "    Remove a node from the cluster.",
+    "GETKEYSINSLOT <slot> <count>",
+    "    Return key names stored by current node in a slot.",
+    "FLUSHSLOTS",
+    "    Delete current node own slots information.",
+    "INFO",
+    "    Return information about the cluster.",
+    "KEYSLOT <key>",
+    "    Return the hash slot for <key>.",
+    "MEET <ip> <port> [<bus-port>]",
+    "    Connect nodes into a working cluster.",
+    "MYID",
+    "    Return the node id.",
+    "NODES",
+    "    Return cluster configuration seen by node. Output format:",
+    "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+    "REPLICATE <node-id>",
+    "    Configure current node as replica to <node-id>.",
+    "RESET [HARD|SOFT]",
+    "    Reset current node (default: soft).",
+    "SET-CONFIG-EPOCH <epoch>",
+    "    Set config epoch of current node.",
+    "SAVECONFIG",
+    "    Force saving cluster configuration on disk.",
+    "SLOTS",
+    "    Return information about slots range mappings. Each range is made of:",
+    "    start, end, master and replicas IP addresses, ports and ids",
+    "SHARDS",
+    "    Return information about slot range mappings and the nodes associated with them.",
+    "LINKS",
+    "    Return information about all network links between this node and its peers.",
+    "    Output format is an array where each array element is a map containing attributes of a link",
+];
+
+/// The shard's node, or Redis's answer to a subcommand it does not have.
+fn node<'a>(ctx: &'a mut Ctx<'_>, args: Args<'_>) -> Result<&'a mut ShardNode, CmdError> {
+    match ctx.core.cluster_node.as_deref_mut() {
+        Some(node) => Ok(node),
+        None => Err(CmdError::unknown_subcommand(args.get(1), "cluster")),
+    }
+}
+
+/// An error line of Redis's text (`ERR ...`).
+fn error(text: String) -> CmdError {
+    CmdError::Line(text.into_bytes())
+}
+
+/// CLUSTER INFO.
+pub(super) fn info(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult {
+    let cluster = &node.cluster;
+    let (assigned, pfail, fail) = cluster.slot_health();
+    let (current_epoch, my_epoch) = cluster.epochs();
+    let state = match cluster.state {
+        State::Ok => "ok",
+        State::Fail => "fail",
+    };
+    let mut text = format!(
+        "cluster_state:{state}\r\ncluster_slots_assigned:{assigned}\r\ncluster_slots_ok:{}\r\n\
+         cluster_slots_pfail:{pfail}\r\ncluster_slots_fail:{fail}\r\ncluster_known_nodes:{}\r\n\
+         cluster_size:{}\r\ncluster_current_epoch:{current_epoch}\r\ncluster_my_epoch:{my_epoch}\r\n",
+        assigned - pfail - fail,
+        cluster.known_nodes(),
+        cluster.size(),
+    );
+    for (direction, counts) in [
+        ("sent", &node.links.sent),
+        ("received", &node.links.received),
+    ] {
+        for (name, count) in KIND_NAMES.iter().zip(counts.iter()) {
+            if *count != 0 {
+                text.push_str(&format!(
+                    "cluster_stats_messages_{name}_{direction}:{count}\r\n"
+                ));
+            }
+        }
+        let total: u64 = counts.iter().sum();
+        text.push_str(&format!("cluster_stats_messages_{direction}:{total}\r\n"));
+    }
+    text.push_str("total_cluster_links_buffer_limit_exceeded:0\r\n");
+    reply.verbatim("txt", text.as_bytes());
+    Ok(())
+}
+
+/// CLUSTER NODES.
+pub(super) fn nodes(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> ServerResult {
+    let mut text = String::new();
+    for line in seen_by_client(node, own_ip) {
+        render_line(&line, &mut text);
+        text.push('\n');
+    }
+    reply.verbatim("txt", text.as_bytes());
+    Ok(())
+}
+
+/// The node table as this client is told it: this node at `own_ip`, the
+/// address the client reached it on when bound to every interface (as the fixed
+/// topology answers: `Topology::announced_host`); the other nodes where the bus
+/// found them.
+fn seen_by_client(node: &ShardNode, own_ip: &str) -> Vec<NodeLine> {
+    let mut lines = node.cluster.nodes_file().nodes;
+    for line in lines.iter_mut().filter(|l| l.has_flag("myself")) {
+        line.ip = own_ip.to_string();
+    }
+    lines
+}
+
+/// CLUSTER MYID.
+pub(super) fn myid(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult {
+    reply.bulk(&node.cluster.myself());
+    Ok(())
+}
+
+/// The nodes as CLUSTER NODES lists them, without those in a handshake or
+/// without an address (Redis leaves them out of SLOTS and SHARDS).
+fn listed(node: &ShardNode, own_ip: &str) -> Vec<NodeLine> {
+    let mut lines = seen_by_client(node, own_ip);
+    lines.retain(|l| !l.has_flag("handshake") && !l.has_flag("noaddr"));
+    lines
+}
+
+/// One node as CLUSTER SLOTS shows it: ip, port, id, metadata (none).
+fn slots_entry(reply: &mut Reply<'_>, line: &NodeLine) {
+    reply.array(4);
+    reply.bulk(line.ip.as_bytes());
+    reply.int(i64::from(line.port));
+    reply.bulk(line.name.as_bytes());
+    reply.map(0);
+}
+
+/// CLUSTER SLOTS: each master's slot ranges in slot order, with its replicas
+/// that are not failing.
+pub(super) fn slots(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> ServerResult {
+    let lines = listed(node, own_ip);
+    let mut ranges: Vec<(u16, u16, &NodeLine)> = lines
+        .iter()
+        .flat_map(|l| l.slots.iter().map(move |&(first, last)| (first, last, l)))
+        .collect();
+    ranges.sort_by_key(|(first, _, _)| *first);
+    reply.array(ranges.len());
+    for (first, last, master) in ranges {
+        let replicas: Vec<&NodeLine> = lines
+            .iter()
+            .filter(|l| l.master.as_deref() == Some(master.name.as_str()) && !l.has_flag("fail"))
+            .collect();
+        reply.array(3 + replicas.len());
+        reply.int(i64::from(first));
+        reply.int(i64::from(last));
+        slots_entry(reply, master);
+        replicas.iter().for_each(|r| slots_entry(reply, r));
+    }
+    Ok(())
+}
+
+/// CLUSTER SHARDS: each master with its slots and nodes (itself, replicas).
+pub(super) fn shards(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> ServerResult {
+    let lines = listed(node, own_ip);
+    let masters: Vec<&NodeLine> = lines.iter().filter(|l| l.has_flag("master")).collect();
+    reply.array(masters.len());
+    for master in masters {
+        reply.map(2);
+        reply.bulk(b"slots");
+        reply.array(master.slots.len() * 2);
+        for &(first, last) in &master.slots {
+            reply.int(i64::from(first));
+            reply.int(i64::from(last));
+        }
+        reply.bulk(b"nodes");
+        let members: Vec<&NodeLine> = std::iter::once(master)
+            .chain(
+                lines
+                    .iter()
+                    .filter(|l| l.master.as_deref() == Some(master.name.as_str())),
+            )
+            .collect();
+        reply.array(members.len());
+        for member in members {
+            let role: &[u8] = if member.has_flag("master") {
+                b"master"
+            } else {
+                b"replica"
+            };
+            let health: &[u8] = if member.has_flag("fail") {
+                b"fail"
+            } else {
+                b"online"
+            };
+            reply.map(7);
+            reply.bulk(b"id");
+            reply.bulk(member.name.as_bytes());
+            reply.bulk(b"port");
+            reply.int(i64::from(member.port));
+            reply.bulk(b"ip");
+            reply.bulk(member.ip.as_bytes());
+            reply.bulk(b"endpoint");
+            reply.bulk(member.ip.as_bytes());
+            reply.bulk(b"role");
+            reply.bulk(role);
+            reply.bulk(b"replication-offset");
+            reply.int(0);
+            reply.bulk(b"health");
+            reply.bulk(health);
+        }
+    }
+    Ok(())
+}
+
+/// A slot argument (`getSlotOrReply`).
+fn slot_arg(arg: &[u8]) -> Result<u16, CmdError> {
+    parse_i64(arg)
+        .filter(|s| (0..i64::from(SLOT_COUNT)).contains(s))
+        .map(|s| s as u16)
+        .ok_or(CmdError::InvalidOrOutOfRangeSlot)
+}
+
+/// `checkSlotAssignmentsOrReply`: each slot of `first..=last` is free to add
+/// (or assigned, to delete) and named once in the command.
+fn check_slots(
+    node: &ShardNode,
+    seen: &mut [bool],
+    delete: bool,
+    first: u16,
+    last: u16,
+) -> ServerResult {
+    for slot in first..=last {
+        let assigned = node.cluster.slot_assigned(slot);
+        if delete && !assigned {
+            return Err(error(format!("ERR Slot {slot} is already unassigned")));
+        }
+        if !delete && assigned {
+            return Err(error(format!("ERR Slot {slot} is already busy")));
+        }
+        if std::mem::replace(&mut seen[usize::from(slot)], true) {
+            return Err(error(format!("ERR Slot {slot} specified multiple times")));
+        }
+    }
+    Ok(())
+}
+
+/// Applies checked slots and saves.
+fn assign(
+    node: &mut ShardNode,
+    seen: &[bool],
+    delete: bool,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let slots = (0..SLOT_COUNT).filter(|s| seen[usize::from(*s)]);
+    if delete {
+        node.cluster.del_slots(slots);
+    } else {
+        node.cluster.add_slots(slots);
+    }
+    node.changed();
+    reply.ok();
+    Ok(())
+}
+
+/// CLUSTER ADDSLOTS / DELSLOTS slot [slot ...]: every slot parsed first, then
+/// checked, as Redis.
+fn slots_command(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+    delete: bool,
+) -> ServerResult {
+    let node = node(ctx, args)?;
+    let slots = (2..args.len())
+        .map(|i| slot_arg(args.get(i)))
+        .collect::<Result<Vec<u16>, CmdError>>()?;
+    let mut seen = vec![false; usize::from(SLOT_COUNT)];
+    for slot in slots {
+        check_slots(node, &mut seen, delete, slot, slot)?;
+    }
+    assign(node, &seen, delete, reply)
+}
+
+pub(super) fn addslots(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    slots_command(ctx, args, reply, false)
+}
+
+pub(super) fn delslots(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    slots_command(ctx, args, reply, true)
+}
+
+/// CLUSTER ADDSLOTSRANGE / DELSLOTSRANGE start end [start end ...]: each pair
+/// parsed and checked in turn, as Redis.
+fn ranges_command(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+    delete: bool,
+) -> ServerResult {
+    let node = node(ctx, args)?;
+    if args.len() % 2 == 1 {
+        let name = match delete {
+            true => "cluster|delslotsrange",
+            false => "cluster|addslotsrange",
+        };
+        return Err(CmdError::WrongArity(name));
+    }
+    let mut seen = vec![false; usize::from(SLOT_COUNT)];
+    for pair in (2..args.len()).step_by(2) {
+        let first = slot_arg(args.get(pair))?;
+        let last = slot_arg(args.get(pair + 1))?;
+        if first > last {
+            return Err(error(format!(
+                "ERR start slot number {first} is greater than end slot number {last}"
+            )));
+        }
+        check_slots(node, &mut seen, delete, first, last)?;
+    }
+    assign(node, &seen, delete, reply)
+}
+
+pub(super) fn addslotsrange(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    ranges_command(ctx, args, reply, false)
+}
+
+pub(super) fn delslotsrange(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    ranges_command(ctx, args, reply, true)
+}
+
+/// CLUSTER MEET ip port [bus-port]: a handshake starts at the next cron.
+pub(super) fn meet(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let now = ctx.core.now_ms;
+    let node = node(ctx, args)?;
+    if args.len() > 5 {
+        return Err(CmdError::subcommand_syntax(args.get(1), "cluster"));
+    }
+    let text = |i: usize| String::from_utf8_lossy(args.get(i)).into_owned();
+    let port = parse_i64(args.get(3))
+        .ok_or_else(|| error(format!("ERR Invalid TCP base port specified: {}", text(3))))?;
+    let cport = match args.len() {
+        5 => parse_i64(args.get(4))
+            .ok_or_else(|| error(format!("ERR Invalid TCP bus port specified: {}", text(4))))?,
+        _ => port + i64::from(crate::config::cluster::BUS_PORT_OFFSET),
+    };
+    let ip = std::str::from_utf8(args.get(2))
+        .ok()
+        .and_then(|ip| ip.parse::<IpAddr>().ok());
+    let valid = |p: i64| u16::try_from(p).ok().filter(|p| *p != 0);
+    let started = match (ip, valid(port), valid(cport)) {
+        (Some(ip), Some(port), Some(cport)) => node.cluster.meet(&ip.to_string(), port, cport, now),
+        _ => false,
+    };
+    if !started {
+        return Err(error(format!(
+            "ERR Invalid node address specified: {}:{}",
+            text(2),
+            text(3)
+        )));
+    }
+    node.changed();
+    reply.ok();
+    Ok(())
+}
+
+/// A node name argument as given.
+fn quoted(arg: &[u8]) -> String {
+    String::from_utf8_lossy(arg).into_owned()
+}
+
+/// CLUSTER FORGET node-id.
+pub(super) fn forget(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let node = node(ctx, args)?;
+    node.cluster.forget(args.get(2)).map_err(error)?;
+    node.changed();
+    reply.ok();
+    Ok(())
+}
+
+/// CLUSTER COUNT-FAILURE-REPORTS node-id.
+pub(super) fn count_failure_reports(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let now = ctx.core.now_ms;
+    let node = node(ctx, args)?;
+    match node.cluster.failure_reports(args.get(2), now) {
+        Some(count) => reply.int(count as i64),
+        None => return Err(error(format!("ERR Unknown node {}", quoted(args.get(2))))),
+    }
+    Ok(())
+}
+
+/// CLUSTER SET-CONFIG-EPOCH epoch.
+pub(super) fn set_config_epoch(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let node = node(ctx, args)?;
+    let epoch = parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
+    if epoch < 0 {
+        return Err(error(format!(
+            "ERR Invalid config epoch specified: {epoch}"
+        )));
+    }
+    node.cluster
+        .set_config_epoch(epoch as u64)
+        .map_err(|e| error(e.to_string()))?;
+    node.changed();
+    reply.ok();
+    Ok(())
+}
+
+/// CLUSTER BUMPEPOCH: `BUMPED <epoch>` or `STILL <epoch>`.
+pub(super) fn bumpepoch(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let node = node(ctx, args)?;
+    let (bumped, epoch) = node.cluster.bump_epoch();
+    node.changed();
+    let word = if bumped { "BUMPED" } else { "STILL" };
+    reply.simple(&format!("{word} {epoch}"));
+    Ok(())
+}
+
+/// CLUSTER REPLICATE node-id: the membership's role (the data stays with
+/// replication, docs/cluster.md).
+pub(super) fn replicate(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let node = node(ctx, args)?;
+    let name = args.get(2);
+    let Ok(master) = <[u8; crate::cluster::bus::message::NAME_LEN]>::try_from(name) else {
+        return Err(error(format!("ERR Unknown node {}", quoted(name))));
+    };
+    match node.cluster.replicate(&master) {
+        Ok(()) => {}
+        Err("ERR Unknown node") => return Err(error(format!("ERR Unknown node {}", quoted(name)))),
+        Err(why) => return Err(error(why.to_string())),
+    }
+    node.changed();
+    reply.ok();
+    Ok(())
+}
+
+/// CLUSTER RESET [HARD | SOFT]: refused to a master holding keys (cluster
+/// mode has database 0 only).
+pub(super) fn reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let hard = match args.len() {
+        2 => false,
+        3 if args.get(2).eq_ignore_ascii_case(b"hard") => true,
+        3 if args.get(2).eq_ignore_ascii_case(b"soft") => false,
+        3 => return Err(CmdError::Syntax),
+        _ => return Err(CmdError::subcommand_syntax(args.get(1), "cluster")),
+    };
+    let keys = ctx.core.engine.key_count(0);
+    let now = ctx.core.now_ms;
+    let node = node(ctx, args)?;
+    if !node.cluster.is_replica() && keys != 0 {
+        return Err(error(
+            "ERR CLUSTER RESET can't be called with master nodes containing keys".into(),
+        ));
+    }
+    node.cluster.reset(hard, now);
+    node.changed();
+    reply.ok();
+    Ok(())
+}
+
+/// CLUSTER FLUSHSLOTS: this node gives up every slot it serves, when it holds
+/// no key.
+pub(super) fn flushslots(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let keys = ctx.core.engine.key_count(0);
+    let node = node(ctx, args)?;
+    if keys != 0 {
+        return Err(error(
+            "ERR DB must be empty to perform CLUSTER FLUSHSLOTS.".into(),
+        ));
+    }
+    let mine: Vec<u16> = (0..SLOT_COUNT).filter(|&s| node.serves(s)).collect();
+    node.cluster.del_slots(mine);
+    node.changed();
+    reply.ok();
+    Ok(())
+}
+
+/// CLUSTER LINKS: each bus link to or from a known node.
+pub(super) fn links(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let node = node(ctx, args)?;
+    let links: Vec<_> = node
+        .cluster
+        .node_links()
+        .into_iter()
+        .filter_map(|(name, link, outbound)| Some((name, outbound, node.links.view(link)?)))
+        .collect();
+    reply.array(links.len());
+    for (name, outbound, view) in links {
+        reply.map(6);
+        reply.bulk(b"direction");
+        reply.bulk(if outbound { b"to" } else { b"from" });
+        reply.bulk(b"node");
+        reply.bulk(&name);
+        reply.bulk(b"create-time");
+        reply.int(view.created as i64);
+        reply.bulk(b"events");
+        reply.bulk(if view.pending > 0 { b"rw" } else { b"r" });
+        reply.bulk(b"send-buffer-allocated");
+        reply.int(view.allocated as i64);
+        reply.bulk(b"send-buffer-used");
+        reply.int(view.pending as i64);
+    }
+    Ok(())
+}
+
+/// CLUSTER SAVECONFIG: nodes.conf written now.
+pub(super) fn saveconfig(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let node = node(ctx, args)?;
+    node.save()
+        .map_err(|e| error(format!("ERR error saving the cluster node config: {e}")))?;
+    reply.ok();
+    Ok(())
+}
