@@ -7,8 +7,7 @@
 //! every client of the server; in per-shard mode they see the shard's own, the
 //! "node" a Redis Cluster client expects.
 
-use super::{Ctx, Server, ServerCommand, ServerResult};
-use crate::config::change::ConfigChange;
+use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::config::PortMode;
 use crate::mesh::gather::Gather;
 use crate::mesh::queries::{ClientFilter, ClientQuery};
@@ -96,8 +95,8 @@ fn setname(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     }
     ctx.client.name = name.to_vec();
     ctx.core
-        .shared
-        .observatory
+        .shared()
+        .observatory()
         .client_named(ctx.client.id, name);
     reply.ok();
     Ok(())
@@ -253,7 +252,8 @@ pub(crate) fn ask_every_shard(
         argv_bytes: args.byte_len(),
     };
     let local = answer(ctx.core, ctx.conns, Some(caller), &query);
-    let gathered = ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.cfg.shards > 1;
+    let gathered =
+        ctx.core.settings().port_mode == PortMode::Forward && ctx.core.settings().shards > 1;
     if gathered {
         ctx.gather = Some(Gather::Clients {
             query,
@@ -310,7 +310,7 @@ pub fn info_line<S: Server>(core: &S, client: &ClientState) -> String {
 fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let argv_bytes = args.byte_len();
     let seen = described(ctx.core, ctx.client, ctx.client.batch_buffers, argv_bytes);
-    let mut line = ctx.client.describe(ctx.core.now_ms, &seen);
+    let mut line = ctx.client.describe(ctx.core.now_ms(), &seen);
     line.push('\n');
     reply.verbatim("txt", line.as_bytes());
     Ok(())
@@ -341,7 +341,7 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             b"addr" => filter.addr = Some(text),
             b"laddr" => filter.laddr = Some(text),
             b"user" => {
-                if ctx.core.shared.acl.user(value).is_none() {
+                if ctx.core.shared().acl().user(value).is_none() {
                     return Err(CmdError::quoted("ERR No such user '", value, "'"));
                 }
                 filter.user = Some(value.to_vec());
@@ -428,9 +428,11 @@ fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
         reply.int(0);
         return Ok(());
     };
-    let answered = match ctx.core.shared.blocked_on(id) {
+    let answered = match ctx.core.shared().blocked_on(id) {
         None => false,
-        Some(shard) if shard == ctx.core.id => ctx.core.unblock_client(ctx.conns, id, error),
+        Some(shard) if shard == ctx.core.shard_id() => {
+            ctx.core.unblock_client(ctx.conns, id, error)
+        }
         Some(shard) => {
             let query = ClientQuery::Unblock {
                 client_id: id,
@@ -459,19 +461,15 @@ fn pause(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
         Some(mode) if mode.eq_ignore_ascii_case(b"write") => false,
         Some(_) => return Err(CmdError::PauseMode),
     };
-    let until_ms = ctx.core.now_ms.saturating_add(timeout as u64);
-    ctx.core.pause.start(until_ms, all);
-    ctx.core
-        .outbox
-        .broadcast(ConfigChange::Pause { until_ms, all });
+    let until_ms = ctx.core.now_ms().saturating_add(timeout as u64);
+    ctx.core.pause_everywhere(until_ms, all);
     super::ok_everywhere(ctx, reply);
     Ok(())
 }
 
 /// `CLIENT UNPAUSE`
 fn unpause(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    ctx.core.end_pause(ctx.conns);
-    ctx.core.outbox.broadcast(ConfigChange::Unpause);
+    ctx.core.unpause_everywhere(ctx.conns);
     super::ok_everywhere(ctx, reply);
     Ok(())
 }
@@ -539,7 +537,7 @@ fn tracking(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
             let id = super::parse_i64(args.get(j)).ok_or(CmdError::NotInteger)?;
             let exists = u64::try_from(id)
                 .ok()
-                .and_then(|id| ctx.core.shared.tracking.shard_of(id))
+                .and_then(|id| ctx.core.shared().tracking().shard_of(id))
                 .is_some();
             if !exists {
                 return Err(line_error(NO_SUCH_REDIRECT));
@@ -562,7 +560,7 @@ fn tracking(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         j += 1;
     }
     let switch = args.get(2);
-    let broadcast = crate::tracking::broadcasts(&ctx.core.topo);
+    let broadcast = crate::tracking::broadcasts(ctx.core.topology());
     if switch.eq_ignore_ascii_case(b"off") {
         let (tracking, mut to) = ctx.core.tracking_parts();
         tracking.disable(&mut to, broadcast, ctx.client);
@@ -596,7 +594,7 @@ fn tracking(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
             return Err(e);
         }
     }
-    ctx.core.engine.record_expired(true);
+    ctx.core.engine_mut().record_expired(true);
     let (tracking, to) = ctx.core.tracking_parts();
     tracking.enable(
         to.outbox,

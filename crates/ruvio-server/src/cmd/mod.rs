@@ -52,8 +52,9 @@ pub struct Ctx<'a> {
 }
 
 /// What the families ask of the shard beyond reading and writing its parts: the
-/// steps the shard owns (CLIENT PAUSE's end, a blocked client's early answer, its
-/// gauges as of now, MONITOR's list of connections). Defined here, below the shard, and implemented by it
+/// steps the shard owns (CLIENT PAUSE and UNPAUSE, a blocked client's early
+/// answer, its gauges as of now, MONITOR's list of connections, a broadcast to
+/// the other shards). Defined here, below the shard, and implemented by it
 /// (`shard/families.rs`) so that a family calls the shard without naming it;
 /// called on the concrete core, never through `dyn`.
 pub trait Server {
@@ -75,9 +76,18 @@ pub trait Server {
     fn tracking_table(&self) -> &crate::tracking::Tracking;
     /// Connection `who` (slab index, generation) has something to flush or close.
     fn mark_conn_dirty(&mut self, who: (u32, u32));
-    /// End CLIENT PAUSE on this shard: the connections that waited run what they
-    /// hold (CLIENT UNPAUSE, and another shard's broadcast of it).
-    fn end_pause(&mut self, conns: &mut Slab<Conn>);
+    /// CLIENT PAUSE on every shard until `until_ms` (ALL when `all`): this shard
+    /// pauses now and tells the others, whose copies pause before the caller's
+    /// `+OK` ([`ok_everywhere`]). The one way a family starts a pause, so the
+    /// pause stays the shard's part.
+    fn pause_everywhere(&mut self, until_ms: u64, all: bool);
+    /// End CLIENT PAUSE on every shard: this shard's connections that waited run
+    /// what they hold, and the others are told to do the same.
+    fn unpause_everywhere(&mut self, conns: &mut Slab<Conn>);
+    /// Send a settings change (CONFIG SET's values, a reset, a snapshot ...) to
+    /// every other shard, which applies it before the caller's answer when the
+    /// caller waits for them ([`ok_everywhere`]).
+    fn broadcast(&mut self, change: crate::config::change::ConfigChange);
     /// Answer blocked client `client_id` of this shard now, with a timeout's
     /// answer or (`error`) `-UNBLOCKED`; false if none of its clients has that id.
     fn unblock_client(&mut self, conns: &mut Slab<Conn>, client_id: u64, error: bool) -> bool;
@@ -95,6 +105,34 @@ pub trait Server {
     fn attach_monitor(&mut self, who: (u32, u32));
     /// Connection `who` of this shard leaves MONITOR mode (RESET).
     fn detach_monitor(&mut self, who: (u32, u32));
+    /// This shard keeps a log (durability everysec or always), not memory only.
+    fn has_log(&self) -> bool;
+    /// Command timing and sizes: the command logs' settings, histograms.
+    fn command_timing(&self) -> &crate::observability::Timing;
+    /// This shard's CLIENT TRACKING tables and what delivering an invalidation
+    /// touches beside them.
+    fn tracking_parts(&mut self) -> (&mut crate::tracking::Tracking, crate::tracking::Deliver<'_>);
+    /// `cluster-enabled yes`: this shard as a node of the cluster bus.
+    fn cluster_node(&self) -> Option<&crate::cluster::node::ShardNode>;
+    /// [`cluster_node`](Self::cluster_node), to change (a publication over the bus).
+    fn cluster_node_mut(&mut self) -> Option<&mut crate::cluster::node::ShardNode>;
+    /// What Pub/Sub delivery touches of this shard, and the outbox that relays a
+    /// message to the other shards.
+    fn delivery(
+        &mut self,
+    ) -> (
+        crate::messaging::pubsub::Delivery<'_>,
+        &mut crate::mesh::forward::Outbox,
+    );
+    /// Publish what scripts published before a client's PUBLISH on this shard
+    /// (`caller`: the running connection, out of the slab).
+    fn deliver_published(
+        &mut self,
+        conns: &mut Slab<Conn>,
+        caller: Option<crate::messaging::pubsub::Caller<'_>>,
+    );
+    /// The shards whose subscriptions a PUBSUB call on this shard sees.
+    fn visible_shards(&self) -> std::ops::Range<usize>;
     /// What every shard shares.
     type Shared: SharedReads;
     /// What every shard shares, as this shard holds it.
@@ -128,6 +166,16 @@ pub trait SharedReads {
     fn replication(&self) -> &crate::replication::State;
     /// The current statistics epoch.
     fn stats_epoch(&self) -> u64;
+    /// Start a new statistics epoch (CONFIG RESETSTAT) and return it.
+    fn next_stats_epoch(&self) -> u64;
+    /// ACL's users and log.
+    fn acl(&self) -> &std::sync::Arc<crate::acl::Acl>;
+    /// The shard where client `client_id` is blocked, if it is.
+    fn blocked_on(&self, client_id: u64) -> Option<usize>;
+    /// Active expiry on or off, by shard (DEBUG SET-ACTIVE-EXPIRE).
+    fn active_expire(&self) -> &[std::sync::atomic::AtomicBool];
+    /// Which shard runs a script too long (SHUTDOWN's BUSY answer).
+    fn scripts(&self) -> &ruvio_engine::scripting::ScriptWatches;
     /// Sum one gauge over all shards.
     fn sum(
         &self,
@@ -204,8 +252,8 @@ pub use ruvio_resp::string2ll as parse_i64;
 /// Answer `+OK` once every shard applied what this command broadcast (forward mode
 /// with several shards; at once otherwise).
 pub fn ok_everywhere(ctx: &mut Ctx<'_>, reply: &mut Reply<'_>) {
-    let shards = ctx.core.topo.nodes.len();
-    if shards > 1 && ctx.core.cfg.port_mode == crate::config::PortMode::Forward {
+    let shards = ctx.core.topology().nodes.len();
+    if shards > 1 && ctx.core.settings().port_mode == crate::config::PortMode::Forward {
         ctx.gather = Some(Gather::AfterAll(Then::Reply(b"+OK\r\n".to_vec())));
     } else {
         reply.ok();

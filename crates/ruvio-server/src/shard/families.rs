@@ -1,24 +1,30 @@
 //! The server's command families (`cmd`, a floor below) as the shard serves them:
 //! [`Server`] and [`SharedReads`] for `ShardCore` and `Shared`, the steps a
-//! handler asks of the shard without naming it (CLIENT PAUSE's end, CLIENT
-//! UNBLOCK, INFO's gauges as of now), and the reads of the core and of `Shared`
-//! they make (CLIENT's part of a gathered answer, INFO's sections).
+//! handler asks of the shard without naming it (CLIENT PAUSE and UNPAUSE on
+//! every shard, CLIENT UNBLOCK, INFO's gauges as of now, a broadcast to the
+//! other shards), and the reads of the core and of `Shared` they make (CLIENT's
+//! part of a gathered answer, INFO's sections).
 
+use crate::acl::Acl;
+use crate::cluster::node::ShardNode;
 use crate::cluster::topology::Topology;
 use crate::cmd::{Server, SharedReads};
+use crate::config::change::ConfigChange;
 use crate::config::Config;
-use crate::messaging::pubsub::Subscribers;
+use crate::mesh::forward::Outbox;
+use crate::messaging::pubsub::{Caller, Delivery, Subscribers};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
-use crate::observability::Observatory;
+use crate::observability::{Observatory, Timing};
 use crate::persistence::loading::LoadingState;
 use crate::persistence::snapshot::SaveState;
 use crate::shard::{ShardCore, Shared};
 use crate::stats::{ShardGauges, ShardStats, StatTables};
-use crate::tracking::Directory;
+use crate::tracking::{Deliver, Directory, Tracking};
 use crate::transactions::watch::Watches;
+use ruvio_engine::scripting::ScriptWatches;
 use ruvio_engine::Engine;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -59,7 +65,7 @@ impl Server for ShardCore {
     }
 
     #[inline]
-    fn tracking_table(&self) -> &crate::tracking::Tracking {
+    fn tracking_table(&self) -> &Tracking {
         &self.tracking
     }
 
@@ -68,9 +74,19 @@ impl Server for ShardCore {
         self.dirty.push(who);
     }
 
-    #[inline]
-    fn end_pause(&mut self, conns: &mut Slab<Conn>) {
+    fn pause_everywhere(&mut self, until_ms: u64, all: bool) {
+        self.pause.start(until_ms, all);
+        self.outbox.broadcast(ConfigChange::Pause { until_ms, all });
+    }
+
+    fn unpause_everywhere(&mut self, conns: &mut Slab<Conn>) {
         super::end_pause(self, conns);
+        self.outbox.broadcast(ConfigChange::Unpause);
+    }
+
+    #[inline]
+    fn broadcast(&mut self, change: ConfigChange) {
+        self.outbox.broadcast(change);
     }
 
     #[inline]
@@ -113,6 +129,46 @@ impl Server for ShardCore {
     #[inline]
     fn detach_monitor(&mut self, who: (u32, u32)) {
         self.monitors.detach(&self.shared.monitors, self.id, who);
+    }
+
+    #[inline]
+    fn has_log(&self) -> bool {
+        self.wal.is_some()
+    }
+
+    #[inline]
+    fn command_timing(&self) -> &Timing {
+        &self.timing
+    }
+
+    #[inline]
+    fn tracking_parts(&mut self) -> (&mut Tracking, Deliver<'_>) {
+        ShardCore::tracking_parts(self)
+    }
+
+    #[inline]
+    fn cluster_node(&self) -> Option<&ShardNode> {
+        self.cluster_node.as_deref()
+    }
+
+    #[inline]
+    fn cluster_node_mut(&mut self) -> Option<&mut ShardNode> {
+        self.cluster_node.as_deref_mut()
+    }
+
+    #[inline]
+    fn delivery(&mut self) -> (Delivery<'_>, &mut Outbox) {
+        ShardCore::delivery(self)
+    }
+
+    #[inline]
+    fn deliver_published(&mut self, conns: &mut Slab<Conn>, caller: Option<Caller<'_>>) {
+        ShardCore::deliver_published(self, conns, caller);
+    }
+
+    #[inline]
+    fn visible_shards(&self) -> std::ops::Range<usize> {
+        ShardCore::visible_shards(self)
     }
 
     type Shared = Shared;
@@ -182,6 +238,31 @@ impl SharedReads for Shared {
     #[inline]
     fn stats_epoch(&self) -> u64 {
         Shared::stats_epoch(self)
+    }
+
+    #[inline]
+    fn next_stats_epoch(&self) -> u64 {
+        Shared::next_stats_epoch(self)
+    }
+
+    #[inline]
+    fn acl(&self) -> &Arc<Acl> {
+        &self.acl
+    }
+
+    #[inline]
+    fn blocked_on(&self, client_id: u64) -> Option<usize> {
+        Shared::blocked_on(self, client_id)
+    }
+
+    #[inline]
+    fn active_expire(&self) -> &[AtomicBool] {
+        &self.active_expire
+    }
+
+    #[inline]
+    fn scripts(&self) -> &ScriptWatches {
+        &self.scripts
     }
 
     #[inline]
