@@ -5,7 +5,7 @@
 //! deleted user (`ConfigChange::AclUsers`, answered once all shards applied it,
 //! as CONFIG SET).
 
-use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult};
+use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::acl::check::Denied;
 use crate::acl::{describe, log, Acl, SetUserError};
 use crate::config::change::ConfigChange;
@@ -77,7 +77,7 @@ const LOG_COUNT_DEFAULT: usize = 10;
 /// `acl-pubsub-default allchannels`: new selectors start with `&*`.
 fn pubsub_all(ctx: &Ctx<'_>) -> bool {
     ctx.core
-        .cfg
+        .settings()
         .param("acl-pubsub-default")
         .eq_ignore_ascii_case("allchannels")
 }
@@ -98,7 +98,7 @@ pub fn log_denial(ctx: &mut Ctx<'_>, reason: &'static str, object: &[u8], userna
         at_ms: crate::clock::unix_ms(),
         client_info: super::client::info_line(ctx.core, ctx.client),
     };
-    ctx.core.shared.acl.log(entry);
+    ctx.core.shared().acl().log(entry);
 }
 
 /// Take the table as it is now into `conns`: a connection whose user is gone
@@ -142,14 +142,14 @@ pub fn keeps_access(acl: &Acl, client: &mut ClientState) -> bool {
 /// The users changed: this shard's connections take the change now, the other
 /// shards' before `answer` is sent.
 fn changed_everywhere(ctx: &mut Ctx<'_>, answer: Vec<u8>, reply: &mut Reply<'_>) {
-    let acl = ctx.core.shared.acl.clone();
+    let acl = ctx.core.shared().acl().clone();
     refresh_connections(&acl, ctx.conns, |who| ctx.core.mark_conn_dirty(who));
     if !keeps_access(&acl, ctx.client) {
         // Its own user is gone: answered, then closed (Redis's close-after-reply).
         ctx.client.closing = true;
     }
-    if ctx.core.topo.nodes.len() > 1 {
-        ctx.core.outbox.broadcast(ConfigChange::AclUsers);
+    if ctx.core.topology().nodes.len() > 1 {
+        ctx.core.broadcast(ConfigChange::AclUsers);
         ctx.gather = Some(Gather::AfterAll(Then::Reply(answer)));
     } else {
         reply.raw(&answer);
@@ -162,8 +162,8 @@ fn setuser(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     let all_channels = pubsub_all(ctx);
     match ctx
         .core
-        .shared
-        .acl
+        .shared()
+        .acl()
         .set_user(args.get(2), &rules, all_channels)
     {
         Ok(()) => {
@@ -199,14 +199,14 @@ fn deluser(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
             b"ERR The 'default' user cannot be removed".to_vec(),
         ));
     }
-    let deleted = ctx.core.shared.acl.delete_users(&names);
+    let deleted = ctx.core.shared().acl().delete_users(&names);
     changed_everywhere(ctx, format!(":{deleted}\r\n").into_bytes(), reply);
     Ok(())
 }
 
 /// `ACL GETUSER username`
 fn getuser(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let acl = &ctx.core.shared.acl;
+    let acl = ctx.core.shared().acl();
     let Some(user) = acl.user(args.get(2)) else {
         reply.null();
         return Ok(());
@@ -244,7 +244,7 @@ fn getuser(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 
 /// `ACL LIST`
 fn list(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let acl = &ctx.core.shared.acl;
+    let acl = ctx.core.shared().acl();
     let users = acl.users();
     reply.array(users.len());
     for user in users.values() {
@@ -255,7 +255,7 @@ fn list(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 
 /// `ACL USERS`
 fn users(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let users = ctx.core.shared.acl.users();
+    let users = ctx.core.shared().acl().users();
     reply.array(users.len());
     for name in users.keys() {
         reply.bulk(name);
@@ -288,7 +288,7 @@ fn cat(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult
                     "'",
                 ));
             };
-            let catalog = ctx.core.shared.acl.catalog();
+            let catalog = ctx.core.shared().acl().catalog();
             let rows: Vec<usize> = catalog
                 .walk()
                 .filter(|&b| catalog.row(b).categories & bit != 0)
@@ -339,14 +339,14 @@ fn log_cmd(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     let count = match args.len() {
         2 => LOG_COUNT_DEFAULT,
         3 if args.get(2).eq_ignore_ascii_case(b"reset") => {
-            ctx.core.shared.acl.log_reset();
+            ctx.core.shared().acl().log_reset();
             reply.ok();
             return Ok(());
         }
         3 => parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?.max(0) as usize,
         _ => return Err(CmdError::subcommand_syntax(args.get(1), "acl")),
     };
-    let entries = ctx.core.shared.acl.log_entries(count);
+    let entries = ctx.core.shared().acl().log_entries(count);
     let now = crate::clock::unix_ms();
     reply.array(entries.len());
     for logged in entries {
@@ -378,7 +378,7 @@ fn log_cmd(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 
 /// `ACL DRYRUN username command [arg ...]`
 fn dryrun(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let Some(user) = ctx.core.shared.acl.user(args.get(2)) else {
+    let Some(user) = ctx.core.shared().acl().user(args.get(2)) else {
         return Err(CmdError::quoted(
             "ERR User '",
             until_nul(args.get(2)),
@@ -434,11 +434,11 @@ const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an A
 
 /// `ACL LOAD`
 fn load(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let path = ctx.core.cfg.param("aclfile").to_string();
+    let path = ctx.core.settings().param("aclfile").to_string();
     if path.is_empty() {
         return Err(CmdError::Line(NO_ACL_FILE.as_bytes().to_vec()));
     }
-    let acl = ctx.core.shared.acl.clone();
+    let acl = ctx.core.shared().acl().clone();
     let users = crate::acl::file::load(&acl, &path, pubsub_all(ctx))
         .map_err(|errors| CmdError::quoted("ERR ", errors.as_bytes(), ""))?;
     acl.replace_all(users);
@@ -448,11 +448,11 @@ fn load(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 
 /// `ACL SAVE`
 fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let path = ctx.core.cfg.param("aclfile").to_string();
+    let path = ctx.core.settings().param("aclfile").to_string();
     if path.is_empty() {
         return Err(CmdError::Line(NO_ACL_FILE.as_bytes().to_vec()));
     }
-    if let Err(e) = crate::acl::file::save(&ctx.core.shared.acl, &path) {
+    if let Err(e) = crate::acl::file::save(ctx.core.shared().acl(), &path) {
         crate::serverlog::log(
             crate::serverlog::Level::Warning,
             &format!("Saving the ACL file {path} failed: {e}"),

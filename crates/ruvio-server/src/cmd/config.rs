@@ -16,7 +16,7 @@
 //! `shard/settings.rs`): this family checks names and values, orders the changes
 //! and undoes them, and says what goes to the other shards.
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::config::change::{ConfigChange, ReloadOutcome};
 use crate::config::params::{self, Access, ParamSpec};
 use crate::net::tls::Sessions;
@@ -116,7 +116,7 @@ fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
 /// Whether this client may set a protected parameter (`dir`, `dbfilename`):
 /// `enable-protected-configs` yes, or local and the client is on loopback.
 fn protected_allowed(ctx: &Ctx<'_>) -> bool {
-    match ctx.core.cfg.param("enable-protected-configs") {
+    match ctx.core.settings().param("enable-protected-configs") {
         "yes" => true,
         "local" => {
             let peer = &ctx.client.peer;
@@ -197,7 +197,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
             ));
         }
     }
-    ctx.core.outbox.broadcast(ConfigChange::Set(applied));
+    ctx.core.broadcast(ConfigChange::Set(applied));
     ctx.core.settings_changed();
     super::ok_everywhere(ctx, reply);
     Ok(())
@@ -225,11 +225,9 @@ pub fn is_tls_file(name: &str) -> bool {
 }
 
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let epoch = ctx.core.shared.next_stats_epoch();
+    let epoch = ctx.core.shared().next_stats_epoch();
     ctx.core.reset_stats(epoch);
-    ctx.core
-        .outbox
-        .broadcast(ConfigChange::ResetStats { epoch });
+    ctx.core.broadcast(ConfigChange::ResetStats { epoch });
     // Answered once every shard reset: a command sent after the OK, on whichever
     // shard it runs, counts in the new epoch.
     super::ok_everywhere(ctx, reply);
@@ -241,19 +239,19 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -
 /// settings stay as they are; a setting the file lacks is appended. The new file
 /// replaces the old one by a rename, so a crash leaves one or the other.
 fn config_rewrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let Some(path) = ctx.core.cfg.config_file.clone() else {
+    let Some(path) = ctx.core.settings().config_file.clone() else {
         return Err(CmdError::NoConfigFile);
     };
     // The settings that take effect, and the others set away from their default.
     let settings: Vec<(String, String)> = params::PARAMS
         .iter()
         .filter(|p| p.access == Access::Mutable && params::storage_name(p.name) == p.name)
-        .filter(|p| ctx.core.param_is_live(p) || ctx.core.cfg.params.contains_key(p.name))
+        .filter(|p| ctx.core.param_is_live(p) || ctx.core.settings().params.contains_key(p.name))
         .map(|p| (p.name.replace('-', "_"), ctx.core.param_value(p)))
         .collect();
     // The users go to the file as `user` lines unless they live in `aclfile`.
-    let users = ctx.core.cfg.param("aclfile").is_empty().then(|| {
-        let acl = &ctx.core.shared.acl;
+    let users = ctx.core.settings().param("aclfile").is_empty().then(|| {
+        let acl = ctx.core.shared().acl();
         let users = acl.users();
         let lines = users.values().map(|u| {
             let line = crate::acl::describe::user_line(acl.catalog(), u);

@@ -1,6 +1,6 @@
 //! Connection commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT.
 
-use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult};
+use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::acl::rules::User;
 use crate::acl::{Acl, Session};
 use crate::config::PortMode;
@@ -66,15 +66,20 @@ fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 /// `RESET`: back to a fresh connection's state.
 fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let c = &mut *ctx.client;
-    let acl = ctx.core.shared.acl.clone();
+    let acl = ctx.core.shared().acl().clone();
     reset_connection(c, &acl);
     let core = &*ctx.core;
-    crate::messaging::pubsub::forget_all(&core.shared.pubsub, core.id, &mut c.subs, ctx.who);
+    crate::messaging::pubsub::forget_all(
+        core.shared().pubsub(),
+        core.shard_id(),
+        &mut c.subs,
+        ctx.who,
+    );
     crate::transactions::multi::unwatch(ctx.core, ctx.client);
     if std::mem::take(&mut ctx.client.monitor) {
         ctx.core.detach_monitor(ctx.who);
     }
-    let broadcast = crate::tracking::broadcasts(&ctx.core.topo);
+    let broadcast = crate::tracking::broadcasts(ctx.core.topology());
     let (tracking, mut to) = ctx.core.tracking_parts();
     tracking.disable(&mut to, broadcast, ctx.client);
     reply.proto = Protocol::Resp2;
@@ -118,11 +123,11 @@ fn log_failed_auth(ctx: &mut Ctx<'_>, args: Args<'_>, user: &[u8]) {
 
 /// `AUTH [username] password`
 fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    match authenticate(&ctx.core.shared.acl, args) {
+    match authenticate(ctx.core.shared().acl(), args) {
         Ok(user) => {
             ctx.client.authenticated = true;
             ctx.client.acl = Session::new(user);
-            ctx.core.shared.acl.forget_client(ctx.client.id);
+            ctx.core.shared().acl().forget_client(ctx.client.id);
             reply.ok();
             Ok(())
         }
@@ -141,8 +146,8 @@ fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
 fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let acl = ctx.core.shared.acl.clone();
-    let port_mode = ctx.core.cfg.port_mode;
+    let acl = ctx.core.shared().acl().clone();
+    let port_mode = ctx.core.settings().port_mode;
     if let Err(e) = hello_reply(ctx.client, &acl, port_mode, args, reply) {
         if e == CmdError::WrongPass {
             // ACL LOG records the failed AUTH (its user is after AUTH).
@@ -156,7 +161,7 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
     // SETNAME: the command logs name the client as it is now called.
     let named = (2..args.len()).any(|i| args.get(i).eq_ignore_ascii_case(b"SETNAME"));
     if named {
-        let observatory = &ctx.core.shared.observatory;
+        let observatory = ctx.core.shared().observatory();
         observatory.client_named(ctx.client.id, &ctx.client.name);
     }
     Ok(())
@@ -246,7 +251,7 @@ pub fn hello_reply(
 
 /// `SELECT index`
 fn select(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    ctx.client.db = select_index(&ctx.core.engine, args.get(1))?;
+    ctx.client.db = select_index(ctx.core.engine(), args.get(1))?;
     reply.ok();
     Ok(())
 }

@@ -11,7 +11,7 @@
 //! given shard).
 
 use super::config::Configured;
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::cmd::client::ask_every_shard;
 use crate::config::change::{ConfigChange, ReloadOutcome, RELOAD_WAITS_FOR_SAVE};
 use crate::config::PortMode;
@@ -103,8 +103,10 @@ fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
 /// changeReplicationId and clearReplicationId2): replicas must sync in full.
 fn debug_change_repl_id(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let core = &*ctx.core;
-    let state = &core.shared.replication;
-    state.history(core.id, core.cfg.port_mode).new_history();
+    let state = core.shared().replication();
+    state
+        .history(core.shard_id(), core.settings().port_mode)
+        .new_history();
     reply.ok();
     Ok(())
 }
@@ -119,10 +121,10 @@ fn debug_set_active_expire(
     reply: &mut Reply<'_>,
 ) -> ServerResult {
     let enabled = atoi(args.get(2)) != 0;
-    let flags = &ctx.core.shared.active_expire;
-    match ctx.core.cfg.port_mode {
+    let flags = ctx.core.shared().active_expire();
+    match ctx.core.settings().port_mode {
         PortMode::Forward => flags.iter().for_each(|f| f.store(enabled, Relaxed)),
-        PortMode::PerShard => flags[ctx.core.id].store(enabled, Relaxed),
+        PortMode::PerShard => flags[ctx.core.shard_id()].store(enabled, Relaxed),
     }
     reply.ok();
     Ok(())
@@ -158,7 +160,7 @@ fn atoi(bytes: &[u8]) -> i64 {
 
 /// `DEBUG SHARD`: the index of the shard serving this connection.
 fn debug_shard(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    reply.int(ctx.core.id as i64);
+    reply.int(ctx.core.shard_id() as i64);
     Ok(())
 }
 
@@ -296,17 +298,17 @@ fn debug_reload(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
     if args.len() > 2 {
         return refuse("ERR DEBUG RELOAD's MERGE, NOFLUSH and NOSAVE need a dump file, which Ruvio does not keep");
     }
-    let everywhere = ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.topo.nodes.len() > 1;
+    let everywhere =
+        ctx.core.settings().port_mode == PortMode::Forward && ctx.core.topology().nodes.len() > 1;
     // A save any shard is writing (each shard checks its own again when the
     // reload reaches it: a BGSAVE may start in between).
-    if everywhere && ctx.core.shared.background_save.running_kind().is_some() {
+    if everywhere && ctx.core.shared().background_save().running_kind().is_some() {
         return refuse(RELOAD_WAITS_FOR_SAVE);
     }
     let outcome = Arc::new(ReloadOutcome::default());
     ctx.core.reload_keyspace(&outcome);
     if everywhere {
         ctx.core
-            .outbox
             .broadcast(ConfigChange::Reload(Arc::clone(&outcome)));
         ctx.gather = Some(Gather::AfterAll(Then::Reload(outcome)));
         return Ok(());
@@ -390,10 +392,10 @@ fn debug_set_skip_checksum_validation(
     reply: &mut Reply<'_>,
 ) -> ServerResult {
     let skip = atoi(args.get(2)) != 0;
-    ctx.core.engine.config_mut().skip_checksum_validation = skip;
-    if ctx.core.cfg.port_mode == PortMode::Forward {
+    ctx.core.engine_mut().config_mut().skip_checksum_validation = skip;
+    if ctx.core.settings().port_mode == PortMode::Forward {
         let change = ConfigChange::SkipChecksumValidation(skip);
-        ctx.core.outbox.broadcast(change);
+        ctx.core.broadcast(change);
     }
     super::ok_everywhere(ctx, reply);
     Ok(())
@@ -417,18 +419,21 @@ fn debug_error(_ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> Se
 /// [`crate::persistence::export`]); `+OK` once the file is complete.
 fn debug_export_rdb(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let path = String::from_utf8_lossy(args.get(2)).into_owned();
-    let shards = ctx.core.topo.nodes.len();
+    let shards = ctx.core.topology().nodes.len();
     let failed = |e: String| CmdError::Line(format!("ERR EXPORT-RDB failed: {e}").into_bytes());
     crate::persistence::export::remove_parts(&path, shards);
-    crate::persistence::export::write_part(&ctx.core.engine, ctx.core.now_ms, ctx.core.id, &path)
-        .map_err(|e| failed(e.to_string()))?;
-    if shards > 1 && ctx.core.cfg.port_mode == PortMode::Forward {
-        ctx.core
-            .outbox
-            .broadcast(ConfigChange::ExportRdb(path.clone()));
+    crate::persistence::export::write_part(
+        ctx.core.engine(),
+        ctx.core.now_ms(),
+        ctx.core.shard_id(),
+        &path,
+    )
+    .map_err(|e| failed(e.to_string()))?;
+    if shards > 1 && ctx.core.settings().port_mode == PortMode::Forward {
+        ctx.core.broadcast(ConfigChange::ExportRdb(path.clone()));
         ctx.gather = Some(Gather::AfterAll(Then::ExportRdb(path)));
     } else {
-        crate::persistence::export::assemble(&path, [ctx.core.id]).map_err(failed)?;
+        crate::persistence::export::assemble(&path, [ctx.core.shard_id()]).map_err(failed)?;
         reply.ok();
     }
     Ok(())

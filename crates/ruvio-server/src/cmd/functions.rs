@@ -21,7 +21,7 @@
 //!   saved. Libraries change rarely and are small: a file per change costs less
 //!   than teaching the log and the snapshot a second kind of record.
 
-use super::{ok_everywhere, Ctx, ServerCommand, ServerResult};
+use super::{ok_everywhere, Ctx, Server, ServerCommand, ServerResult};
 use crate::config::change::ConfigChange;
 use crate::config::{Config, PortMode};
 use crate::mesh::gather::{Gather, Then};
@@ -129,9 +129,9 @@ pub struct Keeper<'a> {
 impl<'a> Keeper<'a> {
     fn of(ctx: &'a Ctx<'_>) -> Keeper<'a> {
         Keeper {
-            cfg: &ctx.core.cfg,
-            id: ctx.core.id,
-            logs: ctx.core.wal.is_some(),
+            cfg: &ctx.core.settings(),
+            id: ctx.core.shard_id(),
+            logs: ctx.core.has_log(),
         }
     }
 }
@@ -161,7 +161,7 @@ fn save(keeper: Keeper<'_>, payload: &[u8]) {
 
 /// Several shards answer as one server.
 fn one_server(ctx: &Ctx<'_>) -> bool {
-    ctx.core.topo.nodes.len() > 1 && ctx.core.cfg.port_mode == PortMode::Forward
+    ctx.core.topology().nodes.len() > 1 && ctx.core.settings().port_mode == PortMode::Forward
 }
 
 /// After a change on this shard: save the set, send it to the other shards, and
@@ -175,7 +175,7 @@ fn share(ctx: &mut Ctx<'_>, args: Args<'_>) {
     let payload = functions::dump();
     save(Keeper::of(ctx), &payload);
     if one_server(ctx) {
-        ctx.core.outbox.broadcast(ConfigChange::Functions(payload));
+        ctx.core.broadcast(ConfigChange::Functions(payload));
     }
 }
 
@@ -261,7 +261,7 @@ fn function_restore(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
         })?,
         _ => RestorePolicy::Append,
     };
-    let check_crc = !ctx.core.engine.config().skip_checksum_validation;
+    let check_crc = !ctx.core.engine().config().skip_checksum_validation;
     functions::restore(args.get(2), policy, check_crc)?;
     share(ctx, args);
     ok_everywhere(ctx, reply);

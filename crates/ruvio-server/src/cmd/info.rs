@@ -36,7 +36,7 @@ fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         .skip(1)
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    if ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.cfg.shards > 1 {
+    if ctx.core.settings().port_mode == PortMode::Forward && ctx.core.settings().shards > 1 {
         // The other shards publish first: INFO counts everything done before it.
         ctx.gather = Some(Gather::AfterAll(Then::Info { sections: wanted }));
         return Ok(());

@@ -7,7 +7,7 @@
 //! other shard publish its histograms ([`crate::mesh::gather`]) and answers from
 //! their merge, so it counts every command answered before it.
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::cmd::registry::Command;
 use crate::config::{Config, Durability, PortMode};
 use crate::mesh::gather::{Gather, Then};
@@ -63,11 +63,16 @@ fn doctor(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     let input = DoctorInput {
         threshold_ms: settings.monitor_ms,
         slow_us: settings.slow_us,
-        hz: ctx.core.cfg.hz,
-        fsync_always: ctx.core.cfg.durability == Durability::Always,
+        hz: ctx.core.settings().hz,
+        fsync_always: ctx.core.settings().durability == Durability::Always,
         anon_huge_pages: anon_huge_pages(),
     };
-    let report = ctx.core.shared.observatory.monitor().doctor(input, now_s());
+    let report = ctx
+        .core
+        .shared()
+        .observatory()
+        .monitor()
+        .doctor(input, now_s());
     reply.verbatim("txt", report.as_bytes());
     Ok(())
 }
@@ -75,7 +80,7 @@ fn doctor(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 /// `LATENCY GRAPH event`
 fn graph(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let event = args.get(2);
-    let monitor = ctx.core.shared.observatory.monitor();
+    let monitor = ctx.core.shared().observatory().monitor();
     let Some(text) = monitor.graph(event, now_s()) else {
         return Err(CmdError::quoted(
             "ERR No samples available for event '",
@@ -89,7 +94,12 @@ fn graph(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 
 /// `LATENCY HISTORY event`
 fn history(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let samples = ctx.core.shared.observatory.monitor().history(args.get(2));
+    let samples = ctx
+        .core
+        .shared()
+        .observatory()
+        .monitor()
+        .history(args.get(2));
     reply.array(samples.len());
     for (unix_s, ms) in samples {
         reply.array(2);
@@ -101,7 +111,7 @@ fn history(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 
 /// `LATENCY LATEST`
 fn latest(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let rows = ctx.core.shared.observatory.monitor().latest();
+    let rows = ctx.core.shared().observatory().monitor().latest();
     reply.array(rows.len());
     for row in rows {
         reply.array(4);
@@ -116,7 +126,7 @@ fn latest(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 /// `LATENCY RESET [event ...]`
 fn reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let events: Vec<&[u8]> = args.iter().skip(2).collect();
-    let forgotten = ctx.core.shared.observatory.monitor().reset(&events);
+    let forgotten = ctx.core.shared().observatory().monitor().reset(&events);
     reply.int(forgotten as i64);
     Ok(())
 }
@@ -124,16 +134,16 @@ fn reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 /// `LATENCY HISTOGRAM [command ...]`
 fn histogram(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let commands: Vec<Vec<u8>> = args.iter().skip(2).map(|a| a.to_vec()).collect();
-    if ctx.core.cfg.port_mode == PortMode::Forward && ctx.core.topo.nodes.len() > 1 {
+    if ctx.core.settings().port_mode == PortMode::Forward && ctx.core.topology().nodes.len() > 1 {
         // The other shards publish their histograms first.
         ctx.gather = Some(Gather::AfterAll(Then::LatencyHistogram(commands)));
         return Ok(());
     }
     let core = &*ctx.core;
-    let shards = super::slowlog::visible_shards(&core.cfg, core.id);
-    let observatory = &core.shared.observatory;
+    let shards = super::slowlog::visible_shards(core.settings(), core.shard_id());
+    let observatory = core.shared().observatory();
     write_histograms(
-        (core.command_timing(), observatory, core.id, shards),
+        (core.command_timing(), observatory, core.shard_id(), shards),
         &commands,
         reply,
     );

@@ -5,14 +5,13 @@
 //! INFO persistence is in `info`.
 
 use super::config::Configured;
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::config::change::ConfigChange;
 use crate::mesh::gather::{Gather, Then};
 use crate::persistence::snapshot::{Kind, Start};
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
-use std::sync::atomic::Ordering::Relaxed;
 
 /// The persistence family's table, with Redis 7's flags and ACL categories.
 #[rustfmt::skip]
@@ -35,7 +34,7 @@ pub const COMMANDS: &[ServerCommand] = &[
 /// `LASTSAVE`: the last completed SAVE, or the start time before one (as a fresh
 /// Redis answers).
 fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    reply.int(ctx.core.shared.last_save_unix_s.load(Relaxed) as i64);
+    reply.int(ctx.core.shared().last_save_unix_s() as i64);
     Ok(())
 }
 
@@ -44,18 +43,18 @@ fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Server
 /// one process with one data directory, as for BGSAVE). Needs a log
 /// (`--durability everysec` or `always`).
 fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    if ctx.core.wal.is_none() {
+    if !ctx.core.has_log() {
         return dump_everywhere(ctx, reply, "SAVE", b"+OK\r\n");
     }
-    if ctx.core.shared.background_save.running_kind().is_some() {
+    if ctx.core.shared().background_save().running_kind().is_some() {
         return Err(CmdError::Line(
             b"ERR Background save already in progress".to_vec(),
         ));
     }
     crate::persistence::snapshot::save(ctx.core)
         .map_err(|e| CmdError::Line(format!("ERR SAVE failed: {e}").into_bytes()))?;
-    if ctx.core.topo.nodes.len() > 1 {
-        ctx.core.outbox.broadcast(ConfigChange::Snapshot);
+    if ctx.core.topology().nodes.len() > 1 {
+        ctx.core.broadcast(ConfigChange::Snapshot);
         ctx.gather = Some(Gather::AfterAll(Then::Reply(b"+OK\r\n".to_vec())));
     } else {
         reply.ok();
@@ -76,9 +75,9 @@ fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         }
     }
     // A script past busy-reply-threshold: only SHUTDOWN NOSAVE ends the server.
-    let shards = ctx.core.topo.nodes.len();
+    let shards = ctx.core.topology().nodes.len();
     // The busy shard cannot take part in an orderly exit: NOSAVE ends at once.
-    match (0..shards).find_map(|s| ctx.core.shared.scripts.busy_error(s)) {
+    match (0..shards).find_map(|s| ctx.core.shared().scripts().busy_error(s)) {
         Some(busy) if !has(b"nosave") => return Err(busy),
         Some(_) => {
             eprintln!("ruvio: SHUTDOWN NOSAVE while a script is busy, exiting");
@@ -113,11 +112,11 @@ fn bgsave(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
         2 if args.get(1).eq_ignore_ascii_case(b"schedule") => true,
         _ => return Err(CmdError::Syntax),
     };
-    if ctx.core.wal.is_none() {
+    if !ctx.core.has_log() {
         let started = b"+Background saving started\r\n";
         return dump_everywhere(ctx, reply, "BGSAVE", started);
     }
-    let state = &ctx.core.shared.background_save;
+    let state = ctx.core.shared().background_save();
     if state.running_kind() == Some(Kind::Rdb) {
         return Err(line("ERR Background save already in progress"));
     }
@@ -135,7 +134,7 @@ fn bgsave(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
         // Another shard's client started one a moment ago.
         Start::SameRunning => return Err(line("ERR Background save already in progress")),
         Start::OtherRunning => {
-            ctx.core.shared.background_save.schedule(Kind::Rdb);
+            ctx.core.shared().background_save().schedule(Kind::Rdb);
             reply.simple("Background saving scheduled");
         }
     }
@@ -146,7 +145,7 @@ fn bgsave(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
 /// segments are then deleted).
 fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     needs_a_log(ctx, "BGREWRITEAOF")?;
-    let state = &ctx.core.shared.background_save;
+    let state = ctx.core.shared().background_save();
     if state.running_kind() == Some(Kind::Aof) {
         return Err(line(
             "ERR Background append only file rewriting already in progress",
@@ -166,7 +165,7 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Se
             ))
         }
         Start::OtherRunning => {
-            ctx.core.shared.background_save.schedule(Kind::Aof);
+            ctx.core.shared().background_save().schedule(Kind::Aof);
             reply.simple("Background append only file rewriting scheduled");
         }
     }
@@ -195,12 +194,12 @@ fn dump_everywhere(
     // The dump file of `--durability memory`: `dir`/`dbfilename`, as Redis's.
     let path = ctx
         .core
-        .cfg
+        .settings()
         .dir
-        .join(ctx.core.cfg.param("dbfilename"))
+        .join(ctx.core.settings().param("dbfilename"))
         .to_string_lossy()
         .into_owned();
-    let shards = ctx.core.topo.nodes.len();
+    let shards = ctx.core.topology().nodes.len();
     if let Some(dir) = std::path::Path::new(&path).parent() {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -209,9 +208,7 @@ fn dump_everywhere(
         .write_dump_part(&path)
         .map_err(|e| line(&format!("ERR {command} failed: {e}")))?;
     if shards > 1 {
-        ctx.core
-            .outbox
-            .broadcast(ConfigChange::DumpPart(path.clone()));
+        ctx.core.broadcast(ConfigChange::DumpPart(path.clone()));
         ctx.gather = Some(Gather::AfterAll(Then::Dump {
             path,
             answer: answer.to_vec(),
@@ -225,7 +222,7 @@ fn dump_everywhere(
 /// Snapshots live next to the log: without one (`--durability memory`) there is
 /// nowhere to save.
 fn needs_a_log(ctx: &Ctx<'_>, command: &str) -> ServerResult {
-    if ctx.core.wal.is_none() {
+    if !ctx.core.has_log() {
         return Err(line(&format!(
             "ERR {command} failed: persistence is off (--durability memory)"
         )));

@@ -8,7 +8,7 @@
 //! per-shard mode the shard-channel commands are routed as Redis Cluster routes
 //! them: `MOVED` to the slot's owner, `CROSSSLOT` for names in several slots.
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::config::PortMode;
 use crate::mesh::gather::Gather;
 use crate::messaging::pubsub::{self, Caller, Kind, Publication, Subscribers};
@@ -153,8 +153,8 @@ fn subscribe_to(
     for name in args.iter().skip(1) {
         let core = &*ctx.core;
         pubsub::subscribe(
-            &core.shared.pubsub,
-            core.id,
+            core.shared().pubsub(),
+            core.shard_id(),
             ctx.client,
             ctx.who,
             kind,
@@ -185,8 +185,8 @@ fn unsubscribe_from(
     for name in names {
         let core = &*ctx.core;
         pubsub::unsubscribe(
-            &core.shared.pubsub,
-            core.id,
+            core.shared().pubsub(),
+            core.shard_id(),
             ctx.client,
             ctx.who,
             kind,
@@ -200,7 +200,7 @@ fn unsubscribe_from(
 
 /// Per-shard mode: shard channels must share one slot, owned by this shard.
 fn check_slot<'a>(ctx: &Ctx<'_>, mut names: impl Iterator<Item = &'a [u8]>) -> ServerResult {
-    let topo = &ctx.core.topo;
+    let topo = ctx.core.topology();
     if topo.mode != PortMode::PerShard {
         return Ok(());
     }
@@ -211,11 +211,11 @@ fn check_slot<'a>(ctx: &Ctx<'_>, mut names: impl Iterator<Item = &'a [u8]>) -> S
     if names.any(|n| key_slot(n) != slot) {
         return Err(CmdError::CrossSlot);
     }
-    if let Some(node) = ctx.core.cluster_node.as_deref() {
+    if let Some(node) = ctx.core.cluster_node() {
         return node.redirect_ignoring_state(slot);
     }
     let owner = topo.owner(slot);
-    if owner != ctx.core.id {
+    if owner != ctx.core.shard_id() {
         return Err(CmdError::Moved {
             slot,
             host: topo.host.clone(),
@@ -236,7 +236,7 @@ fn publish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 /// delivers (a cluster node's subscribers of its own slots).
 fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     deliver_scripts_first(ctx, reply);
-    if ctx.core.topo.mode == PortMode::PerShard {
+    if ctx.core.topology().mode == PortMode::PerShard {
         check_slot(ctx, std::iter::once(args.get(1)))?;
         let caller = Caller {
             out: pubsub::push_sink(ctx.client, reply.out),
@@ -280,10 +280,10 @@ fn publish_to(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Ki
     let (mut to, _) = ctx.core.delivery();
     let local = pubsub::deliver_here(&mut to, ctx.conns, kind, channel, message, Some(caller));
     let core = &mut *ctx.core;
-    let me = core.id;
-    let subscribers = &core.shared.pubsub.shards;
+    let me = core.shard_id();
+    let subscribers = &core.shared().pubsub().shards;
     let others = (0..subscribers.len()).filter(|&s| s != me && subscribers[s].may_receive(kind));
-    match core.topo.mode {
+    match core.topology().mode {
         PortMode::Forward => {
             let shards: Vec<usize> = others.collect();
             if shards.is_empty() {
@@ -300,16 +300,17 @@ fn publish_to(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Ki
         }
         // A node of the bus: to every other node over the bus, the process's
         // other shards included (they are nodes like any other).
-        PortMode::PerShard if core.cluster_node.is_some() && kind == Kind::Channel => {
-            if let Some(node) = core.cluster_node.as_deref_mut() {
+        PortMode::PerShard if core.cluster_node().is_some() && kind == Kind::Channel => {
+            if let Some(node) = core.cluster_node_mut() {
                 node.publish(channel, message);
             }
             reply.int(local as i64);
         }
         PortMode::PerShard => {
             let shards: Vec<usize> = others.collect();
+            let (_, outbox) = core.delivery();
             for to in shards {
-                core.outbox.message(to, None, kind, channel, message);
+                outbox.message(to, None, kind, channel, message);
             }
             reply.int(local as i64);
         }
@@ -326,7 +327,7 @@ pub struct View<'a> {
 impl<'a> View<'a> {
     fn of(ctx: &'a Ctx<'_>) -> View<'a> {
         View {
-            subscribers: &ctx.core.shared.pubsub,
+            subscribers: ctx.core.shared().pubsub(),
             shards: ctx.core.visible_shards(),
         }
     }

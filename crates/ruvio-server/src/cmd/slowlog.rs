@@ -8,7 +8,7 @@
 //! `*-max-len` newest entries, as one Redis's. In per-shard mode each shard is a
 //! node of its own and reads only its log, as a Redis Cluster node does.
 
-use super::{parse_i64, Ctx, ServerCommand, ServerResult};
+use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::config::{Config, PortMode};
 use crate::observability::commandlog::{Entry, LogKind};
 use ruvio_engine::command::{command, flags::*, reply_help};
@@ -86,10 +86,11 @@ fn kind_of(arg: &[u8]) -> Result<LogKind, CmdError> {
 fn write_entries(ctx: &Ctx<'_>, kind: LogKind, count: usize, reply: &mut Reply<'_>) {
     let core = &*ctx.core;
     let count = count.min(core.command_timing().settings().len_max(kind));
-    let entries = core
-        .shared
-        .observatory
-        .newest(visible_shards(&core.cfg, core.id), kind, count);
+    let entries = core.shared.observatory.newest(
+        visible_shards(core.settings(), core.shard_id()),
+        kind,
+        count,
+    );
     reply.array(entries.len());
     for Entry {
         id,
@@ -118,7 +119,7 @@ fn write_len(ctx: &Ctx<'_>, kind: LogKind, reply: &mut Reply<'_>) {
     let len = core
         .shared
         .observatory
-        .len(visible_shards(&core.cfg, core.id), kind);
+        .len(visible_shards(core.settings(), core.shard_id()), kind);
     reply.int(len.min(core.command_timing().settings().len_max(kind)) as i64);
 }
 
@@ -143,8 +144,8 @@ fn slowlog_len(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Ser
 
 /// `SLOWLOG RESET`
 fn slowlog_reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let shards = visible_shards(&ctx.core.cfg, ctx.core.id);
-    ctx.core.shared.observatory.reset(shards, LogKind::Slow);
+    let shards = visible_shards(&ctx.core.settings(), ctx.core.shard_id());
+    ctx.core.shared().observatory().reset(shards, LogKind::Slow);
     reply.ok();
     Ok(())
 }
@@ -187,8 +188,8 @@ fn commandlog_len(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
 /// `COMMANDLOG RESET slow|large-request|large-reply`
 fn commandlog_reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let kind = kind_of(args.get(2))?;
-    let shards = visible_shards(&ctx.core.cfg, ctx.core.id);
-    ctx.core.shared.observatory.reset(shards, kind);
+    let shards = visible_shards(&ctx.core.settings(), ctx.core.shard_id());
+    ctx.core.shared().observatory().reset(shards, kind);
     reply.ok();
     Ok(())
 }
