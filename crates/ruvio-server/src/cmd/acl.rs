@@ -75,7 +75,7 @@ const GENPASS_BITS_MAX: i64 = 4096;
 const LOG_COUNT_DEFAULT: usize = 10;
 
 /// `acl-pubsub-default allchannels`: new selectors start with `&*`.
-fn pubsub_all(ctx: &Ctx<'_>) -> bool {
+fn pubsub_all<S: Server>(ctx: &Ctx<'_, S>) -> bool {
     ctx.core
         .settings()
         .param("acl-pubsub-default")
@@ -84,7 +84,12 @@ fn pubsub_all(ctx: &Ctx<'_>) -> bool {
 
 /// Record an event in ACL LOG for the running client (`context` from whether it
 /// is in MULTI).
-pub fn log_denial(ctx: &mut Ctx<'_>, reason: &'static str, object: &[u8], username: &[u8]) {
+pub fn log_denial<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    reason: &'static str,
+    object: &[u8],
+    username: &[u8],
+) {
     let entry = log::Entry {
         count: 1,
         reason,
@@ -141,7 +146,7 @@ pub fn keeps_access(acl: &Acl, client: &mut ClientState) -> bool {
 
 /// The users changed: this shard's connections take the change now, the other
 /// shards' before `answer` is sent.
-fn changed_everywhere(ctx: &mut Ctx<'_>, answer: Vec<u8>, reply: &mut Reply<'_>) {
+fn changed_everywhere<S: Server>(ctx: &mut Ctx<'_, S>, answer: Vec<u8>, reply: &mut Reply<'_>) {
     let acl = ctx.core.shared().acl().clone();
     refresh_connections(&acl, ctx.conns, |who| ctx.core.mark_conn_dirty(who));
     if !keeps_access(&acl, ctx.client) {
@@ -157,7 +162,7 @@ fn changed_everywhere(ctx: &mut Ctx<'_>, answer: Vec<u8>, reply: &mut Reply<'_>)
 }
 
 /// `ACL SETUSER username [rule [rule ...]]`
-fn setuser(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn setuser<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let rules: Vec<&[u8]> = args.iter().skip(3).collect();
     let all_channels = pubsub_all(ctx);
     match ctx
@@ -192,7 +197,7 @@ fn until_nul(s: &[u8]) -> &[u8] {
 }
 
 /// `ACL DELUSER username [username ...]`
-fn deluser(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn deluser<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let names: Vec<&[u8]> = args.iter().skip(2).collect();
     if names.iter().any(|n| *n == b"default") {
         return Err(CmdError::Line(
@@ -205,7 +210,7 @@ fn deluser(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 }
 
 /// `ACL GETUSER username`
-fn getuser(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn getuser<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let acl = ctx.core.shared().acl();
     let Some(user) = acl.user(args.get(2)) else {
         reply.null();
@@ -243,7 +248,7 @@ fn getuser(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 }
 
 /// `ACL LIST`
-fn list(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn list<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let acl = ctx.core.shared().acl();
     let users = acl.users();
     reply.array(users.len());
@@ -254,7 +259,7 @@ fn list(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 }
 
 /// `ACL USERS`
-fn users(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn users<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let users = ctx.core.shared().acl().users();
     reply.array(users.len());
     for name in users.keys() {
@@ -264,13 +269,13 @@ fn users(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
 }
 
 /// `ACL WHOAMI`
-fn whoami(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn whoami<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply.bulk(ctx.client.acl.name());
     Ok(())
 }
 
 /// `ACL CAT [category]`
-fn cat(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn cat<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     use crate::acl::catalog::{category_bit, CATEGORIES};
     match args.len() {
         2 => {
@@ -304,7 +309,11 @@ fn cat(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult
 }
 
 /// `ACL GENPASS [bits]`
-fn genpass(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn genpass<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let bits = match args.len() {
         2 => 256,
         3 => parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?,
@@ -335,7 +344,7 @@ fn genpass(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
 }
 
 /// `ACL LOG [count | RESET]`
-fn log_cmd(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn log_cmd<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let count = match args.len() {
         2 => LOG_COUNT_DEFAULT,
         3 if args.get(2).eq_ignore_ascii_case(b"reset") => {
@@ -377,7 +386,7 @@ fn log_cmd(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 }
 
 /// `ACL DRYRUN username command [arg ...]`
-fn dryrun(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn dryrun<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let Some(user) = ctx.core.shared().acl().user(args.get(2)) else {
         return Err(CmdError::quoted(
             "ERR User '",
@@ -433,7 +442,7 @@ const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an A
     you have a Redis configuration file set) in order to store users in the Redis configuration.";
 
 /// `ACL LOAD`
-fn load(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn load<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let path = ctx.core.settings().param("aclfile").to_string();
     if path.is_empty() {
         return Err(CmdError::Line(NO_ACL_FILE.as_bytes().to_vec()));
@@ -447,7 +456,7 @@ fn load(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 }
 
 /// `ACL SAVE`
-fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn save<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let path = ctx.core.settings().param("aclfile").to_string();
     if path.is_empty() {
         return Err(CmdError::Line(NO_ACL_FILE.as_bytes().to_vec()));
@@ -466,7 +475,7 @@ fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
     Ok(())
 }
 
-fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn help<S: Server>(_ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply_help(
         reply,
         b"acl",

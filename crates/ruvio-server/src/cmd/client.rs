@@ -83,12 +83,12 @@ pub fn valid_client_name(name: &[u8]) -> bool {
     name.iter().all(|&b| (b'!'..=b'~').contains(&b))
 }
 
-fn id(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn id<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply.int(ctx.client.id as i64);
     Ok(())
 }
 
-fn setname(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn setname<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let name = args.get(2);
     if !valid_client_name(name) {
         return Err(CmdError::BadClientName);
@@ -102,7 +102,11 @@ fn setname(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     Ok(())
 }
 
-fn getname(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn getname<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     if ctx.client.name.is_empty() {
         reply.null();
     } else {
@@ -240,8 +244,8 @@ fn described<S: Server>(
 
 /// Run `query` on every shard's clients (forward mode, several shards) or on this
 /// shard's (per-shard mode keeps the node view, as a Redis Cluster node).
-pub(crate) fn ask_every_shard(
-    ctx: &mut Ctx<'_>,
+pub(crate) fn ask_every_shard<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     query: ClientQuery,
     merge: Merge,
@@ -269,7 +273,7 @@ pub(crate) fn ask_every_shard(
 }
 
 /// `CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]`
-fn list(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn list<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let mut filter = ClientFilter::default();
     let mut i = 2;
     while i < args.len() {
@@ -307,7 +311,7 @@ pub fn info_line<S: Server>(core: &S, client: &ClientState) -> String {
 }
 
 /// `CLIENT INFO`
-fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn info<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let argv_bytes = args.byte_len();
     let seen = described(ctx.core, ctx.client, ctx.client.batch_buffers, argv_bytes);
     let mut line = ctx.client.describe(ctx.core.now_ms(), &seen);
@@ -317,7 +321,7 @@ fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
 }
 
 /// `CLIENT KILL ip:port` or `CLIENT KILL [ID id] [ADDR ip:port] [LADDR ip:port] [USER name] [SKIPME yes|no] [MAXAGE secs]`
-fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn kill<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if args.len() == 3 {
         let filter = ClientFilter {
             addr: Some(String::from_utf8_lossy(args.get(2)).into_owned()),
@@ -368,7 +372,7 @@ fn kill(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
 }
 
 /// `CLIENT SETINFO LIB-NAME|LIB-VER value`
-fn setinfo(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn setinfo<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let (attr, value) = (args.get(2), args.get(3));
     let (slot, invalid) = if attr.eq_ignore_ascii_case(b"lib-name") {
         (&mut ctx.client.lib_name, CmdError::BadLibName)
@@ -396,13 +400,21 @@ fn on_off(arg: &[u8]) -> Option<bool> {
     }
 }
 
-fn no_evict(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn no_evict<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     ctx.client.no_evict = on_off(args.get(2)).ok_or(CmdError::Syntax)?;
     reply.ok();
     Ok(())
 }
 
-fn no_touch(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn no_touch<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     ctx.client.no_touch = on_off(args.get(2)).ok_or(CmdError::Syntax)?;
     reply.ok();
     Ok(())
@@ -413,7 +425,7 @@ fn no_touch(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
 /// parked command may live on another shard (forward mode): that shard is asked
 /// ([`Gather::Ask`]), unblocks and logs it, and its 1 or 0 is the answer; this
 /// command is recorded after it, as Redis logs the unblocked command first.
-fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn unblock<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if args.len() > 4 {
         return Err(CmdError::UnblockArgs);
     }
@@ -447,7 +459,7 @@ fn unblock(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 }
 
 /// `CLIENT PAUSE timeout [WRITE|ALL]`: every shard pauses before the `+OK`.
-fn pause(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn pause<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if args.len() > 4 {
         return Err(CmdError::subcommand_syntax(args.get(1), "client"));
     }
@@ -468,14 +480,22 @@ fn pause(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 }
 
 /// `CLIENT UNPAUSE`
-fn unpause(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn unpause<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     ctx.core.unpause_everywhere(ctx.conns);
     super::ok_everywhere(ctx, reply);
     Ok(())
 }
 
 /// `CLIENT REPLY ON|OFF|SKIP`: OFF and SKIP are not answered.
-fn reply_mode(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn reply_mode<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let mode = args.get(2);
     if mode.eq_ignore_ascii_case(b"on") {
         ctx.client.reply_mode = ReplyMode::On;
@@ -517,7 +537,11 @@ fn line_error(text: &str) -> CmdError {
 
 /// `CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]`,
 /// with Redis' checks in Redis' order (see [`crate::tracking`]).
-fn tracking(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn tracking<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     use crate::net::conn::{tracking_flags as f, TrackingMode};
     use tracking_errors::*;
     let mut mode = TrackingMode {
@@ -639,7 +663,7 @@ fn prefix_collision(new: &[Vec<u8>], held: &[Vec<u8>]) -> Option<CmdError> {
 
 /// `CLIENT CACHING YES|NO`: whether the next command's reads are remembered
 /// (OPTIN, OPTOUT).
-fn caching(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn caching<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     use crate::net::conn::tracking_flags as f;
     use tracking_errors::*;
     let flags = ctx.client.tracking.flags;
@@ -664,14 +688,22 @@ fn caching(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 }
 
 /// `CLIENT GETREDIR`: the redirection (0: none) while tracking, -1 otherwise.
-fn getredir(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn getredir<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let mode = ctx.client.tracking;
     reply.int(if mode.on() { mode.redirect as i64 } else { -1 });
     Ok(())
 }
 
 /// `CLIENT TRACKINGINFO`: flags, redirect and prefixes, as Redis 7's map.
-fn trackinginfo(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn trackinginfo<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     use crate::net::conn::tracking_flags as f;
     let mode = ctx.client.tracking;
     let caching = mode.flags & f::CACHING != 0;
@@ -706,7 +738,7 @@ fn trackinginfo(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Se
     Ok(())
 }
 
-fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn help<S: Server>(_ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply_help(
         reply,
         b"client",

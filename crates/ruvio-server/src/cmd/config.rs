@@ -89,7 +89,11 @@ const CONFIG_SUBCOMMANDS: &[ServerCommand] = &[
 /// the name as typed: `CONFIG GET HZ` answers `HZ`), else under its own name. A plain
 /// name is compared without case, a pattern with `[`, `*` or `?` is a glob (which
 /// skips Redis's hidden parameters, as Redis does).
-fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn config_get<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let patterns: Vec<&[u8]> = args.iter().skip(2).collect();
     let matched: Vec<(&ParamSpec, &[u8])> = params::PARAMS
         .iter()
@@ -115,7 +119,7 @@ fn config_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
 
 /// Whether this client may set a protected parameter (`dir`, `dbfilename`):
 /// `enable-protected-configs` yes, or local and the client is on loopback.
-fn protected_allowed(ctx: &Ctx<'_>) -> bool {
+fn protected_allowed<S: Server>(ctx: &Ctx<'_, S>) -> bool {
     match ctx.core.settings().param("enable-protected-configs") {
         "yes" => true,
         "local" => {
@@ -131,7 +135,11 @@ fn protected_allowed(ctx: &Ctx<'_>) -> bool {
 /// typed), then values checked and applied in order (a bad one quoted by its
 /// parameter's own name, with Redis's reason); when one fails, the ones applied
 /// before it get their old values back. A name without a value is a syntax error.
-fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn config_set<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
@@ -224,7 +232,11 @@ pub fn is_tls_file(name: &str) -> bool {
     )
 }
 
-fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn config_resetstat<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let epoch = ctx.core.shared().next_stats_epoch();
     ctx.core.reset_stats(epoch);
     ctx.core.broadcast(ConfigChange::ResetStats { epoch });
@@ -238,7 +250,11 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -
 /// the settings CONFIG SET can change, in place: its comments, order and other
 /// settings stay as they are; a setting the file lacks is appended. The new file
 /// replaces the old one by a rename, so a crash leaves one or the other.
-fn config_rewrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn config_rewrite<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let Some(path) = ctx.core.settings().config_file.clone() else {
         return Err(CmdError::NoConfigFile);
     };
@@ -265,7 +281,11 @@ fn config_rewrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> 
     Ok(())
 }
 
-fn config_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn config_help<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     reply_help(
         reply,
         b"config",

@@ -34,7 +34,7 @@ pub const COMMANDS: &[ServerCommand] = &[
 ];
 
 /// `PING [message]`
-fn ping(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn ping<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if ctx.client.proto == Protocol::Resp2 && ctx.client.subs.active() && args.len() <= 2 {
         // Subscribed mode: an array, as a subscriber reads only arrays then.
         reply.array(2);
@@ -51,20 +51,20 @@ fn ping(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
 }
 
 /// `ECHO message`
-fn echo(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn echo<S: Server>(_ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply.bulk(args.get(1));
     Ok(())
 }
 
 /// `QUIT`: reply OK, then close once the reply is written.
-fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn quit<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply.ok();
     ctx.client.closing = true;
     Ok(())
 }
 
 /// `RESET`: back to a fresh connection's state.
-fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn reset<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let c = &mut *ctx.client;
     let acl = ctx.core.shared().acl().clone();
     reset_connection(c, &acl);
@@ -75,7 +75,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
         &mut c.subs,
         ctx.who,
     );
-    crate::transactions::multi::unwatch(ctx.core, ctx.client);
+    ctx.core.unwatch(ctx.client);
     if std::mem::take(&mut ctx.client.monitor) {
         ctx.core.detach_monitor(ctx.who);
     }
@@ -117,12 +117,12 @@ pub fn authenticate(acl: &Acl, args: Args<'_>) -> Result<Arc<User>, CmdError> {
 }
 
 /// Log a failed AUTH (or HELLO AUTH) for `user` in ACL LOG.
-fn log_failed_auth(ctx: &mut Ctx<'_>, args: Args<'_>, user: &[u8]) {
+fn log_failed_auth<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, user: &[u8]) {
     super::acl::log_denial(ctx, "auth", args.get(0), user);
 }
 
 /// `AUTH [username] password`
-fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn auth<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     match authenticate(ctx.core.shared().acl(), args) {
         Ok(user) => {
             ctx.client.authenticated = true;
@@ -145,7 +145,7 @@ fn auth(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
 }
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
-fn hello(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn hello<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let acl = ctx.core.shared().acl().clone();
     let port_mode = ctx.core.settings().port_mode;
     if let Err(e) = hello_reply(ctx.client, &acl, port_mode, args, reply) {
@@ -250,7 +250,7 @@ pub fn hello_reply(
 }
 
 /// `SELECT index`
-fn select(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn select<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     ctx.client.db = select_index(ctx.core.engine(), args.get(1))?;
     reply.ok();
     Ok(())

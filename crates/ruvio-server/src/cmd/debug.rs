@@ -10,7 +10,6 @@
 //! SHARD, the shard serving the connection (tests that need a connection on a
 //! given shard).
 
-use super::config::Configured;
 use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::cmd::client::ask_every_shard;
 use crate::config::change::{ConfigChange, ReloadOutcome, RELOAD_WAITS_FOR_SAVE};
@@ -87,7 +86,11 @@ const DEBUG_SUBCOMMANDS: &[ServerCommand] = &[
 ];
 
 /// `DEBUG SLEEP seconds`: blocks this shard, as Redis blocks its main thread.
-fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_sleep<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let secs = std::str::from_utf8(args.get(2))
         .ok()
         .and_then(|s| s.parse::<f64>().ok())
@@ -101,7 +104,11 @@ fn debug_sleep(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Ser
 
 /// `DEBUG CHANGE-REPL-ID`: a new replication ID and no second one (Redis's
 /// changeReplicationId and clearReplicationId2): replicas must sync in full.
-fn debug_change_repl_id(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_change_repl_id<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let core = &*ctx.core;
     let state = core.shared().replication();
     state
@@ -115,8 +122,8 @@ fn debug_change_repl_id(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_
 /// (a read still expires it), as Redis' `active_expire_enabled`; the argument is
 /// read as C's `atoi` reads it (anything but a non-zero number turns it off). In
 /// forward mode every shard follows (one server); in per-shard mode the node only.
-fn debug_set_active_expire(
-    ctx: &mut Ctx<'_>,
+fn debug_set_active_expire<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
@@ -159,13 +166,21 @@ fn atoi(bytes: &[u8]) -> i64 {
 }
 
 /// `DEBUG SHARD`: the index of the shard serving this connection.
-fn debug_shard(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_shard<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     reply.int(ctx.core.shard_id() as i64);
     Ok(())
 }
 
 /// `DEBUG PROTOCOL type`: one reply of each RESP type, for client tests.
-fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_protocol<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let resp3 = ctx.client.proto == ruvio_resp::Protocol::Resp3;
     match args.get(2).to_ascii_lowercase().as_slice() {
         b"string" => reply.bulk(b"Hello World"),
@@ -212,14 +227,22 @@ fn debug_protocol(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
 
 /// `DEBUG DIGEST`: Redis's dataset digest (40 hex digits; all zeros for an empty
 /// dataset), from every shard in forward mode, from this node in per-shard mode.
-fn debug_digest(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_digest<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let merge = Merge::Digest { keys: None };
     ask_every_shard(ctx, args, ClientQuery::DatasetDigest, merge, reply)
 }
 
 /// `DEBUG DIGEST-VALUE [key ...]`: each key's value digest (zeros for a missing
 /// key; a logically expired key still has its value, as Redis reads its dict).
-fn debug_digest_value(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_digest_value<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let keys: Vec<Vec<u8>> = args.iter().skip(2).map(<[u8]>::to_vec).collect();
     let merge = Merge::Digest {
         keys: Some(keys.len()),
@@ -234,19 +257,31 @@ fn debug_digest_value(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) 
 /// `DEBUG OBJECT key`: Redis 7.0's line (`Value at:... refcount:... encoding:...
 /// serializedlength:... lru:... lru_seconds_idle:...`, quicklist figures after),
 /// from whichever shard holds the key; `no such key` when none does.
-fn debug_object(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_object<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     debug_key(ctx, args, KeyReport::Object, reply)
 }
 
 /// `DEBUG LISTPACK key`: prints the listpack to the server's output and says so;
 /// `Not a listpack encoded object.` for other encodings.
-fn debug_listpack(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_listpack<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     debug_key(ctx, args, KeyReport::Listpack, reply)
 }
 
 /// `DEBUG QUICKLIST key [0|1]`: prints the quicklist's nodes to the server's output
 /// and says so; `Not a quicklist encoded object.` for other encodings.
-fn debug_quicklist(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_quicklist<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     // Three or four arguments: the row's arity says at least three.
     if args.len() > 4 {
         return Err(CmdError::subcommand_syntax(args.get(1), "debug"));
@@ -255,8 +290,8 @@ fn debug_quicklist(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> 
 }
 
 /// The DEBUG subcommands about one key, answered by the shard holding it.
-fn debug_key(
-    ctx: &mut Ctx<'_>,
+fn debug_key<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     report: KeyReport,
     reply: &mut Reply<'_>,
@@ -283,7 +318,11 @@ const RELOAD_OPTIONS: &[&str] = &["MERGE", "NOFLUSH", "NOSAVE"];
 /// owner's keyspace meanwhile: not reloaded there, they come home by name into
 /// the reloaded one (those a script batch keeps on its shard are reloaded with
 /// that shard's keys). Per-shard mode reloads the node.
-fn debug_reload(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_reload<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let known = |opt: &[u8]| {
         RELOAD_OPTIONS
             .iter()
@@ -331,8 +370,8 @@ const PACKED_THRESHOLD_BYTES_MAX: usize = (1 << 32) - (1 << 20);
 /// over the threshold in plain nodes of their own; Ruvio has no plain nodes, so
 /// the value is checked and answered as Redis answers but changes nothing
 /// (docs: README, DEBUG row).
-fn debug_quicklist_packed_threshold(
-    _ctx: &mut Ctx<'_>,
+fn debug_quicklist_packed_threshold<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
@@ -354,7 +393,11 @@ fn debug_quicklist_packed_threshold(
 /// existing keys left alone; `+OK`. In forward mode every shard adds its own keys.
 /// As in Redis the keys are not propagated (not in the write-ahead log: a restart
 /// keeps them only through a snapshot, as Redis's AOF does not have them).
-fn debug_populate(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_populate<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     if args.len() > 5 {
         return Err(CmdError::subcommand_syntax(args.get(1), "debug"));
     }
@@ -386,8 +429,8 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
 /// `atoi`), RESTORE takes payloads whose CRC-64 is wrong, as Redis's tests use it
 /// to feed corrupt payloads to the decoder. Every shard follows in forward mode
 /// (one server); the node only in per-shard mode.
-fn debug_set_skip_checksum_validation(
-    ctx: &mut Ctx<'_>,
+fn debug_set_skip_checksum_validation<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
@@ -403,7 +446,11 @@ fn debug_set_skip_checksum_validation(
 
 /// `DEBUG LOG message`: the message in the server's log, as Redis's `DEBUG LOG: `
 /// warning line (test suites mark their steps with it).
-fn debug_log(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_log<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     eprintln!("DEBUG LOG: {}", String::from_utf8_lossy(args.get(2)));
     reply.ok();
     Ok(())
@@ -411,13 +458,21 @@ fn debug_log(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serve
 
 /// `DEBUG ERROR message`: the message itself as the error line, as Redis's
 /// `addReplyErrorSds` sends it (no `ERR` added).
-fn debug_error(_ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
+fn debug_error<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    _reply: &mut Reply<'_>,
+) -> ServerResult {
     Err(CmdError::Line(args.get(2).to_vec()))
 }
 
 /// `DEBUG EXPORT-RDB path`: every shard's keys in one RDB file (see
 /// [`crate::persistence::export`]); `+OK` once the file is complete.
-fn debug_export_rdb(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_export_rdb<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let path = String::from_utf8_lossy(args.get(2)).into_owned();
     let shards = ctx.core.topology().nodes.len();
     let failed = |e: String| CmdError::Line(format!("ERR EXPORT-RDB failed: {e}").into_bytes());
@@ -439,7 +494,11 @@ fn debug_export_rdb(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
     Ok(())
 }
 
-fn debug_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn debug_help<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     reply_help(
         reply,
         b"debug",

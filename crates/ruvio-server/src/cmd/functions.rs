@@ -127,9 +127,9 @@ pub struct Keeper<'a> {
 }
 
 impl<'a> Keeper<'a> {
-    fn of(ctx: &'a Ctx<'_>) -> Keeper<'a> {
+    fn of<S: Server>(ctx: &'a Ctx<'_, S>) -> Keeper<'a> {
         Keeper {
-            cfg: &ctx.core.settings(),
+            cfg: ctx.core.settings(),
             id: ctx.core.shard_id(),
             logs: ctx.core.has_log(),
         }
@@ -160,18 +160,15 @@ fn save(keeper: Keeper<'_>, payload: &[u8]) {
 }
 
 /// Several shards answer as one server.
-fn one_server(ctx: &Ctx<'_>) -> bool {
+fn one_server<S: Server>(ctx: &Ctx<'_, S>) -> bool {
     ctx.core.topology().nodes.len() > 1 && ctx.core.settings().port_mode == PortMode::Forward
 }
 
 /// After a change on this shard: save the set, send it to the other shards, and
 /// record the command for replicas as it came (Redis propagates FUNCTION LOAD,
 /// DELETE, FLUSH and RESTORE as they are), once: here, not on every shard.
-fn share(ctx: &mut Ctx<'_>, args: Args<'_>) {
-    ctx.core
-        .replication
-        .feed
-        .record(ctx.client.db, &mut args.iter());
+fn share<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>) {
+    ctx.core.feed_replicas(ctx.client.db, &mut args.iter());
     let payload = functions::dump();
     save(Keeper::of(ctx), &payload);
     if one_server(ctx) {
@@ -192,7 +189,11 @@ pub fn apply(keeper: Keeper<'_>, payload: &[u8]) {
 }
 
 /// `FUNCTION LOAD [REPLACE] code`: the library's name, once every shard has it.
-fn function_load(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn function_load<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let code_at = args.len() - 1;
     let mut replace = false;
     for option in args.iter().take(code_at).skip(2) {
@@ -214,7 +215,11 @@ fn function_load(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Se
 }
 
 /// `FUNCTION DELETE library-name`
-fn function_delete(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn function_delete<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     functions::delete(args.get(2))?;
     share(ctx, args);
     ok_everywhere(ctx, reply);
@@ -223,7 +228,11 @@ fn function_delete(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> 
 
 /// `FUNCTION FLUSH [ASYNC|SYNC]` (both flush at once: freeing a few libraries
 /// takes no time worth a thread).
-fn function_flush(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn function_flush<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     match args.len() {
         2 => {}
         3 if args.get(2).eq_ignore_ascii_case(b"async")
@@ -242,13 +251,21 @@ fn function_flush(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
 }
 
 /// `FUNCTION DUMP`
-fn function_dump(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn function_dump<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     reply.bulk(&functions::dump());
     Ok(())
 }
 
 /// `FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]`
-fn function_restore(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn function_restore<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     if args.len() > 4 {
         return Err(CmdError::subcommand_syntax(args.get(1), "function"));
     }
@@ -269,7 +286,11 @@ fn function_restore(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
 }
 
 /// `FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]`
-fn function_list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn function_list<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let mut with_code = false;
     let mut pattern = None;
     let mut i = 2;
@@ -297,13 +318,21 @@ fn function_list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
 /// `FUNCTION STATS`: every shard holds the same libraries, so this shard's counts
 /// are the server's; a function running on any shard is seen through the script
 /// watches.
-fn function_stats(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn function_stats<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     functions::stats(reply)
 }
 
 /// `FUNCTION KILL`: stop the function running on any shard, if it has not written
 /// (the scripts' kill, `ruvio_engine::scripting::kill`, docs/scripting.md).
-fn function_kill(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn function_kill<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     ruvio_engine::scripting::kill(true)?;
     reply.ok();
     Ok(())
@@ -311,7 +340,11 @@ fn function_kill(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> 
 
 /// `FUNCTION HELP`: Redis writes this text itself (its last line says "Prints",
 /// not the "Print" of the other containers' help).
-fn function_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn function_help<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     const LINES: &[&str] = &[
             "LOAD [REPLACE] <FUNCTION CODE>",
             "    Create a new library with the given library name and code.",

@@ -30,7 +30,7 @@ pub const COMMANDS: &[ServerCommand] = &[
 ];
 
 /// `INFO [section [section ...]]`
-fn info(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn info<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let wanted: Vec<String> = args
         .iter()
         .skip(1)

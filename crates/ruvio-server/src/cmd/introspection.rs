@@ -6,7 +6,7 @@
 //! name. Only COMMAND reads that table, so it is parsed on the first COMMAND call
 //! and costs other commands nothing.
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult};
 use crate::cmd::registry::{registry, Command};
 use ruvio_engine::command::docs::{self, Typed};
 use ruvio_engine::command::CommandTree;
@@ -75,13 +75,13 @@ const SUBCOMMANDS: &[ServerCommand] = &[
 ];
 
 /// `COMMAND` (no subcommand): the INFO of every command.
-fn all(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn all<S: Server>(_ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply_all_info(reply);
     Ok(())
 }
 
 /// `COMMAND COUNT`
-fn count(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn count<S: Server>(_ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     reply.int(registry().commands.len() as i64);
     Ok(())
 }
@@ -167,7 +167,7 @@ fn find(full_name: &[u8]) -> Option<&'static Command> {
 }
 
 /// `COMMAND INFO [name ...]`: unknown names answer a null bulk string.
-fn info(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn info<S: Server>(_ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if args.len() == 2 {
         reply_all_info(reply);
         return Ok(());
@@ -185,7 +185,7 @@ fn info(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 
 /// `COMMAND DOCS [name ...]`: a map of name to its documentation; unknown names
 /// are left out.
-fn docs(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn docs<S: Server>(_ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let selected: Vec<&Command> = if args.len() == 2 {
         registry().commands.iter().collect()
     } else {
@@ -233,7 +233,11 @@ fn reply_docs(reply: &mut Reply<'_>, cmd: &Command) {
 }
 
 /// `COMMAND GETKEYS command [arg ...]`
-fn getkeys(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn getkeys<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let (_, keys) = keys_of_call(args)?;
     reply.array(keys.len());
     keys.iter().for_each(|&p| reply.bulk(args.get(p + 2)));
@@ -242,7 +246,11 @@ fn getkeys(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
 
 /// `COMMAND GETKEYSANDFLAGS command [arg ...]`: each key with its key spec's
 /// flags (`RW`, `access` ...).
-fn getkeysandflags(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn getkeysandflags<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let (cmd, keys) = keys_of_call(args)?;
     let call = args.tail(2);
     let entry = docs::lookup(cmd.meta.name);
@@ -289,7 +297,7 @@ fn keys_of_call(
 
 /// `COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]`: every
 /// command and subcommand the filter keeps.
-fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn list<S: Server>(_ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let filter: Box<dyn Fn(&Command) -> bool> = match args.len() {
         2 => Box::new(|_| true),
         5 if args.get(2).eq_ignore_ascii_case(b"filterby") => {
@@ -329,7 +337,7 @@ fn list(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 
 /// `COMMAND HELP`: Redis 7.0's text, whose last entry reads "Prints" where
 /// other containers' (`reply_help`) read "Print", so it is written whole here.
-fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn help<S: Server>(_ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     const LINES: &[&str] = &[
         "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "(no subcommand)",

@@ -58,7 +58,7 @@ fn now_s() -> u64 {
 }
 
 /// `LATENCY DOCTOR`
-fn doctor(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn doctor<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let settings = ctx.core.command_timing().settings();
     let input = DoctorInput {
         threshold_ms: settings.monitor_ms,
@@ -78,7 +78,7 @@ fn doctor(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 }
 
 /// `LATENCY GRAPH event`
-fn graph(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn graph<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let event = args.get(2);
     let monitor = ctx.core.shared().observatory().monitor();
     let Some(text) = monitor.graph(event, now_s()) else {
@@ -93,7 +93,7 @@ fn graph(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 }
 
 /// `LATENCY HISTORY event`
-fn history(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn history<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let samples = ctx
         .core
         .shared()
@@ -110,7 +110,7 @@ fn history(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 }
 
 /// `LATENCY LATEST`
-fn latest(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn latest<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let rows = ctx.core.shared().observatory().monitor().latest();
     reply.array(rows.len());
     for row in rows {
@@ -124,7 +124,7 @@ fn latest(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 }
 
 /// `LATENCY RESET [event ...]`
-fn reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn reset<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let events: Vec<&[u8]> = args.iter().skip(2).collect();
     let forgotten = ctx.core.shared().observatory().monitor().reset(&events);
     reply.int(forgotten as i64);
@@ -132,7 +132,11 @@ fn reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 }
 
 /// `LATENCY HISTOGRAM [command ...]`
-fn histogram(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn histogram<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let commands: Vec<Vec<u8>> = args.iter().skip(2).map(|a| a.to_vec()).collect();
     if ctx.core.settings().port_mode == PortMode::Forward && ctx.core.topology().nodes.len() > 1 {
         // The other shards publish their histograms first.
@@ -246,7 +250,7 @@ fn named(name: &[u8]) -> Option<Named> {
 }
 
 /// `LATENCY HELP`: Redis 7.0's text.
-fn help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn help<S: Server>(_ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     const LINES: &[&str] = &[
         "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "DOCTOR",

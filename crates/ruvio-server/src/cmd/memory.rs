@@ -22,7 +22,7 @@
 //! overhead is their sum, the dataset what the allocator counts beyond it, the
 //! percentages and ratios single-precision as Redis computes them.
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult};
 use crate::mesh::gather::{Gather, Then};
 use ruvio_engine::command::command;
 use ruvio_engine::KeySpec;
@@ -37,7 +37,7 @@ pub const SUBCOMMANDS: &[ServerCommand] = &[
 
 /// `MEMORY STATS`: the other shards publish their figures first (with one
 /// shard, the next tick answers), then `stats::memory` writes the reply.
-fn stats(ctx: &mut Ctx<'_>, _args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
+fn stats<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
     ctx.gather = Some(Gather::AfterAll(Then::MemoryStats));
     Ok(())
 }

@@ -36,9 +36,13 @@ use crate::shard::ShardCore;
 use ruvio_engine::{CmdError, CommandRow};
 use ruvio_resp::{Args, Reply};
 
-/// Everything a server command may look at or change.
-pub struct Ctx<'a> {
-    pub core: &'a mut ShardCore,
+/// Everything a server command may look at or change. `S` is the shard as the
+/// families see it ([`Server`]): a handler generic over it reads and asks only
+/// through the trait, monomorphised for the one shard type (no `dyn`). The
+/// default names the concrete core for the handlers that still read its fields
+/// (CLUSTER's and replication's: docs/architecture.md's debt list).
+pub struct Ctx<'a, S: Server = ShardCore> {
+    pub core: &'a mut S,
     pub client: &'a mut ClientState,
     /// The shard's other connections (the caller's own is taken out while it runs).
     pub conns: &'a mut Slab<Conn>,
@@ -56,8 +60,9 @@ pub struct Ctx<'a> {
 /// answer, its gauges as of now, MONITOR's list of connections, a broadcast to
 /// the other shards). Defined here, below the shard, and implemented by it
 /// (`shard/families.rs`) so that a family calls the shard without naming it;
-/// called on the concrete core, never through `dyn`.
-pub trait Server {
+/// called on the concrete core, never through `dyn`. CONFIG's part
+/// ([`config::Configured`]: the running values, what a setting does) comes with it.
+pub trait Server: config::Configured {
     /// This shard's index.
     fn shard_id(&self) -> usize;
     /// The wall clock as the loop read it this iteration.
@@ -133,6 +138,14 @@ pub trait Server {
     );
     /// The shards whose subscriptions a PUBSUB call on this shard sees.
     fn visible_shards(&self) -> std::ops::Range<usize>;
+    /// Record a command for the replicas only, not the log (FUNCTION's changes,
+    /// which the shard's own file keeps).
+    fn feed_replicas(&mut self, db: usize, argv: &mut dyn Iterator<Item = &[u8]>);
+    /// Forget every key `client` watches (UNWATCH, RESET): the owners of the
+    /// keys forget its watches, a new watch epoch starts.
+    fn unwatch(&mut self, client: &mut ClientState);
+    /// DISCARD: drop `client`'s open transaction and its watches.
+    fn discard(&mut self, client: &mut ClientState) -> ServerResult;
     /// What every shard shares.
     type Shared: SharedReads;
     /// What every shard shares, as this shard holds it.
@@ -251,7 +264,7 @@ pub use ruvio_resp::string2ll as parse_i64;
 
 /// Answer `+OK` once every shard applied what this command broadcast (forward mode
 /// with several shards; at once otherwise).
-pub fn ok_everywhere(ctx: &mut Ctx<'_>, reply: &mut Reply<'_>) {
+pub fn ok_everywhere<S: Server>(ctx: &mut Ctx<'_, S>, reply: &mut Reply<'_>) {
     let shards = ctx.core.topology().nodes.len();
     if shards > 1 && ctx.core.settings().port_mode == crate::config::PortMode::Forward {
         ctx.gather = Some(Gather::AfterAll(Then::Reply(b"+OK\r\n".to_vec())));

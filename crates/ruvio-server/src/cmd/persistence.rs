@@ -4,10 +4,11 @@
 //! shard in time slices, no fork); SHUTDOWN's orderly exit is [`crate::persistence::shutdown`].
 //! INFO persistence is in `info`.
 
-use super::config::Configured;
 use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::config::change::ConfigChange;
 use crate::mesh::gather::{Gather, Then};
+use crate::persistence::shutdown::Leaving;
+use crate::persistence::snapshot::Saving;
 use crate::persistence::snapshot::{Kind, Start};
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
@@ -33,7 +34,11 @@ pub const COMMANDS: &[ServerCommand] = &[
 
 /// `LASTSAVE`: the last completed SAVE, or the start time before one (as a fresh
 /// Redis answers).
-fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn lastsave<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     reply.int(ctx.core.shared().last_save_unix_s() as i64);
     Ok(())
 }
@@ -42,7 +47,11 @@ fn lastsave(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Server
 /// (docs/durability.md); `+OK` once all have, in both port modes (the shards are
 /// one process with one data directory, as for BGSAVE). Needs a log
 /// (`--durability everysec` or `always`).
-fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn save<S: Server + Saving>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     if !ctx.core.has_log() {
         return dump_everywhere(ctx, reply, "SAVE", b"+OK\r\n");
     }
@@ -64,7 +73,11 @@ fn save(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 
 /// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`
 /// (see `shutdown`: every shard saves or syncs its log first).
-fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn shutdown<S: Server + Leaving>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let has = |flag: &[u8]| args.iter().skip(1).any(|a| a.eq_ignore_ascii_case(flag));
     for arg in args.iter().skip(1) {
         let known = [&b"nosave"[..], b"save", b"now", b"force", b"abort"]
@@ -106,7 +119,11 @@ fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
 }
 
 /// `BGSAVE [SCHEDULE]`
-fn bgsave(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn bgsave<S: Server + Saving>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let schedule = match args.len() {
         1 => false,
         2 if args.get(1).eq_ignore_ascii_case(b"schedule") => true,
@@ -143,7 +160,11 @@ fn bgsave(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
 
 /// `BGREWRITEAOF`: the log is rewritten as a snapshot of every shard (its older
 /// segments are then deleted).
-fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn bgrewriteaof<S: Server + Saving>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     needs_a_log(ctx, "BGREWRITEAOF")?;
     let state = ctx.core.shared().background_save();
     if state.running_kind() == Some(Kind::Aof) {
@@ -174,7 +195,7 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Se
 
 /// Inside EXEC a save is scheduled, as in Redis (which cannot fork there); Ruvio
 /// then starts it at once when none runs, since nothing stops it.
-fn start_scheduled_now(ctx: &mut Ctx<'_>) {
+fn start_scheduled_now<S: Server + Saving>(ctx: &mut Ctx<'_, S>) {
     crate::persistence::snapshot::start_scheduled(ctx.core);
 }
 
@@ -185,8 +206,8 @@ fn start_scheduled_now(ctx: &mut Ctx<'_>) {
 /// Redis's SAVE blocks (BGSAVE too here: it answers once the file is complete, so
 /// LASTSAVE has moved by the time a client hears "started"). A failure is
 /// Redis's `-ERR` for a failed save and leaves the previous file in place.
-fn dump_everywhere(
-    ctx: &mut Ctx<'_>,
+fn dump_everywhere<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     reply: &mut Reply<'_>,
     command: &str,
     answer: &[u8],
@@ -221,7 +242,7 @@ fn dump_everywhere(
 
 /// Snapshots live next to the log: without one (`--durability memory`) there is
 /// nowhere to save.
-fn needs_a_log(ctx: &Ctx<'_>, command: &str) -> ServerResult {
+fn needs_a_log<S: Server>(ctx: &Ctx<'_, S>, command: &str) -> ServerResult {
     if !ctx.core.has_log() {
         return Err(line(&format!(
             "ERR {command} failed: persistence is off (--durability memory)"

@@ -99,35 +99,59 @@ pub fn not_allowed_while_subscribed(name: &str) -> CmdError {
     )
 }
 
-fn subscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn subscribe<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     subscribe_to(ctx, args, reply, Kind::Channel)
 }
 
-fn psubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn psubscribe<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     subscribe_to(ctx, args, reply, Kind::Pattern)
 }
 
-fn ssubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn ssubscribe<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     check_slot(ctx, args.iter().skip(1))?;
     subscribe_to(ctx, args, reply, Kind::Shard)
 }
 
-fn unsubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn unsubscribe<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     unsubscribe_from(ctx, args, reply, Kind::Channel)
 }
 
-fn punsubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn punsubscribe<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     unsubscribe_from(ctx, args, reply, Kind::Pattern)
 }
 
-fn sunsubscribe(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn sunsubscribe<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     check_slot(ctx, args.iter().skip(1))?;
     unsubscribe_from(ctx, args, reply, Kind::Shard)
 }
 
 /// One confirmation: `[word, name or null, the client's count]`.
-fn confirm(
-    ctx: &mut Ctx<'_>,
+fn confirm<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     reply: &mut Reply<'_>,
     word: &[u8],
     name: Option<&[u8]>,
@@ -144,8 +168,8 @@ fn confirm(
     reply.int(count as i64);
 }
 
-fn subscribe_to(
-    ctx: &mut Ctx<'_>,
+fn subscribe_to<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
     kind: Kind,
@@ -168,8 +192,8 @@ fn subscribe_to(
 
 /// Unsubscribe from the names given, or from every name of the kind; with none to
 /// leave, one confirmation with a null name.
-fn unsubscribe_from(
-    ctx: &mut Ctx<'_>,
+fn unsubscribe_from<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
     kind: Kind,
@@ -199,7 +223,10 @@ fn unsubscribe_from(
 }
 
 /// Per-shard mode: shard channels must share one slot, owned by this shard.
-fn check_slot<'a>(ctx: &Ctx<'_>, mut names: impl Iterator<Item = &'a [u8]>) -> ServerResult {
+fn check_slot<'a, S: Server>(
+    ctx: &Ctx<'_, S>,
+    mut names: impl Iterator<Item = &'a [u8]>,
+) -> ServerResult {
     let topo = ctx.core.topology();
     if topo.mode != PortMode::PerShard {
         return Ok(());
@@ -226,7 +253,7 @@ fn check_slot<'a>(ctx: &Ctx<'_>, mut names: impl Iterator<Item = &'a [u8]>) -> S
 }
 
 /// `PUBLISH channel message`
-fn publish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn publish<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     deliver_scripts_first(ctx, reply);
     publish_to(ctx, args, reply, Kind::Channel);
     Ok(())
@@ -234,7 +261,11 @@ fn publish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 
 /// `SPUBLISH shardchannel message`: in per-shard mode only the slot's owner
 /// delivers (a cluster node's subscribers of its own slots).
-fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn spublish<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     deliver_scripts_first(ctx, reply);
     if ctx.core.topology().mode == PortMode::PerShard {
         check_slot(ctx, std::iter::once(args.get(1)))?;
@@ -262,7 +293,7 @@ fn spublish(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
 /// What scripts on this shard published earlier in this loop iteration goes out
 /// before a client's publication (see `script_host`): one publisher's messages stay
 /// in order.
-fn deliver_scripts_first(ctx: &mut Ctx<'_>, reply: &mut Reply<'_>) {
+fn deliver_scripts_first<S: Server>(ctx: &mut Ctx<'_, S>, reply: &mut Reply<'_>) {
     let caller = Caller {
         out: pubsub::push_sink(ctx.client, reply.out),
         proto: reply.proto,
@@ -271,7 +302,7 @@ fn deliver_scripts_first(ctx: &mut Ctx<'_>, reply: &mut Reply<'_>) {
 }
 
 /// Deliver here, then to the other shards with subscribers (see [`crate::messaging::pubsub`]).
-fn publish_to(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Kind) {
+fn publish_to<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>, kind: Kind) {
     let (channel, message) = (args.get(1), args.get(2));
     let caller = Caller {
         out: pubsub::push_sink(ctx.client, reply.out),
@@ -325,7 +356,7 @@ pub struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    fn of(ctx: &'a Ctx<'_>) -> View<'a> {
+    fn of<S: Server>(ctx: &'a Ctx<'_, S>) -> View<'a> {
         View {
             subscribers: ctx.core.shared().pubsub(),
             shards: ctx.core.visible_shards(),
@@ -381,12 +412,20 @@ pub fn answer(
 }
 
 /// `PUBSUB CHANNELS [pattern]`
-fn channels(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn channels<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     list_names(&View::of(ctx), args, reply, Kind::Channel)
 }
 
 /// `PUBSUB SHARDCHANNELS [pattern]`
-fn shardchannels(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn shardchannels<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     list_names(&View::of(ctx), args, reply, Kind::Shard)
 }
 
@@ -414,12 +453,16 @@ fn list_names(view: &View<'_>, args: Args<'_>, reply: &mut Reply<'_>, kind: Kind
 }
 
 /// `PUBSUB NUMSUB [channel ...]`
-fn numsub(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn numsub<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     count_subscribers(&View::of(ctx), args, reply, Kind::Channel)
 }
 
 /// `PUBSUB SHARDNUMSUB [shardchannel ...]`
-fn shardnumsub(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn shardnumsub<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     count_subscribers(&View::of(ctx), args, reply, Kind::Shard)
 }
 
@@ -445,14 +488,14 @@ fn count_subscribers(
 }
 
 /// `PUBSUB NUMPAT`: distinct patterns subscribed to.
-fn numpat(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn numpat<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let view = View::of(ctx);
     reply.int(pubsub::distinct_in(view.subscribers, view.shards, Kind::Pattern) as i64);
     Ok(())
 }
 
 /// `PUBSUB HELP`
-fn help(_ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn help<S: Server>(_ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     write_help(args, reply);
     Ok(())
 }

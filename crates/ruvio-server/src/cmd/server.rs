@@ -21,7 +21,11 @@ pub const COMMANDS: &[ServerCommand] = &[
 /// `MONITOR`: from now on the connection receives a line for each command the
 /// server runs (see `observability::monitor`). A client already monitoring gets
 /// no reply, as from Redis.
-fn monitor(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn monitor<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     if ctx.client.in_exec {
         // Redis marks a transaction's client as one that must not block.
         return Err(CmdError::Line(
@@ -38,7 +42,7 @@ fn monitor(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
 }
 
 /// `TIME`
-fn time(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn time<S: Server>(_ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     time_reply(reply);
     Ok(())
 }

@@ -83,10 +83,10 @@ fn kind_of(arg: &[u8]) -> Result<LogKind, CmdError> {
 }
 
 /// The newest `count` entries of log `kind` the caller sees, as Redis writes them.
-fn write_entries(ctx: &Ctx<'_>, kind: LogKind, count: usize, reply: &mut Reply<'_>) {
+fn write_entries<S: Server>(ctx: &Ctx<'_, S>, kind: LogKind, count: usize, reply: &mut Reply<'_>) {
     let core = &*ctx.core;
     let count = count.min(core.command_timing().settings().len_max(kind));
-    let entries = core.shared.observatory.newest(
+    let entries = core.shared().observatory().newest(
         visible_shards(core.settings(), core.shard_id()),
         kind,
         count,
@@ -114,17 +114,21 @@ fn write_entries(ctx: &Ctx<'_>, kind: LogKind, count: usize, reply: &mut Reply<'
     }
 }
 
-fn write_len(ctx: &Ctx<'_>, kind: LogKind, reply: &mut Reply<'_>) {
+fn write_len<S: Server>(ctx: &Ctx<'_, S>, kind: LogKind, reply: &mut Reply<'_>) {
     let core = &*ctx.core;
     let len = core
-        .shared
-        .observatory
+        .shared()
+        .observatory()
         .len(visible_shards(core.settings(), core.shard_id()), kind);
     reply.int(len.min(core.command_timing().settings().len_max(kind)) as i64);
 }
 
 /// `SLOWLOG GET [count]`
-fn slowlog_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn slowlog_get<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     if args.len() > 3 {
         return Err(CmdError::subcommand_syntax(args.get(1), "slowlog"));
     }
@@ -137,13 +141,21 @@ fn slowlog_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Serv
 }
 
 /// `SLOWLOG LEN`
-fn slowlog_len(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn slowlog_len<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     write_len(ctx, LogKind::Slow, reply);
     Ok(())
 }
 
 /// `SLOWLOG RESET`
-fn slowlog_reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn slowlog_reset<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let shards = visible_shards(&ctx.core.settings(), ctx.core.shard_id());
     ctx.core.shared().observatory().reset(shards, LogKind::Slow);
     reply.ok();
@@ -151,7 +163,11 @@ fn slowlog_reset(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> S
 }
 
 /// `SLOWLOG HELP`: Redis 7.0's text (its own last line, "Prints").
-fn slowlog_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn slowlog_help<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     const LINES: &[&str] = &[
         "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "GET [<count>]",
@@ -172,7 +188,11 @@ fn slowlog_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> S
 }
 
 /// `COMMANDLOG GET count slow|large-request|large-reply`
-fn commandlog_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn commandlog_get<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let count = count_of(args.get(2))?;
     let kind = kind_of(args.get(3))?;
     write_entries(ctx, kind, count, reply);
@@ -180,13 +200,21 @@ fn commandlog_get(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> S
 }
 
 /// `COMMANDLOG LEN slow|large-request|large-reply`
-fn commandlog_len(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn commandlog_len<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     write_len(ctx, kind_of(args.get(2))?, reply);
     Ok(())
 }
 
 /// `COMMANDLOG RESET slow|large-request|large-reply`
-fn commandlog_reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn commandlog_reset<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let kind = kind_of(args.get(2))?;
     let shards = visible_shards(&ctx.core.settings(), ctx.core.shard_id());
     ctx.core.shared().observatory().reset(shards, kind);
@@ -195,7 +223,11 @@ fn commandlog_reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
 }
 
 /// `COMMANDLOG HELP`: Valkey 8.1's text.
-fn commandlog_help(_ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn commandlog_help<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     reply_help(
         reply,
         b"commandlog",

@@ -1,7 +1,7 @@
 //! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH. The state and the running
 //! of queued commands are [`crate::transactions::multi`]; watched keys are [`crate::transactions::watch`].
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult};
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::KeySpec;
 use ruvio_resp::{Args, Reply};
@@ -27,29 +27,41 @@ pub const COMMANDS: &[ServerCommand] = &[
 ];
 
 /// `MULTI`
-fn multi(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn multi<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     crate::transactions::multi::multi(ctx.client)?;
     reply.ok();
     Ok(())
 }
 
 /// `DISCARD`
-fn discard(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    crate::transactions::multi::discard(ctx.core, ctx.client)?;
+fn discard<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    ctx.core.discard(ctx.client)?;
     reply.ok();
     Ok(())
 }
 
 /// `UNWATCH`
-fn unwatch(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    crate::transactions::multi::unwatch(ctx.core, ctx.client);
+fn unwatch<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    ctx.core.unwatch(ctx.client);
     reply.ok();
     Ok(())
 }
 
 /// EXEC and WATCH answer through the reply queue (a held slot while other shards
 /// work): the dispatcher runs them ([`crate::transactions::multi::exec`], [`crate::transactions::multi::watch_keys`]).
-fn run_by_dispatcher(_ctx: &mut Ctx<'_>, args: Args<'_>, _reply: &mut Reply<'_>) -> ServerResult {
+fn run_by_dispatcher<S: Server>(
+    _ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    _reply: &mut Reply<'_>,
+) -> ServerResult {
     unreachable!(
         "{} is run by the dispatcher",
         String::from_utf8_lossy(args.get(0))

@@ -13,7 +13,7 @@ use crate::config::change::ConfigChange;
 use crate::config::Config;
 use crate::mesh::forward::Outbox;
 use crate::messaging::pubsub::{Caller, Delivery, Subscribers};
-use crate::net::conn::Conn;
+use crate::net::conn::{ClientState, Conn};
 use crate::net::slab::Slab;
 use crate::observability::{Observatory, Timing};
 use crate::persistence::loading::LoadingState;
@@ -23,7 +23,7 @@ use crate::stats::{ShardGauges, ShardStats, StatTables};
 use crate::tracking::{Deliver, Directory, Tracking};
 use crate::transactions::watch::Watches;
 use ruvio_engine::scripting::ScriptWatches;
-use ruvio_engine::Engine;
+use ruvio_engine::{CmdError, Engine};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
@@ -169,6 +169,21 @@ impl Server for ShardCore {
     #[inline]
     fn visible_shards(&self) -> std::ops::Range<usize> {
         ShardCore::visible_shards(self)
+    }
+
+    #[inline]
+    fn feed_replicas(&mut self, db: usize, argv: &mut dyn Iterator<Item = &[u8]>) {
+        self.replication.feed.record(db, argv);
+    }
+
+    #[inline]
+    fn unwatch(&mut self, client: &mut ClientState) {
+        crate::transactions::multi::unwatch(self, client);
+    }
+
+    #[inline]
+    fn discard(&mut self, client: &mut ClientState) -> Result<(), CmdError> {
+        crate::transactions::multi::discard(self, client)
     }
 
     type Shared = Shared;
