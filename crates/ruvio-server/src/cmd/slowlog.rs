@@ -156,7 +156,7 @@ fn slowlog_reset<S: Server>(
     _args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    let shards = visible_shards(&ctx.core.settings(), ctx.core.shard_id());
+    let shards = visible_shards(ctx.core.settings(), ctx.core.shard_id());
     ctx.core.shared().observatory().reset(shards, LogKind::Slow);
     reply.ok();
     Ok(())
@@ -216,7 +216,7 @@ fn commandlog_reset<S: Server>(
     reply: &mut Reply<'_>,
 ) -> ServerResult {
     let kind = kind_of(args.get(2))?;
-    let shards = visible_shards(&ctx.core.settings(), ctx.core.shard_id());
+    let shards = visible_shards(ctx.core.settings(), ctx.core.shard_id());
     ctx.core.shared().observatory().reset(shards, kind);
     reply.ok();
     Ok(())
