@@ -52,6 +52,33 @@ fn encode_bulk(value: &str) -> Vec<u8> {
     format!("${}\r\n{value}\r\n", value.len()).into_bytes()
 }
 
+/// The eighth client: transactions and scripts whose keys are on every shard
+/// (its own keys: see docs/replication.md on why the links are off by default).
+fn cross_shard_load(primary: &Server, shards: usize, rounds: usize) -> std::thread::JoinHandle<()> {
+    let mut c = primary.raw();
+    let keys: Vec<String> = (0..shards)
+        .map(|shard| key_on_shard("cross:", shard, shards))
+        .collect();
+    std::thread::spawn(move || {
+        let incr_all = "for _, k in ipairs(KEYS) do redis.call('incr', k) end return #KEYS";
+        for i in 0..rounds {
+            let mut eval = vec!["EVAL".to_string(), incr_all.into(), shards.to_string()];
+            eval.extend(keys.iter().cloned());
+            assert_eq!(c.cmd(&eval), format!(":{shards}\r\n").into_bytes());
+            c.cmd(&["MULTI"]);
+            for key in &keys {
+                c.cmd(&["RPUSH", &format!("{key}:list"), &i.to_string()]);
+            }
+            let exec = c.cmd(&["EXEC"]);
+            assert!(
+                exec.starts_with(format!("*{shards}").as_bytes()),
+                "EXEC: {}",
+                show(&exec)
+            );
+        }
+    })
+}
+
 fn follows_on_shard_links(shards: usize) {
     let primary = Server::ruvio(PortMode::Forward, shards);
     let mut p = primary.raw();
@@ -75,7 +102,9 @@ fn follows_on_shard_links(shards: usize) {
     settle(&primary, &replica, shards, "synced");
     compare_all(&primary, &replica, "after the full sync");
 
-    write_load(&primary, 8, 60);
+    let cross = cross_shard_load(&primary, shards, 60);
+    write_load(&primary, 7, 60);
+    cross.join().expect("the cross-shard writer");
     settle(&primary, &replica, shards, "loaded");
     compare_all(&primary, &replica, "after the load");
 
@@ -137,6 +166,15 @@ fn follows_on_shard_links(shards: usize) {
         shards,
         "{logs}"
     );
+
+    // Promoted: every link stops, the data stays, writes are taken.
+    assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    wait_for("no link on the primary", || {
+        replica_connections(&mut p) == 0
+    });
+    compare_all(&primary, &replica, "after the promotion");
+    assert_eq!(r.cmd(&["SET", "promoted", "yes"]), b"+OK\r\n");
+    assert_eq!(field(&mut r, "role"), "master");
 }
 
 #[test]
