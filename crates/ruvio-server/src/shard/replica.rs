@@ -188,7 +188,13 @@ impl Shard {
                 // Every shard's log says where the stream stopped: wait for all.
                 return;
             }
-            match state.restore_recovered() {
+            // Taken once, by the single stream's shard (a replica with a log
+            // takes no shard links).
+            let recovered = match self.core.id {
+                0 => state.restore_recovered(),
+                _ => Ok(None),
+            };
+            match recovered {
                 Ok(Some(place)) => crate::serverlog::log(
                     crate::serverlog::Level::Notice,
                     &format!(
