@@ -223,3 +223,45 @@ fn refused_shard_links_fall_back_to_the_single_stream() {
         .logs()
         .contains("(-ERR Unrecognized REPLCONF option: ruvio-shard)"));
 }
+
+/// CONFIG SET replica-shard-links at run time: the links are made again at
+/// the next tick, one per shard, and back to the single stream (each a full
+/// sync: the histories differ), the data the primary's all along.
+#[test]
+fn config_set_switches_between_the_single_stream_and_shard_links() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut p = primary.raw();
+    fill(&mut p);
+    let replica = Server::ruvio(PortMode::Forward, 2);
+    follow(&replica, &primary);
+    assert_eq!(replica_connections(&mut p), 1);
+    let mut r = replica.raw();
+    let set = |r: &mut RawConn, value: &str| {
+        let reply = r.cmd(&["CONFIG", "SET", "replica-shard-links", value]);
+        assert_eq!(reply, b"+OK\r\n");
+    };
+    set(&mut r, "yes");
+    wait_for("a link per shard", || {
+        replica_connections(&mut p) == 2 && field(&mut r, "master_link_status") == "up"
+    });
+    for i in 0..100 {
+        p.cmd(&["INCR", &format!("counter:{}", i % 10)]);
+    }
+    settle(&primary, &replica, 2, "on-links");
+    compare_all(&primary, &replica, "on shard links");
+    set(&mut r, "no");
+    wait_for("the single stream again", || {
+        replica_connections(&mut p) == 1 && field(&mut r, "master_link_status") == "up"
+    });
+    for i in 0..100 {
+        p.cmd(&["INCR", &format!("counter:{}", i % 10)]);
+    }
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    compare_all(&primary, &replica, "on the single stream again");
+    // Each switch is a full sync (what the links applied is not in the
+    // server's history, nor the single stream's in the links'): 1 + 2 + 1.
+    assert_eq!(sync_counts(&mut p), (2, 0), "the server's history");
+    let logs = replica.full_logs();
+    assert_eq!(count(&logs, "sync: Finished with success"), 4, "{logs}");
+    assert_eq!(count(&logs, "Partial Resynchronization"), 0, "{logs}");
+}

@@ -140,6 +140,15 @@ impl ShardLinks {
         self.books.iter().any(|b| b.state() != LinkState::Connect)
     }
 
+    /// The single stream follows the primary now: what it applies is in no
+    /// link's history, so each link's next PSYNC must be a full sync.
+    pub fn forget_all(&self) {
+        for book in &self.books {
+            book.full_sync("", 0);
+            book.set_state(LinkState::Connect);
+        }
+    }
+
     /// Shard `shard` dropped its link (its follower changed): the server's
     /// link state is left to the link that follows now.
     pub fn dropped(&self, shard: usize) {
@@ -201,5 +210,9 @@ mod tests {
         assert_eq!(links.overall().0, LinkState::Connected);
         links.book(0).set_state(LinkState::Connect);
         assert_eq!(links.overall().0, LinkState::Connect);
+        // The single stream took over: every link's next PSYNC is `? -1`.
+        links.forget_all();
+        assert_eq!(links.overall(), (LinkState::Connect, 0));
+        assert!(links.books().iter().all(|b| b.replid().is_empty()));
     }
 }

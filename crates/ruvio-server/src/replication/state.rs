@@ -719,6 +719,10 @@ impl State {
     /// Shard `shard`'s link began a full sync of its primary shard's
     /// `replid` at `offset`.
     pub fn shard_link_full_sync(&self, shard: usize, replid: &str, offset: u64) {
+        // The server's own history (the single stream's primary's, if it
+        // followed one) does not hold what the links apply: a single stream
+        // later must not continue it.
+        self.new_history();
         self.shard_links.book(shard).full_sync(replid, offset);
         self.offset.store(self.shard_links.overall().1, Relaxed);
     }

@@ -237,6 +237,8 @@ impl Shard {
                             shard_link: true,
                         };
                     }
+                    // What the single stream applies is in no link's history.
+                    state.shard_links.forget_all();
                     let mut link = Link::new(ids.epoch, host, port);
                     // Its history so far (its own as a primary, or its old
                     // primary's): the new primary may continue it (Redis's cached
