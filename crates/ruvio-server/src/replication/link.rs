@@ -79,7 +79,8 @@ pub struct Handover {
     pub rdb: Option<Vec<u8>>,
 }
 
-/// Shard 0's link to the primary REPLICAOF named.
+/// A link to the primary REPLICAOF named: shard 0's single stream, or one
+/// shard's own on shard links.
 pub struct Link {
     /// The [`super::state::Ids::epoch`] this link serves.
     pub epoch: u64,

@@ -169,11 +169,11 @@ impl Shard {
     fn on_shard_links(&self) -> bool {
         let core = &self.core;
         let state = &core.shared.replication;
-        core.cfg.param("replica-shard-links") == "yes"
+        state.follows_a_primary()
             && core.outbox.shards() > 1
             && core.cfg.port_mode == crate::config::PortMode::Forward
             && core.wal.is_none()
-            && state.follows_a_primary()
+            && core.cfg.param("replica-shard-links") == "yes"
             && !state.shard_links.refused(state.ids().epoch)
     }
 
