@@ -144,6 +144,7 @@ fn every_redis_parameter_answers_as_redis() {
             "metrics-bind",
             "metrics-port",
             "port-mode",
+            "replica-shard-links",
             "set-max-listpack-entries",
             "set-max-listpack-value",
             "shards"

@@ -98,6 +98,12 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             b"NOMASTERLINK Can't SYNC while failing over".to_vec(),
         ));
     }
+    if state.follows_a_primary() && state.shard_links.in_use() {
+        // A replica on shard links has no one history to serve.
+        return Err(CmdError::Line(
+            b"ERR a Ruvio replica on shard links serves no replicas".to_vec(),
+        ));
+    }
     if state.follows_a_primary() && !state.link_up() {
         // A replica serves replicas of its own only while its stream runs
         // (Redis's syncCommand).
@@ -570,7 +576,11 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         if option.eq_ignore_ascii_case(b"getack") {
             if ctx.client.master {
                 let logs = ctx.core.cfg.durability.logs();
-                let ack = ctx.core.shared.replication.ack(logs);
+                let state = &ctx.core.shared.replication;
+                let ack = match ctx.client.shard_link {
+                    true => state.shard_links.book(ctx.core.id).ack(),
+                    false => state.ack(logs),
+                };
                 ctx.client.pushes.extend_from_slice(&ack);
             }
             return Ok(());

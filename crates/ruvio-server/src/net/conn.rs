@@ -80,6 +80,9 @@ pub struct ClientState {
     /// The primary's replication stream (see `replication`): its replies are
     /// dropped, its writes allowed, the bytes it consumed counted as the offset.
     pub master: bool,
+    /// The master client of one shard's own link (`replication::shard_links`):
+    /// its offset is its link's, and commands for every shard run on its own.
+    pub shard_link: bool,
     /// A replica of this server: what its handshake said, and whether PSYNC or
     /// SYNC made the connection a replica's (see `replication::primary`).
     pub replica: ReplicaPeer,
@@ -440,6 +443,7 @@ impl Conn {
                 monitor: false,
                 tracking: TrackingMode::default(),
                 master: false,
+                shard_link: false,
                 replica: ReplicaPeer::default(),
             },
             replies: ReplyQueue::default(),

@@ -441,7 +441,9 @@ mod tests {
         assert_eq!(copied.bytes, encoded.bytes);
         assert_eq!(copied.marks, encoded.marks);
         assert_eq!(copied.marks.len(), 1);
-        assert!(copied.bytes.starts_with(b"*3\r\n$3\r\nset\r\n$1\r\na\r\n$11\r\n"));
+        assert!(copied
+            .bytes
+            .starts_with(b"*3\r\n$3\r\nset\r\n$1\r\na\r\n$11\r\n"));
     }
 
     #[test]

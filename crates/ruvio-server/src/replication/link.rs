@@ -11,6 +11,11 @@
 //! every shard loads its keys ([`super::State::publish_dataset`]) and the socket
 //! goes to the shard as the master client's connection ([`Handover`]): from then
 //! on the stream takes the ordinary request path.
+//!
+//! A shard link (`super::shard_links`) is the same machine stepped by its own
+//! shard: its handshake adds `REPLCONF ruvio-shard i/n`, its history is its
+//! book's, and its RDB (the primary shard's keys only) goes to its shard with
+//! the socket, which loads it alone.
 
 use super::state::{LinkState, State};
 use crate::config::Config;
@@ -60,6 +65,8 @@ enum Expect {
     Port,
     Capa,
     Psync,
+    /// The reply to `REPLCONF ruvio-shard i/n`.
+    Shard,
 }
 
 /// The socket handed to the shard, with bytes of the stream already read.
@@ -68,9 +75,12 @@ pub struct Handover {
     pub leftover: Vec<u8>,
     /// A partial resync (`+CONTINUE`): nothing was loaded.
     pub continued: bool,
+    /// A shard link's full sync: the RDB its shard loads before the stream.
+    pub rdb: Option<Vec<u8>>,
 }
 
-/// Shard 0's link to the primary REPLICAOF named.
+/// A link to the primary REPLICAOF named: shard 0's single stream, or one
+/// shard's own on shard links.
 pub struct Link {
     /// The [`super::state::Ids::epoch`] this link serves.
     pub epoch: u64,
@@ -91,6 +101,8 @@ pub struct Link {
     continued: bool,
     /// FAILOVER: PSYNC asks the target to take over (`PSYNC ... FAILOVER`).
     failover: bool,
+    /// A shard link: this shard and the shard count (`REPLCONF ruvio-shard`).
+    shard: Option<(usize, usize)>,
 }
 
 impl Link {
@@ -110,7 +122,49 @@ impl Link {
             resume: None,
             continued: false,
             failover: false,
+            shard: None,
         }
+    }
+
+    /// Shard `shard`'s link (of `shards`) to the same shard of a Ruvio
+    /// primary, continuing its book's history.
+    pub fn for_shard(
+        epoch: u64,
+        host: String,
+        port: u16,
+        (shard, shards): (usize, usize),
+        state: &State,
+    ) -> Link {
+        let book = state.shard_links.book(shard);
+        let replid = book.replid();
+        let mut link = Link::new(epoch, host, port);
+        link.shard = Some((shard, shards));
+        if !replid.is_empty() {
+            link.resume = Some((replid, book.offset() + 1));
+        }
+        link
+    }
+
+    /// This link's state changed: the server's, or its shard's book.
+    fn set_link(&self, state: &State, link: LinkState, now_ms: u64) {
+        match self.shard {
+            Some((shard, _)) => state.shard_link_state(shard, link, now_ms),
+            None => state.set_link(link, now_ms),
+        }
+    }
+
+    /// Its shard could not load the RDB a shard link brought: a full sync
+    /// again.
+    pub fn load_failed(&mut self, state: &State, why: &str, now_ms: u64) {
+        crate::serverlog::log(
+            crate::serverlog::Level::Warning,
+            &format!(
+                "MASTER <-> REPLICA sync with {}:{}: {why}",
+                self.host, self.port
+            ),
+        );
+        self.resume = None;
+        self.fail(state, now_ms);
     }
 
     /// Ask to continue `replid`'s history from `next_offset` (PSYNC), as a replica
@@ -130,11 +184,16 @@ impl Link {
     /// The shard lost the stream's connection: connect again at once and ask to
     /// continue from the offset applied (PSYNC replid offset+1).
     pub fn lost(&mut self, state: &State, now_ms: u64) {
-        let replid = state.ids().replid;
-        self.resume = Some((replid, state.offset() + 1));
+        self.resume = Some(match self.shard {
+            Some((shard, _)) => {
+                let book = state.shard_links.book(shard);
+                (book.replid(), book.offset() + 1)
+            }
+            None => (state.ids().replid, state.offset() + 1),
+        });
         self.phase = Phase::Idle;
         self.retry_at_ms = now_ms;
-        state.set_link(LinkState::Connect, now_ms);
+        self.set_link(state, LinkState::Connect, now_ms);
     }
 
     /// The stream is the shard's.
@@ -167,7 +226,7 @@ impl Link {
         self.rdb = Vec::new();
         self.phase = Phase::Idle;
         self.retry_at_ms = now_ms + RETRY_MS;
-        state.set_link(LinkState::Connect, now_ms);
+        self.set_link(state, LinkState::Connect, now_ms);
     }
 
     fn advance(
@@ -192,7 +251,7 @@ impl Link {
                     crate::serverlog::Level::Notice,
                     "Non blocking connect for SYNC fired the event.",
                 );
-                state.set_link(LinkState::Handshake, now_ms);
+                self.set_link(state, LinkState::Handshake, now_ms);
                 self.send(&[b"PING"])?;
                 self.phase = Phase::Reply(Expect::Pong);
                 self.last_read_ms = now_ms;
@@ -231,7 +290,7 @@ impl Link {
             crate::serverlog::Level::Notice,
             &format!("Connecting to MASTER {}:{}", self.host, self.port),
         );
-        state.set_link(LinkState::Connecting, now_ms);
+        self.set_link(state, LinkState::Connecting, now_ms);
         self.last_read_ms = now_ms;
         self.retry_at_ms = now_ms + RETRY_MS;
         let addr = (self.host.as_str(), self.port)
@@ -421,25 +480,53 @@ impl Link {
                 self.phase = Phase::Reply(Expect::Capa);
             }
             Expect::Capa => {
-                let (replid, offset) = match &self.resume {
-                    Some((id, offset)) => (id.clone(), offset.to_string()),
-                    None => ("?".to_string(), "-1".to_string()),
-                };
-                crate::serverlog::log(
-                    crate::serverlog::Level::Notice,
-                    &format!("Trying a partial resynchronization (request {replid}:{offset})."),
-                );
-                match self.failover {
-                    true => {
-                        self.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes(), b"FAILOVER"])?
-                    }
-                    false => self.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes()])?,
+                if let Some((shard, shards)) = self.shard {
+                    let value = format!("{shard}/{shards}");
+                    self.send(&[b"REPLCONF", b"ruvio-shard", value.as_bytes()])?;
+                    self.phase = Phase::Reply(Expect::Shard);
+                    return Ok(None);
                 }
-                self.phase = Phase::Reply(Expect::Psync);
+                self.psync()?;
+            }
+            Expect::Shard => {
+                if line.contains("this connection is on shard") {
+                    // SO_REUSEPORT put the connection on another shard of the
+                    // primary: connect again until one lands on this one.
+                    self.socket = None;
+                    self.input.clear();
+                    self.phase = Phase::Idle;
+                    self.retry_at_ms = now_ms;
+                    return Ok(None);
+                }
+                if error {
+                    state.shard_links.refuse(self.epoch);
+                    return Err(format!(
+                        "the MASTER refused a shard link ({line}): the single stream"
+                    ));
+                }
+                self.psync()?;
             }
             Expect::Psync => return self.psync_reply(line, state, now_ms),
         }
         Ok(None)
+    }
+
+    /// `PSYNC <replid> <offset>` (`? -1` for a full sync).
+    fn psync(&mut self) -> Result<(), String> {
+        let (replid, offset) = match &self.resume {
+            Some((id, offset)) => (id.clone(), offset.to_string()),
+            None => ("?".to_string(), "-1".to_string()),
+        };
+        crate::serverlog::log(
+            crate::serverlog::Level::Notice,
+            &format!("Trying a partial resynchronization (request {replid}:{offset})."),
+        );
+        match self.failover {
+            true => self.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes(), b"FAILOVER"])?,
+            false => self.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes()])?,
+        }
+        self.phase = Phase::Reply(Expect::Psync);
+        Ok(())
     }
 
     fn listening_port(&mut self, cfg: &Config) -> Result<(), String> {
@@ -475,9 +562,14 @@ impl Link {
                     crate::serverlog::Level::Notice,
                     &format!("Full resync from master: {replid}:{offset}"),
                 );
-                state.full_sync(replid, offset);
-                state.transfer_started(None, now_ms);
-                state.set_link(LinkState::Sync, now_ms);
+                match self.shard {
+                    Some((shard, _)) => state.shard_link_full_sync(shard, replid, offset),
+                    None => {
+                        state.full_sync(replid, offset);
+                        state.transfer_started(None, now_ms);
+                    }
+                }
+                self.set_link(state, LinkState::Sync, now_ms);
                 self.phase = Phase::BulkHeader;
                 Ok(None)
             }
@@ -486,7 +578,11 @@ impl Link {
                     crate::serverlog::Level::Notice,
                     "Successful partial resynchronization with master.",
                 );
-                state.continued(words.next().filter(|id| id.len() == 40));
+                let replid = words.next().filter(|id| id.len() == 40);
+                match self.shard {
+                    Some((shard, _)) => state.shard_links.book(shard).continued(replid),
+                    None => state.continued(replid),
+                }
                 self.continued = true;
                 Ok(self.hand_over())
             }
@@ -535,6 +631,14 @@ impl Link {
             crate::serverlog::Level::Notice,
             "MASTER <-> REPLICA sync: Loading DB in memory",
         );
+        if self.shard.is_some() {
+            // A shard link's RDB is its shard's alone: it goes with the socket.
+            self.continued = false;
+            let rdb = std::mem::take(&mut self.rdb);
+            let mut handover = self.hand_over()?;
+            handover.rdb = Some(rdb);
+            return Some(handover);
+        }
         let id = state.publish_dataset(std::mem::take(&mut self.rdb));
         self.continued = false;
         self.phase = Phase::Loading { id };
@@ -549,6 +653,7 @@ impl Link {
             socket,
             leftover: std::mem::take(&mut self.input),
             continued: self.continued,
+            rdb: None,
         })
     }
 }

@@ -29,6 +29,7 @@ pub mod link;
 pub mod load;
 pub mod primary;
 pub mod serve;
+pub mod shard_links;
 pub mod state;
 
 pub use state::State;

@@ -176,6 +176,8 @@ pub struct State {
     /// Per shard: the stream offset its log's fsyncs covered (-1: none), for
     /// `REPLCONF ACK ... FACK` (WAITAOF on the primary).
     fsynced: Vec<AtomicI64>,
+    /// Each shard's own link to a Ruvio primary's shard (`super::shard_links`).
+    pub shard_links: super::shard_links::ShardLinks,
 }
 
 /// INFO's view of an RDB transfer in progress.
@@ -243,6 +245,7 @@ impl State {
             catch_up: Mutex::new(Vec::new()),
             catch_up_end: AtomicU64::new(0),
             fsynced: (0..shards).map(|_| AtomicI64::new(-1)).collect(),
+            shard_links: super::shard_links::ShardLinks::new(shards),
         }
     }
 
@@ -418,6 +421,7 @@ impl State {
         }
         self.role.store(ROLE_REPLICA, Relaxed);
         self.link_up.store(false, Relaxed);
+        self.shard_links.stop_all();
     }
 
     /// `REPLICAOF NO ONE`: a primary again, keeping the data. The history followed
@@ -448,6 +452,7 @@ impl State {
         }
         self.role.store(ROLE_PROMOTING, Relaxed);
         self.link_up.store(false, Relaxed);
+        self.shard_links.stop_all();
         // They continue from the new ID's history (Redis's replicationUnsetMaster).
         self.drop_replicas();
         // The stream's database is not known to this server's own records.
@@ -700,5 +705,35 @@ impl State {
         let fack = self.fsynced.iter().map(|f| f.load(Relaxed)).min();
         let fack = fack.filter(|&f| logs && f >= 0).map(|f| f as u64);
         super::ack_command(self.offset(), fack)
+    }
+
+    /// Shard `shard`'s link changed state: the server's link is the worst
+    /// of its links' (see `shard_links`).
+    pub fn shard_link_state(&self, shard: usize, link: LinkState, now_ms: u64) {
+        self.shard_links.book(shard).set_state(link);
+        let (worst, offset) = self.shard_links.overall();
+        self.set_link(worst, now_ms);
+        self.offset.store(offset, Relaxed);
+    }
+
+    /// Shard `shard`'s link began a full sync of its primary shard's
+    /// `replid` at `offset`.
+    pub fn shard_link_full_sync(&self, shard: usize, replid: &str, offset: u64) {
+        // The server's own history (the single stream's primary's, if it
+        // followed one) does not hold what the links apply: a single stream
+        // later must not continue it.
+        self.new_history();
+        self.shard_links.book(shard).full_sync(replid, offset);
+        self.offset.store(self.shard_links.overall().1, Relaxed);
+    }
+
+    /// `bytes` of shard `shard`'s link stream were applied: the server's
+    /// offset is the sum of its links'.
+    #[inline]
+    pub fn shard_link_processed(&self, shard: usize, bytes: &[u8], db: usize, now_ms: u64) {
+        let n = bytes.len() as u64;
+        self.shard_links.book(shard).processed(n, db);
+        self.offset.fetch_add(n, Relaxed);
+        self.last_io_ms.store(now_ms, Relaxed);
     }
 }

@@ -103,7 +103,7 @@ pub fn process_input(
                     client.blocked = Some(BlockedOn::waiting(seq));
                     break;
                 }
-                if client.master && !core.shared.replication.link_up() {
+                if client.master && !crate::shard::replica::stream_runs(core, client) {
                     // REPLICAOF changed the primary: nothing more of this stream runs.
                     client.closing = true;
                     client.killed = true;
@@ -147,7 +147,11 @@ pub fn process_input(
                     // command ran (REPLCONF GETACK answers the offset before it).
                     let db = client.db;
                     let bytes = &input[pos - consumed..pos];
-                    core.shared.replication.processed(bytes, db, core.now_ms);
+                    let state = &core.shared.replication;
+                    match client.shard_link {
+                        true => state.shard_link_processed(core.id, bytes, db, core.now_ms),
+                        false => state.processed(bytes, db, core.now_ms),
+                    }
                 }
                 if crate::net::outlimit::hard_limit_crossed(
                     &core.cfg.client_output_buffer_limit,
@@ -621,6 +625,11 @@ fn run_routed(
             core.timing.hand_off();
             borrow_and_run(core, conns, client, replies, who, cmd, args, groups);
             Ok(())
+        }
+        // A shard link's stream holds its own shard's FLUSHALL, FLUSHDB and
+        // SWAPDB (each primary shard's in place): each acts on its shard only.
+        Route::AllShards if client.shard_link => {
+            run_local(core, conns, client, replies, who, cmd, args)
         }
         Route::AllShards => {
             let shards = core.topo.nodes.len();

@@ -4,6 +4,9 @@
 //! socket as the master client's connection once the stream starts,
 //! acknowledges the offset once a second, notices when the link is lost, and
 //! holds the stream still while the shards cut for a replica of this replica.
+//! On shard links (`replication::shard_links`, `replica-shard-links yes`)
+//! every shard does the same with its own link to the primary's same shard,
+//! loading its link's RDB itself.
 //!
 //! Here rather than in `replication` because adopting a socket takes the loop's
 //! ring and connection slab, which only the shard owns.
@@ -27,6 +30,8 @@ pub struct Follower {
     /// A full sync of a replica of this server cuts: the stream stands still
     /// and every shard was told to cut (`Control::ChainCut`).
     cut_ordered: bool,
+    /// This shard's own link to the primary's same shard.
+    shard_link: bool,
 }
 
 /// `replicaof host port` in the config file: shard 0 follows it from the start,
@@ -67,7 +72,7 @@ impl Shard {
                 .replication
                 .set_fsynced(self.core.id, synced);
         }
-        if self.core.id == 0 {
+        if self.core.id == 0 || self.replica.is_some() || self.on_shard_links() {
             self.follow_primary();
         }
     }
@@ -158,7 +163,22 @@ impl Shard {
         state.loaded(core.id, id, loaded.is_ok());
     }
 
-    /// Shard 0: follow the primary REPLICAOF names now.
+    /// Whether this server follows its primary over shard links: asked for,
+    /// a forward-mode server of several shards, without a log (a replica's
+    /// log marks one stream's place), and not refused by this primary.
+    fn on_shard_links(&self) -> bool {
+        let core = &self.core;
+        let state = &core.shared.replication;
+        state.follows_a_primary()
+            && core.outbox.shards() > 1
+            && core.cfg.port_mode == crate::config::PortMode::Forward
+            && core.wal.is_none()
+            && core.cfg.param("replica-shard-links") == "yes"
+            && !state.shard_links.refused(state.ids().epoch)
+    }
+
+    /// Shard 0 (every shard on shard links): follow the primary REPLICAOF
+    /// names now.
     fn follow_primary(&mut self) {
         let state = self.core.shared.replication.clone();
         let now = self.core.now_ms;
@@ -168,7 +188,13 @@ impl Shard {
                 // Every shard's log says where the stream stopped: wait for all.
                 return;
             }
-            match state.restore_recovered() {
+            // Taken once, by the single stream's shard (a replica with a log
+            // takes no shard links).
+            let recovered = match self.core.id {
+                0 => state.restore_recovered(),
+                _ => Ok(None),
+            };
+            match recovered {
                 Ok(Some(place)) => crate::serverlog::log(
                     crate::serverlog::Level::Notice,
                     &format!(
@@ -187,36 +213,68 @@ impl Shard {
             }
         }
         let ids = state.ids();
-        if epoch != Some(ids.epoch) {
+        let taking_over = ids.failover.phase == FailoverPhase::InProgress;
+        let per_shard = !taking_over && self.on_shard_links();
+        let mine = self.replica.as_ref().map(|f| (f.link.epoch, f.shard_link));
+        if mine != Some((ids.epoch, per_shard)) {
             self.drop_master_conn();
-            let taking_over = ids.failover.phase == FailoverPhase::InProgress;
-            self.replica = ids.master.map(|(host, port)| {
-                let mut link = Link::new(ids.epoch, host, port);
-                // Its history so far (its own as a primary, or its old
-                // primary's): the new primary may continue it (Redis's cached
-                // master).
-                let next = state.offset() + 1;
-                match taking_over {
-                    true => link.ask_to_take_over(ids.replid.clone(), next),
-                    false => link.resume_from(ids.replid.clone(), next),
-                }
-                Follower {
-                    link,
-                    conn: None,
-                    next_ack_ms: 0,
-                    cut_ordered: false,
-                }
-            });
+            if mine.is_some_and(|(_, shard_link)| shard_link) {
+                state.shard_links.dropped(self.core.id);
+            }
+            let (shard, shards) = (self.core.id, self.core.outbox.shards());
+            let single = shard == 0 && !per_shard;
+            self.replica = ids
+                .master
+                .filter(|_| per_shard || single)
+                .map(|(host, port)| {
+                    if per_shard {
+                        let link = Link::for_shard(ids.epoch, host, port, (shard, shards), &state);
+                        return Follower {
+                            link,
+                            conn: None,
+                            next_ack_ms: 0,
+                            cut_ordered: false,
+                            shard_link: true,
+                        };
+                    }
+                    // What the single stream applies is in no link's history.
+                    state.shard_links.forget_all();
+                    let mut link = Link::new(ids.epoch, host, port);
+                    // Its history so far (its own as a primary, or its old
+                    // primary's): the new primary may continue it (Redis's cached
+                    // master).
+                    let next = state.offset() + 1;
+                    match taking_over {
+                        true => link.ask_to_take_over(ids.replid.clone(), next),
+                        false => link.resume_from(ids.replid.clone(), next),
+                    }
+                    Follower {
+                        link,
+                        conn: None,
+                        next_ack_ms: 0,
+                        cut_ordered: false,
+                        shard_link: false,
+                    }
+                });
         }
         let Some(follower) = self.replica.as_mut() else {
             return;
         };
         if !follower.link.streaming() {
-            if let Some(handover) = follower.link.step(&state, &self.core.cfg, now) {
+            if let Some(mut handover) = follower.link.step(&state, &self.core.cfg, now) {
+                if let Some(rdb) = handover.rdb.take() {
+                    if let Err(why) = self.load_link_rdb(&rdb) {
+                        if let Some(follower) = self.replica.as_mut() {
+                            follower.link.load_failed(&state, &why, now);
+                        }
+                        return;
+                    }
+                }
                 self.adopt_master(handover);
             }
             return;
         }
+        let shard_link = follower.shard_link;
         let Some((index, gen)) = follower.conn else {
             return;
         };
@@ -236,7 +294,11 @@ impl Shard {
             follower.link.lost(&state, now);
             return;
         };
-        if now.saturating_sub(conn.client.last_cmd_ms.max(state.last_io_ms())) > timeout_ms {
+        let last_io_ms = match shard_link {
+            true => conn.client.last_cmd_ms,
+            false => conn.client.last_cmd_ms.max(state.last_io_ms()),
+        };
+        if now.saturating_sub(last_io_ms) > timeout_ms {
             crate::serverlog::log(
                 crate::serverlog::Level::Warning,
                 "MASTER timeout: no data nor PING received...",
@@ -248,9 +310,16 @@ impl Shard {
         }
         if now >= follower.next_ack_ms {
             follower.next_ack_ms = now + ACK_EVERY_MS;
-            let ack = state.ack(self.core.wal.is_some());
+            let ack = match shard_link {
+                true => state.shard_links.book(self.core.id).ack(),
+                false => state.ack(self.core.wal.is_some()),
+            };
             conn.replies.sink().extend_from_slice(&ack);
             self.core.dirty.push((index, gen));
+        }
+        if shard_link {
+            // A replica on shard links serves no replicas of its own.
+            return;
         }
         // A full sync of a replica of this server: its RDB must hold exactly
         // the stream up to the offset it names, so every shard cuts while the
@@ -273,6 +342,33 @@ impl Shard {
             follower.cut_ordered = false;
             self.run_input(index, gen);
         }
+    }
+
+    /// A shard link's full sync: this shard's keys alone, built and put in
+    /// place on its own (the other shards load their links' RDBs meanwhile).
+    fn load_link_rdb(&mut self, rdb: &[u8]) -> Result<(), String> {
+        let core = &mut self.core;
+        let built = crate::replication::load::build(
+            &core.engine,
+            &core.cfg,
+            (0, rdb),
+            core.id,
+            &core.topo,
+            core.now_ms,
+        )
+        .map_err(|e| format!("shard {}: the MASTER's RDB did not load: {e}", core.id))?;
+        let every_db: Vec<usize> = (0..core.engine.db_count()).collect();
+        core.touch_watched_in(&every_db);
+        let keys = crate::replication::load::install(&mut core.engine, built)
+            .map_err(|e| format!("shard {}: the MASTER's RDB did not load: {e}", core.id))?;
+        crate::serverlog::log(
+            crate::serverlog::Level::Notice,
+            &format!(
+                "shard {}: loaded {keys} keys from the MASTER's RDB",
+                core.id
+            ),
+        );
+        Ok(())
     }
 
     /// REPLICAOF changed the primary: the old one's stream stops here.
@@ -299,7 +395,10 @@ impl Shard {
         // Counted as a client (CLIENT LIST shows it); `close` gives it back.
         self.core.shared.admit_client(u64::MAX);
         let client_id = self.core.shared.next_client_id();
-        state.set_master_client(client_id);
+        let shard_link = self.replica.as_ref().is_some_and(|f| f.shard_link);
+        if !shard_link {
+            state.set_master_client(client_id);
+        }
         // The primary's stream is not checked against ACL rules (Redis runs its
         // master client as the superuser).
         let (_, mut session) = self.core.shared.acl.new_session();
@@ -312,12 +411,20 @@ impl Shard {
         self.register_fixed_file(index, conn_gen, fd);
         if let Some(conn) = self.conns.get_mut(index, conn_gen) {
             conn.client.master = true;
+            conn.client.shard_link = shard_link;
             conn.client.reply_mode = ReplyMode::Off;
+            let book = state.shard_links.book(self.core.id);
             if handover.continued {
-                conn.client.db = state.stream_db();
+                conn.client.db = match shard_link {
+                    true => book.db(),
+                    false => state.stream_db(),
+                };
             }
             conn.input.extend_from_slice(&handover.leftover);
-            let ack = state.ack(self.core.wal.is_some());
+            let ack = match shard_link {
+                true => book.ack(),
+                false => state.ack(self.core.wal.is_some()),
+            };
             conn.replies.sink().extend_from_slice(&ack);
         }
         if let Some(follower) = self.replica.as_mut() {
@@ -325,7 +432,10 @@ impl Shard {
             follower.next_ack_ms = now + ACK_EVERY_MS;
         }
         state.heard(now);
-        state.set_link(LinkState::Connected, now);
+        match shard_link {
+            true => state.shard_link_state(self.core.id, LinkState::Connected, now),
+            false => state.set_link(LinkState::Connected, now),
+        }
         let how = match handover.continued {
             true => "MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.",
             false => "MASTER <-> REPLICA sync: Finished with success",
@@ -485,5 +595,16 @@ pub(crate) fn note_stream_mark(
 ) {
     if let Some(wal) = core.wal.as_mut() {
         core.stream_marks.append(wal, mark);
+    }
+}
+
+/// The master client `client`'s stream still runs: REPLICAOF did not change
+/// the primary, and a shard link's own link is up (one load each).
+#[inline]
+pub(super) fn stream_runs(core: &super::ShardCore, client: &crate::net::conn::ClientState) -> bool {
+    let state = &core.shared.replication;
+    match client.shard_link {
+        true => state.shard_links.book(core.id).up(),
+        false => state.link_up(),
     }
 }

@@ -251,6 +251,7 @@ const LIVE: &[Live] = &[
     read_where_used("masterauth"),
     read_where_used("masteruser"),
     read_where_used("repl-timeout"),
+    read_where_used("replica-shard-links"),
     read_where_used("replica-priority"),
     read_where_used("replica-announced"),
     read_where_used("repl-backlog-size"),

@@ -486,6 +486,13 @@ impl Server {
         self.children[0].id()
     }
 
+    /// Every line the server logged so far (its whole log files).
+    pub fn full_logs(&self) -> String {
+        let read =
+            |log| String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
+        self.logs.iter().map(read).collect()
+    }
+
     /// Server logs so far (for failure messages).
     pub fn logs(&self) -> String {
         let mut out = String::new();

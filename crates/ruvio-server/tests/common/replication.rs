@@ -128,6 +128,76 @@ pub fn compare_conns(a: &mut RawConn, b: &mut RawConn, dbs: &[&str], when: &str)
     }
 }
 
+/// Writes of every kind from `clients` threads at once, `rounds` each.
+pub fn write_load(primary: &Server, clients: usize, rounds: usize) {
+    let threads: Vec<_> = (0..clients)
+        .map(|t| {
+            let mut c = primary.raw();
+            std::thread::spawn(move || {
+                let group = ["XGROUP", "CREATE", &format!("grouped:{t}"), "g", "0", "MKSTREAM"];
+                assert_eq!(c.cmd(&group), b"+OK\r\n");
+                for i in 0..rounds {
+                    let k = |name: &str| format!("{name}:{t}:{}", i % 37);
+                    let commands = vec![
+                        vec!["SET".into(), k("s"), format!("v{i}")],
+                        vec!["SET".into(), k("ttl"), "x".into(), "EX".into(), "500".into()],
+                        vec!["SET".into(), k("gone"), "x".into(), "PX".into(), "30".into()],
+                        vec!["INCRBYFLOAT".into(), k("f"), "1.5".into()],
+                        vec!["RPUSH".into(), k("l"), format!("{i}")],
+                        vec!["HSET".into(), k("h"), format!("f{}", i % 5), format!("{i}")],
+                        vec!["SADD".into(), k("set"), format!("m{}", i % 11)],
+                        vec!["ZINCRBY".into(), k("z"), "2".into(), format!("m{}", i % 7)],
+                        vec!["XADD".into(), k("x"), "*".into(), "i".into(), format!("{i}")],
+                        vec!["SPOP".into(), k("set")],
+                        vec![
+                            "XREADGROUP".into(),
+                            "GROUP".into(),
+                            "g".into(),
+                            format!("c{t}"),
+                            "COUNT".into(),
+                            "2".into(),
+                            "STREAMS".into(),
+                            format!("grouped:{t}"),
+                            ">".into(),
+                        ],
+                        vec!["XADD".into(), format!("grouped:{t}"), "*".into(), "i".into(), format!("{i}")],
+                        vec![
+                            "EVAL".into(),
+                            "redis.call('incr', KEYS[1]); return redis.call('lpush', KEYS[2], ARGV[1])"
+                                .into(),
+                            "2".into(),
+                            format!("{{t{t}}}a"),
+                            format!("{{t{t}}}b"),
+                            format!("{i}"),
+                        ],
+                    ];
+                    for command in &commands {
+                        let reply = c.cmd(command);
+                        assert!(!reply.starts_with(b"-"), "{command:?}: {}", show(&reply));
+                    }
+                    c.cmd(&["MULTI"]);
+                    c.cmd(&["SET", &format!("{{tx{t}}}a"), &i.to_string()]);
+                    c.cmd(&["INCR", &format!("{{tx{t}}}n")]);
+                    c.cmd(&["SELECT", "2"]);
+                    c.cmd(&["LPUSH", &format!("db2:{t}"), &i.to_string()]);
+                    c.cmd(&["SELECT", "0"]);
+                    let exec = c.cmd(&["EXEC"]);
+                    assert!(exec.starts_with(b"*5"), "EXEC: {}", show(&exec));
+                }
+            })
+        })
+        .collect();
+    // A blocking pop served by another client's push: replicated as a plain pop.
+    let mut waiter = primary.raw();
+    waiter.send(&encode(&["BLPOP", "queue", "5"]));
+    std::thread::sleep(Duration::from_millis(50));
+    primary.raw().cmd(&["RPUSH", "queue", "job1", "job2"]);
+    assert!(show(&waiter.read_reply()).contains("job1"));
+    for t in threads {
+        t.join().expect("writer");
+    }
+}
+
 pub fn sync_counts(primary: &mut RawConn) -> (u64, u64) {
     let info = decode(&primary.cmd(&["INFO", "stats"])).text();
     let count = |name: &str| {

@@ -1,0 +1,218 @@
+//! A Ruvio replica of a Ruvio primary with the same shard count, shard by
+//! shard (docs/replication.md, "Ruvio to Ruvio shard by shard"): each replica
+//! shard i follows the primary's shard i over a link of its own (`REPLCONF
+//! ruvio-shard i/n`), so the sync and the stream of each shard run on its own
+//! core. Each link follows a history of its own (the primary's shard i's
+//! replid and offset): its book is kept here, one per shard.
+//!
+//! Off unless `replica-shard-links yes`: the barrier records that order a
+//! cross-shard group against its keys' owner are not done yet, so a replica
+//! on shard links may apply a cross-shard MULTI/EXEC or script in another
+//! order than the primary ran it (see the docs' "Not done yet").
+//!
+//! What the server shows as one replica (INFO, ROLE, `State::offset`) is the
+//! rule the docs name: the offset is the sum of the links' offsets, the link
+//! state the worst of the links' states.
+
+use super::state::LinkState;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Mutex;
+
+/// One link's history: the primary shard's replid and offset, and how the
+/// link stands.
+#[derive(Debug)]
+pub struct LinkBook {
+    replid: Mutex<String>,
+    offset: AtomicU64,
+    state: Mutex<LinkState>,
+    /// The stream is applied: the link's master client runs.
+    up: AtomicBool,
+    /// The database the link's stream was in, for `+CONTINUE`.
+    db: AtomicU64,
+}
+
+impl Default for LinkBook {
+    fn default() -> LinkBook {
+        LinkBook {
+            replid: Mutex::new(String::new()),
+            offset: AtomicU64::new(0),
+            state: Mutex::new(LinkState::Connect),
+            up: AtomicBool::new(false),
+            db: AtomicU64::new(0),
+        }
+    }
+}
+
+impl LinkBook {
+    pub fn replid(&self) -> String {
+        self.replid
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn offset(&self) -> u64 {
+        self.offset.load(Relaxed)
+    }
+
+    pub fn state(&self) -> LinkState {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The link's master client runs (read once per command of its stream).
+    #[inline]
+    pub fn up(&self) -> bool {
+        self.up.load(Relaxed)
+    }
+
+    pub fn db(&self) -> usize {
+        self.db.load(Relaxed) as usize
+    }
+
+    pub(super) fn set_state(&self, link: LinkState) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = link;
+        self.up.store(link == LinkState::Connected, Relaxed);
+    }
+
+    pub(super) fn full_sync(&self, replid: &str, offset: u64) {
+        *self.replid.lock().unwrap_or_else(|e| e.into_inner()) = replid.to_string();
+        self.offset.store(offset, Relaxed);
+        self.db.store(0, Relaxed);
+    }
+
+    /// `+CONTINUE <replid>`: the primary's shard may name a new ID.
+    pub(super) fn continued(&self, replid: Option<&str>) {
+        if let Some(id) = replid {
+            *self.replid.lock().unwrap_or_else(|e| e.into_inner()) = id.to_string();
+        }
+    }
+
+    /// `bytes` of the link's stream applied, leaving its client in `db`.
+    #[inline]
+    pub(super) fn processed(&self, bytes: u64, db: usize) {
+        self.offset.fetch_add(bytes, Relaxed);
+        self.db.store(db as u64, Relaxed);
+    }
+
+    /// `REPLCONF ACK <offset>` of this link.
+    pub fn ack(&self) -> Vec<u8> {
+        super::ack_command(self.offset(), None)
+    }
+}
+
+/// Every shard's link book, and the REPLICAOF epoch whose primary refused
+/// shard links (a redis-server, another shard count): that epoch follows the
+/// single stream.
+#[derive(Debug)]
+pub struct ShardLinks {
+    books: Vec<LinkBook>,
+    refused_epoch: AtomicU64,
+}
+
+impl ShardLinks {
+    pub fn new(shards: usize) -> ShardLinks {
+        ShardLinks {
+            books: (0..shards).map(|_| LinkBook::default()).collect(),
+            refused_epoch: AtomicU64::new(0),
+        }
+    }
+
+    pub fn book(&self, shard: usize) -> &LinkBook {
+        &self.books[shard]
+    }
+
+    pub fn books(&self) -> &[LinkBook] {
+        &self.books
+    }
+
+    /// REPLICAOF changed the primary (or NO ONE): every link's master client
+    /// stops at once, before its shard's tick drops it.
+    pub(super) fn stop_all(&self) {
+        for book in &self.books {
+            book.set_state(LinkState::Connect);
+        }
+    }
+
+    /// Some shard follows its primary over its own link (none on the single
+    /// stream, nor on a primary).
+    pub fn in_use(&self) -> bool {
+        self.books.iter().any(|b| b.state() != LinkState::Connect)
+    }
+
+    /// The single stream follows the primary now: what it applies is in no
+    /// link's history, so each link's next PSYNC must be a full sync.
+    pub fn forget_all(&self) {
+        for book in &self.books {
+            book.full_sync("", 0);
+            book.set_state(LinkState::Connect);
+        }
+    }
+
+    /// Shard `shard` dropped its link (its follower changed): the server's
+    /// link state is left to the link that follows now.
+    pub fn dropped(&self, shard: usize) {
+        self.books[shard].set_state(LinkState::Connect);
+    }
+
+    /// The primary of REPLICAOF epoch `epoch` refused `REPLCONF ruvio-shard`.
+    pub fn refuse(&self, epoch: u64) {
+        self.refused_epoch.store(epoch, Relaxed);
+    }
+
+    pub fn refused(&self, epoch: u64) -> bool {
+        self.refused_epoch.load(Relaxed) == epoch
+    }
+
+    /// The worst of the links' states (the order of [`LinkState`]'s
+    /// variants, from not connected to applying the stream) and the sum of
+    /// their offsets.
+    pub fn overall(&self) -> (LinkState, u64) {
+        let worst = self
+            .books
+            .iter()
+            .map(LinkBook::state)
+            .min_by_key(|s| rank(*s));
+        let offset = self.books.iter().map(LinkBook::offset).sum();
+        (worst.unwrap_or(LinkState::Connect), offset)
+    }
+}
+
+fn rank(link: LinkState) -> u8 {
+    match link {
+        LinkState::Connect => 0,
+        LinkState::Connecting => 1,
+        LinkState::Handshake => 2,
+        LinkState::Sync => 3,
+        LinkState::Connected => 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overall_is_the_worst_state_and_the_summed_offset() {
+        let links = ShardLinks::new(3);
+        links.book(0).full_sync(&"a".repeat(40), 100);
+        links.book(1).full_sync(&"b".repeat(40), 50);
+        links.book(2).full_sync(&"c".repeat(40), 7);
+        for book in links.books() {
+            book.set_state(LinkState::Connected);
+        }
+        links.book(1).set_state(LinkState::Sync);
+        links.book(2).processed(3, 4);
+        assert_eq!(links.overall(), (LinkState::Sync, 160));
+        assert!(links.book(0).up() && !links.book(1).up());
+        assert_eq!(links.book(2).db(), 4);
+        links.book(1).set_state(LinkState::Connected);
+        assert_eq!(links.overall().0, LinkState::Connected);
+        links.book(0).set_state(LinkState::Connect);
+        assert_eq!(links.overall().0, LinkState::Connect);
+        // The single stream took over: every link's next PSYNC is `? -1`.
+        links.forget_all();
+        assert_eq!(links.overall(), (LinkState::Connect, 0));
+        assert!(links.books().iter().all(|b| b.replid().is_empty()));
+    }
+}

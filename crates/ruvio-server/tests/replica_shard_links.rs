@@ -1,0 +1,267 @@
+//! Ruvio to Ruvio shard by shard, the replica's half (issue 31, case 3;
+//! docs/replication.md): a Ruvio replica started with `--replica-shard-links
+//! yes`, of a forward-mode Ruvio primary with the same shard count, follows
+//! each primary shard over a link of its own (`REPLCONF ruvio-shard i/n`):
+//! the primary lists one replica connection per shard, each replica shard
+//! loads its link's RDB and applies its link's stream, and after 8 clients
+//! wrote every kind of write (TTLs, expiring keys, SPOP, INCRBYFLOAT, XADD
+//! `*`, consumer groups, scripts, MULTI/EXEC with SELECT across shards, a
+//! served BLPOP) every key compares equal. INFO and ROLE show the links as one
+//! (`slave_repl_offset` is the sum of the links' offsets, the link state the
+//! worst of theirs). CLIENT KILL TYPE replica on the primary: each link
+//! continues with `+CONTINUE`, no second full sync. Another shard count, or a
+//! redis-server primary, refuses the links: the single stream.
+
+mod common;
+
+use common::replication::*;
+use common::*;
+use std::time::Duration;
+
+const SHARD_LINKS: [&str; 2] = ["--replica-shard-links", "yes"];
+
+/// The primary's replica connections (CLIENT LIST TYPE replica).
+fn replica_connections(primary: &mut RawConn) -> usize {
+    let list = decode(&primary.cmd(&["CLIENT", "LIST", "TYPE", "replica"])).text();
+    list.lines().filter(|l| !l.is_empty()).count()
+}
+
+fn count(text: &str, line: &str) -> usize {
+    text.lines().filter(|l| l.contains(line)).count()
+}
+
+/// Each link's stream is in order: once a key written last on each primary
+/// shard is on the replica, every write before it on that shard is too.
+fn settle(primary: &Server, replica: &Server, shards: usize, round: &str) {
+    let (mut p, mut r) = (primary.raw(), replica.raw());
+    // The keys written with PX 30 expire on the primary: their DELs go out.
+    std::thread::sleep(Duration::from_millis(100));
+    p.cmd(&["SCAN", "0", "COUNT", "100000"]);
+    for shard in 0..shards {
+        let key = key_on_shard(&format!("settled:{round}:"), shard, shards);
+        assert_eq!(p.cmd(&["SET", &key, round]), b"+OK\r\n");
+        wait_for(&format!("{key} on the replica"), || {
+            r.cmd(&["GET", &key]) == encode_bulk(round)
+        });
+    }
+    // A cross-shard group's forwarded writes answer just after its link moved on.
+    std::thread::sleep(Duration::from_millis(100));
+}
+
+fn encode_bulk(value: &str) -> Vec<u8> {
+    format!("${}\r\n{value}\r\n", value.len()).into_bytes()
+}
+
+/// The eighth client: transactions and scripts whose keys are on every shard
+/// (its own keys: see docs/replication.md on why the links are off by default).
+fn cross_shard_load(primary: &Server, shards: usize, rounds: usize) -> std::thread::JoinHandle<()> {
+    let mut c = primary.raw();
+    let keys: Vec<String> = (0..shards)
+        .map(|shard| key_on_shard("cross:", shard, shards))
+        .collect();
+    std::thread::spawn(move || {
+        let incr_all = "for _, k in ipairs(KEYS) do redis.call('incr', k) end return #KEYS";
+        for i in 0..rounds {
+            let mut eval = vec!["EVAL".to_string(), incr_all.into(), shards.to_string()];
+            eval.extend(keys.iter().cloned());
+            assert_eq!(c.cmd(&eval), format!(":{shards}\r\n").into_bytes());
+            c.cmd(&["MULTI"]);
+            for key in &keys {
+                c.cmd(&["RPUSH", &format!("{key}:list"), &i.to_string()]);
+            }
+            let exec = c.cmd(&["EXEC"]);
+            assert!(
+                exec.starts_with(format!("*{shards}").as_bytes()),
+                "EXEC: {}",
+                show(&exec)
+            );
+        }
+    })
+}
+
+fn follows_on_shard_links(shards: usize) {
+    let primary = Server::ruvio(PortMode::Forward, shards);
+    let mut p = primary.raw();
+    fill(&mut p);
+    let replica = Server::ruvio_with(PortMode::Forward, shards, &SHARD_LINKS);
+    follow(&replica, &primary);
+    // One link per shard, none of them counted as a replica of the server's
+    // own history (docs: a Ruvio replica of n links is one replica).
+    assert_eq!(replica_connections(&mut p), shards);
+    assert_eq!(field(&mut p, "connected_slaves"), "0");
+    let logs = replica.full_logs();
+    assert_eq!(
+        count(&logs, "sync: Finished with success"),
+        shards,
+        "{logs}"
+    );
+    for shard in 0..shards {
+        let loaded = format!("shard {shard}: loaded ");
+        assert_eq!(count(&logs, &loaded), 1, "{loaded}: {logs}");
+    }
+    settle(&primary, &replica, shards, "synced");
+    compare_all(&primary, &replica, "after the full sync");
+
+    let cross = cross_shard_load(&primary, shards, 60);
+    write_load(&primary, 7, 60);
+    cross.join().expect("the cross-shard writer");
+    settle(&primary, &replica, shards, "loaded");
+    compare_all(&primary, &replica, "after the load");
+
+    // INFO and ROLE show the links as one replica: up, the offset the sum.
+    let mut r = replica.raw();
+    assert_eq!(field(&mut r, "master_link_status"), "up");
+    let offset = field(&mut r, "slave_repl_offset");
+    assert!(offset.parse::<u64>().unwrap_or(0) > 0, "offset {offset}");
+    let Value::Array(role) = decode(&r.cmd(&["ROLE"])) else {
+        panic!("ROLE")
+    };
+    assert_eq!(role[0].text(), "slave");
+    assert_eq!(role[2], Value::Int(i64::from(primary.port())));
+    assert_eq!(role[3].text(), "connected");
+    let Value::Int(role_offset) = role[4] else {
+        panic!("ROLE's offset: {:?}", role[4])
+    };
+    let info_offset: i64 = offset.parse().unwrap_or(-1);
+    // The primary's PING may arrive between the two reads.
+    assert!(
+        role_offset >= info_offset,
+        "ROLE {role_offset}, INFO {info_offset}"
+    );
+    // A replica on shard links serves no replicas of its own.
+    let refused = r.cmd(&["PSYNC", "?", "-1"]);
+    assert_eq!(
+        refused,
+        b"-ERR a Ruvio replica on shard links serves no replicas\r\n".to_vec()
+    );
+    assert_eq!(
+        r.cmd(&["SET", "k", "v"]),
+        b"-READONLY You can't write against a read only replica.\r\n"
+    );
+
+    // Every link killed: each continues from its shard's backlog.
+    let killed = p.cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
+    assert_eq!(show(&killed), show(format!(":{shards}\r\n").as_bytes()));
+    for i in 0..200 {
+        p.cmd(&["SET", &format!("after-kill:{i}"), &i.to_string()]);
+    }
+    // Each primary shard's FLUSHDB is in its own link's stream: each
+    // replica shard flushes its own keys only.
+    assert_eq!(p.cmd(&["FLUSHDB"]), b"+OK\r\n");
+    for i in 0..50 {
+        p.cmd(&["RPUSH", &format!("after-flush:{i}"), &i.to_string()]);
+    }
+    p.cmd(&["SELECT", "3"]);
+    p.cmd(&["SET", "in-three", "after"]);
+    wait_for("every link back", || {
+        replica_connections(&mut p) == shards && field(&mut r, "master_link_status") == "up"
+    });
+    settle(&primary, &replica, shards, "continued");
+    compare_all(&primary, &replica, "after the links continued");
+    let logs = replica.full_logs();
+    let continued = "Master accepted a Partial Resynchronization.";
+    assert_eq!(count(&logs, continued), shards, "{logs}");
+    assert_eq!(
+        count(&logs, "sync: Finished with success"),
+        shards,
+        "{logs}"
+    );
+
+    // Promoted: every link stops, the data stays, writes are taken.
+    assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    wait_for("no link on the primary", || {
+        replica_connections(&mut p) == 0
+    });
+    compare_all(&primary, &replica, "after the promotion");
+    assert_eq!(r.cmd(&["SET", "promoted", "yes"]), b"+OK\r\n");
+    assert_eq!(field(&mut r, "role"), "master");
+}
+
+#[test]
+fn two_shards_follow_on_shard_links() {
+    follows_on_shard_links(2);
+}
+
+#[test]
+fn four_shards_follow_on_shard_links() {
+    follows_on_shard_links(4);
+}
+
+/// A primary of another shard count refuses the links (`ruvio-shard needs a
+/// forward-mode primary of 2 shards`), and a redis-server does not know the
+/// option: the replica follows over the single stream, as one replica.
+#[test]
+fn refused_shard_links_fall_back_to_the_single_stream() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut p = primary.raw();
+    fill(&mut p);
+    let replica = Server::ruvio_with(PortMode::Forward, 4, &SHARD_LINKS);
+    follow(&replica, &primary);
+    assert_eq!(replica_connections(&mut p), 1);
+    write_load(&primary, 4, 30);
+    std::thread::sleep(Duration::from_millis(100));
+    p.cmd(&["SCAN", "0", "COUNT", "100000"]);
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    compare_all(&primary, &replica, "over the single stream");
+    let logs = replica.full_logs();
+    assert!(
+        logs.contains("the MASTER refused a shard link (-ERR ruvio-shard needs a forward-mode primary of 2 shards)"),
+        "{logs}"
+    );
+
+    if require_redis_server("refused_shard_links_fall_back_to_the_single_stream").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let mut c = redis.raw();
+    fill(&mut c);
+    let replica = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+    follow(&replica, &redis);
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    compare_all(&redis, &replica, "a redis-server primary");
+    assert!(replica
+        .logs()
+        .contains("(-ERR Unrecognized REPLCONF option: ruvio-shard)"));
+}
+
+/// CONFIG SET replica-shard-links at run time: the links are made again at
+/// the next tick, one per shard, and back to the single stream (each a full
+/// sync: the histories differ), the data the primary's all along.
+#[test]
+fn config_set_switches_between_the_single_stream_and_shard_links() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut p = primary.raw();
+    fill(&mut p);
+    let replica = Server::ruvio(PortMode::Forward, 2);
+    follow(&replica, &primary);
+    assert_eq!(replica_connections(&mut p), 1);
+    let mut r = replica.raw();
+    let set = |r: &mut RawConn, value: &str| {
+        let reply = r.cmd(&["CONFIG", "SET", "replica-shard-links", value]);
+        assert_eq!(reply, b"+OK\r\n");
+    };
+    set(&mut r, "yes");
+    wait_for("a link per shard", || {
+        replica_connections(&mut p) == 2 && field(&mut r, "master_link_status") == "up"
+    });
+    for i in 0..100 {
+        p.cmd(&["INCR", &format!("counter:{}", i % 10)]);
+    }
+    settle(&primary, &replica, 2, "on-links");
+    compare_all(&primary, &replica, "on shard links");
+    set(&mut r, "no");
+    wait_for("the single stream again", || {
+        replica_connections(&mut p) == 1 && field(&mut r, "master_link_status") == "up"
+    });
+    for i in 0..100 {
+        p.cmd(&["INCR", &format!("counter:{}", i % 10)]);
+    }
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    compare_all(&primary, &replica, "on the single stream again");
+    // Each switch is a full sync (what the links applied is not in the
+    // server's history, nor the single stream's in the links'): 1 + 2 + 1.
+    assert_eq!(sync_counts(&mut p), (2, 0), "the server's history");
+    let logs = replica.full_logs();
+    assert_eq!(count(&logs, "sync: Finished with success"), 4, "{logs}");
+    assert_eq!(count(&logs, "Partial Resynchronization"), 0, "{logs}");
+}
