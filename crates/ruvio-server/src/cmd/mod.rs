@@ -8,6 +8,13 @@
 //!
 //! A handler returns `Err(CmdError)` having written nothing; the dispatcher writes
 //! the error once and counts the failure from the type, as for engine commands.
+//!
+//! A handler is generic over the shard it runs on (`Ctx<'_, S>`, `S:`
+//! [`Server`]): it reads the shard and asks steps of it only through that trait,
+//! which the shard, the floor above, implements (`shard/families.rs`), so a
+//! family never names `ShardCore`; CLUSTER's and replication's handlers still
+//! read its fields, through `Ctx`'s default (docs/architecture.md's debt list).
+//! The rows hold each handler's one instance, for the shard's type: no `dyn`.
 
 pub mod acl;
 pub mod client;
@@ -55,10 +62,11 @@ pub struct Ctx<'a, S: Server = ShardCore> {
     pub wait: Option<replication::WaitReplicas>,
 }
 
-/// What the families ask of the shard beyond reading and writing its parts: the
-/// steps the shard owns (CLIENT PAUSE and UNPAUSE, a blocked client's early
-/// answer, its gauges as of now, MONITOR's list of connections, a broadcast to
-/// the other shards). Defined here, below the shard, and implemented by it
+/// The shard as the families see it: the parts they read (the keyspace, the
+/// settings, the clock, the command timing ...) and the steps the shard owns
+/// (CLIENT PAUSE and UNPAUSE, a blocked client's early answer, its gauges as of
+/// now, MONITOR's list of connections, a broadcast to the other shards,
+/// UNWATCH). Defined here, below the shard, and implemented by it
 /// (`shard/families.rs`) so that a family calls the shard without naming it;
 /// called on the concrete core, never through `dyn`. CONFIG's part
 /// ([`config::Configured`]: the running values, what a setting does) comes with it.
