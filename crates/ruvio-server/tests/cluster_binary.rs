@@ -690,3 +690,80 @@ fn reads_when_down_and_partial_coverage_as_redis_server() {
     };
     assert_eq!(replies(port), replies(redis.port()));
 }
+
+/// MULTI's queued commands, WATCH and a script's undeclared keys are checked
+/// against the node's slots as the bus gave them, with redis-server's replies:
+/// a Ruvio node and a redis-server node, each serving 0-8191 in a cluster with
+/// a redis-server serving 8192-16383, answer the same commands alike (the
+/// other node's port read as `PEER`).
+#[test]
+fn transactions_and_scripts_follow_the_node_slots_as_redis_server() {
+    if require_redis_server("cluster_binary").is_none() {
+        return;
+    }
+    let port = free_ports(1, true);
+    let _node = Node::start(port, 1, &unique_dir("multi"));
+    let (redis, peer_of_ruvio, peer_of_redis) = (
+        Server::redis_cluster_node(),
+        Server::redis_cluster_node(),
+        Server::redis_cluster_node(),
+    );
+    let pairs = [
+        (port, peer_of_ruvio.port()),
+        (redis.port(), peer_of_redis.port()),
+    ];
+    for (tested, peer) in pairs {
+        ok(tested, &["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]);
+        ok(peer, &["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]);
+        ok(tested, &["CLUSTER", "MEET", "127.0.0.1", &peer.to_string()]);
+        wait_for("a cluster of two, up", || {
+            agree(&[tested, peer], 2)?;
+            let info = text(&RawConn::connect(tested).cmd(&["CLUSTER", "INFO"]));
+            match info.lines().any(|l| l == "cluster_state:ok") {
+                true => Ok(()),
+                false => Err(info),
+            }
+        });
+    }
+    // `{06S}` and `bar` (5061) are the tested node's, `foo` (12182) the peer's.
+    let script = [
+        "MULTI",
+        "SET foo 1",
+        "SET {06S} 1",
+        "EXEC",
+        "MULTI",
+        "MSET {06S} 1 foo 2",
+        "EXEC",
+        "MULTI",
+        "SET {06S}a 1",
+        "GET {06S}a",
+        "EXEC",
+        "MULTI",
+        "SET {06S}a 1",
+        "SET bar 1",
+        "EXEC",
+        "MULTI",
+        "PING",
+        "EXEC",
+        "WATCH foo",
+        "WATCH {06S}a",
+        "UNWATCH",
+        "EVAL return(redis.call('get',KEYS[1])) 1 foo",
+        "EVAL return(redis.call('set','foo','1')) 0",
+        "EVAL return(redis.call('set','{06S}z','1')) 0",
+        "EVAL return(redis.call('get','foo')) 1 {06S}",
+        "EVAL return(redis.call('get','bar')) 1 {06S}",
+    ];
+    let replies = |(tested, peer): (u16, u16)| {
+        let mut conn = RawConn::connect(tested);
+        script
+            .iter()
+            .map(|line| {
+                let words: Vec<&str> = line.split(' ').collect();
+                let reply = show(&conn.cmd(&words)).replace(&peer.to_string(), "PEER");
+                format!("{line} -> {reply}")
+            })
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(replies(pairs[0]), replies(pairs[1]));
+}
