@@ -22,7 +22,7 @@ use super::bus::message::{
     node_flags as flag, set_slot_bit, Body, Gossip, Header, Kind, Message, NodeName, NAME_LEN,
     SLOT_BYTES,
 };
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// A link: one TCP connection of the bus, numbered by the cluster.
 pub type LinkId = u64;
@@ -162,6 +162,10 @@ pub struct Cluster {
     /// `cluster-require-full-coverage`: a slot without a live owner makes the
     /// cluster down.
     require_full_coverage: bool,
+    /// CLUSTER SETSLOT MIGRATING: this node's slots moving, to whom.
+    migrating: BTreeMap<u16, usize>,
+    /// CLUSTER SETSLOT IMPORTING: slots moving here, from whom.
+    importing: BTreeMap<u16, usize>,
 }
 
 /// This node's own index in `nodes`.
@@ -197,6 +201,8 @@ impl Cluster {
             pending: Vec::new(),
             announces_ip: false,
             require_full_coverage: true,
+            migrating: BTreeMap::new(),
+            importing: BTreeMap::new(),
         };
         cluster.update_state();
         cluster
@@ -255,6 +261,7 @@ impl Cluster {
         };
         self.by_name.remove(&node.name);
         self.generation += 1;
+        self.forget_in_flight(i);
         for owner in self.owners.iter_mut().filter(|o| **o == i as u32) {
             *owner = NO_OWNER;
         }
@@ -669,7 +676,8 @@ impl Cluster {
                 continue;
             }
             let owner = self.owners[slot];
-            if owner == s as u32 {
+            // A slot being imported is the operator's to give (SETSLOT NODE).
+            if owner == s as u32 || self.importing.contains_key(&(slot as u16)) {
                 continue;
             }
             if owner == NO_OWNER || self.node(owner as usize).config_epoch < epoch {
@@ -977,6 +985,11 @@ mod show;
 #[path = "membership_failure.rs"]
 mod failure;
 use failure::Election;
+
+/// CLUSTER SETSLOT: slots migrating and importing.
+#[path = "membership_migration.rs"]
+mod migration;
+pub use migration::SetSlot;
 
 /// What an operator's CLUSTER subcommands change (slots, epochs, FORGET, RESET)
 /// and the start from a nodes.conf.

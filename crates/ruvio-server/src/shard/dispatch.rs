@@ -371,6 +371,23 @@ pub(crate) fn run_command(
     who: (u32, u32),
     args: Args<'_>,
 ) {
+    let asking = client.asking;
+    run_checked(core, conns, client, replies, who, args);
+    // ASKING holds for one command, outside MULTI (Redis's `resetClient`).
+    if asking && client.multi.is_none() && !args.get(0).eq_ignore_ascii_case(b"asking") {
+        client.asking = false;
+    }
+}
+
+/// [`run_command`] but for ASKING's lifetime.
+fn run_checked(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    args: Args<'_>,
+) {
     let Some(cmd) = registry().lookup(args.get(0)) else {
         let e = CmdError::unknown_command(args);
         core.stats.count_error(&e);
@@ -549,7 +566,7 @@ fn run_routed(
     cmd: &'static Command,
     args: Args<'_>,
 ) -> Result<(), CmdError> {
-    let route = route(core, cmd, args);
+    let route = route(core, cmd, args, client.asking);
     if !cmd.meta.has(ALLOW_BUSY) {
         if let Some(busy) = busy_refusal(core, &route) {
             return Err(busy);
@@ -578,6 +595,18 @@ fn run_routed(
                 port,
             })
         }
+        Route::Ask(slot) => {
+            let target = core.cluster_node.as_ref();
+            let (host, port) = target
+                .and_then(|n| n.cluster.migrating_to(slot))
+                .map_or(("", 0), |(_, ip, port)| (ip, port));
+            Err(CmdError::Ask {
+                slot,
+                host: host.to_string(),
+                port,
+            })
+        }
+        Route::TryAgain => Err(CmdError::TryAgain),
         Route::SlotNotServed => Err(CmdError::SlotNotServed),
         Route::ClusterDown => Err(CmdError::ClusterDown),
         Route::ClusterDownReadOnly => Err(CmdError::ClusterDownReadOnly),
