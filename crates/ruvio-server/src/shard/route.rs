@@ -9,7 +9,7 @@ use crate::cmd::registry::{Command, Handler};
 use crate::config::PortMode;
 use crate::net::conn::Merge;
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE, WRITE};
+use ruvio_engine::command::flags::{ALL_SHARDS, ASKING, SPLITTABLE, WRITE};
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
 use ruvio_resp::Args;
@@ -167,9 +167,10 @@ fn node_route(
 
 /// A slot in flight (CLUSTER SETSLOT), as Redis 7.0 routes it: this node's
 /// migrating slot sends a command whose keys are not here any more to the
-/// target (`-ASK`; `-TRYAGAIN` when only some are); an importing slot serves a command sent after ASKING, unless it
-/// names several keys and some are not here yet (`-TRYAGAIN`). Keys are
-/// looked up in database 0, the only one in cluster mode.
+/// target (`-ASK`; `-TRYAGAIN` when only some are); an importing slot serves
+/// a command sent after ASKING (or RESTORE-ASKING), unless it names several
+/// keys and some are not here yet (`-TRYAGAIN`). Keys are looked up in
+/// database 0, the only one in cluster mode.
 fn in_flight_route(
     core: &ShardCore,
     node: &ShardNode,
@@ -195,7 +196,7 @@ fn in_flight_route(
             false => Route::Ask(slot),
         });
     }
-    if importing && asking {
+    if importing && (asking || cmd.meta.has(ASKING)) {
         return Some(match several && missing {
             true => Route::TryAgain,
             false => Route::Local,
