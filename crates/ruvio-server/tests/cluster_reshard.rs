@@ -2,8 +2,9 @@
 //! (`--cluster-enabled yes`), compared with redis-server 7.0: CLUSTER SETSLOT
 //! MIGRATING / IMPORTING / NODE / STABLE with their errors, `-ASK` for a
 //! migrating slot's missing keys, ASKING for an importing slot's, `-TRYAGAIN`
-//! for several keys of a slot in flight not all on one node, and the slots in
-//! flight in CLUSTER NODES.
+//! for several keys of a slot in flight not all on one node, the slots in
+//! flight in CLUSTER NODES, and COUNTKEYSINSLOT / GETKEYSINSLOT meanwhile.
+//! Then `redis-cli --cluster reshard` into a Ruvio node while a client writes.
 
 mod common;
 
@@ -94,6 +95,11 @@ fn setslot_ask_and_tryagain_as_redis_server() {
             "GET foo",
             "ASKING",
             "SET foo 1",
+            "CLUSTER COUNTKEYSINSLOT 12182",
+            "CLUSTER GETKEYSINSLOT 12182 10",
+            "CLUSTER COUNTKEYSINSLOT 0",
+            "CLUSTER GETKEYSINSLOT 0 10",
+            "CLUSTER GETKEYSINSLOT 0 -1",
             "ASKING",
             "MGET foo {foo}x",
             "ASKING",
