@@ -794,17 +794,6 @@ impl Cluster {
         }
     }
 
-    /// The masters that serve at least one slot (Redis's `cluster->size`).
-    pub fn size(&self) -> usize {
-        let mut serving = vec![false; self.nodes.len()];
-        for &owner in &self.owners {
-            if owner != NO_OWNER {
-                serving[owner as usize] = true;
-            }
-        }
-        serving.iter().filter(|s| **s).count()
-    }
-
     /// `clusterUpdateState`: ok when every slot is served by a node not failing
     /// and this node sees a majority of the serving masters.
     fn update_state(&mut self) {

@@ -215,6 +215,17 @@ impl Cluster {
         }
     }
 
+    /// The masters that serve at least one slot (Redis's `cluster->size`).
+    pub fn size(&self) -> usize {
+        let mut serving = vec![false; self.nodes.len()];
+        for &owner in &self.owners {
+            if owner != NO_OWNER {
+                serving[owner as usize] = true;
+            }
+        }
+        serving.iter().filter(|s| **s).count()
+    }
+
     /// PFAIL becomes FAIL once a majority of the masters with slots report it
     /// (this node counting itself when it is one); then every node hears FAIL.
     pub(super) fn mark_failing_if_needed(&mut self, n: usize, now: u64, actions: &mut Vec<Action>) {

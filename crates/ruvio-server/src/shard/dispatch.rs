@@ -584,28 +584,8 @@ fn run_routed(
                 .cfg
                 .client_port(shard, core.topo.nodes[shard].port, client.tls),
         }),
-        Route::MovedToNode(slot, target) => {
-            let (host, port) = core
-                .cluster_node
-                .as_ref()
-                .map_or(("", 0), |n| n.target(target));
-            Err(CmdError::Moved {
-                slot,
-                host: host.to_string(),
-                port,
-            })
-        }
-        Route::Ask(slot) => {
-            let target = core.cluster_node.as_ref();
-            let (host, port) = target
-                .and_then(|n| n.cluster.migrating_to(slot))
-                .map_or(("", 0), |(_, ip, port)| (ip, port));
-            Err(CmdError::Ask {
-                slot,
-                host: host.to_string(),
-                port,
-            })
-        }
+        Route::MovedToNode(slot, target) => Err(super::route::moved_to_node(core, slot, target)),
+        Route::Ask(slot) => Err(super::route::ask(core, slot)),
         Route::TryAgain => Err(CmdError::TryAgain),
         Route::SlotNotServed => Err(CmdError::SlotNotServed),
         Route::ClusterDown => Err(CmdError::ClusterDown),

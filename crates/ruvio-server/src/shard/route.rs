@@ -205,6 +205,30 @@ fn in_flight_route(
     None
 }
 
+/// `-MOVED` to another node of the bus ([`Route::MovedToNode`]).
+pub(super) fn moved_to_node(core: &ShardCore, slot: u16, target: u16) -> CmdError {
+    let node = core.cluster_node.as_deref();
+    let (host, port) = node.map_or(("", 0), |n| n.target(target));
+    CmdError::Moved {
+        slot,
+        host: host.to_string(),
+        port,
+    }
+}
+
+/// `-ASK` to the node a migrating slot goes to ([`Route::Ask`]).
+pub(super) fn ask(core: &ShardCore, slot: u16) -> CmdError {
+    let node = core.cluster_node.as_deref();
+    let (host, port) = node
+        .and_then(|n| n.cluster.migrating_to(slot))
+        .map_or(("", 0), |(_, ip, port)| (ip, port));
+    CmdError::Ask {
+        slot,
+        host: host.to_string(),
+        port,
+    }
+}
+
 /// The owners of a command's keys, each with the argument positions of its keys,
 /// in the order the keys come (forward mode).
 pub(super) fn owner_groups(
