@@ -69,6 +69,9 @@ pub mod flags {
     /// (DEBUG): an unknown subcommand and a wrong argument count both answer Redis'
     /// `addReplySubcommandSyntaxError`, as the container's one handler does there.
     pub const SUBCOMMANDS_UNLISTED: u32 = 1 << 21;
+    /// Redis' `asking`: served on a slot this node imports as if ASKING came
+    /// first (RESTORE-ASKING, which a migrating node's MIGRATE sends).
+    pub const ASKING: u32 = 1 << 22;
 
     /// Redis' flag names, in the order COMMAND INFO lists them.
     pub const NAMES: &[(u32, &str)] = &[
@@ -83,6 +86,7 @@ pub mod flags {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (MAY_REPLICATE, "may_replicate"),

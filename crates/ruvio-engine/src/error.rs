@@ -228,6 +228,19 @@ pub enum CmdError {
         /// The owner's port.
         port: u16,
     },
+    /// `cluster-enabled yes`: the slot is migrating and a key is not here any
+    /// more: ask the target (`-ASK`, the next command after ASKING).
+    Ask {
+        /// The key's hash slot.
+        slot: u16,
+        /// The target's host.
+        host: String,
+        /// The target's port.
+        port: u16,
+    },
+    /// `cluster-enabled yes`: several keys of a slot being imported, some not
+    /// here yet.
+    TryAgain,
     /// Keys of one command in different slots (or, in forward mode, on different
     /// shards for a command that cannot be split).
     CrossSlot,
@@ -565,6 +578,8 @@ impl CmdError {
             CmdError::Moved { slot, host, port } => {
                 return format!("MOVED {slot} {host}:{port}").into()
             }
+            CmdError::Ask { slot, host, port } => return format!("ASK {slot} {host}:{port}").into(),
+            CmdError::TryAgain => "TRYAGAIN Multiple keys request during rehashing of slot",
             CmdError::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot",
             CmdError::SlotNotServed => "CLUSTERDOWN Hash slot not served",
             CmdError::ClusterDown => "CLUSTERDOWN The cluster is down",

@@ -17,121 +17,11 @@
 
 mod common;
 
-use common::bus_node::{agreed, wait_for};
+use common::bus_node::wait_for;
+use common::cluster_process::{agree, cluster_nodes, ok, text, Node};
 use common::*;
-use ruvio_server::cluster::nodes_file::{parse_line, NodeLine};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-
-/// A `ruvio --cluster-enabled yes` process whose port and data directory
-/// outlive it, so the test can restart it; killed when dropped.
-struct Node {
-    child: Child,
-    port: u16,
-    shards: usize,
-    dir: PathBuf,
-}
-
-impl Node {
-    fn start(port: u16, shards: usize, dir: &Path) -> Node {
-        Node::start_bound(port, shards, dir, "127.0.0.1", &[])
-    }
-
-    fn start_bound(port: u16, shards: usize, dir: &Path, bind: &str, extra: &[&str]) -> Node {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("ruvio.log"))
-            .expect("log file");
-        let child = Command::new(ruvio_bin())
-            .args(["--bind", bind, "--port", &port.to_string()])
-            .args(["--shards", &shards.to_string(), "--durability", "memory"])
-            .args(["--dir", dir.to_str().expect("a UTF-8 path")])
-            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start ruvio");
-        let node = Node {
-            child,
-            port,
-            shards,
-            dir: dir.to_path_buf(),
-        };
-        for shard in 0..shards {
-            let port = port + shard as u16;
-            wait_for("the node answers", || {
-                match std::net::TcpStream::connect(("127.0.0.1", port)) {
-                    Ok(_) if RawConn::connect(port).cmd(&["PING"]) == b"+PONG\r\n" => Ok(()),
-                    _ => Err(std::fs::read_to_string(dir.join("ruvio.log")).unwrap_or_default()),
-                }
-            });
-        }
-        node
-    }
-
-    /// Kills the process and starts it again on the same port and directory.
-    fn restart(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        // The kernel tears an exited process's io_uring down after it is reaped:
-        // its listening sockets may be bound a moment longer.
-        wait_for("the old process's ports are free", || {
-            let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
-            match free(self.port) && free(self.port + 10000) {
-                true => Ok(()),
-                false => Err("still bound".into()),
-            }
-        });
-        let again = Node::start(self.port, self.shards, &self.dir);
-        let old = std::mem::replace(self, again);
-        std::mem::forget(old);
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            let log = std::fs::read_to_string(self.dir.join("ruvio.log")).unwrap_or_default();
-            eprintln!("ruvio on {}:\n{log}", self.port);
-        }
-    }
-}
-
-fn text(reply: &[u8]) -> String {
-    decode(reply).text()
-}
-
-fn cluster_nodes(port: u16) -> Vec<NodeLine> {
-    text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]))
-        .lines()
-        .map(|l| parse_line(l).expect("a node line"))
-        .collect()
-}
-
-/// Every port's CLUSTER NODES agrees with the first's on `count` nodes, all
-/// connected, and every CLUSTER INFO says `ok`.
-fn agree(ports: &[u16], count: usize) -> Result<(), String> {
-    let first = cluster_nodes(ports[0]);
-    let expected = agreed(&first);
-    if expected.len() != count {
-        return Err(format!("{} sees {first:?}", ports[0]));
-    }
-    for &port in ports {
-        let view = cluster_nodes(port);
-        if agreed(&view) != expected || view.iter().any(|l| !l.connected) {
-            return Err(format!("{port} sees {view:?}, {} sees {first:?}", ports[0]));
-        }
-        let info = text(&RawConn::connect(port).cmd(&["CLUSTER", "INFO"]));
-        if !info.lines().any(|l| l == "cluster_state:ok") {
-            return Err(format!("{port}: {info}"));
-        }
-    }
-    Ok(())
-}
+use std::path::PathBuf;
+use std::process::Command;
 
 /// CLUSTER LINKS as (node, direction) pairs.
 fn cluster_links(port: u16) -> std::collections::BTreeSet<(String, String)> {
@@ -155,11 +45,6 @@ fn cluster_links(port: u16) -> std::collections::BTreeSet<(String, String)> {
             _ => None,
         })
         .collect()
-}
-
-fn ok(port: u16, words: &[&str]) {
-    let reply = RawConn::connect(port).cmd(words);
-    assert_eq!(reply, b"+OK\r\n", "{words:?} on {port}: {}", show(&reply));
 }
 
 /// redis-py's RedisCluster, started from `port`, writes `count` keys and reads
@@ -689,4 +574,81 @@ fn reads_when_down_and_partial_coverage_as_redis_server() {
         seen
     };
     assert_eq!(replies(port), replies(redis.port()));
+}
+
+/// MULTI's queued commands, WATCH and a script's undeclared keys are checked
+/// against the node's slots as the bus gave them, with redis-server's replies:
+/// a Ruvio node and a redis-server node, each serving 0-8191 in a cluster with
+/// a redis-server serving 8192-16383, answer the same commands alike (the
+/// other node's port read as `PEER`).
+#[test]
+fn transactions_and_scripts_follow_the_node_slots_as_redis_server() {
+    if require_redis_server("cluster_binary").is_none() {
+        return;
+    }
+    let port = free_ports(1, true);
+    let _node = Node::start(port, 1, &unique_dir("multi"));
+    let (redis, peer_of_ruvio, peer_of_redis) = (
+        Server::redis_cluster_node(),
+        Server::redis_cluster_node(),
+        Server::redis_cluster_node(),
+    );
+    let pairs = [
+        (port, peer_of_ruvio.port()),
+        (redis.port(), peer_of_redis.port()),
+    ];
+    for (tested, peer) in pairs {
+        ok(tested, &["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]);
+        ok(peer, &["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]);
+        ok(tested, &["CLUSTER", "MEET", "127.0.0.1", &peer.to_string()]);
+        wait_for("a cluster of two, up", || {
+            agree(&[tested, peer], 2)?;
+            let info = text(&RawConn::connect(tested).cmd(&["CLUSTER", "INFO"]));
+            match info.lines().any(|l| l == "cluster_state:ok") {
+                true => Ok(()),
+                false => Err(info),
+            }
+        });
+    }
+    // `{06S}` and `bar` (5061) are the tested node's, `foo` (12182) the peer's.
+    let script = [
+        "MULTI",
+        "SET foo 1",
+        "SET {06S} 1",
+        "EXEC",
+        "MULTI",
+        "MSET {06S} 1 foo 2",
+        "EXEC",
+        "MULTI",
+        "SET {06S}a 1",
+        "GET {06S}a",
+        "EXEC",
+        "MULTI",
+        "SET {06S}a 1",
+        "SET bar 1",
+        "EXEC",
+        "MULTI",
+        "PING",
+        "EXEC",
+        "WATCH foo",
+        "WATCH {06S}a",
+        "UNWATCH",
+        "EVAL return(redis.call('get',KEYS[1])) 1 foo",
+        "EVAL return(redis.call('set','foo','1')) 0",
+        "EVAL return(redis.call('set','{06S}z','1')) 0",
+        "EVAL return(redis.call('get','foo')) 1 {06S}",
+        "EVAL return(redis.call('get','bar')) 1 {06S}",
+    ];
+    let replies = |(tested, peer): (u16, u16)| {
+        let mut conn = RawConn::connect(tested);
+        script
+            .iter()
+            .map(|line| {
+                let words: Vec<&str> = line.split(' ').collect();
+                let reply = show(&conn.cmd(&words)).replace(&peer.to_string(), "PEER");
+                format!("{line} -> {reply}")
+            })
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(replies(pairs[0]), replies(pairs[1]));
 }

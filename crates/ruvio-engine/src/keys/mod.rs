@@ -124,6 +124,10 @@ pub const COMMANDS: &[EngineCommand] = &[
         "2.6.0", "Create a key using the provided serialized value, previously obtained using DUMP.",
         "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
         dump::restore),
+    command!("restore-asking", -4, WRITE | DENYOOM | ASKING, KeySpec::ONE, ["keyspace", "write", "slow", "dangerous"], "server",
+        "3.0.0", "An internal command for migrating keys in a cluster",
+        "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+        dump::restore),
 ];
 
 /// `DEL key [key ...]` and `UNLINK key [key ...]`: the number of keys removed.

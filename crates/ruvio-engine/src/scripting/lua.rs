@@ -70,8 +70,9 @@ pub(super) struct State {
 
 thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
-    /// The hash slots this shard serves (inclusive); `None`: all of them.
-    static LOCAL_SLOTS: Cell<Option<(u16, u16)>> = const { Cell::new(None) };
+    /// This shard serves every hash slot, for good (a lone shard, no cluster
+    /// bus): its scripts' calls skip asking the host where their keys are.
+    static EVERY_SLOT_LOCAL: Cell<bool> = const { Cell::new(true) };
     /// `math.random`'s state (Redis' `redisLrand48`): seeded with the shard's Lua
     /// state and carried on from script to script, as Redis 7 does.
     static RAND48: Cell<u64> = const { Cell::new(0) };
@@ -282,18 +283,16 @@ fn convert_reply(lua: &Lua, (raise_error, reply): (bool, mlua::String)) -> mlua:
     }
 }
 
-/// Tell this shard thread which slots it serves: with every slot, no key a script
-/// touches is another shard's, and its calls skip asking the host
-/// ([`ScriptHost::reach`]).
-pub fn set_local_slots(first: u16, last: u16) {
-    LOCAL_SLOTS.with(|s| s.set(Some((first, last))));
+/// Tell this shard thread whether it serves every slot for good: if so, no key
+/// a script touches is another shard's or node's, and its calls skip asking the
+/// host ([`ScriptHost::reach`]).
+pub fn set_every_slot_local(every: bool) {
+    EVERY_SLOT_LOCAL.with(|s| s.set(every));
 }
 
-/// This shard serves every slot (a lone shard): no key is another's.
+/// This shard serves every slot for good (a lone shard): no key is another's.
 fn every_slot_is_local() -> bool {
-    LOCAL_SLOTS
-        .with(|s| s.get())
-        .is_none_or(|range| range == (0, crate::slot::SLOT_COUNT - 1))
+    EVERY_SLOT_LOCAL.with(|s| s.get())
 }
 
 /// Redis' `redisSrand48`.

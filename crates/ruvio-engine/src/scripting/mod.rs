@@ -51,7 +51,7 @@ pub use acl::{set_acl_check, AclCheck};
 pub use busy::{
     kill, script_writes, set_script_watches, set_serve_while_busy, ScriptWatches, WatchWhileBusy,
 };
-pub use lua::set_local_slots;
+pub use lua::set_every_slot_local;
 pub use lua::set_oom_at_start;
 pub use lua::take_start_over;
 pub use server_cmds::{

@@ -12,12 +12,17 @@
 //! the same under a test's threads (tests/cluster_membership.rs puts two of them
 //! in one cluster with a real redis-server) and, later, on a shard's loop, and a
 //! reader sees the rules without the plumbing.
+//!
+//! Files: the node table, messages, gossip, slots and epochs here; failure
+//! detection and the failover election in `membership_failure.rs`; the
+//! operator's changes and the start from nodes.conf in `membership_admin.rs`;
+//! CLUSTER NODES and nodes.conf's text in `membership_show.rs`.
 
 use super::bus::message::{
     node_flags as flag, set_slot_bit, Body, Gossip, Header, Kind, Message, NodeName, NAME_LEN,
     SLOT_BYTES,
 };
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// A link: one TCP connection of the bus, numbered by the cluster.
 pub type LinkId = u64;
@@ -157,17 +162,10 @@ pub struct Cluster {
     /// `cluster-require-full-coverage`: a slot without a live owner makes the
     /// cluster down.
     require_full_coverage: bool,
-}
-
-/// Where a replica is in taking over its failed master.
-#[derive(Default)]
-struct Election {
-    /// Unix ms the votes are asked for (0: no election).
-    start: u64,
-    /// The epoch the votes are asked for.
-    epoch: u64,
-    requested: bool,
-    votes: usize,
+    /// CLUSTER SETSLOT MIGRATING: this node's slots moving, to whom.
+    migrating: BTreeMap<u16, usize>,
+    /// CLUSTER SETSLOT IMPORTING: slots moving here, from whom.
+    importing: BTreeMap<u16, usize>,
 }
 
 /// This node's own index in `nodes`.
@@ -203,6 +201,8 @@ impl Cluster {
             pending: Vec::new(),
             announces_ip: false,
             require_full_coverage: true,
+            migrating: BTreeMap::new(),
+            importing: BTreeMap::new(),
         };
         cluster.update_state();
         cluster
@@ -261,6 +261,7 @@ impl Cluster {
         };
         self.by_name.remove(&node.name);
         self.generation += 1;
+        self.forget_in_flight(i);
         for owner in self.owners.iter_mut().filter(|o| **o == i as u32) {
             *owner = NO_OWNER;
         }
@@ -398,174 +399,9 @@ impl Cluster {
                 self.send_ping(link, Kind::Ping, Some(i), now, &mut actions);
             }
         }
-        let mut changed = false;
-        for &i in &indexes {
-            let Some(node) = self.nodes[i].as_ref() else {
-                continue;
-            };
-            if i == MYSELF || node.has(flag::NOADDR | flag::HANDSHAKE) {
-                continue;
-            }
-            let ping_delay = now.saturating_sub(node.ping_sent);
-            let data_delay = now.saturating_sub(node.data_received);
-            let stalled = node.link.filter(|&(_, since)| {
-                now.saturating_sub(since) > timeout
-                    && node.ping_sent != 0
-                    && ping_delay > timeout / 2
-                    && data_delay > timeout / 2
-            });
-            if let Some((link, _)) = stalled {
-                // A link that stopped answering: drop it, the next run reconnects.
-                self.links.remove(&link);
-                self.node_mut(i).link = None;
-                actions.push(Action::Close { link });
-                continue;
-            }
-            let node = self.node(i);
-            let quiet = node.ping_sent == 0 && now.saturating_sub(node.pong_received) > timeout / 2;
-            if let Some((link, _)) = node.link.filter(|_| quiet) {
-                self.send_ping(link, Kind::Ping, Some(i), now, &mut actions);
-                continue;
-            }
-            let node = self.node(i);
-            if node.ping_sent == 0 {
-                continue;
-            }
-            if ping_delay.min(data_delay) > timeout && !node.has(flag::PFAIL | flag::FAIL) {
-                self.node_mut(i).flags |= flag::PFAIL;
-                changed = true;
-            }
-        }
-        if changed {
-            self.update_state();
-        }
+        self.detect_failures(&indexes, now, &mut actions);
         self.run_election(now, &mut actions);
         actions
-    }
-
-    /// CLUSTER REPLICATE: this node, a master without slots, follows `master`.
-    pub fn replicate(&mut self, master: &NodeName) -> Result<(), &'static str> {
-        let m = self.lookup(master).ok_or("ERR Unknown node")?;
-        if m == MYSELF {
-            return Err("ERR Can't replicate myself");
-        }
-        if !self.node(m).is_master() {
-            return Err("I can only replicate a master, not a replica.");
-        }
-        if self.owners.contains(&(MYSELF as u32)) {
-            return Err("ERR To set a master the node must be empty and without assigned slots.");
-        }
-        let me = self.node_mut(MYSELF);
-        me.flags = (me.flags | flag::REPLICA) & !flag::MASTER;
-        me.master = Some(m);
-        self.update_state();
-        Ok(())
-    }
-
-    /// A master's vote for a replica asking to replace its failed master
-    /// (`clusterSendFailoverAuthIfNeeded`): one vote per epoch, not twice for
-    /// one master within twice the node timeout, never for a claim on slots a
-    /// newer config epoch owns.
-    fn vote_if_needed(&mut self, s: usize, header: &Header, now: u64, actions: &mut Vec<Action>) {
-        let me = self.node(MYSELF);
-        if !me.is_master() || !self.owners.contains(&(MYSELF as u32)) {
-            return;
-        }
-        if header.current_epoch < self.current_epoch || self.last_vote_epoch == self.current_epoch {
-            return;
-        }
-        let requester = self.node(s);
-        let Some(m) = requester.master.filter(|_| !requester.is_master()) else {
-            return;
-        };
-        let forced = header.mflags[0] & super::bus::message::MFLAG_FORCEACK != 0;
-        let master = self.node(m);
-        if !master.has(flag::FAIL) && !forced {
-            return;
-        }
-        if now.saturating_sub(master.voted_time) < self.settings.node_timeout * 2 {
-            return;
-        }
-        for slot in 0..SLOT_BYTES * 8 {
-            if header.slots[slot / 8] & (1 << (slot % 8)) == 0 {
-                continue;
-            }
-            let owner = self.owners[slot];
-            if owner != NO_OWNER && self.node(owner as usize).config_epoch > header.config_epoch {
-                return;
-            }
-        }
-        self.last_vote_epoch = self.current_epoch;
-        self.node_mut(m).voted_time = now;
-        actions.push(Action::SaveConfig);
-        if let Some((link, _)) = self.node(s).link {
-            let message = Message::new(Kind::FailoverAuthAck, self.header(), Body::Empty);
-            actions.push(Action::Send {
-                link,
-                message: Box::new(message),
-            });
-        }
-    }
-
-    /// A replica whose master FAILed asks the masters for votes after a short
-    /// random delay, and takes its master's slots with a majority
-    /// (`clusterHandleSlaveFailover`, `clusterFailoverReplaceYourMaster`).
-    fn run_election(&mut self, now: u64, actions: &mut Vec<Action>) {
-        let me = self.node(MYSELF);
-        let failed_master = me
-            .master
-            .filter(|&m| !me.is_master() && self.nodes[m].is_some())
-            .filter(|&m| self.node(m).has(flag::FAIL) && self.owners.contains(&(m as u32)));
-        let Some(m) = failed_master else {
-            self.election = Election::default();
-            return;
-        };
-        let auth_timeout = (self.settings.node_timeout * 2).max(2000);
-        if now.saturating_sub(self.election.start) > auth_timeout * 2 {
-            // A new election: wait 500-1000 ms so the FAIL reaches every master.
-            let delay = 500 + self.next_random() % 500;
-            self.election = Election {
-                start: now + delay,
-                ..Election::default()
-            };
-            return;
-        }
-        if now < self.election.start || now - self.election.start > auth_timeout {
-            return;
-        }
-        if !self.election.requested {
-            self.current_epoch += 1;
-            self.election.epoch = self.current_epoch;
-            self.election.requested = true;
-            let request = Message::new(Kind::FailoverAuthRequest, self.header(), Body::Empty);
-            self.broadcast(&request, actions);
-            actions.push(Action::SaveConfig);
-            return;
-        }
-        if self.election.votes <= self.size() / 2 {
-            return;
-        }
-        let epoch = self.election.epoch;
-        let me = self.node_mut(MYSELF);
-        if me.config_epoch < epoch {
-            me.config_epoch = epoch;
-        }
-        me.flags = (me.flags | flag::MASTER) & !flag::REPLICA;
-        me.master = None;
-        for owner in self.owners.iter_mut().filter(|o| **o == m as u32) {
-            *owner = MYSELF as u32;
-        }
-        self.election = Election::default();
-        self.update_state();
-        actions.push(Action::SaveConfig);
-        let links: Vec<(usize, LinkId)> = self
-            .live()
-            .filter(|(i, n)| *i != MYSELF && !n.has(flag::HANDSHAKE))
-            .filter_map(|(i, n)| n.link.map(|(l, _)| (i, l)))
-            .collect();
-        for (_, link) in links {
-            self.send_ping(link, Kind::Pong, None, now, actions);
-        }
     }
 
     // --- messages ---------------------------------------------------------------
@@ -840,7 +676,8 @@ impl Cluster {
                 continue;
             }
             let owner = self.owners[slot];
-            if owner == s as u32 {
+            // A slot being imported is the operator's to give (SETSLOT NODE).
+            if owner == s as u32 || self.importing.contains_key(&(slot as u16)) {
                 continue;
             }
             if owner == NO_OWNER || self.node(owner as usize).config_epoch < epoch {
@@ -955,60 +792,6 @@ impl Cluster {
                 }
             }
         }
-    }
-
-    /// PFAIL becomes FAIL once a majority of the masters with slots report it
-    /// (this node counting itself when it is one); then every node hears FAIL.
-    fn mark_failing_if_needed(&mut self, n: usize, now: u64, actions: &mut Vec<Action>) {
-        let validity = self.settings.node_timeout * 2;
-        let node = self.node(n);
-        if !node.has(flag::PFAIL) || node.has(flag::FAIL) {
-            return;
-        }
-        let mut failures = node
-            .fail_reports
-            .iter()
-            .filter(|(_, at)| now.saturating_sub(*at) <= validity)
-            .count();
-        if self.node(MYSELF).is_master() {
-            failures += 1;
-        }
-        if failures <= self.size() / 2 {
-            return;
-        }
-        let node = self.node_mut(n);
-        node.flags = (node.flags | flag::FAIL) & !flag::PFAIL;
-        node.fail_time = now;
-        let name = node.name;
-        self.update_state();
-        let message = Message::new(Kind::Fail, self.header(), Body::Fail { node: name });
-        self.broadcast(&message, actions);
-        actions.push(Action::SaveConfig);
-    }
-
-    /// A FAIL lifted when the node answers again: at once for replicas and
-    /// masters without slots, after twice the node timeout for a master with
-    /// slots nobody took over (`clearNodeFailureIfNeeded`).
-    fn clear_failure_if_needed(&mut self, n: usize, now: u64, actions: &mut Vec<Action>) {
-        let owns_slots = self.owners.contains(&(n as u32));
-        let node = self.node(n);
-        let long_enough = now.saturating_sub(node.fail_time) > self.settings.node_timeout * 2;
-        if !node.is_master() || !owns_slots || long_enough {
-            self.node_mut(n).flags &= !flag::FAIL;
-            self.update_state();
-            actions.push(Action::SaveConfig);
-        }
-    }
-
-    /// The masters that serve at least one slot (Redis's `cluster->size`).
-    pub fn size(&self) -> usize {
-        let mut serving = vec![false; self.nodes.len()];
-        for &owner in &self.owners {
-            if owner != NO_OWNER {
-                serving[owner as usize] = true;
-            }
-        }
-        serving.iter().filter(|s| **s).count()
     }
 
     /// `clusterUpdateState`: ok when every slot is served by a node not failing
@@ -1185,6 +968,17 @@ impl Cluster {
 /// CLUSTER NODES and nodes.conf from the table.
 #[path = "membership_show.rs"]
 mod show;
+
+/// Failure detection (PFAIL to FAIL, FAIL lifted) and failover by election
+/// (a replica's, and a master's vote).
+#[path = "membership_failure.rs"]
+mod failure;
+use failure::Election;
+
+/// CLUSTER SETSLOT: slots migrating and importing.
+#[path = "membership_migration.rs"]
+mod migration;
+pub use migration::SetSlot;
 
 /// What an operator's CLUSTER subcommands change (slots, epochs, FORGET, RESET)
 /// and the start from a nodes.conf.

@@ -62,6 +62,7 @@ impl Cluster {
             let master = node_name(master).and_then(|m| cluster.lookup(&m));
             cluster.node_mut(*i).master = master;
         }
+        cluster.restore_in_flight(&me.migrating, &me.importing);
         cluster.update_state();
         Ok(cluster)
     }
@@ -179,6 +180,8 @@ impl Cluster {
         me.flags = (me.flags | flag::MASTER) & !flag::REPLICA;
         me.master = None;
         self.owners.fill(NO_OWNER);
+        self.migrating.clear();
+        self.importing.clear();
         let others: Vec<usize> = self
             .live()
             .map(|(i, _)| i)

@@ -35,6 +35,10 @@ impl Cluster {
             }
         }
         slots.extend(run);
+        let in_flight = match i {
+            MYSELF => self.in_flight_lines(),
+            _ => Default::default(),
+        };
         NodeLine {
             name: String::from_utf8_lossy(&node.name).into_owned(),
             ip: node.ip.clone(),
@@ -61,8 +65,8 @@ impl Cluster {
             },
             connected: i == MYSELF || node.link.is_some(),
             slots,
-            migrating: Vec::new(),
-            importing: Vec::new(),
+            migrating: in_flight.0,
+            importing: in_flight.1,
         }
     }
 

@@ -350,3 +350,59 @@ fn operator_changes_follow_redis_rules() {
     assert_ne!(a.myself(), name, "a hard reset takes a new name");
     assert_eq!(a.epochs(), (0, 0));
 }
+
+#[test]
+fn a_slot_moved_by_setslot_is_the_target_s_in_every_view() {
+    let mut net = Net::masters_and_more(3, 7700);
+    net.nodes[0].meet("127.0.0.1", 7701, 17701, net.now);
+    net.nodes[1].meet("127.0.0.1", 7702, 17702, net.now);
+    for _ in 0..50 {
+        net.tick(100);
+    }
+    let (source, target) = ([b'a'; NAME_LEN], [b'b'; NAME_LEN]);
+    let now = net.now;
+    net.nodes[1]
+        .set_slot(42, SetSlot::Importing(&source), now)
+        .unwrap();
+    net.nodes[0]
+        .set_slot(42, SetSlot::Migrating(&target), now)
+        .unwrap();
+    assert!(net.nodes[1].importing(42) && net.nodes[1].slots_in_flight());
+    assert_eq!(net.nodes[0].migrating_to(42).map(|t| t.0), Some(target));
+    // Slots in flight survive a restart from nodes.conf.
+    for (at, tag) in [(0, b'y'), (1, b'z')] {
+        let file = NodesFile::parse(&net.nodes[at].nodes_file().render()).unwrap();
+        let again = Cluster::from_file(settings(tag, 1), &file, now).unwrap();
+        assert_eq!(again.in_flight_lines(), net.nodes[at].in_flight_lines());
+    }
+    // The target takes it under a new config epoch; the others learn it by
+    // its PONGs, the source too once its keys are gone (no SETSLOT there).
+    net.nodes[1]
+        .set_slot(42, SetSlot::Node(&target, false), now)
+        .unwrap();
+    assert!(!net.nodes[1].importing(42));
+    let pending = net.nodes[1].take_pending();
+    assert!(!pending.is_empty(), "a PONG to every node");
+    net.run(1, pending);
+    for _ in 0..20 {
+        net.tick(100);
+    }
+    for node in &net.nodes {
+        let (owner, _, _) = node.slot_owner(42).unwrap();
+        assert_eq!(owner, target, "{}", node.cluster_nodes());
+        assert_eq!(node.state, State::Ok);
+    }
+    // Refusals, in Redis's words.
+    assert_eq!(
+        net.nodes[0].set_slot(42, SetSlot::Migrating(&target), now),
+        Err("ERR I'm not the owner of hash slot 42".to_string())
+    );
+    assert_eq!(
+        net.nodes[1].set_slot(42, SetSlot::Importing(&source), now),
+        Err("ERR I'm already the owner of hash slot 42".to_string())
+    );
+    assert_eq!(
+        net.nodes[1].set_slot(43, SetSlot::Node(b"nobody", false), now),
+        Err("ERR Unknown node nobody".to_string())
+    );
+}

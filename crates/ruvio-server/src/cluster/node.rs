@@ -21,8 +21,10 @@ use crate::config::Config;
 use crate::serverlog::{log, Level};
 use ruvio_engine::slot::SLOT_COUNT;
 use ruvio_engine::CmdError;
+use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// Shard ticks per run of the membership's cron (10 ms ticks: every 100 ms).
 pub const CRON_EVERY_TICKS: u64 = 10;
@@ -44,6 +46,41 @@ pub enum SlotRoute {
     Down,
 }
 
+/// The slots this node serves (whatever the cluster state), one bit each,
+/// shared with the shard's script host (`scripting::host`): a script may touch
+/// keys it did not declare only in them (Redis Cluster's rule), and the host
+/// cannot reach the [`ShardNode`] from inside a script. Rewritten with the slot
+/// map; read and written on the shard's thread only.
+pub struct ServedSlots {
+    words: Box<[Cell<u64>]>,
+}
+
+impl ServedSlots {
+    fn new() -> ServedSlots {
+        let words = usize::from(SLOT_COUNT).div_ceil(64);
+        ServedSlots {
+            words: (0..words).map(|_| Cell::new(0)).collect(),
+        }
+    }
+
+    /// This node serves `slot`.
+    pub fn contains(&self, slot: u16) -> bool {
+        let word = self.words.get(usize::from(slot) / 64).map_or(0, Cell::get);
+        word & (1 << (slot % 64)) != 0
+    }
+
+    fn set(&self, slot: u16, served: bool) {
+        if let Some(word) = self.words.get(usize::from(slot) / 64) {
+            let bit = 1u64 << (slot % 64);
+            word.set(if served {
+                word.get() | bit
+            } else {
+                word.get() & !bit
+            });
+        }
+    }
+}
+
 /// A shard's node.
 pub struct ShardNode {
     pub cluster: Cluster,
@@ -60,6 +97,8 @@ pub struct ShardNode {
     reads_when_down: bool,
     /// The client addresses (ip, port) of the other nodes that serve slots.
     targets: Vec<(String, u16)>,
+    /// The slots whose entry is `SLOT_HERE`, for the shard's scripts.
+    served: Rc<ServedSlots>,
 }
 
 impl ShardNode {
@@ -105,6 +144,7 @@ impl ShardNode {
             down: true,
             reads_when_down: false,
             targets: Vec::new(),
+            served: Rc::new(ServedSlots::new()),
         };
         node.save()
             .map_err(|e| format!("{}: {e}", node.config_path.display()))?;
@@ -201,6 +241,37 @@ impl ShardNode {
         }
     }
 
+    /// Keys of `slot` (one slot, checked for CROSSSLOT before) run here, or
+    /// Redis's refusal (`getNodeByQuery`'s order past the keys): the cluster
+    /// down (`write`: the keys are written, refused even when reads go on
+    /// while down), no owner, `-MOVED` to the owner. For what is checked
+    /// apart from a command's route: MULTI's queue and EXEC, WATCH.
+    pub fn redirect(&self, slot: u16, write: bool) -> Result<(), CmdError> {
+        let owner = match self.slot_route(slot) {
+            SlotRoute::Down if !self.reads_when_down => return Err(CmdError::ClusterDown),
+            SlotRoute::Down if write => return Err(CmdError::ClusterDownReadOnly),
+            SlotRoute::Down => self.owner_route(slot),
+            route => route,
+        };
+        match owner {
+            SlotRoute::Here => Ok(()),
+            SlotRoute::Moved(target) => {
+                let (host, port) = self.target(target);
+                Err(CmdError::Moved {
+                    slot,
+                    host: host.to_string(),
+                    port,
+                })
+            }
+            SlotRoute::Unbound | SlotRoute::Down => Err(CmdError::SlotNotServed),
+        }
+    }
+
+    /// The slots this node serves, as the shard's scripts read them.
+    pub fn served_slots(&self) -> Rc<ServedSlots> {
+        self.served.clone()
+    }
+
     /// The client address of a [`SlotRoute::Moved`] target.
     pub fn target(&self, target: u16) -> (&str, u16) {
         match self.targets.get(usize::from(target)) {
@@ -247,6 +318,7 @@ impl ShardNode {
                 }
             };
             self.slot_map[usize::from(slot)] = entry;
+            self.served.set(slot, entry == SLOT_HERE);
         }
     }
 }
@@ -316,6 +388,8 @@ mod tests {
         assert_eq!(node.slot_route(5), SlotRoute::Down);
         assert_eq!(node.slot_route(100), SlotRoute::Unbound);
         assert!(node.serves(5) && !node.serves(100));
+        let served = node.served_slots();
+        assert!(served.contains(5) && served.contains(99) && !served.contains(100));
         node.cluster.add_slots(100..SLOT_COUNT);
         node.changed();
         assert_eq!(node.slot_route(16_383), SlotRoute::Here);

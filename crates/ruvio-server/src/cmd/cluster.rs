@@ -76,6 +76,8 @@ const SUBCOMMANDS: &[ServerCommand] = &[
         "Forces the node to save cluster state on disk", "O(1)", bus::saveconfig),
     command!("cluster|set-config-epoch", 3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
         "Set the configuration epoch in a new node", "O(1)", bus::set_config_epoch),
+    command!("cluster|setslot", -4, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Bind a hash slot to a specific node", "O(1)", bus::setslot),
     command!("cluster|bumpepoch", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
         "Advance the cluster config epoch", "O(1)", bus::bumpepoch),
     command!("cluster|replicate", 3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
@@ -118,6 +120,7 @@ fn readwrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> Serve
 
 fn asking(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    ctx.client.asking = true;
     reply.ok();
     Ok(())
 }

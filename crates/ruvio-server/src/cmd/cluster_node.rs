@@ -11,7 +11,7 @@
 
 use super::{parse_i64, Ctx, ServerResult};
 use crate::cluster::bus::links::KINDS;
-use crate::cluster::membership::State;
+use crate::cluster::membership::{SetSlot, State};
 use crate::cluster::node::ShardNode;
 use crate::cluster::nodes_file::{render_line, NodeLine};
 use ruvio_engine::slot::SLOT_COUNT;
@@ -75,6 +75,8 @@ pub(super) const HELP: &[&str] = &[
     "    Reset current node (default: soft).",
     "SET-CONFIG-EPOCH <epoch>",
     "    Set config epoch of current node.",
+    "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
+    "    Set slot state.",
     "SAVECONFIG",
     "    Force saving cluster configuration on disk.",
     "SLOTS",
@@ -462,6 +464,42 @@ pub(super) fn set_config_epoch(
     node.cluster
         .set_config_epoch(epoch as u64)
         .map_err(|e| error(e.to_string()))?;
+    node.changed();
+    reply.ok();
+    Ok(())
+}
+
+/// CLUSTER SETSLOT slot IMPORTING node-id | MIGRATING node-id | NODE node-id |
+/// STABLE: a slot in flight, as `redis-cli --cluster reshard` moves it
+/// (`cluster/membership_migration.rs`); Redis 7.0's checks in its order.
+pub(super) fn setslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if ctx
+        .core
+        .cluster_node
+        .as_deref()
+        .is_some_and(|n| n.cluster.is_replica())
+    {
+        return Err(error("ERR Please use SETSLOT only with masters.".into()));
+    }
+    let slot = slot_arg(args.get(2))?;
+    let holds_keys = ctx.core.engine.count_keys_in_slot(0, slot) != 0;
+    let node = node(ctx, args)?;
+    let word = args.get(3);
+    let action = match args.len() {
+        5 if word.eq_ignore_ascii_case(b"MIGRATING") => SetSlot::Migrating(args.get(4)),
+        5 if word.eq_ignore_ascii_case(b"IMPORTING") => SetSlot::Importing(args.get(4)),
+        5 if word.eq_ignore_ascii_case(b"NODE") => SetSlot::Node(args.get(4), holds_keys),
+        4 if word.eq_ignore_ascii_case(b"STABLE") => SetSlot::Stable,
+        _ => {
+            return Err(error(
+                "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP"
+                    .into(),
+            ))
+        }
+    };
+    node.cluster
+        .set_slot(slot, action, crate::clock::unix_ms())
+        .map_err(error)?;
     node.changed();
     reply.ok();
     Ok(())

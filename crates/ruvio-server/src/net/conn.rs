@@ -35,6 +35,9 @@ pub struct ClientState {
     /// all the same, so the dispatcher appends them after dropping the rest.
     pub pushes: Vec<u8>,
     pub readonly: bool,
+    /// ASKING: the next command may use a slot this node is importing
+    /// (`cluster-enabled yes`; cleared after it, outside MULTI).
+    pub asking: bool,
     pub peer: String,
     pub local: String,
     pub created_ms: u64,
@@ -420,6 +423,7 @@ impl Conn {
                 reply_mode: ReplyMode::On,
                 pushes: Vec::new(),
                 readonly: false,
+                asking: false,
                 peer,
                 local,
                 created_ms: now_ms,

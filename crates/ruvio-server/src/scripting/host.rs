@@ -25,6 +25,7 @@
 //! the script lock asks every other shard instead (exact: nothing can write there
 //! between its question and its end but single-key commands of other clients).
 
+use crate::cluster::node::ServedSlots;
 use crate::cluster::topology::Topology;
 use crate::config::{Config, PortMode};
 use crate::mesh::script_lock::ScriptLock;
@@ -32,8 +33,10 @@ use crate::messaging::pubsub::{Kind, Subscribers};
 use crate::stats::ShardGauges;
 use ruvio_engine::glob_match;
 use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, ScriptHost, Spreading};
+use ruvio_engine::slot::SLOT_COUNT;
 use ruvio_engine::{CmdError, Engine};
 use ruvio_resp::{Args, Reply};
+use std::rc::Rc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -98,22 +101,46 @@ struct Host<S> {
     topo: Arc<Topology>,
     id: usize,
     mode: PortMode,
-    /// The hash slots this shard serves (inclusive).
-    slots: (u16, u16),
+    /// The hash slots this shard serves.
+    slots: LocalSlots,
     commands: ServerCommands<S>,
 }
 
+/// The hash slots a shard serves, which its scripts may touch undeclared keys
+/// of (per-shard mode: Redis Cluster's rule).
+enum LocalSlots {
+    /// The fixed topology's range (inclusive).
+    Range(u16, u16),
+    /// A node of the cluster bus: its slots as the membership gives them now.
+    Node(Rc<ServedSlots>),
+}
+
+impl LocalSlots {
+    fn contains(&self, slot: u16) -> bool {
+        match self {
+            LocalSlots::Range(first, last) => (*first..=*last).contains(&slot),
+            LocalSlots::Node(served) => served.contains(slot),
+        }
+    }
+}
+
 /// Give this shard thread's scripts the server around them (at shard start, and
-/// again after CONFIG SET: its scripts' INFO shows the settings).
+/// again after CONFIG SET: its scripts' INFO shows the settings). `served`: the
+/// slots of the shard's node, with `cluster-enabled yes`.
 pub fn install<S: ServerState>(
     cfg: &Config,
     shared: Arc<S>,
     topo: Arc<Topology>,
     id: usize,
     commands: ServerCommands<S>,
+    served: Option<Rc<ServedSlots>>,
 ) {
-    let node = &topo.nodes[id];
-    let slots = (node.first_slot, node.last_slot);
+    let slots = match served {
+        Some(served) => LocalSlots::Node(served),
+        None => LocalSlots::Range(topo.nodes[id].first_slot, topo.nodes[id].last_slot),
+    };
+    let every_slot = matches!(slots, LocalSlots::Range(0, last) if last == SLOT_COUNT - 1);
+    ruvio_engine::scripting::set_every_slot_local(every_slot);
     ruvio_engine::scripting::set_script_host(Box::new(Host {
         cfg: cfg.clone(),
         shared,
@@ -210,7 +237,7 @@ impl<S: ServerState> ScriptHost for Host<S> {
     fn receivers(&self, shard_channel: bool, channel: &[u8]) -> Option<u64> {
         if shard_channel && self.mode == PortMode::PerShard {
             let slot = ruvio_engine::slot::key_slot(channel);
-            if !(self.slots.0..=self.slots.1).contains(&slot) {
+            if !self.slots.contains(slot) {
                 return None;
             }
         }
@@ -290,7 +317,7 @@ impl<S: ServerState> ScriptHost for Host<S> {
             PortMode::PerShard => {
                 let local = |key: &&[u8]| {
                     let slot = ruvio_engine::slot::key_slot(key);
-                    (self.slots.0..=self.slots.1).contains(&slot)
+                    self.slots.contains(slot)
                 };
                 match call.keys.iter().all(local) {
                     true => Reach::Here,

@@ -375,6 +375,23 @@ pub(crate) fn run_command(
     who: (u32, u32),
     args: Args<'_>,
 ) {
+    let asking = client.asking;
+    run_checked(core, conns, client, replies, who, args);
+    // ASKING holds for one command, outside MULTI (Redis's `resetClient`).
+    if asking && client.multi.is_none() && !args.get(0).eq_ignore_ascii_case(b"asking") {
+        client.asking = false;
+    }
+}
+
+/// [`run_command`] but for ASKING's lifetime.
+fn run_checked(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    client: &mut ClientState,
+    replies: &mut ReplyQueue,
+    who: (u32, u32),
+    args: Args<'_>,
+) {
     let Some(cmd) = registry().lookup(args.get(0)) else {
         let e = CmdError::unknown_command(args);
         core.stats.count_error(&e);
@@ -553,7 +570,7 @@ fn run_routed(
     cmd: &'static Command,
     args: Args<'_>,
 ) -> Result<(), CmdError> {
-    let route = route(core, cmd, args);
+    let route = route(core, cmd, args, client.asking);
     if !cmd.meta.has(ALLOW_BUSY) {
         if let Some(busy) = busy_refusal(core, &route) {
             return Err(busy);
@@ -571,17 +588,9 @@ fn run_routed(
                 .cfg
                 .client_port(shard, core.topo.nodes[shard].port, client.tls),
         }),
-        Route::MovedToNode(slot, target) => {
-            let (host, port) = core
-                .cluster_node
-                .as_ref()
-                .map_or(("", 0), |n| n.target(target));
-            Err(CmdError::Moved {
-                slot,
-                host: host.to_string(),
-                port,
-            })
-        }
+        Route::MovedToNode(slot, target) => Err(super::route::moved_to_node(core, slot, target)),
+        Route::Ask(slot) => Err(super::route::ask(core, slot)),
+        Route::TryAgain => Err(CmdError::TryAgain),
         Route::SlotNotServed => Err(CmdError::SlotNotServed),
         Route::ClusterDown => Err(CmdError::ClusterDown),
         Route::ClusterDownReadOnly => Err(CmdError::ClusterDownReadOnly),

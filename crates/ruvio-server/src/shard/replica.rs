@@ -549,7 +549,7 @@ pub(super) fn catch_up(core: &super::ShardCore, args: ruvio_resp::Args<'_>, end:
     else {
         return CatchUp::Run;
     };
-    let shards: Vec<usize> = match super::route::route(core, cmd, args) {
+    let shards: Vec<usize> = match super::route::route(core, cmd, args, false) {
         _ if !matches!(cmd.handler, Some(crate::cmd::registry::Handler::Engine(_))) => {
             return match cmd.meta.name {
                 "select" | "ping" | "replconf" | "publish" => CatchUp::Run,

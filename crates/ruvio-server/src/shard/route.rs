@@ -9,7 +9,7 @@ use crate::cmd::registry::{Command, Handler};
 use crate::config::PortMode;
 use crate::net::conn::Merge;
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::{ALL_SHARDS, SPLITTABLE, WRITE};
+use ruvio_engine::command::flags::{ALL_SHARDS, ASKING, SPLITTABLE, WRITE};
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
 use ruvio_resp::Args;
@@ -21,6 +21,10 @@ pub(super) enum Route {
     /// `cluster-enabled yes`: another node serves the slot (its target in the
     /// shard's `ShardNode`).
     MovedToNode(u16, u16),
+    /// `cluster-enabled yes`: the slot is migrating and a key is not here.
+    Ask(u16),
+    /// `cluster-enabled yes`: keys of an importing slot, some not here yet.
+    TryAgain,
     /// `cluster-enabled yes`: no node serves the slot.
     SlotNotServed,
     /// `cluster-enabled yes`: the cluster is down.
@@ -54,6 +58,8 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
         Route::Local
         | Route::Moved(..)
         | Route::MovedToNode(..)
+        | Route::Ask(_)
+        | Route::TryAgain
         | Route::SlotNotServed
         | Route::ClusterDown
         | Route::ClusterDownReadOnly
@@ -61,8 +67,8 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
     }
 }
 
-/// Decide where a command runs.
-pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
+/// Decide where a command runs (`asking`: the client sent ASKING before it).
+pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, asking: bool) -> Route {
     let shards = core.topo.nodes.len();
     let forward = core.topo.mode == PortMode::Forward;
     if !matches!(cmd.handler, Some(Handler::Engine(_))) {
@@ -96,7 +102,7 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
     if !forward {
         let slot = key_slot(args.get(first));
         if let Some(node) = core.cluster_node.as_deref() {
-            return node_route(node, cmd, slot, positions, args);
+            return node_route(core, node, (cmd, args), slot, positions, asking);
         }
         if positions.any(|p| key_slot(args.get(p)) != slot) {
             return Route::CrossSlot;
@@ -125,13 +131,14 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Route {
 /// A keyed command's route on a node of the cluster bus, checked in Redis's
 /// order (`getNodeByQuery`): the first key's slot without owner, keys of
 /// several slots, the cluster down (reads go on with
-/// `cluster-allow-reads-when-down yes`), then the owner.
+/// `cluster-allow-reads-when-down yes`), a slot in flight, then the owner.
 fn node_route(
+    core: &ShardCore,
     node: &ShardNode,
-    cmd: &Command,
+    (cmd, args): (&Command, Args<'_>),
     slot: u16,
     mut others: impl Iterator<Item = usize>,
-    args: Args<'_>,
+    asking: bool,
 ) -> Route {
     let first = node.slot_route(slot);
     if first == SlotRoute::Unbound {
@@ -146,10 +153,79 @@ fn node_route(
         SlotRoute::Down => node.owner_route(slot),
         route => route,
     };
+    if node.cluster.slots_in_flight() {
+        if let Some(route) = in_flight_route(core, node, (cmd, args), slot, owner, asking) {
+            return route;
+        }
+    }
     match owner {
         SlotRoute::Here => Route::Local,
         SlotRoute::Moved(target) => Route::MovedToNode(slot, target),
         SlotRoute::Unbound | SlotRoute::Down => Route::SlotNotServed,
+    }
+}
+
+/// A slot in flight (CLUSTER SETSLOT), as Redis 7.0 routes it: this node's
+/// migrating slot sends a command whose keys are not here any more to the
+/// target (`-ASK`; `-TRYAGAIN` when only some are); an importing slot serves
+/// a command sent after ASKING (or RESTORE-ASKING), unless it names several
+/// keys and some are not here yet (`-TRYAGAIN`). Keys are looked up in
+/// database 0, the only one in cluster mode.
+fn in_flight_route(
+    core: &ShardCore,
+    node: &ShardNode,
+    (cmd, args): (&Command, Args<'_>),
+    slot: u16,
+    owner: SlotRoute,
+    asking: bool,
+) -> Option<Route> {
+    let migrating = owner == SlotRoute::Here && node.cluster.migrating_to(slot).is_some();
+    let importing = !migrating && node.cluster.importing(slot);
+    if !migrating && !importing {
+        return None;
+    }
+    let positions = cmd.meta.keys.positions(args);
+    let first = args.get(*positions.first()?);
+    let here = |p: &usize| core.engine.exists(0, args.get(*p), core.now_ms);
+    let missing = !positions.iter().all(here);
+    let several = positions.iter().any(|&p| args.get(p) != first);
+    if migrating && missing {
+        // Some keys here and some gone: neither node has them all.
+        return Some(match positions.iter().any(here) {
+            true => Route::TryAgain,
+            false => Route::Ask(slot),
+        });
+    }
+    if importing && (asking || cmd.meta.has(ASKING)) {
+        return Some(match several && missing {
+            true => Route::TryAgain,
+            false => Route::Local,
+        });
+    }
+    None
+}
+
+/// `-MOVED` to another node of the bus ([`Route::MovedToNode`]).
+pub(super) fn moved_to_node(core: &ShardCore, slot: u16, target: u16) -> CmdError {
+    let node = core.cluster_node.as_deref();
+    let (host, port) = node.map_or(("", 0), |n| n.target(target));
+    CmdError::Moved {
+        slot,
+        host: host.to_string(),
+        port,
+    }
+}
+
+/// `-ASK` to the node a migrating slot goes to ([`Route::Ask`]).
+pub(super) fn ask(core: &ShardCore, slot: u16) -> CmdError {
+    let node = core.cluster_node.as_deref();
+    let (host, port) = node
+        .and_then(|n| n.cluster.migrating_to(slot))
+        .map_or(("", 0), |(_, ip, port)| (ip, port));
+    CmdError::Ask {
+        slot,
+        host: host.to_string(),
+        port,
     }
 }
 

@@ -608,6 +608,7 @@ pub(super) fn install_script_host(core: &ShardCore) {
         core.topo.clone(),
         core.id,
         crate::cmd::script_commands(),
+        core.cluster_node.as_ref().map(|node| node.served_slots()),
     );
 }
 

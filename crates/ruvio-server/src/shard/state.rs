@@ -260,9 +260,6 @@ impl ShardCore {
             ..Default::default()
         };
         let shards = topo.nodes.len();
-        // Scripts may touch undeclared keys only in this shard's slots.
-        let node = &topo.nodes[id];
-        ruvio_engine::scripting::set_local_slots(node.first_slot, node.last_slot);
         ruvio_engine::scripting::set_script_watches(shared.scripts.clone(), id);
         ruvio_engine::scripting::set_server_commands(crate::cmd::registry::script_row);
         ruvio_engine::scripting::set_monitor_sink(crate::observability::monitor::feed_script_call);
@@ -271,8 +268,17 @@ impl ShardCore {
                 .unwrap_or(crate::serverlog::Level::Notice);
             crate::serverlog::log(level, message);
         });
+        let cluster_node = match cfg.cluster_bus() {
+            true => Some(Box::new(
+                crate::cluster::node::ShardNode::start(&cfg, id, &topo.host, unix_ms())
+                    .map_err(std::io::Error::other)?,
+            )),
+            false => None,
+        };
+        // Scripts may touch undeclared keys only in this shard's (node's) slots.
+        let served = cluster_node.as_ref().map(|node| node.served_slots());
         let commands = crate::cmd::script_commands();
-        crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id, commands);
+        crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id, commands, served);
         crate::cmd::functions::load_saved(&cfg, id)?;
         // With a log, the keyspace loads on a thread while the shard answers
         // -LOADING (see `loading`); without one, here and now.
@@ -281,13 +287,6 @@ impl ShardCore {
             crate::persistence::loading::start(&cfg, id, &topo, logged_handler)?
         } else {
             Default::default()
-        };
-        let cluster_node = match cfg.cluster_bus() {
-            true => Some(Box::new(
-                crate::cluster::node::ShardNode::start(&cfg, id, &topo.host, unix_ms())
-                    .map_err(std::io::Error::other)?,
-            )),
-            false => None,
         };
         let mut core = ShardCore {
             id,

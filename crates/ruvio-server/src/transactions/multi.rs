@@ -34,6 +34,7 @@
 //! plain data ([`crate::net::queued`], re-exported here): each command names its
 //! row by statistics slot, and [`QueuedRows`] finds the rows again.
 
+use crate::cluster::node::SlotRoute;
 use crate::cmd::registry::{registry, Command, Handler};
 use crate::config::PortMode;
 use crate::mesh::lending::{self, DbKey};
@@ -42,7 +43,7 @@ use crate::net::slab::Slab;
 use crate::shard::ShardCore;
 use crate::transactions::watch::WatchingClient;
 use ahash::AHashSet;
-use ruvio_engine::command::flags::{ALL_SHARDS, NO_MULTI};
+use ruvio_engine::command::flags::{ALL_SHARDS, NO_MULTI, WRITE};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
@@ -164,7 +165,7 @@ pub fn queue(
         if sub.meta.has(NO_MULTI) {
             return Err(CmdError::NotAllowedInMulti);
         }
-        cluster_slot(core, sub, args, None, client.tls)?;
+        cluster_slot(core, sub, args, client.tls)?;
         Ok(sub)
     });
     let mut reply = Reply::new(replies.sink(), client.proto);
@@ -209,17 +210,28 @@ pub fn queue_keyless(
     reply.simple("QUEUED");
 }
 
-/// Per-shard mode: the slot of `cmd`'s keys joined to `slot` (the keys seen so
-/// far), or MOVED / CROSSSLOT as Redis Cluster answers for keys not in one slot of
-/// this node: for each command when queued, for the whole queue at EXEC.
-/// Forward mode: no restriction. `client_tls`: the client came in on the TLS
+/// Per-shard mode: MOVED / CROSSSLOT / CLUSTERDOWN as Redis Cluster answers
+/// (`getNodeByQuery`) for keys not in one slot this node serves: each command
+/// alone when queued or watched. `client_tls`: the client came in on the TLS
 /// port (the port MOVED names, `Config::client_port`).
 fn cluster_slot(
     core: &ShardCore,
     cmd: &Command,
     args: Args<'_>,
-    mut slot: Option<u16>,
     client_tls: bool,
+) -> Result<(), CmdError> {
+    let slot = join_slot(core, cmd, args, None)?;
+    check_owner(core, slot, || cmd.meta.has(WRITE), client_tls)
+}
+
+/// The slot of `cmd`'s keys joined to `slot` (the keys seen so far), or
+/// CROSSSLOT; on a node of the bus, the first key's slot without an owner
+/// answers `not served` first, in Redis's order. Forward mode: no restriction.
+fn join_slot(
+    core: &ShardCore,
+    cmd: &Command,
+    args: Args<'_>,
+    mut slot: Option<u16>,
 ) -> Result<Option<u16>, CmdError> {
     if core.topo.mode == PortMode::Forward {
         return Ok(slot);
@@ -228,21 +240,44 @@ fn cluster_slot(
         let key_slot = key_slot(args.get(p));
         match slot {
             Some(s) if s != key_slot => return Err(CmdError::CrossSlot),
-            _ => slot = Some(key_slot),
+            Some(_) => {}
+            None => {
+                let node = core.cluster_node.as_deref();
+                if node.is_some_and(|n| n.slot_route(key_slot) == SlotRoute::Unbound) {
+                    return Err(CmdError::SlotNotServed);
+                }
+                slot = Some(key_slot);
+            }
         }
     }
-    match slot {
-        Some(s) if core.topo.owner(s) != core.id => {
-            let owner = core.topo.owner(s);
-            Err(CmdError::Moved {
-                slot: s,
-                host: core.topo.host.clone(),
-                port: core
-                    .cfg
-                    .client_port(owner, core.topo.nodes[owner].port, client_tls),
-            })
-        }
-        _ => Ok(slot),
+    Ok(slot)
+}
+
+/// Keys of `slot` (`None`: no key) run here, or the redirection: by the
+/// node's slot map on a node of the bus (`write`: the keys are written, which
+/// a cluster down refuses even with `cluster-allow-reads-when-down yes`), by
+/// the fixed topology otherwise.
+fn check_owner(
+    core: &ShardCore,
+    slot: Option<u16>,
+    write: impl FnOnce() -> bool,
+    client_tls: bool,
+) -> Result<(), CmdError> {
+    let Some(slot) = slot else {
+        return Ok(());
+    };
+    if let Some(node) = core.cluster_node.as_deref() {
+        return node.redirect(slot, write());
+    }
+    match core.topo.owner(slot) {
+        owner if owner == core.id => Ok(()),
+        owner => Err(CmdError::Moved {
+            slot,
+            host: core.topo.host.clone(),
+            port: core
+                .cfg
+                .client_port(owner, core.topo.nodes[owner].port, client_tls),
+        }),
     }
 }
 
@@ -339,7 +374,7 @@ pub fn watch_keys(
         return Err(CmdError::WatchInMulti);
     }
     let cmd = registry().lookup(b"watch").expect("WATCH is in the table");
-    cluster_slot(core, cmd, args, None, client.tls)?;
+    cluster_slot(core, cmd, args, client.tls)?;
     let db = client.db;
     let mut seen: AHashSet<(usize, &[u8])> = client
         .watching
@@ -447,10 +482,13 @@ pub fn exec(
         unwatch(core, client);
         return Err(CmdError::ExecAbort);
     }
-    let one_slot = queued.commands.rows().try_fold(None, |slot, (cmd, args)| {
-        cluster_slot(core, cmd, args, slot, client.tls)
-    });
-    if let Err(e) = one_slot {
+    let one_slot = queued
+        .commands
+        .rows()
+        .try_fold(None, |slot, (cmd, args)| join_slot(core, cmd, args, slot));
+    let writes = || queued.commands.rows().any(|(cmd, _)| cmd.meta.has(WRITE));
+    let owned = one_slot.and_then(|slot| check_owner(core, slot, writes, client.tls));
+    if let Err(e) = owned {
         unwatch(core, client);
         return Err(e);
     }

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub mod bus_node;
 pub mod busy;
 pub mod certs;
+pub mod cluster_process;
 mod diff;
 pub mod replication;
 mod resp;

@@ -1,0 +1,125 @@
+//! A `ruvio --cluster-enabled yes` process for the tests of the cluster bus in
+//! the binary (tests/cluster_binary.rs, tests/cluster_reshard.rs), and what
+//! they ask of every node: CLUSTER NODES parsed, the nodes agreeing, `+OK`.
+
+use super::bus_node::{agreed, wait_for};
+use super::*;
+use ruvio_server::cluster::nodes_file::{parse_line, NodeLine};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// A `ruvio --cluster-enabled yes` process whose port and data directory
+/// outlive it, so the test can restart it; killed when dropped.
+pub struct Node {
+    child: Child,
+    pub port: u16,
+    shards: usize,
+    pub dir: PathBuf,
+}
+
+impl Node {
+    pub fn start(port: u16, shards: usize, dir: &Path) -> Node {
+        Node::start_bound(port, shards, dir, "127.0.0.1", &[])
+    }
+
+    pub fn start_bound(port: u16, shards: usize, dir: &Path, bind: &str, extra: &[&str]) -> Node {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("ruvio.log"))
+            .expect("log file");
+        let child = Command::new(ruvio_bin())
+            .args(["--bind", bind, "--port", &port.to_string()])
+            .args(["--shards", &shards.to_string(), "--durability", "memory"])
+            .args(["--dir", dir.to_str().expect("a UTF-8 path")])
+            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start ruvio");
+        let node = Node {
+            child,
+            port,
+            shards,
+            dir: dir.to_path_buf(),
+        };
+        for shard in 0..shards {
+            let port = port + shard as u16;
+            wait_for("the node answers", || {
+                match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                    Ok(_) if RawConn::connect(port).cmd(&["PING"]) == b"+PONG\r\n" => Ok(()),
+                    _ => Err(std::fs::read_to_string(dir.join("ruvio.log")).unwrap_or_default()),
+                }
+            });
+        }
+        node
+    }
+
+    /// Kills the process and starts it again on the same port and directory.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // The kernel tears an exited process's io_uring down after it is reaped:
+        // its listening sockets may be bound a moment longer.
+        wait_for("the old process's ports are free", || {
+            let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
+            match free(self.port) && free(self.port + 10000) {
+                true => Ok(()),
+                false => Err("still bound".into()),
+            }
+        });
+        let again = Node::start(self.port, self.shards, &self.dir);
+        let old = std::mem::replace(self, again);
+        std::mem::forget(old);
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.dir.join("ruvio.log")).unwrap_or_default();
+            eprintln!("ruvio on {}:\n{log}", self.port);
+        }
+    }
+}
+
+pub fn text(reply: &[u8]) -> String {
+    decode(reply).text()
+}
+
+pub fn cluster_nodes(port: u16) -> Vec<NodeLine> {
+    text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]))
+        .lines()
+        .map(|l| parse_line(l).expect("a node line"))
+        .collect()
+}
+
+/// Every port's CLUSTER NODES agrees with the first's on `count` nodes, all
+/// connected, and every CLUSTER INFO says `ok`.
+pub fn agree(ports: &[u16], count: usize) -> Result<(), String> {
+    let first = cluster_nodes(ports[0]);
+    let expected = agreed(&first);
+    if expected.len() != count {
+        return Err(format!("{} sees {first:?}", ports[0]));
+    }
+    for &port in ports {
+        let view = cluster_nodes(port);
+        if agreed(&view) != expected || view.iter().any(|l| !l.connected) {
+            return Err(format!("{port} sees {view:?}, {} sees {first:?}", ports[0]));
+        }
+        let info = text(&RawConn::connect(port).cmd(&["CLUSTER", "INFO"]));
+        if !info.lines().any(|l| l == "cluster_state:ok") {
+            return Err(format!("{port}: {info}"));
+        }
+    }
+    Ok(())
+}
+
+/// `words` on `port` answers `+OK`.
+pub fn ok(port: u16, words: &[&str]) {
+    let reply = RawConn::connect(port).cmd(words);
+    assert_eq!(reply, b"+OK\r\n", "{words:?} on {port}: {}", show(&reply));
+}
