@@ -18,7 +18,7 @@
 mod common;
 
 use common::bus_node::wait_for;
-use common::cluster_process::{agree, cluster_nodes, ok, text, Node};
+use common::cluster_process::{agree, cluster_nodes, ok, text, Node, SideBySide};
 use common::*;
 use std::path::PathBuf;
 use std::process::Command;
@@ -586,30 +586,8 @@ fn transactions_and_scripts_follow_the_node_slots_as_redis_server() {
     if require_redis_server("cluster_binary").is_none() {
         return;
     }
-    let port = free_ports(1, true);
-    let _node = Node::start(port, 1, &unique_dir("multi"));
-    let (redis, peer_of_ruvio, peer_of_redis) = (
-        Server::redis_cluster_node(),
-        Server::redis_cluster_node(),
-        Server::redis_cluster_node(),
-    );
-    let pairs = [
-        (port, peer_of_ruvio.port()),
-        (redis.port(), peer_of_redis.port()),
-    ];
-    for (tested, peer) in pairs {
-        ok(tested, &["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]);
-        ok(peer, &["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]);
-        ok(tested, &["CLUSTER", "MEET", "127.0.0.1", &peer.to_string()]);
-        wait_for("a cluster of two, up", || {
-            agree(&[tested, peer], 2)?;
-            let info = text(&RawConn::connect(tested).cmd(&["CLUSTER", "INFO"]));
-            match info.lines().any(|l| l == "cluster_state:ok") {
-                true => Ok(()),
-                false => Err(info),
-            }
-        });
-    }
+    let side = SideBySide::start(&unique_dir("multi"));
+    let pairs = side.pairs();
     // `{06S}` and `bar` (5061) are the tested node's, `foo` (12182) the peer's.
     let script = [
         "MULTI",

@@ -9,17 +9,9 @@
 mod common;
 
 use common::bus_node::wait_for;
-use common::cluster_process::{agree, ok, text, Node};
+use common::cluster_process::{halves, text, Node, SideBySide};
 use common::*;
 use std::process::{Command, Stdio};
-
-/// `tested` serves 0-8191 and `peer` 8192-16383, in one cluster, up.
-fn halves(tested: u16, peer: u16) {
-    ok(tested, &["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]);
-    ok(peer, &["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]);
-    ok(tested, &["CLUSTER", "MEET", "127.0.0.1", &peer.to_string()]);
-    wait_for("a cluster of two, up", || agree(&[tested, peer], 2));
-}
 
 fn myid(port: u16) -> String {
     text(&RawConn::connect(port).cmd(&["CLUSTER", "MYID"]))
@@ -41,20 +33,8 @@ fn setslot_ask_and_tryagain_as_redis_server() {
     if require_redis_server("cluster_reshard").is_none() {
         return;
     }
-    let port = free_ports(1, true);
-    let _node = Node::start(port, 1, &unique_dir("reshard-setslot"));
-    let (redis, peer_of_ruvio, peer_of_redis) = (
-        Server::redis_cluster_node(),
-        Server::redis_cluster_node(),
-        Server::redis_cluster_node(),
-    );
-    let pairs = [
-        (port, peer_of_ruvio.port()),
-        (redis.port(), peer_of_redis.port()),
-    ];
-    for (tested, peer) in pairs {
-        halves(tested, peer);
-    }
+    let side = SideBySide::start(&unique_dir("reshard-setslot"));
+    let pairs = side.pairs();
     // `{06S}...` are slot 0 (the tested node's), `foo` 12182 (the peer's).
     let replies = |(tested, peer): (u16, u16)| {
         let (me, them) = (myid(tested), myid(peer));

@@ -123,3 +123,50 @@ pub fn ok(port: u16, words: &[&str]) {
     let reply = RawConn::connect(port).cmd(words);
     assert_eq!(reply, b"+OK\r\n", "{words:?} on {port}: {}", show(&reply));
 }
+
+/// `tested` serves 0-8191 and `peer` 8192-16383, in one cluster, up: both
+/// agree on it and `tested` says `cluster_state:ok`.
+pub fn halves(tested: u16, peer: u16) {
+    ok(tested, &["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]);
+    ok(peer, &["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]);
+    ok(tested, &["CLUSTER", "MEET", "127.0.0.1", &peer.to_string()]);
+    wait_for("a cluster of two, up", || {
+        agree(&[tested, peer], 2)?;
+        let info = text(&RawConn::connect(tested).cmd(&["CLUSTER", "INFO"]));
+        match info.lines().any(|l| l == "cluster_state:ok") {
+            true => Ok(()),
+            false => Err(info),
+        }
+    });
+}
+
+/// A Ruvio node and a redis-server node side by side, each serving 0-8191 in a
+/// cluster of its own with a redis-server peer serving 8192-16383: the
+/// differential tests send both the same commands and compare the replies.
+pub struct SideBySide {
+    pub node: Node,
+    pub redis: Server,
+    peers: [Server; 2],
+}
+
+impl SideBySide {
+    pub fn start(dir: &Path) -> SideBySide {
+        let side = SideBySide {
+            node: Node::start(free_ports(1, true), 1, dir),
+            redis: Server::redis_cluster_node(),
+            peers: [Server::redis_cluster_node(), Server::redis_cluster_node()],
+        };
+        for (tested, peer) in side.pairs() {
+            halves(tested, peer);
+        }
+        side
+    }
+
+    /// (tested, its peer): the Ruvio node's pair, then the redis-server's.
+    pub fn pairs(&self) -> [(u16, u16); 2] {
+        [
+            (self.node.port, self.peers[0].port()),
+            (self.redis.port(), self.peers[1].port()),
+        ]
+    }
+}
