@@ -487,3 +487,55 @@ fn a_subsystem_missing_from_the_table_is_reported() {
     let missing = unplaced(&files, &floors_from_doc(DOC, "demo floors"));
     assert_eq!(missing, BTreeSet::from(["stray".to_string()]));
 }
+
+/// Lines past which a source file must say at its top why it is one file.
+const FILE_LINES_MAX: usize = 1_000;
+
+/// The files of `src` longer than [`FILE_LINES_MAX`] whose leading module doc
+/// (`//!` lines) gives no reason, written as a line containing "Why one file".
+fn long_files_without_a_reason(files: &[(PathBuf, String)]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(_, text)| text.lines().count() > FILE_LINES_MAX)
+        .filter(|(_, text)| {
+            !text
+                .lines()
+                .take_while(|l| l.starts_with("//!"))
+                .any(|l| l.contains("Why one file"))
+        })
+        .map(|(path, text)| format!("{} ({} lines)", path.display(), text.lines().count()))
+        .collect()
+}
+
+/// Issue 30's rule of names: no source file over about 1,000 lines unless its
+/// top says why (one unsafe contract, one table read top to bottom ...); a long
+/// file otherwise splits along its parts (its tests first, as
+/// `cluster/membership_tests.rs`).
+#[test]
+fn a_long_file_says_why_at_its_top() {
+    for krate in ["ruvio-server", "ruvio-engine", "ruvio-resp"] {
+        let src = repo().join("crates").join(krate).join("src");
+        let long = long_files_without_a_reason(&sources(&src));
+        assert!(
+            long.is_empty(),
+            "{krate}: files over {FILE_LINES_MAX} lines with no \"Why one file\" line in \
+             their module doc; split them or say why: {long:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_long_file_without_a_reason_is_caught() {
+    let long: String = "fn f() {}\n".repeat(FILE_LINES_MAX + 1);
+    let reasoned = format!("//! A part.\n//! Why one file of this size: a reason.\n{long}");
+    let files = [
+        (PathBuf::from("short.rs"), "fn f() {}\n".to_string()),
+        (PathBuf::from("long.rs"), long.clone()),
+        (PathBuf::from("reasoned.rs"), reasoned),
+    ];
+    let found = long_files_without_a_reason(&files);
+    assert_eq!(
+        found,
+        vec![format!("long.rs ({} lines)", FILE_LINES_MAX + 1)]
+    );
+}

@@ -67,6 +67,13 @@
 //! A reply the socket would not take whole is kept for the loop, which queues it
 //! before anything else of that connection; the connection is then not served
 //! again until the script ends.
+//!
+//! Why one file of about a thousand lines: everything here runs inside the
+//! engine's Lua hook and shares one thread-local [`Pump`] (the lent connections,
+//! the listener, what is held for the loop); its contract (touch no keyspace,
+//! overtake no reply, leave the rest to the loop) is checked in one place, and
+//! `answer`, the one long function, is a table of Redis's busy-time answers
+//! read top to bottom.
 
 use crate::cluster::topology::Topology;
 use crate::cmd::registry::{registry, Command, Handler};

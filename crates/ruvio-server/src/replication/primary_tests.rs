@@ -1,0 +1,176 @@
+//! Unit tests of `primary.rs`: the backlog and its trim, the cut of a full
+//! sync across shards (`barrier_tests`), and what a replica has not taken yet
+//! (`pin_tests`).
+
+use super::*;
+
+fn flushed(bytes: &[u8], db: usize) -> Flushed {
+    Flushed {
+        bytes: bytes.to_vec(),
+        first_db: db,
+        last_db: db,
+        marks: Vec::new(),
+    }
+}
+
+#[test]
+fn backlog_keeps_the_last_bytes_and_selects() {
+    let p = Primary::default();
+    let offset = AtomicU64::new(100);
+    p.create_backlog(100, 64);
+    assert!(p.append(flushed(b"abc", 0), &offset));
+    let select0 = b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n".len() as u64;
+    assert_eq!(offset.load(Relaxed), 100 + select0 + 3);
+    assert!(p.append(flushed(b"def", 0), &offset));
+    let mut out = Vec::new();
+    let end = offset.load(Relaxed);
+    assert_eq!(p.copy_since(1, end - 6, &mut out, 100), Some(end));
+    assert_eq!(out, b"abcdef");
+    // Overrun (the replica that had them gone): the first bytes are gone.
+    p.detach(1, 0);
+    p.append(flushed(&[b'x'; 70], 0), &offset);
+    assert_eq!(p.copy_since(2, 100, &mut Vec::new(), 10), None);
+    let (_, first, len) = p.backlog_info();
+    assert_eq!(len, 64);
+    assert_eq!(first + 64, offset.load(Relaxed) + 1);
+    assert!(p.can_continue(offset.load(Relaxed) + 1, offset.load(Relaxed)));
+}
+
+#[test]
+fn the_cut_offset_is_the_end_when_the_last_shard_cuts() {
+    let p = Primary::default();
+    let offset = AtomicU64::new(0);
+    p.create_backlog(0, 1 << 20);
+    let job = p.request_sync(2).unwrap();
+    assert!(p.request_sync(2).is_none(), "one sync at a time");
+    let mut feed = super::super::feed::Feed::default();
+    feed.set_on(true);
+    feed.record(0, &mut [&b"a"[..]].into_iter());
+    assert!(p.cut(0, &mut feed, &offset, || {}).is_some());
+    assert!(feed.is_empty());
+    assert!(p.holding(0) && !p.holding(1));
+    assert_eq!(job.offset(), None);
+    p.append(flushed(b"bb", 0), &offset);
+    assert!(
+        p.cut(0, &mut feed, &offset, || {}).is_none(),
+        "once per shard"
+    );
+    p.cut(1, &mut feed, &offset, || {});
+    assert_eq!(job.offset(), Some(offset.load(Relaxed)));
+    assert!(!p.cutting() && !p.holding(0));
+    p.sync_ended(job.id);
+    assert!(p.request_sync(2).is_some());
+}
+
+mod barrier_tests {
+    use super::super::*;
+    use crate::replication::feed::Feed;
+
+    fn shard_feed() -> Feed {
+        let mut feed = Feed::default();
+        feed.set_on(true);
+        feed.set_barriers(true);
+        feed
+    }
+
+    fn rec(feed: &mut Feed, args: &[&[u8]]) {
+        feed.record(0, &mut args.iter().copied());
+    }
+
+    fn stream(p: &Primary) -> String {
+        let mut out = Vec::new();
+        p.copy_since(9, 0, &mut out, usize::MAX);
+        String::from_utf8(out)
+            .unwrap()
+            .replace("\r\n", " ")
+            .replace("*2 $6 SELECT $1 0 ", "")
+    }
+
+    #[test]
+    fn a_flush_goes_in_once_between_every_shards_before_and_after() {
+        let p = Primary::default();
+        let offset = AtomicU64::new(0);
+        p.create_backlog(0, 1 << 20);
+        p.pin(9, 0);
+        let (mut a, mut b) = (shard_feed(), shard_feed());
+        // Shard 0 flushes first and writes after it; shard 1 writes before its
+        // flush meanwhile.
+        rec(&mut a, &[b"SET", b"a0", b"1"]);
+        rec(&mut a, &[b"FLUSHALL"]);
+        rec(&mut a, &[b"SET", b"a1", b"1"]);
+        assert!(p.append_shard((0, 2), a.take().unwrap(), &offset));
+        assert!(p.at_barrier(0) && !p.at_barrier(1));
+        rec(&mut a, &[b"SET", b"a2", b"1"]);
+        p.append_shard((0, 2), a.take().unwrap(), &offset);
+        rec(&mut b, &[b"SET", b"b0", b"1"]);
+        p.append_shard((1, 2), b.take().unwrap(), &offset);
+        assert_eq!(
+            stream(&p),
+            "*3 $3 SET $2 a0 $1 1 *3 $3 SET $2 b0 $1 1 ",
+            "shard 0's writes after its flush wait"
+        );
+        rec(&mut b, &[b"FLUSHALL"]);
+        rec(&mut b, &[b"SET", b"b1", b"1"]);
+        p.append_shard((1, 2), b.take().unwrap(), &offset);
+        assert!(!p.at_barrier(0) && !p.at_barrier(1));
+        assert_eq!(
+            stream(&p),
+            "*3 $3 SET $2 a0 $1 1 *3 $3 SET $2 b0 $1 1 *1 $8 FLUSHALL \
+             *3 $3 SET $2 a1 $1 1 *3 $3 SET $2 a2 $1 1 *3 $3 SET $2 b1 $1 1 "
+        );
+        assert_eq!(offset.load(Relaxed) as usize, {
+            let mut out = Vec::new();
+            p.copy_since(9, 0, &mut out, usize::MAX);
+            out.len()
+        });
+    }
+
+    #[test]
+    fn a_shard_at_a_barrier_does_not_cut_and_a_stuck_cut_gives_way() {
+        let p = Primary::default();
+        let offset = AtomicU64::new(0);
+        p.create_backlog(0, 1 << 20);
+        let job = p.request_sync(2).unwrap();
+        let (mut a, mut b) = (shard_feed(), shard_feed());
+        // Shard 1 cuts; then shard 0 runs a FLUSHALL and waits for shard 1,
+        // whose records (its FLUSHALL too) wait for the cut.
+        assert!(p.cut(1, &mut b, &offset, || {}).is_some());
+        rec(&mut a, &[b"FLUSHALL"]);
+        let mut begun = false;
+        assert!(p.cut(0, &mut a, &offset, || begun = true).is_none());
+        assert!(!begun, "no snapshot while its records wait at a barrier");
+        assert!(job.abandoned.load(Relaxed), "the cut gave way");
+        assert!(!p.cutting() && !p.holding(1));
+        rec(&mut b, &[b"FLUSHALL"]);
+        p.append_shard((1, 2), b.take().unwrap(), &offset);
+        assert!(!p.at_barrier(0));
+        assert!(p.request_sync(2).is_some(), "the next sync may start");
+    }
+}
+
+mod pin_tests {
+    use super::super::*;
+
+    #[test]
+    fn a_replica_keeps_what_it_has_not_taken() {
+        let p = Primary::default();
+        let offset = AtomicU64::new(0);
+        p.create_backlog(0, 16);
+        p.pin(7, 0);
+        let record = Flushed {
+            bytes: vec![b'x'; 100],
+            first_db: 0,
+            last_db: 0,
+            marks: Vec::new(),
+        };
+        p.append(record, &offset);
+        // Far beyond the backlog's 16 bytes, all kept for replica 7.
+        let mut out = Vec::new();
+        let end = offset.load(Relaxed);
+        assert_eq!(p.copy_since(7, 0, &mut out, usize::MAX), Some(end));
+        assert_eq!(out.len() as u64, end);
+        // Taken: the backlog is back to its size.
+        let (_, _, held) = p.backlog_info();
+        assert_eq!(held, 16);
+    }
+}
