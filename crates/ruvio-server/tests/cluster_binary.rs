@@ -58,16 +58,7 @@ fn redis_py_round_trip(port: u16, count: usize) {
          assert not bad, bad[:10]\n\
          print(len(rc.get_nodes()))\n"
     );
-    let out = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "redis-py from {port}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3");
+    assert_eq!(python(&script), "3", "redis-py from {port}");
 }
 
 fn dbsize(port: u16) -> i64 {
@@ -181,7 +172,7 @@ fn two_ruvio_processes_and_a_redis_server_form_one_cluster() {
         b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
     );
 
-    if require_redis_py() {
+    if require_redis_py("cluster_binary") {
         for port in ports {
             redis_py_round_trip(port, 600);
         }
@@ -398,23 +389,6 @@ fn two_shards_of_one_process_are_two_nodes() {
         let saved = std::fs::read_to_string(&file).expect("each shard's nodes.conf");
         assert!(saved.contains(&names[shard]), "{saved}");
     }
-}
-
-/// redis-py is importable (scripts/test.sh installs it); a run that requires
-/// the real Redis tools fails without it.
-fn require_redis_py() -> bool {
-    let found = Command::new("python3")
-        .args(["-c", "import redis.cluster"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("RUVIO_REQUIRE_REDIS").as_deref() != Ok("1"),
-            "redis-py is not installed but RUVIO_REQUIRE_REDIS=1"
-        );
-        eprintln!("SKIPPED the redis-py part of cluster_binary: redis-py is not installed");
-    }
-    found
 }
 
 /// `redis-cli --cluster create` builds a cluster of the shards of one Ruvio

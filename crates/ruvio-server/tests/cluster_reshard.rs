@@ -111,11 +111,7 @@ fn setslot_ask_and_tryagain_as_redis_server() {
 
 fn redis_cli() -> Option<std::path::PathBuf> {
     let bin = require_redis_server("cluster_reshard")?.with_file_name("redis-cli");
-    let py = Command::new("python3")
-        .args(["-c", "import redis.cluster"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if bin.is_file() && py {
+    if bin.is_file() && require_redis_py("cluster_reshard") {
         return Some(bin);
     }
     assert!(
@@ -156,15 +152,7 @@ fn all_written_present(port: u16, count: usize) {
          bad = [i for i in range({count}) if rc.get('w:%d' % i) != b'v%d' % i]\n\
          assert not bad, (len(bad), bad[:10])\n"
     );
-    let out = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    python(&script);
 }
 
 /// `redis-cli --cluster reshard` moving `slots` slots from `from` to `to`.

@@ -98,16 +98,7 @@ fn redis_cli_and_redis_py_over_tls_beside_the_plain_port() {
              print('ok')\n",
             ca = path(&dir, "ca.crt")
         );
-        let out = Command::new("python3")
-            .args(["-c", &script])
-            .output()
-            .expect("python3");
-        assert_eq!(
-            stdout(&out),
-            "ok",
-            "{shards} shards: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_eq!(python(&script), "ok", "{shards} shards");
         assert_eq!(server.raw().cmd(&["get", "n"]), bulk("10000").into_bytes());
     }
 }
@@ -242,16 +233,7 @@ fn redis_cluster_over_tls_in_per_shard_mode() {
         ca = path(&dir, "ca.crt"),
         plain = server.port(),
     );
-    let out = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .expect("python3");
-    assert_eq!(
-        stdout(&out),
-        "ok",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(python(&script), "ok");
     // MOVED names the TLS port to a TLS client.
     let key = key_on_shard("moved", 1, 2);
     let out = cli(tls_port, &dir, None, &["get", &key]);
@@ -300,16 +282,7 @@ fn config_set_reloads_the_certificate_without_dropping_connections() {
         key2 = path(&dir, "server2.key"),
         plain = server.port(),
     );
-    let out = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .expect("python3");
-    assert_eq!(
-        stdout(&out),
-        "ok",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(python(&script), "ok");
 }
 
 /// `openssl s_client` to `port` trusting the test CA, with `args`; its output

@@ -150,6 +150,39 @@ pub fn require_redis_server(test: &str) -> Option<PathBuf> {
     }
 }
 
+/// Runs `script` with `python3 -c`; its stdout, trimmed. Panics with its stderr
+/// when it fails (a client test's assertion written in Python, as redis-py's).
+pub fn python(script: &str) -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "python3 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// redis-py (with its RedisCluster) is importable, or `false` after printing why
+/// `test` skips its redis-py part. Panics instead when `RUVIO_REQUIRE_REDIS=1`
+/// (scripts/test.sh installs redis-py).
+pub fn require_redis_py(test: &str) -> bool {
+    let found = std::process::Command::new("python3")
+        .args(["-c", "import redis.cluster"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("RUVIO_REQUIRE_REDIS").as_deref() != Ok("1"),
+            "{test}: redis-py is not installed but RUVIO_REQUIRE_REDIS=1"
+        );
+        eprintln!("SKIPPED the redis-py part of {test}: redis-py is not installed");
+    }
+    found
+}
+
 static NEXT_PORT: Mutex<Option<u16>> = Mutex::new(None);
 
 fn port_is_free(port: u16) -> bool {
