@@ -120,6 +120,8 @@ pub trait Server: config::Configured {
     fn detach_monitor(&mut self, who: (u32, u32));
     /// This shard keeps a log (durability everysec or always), not memory only.
     fn has_log(&self) -> bool;
+    /// How far this shard's log got (WAITAOF), `None` without a log.
+    fn log_bytes(&self) -> Option<LogBytes>;
     /// Command timing and sizes: the command logs' settings, histograms.
     fn command_timing(&self) -> &crate::observability::Timing;
     /// This shard's CLIENT TRACKING tables and what delivering an invalidation
@@ -146,6 +148,9 @@ pub trait Server: config::Configured {
     );
     /// The shards whose subscriptions a PUBSUB call on this shard sees.
     fn visible_shards(&self) -> std::ops::Range<usize>;
+    /// This shard's part of replication: its feed of the records it wrote,
+    /// the replicas it hosts (PSYNC's attach, WAIT's flush of the feed).
+    fn replication_part(&mut self) -> &mut crate::replication::serve::ShardPart;
     /// Record a command for the replicas only, not the log (FUNCTION's changes,
     /// which the shard's own file keeps).
     fn feed_replicas(&mut self, db: usize, argv: &mut dyn Iterator<Item = &[u8]>);
@@ -158,6 +163,14 @@ pub trait Server: config::Configured {
     type Shared: SharedReads;
     /// What every shard shares, as this shard holds it.
     fn shared(&self) -> &Self::Shared;
+}
+
+/// How far a shard's log got, in bytes since it opened: what it appended and
+/// what is on disk (WAITAOF's numlocal waits for the second to reach the first).
+#[derive(Clone, Copy, Debug)]
+pub struct LogBytes {
+    pub appended: u64,
+    pub synced: u64,
 }
 
 /// What the families (INFO) read of what every shard shares: the shard's

@@ -8,7 +8,7 @@
 use crate::acl::Acl;
 use crate::cluster::node::ShardNode;
 use crate::cluster::topology::Topology;
-use crate::cmd::{Server, SharedReads};
+use crate::cmd::{LogBytes, Server, SharedReads};
 use crate::config::change::ConfigChange;
 use crate::config::Config;
 use crate::mesh::forward::Outbox;
@@ -18,6 +18,7 @@ use crate::net::slab::Slab;
 use crate::observability::{Observatory, Timing};
 use crate::persistence::loading::LoadingState;
 use crate::persistence::snapshot::SaveState;
+use crate::replication::serve::ShardPart;
 use crate::shard::{ShardCore, Shared};
 use crate::stats::{ShardGauges, ShardStats, StatTables};
 use crate::tracking::{Deliver, Directory, Tracking};
@@ -137,6 +138,14 @@ impl Server for ShardCore {
     }
 
     #[inline]
+    fn log_bytes(&self) -> Option<LogBytes> {
+        self.wal.as_ref().map(|wal| LogBytes {
+            appended: wal.appended_bytes(),
+            synced: wal.synced_bytes(),
+        })
+    }
+
+    #[inline]
     fn command_timing(&self) -> &Timing {
         &self.timing
     }
@@ -169,6 +178,11 @@ impl Server for ShardCore {
     #[inline]
     fn visible_shards(&self) -> std::ops::Range<usize> {
         ShardCore::visible_shards(self)
+    }
+
+    #[inline]
+    fn replication_part(&mut self) -> &mut ShardPart {
+        &mut self.replication
     }
 
     #[inline]
