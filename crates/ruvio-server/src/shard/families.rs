@@ -1,5 +1,6 @@
 //! The server's command families (`cmd`, a floor below) as the shard serves them:
-//! [`Server`] and [`SharedReads`] for `ShardCore` and `Shared`, the steps a
+//! [`Server`] and [`SharedReads`] for `ShardCore` and `Shared`, [`RowsFor`]
+//! (the command table's rows instantiated for `ShardCore`), the steps a
 //! handler asks of the shard without naming it (CLIENT PAUSE and UNPAUSE on
 //! every shard, CLIENT UNBLOCK, INFO's gauges as of now, a broadcast to the
 //! other shards), and the reads of the core and of `Shared` they make (CLIENT's
@@ -8,7 +9,7 @@
 use crate::acl::Acl;
 use crate::cluster::node::ShardNode;
 use crate::cluster::topology::Topology;
-use crate::cmd::{LogBytes, Server, SharedReads};
+use crate::cmd::{LogBytes, Rows, RowsFor, Server, SharedReads};
 use crate::config::change::ConfigChange;
 use crate::config::Config;
 use crate::mesh::forward::Outbox;
@@ -28,6 +29,12 @@ use ruvio_engine::{CmdError, Engine};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The command table's server rows run on this shard's core: each handler's
+/// one instance is `ShardCore`'s.
+impl RowsFor for Rows {
+    type Core = ShardCore;
+}
 
 impl Server for ShardCore {
     #[inline]
