@@ -258,7 +258,7 @@ pub struct Rows;
 /// The shard type the rows run on ([`RowsFor`]).
 type RowCore = <Rows as RowsFor>::Core;
 
-/// A server command handler: a generic handler's instance for [`RowCore`].
+/// A server command handler: a generic handler's instance for `RowCore`.
 pub type ServerFn = fn(&mut Ctx<'_, RowCore>, Args<'_>, &mut Reply<'_>) -> ServerResult;
 
 /// One row of a server family's table.
