@@ -295,7 +295,6 @@ fn check_crate(crate_dir: &str, heading: &str, known: &[(&str, &str)]) {
 /// (`ShardCore`, owned by `shard`, taken whole by lower layers) or of a lower layer
 /// calling up directly; docs/architecture.md says what replaces them.
 const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
-    ("cmd/mod.rs", "shard"),
     ("mesh/lending/batch.rs", "shard"),
     ("mesh/lending/home.rs", "shard"),
     ("mesh/lending/mod.rs", "cmd"),
@@ -317,47 +316,65 @@ fn the_server_imports_follow_the_layer_order() {
     );
 }
 
-/// The engine's floors hold with no exception.
-/// The files of `cmd` whose handlers still take the concrete core (`cmd::Ctx`'s
-/// default, written `Ctx<'_>`) instead of being generic over `cmd::Server`: the
-/// god struct's debt in the command families (docs/architecture.md says what each
-/// reads). `mod.rs` holds the default and the rows' type until the last goes.
-const CMD_ON_THE_CONCRETE_CORE: &[&str] =
-    &["cluster.rs", "cluster_node.rs", "mod.rs", "replication.rs"];
+/// The names that reach the shard's concrete type from `cmd`: the type itself,
+/// and the hook through which the shard says which type the rows run on
+/// (`cmd::RowsFor`, read once by `cmd/mod.rs`'s `ServerFn`). A handler written
+/// over either could read the core's fields past `cmd::Server`.
+const THE_CONCRETE_CORE: &[&str] = &["ShardCore", "RowCore", "RowsFor"];
 
-/// Files of `dir` whose code (comments aside) writes `Ctx<'_>`.
-fn on_the_concrete_core(dir: &Path) -> BTreeSet<String> {
-    sources(dir)
-        .into_iter()
-        .filter(|(_, text)| {
-            text.lines()
-                .any(|l| !l.trim_start().starts_with("//") && l.contains("Ctx<'_>"))
+/// Files (relative to `cmd/`) whose product code, comments aside, names the
+/// concrete core: every name of [`THE_CONCRETE_CORE`] anywhere, the hook's
+/// outside `mod.rs`'s one reading of it.
+fn naming_the_concrete_core(files: &[(PathBuf, String)]) -> BTreeSet<String> {
+    files
+        .iter()
+        .filter(|(rel, text)| {
+            let code = product_code(text);
+            THE_CONCRETE_CORE.iter().any(|name| match *name {
+                "ShardCore" => code.contains(name),
+                hook => rel != Path::new("mod.rs") && code.contains(hook),
+            })
         })
         .map(|(rel, _)| rel.to_string_lossy().into_owned())
         .collect()
 }
 
 #[test]
-fn command_handlers_are_generic_over_the_shard() {
-    let found = on_the_concrete_core(&repo().join("crates/ruvio-server/src/cmd"));
-    let known: BTreeSet<String> = CMD_ON_THE_CONCRETE_CORE
-        .iter()
-        .map(|f| f.to_string())
-        .collect();
-    let new: Vec<_> = found.difference(&known).collect();
-    let gone: Vec<_> = known.difference(&found).collect();
+fn no_family_names_the_concrete_core() {
+    let files = sources(&repo().join("crates/ruvio-server/src/cmd"));
+    let found = naming_the_concrete_core(&files);
     assert!(
-        new.is_empty(),
-        "cmd files whose handlers take the concrete core (`Ctx<'_>`): {new:?}\n\
+        found.is_empty(),
+        "cmd files that name the concrete core: {found:?}\n\
          Write the handler over the shard (`fn h<S: Server>(ctx: &mut Ctx<'_, S>, ..)`) and \
          read what it needs through `cmd::Server` (add a method there if it lacks one)."
     );
-    assert!(
-        gone.is_empty(),
-        "CMD_ON_THE_CONCRETE_CORE lists files that no longer take the core; remove them: {gone:?}"
-    );
 }
 
+#[test]
+fn a_handler_on_the_concrete_core_is_caught() {
+    let files = |rel: &str, text: &str| vec![(PathBuf::from(rel), text.to_string())];
+    let generic = "fn role<S: Server>(ctx: &mut Ctx<'_, S>) {}\n";
+    assert!(naming_the_concrete_core(&files("replication.rs", generic)).is_empty());
+    let hook = "type RowCore = <Rows as RowsFor>::Core;\n";
+    assert!(naming_the_concrete_core(&files("mod.rs", hook)).is_empty());
+    for text in [
+        "fn role(ctx: &mut Ctx<'_, RowCore>) {}\n",
+        "fn role(ctx: &mut Ctx<'_, <Rows as RowsFor>::Core>) {}\n",
+        "fn role(ctx: &mut Ctx<'_, crate::shard::ShardCore>) {}\n",
+    ] {
+        let found = naming_the_concrete_core(&files("replication.rs", text));
+        assert_eq!(
+            found,
+            BTreeSet::from(["replication.rs".to_string()]),
+            "{text}"
+        );
+    }
+    let commented = "// once ShardCore's fields\nfn role<S: Server>(ctx: &mut Ctx<'_, S>) {}\n";
+    assert!(naming_the_concrete_core(&files("replication.rs", commented)).is_empty());
+}
+
+/// The engine's floors hold with no exception.
 #[test]
 fn the_engine_imports_follow_the_layer_order() {
     check_crate("crates/ruvio-engine", "ruvio-engine floors", &[]);

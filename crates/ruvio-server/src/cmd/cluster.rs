@@ -8,7 +8,7 @@
 //! (MEET, ADDSLOTS ...) are `cluster_node`'s.
 
 use super::cluster_node as bus;
-use super::{parse_i64, Ctx, ServerCommand, ServerResult};
+use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult};
 use crate::cluster::topology::Node;
 use crate::config::PortMode;
 use ruvio_engine::command::{command, flags::*, reply_help};
@@ -97,43 +97,51 @@ const NODE_ADMIN: u32 = ADMIN | STALE | NO_ASYNC_LOADING;
 
 /// Every cluster command answers Redis' "cluster support disabled" in forward
 /// mode, as Redis' `clusterCommand` does before looking at its subcommand.
-fn require_cluster(ctx: &Ctx<'_>) -> ServerResult {
-    match ctx.core.topo.mode {
+fn require_cluster<S: Server>(ctx: &Ctx<'_, S>) -> ServerResult {
+    match ctx.core.topology().mode {
         PortMode::PerShard => Ok(()),
         PortMode::Forward => Err(CmdError::ClusterDisabled),
     }
 }
 
-fn readonly(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn readonly<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     require_cluster(ctx)?;
     ctx.client.readonly = true;
     reply.ok();
     Ok(())
 }
 
-fn readwrite(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn readwrite<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     require_cluster(ctx)?;
     ctx.client.readonly = false;
     reply.ok();
     Ok(())
 }
 
-fn asking(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn asking<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
     ctx.client.asking = true;
     reply.ok();
     Ok(())
 }
 
-fn info(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn info<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if let Some(node) = ctx.core.cluster_node.as_deref() {
+    if let Some(node) = ctx.core.cluster_node() {
         return bus::info(node, reply);
     }
-    let n = ctx.core.topo.nodes.len();
+    let n = ctx.core.topology().nodes.len();
     let text = format!(
         "cluster_state:ok\r\ncluster_slots_assigned:{SLOT_COUNT}\r\ncluster_slots_ok:{SLOT_COUNT}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{n}\r\ncluster_size:{n}\r\ncluster_current_epoch:{n}\r\ncluster_my_epoch:{}\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
-        ctx.core.id + 1
+        ctx.core.shard_id() + 1
     );
     reply.verbatim("txt", text.as_bytes());
     Ok(())
@@ -149,39 +157,42 @@ fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node, port: u16) {
     reply.map(0);
 }
 
-fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn slots<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if let Some(node) = ctx.core.cluster_node.as_deref() {
+    if let Some(node) = ctx.core.cluster_node() {
         return bus::slots(node, announced_host(ctx), reply);
     }
-    let topo = &ctx.core.topo;
+    let topo = &ctx.core.topology();
     let host = announced_host(ctx);
     reply.array(topo.nodes.len());
     for (i, node) in topo.nodes.iter().enumerate() {
         reply.array(3);
         reply.int(node.first_slot as i64);
         reply.int(node.last_slot as i64);
-        let port = ctx.core.cfg.client_port(i, node.port, ctx.client.tls);
+        let port = ctx
+            .core
+            .settings()
+            .client_port(i, node.port, ctx.client.tls);
         reply_node(reply, host, node, port);
     }
     Ok(())
 }
 
-fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn shards<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if let Some(node) = ctx.core.cluster_node.as_deref() {
+    if let Some(node) = ctx.core.cluster_node() {
         return bus::shards(node, announced_host(ctx), reply);
     }
-    let topo = &ctx.core.topo;
+    let topo = &ctx.core.topology();
     let host = announced_host(ctx);
     reply.array(topo.nodes.len());
     for (i, node) in topo.nodes.iter().enumerate() {
         // Redis: with tls-cluster, `port` is the plain port and `tls-port` the TLS one.
         let tls_port = ctx
             .core
-            .cfg
+            .settings()
             .tls_port(i)
-            .filter(|_| ctx.core.cfg.param("tls-cluster") == "yes");
+            .filter(|_| ctx.core.settings().param("tls-cluster") == "yes");
         reply.map(2);
         reply.bulk(b"slots");
         reply.array(2);
@@ -212,21 +223,24 @@ fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     Ok(())
 }
 
-fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn nodes<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if let Some(node) = ctx.core.cluster_node.as_deref() {
+    if let Some(node) = ctx.core.cluster_node() {
         return bus::nodes(node, announced_host(ctx), reply);
     }
-    let topo = &ctx.core.topo;
+    let topo = &ctx.core.topology();
     let host = announced_host(ctx);
     let mut text = String::new();
     for (i, node) in topo.nodes.iter().enumerate() {
-        let flags = if i == ctx.core.id {
+        let flags = if i == ctx.core.shard_id() {
             "myself,master"
         } else {
             "master"
         };
-        let port = ctx.core.cfg.client_port(i, node.port, ctx.client.tls);
+        let port = ctx
+            .core
+            .settings()
+            .client_port(i, node.port, ctx.client.tls);
         text.push_str(&format!(
             "{} {}:{}@{} {} - 0 0 {} connected {}-{}\n",
             node.id,
@@ -244,24 +258,24 @@ fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerRes
 }
 
 /// The host this client is told to connect to (see `Topology::announced_host`).
-fn announced_host<'a>(ctx: &'a Ctx<'_>) -> &'a str {
+fn announced_host<'a, S: Server>(ctx: &'a Ctx<'_, S>) -> &'a str {
     let core = &ctx.core;
-    core.topo
-        .announced_host(&core.cfg.cluster_announce_ip, &ctx.client.local)
+    core.topology()
+        .announced_host(&core.settings().cluster_announce_ip, &ctx.client.local)
 }
 
-fn keyslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn keyslot<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
     reply.int(key_slot(args.get(2)) as i64);
     Ok(())
 }
 
-fn myid(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn myid<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if let Some(node) = ctx.core.cluster_node.as_deref() {
+    if let Some(node) = ctx.core.cluster_node() {
         return bus::myid(node, reply);
     }
-    let id = ctx.core.topo.nodes[ctx.core.id].id.clone();
+    let id = ctx.core.topology().nodes[ctx.core.shard_id()].id.clone();
     reply.bulk(id.as_bytes());
     Ok(())
 }
@@ -273,21 +287,29 @@ fn parse_slot(arg: &[u8]) -> Option<u16> {
         .map(|s| s as u16)
 }
 
-fn countkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn countkeysinslot<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     require_cluster(ctx)?;
     let slot = parse_slot(args.get(2)).ok_or(CmdError::InvalidSlot)?;
-    reply.int(ctx.core.engine.count_keys_in_slot(ctx.client.db, slot) as i64);
+    reply.int(ctx.core.engine().count_keys_in_slot(ctx.client.db, slot) as i64);
     Ok(())
 }
 
-fn getkeysinslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn getkeysinslot<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     require_cluster(ctx)?;
     let slot = parse_slot(args.get(2));
     let count = parse_i64(args.get(3)).and_then(|n| usize::try_from(n).ok());
     let (Some(slot), Some(count)) = (slot, count) else {
         return Err(CmdError::InvalidSlotOrCount);
     };
-    let keys = ctx.core.engine.keys_in_slot(ctx.client.db, slot, count);
+    let keys = ctx.core.engine().keys_in_slot(ctx.client.db, slot, count);
     reply.array(keys.len());
     keys.iter().for_each(|k| reply.bulk(k));
     Ok(())
@@ -307,18 +329,22 @@ const SLOT_STATS_METRICS: &[&str] = &["key-count"];
 /// (Redis 8.0): `[slot, {key-count: n}]` for each slot this shard serves, in slot
 /// order for SLOTSRANGE, by the metric (ties by slot) for ORDERBY, descending
 /// unless ASC. Errors and their order as Redis's `clusterSlotStatsCommand`.
-fn slot_stats(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn slot_stats<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     require_cluster(ctx)?;
-    let served: Vec<u16> = match ctx.core.cluster_node.as_deref() {
+    let served: Vec<u16> = match ctx.core.cluster_node() {
         Some(node) => (0..SLOT_COUNT).filter(|&s| node.serves(s)).collect(),
         None => {
-            let node = &ctx.core.topo.nodes[ctx.core.id];
+            let node = &ctx.core.topology().nodes[ctx.core.shard_id()];
             (node.first_slot..=node.last_slot).collect()
         }
     };
     // One walk of the keyspace for every slot (Redis keeps one dict per slot; Ruvio
     // one per database). Cluster mode has database 0 only, as Redis counts.
-    let counts = ctx.core.engine.key_counts_by_slot(0);
+    let counts = ctx.core.engine().key_counts_by_slot(0);
     let variant = args.get(2);
     let slots: Vec<u16> = if args.len() == 5 && variant.eq_ignore_ascii_case(b"SLOTSRANGE") {
         let start = slot_arg(args.get(3))?;
@@ -393,9 +419,9 @@ fn orderby_options(args: Args<'_>) -> Result<(usize, bool), CmdError> {
     Ok((limit, descending))
 }
 
-fn help(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn help<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if ctx.core.cluster_node.is_some() {
+    if ctx.core.cluster_node().is_some() {
         reply_help(reply, b"cluster", bus::HELP);
         return Ok(());
     }

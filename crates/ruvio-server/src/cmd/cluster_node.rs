@@ -9,7 +9,7 @@
 //! were: these run only where the shard owns a `ShardNode`; without one the
 //! subcommands that change the cluster do not exist (`unknown subcommand`).
 
-use super::{parse_i64, Ctx, ServerResult};
+use super::{parse_i64, Ctx, Server, ServerResult};
 use crate::cluster::bus::links::KINDS;
 use crate::cluster::membership::{SetSlot, State};
 use crate::cluster::node::ShardNode;
@@ -90,8 +90,11 @@ pub(super) const HELP: &[&str] = &[
 ];
 
 /// The shard's node, or Redis's answer to a subcommand it does not have.
-fn node<'a>(ctx: &'a mut Ctx<'_>, args: Args<'_>) -> Result<&'a mut ShardNode, CmdError> {
-    match ctx.core.cluster_node.as_deref_mut() {
+fn node<'a, S: Server>(
+    ctx: &'a mut Ctx<'_, S>,
+    args: Args<'_>,
+) -> Result<&'a mut ShardNode, CmdError> {
+    match ctx.core.cluster_node_mut() {
         Some(node) => Ok(node),
         None => Err(CmdError::unknown_subcommand(args.get(1), "cluster")),
     }
@@ -313,8 +316,8 @@ fn assign(
 
 /// CLUSTER ADDSLOTS / DELSLOTS slot [slot ...]: every slot parsed first, then
 /// checked, as Redis.
-fn slots_command(
-    ctx: &mut Ctx<'_>,
+fn slots_command<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
     delete: bool,
@@ -330,18 +333,26 @@ fn slots_command(
     assign(node, &seen, delete, reply)
 }
 
-pub(super) fn addslots(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+pub(super) fn addslots<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     slots_command(ctx, args, reply, false)
 }
 
-pub(super) fn delslots(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+pub(super) fn delslots<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     slots_command(ctx, args, reply, true)
 }
 
 /// CLUSTER ADDSLOTSRANGE / DELSLOTSRANGE start end [start end ...]: each pair
 /// parsed and checked in turn, as Redis.
-fn ranges_command(
-    ctx: &mut Ctx<'_>,
+fn ranges_command<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
     delete: bool,
@@ -368,16 +379,16 @@ fn ranges_command(
     assign(node, &seen, delete, reply)
 }
 
-pub(super) fn addslotsrange(
-    ctx: &mut Ctx<'_>,
+pub(super) fn addslotsrange<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
     ranges_command(ctx, args, reply, false)
 }
 
-pub(super) fn delslotsrange(
-    ctx: &mut Ctx<'_>,
+pub(super) fn delslotsrange<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
@@ -385,8 +396,12 @@ pub(super) fn delslotsrange(
 }
 
 /// CLUSTER MEET ip port [bus-port]: a handshake starts at the next cron.
-pub(super) fn meet(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let now = ctx.core.now_ms;
+pub(super) fn meet<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let now = ctx.core.now_ms();
     let node = node(ctx, args)?;
     if args.len() > 5 {
         return Err(CmdError::subcommand_syntax(args.get(1), "cluster"));
@@ -425,7 +440,11 @@ fn quoted(arg: &[u8]) -> String {
 }
 
 /// CLUSTER FORGET node-id.
-pub(super) fn forget(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+pub(super) fn forget<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let node = node(ctx, args)?;
     node.cluster.forget(args.get(2)).map_err(error)?;
     node.changed();
@@ -434,12 +453,12 @@ pub(super) fn forget(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -
 }
 
 /// CLUSTER COUNT-FAILURE-REPORTS node-id.
-pub(super) fn count_failure_reports(
-    ctx: &mut Ctx<'_>,
+pub(super) fn count_failure_reports<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    let now = ctx.core.now_ms;
+    let now = ctx.core.now_ms();
     let node = node(ctx, args)?;
     match node.cluster.failure_reports(args.get(2), now) {
         Some(count) => reply.int(count as i64),
@@ -449,8 +468,8 @@ pub(super) fn count_failure_reports(
 }
 
 /// CLUSTER SET-CONFIG-EPOCH epoch.
-pub(super) fn set_config_epoch(
-    ctx: &mut Ctx<'_>,
+pub(super) fn set_config_epoch<S: Server>(
+    ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
@@ -472,17 +491,20 @@ pub(super) fn set_config_epoch(
 /// CLUSTER SETSLOT slot IMPORTING node-id | MIGRATING node-id | NODE node-id |
 /// STABLE: a slot in flight, as `redis-cli --cluster reshard` moves it
 /// (`cluster/membership_migration.rs`); Redis 7.0's checks in its order.
-pub(super) fn setslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+pub(super) fn setslot<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     if ctx
         .core
-        .cluster_node
-        .as_deref()
+        .cluster_node()
         .is_some_and(|n| n.cluster.is_replica())
     {
         return Err(error("ERR Please use SETSLOT only with masters.".into()));
     }
     let slot = slot_arg(args.get(2))?;
-    let holds_keys = ctx.core.engine.count_keys_in_slot(0, slot) != 0;
+    let holds_keys = ctx.core.engine().count_keys_in_slot(0, slot) != 0;
     let node = node(ctx, args)?;
     let word = args.get(3);
     let action = match args.len() {
@@ -506,7 +528,11 @@ pub(super) fn setslot(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) 
 }
 
 /// CLUSTER BUMPEPOCH: `BUMPED <epoch>` or `STILL <epoch>`.
-pub(super) fn bumpepoch(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+pub(super) fn bumpepoch<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let node = node(ctx, args)?;
     let (bumped, epoch) = node.cluster.bump_epoch();
     node.changed();
@@ -517,7 +543,11 @@ pub(super) fn bumpepoch(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>
 
 /// CLUSTER REPLICATE node-id: the membership's role (the data stays with
 /// replication, docs/cluster.md).
-pub(super) fn replicate(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+pub(super) fn replicate<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let node = node(ctx, args)?;
     let name = args.get(2);
     let Ok(master) = <[u8; crate::cluster::bus::message::NAME_LEN]>::try_from(name) else {
@@ -535,7 +565,11 @@ pub(super) fn replicate(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>
 
 /// CLUSTER RESET [HARD | SOFT]: refused to a master holding keys (cluster
 /// mode has database 0 only).
-pub(super) fn reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+pub(super) fn reset<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let hard = match args.len() {
         2 => false,
         3 if args.get(2).eq_ignore_ascii_case(b"hard") => true,
@@ -543,8 +577,8 @@ pub(super) fn reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
         3 => return Err(CmdError::Syntax),
         _ => return Err(CmdError::subcommand_syntax(args.get(1), "cluster")),
     };
-    let keys = ctx.core.engine.key_count(0);
-    let now = ctx.core.now_ms;
+    let keys = ctx.core.engine().key_count(0);
+    let now = ctx.core.now_ms();
     let node = node(ctx, args)?;
     if !node.cluster.is_replica() && keys != 0 {
         return Err(error(
@@ -559,8 +593,12 @@ pub(super) fn reset(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
 
 /// CLUSTER FLUSHSLOTS: this node gives up every slot it serves, when it holds
 /// no key.
-pub(super) fn flushslots(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let keys = ctx.core.engine.key_count(0);
+pub(super) fn flushslots<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let keys = ctx.core.engine().key_count(0);
     let node = node(ctx, args)?;
     if keys != 0 {
         return Err(error(
@@ -575,7 +613,11 @@ pub(super) fn flushslots(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_
 }
 
 /// CLUSTER LINKS: each bus link to or from a known node.
-pub(super) fn links(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+pub(super) fn links<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let node = node(ctx, args)?;
     let links: Vec<_> = node
         .cluster
@@ -603,7 +645,11 @@ pub(super) fn links(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) ->
 }
 
 /// CLUSTER SAVECONFIG: nodes.conf written now.
-pub(super) fn saveconfig(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+pub(super) fn saveconfig<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     let node = node(ctx, args)?;
     node.save()
         .map_err(|e| error(format!("ERR error saving the cluster node config: {e}")))?;

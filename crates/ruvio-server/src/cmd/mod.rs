@@ -12,9 +12,8 @@
 //! A handler is generic over the shard it runs on (`Ctx<'_, S>`, `S:`
 //! [`Server`]): it reads the shard and asks steps of it only through that trait,
 //! which the shard, the floor above, implements (`shard/families.rs`), so a
-//! family never names `ShardCore`; CLUSTER's and replication's handlers still
-//! read its fields, through `Ctx`'s default (docs/architecture.md's debt list).
-//! The rows hold each handler's one instance, for the shard's type: no `dyn`.
+//! family never names `ShardCore`. The rows hold each handler's one instance,
+//! for the type the shard names through [`RowsFor`]: no `dyn`, no indirection.
 
 pub mod acl;
 pub mod client;
@@ -39,16 +38,13 @@ pub mod transactions;
 use crate::mesh::gather::{Gather, Then};
 use crate::net::conn::{ClientState, Conn};
 use crate::net::slab::Slab;
-use crate::shard::ShardCore;
 use ruvio_engine::{CmdError, CommandRow};
 use ruvio_resp::{Args, Reply};
 
 /// Everything a server command may look at or change. `S` is the shard as the
 /// families see it ([`Server`]): a handler generic over it reads and asks only
-/// through the trait, monomorphised for the one shard type (no `dyn`). The
-/// default names the concrete core for the handlers that still read its fields
-/// (CLUSTER's and replication's: docs/architecture.md's debt list).
-pub struct Ctx<'a, S: Server = ShardCore> {
+/// through the trait, monomorphised for the one shard type (no `dyn`).
+pub struct Ctx<'a, S: Server> {
     pub core: &'a mut S,
     pub client: &'a mut ClientState,
     /// The shard's other connections (the caller's own is taken out while it runs).
@@ -120,6 +116,8 @@ pub trait Server: config::Configured {
     fn detach_monitor(&mut self, who: (u32, u32));
     /// This shard keeps a log (durability everysec or always), not memory only.
     fn has_log(&self) -> bool;
+    /// How far this shard's log got (WAITAOF), `None` without a log.
+    fn log_bytes(&self) -> Option<LogBytes>;
     /// Command timing and sizes: the command logs' settings, histograms.
     fn command_timing(&self) -> &crate::observability::Timing;
     /// This shard's CLIENT TRACKING tables and what delivering an invalidation
@@ -146,6 +144,9 @@ pub trait Server: config::Configured {
     );
     /// The shards whose subscriptions a PUBSUB call on this shard sees.
     fn visible_shards(&self) -> std::ops::Range<usize>;
+    /// This shard's part of replication: its feed of the records it wrote,
+    /// the replicas it hosts (PSYNC's attach, WAIT's flush of the feed).
+    fn replication_part(&mut self) -> &mut crate::replication::serve::ShardPart;
     /// Record a command for the replicas only, not the log (FUNCTION's changes,
     /// which the shard's own file keeps).
     fn feed_replicas(&mut self, db: usize, argv: &mut dyn Iterator<Item = &[u8]>);
@@ -158,6 +159,14 @@ pub trait Server: config::Configured {
     type Shared: SharedReads;
     /// What every shard shares, as this shard holds it.
     fn shared(&self) -> &Self::Shared;
+}
+
+/// How far a shard's log got, in bytes since it opened: what it appended and
+/// what is on disk (WAITAOF's numlocal waits for the second to reach the first).
+#[derive(Clone, Copy, Debug)]
+pub struct LogBytes {
+    pub appended: u64,
+    pub synced: u64,
 }
 
 /// What the families (INFO) read of what every shard shares: the shard's
@@ -231,8 +240,26 @@ pub fn script_commands<S: SharedReads>() -> crate::scripting::host::ServerComman
     }
 }
 
-/// A server command handler.
-pub type ServerFn = fn(&mut Ctx<'_>, Args<'_>, &mut Reply<'_>) -> ServerResult;
+/// Which shard type the rows' handlers are instantiated for. A row holds a
+/// plain `fn` pointer, so its handler must be one instance of the generic
+/// function; the shard, the floor above, says which by implementing this for
+/// [`Rows`] (`shard/families.rs`), the way it implements [`Server`], and `cmd`
+/// never names it. Only [`ServerFn`] reads it: a handler that took
+/// `Ctx<'_, RowCore>` could reach past [`Server`] into the core, and
+/// `tests/layering.rs` (`no_family_names_the_concrete_core`) fails on one.
+pub trait RowsFor {
+    /// The shard the table's handlers run on.
+    type Core: Server;
+}
+
+/// The command table's server rows, as a type: what [`RowsFor`] is implemented for.
+pub struct Rows;
+
+/// The shard type the rows run on ([`RowsFor`]).
+type RowCore = <Rows as RowsFor>::Core;
+
+/// A server command handler: a generic handler's instance for `RowCore`.
+pub type ServerFn = fn(&mut Ctx<'_, RowCore>, Args<'_>, &mut Reply<'_>) -> ServerResult;
 
 /// One row of a server family's table.
 pub type ServerCommand = CommandRow<ServerFn>;

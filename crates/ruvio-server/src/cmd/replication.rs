@@ -2,7 +2,7 @@
 //! REPLCONF, with Redis 7.0's arity, flags and replies. They read and change
 //! `replication::State`; shard 0 acts on it (see `replication`).
 
-use super::{Ctx, ServerCommand, ServerResult};
+use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::mesh::gather::{Gather, Then};
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
@@ -58,12 +58,12 @@ pub struct WaitReplicas {
 /// (`replication::primary`): `+FULLRESYNC <replid> <offset>`, then the RDB. In
 /// per-shard mode the history is the shard node's own (`replication::history`):
 /// its replid, its offset, its backlog, and a full sync of its keys only.
-fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     if ctx.client.replica.attached {
         return Ok(());
     }
-    let core = &mut *ctx.core;
-    let state = &core.shared.replication;
+    let core = &*ctx.core;
+    let state = core.shared().replication();
     let take_over = args.len() > 3 && args.get(0).eq_ignore_ascii_case(b"psync");
     if take_over && args.get(3).eq_ignore_ascii_case(b"failover") {
         // The old primary's FAILOVER: this replica of it takes over.
@@ -111,7 +111,8 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             b"NOMASTERLINK Can't SYNC while not connected with my master".to_vec(),
         ));
     }
-    let history = state.followed(core.id, core.cfg.port_mode, ctx.client.replica.shard_link);
+    let (shard, port_mode) = (core.shard_id(), core.settings().port_mode);
+    let history = state.followed(shard, port_mode, ctx.client.replica.shard_link);
     let primary = history.primary;
     let psync = args.get(0).eq_ignore_ascii_case(b"psync");
     let offset = history.offset();
@@ -138,7 +139,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
         // The first replica of a server without a backlog: a new history.
         history.new_history();
         let size = core
-            .cfg
+            .settings()
             .param("repl-backlog-size")
             .parse()
             .unwrap_or(1 << 20);
@@ -180,16 +181,18 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
     }
     primary.attach(crate::replication::primary::ReplicaInfo {
         client_id: ctx.client.id,
-        host: core.id,
+        host: shard,
         ip,
         port: peer.listening_port,
         state: if online { "online" } else { "wait_bgsave" },
         ack_offset: continue_from.unwrap_or(0),
         aof_offset: 0,
-        last_ack_ms: core.now_ms,
+        last_ack_ms: core.now_ms(),
         acks: 0,
     });
-    core.replication
+    let generation = state.replicas_generation();
+    ctx.core
+        .replication_part()
         .hosted
         .push(crate::replication::serve::Hosted {
             who: ctx.who,
@@ -197,7 +200,7 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
             eof: peer.capa_eof && psync,
             old_sync: !psync,
             shard_link: peer.shard_link,
-            generation: state.replicas_generation(),
+            generation,
             phase,
         });
     Ok(())
@@ -212,29 +215,34 @@ fn sync(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
 /// only), and the stream never passes through another shard. Any error (a
 /// redis-server's "Unrecognized REPLCONF option" included) means the single
 /// stream of the whole server.
-fn shard_link(ctx: &mut Ctx<'_>, value: &[u8]) -> Result<(), CmdError> {
+fn shard_link<S: Server>(ctx: &mut Ctx<'_, S>, value: &[u8]) -> Result<(), CmdError> {
     let core = &*ctx.core;
     let mut halves = value.splitn(2, |&b| b == b'/');
     let shard = halves.next().and_then(super::parse_i64);
     let shards = halves.next().and_then(super::parse_i64);
     // A replica's shards follow its primary's one stream: no history of
     // their own (a chained Ruvio replica takes the single stream).
-    let ours = core.cfg.port_mode == crate::config::PortMode::Forward
-        && !core.shared.replication.follows_a_primary()
-        && shards == Some(core.cfg.shards as i64)
-        && shard.is_some_and(|i| (0..core.cfg.shards as i64).contains(&i));
+    let cfg = core.settings();
+    let ours = cfg.port_mode == crate::config::PortMode::Forward
+        && !core.shared().replication().follows_a_primary()
+        && shards == Some(cfg.shards as i64)
+        && shard.is_some_and(|i| (0..cfg.shards as i64).contains(&i));
     if !ours {
         return Err(CmdError::Line(
             format!(
                 "ERR ruvio-shard needs a forward-mode primary of {} shards",
-                core.cfg.shards
+                cfg.shards
             )
             .into_bytes(),
         ));
     }
-    if shard != Some(core.id as i64) {
+    if shard != Some(core.shard_id() as i64) {
         return Err(CmdError::Line(
-            format!("ERR ruvio-shard: this connection is on shard {}", core.id).into_bytes(),
+            format!(
+                "ERR ruvio-shard: this connection is on shard {}",
+                core.shard_id()
+            )
+            .into_bytes(),
         ));
     }
     ctx.client.replica.shard_link = true;
@@ -245,15 +253,19 @@ fn shard_link(ctx: &mut Ctx<'_>, value: &[u8]) -> Result<(), CmdError> {
 /// shard, and once a replica (the one named) acknowledged every byte, this
 /// server follows it and asks it to take over (`PSYNC ... FAILOVER`); shard 0's
 /// tick drives it (`shard::primary`). Redis 7.0's checks, order and errors.
-fn failover(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn failover<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     use crate::replication::state::{Failover, FailoverPhase};
     let line = |text: &str| CmdError::Line(text.as_bytes().to_vec());
-    if ctx.core.cfg.port_mode == crate::config::PortMode::PerShard {
+    if ctx.core.settings().port_mode == crate::config::PortMode::PerShard {
         return Err(line(
             "ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.",
         ));
     }
-    let state = &ctx.core.shared.replication;
+    let state = ctx.core.shared().replication();
     if args.len() == 2 && args.get(1).eq_ignore_ascii_case(b"abort") {
         if state.ids().failover.phase == FailoverPhase::None {
             return Err(line("ERR No failover in progress."));
@@ -328,27 +340,20 @@ fn failover(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         target,
         end_ms: match timeout_ms {
             0 => 0,
-            ms => ctx.core.now_ms.saturating_add(ms as u64),
+            ms => ctx.core.now_ms().saturating_add(ms as u64),
         },
         force,
     });
     // Writes wait on every shard until the failover ends (CLIENT PAUSE WRITE).
-    ctx.core.pause.start(u64::MAX, false);
-    ctx.core
-        .outbox
-        .broadcast(crate::config::change::ConfigChange::Pause {
-            until_ms: u64::MAX,
-            all: false,
-        });
+    ctx.core.pause_everywhere(u64::MAX, false);
     super::ok_everywhere(ctx, reply);
     Ok(())
 }
 
 /// `WAIT numreplicas timeout`: the number of replicas that acknowledged this
 /// client's writes, once `numreplicas` did or the timeout (ms, 0: none) passed.
-fn wait(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let state = &ctx.core.shared.replication;
-    if state.is_replica() {
+fn wait<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    if ctx.core.shared().replication().is_replica() {
         return Err(CmdError::Line(
             b"ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.".to_vec(),
         ));
@@ -360,9 +365,7 @@ fn wait(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
     }
     // What this shard recorded goes to the backlog now, so the offset counts it.
     let offset = offset_after_flush(ctx);
-    let core = &*ctx.core;
-    let history = core.shared.replication.history(core.id, core.cfg.port_mode);
-    let acked = history.primary.acked_at_least(offset);
+    let acked = history_of(ctx.core).primary.acked_at_least(offset);
     if ctx.client.in_exec || acked as i64 >= replicas {
         reply.int(acked as i64);
         return Ok(());
@@ -370,7 +373,7 @@ fn wait(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResul
     ctx.wait = Some(WaitReplicas {
         offset,
         replicas: replicas as usize,
-        deadline_ms: deadline(ctx.core.now_ms, timeout),
+        deadline_ms: deadline(ctx.core.now_ms(), timeout),
         aof: None,
     });
     Ok(())
@@ -385,21 +388,31 @@ fn deadline(now_ms: u64, timeout_ms: i64) -> u64 {
 
 /// The replication offset after this shard's pending records went to the
 /// backlog (the offset a WAIT or WAITAOF of this client waits for).
-fn offset_after_flush(ctx: &mut Ctx<'_>) -> u64 {
-    let core = &mut *ctx.core;
-    let history = core.shared.replication.history(core.id, core.cfg.port_mode);
-    if !history.primary.holding(history.part_of(core.id)) {
-        if let Some(flushed) = core.replication.feed.take() {
+fn offset_after_flush<S: Server>(ctx: &mut Ctx<'_, S>) -> u64 {
+    let history = history_of(ctx.core);
+    if !history
+        .primary
+        .holding(history.part_of(ctx.core.shard_id()))
+    {
+        if let Some(flushed) = ctx.core.replication_part().feed.take() {
+            let history = history_of(ctx.core);
             history.primary.append(flushed, history.offset_counter());
         }
     }
-    history.offset()
+    history_of(ctx.core).offset()
+}
+
+/// The history this shard's clients' writes are part of (the server's, or in
+/// per-shard mode the shard node's own).
+fn history_of<S: Server>(core: &S) -> crate::replication::history::History<'_> {
+    let state = core.shared().replication();
+    state.history(core.shard_id(), core.settings().port_mode)
 }
 
 /// `WAITAOF numlocal numreplicas timeout` (Redis 7.2): `[1 if every shard's log
 /// synced the writes made before it, replicas whose own log did (FACK)]`, once
 /// both are reached or the timeout (ms, 0: none) passed.
-fn waitaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn waitaof<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let numlocal = super::parse_i64(args.get(1)).ok_or(CmdError::NotInteger)?;
     if !(0..=1).contains(&numlocal) {
         return Err(CmdError::Line(
@@ -416,12 +429,12 @@ fn waitaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     if timeout < 0 {
         return Err(CmdError::Line(b"ERR timeout is negative".to_vec()));
     }
-    if ctx.core.shared.replication.is_replica() {
+    if ctx.core.shared().replication().is_replica() {
         return Err(CmdError::Line(
             b"ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.".to_vec(),
         ));
     }
-    if numlocal == 1 && ctx.core.wal.is_none() {
+    if numlocal == 1 && !ctx.core.has_log() {
         return Err(CmdError::Line(
             b"ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.".to_vec(),
         ));
@@ -430,29 +443,27 @@ fn waitaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     let core = &*ctx.core;
     // The log bytes every shard had appended: the writes this client saw
     // answered are among them (a shard publishes before its replies leave).
-    let targets: Vec<(usize, u64)> = match core.wal.as_ref() {
+    let (id, gauges) = (core.shard_id(), core.shared().shards());
+    let log = core.log_bytes();
+    let targets: Vec<(usize, u64)> = match log {
         None => Vec::new(),
         Some(own) => {
             let shards = crate::messaging::pubsub::visible_shards_of(
-                core.cfg.port_mode,
-                core.id,
-                core.shared.shards.len(),
+                core.settings().port_mode,
+                id,
+                gauges.len(),
             );
             shards
-                .map(|shard| match shard == core.id {
-                    true => (shard, own.appended_bytes()),
-                    false => (
-                        shard,
-                        core.shared.shards[shard].log_appended_bytes.load(Relaxed),
-                    ),
+                .map(|shard| match shard == id {
+                    true => (shard, own.appended),
+                    false => (shard, gauges[shard].log_appended_bytes.load(Relaxed)),
                 })
                 .collect()
         }
     };
-    let own = core.wal.as_ref().map(|w| w.synced_bytes());
-    let synced = crate::replication::serve::log_synced(&targets, core.id, own, &core.shared.shards);
-    let history = core.shared.replication.history(core.id, core.cfg.port_mode);
-    let acked = history.primary.fsynced_at_least(offset);
+    let own = log.map(|own| own.synced);
+    let synced = crate::replication::serve::log_synced(&targets, id, own, gauges);
+    let acked = history_of(core).primary.fsynced_at_least(offset);
     let done = acked as i64 >= replicas && (synced || numlocal == 0);
     if ctx.client.in_exec || done {
         reply.array(2);
@@ -463,7 +474,7 @@ fn waitaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
     ctx.wait = Some(WaitReplicas {
         offset,
         replicas: replicas as usize,
-        deadline_ms: deadline(ctx.core.now_ms, timeout),
+        deadline_ms: deadline(ctx.core.now_ms(), timeout),
         aof: Some(crate::replication::serve::AofWait {
             local: numlocal == 1,
             targets,
@@ -475,13 +486,17 @@ fn waitaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerRe
 /// `REPLICAOF host port` / `REPLICAOF NO ONE` (and SLAVEOF): follow a primary, or
 /// become one keeping the data. Not with a log yet: Ruvio's own error says so. Per-shard mode is a
 /// cluster (`cluster_enabled:1`), where Redis refuses it.
-fn replicaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    if ctx.core.cfg.port_mode == crate::config::PortMode::PerShard {
+fn replicaof<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    if ctx.core.settings().port_mode == crate::config::PortMode::PerShard {
         return Err(CmdError::Line(
             b"ERR REPLICAOF not allowed in cluster mode.".to_vec(),
         ));
     }
-    let state = &ctx.core.shared.replication;
+    let state = ctx.core.shared().replication();
     let (host, port) = (args.get(1), args.get(2));
     if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
         if !state.promote() {
@@ -513,10 +528,9 @@ fn replicaof(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> Server
 }
 
 /// `ROLE`
-fn role(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let state = &ctx.core.shared.replication;
-    let history = state.history(ctx.core.id, ctx.core.cfg.port_mode);
-    crate::replication::role(state, history, reply);
+fn role<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let state = ctx.core.shared().replication();
+    crate::replication::role(state, history_of(ctx.core), reply);
     Ok(())
 }
 
@@ -525,7 +539,11 @@ fn role(ctx: &mut Ctx<'_>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResu
 /// gets, written as a push so its silenced replies do not drop it). From a
 /// replica of this server: `listening-port` and `capa` are kept for PSYNC and
 /// INFO, `ACK <offset>` is noted (no reply), the others answer `+OK`.
-fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn replconf<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
     if args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
@@ -543,12 +561,12 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
                     .map(|f| f.max(0) as u64);
                 let core = &*ctx.core;
                 let link = ctx.client.replica.shard_link;
-                let state = &core.shared.replication;
-                let history = state.followed(core.id, core.cfg.port_mode, link);
+                let state = core.shared().replication();
+                let history = state.followed(core.shard_id(), core.settings().port_mode, link);
                 let offset = offset.max(0) as u64;
                 history
                     .primary
-                    .acked(ctx.client.id, offset, fack, core.now_ms);
+                    .acked(ctx.client.id, offset, fack, core.now_ms());
             }
             return Ok(());
         }
@@ -575,10 +593,10 @@ fn replconf(ctx: &mut Ctx<'_>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerR
         }
         if option.eq_ignore_ascii_case(b"getack") {
             if ctx.client.master {
-                let logs = ctx.core.cfg.durability.logs();
-                let state = &ctx.core.shared.replication;
+                let logs = ctx.core.settings().durability.logs();
+                let state = ctx.core.shared().replication();
                 let ack = match ctx.client.shard_link {
-                    true => state.shard_links.book(ctx.core.id).ack(),
+                    true => state.shard_links.book(ctx.core.shard_id()).ack(),
                     false => state.ack(logs),
                 };
                 ctx.client.pushes.extend_from_slice(&ack);

@@ -1,5 +1,6 @@
 //! The server's command families (`cmd`, a floor below) as the shard serves them:
-//! [`Server`] and [`SharedReads`] for `ShardCore` and `Shared`, the steps a
+//! [`Server`] and [`SharedReads`] for `ShardCore` and `Shared`, [`RowsFor`]
+//! (the command table's rows instantiated for `ShardCore`), the steps a
 //! handler asks of the shard without naming it (CLIENT PAUSE and UNPAUSE on
 //! every shard, CLIENT UNBLOCK, INFO's gauges as of now, a broadcast to the
 //! other shards), and the reads of the core and of `Shared` they make (CLIENT's
@@ -8,7 +9,7 @@
 use crate::acl::Acl;
 use crate::cluster::node::ShardNode;
 use crate::cluster::topology::Topology;
-use crate::cmd::{Server, SharedReads};
+use crate::cmd::{LogBytes, Rows, RowsFor, Server, SharedReads};
 use crate::config::change::ConfigChange;
 use crate::config::Config;
 use crate::mesh::forward::Outbox;
@@ -18,6 +19,7 @@ use crate::net::slab::Slab;
 use crate::observability::{Observatory, Timing};
 use crate::persistence::loading::LoadingState;
 use crate::persistence::snapshot::SaveState;
+use crate::replication::serve::ShardPart;
 use crate::shard::{ShardCore, Shared};
 use crate::stats::{ShardGauges, ShardStats, StatTables};
 use crate::tracking::{Deliver, Directory, Tracking};
@@ -27,6 +29,12 @@ use ruvio_engine::{CmdError, Engine};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The command table's server rows run on this shard's core: each handler's
+/// one instance is `ShardCore`'s.
+impl RowsFor for Rows {
+    type Core = ShardCore;
+}
 
 impl Server for ShardCore {
     #[inline]
@@ -137,6 +145,14 @@ impl Server for ShardCore {
     }
 
     #[inline]
+    fn log_bytes(&self) -> Option<LogBytes> {
+        self.wal.as_ref().map(|wal| LogBytes {
+            appended: wal.appended_bytes(),
+            synced: wal.synced_bytes(),
+        })
+    }
+
+    #[inline]
     fn command_timing(&self) -> &Timing {
         &self.timing
     }
@@ -169,6 +185,11 @@ impl Server for ShardCore {
     #[inline]
     fn visible_shards(&self) -> std::ops::Range<usize> {
         ShardCore::visible_shards(self)
+    }
+
+    #[inline]
+    fn replication_part(&mut self) -> &mut ShardPart {
+        &mut self.replication
     }
 
     #[inline]

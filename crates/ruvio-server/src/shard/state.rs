@@ -57,7 +57,7 @@ pub struct ShardCore {
     /// Calls waiting for the other shards to publish (INFO) or apply a change.
     pub(super) gathering: Gathering,
     /// CLIENT PAUSE as this shard applies it.
-    pub pause: Pause,
+    pub(super) pause: Pause,
     /// When this shard next returns free allocator pages (see `memory`).
     pub(super) next_trim_ms: u64,
     /// The write-ahead log (durability everysec or always); `None` in memory mode.
