@@ -1,0 +1,472 @@
+//! MIGRATE out of Ruvio (cmd/migrate/): the same calls sent to a redis-server
+//! and to Ruvio, each moving keys into a redis-server target of its own, answer
+//! the same bytes and leave equal targets; values of every type and their TTLs
+//! survive Ruvio -> Ruvio and Ruvio -> redis-server; and `redis-cli --cluster
+//! reshard`, `rebalance` and `del-node` empty a Ruvio node of the cluster bus
+//! into a redis-server node while redis-py's RedisCluster writes.
+
+mod common;
+
+use common::bus_node::wait_for;
+use common::cluster_process::{split_at, text, Node};
+use common::cluster_tools::*;
+use common::*;
+use std::process::Command;
+
+/// The keys the differential run starts with on both sources.
+const SOURCE: &[&[&str]] = &[
+    &["SET", "a", "1"],
+    &["SET", "b", "2"],
+    &["PEXPIRE", "b", "100000"],
+    &["SET", "c", "3"],
+    &["RPUSH", "l", "x", "y", "z"],
+    &["HSET", "h", "f", "v"],
+    &["SADD", "s", "m", "n"],
+    &["ZADD", "z", "1", "m"],
+    &["XADD", "st", "1-1", "f", "v"],
+    &["SET", "busy", "mine"],
+    &["SET", "d1", "1"],
+    &["SET", "d2", "2"],
+    &["SET", "mute", "m"],
+];
+
+/// Keys the targets hold before: the BUSYKEY cases.
+const TARGET: &[&[&str]] = &[&["SET", "busy", "theirs"], &["SET", "d2", "theirs"]];
+
+/// The calls, `$T` the source's own target, `$BAD` a port nobody listens on,
+/// `$MUTE` one that accepts and never answers.
+const CALLS: &[&[&str]] = &[
+    &["MIGRATE", "127.0.0.1", "$T", "a", "0", "5000"],
+    &["MIGRATE", "127.0.0.1", "$T", "a", "0", "5000"],
+    &["MIGRATE", "127.0.0.1", "$T", "b", "0", "5000", "COPY"],
+    &["MIGRATE", "127.0.0.1", "$T", "b", "0", "5000", "COPY"],
+    &["MIGRATE", "127.0.0.1", "$T", "b", "0", "5000", "REPLACE"],
+    &[
+        "MIGRATE",
+        "127.0.0.1",
+        "$T",
+        "",
+        "0",
+        "5000",
+        "KEYS",
+        "l",
+        "h",
+        "s",
+        "z",
+        "st",
+        "nosuch",
+    ],
+    &[
+        "MIGRATE",
+        "127.0.0.1",
+        "$T",
+        "",
+        "0",
+        "5000",
+        "KEYS",
+        "nosuch1",
+        "nosuch2",
+    ],
+    &["MIGRATE", "127.0.0.1", "$T", "", "0", "5000", "KEYS"],
+    &["MIGRATE", "127.0.0.1", "$T", "c", "1", "5000"],
+    &["MIGRATE", "127.0.0.1", "$T", "busy", "0", "5000"],
+    &[
+        "MIGRATE",
+        "127.0.0.1",
+        "$T",
+        "",
+        "0",
+        "5000",
+        "KEYS",
+        "d1",
+        "d2",
+    ],
+    &["EXISTS", "d1", "d2"],
+    &[
+        "MIGRATE",
+        "127.0.0.1",
+        "$T",
+        "busy",
+        "0",
+        "5000",
+        "AUTH",
+        "wrong",
+    ],
+    &[
+        "MIGRATE",
+        "127.0.0.1",
+        "$T",
+        "busy",
+        "0",
+        "5000",
+        "AUTH2",
+        "someone",
+        "wrong",
+    ],
+    &["MIGRATE", "127.0.0.1", "$BAD", "busy", "0", "500"],
+    &["MIGRATE", "127.0.0.1", "$BAD", "nosuch", "0", "500"],
+    &["MIGRATE", "127.0.0.1", "$MUTE", "mute", "0", "300"],
+    &["EXISTS", "mute"],
+    &["MIGRATE", "127.0.0.1", "$T", "busy", "0"],
+    &["MIGRATE", "127.0.0.1", "$T", "busy", "0", "5000", "FOO"],
+    &["MIGRATE", "127.0.0.1", "$T", "busy", "0", "5000", "AUTH"],
+    &[
+        "MIGRATE",
+        "127.0.0.1",
+        "$T",
+        "busy",
+        "0",
+        "5000",
+        "AUTH2",
+        "someone",
+    ],
+    &[
+        "MIGRATE",
+        "127.0.0.1",
+        "$T",
+        "busy",
+        "0",
+        "5000",
+        "KEYS",
+        "a",
+    ],
+    &["MIGRATE", "127.0.0.1", "$T", "busy", "x", "5000"],
+    &["MIGRATE", "127.0.0.1", "$T", "busy", "0", "y"],
+    &["MIGRATE", "127.0.0.1", "$T", "busy", "99", "100"],
+    &["MIGRATE", "127.0.0.1", "$T", "busy", "0", "0", "REPLACE"],
+    &["MIGRATE", "127.0.0.1", "$T", "busy", "0", "5000", "REPLACE"],
+    &["EXISTS", "a", "b", "c", "l", "h", "s", "z", "st", "busy"],
+    &[
+        "COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "5", "AUTH", "KEYS", "k",
+    ],
+    &[
+        "COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "5", "COPY", "KEYS", "k", "j",
+    ],
+];
+
+/// Run `words` on `conn`, `$T`, `$BAD` and `$MUTE` replaced by `ports`.
+fn call(conn: &mut RawConn, words: &[&str], ports: [u16; 3]) -> Vec<u8> {
+    let [target, bad, mute] = ports.map(|p| p.to_string());
+    let words: Vec<&str> = words
+        .iter()
+        .map(|w| match *w {
+            "$T" => target.as_str(),
+            "$BAD" => bad.as_str(),
+            "$MUTE" => mute.as_str(),
+            w => w,
+        })
+        .collect();
+    conn.cmd(&words)
+}
+
+/// What an instance holds: DEBUG DIGEST (values of every database, and which
+/// keys have a TTL) and each key's PTTL, by `db:key`.
+struct Holdings {
+    digest: String,
+    pttls: Vec<(String, i64)>,
+}
+
+/// How far apart two reads of one TTL may be: the calls between them.
+const TTL_SLACK_MS: i64 = 3000;
+
+impl Holdings {
+    fn of(port: u16) -> Holdings {
+        let mut conn = RawConn::connect(port);
+        let digest = text(&conn.cmd(&["DEBUG", "DIGEST"]));
+        let mut pttls = Vec::new();
+        for db in ["0", "1"] {
+            conn.cmd(&["SELECT", db]);
+            let Value::Array(keys) = decode(&conn.cmd(&["KEYS", "*"])) else {
+                panic!("KEYS");
+            };
+            for key in keys {
+                let key = key.text();
+                let Value::Int(pttl) = decode(&conn.cmd(&["PTTL", &key])) else {
+                    panic!("PTTL");
+                };
+                pttls.push((format!("{db}:{key}"), pttl));
+            }
+        }
+        pttls.sort();
+        Holdings { digest, pttls }
+    }
+
+    /// The same values, keys and TTLs (within [`TTL_SLACK_MS`]).
+    fn assert_same(&self, other: &Holdings) {
+        assert_eq!(self.digest, other.digest);
+        let names = |h: &Holdings| h.pttls.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        assert_eq!(names(self), names(other));
+        for ((key, a), (_, b)) in self.pttls.iter().zip(&other.pttls) {
+            let close = (a < &0 && a == b) || (*a >= 0 && *b >= 0 && (a - b).abs() <= TTL_SLACK_MS);
+            assert!(close, "{key}: PTTL {a} and {b}");
+        }
+    }
+
+    fn pttl(&self, key: &str) -> i64 {
+        self.pttls
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or(-2, |(_, t)| *t)
+    }
+}
+
+/// The same MIGRATE calls to a redis-server and to Ruvio (forward mode), each
+/// moving keys into its own redis-server: the same reply bytes, the same
+/// source keys left, and targets holding the same values and TTLs.
+#[test]
+fn migrate_replies_and_moves_as_redis_server() {
+    if require_redis_server("cluster_migrate").is_none() {
+        return;
+    }
+    let (ruvio, redis) = (Server::ruvio(PortMode::Forward, 1), Server::redis());
+    let targets = [Server::redis(), Server::redis()];
+    let bad = free_ports(1, false);
+    // Never accepted: the kernel completes the connections, nobody answers.
+    let mute = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
+    let mute = mute.local_addr().expect("its address").port();
+    let mut seen = Vec::new();
+    for (source, target) in [(&ruvio, &targets[0]), (&redis, &targets[1])] {
+        let mut conn = source.raw();
+        for words in SOURCE {
+            conn.cmd(words);
+        }
+        let mut at_target = target.raw();
+        for words in TARGET {
+            at_target.cmd(words);
+        }
+        let replies: Vec<String> = CALLS
+            .iter()
+            .map(|words| {
+                let reply = call(&mut conn, words, [target.port(), bad, mute]);
+                format!("{} -> {}", words.join(" "), show(&reply))
+            })
+            .collect();
+        seen.push(replies);
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert!(seen[0][0].contains("+OK"), "{}", seen[0][0]);
+    let from_ruvio = Holdings::of(targets[0].port());
+    from_ruvio.assert_same(&Holdings::of(targets[1].port()));
+    let b = from_ruvio.pttl("0:b");
+    assert!(b > 100_000 - TTL_SLACK_MS && b <= 100_000, "PTTL b {b}");
+}
+
+/// Keys of every type, in the encodings their sizes choose, some with TTLs.
+fn fill(conn: &mut RawConn) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut run = |key: &str, words: Vec<String>| {
+        let reply = conn.cmd(&words);
+        assert!(!reply.starts_with(b"-"), "{words:?}: {}", show(&reply));
+        if !keys.contains(&key.to_string()) {
+            keys.push(key.to_string());
+        }
+    };
+    let w = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+    run("str", w("SET str hello"));
+    run("int", w("SET int 12345"));
+    run("big", vec!["SET".into(), "big".into(), "x".repeat(200_000)]);
+    run("list", w("RPUSH list a b c"));
+    let long: Vec<String> = (0..300).map(|i| format!("item-{i}")).collect();
+    run(
+        "biglist",
+        [vec!["RPUSH".into(), "biglist".into()], long.clone()].concat(),
+    );
+    run("hash", w("HSET hash f v g w"));
+    let pairs: Vec<String> = (0..300)
+        .flat_map(|i| [format!("f{i}"), format!("{i}")])
+        .collect();
+    run(
+        "bighash",
+        [vec!["HSET".into(), "bighash".into()], pairs].concat(),
+    );
+    run("intset", w("SADD intset 1 2 3"));
+    run("set", w("SADD set a b c"));
+    run(
+        "bigset",
+        [vec!["SADD".into(), "bigset".into()], long.clone()].concat(),
+    );
+    run("zset", w("ZADD zset 1 a 2.5 b"));
+    let scored: Vec<String> = (0..300)
+        .flat_map(|i| [format!("{i}"), format!("m{i}")])
+        .collect();
+    run(
+        "bigzset",
+        [vec!["ZADD".into(), "bigzset".into()], scored].concat(),
+    );
+    run("stream", w("XADD stream 1-1 f v"));
+    run("stream", w("XADD stream 2-1 g w"));
+    run("stream", w("XGROUP CREATE stream grp 0"));
+    run(
+        "stream",
+        w("XREADGROUP GROUP grp alice COUNT 1 STREAMS stream >"),
+    );
+    run("hll", w("PFADD hll a b c"));
+    for (key, ms) in [
+        ("str", "90000"),
+        ("biglist", "200000"),
+        ("bighash", "300000"),
+        ("stream", "400000"),
+    ] {
+        run(key, w(&format!("PEXPIRE {key} {ms}")));
+    }
+    keys
+}
+
+/// Ruvio -> redis-server (COPY) and Ruvio -> Ruvio (moving) keep every value
+/// (DEBUG DIGEST of the source before equals both targets') and every TTL;
+/// the moved keys are gone from the source.
+#[test]
+fn values_of_every_type_and_ttls_move_to_ruvio_and_redis_server() {
+    if require_redis_server("cluster_migrate").is_none() {
+        return;
+    }
+    let source = Server::ruvio(PortMode::Forward, 1);
+    let (to_redis, to_ruvio) = (Server::redis(), Server::ruvio(PortMode::Forward, 1));
+    let mut conn = source.raw();
+    let keys = fill(&mut conn);
+    let before = Holdings::of(source.port());
+    let migrate = |port: u16, copy: bool| {
+        let port = port.to_string();
+        let mut words = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000"];
+        if copy {
+            words.push("COPY");
+        }
+        words.push("KEYS");
+        words.extend(keys.iter().map(String::as_str));
+        words.iter().map(|w| w.to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(conn.cmd(&migrate(to_redis.port(), true)), b"+OK\r\n");
+    Holdings::of(to_redis.port()).assert_same(&before);
+    assert_eq!(conn.cmd(&migrate(to_ruvio.port(), false)), b"+OK\r\n");
+    Holdings::of(to_ruvio.port()).assert_same(&before);
+    assert_eq!(conn.cmd(&["DBSIZE"]), b":0\r\n");
+    // A key into database 1 of the Ruvio target, over the cached connection.
+    conn.cmd(&["SET", "one", "1"]);
+    let port = to_ruvio.port().to_string();
+    let reply = conn.cmd(&["MIGRATE", "127.0.0.1", &port, "one", "1", "5000"]);
+    assert_eq!(reply, b"+OK\r\n");
+    let mut there = to_ruvio.raw();
+    there.cmd(&["SELECT", "1"]);
+    assert_eq!(there.cmd(&["GET", "one"]), b"$1\r\n1\r\n");
+}
+
+/// In forward mode with several shards MIGRATE runs where the client is: its
+/// keys on another shard answer -CROSSSLOT (cmd/migrate/'s choice), its keys
+/// here move.
+#[test]
+fn forward_mode_moves_the_keys_of_the_clients_shard() {
+    if require_redis_server("cluster_migrate").is_none() {
+        return;
+    }
+    let source = Server::ruvio(PortMode::Forward, 2);
+    let target = Server::redis();
+    let port = target.port().to_string();
+    let mut conn = source.raw();
+    let mut outcomes = Vec::new();
+    for i in 0..16 {
+        let key = format!("k{i}");
+        conn.cmd(&["SET", &key, "v"]);
+        outcomes.push(conn.cmd(&["MIGRATE", "127.0.0.1", &port, &key, "0", "5000"]));
+    }
+    let moved = outcomes
+        .iter()
+        .filter(|r| r.as_slice() == b"+OK\r\n")
+        .count();
+    let refused = outcomes
+        .iter()
+        .filter(|r| r.starts_with(b"-CROSSSLOT Keys in request don't hash to the same slot"))
+        .count();
+    assert_eq!(
+        moved + refused,
+        16,
+        "{:?}",
+        outcomes.iter().map(|r| show(r)).collect::<Vec<_>>()
+    );
+    assert!(moved > 0 && refused > 0);
+    let held = text(&target.raw().cmd(&["DBSIZE"]));
+    assert_eq!(held, moved.to_string());
+}
+
+/// `redis-cli --cluster <words>` from `port`, which must succeed without `[ERR]`.
+fn cluster_tool(cli: &std::path::Path, words: &[&str]) -> String {
+    let out = Command::new(cli)
+        .arg("--cluster")
+        .args(words)
+        .output()
+        .expect("redis-cli");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && !stdout.contains("[ERR]"),
+        "--cluster {words:?}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// A Ruvio node serving slots 0-299 and a redis-server node the rest:
+/// `redis-cli --cluster reshard` moves 200 slots out of the Ruvio node while
+/// redis-py's RedisCluster writes, `rebalance` with the Ruvio node's weight 0
+/// moves the rest, and `del-node` takes the emptied node out. No acknowledged
+/// write is lost and `--cluster check` finds the cluster whole at each step.
+#[test]
+fn redis_cli_reshards_rebalances_and_deletes_a_ruvio_node_while_a_client_writes() {
+    let Some(cli) = redis_cli("cluster_migrate") else {
+        return;
+    };
+    let port = free_ports(1, true);
+    let _node = Node::start(port, 1, &unique_dir("migrate-out"));
+    let redis = Server::redis_cluster_node();
+    split_at(port, redis.port(), 300);
+    let stop = unique_dir("migrate-out-stop").join("stop");
+    let writer = start_writer(port, &stop);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    reshard(&cli, port, redis.port(), 200);
+    assert_eq!(slots_of(port), 100);
+    wait_for("the cluster whole after the reshard", || {
+        check_whole(&cli, port)?;
+        check_whole(&cli, redis.port())
+    });
+    let ruvio_id = myid(port);
+    let at = format!("127.0.0.1:{port}");
+    let weight = format!("{ruvio_id}=0");
+    cluster_tool(
+        &cli,
+        &[
+            "rebalance",
+            &at,
+            "--cluster-weight",
+            &weight,
+            "--cluster-yes",
+        ],
+    );
+    assert_eq!(slots_of(port), 0);
+    assert_eq!(slots_of(redis.port()), 16384);
+    std::fs::write(&stop, b"").expect("stop file");
+    let out = writer.wait_with_output().expect("writer");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: usize = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a count");
+    assert!(written > 0);
+    wait_for("the cluster whole after the rebalance", || {
+        check_whole(&cli, redis.port())
+    });
+    all_written_present(redis.port(), written);
+    assert_eq!(RawConn::connect(port).cmd(&["DBSIZE"]), b":0\r\n");
+    let redis_at = format!("127.0.0.1:{}", redis.port());
+    cluster_tool(&cli, &["del-node", &redis_at, &ruvio_id]);
+    wait_for("the redis-server node alone", || {
+        let nodes = text(&redis.raw().cmd(&["CLUSTER", "NODES"]));
+        match nodes.lines().count() {
+            1 => Ok(()),
+            _ => Err(nodes),
+        }
+    });
+    check_whole(&cli, redis.port()).expect("whole without the Ruvio node");
+    all_written_present(redis.port(), written);
+}
