@@ -408,8 +408,9 @@ fn option_key(
     found
 }
 
-/// [`KeyShape::KeysReplacing`]'s scan: the index after the first `keyword`,
-/// skipping the arguments of the options in `skips`.
+/// [`KeyShape::KeysReplacing`]'s scan: the index after the first `keyword`
+/// that is not the last argument, skipping the arguments of the options in
+/// `skips` (a trailing KEYS introduces no list, as in Redis).
 fn keyword_scan(
     args: ruvio_resp::Args<'_>,
     keyword: &str,
@@ -417,7 +418,7 @@ fn keyword_scan(
     skips: &[(&str, usize)],
 ) -> Option<usize> {
     let mut i = from;
-    while i < args.len() {
+    while i + 1 < args.len() {
         let arg = args.get(i);
         if arg.eq_ignore_ascii_case(keyword.as_bytes()) {
             return Some(i + 1);

@@ -105,7 +105,8 @@ fn every_key_shape_finds_its_keys() {
     // Two spaces: an empty key.
     assert_eq!(positions(migrate, "MIGRATE h 1  0 5"), [3]);
     assert_eq!(positions(migrate, "MIGRATE h 1  0 5 COPY KEYS a b"), [8, 9]);
-    assert!(positions(migrate, "MIGRATE h 1  0 5 KEYS").is_empty());
+    assert_eq!(positions(migrate, "MIGRATE h 1  0 5 KEYS"), [3]);
+    assert_eq!(positions(migrate, "MIGRATE h 1  0 5 KEYS KEYS"), [7]);
     // As Redis' migrateGetKeys: an option's argument is never the keyword.
     assert_eq!(positions(migrate, "MIGRATE h 1 k 0 5 AUTH KEYS a"), [3]);
     assert_eq!(positions(migrate, "MIGRATE h 1 k 0 5 AUTH2 u KEYS a"), [3]);
