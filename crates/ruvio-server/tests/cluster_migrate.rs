@@ -10,6 +10,7 @@ mod common;
 use common::bus_node::wait_for;
 use common::cluster_process::{split_at, text, Node};
 use common::cluster_tools::*;
+use common::replication::{compare_conns, follow};
 use common::*;
 use std::process::Command;
 
@@ -469,4 +470,41 @@ fn redis_cli_reshards_rebalances_and_deletes_a_ruvio_node_while_a_client_writes(
     });
     check_whole(&cli, redis.port()).expect("whole without the Ruvio node");
     all_written_present(redis.port(), written);
+}
+
+/// The keys MIGRATE moved leave a replica of the source too (Redis propagates
+/// MIGRATE as DEL of the accepted keys); COPY leaves them.
+#[test]
+fn moved_keys_leave_the_sources_replica() {
+    if require_redis_server("cluster_migrate").is_none() {
+        return;
+    }
+    let source = Server::ruvio(PortMode::Forward, 1);
+    let (replica, target) = (Server::redis(), Server::redis());
+    follow(&replica, &source);
+    let mut conn = source.raw();
+    for key in ["a", "b", "c", "kept"] {
+        conn.cmd(&["SET", key, "v"]);
+    }
+    let port = target.port().to_string();
+    let moved = conn.cmd(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "",
+        "0",
+        "5000",
+        "KEYS",
+        "a",
+        "b",
+    ]);
+    assert_eq!(moved, b"+OK\r\n");
+    let copied = conn.cmd(&["MIGRATE", "127.0.0.1", &port, "c", "0", "5000", "COPY"]);
+    assert_eq!(copied, b"+OK\r\n");
+    let mut at_replica = replica.raw();
+    common::replication::wait_for("the replica without the moved keys", || {
+        at_replica.cmd(&["DBSIZE"]) == b":2\r\n"
+    });
+    compare_conns(&mut conn, &mut at_replica, &["0"], "after MIGRATE");
+    assert_eq!(target.raw().cmd(&["DBSIZE"]), b":3\r\n");
 }
