@@ -566,3 +566,62 @@ fn on_a_cluster_node_migrate_routes_and_restores_asking_as_redis_server() {
     assert_eq!(ruvio, redis);
     assert!(ruvio[8].ends_with(r#""+OK\r\n""#), "{}", ruvio[8]);
 }
+
+/// The keys MIGRATE moved are deleted as a DEL deletes them, on Ruvio as on
+/// redis-server: a client watching one fails its EXEC, and the `del`
+/// keyspace event names it; a COPY touches nothing.
+#[test]
+fn moved_keys_touch_watchers_and_notify_as_redis_server() {
+    if require_redis_server("cluster_migrate").is_none() {
+        return;
+    }
+    let (ruvio, redis) = (Server::ruvio(PortMode::Forward, 1), Server::redis());
+    let mut seen = Vec::new();
+    for source in [&ruvio, &redis] {
+        let target = Server::redis();
+        let port = target.port().to_string();
+        let (mut conn, mut watcher, mut events) = (source.raw(), source.raw(), source.raw());
+        let mut log = Vec::new();
+        let mut run = |conn: &mut RawConn, words: &[&str]| {
+            let reply = show(&conn.cmd(words));
+            let line = words.join(" ").replace(&port, "T");
+            log.push(format!("{line} -> {reply}"));
+        };
+        run(
+            &mut conn,
+            &["CONFIG", "SET", "notify-keyspace-events", "Eg"],
+        );
+        run(&mut events, &["SUBSCRIBE", "__keyevent@0__:del"]);
+        for key in ["a", "b", "c"] {
+            run(&mut conn, &["SET", key, "v"]);
+        }
+        run(&mut watcher, &["WATCH", "a", "b"]);
+        run(
+            &mut conn,
+            &["MIGRATE", "127.0.0.1", &port, "b", "0", "5000", "COPY"],
+        );
+        run(&mut watcher, &["MULTI"]);
+        run(&mut watcher, &["SET", "x", "1"]);
+        run(&mut watcher, &["EXEC"]);
+        run(&mut watcher, &["WATCH", "a"]);
+        run(
+            &mut conn,
+            &["MIGRATE", "127.0.0.1", &port, "a", "0", "5000"],
+        );
+        run(&mut watcher, &["MULTI"]);
+        run(&mut watcher, &["SET", "x", "2"]);
+        run(&mut watcher, &["EXEC"]);
+        run(&mut conn, &["DEL", "c"]);
+        // The events so far: MIGRATE's of `a`, then DEL's of `c` (none for COPY).
+        for _ in 0..2 {
+            log.push(show(&events.read_reply()));
+        }
+        seen.push(log);
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert!(
+        seen[0].iter().any(|l| l.contains("EXEC -> \"*-1")),
+        "{:?}",
+        seen[0]
+    );
+}
