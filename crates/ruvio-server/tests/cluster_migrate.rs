@@ -625,3 +625,39 @@ fn moved_keys_touch_watchers_and_notify_as_redis_server() {
         seen[0]
     );
 }
+
+/// Under `--durability always` the deletion is in the log before MIGRATE's
+/// `+OK`: a source killed right after it restarts without the moved keys.
+#[test]
+fn moved_keys_stay_gone_after_a_sigkill_under_always() {
+    if require_redis_server("cluster_migrate").is_none() {
+        return;
+    }
+    let dir = unique_dir("migrate-always");
+    let dir_arg = dir.to_str().expect("a UTF-8 path");
+    let args = ["--dir", dir_arg, "--durability", "always"];
+    let target = Server::redis();
+    let port = target.port().to_string();
+    let source = Server::ruvio_with(PortMode::Forward, 1, &args);
+    let mut conn = source.raw();
+    for key in ["a", "b", "kept"] {
+        assert_eq!(conn.cmd(&["SET", key, "v"]), b"+OK\r\n");
+    }
+    let moved = conn.cmd(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "",
+        "0",
+        "5000",
+        "KEYS",
+        "a",
+        "b",
+    ]);
+    assert_eq!(moved, b"+OK\r\n");
+    drop(source); // SIGKILL right after the reply
+    let source = Server::ruvio_with(PortMode::Forward, 1, &args);
+    let mut conn = source.raw();
+    assert_eq!(conn.cmd(&["EXISTS", "a", "b", "kept"]), b":1\r\n");
+    assert_eq!(target.raw().cmd(&["EXISTS", "a", "b"]), b":2\r\n");
+}

@@ -789,6 +789,11 @@ fn run_local(
                     return Err(busy);
                 }
             }
+            // A server command that writes keys (MIGRATE's DEL) answers, under
+            // `always`, once that write is durable, as an engine write does.
+            let gate = (cmd.meta.has(WRITE) && !cmd.meta.keys.is_none())
+                .then(|| durable::open_gate(core.wal.as_ref(), replies))
+                .flatten();
             let mut reply = Reply::new(replies.sink(), client.proto);
             let mut ctx = Ctx {
                 core,
@@ -819,6 +824,9 @@ fn run_local(
                 };
                 crate::shard::primary::wait(core, wait);
                 core.timing.park(Parked::Waiting);
+            }
+            if let Some(gate) = gate {
+                durable::close_gate(&mut core.gated, core.wal.as_ref(), replies, who, gate);
             }
             result
         }
