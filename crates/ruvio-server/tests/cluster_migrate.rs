@@ -137,6 +137,11 @@ const CALLS: &[&[&str]] = &[
     &["MIGRATE", "127.0.0.1", "$T", "busy", "0", "0", "REPLACE"],
     &["MIGRATE", "127.0.0.1", "$T", "busy", "0", "5000", "REPLACE"],
     &["EXISTS", "a", "b", "c", "l", "h", "s", "z", "st", "busy"],
+    &["SET", "queued", "q"],
+    &["MULTI"],
+    &["MIGRATE", "127.0.0.1", "$T", "queued", "0", "5000"],
+    &["GET", "queued"],
+    &["EXEC"],
     &[
         "COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "5", "AUTH", "KEYS", "k",
     ],

@@ -3,8 +3,8 @@
 //! with, key batch by key batch.
 //!
 //! As redis-server's `migrateCommand`: each key's DUMP payload (the engine's,
-//! Redis' format) goes to the target as `RESTORE` (`RESTORE-ASKING` on a node of
-//! a cluster, so an importing target takes it) with its remaining TTL and
+//! Redis' format) goes to the target as `RESTORE` (`RESTORE-ASKING` from a
+//! cluster node, per-shard mode, so an importing target takes it) with its remaining TTL and
 //! REPLACE, after `AUTH`/`AUTH2` when given and `SELECT` when the cached
 //! connection has another database selected, all in one write; then one reply
 //! line each is read. The keys the target accepted are deleted here unless
@@ -26,6 +26,7 @@
 mod target;
 
 use super::{Ctx, Server, ServerCommand, ServerResult};
+use crate::config::PortMode;
 use crate::net::conn::ClientState;
 use ruvio_engine::command::{command, flags::*, KeyShape};
 use ruvio_engine::{CmdError, KeySpec};
@@ -186,9 +187,11 @@ fn migrate<S: MovesKeys>(
         reply.simple("NOKEY");
         return Ok(());
     }
-    let restore: &[u8] = match ctx.core.cluster_node() {
-        Some(_) => b"RESTORE-ASKING",
-        None => b"RESTORE",
+    // Redis sends RESTORE-ASKING whenever it is a cluster node (INFO's
+    // `cluster_enabled`): per-shard mode, with or without the bus.
+    let restore: &[u8] = match ctx.core.settings().port_mode {
+        PortMode::PerShard => b"RESTORE-ASKING",
+        PortMode::Forward => b"RESTORE",
     };
     let mut may_retry = true;
     loop {
