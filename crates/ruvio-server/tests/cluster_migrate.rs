@@ -682,3 +682,48 @@ fn moved_keys_stay_gone_after_a_sigkill_under_always() {
     assert_eq!(conn.cmd(&["EXISTS", "a", "b", "kept"]), b":1\r\n");
     assert_eq!(target.raw().cmd(&["EXISTS", "a", "b"]), b":2\r\n");
 }
+
+/// Connections MIGRATE opens to a target as the target's CLIENT LIST counts
+/// them (the caller's own excluded).
+fn migrate_connections(target: &Server) -> usize {
+    let list = text(&target.raw().cmd(&["CLIENT", "LIST"]));
+    list.lines().count() - 1
+}
+
+/// The connection to a target is cached: a second MIGRATE reuses it; one the
+/// target closed is opened again without an error (Redis' retry); after 10 s
+/// unused it is closed, as redis-server's `migrate_cached_sockets`.
+#[test]
+fn connections_to_a_target_are_cached_reopened_and_closed_when_idle() {
+    if require_redis_server("cluster_migrate").is_none() {
+        return;
+    }
+    let source = Server::ruvio(PortMode::Forward, 1);
+    let target = Server::redis();
+    let port = target.port().to_string();
+    let mut conn = source.raw();
+    for key in ["a", "b", "c"] {
+        conn.cmd(&["SET", key, "v"]);
+    }
+    let migrate = |conn: &mut RawConn, key: &str| {
+        let reply = conn.cmd(&["MIGRATE", "127.0.0.1", &port, key, "0", "5000"]);
+        assert_eq!(reply, b"+OK\r\n", "MIGRATE {key}: {}", show(&reply));
+    };
+    migrate(&mut conn, "a");
+    assert_eq!(migrate_connections(&target), 1);
+    let killed = target
+        .raw()
+        .cmd(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
+    assert_eq!(killed, b":1\r\n");
+    migrate(&mut conn, "b");
+    migrate(&mut conn, "c");
+    assert_eq!(migrate_connections(&target), 1);
+    assert_eq!(target.raw().cmd(&["EXISTS", "a", "b", "c"]), b":3\r\n");
+    std::thread::sleep(std::time::Duration::from_secs(10));
+    wait_for("the idle connection closed", || {
+        match migrate_connections(&target) {
+            0 => Ok(()),
+            n => Err(format!("{n} open")),
+        }
+    });
+}

@@ -730,6 +730,7 @@ impl Shard {
         crate::persistence::shutdown::on_tick(&mut self.core);
         crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
+        crate::cmd::migrate::close_idle_targets();
         self.replica_tick();
         self.primary_tick();
         self.metrics_tick();

@@ -34,6 +34,8 @@ use ruvio_resp::{Args, Protocol, Reply};
 use std::time::Duration;
 use target::{IoFailure, Request};
 
+pub use target::close_idle as close_idle_targets;
+
 /// What MIGRATE asks of the shard beyond [`Server`]: deleting the keys the
 /// target accepted the way a client's DEL deletes them. Implemented by the
 /// shard (`shard/families.rs`).

@@ -116,6 +116,18 @@ pub struct Request {
     pub keys: usize,
 }
 
+/// Close this shard's connections idle past [`IDLE_CLOSE_AFTER`] (the
+/// shard's tick calls it, as Redis' cron calls
+/// `migrateCloseTimedoutSockets`).
+pub fn close_idle() {
+    TARGETS.with(|targets| {
+        let mut targets = targets.borrow_mut();
+        if !targets.is_empty() {
+            targets.retain(|_, t| t.last_use.elapsed() < IDLE_CLOSE_AFTER);
+        }
+    });
+}
+
 /// Run one exchange with the target at `host:port`: take the cached
 /// connection (or open one within `timeout`), write the request `build` makes
 /// for the database the connection has selected, and read AUTH's, SELECT's and
@@ -226,7 +238,7 @@ fn read_line(target: &mut Target, timeout: Duration) -> Result<Vec<u8>, StepFail
 }
 
 /// The cached connection to `name`, taken out of the cache while it is used,
-/// or a new one. Connections idle past [`IDLE_CLOSE_AFTER`] are closed first.
+/// or a new one.
 fn take_or_connect(
     name: &[u8],
     host: &[u8],
@@ -235,7 +247,6 @@ fn take_or_connect(
 ) -> Result<Target, StepFailed> {
     let cached = TARGETS.with(|targets| {
         let mut targets = targets.borrow_mut();
-        targets.retain(|_, t| t.last_use.elapsed() < IDLE_CLOSE_AFTER);
         let found = targets.remove(name);
         if found.is_none() && targets.len() >= CACHED_TARGETS_MAX {
             let some = targets.keys().next().cloned();
