@@ -727,3 +727,41 @@ fn connections_to_a_target_are_cached_reopened_and_closed_when_idle() {
         }
     });
 }
+
+/// `redis-cli --cluster reshard` between two Ruvio processes, both ways,
+/// while redis-py's RedisCluster writes: nothing lost, the cluster whole.
+#[test]
+fn redis_cli_reshards_between_two_ruvio_nodes_while_a_client_writes() {
+    let Some(cli) = redis_cli("cluster_migrate") else {
+        return;
+    };
+    let (a, b) = (free_ports(1, true), free_ports(1, true));
+    let _nodes = [
+        Node::start(a, 1, &unique_dir("migrate-ruvio-a")),
+        Node::start(b, 1, &unique_dir("migrate-ruvio-b")),
+    ];
+    common::cluster_process::halves(a, b);
+    let stop = unique_dir("migrate-ruvio-stop").join("stop");
+    let writer = start_writer(a, &stop);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    reshard(&cli, a, b, 150);
+    reshard(&cli, b, a, 50);
+    std::fs::write(&stop, b"").expect("stop file");
+    let out = writer.wait_with_output().expect("writer");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: usize = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a count");
+    assert!(written > 0);
+    assert_eq!((slots_of(a), slots_of(b)), (8192 - 100, 8192 + 100));
+    wait_for("the cluster whole", || {
+        check_whole(&cli, a)?;
+        check_whole(&cli, b)
+    });
+    all_written_present(b, written);
+}
