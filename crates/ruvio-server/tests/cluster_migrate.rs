@@ -765,3 +765,99 @@ fn redis_cli_reshards_between_two_ruvio_nodes_while_a_client_writes() {
     });
     all_written_present(b, written);
 }
+
+/// Keys `k:0` .. `k:<count>` written through a cluster client from `port`.
+fn write_keys(port: u16, count: usize) {
+    let script = format!(
+        "from redis.cluster import RedisCluster\n\
+         rc = RedisCluster(host='127.0.0.1', port={port})\n\
+         for i in range({count}): rc.set('k:%d' % i, 'v%d' % i)\n"
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// In a cluster of Ruvio nodes, `redis-cli --cluster add-node` joins a third,
+/// `rebalance --cluster-use-empty-masters` moves its share of the slots into it,
+/// and `fix` finishes a slot left half moved (MIGRATING on its owner,
+/// IMPORTING on the other): the keys move, `check` finds the cluster whole.
+#[test]
+fn redis_cli_add_node_rebalance_and_fix_on_ruvio_nodes() {
+    let Some(cli) = redis_cli("cluster_migrate") else {
+        return;
+    };
+    let ports: Vec<u16> = (0..3).map(|_| free_ports(1, true)).collect();
+    let _nodes: Vec<Node> = ports
+        .iter()
+        .map(|&p| Node::start(p, 1, &unique_dir("migrate-add")))
+        .collect();
+    let [a, b, c] = [ports[0], ports[1], ports[2]];
+    common::cluster_process::halves(a, b);
+    write_keys(a, 300);
+    let at = |port: u16| format!("127.0.0.1:{port}");
+    cluster_tool(&cli, &["add-node", &at(c), &at(a)]);
+    wait_for("three nodes agreeing", || {
+        common::cluster_process::agree(&[a, b, c], 3)
+    });
+    // Weights 49:50:1, so that about 164 slots move (a third would take
+    // minutes in a debug build: every slot's SETSLOT NODE syncs nodes.conf).
+    let weights = [(a, 49), (b, 50), (c, 1)].map(|(p, w)| format!("{}={w}", myid(p)));
+    let from = at(a);
+    let mut words = vec!["rebalance", &from, "--cluster-use-empty-masters"];
+    words.push("--cluster-weight");
+    words.extend(weights.iter().map(String::as_str));
+    words.push("--cluster-yes");
+    cluster_tool(&cli, &words);
+    assert!((150..=180).contains(&slots_of(c)), "{}", slots_of(c));
+    // Leave the slot of `k:1` half moved from its owner to another node.
+    let slot: u16 = text(&RawConn::connect(a).cmd(&["CLUSTER", "KEYSLOT", "k:1"]))
+        .parse()
+        .expect("a slot");
+    let owner = *ports
+        .iter()
+        .find(|&&p| {
+            RawConn::connect(p).cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]) != b":0\r\n"
+        })
+        .expect("the slot's owner");
+    let other = *ports.iter().find(|&&p| p != owner).expect("another node");
+    let s = slot.to_string();
+    common::cluster_process::ok(
+        owner,
+        &["CLUSTER", "SETSLOT", &s, "MIGRATING", &myid(other)],
+    );
+    common::cluster_process::ok(
+        other,
+        &["CLUSTER", "SETSLOT", &s, "IMPORTING", &myid(owner)],
+    );
+    assert!(check_whole(&cli, a).is_err(), "an open slot is reported");
+    cluster_tool(&cli, &["fix", &at(a), "--cluster-yes"]);
+    wait_for("the cluster whole", || check_whole(&cli, a));
+    let moved = RawConn::connect(other).cmd(&["CLUSTER", "COUNTKEYSINSLOT", &s]);
+    assert_ne!(moved, b":0\r\n");
+    assert_eq!(
+        RawConn::connect(owner).cmd(&["CLUSTER", "COUNTKEYSINSLOT", &s]),
+        b":0\r\n"
+    );
+    let script = format!(
+        "from redis.cluster import RedisCluster\n\
+         rc = RedisCluster(host='127.0.0.1', port={c})\n\
+         bad = [i for i in range(300) if rc.get('k:%d' % i) != b'v%d' % i]\n\
+         assert not bad, bad[:10]\n"
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
