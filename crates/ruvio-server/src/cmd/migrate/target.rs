@@ -277,7 +277,13 @@ fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<TcpStream, Ste
         timed_out: false,
     };
     let host = std::str::from_utf8(host).map_err(|_| connecting)?;
-    let addrs = (host, atoi_port(port))
+    // Redis prints the port with `%d` for getaddrinfo, which takes no
+    // negative service; a larger one wraps to 16 bits.
+    let port = atoi_port(port);
+    if port < 0 {
+        return Err(connecting);
+    }
+    let addrs = (host, port as u16)
         .to_socket_addrs()
         .map_err(|_| connecting)?;
     let mut last = None;
@@ -299,9 +305,9 @@ fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<TcpStream, Ste
     })
 }
 
-/// C's `atoi` of a port argument, truncated to 16 bits as `htons` takes it:
+/// C's `atoi` of a port argument (an `int`, wrapping as glibc's does):
 /// leading blanks and a sign, then digits up to the first other byte.
-fn atoi_port(port: &[u8]) -> u16 {
+fn atoi_port(port: &[u8]) -> i32 {
     let text = port.iter().skip_while(|b| b.is_ascii_whitespace());
     let mut text = text.peekable();
     let negative = match text.peek() {
@@ -318,11 +324,10 @@ fn atoi_port(port: &[u8]) -> u16 {
     let value = text.take_while(|b| b.is_ascii_digit()).fold(0i32, |n, d| {
         n.wrapping_mul(10).wrapping_add((d - b'0') as i32)
     });
-    (if negative {
-        value.wrapping_neg()
-    } else {
-        value
-    }) as u16
+    match negative {
+        true => value.wrapping_neg(),
+        false => value,
+    }
 }
 
 #[cfg(test)]
@@ -334,7 +339,9 @@ mod tests {
         assert_eq!(atoi_port(b"6379"), 6379);
         assert_eq!(atoi_port(b" 6379x"), 6379);
         assert_eq!(atoi_port(b"abc"), 0);
-        assert_eq!(atoi_port(b"65537"), 1);
+        assert_eq!(atoi_port(b"65537"), 65537);
+        assert_eq!(atoi_port(b"-1"), -1);
+        assert_eq!(atoi_port(b"99999999999"), 1215752191);
         assert_eq!(atoi_port(b""), 0);
     }
 }
