@@ -102,17 +102,21 @@ pub struct Exchanged {
     /// The keys whose RESTORE the target accepted (indexes into the request's
     /// keys), when neither AUTH nor SELECT failed.
     pub accepted: Vec<usize>,
-    /// Replies read before the connection failed: `Some(n)` when it failed
-    /// reading the reply to key `n`.
+    /// The connection failed reading the reply to key `n` (the replies
+    /// before it were read): `Some((n, how))`.
     pub failed_at: Option<(usize, StepFailed)>,
 }
 
 /// The request one exchange sends, built once the connection's database is
 /// known ([`exchange`]'s `build`).
 pub struct Request {
+    /// The commands, in RESP.
     pub bytes: Vec<u8>,
+    /// It starts with AUTH (one reply line to read first).
     pub auth: bool,
+    /// SELECT follows (one more).
     pub select: bool,
+    /// RESTOREs after them, one reply line each.
     pub keys: usize,
 }
 
