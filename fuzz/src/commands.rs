@@ -17,6 +17,10 @@ const NOT_FUZZED: &[(&str, &str)] = &[
         "debug",
         "DEBUG SLEEP stalls the thread; other subcommands reload or crash by design",
     ),
+    (
+        "migrate",
+        "connects to the host it names and blocks its thread up to its timeout",
+    ),
     ("save", "writes files"),
     ("bgsave", "writes files"),
     ("bgrewriteaof", "writes files"),

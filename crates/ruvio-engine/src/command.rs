@@ -162,6 +162,23 @@ pub enum KeyShape {
         /// Options whose arguments are skipped, and how many each takes.
         skips: &'static [(&'static str, usize)],
     },
+    /// The keys after `keyword`, in place of the key at `key_at`, when the
+    /// option scan from `from` (each option in `skips` taking that many
+    /// arguments) meets it: MIGRATE host port "" db timeout ... KEYS k1 k2
+    /// (Redis' `migrateGetKeys`). The key at `key_at` must then be empty, else
+    /// the call names no key (the handler answers Redis' error); without the
+    /// keyword the shapes before this one stand. The legacy range Redis shows
+    /// for such a command is the one before it.
+    KeysReplacing {
+        /// Index of the key the list replaces.
+        key_at: usize,
+        /// The keyword, matched without case.
+        keyword: &'static str,
+        /// First index scanned.
+        from: usize,
+        /// Options whose arguments are skipped, and how many each takes.
+        skips: &'static [(&'static str, usize)],
+    },
     /// Keys that no argument names: they are read from a value (SORT's BY and GET
     /// patterns build key names from the sorted elements; Redis' `unknown` key
     /// spec). Yields no position; it makes the command `movablekeys`, and tells
@@ -344,6 +361,19 @@ impl KeySpec {
                     from,
                     skips,
                 } => out.extend(option_key(args, keyword, from, skips)),
+                KeyShape::KeysReplacing {
+                    key_at,
+                    keyword,
+                    from,
+                    skips,
+                } => {
+                    if let Some(list) = keyword_scan(args, keyword, from, skips) {
+                        out.retain(|p| *p != key_at);
+                        if key_at < argc && args.get(key_at).is_empty() {
+                            out.extend(list..argc);
+                        }
+                    }
+                }
                 KeyShape::FromValue => {}
             }
         }
@@ -376,6 +406,32 @@ fn option_key(
         i = i.saturating_add(1);
     }
     found
+}
+
+/// [`KeyShape::KeysReplacing`]'s scan: the index after the first `keyword`
+/// that is not the last argument, skipping the arguments of the options in
+/// `skips` (a trailing KEYS introduces no list, as in Redis).
+fn keyword_scan(
+    args: ruvio_resp::Args<'_>,
+    keyword: &str,
+    from: usize,
+    skips: &[(&str, usize)],
+) -> Option<usize> {
+    let mut i = from;
+    while i + 1 < args.len() {
+        let arg = args.get(i);
+        if arg.eq_ignore_ascii_case(keyword.as_bytes()) {
+            return Some(i + 1);
+        }
+        if let Some(&(_, n)) = skips
+            .iter()
+            .find(|(name, _)| arg.eq_ignore_ascii_case(name.as_bytes()))
+        {
+            i = i.saturating_add(n);
+        }
+        i = i.saturating_add(1);
+    }
+    None
 }
 
 /// The positions of one legacy range in a command of `argc` arguments.

@@ -88,6 +88,31 @@ fn every_key_shape_finds_its_keys() {
     assert_eq!(positions(sort, "SORT k STORE"), [1]);
     assert!(sort.is_movable() && sort.reads_keys_from_value());
     assert_eq!(sort.legacy_range(), (1, 1, 1));
+    let migrate = KeySpec(&[
+        KeyShape::Range {
+            first: 3,
+            last: 3,
+            step: 1,
+        },
+        KeyShape::KeysReplacing {
+            key_at: 3,
+            keyword: "KEYS",
+            from: 6,
+            skips: &[("AUTH", 1), ("AUTH2", 2)],
+        },
+    ]);
+    assert_eq!(positions(migrate, "MIGRATE h 1 k 0 5 COPY"), [3]);
+    // Two spaces: an empty key.
+    assert_eq!(positions(migrate, "MIGRATE h 1  0 5"), [3]);
+    assert_eq!(positions(migrate, "MIGRATE h 1  0 5 COPY KEYS a b"), [8, 9]);
+    assert_eq!(positions(migrate, "MIGRATE h 1  0 5 KEYS"), [3]);
+    assert_eq!(positions(migrate, "MIGRATE h 1  0 5 KEYS KEYS"), [7]);
+    // As Redis' migrateGetKeys: an option's argument is never the keyword.
+    assert_eq!(positions(migrate, "MIGRATE h 1 k 0 5 AUTH KEYS a"), [3]);
+    assert_eq!(positions(migrate, "MIGRATE h 1 k 0 5 AUTH2 u KEYS a"), [3]);
+    assert!(positions(migrate, "MIGRATE h 1 k 0 5 KEYS a b").is_empty());
+    assert!(migrate.is_movable());
+    assert_eq!(migrate.legacy_range(), (3, 3, 1));
 }
 
 /// A spec of one run of keys (a range of step 1, a key count) answers

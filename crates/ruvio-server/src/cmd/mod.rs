@@ -27,6 +27,7 @@ pub mod info;
 pub mod introspection;
 pub mod latency;
 pub mod memory;
+pub mod migrate;
 pub mod persistence;
 pub mod pubsub;
 pub mod registry;

@@ -155,7 +155,7 @@ impl Registry {
                 command.subcommands.push(sub);
             }
         }
-        for row in crate::cmd::commands() {
+        for row in crate::cmd::commands().chain(crate::cmd::migrate::COMMANDS) {
             let id = commands.len();
             commands.push(Command::new(id, row, Handler::Server, &mut stat_slots));
         }

@@ -12,8 +12,8 @@
 //! An entry keeps what Redis keeps (slowlog.c's `slowlogCreateEntry`): at most
 //! [`ENTRY_ARGS_MAX`] arguments, the last replaced by `... (N more arguments)`,
 //! each cut at [`ENTRY_ARG_BYTES_MAX`] bytes with `... (N more bytes)`; the
-//! password of AUTH, HELLO AUTH and CONFIG SET of a sensitive parameter are
-//! `(redacted)`, as Redis 7.0 redacts them.
+//! password of AUTH, HELLO AUTH, MIGRATE's AUTH and AUTH2 and CONFIG SET of a
+//! sensitive parameter are `(redacted)`, as Redis 7.0 redacts them.
 
 use ruvio_resp::Args;
 use std::collections::VecDeque;
@@ -130,6 +130,23 @@ fn hidden_args(args: Args<'_>) -> u64 {
                 i += 2;
             }
         }
+    } else if is(0, b"migrate") {
+        // MIGRATE's option loop (cmd/migrate/): AUTH's password, AUTH2's user
+        // and password, until KEYS or an option it does not know.
+        let mut i = 6;
+        while i < argc {
+            if is(i, b"auth") && i + 1 < argc {
+                hidden |= 1 << (i + 1);
+                i += 2;
+            } else if is(i, b"auth2") && i + 2 < argc {
+                hidden |= 0b11 << (i + 1);
+                i += 3;
+            } else if is(i, b"copy") || is(i, b"replace") {
+                i += 1;
+            } else {
+                break;
+            }
+        }
     }
     hidden
 }
@@ -225,7 +242,26 @@ mod tests {
             [r.clone(), r.clone(), b"SETNAME".to_vec(), b"n".to_vec()]
         );
         let config = kept(&[b"CONFIG", b"SET", b"maxmemory", b"1", b"requirepass", b"pw"]);
-        assert_eq!(config[3..], [b"1".to_vec(), b"requirepass".to_vec(), r]);
+        assert_eq!(
+            config[3..],
+            [b"1".to_vec(), b"requirepass".to_vec(), r.clone()]
+        );
+        let migrate = kept(&[
+            b"MIGRATE", b"h", b"1", b"", b"0", b"5", b"COPY", b"AUTH2", b"u", b"p", b"KEYS",
+            b"AUTH",
+        ]);
+        assert_eq!(
+            migrate[7..],
+            [
+                b"AUTH2".to_vec(),
+                r.clone(),
+                r.clone(),
+                b"KEYS".to_vec(),
+                b"AUTH".to_vec()
+            ]
+        );
+        let migrate = kept(&[b"MIGRATE", b"h", b"1", b"k", b"0", b"5", b"AUTH", b"pw"]);
+        assert_eq!(migrate[6..], [b"AUTH".to_vec(), r]);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! the ring, from bytes in to replies out.
 
 use super::busy;
-use super::dispatch::{self, KeyWindow};
+use super::dispatch;
+use super::prefetch::KeyWindow;
 use super::{
     token, untoken, Shard, BUFFER_KEEP_BYTES, INPUT_GROWTH_MIN_BYTES, OP_RECV, OP_SEND,
     RECV_POLL_FIRST,

@@ -19,6 +19,7 @@ use crate::observability::Parked;
 use crate::persistence::durable;
 use crate::shard::blocking::Waiter;
 use crate::shard::exec::{self, run_engine, Caller};
+use crate::shard::prefetch::prefetch_window;
 use crate::shard::refusals::{
     acl_denied, acl_refusal, denies_oom, is_script_call, subscribed_mode_refusal, waits_for_pause,
 };
@@ -190,109 +191,6 @@ pub fn process_input(
         client.closing = true;
     }
     !client.closing
-}
-
-/// Commands looked ahead at per prefetch pass: enough to overlap the misses of a
-/// typical pipeline (16), few enough that the lines are still cached when used.
-pub const PREFETCH_WINDOW: usize = 16;
-
-/// The first keys of up to [`PREFETCH_WINDOW`] commands at the front of an input
-/// buffer, as spans of that buffer.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct KeyWindow {
-    keys: [(u32, u32); PREFETCH_WINDOW],
-    /// Commands the window covers (with or without a key).
-    pub commands: usize,
-}
-
-impl KeyWindow {
-    /// Parse up to [`PREFETCH_WINDOW`] whole commands of `input` (the front of the
-    /// connection's unread input) and note their first keys.
-    pub fn scan(
-        core: &ShardCore,
-        parser: &mut ruvio_resp::CommandParser,
-        input: &[u8],
-    ) -> KeyWindow {
-        let mut window = KeyWindow::default();
-        let mut pos = 0;
-        while window.commands < PREFETCH_WINDOW {
-            // The front command may be an incomplete multibulk whose progress the
-            // parser keeps; the ones behind it are only looked at.
-            let parsed = if pos == 0 {
-                parser.parse(input, &core.limits)
-            } else {
-                parser.peek(&input[pos..], &core.limits)
-            };
-            let Ok(Parsed::Complete { args, consumed }) = parsed else {
-                break;
-            };
-            let (start, end) = first_key_span(args, input).unwrap_or((0, 0));
-            window.keys[window.commands] = (start as u32, end as u32);
-            pos += consumed;
-            window.commands += 1;
-        }
-        window
-    }
-
-    /// The window's keys, a key repeated by the next command once: a pipeline on
-    /// one hot key prefetches it once, not sixteen times.
-    fn keys<'a>(&'a self, input: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
-        let mut previous: &[u8] = &[];
-        self.keys[..self.commands]
-            .iter()
-            .filter(|(start, end)| end > start)
-            .map(|&(start, end)| &input[start as usize..end as usize])
-            .filter(move |key| {
-                let repeated = *key == previous;
-                previous = key;
-                !repeated
-            })
-    }
-
-    /// First prefetch pass: index slots and entries.
-    pub fn prefetch_entries(&self, core: &ShardCore, db: usize, input: &[u8]) {
-        self.keys(input)
-            .for_each(|key| core.engine.prefetch(db, key));
-    }
-
-    /// Second pass, once the entries are on their way: the values outside them.
-    pub fn prefetch_values(&self, core: &ShardCore, db: usize, input: &[u8]) {
-        self.keys(input)
-            .for_each(|key| core.engine.prefetch_value(db, key));
-    }
-}
-
-/// Prefetch the keyspace lines of the next commands in `input` when more than one
-/// command is waiting (a lone command gains nothing). Returns how many commands the
-/// pass covered, at least 1.
-fn prefetch_window(
-    core: &ShardCore,
-    parser: &mut ruvio_resp::CommandParser,
-    input: &[u8],
-    db: usize,
-) -> usize {
-    let window = KeyWindow::scan(core, parser, input);
-    if window.commands > 1 {
-        window.prefetch_entries(core, db, input);
-        window.prefetch_values(core, db, input);
-    }
-    window.commands.max(1)
-}
-
-/// Where the first key of a keyspace command lies in `input`, if the command has
-/// one there (inline commands' arguments live in the parser's scratch space).
-fn first_key_span(args: Args<'_>, input: &[u8]) -> Option<(usize, usize)> {
-    if args.is_empty() {
-        return None;
-    }
-    let cmd = registry().lookup(args.get(0))?.resolve(args).ok()?;
-    let first = cmd.meta.keys.fixed_first()?;
-    if !matches!(cmd.handler, Some(Handler::Engine(_))) || args.len() <= first {
-        return None;
-    }
-    let key = args.get(first);
-    let start = (key.as_ptr() as usize).checked_sub(input.as_ptr() as usize)?;
-    (start + key.len() <= input.len()).then_some((start, start + key.len()))
 }
 
 /// Run one command and leave its reply (or a held slot for it) in `replies`.
@@ -789,6 +687,11 @@ fn run_local(
                     return Err(busy);
                 }
             }
+            // A server command that writes keys (MIGRATE's DEL) answers, under
+            // `always`, once that write is durable, as an engine write does.
+            let gate = (cmd.meta.has(WRITE) && !cmd.meta.keys.is_none())
+                .then(|| durable::open_gate(core.wal.as_ref(), replies))
+                .flatten();
             let mut reply = Reply::new(replies.sink(), client.proto);
             let mut ctx = Ctx {
                 core,
@@ -819,6 +722,9 @@ fn run_local(
                 };
                 crate::shard::primary::wait(core, wait);
                 core.timing.park(Parked::Waiting);
+            }
+            if let Some(gate) = gate {
+                durable::close_gate(&mut core.gated, core.wal.as_ref(), replies, who, gate);
             }
             result
         }

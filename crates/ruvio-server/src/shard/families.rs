@@ -215,6 +215,21 @@ impl Server for ShardCore {
     }
 }
 
+impl crate::cmd::migrate::MovesKeys for ShardCore {
+    fn delete_moved(&mut self, client: &ClientState, keys: &[&[u8]]) {
+        let del = crate::cmd::registry::registry()
+            .lookup(b"del")
+            .expect("DEL is in the table");
+        let argv: ruvio_resp::OwnedArgs = std::iter::once(b"DEL".as_slice())
+            .chain(keys.iter().copied())
+            .collect();
+        let caller = crate::net::caller::Caller::of(client, self.id);
+        // DEL's reply (the count) is MIGRATE's business, not the client's.
+        let mut discarded = Vec::new();
+        super::exec::run_engine(self, del, caller, argv.args(), &mut discarded);
+    }
+}
+
 impl SharedReads for Shared {
     #[inline]
     fn used_for_maxmemory(&self) -> u64 {

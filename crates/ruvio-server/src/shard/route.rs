@@ -71,7 +71,8 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
 pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, asking: bool) -> Route {
     let shards = core.topo.nodes.len();
     let forward = core.topo.mode == PortMode::Forward;
-    if !matches!(cmd.handler, Some(Handler::Engine(_))) {
+    let keyed_server = keyed_server_write(cmd);
+    if !matches!(cmd.handler, Some(Handler::Engine(_))) && !keyed_server {
         return Route::Local;
     }
     if forward && shards == 1 {
@@ -114,14 +115,23 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, asking: boo
             Route::Moved(slot, owner)
         };
     }
-    // SORT ... BY/GET patterns read keys named by the sorted elements, which may
-    // live anywhere: borrow them all (the lender finds out which).
-    let from_value = cmd.meta.keys.reads_keys_from_value() && ruvio_engine::value_keys_wanted(args);
     let owner = core.topo.key_owner(args.get(first));
     // Every key on one shard (every single-key command): no groups to build. This
     // is the path of nearly every request, local or forwarded; building the groups
     // here cost a fifth of a local GET's instructions (docs/runtime.md).
-    if !from_value && positions.all(|p| core.topo.key_owner(args.get(p)) == owner) {
+    let one_shard = positions.all(|p| core.topo.key_owner(args.get(p)) == owner);
+    if keyed_server {
+        // It cannot run on another shard: its keys must all be here.
+        return if one_shard && owner == core.id {
+            Route::Local
+        } else {
+            Route::CrossSlot
+        };
+    }
+    // SORT ... BY/GET patterns read keys named by the sorted elements, which may
+    // live anywhere: borrow them all (the lender finds out which).
+    let from_value = cmd.meta.keys.reads_keys_from_value() && ruvio_engine::value_keys_wanted(args);
+    if one_shard && !from_value {
         return if owner == core.id {
             Route::Local
         } else {
@@ -192,6 +202,10 @@ fn in_flight_route(
     if !migrating && !importing {
         return None;
     }
+    if keyed_server_write(cmd) {
+        // MIGRATE moves the slot's keys: Redis runs it here whatever is left.
+        return Some(Route::Local);
+    }
     let positions = cmd.meta.keys.positions(args);
     let first = args.get(*positions.first()?);
     let here = |p: &usize| core.engine.exists(0, args.get(*p), core.now_ms);
@@ -211,6 +225,15 @@ fn in_flight_route(
         });
     }
     None
+}
+
+/// A server command that writes keys (MIGRATE, which talks to another
+/// instance itself): its keys are checked as any keyed command's, but it runs
+/// only on the shard the client is on, never forwarded (`cmd::migrate`).
+fn keyed_server_write(cmd: &Command) -> bool {
+    matches!(cmd.handler, Some(Handler::Server(_)))
+        && cmd.meta.has(WRITE)
+        && !cmd.meta.keys.is_none()
 }
 
 /// `-MOVED` to another node of the bus ([`Route::MovedToNode`]).

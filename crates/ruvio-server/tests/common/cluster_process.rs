@@ -127,8 +127,18 @@ pub fn ok(port: u16, words: &[&str]) {
 /// `tested` serves 0-8191 and `peer` 8192-16383, in one cluster, up: both
 /// agree on it and `tested` says `cluster_state:ok`.
 pub fn halves(tested: u16, peer: u16) {
-    ok(tested, &["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]);
-    ok(peer, &["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]);
+    split_at(tested, peer, 8192);
+}
+
+/// `tested` serves the slots below `peer_from` and `peer` the rest, in one
+/// cluster, up (as [`halves`]).
+pub fn split_at(tested: u16, peer: u16, peer_from: u16) {
+    let last = (peer_from - 1).to_string();
+    ok(tested, &["CLUSTER", "ADDSLOTSRANGE", "0", &last]);
+    ok(
+        peer,
+        &["CLUSTER", "ADDSLOTSRANGE", &peer_from.to_string(), "16383"],
+    );
     ok(tested, &["CLUSTER", "MEET", "127.0.0.1", &peer.to_string()]);
     wait_for("a cluster of two, up", || {
         agree(&[tested, peer], 2)?;

@@ -29,6 +29,7 @@ pub mod bus_node;
 pub mod busy;
 pub mod certs;
 pub mod cluster_process;
+pub mod cluster_tools;
 mod diff;
 pub mod replication;
 mod resp;

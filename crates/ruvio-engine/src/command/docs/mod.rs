@@ -307,14 +307,18 @@ impl CommandDocs {
     /// The flags Redis gives the key at argument `position` of `args` (COMMAND
     /// GETKEYSANDFLAGS): those of the first key spec that names it; a key only a
     /// command's own code finds (SORT ... STORE, the last of GEORADIUS' stores)
-    /// takes the last spec's. Specs marked `variable_flags` are decided by the
+    /// takes the last spec's, MIGRATE's keys the first's. Specs marked `variable_flags` are decided by the
     /// arguments as Redis' `setGetKeys` and `bitfieldGetKeys` decide them.
     pub fn key_flags(&self, name: &str, args: Args<'_>, position: usize) -> Vec<&str> {
-        let spec = self
-            .specs
-            .iter()
-            .find(|s| s.positions(args).contains(&position))
-            .or(self.specs.last());
+        let spec = match name {
+            // Redis' migrateGetKeys gives the KEYS list the first spec's flags.
+            "migrate" => self.specs.first(),
+            _ => self
+                .specs
+                .iter()
+                .find(|s| s.positions(args).contains(&position))
+                .or(self.specs.last()),
+        };
         let Some(spec) = spec else {
             return Vec::new();
         };

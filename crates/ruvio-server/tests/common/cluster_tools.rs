@@ -1,0 +1,110 @@
+//! What the tests that move slots with `redis-cli --cluster` share
+//! (tests/cluster_reshard.rs, tests/cluster_migrate.rs): the tool found beside
+//! redis-server, its reshard and check, a redis-py RedisCluster writer and the
+//! check that every acknowledged write reads back.
+
+use super::cluster_process::text;
+use super::*;
+use std::process::{Command, Stdio};
+
+/// The node's name (CLUSTER MYID).
+pub fn myid(port: u16) -> String {
+    text(&RawConn::connect(port).cmd(&["CLUSTER", "MYID"]))
+}
+
+/// redis-cli beside redis-server, when it and redis-py are installed (`None`:
+/// the test `test` is skipped, unless RUVIO_REQUIRE_REDIS=1).
+pub fn redis_cli(test: &str) -> Option<std::path::PathBuf> {
+    let bin = require_redis_server(test)?.with_file_name("redis-cli");
+    if bin.is_file() && require_redis_py(test) {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var("RUVIO_REQUIRE_REDIS").as_deref() != Ok("1"),
+        "redis-cli or redis-py is not installed but RUVIO_REQUIRE_REDIS=1"
+    );
+    eprintln!("SKIPPED {test}: redis-cli or redis-py is not installed");
+    None
+}
+
+/// redis-py's RedisCluster writing `w:<n>` keys from `port` until `stop`
+/// exists, then printing how many writes were acknowledged.
+pub fn start_writer(port: u16, stop: &std::path::Path) -> std::process::Child {
+    let script = format!(
+        "import os\n\
+         from redis.cluster import RedisCluster\n\
+         rc = RedisCluster(host='127.0.0.1', port={port})\n\
+         n = 0\n\
+         while not os.path.exists('{stop}'):\n\
+         \x20   rc.set('w:%d' % n, 'v%d' % n)\n\
+         \x20   n += 1\n\
+         print(n)\n",
+        stop = stop.display()
+    );
+    Command::new("python3")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3")
+}
+
+/// Every `w:<n>` below `count` reads back through RedisCluster from `port`.
+pub fn all_written_present(port: u16, count: usize) {
+    let script = format!(
+        "from redis.cluster import RedisCluster\n\
+         rc = RedisCluster(host='127.0.0.1', port={port})\n\
+         bad = [i for i in range({count}) if rc.get('w:%d' % i) != b'v%d' % i]\n\
+         assert not bad, (len(bad), bad[:10])\n"
+    );
+    python(&script);
+}
+
+/// `redis-cli --cluster reshard` moving `slots` slots from `from` to `to`.
+pub fn reshard(cli: &std::path::Path, from: u16, to: u16, slots: u16) {
+    let out = Command::new(cli)
+        .args(["--cluster", "reshard", &format!("127.0.0.1:{from}")])
+        .args(["--cluster-from", &myid(from), "--cluster-to", &myid(to)])
+        .args(["--cluster-slots", &slots.to_string(), "--cluster-yes"])
+        .output()
+        .expect("redis-cli");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && !stdout.contains("[ERR]"),
+        "reshard {from} -> {to}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `redis-cli --cluster check` from `port` finds the cluster whole: every
+/// slot covered, the nodes agreeing, no slot left open.
+pub fn check_whole(cli: &std::path::Path, port: u16) -> Result<(), String> {
+    let out = Command::new(cli)
+        .args(["--cluster", "check", &format!("127.0.0.1:{port}")])
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let whole = out.status.success()
+        && stdout.contains("[OK] All nodes agree about slots configuration.")
+        && stdout.contains("[OK] All 16384 slots covered.")
+        && !stdout.contains("[WARNING]")
+        && !stdout.contains("[ERR]");
+    match whole {
+        true => Ok(()),
+        false => Err(stdout),
+    }
+}
+
+/// A slot count of each node, from its own CLUSTER NODES.
+pub fn slots_of(port: u16) -> usize {
+    let nodes = text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]));
+    let own = nodes.lines().find(|l| l.contains("myself")).unwrap_or("");
+    own.split(' ')
+        .skip(8)
+        .filter(|w| !w.starts_with('['))
+        .map(|range| match range.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap_or(0) - a.parse::<usize>().unwrap_or(0) + 1,
+            None => 1,
+        })
+        .sum()
+}
