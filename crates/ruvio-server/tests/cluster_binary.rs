@@ -20,6 +20,7 @@ mod common;
 use common::bus_node::wait_for;
 use common::cluster_process::{agree, cluster_nodes, ok, text, Node, SideBySide};
 use common::*;
+use ruvio_server::cluster::nodes_file::NodeLine;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -274,6 +275,20 @@ fn operator_subcommands_reply_as_redis_server() {
             "CLUSTER SAVECONFIG",
             "CLUSTER SAVECONFIG x",
             "CLUSTER MYID x",
+            "CLUSTER REPLICAS",
+            "CLUSTER REPLICAS abc",
+            "CLUSTER REPLICAS NODE-ID",
+            "CLUSTER SLAVES NODE-ID",
+            "CLUSTER SLAVES NODE-ID x",
+            "CLUSTER COUNTKEYSINSLOT abc",
+            "CLUSTER COUNTKEYSINSLOT -1",
+            "CLUSTER COUNTKEYSINSLOT 16384",
+            "CLUSTER COUNTKEYSINSLOT 99999999999999999999",
+            "CLUSTER GETKEYSINSLOT abc 1",
+            "CLUSTER GETKEYSINSLOT 1 abc",
+            "CLUSTER GETKEYSINSLOT -1 1",
+            "CLUSTER GETKEYSINSLOT 1 -1",
+            "CLUSTER GETKEYSINSLOT 16384 abc",
             "SET foo bar",
             "CLUSTER INFO",
             "CLUSTER FLUSHSLOTS x",
@@ -603,4 +618,67 @@ fn transactions_and_scripts_follow_the_node_slots_as_redis_server() {
             .collect::<Vec<String>>()
     };
     assert_eq!(replies(pairs[0]), replies(pairs[1]));
+}
+
+/// CLUSTER REPLICAS / SLAVES of a Ruvio node that a redis-server node replicates
+/// (CLUSTER REPLICATE), asked of both: the same one line (the replica's name,
+/// flags, master and slots; the times and link state are each node's own), and
+/// Redis's error for a node that is itself a replica.
+#[test]
+fn replicas_of_a_node_are_listed_as_redis_server_lists_them() {
+    if require_redis_server("cluster_binary").is_none() {
+        return;
+    }
+    let redis = Server::redis_cluster_node();
+    let port = free_ports(1, true);
+    let _node = Node::start(port, 1, &unique_dir("replicated"));
+    let port_r = redis.port();
+    ok(port, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    ok(port, &["CLUSTER", "MEET", "127.0.0.1", &port_r.to_string()]);
+    wait_for("one cluster of two", || agree(&[port, port_r], 2));
+    let ruvio_id = text(&RawConn::connect(port).cmd(&["CLUSTER", "MYID"]));
+    let redis_id = text(&RawConn::connect(port_r).cmd(&["CLUSTER", "MYID"]));
+    ok(port_r, &["CLUSTER", "REPLICATE", &ruvio_id]);
+    let listed = |asked: u16, verb: &str| -> Result<Vec<NodeLine>, String> {
+        let reply = RawConn::connect(asked).cmd(&["CLUSTER", verb, &ruvio_id]);
+        let lines: Vec<NodeLine> = String::from_utf8_lossy(&reply)
+            .split("\r\n")
+            .filter(|l| l.len() > 40 && !l.starts_with('$') && !l.starts_with('*'))
+            .filter_map(|l| ruvio_server::cluster::nodes_file::parse_line(l).ok())
+            .collect();
+        match lines.as_slice() {
+            [one] if one.has_flag("slave") && one.master.as_deref() == Some(ruvio_id.as_str()) => {
+                Ok(lines)
+            }
+            _ => Err(format!(
+                "{verb} from {asked}: {}",
+                String::from_utf8_lossy(&reply)
+            )),
+        }
+    };
+    wait_for("both nodes list the replica", || {
+        listed(port, "REPLICAS")?;
+        listed(port_r, "REPLICAS").map(|_| ())
+    });
+    for verb in ["REPLICAS", "SLAVES"] {
+        let (ours, theirs) = (listed(port, verb).unwrap(), listed(port_r, verb).unwrap());
+        let shown = |l: &NodeLine| {
+            let flags: Vec<&str> = l.flags.iter().copied().filter(|f| *f != "myself").collect();
+            (
+                l.name.clone(),
+                flags,
+                l.master.clone(),
+                l.slots.clone(),
+                l.port,
+            )
+        };
+        assert_eq!(shown(&ours[0]), shown(&theirs[0]), "{verb}");
+        assert_eq!(ours[0].name, redis_id);
+    }
+    for asked in [port, port_r] {
+        assert_eq!(
+            RawConn::connect(asked).cmd(&["CLUSTER", "REPLICAS", &redis_id]),
+            b"-ERR The specified node is not a master\r\n"
+        );
+    }
 }

@@ -85,6 +85,10 @@ const SUBCOMMANDS: &[ServerCommand] = &[
     command!("cluster|count-failure-reports", 3, ADMIN | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
         "Return the number of failure reports active for a given node",
         "O(N) where N is the number of failure reports", bus::count_failure_reports),
+    command!("cluster|replicas", 3, ADMIN | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "5.0.0",
+        "List replica nodes of the specified master node", "O(1)", replicas),
+    command!("cluster|slaves", 3, ADMIN | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "List replica nodes of the specified master node", "O(1)", replicas),
     command!("cluster|flushslots", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
         "Delete a node's own slots information", "O(1)", bus::flushslots),
     command!("cluster|links", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "7.0.0",
@@ -257,6 +261,32 @@ fn nodes<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>
     Ok(())
 }
 
+/// CLUSTER REPLICAS / SLAVES node-id: the replicas' lines, as CLUSTER NODES
+/// writes them. The shards of a process without the bus are masters with no
+/// replicas in the table (a replica of one is a replica of that shard alone,
+/// which CLUSTER NODES does not list either).
+fn replicas<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    require_cluster(ctx)?;
+    if let Some(node) = ctx.core.cluster_node() {
+        return bus::replicas(node, announced_host(ctx), args.get(2), reply);
+    }
+    if !ctx
+        .core
+        .topology()
+        .nodes
+        .iter()
+        .any(|n| n.id.as_bytes() == args.get(2))
+    {
+        return Err(bus::unknown_node(args.get(2)));
+    }
+    reply.array(0);
+    Ok(())
+}
+
 /// The host this client is told to connect to (see `Topology::announced_host`).
 fn announced_host<'a, S: Server>(ctx: &'a Ctx<'_, S>) -> &'a str {
     let core = &ctx.core;
@@ -293,6 +323,8 @@ fn countkeysinslot<S: Server>(
     reply: &mut Reply<'_>,
 ) -> ServerResult {
     require_cluster(ctx)?;
+    // An integer first, then a slot, as Redis' getLongLongFromObjectOrReply.
+    parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
     let slot = parse_slot(args.get(2)).ok_or(CmdError::InvalidSlot)?;
     reply.int(ctx.core.engine().count_keys_in_slot(ctx.client.db, slot) as i64);
     Ok(())
@@ -304,8 +336,13 @@ fn getkeysinslot<S: Server>(
     reply: &mut Reply<'_>,
 ) -> ServerResult {
     require_cluster(ctx)?;
-    let slot = parse_slot(args.get(2));
-    let count = parse_i64(args.get(3)).and_then(|n| usize::try_from(n).ok());
+    // Both integers first, then in range, as Redis' getLongLongFromObjectOrReply.
+    let slot = parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
+    let count = parse_i64(args.get(3)).ok_or(CmdError::NotInteger)?;
+    let slot = (0..SLOT_COUNT as i64)
+        .contains(&slot)
+        .then_some(slot as u16);
+    let count = usize::try_from(count).ok();
     let (Some(slot), Some(count)) = (slot, count) else {
         return Err(CmdError::InvalidSlotOrCount);
     };
@@ -442,6 +479,8 @@ fn help<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>)
             "NODES",
             "    Return cluster configuration seen by node. Output format:",
             "    <id> <ip:port@bus-port[,hostname]> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+            "REPLICAS <node-id>",
+            "    Return <node-id> replicas.",
             "SHARDS",
             "    Return information about slot range mappings and the nodes associated with them.",
             "SLOTS",

@@ -77,6 +77,8 @@ pub(super) const HELP: &[&str] = &[
     "    Set config epoch of current node.",
     "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
     "    Set slot state.",
+    "REPLICAS <node-id>",
+    "    Return <node-id> replicas.",
     "SAVECONFIG",
     "    Force saving cluster configuration on disk.",
     "SLOTS",
@@ -162,6 +164,42 @@ fn seen_by_client(node: &ShardNode, own_ip: &str) -> Vec<NodeLine> {
         line.ip = own_ip.to_string();
     }
     lines
+}
+
+/// CLUSTER REPLICAS / SLAVES `name` on a node of the bus: the lines of the
+/// nodes that replicate it, in Redis's errors' order (an unknown node, then one
+/// that is itself a replica).
+pub(super) fn replicas(
+    node: &ShardNode,
+    own_ip: &str,
+    name: &[u8],
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    let lines = seen_by_client(node, own_ip);
+    let Some(master) = lines.iter().find(|l| l.name.as_bytes() == name) else {
+        return Err(unknown_node(name));
+    };
+    if master.has_flag("slave") {
+        return Err(CmdError::Line(
+            b"ERR The specified node is not a master".to_vec(),
+        ));
+    }
+    let replicas: Vec<&NodeLine> = lines
+        .iter()
+        .filter(|l| l.master.as_deref().map(str::as_bytes) == Some(name))
+        .collect();
+    reply.array(replicas.len());
+    for line in replicas {
+        let mut text = String::new();
+        render_line(line, &mut text);
+        reply.bulk(text.as_bytes());
+    }
+    Ok(())
+}
+
+/// Redis's `Unknown node <name>`.
+pub(super) fn unknown_node(name: &[u8]) -> CmdError {
+    error(format!("ERR Unknown node {}", quoted(name)))
 }
 
 /// CLUSTER MYID.
@@ -462,7 +500,7 @@ pub(super) fn count_failure_reports<S: Server>(
     let node = node(ctx, args)?;
     match node.cluster.failure_reports(args.get(2), now) {
         Some(count) => reply.int(count as i64),
-        None => return Err(error(format!("ERR Unknown node {}", quoted(args.get(2))))),
+        None => return Err(unknown_node(args.get(2))),
     }
     Ok(())
 }
@@ -551,11 +589,11 @@ pub(super) fn replicate<S: Server>(
     let node = node(ctx, args)?;
     let name = args.get(2);
     let Ok(master) = <[u8; crate::cluster::bus::message::NAME_LEN]>::try_from(name) else {
-        return Err(error(format!("ERR Unknown node {}", quoted(name))));
+        return Err(unknown_node(name));
     };
     match node.cluster.replicate(&master) {
         Ok(()) => {}
-        Err("ERR Unknown node") => return Err(error(format!("ERR Unknown node {}", quoted(name)))),
+        Err("ERR Unknown node") => return Err(unknown_node(name)),
         Err(why) => return Err(error(why.to_string())),
     }
     node.changed();
