@@ -302,10 +302,6 @@ const SERVER_KNOWN_UPWARD: &[(&str, &str)] = &[
     ("mesh/lending/mod.rs", "shard"),
     ("mesh/lending/owner.rs", "shard"),
     ("mesh/lending/waiting.rs", "shard"),
-    ("transactions/exec_run.rs", "cmd"),
-    ("transactions/exec_run.rs", "shard"),
-    ("transactions/multi.rs", "cmd"),
-    ("transactions/multi.rs", "shard"),
 ];
 
 #[test]

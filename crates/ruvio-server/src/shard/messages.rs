@@ -6,6 +6,7 @@
 //! rings) because handling a message is the shard's work: it runs commands on the
 //! keyspace and writes into connections, the mesh only carries the bytes.
 
+use super::multi::QueuedRows;
 use crate::cmd::registry::registry;
 use crate::mesh::forward::{
     Control, ReplyBatch, RequestBatch, ShardMsg, Tag, POSITIONS_SHARDS_MIN, REPLY_BATCH_BYTES,
@@ -18,7 +19,6 @@ use crate::net::slab::Slab;
 use crate::shard::blocking::Waiter;
 use crate::shard::exec::{self, run_engine, Caller};
 use crate::shard::ShardCore;
-use crate::transactions::multi::QueuedRows;
 use ruvio_engine::command::CommandTree;
 use ruvio_resp::{Protocol, Reply};
 
@@ -107,7 +107,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             tag,
             epoch,
             keys,
-        } => crate::transactions::multi::watched_by(core, from, tag, epoch, keys),
+        } => super::multi::watched_by(core, from, tag, epoch, keys),
         ShardMsg::WatchKeysNow {
             from,
             client_id,

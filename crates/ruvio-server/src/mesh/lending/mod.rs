@@ -336,7 +336,7 @@ pub fn start(
 
 /// Start coordinating the EXEC of `transaction` for connection `conn` (held slot
 /// `seq`): borrow `keys` (every key its commands name and every watched key),
-/// run it here ([`crate::transactions::multi::run_borrowed`]), give them back. As [`start`],
+/// run it here ([`crate::shard::multi::run_borrowed`]), give them back. As [`start`],
 /// the reply comes back here when it ran before this returns.
 #[allow(clippy::too_many_arguments)]
 pub fn start_transaction(
@@ -535,7 +535,7 @@ fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
 /// `conn` (the EXEC's), as [`finish`] would have; its reply if it is answered now.
 pub fn finish_starting_with_conn(
     core: &mut ShardCore,
-    conn: crate::transactions::multi::ConnAccess<'_>,
+    conn: crate::shard::multi::ConnAccess<'_>,
 ) -> Option<Vec<u8>> {
     let ticket = core.lending.finish_with_conn.take()?;
     core.lending.starting = Some((ticket, conn.who));
@@ -609,19 +609,14 @@ fn finish_with(
                 (None, Some(conn)) => Some((&mut conn.client, &mut conn.replies)),
                 (None, None) => None,
             };
-            let access = access.map(|(client, replies)| crate::transactions::multi::ConnAccess {
+            let access = access.map(|(client, replies)| crate::shard::multi::ConnAccess {
                 client,
                 replies,
                 conns: &mut *conns,
                 who: op.conn,
             });
-            let mut ran = crate::transactions::multi::run_borrowed(
-                core,
-                transaction,
-                caller,
-                &mut out,
-                access,
-            );
+            let mut ran =
+                crate::shard::multi::run_borrowed(core, transaction, caller, &mut out, access);
             if let Some(conn) = taken {
                 conns.restore(index, conn);
             }
@@ -642,13 +637,7 @@ fn finish_with(
             }
         }
         None if swaps_dbs(op.cmd.meta) => {
-            crate::transactions::multi::every_shard_now(
-                core,
-                op.cmd,
-                caller,
-                op.argv.args(),
-                &mut out,
-            );
+            crate::shard::multi::every_shard_now(core, op.cmd, caller, op.argv.args(), &mut out);
             Ran::default()
         }
         None => {
@@ -831,14 +820,9 @@ fn run_riders(
                 ..rider.caller
             };
             let mut out = Vec::new();
-            let written = crate::transactions::multi::run_borrowed(
-                core,
-                &rider.transaction,
-                caller,
-                &mut out,
-                None,
-            )
-            .modified;
+            let written =
+                crate::shard::multi::run_borrowed(core, &rider.transaction, caller, &mut out, None)
+                    .modified;
             let start = modified.len() as u32;
             modified.extend(written);
             (rider, out, start..modified.len() as u32)
@@ -903,7 +887,7 @@ pub fn must_wait_for_transaction(
     };
     if let Some(queued) = &client.multi {
         return cmd.meta.name == "exec"
-            && !crate::transactions::multi::borrowed_keys(core, client, queued)
+            && !crate::shard::multi::borrowed_keys(core, client, queued)
                 .is_some_and(|keys| op.takes_riders() && op.will_hold(&keys));
     }
     if cmd.meta.name == "multi" {
