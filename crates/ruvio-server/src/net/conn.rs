@@ -72,7 +72,7 @@ pub struct ClientState {
     pub exec_rest: Option<crate::net::queued::InTurn>,
     /// A transaction of this client runs on borrowed keys without blocking it:
     /// the coordinating op's ticket and the held slot of the client's last
-    /// transaction on it (see [`crate::mesh::lending::must_wait_for_transaction`]).
+    /// transaction on it (see [`crate::shard::lending::must_wait_for_transaction`]).
     pub borrowing_tx: Option<(u64, u64)>,
     /// Came in on the TLS port (CLUSTER SLOTS and MOVED name TLS ports to it
     /// under `tls-cluster yes`).

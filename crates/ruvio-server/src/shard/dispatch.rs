@@ -90,7 +90,7 @@ pub fn process_input(
                     break;
                 }
                 if client.borrowing_tx.is_some()
-                    && lending::must_wait_for_transaction(core, client, args)
+                    && super::lending::must_wait_for_transaction(core, client, args)
                 {
                     // Left unread: it runs once the transaction answered.
                     let seq = client.borrowing_tx.map_or(0, |(_, seq)| seq);
@@ -966,7 +966,7 @@ fn borrow_and_run(
 ) {
     let seq = replies.hold(Merge::Single, 1);
     client.blocked = Some(BlockedOn::waiting(seq));
-    let at_once = lending::start(
+    let at_once = super::lending::start(
         core,
         conns,
         who,

@@ -268,13 +268,13 @@ impl Shard {
                 // under the script lock, run from its spin) wake their waiters now.
                 crate::shard::exec::serve_ready(&mut self.core, &mut self.conns);
             }
-            crate::mesh::lending::resume_parked_for_lock(&mut self.core, &mut self.conns);
+            lending::resume_parked_for_lock(&mut self.core, &mut self.conns);
             crate::shard::exec::expire_blocked(&mut self.core, &mut self.conns);
             crate::shard::exec::expire_fill_leases(&mut self.core, &mut self.conns);
-            crate::mesh::lending::expire(&mut self.core, &mut self.conns);
+            lending::expire(&mut self.core, &mut self.conns);
             self.resume_unblocked();
             self.resume_backed_up();
-            crate::mesh::lending::end_batch_if_done(&mut self.core, &mut self.conns);
+            lending::end_batch_if_done(&mut self.core, &mut self.conns);
             // The latency monitor's `eviction-cycle`.
             let timed = (self.core.cfg.maxmemory != 0)
                 .then(|| self.core.timing.monitor_start())

@@ -456,7 +456,7 @@ fn feed_monitors(core: &ShardCore, client: &ClientState, queued: &Queued) {
 
 /// Start the EXEC of `queued` on `keys` borrowed from their owners. Without WATCH
 /// the client goes on meanwhile (later commands that may touch the keys wait:
-/// [`lending::must_wait_for_transaction`]), and the transaction rides on an EXEC
+/// [`super::lending::must_wait_for_transaction`]), and the transaction rides on an EXEC
 /// already borrowing its keys here if there is one (not one under the script
 /// lock); with WATCH the client waits.
 #[allow(clippy::too_many_arguments)]
@@ -494,7 +494,15 @@ fn run_borrowing(
     let caller = crate::net::caller::Caller::of(client, core.id);
     let transaction = match unwatched && !locked {
         true => {
-            match lending::join_transaction(core, after, who, seq, caller, transaction, &keys) {
+            match super::lending::join_transaction(
+                core,
+                after,
+                who,
+                seq,
+                caller,
+                transaction,
+                &keys,
+            ) {
                 Ok(ticket) => {
                     client.borrowing_tx = Some((ticket, seq));
                     return;
@@ -509,7 +517,8 @@ fn run_borrowing(
         true => client.borrowing_tx = Some((ticket, seq)),
         false => client.blocked = Some(BlockedOn::waiting(seq)),
     }
-    let mut at_once = lending::start_transaction(core, conns, who, seq, caller, transaction, keys);
+    let mut at_once =
+        super::lending::start_transaction(core, conns, who, seq, caller, transaction, keys);
     if at_once.is_none() {
         // Every key was here: one that needs the connection runs now, with it.
         let access = ConnAccess {
@@ -518,7 +527,7 @@ fn run_borrowing(
             conns: &mut *conns,
             who,
         };
-        at_once = lending::finish_starting_with_conn(core, access);
+        at_once = super::lending::finish_starting_with_conn(core, access);
     }
     // Run while its connection was out of the slab, its writer's slot waits
     // for its invalidations (see `tracking`).
@@ -696,7 +705,7 @@ fn queued_keys(core: &ShardCore, cmd: &Command, args: Args<'_>, db: usize, keys:
     keys.extend(positions.iter().map(|&p| (db, args.get(p).to_vec())));
     let target = match cmd.meta.name {
         "move" => db_index(core, args.get(2)),
-        _ => lending::other_db(core, cmd, args),
+        _ => super::lending::other_db(core, cmd, args),
     };
     if let (Some(target), Some(&last)) = (target, positions.last()) {
         keys.push((target, args.get(last).to_vec()));
