@@ -1,5 +1,5 @@
 //! Multi-key commands across shards in forward mode (keys borrowed from their
-//! owners, see crates/ruvio-server/src/mesh/lending/mod.rs), under concurrency: several real
+//! owners, see crates/ruvio-server/src/shard/lending/coordinate.rs), under concurrency: several real
 //! clients move list elements and rename keys between shards at the same time. No
 //! element may be lost or duplicated, no command may deadlock (every client
 //! finishes), and a key being renamed is never seen half-moved by a single-key read;

@@ -1,5 +1,6 @@
-//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH. The state and the running
-//! of queued commands are [`crate::transactions::multi`]; watched keys are [`crate::transactions::watch`].
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH. The state is
+//! [`crate::transactions::multi`], the running of queued commands the shard's
+//! (`shard/multi.rs`, `shard/exec_run.rs`); watched keys are [`crate::transactions::watch`].
 
 use super::{Ctx, Server, ServerCommand, ServerResult};
 use ruvio_engine::command::{command, flags::*};
@@ -56,7 +57,7 @@ fn unwatch<S: Server>(
 }
 
 /// EXEC and WATCH answer through the reply queue (a held slot while other shards
-/// work): the dispatcher runs them ([`crate::transactions::multi::exec`], [`crate::transactions::multi::watch_keys`]).
+/// work): the dispatcher runs them (`shard::multi::exec`, `shard::multi::watch_keys`).
 fn run_by_dispatcher<S: Server>(
     _ctx: &mut Ctx<'_, S>,
     args: Args<'_>,

@@ -20,7 +20,7 @@
 //! does everything later from the same shard ([`Deferred`]): its later forwarded
 //! commands and cancels, so no command a client sent after its EXEC runs before it.
 //! A lend request for a waiting transaction's keys waits too. When keys come home
-//! ([`lending::take_back`](crate::mesh::lending::take_back)) the waiting queue runs up to
+//! ([`crate::shard::lending::take_back`](crate::shard::lending::take_back)) the waiting queue runs up to
 //! the first transaction whose keys are still lent.
 //!
 //! This file is the transaction's message and the owner's queue of what waits;

@@ -68,11 +68,11 @@ pub struct ClientState {
     /// Running EXEC's queue: commands do not block.
     pub in_exec: bool,
     /// The commands of an EXEC still to run after a command that waits for
-    /// another shard (see [`crate::transactions::multi::continue_exec`]).
+    /// another shard (see `shard::exec_run::continue_exec`).
     pub exec_rest: Option<crate::net::queued::InTurn>,
     /// A transaction of this client runs on borrowed keys without blocking it:
     /// the coordinating op's ticket and the held slot of the client's last
-    /// transaction on it (see [`crate::mesh::lending::must_wait_for_transaction`]).
+    /// transaction on it (see [`crate::shard::lending::must_wait_for_transaction`]).
     pub borrowing_tx: Option<(u64, u64)>,
     /// Came in on the TLS port (CLUSTER SLOTS and MOVED name TLS ports to it
     /// under `tls-cluster yes`).

@@ -3,7 +3,7 @@
 //! turn ([`InTurn`]). Plain data, kept here with the connection (as its watched
 //! keys and subscriptions are) so that the connection does not name the
 //! transactions above it; what MULTI, EXEC and WATCH do is
-//! `crate::transactions::multi`'s.
+//! `crate::transactions::multi`'s and the shard's (`shard/multi.rs`).
 //!
 //! A queued command names the row it resolved to by the row's statistics slot
 //! (`cmd::registry::Registry::row`, as a forwarded command's `Tag::row` does):
@@ -88,7 +88,7 @@ impl Queued {
     }
 }
 
-/// An EXEC running its queue in turn (see `transactions::multi::continue_exec`).
+/// An EXEC running its queue in turn (see `shard::exec_run::continue_exec`).
 #[derive(Debug)]
 pub struct InTurn {
     pub commands: Commands,

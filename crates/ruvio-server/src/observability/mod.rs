@@ -32,7 +32,7 @@
 //! `shard::messages::run_requests` for a command forwarded whole to its keys'
 //! owner, `mesh::lending` for a command run on borrowed keys (the origin then
 //! records nothing: [`Timing::hand_off`]), `mesh::owner_tx` and
-//! `transactions::multi::run_borrowed` for EXEC's commands run elsewhere.
+//! `shard::exec_run::run_borrowed` for EXEC's commands run elsewhere.
 //! A command whose answer other shards complete (a gathered INFO, LATENCY
 //! HISTOGRAM, CLIENT LIST or CLIENT UNBLOCK of a command parked elsewhere; a
 //! split MGET, MSET, DEL; a command of every shard) is recorded once that answer

@@ -707,7 +707,7 @@ fn answer(
         // Redis lets it past the busy check, then MULTI queues it (SCRIPT KILL
         // and AUTH included); none of these has keys.
         let client = client.expect("in MULTI");
-        crate::transactions::multi::queue_keyless(client, row, args, reply);
+        super::multi::queue_keyless(client, row, args, reply);
         return Answer::Replied;
     }
     match row.meta.name {

@@ -358,7 +358,7 @@ impl Shard {
     /// A blocked client went away: its parked command goes too, here or on the
     /// shard it was sent to.
     fn forget_blocked(&mut self, index: u32, gen: u32, blocked: BlockedOn) {
-        crate::mesh::lending::forget(&mut self.core, index, gen);
+        super::lending::forget(&mut self.core, index, gen);
         match blocked.remote {
             None => crate::shard::exec::drop_waiter(
                 &mut self.core,

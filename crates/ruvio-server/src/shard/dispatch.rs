@@ -44,13 +44,7 @@ pub fn process_input(
 ) -> bool {
     if conn.client.blocked.is_none() && conn.client.exec_rest.is_some() {
         let who = (index, conn.gen);
-        crate::transactions::multi::continue_exec(
-            core,
-            conns,
-            &mut conn.client,
-            &mut conn.replies,
-            who,
-        );
+        super::multi::continue_exec(core, conns, &mut conn.client, &mut conn.replies, who);
     }
     let waiting = conn.client.blocked.is_some() || conn.client.paused;
     if conn.input.len() - conn.input_start < conn.input_need || waiting {
@@ -97,7 +91,7 @@ pub fn process_input(
                     break;
                 }
                 if client.borrowing_tx.is_some()
-                    && lending::must_wait_for_transaction(core, client, args)
+                    && super::lending::must_wait_for_transaction(core, client, args)
                 {
                     // Left unread: it runs once the transaction answered.
                     let seq = client.borrowing_tx.map_or(0, |(_, seq)| seq);
@@ -347,11 +341,11 @@ fn run_checked(
         rejected => rejected,
     };
     if let Some(e) = rejected {
-        let e = crate::transactions::multi::refused(core, client, cmd, e);
+        let e = super::multi::refused(core, client, cmd, e);
         core.stats.count_rejected(cmd.stat, &e);
         return e.write(&mut Reply::new(replies.sink(), client.proto));
     }
-    if crate::transactions::multi::queue(core, client, replies, cmd, args) {
+    if super::multi::queue(core, client, replies, cmd, args) {
         return;
     }
     let (stat, result, awaited) = match resolved {
@@ -373,8 +367,8 @@ fn run_checked(
             let reply_start = replies.sink().len();
             let result = match sub.meta.name {
                 // They need the reply queue: run here rather than as server handlers.
-                "exec" => crate::transactions::multi::exec(core, conns, client, replies, who),
-                "watch" => crate::transactions::multi::watch_keys(core, client, replies, who, args),
+                "exec" => super::multi::exec(core, conns, client, replies, who),
+                "watch" => super::multi::watch_keys(core, client, replies, who, args),
                 "sort" | "sort_ro" if client.acl.restricted => {
                     match crate::acl::check::sort_refusal(
                         &client.acl.user,
@@ -878,7 +872,7 @@ fn borrow_and_run(
 ) {
     let seq = replies.hold(Merge::Single, 1);
     client.blocked = Some(BlockedOn::waiting(seq));
-    let at_once = lending::start(
+    let at_once = super::lending::start(
         core,
         conns,
         who,

@@ -250,7 +250,7 @@ pub fn run_engine(
             .map(|(db, k)| (db, k.to_vec()))
             .collect();
         let noloop_writer = crate::mesh::lending::noloop_writer(&caller);
-        crate::mesh::lending::send_loans_home(core, ended.loans, &written, noloop_writer);
+        super::lending::send_loans_home(core, ended.loans, &written, noloop_writer);
         crate::mesh::script_lock::unlock(core.script_server());
         return finish_ran(core, &mut ctx, block, modified, Ran::default());
     }

@@ -13,7 +13,6 @@ use crate::cluster::topology::Topology;
 use crate::config::{Cli, Config, PortMode};
 use crate::memory;
 use crate::mesh::forward::ShardMsg;
-use crate::mesh::lending;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::Shared;
@@ -250,7 +249,7 @@ impl TwoShards {
                 // lock try again, and enforces maxmemory (it counts only when the
                 // counting allocator is the global one, as in the binary).
                 let node = &mut self.nodes[shard];
-                crate::mesh::lending::resume_parked_for_lock(&mut node.core, &mut node.conns);
+                super::lending::resume_parked_for_lock(&mut node.core, &mut node.conns);
                 memory::limit::enforce(&mut self.nodes[shard].core);
                 for (index, gen) in std::mem::take(&mut self.nodes[shard].core.resume) {
                     moved = true;
@@ -272,7 +271,7 @@ impl TwoShards {
             core.now_ms += ms;
             exec::expire_blocked(core, &mut node.conns);
             exec::expire_fill_leases(core, &mut node.conns);
-            lending::expire(core, &mut node.conns);
+            super::lending::expire(core, &mut node.conns);
             if core.pause.expired(core.now_ms) {
                 end_pause(core, &mut node.conns);
             }

@@ -6,19 +6,18 @@
 //! rings) because handling a message is the shard's work: it runs commands on the
 //! keyspace and writes into connections, the mesh only carries the bytes.
 
+use super::multi::QueuedRows;
 use crate::cmd::registry::registry;
 use crate::mesh::forward::{
     Control, ReplyBatch, RequestBatch, ShardMsg, Tag, POSITIONS_SHARDS_MIN, REPLY_BATCH_BYTES,
 };
 use crate::mesh::gather;
-use crate::mesh::lending;
 use crate::mesh::owner_tx::{self, Deferred, OwnerTx};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::blocking::Waiter;
 use crate::shard::exec::{self, run_engine, Caller};
 use crate::shard::ShardCore;
-use crate::transactions::multi::QueuedRows;
 use ruvio_engine::command::CommandTree;
 use ruvio_resp::{Protocol, Reply};
 
@@ -83,12 +82,14 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         }
         ShardMsg::Control(control) => self::control(core, control),
         ShardMsg::Transaction(tx) => transaction_arrived(core, conns, *tx),
-        ShardMsg::Lend(request) => lending::lend(core, conns, request),
-        ShardMsg::Lent { ticket, entries } => lending::lent(core, conns, ticket, entries),
-        ShardMsg::GiveBack(entries, records) => lending::take_back(core, conns, entries, records),
-        ShardMsg::Watch(request) => lending::watch(core, conns, request),
-        ShardMsg::Wake { ticket } => lending::retry(core, conns, ticket),
-        ShardMsg::Unwatch { from, ticket } => lending::unwatch(core, from, ticket),
+        ShardMsg::Lend(request) => super::lending::lend(core, conns, request),
+        ShardMsg::Lent { ticket, entries } => super::lending::lent(core, conns, ticket, entries),
+        ShardMsg::GiveBack(entries, records) => {
+            super::lending::take_back(core, conns, entries, records)
+        }
+        ShardMsg::Watch(request) => super::lending::watch(core, conns, request),
+        ShardMsg::Wake { ticket } => super::lending::retry(core, conns, ticket),
+        ShardMsg::Unwatch { from, ticket } => super::lending::unwatch(core, from, ticket),
         ShardMsg::Config(change) => super::settings::apply_config_change(core, conns, &change),
         ShardMsg::Publish { from, ticket } => super::gathered::publish(core, conns, from, ticket),
         ShardMsg::Published { ticket } => gather::published(core, conns, ticket),
@@ -107,7 +108,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             tag,
             epoch,
             keys,
-        } => crate::transactions::multi::watched_by(core, from, tag, epoch, keys),
+        } => super::multi::watched_by(core, from, tag, epoch, keys),
         ShardMsg::WatchKeysNow {
             from,
             client_id,
@@ -183,7 +184,7 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
             records,
             from,
             ticket,
-        } => lending::take_back_acked(core, conns, entries, records, from, ticket),
+        } => super::lending::take_back_acked(core, conns, entries, records, from, ticket),
         ShardMsg::Durable { ticket } => {
             crate::persistence::durable::acknowledged(core, conns, ticket)
         }

@@ -30,6 +30,7 @@ mod conn_io;
 pub mod dispatch;
 pub mod eviction;
 pub mod exec;
+pub mod exec_run;
 mod exit;
 mod families;
 mod gathered;
@@ -39,6 +40,7 @@ mod log_io;
 pub mod messages;
 mod metrics;
 pub mod monitor;
+pub mod multi;
 mod observe;
 mod parked;
 pub mod pause;
@@ -267,13 +269,13 @@ impl Shard {
                 // under the script lock, run from its spin) wake their waiters now.
                 crate::shard::exec::serve_ready(&mut self.core, &mut self.conns);
             }
-            crate::mesh::lending::resume_parked_for_lock(&mut self.core, &mut self.conns);
+            lending::resume_parked_for_lock(&mut self.core, &mut self.conns);
             crate::shard::exec::expire_blocked(&mut self.core, &mut self.conns);
             crate::shard::exec::expire_fill_leases(&mut self.core, &mut self.conns);
-            crate::mesh::lending::expire(&mut self.core, &mut self.conns);
+            lending::expire(&mut self.core, &mut self.conns);
             self.resume_unblocked();
             self.resume_backed_up();
-            crate::mesh::lending::end_batch_if_done(&mut self.core, &mut self.conns);
+            lending::end_batch_if_done(&mut self.core, &mut self.conns);
             // The latency monitor's `eviction-cycle`.
             let timed = (self.core.cfg.maxmemory != 0)
                 .then(|| self.core.timing.monitor_start())

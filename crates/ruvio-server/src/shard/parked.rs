@@ -108,7 +108,7 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
                 // A coordinator elsewhere retries; whoever is next here may still
                 // take the element first (fairness across shards is approximate).
                 core.blocking.remove(ticket);
-                crate::mesh::lending::wake(core, conns, shard, op);
+                super::lending::wake(core, conns, shard, op);
                 continue;
             }
             let argv = blocked.argv.clone();
@@ -212,7 +212,7 @@ pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, err
             answer_early(core, conns, ticket, error);
             true
         }
-        None => crate::mesh::lending::unblock(core, conns, client_id, error),
+        None => super::lending::unblock(core, conns, client_id, error),
     }
 }
 

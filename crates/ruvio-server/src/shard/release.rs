@@ -2,10 +2,10 @@
 //! where `persistence::durable` sends a reply once its log group is on disk: a
 //! connection flushed, another shard's reply or acknowledgement through the
 //! outbox, a woken blocked client (`shard::exec::deliver`), a borrowed command's
-//! answer (`mesh::lending::deliver`).
+//! answer (`shard::lending::deliver`).
 
+use super::lending::Answer;
 use crate::mesh::forward::Tag;
-use crate::mesh::lending::Answer;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::persistence::durable::{Gated, Release};
@@ -49,6 +49,6 @@ impl Release for ShardCore {
     }
 
     fn answer(&mut self, conns: &mut Slab<Conn>, answer: Answer) {
-        crate::mesh::lending::deliver(self, conns, answer);
+        super::lending::deliver(self, conns, answer);
     }
 }

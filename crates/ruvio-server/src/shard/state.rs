@@ -53,7 +53,7 @@ pub struct ShardCore {
     /// received meanwhile.
     pub(super) resume: Vec<(u32, u32)>,
     /// Keys lent to, and commands run on keys borrowed from, other shards.
-    pub lending: Lending,
+    pub(super) lending: Lending,
     /// Calls waiting for the other shards to publish (INFO) or apply a change.
     pub(super) gathering: Gathering,
     /// CLIENT PAUSE as this shard applies it.
@@ -69,7 +69,7 @@ pub struct ShardCore {
     pub(super) gated: crate::persistence::durable::Gated<
         crate::mesh::forward::Tag,
         crate::shard::blocking::Waiter,
-        crate::mesh::lending::Answer,
+        super::lending::Answer,
     >,
     /// Keyspace notifications waiting for the end of the loop iteration.
     pub(super) notifications: crate::messaging::notify::Pending,

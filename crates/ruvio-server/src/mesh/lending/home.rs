@@ -1,64 +1,9 @@
-//! Borrowed keys going back to their owners after the command ran, with the log
-//! records of their new state (the owner logs them), and the database numbers of a
-//! command that swaps databases (SWAPDB, MOVE). Apart from `mod.rs` because it is
-//! the borrowing's last step and its log's side.
+//! The database numbers of a command that swaps databases (SWAPDB, MOVE) and the
+//! log records that travel home with borrowed keys (the owner logs them): their
+//! form, which the shard's side of lending writes and reads
+//! (`shard/lending/home.rs`, `shard/lending/owner.rs`).
 
-use super::{take_back, Lent};
-use crate::net::conn::Conn;
-use crate::net::slab::Slab;
-use crate::shard::ShardCore;
-use ahash::AHashMap;
 use ruvio_engine::Entry;
-
-/// Take the keys `(db, key, owner)` out of this shard's keyspace again and return
-/// each to its owner (this shard's own straight back). With a log, each `modified`
-/// key travels with the record of its new state, for its owner's log. With `acks`
-/// (`always`: the command's ticket), each other owner that gets records is asked
-/// to acknowledge once they are on disk; returns how many were asked. With
-/// `for_feed` (a full sync's cut is under way, [`log_local_changes`]) the
-/// records travel even without a log, marked for the owners' replication feeds.
-pub(super) fn send_home(
-    core: &mut ShardCore,
-    conns: &mut Slab<Conn>,
-    homes: Vec<(usize, Vec<u8>, usize)>,
-    modified: &[(usize, Vec<u8>)],
-    acks: Option<u64>,
-    for_feed: bool,
-) -> usize {
-    // The owners' logs take the records (replicas got them from this shard,
-    // unless `for_feed`: then from their owners).
-    let logging = core.wal.is_some() || for_feed;
-    let mut returns: AHashMap<usize, (Lent, KeyRecords)> = AHashMap::new();
-    // Each key goes home named by the database it is in (a SWAPDB renamed it here
-    // and on its owner alike: `Lending::swap_dbs`).
-    for (key_db, key, owner) in homes {
-        let entry = core.engine.lend(key_db, &key, 0);
-        let (entries, records) = returns.entry(owner).or_default();
-        if logging && modified.iter().any(|(d, k)| *d == key_db && *k == key) {
-            let record = state_record(&key, entry.as_ref());
-            if !record.is_empty() {
-                records.push((key_db, record));
-            }
-        }
-        entries.push((key_db, key, entry));
-    }
-    let mut asked = 0;
-    for (owner, (entries, mut records)) in returns {
-        if for_feed && !records.is_empty() {
-            records.insert(0, (FOR_THE_FEED, Vec::new()));
-        }
-        match acks.filter(|_| !records.is_empty()) {
-            _ if owner == core.id => take_back(core, conns, entries, records),
-            Some(ticket) => {
-                asked += 1;
-                core.outbox
-                    .give_back_acked(owner, entries, records, core.id, ticket);
-            }
-            None => core.outbox.give_back(owner, entries, records),
-        }
-    }
-    asked
-}
 
 /// Where database `db` is after `swaps` (SWAPDBs, in order).
 pub fn after_swaps(swaps: &[(usize, usize)], db: usize) -> usize {
@@ -85,7 +30,7 @@ pub fn swapped(db: usize, (a, b): (usize, usize)) -> usize {
 /// The first of the records going home with keys when the owner's replication
 /// feed takes them too, not only its log (see [`log_local_changes`]): no
 /// database has this number.
-pub(super) const FOR_THE_FEED: usize = usize::MAX;
+pub const FOR_THE_FEED: usize = usize::MAX;
 
 /// Log records that set keys to a state, whatever it was before: what a command on
 /// borrowed keys logs for each key it changed (its arguments would replay on one
@@ -94,7 +39,7 @@ pub type KeyRecords = Vec<(usize, Vec<Vec<u8>>)>;
 
 /// The record that puts `key` in the state of `entry` (`RESTORE ... REPLACE ABSTTL`
 /// with Redis' DUMP payload), or deletes it.
-pub(super) fn state_record(key: &[u8], entry: Option<&Entry>) -> Vec<Vec<u8>> {
+pub fn state_record(key: &[u8], entry: Option<&Entry>) -> Vec<Vec<u8>> {
     let Some(entry) = entry else {
         return vec![b"DEL".to_vec(), key.to_vec()];
     };
@@ -108,60 +53,4 @@ pub(super) fn state_record(key: &[u8], entry: Option<&Entry>) -> Vec<Vec<u8>> {
         b"REPLACE".to_vec(),
         b"ABSTTL".to_vec(),
     ]
-}
-
-/// Log the new state of the keys this shard owns that a command on borrowed keys
-/// changed and that stay here (not sent home: they were never borrowed); the
-/// other keys' records travel home to their owners' logs ([`send_home`]).
-/// Replicas get the new state of every key the command changed, borrowed ones
-/// included, from here as one group: one MULTI/EXEC however many shards the
-/// keys live on (the owners do not replicate the records they get back). This
-/// shard's records reach the backlog before the keys leave it (`ship_outbox`
-/// flushes first), so an owner's later writes to them follow in the stream.
-///
-/// Except while a full sync's cut is under way (returns true then): a shard
-/// that has cut holds its records until every shard has, while one that has
-/// not appends at once, so a borrowed key's record held here could land after
-/// its owner's later write (docs/replication.md, "A cross-shard group during a
-/// full sync's cut"). Then each key's record goes to its owner's feed with the
-/// key, in place among the owner's own records, and this shard replicates only
-/// its own keys' (the group reaches replicas already online as one MULTI/EXEC
-/// per shard). No full sync: one branch.
-pub(super) fn log_local_changes(
-    core: &mut ShardCore,
-    modified: &[(usize, Vec<u8>)],
-    homes: &[(usize, Vec<u8>, usize)],
-) -> bool {
-    if !core.logs() {
-        return false;
-    }
-    let split = core.replication.feed.on() && core.shared.replication.primary.cutting();
-    let mut records = Vec::new();
-    for (db, key) in modified {
-        let travels = homes.iter().any(|(d, k, _)| d == db && k == key);
-        let stays = !travels && core.topo.key_owner(key) == core.id;
-        if !stays && (split || !core.replication.feed.on()) {
-            continue;
-        }
-        let entry = core.engine.peek_entry(*db, key, core.now_ms);
-        let record = state_record(key, entry);
-        if !record.is_empty() {
-            records.push((*db, record, stays));
-        }
-    }
-    if let Some(wal) = core.wal.as_mut() {
-        // The keys one command or transaction changed here replay together.
-        wal.begin_atomic();
-        for (db, record, _) in records.iter().filter(|(_, _, stays)| *stays) {
-            wal.append(*db, &mut record.iter().map(Vec::as_slice));
-        }
-        wal.end_atomic();
-    }
-    let feed = &mut core.replication.feed;
-    feed.begin_group();
-    for (db, record, _) in &records {
-        feed.record(*db, &mut record.iter().map(Vec::as_slice));
-    }
-    feed.end_group();
-    split
 }

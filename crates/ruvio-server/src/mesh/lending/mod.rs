@@ -18,44 +18,36 @@
 //! hold keys the other waits for (ordered locking, as Dragonfly's VLL). What a
 //! concurrent client can observe is written in docs/cross-shard.md.
 //!
-//! Files: the coordinator's protocol (ask the owners in order, install, run) and
-//! the private state of a borrowing stay here; what a command wrote, told to the
-//! owners ([`written`]), the keys going home with their log records ([`home`]),
-//! answers and the commands that wait ([`waiting`]), the owner's side ([`owner`]),
-//! batches ([`batch`]) and the keys a value names ([`value_keys`]) are modules of
-//! their own.
+//! Files: here, the mesh's part: the messages between shards ([`LendRequest`],
+//! [`WatchRequest`], [`Lent`]), a shard's tables of lending ([`Lending`]: its keys
+//! out on loan, the requests waiting for them, the commands it coordinates, each
+//! a [`CrossOp`]) with the questions the mesh and the script lock ask of them;
+//! what a command wrote, told to the owners ([`written`], over the [`Reporting`]
+//! parts the shard implements), the keys a value names ([`value_keys`]) and the
+//! log records and database numbers of keys going home ([`home`]). The protocol
+//! that drives it (ask the owners in order, install, run the command on the core,
+//! send the keys home, answer the client, the owner's side, what waits, batches)
+//! is the shard's: `shard/lending/`, because it runs commands on the core and
+//! answers its connections. A coordinated command names its row by the row's
+//! statistics slot (as a queued one does, `net::queued`): the table is above
+//! the mesh.
 
-use crate::cmd::registry::{registry, Command, Handler};
 use crate::net::caller::Caller;
-use crate::net::conn::{ClientState, Conn, ReplyQueue};
-use crate::net::slab::Slab;
-use crate::persistence::durable;
-use crate::shard::exec::{self, run_engine, Ran};
-use crate::shard::ShardCore;
 use crate::transactions::multi::Transaction;
 use ahash::{AHashMap, AHashSet};
-use ruvio_engine::command::flags::{ALL_SHARDS, DB_OPTION};
-use ruvio_engine::command::CommandTree;
-use ruvio_engine::Entry;
+use ruvio_engine::{CommandMeta, Entry};
 use ruvio_resp::OwnedArgs;
 use std::collections::VecDeque;
 
-mod batch;
 mod home;
-mod owner;
 mod value_keys;
-mod waiting;
 mod written;
-pub use batch::end_batch_if_done;
-use batch::{batch_homes, keep_in_batch, may_batch};
-pub use home::{after_swaps, swapped, swaps_dbs, KeyRecords};
-use home::{log_local_changes, send_home, state_record};
-pub use owner::{lend, take_back, take_back_acked};
-use value_keys::{plan_more, value_keys_missing};
-use waiting::wait;
-pub use waiting::{deliver, expire, forget, retry, unblock, unwatch, wake, watch, Answer};
-use written::{hold_writer, report_written, Gathering};
-pub use written::{keep_answered_at_once, noloop_writer, HeldWriter, Reporting};
+pub use home::{after_swaps, state_record, swapped, swaps_dbs, KeyRecords, FOR_THE_FEED};
+pub use value_keys::{plan_more, value_keys_missing};
+pub use written::{
+    hold_writer, keep_answered_at_once, noloop_writer, report_written, Gathering, HeldWriter,
+    Reporting,
+};
 
 /// A key in its database.
 pub type DbKey = (usize, Vec<u8>);
@@ -86,48 +78,51 @@ pub type Lent = Vec<(usize, Vec<u8>, Option<Entry>)>;
 
 /// One cross-shard command this shard coordinates.
 #[derive(Debug)]
-struct CrossOp {
+pub struct CrossOp {
     /// Connection `(index, gen)` and its held reply slot.
-    conn: (u32, u32),
-    seq: u64,
-    caller: Caller,
-    argv: OwnedArgs,
-    cmd: &'static Command,
+    pub conn: (u32, u32),
+    pub seq: u64,
+    pub caller: Caller,
+    pub argv: OwnedArgs,
+    /// Its row, by the row's statistics slot (the shard finds it again), and
+    /// the row's meta, which the mesh reads.
+    pub stat: usize,
+    pub meta: &'static CommandMeta,
     /// Owners and their `(db, key)`s, in shard order.
-    plan: Vec<(usize, Vec<DbKey>)>,
+    pub plan: Vec<(usize, Vec<DbKey>)>,
     /// Next owner to ask.
-    next: usize,
+    pub next: usize,
     /// What the owners lent so far.
-    borrowed: Lent,
+    pub borrowed: Lent,
     /// A blocking command with nothing to serve: its deadline, and the owners
     /// watching its keys for it (it is tried again when one of them writes a key).
-    waiting: Option<Waiting>,
+    pub waiting: Option<Waiting>,
     /// A command that reads keys named in a value (SORT ... BY/GET patterns): how
     /// many times the keys were borrowed again because the value named keys that
     /// were not borrowed yet.
-    value_key_tries: Option<u32>,
+    pub value_key_tries: Option<u32>,
     /// EXEC of a transaction: `cmd` is EXEC's row and this is what runs.
-    transaction: Option<Box<Transaction>>,
+    pub transaction: Option<Box<Transaction>>,
     /// Transactions that run on these keys after it, before they go home (see
-    /// [`join_transaction`]).
-    riders: Vec<Rider>,
+    /// `shard::lending::join_transaction`).
+    pub riders: Vec<Rider>,
     /// A script: it takes the script lock before it borrows (see
     /// [`crate::mesh::script_lock`]).
-    wants_lock: bool,
+    pub wants_lock: bool,
     /// Where it stands with borrowing and the script lock.
-    borrowing: Borrowing,
+    pub borrowing: Borrowing,
     /// A blocking command whose first try found nothing to serve and was
     /// recorded: that try's time, ns (0 when not timed). It is recorded again
     /// when answered, as a command parked on one shard (`shard::exec::Served`).
-    first_run_ns: Option<u64>,
+    pub first_run_ns: Option<u64>,
     /// The command as the client sent it, when the one tried again differs
     /// (XREAD's `$` replaced): the slow log shows the client's.
-    sent_argv: Option<OwnedArgs>,
+    pub sent_argv: Option<OwnedArgs>,
 }
 
 /// A command's borrowing, as the script lock sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Borrowing {
+pub enum Borrowing {
     /// Not borrowing (not started, parked, or between a blocking command's tries).
     Idle,
     /// Borrowing, counted in the shard's borrowing commands.
@@ -141,41 +136,41 @@ enum Borrowing {
 /// A transaction riding on another one's borrowed keys: its connection, held slot,
 /// client context and queue.
 #[derive(Debug)]
-struct Rider {
-    conn: (u32, u32),
-    seq: u64,
-    caller: Caller,
-    transaction: Box<Transaction>,
+pub struct Rider {
+    pub conn: (u32, u32),
+    pub seq: u64,
+    pub caller: Caller,
+    pub transaction: Box<Transaction>,
 }
 
 /// A cross-shard blocking command between tries.
 #[derive(Debug)]
-struct Waiting {
-    deadline_ms: Option<u64>,
-    watchers: Vec<usize>,
+pub struct Waiting {
+    pub deadline_ms: Option<u64>,
+    pub watchers: Vec<usize>,
     /// Parked on the watches (false while a retry is borrowing the keys: then it
     /// must run to the end, or the borrowed keys would never go back).
-    watching: bool,
+    pub watching: bool,
 }
 
 impl CrossOp {
     /// Parked between tries: it may be timed out, unblocked or dropped now.
-    fn is_parked(&self) -> bool {
+    pub fn is_parked(&self) -> bool {
         self.waiting.as_ref().is_some_and(|w| w.watching)
     }
 
     /// A transaction with a SWAPDB (see [`crate::transactions::multi::Transaction::swaps_dbs`]).
-    fn swaps_dbs(&self) -> bool {
-        swaps_dbs(self.cmd.meta) || self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
+    pub fn swaps_dbs(&self) -> bool {
+        swaps_dbs(self.meta) || self.transaction.as_ref().is_some_and(|t| t.swaps_dbs)
     }
 
     /// An EXEC still borrowing its keys: another transaction may ride on it.
-    fn takes_riders(&self) -> bool {
+    pub fn takes_riders(&self) -> bool {
         self.transaction.is_some() && self.waiting.is_none() && !self.wants_lock
     }
 
     /// Every one of `keys` is in its plan (it holds them all when it runs).
-    fn will_hold(&self, keys: &[DbKey]) -> bool {
+    pub fn will_hold(&self, keys: &[DbKey]) -> bool {
         keys.iter()
             .all(|key| self.plan.iter().any(|(_, owned)| owned.contains(key)))
     }
@@ -186,35 +181,35 @@ impl CrossOp {
 pub struct Lending {
     /// Keys of this shard that are out on loan, in the database they are in now
     /// (a SWAPDB renames them here and on their borrower: [`Lending::swap_dbs`]).
-    lent: AHashSet<DbKey>,
+    pub lent: AHashSet<DbKey>,
     /// Requests for keys that are out on loan, oldest first.
-    waiting: VecDeque<LendRequest>,
+    pub waiting: VecDeque<LendRequest>,
     /// Commands this shard coordinates.
-    ops: AHashMap<u64, CrossOp>,
-    next_ticket: u64,
-    /// The op [`start`] is starting, and its connection (it is out of the slab
+    pub ops: AHashMap<u64, CrossOp>,
+    pub next_ticket: u64,
+    /// The op `shard::lending::start` is starting, and its connection (it is out of the slab
     /// meanwhile), and its reply when every key was this shard's and the command
     /// ran before `start` returned (SORT BY/GET with local keys only).
-    starting: Option<(u64, (u32, u32))>,
-    answered_at_once: Option<Vec<u8>>,
-    /// A transaction [`start_transaction`] was starting that needs its connection:
-    /// it finishes with it ([`finish_starting_with_conn`]).
-    finish_with_conn: Option<u64>,
+    pub starting: Option<(u64, (u32, u32))>,
+    pub answered_at_once: Option<Vec<u8>>,
+    /// A transaction `shard::lending::start_transaction` was starting that needs its connection:
+    /// it finishes with it (`shard::lending::finish_starting_with_conn`).
+    pub finish_with_conn: Option<u64>,
     /// Keys that were out on loan when a snapshot was taken (SAVE): the snapshot
     /// lacks them, so their state is logged when they come home, changed or not.
-    missed_by_snapshot: AHashSet<DbKey>,
+    pub missed_by_snapshot: AHashSet<DbKey>,
     /// Per shard: what waits behind a transaction from it whose keys were out on
     /// loan when it came (see [`crate::mesh::owner_tx`]).
     pub deferred: Vec<VecDeque<crate::mesh::owner_tx::Deferred>>,
     /// Commands waiting for the script lock (or, holding it, for a quiet server)
     /// before they borrow, oldest first.
-    parked_for_lock: VecDeque<u64>,
+    pub parked_for_lock: VecDeque<u64>,
     /// Commands run in a row under one hold of the script lock so far (a batch,
-    /// see [`batch`]); the lock stays with this shard while it is not 0.
-    batched: u32,
+    /// see `shard/lending/batch.rs`); the lock stays with this shard while it is not 0.
+    pub batched: u32,
     /// The command answered at once (`answered_at_once`) has its writer's
     /// reply slot kept for its invalidations ([`keep_answered_at_once`]).
-    keep_at_once: bool,
+    pub keep_at_once: bool,
 }
 
 impl Lending {
@@ -269,659 +264,27 @@ impl Lending {
     }
 }
 
-/// Start coordinating `cmd` for connection `conn`, whose held slot `seq` gets the
-/// reply. `groups` are the owners and the argument positions of their keys. When
-/// every key is this shard's and free, the command runs before this returns, and
-/// the reply comes back here instead (the connection is out of the slab).
-#[allow(clippy::too_many_arguments)]
-pub fn start(
-    core: &mut ShardCore,
-    conns: &mut Slab<Conn>,
-    conn: (u32, u32),
-    seq: u64,
-    caller: Caller,
-    cmd: &'static Command,
-    args: ruvio_resp::Args<'_>,
-    groups: Vec<(usize, Vec<usize>)>,
-) -> Option<Vec<u8>> {
-    let last_key = groups.iter().flat_map(|(_, p)| p.iter().copied()).max();
-    let target_db = other_db(core, cmd, args);
-    let mut plan: Vec<(usize, Vec<DbKey>)> = groups
-        .into_iter()
-        .map(|(shard, positions)| {
-            let mut keys: Vec<DbKey> = positions
-                .iter()
-                .map(|&p| {
-                    let db = match target_db {
-                        Some(db) if Some(p) == last_key => db,
-                        _ => caller.db,
-                    };
-                    (db, args.get(p).to_vec())
-                })
-                .collect();
-            keys.sort();
-            keys.dedup();
-            (shard, keys)
-        })
-        .collect();
-    plan.sort_by_key(|(shard, _)| *shard);
-    let ticket = core.lending.next_ticket;
-    core.lending.next_ticket += 1;
-    core.lending.ops.insert(
-        ticket,
-        CrossOp {
-            conn,
-            seq,
-            caller,
-            argv: OwnedArgs::from_args(args),
-            cmd,
-            plan,
-            next: 0,
-            borrowed: Vec::new(),
-            waiting: None,
-            value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
-            transaction: None,
-            riders: Vec::new(),
-            wants_lock: crate::mesh::script_lock::is_script(cmd.meta) || swaps_dbs(cmd.meta),
-            borrowing: Borrowing::Idle,
-            first_run_ns: None,
-            sent_argv: None,
-        },
-    );
-    core.lending.starting = Some((ticket, conn));
-    advance(core, conns, ticket);
-    core.lending.starting = None;
-    core.lending.answered_at_once.take()
-}
+impl Lending {
+    /// SWAPDB `a` `b` ran here while keys were out on loan: those of either
+    /// database are in the other one now. Only the script lock's holder swaps
+    /// then (in a quiet server every key out on loan is its own: a SWAPDB of its
+    /// transaction, `multi::swapped_in_queue`), and it renames the keys it holds
+    /// as they move, so this shard renames them too: each comes home named by the
+    /// database it is in.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        let rename = |(db, key): DbKey| (swapped(db, (a, b)), key);
+        self.lent = self.lent.drain().map(rename).collect();
+        self.missed_by_snapshot = self.missed_by_snapshot.drain().map(rename).collect();
+    }
 
-/// Start coordinating the EXEC of `transaction` for connection `conn` (held slot
-/// `seq`): borrow `keys` (every key its commands name and every watched key),
-/// run it here ([`crate::transactions::multi::run_borrowed`]), give them back. As [`start`],
-/// the reply comes back here when it ran before this returns.
-#[allow(clippy::too_many_arguments)]
-pub fn start_transaction(
-    core: &mut ShardCore,
-    conns: &mut Slab<Conn>,
-    conn: (u32, u32),
-    seq: u64,
-    caller: Caller,
-    transaction: Box<Transaction>,
-    keys: Vec<DbKey>,
-) -> Option<Vec<u8>> {
-    let mut plan: Vec<(usize, Vec<DbKey>)> = Vec::new();
-    for (db, key) in keys {
-        let owner = core.topo.key_owner(&key);
-        match plan.iter_mut().find(|(o, _)| *o == owner) {
-            Some((_, owned)) => owned.push((db, key)),
-            None => plan.push((owner, vec![(db, key)])),
-        }
+    /// Cross-shard blocking commands waiting here (INFO `blocked_clients`).
+    pub fn waiting_len(&self) -> usize {
+        self.ops.values().filter(|op| op.is_parked()).count()
     }
-    plan.sort_by_key(|(shard, _)| *shard);
-    let exec = registry().lookup(b"exec").expect("EXEC is in the table");
-    let wants_lock = transaction.locked;
-    let ticket = core.lending.next_ticket;
-    core.lending.next_ticket += 1;
-    core.lending.ops.insert(
-        ticket,
-        CrossOp {
-            conn,
-            seq,
-            caller,
-            argv: [b"EXEC".as_slice()].into_iter().collect(),
-            cmd: exec,
-            plan,
-            next: 0,
-            borrowed: Vec::new(),
-            waiting: None,
-            value_key_tries: None,
-            transaction: Some(transaction),
-            riders: Vec::new(),
-            wants_lock,
-            borrowing: Borrowing::Idle,
-            first_run_ns: None,
-            sent_argv: None,
-        },
-    );
-    core.lending.starting = Some((ticket, conn));
-    advance(core, conns, ticket);
-    core.lending.starting = None;
-    core.lending.answered_at_once.take()
-}
 
-/// The database a `DB index` option names for the command's last key (COPY ... DB
-/// n: the destination lives there), for commands whose row says they take one.
-pub fn other_db(core: &ShardCore, cmd: &Command, args: ruvio_resp::Args<'_>) -> Option<usize> {
-    if !cmd.meta.has(DB_OPTION) {
-        return None;
-    }
-    let at =
-        (1..args.len().saturating_sub(1)).find(|&i| args.get(i).eq_ignore_ascii_case(b"db"))?;
-    core.engine.parse_db_index(args.get(at + 1)).ok()
-}
-
-/// Ask the next owner, or run the command when every key is here.
-fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
-    if !may_borrow(core, ticket) {
-        if !core.lending.parked_for_lock.contains(&ticket) {
-            core.lending.parked_for_lock.push_back(ticket);
-        }
-        return;
-    }
-    let Some(op) = core.lending.ops.get(&ticket) else {
-        return;
-    };
-    let Some((owner, keys)) = op.plan.get(op.next) else {
-        return finish(core, conns, ticket);
-    };
-    // Keys a batch keeps here are borrowed already (their owner would wait for
-    // them to come home, which waits for this command).
-    let keys: Vec<DbKey> = keys
-        .iter()
-        .filter(|(db, key)| !crate::mesh::script_lock::batch_holds(*db, key))
-        .cloned()
-        .collect();
-    if keys.is_empty() {
-        return lent(core, conns, ticket, Vec::new());
-    }
-    let request = LendRequest {
-        from: core.id,
-        ticket,
-        keys,
-        now: false,
-    };
-    if *owner == core.id {
-        lend(core, conns, request);
-    } else {
-        core.outbox.lend(*owner, request);
+    /// A snapshot is taken now: the keys out on loan are not in it, so their
+    /// state is logged when they come home.
+    pub fn snapshot_taken(&mut self) {
+        self.missed_by_snapshot.extend(self.lent.iter().cloned());
     }
 }
-
-/// Whether command `ticket` may borrow now, as the script lock decides (see
-/// [`crate::mesh::script_lock`]): a script takes the lock, then waits for a quiet
-/// server; any other command counts itself as borrowing, unless another shard's
-/// script holds the lock.
-fn may_borrow(core: &mut ShardCore, ticket: u64) -> bool {
-    let Some(op) = core.lending.ops.get(&ticket) else {
-        return true;
-    };
-    let borrowing = match op.borrowing {
-        // Not in a batch: the batch's keys would move between databases under it.
-        Borrowing::Idle if op.swaps_dbs() && core.lending.holding_batch() => return false,
-        Borrowing::Idle if op.wants_lock => {
-            match crate::mesh::script_lock::try_lock(core.script_server(), &core.lending) {
-                true if crate::mesh::script_lock::quiet(
-                    core.script_server(),
-                    &core.lending,
-                    op.swaps_dbs(),
-                ) =>
-                {
-                    Borrowing::Locked
-                }
-                true => Borrowing::Quieting,
-                false => return false,
-            }
-        }
-        Borrowing::Idle => match crate::mesh::script_lock::begin_borrowing(core.script_server()) {
-            true => Borrowing::Counted,
-            false => return false,
-        },
-        Borrowing::Quieting
-            if crate::mesh::script_lock::quiet(
-                core.script_server(),
-                &core.lending,
-                op.swaps_dbs(),
-            ) =>
-        {
-            Borrowing::Locked
-        }
-        other => other,
-    };
-    if let Some(op) = core.lending.ops.get_mut(&ticket) {
-        op.borrowing = borrowing;
-    }
-    borrowing != Borrowing::Quieting
-}
-
-/// The command no longer borrows: it frees the script lock, or its count.
-fn stop_borrowing(core: &ShardCore, op: &mut CrossOp) {
-    match std::mem::replace(&mut op.borrowing, Borrowing::Idle) {
-        Borrowing::Idle => {}
-        Borrowing::Counted => crate::mesh::script_lock::end_borrowing(core.script_server()),
-        Borrowing::Quieting | Borrowing::Locked => {
-            crate::mesh::script_lock::unlock(core.script_server())
-        }
-    }
-}
-
-/// Go on with the commands parked for the script lock, in order, once they may
-/// (each loop iteration: a shard parked behind another's lock is woken when it is
-/// freed, a holder waiting for quiet when a command elsewhere stops borrowing).
-pub fn resume_parked_for_lock(core: &mut ShardCore, conns: &mut Slab<Conn>) {
-    end_batch_if_done(core, conns);
-    let parked = std::mem::take(&mut core.lending.parked_for_lock);
-    for ticket in parked {
-        advance(core, conns, ticket);
-    }
-}
-
-/// The coordinator's side: an owner lent its keys.
-pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: Lent) {
-    let Some(op) = core.lending.ops.get_mut(&ticket) else {
-        // Never happens (an op being borrowed for is never dropped), but keys must
-        // never stay lent: send them straight back.
-        let owner = entries.first().map(|(_, key, _)| core.topo.key_owner(key));
-        match owner {
-            Some(owner) if owner == core.id => take_back(core, conns, entries, Vec::new()),
-            Some(owner) => core.outbox.give_back(owner, entries, Vec::new()),
-            None => {}
-        }
-        return;
-    };
-    op.borrowed.extend(entries);
-    op.next += 1;
-    advance(core, conns, ticket);
-}
-
-/// Every key is here: run the command, send the keys home, answer the client (or,
-/// for a blocking command with nothing to serve, have the owners watch its keys).
-/// A command that reads keys named in a value first checks it holds them all; if
-/// not, it gives everything back and borrows again with them.
-fn finish(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
-    finish_with(core, conns, ticket, None);
-}
-
-/// The transaction [`start_transaction`] was starting has every key and needs its
-/// connection, which is out of the slab while its EXEC runs: run it now with
-/// `conn` (the EXEC's), as [`finish`] would have; its reply if it is answered now.
-pub fn finish_starting_with_conn(
-    core: &mut ShardCore,
-    conn: crate::transactions::multi::ConnAccess<'_>,
-) -> Option<Vec<u8>> {
-    let ticket = core.lending.finish_with_conn.take()?;
-    core.lending.starting = Some((ticket, conn.who));
-    finish_with(core, conn.conns, ticket, Some((conn.client, conn.replies)));
-    core.lending.starting = None;
-    core.lending.answered_at_once.take()
-}
-
-/// [`finish`], with the client's connection when the caller holds it.
-fn finish_with(
-    core: &mut ShardCore,
-    conns: &mut Slab<Conn>,
-    ticket: u64,
-    mut given: Option<(&mut ClientState, &mut ReplyQueue)>,
-) {
-    let Some(mut op) = core.lending.ops.remove(&ticket) else {
-        return;
-    };
-    let with_conn = op.transaction.as_ref().is_some_and(|t| t.with_conn);
-    if with_conn && given.is_none() && core.lending.starting == Some((ticket, op.conn)) {
-        // Its connection is out of the slab, running the EXEC: that goes on here.
-        core.lending.ops.insert(ticket, op);
-        core.lending.finish_with_conn = Some(ticket);
-        return;
-    }
-    let borrowed = std::mem::take(&mut op.borrowed);
-    let mut homes: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(borrowed.len());
-    let locked = op.borrowing == Borrowing::Locked;
-    let script = locked || crate::mesh::script_lock::is_script(op.cmd.meta);
-    for (entry_db, key, entry) in borrowed {
-        let owner = core.topo.key_owner(&key);
-        if let Some(entry) = entry {
-            core.engine.adopt(entry_db, entry);
-            if script && owner != core.id {
-                crate::mesh::script_lock::note_held(entry_db);
-            }
-        }
-        homes.push((entry_db, key, owner));
-    }
-    if let Some(missing) = value_keys_missing(&core.engine, core.now_ms, &op, &homes) {
-        send_home(core, conns, homes, &[], None, false);
-        plan_more(&core.topo, &mut op, missing);
-        core.lending.ops.insert(ticket, op);
-        return advance(core, conns, ticket);
-    }
-    let caller = Caller {
-        borrowing: true,
-        ..op.caller
-    };
-    let mark = durable::borrowed_mark(core.wal.as_ref());
-    let mut out = Vec::new();
-    // While some client tracks, the command's writes invalidate in the order
-    // written (see `report_written`), keys its batch already held included.
-    let gathering = core.shared.tracking.anyone_tracks();
-    let owed_since = core.invalidations_owed();
-    // A transaction's SWAPDBs move the borrowed keys between databases here.
-    let mut swaps = Vec::new();
-    let mut ran = match &op.transaction {
-        Some(transaction) => {
-            if locked {
-                let here = homes.iter().map(|(d, k, _)| (*d, k.clone())).collect();
-                crate::mesh::script_lock::begin_transaction(here);
-            }
-            let (index, gen) = op.conn;
-            let mut taken = match with_conn && given.is_none() {
-                true => conns.take(index, gen),
-                false => None,
-            };
-            let access = match (given.as_mut(), taken.as_deref_mut()) {
-                (Some((client, replies)), _) => Some((&mut **client, &mut **replies)),
-                (None, Some(conn)) => Some((&mut conn.client, &mut conn.replies)),
-                (None, None) => None,
-            };
-            let access = access.map(|(client, replies)| crate::transactions::multi::ConnAccess {
-                client,
-                replies,
-                conns: &mut *conns,
-                who: op.conn,
-            });
-            let mut ran = crate::transactions::multi::run_borrowed(
-                core,
-                transaction,
-                caller,
-                &mut out,
-                access,
-            );
-            if let Some(conn) = taken {
-                conns.restore(index, conn);
-            }
-            if locked {
-                ran.loans
-                    .extend(crate::mesh::script_lock::end_transaction());
-            }
-            // Its SELECTs move the connection (which waits for it); one starting
-            // now is out of the slab and moves itself (`multi`).
-            if let (Some(db), Some(conn)) = (ran.selected, conns.get_mut(index, gen)) {
-                conn.client.db = db;
-            }
-            swaps = std::mem::take(&mut ran.swaps);
-            Ran {
-                modified: ran.modified,
-                loans: ran.loans,
-                ..Ran::default()
-            }
-        }
-        None if swaps_dbs(op.cmd.meta) => {
-            crate::transactions::multi::every_shard_now(
-                core,
-                op.cmd,
-                caller,
-                op.argv.args(),
-                &mut out,
-            );
-            Ran::default()
-        }
-        None => {
-            if locked {
-                script_may_borrow_now(op.plan.len() <= 1);
-            }
-            // Lent to the hook that answers the other clients while a script is busy.
-            let _lent = script.then(|| crate::net::lent::lend(conns));
-            // Timed here, where it runs (its origin handed it off).
-            let timed = core.command_timing().start();
-            let ran = run_engine(core, op.cmd, caller, op.argv.args(), &mut out);
-            if core.command_timing().active() && !ran.start_over {
-                let ns = timed.map(|t| core.command_timing().elapsed_ns(t));
-                let client_id = op.caller.client_id;
-                match (ran.block.is_some(), op.first_run_ns) {
-                    // Parks: recorded when answered, as on one shard.
-                    (true, None) if op.waiting.is_none() => {
-                        exec::observe_parked(core, op.cmd, None, ns);
-                        op.first_run_ns = Some(ns.unwrap_or(0));
-                    }
-                    (true, _) => {}
-                    (false, Some(first_ns)) => {
-                        let args = op.sent_argv.as_ref().unwrap_or(&op.argv).args();
-                        let served = exec::Served {
-                            client_id,
-                            first_ns,
-                            ns,
-                            reply_bytes: out.len(),
-                        };
-                        exec::observe_served(core, op.cmd, Some(args), served);
-                    }
-                    (false, None) => {
-                        let who = crate::observability::Who::Id(client_id);
-                        exec::observe(core, op.cmd, who, op.argv.args(), (ns, out.len()));
-                    }
-                }
-            }
-            ran
-        }
-    };
-    // The queue's SWAPDBs moved the keys borrowed before it: each goes home named
-    // by the database it is in now, as its owner renamed it too (those borrowed
-    // while it ran were renamed as it went: `multi::swapped_in_queue`).
-    for (key_db, _, _) in homes.iter_mut() {
-        *key_db = after_swaps(&swaps, *key_db);
-    }
-    for (key_db, key) in std::mem::take(&mut ran.loans) {
-        let owner = core.topo.key_owner(&key);
-        homes.push((key_db, key, owner));
-    }
-    let mut modified = std::mem::take(&mut ran.modified);
-    let op_places = 0..modified.len() as u32;
-    let riders = run_riders(core, std::mem::take(&mut op.riders), &mut modified);
-    // A command answered at once is out of the slab (its dispatcher keeps its
-    // writer's slot when the gather waits for owners).
-    let at_once = core.lending.starting == Some((ticket, op.conn));
-    let mut held_at_once = false;
-    let gather = match gathering {
-        false => None,
-        true => {
-            let op_conns = (!at_once).then_some(&mut *conns);
-            let op_held = hold_writer(op_conns, (op.conn, op.seq), &op.caller, op_places);
-            held_at_once = at_once && op_held.is_some();
-            let mut held: Vec<HeldWriter> = op_held.into_iter().collect();
-            for (rider, _, places) in &riders {
-                let (at, caller) = ((rider.conn, rider.seq), &rider.caller);
-                held.extend(hold_writer(Some(&mut *conns), at, caller, places.clone()));
-            }
-            Some(Gathering {
-                ticket,
-                since: owed_since,
-                held,
-                conns: &mut *conns,
-            })
-        }
-    };
-    let waits = report_written(core, &modified, noloop_writer(&op.caller), gather);
-    if waits && held_at_once {
-        core.lending.keep_at_once = true;
-    }
-    // A key written outside the borrowed ones that another shard owns (COPY ... DB
-    // n) goes to its owner too.
-    for (key_db, key) in &modified {
-        let owner = core.topo.key_owner(key);
-        let known = homes.iter().any(|(d, k, _)| d == key_db && k == key)
-            || crate::mesh::script_lock::batch_holds(*key_db, key);
-        if owner != core.id && !known {
-            homes.push((*key_db, key.clone(), owner));
-        }
-    }
-    let for_feed = log_local_changes(core, &modified, &homes);
-    let acks = mark.map(|_| ticket);
-    // A locked command continues its shard's batch, or ends it (see `BATCH_MAX`);
-    // one that swapped databases never joins one (see `may_borrow`).
-    let batching = locked && may_batch(core) && !op.swaps_dbs();
-    let homes = match (batching, locked) {
-        (true, _) => keep_in_batch(core, homes),
-        (false, true) => {
-            homes.extend(batch_homes(core));
-            homes
-        }
-        (false, false) => homes,
-    };
-    let owners = send_home(core, conns, homes, &modified, acks, for_feed);
-    if batching {
-        // The lock stays with this shard for the next locked command.
-        op.borrowing = Borrowing::Idle;
-        core.lending.batched += 1;
-    } else {
-        stop_borrowing(core, &mut op);
-        if locked {
-            core.lending.batched = 0;
-        }
-    }
-    if ran.locked_now {
-        crate::mesh::script_lock::unlock(core.script_server());
-    }
-    match ran.block {
-        Some(block) => wait(core, conns, ticket, op, block),
-        None => {
-            let mut answers = vec![Answer::of(ticket, &op, out)];
-            answers.extend(riders.into_iter().map(|(rider, reply, _)| Answer {
-                ticket,
-                conn: rider.conn,
-                seq: rider.seq,
-                client_id: rider.caller.client_id,
-                reply,
-            }));
-            durable::answer_borrowed(core, conns, ticket, mark, owners, answers);
-        }
-    }
-}
-
-/// The script about to run holds the script lock in a quiet server: it may borrow
-/// undeclared keys of other shards while it runs (`probation`: its declared keys
-/// are on one shard, see [`crate::mesh::script_lock::must_lock`]).
-fn script_may_borrow_now(probation: bool) {
-    crate::mesh::script_lock::begin_run(crate::mesh::script_lock::Run {
-        holds_lock: true,
-        probation,
-        ..Default::default()
-    });
-}
-
-/// A script that ran for a client of this shard, or for another shard, without a
-/// log, took the script lock while it ran and borrowed `loans` (never this
-/// shard's keys): send them home; each owner touches the watchers of those it
-/// wrote (`modified`).
-pub fn send_loans_home(
-    core: &mut ShardCore,
-    loans: Vec<DbKey>,
-    modified: &[DbKey],
-    noloop_writer: Option<u64>,
-) {
-    report_written(core, modified, noloop_writer, None);
-    let mut returns: AHashMap<usize, Lent> = AHashMap::new();
-    for (db, key) in loans {
-        let entry = core.engine.lend(db, &key, 0);
-        let owner = core.topo.key_owner(&key);
-        returns.entry(owner).or_default().push((db, key, entry));
-    }
-    for (owner, entries) in returns {
-        core.outbox.give_back(owner, entries, Vec::new());
-    }
-}
-
-/// Run the transactions riding on an op's keys, in the order they joined; what
-/// they wrote joins `modified`. Returns each with its reply and the places of
-/// its writes in `modified`.
-fn run_riders(
-    core: &mut ShardCore,
-    riders: Vec<Rider>,
-    modified: &mut Vec<DbKey>,
-) -> Vec<(Rider, Vec<u8>, std::ops::Range<u32>)> {
-    riders
-        .into_iter()
-        .map(|rider| {
-            let caller = Caller {
-                borrowing: true,
-                ..rider.caller
-            };
-            let mut out = Vec::new();
-            let written = crate::transactions::multi::run_borrowed(
-                core,
-                &rider.transaction,
-                caller,
-                &mut out,
-                None,
-            )
-            .modified;
-            let start = modified.len() as u32;
-            modified.extend(written);
-            (rider, out, start..modified.len() as u32)
-        })
-        .collect()
-}
-
-/// A transaction without WATCH on `keys` rides on the op of an EXEC coordinated
-/// here that will hold them all, if one is still borrowing: it runs right after
-/// that transaction, on the same loan, so transactions pipelined on the same keys
-/// (by one connection or several) take one round trip together instead of one
-/// each. A client whose previous transaction is still borrowing (`after`) rides
-/// on that one only, so its transactions run in its order. Returns the op's
-/// ticket, or the transaction when there is no such op.
-#[allow(clippy::too_many_arguments)]
-pub fn join_transaction(
-    core: &mut ShardCore,
-    after: Option<u64>,
-    conn: (u32, u32),
-    seq: u64,
-    caller: Caller,
-    transaction: Box<Transaction>,
-    keys: &[DbKey],
-) -> Result<u64, Box<Transaction>> {
-    let Some((&ticket, op)) = core.lending.ops.iter_mut().find(|(ticket, op)| {
-        after.is_none_or(|t| t == **ticket) && op.takes_riders() && op.will_hold(keys)
-    }) else {
-        return Err(transaction);
-    };
-    op.riders.push(Rider {
-        conn,
-        seq,
-        caller,
-        transaction,
-    });
-    Ok(ticket)
-}
-
-/// A client whose transaction runs on borrowed keys goes on meanwhile; a command
-/// it sends then waits for that transaction when it may touch its keys (a key in
-/// common, a command that is not a keyspace command or reads every shard), unless
-/// it is an EXEC that can ride on the same loan ([`join_transaction`]). Commands
-/// on other keys run at once, as any command of a pipeline on other keys does in
-/// forward mode.
-pub fn must_wait_for_transaction(
-    core: &ShardCore,
-    client: &ClientState,
-    args: ruvio_resp::Args<'_>,
-) -> bool {
-    let Some((ticket, _)) = client.borrowing_tx else {
-        return false;
-    };
-    let Some(op) = core.lending.ops.get(&ticket) else {
-        return false;
-    };
-    let Some(cmd) = registry()
-        .lookup(args.get(0))
-        .and_then(|c| c.resolve(args).ok())
-    else {
-        // Unknown or refused: answered at once, touching nothing.
-        return false;
-    };
-    if let Some(queued) = &client.multi {
-        return cmd.meta.name == "exec"
-            && !crate::transactions::multi::borrowed_keys(core, client, queued)
-                .is_some_and(|keys| op.takes_riders() && op.will_hold(&keys));
-    }
-    if cmd.meta.name == "multi" {
-        return false;
-    }
-    let keyspace_only = matches!(cmd.handler, Some(Handler::Engine(_)))
-        && !cmd.meta.has(ALL_SHARDS)
-        && !cmd.meta.has(DB_OPTION)
-        && !cmd.meta.keys.reads_keys_from_value()
-        && cmd.meta.group != "scripting";
-    !keyspace_only
-        || cmd
-            .meta
-            .keys
-            .positions(args)
-            .into_iter()
-            .any(|p| op.will_hold(&[(client.db, args.get(p).to_vec())]))
-}
-
-#[cfg(test)]
-mod tests;

@@ -18,7 +18,7 @@ const VALUE_KEY_TRIES_MAX: u32 = 16;
 /// For a command that reads keys named in a value (SORT BY/GET), with its keys
 /// `held`: the keys its value names that are not held, when there are some and
 /// it may still borrow again.
-pub(super) fn value_keys_missing(
+pub fn value_keys_missing(
     engine: &Engine,
     now_ms: u64,
     op: &CrossOp,
@@ -41,7 +41,7 @@ pub(super) fn value_keys_missing(
 
 /// Add `keys` to the command's plan (each with its owner, in shard order) and
 /// start borrowing from the first owner again.
-pub(super) fn plan_more(topo: &Topology, op: &mut CrossOp, keys: Vec<DbKey>) {
+pub fn plan_more(topo: &Topology, op: &mut CrossOp, keys: Vec<DbKey>) {
     for (db, key) in keys {
         let owner = topo.key_owner(&key);
         match op.plan.iter_mut().find(|(o, _)| *o == owner) {

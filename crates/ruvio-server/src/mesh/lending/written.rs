@@ -16,7 +16,7 @@ use ahash::AHashMap;
 /// topology (whose keys), its outbox, and CLIENT TRACKING's side of a gathered
 /// write (the invalidations the shard owes itself for the keys, then the gather
 /// started with them). Defined here and implemented by the shard
-/// (`shard/lending.rs`), as tracking sits above the mesh; called on the
+/// (`shard/lending/mod.rs`), as tracking sits above the mesh; called on the
 /// concrete core, never through `dyn`.
 pub trait Reporting {
     /// This shard's index.
@@ -56,7 +56,7 @@ pub fn noloop_writer(caller: &Caller) -> Option<u64> {
 /// command answered at once (`conns`: `None`, its connection is out of the
 /// slab) is kept by its dispatcher if the gather waits for owners
 /// ([`keep_answered_at_once`]).
-pub(super) fn hold_writer(
+pub fn hold_writer(
     conns: Option<&mut Slab<Conn>>,
     (conn, seq): ((u32, u32), u64),
     caller: &Caller,
@@ -104,14 +104,14 @@ pub struct HeldWriter {
 
 /// A command on borrowed keys gathering its invalidations (see
 /// [`report_written`]).
-pub(super) struct Gathering<'a> {
+pub struct Gathering<'a> {
     /// The command's ticket.
-    pub(super) ticket: u64,
+    pub ticket: u64,
     /// The owed list's length before it ran.
-    pub(super) since: usize,
+    pub since: usize,
     /// Its tracking writers whose reply slots wait for the gather.
-    pub(super) held: Vec<HeldWriter>,
-    pub(super) conns: &'a mut Slab<Conn>,
+    pub held: Vec<HeldWriter>,
+    pub conns: &'a mut Slab<Conn>,
 }
 
 /// Tell the owners of borrowed keys that were written, so they touch the clients
@@ -126,7 +126,7 @@ pub(super) struct Gathering<'a> {
 /// keeps is reported now too (one message per command instead of one per
 /// batch), so that its invalidations take their place among the others.
 /// Returns whether the gather waits for owners.
-pub(super) fn report_written(
+pub fn report_written(
     core: &mut impl Reporting,
     modified: &[DbKey],
     noloop_writer: Option<u64>,

@@ -2,7 +2,8 @@
 //! row under one hold of the script lock, and the keys of other shards they
 //! borrowed stay here until the batch ends (docs/scripting.md, "Batches").
 
-use super::{report_written, send_home, DbKey};
+use super::home::send_home;
+use crate::mesh::lending::{report_written, DbKey};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::ShardCore;

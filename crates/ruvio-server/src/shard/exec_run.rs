@@ -5,16 +5,16 @@
 //! `multi.rs` (queueing, WATCH, the EXEC plan) because it is the execution side,
 //! the part that splits off when multi-shard transactions stop borrowing.
 
-use super::multi::{
-    db_index, forget_watches, on_borrowed, InTurn, OnBorrowed, Queued, QueuedRows, Transaction,
-};
+use super::multi::{db_index, on_borrowed, OnBorrowed, QueuedRows};
 use crate::cmd::registry::{Command, Handler};
 use crate::mesh::lending::{self, DbKey};
 use crate::net::caller::Caller;
 use crate::net::conn::{ClientState, Conn, Merge, ReplyQueue};
+use crate::net::queued::{InTurn, Queued};
 use crate::net::slab::Slab;
 use crate::shard::exec::run_engine;
 use crate::shard::ShardCore;
+use crate::transactions::multi::{forget_watches, Transaction};
 use ruvio_engine::command::flags::ALL_SHARDS;
 use ruvio_engine::CmdError;
 use ruvio_resp::{Args, Reply};

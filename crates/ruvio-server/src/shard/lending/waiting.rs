@@ -1,10 +1,11 @@
 //! A coordinated command's answer delivered to its client, and the commands that
 //! wait: a blocking command on borrowed keys (BLMOVE, BLMPOP ...) parked until a
 //! key it waits for is written or it times out, the owners' WATCH of its keys,
-//! and CLIENT UNBLOCK and a closed connection ending the wait. Apart from `mod.rs`
-//! because waiting is its own state machine around a borrowing.
+//! and CLIENT UNBLOCK and a closed connection ending the wait. Apart from
+//! `coordinate.rs` because waiting is its own state machine around a borrowing.
 
-use super::{advance, CrossOp, Waiting, WatchRequest};
+use super::coordinate::{advance, row};
+use crate::mesh::lending::{CrossOp, Waiting, WatchRequest};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::blocking::Waiter;
@@ -214,7 +215,7 @@ pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, err
         Some(ticket) => {
             // Recorded as Redis 7.0 records a client CLIENT UNBLOCK answers.
             let parked = core.lending.ops.get(&ticket);
-            if let Some((cmd, Some(first_ns))) = parked.map(|op| (op.cmd, op.first_run_ns)) {
+            if let Some((cmd, Some(first_ns))) = parked.map(|op| (row(op), op.first_run_ns)) {
                 let served = exec::Served {
                     client_id,
                     first_ns,

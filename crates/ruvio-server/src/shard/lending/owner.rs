@@ -1,9 +1,10 @@
 //! The owner's side of lending: lend keys to a coordinator (or queue the request
-//! while they are out), take them back with the records of what changed, and
-//! rename the keys out on loan when their borrower swaps databases.
+//! while they are out) and take them back with the records of what changed
+//! (renaming the keys out on loan when their borrower swaps databases is the
+//! table's own step, `mesh::lending::Lending::swap_dbs`).
 
-use super::home::FOR_THE_FEED;
-use super::{lent, state_record, DbKey, KeyRecords, LendRequest, Lending, Lent};
+use super::coordinate::lent;
+use crate::mesh::lending::{state_record, KeyRecords, LendRequest, Lent, FOR_THE_FEED};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::persistence::durable;
@@ -49,31 +50,6 @@ fn count_lent(core: &ShardCore) {
     let holder = core.shared.script_lock.holder();
     if let Some(holder) = holder.filter(|&h| lent == 0 && h != core.id) {
         crate::mesh::forward::ring(holder);
-    }
-}
-
-impl Lending {
-    /// SWAPDB `a` `b` ran here while keys were out on loan: those of either
-    /// database are in the other one now. Only the script lock's holder swaps
-    /// then (in a quiet server every key out on loan is its own: a SWAPDB of its
-    /// transaction, `multi::swapped_in_queue`), and it renames the keys it holds
-    /// as they move, so this shard renames them too: each comes home named by the
-    /// database it is in.
-    pub fn swap_dbs(&mut self, a: usize, b: usize) {
-        let rename = |(db, key): DbKey| (super::swapped(db, (a, b)), key);
-        self.lent = self.lent.drain().map(rename).collect();
-        self.missed_by_snapshot = self.missed_by_snapshot.drain().map(rename).collect();
-    }
-
-    /// Cross-shard blocking commands waiting here (INFO `blocked_clients`).
-    pub fn waiting_len(&self) -> usize {
-        self.ops.values().filter(|op| op.is_parked()).count()
-    }
-
-    /// A snapshot is taken now: the keys out on loan are not in it, so their
-    /// state is logged when they come home.
-    pub fn snapshot_taken(&mut self) {
-        self.missed_by_snapshot.extend(self.lent.iter().cloned());
     }
 }
 
