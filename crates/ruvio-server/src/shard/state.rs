@@ -2,12 +2,12 @@
 //! sockets and connections), and the few functions over it that other subsystems
 //! call (INFO's gauges, the blocked-client count, the end of CLIENT PAUSE).
 //!
-//! Apart from the loop in `mod.rs` because the state is what every subsystem's
-//! code receives while the loop is what only the shard runs. Each field is a
-//! subsystem's own part (the keyspace, the log, lending, gathers, blocked clients,
-//! watches, notifications, saves, LOADING, the pause, the outbox to other shards);
-//! docs/architecture.md says how functions below the shard are to take only the
-//! parts they touch instead of the whole core.
+//! Apart from the loop in `mod.rs` because the state is what the shard's command
+//! paths receive while the loop is what steps them. Each field is a subsystem's
+//! own part (the keyspace, the log, lending, gathers, blocked clients, watches,
+//! notifications, saves, LOADING, the pause, the outbox to other shards), private
+//! to the `shard` folder: the functions below the shard take only the parts they
+//! touch, or a trait the shard implements (docs/architecture.md).
 
 use crate::clock::unix_ms;
 use crate::cluster::topology::Topology;
@@ -30,23 +30,24 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// The shard's state that commands may touch (everything but the connections).
-/// Each part is owned by its subsystem's type; the parts only the shard's own
-/// files touch are `pub(super)` (the compiler keeps it so), the public ones are
-/// still reached below the shard, as docs/architecture.md's debt list says.
+/// Each part is owned by its subsystem's type, and every field is `pub(super)`:
+/// only the shard's own files touch them (the compiler keeps it so); the layers
+/// below reach what they need through the traits and parts structs that
+/// docs/architecture.md names.
 pub struct ShardCore {
-    pub id: usize,
-    pub cfg: Config,
-    pub engine: Engine,
-    pub topo: Arc<Topology>,
-    pub shared: Arc<Shared>,
+    pub(super) id: usize,
+    pub(super) cfg: Config,
+    pub(super) engine: Engine,
+    pub(super) topo: Arc<Topology>,
+    pub(super) shared: Arc<Shared>,
     pub(super) stats: ShardStats,
     pub(super) limits: Limits,
     /// Wall clock read once per loop iteration.
-    pub now_ms: u64,
+    pub(super) now_ms: u64,
     /// Connections whose replies changed since the last flush: (index, generation).
     pub(super) dirty: Vec<(u32, u32)>,
     /// Work for other shards, shipped once per loop iteration.
-    pub outbox: Outbox,
+    pub(super) outbox: Outbox,
     /// Commands parked until a key is written (BLPOP ...).
     pub(super) blocking: Blocking,
     /// Connections whose blocking command was answered: run the commands they
@@ -61,7 +62,7 @@ pub struct ShardCore {
     /// When this shard next returns free allocator pages (see `memory`).
     pub(super) next_trim_ms: u64,
     /// The write-ahead log (durability everysec or always); `None` in memory mode.
-    pub wal: Option<crate::persistence::wal::Wal>,
+    pub(super) wal: Option<crate::persistence::wal::Wal>,
     /// A replica with a log: its place in the primary's stream kept in the log
     /// (see `stream_mark`).
     pub(super) stream_marks: crate::persistence::stream_mark::ShardMarks,
@@ -96,11 +97,11 @@ pub struct ShardCore {
     pub(super) timing: crate::observability::Timing,
     /// Ruvio as a primary: this shard's records for the replication stream, its
     /// snapshot for a full sync, the replicas and WAIT calls it serves.
-    pub replication: crate::replication::serve::ShardPart,
+    pub(super) replication: crate::replication::serve::ShardPart,
     /// `cluster-enabled yes`: this shard as a node of a Redis Cluster (its
     /// membership, bus links, nodes.conf, slot map); `None` for the fixed
     /// topology (see `cluster::node`).
-    pub cluster_node: Option<Box<crate::cluster::node::ShardNode>>,
+    pub(super) cluster_node: Option<Box<crate::cluster::node::ShardNode>>,
 }
 
 impl ShardCore {
