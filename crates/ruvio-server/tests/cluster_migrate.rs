@@ -466,18 +466,7 @@ fn redis_cli_reshards_rebalances_and_deletes_a_ruvio_node_while_a_client_writes(
     );
     assert_eq!(slots_of(port), 0);
     assert_eq!(slots_of(redis.port()), 16384);
-    std::fs::write(&stop, b"").expect("stop file");
-    let out = writer.wait_with_output().expect("writer");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let written: usize = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("a count");
-    assert!(written > 0);
+    let written = stop_writer(writer, &stop);
     wait_for("the cluster whole after the rebalance", || {
         check_whole(&cli, redis.port())
     });
@@ -749,18 +738,7 @@ fn redis_cli_reshards_between_two_ruvio_nodes_while_a_client_writes() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     reshard(&cli, a, b, 150);
     reshard(&cli, b, a, 50);
-    std::fs::write(&stop, b"").expect("stop file");
-    let out = writer.wait_with_output().expect("writer");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let written: usize = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("a count");
-    assert!(written > 0);
+    let written = stop_writer(writer, &stop);
     assert_eq!((slots_of(a), slots_of(b)), (8192 - 100, 8192 + 100));
     wait_for("the cluster whole", || {
         check_whole(&cli, a)?;

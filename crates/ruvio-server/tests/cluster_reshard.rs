@@ -122,18 +122,7 @@ fn redis_cli_reshards_from_redis_server_to_ruvio_while_a_client_writes() {
     let writer = start_writer(port, &stop);
     std::thread::sleep(std::time::Duration::from_millis(500));
     reshard(&cli, redis.port(), port, 200);
-    std::fs::write(&stop, b"").expect("stop file");
-    let out = writer.wait_with_output().expect("writer");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let written: usize = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("a count");
-    assert!(written > 0);
+    let written = stop_writer(writer, &stop);
     assert_eq!(slots_of(port), 8192 + 200);
     wait_for("the cluster whole", || {
         check_whole(&cli, port)?;

@@ -49,6 +49,24 @@ pub fn start_writer(port: u16, stop: &std::path::Path) -> std::process::Child {
         .expect("python3")
 }
 
+/// Stops a [`start_writer`] (creates `stop`) and returns how many writes it
+/// had acknowledged (at least one).
+pub fn stop_writer(writer: std::process::Child, stop: &std::path::Path) -> usize {
+    std::fs::write(stop, b"").expect("stop file");
+    let out = writer.wait_with_output().expect("writer");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: usize = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a count");
+    assert!(written > 0);
+    written
+}
+
 /// Every `w:<n>` below `count` reads back through RedisCluster from `port`.
 pub fn all_written_present(port: u16, count: usize) {
     let script = format!(
