@@ -537,7 +537,7 @@ impl Timing {
             args: ran.args,
             client: ran.client,
         };
-        if s.request_bytes >= 0 {
+        if s.request_bytes >= 0 && may_reach(ran.args, s.request_bytes as u64) {
             let bytes = request_bytes(ran.args);
             if bytes as i64 >= s.request_bytes {
                 let len_max = s.request_len_max;
@@ -599,6 +599,16 @@ fn ns_per_tick_q32(clock: &quanta::Clock) -> u64 {
 /// measure, on by default, so counted for every command): the decimal digits of
 /// a length by comparisons, which for the short lengths of most arguments is
 /// a third of what `ilog10` costs (scripts/instr_ab.py).
+/// Whether `args` encoded may take `threshold` bytes: their contents plus the
+/// most framing any argument can take (`$`, 20 digits, two CRLFs), a bound found
+/// without counting digits. Nearly every command is far below the large-request
+/// threshold, so [`request_bytes`] runs only for the few that may reach it.
+fn may_reach(args: Args<'_>, threshold: u64) -> bool {
+    const FRAMING_MAX: u64 = 1 + 20 + 2 + 2;
+    let bound = args.byte_len() as u64 + (args.len() as u64 + 1) * FRAMING_MAX;
+    bound >= threshold
+}
+
 fn request_bytes(args: Args<'_>) -> u64 {
     let digits = |mut n: usize| {
         let mut digits = 1;
@@ -632,6 +642,17 @@ mod tests {
             let args = ruvio_resp::OwnedArgs::from_iter([b"SET".as_slice(), &vec![b'x'; len]]);
             let encoded = format!("*2\r\n$3\r\nSET\r\n${len}\r\n").len() + len + 2;
             assert_eq!(request_bytes(args.args()), encoded as u64, "length {len}");
+        }
+    }
+
+    #[test]
+    fn the_bound_never_skips_a_request_that_reaches_the_threshold() {
+        for len in [0usize, 1, 9, 10, 99, 100, 999, 1000, 12_345, 1 << 20] {
+            let args =
+                ruvio_resp::OwnedArgs::from_iter([b"SET".as_slice(), b"k", &vec![b'x'; len]]);
+            let exact = request_bytes(args.args());
+            assert!(may_reach(args.args(), exact), "length {len}");
+            assert!(!may_reach(args.args(), exact + 100), "length {len}");
         }
     }
 
