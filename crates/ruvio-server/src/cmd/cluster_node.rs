@@ -521,7 +521,7 @@ pub(super) fn set_config_epoch<S: Server>(
     node.cluster
         .set_config_epoch(epoch as u64)
         .map_err(|e| error(e.to_string()))?;
-    node.changed();
+    node.changed_durably();
     reply.ok();
     Ok(())
 }
@@ -573,7 +573,7 @@ pub(super) fn bumpepoch<S: Server>(
 ) -> ServerResult {
     let node = node(ctx, args)?;
     let (bumped, epoch) = node.cluster.bump_epoch();
-    node.changed();
+    node.changed_durably();
     let word = if bumped { "BUMPED" } else { "STILL" };
     reply.simple(&format!("{word} {epoch}"));
     Ok(())
@@ -624,7 +624,7 @@ pub(super) fn reset<S: Server>(
         ));
     }
     node.cluster.reset(hard, now);
-    node.changed();
+    node.changed_durably();
     reply.ok();
     Ok(())
 }
