@@ -16,6 +16,8 @@
 //! - [`cow`]: a snapshot in progress (BGSAVE without fork): entries are written
 //!   out before they change, so a scan in slices sees the database as it began
 //!   (with `crate::values::rdb`'s writer of one value, below).
+//! - [`slot_index`]: keys by hash slot, built when a cluster's resharding
+//!   first asks and kept from then on.
 //! - [`journal`]: the undo journal's steps of database changes (an insert, a
 //!   deleted entry, an entry as it was before a change in place ...), recorded by
 //!   the mutators here and reversed by the engine (`crate::rollback`).
@@ -34,6 +36,7 @@ mod heapstr;
 mod index;
 pub(crate) mod journal;
 mod slab;
+mod slot_index;
 
 pub(crate) use cow::write_entry;
 pub use entry::{Collection, Entry, NewValue, ENTRY_BYTES};
@@ -47,6 +50,7 @@ use crate::values::stream::groups::GroupChange;
 use index::Index;
 use journal::Step;
 use slab::Slab;
+use slot_index::SlotIndex;
 
 /// Bytes of one occupied index bucket: the `u32` id and hashbrown's control byte.
 const INDEX_SLOT_BYTES: usize = 5;
@@ -65,6 +69,8 @@ pub struct Db {
     volatile: usize,
     /// The snapshot in progress, if any (see [`cow`]).
     pub(crate) cow: Option<Box<cow::Cow>>,
+    /// Keys by hash slot, once a resharding command asked (see [`slot_index`]).
+    slot_index: Option<Box<SlotIndex>>,
     /// The database number the engine serves this as (SWAPDB changes it): how the
     /// undo journal names it ([`crate::undo`]).
     pub(crate) number: usize,
@@ -79,6 +85,7 @@ impl Default for Db {
             heap_bytes: 0,
             volatile: 0,
             cow: None,
+            slot_index: None,
             number: 0,
         }
     }
@@ -191,9 +198,13 @@ impl Db {
             slab,
             index,
             hasher,
+            slot_index,
             ..
         } = self;
         index.insert(hash, id, |x| hasher.hash_one(slab.get(x).key()));
+        if let Some(slots) = slot_index.as_deref_mut() {
+            slots.add(id, slab.get(id).key());
+        }
         id
     }
 
@@ -245,6 +256,9 @@ impl Db {
         let hash = self.hash(self.slab.get(id).key());
         let removed = self.index.remove(hash, id);
         debug_assert!(removed, "entry missing from the index");
+        if let Some(slots) = self.slot_index.as_deref_mut() {
+            slots.remove(id, self.slab.get(id).key());
+        }
         if self.slab.get(id).expire_at().is_some() {
             self.volatile -= 1;
         }
@@ -428,9 +442,37 @@ impl Db {
         self.slab.high()
     }
 
-    /// Estimated bytes used: chunks, index, heap blocks.
+    /// Estimated bytes used: chunks, index, heap blocks (and the slot index
+    /// while there is one).
     pub fn memory_bytes(&self) -> usize {
-        self.slab.allocated_bytes() + self.index.allocated_bytes() + self.heap_bytes
+        let slot_index = self.slot_index.as_ref().map_or(0, |s| s.allocated_bytes());
+        self.slab.allocated_bytes() + self.index.allocated_bytes() + self.heap_bytes + slot_index
+    }
+
+    /// The number of keys hashing to `slot` (expired or not, as Redis's slot
+    /// lists keep them), from the slot index.
+    pub fn count_in_slot(&mut self, slot: u16) -> usize {
+        self.build_slot_index();
+        self.slot_index.as_deref().map_or(0, |s| s.ids(slot).len())
+    }
+
+    /// Up to `count` keys hashing to `slot`, from the slot index.
+    pub fn keys_in_slot(&mut self, slot: u16, count: usize) -> Vec<Vec<u8>> {
+        self.build_slot_index();
+        let Some(slots) = self.slot_index.as_deref() else {
+            return Vec::new();
+        };
+        let ids = slots.ids(slot).iter().take(count);
+        ids.map(|&id| self.slab.get(id).key().to_vec()).collect()
+    }
+
+    /// The slot index, built by one walk the first time it is asked for
+    /// (see [`slot_index`]).
+    fn build_slot_index(&mut self) {
+        if self.slot_index.is_none() {
+            let built = SlotIndex::build(self.iter().map(|(id, e)| (id, e.key())));
+            self.slot_index = Some(Box::new(built));
+        }
     }
 
     /// What MEMORY STATS calls the database's hash table overhead: its entry
@@ -607,5 +649,85 @@ mod tests {
             x >> 11
         });
         assert_eq!(db.entry(id.unwrap()).key(), b"1234");
+    }
+
+    /// Keys of each slot by a walk of the database, sorted.
+    fn walked(db: &Db, slot: u16) -> Vec<Vec<u8>> {
+        let mut keys: Vec<Vec<u8>> = db
+            .iter()
+            .filter(|(_, e)| crate::slot::key_slot(e.key()) == slot)
+            .map(|(_, e)| e.key().to_vec())
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Put(u8),
+        Delete(u8),
+        Rename(u8, u8),
+        Flush,
+        Ask,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => any::<u8>().prop_map(Op::Put),
+            3 => any::<u8>().prop_map(Op::Delete),
+            2 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Rename(a, b)),
+            1 => Just(Op::Flush),
+            1 => Just(Op::Ask),
+        ]
+    }
+
+    /// Keys in a few slots: `{t}n` for a handful of hash tags, so slots share keys.
+    fn key(n: u8) -> String {
+        format!("{{{}}}k{n}", n % 5)
+    }
+
+    proptest::proptest! {
+        /// Whatever insertions, deletions, renames and flushes came before or
+        /// after the index was built, each slot's keys and count are what a walk
+        /// of the database finds.
+        #[test]
+        fn the_slot_index_agrees_with_a_walk(ops in proptest::collection::vec(op(), 1..200)) {
+            let mut db = Db::default();
+            for op in ops {
+                match op {
+                    Op::Put(n) => {
+                        if db.find(key(n).as_bytes()).is_none() {
+                            put(&mut db, &key(n), "v");
+                        }
+                    }
+                    Op::Delete(n) => {
+                        if let Some(id) = db.find(key(n).as_bytes()) {
+                            db.remove(id);
+                        }
+                    }
+                    Op::Rename(a, b) => {
+                        let to = format!("{}r", key(b));
+                        if let (Some(id), None) = (db.find(key(a).as_bytes()), db.find(to.as_bytes())) {
+                            db.rename(id, to.as_bytes());
+                        }
+                    }
+                    Op::Flush => drop(db.take_chunks()),
+                    Op::Ask => {
+                        let slot = crate::slot::key_slot(b"{0}");
+                        db.count_in_slot(slot);
+                    }
+                }
+            }
+            for tag in 0..5 {
+                let slot = crate::slot::key_slot(format!("{{{tag}}}").as_bytes());
+                let want = walked(&db, slot);
+                proptest::prop_assert_eq!(db.count_in_slot(slot), want.len());
+                let mut got = db.keys_in_slot(slot, usize::MAX);
+                got.sort();
+                proptest::prop_assert_eq!(got, want);
+                proptest::prop_assert_eq!(db.keys_in_slot(slot, 2).len(), db.count_in_slot(slot).min(2));
+            }
+        }
     }
 }

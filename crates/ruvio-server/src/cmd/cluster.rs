@@ -326,7 +326,11 @@ fn countkeysinslot<S: Server>(
     // An integer first, then a slot, as Redis' getLongLongFromObjectOrReply.
     parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
     let slot = parse_slot(args.get(2)).ok_or(CmdError::InvalidSlot)?;
-    reply.int(ctx.core.engine().count_keys_in_slot(ctx.client.db, slot) as i64);
+    reply.int(
+        ctx.core
+            .engine_mut()
+            .count_keys_in_slot(ctx.client.db, slot) as i64,
+    );
     Ok(())
 }
 
@@ -346,7 +350,10 @@ fn getkeysinslot<S: Server>(
     let (Some(slot), Some(count)) = (slot, count) else {
         return Err(CmdError::InvalidSlotOrCount);
     };
-    let keys = ctx.core.engine().keys_in_slot(ctx.client.db, slot, count);
+    let keys = ctx
+        .core
+        .engine_mut()
+        .keys_in_slot(ctx.client.db, slot, count);
     reply.array(keys.len());
     keys.iter().for_each(|k| reply.bulk(k));
     Ok(())

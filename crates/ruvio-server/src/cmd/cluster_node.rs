@@ -542,7 +542,7 @@ pub(super) fn setslot<S: Server>(
         return Err(error("ERR Please use SETSLOT only with masters.".into()));
     }
     let slot = slot_arg(args.get(2))?;
-    let holds_keys = ctx.core.engine().count_keys_in_slot(0, slot) != 0;
+    let holds_keys = ctx.core.engine_mut().count_keys_in_slot(0, slot) != 0;
     let node = node(ctx, args)?;
     let word = args.get(3);
     let action = match args.len() {
