@@ -797,20 +797,20 @@ impl Cluster {
     /// `clusterUpdateState`: ok when every slot is served by a node not failing
     /// and this node sees a majority of the serving masters.
     fn update_state(&mut self) {
-        let covered = !self.require_full_coverage
-            || self.owners.iter().all(|&o| {
-                o != NO_OWNER
-                    && self.nodes[o as usize]
-                        .as_ref()
-                        .is_some_and(|n| !n.has(flag::FAIL))
-            });
-        let size = self.size();
+        // One pass over the 16,384 owners (a SETSLOT runs this).
         let mut serving = vec![false; self.nodes.len()];
+        let mut every_slot_up = true;
         for &owner in &self.owners {
-            if owner != NO_OWNER {
-                serving[owner as usize] = true;
+            match self.nodes.get(owner as usize).and_then(Option::as_ref) {
+                Some(node) => {
+                    serving[owner as usize] = true;
+                    every_slot_up &= !node.has(flag::FAIL);
+                }
+                None => every_slot_up = false,
             }
         }
+        let covered = !self.require_full_coverage || every_slot_up;
+        let size = self.size();
         let reachable = serving
             .iter()
             .enumerate()
@@ -954,8 +954,21 @@ impl Cluster {
 
     /// The owner of `slot`: its name and client address.
     pub fn slot_owner(&self, slot: u16) -> Option<(NodeName, &str, u16)> {
-        let owner = *self.owners.get(usize::from(slot))?;
-        let node = self.nodes.get(owner as usize)?.as_ref()?;
+        self.slot_owner_index(slot)
+            .and_then(|i| self.node_address(i))
+    }
+
+    /// The owner of `slot` as its place in the node table (the same node for
+    /// every slot it owns until the next [`Cluster::generation`]), for a caller
+    /// that resolves each owner once rather than once per slot.
+    pub fn slot_owner_index(&self, slot: u16) -> Option<usize> {
+        let owner = *self.owners.get(usize::from(slot))? as usize;
+        self.nodes.get(owner)?.as_ref().map(|_| owner)
+    }
+
+    /// The name and address of the node at `index` of the node table.
+    pub fn node_address(&self, index: usize) -> Option<(NodeName, &str, u16)> {
+        let node = self.nodes.get(index)?.as_ref()?;
         Some((node.name, node.ip.as_str(), node.port))
     }
 
