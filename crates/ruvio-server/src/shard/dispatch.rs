@@ -462,7 +462,7 @@ fn run_routed(
     cmd: &'static Command,
     args: Args<'_>,
 ) -> Result<(), CmdError> {
-    let route = route(core, cmd, args, client.asking);
+    let route = route(core, cmd, args, super::route::InFlight::of(client));
     if !cmd.meta.has(ALLOW_BUSY) {
         if let Some(busy) = busy_refusal(core, &route) {
             return Err(busy);

@@ -49,7 +49,7 @@ use crate::shard::ShardCore;
 use crate::transactions::multi::{by_owner, runs_in_multi, unwatch, Transaction, Unwatching};
 use crate::transactions::watch::{Watches, WatchingClient};
 use ahash::AHashSet;
-use ruvio_engine::command::flags::{ALL_SHARDS, NO_MULTI, WRITE};
+use ruvio_engine::command::flags::{ALL_SHARDS, ASKING, NO_MULTI, WRITE};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::CmdError;
@@ -141,7 +141,7 @@ pub fn queue(
         if sub.meta.has(NO_MULTI) {
             return Err(CmdError::NotAllowedInMulti);
         }
-        cluster_slot(core, sub, args, client.tls)?;
+        cluster_slot(core, sub, args, client)?;
         Ok(sub)
     });
     let mut reply = Reply::new(replies.sink(), client.proto);
@@ -186,18 +186,52 @@ pub fn queue_keyless(
     reply.simple("QUEUED");
 }
 
-/// Per-shard mode: MOVED / CROSSSLOT / CLUSTERDOWN as Redis Cluster answers
-/// (`getNodeByQuery`) for keys not in one slot this node serves: each command
-/// alone when queued or watched. `client_tls`: the client came in on the TLS
-/// port (the port MOVED names, `Config::client_port`).
+/// Per-shard mode: MOVED / CROSSSLOT / CLUSTERDOWN / ASK / TRYAGAIN as Redis
+/// Cluster answers (`getNodeByQuery`) for keys not in one slot this node
+/// serves: each command alone when queued or watched (the whole queue again
+/// at EXEC). The client's TLS port is the port MOVED names
+/// (`Config::client_port`).
 fn cluster_slot(
     core: &ShardCore,
     cmd: &Command,
     args: Args<'_>,
-    client_tls: bool,
+    client: &ClientState,
 ) -> Result<(), CmdError> {
     let slot = join_slot(core, cmd, args, None)?;
-    check_owner(core, slot, || cmd.meta.has(WRITE), client_tls)
+    let keys = || key_args(cmd, args).collect();
+    let asking = client.asking || cmd.meta.has(ASKING);
+    transaction_owner(
+        core,
+        slot,
+        keys,
+        || cmd.meta.has(WRITE),
+        (asking, client.tls),
+    )
+}
+
+/// Keys of `slot` (`None`: no key) of a transaction run here, or the
+/// redirection: a slot in flight's first (`-ASK`, `-TRYAGAIN`, or served after
+/// ASKING, `route::in_flight_keys`), then the owner's ([`check_owner`]).
+fn transaction_owner<'a>(
+    core: &ShardCore,
+    slot: Option<u16>,
+    keys: impl FnOnce() -> Vec<&'a [u8]>,
+    write: impl FnOnce() -> bool,
+    (asking, client_tls): (bool, bool),
+) -> Result<(), CmdError> {
+    if let Some(decided) = slot.and_then(|s| super::route::in_flight_keys(core, s, keys, asking)) {
+        return decided;
+    }
+    check_owner(core, slot, write, client_tls)
+}
+
+/// The key arguments of one command.
+fn key_args<'a>(cmd: &Command, args: Args<'a>) -> impl Iterator<Item = &'a [u8]> {
+    cmd.meta
+        .keys
+        .positions(args)
+        .into_iter()
+        .map(move |p| args.get(p))
 }
 
 /// The slot of `cmd`'s keys joined to `slot` (the keys seen so far), or
@@ -270,7 +304,7 @@ pub fn watch_keys(
         return Err(CmdError::WatchInMulti);
     }
     let cmd = registry().lookup(b"watch").expect("WATCH is in the table");
-    cluster_slot(core, cmd, args, client.tls)?;
+    cluster_slot(core, cmd, args, client)?;
     let db = client.db;
     let mut seen: AHashSet<(usize, &[u8])> = client
         .watching
@@ -383,7 +417,16 @@ pub fn exec(
         .rows()
         .try_fold(None, |slot, (cmd, args)| join_slot(core, cmd, args, slot));
     let writes = || queued.commands.rows().any(|(cmd, _)| cmd.meta.has(WRITE));
-    let owned = one_slot.and_then(|slot| check_owner(core, slot, writes, client.tls));
+    let keys = || {
+        queued
+            .commands
+            .rows()
+            .flat_map(|(cmd, args)| key_args(cmd, args))
+            .collect()
+    };
+    let asking = client.asking || queued.commands.rows().any(|(cmd, _)| cmd.meta.has(ASKING));
+    let owned =
+        one_slot.and_then(|slot| transaction_owner(core, slot, keys, writes, (asking, client.tls)));
     if let Err(e) = owned {
         unwatch(core, client);
         return Err(e);

@@ -549,19 +549,20 @@ pub(super) fn catch_up(core: &super::ShardCore, args: ruvio_resp::Args<'_>, end:
     else {
         return CatchUp::Run;
     };
-    let shards: Vec<usize> = match super::route::route(core, cmd, args, false) {
-        _ if !matches!(cmd.handler, Some(crate::cmd::registry::Handler::Engine(_))) => {
-            return match cmd.meta.name {
-                "select" | "ping" | "replconf" | "publish" => CatchUp::Run,
-                _ => CatchUp::GiveUp,
+    let shards: Vec<usize> =
+        match super::route::route(core, cmd, args, super::route::InFlight::Plain) {
+            _ if !matches!(cmd.handler, Some(crate::cmd::registry::Handler::Engine(_))) => {
+                return match cmd.meta.name {
+                    "select" | "ping" | "replconf" | "publish" => CatchUp::Run,
+                    _ => CatchUp::GiveUp,
+                }
             }
-        }
-        super::route::Route::Local => vec![core.id],
-        super::route::Route::Remote(owner) => vec![owner],
-        super::route::Route::Split(groups) => groups.iter().map(|(s, _)| *s).collect(),
-        super::route::Route::AllShards => (0..targets.len()).collect(),
-        _ => return CatchUp::GiveUp,
-    };
+            super::route::Route::Local => vec![core.id],
+            super::route::Route::Remote(owner) => vec![owner],
+            super::route::Route::Split(groups) => groups.iter().map(|(s, _)| *s).collect(),
+            super::route::Route::AllShards => (0..targets.len()).collect(),
+            _ => return CatchUp::GiveUp,
+        };
     let holds = |s: &usize| targets.get(*s).is_some_and(|&own| end <= own);
     if shards.iter().all(holds) {
         CatchUp::Skip

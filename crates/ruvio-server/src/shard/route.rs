@@ -67,8 +67,33 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
     }
 }
 
-/// Decide where a command runs (`asking`: the client sent ASKING before it).
-pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, asking: bool) -> Route {
+/// What a slot in flight (CLUSTER SETSLOT MIGRATING / IMPORTING) lets a
+/// command do, besides its keys ([`in_flight_route`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum InFlight {
+    /// Routed alone, as sent.
+    Plain,
+    /// The client sent ASKING before it: an importing slot serves it.
+    Asking,
+    /// A command of an EXEC, whose queue's keys were checked together when EXEC
+    /// began (`shard::multi::exec`; Redis checks a transaction once, as a
+    /// whole): it runs here, whatever the keys it finds by then.
+    ExecChecked,
+}
+
+impl InFlight {
+    /// What `client`'s next command may do.
+    pub(super) fn of(client: &crate::net::conn::ClientState) -> InFlight {
+        match (client.in_exec, client.asking) {
+            (true, _) => InFlight::ExecChecked,
+            (false, true) => InFlight::Asking,
+            (false, false) => InFlight::Plain,
+        }
+    }
+}
+
+/// Decide where a command runs (`in_flight`: what a slot in flight lets it do).
+pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: InFlight) -> Route {
     let shards = core.topo.nodes.len();
     let forward = core.topo.mode == PortMode::Forward;
     let keyed_server = keyed_server_write(cmd);
@@ -103,7 +128,7 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, asking: boo
     if !forward {
         let slot = key_slot(args.get(first));
         if let Some(node) = core.cluster_node.as_deref() {
-            return node_route(core, node, (cmd, args), slot, positions, asking);
+            return node_route(core, node, (cmd, args), slot, positions, in_flight);
         }
         if positions.any(|p| key_slot(args.get(p)) != slot) {
             return Route::CrossSlot;
@@ -156,7 +181,7 @@ fn node_route(
     (cmd, args): (&Command, Args<'_>),
     slot: u16,
     mut others: impl Iterator<Item = usize>,
-    asking: bool,
+    in_flight: InFlight,
 ) -> Route {
     let first = node.slot_route(slot);
     if first == SlotRoute::Unbound {
@@ -172,7 +197,21 @@ fn node_route(
         route => route,
     };
     if node.cluster.slots_in_flight() {
-        if let Some(route) = in_flight_route(core, node, (cmd, args), slot, owner, asking) {
+        let this_slot = node.cluster.migrating_to(slot).is_some() || node.cluster.importing(slot);
+        if in_flight == InFlight::ExecChecked && this_slot {
+            return Route::Local;
+        }
+        let asking = in_flight == InFlight::Asking || cmd.meta.has(ASKING);
+        let keys: Vec<&[u8]> = cmd
+            .meta
+            .keys
+            .positions(args)
+            .into_iter()
+            .map(|p| args.get(p))
+            .collect();
+        let server_write = keyed_server_write(cmd);
+        if let Some(route) = in_flight_route(core, node, &keys, slot, owner, (asking, server_write))
+        {
             return route;
         }
     }
@@ -192,39 +231,64 @@ fn node_route(
 fn in_flight_route(
     core: &ShardCore,
     node: &ShardNode,
-    (cmd, args): (&Command, Args<'_>),
+    keys: &[&[u8]],
     slot: u16,
     owner: SlotRoute,
-    asking: bool,
+    (asking, server_write): (bool, bool),
 ) -> Option<Route> {
     let migrating = owner == SlotRoute::Here && node.cluster.migrating_to(slot).is_some();
     let importing = !migrating && node.cluster.importing(slot);
     if !migrating && !importing {
         return None;
     }
-    if keyed_server_write(cmd) {
+    if server_write {
         // MIGRATE moves the slot's keys: Redis runs it here whatever is left.
         return Some(Route::Local);
     }
-    let positions = cmd.meta.keys.positions(args);
-    let first = args.get(*positions.first()?);
-    let here = |p: &usize| core.engine.exists(0, args.get(*p), core.now_ms);
-    let missing = !positions.iter().all(here);
-    let several = positions.iter().any(|&p| args.get(p) != first);
+    let first = *keys.first()?;
+    let here = |key: &&[u8]| core.engine.exists(0, key, core.now_ms);
+    let missing = !keys.iter().all(here);
+    let several = keys.iter().any(|&k| k != first);
     if migrating && missing {
         // Some keys here and some gone: neither node has them all.
-        return Some(match positions.iter().any(here) {
+        return Some(match keys.iter().any(here) {
             true => Route::TryAgain,
             false => Route::Ask(slot),
         });
     }
-    if importing && (asking || cmd.meta.has(ASKING)) {
+    if importing && asking {
         return Some(match several && missing {
             true => Route::TryAgain,
             false => Route::Local,
         });
     }
     None
+}
+
+/// A transaction's keys `keys` of `slot` (a queued command's, a WATCH's, or
+/// every key of the queue when EXEC begins) on a node of the bus while slots
+/// are in flight: `-ASK` / `-TRYAGAIN` as [`in_flight_route`] decides for a
+/// command, `Some(Ok)` when an importing slot serves them after ASKING (no
+/// `-MOVED` then), `None` when the slot's owner decides.
+pub(super) fn in_flight_keys<'a>(
+    core: &ShardCore,
+    slot: u16,
+    keys: impl FnOnce() -> Vec<&'a [u8]>,
+    asking: bool,
+) -> Option<Result<(), CmdError>> {
+    let node = core.cluster_node.as_deref()?;
+    if !node.cluster.slots_in_flight() {
+        return None;
+    }
+    let owner = match node.slot_route(slot) {
+        SlotRoute::Down | SlotRoute::Unbound => return None,
+        owner => owner,
+    };
+    match in_flight_route(core, node, &keys(), slot, owner, (asking, false))? {
+        Route::Ask(slot) => Some(Err(ask(core, slot))),
+        Route::TryAgain => Some(Err(CmdError::TryAgain)),
+        _ => Some(Ok(())),
+    }
 }
 
 /// A server command that writes keys (MIGRATE, which talks to another
