@@ -959,6 +959,22 @@ impl Cluster {
         Some((node.name, node.ip.as_str(), node.port))
     }
 
+    /// The client address of the master this node replicates (CLUSTER
+    /// REPLICATE), once known.
+    pub fn master_address(&self) -> Option<(&str, u16)> {
+        let me = self.node(MYSELF);
+        let m = me.master.filter(|_| !me.is_master())?;
+        let master = self.nodes.get(m)?.as_ref()?;
+        (master.port != 0 && !master.ip.is_empty()).then_some((master.ip.as_str(), master.port))
+    }
+
+    /// The name of the master this node replicates.
+    pub fn master_name(&self) -> Option<NodeName> {
+        let me = self.node(MYSELF);
+        let m = me.master.filter(|_| !me.is_master())?;
+        Some(self.nodes.get(m)?.as_ref()?.name)
+    }
+
     /// This node's name.
     pub fn myself(&self) -> NodeName {
         self.node(MYSELF).name

@@ -267,6 +267,36 @@ impl ShardNode {
         }
     }
 
+    /// [`Self::redirect`] for client `who` (is the master's stream, sent
+    /// READONLY): the stream of the master this node replicates runs
+    /// whatever the slot (Redis's `mustObeyClient`), and a READONLY client's
+    /// reads of that master's slots run here (`getNodeByQuery`).
+    pub fn redirect_client(
+        &self,
+        slot: u16,
+        write: bool,
+        who: (bool, bool),
+    ) -> Result<(), CmdError> {
+        let (master, readonly) = who;
+        if master {
+            return Ok(());
+        }
+        match self.redirect(slot, write) {
+            Err(CmdError::Moved { .. }) if readonly && !write && self.my_master_serves(slot) => {
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    /// This node is a replica and its master owns `slot`.
+    pub fn my_master_serves(&self, slot: u16) -> bool {
+        let Some(master) = self.cluster.master_name() else {
+            return false;
+        };
+        matches!(self.cluster.slot_owner(slot), Some((name, _, _)) if name == master)
+    }
+
     /// The slots this node serves, as the shard's scripts read them.
     pub fn served_slots(&self) -> Rc<ServedSlots> {
         self.served.clone()

@@ -41,6 +41,7 @@ pub mod messages;
 mod metrics;
 pub mod monitor;
 pub mod multi;
+mod node_replica;
 mod observe;
 mod parked;
 pub mod pause;

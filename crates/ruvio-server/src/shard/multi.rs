@@ -141,7 +141,7 @@ pub fn queue(
         if sub.meta.has(NO_MULTI) {
             return Err(CmdError::NotAllowedInMulti);
         }
-        cluster_slot(core, sub, args, client.tls)?;
+        cluster_slot(core, sub, args, client)?;
         Ok(sub)
     });
     let mut reply = Reply::new(replies.sink(), client.proto);
@@ -188,16 +188,19 @@ pub fn queue_keyless(
 
 /// Per-shard mode: MOVED / CROSSSLOT / CLUSTERDOWN as Redis Cluster answers
 /// (`getNodeByQuery`) for keys not in one slot this node serves: each command
-/// alone when queued or watched. `client_tls`: the client came in on the TLS
-/// port (the port MOVED names, `Config::client_port`).
+/// alone when queued or watched.
 fn cluster_slot(
     core: &ShardCore,
     cmd: &Command,
     args: Args<'_>,
-    client_tls: bool,
+    client: &ClientState,
 ) -> Result<(), CmdError> {
+    if client.master && core.cluster_node.is_some() {
+        // The master node's stream, as Redis's `mustObeyClient`.
+        return Ok(());
+    }
     let slot = join_slot(core, cmd, args, None)?;
-    check_owner(core, slot, || cmd.meta.has(WRITE), client_tls)
+    check_owner(core, slot, || cmd.meta.has(WRITE), client)
 }
 
 /// The slot of `cmd`'s keys joined to `slot` (the keys seen so far), or
@@ -231,19 +234,22 @@ fn join_slot(
 
 /// Keys of `slot` (`None`: no key) run here, or the redirection: by the
 /// node's slot map on a node of the bus (`write`: the keys are written, which
-/// a cluster down refuses even with `cluster-allow-reads-when-down yes`), by
-/// the fixed topology otherwise.
+/// a cluster down refuses even with `cluster-allow-reads-when-down yes`; a
+/// replica node runs its master's stream, and a READONLY client's reads of
+/// its master's slots), by the fixed topology otherwise (the port MOVED
+/// names is the client's: TLS or not, `Config::client_port`).
 fn check_owner(
     core: &ShardCore,
     slot: Option<u16>,
     write: impl FnOnce() -> bool,
-    client_tls: bool,
+    client: &ClientState,
 ) -> Result<(), CmdError> {
     let Some(slot) = slot else {
         return Ok(());
     };
+    let client_tls = client.tls;
     if let Some(node) = core.cluster_node.as_deref() {
-        return node.redirect(slot, write());
+        return node.redirect_client(slot, write(), (client.master, client.readonly));
     }
     match core.topo.owner(slot) {
         owner if owner == core.id => Ok(()),
@@ -270,7 +276,7 @@ pub fn watch_keys(
         return Err(CmdError::WatchInMulti);
     }
     let cmd = registry().lookup(b"watch").expect("WATCH is in the table");
-    cluster_slot(core, cmd, args, client.tls)?;
+    cluster_slot(core, cmd, args, client)?;
     let db = client.db;
     let mut seen: AHashSet<(usize, &[u8])> = client
         .watching
@@ -383,7 +389,7 @@ pub fn exec(
         .rows()
         .try_fold(None, |slot, (cmd, args)| join_slot(core, cmd, args, slot));
     let writes = || queued.commands.rows().any(|(cmd, _)| cmd.meta.has(WRITE));
-    let owned = one_slot.and_then(|slot| check_owner(core, slot, writes, client.tls));
+    let owned = one_slot.and_then(|slot| check_owner(core, slot, writes, client));
     if let Err(e) = owned {
         unwatch(core, client);
         return Err(e);
