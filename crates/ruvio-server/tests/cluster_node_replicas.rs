@@ -14,13 +14,6 @@ use common::cluster_process::{ok, text, Node};
 use common::replication::wait_for;
 use common::*;
 
-fn tmpdir(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ruvio-noderepl-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn items(reply: &[u8]) -> Vec<Value> {
     match decode(reply) {
         Value::Array(items) => items,
@@ -182,16 +175,11 @@ fn replicate_and_check(master_port: u16, master_id: &str, replica: &Node) {
 
 #[test]
 fn a_ruvio_node_replicates_a_ruvio_master_node_with_its_data() {
-    let dir = tmpdir("ruvio");
-    let (m, r) = (dir.join("m"), dir.join("r"));
-    std::fs::create_dir_all(&m).unwrap();
-    std::fs::create_dir_all(&r).unwrap();
-    let master = Node::start(free_ports(1, true), 1, &m);
-    let replica = Node::start(free_ports(1, true), 1, &r);
+    let master = Node::start(free_ports(1, true), 1, &unique_dir("node-master"));
+    let replica = Node::start(free_ports(1, true), 1, &unique_dir("node-replica"));
     ok(master.port, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
     let id = text(&RawConn::connect(master.port).cmd(&["CLUSTER", "MYID"]));
     replicate_and_check(master.port, &id, &replica);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -199,11 +187,9 @@ fn a_ruvio_node_replicates_a_redis_server_master_node_with_its_data() {
     if require_redis_server("cluster_node_replicas").is_none() {
         return;
     }
-    let dir = tmpdir("redis");
     let master = Server::redis_cluster_node();
-    let replica = Node::start(free_ports(1, true), 1, &dir);
+    let replica = Node::start(free_ports(1, true), 1, &unique_dir("node-replica"));
     ok(master.port(), &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
     let id = text(&master.raw().cmd(&["CLUSTER", "MYID"]));
     replicate_and_check(master.port(), &id, &replica);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -671,6 +671,13 @@ impl Cluster {
         actions: &mut Vec<Action>,
     ) {
         let mut changed = false;
+        // The master whose slots this node serves: itself, or its master.
+        let me = self.node(MYSELF);
+        let serving = match me.master {
+            Some(m) if !me.is_master() => m as u32,
+            _ => MYSELF as u32,
+        };
+        let mut took_ours = false;
         for slot in 0..SLOT_BYTES * 8 {
             if slots[slot / 8] & (1 << (slot % 8)) == 0 {
                 continue;
@@ -681,9 +688,20 @@ impl Cluster {
                 continue;
             }
             if owner == NO_OWNER || self.node(owner as usize).config_epoch < epoch {
+                took_ours |= owner == serving;
                 self.owners[slot] = s as u32;
                 changed = true;
             }
+        }
+        if took_ours && !self.owners.contains(&serving) && s != MYSELF {
+            // Every slot of ours went to a newer claimant (a replica promoted
+            // in our place, or in our master's): follow it, as Redis's
+            // clusterUpdateSlotsConfigWith (a master rejoining after a
+            // failover becomes its replica).
+            let me = self.node_mut(MYSELF);
+            me.flags = (me.flags | flag::REPLICA) & !flag::MASTER;
+            me.master = Some(s);
+            changed = true;
         }
         if changed {
             self.update_state();
@@ -966,6 +984,13 @@ impl Cluster {
         let m = me.master.filter(|_| !me.is_master())?;
         let master = self.nodes.get(m)?.as_ref()?;
         (master.port != 0 && !master.ip.is_empty()).then_some((master.ip.as_str(), master.port))
+    }
+
+    /// What this node has applied of its master's stream (a replica) or
+    /// written (a master): the offset its messages carry, which ranks the
+    /// replicas of one master in an election.
+    pub fn set_repl_offset(&mut self, offset: u64) {
+        self.node_mut(MYSELF).repl_offset = offset;
     }
 
     /// The name of the master this node replicates.

@@ -115,8 +115,10 @@ impl Cluster {
         };
         let auth_timeout = (self.settings.node_timeout * 2).max(2000);
         if now.saturating_sub(self.election.start) > auth_timeout * 2 {
-            // A new election: wait 500-1000 ms so the FAIL reaches every master.
-            let delay = 500 + self.next_random() % 500;
+            // A new election: wait 500-1000 ms so the FAIL reaches every master,
+            // and a second more per replica of the master ahead of this one
+            // (the one with the most data asks first: `clusterGetSlaveRank`).
+            let delay = 500 + self.next_random() % 500 + self.rank_among_replicas(m) * 1000;
             self.election = Election {
                 start: now + delay,
                 ..Election::default()
@@ -159,6 +161,20 @@ impl Cluster {
         for (_, link) in links {
             self.send_ping(link, Kind::Pong, None, now, actions);
         }
+    }
+
+    /// How many other replicas of master `m` have applied more of its
+    /// stream than this node (by the offsets their messages carry).
+    fn rank_among_replicas(&self, m: usize) -> u64 {
+        let mine = self.node(MYSELF).repl_offset;
+        let ahead = self.live().filter(|(i, n)| {
+            *i != MYSELF
+                && !n.is_master()
+                && n.master == Some(m)
+                && !n.has(flag::FAIL | flag::PFAIL)
+                && n.repl_offset > mine
+        });
+        ahead.count() as u64
     }
 
     /// The cron's watch over the other nodes (`indexes`): a link that stopped

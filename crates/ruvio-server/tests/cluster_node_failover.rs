@@ -1,0 +1,223 @@
+//! Failover that keeps the data (docs/cluster.md, "Replicas of nodes"): three
+//! `ruvio --cluster-enabled yes` masters and a Ruvio replica of the first, each
+//! its own process. A `kill -9` of that master gets the replica elected by
+//! the other two; it stops following (REPLICAOF NO ONE's history: its
+//! master's replid as `master_replid2`), serves and takes writes for the
+//! slots, holding every key the master acknowledged with `WAIT 1` before the
+//! kill, and redis-py's RedisCluster keeps writing through it. The old master
+//! restarted sees its slots owned under a newer epoch and becomes the new
+//! master's replica, with its data.
+
+mod common;
+
+use common::cluster_process::{agree, ok, text, Node};
+use common::cluster_tools::{myid, redis_cli};
+use common::replication::wait_for;
+use common::*;
+use std::time::{Duration, Instant};
+
+fn info_field(port: u16, name: &str) -> String {
+    let info = text(&RawConn::connect(port).cmd(&["INFO", "replication"]));
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// This node's own line of its CLUSTER NODES.
+fn own_line(port: u16) -> String {
+    let nodes = text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]));
+    nodes
+        .lines()
+        .find(|l| l.contains("myself"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A hash tag whose slot is below `end` (so its keys are the first master's).
+fn tag_below(port: u16, end: i64) -> String {
+    let mut conn = RawConn::connect(port);
+    (0..)
+        .map(|i| format!("t{i}"))
+        .find(
+            |tag| match decode(&conn.cmd(&["CLUSTER", "KEYSLOT", tag])) {
+                Value::Int(slot) => slot < end,
+                other => panic!("{other:?}"),
+            },
+        )
+        .unwrap()
+}
+
+/// Three masters (a third of the slots each) and a replica of the first,
+/// every node its own process, the replica's link up.
+struct Cluster {
+    masters: Vec<Node>,
+    replica: Node,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let masters: Vec<Node> = (0..3)
+            .map(|i| Node::start(free_ports(1, true), 1, &unique_dir(&format!("fo-m{i}"))))
+            .collect();
+        let replica = Node::start(free_ports(1, true), 1, &unique_dir("fo-r"));
+        for (node, (first, last)) in
+            masters
+                .iter()
+                .zip([("0", "5460"), ("5461", "10922"), ("10923", "16383")])
+        {
+            ok(node.port, &["CLUSTER", "ADDSLOTSRANGE", first, last]);
+        }
+        let first = masters[0].port;
+        for other in masters[1..].iter().map(|n| n.port).chain([replica.port]) {
+            ok(first, &["CLUSTER", "MEET", "127.0.0.1", &other.to_string()]);
+        }
+        let ports: Vec<u16> = masters
+            .iter()
+            .map(|n| n.port)
+            .chain([replica.port])
+            .collect();
+        wait_for("four nodes agree", || agree(&ports, 4).is_ok());
+        ok(replica.port, &["CLUSTER", "REPLICATE", &myid(first)]);
+        wait_for("the replica's link up", || {
+            info_field(replica.port, "master_link_status") == "up"
+        });
+        Cluster { masters, replica }
+    }
+}
+
+/// redis-py's RedisCluster writing `w:<n>` from `port` until `stop` exists,
+/// retrying a write that failed (the failover), then printing how many it
+/// wrote and the first it started after `killed` existed.
+fn start_retrying_writer(
+    port: u16,
+    killed: &std::path::Path,
+    stop: &std::path::Path,
+) -> std::process::Child {
+    let script = format!(
+        "import os, time\n\
+         from redis.cluster import RedisCluster\n\
+         rc = RedisCluster(host='127.0.0.1', port={port})\n\
+         n, after = 0, None\n\
+         while not os.path.exists('{stop}'):\n\
+         \x20   if after is None and os.path.exists('{killed}'):\n\
+         \x20       after = n\n\
+         \x20   try:\n\
+         \x20       rc.set('w:%d' % n, 'v%d' % n)\n\
+         \x20       n += 1\n\
+         \x20   except Exception:\n\
+         \x20       time.sleep(0.05)\n\
+         print(n, after)\n",
+        stop = stop.display(),
+        killed = killed.display()
+    );
+    std::process::Command::new("python3")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3")
+}
+
+#[test]
+fn a_killed_master_s_replica_takes_over_with_its_data_and_the_old_master_follows_it() {
+    if redis_cli("cluster_node_failover").is_none() {
+        return;
+    }
+    let mut cluster = Cluster::start();
+    let (master, replica) = (cluster.masters[0].port, cluster.replica.port);
+    let master_id = myid(master);
+    let replica_id = myid(replica);
+    let old_replid = info_field(master, "master_replid");
+
+    // Keys of the first master's slots, acknowledged by the replica.
+    let tag = tag_below(master, 5461);
+    let mut conn = RawConn::connect(master);
+    for i in 0..500 {
+        let key = format!("{{{tag}}}:{i}");
+        assert_eq!(conn.cmd(&["SET", &key, &i.to_string()]), b"+OK\r\n");
+    }
+    assert_eq!(conn.cmd(&["WAIT", "1", "1000"]), b":1\r\n");
+    let acked_offset: u64 = info_field(master, "master_repl_offset").parse().unwrap();
+
+    let marks = unique_dir("fo-marks");
+    let (killed, stop) = (marks.join("killed"), marks.join("stop"));
+    let writer = start_retrying_writer(cluster.masters[1].port, &killed, &stop);
+    std::thread::sleep(Duration::from_millis(500));
+
+    cluster.masters[0].kill();
+    let t0 = Instant::now();
+    std::fs::write(&killed, b"").unwrap();
+    wait_for("the replica promoted with the slots", || {
+        let me = own_line(replica);
+        me.contains("master") && me.ends_with(" 0-5460")
+    });
+    let took = t0.elapsed();
+    eprintln!("the replica took over {took:?} after the kill");
+    // cluster-node-timeout is 1000 ms (tests/common/cluster_process.rs):
+    // PFAIL after it, FAIL from the majority, 500-1000 ms before the votes.
+    assert!(took < Duration::from_millis(3000), "failover took {took:?}");
+
+    // It stopped following, as REPLICAOF NO ONE: its master's history is
+    // its second ID, up to the offset it applied.
+    let mut r = RawConn::connect(replica);
+    assert_eq!(info_field(replica, "role"), "master");
+    assert_eq!(info_field(replica, "master_replid2"), old_replid);
+    let second: u64 = info_field(replica, "second_repl_offset").parse().unwrap();
+    assert!(second > acked_offset, "{second} <= {acked_offset}");
+    assert_ne!(info_field(replica, "master_replid"), old_replid);
+    for i in 0..500 {
+        let key = format!("{{{tag}}}:{i}");
+        let want = format!("${}\r\n{i}\r\n", i.to_string().len());
+        assert_eq!(show(&r.cmd(&["GET", &key])), show(want.as_bytes()), "{key}");
+    }
+    assert_eq!(r.cmd(&["SET", &format!("{{{tag}}}:new"), "x"]), b"+OK\r\n");
+    wait_for("the cluster ok without the old master", || {
+        text(&r.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
+
+    // The client kept writing: every write acknowledged after the kill is
+    // there (some of them on the promoted replica's slots).
+    std::thread::sleep(Duration::from_millis(1000));
+    std::fs::write(&stop, b"").unwrap();
+    let out = writer.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (written, after) = printed.split_once(' ').expect("two numbers");
+    let (written, after): (usize, usize) = (written.parse().unwrap(), after.parse().unwrap());
+    assert!(
+        written > after + 50,
+        "{written} written, {after} before the kill"
+    );
+    let check = format!(
+        "from redis.cluster import RedisCluster\n\
+         rc = RedisCluster(host='127.0.0.1', port={replica})\n\
+         bad = [i for i in range({after}, {written}) if rc.get('w:%d' % i) != b'v%d' % i]\n\
+         assert not bad, (len(bad), bad[:10])\n\
+         slots = {{rc.keyslot('w:%d' % i) for i in range({after}, {written})}}\n\
+         assert any(s <= 5460 for s in slots)\n"
+    );
+    python(&check);
+
+    // The old master comes back (its nodes.conf claims the slots under the
+    // old epoch): it follows the new master, with the data.
+    cluster.masters[0].restart();
+    wait_for("the old master a replica of the new", || {
+        let me = own_line(master);
+        me.contains("slave") && me.contains(&replica_id)
+    });
+    wait_for("its link up", || {
+        info_field(master, "master_link_status") == "up"
+    });
+    let mut old = RawConn::connect(master);
+    assert_eq!(old.cmd(&["READONLY"]), b"+OK\r\n");
+    wait_for("the old master holds the new master's keys", || {
+        old.cmd(&["GET", &format!("{{{tag}}}:new")]) == b"$1\r\nx\r\n"
+    });
+    assert_eq!(old.cmd(&["GET", &format!("{{{tag}}}:7")]), b"$1\r\n7\r\n");
+    assert!(!own_line(master).contains(&master_id) || own_line(master).contains("slave"));
+}
