@@ -6,7 +6,10 @@
 //! slots, holding every key the master acknowledged with `WAIT 1` before the
 //! kill, and redis-py's RedisCluster keeps writing through it. The old master
 //! restarted sees its slots owned under a newer epoch and becomes the new
-//! master's replica, with its data.
+//! master's replica, with its data. CLUSTER FAILOVER TAKEOVER, the default
+//! one (MFSTART: the master pauses, the replica catches up) and FORCE hand
+//! the slots back and forth with every key, and its refusals are
+//! redis-server's bytes.
 
 mod common;
 
@@ -48,6 +51,28 @@ fn tag_below(port: u16, end: i64) -> String {
         .unwrap()
 }
 
+/// Every node has the same current epoch and the masters with slots have
+/// distinct config epochs (the collisions of a new cluster resolved).
+fn epochs_settled(ports: &[u16]) -> bool {
+    let current: std::collections::BTreeSet<String> = ports
+        .iter()
+        .map(|&p| {
+            let info = text(&RawConn::connect(p).cmd(&["CLUSTER", "INFO"]));
+            let line = info
+                .lines()
+                .find(|l| l.starts_with("cluster_current_epoch:"));
+            line.unwrap_or_default().to_string()
+        })
+        .collect();
+    let nodes = text(&RawConn::connect(ports[0]).cmd(&["CLUSTER", "NODES"]));
+    let epochs: std::collections::BTreeSet<&str> = nodes
+        .lines()
+        .filter(|l| l.split(' ').count() > 8)
+        .filter_map(|l| l.split(' ').nth(6))
+        .collect();
+    current.len() == 1 && epochs.len() == 3
+}
+
 /// Three masters (a third of the slots each) and a replica of the first,
 /// every node its own process, the replica's link up.
 struct Cluster {
@@ -78,6 +103,7 @@ impl Cluster {
             .chain([replica.port])
             .collect();
         wait_for("four nodes agree", || agree(&ports, 4).is_ok());
+        wait_for("the epochs settled", || epochs_settled(&ports));
         ok(replica.port, &["CLUSTER", "REPLICATE", &myid(first)]);
         wait_for("the replica's link up", || {
             info_field(replica.port, "master_link_status") == "up"
@@ -220,4 +246,102 @@ fn a_killed_master_s_replica_takes_over_with_its_data_and_the_old_master_follows
     });
     assert_eq!(old.cmd(&["GET", &format!("{{{tag}}}:7")]), b"$1\r\n7\r\n");
     assert!(!own_line(master).contains(&master_id) || own_line(master).contains("slave"));
+}
+
+/// `port`'s own line says it is a master serving `slots` (e.g. " 0-5460").
+fn serves(port: u16, slots: &str) -> bool {
+    let me = own_line(port);
+    me.contains("master") && me.ends_with(slots)
+}
+
+/// `port` is a replica of `master` with its link up, and the master knows
+/// it as its replica (it takes a manual failover's MFSTART only then).
+fn follows(port: u16, master: u16) -> bool {
+    let (id, master_id) = (myid(port), myid(master));
+    let me = own_line(port);
+    let seen = text(&RawConn::connect(master).cmd(&["CLUSTER", "NODES"]));
+    let known = seen
+        .lines()
+        .any(|l| l.starts_with(&id) && l.contains(&format!("slave {master_id}")));
+    me.contains("slave")
+        && me.contains(&master_id)
+        && known
+        && info_field(port, "master_link_status") == "up"
+}
+
+/// Keys `{tag}:0..count` hold their index on `port` (READONLY: a replica
+/// serves them too).
+fn holds(port: u16, tag: &str, count: usize) -> bool {
+    let mut conn = RawConn::connect(port);
+    conn.cmd(&["READONLY"]);
+    (0..count).all(|i| {
+        let want = format!("${}\r\n{i}\r\n", i.to_string().len());
+        conn.cmd(&["GET", &format!("{{{tag}}}:{i}")]) == want.as_bytes()
+    })
+}
+
+fn write(port: u16, tag: &str, range: std::ops::Range<usize>) {
+    let mut conn = RawConn::connect(port);
+    for i in range {
+        let key = format!("{{{tag}}}:{i}");
+        assert_eq!(conn.cmd(&["SET", &key, &i.to_string()]), b"+OK\r\n");
+    }
+    assert_eq!(conn.cmd(&["WAIT", "1", "2000"]), b":1\r\n");
+}
+
+/// CLUSTER FAILOVER TAKEOVER, then the default one against the live master
+/// (MFSTART: the master pauses, the replica catches up and is voted in),
+/// then FORCE: each time the replica serves the slots with every key and the
+/// old master follows it.
+#[test]
+fn cluster_failover_takeover_default_and_force_hand_the_slots_over_with_the_data() {
+    let cluster = Cluster::start();
+    let (a, b) = (cluster.masters[0].port, cluster.replica.port);
+    let tag = tag_below(a, 5461);
+    write(a, &tag, 0..200);
+
+    ok(b, &["CLUSTER", "FAILOVER", "TAKEOVER"]);
+    wait_for("TAKEOVER: the replica serves the slots", || {
+        serves(b, " 0-5460")
+    });
+    wait_for("the old master follows it", || follows(a, b));
+    assert!(holds(b, &tag, 200));
+    write(b, &tag, 200..300);
+
+    // The default failover: the old master, now a replica, takes back.
+    ok(a, &["CLUSTER", "FAILOVER"]);
+    wait_for("the manual failover done", || serves(a, " 0-5460"));
+    wait_for("the other follows it", || follows(b, a));
+    assert!(holds(a, &tag, 300));
+    write(a, &tag, 300..400);
+
+    ok(b, &["CLUSTER", "FAILOVER", "FORCE"]);
+    wait_for("FORCE: the replica voted in", || serves(b, " 0-5460"));
+    wait_for("the old master follows it", || follows(a, b));
+    assert!(holds(b, &tag, 400));
+    // Every view agrees: one master of the slots, the cluster ok.
+    let ports: Vec<u16> = cluster.masters.iter().map(|n| n.port).chain([b]).collect();
+    wait_for("four nodes agree", || agree(&ports, 4).is_ok());
+}
+
+/// The refusals, byte for byte as a redis-server node's.
+#[test]
+fn cluster_failover_refuses_as_redis_server() {
+    if require_redis_server("cluster_node_failover").is_none() {
+        return;
+    }
+    let node = Node::start(free_ports(1, true), 1, &unique_dir("fo-refusals"));
+    let redis = Server::redis_cluster_node();
+    let calls: &[&[&str]] = &[
+        &["CLUSTER", "FAILOVER"],
+        &["CLUSTER", "FAILOVER", "FORCE"],
+        &["CLUSTER", "FAILOVER", "takeover"],
+        &["CLUSTER", "FAILOVER", "bogus"],
+        &["CLUSTER", "FAILOVER", "FORCE", "x"],
+    ];
+    for call in calls {
+        let ours = RawConn::connect(node.port).cmd(call);
+        let theirs = redis.raw().cmd(call);
+        assert_eq!(show(&ours), show(&theirs), "{call:?}");
+    }
 }

@@ -104,11 +104,15 @@ impl Cluster {
     /// random delay, and takes its master's slots with a majority
     /// (`clusterHandleSlaveFailover`, `clusterFailoverReplaceYourMaster`).
     pub(super) fn run_election(&mut self, now: u64, actions: &mut Vec<Action>) {
+        // CLUSTER FAILOVER (FORCE, or the master's stream caught up): the
+        // election runs with the master alive, at once.
+        let manual = self.manual.end != 0 && self.manual.can_start;
         let me = self.node(MYSELF);
         let failed_master = me
             .master
             .filter(|&m| !me.is_master() && self.nodes[m].is_some())
-            .filter(|&m| self.node(m).has(flag::FAIL) && self.owners.contains(&(m as u32)));
+            .filter(|&m| self.node(m).has(flag::FAIL) || manual)
+            .filter(|&m| self.owners.contains(&(m as u32)));
         let Some(m) = failed_master else {
             self.election = Election::default();
             return;
@@ -118,12 +122,17 @@ impl Cluster {
             // A new election: wait 500-1000 ms so the FAIL reaches every master,
             // and a second more per replica of the master ahead of this one
             // (the one with the most data asks first: `clusterGetSlaveRank`).
-            let delay = 500 + self.next_random() % 500 + self.rank_among_replicas(m) * 1000;
+            let delay = match manual {
+                true => 0,
+                false => 500 + self.next_random() % 500 + self.rank_among_replicas(m) * 1000,
+            };
             self.election = Election {
                 start: now + delay,
                 ..Election::default()
             };
-            return;
+            if !manual {
+                return;
+            }
         }
         if now < self.election.start || now - self.election.start > auth_timeout {
             return;
@@ -132,7 +141,12 @@ impl Cluster {
             self.current_epoch += 1;
             self.election.epoch = self.current_epoch;
             self.election.requested = true;
-            let request = Message::new(Kind::FailoverAuthRequest, self.header(), Body::Empty);
+            let mut header = self.header();
+            if self.manual.end != 0 {
+                // The masters vote though the master is not failing.
+                header.mflags[0] |= MFLAG_FORCEACK;
+            }
+            let request = Message::new(Kind::FailoverAuthRequest, header, Body::Empty);
             self.broadcast(&request, actions);
             actions.push(Action::SaveConfig);
             return;
@@ -145,12 +159,21 @@ impl Cluster {
         if me.config_epoch < epoch {
             me.config_epoch = epoch;
         }
+        self.election = Election::default();
+        self.replace_master(m, now, actions);
+    }
+
+    /// This replica takes its master `m`'s slots and tells every node
+    /// (`clusterFailoverReplaceYourMaster`): after an election, or at once
+    /// for CLUSTER FAILOVER TAKEOVER.
+    pub(super) fn replace_master(&mut self, m: usize, now: u64, actions: &mut Vec<Action>) {
+        let me = self.node_mut(MYSELF);
         me.flags = (me.flags | flag::MASTER) & !flag::REPLICA;
         me.master = None;
         for owner in self.owners.iter_mut().filter(|o| **o == m as u32) {
             *owner = MYSELF as u32;
         }
-        self.election = Election::default();
+        self.reset_manual_failover(actions);
         self.update_state();
         actions.push(Action::SaveConfig);
         let links: Vec<(usize, LinkId)> = self

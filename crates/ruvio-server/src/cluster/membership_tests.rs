@@ -78,7 +78,10 @@ impl Net {
                         self.nodes[to].link_closed(there);
                     }
                 }
-                Action::SaveConfig | Action::Publish { .. } => {}
+                Action::SaveConfig
+                | Action::Publish { .. }
+                | Action::PauseWrites { .. }
+                | Action::Unpause => {}
             }
         }
     }

@@ -246,6 +246,8 @@ impl<'a> History<'a> {
         if let Some(node) = self.node {
             *node.master() = Some(master);
             node.following.store(true, Relaxed);
+            // Its own stream stops: what it applies is its master's.
+            node.primary.free_backlog();
         }
     }
 
@@ -268,6 +270,9 @@ impl<'a> History<'a> {
             false => followed,
         };
         node.second_offset.store(offset as i64 + 1, Relaxed);
+        // Its backlog starts again at the offset it took over at (the next
+        // replica's sync creates it there).
+        node.primary.free_backlog();
         node.offset.store(offset, Relaxed);
         *node.replid() = new_replid();
         node.following.store(false, Relaxed);

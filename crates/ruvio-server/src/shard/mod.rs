@@ -750,6 +750,13 @@ impl Shard {
             return;
         };
         let published = node.tick(self.core.now_ms);
+        match node.take_pause_writes() {
+            None => {}
+            // A replica's manual failover is over: writes go on.
+            Some(0) => end_pause(&mut self.core, &mut self.conns),
+            // A replica's manual failover: its master's writes wait.
+            Some(until) => self.core.pause.start(until, false),
+        }
         for (channel, message) in published {
             let (mut to, _) = self.core.delivery();
             let kind = crate::messaging::pubsub::Kind::Channel;
