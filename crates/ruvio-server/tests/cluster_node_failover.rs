@@ -345,3 +345,54 @@ fn cluster_failover_refuses_as_redis_server() {
         assert_eq!(show(&ours), show(&theirs), "{call:?}");
     }
 }
+
+/// The default CLUSTER FAILOVER both ways with a redis-server: a Ruvio
+/// replica of a redis-server master (whose MFSTART answer, PAUSED PINGs with
+/// its offset, it waits on) takes over with the keys, and the redis-server,
+/// now its replica, takes back through a Ruvio master's MFSTART answer.
+#[test]
+fn manual_failover_both_ways_with_a_redis_server_master() {
+    if require_redis_server("cluster_node_failover").is_none() {
+        return;
+    }
+    let redis = Server::redis_cluster_node();
+    let x = redis.port();
+    let others: Vec<Node> = (0..2)
+        .map(|i| Node::start(free_ports(1, true), 1, &unique_dir(&format!("mf-m{i}"))))
+        .collect();
+    let replica = Node::start(free_ports(1, true), 1, &unique_dir("mf-r"));
+    let r = replica.port;
+    ok(x, &["CLUSTER", "ADDSLOTSRANGE", "0", "5460"]);
+    ok(
+        others[0].port,
+        &["CLUSTER", "ADDSLOTSRANGE", "5461", "10922"],
+    );
+    ok(
+        others[1].port,
+        &["CLUSTER", "ADDSLOTSRANGE", "10923", "16383"],
+    );
+    for port in others.iter().map(|n| n.port).chain([r]) {
+        ok(x, &["CLUSTER", "MEET", "127.0.0.1", &port.to_string()]);
+    }
+    let ports = [x, others[0].port, others[1].port, r];
+    wait_for("four nodes agree", || agree(&ports, 4).is_ok());
+    wait_for("the epochs settled", || epochs_settled(&ports));
+    ok(r, &["CLUSTER", "REPLICATE", &myid(x)]);
+    wait_for("the Ruvio replica follows the redis-server", || {
+        follows(r, x)
+    });
+    let tag = tag_below(r, 5461);
+    write(x, &tag, 0..200);
+
+    ok(r, &["CLUSTER", "FAILOVER"]);
+    wait_for("the Ruvio replica took over", || serves(r, " 0-5460"));
+    wait_for("the redis-server follows it", || follows(x, r));
+    assert!(holds(r, &tag, 200));
+    write(r, &tag, 200..300);
+
+    ok(x, &["CLUSTER", "FAILOVER"]);
+    wait_for("the redis-server took back", || serves(x, " 0-5460"));
+    wait_for("the Ruvio node follows it", || follows(r, x));
+    assert!(holds(x, &tag, 300));
+    assert!(holds(r, &tag, 300));
+}

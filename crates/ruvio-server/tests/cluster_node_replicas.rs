@@ -193,3 +193,46 @@ fn a_ruvio_node_replicates_a_redis_server_master_node_with_its_data() {
     let id = text(&master.raw().cmd(&["CLUSTER", "MYID"]));
     replicate_and_check(master.port(), &id, &replica);
 }
+
+/// `redis-cli --cluster add-node NEW EXISTING --cluster-slave
+/// --cluster-master-id ID` (CLUSTER MEET, then CLUSTER REPLICATE) adds a
+/// Ruvio node as the replica of a Ruvio master, which it then follows with
+/// the master's keys.
+#[test]
+fn redis_cli_adds_a_ruvio_replica_node() {
+    let Some(cli) = common::cluster_tools::redis_cli("cluster_node_replicas") else {
+        return;
+    };
+    let master = Node::start(free_ports(1, true), 1, &unique_dir("add-master"));
+    let replica = Node::start(free_ports(1, true), 1, &unique_dir("add-replica"));
+    ok(master.port, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    let mut conn = RawConn::connect(master.port);
+    wait_for("the master's cluster up", || {
+        text(&conn.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
+    write_keys(&mut conn, "k", 90);
+    let id = text(&conn.cmd(&["CLUSTER", "MYID"]));
+    let out = std::process::Command::new(&cli)
+        .args(["--cluster", "add-node"])
+        .arg(format!("127.0.0.1:{}", replica.port))
+        .arg(format!("127.0.0.1:{}", master.port))
+        .args(["--cluster-slave", "--cluster-master-id", &id])
+        .output()
+        .expect("redis-cli");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("[OK] New node added correctly."),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut r = RawConn::connect(replica.port);
+    wait_for("the link up", || {
+        info_field(&mut r, "master_link_status") == "up"
+    });
+    let mut compared = Ok(0);
+    wait_for("the replica holds every key", || {
+        compared = same_keys(master.port, replica.port);
+        compared.is_ok()
+    });
+    assert_eq!(compared, Ok(90));
+}
