@@ -69,10 +69,6 @@ impl Shard {
             }
         }
         self.step_follower(&state);
-        if let Some(node) = self.core.cluster_node.as_deref_mut() {
-            // The offset its bus messages carry: the replicas' rank.
-            node.cluster.set_repl_offset(history.offset());
-        }
     }
 }
 
