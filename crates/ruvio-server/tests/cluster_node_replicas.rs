@@ -158,6 +158,15 @@ fn replicate_and_check(master_port: u16, master_id: &str, replica: &Node) {
         show(&plain.cmd(&["SET", "before:0", "x"])),
         show(moved.as_bytes())
     );
+    // A script's write call is refused as on a redis-server replica.
+    let script = "return redis.call('SET', KEYS[1], 'x')";
+    let refused = plain.cmd(&["EVAL", script, "1", "before:0"]);
+    assert!(
+        refused.starts_with(b"-READONLY You can't write against a read only replica."),
+        "{}",
+        show(&refused)
+    );
+    assert_eq!(plain.cmd(&["GET", "before:0"]), b"$7\r\nvalue-0\r\n");
     assert_eq!(
         show(&plain.cmd(&["FLUSHALL"])),
         show(b"-READONLY You can't write against a read only replica.\r\n")

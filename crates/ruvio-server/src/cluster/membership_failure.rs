@@ -32,6 +32,17 @@ pub(super) struct Election {
 impl Cluster {
     /// CLUSTER REPLICATE: this node, a master without slots, follows `master`.
     pub fn replicate(&mut self, master: &NodeName) -> Result<(), &'static str> {
+        self.replicate_holding(master, false)
+    }
+
+    /// CLUSTER REPLICATE on a node whose database 0 `holds_keys`: a master
+    /// must be empty (its keys would be replaced by the master's), as
+    /// redis-server checks.
+    pub fn replicate_holding(
+        &mut self,
+        master: &NodeName,
+        holds_keys: bool,
+    ) -> Result<(), &'static str> {
         let m = self.lookup(master).ok_or("ERR Unknown node")?;
         if m == MYSELF {
             return Err("ERR Can't replicate myself");
@@ -39,7 +50,8 @@ impl Cluster {
         if !self.node(m).is_master() {
             return Err("I can only replicate a master, not a replica.");
         }
-        if self.owners.contains(&(MYSELF as u32)) {
+        let master_itself = self.node(MYSELF).is_master();
+        if master_itself && (self.owners.contains(&(MYSELF as u32)) || holds_keys) {
             return Err("ERR To set a master the node must be empty and without assigned slots.");
         }
         let me = self.node_mut(MYSELF);

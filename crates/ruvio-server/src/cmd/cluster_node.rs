@@ -581,19 +581,20 @@ pub(super) fn bumpepoch<S: Server>(
     Ok(())
 }
 
-/// CLUSTER REPLICATE node-id: the membership's role (the data stays with
-/// replication, docs/cluster.md).
+/// CLUSTER REPLICATE node-id: the membership's role; the shard then follows
+/// the master's data (`shard::node_replica`).
 pub(super) fn replicate<S: Server>(
     ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    let holds_keys = ctx.core.engine().key_count(0) != 0;
     let node = node(ctx, args)?;
     let name = args.get(2);
     let Ok(master) = <[u8; crate::cluster::bus::message::NAME_LEN]>::try_from(name) else {
         return Err(unknown_node(name));
     };
-    match node.cluster.replicate(&master) {
+    match node.cluster.replicate_holding(&master, holds_keys) {
         Ok(()) => {}
         Err("ERR Unknown node") => return Err(unknown_node(name)),
         Err(why) => return Err(error(why.to_string())),

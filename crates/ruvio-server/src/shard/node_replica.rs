@@ -32,11 +32,15 @@ impl Shard {
     pub(super) fn follow_node_master(&mut self) {
         let state = self.core.shared.replication.clone();
         let history = state.node_history(self.core.id);
-        let wanted = self
-            .core
-            .cluster_node
-            .as_deref()
-            .and_then(|node| node.cluster.master_address());
+        let Some(cluster) = self.core.cluster_node.as_deref().map(|node| &node.cluster) else {
+            return;
+        };
+        let wanted = cluster.master_address();
+        if wanted.is_none() && cluster.master_name().is_some() {
+            // A replica whose master's address is not known yet (its first
+            // PONG brings it): nothing changes meanwhile.
+            return self.step_follower(&state);
+        }
         let followed = self.replica.as_ref().map(Follower::target);
         if wanted != followed {
             let wanted = wanted.map(|(host, port)| (host.to_string(), port));
