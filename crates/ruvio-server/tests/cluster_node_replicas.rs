@@ -81,27 +81,27 @@ fn same_keys(master: u16, replica: u16) -> Result<usize, String> {
 /// The replica node of `master_port` (node id `master_id`): follows it with
 /// every key written before and during the sync, and answers as a
 /// redis-server cluster replica.
-fn replicate_and_check(master_port: u16, master_id: &str, replica: &Node) {
+fn replicate_and_check(master_port: u16, master_id: &str, replica: u16) {
     let mut master = RawConn::connect(master_port);
     wait_for("the master's cluster up", || {
         text(&master.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
     });
     write_keys(&mut master, "before", 300);
     ok(
-        replica.port,
+        replica,
         &["CLUSTER", "MEET", "127.0.0.1", &master_port.to_string()],
     );
     wait_for("the replica knows the master", || {
-        text(&RawConn::connect(replica.port).cmd(&["CLUSTER", "NODES"])).contains(master_id)
+        text(&RawConn::connect(replica).cmd(&["CLUSTER", "NODES"])).contains(master_id)
     });
     // Writes while the replica syncs.
     let writer = std::thread::spawn(move || {
         let mut conn = RawConn::connect(master_port);
         write_keys(&mut conn, "during", 300);
     });
-    ok(replica.port, &["CLUSTER", "REPLICATE", master_id]);
+    ok(replica, &["CLUSTER", "REPLICATE", master_id]);
     writer.join().unwrap();
-    let mut r = RawConn::connect(replica.port);
+    let mut r = RawConn::connect(replica);
     wait_for("the link up", || {
         info_field(&mut r, "master_link_status") == "up"
     });
@@ -110,7 +110,7 @@ fn replicate_and_check(master_port: u16, master_id: &str, replica: &Node) {
     assert_eq!(int(&master.cmd(&["WAIT", "1", "5000"])), 1);
     let mut compared = Ok(0);
     wait_for("the replica holds every key", || {
-        compared = same_keys(master_port, replica.port);
+        compared = same_keys(master_port, replica);
         compared.is_ok()
     });
     assert_eq!(compared, Ok(630));
@@ -143,7 +143,7 @@ fn replicate_and_check(master_port: u16, master_id: &str, replica: &Node) {
     // keyless writes are refused.
     let slot = int(&r.cmd(&["CLUSTER", "KEYSLOT", "before:0"]));
     let moved = format!("-MOVED {slot} 127.0.0.1:{master_port}\r\n");
-    let mut plain = RawConn::connect(replica.port);
+    let mut plain = RawConn::connect(replica);
     assert_eq!(
         show(&plain.cmd(&["GET", "before:0"])),
         show(moved.as_bytes())
@@ -188,7 +188,18 @@ fn a_ruvio_node_replicates_a_ruvio_master_node_with_its_data() {
     let replica = Node::start(free_ports(1, true), 1, &unique_dir("node-replica"));
     ok(master.port, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
     let id = text(&RawConn::connect(master.port).cmd(&["CLUSTER", "MYID"]));
-    replicate_and_check(master.port, &id, &replica);
+    replicate_and_check(master.port, &id, replica.port);
+}
+
+/// Shard 1 of a 2-shard process replicates shard 0, another node of the same
+/// process: every key of the master loads into shard 1 alone, whatever the
+/// process's own split of the slots between its shards.
+#[test]
+fn a_shard_node_replicates_another_shard_of_its_process() {
+    let nodes = Node::start(free_ports(2, true), 2, &unique_dir("node-shards"));
+    ok(nodes.port, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    let id = text(&RawConn::connect(nodes.port).cmd(&["CLUSTER", "MYID"]));
+    replicate_and_check(nodes.port, &id, nodes.port + 1);
 }
 
 #[test]
@@ -200,7 +211,7 @@ fn a_ruvio_node_replicates_a_redis_server_master_node_with_its_data() {
     let replica = Node::start(free_ports(1, true), 1, &unique_dir("node-replica"));
     ok(master.port(), &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
     let id = text(&master.raw().cmd(&["CLUSTER", "MYID"]));
-    replicate_and_check(master.port(), &id, &replica);
+    replicate_and_check(master.port(), &id, replica.port);
 }
 
 /// `redis-cli --cluster add-node NEW EXISTING --cluster-slave
