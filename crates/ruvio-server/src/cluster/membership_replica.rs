@@ -178,6 +178,11 @@ impl Cluster {
         Ok(actions)
     }
 
+    /// This master holds its writes for a replica's manual failover.
+    pub fn pausing_for_failover(&self) -> bool {
+        self.manual.end != 0 && self.manual.replica.is_some()
+    }
+
     /// MFSTART from `s`: one of this master's replicas asks it to pause so
     /// that it can take over without losing writes.
     pub(super) fn manual_failover_requested(
