@@ -19,8 +19,8 @@
 //! CLUSTER NODES and nodes.conf's text in `membership_show.rs`.
 
 use super::bus::message::{
-    node_flags as flag, set_slot_bit, Body, Gossip, Header, Kind, Message, NodeName, NAME_LEN,
-    SLOT_BYTES,
+    node_flags as flag, set_slot_bit, Body, Gossip, Header, Kind, Message, NodeName, MFLAG_PAUSED,
+    NAME_LEN, SLOT_BYTES,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -45,6 +45,11 @@ pub enum Action {
     SaveConfig,
     /// A PUBLISH from the bus, for this node's subscribers.
     Publish { channel: Vec<u8>, message: Vec<u8> },
+    /// Hold clients' writes until Unix ms `until` (a replica's CLUSTER
+    /// FAILOVER: its master stops its stream while the replica catches up).
+    PauseWrites { until: u64 },
+    /// Let them go again (the manual failover ended).
+    Unpause,
 }
 
 /// How this node is reached and how patient it is.
@@ -150,6 +155,8 @@ pub struct Cluster {
     random: u64,
     /// A replica's election for its failed master (`failover_auth_*`).
     election: Election,
+    /// CLUSTER FAILOVER under way, on the replica or its master (`mf_*`).
+    manual: ManualFailover,
     /// Counts the changes of what routing reads (a slot's owner, a node's
     /// address, the cluster state), so a reader rebuilds its slot map only when
     /// it moved ([`Cluster::generation`]).
@@ -197,6 +204,7 @@ impl Cluster {
             cron_runs: 0,
             random,
             election: Election::default(),
+            manual: ManualFailover::default(),
             generation: 0,
             pending: Vec::new(),
             announces_ip: false,
@@ -400,6 +408,7 @@ impl Cluster {
             }
         }
         self.detect_failures(&indexes, now, &mut actions);
+        self.manual_failover_cron(now, &mut actions);
         self.run_election(now, &mut actions);
         actions
     }
@@ -435,6 +444,9 @@ impl Cluster {
                 if header.current_epoch > self.current_epoch {
                     self.current_epoch = header.current_epoch;
                     actions.push(Action::SaveConfig);
+                }
+                if header.mflags[0] & MFLAG_PAUSED != 0 {
+                    self.master_paused(s, header.offset);
                 }
             }
         }
@@ -534,6 +546,9 @@ impl Cluster {
         match &message.body {
             Body::Empty if kind == Kind::FailoverAuthRequest => {
                 self.vote_if_needed(s, header, now, actions);
+            }
+            Body::Empty if kind == Kind::MfStart => {
+                self.manual_failover_requested(s, link, now, actions);
             }
             Body::Empty if kind == Kind::FailoverAuthAck => {
                 let voter = self.node(s);
@@ -659,36 +674,6 @@ impl Cluster {
             }
         }
         slots
-    }
-
-    /// `clusterUpdateSlotsConfigWith`: each claimed slot goes to `s` when it has
-    /// no owner or its owner's config epoch is older than `epoch`.
-    fn update_slots_with(
-        &mut self,
-        s: usize,
-        epoch: u64,
-        slots: &[u8; SLOT_BYTES],
-        actions: &mut Vec<Action>,
-    ) {
-        let mut changed = false;
-        for slot in 0..SLOT_BYTES * 8 {
-            if slots[slot / 8] & (1 << (slot % 8)) == 0 {
-                continue;
-            }
-            let owner = self.owners[slot];
-            // A slot being imported is the operator's to give (SETSLOT NODE).
-            if owner == s as u32 || self.importing.contains_key(&(slot as u16)) {
-                continue;
-            }
-            if owner == NO_OWNER || self.node(owner as usize).config_epoch < epoch {
-                self.owners[slot] = s as u32;
-                changed = true;
-            }
-        }
-        if changed {
-            self.update_state();
-            actions.push(Action::SaveConfig);
-        }
     }
 
     /// A sender claiming a slot whose owner has a newer config epoch is told with
@@ -849,6 +834,10 @@ impl Cluster {
             State::Ok => 0,
             State::Fail => 1,
         };
+        if me.is_master() && self.manual.end != 0 {
+            // Writes are paused for a replica's CLUSTER FAILOVER.
+            header.mflags[0] |= MFLAG_PAUSED;
+        }
         // A replica speaks for its master's slots and config epoch.
         let serving = match me.master {
             Some(m) if !me.is_master() && self.nodes[m].is_some() => {
@@ -987,6 +976,13 @@ mod show;
 #[path = "membership_failure.rs"]
 mod failure;
 use failure::Election;
+
+/// The replica's side: whom it follows, its offset, a master that lost its
+/// slots following their new owner, CLUSTER FAILOVER and MFSTART.
+#[path = "membership_replica.rs"]
+mod replica;
+pub use replica::FailoverMode;
+use replica::ManualFailover;
 
 /// CLUSTER SETSLOT: slots migrating and importing.
 #[path = "membership_migration.rs"]

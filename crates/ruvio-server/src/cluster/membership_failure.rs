@@ -32,6 +32,17 @@ pub(super) struct Election {
 impl Cluster {
     /// CLUSTER REPLICATE: this node, a master without slots, follows `master`.
     pub fn replicate(&mut self, master: &NodeName) -> Result<(), &'static str> {
+        self.replicate_holding(master, false)
+    }
+
+    /// CLUSTER REPLICATE on a node whose database 0 `holds_keys`: a master
+    /// must be empty (its keys would be replaced by the master's), as
+    /// redis-server checks.
+    pub fn replicate_holding(
+        &mut self,
+        master: &NodeName,
+        holds_keys: bool,
+    ) -> Result<(), &'static str> {
         let m = self.lookup(master).ok_or("ERR Unknown node")?;
         if m == MYSELF {
             return Err("ERR Can't replicate myself");
@@ -39,7 +50,8 @@ impl Cluster {
         if !self.node(m).is_master() {
             return Err("I can only replicate a master, not a replica.");
         }
-        if self.owners.contains(&(MYSELF as u32)) {
+        let master_itself = self.node(MYSELF).is_master();
+        if master_itself && (self.owners.contains(&(MYSELF as u32)) || holds_keys) {
             return Err("ERR To set a master the node must be empty and without assigned slots.");
         }
         let me = self.node_mut(MYSELF);
@@ -104,24 +116,35 @@ impl Cluster {
     /// random delay, and takes its master's slots with a majority
     /// (`clusterHandleSlaveFailover`, `clusterFailoverReplaceYourMaster`).
     pub(super) fn run_election(&mut self, now: u64, actions: &mut Vec<Action>) {
+        // CLUSTER FAILOVER (FORCE, or the master's stream caught up): the
+        // election runs with the master alive, at once.
+        let manual = self.manual.end != 0 && self.manual.can_start;
         let me = self.node(MYSELF);
         let failed_master = me
             .master
             .filter(|&m| !me.is_master() && self.nodes[m].is_some())
-            .filter(|&m| self.node(m).has(flag::FAIL) && self.owners.contains(&(m as u32)));
+            .filter(|&m| self.node(m).has(flag::FAIL) || manual)
+            .filter(|&m| self.owners.contains(&(m as u32)));
         let Some(m) = failed_master else {
             self.election = Election::default();
             return;
         };
         let auth_timeout = (self.settings.node_timeout * 2).max(2000);
         if now.saturating_sub(self.election.start) > auth_timeout * 2 {
-            // A new election: wait 500-1000 ms so the FAIL reaches every master.
-            let delay = 500 + self.next_random() % 500;
+            // A new election: wait 500-1000 ms so the FAIL reaches every master,
+            // and a second more per replica of the master ahead of this one
+            // (the one with the most data asks first: `clusterGetSlaveRank`).
+            let delay = match manual {
+                true => 0,
+                false => 500 + self.next_random() % 500 + self.rank_among_replicas(m) * 1000,
+            };
             self.election = Election {
                 start: now + delay,
                 ..Election::default()
             };
-            return;
+            if !manual {
+                return;
+            }
         }
         if now < self.election.start || now - self.election.start > auth_timeout {
             return;
@@ -130,7 +153,12 @@ impl Cluster {
             self.current_epoch += 1;
             self.election.epoch = self.current_epoch;
             self.election.requested = true;
-            let request = Message::new(Kind::FailoverAuthRequest, self.header(), Body::Empty);
+            let mut header = self.header();
+            if self.manual.end != 0 {
+                // The masters vote though the master is not failing.
+                header.mflags[0] |= MFLAG_FORCEACK;
+            }
+            let request = Message::new(Kind::FailoverAuthRequest, header, Body::Empty);
             self.broadcast(&request, actions);
             actions.push(Action::SaveConfig);
             return;
@@ -143,12 +171,21 @@ impl Cluster {
         if me.config_epoch < epoch {
             me.config_epoch = epoch;
         }
+        self.election = Election::default();
+        self.replace_master(m, now, actions);
+    }
+
+    /// This replica takes its master `m`'s slots and tells every node
+    /// (`clusterFailoverReplaceYourMaster`): after an election, or at once
+    /// for CLUSTER FAILOVER TAKEOVER.
+    pub(super) fn replace_master(&mut self, m: usize, now: u64, actions: &mut Vec<Action>) {
+        let me = self.node_mut(MYSELF);
         me.flags = (me.flags | flag::MASTER) & !flag::REPLICA;
         me.master = None;
         for owner in self.owners.iter_mut().filter(|o| **o == m as u32) {
             *owner = MYSELF as u32;
         }
-        self.election = Election::default();
+        self.reset_manual_failover(actions);
         self.update_state();
         actions.push(Action::SaveConfig);
         let links: Vec<(usize, LinkId)> = self
@@ -159,6 +196,20 @@ impl Cluster {
         for (_, link) in links {
             self.send_ping(link, Kind::Pong, None, now, actions);
         }
+    }
+
+    /// How many other replicas of master `m` have applied more of its
+    /// stream than this node (by the offsets their messages carry).
+    fn rank_among_replicas(&self, m: usize) -> u64 {
+        let mine = self.node(MYSELF).repl_offset;
+        let ahead = self.live().filter(|(i, n)| {
+            *i != MYSELF
+                && !n.is_master()
+                && n.master == Some(m)
+                && !n.has(flag::FAIL | flag::PFAIL)
+                && n.repl_offset > mine
+        });
+        ahead.count() as u64
     }
 
     /// The cron's watch over the other nodes (`indexes`): a link that stopped

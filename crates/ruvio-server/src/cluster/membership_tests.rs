@@ -78,7 +78,10 @@ impl Net {
                         self.nodes[to].link_closed(there);
                     }
                 }
-                Action::SaveConfig | Action::Publish { .. } => {}
+                Action::SaveConfig
+                | Action::Publish { .. }
+                | Action::PauseWrites { .. }
+                | Action::Unpause => {}
             }
         }
     }
@@ -184,6 +187,64 @@ fn a_replica_takes_over_its_failed_master() {
     }
     assert!(net.nodes[3].node(MYSELF).is_master());
     assert!(net.nodes[0].last_vote_epoch > 0 && net.nodes[1].last_vote_epoch > 0);
+}
+
+/// CLUSTER FAILOVER with the master alive: the default one (MFSTART, the
+/// paused master's offset reached, votes with FORCEACK), then TAKEOVER back
+/// (no votes): each time the slots move and the old master follows the new.
+#[test]
+fn manual_failover_and_takeover_move_the_slots_and_the_old_master_follows() {
+    let mut net = Net::masters_and_more(4, 7300);
+    for port in [7301, 7302, 7303] {
+        net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
+    }
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    net.nodes[3].replicate(&[b'c'; NAME_LEN]).unwrap();
+    for _ in 0..20 {
+        net.tick(100);
+    }
+    assert_eq!(
+        net.nodes[0].failover(FailoverMode::Default, net.now).err(),
+        Some("ERR You should send CLUSTER FAILOVER to a replica")
+    );
+    let actions = net.nodes[3]
+        .failover(FailoverMode::Default, net.now)
+        .unwrap();
+    net.run(3, actions);
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    let owner = |net: &Net, i: usize| net.nodes[i].slot_owner(12000).unwrap().0;
+    for i in 0..4 {
+        assert_eq!(
+            owner(&net, i),
+            [b'd'; NAME_LEN],
+            "{}",
+            net.nodes[i].cluster_nodes()
+        );
+    }
+    assert_eq!(net.nodes[2].master_name(), Some([b'd'; NAME_LEN]));
+    assert!(net.nodes[3].node(MYSELF).is_master());
+
+    let actions = net.nodes[2]
+        .failover(FailoverMode::Takeover, net.now)
+        .unwrap();
+    net.run(2, actions);
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    for i in 0..4 {
+        assert_eq!(
+            owner(&net, i),
+            [b'c'; NAME_LEN],
+            "{}",
+            net.nodes[i].cluster_nodes()
+        );
+        assert_eq!(net.nodes[i].state, State::Ok);
+    }
+    assert_eq!(net.nodes[3].master_name(), Some([b'c'; NAME_LEN]));
 }
 
 #[test]

@@ -99,6 +99,9 @@ pub struct ShardNode {
     targets: Vec<(String, u16)>,
     /// The slots whose entry is `SLOT_HERE`, for the shard's scripts.
     served: Rc<ServedSlots>,
+    /// Clients' writes to hold until this Unix ms (`Some(0)`: let them go),
+    /// for the shard to apply: a replica's manual failover.
+    pause_writes: Option<u64>,
 }
 
 impl ShardNode {
@@ -145,6 +148,7 @@ impl ShardNode {
             reads_when_down: false,
             targets: Vec::new(),
             served: Rc::new(ServedSlots::new()),
+            pause_writes: None,
         };
         node.save()
             .map_err(|e| format!("{}: {e}", node.config_path.display()))?;
@@ -162,6 +166,9 @@ impl ShardNode {
         if stepped.save_config {
             self.save_or_log(Fsync::Yes);
         }
+        if stepped.pause_writes.is_some() {
+            self.pause_writes = stepped.pause_writes;
+        }
         self.rebuild_slot_map();
         stepped.published
     }
@@ -172,6 +179,23 @@ impl ShardNode {
         let actions = self.cluster.publish(channel, message);
         let mut stepped = Stepped::default();
         self.links.perform(&mut self.cluster, actions, &mut stepped);
+    }
+
+    /// CLUSTER FAILOVER's actions: sent now, saved and synced (a TAKEOVER
+    /// takes an epoch), routed by.
+    pub fn perform(&mut self, actions: Vec<super::membership::Action>) {
+        let mut stepped = Stepped::default();
+        self.links.perform(&mut self.cluster, actions, &mut stepped);
+        if stepped.pause_writes.is_some() {
+            self.pause_writes = stepped.pause_writes;
+        }
+        self.changed_durably();
+    }
+
+    /// A pause of clients' writes the membership asked for since the last
+    /// call (`Some(0)`: end it).
+    pub fn take_pause_writes(&mut self) -> Option<u64> {
+        self.pause_writes.take()
     }
 
     /// After an operator's change of slots or nodes (CLUSTER ADDSLOTS,
@@ -279,6 +303,36 @@ impl ShardNode {
             }
             SlotRoute::Unbound | SlotRoute::Down => Err(CmdError::SlotNotServed),
         }
+    }
+
+    /// [`Self::redirect`] for client `who` (is the master's stream, sent
+    /// READONLY): the stream of the master this node replicates runs
+    /// whatever the slot (Redis's `mustObeyClient`), and a READONLY client's
+    /// reads of that master's slots run here (`getNodeByQuery`).
+    pub fn redirect_client(
+        &self,
+        slot: u16,
+        write: bool,
+        who: (bool, bool),
+    ) -> Result<(), CmdError> {
+        let (master, readonly) = who;
+        if master {
+            return Ok(());
+        }
+        match self.redirect(slot, write) {
+            Err(CmdError::Moved { .. }) if readonly && !write && self.my_master_serves(slot) => {
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    /// This node is a replica and its master owns `slot`.
+    pub fn my_master_serves(&self, slot: u16) -> bool {
+        let Some(master) = self.cluster.master_name() else {
+            return false;
+        };
+        matches!(self.cluster.slot_owner(slot), Some((name, _, _)) if name == master)
     }
 
     /// The slots this node serves, as the shard's scripts read them.

@@ -80,6 +80,8 @@ const SUBCOMMANDS: &[ServerCommand] = &[
         "Bind a hash slot to a specific node", "O(1)", bus::setslot),
     command!("cluster|bumpepoch", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
         "Advance the cluster config epoch", "O(1)", bus::bumpepoch),
+    command!("cluster|failover", -2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
+        "Forces a replica to perform a manual failover of its master.", "O(1)", bus::failover),
     command!("cluster|replicate", 3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
         "Reconfigure a node as a replica of the specified master node", "O(1)", bus::replicate),
     command!("cluster|count-failure-reports", 3, ADMIN | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",

@@ -2,7 +2,7 @@
 //! the whole cluster as the shard's membership knows it (INFO, NODES, SLOTS,
 //! SHARDS, MYID) and what an operator changes (MEET, ADDSLOTS, ADDSLOTSRANGE,
 //! DELSLOTS, DELSLOTSRANGE, FLUSHSLOTS, FORGET, RESET, SAVECONFIG, SET-CONFIG-EPOCH,
-//! BUMPEPOCH, REPLICATE, COUNT-FAILURE-REPORTS) and its bus links (LINKS), with redis-server 7.0's
+//! BUMPEPOCH, REPLICATE, FAILOVER, COUNT-FAILURE-REPORTS) and its bus links (LINKS), with redis-server 7.0's
 //! replies and error strings (tests/cluster_binary.rs compares them).
 //!
 //! Apart from `cluster.rs` because the fixed topology's answers stay as they
@@ -52,6 +52,8 @@ pub(super) const HELP: &[&str] = &[
     "    Delete slots information from current node.",
     "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
     "    Delete slots information which are between <start-slot> and <end-slot> from current node.",
+    "FAILOVER [FORCE|TAKEOVER]",
+    "    Promote current replica node to being a master.",
     "FORGET <node-id>",
     "    Remove a node from the cluster.",
     "GETKEYSINSLOT <slot> <count>",
@@ -579,24 +581,51 @@ pub(super) fn bumpepoch<S: Server>(
     Ok(())
 }
 
-/// CLUSTER REPLICATE node-id: the membership's role (the data stays with
-/// replication, docs/cluster.md).
+/// CLUSTER REPLICATE node-id: the membership's role; the shard then follows
+/// the master's data (`shard::node_replica`).
 pub(super) fn replicate<S: Server>(
     ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    let holds_keys = ctx.core.engine().key_count(0) != 0;
     let node = node(ctx, args)?;
     let name = args.get(2);
     let Ok(master) = <[u8; crate::cluster::bus::message::NAME_LEN]>::try_from(name) else {
         return Err(unknown_node(name));
     };
-    match node.cluster.replicate(&master) {
+    match node.cluster.replicate_holding(&master, holds_keys) {
         Ok(()) => {}
         Err("ERR Unknown node") => return Err(unknown_node(name)),
         Err(why) => return Err(error(why.to_string())),
     }
     node.changed();
+    reply.ok();
+    Ok(())
+}
+
+/// CLUSTER FAILOVER [FORCE | TAKEOVER]: this replica takes its master's
+/// place (with the master's help, without it, or without the votes).
+pub(super) fn failover<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    use crate::cluster::membership::FailoverMode;
+    let now = ctx.core.now_ms();
+    let node = node(ctx, args)?;
+    let mode = match args.len() {
+        2 => FailoverMode::Default,
+        3 if args.get(2).eq_ignore_ascii_case(b"force") => FailoverMode::Force,
+        3 if args.get(2).eq_ignore_ascii_case(b"takeover") => FailoverMode::Takeover,
+        3 => return Err(CmdError::Syntax),
+        _ => return Err(CmdError::subcommand_syntax(args.get(1), "cluster")),
+    };
+    let actions = node
+        .cluster
+        .failover(mode, now)
+        .map_err(|why| error(why.to_string()))?;
+    node.perform(actions);
     reply.ok();
     Ok(())
 }

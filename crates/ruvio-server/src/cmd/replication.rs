@@ -529,8 +529,7 @@ fn replicaof<S: Server>(
 
 /// `ROLE`
 fn role<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    let state = ctx.core.shared().replication();
-    crate::replication::role(state, history_of(ctx.core), reply);
+    crate::replication::role(history_of(ctx.core), reply);
     Ok(())
 }
 

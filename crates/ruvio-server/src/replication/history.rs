@@ -14,7 +14,7 @@ use super::primary::Primary;
 use super::state::{new_replid, State, NO_REPLID};
 use crate::config::PortMode;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::sync::{Mutex, MutexGuard};
 
 /// One shard's own history (per-shard mode: the shard is a node of its own).
@@ -26,6 +26,16 @@ pub struct Node {
     replid: Mutex<String>,
     /// `min-replicas-to-write` is not met on this node.
     writes_refused: AtomicBool,
+    /// The master this node replicates (CLUSTER REPLICATE), its client
+    /// address; the link's history is the shard's book
+    /// (`State::shard_links`).
+    master: Mutex<Option<(String, u16)>>,
+    /// `master` is set (read where a lock would cost: the offset).
+    following: AtomicBool,
+    /// The history followed before the last promotion, and the first offset
+    /// that is not its (`master_replid2`, `second_repl_offset`).
+    replid2: Mutex<String>,
+    second_offset: AtomicI64,
 }
 
 impl Default for Node {
@@ -35,6 +45,10 @@ impl Default for Node {
             offset: AtomicU64::new(0),
             replid: Mutex::new(new_replid()),
             writes_refused: AtomicBool::new(false),
+            master: Mutex::new(None),
+            following: AtomicBool::new(false),
+            replid2: Mutex::new(NO_REPLID.to_string()),
+            second_offset: AtomicI64::new(-1),
         }
     }
 }
@@ -42,6 +56,10 @@ impl Default for Node {
 impl Node {
     fn replid(&self) -> MutexGuard<'_, String> {
         self.replid.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn master(&self) -> MutexGuard<'_, Option<(String, u16)>> {
+        self.master.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -52,6 +70,18 @@ pub struct HistoryIds {
     pub replid: String,
     pub replid2: String,
     pub second_offset: i64,
+}
+
+/// How the link to a followed master stands.
+#[derive(Clone, Copy, Debug)]
+pub struct Following {
+    pub link: super::state::LinkState,
+    /// The stream runs.
+    pub up: bool,
+    /// The offset applied.
+    pub offset: u64,
+    /// Unix ms the stream stopped (0: it never ran).
+    pub down_since_ms: u64,
 }
 
 /// A history: the server's (forward mode) or one shard node's (per-shard mode).
@@ -125,7 +155,13 @@ impl State {
 impl<'a> History<'a> {
     /// `master_repl_offset`.
     pub fn offset(&self) -> u64 {
-        self.offset.load(Relaxed)
+        match self.node {
+            // A replica node's offset is its link's: what it applied.
+            Some(node) if node.following.load(Relaxed) => {
+                self.state.shard_links.book(self.first).offset()
+            }
+            _ => self.offset.load(Relaxed),
+        }
     }
 
     /// The offset itself, which the backlog moves under its lock.
@@ -148,14 +184,104 @@ impl<'a> History<'a> {
                     second_offset: ids.second_offset,
                 }
             }
-            // A node is never a replica (REPLICAOF is refused in cluster mode),
-            // so it has no second ID.
+            // A replica node shows its master's history, as Redis's replica
+            // does (the shard's book: its link's replid).
             Some(node) => HistoryIds {
-                replid: node.replid().clone(),
-                replid2: NO_REPLID.to_string(),
-                second_offset: -1,
+                replid: match node.following.load(Relaxed) {
+                    true => self.state.shard_links.book(self.first).replid(),
+                    false => node.replid().clone(),
+                },
+                replid2: node
+                    .replid2
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+                second_offset: node.second_offset.load(Relaxed),
             },
         }
+    }
+
+    /// A node that replicates a master (CLUSTER REPLICATE): one load.
+    #[inline]
+    pub fn is_following(&self) -> bool {
+        self.node.is_some_and(|node| node.following.load(Relaxed))
+    }
+
+    /// The master this history follows: REPLICAOF's for the server, CLUSTER
+    /// REPLICATE's for a node.
+    pub fn master(&self) -> Option<(String, u16)> {
+        match self.node {
+            None => self.state.ids().master,
+            Some(node) => node.master().clone(),
+        }
+    }
+
+    /// The link to the master this history follows ([`Self::master`]): the
+    /// server's (REPLICAOF), or the node's shard's book (CLUSTER REPLICATE).
+    pub fn following(&self) -> Following {
+        match self.node {
+            None => {
+                let ids = self.state.ids();
+                Following {
+                    link: ids.link,
+                    up: self.state.link_up(),
+                    offset: self.state.offset(),
+                    down_since_ms: ids.down_since_ms,
+                }
+            }
+            Some(_) => {
+                let book = self.state.shard_links.book(self.first);
+                Following {
+                    link: book.state(),
+                    up: book.up(),
+                    offset: book.offset(),
+                    down_since_ms: book.down_since_ms(),
+                }
+            }
+        }
+    }
+
+    /// A node replicates `master` from now on (its shard's link follows it).
+    pub fn follow_node(&self, master: (String, u16)) {
+        if let Some(node) = self.node {
+            *node.master() = Some(master);
+            node.following.store(true, Relaxed);
+            // Its own stream stops: what it applies is its master's.
+            node.primary.free_backlog();
+        }
+    }
+
+    /// A replica node is a master again, keeping the data (as REPLICAOF NO
+    /// ONE, Redis's `shiftReplicationId`): the history its link followed
+    /// becomes `replid2` up to the next offset, under a new ID that continues
+    /// from the link's offset. False when it followed nobody.
+    pub fn promote_node(&self) -> bool {
+        let Some(node) = self.node else {
+            return false;
+        };
+        if node.master().take().is_none() {
+            return false;
+        }
+        let book = self.state.shard_links.book(self.first);
+        let followed = book.replid();
+        let offset = book.offset();
+        *node.replid2.lock().unwrap_or_else(|e| e.into_inner()) = match followed.is_empty() {
+            true => NO_REPLID.to_string(),
+            false => followed,
+        };
+        node.second_offset.store(offset as i64 + 1, Relaxed);
+        // Its backlog starts again at the offset it took over at (the next
+        // replica's sync creates it there).
+        node.primary.free_backlog();
+        node.offset.store(offset, Relaxed);
+        *node.replid() = new_replid();
+        node.following.store(false, Relaxed);
+        node.primary.forget_db();
+        // Its own writes from now on are in no master's history: following
+        // one again starts with a full sync.
+        book.full_sync("", 0);
+        book.set_state(super::state::LinkState::Connect);
+        true
     }
 
     /// A new history begins (Redis's changeReplicationId and clearReplicationId2).

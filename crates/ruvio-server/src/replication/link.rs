@@ -103,6 +103,10 @@ pub struct Link {
     failover: bool,
     /// A shard link: this shard and the shard count (`REPLCONF ruvio-shard`).
     shard: Option<(usize, usize)>,
+    /// A cluster node's link to its master node: Redis's plain handshake (no
+    /// `REPLCONF ruvio-shard`), its history the shard's book as a shard
+    /// link's.
+    plain: bool,
 }
 
 impl Link {
@@ -123,7 +127,22 @@ impl Link {
             continued: false,
             failover: false,
             shard: None,
+            plain: false,
         }
+    }
+
+    /// Shard `shard`'s link to the master node it replicates (CLUSTER
+    /// REPLICATE, per-shard mode): the master is any Redis node, asked in
+    /// Redis's own words; the RDB and the stream are this shard's alone.
+    pub fn for_node(epoch: u64, host: String, port: u16, shard: usize, state: &State) -> Link {
+        let mut link = Link::for_shard(epoch, host, port, (shard, 1), state);
+        link.plain = true;
+        link
+    }
+
+    /// The primary's address.
+    pub fn target(&self) -> (&str, u16) {
+        (&self.host, self.port)
     }
 
     /// Shard `shard`'s link (of `shards`) to the same shard of a Ruvio
@@ -480,7 +499,7 @@ impl Link {
                 self.phase = Phase::Reply(Expect::Capa);
             }
             Expect::Capa => {
-                if let Some((shard, shards)) = self.shard {
+                if let Some((shard, shards)) = self.shard.filter(|_| !self.plain) {
                     let value = format!("{shard}/{shards}");
                     self.send(&[b"REPLCONF", b"ruvio-shard", value.as_bytes()])?;
                     self.phase = Phase::Reply(Expect::Shard);

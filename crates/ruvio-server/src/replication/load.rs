@@ -29,14 +29,23 @@ pub struct Built {
     libraries: Vec<u8>,
 }
 
+/// Which keys of a full sync's RDB a shard keeps.
+#[derive(Clone, Copy)]
+pub enum Keep<'a> {
+    /// Those whose slot this shard owns in the process's topology.
+    Owned(usize, &'a Topology),
+    /// Every key: a replica node keeps its master's whole dataset (the
+    /// master's slots, which it serves once promoted).
+    Every,
+}
+
 /// Build this shard's part of `rdb` (dataset `dataset`) into a new keyspace
 /// configured as `engine`, which stays as it is; the reason on an error.
 pub fn build(
     engine: &Engine,
     cfg: &Config,
     (dataset, rdb): (u64, &[u8]),
-    shard: usize,
-    topo: &Topology,
+    keep: Keep<'_>,
     now_ms: u64,
 ) -> Result<Built, String> {
     let mut fresh = Engine::new(cfg.databases);
@@ -49,8 +58,10 @@ pub fn build(
     // empty, and the shard's own set is back once the file's is taken.
     let kept = functions::dump();
     functions::flush();
-    let loaded =
-        ruvio_engine::rdb::file::load(&mut fresh, rdb, now_ms, |key| topo.key_owner(key) == shard);
+    let loaded = ruvio_engine::rdb::file::load(&mut fresh, rdb, now_ms, |key| match keep {
+        Keep::Owned(shard, topo) => topo.key_owner(key) == shard,
+        Keep::Every => true,
+    });
     let libraries = functions::dump();
     if let Err(back) = functions::replace_all(&kept) {
         return Err(format!(

@@ -47,11 +47,12 @@ pub const MASTERDOWN_ERROR: &[u8] =
 
 /// What a replica refuses a client (never the master client), as Redis's
 /// processCommand: a write while `replica-read-only yes`, and a command without
-/// the `stale` flag while the link is down and `replica-serve-stale-data no`.
-/// The caller checks [`State::is_replica`] first: a primary pays one branch.
+/// the `stale` flag while the link is down (`link_up` false) and
+/// `replica-serve-stale-data no`. The caller checks [`State::is_replica`]
+/// first: a primary pays one branch.
 #[cold]
 pub fn refusal(
-    state: &State,
+    link_up: bool,
     cfg: &Config,
     meta: &CommandMeta,
     args: Args<'_>,
@@ -60,7 +61,7 @@ pub fn refusal(
         return Some(CmdError::Line(READONLY_ERROR.to_vec()));
     }
     let stale_refused = cfg.param("replica-serve-stale-data") == "no";
-    if stale_refused && !state.link_up() && !runs_stale(meta, args) {
+    if stale_refused && !link_up && !runs_stale(meta, args) {
         return Some(CmdError::Line(MASTERDOWN_ERROR.to_vec()));
     }
     None
@@ -105,9 +106,8 @@ fn writes(meta: &CommandMeta, args: Args<'_>) -> bool {
 /// `ROLE`: `master`, its offset and its replicas (none yet), or `slave`, the
 /// primary, the link's state and the offset applied (-1 before the stream).
 /// A primary answers for `history` (a shard node's own, in per-shard mode).
-pub fn role(state: &State, history: history::History<'_>, reply: &mut Reply<'_>) {
-    let ids = state.ids();
-    match &ids.master {
+pub fn role(history: history::History<'_>, reply: &mut Reply<'_>) {
+    match history.master() {
         None => {
             let replicas = history.primary.replicas();
             reply.array(3);
@@ -123,13 +123,14 @@ pub fn role(state: &State, history: history::History<'_>, reply: &mut Reply<'_>)
             }
         }
         Some((host, port)) => {
+            let following = history.following();
             reply.array(5);
             reply.bulk(b"slave");
             reply.bulk(host.as_bytes());
-            reply.int(i64::from(*port));
-            reply.bulk(ids.link.name().as_bytes());
-            let offset = match state.link_up() {
-                true => state.offset() as i64,
+            reply.int(i64::from(port));
+            reply.bulk(following.link.name().as_bytes());
+            let offset = match following.up {
+                true => following.offset as i64,
                 false => -1,
             };
             reply.int(offset);
@@ -153,20 +154,21 @@ pub fn info(
         0 => -1,
         ms => (now_ms.saturating_sub(ms) / 1000) as i64,
     };
-    match &ids.master {
+    match history.master() {
         None => line("role", &"master"),
         Some((host, port)) => {
-            let up = state.link_up();
+            let following = history.following();
+            let up = following.up;
             line("role", &"slave");
-            line("master_host", host);
-            line("master_port", port);
+            line("master_host", &host);
+            line("master_port", &port);
             line("master_link_status", &if up { "up" } else { "down" });
             let last_io = match up {
                 true => seconds_since(state.last_io_ms()),
                 false => -1,
             };
             line("master_last_io_seconds_ago", &last_io);
-            let syncing = ids.link == state::LinkState::Sync;
+            let syncing = following.link == state::LinkState::Sync;
             line("master_sync_in_progress", &u8::from(syncing));
             line("slave_read_repl_offset", &offset);
             line("slave_repl_offset", &offset);
@@ -188,7 +190,7 @@ pub fn info(
             if !up {
                 line(
                     "master_link_down_since_seconds",
-                    &seconds_since(ids.down_since_ms),
+                    &seconds_since(following.down_since_ms),
                 );
             }
             line("slave_priority", &cfg.param("replica-priority"));

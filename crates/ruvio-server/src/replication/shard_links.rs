@@ -30,6 +30,8 @@ pub struct LinkBook {
     up: AtomicBool,
     /// The database the link's stream was in, for `+CONTINUE`.
     db: AtomicU64,
+    /// Unix ms the stream stopped (0: it never ran).
+    down_since_ms: AtomicU64,
 }
 
 impl Default for LinkBook {
@@ -40,6 +42,7 @@ impl Default for LinkBook {
             state: Mutex::new(LinkState::Connect),
             up: AtomicBool::new(false),
             db: AtomicU64::new(0),
+            down_since_ms: AtomicU64::new(0),
         }
     }
 }
@@ -68,6 +71,19 @@ impl LinkBook {
 
     pub fn db(&self) -> usize {
         self.db.load(Relaxed) as usize
+    }
+
+    /// Unix ms the stream stopped (0: it never ran).
+    pub fn down_since_ms(&self) -> u64 {
+        self.down_since_ms.load(Relaxed)
+    }
+
+    /// The link's state changed at `now_ms`.
+    pub(super) fn set_state_at(&self, link: LinkState, now_ms: u64) {
+        if self.up() && link != LinkState::Connected {
+            self.down_since_ms.store(now_ms, Relaxed);
+        }
+        self.set_state(link);
     }
 
     pub(super) fn set_state(&self, link: LinkState) {

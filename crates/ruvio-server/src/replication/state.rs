@@ -710,7 +710,7 @@ impl State {
     /// Shard `shard`'s link changed state: the server's link is the worst
     /// of its links' (see `shard_links`).
     pub fn shard_link_state(&self, shard: usize, link: LinkState, now_ms: u64) {
-        self.shard_links.book(shard).set_state(link);
+        self.shard_links.book(shard).set_state_at(link, now_ms);
         let (worst, offset) = self.shard_links.overall();
         self.set_link(worst, now_ms);
         self.offset.store(offset, Relaxed);

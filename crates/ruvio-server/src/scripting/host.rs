@@ -51,10 +51,10 @@ pub trait ServerState: 'static {
     fn script_lock(&self) -> &ScriptLock;
     /// LASTSAVE.
     fn last_save_unix_s(&self) -> u64;
-    /// This server is a replica.
-    fn is_replica(&self) -> bool;
+    /// This server, or shard `shard`'s cluster node, is a replica.
+    fn is_replica(&self, shard: usize) -> bool;
     /// Its link to the primary is up.
-    fn primary_link_up(&self) -> bool;
+    fn primary_link_up(&self, shard: usize) -> bool;
 }
 
 /// INFO's text of the sections `wanted` for shard `id` (see [`ServerCommands`]).
@@ -225,12 +225,12 @@ impl<S: ServerState> Host<S> {
 
 impl<S: ServerState> ScriptHost for Host<S> {
     fn refuses_writes(&self) -> bool {
-        self.shared.is_replica() && self.cfg.param("replica-read-only") == "yes"
+        self.shared.is_replica(self.id) && self.cfg.param("replica-read-only") == "yes"
     }
 
     fn refuses_stale(&self) -> bool {
-        self.shared.is_replica()
-            && !self.shared.primary_link_up()
+        self.shared.is_replica(self.id)
+            && !self.shared.primary_link_up(self.id)
             && self.cfg.param("replica-serve-stale-data") == "no"
     }
 

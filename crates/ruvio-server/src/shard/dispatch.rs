@@ -327,7 +327,11 @@ fn run_checked(
     };
     let rejected = match rejected {
         None if core.shared.replication.is_replica() && !client.master => {
-            crate::replication::refusal(&core.shared.replication, &core.cfg, row_meta, args)
+            let link_up = core.shared.replication.link_up();
+            crate::replication::refusal(link_up, &core.cfg, row_meta, args)
+        }
+        None if !client.master && super::node_replica::following(core) => {
+            super::node_replica::refusal(core, row_meta, args)
         }
         None if core.shared.replication.writes_refused() && !client.master => {
             // Set while any history refuses: this shard's own decides.
@@ -463,6 +467,7 @@ fn run_routed(
     args: Args<'_>,
 ) -> Result<(), CmdError> {
     let route = route(core, cmd, args, super::route::InFlight::of(client));
+    let route = super::node_replica::route_for_client(core, client, cmd, route);
     if !cmd.meta.has(ALLOW_BUSY) {
         if let Some(busy) = busy_refusal(core, &route) {
             return Err(busy);

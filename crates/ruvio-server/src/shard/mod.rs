@@ -41,6 +41,7 @@ pub mod messages;
 mod metrics;
 pub mod monitor;
 pub mod multi;
+mod node_replica;
 mod observe;
 mod parked;
 pub mod pause;
@@ -734,11 +735,14 @@ impl Shard {
         crate::mesh::gather::on_tick(&mut self.core, &mut self.conns);
         self.close_idle_clients();
         crate::cmd::migrate::close_idle_targets();
+        // The bus first: a role the membership changed (a replica elected,
+        // a master turned replica) reaches the replication link in this
+        // tick, before any client's command sees the new slot map.
+        self.cluster_tick();
         self.replica_tick();
         self.primary_tick();
         self.metrics_tick();
         self.tls_tick();
-        self.cluster_tick();
         self.publish_gauges();
     }
     /// `cluster-enabled yes`: a step of this shard's node on the bus; what
@@ -748,7 +752,24 @@ impl Shard {
         let Some(node) = self.core.cluster_node.as_mut() else {
             return;
         };
+        // The offset its bus messages carry, as of now: what a replica
+        // applied (its rank in an election), what a master wrote (the offset
+        // a replica's manual failover waits for).
+        let offset = self
+            .core
+            .shared
+            .replication
+            .node_history(self.core.id)
+            .offset();
+        node.cluster.set_repl_offset(offset);
         let published = node.tick(self.core.now_ms);
+        match node.take_pause_writes() {
+            None => {}
+            // A replica's manual failover is over: writes go on.
+            Some(0) => end_pause(&mut self.core, &mut self.conns),
+            // A replica's manual failover: its master's writes wait.
+            Some(until) => self.core.pause.start(until, false),
+        }
         for (channel, message) in published {
             let (mut to, _) = self.core.delivery();
             let kind = crate::messaging::pubsub::Kind::Channel;

@@ -197,16 +197,14 @@ fn cluster_slot(
     args: Args<'_>,
     client: &ClientState,
 ) -> Result<(), CmdError> {
+    if client.master && core.cluster_node.is_some() {
+        // The master node's stream, as Redis's `mustObeyClient`.
+        return Ok(());
+    }
     let slot = join_slot(core, cmd, args, None)?;
     let keys = || key_args(cmd, args).collect();
     let asking = client.asking || cmd.meta.has(ASKING);
-    transaction_owner(
-        core,
-        slot,
-        keys,
-        || cmd.meta.has(WRITE),
-        (asking, client.tls),
-    )
+    transaction_owner(core, slot, keys, || cmd.meta.has(WRITE), (asking, client))
 }
 
 /// Keys of `slot` (`None`: no key) of a transaction run here, or the
@@ -217,12 +215,12 @@ fn transaction_owner<'a>(
     slot: Option<u16>,
     keys: impl FnOnce() -> Vec<&'a [u8]>,
     write: impl FnOnce() -> bool,
-    (asking, client_tls): (bool, bool),
+    (asking, client): (bool, &ClientState),
 ) -> Result<(), CmdError> {
     if let Some(decided) = slot.and_then(|s| super::route::in_flight_keys(core, s, keys, asking)) {
         return decided;
     }
-    check_owner(core, slot, write, client_tls)
+    check_owner(core, slot, write, client)
 }
 
 /// The key arguments of one command.
@@ -265,19 +263,22 @@ fn join_slot(
 
 /// Keys of `slot` (`None`: no key) run here, or the redirection: by the
 /// node's slot map on a node of the bus (`write`: the keys are written, which
-/// a cluster down refuses even with `cluster-allow-reads-when-down yes`), by
-/// the fixed topology otherwise.
+/// a cluster down refuses even with `cluster-allow-reads-when-down yes`; a
+/// replica node runs its master's stream, and a READONLY client's reads of
+/// its master's slots), by the fixed topology otherwise (the port MOVED
+/// names is the client's: TLS or not, `Config::client_port`).
 fn check_owner(
     core: &ShardCore,
     slot: Option<u16>,
     write: impl FnOnce() -> bool,
-    client_tls: bool,
+    client: &ClientState,
 ) -> Result<(), CmdError> {
     let Some(slot) = slot else {
         return Ok(());
     };
+    let client_tls = client.tls;
     if let Some(node) = core.cluster_node.as_deref() {
-        return node.redirect(slot, write());
+        return node.redirect_client(slot, write(), (client.master, client.readonly));
     }
     match core.topo.owner(slot) {
         owner if owner == core.id => Ok(()),
@@ -426,7 +427,7 @@ pub fn exec(
     };
     let asking = client.asking || queued.commands.rows().any(|(cmd, _)| cmd.meta.has(ASKING));
     let owned =
-        one_slot.and_then(|slot| transaction_owner(core, slot, keys, writes, (asking, client.tls)));
+        one_slot.and_then(|slot| transaction_owner(core, slot, keys, writes, (asking, client)));
     if let Err(e) = owned {
         unwatch(core, client);
         return Err(e);

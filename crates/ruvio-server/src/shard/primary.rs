@@ -237,7 +237,14 @@ impl Shard {
             // PINGs, and writes are its primary's to refuse.
             return;
         }
-        let failing_over = update_failover(state, now);
+        // A cluster node's manual failover holds its PINGs too: one would
+        // move the offset its replica waits for (Redis's replicationCron).
+        let failing_over = update_failover(state, now)
+            || self
+                .core
+                .cluster_node
+                .as_deref()
+                .is_some_and(|node| node.cluster.pausing_for_failover());
         if primary.connected() > 0 && !failing_over {
             let period_ms = param("repl-ping-replica-period").max(1) * 1000;
             if now >= self.next_replica_ping_ms {

@@ -14,7 +14,7 @@
 use super::Shard;
 use crate::net::conn::{Conn, ReplyMode};
 use crate::replication::link::{Handover, Link};
-use crate::replication::load::Built;
+use crate::replication::load::{Built, Keep};
 use crate::replication::state::{FailoverPhase, LinkState};
 use std::os::fd::IntoRawFd;
 
@@ -32,6 +32,28 @@ pub struct Follower {
     cut_ordered: bool,
     /// This shard's own link to the primary's same shard.
     shard_link: bool,
+    /// A cluster node's link to the master node it replicates
+    /// (`node_replica`): a shard link that keeps every key.
+    node: bool,
+}
+
+impl Follower {
+    /// A cluster node's link to the master node it replicates.
+    pub(super) fn of_node(link: Link) -> Follower {
+        Follower {
+            link,
+            conn: None,
+            next_ack_ms: 0,
+            cut_ordered: false,
+            shard_link: true,
+            node: true,
+        }
+    }
+
+    /// The primary's address.
+    pub(super) fn target(&self) -> (&str, u16) {
+        self.link.target()
+    }
 }
 
 /// `replicaof host port` in the config file: shard 0 follows it from the start,
@@ -72,7 +94,11 @@ impl Shard {
                 .replication
                 .set_fsynced(self.core.id, synced);
         }
-        if self.core.id == 0 || self.replica.is_some() || self.on_shard_links() {
+        if self.core.cluster_node.is_some() {
+            // A node follows the master CLUSTER REPLICATE names (REPLICAOF
+            // is refused in cluster mode).
+            self.follow_node_master();
+        } else if self.core.id == 0 || self.replica.is_some() || self.on_shard_links() {
             self.follow_primary();
         }
     }
@@ -97,8 +123,7 @@ impl Shard {
             &core.engine,
             &core.cfg,
             (dataset.id, &dataset.rdb),
-            core.id,
-            &core.topo,
+            Keep::Owned(core.id, &core.topo),
             core.now_ms,
         );
         match built {
@@ -181,7 +206,6 @@ impl Shard {
     /// names now.
     fn follow_primary(&mut self) {
         let state = self.core.shared.replication.clone();
-        let now = self.core.now_ms;
         let epoch = self.replica.as_ref().map(|f| f.link.epoch);
         if epoch.is_none() && state.is_replica() {
             if self.core.shared.loading.any() {
@@ -235,6 +259,7 @@ impl Shard {
                             next_ack_ms: 0,
                             cut_ordered: false,
                             shard_link: true,
+                            node: false,
                         };
                     }
                     // What the single stream applies is in no link's history.
@@ -254,18 +279,27 @@ impl Shard {
                         next_ack_ms: 0,
                         cut_ordered: false,
                         shard_link: false,
+                        node: false,
                     }
                 });
         }
+        self.step_follower(&state);
+    }
+
+    /// Step the link until the stream starts, then watch the master client's
+    /// connection: its timeout, its acknowledgements, a cut of this
+    /// replica's own replica's full sync.
+    pub(super) fn step_follower(&mut self, state: &crate::replication::State) {
+        let now = self.core.now_ms;
         let Some(follower) = self.replica.as_mut() else {
             return;
         };
         if !follower.link.streaming() {
-            if let Some(mut handover) = follower.link.step(&state, &self.core.cfg, now) {
+            if let Some(mut handover) = follower.link.step(state, &self.core.cfg, now) {
                 if let Some(rdb) = handover.rdb.take() {
-                    if let Err(why) = self.load_link_rdb(&rdb) {
+                    if let Err(why) = load_link_rdb(&mut self.core, &rdb, follower.node) {
                         if let Some(follower) = self.replica.as_mut() {
-                            follower.link.load_failed(&state, &why, now);
+                            follower.link.load_failed(state, &why, now);
                         }
                         return;
                     }
@@ -291,7 +325,7 @@ impl Shard {
                 "Connection with master lost.",
             );
             follower.conn = None;
-            follower.link.lost(&state, now);
+            follower.link.lost(state, now);
             return;
         };
         let last_io_ms = match shard_link {
@@ -344,35 +378,8 @@ impl Shard {
         }
     }
 
-    /// A shard link's full sync: this shard's keys alone, built and put in
-    /// place on its own (the other shards load their links' RDBs meanwhile).
-    fn load_link_rdb(&mut self, rdb: &[u8]) -> Result<(), String> {
-        let core = &mut self.core;
-        let built = crate::replication::load::build(
-            &core.engine,
-            &core.cfg,
-            (0, rdb),
-            core.id,
-            &core.topo,
-            core.now_ms,
-        )
-        .map_err(|e| format!("shard {}: the MASTER's RDB did not load: {e}", core.id))?;
-        let every_db: Vec<usize> = (0..core.engine.db_count()).collect();
-        core.touch_watched_in(&every_db);
-        let keys = crate::replication::load::install(&mut core.engine, built)
-            .map_err(|e| format!("shard {}: the MASTER's RDB did not load: {e}", core.id))?;
-        crate::serverlog::log(
-            crate::serverlog::Level::Notice,
-            &format!(
-                "shard {}: loaded {keys} keys from the MASTER's RDB",
-                core.id
-            ),
-        );
-        Ok(())
-    }
-
     /// REPLICAOF changed the primary: the old one's stream stops here.
-    fn drop_master_conn(&mut self) {
+    pub(super) fn drop_master_conn(&mut self) {
         let Some((index, gen)) = self.replica.as_mut().and_then(|f| f.conn.take()) else {
             return;
         };
@@ -443,6 +450,31 @@ impl Shard {
         crate::serverlog::log(crate::serverlog::Level::Notice, how);
         self.run_input(index, conn_gen);
     }
+}
+
+/// A shard link's full sync: this shard's keys alone (`every`: a replica
+/// node's, every key of its master node), built and put in place on its own
+/// (the other shards load their links' RDBs meanwhile).
+fn load_link_rdb(core: &mut super::ShardCore, rdb: &[u8], every: bool) -> Result<(), String> {
+    let keep = match every {
+        true => Keep::Every,
+        false => Keep::Owned(core.id, &core.topo),
+    };
+    let built =
+        crate::replication::load::build(&core.engine, &core.cfg, (0, rdb), keep, core.now_ms)
+            .map_err(|e| format!("shard {}: the MASTER's RDB did not load: {e}", core.id))?;
+    let every_db: Vec<usize> = (0..core.engine.db_count()).collect();
+    core.touch_watched_in(&every_db);
+    let keys = crate::replication::load::install(&mut core.engine, built)
+        .map_err(|e| format!("shard {}: the MASTER's RDB did not load: {e}", core.id))?;
+    crate::serverlog::log(
+        crate::serverlog::Level::Notice,
+        &format!(
+            "shard {}: loaded {keys} keys from the MASTER's RDB",
+            core.id
+        ),
+    );
+    Ok(())
 }
 
 /// With a log, a full sync's data just loaded into `core` becomes the shard's

@@ -218,11 +218,15 @@ impl crate::scripting::host::ServerState for Shared {
         self.last_save_unix_s.load(Relaxed)
     }
 
-    fn is_replica(&self) -> bool {
-        self.replication.is_replica()
+    fn is_replica(&self, shard: usize) -> bool {
+        self.replication.is_replica() || self.replication.node_history(shard).is_following()
     }
 
-    fn primary_link_up(&self) -> bool {
-        self.replication.link_up()
+    fn primary_link_up(&self, shard: usize) -> bool {
+        let node = self.replication.node_history(shard);
+        match node.is_following() {
+            true => node.following().up,
+            false => self.replication.link_up(),
+        }
     }
 }

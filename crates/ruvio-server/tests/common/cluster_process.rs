@@ -56,10 +56,15 @@ impl Node {
         node
     }
 
-    /// Kills the process and starts it again on the same port and directory.
-    pub fn restart(&mut self) {
+    /// Kills the process (SIGKILL, as `kill -9`).
+    pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Kills the process and starts it again on the same port and directory.
+    pub fn restart(&mut self) {
+        self.kill();
         // The kernel tears an exited process's io_uring down after it is reaped:
         // its listening sockets may be bound a moment longer.
         wait_for("the old process's ports are free", || {

@@ -44,6 +44,8 @@ pub struct Stepped {
     pub save_config: bool,
     /// PUBLISH messages from the bus (channel, message).
     pub published: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Clients' writes held until this Unix ms (`Some(0)`: let go now).
+    pub pause_writes: Option<u64>,
 }
 
 /// Message types of the bus (`CLUSTERMSG_TYPE_COUNT`).
@@ -118,6 +120,8 @@ impl Links {
                 }
                 Action::SaveConfig => out.save_config = true,
                 Action::Publish { channel, message } => out.published.push((channel, message)),
+                Action::PauseWrites { until } => out.pause_writes = Some(until),
+                Action::Unpause => out.pause_writes = Some(0),
             }
         }
     }
