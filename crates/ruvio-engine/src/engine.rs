@@ -5,7 +5,6 @@
 use crate::clock::EvictionPolicy;
 use crate::command::ExecCtx;
 use crate::keyspace::{Collection, Db, Entry, EntryId, NewValue, TtlScan};
-use crate::slot::key_slot;
 use crate::value::ValueMut;
 
 /// Counters INFO `stats` reports.
@@ -443,13 +442,12 @@ impl Engine {
     }
 
     /// The number of keys of database `db` in every slot, indexed by slot (CLUSTER
-    /// SLOT-STATS): one walk of the database for all slots at once.
-    pub fn key_counts_by_slot(&self, db: usize) -> Vec<u64> {
-        let mut counts = vec![0u64; crate::slot::SLOT_COUNT as usize];
-        for (_, e) in self.dbs[db].iter() {
-            counts[key_slot(e.key()) as usize] += 1;
-        }
-        counts
+    /// SLOT-STATS), from the database's slot index.
+    pub fn key_counts_by_slot(&mut self, db: usize) -> Vec<u64> {
+        let db = &mut self.dbs[db];
+        (0..crate::slot::SLOT_COUNT)
+            .map(|slot| db.count_in_slot(slot) as u64)
+            .collect()
     }
 
     /// Take `fresh`'s databases in place of these (DEBUG RELOAD): the cursors and

@@ -390,7 +390,7 @@ fn slot_stats<S: Server>(
     };
     // One walk of the keyspace for every slot (Redis keeps one dict per slot; Ruvio
     // one per database). Cluster mode has database 0 only, as Redis counts.
-    let counts = ctx.core.engine().key_counts_by_slot(0);
+    let counts = ctx.core.engine_mut().key_counts_by_slot(0);
     let variant = args.get(2);
     let slots: Vec<u16> = if args.len() == 5 && variant.eq_ignore_ascii_case(b"SLOTSRANGE") {
         let start = slot_arg(args.get(3))?;
