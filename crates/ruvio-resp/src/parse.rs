@@ -223,17 +223,22 @@ struct Partial {
     next: usize,
     /// The arguments read so far (spans of the buffer).
     spans: Vec<(u32, u32)>,
+    /// Every byte read so far is where a canonical encoding puts it.
+    canonical: bool,
 }
 
 /// Internal answer of the two parsers; the arguments are in the parser's spans.
 enum Progress {
     Complete {
         consumed: usize,
+        /// A multibulk whose bytes are all canonical ([`Args::as_multibulk`]).
+        canonical: bool,
     },
     Incomplete {
         need_bytes: usize,
-        /// A multibulk whose header has been read: `(count, next header offset)`.
-        resume_at: Option<(usize, usize)>,
+        /// A multibulk whose header has been read: `(count, next header offset,
+        /// canonical so far)`.
+        resume_at: Option<(usize, usize, bool)>,
     },
 }
 
@@ -289,7 +294,7 @@ impl CommandParser {
             Some(partial) => {
                 // Continue the kept arguments (moved, not copied).
                 self.spans = partial.spans;
-                Some((partial.count, partial.next))
+                Some((partial.count, partial.next, partial.canonical))
             }
             None => {
                 self.spans.clear();
@@ -309,7 +314,7 @@ impl CommandParser {
         };
         if let (
             Progress::Incomplete {
-                resume_at: Some((count, next)),
+                resume_at: Some((count, next, canonical)),
                 ..
             },
             true,
@@ -319,16 +324,21 @@ impl CommandParser {
                 count: *count,
                 next: *next,
                 spans: std::mem::take(&mut self.spans),
+                canonical: *canonical,
             });
         }
         let this: &'a CommandParser = self;
         Ok(match progress {
             Progress::Incomplete { need_bytes, .. } => Parsed::Incomplete { need_bytes },
-            Progress::Complete { consumed } => {
+            Progress::Complete {
+                consumed,
+                canonical,
+            } => {
                 let base = if inline { &this.scratch[..] } else { buf };
                 let args = Args {
                     base,
                     spans: &this.spans,
+                    multibulk: canonical,
                 };
                 Parsed::Complete { args, consumed }
             }
@@ -378,17 +388,28 @@ fn find_header(buf: &[u8], start: usize, limits: &Limits) -> Header {
 
 /// `*count\r\n` then `count` times `$len\r\n<len bytes>\r\n`, or the rest of one
 /// whose header and first `spans.len()` arguments were read before (`resume`:
-/// the count and where the next argument starts).
+/// the count, where the next argument starts, and whether the bytes so far
+/// are canonical).
+///
+/// Canonical: every byte Redis skips unchecked (the one after each header's
+/// `\r`, the two after each payload) is where `\r\n` stands. The digits need
+/// no look: [`string2ll`] takes no sign, no leading zero and no `+`. Noted
+/// here, while the bytes are at hand, so the replication stream can copy the
+/// request whole ([`Args::as_multibulk`]) without walking it again.
 fn parse_multibulk(
     buf: &[u8],
     limits: &Limits,
     spans: &mut Vec<(u32, u32)>,
-    resume: Option<(usize, usize)>,
+    resume: Option<(usize, usize, bool)>,
 ) -> Result<Progress, ProtocolError> {
-    let (count, mut pos) = match resume {
+    let (count, mut pos, mut canonical) = match resume {
         Some(progress) => progress,
         None => match find_header(buf, 0, limits) {
-            Header::Complete { cr, next } => (multibulk_count(&buf[1..cr], limits)?, next),
+            Header::Complete { cr, next } => (
+                multibulk_count(&buf[1..cr], limits)?,
+                next,
+                buf[cr + 1] == b'\n',
+            ),
             Header::Incomplete { need_bytes } => {
                 return Ok(Progress::Incomplete {
                     need_bytes,
@@ -401,18 +422,24 @@ fn parse_multibulk(
     while spans.len() < count {
         match parse_bulk(buf, pos, limits)? {
             Bulk::Complete { start, end, next } => {
+                // `$len\r` then `\n` before the payload, `\r\n` after it.
+                let (start_at, end_at) = (start as usize, end as usize);
+                canonical &= buf[start_at - 1] == b'\n' && buf[end_at..next] == *b"\r\n";
                 spans.push((start, end));
                 pos = next;
             }
             Bulk::Incomplete { need_bytes } => {
                 return Ok(Progress::Incomplete {
                     need_bytes,
-                    resume_at: Some((count, pos)),
+                    resume_at: Some((count, pos, canonical)),
                 })
             }
         }
     }
-    Ok(Progress::Complete { consumed: pos })
+    Ok(Progress::Complete {
+        consumed: pos,
+        canonical,
+    })
 }
 
 /// The element count of a multibulk header; zero for a count `<= 0` (an empty
@@ -500,6 +527,7 @@ fn parse_inline(
     split_args(line, spans, scratch)?;
     Ok(Progress::Complete {
         consumed: newline + 1,
+        canonical: false,
     })
 }
 
@@ -647,6 +675,9 @@ pub fn string2ll(s: &[u8]) -> Option<i64> {
 pub struct Args<'a> {
     base: &'a [u8],
     spans: &'a [(u32, u32)],
+    /// `base` begins with these arguments' canonical multibulk, which the
+    /// parser checked as it read it ([`Args::as_multibulk`]).
+    multibulk: bool,
 }
 
 // `#[inline]`: called from the other crates on every command (an ACL key
@@ -673,39 +704,24 @@ impl<'a> Args<'a> {
         Args {
             base: self.base,
             spans: &self.spans[from.min(self.spans.len())..],
+            multibulk: false,
         }
     }
     /// The arguments as the canonical RESP array they were parsed from
     /// (`*<n>\r\n$<len>\r\n<arg>\r\n...`), borrowed from the request's
     /// buffer: `None` for an inline request, for arguments gathered anywhere
     /// else (laid end to end, with no room for the headers), and for a request
-    /// whose lengths were written with leading zeros. What lets the replication
-    /// stream copy a request whole instead of encoding its arguments again.
-    /// Checks the spans' places and the frame's fixed bytes: a few compares per
-    /// argument, no copy.
+    /// whose bytes Redis skips unchecked held anything but `\r\n`. What lets
+    /// the replication stream copy a request whole instead of encoding its
+    /// arguments again. The parser judged the frame as it read it (its
+    /// `parse_multibulk`): here a flag and a slice.
+    #[inline]
     pub fn as_multibulk(&self) -> Option<&'a [u8]> {
-        let (&(first_start, _), &(_, last_end)) = (self.spans.first()?, self.spans.last()?);
-        let header = 1 + decimal_digits(self.spans.len()) + 2;
-        let start = (first_start as usize).checked_sub(header + bulk_header_len(self.spans[0]))?;
-        if self.base[start] != b'*' || self.base.get(start + header - 2..start + header)? != b"\r\n"
-        {
+        if !self.multibulk {
             return None;
         }
-        let mut at = start + header;
-        for &span in self.spans {
-            let content = at + bulk_header_len(span);
-            let end = content + (span.1 - span.0) as usize;
-            if span.0 as usize != content
-                || self.base[at] != b'$'
-                || self.base.get(content - 2..content)? != b"\r\n"
-                || self.base.get(end..end + 2)? != b"\r\n"
-            {
-                return None;
-            }
-            at = end + 2;
-        }
-        debug_assert_eq!(at, last_end as usize + 2);
-        Some(&self.base[start..at])
+        let &(_, last_end) = self.spans.last()?;
+        self.base.get(..last_end as usize + 2)
     }
     /// Bytes of every argument together (CLIENT LIST's `argv-mem`).
     pub fn byte_len(&self) -> usize {
@@ -726,21 +742,6 @@ impl<'a> IntoIterator for Args<'a> {
     fn into_iter(self) -> ArgsIter<'a> {
         self.iter()
     }
-}
-
-/// `$<len>\r\n` of the argument at `span`: its length in bytes.
-fn bulk_header_len(span: (u32, u32)) -> usize {
-    1 + decimal_digits((span.1 - span.0) as usize) + 2
-}
-
-/// How many decimal digits `n` takes.
-fn decimal_digits(mut n: usize) -> usize {
-    let mut digits = 1;
-    while n >= 10 {
-        n /= 10;
-        digits += 1;
-    }
-    digits
 }
 
 /// Iterator over [`Args`].
@@ -793,6 +794,7 @@ impl OwnedArgs {
         Args {
             base: &self.base,
             spans: &self.spans,
+            multibulk: false,
         }
     }
 
@@ -886,6 +888,7 @@ impl ArgsBatch {
         Some(Args {
             base: &self.args.base,
             spans: &self.args.spans[start..end],
+            multibulk: false,
         })
     }
 
@@ -895,6 +898,7 @@ impl ArgsBatch {
         self.ends.iter().zip(starts).map(|(&end, start)| Args {
             base: &self.args.base,
             spans: &self.args.spans[start as usize..end as usize],
+            multibulk: false,
         })
     }
 }
