@@ -421,10 +421,13 @@ fn parse_multibulk(
     };
     while spans.len() < count {
         match parse_bulk(buf, pos, limits)? {
-            Bulk::Complete { start, end, next } => {
-                // `$len\r` then `\n` before the payload, `\r\n` after it.
-                let (start_at, end_at) = (start as usize, end as usize);
-                canonical &= buf[start_at - 1] == b'\n' && buf[end_at..next] == *b"\r\n";
+            Bulk::Complete {
+                start,
+                end,
+                next,
+                crlf,
+            } => {
+                canonical &= crlf;
                 spans.push((start, end));
                 pos = next;
             }
@@ -456,10 +459,19 @@ fn multibulk_count(digits: &[u8], limits: &Limits) -> Result<usize, ProtocolErro
     Ok(count)
 }
 
-/// One bulk string: its payload span and where the next item starts.
+/// One bulk string: its payload span, where the next item starts, and
+/// whether the bytes Redis skips unchecked are `\r\n` (the one after the
+/// header's `\r`, the two after the payload).
 enum Bulk {
-    Complete { start: u32, end: u32, next: usize },
-    Incomplete { need_bytes: usize },
+    Complete {
+        start: u32,
+        end: u32,
+        next: usize,
+        crlf: bool,
+    },
+    Incomplete {
+        need_bytes: usize,
+    },
 }
 
 /// `$len\r\n<len bytes>\r\n` at `pos` (which may be the end of `buf`).
@@ -482,12 +494,20 @@ fn parse_bulk(buf: &[u8], pos: usize, limits: &Limits) -> Result<Bulk, ProtocolE
     if buf.len() < next {
         return Ok(Bulk::Incomplete { need_bytes: next });
     }
+    // In bounds: `cr + 1 < start <= end` and `end + 2 == next <= buf.len()`;
+    // `&`, not `&&`: three compares, no branch.
+    let crlf = (buf[cr + 1] == b'\n') & (buf[end] == b'\r') & (buf[end + 1] == b'\n');
     // Cannot fail: start <= end <= SPAN_OFFSET_MAX.
     let span = (u32::try_from(start), u32::try_from(end));
     let (Ok(start), Ok(end)) = span else {
         return Err(ProtocolError::InvalidBulkLength);
     };
-    Ok(Bulk::Complete { start, end, next })
+    Ok(Bulk::Complete {
+        start,
+        end,
+        next,
+        crlf,
+    })
 }
 
 /// The length in a bulk header: a `string2ll` number in `0..=bulk_bytes_max`.
