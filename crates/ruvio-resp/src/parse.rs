@@ -223,22 +223,17 @@ struct Partial {
     next: usize,
     /// The arguments read so far (spans of the buffer).
     spans: Vec<(u32, u32)>,
-    /// Every byte read so far is where a canonical encoding puts it.
-    canonical: bool,
 }
 
 /// Internal answer of the two parsers; the arguments are in the parser's spans.
 enum Progress {
     Complete {
         consumed: usize,
-        /// A multibulk whose bytes are all canonical ([`Args::as_multibulk`]).
-        canonical: bool,
     },
     Incomplete {
         need_bytes: usize,
-        /// A multibulk whose header has been read: `(count, next header offset,
-        /// canonical so far)`.
-        resume_at: Option<(usize, usize, bool)>,
+        /// A multibulk whose header has been read: `(count, next header offset)`.
+        resume_at: Option<(usize, usize)>,
     },
 }
 
@@ -294,7 +289,7 @@ impl CommandParser {
             Some(partial) => {
                 // Continue the kept arguments (moved, not copied).
                 self.spans = partial.spans;
-                Some((partial.count, partial.next, partial.canonical))
+                Some((partial.count, partial.next))
             }
             None => {
                 self.spans.clear();
@@ -314,7 +309,7 @@ impl CommandParser {
         };
         if let (
             Progress::Incomplete {
-                resume_at: Some((count, next, canonical)),
+                resume_at: Some((count, next)),
                 ..
             },
             true,
@@ -324,21 +319,17 @@ impl CommandParser {
                 count: *count,
                 next: *next,
                 spans: std::mem::take(&mut self.spans),
-                canonical: *canonical,
             });
         }
         let this: &'a CommandParser = self;
         Ok(match progress {
             Progress::Incomplete { need_bytes, .. } => Parsed::Incomplete { need_bytes },
-            Progress::Complete {
-                consumed,
-                canonical,
-            } => {
+            Progress::Complete { consumed } => {
                 let base = if inline { &this.scratch[..] } else { buf };
                 let args = Args {
                     base,
                     spans: &this.spans,
-                    multibulk: canonical,
+                    multibulk: !inline,
                 };
                 Parsed::Complete { args, consumed }
             }
@@ -388,28 +379,17 @@ fn find_header(buf: &[u8], start: usize, limits: &Limits) -> Header {
 
 /// `*count\r\n` then `count` times `$len\r\n<len bytes>\r\n`, or the rest of one
 /// whose header and first `spans.len()` arguments were read before (`resume`:
-/// the count, where the next argument starts, and whether the bytes so far
-/// are canonical).
-///
-/// Canonical: every byte Redis skips unchecked (the one after each header's
-/// `\r`, the two after each payload) is where `\r\n` stands. The digits need
-/// no look: [`string2ll`] takes no sign, no leading zero and no `+`. Noted
-/// here, while the bytes are at hand, so the replication stream can copy the
-/// request whole ([`Args::as_multibulk`]) without walking it again.
+/// the count and where the next argument starts).
 fn parse_multibulk(
     buf: &[u8],
     limits: &Limits,
     spans: &mut Vec<(u32, u32)>,
-    resume: Option<(usize, usize, bool)>,
+    resume: Option<(usize, usize)>,
 ) -> Result<Progress, ProtocolError> {
-    let (count, mut pos, mut canonical) = match resume {
+    let (count, mut pos) = match resume {
         Some(progress) => progress,
         None => match find_header(buf, 0, limits) {
-            Header::Complete { cr, next } => (
-                multibulk_count(&buf[1..cr], limits)?,
-                next,
-                buf[cr + 1] == b'\n',
-            ),
+            Header::Complete { cr, next } => (multibulk_count(&buf[1..cr], limits)?, next),
             Header::Incomplete { need_bytes } => {
                 return Ok(Progress::Incomplete {
                     need_bytes,
@@ -421,28 +401,19 @@ fn parse_multibulk(
     };
     while spans.len() < count {
         match parse_bulk(buf, pos, limits)? {
-            Bulk::Complete {
-                start,
-                end,
-                next,
-                crlf,
-            } => {
-                canonical &= crlf;
+            Bulk::Complete { start, end, next } => {
                 spans.push((start, end));
                 pos = next;
             }
             Bulk::Incomplete { need_bytes } => {
                 return Ok(Progress::Incomplete {
                     need_bytes,
-                    resume_at: Some((count, pos, canonical)),
+                    resume_at: Some((count, pos)),
                 })
             }
         }
     }
-    Ok(Progress::Complete {
-        consumed: pos,
-        canonical,
-    })
+    Ok(Progress::Complete { consumed: pos })
 }
 
 /// The element count of a multibulk header; zero for a count `<= 0` (an empty
@@ -459,19 +430,10 @@ fn multibulk_count(digits: &[u8], limits: &Limits) -> Result<usize, ProtocolErro
     Ok(count)
 }
 
-/// One bulk string: its payload span, where the next item starts, and
-/// whether the bytes Redis skips unchecked are `\r\n` (the one after the
-/// header's `\r`, the two after the payload).
+/// One bulk string: its payload span and where the next item starts.
 enum Bulk {
-    Complete {
-        start: u32,
-        end: u32,
-        next: usize,
-        crlf: bool,
-    },
-    Incomplete {
-        need_bytes: usize,
-    },
+    Complete { start: u32, end: u32, next: usize },
+    Incomplete { need_bytes: usize },
 }
 
 /// `$len\r\n<len bytes>\r\n` at `pos` (which may be the end of `buf`).
@@ -494,20 +456,12 @@ fn parse_bulk(buf: &[u8], pos: usize, limits: &Limits) -> Result<Bulk, ProtocolE
     if buf.len() < next {
         return Ok(Bulk::Incomplete { need_bytes: next });
     }
-    // In bounds: `cr + 1 < start <= end` and `end + 2 == next <= buf.len()`;
-    // `&`, not `&&`: three compares, no branch.
-    let crlf = (buf[cr + 1] == b'\n') & (buf[end] == b'\r') & (buf[end + 1] == b'\n');
     // Cannot fail: start <= end <= SPAN_OFFSET_MAX.
     let span = (u32::try_from(start), u32::try_from(end));
     let (Ok(start), Ok(end)) = span else {
         return Err(ProtocolError::InvalidBulkLength);
     };
-    Ok(Bulk::Complete {
-        start,
-        end,
-        next,
-        crlf,
-    })
+    Ok(Bulk::Complete { start, end, next })
 }
 
 /// The length in a bulk header: a `string2ll` number in `0..=bulk_bytes_max`.
@@ -547,7 +501,6 @@ fn parse_inline(
     split_args(line, spans, scratch)?;
     Ok(Progress::Complete {
         consumed: newline + 1,
-        canonical: false,
     })
 }
 
@@ -695,8 +648,8 @@ pub fn string2ll(s: &[u8]) -> Option<i64> {
 pub struct Args<'a> {
     base: &'a [u8],
     spans: &'a [(u32, u32)],
-    /// `base` begins with these arguments' canonical multibulk, which the
-    /// parser checked as it read it ([`Args::as_multibulk`]).
+    /// The parser read these arguments as a multibulk at the front of `base`
+    /// (what [`Args::as_multibulk`] may give back).
     multibulk: bool,
 }
 
@@ -733,15 +686,28 @@ impl<'a> Args<'a> {
     /// else (laid end to end, with no room for the headers), and for a request
     /// whose bytes Redis skips unchecked held anything but `\r\n`. What lets
     /// the replication stream copy a request whole instead of encoding its
-    /// arguments again. The parser judged the frame as it read it (its
-    /// `parse_multibulk`): here a flag and a slice.
-    #[inline]
+    /// arguments again.
+    ///
+    /// The parser put every header and payload where a canonical encoding
+    /// does (its digits take no sign, leading zero or `+`: [`string2ll`]), so
+    /// only the skipped bytes are looked at: the one after the count's `\r`,
+    /// and each argument's one before and two after its payload. Looked at
+    /// here rather than as the parser reads them: each request is parsed
+    /// twice (the prefetch's look-ahead, then its run), and only a replicated
+    /// write asks.
     pub fn as_multibulk(&self) -> Option<&'a [u8]> {
         if !self.multibulk {
             return None;
         }
         let &(_, last_end) = self.spans.last()?;
-        self.base.get(..last_end as usize + 2)
+        let count_cr = 1 + decimal_digits(self.spans.len());
+        let mut crlf = self.base.get(count_cr + 1) == Some(&b'\n');
+        for &(start, end) in self.spans {
+            let (before, end) = ((start as usize).checked_sub(1)?, end as usize);
+            crlf &= (self.base.get(before) == Some(&b'\n'))
+                & (self.base.get(end..end + 2) == Some(b"\r\n"));
+        }
+        crlf.then(|| &self.base[..last_end as usize + 2])
     }
     /// Bytes of every argument together (CLIENT LIST's `argv-mem`).
     pub fn byte_len(&self) -> usize {
@@ -762,6 +728,16 @@ impl<'a> IntoIterator for Args<'a> {
     fn into_iter(self) -> ArgsIter<'a> {
         self.iter()
     }
+}
+
+/// How many decimal digits `n` takes.
+fn decimal_digits(mut n: usize) -> usize {
+    let mut digits = 1;
+    while n >= 10 {
+        n /= 10;
+        digits += 1;
+    }
+    digits
 }
 
 /// Iterator over [`Args`].
