@@ -8,7 +8,8 @@
 //! into its own [`super::feed::Feed`] and appends them here once per loop
 //! iteration under one lock, so the lock is taken once per iteration, not per
 //! command; the shard hosting a replica's connection copies the new bytes to it
-//! on its own loop (woken by the shards that appended).
+//! on its own loop (woken by the shards that appended, once until it looks
+//! again: [`Primary::hosts_to_ring`]; under load in batches, `shard::primary`).
 //!
 //! **The cut.** A full sync's RDB must hold exactly what the stream before its
 //! offset did. Shards snapshot at different moments, so each shard, when it

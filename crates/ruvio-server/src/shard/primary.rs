@@ -2,7 +2,9 @@
 //! loop iteration: record or stop recording writes, cut for a full sync, hand the
 //! iteration's records to the backlog, write a slice of this shard's RDB part,
 //! move RDB bytes and then the stream into the connections of the replicas this
-//! shard hosts, and answer WAIT. The tick of the shard that keeps a history
+//! shard hosts (the stream in batches while the loop has more work waiting:
+//! each send to a replica costs kernel time, [`STREAM_BATCH_MIN_BYTES`]), and
+//! answer WAIT. The tick of the shard that keeps a history
 //! (shard 0 for the server's; in per-shard mode each shard for its own node's)
 //! pings the replicas, frees a backlog nobody used for `repl-backlog-ttl`, and
 //! judges `min-replicas-to-write`. Every step goes through the shard's
