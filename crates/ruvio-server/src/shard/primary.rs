@@ -482,9 +482,12 @@ fn serve_replicas(
     (history, node): (History<'_>, History<'_>),
     more_waiting: bool,
 ) {
-    // What other shards append from now on rings this shard again.
+    // What other shards append from now on rings this shard again (the
+    // server's primary too: a replica's shard 0 rings its hosts through it,
+    // `wake_stream_hosts`, whichever history they follow).
     history.primary.ring_answered(core.id);
     node.primary.ring_answered(core.id);
+    core.shared.replication.primary.ring_answered(core.id);
     if core.replication.hosted.is_empty() {
         let gauge = &core.shared.shards[core.id].replica_output_bytes;
         if gauge.load(Relaxed) != 0 {
