@@ -329,6 +329,7 @@ impl CommandParser {
                 let args = Args {
                     base,
                     spans: &this.spans,
+                    multibulk: !inline,
                 };
                 Parsed::Complete { args, consumed }
             }
@@ -647,6 +648,9 @@ pub fn string2ll(s: &[u8]) -> Option<i64> {
 pub struct Args<'a> {
     base: &'a [u8],
     spans: &'a [(u32, u32)],
+    /// The parser read these arguments as a multibulk at the front of `base`
+    /// (what [`Args::as_multibulk`] may give back).
+    multibulk: bool,
 }
 
 // `#[inline]`: called from the other crates on every command (an ACL key
@@ -673,39 +677,37 @@ impl<'a> Args<'a> {
         Args {
             base: self.base,
             spans: &self.spans[from.min(self.spans.len())..],
+            multibulk: false,
         }
     }
     /// The arguments as the canonical RESP array they were parsed from
     /// (`*<n>\r\n$<len>\r\n<arg>\r\n...`), borrowed from the request's
     /// buffer: `None` for an inline request, for arguments gathered anywhere
     /// else (laid end to end, with no room for the headers), and for a request
-    /// whose lengths were written with leading zeros. What lets the replication
-    /// stream copy a request whole instead of encoding its arguments again.
-    /// Checks the spans' places and the frame's fixed bytes: a few compares per
-    /// argument, no copy.
+    /// whose bytes Redis skips unchecked held anything but `\r\n`. What lets
+    /// the replication stream copy a request whole instead of encoding its
+    /// arguments again.
+    ///
+    /// The parser put every header and payload where a canonical encoding
+    /// does (its digits take no sign, leading zero or `+`: [`string2ll`]), so
+    /// only the skipped bytes are looked at: the one after the count's `\r`,
+    /// and each argument's one before and two after its payload. Looked at
+    /// here rather than as the parser reads them: each request is parsed
+    /// twice (the prefetch's look-ahead, then its run), and only a replicated
+    /// write asks.
     pub fn as_multibulk(&self) -> Option<&'a [u8]> {
-        let (&(first_start, _), &(_, last_end)) = (self.spans.first()?, self.spans.last()?);
-        let header = 1 + decimal_digits(self.spans.len()) + 2;
-        let start = (first_start as usize).checked_sub(header + bulk_header_len(self.spans[0]))?;
-        if self.base[start] != b'*' || self.base.get(start + header - 2..start + header)? != b"\r\n"
-        {
+        if !self.multibulk {
             return None;
         }
-        let mut at = start + header;
-        for &span in self.spans {
-            let content = at + bulk_header_len(span);
-            let end = content + (span.1 - span.0) as usize;
-            if span.0 as usize != content
-                || self.base[at] != b'$'
-                || self.base.get(content - 2..content)? != b"\r\n"
-                || self.base.get(end..end + 2)? != b"\r\n"
-            {
-                return None;
-            }
-            at = end + 2;
+        let &(_, last_end) = self.spans.last()?;
+        let count_cr = 1 + decimal_digits(self.spans.len());
+        let mut crlf = self.base.get(count_cr + 1) == Some(&b'\n');
+        for &(start, end) in self.spans {
+            let (before, end) = ((start as usize).checked_sub(1)?, end as usize);
+            crlf &= (self.base.get(before) == Some(&b'\n'))
+                & (self.base.get(end..end + 2) == Some(b"\r\n"));
         }
-        debug_assert_eq!(at, last_end as usize + 2);
-        Some(&self.base[start..at])
+        crlf.then(|| &self.base[..last_end as usize + 2])
     }
     /// Bytes of every argument together (CLIENT LIST's `argv-mem`).
     pub fn byte_len(&self) -> usize {
@@ -726,11 +728,6 @@ impl<'a> IntoIterator for Args<'a> {
     fn into_iter(self) -> ArgsIter<'a> {
         self.iter()
     }
-}
-
-/// `$<len>\r\n` of the argument at `span`: its length in bytes.
-fn bulk_header_len(span: (u32, u32)) -> usize {
-    1 + decimal_digits((span.1 - span.0) as usize) + 2
 }
 
 /// How many decimal digits `n` takes.
@@ -793,6 +790,7 @@ impl OwnedArgs {
         Args {
             base: &self.base,
             spans: &self.spans,
+            multibulk: false,
         }
     }
 
@@ -886,6 +884,7 @@ impl ArgsBatch {
         Some(Args {
             base: &self.args.base,
             spans: &self.args.spans[start..end],
+            multibulk: false,
         })
     }
 
@@ -895,6 +894,7 @@ impl ArgsBatch {
         self.ends.iter().zip(starts).map(|(&end, start)| Args {
             base: &self.args.base,
             spans: &self.args.spans[start as usize..end as usize],
+            multibulk: false,
         })
     }
 }

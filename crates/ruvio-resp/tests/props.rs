@@ -325,6 +325,49 @@ proptest! {
             prop_assert_eq!(args.as_multibulk(), None);
         }
     }
+
+    /// Redis skips the byte after each header's `\r` and the two after each
+    /// payload unchecked: a request with anything else there parses to the
+    /// same arguments but has no canonical form; one that arrives in pieces
+    /// (resumed from the parser's kept progress) keeps its form.
+    #[test]
+    fn as_multibulk_follows_the_skipped_bytes_and_the_pieces(
+        argv in argv_strategy(),
+        spoiled in any::<prop::sample::Index>(),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let encoded = encode_multibulk(&argv);
+        // The skipped bytes: after every `\r` of a header, and each payload's two.
+        let mut skipped = Vec::new();
+        let mut at = encoded.iter().position(|&b| b == b'\r').unwrap() + 1;
+        skipped.push(at);
+        at += 1;
+        for arg in &argv {
+            let cr = at + encoded[at..].iter().position(|&b| b == b'\r').unwrap();
+            skipped.push(cr + 1);
+            let end = cr + 2 + arg.len();
+            skipped.extend([end, end + 1]);
+            at = end + 2;
+        }
+        let mut spoilt = encoded.clone();
+        spoilt[skipped[spoiled.index(skipped.len())]] = b'x';
+        let mut parser = CommandParser::new();
+        let Ok(Parsed::Complete { args, .. }) = parser.parse(&spoilt, &Limits::default()) else {
+            panic!("Redis parses it too");
+        };
+        prop_assert_eq!(args.iter().collect::<Vec<_>>(), argv.iter().map(|a| &a[..]).collect::<Vec<_>>());
+        prop_assert_eq!(args.as_multibulk(), None);
+
+        let split = 1 + cut.index(encoded.len() - 1);
+        let mut parser = CommandParser::new();
+        let first = parser.parse(&encoded[..split], &Limits::default());
+        let incomplete = matches!(first, Ok(Parsed::Incomplete { .. }));
+        prop_assert!(incomplete);
+        let Ok(Parsed::Complete { args, .. }) = parser.parse(&encoded, &Limits::default()) else {
+            panic!("a whole request");
+        };
+        prop_assert_eq!(args.as_multibulk(), Some(&encoded[..]));
+    }
 }
 
 #[test]

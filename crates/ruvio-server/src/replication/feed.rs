@@ -233,7 +233,11 @@ impl Feed {
     /// Record one command that ran in database `db`. The arguments go straight
     /// behind a one-digit count that is mended once they are counted (a record
     /// of ten or more arguments, rare, moves its bytes once): no scratch copy
-    /// and no formatting machinery per write.
+    /// and no formatting machinery per write. Out of line: the common write is
+    /// copied whole ([`record_request`](Self::record_request)), and this
+    /// code inlined there crowded the request path out of the instruction
+    /// cache.
+    #[inline(never)]
     pub fn record(&mut self, db: usize, args: &mut dyn Iterator<Item = &[u8]>) {
         if !self.on {
             return;
@@ -310,9 +314,16 @@ impl Feed {
     /// left it unknown).
     fn select_for(&mut self, db: usize) {
         if (self.first_db.is_some() && self.db != db) || self.reselect {
-            let mut digits = itoa::Buffer::new();
-            encode(&mut self.bytes, &[b"SELECT", digits.format(db).as_bytes()]);
+            self.select(db);
         }
+    }
+
+    /// The `SELECT` itself: rare (a client changed databases), kept off the
+    /// request path's code.
+    #[cold]
+    fn select(&mut self, db: usize) {
+        let mut digits = itoa::Buffer::new();
+        encode(&mut self.bytes, &[b"SELECT", digits.format(db).as_bytes()]);
     }
 
     /// A record of database `db` is in.

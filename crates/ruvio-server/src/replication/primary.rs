@@ -8,7 +8,8 @@
 //! into its own [`super::feed::Feed`] and appends them here once per loop
 //! iteration under one lock, so the lock is taken once per iteration, not per
 //! command; the shard hosting a replica's connection copies the new bytes to it
-//! on its own loop (woken by the shards that appended).
+//! on its own loop (woken by the shards that appended, once until it looks
+//! again: [`Primary::hosts_to_ring`]; under load in batches, `shard::primary`).
 //!
 //! **The cut.** A full sync's RDB must hold exactly what the stream before its
 //! offset did. Shards snapshot at different moments, so each shard, when it
@@ -45,7 +46,7 @@
 
 use super::feed::{self, Flushed};
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -198,6 +199,11 @@ pub struct Primary {
     cutting: AtomicBool,
     /// Shards hosting a replica's connection (bit per shard): woken after an append.
     hosts: AtomicU64,
+    /// Hosts whose doorbell was rung since they last looked at the backlog (bit
+    /// per shard): one ring wakes a host for every append until its step, so a
+    /// shard appending every loop iteration does not write the host's eventfd
+    /// every iteration ([`hosts_to_ring`](Self::hosts_to_ring)).
+    rung: AtomicU64,
     /// WAIT asked for acknowledgements: the next step sends `REPLCONF GETACK *`.
     getack: AtomicBool,
     /// Replicas attached, and those in touch within `min-replicas-max-lag`.
@@ -231,6 +237,29 @@ impl Primary {
     /// Shards to wake after bytes were appended.
     pub fn hosts(&self) -> u64 {
         self.hosts.load(Relaxed)
+    }
+
+    /// The hosts (but those in `except`) to ring after bytes were appended:
+    /// those not rung since their last look at the backlog
+    /// ([`ring_answered`](Self::ring_answered)), now marked rung. Called after
+    /// the append's lock is released: a host that answered before this call is
+    /// rung again, one that answers after it reads the bytes.
+    pub fn hosts_to_ring(&self, except: u64) -> u64 {
+        let hosts = self.hosts() & !except;
+        if hosts == 0 {
+            return 0;
+        }
+        let rung_before = self.rung.fetch_or(hosts, AcqRel);
+        hosts & !rung_before
+    }
+
+    /// Shard `shard` is about to copy the backlog to its replicas: the next
+    /// append rings it again (before the copy, so no append is missed).
+    pub fn ring_answered(&self, shard: usize) {
+        let bit = 1u64 << (shard % 64);
+        if self.rung.load(Acquire) & bit != 0 {
+            self.rung.fetch_and(!bit, AcqRel);
+        }
     }
 
     pub fn connected(&self) -> usize {
@@ -459,6 +488,8 @@ impl Primary {
         inner.replicas.retain(|r| r.client_id != info.client_id);
         inner.replicas.push(info);
         self.hosts.fetch_or(1u64 << (host % 64), Relaxed);
+        // Called on the host: it looks at the backlog from its next step.
+        self.ring_answered(host);
         self.connected.store(inner.replicas.len(), Relaxed);
     }
 

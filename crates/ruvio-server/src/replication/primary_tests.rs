@@ -36,6 +36,41 @@ fn backlog_keeps_the_last_bytes_and_selects() {
     assert!(p.can_continue(offset.load(Relaxed) + 1, offset.load(Relaxed)));
 }
 
+fn replica_on(p: &Primary, client_id: u64, host: usize) {
+    p.attach(ReplicaInfo {
+        client_id,
+        host,
+        ip: "127.0.0.1".into(),
+        port: 6380,
+        state: "online",
+        ack_offset: 0,
+        aof_offset: 0,
+        last_ack_ms: 0,
+        acks: 0,
+    });
+}
+
+/// A host's doorbell rings once for any number of appends until the host
+/// looks at the backlog again; the appender itself is never rung.
+#[test]
+fn a_host_is_rung_once_until_it_answers() {
+    let p = Primary::default();
+    replica_on(&p, 1, 0);
+    replica_on(&p, 2, 2);
+    assert_eq!(p.hosts_to_ring(0), 0b101, "both hosts, after attaching");
+    assert_eq!(p.hosts_to_ring(0), 0, "rung already: no second ring");
+    assert_eq!(p.hosts_to_ring(1 << 2), 0);
+    p.ring_answered(2);
+    assert_eq!(p.hosts_to_ring(1 << 0), 0b100, "host 2 looked: rung again");
+    assert_eq!(p.hosts_to_ring(1 << 0), 0);
+    p.ring_answered(0);
+    assert_eq!(p.hosts_to_ring(1 << 0), 0, "the appender is not rung");
+    assert_eq!(p.hosts_to_ring(0), 0b001);
+    // A host that attaches looks at the backlog from its next step.
+    replica_on(&p, 3, 0);
+    assert_eq!(p.hosts_to_ring(0), 0b001);
+}
+
 #[test]
 fn the_cut_offset_is_the_end_when_the_last_shard_cuts() {
     let p = Primary::default();

@@ -23,6 +23,9 @@ pub struct ShardPart {
     /// paused the stream and every command of it before the pause ran here
     /// (`Control::ChainCut` came behind them), so this shard may cut.
     pub stream_cut: bool,
+    /// Loop iterations in a row that left stream bytes unsent to this shard's
+    /// replicas while more work waited (`shard::primary`'s batching).
+    pub stream_held: u32,
 }
 
 impl ShardPart {

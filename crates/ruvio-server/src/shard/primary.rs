@@ -2,7 +2,9 @@
 //! loop iteration: record or stop recording writes, cut for a full sync, hand the
 //! iteration's records to the backlog, write a slice of this shard's RDB part,
 //! move RDB bytes and then the stream into the connections of the replicas this
-//! shard hosts, and answer WAIT. The tick of the shard that keeps a history
+//! shard hosts (the stream in batches while the loop has more work waiting:
+//! each send to a replica costs kernel time, [`STREAM_BATCH_MIN_BYTES`]), and
+//! answer WAIT. The tick of the shard that keeps a history
 //! (shard 0 for the server's; in per-shard mode each shard for its own node's)
 //! pings the replicas, frees a backlog nobody used for `repl-backlog-ttl`, and
 //! judges `min-replicas-to-write`. Every step goes through the shard's
@@ -37,11 +39,27 @@ const CHUNK_BYTES: usize = 1 << 20;
 const UNSENT_MAX: usize = 8 << 20;
 /// Stream bytes moved into one replica's connection per iteration at most.
 const STREAM_STEP_BYTES: usize = 4 << 20;
+/// While more completions wait for the loop (it goes round again at once),
+/// stream bytes stay in the backlog until this many are there for a replica:
+/// each send to a replica's socket costs the shard a few microseconds of
+/// kernel time (the loopback or network stack, and waking the replica), so
+/// under load one send of 16 KiB (some 150 SETs) replaces one per iteration.
+/// Below the limit of [`STREAM_HOLD_ITERATIONS_MAX`] and never while the loop
+/// would wait: an idle or lightly loaded server sends at once (the lag).
+const STREAM_BATCH_MIN_BYTES: u64 = 16 << 10;
+/// Loop iterations in a row stream bytes may wait for [`STREAM_BATCH_MIN_BYTES`]
+/// to gather: a trickle of writes among many reads still reaches the replicas
+/// within a few iterations (tens of microseconds at full load).
+const STREAM_HOLD_ITERATIONS_MAX: u32 = 8;
+const _: () = assert!(STREAM_BATCH_MIN_BYTES < STREAM_STEP_BYTES as u64);
 
 impl Shard {
     /// Replication's step of the loop iteration: a few loads and branches
     /// while no backlog exists and this shard serves no replica and no WAIT.
     pub(super) fn primary_step(&mut self) {
+        // Completions wait for this ring (the kernel flags them under
+        // DEFER_TASKRUN): the loop goes round again at once.
+        let more_waiting = self.ring.submission().taskrun();
         let state = &self.core.shared.replication;
         let mode = self.core.cfg.port_mode;
         let history = state.history(self.core.id, mode);
@@ -165,13 +183,11 @@ impl Shard {
             wake_hosts(primary, Some(core.id));
         }
         write_part(core);
-        serve_replicas(core, &mut self.conns, history, node);
+        serve_replicas(core, &mut self.conns, (history, node), more_waiting);
         answer_waits(core, &mut self.conns, primary);
     }
 
     /// Hand this shard's records to the backlog now (before replies leave it).
-    /// Records made after this iteration's step wake this shard too, so its own
-    /// replicas get them without waiting for the tick.
     pub(super) fn flush_feed(&mut self) {
         if self.core.replication.feed.is_empty() {
             return;
@@ -181,10 +197,12 @@ impl Shard {
         let history = shared.replication.history(self.core.id, mode);
         let node = shared.replication.node_history(self.core.id);
         let link = (mode == PortMode::Forward && node.primary.active()).then_some(node);
+        // This shard's own replicas need no ring: their unsent bytes keep its
+        // loop from sleeping (`replica_behind`).
         if flush_records(&mut self.core, history, link) {
-            wake_hosts(history.primary, None);
+            wake_hosts(history.primary, Some(self.core.id));
             if let Some(link) = link {
-                wake_hosts(link.primary, None);
+                wake_hosts(link.primary, Some(self.core.id));
             }
         }
     }
@@ -401,10 +419,14 @@ pub(crate) fn wake_stream_hosts(core: &ShardCore) {
     }
 }
 
-/// Wake the shards hosting replicas (but `me`, whose own step comes next).
+/// Wake the shards hosting replicas (but `me`, whose own step comes next),
+/// each once until it next looks at the backlog (`Primary::hosts_to_ring`).
 fn wake_hosts(primary: &Primary, me: Option<usize>) {
     let me = me.map_or(0, |me| 1u64 << (me % 64));
-    let hosts = primary.hosts() & !me;
+    let hosts = primary.hosts_to_ring(me);
+    if hosts == 0 {
+        return;
+    }
     for shard in 0..64 {
         if hosts & (1 << shard) != 0 {
             crate::mesh::forward::ring(shard);
@@ -459,13 +481,20 @@ fn write_part(core: &mut ShardCore) {
 
 /// Move RDB bytes and stream bytes into the connections of this shard's
 /// replicas: each follows `history`, or `node` (this shard's own) for a Ruvio
-/// replica's shard link.
+/// replica's shard link. While `more_waiting` (completions wait for the
+/// loop), stream bytes may gather in the backlog ([`STREAM_BATCH_MIN_BYTES`]).
 fn serve_replicas(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
-    history: History<'_>,
-    node: History<'_>,
+    (history, node): (History<'_>, History<'_>),
+    more_waiting: bool,
 ) {
+    // What other shards append from now on rings this shard again (the
+    // server's primary too: a replica's shard 0 rings its hosts through it,
+    // `wake_stream_hosts`, whichever history they follow).
+    history.primary.ring_answered(core.id);
+    node.primary.ring_answered(core.id);
+    core.shared.replication.primary.ring_answered(core.id);
     if core.replication.hosted.is_empty() {
         let gauge = &core.shared.shards[core.id].replica_output_bytes;
         if gauge.load(Relaxed) != 0 {
@@ -475,6 +504,8 @@ fn serve_replicas(
     }
     // Replicas attached before the history changed connect again.
     let generation = core.shared.replication.replicas_generation();
+    let hold = more_waiting && core.replication.stream_held < STREAM_HOLD_ITERATIONS_MAX;
+    let mut held = false;
     let mut hosted = std::mem::take(&mut core.replication.hosted);
     hosted.retain_mut(|h| {
         let history = if h.shard_link { node } else { history };
@@ -489,7 +520,7 @@ fn serve_replicas(
             gone(primary, h, core.now_ms);
             return false;
         }
-        let kept = step_replica(core, conn, h, history);
+        let kept = step_replica(core, conn, h, history, hold, &mut held);
         if !kept {
             conn.client.closing = true;
             conn.client.killed = true;
@@ -506,6 +537,10 @@ fn serve_replicas(
         .replica_output_bytes
         .store(output as u64, Relaxed);
     core.replication.hosted = hosted;
+    core.replication.stream_held = match held {
+        true => core.replication.stream_held + 1,
+        false => 0,
+    };
 }
 
 /// A replica's connection went away: the server forgets it, and its sync.
@@ -522,12 +557,16 @@ fn unsent(conn: &Conn) -> usize {
     conn.replies.pending_bytes() + conn.sending.len().saturating_sub(conn.send_offset)
 }
 
-/// One replica's step; false when its connection must close.
+/// One replica's step; false when its connection must close. With `hold`,
+/// fewer than [`STREAM_BATCH_MIN_BYTES`] of new stream bytes stay in the
+/// backlog (`held` says some did).
 fn step_replica(
     core: &mut ShardCore,
     conn: &mut Conn,
     h: &mut Hosted,
     history: History<'_>,
+    hold: bool,
+    held: &mut bool,
 ) -> bool {
     let (primary, shards, offset) = (history.primary, history.count, history.offset());
     let now = core.now_ms;
@@ -644,6 +683,10 @@ fn step_replica(
                 // `client-output-buffer-limit replica` as in Redis (a replica
                 // loading its RDB reads nothing for a while).
                 if *sent >= offset {
+                    return true;
+                }
+                if hold && offset - *sent < STREAM_BATCH_MIN_BYTES {
+                    *held = true;
                     return true;
                 }
                 let out = conn.replies.sink();
