@@ -5,7 +5,7 @@
 //! to read when a command lands on an unexpected shard.
 
 use crate::cluster::node::{ShardNode, SlotRoute};
-use crate::cmd::registry::{Command, Handler};
+use crate::cmd::registry::{Command, Placement};
 use crate::config::PortMode;
 use crate::net::conn::Merge;
 use crate::shard::ShardCore;
@@ -68,16 +68,21 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
 }
 
 /// Decide where a command runs (`asking`: the client sent ASKING before it).
+/// Inlined into the request path for its first answer: a command that runs
+/// where the client is, or any command of a single forward-mode shard.
+#[inline(always)]
 pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, asking: bool) -> Route {
+    let single = core.topo.mode == PortMode::Forward && core.topo.nodes.len() == 1;
+    if cmd.placement == Placement::Here || single {
+        return Route::Local;
+    }
+    route_by_keys(core, cmd, args, asking)
+}
+
+/// [`route`] for a command placed by its keys.
+fn route_by_keys(core: &ShardCore, cmd: &Command, args: Args<'_>, asking: bool) -> Route {
     let shards = core.topo.nodes.len();
     let forward = core.topo.mode == PortMode::Forward;
-    let keyed_server = keyed_server_write(cmd);
-    if !matches!(cmd.handler, Some(Handler::Engine(_))) && !keyed_server {
-        return Route::Local;
-    }
-    if forward && shards == 1 {
-        return Route::Local;
-    }
     if cmd.meta.keys.is_none() {
         if forward && crate::mesh::lending::swaps_dbs(cmd.meta) {
             // Under the script lock in a quiet server, on every shard at once
@@ -120,7 +125,7 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, asking: boo
     // is the path of nearly every request, local or forwarded; building the groups
     // here cost a fifth of a local GET's instructions (docs/runtime.md).
     let one_shard = positions.all(|p| core.topo.key_owner(args.get(p)) == owner);
-    if keyed_server {
+    if cmd.placement == Placement::KeysHere {
         // It cannot run on another shard: its keys must all be here.
         return if one_shard && owner == core.id {
             Route::Local
@@ -202,7 +207,7 @@ fn in_flight_route(
     if !migrating && !importing {
         return None;
     }
-    if keyed_server_write(cmd) {
+    if cmd.placement == Placement::KeysHere {
         // MIGRATE moves the slot's keys: Redis runs it here whatever is left.
         return Some(Route::Local);
     }
@@ -225,15 +230,6 @@ fn in_flight_route(
         });
     }
     None
-}
-
-/// A server command that writes keys (MIGRATE, which talks to another
-/// instance itself): its keys are checked as any keyed command's, but it runs
-/// only on the shard the client is on, never forwarded (`cmd::migrate`).
-fn keyed_server_write(cmd: &Command) -> bool {
-    matches!(cmd.handler, Some(Handler::Server(_)))
-        && cmd.meta.has(WRITE)
-        && !cmd.meta.keys.is_none()
 }
 
 /// `-MOVED` to another node of the bus ([`Route::MovedToNode`]).
