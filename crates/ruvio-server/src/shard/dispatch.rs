@@ -18,7 +18,7 @@ use crate::shard::blocking::Waiter;
 use crate::shard::exec::{self, run_engine, Caller};
 use crate::shard::prefetch::prefetch_window;
 use crate::shard::refusals::{needs_checks, refusal, waits_for_pause};
-use crate::shard::route::{owner_groups, route, Route};
+use crate::shard::route::{owner_groups, route, runs_here, Route};
 use crate::shard::ShardCore;
 use crate::stats::TIMING_SAMPLE_EVERY;
 use ruvio_engine::command::flags::{ADMIN, ALLOW_BUSY, SKIP_MONITOR, WRITE};
@@ -486,6 +486,9 @@ fn run_routed(
     cmd: &'static Command,
     args: Args<'_>,
 ) -> Result<(), CmdError> {
+    if runs_here(core, cmd) {
+        return run_local(core, conns, client, replies, who, cmd, args);
+    }
     match route(core, cmd, args, client.asking) {
         Route::Local => run_local(core, conns, client, replies, who, cmd, args),
         route => super::elsewhere::run(core, conns, client, replies, who, cmd, args, route),
@@ -523,10 +526,14 @@ pub(super) fn run_local(
                     ..Default::default()
                 });
             }
-            let ran = {
-                // Lent to the hook that answers the other clients while a script is busy.
-                let _lent = script.then(|| crate::net::lent::lend(conns));
-                run_engine(core, cmd, caller, args, replies.sink())
+            let ran = match script {
+                true => {
+                    // Lent to the hook that answers the other clients while a
+                    // script is busy.
+                    let _lent = crate::net::lent::lend(conns);
+                    run_engine(core, cmd, caller, args, replies.sink())
+                }
+                false => run_engine(core, cmd, caller, args, replies.sink()),
             };
             if let Some(gate) = gate {
                 durable::close_gate(&mut core.gated, core.wal.as_ref(), replies, who, gate);

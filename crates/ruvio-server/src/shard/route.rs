@@ -67,20 +67,20 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
     }
 }
 
-/// Decide where a command runs (`asking`: the client sent ASKING before it).
-/// Inlined into the request path for its first answer: a command that runs
-/// where the client is, or any command of a single forward-mode shard.
+/// Whether a command runs here whatever its keys: one that runs where the
+/// client is, or any command of a single forward-mode shard. The request
+/// path's first question, inlined (no [`Route`] to build and drop).
 #[inline(always)]
-pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, asking: bool) -> Route {
+pub(super) fn runs_here(core: &ShardCore, cmd: &Command) -> bool {
     let single = core.topo.mode == PortMode::Forward && core.topo.nodes.len() == 1;
-    if cmd.placement == Placement::Here || single {
-        return Route::Local;
-    }
-    route_by_keys(core, cmd, args, asking)
+    cmd.placement == Placement::Here || single
 }
 
-/// [`route`] for a command placed by its keys.
-fn route_by_keys(core: &ShardCore, cmd: &Command, args: Args<'_>, asking: bool) -> Route {
+/// Decide where a command runs (`asking`: the client sent ASKING before it).
+pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, asking: bool) -> Route {
+    if runs_here(core, cmd) {
+        return Route::Local;
+    }
     let shards = core.topo.nodes.len();
     let forward = core.topo.mode == PortMode::Forward;
     if cmd.meta.keys.is_none() {
