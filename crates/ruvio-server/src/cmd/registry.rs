@@ -225,11 +225,24 @@ const FOLDED_NAME_BYTES_MAX: usize = 16;
 /// `name` (at most [`FOLDED_NAME_BYTES_MAX`] bytes) in ASCII lower case as one
 /// little-endian number, zero-padded: equal for two names of one length
 /// exactly when they are equal ignoring ASCII case. Lowered eight bytes at a
-/// time (a byte-wise `eq_ignore_ascii_case` cost some 12 instructions a byte,
-/// and a name is looked up twice per request).
+/// time, the second eight only for a name longer than that (a byte-wise
+/// `eq_ignore_ascii_case` cost some 12 instructions a byte, and a name is
+/// looked up twice per request).
+#[inline(always)]
 fn folded(name: &[u8]) -> u128 {
-    let word = load_le(name);
-    const ONES: u128 = u128::MAX / 0xff;
+    let n = name.len();
+    let (head, tail) = name.split_at(n.min(8));
+    let low = fold_word(load_le(head));
+    match tail.is_empty() {
+        true => u128::from(low),
+        false => u128::from(low) | u128::from(fold_word(load_le(tail))) << 64,
+    }
+}
+
+/// Eight bytes with the ASCII capitals among them lowered.
+#[inline(always)]
+fn fold_word(word: u64) -> u64 {
+    const ONES: u64 = u64::MAX / 0xff;
     // Per byte, on its low seven bits (no carry crosses a byte): the high bit
     // of `low + 0x3f` is set from 'A' (0x41) up, that of `low + 0x25` above
     // 'Z' (0x5a); a byte with its own high bit set is no letter.
@@ -240,33 +253,28 @@ fn folded(name: &[u8]) -> u128 {
     word | (upper >> 2)
 }
 
-/// `name` (at most [`FOLDED_NAME_BYTES_MAX`] bytes) as a little-endian number,
-/// zero-padded: two loads that may overlap (the bytes they share land in the
-/// same place), rather than a copy of a variable length (a `memcpy` call).
+/// At most eight bytes as a little-endian number, zero-padded: two loads that
+/// may overlap (the bytes they share land in the same place), rather than a
+/// copy of a variable length (a `memcpy` call).
 #[inline(always)]
-fn load_le(name: &[u8]) -> u128 {
-    let n = name.len();
+fn load_le(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
     match n {
         0 => 0,
         1..=3 => {
-            let (first, middle, last) = (name[0], name[n / 2], name[n - 1]);
-            u128::from(first)
-                | u128::from(middle) << (8 * (n / 2))
-                | u128::from(last) << (8 * (n - 1))
+            let (first, middle, last) = (bytes[0], bytes[n / 2], bytes[n - 1]);
+            u64::from(first) | u64::from(middle) << (8 * (n / 2)) | u64::from(last) << (8 * (n - 1))
         }
         4..=7 => {
             let word = |at: usize| {
-                u32::from_le_bytes([name[at], name[at + 1], name[at + 2], name[at + 3]])
+                u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
             };
-            u128::from(word(0)) | u128::from(word(n - 4)) << (8 * (n - 4))
+            u64::from(word(0)) | u64::from(word(n - 4)) << (8 * (n - 4))
         }
         _ => {
-            let word = |at: usize| {
-                let mut bytes = [0u8; 8];
-                bytes.copy_from_slice(&name[at..at + 8]);
-                u64::from_le_bytes(bytes)
-            };
-            u128::from(word(0)) | u128::from(word(n - 8)) << (8 * (n - 8))
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&bytes[..8]);
+            u64::from_le_bytes(word)
         }
     }
 }
@@ -525,10 +533,15 @@ mod tests {
     #[test]
     fn names_load_as_zero_padded_little_endian_numbers() {
         let bytes: Vec<u8> = (1..=FOLDED_NAME_BYTES_MAX as u8).collect();
+        for len in 0..=8 {
+            let mut padded = [0u8; 8];
+            padded[..len].copy_from_slice(&bytes[..len]);
+            assert_eq!(load_le(&bytes[..len]), u64::from_le_bytes(padded), "{len}");
+        }
         for len in 0..=FOLDED_NAME_BYTES_MAX {
             let mut padded = [0u8; FOLDED_NAME_BYTES_MAX];
             padded[..len].copy_from_slice(&bytes[..len]);
-            assert_eq!(load_le(&bytes[..len]), u128::from_le_bytes(padded), "{len}");
+            assert_eq!(folded(&bytes[..len]), u128::from_le_bytes(padded), "{len}");
         }
     }
 
