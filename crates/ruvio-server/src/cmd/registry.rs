@@ -279,6 +279,13 @@ fn load_le(bytes: &[u8]) -> u64 {
     }
 }
 
+thread_local! {
+    /// This thread's last hit of [`Registry::lookup`]: its folded name, its
+    /// length, its id.
+    static LAST_HIT: std::cell::Cell<(u128, usize, usize)> =
+        const { std::cell::Cell::new((0, 0, 0)) };
+}
+
 /// A table name's [`folded`] form, 0 for one too long for it (compared byte by
 /// byte instead).
 fn folded_if_short(name: &[u8]) -> u128 {
@@ -356,35 +363,47 @@ impl Registry {
         }
     }
 
-    /// Find a top-level command by name, ignoring ASCII case.
+    /// Find a top-level command by name, ignoring ASCII case. Inlined into its
+    /// two callers on the request path (the prefetch pass and dispatch) for the
+    /// usual answer, this thread's last hit (a pipeline mostly repeats one
+    /// command); the buckets are searched out of line.
+    #[inline(always)]
     pub fn lookup(&self, name: &[u8]) -> Option<&Command> {
-        if name.is_empty() || name.len() > COMMAND_NAME_BYTES_MAX {
-            return None;
-        }
-        if name.len() > FOLDED_NAME_BYTES_MAX {
-            let bucket = &self.buckets[name_bucket(name)];
-            let (_, _, id) = bucket
-                .iter()
-                .find(|(candidate, _, _)| name.eq_ignore_ascii_case(candidate))?;
-            return Some(&self.commands[*id]);
-        }
-        // A pipeline mostly repeats one command: try this thread's last hit
-        // (its folded name, its length, its id) first.
-        thread_local! {
-            static LAST: std::cell::Cell<(u128, usize, usize)> =
-                const { std::cell::Cell::new((0, 0, 0)) };
+        if name.is_empty() || name.len() > FOLDED_NAME_BYTES_MAX {
+            return self.lookup_long(name);
         }
         let key = folded(name);
-        let (last_key, last_len, last) = LAST.with(|l| l.get());
+        let (last_key, last_len, last) = LAST_HIT.with(|l| l.get());
         if key == last_key && name.len() == last_len {
             return self.commands.get(last);
         }
-        // Names sit in the bucket itself (one length each): no pointer chasing
-        // through the rows.
-        let (_, _, id) = self.buckets[name_bucket(name)]
+        self.lookup_folded(name.len(), key)
+    }
+
+    /// [`Registry::lookup`] of a name of up to [`FOLDED_NAME_BYTES_MAX`] bytes
+    /// (`len`), folded to `key`, not the last hit. Names sit in the bucket itself
+    /// (one length each): no pointer chasing through the rows.
+    #[inline(never)]
+    fn lookup_folded(&self, len: usize, key: u128) -> Option<&Command> {
+        let first = (key & 0x1f) as u8;
+        let bucket = &self.buckets[len * BUCKETS_PER_LENGTH + first as usize];
+        let (_, _, id) = bucket.iter().find(|(_, candidate, _)| *candidate == key)?;
+        LAST_HIT.with(|l| l.set((key, len, *id)));
+        Some(&self.commands[*id])
+    }
+
+    /// [`Registry::lookup`] of an empty name or one longer than
+    /// [`FOLDED_NAME_BYTES_MAX`] bytes, compared byte by byte.
+    #[cold]
+    #[inline(never)]
+    fn lookup_long(&self, name: &[u8]) -> Option<&Command> {
+        if name.is_empty() || name.len() > COMMAND_NAME_BYTES_MAX {
+            return None;
+        }
+        let bucket = &self.buckets[name_bucket(name)];
+        let (_, _, id) = bucket
             .iter()
-            .find(|(_, candidate, _)| *candidate == key)?;
-        LAST.with(|l| l.set((key, name.len(), *id)));
+            .find(|(candidate, _, _)| name.eq_ignore_ascii_case(candidate))?;
         Some(&self.commands[*id])
     }
 }
