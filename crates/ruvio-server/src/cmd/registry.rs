@@ -2,8 +2,9 @@
 //! server's own (connection, client, cluster, server administration).
 //!
 //! Built once from the families' `COMMANDS` tables, which share one row format
-//! ([`CommandRow`]); nothing else lists command names. Lookup lower-cases the name
-//! into a stack buffer, so dispatch allocates nothing. A container's subcommand is
+//! ([`CommandRow`]); nothing else lists command names. Lookup compares a name
+//! folded to lower case as one number (up to 16 bytes), so dispatch neither
+//! allocates nor lowers byte by byte. A container's subcommand is
 //! resolved from the arguments ([`CommandTree::resolve`], Redis' `lookupCommand`)
 //! once the container is admitted, and the subcommand's own arity, key positions
 //! and handler are what dispatch checks, routes and runs.

@@ -1,5 +1,9 @@
 //! From received bytes to replies: parse each command of the read batch, look it up,
-//! check arity and authentication once, route it by hash slot, run it.
+//! check it once, route it by hash slot, run it. The usual call (admitted, run
+//! here) is one inlined path from `run_command` to `run_local`: the refusals
+//! sit behind one gate (`refusals::needs_checks`), and a refusal, a command for
+//! other shards (`elsewhere`) or one that blocks leaves it for a function out of
+//! line (docs/runtime.md, "The per-request path of one shard").
 //!
 //! Routing (see DESIGN.md): in per-shard mode a key of another shard gets `MOVED`
 //! and keys in different slots get `CROSSSLOT`, as Redis Cluster; in forward mode
