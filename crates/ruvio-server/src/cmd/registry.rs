@@ -2,14 +2,16 @@
 //! server's own (connection, client, cluster, server administration).
 //!
 //! Built once from the families' `COMMANDS` tables, which share one row format
-//! ([`CommandRow`]); nothing else lists command names. Lookup lower-cases the name
-//! into a stack buffer, so dispatch allocates nothing. A container's subcommand is
+//! ([`CommandRow`]); nothing else lists command names. Lookup compares a name
+//! folded to lower case as one number (up to 16 bytes), so dispatch neither
+//! allocates nor lowers byte by byte. A container's subcommand is
 //! resolved from the arguments ([`CommandTree::resolve`], Redis' `lookupCommand`)
 //! once the container is admitted, and the subcommand's own arity, key positions
 //! and handler are what dispatch checks, routes and runs.
 
 use crate::cmd::ServerFn;
 use crate::net::conn::Merge;
+use ruvio_engine::command::flags::WRITE;
 use ruvio_engine::command::{CommandRow, CommandTree};
 use ruvio_engine::{CommandMeta, EngineFn, MergeRule};
 use std::sync::OnceLock;
@@ -21,6 +23,60 @@ pub enum Handler {
     Engine(EngineFn),
     /// Needs the connection or the server: always runs on the client's shard.
     Server(ServerFn),
+}
+
+/// Where a row runs, from its handler and flags: worked out once when the table
+/// is built, so routing reads one field per request (`shard::route`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// A server command that touches no keys it writes: on the client's shard.
+    Here,
+    /// An engine command: where its keys live (forwarded, split, borrowed).
+    ByKeys,
+    /// A server command that writes keys (MIGRATE, which talks to another
+    /// instance itself): its keys are checked as any keyed command's, but it
+    /// runs only on the client's shard, never forwarded (`cmd::migrate`), and
+    /// answers under `always` once its write is durable, as an engine write.
+    KeysHere,
+}
+
+impl Placement {
+    fn of(handler: Option<Handler>, meta: &CommandMeta) -> Placement {
+        match handler {
+            Some(Handler::Engine(_)) => Placement::ByKeys,
+            Some(Handler::Server(_)) if meta.has(WRITE) && !meta.keys.is_none() => {
+                Placement::KeysHere
+            }
+            // A container without a handler never runs as itself.
+            Some(Handler::Server(_)) | None => Placement::Here,
+        }
+    }
+}
+
+/// A row dispatch runs itself, with the connection's reply queue, rather than
+/// through its handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InDispatch {
+    /// Every other row: routed and run by its handler.
+    No,
+    /// EXEC runs the queue (`shard::multi::exec`).
+    Exec,
+    /// WATCH remembers keys, maybe of other shards (`shard::multi::watch_keys`).
+    Watch,
+    /// SORT and SORT_RO: a restricted user's check of the keys its BY and GET
+    /// patterns read comes first (`acl::check::sort_refusal`).
+    Sort,
+}
+
+impl InDispatch {
+    fn of(name: &str) -> InDispatch {
+        match name {
+            "exec" => InDispatch::Exec,
+            "watch" => InDispatch::Watch,
+            "sort" | "sort_ro" => InDispatch::Sort,
+            _ => InDispatch::No,
+        }
+    }
 }
 
 /// One row of the table, or one subcommand of a container row.
@@ -47,6 +103,17 @@ pub struct Command {
     /// client that may run it is noted as a script caller (dispatch's
     /// `acl_refusal`) before its first such call, without the name tests.
     pub notes_script_caller: bool,
+    /// Where it runs ([`Placement`]).
+    pub placement: Placement,
+    /// EVAL, EVALSHA, FCALL and their read-only forms: the script sees whether
+    /// the server was over `maxmemory` when it started.
+    pub script_call: bool,
+    /// Its refusals are checked on every call, even when no client, shard or
+    /// server state asks for them (dispatch's gate): a script call (its
+    /// `maxmemory` flag), EXEC (`-BUSY` and `EXECABORT` outside MULTI too).
+    pub always_checked: bool,
+    /// Whether dispatch runs it itself ([`InDispatch`]).
+    pub in_dispatch: InDispatch,
 }
 
 impl CommandTree for Command {
@@ -69,11 +136,12 @@ impl Command {
     ) -> Command {
         *stats += 1;
         let stat = *stats - 1;
+        let runs = row.handler.map(handler);
         let command = Command {
             id,
             stat,
             meta: &row.meta,
-            handler: row.handler.map(handler),
+            handler: runs,
             merge: row.meta.merge.map(merge_of),
             subcommands: row
                 .subcommands
@@ -84,6 +152,10 @@ impl Command {
             acl: crate::acl::check::CheckRow::new(&row.meta, stat),
             notes_script_caller: crate::mesh::script_lock::is_script(&row.meta)
                 || row.meta.name == "exec",
+            placement: Placement::of(runs, &row.meta),
+            script_call: is_script_call(row.meta.name),
+            always_checked: is_script_call(row.meta.name) || row.meta.name == "exec",
+            in_dispatch: InDispatch::of(row.meta.name),
         };
         assert!(
             command.handler.is_some() || (!command.subcommands.is_empty() && row.meta.arity <= -2),
@@ -92,6 +164,14 @@ impl Command {
         );
         command
     }
+}
+
+/// EVAL, EVALSHA, FCALL and their read-only forms.
+fn is_script_call(name: &str) -> bool {
+    matches!(
+        name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    )
 }
 
 /// The server's reply merger for a row's merge rule.
@@ -116,7 +196,9 @@ pub struct Registry {
     /// Command ids by the shape of their name (see [`name_bucket`]): a lookup
     /// compares a few names case-insensitively instead of copying and hashing
     /// (it runs twice per request, once for the prefetch pass).
-    buckets: Vec<Vec<(&'static [u8], usize)>>,
+    /// A name of up to [`FOLDED_NAME_BYTES_MAX`] bytes is compared by its
+    /// [`folded`] form, a longer one byte by byte.
+    buckets: Vec<Vec<(&'static [u8], u128, usize)>>,
     /// Each row by its statistics slot: its container's id and, for a
     /// subcommand, its index among the container's subcommands ([`Registry::row`]).
     by_stat: Vec<(u32, Option<u32>)>,
@@ -136,6 +218,83 @@ fn name_bucket(name: &[u8]) -> usize {
 
 /// Longest command name; a longer name cannot be a command.
 const COMMAND_NAME_BYTES_MAX: usize = 32;
+
+/// Longest name compared as one number ([`folded`]); longer names (a few
+/// GEO and cluster commands) are compared byte by byte.
+const FOLDED_NAME_BYTES_MAX: usize = 16;
+
+/// `name` (at most [`FOLDED_NAME_BYTES_MAX`] bytes) in ASCII lower case as one
+/// little-endian number, zero-padded: equal for two names of one length
+/// exactly when they are equal ignoring ASCII case. Lowered eight bytes at a
+/// time, the second eight only for a name longer than that (a byte-wise
+/// `eq_ignore_ascii_case` cost some 12 instructions a byte, and a name is
+/// looked up twice per request).
+#[inline(always)]
+fn folded(name: &[u8]) -> u128 {
+    let n = name.len();
+    let (head, tail) = name.split_at(n.min(8));
+    let low = fold_word(load_le(head));
+    match tail.is_empty() {
+        true => u128::from(low),
+        false => u128::from(low) | u128::from(fold_word(load_le(tail))) << 64,
+    }
+}
+
+/// Eight bytes with the ASCII capitals among them lowered.
+#[inline(always)]
+fn fold_word(word: u64) -> u64 {
+    const ONES: u64 = u64::MAX / 0xff;
+    // Per byte, on its low seven bits (no carry crosses a byte): the high bit
+    // of `low + 0x3f` is set from 'A' (0x41) up, that of `low + 0x25` above
+    // 'Z' (0x5a); a byte with its own high bit set is no letter.
+    let low = word & (ONES * 0x7f);
+    let from_a = low + ONES * 0x3f;
+    let past_z = low + ONES * 0x25;
+    let upper = from_a & !past_z & !word & (ONES * 0x80);
+    word | (upper >> 2)
+}
+
+/// At most eight bytes as a little-endian number, zero-padded: two loads that
+/// may overlap (the bytes they share land in the same place), rather than a
+/// copy of a variable length (a `memcpy` call).
+#[inline(always)]
+fn load_le(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    match n {
+        0 => 0,
+        1..=3 => {
+            let (first, middle, last) = (bytes[0], bytes[n / 2], bytes[n - 1]);
+            u64::from(first) | u64::from(middle) << (8 * (n / 2)) | u64::from(last) << (8 * (n - 1))
+        }
+        4..=7 => {
+            let word = |at: usize| {
+                u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+            };
+            u64::from(word(0)) | u64::from(word(n - 4)) << (8 * (n - 4))
+        }
+        _ => {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&bytes[..8]);
+            u64::from_le_bytes(word)
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's last hit of [`Registry::lookup`]: its folded name, its
+    /// length, its id.
+    static LAST_HIT: std::cell::Cell<(u128, usize, usize)> =
+        const { std::cell::Cell::new((0, 0, 0)) };
+}
+
+/// A table name's [`folded`] form, 0 for one too long for it (compared byte by
+/// byte instead).
+fn folded_if_short(name: &[u8]) -> u128 {
+    match name.len() <= FOLDED_NAME_BYTES_MAX {
+        true => folded(name),
+        false => 0,
+    }
+}
 
 impl Registry {
     fn build() -> Registry {
@@ -164,9 +323,9 @@ impl Registry {
             let name = command.meta.name.as_bytes();
             assert!(!name.is_empty() && name.len() <= COMMAND_NAME_BYTES_MAX);
             let bucket = &mut buckets[name_bucket(name)];
-            let taken = bucket.iter().any(|&(other, _)| other == name);
+            let taken = bucket.iter().any(|&(other, _, _)| other == name);
             assert!(!taken, "command {} registered twice", command.meta.name);
-            bucket.push((name, command.id));
+            bucket.push((name, folded_if_short(name), command.id));
         }
         let acl = acl_catalog(&commands, stat_slots);
         let mut by_stat = vec![(0, None); stat_slots];
@@ -205,26 +364,47 @@ impl Registry {
         }
     }
 
-    /// Find a top-level command by name, ignoring ASCII case.
+    /// Find a top-level command by name, ignoring ASCII case. Inlined into its
+    /// two callers on the request path (the prefetch pass and dispatch) for the
+    /// usual answer, this thread's last hit (a pipeline mostly repeats one
+    /// command); the buckets are searched out of line.
+    #[inline(always)]
     pub fn lookup(&self, name: &[u8]) -> Option<&Command> {
+        if name.is_empty() || name.len() > FOLDED_NAME_BYTES_MAX {
+            return self.lookup_long(name);
+        }
+        let key = folded(name);
+        let (last_key, last_len, last) = LAST_HIT.with(|l| l.get());
+        if key == last_key && name.len() == last_len {
+            return self.commands.get(last);
+        }
+        self.lookup_folded(name.len(), key)
+    }
+
+    /// [`Registry::lookup`] of a name of up to [`FOLDED_NAME_BYTES_MAX`] bytes
+    /// (`len`), folded to `key`, not the last hit. Names sit in the bucket itself
+    /// (one length each): no pointer chasing through the rows.
+    #[inline(never)]
+    fn lookup_folded(&self, len: usize, key: u128) -> Option<&Command> {
+        let first = (key & 0x1f) as u8;
+        let bucket = &self.buckets[len * BUCKETS_PER_LENGTH + first as usize];
+        let (_, _, id) = bucket.iter().find(|(_, candidate, _)| *candidate == key)?;
+        LAST_HIT.with(|l| l.set((key, len, *id)));
+        Some(&self.commands[*id])
+    }
+
+    /// [`Registry::lookup`] of an empty name or one longer than
+    /// [`FOLDED_NAME_BYTES_MAX`] bytes, compared byte by byte.
+    #[cold]
+    #[inline(never)]
+    fn lookup_long(&self, name: &[u8]) -> Option<&Command> {
         if name.is_empty() || name.len() > COMMAND_NAME_BYTES_MAX {
             return None;
         }
-        // A pipeline mostly repeats one command: try this thread's last hit first.
-        thread_local! {
-            static LAST: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-        }
-        let last = LAST.with(|l| l.get());
-        if let Some(c) = self.commands.get(last) {
-            if name.eq_ignore_ascii_case(c.meta.name.as_bytes()) {
-                return Some(c);
-            }
-        }
-        // Names sit in the bucket itself: no pointer chasing through the rows.
-        let (_, id) = self.buckets[name_bucket(name)]
+        let bucket = &self.buckets[name_bucket(name)];
+        let (_, _, id) = bucket
             .iter()
-            .find(|(candidate, _)| name.eq_ignore_ascii_case(candidate))?;
-        LAST.with(|l| l.set(*id));
+            .find(|(candidate, _, _)| name.eq_ignore_ascii_case(candidate))?;
         Some(&self.commands[*id])
     }
 }
@@ -325,6 +505,83 @@ mod tests {
         assert!(reg.lookup(b"").is_none());
     }
 
+    /// Every name is found in any case, after any other lookup (the last hit
+    /// is tried first), and nothing that differs from it in more than the
+    /// case of an ASCII letter is: a NUL padding it, a byte with the high bit
+    /// or the case bit set that is no letter's other case.
+    #[test]
+    fn lookup_finds_exactly_each_name_in_any_case() {
+        let reg = registry();
+        for c in &reg.commands {
+            let name = c.meta.name.as_bytes();
+            let upper = name.to_ascii_uppercase();
+            for probe in [name, upper.as_slice()] {
+                assert_eq!(
+                    reg.lookup(probe).map(|f| f.id),
+                    Some(c.id),
+                    "{}",
+                    c.meta.name
+                );
+                // Twice: the second one is the last hit.
+                assert_eq!(
+                    reg.lookup(probe).map(|f| f.id),
+                    Some(c.id),
+                    "{}",
+                    c.meta.name
+                );
+            }
+            let mut padded = name.to_vec();
+            padded.push(0);
+            assert!(reg.lookup(&padded).is_none_or(|f| f.id != c.id));
+            for i in 0..name.len() {
+                for flip in [0x20u8, 0x80] {
+                    let mut other = name.to_vec();
+                    other[i] ^= flip;
+                    if name[i].is_ascii_alphabetic() && flip == 0x20 {
+                        continue;
+                    }
+                    let found = reg.lookup(&other).map(|f| f.meta.name);
+                    assert!(found.is_none_or(|f| f.as_bytes() != name), "{other:?}");
+                }
+            }
+        }
+        assert!(reg.lookup(b"get\0").is_none());
+        assert_eq!(reg.lookup(b"GET").map(|c| c.meta.name), Some("get"));
+        assert!(reg.lookup(b"GE").is_none());
+    }
+
+    #[test]
+    fn names_load_as_zero_padded_little_endian_numbers() {
+        let bytes: Vec<u8> = (1..=FOLDED_NAME_BYTES_MAX as u8).collect();
+        for len in 0..=8 {
+            let mut padded = [0u8; 8];
+            padded[..len].copy_from_slice(&bytes[..len]);
+            assert_eq!(load_le(&bytes[..len]), u64::from_le_bytes(padded), "{len}");
+        }
+        for len in 0..=FOLDED_NAME_BYTES_MAX {
+            let mut padded = [0u8; FOLDED_NAME_BYTES_MAX];
+            padded[..len].copy_from_slice(&bytes[..len]);
+            assert_eq!(folded(&bytes[..len]), u128::from_le_bytes(padded), "{len}");
+        }
+    }
+
+    #[test]
+    fn folding_lowers_exactly_the_ascii_capitals() {
+        for byte in 0..=255u8 {
+            for at in [0, 7, 8, 15] {
+                let mut name = [b'x'; FOLDED_NAME_BYTES_MAX];
+                name[at] = byte;
+                let mut lowered = name;
+                lowered[at] = byte.to_ascii_lowercase();
+                assert_eq!(
+                    folded(&name),
+                    u128::from_le_bytes(lowered),
+                    "{byte} at {at}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn readme_coverage_table_lists_every_command() {
         let readme = include_str!("../../../../README.md");
@@ -338,6 +595,54 @@ mod tests {
             missing.is_empty(),
             "README coverage table misses: {missing:?}"
         );
+    }
+
+    /// Routing reads each row's placement: engine rows go where their keys are,
+    /// MIGRATE (a server command writing keys) only here with its keys checked,
+    /// every other server command here.
+    #[test]
+    fn placement_follows_the_handler_and_the_written_keys() {
+        let placement = |name: &[u8]| registry().lookup(name).map(|c| c.placement);
+        assert_eq!(placement(b"get"), Some(Placement::ByKeys));
+        assert_eq!(placement(b"set"), Some(Placement::ByKeys));
+        assert_eq!(placement(b"migrate"), Some(Placement::KeysHere));
+        assert_eq!(placement(b"ping"), Some(Placement::Here));
+        assert_eq!(placement(b"publish"), Some(Placement::Here));
+        for row in registry().all_rows() {
+            let keyed_server_write = matches!(row.handler, Some(Handler::Server(_)))
+                && row.meta.has(WRITE)
+                && !row.meta.keys.is_none();
+            assert_eq!(
+                row.placement == Placement::KeysHere,
+                keyed_server_write,
+                "{}",
+                row.meta.name
+            );
+        }
+    }
+
+    /// The script calls dispatch marks are the ones the script lock knows.
+    #[test]
+    fn script_calls_are_the_script_lock_s_scripts() {
+        let mut calls = 0;
+        for row in registry().all_rows() {
+            let is_script = crate::mesh::script_lock::is_script(row.meta);
+            assert_eq!(row.script_call, is_script, "{}", row.meta.name);
+            assert_eq!(
+                row.always_checked,
+                is_script || row.meta.name == "exec",
+                "{}",
+                row.meta.name
+            );
+            calls += usize::from(row.script_call);
+        }
+        assert_eq!(calls, 6);
+        let exec = registry().lookup(b"EXEC").map(|c| c.in_dispatch);
+        assert_eq!(exec, Some(InDispatch::Exec));
+        let sort_ro = registry().lookup(b"sort_ro").map(|c| c.in_dispatch);
+        assert_eq!(sort_ro, Some(InDispatch::Sort));
+        let get = registry().lookup(b"get").map(|c| c.in_dispatch);
+        assert_eq!(get, Some(InDispatch::No));
     }
 
     /// Exactly the commands that may span shards say how their replies merge.

@@ -24,7 +24,7 @@ pub struct Caller {
 
 impl Caller {
     /// How `client` (connected to shard `client_shard`) runs engine commands.
-    #[inline]
+    #[inline(always)]
     pub fn of(client: &crate::net::conn::ClientState, client_shard: usize) -> Caller {
         Caller {
             client_id: client.id,

@@ -28,6 +28,7 @@ pub mod blocking;
 pub mod busy;
 mod conn_io;
 pub mod dispatch;
+mod elsewhere;
 pub mod eviction;
 pub mod exec;
 pub mod exec_run;

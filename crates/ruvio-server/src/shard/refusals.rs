@@ -1,24 +1,109 @@
-//! The refusals a command meets before it runs, in Redis's order: the ACL check of
+//! The refusals a command meets before it runs, in Redis's order, behind one
+//! gate ([`needs_checks`]) that lets the usual call skip them all: the ACL check of
 //! a restricted user (`-NOPERM`, the row worked out per command row in
 //! `acl::check`), RESP2's subscribed mode, `-OOM` of a command that may grow
 //! memory, and CLIENT PAUSE holding it. Apart from `dispatch` because each is a
 //! question about the command and the client, not a step of running it.
 
 use crate::cmd::registry::{registry, Command};
+use crate::memory::limit;
 use crate::net::conn::ClientState;
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::DENYOOM;
+use ruvio_engine::command::flags::{ALLOW_BUSY, DENYOOM, LOADING, NO_AUTH};
 use ruvio_engine::command::CommandTree;
 use ruvio_engine::CmdError;
 use ruvio_engine::CommandMeta;
-use ruvio_resp::Args;
+use ruvio_resp::{Args, Protocol};
 
-/// EVAL, EVALSHA, FCALL and their read-only forms.
-pub(super) fn is_script_call(cmd: &Command) -> bool {
-    matches!(
-        cmd.meta.name,
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-    )
+/// Whether a call must go through [`refusal`]: one test on the request path,
+/// false for nearly every call of a running server. Each refusal (and the one
+/// side effect, a script's `maxmemory` flag) has an input here that is set
+/// whenever it could apply: the row (arity, a script call, EXEC), the client
+/// (not authenticated, a restricted ACL user, RESP2 subscribed mode, MULTI),
+/// the shard (loading, `maxmemory` set), the server (a replica, or writes
+/// refused for want of replicas), the node (a cluster node replicating its
+/// master). When it is true the checks run in Redis's
+/// order, exactly as they would without the gate.
+#[inline(always)]
+pub(super) fn needs_checks(
+    core: &ShardCore,
+    client: &ClientState,
+    cmd: &Command,
+    args: Args<'_>,
+) -> bool {
+    let row = !cmd.meta.arity_ok(args.len()) | cmd.always_checked;
+    let conn = !client.authenticated
+        | client.acl.restricted
+        | client.multi.is_some()
+        | (client.proto == Protocol::Resp2 && client.subs.active());
+    let replication = &core.shared.replication;
+    let server = core.loading.refuses()
+        | (core.cfg.maxmemory != 0)
+        | replication.is_replica()
+        | replication.writes_refused()
+        | super::node_replica::following(core);
+    row | conn | server
+}
+
+/// The refusal a call meets before it runs, in Redis's order (arity, NOAUTH,
+/// NOPERM, LOADING, OOM, RESP2 subscribed mode, BUSY, then a replica's
+/// READONLY or `min-replicas-to-write`'s NOREPLICAS), when [`needs_checks`]
+/// said one may apply. Sets a script call's `maxmemory` flag first.
+#[cold]
+#[inline(never)]
+pub(super) fn refusal(
+    core: &mut ShardCore,
+    client: &ClientState,
+    cmd: &'static Command,
+    resolved: &Result<&'static Command, CmdError>,
+    args: Args<'_>,
+) -> Option<CmdError> {
+    if cmd.script_call {
+        let over = core.cfg.maxmemory != 0 && limit::must_refuse(core);
+        ruvio_engine::scripting::set_oom_at_start(over);
+    }
+    let row_meta = resolved.as_ref().map_or(cmd.meta, |sub| sub.meta);
+    let rejected = if !cmd.meta.arity_ok(args.len()) {
+        Some(CmdError::WrongArity(cmd.meta.name))
+    } else if !client.authenticated && !cmd.meta.has(NO_AUTH) && core.shared.acl.auth_required() {
+        Some(CmdError::NoAuth)
+    } else if let Some((row, denied)) = acl_refusal(core, client, resolved, args) {
+        // A command the user may run goes on to the checks below.
+        Some(acl_denied(core, client, row, args, denied))
+    } else if core.loading.refuses() && !row_meta.has(LOADING) {
+        Some(CmdError::Line(
+            crate::persistence::loading::LOADING_ERROR.to_vec(),
+        ))
+    } else if core.cfg.maxmemory != 0 && denies_oom(cmd, args) && limit::must_refuse(core) {
+        Some(CmdError::Oom)
+    } else if client.proto == Protocol::Resp2 && client.subs.active() {
+        subscribed_mode_refusal(cmd, args)
+    } else if (client.multi.is_some() || cmd.meta.name == "exec") && !cmd.meta.has(ALLOW_BUSY) {
+        // Redis refuses a command with -BUSY before queueing it (EXEC aborts,
+        // in MULTI or not).
+        core.shared.scripts.busy_elsewhere(core.id)
+    } else {
+        None
+    };
+    match rejected {
+        None if core.shared.replication.is_replica() && !client.master => {
+            let link_up = core.shared.replication.link_up();
+            crate::replication::refusal(link_up, &core.cfg, row_meta, args)
+        }
+        None if !client.master && super::node_replica::following(core) => {
+            super::node_replica::refusal(core, row_meta, args)
+        }
+        None if core.shared.replication.writes_refused() && !client.master => {
+            // Set while any history refuses: this shard's own decides.
+            let state = &core.shared.replication;
+            state
+                .history(core.id, core.cfg.port_mode)
+                .writes_refused()
+                .then(|| crate::replication::too_few_replicas(row_meta, args))
+                .flatten()
+        }
+        rejected => rejected,
+    }
 }
 
 /// The command (or its subcommand) may grow memory: refused past `maxmemory`.
@@ -43,10 +128,8 @@ pub(super) fn flags_row<'a>(cmd: &'a Command, args: Args<'_>) -> &'a CommandMeta
 /// ([`acl_denied`] makes the `-NOPERM` error and the ACL LOG entry). Redis
 /// checks right after authentication, before routing, so a command for another
 /// shard is checked here too. An unknown subcommand passes: its own error comes
-/// later. Inlined into the request path, answering only a small value (the
-/// error built here cost the allowed calls its moves).
-#[inline(always)]
-pub(super) fn acl_refusal<'r>(
+/// later. Answers only a small value: [`acl_denied`] builds the error.
+fn acl_refusal<'r>(
     core: &mut ShardCore,
     client: &ClientState,
     resolved: &Result<&'r Command, CmdError>,
@@ -77,7 +160,7 @@ pub(super) fn acl_refusal<'r>(
 /// A refused call's ACL LOG entry and `-NOPERM` error.
 #[cold]
 #[inline(never)]
-pub(super) fn acl_denied(
+fn acl_denied(
     core: &mut ShardCore,
     client: &ClientState,
     row: &Command,

@@ -5,7 +5,7 @@
 //! to read when a command lands on an unexpected shard.
 
 use crate::cluster::node::{ShardNode, SlotRoute};
-use crate::cmd::registry::{Command, Handler};
+use crate::cmd::registry::{Command, Placement};
 use crate::config::PortMode;
 use crate::net::conn::Merge;
 use crate::shard::ShardCore;
@@ -92,17 +92,22 @@ impl InFlight {
     }
 }
 
+/// Whether a command runs here whatever its keys: one that runs where the
+/// client is, or any command of a single forward-mode shard. The request
+/// path's first question, inlined (no [`Route`] to build and drop).
+#[inline(always)]
+pub(super) fn runs_here(core: &ShardCore, cmd: &Command) -> bool {
+    let single = core.topo.mode == PortMode::Forward && core.topo.nodes.len() == 1;
+    cmd.placement == Placement::Here || single
+}
+
 /// Decide where a command runs (`in_flight`: what a slot in flight lets it do).
 pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: InFlight) -> Route {
+    if runs_here(core, cmd) {
+        return Route::Local;
+    }
     let shards = core.topo.nodes.len();
     let forward = core.topo.mode == PortMode::Forward;
-    let keyed_server = keyed_server_write(cmd);
-    if !matches!(cmd.handler, Some(Handler::Engine(_))) && !keyed_server {
-        return Route::Local;
-    }
-    if forward && shards == 1 {
-        return Route::Local;
-    }
     if cmd.meta.keys.is_none() {
         if forward && crate::mesh::lending::swaps_dbs(cmd.meta) {
             // Under the script lock in a quiet server, on every shard at once
@@ -145,7 +150,7 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
     // is the path of nearly every request, local or forwarded; building the groups
     // here cost a fifth of a local GET's instructions (docs/runtime.md).
     let one_shard = positions.all(|p| core.topo.key_owner(args.get(p)) == owner);
-    if keyed_server {
+    if cmd.placement == Placement::KeysHere {
         // It cannot run on another shard: its keys must all be here.
         return if one_shard && owner == core.id {
             Route::Local
@@ -209,7 +214,7 @@ fn node_route(
             .into_iter()
             .map(|p| args.get(p))
             .collect();
-        let server_write = keyed_server_write(cmd);
+        let server_write = cmd.placement == Placement::KeysHere;
         if let Some(route) = in_flight_route(core, node, &keys, slot, owner, (asking, server_write))
         {
             return route;
@@ -289,15 +294,6 @@ pub(super) fn in_flight_keys<'a>(
         Route::TryAgain => Some(Err(CmdError::TryAgain)),
         _ => Some(Ok(())),
     }
-}
-
-/// A server command that writes keys (MIGRATE, which talks to another
-/// instance itself): its keys are checked as any keyed command's, but it runs
-/// only on the shard the client is on, never forwarded (`cmd::migrate`).
-fn keyed_server_write(cmd: &Command) -> bool {
-    matches!(cmd.handler, Some(Handler::Server(_)))
-        && cmd.meta.has(WRITE)
-        && !cmd.meta.keys.is_none()
 }
 
 /// `-MOVED` to another node of the bus ([`Route::MovedToNode`]).

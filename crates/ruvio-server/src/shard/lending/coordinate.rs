@@ -71,34 +71,26 @@ pub fn start(
         })
         .collect();
     plan.sort_by_key(|(shard, _)| *shard);
-    let ticket = core.lending.next_ticket;
-    core.lending.next_ticket += 1;
-    core.lending.ops.insert(
-        ticket,
-        CrossOp {
-            conn,
-            seq,
-            caller,
-            argv: OwnedArgs::from_args(args),
-            stat: cmd.stat,
-            meta: cmd.meta,
-            plan,
-            next: 0,
-            borrowed: Vec::new(),
-            waiting: None,
-            value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
-            transaction: None,
-            riders: Vec::new(),
-            wants_lock: crate::mesh::script_lock::is_script(cmd.meta) || swaps_dbs(cmd.meta),
-            borrowing: Borrowing::Idle,
-            first_run_ns: None,
-            sent_argv: None,
-        },
-    );
-    core.lending.starting = Some((ticket, conn));
-    advance(core, conns, ticket);
-    core.lending.starting = None;
-    core.lending.answered_at_once.take()
+    let op = CrossOp {
+        conn,
+        seq,
+        caller,
+        argv: OwnedArgs::from_args(args),
+        stat: cmd.stat,
+        meta: cmd.meta,
+        plan,
+        next: 0,
+        borrowed: Vec::new(),
+        waiting: None,
+        value_key_tries: cmd.meta.keys.reads_keys_from_value().then_some(0),
+        transaction: None,
+        riders: Vec::new(),
+        wants_lock: crate::mesh::script_lock::is_script(cmd.meta) || swaps_dbs(cmd.meta),
+        borrowing: Borrowing::Idle,
+        first_run_ns: None,
+        sent_argv: None,
+    };
+    begin(core, conns, op)
 }
 
 /// Start coordinating the EXEC of `transaction` for connection `conn` (held slot
@@ -126,32 +118,48 @@ pub fn start_transaction(
     plan.sort_by_key(|(shard, _)| *shard);
     let exec = registry().lookup(b"exec").expect("EXEC is in the table");
     let wants_lock = transaction.locked;
+    let op = CrossOp {
+        conn,
+        seq,
+        caller,
+        argv: [b"EXEC".as_slice()].into_iter().collect(),
+        stat: exec.stat,
+        meta: exec.meta,
+        plan,
+        next: 0,
+        borrowed: Vec::new(),
+        waiting: None,
+        value_key_tries: None,
+        transaction: Some(transaction),
+        riders: Vec::new(),
+        wants_lock,
+        borrowing: Borrowing::Idle,
+        first_run_ns: None,
+        sent_argv: None,
+    };
+    begin(core, conns, op)
+}
+
+/// Take a ticket for `op` and its first step ([`advance`]), the reply coming
+/// back here when it is answered at once.
+fn begin(core: &mut ShardCore, conns: &mut Slab<Conn>, op: CrossOp) -> Option<Vec<u8>> {
     let ticket = core.lending.next_ticket;
     core.lending.next_ticket += 1;
-    core.lending.ops.insert(
-        ticket,
-        CrossOp {
-            conn,
-            seq,
-            caller,
-            argv: [b"EXEC".as_slice()].into_iter().collect(),
-            stat: exec.stat,
-            meta: exec.meta,
-            plan,
-            next: 0,
-            borrowed: Vec::new(),
-            waiting: None,
-            value_key_tries: None,
-            transaction: Some(transaction),
-            riders: Vec::new(),
-            wants_lock,
-            borrowing: Borrowing::Idle,
-            first_run_ns: None,
-            sent_argv: None,
-        },
-    );
+    let conn = op.conn;
+    core.lending.ops.insert(ticket, op);
+    answered_at_once(core, (ticket, conn), |core| advance(core, conns, ticket))
+}
+
+/// Take `step` of op `ticket` while its connection `conn` waits in the caller,
+/// out of the slab's reach: a reply given during the step comes back here
+/// (`starting`, `answered_at_once`) rather than through the connection.
+fn answered_at_once(
+    core: &mut ShardCore,
+    (ticket, conn): (u64, (u32, u32)),
+    step: impl FnOnce(&mut ShardCore),
+) -> Option<Vec<u8>> {
     core.lending.starting = Some((ticket, conn));
-    advance(core, conns, ticket);
+    step(core);
     core.lending.starting = None;
     core.lending.answered_at_once.take()
 }
@@ -306,10 +314,9 @@ pub fn finish_starting_with_conn(
     conn: crate::shard::multi::ConnAccess<'_>,
 ) -> Option<Vec<u8>> {
     let ticket = core.lending.finish_with_conn.take()?;
-    core.lending.starting = Some((ticket, conn.who));
-    finish_with(core, conn.conns, ticket, Some((conn.client, conn.replies)));
-    core.lending.starting = None;
-    core.lending.answered_at_once.take()
+    answered_at_once(core, (ticket, conn.who), |core| {
+        finish_with(core, conn.conns, ticket, Some((conn.client, conn.replies)));
+    })
 }
 
 /// [`finish`], with the client's connection when the caller holds it.
