@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -267,7 +268,7 @@ def one_round(args, network: Network, hosts: list[Host], writer: Writer, victim:
         n["id"] == killed["id"] and "master" in n["flags"] for n in nodes(live)))
     wait("the cluster ok", lambda: all(cluster_ok(network.host(i)) for i in range(HOST_COUNT)))
     return {"victim_host": victim, "resharded_slots": half, "reshard_s": reshard_s,
-                    "failover_s": failover_s, "cluster_ok_after_kill_s": ok_s, "rejoin_s": rejoin_s,
+            "failover_s": failover_s, "cluster_ok_after_kill_s": ok_s, "rejoin_s": rejoin_s,
             "confirmed_writes": confirmed, "acked_at_kill": writer.acked}
 
 
@@ -330,6 +331,7 @@ def main() -> None:
         for h in hosts:
             h.kill()
         network.close()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -339,7 +339,9 @@ fn a_cluster_across_three_hosts_reshards_and_survives_a_host_s_kill_9() {
     });
     std::thread::sleep(Duration::from_millis(500));
     let written = stop_writer(writer, &stop);
-    // Every acknowledged write is on a replica too before the kill.
+    // Every acknowledged write is on a replica too before the kill (Ruvio's
+    // WAIT waits for the shard's whole offset, so this fresh connection's
+    // WAIT covers the writer's writes; Redis's would count only its own).
     for master in &masters {
         let mut conn = RawConn::connect_to(&master.host, master.port);
         assert_eq!(conn.cmd(&["WAIT", "1", "1000"]), b":1\r\n", "{master:?}");
