@@ -347,6 +347,11 @@ fn a_cluster_across_three_hosts_reshards_and_survives_a_host_s_kill_9() {
         assert_eq!(conn.cmd(&["WAIT", "1", "1000"]), b":1\r\n", "{master:?}");
     }
     let killed_slots = slots_of(&first, killed.port, &killed.id);
+    let heir = view
+        .iter()
+        .find(|n| n.master == killed.id)
+        .expect("its replica");
+    assert_ne!(heir.host, first);
 
     // kill -9 of the first host's process: its master and a replica.
     hosts[0].kill();
@@ -354,9 +359,9 @@ fn a_cluster_across_three_hosts_reshards_and_survives_a_host_s_kill_9() {
     let third = hosts[2].address.clone();
     wait_until("the killed master's replica promoted", || {
         let view = nodes(&second, port);
-        let promoted = view.iter().find(|l| {
-            l[2].contains("master") && !l[2].contains("fail") && l[8..] == killed_slots[..]
-        });
+        let promoted = view
+            .iter()
+            .find(|l| l[0] == heir.id && l[2].contains("master") && l[8..] == killed_slots[..]);
         match promoted {
             Some(_) => Ok(()),
             None => Err(format!("{view:?}")),
