@@ -29,7 +29,7 @@ Redis's). Failover times are recorded per round.
 Needs root (`ip netns`). Not a quiet-machine benchmark: the failover times
 are from a shared machine, the record says so in its settings.
 
-  sudo scripts/cluster_hosts.py --rounds 3 [--ruvio target/debug/ruvio]
+  sudo python3 scripts/cluster_hosts.py --rounds 3 [--ruvio target/debug/ruvio]
 """
 
 from __future__ import annotations
