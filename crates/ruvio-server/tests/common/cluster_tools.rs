@@ -9,8 +9,16 @@ use std::process::{Command, Stdio};
 
 /// The node's name (CLUSTER MYID).
 pub fn myid(port: u16) -> String {
-    text(&RawConn::connect(port).cmd(&["CLUSTER", "MYID"]))
+    myid_at(LOOPBACK, port)
 }
+
+/// The name of the node at `host`:`port` (CLUSTER MYID).
+pub fn myid_at(host: &str, port: u16) -> String {
+    text(&RawConn::connect_to(host, port).cmd(&["CLUSTER", "MYID"]))
+}
+
+/// Where the tests on one machine reach their nodes.
+const LOOPBACK: &str = "127.0.0.1";
 
 /// redis-cli beside redis-server, when it and redis-py are installed (`None`:
 /// the test `test` is skipped, unless RUVIO_REQUIRE_REDIS=1).
@@ -30,10 +38,15 @@ pub fn redis_cli(test: &str) -> Option<std::path::PathBuf> {
 /// redis-py's RedisCluster writing `w:<n>` keys from `port` until `stop`
 /// exists, then printing how many writes were acknowledged.
 pub fn start_writer(port: u16, stop: &std::path::Path) -> std::process::Child {
+    start_writer_at(LOOPBACK, port, stop)
+}
+
+/// [`start_writer`] from the node at `host`:`port`.
+pub fn start_writer_at(host: &str, port: u16, stop: &std::path::Path) -> std::process::Child {
     let script = format!(
         "import os\n\
          from redis.cluster import RedisCluster\n\
-         rc = RedisCluster(host='127.0.0.1', port={port})\n\
+         rc = RedisCluster(host='{host}', port={port})\n\
          n = 0\n\
          while not os.path.exists('{stop}'):\n\
          \x20   rc.set('w:%d' % n, 'v%d' % n)\n\
@@ -69,9 +82,14 @@ pub fn stop_writer(writer: std::process::Child, stop: &std::path::Path) -> usize
 
 /// Every `w:<n>` below `count` reads back through RedisCluster from `port`.
 pub fn all_written_present(port: u16, count: usize) {
+    all_written_present_at(LOOPBACK, port, count)
+}
+
+/// [`all_written_present`] read from the node at `host`:`port`.
+pub fn all_written_present_at(host: &str, port: u16, count: usize) {
     let script = format!(
         "from redis.cluster import RedisCluster\n\
-         rc = RedisCluster(host='127.0.0.1', port={port})\n\
+         rc = RedisCluster(host='{host}', port={port})\n\
          bad = [i for i in range({count}) if rc.get('w:%d' % i) != b'v%d' % i]\n\
          assert not bad, (len(bad), bad[:10])\n"
     );
@@ -80,9 +98,19 @@ pub fn all_written_present(port: u16, count: usize) {
 
 /// `redis-cli --cluster reshard` moving `slots` slots from `from` to `to`.
 pub fn reshard(cli: &std::path::Path, from: u16, to: u16, slots: u16) {
+    reshard_at(cli, (LOOPBACK, from), (LOOPBACK, to), slots)
+}
+
+/// [`reshard`] between the nodes at `from` and `to` (host, port).
+pub fn reshard_at(cli: &std::path::Path, from: (&str, u16), to: (&str, u16), slots: u16) {
+    let (from_id, to_id) = (myid_at(from.0, from.1), myid_at(to.0, to.1));
+    let (from, to) = (
+        format!("{}:{}", from.0, from.1),
+        format!("{}:{}", to.0, to.1),
+    );
     let out = Command::new(cli)
-        .args(["--cluster", "reshard", &format!("127.0.0.1:{from}")])
-        .args(["--cluster-from", &myid(from), "--cluster-to", &myid(to)])
+        .args(["--cluster", "reshard", &from])
+        .args(["--cluster-from", &from_id, "--cluster-to", &to_id])
         .args(["--cluster-slots", &slots.to_string(), "--cluster-yes"])
         .output()
         .expect("redis-cli");
@@ -97,8 +125,13 @@ pub fn reshard(cli: &std::path::Path, from: u16, to: u16, slots: u16) {
 /// `redis-cli --cluster check` from `port` finds the cluster whole: every
 /// slot covered, the nodes agreeing, no slot left open.
 pub fn check_whole(cli: &std::path::Path, port: u16) -> Result<(), String> {
+    check_whole_at(cli, LOOPBACK, port)
+}
+
+/// [`check_whole`] from the node at `host`:`port`.
+pub fn check_whole_at(cli: &std::path::Path, host: &str, port: u16) -> Result<(), String> {
     let out = Command::new(cli)
-        .args(["--cluster", "check", &format!("127.0.0.1:{port}")])
+        .args(["--cluster", "check", &format!("{host}:{port}")])
         .output()
         .map_err(|e| e.to_string())?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

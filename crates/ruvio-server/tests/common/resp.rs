@@ -125,6 +125,14 @@ impl RawConn {
         RawConn::from_stream(stream)
     }
 
+    /// Connects to `host`:`port` (a node on another network namespace's
+    /// address) with [`IO_TIMEOUT`] reads.
+    pub fn connect_to(host: &str, port: u16) -> RawConn {
+        let stream = TcpStream::connect((host, port))
+            .unwrap_or_else(|e| panic!("connect to {host}:{port}: {e}"));
+        RawConn::from_stream(stream)
+    }
+
     /// Wraps a connected stream (any address), with [`IO_TIMEOUT`] reads.
     pub fn from_stream(stream: TcpStream) -> RawConn {
         stream
