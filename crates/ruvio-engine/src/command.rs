@@ -293,6 +293,12 @@ impl KeySpec {
         }
     }
 
+    /// The key arguments themselves, in argument order ([`KeySpec::positions`]
+    /// read from `args`): what routing, tracking and transactions look at.
+    pub fn keys<'a>(&self, args: ruvio_resp::Args<'a>) -> impl Iterator<Item = &'a [u8]> {
+        self.positions(args).into_iter().map(move |p| args.get(p))
+    }
+
     /// Indexes of the key arguments in `args` (name at 0), in argument order. A
     /// numkeys argument that is not a count within the arguments yields no keys from
     /// that shape (the handler then answers Redis' error).

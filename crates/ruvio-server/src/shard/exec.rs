@@ -404,13 +404,7 @@ fn track(
     if named_read {
         match cmd.meta.keys.single_range(args) {
             Some(range) => keys.extend(range.map(|p| args.get(p))),
-            None => keys.extend(
-                cmd.meta
-                    .keys
-                    .positions(args)
-                    .into_iter()
-                    .map(|p| args.get(p)),
-            ),
+            None => keys.extend(cmd.meta.keys.keys(args)),
         }
     }
     if keys.is_empty() {

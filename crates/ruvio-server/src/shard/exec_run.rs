@@ -449,12 +449,7 @@ pub fn every_shard_now(
 /// The keys script `cmd` declares are all of one shard: a run of it under the lock
 /// that reaches no other key is its probation (see [`crate::mesh::script_lock::must_lock`]).
 fn declared_on_one_shard(core: &ShardCore, cmd: &Command, args: Args<'_>) -> bool {
-    let mut owners = cmd
-        .meta
-        .keys
-        .positions(args)
-        .into_iter()
-        .map(|p| core.topo.key_owner(args.get(p)));
+    let mut owners = cmd.meta.keys.keys(args).map(|key| core.topo.key_owner(key));
     let first = owners.next();
     owners.all(|o| Some(o) == first)
 }

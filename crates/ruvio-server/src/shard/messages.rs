@@ -276,13 +276,7 @@ fn relay_part_owed(
     args: ruvio_resp::Args<'_>,
     since: usize,
 ) {
-    let keys: Vec<&[u8]> = cmd
-        .meta
-        .keys
-        .positions(args)
-        .into_iter()
-        .map(|p| args.get(p))
-        .collect();
+    let keys: Vec<&[u8]> = cmd.meta.keys.keys(args).collect();
     let owed = core
         .tracking
         .take_part_owed(since, origin, &keys, &core.outbox);

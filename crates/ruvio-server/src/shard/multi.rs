@@ -202,7 +202,7 @@ fn cluster_slot(
         return Ok(());
     }
     let slot = join_slot(core, cmd, args, None)?;
-    let keys = || key_args(cmd, args).collect();
+    let keys = || cmd.meta.keys.keys(args).collect();
     let asking = client.asking || cmd.meta.has(ASKING);
     transaction_owner(core, slot, keys, || cmd.meta.has(WRITE), (asking, client))
 }
@@ -221,15 +221,6 @@ fn transaction_owner<'a>(
         return decided;
     }
     check_owner(core, slot, write, client)
-}
-
-/// The key arguments of one command.
-fn key_args<'a>(cmd: &Command, args: Args<'a>) -> impl Iterator<Item = &'a [u8]> {
-    cmd.meta
-        .keys
-        .positions(args)
-        .into_iter()
-        .map(move |p| args.get(p))
 }
 
 /// The slot of `cmd`'s keys joined to `slot` (the keys seen so far), or
@@ -422,7 +413,7 @@ pub fn exec(
         queued
             .commands
             .rows()
-            .flat_map(|(cmd, args)| key_args(cmd, args))
+            .flat_map(|(cmd, args)| cmd.meta.keys.keys(args))
             .collect()
     };
     let asking = client.asking || queued.commands.rows().any(|(cmd, _)| cmd.meta.has(ASKING));

@@ -201,19 +201,16 @@ fn node_route(
         SlotRoute::Down => node.owner_route(slot),
         route => route,
     };
-    if node.cluster.slots_in_flight() {
-        let this_slot = node.cluster.migrating_to(slot).is_some() || node.cluster.importing(slot);
-        if in_flight == InFlight::ExecChecked && this_slot {
+    // Only a command whose own slot is in flight looks at its keys: the rest of
+    // the node's traffic during a reshard routes as usual.
+    if node.cluster.slots_in_flight()
+        && (node.cluster.migrating_to(slot).is_some() || node.cluster.importing(slot))
+    {
+        if in_flight == InFlight::ExecChecked {
             return Route::Local;
         }
         let asking = in_flight == InFlight::Asking || cmd.meta.has(ASKING);
-        let keys: Vec<&[u8]> = cmd
-            .meta
-            .keys
-            .positions(args)
-            .into_iter()
-            .map(|p| args.get(p))
-            .collect();
+        let keys: Vec<&[u8]> = cmd.meta.keys.keys(args).collect();
         let server_write = cmd.placement == Placement::KeysHere;
         if let Some(route) = in_flight_route(core, node, &keys, slot, owner, (asking, server_write))
         {

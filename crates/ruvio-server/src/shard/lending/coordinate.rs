@@ -678,7 +678,6 @@ pub fn must_wait_for_transaction(
         || cmd
             .meta
             .keys
-            .positions(args)
-            .into_iter()
-            .any(|p| op.will_hold(&[(client.db, args.get(p).to_vec())]))
+            .keys(args)
+            .any(|key| op.will_hold(&[(client.db, key.to_vec())]))
 }
