@@ -533,49 +533,22 @@ fn on_a_cluster_node_migrate_routes_and_restores_asking_as_redis_server() {
     }
     let side = common::cluster_process::SideBySide::start(&unique_dir("migrate-node"));
     // `{06S}...` are slot 0 (the tested node's), `foo` 12182 (the peer's).
-    let replies = |(tested, peer): (u16, u16)| {
-        let (me, them) = (myid(tested), myid(peer));
-        let (mut here, mut there) = (RawConn::connect(tested), RawConn::connect(peer));
-        let mut seen = Vec::new();
-        for line in [
-            "SET {06S}a 1",
-            "SET {06S}b 2",
-            "MIGRATE 127.0.0.1 $P {06S}a 0 5000",
-            "MIGRATE 127.0.0.1 $P foo 0 5000",
-            "MIGRATE 127.0.0.1 $P  0 5000 KEYS {06S}a foo",
-            "MIGRATE 127.0.0.1 $P {06S}b 1 5000",
-            "CLUSTER SETSLOT 0 MIGRATING $PEERID",
-            "@peer CLUSTER SETSLOT 0 IMPORTING $MYID",
-            "MIGRATE 127.0.0.1 $P {06S}a 0 5000",
-            "GET {06S}a",
-            "MIGRATE 127.0.0.1 $P {06S}a 0 5000",
-            "MIGRATE 127.0.0.1 $P  0 5000 KEYS {06S}a {06S}b",
-            "@peer ASKING",
-            "@peer MGET {06S}a {06S}b",
-        ] {
-            let line = line
-                .replace("$PEERID", &them)
-                .replace("$MYID", &me)
-                .replace("$P", &peer.to_string());
-            let (conn, words) = match line.strip_prefix("@peer ") {
-                Some(rest) => (&mut there, rest),
-                None => (&mut here, line.as_str()),
-            };
-            // Two spaces: MIGRATE's empty key.
-            let words: Vec<&str> = words.split(' ').collect();
-            let reply = show(&conn.cmd(&words))
-                .replace(&peer.to_string(), "PEER")
-                .replace(&tested.to_string(), "ME");
-            let line = line
-                .replace(&them, "PEERID")
-                .replace(&me, "MYID")
-                .replace(&peer.to_string(), "PEER");
-            seen.push(format!("{line} -> {reply}"));
-        }
-        seen
-    };
-    let pairs = side.pairs();
-    let (ruvio, redis) = (replies(pairs[0]), replies(pairs[1]));
+    let [ruvio, redis] = side.replay(&[
+        "SET {06S}a 1",
+        "SET {06S}b 2",
+        "MIGRATE 127.0.0.1 $P {06S}a 0 5000",
+        "MIGRATE 127.0.0.1 $P foo 0 5000",
+        "MIGRATE 127.0.0.1 $P  0 5000 KEYS {06S}a foo",
+        "MIGRATE 127.0.0.1 $P {06S}b 1 5000",
+        "CLUSTER SETSLOT 0 MIGRATING $PEERID",
+        "@peer CLUSTER SETSLOT 0 IMPORTING $MYID",
+        "MIGRATE 127.0.0.1 $P {06S}a 0 5000",
+        "GET {06S}a",
+        "MIGRATE 127.0.0.1 $P {06S}a 0 5000",
+        "MIGRATE 127.0.0.1 $P  0 5000 KEYS {06S}a {06S}b",
+        "@peer ASKING",
+        "@peer MGET {06S}a {06S}b",
+    ]);
     assert_eq!(ruvio, redis);
     assert!(ruvio[8].ends_with(r#""+OK\r\n""#), "{}", ruvio[8]);
 }

@@ -10,7 +10,6 @@
 
 mod common;
 
-use common::cluster_tools::myid;
 use common::*;
 
 /// `{06S}...` keys are in slot 0 (the tested node's, migrating to the peer);
@@ -100,31 +99,7 @@ fn transactions_on_a_slot_in_flight_answer_as_redis_server() {
         return;
     }
     let side = common::cluster_process::SideBySide::start(&unique_dir("tx-in-flight"));
-    let replies = |(tested, peer): (u16, u16)| {
-        let (me, them) = (myid(tested), myid(peer));
-        let (mut here, mut there) = (RawConn::connect(tested), RawConn::connect(peer));
-        let mut seen = Vec::new();
-        for line in LINES {
-            if *line == "--" {
-                here = RawConn::connect(tested);
-                continue;
-            }
-            let line = line.replace("$PEERID", &them).replace("$MYID", &me);
-            let (conn, words) = match line.strip_prefix("@peer ") {
-                Some(rest) => (&mut there, rest),
-                None => (&mut here, line.as_str()),
-            };
-            let words: Vec<&str> = words.split(' ').collect();
-            let reply = show(&conn.cmd(&words))
-                .replace(&peer.to_string(), "PEER")
-                .replace(&tested.to_string(), "ME");
-            let line = line.replace(&them, "PEERID").replace(&me, "MYID");
-            seen.push(format!("{line} -> {reply}"));
-        }
-        seen
-    };
-    let pairs = side.pairs();
-    let (ruvio, redis) = (replies(pairs[0]), replies(pairs[1]));
+    let [ruvio, redis] = side.replay(LINES);
     assert_eq!(ruvio, redis);
     // The lines did reach the cases they name (not, say, MOVED everywhere).
     let all = ruvio.join("\n");

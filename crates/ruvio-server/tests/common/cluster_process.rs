@@ -3,6 +3,7 @@
 //! they ask of every node: CLUSTER NODES parsed, the nodes agreeing, `+OK`.
 
 use super::bus_node::{agreed, wait_for};
+use super::cluster_tools::myid;
 use super::*;
 use ruvio_server::cluster::nodes_file::{parse_line, NodeLine};
 use std::path::{Path, PathBuf};
@@ -184,4 +185,44 @@ impl SideBySide {
             (self.redis.port(), self.peers[1].port()),
         ]
     }
+
+    /// Each pair's transcript of `lines`, one `line -> reply` per line, with
+    /// ports and node ids written as ME, PEER, MYID and PEERID so the Ruvio
+    /// pair's and the redis-server pair's compare. In a line `$MYID`,
+    /// `$PEERID` and `$P` (the peer's port) are filled in, `@peer ` sends it
+    /// to the peer, `--` starts a fresh connection to the tested node, and two
+    /// spaces make an empty argument (MIGRATE's key with KEYS).
+    pub fn replay(&self, lines: &[&str]) -> [Vec<String>; 2] {
+        self.pairs().map(|pair| replay_lines(pair, lines))
+    }
+}
+
+fn replay_lines((tested, peer): (u16, u16), lines: &[&str]) -> Vec<String> {
+    let (me, them) = (myid(tested), myid(peer));
+    let (mut here, mut there) = (RawConn::connect(tested), RawConn::connect(peer));
+    let mut seen = Vec::new();
+    for line in lines {
+        if *line == "--" {
+            here = RawConn::connect(tested);
+            continue;
+        }
+        let line = line
+            .replace("$PEERID", &them)
+            .replace("$MYID", &me)
+            .replace("$P", &peer.to_string());
+        let (conn, words) = match line.strip_prefix("@peer ") {
+            Some(rest) => (&mut there, rest),
+            None => (&mut here, line.as_str()),
+        };
+        let words: Vec<&str> = words.split(' ').collect();
+        let reply = show(&conn.cmd(&words))
+            .replace(&peer.to_string(), "PEER")
+            .replace(&tested.to_string(), "ME");
+        let line = line
+            .replace(&them, "PEERID")
+            .replace(&me, "MYID")
+            .replace(&peer.to_string(), "PEER");
+        seen.push(format!("{line} -> {reply}"));
+    }
+    seen
 }
