@@ -4,7 +4,9 @@
 //! sends `reps` pipelines of `pipeline` commands whose keys all live on shard 0
 //! (`local`) or all on shard 1 (`forwarded`: each command is tagged, pushed to the
 //! outbox, carried over the channel, run by shard 1, and its reply copied back into
-//! the held slot of the client's queue). Only [`measured_pipelines`] is meant to be
+//! the held slot of the client's queue). `exec` is a transaction of 10 SETs
+//! (MULTI ... EXEC counts as one command): `forwarded` spreads its keys over both
+//! shards, so the EXEC borrows half of them (docs/cross-shard.md). Only [`measured_pipelines`] is meant to be
 //! counted: `scripts/forward_cost.py` runs this under
 //! `valgrind --tool=callgrind --toggle-collect='*measured_pipelines*'` with `reps`
 //! and `2 * reps` and takes the difference, so whatever is paid once per run
@@ -25,6 +27,9 @@ const KEYS_PER_SHARD: usize = 1024;
 /// Keys of one MGET (the "MGET of 10").
 const MGET_KEYS: usize = 10;
 
+/// SETs in one transaction (the "EXEC of 10 SETs").
+const EXEC_SETS: usize = 10;
+
 /// Every value stored: 16 bytes, as the load (ruvio-bench's default size).
 const VALUE: &str = "vvvvvvvvvvvvvvvv";
 
@@ -40,6 +45,16 @@ fn keys_of(s: &TwoShards, shard: usize, count: usize) -> Vec<String> {
         .collect()
 }
 
+/// Keys of both shards in turn: a transaction's SETs spread over both (the
+/// `forwarded` place of `exec`, where the transaction borrows half its keys).
+fn spread(s: &TwoShards) -> Vec<String> {
+    let (mine, theirs) = (keys_of(s, 0, KEYS_PER_SHARD), keys_of(s, 1, KEYS_PER_SHARD));
+    mine.into_iter()
+        .zip(theirs)
+        .flat_map(|(a, b)| [a, b])
+        .collect()
+}
+
 /// The pipelines to send, encoded ahead (the client's encoding is not the
 /// server's cost): `reps` of them, each `pipeline` commands of `command`.
 fn pipelines(command: &str, keys: &[String], pipeline_len: usize, reps: usize) -> Vec<Vec<u8>> {
@@ -52,13 +67,17 @@ fn pipelines(command: &str, keys: &[String], pipeline_len: usize, reps: usize) -
     (0..reps)
         .map(|_| {
             let commands: Vec<Vec<String>> = (0..pipeline_len)
-                .map(|_| match command {
-                    "get" => vec!["GET".to_string(), key()],
-                    "set" => vec!["SET".to_string(), key(), VALUE.to_string()],
-                    "mget" => std::iter::once("MGET".to_string())
+                .flat_map(|_| match command {
+                    "get" => vec![vec!["GET".to_string(), key()]],
+                    "set" => vec![vec!["SET".to_string(), key(), VALUE.to_string()]],
+                    "mget" => vec![std::iter::once("MGET".to_string())
                         .chain((0..MGET_KEYS).map(|_| key()))
+                        .collect()],
+                    "exec" => std::iter::once(vec!["MULTI".to_string()])
+                        .chain((0..EXEC_SETS).map(|_| vec!["SET".into(), key(), VALUE.into()]))
+                        .chain(std::iter::once(vec!["EXEC".to_string()]))
                         .collect(),
-                    other => panic!("unknown command {other}: get, set or mget"),
+                    other => panic!("unknown command {other}: get, set, mget or exec"),
                 })
                 .collect();
             let refs: Vec<Vec<&str>> = commands
@@ -86,6 +105,11 @@ fn expected_reply(command: &str, pipeline_len: usize) -> Vec<u8> {
     let one = match command {
         "get" => format!("${}\r\n{VALUE}\r\n", VALUE.len()),
         "set" => "+OK\r\n".to_string(),
+        "exec" => format!(
+            "+OK\r\n{}*{EXEC_SETS}\r\n{}",
+            "+QUEUED\r\n".repeat(EXEC_SETS),
+            "+OK\r\n".repeat(EXEC_SETS)
+        ),
         _ => {
             let element = format!("${}\r\n{VALUE}\r\n", VALUE.len());
             format!("*{MGET_KEYS}\r\n{}", element.repeat(MGET_KEYS))
@@ -97,18 +121,18 @@ fn expected_reply(command: &str, pipeline_len: usize) -> Vec<u8> {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [command, place, pipeline_len, reps] = args.as_slice() else {
-        eprintln!("usage: forward_cost get|set|mget local|forwarded PIPELINE REPS");
+        eprintln!("usage: forward_cost get|set|mget|exec local|forwarded PIPELINE REPS");
         std::process::exit(2);
     };
     let pipeline_len: usize = pipeline_len.parse().expect("PIPELINE is a number");
     let reps: usize = reps.parse().expect("REPS is a number");
-    let owner = match place.as_str() {
-        "local" => 0,
-        "forwarded" => 1,
-        other => panic!("unknown place {other}: local or forwarded"),
-    };
     let mut s = TwoShards::with_mode(PortMode::Forward);
-    let keys = keys_of(&s, owner, KEYS_PER_SHARD);
+    let keys = match (command.as_str(), place.as_str()) {
+        ("exec", "forwarded") => spread(&s),
+        (_, "local") => keys_of(&s, 0, KEYS_PER_SHARD),
+        (_, "forwarded") => keys_of(&s, 1, KEYS_PER_SHARD),
+        (_, other) => panic!("unknown place {other}: local or forwarded"),
+    };
     // Every key exists with its value before anything is counted.
     for chunk in keys.chunks(64) {
         let sets: Vec<Vec<&str>> = chunk

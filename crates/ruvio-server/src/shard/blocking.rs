@@ -144,7 +144,9 @@ impl Blocking {
     /// Note that `key` of `db` was written; waiters on it are served by the next
     /// [`take_ready`](Self::take_ready).
     pub fn signal(&mut self, db: usize, key: &[u8]) {
-        if self.by_key.contains_key(&(db, key.to_vec()))
+        // No client blocked (the usual case): no key copied to ask.
+        if !self.by_key.is_empty()
+            && self.by_key.contains_key(&(db, key.to_vec()))
             && !self.ready.iter().any(|(d, k)| *d == db && k == key)
         {
             self.ready.push((db, key.to_vec()));
@@ -179,6 +181,9 @@ impl Blocking {
 
     /// The tickets waiting on `key` of `db`, oldest first.
     pub fn waiting_on(&self, db: usize, key: &[u8]) -> Vec<u64> {
+        if self.by_key.is_empty() {
+            return Vec::new();
+        }
         self.by_key
             .get(&(db, key.to_vec()))
             .map(|q| q.iter().copied().collect())

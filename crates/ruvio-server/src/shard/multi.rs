@@ -617,7 +617,13 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     }
     let mut db = client.db;
     let mut selects = None;
-    let mut keys: Vec<DbKey> = client.watching.clone();
+    // Borrowed from the queue and the watch list: copied only for a queue that
+    // leaves this shard (the usual transaction runs in turn, here).
+    let mut keys: smallvec::SmallVec<[(usize, &[u8]); 16]> = client
+        .watching
+        .iter()
+        .map(|(db, key)| (*db, key.as_slice()))
+        .collect();
     let (mut has_script, mut must_lock) = (false, false);
     let (mut every_shard, mut inline, mut with_conn) = (false, false, false);
     // After a SWAPDB the queue's keys name what was in the other database: each
@@ -661,17 +667,18 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
                 .for_each(|(db, _)| *db = places[*db]);
         }
     }
-    keys.sort();
-    keys.dedup();
     let all_here = keys
         .iter()
-        .all(|(d, k)| core.topo.key_owner(k) == core.id && !core.lending.is_lent(*d, k));
+        .all(|&(d, k)| core.topo.key_owner(k) == core.id && !core.lending.is_lent(d, k));
     // A script may reach undeclared keys of this shard that are out on loan
     // (`shard::exec::loans_out`): then the queue runs under the lock, which waits for them.
     let loans_out = has_script && core.lending.any_lent();
     if all_here && !must_lock && !every_shard && !loans_out {
         return Plan::InTurn;
     }
+    keys.sort_unstable();
+    keys.dedup();
+    let keys: Vec<DbKey> = keys.iter().map(|&(db, key)| (db, key.to_vec())).collect();
     // On the owner only with scripts known to stay in their slots: a script's
     // first run there could reach a third shard's key while the lock is taken and
     // have to refuse it (Redis Cluster's error); here it runs its probation.
@@ -735,15 +742,21 @@ pub(super) fn db_index(core: &ShardCore, index: &[u8]) -> Option<usize> {
 
 /// The `(db, key)`s command `cmd` of the queue names in database `db`, with a
 /// MOVE's or COPY ... DB's target in its database, into `keys`.
-fn queued_keys(core: &ShardCore, cmd: &Command, args: Args<'_>, db: usize, keys: &mut Vec<DbKey>) {
+fn queued_keys<'a>(
+    core: &ShardCore,
+    cmd: &Command,
+    args: Args<'a>,
+    db: usize,
+    keys: &mut smallvec::SmallVec<[(usize, &'a [u8]); 16]>,
+) {
     let positions = cmd.meta.keys.positions(args);
-    keys.extend(positions.iter().map(|&p| (db, args.get(p).to_vec())));
+    keys.extend(positions.iter().map(|&p| (db, args.get(p))));
     let target = match cmd.meta.name {
         "move" => db_index(core, args.get(2)),
         _ => super::lending::other_db(core, cmd, args),
     };
     if let (Some(target), Some(&last)) = (target, positions.last()) {
-        keys.push((target, args.get(last).to_vec()));
+        keys.push((target, args.get(last)));
     }
 }
 

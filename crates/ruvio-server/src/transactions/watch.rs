@@ -142,6 +142,10 @@ impl Watches {
     /// Key `key` of `db` was written on this shard: touch its watchers. (An expiry
     /// is not a write here: [`Watches::check_expired`] handles it, with Redis 7's rule.)
     pub fn touch(&mut self, to: Notify<'_>, db: usize, key: &[u8]) {
+        // Nothing watched (the usual case): no key copied to ask.
+        if self.keys.is_empty() {
+            return;
+        }
         if let Some(watchers) = self.keys.remove(&(db, key.to_vec())) {
             self.notify_all(to, watchers);
         }
@@ -158,6 +162,9 @@ impl Watches {
         db: usize,
         key: &[u8],
     ) {
+        if self.keys.is_empty() {
+            return;
+        }
         let Some(watchers) = self.keys.get(&(db, key.to_vec())) else {
             return;
         };

@@ -94,9 +94,11 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
         feed.end_group();
     }
     for (db, key, entry) in entries {
-        let db_key = (db, key.clone());
+        let db_key = (db, key);
         core.lending.lent.remove(&db_key);
-        if core.lending.missed_by_snapshot.remove(&db_key) {
+        let missed = core.lending.missed_by_snapshot.remove(&db_key);
+        let (db, key) = db_key;
+        if missed {
             let record = state_record(&key, entry.as_ref());
             if core.logs() && !record.is_empty() {
                 core.log_record(db, record.iter().map(Vec::as_slice));
