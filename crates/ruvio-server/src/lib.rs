@@ -31,6 +31,7 @@ pub mod clock;
 pub mod cluster;
 pub mod cmd;
 pub mod config;
+pub mod dial;
 pub mod memory;
 pub mod mesh;
 pub mod messaging;

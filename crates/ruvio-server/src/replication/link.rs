@@ -19,10 +19,9 @@
 
 use super::state::{LinkState, State};
 use crate::config::Config;
-use socket2::{Domain, SockAddr, Socket, Type};
+use socket2::Socket;
 use std::io::{ErrorKind, Read, Write};
 use std::net::ToSocketAddrs;
-use std::os::fd::AsRawFd;
 
 /// What one step reads at most: the RDB arrives over several ticks, and the
 /// shard's clients are served in between.
@@ -317,15 +316,8 @@ impl Link {
             .map_err(|e| format!("Unable to connect to MASTER: {e}"))?
             .next()
             .ok_or("Unable to connect to MASTER: no address")?;
-        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)
-            .map_err(|e| e.to_string())?;
-        socket.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let _ = socket.set_tcp_nodelay(true);
-        match socket.connect(&SockAddr::from(addr)) {
-            Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-            Err(e) => return Err(format!("Unable to connect to MASTER: {e}")),
-        }
+        let socket = crate::dial::start_connect(addr)
+            .map_err(|e| format!("Unable to connect to MASTER: {e}"))?;
         self.socket = Some(socket);
         self.input.clear();
         self.phase = Phase::Connecting;
@@ -337,20 +329,8 @@ impl Link {
         let Some(socket) = &self.socket else {
             return Ok(false);
         };
-        let mut poll = libc::pollfd {
-            fd: socket.as_raw_fd(),
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        // SAFETY: one pollfd on a descriptor this link owns; no wait.
-        let ready = unsafe { libc::poll(&mut poll, 1, 0) };
-        if ready <= 0 {
-            return Ok(false);
-        }
-        match socket.take_error() {
-            Ok(None) => Ok(true),
-            Ok(Some(e)) | Err(e) => Err(format!("Error condition on socket for SYNC: {e}")),
-        }
+        crate::dial::connect_finished(socket)
+            .map_err(|e| format!("Error condition on socket for SYNC: {e}"))
     }
 
     /// Send one command as a RESP array (handshake commands are a few dozen bytes:

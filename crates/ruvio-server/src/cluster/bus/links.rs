@@ -12,11 +12,10 @@
 
 use super::super::membership::{Action, Cluster, LinkId};
 use super::message::{frame_len, Message};
-use socket2::{Domain, SockAddr, Socket, Type};
+use socket2::Socket;
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 
 /// Output a link may hold before it is dropped (a peer that stopped reading).
 const MAX_PENDING_OUTPUT: usize = 64 << 20;
@@ -149,7 +148,7 @@ impl Links {
                 continue;
             };
             if io.connecting {
-                match connect_finished(&io.socket) {
+                match crate::dial::connect_finished(&io.socket) {
                     Ok(false) => continue,
                     Ok(true) => io.connecting = false,
                     Err(_) => {
@@ -211,33 +210,7 @@ fn connect(ip: &str, cport: u16) -> std::io::Result<Socket> {
     let ip = ip
         .parse()
         .map_err(|_| std::io::Error::new(ErrorKind::InvalidInput, "not an IP address"))?;
-    let address = SocketAddr::new(ip, cport);
-    let socket = Socket::new(Domain::for_address(address), Type::STREAM.cloexec(), None)?;
-    socket.set_nonblocking(true)?;
-    let _ = socket.set_tcp_nodelay(true);
-    match socket.connect(&SockAddr::from(address)) {
-        Ok(()) => Ok(socket),
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(socket),
-        Err(e) => Err(e),
-    }
-}
-
-/// Whether a non-blocking connect finished (an error if it failed).
-fn connect_finished(socket: &Socket) -> std::io::Result<bool> {
-    let mut poll = libc::pollfd {
-        fd: socket.as_raw_fd(),
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    // SAFETY: one pollfd on a descriptor this link owns; no wait.
-    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
-    if ready <= 0 {
-        return Ok(false);
-    }
-    match socket.take_error()? {
-        None => Ok(true),
-        Some(e) => Err(e),
-    }
+    crate::dial::start_connect(SocketAddr::new(ip, cport))
 }
 
 /// Reads what the socket has and takes every whole message out of the input.
