@@ -29,7 +29,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn info_field(port: u16, name: &str) -> String {
-    let info = text(&RawConn::connect(port).cmd(&["INFO", "replication"]));
+    let info = text(&RawConn::connect(port).cmd(&["INFO"]));
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}:")))
         .map(|v| v.trim().to_string())
@@ -335,6 +335,16 @@ fn cluster_failover_takeover_default_and_force_hand_the_slots_over_with_the_data
     wait_for("FORCE: the replica voted in", || serves(b, " 0-5460"));
     wait_for("the old master follows it", || follows(a, b));
     assert!(holds(b, &tag, 400));
+    // Each old master continued its own history on the node that took over
+    // (that node's replid2): three partial resyncs, no full sync but the
+    // replica's first.
+    wait_for("the partial resyncs counted", || {
+        info_field(a, "sync_partial_ok") == "1" && info_field(b, "sync_partial_ok") == "2"
+    });
+    assert_eq!(
+        (info_field(a, "sync_full"), info_field(b, "sync_full")),
+        ("1".into(), "0".into())
+    );
     // Every view agrees: one master of the slots, the cluster ok.
     let ports: Vec<u16> = cluster.masters.iter().map(|n| n.port).chain([b]).collect();
     wait_for("four nodes agree", || agree(&ports, 4).is_ok());
@@ -408,9 +418,16 @@ fn manual_failover_both_ways_with_a_redis_server_master() {
     assert!(holds(r, &tag, 200));
     write(r, &tag, 200..300);
 
+    let full_syncs = info_field(x, "sync_full");
     ok(x, &["CLUSTER", "FAILOVER"]);
     wait_for("the redis-server took back", || serves(x, " 0-5460"));
     wait_for("the Ruvio node follows it", || follows(r, x));
     assert!(holds(x, &tag, 300));
     assert!(holds(r, &tag, 300));
+    // The Ruvio node, a master until the handover, continued its own history
+    // on the redis-server (its replid2): a partial resync, no full one.
+    wait_for("the partial resync counted", || {
+        info_field(x, "sync_partial_ok") != "0"
+    });
+    assert_eq!(info_field(x, "sync_full"), full_syncs);
 }

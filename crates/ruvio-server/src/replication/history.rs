@@ -242,9 +242,18 @@ impl<'a> History<'a> {
     }
 
     /// A node replicates `master` from now on (its shard's link follows it).
+    /// A master turned replica asks to continue its own history (Redis's
+    /// `replicationCacheMasterUsingMyself`): a replica it had, promoted with
+    /// that history as its `replid2`, answers `+CONTINUE` when nothing was
+    /// written here after it took over; anyone else answers with a full sync.
     pub fn follow_node(&self, master: (String, u16)) {
         if let Some(node) = self.node {
             *node.master() = Some(master);
+            if !node.following.load(Relaxed) {
+                let own = node.replid().clone();
+                let book = self.state.shard_links.book(self.first);
+                book.full_sync(&own, node.offset.load(Relaxed));
+            }
             node.following.store(true, Relaxed);
             // Its own stream stops: what it applies is its master's.
             node.primary.free_backlog();
@@ -270,15 +279,17 @@ impl<'a> History<'a> {
             false => followed,
         };
         node.second_offset.store(offset as i64 + 1, Relaxed);
-        // Its backlog starts again at the offset it took over at (the next
-        // replica's sync creates it there).
+        // Its backlog starts again, empty, at the offset it took over at, as
+        // a promoted Redis replica keeps one: the old master and its other
+        // replicas, asking for the byte after it under `replid2`, continue.
         node.primary.free_backlog();
+        node.primary.create_backlog(offset, 0);
         node.offset.store(offset, Relaxed);
         *node.replid() = new_replid();
         node.following.store(false, Relaxed);
         node.primary.forget_db();
-        // Its own writes from now on are in no master's history: following
-        // one again starts with a full sync.
+        // The followed history is `replid2` now; following a master again
+        // asks to continue this node's own (`follow_node`).
         book.full_sync("", 0);
         book.set_state(super::state::LinkState::Connect);
         true
