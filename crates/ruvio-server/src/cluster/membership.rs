@@ -536,13 +536,17 @@ impl Cluster {
                     self.process_gossip(Some(s), gossip, now, actions);
                 }
             }
+            if sender.is_none() {
+                self.ignore_unknown_claim(kind, header);
+            }
             return;
         }
-        if sender.is_none() {
-            // FAIL, UPDATE and PUBLISH count only from a node this one knows.
+        let Some(s) = sender else {
+            // FAIL, UPDATE, PUBLISH and the votes count only from a node this
+            // one knows.
+            self.ignore_unknown_sender(message);
             return;
-        }
-        let s = sender.expect("checked above");
+        };
         match &message.body {
             Body::Empty if kind == Kind::FailoverAuthRequest => {
                 self.vote_if_needed(s, header, now, actions);
@@ -575,20 +579,7 @@ impl Cluster {
                 config_epoch,
                 node,
                 slots,
-            } => {
-                let Some(n) = self.lookup(node) else {
-                    return;
-                };
-                if self.node(n).config_epoch >= *config_epoch {
-                    return;
-                }
-                if !self.node(n).is_master() {
-                    self.set_master_role(n);
-                }
-                self.node_mut(n).config_epoch = *config_epoch;
-                self.update_slots_with(n, *config_epoch, slots, actions);
-                actions.push(Action::SaveConfig);
-            }
+            } => self.on_update(*config_epoch, node, slots, actions),
             Body::Publish { channel, message } => actions.push(Action::Publish {
                 channel: channel.clone(),
                 message: message.clone(),
@@ -636,7 +627,7 @@ impl Cluster {
         self.by_name.insert(name, i);
     }
 
-    fn set_master_role(&mut self, i: usize) {
+    pub(super) fn set_master_role(&mut self, i: usize) {
         let node = self.node_mut(i);
         node.flags = (node.flags | flag::MASTER) & !flag::REPLICA;
         node.master = None;
@@ -666,7 +657,7 @@ impl Cluster {
     }
 
     /// The slots node `i` owns as a bitmap.
-    fn slots_of(&self, i: usize) -> [u8; SLOT_BYTES] {
+    pub(super) fn slots_of(&self, i: usize) -> [u8; SLOT_BYTES] {
         let mut slots = [0; SLOT_BYTES];
         for (slot, owner) in self.owners.iter().enumerate() {
             if *owner == i as u32 {
@@ -674,56 +665,6 @@ impl Cluster {
             }
         }
         slots
-    }
-
-    /// A sender claiming a slot whose owner has a newer config epoch is told with
-    /// an UPDATE about that owner (one per message, as Redis).
-    fn answer_stale_claim(
-        &mut self,
-        link: LinkId,
-        s: usize,
-        header: &Header,
-        actions: &mut Vec<Action>,
-    ) {
-        for slot in 0..SLOT_BYTES * 8 {
-            if header.slots[slot / 8] & (1 << (slot % 8)) == 0 {
-                continue;
-            }
-            let owner = self.owners[slot];
-            if owner == s as u32 || owner == NO_OWNER {
-                continue;
-            }
-            let owner = owner as usize;
-            if self.node(owner).config_epoch > header.config_epoch {
-                let body = Body::Update {
-                    config_epoch: self.node(owner).config_epoch,
-                    node: self.node(owner).name,
-                    slots: Box::new(self.slots_of(owner)),
-                };
-                let message = Message::new(Kind::Update, self.header(), body);
-                actions.push(Action::Send {
-                    link,
-                    message: Box::new(message),
-                });
-                return;
-            }
-        }
-    }
-
-    /// Two masters with one config epoch: the one with the smaller name takes a
-    /// new epoch (`clusterHandleConfigEpochCollision`).
-    fn handle_epoch_collision(&mut self, s: usize, actions: &mut Vec<Action>) {
-        let (me, other) = (self.node(MYSELF), self.node(s));
-        if other.config_epoch != me.config_epoch || !other.is_master() || !me.is_master() {
-            return;
-        }
-        if other.name <= me.name {
-            return;
-        }
-        self.current_epoch += 1;
-        let epoch = self.current_epoch;
-        self.node_mut(MYSELF).config_epoch = epoch;
-        actions.push(Action::SaveConfig);
     }
 
     /// `clusterProcessGossipSection`: failure reports from masters, fresher PONG
@@ -818,7 +759,7 @@ impl Cluster {
     // --- what this node sends ---------------------------------------------------
 
     /// The header of every message this node sends.
-    fn header(&self) -> Header {
+    pub(super) fn header(&self) -> Header {
         let me = self.node(MYSELF);
         let mut header = Header::new(me.name);
         if self.announces_ip {
@@ -983,6 +924,12 @@ use failure::Election;
 mod replica;
 pub use replica::FailoverMode;
 use replica::ManualFailover;
+
+/// Claims on slots and epochs from other nodes: a stale claim answered with
+/// an UPDATE, an UPDATE taken or refused, epoch collisions, and what comes
+/// from nodes this one does not know.
+#[path = "membership_claims.rs"]
+mod claims;
 
 /// CLUSTER SETSLOT: slots migrating and importing.
 #[path = "membership_migration.rs"]

@@ -467,3 +467,46 @@ fn a_slot_moved_by_setslot_is_the_target_s_in_every_view() {
         Err("ERR Unknown node nobody".to_string())
     );
 }
+
+/// A known node's UPDATE about this node itself, even under a newer epoch,
+/// moves no slot (Redis: "Discarding UPDATE message about myself."); one
+/// about another node under an epoch not newer than known is ignored.
+#[test]
+fn updates_about_myself_or_with_old_epochs_move_no_slot() {
+    let mut net = Net::masters_and_more(3, 7500);
+    for port in [7501, 7502] {
+        net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
+    }
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    let before = view(&net.nodes[0]);
+    assert_eq!(before.len(), 3, "{}", net.nodes[0].cluster_nodes());
+    let mut claim = [0; SLOT_BYTES];
+    for slot in 0..10000 {
+        set_slot_bit(&mut claim, slot);
+    }
+    let update = |about: u8, config_epoch: u64| {
+        let body = Body::Update {
+            config_epoch,
+            node: [about; NAME_LEN],
+            slots: Box::new(claim),
+        };
+        Message::new(Kind::Update, Header::new([b'b'; NAME_LEN]), body)
+    };
+    let link = net.nodes[0].accepted();
+    let now = net.now;
+    let b = net.nodes[0].lookup(&[b'b'; NAME_LEN]).unwrap();
+    let b_epoch = net.nodes[0].node(b).config_epoch;
+    for message in [update(b'a', 1000), update(b'b', b_epoch)] {
+        net.nodes[0].on_message(link, &message, "127.0.0.1", now);
+        assert_eq!(
+            view(&net.nodes[0]),
+            before,
+            "{}",
+            net.nodes[0].cluster_nodes()
+        );
+    }
+    let (owner, _, _) = net.nodes[0].slot_owner(7000).unwrap();
+    assert_eq!(owner, [b'b'; NAME_LEN]);
+}
