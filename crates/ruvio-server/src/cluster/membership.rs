@@ -173,6 +173,13 @@ pub struct Cluster {
     migrating: BTreeMap<u16, usize>,
     /// CLUSTER SETSLOT IMPORTING: slots moving here, from whom.
     importing: BTreeMap<u16, usize>,
+    /// What a replica's failover and replica migration obey.
+    rules: FailoverRules,
+    /// The replication link to this node's master: `None` while it runs,
+    /// else the Unix ms it stopped ([`Cluster::set_master_link`]).
+    master_link_down_since: Option<u64>,
+    /// Why this replica last could not fail over, and when that was logged.
+    cant_failover: CantFailover,
 }
 
 /// This node's own index in `nodes`.
@@ -211,6 +218,9 @@ impl Cluster {
             require_full_coverage: true,
             migrating: BTreeMap::new(),
             importing: BTreeMap::new(),
+            rules: FailoverRules::default(),
+            master_link_down_since: None,
+            cant_failover: CantFailover::default(),
         };
         cluster.update_state();
         cluster
@@ -526,6 +536,10 @@ impl Cluster {
                     self.update_address_if_needed(s, link, header, peer_ip, actions);
                 }
                 self.update_role(s, header, actions);
+                // Whether it may fail over is the sender's own say (its
+                // `cluster-replica-no-failover`), as Redis copies it.
+                let node = self.node_mut(s);
+                node.flags = (node.flags & !flag::NOFAILOVER) | (header.flags & flag::NOFAILOVER);
                 let claims_master = self.node(s).is_master();
                 if claims_master && self.slots_of(s) != *header.slots {
                     self.update_slots_with(s, header.config_epoch, &header.slots, actions);
@@ -916,7 +930,8 @@ mod show;
 /// (a replica's, and a master's vote).
 #[path = "membership_failure.rs"]
 mod failure;
-use failure::Election;
+pub use failure::FailoverRules;
+use failure::{CantFailover, Election};
 
 /// The replica's side: whom it follows, its offset, a master that lost its
 /// slots following their new owner, CLUSTER FAILOVER and MFSTART.

@@ -510,3 +510,88 @@ fn updates_about_myself_or_with_old_epochs_move_no_slot() {
     let (owner, _, _) = net.nodes[0].slot_owner(7000).unwrap();
     assert_eq!(owner, [b'b'; NAME_LEN]);
 }
+
+/// Four nodes, the fourth a replica of the third, which is then silenced
+/// (its FAIL to come); the replica has run `prepare` first.
+fn replica_of_a_silenced_master(base: u16, prepare: impl FnOnce(&mut Cluster, u64)) -> Net {
+    let mut net = Net::masters_and_more(4, base);
+    for port in [base + 1, base + 2, base + 3] {
+        net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
+    }
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    net.nodes[3].replicate(&[b'c'; NAME_LEN]).unwrap();
+    for _ in 0..20 {
+        net.tick(100);
+    }
+    let now = net.now;
+    prepare(&mut net.nodes[3], now);
+    net.silence(2);
+    for _ in 0..80 {
+        net.tick(100);
+    }
+    net
+}
+
+fn owner_of_12000(net: &Net, i: usize) -> NodeName {
+    net.nodes[i].slot_owner(12000).unwrap().0
+}
+
+/// `cluster-replica-no-failover yes`: the replica of a FAILed master stays a
+/// replica (flagged `nofailover` in every view) until the setting is `no`.
+#[test]
+fn a_replica_with_no_failover_never_starts_an_election() {
+    let mut net = replica_of_a_silenced_master(7600, |replica, _| {
+        replica.set_failover_rules(FailoverRules {
+            no_failover: true,
+            ..FailoverRules::default()
+        });
+    });
+    assert!(!net.nodes[3].node(MYSELF).is_master());
+    assert_eq!(owner_of_12000(&net, 0), [b'c'; NAME_LEN]);
+    assert_eq!(net.nodes[0].state, State::Fail);
+    let seen = net.nodes[0].lookup(&[b'd'; NAME_LEN]).unwrap();
+    assert!(net.nodes[0].line(seen).has_flag("nofailover"));
+    net.nodes[3].set_failover_rules(FailoverRules::default());
+    for _ in 0..40 {
+        net.tick(100);
+    }
+    assert!(net.nodes[3].node(MYSELF).is_master());
+    assert_eq!(owner_of_12000(&net, 0), [b'd'; NAME_LEN]);
+}
+
+/// The data-age check: a replica whose link to its master has been down past
+/// `repl-ping-replica-period` + node timeout x `cluster-replica-validity-factor`
+/// (beyond the node timeout) does not run; with the factor 0 it does.
+#[test]
+fn a_replica_with_old_data_does_not_fail_over() {
+    // Down 22 s at the silence, more at the election: past the 1 s node
+    // timeout, above the 10 s + 1 s x 10 allowed.
+    let mut net = replica_of_a_silenced_master(7700, |replica, now| {
+        replica.set_master_link(Some(now - 22_000));
+    });
+    assert!(!net.nodes[3].node(MYSELF).is_master());
+    assert_eq!(owner_of_12000(&net, 0), [b'c'; NAME_LEN]);
+    let rules = net.nodes[3].failover_rules();
+    net.nodes[3].set_failover_rules(FailoverRules {
+        validity_factor: 0,
+        ..rules
+    });
+    for _ in 0..40 {
+        net.tick(100);
+    }
+    assert!(net.nodes[3].node(MYSELF).is_master());
+    assert_eq!(owner_of_12000(&net, 0), [b'd'; NAME_LEN]);
+
+    // Down 20 s at the silence, 28 s at the end: within 10 s + 1 s x 20.
+    let net = replica_of_a_silenced_master(7800, |replica, now| {
+        replica.set_master_link(Some(now - 20_000));
+        let rules = replica.failover_rules();
+        replica.set_failover_rules(FailoverRules {
+            validity_factor: 20,
+            ..rules
+        });
+    });
+    assert!(net.nodes[3].node(MYSELF).is_master());
+}
