@@ -92,6 +92,9 @@ pub struct Node {
     pub fail_reports: Vec<(usize, u64)>,
     /// Unix ms this node last voted for a replica of it (a master).
     pub voted_time: u64,
+    /// Unix ms it was first seen orphaned: a master without a working replica
+    /// that was meant to have one (0: not orphaned).
+    pub orphaned_since: u64,
 }
 
 impl Node {
@@ -114,6 +117,7 @@ impl Node {
             link: None,
             fail_reports: Vec::new(),
             voted_time: 0,
+            orphaned_since: 0,
         }
     }
 
@@ -420,6 +424,7 @@ impl Cluster {
         self.detect_failures(&indexes, now, &mut actions);
         self.manual_failover_cron(now, &mut actions);
         self.run_election(now, &mut actions);
+        self.migrate_to_orphans_if_needed(now, &mut actions);
         actions
     }
 
@@ -643,6 +648,10 @@ impl Cluster {
 
     pub(super) fn set_master_role(&mut self, i: usize) {
         let node = self.node_mut(i);
+        if node.master.is_some() && i != MYSELF {
+            // A promoted replica: meant to have replicas (replica migration).
+            node.flags |= flag::MIGRATE_TO;
+        }
         node.flags = (node.flags | flag::MASTER) & !flag::REPLICA;
         node.master = None;
     }
@@ -945,6 +954,10 @@ use replica::ManualFailover;
 /// from nodes this one does not know.
 #[path = "membership_claims.rs"]
 mod claims;
+
+/// Replica migration: a replica moving to a master left without one.
+#[path = "membership_orphans.rs"]
+mod orphans;
 
 /// CLUSTER SETSLOT: slots migrating and importing.
 #[path = "membership_migration.rs"]

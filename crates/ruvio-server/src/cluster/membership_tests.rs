@@ -595,3 +595,48 @@ fn a_replica_with_old_data_does_not_fail_over() {
     });
     assert!(net.nodes[3].node(MYSELF).is_master());
 }
+
+/// Masters a, b, c; d and e replicas of a, f of b; f then silenced (FAIL).
+/// Returns whom d and e follow 12 s later, after `rules` on d and e.
+fn after_the_lone_replica_fails(base: u16, rules: FailoverRules) -> (NodeName, NodeName) {
+    let mut net = Net::masters_and_more(6, base);
+    for port in base + 1..base + 6 {
+        net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
+    }
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    for (replica, master) in [(3, b'a'), (4, b'a'), (5, b'b')] {
+        net.nodes[replica].replicate(&[master; NAME_LEN]).unwrap();
+        net.nodes[replica].set_failover_rules(rules);
+    }
+    for _ in 0..20 {
+        net.tick(100);
+    }
+    net.silence(5);
+    for _ in 0..120 {
+        net.tick(100);
+    }
+    let master_of = |i: usize| net.nodes[i].master_name().unwrap();
+    (master_of(3), master_of(4))
+}
+
+/// Replica migration: the orphaned master b gets the replica of a with the
+/// smallest name (d), a keeping one; not when the barrier would leave a with
+/// fewer, nor with `cluster-allow-replica-migration no`.
+#[test]
+fn an_orphaned_master_gets_a_replica_from_the_master_with_the_most() {
+    let (a, b) = ([b'a'; NAME_LEN], [b'b'; NAME_LEN]);
+    let rules = FailoverRules::default();
+    assert_eq!(after_the_lone_replica_fails(7900, rules), (b, a));
+    let barrier = FailoverRules {
+        migration_barrier: 2,
+        ..rules
+    };
+    assert_eq!(after_the_lone_replica_fails(7910, barrier), (a, a));
+    let not_allowed = FailoverRules {
+        allow_migration: false,
+        ..rules
+    };
+    assert_eq!(after_the_lone_replica_fails(7920, not_allowed), (a, a));
+}
