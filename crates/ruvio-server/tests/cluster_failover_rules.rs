@@ -16,7 +16,16 @@ use common::cluster_process::{agree, ok, text, Node};
 use common::cluster_tools::myid;
 use common::replication::wait_for;
 use common::*;
+use std::sync::Mutex;
 use std::time::Duration;
+
+/// Each test runs four server processes and times a failover that must not
+/// happen: one at a time, so they do not slow each other.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn info_field(port: u16, section: &str, name: &str) -> String {
     let info = text(&RawConn::connect(port).cmd(&["INFO", section]));
@@ -101,6 +110,7 @@ fn start(replica_flags: &[&str]) -> (Vec<Node>, Node) {
 
 #[test]
 fn a_replica_with_no_failover_waits_for_the_operator() {
+    let _serial = one_at_a_time();
     let no_failover = ["--cluster-replica-no-failover", "yes"];
     let (mut masters, replica) = start(&no_failover);
     let (master, other, r) = (masters[0].port, masters[1].port, replica.port);
@@ -161,6 +171,7 @@ fn a_replica_with_no_failover_waits_for_the_operator() {
 
 #[test]
 fn a_replica_cut_off_from_its_master_too_long_does_not_fail_over() {
+    let _serial = one_at_a_time();
     // Allowed: 1 s + 1 s x 1 of a link down past the 1 s node timeout.
     let flags = [
         "--cluster-replica-validity-factor",
