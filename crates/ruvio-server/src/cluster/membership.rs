@@ -92,6 +92,9 @@ pub struct Node {
     pub fail_reports: Vec<(usize, u64)>,
     /// Unix ms this node last voted for a replica of it (a master).
     pub voted_time: u64,
+    /// Unix ms it was first seen orphaned: a master without a working replica
+    /// that was meant to have one (0: not orphaned).
+    pub orphaned_since: u64,
 }
 
 impl Node {
@@ -114,6 +117,7 @@ impl Node {
             link: None,
             fail_reports: Vec::new(),
             voted_time: 0,
+            orphaned_since: 0,
         }
     }
 
@@ -173,6 +177,13 @@ pub struct Cluster {
     migrating: BTreeMap<u16, usize>,
     /// CLUSTER SETSLOT IMPORTING: slots moving here, from whom.
     importing: BTreeMap<u16, usize>,
+    /// What a replica's failover and replica migration obey.
+    rules: FailoverRules,
+    /// The replication link to this node's master: `None` while it runs,
+    /// else the Unix ms it stopped ([`Cluster::set_master_link`]).
+    master_link_down_since: Option<u64>,
+    /// Why this replica last could not fail over, and when that was logged.
+    cant_failover: CantFailover,
 }
 
 /// This node's own index in `nodes`.
@@ -211,6 +222,9 @@ impl Cluster {
             require_full_coverage: true,
             migrating: BTreeMap::new(),
             importing: BTreeMap::new(),
+            rules: FailoverRules::default(),
+            master_link_down_since: None,
+            cant_failover: CantFailover::default(),
         };
         cluster.update_state();
         cluster
@@ -410,6 +424,7 @@ impl Cluster {
         self.detect_failures(&indexes, now, &mut actions);
         self.manual_failover_cron(now, &mut actions);
         self.run_election(now, &mut actions);
+        self.migrate_to_orphans_if_needed(now, &mut actions);
         actions
     }
 
@@ -526,6 +541,10 @@ impl Cluster {
                     self.update_address_if_needed(s, link, header, peer_ip, actions);
                 }
                 self.update_role(s, header, actions);
+                // Whether it may fail over is the sender's own say (its
+                // `cluster-replica-no-failover`), as Redis copies it.
+                let node = self.node_mut(s);
+                node.flags = (node.flags & !flag::NOFAILOVER) | (header.flags & flag::NOFAILOVER);
                 let claims_master = self.node(s).is_master();
                 if claims_master && self.slots_of(s) != *header.slots {
                     self.update_slots_with(s, header.config_epoch, &header.slots, actions);
@@ -536,13 +555,17 @@ impl Cluster {
                     self.process_gossip(Some(s), gossip, now, actions);
                 }
             }
+            if sender.is_none() {
+                self.ignore_unknown_claim(kind, header);
+            }
             return;
         }
-        if sender.is_none() {
-            // FAIL, UPDATE and PUBLISH count only from a node this one knows.
+        let Some(s) = sender else {
+            // FAIL, UPDATE, PUBLISH and the votes count only from a node this
+            // one knows.
+            self.ignore_unknown_sender(message);
             return;
-        }
-        let s = sender.expect("checked above");
+        };
         match &message.body {
             Body::Empty if kind == Kind::FailoverAuthRequest => {
                 self.vote_if_needed(s, header, now, actions);
@@ -575,20 +598,7 @@ impl Cluster {
                 config_epoch,
                 node,
                 slots,
-            } => {
-                let Some(n) = self.lookup(node) else {
-                    return;
-                };
-                if self.node(n).config_epoch >= *config_epoch {
-                    return;
-                }
-                if !self.node(n).is_master() {
-                    self.set_master_role(n);
-                }
-                self.node_mut(n).config_epoch = *config_epoch;
-                self.update_slots_with(n, *config_epoch, slots, actions);
-                actions.push(Action::SaveConfig);
-            }
+            } => self.on_update(*config_epoch, node, slots, actions),
             Body::Publish { channel, message } => actions.push(Action::Publish {
                 channel: channel.clone(),
                 message: message.clone(),
@@ -636,8 +646,12 @@ impl Cluster {
         self.by_name.insert(name, i);
     }
 
-    fn set_master_role(&mut self, i: usize) {
+    pub(super) fn set_master_role(&mut self, i: usize) {
         let node = self.node_mut(i);
+        if node.master.is_some() && i != MYSELF {
+            // A promoted replica: meant to have replicas (replica migration).
+            node.flags |= flag::MIGRATE_TO;
+        }
         node.flags = (node.flags | flag::MASTER) & !flag::REPLICA;
         node.master = None;
     }
@@ -666,7 +680,7 @@ impl Cluster {
     }
 
     /// The slots node `i` owns as a bitmap.
-    fn slots_of(&self, i: usize) -> [u8; SLOT_BYTES] {
+    pub(super) fn slots_of(&self, i: usize) -> [u8; SLOT_BYTES] {
         let mut slots = [0; SLOT_BYTES];
         for (slot, owner) in self.owners.iter().enumerate() {
             if *owner == i as u32 {
@@ -674,56 +688,6 @@ impl Cluster {
             }
         }
         slots
-    }
-
-    /// A sender claiming a slot whose owner has a newer config epoch is told with
-    /// an UPDATE about that owner (one per message, as Redis).
-    fn answer_stale_claim(
-        &mut self,
-        link: LinkId,
-        s: usize,
-        header: &Header,
-        actions: &mut Vec<Action>,
-    ) {
-        for slot in 0..SLOT_BYTES * 8 {
-            if header.slots[slot / 8] & (1 << (slot % 8)) == 0 {
-                continue;
-            }
-            let owner = self.owners[slot];
-            if owner == s as u32 || owner == NO_OWNER {
-                continue;
-            }
-            let owner = owner as usize;
-            if self.node(owner).config_epoch > header.config_epoch {
-                let body = Body::Update {
-                    config_epoch: self.node(owner).config_epoch,
-                    node: self.node(owner).name,
-                    slots: Box::new(self.slots_of(owner)),
-                };
-                let message = Message::new(Kind::Update, self.header(), body);
-                actions.push(Action::Send {
-                    link,
-                    message: Box::new(message),
-                });
-                return;
-            }
-        }
-    }
-
-    /// Two masters with one config epoch: the one with the smaller name takes a
-    /// new epoch (`clusterHandleConfigEpochCollision`).
-    fn handle_epoch_collision(&mut self, s: usize, actions: &mut Vec<Action>) {
-        let (me, other) = (self.node(MYSELF), self.node(s));
-        if other.config_epoch != me.config_epoch || !other.is_master() || !me.is_master() {
-            return;
-        }
-        if other.name <= me.name {
-            return;
-        }
-        self.current_epoch += 1;
-        let epoch = self.current_epoch;
-        self.node_mut(MYSELF).config_epoch = epoch;
-        actions.push(Action::SaveConfig);
     }
 
     /// `clusterProcessGossipSection`: failure reports from masters, fresher PONG
@@ -818,7 +782,7 @@ impl Cluster {
     // --- what this node sends ---------------------------------------------------
 
     /// The header of every message this node sends.
-    fn header(&self) -> Header {
+    pub(super) fn header(&self) -> Header {
         let me = self.node(MYSELF);
         let mut header = Header::new(me.name);
         if self.announces_ip {
@@ -975,7 +939,8 @@ mod show;
 /// (a replica's, and a master's vote).
 #[path = "membership_failure.rs"]
 mod failure;
-use failure::Election;
+pub use failure::FailoverRules;
+use failure::{CantFailover, Election};
 
 /// The replica's side: whom it follows, its offset, a master that lost its
 /// slots following their new owner, CLUSTER FAILOVER and MFSTART.
@@ -983,6 +948,16 @@ use failure::Election;
 mod replica;
 pub use replica::FailoverMode;
 use replica::ManualFailover;
+
+/// Claims on slots and epochs from other nodes: a stale claim answered with
+/// an UPDATE, an UPDATE taken or refused, epoch collisions, and what comes
+/// from nodes this one does not know.
+#[path = "membership_claims.rs"]
+mod claims;
+
+/// Replica migration: a replica moving to a master left without one.
+#[path = "membership_orphans.rs"]
+mod orphans;
 
 /// CLUSTER SETSLOT: slots migrating and importing.
 #[path = "membership_migration.rs"]

@@ -43,7 +43,9 @@ impl Cluster {
             }
             let i = if flags & flag::MYSELF != 0 {
                 let me = cluster.node_mut(MYSELF);
-                me.flags = flags & !(flag::PFAIL | flag::FAIL);
+                // Whether it may fail over is its setting's to say now
+                // (`set_failover_rules`), not what the file kept.
+                me.flags = flags & !(flag::PFAIL | flag::FAIL | flag::NOFAILOVER);
                 MYSELF
             } else {
                 let node = Node::new(name, &line.ip, line.port, line.cport, flags, now);

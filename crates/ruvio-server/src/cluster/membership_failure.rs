@@ -17,6 +17,56 @@ use super::{Action, Cluster, LinkId, MYSELF, NO_OWNER};
 use crate::cluster::bus::message::{
     node_flags as flag, Body, Header, Kind, Message, NodeName, MFLAG_FORCEACK, SLOT_BYTES,
 };
+use crate::serverlog::{log, Level};
+
+/// Redis's `CLUSTER_CANT_FAILOVER_RELOG_PERIOD`: one reason is logged again
+/// after this long at the soonest.
+const CANT_FAILOVER_RELOG_MS: u64 = 10_000;
+/// Redis's `nolog_fail_time` beyond the node timeout: a replica says why it
+/// cannot fail over only once its master has been failing this much longer
+/// (the log is for a replica stalled for long, not for the usual wait).
+const CANT_FAILOVER_QUIET_MS: u64 = 5_000;
+
+/// The settings a replica's automatic failover and replica migration obey
+/// (CONFIG SET changes them while running).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailoverRules {
+    /// `cluster-replica-no-failover`: never start an election on its own (a
+    /// manual CLUSTER FAILOVER still runs).
+    pub no_failover: bool,
+    /// `cluster-replica-validity-factor`: a replica whose link to its master
+    /// was down longer than `ping_period_ms + node_timeout * factor` (past
+    /// the node timeout) does not run (0: any replica may).
+    pub validity_factor: u64,
+    /// `repl-ping-replica-period`, in milliseconds.
+    pub ping_period_ms: u64,
+    /// `cluster-migration-barrier`: a master gives a replica to an orphaned
+    /// master only if it keeps this many working ones.
+    pub migration_barrier: u64,
+    /// `cluster-allow-replica-migration`.
+    pub allow_migration: bool,
+}
+
+impl Default for FailoverRules {
+    /// Redis's defaults.
+    fn default() -> FailoverRules {
+        FailoverRules {
+            no_failover: false,
+            validity_factor: 10,
+            ping_period_ms: 10_000,
+            migration_barrier: 1,
+            allow_migration: true,
+        }
+    }
+}
+
+/// Why a replica of a failing master is not failing over, last logged
+/// (`cant_failover_reason`, `lastlog_time`).
+#[derive(Default)]
+pub(super) struct CantFailover {
+    reason: Option<&'static str>,
+    logged_at: u64,
+}
 
 /// Where a replica is in taking over its failed master.
 #[derive(Default)]
@@ -125,10 +175,20 @@ impl Cluster {
             .filter(|&m| !me.is_master() && self.nodes[m].is_some())
             .filter(|&m| self.node(m).has(flag::FAIL) || manual)
             .filter(|&m| self.owners.contains(&(m as u32)));
-        let Some(m) = failed_master else {
+        let Some(m) = failed_master.filter(|_| manual || !self.rules.no_failover) else {
             self.election = Election::default();
+            self.cant_failover.reason = None;
             return;
         };
+        if !manual && self.data_too_old(now) {
+            self.log_cant_failover(
+                m,
+                "Disconnected from master for longer than allowed. Please check the \
+                 'cluster-replica-validity-factor' configuration option.",
+                now,
+            );
+            return;
+        }
         let auth_timeout = (self.settings.node_timeout * 2).max(2000);
         if now.saturating_sub(self.election.start) > auth_timeout * 2 {
             // A new election: wait 500-1000 ms so the FAIL reaches every master,
@@ -198,6 +258,82 @@ impl Cluster {
         }
     }
 
+    /// `clusterHandleSlaveFailover`'s data age: how long the link to the
+    /// master has been down, less the node timeout (a master is down that
+    /// long before it is FAIL), above `repl-ping-replica-period` plus
+    /// `cluster-node-timeout` times `cluster-replica-validity-factor`. A link
+    /// that runs counts as fresh data (Redis counts the time since its last
+    /// byte, at most a ping period while it runs).
+    fn data_too_old(&self, now: u64) -> bool {
+        let rules = self.rules;
+        if rules.validity_factor == 0 {
+            return false;
+        }
+        let timeout = self.settings.node_timeout;
+        let mut age = match self.master_link_down_since {
+            None => 0,
+            Some(since) => now.saturating_sub(since),
+        };
+        if age > timeout {
+            age -= timeout;
+        }
+        let allowed = rules
+            .ping_period_ms
+            .saturating_add(timeout.saturating_mul(rules.validity_factor));
+        age > allowed
+    }
+
+    /// `clusterLogCantFailover`: why this replica of failing master `m` does
+    /// not fail over, once per reason every ten seconds, and not while the
+    /// master failed only lately.
+    fn log_cant_failover(&mut self, m: usize, reason: &'static str, now: u64) {
+        let known = &self.cant_failover;
+        if known.reason == Some(reason)
+            && now.saturating_sub(known.logged_at) < CANT_FAILOVER_RELOG_MS
+        {
+            return;
+        }
+        self.cant_failover.reason = Some(reason);
+        let master = self.node(m);
+        let quiet = self.settings.node_timeout + CANT_FAILOVER_QUIET_MS;
+        if master.has(flag::FAIL) && now.saturating_sub(master.fail_time) < quiet {
+            return;
+        }
+        self.cant_failover.logged_at = now;
+        log(
+            Level::Warning,
+            &format!("Currently unable to failover: {reason}"),
+        );
+    }
+
+    /// CONFIG SET of the settings failover and replica migration obey; a
+    /// replica that may not fail over says so in its flags (`nofailover`,
+    /// `clusterUpdateMyselfFlags`), so the others' elections rank without it.
+    pub fn set_failover_rules(&mut self, rules: FailoverRules) {
+        self.rules = rules;
+        let me = self.node_mut(MYSELF);
+        let before = me.flags;
+        me.flags = match rules.no_failover {
+            true => me.flags | flag::NOFAILOVER,
+            false => me.flags & !flag::NOFAILOVER,
+        };
+        if me.flags != before {
+            self.pending.push(Action::SaveConfig);
+        }
+    }
+
+    /// The settings failover and replica migration obey now.
+    pub fn failover_rules(&self) -> FailoverRules {
+        self.rules
+    }
+
+    /// How the replication link to this node's master is: `None` while its
+    /// stream runs, else the Unix ms it stopped (0: it never ran, as Redis's
+    /// `repl_down_since` starts).
+    pub fn set_master_link(&mut self, down_since: Option<u64>) {
+        self.master_link_down_since = down_since;
+    }
+
     /// How many other replicas of master `m` have applied more of its
     /// stream than this node (by the offsets their messages carry).
     fn rank_among_replicas(&self, m: usize) -> u64 {
@@ -206,7 +342,7 @@ impl Cluster {
             *i != MYSELF
                 && !n.is_master()
                 && n.master == Some(m)
-                && !n.has(flag::FAIL | flag::PFAIL)
+                && !n.has(flag::FAIL | flag::PFAIL | flag::NOFAILOVER)
                 && n.repl_offset > mine
         });
         ahead.count() as u64

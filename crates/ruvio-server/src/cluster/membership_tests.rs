@@ -467,3 +467,176 @@ fn a_slot_moved_by_setslot_is_the_target_s_in_every_view() {
         Err("ERR Unknown node nobody".to_string())
     );
 }
+
+/// A known node's UPDATE about this node itself, even under a newer epoch,
+/// moves no slot (Redis: "Discarding UPDATE message about myself."); one
+/// about another node under an epoch not newer than known is ignored.
+#[test]
+fn updates_about_myself_or_with_old_epochs_move_no_slot() {
+    let mut net = Net::masters_and_more(3, 7500);
+    for port in [7501, 7502] {
+        net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
+    }
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    let before = view(&net.nodes[0]);
+    assert_eq!(before.len(), 3, "{}", net.nodes[0].cluster_nodes());
+    let mut claim = [0; SLOT_BYTES];
+    for slot in 0..10000 {
+        set_slot_bit(&mut claim, slot);
+    }
+    let update = |about: u8, config_epoch: u64| {
+        let body = Body::Update {
+            config_epoch,
+            node: [about; NAME_LEN],
+            slots: Box::new(claim),
+        };
+        Message::new(Kind::Update, Header::new([b'b'; NAME_LEN]), body)
+    };
+    let link = net.nodes[0].accepted();
+    let now = net.now;
+    let b = net.nodes[0].lookup(&[b'b'; NAME_LEN]).unwrap();
+    let b_epoch = net.nodes[0].node(b).config_epoch;
+    for message in [update(b'a', 1000), update(b'b', b_epoch)] {
+        net.nodes[0].on_message(link, &message, "127.0.0.1", now);
+        assert_eq!(
+            view(&net.nodes[0]),
+            before,
+            "{}",
+            net.nodes[0].cluster_nodes()
+        );
+    }
+    let (owner, _, _) = net.nodes[0].slot_owner(7000).unwrap();
+    assert_eq!(owner, [b'b'; NAME_LEN]);
+}
+
+/// Four nodes, the fourth a replica of the third, which is then silenced
+/// (its FAIL to come); the replica has run `prepare` first.
+fn replica_of_a_silenced_master(base: u16, prepare: impl FnOnce(&mut Cluster, u64)) -> Net {
+    let mut net = Net::masters_and_more(4, base);
+    for port in [base + 1, base + 2, base + 3] {
+        net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
+    }
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    net.nodes[3].replicate(&[b'c'; NAME_LEN]).unwrap();
+    for _ in 0..20 {
+        net.tick(100);
+    }
+    let now = net.now;
+    prepare(&mut net.nodes[3], now);
+    net.silence(2);
+    for _ in 0..80 {
+        net.tick(100);
+    }
+    net
+}
+
+fn owner_of_12000(net: &Net, i: usize) -> NodeName {
+    net.nodes[i].slot_owner(12000).unwrap().0
+}
+
+/// `cluster-replica-no-failover yes`: the replica of a FAILed master stays a
+/// replica (flagged `nofailover` in every view) until the setting is `no`.
+#[test]
+fn a_replica_with_no_failover_never_starts_an_election() {
+    let mut net = replica_of_a_silenced_master(7600, |replica, _| {
+        replica.set_failover_rules(FailoverRules {
+            no_failover: true,
+            ..FailoverRules::default()
+        });
+    });
+    assert!(!net.nodes[3].node(MYSELF).is_master());
+    assert_eq!(owner_of_12000(&net, 0), [b'c'; NAME_LEN]);
+    assert_eq!(net.nodes[0].state, State::Fail);
+    let seen = net.nodes[0].lookup(&[b'd'; NAME_LEN]).unwrap();
+    assert!(net.nodes[0].line(seen).has_flag("nofailover"));
+    net.nodes[3].set_failover_rules(FailoverRules::default());
+    for _ in 0..40 {
+        net.tick(100);
+    }
+    assert!(net.nodes[3].node(MYSELF).is_master());
+    assert_eq!(owner_of_12000(&net, 0), [b'd'; NAME_LEN]);
+}
+
+/// The data-age check: a replica whose link to its master has been down past
+/// `repl-ping-replica-period` + node timeout x `cluster-replica-validity-factor`
+/// (beyond the node timeout) does not run; with the factor 0 it does.
+#[test]
+fn a_replica_with_old_data_does_not_fail_over() {
+    // Down 22 s at the silence, more at the election: past the 1 s node
+    // timeout, above the 10 s + 1 s x 10 allowed.
+    let mut net = replica_of_a_silenced_master(7700, |replica, now| {
+        replica.set_master_link(Some(now - 22_000));
+    });
+    assert!(!net.nodes[3].node(MYSELF).is_master());
+    assert_eq!(owner_of_12000(&net, 0), [b'c'; NAME_LEN]);
+    let rules = net.nodes[3].failover_rules();
+    net.nodes[3].set_failover_rules(FailoverRules {
+        validity_factor: 0,
+        ..rules
+    });
+    for _ in 0..40 {
+        net.tick(100);
+    }
+    assert!(net.nodes[3].node(MYSELF).is_master());
+    assert_eq!(owner_of_12000(&net, 0), [b'd'; NAME_LEN]);
+
+    // Down 20 s at the silence, 28 s at the end: within 10 s + 1 s x 20.
+    let net = replica_of_a_silenced_master(7800, |replica, now| {
+        replica.set_master_link(Some(now - 20_000));
+        let rules = replica.failover_rules();
+        replica.set_failover_rules(FailoverRules {
+            validity_factor: 20,
+            ..rules
+        });
+    });
+    assert!(net.nodes[3].node(MYSELF).is_master());
+}
+
+/// Masters a, b, c; d and e replicas of a, f of b; f then silenced (FAIL).
+/// Returns whom d and e follow 12 s later, after `rules` on d and e.
+fn after_the_lone_replica_fails(base: u16, rules: FailoverRules) -> (NodeName, NodeName) {
+    let mut net = Net::masters_and_more(6, base);
+    for port in base + 1..base + 6 {
+        net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
+    }
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    for (replica, master) in [(3, b'a'), (4, b'a'), (5, b'b')] {
+        net.nodes[replica].replicate(&[master; NAME_LEN]).unwrap();
+        net.nodes[replica].set_failover_rules(rules);
+    }
+    for _ in 0..20 {
+        net.tick(100);
+    }
+    net.silence(5);
+    for _ in 0..120 {
+        net.tick(100);
+    }
+    let master_of = |i: usize| net.nodes[i].master_name().unwrap();
+    (master_of(3), master_of(4))
+}
+
+/// Replica migration: the orphaned master b gets the replica of a with the
+/// smallest name (d), a keeping one; not when the barrier would leave a with
+/// fewer, nor with `cluster-allow-replica-migration no`.
+#[test]
+fn an_orphaned_master_gets_a_replica_from_the_master_with_the_most() {
+    let (a, b) = ([b'a'; NAME_LEN], [b'b'; NAME_LEN]);
+    let rules = FailoverRules::default();
+    assert_eq!(after_the_lone_replica_fails(7900, rules), (b, a));
+    let barrier = FailoverRules {
+        migration_barrier: 2,
+        ..rules
+    };
+    assert_eq!(after_the_lone_replica_fails(7910, barrier), (a, a));
+    let not_allowed = FailoverRules {
+        allow_migration: false,
+        ..rules
+    };
+    assert_eq!(after_the_lone_replica_fails(7920, not_allowed), (a, a));
+}

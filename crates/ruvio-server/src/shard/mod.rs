@@ -756,13 +756,12 @@ impl Shard {
         // The offset its bus messages carry, as of now: what a replica
         // applied (its rank in an election), what a master wrote (the offset
         // a replica's manual failover waits for).
-        let offset = self
-            .core
-            .shared
-            .replication
-            .node_history(self.core.id)
-            .offset();
-        node.cluster.set_repl_offset(offset);
+        let history = self.core.shared.replication.node_history(self.core.id);
+        node.cluster.set_repl_offset(history.offset());
+        // How fresh a replica's data is (the data-age check of its election).
+        let following = history.following();
+        node.cluster
+            .set_master_link((!following.up).then_some(following.down_since_ms));
         let published = node.tick(self.core.now_ms);
         match node.take_pause_writes() {
             None => {}

@@ -5,6 +5,7 @@
 //! ([`apply_config_change`]). The commands themselves, and the table of every
 //! parameter with its checks, are below (`cmd::config`, `config::params`).
 
+use crate::cluster::membership::FailoverRules;
 use crate::cmd::config::{is_tls_file, Configured};
 use crate::config::change::{ConfigChange, ReloadOutcome};
 use crate::config::params::{self, ParamSpec};
@@ -123,6 +124,16 @@ fn number<T: std::str::FromStr>(v: &str) -> Result<T, String> {
 
 fn yes(v: &str) -> bool {
     v == "yes"
+}
+
+/// One of the settings a cluster node's failover and replica migration obey,
+/// changed in its membership (nothing without `cluster-enabled`).
+fn set_failover_rule(core: &mut ShardCore, change: impl FnOnce(&mut FailoverRules)) {
+    if let Some(node) = core.cluster_node.as_mut() {
+        let mut rules = node.cluster.failover_rules();
+        change(&mut rules);
+        node.cluster.set_failover_rules(rules);
+    }
 }
 
 fn set_hz(core: &mut ShardCore, v: &str) -> Result<(), String> {
@@ -458,6 +469,31 @@ const LIVE: &[Live] = &[
         if let Some(node) = c.cluster_node.as_mut() {
             node.cluster.set_node_timeout(number(v)?);
         }
+        Ok(())
+    }),
+    applied("cluster-replica-no-failover", |c, v| {
+        set_failover_rule(c, |rules| rules.no_failover = yes(v));
+        Ok(())
+    }),
+    applied("cluster-replica-validity-factor", |c, v| {
+        let factor = number(v)?;
+        set_failover_rule(c, |rules| rules.validity_factor = factor);
+        Ok(())
+    }),
+    applied("repl-ping-replica-period", |c, v| {
+        let seconds: u64 = number(v)?;
+        set_failover_rule(c, |rules| {
+            rules.ping_period_ms = seconds.saturating_mul(1000)
+        });
+        Ok(())
+    }),
+    applied("cluster-migration-barrier", |c, v| {
+        let barrier = number(v)?;
+        set_failover_rule(c, |rules| rules.migration_barrier = barrier);
+        Ok(())
+    }),
+    applied("cluster-allow-replica-migration", |c, v| {
+        set_failover_rule(c, |rules| rules.allow_migration = yes(v));
         Ok(())
     }),
     applied("lazyfree-lazy-user-flush", |c, v| {

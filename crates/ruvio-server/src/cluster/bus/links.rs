@@ -11,7 +11,8 @@
 //! handshake is (`replication::link`).
 
 use super::super::membership::{Action, Cluster, LinkId};
-use super::message::{frame_len, Message};
+use super::message::{frame_len, BusError, Message};
+use crate::serverlog::{log, Level};
 use socket2::Socket;
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -157,18 +158,18 @@ impl Links {
                     }
                 }
             }
-            let messages = match read_messages(io) {
-                Ok(messages) => messages,
-                Err(()) => {
-                    self.drop_link(cluster, link);
-                    continue;
-                }
+            let Ok(read) = read_messages(io) else {
+                self.drop_link(cluster, link);
+                continue;
             };
             let peer_ip = io.peer_ip.clone();
-            for message in messages {
+            for message in read.messages {
                 self.received[usize::from(message.kind.code()) % KINDS] += 1;
                 let actions = cluster.on_message(link, &message, &peer_ip, now);
                 self.perform(cluster, actions, &mut out);
+            }
+            if read.closed {
+                self.drop_link(cluster, link);
             }
         }
         if cron {
@@ -214,36 +215,80 @@ fn connect(ip: &str, cport: u16) -> std::io::Result<Socket> {
 }
 
 /// Reads what the socket has and takes every whole message out of the input.
-/// `Err` when the link is over: closed by the peer, a socket error, or bytes
-/// that are not a bus message (Redis frees such a link too).
-fn read_messages(io: &mut LinkIo) -> Result<Vec<Message>, ()> {
+/// `Err` when the link is over at once: a socket error, or bytes that are not
+/// a bus message. What Redis 7.0 does with bad input, and logs:
+/// a wrong signature or an impossible total length ends the link
+/// (`clusterReadHandler`); a whole message whose length disagrees with its
+/// type, or of a type it does not know, is dropped and the link kept
+/// (`clusterProcessPacket` returns 1); another protocol version is skipped
+/// without a word.
+fn read_messages(io: &mut LinkIo) -> Result<LinkRead, ()> {
     let mut chunk = [0u8; READ_CHUNK];
+    let mut closed = false;
     loop {
         match (&io.socket).read(&mut chunk) {
-            Ok(0) => return Err(()),
+            Ok(0) => {
+                closed = true;
+                break;
+            }
             Ok(n) => io.input.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => return Err(()),
+            Err(e) => {
+                log(
+                    Level::Debug,
+                    &format!("I/O error reading from node link: {e}"),
+                );
+                return Err(());
+            }
         }
     }
     let mut messages = Vec::new();
     let mut at = 0;
     while let Some(total) = frame_len(&io.input[at..]) {
-        let total = total.map_err(|_| ())?;
+        let Ok(total) = total else {
+            log(
+                Level::Warning,
+                "Bad message length or signature received from Cluster bus.",
+            );
+            return Err(());
+        };
         if io.input.len() - at < total {
             break;
         }
         match Message::decode(&io.input[at..at + total]) {
             Ok(message) => messages.push(message),
-            // Another protocol version: skipped, as Redis does.
-            Err(super::message::BusError::Version(_)) => {}
-            Err(_) => return Err(()),
+            Err(BusError::Version(_)) => {}
+            Err(BusError::UnknownType(code)) => log(
+                Level::Warning,
+                &format!("Received unknown packet type: {code}"),
+            ),
+            Err(invalid) => log(Level::Warning, &invalid.to_string()),
         }
         at += total;
     }
     io.input.drain(..at);
-    Ok(messages)
+    if closed {
+        // The messages the peer finished still count (Redis reads them before
+        // it sees the end); a message it left unfinished is dropped.
+        match io.input.len() {
+            0 => log(Level::Debug, "I/O error reading from node link: connection closed"),
+            cut => log(
+                Level::Verbose,
+                &format!("Cluster bus link closed in the middle of a message ({cut} bytes of it dropped)"),
+            ),
+        }
+        io.input.clear();
+    }
+    Ok(LinkRead { messages, closed })
+}
+
+/// What one read of a link gave.
+struct LinkRead {
+    /// Its whole messages, in order.
+    messages: Vec<Message>,
+    /// The peer closed the link after them.
+    closed: bool,
 }
 
 /// Writes what the link has queued, as far as the socket takes it.

@@ -103,6 +103,24 @@ impl Kind {
         Kind::ALL.get(usize::from(code)).copied()
     }
 
+    /// What Redis's `clusterGetMessageTypeString` calls the type (its log
+    /// lines and CLUSTER INFO's counters name types so).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Ping => "ping",
+            Kind::Pong => "pong",
+            Kind::Meet => "meet",
+            Kind::Fail => "fail",
+            Kind::Publish => "publish",
+            Kind::FailoverAuthRequest => "auth-req",
+            Kind::FailoverAuthAck => "auth-ack",
+            Kind::Update => "update",
+            Kind::MfStart => "mfstart",
+            Kind::Module => "module",
+            Kind::PublishShard => "publishshard",
+        }
+    }
+
     /// PING, PONG and MEET share one layout (gossip and extensions).
     pub fn is_ping_like(self) -> bool {
         matches!(self, Kind::Ping | Kind::Pong | Kind::Meet)
@@ -254,7 +272,15 @@ pub enum BusError {
     Version(u16),
     /// A type number Redis 7 does not define.
     UnknownType(u16),
-    /// The total length disagrees with the type, counts and extensions.
+    /// The total length disagrees with what the type, counts and extensions
+    /// make (`expected`, as far as it could be read).
+    Invalid {
+        kind: Kind,
+        total: u64,
+        expected: u64,
+    },
+    /// A message this node was asked to encode does not fit the wire format,
+    /// or [`Message::decode`] was given bytes that are not one whole frame.
     Malformed(&'static str),
     /// The body does not match the type given to [`Message::encode`].
     BodyMismatch,
@@ -267,6 +293,16 @@ impl std::fmt::Display for BusError {
             BusError::Length(n) => write!(f, "cluster bus message of impossible length {n}"),
             BusError::Version(v) => write!(f, "cluster bus protocol version {v}"),
             BusError::UnknownType(t) => write!(f, "unknown cluster bus message type {t}"),
+            // Redis's own log line for it (`clusterIsValidPacket`).
+            BusError::Invalid {
+                kind,
+                total,
+                expected,
+            } => write!(
+                f,
+                "Received invalid {} packet of length {total} but expected length {expected}",
+                kind.name()
+            ),
             BusError::Malformed(why) => write!(f, "malformed cluster bus message: {why}"),
             BusError::BodyMismatch => write!(f, "message body does not match its type"),
         }
@@ -402,6 +438,12 @@ impl Message {
             mflags: [mflags[0] & !MFLAG_EXT_DATA, mflags[1], mflags[2]],
         };
         let data = &buf[HEADER_LEN..];
+        // The total length the type and its counts make, when it is not `buf`'s.
+        let invalid = |expected_body: u64| BusError::Invalid {
+            kind,
+            total: buf.len() as u64,
+            expected: HEADER_LEN as u64 + expected_body,
+        };
         let body = match kind {
             Kind::Ping | Kind::Pong | Kind::Meet => {
                 let extension_count = if mflags[0] & MFLAG_EXT_DATA != 0 {
@@ -409,11 +451,11 @@ impl Message {
                 } else {
                     0
                 };
-                decode_ping(data, count, extension_count)?
+                decode_ping(data, count, extension_count).map_err(invalid)?
             }
             Kind::Fail => {
                 if data.len() != NAME_LEN {
-                    return Err(BusError::Malformed("FAIL body is not one node name"));
+                    return Err(invalid(NAME_LEN as u64));
                 }
                 Body::Fail {
                     node: name_at(data, 0),
@@ -421,14 +463,13 @@ impl Message {
             }
             Kind::Publish | Kind::PublishShard => {
                 if data.len() < PUBLISH_FIXED {
-                    return Err(BusError::Malformed("PUBLISH body too short"));
+                    return Err(invalid(PUBLISH_FIXED as u64));
                 }
                 let channel_len = be32(data, 0) as usize;
                 let message_len = be32(data, 4) as usize;
-                if PUBLISH_FIXED as u64 + channel_len as u64 + message_len as u64
-                    != data.len() as u64
-                {
-                    return Err(BusError::Malformed("PUBLISH lengths disagree"));
+                let expected = PUBLISH_FIXED as u64 + channel_len as u64 + message_len as u64;
+                if expected != data.len() as u64 {
+                    return Err(invalid(expected));
                 }
                 let bulk = &data[PUBLISH_FIXED..];
                 Body::Publish {
@@ -438,7 +479,7 @@ impl Message {
             }
             Kind::Update => {
                 if data.len() != UPDATE_LEN {
-                    return Err(BusError::Malformed("UPDATE body of the wrong length"));
+                    return Err(invalid(UPDATE_LEN as u64));
                 }
                 Body::Update {
                     config_epoch: be64(data, 0),
@@ -448,11 +489,11 @@ impl Message {
             }
             Kind::Module => {
                 if data.len() < MODULE_FIXED {
-                    return Err(BusError::Malformed("MODULE body too short"));
+                    return Err(invalid(MODULE_FIXED as u64));
                 }
                 let len = be32(data, 8) as usize;
                 if MODULE_FIXED as u64 + len as u64 != data.len() as u64 {
-                    return Err(BusError::Malformed("MODULE length disagrees"));
+                    return Err(invalid(MODULE_FIXED as u64 + len as u64));
                 }
                 Body::Module {
                     module_id: be64(data, 0),
@@ -462,7 +503,7 @@ impl Message {
             }
             Kind::FailoverAuthRequest | Kind::FailoverAuthAck | Kind::MfStart => {
                 if !data.is_empty() {
-                    return Err(BusError::Malformed("a header-only message has a body"));
+                    return Err(invalid(0));
                 }
                 Body::Empty
             }
@@ -587,11 +628,12 @@ impl Message {
 
 /// A PING/PONG/MEET body: `count` gossip entries, then `extension_count`
 /// extensions (Redis writes each 8-byte aligned but reads any length of at least
-/// its own header), ending exactly at the message's end.
-fn decode_ping(data: &[u8], count: usize, extension_count: usize) -> Result<Body, BusError> {
+/// its own header), ending exactly at the message's end. `Err`: the body
+/// length the counts and the extensions read so far make instead.
+fn decode_ping(data: &[u8], count: usize, extension_count: usize) -> Result<Body, u64> {
     let gossip_bytes = count * GOSSIP_LEN;
     if data.len() < gossip_bytes {
-        return Err(BusError::Malformed("fewer gossip bytes than its count"));
+        return Err(gossip_bytes as u64);
     }
     let gossip = data[..gossip_bytes]
         .chunks_exact(GOSSIP_LEN)
@@ -609,13 +651,14 @@ fn decode_ping(data: &[u8], count: usize, extension_count: usize) -> Result<Body
     let mut rest = &data[gossip_bytes..];
     let mut extensions = Vec::with_capacity(extension_count.min(16));
     for _ in 0..extension_count {
+        let read = (data.len() - rest.len()) as u64;
         if rest.len() < EXT_HEADER {
-            return Err(BusError::Malformed("extension header cut short"));
+            return Err(read + EXT_HEADER as u64);
         }
         let len = be32(rest, 0) as usize;
         let kind = be16(rest, 4);
         if len < EXT_HEADER || len > rest.len() {
-            return Err(BusError::Malformed("extension of a bad length"));
+            return Err(read + len.max(EXT_HEADER) as u64);
         }
         let payload = &rest[EXT_HEADER..len];
         extensions.push(match kind {
@@ -628,7 +671,7 @@ fn decode_ping(data: &[u8], count: usize, extension_count: usize) -> Result<Body
         rest = &rest[len..];
     }
     if !rest.is_empty() {
-        return Err(BusError::Malformed("bytes after the gossip and extensions"));
+        return Err((data.len() - rest.len()) as u64);
     }
     Ok(Body::Ping { gossip, extensions })
 }
@@ -797,10 +840,38 @@ mod tests {
         short.pop();
         let total = short.len() as u32;
         short[4..8].copy_from_slice(&total.to_be_bytes());
-        assert!(matches!(
+        assert_eq!(
             Message::decode(&short),
-            Err(BusError::Malformed(_))
-        ));
+            Err(BusError::Invalid {
+                kind: Kind::Fail,
+                total: u64::from(total),
+                expected: u64::from(total) + 1,
+            })
+        );
+        assert_eq!(
+            Message::decode(&short).unwrap_err().to_string(),
+            format!(
+                "Received invalid fail packet of length {total} but expected length {}",
+                total + 1
+            )
+        );
+        let mut ping = Vec::new();
+        let body = Body::Ping {
+            gossip: Vec::new(),
+            extensions: Vec::new(),
+        };
+        Message::new(Kind::Ping, header(), body)
+            .encode(&mut ping)
+            .unwrap();
+        ping[AT_COUNT..AT_COUNT + 2].copy_from_slice(&1u16.to_be_bytes());
+        assert_eq!(
+            Message::decode(&ping),
+            Err(BusError::Invalid {
+                kind: Kind::Ping,
+                total: HEADER_LEN as u64,
+                expected: (HEADER_LEN + GOSSIP_LEN) as u64,
+            })
+        );
         let mut bad_version = bytes.clone();
         bad_version[9] = 2;
         assert_eq!(Message::decode(&bad_version), Err(BusError::Version(2)));
