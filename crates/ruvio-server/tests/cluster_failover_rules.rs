@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::cluster_process::{agree, ok, text, Node};
+use common::cluster_process::{info_field, ok, own_line, text, three_masters_and_a_replica, Node};
 use common::cluster_tools::myid;
 use common::replication::wait_for;
 use common::*;
@@ -27,28 +27,10 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn info_field(port: u16, section: &str, name: &str) -> String {
-    let info = text(&RawConn::connect(port).cmd(&["INFO", section]));
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .map(|v| v.trim().to_string())
-        .unwrap_or_default()
-}
-
 fn cluster_state(port: u16) -> String {
     let info = text(&RawConn::connect(port).cmd(&["CLUSTER", "INFO"]));
     info.lines()
         .find_map(|l| l.strip_prefix("cluster_state:"))
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// This node's own line of its CLUSTER NODES.
-fn own_line(port: u16) -> String {
-    let nodes = text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]));
-    nodes
-        .lines()
-        .find(|l| l.contains("myself"))
         .unwrap_or_default()
         .to_string()
 }
@@ -63,49 +45,8 @@ fn line_of(port: u16, id: &str) -> String {
         .to_string()
 }
 
-/// The masters with slots have distinct config epochs (a new cluster's
-/// collisions resolved), so every vote can be granted.
-fn epochs_settled(port: u16) -> bool {
-    let nodes = text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]));
-    let epochs: std::collections::BTreeSet<&str> = nodes
-        .lines()
-        .filter(|l| l.split(' ').count() > 8)
-        .filter_map(|l| l.split(' ').nth(6))
-        .collect();
-    epochs.len() == 3
-}
-
-/// Three masters (a third of the slots each) and a replica of the first
-/// started with `replica_flags`, its link up.
 fn start(replica_flags: &[&str]) -> (Vec<Node>, Node) {
-    let masters: Vec<Node> = (0..3)
-        .map(|i| Node::start(free_ports(1, true), 1, &unique_dir(&format!("rules-m{i}"))))
-        .collect();
-    let dir = unique_dir("rules-r");
-    let replica = Node::start_bound(free_ports(1, true), 1, &dir, "127.0.0.1", replica_flags);
-    for (node, (first, last)) in
-        masters
-            .iter()
-            .zip([("0", "5460"), ("5461", "10922"), ("10923", "16383")])
-    {
-        ok(node.port, &["CLUSTER", "ADDSLOTSRANGE", first, last]);
-    }
-    let first = masters[0].port;
-    for other in masters[1..].iter().map(|n| n.port).chain([replica.port]) {
-        ok(first, &["CLUSTER", "MEET", "127.0.0.1", &other.to_string()]);
-    }
-    let ports: Vec<u16> = masters
-        .iter()
-        .map(|n| n.port)
-        .chain([replica.port])
-        .collect();
-    wait_for("four nodes agree", || agree(&ports, 4).is_ok());
-    wait_for("the epochs settled", || epochs_settled(first));
-    ok(replica.port, &["CLUSTER", "REPLICATE", &myid(first)]);
-    wait_for("the replica's link up", || {
-        info_field(replica.port, "replication", "master_link_status") == "up"
-    });
-    (masters, replica)
+    three_masters_and_a_replica("rules", replica_flags)
 }
 
 #[test]
@@ -153,7 +94,7 @@ fn a_replica_with_no_failover_waits_for_the_operator() {
         me.contains("slave") && me.contains(&replica_id)
     });
     wait_for("its link up", || {
-        info_field(master, "replication", "master_link_status") == "up"
+        info_field(master, "master_link_status") == "up"
     });
     ok(
         master,
@@ -192,10 +133,10 @@ fn a_replica_cut_off_from_its_master_too_long_does_not_fail_over() {
     let laddr = format!("127.0.0.1:{master}");
     conn.cmd(&["CLIENT", "KILL", "LADDR", &laddr]);
     wait_for("the replica's link down", || {
-        info_field(r, "replication", "master_link_status") == "down"
+        info_field(r, "master_link_status") == "down"
     });
     std::thread::sleep(Duration::from_millis(2500));
-    assert_eq!(info_field(r, "replication", "master_link_status"), "down");
+    assert_eq!(info_field(r, "master_link_status"), "down");
     assert_eq!(cluster_state(other), "ok");
 
     masters[0].kill();

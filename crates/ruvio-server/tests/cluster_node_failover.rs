@@ -13,7 +13,9 @@
 
 mod common;
 
-use common::cluster_process::{agree, ok, text, Node};
+use common::cluster_process::{
+    agree, epochs_settled, info_field, ok, own_line, text, three_masters_and_a_replica, Node,
+};
 use common::cluster_tools::{myid, redis_cli};
 use common::replication::wait_for;
 use common::*;
@@ -26,24 +28,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn info_field(port: u16, name: &str) -> String {
-    let info = text(&RawConn::connect(port).cmd(&["INFO"]));
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .map(|v| v.trim().to_string())
-        .unwrap_or_default()
-}
-
-/// This node's own line of its CLUSTER NODES.
-fn own_line(port: u16) -> String {
-    let nodes = text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]));
-    nodes
-        .lines()
-        .find(|l| l.contains("myself"))
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// A hash tag whose slot is below `end` (so its keys are the first master's).
@@ -60,28 +44,6 @@ fn tag_below(port: u16, end: i64) -> String {
         .unwrap()
 }
 
-/// Every node has the same current epoch and the masters with slots have
-/// distinct config epochs (the collisions of a new cluster resolved).
-fn epochs_settled(ports: &[u16]) -> bool {
-    let current: std::collections::BTreeSet<String> = ports
-        .iter()
-        .map(|&p| {
-            let info = text(&RawConn::connect(p).cmd(&["CLUSTER", "INFO"]));
-            let line = info
-                .lines()
-                .find(|l| l.starts_with("cluster_current_epoch:"));
-            line.unwrap_or_default().to_string()
-        })
-        .collect();
-    let nodes = text(&RawConn::connect(ports[0]).cmd(&["CLUSTER", "NODES"]));
-    let epochs: std::collections::BTreeSet<&str> = nodes
-        .lines()
-        .filter(|l| l.split(' ').count() > 8)
-        .filter_map(|l| l.split(' ').nth(6))
-        .collect();
-    current.len() == 1 && epochs.len() == 3
-}
-
 /// Three masters (a third of the slots each) and a replica of the first,
 /// every node its own process, the replica's link up.
 struct Cluster {
@@ -91,32 +53,7 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
-        let masters: Vec<Node> = (0..3)
-            .map(|i| Node::start(free_ports(1, true), 1, &unique_dir(&format!("fo-m{i}"))))
-            .collect();
-        let replica = Node::start(free_ports(1, true), 1, &unique_dir("fo-r"));
-        for (node, (first, last)) in
-            masters
-                .iter()
-                .zip([("0", "5460"), ("5461", "10922"), ("10923", "16383")])
-        {
-            ok(node.port, &["CLUSTER", "ADDSLOTSRANGE", first, last]);
-        }
-        let first = masters[0].port;
-        for other in masters[1..].iter().map(|n| n.port).chain([replica.port]) {
-            ok(first, &["CLUSTER", "MEET", "127.0.0.1", &other.to_string()]);
-        }
-        let ports: Vec<u16> = masters
-            .iter()
-            .map(|n| n.port)
-            .chain([replica.port])
-            .collect();
-        wait_for("four nodes agree", || agree(&ports, 4).is_ok());
-        wait_for("the epochs settled", || epochs_settled(&ports));
-        ok(replica.port, &["CLUSTER", "REPLICATE", &myid(first)]);
-        wait_for("the replica's link up", || {
-            info_field(replica.port, "master_link_status") == "up"
-        });
+        let (masters, replica) = three_masters_and_a_replica("fo", &[]);
         Cluster { masters, replica }
     }
 }

@@ -158,17 +158,7 @@ fn three_nodes_meet_through_gossip_and_agree() {
 
 #[test]
 fn a_replica_takes_over_its_failed_master() {
-    let mut net = Net::masters_and_more(4, 7200);
-    for port in [7201, 7202, 7203] {
-        net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
-    }
-    for _ in 0..30 {
-        net.tick(100);
-    }
-    net.nodes[3].replicate(&[b'c'; NAME_LEN]).unwrap();
-    for _ in 0..20 {
-        net.tick(100);
-    }
+    let mut net = replica_of_the_third(7200);
     let seen = net.nodes[0].lookup(&[b'd'; NAME_LEN]).unwrap();
     assert!(
         net.nodes[0].line(seen).has_flag("slave"),
@@ -194,17 +184,7 @@ fn a_replica_takes_over_its_failed_master() {
 /// (no votes): each time the slots move and the old master follows the new.
 #[test]
 fn manual_failover_and_takeover_move_the_slots_and_the_old_master_follows() {
-    let mut net = Net::masters_and_more(4, 7300);
-    for port in [7301, 7302, 7303] {
-        net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
-    }
-    for _ in 0..30 {
-        net.tick(100);
-    }
-    net.nodes[3].replicate(&[b'c'; NAME_LEN]).unwrap();
-    for _ in 0..20 {
-        net.tick(100);
-    }
+    let mut net = replica_of_the_third(7300);
     assert_eq!(
         net.nodes[0].failover(FailoverMode::Default, net.now).err(),
         Some("ERR You should send CLUSTER FAILOVER to a replica")
@@ -511,9 +491,9 @@ fn updates_about_myself_or_with_old_epochs_move_no_slot() {
     assert_eq!(owner, [b'b'; NAME_LEN]);
 }
 
-/// Four nodes, the fourth a replica of the third, which is then silenced
-/// (its FAIL to come); the replica has run `prepare` first.
-fn replica_of_a_silenced_master(base: u16, prepare: impl FnOnce(&mut Cluster, u64)) -> Net {
+/// Four nodes on ports from `base`, met and settled, the fourth a replica of
+/// the third.
+fn replica_of_the_third(base: u16) -> Net {
     let mut net = Net::masters_and_more(4, base);
     for port in [base + 1, base + 2, base + 3] {
         net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
@@ -525,6 +505,13 @@ fn replica_of_a_silenced_master(base: u16, prepare: impl FnOnce(&mut Cluster, u6
     for _ in 0..20 {
         net.tick(100);
     }
+    net
+}
+
+/// [`replica_of_the_third`], the third then silenced (its FAIL to come); the
+/// replica has run `prepare` first.
+fn replica_of_a_silenced_master(base: u16, prepare: impl FnOnce(&mut Cluster, u64)) -> Net {
+    let mut net = replica_of_the_third(base);
     let now = net.now;
     prepare(&mut net.nodes[3], now);
     net.silence(2);

@@ -226,3 +226,79 @@ fn replay_lines((tested, peer): (u16, u16), lines: &[&str]) -> Vec<String> {
     }
     seen
 }
+
+/// A node's INFO field `name` (every section's; the names are unique).
+pub fn info_field(port: u16, name: &str) -> String {
+    let info = text(&RawConn::connect(port).cmd(&["INFO"]));
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// This node's own line of its CLUSTER NODES.
+pub fn own_line(port: u16) -> String {
+    let nodes = text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]));
+    nodes
+        .lines()
+        .find(|l| l.contains("myself"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Every node has the same current epoch and the three masters with slots
+/// have distinct config epochs (the collisions of a new cluster resolved), so
+/// every vote can be granted.
+pub fn epochs_settled(ports: &[u16]) -> bool {
+    let current: std::collections::BTreeSet<String> = ports
+        .iter()
+        .map(|&p| {
+            let info = text(&RawConn::connect(p).cmd(&["CLUSTER", "INFO"]));
+            let line = info
+                .lines()
+                .find(|l| l.starts_with("cluster_current_epoch:"));
+            line.unwrap_or_default().to_string()
+        })
+        .collect();
+    let nodes = text(&RawConn::connect(ports[0]).cmd(&["CLUSTER", "NODES"]));
+    let epochs: std::collections::BTreeSet<&str> = nodes
+        .lines()
+        .filter(|l| l.split(' ').count() > 8)
+        .filter_map(|l| l.split(' ').nth(6))
+        .collect();
+    current.len() == 1 && epochs.len() == 3
+}
+
+/// Three masters (a third of the slots each) and a replica of the first
+/// started with `replica_flags`, every node its own process (data
+/// directories named after `name`), the replica's link up.
+pub fn three_masters_and_a_replica(name: &str, replica_flags: &[&str]) -> (Vec<Node>, Node) {
+    let masters: Vec<Node> = (0..3)
+        .map(|i| Node::start(free_ports(1, true), 1, &unique_dir(&format!("{name}-m{i}"))))
+        .collect();
+    let dir = unique_dir(&format!("{name}-r"));
+    let replica = Node::start_bound(free_ports(1, true), 1, &dir, "127.0.0.1", replica_flags);
+    for (node, (first, last)) in
+        masters
+            .iter()
+            .zip([("0", "5460"), ("5461", "10922"), ("10923", "16383")])
+    {
+        ok(node.port, &["CLUSTER", "ADDSLOTSRANGE", first, last]);
+    }
+    let first = masters[0].port;
+    for other in masters[1..].iter().map(|n| n.port).chain([replica.port]) {
+        ok(first, &["CLUSTER", "MEET", "127.0.0.1", &other.to_string()]);
+    }
+    let ports: Vec<u16> = masters
+        .iter()
+        .map(|n| n.port)
+        .chain([replica.port])
+        .collect();
+    super::replication::wait_for("four nodes agree", || agree(&ports, 4).is_ok());
+    super::replication::wait_for("the epochs settled", || epochs_settled(&ports));
+    ok(replica.port, &["CLUSTER", "REPLICATE", &myid(first)]);
+    super::replication::wait_for("the replica's link up", || {
+        info_field(replica.port, "master_link_status") == "up"
+    });
+    (masters, replica)
+}
