@@ -8,7 +8,7 @@
 mod common;
 
 use common::bus_node::wait_for;
-use common::cluster_process::{split_at, text, Node};
+use common::cluster_process::{own_line, split_at, text, Node};
 use common::cluster_tools::*;
 use common::replication::{compare_conns, follow};
 use common::*;
@@ -551,6 +551,40 @@ fn on_a_cluster_node_migrate_routes_and_restores_asking_as_redis_server() {
     ]);
     assert_eq!(ruvio, redis);
     assert!(ruvio[8].ends_with(r#""+OK\r\n""#), "{}", ruvio[8]);
+}
+
+/// A master that gives its last slot away with SETSLOT NODE becomes a replica
+/// of the slot's new owner, as a redis-server 7.0 node does (with
+/// `cluster-allow-replica-migration yes`, the default); with it `no`, it
+/// stays an empty master. A Ruvio node and a redis-server node, each beside a
+/// redis-server peer.
+#[test]
+fn a_master_emptied_by_setslot_node_follows_the_new_owner_as_redis_server() {
+    if require_redis_server("cluster_migrate").is_none() {
+        return;
+    }
+    for allow in ["yes", "no"] {
+        let side = common::cluster_process::SideBySide::start(&unique_dir("emptied"));
+        for (tested, peer) in side.pairs() {
+            let (conn, peer_id) = (&mut RawConn::connect(tested), myid(peer));
+            let set = ["CONFIG", "SET", "cluster-allow-replica-migration", allow];
+            assert_eq!(conn.cmd(&set), b"+OK\r\n");
+            assert_eq!(
+                conn.cmd(&["CLUSTER", "DELSLOTSRANGE", "1", "8191"]),
+                b"+OK\r\n"
+            );
+            let give = ["CLUSTER", "SETSLOT", "0", "NODE", &peer_id];
+            assert_eq!(conn.cmd(&give), b"+OK\r\n", "{tested}");
+            let expected = match allow {
+                "yes" => format!(" myself,slave {peer_id} "),
+                _ => " myself,master - ".to_string(),
+            };
+            wait_for(&format!("{tested}: {expected}"), || {
+                let line = own_line(tested);
+                line.contains(&expected).then_some(()).ok_or(line)
+            });
+        }
+    }
 }
 
 /// The keys MIGRATE moved are deleted as a DEL deletes them, on Ruvio as on

@@ -81,6 +81,14 @@ impl Cluster {
                 // The import is over: a new config epoch without a vote, so
                 // this node's claim wins over the old owner's.
                 self.owners[at] = i as u32;
+                // A master that gave its last slot away follows the slot's new
+                // owner (Redis 7.0, with `cluster-allow-replica-migration`).
+                let emptied = mine && i != MYSELF && !self.owners.contains(&(MYSELF as u32));
+                if emptied && self.rules.allow_migration {
+                    let mut actions = Vec::new();
+                    self.follow_new_owner(i, &mut actions);
+                    self.pending.extend(actions);
+                }
                 if i == MYSELF && self.importing.remove(&slot).is_some() {
                     self.bump_epoch();
                     // Tell every node at once (`clusterBroadcastPong`).

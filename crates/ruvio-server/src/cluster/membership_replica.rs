@@ -90,23 +90,30 @@ impl Cluster {
             Some(m) if !me.is_master() => m as u32,
             _ => MYSELF as u32,
         };
-        let mut took_ours = false;
+        // How many slots `s` claims, and how many of them it took from the
+        // master this node serves.
+        let (mut claimed, mut took_ours) = (0, 0);
         for slot in 0..SLOT_BYTES * 8 {
             if slots[slot / 8] & (1 << (slot % 8)) == 0 {
                 continue;
             }
+            claimed += 1;
             let owner = self.owners[slot];
             // A slot being imported is the operator's to give (SETSLOT NODE).
             if owner == s as u32 || self.importing.contains_key(&(slot as u16)) {
                 continue;
             }
             if owner == NO_OWNER || self.node(owner as usize).config_epoch < epoch {
-                took_ours |= owner == serving;
+                took_ours += usize::from(owner == serving);
                 self.owners[slot] = s as u32;
                 changed = true;
             }
         }
-        if took_ours && !self.owners.contains(&serving) && s != MYSELF {
+        // Left without slots: follow their new owner, unless replica
+        // migration is off and `s` holds more than what it took from here
+        // (a failover's new master holds exactly that: it is followed).
+        let follows = self.rules.allow_migration || claimed == took_ours;
+        if took_ours > 0 && !self.owners.contains(&serving) && s != MYSELF && follows {
             self.follow_new_owner(s, actions);
             changed = true;
         }

@@ -627,3 +627,45 @@ fn an_orphaned_master_gets_a_replica_from_the_master_with_the_most() {
     };
     assert_eq!(after_the_lone_replica_fails(7920, not_allowed), (a, a));
 }
+
+/// A master back after its replica took its slots follows it even with
+/// `cluster-allow-replica-migration no`: the new owner holds exactly the
+/// slots it took from it (Redis's `clusterUpdateSlotsConfigWith`). A master
+/// whose last slot an operator gives away with SETSLOT NODE follows the
+/// slot's new owner only with the setting `yes`.
+#[test]
+fn an_emptied_master_follows_the_new_owner_as_the_rules_say() {
+    let not_allowed = FailoverRules {
+        allow_migration: false,
+        ..FailoverRules::default()
+    };
+    let mut net = replica_of_a_silenced_master(8000, |_, _| {});
+    assert!(net.nodes[3].node(MYSELF).is_master());
+    net.nodes[2].set_failover_rules(not_allowed);
+    net.silent = None;
+    for _ in 0..60 {
+        net.tick(100);
+    }
+    assert_eq!(net.nodes[2].master_name(), Some([b'd'; NAME_LEN]));
+
+    for (allowed, base) in [(true, 8010), (false, 8020)] {
+        let mut net = Net::masters_and_more(3, base);
+        for port in [base + 1, base + 2] {
+            net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now);
+        }
+        for _ in 0..30 {
+            net.tick(100);
+        }
+        if !allowed {
+            net.nodes[0].set_failover_rules(not_allowed);
+        }
+        // a serves 0-4999: all but slot 0 unassigned first.
+        net.nodes[0].del_slots(1..5000);
+        assert!(net.nodes[0].master_name().is_none());
+        net.nodes[0]
+            .set_slot(0, SetSlot::Node(&[b'b'; NAME_LEN], false), net.now)
+            .unwrap();
+        let expected = allowed.then_some([b'b'; NAME_LEN]);
+        assert_eq!(net.nodes[0].master_name(), expected, "allowed: {allowed}");
+    }
+}
