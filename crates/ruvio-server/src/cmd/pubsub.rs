@@ -239,7 +239,7 @@ fn check_slot<'a, S: Server>(
         return Err(CmdError::CrossSlot);
     }
     if let Some(node) = ctx.core.cluster_node() {
-        return node.redirect_ignoring_state(slot);
+        return node.routes().redirect_ignoring_state(slot);
     }
     let owner = topo.owner(slot);
     if owner != ctx.core.shard_id() {

@@ -1,7 +1,8 @@
 //! The questions every shard answers for its own part of the server, sent over
 //! the mesh and gathered ([`super::gather`]): CLIENT LIST, KILL and UNBLOCK of
 //! the clients each shard holds, DEBUG DIGEST, DIGEST-VALUE, POPULATE and OBJECT
-//! of the keys it holds. Plain data, defined with the messages that carry them;
+//! of the keys it holds; CLUSTER asked of the shard that owns the process's
+//! node in forward mode (docs/cluster.md). Plain data, defined with the messages that carry them;
 //! `cmd::client` builds them from a command's arguments and answers them on each
 //! shard (`cmd::client::answer`).
 
@@ -112,4 +113,23 @@ pub enum ClientQuery {
         /// What is asked.
         report: ruvio_engine::debug_digest::KeyReport,
     },
+    /// Forward mode as one node of the cluster bus: CLUSTER run on the shard
+    /// asked (shard 0, which owns the node's membership, or the shard holding
+    /// a slot's keys), answered as to the client that sent it.
+    Cluster(Box<ClusterAsked>),
+}
+
+/// A CLUSTER subcommand sent to another shard, with what its answer reads of
+/// the client that sent it.
+#[derive(Clone, Debug)]
+pub struct ClusterAsked {
+    /// The whole command, `CLUSTER` first.
+    pub args: Vec<Vec<u8>>,
+    /// The client's protocol (NODES is a verbatim string in RESP3).
+    pub proto: ruvio_resp::Protocol,
+    /// The address the client reached the server on (`ip:port`): the node's
+    /// own address in NODES, SLOTS and SHARDS when bound to every interface.
+    pub local: String,
+    /// The client's database.
+    pub db: usize,
 }

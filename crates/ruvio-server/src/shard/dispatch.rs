@@ -577,6 +577,10 @@ pub(super) fn run_local(
                 let (gather, wait) = (ctx.gather, ctx.wait);
                 answers_later(core, client, replies, who, gather, wait);
             }
+            if core.cluster_node.is_some() {
+                // A CLUSTER change on shard 0 of a forward-mode node.
+                super::node_forward::publish_node_map(core);
+            }
             if let Some(gate) = gate {
                 durable::close_gate(&mut core.gated, core.wal.as_ref(), replies, who, gate);
             }

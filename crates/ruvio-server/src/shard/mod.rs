@@ -42,6 +42,7 @@ pub mod messages;
 mod metrics;
 pub mod monitor;
 pub mod multi;
+mod node_forward;
 mod node_replica;
 mod observe;
 mod parked;
@@ -740,6 +741,7 @@ impl Shard {
         // a master turned replica) reaches the replication link in this
         // tick, before any client's command sees the new slot map.
         self.cluster_tick();
+        node_forward::publish_node_map(&mut self.core);
         self.replica_tick();
         self.primary_tick();
         self.metrics_tick();

@@ -1,10 +1,12 @@
 //! Where a command runs: here, on another shard (forward mode), split over the
 //! owners of its keys, on borrowed keys, on every shard; or `MOVED`/`CROSSSLOT` in
-//! per-shard mode, as Redis Cluster answers. Apart from `dispatch` because the
+//! per-shard mode, as Redis Cluster answers; on a node of the cluster bus, the
+//! node's answers first (in forward mode the node is the process: its slots
+//! then go to their shards as without the bus). Apart from `dispatch` because the
 //! decision reads only the command's row, its keys and the topology: the one place
 //! to read when a command lands on an unexpected shard.
 
-use crate::cluster::node::{ShardNode, SlotRoute};
+use crate::cluster::slot_map::{NodeRoutes, SlotRoute};
 use crate::cmd::registry::{Command, Placement};
 use crate::config::PortMode;
 use crate::net::conn::Merge;
@@ -93,11 +95,14 @@ impl InFlight {
 }
 
 /// Whether a command runs here whatever its keys: one that runs where the
-/// client is, or any command of a single forward-mode shard. The request
-/// path's first question, inlined (no [`Route`] to build and drop).
+/// client is, or any command of a single forward-mode shard that is no node
+/// of the cluster bus. The request path's first question, inlined (no
+/// [`Route`] to build and drop).
 #[inline(always)]
 pub(super) fn runs_here(core: &ShardCore, cmd: &Command) -> bool {
-    let single = core.topo.mode == PortMode::Forward && core.topo.nodes.len() == 1;
+    let single = core.topo.mode == PortMode::Forward
+        && core.topo.nodes.len() == 1
+        && core.cluster_node.is_none();
     cmd.placement == Placement::Here || single
 }
 
@@ -122,6 +127,17 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
         }
         return Route::Local;
     }
+    if forward {
+        if let Some(routes) = core.node_routes() {
+            if let Some(elsewhere) = forward_node_route(core, routes, (cmd, args), in_flight) {
+                return elsewhere;
+            }
+        }
+    }
+    if forward && shards == 1 {
+        // A single forward-mode shard that is a node: the node serves them.
+        return Route::Local;
+    }
     if forward && crate::mesh::script_lock::is_script(cmd.meta) {
         return script_route(core, cmd, args);
     }
@@ -132,7 +148,7 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
     };
     if !forward {
         let slot = key_slot(args.get(first));
-        if let Some(node) = core.cluster_node.as_deref() {
+        if let Some(node) = core.node_routes() {
             return node_route(core, node, (cmd, args), slot, positions, in_flight);
         }
         if positions.any(|p| key_slot(args.get(p)) != slot) {
@@ -176,13 +192,30 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
     }
 }
 
+/// Forward mode as one node: the node's answer for a keyed command (`-MOVED`,
+/// `-CROSSSLOT`, `-CLUSTERDOWN` ... as [`node_route`] gives them), or `None`
+/// when the node serves it: its keys then go to the shards that hold them.
+fn forward_node_route(
+    core: &ShardCore,
+    routes: &NodeRoutes,
+    (cmd, args): (&Command, Args<'_>),
+    in_flight: InFlight,
+) -> Option<Route> {
+    let mut positions = cmd.meta.keys.positions(args).into_iter();
+    let slot = key_slot(args.get(positions.next()?));
+    match node_route(core, routes, (cmd, args), slot, positions, in_flight) {
+        Route::Local => None,
+        elsewhere => Some(elsewhere),
+    }
+}
+
 /// A keyed command's route on a node of the cluster bus, checked in Redis's
 /// order (`getNodeByQuery`): the first key's slot without owner, keys of
 /// several slots, the cluster down (reads go on with
 /// `cluster-allow-reads-when-down yes`), a slot in flight, then the owner.
 fn node_route(
     core: &ShardCore,
-    node: &ShardNode,
+    node: &NodeRoutes,
     (cmd, args): (&Command, Args<'_>),
     slot: u16,
     mut others: impl Iterator<Item = usize>,
@@ -201,8 +234,9 @@ fn node_route(
         SlotRoute::Down => node.owner_route(slot),
         route => route,
     };
-    if node.cluster.slots_in_flight() {
-        let this_slot = node.cluster.migrating_to(slot).is_some() || node.cluster.importing(slot);
+    let map = node.map();
+    if map.slots_in_flight() {
+        let this_slot = map.migrating_to(slot).is_some() || map.importing(slot);
         if in_flight == InFlight::ExecChecked && this_slot {
             return Route::Local;
         }
@@ -235,14 +269,15 @@ fn node_route(
 /// database 0, the only one in cluster mode.
 fn in_flight_route(
     core: &ShardCore,
-    node: &ShardNode,
+    node: &NodeRoutes,
     keys: &[&[u8]],
     slot: u16,
     owner: SlotRoute,
     (asking, server_write): (bool, bool),
 ) -> Option<Route> {
-    let migrating = owner == SlotRoute::Here && node.cluster.migrating_to(slot).is_some();
-    let importing = !migrating && node.cluster.importing(slot);
+    let map = node.map();
+    let migrating = owner == SlotRoute::Here && map.migrating_to(slot).is_some();
+    let importing = !migrating && map.importing(slot);
     if !migrating && !importing {
         return None;
     }
@@ -281,8 +316,8 @@ pub(super) fn in_flight_keys<'a>(
     keys: impl FnOnce() -> Vec<&'a [u8]>,
     asking: bool,
 ) -> Option<Result<(), CmdError>> {
-    let node = core.cluster_node.as_deref()?;
-    if !node.cluster.slots_in_flight() {
+    let node = core.node_routes()?;
+    if !node.map().slots_in_flight() {
         return None;
     }
     let owner = match node.slot_route(slot) {
@@ -298,8 +333,8 @@ pub(super) fn in_flight_keys<'a>(
 
 /// `-MOVED` to another node of the bus ([`Route::MovedToNode`]).
 pub(super) fn moved_to_node(core: &ShardCore, slot: u16, target: u16) -> CmdError {
-    let node = core.cluster_node.as_deref();
-    let (host, port) = node.map_or(("", 0), |n| n.target(target));
+    let node = core.node_routes();
+    let (host, port) = node.map_or(("", 0), |n| n.map().target(target));
     CmdError::Moved {
         slot,
         host: host.to_string(),
@@ -309,10 +344,10 @@ pub(super) fn moved_to_node(core: &ShardCore, slot: u16, target: u16) -> CmdErro
 
 /// `-ASK` to the node a migrating slot goes to ([`Route::Ask`]).
 pub(super) fn ask(core: &ShardCore, slot: u16) -> CmdError {
-    let node = core.cluster_node.as_deref();
+    let node = core.node_routes();
     let (host, port) = node
-        .and_then(|n| n.cluster.migrating_to(slot))
-        .map_or(("", 0), |(_, ip, port)| (ip, port));
+        .and_then(|n| n.map().migrating_to(slot))
+        .unwrap_or(("", 0));
     CmdError::Ask {
         slot,
         host: host.to_string(),

@@ -58,6 +58,10 @@ pub struct Shared {
     pub replication: std::sync::Arc<crate::replication::State>,
     /// The TLS session cache every shard's sessions share (see `net::tls`).
     pub tls_sessions: crate::net::tls::SessionCaches,
+    /// Forward mode as one node of the cluster bus: shard 0's latest slot
+    /// map, which the other shards route by once told
+    /// (`ConfigChange::NodeSlots`; docs/cluster.md).
+    pub node_slots: Mutex<Option<std::sync::Arc<crate::cluster::slot_map::SlotMap>>>,
 }
 
 impl Shared {
@@ -90,6 +94,7 @@ impl Shared {
             acl: std::sync::Arc::new(crate::acl::Acl::new(&crate::cmd::registry::registry().acl)),
             replication: std::sync::Arc::new(crate::replication::State::new(shards)),
             tls_sessions: Default::default(),
+            node_slots: Mutex::default(),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,
