@@ -1,0 +1,238 @@
+//! Forward mode as one node of a Redis Cluster (`--port-mode forward
+//! --cluster-enabled yes`): the process is one node (one name, one bus port,
+//! one nodes.conf) whose slots its shards hold inside it (docs/cluster.md).
+//!
+//! - Three Ruvio processes of two shards each and a redis-server node, built
+//!   into one cluster by `redis-cli --cluster create`: every Ruvio process
+//!   answers with one name and one bus port whichever shard a connection
+//!   lands on, writes one nodes.conf, and all four agree on CLUSTER NODES;
+//!   redis-py's RedisCluster writes and reads 2,000 keys over every slot
+//!   range; a plain client gets `-MOVED` and `-CROSSSLOT` byte for byte as
+//!   from the redis-server, on either shard; COUNTKEYSINSLOT and
+//!   GETKEYSINSLOT find a slot's keys from either shard.
+//! - CLUSTER subcommands that change the node, sent to either shard, change
+//!   the one node, and a key of the new slots is served at once on both.
+
+mod common;
+
+use common::bus_node::wait_for;
+use common::cluster_process::{agree, cluster_nodes, ok, text, Node};
+use common::cluster_tools::{check_whole, myid, redis_cli};
+use common::*;
+use std::process::Command;
+
+/// Connections to `port`, one on each of the process's two shards (CLIENT
+/// INFO's `io-thread` names the shard a connection landed on).
+fn one_on_each_shard(port: u16) -> [RawConn; 2] {
+    let mut found: [Option<RawConn>; 2] = [None, None];
+    for _ in 0..200 {
+        let mut conn = RawConn::connect(port);
+        let info = text(&conn.cmd(&["CLIENT", "INFO"]));
+        let shard = info
+            .split_whitespace()
+            .find_map(|field| field.strip_prefix("io-thread="))
+            .and_then(|n| n.parse::<usize>().ok());
+        if let Some(slot) = shard.and_then(|s| found.get_mut(s)) {
+            slot.get_or_insert(conn);
+        }
+        if found.iter().all(Option::is_some) {
+            let [a, b] = found;
+            return [a.expect("found"), b.expect("found")];
+        }
+    }
+    panic!("no connection landed on each shard of {port}");
+}
+
+/// A key whose slot `port` serves (CLUSTER NODES's slot ranges of the node).
+fn key_served_by(port: u16, tag: &str) -> String {
+    let view = cluster_nodes(port);
+    let me = view.iter().find(|l| l.has_flag("myself")).expect("myself");
+    (0..)
+        .map(|i| format!("{tag}:{i}"))
+        .find(|key| {
+            let slot = text(&RawConn::connect(port).cmd(&["CLUSTER", "KEYSLOT", key]));
+            let slot: u16 = slot.parse().expect("a slot");
+            me.slots.iter().any(|&(a, b)| (a..=b).contains(&slot))
+        })
+        .expect("a key")
+}
+
+#[test]
+fn forward_mode_processes_are_one_node_each_in_a_cluster_with_redis_server() {
+    let Some(cli) = redis_cli("cluster_forward_node") else {
+        return;
+    };
+    let redis = Server::redis_cluster_node();
+    let ruvio_ports: Vec<u16> = (0..3).map(|_| free_ports(2, true)).collect();
+    let _nodes: Vec<Node> = ruvio_ports
+        .iter()
+        .map(|&port| Node::start_forward(port, 2, &unique_dir("fwd-node")))
+        .collect();
+    let mut ports = ruvio_ports.clone();
+    ports.push(redis.port());
+
+    // One node per process: one name whichever shard answers, one bus port,
+    // one nodes.conf.
+    for (node, &port) in _nodes.iter().zip(&ruvio_ports) {
+        let [mut first, mut second] = one_on_each_shard(port);
+        let name = text(&first.cmd(&["CLUSTER", "MYID"]));
+        assert_eq!(text(&second.cmd(&["CLUSTER", "MYID"])), name);
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port + 10000)).is_ok());
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port + 10001)).is_err());
+        let files: Vec<String> = std::fs::read_dir(&node.dir)
+            .expect("the node's directory")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| name.ends_with(".conf"))
+            .collect();
+        assert_eq!(files, [format!("nodes-{port}.conf")]);
+        let saved = std::fs::read_to_string(node.dir.join(&files[0])).expect("nodes.conf");
+        assert!(saved.contains(&name), "{saved}");
+        let info = text(&first.cmd(&["INFO", "cluster"]));
+        assert!(info.contains("cluster_enabled:1"), "{info}");
+    }
+
+    let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let out = Command::new(&cli)
+        .args(["--cluster", "create"])
+        .args(&addresses)
+        .arg("--cluster-yes")
+        .output()
+        .expect("redis-cli");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for("the created cluster", || agree(&ports, 4));
+    check_whole(&cli, ruvio_ports[1]).unwrap_or_else(|e| panic!("{e}"));
+    // Each shard of a process shows the same view of the cluster.
+    for &port in &ruvio_ports {
+        let [mut first, mut second] = one_on_each_shard(port);
+        let lines = |conn: &mut RawConn| {
+            let mut lines: Vec<String> = text(&conn.cmd(&["CLUSTER", "NODES"]))
+                .lines()
+                .map(|l| {
+                    l.split(' ')
+                        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+                        .collect()
+                })
+                .collect();
+            lines.sort();
+            lines
+        };
+        assert_eq!(lines(&mut first), lines(&mut second), "{port}");
+    }
+
+    // redis-py's RedisCluster over every slot range, from a Ruvio node.
+    let script = format!(
+        "from redis.cluster import RedisCluster\n\
+         rc = RedisCluster(host='127.0.0.1', port={})\n\
+         for i in range(2000): rc.set('key:%d' % i, 'v%d' % i)\n\
+         bad = [i for i in range(2000) if rc.get('key:%d' % i) != b'v%d' % i]\n\
+         assert not bad, bad[:10]\n\
+         print(len(rc.get_nodes()))\n",
+        ruvio_ports[0]
+    );
+    assert_eq!(python(&script), "4");
+    let total: i64 = ports
+        .iter()
+        .map(|&p| {
+            text(&RawConn::connect(p).cmd(&["DBSIZE"]))
+                .parse::<i64>()
+                .unwrap_or(-1)
+        })
+        .sum();
+    assert_eq!(total, 2000);
+
+    // A plain client: -MOVED and -CROSSSLOT as the redis-server answers them,
+    // from either shard of a Ruvio node.
+    let owner = ruvio_ports[0];
+    let key = key_served_by(owner, "moved");
+    let from_redis = RawConn::connect(redis.port()).cmd(&["GET", &key]);
+    assert!(from_redis.starts_with(b"-MOVED "), "{}", show(&from_redis));
+    let crossing = ["MSET", "a", "1", "b", "2"];
+    let crossing_redis = RawConn::connect(redis.port()).cmd(&crossing);
+    for mut conn in one_on_each_shard(ruvio_ports[1]) {
+        assert_eq!(conn.cmd(&["GET", &key]), from_redis);
+        assert_eq!(conn.cmd(&crossing), crossing_redis);
+    }
+    // The redis-server's keys are sent there too.
+    let theirs = key_served_by(redis.port(), "theirs");
+    let moved = RawConn::connect(ruvio_ports[2]).cmd(&["SET", &theirs, "x"]);
+    let expected = format!("-MOVED {} 127.0.0.1:{}\r\n", slot_of(&theirs), redis.port());
+    assert_eq!(show(&moved), show(expected.as_bytes()));
+
+    // A slot's keys, counted and listed from either shard of their node.
+    for &port in &ruvio_ports {
+        let key = key_served_by(port, "counted");
+        let slot = slot_of(&key).to_string();
+        ok(port, &["SET", &key, "1"]);
+        for mut conn in one_on_each_shard(port) {
+            let count = conn.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot]);
+            assert_ne!(count, b":0\r\n", "{port} slot {slot}");
+            let listed = show(&conn.cmd(&["CLUSTER", "GETKEYSINSLOT", &slot, "1000"]));
+            assert!(listed.contains(&key), "{port}: {listed}");
+        }
+    }
+}
+
+/// The slot of `key` (Redis's CRC16 rule).
+fn slot_of(key: &str) -> u16 {
+    ruvio_engine::slot::key_slot(key.as_bytes())
+}
+
+#[test]
+fn cluster_changes_sent_to_either_shard_change_the_one_node() {
+    if redis_cli("cluster_forward_node").is_none() {
+        return;
+    }
+    let port = free_ports(2, true);
+    let node = Node::start_forward(port, 2, &unique_dir("fwd-admin"));
+    let [mut first, mut second] = one_on_each_shard(port);
+    // No slots yet: not served, on either shard.
+    for conn in [&mut first, &mut second] {
+        assert_eq!(
+            conn.cmd(&["GET", "foo"]),
+            b"-CLUSTERDOWN Hash slot not served\r\n"
+        );
+    }
+    // Half the slots from one shard, the other half from the other: one node
+    // holds them all and serves keys of both shards' ranges at once.
+    assert_eq!(
+        first.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        second.cmd(&["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]),
+        b"+OK\r\n"
+    );
+    let view = cluster_nodes(port);
+    assert_eq!(view.len(), 1, "{view:?}");
+    assert_eq!(view[0].slots, vec![(0, 16383)]);
+    assert_eq!(view[0].name, myid(port));
+    for (i, conn) in [&mut first, &mut second].into_iter().enumerate() {
+        for key in ["foo", "bar", "{a}", "{b}", "zap"] {
+            let value = format!("{key}-{i}");
+            assert_eq!(conn.cmd(&["SET", key, &value]), b"+OK\r\n", "{key}");
+            assert_eq!(text(&conn.cmd(&["GET", key])), value);
+        }
+    }
+    // DELSLOTS from one shard: the other answers by it from its next command.
+    let slot = slot_of("foo").to_string();
+    assert_eq!(first.cmd(&["CLUSTER", "DELSLOTS", &slot]), b"+OK\r\n");
+    wait_for("the other shard routes by the change", || {
+        match second.cmd(&["GET", "foo"]) {
+            reply if reply == b"-CLUSTERDOWN Hash slot not served\r\n" => Ok(()),
+            reply => Err(show(&reply)),
+        }
+    });
+    // The errors of a subcommand asked of shard 0 come back as its own.
+    for conn in [&mut first, &mut second] {
+        let reply = conn.cmd(&["CLUSTER", "ADDSLOTS", "0"]);
+        assert_eq!(show(&reply), show(b"-ERR Slot 0 is already busy\r\n"));
+        let reply = conn.cmd(&["CLUSTER", "SETSLOT", "x", "STABLE"]);
+        assert_eq!(show(&reply), show(b"-ERR Invalid or out of range slot\r\n"));
+    }
+    drop(node);
+}
