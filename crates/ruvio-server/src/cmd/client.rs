@@ -218,8 +218,8 @@ pub fn answer<S: Server>(
         }
         // Run by the row's handler on the shard asked (`shard::node_forward`):
         // a handler runs on the shard's own type, which this answer is generic over.
-        ClientQuery::Cluster(_) => {
-            Reply::new(&mut out, Protocol::Resp2).error("ERR internal: CLUSTER asked elsewhere")
+        ClientQuery::Run(_) => {
+            Reply::new(&mut out, Protocol::Resp2).error("ERR internal: a command asked elsewhere")
         }
     }
     out

@@ -14,7 +14,7 @@ use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult};
 use crate::cluster::topology::Node;
 use crate::config::PortMode;
 use crate::mesh::gather::Gather;
-use crate::mesh::queries::{ClientQuery, ClusterAsked};
+use crate::mesh::queries::{AskedCommand, ClientQuery};
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::slot::{key_slot, SLOT_COUNT};
 use ruvio_engine::{CmdError, KeySpec};
@@ -128,13 +128,7 @@ pub(super) fn on_node_shard<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, sha
         && core.settings().cluster_bus()
         && core.shard_id() != shard;
     if elsewhere {
-        let asked = ClusterAsked {
-            args: args.iter().map(<[u8]>::to_vec).collect(),
-            proto: ctx.client.proto,
-            local: ctx.client.local.clone(),
-            db: ctx.client.db,
-        };
-        let query = ClientQuery::Cluster(Box::new(asked));
+        let query = ClientQuery::Run(Box::new(AskedCommand::of(ctx.client, args)));
         ctx.gather = Some(Gather::Ask { shard, query });
     }
     elsewhere

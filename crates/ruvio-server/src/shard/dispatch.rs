@@ -48,6 +48,11 @@ pub fn process_input(
         return true;
     }
     conn.input_need = 0;
+    if core.node_follower.is_some() {
+        // Forward mode as one node: shard 0's latest slot map before this
+        // input is routed (`node_forward`).
+        super::node_forward::follow_node_map(core);
+    }
     let acl = &core.shared.acl;
     if conn.client.acl.epoch != acl.epoch() && !crate::cmd::acl::keeps_access(acl, &mut conn.client)
     {

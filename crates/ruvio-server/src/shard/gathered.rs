@@ -133,7 +133,7 @@ pub fn answer_clients(
 ) {
     let started = core.timing.start();
     let part = match query {
-        ClientQuery::Cluster(asked) => super::node_forward::run_asked(core, conns, asked),
+        ClientQuery::Run(asked) => super::node_forward::run_asked(core, conns, (from, tag), asked),
         query => crate::cmd::client::answer(core, conns, None, query),
     };
     // What the command changed of the node's slots reaches the asking shard

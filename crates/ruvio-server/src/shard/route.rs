@@ -36,6 +36,11 @@ pub(super) enum Route {
     CrossSlot,
     /// Entirely on another shard.
     Remote(usize),
+    /// Forward mode: asked of another shard, which routes it again with what
+    /// only it knows and runs it: a server command writing its keys (MIGRATE),
+    /// or a keyed command of a node's slot in flight (which of its keys that
+    /// shard holds decides `-ASK` / `-TRYAGAIN`).
+    AskShard(usize),
     /// Keys on several shards: the key positions each shard gets.
     Split(Vec<(usize, Vec<usize>)>),
     /// Keys on several shards, one atomic command: borrow them all and run it here
@@ -53,7 +58,7 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
     let busy = |shard: usize| core.shared.scripts.busy_error(shard);
     let shards = core.topo.nodes.len();
     match route {
-        Route::Remote(shard) => busy(*shard),
+        Route::Remote(shard) | Route::AskShard(shard) => busy(*shard),
         Route::Split(groups) | Route::Lend(groups) => groups.iter().find_map(|(s, _)| busy(*s)),
         Route::AllShards => (0..shards).find_map(busy),
         Route::Scan(first, _) => (*first..shards).find_map(busy),
@@ -167,11 +172,12 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
     // here cost a fifth of a local GET's instructions (docs/runtime.md).
     let one_shard = positions.all(|p| core.topo.key_owner(args.get(p)) == owner);
     if cmd.placement == Placement::KeysHere {
-        // It cannot run on another shard: its keys must all be here.
-        return if one_shard && owner == core.id {
-            Route::Local
-        } else {
-            Route::CrossSlot
+        // It is not forwarded as an engine command: it runs whole on the shard
+        // holding its keys, here or asked of it.
+        return match (one_shard, owner == core.id) {
+            (true, true) => Route::Local,
+            (true, false) => Route::AskShard(owner),
+            (false, _) => Route::CrossSlot,
         };
     }
     // SORT ... BY/GET patterns read keys named by the sorted elements, which may
@@ -239,6 +245,12 @@ fn node_route(
         let this_slot = map.migrating_to(slot).is_some() || map.importing(slot);
         if in_flight == InFlight::ExecChecked && this_slot {
             return Route::Local;
+        }
+        let holder = core.topo.owner(slot);
+        if this_slot && core.topo.mode == PortMode::Forward && holder != core.id {
+            // Forward mode: only the shard holding the slot's keys knows
+            // which are there.
+            return Route::AskShard(holder);
         }
         let asking = in_flight == InFlight::Asking || cmd.meta.has(ASKING);
         let keys: Vec<&[u8]> = cmd
@@ -328,6 +340,31 @@ pub(super) fn in_flight_keys<'a>(
         Route::Ask(slot) => Some(Err(ask(core, slot))),
         Route::TryAgain => Some(Err(CmdError::TryAgain)),
         _ => Some(Ok(())),
+    }
+}
+
+/// The error a route that runs nowhere answers (a redirection, a refusal);
+/// a route that runs somewhere has none to give here: asked of a shard for
+/// its keys (`shard::node_forward`), the command's keys are its own.
+pub(super) fn refusal(core: &ShardCore, route: Route) -> CmdError {
+    match route {
+        Route::MovedToNode(slot, target) => moved_to_node(core, slot, target),
+        Route::Ask(slot) => ask(core, slot),
+        Route::TryAgain => CmdError::TryAgain,
+        Route::SlotNotServed => CmdError::SlotNotServed,
+        Route::ClusterDown => CmdError::ClusterDown,
+        Route::ClusterDownReadOnly => CmdError::ClusterDownReadOnly,
+        Route::CrossSlot => CmdError::CrossSlot,
+        Route::Local
+        | Route::Moved(..)
+        | Route::Remote(_)
+        | Route::AskShard(_)
+        | Route::Split(_)
+        | Route::Lend(_)
+        | Route::AllShards
+        | Route::Scan(..) => {
+            CmdError::Line(b"ERR internal: the command's keys are not on the shard asked".to_vec())
+        }
     }
 }
 

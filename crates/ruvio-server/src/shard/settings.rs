@@ -676,12 +676,7 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
             crate::cmd::acl::refresh_connections(&acl, conns, |who| core.dirty.push(who));
         }
         ConfigChange::Reload(outcome) => reload_shard(core, outcome),
-        ConfigChange::NodeSlots => {
-            let map = core.shared.node_slots.lock().ok().and_then(|m| m.clone());
-            if let (Some(routes), Some(map)) = (core.node_follower.as_mut(), map) {
-                routes.adopt(map);
-            }
-        }
+        ConfigChange::NodeSlots => super::node_forward::follow_node_map(core),
     }
 }
 
