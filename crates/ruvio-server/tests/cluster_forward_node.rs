@@ -12,12 +12,18 @@
 //!   GETKEYSINSLOT find a slot's keys from either shard.
 //! - CLUSTER subcommands that change the node, sent to either shard, change
 //!   the one node, and a key of the new slots is served at once on both.
+//! - `redis-cli --cluster reshard` out of a forward-mode node into another and
+//!   back while redis-py's RedisCluster writes: every acknowledged write reads
+//!   back, every key of a moved slot is on its new owner alone, and `redis-cli
+//!   --cluster check` finds the cluster whole.
 
 mod common;
 
 use common::bus_node::wait_for;
 use common::cluster_process::{agree, cluster_nodes, ok, text, Node};
-use common::cluster_tools::{check_whole, myid, redis_cli};
+use common::cluster_tools::{
+    all_written_present, check_whole, myid, redis_cli, reshard, start_writer, stop_writer,
+};
 use common::*;
 use std::process::Command;
 
@@ -235,4 +241,85 @@ fn cluster_changes_sent_to_either_shard_change_the_one_node() {
         assert_eq!(show(&reply), show(b"-ERR Invalid or out of range slot\r\n"));
     }
     drop(node);
+}
+
+/// The slot ranges `port`'s node serves, from its own CLUSTER NODES line.
+fn own_slots(port: u16) -> Vec<(u16, u16)> {
+    let view = cluster_nodes(port);
+    view.into_iter()
+        .find(|l| l.has_flag("myself"))
+        .map(|l| l.slots)
+        .unwrap_or_default()
+}
+
+#[test]
+fn redis_cli_reshards_between_forward_mode_nodes_while_a_client_writes() {
+    let Some(cli) = redis_cli("cluster_forward_node") else {
+        return;
+    };
+    let (port_a, port_b) = (free_ports(2, true), free_ports(2, true));
+    let _a = Node::start_forward(port_a, 2, &unique_dir("fwd-reshard-a"));
+    let _b = Node::start_forward(port_b, 2, &unique_dir("fwd-reshard-b"));
+    common::cluster_process::halves(port_a, port_b);
+    let seeded = format!(
+        "from redis.cluster import RedisCluster\n\
+         rc = RedisCluster(host='127.0.0.1', port={port_a})\n\
+         for i in range(2000): rc.set('seed:%d' % i, 's%d' % i)\n"
+    );
+    python(&seeded);
+    let stop = unique_dir("fwd-reshard-writer").join("stop");
+    let writer = start_writer(port_a, &stop);
+    // Out of A (slots held by A's shard 0) into B (where its shard 0 takes
+    // them), then part of them back: both directions, both nodes' shards.
+    reshard(&cli, port_a, port_b, 300);
+    reshard(&cli, port_b, port_a, 120);
+    let written = stop_writer(writer, &stop);
+    all_written_present(port_b, written);
+    let read_back = format!(
+        "from redis.cluster import RedisCluster\n\
+         rc = RedisCluster(host='127.0.0.1', port={port_b})\n\
+         bad = [i for i in range(2000) if rc.get('seed:%d' % i) != b's%d' % i]\n\
+         assert not bad, bad[:10]\n"
+    );
+    python(&read_back);
+    wait_for("the cluster whole", || check_whole(&cli, port_a));
+    check_whole(&cli, port_b).unwrap_or_else(|e| panic!("{e}"));
+    // Every key of the slots that moved is on its owner alone, whichever
+    // shard of the other node is asked.
+    let (slots_a, slots_b) = (own_slots(port_a), own_slots(port_b));
+    let serves =
+        |ranges: &[(u16, u16)], slot: u16| ranges.iter().any(|&(x, y)| (x..=y).contains(&slot));
+    assert!(
+        serves(&slots_b, 299) && !serves(&slots_a, 299),
+        "{slots_a:?} {slots_b:?}"
+    );
+    let [mut a0, mut a1] = one_on_each_shard(port_a);
+    let [mut b0, mut b1] = one_on_each_shard(port_b);
+    let mut total = 0;
+    for slot in 0..300u16 {
+        let slot_text = slot.to_string();
+        let count = |conn: &mut RawConn| -> i64 {
+            text(&conn.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot_text]))
+                .parse()
+                .expect("a count")
+        };
+        let (on_a, on_a_too) = (count(&mut a0), count(&mut a1));
+        let (on_b, on_b_too) = (count(&mut b0), count(&mut b1));
+        assert_eq!((on_a, on_b), (on_a_too, on_b_too), "slot {slot}");
+        match serves(&slots_a, slot) {
+            true => assert_eq!(on_b, 0, "slot {slot} left on B"),
+            false => assert_eq!(on_a, 0, "slot {slot} left on A"),
+        }
+        total += on_a + on_b;
+    }
+    assert!(total > 0);
+    let sizes: i64 = [port_a, port_b]
+        .iter()
+        .map(|&p| {
+            text(&RawConn::connect(p).cmd(&["DBSIZE"]))
+                .parse::<i64>()
+                .unwrap_or(-1)
+        })
+        .sum();
+    assert_eq!(sizes, 2000 + written as i64);
 }
