@@ -8,7 +8,8 @@
 //!   lands on, writes one nodes.conf, and all four agree on CLUSTER NODES;
 //!   redis-py's RedisCluster writes and reads 2,000 keys over every slot
 //!   range; a plain client gets `-MOVED` and `-CROSSSLOT` byte for byte as
-//!   from the redis-server, on either shard; COUNTKEYSINSLOT and
+//!   from the redis-server, on either shard (a MULTI's queued command too,
+//!   EXEC then aborting); COUNTKEYSINSLOT and
 //!   GETKEYSINSLOT find a slot's keys from either shard.
 //! - CLUSTER subcommands that change the node, sent to either shard, change
 //!   the one node, and a key of the new slots is served at once on both.
@@ -162,6 +163,17 @@ fn forward_mode_processes_are_one_node_each_in_a_cluster_with_redis_server() {
     for mut conn in one_on_each_shard(ruvio_ports[1]) {
         assert_eq!(conn.cmd(&["GET", &key]), from_redis);
         assert_eq!(conn.cmd(&crossing), crossing_redis);
+    }
+    // MULTI: a queued command of another node's slot is redirected and EXEC
+    // aborts, as on the redis-server.
+    let transaction = |conn: &mut RawConn| -> Vec<String> {
+        let words: [&[&str]; 3] = [&["MULTI"], &["SET", &key, "1"], &["EXEC"]];
+        words.iter().map(|w| show(&conn.cmd(w))).collect()
+    };
+    let expected = transaction(&mut RawConn::connect(redis.port()));
+    assert!(expected[2].contains("EXECABORT"), "{expected:?}");
+    for mut conn in one_on_each_shard(ruvio_ports[1]) {
+        assert_eq!(transaction(&mut conn), expected);
     }
     // The redis-server's keys are sent there too.
     let theirs = key_served_by(redis.port(), "theirs");

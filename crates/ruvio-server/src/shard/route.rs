@@ -198,6 +198,21 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
     }
 }
 
+/// Forward mode as one node: the node's refusal of `cmd` as queued in MULTI
+/// (`-MOVED`, `-CROSSSLOT`, `-CLUSTERDOWN`, `-ASK` ...), if any; a command
+/// this shard cannot decide (a slot in flight whose keys are on another
+/// shard) is left to EXEC.
+pub(super) fn node_refusal(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Option<CmdError> {
+    let routes = core.node_routes()?;
+    if cmd.meta.keys.is_none() {
+        return None;
+    }
+    match forward_node_route(core, routes, (cmd, args), InFlight::Plain)? {
+        Route::AskShard(_) => None,
+        refused => Some(refusal(core, refused)),
+    }
+}
+
 /// Forward mode as one node: the node's answer for a keyed command (`-MOVED`,
 /// `-CROSSSLOT`, `-CLUSTERDOWN` ... as [`node_route`] gives them), or `None`
 /// when the node serves it: its keys then go to the shards that hold them.
