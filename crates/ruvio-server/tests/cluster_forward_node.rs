@@ -96,6 +96,11 @@ fn forward_mode_processes_are_one_node_each_in_a_cluster_with_redis_server() {
         assert!(saved.contains(&name), "{saved}");
         let info = text(&first.cmd(&["INFO", "cluster"]));
         assert!(info.contains("cluster_enabled:1"), "{info}");
+        let hello = show(&second.cmd(&["HELLO", "2"]));
+        assert!(
+            hello.contains("$4\\r\\nmode\\r\\n$7\\r\\ncluster"),
+            "{hello}"
+        );
     }
 
     let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();

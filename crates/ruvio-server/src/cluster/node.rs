@@ -398,6 +398,37 @@ mod tests {
     }
 
     #[test]
+    fn a_published_map_routes_another_shard_as_the_node() {
+        let dir = std::env::temp_dir().join(format!("ruvio-publish-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let bus_port = free.local_addr().unwrap().port();
+        drop(free);
+        let mut node = node(&dir, bus_port);
+        let mut follower = NodeRoutes::new();
+        assert!(follower.served_slots().contains(0) == node.serves(0));
+        let first = node.map_to_publish().expect("the first map");
+        follower.adopt(first);
+        assert!(
+            node.map_to_publish().is_none(),
+            "unchanged: nothing to hand out"
+        );
+        node.cluster.add_slots(0..SLOT_COUNT);
+        node.changed();
+        follower.adopt(node.map_to_publish().expect("a changed map"));
+        for slot in [0, 8191, 16_383] {
+            assert_eq!(follower.slot_route(slot), node.slot_route(slot));
+            assert_eq!(follower.slot_route(slot), SlotRoute::Here);
+            assert!(follower.served_slots().contains(slot));
+        }
+        assert_eq!(
+            follower.map().generation(),
+            node.routes().map().generation()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_save_replaces_the_file_whole_and_leaves_no_temporary() {
         let dir = std::env::temp_dir().join(format!("ruvio-save-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
