@@ -13,6 +13,9 @@
 //!   GETKEYSINSLOT find a slot's keys from either shard.
 //! - CLUSTER subcommands that change the node, sent to either shard, change
 //!   the one node, and a key of the new slots is served at once on both.
+//! - SETSLOT's walk of a slot out of a forward-mode node and one into it
+//!   (`-ASK`, `-TRYAGAIN`, ASKING, the errors), sent to either shard, answers
+//!   as a redis-server node's.
 //! - `redis-cli --cluster reshard` out of a forward-mode node into another and
 //!   back while redis-py's RedisCluster writes: every acknowledged write reads
 //!   back, every key of a moved slot is on its new owner alone, and `redis-cli
@@ -23,7 +26,8 @@ mod common;
 use common::bus_node::wait_for;
 use common::cluster_process::{agree, cluster_nodes, ok, text, Node};
 use common::cluster_tools::{
-    all_written_present, check_whole, myid, redis_cli, reshard, start_writer, stop_writer,
+    all_written_present, check_whole, myid, redis_cli, reshard, setslot_walk, start_writer,
+    stop_writer,
 };
 use common::*;
 use std::process::Command;
@@ -339,4 +343,34 @@ fn redis_cli_reshards_between_forward_mode_nodes_while_a_client_writes() {
         })
         .sum();
     assert_eq!(sizes, 2000 + written as i64);
+}
+
+/// Slot 0 held by shard 0 and slot 12182 (importing) by shard 1 of the
+/// forward-mode node: each walk runs on a connection to one shard, on a node
+/// of its own, against one redis-server node's answers.
+#[test]
+fn slots_in_flight_answer_as_redis_server_from_either_shard() {
+    if require_redis_server("cluster_forward_node").is_none() {
+        return;
+    }
+    let (redis, redis_peer) = (Server::redis_cluster_node(), Server::redis_cluster_node());
+    common::cluster_process::halves(redis.port(), redis_peer.port());
+    let expected = setslot_walk(
+        &mut RawConn::connect(redis.port()),
+        redis.port(),
+        redis_peer.port(),
+    );
+    for shard in 0..2 {
+        let peer = Server::redis_cluster_node();
+        let port = free_ports(2, true);
+        let _node = Node::start_forward(port, 2, &unique_dir("fwd-in-flight"));
+        common::cluster_process::halves(port, peer.port());
+        let mut conn = one_on_each_shard(port)
+            .into_iter()
+            .nth(shard)
+            .expect("a shard");
+        let walked = setslot_walk(&mut conn, port, peer.port());
+        assert_eq!(walked.0, expected.0, "from shard {shard}");
+        assert_eq!((&walked.1, &walked.2), (&expected.1, &expected.2));
+    }
 }

@@ -115,7 +115,12 @@ pub(super) fn run_asked(
             match route(core, cmd, args, in_flight) {
                 // Answered at once, as a command of EXEC's queue: the tag
                 // does not let it block.
-                Route::Local => drop(run_engine(core, cmd, tag.caller(from), args, &mut out)),
+                Route::Local => {
+                    drop(run_engine(core, cmd, tag.caller(from), args, &mut out));
+                    // The clients blocked on the keys it wrote, as after a
+                    // forwarded command.
+                    super::exec::serve_ready(core, conns);
+                }
                 refused => {
                     let error = refusal(core, refused);
                     error.write(&mut Reply::new(&mut out, asked.proto));
