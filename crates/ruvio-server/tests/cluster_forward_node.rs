@@ -10,7 +10,8 @@
 //!   range; a plain client gets `-MOVED` and `-CROSSSLOT` byte for byte as
 //!   from the redis-server, on either shard (a MULTI's queued command too,
 //!   EXEC then aborting); COUNTKEYSINSLOT and
-//!   GETKEYSINSLOT find a slot's keys from either shard.
+//!   GETKEYSINSLOT find a slot's keys from either shard; PUBLISH on either
+//!   shard reaches every node's subscribers over the bus, once.
 //! - CLUSTER subcommands that change the node, sent to either shard, change
 //!   the one node, and a key of the new slots is served at once on both.
 //! - SETSLOT's walk of a slot out of a forward-mode node and one into it
@@ -189,6 +190,37 @@ fn forward_mode_processes_are_one_node_each_in_a_cluster_with_redis_server() {
     let moved = RawConn::connect(ruvio_ports[2]).cmd(&["SET", &theirs, "x"]);
     let expected = format!("-MOVED {} 127.0.0.1:{}\r\n", slot_of(&theirs), redis.port());
     assert_eq!(show(&moved), show(expected.as_bytes()));
+
+    // PUBLISH travels the bus: from either shard of a Ruvio node to the
+    // subscribers of every shard of another and of the redis-server, once
+    // each, and back from the redis-server.
+    let mut subscribers: Vec<RawConn> = one_on_each_shard(ruvio_ports[2]).into();
+    subscribers.push(RawConn::connect(redis.port()));
+    for conn in &mut subscribers {
+        conn.cmd(&["SUBSCRIBE", "news"]);
+    }
+    let message = |text: &str| {
+        format!(
+            "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n${}\r\n{text}\r\n",
+            text.len()
+        )
+    };
+    for (i, mut publisher) in one_on_each_shard(ruvio_ports[1]).into_iter().enumerate() {
+        let text = format!("from-shard-{i}");
+        assert_eq!(publisher.cmd(&["PUBLISH", "news", &text]), b":0\r\n");
+        for conn in &mut subscribers {
+            assert_eq!(show(&conn.read_reply()), show(message(&text).as_bytes()));
+        }
+    }
+    let reply = RawConn::connect(redis.port()).cmd(&["PUBLISH", "news", "from-r"]);
+    assert_eq!(reply, b":1\r\n");
+    for conn in &mut subscribers {
+        assert_eq!(show(&conn.read_reply()), show(message("from-r").as_bytes()));
+    }
+    for conn in &mut subscribers {
+        conn.expect_silence(std::time::Duration::from_millis(300));
+    }
+    drop(subscribers);
 
     // A slot's keys, counted and listed from either shard of their node.
     for &port in &ruvio_ports {

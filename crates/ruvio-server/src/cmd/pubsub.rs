@@ -312,6 +312,9 @@ fn publish_to<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply
     let local = pubsub::deliver_here(&mut to, ctx.conns, kind, channel, message, Some(caller));
     let core = &mut *ctx.core;
     let me = core.shard_id();
+    if core.topology().mode == PortMode::Forward && kind == Kind::Channel {
+        publish_on_forward_node(core, channel, message);
+    }
     let subscribers = &core.shared().pubsub().shards;
     let others = (0..subscribers.len()).filter(|&s| s != me && subscribers[s].may_receive(kind));
     match core.topology().mode {
@@ -345,6 +348,23 @@ fn publish_to<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply
             }
             reply.int(local as i64);
         }
+    }
+}
+
+/// Forward mode as one node of the bus (`cluster-enabled yes`): a PUBLISH
+/// goes to every other node over the bus too, sent by shard 0, which holds
+/// the node's links (asked by a broadcast from another shard). The process's
+/// own shards get it over the mesh, as without the bus.
+fn publish_on_forward_node<S: Server>(core: &mut S, channel: &[u8], message: &[u8]) {
+    if !core.settings().cluster_bus() {
+        return;
+    }
+    match core.cluster_node_mut() {
+        Some(node) => node.publish(channel, message),
+        None => core.broadcast(crate::config::change::ConfigChange::BusPublish {
+            channel: channel.to_vec(),
+            message: message.to_vec(),
+        }),
     }
 }
 

@@ -47,6 +47,10 @@ pub enum ConfigChange {
     /// changed; route by the one it left in `Shared` (a copy of 16,384
     /// entries travels once, not once per shard).
     NodeSlots,
+    /// Forward mode as one node of the cluster bus: a PUBLISH made on another
+    /// shard, for shard 0 (which holds the node's links) to send to every
+    /// other node; the other shards ignore it.
+    BusPublish { channel: Vec<u8>, message: Vec<u8> },
 }
 
 /// What the shards of one DEBUG RELOAD tell the shard that answers it: each adds

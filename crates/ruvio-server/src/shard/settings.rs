@@ -677,6 +677,11 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
         }
         ConfigChange::Reload(outcome) => reload_shard(core, outcome),
         ConfigChange::NodeSlots => super::node_forward::follow_node_map(core),
+        ConfigChange::BusPublish { channel, message } => {
+            if let Some(node) = core.cluster_node.as_mut() {
+                node.publish(channel, message);
+            }
+        }
     }
 }
 
