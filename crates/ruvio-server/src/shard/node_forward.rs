@@ -108,6 +108,8 @@ pub(super) fn run_asked(
             }
         }
         Some(Handler::Engine(_)) => {
+            // Routed by the map the asking shard routed by, or a newer one.
+            follow_node_map(core);
             let in_flight = match asked.asking {
                 true => InFlight::Asking,
                 false => InFlight::Plain,
