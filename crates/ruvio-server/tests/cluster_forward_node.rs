@@ -13,7 +13,8 @@
 //!   GETKEYSINSLOT find a slot's keys from either shard; PUBLISH on either
 //!   shard reaches every node's subscribers over the bus, once.
 //! - CLUSTER subcommands that change the node, sent to either shard, change
-//!   the one node, and a key of the new slots is served at once on both.
+//!   the one node, and a key of the new slots is served at once on both; the
+//!   node restarted is the same node from its nodes.conf.
 //! - SETSLOT's walk of a slot out of a forward-mode node and one into it
 //!   (`-ASK`, `-TRYAGAIN`, ASKING, the errors), sent to either shard, answers
 //!   as a redis-server node's.
@@ -36,6 +37,13 @@ use std::process::Command;
 /// Connections to `port`, one on each of the process's two shards (CLIENT
 /// INFO's `io-thread` names the shard a connection landed on).
 fn one_on_each_shard(port: u16) -> [RawConn; 2] {
+    try_one_on_each_shard(port)
+        .unwrap_or_else(|| panic!("no connection landed on each shard of {port}"))
+}
+
+/// [`one_on_each_shard`], or `None` when 200 connections did not reach both
+/// (a shard of a process just started may not listen yet).
+fn try_one_on_each_shard(port: u16) -> Option<[RawConn; 2]> {
     let mut found: [Option<RawConn>; 2] = [None, None];
     for _ in 0..200 {
         let mut conn = RawConn::connect(port);
@@ -47,12 +55,12 @@ fn one_on_each_shard(port: u16) -> [RawConn; 2] {
         if let Some(slot) = shard.and_then(|s| found.get_mut(s)) {
             slot.get_or_insert(conn);
         }
-        if found.iter().all(Option::is_some) {
+        if let [Some(_), Some(_)] = &found {
             let [a, b] = found;
-            return [a.expect("found"), b.expect("found")];
+            return Some([a?, b?]);
         }
     }
-    panic!("no connection landed on each shard of {port}");
+    None
 }
 
 /// A key whose slot `port` serves (CLUSTER NODES's slot ranges of the node).
@@ -293,7 +301,32 @@ fn cluster_changes_sent_to_either_shard_change_the_one_node() {
         let reply = conn.cmd(&["CLUSTER", "SETSLOT", "x", "STABLE"]);
         assert_eq!(show(&reply), show(b"-ERR Invalid or out of range slot\r\n"));
     }
-    drop(node);
+    // Whole again, then restarted: the same node from its nodes.conf, and
+    // both shards route by its slots.
+    assert_eq!(second.cmd(&["CLUSTER", "ADDSLOTS", &slot]), b"+OK\r\n");
+    let (name, slots) = (myid(port), cluster_nodes(port)[0].slots.clone());
+    assert_eq!(slots, vec![(0, 16383)]);
+    drop((first, second));
+    let mut node = node;
+    node.restart();
+    assert_eq!(myid(port), name);
+    assert_eq!(cluster_nodes(port)[0].slots, slots);
+    wait_for("both shards route by the node's slots", || {
+        let Some(mut conns) = try_one_on_each_shard(port) else {
+            return Err("a shard does not listen yet".into());
+        };
+        let replies: Vec<Vec<u8>> = conns
+            .iter_mut()
+            .map(|conn| conn.cmd(&["SET", "bar", "1"]))
+            .collect();
+        match replies.iter().all(|r| r == b"+OK\r\n") {
+            true => Ok(()),
+            false => Err(format!(
+                "{:?}",
+                replies.iter().map(|r| show(r)).collect::<Vec<_>>()
+            )),
+        }
+    });
 }
 
 /// The slot ranges `port`'s node serves, from its own CLUSTER NODES line.
