@@ -621,6 +621,14 @@ pub(super) fn replicate<S: Server>(
     if super::cluster::on_membership_shard(ctx, args) {
         return Ok(());
     }
+    if ctx.core.topology().mode == crate::config::PortMode::Forward {
+        // Following a master is each shard node's own link (`shard::node_replica`);
+        // a forward-mode node would load its master's keys into shard 0 alone.
+        return Err(error(
+            "ERR CLUSTER REPLICATE is not supported in forward mode yet (use port-mode per-shard)"
+                .into(),
+        ));
+    }
     let holds_keys = ctx.core.engine().key_count(0) != 0;
     let node = node(ctx, args)?;
     let name = args.get(2);
