@@ -8,7 +8,8 @@
 //!   lands on, writes one nodes.conf, and all four agree on CLUSTER NODES;
 //!   redis-py's RedisCluster writes and reads 2,000 keys over every slot
 //!   range; a plain client gets `-MOVED` and `-CROSSSLOT` byte for byte as
-//!   from the redis-server, on either shard (a MULTI's queued command too,
+//!   from the redis-server, on either shard (a MULTI's queued command, a shard
+//!   channel's SSUBSCRIBE and SPUBLISH too,
 //!   EXEC then aborting); COUNTKEYSINSLOT and
 //!   GETKEYSINSLOT find a slot's keys from either shard; PUBLISH on either
 //!   shard reaches every node's subscribers over the bus, once.
@@ -178,9 +179,16 @@ fn forward_mode_processes_are_one_node_each_in_a_cluster_with_redis_server() {
     assert!(from_redis.starts_with(b"-MOVED "), "{}", show(&from_redis));
     let crossing = ["MSET", "a", "1", "b", "2"];
     let crossing_redis = RawConn::connect(redis.port()).cmd(&crossing);
+    let shard_channel = ["SPUBLISH", key.as_str(), "hello"];
+    let shard_channel_redis = RawConn::connect(redis.port()).cmd(&shard_channel);
+    let ssubscribe = ["SSUBSCRIBE", key.as_str()];
+    let ssubscribe_redis = RawConn::connect(redis.port()).cmd(&ssubscribe);
+    assert!(ssubscribe_redis.starts_with(b"-MOVED "));
     for mut conn in one_on_each_shard(ruvio_ports[1]) {
         assert_eq!(conn.cmd(&["GET", &key]), from_redis);
         assert_eq!(conn.cmd(&crossing), crossing_redis);
+        assert_eq!(show(&conn.cmd(&shard_channel)), show(&shard_channel_redis));
+        assert_eq!(show(&conn.cmd(&ssubscribe)), show(&ssubscribe_redis));
     }
     // MULTI: a queued command of another node's slot is redirected and EXEC
     // aborts, as on the redis-server.

@@ -222,13 +222,15 @@ fn unsubscribe_from<S: Server>(
     Ok(())
 }
 
-/// Per-shard mode: shard channels must share one slot, owned by this shard.
+/// Per-shard mode, or a node of the bus: shard channels must share one slot,
+/// owned by this shard (this node).
 fn check_slot<'a, S: Server>(
     ctx: &Ctx<'_, S>,
     mut names: impl Iterator<Item = &'a [u8]>,
 ) -> ServerResult {
     let topo = ctx.core.topology();
-    if topo.mode != PortMode::PerShard {
+    let node = ctx.core.node_routes();
+    if topo.mode != PortMode::PerShard && node.is_none() {
         return Ok(());
     }
     let Some(first) = names.next() else {
@@ -238,8 +240,8 @@ fn check_slot<'a, S: Server>(
     if names.any(|n| key_slot(n) != slot) {
         return Err(CmdError::CrossSlot);
     }
-    if let Some(node) = ctx.core.cluster_node() {
-        return node.routes().redirect_ignoring_state(slot);
+    if let Some(routes) = node {
+        return routes.redirect_ignoring_state(slot);
     }
     let owner = topo.owner(slot);
     if owner != ctx.core.shard_id() {
@@ -267,8 +269,9 @@ fn spublish<S: Server>(
     reply: &mut Reply<'_>,
 ) -> ServerResult {
     deliver_scripts_first(ctx, reply);
+    // Per-shard mode or a node of the bus: the slot's owner delivers.
+    check_slot(ctx, std::iter::once(args.get(1)))?;
     if ctx.core.topology().mode == PortMode::PerShard {
-        check_slot(ctx, std::iter::once(args.get(1)))?;
         let caller = Caller {
             out: pubsub::push_sink(ctx.client, reply.out),
             proto: reply.proto,
