@@ -127,6 +127,20 @@ impl Cluster {
         !self.migrating.is_empty() || !self.importing.is_empty()
     }
 
+    /// This node's migrating slots, each with the client address (ip, port)
+    /// of the node it moves to: what `-ASK` names (the slot map's copy).
+    pub fn migrating_slots(&self) -> impl Iterator<Item = (u16, &str, u16)> + '_ {
+        self.migrating.iter().filter_map(|(&slot, &i)| {
+            let node = self.nodes.get(i)?.as_ref()?;
+            Some((slot, node.ip.as_str(), node.port))
+        })
+    }
+
+    /// This node's importing slots.
+    pub fn importing_slots(&self) -> impl Iterator<Item = u16> + '_ {
+        self.importing.keys().copied()
+    }
+
     /// This node's slots in flight as nodes.conf lists them on its own line:
     /// (migrating, importing), each slot with the other node's name.
     pub(super) fn in_flight_lines(&self) -> (SlotsNamed, SlotsNamed) {

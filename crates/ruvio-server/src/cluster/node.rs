@@ -9,14 +9,20 @@
 //! the operator (docs/cluster.md).
 //!
 //! Why a slot map beside the membership: routing runs on every keyed command
-//! and must stay one array lookup. The map is rebuilt from the membership only
-//! when its [`Cluster::generation`] moved (a slot changed owner, a node its
-//! address, the cluster its state), which is rare.
+//! and must stay one array lookup. The map ([`super::slot_map`]) is rebuilt
+//! from the membership only when its [`Cluster::generation`] moved (a slot
+//! changed owner, a node its address, the cluster its state), which is rare.
+//!
+//! In forward mode the process is one node: shard 0 owns it (its membership,
+//! bus port and nodes.conf) and hands the other shards a copy of its slot map
+//! whenever the map changed ([`ShardNode::map_to_publish`]).
 
 use super::bus::links::{Links, Stepped};
 use super::bus::message::{NodeName, NAME_LEN};
-use super::membership::{Cluster, Settings, State};
+use super::membership::{Cluster, Settings};
 use super::nodes_file::NodesFile;
+pub use super::slot_map::SlotRoute;
+use super::slot_map::{NodeRoutes, SlotMap};
 use crate::config::Config;
 use crate::serverlog::{log, Level};
 use ruvio_engine::slot::SLOT_COUNT;
@@ -25,26 +31,10 @@ use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// Shard ticks per run of the membership's cron (10 ms ticks: every 100 ms).
 pub const CRON_EVERY_TICKS: u64 = 10;
-
-/// The slot map's entries past the targets' indexes.
-const SLOT_HERE: u16 = u16::MAX;
-const SLOT_UNBOUND: u16 = u16::MAX - 1;
-
-/// Where a keyed command of a slot goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SlotRoute {
-    /// This node serves it.
-    Here,
-    /// Another node does: its index in [`ShardNode::target`].
-    Moved(u16),
-    /// No node serves it (`-CLUSTERDOWN Hash slot not served`).
-    Unbound,
-    /// The cluster is down (`-CLUSTERDOWN The cluster is down`).
-    Down,
-}
 
 /// The slots this node serves (whatever the cluster state), one bit each,
 /// shared with the shard's script host (`scripting::host`): a script may touch
@@ -56,7 +46,7 @@ pub struct ServedSlots {
 }
 
 impl ServedSlots {
-    fn new() -> ServedSlots {
+    pub(super) fn new() -> ServedSlots {
         let words = usize::from(SLOT_COUNT).div_ceil(64);
         ServedSlots {
             words: (0..words).map(|_| Cell::new(0)).collect(),
@@ -69,7 +59,7 @@ impl ServedSlots {
         word & (1 << (slot % 64)) != 0
     }
 
-    fn set(&self, slot: u16, served: bool) {
+    pub(super) fn set(&self, slot: u16, served: bool) {
         if let Some(word) = self.words.get(usize::from(slot) / 64) {
             let bit = 1u64 << (slot % 64);
             word.set(if served {
@@ -87,25 +77,18 @@ pub struct ShardNode {
     pub links: Links,
     config_path: PathBuf,
     ticks: u64,
-    /// The membership's generation the slot map was built from.
-    built_from: u64,
-    /// Each slot's entry: an index into `targets`, or one of `SLOT_*`.
-    slot_map: Box<[u16]>,
-    /// The cluster state was `fail` when the map was built.
-    down: bool,
-    /// `cluster-allow-reads-when-down`: a down cluster still serves reads.
-    reads_when_down: bool,
-    /// The client addresses (ip, port) of the other nodes that serve slots.
-    targets: Vec<(String, u16)>,
-    /// The slots whose entry is `SLOT_HERE`, for the shard's scripts.
-    served: Rc<ServedSlots>,
+    /// The slot map routing reads, built from `cluster`.
+    routes: NodeRoutes,
+    /// The generation of the map last handed to the process's other shards
+    /// (forward mode).
+    published: u64,
     /// Clients' writes to hold until this Unix ms (`Some(0)`: let them go),
     /// for the shard to apply: a replica's manual failover.
     pause_writes: Option<u64>,
 }
 
 impl ShardNode {
-    /// Shard `shard`'s node: from its nodes.conf when there is one (its name,
+    /// Shard `shard`'s node (in forward mode the process's, on shard 0): from its nodes.conf when there is one (its name,
     /// epochs, slots and known nodes), else new and alone; listening on its
     /// bus port. The nodes.conf is written at once, as redis-server does.
     pub fn start(cfg: &Config, shard: usize, host: &str, now: u64) -> Result<ShardNode, String> {
@@ -142,12 +125,8 @@ impl ShardNode {
             links,
             config_path,
             ticks: 0,
-            built_from: u64::MAX,
-            slot_map: vec![SLOT_UNBOUND; usize::from(SLOT_COUNT)].into_boxed_slice(),
-            down: true,
-            reads_when_down: false,
-            targets: Vec::new(),
-            served: Rc::new(ServedSlots::new()),
+            routes: NodeRoutes::new(),
+            published: u64::MAX,
             pause_writes: None,
         };
         node.save()
@@ -219,35 +198,20 @@ impl ShardNode {
         self.rebuild_slot_map();
     }
 
+    /// What routing reads of this node.
+    pub fn routes(&self) -> &NodeRoutes {
+        &self.routes
+    }
+
     /// Where a keyed command of `slot` goes: one array lookup.
     #[inline]
     pub fn slot_route(&self, slot: u16) -> SlotRoute {
-        match self.slot_map[usize::from(slot) % self.slot_map.len()] {
-            SLOT_UNBOUND => SlotRoute::Unbound,
-            _ if self.down => SlotRoute::Down,
-            SLOT_HERE => SlotRoute::Here,
-            target => SlotRoute::Moved(target),
-        }
-    }
-
-    /// The slot's owner whatever the cluster state (a read while the cluster
-    /// is down, with `cluster-allow-reads-when-down yes`).
-    pub fn owner_route(&self, slot: u16) -> SlotRoute {
-        match self.slot_map[usize::from(slot) % self.slot_map.len()] {
-            SLOT_UNBOUND => SlotRoute::Unbound,
-            SLOT_HERE => SlotRoute::Here,
-            target => SlotRoute::Moved(target),
-        }
-    }
-
-    /// `cluster-allow-reads-when-down`.
-    pub fn reads_when_down(&self) -> bool {
-        self.reads_when_down
+        self.routes.slot_route(slot)
     }
 
     /// CONFIG SET cluster-allow-reads-when-down.
     pub fn set_reads_when_down(&mut self, allowed: bool) {
-        self.reads_when_down = allowed;
+        self.routes.set_reads_when_down(allowed);
     }
 
     /// CONFIG SET cluster-require-full-coverage: the state, and the routes,
@@ -263,89 +227,31 @@ impl ShardNode {
         matches!(self.cluster.slot_owner(slot), Some((name, _, _)) if name == myself)
     }
 
-    /// What runs even while the cluster is down (shard channels: Redis's
-    /// `cluster-allow-pubsubshard-when-down yes`, its default): here, `-MOVED`
-    /// to the owner, or not served.
-    pub fn redirect_ignoring_state(&self, slot: u16) -> Result<(), CmdError> {
-        let myself = self.cluster.myself();
-        match self.cluster.slot_owner(slot) {
-            None => Err(CmdError::SlotNotServed),
-            Some((name, _, _)) if name == myself => Ok(()),
-            Some((_, ip, port)) => Err(CmdError::Moved {
-                slot,
-                host: ip.to_string(),
-                port,
-            }),
-        }
-    }
-
-    /// Keys of `slot` (one slot, checked for CROSSSLOT before) run here, or
-    /// Redis's refusal (`getNodeByQuery`'s order past the keys): the cluster
-    /// down (`write`: the keys are written, refused even when reads go on
-    /// while down), no owner, `-MOVED` to the owner. For what is checked
-    /// apart from a command's route: MULTI's queue and EXEC, WATCH.
-    pub fn redirect(&self, slot: u16, write: bool) -> Result<(), CmdError> {
-        let owner = match self.slot_route(slot) {
-            SlotRoute::Down if !self.reads_when_down => return Err(CmdError::ClusterDown),
-            SlotRoute::Down if write => return Err(CmdError::ClusterDownReadOnly),
-            SlotRoute::Down => self.owner_route(slot),
-            route => route,
-        };
-        match owner {
-            SlotRoute::Here => Ok(()),
-            SlotRoute::Moved(target) => {
-                let (host, port) = self.target(target);
-                Err(CmdError::Moved {
-                    slot,
-                    host: host.to_string(),
-                    port,
-                })
-            }
-            SlotRoute::Unbound | SlotRoute::Down => Err(CmdError::SlotNotServed),
-        }
-    }
-
-    /// [`Self::redirect`] for client `who` (is the master's stream, sent
-    /// READONLY): the stream of the master this node replicates runs
-    /// whatever the slot (Redis's `mustObeyClient`), and a READONLY client's
-    /// reads of that master's slots run here (`getNodeByQuery`).
+    /// [`NodeRoutes::redirect_client`] by this node's map.
     pub fn redirect_client(
         &self,
         slot: u16,
         write: bool,
         who: (bool, bool),
     ) -> Result<(), CmdError> {
-        let (master, readonly) = who;
-        if master {
-            return Ok(());
-        }
-        match self.redirect(slot, write) {
-            Err(CmdError::Moved { .. }) if readonly && !write && self.my_master_serves(slot) => {
-                Ok(())
-            }
-            other => other,
-        }
-    }
-
-    /// This node is a replica and its master owns `slot`.
-    pub fn my_master_serves(&self, slot: u16) -> bool {
-        let Some(master) = self.cluster.master_name() else {
-            return false;
-        };
-        matches!(self.cluster.slot_owner(slot), Some((name, _, _)) if name == master)
+        self.routes.redirect_client(slot, write, who)
     }
 
     /// The slots this node serves, as the shard's scripts read them.
     pub fn served_slots(&self) -> Rc<ServedSlots> {
-        self.served.clone()
+        self.routes.served_slots()
     }
 
-    /// The client address of a [`SlotRoute::Moved`] target.
-    pub fn target(&self, target: u16) -> (&str, u16) {
-        match self.targets.get(usize::from(target)) {
-            Some((ip, port)) => (ip, *port),
-            None => ("", 0),
+    /// The slot map, when it changed since it was last handed out (forward
+    /// mode: shard 0 gives it to the process's other shards, which route by
+    /// it).
+    pub fn map_to_publish(&mut self) -> Option<Arc<SlotMap>> {
+        let map = self.routes.map();
+        if map.generation() == self.published {
+            return None;
         }
+        self.published = map.generation();
+        Some(map.clone())
     }
 
     /// nodes.conf, written to a temporary file, synced and renamed over the
@@ -367,52 +273,7 @@ impl ShardNode {
     }
 
     fn rebuild_slot_map(&mut self) {
-        let generation = self.cluster.generation();
-        if generation == self.built_from {
-            return;
-        }
-        self.built_from = generation;
-        self.targets.clear();
-        self.down = self.cluster.state == State::Fail;
-        let ShardNode {
-            cluster,
-            targets,
-            slot_map,
-            served,
-            ..
-        } = self;
-        let myself = cluster.myself();
-        // Each owner's entry worked out once, not once per slot (a SETSLOT
-        // rebuilds all 16,384: name and address compares per slot cost it
-        // 1.2 M instructions).
-        let mut entry_of: Vec<Option<u16>> = Vec::new();
-        let mut entry_for = |owner: usize| {
-            let (name, ip, port) = cluster.node_address(owner)?;
-            if name == myself {
-                return Some(SLOT_HERE);
-            }
-            let at = match targets.iter().position(|(i, p)| i == ip && *p == port) {
-                Some(at) => at,
-                None => {
-                    targets.push((ip.to_string(), port));
-                    targets.len() - 1
-                }
-            };
-            Some(at as u16)
-        };
-        for slot in 0..SLOT_COUNT {
-            let entry = match cluster.slot_owner_index(slot) {
-                None => SLOT_UNBOUND,
-                Some(owner) => {
-                    if entry_of.len() <= owner {
-                        entry_of.resize(owner + 1, None);
-                    }
-                    *entry_of[owner].get_or_insert_with(|| entry_for(owner).unwrap_or(SLOT_UNBOUND))
-                }
-            };
-            slot_map[usize::from(slot)] = entry;
-            served.set(slot, entry == SLOT_HERE);
-        }
+        self.routes.follow(&self.cluster);
     }
 }
 
@@ -533,6 +394,37 @@ mod tests {
         let again = super::tests::node(&dir, bus_port);
         assert_eq!(again.cluster.myself(), name);
         assert_eq!(again.slot_route(0), SlotRoute::Here);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_published_map_routes_another_shard_as_the_node() {
+        let dir = std::env::temp_dir().join(format!("ruvio-publish-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let bus_port = free.local_addr().unwrap().port();
+        drop(free);
+        let mut node = node(&dir, bus_port);
+        let mut follower = NodeRoutes::new();
+        assert!(follower.served_slots().contains(0) == node.serves(0));
+        let first = node.map_to_publish().expect("the first map");
+        follower.adopt(first);
+        assert!(
+            node.map_to_publish().is_none(),
+            "unchanged: nothing to hand out"
+        );
+        node.cluster.add_slots(0..SLOT_COUNT);
+        node.changed();
+        follower.adopt(node.map_to_publish().expect("a changed map"));
+        for slot in [0, 8191, 16_383] {
+            assert_eq!(follower.slot_route(slot), node.slot_route(slot));
+            assert_eq!(follower.slot_route(slot), SlotRoute::Here);
+            assert!(follower.served_slots().contains(slot));
+        }
+        assert_eq!(
+            follower.map().generation(),
+            node.routes().map().generation()
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

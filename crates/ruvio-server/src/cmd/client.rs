@@ -216,6 +216,11 @@ pub fn answer<S: Server>(
                 Some(Err(error)) => reply.error(error),
             }
         }
+        // Run by the row's handler on the shard asked (`shard::node_forward`):
+        // a handler runs on the shard's own type, which this answer is generic over.
+        ClientQuery::Run(_) => {
+            Reply::new(&mut out, Protocol::Resp2).error("ERR internal: a command asked elsewhere")
+        }
     }
     out
 }

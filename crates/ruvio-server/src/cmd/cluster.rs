@@ -5,12 +5,16 @@
 //! the whole server; in forward mode Ruvio is a standalone server and answers as
 //! Redis does with cluster support disabled. With `cluster-enabled yes` each
 //! shard is a node of the cluster bus: the views and the operator's subcommands
-//! (MEET, ADDSLOTS ...) are `cluster_node`'s.
+//! (MEET, ADDSLOTS ...) are `cluster_node`'s. In forward mode with
+//! `cluster-enabled yes` the process is one node whose membership shard 0
+//! owns: another shard asks shard 0 ([`on_node_shard`]).
 
 use super::cluster_node as bus;
 use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult};
 use crate::cluster::topology::Node;
 use crate::config::PortMode;
+use crate::mesh::gather::Gather;
+use crate::mesh::queries::{AskedCommand, ClientQuery};
 use ruvio_engine::command::{command, flags::*, reply_help};
 use ruvio_engine::slot::{key_slot, SLOT_COUNT};
 use ruvio_engine::{CmdError, KeySpec};
@@ -102,12 +106,37 @@ const SUBCOMMANDS: &[ServerCommand] = &[
 const NODE_ADMIN: u32 = ADMIN | STALE | NO_ASYNC_LOADING;
 
 /// Every cluster command answers Redis' "cluster support disabled" in forward
-/// mode, as Redis' `clusterCommand` does before looking at its subcommand.
+/// mode without `cluster-enabled yes`, as Redis' `clusterCommand` does before
+/// looking at its subcommand.
 fn require_cluster<S: Server>(ctx: &Ctx<'_, S>) -> ServerResult {
     match ctx.core.topology().mode {
-        PortMode::PerShard => Ok(()),
-        PortMode::Forward => Err(CmdError::ClusterDisabled),
+        PortMode::Forward if !ctx.core.settings().cluster_bus() => Err(CmdError::ClusterDisabled),
+        _ => Ok(()),
     }
+}
+
+/// The shard that owns a forward-mode node's membership.
+const NODE_SHARD: usize = 0;
+
+/// Forward mode as one node: a subcommand that reads or changes the node runs
+/// on shard 0, which owns it, and one that reads a slot's keys on the shard
+/// holding them (`shard`). Elsewhere it is asked of that shard (the reply
+/// waits for its answer, `Gather::Ask`) and true comes back.
+pub(super) fn on_node_shard<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, shard: usize) -> bool {
+    let core = &ctx.core;
+    let elsewhere = core.topology().mode == PortMode::Forward
+        && core.settings().cluster_bus()
+        && core.shard_id() != shard;
+    if elsewhere {
+        let query = ClientQuery::Run(Box::new(AskedCommand::of(ctx.client, args)));
+        ctx.gather = Some(Gather::Ask { shard, query });
+    }
+    elsewhere
+}
+
+/// [`on_node_shard`] for the node's membership (shard 0).
+pub(super) fn on_membership_shard<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>) -> bool {
+    on_node_shard(ctx, args, NODE_SHARD)
 }
 
 fn readonly<S: Server>(
@@ -139,8 +168,11 @@ fn asking<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_
     Ok(())
 }
 
-fn info<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn info<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::info(node, reply);
     }
@@ -163,8 +195,11 @@ fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node, port: u16) {
     reply.map(0);
 }
 
-fn slots<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn slots<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::slots(node, announced_host(ctx), reply);
     }
@@ -184,8 +219,11 @@ fn slots<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>
     Ok(())
 }
 
-fn shards<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn shards<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::shards(node, announced_host(ctx), reply);
     }
@@ -229,8 +267,11 @@ fn shards<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_
     Ok(())
 }
 
-fn nodes<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn nodes<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::nodes(node, announced_host(ctx), reply);
     }
@@ -273,6 +314,9 @@ fn replicas<S: Server>(
     reply: &mut Reply<'_>,
 ) -> ServerResult {
     require_cluster(ctx)?;
+    if on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::replicas(node, announced_host(ctx), args.get(2), reply);
     }
@@ -302,8 +346,11 @@ fn keyslot<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_
     Ok(())
 }
 
-fn myid<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn myid<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
+    if on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::myid(node, reply);
     }
@@ -328,6 +375,9 @@ fn countkeysinslot<S: Server>(
     // An integer first, then a slot, as Redis' getLongLongFromObjectOrReply.
     parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
     let slot = parse_slot(args.get(2)).ok_or(CmdError::InvalidSlot)?;
+    if on_node_shard(ctx, args, ctx.core.topology().owner(slot)) {
+        return Ok(());
+    }
     reply.int(
         ctx.core
             .engine_mut()
@@ -352,6 +402,9 @@ fn getkeysinslot<S: Server>(
     let (Some(slot), Some(count)) = (slot, count) else {
         return Err(CmdError::InvalidSlotOrCount);
     };
+    if on_node_shard(ctx, args, ctx.core.topology().owner(slot)) {
+        return Ok(());
+    }
     let keys = ctx
         .core
         .engine_mut()
@@ -467,7 +520,7 @@ fn orderby_options(args: Args<'_>) -> Result<(usize, bool), CmdError> {
 
 fn help<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if ctx.core.cluster_node().is_some() {
+    if ctx.core.settings().cluster_bus() {
         reply_help(reply, b"cluster", bus::HELP);
         return Ok(());
     }

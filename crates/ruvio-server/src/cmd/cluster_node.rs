@@ -378,6 +378,9 @@ pub(super) fn addslots<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     slots_command(ctx, args, reply, false)
 }
 
@@ -386,6 +389,9 @@ pub(super) fn delslots<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     slots_command(ctx, args, reply, true)
 }
 
@@ -424,6 +430,9 @@ pub(super) fn addslotsrange<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     ranges_command(ctx, args, reply, false)
 }
 
@@ -432,6 +441,9 @@ pub(super) fn delslotsrange<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     ranges_command(ctx, args, reply, true)
 }
 
@@ -441,6 +453,9 @@ pub(super) fn meet<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     let now = ctx.core.now_ms();
     let node = node(ctx, args)?;
     if args.len() > 5 {
@@ -485,6 +500,9 @@ pub(super) fn forget<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     let node = node(ctx, args)?;
     node.cluster.forget(args.get(2)).map_err(error)?;
     node.changed();
@@ -498,6 +516,9 @@ pub(super) fn count_failure_reports<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     let now = ctx.core.now_ms();
     let node = node(ctx, args)?;
     match node.cluster.failure_reports(args.get(2), now) {
@@ -513,6 +534,9 @@ pub(super) fn set_config_epoch<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     let node = node(ctx, args)?;
     let epoch = parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
     if epoch < 0 {
@@ -536,6 +560,9 @@ pub(super) fn setslot<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     if ctx
         .core
         .cluster_node()
@@ -573,6 +600,9 @@ pub(super) fn bumpepoch<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     let node = node(ctx, args)?;
     let (bumped, epoch) = node.cluster.bump_epoch();
     node.changed_durably();
@@ -588,6 +618,17 @@ pub(super) fn replicate<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
+    if ctx.core.topology().mode == crate::config::PortMode::Forward {
+        // Following a master is each shard node's own link (`shard::node_replica`);
+        // a forward-mode node would load its master's keys into shard 0 alone.
+        return Err(error(
+            "ERR CLUSTER REPLICATE is not supported in forward mode yet (use port-mode per-shard)"
+                .into(),
+        ));
+    }
     let holds_keys = ctx.core.engine().key_count(0) != 0;
     let node = node(ctx, args)?;
     let name = args.get(2);
@@ -611,6 +652,9 @@ pub(super) fn failover<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     use crate::cluster::membership::FailoverMode;
     let now = ctx.core.now_ms();
     let node = node(ctx, args)?;
@@ -637,6 +681,9 @@ pub(super) fn reset<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     let hard = match args.len() {
         2 => false,
         3 if args.get(2).eq_ignore_ascii_case(b"hard") => true,
@@ -665,6 +712,9 @@ pub(super) fn flushslots<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     let keys = ctx.core.engine().key_count(0);
     let node = node(ctx, args)?;
     if keys != 0 {
@@ -685,6 +735,9 @@ pub(super) fn links<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     let node = node(ctx, args)?;
     let links: Vec<_> = node
         .cluster
@@ -717,6 +770,9 @@ pub(super) fn saveconfig<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
+    if super::cluster::on_membership_shard(ctx, args) {
+        return Ok(());
+    }
     let node = node(ctx, args)?;
     node.save()
         .map_err(|e| error(format!("ERR error saving the cluster node config: {e}")))?;

@@ -3,7 +3,6 @@
 use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::acl::rules::User;
 use crate::acl::{Acl, Session};
-use crate::config::PortMode;
 use crate::net::conn::ReplyMode;
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
@@ -147,8 +146,8 @@ fn auth<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
 fn hello<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let acl = ctx.core.shared().acl().clone();
-    let port_mode = ctx.core.settings().port_mode;
-    if let Err(e) = hello_reply(ctx.client, &acl, port_mode, args, reply) {
+    let cluster = ctx.core.settings().cluster_mode();
+    if let Err(e) = hello_reply(ctx.client, &acl, cluster, args, reply) {
         if e == CmdError::WrongPass {
             // ACL LOG records the failed AUTH (its user is after AUTH).
             let at = (2..args.len()).find(|&i| args.get(i).eq_ignore_ascii_case(b"AUTH"));
@@ -173,7 +172,7 @@ fn hello<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>)
 pub fn hello_reply(
     client: &mut crate::net::conn::ClientState,
     acl: &Acl,
-    port_mode: PortMode,
+    cluster: bool,
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
@@ -238,9 +237,9 @@ pub fn hello_reply(
     reply.bulk(b"id");
     reply.int(client.id as i64);
     reply.bulk(b"mode");
-    reply.bulk(match port_mode {
-        PortMode::PerShard => b"cluster",
-        PortMode::Forward => b"standalone",
+    reply.bulk(match cluster {
+        true => b"cluster",
+        false => b"standalone",
     });
     reply.bulk(b"role");
     reply.bulk(b"master");

@@ -205,7 +205,7 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
             line("redis_build_id", &"0");
             line(
                 "redis_mode",
-                &if cfg.port_mode == PortMode::PerShard {
+                &if cfg.cluster_mode() {
                     "cluster"
                 } else {
                     "standalone"
@@ -410,10 +410,7 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
                 line(&format!("used_cpu_user_shard_{id}"), &seconds(user));
             }
         }
-        "cluster" => line(
-            "cluster_enabled",
-            &((cfg.port_mode == PortMode::PerShard) as u8),
-        ),
+        "cluster" => line("cluster_enabled", &(cfg.cluster_mode() as u8)),
         "keyspace" => {
             let mut dbs = vec![(0u64, 0u64); cfg.databases];
             for (db, keys, expires) in src.engine.keyspace_info() {

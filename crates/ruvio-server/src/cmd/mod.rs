@@ -128,6 +128,9 @@ pub trait Server: config::Configured {
     fn cluster_node(&self) -> Option<&crate::cluster::node::ShardNode>;
     /// [`cluster_node`](Self::cluster_node), to change (a publication over the bus).
     fn cluster_node_mut(&mut self) -> Option<&mut crate::cluster::node::ShardNode>;
+    /// What routing reads of this shard's node: its own slot map, or in
+    /// forward mode shard 0's copy (every shard of the process has one).
+    fn node_routes(&self) -> Option<&crate::cluster::slot_map::NodeRoutes>;
     /// What Pub/Sub delivery touches of this shard, and the outbox that relays a
     /// message to the other shards.
     fn delivery(

@@ -222,13 +222,15 @@ fn unsubscribe_from<S: Server>(
     Ok(())
 }
 
-/// Per-shard mode: shard channels must share one slot, owned by this shard.
+/// Per-shard mode, or a node of the bus: shard channels must share one slot,
+/// owned by this shard (this node).
 fn check_slot<'a, S: Server>(
     ctx: &Ctx<'_, S>,
     mut names: impl Iterator<Item = &'a [u8]>,
 ) -> ServerResult {
     let topo = ctx.core.topology();
-    if topo.mode != PortMode::PerShard {
+    let node = ctx.core.node_routes();
+    if topo.mode != PortMode::PerShard && node.is_none() {
         return Ok(());
     }
     let Some(first) = names.next() else {
@@ -238,8 +240,8 @@ fn check_slot<'a, S: Server>(
     if names.any(|n| key_slot(n) != slot) {
         return Err(CmdError::CrossSlot);
     }
-    if let Some(node) = ctx.core.cluster_node() {
-        return node.redirect_ignoring_state(slot);
+    if let Some(routes) = node {
+        return routes.redirect_ignoring_state(slot);
     }
     let owner = topo.owner(slot);
     if owner != ctx.core.shard_id() {
@@ -267,8 +269,9 @@ fn spublish<S: Server>(
     reply: &mut Reply<'_>,
 ) -> ServerResult {
     deliver_scripts_first(ctx, reply);
+    // Per-shard mode or a node of the bus: the slot's owner delivers.
+    check_slot(ctx, std::iter::once(args.get(1)))?;
     if ctx.core.topology().mode == PortMode::PerShard {
-        check_slot(ctx, std::iter::once(args.get(1)))?;
         let caller = Caller {
             out: pubsub::push_sink(ctx.client, reply.out),
             proto: reply.proto,
@@ -312,6 +315,9 @@ fn publish_to<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply
     let local = pubsub::deliver_here(&mut to, ctx.conns, kind, channel, message, Some(caller));
     let core = &mut *ctx.core;
     let me = core.shard_id();
+    if core.topology().mode == PortMode::Forward && kind == Kind::Channel {
+        publish_on_forward_node(core, channel, message);
+    }
     let subscribers = &core.shared().pubsub().shards;
     let others = (0..subscribers.len()).filter(|&s| s != me && subscribers[s].may_receive(kind));
     match core.topology().mode {
@@ -345,6 +351,23 @@ fn publish_to<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply
             }
             reply.int(local as i64);
         }
+    }
+}
+
+/// Forward mode as one node of the bus (`cluster-enabled yes`): a PUBLISH
+/// goes to every other node over the bus too, sent by shard 0, which holds
+/// the node's links (asked by a broadcast from another shard). The process's
+/// own shards get it over the mesh, as without the bus.
+fn publish_on_forward_node<S: Server>(core: &mut S, channel: &[u8], message: &[u8]) {
+    if !core.settings().cluster_bus() {
+        return;
+    }
+    match core.cluster_node_mut() {
+        Some(node) => node.publish(channel, message),
+        None => core.broadcast(crate::config::change::ConfigChange::BusPublish {
+            channel: channel.to_vec(),
+            message: message.to_vec(),
+        }),
     }
 }
 

@@ -260,7 +260,7 @@ fn failover<S: Server>(
 ) -> ServerResult {
     use crate::replication::state::{Failover, FailoverPhase};
     let line = |text: &str| CmdError::Line(text.as_bytes().to_vec());
-    if ctx.core.settings().port_mode == crate::config::PortMode::PerShard {
+    if ctx.core.settings().cluster_mode() {
         return Err(line(
             "ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.",
         ));
@@ -491,7 +491,7 @@ fn replicaof<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if ctx.core.settings().port_mode == crate::config::PortMode::PerShard {
+    if ctx.core.settings().cluster_mode() {
         return Err(CmdError::Line(
             b"ERR REPLICAOF not allowed in cluster mode.".to_vec(),
         ));

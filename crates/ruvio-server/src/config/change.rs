@@ -43,6 +43,14 @@ pub enum ConfigChange {
     /// DEBUG RELOAD: reload this shard's keyspace through its RDB form and say
     /// how it went in the outcome every shard of the reload shares.
     Reload(Arc<ReloadOutcome>),
+    /// Forward mode as one node of the cluster bus: shard 0's slot map
+    /// changed; route by the one it left in `Shared` (a copy of 16,384
+    /// entries travels once, not once per shard).
+    NodeSlots,
+    /// Forward mode as one node of the cluster bus: a PUBLISH made on another
+    /// shard, for shard 0 (which holds the node's links) to send to every
+    /// other node; the other shards ignore it.
+    BusPublish { channel: Vec<u8>, message: Vec<u8> },
 }
 
 /// What the shards of one DEBUG RELOAD tell the shard that answers it: each adds

@@ -1,10 +1,11 @@
 //! The cluster bus's settings, under Redis's names: `cluster-enabled`,
 //! `cluster-port`, `cluster-node-timeout`, `cluster-config-file` (docs/cluster.md).
 //!
-//! Why a file of their own: `cluster-enabled yes` changes what a shard is (a node
-//! of a Redis Cluster with its own bus port, name and nodes.conf), so the rules
-//! that derive each shard's bus port and nodes.conf from the flags are read in one
-//! place. Without `cluster-enabled yes`, per-shard mode keeps its fixed topology
+//! Why a file of their own: `cluster-enabled yes` changes what a shard is (in
+//! per-shard mode a node of a Redis Cluster with its own bus port, name and
+//! nodes.conf; in forward mode the process is one node, owned by shard 0), so
+//! the rules that derive each node's bus port and nodes.conf from the flags are
+//! read in one place. Without `cluster-enabled yes`, per-shard mode keeps its fixed topology
 //! (each shard a node of a cluster that is the whole process, no bus).
 
 use super::{Config, PortMode};
@@ -20,25 +21,24 @@ pub(super) fn bus_enabled(params: &BTreeMap<&'static str, String>) -> bool {
     params.get("cluster-enabled").map(String::as_str) == Some("yes")
 }
 
-/// The port mode of a node of the bus: each shard is a node, so per-shard mode,
-/// whatever the config file's `port_mode` says; forward mode's one node per
-/// process is not built yet, and a `--port-mode forward` flag beside
-/// `--cluster-enabled yes` is refused rather than half honoured.
-pub(super) fn bus_port_mode(flag: Option<PortMode>) -> Result<PortMode, String> {
-    match flag {
-        Some(PortMode::Forward) => Err(
-            "cluster-enabled yes needs port-mode per-shard (each shard is a cluster node; \
-             forward mode as one node is not built yet)"
-                .into(),
-        ),
-        _ => Ok(PortMode::PerShard),
-    }
+/// The port mode of a node of the bus: forward mode (the process is one node)
+/// only when asked for by name, flag or file; otherwise each shard is a node
+/// (per-shard mode), as `--cluster-enabled yes` alone has always meant.
+pub(super) fn bus_port_mode(asked: Option<PortMode>) -> PortMode {
+    asked.unwrap_or(PortMode::PerShard)
 }
 
 impl Config {
     /// Each shard is a node of the cluster bus (`cluster-enabled yes`).
     pub fn cluster_bus(&self) -> bool {
         bus_enabled(&self.params)
+    }
+
+    /// A Redis Cluster node to its clients (INFO's `cluster_enabled:1`, HELLO's
+    /// `mode`, REPLICAOF refused): per-shard mode, or forward mode as one
+    /// node of the bus.
+    pub fn cluster_mode(&self) -> bool {
+        self.port_mode == PortMode::PerShard || self.cluster_bus()
     }
 
     /// Shard `shard`'s bus port: `cluster-port` (the first shard's; the next
@@ -103,8 +103,13 @@ mod tests {
             PathBuf::from("/data/nodes-7001.conf")
         );
         assert_eq!(cfg.cluster_node_timeout_ms(), 15_000);
-        let refused = load(Some(PortMode::Forward), &[("cluster-enabled", "yes")]);
-        assert!(refused.unwrap_err().contains("per-shard"));
+        // Forward mode by name: the process is one node, shard 0's.
+        let one = load(Some(PortMode::Forward), &[("cluster-enabled", "yes")]).unwrap();
+        assert_eq!(one.port_mode, PortMode::Forward);
+        assert_eq!(
+            (one.cluster_bus_port(0), one.cluster_config_path(0)),
+            (17000, PathBuf::from("/data/nodes-7000.conf"))
+        );
     }
 
     #[test]

@@ -453,10 +453,11 @@ impl Config {
             params.insert(params::storage_name(spec.name), shown);
         }
         if cluster::bus_enabled(&params) {
-            port_mode = cluster::bus_port_mode(cli.port_mode)?;
+            port_mode = cluster::bus_port_mode(cli.port_mode.or(file.port_mode));
             engine.cluster_enabled = true;
         }
-        if port_mode == PortMode::PerShard && params.contains_key("replicaof") {
+        let cluster_mode = port_mode == PortMode::PerShard || cluster::bus_enabled(&params);
+        if cluster_mode && params.contains_key("replicaof") {
             // Redis refuses the directive in cluster mode too.
             return Err("replicaof directive not allowed in cluster mode".into());
         }

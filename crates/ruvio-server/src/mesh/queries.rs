@@ -1,11 +1,26 @@
 //! The questions every shard answers for its own part of the server, sent over
 //! the mesh and gathered ([`super::gather`]): CLIENT LIST, KILL and UNBLOCK of
 //! the clients each shard holds, DEBUG DIGEST, DIGEST-VALUE, POPULATE and OBJECT
-//! of the keys it holds. Plain data, defined with the messages that carry them;
+//! of the keys it holds; a command asked of another shard in forward mode
+//! (CLUSTER of the process's node, MIGRATE, a key of a slot in flight:
+//! docs/cluster.md). Plain data, defined with the messages that carry them;
 //! `cmd::client` builds them from a command's arguments and answers them on each
 //! shard (`cmd::client::answer`).
 
 use crate::net::conn::ClientState;
+
+impl AskedCommand {
+    /// `args` as `client` sends it.
+    pub fn of(client: &ClientState, args: ruvio_resp::Args<'_>) -> AskedCommand {
+        AskedCommand {
+            args: args.iter().map(<[u8]>::to_vec).collect(),
+            proto: client.proto,
+            local: client.local.clone(),
+            db: client.db,
+            asking: client.asking,
+        }
+    }
+}
 
 /// Which clients CLIENT LIST or CLIENT KILL names: every filter given must match.
 /// Plain data, so the question can go to the other shards (forward mode).
@@ -112,4 +127,27 @@ pub enum ClientQuery {
         /// What is asked.
         report: ruvio_engine::debug_digest::KeyReport,
     },
+    /// Forward mode: a command run on the shard asked, answered as to the
+    /// client that sent it: CLUSTER of the process's node on shard 0 (which
+    /// owns its membership) or on the shard holding a slot's keys; MIGRATE on
+    /// the shard holding its keys; a keyed command of a slot in flight on the
+    /// shard that knows which of its keys are there (`-ASK`, `-TRYAGAIN`).
+    Run(Box<AskedCommand>),
+}
+
+/// A command sent to another shard, with what its answer reads of the client
+/// that sent it.
+#[derive(Clone, Debug)]
+pub struct AskedCommand {
+    /// The whole command.
+    pub args: Vec<Vec<u8>>,
+    /// The client's protocol (NODES is a verbatim string in RESP3).
+    pub proto: ruvio_resp::Protocol,
+    /// The address the client reached the server on (`ip:port`): the node's
+    /// own address in NODES, SLOTS and SHARDS when bound to every interface.
+    pub local: String,
+    /// The client's database.
+    pub db: usize,
+    /// The client sent ASKING before it.
+    pub asking: bool,
 }

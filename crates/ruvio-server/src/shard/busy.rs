@@ -893,8 +893,8 @@ fn answer(
         "hello" if client.is_some() => {
             let client = client.expect("checked");
             let acl = &settings.acl;
-            let mode = settings.topo.mode;
-            if let Err(e) = crate::cmd::connection::hello_reply(client, acl, mode, args, reply) {
+            let cluster = settings.topo.mode == PortMode::PerShard || settings.cluster_bus;
+            if let Err(e) = crate::cmd::connection::hello_reply(client, acl, cluster, args, reply) {
                 e.write(reply);
             }
             Answer::Replied

@@ -48,6 +48,11 @@ pub fn process_input(
         return true;
     }
     conn.input_need = 0;
+    if core.node_follower.is_some() {
+        // Forward mode as one node: shard 0's latest slot map before this
+        // input is routed (`node_forward`).
+        super::node_forward::follow_node_map(core);
+    }
     let acl = &core.shared.acl;
     if conn.client.acl.epoch != acl.epoch() && !crate::cmd::acl::keeps_access(acl, &mut conn.client)
     {
@@ -576,6 +581,10 @@ pub(super) fn run_local(
             if ctx.gather.is_some() || ctx.wait.is_some() {
                 let (gather, wait) = (ctx.gather, ctx.wait);
                 answers_later(core, client, replies, who, gather, wait);
+            }
+            if core.cluster_node.is_some() {
+                // A CLUSTER change on shard 0 of a forward-mode node.
+                super::node_forward::publish_node_map(core);
             }
             if let Some(gate) = gate {
                 durable::close_gate(&mut core.gated, core.wal.as_ref(), replies, who, gate);

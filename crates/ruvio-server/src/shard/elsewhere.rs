@@ -82,6 +82,16 @@ pub(super) fn run(
             }
             Ok(())
         }
+        Route::AskShard(shard) => {
+            let asked = crate::mesh::queries::AskedCommand::of(client, args);
+            let query = crate::mesh::queries::ClientQuery::Run(Box::new(asked));
+            let gather = crate::mesh::gather::Gather::Ask { shard, query };
+            if let Some(seq) = crate::mesh::gather::start(core, client, replies, who, gather) {
+                // Recorded once answered (`run_command`).
+                core.timing.await_reply(seq);
+            }
+            Ok(())
+        }
         // A split command's arguments are checked here: no shard sees them whole.
         Route::Split(_) if !whole_key_steps(cmd, args) => Err(CmdError::WrongArity(cmd.meta.name)),
         Route::Split(groups) => {

@@ -173,6 +173,11 @@ impl Server for ShardCore {
     }
 
     #[inline]
+    fn node_routes(&self) -> Option<&crate::cluster::slot_map::NodeRoutes> {
+        ShardCore::node_routes(self)
+    }
+
+    #[inline]
     fn delivery(&mut self) -> (Delivery<'_>, &mut Outbox) {
         ShardCore::delivery(self)
     }

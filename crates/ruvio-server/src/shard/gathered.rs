@@ -132,7 +132,13 @@ pub fn answer_clients(
     query: &ClientQuery,
 ) {
     let started = core.timing.start();
-    let part = crate::cmd::client::answer(core, conns, None, query);
+    let part = match query {
+        ClientQuery::Run(asked) => super::node_forward::run_asked(core, conns, (from, tag), asked),
+        query => crate::cmd::client::answer(core, conns, None, query),
+    };
+    // What the command changed of the node's slots reaches the asking shard
+    // before its answer does.
+    super::node_forward::publish_node_map(core);
     let ns = started.map(|t| core.timing.elapsed_ns(t));
     core.outbox.reply(from, tag.ran(ns), &part);
 }

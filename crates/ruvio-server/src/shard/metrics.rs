@@ -19,7 +19,7 @@
 //! on the request path.
 
 use super::{token, Shard, ShardCore, OP_METRICS_ACCEPT, OP_METRICS_RECV, OP_METRICS_SEND};
-use crate::config::{Config, PortMode};
+use crate::config::Config;
 use crate::messaging::pubsub::{self, Kind};
 use crate::net::slab::Slab;
 use crate::observability::histograms;
@@ -275,9 +275,9 @@ pub fn snapshot(core: &ShardCore, clients: usize) -> Snapshot {
     Snapshot {
         version: env!("CARGO_PKG_VERSION"),
         redis_version: crate::cmd::connection::REDIS_VERSION,
-        redis_mode: match cfg.port_mode {
-            PortMode::PerShard => "cluster",
-            PortMode::Forward => "standalone",
+        redis_mode: match cfg.cluster_mode() {
+            true => "cluster",
+            false => "standalone",
         },
         port_mode: cfg.port_mode.name(),
         os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),

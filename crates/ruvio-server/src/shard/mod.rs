@@ -42,6 +42,7 @@ pub mod messages;
 mod metrics;
 pub mod monitor;
 pub mod multi;
+mod node_forward;
 mod node_replica;
 mod observe;
 mod parked;
@@ -740,6 +741,7 @@ impl Shard {
         // a master turned replica) reaches the replication link in this
         // tick, before any client's command sees the new slot map.
         self.cluster_tick();
+        node_forward::publish_node_map(&mut self.core);
         self.replica_tick();
         self.primary_tick();
         self.metrics_tick();
@@ -770,9 +772,20 @@ impl Shard {
             // A replica's manual failover: its master's writes wait.
             Some(until) => self.core.pause.start(until, false),
         }
+        let forward = self.core.topo.mode == crate::config::PortMode::Forward;
+        let (me, shards) = (self.core.id, self.core.topo.nodes.len());
+        let shared = self.core.shared.clone();
         for (channel, message) in published {
-            let (mut to, _) = self.core.delivery();
+            let (mut to, outbox) = self.core.delivery();
             let kind = crate::messaging::pubsub::Kind::Channel;
+            if forward {
+                // Forward mode as one node: the node's subscribers are on
+                // every shard.
+                let subscribers = &shared.pubsub.shards;
+                for shard in (0..shards).filter(|&s| s != me && subscribers[s].may_receive(kind)) {
+                    outbox.message(shard, None, kind, &channel, &message);
+                }
+            }
             crate::messaging::pubsub::deliver_here(
                 &mut to,
                 &mut self.conns,

@@ -127,9 +127,8 @@ pub(super) fn route_for_client(
             if client.readonly
                 && !cmd.meta.has(WRITE)
                 && core
-                    .cluster_node
-                    .as_deref()
-                    .is_some_and(|node| node.my_master_serves(slot)) =>
+                    .node_routes()
+                    .is_some_and(|routes| routes.map().my_master_serves(slot)) =>
         {
             Route::Local
         }

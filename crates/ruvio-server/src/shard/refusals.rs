@@ -6,6 +6,7 @@
 //! question about the command and the client, not a step of running it.
 
 use crate::cmd::registry::{registry, Command};
+use crate::config::PortMode;
 use crate::memory::limit;
 use crate::net::conn::ClientState;
 use crate::shard::ShardCore;
@@ -85,7 +86,7 @@ pub(super) fn refusal(
     } else {
         None
     };
-    match rejected {
+    let rejected = match rejected {
         None if core.shared.replication.is_replica() && !client.master => {
             let link_up = core.shared.replication.link_up();
             crate::replication::refusal(link_up, &core.cfg, row_meta, args)
@@ -103,7 +104,14 @@ pub(super) fn refusal(
                 .flatten()
         }
         rejected => rejected,
+    };
+    if rejected.is_none() && client.multi.is_some() && core.topo.mode == PortMode::Forward {
+        // A forward-mode node: a queued command of another node's slot is
+        // redirected now, and EXEC aborts (Redis's `flagTransaction`).
+        let row = resolved.as_ref().map_or(cmd, |sub| *sub);
+        return super::route::node_refusal(core, row, args);
     }
+    rejected
 }
 
 /// The command (or its subcommand) may grow memory: refused past `maxmemory`.

@@ -1,10 +1,12 @@
 //! Where a command runs: here, on another shard (forward mode), split over the
 //! owners of its keys, on borrowed keys, on every shard; or `MOVED`/`CROSSSLOT` in
-//! per-shard mode, as Redis Cluster answers. Apart from `dispatch` because the
+//! per-shard mode, as Redis Cluster answers; on a node of the cluster bus, the
+//! node's answers first (in forward mode the node is the process: its slots
+//! then go to their shards as without the bus). Apart from `dispatch` because the
 //! decision reads only the command's row, its keys and the topology: the one place
 //! to read when a command lands on an unexpected shard.
 
-use crate::cluster::node::{ShardNode, SlotRoute};
+use crate::cluster::slot_map::{NodeRoutes, SlotRoute};
 use crate::cmd::registry::{Command, Placement};
 use crate::config::PortMode;
 use crate::net::conn::Merge;
@@ -34,6 +36,11 @@ pub(super) enum Route {
     CrossSlot,
     /// Entirely on another shard.
     Remote(usize),
+    /// Forward mode: asked of another shard, which routes it again with what
+    /// only it knows and runs it: a server command writing its keys (MIGRATE),
+    /// or a keyed command of a node's slot in flight (which of its keys that
+    /// shard holds decides `-ASK` / `-TRYAGAIN`).
+    AskShard(usize),
     /// Keys on several shards: the key positions each shard gets.
     Split(Vec<(usize, Vec<usize>)>),
     /// Keys on several shards, one atomic command: borrow them all and run it here
@@ -51,7 +58,7 @@ pub(super) fn busy_refusal(core: &ShardCore, route: &Route) -> Option<CmdError> 
     let busy = |shard: usize| core.shared.scripts.busy_error(shard);
     let shards = core.topo.nodes.len();
     match route {
-        Route::Remote(shard) => busy(*shard),
+        Route::Remote(shard) | Route::AskShard(shard) => busy(*shard),
         Route::Split(groups) | Route::Lend(groups) => groups.iter().find_map(|(s, _)| busy(*s)),
         Route::AllShards => (0..shards).find_map(busy),
         Route::Scan(first, _) => (*first..shards).find_map(busy),
@@ -93,11 +100,14 @@ impl InFlight {
 }
 
 /// Whether a command runs here whatever its keys: one that runs where the
-/// client is, or any command of a single forward-mode shard. The request
-/// path's first question, inlined (no [`Route`] to build and drop).
+/// client is, or any command of a single forward-mode shard that is no node
+/// of the cluster bus. The request path's first question, inlined (no
+/// [`Route`] to build and drop).
 #[inline(always)]
 pub(super) fn runs_here(core: &ShardCore, cmd: &Command) -> bool {
-    let single = core.topo.mode == PortMode::Forward && core.topo.nodes.len() == 1;
+    let single = core.topo.mode == PortMode::Forward
+        && core.topo.nodes.len() == 1
+        && core.cluster_node.is_none();
     cmd.placement == Placement::Here || single
 }
 
@@ -122,6 +132,17 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
         }
         return Route::Local;
     }
+    if forward {
+        if let Some(routes) = core.node_routes() {
+            if let Some(elsewhere) = forward_node_route(core, routes, (cmd, args), in_flight) {
+                return elsewhere;
+            }
+        }
+    }
+    if forward && shards == 1 {
+        // A single forward-mode shard that is a node: the node serves them.
+        return Route::Local;
+    }
     if forward && crate::mesh::script_lock::is_script(cmd.meta) {
         return script_route(core, cmd, args);
     }
@@ -132,7 +153,7 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
     };
     if !forward {
         let slot = key_slot(args.get(first));
-        if let Some(node) = core.cluster_node.as_deref() {
+        if let Some(node) = core.node_routes() {
             return node_route(core, node, (cmd, args), slot, positions, in_flight);
         }
         if positions.any(|p| key_slot(args.get(p)) != slot) {
@@ -151,11 +172,12 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
     // here cost a fifth of a local GET's instructions (docs/runtime.md).
     let one_shard = positions.all(|p| core.topo.key_owner(args.get(p)) == owner);
     if cmd.placement == Placement::KeysHere {
-        // It cannot run on another shard: its keys must all be here.
-        return if one_shard && owner == core.id {
-            Route::Local
-        } else {
-            Route::CrossSlot
+        // It is not forwarded as an engine command: it runs whole on the shard
+        // holding its keys, here or asked of it.
+        return match (one_shard, owner == core.id) {
+            (true, true) => Route::Local,
+            (true, false) => Route::AskShard(owner),
+            (false, _) => Route::CrossSlot,
         };
     }
     // SORT ... BY/GET patterns read keys named by the sorted elements, which may
@@ -176,13 +198,45 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
     }
 }
 
+/// Forward mode as one node: the node's refusal of `cmd` as queued in MULTI
+/// (`-MOVED`, `-CROSSSLOT`, `-CLUSTERDOWN`, `-ASK` ...), if any; a command
+/// this shard cannot decide (a slot in flight whose keys are on another
+/// shard) is left to EXEC.
+pub(super) fn node_refusal(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Option<CmdError> {
+    let routes = core.node_routes()?;
+    if cmd.meta.keys.is_none() {
+        return None;
+    }
+    match forward_node_route(core, routes, (cmd, args), InFlight::Plain)? {
+        Route::AskShard(_) => None,
+        refused => Some(refusal(core, refused)),
+    }
+}
+
+/// Forward mode as one node: the node's answer for a keyed command (`-MOVED`,
+/// `-CROSSSLOT`, `-CLUSTERDOWN` ... as [`node_route`] gives them), or `None`
+/// when the node serves it: its keys then go to the shards that hold them.
+fn forward_node_route(
+    core: &ShardCore,
+    routes: &NodeRoutes,
+    (cmd, args): (&Command, Args<'_>),
+    in_flight: InFlight,
+) -> Option<Route> {
+    let mut positions = cmd.meta.keys.positions(args).into_iter();
+    let slot = key_slot(args.get(positions.next()?));
+    match node_route(core, routes, (cmd, args), slot, positions, in_flight) {
+        Route::Local => None,
+        elsewhere => Some(elsewhere),
+    }
+}
+
 /// A keyed command's route on a node of the cluster bus, checked in Redis's
 /// order (`getNodeByQuery`): the first key's slot without owner, keys of
 /// several slots, the cluster down (reads go on with
 /// `cluster-allow-reads-when-down yes`), a slot in flight, then the owner.
 fn node_route(
     core: &ShardCore,
-    node: &ShardNode,
+    node: &NodeRoutes,
     (cmd, args): (&Command, Args<'_>),
     slot: u16,
     mut others: impl Iterator<Item = usize>,
@@ -201,13 +255,18 @@ fn node_route(
         SlotRoute::Down => node.owner_route(slot),
         route => route,
     };
+    let map = node.map();
     // Only a command whose own slot is in flight looks at its keys: the rest of
     // the node's traffic during a reshard routes as usual.
-    if node.cluster.slots_in_flight()
-        && (node.cluster.migrating_to(slot).is_some() || node.cluster.importing(slot))
-    {
+    if map.slots_in_flight() && (map.migrating_to(slot).is_some() || map.importing(slot)) {
         if in_flight == InFlight::ExecChecked {
             return Route::Local;
+        }
+        let holder = core.topo.owner(slot);
+        if core.topo.mode == PortMode::Forward && holder != core.id {
+            // Forward mode: only the shard holding the slot's keys knows
+            // which are there.
+            return Route::AskShard(holder);
         }
         let asking = in_flight == InFlight::Asking || cmd.meta.has(ASKING);
         let keys: Vec<&[u8]> = cmd.meta.keys.keys(args).collect();
@@ -232,14 +291,15 @@ fn node_route(
 /// database 0, the only one in cluster mode.
 fn in_flight_route(
     core: &ShardCore,
-    node: &ShardNode,
+    node: &NodeRoutes,
     keys: &[&[u8]],
     slot: u16,
     owner: SlotRoute,
     (asking, server_write): (bool, bool),
 ) -> Option<Route> {
-    let migrating = owner == SlotRoute::Here && node.cluster.migrating_to(slot).is_some();
-    let importing = !migrating && node.cluster.importing(slot);
+    let map = node.map();
+    let migrating = owner == SlotRoute::Here && map.migrating_to(slot).is_some();
+    let importing = !migrating && map.importing(slot);
     if !migrating && !importing {
         return None;
     }
@@ -278,8 +338,8 @@ pub(super) fn in_flight_keys<'a>(
     keys: impl FnOnce() -> Vec<&'a [u8]>,
     asking: bool,
 ) -> Option<Result<(), CmdError>> {
-    let node = core.cluster_node.as_deref()?;
-    if !node.cluster.slots_in_flight() {
+    let node = core.node_routes()?;
+    if !node.map().slots_in_flight() {
         return None;
     }
     let owner = match node.slot_route(slot) {
@@ -293,10 +353,35 @@ pub(super) fn in_flight_keys<'a>(
     }
 }
 
+/// The error a route that runs nowhere answers (a redirection, a refusal);
+/// a route that runs somewhere has none to give here: asked of a shard for
+/// its keys (`shard::node_forward`), the command's keys are its own.
+pub(super) fn refusal(core: &ShardCore, route: Route) -> CmdError {
+    match route {
+        Route::MovedToNode(slot, target) => moved_to_node(core, slot, target),
+        Route::Ask(slot) => ask(core, slot),
+        Route::TryAgain => CmdError::TryAgain,
+        Route::SlotNotServed => CmdError::SlotNotServed,
+        Route::ClusterDown => CmdError::ClusterDown,
+        Route::ClusterDownReadOnly => CmdError::ClusterDownReadOnly,
+        Route::CrossSlot => CmdError::CrossSlot,
+        Route::Local
+        | Route::Moved(..)
+        | Route::Remote(_)
+        | Route::AskShard(_)
+        | Route::Split(_)
+        | Route::Lend(_)
+        | Route::AllShards
+        | Route::Scan(..) => {
+            CmdError::Line(b"ERR internal: the command's keys are not on the shard asked".to_vec())
+        }
+    }
+}
+
 /// `-MOVED` to another node of the bus ([`Route::MovedToNode`]).
 pub(super) fn moved_to_node(core: &ShardCore, slot: u16, target: u16) -> CmdError {
-    let node = core.cluster_node.as_deref();
-    let (host, port) = node.map_or(("", 0), |n| n.target(target));
+    let node = core.node_routes();
+    let (host, port) = node.map_or(("", 0), |n| n.map().target(target));
     CmdError::Moved {
         slot,
         host: host.to_string(),
@@ -306,10 +391,10 @@ pub(super) fn moved_to_node(core: &ShardCore, slot: u16, target: u16) -> CmdErro
 
 /// `-ASK` to the node a migrating slot goes to ([`Route::Ask`]).
 pub(super) fn ask(core: &ShardCore, slot: u16) -> CmdError {
-    let node = core.cluster_node.as_deref();
+    let node = core.node_routes();
     let (host, port) = node
-        .and_then(|n| n.cluster.migrating_to(slot))
-        .map_or(("", 0), |(_, ip, port)| (ip, port));
+        .and_then(|n| n.map().migrating_to(slot))
+        .unwrap_or(("", 0));
     CmdError::Ask {
         slot,
         host: host.to_string(),

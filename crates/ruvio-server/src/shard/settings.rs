@@ -457,6 +457,9 @@ const LIVE: &[Live] = &[
         if let Some(node) = c.cluster_node.as_mut() {
             node.set_reads_when_down(yes(v));
         }
+        if let Some(routes) = c.node_follower.as_mut() {
+            routes.set_reads_when_down(yes(v));
+        }
         Ok(())
     }),
     applied("cluster-require-full-coverage", |c, v| {
@@ -644,7 +647,7 @@ pub(super) fn install_script_host(core: &ShardCore) {
         core.topo.clone(),
         core.id,
         crate::cmd::script_commands(),
-        core.cluster_node.as_ref().map(|node| node.served_slots()),
+        core.node_routes().map(|routes| routes.served_slots()),
     );
 }
 
@@ -709,6 +712,12 @@ pub fn apply_config_change(core: &mut ShardCore, conns: &mut Slab<Conn>, change:
             crate::cmd::acl::refresh_connections(&acl, conns, |who| core.dirty.push(who));
         }
         ConfigChange::Reload(outcome) => reload_shard(core, outcome),
+        ConfigChange::NodeSlots => super::node_forward::follow_node_map(core),
+        ConfigChange::BusPublish { channel, message } => {
+            if let Some(node) = core.cluster_node.as_mut() {
+                node.publish(channel, message);
+            }
+        }
     }
 }
 

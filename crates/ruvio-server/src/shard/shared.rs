@@ -58,6 +58,14 @@ pub struct Shared {
     pub replication: std::sync::Arc<crate::replication::State>,
     /// The TLS session cache every shard's sessions share (see `net::tls`).
     pub tls_sessions: crate::net::tls::SessionCaches,
+    /// Forward mode as one node of the cluster bus: shard 0's latest slot
+    /// map, which the other shards route by once told
+    /// (`ConfigChange::NodeSlots`; docs/cluster.md).
+    pub node_slots: Mutex<Option<std::sync::Arc<crate::cluster::slot_map::SlotMap>>>,
+    /// The generation of that map: a shard compares it with its own before
+    /// routing a connection's input (a client told `+OK` by shard 0 may reach
+    /// another shard before the broadcast does).
+    pub node_slots_generation: AtomicU64,
 }
 
 impl Shared {
@@ -90,6 +98,8 @@ impl Shared {
             acl: std::sync::Arc::new(crate::acl::Acl::new(&crate::cmd::registry::registry().acl)),
             replication: std::sync::Arc::new(crate::replication::State::new(shards)),
             tls_sessions: Default::default(),
+            node_slots: Mutex::default(),
+            node_slots_generation: AtomicU64::new(u64::MAX),
             run_id: format!(
                 "{:020x}{:020x}",
                 now_ms,

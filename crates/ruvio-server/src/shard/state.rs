@@ -102,9 +102,22 @@ pub struct ShardCore {
     /// membership, bus links, nodes.conf, slot map); `None` for the fixed
     /// topology (see `cluster::node`).
     pub(super) cluster_node: Option<Box<crate::cluster::node::ShardNode>>,
+    /// Forward mode as one node, on the shards but 0 (which owns the node):
+    /// the routes by shard 0's slot map (`cluster::slot_map`).
+    pub(super) node_follower: Option<Box<crate::cluster::slot_map::NodeRoutes>>,
 }
 
 impl ShardCore {
+    /// What routing reads of this shard's node (`cluster-enabled yes`): its
+    /// own slot map, or in forward mode shard 0's copy.
+    #[inline]
+    pub(super) fn node_routes(&self) -> Option<&crate::cluster::slot_map::NodeRoutes> {
+        match &self.cluster_node {
+            Some(node) => Some(node.routes()),
+            None => self.node_follower.as_deref(),
+        }
+    }
+
     /// The records up to [`log_end`](Self::log_end) (one command, transaction or
     /// keys coming home) replay together from the log and reach replicas as one
     /// transaction.
@@ -269,15 +282,23 @@ impl ShardCore {
                 .unwrap_or(crate::serverlog::Level::Notice);
             crate::serverlog::log(level, message);
         });
-        let cluster_node = match cfg.cluster_bus() {
+        // In forward mode the process is one node, owned by shard 0.
+        let forward = cfg.port_mode == crate::config::PortMode::Forward;
+        let owns_node = cfg.cluster_bus() && (id == 0 || !forward);
+        let cluster_node = match owns_node {
             true => Some(Box::new(
                 crate::cluster::node::ShardNode::start(&cfg, id, &topo.host, unix_ms())
                     .map_err(std::io::Error::other)?,
             )),
             false => None,
         };
+        let node_follower = (cfg.cluster_bus() && !owns_node)
+            .then(|| Box::new(crate::cluster::slot_map::NodeRoutes::new()));
         // Scripts may touch undeclared keys only in this shard's (node's) slots.
-        let served = cluster_node.as_ref().map(|node| node.served_slots());
+        let served = match (&cluster_node, &node_follower) {
+            (Some(node), _) => Some(node.served_slots()),
+            (None, follower) => follower.as_ref().map(|routes| routes.served_slots()),
+        };
         let commands = crate::cmd::script_commands();
         crate::scripting::host::install(&cfg, shared.clone(), topo.clone(), id, commands, served);
         crate::cmd::functions::load_saved(&cfg, id)?;
@@ -321,6 +342,7 @@ impl ShardCore {
             timing: crate::observability::Timing::new(crate::cmd::registry::registry().stat_slots),
             replication: Default::default(),
             cluster_node,
+            node_follower,
         };
         core.tracking
             .set_max_keys(crate::tracking::TABLE_KEYS_DEFAULT, shards);

@@ -15,6 +15,8 @@ pub struct Node {
     child: Child,
     pub port: u16,
     shards: usize,
+    /// `--port-mode forward`: the process is one node on one port.
+    forward: bool,
     pub dir: PathBuf,
 }
 
@@ -23,7 +25,13 @@ impl Node {
         Node::start_bound(port, shards, dir, "127.0.0.1", &[])
     }
 
+    /// A forward-mode process of `shards` shards: one node, on `port` alone.
+    pub fn start_forward(port: u16, shards: usize, dir: &Path) -> Node {
+        Node::start_bound(port, shards, dir, "127.0.0.1", &["--port-mode", "forward"])
+    }
+
     pub fn start_bound(port: u16, shards: usize, dir: &Path, bind: &str, extra: &[&str]) -> Node {
+        let forward = extra.windows(2).any(|w| w == ["--port-mode", "forward"]);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -43,9 +51,11 @@ impl Node {
             child,
             port,
             shards,
+            forward,
             dir: dir.to_path_buf(),
         };
-        for shard in 0..shards {
+        let ports = if forward { 1 } else { shards };
+        for shard in 0..ports {
             let port = port + shard as u16;
             wait_for("the node answers", || {
                 match std::net::TcpStream::connect(("127.0.0.1", port)) {
@@ -75,7 +85,10 @@ impl Node {
                 false => Err("still bound".into()),
             }
         });
-        let again = Node::start(self.port, self.shards, &self.dir);
+        let again = match self.forward {
+            true => Node::start_forward(self.port, self.shards, &self.dir),
+            false => Node::start(self.port, self.shards, &self.dir),
+        };
         let old = std::mem::replace(self, again);
         std::mem::forget(old);
     }

@@ -159,3 +159,90 @@ pub fn slots_of(port: u16) -> usize {
         })
         .sum()
 }
+
+/// The slots in flight on `port`'s own CLUSTER NODES line (`[slot->-id]`,
+/// `[slot-<-id]`), the node names read as `ME` and `PEER`.
+pub fn in_flight(port: u16, peer: u16) -> Vec<String> {
+    let nodes = text(&RawConn::connect(port).cmd(&["CLUSTER", "NODES"]));
+    let own = nodes.lines().find(|l| l.contains("myself")).unwrap_or("");
+    own.split(' ')
+        .filter(|word| word.starts_with('['))
+        .map(|word| word.replace(&myid(peer), "PEER").replace(&myid(port), "ME"))
+        .collect()
+}
+
+/// SETSLOT's walk of a slot out of and one into `tested` (serving 0-8191
+/// beside `peer`), with GET/SET/MGET/ASKING and their errors, sent on `conn`
+/// (a connection to `tested`): each line with its reply, the node names and
+/// the peer's port read as `MYID`, `PEERID` and `PEER`; the slots in flight
+/// midway, and after.
+pub fn setslot_walk(
+    conn: &mut RawConn,
+    tested: u16,
+    peer: u16,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    // `{06S}...` are slot 0 (the tested node's), `foo` 12182 (the peer's).
+    let (me, them) = (myid(tested), myid(peer));
+    let mut seen = Vec::new();
+    let mut run = |line: &str| {
+        let line = line.replace("$ME", &me).replace("$PEER", &them);
+        let words: Vec<&str> = line.split(' ').collect();
+        let reply = show(&conn.cmd(&words))
+            .replace(&peer.to_string(), "PEER")
+            .replace(&them, "PEERID");
+        let line = line.replace(&them, "PEERID").replace(&me, "MYID");
+        seen.push(format!("{line} -> {reply}"));
+    };
+    for line in [
+        "SET {06S}a 1",
+        "CLUSTER SETSLOT 0 MIGRATING $PEER",
+        "GET {06S}a",
+        "GET {06S}b",
+        "SET {06S}b 1",
+        "MGET {06S}a {06S}b",
+        "EXISTS {06S}b",
+        "CLUSTER SETSLOT 9000 MIGRATING $PEER",
+        "CLUSTER SETSLOT 0 MIGRATING 0123456789012345678901234567890123456789",
+        "CLUSTER SETSLOT 0 IMPORTING $PEER",
+        "CLUSTER SETSLOT 0 FOO",
+        "CLUSTER SETSLOT 0 STABLE extra",
+        "CLUSTER SETSLOT 0 NODE",
+        "CLUSTER SETSLOT 16384 STABLE",
+        "CLUSTER SETSLOT x STABLE",
+        "CLUSTER SETSLOT 0 NODE nobody",
+        "CLUSTER SETSLOT 0 NODE $PEER",
+        "CLUSTER SETSLOT 12182 IMPORTING nobody",
+        "CLUSTER SETSLOT 12182 IMPORTING $PEER",
+        "GET foo",
+        "ASKING",
+        "GET foo",
+        "GET foo",
+        "ASKING",
+        "SET foo 1",
+        "CLUSTER COUNTKEYSINSLOT 12182",
+        "CLUSTER GETKEYSINSLOT 12182 10",
+        "CLUSTER COUNTKEYSINSLOT 0",
+        "CLUSTER GETKEYSINSLOT 0 10",
+        "CLUSTER GETKEYSINSLOT 0 -1",
+        "ASKING",
+        "MGET foo {foo}x",
+        "ASKING",
+        "MGET foo foo",
+        "ASKING",
+        "PING",
+        "GET foo",
+    ] {
+        run(line);
+    }
+    let during = in_flight(tested, peer);
+    for line in [
+        "CLUSTER SETSLOT 0 STABLE",
+        "GET {06S}b",
+        "CLUSTER SETSLOT 12182 NODE $ME",
+        "GET foo",
+        "CLUSTER SETSLOT 12182 STABLE",
+    ] {
+        run(line);
+    }
+    (seen, during, in_flight(tested, peer))
+}

@@ -26,7 +26,6 @@
 mod target;
 
 use super::{Ctx, Server, ServerCommand, ServerResult};
-use crate::config::PortMode;
 use crate::net::conn::ClientState;
 use ruvio_engine::command::{command, flags::*, KeyShape};
 use ruvio_engine::{CmdError, KeySpec};
@@ -190,10 +189,11 @@ fn migrate<S: MovesKeys>(
         return Ok(());
     }
     // Redis sends RESTORE-ASKING whenever it is a cluster node (INFO's
-    // `cluster_enabled`): per-shard mode, with or without the bus.
-    let restore: &[u8] = match ctx.core.settings().port_mode {
-        PortMode::PerShard => b"RESTORE-ASKING",
-        PortMode::Forward => b"RESTORE",
+    // `cluster_enabled`): per-shard mode, with or without the bus, or
+    // forward mode as one node of the bus.
+    let restore: &[u8] = match ctx.core.settings().cluster_mode() {
+        true => b"RESTORE-ASKING",
+        false => b"RESTORE",
     };
     let mut may_retry = true;
     loop {
