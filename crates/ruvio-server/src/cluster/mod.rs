@@ -13,4 +13,5 @@ pub mod bus;
 pub mod membership;
 pub mod node;
 pub mod nodes_file;
+pub mod slot_migration;
 pub mod topology;

@@ -55,6 +55,7 @@ mod route;
 mod save;
 mod settings;
 mod shared;
+mod slot_export;
 mod state;
 mod tls;
 
@@ -783,6 +784,7 @@ impl Shard {
                 None,
             );
         }
+        slot_export::tick(&mut self.core, &mut self.conns);
     }
 
     /// `timeout`: once a second, close the clients idle longer than it (Redis'
