@@ -254,7 +254,52 @@ fn migrateslots_moves_the_slots_whole_while_a_client_increments() {
         "{}",
         show(&reply)
     );
-    eprintln!("{KEYS} keys moved in {took:?}");
+    let log = std::fs::read_to_string(_nodes[0].dir.join("ruvio.log")).unwrap();
+    let held = log
+        .lines()
+        .find(|l| l.contains("handed over"))
+        .expect("the handover's log line");
+    eprintln!("{KEYS} keys moved in {took:?}; {held}");
+}
+
+/// Between the two shards of one process in per-shard mode: each shard is a
+/// node, and the job runs as between processes, over loopback.
+#[test]
+fn migrateslots_moves_slots_between_two_shards_of_one_process() {
+    let port = free_ports(2, true);
+    let _node = Node::start(port, 2, &unique_dir("slotmig-shards"));
+    halves(port, port + 1);
+    let keys = keys_in_moved_slots("key:", 2_000);
+    fill(port, &keys);
+    let before = holdings(port, &keys);
+    let target = myid(port + 1);
+    ok(
+        port,
+        &[
+            "CLUSTER",
+            "MIGRATESLOTS",
+            "SLOTSRANGE",
+            "0",
+            "99",
+            "NODE",
+            &target,
+        ],
+    );
+    wait_for("the export succeeds", || match newest_job(port) {
+        Some((state, _, _)) if state == "success" => Ok(()),
+        other => Err(format!("{other:?}")),
+    });
+    let after = holdings(port + 1, &keys);
+    for ((key, (dump_before, _)), (dump_after, _)) in keys.iter().zip(&before).zip(&after) {
+        assert_eq!(dump_before, dump_after, "{key}");
+    }
+    wait_for(
+        "the source shard deleted its copies",
+        || match keys_in_slots(port) {
+            0 => Ok(()),
+            n => Err(format!("{n} keys left")),
+        },
+    );
 }
 
 /// Argument checks answer Valkey 9.1's texts.

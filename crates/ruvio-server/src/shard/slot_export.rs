@@ -23,6 +23,7 @@ use crate::cmd::registry::Command;
 use crate::net::caller::{Caller, Tracked};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
+use crate::serverlog::{log, Level};
 use crate::shard::ShardCore;
 use ruvio_engine::command::Effects;
 use ruvio_engine::slot::key_slot;
@@ -283,12 +284,21 @@ fn send(core: &mut ShardCore, i: usize) {
     // The handover: no command runs on this shard until it is over.
     let finish: [&[u8]; 4] = [b"CLUSTER", b"SYNCSLOTS", b"FINISH", job.name.as_bytes()];
     run.link.queue(finish.into_iter());
+    let held = Instant::now();
     let finished = run.link.finish(HANDOVER_TIMEOUT, crate::clock::unix_ms);
+    let held_us = held.elapsed().as_micros();
     let now_s = crate::clock::unix_ms() / 1000;
     if let Err(why) = finished {
+        let line = format!("Slot migration {} failed at the handover: {why}", job.name);
+        log(Level::Warning, &line);
         job.set_state(JobState::Failed, &why, now_s);
         return;
     }
+    let line = format!(
+        "Slot migration {} handed over; the shard's clients were held for {held_us} us",
+        job.name
+    );
+    log(Level::Notice, &line);
     let slots = job.slots();
     if !node.cluster.give_slots(&slots, &job.target) {
         job.set_state(JobState::Failed, "the target node is gone", now_s);
