@@ -466,3 +466,55 @@ fn a_cancelled_job_leaves_the_slots_and_keys_with_the_source() {
     };
     assert_eq!(jobs.len(), 3, "{}", show(&reply));
 }
+
+/// The target killed in the middle of a job (its writes held by CLIENT
+/// PAUSE, so the job is surely under way): the source's job fails, and it
+/// keeps its slots and every key; once the target is back, a new job moves
+/// them.
+#[test]
+fn a_job_whose_target_dies_leaves_the_source_whole() {
+    let (a, b) = (free_ports(1, true), free_ports(1, true));
+    let mut nodes = [
+        Node::start(a, 1, &unique_dir("slotmig-kill-a")),
+        Node::start(b, 1, &unique_dir("slotmig-kill-b")),
+    ];
+    halves(a, b);
+    let keys = keys_in_moved_slots("key:", 2_000);
+    fill(a, &keys);
+    let target = myid(b);
+    let migrate = [
+        "CLUSTER",
+        "MIGRATESLOTS",
+        "SLOTSRANGE",
+        "0",
+        "99",
+        "NODE",
+        &target,
+    ];
+    ok(b, &["CLIENT", "PAUSE", "100000", "WRITE"]);
+    ok(a, &migrate);
+    wait_for("the target started importing", || match newest_job(b) {
+        Some((state, _, _)) if state == "importing" => Ok(()),
+        other => Err(format!("{other:?}")),
+    });
+    nodes[1].kill();
+    wait_for("the source's job failed", || match newest_job(a) {
+        Some((state, _, message)) if state == "failed" && !message.is_empty() => Ok(()),
+        other => Err(format!("{other:?}")),
+    });
+    assert_eq!(keys_in_slots(a), keys.len() as i64);
+    let reply = RawConn::connect(a).cmd(&["GET", keys[5].as_str()]);
+    assert_eq!(text(&reply), "value", "{}", show(&reply));
+
+    nodes[1].restart();
+    wait_for("the cluster whole again", || {
+        common::cluster_process::agree(&[a, b], 2)
+    });
+    ok(a, &migrate);
+    wait_for("the next job succeeds", || match newest_job(a) {
+        Some((state, _, _)) if state == "success" => Ok(()),
+        Some((state, _, message)) if state == "failed" => panic!("failed: {message}"),
+        other => Err(format!("{other:?}")),
+    });
+    assert_eq!(keys_in_slots(b), keys.len() as i64);
+}
