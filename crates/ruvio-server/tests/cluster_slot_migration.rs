@@ -518,3 +518,57 @@ fn a_job_whose_target_dies_leaves_the_source_whole() {
     });
     assert_eq!(keys_in_slots(b), keys.len() as i64);
 }
+
+/// While the target has not answered FINISH (its writes held by CLIENT
+/// PAUSE, so the job waits in `handing-over`), a write to a moved slot
+/// waits on the source without an error while one to another slot of the
+/// source is answered at once; once the target answers, the held write gets
+/// `-MOVED` to it.
+#[test]
+fn the_handover_holds_writes_to_the_moved_slots_only() {
+    let (a, b) = (free_ports(1, true), free_ports(1, true));
+    let _nodes = [
+        Node::start(a, 1, &unique_dir("slotmig-hold-a")),
+        Node::start(b, 1, &unique_dir("slotmig-hold-b")),
+    ];
+    halves(a, b);
+    let keys = keys_in_moved_slots("key:", 200);
+    fill(a, &keys);
+    let target = myid(b);
+    ok(b, &["CLIENT", "PAUSE", "100000", "WRITE"]);
+    ok(
+        a,
+        &[
+            "CLUSTER",
+            "MIGRATESLOTS",
+            "SLOTSRANGE",
+            "0",
+            "99",
+            "NODE",
+            &target,
+        ],
+    );
+    wait_for("the source is handing over", || match newest_job(a) {
+        Some((state, _, _)) if state == "handing-over" => Ok(()),
+        other => Err(format!("{other:?}")),
+    });
+    let mut held = std::net::TcpStream::connect(("127.0.0.1", a)).unwrap();
+    held.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    std::io::Write::write_all(&mut held, &encode(&["INCR", keys[7].as_str()])).unwrap();
+    let mut reply = [0u8; 256];
+    let waited = std::io::Read::read(&mut held, &mut reply);
+    assert!(waited.is_err(), "the write was answered: {waited:?}");
+    let other = RawConn::connect(a).cmd(&["SET", "{user1000}other", "x"]);
+    assert_eq!(other, b"+OK\r\n");
+    ok(b, &["CLIENT", "UNPAUSE"]);
+    held.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let n = std::io::Read::read(&mut held, &mut reply).unwrap();
+    let slot = key_slot(keys[7].as_bytes());
+    assert_eq!(
+        String::from_utf8_lossy(&reply[..n]),
+        format!("-MOVED {slot} 127.0.0.1:{b}\r\n")
+    );
+    assert_eq!(newest_job(a).map(|j| j.0).as_deref(), Some("success"));
+}

@@ -8,10 +8,10 @@
 //! DUMP payload), slot after slot, while the writes made meanwhile to keys
 //! already sent follow as the commands' log records, in one ordered stream;
 //! once every key is sent and little is left unacknowledged, the source
-//! sends the rest and `CLUSTER SYNCSLOTS FINISH` and waits for its answer
-//! with its shard's clients held, the target takes the slots under a new
-//! config epoch, and the source gives them up (its clients get `-MOVED`) and
-//! deletes its copies. No slot is ever MIGRATING or IMPORTING in CLUSTER
+//! sends `CLUSTER SYNCSLOTS FINISH` and holds the writes to those slots
+//! until it is answered, the target takes the slots under a new config
+//! epoch, and the source gives them up (the held writes and every later
+//! command of those slots get `-MOVED`) and deletes its copies. No slot is ever MIGRATING or IMPORTING in CLUSTER
 //! NODES' sense: clients see no `-ASK` nor `-TRYAGAIN`.
 //!
 //! Why one stream of commands rather than a snapshot then a log: without a
@@ -46,10 +46,10 @@ pub const QUEUED_BYTES_MAX: usize = 8 << 20;
 /// handover: the target applies that many in well under a millisecond each.
 pub const HANDOVER_REPLIES_MAX: u64 = 1000;
 
-/// How long the handover may hold the source's clients: the target applies
+/// How long the handover may hold writes to the slots: the target applies
 /// the rest and answers FINISH within it, else the job fails and the source
 /// keeps its slots.
-pub const HANDOVER_TIMEOUT: Duration = Duration::from_secs(5);
+pub const HANDOVER_TIMEOUT_MS: u64 = 5_000;
 
 /// A target that acknowledges nothing for this long while commands wait
 /// fails the job.
@@ -68,6 +68,8 @@ pub enum JobState {
     Snapshotting,
     /// Every key is sent; the forwarded writes drain before the handover.
     Streaming,
+    /// FINISH is sent; writes to the slots wait for the target's answer.
+    HandingOver,
     /// The target receives (its side of a job).
     Importing,
     Success,
@@ -81,6 +83,7 @@ impl JobState {
             JobState::Connecting => "connecting",
             JobState::Snapshotting => "snapshotting",
             JobState::Streaming => "streaming",
+            JobState::HandingOver => "handing-over",
             JobState::Importing => "importing",
             JobState::Success => "success",
             JobState::Failed => "failed",
@@ -185,13 +188,53 @@ impl Job {
 #[derive(Default)]
 pub struct SlotMigrations {
     pub jobs: VecDeque<Job>,
+    /// Some job may have a run (set when one starts, recounted on the
+    /// tick): read on every write command, so not a walk of the jobs.
+    exporting: bool,
+    /// Some export is handing over: writes to its slots wait (read on every
+    /// command while it lasts, a few ms).
+    holding: bool,
+    /// Connections `(index, generation)` holding a write that waits for a
+    /// handover's end.
+    pub held: Vec<(u32, u32)>,
 }
 
 impl SlotMigrations {
     /// Some export is sending keys or writes: the shard records its writes
     /// to the job's slots (one branch per write command otherwise).
+    #[inline]
     pub fn exporting(&self) -> bool {
-        self.jobs.iter().any(|j| j.run.is_some())
+        self.exporting
+    }
+
+    /// An export's run started.
+    pub fn export_started(&mut self) {
+        self.exporting = true;
+    }
+
+    /// Recount [`Self::exporting`] and [`Self::holding`] (on the shard's
+    /// tick).
+    pub fn recount(&mut self) {
+        self.exporting = self.jobs.iter().any(|j| j.run.is_some());
+        self.holding = self.jobs.iter().any(|j| j.state == JobState::HandingOver);
+    }
+
+    /// Some export is handing over its slots.
+    #[inline]
+    pub fn holding(&self) -> bool {
+        self.holding
+    }
+
+    /// An export's handover started.
+    pub fn hold(&mut self) {
+        self.holding = true;
+    }
+
+    /// A job handing over `slot` holds its writes.
+    pub fn holds_slot(&self, slot: u16) -> bool {
+        self.jobs
+            .iter()
+            .any(|j| j.state == JobState::HandingOver && j.covers(slot))
     }
 
     /// Some job needs the shard's tick (sending, deleting, importing).
@@ -249,6 +292,8 @@ pub struct Export {
     /// The current slot's keys not sent yet, in the order they will be.
     pending_order: VecDeque<Vec<u8>>,
     pending: HashSet<Vec<u8>>,
+    /// Unix ms FINISH was queued at (0: not yet).
+    pub handover_at_ms: u64,
 }
 
 impl Export {
@@ -265,6 +310,7 @@ impl Export {
             current: None,
             pending_order: VecDeque::new(),
             pending: HashSet::new(),
+            handover_at_ms: 0,
         }
     }
 
@@ -421,53 +467,6 @@ impl Link {
         }
         self.input.drain(..at);
         Ok(())
-    }
-
-    /// The handover: everything queued written and every reply read, waiting
-    /// at most `timeout` in all (the shard's clients wait meanwhile). The
-    /// last reply must be `+OK`.
-    pub fn finish(&mut self, timeout: Duration, now_ms: impl Fn() -> u64) -> Result<(), String> {
-        let deadline = std::time::Instant::now() + timeout;
-        let mut last = Vec::new();
-        while self.replies_owed > 0 || self.unsent_bytes() > 0 {
-            self.flush()?;
-            self.read_replies(now_ms(), &mut last)?;
-            if self.replies_owed == 0 && self.unsent_bytes() == 0 {
-                break;
-            }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return Err("the target did not finish in time".into());
-            }
-            self.wait(left.min(Duration::from_millis(10)));
-        }
-        match last.as_slice() {
-            b"+OK\r\n" => Ok(()),
-            other => Err(format!(
-                "the target answered FINISH with {}",
-                String::from_utf8_lossy(other).trim_end()
-            )),
-        }
-    }
-
-    /// Wait until the socket is readable (or writable while bytes wait), at
-    /// most `timeout`.
-    fn wait(&self, timeout: Duration) {
-        use std::os::fd::AsRawFd;
-        let mut events = libc::POLLIN;
-        if self.unsent_bytes() > 0 {
-            events |= libc::POLLOUT;
-        }
-        let mut fd = libc::pollfd {
-            fd: self.stream.as_raw_fd(),
-            events,
-            revents: 0,
-        };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: one pollfd that lives across the call.
-        unsafe {
-            libc::poll(&mut fd, 1, ms);
-        }
     }
 }
 

@@ -199,10 +199,10 @@ pub(super) fn getslotmigrations<S: Server>(
     Ok(())
 }
 
-/// `CLUSTER CANCELSLOTMIGRATIONS`: every active job stops. An export keeps
-/// its slots and keys (its connection closes: the target drops what it
-/// imported); an import drops its keys and refuses its source's next
-/// commands.
+/// `CLUSTER CANCELSLOTMIGRATIONS`: every active job stops, but one handing
+/// over. An export keeps its slots and keys (its connection closes: the
+/// target drops what it imported); an import drops its keys and refuses its
+/// source's next commands.
 pub(super) fn cancelslotmigrations<S: Server>(
     ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
@@ -211,9 +211,15 @@ pub(super) fn cancelslotmigrations<S: Server>(
     let now_s = ctx.core.now_ms() / 1000;
     let node = node(ctx, args)?;
     let mut importers = Vec::new();
-    let mut cancelled = 0;
+    let mut active = 0;
     for job in node.slot_migrations.jobs.iter_mut() {
         if !job.state.active() {
+            continue;
+        }
+        active += 1;
+        if job.state == JobState::HandingOver {
+            // The target may have taken the slots already: the handover
+            // ends within its timeout either way.
             continue;
         }
         if let Some(importer) = job.importer {
@@ -221,9 +227,8 @@ pub(super) fn cancelslotmigrations<S: Server>(
             job.deleting = job.slots();
         }
         job.set_state(JobState::Cancelled, "", now_s);
-        cancelled += 1;
     }
-    if cancelled == 0 {
+    if active == 0 {
         return Err(error("ERR No migrations ongoing"));
     }
     for importer in importers {

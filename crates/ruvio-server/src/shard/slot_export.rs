@@ -4,27 +4,26 @@
 //! stream and reads the acknowledgments, hands the slots over, deletes what
 //! a finished job left behind, and notices an import whose source went away;
 //! after each write command it forwards what the command did to the keys of
-//! an export already sent ([`record_write`]).
+//! an export already sent ([`record_write`]); while a handover waits for the
+//! target, the writes to its slots wait too ([`holds`], called by the
+//! request path beside CLIENT PAUSE's check).
 //!
-//! Why here: the keyspace, the shard's DEL (logged, fed to replicas) and the
-//! node all meet on the shard, and a slot's keys are read on the thread that
-//! owns them. The handover blocks the shard for one exchange (at most
-//! `HANDOVER_TIMEOUT`, a loopback round trip and the last few commands in
-//! practice): no command runs meanwhile, so no write to the slots is lost
-//! between the last forwarded one and the change of owner; the shard's other
-//! slots wait as long (the whole node, not only those slots: a pause of the
-//! slots alone is left to do).
+//! Why here: the keyspace, the shard's DEL (logged, fed to replicas), its
+//! connections and the node all meet on the shard, and a slot's keys are
+//! read on the thread that owns them.
 
 use crate::cluster::slot_migration::{
-    Export, JobState, Link, Phase, HANDOVER_REPLIES_MAX, HANDOVER_TIMEOUT, QUEUED_BYTES_MAX,
+    Export, JobState, Link, Phase, HANDOVER_REPLIES_MAX, HANDOVER_TIMEOUT_MS, QUEUED_BYTES_MAX,
     SILENT_TARGET_MS_MAX,
 };
-use crate::cmd::registry::Command;
+use crate::cmd::registry::{registry, Command};
 use crate::net::caller::{Caller, Tracked};
+use crate::net::conn::ClientState;
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::serverlog::{log, Level};
 use crate::shard::ShardCore;
+use ruvio_engine::command::flags::{MAY_REPLICATE, WRITE};
 use ruvio_engine::command::Effects;
 use ruvio_engine::slot::key_slot;
 use ruvio_engine::Engine;
@@ -52,6 +51,41 @@ pub(super) fn exporting(core: &ShardCore) -> bool {
     core.cluster_node
         .as_deref()
         .is_some_and(|n| n.slot_migrations.exporting())
+}
+
+/// While an export hands its slots over: whether `args` must wait for the
+/// handover's end (a write of those slots, or a write whose keys are not
+/// known before it runs: EXEC, a script, a keyless write). Left unread, it
+/// then runs and finds the slots' new owner. One branch otherwise.
+#[inline]
+pub(super) fn holds(core: &ShardCore, client: &ClientState, args: Args<'_>) -> bool {
+    match core.cluster_node.as_deref() {
+        Some(node) if node.slot_migrations.holding() && !client.master => holds_command(node, args),
+        _ => false,
+    }
+}
+
+#[cold]
+fn holds_command(node: &crate::cluster::node::ShardNode, args: Args<'_>) -> bool {
+    let Some(cmd) = registry().lookup(args.get(0)) else {
+        return false;
+    };
+    let meta = cmd.meta;
+    let exec = meta.name == "exec";
+    if !exec && !meta.has(WRITE) && !meta.has(MAY_REPLICATE) && meta.group != "scripting" {
+        return false;
+    }
+    match meta.keys.keys(args).next() {
+        Some(key) if meta.group != "scripting" => node.slot_migrations.holds_slot(key_slot(key)),
+        _ => true,
+    }
+}
+
+/// Connection `who` waits for the handover's end.
+pub(super) fn park(core: &mut ShardCore, who: (u32, u32)) {
+    if let Some(node) = core.cluster_node.as_deref_mut() {
+        node.slot_migrations.held.push(who);
+    }
 }
 
 /// After write command `cmd` ran (its effects recorded keys and records):
@@ -144,6 +178,21 @@ pub(super) fn tick(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     for i in 0..jobs {
         step(core, conns, i);
     }
+    let Some(node) = core.cluster_node.as_deref_mut() else {
+        return;
+    };
+    node.slot_migrations.recount();
+    if node.slot_migrations.holding() || node.slot_migrations.held.is_empty() {
+        return;
+    }
+    // The handover is over (or failed): the held writes run, here or by
+    // `-MOVED` to the slots' new owner.
+    for who in std::mem::take(&mut node.slot_migrations.held) {
+        if let Some(conn) = conns.get_mut(who.0, who.1) {
+            conn.client.paused = false;
+            core.resume.push(who);
+        }
+    }
 }
 
 /// One job's step.
@@ -219,6 +268,7 @@ fn connect(core: &mut ShardCore, i: usize) {
     link.queue(start.iter().map(Vec::as_slice));
     job.run = Some(Box::new(Export::new(link, job.slots())));
     job.set_state(JobState::Snapshotting, "", now_ms / 1000);
+    node.slot_migrations.export_started();
 }
 
 /// An export's step: keys read into the stream (for a few ms at most), the
@@ -275,35 +325,60 @@ fn send(core: &mut ShardCore, i: usize) {
         );
         return;
     }
+    if job.state == JobState::HandingOver {
+        let answered = run.link.replies_owed == 0 && run.link.unsent_bytes() == 0;
+        if answered && last != b"+OK\r\n" {
+            let why = format!(
+                "the target answered FINISH with {}",
+                String::from_utf8_lossy(&last).trim_end()
+            );
+            job.set_state(JobState::Failed, &why, now_ms / 1000);
+        } else if answered {
+            handed_over(node, i, now_ms);
+        } else if now_ms.saturating_sub(run.handover_at_ms) > HANDOVER_TIMEOUT_MS {
+            let why = "the target did not finish in time";
+            job.set_state(JobState::Failed, why, now_ms / 1000);
+        }
+        return;
+    }
     let ready = job.state == JobState::Streaming
         && run.link.unsent_bytes() < HANDOVER_UNSENT_BYTES_MAX
         && run.link.replies_owed < HANDOVER_REPLIES_MAX;
-    if !ready {
-        return;
+    if ready {
+        // From now on the writes to the slots wait (`holds`): none can slip
+        // between the last one forwarded and the change of owner.
+        let finish: [&[u8]; 4] = [b"CLUSTER", b"SYNCSLOTS", b"FINISH", job.name.as_bytes()];
+        run.link.queue(finish.into_iter());
+        run.handover_at_ms = now_ms;
+        let flushed = run.link.flush();
+        job.state = JobState::HandingOver;
+        job.updated_s = now_ms / 1000;
+        match flushed {
+            Ok(()) => node.slot_migrations.hold(),
+            Err(why) => job.set_state(JobState::Failed, &why, now_ms / 1000),
+        }
     }
-    // The handover: no command runs on this shard until it is over.
-    let finish: [&[u8]; 4] = [b"CLUSTER", b"SYNCSLOTS", b"FINISH", job.name.as_bytes()];
-    run.link.queue(finish.into_iter());
-    let held = Instant::now();
-    let finished = run.link.finish(HANDOVER_TIMEOUT, crate::clock::unix_ms);
-    let held_us = held.elapsed().as_micros();
-    let now_s = crate::clock::unix_ms() / 1000;
-    if let Err(why) = finished {
-        let line = format!("Slot migration {} failed at the handover: {why}", job.name);
-        log(Level::Warning, &line);
-        job.set_state(JobState::Failed, &why, now_s);
-        return;
-    }
-    let line = format!(
-        "Slot migration {} handed over; the shard's clients were held for {held_us} us",
-        job.name
-    );
-    log(Level::Notice, &line);
+}
+
+/// The target answered FINISH: the slots are its own from now on; this
+/// node's clients of them get `-MOVED`, its copies are deleted.
+fn handed_over(node: &mut crate::cluster::node::ShardNode, i: usize, now_ms: u64) {
+    let job = &mut node.slot_migrations.jobs[i];
+    let held_ms = job
+        .run
+        .as_ref()
+        .map_or(0, |r| now_ms.saturating_sub(r.handover_at_ms));
     let slots = job.slots();
+    let now_s = now_ms / 1000;
     if !node.cluster.give_slots(&slots, &job.target) {
         job.set_state(JobState::Failed, "the target node is gone", now_s);
         return;
     }
+    let line = format!(
+        "Slot migration {} handed over; writes to its slots were held for {held_ms} ms",
+        job.name
+    );
+    log(Level::Notice, &line);
     job.acked_s = now_s;
     job.deleting = slots;
     job.set_state(JobState::Success, "", now_s);
