@@ -203,6 +203,49 @@ fn migrateslots_moves_the_slots_whole_while_a_client_increments() {
     let acked = writer.join().unwrap().unwrap_or_else(|e| panic!("{e}"));
     assert!(acked.values().sum::<i64>() > 0, "the writer wrote nothing");
 
+    // Valkey 9.1's entry: twelve fields in its order, a map in RESP3.
+    let fields = [
+        "name",
+        "operation",
+        "slot_ranges",
+        "target_node",
+        "source_node",
+        "create_time",
+        "last_update_time",
+        "last_ack_time",
+        "state",
+        "message",
+        "cow_size",
+        "remaining_repl_size",
+    ];
+    let reply = RawConn::connect(a).cmd(&["CLUSTER", "GETSLOTMIGRATIONS"]);
+    let Value::Array(jobs) = decode(&reply) else {
+        panic!("{}", show(&reply));
+    };
+    let Value::Array(flat) = &jobs[0] else {
+        panic!("{}", show(&reply));
+    };
+    let names: Vec<String> = flat.iter().step_by(2).map(Value::text).collect();
+    assert_eq!(names, fields);
+    assert_eq!(
+        jobs[0].get("slot_ranges").map(Value::text).as_deref(),
+        Some("0-99")
+    );
+    assert_eq!(
+        jobs[0].get("target_node").map(Value::text),
+        Some(target.clone())
+    );
+    let mut resp3 = RawConn::connect(a);
+    resp3.cmd(&["HELLO", "3"]);
+    let reply = resp3.cmd(&["CLUSTER", "GETSLOTMIGRATIONS"]);
+    let Value::Array(jobs) = decode(&reply) else {
+        panic!("{}", show(&reply));
+    };
+    assert!(
+        matches!(&jobs[0], Value::Map(pairs) if pairs.len() == 12),
+        "{}",
+        show(&reply)
+    );
     // Both list the job, the target as an import that succeeded.
     let (state, operation, _) = newest_job(b).expect("the target lists the job");
     assert_eq!((state.as_str(), operation.as_str()), ("success", "IMPORT"));
