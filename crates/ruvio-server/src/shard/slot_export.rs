@@ -141,8 +141,9 @@ pub(super) fn record_write(core: &mut ShardCore, cmd: &Command, args: Args<'_>, 
 }
 
 /// A key as it is now, at the end of the stream: RESTORE with its DUMP
-/// payload and absolute expiry, or (`deleted`: when it is gone) DEL.
-fn queue_state(link: &mut Link, engine: &Engine, key: &[u8], now_ms: u64, deleted: bool) {
+/// payload and absolute expiry; when it is gone, DEL if `gone_as_del` (a
+/// write deleted it) or nothing (a key of the snapshot that expired).
+fn queue_state(link: &mut Link, engine: &Engine, key: &[u8], now_ms: u64, gone_as_del: bool) {
     match engine.peek_entry(0, key, now_ms) {
         Some(entry) => {
             let payload = ruvio_engine::rdb::dump_payload(entry.value());
@@ -157,7 +158,7 @@ fn queue_state(link: &mut Link, engine: &Engine, key: &[u8], now_ms: u64, delete
             ];
             link.queue(args.into_iter());
         }
-        None if deleted => link.queue([&b"DEL"[..], key].into_iter()),
+        None if gone_as_del => link.queue([&b"DEL"[..], key].into_iter()),
         None => {}
     }
 }
