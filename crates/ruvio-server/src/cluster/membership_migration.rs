@@ -91,23 +91,66 @@ impl Cluster {
                 }
                 if i == MYSELF && self.importing.remove(&slot).is_some() {
                     self.bump_epoch();
-                    // Tell every node at once (`clusterBroadcastPong`).
-                    let links: Vec<(usize, LinkId)> = self
-                        .live()
-                        .filter(|(i, n)| *i != MYSELF && !n.has(flag::HANDSHAKE))
-                        .filter_map(|(i, n)| n.link.map(|(l, _)| (i, l)))
-                        .collect();
-                    let mut actions = Vec::new();
-                    for (to, link) in links {
-                        self.send_ping(link, Kind::Pong, Some(to), now, &mut actions);
-                    }
-                    self.pending.extend(actions);
+                    self.broadcast_pong(now);
                 }
             }
         }
         self.generation += 1;
         self.update_state();
         Ok(())
+    }
+
+    /// Tell every node this node's slots and epochs at once
+    /// (`clusterBroadcastPong`).
+    fn broadcast_pong(&mut self, now: u64) {
+        let links: Vec<(usize, LinkId)> = self
+            .live()
+            .filter(|(i, n)| *i != MYSELF && !n.has(flag::HANDSHAKE))
+            .filter_map(|(i, n)| n.link.map(|(l, _)| (i, l)))
+            .collect();
+        let mut actions = Vec::new();
+        for (to, link) in links {
+            self.send_ping(link, Kind::Pong, Some(to), now, &mut actions);
+        }
+        self.pending.extend(actions);
+    }
+
+    /// A whole-slot migration's end on the target (`cluster/slot_migration.rs`):
+    /// `slots` are this node's in one step, under a config epoch bumped without
+    /// a vote (as SETSLOT NODE ends an import), told to every node at once, so
+    /// its claim wins over the old owner's everywhere.
+    pub fn claim_slots(&mut self, slots: &[u16], now: u64) {
+        for &slot in slots {
+            self.owners[usize::from(slot)] = MYSELF as u32;
+            self.importing.remove(&slot);
+        }
+        self.bump_epoch();
+        self.broadcast_pong(now);
+        self.generation += 1;
+        self.update_state();
+    }
+
+    /// A whole-slot migration's end on the source: `slots` are the node
+    /// `to`'s from now on (as SETSLOT NODE on the old owner; the new owner's
+    /// newer epoch confirms it on the bus). False when `to` is not known.
+    pub fn give_slots(&mut self, slots: &[u16], to: &NodeName) -> bool {
+        let Some(i) = self.lookup(to) else {
+            return false;
+        };
+        for &slot in slots {
+            self.owners[usize::from(slot)] = i as u32;
+            self.migrating.remove(&slot);
+        }
+        self.generation += 1;
+        self.update_state();
+        true
+    }
+
+    /// Node `name`, when known: whether it is a master, and its client
+    /// address.
+    pub fn node_named(&self, name: &NodeName) -> Option<(bool, &str, u16)> {
+        let node = self.node(self.lookup(name)?);
+        Some((node.is_master(), node.ip.as_str(), node.port))
     }
 
     /// The node `slot` is migrating to (name, ip, client port), when this node

@@ -14,4 +14,5 @@ pub mod membership;
 pub mod node;
 pub mod nodes_file;
 pub mod slot_map;
+pub mod slot_migration;
 pub mod topology;

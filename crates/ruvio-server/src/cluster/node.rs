@@ -23,6 +23,7 @@ use super::membership::{Cluster, Settings};
 use super::nodes_file::NodesFile;
 pub use super::slot_map::SlotRoute;
 use super::slot_map::{NodeRoutes, SlotMap};
+use super::slot_migration::SlotMigrations;
 use crate::config::Config;
 use crate::serverlog::{log, Level};
 use ruvio_engine::slot::SLOT_COUNT;
@@ -85,6 +86,9 @@ pub struct ShardNode {
     /// Clients' writes to hold until this Unix ms (`Some(0)`: let them go),
     /// for the shard to apply: a replica's manual failover.
     pause_writes: Option<u64>,
+    /// Whole-slot migrations this node runs or ran, either way
+    /// (`slot_migration.rs`; driven by the shard: `shard/slot_export.rs`).
+    pub slot_migrations: SlotMigrations,
 }
 
 impl ShardNode {
@@ -128,6 +132,7 @@ impl ShardNode {
             routes: NodeRoutes::new(),
             published: u64::MAX,
             pause_writes: None,
+            slot_migrations: SlotMigrations::default(),
         };
         node.save()
             .map_err(|e| format!("{}: {e}", node.config_path.display()))?;
@@ -333,7 +338,7 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
 }
 
 /// A node name of 40 hex characters from `seed` (splitmix64 steps).
-fn random_name(seed: u64) -> NodeName {
+pub(crate) fn random_name(seed: u64) -> NodeName {
     let mut state = seed;
     let mut name = [0u8; NAME_LEN];
     for chunk in name.chunks_mut(16) {

@@ -10,6 +10,7 @@
 //! owns: another shard asks shard 0 ([`on_node_shard`]).
 
 use super::cluster_node as bus;
+use super::cluster_slot_migration as slot_migration;
 use super::{parse_i64, Ctx, Server, ServerCommand, ServerResult};
 use crate::cluster::topology::Node;
 use crate::config::PortMode;
@@ -100,6 +101,18 @@ const SUBCOMMANDS: &[ServerCommand] = &[
     command!("cluster|links", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "7.0.0",
         "Returns a list of all TCP links to and from peer nodes in cluster",
         "O(N) where N is the total number of Cluster nodes", bus::links),
+    command!("cluster|migrateslots", -4, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "9.0.0",
+        "Migrate the specified slot ranges from this node to the specified node.",
+        "O(N) where N is the total number of the slots between the start slot and end slot arguments.", slot_migration::migrateslots),
+    command!("cluster|getslotmigrations", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "9.0.0",
+        "Get information about ongoing and recently finished slot imports and exports.",
+        "O(N), where N is the number of active slot import and export jobs.", slot_migration::getslotmigrations),
+    command!("cluster|cancelslotmigrations", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "9.0.0",
+        "Cancel all current ongoing slot migration operations.",
+        "O(N), where N is the number of active slot migration jobs.", slot_migration::cancelslotmigrations),
+    command!("cluster|syncslots", -3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "9.0.0",
+        "A whole-slot migration's source speaking to its target.", "O(N) where N is the number of keys dropped from the slots.",
+        slot_migration::syncslots),
 ];
 
 /// The flags of the subcommands that change a node of the bus (Redis's).

@@ -91,6 +91,12 @@ pub(super) const HELP: &[&str] = &[
     "LINKS",
     "    Return information about all network links between this node and its peers.",
     "    Output format is an array where each array element is a map containing attributes of a link",
+    "MIGRATESLOTS SLOTSRANGE start-slot end-slot [start-slot end-slot ...] NODE node-id [SLOTSRANGE start-slot end-slot [start-slot end-slot ...] NODE node-id ...]",
+    "    Migrate the specified slot ranges from this node to the specified node.",
+    "CANCELSLOTMIGRATIONS",
+    "    Cancel all migrations.",
+    "GETSLOTMIGRATIONS",
+    "    Get information about ongoing and recently finished slot imports and exports.",
 ];
 
 /// The shard's node, or Redis's answer to a subcommand it does not have.

@@ -19,6 +19,7 @@ pub mod acl;
 pub mod client;
 pub mod cluster;
 pub mod cluster_node;
+pub mod cluster_slot_migration;
 pub mod config;
 pub mod connection;
 pub mod debug;

@@ -83,6 +83,10 @@ pub struct ClientState {
     /// The primary's replication stream (see `replication`): its replies are
     /// dropped, its writes allowed, the bytes it consumed counted as the offset.
     pub master: bool,
+    /// The source's connection of a whole-slot migration into this node
+    /// (CLUSTER SYNCSLOTS START, `cluster/slot_migration.rs`): its commands
+    /// run here whatever their slot, until FINISH.
+    pub slot_import: bool,
     /// The master client of one shard's own link (`replication::shard_links`):
     /// its offset is its link's, and commands for every shard run on its own.
     pub shard_link: bool,
@@ -247,6 +251,7 @@ impl ClientState {
             (c.monitor, 'O'),
             (c.replica.attached, 'S'),
             (c.master, 'M'),
+            (c.slot_import, 'o'),
             (c.subs.active(), 'P'),
             (c.multi.is_some(), 'x'),
             (blocked_argv.is_some(), 'b'),
@@ -447,6 +452,7 @@ impl Conn {
                 monitor: false,
                 tracking: TrackingMode::default(),
                 master: false,
+                slot_import: false,
                 shard_link: false,
                 replica: ReplicaPeer::default(),
             },

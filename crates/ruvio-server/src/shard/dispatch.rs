@@ -92,6 +92,12 @@ pub fn process_input(
                     core.pause.park(who);
                     break;
                 }
+                if super::slot_export::holds(core, client, args) {
+                    // Left unread: it runs when its slots' handover is over.
+                    client.paused = true;
+                    super::slot_export::park(core, who);
+                    break;
+                }
                 if client.borrowing_tx.is_some()
                     && super::lending::must_wait_for_transaction(core, client, args)
                 {

@@ -105,11 +105,19 @@ pub fn run_engine(
     // A script's written keys are recorded too: a WATCH the busy hook answers
     // while it runs is registered after it, by what it wrote
     // ([`adopt_pending_watches`]).
-    let keys =
-        caller.borrowing || !core.blocking.is_empty() || watched || may_borrow || tracked || script;
+    // A whole-slot migration forwards what writes did to its keys.
+    let exporting = may_write(cmd) && super::slot_export::exporting(core);
+    let keys = caller.borrowing
+        || !core.blocking.is_empty()
+        || watched
+        || may_borrow
+        || tracked
+        || script
+        || exporting;
     let notify = crate::messaging::notify::wanted(core.cfg.notify_keyspace_events);
     if keys || logging || notify {
-        ctx.effects = Effects::recording(core.spare_record.take(), keys, notify, logging);
+        let records = logging || exporting;
+        ctx.effects = Effects::recording(core.spare_record.take(), keys, notify, records);
     }
     if watched && cmd.meta.keys.is_none() {
         let flushed =
@@ -190,6 +198,9 @@ pub fn run_engine(
             feed_records(&mut core.replication.feed, &ctx.effects, args, caller.db);
         }
         core.log_end();
+    }
+    if exporting {
+        super::slot_export::record_write(core, cmd, args, &ctx.effects);
     }
     if notify {
         let notes = core.engine.take_key_notes();

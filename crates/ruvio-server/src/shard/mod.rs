@@ -56,6 +56,7 @@ mod route;
 mod save;
 mod settings;
 mod shared;
+mod slot_export;
 mod state;
 mod tls;
 
@@ -276,6 +277,7 @@ impl Shard {
             crate::shard::exec::expire_blocked(&mut self.core, &mut self.conns);
             crate::shard::exec::expire_fill_leases(&mut self.core, &mut self.conns);
             lending::expire(&mut self.core, &mut self.conns);
+            slot_export::handover_step(&mut self.core, &mut self.conns);
             self.resume_unblocked();
             self.resume_backed_up();
             lending::end_batch_if_done(&mut self.core, &mut self.conns);
@@ -795,6 +797,7 @@ impl Shard {
                 None,
             );
         }
+        slot_export::tick(&mut self.core, &mut self.conns);
     }
 
     /// `timeout`: once a second, close the clients idle longer than it (Redis'

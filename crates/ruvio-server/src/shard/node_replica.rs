@@ -100,7 +100,8 @@ pub(super) fn refusal(
 }
 
 /// A route a cluster node's client gets, past the slot map: the master's
-/// stream runs here whatever the slot (Redis's `mustObeyClient`), and a
+/// stream and a whole-slot migration's source run here whatever the slot
+/// (Redis's `mustObeyClient`), and a
 /// READONLY client's read of a slot of the master this node replicates runs
 /// here (`getNodeByQuery`). Every other route is left as it is; a local one
 /// costs one match.
@@ -119,7 +120,7 @@ pub(super) fn route_for_client(
         | Route::ClusterDown
         | Route::ClusterDownReadOnly
         | Route::CrossSlot
-            if client.master && core.cluster_node.is_some() =>
+            if (client.master || client.slot_import) && core.cluster_node.is_some() =>
         {
             Route::Local
         }
