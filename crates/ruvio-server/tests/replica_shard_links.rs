@@ -265,3 +265,139 @@ fn config_set_switches_between_the_single_stream_and_shard_links() {
     assert_eq!(count(&logs, "sync: Finished with success"), 4, "{logs}");
     assert_eq!(count(&logs, "Partial Resynchronization"), 0, "{logs}");
 }
+
+/// Sends `commands` in one write and reads their replies; none is an error.
+fn pipeline(conn: &mut RawConn, commands: &[Vec<String>]) {
+    let mut bytes = Vec::new();
+    for command in commands {
+        bytes.extend_from_slice(&encode(command));
+    }
+    conn.send(&bytes);
+    for command in commands {
+        let reply = conn.read_reply();
+        assert!(!reply.starts_with(b"-"), "{command:?}: {}", show(&reply));
+    }
+}
+
+fn words_of(text: &str) -> Vec<String> {
+    text.split(' ').map(str::to_owned).collect()
+}
+
+/// Cross-shard groups on keys that their owners' own clients write at the
+/// same time: a client on each shard runs MULTI/EXEC (INCR and RPUSH of a key
+/// of each shard), LMOVE between the shards' lists and a script over both,
+/// while one client per shard pipelines INCR and RPUSH on its shard's keys
+/// only. The primary runs each group with the keys borrowed from their owner
+/// and records it in its own shard's stream; the owner's writes before and
+/// after it are in the owner's stream. Without the barrier records the
+/// replica's two links applied them in either order (a group after the
+/// owner's later INCR: the counter one short; before its earlier RPUSH: the
+/// lists' elements in another order), most of all while one replica shard
+/// is slow for a moment (a client's DEBUG SLEEP on it holds its link back),
+/// and keys compared unequal within a few seconds.
+#[test]
+fn cross_shard_groups_beside_their_owners_writes_end_equal() {
+    let shards = 2;
+    let primary = Server::ruvio(PortMode::Forward, shards);
+    let replica = Server::ruvio_with(PortMode::Forward, shards, &SHARD_LINKS);
+    follow(&replica, &primary);
+    let counters = keys_per_shard("counter:", shards);
+    let lists = keys_per_shard("list:", shards);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for shard in 0..shards {
+        // A group coordinated by each shard: each shard's stream has some.
+        let mut c = conn_on_shard(&primary, shard);
+        let (counters, lists, stop) = (counters.clone(), lists.clone(), stop.clone());
+        threads.push(std::thread::spawn(move || {
+            let (c0, c1, l0, l1) = (&counters[0], &counters[1], &lists[0], &lists[1]);
+            let mut round = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut batch = Vec::new();
+                for i in 0..8 {
+                    let tag = format!("g{shard}-{round}-{i}");
+                    batch.push(words_of("MULTI"));
+                    batch.push(words_of(&format!("INCR {c0}")));
+                    batch.push(words_of(&format!("INCR {c1}")));
+                    batch.push(words_of(&format!("RPUSH {l0} {tag}")));
+                    batch.push(words_of(&format!("RPUSH {l1} {tag}")));
+                    batch.push(words_of("EXEC"));
+                    let (from, to) = if i % 2 == 0 { (l0, l1) } else { (l1, l0) };
+                    batch.push(words_of(&format!("LMOVE {from} {to} LEFT RIGHT")));
+                }
+                batch.push(vec![
+                    "EVAL".into(),
+                    "redis.call('incrby', KEYS[1], 10) return redis.call('incrby', KEYS[2], 10)"
+                        .into(),
+                    "2".into(),
+                    c0.clone(),
+                    c1.clone(),
+                ]);
+                pipeline(&mut c, &batch);
+                round += 1;
+            }
+        }));
+    }
+    for shard in 0..shards {
+        // The owner's own writes to the same keys, from a client on the owner.
+        let mut c = conn_on_shard(&primary, shard);
+        let (counter, list, stop) = (counters[shard].clone(), lists[shard].clone(), stop.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut round = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut batch = Vec::new();
+                for i in 0..16 {
+                    batch.push(words_of(&format!("INCR {counter}")));
+                    batch.push(words_of(&format!("RPUSH {list} o{shard}-{round}-{i}")));
+                }
+                pipeline(&mut c, &batch);
+                round += 1;
+            }
+        }));
+    }
+    for shard in 0..shards {
+        // A slow command on a replica shard (DEBUG SLEEP, as a long read
+        // would) holds that shard's link back while the other link runs on.
+        let mut c = conn_on_shard(&replica, shard);
+        let stop = stop.clone();
+        threads.push(std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.03"]), b"+OK\r\n");
+                std::thread::sleep(Duration::from_millis(40));
+            }
+        }));
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        t.join().expect("a writer");
+    }
+    // The last word on each counter: a group's record holds the keys' whole
+    // values (RESTORE), so a group out of place is undone by the next one in
+    // place. So last, while replica shard 0 sleeps, shard 0 runs a group on
+    // both counters and shard 1's client increments its counter after it:
+    // link 1 must not apply those before link 0 applied the group.
+    let mut sleeper = conn_on_shard(&replica, 0);
+    sleeper.send(&encode(&["DEBUG", "SLEEP", "0.5"]));
+    std::thread::sleep(Duration::from_millis(50));
+    let mut on_0 = conn_on_shard(&primary, 0);
+    let group = [
+        words_of("MULTI"),
+        words_of(&format!("INCR {}", counters[0])),
+        words_of(&format!("INCR {}", counters[1])),
+        words_of("EXEC"),
+    ];
+    pipeline(&mut on_0, &group);
+    let mut on_1 = conn_on_shard(&primary, 1);
+    let owners: Vec<Vec<String>> = (0..10)
+        .map(|_| words_of(&format!("INCR {}", counters[1])))
+        .collect();
+    pipeline(&mut on_1, &owners);
+    assert_eq!(sleeper.read_reply(), b"+OK\r\n");
+    settle(&primary, &replica, shards, "groups");
+    compare_all(
+        &primary,
+        &replica,
+        "after cross-shard groups beside the owners' writes",
+    );
+}
