@@ -275,6 +275,7 @@ impl Shard {
             crate::shard::exec::expire_blocked(&mut self.core, &mut self.conns);
             crate::shard::exec::expire_fill_leases(&mut self.core, &mut self.conns);
             lending::expire(&mut self.core, &mut self.conns);
+            self.shard_link_step();
             self.resume_unblocked();
             self.resume_backed_up();
             lending::end_batch_if_done(&mut self.core, &mut self.conns);

@@ -378,6 +378,33 @@ impl Shard {
         }
     }
 
+    /// A replica on shard links, each loop iteration: this shard's link's
+    /// applied offset reaches its offset once its forwarded parts answered,
+    /// and its master client goes on past a barrier once the other link
+    /// applied what it names (rung when it moves: `LinkBook::settle`).
+    pub(super) fn shard_link_step(&mut self) {
+        let Some(follower) = self.replica.as_ref().filter(|f| f.shard_link) else {
+            return;
+        };
+        let state = &self.core.shared.replication;
+        if let Some(conn) = follower.conn.and_then(|(i, g)| self.conns.get(i, g)) {
+            let book = state.shard_links.book(self.core.id);
+            let settled = conn.client.blocked.is_none() && !conn.replies.is_holding();
+            if settled && book.applied() != book.offset() {
+                book.settle();
+            }
+        }
+        let Some(wait) = self.core.replication.link_wait.as_mut() else {
+            return;
+        };
+        let gone = self.conns.get(wait.conn.0, wait.conn.1).is_none();
+        if gone || wait.passed(&state.shard_links, self.core.id) {
+            let conn = wait.conn;
+            self.core.replication.link_wait = None;
+            self.core.resume.push(conn);
+        }
+    }
+
     /// REPLICAOF changed the primary: the old one's stream stops here.
     pub(super) fn drop_master_conn(&mut self) {
         let Some((index, gen)) = self.replica.as_mut().and_then(|f| f.conn.take()) else {
@@ -628,6 +655,44 @@ pub(crate) fn note_stream_mark(
 ) {
     if let Some(wal) = core.wal.as_mut() {
         core.stream_marks.append(wal, mark);
+    }
+}
+
+/// What a shard link's master client does with a command of its stream.
+pub(super) enum AtBarrier {
+    /// Not a barrier: run it.
+    Run,
+    /// A barrier passed (or one this replica does not know): count its
+    /// bytes, run nothing.
+    Passed,
+    /// A barrier whose other link is behind: stop before it, until
+    /// [`Shard::shard_link_step`] sees that link applied its offset.
+    Wait,
+}
+
+/// The shard link's master client on connection `conn` reads `args`: a
+/// barrier (`replication::link_barrier`) is passed at once when the other
+/// link applied its offset, else the client waits. One length test for
+/// nearly every command.
+#[inline]
+pub(super) fn link_barrier(
+    core: &mut super::ShardCore,
+    args: ruvio_resp::Args<'_>,
+    conn: (u32, u32),
+) -> AtBarrier {
+    use crate::replication::link_barrier::{parse, Barrier, Wait};
+    match parse(args) {
+        Barrier::NotOne => AtBarrier::Run,
+        Barrier::Unknown => AtBarrier::Passed,
+        Barrier::Until { shard, offset } => {
+            let mut wait = Wait::new(conn, shard, offset);
+            let links = &core.shared.replication.shard_links;
+            if shard == core.id || wait.passed(links, core.id) {
+                return AtBarrier::Passed;
+            }
+            core.replication.link_wait = Some(wait);
+            AtBarrier::Wait
+        }
     }
 }
 

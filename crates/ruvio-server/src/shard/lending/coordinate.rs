@@ -7,7 +7,7 @@
 //! its connections.
 
 use super::batch::{batch_homes, end_batch_if_done, keep_in_batch, may_batch};
-use super::home::{log_local_changes, send_home};
+use super::home::{log_local_changes, record_link_barrier, send_home};
 use super::owner::{lend, take_back};
 use super::waiting::{wait, Answer};
 use crate::cmd::registry::{registry, Command, Handler};
@@ -280,14 +280,25 @@ pub fn resume_parked_for_lock(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     }
 }
 
-/// The coordinator's side: an owner lent its keys.
+/// The coordinator's side: an owner lent its keys. A Ruvio replica's shard
+/// links learn where the owner's stream stood (its records before the loan
+/// are in its history now): the command's records follow them there
+/// (`record_link_barrier`).
 pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: Lent) {
+    let owner = core
+        .lending
+        .ops
+        .get(&ticket)
+        .and_then(|op| op.plan.get(op.next));
+    if let Some(&(owner, _)) = owner {
+        record_link_barrier(core, owner);
+    }
     let Some(op) = core.lending.ops.get_mut(&ticket) else {
         // Never happens (an op being borrowed for is never dropped), but keys must
         // never stay lent: send them straight back.
         let owner = entries.first().map(|(_, key, _)| core.topo.key_owner(key));
         match owner {
-            Some(owner) if owner == core.id => take_back(core, conns, entries, Vec::new()),
+            Some(owner) if owner == core.id => take_back(core, conns, owner, entries, Vec::new()),
             Some(owner) => core.outbox.give_back(owner, entries, Vec::new()),
             None => {}
         }

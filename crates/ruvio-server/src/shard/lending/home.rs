@@ -5,6 +5,7 @@
 //! the records' form is the mesh's (`mesh::lending::state_record`).
 
 use super::owner::take_back;
+use crate::config::PortMode;
 use crate::mesh::lending::{state_record, KeyRecords, Lent, FOR_THE_FEED};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
@@ -49,7 +50,7 @@ pub(super) fn send_home(
             records.insert(0, (FOR_THE_FEED, Vec::new()));
         }
         match acks.filter(|_| !records.is_empty()) {
-            _ if owner == core.id => take_back(core, conns, entries, records),
+            _ if owner == core.id => take_back(core, conns, owner, entries, records),
             Some(ticket) => {
                 asked += 1;
                 core.outbox
@@ -59,6 +60,28 @@ pub(super) fn send_home(
         }
     }
     asked
+}
+
+/// A Ruvio replica follows this shard and shard `other` over shard links
+/// (both have a history of their own): record where `other`'s history ends
+/// now, `RUVIO BARRIER other <offset>`, in this shard's own history only
+/// (`replication::link_barrier`: the replica's link for this shard applies
+/// the records after it once its link for `other` applied that much). Two
+/// loads and a branch when no shard link follows this shard.
+pub(super) fn record_link_barrier(core: &mut ShardCore, other: usize) {
+    if other == core.id || !core.replication.feed.on() {
+        return;
+    }
+    let state = &core.shared.replication;
+    if core.cfg.port_mode != PortMode::Forward || !state.node_history(core.id).primary.active() {
+        return;
+    }
+    let theirs = state.node_history(other);
+    if !theirs.primary.active() {
+        return;
+    }
+    let record = crate::replication::link_barrier::record(other, theirs.offset());
+    core.replication.feed.record_link_only(record);
 }
 
 /// Log the new state of the keys this shard owns that a command on borrowed keys

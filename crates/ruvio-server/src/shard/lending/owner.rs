@@ -64,13 +64,23 @@ pub fn take_back_acked(
     ticket: u64,
 ) {
     let mark = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
-    take_back(core, conns, entries, records);
+    take_back(core, conns, from, entries, records);
     durable::acknowledge_given_back(core, from, ticket, mark);
 }
 
-/// An owner's side: its keys are back (changed or gone). Wake whoever waited on
-/// them, then lend to the next coordinator in line.
-pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, records: KeyRecords) {
+/// An owner's side: its keys are back from coordinator `from` (changed or
+/// gone). Wake whoever waited on them, then lend to the next coordinator in
+/// line. A Ruvio replica's shard links learn where `from`'s stream stood
+/// (its records of the command are in its history now): this shard's later
+/// records follow them there (`record_link_barrier`).
+pub fn take_back(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    from: usize,
+    entries: Lent,
+    records: KeyRecords,
+) {
+    super::home::record_link_barrier(core, from);
     // Marked: a full sync's cut was under way, so replicas get these records
     // from here, among this shard's own (`home::log_local_changes`).
     let for_feed = records.first().is_some_and(|(db, _)| *db == FOR_THE_FEED);
