@@ -10,7 +10,9 @@
 //! (`slave_repl_offset` is the sum of the links' offsets, the link state the
 //! worst of theirs). CLIENT KILL TYPE replica on the primary: each link
 //! continues with `+CONTINUE`, no second full sync. Another shard count, or a
-//! redis-server primary, refuses the links: the single stream.
+//! redis-server primary, refuses the links: the single stream. Cross-shard
+//! groups on keys their owners' clients write at the same time keep their
+//! place on the replica (the barrier records, `replication::link_barrier`).
 
 mod common;
 
@@ -53,7 +55,8 @@ fn encode_bulk(value: &str) -> Vec<u8> {
 }
 
 /// The eighth client: transactions and scripts whose keys are on every shard
-/// (its own keys: see docs/replication.md on why the links are off by default).
+/// (its own keys; groups on keys that other clients write as well:
+/// `cross_shard_groups_beside_their_owners_writes_end_equal`).
 fn cross_shard_load(primary: &Server, shards: usize, rounds: usize) -> std::thread::JoinHandle<()> {
     let mut c = primary.raw();
     let keys: Vec<String> = (0..shards)
