@@ -286,32 +286,21 @@ fn words_of(text: &str) -> Vec<String> {
     text.split(' ').map(str::to_owned).collect()
 }
 
-/// Cross-shard groups on keys that their owners' own clients write at the
-/// same time: a client on each shard runs MULTI/EXEC (INCR and RPUSH of a key
-/// of each shard), LMOVE between the shards' lists and a script over both,
-/// while one client per shard pipelines INCR and RPUSH on its shard's keys
-/// only. The primary runs each group with the keys borrowed from their owner
-/// and records it in its own shard's stream; the owner's writes before and
-/// after it are in the owner's stream. Without the barrier records the
-/// replica's two links applied them in either order (a group after the
-/// owner's later INCR: the counter one short; before its earlier RPUSH: the
-/// lists' elements in another order), most of all while one replica shard
-/// is slow for a moment (a client's DEBUG SLEEP on it holds its link back),
-/// and keys compared unequal within a few seconds.
-#[test]
-fn cross_shard_groups_beside_their_owners_writes_end_equal() {
+/// The load of [`cross_shard_groups_beside_their_owners_writes_end_equal`]:
+/// a client on each of the 2 shards runs groups over both shards' `counters`
+/// and `lists`, and one per shard writes its own shard's, until `stop`.
+fn groups_beside_owners(
+    primary: &Server,
+    counters: &[String],
+    lists: &[String],
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<std::thread::JoinHandle<()>> {
     let shards = 2;
-    let primary = Server::ruvio(PortMode::Forward, shards);
-    let replica = Server::ruvio_with(PortMode::Forward, shards, &SHARD_LINKS);
-    follow(&replica, &primary);
-    let counters = keys_per_shard("counter:", shards);
-    let lists = keys_per_shard("list:", shards);
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut threads = Vec::new();
     for shard in 0..shards {
         // A group coordinated by each shard: each shard's stream has some.
-        let mut c = conn_on_shard(&primary, shard);
-        let (counters, lists, stop) = (counters.clone(), lists.clone(), stop.clone());
+        let mut c = conn_on_shard(primary, shard);
+        let (counters, lists, stop) = (counters.to_vec(), lists.to_vec(), stop.clone());
         threads.push(std::thread::spawn(move || {
             let (c0, c1, l0, l1) = (&counters[0], &counters[1], &lists[0], &lists[1]);
             let mut round = 0;
@@ -343,7 +332,7 @@ fn cross_shard_groups_beside_their_owners_writes_end_equal() {
     }
     for shard in 0..shards {
         // The owner's own writes to the same keys, from a client on the owner.
-        let mut c = conn_on_shard(&primary, shard);
+        let mut c = conn_on_shard(primary, shard);
         let (counter, list, stop) = (counters[shard].clone(), lists[shard].clone(), stop.clone());
         threads.push(std::thread::spawn(move || {
             let mut round = 0;
@@ -358,6 +347,31 @@ fn cross_shard_groups_beside_their_owners_writes_end_equal() {
             }
         }));
     }
+    threads
+}
+
+/// Cross-shard groups on keys that their owners' own clients write at the
+/// same time: a client on each shard runs MULTI/EXEC (INCR and RPUSH of a key
+/// of each shard), LMOVE between the shards' lists and a script over both,
+/// while one client per shard pipelines INCR and RPUSH on its shard's keys
+/// only. The primary runs each group with the keys borrowed from their owner
+/// and records it in its own shard's stream; the owner's writes before and
+/// after it are in the owner's stream. Without the barrier records the
+/// replica's two links applied them in either order (a group after the
+/// owner's later INCR: the counter one short; before its earlier RPUSH: the
+/// lists' elements in another order), most of all while one replica shard
+/// is slow for a moment (a client's DEBUG SLEEP on it holds its link back),
+/// and keys compared unequal within a few seconds.
+#[test]
+fn cross_shard_groups_beside_their_owners_writes_end_equal() {
+    let shards = 2;
+    let primary = Server::ruvio(PortMode::Forward, shards);
+    let replica = Server::ruvio_with(PortMode::Forward, shards, &SHARD_LINKS);
+    follow(&replica, &primary);
+    let counters = keys_per_shard("counter:", shards);
+    let lists = keys_per_shard("list:", shards);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut threads = groups_beside_owners(&primary, &counters, &lists, &stop);
     for shard in 0..shards {
         // A slow command on a replica shard (DEBUG SLEEP, as a long read
         // would) holds that shard's link back while the other link runs on.
@@ -402,5 +416,61 @@ fn cross_shard_groups_beside_their_owners_writes_end_equal() {
         &primary,
         &replica,
         "after cross-shard groups beside the owners' writes",
+    );
+}
+
+/// The replica attaches while each primary shard runs transactions over a
+/// fresh key of each shard (every key written by one group only, so a group
+/// lost or applied twice shows): each link cuts its shard at its own moment,
+/// and a group that ran between the two cuts must be on the replica whole.
+#[test]
+fn a_full_sync_amid_cross_shard_groups_ends_equal() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for i in 0.. {
+        let key = format!("fresh:{i}");
+        let shard = shard_of_key(&key, 2);
+        if fresh[shard].len() < 20_000 {
+            fresh[shard].push(key);
+        }
+        if fresh.iter().all(|keys| keys.len() == 20_000) {
+            break;
+        }
+    }
+    let fresh = std::sync::Arc::new(fresh);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let threads: Vec<_> = (0..2)
+        .map(|shard| {
+            let mut c = conn_on_shard(&primary, shard);
+            let (fresh, stop) = (fresh.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = shard;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n + 16 < 20_000 {
+                    let mut batch = Vec::new();
+                    for _ in 0..8 {
+                        batch.push(words_of("MULTI"));
+                        batch.push(words_of(&format!("INCR {}", fresh[0][n])));
+                        batch.push(words_of(&format!("INCR {}", fresh[1][n])));
+                        batch.push(words_of("EXEC"));
+                        n += 2;
+                    }
+                    pipeline(&mut c, &batch);
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let replica = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+    follow(&replica, &primary);
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        t.join().expect("a writer");
+    }
+    settle(&primary, &replica, 2, "synced-amid");
+    compare_all(
+        &primary,
+        &replica,
+        "after a full sync amid cross-shard groups",
     );
 }

@@ -233,9 +233,9 @@ fn end_of(commands: &[(Vec<String>, u64)], words: &[&str]) -> (usize, u64) {
 /// shard 0 runs a transaction on its key and one of shard 1, between two
 /// writes of shard 1's key by its owner. Shard 0's link gets `RUVIO BARRIER
 /// 1 X` before the group's MULTI, X past shard 1's write before it; shard 1's
-/// link gets `RUVIO BARRIER 0 Y` before its write after the group, Y past the
-/// group's EXEC in shard 0's stream. The server's one stream, which a
-/// redis-server replica reads, has no such record.
+/// link gets `RUVIO BARRIER 0 Y` and the key's state (`RESTORE`) before its
+/// write after the group, Y past the group's EXEC in shard 0's stream. The
+/// server's one stream, which a redis-server replica reads, has neither.
 #[test]
 fn barrier_records_order_a_cross_shard_group() {
     let primary = Server::ruvio(PortMode::Forward, 2);
@@ -278,6 +278,13 @@ fn barrier_records_order_a_cross_shard_group() {
     let (_, after_before) = end_of(&stream_1, &["SET", &keys[1], "1"]);
     let (set_after, _) = end_of(&stream_1, &["SET", &keys[1], "after"]);
     assert!(at_1 < set_after, "{stream_1:?}");
+    // The group's state of shard 1's key comes home with it: shard 1's link
+    // applies it again after the barrier (a full sync of shard 0's link,
+    // whose data is shard 0's keys only, cannot lose it).
+    let restored = stream_1[at_1..set_after]
+        .iter()
+        .any(|(c, _)| c[0] == "RESTORE" && c[1] == keys[1]);
+    assert!(restored, "{stream_1:?}");
     assert!(x_1 >= after_before, "{x_1} {after_before}: {stream_1:?}");
     assert!(x_0 >= after_exec, "{x_0} {after_exec}: {stream_0:?}");
 
@@ -288,5 +295,7 @@ fn barrier_records_order_a_cross_shard_group() {
         whole.iter().all(|(c, _)| c[0] != "RUVIO"),
         "the server's stream: {whole:?}"
     );
+    let restores = whole.iter().filter(|(c, _)| c[0] == "RESTORE").count();
+    assert_eq!(restores, 2, "the group's only: {whole:?}");
     assert!(whole.iter().any(|(c, _)| c[0] == "EXEC"), "{whole:?}");
 }

@@ -53,6 +53,10 @@ pub struct LinkOnly {
     pub at: usize,
     /// The command, as a RESP array.
     pub record: Vec<u8>,
+    /// The database it runs in, and the one the records before it left the
+    /// stream in (`None`: the flush's first, whatever the first record's is):
+    /// selected before it and again after it. `None`: it names no database.
+    pub db: Option<(usize, Option<usize>)>,
 }
 
 /// A barrier in a shard's records: the command every shard ran (FLUSHALL,
@@ -111,16 +115,37 @@ impl Flushed {
         // In the order of their places; at one place a link's record first
         // (a barrier's bytes are its `SELECT` and command, the next record
         // after it).
-        let links = self.link_only.iter().map(|l| (l.at, 0, &l.record[..], 0));
-        let marks = self.marks.iter().map(|m| (m.at, 1, &m.record[..], m.db));
+        let links = self
+            .link_only
+            .iter()
+            .map(|l| (l.at, 0, &l.record[..], l.db));
+        let marks = self
+            .marks
+            .iter()
+            .map(|m| (m.at, 1, &m.record[..], Some((m.db, None))));
         let mut inserts: Vec<_> = links.chain(marks).collect();
         inserts.sort_by_key(|&(at, kind, _, _)| (at, kind));
         let mut from = 0;
+        let select = |bytes: &mut Vec<u8>, db: usize| {
+            let mut digits = itoa::Buffer::new();
+            encode(bytes, &[b"SELECT", digits.format(db).as_bytes()]);
+        };
         for (at, kind, record, db) in inserts {
             bytes.extend_from_slice(&self.bytes[from..at]);
-            if kind == 1 {
-                let mut digits = itoa::Buffer::new();
-                encode(&mut bytes, &[b"SELECT", digits.format(db).as_bytes()]);
+            match (kind, db) {
+                // A barrier: what follows it selects its own database.
+                (1, Some((db, _))) => select(&mut bytes, db),
+                (_, Some((db, back))) => {
+                    let back = back.unwrap_or(self.first_db);
+                    if db != back {
+                        select(&mut bytes, db);
+                        bytes.extend_from_slice(record);
+                        select(&mut bytes, back);
+                        from = at;
+                        continue;
+                    }
+                }
+                _ => {}
             }
             bytes.extend_from_slice(record);
             from = at;
@@ -400,7 +425,33 @@ impl Feed {
             return;
         }
         let at = self.bytes.len();
-        self.link_only.push(LinkOnly { at, record });
+        self.link_only.push(LinkOnly {
+            at,
+            record,
+            db: None,
+        });
+    }
+
+    /// Record `args`, a command of database `db`, for this shard's own
+    /// history only (a key's state that a Ruvio replica's link for this
+    /// shard applies again: `shard::lending::take_back`). Its `SELECT`s come
+    /// with it, and the stream is left in the database it was in.
+    pub fn record_link_only_in(&mut self, db: usize, args: &[Vec<u8>]) {
+        if !self.on {
+            return;
+        }
+        let mut record = Vec::new();
+        array_header(&mut record, args.len());
+        for arg in args {
+            ruvio_resp::put_bulk(&mut record, arg);
+        }
+        let back = self.first_db.map(|_| self.db);
+        let at = self.bytes.len();
+        self.link_only.push(LinkOnly {
+            at,
+            record,
+            db: Some((db, back)),
+        });
     }
 }
 
@@ -568,6 +619,22 @@ mod tests {
         feed.record_link_only(b"*1\r\n$1\r\nL\r\n".to_vec());
         assert!(!feed.is_empty());
         assert_eq!(feed.take().unwrap().link_only.len(), 1);
+        // A key's state for the link in another database: selected, and the
+        // stream put back where the records before it left it.
+        rec(&mut feed, 2, &[b"SET", b"a", b"1"]);
+        feed.record_link_only_in(5, &[b"DEL".to_vec(), b"k".to_vec()]);
+        rec(&mut feed, 2, &[b"SET", b"b", b"2"]);
+        feed.record_link_only_in(2, &[b"DEL".to_vec(), b"j".to_vec()]);
+        let flushed = feed.take().unwrap();
+        assert_eq!(
+            text(&flushed.inlined().bytes),
+            "*3 $3 SET $1 a $1 1 *2 $6 SELECT $1 5 *2 $3 DEL $1 k *2 $6 SELECT $1 2 \
+             *3 $3 SET $1 b $1 2 *2 $3 DEL $1 j "
+        );
+        assert_eq!(
+            text(&flushed.bytes),
+            "*3 $3 SET $1 a $1 1 *3 $3 SET $1 b $1 2 "
+        );
     }
 
     #[test]

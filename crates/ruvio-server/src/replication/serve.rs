@@ -29,6 +29,10 @@ pub struct ShardPart {
     /// A replica on shard links: this shard's link waits at a barrier for
     /// another link ([`super::link_barrier`]).
     pub link_wait: Option<super::link_barrier::Wait>,
+    /// Shards (a bit each) whose keys the next group of this shard's link
+    /// leaves alone: their links loaded data cut after the group's barrier
+    /// (`shard::replica::skipped_by_barrier`).
+    pub link_skip: u64,
 }
 
 impl ShardPart {

@@ -33,6 +33,8 @@ pub struct LinkBook {
     /// Shards whose link waits at a barrier for this link's applied offset
     /// (a bit each): rung when it moves.
     waiting: AtomicU64,
+    /// The offset of the last full sync: the data loaded was cut there.
+    synced_at: AtomicU64,
     state: Mutex<LinkState>,
     /// The stream is applied: the link's master client runs.
     up: AtomicBool,
@@ -49,6 +51,7 @@ impl Default for LinkBook {
             offset: AtomicU64::new(0),
             applied: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
+            synced_at: AtomicU64::new(0),
             state: Mutex::new(LinkState::Connect),
             up: AtomicBool::new(false),
             db: AtomicU64::new(0),
@@ -67,6 +70,12 @@ impl LinkBook {
 
     pub fn offset(&self) -> u64 {
         self.offset.load(Relaxed)
+    }
+
+    /// The offset of the last full sync (0: none): the link's shard holds
+    /// its primary shard's data as of that offset, and what it applied after.
+    pub fn synced_at(&self) -> u64 {
+        self.synced_at.load(Acquire)
     }
 
     /// The offset up to which every command of the stream ran to the end.
@@ -128,6 +137,7 @@ impl LinkBook {
     pub(super) fn full_sync(&self, replid: &str, offset: u64) {
         *self.replid.lock().unwrap_or_else(|e| e.into_inner()) = replid.to_string();
         self.offset.store(offset, Relaxed);
+        self.synced_at.store(offset, Release);
         self.settle();
         self.db.store(0, Relaxed);
     }

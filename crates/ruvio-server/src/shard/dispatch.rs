@@ -114,6 +114,14 @@ pub fn process_input(
                     // A Ruvio replica's shard link: a barrier record waits for
                     // another link (see `replication::link_barrier`).
                     match crate::shard::replica::link_barrier(core, args, who) {
+                        crate::shard::replica::AtBarrier::Run
+                            if core.replication.link_skip != 0
+                                && crate::shard::replica::skipped_by_barrier(
+                                    core, client, args,
+                                ) =>
+                        {
+                            run = false
+                        }
                         crate::shard::replica::AtBarrier::Run => {}
                         crate::shard::replica::AtBarrier::Passed => run = false,
                         crate::shard::replica::AtBarrier::Wait => break,

@@ -687,13 +687,51 @@ pub(super) fn link_barrier(
         Barrier::Until { shard, offset } => {
             let mut wait = Wait::new(conn, shard, offset);
             let links = &core.shared.replication.shard_links;
-            if shard == core.id || wait.passed(links, core.id) {
+            if shard == core.id {
                 return AtBarrier::Passed;
             }
-            core.replication.link_wait = Some(wait);
-            AtBarrier::Wait
+            if !wait.passed(links, core.id) {
+                core.replication.link_wait = Some(wait);
+                return AtBarrier::Wait;
+            }
+            if links.book(shard).synced_at() > offset {
+                // That link loaded data cut after the barrier: the group's
+                // writes to its keys are in it (or in its stream after the
+                // cut), and newer writes may be: they are not applied here.
+                core.replication.link_skip |= 1 << (shard % 64);
+            }
+            AtBarrier::Passed
         }
     }
+}
+
+/// With shards to skip after a barrier ([`link_barrier`]): whether the
+/// link's command `args` is a group's write to one of their keys (a state
+/// record, `RESTORE` or `DEL`, inside the MULTI that follows the barriers,
+/// or the one record that does). The skip ends with that group.
+#[cold]
+pub(super) fn skipped_by_barrier(
+    core: &mut super::ShardCore,
+    client: &crate::net::conn::ClientState,
+    args: ruvio_resp::Args<'_>,
+) -> bool {
+    let name = args.get(0);
+    let opens = client.multi.is_none() && name.eq_ignore_ascii_case(b"multi");
+    if opens || name.eq_ignore_ascii_case(b"select") {
+        // The group's MULTI, or the database of its one record.
+        return false;
+    }
+    let state_record = name.eq_ignore_ascii_case(b"restore") || name.eq_ignore_ascii_case(b"del");
+    let skipped = state_record
+        && args.len() >= 2
+        && core.replication.link_skip & (1 << (core.topo.key_owner(args.get(1)) % 64)) != 0;
+    let in_group = client.multi.is_some()
+        && !name.eq_ignore_ascii_case(b"exec")
+        && !name.eq_ignore_ascii_case(b"discard");
+    if !in_group {
+        core.replication.link_skip = 0;
+    }
+    skipped
 }
 
 /// The master client `client`'s stream still runs: REPLICAOF did not change

@@ -280,19 +280,8 @@ pub fn resume_parked_for_lock(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     }
 }
 
-/// The coordinator's side: an owner lent its keys. A Ruvio replica's shard
-/// links learn where the owner's stream stood (its records before the loan
-/// are in its history now): the command's records follow them there
-/// (`record_link_barrier`).
+/// The coordinator's side: an owner lent its keys.
 pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: Lent) {
-    let owner = core
-        .lending
-        .ops
-        .get(&ticket)
-        .and_then(|op| op.plan.get(op.next));
-    if let Some(&(owner, _)) = owner {
-        record_link_barrier(core, owner);
-    }
     let Some(op) = core.lending.ops.get_mut(&ticket) else {
         // Never happens (an op being borrowed for is never dropped), but keys must
         // never stay lent: send them straight back.
@@ -513,6 +502,17 @@ fn finish_with(
             || crate::mesh::script_lock::batch_holds(*key_db, key);
         if owner != core.id && !known {
             homes.push((*key_db, key.clone(), owner));
+        }
+    }
+    if core.replication.feed.on() {
+        // A Ruvio replica's shard links: the records follow each owner's
+        // stream where it stood (its records before the loan are in its
+        // history: they left it before its keys did).
+        let mut owners: Vec<usize> = homes.iter().map(|(_, _, owner)| *owner).collect();
+        owners.sort_unstable();
+        owners.dedup();
+        for owner in owners {
+            record_link_barrier(core, owner);
         }
     }
     let for_feed = log_local_changes(core, &modified, &homes);
