@@ -16,19 +16,23 @@
 //!   history then, before the group's records;
 //! - i hands its records (the group's) to its history before the keys go
 //!   home; when they arrive, j records `RUVIO BARRIER i X_i` before its next
-//!   record.
+//!   record, and after it the state of each of its keys the group changed
+//!   (they travel home with the keys): a full sync of i's link, whose RDB
+//!   holds i's keys only, cannot lose them.
 //!
-//! The offset read is the history's end when the message arrived, at least
-//! the one when it left: a barrier may wait for a little more than it needs
-//! (records of other keys), never for less. Every offset a barrier names was
-//! in its history before the barrier itself was, so the waits never form a
-//! cycle.
+//! The offset read is the history's end when the group runs or the keys
+//! arrive, at least the one when they left: a barrier may wait for a little
+//! more than it needs (records of other keys), never for less. Every offset
+//! a barrier names was in its history before the barrier itself was, so the
+//! waits never form a cycle.
 //!
 //! On the replica, the link's master client stops before a barrier until its
 //! sibling link has *applied* the offset ([`super::shard_links::LinkBook::applied`]:
 //! every command up to it ran, the parts it forwarded to other shards
 //! answered). Only the master client waits, never the shard's loop: the
-//! forwarded writes it waits for run meanwhile.
+//! forwarded writes it waits for run meanwhile. A barrier whose sibling
+//! loaded data cut after its offset makes the link leave the group's writes
+//! to that sibling's keys alone (`shard::replica::skipped_by_barrier`).
 
 use super::shard_links::ShardLinks;
 

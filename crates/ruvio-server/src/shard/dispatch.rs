@@ -110,7 +110,7 @@ pub fn process_input(
                     break;
                 }
                 let mut run = !args.is_empty();
-                if client.shard_link {
+                if client.shard_link && run {
                     // A Ruvio replica's shard link: a barrier record waits for
                     // another link (see `replication::link_barrier`).
                     match crate::shard::replica::link_barrier(core, args, who) {
