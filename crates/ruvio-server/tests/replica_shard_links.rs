@@ -474,3 +474,74 @@ fn a_full_sync_amid_cross_shard_groups_ends_equal() {
         "after a full sync amid cross-shard groups",
     );
 }
+
+/// One link full-syncs alone: while replica shard `sleeping` sleeps (DEBUG
+/// SLEEP), both links are killed on the primary (the other continues at
+/// once), then primary shard 0 runs transactions over a fresh key of each
+/// shard and shard 1's key is written again after each: by the time the
+/// sleeping link asks again its place is out of its shard's 16 KiB backlog,
+/// a full sync of that shard's keys only.
+fn lone_link_full_sync(sleeping: usize) {
+    let args = ["--repl-backlog-size", "16kb"];
+    let primary = Server::ruvio_with(PortMode::Forward, 2, &args);
+    let mut p = primary.raw();
+    let replica = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+    follow(&replica, &primary);
+    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for i in 0.. {
+        let key = format!("missed:{i}");
+        let shard = shard_of_key(&key, 2);
+        if fresh[shard].len() < 2_000 {
+            fresh[shard].push(key);
+        }
+        if fresh.iter().all(|keys| keys.len() == 2_000) {
+            break;
+        }
+    }
+    let mut sleeper = conn_on_shard(&replica, sleeping);
+    sleeper.send(&encode(&["DEBUG", "SLEEP", "2"]));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(p.cmd(&["CLIENT", "KILL", "TYPE", "replica"]), b":2\r\n");
+    wait_for("the other link back", || replica_connections(&mut p) == 1);
+    let (mut on_0, mut on_1) = (conn_on_shard(&primary, 0), conn_on_shard(&primary, 1));
+    let value = "v".repeat(1024);
+    for (keys_0, keys_1) in fresh[0].chunks(50).zip(fresh[1].chunks(50)) {
+        let (mut groups, mut after) = (Vec::new(), Vec::new());
+        for (key_0, key_1) in keys_0.iter().zip(keys_1) {
+            groups.push(words_of("MULTI"));
+            groups.push(vec!["SET".into(), key_0.clone(), value.clone()]);
+            groups.push(vec!["SET".into(), key_1.clone(), value.clone()]);
+            groups.push(words_of("EXEC"));
+            after.push(words_of(&format!("SET {key_1} after")));
+        }
+        pipeline(&mut on_0, &groups);
+        pipeline(&mut on_1, &after);
+    }
+    assert_eq!(sleeper.read_reply(), b"+OK\r\n");
+    wait_for("the sleeping link synced again", || {
+        count(&replica.full_logs(), "sync: Finished with success") == 3
+    });
+    settle(&primary, &replica, 2, "lone-sync");
+    compare_all(&primary, &replica, "after a lone link's full sync");
+    let logs = replica.full_logs();
+    assert_eq!(count(&logs, "Partial Resynchronization"), 1, "{logs}");
+}
+
+/// The coordinator's link full-syncs alone: the transactions' writes to shard
+/// 1's keys were in shard 0's stream, which link 0 never applied; they reach
+/// replica shard 1 from shard 1's own stream (each key's state goes home with
+/// it and shard 1 records it after its barrier). Without: keys missing, 2
+/// runs of 2.
+#[test]
+fn a_lone_link_full_sync_keeps_the_groups_it_missed() {
+    lone_link_full_sync(0);
+}
+
+/// The owner's link full-syncs alone, past the transactions and the writes
+/// after them: link 0 passes each transaction's barrier once link 1 loaded,
+/// and leaves the transaction's writes to shard 1's keys alone (link 1's data
+/// has them, and the later writes); applied, they would undo the later ones.
+#[test]
+fn a_lone_owner_full_sync_is_not_undone_by_the_groups_before_it() {
+    lone_link_full_sync(1);
+}
