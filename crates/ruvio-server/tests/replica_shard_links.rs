@@ -286,45 +286,40 @@ fn words_of(text: &str) -> Vec<String> {
     text.split(' ').map(str::to_owned).collect()
 }
 
-/// The load of [`cross_shard_groups_beside_their_owners_writes_end_equal`]:
-/// a client on each of the 2 shards runs groups over both shards' `counters`
-/// and `lists`, and one per shard writes its own shard's, until `stop`.
+/// The load of [`groups_beside_their_owners_writes`]: a client on each shard
+/// runs groups over every shard's `counters` and `lists` (one key each), and
+/// one per shard writes its own shard's, until `stop`.
 fn groups_beside_owners(
     primary: &Server,
     counters: &[String],
     lists: &[String],
     stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Vec<std::thread::JoinHandle<()>> {
-    let shards = 2;
+    let shards = counters.len();
     let mut threads = Vec::new();
     for shard in 0..shards {
         // A group coordinated by each shard: each shard's stream has some.
         let mut c = conn_on_shard(primary, shard);
         let (counters, lists, stop) = (counters.to_vec(), lists.to_vec(), stop.clone());
         threads.push(std::thread::spawn(move || {
-            let (c0, c1, l0, l1) = (&counters[0], &counters[1], &lists[0], &lists[1]);
             let mut round = 0;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let mut batch = Vec::new();
                 for i in 0..8 {
                     let tag = format!("g{shard}-{round}-{i}");
                     batch.push(words_of("MULTI"));
-                    batch.push(words_of(&format!("INCR {c0}")));
-                    batch.push(words_of(&format!("INCR {c1}")));
-                    batch.push(words_of(&format!("RPUSH {l0} {tag}")));
-                    batch.push(words_of(&format!("RPUSH {l1} {tag}")));
+                    for (counter, list) in counters.iter().zip(&lists) {
+                        batch.push(words_of(&format!("INCR {counter}")));
+                        batch.push(words_of(&format!("RPUSH {list} {tag}")));
+                    }
                     batch.push(words_of("EXEC"));
-                    let (from, to) = if i % 2 == 0 { (l0, l1) } else { (l1, l0) };
+                    let (from, to) = (&lists[i % shards], &lists[(i + 1) % shards]);
                     batch.push(words_of(&format!("LMOVE {from} {to} LEFT RIGHT")));
                 }
-                batch.push(vec![
-                    "EVAL".into(),
-                    "redis.call('incrby', KEYS[1], 10) return redis.call('incrby', KEYS[2], 10)"
-                        .into(),
-                    "2".into(),
-                    c0.clone(),
-                    c1.clone(),
-                ]);
+                let incr_all = "for _, k in ipairs(KEYS) do redis.call('incrby', k, 10) end";
+                let mut eval = vec!["EVAL".into(), incr_all.into(), shards.to_string()];
+                eval.extend(counters.iter().cloned());
+                batch.push(eval);
                 pipeline(&mut c, &batch);
                 round += 1;
             }
@@ -352,7 +347,7 @@ fn groups_beside_owners(
 
 /// Cross-shard groups on keys that their owners' own clients write at the
 /// same time: a client on each shard runs MULTI/EXEC (INCR and RPUSH of a key
-/// of each shard), LMOVE between the shards' lists and a script over both,
+/// of each shard), LMOVE between the shards' lists and a script over all,
 /// while one client per shard pipelines INCR and RPUSH on its shard's keys
 /// only. The primary runs each group with the keys borrowed from their owner
 /// and records it in its own shard's stream; the owner's writes before and
@@ -362,9 +357,7 @@ fn groups_beside_owners(
 /// lists' elements in another order), most of all while one replica shard
 /// is slow for a moment (a client's DEBUG SLEEP on it holds its link back),
 /// and keys compared unequal within a few seconds.
-#[test]
-fn cross_shard_groups_beside_their_owners_writes_end_equal() {
-    let shards = 2;
+fn groups_beside_their_owners_writes(shards: usize) {
     let primary = Server::ruvio(PortMode::Forward, shards);
     let replica = Server::ruvio_with(PortMode::Forward, shards, &SHARD_LINKS);
     follow(&replica, &primary);
@@ -417,6 +410,18 @@ fn cross_shard_groups_beside_their_owners_writes_end_equal() {
         &replica,
         "after cross-shard groups beside the owners' writes",
     );
+}
+
+#[test]
+fn cross_shard_groups_beside_their_owners_writes_end_equal() {
+    groups_beside_their_owners_writes(2);
+}
+
+/// The same over 4 shards: a group borrows from three owners, so its
+/// coordinator's stream has three barriers before it.
+#[test]
+fn cross_shard_groups_of_4_shards_beside_their_owners_writes_end_equal() {
+    groups_beside_their_owners_writes(4);
 }
 
 /// The replica attaches while each primary shard runs transactions over a
