@@ -199,5 +199,7 @@ mod tests {
         assert!(!wait.passed(&links, 0));
         links.book(1).full_sync(&"b".repeat(40), 5);
         assert!(wait.passed(&links, 0));
+        // A shard this replica does not have (a bad record): nothing to wait for.
+        assert!(Wait::new((0, 0), 99, 5).passed(&links, 0));
     }
 }

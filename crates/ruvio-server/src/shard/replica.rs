@@ -694,7 +694,9 @@ pub(super) fn link_barrier(
                 core.replication.link_wait = Some(wait);
                 return AtBarrier::Wait;
             }
-            if links.book(shard).synced_at() > offset {
+            // (A shard this replica does not have passed above: no book.)
+            let book = links.books().get(shard);
+            if book.is_some_and(|book| book.synced_at() > offset) {
                 // That link loaded data cut after the barrier: the group's
                 // writes to its keys are in it (or in its stream after the
                 // cut), and newer writes may be: they are not applied here.
