@@ -7,7 +7,7 @@
 //! its connections.
 
 use super::batch::{batch_homes, end_batch_if_done, keep_in_batch, may_batch};
-use super::home::{log_local_changes, record_link_barrier, send_home};
+use super::home::{links_follow, log_local_changes, record_link_barrier, send_home};
 use super::owner::{lend, take_back};
 use super::waiting::{wait, Answer};
 use crate::cmd::registry::{registry, Command, Handler};
@@ -504,7 +504,7 @@ fn finish_with(
             homes.push((*key_db, key.clone(), owner));
         }
     }
-    if core.replication.feed.on() {
+    if links_follow(core) {
         // A Ruvio replica's shard links: the records follow each owner's
         // stream where it stood (its records before the loan are in its
         // history: they left it before its keys did).
