@@ -10,7 +10,9 @@
 //! (`slave_repl_offset` is the sum of the links' offsets, the link state the
 //! worst of theirs). CLIENT KILL TYPE replica on the primary: each link
 //! continues with `+CONTINUE`, no second full sync. Another shard count, or a
-//! redis-server primary, refuses the links: the single stream.
+//! redis-server primary, refuses the links: the single stream. Cross-shard
+//! groups on keys their owners' clients write at the same time keep their
+//! place on the replica (the barrier records, `replication::link_barrier`).
 
 mod common;
 
@@ -53,7 +55,8 @@ fn encode_bulk(value: &str) -> Vec<u8> {
 }
 
 /// The eighth client: transactions and scripts whose keys are on every shard
-/// (its own keys: see docs/replication.md on why the links are off by default).
+/// (its own keys; groups on keys that other clients write as well:
+/// `cross_shard_groups_beside_their_owners_writes_end_equal`).
 fn cross_shard_load(primary: &Server, shards: usize, rounds: usize) -> std::thread::JoinHandle<()> {
     let mut c = primary.raw();
     let keys: Vec<String> = (0..shards)
@@ -264,4 +267,286 @@ fn config_set_switches_between_the_single_stream_and_shard_links() {
     let logs = replica.full_logs();
     assert_eq!(count(&logs, "sync: Finished with success"), 4, "{logs}");
     assert_eq!(count(&logs, "Partial Resynchronization"), 0, "{logs}");
+}
+
+/// Sends `commands` in one write and reads their replies; none is an error.
+fn pipeline(conn: &mut RawConn, commands: &[Vec<String>]) {
+    let mut bytes = Vec::new();
+    for command in commands {
+        bytes.extend_from_slice(&encode(command));
+    }
+    conn.send(&bytes);
+    for command in commands {
+        let reply = conn.read_reply();
+        assert!(!reply.starts_with(b"-"), "{command:?}: {}", show(&reply));
+    }
+}
+
+fn words_of(text: &str) -> Vec<String> {
+    text.split(' ').map(str::to_owned).collect()
+}
+
+/// The load of [`groups_beside_their_owners_writes`]: a client on each shard
+/// runs groups over every shard's `counters` and `lists` (one key each), and
+/// one per shard writes its own shard's, until `stop`.
+fn groups_beside_owners(
+    primary: &Server,
+    counters: &[String],
+    lists: &[String],
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let shards = counters.len();
+    let mut threads = Vec::new();
+    for shard in 0..shards {
+        // A group coordinated by each shard: each shard's stream has some.
+        let mut c = conn_on_shard(primary, shard);
+        let (counters, lists, stop) = (counters.to_vec(), lists.to_vec(), stop.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut round = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut batch = Vec::new();
+                for i in 0..8 {
+                    let tag = format!("g{shard}-{round}-{i}");
+                    batch.push(words_of("MULTI"));
+                    for (counter, list) in counters.iter().zip(&lists) {
+                        batch.push(words_of(&format!("INCR {counter}")));
+                        batch.push(words_of(&format!("RPUSH {list} {tag}")));
+                    }
+                    batch.push(words_of("EXEC"));
+                    let (from, to) = (&lists[i % shards], &lists[(i + 1) % shards]);
+                    batch.push(words_of(&format!("LMOVE {from} {to} LEFT RIGHT")));
+                }
+                let incr_all = "for _, k in ipairs(KEYS) do redis.call('incrby', k, 10) end";
+                let mut eval = vec!["EVAL".into(), incr_all.into(), shards.to_string()];
+                eval.extend(counters.iter().cloned());
+                batch.push(eval);
+                pipeline(&mut c, &batch);
+                round += 1;
+            }
+        }));
+    }
+    for shard in 0..shards {
+        // The owner's own writes to the same keys, from a client on the owner.
+        let mut c = conn_on_shard(primary, shard);
+        let (counter, list, stop) = (counters[shard].clone(), lists[shard].clone(), stop.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut round = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut batch = Vec::new();
+                for i in 0..16 {
+                    batch.push(words_of(&format!("INCR {counter}")));
+                    batch.push(words_of(&format!("RPUSH {list} o{shard}-{round}-{i}")));
+                }
+                pipeline(&mut c, &batch);
+                round += 1;
+            }
+        }));
+    }
+    threads
+}
+
+/// Cross-shard groups on keys that their owners' own clients write at the
+/// same time: a client on each shard runs MULTI/EXEC (INCR and RPUSH of a key
+/// of each shard), LMOVE between the shards' lists and a script over all,
+/// while one client per shard pipelines INCR and RPUSH on its shard's keys
+/// only. The primary runs each group with the keys borrowed from their owner
+/// and records it in its own shard's stream; the owner's writes before and
+/// after it are in the owner's stream. Without the barrier records the
+/// replica's two links applied them in either order (a group after the
+/// owner's later INCR: the counter one short; before its earlier RPUSH: the
+/// lists' elements in another order), most of all while one replica shard
+/// is slow for a moment (a client's DEBUG SLEEP on it holds its link back),
+/// and keys compared unequal within a few seconds.
+fn groups_beside_their_owners_writes(shards: usize) {
+    let primary = Server::ruvio(PortMode::Forward, shards);
+    let replica = Server::ruvio_with(PortMode::Forward, shards, &SHARD_LINKS);
+    follow(&replica, &primary);
+    let counters = keys_per_shard("counter:", shards);
+    let lists = keys_per_shard("list:", shards);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut threads = groups_beside_owners(&primary, &counters, &lists, &stop);
+    for shard in 0..shards {
+        // A slow command on a replica shard (DEBUG SLEEP, as a long read
+        // would) holds that shard's link back while the other link runs on.
+        let mut c = conn_on_shard(&replica, shard);
+        let stop = stop.clone();
+        threads.push(std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.03"]), b"+OK\r\n");
+                std::thread::sleep(Duration::from_millis(40));
+            }
+        }));
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        t.join().expect("a writer");
+    }
+    // The last word on each counter: a group's record holds the keys' whole
+    // values (RESTORE), so a group out of place is undone by the next one in
+    // place. So last, while replica shard 0 sleeps, shard 0 runs a group on
+    // both counters and shard 1's client increments its counter after it:
+    // link 1 must not apply those before link 0 applied the group.
+    let mut sleeper = conn_on_shard(&replica, 0);
+    sleeper.send(&encode(&["DEBUG", "SLEEP", "0.5"]));
+    std::thread::sleep(Duration::from_millis(50));
+    let mut on_0 = conn_on_shard(&primary, 0);
+    let group = [
+        words_of("MULTI"),
+        words_of(&format!("INCR {}", counters[0])),
+        words_of(&format!("INCR {}", counters[1])),
+        words_of("EXEC"),
+    ];
+    pipeline(&mut on_0, &group);
+    let mut on_1 = conn_on_shard(&primary, 1);
+    let owners: Vec<Vec<String>> = (0..10)
+        .map(|_| words_of(&format!("INCR {}", counters[1])))
+        .collect();
+    pipeline(&mut on_1, &owners);
+    assert_eq!(sleeper.read_reply(), b"+OK\r\n");
+    settle(&primary, &replica, shards, "groups");
+    compare_all(
+        &primary,
+        &replica,
+        "after cross-shard groups beside the owners' writes",
+    );
+}
+
+#[test]
+fn cross_shard_groups_beside_their_owners_writes_end_equal() {
+    groups_beside_their_owners_writes(2);
+}
+
+/// The same over 4 shards: a group borrows from three owners, so its
+/// coordinator's stream has three barriers before it.
+#[test]
+fn cross_shard_groups_of_4_shards_beside_their_owners_writes_end_equal() {
+    groups_beside_their_owners_writes(4);
+}
+
+/// The replica attaches while each primary shard runs transactions over a
+/// fresh key of each shard (every key written by one group only, so a group
+/// lost or applied twice shows): each link cuts its shard at its own moment,
+/// and a group that ran between the two cuts must be on the replica whole.
+#[test]
+fn a_full_sync_amid_cross_shard_groups_ends_equal() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for i in 0.. {
+        let key = format!("fresh:{i}");
+        let shard = shard_of_key(&key, 2);
+        if fresh[shard].len() < 20_000 {
+            fresh[shard].push(key);
+        }
+        if fresh.iter().all(|keys| keys.len() == 20_000) {
+            break;
+        }
+    }
+    let fresh = std::sync::Arc::new(fresh);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let threads: Vec<_> = (0..2)
+        .map(|shard| {
+            let mut c = conn_on_shard(&primary, shard);
+            let (fresh, stop) = (fresh.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = shard;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n + 16 < 20_000 {
+                    let mut batch = Vec::new();
+                    for _ in 0..8 {
+                        batch.push(words_of("MULTI"));
+                        batch.push(words_of(&format!("INCR {}", fresh[0][n])));
+                        batch.push(words_of(&format!("INCR {}", fresh[1][n])));
+                        batch.push(words_of("EXEC"));
+                        n += 2;
+                    }
+                    pipeline(&mut c, &batch);
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let replica = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+    follow(&replica, &primary);
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        t.join().expect("a writer");
+    }
+    settle(&primary, &replica, 2, "synced-amid");
+    compare_all(
+        &primary,
+        &replica,
+        "after a full sync amid cross-shard groups",
+    );
+}
+
+/// One link full-syncs alone: while replica shard `sleeping` sleeps (DEBUG
+/// SLEEP), both links are killed on the primary (the other continues at
+/// once), then primary shard 0 runs transactions over a fresh key of each
+/// shard and shard 1's key is written again after each: by the time the
+/// sleeping link asks again its place is out of its shard's 16 KiB backlog,
+/// a full sync of that shard's keys only.
+fn lone_link_full_sync(sleeping: usize) {
+    let args = ["--repl-backlog-size", "16kb"];
+    let primary = Server::ruvio_with(PortMode::Forward, 2, &args);
+    let mut p = primary.raw();
+    let replica = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+    follow(&replica, &primary);
+    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for i in 0.. {
+        let key = format!("missed:{i}");
+        let shard = shard_of_key(&key, 2);
+        if fresh[shard].len() < 2_000 {
+            fresh[shard].push(key);
+        }
+        if fresh.iter().all(|keys| keys.len() == 2_000) {
+            break;
+        }
+    }
+    let mut sleeper = conn_on_shard(&replica, sleeping);
+    sleeper.send(&encode(&["DEBUG", "SLEEP", "2"]));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(p.cmd(&["CLIENT", "KILL", "TYPE", "replica"]), b":2\r\n");
+    wait_for("the other link back", || replica_connections(&mut p) == 1);
+    let (mut on_0, mut on_1) = (conn_on_shard(&primary, 0), conn_on_shard(&primary, 1));
+    let value = "v".repeat(1024);
+    for (keys_0, keys_1) in fresh[0].chunks(50).zip(fresh[1].chunks(50)) {
+        let (mut groups, mut after) = (Vec::new(), Vec::new());
+        for (key_0, key_1) in keys_0.iter().zip(keys_1) {
+            groups.push(words_of("MULTI"));
+            groups.push(vec!["SET".into(), key_0.clone(), value.clone()]);
+            groups.push(vec!["SET".into(), key_1.clone(), value.clone()]);
+            groups.push(words_of("EXEC"));
+            after.push(words_of(&format!("SET {key_1} after")));
+        }
+        pipeline(&mut on_0, &groups);
+        pipeline(&mut on_1, &after);
+    }
+    assert_eq!(sleeper.read_reply(), b"+OK\r\n");
+    wait_for("the sleeping link synced again", || {
+        count(&replica.full_logs(), "sync: Finished with success") == 3
+    });
+    settle(&primary, &replica, 2, "lone-sync");
+    compare_all(&primary, &replica, "after a lone link's full sync");
+    let logs = replica.full_logs();
+    assert_eq!(count(&logs, "Partial Resynchronization"), 1, "{logs}");
+}
+
+/// The coordinator's link full-syncs alone: the transactions' writes to shard
+/// 1's keys were in shard 0's stream, which link 0 never applied; they reach
+/// replica shard 1 from shard 1's own stream (each key's state goes home with
+/// it and shard 1 records it after its barrier). Without: keys missing, 2
+/// runs of 2.
+#[test]
+fn a_lone_link_full_sync_keeps_the_groups_it_missed() {
+    lone_link_full_sync(0);
+}
+
+/// The owner's link full-syncs alone, past the transactions and the writes
+/// after them: link 0 passes each transaction's barrier once link 1 loaded,
+/// and leaves the transaction's writes to shard 1's keys alone (link 1's data
+/// has them, and the later writes); applied, they would undo the later ones.
+#[test]
+fn a_lone_owner_full_sync_is_not_undone_by_the_groups_before_it() {
+    lone_link_full_sync(1);
 }

@@ -196,3 +196,106 @@ fn shard_links_are_refused_elsewhere() {
         );
     }
 }
+
+/// The commands of a stream up to and including the first that `last`
+/// matches, each with the stream's offset at its end.
+fn read_commands(
+    r: &mut RawConn,
+    offset: &mut u64,
+    last: impl Fn(&[String]) -> bool,
+) -> Vec<(Vec<String>, u64)> {
+    let mut commands = Vec::new();
+    loop {
+        let frame = r.read_reply();
+        *offset += frame.len() as u64;
+        let Value::Array(words) = decode(&frame) else {
+            panic!("not a command: {}", show(&frame));
+        };
+        let words: Vec<String> = words.iter().map(Value::text).collect();
+        let done = last(&words);
+        commands.push((words, *offset));
+        if done {
+            return commands;
+        }
+    }
+}
+
+/// Where `name` (with arguments `args`) ends in `commands`.
+fn end_of(commands: &[(Vec<String>, u64)], words: &[&str]) -> (usize, u64) {
+    let at = commands
+        .iter()
+        .position(|(c, _)| c.iter().map(String::as_str).eq(words.iter().copied()))
+        .unwrap_or_else(|| panic!("{words:?} in {commands:?}"));
+    (at, commands[at].1)
+}
+
+/// Barrier records (docs/replication.md, "Ruvio to Ruvio shard by shard"):
+/// shard 0 runs a transaction on its key and one of shard 1, between two
+/// writes of shard 1's key by its owner. Shard 0's link gets `RUVIO BARRIER
+/// 1 X` before the group's MULTI, X past shard 1's write before it; shard 1's
+/// link gets `RUVIO BARRIER 0 Y` and the key's state (`RESTORE`) before its
+/// write after the group, Y past the group's EXEC in shard 0's stream. The
+/// server's one stream, which a redis-server replica reads, has neither.
+#[test]
+fn barrier_records_order_a_cross_shard_group() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut links: Vec<(RawConn, u64)> = (0..2)
+        .map(|shard| {
+            let mut link = link_for(&primary, shard, 2);
+            let (_, offset, _) = full_sync(&mut link);
+            (link, offset)
+        })
+        .collect();
+    let mut single = primary.raw();
+    let (_, mut single_offset, _) = full_sync(&mut single);
+    let keys = keys_per_shard("barrier:", 2);
+    let mut on_0 = conn_on_shard(&primary, 0);
+    assert_eq!(on_0.cmd(&["SET", &keys[1], "1"]), b"+OK\r\n");
+    on_0.cmd(&["MULTI"]);
+    on_0.cmd(&["INCR", &keys[0]]);
+    on_0.cmd(&["INCR", &keys[1]]);
+    assert_eq!(on_0.cmd(&["EXEC"]), b"*2\r\n:1\r\n:2\r\n");
+    assert_eq!(on_0.cmd(&["SET", &keys[1], "after"]), b"+OK\r\n");
+
+    let (link_0, offset_0) = &mut links[0];
+    let stream_0 = read_commands(link_0, offset_0, |c| c[0] == "EXEC");
+    let (link_1, offset_1) = &mut links[1];
+    let stream_1 = read_commands(link_1, offset_1, |c| c.len() > 2 && c[2] == "after");
+    let barrier = |stream: &[(Vec<String>, u64)], shard: &str| -> (usize, u64) {
+        let at = stream
+            .iter()
+            .position(|(c, _)| c[0] == "RUVIO")
+            .unwrap_or_else(|| panic!("no barrier in {stream:?}"));
+        let words = &stream[at].0;
+        assert_eq!(&words[..3], ["RUVIO", "BARRIER", shard], "{stream:?}");
+        (at, words[3].parse().expect("an offset"))
+    };
+    let (at_0, x_1) = barrier(&stream_0, "1");
+    let (multi, _) = end_of(&stream_0, &["MULTI"]);
+    let (_, after_exec) = end_of(&stream_0, &["EXEC"]);
+    assert!(at_0 < multi, "{stream_0:?}");
+    let (at_1, x_0) = barrier(&stream_1, "0");
+    let (_, after_before) = end_of(&stream_1, &["SET", &keys[1], "1"]);
+    let (set_after, _) = end_of(&stream_1, &["SET", &keys[1], "after"]);
+    assert!(at_1 < set_after, "{stream_1:?}");
+    // The group's state of shard 1's key comes home with it: shard 1's link
+    // applies it again after the barrier (a full sync of shard 0's link,
+    // whose data is shard 0's keys only, cannot lose it).
+    let restored = stream_1[at_1..set_after]
+        .iter()
+        .any(|(c, _)| c[0] == "RESTORE" && c[1] == keys[1]);
+    assert!(restored, "{stream_1:?}");
+    assert!(x_1 >= after_before, "{x_1} {after_before}: {stream_1:?}");
+    assert!(x_0 >= after_exec, "{x_0} {after_exec}: {stream_0:?}");
+
+    let whole = read_commands(&mut single, &mut single_offset, |c| {
+        c.len() > 2 && c[2] == "after"
+    });
+    assert!(
+        whole.iter().all(|(c, _)| c[0] != "RUVIO"),
+        "the server's stream: {whole:?}"
+    );
+    let restores = whole.iter().filter(|(c, _)| c[0] == "RESTORE").count();
+    assert_eq!(restores, 2, "the group's only: {whole:?}");
+    assert!(whole.iter().any(|(c, _)| c[0] == "EXEC"), "{whole:?}");
+}

@@ -239,8 +239,12 @@ pub enum ShardMsg {
         ticket: u64,
         entries: Lent,
     },
-    /// A coordinator gives them back.
-    GiveBack(Lent, lending::KeyRecords),
+    /// Coordinator `from` gives them back.
+    GiveBack {
+        from: usize,
+        entries: Lent,
+        records: lending::KeyRecords,
+    },
     /// A coordinator's blocking command waits on these keys.
     Watch(WatchRequest),
     /// A watched key was written: try command `ticket` again.
@@ -538,7 +542,13 @@ impl Outbox {
 
     /// Give borrowed keys back to `shard`.
     pub fn give_back(&mut self, shard: usize, entries: Lent, records: lending::KeyRecords) {
-        self.direct(shard, ShardMsg::GiveBack(entries, records));
+        let from = self.me;
+        let message = ShardMsg::GiveBack {
+            from,
+            entries,
+            records,
+        };
+        self.direct(shard, message);
     }
 
     /// Ask `shard` to watch keys for a blocking command.

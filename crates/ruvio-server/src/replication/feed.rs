@@ -40,6 +40,23 @@ pub struct Feed {
     /// A client whose writes are not recorded: a promoted replica's old
     /// master client, whose commands are in the backlog as the stream's bytes.
     skipped_client: u64,
+    /// Records for this shard's own history only (a Ruvio replica's shard
+    /// link), never the server's: `RUVIO BARRIER` ([`super::link_barrier`]).
+    link_only: Vec<LinkOnly>,
+}
+
+/// A record only a shard's own history takes (its Ruvio replica's link
+/// reads it; a redis-server replica of the server would not know it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkOnly {
+    /// Where it stands in the bytes: they end before it.
+    pub at: usize,
+    /// The command, as a RESP array.
+    pub record: Vec<u8>,
+    /// The database it runs in, and the one the records before it left the
+    /// stream in (`None`: the flush's first, whatever the first record's is):
+    /// selected before it and again after it. `None`: it names no database.
+    pub db: Option<(usize, Option<usize>)>,
 }
 
 /// A barrier in a shard's records: the command every shard ran (FLUSHALL,
@@ -69,6 +86,9 @@ pub struct Flushed {
     /// Barriers among the bytes, in order (the bytes after one begin with a
     /// `SELECT`).
     pub marks: Vec<Mark>,
+    /// Records for the shard's own history only, in order; the server's
+    /// history never takes them (`shard::primary::flush_records` drops them).
+    pub link_only: Vec<LinkOnly>,
 }
 
 impl Flushed {
@@ -79,23 +99,56 @@ impl Flushed {
             first_db,
             last_db,
             marks: Vec::new(),
+            link_only: Vec::new(),
         }
     }
 
-    /// The records with each barrier's command in its place (a shard's own
-    /// history, which takes every record of the shard, its FLUSHALLs too).
+    /// The records with each barrier's command in its place, and the
+    /// records for a shard's own history only (a shard's own history, which
+    /// takes every record of the shard, its FLUSHALLs too).
     pub fn inlined(&self) -> Flushed {
-        if self.marks.is_empty() {
+        if self.marks.is_empty() && self.link_only.is_empty() {
             return self.clone();
         }
-        let mut bytes = Vec::with_capacity(self.bytes.len() + 64 * self.marks.len());
+        let extra = 64 * (self.marks.len() + self.link_only.len());
+        let mut bytes = Vec::with_capacity(self.bytes.len() + extra);
+        // In the order of their places; at one place a link's record first
+        // (a barrier's bytes are its `SELECT` and command, the next record
+        // after it).
+        let links = self
+            .link_only
+            .iter()
+            .map(|l| (l.at, 0, &l.record[..], l.db));
+        let marks = self
+            .marks
+            .iter()
+            .map(|m| (m.at, 1, &m.record[..], Some((m.db, None))));
+        let mut inserts: Vec<_> = links.chain(marks).collect();
+        inserts.sort_by_key(|&(at, kind, _, _)| (at, kind));
         let mut from = 0;
-        for mark in &self.marks {
-            bytes.extend_from_slice(&self.bytes[from..mark.at]);
+        let select = |bytes: &mut Vec<u8>, db: usize| {
             let mut digits = itoa::Buffer::new();
-            encode(&mut bytes, &[b"SELECT", digits.format(mark.db).as_bytes()]);
-            bytes.extend_from_slice(&mark.record);
-            from = mark.at;
+            encode(bytes, &[b"SELECT", digits.format(db).as_bytes()]);
+        };
+        for (at, kind, record, db) in inserts {
+            bytes.extend_from_slice(&self.bytes[from..at]);
+            match (kind, db) {
+                // A barrier: what follows it selects its own database.
+                (1, Some((db, _))) => select(&mut bytes, db),
+                (_, Some((db, back))) => {
+                    let back = back.unwrap_or(self.first_db);
+                    if db != back {
+                        select(&mut bytes, db);
+                        bytes.extend_from_slice(record);
+                        select(&mut bytes, back);
+                        from = at;
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            bytes.extend_from_slice(record);
+            from = at;
         }
         bytes.extend_from_slice(&self.bytes[from..]);
         Flushed::plain(bytes, self.first_db, self.last_db)
@@ -118,6 +171,7 @@ impl Flushed {
             first_db: mark.db,
             last_db: self.last_db,
             marks: self.marks,
+            link_only: Vec::new(),
         };
         (self.bytes, Some((mark, rest)))
     }
@@ -194,7 +248,7 @@ impl Feed {
 
     /// Nothing waits to be flushed.
     pub fn is_empty(&self) -> bool {
-        self.first_db.is_none() && self.marks.is_empty()
+        self.first_db.is_none() && self.marks.is_empty() && self.link_only.is_empty()
     }
 
     /// A barrier waits among the records.
@@ -226,6 +280,10 @@ impl Feed {
             self.bytes.extend_from_slice(EXEC);
             for mark in self.marks.iter_mut().filter(|m| m.at >= self.group_start) {
                 mark.at += MULTI.len();
+            }
+            let link_only = self.link_only.iter_mut();
+            for link in link_only.filter(|l| l.at > self.group_start) {
+                link.at += MULTI.len();
             }
         }
     }
@@ -341,7 +399,7 @@ impl Feed {
         if self.depth > 0 {
             return None;
         }
-        if self.first_db.is_none() && self.marks.is_empty() {
+        if self.is_empty() {
             return None;
         }
         let first_db = self.first_db.take().unwrap_or(self.db);
@@ -354,7 +412,46 @@ impl Feed {
             first_db,
             last_db: self.db,
             marks: std::mem::take(&mut self.marks),
+            link_only: std::mem::take(&mut self.link_only),
         })
+    }
+
+    /// Record `record` (a RESP array) for this shard's own history only, in
+    /// its place among the records (`RUVIO BARRIER`, a Ruvio replica's
+    /// shard link's: [`super::link_barrier`]). No `SELECT`: it names no
+    /// database.
+    pub fn record_link_only(&mut self, record: Vec<u8>) {
+        if !self.on {
+            return;
+        }
+        let at = self.bytes.len();
+        self.link_only.push(LinkOnly {
+            at,
+            record,
+            db: None,
+        });
+    }
+
+    /// Record `args`, a command of database `db`, for this shard's own
+    /// history only (a key's state that a Ruvio replica's link for this
+    /// shard applies again: `shard::lending::take_back`). Its `SELECT`s come
+    /// with it, and the stream is left in the database it was in.
+    pub fn record_link_only_in(&mut self, db: usize, args: &[Vec<u8>]) {
+        if !self.on {
+            return;
+        }
+        let mut record = Vec::new();
+        array_header(&mut record, args.len());
+        for arg in args {
+            ruvio_resp::put_bulk(&mut record, arg);
+        }
+        let back = self.first_db.map(|_| self.db);
+        let at = self.bytes.len();
+        self.link_only.push(LinkOnly {
+            at,
+            record,
+            db: Some((db, back)),
+        });
     }
 }
 
@@ -489,6 +586,55 @@ mod tests {
         feed.set_barriers(false);
         rec(&mut feed, 0, &[b"FLUSHALL"]);
         assert!(feed.take().unwrap().marks.is_empty());
+    }
+
+    /// A shard link's barrier record stays in its place, before a group's
+    /// MULTI, and before a FLUSHALL's mark recorded after it at the same
+    /// place; the server's records (the bytes and marks) never hold it.
+    #[test]
+    fn link_only_records_keep_their_place() {
+        let mut feed = Feed::default();
+        feed.set_on(true);
+        feed.set_barriers(true);
+        rec(&mut feed, 0, &[b"SET", b"a", b"1"]);
+        feed.record_link_only(b"*1\r\n$1\r\nL\r\n".to_vec());
+        feed.begin_group();
+        rec(&mut feed, 0, &[b"INCR", b"a"]);
+        rec(&mut feed, 0, &[b"INCR", b"b"]);
+        feed.end_group();
+        feed.record_link_only(b"*1\r\n$1\r\nM\r\n".to_vec());
+        rec(&mut feed, 0, &[b"FLUSHALL"]);
+        let flushed = feed.take().unwrap();
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap().replace("\r\n", " ");
+        assert_eq!(
+            text(&flushed.bytes),
+            "*3 $3 SET $1 a $1 1 *1 $5 MULTI *2 $4 INCR $1 a *2 $4 INCR $1 b *1 $4 EXEC "
+        );
+        assert_eq!(
+            text(&flushed.inlined().bytes),
+            "*3 $3 SET $1 a $1 1 *1 $1 L *1 $5 MULTI *2 $4 INCR $1 a *2 $4 INCR $1 b \
+             *1 $4 EXEC *1 $1 M *2 $6 SELECT $1 0 *1 $8 FLUSHALL "
+        );
+        // A link's record alone is something to flush.
+        feed.record_link_only(b"*1\r\n$1\r\nL\r\n".to_vec());
+        assert!(!feed.is_empty());
+        assert_eq!(feed.take().unwrap().link_only.len(), 1);
+        // A key's state for the link in another database: selected, and the
+        // stream put back where the records before it left it.
+        rec(&mut feed, 2, &[b"SET", b"a", b"1"]);
+        feed.record_link_only_in(5, &[b"DEL".to_vec(), b"k".to_vec()]);
+        rec(&mut feed, 2, &[b"SET", b"b", b"2"]);
+        feed.record_link_only_in(2, &[b"DEL".to_vec(), b"j".to_vec()]);
+        let flushed = feed.take().unwrap();
+        assert_eq!(
+            text(&flushed.inlined().bytes),
+            "*3 $3 SET $1 a $1 1 *2 $6 SELECT $1 5 *2 $3 DEL $1 k *2 $6 SELECT $1 2 \
+             *3 $3 SET $1 b $1 2 *2 $3 DEL $1 j "
+        );
+        assert_eq!(
+            text(&flushed.bytes),
+            "*3 $3 SET $1 a $1 1 *3 $3 SET $1 b $1 2 "
+        );
     }
 
     #[test]

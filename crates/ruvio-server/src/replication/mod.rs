@@ -26,6 +26,7 @@
 pub mod feed;
 pub mod history;
 pub mod link;
+pub mod link_barrier;
 pub mod load;
 pub mod primary;
 pub mod serve;

@@ -5,12 +5,7 @@
 use super::*;
 
 fn flushed(bytes: &[u8], db: usize) -> Flushed {
-    Flushed {
-        bytes: bytes.to_vec(),
-        first_db: db,
-        last_db: db,
-        marks: Vec::new(),
-    }
+    Flushed::plain(bytes.to_vec(), db, db)
 }
 
 #[test]
@@ -192,12 +187,7 @@ mod pin_tests {
         let offset = AtomicU64::new(0);
         p.create_backlog(0, 16);
         p.pin(7, 0);
-        let record = Flushed {
-            bytes: vec![b'x'; 100],
-            first_db: 0,
-            last_db: 0,
-            marks: Vec::new(),
-        };
+        let record = Flushed::plain(vec![b'x'; 100], 0, 0);
         p.append(record, &offset);
         // Far beyond the backlog's 16 bytes, all kept for replica 7.
         let mut out = Vec::new();

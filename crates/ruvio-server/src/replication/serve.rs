@@ -26,6 +26,13 @@ pub struct ShardPart {
     /// Loop iterations in a row that left stream bytes unsent to this shard's
     /// replicas while more work waited (`shard::primary`'s batching).
     pub stream_held: u32,
+    /// A replica on shard links: this shard's link waits at a barrier for
+    /// another link ([`super::link_barrier`]).
+    pub link_wait: Option<super::link_barrier::Wait>,
+    /// Shards (a bit each) whose keys the next group of this shard's link
+    /// leaves alone: their links loaded data cut after the group's barrier
+    /// (`shard::replica::skipped_by_barrier`).
+    pub link_skip: u64,
 }
 
 impl ShardPart {

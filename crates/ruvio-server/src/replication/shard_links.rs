@@ -5,17 +5,19 @@
 //! core. Each link follows a history of its own (the primary's shard i's
 //! replid and offset): its book is kept here, one per shard.
 //!
-//! Off unless `replica-shard-links yes`: the barrier records that order a
-//! cross-shard group against its keys' owner are not done yet, so a replica
-//! on shard links may apply a cross-shard MULTI/EXEC or script in another
-//! order than the primary ran it (see the docs' "Not done yet").
+//! A cross-shard group (a MULTI/EXEC or script on keys borrowed from another
+//! shard) is ordered against its keys' owner by barrier records
+//! ([`super::link_barrier`]): a link waits until its sibling has *applied*
+//! an offset, which is why a book keeps two: the offset of the stream
+//! dispatched (ACKs, PSYNC, INFO) and the one applied (every command up to
+//! it ran, its forwarded parts answered).
 //!
 //! What the server shows as one replica (INFO, ROLE, `State::offset`) is the
 //! rule the docs name: the offset is the sum of the links' offsets, the link
 //! state the worst of the links' states.
 
 use super::state::LinkState;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 
@@ -25,6 +27,14 @@ use std::sync::Mutex;
 pub struct LinkBook {
     replid: Mutex<String>,
     offset: AtomicU64,
+    /// The offset up to which every command ran to the end (its parts on
+    /// other shards answered): what a sibling link's barrier waits for.
+    applied: AtomicU64,
+    /// Shards whose link waits at a barrier for this link's applied offset
+    /// (a bit each): rung when it moves.
+    waiting: AtomicU64,
+    /// The offset of the last full sync: the data loaded was cut there.
+    synced_at: AtomicU64,
     state: Mutex<LinkState>,
     /// The stream is applied: the link's master client runs.
     up: AtomicBool,
@@ -39,6 +49,9 @@ impl Default for LinkBook {
         LinkBook {
             replid: Mutex::new(String::new()),
             offset: AtomicU64::new(0),
+            applied: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+            synced_at: AtomicU64::new(0),
             state: Mutex::new(LinkState::Connect),
             up: AtomicBool::new(false),
             db: AtomicU64::new(0),
@@ -57,6 +70,36 @@ impl LinkBook {
 
     pub fn offset(&self) -> u64 {
         self.offset.load(Relaxed)
+    }
+
+    /// The offset of the last full sync (0: none): the link's shard holds
+    /// its primary shard's data as of that offset, and what it applied after.
+    pub fn synced_at(&self) -> u64 {
+        self.synced_at.load(Acquire)
+    }
+
+    /// The offset up to which every command of the stream ran to the end.
+    pub fn applied(&self) -> u64 {
+        self.applied.load(Acquire)
+    }
+
+    /// Every command dispatched so far ran to the end: the applied offset
+    /// reaches the offset, and the shards whose link waits on it are rung.
+    pub fn settle(&self) {
+        let offset = self.offset();
+        if self.applied.swap(offset, Release) == offset {
+            return;
+        }
+        let waiting = self.waiting.swap(0, AcqRel);
+        for shard in (0..64).filter(|s| waiting & (1 << s) != 0) {
+            crate::mesh::forward::ring(shard);
+        }
+    }
+
+    /// Shard `shard`'s link waits for this link's applied offset: ring it
+    /// when the offset next moves.
+    pub fn ring_when_applied(&self, shard: usize) {
+        self.waiting.fetch_or(1 << (shard % 64), AcqRel);
     }
 
     pub fn state(&self) -> LinkState {
@@ -94,6 +137,8 @@ impl LinkBook {
     pub(super) fn full_sync(&self, replid: &str, offset: u64) {
         *self.replid.lock().unwrap_or_else(|e| e.into_inner()) = replid.to_string();
         self.offset.store(offset, Relaxed);
+        self.synced_at.store(offset, Release);
+        self.settle();
         self.db.store(0, Relaxed);
     }
 

@@ -727,12 +727,24 @@ impl State {
         self.offset.store(self.shard_links.overall().1, Relaxed);
     }
 
-    /// `bytes` of shard `shard`'s link stream were applied: the server's
-    /// offset is the sum of its links'.
+    /// `bytes` of shard `shard`'s link stream were dispatched: the server's
+    /// offset is the sum of its links'. With `settled` (nothing of the link
+    /// waits for another shard's answer) they are applied too
+    /// (`LinkBook::applied`).
     #[inline]
-    pub fn shard_link_processed(&self, shard: usize, bytes: &[u8], db: usize, now_ms: u64) {
+    pub fn shard_link_processed(
+        &self,
+        shard: usize,
+        bytes: &[u8],
+        (db, settled): (usize, bool),
+        now_ms: u64,
+    ) {
         let n = bytes.len() as u64;
-        self.shard_links.book(shard).processed(n, db);
+        let book = self.shard_links.book(shard);
+        book.processed(n, db);
+        if settled {
+            book.settle();
+        }
         self.offset.fetch_add(n, Relaxed);
         self.last_io_ms.store(now_ms, Relaxed);
     }

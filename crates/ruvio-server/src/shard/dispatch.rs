@@ -120,9 +120,26 @@ pub fn process_input(
                     // stream stands still; shard 0's tick runs the rest after it.
                     break;
                 }
+                let mut run = !args.is_empty();
+                if client.shard_link && run {
+                    // A Ruvio replica's shard link: a barrier record waits for
+                    // another link (see `replication::link_barrier`).
+                    match crate::shard::replica::link_barrier(core, args, who) {
+                        crate::shard::replica::AtBarrier::Run
+                            if core.replication.link_skip != 0
+                                && crate::shard::replica::skipped_by_barrier(
+                                    core, client, args,
+                                ) =>
+                        {
+                            run = false
+                        }
+                        crate::shard::replica::AtBarrier::Run => {}
+                        crate::shard::replica::AtBarrier::Passed => run = false,
+                        crate::shard::replica::AtBarrier::Wait => break,
+                    }
+                }
                 pos += consumed;
                 prefetched -= 1;
-                let mut run = !args.is_empty();
                 if client.master && core.shared.replication.in_catch_up() {
                     // After a restart whose shards' logs ended apart (see
                     // `replica::catch_up`).
@@ -151,9 +168,12 @@ pub fn process_input(
                     let db = client.db;
                     let bytes = &input[pos - consumed..pos];
                     let state = &core.shared.replication;
-                    match client.shard_link {
-                        true => state.shard_link_processed(core.id, bytes, db, core.now_ms),
-                        false => state.processed(bytes, db, core.now_ms),
+                    if client.shard_link {
+                        // Applied once nothing of it waits for another shard.
+                        let settled = client.blocked.is_none() && !replies.is_holding();
+                        state.shard_link_processed(core.id, bytes, (db, settled), core.now_ms);
+                    } else {
+                        state.processed(bytes, db, core.now_ms);
                     }
                 }
                 if crate::net::outlimit::hard_limit_crossed(

@@ -84,9 +84,11 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::Transaction(tx) => transaction_arrived(core, conns, *tx),
         ShardMsg::Lend(request) => super::lending::lend(core, conns, request),
         ShardMsg::Lent { ticket, entries } => super::lending::lent(core, conns, ticket, entries),
-        ShardMsg::GiveBack(entries, records) => {
-            super::lending::take_back(core, conns, entries, records)
-        }
+        ShardMsg::GiveBack {
+            from,
+            entries,
+            records,
+        } => super::lending::take_back(core, conns, from, entries, records),
         ShardMsg::Watch(request) => super::lending::watch(core, conns, request),
         ShardMsg::Wake { ticket } => super::lending::retry(core, conns, ticket),
         ShardMsg::Unwatch { from, ticket } => super::lending::unwatch(core, from, ticket),

@@ -393,16 +393,19 @@ fn flush_records(core: &mut ShardCore, history: History<'_>, link: Option<Histor
     if core.replication.feed.is_empty() || history.primary.holding(history.part_of(core.id)) {
         return false;
     }
-    let Some(flushed) = core.replication.feed.take() else {
+    let Some(mut flushed) = core.replication.feed.take() else {
         return false;
     };
     let mut appended = false;
     if let Some(link) = link {
-        // A shard link's stream is this shard's records, its FLUSHALLs too.
+        // A shard link's stream is this shard's records, its FLUSHALLs and
+        // its barrier records too.
         appended |= link
             .primary
             .append(flushed.inlined(), link.offset_counter());
     }
+    // Ruvio's own records: never in the stream a redis-server replica reads.
+    flushed.link_only.clear();
     let shard = (history.part_of(core.id), history.count);
     history
         .primary

@@ -378,6 +378,33 @@ impl Shard {
         }
     }
 
+    /// A replica on shard links, each loop iteration: this shard's link's
+    /// applied offset reaches its offset once its forwarded parts answered,
+    /// and its master client goes on past a barrier once the other link
+    /// applied what it names (rung when it moves: `LinkBook::settle`).
+    pub(super) fn shard_link_step(&mut self) {
+        let Some(follower) = self.replica.as_ref().filter(|f| f.shard_link) else {
+            return;
+        };
+        let state = &self.core.shared.replication;
+        if let Some(conn) = follower.conn.and_then(|(i, g)| self.conns.get(i, g)) {
+            let book = state.shard_links.book(self.core.id);
+            let settled = conn.client.blocked.is_none() && !conn.replies.is_holding();
+            if settled && book.applied() != book.offset() {
+                book.settle();
+            }
+        }
+        let Some(wait) = self.core.replication.link_wait.as_mut() else {
+            return;
+        };
+        let gone = self.conns.get(wait.conn.0, wait.conn.1).is_none();
+        if gone || wait.passed(&state.shard_links, self.core.id) {
+            let conn = wait.conn;
+            self.core.replication.link_wait = None;
+            self.core.resume.push(conn);
+        }
+    }
+
     /// REPLICAOF changed the primary: the old one's stream stops here.
     pub(super) fn drop_master_conn(&mut self) {
         let Some((index, gen)) = self.replica.as_mut().and_then(|f| f.conn.take()) else {
@@ -629,6 +656,84 @@ pub(crate) fn note_stream_mark(
     if let Some(wal) = core.wal.as_mut() {
         core.stream_marks.append(wal, mark);
     }
+}
+
+/// What a shard link's master client does with a command of its stream.
+pub(super) enum AtBarrier {
+    /// Not a barrier: run it.
+    Run,
+    /// A barrier passed (or one this replica does not know): count its
+    /// bytes, run nothing.
+    Passed,
+    /// A barrier whose other link is behind: stop before it, until
+    /// [`Shard::shard_link_step`] sees that link applied its offset.
+    Wait,
+}
+
+/// The shard link's master client on connection `conn` reads `args`: a
+/// barrier (`replication::link_barrier`) is passed at once when the other
+/// link applied its offset, else the client waits. One length test for
+/// nearly every command.
+#[inline]
+pub(super) fn link_barrier(
+    core: &mut super::ShardCore,
+    args: ruvio_resp::Args<'_>,
+    conn: (u32, u32),
+) -> AtBarrier {
+    use crate::replication::link_barrier::{parse, Barrier, Wait};
+    match parse(args) {
+        Barrier::NotOne => AtBarrier::Run,
+        Barrier::Unknown => AtBarrier::Passed,
+        Barrier::Until { shard, offset } => {
+            let mut wait = Wait::new(conn, shard, offset);
+            let links = &core.shared.replication.shard_links;
+            if shard == core.id {
+                return AtBarrier::Passed;
+            }
+            if !wait.passed(links, core.id) {
+                core.replication.link_wait = Some(wait);
+                return AtBarrier::Wait;
+            }
+            // (A shard this replica does not have passed above: no book.)
+            let book = links.books().get(shard);
+            if book.is_some_and(|book| book.synced_at() > offset) {
+                // That link loaded data cut after the barrier: the group's
+                // writes to its keys are in it (or in its stream after the
+                // cut), and newer writes may be: they are not applied here.
+                core.replication.link_skip |= 1 << (shard % 64);
+            }
+            AtBarrier::Passed
+        }
+    }
+}
+
+/// With shards to skip after a barrier ([`link_barrier`]): whether the
+/// link's command `args` is a group's write to one of their keys (a state
+/// record, `RESTORE` or `DEL`, inside the MULTI that follows the barriers,
+/// or the one record that does). The skip ends with that group.
+#[cold]
+pub(super) fn skipped_by_barrier(
+    core: &mut super::ShardCore,
+    client: &crate::net::conn::ClientState,
+    args: ruvio_resp::Args<'_>,
+) -> bool {
+    let name = args.get(0);
+    let opens = client.multi.is_none() && name.eq_ignore_ascii_case(b"multi");
+    if opens || name.eq_ignore_ascii_case(b"select") {
+        // The group's MULTI, or the database of its one record.
+        return false;
+    }
+    let state_record = name.eq_ignore_ascii_case(b"restore") || name.eq_ignore_ascii_case(b"del");
+    let skipped = state_record
+        && args.len() >= 2
+        && core.replication.link_skip & (1 << (core.topo.key_owner(args.get(1)) % 64)) != 0;
+    let in_group = client.multi.is_some()
+        && !name.eq_ignore_ascii_case(b"exec")
+        && !name.eq_ignore_ascii_case(b"discard");
+    if !in_group {
+        core.replication.link_skip = 0;
+    }
+    skipped
 }
 
 /// The master client `client`'s stream still runs: REPLICAOF did not change

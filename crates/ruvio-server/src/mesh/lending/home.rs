@@ -32,6 +32,11 @@ pub fn swapped(db: usize, (a, b): (usize, usize)) -> usize {
 /// database has this number.
 pub const FOR_THE_FEED: usize = usize::MAX;
 
+/// The first of the records going home with keys when the owner's own
+/// history takes them too, for a Ruvio replica's shard link (see
+/// `shard::lending::take_back`): no database has this number.
+pub const FOR_THE_LINKS: usize = usize::MAX - 1;
+
 /// Log records that set keys to a state, whatever it was before: what a command on
 /// borrowed keys logs for each key it changed (its arguments would replay on one
 /// shard, but its keys' records belong in their owners' logs).

@@ -42,7 +42,9 @@ use std::collections::VecDeque;
 mod home;
 mod value_keys;
 mod written;
-pub use home::{after_swaps, state_record, swapped, swaps_dbs, KeyRecords, FOR_THE_FEED};
+pub use home::{
+    after_swaps, state_record, swapped, swaps_dbs, KeyRecords, FOR_THE_FEED, FOR_THE_LINKS,
+};
 pub use value_keys::{plan_more, value_keys_missing};
 pub use written::{
     hold_writer, keep_answered_at_once, noloop_writer, report_written, Gathering, HeldWriter,

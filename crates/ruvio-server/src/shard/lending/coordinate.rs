@@ -7,7 +7,7 @@
 //! its connections.
 
 use super::batch::{batch_homes, end_batch_if_done, keep_in_batch, may_batch};
-use super::home::{log_local_changes, send_home};
+use super::home::{links_follow, log_local_changes, record_link_barrier, send_home};
 use super::owner::{lend, take_back};
 use super::waiting::{wait, Answer};
 use crate::cmd::registry::{registry, Command, Handler};
@@ -287,7 +287,7 @@ pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: 
         // never stay lent: send them straight back.
         let owner = entries.first().map(|(_, key, _)| core.topo.key_owner(key));
         match owner {
-            Some(owner) if owner == core.id => take_back(core, conns, entries, Vec::new()),
+            Some(owner) if owner == core.id => take_back(core, conns, owner, entries, Vec::new()),
             Some(owner) => core.outbox.give_back(owner, entries, Vec::new()),
             None => {}
         }
@@ -502,6 +502,17 @@ fn finish_with(
             || crate::mesh::script_lock::batch_holds(*key_db, key);
         if owner != core.id && !known {
             homes.push((*key_db, key.clone(), owner));
+        }
+    }
+    if links_follow(core) {
+        // A Ruvio replica's shard links: the records follow each owner's
+        // stream where it stood (its records before the loan are in its
+        // history: they left it before its keys did).
+        let mut owners: Vec<usize> = homes.iter().map(|(_, _, owner)| *owner).collect();
+        owners.sort_unstable();
+        owners.dedup();
+        for owner in owners {
+            record_link_barrier(core, owner);
         }
     }
     let for_feed = log_local_changes(core, &modified, &homes);

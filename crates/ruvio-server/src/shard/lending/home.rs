@@ -5,7 +5,8 @@
 //! the records' form is the mesh's (`mesh::lending::state_record`).
 
 use super::owner::take_back;
-use crate::mesh::lending::{state_record, KeyRecords, Lent, FOR_THE_FEED};
+use crate::config::PortMode;
+use crate::mesh::lending::{state_record, KeyRecords, Lent, FOR_THE_FEED, FOR_THE_LINKS};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::ShardCore;
@@ -17,7 +18,11 @@ use ahash::AHashMap;
 /// (`always`: the command's ticket), each other owner that gets records is asked
 /// to acknowledge once they are on disk; returns how many were asked. With
 /// `for_feed` (a full sync's cut is under way, [`log_local_changes`]) the
-/// records travel even without a log, marked for the owners' replication feeds.
+/// records travel even without a log, marked for the owners' replication feeds;
+/// to an owner a Ruvio replica follows over a shard link, marked for its own
+/// history (its link applies them again after its barrier: a full sync of
+/// this shard's link, which holds this shard's keys only, cannot lose them;
+/// `replication::link_barrier`).
 pub(super) fn send_home(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
@@ -35,7 +40,8 @@ pub(super) fn send_home(
     for (key_db, key, owner) in homes {
         let entry = core.engine.lend(key_db, &key, 0);
         let (entries, records) = returns.entry(owner).or_default();
-        if logging && modified.iter().any(|(d, k)| *d == key_db && *k == key) {
+        let recorded = logging || (!for_feed && owner != core.id && linked(core, owner));
+        if recorded && modified.iter().any(|(d, k)| *d == key_db && *k == key) {
             let record = state_record(&key, entry.as_ref());
             if !record.is_empty() {
                 records.push((key_db, record));
@@ -47,9 +53,11 @@ pub(super) fn send_home(
     for (owner, (entries, mut records)) in returns {
         if for_feed && !records.is_empty() {
             records.insert(0, (FOR_THE_FEED, Vec::new()));
+        } else if !records.is_empty() && owner != core.id && linked(core, owner) {
+            records.insert(0, (FOR_THE_LINKS, Vec::new()));
         }
         match acks.filter(|_| !records.is_empty()) {
-            _ if owner == core.id => take_back(core, conns, entries, records),
+            _ if owner == core.id => take_back(core, conns, owner, entries, records),
             Some(ticket) => {
                 asked += 1;
                 core.outbox
@@ -59,6 +67,41 @@ pub(super) fn send_home(
         }
     }
     asked
+}
+
+/// A Ruvio replica follows this shard and shard `other` over shard links
+/// (both have a history of their own): record where `other`'s history ends
+/// now, `RUVIO BARRIER other <offset>`, in this shard's own history only
+/// (`replication::link_barrier`: the replica's link for this shard applies
+/// the records after it once its link for `other` applied that much). Two
+/// loads and a branch when no shard link follows this shard.
+pub(super) fn record_link_barrier(core: &mut ShardCore, other: usize) {
+    if other == core.id || !links_follow(core) {
+        return;
+    }
+    // No history for `other` yet (its link has not asked for one): 0, the
+    // replica's link applies the group unless `other`'s link loaded data
+    // already, which was cut after it then.
+    let theirs = core.shared.replication.node_history(other);
+    let offset = match theirs.primary.active() {
+        true => theirs.offset(),
+        false => 0,
+    };
+    let record = crate::replication::link_barrier::record(other, offset);
+    core.replication.feed.record_link_only(record);
+}
+
+/// A Ruvio replica's shard link follows this shard: its own history exists
+/// (forward mode) and it records.
+pub(super) fn links_follow(core: &ShardCore) -> bool {
+    core.replication.feed.on() && linked(core, core.id)
+}
+
+/// A Ruvio replica's shard link follows shard `shard` (forward mode): its
+/// own history exists. A load and a branch.
+fn linked(core: &ShardCore, shard: usize) -> bool {
+    core.cfg.port_mode == PortMode::Forward
+        && core.shared.replication.node_history(shard).primary.active()
 }
 
 /// Log the new state of the keys this shard owns that a command on borrowed keys

@@ -4,7 +4,9 @@
 //! table's own step, `mesh::lending::Lending::swap_dbs`).
 
 use super::coordinate::lent;
-use crate::mesh::lending::{state_record, KeyRecords, LendRequest, Lent, FOR_THE_FEED};
+use crate::mesh::lending::{
+    state_record, KeyRecords, LendRequest, Lent, FOR_THE_FEED, FOR_THE_LINKS,
+};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::persistence::durable;
@@ -64,17 +66,31 @@ pub fn take_back_acked(
     ticket: u64,
 ) {
     let mark = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
-    take_back(core, conns, entries, records);
+    take_back(core, conns, from, entries, records);
     durable::acknowledge_given_back(core, from, ticket, mark);
 }
 
-/// An owner's side: its keys are back (changed or gone). Wake whoever waited on
-/// them, then lend to the next coordinator in line.
-pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, records: KeyRecords) {
+/// An owner's side: its keys are back from coordinator `from` (changed or
+/// gone). Wake whoever waited on them, then lend to the next coordinator in
+/// line. A Ruvio replica's shard links learn where `from`'s stream stood
+/// (its records of the command are in its history now): this shard's later
+/// records follow them there (`record_link_barrier`).
+pub fn take_back(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    from: usize,
+    entries: Lent,
+    records: KeyRecords,
+) {
+    super::home::record_link_barrier(core, from);
     // Marked: a full sync's cut was under way, so replicas get these records
-    // from here, among this shard's own (`home::log_local_changes`).
-    let for_feed = records.first().is_some_and(|(db, _)| *db == FOR_THE_FEED);
-    let records = &records[for_feed as usize..];
+    // from here, among this shard's own (`home::log_local_changes`); or a
+    // Ruvio replica's shard links follow: its link for this shard applies
+    // them again, after the barrier above (`replication::link_barrier`).
+    let marker = records.first().map(|(db, _)| *db);
+    let for_feed = marker == Some(FOR_THE_FEED);
+    let for_links = marker == Some(FOR_THE_LINKS);
+    let records = &records[(for_feed || for_links) as usize..];
     if let Some(wal) = core.wal.as_mut() {
         // The keys one command or transaction changed here replay together
         // (replicas got these records from the shard that ran it, unless
@@ -92,6 +108,10 @@ pub fn take_back(core: &mut ShardCore, conns: &mut Slab<Conn>, entries: Lent, re
             feed.record(*db, &mut record.iter().map(Vec::as_slice));
         }
         feed.end_group();
+    } else if for_links {
+        for (db, record) in records {
+            core.replication.feed.record_link_only_in(*db, record);
+        }
     }
     for (db, key, entry) in entries {
         let db_key = (db, key);
