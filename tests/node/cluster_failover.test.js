@@ -175,8 +175,8 @@ function startWriters(cluster, keys) {
         s.ackedSinceMark++;
       } catch (e) {
         s.failed++;
-        const kind = e.message.replace(/\d+/g, 'N');
-        errors.set(kind, (errors.get(kind) ?? 0) + 1);
+        const shape = e.message.replace(/\d+/g, 'N');
+        errors.set(shape, (errors.get(shape) ?? 0) + 1);
         await sleep(20);
       } finally {
         s.busy = false;
@@ -258,8 +258,10 @@ for (const kind of ['ruvio', 'redis']) {
           && s.slot < MASTER_SLOTS[1][0] + RESHARD_SLOTS);
         assert.ok(moved.length >= 10, `${moved.length} keys in the resharded slots`);
         const before = writers.total();
+        const reshardAt = Date.now();
         await redisCli(['--cluster', 'reshard', `127.0.0.1:${first}`, '--cluster-from', secondId,
           '--cluster-to', thirdId, '--cluster-slots', String(RESHARD_SLOTS), '--cluster-yes']);
+        t.diagnostic(`reshard of ${RESHARD_SLOTS} slots took ${Date.now() - reshardAt} ms`);
         for (const s of moved) assert.equal(await ownerOf(first, s.slot), `127.0.0.1:${third}`, s.key);
         writers.mark();
         await eventually(() => moved.every((s) => s.ackedSinceMark > 0), 20_000,
