@@ -2,8 +2,10 @@
 // masters and a replica of the first, each its own process with the cluster bus
 // (`ruvio --cluster-enabled yes --shards 1`, or redis-server for the same body), while
 // an ioredis Cluster client INCRs 200 counters spread over all slots without pause:
-//   a. `redis-cli --cluster reshard` moves 1000 slots from the second master to the
-//      third, keys and all: ioredis follows the -ASK and -MOVED redirections;
+//   a. one slot moved by hand, paused while its key is on the new node but the slot
+//      still migrating: ioredis follows -ASK (ASKING, then the INCR); then
+//      `redis-cli --cluster reshard` moves 1000 slots from the second master to the
+//      third, keys and all: ioredis follows the -MOVED redirections (and -ASK);
 //   b. the first master is killed with SIGKILL: its replica is elected in its place,
 //      and ioredis refreshes its slot map and keeps writing to those slots.
 // At the end every counter holds at least its acknowledged INCRs and at most those
@@ -215,6 +217,13 @@ function redisCli(args) {
   });
 }
 
+// How many ASKING commands `port` ran (INFO commandstats).
+async function askingCalls(port) {
+  const stats = bulkText(await rawCommand(port, ['INFO', 'commandstats']));
+  const found = stats.match(/^cmdstat_asking:calls=(\d+)/m);
+  return found ? Number(found[1]) : 0;
+}
+
 // The node that `port` says serves `slot`.
 async function ownerOf(port, slot) {
   const lines = await clusterNodes(port);
@@ -252,8 +261,21 @@ for (const kind of ['ruvio', 'redis']) {
       try {
         await eventually(() => writers.total() >= 1000, 20_000, 'writes before the reshard');
 
-        // a. The reshard: the second master's first 1000 slots, with their keys,
-        // go to the third while the writers go on.
+        // a. One slot of the second master, moved step by step: while it is
+        // migrating with its counter already on the third master, the second
+        // answers -ASK, and the counter's INCRs land through ASKING.
+        const asked = writers.state.find((s) => s.slot >= MASTER_SLOTS[1][0] + RESHARD_SLOTS
+          && s.slot <= MASTER_SLOTS[1][1]);
+        await ok(third, ['CLUSTER', 'SETSLOT', asked.slot, 'IMPORTING', secondId]);
+        await ok(second, ['CLUSTER', 'SETSLOT', asked.slot, 'MIGRATING', thirdId]);
+        await ok(second, ['MIGRATE', '127.0.0.1', third, '', 0, 5000, 'KEYS', asked.key]);
+        writers.mark();
+        await eventually(() => asked.ackedSinceMark >= 3, 10_000, 'INCRs through -ASK');
+        assert.ok(await askingCalls(third) >= 3, 'ASKING before each INCR on the importing node');
+        for (const port of [third, second, first]) await ok(port, ['CLUSTER', 'SETSLOT', asked.slot, 'NODE', thirdId]);
+
+        // Then `redis-cli --cluster reshard`: the second master's first 1000 slots,
+        // with their keys, go to the third while the writers go on.
         const moved = writers.state.filter((s) => s.slot >= MASTER_SLOTS[1][0]
           && s.slot < MASTER_SLOTS[1][0] + RESHARD_SLOTS);
         assert.ok(moved.length >= 10, `${moved.length} keys in the resharded slots`);
