@@ -271,7 +271,8 @@ for (const kind of ['ruvio', 'redis']) {
         await ok(second, ['MIGRATE', '127.0.0.1', third, '', 0, 5000, 'KEYS', asked.key]);
         writers.mark();
         await eventually(() => asked.ackedSinceMark >= 3, 10_000, 'INCRs through -ASK');
-        assert.ok(await askingCalls(third) >= 3, 'ASKING before each INCR on the importing node');
+        // (The first may have been sent before the move, and answered by the second.)
+        assert.ok(await askingCalls(third) >= 2, 'ASKING before the INCRs on the importing node');
         for (const port of [third, second, first]) await ok(port, ['CLUSTER', 'SETSLOT', asked.slot, 'NODE', thirdId]);
 
         // Then `redis-cli --cluster reshard`: the second master's first 1000 slots,
@@ -279,7 +280,6 @@ for (const kind of ['ruvio', 'redis']) {
         const moved = writers.state.filter((s) => s.slot >= MASTER_SLOTS[1][0]
           && s.slot < MASTER_SLOTS[1][0] + RESHARD_SLOTS);
         assert.ok(moved.length >= 10, `${moved.length} keys in the resharded slots`);
-        const before = writers.total();
         const reshardAt = Date.now();
         await redisCli(['--cluster', 'reshard', `127.0.0.1:${first}`, '--cluster-from', secondId,
           '--cluster-to', thirdId, '--cluster-slots', String(RESHARD_SLOTS), '--cluster-yes']);
@@ -288,7 +288,6 @@ for (const kind of ['ruvio', 'redis']) {
         writers.mark();
         await eventually(() => moved.every((s) => s.ackedSinceMark > 0), 20_000,
           'INCRs of every moved key on its new node');
-        assert.ok(writers.total() > before);
 
         // b. The failover: the first master killed once its replica has every INCR
         // it acknowledged (see the top of the file).
