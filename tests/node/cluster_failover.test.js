@@ -274,6 +274,12 @@ for (const kind of ['ruvio', 'redis']) {
         // (The first may have been sent before the move, and answered by the second.)
         assert.ok(await askingCalls(third) >= 2, 'ASKING before the INCRs on the importing node');
         for (const port of [third, second, first]) await ok(port, ['CLUSTER', 'SETSLOT', asked.slot, 'NODE', thirdId]);
+        // redis-cli refuses to reshard a cluster whose nodes disagree: the replica
+        // learns the move from the bus.
+        await eventually(async () => {
+          for (const port of server.ports) if ((await ownerOf(port, asked.slot)) !== `127.0.0.1:${third}`) return false;
+          return true;
+        }, 10_000, 'every node knowing the moved slot');
 
         // Then `redis-cli --cluster reshard`: the second master's first 1000 slots,
         // with their keys, go to the third while the writers go on.
