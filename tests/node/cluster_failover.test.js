@@ -238,12 +238,16 @@ for (const kind of ['ruvio', 'redis']) {
   describe(`ioredis Cluster through a reshard and a failover on ${kind} nodes`, () => {
     let server;
     let cluster;
+    let writers;
 
     before(async () => {
       server = await startCluster(kind);
     });
+    // Also after a failure or a timeout of the test, which leaves the writers running.
     after(async () => {
+      const stopping = writers && writers.stop();
       if (cluster) cluster.disconnect();
+      await stopping;
       if (server) await server.stop();
     });
 
@@ -257,7 +261,7 @@ for (const kind of ['ruvio', 'redis']) {
         slotsRefreshTimeout: 1000,
       });
       const keys = spreadKeys();
-      const writers = startWriters(cluster, keys);
+      writers = startWriters(cluster, keys);
       try {
         await eventually(() => writers.total() >= 1000, 20_000, 'writes before the reshard');
 
