@@ -304,5 +304,5 @@ async function eventually(check, ms = 10_000, what = 'condition') {
 
 module.exports = {
   targets, startRuvio, startRedis, startRedisCluster, keySlot, shardOfKey, keyOnShard, slotRange,
-  eventually, sleep, rawCommand,
+  eventually, sleep, rawCommand, Server, freePorts, ruvioBin, redisArgv,
 };
