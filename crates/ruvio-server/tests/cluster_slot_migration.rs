@@ -170,16 +170,47 @@ fn start_writer(
     })
 }
 
-#[test]
-fn migrateslots_moves_the_slots_whole_while_a_client_increments() {
+/// Two 1-shard nodes halving the slots (`a` serves 0-8191, `b` the rest),
+/// `a` holding `keys` of the moved slots; the processes live as long as it.
+struct Pair {
+    a: u16,
+    b: u16,
+    nodes: [Node; 2],
+    keys: Vec<String>,
+}
+
+fn pair(name: &str, keys: usize) -> Pair {
     let (a, b) = (free_ports(1, true), free_ports(1, true));
-    let _nodes = [
-        Node::start(a, 1, &unique_dir("slotmig-a")),
-        Node::start(b, 1, &unique_dir("slotmig-b")),
+    let nodes = [
+        Node::start(a, 1, &unique_dir(&format!("{name}-a"))),
+        Node::start(b, 1, &unique_dir(&format!("{name}-b"))),
     ];
     halves(a, b);
-    let keys = keys_in_moved_slots("key:", KEYS);
+    let keys = keys_in_moved_slots("key:", keys);
     fill(a, &keys);
+    Pair { a, b, nodes, keys }
+}
+
+/// CLUSTER MIGRATESLOTS of the moved slots from `port` to node `target`.
+fn migrate_moved(port: u16, target: &str) {
+    let (first, last) = (MOVED_FIRST.to_string(), MOVED_LAST.to_string());
+    ok(
+        port,
+        &[
+            "CLUSTER",
+            "MIGRATESLOTS",
+            "SLOTSRANGE",
+            &first,
+            &last,
+            "NODE",
+            target,
+        ],
+    );
+}
+
+#[test]
+fn migrateslots_moves_the_slots_whole_while_a_client_increments() {
+    let Pair { a, b, nodes, keys } = pair("slotmig", KEYS);
     let written = Instant::now();
     let before = holdings(a, &keys);
     let counters = keys_in_moved_slots("counter:", COUNTERS);
@@ -188,20 +219,8 @@ fn migrateslots_moves_the_slots_whole_while_a_client_increments() {
     std::thread::sleep(Duration::from_millis(300));
 
     let target = myid(b);
-    let range = [MOVED_FIRST.to_string(), MOVED_LAST.to_string()];
     let began = Instant::now();
-    ok(
-        a,
-        &[
-            "CLUSTER",
-            "MIGRATESLOTS",
-            "SLOTSRANGE",
-            &range[0],
-            &range[1],
-            "NODE",
-            &target,
-        ],
-    );
+    migrate_moved(a, &target);
     wait_for("the export succeeds", || match newest_job(a) {
         Some((state, _, _)) if state == "success" => Ok(()),
         Some((state, _, message)) if state == "failed" => panic!("failed: {message}"),
@@ -307,7 +326,7 @@ fn migrateslots_moves_the_slots_whole_while_a_client_increments() {
         "{}",
         show(&reply)
     );
-    let log = std::fs::read_to_string(_nodes[0].dir.join("ruvio.log")).unwrap();
+    let log = std::fs::read_to_string(nodes[0].dir.join("ruvio.log")).unwrap();
     let held = log
         .lines()
         .find(|l| l.contains("handed over"))
@@ -358,12 +377,8 @@ fn migrateslots_moves_slots_between_two_shards_of_one_process() {
 /// Argument checks answer Valkey 9.1's texts.
 #[test]
 fn migrateslots_refuses_what_valkey_refuses() {
-    let (a, b) = (free_ports(1, true), free_ports(1, true));
-    let _nodes = [
-        Node::start(a, 1, &unique_dir("slotmig-args-a")),
-        Node::start(b, 1, &unique_dir("slotmig-args-b")),
-    ];
-    halves(a, b);
+    let nodes = pair("slotmig-args", 0);
+    let (a, b) = (nodes.a, nodes.b);
     let (me, them) = (myid(a), myid(b));
     let unknown = "1".repeat(40);
     let cases: &[(&[&str], &str)] = &[
@@ -457,24 +472,8 @@ fn migrateslots_refuses_what_valkey_refuses() {
 /// then moves the slots.
 #[test]
 fn a_cancelled_job_leaves_the_slots_and_keys_with_the_source() {
-    let (a, b) = (free_ports(1, true), free_ports(1, true));
-    let _nodes = [
-        Node::start(a, 1, &unique_dir("slotmig-cancel-a")),
-        Node::start(b, 1, &unique_dir("slotmig-cancel-b")),
-    ];
-    halves(a, b);
-    let keys = keys_in_moved_slots("key:", 2_000);
-    fill(a, &keys);
-    let target = myid(b);
-    let migrate = [
-        "CLUSTER",
-        "MIGRATESLOTS",
-        "SLOTSRANGE",
-        "0",
-        "99",
-        "NODE",
-        &target,
-    ];
+    let Pair { a, b, keys, .. } = &pair("slotmig-cancel", 2_000);
+    let (a, b, target) = (*a, *b, myid(*b));
     let source_whole = || {
         assert_eq!(keys_in_slots(a), keys.len() as i64);
         let lines = cluster_nodes(a);
@@ -484,7 +483,7 @@ fn a_cancelled_job_leaves_the_slots_and_keys_with_the_source() {
 
     for cancel_on in [a, b] {
         ok(b, &["CLIENT", "PAUSE", "100000", "WRITE"]);
-        ok(a, &migrate);
+        migrate_moved(a, &target);
         wait_for("the target started importing", || match newest_job(b) {
             Some((state, operation, _)) if state == "importing" && operation == "IMPORT" => Ok(()),
             other => Err(format!("{other:?}")),
@@ -507,7 +506,7 @@ fn a_cancelled_job_leaves_the_slots_and_keys_with_the_source() {
         assert_eq!(text(&reply), "value", "{}", show(&reply));
     }
 
-    ok(a, &migrate);
+    migrate_moved(a, &target);
     wait_for("the third job succeeds", || match newest_job(a) {
         Some((state, _, _)) if state == "success" => Ok(()),
         other => Err(format!("{other:?}")),
@@ -526,26 +525,15 @@ fn a_cancelled_job_leaves_the_slots_and_keys_with_the_source() {
 /// them.
 #[test]
 fn a_job_whose_target_dies_leaves_the_source_whole() {
-    let (a, b) = (free_ports(1, true), free_ports(1, true));
-    let mut nodes = [
-        Node::start(a, 1, &unique_dir("slotmig-kill-a")),
-        Node::start(b, 1, &unique_dir("slotmig-kill-b")),
-    ];
-    halves(a, b);
-    let keys = keys_in_moved_slots("key:", 2_000);
-    fill(a, &keys);
+    let Pair {
+        a,
+        b,
+        mut nodes,
+        keys,
+    } = pair("slotmig-kill", 2_000);
     let target = myid(b);
-    let migrate = [
-        "CLUSTER",
-        "MIGRATESLOTS",
-        "SLOTSRANGE",
-        "0",
-        "99",
-        "NODE",
-        &target,
-    ];
     ok(b, &["CLIENT", "PAUSE", "100000", "WRITE"]);
-    ok(a, &migrate);
+    migrate_moved(a, &target);
     wait_for("the target started importing", || match newest_job(b) {
         Some((state, _, _)) if state == "importing" => Ok(()),
         other => Err(format!("{other:?}")),
@@ -563,7 +551,7 @@ fn a_job_whose_target_dies_leaves_the_source_whole() {
     wait_for("the cluster whole again", || {
         common::cluster_process::agree(&[a, b], 2)
     });
-    ok(a, &migrate);
+    migrate_moved(a, &target);
     wait_for("the next job succeeds", || match newest_job(a) {
         Some((state, _, _)) if state == "success" => Ok(()),
         Some((state, _, message)) if state == "failed" => panic!("failed: {message}"),
@@ -579,28 +567,10 @@ fn a_job_whose_target_dies_leaves_the_source_whole() {
 /// `-MOVED` to it.
 #[test]
 fn the_handover_holds_writes_to_the_moved_slots_only() {
-    let (a, b) = (free_ports(1, true), free_ports(1, true));
-    let _nodes = [
-        Node::start(a, 1, &unique_dir("slotmig-hold-a")),
-        Node::start(b, 1, &unique_dir("slotmig-hold-b")),
-    ];
-    halves(a, b);
-    let keys = keys_in_moved_slots("key:", 200);
-    fill(a, &keys);
-    let target = myid(b);
+    let Pair { a, b, keys, .. } = &pair("slotmig-hold", 200);
+    let (a, b, target) = (*a, *b, myid(*b));
     ok(b, &["CLIENT", "PAUSE", "100000", "WRITE"]);
-    ok(
-        a,
-        &[
-            "CLUSTER",
-            "MIGRATESLOTS",
-            "SLOTSRANGE",
-            "0",
-            "99",
-            "NODE",
-            &target,
-        ],
-    );
+    migrate_moved(a, &target);
     wait_for("the source is handing over", || match newest_job(a) {
         Some((state, _, _)) if state == "handing-over" => Ok(()),
         other => Err(format!("{other:?}")),
