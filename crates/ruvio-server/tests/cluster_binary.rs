@@ -418,19 +418,7 @@ fn redis_cli_cluster_create_builds_a_cluster_of_shard_nodes() {
     let _node = Node::start(first, 3, &unique_dir("create"));
     let ports = [first, first + 1, first + 2];
     let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-    let out = Command::new(&cli)
-        .args(["--cluster", "create"])
-        .args(&addresses)
-        .arg("--cluster-yes")
-        .output()
-        .expect("redis-cli");
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(said.contains("[OK] All 16384 slots covered."), "{said}");
+    common::cluster_tools::create(&cli, &addresses, &[]);
     wait_for("the created cluster", || agree(&ports, 3));
     let epochs: std::collections::BTreeSet<u64> = cluster_nodes(first)
         .iter()

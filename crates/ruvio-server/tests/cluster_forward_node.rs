@@ -33,7 +33,6 @@ use common::cluster_tools::{
     stop_writer,
 };
 use common::*;
-use std::process::Command;
 
 /// Connections to `port`, one on each of the process's two shards (CLIENT
 /// INFO's `io-thread` names the shard a connection landed on).
@@ -118,18 +117,7 @@ fn forward_mode_processes_are_one_node_each_in_a_cluster_with_redis_server() {
     }
 
     let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-    let out = Command::new(&cli)
-        .args(["--cluster", "create"])
-        .args(&addresses)
-        .arg("--cluster-yes")
-        .output()
-        .expect("redis-cli");
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::cluster_tools::create(&cli, &addresses, &[]);
     wait_for("the created cluster", || agree(&ports, 4));
     check_whole(&cli, ruvio_ports[1]).unwrap_or_else(|e| panic!("{e}"));
     // Each shard of a process shows the same view of the cluster.

@@ -272,18 +272,7 @@ fn a_cluster_across_three_hosts_reshards_and_survives_a_host_s_kill_9() {
             ]
         })
         .collect();
-    let out = Command::new(&cli)
-        .args(["--cluster", "create"])
-        .args(&addresses)
-        .args(["--cluster-replicas", "1", "--cluster-yes"])
-        .output()
-        .expect("redis-cli");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("[OK] All 16384 slots covered."),
-        "create: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::cluster_tools::create(&cli, &addresses, &["--cluster-replicas", "1"]);
     let (first, second) = (hosts[0].address.clone(), hosts[1].address.clone());
     wait_until("the cluster whole", || check_whole_at(&cli, &first, port));
 

@@ -122,6 +122,26 @@ pub fn reshard_at(cli: &std::path::Path, from: (&str, u16), to: (&str, u16), slo
     );
 }
 
+/// `redis-cli --cluster create` of the nodes at `addresses` (`host:port`)
+/// with `extra` options (`--cluster-replicas 1` ...), answering yes; its
+/// output, once it says every slot is covered.
+pub fn create(cli: &std::path::Path, addresses: &[String], extra: &[&str]) -> String {
+    let out = Command::new(cli)
+        .args(["--cluster", "create"])
+        .args(addresses)
+        .args(extra)
+        .arg("--cluster-yes")
+        .output()
+        .expect("redis-cli");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && said.contains("[OK] All 16384 slots covered."),
+        "create: {said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    said
+}
+
 /// `redis-cli --cluster check` from `port` finds the cluster whole: every
 /// slot covered, the nodes agreeing, no slot left open.
 pub fn check_whole(cli: &std::path::Path, port: u16) -> Result<(), String> {
