@@ -95,12 +95,15 @@ def one_way(args: argparse.Namespace, ruvio: bl.ServerSpec, tags: dict[int, str]
     try:
         mr.form_cluster(source, target)
         mr.fill(args, source, tags)
+        host0 = bl.host_snapshot()
         if way == "migrateslots":
             out = migrateslots(args, source, target)
         else:
             out = {"seconds": mr.reshard(args, source, target)}
         out["keys_per_s"] = args.keys / out["seconds"]
         out["check"] = mr.check(args, source, target)
+        # The servers' and the generator's CPU and the host's steal time.
+        out.update(bl.host_since(host0, servers=[source, target]))
         return out
     finally:
         target.stop()
