@@ -14,8 +14,10 @@
 //!   GETKEYSINSLOT find a slot's keys from either shard; PUBLISH on either
 //!   shard reaches every node's subscribers over the bus, once.
 //! - CLUSTER subcommands that change the node, sent to either shard, change
-//!   the one node, and a key of the new slots is served at once on both; the
-//!   node restarted is the same node from its nodes.conf.
+//!   the one node, and a key of the new slots is served at once on both; a
+//!   script reaches undeclared keys of the node's slots from either shard and
+//!   is refused a slot the node does not serve; the node restarted is the same
+//!   node from its nodes.conf.
 //! - SETSLOT's walk of a slot out of a forward-mode node and one into it
 //!   (`-ASK`, `-TRYAGAIN`, ASKING, the errors), sent to either shard, answers
 //!   as a redis-server node's.
@@ -290,6 +292,19 @@ fn cluster_changes_sent_to_either_shard_change_the_one_node() {
             reply => Err(show(&reply)),
         }
     });
+    // A script's undeclared key: one of the node's slots is served from
+    // either shard, wherever inside the node it lives; one of a slot the
+    // node does not serve is refused, as by a redis-server node.
+    for conn in [&mut first, &mut second] {
+        let reply = conn.cmd(&["EVAL", "return redis.call('GET', 'bar')", "0"]);
+        assert_eq!(text(&reply), "bar-1");
+        let reply = conn.cmd(&["EVAL", "return redis.call('GET', 'foo')", "0"]);
+        assert!(
+            reply.starts_with(b"-ERR Script attempted to access a non local key in a cluster node"),
+            "{}",
+            show(&reply)
+        );
+    }
     // The errors of a subcommand asked of shard 0 come back as its own.
     for conn in [&mut first, &mut second] {
         let reply = conn.cmd(&["CLUSTER", "ADDSLOTS", "0"]);

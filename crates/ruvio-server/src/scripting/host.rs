@@ -199,6 +199,11 @@ impl<S: ServerState> Host<S> {
 }
 
 impl<S: ServerState> Host<S> {
+    /// A node of the cluster bus (its slots are the membership's).
+    fn is_node(&self) -> bool {
+        matches!(self.slots, LocalSlots::Node(_))
+    }
+
     /// What the script lock reads of the server, for this shard.
     fn script_server(&self) -> crate::mesh::script_lock::Server<'_> {
         crate::mesh::script_lock::Server {
@@ -309,21 +314,21 @@ impl<S: ServerState> ScriptHost for Host<S> {
     }
 
     fn reach(&self, engine: &mut Engine, call: Reaching<'_>) -> Reach {
+        // Redis Cluster's rule: a node's scripts see its own slots only.
+        let local = |key: &&[u8]| {
+            let slot = ruvio_engine::slot::key_slot(key);
+            self.slots.contains(slot)
+        };
         match self.mode {
+            // A forward-mode node: its slots, wherever inside it they are.
+            PortMode::Forward if self.is_node() && !call.keys.iter().all(local) => Reach::Refused,
             PortMode::Forward => {
                 crate::mesh::script_lock::reach(self.script_server(), engine, call)
             }
-            // Redis Cluster's rule: a node's scripts see its own slots only.
-            PortMode::PerShard => {
-                let local = |key: &&[u8]| {
-                    let slot = ruvio_engine::slot::key_slot(key);
-                    self.slots.contains(slot)
-                };
-                match call.keys.iter().all(local) {
-                    true => Reach::Here,
-                    false => Reach::Refused,
-                }
-            }
+            PortMode::PerShard => match call.keys.iter().all(local) {
+                true => Reach::Here,
+                false => Reach::Refused,
+            },
         }
     }
 }

@@ -608,8 +608,10 @@ pub(super) fn run_local(
                 let (gather, wait) = (ctx.gather, ctx.wait);
                 answers_later(core, client, replies, who, gather, wait);
             }
-            if core.cluster_node.is_some() {
-                // A CLUSTER change on shard 0 of a forward-mode node.
+            if cmd.meta.group == "cluster" && core.cluster_node.is_some() {
+                // What a CLUSTER subcommand changed of the slots on shard 0 of
+                // a forward-mode node reaches the other shards before its reply
+                // reaches the client (the tick publishes the bus's changes).
                 super::node_forward::publish_node_map(core);
             }
             if let Some(gate) = gate {
