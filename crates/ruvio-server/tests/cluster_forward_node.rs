@@ -10,7 +10,8 @@
 //!   range; a plain client gets `-MOVED` and `-CROSSSLOT` byte for byte as
 //!   from the redis-server, on either shard (a MULTI's queued command, a shard
 //!   channel's SSUBSCRIBE and SPUBLISH too,
-//!   EXEC then aborting); COUNTKEYSINSLOT and
+//!   EXEC then aborting; a queue of two slots' commands at EXEC, WATCH of
+//!   another node's key and of two slots); COUNTKEYSINSLOT and
 //!   GETKEYSINSLOT find a slot's keys from either shard; PUBLISH on either
 //!   shard reaches every node's subscribers over the bus, once.
 //! - CLUSTER subcommands that change the node, sent to either shard, change
@@ -190,6 +191,34 @@ fn forward_mode_processes_are_one_node_each_in_a_cluster_with_redis_server() {
     assert!(expected[2].contains("EXECABORT"), "{expected:?}");
     for mut conn in one_on_each_shard(ruvio_ports[1]) {
         assert_eq!(transaction(&mut conn), expected);
+    }
+    // The queue as a whole: commands of two slots of the node make EXEC
+    // answer -CROSSSLOT (the keys on two shards of the process or one); WATCH
+    // of another node's key is redirected, of two slots refused; as on the
+    // redis-server with two slots of its own.
+    let whole_queue = |port: u16, conn: &mut RawConn| -> Vec<String> {
+        let (a, b) = (key_served_by(port, "p"), key_served_by(port, "q"));
+        assert_ne!(slot_of(&a), slot_of(&b));
+        let words: [&[&str]; 5] = [
+            &["MULTI"],
+            &["SET", &a, "1"],
+            &["SET", &b, "2"],
+            &["EXEC"],
+            &["WATCH", &a, &b],
+        ];
+        words.iter().map(|w| show(&conn.cmd(w))).collect()
+    };
+    let expected = whole_queue(redis.port(), &mut RawConn::connect(redis.port()));
+    assert!(expected[3].contains("CROSSSLOT"), "{expected:?}");
+    let watch_moved = RawConn::connect(redis.port()).cmd(&["WATCH", &key]);
+    assert!(
+        watch_moved.starts_with(b"-MOVED "),
+        "{}",
+        show(&watch_moved)
+    );
+    for mut conn in one_on_each_shard(ruvio_ports[1]) {
+        assert_eq!(whole_queue(ruvio_ports[1], &mut conn), expected);
+        assert_eq!(show(&conn.cmd(&["WATCH", &key])), show(&watch_moved));
     }
     // The redis-server's keys are sent there too.
     let theirs = key_served_by(redis.port(), "theirs");

@@ -27,7 +27,6 @@ use super::slot_migration::SlotMigrations;
 use crate::config::Config;
 use crate::serverlog::{log, Level};
 use ruvio_engine::slot::SLOT_COUNT;
-use ruvio_engine::CmdError;
 use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -231,16 +230,6 @@ impl ShardNode {
     pub fn serves(&self, slot: u16) -> bool {
         let myself = self.cluster.myself();
         matches!(self.cluster.slot_owner(slot), Some((name, _, _)) if name == myself)
-    }
-
-    /// [`NodeRoutes::redirect_client`] by this node's map.
-    pub fn redirect_client(
-        &self,
-        slot: u16,
-        write: bool,
-        who: (bool, bool),
-    ) -> Result<(), CmdError> {
-        self.routes.redirect_client(slot, write, who)
     }
 
     /// The slots this node serves, as the shard's scripts read them.

@@ -106,7 +106,7 @@ pub fn run_engine(
     // while it runs is registered after it, by what it wrote
     // ([`adopt_pending_watches`]).
     // A whole-slot migration forwards what writes did to its keys.
-    let exporting = may_write(cmd) && super::slot_export::exporting(core);
+    let exporting = super::slot_export::exporting(core) && may_write(cmd);
     let keys = caller.borrowing
         || !core.blocking.is_empty()
         || watched

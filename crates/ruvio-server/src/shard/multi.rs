@@ -197,11 +197,14 @@ fn cluster_slot(
     args: Args<'_>,
     client: &ClientState,
 ) -> Result<(), CmdError> {
-    if client.master && core.cluster_node.is_some() {
+    if client.master && core.node_routes().is_some() {
         // The master node's stream, as Redis's `mustObeyClient`.
         return Ok(());
     }
     let slot = join_slot(core, cmd, args, None)?;
+    if forward_node(core) {
+        return forward_node_owner(core, slot, || cmd.meta.has(WRITE), client);
+    }
     let keys = || cmd.meta.keys.keys(args).collect();
     let asking = client.asking || cmd.meta.has(ASKING);
     transaction_owner(core, slot, keys, || cmd.meta.has(WRITE), (asking, client))
@@ -223,16 +226,43 @@ fn transaction_owner<'a>(
     check_owner(core, slot, write, client)
 }
 
+/// Forward mode as one node (`shard::node_forward`): the process is the node.
+fn forward_node(core: &ShardCore) -> bool {
+    core.topo.mode == PortMode::Forward && core.node_routes().is_some()
+}
+
+/// [`check_owner`] for a forward-mode node, whose slot in flight only the
+/// shard holding its keys can decide (`-ASK`, `-TRYAGAIN`: a queued command's
+/// `route::node_refusal` asks it, and EXEC runs where the keys are).
+fn forward_node_owner(
+    core: &ShardCore,
+    slot: Option<u16>,
+    write: impl FnOnce() -> bool,
+    client: &ClientState,
+) -> Result<(), CmdError> {
+    let in_flight = |slot: u16| {
+        core.node_routes().is_some_and(|routes| {
+            let map = routes.map();
+            map.slots_in_flight() && (map.migrating_to(slot).is_some() || map.importing(slot))
+        })
+    };
+    match slot {
+        Some(slot) if in_flight(slot) => Ok(()),
+        slot => check_owner(core, slot, write, client),
+    }
+}
+
 /// The slot of `cmd`'s keys joined to `slot` (the keys seen so far), or
 /// CROSSSLOT; on a node of the bus, the first key's slot without an owner
-/// answers `not served` first, in Redis's order. Forward mode: no restriction.
+/// answers `not served` first, in Redis's order. Forward mode without the
+/// bus: no restriction (the process is one Redis).
 fn join_slot(
     core: &ShardCore,
     cmd: &Command,
     args: Args<'_>,
     mut slot: Option<u16>,
 ) -> Result<Option<u16>, CmdError> {
-    if core.topo.mode == PortMode::Forward {
+    if core.topo.mode == PortMode::Forward && core.node_routes().is_none() {
         return Ok(slot);
     }
     for p in cmd.meta.keys.positions(args) {
@@ -241,7 +271,7 @@ fn join_slot(
             Some(s) if s != key_slot => return Err(CmdError::CrossSlot),
             Some(_) => {}
             None => {
-                let node = core.cluster_node.as_deref();
+                let node = core.node_routes();
                 if node.is_some_and(|n| n.slot_route(key_slot) == SlotRoute::Unbound) {
                     return Err(CmdError::SlotNotServed);
                 }
@@ -268,7 +298,7 @@ fn check_owner(
         return Ok(());
     };
     let client_tls = client.tls;
-    if let Some(node) = core.cluster_node.as_deref() {
+    if let Some(node) = core.node_routes() {
         return node.redirect_client(slot, write(), (client.master, client.readonly));
     }
     match core.topo.owner(slot) {
@@ -417,8 +447,10 @@ pub fn exec(
             .collect()
     };
     let asking = client.asking || queued.commands.rows().any(|(cmd, _)| cmd.meta.has(ASKING));
-    let owned =
-        one_slot.and_then(|slot| transaction_owner(core, slot, keys, writes, (asking, client)));
+    let owned = one_slot.and_then(|slot| match forward_node(core) {
+        true => forward_node_owner(core, slot, writes, client),
+        false => transaction_owner(core, slot, keys, writes, (asking, client)),
+    });
     if let Err(e) = owned {
         unwatch(core, client);
         return Err(e);
