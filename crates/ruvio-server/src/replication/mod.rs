@@ -27,6 +27,7 @@ pub mod feed;
 pub mod history;
 pub mod link;
 pub mod link_barrier;
+pub mod link_replicas;
 pub mod load;
 pub mod primary;
 pub mod serve;
@@ -110,7 +111,7 @@ fn writes(meta: &CommandMeta, args: Args<'_>) -> bool {
 pub fn role(history: history::History<'_>, reply: &mut Reply<'_>) {
     match history.master() {
         None => {
-            let replicas = history.primary.replicas();
+            let replicas = history.replicas();
             reply.array(3);
             reply.bulk(b"master");
             reply.int(history.offset() as i64);
@@ -202,11 +203,11 @@ pub fn info(
         }
     }
     let primary = history.primary;
-    let replicas = primary.replicas();
+    let replicas = history.replicas();
     line("connected_slaves", &replicas.len());
     let max_lag = cfg_u64(cfg, "min-replicas-max-lag");
     if cfg_u64(cfg, "min-replicas-to-write") > 0 && max_lag > 0 {
-        let good = primary.good_replicas(now_ms, max_lag);
+        let good = history.good_replicas(now_ms, max_lag);
         line("min_slaves_good_slaves", &good);
     }
     for (i, r) in replicas.iter().enumerate() {
