@@ -99,7 +99,13 @@ impl LinkedReplica {
             ack_offset: self.offset(),
             aof_offset: 0,
             last_ack_ms: self.last_ack_ms(),
-            acks: self.links.iter().flatten().map(|l| l.acks).min().unwrap_or(0),
+            acks: self
+                .links
+                .iter()
+                .flatten()
+                .map(|l| l.acks)
+                .min()
+                .unwrap_or(0),
         }
     }
 }
