@@ -243,6 +243,20 @@ fn the_primary_counts_its_links_as_one_replica(shards: usize) {
     for key in &keys {
         assert_eq!(r.cmd(&["GET", key]), b"$1\r\n1\r\n", "{key} acknowledged");
     }
+    // A write and WAIT in one batch on the key's own shard: WAIT hands the
+    // shard's pending record to its link's history too (before, to the
+    // server's alone: the replica never got it).
+    let mut on_0 = conn_on_shard(&primary, 0);
+    on_0.send(
+        &[
+            encode(&["SET", &keys[0], "batched"]),
+            encode(&["WAIT", "1", "1000"]),
+        ]
+        .concat(),
+    );
+    assert_eq!(on_0.read_reply(), b"+OK\r\n");
+    assert_eq!(on_0.read_reply(), b":1\r\n");
+    assert_eq!(r.cmd(&["GET", &keys[0]]), b"$7\r\nbatched\r\n");
 
     // Its INFO line: the offset is what the replica says it applied (its
     // links' offsets summed) once the links acknowledged it.
