@@ -376,6 +376,44 @@ fn refused_shard_links_fall_back_to_the_single_stream() {
         .contains("(-ERR Unrecognized REPLCONF option: ruvio-shard)"));
 }
 
+/// A replica of a redis-server on the single stream, switched to shard
+/// links at run time: the primary refuses them, and the single stream goes
+/// on from where it was (`+CONTINUE` at its own offset). Before: the links'
+/// handshake set the server's offset to their sum (0), so the single stream
+/// asked to continue from offset 1 and the primary sent its whole backlog
+/// again: every RPUSH applied twice (what a FAILOVER's old primary met once
+/// its hand-over ended, with the links on by default).
+#[test]
+fn refused_links_leave_the_single_streams_offset_alone() {
+    if require_redis_server("refused_links_leave_the_single_streams_offset_alone").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let mut c = redis.raw();
+    let replica = Server::ruvio(PortMode::Forward, 2);
+    follow(&replica, &redis);
+    for i in 0..100 {
+        c.cmd(&["RPUSH", "pushed", &i.to_string()]);
+    }
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    let mut r = replica.raw();
+    let reply = r.cmd(&["CONFIG", "SET", "replica-shard-links", "yes"]);
+    assert_eq!(reply, b"+OK\r\n");
+    wait_for("the links refused", || {
+        replica.logs().contains("the MASTER refused a shard link")
+    });
+    wait_for("the single stream again", || {
+        field(&mut r, "master_link_status") == "up"
+    });
+    for i in 100..150 {
+        c.cmd(&["RPUSH", "pushed", &i.to_string()]);
+    }
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    assert_eq!(r.cmd(&["LLEN", "pushed"]), b":150\r\n");
+    compare_all(&redis, &replica, "after the refused links");
+    assert_eq!(sync_counts(&mut c), (1, 1), "one full sync, one continued");
+}
+
 /// CONFIG SET replica-shard-links at run time: the links are made again at
 /// the next tick, one per shard, and back to the single stream (each a full
 /// sync: the histories differ), the data the primary's all along.
