@@ -390,7 +390,7 @@ fn refused_links_leave_the_single_streams_offset_alone() {
     }
     let redis = Server::redis();
     let mut c = redis.raw();
-    let replica = Server::ruvio(PortMode::Forward, 2);
+    let replica = Server::ruvio_with(PortMode::Forward, 2, &["--replica-shard-links", "no"]);
     follow(&replica, &redis);
     for i in 0..100 {
         c.cmd(&["RPUSH", "pushed", &i.to_string()]);
@@ -422,7 +422,8 @@ fn config_set_switches_between_the_single_stream_and_shard_links() {
     let primary = Server::ruvio(PortMode::Forward, 2);
     let mut p = primary.raw();
     fill(&mut p);
-    let replica = Server::ruvio(PortMode::Forward, 2);
+    // Starts on the single stream whatever the default.
+    let replica = Server::ruvio_with(PortMode::Forward, 2, &["--replica-shard-links", "no"]);
     follow(&replica, &primary);
     assert_eq!(replica_connections(&mut p), 1);
     let mut r = replica.raw();

@@ -7,7 +7,8 @@
 //! into each shard ([`load`]); as a primary, each shard's records for the stream
 //! ([`feed`]), a history's backlog, replicas and a full sync's cut
 //! ([`primary`]; the server's one history in forward mode, each shard node's own
-//! in per-shard mode: [`history`]) and what one shard holds of it ([`serve`]);
+//! in per-shard mode: [`history`]; a Ruvio replica's shard links seen as one
+//! replica: [`link_replicas`]) and what one shard holds of it ([`serve`]);
 //! and the replies and
 //! refusals the commands give from that state ([`refusal`], [`too_few_replicas`],
 //! [`info`], [`role`]). The commands themselves (REPLICAOF, SLAVEOF, ROLE,
@@ -105,7 +106,8 @@ fn writes(meta: &CommandMeta, args: Args<'_>) -> bool {
     }
 }
 
-/// `ROLE`: `master`, its offset and its replicas (none yet), or `slave`, the
+/// `ROLE`: `master`, its offset and its online replicas (a Ruvio replica on
+/// shard links once: [`link_replicas`]), or `slave`, the
 /// primary, the link's state and the offset applied (-1 before the stream).
 /// A primary answers for `history` (a shard node's own, in per-shard mode).
 pub fn role(history: history::History<'_>, reply: &mut Reply<'_>) {
