@@ -2,7 +2,9 @@
 //! docs/replication.md): a Ruvio replica started with `--replica-shard-links
 //! yes`, of a forward-mode Ruvio primary with the same shard count, follows
 //! each primary shard over a link of its own (`REPLCONF ruvio-shard i/n`):
-//! the primary lists one replica connection per shard, each replica shard
+//! the primary lists one replica connection per shard and counts them as
+//! one replica (INFO, ROLE, WAIT, `min-replicas-to-write`; FAILOVER refuses
+//! it), each replica shard
 //! loads its link's RDB and applies its link's stream, and after 8 clients
 //! wrote every kind of write (TTLs, expiring keys, SPOP, INCRBYFLOAT, XADD
 //! `*`, consumer groups, scripts, MULTI/EXEC with SELECT across shards, a
@@ -88,10 +90,10 @@ fn follows_on_shard_links(shards: usize) {
     fill(&mut p);
     let replica = Server::ruvio_with(PortMode::Forward, shards, &SHARD_LINKS);
     follow(&replica, &primary);
-    // One link per shard, none of them counted as a replica of the server's
-    // own history (docs: a Ruvio replica of n links is one replica).
+    // One link per shard, counted as one replica (docs: a Ruvio replica of
+    // n links is one replica; `the_primary_counts_..._as_one_replica`).
     assert_eq!(replica_connections(&mut p), shards);
-    assert_eq!(field(&mut p, "connected_slaves"), "0");
+    assert_eq!(field(&mut p, "connected_slaves"), "1");
     let logs = replica.full_logs();
     assert_eq!(
         count(&logs, "sync: Finished with success"),
@@ -190,6 +192,153 @@ fn four_shards_follow_on_shard_links() {
     follows_on_shard_links(4);
 }
 
+/// The fields of INFO's `slaveN:ip=...,port=...` line, by name.
+fn slave_line(primary: &mut RawConn, n: usize) -> Vec<(String, String)> {
+    field(primary, &format!("slave{n}"))
+        .split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Replica shard `shard` made to sleep (DEBUG SLEEP `seconds`), returned
+/// once it does: a PING on that shard went unanswered for half a second.
+/// Its link neither applies nor acknowledges anything meanwhile.
+fn asleep(replica: &Server, shard: usize, seconds: &str) -> (RawConn, RawConn) {
+    let mut sleeper = conn_on_shard(replica, shard);
+    let mut probe = conn_on_shard(replica, shard);
+    sleeper.send(&encode(&["DEBUG", "SLEEP", seconds]));
+    for _ in 0..20 {
+        probe.send(&encode(&["PING"]));
+        if probe.reply_within(Duration::from_millis(500)).is_none() {
+            return (sleeper, probe);
+        }
+    }
+    panic!("replica shard {shard} never slept");
+}
+
+/// The primary's view of a replica on shard links (docs/replication.md,
+/// "Shard links"): its n links are one replica. INFO says
+/// `connected_slaves:1` and its `slave0` line has its address and port,
+/// `online`, the offset the replica itself reports (the sum of its links')
+/// and the lag; ROLE lists it once; WAIT 1 counts it once every link
+/// acknowledged its own shard's writes, and not while one link's shard
+/// sleeps (a write to that shard then waits); `min-replicas-to-write 1`
+/// takes writes with it attached and answers -NOREPLICAS once it is gone.
+/// FAILOVER cannot hand over to it (it follows no single history): refused.
+fn the_primary_counts_its_links_as_one_replica(shards: usize) {
+    let primary = Server::ruvio(PortMode::Forward, shards);
+    let mut p = primary.raw();
+    fill(&mut p);
+    let replica = Server::ruvio_with(PortMode::Forward, shards, &SHARD_LINKS);
+    follow(&replica, &primary);
+    let mut r = replica.raw();
+    assert_eq!(replica_connections(&mut p), shards);
+    assert_eq!(field(&mut p, "connected_slaves"), "1");
+    let keys = keys_per_shard("acked:", shards);
+    for key in &keys {
+        assert_eq!(p.cmd(&["SET", key, "1"]), b"+OK\r\n");
+    }
+    assert_eq!(p.cmd(&["WAIT", "1", "1000"]), b":1\r\n");
+    for key in &keys {
+        assert_eq!(r.cmd(&["GET", key]), b"$1\r\n1\r\n", "{key} acknowledged");
+    }
+    // A write and WAIT in one batch on the key's own shard: WAIT hands the
+    // shard's pending record to its link's history too (before, to the
+    // server's alone: the replica never got it).
+    let mut on_0 = conn_on_shard(&primary, 0);
+    on_0.send(
+        &[
+            encode(&["SET", &keys[0], "batched"]),
+            encode(&["WAIT", "1", "1000"]),
+        ]
+        .concat(),
+    );
+    assert_eq!(on_0.read_reply(), b"+OK\r\n");
+    assert_eq!(on_0.read_reply(), b":1\r\n");
+    assert_eq!(r.cmd(&["GET", &keys[0]]), b"$7\r\nbatched\r\n");
+
+    // Its INFO line: the offset is what the replica says it applied (its
+    // links' offsets summed) once the links acknowledged it.
+    let port = replica.port().to_string();
+    wait_for("slave0's offset is the replica's own", || {
+        let line = slave_line(&mut p, 0);
+        line.get(3).map(|(_, offset)| offset.clone()) == Some(field(&mut r, "slave_repl_offset"))
+    });
+    let line = slave_line(&mut p, 0);
+    let names: Vec<&str> = line.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["ip", "port", "state", "offset", "lag"], "{line:?}");
+    assert_eq!(line[0].1, "127.0.0.1");
+    assert_eq!(line[1].1, port);
+    assert_eq!(line[2].1, "online");
+    let lag: u64 = line[4].1.parse().expect("lag");
+    assert!(lag <= 1, "lag {lag}");
+    assert_eq!(field(&mut p, "slave1"), "", "one replica line");
+    let Value::Array(role) = decode(&p.cmd(&["ROLE"])) else {
+        panic!("ROLE")
+    };
+    assert_eq!(role[0].text(), "master");
+    let Value::Array(listed) = &role[2] else {
+        panic!("ROLE's replicas: {:?}", role[2])
+    };
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let Value::Array(entry) = &listed[0] else {
+        panic!("ROLE's replica: {:?}", listed[0])
+    };
+    assert_eq!(
+        (entry[0].text(), entry[1].text()),
+        ("127.0.0.1".into(), port.clone())
+    );
+    let offset: u64 = entry[2].text().parse().expect("ROLE's offset");
+    assert!(offset > 0);
+
+    // One link's shard asleep: a write to its shard is not acknowledged,
+    // however far the other links got.
+    let paused = shards - 1;
+    let (mut sleeper, mut probe) = asleep(&replica, paused, "3");
+    for key in &keys {
+        assert_eq!(p.cmd(&["SET", key, "2"]), b"+OK\r\n");
+    }
+    assert_eq!(p.cmd(&["WAIT", "1", "500"]), b":0\r\n");
+    assert_eq!(sleeper.read_reply(), b"+OK\r\n");
+    assert_eq!(probe.read_reply(), b"+PONG\r\n");
+    assert_eq!(p.cmd(&["WAIT", "1", "2000"]), b":1\r\n");
+
+    // FAILOVER's hand-over continues the server's one history, which the
+    // links do not follow.
+    let refused = b"-ERR FAILOVER needs a replica of the single stream: replicas on shard links cannot take over.\r\n";
+    assert_eq!(p.cmd(&["FAILOVER", "TO", "127.0.0.1", &port]), refused);
+    assert_eq!(p.cmd(&["FAILOVER"]), refused);
+    assert_eq!(field(&mut p, "master_failover_state"), "no-failover");
+
+    let set = |p: &mut RawConn| p.cmd(&["SET", "guarded", "x"]);
+    assert_eq!(
+        p.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(field(&mut p, "min_slaves_good_slaves"), "1");
+    // Shard 0's tick has judged the setting by now.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(set(&mut p), b"+OK\r\n");
+    drop((r, sleeper, probe));
+    drop(replica);
+    wait_for("-NOREPLICAS without the replica", || {
+        set(&mut p) == b"-NOREPLICAS Not enough good replicas to write.\r\n"
+    });
+    assert_eq!(field(&mut p, "connected_slaves"), "0");
+    assert_eq!(field(&mut p, "min_slaves_good_slaves"), "0");
+}
+
+#[test]
+fn the_primary_counts_2_links_as_one_replica() {
+    the_primary_counts_its_links_as_one_replica(2);
+}
+
+#[test]
+fn the_primary_counts_4_links_as_one_replica() {
+    the_primary_counts_its_links_as_one_replica(4);
+}
+
 /// A primary of another shard count refuses the links (`ruvio-shard needs a
 /// forward-mode primary of 2 shards`), and a redis-server does not know the
 /// option: the replica follows over the single stream, as one replica.
@@ -227,6 +376,44 @@ fn refused_shard_links_fall_back_to_the_single_stream() {
         .contains("(-ERR Unrecognized REPLCONF option: ruvio-shard)"));
 }
 
+/// A replica of a redis-server on the single stream, switched to shard
+/// links at run time: the primary refuses them, and the single stream goes
+/// on from where it was (`+CONTINUE` at its own offset). Before: the links'
+/// handshake set the server's offset to their sum (0), so the single stream
+/// asked to continue from offset 1 and the primary sent its whole backlog
+/// again: every RPUSH applied twice (what a FAILOVER's old primary met once
+/// its hand-over ended, with the links on by default).
+#[test]
+fn refused_links_leave_the_single_streams_offset_alone() {
+    if require_redis_server("refused_links_leave_the_single_streams_offset_alone").is_none() {
+        return;
+    }
+    let redis = Server::redis();
+    let mut c = redis.raw();
+    let replica = Server::ruvio_with(PortMode::Forward, 2, &["--replica-shard-links", "no"]);
+    follow(&replica, &redis);
+    for i in 0..100 {
+        c.cmd(&["RPUSH", "pushed", &i.to_string()]);
+    }
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    let mut r = replica.raw();
+    let reply = r.cmd(&["CONFIG", "SET", "replica-shard-links", "yes"]);
+    assert_eq!(reply, b"+OK\r\n");
+    wait_for("the links refused", || {
+        replica.logs().contains("the MASTER refused a shard link")
+    });
+    wait_for("the single stream again", || {
+        field(&mut r, "master_link_status") == "up"
+    });
+    for i in 100..150 {
+        c.cmd(&["RPUSH", "pushed", &i.to_string()]);
+    }
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    assert_eq!(r.cmd(&["LLEN", "pushed"]), b":150\r\n");
+    compare_all(&redis, &replica, "after the refused links");
+    assert_eq!(sync_counts(&mut c), (1, 1), "one full sync, one continued");
+}
+
 /// CONFIG SET replica-shard-links at run time: the links are made again at
 /// the next tick, one per shard, and back to the single stream (each a full
 /// sync: the histories differ), the data the primary's all along.
@@ -235,7 +422,8 @@ fn config_set_switches_between_the_single_stream_and_shard_links() {
     let primary = Server::ruvio(PortMode::Forward, 2);
     let mut p = primary.raw();
     fill(&mut p);
-    let replica = Server::ruvio(PortMode::Forward, 2);
+    // Starts on the single stream whatever the default.
+    let replica = Server::ruvio_with(PortMode::Forward, 2, &["--replica-shard-links", "no"]);
     follow(&replica, &primary);
     assert_eq!(replica_connections(&mut p), 1);
     let mut r = replica.raw();
@@ -424,6 +612,23 @@ fn cross_shard_groups_of_4_shards_beside_their_owners_writes_end_equal() {
     groups_beside_their_owners_writes(4);
 }
 
+/// `per_shard` keys of each of two shards, `prefix0`, `prefix1` ... in
+/// order, none written yet.
+fn fresh_keys(prefix: &str, per_shard: usize) -> [Vec<String>; 2] {
+    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for i in 0.. {
+        let key = format!("{prefix}{i}");
+        let shard = shard_of_key(&key, 2);
+        if fresh[shard].len() < per_shard {
+            fresh[shard].push(key);
+        }
+        if fresh.iter().all(|keys| keys.len() == per_shard) {
+            break;
+        }
+    }
+    fresh
+}
+
 /// The replica attaches while each primary shard runs transactions over a
 /// fresh key of each shard (every key written by one group only, so a group
 /// lost or applied twice shows): each link cuts its shard at its own moment,
@@ -431,18 +636,7 @@ fn cross_shard_groups_of_4_shards_beside_their_owners_writes_end_equal() {
 #[test]
 fn a_full_sync_amid_cross_shard_groups_ends_equal() {
     let primary = Server::ruvio(PortMode::Forward, 2);
-    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
-    for i in 0.. {
-        let key = format!("fresh:{i}");
-        let shard = shard_of_key(&key, 2);
-        if fresh[shard].len() < 20_000 {
-            fresh[shard].push(key);
-        }
-        if fresh.iter().all(|keys| keys.len() == 20_000) {
-            break;
-        }
-    }
-    let fresh = std::sync::Arc::new(fresh);
+    let fresh = std::sync::Arc::new(fresh_keys("fresh:", 20_000));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let threads: Vec<_> = (0..2)
         .map(|shard| {
@@ -492,17 +686,7 @@ fn lone_link_full_sync(sleeping: usize) {
     let mut p = primary.raw();
     let replica = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
     follow(&replica, &primary);
-    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
-    for i in 0.. {
-        let key = format!("missed:{i}");
-        let shard = shard_of_key(&key, 2);
-        if fresh[shard].len() < 2_000 {
-            fresh[shard].push(key);
-        }
-        if fresh.iter().all(|keys| keys.len() == 2_000) {
-            break;
-        }
-    }
+    let fresh = fresh_keys("missed:", 2_000);
     let mut sleeper = conn_on_shard(&replica, sleeping);
     sleeper.send(&encode(&["DEBUG", "SLEEP", "2"]));
     std::thread::sleep(Duration::from_millis(50));

@@ -152,6 +152,10 @@ pub trait Server: config::Configured {
     /// This shard's part of replication: its feed of the records it wrote,
     /// the replicas it hosts (PSYNC's attach, WAIT's flush of the feed).
     fn replication_part(&mut self) -> &mut crate::replication::serve::ShardPart;
+    /// Hand this shard's pending records to every history that takes them
+    /// (the server's, and this shard's own while a shard link follows it),
+    /// as the loop does before replies leave: WAIT reads the offsets after.
+    fn flush_replication_feed(&mut self);
     /// Record a command for the replicas only, not the log (FUNCTION's changes,
     /// which the shard's own file keeps).
     fn feed_replicas(&mut self, db: usize, argv: &mut dyn Iterator<Item = &[u8]>);

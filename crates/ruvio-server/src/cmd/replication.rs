@@ -46,6 +46,9 @@ pub const COMMANDS: &[ServerCommand] = &[
 #[derive(Clone, Debug)]
 pub struct WaitReplicas {
     pub offset: u64,
+    /// Each shard's own history's offset when WAIT ran (what a replica on
+    /// shard links must acknowledge on each link; empty: none counts).
+    pub link_offsets: Vec<u64>,
     pub replicas: usize,
     pub deadline_ms: u64,
     /// WAITAOF: the logs to wait for, and its reply's shape.
@@ -249,6 +252,11 @@ fn shard_link<S: Server>(ctx: &mut Ctx<'_, S>, value: &[u8]) -> Result<(), CmdEr
     Ok(())
 }
 
+/// FAILOVER's refusal of a replica on shard links (Ruvio's own: Redis has
+/// no such replica), as the target or as the only replicas there are.
+const ON_SHARD_LINKS: &str =
+    "ERR FAILOVER needs a replica of the single stream: replicas on shard links cannot take over.";
+
 /// `FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]`: writes pause on every
 /// shard, and once a replica (the one named) acknowledged every byte, this
 /// server follows it and asks it to take over (`PSYNC ... FAILOVER`); shard 0's
@@ -301,8 +309,13 @@ fn failover<S: Server>(
     if state.follows_a_primary() {
         return Err(line("ERR FAILOVER is not valid when server is a replica."));
     }
+    // Only a replica of the server's one stream can take over: the
+    // hand-over asks it to continue that history (`PSYNC <replid> <offset>
+    // FAILOVER`), which a replica on shard links does not follow (each link
+    // follows its shard's own).
     let replicas = state.primary.replicas();
-    if replicas.is_empty() {
+    let linked = crate::replication::link_replicas::linked_replicas(state);
+    if replicas.is_empty() && linked.is_empty() {
         return Err(line("ERR FAILOVER requires connected replicas."));
     }
     if force && (timeout_ms == 0 || target.is_none()) {
@@ -316,7 +329,13 @@ fn failover<S: Server>(
                 .iter()
                 .find(|r| r.ip.eq_ignore_ascii_case(&host) && i64::from(r.port) == port);
             let Some(replica) = replica else {
-                return Err(line("ERR FAILOVER target HOST and PORT is not a replica."));
+                let on_links = linked
+                    .iter()
+                    .any(|r| r.ip.eq_ignore_ascii_case(&host) && i64::from(r.port) == port);
+                return Err(line(match on_links {
+                    true => ON_SHARD_LINKS,
+                    false => "ERR FAILOVER target HOST and PORT is not a replica.",
+                }));
             };
             if replica.state != "online" {
                 return Err(line("ERR FAILOVER target replica is not online."));
@@ -327,6 +346,7 @@ fn failover<S: Server>(
             );
             Some((host, replica.port))
         }
+        None if replicas.is_empty() => return Err(line(ON_SHARD_LINKS)),
         None => {
             crate::serverlog::log(
                 crate::serverlog::Level::Notice,
@@ -365,13 +385,18 @@ fn wait<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
     }
     // What this shard recorded goes to the backlog now, so the offset counts it.
     let offset = offset_after_flush(ctx);
-    let acked = history_of(ctx.core).primary.acked_at_least(offset);
+    let history = history_of(ctx.core);
+    // A replica on shard links counts once each link acknowledged its own
+    // shard's history as it stands now.
+    let link_offsets = history.link_offsets();
+    let acked = history.acked_at_least(offset, &link_offsets);
     if ctx.client.in_exec || acked as i64 >= replicas {
         reply.int(acked as i64);
         return Ok(());
     }
     ctx.wait = Some(WaitReplicas {
         offset,
+        link_offsets,
         replicas: replicas as usize,
         deadline_ms: deadline(ctx.core.now_ms(), timeout),
         aof: None,
@@ -387,18 +412,12 @@ fn deadline(now_ms: u64, timeout_ms: i64) -> u64 {
 }
 
 /// The replication offset after this shard's pending records went to the
-/// backlog (the offset a WAIT or WAITAOF of this client waits for).
+/// backlogs (the offset a WAIT or WAITAOF of this client waits for). Through
+/// the loop's own path: a shard link's history takes them too, and the
+/// server's passes its barriers (a cut holding this shard's records keeps
+/// them, as it does the loop's).
 fn offset_after_flush<S: Server>(ctx: &mut Ctx<'_, S>) -> u64 {
-    let history = history_of(ctx.core);
-    if !history
-        .primary
-        .holding(history.part_of(ctx.core.shard_id()))
-    {
-        if let Some(flushed) = ctx.core.replication_part().feed.take() {
-            let history = history_of(ctx.core);
-            history.primary.append(flushed, history.offset_counter());
-        }
-    }
+    ctx.core.flush_replication_feed();
     history_of(ctx.core).offset()
 }
 
@@ -473,6 +492,8 @@ fn waitaof<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_
     }
     ctx.wait = Some(WaitReplicas {
         offset,
+        // Replicas on shard links keep no log: WAITAOF counts none of them.
+        link_offsets: Vec::new(),
         replicas: replicas as usize,
         deadline_ms: deadline(ctx.core.now_ms(), timeout),
         aof: Some(crate::replication::serve::AofWait {

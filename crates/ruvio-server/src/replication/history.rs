@@ -10,7 +10,8 @@
 //! records, cuts, serves and answers (`shard::primary`, `cmd::replication`,
 //! ROLE, INFO) takes a [`History`] and does not know which of the two it is.
 
-use super::primary::Primary;
+use super::link_replicas::{self, LinkedReplica};
+use super::primary::{Primary, ReplicaInfo};
 use super::state::{new_replid, State, NO_REPLID};
 use crate::config::PortMode;
 use std::sync::atomic::Ordering::Relaxed;
@@ -307,6 +308,54 @@ impl<'a> History<'a> {
     pub fn part_of(&self, shard: usize) -> usize {
         debug_assert!(shard >= self.first && shard < self.first + self.count);
         shard - self.first
+    }
+
+    /// The replicas of this history as INFO and ROLE list them: its own
+    /// connections and, for the server's history, one per Ruvio replica on
+    /// shard links (its links follow the shards' own histories:
+    /// [`super::link_replicas`]).
+    pub fn replicas(&self) -> Vec<ReplicaInfo> {
+        let mut replicas = self.primary.replicas();
+        if self.node.is_none() {
+            let linked = link_replicas::linked_replicas(self.state);
+            replicas.extend(linked.iter().map(LinkedReplica::as_info));
+        }
+        replicas
+    }
+
+    /// What a WAIT called now waits for on each shard link: each shard's own
+    /// history's offset (none for a shard node's history).
+    pub fn link_offsets(&self) -> Vec<u64> {
+        match self.node {
+            None => link_replicas::link_offsets(self.state),
+            Some(_) => Vec::new(),
+        }
+    }
+
+    /// Replicas that acknowledged `offset` of this history, those on shard
+    /// links each of their links its shard's `link_offsets` (WAIT).
+    pub fn acked_at_least(&self, offset: u64, link_offsets: &[u64]) -> usize {
+        let own = self.primary.acked_at_least(offset);
+        match (self.node, link_offsets.is_empty()) {
+            (None, false) => {
+                let linked = link_replicas::linked_replicas(self.state);
+                own + linked.iter().filter(|r| r.acked(link_offsets)).count()
+            }
+            _ => own,
+        }
+    }
+
+    /// Online replicas heard from within `max_lag_s` seconds, one on shard
+    /// links counting when every link was (`min-replicas-to-write`).
+    pub fn good_replicas(&self, now_ms: u64, max_lag_s: u64) -> usize {
+        let own = self.primary.good_replicas(now_ms, max_lag_s);
+        match self.node {
+            None => {
+                let linked = link_replicas::linked_replicas(self.state);
+                own + linked.iter().filter(|r| r.good(now_ms, max_lag_s)).count()
+            }
+            Some(_) => own,
+        }
     }
 
     /// Writes are refused for want of replicas (`min-replicas-to-write`).

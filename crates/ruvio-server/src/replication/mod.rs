@@ -7,7 +7,8 @@
 //! into each shard ([`load`]); as a primary, each shard's records for the stream
 //! ([`feed`]), a history's backlog, replicas and a full sync's cut
 //! ([`primary`]; the server's one history in forward mode, each shard node's own
-//! in per-shard mode: [`history`]) and what one shard holds of it ([`serve`]);
+//! in per-shard mode: [`history`]; a Ruvio replica's shard links seen as one
+//! replica: [`link_replicas`]) and what one shard holds of it ([`serve`]);
 //! and the replies and
 //! refusals the commands give from that state ([`refusal`], [`too_few_replicas`],
 //! [`info`], [`role`]). The commands themselves (REPLICAOF, SLAVEOF, ROLE,
@@ -27,6 +28,7 @@ pub mod feed;
 pub mod history;
 pub mod link;
 pub mod link_barrier;
+pub mod link_replicas;
 pub mod load;
 pub mod primary;
 pub mod serve;
@@ -104,13 +106,14 @@ fn writes(meta: &CommandMeta, args: Args<'_>) -> bool {
     }
 }
 
-/// `ROLE`: `master`, its offset and its replicas (none yet), or `slave`, the
+/// `ROLE`: `master`, its offset and its online replicas (a Ruvio replica on
+/// shard links once: [`link_replicas`]), or `slave`, the
 /// primary, the link's state and the offset applied (-1 before the stream).
 /// A primary answers for `history` (a shard node's own, in per-shard mode).
 pub fn role(history: history::History<'_>, reply: &mut Reply<'_>) {
     match history.master() {
         None => {
-            let replicas = history.primary.replicas();
+            let replicas = history.replicas();
             reply.array(3);
             reply.bulk(b"master");
             reply.int(history.offset() as i64);
@@ -202,11 +205,11 @@ pub fn info(
         }
     }
     let primary = history.primary;
-    let replicas = primary.replicas();
+    let replicas = history.replicas();
     line("connected_slaves", &replicas.len());
     let max_lag = cfg_u64(cfg, "min-replicas-max-lag");
     if cfg_u64(cfg, "min-replicas-to-write") > 0 && max_lag > 0 {
-        let good = primary.good_replicas(now_ms, max_lag);
+        let good = history.good_replicas(now_ms, max_lag);
         line("min_slaves_good_slaves", &good);
     }
     for (i, r) in replicas.iter().enumerate() {

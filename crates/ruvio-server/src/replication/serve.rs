@@ -116,6 +116,9 @@ pub struct WaitFor {
     pub seq: u64,
     /// The offset its writes reached.
     pub offset: u64,
+    /// Each shard's own history's offset then, for replicas on shard links
+    /// (`replication::link_replicas`; empty: none counts).
+    pub link_offsets: Vec<u64>,
     pub replicas: usize,
     /// Unix ms it gives up at (0: never).
     pub deadline_ms: u64,

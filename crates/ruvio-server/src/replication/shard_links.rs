@@ -216,6 +216,12 @@ impl ShardLinks {
         self.books[shard].set_state(LinkState::Connect);
     }
 
+    /// Some link follows a history of its primary shard (it synced, or
+    /// continued one): the server's offset is the links' then.
+    pub fn followed(&self) -> bool {
+        self.books.iter().any(|b| !b.replid().is_empty())
+    }
+
     /// The primary of REPLICAOF epoch `epoch` refused `REPLCONF ruvio-shard`.
     pub fn refuse(&self, epoch: u64) {
         self.refused_epoch.store(epoch, Relaxed);
@@ -256,7 +262,9 @@ mod tests {
     #[test]
     fn overall_is_the_worst_state_and_the_summed_offset() {
         let links = ShardLinks::new(3);
+        assert!(!links.followed(), "no link has a history yet");
         links.book(0).full_sync(&"a".repeat(40), 100);
+        assert!(links.followed());
         links.book(1).full_sync(&"b".repeat(40), 50);
         links.book(2).full_sync(&"c".repeat(40), 7);
         for book in links.books() {
@@ -275,5 +283,6 @@ mod tests {
         links.forget_all();
         assert_eq!(links.overall(), (LinkState::Connect, 0));
         assert!(links.books().iter().all(|b| b.replid().is_empty()));
+        assert!(!links.followed());
     }
 }

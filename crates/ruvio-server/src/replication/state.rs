@@ -709,11 +709,19 @@ impl State {
 
     /// Shard `shard`'s link changed state: the server's link is the worst
     /// of its links' (see `shard_links`).
+    ///
+    /// The offset becomes the links' sum only once they have a history (a
+    /// link synced or continued one): until then it is the server's own
+    /// history's, which the single stream continues if the primary refuses
+    /// the links (a sum of 0 there asked a redis-server to send its whole
+    /// backlog again, every command of it applied twice).
     pub fn shard_link_state(&self, shard: usize, link: LinkState, now_ms: u64) {
         self.shard_links.book(shard).set_state_at(link, now_ms);
         let (worst, offset) = self.shard_links.overall();
         self.set_link(worst, now_ms);
-        self.offset.store(offset, Relaxed);
+        if self.shard_links.followed() {
+            self.offset.store(offset, Relaxed);
+        }
     }
 
     /// Shard `shard`'s link began a full sync of its primary shard's

@@ -690,6 +690,7 @@ fn answers_later(
             who,
             seq,
             offset: w.offset,
+            link_offsets: w.link_offsets,
             replicas: w.replicas,
             deadline_ms: w.deadline_ms,
             aof: w.aof,

@@ -197,6 +197,10 @@ impl Server for ShardCore {
         &mut self.replication
     }
 
+    fn flush_replication_feed(&mut self) {
+        crate::shard::primary::flush_feed(self);
+    }
+
     #[inline]
     fn feed_replicas(&mut self, db: usize, argv: &mut dyn Iterator<Item = &[u8]>) {
         self.replication.feed.record(db, argv);

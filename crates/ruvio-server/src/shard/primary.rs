@@ -184,27 +184,12 @@ impl Shard {
         }
         write_part(core);
         serve_replicas(core, &mut self.conns, (history, node), more_waiting);
-        answer_waits(core, &mut self.conns, primary);
+        answer_waits(core, &mut self.conns, history);
     }
 
     /// Hand this shard's records to the backlog now (before replies leave it).
     pub(super) fn flush_feed(&mut self) {
-        if self.core.replication.feed.is_empty() {
-            return;
-        }
-        let shared = self.core.shared.clone();
-        let mode = self.core.cfg.port_mode;
-        let history = shared.replication.history(self.core.id, mode);
-        let node = shared.replication.node_history(self.core.id);
-        let link = (mode == PortMode::Forward && node.primary.active()).then_some(node);
-        // This shard's own replicas need no ring: their unsent bytes keep its
-        // loop from sleeping (`replica_behind`).
-        if flush_records(&mut self.core, history, link) {
-            wake_hosts(history.primary, Some(self.core.id));
-            if let Some(link) = link {
-                wake_hosts(link.primary, Some(self.core.id));
-            }
-        }
+        flush_feed(&mut self.core);
     }
 
     /// A replica here has stream bytes still to get: the loop must not sleep.
@@ -286,7 +271,7 @@ impl Shard {
         );
         let refused = min_to_write > 0
             && max_lag > 0
-            && (primary.good_replicas(now, max_lag) as u64) < min_to_write;
+            && (history.good_replicas(now, max_lag) as u64) < min_to_write;
         history.set_writes_refused(refused);
     }
 }
@@ -411,6 +396,28 @@ fn flush_records(core: &mut ShardCore, history: History<'_>, link: Option<Histor
         .primary
         .append_shard(shard, flushed, history.offset_counter())
         || appended
+}
+
+/// Hand this shard's records to every history that takes them now: before
+/// its replies leave it, and before a WAIT reads the offsets its client's
+/// writes reached.
+pub(crate) fn flush_feed(core: &mut ShardCore) {
+    if core.replication.feed.is_empty() {
+        return;
+    }
+    let shared = core.shared.clone();
+    let mode = core.cfg.port_mode;
+    let history = shared.replication.history(core.id, mode);
+    let node = shared.replication.node_history(core.id);
+    let link = (mode == PortMode::Forward && node.primary.active()).then_some(node);
+    // This shard's own replicas need no ring: their unsent bytes keep its
+    // loop from sleeping (`replica_behind`).
+    if flush_records(core, history, link) {
+        wake_hosts(history.primary, Some(core.id));
+        if let Some(link) = link {
+            wake_hosts(link.primary, Some(core.id));
+        }
+    }
 }
 
 /// A replica applied bytes of its primary's stream (into its backlog): the
@@ -730,7 +737,7 @@ fn rdb_bytes(conn: &mut Conn, eof: bool, send: &mut RdbSend, bytes: &[u8]) {
 }
 
 /// Answer the WAIT calls that have their replicas or ran out of time.
-fn answer_waits(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary) {
+fn answer_waits(core: &mut ShardCore, conns: &mut Slab<Conn>, history: History<'_>) {
     if core.replication.waiters.is_empty() {
         return;
     }
@@ -739,12 +746,12 @@ fn answer_waits(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary)
     let mut left = Vec::new();
     for w in waiters {
         let (acked, local) = match &w.aof {
-            None => (primary.acked_at_least(w.offset), None),
+            None => (history.acked_at_least(w.offset, &w.link_offsets), None),
             Some(aof) => {
                 let own = core.wal.as_ref().map(|w| w.synced_bytes());
                 let synced = log_synced(&aof.targets, core.id, own, &core.shared.shards);
                 (
-                    primary.fsynced_at_least(w.offset),
+                    history.primary.fsynced_at_least(w.offset),
                     Some((aof.local, synced)),
                 )
             }
@@ -765,12 +772,23 @@ fn answer_waits(core: &mut ShardCore, conns: &mut Slab<Conn>, primary: &Primary)
 }
 
 /// WAIT that must wait: hold the client's reply until enough replicas
-/// acknowledged `offset` (asked for at once with `REPLCONF GETACK`).
+/// acknowledged `offset` (asked for at once with `REPLCONF GETACK`, in the
+/// shards' own histories too when a replica on shard links waits to count:
+/// each shard sends it into its link's stream at its next step).
 pub fn wait(core: &mut ShardCore, wait: WaitFor) {
     let state = &core.shared.replication;
     state
         .history(core.id, core.cfg.port_mode)
         .primary
         .request_getack();
+    for shard in 0..wait.link_offsets.len() {
+        let link = state.node_history(shard).primary;
+        if link.connected() > 0 {
+            link.request_getack();
+            if shard != core.id {
+                crate::mesh::forward::ring(shard);
+            }
+        }
+    }
     core.replication.waiters.push(wait);
 }

@@ -196,6 +196,30 @@ impl RawConn {
         }
     }
 
+    /// One complete reply if it arrives within `within`, else `None` (what
+    /// came of it stays for the next read): tells a server that answers from
+    /// one that is busy (a shard in DEBUG SLEEP).
+    pub fn reply_within(&mut self, within: Duration) -> Option<Vec<u8>> {
+        self.stream
+            .set_read_timeout(Some(within))
+            .expect("set_read_timeout");
+        let mut chunk = [0u8; 65536];
+        let reply = loop {
+            if let Ok(Some(len)) = frame_len(&self.buf) {
+                break Some(self.buf.drain(..len).collect());
+            }
+            match self.stream.read(&mut chunk) {
+                Ok(n) if n > 0 => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                _ => break None,
+            }
+        };
+        self.stream
+            .set_read_timeout(Some(IO_TIMEOUT))
+            .expect("set_read_timeout");
+        reply
+    }
+
     /// Sends one command and returns its raw reply.
     pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Vec<u8> {
         self.send(&encode(args));
