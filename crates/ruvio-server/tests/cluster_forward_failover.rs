@@ -17,6 +17,10 @@
 //!   default one, FORCE, TAKEOVER) hands the slots back and forth, each old
 //!   master continuing its own history on the node that took over (partial
 //!   resyncs).
+//! - A forward-mode replica of a redis-server master: the default CLUSTER
+//!   FAILOVER both ways, the redis-server continuing the Ruvio node's
+//!   history; CLUSTER RESET and REPLICATE refused to a node holding a key on
+//!   shard 1 alone, as redis-server refuses a node holding keys.
 
 mod common;
 
@@ -102,13 +106,15 @@ fn follows(port: u16, master: u16) -> bool {
 /// Keys `{tag}:0..count` hold their index on `port`, read by a READONLY
 /// client on each of its two shards (a replica serves them too).
 fn holds(port: u16, tag: &str, count: usize) -> bool {
-    (0..2).all(|shard| {
-        let mut conn = conn_on_shard(port, shard);
-        conn.cmd(&["READONLY"]);
-        (0..count).all(|i| {
-            let want = format!("${}\r\n{i}\r\n", i.to_string().len());
-            conn.cmd(&["GET", &format!("{{{tag}}}:{i}")]) == want.as_bytes()
-        })
+    (0..2).all(|shard| holds_from(conn_on_shard(port, shard), tag, count))
+}
+
+/// [`holds`] read from `conn`.
+fn holds_from(mut conn: RawConn, tag: &str, count: usize) -> bool {
+    conn.cmd(&["READONLY"]);
+    (0..count).all(|i| {
+        let want = format!("${}\r\n{i}\r\n", i.to_string().len());
+        conn.cmd(&["GET", &format!("{{{tag}}}:{i}")]) == want.as_bytes()
     })
 }
 
@@ -311,4 +317,69 @@ fn a_killed_forward_mode_master_s_replica_takes_over_and_the_slots_go_back_and_f
     let ports = six.ports();
     wait_for("six nodes agree", || agree(&ports, 6).is_ok());
     all_written_present(master, count);
+}
+
+/// A forward-mode replica of a redis-server master, the default CLUSTER
+/// FAILOVER both ways: it follows the redis-server with every key (on both
+/// shards), takes over, and the redis-server, its replica then, takes back
+/// continuing the Ruvio node's history (a partial resync). Before, a node
+/// holding a key on shard 1 alone is refused CLUSTER RESET and REPLICATE as
+/// redis-server refuses a node holding keys.
+#[test]
+fn a_forward_mode_replica_of_a_redis_server_master_fails_over_both_ways() {
+    if require_redis_server("cluster_forward_failover").is_none() {
+        return;
+    }
+    let redis = Server::redis_cluster_node();
+    let x = redis.port();
+    let node = Node::start_forward(free_ports(1, true), 2, &unique_dir("fwdfo-mixed"));
+    let r = node.port;
+
+    // A key on shard 1 alone (slot 12182 of 8192-16383), then no slot.
+    ok(r, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    wait_for("the node alone is up", || {
+        RawConn::connect(r).cmd(&["SET", "foo", "1"]) == b"+OK\r\n"
+    });
+    ok(r, &["CLUSTER", "DELSLOTSRANGE", "0", "16383"]);
+    let mut shard0 = conn_on_shard(r, 0);
+    assert_eq!(
+        show(&shard0.cmd(&["CLUSTER", "RESET"])),
+        show(b"-ERR CLUSTER RESET can't be called with master nodes containing keys\r\n")
+    );
+    ok(x, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    ok(x, &["CLUSTER", "MEET", "127.0.0.1", &r.to_string()]);
+    wait_for("two nodes agree", || agree(&[x, r], 2).is_ok());
+    let x_id = myid(x);
+    assert_eq!(
+        show(&shard0.cmd(&["CLUSTER", "REPLICATE", &x_id])),
+        show(b"-ERR To set a master the node must be empty and without assigned slots.\r\n")
+    );
+    assert_eq!(shard0.cmd(&["FLUSHALL"]), b"+OK\r\n");
+    // Shard 1's count is as it published it on its last tick (10 ms).
+    wait_for("empty on every shard: REPLICATE taken", || {
+        shard0.cmd(&["CLUSTER", "REPLICATE", &x_id]) == b"+OK\r\n"
+    });
+    wait_for("the Ruvio node follows the redis-server", || follows(r, x));
+
+    // `{}` hashes the whole key: keys over every slot, both shards.
+    write(x, "", 0..200);
+    assert!(holds(r, "", 200));
+    ok(r, &["CLUSTER", "FAILOVER"]);
+    wait_for("the Ruvio node took over", || serves(r, &[(0, 16383)]));
+    wait_for("the redis-server follows it", || follows(x, r));
+    assert!(holds(r, "", 200));
+    write(r, "", 200..300);
+    assert!(holds_from(RawConn::connect(x), "", 300));
+
+    let full_syncs = info_field(x, "sync_full");
+    ok(x, &["CLUSTER", "FAILOVER"]);
+    wait_for("the redis-server took back", || serves(x, &[(0, 16383)]));
+    wait_for("the Ruvio node follows it", || follows(r, x));
+    assert!(holds(r, "", 300));
+    // The Ruvio node, a master until the handover, continued its own
+    // history on the redis-server (its replid2): a partial resync.
+    wait_for("the partial resync counted", || {
+        info_field(x, "sync_partial_ok") != "0"
+    });
+    assert_eq!(info_field(x, "sync_full"), full_syncs);
 }
