@@ -21,6 +21,8 @@
 //!   FAILOVER both ways, the redis-server continuing the Ruvio node's
 //!   history; CLUSTER RESET and REPLICATE refused to a node holding a key on
 //!   shard 1 alone, as redis-server refuses a node holding keys.
+//! - A forward-mode master that gives its last slot away by SETSLOT NODE
+//!   becomes the new owner's replica with its data, as redis-server does.
 
 mod common;
 
@@ -382,4 +384,44 @@ fn a_forward_mode_replica_of_a_redis_server_master_fails_over_both_ways() {
         info_field(x, "sync_partial_ok") != "0"
     });
     assert_eq!(info_field(x, "sync_full"), full_syncs);
+}
+
+/// A forward-mode master that gives its last slot away (SETSLOT NODE)
+/// becomes the new owner's replica and follows its data, as a redis-server
+/// node does with `cluster-allow-replica-migration yes` (the default): the
+/// membership deciding to follow starts the process's replication.
+#[test]
+fn a_forward_mode_master_emptied_by_setslot_node_follows_the_new_owner() {
+    if require_redis_server("cluster_forward_failover").is_none() {
+        return;
+    }
+    let peer = Server::redis_cluster_node();
+    let node = Node::start_forward(free_ports(1, true), 2, &unique_dir("fwdfo-emptied"));
+    let (tested, p) = (node.port, peer.port());
+    common::cluster_process::halves(tested, p);
+    // `{x}` is slot 16287: the peer's, on the tested node's shard 1.
+    let mut conn = RawConn::connect(p);
+    assert_eq!(conn.cmd(&["SET", "{x}", "on the peer"]), b"+OK\r\n");
+    ok(tested, &["CLUSTER", "DELSLOTSRANGE", "1", "8191"]);
+    let peer_id = myid(p);
+    ok(tested, &["CLUSTER", "SETSLOT", "0", "NODE", &peer_id]);
+    let expected = format!(" myself,slave {peer_id} ");
+    wait_for("a replica of the new owner", || {
+        own_line(tested).contains(&expected)
+    });
+    wait_for("its link up", || {
+        info_field(tested, "master_link_status") == "up"
+    });
+    // Every slot served again (the peer takes the ones given up), the
+    // cluster up: a READONLY read of the master's slot served on either shard.
+    ok(p, &["CLUSTER", "ADDSLOTSRANGE", "1", "8191"]);
+    wait_for("the cluster up again", || {
+        text(&RawConn::connect(tested).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
+    for shard in 0..2 {
+        let mut replica = conn_on_shard(tested, shard);
+        assert_eq!(replica.cmd(&["READONLY"]), b"+OK\r\n");
+        let got = replica.cmd(&["GET", "{x}"]);
+        assert_eq!(show(&got), show(b"$11\r\non the peer\r\n"), "shard {shard}");
+    }
 }
