@@ -30,7 +30,16 @@ use common::cluster_process::{agree, epochs_settled, info_field, ok, own_line, t
 use common::cluster_tools::{all_written_present, create, myid, redis_cli};
 use common::replication::wait_for;
 use common::*;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// The tests here each run several server processes, one of them timing a
+/// failover: one at a time, so they do not slow each other.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Connections to `port` until one lands on shard `shard` (CLIENT INFO's
 /// `io-thread` names the shard a connection landed on).
@@ -219,6 +228,7 @@ fn answers_as_a_replica(replica: u16, master: u16, tag: &str) {
 
 #[test]
 fn a_killed_forward_mode_master_s_replica_takes_over_and_the_slots_go_back_and_forth() {
+    let _serial = one_at_a_time();
     let Some(cli) = redis_cli("cluster_forward_failover") else {
         return;
     };
@@ -329,6 +339,7 @@ fn a_killed_forward_mode_master_s_replica_takes_over_and_the_slots_go_back_and_f
 /// redis-server refuses a node holding keys.
 #[test]
 fn a_forward_mode_replica_of_a_redis_server_master_fails_over_both_ways() {
+    let _serial = one_at_a_time();
     if require_redis_server("cluster_forward_failover").is_none() {
         return;
     }
@@ -392,6 +403,7 @@ fn a_forward_mode_replica_of_a_redis_server_master_fails_over_both_ways() {
 /// membership deciding to follow starts the process's replication.
 #[test]
 fn a_forward_mode_master_emptied_by_setslot_node_follows_the_new_owner() {
+    let _serial = one_at_a_time();
     if require_redis_server("cluster_forward_failover").is_none() {
         return;
     }
