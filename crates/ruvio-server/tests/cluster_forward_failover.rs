@@ -16,7 +16,7 @@
 //!   node restarted follows it with the data, and CLUSTER FAILOVER (the
 //!   default one, FORCE, TAKEOVER) hands the slots back and forth, each old
 //!   master continuing its own history on the node that took over (partial
-//!   resyncs).
+//!   resyncs); `redis-cli --cluster check` finds the cluster whole.
 //! - A forward-mode replica of a redis-server master: the default CLUSTER
 //!   FAILOVER both ways, the redis-server continuing the Ruvio node's
 //!   history; CLUSTER RESET and REPLICATE refused to a node holding a key on
@@ -27,7 +27,7 @@
 mod common;
 
 use common::cluster_process::{agree, epochs_settled, info_field, ok, own_line, text, Node};
-use common::cluster_tools::{all_written_present, create, myid, redis_cli};
+use common::cluster_tools::{all_written_present, check_whole, create, myid, redis_cli};
 use common::replication::wait_for;
 use common::*;
 use std::sync::Mutex;
@@ -329,6 +329,7 @@ fn a_killed_forward_mode_master_s_replica_takes_over_and_the_slots_go_back_and_f
     let ports = six.ports();
     wait_for("six nodes agree", || agree(&ports, 6).is_ok());
     all_written_present(master, count);
+    check_whole(&cli, replica).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// A forward-mode replica of a redis-server master, the default CLUSTER
