@@ -132,7 +132,6 @@ fuzz_target!(|steps: Vec<Step>| {
         cport: 17000,
         node_timeout: 1000,
         seed: 7,
-        can_follow: true,
     };
     let mut now = 1_000_000u64;
     let mut cluster = Cluster::new(settings, now);

@@ -340,13 +340,8 @@ fn cluster_changes_sent_to_either_shard_change_the_one_node() {
         assert_eq!(show(&reply), show(b"-ERR Slot 0 is already busy\r\n"));
         let reply = conn.cmd(&["CLUSTER", "SETSLOT", "x", "STABLE"]);
         assert_eq!(show(&reply), show(b"-ERR Invalid or out of range slot\r\n"));
-        // Not built: refused, not half done.
         let reply = conn.cmd(&["CLUSTER", "REPLICATE", &myid(port)]);
-        assert!(
-            show(&reply).contains("not supported in forward mode"),
-            "{}",
-            show(&reply)
-        );
+        assert_eq!(show(&reply), show(b"-ERR Can't replicate myself\r\n"));
     }
     // Whole again, then restarted: the same node from its nodes.conf, and
     // both shards route by its slots.

@@ -6,7 +6,8 @@
 //! leaves the second master orphaned; five seconds on, the first master's
 //! replica with the smallest name moves to it (the other stays, the barrier
 //! of 1 kept) and, as after CLUSTER REPLICATE, syncs the orphan's data: it
-//! holds the second master's keys and no longer the first's.
+//! holds the second master's keys and no longer the first's. The same with
+//! forward-mode processes of two shards (the process one node).
 
 mod common;
 
@@ -14,6 +15,7 @@ use common::cluster_process::{agree, ok, text, Node};
 use common::cluster_tools::myid;
 use common::replication::wait_for;
 use common::*;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 fn link_status(port: u16) -> String {
@@ -72,10 +74,29 @@ fn held(port: u16, tag: &str) -> usize {
         .count()
 }
 
+/// The tests here each time a move: one at a time, so they do not slow
+/// each other.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 #[test]
 fn a_replica_moves_to_the_master_its_lone_replica_left() {
+    replica_migration(|port, dir| Node::start(port, 1, dir));
+}
+
+/// The same with forward-mode processes of two shards, each one node: the
+/// membership's move makes the process follow the orphan (docs/cluster.md,
+/// "In the binary: forward mode as one node").
+#[test]
+fn a_forward_mode_replica_moves_to_the_master_its_lone_replica_left() {
+    replica_migration(|port, dir| Node::start_forward(port, 2, dir));
+}
+
+/// Five nodes started by `start`: two masters, two replicas of the first and
+/// one of the second, whose `kill -9` orphans the second.
+fn replica_migration(start: fn(u16, &std::path::Path) -> Node) {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut nodes: Vec<Node> = (0..5)
-        .map(|i| Node::start(free_ports(1, true), 1, &unique_dir(&format!("orphan-{i}"))))
+        .map(|i| start(free_ports(1, true), &unique_dir(&format!("orphan-{i}"))))
         .collect();
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
     let (m1, m2) = (ports[0], ports[1]);

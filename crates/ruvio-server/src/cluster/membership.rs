@@ -63,10 +63,6 @@ pub struct Settings {
     pub node_timeout: u64,
     /// Seeds the node's random choices (handshake names, whom to ping).
     pub seed: u64,
-    /// The node can replicate a master (per-shard mode: its shard follows
-    /// one). A forward-mode process cannot yet: left without slots it stays
-    /// a master, where redis-server would become the new owner's replica.
-    pub can_follow: bool,
 }
 
 /// A node as this one knows it.

@@ -128,13 +128,6 @@ impl Cluster {
     /// in its master's place; a master back after a failover).
     pub(super) fn follow_new_owner(&mut self, s: usize, actions: &mut Vec<Action>) {
         let name = String::from_utf8_lossy(&self.node(s).name).into_owned();
-        if !self.settings.can_follow {
-            log(
-                Level::Warning,
-                &format!("Configuration change detected: no slot left, but a forward-mode node cannot replicate {name}; it stays a master"),
-            );
-            return;
-        }
         log(
             Level::Notice,
             &format!("Configuration change detected. Reconfiguring myself as a replica of {name}"),

@@ -11,7 +11,6 @@ fn settings(tag: u8, port: u16) -> Settings {
         cport: port + 10000,
         node_timeout: 1000,
         seed: u64::from(tag),
-        can_follow: true,
     }
 }
 

@@ -110,7 +110,6 @@ impl ShardNode {
             cport,
             node_timeout: cfg.cluster_node_timeout_ms(),
             seed,
-            can_follow: cfg.port_mode == crate::config::PortMode::PerShard,
         };
         let mut cluster = match std::fs::read_to_string(&config_path) {
             Ok(text) => NodesFile::parse(&text)

@@ -9,7 +9,7 @@
 //! were: these run only where the shard owns a `ShardNode`; without one the
 //! subcommands that change the cluster do not exist (`unknown subcommand`).
 
-use super::{parse_i64, Ctx, Server, ServerResult};
+use super::{parse_i64, Ctx, Server, ServerResult, SharedReads};
 use crate::cluster::bus::links::KINDS;
 use crate::cluster::membership::{SetSlot, State};
 use crate::cluster::node::ShardNode;
@@ -617,8 +617,25 @@ pub(super) fn bumpepoch<S: Server>(
     Ok(())
 }
 
-/// CLUSTER REPLICATE node-id: the membership's role; the shard then follows
-/// the master's data (`shard::node_replica`).
+/// The keys of database 0 (the only one in cluster mode) the node holds:
+/// this shard's, and in forward mode (the node is the process) the other
+/// shards' as they last published them (every tick).
+fn node_key_count<S: Server>(ctx: &Ctx<'_, S>) -> u64 {
+    let own = ctx.core.engine().key_count(0) as u64;
+    if ctx.core.topology().mode != crate::config::PortMode::Forward {
+        return own;
+    }
+    let me = ctx.core.shard_id();
+    let gauges = ctx.core.shared().shards().iter().enumerate();
+    let others = gauges.filter(|&(shard, _)| shard != me);
+    own + others
+        .filter_map(|(_, g)| g.keys.first())
+        .map(|(keys, _)| keys.load(std::sync::atomic::Ordering::Relaxed))
+        .sum::<u64>()
+}
+
+/// CLUSTER REPLICATE node-id: the membership's role; the shard (in forward
+/// mode the process) then follows the master's data (`shard::node_replica`).
 pub(super) fn replicate<S: Server>(
     ctx: &mut Ctx<'_, S>,
     args: Args<'_>,
@@ -627,15 +644,7 @@ pub(super) fn replicate<S: Server>(
     if super::cluster::on_membership_shard(ctx, args) {
         return Ok(());
     }
-    if ctx.core.topology().mode == crate::config::PortMode::Forward {
-        // Following a master is each shard node's own link (`shard::node_replica`);
-        // a forward-mode node would load its master's keys into shard 0 alone.
-        return Err(error(
-            "ERR CLUSTER REPLICATE is not supported in forward mode yet (use port-mode per-shard)"
-                .into(),
-        ));
-    }
-    let holds_keys = ctx.core.engine().key_count(0) != 0;
+    let holds_keys = node_key_count(ctx) != 0;
     let node = node(ctx, args)?;
     let name = args.get(2);
     let Ok(master) = <[u8; crate::cluster::bus::message::NAME_LEN]>::try_from(name) else {
@@ -697,7 +706,7 @@ pub(super) fn reset<S: Server>(
         3 => return Err(CmdError::Syntax),
         _ => return Err(CmdError::subcommand_syntax(args.get(1), "cluster")),
     };
-    let keys = ctx.core.engine().key_count(0);
+    let keys = node_key_count(ctx);
     let now = ctx.core.now_ms();
     let node = node(ctx, args)?;
     if !node.cluster.is_replica() && keys != 0 {
@@ -721,7 +730,7 @@ pub(super) fn flushslots<S: Server>(
     if super::cluster::on_membership_shard(ctx, args) {
         return Ok(());
     }
-    let keys = ctx.core.engine().key_count(0);
+    let keys = node_key_count(ctx);
     let node = node(ctx, args)?;
     if keys != 0 {
         return Err(error(

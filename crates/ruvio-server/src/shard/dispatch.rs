@@ -525,7 +525,7 @@ fn run_routed(
         return run_local(core, conns, client, replies, who, cmd, args);
     }
     let route = route(core, cmd, args, super::route::InFlight::of(client));
-    match super::node_replica::route_for_client(core, client, cmd, route) {
+    match super::node_replica::route_for_client(core, client, (cmd, args), route) {
         Route::Local => run_local(core, conns, client, replies, who, cmd, args),
         route => super::elsewhere::run(core, conns, client, replies, who, cmd, args, route),
     }

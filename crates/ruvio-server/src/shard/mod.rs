@@ -760,22 +760,41 @@ impl Shard {
         };
         // The offset its bus messages carry, as of now: what a replica
         // applied (its rank in an election), what a master wrote (the offset
-        // a replica's manual failover waits for).
-        let history = self.core.shared.replication.node_history(self.core.id);
+        // a replica's manual failover waits for). In forward mode the node
+        // is the process: the server's history.
+        let mode = self.core.topo.mode;
+        let history = self.core.shared.replication.history(self.core.id, mode);
         node.cluster.set_repl_offset(history.offset());
         // How fresh a replica's data is (the data-age check of its election).
         let following = history.following();
         node.cluster
             .set_master_link((!following.up).then_some(following.down_since_ms));
         let published = node.tick(self.core.now_ms);
+        let forward = mode == crate::config::PortMode::Forward;
+        // Forward mode: the node's clients are on every shard.
         match node.take_pause_writes() {
             None => {}
             // A replica's manual failover is over: writes go on.
-            Some(0) => end_pause(&mut self.core, &mut self.conns),
+            Some(0) => {
+                end_pause(&mut self.core, &mut self.conns);
+                if forward {
+                    self.core
+                        .outbox
+                        .broadcast(crate::config::change::ConfigChange::Unpause);
+                }
+            }
             // A replica's manual failover: its master's writes wait.
-            Some(until) => self.core.pause.start(until, false),
+            Some(until) => {
+                self.core.pause.start(until, false);
+                if forward {
+                    let pause = crate::config::change::ConfigChange::Pause {
+                        until_ms: until,
+                        all: false,
+                    };
+                    self.core.outbox.broadcast(pause);
+                }
+            }
         }
-        let forward = self.core.topo.mode == crate::config::PortMode::Forward;
         let (me, shards) = (self.core.id, self.core.topo.nodes.len());
         let shared = self.core.shared.clone();
         for (channel, message) in published {

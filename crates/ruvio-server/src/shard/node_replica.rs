@@ -1,5 +1,7 @@
-//! A cluster node that replicates another (CLUSTER REPLICATE, per-shard mode),
-//! as a redis-server cluster replica does: the shard follows the master node's
+//! A cluster node that replicates another (CLUSTER REPLICATE, an election,
+//! replica migration), as a redis-server cluster replica does.
+//!
+//! Per-shard mode (each shard a node): the shard follows the master node's
 //! client address with Redis's plain handshake (`PSYNC replid offset`), loads
 //! its whole RDB into this shard (every key: they are the master's slots,
 //! which this node serves once promoted), applies the stream here, refuses
@@ -16,20 +18,36 @@
 //! `replica`: adopting the master's socket takes the loop's connections,
 //! which only the shard owns; and what the node follows is the membership's,
 //! which only the shard reads.
+//!
+//! Forward mode (the process one node, its membership on shard 0): the
+//! process follows the master as REPLICAOF does (`State::follow`: the single
+//! stream on shard 0, its keys routed to their shards; shard links if asked
+//! for), and a promotion is REPLICAOF NO ONE's (`State::promote`, writes
+//! taken once every shard's feed is on). Why REPLICAOF's path rather than a
+//! link per shard: the master may be any node (a redis-server, a per-shard
+//! Ruvio node) whose stream is one history, and the server-wide history is
+//! the one its own replicas, WAIT and INFO already read. The refusals and
+//! the READONLY reads are the same; "here" is then the shard holding the
+//! keys ([`route_for_client`]).
 
 use super::replica::Follower;
-use super::route::Route;
+use super::route::{placement, InFlight, Route};
 use super::Shard;
 use crate::cmd::registry::Command;
+use crate::config::PortMode;
 use crate::net::conn::ClientState;
 use crate::replication::link::Link;
 use crate::serverlog::{log, Level};
 use ruvio_engine::command::flags::WRITE;
+use ruvio_resp::Args;
 
 impl Shard {
     /// Follow the master the membership names now: a new link when it
     /// changed, the link dropped and the node promoted when it names none.
     pub(super) fn follow_node_master(&mut self) {
+        if self.core.topo.mode == PortMode::Forward {
+            return self.follow_node_master_as_process();
+        }
         let state = self.core.shared.replication.clone();
         let history = state.node_history(self.core.id);
         let Some(cluster) = self.core.cluster_node.as_deref().map(|node| &node.cluster) else {
@@ -74,28 +92,69 @@ impl Shard {
         }
         self.step_follower(&state);
     }
+
+    /// Forward mode, shard 0: the process is the node, so it follows the
+    /// master the membership names as REPLICAOF would (the single stream on
+    /// this shard, its keys routed to their shards; shard links if asked
+    /// for), and a node the membership made a master again stops following
+    /// as REPLICAOF NO ONE does (the followed history becomes `replid2`).
+    /// Either way it is `State`'s, which then steps as for REPLICAOF.
+    fn follow_node_master_as_process(&mut self) {
+        let state = self.core.shared.replication.clone();
+        if let Some(cluster) = self.core.cluster_node.as_deref().map(|node| &node.cluster) {
+            match cluster.master_address() {
+                Some((host, port)) => {
+                    if state.follow(host, port) {
+                        log(
+                            Level::Notice,
+                            &format!("Connecting to MASTER {host}:{port} (CLUSTER REPLICATE)"),
+                        );
+                    }
+                }
+                // A replica whose master's address is not known yet (its
+                // first PONG brings it): nothing changes meanwhile.
+                None if cluster.master_name().is_some() => {}
+                None => {
+                    if state.promote() {
+                        log(Level::Notice, "MASTER MODE enabled (failover)");
+                    }
+                }
+            }
+        }
+        self.follow_primary();
+    }
 }
 
-/// A node that replicates a master: clients' writes are refused.
+/// A node that replicates a master: clients' writes are refused. In forward
+/// mode the node is the process, on every shard: its server-wide link.
 #[inline]
 pub(super) fn following(core: &super::ShardCore) -> bool {
-    core.cluster_node.is_some() && core.shared.replication.node_history(core.id).is_following()
+    let replication = &core.shared.replication;
+    match core.topo.mode {
+        PortMode::PerShard => {
+            core.cluster_node.is_some() && replication.node_history(core.id).is_following()
+        }
+        PortMode::Forward => core.node_routes().is_some() && replication.is_replica(),
+    }
 }
 
 /// A replica node refuses what Redis's processCommand refuses after the
 /// cluster's redirection: a keyless write (`-READONLY`), or a command without
 /// the `stale` flag while the link is down and `replica-serve-stale-data no`.
-/// A keyed command goes on to its route, which redirects it.
+/// A keyed command goes on to its route, which redirects it, unless a
+/// forward-mode node is being promoted: its slot map serves the slots already,
+/// but writes wait for every shard's feed (`State::promote`).
 #[cold]
 pub(super) fn refusal(
     core: &super::ShardCore,
     meta: &ruvio_engine::CommandMeta,
     args: ruvio_resp::Args<'_>,
 ) -> Option<ruvio_engine::CmdError> {
-    if !meta.keys.positions(args).is_empty() {
+    let state = &core.shared.replication;
+    if !meta.keys.positions(args).is_empty() && !state.promoting() {
         return None;
     }
-    let history = core.shared.replication.node_history(core.id);
+    let history = state.history(core.id, core.topo.mode);
     crate::replication::refusal(history.following().up, &core.cfg, meta, args)
 }
 
@@ -103,36 +162,66 @@ pub(super) fn refusal(
 /// stream and a whole-slot migration's source run here whatever the slot
 /// (Redis's `mustObeyClient`), and a
 /// READONLY client's read of a slot of the master this node replicates runs
-/// here (`getNodeByQuery`). Every other route is left as it is; a local one
-/// costs one match.
+/// here (`getNodeByQuery`). "Here" is the node: in forward mode the shard
+/// holding the keys ([`placement`]). Every other route is left as it is; a
+/// local one costs one match.
 #[inline]
 pub(super) fn route_for_client(
     core: &super::ShardCore,
     client: &ClientState,
-    cmd: &Command,
+    (cmd, args): (&Command, Args<'_>),
     route: Route,
 ) -> Route {
-    match route {
-        Route::MovedToNode(..)
-        | Route::Ask(_)
+    let served = match route {
+        Route::MovedToNode(slot, _) => obeyed(core, client) || serves_read(core, client, cmd, slot),
+        Route::Ask(_)
         | Route::TryAgain
         | Route::SlotNotServed
         | Route::ClusterDown
         | Route::ClusterDownReadOnly
-        | Route::CrossSlot
-            if (client.master || client.slot_import) && core.cluster_node.is_some() =>
-        {
-            Route::Local
-        }
-        Route::MovedToNode(slot, _)
-            if client.readonly
-                && !cmd.meta.has(WRITE)
-                && core
-                    .node_routes()
-                    .is_some_and(|routes| routes.map().my_master_serves(slot)) =>
-        {
-            Route::Local
-        }
-        route => route,
+        | Route::CrossSlot => obeyed(core, client),
+        route => return route,
+    };
+    match (served, core.topo.mode) {
+        (false, _) => route,
+        (true, PortMode::Forward) => placement(core, cmd, args, InFlight::of(client)),
+        (true, PortMode::PerShard) => Route::Local,
+    }
+}
+
+/// A client whose commands run whatever the slot: the master's stream, a
+/// whole-slot migration's source (Redis's `mustObeyClient`).
+#[inline]
+fn obeyed(core: &super::ShardCore, client: &ClientState) -> bool {
+    (client.master || client.slot_import) && core.node_routes().is_some()
+}
+
+/// A READONLY client's read of a slot of the master this node replicates,
+/// which the node serves (`getNodeByQuery`).
+#[inline]
+fn serves_read(core: &super::ShardCore, client: &ClientState, cmd: &Command, slot: u16) -> bool {
+    client.readonly
+        && !cmd.meta.has(WRITE)
+        && core
+            .node_routes()
+            .is_some_and(|routes| routes.map().my_master_serves(slot))
+}
+
+/// A forward-mode node's refusal of a command queued in MULTI
+/// ([`route::node_refusal`](super::route::node_refusal)), unless the node
+/// serves it for this client: the master's stream, a READONLY client's read
+/// of its master's slot.
+pub(super) fn queued_refusal(
+    core: &super::ShardCore,
+    client: &ClientState,
+    cmd: &Command,
+    args: Args<'_>,
+) -> Option<ruvio_engine::CmdError> {
+    if obeyed(core, client) {
+        return None;
+    }
+    match super::route::node_refusal(core, cmd, args)? {
+        ruvio_engine::CmdError::Moved { slot, .. } if serves_read(core, client, cmd, slot) => None,
+        refused => Some(refused),
     }
 }

@@ -87,12 +87,13 @@ pub(super) fn refusal(
         None
     };
     let rejected = match rejected {
+        // A cluster replica first: its keyed commands go on to `-MOVED`.
+        None if !client.master && super::node_replica::following(core) => {
+            super::node_replica::refusal(core, row_meta, args)
+        }
         None if core.shared.replication.is_replica() && !client.master => {
             let link_up = core.shared.replication.link_up();
             crate::replication::refusal(link_up, &core.cfg, row_meta, args)
-        }
-        None if !client.master && super::node_replica::following(core) => {
-            super::node_replica::refusal(core, row_meta, args)
         }
         None if core.shared.replication.writes_refused() && !client.master => {
             // Set while any history refuses: this shard's own decides.
@@ -109,7 +110,7 @@ pub(super) fn refusal(
         // A forward-mode node: a queued command of another node's slot is
         // redirected now, and EXEC aborts (Redis's `flagTransaction`).
         let row = resolved.as_ref().map_or(cmd, |sub| *sub);
-        return super::route::node_refusal(core, row, args);
+        return super::node_replica::queued_refusal(core, client, row, args);
     }
     rejected
 }

@@ -204,7 +204,7 @@ impl Shard {
 
     /// Shard 0 (every shard on shard links): follow the primary REPLICAOF
     /// names now.
-    fn follow_primary(&mut self) {
+    pub(super) fn follow_primary(&mut self) {
         let state = self.core.shared.replication.clone();
         let epoch = self.replica.as_ref().map(|f| f.link.epoch);
         if epoch.is_none() && state.is_replica() {

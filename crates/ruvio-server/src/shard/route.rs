@@ -116,6 +116,25 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
     if runs_here(core, cmd) {
         return Route::Local;
     }
+    if core.topo.mode == PortMode::Forward {
+        if let Some(routes) = core.node_routes() {
+            if let Some(elsewhere) = forward_node_route(core, routes, (cmd, args), in_flight) {
+                return elsewhere;
+            }
+        }
+    }
+    placement(core, cmd, args, in_flight)
+}
+
+/// Where a command runs past a forward-mode node's answer (which served it):
+/// here, on the shards holding its keys, on every shard; in per-shard mode
+/// the node's or the fixed topology's answer, as [`route`].
+pub(super) fn placement(
+    core: &ShardCore,
+    cmd: &Command,
+    args: Args<'_>,
+    in_flight: InFlight,
+) -> Route {
     let shards = core.topo.nodes.len();
     let forward = core.topo.mode == PortMode::Forward;
     if cmd.meta.keys.is_none() {
@@ -131,13 +150,6 @@ pub(super) fn route(core: &ShardCore, cmd: &Command, args: Args<'_>, in_flight: 
             };
         }
         return Route::Local;
-    }
-    if forward {
-        if let Some(routes) = core.node_routes() {
-            if let Some(elsewhere) = forward_node_route(core, routes, (cmd, args), in_flight) {
-                return elsewhere;
-            }
-        }
     }
     if forward && shards == 1 {
         // A single forward-mode shard that is a node: the node serves them.

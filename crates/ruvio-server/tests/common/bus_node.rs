@@ -41,7 +41,6 @@ impl Driver {
             cport: port + BUS_OFFSET,
             node_timeout: 1000,
             seed: u64::from(port),
-            can_follow: true,
         };
         let mut cluster = Cluster::new(settings, now_ms());
         cluster.add_slots(slots);

@@ -341,7 +341,8 @@ impl Server {
     /// option wins in redis-server's command line).
     pub fn redis_with(extra: &[&str]) -> Server {
         let bin = redis_server_bin().expect("redis-server is not installed");
-        let port = free_ports(1, false);
+        // A cluster node also listens on its bus port (port + 10000).
+        let port = free_ports(1, extra.contains(&"--cluster-enabled"));
         let dir = unique_dir("redis");
         let log = dir.join("redis.log");
         let child = spawn_logged(
