@@ -26,7 +26,9 @@
 
 mod common;
 
-use common::cluster_process::{agree, epochs_settled, info_field, ok, own_line, text, Node};
+use common::cluster_process::{
+    agree, epochs_settled, holds_tagged, info_field, ok, own_line, text, write_tagged, Node,
+};
 use common::cluster_tools::{all_written_present, check_whole, create, myid, redis_cli};
 use common::replication::wait_for;
 use common::*;
@@ -117,26 +119,7 @@ fn follows(port: u16, master: u16) -> bool {
 /// Keys `{tag}:0..count` hold their index on `port`, read by a READONLY
 /// client on each of its two shards (a replica serves them too).
 fn holds(port: u16, tag: &str, count: usize) -> bool {
-    (0..2).all(|shard| holds_from(conn_on_shard(port, shard), tag, count))
-}
-
-/// [`holds`] read from `conn`.
-fn holds_from(mut conn: RawConn, tag: &str, count: usize) -> bool {
-    conn.cmd(&["READONLY"]);
-    (0..count).all(|i| {
-        let want = format!("${}\r\n{i}\r\n", i.to_string().len());
-        conn.cmd(&["GET", &format!("{{{tag}}}:{i}")]) == want.as_bytes()
-    })
-}
-
-/// `{tag}:i` for `i` in `range` written on `port`, acknowledged by a replica.
-fn write(port: u16, tag: &str, range: std::ops::Range<usize>) {
-    let mut conn = RawConn::connect(port);
-    for i in range {
-        let key = format!("{{{tag}}}:{i}");
-        assert_eq!(conn.cmd(&["SET", &key, &i.to_string()]), b"+OK\r\n");
-    }
-    assert_eq!(conn.cmd(&["WAIT", "1", "2000"]), b":1\r\n");
+    (0..2).all(|shard| holds_tagged(conn_on_shard(port, shard), tag, count))
 }
 
 /// Six forward-mode processes of two shards, three masters and a replica of
@@ -248,7 +231,7 @@ fn a_killed_forward_mode_master_s_replica_takes_over_and_the_slots_go_back_and_f
          for i in range({count}): rc.set('w:%d' % i, 'v%d' % i)\n"
     ));
     let tag = own_tag(master);
-    write(master, &tag, 0..300);
+    write_tagged(master, &tag, 0..300);
     for &(_, m) in &replicas {
         acknowledged(m);
     }
@@ -293,7 +276,7 @@ fn a_killed_forward_mode_master_s_replica_takes_over_and_the_slots_go_back_and_f
     wait_for("the old master follows the new", || {
         follows(master, replica)
     });
-    write(replica, &tag, 300..400);
+    write_tagged(replica, &tag, 300..400);
     assert!(holds(master, &tag, 400));
     answers_as_a_replica(master, replica, &tag);
 
@@ -303,13 +286,13 @@ fn a_killed_forward_mode_master_s_replica_takes_over_and_the_slots_go_back_and_f
     wait_for("the manual failover done", || serves(master, &ranges));
     wait_for("the other follows it", || follows(replica, master));
     assert!(holds(master, &tag, 400));
-    write(master, &tag, 400..500);
+    write_tagged(master, &tag, 400..500);
 
     ok(replica, &["CLUSTER", "FAILOVER", "FORCE"]);
     wait_for("FORCE: the replica voted in", || serves(replica, &ranges));
     wait_for("the old master follows it", || follows(master, replica));
     assert!(holds(replica, &tag, 500));
-    write(replica, &tag, 500..600);
+    write_tagged(replica, &tag, 500..600);
 
     ok(master, &["CLUSTER", "FAILOVER", "TAKEOVER"]);
     wait_for("TAKEOVER: the replica serves the slots", || {
@@ -376,14 +359,14 @@ fn a_forward_mode_replica_of_a_redis_server_master_fails_over_both_ways() {
     wait_for("the Ruvio node follows the redis-server", || follows(r, x));
 
     // `{}` hashes the whole key: keys over every slot, both shards.
-    write(x, "", 0..200);
+    write_tagged(x, "", 0..200);
     assert!(holds(r, "", 200));
     ok(r, &["CLUSTER", "FAILOVER"]);
     wait_for("the Ruvio node took over", || serves(r, &[(0, 16383)]));
     wait_for("the redis-server follows it", || follows(x, r));
     assert!(holds(r, "", 200));
-    write(r, "", 200..300);
-    assert!(holds_from(RawConn::connect(x), "", 300));
+    write_tagged(r, "", 200..300);
+    assert!(holds_tagged(RawConn::connect(x), "", 300));
 
     let full_syncs = info_field(x, "sync_full");
     ok(x, &["CLUSTER", "FAILOVER"]);

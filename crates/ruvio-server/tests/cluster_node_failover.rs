@@ -14,7 +14,8 @@
 mod common;
 
 use common::cluster_process::{
-    agree, epochs_settled, info_field, ok, own_line, text, three_masters_and_a_replica, Node,
+    agree, epochs_settled, holds_tagged, info_field, ok, own_line, text,
+    three_masters_and_a_replica, write_tagged, Node,
 };
 use common::cluster_tools::{myid, redis_cli};
 use common::replication::wait_for;
@@ -224,21 +225,7 @@ fn follows(port: u16, master: u16) -> bool {
 /// Keys `{tag}:0..count` hold their index on `port` (READONLY: a replica
 /// serves them too).
 fn holds(port: u16, tag: &str, count: usize) -> bool {
-    let mut conn = RawConn::connect(port);
-    conn.cmd(&["READONLY"]);
-    (0..count).all(|i| {
-        let want = format!("${}\r\n{i}\r\n", i.to_string().len());
-        conn.cmd(&["GET", &format!("{{{tag}}}:{i}")]) == want.as_bytes()
-    })
-}
-
-fn write(port: u16, tag: &str, range: std::ops::Range<usize>) {
-    let mut conn = RawConn::connect(port);
-    for i in range {
-        let key = format!("{{{tag}}}:{i}");
-        assert_eq!(conn.cmd(&["SET", &key, &i.to_string()]), b"+OK\r\n");
-    }
-    assert_eq!(conn.cmd(&["WAIT", "1", "2000"]), b":1\r\n");
+    holds_tagged(RawConn::connect(port), tag, count)
 }
 
 /// CLUSTER FAILOVER TAKEOVER, then the default one against the live master
@@ -251,7 +238,7 @@ fn cluster_failover_takeover_default_and_force_hand_the_slots_over_with_the_data
     let cluster = Cluster::start();
     let (a, b) = (cluster.masters[0].port, cluster.replica.port);
     let tag = tag_below(a, 5461);
-    write(a, &tag, 0..200);
+    write_tagged(a, &tag, 0..200);
 
     ok(b, &["CLUSTER", "FAILOVER", "TAKEOVER"]);
     wait_for("TAKEOVER: the replica serves the slots", || {
@@ -259,14 +246,14 @@ fn cluster_failover_takeover_default_and_force_hand_the_slots_over_with_the_data
     });
     wait_for("the old master follows it", || follows(a, b));
     assert!(holds(b, &tag, 200));
-    write(b, &tag, 200..300);
+    write_tagged(b, &tag, 200..300);
 
     // The default failover: the old master, now a replica, takes back.
     ok(a, &["CLUSTER", "FAILOVER"]);
     wait_for("the manual failover done", || serves(a, " 0-5460"));
     wait_for("the other follows it", || follows(b, a));
     assert!(holds(a, &tag, 300));
-    write(a, &tag, 300..400);
+    write_tagged(a, &tag, 300..400);
 
     ok(b, &["CLUSTER", "FAILOVER", "FORCE"]);
     wait_for("FORCE: the replica voted in", || serves(b, " 0-5460"));
@@ -347,13 +334,13 @@ fn manual_failover_both_ways_with_a_redis_server_master() {
         follows(r, x)
     });
     let tag = tag_below(r, 5461);
-    write(x, &tag, 0..200);
+    write_tagged(x, &tag, 0..200);
 
     ok(r, &["CLUSTER", "FAILOVER"]);
     wait_for("the Ruvio replica took over", || serves(r, " 0-5460"));
     wait_for("the redis-server follows it", || follows(x, r));
     assert!(holds(r, &tag, 200));
-    write(r, &tag, 200..300);
+    write_tagged(r, &tag, 200..300);
 
     let full_syncs = info_field(x, "sync_full");
     ok(x, &["CLUSTER", "FAILOVER"]);

@@ -315,3 +315,24 @@ pub fn three_masters_and_a_replica(name: &str, replica_flags: &[&str]) -> (Vec<N
     });
     (masters, replica)
 }
+
+/// Keys `{tag}:0..count` hold their index, read by `conn` as a READONLY
+/// client (a replica serves them too).
+pub fn holds_tagged(mut conn: RawConn, tag: &str, count: usize) -> bool {
+    conn.cmd(&["READONLY"]);
+    (0..count).all(|i| {
+        let want = format!("${}\r\n{i}\r\n", i.to_string().len());
+        conn.cmd(&["GET", &format!("{{{tag}}}:{i}")]) == want.as_bytes()
+    })
+}
+
+/// `{tag}:i` for `i` in `range` written on `port` (holding `i`), acknowledged
+/// by a replica (`WAIT 1`).
+pub fn write_tagged(port: u16, tag: &str, range: std::ops::Range<usize>) {
+    let mut conn = RawConn::connect(port);
+    for i in range {
+        let key = format!("{{{tag}}}:{i}");
+        assert_eq!(conn.cmd(&["SET", &key, &i.to_string()]), b"+OK\r\n");
+    }
+    assert_eq!(conn.cmd(&["WAIT", "1", "2000"]), b":1\r\n");
+}
