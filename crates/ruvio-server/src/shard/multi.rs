@@ -42,6 +42,7 @@ use crate::cluster::topology::Topology;
 use crate::cmd::registry::{registry, Command, Handler};
 use crate::config::PortMode;
 use crate::mesh::forward::Outbox;
+use crate::mesh::in_place::PlannedPart;
 use crate::mesh::lending::{self, DbKey};
 use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
 use crate::net::slab::Slab;
@@ -387,6 +388,9 @@ enum Plan {
     },
     /// On shard `0`, which owns every key ([`crate::mesh::owner_tx`]).
     OnOwner(usize, Vec<DbKey>),
+    /// Each shard's part where its keys live, in shard order
+    /// ([`crate::mesh::in_place`]); the queue's length.
+    InPlace(Vec<PlannedPart>, usize),
 }
 
 /// `EXEC` inside MULTI. Errors (EXECABORT) come back to be written once.
@@ -434,7 +438,13 @@ pub fn exec(
         run_in_turn(core, conns, client, replies, who, queued);
         return Ok(());
     }
-    let plan = plan(core, client, &queued);
+    let mut plan = plan(core, client, &queued, true);
+    if matches!(plan, Plan::InPlace(..))
+        && !crate::mesh::script_lock::begin_borrowing(core.script_server())
+    {
+        // A script took the lock meanwhile: borrowing waits for it.
+        plan = self::plan(core, client, &queued, false);
+    }
     if !matches!(plan, Plan::InTurn) && crate::observability::monitor::attached() {
         feed_monitors(core, client, &queued);
     }
@@ -449,6 +459,9 @@ pub fn exec(
             queued.commands,
             keys,
         ),
+        Plan::InPlace(parts, len) => {
+            super::in_place::start(core, conns, (client, replies, who), parts, len)
+        }
         Plan::Borrowed {
             keys,
             locked,
@@ -509,6 +522,7 @@ fn run_borrowing(
     // the database the queue left it in (set when it ran: `lending::finish`); so
     // does one whose queue needs its connection (the state it leaves is its).
     let unwatched = client.watching.is_empty() && selects.is_none() && !with_conn;
+    core.stats.exec_borrowed += 1;
     let after = client.borrowing_tx.map(|(ticket, _)| ticket);
     let swaps_dbs = queued
         .commands
@@ -593,7 +607,7 @@ pub fn borrowed_keys(
     if queued.failed || !client.watching.is_empty() {
         return None;
     }
-    match plan(core, client, queued) {
+    match plan(core, client, queued, true) {
         Plan::Borrowed {
             keys,
             locked: false,
@@ -608,10 +622,12 @@ pub fn borrowed_keys(
 /// shard's and free; on the owner when every key is one other shard's, nothing
 /// is watched, every command is a keyspace command and every script passed its
 /// probation here (see [`crate::mesh::script_lock::must_lock`]);
-/// borrowed otherwise (with the connection in hand when a command needs it:
-/// CLIENT, CONFIG, INFO ...), under the script lock when a script or a command
-/// each shard answers (DBSIZE, KEYS, FLUSHALL ...) is in the queue.
-fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
+/// in place when `in_place` allows it and [`in_place_parts`] finds each command
+/// on one shard's keys; borrowed otherwise (with the connection in hand when a
+/// command needs it: CLIENT, CONFIG, INFO ...), under the script lock when a
+/// script or a command each shard answers (DBSIZE, KEYS, FLUSHALL ...) is in the
+/// queue.
+fn plan(core: &ShardCore, client: &ClientState, queued: &Queued, in_place: bool) -> Plan {
     if core.topo.mode != PortMode::Forward || core.topo.nodes.len() == 1 {
         return Plan::InTurn;
     }
@@ -686,6 +702,14 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
         if let Some(owner) = single_other_owner(core, client, &keys) {
             return Plan::OnOwner(owner, keys);
         }
+        let plain = !has_script && selects.is_none() && before_swaps.is_none();
+        if let Some(parts) = in_place
+            .then_some(())
+            .filter(|_| plain)
+            .and_then(|_| in_place_parts(core, client, queued))
+        {
+            return Plan::InPlace(parts, queued.commands.len());
+        }
     }
     Plan::Borrowed {
         keys,
@@ -693,6 +717,65 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
         selects,
         with_conn,
     }
+}
+
+/// The parts of a queue that runs in place ([`crate::mesh::in_place`]), in
+/// shard order: when nothing is watched, no record is kept (no log, no
+/// replication feed: they see a borrowed transaction as one group, which parts
+/// on their owners do not reproduce yet), the script lock is free, and every
+/// queued command is a keyspace command naming keys of one shard only.
+fn in_place_parts(
+    core: &ShardCore,
+    client: &ClientState,
+    queued: &Queued,
+) -> Option<Vec<PlannedPart>> {
+    let lock_free = core.shared.script_lock.holder().is_none();
+    if !client.watching.is_empty() || core.logs() || !lock_free {
+        return None;
+    }
+    let mut parts: Vec<PlannedPart> = Vec::new();
+    for (position, (stat, args)) in queued.commands.iter().enumerate() {
+        let cmd = row_of(stat);
+        if !matches!(on_borrowed(cmd), OnBorrowed::Keys) || lending::swaps_dbs(cmd.meta) {
+            return None;
+        }
+        let mut keys = smallvec::SmallVec::new();
+        queued_keys(core, cmd, args, client.db, &mut keys);
+        let shard = core.topo.key_owner(keys.first()?.1);
+        if keys.iter().any(|(_, k)| core.topo.key_owner(k) != shard) {
+            return None;
+        }
+        let at = match parts.iter().position(|p| p.shard == shard) {
+            Some(at) => at,
+            None => {
+                parts.push(PlannedPart {
+                    shard,
+                    commands: Some(Commands::default()),
+                    keys: Vec::new(),
+                    positions: Vec::new(),
+                    replies: Vec::new(),
+                    ends: Vec::new(),
+                });
+                parts.len() - 1
+            }
+        };
+        let part = &mut parts[at];
+        part.commands
+            .get_or_insert_with(Commands::default)
+            .push(stat, args);
+        part.keys
+            .extend(keys.iter().map(|&(db, key)| (db, key.to_vec())));
+        part.positions.push(position);
+    }
+    if parts.len() < 2 {
+        return None;
+    }
+    parts.sort_unstable_by_key(|p| p.shard);
+    for part in &mut parts {
+        part.keys.sort_unstable();
+        part.keys.dedup();
+    }
+    Some(parts)
 }
 
 /// How a queued command runs in an EXEC on borrowed keys ([`run_borrowed`]).
