@@ -5,7 +5,7 @@
 //! Inside MULTI every command but EXEC, DISCARD, MULTI, WATCH, QUIT and RESET is
 //! checked and queued (`+QUEUED`); a refusal (unknown command, arity, `no-multi`,
 //! MOVED/CROSSSLOT in per-shard mode) flags the transaction and EXEC answers
-//! `EXECABORT`. EXEC runs the queue in one of three ways:
+//! `EXECABORT`. EXEC runs the queue in one of four ways:
 //!
 //! - **here**: every key is this shard's and free (always in per-shard mode and
 //!   with one shard): each command runs through the ordinary dispatcher, one after
@@ -13,7 +13,11 @@
 //!   a server command gathers from every shard holds its place in the replies);
 //! - **on the owner** (forward mode, every key on one other shard, no WATCH):
 //!   the queue runs there in one message ([`crate::mesh::owner_tx`]);
-//! - **borrowed** (forward mode, keys on several shards): the keys of every queued
+//! - **in place** (forward mode, each command on one shard's keys, the queue on
+//!   several, no WATCH, no records kept): each shard runs its part where its keys
+//!   live, in shard order, holding its keys until the last part ran
+//!   ([`crate::mesh::in_place`]);
+//! - **borrowed** (forward mode, keys on several shards otherwise): the keys of every queued
 //!   command and every watched key are borrowed from their owners
 //!   ([`crate::mesh::lending`]), the queue runs here on them ([`run_borrowed`]), and they
 //!   go back: no client of any shard sees a partial transaction. SELECT, PING,
@@ -27,8 +31,9 @@
 //!   ([`crate::mesh::script_lock`]). A SWAPDB moves the keys held for the queue: the
 //!   coordinator and the owners rename them as it goes ([`swapped_in_queue`]).
 //!
-//! Files: queueing, WATCH and the EXEC plan (run here, on one other owner, or over
-//! borrowed keys) are here; running the queue, in turn or over borrowed keys, is
+//! Files: queueing, WATCH and the EXEC plan (run here, on one other owner, in
+//! place, or over borrowed keys) are here; running a queue in place is
+//! [`super::in_place`]; running the queue, in turn or over borrowed keys, is
 //! [`super::exec_run`] (re-exported here), which shares the `Queued` type and the
 //! ordering rules of docs/transactions.md. Both are the shard's because they run
 //! commands on its core and answer its connections; what a transaction is as
@@ -722,15 +727,19 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued, in_place: bool)
 /// The parts of a queue that runs in place ([`crate::mesh::in_place`]), in
 /// shard order: when nothing is watched, no record is kept (no log, no
 /// replication feed: they see a borrowed transaction as one group, which parts
-/// on their owners do not reproduce yet), the script lock is free, and every
-/// queued command is a keyspace command naming keys of one shard only.
+/// on their owners do not reproduce yet), nobody hears of writes as they happen
+/// (keyspace notifications, CLIENT TRACKING: a part's message would come before
+/// the next part ran), the script lock is free, and every queued command is a
+/// keyspace command naming keys of one shard only.
 fn in_place_parts(
     core: &ShardCore,
     client: &ClientState,
     queued: &Queued,
 ) -> Option<Vec<PlannedPart>> {
     let lock_free = core.shared.script_lock.holder().is_none();
-    if !client.watching.is_empty() || core.logs() || !lock_free {
+    let heard = crate::messaging::notify::wanted(core.cfg.notify_keyspace_events)
+        || core.shared.tracking.anyone_tracks();
+    if !client.watching.is_empty() || core.logs() || heard || !lock_free {
         return None;
     }
     let mut parts: Vec<PlannedPart> = Vec::new();
