@@ -10,7 +10,8 @@
 //!   to every key, a GET after another GET never returns less than the first did
 //!   (a key whose part ran is invisible until every part ran);
 //! - the path is the in-place one: INFO stats counts the EXECs as
-//!   `cross_shard_exec_in_place` and none as `cross_shard_exec_borrowed`.
+//!   `cross_shard_exec_in_place` and none as `cross_shard_exec_borrowed`;
+//! - with a log the same transactions borrow (the log sees a borrowed group).
 
 mod common;
 
@@ -200,6 +201,28 @@ fn no_half_transaction_seen_by_gets(shards: usize) {
         assert_eq!(count, (WRITERS * ROUNDS).to_string(), "{key}");
     }
     assert_eq!(stat(&mut c, "cross_shard_exec_borrowed"), 0);
+}
+
+/// With a log kept, a transaction across shards borrows its keys, as the log
+/// records it (docs/durability.md), and answers the same.
+#[test]
+fn with_a_log_it_borrows() {
+    let dir = unique_dir("in-place-log");
+    let dir = dir.to_str().expect("a path");
+    let server = Server::ruvio_with(
+        PortMode::Forward,
+        2,
+        &["--dir", dir, "--durability", "everysec"],
+    );
+    let keys = keys("ip-log", 2);
+    let mut c = server.raw();
+    ok(&mut c, &["MULTI"]);
+    for key in &keys {
+        queued(&mut c, &["INCR", key]);
+    }
+    assert_eq!(c.cmd(&["EXEC"]), b"*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n");
+    assert_eq!(stat(&mut c, "cross_shard_exec_in_place"), 0);
+    assert_eq!(stat(&mut c, "cross_shard_exec_borrowed"), 1);
 }
 
 #[test]
