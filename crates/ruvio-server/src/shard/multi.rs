@@ -697,6 +697,12 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued, in_place: bool)
     if all_here && !must_lock && !every_shard && !loans_out {
         return Plan::InTurn;
     }
+    // Before the keys are copied: a queue run in place plans its own parts.
+    if in_place && !has_script && !all_here {
+        if let Some(parts) = in_place_parts(core, client, queued) {
+            return Plan::InPlace(parts, queued.commands.len());
+        }
+    }
     keys.sort_unstable();
     keys.dedup();
     let keys: Vec<DbKey> = keys.iter().map(|&(db, key)| (db, key.to_vec())).collect();
@@ -706,14 +712,6 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued, in_place: bool)
     if !must_lock && !all_here && !every_shard && !inline && !with_conn {
         if let Some(owner) = single_other_owner(core, client, &keys) {
             return Plan::OnOwner(owner, keys);
-        }
-        let plain = !has_script && selects.is_none() && before_swaps.is_none();
-        if let Some(parts) = in_place
-            .then_some(())
-            .filter(|_| plain)
-            .and_then(|_| in_place_parts(core, client, queued))
-        {
-            return Plan::InPlace(parts, queued.commands.len());
         }
     }
     Plan::Borrowed {
