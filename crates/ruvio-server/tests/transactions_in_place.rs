@@ -11,7 +11,9 @@
 //!   (a key whose part ran is invisible until every part ran);
 //! - the path is the in-place one: INFO stats counts the EXECs as
 //!   `cross_shard_exec_in_place` and none as `cross_shard_exec_borrowed`;
-//! - with a log the same transactions borrow (the log sees a borrowed group).
+//! - with a log the same transactions borrow (the log sees a borrowed group);
+//! - beside transactions that borrow (WATCH) and that run on one other owner,
+//!   every kind waits for the others' keys and none deadlocks.
 
 mod common;
 
@@ -203,6 +205,90 @@ fn no_half_transaction_seen_by_gets(shards: usize) {
     assert_eq!(stat(&mut c, "cross_shard_exec_borrowed"), 0);
 }
 
+/// Transactions in place, borrowed ones (with WATCH, retried when touched) and
+/// ones whose keys are all on one other shard (run on that owner) move units
+/// between the same keys at once; readers in place see the total throughout,
+/// and every writer finishes (a deadlock would hang the test).
+fn in_place_beside_borrowed_and_owner_transactions(shards: usize) {
+    let server = Server::forward(shards);
+    let keys = keys("ip-mixed", shards);
+    let total = UNITS_PER_KEY * keys.len() as i64;
+    let mut setup = server.raw();
+    for key in &keys {
+        ok(&mut setup, &["SET", key, &UNITS_PER_KEY.to_string()]);
+    }
+    let shard = |k: &String| shard_of_key(k, shards);
+    // Two keys of the last shard: a queue on them runs on that owner.
+    let last: Vec<String> = keys
+        .iter()
+        .filter(|k| shard(k) == shards - 1)
+        .cloned()
+        .collect();
+    let last_pair = match last.len() {
+        1 => (last[0].clone(), last[0].clone()),
+        _ => (last[0].clone(), last[1].clone()),
+    };
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let (keys, mut c) = (keys.clone(), server.raw());
+        writers.push(thread::spawn(move || {
+            let mut seed = 7 + w as u64;
+            for _ in 0..ROUNDS {
+                let (a, b) = (next(&mut seed) % keys.len(), next(&mut seed) % keys.len());
+                ok(&mut c, &["MULTI"]);
+                queued(&mut c, &["DECR", &keys[a]]);
+                queued(&mut c, &["INCR", &keys[b]]);
+                assert!(c.cmd(&["EXEC"]).starts_with(b"*2\r\n"));
+            }
+        }));
+    }
+    {
+        // Borrowed: WATCH keeps the transaction off the in-place path.
+        let (keys, mut c) = (keys.clone(), server.raw());
+        writers.push(thread::spawn(move || {
+            let (first, last) = (&keys[0], &keys[keys.len() - 1]);
+            for _ in 0..ROUNDS / 3 {
+                loop {
+                    ok(&mut c, &["WATCH", first]);
+                    ok(&mut c, &["MULTI"]);
+                    queued(&mut c, &["INCRBY", first, "3"]);
+                    queued(&mut c, &["DECRBY", last, "3"]);
+                    if c.cmd(&["EXEC"]).starts_with(b"*2\r\n") {
+                        break;
+                    }
+                }
+            }
+        }));
+    }
+    {
+        // On one owner: both keys on the last shard, the client on any shard.
+        let ((x, y), mut c) = (last_pair, server.raw());
+        writers.push(thread::spawn(move || {
+            for _ in 0..ROUNDS {
+                ok(&mut c, &["MULTI"]);
+                queued(&mut c, &["DECRBY", &x, "2"]);
+                queued(&mut c, &["INCRBY", &y, "2"]);
+                assert!(c.cmd(&["EXEC"]).starts_with(b"*2\r\n"));
+            }
+        }));
+    }
+    let reader = {
+        let (keys, mut c) = (keys.clone(), server.raw());
+        thread::spawn(move || {
+            for _ in 0..ROUNDS {
+                assert_eq!(sum_in_exec(&mut c, &keys), total, "half a transaction seen");
+            }
+        })
+    };
+    for writer in writers {
+        writer.join().expect("writer");
+    }
+    reader.join().expect("reader");
+    assert_eq!(sum_in_exec(&mut setup, &keys), total);
+    assert!(stat(&mut setup, "cross_shard_exec_borrowed") >= (ROUNDS / 3) as u64);
+    assert!(stat(&mut setup, "cross_shard_exec_in_place") > 0);
+}
+
 /// With a log kept, a transaction across shards borrows its keys, as the log
 /// records it (docs/durability.md), and answers the same.
 #[test]
@@ -223,6 +309,16 @@ fn with_a_log_it_borrows() {
     assert_eq!(c.cmd(&["EXEC"]), b"*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n");
     assert_eq!(stat(&mut c, "cross_shard_exec_in_place"), 0);
     assert_eq!(stat(&mut c, "cross_shard_exec_borrowed"), 1);
+}
+
+#[test]
+fn two_shards_beside_borrowed_and_owner_transactions() {
+    in_place_beside_borrowed_and_owner_transactions(2);
+}
+
+#[test]
+fn four_shards_beside_borrowed_and_owner_transactions() {
+    in_place_beside_borrowed_and_owner_transactions(4);
 }
 
 #[test]
