@@ -757,7 +757,7 @@ fn in_place_parts(
             None => {
                 parts.push(PlannedPart {
                     shard,
-                    commands: Some(Commands::default()),
+                    commands: Some(queued.commands.empty_like()),
                     keys: Vec::new(),
                     positions: Vec::new(),
                     replies: Vec::new(),
@@ -767,9 +767,9 @@ fn in_place_parts(
             }
         };
         let part = &mut parts[at];
-        part.commands
-            .get_or_insert_with(Commands::default)
-            .push(stat, args);
+        if let Some(commands) = part.commands.as_mut() {
+            commands.push(stat, args);
+        }
         part.keys
             .extend(keys.iter().map(|&(db, key)| (db, key.to_vec())));
         part.positions.push(position);
