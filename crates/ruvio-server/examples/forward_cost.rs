@@ -6,7 +6,8 @@
 //! outbox, carried over the channel, run by shard 1, and its reply copied back into
 //! the held slot of the client's queue). `exec` is a transaction of 10 SETs
 //! (MULTI ... EXEC counts as one command): `forwarded` spreads its keys over both
-//! shards, so the EXEC borrows half of them (docs/cross-shard.md). Only [`measured_pipelines`] is meant to be
+//! shards, so each shard runs its half in place (before 2026-12-05-4 the EXEC
+//! borrowed half of them: docs/cross-shard.md). Only [`measured_pipelines`] is meant to be
 //! counted: `scripts/forward_cost.py` runs this under
 //! `valgrind --tool=callgrind --toggle-collect='*measured_pipelines*'` with `reps`
 //! and `2 * reps` and takes the difference, so whatever is paid once per run
@@ -46,7 +47,7 @@ fn keys_of(s: &TwoShards, shard: usize, count: usize) -> Vec<String> {
 }
 
 /// Keys of both shards in turn: a transaction's SETs spread over both (the
-/// `forwarded` place of `exec`, where the transaction borrows half its keys).
+/// `forwarded` place of `exec`, where each shard runs its half in place).
 fn spread(s: &TwoShards) -> Vec<String> {
     let (mine, theirs) = (keys_of(s, 0, KEYS_PER_SHARD), keys_of(s, 1, KEYS_PER_SHARD));
     mine.into_iter()

@@ -379,6 +379,16 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
             line("tracking_total_prefixes", &prefixes);
             let errors: u64 = server_errors(src).iter().map(|(_, n)| n).sum();
             line("total_error_replies", &errors);
+            // Beyond Redis: how EXECs over several shards' keys ran (forward mode,
+            // docs/transactions.md).
+            line(
+                "cross_shard_exec_in_place",
+                &shard(|s| s.exec_in_place, |g| &g.exec_in_place),
+            );
+            line(
+                "cross_shard_exec_borrowed",
+                &shard(|s| s.exec_borrowed, |g| &g.exec_borrowed),
+            );
         }
         "replication" => {
             let now_ms = crate::clock::unix_ms();

@@ -328,6 +328,11 @@ pub enum ShardMsg {
     },
     /// A transaction whose keys are all this shard's (see [`crate::mesh::owner_tx`]).
     Transaction(Box<crate::mesh::owner_tx::OwnerTx>),
+    /// This shard's part of a transaction run in place (see [`crate::mesh::in_place`]),
+    /// its answer, and the end of its hold.
+    Part(Box<crate::mesh::in_place::Part>),
+    PartRan(Box<crate::mesh::in_place::PartRan>),
+    Release(crate::mesh::in_place::Release),
     /// A coordinator gives keys back under `always`: acknowledge its command
     /// `ticket` with [`ShardMsg::Durable`] once the records are on disk.
     GiveBackAcked {
@@ -738,6 +743,11 @@ impl Outbox {
     /// it so far.
     pub fn transaction(&mut self, shard: usize, tx: crate::mesh::owner_tx::OwnerTx) {
         self.direct(shard, ShardMsg::Transaction(Box::new(tx)));
+    }
+
+    /// Send `shard` a message of a transaction run in place ([`crate::mesh::in_place`]).
+    pub fn in_place(&mut self, shard: usize, message: ShardMsg) {
+        self.direct(shard, message);
     }
 
     /// Queue a Pub/Sub message for `shard`'s subscribers; with a tag, `shard`

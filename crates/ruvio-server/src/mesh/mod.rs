@@ -7,6 +7,8 @@
 //! - [`gather`]: server-wide answers (INFO, DBSIZE, KEYS, SCAN, FLUSHALL, CONFIG SET
 //!   ...) asked of every shard and merged.
 //! - [`lending`]: multi-key commands over several shards run by borrowing the keys.
+//! - [`in_place`]: a transaction whose commands each touch one shard runs each
+//!   shard's part where its keys live, under locks taken in shard order.
 //! - [`owner_tx`]: a transaction whose keys all live on one other shard runs there.
 //! - [`publish`]: Pub/Sub messages to other shards (the outbox as messaging's relay).
 //! - [`queries`]: the questions every shard answers of its clients or keys (CLIENT
@@ -19,6 +21,7 @@
 mod channels;
 pub mod forward;
 pub mod gather;
+pub mod in_place;
 pub mod lending;
 pub mod owner_tx;
 pub mod publish;

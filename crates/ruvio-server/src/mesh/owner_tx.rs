@@ -49,6 +49,8 @@ pub struct OwnerTx {
 #[derive(Debug)]
 pub enum Deferred {
     Transaction(Box<OwnerTx>),
+    /// A part of a transaction run in place ([`crate::mesh::in_place`]).
+    Part(Box<crate::mesh::in_place::Part>),
     Requests(RequestBatch),
     Control(Control),
 }

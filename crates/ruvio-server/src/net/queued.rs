@@ -32,6 +32,15 @@ impl Commands {
         self.rows.len()
     }
 
+    /// No commands yet, with room for all of these: a part of this queue
+    /// (`mesh::in_place`) fills it without growing through doublings.
+    pub fn empty_like(&self) -> Commands {
+        Commands {
+            rows: Vec::with_capacity(self.rows.len()),
+            args: self.args.empty_like(usize::MAX),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }

@@ -82,6 +82,9 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         }
         ShardMsg::Control(control) => self::control(core, control),
         ShardMsg::Transaction(tx) => transaction_arrived(core, conns, *tx),
+        ShardMsg::Part(part) => super::in_place::part_arrived(core, conns, *part),
+        ShardMsg::PartRan(ran) => super::in_place::part_ran(core, conns, *ran),
+        ShardMsg::Release(release) => super::in_place::release(core, conns, release),
         ShardMsg::Lend(request) => super::lending::lend(core, conns, request),
         ShardMsg::Lent { ticket, entries } => super::lending::lent(core, conns, ticket, entries),
         ShardMsg::GiveBack {
@@ -501,6 +504,7 @@ pub(crate) fn run_deferred(core: &mut ShardCore, conns: &mut Slab<Conn>) {
                 Some(Deferred::Transaction(tx)) => {
                     tx.keys.iter().any(|(db, k)| core.lending.is_lent(*db, k))
                 }
+                Some(Deferred::Part(part)) => super::in_place::keys_busy(core, part),
                 Some(_) => false,
             };
             if blocked {
@@ -508,6 +512,7 @@ pub(crate) fn run_deferred(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             }
             match core.lending.deferred[from].pop_front() {
                 Some(Deferred::Transaction(tx)) => run_transaction(core, conns, &tx),
+                Some(Deferred::Part(part)) => super::in_place::run_part(core, conns, *part),
                 Some(Deferred::Requests(batch)) => run_requests(core, conns, batch),
                 Some(Deferred::Control(c)) => control(core, c),
                 None => break,
@@ -526,8 +531,26 @@ fn run_transaction(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
     let filling_before = core.wal.as_ref().map_or(0, |w| w.filling_bytes());
     let mut out = Vec::new();
     Reply::new(&mut out, caller.proto).array(tx.commands.len());
+    run_queue(core, caller, &tx.commands, &mut out, &mut Vec::new());
+    exec::serve_ready(core, conns);
+    let limits = &core.cfg.client_output_buffer_limit;
+    let mut built = crate::net::outlimit::BuiltOutput::default();
+    crate::net::outlimit::cap_forwarded(limits, &mut built, (tx.tag.conn, tx.tag.gen), &mut out);
+    crate::persistence::durable::reply_forwarded(core, tx.from, tx.tag, &out, filling_before);
+}
+
+/// Run a transaction's `commands` here, one after the other, logged as one group,
+/// their replies appended to `out` (where each ends, into `ends`). Each is timed
+/// and counted as Redis counts EXEC's commands.
+pub(super) fn run_queue(
+    core: &mut ShardCore,
+    caller: Caller,
+    commands: &crate::net::queued::Commands,
+    out: &mut Vec<u8>,
+    ends: &mut Vec<usize>,
+) {
     core.log_begin();
-    for (cmd, args) in tx.commands.rows() {
+    for (cmd, args) in commands.rows() {
         if crate::mesh::script_lock::is_script(cmd.meta) {
             // It ran on the client's shard without reaching other shards' keys,
             // but may on another branch: it may take the script lock then.
@@ -538,7 +561,7 @@ fn run_transaction(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
         }
         // Each queued command is timed and logged here, as Redis logs EXEC's.
         let (timed, reply_start) = (core.timing.start(), out.len());
-        let ran = run_engine(core, cmd, caller, args, &mut out);
+        let ran = run_engine(core, cmd, caller, args, out);
         if core.timing.active() {
             let ns = timed.map(|t| core.timing.elapsed_ns(t));
             let who = crate::observability::Who::Id(caller.client_id);
@@ -547,15 +570,11 @@ fn run_transaction(core: &mut ShardCore, conns: &mut Slab<Conn>, tx: &OwnerTx) {
         if ran.block.is_some() {
             // Only a script naming an undeclared key that is out on loan gets here
             // (the declared keys were checked): its slot needs an answer.
-            Reply::new(&mut out, caller.proto)
+            Reply::new(out, caller.proto)
                 .error("TRYAGAIN a key of this script is in use by a cross-shard command");
         }
         core.stats.count_call(cmd.stat);
+        ends.push(out.len());
     }
     core.log_end();
-    exec::serve_ready(core, conns);
-    let limits = &core.cfg.client_output_buffer_limit;
-    let mut built = crate::net::outlimit::BuiltOutput::default();
-    crate::net::outlimit::cap_forwarded(limits, &mut built, (tx.tag.conn, tx.tag.gen), &mut out);
-    crate::persistence::durable::reply_forwarded(core, tx.from, tx.tag, &out, filling_before);
 }

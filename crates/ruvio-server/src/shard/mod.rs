@@ -35,6 +35,7 @@ pub mod exec_run;
 mod exit;
 mod families;
 mod gathered;
+pub mod in_place;
 pub mod inproc;
 mod lending;
 mod log_io;

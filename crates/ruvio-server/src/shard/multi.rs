@@ -5,7 +5,7 @@
 //! Inside MULTI every command but EXEC, DISCARD, MULTI, WATCH, QUIT and RESET is
 //! checked and queued (`+QUEUED`); a refusal (unknown command, arity, `no-multi`,
 //! MOVED/CROSSSLOT in per-shard mode) flags the transaction and EXEC answers
-//! `EXECABORT`. EXEC runs the queue in one of three ways:
+//! `EXECABORT`. EXEC runs the queue in one of four ways:
 //!
 //! - **here**: every key is this shard's and free (always in per-shard mode and
 //!   with one shard): each command runs through the ordinary dispatcher, one after
@@ -13,7 +13,11 @@
 //!   a server command gathers from every shard holds its place in the replies);
 //! - **on the owner** (forward mode, every key on one other shard, no WATCH):
 //!   the queue runs there in one message ([`crate::mesh::owner_tx`]);
-//! - **borrowed** (forward mode, keys on several shards): the keys of every queued
+//! - **in place** (forward mode, each command on one shard's keys, the queue on
+//!   several, no WATCH, no records kept): each shard runs its part where its keys
+//!   live, in shard order, holding its keys until the last part ran
+//!   ([`crate::mesh::in_place`]);
+//! - **borrowed** (forward mode, keys on several shards otherwise): the keys of every queued
 //!   command and every watched key are borrowed from their owners
 //!   ([`crate::mesh::lending`]), the queue runs here on them ([`run_borrowed`]), and they
 //!   go back: no client of any shard sees a partial transaction. SELECT, PING,
@@ -27,8 +31,9 @@
 //!   ([`crate::mesh::script_lock`]). A SWAPDB moves the keys held for the queue: the
 //!   coordinator and the owners rename them as it goes ([`swapped_in_queue`]).
 //!
-//! Files: queueing, WATCH and the EXEC plan (run here, on one other owner, or over
-//! borrowed keys) are here; running the queue, in turn or over borrowed keys, is
+//! Files: queueing, WATCH and the EXEC plan (run here, on one other owner, in
+//! place, or over borrowed keys) are here; running a queue in place is
+//! [`super::in_place`]; running the queue, in turn or over borrowed keys, is
 //! [`super::exec_run`] (re-exported here), which shares the `Queued` type and the
 //! ordering rules of docs/transactions.md. Both are the shard's because they run
 //! commands on its core and answer its connections; what a transaction is as
@@ -42,6 +47,7 @@ use crate::cluster::topology::Topology;
 use crate::cmd::registry::{registry, Command, Handler};
 use crate::config::PortMode;
 use crate::mesh::forward::Outbox;
+use crate::mesh::in_place::PlannedPart;
 use crate::mesh::lending::{self, DbKey};
 use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
 use crate::net::slab::Slab;
@@ -417,6 +423,9 @@ enum Plan {
     },
     /// On shard `0`, which owns every key ([`crate::mesh::owner_tx`]).
     OnOwner(usize, Vec<DbKey>),
+    /// Each shard's part where its keys live, in shard order
+    /// ([`crate::mesh::in_place`]); the queue's length.
+    InPlace(Vec<PlannedPart>, usize),
 }
 
 /// `EXEC` inside MULTI. Errors (EXECABORT) come back to be written once.
@@ -466,7 +475,13 @@ pub fn exec(
         run_in_turn(core, conns, client, replies, who, queued);
         return Ok(());
     }
-    let plan = plan(core, client, &queued);
+    let mut plan = plan(core, client, &queued, true);
+    if matches!(plan, Plan::InPlace(..))
+        && !crate::mesh::script_lock::begin_borrowing(core.script_server())
+    {
+        // A script took the lock meanwhile: borrowing waits for it.
+        plan = self::plan(core, client, &queued, false);
+    }
     if !matches!(plan, Plan::InTurn) && crate::observability::monitor::attached() {
         feed_monitors(core, client, &queued);
     }
@@ -481,6 +496,9 @@ pub fn exec(
             queued.commands,
             keys,
         ),
+        Plan::InPlace(parts, len) => {
+            super::in_place::start(core, conns, (client, replies, who), parts, len)
+        }
         Plan::Borrowed {
             keys,
             locked,
@@ -541,6 +559,7 @@ fn run_borrowing(
     // the database the queue left it in (set when it ran: `lending::finish`); so
     // does one whose queue needs its connection (the state it leaves is its).
     let unwatched = client.watching.is_empty() && selects.is_none() && !with_conn;
+    core.stats.exec_borrowed += 1;
     let after = client.borrowing_tx.map(|(ticket, _)| ticket);
     let swaps_dbs = queued
         .commands
@@ -625,7 +644,7 @@ pub fn borrowed_keys(
     if queued.failed || !client.watching.is_empty() {
         return None;
     }
-    match plan(core, client, queued) {
+    match plan(core, client, queued, true) {
         Plan::Borrowed {
             keys,
             locked: false,
@@ -640,10 +659,12 @@ pub fn borrowed_keys(
 /// shard's and free; on the owner when every key is one other shard's, nothing
 /// is watched, every command is a keyspace command and every script passed its
 /// probation here (see [`crate::mesh::script_lock::must_lock`]);
-/// borrowed otherwise (with the connection in hand when a command needs it:
-/// CLIENT, CONFIG, INFO ...), under the script lock when a script or a command
-/// each shard answers (DBSIZE, KEYS, FLUSHALL ...) is in the queue.
-fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
+/// in place when `in_place` allows it and [`in_place_parts`] finds each command
+/// on one shard's keys; borrowed otherwise (with the connection in hand when a
+/// command needs it: CLIENT, CONFIG, INFO ...), under the script lock when a
+/// script or a command each shard answers (DBSIZE, KEYS, FLUSHALL ...) is in the
+/// queue.
+fn plan(core: &ShardCore, client: &ClientState, queued: &Queued, in_place: bool) -> Plan {
     if core.topo.mode != PortMode::Forward || core.topo.nodes.len() == 1 {
         return Plan::InTurn;
     }
@@ -708,6 +729,12 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
     if all_here && !must_lock && !every_shard && !loans_out {
         return Plan::InTurn;
     }
+    // Before the keys are copied: a queue run in place plans its own parts.
+    if in_place && !has_script && !all_here {
+        if let Some(parts) = in_place_parts(core, client, queued) {
+            return Plan::InPlace(parts, queued.commands.len());
+        }
+    }
     keys.sort_unstable();
     keys.dedup();
     let keys: Vec<DbKey> = keys.iter().map(|&(db, key)| (db, key.to_vec())).collect();
@@ -725,6 +752,69 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued) -> Plan {
         selects,
         with_conn,
     }
+}
+
+/// The parts of a queue that runs in place ([`crate::mesh::in_place`]), in
+/// shard order: when nothing is watched, no record is kept (no log, no
+/// replication feed: they see a borrowed transaction as one group, which parts
+/// on their owners do not reproduce yet), nobody hears of writes as they happen
+/// (keyspace notifications, CLIENT TRACKING: a part's message would come before
+/// the next part ran), the script lock is free, and every queued command is a
+/// keyspace command naming keys of one shard only.
+fn in_place_parts(
+    core: &ShardCore,
+    client: &ClientState,
+    queued: &Queued,
+) -> Option<Vec<PlannedPart>> {
+    let lock_free = core.shared.script_lock.holder().is_none();
+    let heard = crate::messaging::notify::wanted(core.cfg.notify_keyspace_events)
+        || core.shared.tracking.anyone_tracks();
+    if !client.watching.is_empty() || core.logs() || heard || !lock_free {
+        return None;
+    }
+    let mut parts: Vec<PlannedPart> = Vec::new();
+    for (position, (stat, args)) in queued.commands.iter().enumerate() {
+        let cmd = row_of(stat);
+        if !matches!(on_borrowed(cmd), OnBorrowed::Keys) || lending::swaps_dbs(cmd.meta) {
+            return None;
+        }
+        let mut keys = smallvec::SmallVec::new();
+        queued_keys(core, cmd, args, client.db, &mut keys);
+        let shard = core.topo.key_owner(keys.first()?.1);
+        if keys.iter().any(|(_, k)| core.topo.key_owner(k) != shard) {
+            return None;
+        }
+        let at = match parts.iter().position(|p| p.shard == shard) {
+            Some(at) => at,
+            None => {
+                parts.push(PlannedPart {
+                    shard,
+                    commands: Some(queued.commands.empty_like()),
+                    keys: Vec::new(),
+                    positions: Vec::new(),
+                    replies: Vec::new(),
+                    ends: Vec::new(),
+                });
+                parts.len() - 1
+            }
+        };
+        let part = &mut parts[at];
+        if let Some(commands) = part.commands.as_mut() {
+            commands.push(stat, args);
+        }
+        part.keys
+            .extend(keys.iter().map(|&(db, key)| (db, key.to_vec())));
+        part.positions.push(position);
+    }
+    if parts.len() < 2 {
+        return None;
+    }
+    parts.sort_unstable_by_key(|p| p.shard);
+    for part in &mut parts {
+        part.keys.sort_unstable();
+        part.keys.dedup();
+    }
+    Some(parts)
 }
 
 /// How a queued command runs in an EXEC on borrowed keys ([`run_borrowed`]).

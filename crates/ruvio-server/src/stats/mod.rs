@@ -22,6 +22,11 @@ pub struct ShardStats {
     pub connections_received: u64,
     /// Connections refused at `maxclients`.
     pub rejected_connections: u64,
+    /// EXECs over several shards' keys this shard coordinated, run in place
+    /// (`mesh::in_place`) or on borrowed keys (`mesh::lending`): INFO stats'
+    /// `cross_shard_exec_in_place` and `cross_shard_exec_borrowed`.
+    pub exec_in_place: u64,
+    pub exec_borrowed: u64,
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     /// Changes to the dataset (Redis' `dirty`, INFO `rdb_changes_since_last_save`).
@@ -141,6 +146,8 @@ pub struct ShardGauges {
     pub commands: AtomicU64,
     pub connections_received: AtomicU64,
     pub rejected_connections: AtomicU64,
+    pub exec_in_place: AtomicU64,
+    pub exec_borrowed: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub expired_keys: AtomicU64,

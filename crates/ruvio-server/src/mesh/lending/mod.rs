@@ -212,23 +212,32 @@ pub struct Lending {
     /// The command answered at once (`answered_at_once`) has its writer's
     /// reply slot kept for its invalidations ([`keep_answered_at_once`]).
     pub keep_at_once: bool,
+    /// Keys of this shard held by a transaction run in place: its part ran here
+    /// and other commands on them wait, as on a lent key, until its coordinator
+    /// releases them (see [`crate::mesh::in_place`]).
+    pub held: AHashSet<DbKey>,
+    /// The keys each `(coordinator, ticket)` holds here.
+    pub held_for: AHashMap<(usize, u64), Vec<DbKey>>,
+    /// Transactions this shard coordinates in place, by ticket.
+    pub in_place: AHashMap<u64, crate::mesh::in_place::InPlaceOp>,
+    pub next_in_place: u64,
 }
 
 impl Lending {
-    /// True when some key of this shard is out on loan (then every command checks
-    /// its keys against the lent set).
+    /// True when some key of this shard is out on loan or held in place (then
+    /// every command checks its keys against the two sets).
     pub fn any_lent(&self) -> bool {
-        !self.lent.is_empty()
+        !self.lent.is_empty() || !self.held.is_empty()
     }
 
     /// True when some key of `db` of this shard is out on loan.
     pub fn any_lent_in(&self, db: usize) -> bool {
-        self.lent.iter().any(|(d, _)| *d == db)
+        self.lent.iter().chain(&self.held).any(|(d, _)| *d == db)
     }
 
-    /// This shard's keys of `db` out on loan.
+    /// This shard's keys of `db` out on loan or held in place.
     pub fn lent_in(&self, db: usize) -> Vec<Vec<u8>> {
-        let keys = self.lent.iter().filter(|(d, _)| *d == db);
+        let keys = self.lent.iter().chain(&self.held).filter(|(d, _)| *d == db);
         keys.map(|(_, key)| key.clone()).collect()
     }
 
@@ -237,10 +246,15 @@ impl Lending {
         self.lent.iter().map(|(db, _)| *db)
     }
 
-    /// True when `key` of `db` is out on loan.
+    /// True when `key` of `db` is out on loan, or held by a transaction run in
+    /// place: a command on it waits either way.
     pub fn is_lent(&self, db: usize, key: &[u8]) -> bool {
         // Nothing out on loan is the usual case: no key copied to ask.
-        !self.lent.is_empty() && self.lent.contains(&(db, key.to_vec()))
+        if !self.any_lent() {
+            return false;
+        }
+        let db_key = (db, key.to_vec());
+        self.lent.contains(&db_key) || self.held.contains(&db_key)
     }
 
     /// True while this shard coordinates some cross-shard command.

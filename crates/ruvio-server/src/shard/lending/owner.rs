@@ -42,12 +42,13 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
     }
 }
 
-/// Publish how many keys of this shard are out on loan (the script lock's quiet
-/// server has none but its own command's); when none is, wake the lock's holder,
-/// which may be waiting for every key to be home before it swaps databases.
-fn count_lent(core: &ShardCore) {
+/// Publish how many keys of this shard are out on loan or held in place (the
+/// script lock's quiet server has none but its own command's); when none is,
+/// wake the lock's holder, which may be waiting for every key to be home before
+/// it swaps databases.
+pub fn count_lent(core: &ShardCore) {
     use std::sync::atomic::Ordering::SeqCst;
-    let lent = core.lending.lent.len() as u64;
+    let lent = (core.lending.lent.len() + core.lending.held.len()) as u64;
     core.shared.shards[core.id].lent.store(lent, SeqCst);
     let holder = core.shared.script_lock.holder();
     if let Some(holder) = holder.filter(|&h| lent == 0 && h != core.id) {
@@ -129,6 +130,13 @@ pub fn take_back(
         }
         core.signal_key(db, &key);
     }
+    keys_free(core, conns);
+}
+
+/// Keys of this shard came home or were released (a transaction run in place,
+/// `shard::in_place`): the commands parked on them run, then what waited on
+/// them from other shards (transactions, parts, lend requests), in that order.
+pub fn keys_free(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     count_lent(core);
     exec::serve_ready(core, conns);
     crate::shard::messages::run_deferred(core, conns);

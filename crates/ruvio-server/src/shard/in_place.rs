@@ -1,0 +1,232 @@
+//! Running a transaction in place (forward mode, the design and why in
+//! [`crate::mesh::in_place`]): the coordinator's steps (visit the parts in shard
+//! order, release the held keys, answer the client) and each shard's (run its
+//! part, hold its keys, free them). Here because it runs commands on the core and
+//! answers connections; the messages and tables are the mesh's.
+
+use crate::mesh::forward::ShardMsg;
+use crate::mesh::in_place::{InPlaceOp, Part, PartRan, PlannedPart, Release};
+use crate::mesh::owner_tx::{self, Deferred};
+use crate::net::caller::Caller;
+use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
+use crate::net::slab::Slab;
+use crate::shard::ShardCore;
+
+/// The coordinator's first step: hold the EXEC's reply slot (the client waits
+/// for it, as for a transaction with WATCH), then run the first part. The caller
+/// counted the transaction as borrowing (`script_lock::begin_borrowing`): a
+/// script that takes the lock waits until it is over.
+pub fn start(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    (client, replies, who): (&mut ClientState, &mut ReplyQueue, (u32, u32)),
+    parts: Vec<PlannedPart>,
+    len: usize,
+) {
+    let seq = replies.hold(Merge::Single, 1);
+    client.blocked = Some(BlockedOn::waiting(seq));
+    core.watches.clear_touched(client.id);
+    client.watch_epoch += 1;
+    let caller = Caller {
+        may_block: false,
+        ..Caller::of(client, core.id)
+    };
+    let ticket = core.lending.next_in_place;
+    core.lending.next_in_place += 1;
+    let op = InPlaceOp {
+        conn: who,
+        seq,
+        caller,
+        len,
+        parts,
+        next: 0,
+    };
+    core.lending.in_place.insert(ticket, op);
+    core.stats.exec_in_place += 1;
+    advance(core, conns, ticket);
+}
+
+/// Send the next part to its shard (or run it here when it is this shard's).
+fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
+    let me = core.id;
+    let Some(op) = core.lending.in_place.get_mut(&ticket) else {
+        return;
+    };
+    let hold = op.next + 1 < op.parts.len();
+    let caller = op.caller;
+    let Some(planned) = op.parts.get_mut(op.next) else {
+        return;
+    };
+    let part = Part {
+        from: me,
+        ticket,
+        caller,
+        commands: planned.commands.take().unwrap_or_default(),
+        keys: std::mem::take(&mut planned.keys),
+        hold,
+    };
+    let shard = planned.shard;
+    match shard == me {
+        true => part_arrived(core, conns, part),
+        false => core.outbox.in_place(shard, ShardMsg::Part(Box::new(part))),
+    }
+}
+
+/// A shard's side: run `part` now, or wait while one of its keys is lent or
+/// held (or something its coordinator sent before it waits here).
+pub fn part_arrived(core: &mut ShardCore, conns: &mut Slab<Conn>, part: Part) {
+    let must_wait = owner_tx::is_waiting(&core.lending, part.from) || keys_busy(core, &part);
+    match must_wait {
+        true => owner_tx::defer(&mut core.lending, part.from, Deferred::Part(Box::new(part))),
+        false => run_part(core, conns, part),
+    }
+}
+
+/// Some key of `part` is lent or held here.
+pub fn keys_busy(core: &ShardCore, part: &Part) -> bool {
+    part.keys.iter().any(|(db, k)| core.lending.is_lent(*db, k))
+}
+
+/// Run `part`'s commands with nothing in between, hold its keys if it is not the
+/// last part, and answer the coordinator with the replies.
+pub fn run_part(core: &mut ShardCore, conns: &mut Slab<Conn>, part: Part) {
+    let mut replies = Vec::new();
+    let mut ends = Vec::with_capacity(part.commands.len());
+    super::messages::run_queue(core, part.caller, &part.commands, &mut replies, &mut ends);
+    if part.hold {
+        core.lending.held.extend(part.keys.iter().cloned());
+        core.lending
+            .held_for
+            .insert((part.from, part.ticket), part.keys);
+        super::lending::count_lent(core);
+    }
+    // Clients blocked on keys this part wrote try again now: on a held key they
+    // park again until the release.
+    super::exec::serve_ready(core, conns);
+    let ran = PartRan {
+        ticket: part.ticket,
+        replies,
+        ends,
+    };
+    match part.from == core.id {
+        true => part_ran(core, conns, ran),
+        false => core
+            .outbox
+            .in_place(part.from, ShardMsg::PartRan(Box::new(ran))),
+    }
+}
+
+/// The coordinator's side: a part ran. Run the next one, or (the last ran) release
+/// the held keys and answer the client.
+pub fn part_ran(core: &mut ShardCore, conns: &mut Slab<Conn>, ran: PartRan) {
+    let Some(op) = core.lending.in_place.get_mut(&ran.ticket) else {
+        return;
+    };
+    if let Some(part) = op.parts.get_mut(op.next) {
+        part.replies = ran.replies;
+        part.ends = ran.ends;
+    }
+    op.next += 1;
+    if op.next < op.parts.len() {
+        return advance(core, conns, ran.ticket);
+    }
+    let Some(op) = core.lending.in_place.remove(&ran.ticket) else {
+        return;
+    };
+    let me = core.id;
+    for part in &op.parts[..op.parts.len() - 1] {
+        let release = Release {
+            from: me,
+            ticket: ran.ticket,
+        };
+        match part.shard == me {
+            true => self::release(core, conns, release),
+            false => core.outbox.in_place(part.shard, ShardMsg::Release(release)),
+        }
+    }
+    crate::mesh::script_lock::end_borrowing(core.script_server());
+    let reply = op.reply();
+    let (index, gen) = op.conn;
+    if let Some(conn) = conns.get_mut(index, gen) {
+        conn.replies.fill(op.seq, 0, reply);
+        core.reply_filled(conn, op.conn, op.seq);
+    }
+}
+
+/// A shard's side: the transaction is over, its keys here are free. Whoever
+/// waited on them goes on, as when lent keys come home.
+pub fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, release: Release) {
+    let Some(keys) = core
+        .lending
+        .held_for
+        .remove(&(release.from, release.ticket))
+    else {
+        return;
+    };
+    for (db, key) in keys {
+        let db_key = (db, key);
+        core.lending.held.remove(&db_key);
+        let (db, key) = db_key;
+        core.signal_key(db, &key);
+    }
+    super::lending::keys_free(core, conns);
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::shard::inproc::{pipeline, TwoShards};
+
+    // "b" and "c" live on shard 0, "a" and "d" on shard 1; client c is on shard c.
+
+    /// Each shard runs its commands in place and the replies come back in queue
+    /// order, on either shard's connection; nothing was borrowed.
+    #[test]
+    fn parts_run_on_their_shards_and_merge_in_queue_order() {
+        let mut server = TwoShards::new();
+        for c in 0..2 {
+            server.clear_replies(c);
+            server.receive(
+                c,
+                &pipeline(&[
+                    &["MULTI"],
+                    &["INCR", "a"],
+                    &["INCR", "b"],
+                    &["MGET", "a", "d"],
+                    &["GET", "b"],
+                    &["EXEC"],
+                ]),
+            );
+        }
+        assert_eq!(
+            server.view(1).replies,
+            b"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n\
+              *4\r\n:2\r\n:2\r\n*2\r\n$1\r\n2\r\n$-1\r\n$1\r\n2\r\n"
+        );
+        server.send(0, &["INFO", "stats"]);
+        let info = String::from_utf8_lossy(server.view(0).replies).into_owned();
+        assert!(info.contains("cross_shard_exec_in_place:2\r\n"), "{info}");
+        assert!(info.contains("cross_shard_exec_borrowed:0\r\n"), "{info}");
+    }
+
+    /// A command on a key the first part holds waits for the release: a client
+    /// never sees the first part done and the second not.
+    #[test]
+    fn a_held_key_waits_for_the_whole_transaction() {
+        let mut server = TwoShards::new();
+        server.send(1, &["SET", "b", "0"]);
+        server.send(1, &["SET", "a", "0"]);
+        server.receive_unsettled(
+            1,
+            &pipeline(&[&["MULTI"], &["INCR", "b"], &["INCR", "a"], &["EXEC"]]),
+        );
+        // Shard 1 sends shard 0 its part; shard 0 runs it and holds "b".
+        server.deliver_from(1);
+        server.clear_replies(0);
+        server.receive_unsettled(0, &pipeline(&[&["GET", "b"]]));
+        assert!(server.view(0).replies.is_empty());
+        server.settle();
+        assert_eq!(server.view(0).replies, b"$1\r\n1\r\n");
+        server.send(0, &["GET", "a"]);
+        assert!(server.view(0).replies.ends_with(b"$1\r\n1\r\n"));
+    }
+}
