@@ -74,6 +74,10 @@ pub struct ClientState {
     /// the coordinating op's ticket and the held slot of the client's last
     /// transaction on it (see [`crate::shard::lending::must_wait_for_transaction`]).
     pub borrowing_tx: Option<(u64, u64)>,
+    /// This client's transactions running in place, oldest first: each
+    /// coordinating op's ticket and its EXEC's held slot (see
+    /// [`crate::shard::in_place::must_wait`]).
+    pub in_place_txs: Vec<(u64, u64)>,
     /// Came in on the TLS port (CLUSTER SLOTS and MOVED name TLS ports to it
     /// under `tls-cluster yes`).
     pub tls: bool,
@@ -448,6 +452,7 @@ impl Conn {
                 in_exec: false,
                 exec_rest: Default::default(),
                 borrowing_tx: None,
+                in_place_txs: Vec::new(),
                 tls: false,
                 monitor: false,
                 tracking: TrackingMode::default(),

@@ -414,6 +414,7 @@ fn is_quiet(conn: &Conn) -> bool {
         && client.blocked.is_none()
         && client.exec_rest.is_none()
         && client.borrowing_tx.is_none()
+        && client.in_place_txs.is_empty()
         && client.reply_mode == ReplyMode::On
         && client.pushes.is_empty()
 }

@@ -106,6 +106,13 @@ pub fn process_input(
                     client.blocked = Some(BlockedOn::waiting(seq));
                     break;
                 }
+                if !client.in_place_txs.is_empty() {
+                    if let Some(seq) = super::in_place::must_wait(core, client, args) {
+                        // Left unread: it runs once that transaction answered.
+                        client.blocked = Some(BlockedOn::waiting(seq));
+                        break;
+                    }
+                }
                 if client.master && !crate::shard::replica::stream_runs(core, client) {
                     // REPLICAOF changed the primary: nothing more of this stream runs.
                     client.closing = true;

@@ -4,13 +4,18 @@
 //! part, hold its keys, free them). Here because it runs commands on the core and
 //! answers connections; the messages and tables are the mesh's.
 
+use crate::cmd::registry::{registry, Command, Handler};
 use crate::mesh::forward::ShardMsg;
 use crate::mesh::in_place::{InPlaceOp, Part, PartRan, PlannedPart, Release};
 use crate::mesh::owner_tx::{self, Deferred};
 use crate::net::caller::Caller;
-use crate::net::conn::{BlockedOn, ClientState, Conn, Merge, ReplyQueue};
+use crate::net::conn::{ClientState, Conn, Merge, ReplyQueue};
 use crate::net::slab::Slab;
+use crate::shard::multi::QueuedRows;
 use crate::shard::ShardCore;
+use ruvio_engine::command::flags::{ALL_SHARDS, DB_OPTION};
+use ruvio_engine::CommandTree;
+use ruvio_resp::Args;
 
 /// The coordinator's first step: hold the EXEC's reply slot (the client waits
 /// for it, as for a transaction with WATCH), then run the first part. The caller
@@ -23,8 +28,9 @@ pub fn start(
     parts: Vec<PlannedPart>,
     len: usize,
 ) {
+    // The client goes on meanwhile: what it sends next waits only when it may
+    // touch this transaction's keys ([`must_wait`]); its reply keeps its place.
     let seq = replies.hold(Merge::Single, 1);
-    client.blocked = Some(BlockedOn::waiting(seq));
     core.watches.clear_touched(client.id);
     client.watch_epoch += 1;
     let caller = Caller {
@@ -33,6 +39,7 @@ pub fn start(
     };
     let ticket = core.lending.next_in_place;
     core.lending.next_in_place += 1;
+    client.in_place_txs.push((ticket, seq));
     let op = InPlaceOp {
         conn: who,
         seq,
@@ -148,9 +155,75 @@ pub fn part_ran(core: &mut ShardCore, conns: &mut Slab<Conn>, ran: PartRan) {
     let reply = op.reply();
     let (index, gen) = op.conn;
     if let Some(conn) = conns.get_mut(index, gen) {
+        conn.client.in_place_txs.retain(|&(t, _)| t != ran.ticket);
         conn.replies.fill(op.seq, 0, reply);
         core.reply_filled(conn, op.conn, op.seq);
     }
+}
+
+/// A client with transactions running in place goes on meanwhile; a command it
+/// sends then waits (the held slot it waits for is returned) when it may touch
+/// their keys: a key in common, a command that is not a plain keyspace command,
+/// or an EXEC that would not run in place on keys of its own. So its commands
+/// take effect in the order it sent them wherever they share keys, as
+/// [`crate::shard::lending::must_wait_for_transaction`] keeps it for borrowing,
+/// and a pipeline of transactions on other keys runs them side by side.
+pub fn must_wait(core: &ShardCore, client: &ClientState, args: Args<'_>) -> Option<u64> {
+    let &(_, oldest) = client.in_place_txs.first()?;
+    let cmd = registry()
+        .lookup(args.get(0))
+        .and_then(|c| c.resolve(args).ok());
+    // Unknown or refused: answered at once, touching nothing.
+    let cmd = cmd?;
+    let in_flight = |db: usize, key: &[u8]| {
+        client.in_place_txs.iter().find_map(|&(ticket, seq)| {
+            let op = core.lending.in_place.get(&ticket)?;
+            let named = op.parts.iter().any(|p| {
+                p.keys
+                    .binary_search_by(|(d, k)| (*d, k.as_slice()).cmp(&(db, key)))
+                    .is_ok()
+            });
+            named.then_some(seq)
+        })
+    };
+    // A command whose keys are the ones it names (not a script, not every
+    // shard's, not SORT's BY/GET patterns, not another database's).
+    let keyspace_only = |cmd: &Command| {
+        matches!(cmd.handler, Some(Handler::Engine(_)))
+            && !cmd.meta.has(ALL_SHARDS)
+            && !cmd.meta.has(DB_OPTION)
+            && !cmd.meta.keys.reads_keys_from_value()
+            && cmd.meta.group != "scripting"
+    };
+    if let Some(queued) = &client.multi {
+        if cmd.meta.name != "exec" {
+            // Queued: it touches nothing yet.
+            return None;
+        }
+        // An EXEC (in place or not) whose queue shares no key with them: the
+        // two transactions commute. A queue that SELECTs or runs anything else
+        // waits.
+        let mut rows = queued.commands.rows();
+        return match rows.all(|(cmd, _)| keyspace_only(cmd)) {
+            false => Some(oldest),
+            true => queued.commands.rows().find_map(|(cmd, args)| {
+                cmd.meta
+                    .keys
+                    .keys(args)
+                    .find_map(|key| in_flight(client.db, key))
+            }),
+        };
+    }
+    if cmd.meta.name == "multi" {
+        return None;
+    }
+    if !keyspace_only(cmd) {
+        return Some(oldest);
+    }
+    cmd.meta
+        .keys
+        .keys(args)
+        .find_map(|key| in_flight(client.db, key))
 }
 
 /// A shard's side: the transaction is over, its keys here are free. Whoever
@@ -206,6 +279,42 @@ mod tests {
         let info = String::from_utf8_lossy(server.view(0).replies).into_owned();
         assert!(info.contains("cross_shard_exec_in_place:2\r\n"), "{info}");
         assert!(info.contains("cross_shard_exec_borrowed:0\r\n"), "{info}");
+    }
+
+    /// A client goes on while its transaction runs in place: a pipelined
+    /// transaction on other keys starts at once, a read of the first one's key
+    /// waits for it; the replies stay in the order sent.
+    #[test]
+    fn a_pipeline_goes_on_past_an_exec_running_in_place() {
+        let mut server = TwoShards::new();
+        let reads = pipeline(&[&["GET", "a"], &["GET", "d"]]);
+        let mut sent = pipeline(&[
+            &["MULTI"],
+            &["INCR", "b"],
+            &["INCR", "a"],
+            &["EXEC"],
+            &["MULTI"],
+            &["INCR", "c"],
+            &["INCR", "d"],
+            &["EXEC"],
+        ]);
+        sent.extend_from_slice(&reads);
+        server.clear_replies(1);
+        server.receive_unsettled(1, &sent);
+        // The second EXEC started without waiting for the first; GET a waits.
+        let view = server.view(1);
+        assert!(view.blocked);
+        assert_eq!(view.unparsed, reads.len());
+        server.settle();
+        assert_eq!(
+            server.view(1).replies,
+            b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:1\r\n:1\r\n\
+              +OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:1\r\n:1\r\n\
+              $1\r\n1\r\n$1\r\n1\r\n"
+        );
+        server.send(0, &["INFO", "stats"]);
+        let info = String::from_utf8_lossy(server.view(0).replies).into_owned();
+        assert!(info.contains("cross_shard_exec_in_place:2\r\n"), "{info}");
     }
 
     /// A command on a key the first part holds waits for the release: a client
