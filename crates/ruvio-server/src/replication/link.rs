@@ -154,11 +154,15 @@ impl Link {
         state: &State,
     ) -> Link {
         let book = state.shard_links.book(shard);
-        let replid = book.replid();
         let mut link = Link::new(epoch, host, port);
         link.shard = Some((shard, shards));
-        if !replid.is_empty() {
-            link.resume = Some((replid, book.offset() + 1));
+        if !book.replid().is_empty() {
+            // The shard's own history: its link's while it followed, its
+            // own since a promotion (the new primary may continue either).
+            let node = state.node_history(shard);
+            let (replid, offset) = (node.ids().replid, node.offset());
+            book.resume_at(&replid, offset);
+            link.resume = Some((replid, offset + 1));
         }
         link
     }
@@ -579,7 +583,7 @@ impl Link {
                 );
                 let replid = words.next().filter(|id| id.len() == 40);
                 match self.shard {
-                    Some((shard, _)) => state.shard_links.book(shard).continued(replid),
+                    Some((shard, _)) => state.shard_link_continued(shard, replid),
                     None => state.continued(replid),
                 }
                 self.continued = true;

@@ -453,6 +453,13 @@ impl State {
         self.role.store(ROLE_PROMOTING, Relaxed);
         self.link_up.store(false, Relaxed);
         self.shard_links.stop_all();
+        // Each shard's own history, its link's so far, goes on under a new ID
+        // (the old primary's other replicas on links continue from it).
+        for shard in 0..self.nodes.len() {
+            if !self.shard_links.book(shard).replid().is_empty() {
+                self.node_history(shard).promote_link();
+            }
+        }
         // They continue from the new ID's history (Redis's replicationUnsetMaster).
         self.drop_replicas();
         // The stream's database is not known to this server's own records.
@@ -733,6 +740,21 @@ impl State {
         self.new_history();
         self.shard_links.book(shard).full_sync(replid, offset);
         self.offset.store(self.shard_links.overall().1, Relaxed);
+        // The shard's own history becomes its link's: replicas of this
+        // replica followed a history that ends here (Redis's
+        // replicationAttachToNewMaster), a full sync of that shard again.
+        self.node_history(shard).link_full_sync(replid, offset);
+        self.drop_replicas();
+    }
+
+    /// Shard `shard`'s link continued (`+CONTINUE [replid]`): the book and
+    /// the shard's own history take the primary shard's new ID, if any;
+    /// replicas of this replica learn it by connecting again.
+    pub fn shard_link_continued(&self, shard: usize, replid: Option<&str>) {
+        self.shard_links.book(shard).continued(replid);
+        if self.node_history(shard).link_continued(replid) {
+            self.drop_replicas();
+        }
     }
 
     /// `bytes` of shard `shard`'s link stream were dispatched: the server's
@@ -750,6 +772,7 @@ impl State {
         let n = bytes.len() as u64;
         let book = self.shard_links.book(shard);
         book.processed(n, db);
+        self.node_history(shard).link_processed(bytes);
         if settled {
             book.settle();
         }

@@ -252,6 +252,7 @@ impl Shard {
                 .filter(|_| per_shard || single)
                 .map(|(host, port)| {
                     if per_shard {
+                        state.shard_links.follow_on_links(ids.epoch);
                         let link = Link::for_shard(ids.epoch, host, port, (shard, shards), &state);
                         return Follower {
                             link,
@@ -403,6 +404,19 @@ impl Shard {
             self.core.replication.link_wait = None;
             self.core.resume.push(conn);
         }
+    }
+
+    /// Nothing of this shard's link stream is half applied: its master
+    /// client is in no MULTI (the offset counts the commands queued, the
+    /// data has none of them) and not blocked. True off shard links.
+    pub(super) fn shard_link_at_rest(&self) -> bool {
+        let Some(follower) = self.replica.as_ref().filter(|f| f.shard_link) else {
+            return true;
+        };
+        let Some(conn) = follower.conn.and_then(|(i, g)| self.conns.get(i, g)) else {
+            return true;
+        };
+        conn.client.multi.is_none() && conn.client.blocked.is_none()
     }
 
     /// REPLICAOF changed the primary: the old one's stream stops here.
