@@ -515,6 +515,34 @@ mod tests {
     }
 
     #[test]
+    fn a_shard_history_continues_its_links_and_shifts_on_promotion() {
+        let state = State::new(2);
+        let shard = state.node_history(1);
+        let theirs = "a".repeat(40);
+        shard.link_full_sync(&theirs, 100);
+        assert_eq!((shard.ids().replid, shard.offset()), (theirs.clone(), 100));
+        assert!(shard.primary.active(), "a backlog from the sync's offset");
+        // The link's bytes go in verbatim: same offsets as the primary's shard.
+        shard.link_processed(b"*1\r\n$4\r\nPING\r\n");
+        assert_eq!(shard.offset(), 114);
+        assert!(shard.primary.can_continue(101, 114));
+        assert!(!shard.link_continued(Some(&theirs)), "the same ID");
+        let newer = "b".repeat(40);
+        assert!(shard.link_continued(Some(&newer)));
+        let ids = shard.ids();
+        assert_eq!((ids.replid, ids.replid2), (newer.clone(), theirs));
+        assert_eq!(ids.second_offset, 115);
+        // Promoted: a new ID, the link's the second up to the next byte,
+        // the backlog kept for the old primary's other replicas.
+        assert!(shard.promote_link());
+        let ids = shard.ids();
+        assert_ne!(ids.replid, newer);
+        assert_eq!((ids.replid2, ids.second_offset), (newer, 115));
+        assert!(shard.primary.can_continue(101, shard.offset()));
+        assert!(!state.node_history(0).promote_link(), "no link's history");
+    }
+
+    #[test]
     fn a_node_refusing_writes_refuses_only_its_own() {
         let state = State::new(2);
         let (n0, n1) = (

@@ -743,8 +743,12 @@ impl State {
         // The shard's own history becomes its link's: replicas of this
         // replica followed a history that ends here (Redis's
         // replicationAttachToNewMaster), a full sync of that shard again.
-        self.node_history(shard).link_full_sync(replid, offset);
-        self.drop_replicas();
+        // (A cluster replica node's history shows its book as it is.)
+        let node = self.node_history(shard);
+        if !node.is_following() {
+            node.link_full_sync(replid, offset);
+            self.drop_replicas();
+        }
     }
 
     /// Shard `shard`'s link continued (`+CONTINUE [replid]`): the book and
@@ -752,7 +756,8 @@ impl State {
     /// replicas of this replica learn it by connecting again.
     pub fn shard_link_continued(&self, shard: usize, replid: Option<&str>) {
         self.shard_links.book(shard).continued(replid);
-        if self.node_history(shard).link_continued(replid) {
+        let node = self.node_history(shard);
+        if !node.is_following() && node.link_continued(replid) {
             self.drop_replicas();
         }
     }
@@ -772,7 +777,10 @@ impl State {
         let n = bytes.len() as u64;
         let book = self.shard_links.book(shard);
         book.processed(n, db);
-        self.node_history(shard).link_processed(bytes);
+        let node = self.node_history(shard);
+        if !node.is_following() {
+            node.link_processed(bytes);
+        }
         if settled {
             book.settle();
         }
