@@ -189,3 +189,87 @@ fn two_shards_chain_and_continue_on_shard_links() {
 fn four_shards_chain_and_continue_on_shard_links() {
     chained_on_shard_links(4);
 }
+
+fn pipeline(conn: &mut RawConn, commands: &[String]) {
+    let mut bytes = Vec::new();
+    for command in commands {
+        let words: Vec<&str> = command.split(' ').collect();
+        bytes.extend_from_slice(&encode(&words));
+    }
+    conn.send(&bytes);
+    for command in commands {
+        let reply = conn.read_reply();
+        assert!(!reply.starts_with(b"-"), "{command}: {}", show(&reply));
+    }
+}
+
+/// `per_shard` keys of each of 2 shards, never written before.
+fn fresh_keys(prefix: &str, per_shard: usize) -> [Vec<String>; 2] {
+    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for i in 0.. {
+        let key = format!("{prefix}{i}");
+        let shard = shard_of_key(&key, 2);
+        if fresh[shard].len() < per_shard {
+            fresh[shard].push(key);
+        }
+        if fresh.iter().all(|keys| keys.len() == per_shard) {
+            break;
+        }
+    }
+    fresh
+}
+
+/// B attaches to A while each primary shard runs transactions over a fresh
+/// key of each shard (each key written by one group only, so a group lost
+/// or applied twice on B shows): each of B's links cuts A's shard between
+/// two whole commands of A's link (never inside a MULTI), at its own
+/// moment, and B's barriers order the groups as A's did.
+#[test]
+fn a_chained_full_sync_amid_cross_shard_groups_ends_equal() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let a = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+    follow(&a, &primary);
+    let fresh = std::sync::Arc::new(fresh_keys("fresh:", 20_000));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let threads: Vec<_> = (0..2)
+        .map(|shard| {
+            let mut c = conn_on_shard(&primary, shard);
+            let (fresh, stop) = (fresh.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = shard;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n + 16 < 20_000 {
+                    let mut batch = Vec::new();
+                    for _ in 0..8 {
+                        batch.push("MULTI".to_string());
+                        batch.push(format!("INCR {}", fresh[0][n]));
+                        batch.push(format!("INCR {}", fresh[1][n]));
+                        batch.push("EXEC".to_string());
+                        n += 2;
+                    }
+                    pipeline(&mut c, &batch);
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let b = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+    follow(&b, &a);
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        t.join().expect("a writer");
+    }
+    settle(&primary, &[&a, &b], 2, "synced-amid");
+    compare_all(
+        &primary,
+        &a,
+        "A after B's full sync amid cross-shard groups",
+    );
+    compare_all(
+        &primary,
+        &b,
+        "B after its full sync amid cross-shard groups",
+    );
+    let logs = b.full_logs();
+    assert_eq!(count(&logs, FULL), 2, "{logs}");
+}

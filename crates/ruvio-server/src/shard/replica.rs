@@ -408,15 +408,24 @@ impl Shard {
 
     /// Nothing of this shard's link stream is half applied: its master
     /// client is in no MULTI (the offset counts the commands queued, the
-    /// data has none of them) and not blocked. True off shard links.
+    /// data has none of them), not blocked, waits for no other shard's part
+    /// of a command (an EXEC over keys of several shards counts in the
+    /// offset before its writes land), and none of its keys is out
+    /// on loan to another link's group (a snapshot would miss it, and the
+    /// stream this replica keeps is its primary's: no key state of its own
+    /// follows, as `missed_by_snapshot` records on a primary). True off
+    /// shard links.
     pub(super) fn shard_link_at_rest(&self) -> bool {
         let Some(follower) = self.replica.as_ref().filter(|f| f.shard_link) else {
             return true;
         };
+        if self.core.lending.any_lent() {
+            return false;
+        }
         let Some(conn) = follower.conn.and_then(|(i, g)| self.conns.get(i, g)) else {
             return true;
         };
-        conn.client.multi.is_none() && conn.client.blocked.is_none()
+        conn.client.multi.is_none() && conn.client.blocked.is_none() && !conn.replies.is_holding()
     }
 
     /// REPLICAOF changed the primary: the old one's stream stops here.
