@@ -751,6 +751,22 @@ impl State {
         }
     }
 
+    /// The single stream follows the primary now: no link's history goes
+    /// on, neither in the books nor in the shards' own histories that
+    /// continued them (what the single stream applies is in none of them:
+    /// a replica on links of this server, or after its promotion, must not
+    /// continue one).
+    pub fn forget_shard_links(&self) {
+        for shard in 0..self.nodes.len() {
+            let node = self.node_history(shard);
+            if !self.shard_links.book(shard).replid().is_empty() && !node.is_following() {
+                node.primary.free_backlog();
+                node.new_history();
+            }
+        }
+        self.shard_links.forget_all();
+    }
+
     /// Shard `shard`'s link continued (`+CONTINUE [replid]`): the book and
     /// the shard's own history take the primary shard's new ID, if any;
     /// replicas of this replica learn it by connecting again.

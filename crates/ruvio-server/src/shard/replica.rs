@@ -264,7 +264,7 @@ impl Shard {
                         };
                     }
                     // What the single stream applies is in no link's history.
-                    state.shard_links.forget_all();
+                    state.forget_shard_links();
                     let mut link = Link::new(ids.epoch, host, port);
                     // Its history so far (its own as a primary, or its old
                     // primary's): the new primary may continue it (Redis's cached
