@@ -353,7 +353,10 @@ impl Shard {
             self.core.dirty.push((index, gen));
         }
         if shard_link {
-            // A replica on shard links serves no replicas of its own.
+            // A replica on shard links serves no single-stream replica; a
+            // link of its own replica cuts this shard alone, between whole
+            // commands of this link (`shard_link_at_rest`): no stream to
+            // hold still across shards.
             return;
         }
         // A full sync of a replica of this server: its RDB must hold exactly
