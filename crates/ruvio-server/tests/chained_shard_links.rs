@@ -273,3 +273,32 @@ fn a_chained_full_sync_amid_cross_shard_groups_ends_equal() {
     let logs = b.full_logs();
     assert_eq!(count(&logs, FULL), 2, "{logs}");
 }
+
+/// B (links wanted) follows A while A is on the single stream: A refuses
+/// B's links, B takes A's single stream. CONFIG SET puts A on links: A
+/// refuses B's single stream from then on, and B asks for links again
+/// (before: B stayed refused, retrying the single stream for ever).
+#[test]
+fn a_replica_refused_the_single_stream_asks_for_links_again() {
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut p = primary.raw();
+    fill(&mut p);
+    let a = Server::ruvio_with(PortMode::Forward, 2, &["--replica-shard-links", "no"]);
+    follow(&a, &primary);
+    let b = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+    follow(&b, &a);
+    let mut ra = a.raw();
+    assert_eq!(replica_connections(&mut ra), 1, "B on A's single stream");
+    let reply = ra.cmd(&["CONFIG", "SET", "replica-shard-links", "yes"]);
+    assert_eq!(reply, b"+OK\r\n");
+    wait_for("B on A's links", || {
+        replica_connections(&mut ra) == 2 && field(&mut b.raw(), "master_link_status") == "up"
+    });
+    let logs = b.full_logs();
+    assert!(logs.contains("The MASTER is on shard links"), "{logs}");
+    for i in 0..100 {
+        p.cmd(&["INCR", &format!("counter:{}", i % 10)]);
+    }
+    settle(&primary, &[&a, &b], 2, "relinked");
+    compare_all(&primary, &b, "B on A's links");
+}

@@ -105,9 +105,8 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
     if state.follows_a_primary() && state.shard_links.in_use() && !shard_link {
         // A replica on shard links has no one history to serve a single
         // stream from (its shards' histories are its links').
-        return Err(CmdError::Line(
-            b"ERR a Ruvio replica on shard links serves no replicas".to_vec(),
-        ));
+        let error = format!("ERR {}", crate::replication::link::ON_SHARD_LINKS);
+        return Err(CmdError::Line(error.into_bytes()));
     }
     let link_up = match shard_link {
         // A link of a replica of this replica follows this shard's link.
