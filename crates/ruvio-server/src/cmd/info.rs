@@ -350,10 +350,10 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
                 &shard(|s| s.rejected_connections, |g| &g.rejected_connections),
             );
             let history = shared.replication().history(src.id, cfg.port_mode);
-            let primary = history.primary;
-            line("sync_full", &primary.sync_full.load(Relaxed));
-            line("sync_partial_ok", &primary.sync_partial_ok.load(Relaxed));
-            line("sync_partial_err", &primary.sync_partial_err.load(Relaxed));
+            let syncs = history.sync_counts();
+            line("sync_full", &syncs[0]);
+            line("sync_partial_ok", &syncs[1]);
+            line("sync_partial_err", &syncs[2]);
             line(
                 "expired_keys",
                 &counter(engine.expired_keys, |g| &g.expired_keys),

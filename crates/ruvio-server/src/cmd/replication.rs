@@ -101,13 +101,19 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
             b"NOMASTERLINK Can't SYNC while failing over".to_vec(),
         ));
     }
-    if state.follows_a_primary() && state.shard_links.in_use() {
-        // A replica on shard links has no one history to serve.
-        return Err(CmdError::Line(
-            b"ERR a Ruvio replica on shard links serves no replicas".to_vec(),
-        ));
+    let shard_link = ctx.client.replica.shard_link;
+    if state.follows_a_primary() && state.shard_links.in_use() && !shard_link {
+        // A replica on shard links has no one history to serve a single
+        // stream from (its shards' histories are its links').
+        let error = format!("ERR {}", crate::replication::link::ON_SHARD_LINKS);
+        return Err(CmdError::Line(error.into_bytes()));
     }
-    if state.follows_a_primary() && !state.link_up() {
+    let link_up = match shard_link {
+        // A link of a replica of this replica follows this shard's link.
+        true => state.shard_links.book(core.shard_id()).up(),
+        false => state.link_up(),
+    };
+    if state.follows_a_primary() && !link_up {
         // A replica serves replicas of its own only while its stream runs
         // (Redis's syncCommand).
         return Err(CmdError::Line(
@@ -223,11 +229,13 @@ fn shard_link<S: Server>(ctx: &mut Ctx<'_, S>, value: &[u8]) -> Result<(), CmdEr
     let mut halves = value.splitn(2, |&b| b == b'/');
     let shard = halves.next().and_then(super::parse_i64);
     let shards = halves.next().and_then(super::parse_i64);
-    // A replica's shards follow its primary's one stream: no history of
-    // their own (a chained Ruvio replica takes the single stream).
+    // A replica on the single stream has no shard histories (a chained
+    // Ruvio replica takes the single stream); one on shard links serves
+    // each shard's from its link's.
     let cfg = core.settings();
+    let state = core.shared().replication();
     let ours = cfg.port_mode == crate::config::PortMode::Forward
-        && !core.shared().replication().follows_a_primary()
+        && (!state.follows_a_primary() || state.shard_links.following(state.ids().epoch))
         && shards == Some(cfg.shards as i64)
         && shard.is_some_and(|i| (0..cfg.shards as i64).contains(&i));
     if !ours {

@@ -296,12 +296,104 @@ impl<'a> History<'a> {
         true
     }
 
+    /// Forward mode, a replica on shard links: this shard's link began a
+    /// full sync of its primary shard's `replid` at `offset`. The shard's
+    /// own history becomes that one (same ID, same offsets, an empty backlog
+    /// from there), so a replica on links of this replica follows it as it
+    /// would the primary's shard, and a promotion keeps it as `replid2`.
+    pub fn link_full_sync(&self, replid: &str, offset: u64) {
+        let Some(node) = self.node else {
+            return;
+        };
+        *node.replid() = replid.to_string();
+        *node.replid2.lock().unwrap_or_else(|e| e.into_inner()) = NO_REPLID.to_string();
+        node.second_offset.store(-1, Relaxed);
+        node.offset.store(offset, Relaxed);
+        node.primary.free_backlog();
+        node.primary.create_backlog(offset, 0);
+    }
+
+    /// The shard's link continued (`+CONTINUE [replid]`): a new ID of the
+    /// primary shard's shifts this shard's own history as Redis's replica
+    /// does (the old one `replid2` up to here). False when the ID stayed.
+    pub fn link_continued(&self, replid: Option<&str>) -> bool {
+        let Some(node) = self.node else {
+            return false;
+        };
+        let offset = node.offset.load(Relaxed);
+        // A backlog from here on, if the shard kept none.
+        node.primary.create_backlog(offset, 0);
+        let mut own = node.replid();
+        match replid.filter(|id| *id != own.as_str()) {
+            Some(id) => {
+                let old = std::mem::replace(&mut *own, id.to_string());
+                *node.replid2.lock().unwrap_or_else(|e| e.into_inner()) = old;
+                node.second_offset.store(offset as i64 + 1, Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `bytes` of the shard's link stream were applied: the shard's own
+    /// history takes them verbatim (Redis's replica feeds its replicas what
+    /// its master sent), barrier records included.
+    #[inline]
+    pub fn link_processed(&self, bytes: &[u8]) {
+        self.primary.append_stream(bytes, self.offset);
+    }
+
+    /// REPLICAOF NO ONE of a replica on shard links: the shard's history,
+    /// its link's so far, becomes `replid2` up to the next offset under a new
+    /// ID continuing from it (Redis's `shiftReplicationId`); the backlog
+    /// stays, so the old primary's other replicas on links continue here.
+    /// False when the shard's history was no link's.
+    pub fn promote_link(&self) -> bool {
+        let Some(node) = self.node else {
+            return false;
+        };
+        if !node.primary.active() {
+            return false;
+        }
+        let offset = node.offset.load(Relaxed);
+        let old = std::mem::replace(&mut *node.replid(), new_replid());
+        *node.replid2.lock().unwrap_or_else(|e| e.into_inner()) = old;
+        node.second_offset.store(offset as i64 + 1, Relaxed);
+        // The stream's database is not known to this shard's own records.
+        node.primary.forget_db();
+        true
+    }
+
     /// A new history begins (Redis's changeReplicationId and clearReplicationId2).
     pub fn new_history(&self) {
         match self.node {
             None => self.state.new_history(),
             Some(node) => *node.replid() = new_replid(),
         }
+    }
+
+    /// INFO's `sync_full`, `sync_partial_ok` and `sync_partial_err`: the
+    /// server's history counts its shards' too in forward mode (each shard
+    /// link of a Ruvio replica syncs with its shard's history, one count
+    /// per link).
+    pub fn sync_counts(&self) -> [u64; 3] {
+        let of = |p: &Primary| {
+            [
+                p.sync_full.load(Relaxed),
+                p.sync_partial_ok.load(Relaxed),
+                p.sync_partial_err.load(Relaxed),
+            ]
+        };
+        let mut counts = of(self.primary);
+        if self.node.is_none() {
+            for node in &self.state.nodes {
+                let more = of(&node.primary);
+                for (count, more) in counts.iter_mut().zip(more) {
+                    *count += more;
+                }
+            }
+        }
+        counts
     }
 
     /// The index of `shard`'s part in a full sync of this history.
@@ -420,6 +512,34 @@ mod tests {
             "a node's new history is its own"
         );
         assert_eq!(a.ids().replid, state.ids().replid);
+    }
+
+    #[test]
+    fn a_shard_history_continues_its_links_and_shifts_on_promotion() {
+        let state = State::new(2);
+        let shard = state.node_history(1);
+        let theirs = "a".repeat(40);
+        shard.link_full_sync(&theirs, 100);
+        assert_eq!((shard.ids().replid, shard.offset()), (theirs.clone(), 100));
+        assert!(shard.primary.active(), "a backlog from the sync's offset");
+        // The link's bytes go in verbatim: same offsets as the primary's shard.
+        shard.link_processed(b"*1\r\n$4\r\nPING\r\n");
+        assert_eq!(shard.offset(), 114);
+        assert!(shard.primary.can_continue(101, 114));
+        assert!(!shard.link_continued(Some(&theirs)), "the same ID");
+        let newer = "b".repeat(40);
+        assert!(shard.link_continued(Some(&newer)));
+        let ids = shard.ids();
+        assert_eq!((ids.replid, ids.replid2), (newer.clone(), theirs));
+        assert_eq!(ids.second_offset, 115);
+        // Promoted: a new ID, the link's the second up to the next byte,
+        // the backlog kept for the old primary's other replicas.
+        assert!(shard.promote_link());
+        let ids = shard.ids();
+        assert_ne!(ids.replid, newer);
+        assert_eq!((ids.replid2, ids.second_offset), (newer, 115));
+        assert!(shard.primary.can_continue(101, shard.offset()));
+        assert!(!state.node_history(0).promote_link(), "no link's history");
     }
 
     #[test]

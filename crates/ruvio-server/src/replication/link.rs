@@ -23,6 +23,10 @@ use socket2::Socket;
 use std::io::{ErrorKind, Read, Write};
 use std::net::ToSocketAddrs;
 
+/// How a replica on shard links refuses a single-stream replica (PSYNC and
+/// SYNC's error, `cmd::replication`).
+pub const ON_SHARD_LINKS: &str = "a Ruvio replica on shard links serves no replicas";
+
 /// What one step reads at most: the RDB arrives over several ticks, and the
 /// shard's clients are served in between.
 pub const READ_PER_STEP_BYTES: usize = 64 << 20;
@@ -154,11 +158,15 @@ impl Link {
         state: &State,
     ) -> Link {
         let book = state.shard_links.book(shard);
-        let replid = book.replid();
         let mut link = Link::new(epoch, host, port);
         link.shard = Some((shard, shards));
-        if !replid.is_empty() {
-            link.resume = Some((replid, book.offset() + 1));
+        if !book.replid().is_empty() {
+            // The shard's own history: its link's while it followed, its
+            // own since a promotion (the new primary may continue either).
+            let node = state.node_history(shard);
+            let (replid, offset) = (node.ids().replid, node.offset());
+            book.resume_at(&replid, offset);
+            link.resume = Some((replid, offset + 1));
         }
         link
     }
@@ -579,11 +587,18 @@ impl Link {
                 );
                 let replid = words.next().filter(|id| id.len() == 40);
                 match self.shard {
-                    Some((shard, _)) => state.shard_links.book(shard).continued(replid),
+                    Some((shard, _)) => state.shard_link_continued(shard, replid),
                     None => state.continued(replid),
                 }
                 self.continued = true;
                 Ok(self.hand_over())
+            }
+            _ if self.shard.is_none() && line.contains(ON_SHARD_LINKS) => {
+                // The primary follows its own on shard links now (it took
+                // them after refusing ours, or had not yet when we asked):
+                // try links again, the single stream is refused.
+                state.shard_links.retry(self.epoch);
+                Err(format!("The MASTER is on shard links: {line}"))
             }
             _ => Err(format!("Unexpected reply to PSYNC from master: {line}")),
         }

@@ -142,6 +142,15 @@ impl LinkBook {
         self.db.store(0, Relaxed);
     }
 
+    /// A new link asks to continue `replid` from `offset` (the shard's own
+    /// history, which moved on since a promotion): the book follows it
+    /// from there, its data not cut anew.
+    pub(super) fn resume_at(&self, replid: &str, offset: u64) {
+        *self.replid.lock().unwrap_or_else(|e| e.into_inner()) = replid.to_string();
+        self.offset.store(offset, Relaxed);
+        self.settle();
+    }
+
     /// `+CONTINUE <replid>`: the primary's shard may name a new ID.
     pub(super) fn continued(&self, replid: Option<&str>) {
         if let Some(id) = replid {
@@ -169,6 +178,9 @@ impl LinkBook {
 pub struct ShardLinks {
     books: Vec<LinkBook>,
     refused_epoch: AtomicU64,
+    /// The REPLICAOF epoch whose primary this server follows on shard links
+    /// (0: none): its shards serve replicas on links of their own.
+    links_epoch: AtomicU64,
 }
 
 impl ShardLinks {
@@ -176,6 +188,7 @@ impl ShardLinks {
         ShardLinks {
             books: (0..shards).map(|_| LinkBook::default()).collect(),
             refused_epoch: AtomicU64::new(0),
+            links_epoch: AtomicU64::new(0),
         }
     }
 
@@ -204,6 +217,7 @@ impl ShardLinks {
     /// The single stream follows the primary now: what it applies is in no
     /// link's history, so each link's next PSYNC must be a full sync.
     pub fn forget_all(&self) {
+        self.links_epoch.store(0, Relaxed);
         for book in &self.books {
             book.full_sync("", 0);
             book.set_state(LinkState::Connect);
@@ -222,9 +236,31 @@ impl ShardLinks {
         self.books.iter().any(|b| !b.replid().is_empty())
     }
 
+    /// REPLICAOF epoch `epoch` follows its primary on shard links.
+    pub fn follow_on_links(&self, epoch: u64) {
+        self.links_epoch.store(epoch, Relaxed);
+    }
+
+    /// REPLICAOF epoch `epoch` follows on shard links: each shard's own
+    /// history is its link's, which a replica's link of this shard follows.
+    pub fn following(&self, epoch: u64) -> bool {
+        epoch != 0 && self.links_epoch.load(Relaxed) == epoch
+    }
+
     /// The primary of REPLICAOF epoch `epoch` refused `REPLCONF ruvio-shard`.
     pub fn refuse(&self, epoch: u64) {
         self.refused_epoch.store(epoch, Relaxed);
+        let _ = self
+            .links_epoch
+            .compare_exchange(epoch, 0, Relaxed, Relaxed);
+    }
+
+    /// The primary of REPLICAOF epoch `epoch` refuses the single stream
+    /// (it follows its own on links): shard links are asked for again.
+    pub fn retry(&self, epoch: u64) {
+        let _ = self
+            .refused_epoch
+            .compare_exchange(epoch, 0, Relaxed, Relaxed);
     }
 
     pub fn refused(&self, epoch: u64) -> bool {

@@ -453,6 +453,13 @@ impl State {
         self.role.store(ROLE_PROMOTING, Relaxed);
         self.link_up.store(false, Relaxed);
         self.shard_links.stop_all();
+        // Each shard's own history, its link's so far, goes on under a new ID
+        // (the old primary's other replicas on links continue from it).
+        for shard in 0..self.nodes.len() {
+            if !self.shard_links.book(shard).replid().is_empty() {
+                self.node_history(shard).promote_link();
+            }
+        }
         // They continue from the new ID's history (Redis's replicationUnsetMaster).
         self.drop_replicas();
         // The stream's database is not known to this server's own records.
@@ -733,6 +740,42 @@ impl State {
         self.new_history();
         self.shard_links.book(shard).full_sync(replid, offset);
         self.offset.store(self.shard_links.overall().1, Relaxed);
+        // The shard's own history becomes its link's: replicas of this
+        // replica followed a history that ends here (Redis's
+        // replicationAttachToNewMaster), a full sync of that shard again.
+        // (A cluster replica node's history shows its book as it is.)
+        let node = self.node_history(shard);
+        if !node.is_following() {
+            node.link_full_sync(replid, offset);
+            self.drop_replicas();
+        }
+    }
+
+    /// The single stream follows the primary now: no link's history goes
+    /// on, neither in the books nor in the shards' own histories that
+    /// continued them (what the single stream applies is in none of them:
+    /// a replica on links of this server, or after its promotion, must not
+    /// continue one).
+    pub fn forget_shard_links(&self) {
+        for shard in 0..self.nodes.len() {
+            let node = self.node_history(shard);
+            if !self.shard_links.book(shard).replid().is_empty() && !node.is_following() {
+                node.primary.free_backlog();
+                node.new_history();
+            }
+        }
+        self.shard_links.forget_all();
+    }
+
+    /// Shard `shard`'s link continued (`+CONTINUE [replid]`): the book and
+    /// the shard's own history take the primary shard's new ID, if any;
+    /// replicas of this replica learn it by connecting again.
+    pub fn shard_link_continued(&self, shard: usize, replid: Option<&str>) {
+        self.shard_links.book(shard).continued(replid);
+        let node = self.node_history(shard);
+        if !node.is_following() && node.link_continued(replid) {
+            self.drop_replicas();
+        }
     }
 
     /// `bytes` of shard `shard`'s link stream were dispatched: the server's
@@ -750,6 +793,10 @@ impl State {
         let n = bytes.len() as u64;
         let book = self.shard_links.book(shard);
         book.processed(n, db);
+        let node = self.node_history(shard);
+        if !node.is_following() {
+            node.link_processed(bytes);
+        }
         if settled {
             book.settle();
         }

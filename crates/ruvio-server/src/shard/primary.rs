@@ -91,6 +91,9 @@ impl Shard {
         let history = shared.replication.history(self.core.id, mode);
         let node = shared.replication.node_history(self.core.id);
         let link = link.then_some(node);
+        // A replica on shard links cuts its shard for a link of its own
+        // replica between two whole commands of its link's stream.
+        let link_at_rest = self.shard_link_at_rest();
         let primary = history.primary;
         let core = &mut self.core;
         let part = history.part_of(core.id);
@@ -150,7 +153,8 @@ impl Shard {
             // the link's cut although its snapshot has their writes).
             let free = core.replication.snapshot.is_none()
                 && !core.background_save.busy()
-                && !primary.holding(part);
+                && !primary.holding(part)
+                && link_at_rest;
             if link.primary.cutting() && free {
                 appended |= flush_records(core, history, Some(link));
                 let (engine, now_ms) = (&mut core.engine, core.now_ms);
@@ -291,6 +295,12 @@ impl Shard {
         }
         let param = |name: &str| self.core.cfg.param(name).parse::<u64>().unwrap_or(0);
         primary.resize(param("repl-backlog-size") as usize);
+        if shared.replication.follows_a_primary() {
+            // A replica on shard links keeps its link's stream here, for its
+            // own replicas and after a promotion: they get the primary's
+            // PINGs, and the backlog lives on.
+            return;
+        }
         let now = self.core.now_ms;
         if primary.connected() > 0 {
             let period_ms = param("repl-ping-replica-period").max(1) * 1000;

@@ -252,6 +252,7 @@ impl Shard {
                 .filter(|_| per_shard || single)
                 .map(|(host, port)| {
                     if per_shard {
+                        state.shard_links.follow_on_links(ids.epoch);
                         let link = Link::for_shard(ids.epoch, host, port, (shard, shards), &state);
                         return Follower {
                             link,
@@ -263,7 +264,7 @@ impl Shard {
                         };
                     }
                     // What the single stream applies is in no link's history.
-                    state.shard_links.forget_all();
+                    state.forget_shard_links();
                     let mut link = Link::new(ids.epoch, host, port);
                     // Its history so far (its own as a primary, or its old
                     // primary's): the new primary may continue it (Redis's cached
@@ -352,7 +353,10 @@ impl Shard {
             self.core.dirty.push((index, gen));
         }
         if shard_link {
-            // A replica on shard links serves no replicas of its own.
+            // A replica on shard links serves no single-stream replica; a
+            // link of its own replica cuts this shard alone, between whole
+            // commands of this link (`shard_link_at_rest`): no stream to
+            // hold still across shards.
             return;
         }
         // A full sync of a replica of this server: its RDB must hold exactly
@@ -403,6 +407,28 @@ impl Shard {
             self.core.replication.link_wait = None;
             self.core.resume.push(conn);
         }
+    }
+
+    /// Nothing of this shard's link stream is half applied: its master
+    /// client is in no MULTI (the offset counts the commands queued, the
+    /// data has none of them), not blocked, waits for no other shard's part
+    /// of a command (an EXEC over keys of several shards counts in the
+    /// offset before its writes land), and none of its keys is out
+    /// on loan to another link's group (a snapshot would miss it, and the
+    /// stream this replica keeps is its primary's: no key state of its own
+    /// follows, as `missed_by_snapshot` records on a primary). True off
+    /// shard links.
+    pub(super) fn shard_link_at_rest(&self) -> bool {
+        let Some(follower) = self.replica.as_ref().filter(|f| f.shard_link) else {
+            return true;
+        };
+        if self.core.lending.any_lent() {
+            return false;
+        }
+        let Some(conn) = follower.conn.and_then(|(i, g)| self.conns.get(i, g)) else {
+            return true;
+        };
+        conn.client.multi.is_none() && conn.client.blocked.is_none() && !conn.replies.is_holding()
     }
 
     /// REPLICAOF changed the primary: the old one's stream stops here.
