@@ -729,8 +729,13 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued, in_place: bool)
     if all_here && !must_lock && !every_shard && !loans_out {
         return Plan::InTurn;
     }
-    // Before the keys are copied: a queue run in place plans its own parts.
-    if in_place && !has_script && !all_here {
+    // Before the keys are copied: a queue run in place plans its own parts (a
+    // queue of one other shard's keys runs on that owner, below).
+    let first_owner = keys.first().map(|&(_, k)| core.topo.key_owner(k));
+    let spread = keys
+        .iter()
+        .any(|&(_, k)| Some(core.topo.key_owner(k)) != first_owner);
+    if in_place && !has_script && spread {
         if let Some(parts) = in_place_parts(core, client, queued) {
             return Plan::InPlace(parts, queued.commands.len());
         }
