@@ -203,22 +203,6 @@ fn pipeline(conn: &mut RawConn, commands: &[String]) {
     }
 }
 
-/// `per_shard` keys of each of 2 shards, never written before.
-fn fresh_keys(prefix: &str, per_shard: usize) -> [Vec<String>; 2] {
-    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
-    for i in 0.. {
-        let key = format!("{prefix}{i}");
-        let shard = shard_of_key(&key, 2);
-        if fresh[shard].len() < per_shard {
-            fresh[shard].push(key);
-        }
-        if fresh.iter().all(|keys| keys.len() == per_shard) {
-            break;
-        }
-    }
-    fresh
-}
-
 /// B attaches to A while each primary shard runs transactions over a fresh
 /// key of each shard (each key written by one group only, so a group lost
 /// or applied twice on B shows): each of B's links cuts A's shard between

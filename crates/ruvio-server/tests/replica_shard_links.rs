@@ -613,23 +613,6 @@ fn cross_shard_groups_of_4_shards_beside_their_owners_writes_end_equal() {
     groups_beside_their_owners_writes(4);
 }
 
-/// `per_shard` keys of each of two shards, `prefix0`, `prefix1` ... in
-/// order, none written yet.
-fn fresh_keys(prefix: &str, per_shard: usize) -> [Vec<String>; 2] {
-    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
-    for i in 0.. {
-        let key = format!("{prefix}{i}");
-        let shard = shard_of_key(&key, 2);
-        if fresh[shard].len() < per_shard {
-            fresh[shard].push(key);
-        }
-        if fresh.iter().all(|keys| keys.len() == per_shard) {
-            break;
-        }
-    }
-    fresh
-}
-
 /// The replica attaches while each primary shard runs transactions over a
 /// fresh key of each shard (every key written by one group only, so a group
 /// lost or applied twice shows): each link cuts its shard at its own moment,

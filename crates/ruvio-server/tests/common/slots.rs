@@ -92,3 +92,20 @@ pub fn conn_on_shard(server: &Server, shard: usize) -> RawConn {
 pub fn keys_per_shard(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|shard| key_on_shard(prefix, shard, n)).collect()
 }
+
+/// `per_shard` keys of each of 2 shards, `prefix0`, `prefix1` ... in order
+/// (fresh when the prefix was never used).
+pub fn fresh_keys(prefix: &str, per_shard: usize) -> [Vec<String>; 2] {
+    let mut fresh: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for i in 0.. {
+        let key = format!("{prefix}{i}");
+        let shard = shard_of_key(&key, 2);
+        if fresh[shard].len() < per_shard {
+            fresh[shard].push(key);
+        }
+        if fresh.iter().all(|keys| keys.len() == per_shard) {
+            break;
+        }
+    }
+    fresh
+}
