@@ -69,7 +69,9 @@ fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         ticket,
         caller,
         commands: planned.commands.take().unwrap_or_default(),
-        keys: std::mem::take(&mut planned.keys),
+        // The plan keeps them too: the client's next commands are checked
+        // against them while it runs ([`must_wait`]).
+        keys: planned.keys.clone(),
         hold,
     };
     let shard = planned.shard;
