@@ -10,7 +10,7 @@ on shard 1 for the spread row, both in one slot for the one-shard row. A write h
 `--batch` commands that move the value there and back (`RENAME a b`, `RENAME b a`,
 ... or `LMOVE a b LEFT RIGHT`, `LMOVE b a LEFT RIGHT`, ... over a one-element list),
 so every command finds its source; the replies are known exactly and only counted
-(transactions_bench.py's `drive`). Rates are commands per second summed over the
+(transactions_bench.py's `drive_all`). Rates are commands per second summed over the
 connections, median of the rounds; servers alternate within each round.
 
   scripts/cross_shard_moves.py --server-cpu 0-1 --client-cpu 1
@@ -23,11 +23,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import threading
-import time
 
 import benchlib as bl
-from transactions_bench import SHARDS, drive
+from transactions_bench import SHARDS, drive_all
 
 ELEMENT = "x" * 8
 """The LMOVE rows' list element (the RENAME rows' value too)."""
@@ -70,16 +68,7 @@ def measure(port: int, command: str, layout: str, args: argparse.Namespace) -> f
             reply = c.call("SET", a, ELEMENT) if command == "RENAME" else c.call("RPUSH", a, ELEMENT)
             assert reply in ("OK", 1), reply
             loads.append(moves(command, a, b, args.batch))
-    done: list[int] = []
-    until = time.monotonic() + args.seconds
-    started = time.monotonic()
-    threads = [threading.Thread(target=drive, args=(port, request, reply_len, args.batch // 2 * 2, until, done))
-               for request, reply_len in loads]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return sum(done) / (time.monotonic() - started)
+    return drive_all(port, loads, args.batch // 2 * 2, args.seconds)
 
 
 def parse_args() -> argparse.Namespace:

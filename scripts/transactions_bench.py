@@ -107,11 +107,17 @@ def measure(port: int, layout: str, args: argparse.Namespace) -> float:
             c.call("SET", k, "x")
         reply = c.call("EXEC")
         assert isinstance(reply, list) and len(reply) == SETS_PER_TX, f"EXEC answered {reply!r}"
+    return drive_all(port, [(request, reply_len)] * args.clients, args.batch, args.seconds)
+
+
+def drive_all(port: int, loads: list[tuple[bytes, int]], per_write: int, seconds: float) -> float:
+    """One connection per (request, reply length) in `loads`, each sending its request
+    for `seconds`; the units (`per_write` per request) answered per second, summed."""
     done: list[int] = []
-    until = time.monotonic() + args.seconds
+    until = time.monotonic() + seconds
     started = time.monotonic()
-    threads = [threading.Thread(target=drive, args=(port, request, reply_len, args.batch, until, done))
-               for _ in range(args.clients)]
+    threads = [threading.Thread(target=drive, args=(port, request, reply_len, per_write, until, done))
+               for request, reply_len in loads]
     for t in threads:
         t.start()
     for t in threads:
