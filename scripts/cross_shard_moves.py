@@ -25,7 +25,7 @@ import statistics
 import sys
 
 import benchlib as bl
-from transactions_bench import SHARDS, drive_all
+from transactions_bench import SHARDS, alternate, drive_all
 
 ELEMENT = "x" * 8
 """The LMOVE rows' list element (the RENAME rows' value too)."""
@@ -84,21 +84,14 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     specs = bl.build_servers(args, ruvio_shards=SHARDS)
-    rows: dict[str, list[float]] = {}
-    conditions: dict[str, list[dict]] = {}
-    for _ in range(args.rounds):
-        for spec in specs:
-            server = bl.ServerProcess(spec, args.server_cpu).start()
-            try:
-                ruvio = spec.kind == "ruvio" or spec.name.startswith("ruvio")
-                for command in COMMANDS:
-                    for layout in LAYOUTS if ruvio else LAYOUTS[:1]:
-                        label = f"{spec.name}: {command}, keys {layout}" if ruvio else f"{spec.name}: {command}"
-                        host0 = bl.host_snapshot()
-                        rows.setdefault(label, []).append(measure(server.port, command, layout, args))
-                        conditions.setdefault(label, []).append(bl.host_since(host0, servers=[server]))
-            finally:
-                server.stop()
+
+    def rows_of(spec, ruvio):
+        for command in COMMANDS:
+            for layout in LAYOUTS if ruvio else LAYOUTS[:1]:
+                label = f"{spec.name}: {command}, keys {layout}" if ruvio else f"{spec.name}: {command}"
+                yield label, lambda port, command=command, layout=layout: measure(port, command, layout, args)
+
+    rows, conditions = alternate(args, specs, rows_of)
     table = [[label, bl.fmt_rate(statistics.median(rates))] for label, rates in rows.items()]
     print(bl.format_table(["row", "commands/s"], table))
     if not args.no_record:
