@@ -284,6 +284,7 @@ impl Shard {
             crate::shard::exec::expire_fill_leases(&mut self.core, &mut self.conns);
             lending::expire(&mut self.core, &mut self.conns);
             slot_export::handover_step(&mut self.core, &mut self.conns);
+            crate::shard::parked::redirect_blocked(&mut self.core, &mut self.conns);
             self.shard_link_step();
             self.resume_unblocked();
             self.resume_backed_up();
