@@ -761,6 +761,7 @@ impl Shard {
         // tick, before any client's command sees the new slot map.
         self.cluster_tick();
         node_forward::publish_node_map(&mut self.core);
+        node_forward::publish_slots_with_keys(&mut self.core);
         self.replica_tick();
         self.primary_tick();
         self.metrics_tick();
