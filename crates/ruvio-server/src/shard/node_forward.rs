@@ -89,6 +89,24 @@ pub(super) fn publish_slots_with_keys(core: &mut ShardCore) {
     }
 }
 
+/// [`publish_slots_with_keys`] for `slot` alone, at once: after MIGRATE
+/// deleted keys the target took, so `redis-cli --cluster reshard`'s SETSLOT
+/// NODE right after it does not find the slot's keys still published.
+pub(super) fn publish_slot_keys(core: &mut ShardCore, slot: u16) {
+    if core.topo.mode != PortMode::Forward || core.node_follower.is_none() {
+        return;
+    }
+    let holds = core.engine.count_keys_in_slot(0, slot) != 0;
+    let words = &core.shared.shards[core.id].slots_with_keys;
+    if let Some(word) = words.get(usize::from(slot) / 64) {
+        let bit = 1u64 << (slot % 64);
+        match holds {
+            true => word.fetch_or(bit, Ordering::Relaxed),
+            false => word.fetch_and(!bit, Ordering::Relaxed),
+        };
+    }
+}
+
 /// A command another shard asked of this one ([`AskedCommand`]): a server
 /// command (CLUSTER of the node, MIGRATE) run by its row's handler for a
 /// client of the asker's protocol, database and address (not ACL-checked
