@@ -236,12 +236,15 @@ pub fn redirect_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     if core.blocking.is_empty() {
         return;
     }
+    let Some(generation) = core.node_routes().map(|routes| routes.map().generation()) else {
+        return;
+    };
+    if !core.blocking.routes_changed(generation) {
+        return;
+    }
     let Some(map) = core.node_routes().map(|routes| routes.map().clone()) else {
         return;
     };
-    if !core.blocking.routes_changed(map.generation()) {
-        return;
-    }
     let refusal = |blocked: &Blocked| -> Option<CmdError> {
         if matches!(blocked.waiter, Waiter::Watch { .. }) {
             return None;
