@@ -9,7 +9,9 @@
 mod common;
 
 use common::bus_node::wait_for;
-use common::cluster_process::{halves, ok, split_at, text, Node, SideBySide};
+use common::cluster_process::{
+    cluster_nodes, halves, ok, split_at, text, three_masters_and_a_replica, Node, SideBySide,
+};
 use common::cluster_tools::myid;
 use common::*;
 use std::io::{Read, Write};
@@ -280,4 +282,58 @@ fn a_forward_mode_node_redirects_the_waiters_on_both_shards() {
             );
         }
     }
+}
+
+/// A replica's READONLY client blocked on a read of its master's slot
+/// (XREAD BLOCK) stays blocked when the replica's slot map changes (Redis
+/// lets it: the replica serves that slot's reads), and is served by the
+/// master's next XADD once it is replicated.
+#[test]
+fn a_readonly_reader_on_a_replica_stays_blocked_across_a_map_change() {
+    let (masters, replica) = three_masters_and_a_replica("blocked-readonly", &[]);
+    let stream = key_in_slot(10, "stream");
+    let mut reader = TcpStream::connect(("127.0.0.1", replica.port)).unwrap();
+    reader.write_all(&encode(&["READONLY"])).unwrap();
+    let mut answer = [0u8; 16];
+    let n = reader.read(&mut answer).unwrap();
+    assert_eq!(&answer[..n], b"+OK\r\n");
+    reader
+        .write_all(&encode(&["XREAD", "BLOCK", "0", "STREAMS", &stream, "$"]))
+        .unwrap();
+    let mut xread = Waiting {
+        stream: reader,
+        command: "XREAD on the replica".into(),
+    };
+    xread.still_blocked();
+    // Slot 6000 moves from the second master to the third (IMPORTING, then
+    // NODE there: a new epoch the replica learns on the bus).
+    let (second, third) = (myid(masters[1].port), myid(masters[2].port));
+    ok(
+        masters[2].port,
+        &["CLUSTER", "SETSLOT", "6000", "IMPORTING", &second],
+    );
+    ok(
+        masters[2].port,
+        &["CLUSTER", "SETSLOT", "6000", "NODE", &third],
+    );
+    wait_for("the replica sees slot 6000 moved", || {
+        let nodes = cluster_nodes(replica.port);
+        let owner = nodes.iter().find(|l| l.name == third).unwrap();
+        match owner.slots.iter().any(|&(a, b)| (a..=b).contains(&6000)) {
+            true => Ok(()),
+            false => Err(format!("{nodes:?}")),
+        }
+    });
+    xread.still_blocked();
+    let added = RawConn::connect(masters[0].port).cmd(&["XADD", &stream, "1-1", "f", "v"]);
+    assert_eq!(added, b"$3\r\n1-1\r\n");
+    assert_eq!(
+        xread.reply(),
+        [
+            b"*1\r\n*2\r\n".as_slice(),
+            format!("${}\r\n{stream}\r\n", stream.len()).as_bytes(),
+            b"*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n",
+        ]
+        .concat()
+    );
 }
