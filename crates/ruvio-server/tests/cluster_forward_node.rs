@@ -22,6 +22,9 @@
 //! - SETSLOT's walk of a slot out of a forward-mode node and one into it
 //!   (`-ASK`, `-TRYAGAIN`, ASKING, the errors), sent to either shard, answers
 //!   as a redis-server node's.
+//! - SETSLOT NODE giving away a slot the node still holds keys of, on
+//!   either shard, is refused with redis-server's error, from either shard,
+//!   and passes right after MIGRATE moved the slot's last key.
 //! - `redis-cli --cluster reshard` out of a forward-mode node into another and
 //!   back while redis-py's RedisCluster writes: every acknowledged write reads
 //!   back, every key of a moved slot is on its new owner alone, and `redis-cli
@@ -479,5 +482,92 @@ fn slots_in_flight_answer_as_redis_server_from_either_shard() {
         let walked = setslot_walk(&mut conn, port, peer.port());
         assert_eq!(walked.0, expected.0, "from shard {shard}");
         assert_eq!((&walked.1, &walked.2), (&expected.1, &expected.2));
+    }
+}
+
+/// SETSLOT NODE of a slot with keys, `tested` serving 0-11999 beside `peer`
+/// (a forward-mode node of two shards holds 0-8191 on shard 0, 8192-11999 on
+/// shard 1): slots 10 and 9000 each refused while it holds a key (MIGRATING
+/// or not) and given away once the key is deleted; slot 9001 given away
+/// right after MIGRATE moved its key (as `redis-cli --cluster reshard` does).
+/// Each line with its reply, the peer read as PEER and PEERID.
+fn setslot_node_with_keys(conn: &mut RawConn, tested: u16, peer: u16) -> Vec<String> {
+    let (me, them) = (myid(tested), myid(peer));
+    let mut on_peer = RawConn::connect(peer);
+    let mut seen = Vec::new();
+    for slot in [10u16, 9000, 9001] {
+        let key = (0u32..)
+            .map(|n| format!("{{{n}}}k"))
+            .find(|key| key_slot(key.as_bytes()) == slot)
+            .unwrap();
+        let (slot, port) = (slot.to_string(), peer.to_string());
+        let mut lines = vec![
+            vec!["SET", key.as_str(), "x"],
+            vec!["CLUSTER", "SETSLOT", &slot, "NODE", &them],
+            vec!["CLUSTER", "SETSLOT", &slot, "MIGRATING", &them],
+            vec!["CLUSTER", "SETSLOT", &slot, "NODE", &them],
+        ];
+        match slot.as_str() {
+            "9001" => lines.extend([
+                vec!["@peer", "CLUSTER", "SETSLOT", &slot, "IMPORTING", &me],
+                vec!["MIGRATE", "127.0.0.1", &port, key.as_str(), "0", "5000"],
+                vec!["CLUSTER", "SETSLOT", &slot, "NODE", &them, "at once"],
+            ]),
+            _ => lines.extend([
+                vec!["DEL", key.as_str()],
+                vec!["CLUSTER", "SETSLOT", &slot, "NODE", &them],
+            ]),
+        }
+        for mut line in lines {
+            let at_once = line.last() == Some(&"at once");
+            if at_once {
+                line.pop();
+            } else if line[0] == "CLUSTER" {
+                // Another shard's keys as it published them on its last tick
+                // (10 ms); MIGRATE publishes its slot at once.
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            let reply = match line[0] {
+                "@peer" => on_peer.cmd(&line[1..]),
+                _ => conn.cmd(&line),
+            };
+            let reply = show(&reply).replace(&port, "PEER");
+            let line = line.join(" ").replace(&them, "PEERID").replace(&me, "MYID");
+            seen.push(format!("{} -> {reply}", line.replace(&port, "PEER")));
+        }
+    }
+    seen
+}
+
+/// Redis refuses SETSLOT NODE to another node while the node holds keys of
+/// the slot (MIGRATING or not): a forward-mode node does too for a slot
+/// whose keys are on shard 1, whichever shard the client is on.
+#[test]
+fn setslot_node_refuses_a_slot_with_keys_on_either_shard() {
+    if require_redis_server("cluster_forward_node").is_none() {
+        return;
+    }
+    let (redis, redis_peer) = (Server::redis_cluster_node(), Server::redis_cluster_node());
+    common::cluster_process::split_at(redis.port(), redis_peer.port(), 12000);
+    let expected = setslot_node_with_keys(
+        &mut RawConn::connect(redis.port()),
+        redis.port(),
+        redis_peer.port(),
+    );
+    assert!(
+        expected[1].contains("while I still hold keys for this hash slot"),
+        "{expected:?}"
+    );
+    for shard in 0..2 {
+        let peer = Server::redis_cluster_node();
+        let port = free_ports(2, true);
+        let _node = Node::start_forward(port, 2, &unique_dir("fwd-setslot-keys"));
+        common::cluster_process::split_at(port, peer.port(), 12000);
+        let mut conn = one_on_each_shard(port)
+            .into_iter()
+            .nth(shard)
+            .expect("a shard");
+        let seen = setslot_node_with_keys(&mut conn, port, peer.port());
+        assert_eq!(seen, expected, "from shard {shard}");
     }
 }

@@ -595,3 +595,73 @@ fn the_handover_holds_writes_to_the_moved_slots_only() {
     );
     assert_eq!(newest_job(a).map(|j| j.0).as_deref(), Some("success"));
 }
+
+/// A directory on tmpfs, removed when dropped.
+struct TmpfsDir(std::path::PathBuf);
+
+impl TmpfsDir {
+    fn new(tag: &str) -> TmpfsDir {
+        let dir = unique_dir(tag);
+        let _ = std::fs::remove_dir_all(&dir);
+        let name = dir.file_name().unwrap().to_owned();
+        let shm = std::path::Path::new("/dev/shm").join(name);
+        std::fs::create_dir_all(&shm).unwrap();
+        TmpfsDir(shm)
+    }
+}
+
+impl Drop for TmpfsDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// With no other traffic the source still reads FINISH's answer within about
+/// a millisecond (its loop wakes every millisecond while it hands over,
+/// rather than sleeping to its 10 ms tick): the writes held are held that
+/// long. The nodes keep their files on tmpfs, so the target's fsync of
+/// nodes.conf before it answers (tens of ms on the shared disk) does not
+/// hide the source's wait (before, it waited for its tick: 10 ms and more);
+/// the fastest of five jobs, each a slice of the moved slots, counts.
+#[test]
+fn an_idle_handover_holds_the_writes_about_a_millisecond() {
+    let dirs = [
+        TmpfsDir::new("slotmig-idle-a"),
+        TmpfsDir::new("slotmig-idle-b"),
+    ];
+    let (a, b) = (free_ports(1, true), free_ports(1, true));
+    let nodes = [Node::start(a, 1, &dirs[0].0), Node::start(b, 1, &dirs[1].0)];
+    halves(a, b);
+    fill(a, &keys_in_moved_slots("key:", 300));
+    let target = myid(b);
+    let slices = [(0, 19), (20, 39), (40, 59), (60, 79), (80, 99)];
+    for (i, (first, last)) in slices.iter().enumerate() {
+        let (first, last) = (first.to_string(), last.to_string());
+        let range = ["SLOTSRANGE", first.as_str(), last.as_str()];
+        ok(
+            a,
+            &[&["CLUSTER", "MIGRATESLOTS"][..], &range, &["NODE", &target]].concat(),
+        );
+        // The source's log alone: a command to it would wake its loop.
+        wait_for("the export succeeds", || {
+            let log = std::fs::read_to_string(nodes[0].dir.join("ruvio.log")).unwrap();
+            match log.lines().filter(|l| l.contains("handed over")).count() {
+                n if n > i => Ok(()),
+                n => Err(format!("{n} handed over")),
+            }
+        });
+    }
+    let log = std::fs::read_to_string(nodes[0].dir.join("ruvio.log")).unwrap();
+    let held_ms: Vec<u64> = log
+        .lines()
+        .filter(|l| l.contains("handed over"))
+        .map(|l| {
+            let ms = l.rsplit("held for ").next().unwrap();
+            ms.trim_end_matches(" ms").parse().unwrap()
+        })
+        .collect();
+    assert_eq!(held_ms.len(), slices.len(), "{log}");
+    let fastest = *held_ms.iter().min().unwrap();
+    eprintln!("writes held {held_ms:?} ms");
+    assert!(fastest < 8, "writes held {held_ms:?} ms");
+}

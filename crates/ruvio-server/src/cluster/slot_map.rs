@@ -161,6 +161,11 @@ impl SlotMap {
             .map(|(ip, port)| (ip.as_str(), *port))
     }
 
+    /// The cluster state was `fail` when the map was built.
+    pub fn down(&self) -> bool {
+        self.down
+    }
+
     /// The node marked `slot` IMPORTING.
     pub fn importing(&self, slot: u16) -> bool {
         self.importing.contains(&slot)

@@ -577,7 +577,7 @@ pub(super) fn setslot<S: Server>(
         return Err(error("ERR Please use SETSLOT only with masters.".into()));
     }
     let slot = slot_arg(args.get(2))?;
-    let holds_keys = ctx.core.engine_mut().count_keys_in_slot(0, slot) != 0;
+    let holds_keys = slot_holds_keys(ctx, slot);
     let node = node(ctx, args)?;
     let word = args.get(3);
     let action = match args.len() {
@@ -615,6 +615,22 @@ pub(super) fn bumpepoch<S: Server>(
     let word = if bumped { "BUMPED" } else { "STILL" };
     reply.simple(&format!("{word} {epoch}"));
     Ok(())
+}
+
+/// The node holds keys of `slot`: this shard's count, or in forward mode for
+/// a slot another shard holds, that shard's as it published it on its last
+/// tick (`shard::node_forward::publish_slots_with_keys`).
+fn slot_holds_keys<S: Server>(ctx: &mut Ctx<'_, S>, slot: u16) -> bool {
+    let holder = ctx.core.topology().owner(slot);
+    let forward = ctx.core.topology().mode == crate::config::PortMode::Forward;
+    if !forward || holder == ctx.core.shard_id() {
+        return ctx.core.engine_mut().count_keys_in_slot(0, slot) != 0;
+    }
+    ctx.core
+        .shared()
+        .shards()
+        .get(holder)
+        .is_some_and(|gauges| crate::stats::slot_bit(&gauges.slots_with_keys, slot))
 }
 
 /// The keys of database 0 (the only one in cluster mode) the node holds:

@@ -76,6 +76,9 @@ pub struct Blocking {
     /// Keys written since the waiters were last served, each once.
     ready: Vec<(usize, Vec<u8>)>,
     next_ticket: u64,
+    /// The generation of the node's slot map the waiters were last checked
+    /// against (`parked::redirect_blocked`).
+    routes_seen: u64,
 }
 
 impl Blocking {
@@ -239,6 +242,17 @@ impl Blocking {
             self.deadlines.insert((at, ticket));
         }
         self.parked.insert(ticket, parked);
+    }
+
+    /// Whether the node's slot map moved to `generation` since the last
+    /// call (and the waiters are to be checked against it).
+    pub fn routes_changed(&mut self, generation: u64) -> bool {
+        std::mem::replace(&mut self.routes_seen, generation) != generation
+    }
+
+    /// Every parked command, by ticket (in no order).
+    pub fn parked(&self) -> impl Iterator<Item = (u64, &Blocked)> {
+        self.parked.iter().map(|(&ticket, b)| (ticket, b))
     }
 
     /// The ticket of the first parked command matching `waiter`.

@@ -236,6 +236,9 @@ impl crate::cmd::migrate::MovesKeys for ShardCore {
         // DEL's reply (the count) is MIGRATE's business, not the client's.
         let mut discarded = Vec::new();
         super::exec::run_engine(self, del, caller, argv.args(), &mut discarded);
+        for key in keys {
+            super::node_forward::publish_slot_keys(self, ruvio_engine::slot::key_slot(key));
+        }
     }
 }
 

@@ -98,6 +98,11 @@ const MEMORY_PUBLISH_EVERY_MS: u64 = 1000;
 const RING_BACKOFF: Duration = Duration::from_millis(1);
 /// The background tick (gauges, active expiry).
 const TICK: Duration = Duration::from_millis(10);
+/// The longest sleep of the loop while a slot export hands over: FINISH's
+/// answer, read off the ring, is looked for at least this often, so writes
+/// to the moved slots are held about a millisecond past the target's answer
+/// rather than up to a tick.
+const HANDOVER_POLL_MS: u64 = 1;
 /// Keys examined by active expiry per tick, so a tick never pauses the shard.
 const EXPIRE_KEYS_PER_TICK: usize = 500;
 
@@ -279,6 +284,7 @@ impl Shard {
             crate::shard::exec::expire_fill_leases(&mut self.core, &mut self.conns);
             lending::expire(&mut self.core, &mut self.conns);
             slot_export::handover_step(&mut self.core, &mut self.conns);
+            crate::shard::parked::redirect_blocked(&mut self.core, &mut self.conns);
             self.shard_link_step();
             self.resume_unblocked();
             self.resume_backed_up();
@@ -324,6 +330,15 @@ impl Shard {
             .next_tick_ms
             .saturating_sub(unix_ms())
             .min(TICK.as_millis() as u64);
+        // A slot export handing over reads FINISH's answer on a plain socket,
+        // not on the ring: an idle shard would sleep to its tick with the
+        // slots' writes held. Wake every millisecond while it lasts (a round
+        // trip or so) instead.
+        let wait_ms = if slot_export::handing_over(&self.core) {
+            wait_ms.min(HANDOVER_POLL_MS)
+        } else {
+            wait_ms
+        };
         // A background save writes a slice per iteration, and this shard's next
         // locked command of a batch goes on at once (`script_lock`): do not sleep
         // meanwhile. (A shard does sleep while another shard's script holds the
@@ -746,6 +761,7 @@ impl Shard {
         // tick, before any client's command sees the new slot map.
         self.cluster_tick();
         node_forward::publish_node_map(&mut self.core);
+        node_forward::publish_slots_with_keys(&mut self.core);
         self.replica_tick();
         self.primary_tick();
         self.metrics_tick();

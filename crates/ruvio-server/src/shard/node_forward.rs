@@ -63,6 +63,50 @@ pub(super) fn follow_node_map(core: &mut ShardCore) {
     }
 }
 
+/// Another shard of a forward-mode node, on its tick: which of the slots it
+/// holds have keys, one bit a slot in `Shared` (`ShardGauges::slots_with_keys`),
+/// read by shard 0's CLUSTER SETSLOT NODE, which Redis refuses while the node
+/// holds keys of the slot. Each slot's count comes from the engine's slot
+/// index (built on the first call by one walk, then kept by every write, 8
+/// bytes a key: a cluster node keeps it, as Redis keeps its slot lists);
+/// a shard without keys publishes zeros without building it.
+pub(super) fn publish_slots_with_keys(core: &mut ShardCore) {
+    if core.topo.mode != PortMode::Forward || core.node_follower.is_none() {
+        return;
+    }
+    let empty = core.engine.key_count(0) == 0;
+    let words = &core.shared.shards[core.id].slots_with_keys;
+    for (w, word) in words.iter().enumerate() {
+        let mut bits = 0u64;
+        for bit in 0..64u16 {
+            let slot = (w * 64) as u16 + bit;
+            let holds = !empty
+                && core.topo.owner(slot) == core.id
+                && core.engine.count_keys_in_slot(0, slot) != 0;
+            bits |= u64::from(holds) << bit;
+        }
+        word.store(bits, Ordering::Relaxed);
+    }
+}
+
+/// [`publish_slots_with_keys`] for `slot` alone, at once: after MIGRATE
+/// deleted keys the target took, so `redis-cli --cluster reshard`'s SETSLOT
+/// NODE right after it does not find the slot's keys still published.
+pub(super) fn publish_slot_keys(core: &mut ShardCore, slot: u16) {
+    if core.topo.mode != PortMode::Forward || core.node_follower.is_none() {
+        return;
+    }
+    let holds = core.engine.count_keys_in_slot(0, slot) != 0;
+    let words = &core.shared.shards[core.id].slots_with_keys;
+    if let Some(word) = words.get(usize::from(slot) / 64) {
+        let bit = 1u64 << (slot % 64);
+        match holds {
+            true => word.fetch_or(bit, Ordering::Relaxed),
+            false => word.fetch_and(!bit, Ordering::Relaxed),
+        };
+    }
+}
+
 /// A command another shard asked of this one ([`AskedCommand`]): a server
 /// command (CLUSTER of the node, MIGRATE) run by its row's handler for a
 /// client of the asker's protocol, database and address (not ACL-checked

@@ -7,6 +7,7 @@
 //! is apart from `exec.rs` because it decides when a parked command runs again,
 //! not how a command runs.
 
+use crate::cluster::slot_map::SlotRoute;
 use crate::cmd::registry::{registry, Command};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
@@ -14,7 +15,10 @@ use crate::shard::blocking::{Blocked, Waiter};
 use crate::shard::exec::{run_engine, Caller, Tracked};
 use crate::shard::observe::{observe_answered, observe_unblocked};
 use crate::shard::ShardCore;
+use ruvio_engine::command::flags::WRITE;
 use ruvio_engine::command::Block;
+use ruvio_engine::slot::key_slot;
+use ruvio_engine::CmdError;
 use ruvio_resp::{Args, OwnedArgs, Protocol, Reply};
 
 /// The keys a parked command waits on: its block's key arguments, or with none
@@ -213,6 +217,90 @@ pub fn unblock(core: &mut ShardCore, conns: &mut Slab<Conn>, client_id: u64, err
             true
         }
         None => super::lending::unblock(core, conns, client_id, error),
+    }
+}
+
+/// Clients blocked on keys of a slot this node no longer serves, answered as
+/// Redis 7's `clusterRedirectBlockedClientIfNeeded` answers them, once the
+/// node's slot map changed (a slot handed over by MIGRATESLOTS, given away by
+/// SETSLOT NODE, lost to a newer claim on the bus, the cluster down):
+/// `-CLUSTERDOWN The cluster is down` while the cluster is `fail`, else for a
+/// slot (of the command's first key) without owner `-CLUSTERDOWN Hash slot not
+/// served`, and for one owned by another node and not IMPORTING here `-MOVED`
+/// to it. A MIGRATING slot is still this node's: its waiters stay (no `-ASK`).
+/// A replica's READONLY client blocked on a read of its master's slot stays
+/// too (a client of another shard, in forward mode, is taken to be READONLY:
+/// it could not have blocked there otherwise). Redis checks in its clients'
+/// cron, within a second; here on the loop turn after the map changed.
+pub fn redirect_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    if core.blocking.is_empty() {
+        return;
+    }
+    let Some(generation) = core.node_routes().map(|routes| routes.map().generation()) else {
+        return;
+    };
+    if !core.blocking.routes_changed(generation) {
+        return;
+    }
+    let Some(map) = core.node_routes().map(|routes| routes.map().clone()) else {
+        return;
+    };
+    let refusal = |blocked: &Blocked| -> Option<CmdError> {
+        if matches!(blocked.waiter, Waiter::Watch { .. }) {
+            return None;
+        }
+        let slot = key_slot(blocked.keys.first()?);
+        if map.down() {
+            return Some(CmdError::ClusterDown);
+        }
+        let target = match map.owner_route(slot) {
+            SlotRoute::Here => return None,
+            SlotRoute::Unbound => return Some(CmdError::SlotNotServed),
+            SlotRoute::Moved(_) if map.importing(slot) => return None,
+            SlotRoute::Moved(target) => target,
+            SlotRoute::Down => return Some(CmdError::ClusterDown),
+        };
+        if map.my_master_serves(slot) && reads_as_readonly(conns, blocked) {
+            return None;
+        }
+        let (host, port) = map.target(target);
+        Some(CmdError::Moved {
+            slot,
+            host: host.to_string(),
+            port,
+        })
+    };
+    let refused: Vec<(u64, CmdError)> = core
+        .blocking
+        .parked()
+        .filter_map(|(ticket, blocked)| Some((ticket, refusal(blocked)?)))
+        .collect();
+    for (ticket, error) in refused {
+        let Some(blocked) = core.blocking.get(ticket) else {
+            continue;
+        };
+        let mut out = Vec::new();
+        Reply::new(&mut out, blocked.proto).error(&error.message());
+        let name = blocked.argv.args().get(0).to_vec();
+        if let Some(cmd) = registry().lookup(&name) {
+            observe_unblocked(core, cmd, ticket, None, (Some(0), 0));
+        }
+        release(core, conns, ticket, out);
+    }
+}
+
+/// A blocked command that only reads, from a READONLY client (or a client of
+/// another shard, whose flags this shard does not see).
+fn reads_as_readonly(conns: &Slab<Conn>, blocked: &Blocked) -> bool {
+    let writes = registry()
+        .lookup(blocked.argv.args().get(0))
+        .is_none_or(|cmd| cmd.meta.has(WRITE));
+    match blocked.waiter {
+        _ if writes => false,
+        Waiter::Local { index, gen, .. } => conns
+            .get(index, gen)
+            .is_some_and(|conn| conn.client.readonly),
+        Waiter::Remote { .. } | Waiter::Watch { .. } => true,
     }
 }
 

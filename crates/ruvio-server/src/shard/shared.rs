@@ -8,7 +8,7 @@
 //! each of them reads its own part through the `Arc`. Like `ShardCore` it is a bag
 //! to be split (docs/architecture.md, "the debt").
 
-use crate::stats::{ShardGauges, StatTables};
+use crate::stats::{ShardGauges, StatTables, SLOT_WORDS};
 use ahash::AHashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -74,6 +74,7 @@ impl Shared {
             .map(|_| ShardGauges {
                 keys: (0..databases).map(|_| Default::default()).collect(),
                 db_overhead: (0..databases).map(|_| Default::default()).collect(),
+                slots_with_keys: (0..SLOT_WORDS).map(|_| AtomicU64::new(0)).collect(),
                 ..Default::default()
             })
             .collect();

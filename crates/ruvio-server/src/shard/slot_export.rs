@@ -53,6 +53,15 @@ pub(super) fn exporting(core: &ShardCore) -> bool {
         .is_some_and(|n| n.slot_migrations.exporting())
 }
 
+/// Some export hands its slots over: the loop polls for FINISH's answer
+/// (`Shard::wait_for_completions` sleeps no longer than a millisecond).
+#[inline]
+pub(super) fn handing_over(core: &ShardCore) -> bool {
+    core.cluster_node
+        .as_deref()
+        .is_some_and(|n| n.slot_migrations.holding())
+}
+
 /// While an export hands its slots over: whether `args` must wait for the
 /// handover's end (a write of those slots, or a write whose keys are not
 /// known before it runs: EXEC, a script, a keyless write). Left unread, it

@@ -139,6 +139,18 @@ pub struct CommandStat {
 /// nearly as much as a GET (seed 001, the Valkey fast-path PR).
 pub const TIMING_SAMPLE_EVERY: u64 = 64;
 
+/// Words of a one-bit-a-slot map ([`ShardGauges::slots_with_keys`]).
+pub const SLOT_WORDS: usize = ruvio_engine::slot::SLOT_COUNT as usize / 64;
+const _: () = assert!(SLOT_WORDS * 64 == ruvio_engine::slot::SLOT_COUNT as usize);
+
+/// Whether `slot`'s bit is set in a map of [`SLOT_WORDS`] words.
+pub fn slot_bit(words: &[AtomicU64], slot: u16) -> bool {
+    let word = words
+        .get(usize::from(slot) / 64)
+        .map_or(0, |w| w.load(std::sync::atomic::Ordering::Relaxed));
+    word & (1 << (slot % 64)) != 0
+}
+
 /// What a shard publishes for the others to read.
 #[derive(Debug, Default)]
 pub struct ShardGauges {
@@ -190,6 +202,10 @@ pub struct ShardGauges {
     pub db_overhead: Vec<(AtomicU64, AtomicU64)>,
     /// Per database: keys and keys with a TTL.
     pub keys: Vec<(AtomicU64, AtomicU64)>,
+    /// Forward mode as one node: the slots whose keys the shard holds that
+    /// hold some, one bit a slot (`SLOT_WORDS` words), so shard 0's SETSLOT
+    /// NODE refuses a slot with keys on another shard (as of its last tick).
+    pub slots_with_keys: Box<[AtomicU64]>,
     /// The shard's log: record bytes written, fsyncs and their total microseconds
     /// (never reset: the metrics endpoint's counters).
     pub log_written_bytes: AtomicU64,
