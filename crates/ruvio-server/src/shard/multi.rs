@@ -759,6 +759,29 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued, in_place: bool)
     }
 }
 
+/// The shards, ascending, of the parts an EXEC of `queued` would run in place
+/// now (None when it would not run in place): a client's EXEC over the same
+/// shards as its transactions in flight is of their chain and goes on behind
+/// them (`shard::in_place::must_wait`). The rules are [`plan`]'s: forward mode,
+/// no script, keys of several shards, and [`in_place_parts`]'s own; a queue the
+/// user's changed rules may refuse runs in turn (`exec`), so it is not one.
+pub(super) fn in_place_shards(
+    core: &ShardCore,
+    client: &ClientState,
+    queued: &Queued,
+) -> Option<Vec<usize>> {
+    let scripted = || {
+        let mut rows = queued.commands.rows();
+        rows.any(|(cmd, _)| crate::mesh::script_lock::is_script(cmd.meta))
+    };
+    let forward = core.topo.mode == PortMode::Forward && core.topo.nodes.len() > 1;
+    if !forward || client.acl.restricted || scripted() {
+        return None;
+    }
+    let parts = in_place_parts(core, client, queued)?;
+    Some(parts.iter().map(|part| part.shard).collect())
+}
+
 /// The parts of a queue that runs in place ([`crate::mesh::in_place`]), in
 /// shard order: when nothing is watched, no record is kept (no log, no
 /// replication feed: they see a borrowed transaction as one group, which parts
