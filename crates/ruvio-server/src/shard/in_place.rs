@@ -299,9 +299,21 @@ pub fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, release: Release) {
 
 #[cfg(test)]
 mod tests {
+    use crate::mesh::lending::JOINS_WHILE_OTHERS_WAIT_MAX;
     use crate::shard::inproc::{pipeline, TwoShards};
 
     // "b" and "c" live on shard 0, "a" and "d" on shard 1; client c is on shard c.
+
+    fn info_stat(server: &mut TwoShards, name: &str) -> String {
+        server.clear_replies(0);
+        server.send(0, &["INFO", "stats"]);
+        let info = String::from_utf8_lossy(server.view(0).replies).into_owned();
+        let line = info
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")));
+        line.unwrap_or_else(|| panic!("no {name} in {info}"))
+            .to_owned()
+    }
 
     /// Each shard runs its commands in place and the replies come back in queue
     /// order, on either shard's connection; nothing was borrowed.
@@ -389,5 +401,78 @@ mod tests {
         assert_eq!(server.view(0).replies, b"$1\r\n1\r\n");
         server.send(0, &["GET", "a"]);
         assert!(server.view(0).replies.ends_with(b"$1\r\n1\r\n"));
+    }
+
+    /// A client's pipelined transactions on the same keys pass them down their
+    /// chain (each part after the first joins the hold on "b"); once a reader
+    /// waits for "b", at most JOINS_WHILE_OTHERS_WAIT_MAX transactions joined
+    /// before it: the later ones wait, and the reader sees the earlier ones
+    /// whole and none of the later ones.
+    #[test]
+    fn a_waiting_reader_stops_the_chain_joining() {
+        let mut server = TwoShards::new();
+        let tx = pipeline(&[&["MULTI"], &["INCR", "b"], &["INCR", "a"], &["EXEC"]]);
+        let before_reader = JOINS_WHILE_OTHERS_WAIT_MAX as usize + 8;
+        server.receive_unsettled(1, &tx.repeat(before_reader));
+        // Shard 0 runs every part as it comes: one hold, joined by all but the first.
+        server.deliver_from(1);
+        server.clear_replies(0);
+        server.receive_unsettled(0, &pipeline(&[&["GET", "b"]]));
+        assert!(
+            server.view(0).replies.is_empty(),
+            "GET b waits for the holders"
+        );
+        let after_reader = 8;
+        server.receive_unsettled(1, &tx.repeat(after_reader));
+        server.deliver_from(1);
+        server.settle();
+        assert_eq!(
+            String::from_utf8_lossy(server.view(0).replies),
+            format!("$2\r\n{before_reader}\r\n"),
+        );
+        // The later ones ran after the reader: their first took the key again,
+        // the rest joined it.
+        let joined = before_reader - 1 + after_reader - 1;
+        assert_eq!(
+            info_stat(&mut server, "cross_shard_exec_parts_joined"),
+            joined.to_string()
+        );
+        let total = before_reader + after_reader;
+        server.clear_replies(0);
+        server.send(0, &["MGET", "a", "b"]);
+        assert_eq!(
+            String::from_utf8_lossy(server.view(0).replies),
+            format!("*2\r\n$2\r\n{total}\r\n$2\r\n{total}\r\n"),
+        );
+    }
+
+    /// Clients of both shards pipeline transactions on the same two keys: two
+    /// chains take turns on "b", and every transaction sees both keys at the
+    /// same count (none ran between another's parts).
+    #[test]
+    fn two_coordinators_chains_take_turns_whole() {
+        let mut server = TwoShards::new();
+        let tx = pipeline(&[&["MULTI"], &["INCR", "b"], &["INCR", "a"], &["EXEC"]]);
+        let per_client = 50;
+        for c in 0..2 {
+            server.clear_replies(c);
+            server.receive_unsettled(c, &tx.repeat(per_client));
+        }
+        server.settle();
+        let mut seen = Vec::new();
+        for c in 0..2 {
+            let replies = String::from_utf8_lossy(server.view(c).replies).into_owned();
+            let counts: Vec<&str> = replies
+                .split("\r\n")
+                .filter_map(|l| l.strip_prefix(':'))
+                .collect();
+            assert_eq!(counts.len(), 2 * per_client, "{replies}");
+            for pair in counts.chunks(2) {
+                assert_eq!(pair[0], pair[1], "half a transaction seen: {replies}");
+                seen.push(pair[0].parse::<usize>().expect("a count"));
+            }
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (1..=2 * per_client).collect::<Vec<_>>());
     }
 }
