@@ -123,7 +123,7 @@ fn chains_move_units(shards: usize) {
                             command(&["DECRBY", &keys[from], &units]),
                             command(&["INCRBY", &keys[to], &units]),
                         ];
-                        if shards > 2 && next(&mut seed) % 2 == 0 {
+                        if shards > 2 && next(&mut seed).is_multiple_of(2) {
                             let third = &keys[next(&mut seed) % keys.len()];
                             queue.push(command(&["INCRBY", third, "7"]));
                             queue.push(command(&["DECRBY", third, "7"]));
