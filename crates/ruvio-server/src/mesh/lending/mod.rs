@@ -23,8 +23,9 @@
 //! out on loan, the requests waiting for them, the commands it coordinates, each
 //! a [`CrossOp`]) with the questions the mesh and the script lock ask of them;
 //! what a command wrote, told to the owners ([`written`], over the [`Reporting`]
-//! parts the shard implements), the keys a value names ([`value_keys`]) and the
-//! log records and database numbers of keys going home ([`home`]). The protocol
+//! parts the shard implements), the keys a value names ([`value_keys`]), the
+//! log records and database numbers of keys going home ([`home`]), and the keys
+//! held by transactions run in place, counted per holder ([`held`]). The protocol
 //! that drives it (ask the owners in order, install, run the command on the core,
 //! send the keys home, answer the client, the owner's side, what waits, batches)
 //! is the shard's: `shard/lending/`, because it runs commands on the core and
