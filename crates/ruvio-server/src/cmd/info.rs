@@ -389,6 +389,10 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
                 "cross_shard_exec_borrowed",
                 &shard(|s| s.exec_borrowed, |g| &g.exec_borrowed),
             );
+            line(
+                "cross_shard_exec_parts_joined",
+                &shard(|s| s.in_place_joins, |g| &g.in_place_joins),
+            );
         }
         "replication" => {
             let now_ms = crate::clock::unix_ms();

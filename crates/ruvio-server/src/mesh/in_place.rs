@@ -21,6 +21,10 @@
 //! everything its coordinator sent before it, [`crate::mesh::owner_tx::Deferred`])
 //! and runs when they are free. Ascending order makes the waits acyclic, as for
 //! borrowing: a transaction holds keys only of shards below the one it waits at.
+//! A part may also run on keys held only by earlier transactions of its own
+//! coordinator over the same shards (lock passing along a chain, bounded while
+//! others wait: [`crate::mesh::lending::HeldKeys`]), so contended transactions
+//! of one coordinator pass the keys on without a round trip each.
 //!
 //! Restricted to what it reproduces exactly (see `shard::multi::plan`): no WATCH,
 //! keyspace commands only (no scripts, SELECT, server or every-shard commands),
@@ -35,6 +39,7 @@
 use crate::mesh::lending::DbKey;
 use crate::net::caller::Caller;
 use crate::net::queued::Commands;
+use std::sync::Arc;
 
 /// One shard's part of a transaction run in place.
 #[derive(Debug)]
@@ -49,6 +54,10 @@ pub struct Part {
     pub keys: Vec<DbKey>,
     /// Keep the keys held after running, until [`Release`] (every part but the last).
     pub hold: bool,
+    /// The shards of the transaction's parts, ascending: a part may run on keys
+    /// held only by earlier transactions of its coordinator over the same shards
+    /// (its chain, [`crate::mesh::lending::HeldKeys`]).
+    pub shards: Arc<[usize]>,
 }
 
 /// A part ran: its commands' replies, one after the other, and where each ends.
@@ -89,8 +98,10 @@ pub struct InPlaceOp {
     pub caller: Caller,
     /// How many commands the queue has.
     pub len: usize,
-    /// The parts in ascending shard order.
+    /// The parts in ascending shard order, and their shards (every part carries
+    /// them, see [`Part::shards`]).
     pub parts: Vec<PlannedPart>,
+    pub shards: Arc<[usize]>,
     /// The part that runs next (or runs now).
     pub next: usize,
 }

@@ -193,6 +193,11 @@ impl Blocking {
             .unwrap_or_default()
     }
 
+    /// True when some command is parked on `key` (of its database).
+    pub fn is_waited(&self, key: &(usize, Vec<u8>)) -> bool {
+        !self.by_key.is_empty() && self.by_key.get(key).is_some_and(|q| !q.is_empty())
+    }
+
     /// The parked command of `ticket`.
     pub fn get(&self, ticket: u64) -> Option<&Blocked> {
         self.parked.get(&ticket)

@@ -4,16 +4,16 @@
 //! part, hold its keys, free them). Here because it runs commands on the core and
 //! answers connections; the messages and tables are the mesh's.
 
-use crate::cmd::registry::{registry, Command, Handler};
+use crate::cmd::registry::registry;
 use crate::mesh::forward::ShardMsg;
 use crate::mesh::in_place::{InPlaceOp, Part, PartRan, PlannedPart, Release};
+use crate::mesh::lending::{Access, JOINS_WHILE_OTHERS_WAIT_MAX};
 use crate::mesh::owner_tx::{self, Deferred};
 use crate::net::caller::Caller;
 use crate::net::conn::{ClientState, Conn, Merge, ReplyQueue};
 use crate::net::slab::Slab;
 use crate::shard::multi::QueuedRows;
 use crate::shard::ShardCore;
-use ruvio_engine::command::flags::{ALL_SHARDS, DB_OPTION};
 use ruvio_engine::CommandTree;
 use ruvio_resp::Args;
 
@@ -40,12 +40,14 @@ pub fn start(
     let ticket = core.lending.next_in_place;
     core.lending.next_in_place += 1;
     client.in_place_txs.push((ticket, seq));
+    let shards = parts.iter().map(|p| p.shard).collect();
     let op = InPlaceOp {
         conn: who,
         seq,
         caller,
         len,
         parts,
+        shards,
         next: 0,
     };
     core.lending.in_place.insert(ticket, op);
@@ -61,6 +63,7 @@ fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
     };
     let hold = op.next + 1 < op.parts.len();
     let caller = op.caller;
+    let shards = std::sync::Arc::clone(&op.shards);
     let Some(planned) = op.parts.get_mut(op.next) else {
         return;
     };
@@ -73,6 +76,7 @@ fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
         // against them while it runs ([`must_wait`]).
         keys: planned.keys.clone(),
         hold,
+        shards,
     };
     let shard = planned.shard;
     match shard == me {
@@ -82,18 +86,58 @@ fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64) {
 }
 
 /// A shard's side: run `part` now, or wait while one of its keys is lent or
-/// held (or something its coordinator sent before it waits here).
+/// held by others (or something its coordinator sent before it waits here).
 pub fn part_arrived(core: &mut ShardCore, conns: &mut Slab<Conn>, part: Part) {
-    let must_wait = owner_tx::is_waiting(&core.lending, part.from) || keys_busy(core, &part);
+    let must_wait = owner_tx::is_waiting(&core.lending, part.from) || must_wait_here(core, &part);
     match must_wait {
         true => owner_tx::defer(&mut core.lending, part.from, Deferred::Part(Box::new(part))),
         false => run_part(core, conns, part),
     }
 }
 
-/// Some key of `part` is lent or held here.
-pub fn keys_busy(core: &ShardCore, part: &Part) -> bool {
-    part.keys.iter().any(|(db, k)| core.lending.is_lent(*db, k))
+/// `part` may not run now: one of its keys is lent, or held by another
+/// coordinator or by a transaction over other shards, or held by its own chain
+/// that was joined [`JOINS_WHILE_OTHERS_WAIT_MAX`] times while someone else
+/// waits for one of the keys here (then the chain drains and the waiter goes).
+pub fn must_wait_here(core: &ShardCore, part: &Part) -> bool {
+    let lending = &core.lending;
+    if !lending.any_lent() {
+        return false;
+    }
+    let mut joins_max = None;
+    for key in &part.keys {
+        if lending.lent.contains(key) {
+            return true;
+        }
+        match lending.held.access(key, part.from, &part.shards) {
+            Access::Free => {}
+            Access::Taken => return true,
+            Access::Chain { joined } => joins_max = joins_max.max(Some(joined)),
+        }
+    }
+    joins_max.is_some_and(|joined| {
+        joined >= JOINS_WHILE_OTHERS_WAIT_MAX && someone_else_waits(core, part)
+    })
+}
+
+/// Someone other than `part`'s chain waits here for one of its keys: a parked
+/// command, a lend request, or anything another coordinator sent (counted
+/// whatever its keys: a transaction or a forwarded request behind one).
+fn someone_else_waits(core: &ShardCore, part: &Part) -> bool {
+    let lending = &core.lending;
+    let others_queued = lending
+        .deferred
+        .iter()
+        .enumerate()
+        .any(|(from, queue)| from != part.from && !queue.is_empty());
+    others_queued
+        || part.keys.iter().any(|key| {
+            core.blocking.is_waited(key)
+                || lending
+                    .waiting
+                    .iter()
+                    .any(|request| request.keys.contains(key))
+        })
 }
 
 /// Run `part`'s commands with nothing in between, hold its keys if it is not the
@@ -101,9 +145,16 @@ pub fn keys_busy(core: &ShardCore, part: &Part) -> bool {
 pub fn run_part(core: &mut ShardCore, conns: &mut Slab<Conn>, part: Part) {
     let mut replies = Vec::new();
     let mut ends = Vec::with_capacity(part.commands.len());
+    // Its commands run on the keys its chain holds here, and wait for no one
+    // (it ran because none of its keys is taken by others).
+    core.lending.running_chain = Some((part.from, std::sync::Arc::clone(&part.shards)));
     super::messages::run_queue(core, part.caller, &part.commands, &mut replies, &mut ends);
+    core.lending.running_chain = None;
     if part.hold {
-        core.lending.held.extend(part.keys.iter().cloned());
+        let held = &mut core.lending.held;
+        if held.hold(&part.keys, part.from, &part.shards) {
+            core.stats.in_place_joins += 1;
+        }
         core.lending
             .held_for
             .insert((part.from, part.ticket), part.keys);
@@ -165,11 +216,14 @@ pub fn part_ran(core: &mut ShardCore, conns: &mut Slab<Conn>, ran: PartRan) {
 
 /// A client with transactions running in place goes on meanwhile; a command it
 /// sends then waits (the held slot it waits for is returned) when it may touch
-/// their keys: a key in common, a command that is not a plain keyspace command,
-/// or an EXEC that would not run in place on keys of its own. So its commands
-/// take effect in the order it sent them wherever they share keys, as
-/// [`crate::shard::lending::must_wait_for_transaction`] keeps it for borrowing,
-/// and a pipeline of transactions on other keys runs them side by side.
+/// their keys: a key in common, a command that is not a plain keyspace command
+/// ([`super::lending::touches_only_named_keys`]), or an EXEC that would not run
+/// in place. So its commands take effect in the order it sent them wherever they
+/// share keys, as [`super::lending::must_wait_for_transaction`] keeps it for
+/// borrowing, and a pipeline of transactions on other keys runs them side by
+/// side. An EXEC that runs in place over the same shards as the transactions it
+/// shares keys with goes on too: it is of their chain, and meets them in the
+/// order sent on every shard ([`crate::mesh::lending::HeldKeys`]).
 pub fn must_wait(core: &ShardCore, client: &ClientState, args: Args<'_>) -> Option<u64> {
     let &(_, oldest) = client.in_place_txs.first()?;
     let cmd = registry()
@@ -177,7 +231,9 @@ pub fn must_wait(core: &ShardCore, client: &ClientState, args: Args<'_>) -> Opti
         .and_then(|c| c.resolve(args).ok());
     // Unknown or refused: answered at once, touching nothing.
     let cmd = cmd?;
-    let in_flight = |db: usize, key: &[u8]| {
+    // The EXEC reply the client must wait for before touching `key`: that of
+    // the oldest transaction naming it and not over `chain`'s shards.
+    let in_flight = |db: usize, key: &[u8], chain: Option<&[usize]>| {
         client.in_place_txs.iter().find_map(|&(ticket, seq)| {
             let op = core.lending.in_place.get(&ticket)?;
             let named = op.parts.iter().any(|p| {
@@ -185,17 +241,8 @@ pub fn must_wait(core: &ShardCore, client: &ClientState, args: Args<'_>) -> Opti
                     .binary_search_by(|(d, k)| (*d, k.as_slice()).cmp(&(db, key)))
                     .is_ok()
             });
-            named.then_some(seq)
+            (named && chain != Some(&*op.shards)).then_some(seq)
         })
-    };
-    // A command whose keys are the ones it names (not a script, not every
-    // shard's, not SORT's BY/GET patterns, not another database's).
-    let keyspace_only = |cmd: &Command| {
-        matches!(cmd.handler, Some(Handler::Engine(_)))
-            && !cmd.meta.has(ALL_SHARDS)
-            && !cmd.meta.has(DB_OPTION)
-            && !cmd.meta.keys.reads_keys_from_value()
-            && cmd.meta.group != "scripting"
     };
     if let Some(queued) = &client.multi {
         if cmd.meta.name != "exec" {
@@ -206,26 +253,27 @@ pub fn must_wait(core: &ShardCore, client: &ClientState, args: Args<'_>) -> Opti
         // two transactions commute. A queue that SELECTs or runs anything else
         // waits.
         let mut rows = queued.commands.rows();
-        return match rows.all(|(cmd, _)| keyspace_only(cmd)) {
-            false => Some(oldest),
-            true => queued.commands.rows().find_map(|(cmd, args)| {
-                cmd.meta
-                    .keys
-                    .keys(args)
-                    .find_map(|key| in_flight(client.db, key))
-            }),
-        };
+        if !rows.all(|(cmd, _)| super::lending::touches_only_named_keys(cmd)) {
+            return Some(oldest);
+        }
+        let chain = super::multi::in_place_shards(core, client, queued);
+        return queued.commands.rows().find_map(|(cmd, args)| {
+            cmd.meta
+                .keys
+                .keys(args)
+                .find_map(|key| in_flight(client.db, key, chain.as_deref()))
+        });
     }
     if cmd.meta.name == "multi" {
         return None;
     }
-    if !keyspace_only(cmd) {
+    if !super::lending::touches_only_named_keys(cmd) {
         return Some(oldest);
     }
     cmd.meta
         .keys
         .keys(args)
-        .find_map(|key| in_flight(client.db, key))
+        .find_map(|key| in_flight(client.db, key, None))
 }
 
 /// A shard's side: the transaction is over, its keys here are free. Whoever
@@ -238,10 +286,12 @@ pub fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, release: Release) {
     else {
         return;
     };
-    for (db, key) in keys {
-        let db_key = (db, key);
-        core.lending.held.remove(&db_key);
-        let (db, key) = db_key;
+    let free = core.lending.held.release(keys);
+    if free.is_empty() {
+        // Later transactions of its chain hold them still.
+        return;
+    }
+    for (db, key) in free {
         core.signal_key(db, &key);
     }
     super::lending::keys_free(core, conns);
@@ -249,9 +299,21 @@ pub fn release(core: &mut ShardCore, conns: &mut Slab<Conn>, release: Release) {
 
 #[cfg(test)]
 mod tests {
+    use crate::mesh::lending::JOINS_WHILE_OTHERS_WAIT_MAX;
     use crate::shard::inproc::{pipeline, TwoShards};
 
     // "b" and "c" live on shard 0, "a" and "d" on shard 1; client c is on shard c.
+
+    fn info_stat(server: &mut TwoShards, name: &str) -> String {
+        server.clear_replies(0);
+        server.send(0, &["INFO", "stats"]);
+        let info = String::from_utf8_lossy(server.view(0).replies).into_owned();
+        let line = info
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")));
+        line.unwrap_or_else(|| panic!("no {name} in {info}"))
+            .to_owned()
+    }
 
     /// Each shard runs its commands in place and the replies come back in queue
     /// order, on either shard's connection; nothing was borrowed.
@@ -339,5 +401,78 @@ mod tests {
         assert_eq!(server.view(0).replies, b"$1\r\n1\r\n");
         server.send(0, &["GET", "a"]);
         assert!(server.view(0).replies.ends_with(b"$1\r\n1\r\n"));
+    }
+
+    /// A client's pipelined transactions on the same keys pass them down their
+    /// chain (each part after the first joins the hold on "b"); once a reader
+    /// waits for "b", at most JOINS_WHILE_OTHERS_WAIT_MAX transactions joined
+    /// before it: the later ones wait, and the reader sees the earlier ones
+    /// whole and none of the later ones.
+    #[test]
+    fn a_waiting_reader_stops_the_chain_joining() {
+        let mut server = TwoShards::new();
+        let tx = pipeline(&[&["MULTI"], &["INCR", "b"], &["INCR", "a"], &["EXEC"]]);
+        let before_reader = JOINS_WHILE_OTHERS_WAIT_MAX as usize + 8;
+        server.receive_unsettled(1, &tx.repeat(before_reader));
+        // Shard 0 runs every part as it comes: one hold, joined by all but the first.
+        server.deliver_from(1);
+        server.clear_replies(0);
+        server.receive_unsettled(0, &pipeline(&[&["GET", "b"]]));
+        assert!(
+            server.view(0).replies.is_empty(),
+            "GET b waits for the holders"
+        );
+        let after_reader = 8;
+        server.receive_unsettled(1, &tx.repeat(after_reader));
+        server.deliver_from(1);
+        server.settle();
+        assert_eq!(
+            String::from_utf8_lossy(server.view(0).replies),
+            format!("$2\r\n{before_reader}\r\n"),
+        );
+        // The later ones ran after the reader: their first took the key again,
+        // the rest joined it.
+        let joined = before_reader - 1 + after_reader - 1;
+        assert_eq!(
+            info_stat(&mut server, "cross_shard_exec_parts_joined"),
+            joined.to_string()
+        );
+        let total = before_reader + after_reader;
+        server.clear_replies(0);
+        server.send(0, &["MGET", "a", "b"]);
+        assert_eq!(
+            String::from_utf8_lossy(server.view(0).replies),
+            format!("*2\r\n$2\r\n{total}\r\n$2\r\n{total}\r\n"),
+        );
+    }
+
+    /// Clients of both shards pipeline transactions on the same two keys: two
+    /// chains take turns on "b", and every transaction sees both keys at the
+    /// same count (none ran between another's parts).
+    #[test]
+    fn two_coordinators_chains_take_turns_whole() {
+        let mut server = TwoShards::new();
+        let tx = pipeline(&[&["MULTI"], &["INCR", "b"], &["INCR", "a"], &["EXEC"]]);
+        let per_client = 50;
+        for c in 0..2 {
+            server.clear_replies(c);
+            server.receive_unsettled(c, &tx.repeat(per_client));
+        }
+        server.settle();
+        let mut seen = Vec::new();
+        for c in 0..2 {
+            let replies = String::from_utf8_lossy(server.view(c).replies).into_owned();
+            let counts: Vec<&str> = replies
+                .split("\r\n")
+                .filter_map(|l| l.strip_prefix(':'))
+                .collect();
+            assert_eq!(counts.len(), 2 * per_client, "{replies}");
+            for pair in counts.chunks(2) {
+                assert_eq!(pair[0], pair[1], "half a transaction seen: {replies}");
+                seen.push(pair[0].parse::<usize>().expect("a count"));
+            }
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (1..=2 * per_client).collect::<Vec<_>>());
     }
 }

@@ -495,16 +495,20 @@ pub(crate) fn transaction_arrived(core: &mut ShardCore, conns: &mut Slab<Conn>, 
 
 /// Keys came home: run what waits behind a transaction sent whole here
 /// ([`owner_tx`]), per shard, up to the first transaction whose keys are still
-/// lent.
+/// lent. The shards take turns going first ([`crate::mesh::lending::Lending::deferred_turn`]):
+/// two coordinators whose transactions in place wait for the same keys get them
+/// one after the other, not always the lower shard first.
 pub(crate) fn run_deferred(core: &mut ShardCore, conns: &mut Slab<Conn>) {
-    for from in 0..core.lending.deferred.len() {
+    let shards = core.lending.deferred.len();
+    let first = core.lending.deferred_turn % shards.max(1);
+    for from in (first..shards).chain(0..first) {
         loop {
             let blocked = match core.lending.deferred[from].front() {
                 None => break,
                 Some(Deferred::Transaction(tx)) => {
                     tx.keys.iter().any(|(db, k)| core.lending.is_lent(*db, k))
                 }
-                Some(Deferred::Part(part)) => super::in_place::keys_busy(core, part),
+                Some(Deferred::Part(part)) => super::in_place::must_wait_here(core, part),
                 Some(_) => false,
             };
             if blocked {
@@ -512,7 +516,10 @@ pub(crate) fn run_deferred(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             }
             match core.lending.deferred[from].pop_front() {
                 Some(Deferred::Transaction(tx)) => run_transaction(core, conns, &tx),
-                Some(Deferred::Part(part)) => super::in_place::run_part(core, conns, *part),
+                Some(Deferred::Part(part)) => {
+                    core.lending.deferred_turn = from + 1;
+                    super::in_place::run_part(core, conns, *part);
+                }
                 Some(Deferred::Requests(batch)) => run_requests(core, conns, batch),
                 Some(Deferred::Control(c)) => control(core, c),
                 None => break,

@@ -759,36 +759,84 @@ fn plan(core: &ShardCore, client: &ClientState, queued: &Queued, in_place: bool)
     }
 }
 
+/// The shards, ascending, of the parts an EXEC of `queued` would run in place
+/// now (None when it would not run in place): a client's EXEC over the same
+/// shards as its transactions in flight is of their chain and goes on behind
+/// them (`shard::in_place::must_wait`). The rules are [`plan`]'s: forward mode,
+/// no script, keys of several shards, and [`in_place_parts`]'s own; a queue the
+/// user's changed rules may refuse runs in turn (`exec`), so it is not one.
+/// Nothing is copied (it runs for every such EXEC, before `plan`).
+pub(super) fn in_place_shards(
+    core: &ShardCore,
+    client: &ClientState,
+    queued: &Queued,
+) -> Option<Vec<usize>> {
+    let forward = core.topo.mode == PortMode::Forward && core.topo.nodes.len() > 1;
+    if !forward || client.acl.restricted || !may_run_in_place(core, client) {
+        return None;
+    }
+    let mut shards = Vec::new();
+    for (cmd, args) in queued.commands.rows() {
+        if crate::mesh::script_lock::is_script(cmd.meta) {
+            return None;
+        }
+        let shard = in_place_shard(core, client, cmd, args, &mut smallvec::SmallVec::new())?;
+        if !shards.contains(&shard) {
+            shards.push(shard);
+        }
+    }
+    shards.sort_unstable();
+    (shards.len() > 1).then_some(shards)
+}
+
+/// Whether the client's and the server's state let an EXEC run in place:
+/// nothing watched, no record kept (no log, no replication feed: they see a
+/// borrowed transaction as one group, which parts on their owners do not
+/// reproduce yet), nobody hearing of writes as they happen (keyspace
+/// notifications, CLIENT TRACKING: a part's message would come before the next
+/// part ran), the script lock free.
+fn may_run_in_place(core: &ShardCore, client: &ClientState) -> bool {
+    let lock_free = core.shared.script_lock.holder().is_none();
+    let heard = crate::messaging::notify::wanted(core.cfg.notify_keyspace_events)
+        || core.shared.tracking.anyone_tracks();
+    client.watching.is_empty() && !core.logs() && !heard && lock_free
+}
+
+/// The shard whose keys a queued command of an EXEC run in place names (into
+/// `keys`); None when it may not run in place: not a keyspace command, SWAPDB,
+/// no key, or keys of several shards.
+fn in_place_shard<'a>(
+    core: &ShardCore,
+    client: &ClientState,
+    cmd: &Command,
+    args: Args<'a>,
+    keys: &mut smallvec::SmallVec<[(usize, &'a [u8]); 16]>,
+) -> Option<usize> {
+    if !matches!(on_borrowed(cmd), OnBorrowed::Keys) || lending::swaps_dbs(cmd.meta) {
+        return None;
+    }
+    queued_keys(core, cmd, args, client.db, keys);
+    let shard = core.topo.key_owner(keys.first()?.1);
+    let one_shard = keys.iter().all(|(_, k)| core.topo.key_owner(k) == shard);
+    one_shard.then_some(shard)
+}
+
 /// The parts of a queue that runs in place ([`crate::mesh::in_place`]), in
-/// shard order: when nothing is watched, no record is kept (no log, no
-/// replication feed: they see a borrowed transaction as one group, which parts
-/// on their owners do not reproduce yet), nobody hears of writes as they happen
-/// (keyspace notifications, CLIENT TRACKING: a part's message would come before
-/// the next part ran), the script lock is free, and every queued command is a
-/// keyspace command naming keys of one shard only.
+/// shard order: when [`may_run_in_place`] and every queued command is a
+/// keyspace command naming keys of one shard only ([`in_place_shard`]).
 fn in_place_parts(
     core: &ShardCore,
     client: &ClientState,
     queued: &Queued,
 ) -> Option<Vec<PlannedPart>> {
-    let lock_free = core.shared.script_lock.holder().is_none();
-    let heard = crate::messaging::notify::wanted(core.cfg.notify_keyspace_events)
-        || core.shared.tracking.anyone_tracks();
-    if !client.watching.is_empty() || core.logs() || heard || !lock_free {
+    if !may_run_in_place(core, client) {
         return None;
     }
     let mut parts: Vec<PlannedPart> = Vec::new();
     for (position, (stat, args)) in queued.commands.iter().enumerate() {
         let cmd = row_of(stat);
-        if !matches!(on_borrowed(cmd), OnBorrowed::Keys) || lending::swaps_dbs(cmd.meta) {
-            return None;
-        }
         let mut keys = smallvec::SmallVec::new();
-        queued_keys(core, cmd, args, client.db, &mut keys);
-        let shard = core.topo.key_owner(keys.first()?.1);
-        if keys.iter().any(|(_, k)| core.topo.key_owner(k) != shard) {
-            return None;
-        }
+        let shard = in_place_shard(core, client, cmd, args, &mut keys)?;
         let at = match parts.iter().position(|p| p.shard == shard) {
             Some(at) => at,
             None => {

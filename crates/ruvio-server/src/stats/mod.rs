@@ -27,6 +27,10 @@ pub struct ShardStats {
     /// `cross_shard_exec_in_place` and `cross_shard_exec_borrowed`.
     pub exec_in_place: u64,
     pub exec_borrowed: u64,
+    /// Parts of transactions run in place that ran on keys their own chain held
+    /// here (lock passing, `mesh::lending::HeldKeys`): INFO stats'
+    /// `cross_shard_exec_parts_joined`.
+    pub in_place_joins: u64,
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     /// Changes to the dataset (Redis' `dirty`, INFO `rdb_changes_since_last_save`).
@@ -160,6 +164,7 @@ pub struct ShardGauges {
     pub rejected_connections: AtomicU64,
     pub exec_in_place: AtomicU64,
     pub exec_borrowed: AtomicU64,
+    pub in_place_joins: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub expired_keys: AtomicU64,

@@ -23,8 +23,9 @@
 //! out on loan, the requests waiting for them, the commands it coordinates, each
 //! a [`CrossOp`]) with the questions the mesh and the script lock ask of them;
 //! what a command wrote, told to the owners ([`written`], over the [`Reporting`]
-//! parts the shard implements), the keys a value names ([`value_keys`]) and the
-//! log records and database numbers of keys going home ([`home`]). The protocol
+//! parts the shard implements), the keys a value names ([`value_keys`]), the
+//! log records and database numbers of keys going home ([`home`]), and the keys
+//! held by transactions run in place, counted per holder ([`held`]). The protocol
 //! that drives it (ask the owners in order, install, run the command on the core,
 //! send the keys home, answer the client, the owner's side, what waits, batches)
 //! is the shard's: `shard/lending/`, because it runs commands on the core and
@@ -39,9 +40,11 @@ use ruvio_engine::{CommandMeta, Entry};
 use ruvio_resp::OwnedArgs;
 use std::collections::VecDeque;
 
+mod held;
 mod home;
 mod value_keys;
 mod written;
+pub use held::{Access, HeldKeys, JOINS_WHILE_OTHERS_WAIT_MAX};
 pub use home::{
     after_swaps, state_record, swapped, swaps_dbs, KeyRecords, FOR_THE_FEED, FOR_THE_LINKS,
 };
@@ -212,15 +215,22 @@ pub struct Lending {
     /// The command answered at once (`answered_at_once`) has its writer's
     /// reply slot kept for its invalidations ([`keep_answered_at_once`]).
     pub keep_at_once: bool,
-    /// Keys of this shard held by a transaction run in place: its part ran here
-    /// and other commands on them wait, as on a lent key, until its coordinator
-    /// releases them (see [`crate::mesh::in_place`]).
-    pub held: AHashSet<DbKey>,
+    /// Keys of this shard held by transactions run in place: their parts ran
+    /// here and other commands on them wait, as on a lent key, until the last of
+    /// their coordinators' releases (see [`crate::mesh::in_place`], [`held`]).
+    pub held: HeldKeys,
     /// The keys each `(coordinator, ticket)` holds here.
     pub held_for: AHashMap<(usize, u64), Vec<DbKey>>,
     /// Transactions this shard coordinates in place, by ticket.
     pub in_place: AHashMap<u64, crate::mesh::in_place::InPlaceOp>,
     pub next_in_place: u64,
+    /// The shard whose waiting queue ([`Lending::deferred`]) goes first next time
+    /// keys come free: the one after the last that ran a part from it, so two
+    /// coordinators contending on the same keys take turns.
+    pub deferred_turn: usize,
+    /// The chain (coordinator and shards) whose part runs now: its commands run
+    /// on keys it holds itself ([`Lending::is_lent`] is false for them).
+    pub running_chain: Option<(usize, std::sync::Arc<[usize]>)>,
 }
 
 impl Lending {
@@ -232,12 +242,16 @@ impl Lending {
 
     /// True when some key of `db` of this shard is out on loan.
     pub fn any_lent_in(&self, db: usize) -> bool {
-        self.lent.iter().chain(&self.held).any(|(d, _)| *d == db)
+        self.lent
+            .iter()
+            .chain(self.held.iter())
+            .any(|(d, _)| *d == db)
     }
 
     /// This shard's keys of `db` out on loan or held in place.
     pub fn lent_in(&self, db: usize) -> Vec<Vec<u8>> {
-        let keys = self.lent.iter().chain(&self.held).filter(|(d, _)| *d == db);
+        let keys = self.lent.iter().chain(self.held.iter());
+        let keys = keys.filter(|(d, _)| *d == db);
         keys.map(|(_, key)| key.clone()).collect()
     }
 
@@ -254,7 +268,7 @@ impl Lending {
             return false;
         }
         let db_key = (db, key.to_vec());
-        self.lent.contains(&db_key) || self.held.contains(&db_key)
+        self.lent.contains(&db_key) || self.held.stops(&db_key, self.running_chain.as_ref())
     }
 
     /// True while this shard coordinates some cross-shard command.

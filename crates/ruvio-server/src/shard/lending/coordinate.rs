@@ -648,6 +648,19 @@ pub fn join_transaction(
     Ok(ticket)
 }
 
+/// A command whose keys are the ones it names: a keyspace command, not a
+/// script, not every shard's, not SORT's BY/GET patterns, not another
+/// database's. A client's command sent while its transaction is in flight
+/// (borrowed here, or in place: `shard::in_place::must_wait`) runs at once
+/// only when it is one of these, on none of the transaction's keys.
+pub fn touches_only_named_keys(cmd: &Command) -> bool {
+    matches!(cmd.handler, Some(Handler::Engine(_)))
+        && !cmd.meta.has(ALL_SHARDS)
+        && !cmd.meta.has(DB_OPTION)
+        && !cmd.meta.keys.reads_keys_from_value()
+        && cmd.meta.group != "scripting"
+}
+
 /// A client whose transaction runs on borrowed keys goes on meanwhile; a command
 /// it sends then waits for that transaction when it may touch its keys (a key in
 /// common, a command that is not a keyspace command or reads every shard), unless
@@ -680,12 +693,7 @@ pub fn must_wait_for_transaction(
     if cmd.meta.name == "multi" {
         return false;
     }
-    let keyspace_only = matches!(cmd.handler, Some(Handler::Engine(_)))
-        && !cmd.meta.has(ALL_SHARDS)
-        && !cmd.meta.has(DB_OPTION)
-        && !cmd.meta.keys.reads_keys_from_value()
-        && cmd.meta.group != "scripting";
-    !keyspace_only
+    !touches_only_named_keys(cmd)
         || cmd
             .meta
             .keys
