@@ -42,24 +42,6 @@ fn queued(c: &mut RawConn, args: &[&str]) {
     assert_eq!(c.cmd(args), b"+QUEUED\r\n", "{args:?}");
 }
 
-fn stat(c: &mut RawConn, name: &str) -> u64 {
-    let info = decode(&c.cmd(&["INFO", "stats"])).text();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO stats"))
-        .trim()
-        .parse()
-        .expect("a count")
-}
-
-/// A small deterministic generator: each thread its own sequence.
-fn next(state: &mut u64) -> usize {
-    *state = state
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (*state >> 33) as usize
-}
-
 /// Sum of `keys` read in one transaction.
 fn sum_in_exec(c: &mut RawConn, keys: &[String]) -> i64 {
     ok(c, &["MULTI"]);
@@ -92,13 +74,13 @@ fn moves_units_between_shards(shards: usize) {
                 let shard = |k: usize| shard_of_key(&keys[k], shards);
                 for _ in 0..ROUNDS {
                     // Two or three keys, in any order, on at least two shards.
-                    let from = next(&mut seed) % keys.len();
+                    let from = next_random(&mut seed) % keys.len();
                     let others: Vec<usize> = (0..keys.len())
                         .filter(|&k| shard(k) != shard(from))
                         .collect();
-                    let to = others[next(&mut seed) % others.len()];
-                    let third = next(&mut seed) % keys.len();
-                    let units = (1 + next(&mut seed) % 5).to_string();
+                    let to = others[next_random(&mut seed) % others.len()];
+                    let third = next_random(&mut seed) % keys.len();
+                    let units = (1 + next_random(&mut seed) % 5).to_string();
                     ok(&mut c, &["MULTI"]);
                     queued(&mut c, &["DECRBY", &keys[from], &units]);
                     queued(&mut c, &["INCRBY", &keys[third], "1"]);
@@ -133,8 +115,8 @@ fn moves_units_between_shards(shards: usize) {
         })
         .sum();
     assert_eq!(by_get, total);
-    assert_eq!(stat(&mut setup, "cross_shard_exec_borrowed"), 0);
-    let in_place = stat(&mut setup, "cross_shard_exec_in_place");
+    assert_eq!(info_stat(&mut setup, "cross_shard_exec_borrowed"), 0);
+    let in_place = info_stat(&mut setup, "cross_shard_exec_in_place");
     assert!(
         in_place >= (WRITERS * ROUNDS) as u64,
         "{in_place} EXECs ran in place"
@@ -171,7 +153,7 @@ fn no_half_transaction_seen_by_gets(shards: usize) {
                     let mut seen = 0i64;
                     let mut order: Vec<usize> = (0..keys.len()).collect();
                     for i in (1..order.len()).rev() {
-                        order.swap(i, next(&mut seed) % (i + 1));
+                        order.swap(i, next_random(&mut seed) % (i + 1));
                     }
                     for &k in &order {
                         let reply = c.cmd(&["GET", &keys[k]]);
@@ -202,7 +184,7 @@ fn no_half_transaction_seen_by_gets(shards: usize) {
         let count = decode(&c.cmd(&["GET", key])).text();
         assert_eq!(count, (WRITERS * ROUNDS).to_string(), "{key}");
     }
-    assert_eq!(stat(&mut c, "cross_shard_exec_borrowed"), 0);
+    assert_eq!(info_stat(&mut c, "cross_shard_exec_borrowed"), 0);
 }
 
 /// Transactions in place, borrowed ones (with WATCH, retried when touched) and
@@ -234,7 +216,10 @@ fn in_place_beside_borrowed_and_owner_transactions(shards: usize) {
         writers.push(thread::spawn(move || {
             let mut seed = 7 + w as u64;
             for _ in 0..ROUNDS {
-                let (a, b) = (next(&mut seed) % keys.len(), next(&mut seed) % keys.len());
+                let (a, b) = (
+                    next_random(&mut seed) % keys.len(),
+                    next_random(&mut seed) % keys.len(),
+                );
                 ok(&mut c, &["MULTI"]);
                 queued(&mut c, &["DECR", &keys[a]]);
                 queued(&mut c, &["INCR", &keys[b]]);
@@ -285,8 +270,8 @@ fn in_place_beside_borrowed_and_owner_transactions(shards: usize) {
     }
     reader.join().expect("reader");
     assert_eq!(sum_in_exec(&mut setup, &keys), total);
-    assert!(stat(&mut setup, "cross_shard_exec_borrowed") >= (ROUNDS / 3) as u64);
-    assert!(stat(&mut setup, "cross_shard_exec_in_place") > 0);
+    assert!(info_stat(&mut setup, "cross_shard_exec_borrowed") >= (ROUNDS / 3) as u64);
+    assert!(info_stat(&mut setup, "cross_shard_exec_in_place") > 0);
 }
 
 /// With a log kept, a transaction across shards borrows its keys, as the log
@@ -307,8 +292,8 @@ fn with_a_log_it_borrows() {
         queued(&mut c, &["INCR", key]);
     }
     assert_eq!(c.cmd(&["EXEC"]), b"*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n");
-    assert_eq!(stat(&mut c, "cross_shard_exec_in_place"), 0);
-    assert_eq!(stat(&mut c, "cross_shard_exec_borrowed"), 1);
+    assert_eq!(info_stat(&mut c, "cross_shard_exec_in_place"), 0);
+    assert_eq!(info_stat(&mut c, "cross_shard_exec_borrowed"), 1);
 }
 
 #[test]

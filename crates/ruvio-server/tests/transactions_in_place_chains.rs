@@ -36,24 +36,6 @@ fn keys(prefix: &str, shards: usize) -> Vec<String> {
         .collect()
 }
 
-fn stat(c: &mut RawConn, name: &str) -> u64 {
-    let info = decode(&c.cmd(&["INFO", "stats"])).text();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO stats"))
-        .trim()
-        .parse()
-        .expect("a count")
-}
-
-/// A small deterministic generator: each thread its own sequence.
-fn next(state: &mut u64) -> usize {
-    *state = state
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (*state >> 33) as usize
-}
-
 /// Send `transactions` (each a queue of commands) in one write; return each
 /// EXEC's reply, after checking MULTI and every QUEUED.
 fn pipelined_execs(c: &mut RawConn, transactions: &[Vec<Vec<String>>]) -> Vec<Value> {
@@ -113,18 +95,18 @@ fn chains_move_units(shards: usize) {
             for _ in 0..BATCHES {
                 let batch: Vec<Vec<Vec<String>>> = (0..PIPELINE)
                     .map(|_| {
-                        let from = next(&mut seed) % keys.len();
+                        let from = next_random(&mut seed) % keys.len();
                         let others: Vec<usize> = (0..keys.len())
                             .filter(|&k| shard(k) != shard(from))
                             .collect();
-                        let to = others[next(&mut seed) % others.len()];
-                        let units = (1 + next(&mut seed) % 5).to_string();
+                        let to = others[next_random(&mut seed) % others.len()];
+                        let units = (1 + next_random(&mut seed) % 5).to_string();
                         let mut queue = vec![
                             command(&["DECRBY", &keys[from], &units]),
                             command(&["INCRBY", &keys[to], &units]),
                         ];
-                        if shards > 2 && next(&mut seed).is_multiple_of(2) {
-                            let third = &keys[next(&mut seed) % keys.len()];
+                        if shards > 2 && next_random(&mut seed).is_multiple_of(2) {
+                            let third = &keys[next_random(&mut seed) % keys.len()];
                             queue.push(command(&["INCRBY", third, "7"]));
                             queue.push(command(&["DECRBY", third, "7"]));
                         }
@@ -168,8 +150,8 @@ fn chains_move_units(shards: usize) {
         })
         .sum();
     assert_eq!(by_get, total);
-    assert_eq!(stat(&mut setup, "cross_shard_exec_borrowed"), 0);
-    let joined = stat(&mut setup, "cross_shard_exec_parts_joined");
+    assert_eq!(info_stat(&mut setup, "cross_shard_exec_borrowed"), 0);
+    let joined = info_stat(&mut setup, "cross_shard_exec_parts_joined");
     assert!(joined > 0, "no part joined its chain's hold");
 }
 
@@ -200,7 +182,7 @@ fn chains_show_no_half_transaction(shards: usize) {
                     let mut seen = 0i64;
                     let mut order: Vec<usize> = (0..keys.len()).collect();
                     for i in (1..order.len()).rev() {
-                        order.swap(i, next(&mut seed) % (i + 1));
+                        order.swap(i, next_random(&mut seed) % (i + 1));
                     }
                     for &k in &order {
                         let value = match decode(&c.cmd(&["GET", &keys[k]])) {
@@ -226,8 +208,8 @@ fn chains_show_no_half_transaction(shards: usize) {
     for key in &keys {
         assert_eq!(decode(&c.cmd(&["GET", key])).text(), expected, "{key}");
     }
-    assert_eq!(stat(&mut c, "cross_shard_exec_borrowed"), 0);
-    assert!(stat(&mut c, "cross_shard_exec_parts_joined") > 0);
+    assert_eq!(info_stat(&mut c, "cross_shard_exec_borrowed"), 0);
+    assert!(info_stat(&mut c, "cross_shard_exec_parts_joined") > 0);
 }
 
 #[test]

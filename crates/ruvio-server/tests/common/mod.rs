@@ -637,3 +637,22 @@ fn ping_once(port: u16) -> bool {
     let mut buf = [0u8; 7];
     stream.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
+
+/// A count from INFO stats (`name:value`), read over `c`.
+pub fn info_stat(c: &mut RawConn, name: &str) -> u64 {
+    let info = decode(&c.cmd(&["INFO", "stats"])).text();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO stats"))
+        .trim()
+        .parse()
+        .expect("a count")
+}
+
+/// A small deterministic generator (an LCG step): each thread its own sequence.
+pub fn next_random(state: &mut u64) -> usize {
+    *state = state
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (*state >> 33) as usize
+}
