@@ -144,15 +144,23 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
         .peer
         .rsplit_once(':')
         .map_or(String::new(), |(ip, _)| ip.to_string());
+    let size = core
+        .settings()
+        .param("repl-backlog-size")
+        .parse()
+        .unwrap_or(1 << 20);
     if !primary.active() {
         // The first replica of a server without a backlog: a new history.
         history.new_history();
-        let size = core
-            .settings()
-            .param("repl-backlog-size")
-            .parse()
-            .unwrap_or(1 << 20);
         primary.create_backlog(offset, size);
+    }
+    let server = &state.primary;
+    if shard_link && !state.follows_a_primary() && !server.active() {
+        // A replica on links shows the server's offset (the marks its
+        // shards' histories carry name it), so the server's history runs
+        // while links do.
+        state.new_history();
+        server.create_backlog(state.offset(), size);
     }
     let counter = match (continue_from, psync && args.get(1) != b"?") {
         (Some(_), _) => &primary.sync_partial_ok,

@@ -171,6 +171,15 @@ impl Shard {
                         part: 0,
                         snapshot,
                     });
+                    if !shared.replication.follows_a_primary() {
+                        // The link's stream after its RDB says at once where
+                        // the server's history stands (an idle primary
+                        // sends no other mark). A replica's own histories
+                        // carry its primary's marks only, at its offsets.
+                        let server_offset = history.offset();
+                        link.mark_server_offset(server_offset);
+                        core.replication.link_marked = Some(server_offset);
+                    }
                 }
             }
             if link.primary.take_getack() {
@@ -265,7 +274,15 @@ impl Shard {
             self.next_replica_ping_ms = 0;
             let ttl_ms = param("repl-backlog-ttl") * 1000;
             let alone = primary.alone_since_ms();
-            if primary.active() && ttl_ms > 0 && alone != 0 && now.saturating_sub(alone) > ttl_ms {
+            // The server's history lives while a shard's own does: its
+            // offset is the one the links' marks name.
+            let links = !per_shard && state.shard_histories_active();
+            if primary.active()
+                && ttl_ms > 0
+                && alone != 0
+                && now.saturating_sub(alone) > ttl_ms
+                && !links
+            {
                 primary.free_backlog();
             }
         }
@@ -302,11 +319,23 @@ impl Shard {
             return;
         }
         let now = self.core.now_ms;
+        // Where the server's history stands, once a tick when it moved
+        // (`replication::link_barrier`'s server offset marks): the
+        // replica's offset follows the server's, never more than a tick
+        // behind its links' streams.
+        let server_offset = shared.replication.offset();
+        if self.core.replication.link_marked != Some(server_offset) {
+            node.mark_server_offset(server_offset);
+            self.core.replication.link_marked = Some(server_offset);
+        }
         if primary.connected() > 0 {
             let period_ms = param("repl-ping-replica-period").max(1) * 1000;
             if now >= self.next_link_ping_ms {
                 if self.next_link_ping_ms != 0 {
                     primary.append_command(&[b"PING"], node.offset_counter());
+                    // Again on the ping period: a replica on links of a
+                    // replica of this one, synced meanwhile, learns it.
+                    node.mark_server_offset(server_offset);
                 }
                 self.next_link_ping_ms = now + period_ms;
             }

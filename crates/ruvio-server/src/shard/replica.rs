@@ -710,6 +710,14 @@ pub(super) fn link_barrier(
     match parse(args) {
         Barrier::NotOne => AtBarrier::Run,
         Barrier::Unknown => AtBarrier::Passed,
+        Barrier::ServerOffset(server_offset) => {
+            // Counted in the link's offset and passed on to replicas of
+            // this one as it came (`dispatch` after this).
+            core.shared
+                .replication
+                .shard_link_marked(core.id, server_offset);
+            AtBarrier::Passed
+        }
         Barrier::Until { shard, offset } => {
             let mut wait = Wait::new(conn, shard, offset);
             let links = &core.shared.replication.shard_links;
