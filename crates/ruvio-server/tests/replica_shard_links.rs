@@ -3,8 +3,8 @@
 //! yes`, of a forward-mode Ruvio primary with the same shard count, follows
 //! each primary shard over a link of its own (`REPLCONF ruvio-shard i/n`):
 //! the primary lists one replica connection per shard and counts them as
-//! one replica (INFO, ROLE, WAIT, `min-replicas-to-write`; FAILOVER refuses
-//! it), each replica shard
+//! one replica (INFO, ROLE, WAIT, `min-replicas-to-write`; FAILOVER to it:
+//! `tests/shard_links_failover.rs`), each replica shard
 //! loads its link's RDB and applies its link's stream, and after 8 clients
 //! wrote every kind of write (TTLs, expiring keys, SPOP, INCRBYFLOAT, XADD
 //! `*`, consumer groups, scripts, MULTI/EXEC with SELECT across shards, a
@@ -217,7 +217,6 @@ fn asleep(replica: &Server, shard: usize, seconds: &str) -> (RawConn, RawConn) {
 /// acknowledged its own shard's writes, and not while one link's shard
 /// sleeps (a write to that shard then waits); `min-replicas-to-write 1`
 /// takes writes with it attached and answers -NOREPLICAS once it is gone.
-/// FAILOVER cannot hand over to it (it follows no single history): refused.
 fn the_primary_counts_its_links_as_one_replica(shards: usize) {
     let primary = Server::ruvio(PortMode::Forward, shards);
     let mut p = primary.raw();
@@ -301,13 +300,6 @@ fn the_primary_counts_its_links_as_one_replica(shards: usize) {
     assert_eq!(sleeper.read_reply(), b"+OK\r\n");
     assert_eq!(probe.read_reply(), b"+PONG\r\n");
     assert_eq!(p.cmd(&["WAIT", "1", "2000"]), b":1\r\n");
-
-    // FAILOVER's hand-over continues the server's one history, which the
-    // links do not follow.
-    let refused = b"-ERR FAILOVER needs a replica of the single stream: replicas on shard links cannot take over.\r\n";
-    assert_eq!(p.cmd(&["FAILOVER", "TO", "127.0.0.1", &port]), refused);
-    assert_eq!(p.cmd(&["FAILOVER"]), refused);
-    assert_eq!(field(&mut p, "master_failover_state"), "no-failover");
 
     let set = |p: &mut RawConn| p.cmd(&["SET", "guarded", "x"]);
     assert_eq!(

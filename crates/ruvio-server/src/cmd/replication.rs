@@ -4,6 +4,7 @@
 
 use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::mesh::gather::{Gather, Then};
+use crate::replication::primary::ReplicaInfo;
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
@@ -82,7 +83,13 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
                 b"ERR PSYNC FAILOVER can't be sent to a master.".to_vec(),
             ));
         }
-        if args.get(1) != state.ids().replid.as_bytes() {
+        // A link of the old primary (its hand-over to a replica on shard
+        // links) names the shard's own history, which this shard's follows.
+        let replid = match ctx.client.replica.shard_link {
+            true => state.node_history(core.shard_id()).ids().replid,
+            false => state.ids().replid,
+        };
+        if args.get(1) != replid.as_bytes() {
             return Err(CmdError::Line(
                 b"ERR PSYNC FAILOVER replid must match my replid.".to_vec(),
             ));
@@ -196,7 +203,7 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
     if let Some(sent) = continue_from {
         primary.pin(ctx.client.id, sent);
     }
-    primary.attach(crate::replication::primary::ReplicaInfo {
+    primary.attach(ReplicaInfo {
         client_id: ctx.client.id,
         host: shard,
         ip,
@@ -268,11 +275,6 @@ fn shard_link<S: Server>(ctx: &mut Ctx<'_, S>, value: &[u8]) -> Result<(), CmdEr
     Ok(())
 }
 
-/// FAILOVER's refusal of a replica on shard links (Ruvio's own: Redis has
-/// no such replica), as the target or as the only replicas there are.
-const ON_SHARD_LINKS: &str =
-    "ERR FAILOVER needs a replica of the single stream: replicas on shard links cannot take over.";
-
 /// `FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]`: writes pause on every
 /// shard, and once a replica (the one named) acknowledged every byte, this
 /// server follows it and asks it to take over (`PSYNC ... FAILOVER`); shard 0's
@@ -325,10 +327,8 @@ fn failover<S: Server>(
     if state.follows_a_primary() {
         return Err(line("ERR FAILOVER is not valid when server is a replica."));
     }
-    // Only a replica of the server's one stream can take over: the
-    // hand-over asks it to continue that history (`PSYNC <replid> <offset>
-    // FAILOVER`), which a replica on shard links does not follow (each link
-    // follows its shard's own).
+    // A replica of the single stream continues the server's history; one
+    // on shard links continues each shard's (`State::failover_to`).
     let replicas = state.primary.replicas();
     let linked = crate::replication::link_replicas::linked_replicas(state);
     if replicas.is_empty() && linked.is_empty() {
@@ -339,19 +339,16 @@ fn failover<S: Server>(
             "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
         ));
     }
+    let mut on_links_target = false;
     let target = match target {
         Some((host, port)) => {
-            let replica = replicas
-                .iter()
-                .find(|r| r.ip.eq_ignore_ascii_case(&host) && i64::from(r.port) == port);
-            let Some(replica) = replica else {
-                let on_links = linked
-                    .iter()
-                    .any(|r| r.ip.eq_ignore_ascii_case(&host) && i64::from(r.port) == port);
-                return Err(line(match on_links {
-                    true => ON_SHARD_LINKS,
-                    false => "ERR FAILOVER target HOST and PORT is not a replica.",
-                }));
+            let named =
+                |r: &ReplicaInfo| r.ip.eq_ignore_ascii_case(&host) && i64::from(r.port) == port;
+            let single = replicas.iter().find(|r| named(r)).cloned();
+            let on_links = linked.iter().map(|r| r.as_info()).find(|r| named(r));
+            on_links_target = single.is_none() && on_links.is_some();
+            let Some(replica) = single.or(on_links) else {
+                return Err(line("ERR FAILOVER target HOST and PORT is not a replica."));
             };
             if replica.state != "online" {
                 return Err(line("ERR FAILOVER target replica is not online."));
@@ -362,7 +359,6 @@ fn failover<S: Server>(
             );
             Some((host, replica.port))
         }
-        None if replicas.is_empty() => return Err(line(ON_SHARD_LINKS)),
         None => {
             crate::serverlog::log(
                 crate::serverlog::Level::Notice,
@@ -379,6 +375,7 @@ fn failover<S: Server>(
             ms => ctx.core.now_ms().saturating_add(ms as u64),
         },
         force,
+        on_links: on_links_target,
     });
     // Writes wait on every shard until the failover ends (CLIENT PAUSE WRITE).
     ctx.core.pause_everywhere(u64::MAX, false);

@@ -82,6 +82,10 @@ pub struct Failover {
     /// Unix ms the wait for the replica ends (0: never).
     pub end_ms: u64,
     pub force: bool,
+    /// The target is a Ruvio replica on shard links: the hand-over goes
+    /// link by link (each shard continues its own history; shard 0's link
+    /// asks the target to take over).
+    pub on_links: bool,
 }
 
 /// INFO's `master_failover_state`.
@@ -349,10 +353,11 @@ impl State {
 
     /// FAILOVER's target caught up (or FORCE at the timeout): follow it, and ask
     /// it with `PSYNC <replid> <offset+1> FAILOVER` to take over.
-    pub fn failover_to(&self, host: &str, port: u16) {
+    pub fn failover_to(&self, host: &str, port: u16, on_links: bool) {
         let mut ids = self.lock();
         ids.failover.phase = FailoverPhase::InProgress;
         ids.failover.target = Some((host.to_string(), port));
+        ids.failover.on_links = on_links;
         self.follow_locked(&mut ids, host, port);
     }
 

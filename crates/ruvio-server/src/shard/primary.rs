@@ -367,22 +367,26 @@ fn update_failover(state: &crate::replication::State, now: u64) -> bool {
                     crate::serverlog::Level::Notice,
                     &format!("FAILOVER to {host}:{port} time out exceeded, failing over."),
                 );
-                state.failover_to(&host, port);
+                state.failover_to(&host, port, failover.on_links);
             }
             _ => state.end_failover(Some("Replica never caught up before timeout")),
         }
         return true;
     }
+    // A replica on shard links shows the server offset its links
+    // acknowledged (`link_replicas`), comparable with this one.
     let offset = state.offset();
-    let replicas = state.primary.replicas();
-    let caught_up = replicas.iter().find(|r| {
+    let single = state.primary.replicas().into_iter().map(|r| (r, false));
+    let linked = crate::replication::link_replicas::linked_replicas(state);
+    let linked = linked.iter().map(|r| (r.as_info(), true));
+    let caught_up = single.chain(linked).find(|(r, _)| {
         let named = failover
             .target
             .as_ref()
             .is_none_or(|(host, port)| r.ip.eq_ignore_ascii_case(host) && r.port == *port);
         named && r.state == "online" && r.ack_offset == offset
     });
-    if let Some(r) = caught_up {
+    if let Some((r, on_links)) = caught_up {
         crate::serverlog::log(
             crate::serverlog::Level::Notice,
             &format!(
@@ -390,7 +394,7 @@ fn update_failover(state: &crate::replication::State, now: u64) -> bool {
                 r.ip, r.port
             ),
         );
-        state.failover_to(&r.ip, r.port);
+        state.failover_to(&r.ip, r.port, on_links);
     }
     true
 }

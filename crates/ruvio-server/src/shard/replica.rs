@@ -238,7 +238,9 @@ impl Shard {
         }
         let ids = state.ids();
         let taking_over = ids.failover.phase == FailoverPhase::InProgress;
-        let per_shard = !taking_over && self.on_shard_links();
+        // A hand-over to a replica on shard links goes link by link; to a
+        // replica of the single stream, on the single stream.
+        let per_shard = (!taking_over || ids.failover.on_links) && self.on_shard_links();
         let mine = self.replica.as_ref().map(|f| (f.link.epoch, f.shard_link));
         if mine != Some((ids.epoch, per_shard)) {
             self.drop_master_conn();
@@ -253,7 +255,13 @@ impl Shard {
                 .map(|(host, port)| {
                     if per_shard {
                         state.shard_links.follow_on_links(ids.epoch);
-                        let link = Link::for_shard(ids.epoch, host, port, (shard, shards), &state);
+                        let mut link =
+                            Link::for_shard(ids.epoch, host, port, (shard, shards), &state);
+                        if taking_over && shard == 0 {
+                            // The other links' PSYNCs wait for the target's
+                            // promotion (NOMASTERLINK meanwhile) and continue.
+                            link.take_over();
+                        }
                         return Follower {
                             link,
                             conn: None,
