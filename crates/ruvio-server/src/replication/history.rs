@@ -625,6 +625,37 @@ mod tests {
     }
 
     #[test]
+    fn marks_read_back_as_the_server_offset_an_ack_reached() {
+        let state = State::new(2);
+        let shard = state.node_history(0);
+        shard.mark_server_offset(10);
+        assert_eq!(shard.offset(), 0, "no history yet: no mark");
+        shard.primary.create_backlog(0, 0);
+        shard.mark_server_offset(10);
+        let first_end = shard.offset();
+        assert!(first_end > 0, "the mark is in the shard's stream");
+        shard
+            .primary
+            .append_stream(&[b'x'; 7], shard.offset_counter());
+        let second_at = shard.offset();
+        shard.mark_server_offset(25);
+        assert_eq!(shard.server_offset_at(0), 0, "nothing applied");
+        assert_eq!(shard.server_offset_at(first_end), 10);
+        assert_eq!(shard.server_offset_at(second_at), 10, "before the second");
+        assert_eq!(shard.server_offset_at(shard.offset()), 25);
+        // A replica's link: the primary's marks at this history's offsets.
+        let linked = state.node_history(1);
+        linked.link_full_sync(&"a".repeat(40), 100);
+        linked.link_marked(40);
+        linked.link_processed(&super::super::link_barrier::offset_record(40));
+        assert_eq!(linked.server_offset_at(100), 0);
+        assert_eq!(linked.server_offset_at(linked.offset()), 40);
+        // Another full sync: the old marks say nothing of its offsets.
+        linked.link_full_sync(&"b".repeat(40), 500);
+        assert_eq!(linked.server_offset_at(600), 0);
+    }
+
+    #[test]
     fn a_node_refusing_writes_refuses_only_its_own() {
         let state = State::new(2);
         let (n0, n1) = (
