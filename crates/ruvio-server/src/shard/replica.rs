@@ -249,9 +249,14 @@ impl Shard {
             }
             let (shard, shards) = (self.core.id, self.core.outbox.shards());
             let single = shard == 0 && !per_shard;
+            // A hand-over on links: shard 0's link asks the target to take
+            // over; the others connect once it did (before, the target,
+            // still this server's replica, would serve them and drop them
+            // again at its promotion: a second partial sync each).
+            let waits_for_take_over = taking_over && shard != 0;
             self.replica = ids
                 .master
-                .filter(|_| per_shard || single)
+                .filter(|_| (per_shard && !waits_for_take_over) || single)
                 .map(|(host, port)| {
                     if per_shard {
                         state.shard_links.follow_on_links(ids.epoch);
