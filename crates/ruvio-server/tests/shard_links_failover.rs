@@ -102,3 +102,32 @@ fn failover_to_a_replica_on_2_links() {
 fn failover_to_a_replica_on_4_links() {
     failover_on_links(4);
 }
+
+/// A primary with `replica-shard-links no` would hand over on the single
+/// stream, which a replica on links refuses after writes paused: FAILOVER
+/// to it is refused at once, nothing pauses.
+#[test]
+fn failover_from_a_primary_without_links_is_refused() {
+    let primary = Server::ruvio_with(PortMode::Forward, 2, &["--replica-shard-links", "no"]);
+    let replica = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+    let mut p = primary.raw();
+    follow(&replica, &primary);
+    assert_eq!(field(&mut p, "connected_slaves"), "1");
+    let refused = b"-ERR FAILOVER to a replica on shard links needs replica-shard-links yes and no log here\r\n";
+    let port = replica.port().to_string();
+    assert_eq!(p.cmd(&["FAILOVER", "TO", "127.0.0.1", &port]), refused);
+    assert_eq!(p.cmd(&["FAILOVER"]), refused);
+    assert_eq!(field(&mut p, "master_failover_state"), "no-failover");
+    assert_eq!(p.cmd(&["SET", "still", "writable"]), b"+OK\r\n");
+    // Once it takes links, the same FAILOVER hands over.
+    assert_eq!(
+        p.cmd(&["CONFIG", "SET", "replica-shard-links", "yes"]),
+        b"+OK\r\n"
+    );
+    hand_over(
+        &primary,
+        &replica,
+        &["FAILOVER", "TO", "127.0.0.1", &port, "TIMEOUT", "10000"],
+        2,
+    );
+}

@@ -275,6 +275,12 @@ fn shard_link<S: Server>(ctx: &mut Ctx<'_, S>, value: &[u8]) -> Result<(), CmdEr
     Ok(())
 }
 
+/// FAILOVER to a replica on shard links from a server that would not follow
+/// it on links (Ruvio's own: Redis has no such replica; the hand-over on the
+/// single stream would be refused after writes paused).
+const NO_LINKS_HERE: &str =
+    "ERR FAILOVER to a replica on shard links needs replica-shard-links yes and no log here";
+
 /// `FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]`: writes pause on every
 /// shard, and once a replica (the one named) acknowledged every byte, this
 /// server follows it and asks it to take over (`PSYNC ... FAILOVER`); shard 0's
@@ -329,8 +335,11 @@ fn failover<S: Server>(
     }
     // A replica of the single stream continues the server's history; one
     // on shard links continues each shard's (`State::failover_to`).
+    // One on links takes over link by link, which this server then
+    // follows only if it takes links itself.
     let replicas = state.primary.replicas();
     let linked = crate::replication::link_replicas::linked_replicas(state);
+    let takes_links = ctx.core.settings().takes_shard_links();
     if replicas.is_empty() && linked.is_empty() {
         return Err(line("ERR FAILOVER requires connected replicas."));
     }
@@ -347,6 +356,9 @@ fn failover<S: Server>(
             let single = replicas.iter().find(|r| named(r)).cloned();
             let on_links = linked.iter().map(|r| r.as_info()).find(|r| named(r));
             on_links_target = single.is_none() && on_links.is_some();
+            if on_links_target && !takes_links {
+                return Err(line(NO_LINKS_HERE));
+            }
             let Some(replica) = single.or(on_links) else {
                 return Err(line("ERR FAILOVER target HOST and PORT is not a replica."));
             };
@@ -359,6 +371,7 @@ fn failover<S: Server>(
             );
             Some((host, replica.port))
         }
+        None if replicas.is_empty() && !takes_links => return Err(line(NO_LINKS_HERE)),
         None => {
             crate::serverlog::log(
                 crate::serverlog::Level::Notice,

@@ -255,7 +255,8 @@ impl Shard {
         }
         // A cluster node's manual failover holds its PINGs too: one would
         // move the offset its replica waits for (Redis's replicationCron).
-        let failing_over = update_failover(state, now)
+        let takes_links = self.core.cfg.takes_shard_links();
+        let failing_over = update_failover(state, now, takes_links)
             || self
                 .core
                 .cluster_node
@@ -354,8 +355,9 @@ impl Shard {
 /// timeout, fail over anyway (FORCE) or give up; once the target (or any
 /// replica) acknowledged every byte, follow it and ask it to take over. No
 /// GETACK or PING goes out meanwhile: they would move the offset it must reach.
-/// Returns true while a failover is under way.
-fn update_failover(state: &crate::replication::State, now: u64) -> bool {
+/// Replicas on shard links count when this server follows on links
+/// (`takes_links`). Returns true while a failover is under way.
+fn update_failover(state: &crate::replication::State, now: u64, takes_links: bool) -> bool {
     let failover = state.ids().failover;
     if failover.phase != FailoverPhase::WaitForSync {
         return failover.phase != FailoverPhase::None;
@@ -377,7 +379,10 @@ fn update_failover(state: &crate::replication::State, now: u64) -> bool {
     // acknowledged (`link_replicas`), comparable with this one.
     let offset = state.offset();
     let single = state.primary.replicas().into_iter().map(|r| (r, false));
-    let linked = crate::replication::link_replicas::linked_replicas(state);
+    let linked = match takes_links {
+        true => crate::replication::link_replicas::linked_replicas(state),
+        false => Vec::new(),
+    };
     let linked = linked.iter().map(|r| (r.as_info(), true));
     let caught_up = single.chain(linked).find(|(r, _)| {
         let named = failover

@@ -188,17 +188,13 @@ impl Shard {
         state.loaded(core.id, id, loaded.is_ok());
     }
 
-    /// Whether this server follows its primary over shard links: asked for,
-    /// a forward-mode server of several shards, without a log (a replica's
-    /// log marks one stream's place), and not refused by this primary.
+    /// Whether this server follows its primary over shard links: it takes
+    /// them (`Config::takes_shard_links`), and this primary did not refuse.
     fn on_shard_links(&self) -> bool {
         let core = &self.core;
         let state = &core.shared.replication;
         state.follows_a_primary()
-            && core.outbox.shards() > 1
-            && core.cfg.port_mode == crate::config::PortMode::Forward
-            && core.wal.is_none()
-            && core.cfg.param("replica-shard-links") == "yes"
+            && core.cfg.takes_shard_links()
             && !state.shard_links.refused(state.ids().epoch)
     }
 
