@@ -470,6 +470,9 @@ impl State {
             // The server's history goes on from the primary's server offset
             // its links reached, so the marks it sends its replicas on
             // links continue theirs (`link_barrier`'s server offset marks).
+            // A backlog kept from before (a FAILOVER's old primary) ends
+            // where this server stopped being a primary, not here.
+            self.primary.free_backlog();
             self.primary.create_backlog(self.offset(), 0);
         }
         // They continue from the new ID's history (Redis's replicationUnsetMaster).
