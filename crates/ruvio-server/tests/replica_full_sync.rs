@@ -127,7 +127,10 @@ fn a_load_one_shard_refuses_leaves_every_shard_on_its_data() {
         }
         let _ = finished.recv();
     });
-    let ruvio = Server::ruvio(PortMode::Forward, 2);
+    // The fake primary speaks the single stream only, as a redis-server,
+    // whose refusal of `REPLCONF ruvio-shard` a replica wanting shard links
+    // falls back from (`refused_shard_links_fall_back_to_the_single_stream`).
+    let ruvio = Server::ruvio_with(PortMode::Forward, 2, &["--replica-shard-links", "no"]);
     let mut r = ruvio.raw();
     for i in 0..KEYS {
         let key = format!("old:{i}");

@@ -3,14 +3,14 @@
 //! yes`, of a forward-mode Ruvio primary with the same shard count, follows
 //! each primary shard over a link of its own (`REPLCONF ruvio-shard i/n`):
 //! the primary lists one replica connection per shard and counts them as
-//! one replica (INFO, ROLE, WAIT, `min-replicas-to-write`; FAILOVER refuses
-//! it), each replica shard
+//! one replica (INFO, ROLE, WAIT, `min-replicas-to-write`; FAILOVER to it:
+//! `tests/shard_links_failover.rs`), each replica shard
 //! loads its link's RDB and applies its link's stream, and after 8 clients
 //! wrote every kind of write (TTLs, expiring keys, SPOP, INCRBYFLOAT, XADD
 //! `*`, consumer groups, scripts, MULTI/EXEC with SELECT across shards, a
 //! served BLPOP) every key compares equal. INFO and ROLE show the links as one
-//! (`slave_repl_offset` is the sum of the links' offsets, the link state the
-//! worst of theirs). CLIENT KILL TYPE replica on the primary: each link
+//! (`slave_repl_offset` is the primary's server offset the links reached, the
+//! link state the worst of theirs). CLIENT KILL TYPE replica on the primary: each link
 //! continues with `+CONTINUE`, no second full sync. Another shard count, or a
 //! redis-server primary, refuses the links: the single stream. Cross-shard
 //! groups on keys their owners' clients write at the same time keep their
@@ -113,7 +113,7 @@ fn follows_on_shard_links(shards: usize) {
     settle(&primary, &replica, shards, "loaded");
     compare_all(&primary, &replica, "after the load");
 
-    // INFO and ROLE show the links as one replica: up, the offset the sum.
+    // INFO and ROLE show the links as one replica: up, one offset.
     let mut r = replica.raw();
     assert_eq!(field(&mut r, "master_link_status"), "up");
     let offset = field(&mut r, "slave_repl_offset");
@@ -192,15 +192,6 @@ fn four_shards_follow_on_shard_links() {
     follows_on_shard_links(4);
 }
 
-/// The fields of INFO's `slaveN:ip=...,port=...` line, by name.
-fn slave_line(primary: &mut RawConn, n: usize) -> Vec<(String, String)> {
-    field(primary, &format!("slave{n}"))
-        .split(',')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
 /// Replica shard `shard` made to sleep (DEBUG SLEEP `seconds`), returned
 /// once it does: a PING on that shard went unanswered for half a second.
 /// Its link neither applies nor acknowledges anything meanwhile.
@@ -220,12 +211,12 @@ fn asleep(replica: &Server, shard: usize, seconds: &str) -> (RawConn, RawConn) {
 /// The primary's view of a replica on shard links (docs/replication.md,
 /// "Shard links"): its n links are one replica. INFO says
 /// `connected_slaves:1` and its `slave0` line has its address and port,
-/// `online`, the offset the replica itself reports (the sum of its links')
+/// `online`, the offset the replica itself reports (the primary's own once
+/// caught up: `tests/shard_links_offset.rs`)
 /// and the lag; ROLE lists it once; WAIT 1 counts it once every link
 /// acknowledged its own shard's writes, and not while one link's shard
 /// sleeps (a write to that shard then waits); `min-replicas-to-write 1`
 /// takes writes with it attached and answers -NOREPLICAS once it is gone.
-/// FAILOVER cannot hand over to it (it follows no single history): refused.
 fn the_primary_counts_its_links_as_one_replica(shards: usize) {
     let primary = Server::ruvio(PortMode::Forward, shards);
     let mut p = primary.raw();
@@ -258,13 +249,19 @@ fn the_primary_counts_its_links_as_one_replica(shards: usize) {
     assert_eq!(on_0.read_reply(), b":1\r\n");
     assert_eq!(r.cmd(&["GET", &keys[0]]), b"$7\r\nbatched\r\n");
 
-    // Its INFO line: the offset is what the replica says it applied (its
-    // links' offsets summed) once the links acknowledged it.
+    // Its INFO line: the offset is what the replica says it applied (the
+    // server offset its links' marks reached), this server's own once the
+    // links acknowledged it.
     let port = replica.port().to_string();
-    wait_for("slave0's offset is the replica's own", || {
-        let line = slave_line(&mut p, 0);
-        line.get(3).map(|(_, offset)| offset.clone()) == Some(field(&mut r, "slave_repl_offset"))
-    });
+    wait_for(
+        "slave0's offset is the replica's own and the primary's",
+        || {
+            let line = slave_line(&mut p, 0);
+            let listed = line.get(3).map(|(_, offset)| offset.clone());
+            let own = field(&mut p, "master_repl_offset");
+            listed == Some(field(&mut r, "slave_repl_offset")) && listed == Some(own)
+        },
+    );
     let line = slave_line(&mut p, 0);
     let names: Vec<&str> = line.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(names, ["ip", "port", "state", "offset", "lag"], "{line:?}");
@@ -303,13 +300,6 @@ fn the_primary_counts_its_links_as_one_replica(shards: usize) {
     assert_eq!(sleeper.read_reply(), b"+OK\r\n");
     assert_eq!(probe.read_reply(), b"+PONG\r\n");
     assert_eq!(p.cmd(&["WAIT", "1", "2000"]), b":1\r\n");
-
-    // FAILOVER's hand-over continues the server's one history, which the
-    // links do not follow.
-    let refused = b"-ERR FAILOVER needs a replica of the single stream: replicas on shard links cannot take over.\r\n";
-    assert_eq!(p.cmd(&["FAILOVER", "TO", "127.0.0.1", &port]), refused);
-    assert_eq!(p.cmd(&["FAILOVER"]), refused);
-    assert_eq!(field(&mut p, "master_failover_state"), "no-failover");
 
     let set = |p: &mut RawConn| p.cmd(&["SET", "guarded", "x"]);
     assert_eq!(

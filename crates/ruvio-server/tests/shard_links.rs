@@ -264,7 +264,7 @@ fn barrier_records_order_a_cross_shard_group() {
     let barrier = |stream: &[(Vec<String>, u64)], shard: &str| -> (usize, u64) {
         let at = stream
             .iter()
-            .position(|(c, _)| c[0] == "RUVIO")
+            .position(|(c, _)| c[0] == "RUVIO" && c[1] == "BARRIER")
             .unwrap_or_else(|| panic!("no barrier in {stream:?}"));
         let words = &stream[at].0;
         assert_eq!(&words[..3], ["RUVIO", "BARRIER", shard], "{stream:?}");
@@ -287,6 +287,9 @@ fn barrier_records_order_a_cross_shard_group() {
     assert!(restored, "{stream_1:?}");
     assert!(x_1 >= after_before, "{x_1} {after_before}: {stream_1:?}");
     assert!(x_0 >= after_exec, "{x_0} {after_exec}: {stream_0:?}");
+    // The link's stream opens with where the server's stood at its cut
+    // (`RUVIO OFFSET`, docs: "One offset"): nothing written yet.
+    assert_eq!(stream_0[0].0, ["RUVIO", "OFFSET", "0"], "{stream_0:?}");
 
     let whole = read_commands(&mut single, &mut single_offset, |c| {
         c.len() > 2 && c[2] == "after"

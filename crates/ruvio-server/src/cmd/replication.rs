@@ -4,6 +4,7 @@
 
 use super::{Ctx, Server, ServerCommand, ServerResult, SharedReads};
 use crate::mesh::gather::{Gather, Then};
+use crate::replication::primary::ReplicaInfo;
 use ruvio_engine::command::{command, flags::*};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
@@ -82,7 +83,13 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
                 b"ERR PSYNC FAILOVER can't be sent to a master.".to_vec(),
             ));
         }
-        if args.get(1) != state.ids().replid.as_bytes() {
+        // A link of the old primary (its hand-over to a replica on shard
+        // links) names the shard's own history, which this shard's follows.
+        let replid = match ctx.client.replica.shard_link {
+            true => state.node_history(core.shard_id()).ids().replid,
+            false => state.ids().replid,
+        };
+        if args.get(1) != replid.as_bytes() {
             return Err(CmdError::Line(
                 b"ERR PSYNC FAILOVER replid must match my replid.".to_vec(),
             ));
@@ -144,15 +151,23 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
         .peer
         .rsplit_once(':')
         .map_or(String::new(), |(ip, _)| ip.to_string());
+    let size = core
+        .settings()
+        .param("repl-backlog-size")
+        .parse()
+        .unwrap_or(1 << 20);
     if !primary.active() {
         // The first replica of a server without a backlog: a new history.
         history.new_history();
-        let size = core
-            .settings()
-            .param("repl-backlog-size")
-            .parse()
-            .unwrap_or(1 << 20);
         primary.create_backlog(offset, size);
+    }
+    let server = &state.primary;
+    if shard_link && !state.follows_a_primary() && !server.active() {
+        // A replica on links shows the server's offset (the marks its
+        // shards' histories carry name it), so the server's history runs
+        // while links do.
+        state.new_history();
+        server.create_backlog(state.offset(), size);
     }
     let counter = match (continue_from, psync && args.get(1) != b"?") {
         (Some(_), _) => &primary.sync_partial_ok,
@@ -188,7 +203,7 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
     if let Some(sent) = continue_from {
         primary.pin(ctx.client.id, sent);
     }
-    primary.attach(crate::replication::primary::ReplicaInfo {
+    primary.attach(ReplicaInfo {
         client_id: ctx.client.id,
         host: shard,
         ip,
@@ -260,10 +275,11 @@ fn shard_link<S: Server>(ctx: &mut Ctx<'_, S>, value: &[u8]) -> Result<(), CmdEr
     Ok(())
 }
 
-/// FAILOVER's refusal of a replica on shard links (Ruvio's own: Redis has
-/// no such replica), as the target or as the only replicas there are.
-const ON_SHARD_LINKS: &str =
-    "ERR FAILOVER needs a replica of the single stream: replicas on shard links cannot take over.";
+/// FAILOVER to a replica on shard links from a server that would not follow
+/// it on links (Ruvio's own: Redis has no such replica; the hand-over on the
+/// single stream would be refused after writes paused).
+const NO_LINKS_HERE: &str =
+    "ERR FAILOVER to a replica on shard links needs replica-shard-links yes and no log here";
 
 /// `FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]`: writes pause on every
 /// shard, and once a replica (the one named) acknowledged every byte, this
@@ -317,12 +333,13 @@ fn failover<S: Server>(
     if state.follows_a_primary() {
         return Err(line("ERR FAILOVER is not valid when server is a replica."));
     }
-    // Only a replica of the server's one stream can take over: the
-    // hand-over asks it to continue that history (`PSYNC <replid> <offset>
-    // FAILOVER`), which a replica on shard links does not follow (each link
-    // follows its shard's own).
+    // A replica of the single stream continues the server's history; one
+    // on shard links continues each shard's (`State::failover_to`).
+    // One on links takes over link by link, which this server then
+    // follows only if it takes links itself.
     let replicas = state.primary.replicas();
     let linked = crate::replication::link_replicas::linked_replicas(state);
+    let takes_links = ctx.core.settings().takes_shard_links();
     if replicas.is_empty() && linked.is_empty() {
         return Err(line("ERR FAILOVER requires connected replicas."));
     }
@@ -331,19 +348,19 @@ fn failover<S: Server>(
             "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
         ));
     }
+    let mut on_links_target = false;
     let target = match target {
         Some((host, port)) => {
-            let replica = replicas
-                .iter()
-                .find(|r| r.ip.eq_ignore_ascii_case(&host) && i64::from(r.port) == port);
-            let Some(replica) = replica else {
-                let on_links = linked
-                    .iter()
-                    .any(|r| r.ip.eq_ignore_ascii_case(&host) && i64::from(r.port) == port);
-                return Err(line(match on_links {
-                    true => ON_SHARD_LINKS,
-                    false => "ERR FAILOVER target HOST and PORT is not a replica.",
-                }));
+            let named =
+                |r: &ReplicaInfo| r.ip.eq_ignore_ascii_case(&host) && i64::from(r.port) == port;
+            let single = replicas.iter().find(|r| named(r)).cloned();
+            let on_links = linked.iter().map(|r| r.as_info()).find(|r| named(r));
+            on_links_target = single.is_none() && on_links.is_some();
+            if on_links_target && !takes_links {
+                return Err(line(NO_LINKS_HERE));
+            }
+            let Some(replica) = single.or(on_links) else {
+                return Err(line("ERR FAILOVER target HOST and PORT is not a replica."));
             };
             if replica.state != "online" {
                 return Err(line("ERR FAILOVER target replica is not online."));
@@ -354,7 +371,7 @@ fn failover<S: Server>(
             );
             Some((host, replica.port))
         }
-        None if replicas.is_empty() => return Err(line(ON_SHARD_LINKS)),
+        None if replicas.is_empty() && !takes_links => return Err(line(NO_LINKS_HERE)),
         None => {
             crate::serverlog::log(
                 crate::serverlog::Level::Notice,
@@ -371,6 +388,7 @@ fn failover<S: Server>(
             ms => ctx.core.now_ms().saturating_add(ms as u64),
         },
         force,
+        on_links: on_links_target,
     });
     // Writes wait on every shard until the failover ends (CLIENT PAUSE WRITE).
     ctx.core.pause_everywhere(u64::MAX, false);

@@ -348,6 +348,17 @@ pub struct Config {
 }
 
 impl Config {
+    /// As a replica, this server follows a Ruvio primary of its shard count
+    /// over shard links (docs/replication.md): asked for, a forward-mode
+    /// server of several shards, without a log (a replica's log marks one
+    /// stream's place).
+    pub fn takes_shard_links(&self) -> bool {
+        self.shards > 1
+            && self.port_mode == PortMode::Forward
+            && !self.durability.logs()
+            && self.param("replica-shard-links") == "yes"
+    }
+
     /// Resolve the configuration from the command line and the optional file.
     pub fn load(cli: Cli) -> Result<Config, String> {
         let file = match &cli.config {

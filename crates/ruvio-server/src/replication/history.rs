@@ -14,9 +14,16 @@ use super::link_replicas::{self, LinkedReplica};
 use super::primary::{Primary, ReplicaInfo};
 use super::state::{new_replid, State, NO_REPLID};
 use crate::config::PortMode;
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::sync::{Mutex, MutexGuard};
+
+/// Server offset marks a shard's own history remembers, for the primary's
+/// view of a replica on links ([`History::server_offset_at`]): marks go at
+/// most once a tick (10 ms) and links acknowledge once a second, so this
+/// covers some 40 s of acknowledgements.
+const MARKS_MAX: usize = 4096;
 
 /// One shard's own history (per-shard mode: the shard is a node of its own).
 #[derive(Debug)]
@@ -37,6 +44,10 @@ pub struct Node {
     /// that is not its (`master_replid2`, `second_repl_offset`).
     replid2: Mutex<String>,
     second_offset: AtomicI64,
+    /// Forward mode: the `RUVIO OFFSET` marks in this history's stream,
+    /// oldest first: (the offset the record starts after, the server
+    /// offset it names).
+    marks: Mutex<VecDeque<(u64, u64)>>,
 }
 
 impl Default for Node {
@@ -50,6 +61,7 @@ impl Default for Node {
             following: AtomicBool::new(false),
             replid2: Mutex::new(NO_REPLID.to_string()),
             second_offset: AtomicI64::new(-1),
+            marks: Mutex::new(VecDeque::new()),
         }
     }
 }
@@ -61,6 +73,24 @@ impl Node {
 
     fn master(&self) -> MutexGuard<'_, Option<(String, u16)>> {
         self.master.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn marks(&self) -> MutexGuard<'_, VecDeque<(u64, u64)>> {
+        self.marks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A mark starting after `at` names `server_offset`.
+    fn note_mark(&self, at: u64, server_offset: u64) {
+        let mut marks = self.marks();
+        if marks.back().is_some_and(|&(last, _)| last > at) {
+            // Another history since (a new backlog, a full sync): its marks
+            // say nothing of this one's offsets.
+            marks.clear();
+        }
+        if marks.len() == MARKS_MAX {
+            marks.pop_front();
+        }
+        marks.push_back((at, server_offset));
     }
 }
 
@@ -140,6 +170,12 @@ impl State {
             true => self.node_history(shard),
             false => self.history(shard, mode),
         }
+    }
+
+    /// Forward mode: some shard's own history exists (a Ruvio replica's
+    /// link follows it, or did within `repl-backlog-ttl`).
+    pub fn shard_histories_active(&self) -> bool {
+        self.nodes.iter().any(|n| n.primary.active())
     }
 
     /// Bytes every backlog holds (not counted against `maxmemory`).
@@ -309,6 +345,7 @@ impl<'a> History<'a> {
         *node.replid2.lock().unwrap_or_else(|e| e.into_inner()) = NO_REPLID.to_string();
         node.second_offset.store(-1, Relaxed);
         node.offset.store(offset, Relaxed);
+        node.marks().clear();
         node.primary.free_backlog();
         node.primary.create_backlog(offset, 0);
     }
@@ -343,6 +380,48 @@ impl<'a> History<'a> {
         self.primary.append_stream(bytes, self.offset);
     }
 
+    /// Forward mode, a primary: a `RUVIO OFFSET` mark of the server's
+    /// offset `server_offset` goes into this shard's own history
+    /// ([`super::link_barrier`]: every record of the shard up to it is in
+    /// this history already, its records going here before the server's).
+    pub fn mark_server_offset(&self, server_offset: u64) {
+        let Some(node) = self.node else {
+            return;
+        };
+        if !self.primary.active() {
+            return;
+        }
+        let at = self.offset.load(Relaxed);
+        let record = super::link_barrier::offset_record(server_offset);
+        self.primary.append_stream(&record, self.offset);
+        node.note_mark(at, server_offset);
+    }
+
+    /// Forward mode, a replica on shard links: its link's stream has a
+    /// mark of `server_offset` at this history's end, which the next
+    /// `link_processed` takes (the primary's view of this replica's own
+    /// replicas on links reads it, [`Self::server_offset_at`]).
+    pub fn link_marked(&self, server_offset: u64) {
+        if let Some(node) = self.node {
+            node.note_mark(self.offset.load(Relaxed), server_offset);
+        }
+    }
+
+    /// The server offset a link that acknowledged `acked` of this history
+    /// reached: the last mark it had applied by then (0 before any this
+    /// history remembers).
+    pub fn server_offset_at(&self, acked: u64) -> u64 {
+        let Some(node) = self.node else {
+            return 0;
+        };
+        let marks = node.marks();
+        let past = marks.partition_point(|&(at, _)| at < acked);
+        match past {
+            0 => 0,
+            n => marks[n - 1].1,
+        }
+    }
+
     /// REPLICAOF NO ONE of a replica on shard links: the shard's history,
     /// its link's so far, becomes `replid2` up to the next offset under a new
     /// ID continuing from it (Redis's `shiftReplicationId`); the backlog
@@ -368,7 +447,10 @@ impl<'a> History<'a> {
     pub fn new_history(&self) {
         match self.node {
             None => self.state.new_history(),
-            Some(node) => *node.replid() = new_replid(),
+            Some(node) => {
+                *node.replid() = new_replid();
+                node.marks().clear();
+            }
         }
     }
 
@@ -540,6 +622,37 @@ mod tests {
         assert_eq!((ids.replid2, ids.second_offset), (newer, 115));
         assert!(shard.primary.can_continue(101, shard.offset()));
         assert!(!state.node_history(0).promote_link(), "no link's history");
+    }
+
+    #[test]
+    fn marks_read_back_as_the_server_offset_an_ack_reached() {
+        let state = State::new(2);
+        let shard = state.node_history(0);
+        shard.mark_server_offset(10);
+        assert_eq!(shard.offset(), 0, "no history yet: no mark");
+        shard.primary.create_backlog(0, 0);
+        shard.mark_server_offset(10);
+        let first_end = shard.offset();
+        assert!(first_end > 0, "the mark is in the shard's stream");
+        shard
+            .primary
+            .append_stream(&[b'x'; 7], shard.offset_counter());
+        let second_at = shard.offset();
+        shard.mark_server_offset(25);
+        assert_eq!(shard.server_offset_at(0), 0, "nothing applied");
+        assert_eq!(shard.server_offset_at(first_end), 10);
+        assert_eq!(shard.server_offset_at(second_at), 10, "before the second");
+        assert_eq!(shard.server_offset_at(shard.offset()), 25);
+        // A replica's link: the primary's marks at this history's offsets.
+        let linked = state.node_history(1);
+        linked.link_full_sync(&"a".repeat(40), 100);
+        linked.link_marked(40);
+        linked.link_processed(&super::super::link_barrier::offset_record(40));
+        assert_eq!(linked.server_offset_at(100), 0);
+        assert_eq!(linked.server_offset_at(linked.offset()), 40);
+        // Another full sync: the old marks say nothing of its offsets.
+        linked.link_full_sync(&"b".repeat(40), 500);
+        assert_eq!(linked.server_offset_at(600), 0);
     }
 
     #[test]

@@ -160,10 +160,15 @@ impl Link {
         let book = state.shard_links.book(shard);
         let mut link = Link::new(epoch, host, port);
         link.shard = Some((shard, shards));
-        if !book.replid().is_empty() {
+        let node = state.node_history(shard);
+        // A primary with replicas on links turned replica (a FAILOVER's
+        // hand-over, REPLICAOF): its shards' own histories, which a replica
+        // of it promoted since continues (Redis's
+        // replicationCacheMasterUsingMyself).
+        let own = !node.is_following() && node.primary.active();
+        if !book.replid().is_empty() || own {
             // The shard's own history: its link's while it followed, its
             // own since a promotion (the new primary may continue either).
-            let node = state.node_history(shard);
             let (replid, offset) = (node.ids().replid, node.offset());
             book.resume_at(&replid, offset);
             link.resume = Some((replid, offset + 1));
@@ -205,6 +210,13 @@ impl Link {
     pub fn ask_to_take_over(&mut self, replid: String, next_offset: u64) {
         self.resume = Some((replid, next_offset));
         self.failover = true;
+    }
+
+    /// FAILOVER to a replica on shard links: this link's PSYNC (shard 0's)
+    /// asks the target to take over, continuing the shard's own history
+    /// ([`Self::for_shard`]'s).
+    pub fn take_over(&mut self) {
+        self.failover = self.resume.is_some();
     }
 
     /// The shard lost the stream's connection: connect again at once and ask to

@@ -33,6 +33,18 @@
 //! forwarded writes it waits for run meanwhile. A barrier whose sibling
 //! loaded data cut after its offset makes the link leave the group's writes
 //! to that sibling's keys alone (`shard::replica::skipped_by_barrier`).
+//!
+//! **Server offset marks** (`RUVIO OFFSET <offset>`, [`offset_record`]) are
+//! the links' other record: one history per shard has no one offset, but a
+//! tool (Sentinel, FAILOVER, a test waiting for a replica) compares the
+//! replica's offset with the primary's `master_repl_offset`. A primary
+//! shard appends its records to its own history before the server's, so at
+//! any moment every record of shard i at a server offset up to the server's
+//! end is already in i's history: a mark of that end, appended to i's
+//! history, says "every record of this shard up to server offset S is
+//! before this point". The replica's offset is the least mark its links
+//! applied ([`super::shard_links::ShardLinks::server_offset`]): the
+//! primary's `master_repl_offset` once every link applied what it was sent.
 
 use super::shard_links::ShardLinks;
 
@@ -40,6 +52,7 @@ use super::shard_links::ShardLinks;
 /// stream (a redis-server would answer it with an unknown command).
 const COMMAND: &[u8] = b"RUVIO";
 const SUBCOMMAND: &[u8] = b"BARRIER";
+const OFFSET_SUBCOMMAND: &[u8] = b"OFFSET";
 
 /// `RUVIO BARRIER <shard> <offset>` as a RESP array.
 pub fn record(shard: usize, offset: u64) -> Vec<u8> {
@@ -55,6 +68,19 @@ pub fn record(shard: usize, offset: u64) -> Vec<u8> {
     out
 }
 
+/// `RUVIO OFFSET <server offset>` as a RESP array (see the module's docs).
+pub fn offset_record(server_offset: u64) -> Vec<u8> {
+    let mut digits = itoa::Buffer::new();
+    let args: [&[u8]; 3] = [
+        COMMAND,
+        OFFSET_SUBCOMMAND,
+        digits.format(server_offset).as_bytes(),
+    ];
+    let mut out = Vec::with_capacity(48);
+    super::feed::encode(&mut out, &args);
+    out
+}
+
 /// A command of a shard link's stream, as a barrier.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Barrier {
@@ -62,6 +88,9 @@ pub enum Barrier {
     NotOne,
     /// Wait until link `shard` applied `offset`.
     Until { shard: usize, offset: u64 },
+    /// A server offset mark: every record of this shard up to the
+    /// primary's server offset is before it. Never waits, never runs.
+    ServerOffset(u64),
     /// `RUVIO ...` of another form: skipped (a newer primary's record this
     /// replica does not know), never run as a command.
     Unknown,
@@ -80,6 +109,9 @@ pub fn parse(args: ruvio_resp::Args<'_>) -> Barrier {
 #[cold]
 fn parse_barrier(args: ruvio_resp::Args<'_>) -> Barrier {
     let number = |i: usize| -> Option<u64> { std::str::from_utf8(args.get(i)).ok()?.parse().ok() };
+    if args.len() == 3 && args.get(1).eq_ignore_ascii_case(OFFSET_SUBCOMMAND) {
+        return number(2).map_or(Barrier::Unknown, Barrier::ServerOffset);
+    }
     if args.len() != 4 || !args.get(1).eq_ignore_ascii_case(SUBCOMMAND) {
         return Barrier::Unknown;
     }
@@ -181,6 +213,14 @@ mod tests {
             Barrier::Unknown
         );
         let bad = b"*4\r\n$5\r\nRUVIO\r\n$7\r\nBARRIER\r\n$1\r\nx\r\n$1\r\n1\r\n";
+        assert_eq!(parsed(bad), Barrier::Unknown);
+        let mark = offset_record(987_654);
+        assert_eq!(
+            mark,
+            b"*3\r\n$5\r\nRUVIO\r\n$6\r\nOFFSET\r\n$6\r\n987654\r\n"
+        );
+        assert_eq!(parsed(&mark), Barrier::ServerOffset(987_654));
+        let bad = b"*3\r\n$5\r\nRUVIO\r\n$6\r\nOFFSET\r\n$2\r\n-1\r\n";
         assert_eq!(parsed(bad), Barrier::Unknown);
     }
 

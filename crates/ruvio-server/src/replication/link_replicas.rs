@@ -12,9 +12,12 @@
 //! at the cost of a second name for the same thing.
 //!
 //! **What it shows** is what the replica itself says of its links: the
-//! offset is the sum of the links' acknowledged offsets (the replica's own
-//! `slave_repl_offset` sums its links' offsets), the lag the worst link's,
-//! and it is `online` only while every one of its n links is.
+//! offset is the server offset every link acknowledged (each link's ACK
+//! read as the last server offset mark it had applied, `RUVIO OFFSET`,
+//! [`super::link_barrier`]; the least of the links'), the number the
+//! replica's own `slave_repl_offset` shows, comparable with this server's
+//! `master_repl_offset` as Sentinel and FAILOVER compare them; the lag the
+//! worst link's, and it is `online` only while every one of its n links is.
 //!
 //! **WAIT** counts it once every link acknowledged what its own shard's
 //! history held when WAIT was called: each shard's history has offsets of
@@ -32,6 +35,8 @@ pub struct LinkedReplica {
     /// Each shard's link (by shard), `None` while that link is not attached
     /// (it connects again, or has not yet).
     pub links: Vec<Option<ReplicaInfo>>,
+    /// The server offset every link acknowledged (see the module's docs).
+    pub server_offset: u64,
 }
 
 impl LinkedReplica {
@@ -55,9 +60,9 @@ impl LinkedReplica {
         self.state() == "online"
     }
 
-    /// The sum of the links' acknowledged offsets.
+    /// The server offset every link acknowledged.
     pub fn offset(&self) -> u64 {
-        self.links.iter().flatten().map(|l| l.ack_offset).sum()
+        self.server_offset
     }
 
     /// When the link heard from longest ago was last heard from (its lag is
@@ -130,6 +135,7 @@ pub fn linked_replicas(state: &State) -> Vec<LinkedReplica> {
                     ip: link.ip.clone(),
                     port: link.port,
                     links: vec![None; shards],
+                    server_offset: 0,
                 });
                 replicas.len() - 1
             });
@@ -137,6 +143,14 @@ pub fn linked_replicas(state: &State) -> Vec<LinkedReplica> {
             // one that counts.
             replicas[at].links[shard] = Some(link);
         }
+    }
+    for replica in &mut replicas {
+        let reached = replica.links.iter().enumerate().map(|(shard, link)| {
+            link.as_ref().map_or(0, |l| {
+                state.node_history(shard).server_offset_at(l.ack_offset)
+            })
+        });
+        replica.server_offset = reached.min().unwrap_or(0);
     }
     replicas
 }
@@ -176,6 +190,7 @@ mod tests {
                 Some(link(0, 7000, "online", 100, 5_000)),
                 Some(link(1, 7000, "send_bulk", 0, 9_000)),
             ],
+            server_offset: 0,
         };
         assert_eq!(replica.state(), "send_bulk");
         assert!(!replica.acked(&[0, 0]), "not online");
@@ -187,7 +202,7 @@ mod tests {
         assert!(!replica.acked(&[101, 40]));
         assert!(!replica.acked(&[100]), "another shard count");
         let info = replica.as_info();
-        assert_eq!((info.ack_offset, info.state), (140, "online"));
+        assert_eq!(info.state, "online");
         // The worst link's lag: the one heard from at 5 s.
         assert_eq!(info.last_ack_ms, 5_000);
         assert!(replica.good(15_000, 10) && !replica.good(16_000, 10));
@@ -203,8 +218,16 @@ mod tests {
         for shard in 0..2 {
             let node = state.node_history(shard);
             node.primary.create_backlog(0, 0);
-            node.primary.attach(link(shard, 7000, "online", 5, 1));
-            let mut other = link(shard, 7001, "online", 6, 1);
+            // Marks of server offsets 50 + shard and, 10 bytes on, 70 + shard.
+            node.mark_server_offset(50 + shard as u64);
+            node.primary
+                .append_stream(&[b'x'; 10], node.offset_counter());
+            let before_second = node.offset();
+            node.mark_server_offset(70 + shard as u64);
+            let after_second = node.offset();
+            node.primary
+                .attach(link(shard, 7000, "online", before_second, 1));
+            let mut other = link(shard, 7001, "online", after_second, 1);
             other.client_id += 100;
             node.primary.attach(other);
         }
@@ -213,11 +236,14 @@ mod tests {
             .iter()
             .map(|r| (r.port, r.offset(), r.online()))
             .collect();
-        assert_eq!(seen, [(7000, 10, true), (7001, 12, true)]);
+        // 7000's links acknowledged the first mark only (the least: shard
+        // 0's 50), 7001's both (the least: 70).
+        assert_eq!(seen, [(7000, 50, true), (7001, 70, true)]);
         // One shard's link of 7001 gone.
         state.node_history(1).primary.detach(111, 2);
         let replicas = linked_replicas(&state);
         assert_eq!(replicas[1].state(), "wait_bgsave");
-        assert_eq!(link_offsets(&state), [0, 0]);
+        let ends: Vec<u64> = (0..2).map(|s| state.node_history(s).offset()).collect();
+        assert_eq!(link_offsets(&state), ends);
     }
 }

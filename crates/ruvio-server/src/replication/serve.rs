@@ -33,6 +33,9 @@ pub struct ShardPart {
     /// leaves alone: their links loaded data cut after the group's barrier
     /// (`shard::replica::skipped_by_barrier`).
     pub link_skip: u64,
+    /// Forward mode, a primary: the server offset of the last `RUVIO
+    /// OFFSET` mark this shard put in its own history (`None`: one is due).
+    pub link_marked: Option<u64>,
 }
 
 impl ShardPart {

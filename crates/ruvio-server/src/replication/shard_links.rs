@@ -13,8 +13,10 @@
 //! it ran, its forwarded parts answered).
 //!
 //! What the server shows as one replica (INFO, ROLE, `State::offset`) is the
-//! rule the docs name: the offset is the sum of the links' offsets, the link
-//! state the worst of the links' states.
+//! rule the docs name: the offset is the primary's server offset that every
+//! link reached (the least of the links' last applied server offset marks,
+//! [`super::link_barrier`]'s `RUVIO OFFSET`), the link state the worst of
+//! the links' states.
 
 use super::state::LinkState;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
@@ -35,6 +37,9 @@ pub struct LinkBook {
     waiting: AtomicU64,
     /// The offset of the last full sync: the data loaded was cut there.
     synced_at: AtomicU64,
+    /// The primary's server offset of the last `RUVIO OFFSET` mark the link
+    /// applied (0 since its last full sync until one came).
+    server_offset: AtomicU64,
     state: Mutex<LinkState>,
     /// The stream is applied: the link's master client runs.
     up: AtomicBool,
@@ -52,6 +57,7 @@ impl Default for LinkBook {
             applied: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
             synced_at: AtomicU64::new(0),
+            server_offset: AtomicU64::new(0),
             state: Mutex::new(LinkState::Connect),
             up: AtomicBool::new(false),
             db: AtomicU64::new(0),
@@ -76,6 +82,17 @@ impl LinkBook {
     /// its primary shard's data as of that offset, and what it applied after.
     pub fn synced_at(&self) -> u64 {
         self.synced_at.load(Acquire)
+    }
+
+    /// The primary's server offset this link's stream reached: every
+    /// record of its shard up to it was dispatched here.
+    pub fn server_offset(&self) -> u64 {
+        self.server_offset.load(Relaxed)
+    }
+
+    /// The link's master client met a `RUVIO OFFSET` mark.
+    pub(super) fn marked(&self, server_offset: u64) {
+        self.server_offset.store(server_offset, Relaxed);
     }
 
     /// The offset up to which every command of the stream ran to the end.
@@ -138,6 +155,8 @@ impl LinkBook {
         *self.replid.lock().unwrap_or_else(|e| e.into_inner()) = replid.to_string();
         self.offset.store(offset, Relaxed);
         self.synced_at.store(offset, Release);
+        // Another cut: the first mark after it says where it stands.
+        self.server_offset.store(0, Relaxed);
         self.settle();
         self.db.store(0, Relaxed);
     }
@@ -268,16 +287,28 @@ impl ShardLinks {
     }
 
     /// The worst of the links' states (the order of [`LinkState`]'s
-    /// variants, from not connected to applying the stream) and the sum of
-    /// their offsets.
+    /// variants, from not connected to applying the stream) and the
+    /// server offset every link reached ([`Self::server_offset`]).
     pub fn overall(&self) -> (LinkState, u64) {
         let worst = self
             .books
             .iter()
             .map(LinkBook::state)
             .min_by_key(|s| rank(*s));
-        let offset = self.books.iter().map(LinkBook::offset).sum();
-        (worst.unwrap_or(LinkState::Connect), offset)
+        (worst.unwrap_or(LinkState::Connect), self.server_offset())
+    }
+
+    /// The primary's server offset every link reached: the least of their
+    /// last marks (`RUVIO OFFSET`). Each mark covers its shard's records up
+    /// to it, so every record of the primary's server history up to this
+    /// offset was dispatched here: the primary's `master_repl_offset` once
+    /// each link applied what it was sent.
+    pub fn server_offset(&self) -> u64 {
+        self.books
+            .iter()
+            .map(LinkBook::server_offset)
+            .min()
+            .unwrap_or(0)
     }
 }
 
@@ -296,7 +327,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn overall_is_the_worst_state_and_the_summed_offset() {
+    fn overall_is_the_worst_state_and_the_least_server_offset() {
         let links = ShardLinks::new(3);
         assert!(!links.followed(), "no link has a history yet");
         links.book(0).full_sync(&"a".repeat(40), 100);
@@ -308,7 +339,16 @@ mod tests {
         }
         links.book(1).set_state(LinkState::Sync);
         links.book(2).processed(3, 4);
-        assert_eq!(links.overall(), (LinkState::Sync, 160));
+        assert_eq!(links.overall(), (LinkState::Sync, 0), "no mark yet");
+        links.book(0).marked(900);
+        links.book(1).marked(700);
+        links.book(2).marked(800);
+        assert_eq!(links.overall(), (LinkState::Sync, 700));
+        // A link's full sync: unknown until its first mark.
+        links.book(1).full_sync(&"b".repeat(40), 60);
+        assert_eq!(links.server_offset(), 0);
+        links.book(1).marked(950);
+        assert_eq!(links.server_offset(), 800);
         assert!(links.book(0).up() && !links.book(1).up());
         assert_eq!(links.book(2).db(), 4);
         links.book(1).set_state(LinkState::Connected);

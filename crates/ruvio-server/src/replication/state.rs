@@ -82,6 +82,10 @@ pub struct Failover {
     /// Unix ms the wait for the replica ends (0: never).
     pub end_ms: u64,
     pub force: bool,
+    /// The target is a Ruvio replica on shard links: the hand-over goes
+    /// link by link (each shard continues its own history; shard 0's link
+    /// asks the target to take over).
+    pub on_links: bool,
 }
 
 /// INFO's `master_failover_state`.
@@ -349,10 +353,11 @@ impl State {
 
     /// FAILOVER's target caught up (or FORCE at the timeout): follow it, and ask
     /// it with `PSYNC <replid> <offset+1> FAILOVER` to take over.
-    pub fn failover_to(&self, host: &str, port: u16) {
+    pub fn failover_to(&self, host: &str, port: u16, on_links: bool) {
         let mut ids = self.lock();
         ids.failover.phase = FailoverPhase::InProgress;
         ids.failover.target = Some((host.to_string(), port));
+        ids.failover.on_links = on_links;
         self.follow_locked(&mut ids, host, port);
     }
 
@@ -455,10 +460,20 @@ impl State {
         self.shard_links.stop_all();
         // Each shard's own history, its link's so far, goes on under a new ID
         // (the old primary's other replicas on links continue from it).
+        let mut on_links = false;
         for shard in 0..self.nodes.len() {
             if !self.shard_links.book(shard).replid().is_empty() {
-                self.node_history(shard).promote_link();
+                on_links |= self.node_history(shard).promote_link();
             }
+        }
+        if on_links {
+            // The server's history goes on from the primary's server offset
+            // its links reached, so the marks it sends its replicas on
+            // links continue theirs (`link_barrier`'s server offset marks).
+            // A backlog kept from before (a FAILOVER's old primary) ends
+            // where this server stopped being a primary, not here.
+            self.primary.free_backlog();
+            self.primary.create_backlog(self.offset(), 0);
         }
         // They continue from the new ID's history (Redis's replicationUnsetMaster).
         self.drop_replicas();
@@ -778,10 +793,11 @@ impl State {
         }
     }
 
-    /// `bytes` of shard `shard`'s link stream were dispatched: the server's
-    /// offset is the sum of its links'. With `settled` (nothing of the link
-    /// waits for another shard's answer) they are applied too
-    /// (`LinkBook::applied`).
+    /// `bytes` of shard `shard`'s link stream were dispatched (the link's
+    /// book and the shard's own history count them; the server's offset
+    /// moves with the links' marks, [`Self::shard_link_marked`]). With
+    /// `settled` (nothing of the link waits for another shard's answer)
+    /// they are applied too (`LinkBook::applied`).
     #[inline]
     pub fn shard_link_processed(
         &self,
@@ -800,7 +816,18 @@ impl State {
         if settled {
             book.settle();
         }
-        self.offset.fetch_add(n, Relaxed);
         self.last_io_ms.store(now_ms, Relaxed);
+    }
+
+    /// Shard `shard`'s link met a `RUVIO OFFSET` mark: the server's offset
+    /// is the primary's server offset every link reached
+    /// (`ShardLinks::server_offset`).
+    pub fn shard_link_marked(&self, shard: usize, server_offset: u64) {
+        self.shard_links.book(shard).marked(server_offset);
+        let node = self.node_history(shard);
+        if !node.is_following() {
+            node.link_marked(server_offset);
+        }
+        self.offset.store(self.shard_links.server_offset(), Relaxed);
     }
 }

@@ -171,6 +171,15 @@ impl Shard {
                         part: 0,
                         snapshot,
                     });
+                    if !shared.replication.follows_a_primary() {
+                        // The link's stream after its RDB says at once where
+                        // the server's history stands (an idle primary
+                        // sends no other mark). A replica's own histories
+                        // carry its primary's marks only, at its offsets.
+                        let server_offset = history.offset();
+                        link.mark_server_offset(server_offset);
+                        core.replication.link_marked = Some(server_offset);
+                    }
                 }
             }
             if link.primary.take_getack() {
@@ -246,7 +255,8 @@ impl Shard {
         }
         // A cluster node's manual failover holds its PINGs too: one would
         // move the offset its replica waits for (Redis's replicationCron).
-        let failing_over = update_failover(state, now)
+        let takes_links = self.core.cfg.takes_shard_links();
+        let failing_over = update_failover(state, now, takes_links)
             || self
                 .core
                 .cluster_node
@@ -265,7 +275,15 @@ impl Shard {
             self.next_replica_ping_ms = 0;
             let ttl_ms = param("repl-backlog-ttl") * 1000;
             let alone = primary.alone_since_ms();
-            if primary.active() && ttl_ms > 0 && alone != 0 && now.saturating_sub(alone) > ttl_ms {
+            // The server's history lives while a shard's own does: its
+            // offset is the one the links' marks name.
+            let links = !per_shard && state.shard_histories_active();
+            if primary.active()
+                && ttl_ms > 0
+                && alone != 0
+                && now.saturating_sub(alone) > ttl_ms
+                && !links
+            {
                 primary.free_backlog();
             }
         }
@@ -302,11 +320,23 @@ impl Shard {
             return;
         }
         let now = self.core.now_ms;
+        // Where the server's history stands, once a tick when it moved
+        // (`replication::link_barrier`'s server offset marks): the
+        // replica's offset follows the server's, never more than a tick
+        // behind its links' streams.
+        let server_offset = shared.replication.offset();
+        if self.core.replication.link_marked != Some(server_offset) {
+            node.mark_server_offset(server_offset);
+            self.core.replication.link_marked = Some(server_offset);
+        }
         if primary.connected() > 0 {
             let period_ms = param("repl-ping-replica-period").max(1) * 1000;
             if now >= self.next_link_ping_ms {
                 if self.next_link_ping_ms != 0 {
                     primary.append_command(&[b"PING"], node.offset_counter());
+                    // Again on the ping period: a replica on links of a
+                    // replica of this one, synced meanwhile, learns it.
+                    node.mark_server_offset(server_offset);
                 }
                 self.next_link_ping_ms = now + period_ms;
             }
@@ -325,8 +355,9 @@ impl Shard {
 /// timeout, fail over anyway (FORCE) or give up; once the target (or any
 /// replica) acknowledged every byte, follow it and ask it to take over. No
 /// GETACK or PING goes out meanwhile: they would move the offset it must reach.
-/// Returns true while a failover is under way.
-fn update_failover(state: &crate::replication::State, now: u64) -> bool {
+/// Replicas on shard links count when this server follows on links
+/// (`takes_links`). Returns true while a failover is under way.
+fn update_failover(state: &crate::replication::State, now: u64, takes_links: bool) -> bool {
     let failover = state.ids().failover;
     if failover.phase != FailoverPhase::WaitForSync {
         return failover.phase != FailoverPhase::None;
@@ -338,22 +369,29 @@ fn update_failover(state: &crate::replication::State, now: u64) -> bool {
                     crate::serverlog::Level::Notice,
                     &format!("FAILOVER to {host}:{port} time out exceeded, failing over."),
                 );
-                state.failover_to(&host, port);
+                state.failover_to(&host, port, failover.on_links);
             }
             _ => state.end_failover(Some("Replica never caught up before timeout")),
         }
         return true;
     }
+    // A replica on shard links shows the server offset its links
+    // acknowledged (`link_replicas`), comparable with this one.
     let offset = state.offset();
-    let replicas = state.primary.replicas();
-    let caught_up = replicas.iter().find(|r| {
+    let single = state.primary.replicas().into_iter().map(|r| (r, false));
+    let linked = match takes_links {
+        true => crate::replication::link_replicas::linked_replicas(state),
+        false => Vec::new(),
+    };
+    let linked = linked.iter().map(|r| (r.as_info(), true));
+    let caught_up = single.chain(linked).find(|(r, _)| {
         let named = failover
             .target
             .as_ref()
             .is_none_or(|(host, port)| r.ip.eq_ignore_ascii_case(host) && r.port == *port);
         named && r.state == "online" && r.ack_offset == offset
     });
-    if let Some(r) = caught_up {
+    if let Some((r, on_links)) = caught_up {
         crate::serverlog::log(
             crate::serverlog::Level::Notice,
             &format!(
@@ -361,7 +399,7 @@ fn update_failover(state: &crate::replication::State, now: u64) -> bool {
                 r.ip, r.port
             ),
         );
-        state.failover_to(&r.ip, r.port);
+        state.failover_to(&r.ip, r.port, on_links);
     }
     true
 }

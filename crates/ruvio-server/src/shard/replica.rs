@@ -188,17 +188,13 @@ impl Shard {
         state.loaded(core.id, id, loaded.is_ok());
     }
 
-    /// Whether this server follows its primary over shard links: asked for,
-    /// a forward-mode server of several shards, without a log (a replica's
-    /// log marks one stream's place), and not refused by this primary.
+    /// Whether this server follows its primary over shard links: it takes
+    /// them (`Config::takes_shard_links`), and this primary did not refuse.
     fn on_shard_links(&self) -> bool {
         let core = &self.core;
         let state = &core.shared.replication;
         state.follows_a_primary()
-            && core.outbox.shards() > 1
-            && core.cfg.port_mode == crate::config::PortMode::Forward
-            && core.wal.is_none()
-            && core.cfg.param("replica-shard-links") == "yes"
+            && core.cfg.takes_shard_links()
             && !state.shard_links.refused(state.ids().epoch)
     }
 
@@ -238,7 +234,9 @@ impl Shard {
         }
         let ids = state.ids();
         let taking_over = ids.failover.phase == FailoverPhase::InProgress;
-        let per_shard = !taking_over && self.on_shard_links();
+        // A hand-over to a replica on shard links goes link by link; to a
+        // replica of the single stream, on the single stream.
+        let per_shard = (!taking_over || ids.failover.on_links) && self.on_shard_links();
         let mine = self.replica.as_ref().map(|f| (f.link.epoch, f.shard_link));
         if mine != Some((ids.epoch, per_shard)) {
             self.drop_master_conn();
@@ -247,13 +245,24 @@ impl Shard {
             }
             let (shard, shards) = (self.core.id, self.core.outbox.shards());
             let single = shard == 0 && !per_shard;
+            // A hand-over on links: shard 0's link asks the target to take
+            // over; the others connect once it did (before, the target,
+            // still this server's replica, would serve them and drop them
+            // again at its promotion: a second partial sync each).
+            let waits_for_take_over = taking_over && shard != 0;
             self.replica = ids
                 .master
-                .filter(|_| per_shard || single)
+                .filter(|_| (per_shard && !waits_for_take_over) || single)
                 .map(|(host, port)| {
                     if per_shard {
                         state.shard_links.follow_on_links(ids.epoch);
-                        let link = Link::for_shard(ids.epoch, host, port, (shard, shards), &state);
+                        let mut link =
+                            Link::for_shard(ids.epoch, host, port, (shard, shards), &state);
+                        if taking_over && shard == 0 {
+                            // The other links' PSYNCs wait for the target's
+                            // promotion (NOMASTERLINK meanwhile) and continue.
+                            link.take_over();
+                        }
                         return Follower {
                             link,
                             conn: None,
@@ -710,6 +719,14 @@ pub(super) fn link_barrier(
     match parse(args) {
         Barrier::NotOne => AtBarrier::Run,
         Barrier::Unknown => AtBarrier::Passed,
+        Barrier::ServerOffset(server_offset) => {
+            // Counted in the link's offset and passed on to replicas of
+            // this one as it came (`dispatch` after this).
+            core.shared
+                .replication
+                .shard_link_marked(core.id, server_offset);
+            AtBarrier::Passed
+        }
         Barrier::Until { shard, offset } => {
             let mut wait = Wait::new(conn, shard, offset);
             let links = &core.shared.replication.shard_links;

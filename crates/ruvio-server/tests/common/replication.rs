@@ -25,6 +25,15 @@ pub fn field(conn: &mut RawConn, name: &str) -> String {
         .unwrap_or_default()
 }
 
+/// INFO replication's `slave<n>` line as (key, value) pairs.
+pub fn slave_line(primary: &mut RawConn, n: usize) -> Vec<(String, String)> {
+    field(primary, &format!("slave{n}"))
+        .split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// Wait until `check` holds (polling), or fail with `what`.
 pub fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
     let start = Instant::now();
