@@ -14,8 +14,9 @@
 //! FLUSHALL / SWAPDB on every shard ([`EVERY_SHARD`]), SCAN and RANDOMKEY where a
 //! client's would go ([`SPREAD`]), and the commands the host
 //! answers from what every shard shares and the engine (LASTSAVE, PUBSUB's
-//! subcommands, INFO). Any other server command answers `Unknown Redis command
-//! called from script` (docs/scripting.md).
+//! subcommands, INFO), and MIGRATE, whose keys the host sends and the script
+//! deletes (`lua/migrate.rs`). Any other server command answers `Unknown Redis
+//! command called from script` (docs/scripting.md).
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};

@@ -14,6 +14,10 @@
 //! (not after a timeout); the errors are Redis' own texts. The connection and
 //! why it blocks: [`target`].
 //!
+//! A script's MIGRATE (Redis allows it) is [`send`] alone, handed to scripts
+//! through `ServerCommands`: the script deletes the accepted keys as its own DEL
+//! (the engine's `scripting/lua/migrate.rs`).
+//!
 //! Routing (`shard/route.rs`): the keys route as any keyed command's in
 //! per-shard mode (MOVED, CROSSSLOT, CLUSTERDOWN; a slot in flight runs here,
 //! as Redis' `getNodeByQuery` lets MIGRATE through). The command runs on the
