@@ -34,14 +34,17 @@ impl Runner<'_> {
                 return self.fail(text);
             }
         }
+        // A write, as for the engine's write commands (Redis's
+        // SCRIPT_WRITE_DIRTY): not killable from here on, and never started
+        // over, which would send the keys again.
+        busy::note_write();
+        self.wrote = true;
         let Some(migrated) = server_cmds::migrate(self.engine, self.ctx.db, self.ctx.now_ms, args)
         else {
             return self.fail(server_cmds::UNKNOWN.as_bytes());
         };
         server_cmds::monitor(self.ctx.db, args);
         if !migrated.moved.is_empty() {
-            busy::note_write();
-            self.wrote = true;
             self.delete(resp, &migrated.moved);
         }
         self.out.clear();
