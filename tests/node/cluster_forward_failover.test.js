@@ -6,7 +6,7 @@
 // --cluster-replicas 1` as an operator builds a Redis Cluster (six redis-servers for
 // the same body). While an ioredis Cluster client INCRs 200 counters spread over all
 // slots without pause:
-//   a. `redis-cli --cluster reshard` moves 1000 slots, keys and all, from one master
+//   a. `redis-cli --cluster reshard` moves 400 slots, keys and all, from one master
 //      to another: ioredis follows the -ASK and -MOVED redirections;
 //   b. the master that took them is killed with SIGKILL: its replica, which got the
 //      moved keys over the replication stream, is elected, and ioredis refreshes its
@@ -37,7 +37,8 @@ const MASTERS = 3;
 const SHARDS = 2;
 const KEYS = 200;
 const WRITERS = 16;
-const RESHARD_SLOTS = 1000;
+// About five counters (one per 82 slots) move.
+const RESHARD_SLOTS = 400;
 
 // One node process of `kind` ('ruvio': forward mode of two shards, or 'redis') on
 // `port`, with the cluster bus.
@@ -107,10 +108,11 @@ for (const kind of ['ruvio', 'redis']) {
       if (server) await server.stop();
     });
 
-    // 170 s: the debug build's reshard of 1000 slots between forward-mode nodes took
-    // 65 s on a loaded 2-CPU machine (12 server threads and the client on it), where
-    // six redis-servers took 1.6 s; under the runner's 180 s.
-    it('follows ASK and MOVED of a reshard, then the replica elected for a killed master', { timeout: 170_000 },
+    // The debug build's reshard of 1000 slots between forward-mode nodes took 65 s on
+    // a loaded 2-CPU machine (12 server threads and the client on it), where six
+    // redis-servers took 1.6 s: the reshard moves RESHARD_SLOTS, and the whole file
+    // stays under the runner's 180 s.
+    it('follows ASK and MOVED of a reshard, then the replica elected for a killed master', { timeout: 150_000 },
       async (t) => {
         const ports = server.ports;
         const ids = await Promise.all(ports.map(myId));
@@ -139,7 +141,7 @@ for (const kind of ['ruvio', 'redis']) {
           const sourceAfter = await ownRanges(source);
           targetRanges = await ownRanges(target);
           const moved = writers.state.filter((s) => within(sourceBefore, s.slot) && !within(sourceAfter, s.slot));
-          assert.ok(moved.length >= 10, `${moved.length} keys in the resharded slots`);
+          assert.ok(moved.length >= 3, `${moved.length} keys in the resharded slots`);
           for (const s of moved) assert.equal(await ownerOf(source, s.slot), `127.0.0.1:${target}`, s.key);
           writers.mark();
           await eventually(() => moved.every((s) => s.ackedSinceMark > 0), 20_000,
