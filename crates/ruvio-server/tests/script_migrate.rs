@@ -6,7 +6,9 @@
 //! the syntax, arity and integer errors, `pcall`, read-only scripts) and leave
 //! the same keys on the sources and equal targets; the moved keys leave a
 //! replica of the source (the script's DEL is propagated, as Redis propagates
-//! a MIGRATE), and a watcher of a moved key has its EXEC fail.
+//! a MIGRATE), and a watcher of a moved key has its EXEC fail. On a cluster
+//! node, a script's MIGRATE answers as a redis-server node's (its slots, a
+//! slot in flight).
 
 mod common;
 
@@ -149,4 +151,38 @@ fn a_script_s_moved_keys_leave_the_replica_and_abort_a_watcher() {
         at_target.cmd(&["EXISTS", &keys[0], &keys[1], "kept"]),
         b":3\r\n"
     );
+}
+
+/// On a cluster node (per-shard mode, beside a redis-server peer, and a
+/// redis-server node beside its own): a script's MIGRATE of a key of the
+/// node's slots to a peer that does not import it gets the peer's `-MOVED`
+/// as the target's error, an undeclared key of the peer's slots is refused
+/// as a non-local key, a declared one is redirected before the script runs,
+/// and a migrating slot's key moves into the importing peer, the node then
+/// answering `-ASK` for it: the same bytes as the redis-server node's.
+#[test]
+fn a_script_s_migrate_on_a_cluster_node_answers_as_redis_server() {
+    if require_redis_server("script_migrate").is_none() {
+        return;
+    }
+    let side = common::cluster_process::SideBySide::start(&unique_dir("script-migrate"));
+    // `b` is slot 3300 (the tested node's), `a` 15495 (the peer's). No spaces
+    // in the scripts: the transcript splits lines on them.
+    let lines = [
+        "SET b 1",
+        "EVAL return(redis.call('MIGRATE','127.0.0.1',ARGV[1],KEYS[1],0,5000)) 1 b $P",
+        "EVAL return(redis.call('MIGRATE','127.0.0.1',ARGV[1],ARGV[2],0,5000)) 0 $P a",
+        "EVAL return(redis.call('MIGRATE','127.0.0.1',ARGV[1],KEYS[1],0,5000)) 1 a $P",
+        "@peer CLUSTER SETSLOT 3300 IMPORTING $MYID",
+        "CLUSTER SETSLOT 3300 MIGRATING $PEERID",
+        "EVAL return(redis.call('MIGRATE','127.0.0.1',ARGV[1],KEYS[1],0,5000)) 1 b $P",
+        "GET b",
+        "@peer ASKING",
+        "@peer GET b",
+        "CLUSTER SETSLOT 3300 STABLE",
+        "@peer CLUSTER SETSLOT 3300 STABLE",
+    ];
+    let [ruvio, redis] = side.replay(&lines);
+    assert_eq!(ruvio, redis);
+    assert!(ruvio[6].ends_with(r#"-> "+OK\r\n""#), "{}", ruvio[6]);
 }
