@@ -21,50 +21,23 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { describe, it, before, after } = require('node:test');
 const { Cluster } = require('ioredis');
 
-const { Server, freePorts, ruvioBin, redisArgv, rawCommand, keySlot, eventually, sleep } = require('./lib/servers');
+const { Server, freePorts, ruvioBin, redisArgv, rawCommand, eventually } = require('./lib/servers');
+const {
+  NODE_TIMEOUT_MS, bulkText, clusterNodes, myId, infoField, ok, settled, ownerOf, redisCli, spreadKeys,
+  startWriters, killHard,
+} = require('./lib/cluster');
 
-// As the Rust tests' nodes (tests/common/cluster_process.rs): PFAIL after 1 s, the
-// replica elected about 2 s after the kill.
-const NODE_TIMEOUT_MS = 1000;
 const KEYS = 200;
 const WRITERS = 16;
 const MASTER_SLOTS = [[0, 5460], [5461, 10922], [10923, 16383]];
 const RESHARD_SLOTS = 1000;
 const FIRST_MASTER_LAST_SLOT = MASTER_SLOTS[0][1];
-
-function redisCliBin() {
-  return process.env.REDIS_CLI_BIN || 'redis-cli';
-}
-
-// The text of a bulk string reply.
-function bulkText(reply) {
-  return reply.slice(reply.indexOf('\r\n') + 2, reply.lastIndexOf('\r\n'));
-}
-
-async function clusterNodes(port) {
-  return bulkText(await rawCommand(port, ['CLUSTER', 'NODES'])).split('\n').filter(Boolean);
-}
-
-async function myId(port) {
-  return bulkText(await rawCommand(port, ['CLUSTER', 'MYID']));
-}
-
-async function infoField(port, section, name) {
-  const info = bulkText(await rawCommand(port, ['INFO', section]));
-  const line = info.split('\r\n').find((l) => l.startsWith(`${name}:`));
-  return line === undefined ? undefined : line.slice(name.length + 1);
-}
-
-async function ok(port, args) {
-  const reply = await rawCommand(port, args);
-  if (reply !== '+OK\r\n') throw new Error(`${args.join(' ')} on ${port}: ${reply}`);
-}
+const inFirstMaster = (slot) => slot <= FIRST_MASTER_LAST_SLOT;
 
 // One node process of `kind` ('ruvio' or 'redis') on `port`, with the cluster bus.
 function spawnNode(server, kind, port) {
@@ -78,25 +51,6 @@ function spawnNode(server, kind, port) {
   server.spawn(argv, `${kind}-${port}`);
 }
 
-// Every node agrees on the four nodes and says `ok`; the current epochs are one and
-// the three masters' config epochs distinct (a new cluster's collisions resolved), so
-// every vote of an election can be granted.
-async function settled(ports) {
-  for (const port of ports) {
-    const info = bulkText(await rawCommand(port, ['CLUSTER', 'INFO']));
-    if (!info.includes('cluster_state:ok') || !info.includes(`cluster_known_nodes:${ports.length}`)) return false;
-    const lines = await clusterNodes(port);
-    if (lines.length !== ports.length || lines.some((l) => !l.includes(' connected'))) return false;
-  }
-  const epochs = new Set();
-  for (const port of ports) {
-    epochs.add(bulkText(await rawCommand(port, ['CLUSTER', 'INFO'])).match(/cluster_current_epoch:(\d+)/)[1]);
-  }
-  const configEpochs = new Set((await clusterNodes(ports[0])).filter((l) => l.split(' ').length > 8)
-    .map((l) => l.split(' ')[6]));
-  return epochs.size === 1 && configEpochs.size === MASTER_SLOTS.length;
-}
-
 // Three masters, a third of the slots each, and a replica of the first, its link up
 // and every node knowing it as the first's replica.
 async function startCluster(kind) {
@@ -108,7 +62,7 @@ async function startCluster(kind) {
     const [first, , , replica] = ports;
     for (const [i, [lo, hi]] of MASTER_SLOTS.entries()) await ok(ports[i], ['CLUSTER', 'ADDSLOTSRANGE', lo, hi]);
     for (const port of ports.slice(1)) await ok(first, ['CLUSTER', 'MEET', '127.0.0.1', port]);
-    await eventually(() => settled(ports), 20_000, 'four nodes agreeing, epochs settled');
+    await eventually(() => settled(ports, MASTER_SLOTS.length), 20_000, 'four nodes agreeing, epochs settled');
     const firstId = await myId(first);
     await ok(replica, ['CLUSTER', 'REPLICATE', firstId]);
     await eventually(async () => (await infoField(replica, 'replication', 'master_link_status')) === 'up',
@@ -128,110 +82,11 @@ async function startCluster(kind) {
   return server;
 }
 
-// 200 keys, one in each 1/200th of the slots, so every master and the resharded
-// slots have some.
-function spreadKeys() {
-  const keys = [];
-  let n = 0;
-  for (let bucket = 0; bucket < KEYS; bucket++) {
-    const [lo, hi] = [Math.floor((bucket * 16384) / KEYS), Math.floor(((bucket + 1) * 16384) / KEYS)];
-    for (;; n++) {
-      const slot = keySlot(`counter:${n}`);
-      if (slot >= lo && slot < hi) break;
-    }
-    keys.push(`counter:${n}`);
-    n++;
-  }
-  return keys;
-}
-
-// WRITERS loops INCRing the keys round robin until stopped, each key at most once at
-// a time; per key the acknowledged INCRs, the failed ones, and the acknowledged ones
-// since `mark()`.
-function startWriters(cluster, keys) {
-  const state = keys.map((key) => ({
-    key, slot: keySlot(key), acked: 0, failed: 0, ackedSinceMark: 0, busy: false,
-  }));
-  let next = 0;
-  let stopped = false;
-  let holdFirstMaster = false;
-  const errors = new Map();
-  const pick = () => {
-    for (let tries = 0; tries < state.length; tries++) {
-      const s = state[next++ % state.length];
-      if (!s.busy && !(holdFirstMaster && s.slot <= FIRST_MASTER_LAST_SLOT)) return s;
-    }
-    return undefined;
-  };
-  const writer = async () => {
-    while (!stopped) {
-      const s = pick();
-      if (!s) {
-        await sleep(5);
-        continue;
-      }
-      s.busy = true;
-      try {
-        await cluster.incr(s.key);
-        s.acked++;
-        s.ackedSinceMark++;
-      } catch (e) {
-        s.failed++;
-        const shape = e.message.replace(/\d+/g, 'N');
-        errors.set(shape, (errors.get(shape) ?? 0) + 1);
-        await sleep(20);
-      } finally {
-        s.busy = false;
-      }
-    }
-  };
-  const running = Array.from({ length: WRITERS }, writer);
-  return {
-    state,
-    errors,
-    total: () => state.reduce((sum, s) => sum + s.acked, 0),
-    mark: () => state.forEach((s) => { s.ackedSinceMark = 0; }),
-    // Stops writing the first master's keys and resolves when none is in flight.
-    holdFirstMaster: () => {
-      holdFirstMaster = true;
-      return eventually(() => !state.some((s) => s.busy && s.slot <= FIRST_MASTER_LAST_SLOT), 20_000,
-        "the first master's INCRs answered");
-    },
-    releaseFirstMaster: () => { holdFirstMaster = false; },
-    stop: async () => {
-      stopped = true;
-      await Promise.all(running);
-    },
-  };
-}
-
-function redisCli(args) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(redisCliBin(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    proc.stdout.on('data', (d) => { out += d; });
-    proc.stderr.on('data', (d) => { out += d; });
-    proc.on('error', reject);
-    proc.on('exit', (code) => (code === 0 && !out.includes('[ERR]')
-      ? resolve(out) : reject(new Error(`redis-cli ${args.join(' ')}: ${code}\n${out}`))));
-  });
-}
-
 // How many ASKING commands `port` ran (INFO commandstats).
 async function askingCalls(port) {
   const stats = bulkText(await rawCommand(port, ['INFO', 'commandstats']));
   const found = stats.match(/^cmdstat_asking:calls=(\d+)/m);
   return found ? Number(found[1]) : 0;
-}
-
-// The node that `port` says serves `slot`.
-async function ownerOf(port, slot) {
-  const lines = await clusterNodes(port);
-  const owner = lines.find((l) => l.split(' ').slice(8).some((range) => {
-    const [lo, hi = lo] = range.split('-').map(Number);
-    return slot >= lo && slot <= hi;
-  }));
-  return owner && owner.split(' ')[1].split('@')[0];
 }
 
 for (const kind of ['ruvio', 'redis']) {
@@ -260,8 +115,8 @@ for (const kind of ['ruvio', 'redis']) {
         retryDelayOnClusterDown: 100,
         slotsRefreshTimeout: 1000,
       });
-      const keys = spreadKeys();
-      writers = startWriters(cluster, keys);
+      const keys = spreadKeys(KEYS);
+      writers = startWriters(cluster, keys, WRITERS);
       try {
         await eventually(() => writers.total() >= 1000, 20_000, 'writes before the reshard');
 
@@ -301,17 +156,13 @@ for (const kind of ['ruvio', 'redis']) {
 
         // b. The failover: the first master killed once its replica has every INCR
         // it acknowledged (see the top of the file).
-        await writers.holdFirstMaster();
+        await writers.hold(inFirstMaster);
         const masterOffset = await infoField(first, 'replication', 'master_repl_offset');
         await eventually(async () => Number(await infoField(replica, 'replication', 'slave_repl_offset'))
           >= Number(masterOffset), 10_000, 'the replica caught up');
-        const killed = server.procs[0];
-        await new Promise((resolve) => {
-          killed.once('exit', resolve);
-          killed.kill('SIGKILL');
-        });
+        await killHard(server.procs[0]);
         const killedAt = Date.now();
-        writers.releaseFirstMaster();
+        writers.release();
         const replicaId = await myId(replica);
         await eventually(async () => (await ownerOf(replica, 0)) === `127.0.0.1:${replica}`
           && (await clusterNodes(replica)).some((l) => l.startsWith(replicaId) && l.includes('master')),
@@ -320,7 +171,7 @@ for (const kind of ['ruvio', 'redis']) {
         writers.mark();
         await eventually(() => writers.state.every((s) => s.ackedSinceMark > 0), 30_000,
           'INCRs of every key after the failover');
-        const firstMasterKeys = writers.state.filter((s) => s.slot <= FIRST_MASTER_LAST_SLOT);
+        const firstMasterKeys = writers.state.filter((s) => inFirstMaster(s.slot));
         assert.ok(firstMasterKeys.length >= 60 && firstMasterKeys.every((s) => s.ackedSinceMark > 0));
       } finally {
         await writers.stop();

@@ -27,9 +27,10 @@
 mod common;
 
 use common::cluster_process::{
-    agree, epochs_settled, holds_tagged, info_field, ok, own_line, text, write_tagged, Node,
+    agree, holds_tagged, info_field, ok, own_line, text, write_tagged, Node,
 };
-use common::cluster_tools::{all_written_present, check_whole, create, myid, redis_cli};
+use common::cluster_tools::{all_written_present, check_whole, myid, redis_cli};
+use common::forward_cluster::{follows, own_ranges, SixNodes};
 use common::replication::wait_for;
 use common::*;
 use std::sync::Mutex;
@@ -57,18 +58,6 @@ fn conn_on_shard(port: u16, shard: usize) -> RawConn {
         }
     }
     panic!("no connection of {port} landed on shard {shard}");
-}
-
-/// The slot ranges `port`'s own line of CLUSTER NODES gives it.
-fn own_ranges(port: u16) -> Vec<(i64, i64)> {
-    own_line(port)
-        .split(' ')
-        .skip(8)
-        .filter_map(|range| match range.split_once('-') {
-            Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
-            None => range.parse().ok().map(|s| (s, s)),
-        })
-        .collect()
 }
 
 /// A hash tag whose slot is one of `port`'s own.
@@ -101,79 +90,10 @@ fn serves(port: u16, ranges: &[(i64, i64)]) -> bool {
     own_line(port).contains("master") && own_ranges(port) == ranges
 }
 
-/// `port` is a replica of `master` with its link up, and the master knows it
-/// as its replica (it takes a manual failover's MFSTART only then).
-fn follows(port: u16, master: u16) -> bool {
-    let (id, master_id) = (myid(port), myid(master));
-    let seen = text(&RawConn::connect(master).cmd(&["CLUSTER", "NODES"]));
-    let known = seen
-        .lines()
-        .any(|l| l.starts_with(&id) && l.contains(&format!("slave {master_id}")));
-    let me = own_line(port);
-    me.contains("slave")
-        && me.contains(&master_id)
-        && known
-        && info_field(port, "master_link_status") == "up"
-}
-
 /// Keys `{tag}:0..count` hold their index on `port`, read by a READONLY
 /// client on each of its two shards (a replica serves them too).
 fn holds(port: u16, tag: &str, count: usize) -> bool {
     (0..2).all(|shard| holds_tagged(conn_on_shard(port, shard), tag, count))
-}
-
-/// Six forward-mode processes of two shards, three masters and a replica of
-/// each, by `redis-cli --cluster create --cluster-replicas 1`.
-struct SixNodes {
-    nodes: Vec<Node>,
-}
-
-impl SixNodes {
-    fn create(cli: &std::path::Path) -> SixNodes {
-        let nodes: Vec<Node> = (0..6)
-            .map(|i| {
-                let dir = unique_dir(&format!("fwdfo-{i}"));
-                Node::start_forward(free_ports(1, true), 2, &dir)
-            })
-            .collect();
-        let six = SixNodes { nodes };
-        let addresses: Vec<String> = six
-            .ports()
-            .iter()
-            .map(|p| format!("127.0.0.1:{p}"))
-            .collect();
-        create(cli, &addresses, &["--cluster-replicas", "1"]);
-        let ports = six.ports();
-        wait_for("six nodes agree", || agree(&ports, 6).is_ok());
-        wait_for("the epochs settled", || epochs_settled(&ports));
-        wait_for("every replica's link up", || {
-            six.replicas().iter().all(|&(r, m)| follows(r, m))
-        });
-        six
-    }
-
-    fn ports(&self) -> Vec<u16> {
-        self.nodes.iter().map(|n| n.port).collect()
-    }
-
-    /// (replica, its master) for each replica.
-    fn replicas(&self) -> Vec<(u16, u16)> {
-        let ports = self.ports();
-        let by_id: Vec<(String, u16)> = ports.iter().map(|&p| (myid(p), p)).collect();
-        ports
-            .iter()
-            .filter_map(|&p| {
-                let me = own_line(p);
-                let master = me.split(' ').nth(3)?;
-                let (_, m) = by_id.iter().find(|(id, _)| id == master)?;
-                me.contains("slave").then_some((p, *m))
-            })
-            .collect()
-    }
-
-    fn node(&mut self, port: u16) -> &mut Node {
-        self.nodes.iter_mut().find(|n| n.port == port).unwrap()
-    }
 }
 
 /// What a forward-mode replica answers its clients, on either shard, as a
@@ -215,7 +135,7 @@ fn a_killed_forward_mode_master_s_replica_takes_over_and_the_slots_go_back_and_f
     let Some(cli) = redis_cli("cluster_forward_failover") else {
         return;
     };
-    let mut six = SixNodes::create(&cli);
+    let mut six = SixNodes::create(&cli, "fwdfo");
     let replicas = six.replicas();
     assert_eq!(replicas.len(), 3, "{replicas:?}");
     let (replica, master) = replicas[0];

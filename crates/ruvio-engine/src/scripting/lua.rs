@@ -27,6 +27,8 @@ use crate::error::CmdError;
 use crate::Engine;
 use smallvec::SmallVec;
 
+mod migrate;
+
 /// A script to run: its body, SHA1, keys and arguments.
 pub(super) struct Call<'a> {
     pub sha: &'a str,
@@ -1053,12 +1055,17 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// A server command (TIME, PING, ...: see `server_cmds`).
+    /// A server command (TIME, PING, ...: see `server_cmds`; MIGRATE: `migrate`).
     fn call_server(&mut self, resp: Protocol, args: ruvio_resp::Args<'_>) {
+        let meta = match server_cmds::checked(args, self.read_only) {
+            Ok(meta) => meta,
+            Err(text) => return self.fail(text.as_bytes()),
+        };
+        if meta.name == "migrate" {
+            return self.migrate(resp, meta, args);
+        }
         let mut reply = Reply::new(&mut self.out, resp);
-        if let Err(text) =
-            server_cmds::call(self.engine, self.ctx, args, self.read_only, &mut reply)
-        {
+        if let Err(text) = server_cmds::call(self.engine, self.ctx, meta, args, &mut reply) {
             self.fail(text.as_bytes());
         }
     }

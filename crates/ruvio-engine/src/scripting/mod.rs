@@ -56,7 +56,8 @@ pub use lua::set_oom_at_start;
 pub use lua::take_start_over;
 pub use server_cmds::{
     set_log_sink, set_monitor_sink, set_monitored, set_script_host, set_server_commands, Elsewhere,
-    LogSink, MonitorSink, Reach, Reaching, ScriptHost, ServerLookup, Spreading, READONLY_REPLICA,
+    LogSink, Migrated, MonitorSink, Reach, Reaching, ScriptHost, ServerLookup, Spreading,
+    READONLY_REPLICA,
 };
 
 /// Bytes of the cached script bodies and their SHA1 names (MEMORY STATS'

@@ -14,8 +14,9 @@
 //! FLUSHALL / SWAPDB on every shard ([`EVERY_SHARD`]), SCAN and RANDOMKEY where a
 //! client's would go ([`SPREAD`]), and the commands the host
 //! answers from what every shard shares and the engine (LASTSAVE, PUBSUB's
-//! subcommands, INFO). Any other server command answers `Unknown Redis command
-//! called from script` (docs/scripting.md).
+//! subcommands, INFO), and MIGRATE, whose keys the host sends and the script
+//! deletes (`lua/migrate.rs`). Any other server command answers `Unknown Redis
+//! command called from script` (docs/scripting.md).
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -116,6 +117,11 @@ pub trait ScriptHost {
         args: Args<'_>,
         reply: &mut Reply<'_>,
     ) -> Option<Result<(), CmdError>>;
+    /// MIGRATE `args` from a script: send the keys of database `db` (as they
+    /// are at `now_ms`) to the target, as a client's MIGRATE sends them; the
+    /// keys the target took, which the script then deletes as a DEL, and the
+    /// reply.
+    fn migrate(&self, engine: &Engine, db: usize, now_ms: u64, args: Args<'_>) -> Migrated;
     /// A script's call names keys it did not declare (`call`): bring those of
     /// other shards into `engine` for the rest of the script, or say why not.
     fn reach(&self, engine: &mut Engine, call: Reaching<'_>) -> Reach;
@@ -142,6 +148,17 @@ pub trait ScriptHost {
     fn refuses_stale(&self) -> bool {
         false
     }
+}
+
+/// What a script's MIGRATE did ([`ScriptHost::migrate`]).
+#[derive(Debug)]
+pub struct Migrated {
+    /// The keys the target accepted: deleted by the script as `DEL` (none with
+    /// COPY), which is how Redis propagates a MIGRATE.
+    pub moved: Vec<Vec<u8>>,
+    /// The call's reply once they are deleted: a status (`OK`, `NOKEY`) or
+    /// an error (one after some keys moved deletes those all the same).
+    pub reply: Result<&'static str, CmdError>,
 }
 
 /// The commands a script runs on every shard (forward mode), whose parts merge
@@ -222,6 +239,11 @@ pub fn set_script_host(host: Box<dyn ScriptHost>) {
 /// `f` of this thread's host; `None` for an engine alone (unit tests, tools).
 fn with_host<R>(f: impl FnOnce(&dyn ScriptHost) -> R) -> Option<R> {
     HOST.with(|h| h.borrow().as_deref().map(f))
+}
+
+/// [`ScriptHost::migrate`] of this thread's host; `None` for an engine alone.
+pub(super) fn migrate(engine: &Engine, db: usize, now_ms: u64, args: Args<'_>) -> Option<Migrated> {
+    with_host(|h| h.migrate(engine, db, now_ms, args))
 }
 
 /// [`ScriptHost::reach`] of this thread's host; an engine alone refuses.
@@ -307,18 +329,15 @@ pub(super) fn dbsize(here: usize, db: usize) -> u64 {
 /// PUBLISH and SPUBLISH (COMMAND INFO does not list the flag for them).
 const PUBLISHING: &[&str] = &["publish", "spublish"];
 
-const UNKNOWN: &str = "ERR Unknown Redis command called from script";
+pub(super) const UNKNOWN: &str = "ERR Unknown Redis command called from script";
 const WRONG_ARITY: &str = "ERR Wrong number of args calling Redis command from script";
 
-/// Run server command `args` for a script into `reply`, or the error `redis.call`
-/// reports without running it.
-pub(super) fn call(
-    engine: &Engine,
-    ctx: &mut ExecCtx,
+/// The server's row for a script's call `args`, checked as Redis checks it, or
+/// the error `redis.call` reports without running it.
+pub(super) fn checked(
     args: Args<'_>,
     read_only: bool,
-    reply: &mut Reply<'_>,
-) -> Result<(), &'static str> {
+) -> Result<&'static CommandMeta, &'static str> {
     let meta = match lookup(args) {
         Some(Ok(meta)) => meta,
         Some(Err(CmdError::WrongArity(_))) => return Err(WRONG_ARITY),
@@ -337,6 +356,19 @@ pub(super) fn call(
     {
         return Err("ERR Write commands are not allowed from read-only scripts.");
     }
+    Ok(meta)
+}
+
+/// Run server command `args` (its row `meta`, [`checked`]) for a script into
+/// `reply`, or the error `redis.call` reports without running it. MIGRATE is the
+/// script's own (`lua.rs`): it deletes keys.
+pub(super) fn call(
+    engine: &Engine,
+    ctx: &mut ExecCtx,
+    meta: &'static CommandMeta,
+    args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> Result<(), &'static str> {
     let result = match meta.name {
         "time" => {
             time(reply);

@@ -246,6 +246,7 @@ pub fn script_commands<S: SharedReads>() -> crate::scripting::host::ServerComman
     crate::scripting::host::ServerCommands {
         info: info::script_text::<S>,
         pubsub: pubsub::script_answer,
+        migrate: migrate::send,
     }
 }
 

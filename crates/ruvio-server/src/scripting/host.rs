@@ -1,5 +1,5 @@
 //! The server around a shard's scripts: what `redis.call` of PUBLISH, SPUBLISH,
-//! DBSIZE, LASTSAVE, PUBSUB and INFO needs beyond the shard's keyspace
+//! DBSIZE, LASTSAVE, PUBSUB, INFO and MIGRATE needs beyond the shard's keyspace
 //! ([`ruvio_engine::scripting::ScriptHost`]), and the queue of what scripts
 //! published (delivered by `messaging::notify`).
 //!
@@ -32,7 +32,7 @@ use crate::mesh::script_lock::ScriptLock;
 use crate::messaging::pubsub::{Kind, Subscribers};
 use crate::stats::ShardGauges;
 use ruvio_engine::glob_match;
-use ruvio_engine::scripting::{Elsewhere, Reach, Reaching, ScriptHost, Spreading};
+use ruvio_engine::scripting::{Elsewhere, Migrated, Reach, Reaching, ScriptHost, Spreading};
 use ruvio_engine::slot::SLOT_COUNT;
 use ruvio_engine::{CmdError, Engine};
 use ruvio_resp::{Args, Reply};
@@ -71,6 +71,11 @@ pub type PubsubAnswer = fn(
     reply: &mut Reply<'_>,
 ) -> Option<Result<(), CmdError>>;
 
+/// MIGRATE of `args` from database `db`'s keys at `now_ms` (see
+/// [`ServerCommands`]); `cluster_mode`: this server is a cluster node.
+pub type MigrateKeys =
+    fn(cluster_mode: bool, engine: &Engine, db: usize, now_ms: u64, args: Args<'_>) -> Migrated;
+
 /// The server's own commands a script may call beyond its keyspace, answered by
 /// the command layer (`cmd`, above this one), which hands them over at install:
 /// `cmd::script_commands`.
@@ -82,6 +87,9 @@ pub struct ServerCommands<S> {
     /// PUBSUB subcommand `name` (its row's name) over the subscriptions of
     /// `shards`; `None` for a name that is not one.
     pub pubsub: PubsubAnswer,
+    /// MIGRATE: the keys sent as a client's MIGRATE sends them; the ones the
+    /// target took come back for the script to delete.
+    pub migrate: MigrateKeys,
 }
 
 impl<S> Clone for ServerCommands<S> {
@@ -291,6 +299,10 @@ impl<S: ServerState> ScriptHost for Host<S> {
         }
         let shards = self.counted_shards();
         (self.commands.pubsub)(self.shared.subscribers(), shards, name, args, reply)
+    }
+
+    fn migrate(&self, engine: &Engine, db: usize, now_ms: u64, args: Args<'_>) -> Migrated {
+        (self.commands.migrate)(self.cfg.cluster_mode(), engine, db, now_ms, args)
     }
 
     fn elsewhere(&self, call: Elsewhere<'_>) -> Result<Vec<Vec<u8>>, Reach> {

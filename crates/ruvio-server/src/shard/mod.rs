@@ -316,7 +316,10 @@ impl Shard {
             if self.core.now_ms >= self.next_tick_ms {
                 self.tick();
             }
-            glommio::yield_if_needed().await;
+            // Never yield to glommio's executor (docs/runtime.md, "Timers"):
+            // the shard's I/O is on its own ring, this is glommio's only task,
+            // and glommio 0.9 can park for good after a yield whose preemption
+            // timer had fired before the task ran again.
         }
     }
 

@@ -14,6 +14,10 @@
 //! (not after a timeout); the errors are Redis' own texts. The connection and
 //! why it blocks: [`target`].
 //!
+//! A script's MIGRATE (Redis allows it) is [`send`] alone, handed to scripts
+//! through `ServerCommands`: the script deletes the accepted keys as its own DEL
+//! (the engine's `scripting/lua/migrate.rs`).
+//!
 //! Routing (`shard/route.rs`): the keys route as any keyed command's in
 //! per-shard mode (MOVED, CROSSSLOT, CLUSTERDOWN; a slot in flight runs here,
 //! as Redis' `getNodeByQuery` lets MIGRATE through). The command runs on the
@@ -28,6 +32,7 @@ mod target;
 use super::{Ctx, Server, ServerCommand, ServerResult};
 use crate::net::conn::ClientState;
 use ruvio_engine::command::{command, flags::*, KeyShape};
+use ruvio_engine::scripting::Migrated;
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Protocol, Reply};
 use std::time::Duration;
@@ -166,9 +171,37 @@ fn migrate<S: MovesKeys>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    let m = parse(args)?;
     let (db, now_ms) = (ctx.client.db, ctx.core.now_ms());
-    let engine = ctx.core.engine();
+    let cluster_mode = ctx.core.settings().cluster_mode();
+    let migrated = send(cluster_mode, ctx.core.engine(), db, now_ms, args);
+    if !migrated.moved.is_empty() {
+        let keys: Vec<&[u8]> = migrated.moved.iter().map(Vec::as_slice).collect();
+        ctx.core.delete_moved(ctx.client, &keys);
+    }
+    reply.simple(migrated.reply?);
+    Ok(())
+}
+
+/// MIGRATE `args` of database `db`'s keys as they are at `now_ms`: the keys the
+/// target accepted, which the caller deletes unless COPY (a client's MIGRATE as
+/// its shard's DEL, a script's as the script's DEL: `ScriptHost::migrate`), and
+/// the reply. `cluster_mode`: this server is a cluster node (RESTORE-ASKING).
+pub fn send(
+    cluster_mode: bool,
+    engine: &ruvio_engine::Engine,
+    db: usize,
+    now_ms: u64,
+    args: Args<'_>,
+) -> Migrated {
+    let m = match parse(args) {
+        Ok(m) => m,
+        Err(e) => {
+            return Migrated {
+                moved: Vec::new(),
+                reply: Err(e),
+            }
+        }
+    };
     let moving: Vec<Moving<'_>> = m
         .keys
         .iter()
@@ -185,13 +218,15 @@ fn migrate<S: MovesKeys>(
         .collect();
     if moving.is_empty() {
         // Often a key that expired meanwhile: not an error.
-        reply.simple("NOKEY");
-        return Ok(());
+        return Migrated {
+            moved: Vec::new(),
+            reply: Ok("NOKEY"),
+        };
     }
     // Redis sends RESTORE-ASKING whenever it is a cluster node (INFO's
     // `cluster_enabled`): per-shard mode, with or without the bus, or
     // forward mode as one node of the bus.
-    let restore: &[u8] = match ctx.core.settings().cluster_mode() {
+    let restore: &[u8] = match cluster_mode {
         true => b"RESTORE-ASKING",
         false => b"RESTORE",
     };
@@ -210,7 +245,13 @@ fn migrate<S: MovesKeys>(
                 may_retry = false;
                 continue;
             }
-            Err(failed) => return Err(CmdError::Line(failed.failure.line().to_vec())),
+            Err(failed) => {
+                let error = CmdError::Line(failed.failure.line().to_vec());
+                return Migrated {
+                    moved: Vec::new(),
+                    reply: Err(error),
+                };
+            }
         };
         if let Some((0, failed)) = exchanged.failed_at {
             // Nothing was restored: as safe to retry as a failed write.
@@ -219,22 +260,26 @@ fn migrate<S: MovesKeys>(
                 continue;
             }
         }
-        if !m.copy && !exchanged.accepted.is_empty() {
-            let keys: Vec<&[u8]> = exchanged.accepted.iter().map(|&i| moving[i].key).collect();
-            ctx.core.delete_moved(ctx.client, &keys);
-        }
-        if let Some(error) = exchanged.target_error {
-            return Err(CmdError::quoted(
+        let moved = match m.copy {
+            true => Vec::new(),
+            false => exchanged
+                .accepted
+                .iter()
+                .map(|&i| moving[i].key.to_vec())
+                .collect(),
+        };
+        let reply = if let Some(error) = exchanged.target_error {
+            Err(CmdError::quoted(
                 "ERR Target instance replied with error: ",
                 &error,
                 "",
-            ));
-        }
-        if exchanged.failed_at.is_some() {
-            return Err(CmdError::Line(IoFailure::Reading.line().to_vec()));
-        }
-        reply.ok();
-        return Ok(());
+            ))
+        } else if exchanged.failed_at.is_some() {
+            Err(CmdError::Line(IoFailure::Reading.line().to_vec()))
+        } else {
+            Ok("OK")
+        };
+        return Migrated { moved, reply };
     }
 }
 
