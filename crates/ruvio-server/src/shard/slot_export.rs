@@ -34,12 +34,17 @@ use std::time::{Duration, Instant};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Time a tick spends reading keys for the stream: the shard's clients wait
-/// no longer than this per tick (10 ms) for a migration.
-const SEND_TIME_PER_TICK: Duration = Duration::from_millis(3);
+/// no longer than this per tick (10 ms) for a migration. With 3 ms a node's
+/// clients kept 0.47x of their rate while 1 M keys moved in 8.5 s (source and
+/// target on one CPU, records/migration-rate-2026-12-05-2.json), below the
+/// issue's half; the target's RESTOREs cost about as much again.
+const SEND_TIME_PER_TICK: Duration = Duration::from_millis(1);
 
 /// Keys deleted per tick after a job (the source's copies, a failed
-/// import's): each DEL is logged and fed like a client's.
-const DELETE_KEYS_PER_TICK: usize = 2000;
+/// import's): each DEL is logged and fed like a client's. 2,000 took the
+/// source's clients to 0.30x of their rate in the second after a 1 M-key
+/// handover (records/migration-rate-2026-12-05-2.json's note).
+const DELETE_KEYS_PER_TICK: usize = 500;
 
 /// Unsent bytes below which the handover may start (the rest is written
 /// within it).
