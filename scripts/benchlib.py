@@ -1041,6 +1041,28 @@ def round_orders(names: Sequence[str], rounds: int) -> list[list[str]]:
     return [names[r % len(names):] + names[: r % len(names)] for r in range(rounds)]
 
 
+def alternate_rows(args: argparse.Namespace, specs: Sequence[ServerSpec], rows_of) -> tuple[dict, dict]:
+    """Every server in turn per round (started, measured, stopped): `rows_of(spec,
+    ruvio)` gives the server's rows as (label, measure(port) -> rate); returns the
+    rates per label and, beside them, the host's conditions per row and round
+    (host_since). Another Ruvio build given with --server (an A/B) counts
+    as Ruvio."""
+    rows: dict[str, list[float]] = {}
+    conditions: dict[str, list[dict]] = {}
+    for _ in range(args.rounds):
+        for spec in specs:
+            server = ServerProcess(spec, args.server_cpu).start()
+            try:
+                ruvio = spec.kind == "ruvio" or spec.name.startswith("ruvio")
+                for label, measure_row in rows_of(spec, ruvio):
+                    host0 = host_snapshot()
+                    rows.setdefault(label, []).append(measure_row(server.port))
+                    conditions.setdefault(label, []).append(host_since(host0, servers=[server]))
+            finally:
+                server.stop()
+    return rows, conditions
+
+
 def run_rounds(specs: Sequence[ServerSpec], rounds: int, cpus: str,
                body: Callable[[ServerProcess], dict],
                failed: Callable[[ServerSpec, str], dict] | None = None) -> list[dict]:

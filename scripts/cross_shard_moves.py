@@ -25,7 +25,7 @@ import statistics
 import sys
 
 import benchlib as bl
-from transactions_bench import SHARDS, alternate, drive_all
+from transactions_bench import SHARDS, drive_all
 
 ELEMENT = "x" * 8
 """The LMOVE rows' list element (the RENAME rows' value too)."""
@@ -91,7 +91,7 @@ def main() -> int:
                 label = f"{spec.name}: {command}, keys {layout}" if ruvio else f"{spec.name}: {command}"
                 yield label, lambda port, command=command, layout=layout: measure(port, command, layout, args)
 
-    rows, conditions = alternate(args, specs, rows_of)
+    rows, conditions = bl.alternate_rows(args, specs, rows_of)
     table = [[label, bl.fmt_rate(statistics.median(rates))] for label, rates in rows.items()]
     print(bl.format_table(["row", "commands/s"], table))
     if not args.no_record:

@@ -143,28 +143,6 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def alternate(args: argparse.Namespace, specs: list, rows_of) -> tuple[dict, dict]:
-    """Every server in turn per round (started, measured, stopped): `rows_of(spec,
-    ruvio)` gives the server's rows as (label, measure(port) -> rate); returns the
-    rates per label and, beside them, the host's conditions per row and round
-    (benchlib.host_since). Another Ruvio build given with --server (an A/B) counts
-    as Ruvio."""
-    rows: dict[str, list[float]] = {}
-    conditions: dict[str, list[dict]] = {}
-    for _ in range(args.rounds):
-        for spec in specs:
-            server = bl.ServerProcess(spec, args.server_cpu).start()
-            try:
-                ruvio = spec.kind == "ruvio" or spec.name.startswith("ruvio")
-                for label, measure_row in rows_of(spec, ruvio):
-                    host0 = bl.host_snapshot()
-                    rows.setdefault(label, []).append(measure_row(server.port))
-                    conditions.setdefault(label, []).append(bl.host_since(host0, servers=[server]))
-            finally:
-                server.stop()
-    return rows, conditions
-
-
 def main() -> int:
     args = parse_args()
     specs = bl.build_servers(args, ruvio_shards=SHARDS)
@@ -174,7 +152,7 @@ def main() -> int:
             label = f"{spec.name}: EXEC of 10 SETs, keys {layout}" if ruvio else f"{spec.name}: EXEC of 10 SETs"
             yield label, lambda port, layout=layout: measure(port, layout, args)
 
-    rows, conditions = alternate(args, specs, rows_of)
+    rows, conditions = bl.alternate_rows(args, specs, rows_of)
     table = [[label, bl.fmt_rate(statistics.median(rates))] for label, rates in rows.items()]
     print(bl.format_table(["row", "transactions/s"], table))
     if not args.no_record:
