@@ -105,15 +105,7 @@ fn moves_units_between_shards(shards: usize) {
     }
     in_exec.join().expect("reader");
     // Once the writers are done, GETs key by key see the total too.
-    let by_get: i64 = keys
-        .iter()
-        .map(|k| {
-            decode(&setup.cmd(&["GET", k]))
-                .text()
-                .parse::<i64>()
-                .expect("a number")
-        })
-        .sum();
+    let by_get = sum_by_get(&mut setup, &keys);
     assert_eq!(by_get, total);
     assert_eq!(info_stat(&mut setup, "cross_shard_exec_borrowed"), 0);
     let in_place = info_stat(&mut setup, "cross_shard_exec_in_place");

@@ -140,15 +140,7 @@ fn chains_move_units(shards: usize) {
     for handle in writers.into_iter().chain(readers) {
         handle.join().expect("a client");
     }
-    let by_get: i64 = keys
-        .iter()
-        .map(|k| {
-            decode(&setup.cmd(&["GET", k]))
-                .text()
-                .parse::<i64>()
-                .expect("a number")
-        })
-        .sum();
+    let by_get = sum_by_get(&mut setup, &keys);
     assert_eq!(by_get, total);
     assert_eq!(info_stat(&mut setup, "cross_shard_exec_borrowed"), 0);
     let joined = info_stat(&mut setup, "cross_shard_exec_parts_joined");

@@ -658,3 +658,15 @@ pub fn next_random(state: &mut u64) -> usize {
         .wrapping_add(1442695040888963407);
     (*state >> 33) as usize
 }
+
+/// The sum of `keys`' integer values, read one GET at a time.
+pub fn sum_by_get(c: &mut RawConn, keys: &[String]) -> i64 {
+    keys.iter()
+        .map(|k| {
+            decode(&c.cmd(&["GET", k]))
+                .text()
+                .parse::<i64>()
+                .expect("a number")
+        })
+        .sum()
+}
