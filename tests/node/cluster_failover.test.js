@@ -21,17 +21,17 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const path = require('node:path');
 const { describe, it, before, after } = require('node:test');
 const { Cluster } = require('ioredis');
 
-const { Server, freePorts, ruvioBin, redisArgv, rawCommand, eventually } = require('./lib/servers');
+const { Server, freePorts, rawCommand, eventually } = require('./lib/servers');
 const {
-  NODE_TIMEOUT_MS, bulkText, clusterNodes, myId, infoField, ok, settled, ownerOf, redisCli, spreadKeys,
+  spawnClusterNode, bulkText, clusterNodes, myId, infoField, ok, settled, ownerOf, redisCli, spreadKeys,
   startWriters, killHard,
 } = require('./lib/cluster');
 
+// Each node a Ruvio process of one shard (or a redis-server).
+const RUVIO_LAYOUT = ['--shards', '1'];
 const KEYS = 200;
 const WRITERS = 16;
 const MASTER_SLOTS = [[0, 5460], [5461, 10922], [10923, 16383]];
@@ -39,24 +39,12 @@ const RESHARD_SLOTS = 1000;
 const FIRST_MASTER_LAST_SLOT = MASTER_SLOTS[0][1];
 const inFirstMaster = (slot) => slot <= FIRST_MASTER_LAST_SLOT;
 
-// One node process of `kind` ('ruvio' or 'redis') on `port`, with the cluster bus.
-function spawnNode(server, kind, port) {
-  const dir = path.join(server.dir, String(port));
-  fs.mkdirSync(dir);
-  const timeout = ['--cluster-node-timeout', String(NODE_TIMEOUT_MS)];
-  const argv = kind === 'ruvio'
-    ? [ruvioBin(), '--bind', '127.0.0.1', '--port', String(port), '--shards', '1', '--durability', 'memory',
-      '--dir', dir, '--cluster-enabled', 'yes', ...timeout]
-    : [...redisArgv(port, dir), '--cluster-enabled', 'yes', ...timeout];
-  server.spawn(argv, `${kind}-${port}`);
-}
-
 // Three masters, a third of the slots each, and a replica of the first, its link up
 // and every node knowing it as the first's replica.
 async function startCluster(kind) {
   const ports = await freePorts(4, true);
   const server = new Server(kind, 'per-shard', 4, ports);
-  for (const port of ports) spawnNode(server, kind, port);
+  for (const port of ports) spawnClusterNode(server, kind, port, RUVIO_LAYOUT);
   try {
     await server.waitReady();
     const [first, , , replica] = ports;

@@ -21,37 +21,24 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const path = require('node:path');
 const { describe, it, before, after } = require('node:test');
 const { Cluster } = require('ioredis');
 
-const { Server, freePorts, ruvioBin, redisArgv, eventually } = require('./lib/servers');
+const { Server, freePorts, eventually } = require('./lib/servers');
 const {
-  NODE_TIMEOUT_MS, clusterNodes, myId, infoField, settled, within, ownRanges, ownerOf, redisCli, spreadKeys,
+  spawnClusterNode, clusterNodes, myId, infoField, settled, within, ownRanges, ownerOf, redisCli, spreadKeys,
   startWriters, killHard,
 } = require('./lib/cluster');
 
 const NODES = 6;
 const MASTERS = 3;
 const SHARDS = 2;
+// Each node a forward-mode Ruvio process of two shards (or a redis-server).
+const RUVIO_LAYOUT = ['--port-mode', 'forward', '--shards', String(SHARDS)];
 const KEYS = 200;
 const WRITERS = 16;
 // About five counters (one per 82 slots) move.
 const RESHARD_SLOTS = 400;
-
-// One node process of `kind` ('ruvio': forward mode of two shards, or 'redis') on
-// `port`, with the cluster bus.
-function spawnNode(server, kind, port) {
-  const dir = path.join(server.dir, String(port));
-  fs.mkdirSync(dir);
-  const timeout = ['--cluster-node-timeout', String(NODE_TIMEOUT_MS)];
-  const argv = kind === 'ruvio'
-    ? [ruvioBin(), '--bind', '127.0.0.1', '--port', String(port), '--port-mode', 'forward',
-      '--shards', String(SHARDS), '--durability', 'memory', '--dir', dir, '--cluster-enabled', 'yes', ...timeout]
-    : [...redisArgv(port, dir), '--cluster-enabled', 'yes', ...timeout];
-  server.spawn(argv, `${kind}-${port}`);
-}
 
 // [{ port, id, masterId }] of the replicas, from `port`'s CLUSTER NODES.
 async function replicasSeenBy(port) {
@@ -65,7 +52,7 @@ async function replicasSeenBy(port) {
 async function startCluster(kind) {
   const ports = await freePorts(NODES, true);
   const server = new Server(kind, 'per-shard', NODES, ports);
-  for (const port of ports) spawnNode(server, kind, port);
+  for (const port of ports) spawnClusterNode(server, kind, port, RUVIO_LAYOUT);
   try {
     await server.waitReady();
     await redisCli(['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1',

@@ -11,12 +11,28 @@
 'use strict';
 
 const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
 
-const { rawCommand, keySlot, eventually, sleep } = require('./servers');
+const { rawCommand, keySlot, eventually, sleep, ruvioBin, redisArgv } = require('./servers');
 
 // As the Rust tests' nodes (tests/common/cluster_process.rs): PFAIL after 1 s, the
 // replica elected about 2 s after the kill.
 const NODE_TIMEOUT_MS = 1000;
+
+// One node process of `kind` ('ruvio' or 'redis') on `port`, with the cluster bus,
+// in its own directory under the server's; `ruvioLayout` says how a Ruvio process
+// maps onto the node (`['--shards', '1']`, or forward mode's port and shards).
+function spawnClusterNode(server, kind, port, ruvioLayout) {
+  const dir = path.join(server.dir, String(port));
+  fs.mkdirSync(dir);
+  const timeout = ['--cluster-node-timeout', String(NODE_TIMEOUT_MS)];
+  const argv = kind === 'ruvio'
+    ? [ruvioBin(), '--bind', '127.0.0.1', '--port', String(port), ...ruvioLayout, '--durability', 'memory',
+      '--dir', dir, '--cluster-enabled', 'yes', ...timeout]
+    : [...redisArgv(port, dir), '--cluster-enabled', 'yes', ...timeout];
+  server.spawn(argv, `${kind}-${port}`);
+}
 
 function redisCliBin() {
   return process.env.REDIS_CLI_BIN || 'redis-cli';
@@ -189,6 +205,7 @@ function killHard(proc) {
 
 module.exports = {
   NODE_TIMEOUT_MS,
+  spawnClusterNode,
   bulkText,
   clusterNodes,
   myId,
