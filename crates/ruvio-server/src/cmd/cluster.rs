@@ -21,6 +21,21 @@ use ruvio_engine::slot::{key_slot, SLOT_COUNT};
 use ruvio_engine::{CmdError, KeySpec};
 use ruvio_resp::{Args, Reply};
 
+/// A row's handler that reads or changes a forward-mode node's membership: on
+/// another shard than the one that owns it (shard 0) the subcommand is asked
+/// there ([`on_membership_shard`]) and the handler does not run here. The rows
+/// say which subcommands those are.
+macro_rules! on_membership {
+    ($handler:path) => {
+        |ctx, args, reply| {
+            if on_membership_shard(ctx, args) {
+                return Ok(());
+            }
+            $handler(ctx, args, reply)
+        }
+    };
+}
+
 /// The cluster family's table.
 #[rustfmt::skip]
 pub const COMMANDS: &[ServerCommand] = &[
@@ -38,17 +53,17 @@ pub const COMMANDS: &[ServerCommand] = &[
 #[rustfmt::skip]
 const SUBCOMMANDS: &[ServerCommand] = &[
     command!("cluster|info", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
-        "Provides info about Redis Cluster node state", "O(1)", info),
+        "Provides info about Redis Cluster node state", "O(1)", on_membership!(info)),
     command!("cluster|slots", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
-        "Get array of Cluster slot to node mappings", "O(N) where N is the total number of Cluster nodes", slots),
+        "Get array of Cluster slot to node mappings", "O(N) where N is the total number of Cluster nodes", on_membership!(slots)),
     command!("cluster|shards", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "7.0.0",
-        "Get array of cluster slots to node mappings", "O(N) where N is the total number of cluster nodes", shards),
+        "Get array of cluster slots to node mappings", "O(N) where N is the total number of cluster nodes", on_membership!(shards)),
     command!("cluster|nodes", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
-        "Get Cluster config for the node", "O(N) where N is the total number of Cluster nodes", nodes),
+        "Get Cluster config for the node", "O(N) where N is the total number of Cluster nodes", on_membership!(nodes)),
     command!("cluster|keyslot", 3, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
         "Returns the hash slot of the specified key", "O(N) where N is the number of bytes in the key", keyslot),
     command!("cluster|myid", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
-        "Return the node id", "O(1)", myid),
+        "Return the node id", "O(1)", on_membership!(myid)),
     command!("cluster|countkeysinslot", 3, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
         "Return the number of local keys in the specified hash slot", "O(1)", countkeysinslot),
     command!("cluster|getkeysinslot", 4, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
@@ -61,46 +76,46 @@ const SUBCOMMANDS: &[ServerCommand] = &[
     command!("cluster|help", 2, LOADING | STALE, KeySpec::NONE, ["slow"], "cluster", "5.0.0",
         "Show helpful text about the different subcommands", "O(1)", help),
     command!("cluster|meet", -4, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "Force a node cluster to handshake with another node", "O(1)", bus::meet),
+        "Force a node cluster to handshake with another node", "O(1)", on_membership!(bus::meet)),
     command!("cluster|addslots", -3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "Assign new hash slots to receiving node", "O(N) where N is the total number of hash slot arguments", bus::addslots),
+        "Assign new hash slots to receiving node", "O(N) where N is the total number of hash slot arguments", on_membership!(bus::addslots)),
     command!("cluster|addslotsrange", -4, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "7.0.0",
         "Assign new hash slots to receiving node",
-        "O(N) where N is the total number of the slots between the start slot and end slot arguments.", bus::addslotsrange),
+        "O(N) where N is the total number of the slots between the start slot and end slot arguments.", on_membership!(bus::addslotsrange)),
     command!("cluster|delslots", -3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "Set hash slots as unbound in receiving node", "O(N) where N is the total number of hash slot arguments", bus::delslots),
+        "Set hash slots as unbound in receiving node", "O(N) where N is the total number of hash slot arguments", on_membership!(bus::delslots)),
     command!("cluster|delslotsrange", -4, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "7.0.0",
         "Set hash slots as unbound in receiving node",
-        "O(N) where N is the total number of the slots between the start slot and end slot arguments.", bus::delslotsrange),
+        "O(N) where N is the total number of the slots between the start slot and end slot arguments.", on_membership!(bus::delslotsrange)),
     command!("cluster|forget", 3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "Remove a node from the nodes table", "O(1)", bus::forget),
+        "Remove a node from the nodes table", "O(1)", on_membership!(bus::forget)),
     command!("cluster|reset", -2, ADMIN | NOSCRIPT | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
         "Reset a Redis Cluster node",
-        "O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.", bus::reset),
+        "O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.", on_membership!(bus::reset)),
     command!("cluster|saveconfig", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "Forces the node to save cluster state on disk", "O(1)", bus::saveconfig),
+        "Forces the node to save cluster state on disk", "O(1)", on_membership!(bus::saveconfig)),
     command!("cluster|set-config-epoch", 3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "Set the configuration epoch in a new node", "O(1)", bus::set_config_epoch),
+        "Set the configuration epoch in a new node", "O(1)", on_membership!(bus::set_config_epoch)),
     command!("cluster|setslot", -4, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "Bind a hash slot to a specific node", "O(1)", bus::setslot),
+        "Bind a hash slot to a specific node", "O(1)", on_membership!(bus::setslot)),
     command!("cluster|bumpepoch", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "Advance the cluster config epoch", "O(1)", bus::bumpepoch),
+        "Advance the cluster config epoch", "O(1)", on_membership!(bus::bumpepoch)),
     command!("cluster|failover", -2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "Forces a replica to perform a manual failover of its master.", "O(1)", bus::failover),
+        "Forces a replica to perform a manual failover of its master.", "O(1)", on_membership!(bus::failover)),
     command!("cluster|replicate", 3, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "Reconfigure a node as a replica of the specified master node", "O(1)", bus::replicate),
+        "Reconfigure a node as a replica of the specified master node", "O(1)", on_membership!(bus::replicate)),
     command!("cluster|count-failure-reports", 3, ADMIN | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
         "Return the number of failure reports active for a given node",
-        "O(N) where N is the number of failure reports", bus::count_failure_reports),
+        "O(N) where N is the number of failure reports", on_membership!(bus::count_failure_reports)),
     command!("cluster|replicas", 3, ADMIN | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "5.0.0",
-        "List replica nodes of the specified master node", "O(1)", replicas),
+        "List replica nodes of the specified master node", "O(1)", on_membership!(replicas)),
     command!("cluster|slaves", 3, ADMIN | STALE, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "List replica nodes of the specified master node", "O(1)", replicas),
+        "List replica nodes of the specified master node", "O(1)", on_membership!(replicas)),
     command!("cluster|flushslots", 2, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "3.0.0",
-        "Delete a node's own slots information", "O(1)", bus::flushslots),
+        "Delete a node's own slots information", "O(1)", on_membership!(bus::flushslots)),
     command!("cluster|links", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "7.0.0",
         "Returns a list of all TCP links to and from peer nodes in cluster",
-        "O(N) where N is the total number of Cluster nodes", bus::links),
+        "O(N) where N is the total number of Cluster nodes", on_membership!(bus::links)),
     command!("cluster|migrateslots", -4, NODE_ADMIN, KeySpec::NONE, ["admin", "slow", "dangerous"], "cluster", "9.0.0",
         "Migrate the specified slot ranges from this node to the specified node.",
         "O(N) where N is the total number of the slots between the start slot and end slot arguments.", slot_migration::migrateslots),
@@ -148,7 +163,7 @@ pub(super) fn on_node_shard<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, sha
 }
 
 /// [`on_node_shard`] for the node's membership (shard 0).
-pub(super) fn on_membership_shard<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>) -> bool {
+fn on_membership_shard<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>) -> bool {
     on_node_shard(ctx, args, NODE_SHARD)
 }
 
@@ -181,11 +196,8 @@ fn asking<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_
     Ok(())
 }
 
-fn info<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn info<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::info(node, reply);
     }
@@ -208,11 +220,8 @@ fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node, port: u16) {
     reply.map(0);
 }
 
-fn slots<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn slots<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::slots(node, announced_host(ctx), reply);
     }
@@ -232,11 +241,8 @@ fn slots<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>)
     Ok(())
 }
 
-fn shards<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn shards<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::shards(node, announced_host(ctx), reply);
     }
@@ -280,11 +286,8 @@ fn shards<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>
     Ok(())
 }
 
-fn nodes<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn nodes<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::nodes(node, announced_host(ctx), reply);
     }
@@ -327,9 +330,6 @@ fn replicas<S: Server>(
     reply: &mut Reply<'_>,
 ) -> ServerResult {
     require_cluster(ctx)?;
-    if on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::replicas(node, announced_host(ctx), args.get(2), reply);
     }
@@ -359,11 +359,8 @@ fn keyslot<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_
     Ok(())
 }
 
-fn myid<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
+fn myid<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
-    if on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     if let Some(node) = ctx.core.cluster_node() {
         return bus::myid(node, reply);
     }

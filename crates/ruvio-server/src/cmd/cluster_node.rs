@@ -384,9 +384,6 @@ pub(super) fn addslots<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     slots_command(ctx, args, reply, false)
 }
 
@@ -395,9 +392,6 @@ pub(super) fn delslots<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     slots_command(ctx, args, reply, true)
 }
 
@@ -436,9 +430,6 @@ pub(super) fn addslotsrange<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     ranges_command(ctx, args, reply, false)
 }
 
@@ -447,9 +438,6 @@ pub(super) fn delslotsrange<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     ranges_command(ctx, args, reply, true)
 }
 
@@ -459,9 +447,6 @@ pub(super) fn meet<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     let now = ctx.core.now_ms();
     let node = node(ctx, args)?;
     if args.len() > 5 {
@@ -506,9 +491,6 @@ pub(super) fn forget<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     let node = node(ctx, args)?;
     node.cluster.forget(args.get(2)).map_err(error)?;
     node.changed();
@@ -522,9 +504,6 @@ pub(super) fn count_failure_reports<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     let now = ctx.core.now_ms();
     let node = node(ctx, args)?;
     match node.cluster.failure_reports(args.get(2), now) {
@@ -540,9 +519,6 @@ pub(super) fn set_config_epoch<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     let node = node(ctx, args)?;
     let epoch = parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
     if epoch < 0 {
@@ -566,9 +542,6 @@ pub(super) fn setslot<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     if ctx
         .core
         .cluster_node()
@@ -606,9 +579,6 @@ pub(super) fn bumpepoch<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     let node = node(ctx, args)?;
     let (bumped, epoch) = node.cluster.bump_epoch();
     node.changed_durably();
@@ -657,9 +627,6 @@ pub(super) fn replicate<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     let holds_keys = node_key_count(ctx) != 0;
     let node = node(ctx, args)?;
     let name = args.get(2);
@@ -683,9 +650,6 @@ pub(super) fn failover<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     use crate::cluster::membership::FailoverMode;
     let now = ctx.core.now_ms();
     let node = node(ctx, args)?;
@@ -712,9 +676,6 @@ pub(super) fn reset<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     let hard = match args.len() {
         2 => false,
         3 if args.get(2).eq_ignore_ascii_case(b"hard") => true,
@@ -743,9 +704,6 @@ pub(super) fn flushslots<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     let keys = node_key_count(ctx);
     let node = node(ctx, args)?;
     if keys != 0 {
@@ -766,9 +724,6 @@ pub(super) fn links<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     let node = node(ctx, args)?;
     let links: Vec<_> = node
         .cluster
@@ -801,9 +756,6 @@ pub(super) fn saveconfig<S: Server>(
     args: Args<'_>,
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    if super::cluster::on_membership_shard(ctx, args) {
-        return Ok(());
-    }
     let node = node(ctx, args)?;
     node.save()
         .map_err(|e| error(format!("ERR error saving the cluster node config: {e}")))?;
