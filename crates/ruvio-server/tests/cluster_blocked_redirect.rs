@@ -10,7 +10,8 @@ mod common;
 
 use common::bus_node::wait_for;
 use common::cluster_process::{
-    cluster_nodes, halves, ok, split_at, text, three_masters_and_a_replica, Node, SideBySide,
+    cluster_nodes, halves, migrate_slots, ok, split_at, text, three_masters_and_a_replica, Node,
+    SideBySide,
 };
 use common::cluster_tools::myid;
 use common::*;
@@ -207,18 +208,7 @@ fn migrateslots_redirects_the_waiters_of_the_moved_slots() {
     let mut staying = Waiting::start(a, &["BLPOP", &stays, "0"]);
 
     let target = myid(b);
-    ok(
-        a,
-        &[
-            "CLUSTER",
-            "MIGRATESLOTS",
-            "SLOTSRANGE",
-            "0",
-            "99",
-            "NODE",
-            &target,
-        ],
-    );
+    migrate_slots(a, 0, 99, &target);
     assert_eq!(
         text(&blpop.reply()),
         format!("MOVED 5 127.0.0.1:{b}"),

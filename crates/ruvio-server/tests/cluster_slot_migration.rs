@@ -8,7 +8,7 @@
 mod common;
 
 use common::bus_node::wait_for;
-use common::cluster_process::{cluster_nodes, halves, ok, text, Node};
+use common::cluster_process::{cluster_nodes, halves, migrate_slots, ok, text, Node};
 use common::cluster_tools::myid;
 use common::*;
 use std::collections::HashMap;
@@ -193,19 +193,7 @@ fn pair(name: &str, keys: usize) -> Pair {
 
 /// CLUSTER MIGRATESLOTS of the moved slots from `port` to node `target`.
 fn migrate_moved(port: u16, target: &str) {
-    let (first, last) = (MOVED_FIRST.to_string(), MOVED_LAST.to_string());
-    ok(
-        port,
-        &[
-            "CLUSTER",
-            "MIGRATESLOTS",
-            "SLOTSRANGE",
-            &first,
-            &last,
-            "NODE",
-            target,
-        ],
-    );
+    migrate_slots(port, MOVED_FIRST, MOVED_LAST, target);
 }
 
 #[test]

@@ -143,6 +143,22 @@ pub fn ok(port: u16, words: &[&str]) {
     assert_eq!(reply, b"+OK\r\n", "{words:?} on {port}: {}", show(&reply));
 }
 
+/// CLUSTER MIGRATESLOTS of slots `first` to `last` from `port` to node
+/// `target` is accepted (the job runs on; GETSLOTMIGRATIONS follows it).
+pub fn migrate_slots(port: u16, first: u16, last: u16, target: &str) {
+    let (first, last) = (first.to_string(), last.to_string());
+    let words = [
+        "CLUSTER",
+        "MIGRATESLOTS",
+        "SLOTSRANGE",
+        &first,
+        &last,
+        "NODE",
+        target,
+    ];
+    ok(port, &words);
+}
+
 /// `tested` serves 0-8191 and `peer` 8192-16383, in one cluster, up: both
 /// agree on it and `tested` says `cluster_state:ok`.
 pub fn halves(tested: u16, peer: u16) {
