@@ -135,9 +135,19 @@ pub struct State {
     replicas_generation: AtomicU64,
     /// The stream is applied (master_link_status:up).
     link_up: AtomicBool,
-    /// Bytes of the primary's stream processed (`slave_repl_offset`,
-    /// `master_repl_offset`), as Redis counts them.
+    /// Bytes of the server's history: the primary's stream processed
+    /// (`slave_repl_offset`, `master_repl_offset`), as Redis counts them,
+    /// on a primary or the single stream; on shard links the bytes of the
+    /// replica's own history, made of what its shards apply (its links'
+    /// streams are n other byte sequences).
     offset: AtomicU64,
+    /// On shard links: the primary's server offset every link reached (the
+    /// least `RUVIO OFFSET` mark applied), which INFO, ROLE and the primary
+    /// compare ([`Self::shown_offset`]).
+    links_server_offset: AtomicU64,
+    /// The links' server offset is the one shown (set by a link's sync,
+    /// cleared when the single stream follows or on promotion).
+    shows_links_offset: AtomicBool,
     /// Unix milliseconds of the last bytes from the primary (0: none yet).
     last_io_ms: AtomicU64,
     /// The database the stream's last command ran in: a partial resync goes on
@@ -230,6 +240,8 @@ impl State {
             replicas_generation: AtomicU64::new(0),
             link_up: AtomicBool::new(false),
             offset: AtomicU64::new(0),
+            links_server_offset: AtomicU64::new(0),
+            shows_links_offset: AtomicBool::new(false),
             last_io_ms: AtomicU64::new(0),
             stream_db: AtomicU64::new(0),
             dataset: Mutex::new(None),
@@ -327,8 +339,28 @@ impl State {
         self.link_up.load(Relaxed)
     }
 
+    /// The server history's offset (the one its replicas' PSYNC names).
     pub fn offset(&self) -> u64 {
         self.offset.load(Relaxed)
+    }
+
+    /// A replica on shard links: its shards record what they apply for the
+    /// server's own history (its single-stream replicas'), as a primary's
+    /// shards record their clients' writes.
+    #[inline]
+    pub fn records_applied(&self) -> bool {
+        self.shows_links_offset.load(Relaxed)
+    }
+
+    /// The offset INFO (`master_repl_offset`, `slave_repl_offset`) and ROLE
+    /// show: on shard links the primary's server offset the links reached,
+    /// comparable with the primary's own, as Sentinel and FAILOVER compare
+    /// them; else the server history's.
+    pub fn shown_offset(&self) -> u64 {
+        match self.shows_links_offset.load(Relaxed) {
+            true => self.links_server_offset.load(Relaxed),
+            false => self.offset(),
+        }
     }
 
     /// `master_repl_offset` itself, which the primary's backlog moves under its lock.
@@ -448,6 +480,15 @@ impl State {
         }
         crate::serverlog::set_replica_role(false);
         ids.epoch += 1;
+        // A replica on links with a server history of its own (single-stream
+        // replicas of it) goes on with it: they continue under `replid2`.
+        // Without one the server's history starts at the primary's server
+        // offset its links reached (below).
+        let own_history = self.primary.active();
+        if self.shows_links_offset.swap(false, Relaxed) && !own_history {
+            self.offset
+                .store(self.links_server_offset.load(Relaxed), Relaxed);
+        }
         ids.replid2 = std::mem::replace(&mut ids.replid, new_replid());
         ids.second_offset = self.offset() as i64 + 1;
         ids.link = LinkState::Connect;
@@ -466,7 +507,7 @@ impl State {
                 on_links |= self.node_history(shard).promote_link();
             }
         }
-        if on_links {
+        if on_links && !own_history {
             // The server's history goes on from the primary's server offset
             // its links reached, so the marks it sends its replicas on
             // links continue theirs (`link_barrier`'s server offset marks).
@@ -742,7 +783,7 @@ impl State {
         let (worst, offset) = self.shard_links.overall();
         self.set_link(worst, now_ms);
         if self.shard_links.followed() {
-            self.offset.store(offset, Relaxed);
+            self.links_server_offset.store(offset, Relaxed);
         }
     }
 
@@ -753,8 +794,15 @@ impl State {
         // followed one) does not hold what the links apply: a single stream
         // later must not continue it.
         self.new_history();
+        // Nor does its backlog: its single-stream replicas sync again.
+        if self.primary.active() {
+            self.primary.free_backlog();
+            self.drop_replicas();
+        }
+        self.shows_links_offset.store(true, Relaxed);
         self.shard_links.book(shard).full_sync(replid, offset);
-        self.offset.store(self.shard_links.overall().1, Relaxed);
+        self.links_server_offset
+            .store(self.shard_links.overall().1, Relaxed);
         // The shard's own history becomes its link's: replicas of this
         // replica followed a history that ends here (Redis's
         // replicationAttachToNewMaster), a full sync of that shard again.
@@ -780,12 +828,23 @@ impl State {
             }
         }
         self.shard_links.forget_all();
+        self.shows_links_offset.store(false, Relaxed);
     }
 
     /// Shard `shard`'s link continued (`+CONTINUE [replid]`): the book and
     /// the shard's own history take the primary shard's new ID, if any;
     /// replicas of this replica learn it by connecting again.
     pub fn shard_link_continued(&self, shard: usize, replid: Option<&str>) {
+        if !self.shows_links_offset.swap(true, Relaxed) {
+            // The links take over from the single stream or from this
+            // server's own stream (a FAILOVER's old primary): the server's
+            // history starts again, made of what the shards apply from now.
+            self.new_history();
+            if self.primary.active() {
+                self.primary.free_backlog();
+                self.drop_replicas();
+            }
+        }
         self.shard_links.book(shard).continued(replid);
         let node = self.node_history(shard);
         if !node.is_following() && node.link_continued(replid) {
@@ -828,6 +887,7 @@ impl State {
         if !node.is_following() {
             node.link_marked(server_offset);
         }
-        self.offset.store(self.shard_links.server_offset(), Relaxed);
+        self.links_server_offset
+            .store(self.shard_links.server_offset(), Relaxed);
     }
 }
