@@ -7,7 +7,10 @@
 //! type, cross-shard MULTI/EXEC and scripts), then the stream, and
 //! `+CONTINUE` after its connection is killed; every key of P, M and the
 //! redis-server compares equal. M's `master_repl_offset` stays P's, so
-//! tools comparing M with P still can.
+//! tools comparing M with P still can. Promoted, M's own single-stream
+//! replica continues its history (`replid2`), while P's single-stream
+//! replicas, whose bytes M never had, full-sync from it as Redis answers a
+//! history it does not know.
 
 mod common;
 
@@ -157,4 +160,71 @@ fn a_redis_replica_of_a_4_shard_replica_on_links() {
         return;
     }
     redis_beneath_a_replica_on_links(4);
+}
+
+/// M (on links of P, a redis-server R1 beneath it) promoted by REPLICAOF NO
+/// ONE: R1 continues M's own history under `master_replid2`; P's own
+/// single-stream replicas (a redis-server and a 1-shard Ruvio) pointed at M
+/// full-sync; all equal M after writes on it.
+#[test]
+fn a_promoted_replica_on_links_continues_its_own_single_stream_replicas() {
+    if require_redis_server("a_promoted_replica_on_links_continues_its_own_single_stream_replicas")
+        .is_none()
+    {
+        return;
+    }
+    let primary = Server::ruvio(PortMode::Forward, 2);
+    let mut p = primary.raw();
+    fill(&mut p);
+    let middle = Server::ruvio_with(PortMode::Forward, 2, &SHARD_LINKS);
+    let (r1, r2, other) = (
+        Server::redis(),
+        Server::redis(),
+        Server::ruvio(PortMode::Forward, 1),
+    );
+    follow(&middle, &primary);
+    follow(&r1, &middle);
+    follow(&r2, &primary);
+    follow(&other, &primary);
+    write_load(&primary, 2, 40);
+    settle(&primary, &middle, &r1, 2, "before");
+    let mut m = middle.raw();
+    let own = field(&mut m, "master_replid");
+    assert_ne!(
+        own,
+        field(&mut p, "master_replid"),
+        "M's history is its own"
+    );
+    assert_eq!(sync_counts(&mut m), (1, 0));
+
+    assert_eq!(m.cmd(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    assert_eq!(field(&mut m, "master_replid2"), own);
+    for replica in [&r2, &other] {
+        follow(replica, &middle);
+    }
+    wait_for("three replicas online", || {
+        let info = decode(&m.cmd(&["INFO", "replication"])).text();
+        info.matches("state=online").count() == 3
+    });
+    assert_eq!(
+        sync_counts(&mut m),
+        (3, 1),
+        "R1 continued, P's replicas full-synced: {}",
+        middle.logs()
+    );
+    let cross = cross_shard_load(&middle, 2, 30);
+    for i in 0..300 {
+        let key = format!("promoted:{}", i % 53);
+        assert_eq!(
+            m.cmd(&["SET", &key, &i.to_string(), "EX", "100"]),
+            b"+OK\r\n"
+        );
+        m.cmd(&["RPUSH", &format!("{key}:list"), &i.to_string()]);
+        m.cmd(&["HINCRBY", &format!("{key}:hash"), "n", "1"]);
+    }
+    cross.join().expect("the cross-shard writer on M");
+    assert_eq!(m.cmd(&["WAIT", "3", "5000"]), b":3\r\n");
+    compare_all(&middle, &r1, "R1 after M's promotion");
+    compare_all(&middle, &r2, "P's redis-server replica on M");
+    compare_all(&middle, &other, "P's Ruvio replica on M");
 }
