@@ -124,7 +124,11 @@ fn redis_beneath_a_replica_on_links(shards: usize) {
     }
     p.cmd(&["SELECT", "3"]);
     p.cmd(&["SET", "in-three", "after"]);
-    p.cmd(&["DEL", "three"]);
+    // A FLUSHDB of database 3, then writes of database 0: each link's
+    // stream selects database 0 again after it (before the fix in
+    // `Feed::inlined`, shard 2's link of 4 wrote on in database 3).
+    p.cmd(&["FLUSHDB"]);
+    p.cmd(&["SET", "in-three-again", "after"]);
     p.cmd(&["SELECT", "0"]);
     cross.join().expect("the cross-shard writer");
     wait_for("the redis-server back", || {
