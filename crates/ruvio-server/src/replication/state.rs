@@ -282,7 +282,8 @@ impl State {
     }
 
     /// This server follows a primary: the stream is its only writer and its
-    /// shards record nothing (its replicas get the stream's bytes).
+    /// shards record nothing (its replicas get the stream's bytes), but on
+    /// shard links ([`Self::records_applied`]).
     pub fn follows_a_primary(&self) -> bool {
         self.role.load(Relaxed) == ROLE_REPLICA
     }

@@ -73,7 +73,8 @@ impl Shard {
         let records_applied = follows && state.records_applied();
         let active =
             (history.primary.active() && (!follows || records_applied)) || (link && !follows);
-        // A replica's shards cut for a replica of its own, but record nothing.
+        // A replica's shards cut for a replica of its own (and record only
+        // on shard links).
         let cutting = history.primary.cutting();
         if state.feed_awaited(self.core.id) {
             // A promotion: writes are taken once every shard records them.
