@@ -594,7 +594,9 @@ fn a_misbehaving_primary_is_survived() {
             std::thread::sleep(Duration::from_millis(50));
         }
     });
-    let ruvio = Server::ruvio(PortMode::Forward, 2);
+    // The fake speaks the single stream only (a redis-server's refusal of
+    // shard links falls back to it: refused_shard_links_fall_back_to_the_single_stream).
+    let ruvio = Server::ruvio_with(PortMode::Forward, 2, &["--replica-shard-links", "no"]);
     let mut r = ruvio.raw();
     assert_eq!(r.cmd(&["SET", "mine", "kept"]), b"+OK\r\n");
     let port = port.to_string();
@@ -638,7 +640,8 @@ fn a_transfer_in_progress_shows_in_info() {
         }
         let _ = wait.recv();
     });
-    let ruvio = Server::ruvio(PortMode::Forward, 2);
+    // A fake of the single stream, as in a_misbehaving_primary_is_survived.
+    let ruvio = Server::ruvio_with(PortMode::Forward, 2, &["--replica-shard-links", "no"]);
     let twin = Server::redis();
     let port = port.to_string();
     let (mut r, mut t) = (ruvio.raw(), twin.raw());

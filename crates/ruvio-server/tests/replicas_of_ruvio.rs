@@ -416,16 +416,19 @@ fn failover_times_out_and_aborts() {
     unsafe { libc::kill(replica.pid() as i32, libc::SIGCONT) };
 }
 
-/// A promoted replica keeps its primary's history (its backlog holds the
-/// stream byte for byte, `replid2` names the old primary): the old primary's
-/// other replicas, Ruvio and redis-server, continue from it without a full sync.
+/// A promoted replica of the single stream keeps its primary's history (its
+/// backlog holds the stream byte for byte, `replid2` names the old primary):
+/// the old primary's other replicas, Ruvio and redis-server, continue from it
+/// without a full sync. (A promoted replica on shard links has no such
+/// bytes: tests/single_stream_beneath_shard_links.rs.)
 #[test]
 fn replicas_continue_from_a_promoted_replica() {
     if require_redis_server("replicas_continue_from_a_promoted_replica").is_none() {
         return;
     }
     let primary = Server::ruvio(PortMode::Forward, 2);
-    let promoted = Server::ruvio(PortMode::Forward, 2);
+    let single_stream = ["--replica-shard-links", "no"];
+    let promoted = Server::ruvio_with(PortMode::Forward, 2, &single_stream);
     let (other, redis) = (Server::ruvio(PortMode::Forward, 1), Server::redis());
     for replica in [&promoted, &other, &redis] {
         attach(replica, &primary);

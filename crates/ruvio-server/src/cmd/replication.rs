@@ -108,13 +108,9 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
             b"NOMASTERLINK Can't SYNC while failing over".to_vec(),
         ));
     }
+    // A replica on shard links serves a single stream from the server's
+    // own history, made of what its shards apply (`State::records_applied`).
     let shard_link = ctx.client.replica.shard_link;
-    if state.follows_a_primary() && state.shard_links.in_use() && !shard_link {
-        // A replica on shard links has no one history to serve a single
-        // stream from (its shards' histories are its links').
-        let error = format!("ERR {}", crate::replication::link::ON_SHARD_LINKS);
-        return Err(CmdError::Line(error.into_bytes()));
-    }
     let link_up = match shard_link {
         // A link of a replica of this replica follows this shard's link.
         true => state.shard_links.book(core.shard_id()).up(),

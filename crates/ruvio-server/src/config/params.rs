@@ -357,7 +357,7 @@ pub const PARAMS: &[ParamSpec] = &[
     p("shards", TEXT, I, ""),
     p("port-mode", TEXT, I, "forward"),
     p("durability", TEXT, I, "memory"),
-    p("replica-shard-links", B, M, "no"),
+    p("replica-shard-links", B, M, "yes"),
     p("metrics-port", int(0, 65535), I, "0"),
     p("metrics-bind", TEXT, I, "127.0.0.1"),
 ];

@@ -126,6 +126,11 @@ impl Flushed {
         let mut inserts: Vec<_> = links.chain(marks).collect();
         inserts.sort_by_key(|&(at, kind, _, _)| (at, kind));
         let mut from = 0;
+        // A barrier with no record after it leaves the stream in its own
+        // database (it selected it): the next flush's records must select
+        // theirs (without, a FLUSHDB in database 3 as a shard's last record
+        // left its link's next writes of database 0 in database 3).
+        let mut last_db = self.last_db;
         let select = |bytes: &mut Vec<u8>, db: usize| {
             let mut digits = itoa::Buffer::new();
             encode(bytes, &[b"SELECT", digits.format(db).as_bytes()]);
@@ -134,7 +139,12 @@ impl Flushed {
             bytes.extend_from_slice(&self.bytes[from..at]);
             match (kind, db) {
                 // A barrier: what follows it selects its own database.
-                (1, Some((db, _))) => select(&mut bytes, db),
+                (1, Some((db, _))) => {
+                    select(&mut bytes, db);
+                    if at == self.bytes.len() {
+                        last_db = db;
+                    }
+                }
                 (_, Some((db, back))) => {
                     let back = back.unwrap_or(self.first_db);
                     if db != back {
@@ -151,7 +161,7 @@ impl Flushed {
             from = at;
         }
         bytes.extend_from_slice(&self.bytes[from..]);
-        Flushed::plain(bytes, self.first_db, self.last_db)
+        Flushed::plain(bytes, self.first_db, last_db)
     }
 
     /// The bytes before the first barrier, the barrier, and what follows it
@@ -552,6 +562,28 @@ mod tests {
         assert!(copied
             .bytes
             .starts_with(b"*3\r\n$3\r\nset\r\n$1\r\na\r\n$11\r\n"));
+    }
+
+    /// A shard's link stream whose flush ends with a barrier of another
+    /// database is left in that database.
+    #[test]
+    fn a_barrier_last_leaves_the_link_stream_in_its_database() {
+        let mut feed = Feed::default();
+        feed.set_on(true);
+        feed.set_barriers(true);
+        rec(&mut feed, 0, &[b"SET", b"k", b"v"]);
+        rec(&mut feed, 3, &[b"FLUSHDB"]);
+        let inlined = feed.take().unwrap().inlined();
+        assert_eq!((inlined.first_db, inlined.last_db), (0, 3));
+        let text = String::from_utf8(inlined.bytes)
+            .unwrap()
+            .replace("\r\n", " ");
+        assert!(text.ends_with("*2 $6 SELECT $1 3 *1 $7 FLUSHDB "), "{text}");
+        // A record after it selects its own database: the stream ends there.
+        rec(&mut feed, 3, &[b"FLUSHDB"]);
+        rec(&mut feed, 0, &[b"SET", b"k", b"w"]);
+        let inlined = feed.take().unwrap().inlined();
+        assert_eq!(inlined.last_db, 0);
     }
 
     #[test]

@@ -201,6 +201,16 @@ impl<'a> History<'a> {
         }
     }
 
+    /// The offset INFO and ROLE show: the server's on shard links is its
+    /// primary's server offset the links reached (`State::shown_offset`),
+    /// not its own history's.
+    pub fn shown_offset(&self) -> u64 {
+        match self.node {
+            None => self.state.shown_offset(),
+            Some(_) => self.offset(),
+        }
+    }
+
     /// The offset itself, which the backlog moves under its lock.
     pub fn offset_counter(&self) -> &'a AtomicU64 {
         self.offset
@@ -262,7 +272,7 @@ impl<'a> History<'a> {
                 Following {
                     link: ids.link,
                     up: self.state.link_up(),
-                    offset: self.state.offset(),
+                    offset: self.state.shown_offset(),
                     down_since_ms: ids.down_since_ms,
                 }
             }

@@ -23,10 +23,6 @@ use socket2::Socket;
 use std::io::{ErrorKind, Read, Write};
 use std::net::ToSocketAddrs;
 
-/// How a replica on shard links refuses a single-stream replica (PSYNC and
-/// SYNC's error, `cmd::replication`).
-pub const ON_SHARD_LINKS: &str = "a Ruvio replica on shard links serves no replicas";
-
 /// What one step reads at most: the RDB arrives over several ticks, and the
 /// shard's clients are served in between.
 pub const READ_PER_STEP_BYTES: usize = 64 << 20;
@@ -604,13 +600,6 @@ impl Link {
                 }
                 self.continued = true;
                 Ok(self.hand_over())
-            }
-            _ if self.shard.is_none() && line.contains(ON_SHARD_LINKS) => {
-                // The primary follows its own on shard links now (it took
-                // them after refusing ours, or had not yet when we asked):
-                // try links again, the single stream is refused.
-                state.shard_links.retry(self.epoch);
-                Err(format!("The MASTER is on shard links: {line}"))
             }
             _ => Err(format!("Unexpected reply to PSYNC from master: {line}")),
         }

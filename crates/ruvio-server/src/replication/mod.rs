@@ -153,7 +153,7 @@ pub fn info(
     line: &mut dyn FnMut(&str, &dyn std::fmt::Display),
 ) {
     let ids = state.ids();
-    let offset = history.offset();
+    let offset = history.shown_offset();
     let seconds_since = |ms: u64| match ms {
         0 => -1,
         ms => (now_ms.saturating_sub(ms) / 1000) as i64,

@@ -274,14 +274,6 @@ impl ShardLinks {
             .compare_exchange(epoch, 0, Relaxed, Relaxed);
     }
 
-    /// The primary of REPLICAOF epoch `epoch` refuses the single stream
-    /// (it follows its own on links): shard links are asked for again.
-    pub fn retry(&self, epoch: u64) {
-        let _ = self
-            .refused_epoch
-            .compare_exchange(epoch, 0, Relaxed, Relaxed);
-    }
-
     pub fn refused(&self, epoch: u64) -> bool {
         self.refused_epoch.load(Relaxed) == epoch
     }

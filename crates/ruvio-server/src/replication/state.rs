@@ -135,9 +135,19 @@ pub struct State {
     replicas_generation: AtomicU64,
     /// The stream is applied (master_link_status:up).
     link_up: AtomicBool,
-    /// Bytes of the primary's stream processed (`slave_repl_offset`,
-    /// `master_repl_offset`), as Redis counts them.
+    /// Bytes of the server's history: the primary's stream processed
+    /// (`slave_repl_offset`, `master_repl_offset`), as Redis counts them,
+    /// on a primary or the single stream; on shard links the bytes of the
+    /// replica's own history, made of what its shards apply (its links'
+    /// streams are n other byte sequences).
     offset: AtomicU64,
+    /// On shard links: the primary's server offset every link reached (the
+    /// least `RUVIO OFFSET` mark applied), which INFO, ROLE and the primary
+    /// compare ([`Self::shown_offset`]).
+    links_server_offset: AtomicU64,
+    /// The links' server offset is the one shown (set by a link's sync,
+    /// cleared when the single stream follows or on promotion).
+    shows_links_offset: AtomicBool,
     /// Unix milliseconds of the last bytes from the primary (0: none yet).
     last_io_ms: AtomicU64,
     /// The database the stream's last command ran in: a partial resync goes on
@@ -230,6 +240,8 @@ impl State {
             replicas_generation: AtomicU64::new(0),
             link_up: AtomicBool::new(false),
             offset: AtomicU64::new(0),
+            links_server_offset: AtomicU64::new(0),
+            shows_links_offset: AtomicBool::new(false),
             last_io_ms: AtomicU64::new(0),
             stream_db: AtomicU64::new(0),
             dataset: Mutex::new(None),
@@ -270,7 +282,8 @@ impl State {
     }
 
     /// This server follows a primary: the stream is its only writer and its
-    /// shards record nothing (its replicas get the stream's bytes).
+    /// shards record nothing (its replicas get the stream's bytes), but on
+    /// shard links ([`Self::records_applied`]).
     pub fn follows_a_primary(&self) -> bool {
         self.role.load(Relaxed) == ROLE_REPLICA
     }
@@ -327,8 +340,28 @@ impl State {
         self.link_up.load(Relaxed)
     }
 
+    /// The server history's offset (the one its replicas' PSYNC names).
     pub fn offset(&self) -> u64 {
         self.offset.load(Relaxed)
+    }
+
+    /// A replica on shard links: its shards record what they apply for the
+    /// server's own history (its single-stream replicas'), as a primary's
+    /// shards record their clients' writes.
+    #[inline]
+    pub fn records_applied(&self) -> bool {
+        self.shows_links_offset.load(Relaxed)
+    }
+
+    /// The offset INFO (`master_repl_offset`, `slave_repl_offset`) and ROLE
+    /// show: on shard links the primary's server offset the links reached,
+    /// comparable with the primary's own, as Sentinel and FAILOVER compare
+    /// them; else the server history's.
+    pub fn shown_offset(&self) -> u64 {
+        match self.shows_links_offset.load(Relaxed) {
+            true => self.links_server_offset.load(Relaxed),
+            false => self.offset(),
+        }
     }
 
     /// `master_repl_offset` itself, which the primary's backlog moves under its lock.
@@ -448,6 +481,15 @@ impl State {
         }
         crate::serverlog::set_replica_role(false);
         ids.epoch += 1;
+        // A replica on links with a server history of its own (single-stream
+        // replicas of it) goes on with it: they continue under `replid2`.
+        // Without one the server's history starts at the primary's server
+        // offset its links reached (below).
+        let own_history = self.primary.active();
+        if self.shows_links_offset.swap(false, Relaxed) && !own_history {
+            self.offset
+                .store(self.links_server_offset.load(Relaxed), Relaxed);
+        }
         ids.replid2 = std::mem::replace(&mut ids.replid, new_replid());
         ids.second_offset = self.offset() as i64 + 1;
         ids.link = LinkState::Connect;
@@ -466,7 +508,7 @@ impl State {
                 on_links |= self.node_history(shard).promote_link();
             }
         }
-        if on_links {
+        if on_links && !own_history {
             // The server's history goes on from the primary's server offset
             // its links reached, so the marks it sends its replicas on
             // links continue theirs (`link_barrier`'s server offset marks).
@@ -742,7 +784,7 @@ impl State {
         let (worst, offset) = self.shard_links.overall();
         self.set_link(worst, now_ms);
         if self.shard_links.followed() {
-            self.offset.store(offset, Relaxed);
+            self.links_server_offset.store(offset, Relaxed);
         }
     }
 
@@ -753,8 +795,15 @@ impl State {
         // followed one) does not hold what the links apply: a single stream
         // later must not continue it.
         self.new_history();
+        // Nor does its backlog: its single-stream replicas sync again.
+        if self.primary.active() {
+            self.primary.free_backlog();
+            self.drop_replicas();
+        }
+        self.shows_links_offset.store(true, Relaxed);
         self.shard_links.book(shard).full_sync(replid, offset);
-        self.offset.store(self.shard_links.overall().1, Relaxed);
+        self.links_server_offset
+            .store(self.shard_links.overall().1, Relaxed);
         // The shard's own history becomes its link's: replicas of this
         // replica followed a history that ends here (Redis's
         // replicationAttachToNewMaster), a full sync of that shard again.
@@ -780,12 +829,23 @@ impl State {
             }
         }
         self.shard_links.forget_all();
+        self.shows_links_offset.store(false, Relaxed);
     }
 
     /// Shard `shard`'s link continued (`+CONTINUE [replid]`): the book and
     /// the shard's own history take the primary shard's new ID, if any;
     /// replicas of this replica learn it by connecting again.
     pub fn shard_link_continued(&self, shard: usize, replid: Option<&str>) {
+        if !self.shows_links_offset.swap(true, Relaxed) {
+            // The links take over from the single stream or from this
+            // server's own stream (a FAILOVER's old primary): the server's
+            // history starts again, made of what the shards apply from now.
+            self.new_history();
+            if self.primary.active() {
+                self.primary.free_backlog();
+                self.drop_replicas();
+            }
+        }
         self.shard_links.book(shard).continued(replid);
         let node = self.node_history(shard);
         if !node.is_following() && node.link_continued(replid) {
@@ -828,6 +888,71 @@ impl State {
         if !node.is_following() {
             node.link_marked(server_offset);
         }
-        self.offset.store(self.shard_links.server_offset(), Relaxed);
+        self.links_server_offset
+            .store(self.shard_links.server_offset(), Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A replica on links of both shards, each marked at a server offset.
+    fn on_links() -> State {
+        let state = State::new(2);
+        assert!(state.follow("127.0.0.1", 6379));
+        state.shard_link_full_sync(0, &"a".repeat(40), 100);
+        state.shard_link_full_sync(1, &"b".repeat(40), 200);
+        state.shard_link_marked(0, 5000);
+        state.shard_link_marked(1, 4000);
+        state
+    }
+
+    /// On shard links the server history counts its own bytes while INFO
+    /// shows the primary's server offset; promoted with single-stream
+    /// replicas, it goes on with its own history (they continue).
+    #[test]
+    fn links_keep_the_primarys_offset_beside_the_own_history() {
+        let state = on_links();
+        assert!(state.records_applied());
+        assert_eq!(state.shown_offset(), 4000, "the least mark");
+        assert_eq!(state.offset(), 0, "no bytes of its own history yet");
+        // A single-stream replica came: its backlog takes the shards' records.
+        state.primary.create_backlog(state.offset(), 1 << 20);
+        let ping = b"*1\r\n$4\r\nPING\r\n";
+        state.primary.append_stream(ping, state.offset_counter());
+        assert_eq!(state.offset(), ping.len() as u64);
+        assert_eq!(state.shown_offset(), 4000);
+        let own = state.ids().replid;
+        assert!(state.promote());
+        assert!(!state.records_applied());
+        let ids = state.ids();
+        assert_eq!(ids.replid2, own);
+        assert_eq!(ids.second_offset, ping.len() as i64 + 1);
+        assert_eq!(state.shown_offset(), ping.len() as u64);
+    }
+
+    /// Promoted without single-stream replicas, the server history starts
+    /// at the primary's server offset the links reached.
+    #[test]
+    fn a_promotion_without_an_own_history_starts_at_the_links_offset() {
+        let state = on_links();
+        assert!(state.promote());
+        assert_eq!(state.offset(), 4000);
+        assert_eq!(state.shown_offset(), 4000);
+        assert_eq!(state.ids().second_offset, 4001);
+    }
+
+    /// A link's full sync replaces a shard's data: the own history starts
+    /// again (a new replid, no backlog).
+    #[test]
+    fn a_link_full_sync_ends_the_own_history() {
+        let state = on_links();
+        state.primary.create_backlog(state.offset(), 1 << 20);
+        let own = state.ids().replid;
+        state.shard_link_full_sync(1, &"c".repeat(40), 300);
+        assert!(!state.primary.active());
+        assert_ne!(state.ids().replid, own);
+        assert!(state.records_applied());
     }
 }

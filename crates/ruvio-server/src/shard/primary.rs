@@ -66,9 +66,15 @@ impl Shard {
         // In forward mode this shard's own history exists while a Ruvio
         // replica's link for this shard follows it (`REPLCONF ruvio-shard`).
         let link = mode == PortMode::Forward && state.node_history(self.core.id).primary.active();
-        // A replica's backlog takes its primary's stream, not its own records.
-        let active = (history.primary.active() || link) && !state.follows_a_primary();
-        // A replica's shards cut for a replica of its own, but record nothing.
+        // A replica's backlog takes its primary's stream, not its own
+        // records; but on shard links the server's history is made of what
+        // its shards apply (its shards' own histories take their links').
+        let follows = state.follows_a_primary();
+        let records_applied = follows && state.records_applied();
+        let active =
+            (history.primary.active() && (!follows || records_applied)) || (link && !follows);
+        // A replica's shards cut for a replica of its own (and record only
+        // on shard links).
         let cutting = history.primary.cutting();
         if state.feed_awaited(self.core.id) {
             // A promotion: writes are taken once every shard records them.
@@ -91,6 +97,7 @@ impl Shard {
         let history = shared.replication.history(self.core.id, mode);
         let node = shared.replication.node_history(self.core.id);
         let link = link.then_some(node);
+        let records_link = link.filter(|_| !follows);
         // A replica on shard links cuts its shard for a link of its own
         // replica between two whole commands of its link's stream.
         let link_at_rest = self.shard_link_at_rest();
@@ -120,7 +127,8 @@ impl Shard {
         let mut appended = false;
         // A replica's shard cuts where shard 0 paused the stream (see
         // `shard::replica`): its data then is the stream's up to the offset.
-        let may_cut = !shared.replication.follows_a_primary() || core.replication.stream_cut;
+        // On shard links its shards cut as a primary's (they record).
+        let may_cut = !follows || records_applied || core.replication.stream_cut;
         if primary.cutting()
             && may_cut
             && core.replication.snapshot.is_none()
@@ -128,7 +136,7 @@ impl Shard {
         {
             // What is recorded goes to every history first, so the cut finds
             // nothing pending.
-            appended |= flush_records(core, history, link);
+            appended |= flush_records(core, history, records_link);
             let (engine, now_ms) = (&mut core.engine, core.now_ms);
             let mut begun = None;
             let job = primary.cut(
@@ -156,7 +164,7 @@ impl Shard {
                 && !primary.holding(part)
                 && link_at_rest;
             if link.primary.cutting() && free {
-                appended |= flush_records(core, history, Some(link));
+                appended |= flush_records(core, history, records_link);
                 let (engine, now_ms) = (&mut core.engine, core.now_ms);
                 let mut begun = None;
                 let job =
@@ -187,7 +195,7 @@ impl Shard {
                     .append_command(&[b"REPLCONF", b"GETACK", b"*"], link.offset_counter());
             }
         }
-        appended |= flush_records(core, history, link);
+        appended |= flush_records(core, history, records_link);
         if primary.take_getack() {
             primary.append_command(&[b"REPLCONF", b"GETACK", b"*"], history.offset_counter());
             appended = true;
@@ -250,7 +258,15 @@ impl Shard {
         if state.follows_a_primary() {
             // A replica keeps its primary's stream in its backlog, for its
             // own replicas and for after a promotion: they get the primary's
-            // PINGs, and writes are its primary's to refuse.
+            // PINGs, and writes are its primary's to refuse. On shard links
+            // its server history is its own: its replicas get its PINGs.
+            if state.records_applied() && primary.connected() > 0 {
+                let period_s = param("repl-ping-replica-period");
+                let me = self.core.id;
+                ping_replicas(&mut self.next_replica_ping_ms, (now, me), history, period_s);
+            } else {
+                self.next_replica_ping_ms = 0;
+            }
             return;
         }
         // A cluster node's manual failover holds its PINGs too: one would
@@ -263,14 +279,9 @@ impl Shard {
                 .as_deref()
                 .is_some_and(|node| node.cluster.pausing_for_failover());
         if primary.connected() > 0 && !failing_over {
-            let period_ms = param("repl-ping-replica-period").max(1) * 1000;
-            if now >= self.next_replica_ping_ms {
-                if self.next_replica_ping_ms != 0 {
-                    primary.append_command(&[b"PING"], history.offset_counter());
-                    wake_hosts(primary, Some(self.core.id));
-                }
-                self.next_replica_ping_ms = now + period_ms;
-            }
+            let period_s = param("repl-ping-replica-period");
+            let me = self.core.id;
+            ping_replicas(&mut self.next_replica_ping_ms, (now, me), history, period_s);
         } else {
             self.next_replica_ping_ms = 0;
             let ttl_ms = param("repl-backlog-ttl") * 1000;
@@ -295,6 +306,25 @@ impl Shard {
             && max_lag > 0
             && (history.good_replicas(now, max_lag) as u64) < min_to_write;
         history.set_writes_refused(refused);
+    }
+}
+
+/// A PING into `history`'s stream every `period_s` seconds (Redis's
+/// replicationCron), the first a period after its replicas came; shard `me`
+/// sends it at `now` (ms), `next_ping_ms` its schedule.
+fn ping_replicas(
+    next_ping_ms: &mut u64,
+    (now, me): (u64, usize),
+    history: History<'_>,
+    period_s: u64,
+) {
+    if now >= *next_ping_ms {
+        if *next_ping_ms != 0 {
+            let primary = history.primary;
+            primary.append_command(&[b"PING"], history.offset_counter());
+            wake_hosts(primary, Some(me));
+        }
+        *next_ping_ms = now + period_s.max(1) * 1000;
     }
 }
 
@@ -457,7 +487,9 @@ pub(crate) fn flush_feed(core: &mut ShardCore) {
     let mode = core.cfg.port_mode;
     let history = shared.replication.history(core.id, mode);
     let node = shared.replication.node_history(core.id);
-    let link = (mode == PortMode::Forward && node.primary.active()).then_some(node);
+    // A replica's shards' own histories take their links' bytes only.
+    let follows = shared.replication.follows_a_primary();
+    let link = (mode == PortMode::Forward && node.primary.active() && !follows).then_some(node);
     // This shard's own replicas need no ring: their unsent bytes keep its
     // loop from sleeping (`replica_behind`).
     if flush_records(core, history, link) {

@@ -362,10 +362,11 @@ impl Shard {
             self.core.dirty.push((index, gen));
         }
         if shard_link {
-            // A replica on shard links serves no single-stream replica; a
-            // link of its own replica cuts this shard alone, between whole
-            // commands of this link (`shard_link_at_rest`): no stream to
-            // hold still across shards.
+            // On shard links the shards record what they apply: a full sync
+            // of a single-stream replica cuts them as a primary's
+            // (`shard::primary`), and a link of its own replica cuts this
+            // shard alone, between whole commands of this link
+            // (`shard_link_at_rest`): no stream to hold still across shards.
             return;
         }
         // A full sync of a replica of this server: its RDB must hold exactly
