@@ -24,6 +24,7 @@
 //! deterministic records), made where each write runs and merged once per loop
 //! iteration: no second path for replication, and no per-command lock.
 
+pub mod backlog;
 pub mod feed;
 pub mod history;
 pub mod link;

@@ -44,6 +44,7 @@
 //! never pass it: should not happen) is given up: its command goes in as is,
 //! and a warning says so.
 
+use super::backlog::Backlog;
 use super::feed::{self, Flushed};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
@@ -163,9 +164,8 @@ impl Barriers {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// The stream's last bytes; `first_offset` is the offset of its first byte.
-    backlog: VecDeque<u8>,
-    first_offset: u64,
+    /// The stream's last bytes, and the offset of the first of them.
+    backlog: Backlog,
     size: usize,
     /// The database the stream is in (`None`: the next record selects one).
     db: Option<usize>,
@@ -277,8 +277,7 @@ impl Primary {
     pub fn create_backlog(&self, offset: u64, size: usize) {
         let mut inner = self.lock();
         if !self.active() {
-            inner.backlog = VecDeque::new();
-            inner.first_offset = offset + 1;
+            inner.backlog = Backlog::starting_at(offset + 1);
             inner.db = None;
             inner.barriers = Barriers::default();
             self.generation.fetch_add(1, Relaxed);
@@ -323,7 +322,7 @@ impl Primary {
     pub fn free_backlog(&self) {
         let mut inner = self.lock();
         self.active.store(false, Release);
-        inner.backlog = VecDeque::new();
+        inner.backlog = Backlog::starting_at(inner.backlog.first_offset());
         inner.db = None;
         inner.barriers = Barriers::default();
         self.backlog_bytes.store(0, Relaxed);
@@ -472,13 +471,13 @@ impl Primary {
             return false;
         }
         let inner = self.lock();
-        next >= inner.first_offset && next <= offset + 1
+        next >= inner.backlog.first_offset() && next <= offset + 1
     }
 
     /// INFO's backlog figures: active, first byte's offset, bytes held.
     pub fn backlog_info(&self) -> (bool, u64, usize) {
         let inner = self.lock();
-        (self.active(), inner.first_offset, inner.backlog.len())
+        (self.active(), inner.backlog.first_offset(), inner.backlog.len())
     }
 
     /// A replica attached on shard `host`.
@@ -806,30 +805,15 @@ fn set_pin(inner: &mut Inner, id: u64, sent: u64) {
 /// The bytes after `sent` up to the end (at most `max_bytes`) appended to `out`;
 /// the new `sent`, or `None` when `sent` fell out of the backlog.
 fn copy_locked(inner: &Inner, sent: u64, out: &mut Vec<u8>, max_bytes: usize) -> Option<u64> {
-    let end = inner.first_offset + inner.backlog.len() as u64;
+    let first = inner.backlog.first_offset();
+    let end = first + inner.backlog.len() as u64;
     // `end` is one past the last byte's offset; `sent` counts bytes.
     let from = sent + 1;
-    if from < inner.first_offset || from > end {
+    if from < first || from > end {
         return None;
     }
-    let skip = (from - inner.first_offset) as usize;
     let take = ((end - from) as usize).min(max_bytes);
-    let (a, b) = inner.backlog.as_slices();
-    let mut left = take;
-    let mut at = skip;
-    for slice in [a, b] {
-        if at >= slice.len() {
-            at -= slice.len();
-            continue;
-        }
-        let n = (slice.len() - at).min(left);
-        out.extend_from_slice(&slice[at..at + n]);
-        left -= n;
-        at = 0;
-        if left == 0 {
-            break;
-        }
-    }
+    inner.backlog.copy_range((from - first) as usize, take, out);
     Some(sent + take as u64)
 }
 
@@ -840,12 +824,16 @@ fn append_locked(inner: &mut Inner, flushed: Flushed, offset: &AtomicU64) {
         feed::encode(&mut select, &[b"SELECT", db.as_bytes()]);
         push(inner, &select, offset);
     }
-    push(inner, &flushed.bytes, offset);
+    // The shard's buffer itself goes in: no copy under the lock.
+    let len = flushed.bytes.len() as u64;
+    inner.backlog.push(flushed.bytes);
+    offset.fetch_add(len, Relaxed);
+    trim(inner);
     inner.db = Some(flushed.last_db);
 }
 
 fn push(inner: &mut Inner, bytes: &[u8], offset: &AtomicU64) {
-    inner.backlog.extend(bytes);
+    inner.backlog.push_slice(bytes);
     offset.fetch_add(bytes.len() as u64, Relaxed);
     trim(inner);
 }
@@ -854,12 +842,11 @@ fn trim(inner: &mut Inner) {
     let mut over = inner.backlog.len().saturating_sub(inner.size);
     // Never a byte a replica or a sync has not taken yet.
     if let Some(lowest) = inner.pins.iter().map(|(_, sent)| *sent).min() {
-        let taken = (lowest + 1).saturating_sub(inner.first_offset) as usize;
+        let taken = (lowest + 1).saturating_sub(inner.backlog.first_offset()) as usize;
         over = over.min(taken);
     }
     if over > 0 {
-        inner.backlog.drain(..over);
-        inner.first_offset += over as u64;
+        inner.backlog.drop_front(over);
     }
 }
 
