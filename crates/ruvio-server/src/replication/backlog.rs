@@ -41,7 +41,7 @@ impl Backlog {
     }
 
     /// Bytes held.
-    pub fn len(&self) -> usize {
+    pub fn bytes_held(&self) -> usize {
         self.len
     }
 
@@ -51,14 +51,21 @@ impl Backlog {
     }
 
     /// `bytes` after the last byte: moved in, or joined to the last buffer
-    /// when small.
-    pub fn push(&mut self, bytes: Vec<u8>) {
+    /// when small. A buffer kept holds at most twice its bytes: a shard's
+    /// feed starts each iteration with room for up to 64 KiB (`Feed::take`),
+    /// and a backlog of buffers that each use a tenth of their room would
+    /// take ten times its size (shrinking gives the tail back to the
+    /// allocator in place).
+    pub fn push(&mut self, mut bytes: Vec<u8>) {
         if bytes.len() <= JOIN_MAX_BYTES {
             self.push_slice(&bytes);
-        } else {
-            self.len += bytes.len();
-            self.buffers.push_back(bytes);
+            return;
         }
+        if bytes.capacity() > 2 * bytes.len() {
+            bytes.shrink_to_fit();
+        }
+        self.len += bytes.len();
+        self.buffers.push_back(bytes);
     }
 
     /// `bytes` after the last byte, copied.
@@ -161,15 +168,31 @@ mod tests {
         expected.extend_from_slice(&big);
         expected.extend_from_slice(b"cd");
         assert_eq!(held(&b), expected);
-        assert_eq!(b.len(), expected.len());
+        assert_eq!(b.bytes_held(), expected.len());
         assert_eq!(b.first_offset(), 10);
         // Every window reads the same bytes as the whole.
-        for (skip, take) in [(0, 1), (1, 2), (2, 5), (3, JOIN_MAX_BYTES), (expected.len() - 1, 9)] {
+        for (skip, take) in [
+            (0, 1),
+            (1, 2),
+            (2, 5),
+            (3, JOIN_MAX_BYTES),
+            (expected.len() - 1, 9),
+        ] {
             let mut out = Vec::new();
             b.copy_range(skip, take, &mut out);
             let end = (skip + take).min(expected.len());
             assert_eq!(out, expected[skip..end], "skip {skip} take {take}");
         }
+    }
+
+    #[test]
+    fn a_buffer_kept_holds_at_most_twice_its_bytes() {
+        let mut b = Backlog::default();
+        let mut roomy = Vec::with_capacity(64 << 10);
+        roomy.extend_from_slice(&[1; JOIN_MAX_BYTES + 1]);
+        b.push(roomy);
+        assert!(b.buffers[0].capacity() <= 2 * (JOIN_MAX_BYTES + 1));
+        assert_eq!(held(&b), vec![1; JOIN_MAX_BYTES + 1]);
     }
 
     #[test]
@@ -179,7 +202,10 @@ mod tests {
             b.push(vec![7; 1000]);
         }
         assert_eq!(b.buffers.len(), 2);
-        assert!(b.buffers.iter().all(|buffer| buffer.len() <= BUFFER_MAX_BYTES));
+        assert!(b
+            .buffers
+            .iter()
+            .all(|buffer| buffer.len() <= BUFFER_MAX_BYTES));
     }
 
     #[test]
@@ -201,7 +227,7 @@ mod tests {
         }
         assert_eq!(b.buffers.len(), 1);
         b.drop_front(10);
-        assert_eq!(b.len(), 0);
+        assert_eq!(b.bytes_held(), 0);
         assert_eq!(b.first_offset(), 1 + all.len() as u64);
         b.push_slice(b"x");
         assert_eq!(held(&b), b"x");

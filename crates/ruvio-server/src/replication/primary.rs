@@ -1,5 +1,6 @@
-//! Ruvio as a primary, the server-wide part: the backlog (one bounded buffer of
-//! the stream's last `repl-backlog-size` bytes, whose end is `master_repl_offset`),
+//! Ruvio as a primary, the server-wide part: the backlog (the stream's last
+//! `repl-backlog-size` bytes, whose end is `master_repl_offset`, kept as the
+//! shards' buffers came: [`super::backlog`]),
 //! the replicas attached (for INFO, ROLE, WAIT and `min-replicas-to-write`), and
 //! the cut a full sync starts from.
 //!
@@ -300,7 +301,8 @@ impl Primary {
         }
         let mut inner = self.lock();
         push(&mut inner, bytes, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
     }
 
     /// The stream's database is unknown (a promoted replica): the next record
@@ -314,7 +316,8 @@ impl Primary {
         let mut inner = self.lock();
         inner.size = size.max(1);
         trim(&mut inner);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
     }
 
     /// Drop the backlog (REPLICAOF makes this server a replica, or its TTL ran
@@ -336,7 +339,8 @@ impl Primary {
         }
         let mut inner = self.lock();
         append_locked(&mut inner, flushed, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
         true
     }
 
@@ -356,7 +360,8 @@ impl Primary {
         let mut inner = self.lock();
         let before = offset.load(Relaxed);
         pass_barriers(&mut inner, (shard, shards), flushed, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
         offset.load(Relaxed) != before
     }
 
@@ -374,7 +379,8 @@ impl Primary {
         let passed = &mut inner.barriers.passed[shard];
         *passed = (*passed).max(run);
         drain_held(&mut inner, shards, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
     }
 
     /// Shard `shard` waits at a barrier: records of its wait here.
@@ -407,7 +413,8 @@ impl Primary {
         }
         inner.barriers.since = None;
         drain_held(inner, shards, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
         true
     }
 
@@ -421,7 +428,8 @@ impl Primary {
         let mut bytes = Vec::new();
         feed::encode(&mut bytes, args);
         push(&mut inner, &bytes, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
     }
 
     /// WAIT wants acknowledgements now.
@@ -446,7 +454,8 @@ impl Primary {
         let copied = copy_locked(&inner, sent, out, max_bytes)?;
         set_pin(&mut inner, client_id, copied);
         trim(&mut inner);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
         Some(copied)
     }
 
@@ -477,7 +486,11 @@ impl Primary {
     /// INFO's backlog figures: active, first byte's offset, bytes held.
     pub fn backlog_info(&self) -> (bool, u64, usize) {
         let inner = self.lock();
-        (self.active(), inner.backlog.first_offset(), inner.backlog.len())
+        (
+            self.active(),
+            inner.backlog.first_offset(),
+            inner.backlog.bytes_held(),
+        )
     }
 
     /// A replica attached on shard `host`.
@@ -498,7 +511,8 @@ impl Primary {
         inner.replicas.retain(|r| r.client_id != client_id);
         inner.pins.retain(|(id, _)| *id != client_id);
         trim(&mut inner);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
         let mut hosts = 0;
         for r in &inner.replicas {
             hosts |= 1u64 << (r.host % 64);
@@ -645,7 +659,8 @@ impl Primary {
         let shards = cut.by.len();
         if let Some(flushed) = feed.take() {
             pass_barriers(&mut inner, (shard, shards), flushed, offset);
-            self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+            self.backlog_bytes
+                .store(inner.backlog.bytes_held(), Relaxed);
         }
         if inner.barriers.waiting(shard) {
             // Its held records are not in the stream: it cuts once the barrier
@@ -806,7 +821,7 @@ fn set_pin(inner: &mut Inner, id: u64, sent: u64) {
 /// the new `sent`, or `None` when `sent` fell out of the backlog.
 fn copy_locked(inner: &Inner, sent: u64, out: &mut Vec<u8>, max_bytes: usize) -> Option<u64> {
     let first = inner.backlog.first_offset();
-    let end = first + inner.backlog.len() as u64;
+    let end = first + inner.backlog.bytes_held() as u64;
     // `end` is one past the last byte's offset; `sent` counts bytes.
     let from = sent + 1;
     if from < first || from > end {
@@ -839,7 +854,7 @@ fn push(inner: &mut Inner, bytes: &[u8], offset: &AtomicU64) {
 }
 
 fn trim(inner: &mut Inner) {
-    let mut over = inner.backlog.len().saturating_sub(inner.size);
+    let mut over = inner.backlog.bytes_held().saturating_sub(inner.size);
     // Never a byte a replica or a sync has not taken yet.
     if let Some(lowest) = inner.pins.iter().map(|(_, sent)| *sent).min() {
         let taken = (lowest + 1).saturating_sub(inner.backlog.first_offset()) as usize;
