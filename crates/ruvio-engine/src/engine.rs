@@ -320,6 +320,13 @@ impl Engine {
         }
     }
 
+    /// Keys expired since the last [`take_expired`](Self::take_expired): a
+    /// look that costs the request path a load and a compare.
+    #[inline]
+    pub fn has_expired(&self) -> bool {
+        self.expired_log.as_ref().is_some_and(|log| !log.is_empty())
+    }
+
     /// The keys expired since the last call, `(db, key)` in order (none unless
     /// recorded).
     pub fn take_expired(&mut self) -> Vec<(usize, Vec<u8>)> {

@@ -5,13 +5,13 @@
 //! replication IDs, offset, the link's state, a FAILOVER), the link to the
 //! primary that shard 0 steps on its tick ([`link`]), loading a full sync's RDB
 //! into each shard ([`load`]); as a primary, each shard's records for the stream
-//! ([`feed`]), a history's backlog, replicas and a full sync's cut
-//! ([`primary`]; the server's one history in forward mode, each shard node's own
-//! in per-shard mode: [`history`]; a Ruvio replica's shard links seen as one
-//! replica: [`link_replicas`]) and what one shard holds of it ([`serve`]);
-//! and the replies and
-//! refusals the commands give from that state ([`refusal`], [`too_few_replicas`],
-//! [`info`], [`role`]). The commands themselves (REPLICAOF, SLAVEOF, ROLE,
+//! ([`feed`]), a history's backlog ([`backlog`], its bytes), replicas and a
+//! full sync's cut ([`primary`]; the server's one history in forward mode,
+//! each shard node's own in per-shard mode: [`history`]; a Ruvio replica's
+//! shard links seen as one replica: [`link_replicas`]) and what one shard
+//! holds of it ([`serve`]); and the replies and refusals the commands give
+//! from that state ([`refusal`], [`too_few_replicas`], [`info`], [`role`]).
+//! The commands themselves (REPLICAOF, SLAVEOF, ROLE,
 //! REPLCONF, PSYNC, SYNC, WAIT, WAITAOF, FAILOVER) are rows of
 //! `cmd::replication`, a floor above; the loop's steps over connections are
 //! `shard::replica` and `shard::primary`, which own them.
@@ -24,6 +24,7 @@
 //! deterministic records), made where each write runs and merged once per loop
 //! iteration: no second path for replication, and no per-command lock.
 
+pub mod backlog;
 pub mod feed;
 pub mod history;
 pub mod link;

@@ -1,5 +1,6 @@
-//! Ruvio as a primary, the server-wide part: the backlog (one bounded buffer of
-//! the stream's last `repl-backlog-size` bytes, whose end is `master_repl_offset`),
+//! Ruvio as a primary, the server-wide part: the backlog (the stream's last
+//! `repl-backlog-size` bytes, whose end is `master_repl_offset`, kept as the
+//! shards' buffers came: [`super::backlog`]),
 //! the replicas attached (for INFO, ROLE, WAIT and `min-replicas-to-write`), and
 //! the cut a full sync starts from.
 //!
@@ -44,6 +45,7 @@
 //! never pass it: should not happen) is given up: its command goes in as is,
 //! and a warning says so.
 
+use super::backlog::Backlog;
 use super::feed::{self, Flushed};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
@@ -163,9 +165,8 @@ impl Barriers {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// The stream's last bytes; `first_offset` is the offset of its first byte.
-    backlog: VecDeque<u8>,
-    first_offset: u64,
+    /// The stream's last bytes, and the offset of the first of them.
+    backlog: Backlog,
     size: usize,
     /// The database the stream is in (`None`: the next record selects one).
     db: Option<usize>,
@@ -277,8 +278,7 @@ impl Primary {
     pub fn create_backlog(&self, offset: u64, size: usize) {
         let mut inner = self.lock();
         if !self.active() {
-            inner.backlog = VecDeque::new();
-            inner.first_offset = offset + 1;
+            inner.backlog = Backlog::starting_at(offset + 1);
             inner.db = None;
             inner.barriers = Barriers::default();
             self.generation.fetch_add(1, Relaxed);
@@ -301,7 +301,8 @@ impl Primary {
         }
         let mut inner = self.lock();
         push(&mut inner, bytes, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
     }
 
     /// The stream's database is unknown (a promoted replica): the next record
@@ -315,7 +316,8 @@ impl Primary {
         let mut inner = self.lock();
         inner.size = size.max(1);
         trim(&mut inner);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
     }
 
     /// Drop the backlog (REPLICAOF makes this server a replica, or its TTL ran
@@ -323,7 +325,7 @@ impl Primary {
     pub fn free_backlog(&self) {
         let mut inner = self.lock();
         self.active.store(false, Release);
-        inner.backlog = VecDeque::new();
+        inner.backlog = Backlog::starting_at(inner.backlog.first_offset());
         inner.db = None;
         inner.barriers = Barriers::default();
         self.backlog_bytes.store(0, Relaxed);
@@ -337,7 +339,8 @@ impl Primary {
         }
         let mut inner = self.lock();
         append_locked(&mut inner, flushed, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
         true
     }
 
@@ -357,7 +360,8 @@ impl Primary {
         let mut inner = self.lock();
         let before = offset.load(Relaxed);
         pass_barriers(&mut inner, (shard, shards), flushed, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
         offset.load(Relaxed) != before
     }
 
@@ -375,7 +379,8 @@ impl Primary {
         let passed = &mut inner.barriers.passed[shard];
         *passed = (*passed).max(run);
         drain_held(&mut inner, shards, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
     }
 
     /// Shard `shard` waits at a barrier: records of its wait here.
@@ -408,7 +413,8 @@ impl Primary {
         }
         inner.barriers.since = None;
         drain_held(inner, shards, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
         true
     }
 
@@ -422,7 +428,8 @@ impl Primary {
         let mut bytes = Vec::new();
         feed::encode(&mut bytes, args);
         push(&mut inner, &bytes, offset);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
     }
 
     /// WAIT wants acknowledgements now.
@@ -447,7 +454,8 @@ impl Primary {
         let copied = copy_locked(&inner, sent, out, max_bytes)?;
         set_pin(&mut inner, client_id, copied);
         trim(&mut inner);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
         Some(copied)
     }
 
@@ -472,13 +480,17 @@ impl Primary {
             return false;
         }
         let inner = self.lock();
-        next >= inner.first_offset && next <= offset + 1
+        next >= inner.backlog.first_offset() && next <= offset + 1
     }
 
     /// INFO's backlog figures: active, first byte's offset, bytes held.
     pub fn backlog_info(&self) -> (bool, u64, usize) {
         let inner = self.lock();
-        (self.active(), inner.first_offset, inner.backlog.len())
+        (
+            self.active(),
+            inner.backlog.first_offset(),
+            inner.backlog.bytes_held(),
+        )
     }
 
     /// A replica attached on shard `host`.
@@ -499,7 +511,8 @@ impl Primary {
         inner.replicas.retain(|r| r.client_id != client_id);
         inner.pins.retain(|(id, _)| *id != client_id);
         trim(&mut inner);
-        self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+        self.backlog_bytes
+            .store(inner.backlog.bytes_held(), Relaxed);
         let mut hosts = 0;
         for r in &inner.replicas {
             hosts |= 1u64 << (r.host % 64);
@@ -646,7 +659,8 @@ impl Primary {
         let shards = cut.by.len();
         if let Some(flushed) = feed.take() {
             pass_barriers(&mut inner, (shard, shards), flushed, offset);
-            self.backlog_bytes.store(inner.backlog.len(), Relaxed);
+            self.backlog_bytes
+                .store(inner.backlog.bytes_held(), Relaxed);
         }
         if inner.barriers.waiting(shard) {
             // Its held records are not in the stream: it cuts once the barrier
@@ -806,30 +820,15 @@ fn set_pin(inner: &mut Inner, id: u64, sent: u64) {
 /// The bytes after `sent` up to the end (at most `max_bytes`) appended to `out`;
 /// the new `sent`, or `None` when `sent` fell out of the backlog.
 fn copy_locked(inner: &Inner, sent: u64, out: &mut Vec<u8>, max_bytes: usize) -> Option<u64> {
-    let end = inner.first_offset + inner.backlog.len() as u64;
+    let first = inner.backlog.first_offset();
+    let end = first + inner.backlog.bytes_held() as u64;
     // `end` is one past the last byte's offset; `sent` counts bytes.
     let from = sent + 1;
-    if from < inner.first_offset || from > end {
+    if from < first || from > end {
         return None;
     }
-    let skip = (from - inner.first_offset) as usize;
     let take = ((end - from) as usize).min(max_bytes);
-    let (a, b) = inner.backlog.as_slices();
-    let mut left = take;
-    let mut at = skip;
-    for slice in [a, b] {
-        if at >= slice.len() {
-            at -= slice.len();
-            continue;
-        }
-        let n = (slice.len() - at).min(left);
-        out.extend_from_slice(&slice[at..at + n]);
-        left -= n;
-        at = 0;
-        if left == 0 {
-            break;
-        }
-    }
+    inner.backlog.copy_range((from - first) as usize, take, out);
     Some(sent + take as u64)
 }
 
@@ -840,26 +839,29 @@ fn append_locked(inner: &mut Inner, flushed: Flushed, offset: &AtomicU64) {
         feed::encode(&mut select, &[b"SELECT", db.as_bytes()]);
         push(inner, &select, offset);
     }
-    push(inner, &flushed.bytes, offset);
+    // The shard's buffer itself goes in: no copy under the lock.
+    let len = flushed.bytes.len() as u64;
+    inner.backlog.push(flushed.bytes);
+    offset.fetch_add(len, Relaxed);
+    trim(inner);
     inner.db = Some(flushed.last_db);
 }
 
 fn push(inner: &mut Inner, bytes: &[u8], offset: &AtomicU64) {
-    inner.backlog.extend(bytes);
+    inner.backlog.push_slice(bytes);
     offset.fetch_add(bytes.len() as u64, Relaxed);
     trim(inner);
 }
 
 fn trim(inner: &mut Inner) {
-    let mut over = inner.backlog.len().saturating_sub(inner.size);
+    let mut over = inner.backlog.bytes_held().saturating_sub(inner.size);
     // Never a byte a replica or a sync has not taken yet.
     if let Some(lowest) = inner.pins.iter().map(|(_, sent)| *sent).min() {
-        let taken = (lowest + 1).saturating_sub(inner.first_offset) as usize;
+        let taken = (lowest + 1).saturating_sub(inner.backlog.first_offset()) as usize;
         over = over.min(taken);
     }
     if over > 0 {
-        inner.backlog.drain(..over);
-        inner.first_offset += over as u64;
+        inner.backlog.drop_front(over);
     }
 }
 

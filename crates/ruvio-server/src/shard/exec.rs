@@ -357,12 +357,20 @@ fn feed_records(
 }
 
 /// The keys the engine expired (lazily in a command, or actively): their readers'
-/// invalidations and their keyspace events.
+/// invalidations and their keyspace events. Inline, the rest out of line: it
+/// runs after every command while a replica is attached, and almost always
+/// finds nothing (a call and an empty vector's take and drop were some 30
+/// instructions a SET, callgrind, docs/replication.md).
+#[inline]
 pub fn take_expired(core: &mut ShardCore) {
-    let expired = core.engine.take_expired();
-    if expired.is_empty() {
-        return;
+    if core.engine.has_expired() {
+        report_expired(core);
     }
+}
+
+#[inline(never)]
+fn report_expired(core: &mut ShardCore) {
+    let expired = core.engine.take_expired();
     for (db, key) in &expired {
         // Replicas delete what expired here (Redis 7.0 propagates a DEL).
         core.replication
