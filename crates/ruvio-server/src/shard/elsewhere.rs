@@ -331,12 +331,13 @@ pub(super) fn borrow_and_run(
     args: Args<'_>,
     groups: Vec<(usize, Vec<usize>)>,
 ) {
+    let first_in_line = !replies.is_holding();
     let seq = replies.hold(Merge::Single, 1);
     client.blocked = Some(BlockedOn::waiting(seq));
     let at_once = super::lending::start(
         core,
         conns,
-        who,
+        (who, first_in_line),
         seq,
         Caller::of(client, core.id),
         cmd,
