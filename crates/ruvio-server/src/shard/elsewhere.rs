@@ -39,6 +39,9 @@ pub(super) fn run(
             return Err(busy);
         }
     }
+    if !core.lending.kept.is_empty() && may_touch_kept(core, client.db, cmd, args, &route) {
+        super::lending::send_kept_home(core, conns);
+    }
     match route {
         Route::Local => run_local(core, conns, client, replies, who, cmd, args),
         Route::Moved(slot, shard) => Err(CmdError::Moved {
@@ -352,5 +355,28 @@ pub(super) fn borrow_and_run(
     if let Some(reply) = at_once {
         replies.fill(seq, 0, reply);
         client.blocked = None;
+    }
+}
+
+/// Whether `cmd`, going to run elsewhere by `route`, may touch a key a batch of
+/// borrowing commands keeps here (`shard/lending/batch.rs`): a forwarded or split
+/// command naming one, or any command of every shard or answered by another
+/// (they would count or miss it). A borrowing command decides for itself.
+fn may_touch_kept(
+    core: &ShardCore,
+    db: usize,
+    cmd: &Command,
+    args: Args<'_>,
+    route: &Route,
+) -> bool {
+    match route {
+        Route::Local | Route::Lend(_) => false,
+        Route::Remote(_) | Route::Split(_) => cmd.meta.keys.keys(args).any(|key| {
+            core.lending
+                .kept
+                .iter()
+                .any(|(kept_db, kept)| *kept_db == db && kept == key)
+        }),
+        _ => true,
     }
 }

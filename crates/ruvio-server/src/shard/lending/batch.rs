@@ -175,9 +175,13 @@ pub(super) fn keep_borrowed(
     homes: Vec<(usize, Vec<u8>, usize)>,
 ) -> Vec<(usize, Vec<u8>, usize)> {
     let (own, others): (Vec<_>, Vec<_>) = homes.into_iter().partition(|(_, _, o)| *o == core.id);
-    core.lending
-        .kept
-        .extend(others.into_iter().map(|(db, key, _)| (db, key)));
+    let new: Vec<DbKey> = others
+        .into_iter()
+        .map(|(db, key, _)| (db, key))
+        .filter(|key| !core.lending.kept.contains(key))
+        .collect();
+    crate::mesh::script_lock::note_kept(&new);
+    core.lending.kept.extend(new);
     core.lending.kept_runs += 1;
     own
 }
@@ -187,6 +191,7 @@ pub(super) fn keep_borrowed(
 /// each command ended (`report_written`), before the keys come back.
 pub(super) fn kept_homes(core: &mut ShardCore) -> Vec<(usize, Vec<u8>, usize)> {
     core.lending.kept_runs = 0;
+    crate::mesh::script_lock::forget_kept();
     let kept = std::mem::take(&mut core.lending.kept);
     kept.into_iter()
         .map(|(db, key)| {
@@ -196,9 +201,12 @@ pub(super) fn kept_homes(core: &mut ShardCore) -> Vec<(usize, Vec<u8>, usize)> {
         .collect()
 }
 
-/// At the end of a loop iteration: the keys a batch of borrowing commands kept
+/// At the end of a loop iteration, or before a command of this shard that may
+/// touch them goes to another shard: the keys a batch of borrowing commands kept
 /// go home, one message per owner (which wakes the commands waiting for them
-/// there, and lends them to the next coordinator in line).
+/// there, and lends them to the next coordinator in line). So a forwarded
+/// command never waits at an owner for a key this shard keeps, where a later
+/// command of its connection on a key not kept could overtake it.
 pub fn send_kept_home(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     // Every loop iteration calls this: the common case (no batch) stops at once.
     if core.lending.kept.is_empty() {
