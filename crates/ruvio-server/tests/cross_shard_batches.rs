@@ -294,3 +294,57 @@ fn info_field_of(c: &mut RawConn, name: &str) -> String {
         .find_map(|line| line.strip_prefix(&format!("{name}:")).map(str::to_string))
         .unwrap_or_default()
 }
+
+/// A pipeline mixing moves with forwarded, split, every-shard and script
+/// commands on the kept keys: every reply is one Redis's (the moves' keys
+/// come home before a command that goes to their owner, so nothing there
+/// overtakes it; DBSIZE counts each key once; a script reaching a kept key
+/// uses it where it is). Fresh connections land on either shard.
+#[test]
+fn commands_beside_moves_see_one_redis() {
+    let server = Server::forward(SHARDS);
+    let (a, b) = pair("mix-");
+    let (c, d) = pair("mix2-");
+    let reach = format!("redis.call('SET', '{b}', 's') return redis.call('GET', '{b}')");
+    let commands: Vec<Vec<String>> = vec![
+        words(&["FLUSHALL"]),
+        words(&["SET", &a, "one"]),
+        words(&["SET", &c, "two"]),
+        words(&["RENAME", &a, &b]),
+        words(&["APPEND", &b, "+"]),
+        words(&["LCS", &b, &c]),
+        words(&["RENAME", &c, &d]),
+        words(&["MSET", &a, "x", &b, "y", &d, "z"]),
+        words(&["GET", &b]),
+        words(&["OBJECT", "ENCODING", &d]),
+        words(&["RENAME", &d, &c]),
+        words(&["DBSIZE"]),
+        words(&["EVAL", &reach, "0"]),
+        words(&["RENAME", &b, &d]),
+        words(&["MGET", &a, &b, &c, &d]),
+    ];
+    let expected: Vec<&[u8]> = vec![
+        b"+OK\r\n",
+        b"+OK\r\n",
+        b"+OK\r\n",
+        b"+OK\r\n",
+        b":4\r\n",
+        b"$1\r\no\r\n",
+        b"+OK\r\n",
+        b"+OK\r\n",
+        b"$1\r\ny\r\n",
+        b"$6\r\nembstr\r\n",
+        b"+OK\r\n",
+        b":3\r\n",
+        b"$1\r\ns\r\n",
+        b"+OK\r\n",
+        b"*4\r\n$1\r\nx\r\n$-1\r\n$1\r\nz\r\n$1\r\ns\r\n",
+    ];
+    for _ in 0..20 {
+        let mut conn = server.raw();
+        let replies = pipeline(&mut conn, &commands);
+        for ((command, reply), expected) in commands.iter().zip(&replies).zip(&expected) {
+            assert_eq!(show(reply), show(expected), "{command:?}");
+        }
+    }
+}
