@@ -243,6 +243,9 @@ pub struct Lending {
     pub kept: AHashSet<DbKey>,
     /// Borrowing commands that kept their keys in the current batch.
     pub kept_runs: u32,
+    /// The kept keys the batch's commands wrote: their owners hear of it when
+    /// the keys go home, before they arrive (their watchers are touched).
+    pub kept_written: Vec<DbKey>,
 }
 
 impl Lending {

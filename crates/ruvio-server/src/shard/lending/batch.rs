@@ -186,10 +186,43 @@ pub(super) fn keep_borrowed(
     own
 }
 
+/// The keys of `modified` the batch keeps (kept already, or among `homes` of
+/// another shard: the command that just ran keeps them) are noted to be reported
+/// written when the batch ends, once each instead of once per command (nobody
+/// tracks while a batch keeps keys, so no invalidation waits for it, and no
+/// transaction on the owner checks a key out on loan); the others are returned,
+/// to be reported now.
+pub(super) fn defer_kept_written(
+    core: &mut ShardCore,
+    modified: &[DbKey],
+    homes: &[(usize, Vec<u8>, usize)],
+) -> Vec<DbKey> {
+    let mut now = Vec::new();
+    for key in modified {
+        let owner = core.topo.key_owner(&key.1);
+        let kept = owner != core.id
+            && (core.lending.kept.contains(key)
+                || homes.iter().any(|(db, k, _)| *db == key.0 && *k == key.1));
+        match kept {
+            true if !core.lending.kept_written.contains(key) => {
+                core.lending.kept_written.push(key.clone())
+            }
+            true => {}
+            false => now.push(key.clone()),
+        }
+    }
+    now
+}
+
 /// The keys the batch of borrowing commands kept, each with its owner, for
-/// [`send_home`]; the batch is over. Their owners heard of their writes as
-/// each command ended (`report_written`), before the keys come back.
+/// [`send_home`]; the batch is over. Their owners hear of the writes to them
+/// first (`report_written`), so the keys' watchers are touched before they are
+/// back.
 pub(super) fn kept_homes(core: &mut ShardCore) -> Vec<(usize, Vec<u8>, usize)> {
+    let written = std::mem::take(&mut core.lending.kept_written);
+    if !written.is_empty() {
+        report_written(core, &written, None, None);
+    }
     core.lending.kept_runs = 0;
     crate::mesh::script_lock::forget_kept();
     let kept = std::mem::take(&mut core.lending.kept);

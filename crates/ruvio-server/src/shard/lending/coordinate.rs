@@ -7,8 +7,8 @@
 //! its connections.
 
 use super::batch::{
-    batch_homes, end_batch_if_done, keep_borrowed, keep_in_batch, kept_after, kept_homes,
-    may_batch, may_keep, runs_on_kept,
+    batch_homes, defer_kept_written, end_batch_if_done, keep_borrowed, keep_in_batch, kept_after,
+    kept_homes, may_batch, may_keep, runs_on_kept,
 };
 use super::home::{links_follow, log_local_changes, record_link_barrier, send_home};
 use super::owner::{lend, take_back};
@@ -505,7 +505,16 @@ fn finish_with(
             })
         }
     };
-    let waits = report_written(core, &modified, noloop_writer(&op.caller), gather);
+    let keeping = !locked && ran.block.is_none() && may_keep(core, &op, gathering, &homes);
+    // A command that keeps its keys tells their owners of its writes to them
+    // when the batch sends them home, once per key (`defer_kept_written`).
+    let waits = match keeping {
+        true => {
+            let now = defer_kept_written(core, &modified, &homes);
+            report_written(core, &now, noloop_writer(&op.caller), gather)
+        }
+        false => report_written(core, &modified, noloop_writer(&op.caller), gather),
+    };
     if waits && held_at_once {
         core.lending.keep_at_once = true;
     }
@@ -536,7 +545,6 @@ fn finish_with(
     // A locked command continues its shard's batch, or ends it (see `BATCH_MAX`);
     // one that swapped databases never joins one (see `may_borrow`).
     let batching = locked && may_batch(core) && !op.swaps_dbs();
-    let keeping = !locked && ran.block.is_none() && may_keep(core, &op, gathering, &homes);
     let homes = match (batching, locked) {
         (true, _) => keep_in_batch(core, homes),
         (false, true) => {
