@@ -393,6 +393,10 @@ fn section<Sh: SharedReads>(src: &Source<'_, Sh>, name: &str, out: &mut String) 
                 "cross_shard_exec_parts_joined",
                 &shard(|s| s.in_place_joins, |g| &g.in_place_joins),
             );
+            line(
+                "cross_shard_ran_on_kept_keys",
+                &shard(|s| s.ran_on_kept, |g| &g.ran_on_kept),
+            );
         }
         "replication" => {
             let now_ms = crate::clock::unix_ms();

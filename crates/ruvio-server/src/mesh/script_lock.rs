@@ -127,6 +127,9 @@ impl ScriptLock {
 /// This shard thread's part.
 #[derive(Default)]
 struct ThisShard {
+    /// The keys a batch of borrowing commands keeps here
+    /// (`mesh::lending::Lending::kept`, mirrored: [`note_kept`]).
+    kept: Vec<DbKey>,
     run: Run,
     /// What the running script leaves behind so far.
     ended: Ended,
@@ -195,6 +198,10 @@ impl ThisShard {
             // A batch's keys are the lock holder's: a script without it must not
             // use them (it gets the lock, starts over or is refused instead).
             || (self.holds_lock() && here(&self.batch))
+            // So are the keys a batch of borrowing commands keeps here
+            // ([`note_kept`]): their owners would wait for them to come home,
+            // which waits for this script.
+            || (self.holds_lock() && here(&self.kept))
     }
 
     /// The running script, or transaction, holds the script lock.
@@ -208,6 +215,7 @@ impl ThisShard {
     fn holds_any(&self) -> bool {
         !self.ended.loans.is_empty()
             || !self.batch.is_empty()
+            || !self.kept.is_empty()
             || self.ended.held.iter().any(|&n| n > 0)
             || self
                 .transaction
@@ -394,6 +402,8 @@ pub fn reach(server: Server<'_>, engine: &mut Engine, call: Reaching<'_>) -> Rea
         if let Err(refusal) = t.may_wait_on_others(server, wrote) {
             return refusal;
         }
+        // With the lock, the keys kept here are the script's to use.
+        wanted.retain(|(_, (db, key))| !t.holds(*db, key));
         wanted.sort();
         wanted.dedup();
         let mut at = 0;
@@ -619,6 +629,18 @@ fn lock_now(server: Server<'_>) -> bool {
 /// the batch ([`take_batch`] when it ends).
 pub fn keep_in_batch(loans: Vec<DbKey>) {
     THIS.with(|t| t.borrow_mut().batch.extend(loans));
+}
+
+/// Keys of other shards a batch of borrowing commands keeps here until the end
+/// of the loop iteration (`shard/lending/batch.rs`): a script holding the lock
+/// uses them where they are, as a locked batch's keys.
+pub fn note_kept(keys: &[DbKey]) {
+    THIS.with(|t| t.borrow_mut().kept.extend_from_slice(keys));
+}
+
+/// The batch of borrowing commands sent its keys home.
+pub fn forget_kept() {
+    THIS.with(|t| t.borrow_mut().kept.clear());
 }
 
 /// The keys the batch kept, to send home (the batch is over).

@@ -39,6 +39,9 @@ pub(super) fn run(
             return Err(busy);
         }
     }
+    if !core.lending.kept.is_empty() && may_touch_kept(core, client.db, cmd, args, &route) {
+        super::lending::send_kept_home(core, conns);
+    }
     match route {
         Route::Local => run_local(core, conns, client, replies, who, cmd, args),
         Route::Moved(slot, shard) => Err(CmdError::Moved {
@@ -331,12 +334,13 @@ pub(super) fn borrow_and_run(
     args: Args<'_>,
     groups: Vec<(usize, Vec<usize>)>,
 ) {
+    let first_in_line = !replies.is_holding();
     let seq = replies.hold(Merge::Single, 1);
     client.blocked = Some(BlockedOn::waiting(seq));
     let at_once = super::lending::start(
         core,
         conns,
-        who,
+        (who, first_in_line),
         seq,
         Caller::of(client, core.id),
         cmd,
@@ -351,5 +355,28 @@ pub(super) fn borrow_and_run(
     if let Some(reply) = at_once {
         replies.fill(seq, 0, reply);
         client.blocked = None;
+    }
+}
+
+/// Whether `cmd`, going to run elsewhere by `route`, may touch a key a batch of
+/// borrowing commands keeps here (`shard/lending/batch.rs`): a forwarded or split
+/// command naming one, or any command of every shard or answered by another
+/// (they would count or miss it). A borrowing command decides for itself.
+fn may_touch_kept(
+    core: &ShardCore,
+    db: usize,
+    cmd: &Command,
+    args: Args<'_>,
+    route: &Route,
+) -> bool {
+    match route {
+        Route::Local | Route::Lend(_) => false,
+        Route::Remote(_) | Route::Split(_) => cmd.meta.keys.keys(args).any(|key| {
+            core.lending
+                .kept
+                .iter()
+                .any(|(kept_db, kept)| *kept_db == db && kept == key)
+        }),
+        _ => true,
     }
 }

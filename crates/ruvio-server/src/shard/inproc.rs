@@ -255,12 +255,23 @@ impl TwoShards {
                     moved = true;
                     self.run_input(shard, index, gen);
                 }
+                // The end of the loop iteration: a batch of borrowing commands
+                // sends its keys home.
+                let node = &mut self.nodes[shard];
+                moved |= !node.core.lending.kept.is_empty();
+                super::lending::send_kept_home(&mut node.core, &mut node.conns);
             }
             if !moved {
                 return;
             }
         }
         panic!("the shards still exchange messages after {SETTLE_ROUNDS_MAX} rounds");
+    }
+
+    /// Borrowing commands of shard `shard` that ran on keys a batch kept there
+    /// (INFO's `cross_shard_ran_on_kept_keys`, that shard's part).
+    pub fn ran_on_kept(&self, shard: usize) -> u64 {
+        self.nodes[shard].core.stats.ran_on_kept
     }
 
     /// Let `ms` pass: blocked commands, fill leases, loans and CLIENT PAUSE time

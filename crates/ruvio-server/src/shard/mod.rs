@@ -289,6 +289,7 @@ impl Shard {
             self.resume_unblocked();
             self.resume_backed_up();
             lending::end_batch_if_done(&mut self.core, &mut self.conns);
+            lending::send_kept_home(&mut self.core, &mut self.conns);
             // The latency monitor's `eviction-cycle`.
             let timed = (self.core.cfg.maxmemory != 0)
                 .then(|| self.core.timing.monitor_start())

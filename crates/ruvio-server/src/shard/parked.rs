@@ -117,7 +117,12 @@ pub fn serve_ready(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             }
             let argv = blocked.argv.clone();
             let caller = caller_of(blocked);
-            let Some(cmd) = registry().lookup(argv.args().get(0)) else {
+            // A container's subcommand (OBJECT ENCODING, waiting for a lent
+            // key) runs as its own row.
+            let row = registry().lookup(argv.args().get(0));
+            let resolved =
+                row.and_then(|c| ruvio_engine::CommandTree::resolve(c, argv.args()).ok());
+            let Some(cmd) = resolved else {
                 continue;
             };
             let pops = pops_from(cmd);

@@ -508,6 +508,7 @@ pub fn publish_gauges(core: &ShardCore, clients: usize) {
     g.exec_in_place.store(core.stats.exec_in_place, Relaxed);
     g.exec_borrowed.store(core.stats.exec_borrowed, Relaxed);
     g.in_place_joins.store(core.stats.in_place_joins, Relaxed);
+    g.ran_on_kept.store(core.stats.ran_on_kept, Relaxed);
     g.net_input_bytes.store(core.stats.net_input_bytes, Relaxed);
     g.net_output_bytes
         .store(core.stats.net_output_bytes, Relaxed);

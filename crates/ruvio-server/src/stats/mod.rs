@@ -31,6 +31,10 @@ pub struct ShardStats {
     /// here (lock passing, `mesh::lending::HeldKeys`): INFO stats'
     /// `cross_shard_exec_parts_joined`.
     pub in_place_joins: u64,
+    /// Borrowing commands that ran on keys a batch of borrowing commands kept
+    /// here, without a round trip (`shard/lending/batch.rs`): INFO stats'
+    /// `cross_shard_ran_on_kept_keys`.
+    pub ran_on_kept: u64,
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     /// Changes to the dataset (Redis' `dirty`, INFO `rdb_changes_since_last_save`).
@@ -165,6 +169,7 @@ pub struct ShardGauges {
     pub exec_in_place: AtomicU64,
     pub exec_borrowed: AtomicU64,
     pub in_place_joins: AtomicU64,
+    pub ran_on_kept: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub expired_keys: AtomicU64,

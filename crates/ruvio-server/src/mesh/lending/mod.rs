@@ -123,6 +123,11 @@ pub struct CrossOp {
     /// The command as the client sent it, when the one tried again differs
     /// (XREAD's `$` replaced): the slow log shows the client's.
     pub sent_argv: Option<OwnedArgs>,
+    /// No earlier reply of its connection was outstanding when it started, so
+    /// it may run on keys a batch of borrowing commands keeps here
+    /// ([`Lending::kept`]): an earlier command of the same connection still
+    /// waiting on such a key at its owner would otherwise run after it.
+    pub first_in_line: bool,
 }
 
 /// A command's borrowing, as the script lock sees it.
@@ -231,6 +236,16 @@ pub struct Lending {
     /// The chain (coordinator and shards) whose part runs now: its commands run
     /// on keys it holds itself ([`Lending::is_lent`] is false for them).
     pub running_chain: Option<(usize, std::sync::Arc<[usize]>)>,
+    /// Keys of other shards that borrowing commands run here this loop
+    /// iteration keep until it ends (still lent on their owners), so the next
+    /// commands on them run without a round trip (a batch of borrowing
+    /// commands: `shard/lending/batch.rs`, docs/cross-shard.md).
+    pub kept: AHashSet<DbKey>,
+    /// Borrowing commands that kept their keys in the current batch.
+    pub kept_runs: u32,
+    /// The kept keys the batch's commands wrote: their owners hear of it when
+    /// the keys go home, before they arrive (their watchers are touched).
+    pub kept_written: Vec<DbKey>,
 }
 
 impl Lending {

@@ -1,12 +1,24 @@
 //! Batches of locked commands: the locked commands waiting on one shard run in a
 //! row under one hold of the script lock, and the keys of other shards they
 //! borrowed stay here until the batch ends (docs/scripting.md, "Batches").
+//!
+//! Batches of borrowing commands (RENAME, LMOVE, SMOVE ... across shards, no
+//! lock): the keys of other shards a command borrowed stay here, still lent on
+//! their owners, until the end of the loop iteration, so the next commands on
+//! them (a pipeline of moves between the same two keys) run at once, without a
+//! round trip; then they go home together, one message per owner
+//! (docs/cross-shard.md, "Batches of borrowing commands"). The batch never
+//! waits for anything, so it cannot close a cycle of waits: a command that
+//! cannot run on the kept keys right away asks their owners as usual, and they
+//! lend the keys when the batch sent them home.
 
-use super::home::send_home;
-use crate::mesh::lending::{report_written, DbKey};
+use super::home::{linked, send_home};
+use super::owner::lendable_now;
+use crate::mesh::lending::{report_written, CrossOp, DbKey};
 use crate::net::conn::Conn;
 use crate::net::slab::Slab;
 use crate::shard::ShardCore;
+use ruvio_engine::command::flags::BLOCKING;
 
 /// Locked commands (scripts, transactions under the lock) that run in a row under
 /// one hold of the script lock, at most: the keys of other shards they borrowed
@@ -49,6 +61,16 @@ pub fn end_batch_if_done(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     crate::mesh::script_lock::unlock(core.script_server());
 }
 
+/// Some owner after op `op`'s next one lends a key the batch keeps here (the
+/// op running on kept keys is counted once, at its last such owner).
+pub(super) fn kept_after(core: &ShardCore, op: &CrossOp) -> bool {
+    let later = op.plan.get(op.next + 1..).unwrap_or_default();
+    later
+        .iter()
+        .flat_map(|(_, keys)| keys)
+        .any(|key| core.lending.kept.contains(key))
+}
+
 /// The keys of other shards among `homes` stay here for the batch's next command;
 /// this shard's own go home (returned).
 pub(super) fn keep_in_batch(
@@ -83,4 +105,146 @@ pub(super) fn batch_homes(core: &mut ShardCore) -> Vec<(usize, Vec<u8>, usize)> 
             (db, key, owner)
         })
         .collect()
+}
+
+/// The borrowing command that just ran (not locked, not parked) may keep the
+/// keys of other shards it borrowed for the next commands of this loop
+/// iteration: nothing needs their records as they change (no log, no replica
+/// feed, no owner followed by a replica's shard link, no snapshot being
+/// written), no client tracks (its invalidations follow each command's writes,
+/// `report_written`'s gather), no locked batch holds the script lock here, it
+/// is not a transaction, a script or SORT with patterns, and the batch is not
+/// full (then it and the kept keys go home).
+pub(super) fn may_keep(
+    core: &ShardCore,
+    op: &CrossOp,
+    tracking: bool,
+    homes: &[(usize, Vec<u8>, usize)],
+) -> bool {
+    !tracking
+        && !core.logs()
+        && !core.writing_snapshot()
+        && !core.lending.holding_batch()
+        && core.lending.kept_runs + 1 < BATCH_MAX
+        && op.transaction.is_none()
+        && !op.wants_lock
+        && op.value_key_tries.is_none()
+        && !homes
+            .iter()
+            .any(|(_, _, owner)| *owner != core.id && linked(core, *owner))
+}
+
+/// Op `op` (its owners from `op.next` on still to ask) runs on the keys the
+/// batch of borrowing commands keeps here: some of its keys are kept, and each
+/// of the others is either kept or this shard's and free, so it completes
+/// before the batch can end (the kept keys never leave under it). Only a plain
+/// command (no transaction, script, blocking command or SORT with patterns)
+/// whose connection has no earlier reply outstanding
+/// ([`CrossOp::first_in_line`]): an earlier command of it on a kept key waits
+/// at that key's owner and must run first.
+pub(super) fn runs_on_kept(core: &ShardCore, op: &CrossOp) -> bool {
+    let kept = &core.lending.kept;
+    if kept.is_empty()
+        || !op.first_in_line
+        || op.transaction.is_some()
+        || op.wants_lock
+        || op.value_key_tries.is_some()
+        || op.meta.has(BLOCKING)
+    {
+        return false;
+    }
+    let rest = op.plan.get(op.next..).unwrap_or_default();
+    let mut keys = rest
+        .iter()
+        .flat_map(|(owner, keys)| keys.iter().map(move |k| (*owner, k)));
+    let any_kept = rest
+        .iter()
+        .flat_map(|(_, keys)| keys)
+        .any(|k| kept.contains(k));
+    any_kept
+        && keys.all(|(owner, key)| {
+            kept.contains(key)
+                || (owner == core.id && lendable_now(core, core.id, false, key.0, &key.1))
+        })
+}
+
+/// The keys of other shards among `homes` stay here until the loop iteration
+/// ends ([`send_kept_home`]); this shard's own go home (returned).
+pub(super) fn keep_borrowed(
+    core: &mut ShardCore,
+    homes: Vec<(usize, Vec<u8>, usize)>,
+) -> Vec<(usize, Vec<u8>, usize)> {
+    let (own, others): (Vec<_>, Vec<_>) = homes.into_iter().partition(|(_, _, o)| *o == core.id);
+    let new: Vec<DbKey> = others
+        .into_iter()
+        .map(|(db, key, _)| (db, key))
+        .filter(|key| !core.lending.kept.contains(key))
+        .collect();
+    crate::mesh::script_lock::note_kept(&new);
+    core.lending.kept.extend(new);
+    core.lending.kept_runs += 1;
+    own
+}
+
+/// The keys of `modified` the batch keeps (kept already, or among `homes` of
+/// another shard: the command that just ran keeps them) are noted to be reported
+/// written when the batch ends, once each instead of once per command (nobody
+/// tracks while a batch keeps keys, so no invalidation waits for it, and no
+/// transaction on the owner checks a key out on loan); the others are returned,
+/// to be reported now.
+pub(super) fn defer_kept_written(
+    core: &mut ShardCore,
+    modified: &[DbKey],
+    homes: &[(usize, Vec<u8>, usize)],
+) -> Vec<DbKey> {
+    let mut now = Vec::new();
+    for key in modified {
+        let owner = core.topo.key_owner(&key.1);
+        let kept = owner != core.id
+            && (core.lending.kept.contains(key)
+                || homes.iter().any(|(db, k, _)| *db == key.0 && *k == key.1));
+        match kept {
+            true if !core.lending.kept_written.contains(key) => {
+                core.lending.kept_written.push(key.clone())
+            }
+            true => {}
+            false => now.push(key.clone()),
+        }
+    }
+    now
+}
+
+/// The keys the batch of borrowing commands kept, each with its owner, for
+/// [`send_home`]; the batch is over. Their owners hear of the writes to them
+/// first (`report_written`), so the keys' watchers are touched before they are
+/// back.
+pub(super) fn kept_homes(core: &mut ShardCore) -> Vec<(usize, Vec<u8>, usize)> {
+    let written = std::mem::take(&mut core.lending.kept_written);
+    if !written.is_empty() {
+        report_written(core, &written, None, None);
+    }
+    core.lending.kept_runs = 0;
+    crate::mesh::script_lock::forget_kept();
+    let kept = std::mem::take(&mut core.lending.kept);
+    kept.into_iter()
+        .map(|(db, key)| {
+            let owner = core.topo.key_owner(&key);
+            (db, key, owner)
+        })
+        .collect()
+}
+
+/// At the end of a loop iteration, or before a command of this shard that may
+/// touch them goes to another shard: the keys a batch of borrowing commands kept
+/// go home, one message per owner (which wakes the commands waiting for them
+/// there, and lends them to the next coordinator in line). So a forwarded
+/// command never waits at an owner for a key this shard keeps, where a later
+/// command of its connection on a key not kept could overtake it.
+pub fn send_kept_home(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    // Every loop iteration calls this: the common case (no batch) stops at once.
+    if core.lending.kept.is_empty() {
+        return;
+    }
+    let homes = kept_homes(core);
+    send_home(core, conns, homes, &[], None, false);
 }

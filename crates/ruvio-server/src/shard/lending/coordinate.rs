@@ -6,7 +6,10 @@
 //! [`CrossOp`]); this is the shard's because it runs commands here and answers
 //! its connections.
 
-use super::batch::{batch_homes, end_batch_if_done, keep_in_batch, may_batch};
+use super::batch::{
+    batch_homes, defer_kept_written, end_batch_if_done, keep_borrowed, keep_in_batch, kept_after,
+    kept_homes, may_batch, may_keep, runs_on_kept,
+};
 use super::home::{links_follow, log_local_changes, record_link_barrier, send_home};
 use super::owner::{lend, take_back};
 use super::waiting::{wait, Answer};
@@ -37,13 +40,15 @@ pub(super) fn row(op: &CrossOp) -> &'static Command {
 
 /// Start coordinating `cmd` for connection `conn`, whose held slot `seq` gets the
 /// reply. `groups` are the owners and the argument positions of their keys. When
-/// every key is this shard's and free, the command runs before this returns, and
-/// the reply comes back here instead (the connection is out of the slab).
+/// every key is this shard's and free, or kept here by a batch of borrowing
+/// commands, the command runs before this returns, and the reply comes back here
+/// instead (the connection is out of the slab). `first_in_line`: no earlier reply
+/// of the connection is outstanding (see [`CrossOp::first_in_line`]).
 #[allow(clippy::too_many_arguments)]
 pub fn start(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
-    conn: (u32, u32),
+    (conn, first_in_line): ((u32, u32), bool),
     seq: u64,
     caller: Caller,
     cmd: &'static Command,
@@ -89,6 +94,7 @@ pub fn start(
         borrowing: Borrowing::Idle,
         first_run_ns: None,
         sent_argv: None,
+        first_in_line,
     };
     begin(core, conns, op)
 }
@@ -136,6 +142,7 @@ pub fn start_transaction(
         borrowing: Borrowing::Idle,
         first_run_ns: None,
         sent_argv: None,
+        first_in_line: false,
     };
     begin(core, conns, op)
 }
@@ -189,11 +196,19 @@ pub(super) fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64)
     let Some((owner, keys)) = op.plan.get(op.next) else {
         return finish(core, conns, ticket);
     };
-    // Keys a batch keeps here are borrowed already (their owner would wait for
-    // them to come home, which waits for this command).
+    // Keys a batch of locked commands keeps here are borrowed already (their
+    // owner would wait for them to come home, which waits for this command).
+    // Those a batch of borrowing commands keeps are, when the command can run
+    // on them right away; otherwise it asks their owners, who lend them when
+    // the batch sent them home (at the latest at the end of this iteration).
+    let on_kept = runs_on_kept(core, op);
+    if on_kept && !kept_after(core, op) {
+        core.stats.ran_on_kept += 1;
+    }
     let keys: Vec<DbKey> = keys
         .iter()
         .filter(|(db, key)| !crate::mesh::script_lock::batch_holds(*db, key))
+        .filter(|key| !(on_kept && core.lending.kept.contains(*key)))
         .cloned()
         .collect();
     if keys.is_empty() {
@@ -490,7 +505,16 @@ fn finish_with(
             })
         }
     };
-    let waits = report_written(core, &modified, noloop_writer(&op.caller), gather);
+    let keeping = !locked && ran.block.is_none() && may_keep(core, &op, gathering, &homes);
+    // A command that keeps its keys tells their owners of its writes to them
+    // when the batch sends them home, once per key (`defer_kept_written`).
+    let waits = match keeping {
+        true => {
+            let now = defer_kept_written(core, &modified, &homes);
+            report_written(core, &now, noloop_writer(&op.caller), gather)
+        }
+        false => report_written(core, &modified, noloop_writer(&op.caller), gather),
+    };
     if waits && held_at_once {
         core.lending.keep_at_once = true;
     }
@@ -499,7 +523,8 @@ fn finish_with(
     for (key_db, key) in &modified {
         let owner = core.topo.key_owner(key);
         let known = homes.iter().any(|(d, k, _)| d == key_db && k == key)
-            || crate::mesh::script_lock::batch_holds(*key_db, key);
+            || crate::mesh::script_lock::batch_holds(*key_db, key)
+            || core.lending.kept.contains(&(*key_db, key.clone()));
         if owner != core.id && !known {
             homes.push((*key_db, key.clone(), owner));
         }
@@ -526,7 +551,13 @@ fn finish_with(
             homes.extend(batch_homes(core));
             homes
         }
-        (false, false) => homes,
+        (false, false) if keeping => keep_borrowed(core, homes),
+        // Any other borrowing command ends the batch of borrowing commands
+        // (a full one, or one whose keys must now travel with records).
+        (false, false) => {
+            homes.extend(kept_homes(core));
+            homes
+        }
     };
     let owners = send_home(core, conns, homes, &modified, acks, for_feed);
     if batching {

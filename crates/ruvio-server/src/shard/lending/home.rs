@@ -99,7 +99,7 @@ pub(super) fn links_follow(core: &ShardCore) -> bool {
 
 /// A Ruvio replica's shard link follows shard `shard` (forward mode): its
 /// own history exists. A load and a branch.
-fn linked(core: &ShardCore, shard: usize) -> bool {
+pub(super) fn linked(core: &ShardCore, shard: usize) -> bool {
     core.cfg.port_mode == PortMode::Forward
         && core.shared.replication.node_history(shard).primary.active()
 }

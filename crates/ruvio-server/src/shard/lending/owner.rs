@@ -15,11 +15,10 @@ use crate::shard::ShardCore;
 
 /// An owner's side: lend the keys now, or queue the request until they are back.
 pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) {
-    let busy = request.keys.iter().any(|(db, k)| {
-        core.lending.is_lent(*db, k)
-            || (!request.now
-                && crate::mesh::owner_tx::is_claimed(&core.lending, request.from, *db, k))
-    });
+    let busy = request
+        .keys
+        .iter()
+        .any(|(db, k)| !lendable_now(core, request.from, request.now, *db, k));
     if busy {
         core.lending.waiting.push_back(request);
         return;
@@ -40,6 +39,20 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
     } else {
         core.outbox.lent(request.from, request.ticket, entries);
     }
+}
+
+/// Key `key` of `db` of this shard can be lent to coordinator `from` at once: it
+/// is not out on loan or held in place, nor (unless the request must be served
+/// `now`) claimed by a transaction waiting here.
+pub(super) fn lendable_now(
+    core: &ShardCore,
+    from: usize,
+    now: bool,
+    db: usize,
+    key: &[u8],
+) -> bool {
+    !core.lending.is_lent(db, key)
+        && (now || !crate::mesh::owner_tx::is_claimed(&core.lending, from, db, key))
 }
 
 /// Publish how many keys of this shard are out on loan or held in place (the

@@ -63,3 +63,46 @@ fn a_transaction_of_the_same_chain_goes_on_behind_the_one_before() {
          +OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n$1\r\n1\r\n+OK\r\n+OK\r\n"
     );
 }
+
+/// Moves pipelined between the same keys of two shards: the first borrows, the
+/// others run at once on the key it kept, which goes home at the end of the
+/// loop iteration; a client of its owner then reads it, and a move after a
+/// forwarded command on the kept key waits for that one (its connection's order).
+#[test]
+fn pipelined_moves_run_on_kept_keys() {
+    let mut server = TwoShards::new();
+    server.receive(1, &pipeline(&[&["SET", "a", "v"]]));
+    server.clear_replies(1);
+    let there: &[&str] = &["RENAME", "a", "b"];
+    let back: &[&str] = &["RENAME", "b", "a"];
+    let mut moves: Vec<&[&str]> = (0..8).flat_map(|_| [there, back]).collect();
+    moves.push(there);
+    server.receive(1, &pipeline(&moves));
+    assert_eq!(
+        String::from_utf8_lossy(server.view(1).replies),
+        "+OK\r\n".repeat(17)
+    );
+    assert_eq!(server.ran_on_kept(1), 16);
+    // "b" is home on shard 0, where a client of its own reads it.
+    server.receive(0, &pipeline(&[&["GET", "b"], &["EXISTS", "a"]]));
+    assert_eq!(
+        String::from_utf8_lossy(server.view(0).replies),
+        "$1\r\nv\r\n:0\r\n"
+    );
+    server.clear_replies(1);
+    server.receive(
+        1,
+        &pipeline(&[
+            &["RENAME", "b", "a"],
+            &["APPEND", "a", "1"],
+            &["RENAME", "a", "b"],
+            &["SET", "b", "w"],
+            &["RENAME", "b", "a"],
+            &["GET", "a"],
+        ]),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(server.view(1).replies),
+        "+OK\r\n:2\r\n+OK\r\n+OK\r\n+OK\r\n$1\r\nw\r\n"
+    );
+}
