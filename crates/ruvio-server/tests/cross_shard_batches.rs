@@ -15,8 +15,9 @@
 //!   nor empty;
 //! - WATCH on a kept key aborts the EXEC even when the batch left it as it found
 //!   it (every write of a kept key is reported to its owner), and only then;
-//! - a BLPOP waiting on the owner for a list that a batch pushes to is served
-//!   when the batch ends.
+//! - a BLPOP or BRPOP waiting on the owner for a list the moves push to gets the
+//!   first element pushed, as from one Redis (the owner says that someone waits
+//!   on the list, so the moves do not keep it).
 
 mod common;
 
@@ -254,18 +255,22 @@ fn watch_on_a_kept_key_aborts_the_exec() {
     }
 }
 
-#[test]
-fn blpop_on_a_list_a_batch_pushes_to_is_served() {
+/// A client blocked on the owner of a list the moves push to is served after the
+/// first move, as one Redis serves blocked clients after each command: BLPOP and
+/// BRPOP both get the first element pushed (the owner says, lending the list,
+/// that someone waits on it, so the moves do not keep it).
+fn blocked_on_a_list_the_moves_push_to(pop: &str) {
     let server = Server::forward(SHARDS);
     let (from, to) = pair("bl-");
-    let mut mover = server.raw();
+    // On `from`'s shard, so the moves borrow `to` from the waiter's shard.
+    let mut mover = conn_on_shard(&server, 0);
     let elements: Vec<String> = (0..PIPELINE).map(|i| format!("x{i:02}")).collect();
     let mut rpush = vec!["RPUSH", &from];
     rpush.extend(elements.iter().map(String::as_str));
     mover.cmd(&rpush);
     let waiter = {
-        let (port, to) = (server.port(), to.clone());
-        thread::spawn(move || RawConn::connect(port).cmd(&["BLPOP", &to, "10"]))
+        let (port, to, pop) = (server.port(), to.clone(), pop.to_string());
+        thread::spawn(move || RawConn::connect(port).cmd(&[&pop, &to, "10"]))
     };
     // The waiter is parked on `to`'s owner before the moves start.
     let mut probe = server.raw();
@@ -281,9 +286,19 @@ fn blpop_on_a_list_a_batch_pushes_to_is_served() {
     }
     let served = waiter.join().expect("waiter");
     let expected = format!("*2\r\n{}{}", bulk(&to), bulk(&elements[0]));
-    assert_eq!(String::from_utf8_lossy(&served), expected);
-    assert_eq!(list(&mut mover, &to), elements[1..].to_vec());
+    assert_eq!(String::from_utf8_lossy(&served), expected, "{pop}");
+    assert_eq!(list(&mut mover, &to), elements[1..].to_vec(), "{pop}");
     assert_eq!(mover.cmd(&["EXISTS", &from]), b":0\r\n");
+}
+
+#[test]
+fn blpop_on_a_list_the_moves_push_to_gets_the_first_element() {
+    blocked_on_a_list_the_moves_push_to("BLPOP");
+}
+
+#[test]
+fn brpop_on_a_list_the_moves_push_to_gets_the_first_element() {
+    blocked_on_a_list_the_moves_push_to("BRPOP");
 }
 
 /// A field of INFO's text, as a string.

@@ -171,7 +171,9 @@ pub fn ring(to: usize) {
 pub fn lend_now(owner: usize, request: LendRequest) -> Lent {
     let ticket = request.ticket;
     request_now(owner, ShardMsg::Lend(request), |msg| match msg {
-        ShardMsg::Lent { ticket: t, entries } if t == ticket => Ok(entries),
+        ShardMsg::Lent {
+            ticket: t, entries, ..
+        } if t == ticket => Ok(entries),
         other => Err(other),
     })
     .unwrap_or_default()

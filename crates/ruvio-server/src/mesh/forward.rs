@@ -234,10 +234,13 @@ pub enum ShardMsg {
     Control(Control),
     /// A coordinator asks for keys (see [`crate::mesh::lending`]).
     Lend(LendRequest),
-    /// An owner lends them.
+    /// An owner lends them; `waited`: a command is parked on one of them there
+    /// (a blocked client), so they go home after the command rather than stay
+    /// in a batch (see `shard/lending/batch.rs`).
     Lent {
         ticket: u64,
         entries: Lent,
+        waited: bool,
     },
     /// Coordinator `from` gives them back.
     GiveBack {
@@ -540,9 +543,14 @@ impl Outbox {
         self.direct(shard, ShardMsg::Lend(request));
     }
 
-    /// Lend keys to coordinator `shard`.
-    pub fn lent(&mut self, shard: usize, ticket: u64, entries: Lent) {
-        self.direct(shard, ShardMsg::Lent { ticket, entries });
+    /// Lend keys to coordinator `shard` (`waited`: see [`ShardMsg::Lent`]).
+    pub fn lent(&mut self, shard: usize, ticket: u64, entries: Lent, waited: bool) {
+        let message = ShardMsg::Lent {
+            ticket,
+            entries,
+            waited,
+        };
+        self.direct(shard, message);
     }
 
     /// Give borrowed keys back to `shard`.

@@ -86,7 +86,11 @@ pub fn handle(core: &mut ShardCore, conns: &mut Slab<Conn>, msg: ShardMsg) {
         ShardMsg::PartRan(ran) => super::in_place::part_ran(core, conns, *ran),
         ShardMsg::Release(release) => super::in_place::release(core, conns, release),
         ShardMsg::Lend(request) => super::lending::lend(core, conns, request),
-        ShardMsg::Lent { ticket, entries } => super::lending::lent(core, conns, ticket, entries),
+        ShardMsg::Lent {
+            ticket,
+            entries,
+            waited,
+        } => super::lending::lent(core, conns, ticket, entries, waited),
         ShardMsg::GiveBack {
             from,
             entries,

@@ -128,6 +128,11 @@ pub struct CrossOp {
     /// ([`Lending::kept`]): an earlier command of the same connection still
     /// waiting on such a key at its owner would otherwise run after it.
     pub first_in_line: bool,
+    /// An owner lent a key some command is parked on there (a blocked client):
+    /// the keys go home after this command, not at the batch's end, so the
+    /// client is served between commands, as one Redis serves blocked clients
+    /// after each command.
+    pub lent_waited: bool,
 }
 
 /// A command's borrowing, as the script lock sees it.

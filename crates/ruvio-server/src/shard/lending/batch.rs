@@ -113,8 +113,10 @@ pub(super) fn batch_homes(core: &mut ShardCore) -> Vec<(usize, Vec<u8>, usize)> 
 /// feed, no owner followed by a replica's shard link, no snapshot being
 /// written), no client tracks (its invalidations follow each command's writes,
 /// `report_written`'s gather), no locked batch holds the script lock here, it
-/// is not a transaction, a script or SORT with patterns, and the batch is not
-/// full (then it and the kept keys go home).
+/// is not a transaction, a script or SORT with patterns, no client is blocked
+/// at an owner on a key it borrowed ([`CrossOp::lent_waited`]: served between
+/// commands, as by one Redis), and the batch is not full (then it and the kept
+/// keys go home).
 pub(super) fn may_keep(
     core: &ShardCore,
     op: &CrossOp,
@@ -129,6 +131,7 @@ pub(super) fn may_keep(
         && op.transaction.is_none()
         && !op.wants_lock
         && op.value_key_tries.is_none()
+        && !op.lent_waited
         && !homes
             .iter()
             .any(|(_, _, owner)| *owner != core.id && linked(core, *owner))

@@ -95,6 +95,7 @@ pub fn start(
         first_run_ns: None,
         sent_argv: None,
         first_in_line,
+        lent_waited: false,
     };
     begin(core, conns, op)
 }
@@ -143,6 +144,7 @@ pub fn start_transaction(
         first_run_ns: None,
         sent_argv: None,
         first_in_line: false,
+        lent_waited: false,
     };
     begin(core, conns, op)
 }
@@ -212,7 +214,7 @@ pub(super) fn advance(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64)
         .cloned()
         .collect();
     if keys.is_empty() {
-        return lent(core, conns, ticket, Vec::new());
+        return lent(core, conns, ticket, Vec::new(), false);
     }
     let request = LendRequest {
         from: core.id,
@@ -296,7 +298,13 @@ pub fn resume_parked_for_lock(core: &mut ShardCore, conns: &mut Slab<Conn>) {
 }
 
 /// The coordinator's side: an owner lent its keys.
-pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: Lent) {
+pub fn lent(
+    core: &mut ShardCore,
+    conns: &mut Slab<Conn>,
+    ticket: u64,
+    entries: Lent,
+    waited: bool,
+) {
     let Some(op) = core.lending.ops.get_mut(&ticket) else {
         // Never happens (an op being borrowed for is never dropped), but keys must
         // never stay lent: send them straight back.
@@ -309,6 +317,7 @@ pub fn lent(core: &mut ShardCore, conns: &mut Slab<Conn>, ticket: u64, entries: 
         return;
     };
     op.borrowed.extend(entries);
+    op.lent_waited |= waited;
     op.next += 1;
     advance(core, conns, ticket);
 }

@@ -24,20 +24,25 @@ pub fn lend(core: &mut ShardCore, conns: &mut Slab<Conn>, request: LendRequest) 
         return;
     }
     let mut entries = Lent::with_capacity(request.keys.len());
+    let mut waited = false;
     for (db, key) in request.keys {
         if core.watches().any() {
             // Its watchers learn of an expiry before a transaction checks them.
             core.touch_watched_if_expired(db, &key);
         }
         let entry = core.engine.lend(db, &key, core.now_ms);
+        let key = (db, key);
+        waited |= core.blocking.is_waited(&key);
+        let (db, key) = key;
         core.lending.lent.insert((db, key.clone()));
         entries.push((db, key, entry));
     }
     count_lent(core);
     if request.from == core.id {
-        lent(core, conns, request.ticket, entries);
+        lent(core, conns, request.ticket, entries, waited);
     } else {
-        core.outbox.lent(request.from, request.ticket, entries);
+        core.outbox
+            .lent(request.from, request.ticket, entries, waited);
     }
 }
 
