@@ -194,9 +194,13 @@ pub struct SlotMigrations {
     /// Some export is handing over: writes to its slots wait (read on every
     /// command while it lasts, a few ms).
     holding: bool,
+    /// Some finished job has keys left to delete (recounted on the tick).
+    deleting: bool,
     /// Connections `(index, generation)` holding a write that waits for a
     /// handover's end.
     pub held: Vec<(u32, u32)>,
+    /// The share of the shard's time the jobs' work may take.
+    pub pace: super::slot_pace::Pace,
 }
 
 impl SlotMigrations {
@@ -212,11 +216,19 @@ impl SlotMigrations {
         self.exporting = true;
     }
 
-    /// Recount [`Self::exporting`] and [`Self::holding`] (on the shard's
-    /// tick).
+    /// Recount [`Self::exporting`], [`Self::holding`] and what
+    /// [`Self::working`] reads (on the shard's tick, and after a slice).
     pub fn recount(&mut self) {
         self.exporting = self.jobs.iter().any(|j| j.run.is_some());
         self.holding = self.jobs.iter().any(|j| j.state == JobState::HandingOver);
+        self.deleting = self.jobs.iter().any(|j| !j.deleting.is_empty());
+    }
+
+    /// Some job has work for the loop's turns (keys or writes to send, a
+    /// handover, copies to delete): read on every turn, so not a walk.
+    #[inline]
+    pub fn working(&self) -> bool {
+        self.exporting || self.deleting
     }
 
     /// Some export is handing over its slots.
