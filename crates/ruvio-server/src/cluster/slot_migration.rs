@@ -201,6 +201,12 @@ pub struct SlotMigrations {
     pub held: Vec<(u32, u32)>,
     /// The share of the shard's time the jobs' work may take.
     pub pace: super::slot_pace::Pace,
+    /// The slice the source's connection's input runs in now (the
+    /// target's side: when it began, how long), whether it was cut short,
+    /// and the connections `(index, generation)` waiting for a slice.
+    pub import_slice: Option<(std::time::Instant, std::time::Duration)>,
+    pub import_cut: bool,
+    pub import_waiting: Vec<(u32, u32)>,
 }
 
 impl SlotMigrations {
@@ -225,10 +231,11 @@ impl SlotMigrations {
     }
 
     /// Some job has work for the loop's turns (keys or writes to send, a
-    /// handover, copies to delete): read on every turn, so not a walk.
+    /// handover, copies to delete, an import's input): read on every turn,
+    /// so not a walk.
     #[inline]
     pub fn working(&self) -> bool {
-        self.exporting || self.deleting
+        self.exporting || self.deleting || !self.import_waiting.is_empty()
     }
 
     /// Some export is handing over its slots.

@@ -81,6 +81,10 @@ pub fn process_input(
             // until they are sent (the shard resumes it), as the next read does.
             break;
         }
+        if client.slot_import && super::slot_import::time_up(core) {
+            // A slot import's slice is over: the rest waits for the next.
+            break;
+        }
         if prefetched == 0 {
             prefetched = prefetch_window(core, parser, &input[pos..], client.db);
         }

@@ -58,6 +58,7 @@ mod save;
 mod settings;
 mod shared;
 mod slot_export;
+mod slot_import;
 mod state;
 mod tls;
 
@@ -279,6 +280,7 @@ impl Shard {
             crate::shard::exec::expire_fill_leases(&mut self.core, &mut self.conns);
             lending::expire(&mut self.core, &mut self.conns);
             slot_export::turn(&mut self.core, &mut self.conns);
+            self.run_waiting_imports();
             crate::shard::parked::redirect_blocked(&mut self.core, &mut self.conns);
             self.shard_link_step();
             self.resume_unblocked();
