@@ -235,7 +235,14 @@ impl SlotMigrations {
     /// so not a walk.
     #[inline]
     pub fn working(&self) -> bool {
-        self.exporting || self.deleting || !self.import_waiting.is_empty()
+        self.exports_or_deletes() || !self.import_waiting.is_empty()
+    }
+
+    /// Some export runs or some job has copies to delete: the work the
+    /// shard's own slices do (an import's runs in its connection's).
+    #[inline]
+    pub fn exports_or_deletes(&self) -> bool {
+        self.exporting || self.deleting
     }
 
     /// Some export is handing over its slots.

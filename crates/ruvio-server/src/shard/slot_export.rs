@@ -179,7 +179,8 @@ pub(super) fn tick(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     release_held(core, conns);
 }
 
-/// On every turn of the shard's loop while a job works here: FINISH's
+/// On every turn of the shard's loop while an export or a deletion works
+/// here: FINISH's
 /// answer is looked for at once while an export hands over (the held writes
 /// wait about a round trip under traffic rather than a tick), and when the
 /// pace allows, a slice of the jobs' work runs (keys sent, the stream
@@ -189,7 +190,7 @@ pub(super) fn turn(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     if core
         .cluster_node
         .as_deref()
-        .is_some_and(|n| n.slot_migrations.working())
+        .is_some_and(|n| n.slot_migrations.exports_or_deletes())
     {
         work(core, conns);
     }
@@ -221,10 +222,9 @@ fn work(core: &mut ShardCore, conns: &mut Slab<Conn>) {
         .and_then(|n| n.slot_migrations.pace.slice(began, commands));
     if let Some(slice) = slice {
         let until = began + slice;
+        // Each job does some of its work, however little time is left (a
+        // shard descheduled between the clock's reads must still progress).
         for i in 0..jobs {
-            if Instant::now() >= until {
-                break;
-            }
             let sending = core.cluster_node.as_deref().is_some_and(|n| {
                 let job = &n.slot_migrations.jobs[i];
                 job.run.is_some() && job.state != JobState::HandingOver
@@ -468,9 +468,10 @@ fn handed_over(node: &mut crate::cluster::node::ShardNode, i: usize, now_ms: u64
 
 /// Keys of a finished job's slots that this node does not serve (the
 /// source's copies after a success, a failed import's) are deleted until
-/// `until`, as DELs the shard logs and feeds to its replicas.
+/// `until` (a batch at least), as DELs the shard logs and feeds to its
+/// replicas.
 fn delete_left(core: &mut ShardCore, i: usize, until: Instant) {
-    while Instant::now() < until && delete_batch(core, i) {}
+    while delete_batch(core, i) && Instant::now() < until {}
 }
 
 /// Up to [`KEYS_PER_CLOCK_CHECK`] of those keys deleted by one DEL; false
