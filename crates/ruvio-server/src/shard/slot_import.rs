@@ -2,7 +2,7 @@
 //! "Whole-slot migration"): the source's connection (CLIENT LIST flag `o`,
 //! between SYNCSLOTS START and FINISH) runs its commands in the slices
 //! `cluster/slot_pace.rs` gives, the same share of the shard's time as an
-//! export's work. What it sent meanwhile waits unread in the socket, and TCP
+//! export's work, one command at least per turn of the loop. What it sent meanwhile waits unread in the socket, and TCP
 //! holds the source back (its queue fills, it stops reading keys).
 //!
 //! Why: the stream's RESTOREs cost the target about what reading the keys
@@ -22,25 +22,17 @@ fn migrations(core: &mut ShardCore) -> Option<&mut SlotMigrations> {
         .map(|node| &mut node.slot_migrations)
 }
 
-/// Before the source's connection's input runs: whether the pace allows a
-/// slice now (then it runs until [`time_up`]); if not, the connection waits
-/// for a later turn of the loop ([`Shard::run_waiting_imports`]).
-pub(super) fn begin(core: &mut ShardCore, who: (u32, u32)) -> bool {
+/// Before the source's connection's input runs: the slice it runs in, as
+/// long as the pace allows now, and one command at least (a FINISH waiting
+/// behind an empty budget would hold the source's writes a sleep longer).
+pub(super) fn begin(core: &mut ShardCore) {
     let commands = core.stats.commands;
     let Some(migrations) = migrations(core) else {
-        return true;
+        return;
     };
     let now = Instant::now();
-    match migrations.pace.slice(now, commands) {
-        Some(slice) => {
-            migrations.import_slice = Some((now, slice));
-            true
-        }
-        None => {
-            wait(migrations, who);
-            false
-        }
-    }
+    let slice = migrations.pace.slice(now, commands).unwrap_or_default();
+    migrations.import_slice = Some((now, slice));
 }
 
 /// While the source's connection's commands run: the slice is over (or
@@ -70,16 +62,10 @@ pub(super) fn end(core: &mut ShardCore, who: (u32, u32)) -> bool {
         migrations.pace.spent(slice, began.elapsed(), commands);
     }
     let cut = std::mem::take(&mut migrations.import_cut);
-    if cut {
-        wait(migrations, who);
-    }
-    cut
-}
-
-fn wait(migrations: &mut SlotMigrations, who: (u32, u32)) {
-    if !migrations.import_waiting.contains(&who) {
+    if cut && !migrations.import_waiting.contains(&who) {
         migrations.import_waiting.push(who);
     }
+    cut
 }
 
 impl Shard {
