@@ -392,7 +392,7 @@ impl Export {
 }
 
 /// The source's connection to the target: one ordered stream of commands,
-/// written without blocking on the shard's tick, and their replies counted.
+/// written without blocking the shard's loop, and their replies counted.
 pub struct Link {
     stream: TcpStream,
     /// Commands queued; `out[written..]` is not on the socket yet.
