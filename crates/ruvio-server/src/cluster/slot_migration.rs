@@ -205,6 +205,8 @@ pub struct SlotMigrations {
     /// target's side: when it began, how long), whether it was cut short,
     /// and the connections `(index, generation)` waiting for a slice.
     pub import_slice: Option<(std::time::Instant, std::time::Duration)>,
+    /// When the source's connection last began to run (the target's side).
+    pub import_ran_at: Option<std::time::Instant>,
     pub import_cut: bool,
     pub import_waiting: Vec<(u32, u32)>,
 }

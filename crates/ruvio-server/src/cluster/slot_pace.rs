@@ -80,6 +80,12 @@ impl Pace {
         self.last_slice_full = took >= slice;
     }
 
+    /// The shard's count of commands is `commands` after some of the
+    /// migration's own ran outside a slice (the import's START).
+    pub fn own_commands(&mut self, commands: u64) {
+        self.commands = commands;
+    }
+
     /// No client command ran for [`CLIENTS_IDLE_AFTER`].
     pub fn clients_idle(&self, now: Instant) -> bool {
         self.clients_seen_at

@@ -170,8 +170,8 @@ impl Shard {
             .conns
             .get(index, gen)
             .is_some_and(|c| c.client.slot_import);
-        if importing {
-            super::slot_import::begin(&mut self.core);
+        if importing && !super::slot_import::begin(&mut self.core, (index, gen)) {
+            return;
         }
         let Some(mut conn) = self.conns.take(index, gen) else {
             return;

@@ -2,7 +2,7 @@
 //! "Whole-slot migration"): the source's connection (CLIENT LIST flag `o`,
 //! between SYNCSLOTS START and FINISH) runs its commands in the slices
 //! `cluster/slot_pace.rs` gives, the same share of the shard's time as an
-//! export's work, one command at least per turn of the loop. What it sent meanwhile waits unread in the socket, and TCP
+//! export's work (and one command whenever it waited [`BUSY_SLICE_MAX`]). What it sent meanwhile waits unread in the socket, and TCP
 //! holds the source back (its queue fills, it stops reading keys).
 //!
 //! Why: the stream's RESTOREs cost the target about what reading the keys
@@ -12,8 +12,9 @@
 
 use super::Shard;
 use crate::cluster::slot_migration::SlotMigrations;
+use crate::cluster::slot_pace::BUSY_SLICE_MAX;
 use crate::shard::ShardCore;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The node's migrations, when the shard is a cluster node.
 fn migrations(core: &mut ShardCore) -> Option<&mut SlotMigrations> {
@@ -22,17 +23,29 @@ fn migrations(core: &mut ShardCore) -> Option<&mut SlotMigrations> {
         .map(|node| &mut node.slot_migrations)
 }
 
-/// Before the source's connection's input runs: the slice it runs in, as
-/// long as the pace allows now, and one command at least (a FINISH waiting
-/// behind an empty budget would hold the source's writes a sleep longer).
-pub(super) fn begin(core: &mut ShardCore) {
+/// Before the source's connection's input runs: whether it runs now, in
+/// the slice the pace allows; with no budget, one command all the same once
+/// it waited [`BUSY_SLICE_MAX`] (a FINISH behind an empty budget would hold
+/// the source's writes a sleep of the loop longer), else it waits for a
+/// later turn ([`Shard::run_waiting_imports`]).
+pub(super) fn begin(core: &mut ShardCore, who: (u32, u32)) -> bool {
     let commands = core.stats.commands;
     let Some(migrations) = migrations(core) else {
-        return;
+        return true;
     };
     let now = Instant::now();
-    let slice = migrations.pace.slice(now, commands).unwrap_or_default();
+    let waited = |at: Instant| now.saturating_duration_since(at) >= BUSY_SLICE_MAX;
+    let slice = match migrations.pace.slice(now, commands) {
+        Some(slice) => slice,
+        None if migrations.import_ran_at.is_none_or(waited) => Duration::ZERO,
+        None => {
+            wait_for_slice(migrations, who);
+            return false;
+        }
+    };
+    migrations.import_ran_at = Some(now);
     migrations.import_slice = Some((now, slice));
+    true
 }
 
 /// While the source's connection's commands run: the slice is over (or
@@ -58,14 +71,22 @@ pub(super) fn end(core: &mut ShardCore, who: (u32, u32)) -> bool {
     let Some(migrations) = migrations(core) else {
         return false;
     };
-    if let Some((began, slice)) = migrations.import_slice.take() {
-        migrations.pace.spent(slice, began.elapsed(), commands);
+    match migrations.import_slice.take() {
+        Some((began, slice)) => migrations.pace.spent(slice, began.elapsed(), commands),
+        // START made the connection an import: not a client's command.
+        None => migrations.pace.own_commands(commands),
     }
     let cut = std::mem::take(&mut migrations.import_cut);
-    if cut && !migrations.import_waiting.contains(&who) {
-        migrations.import_waiting.push(who);
+    if cut {
+        wait_for_slice(migrations, who);
     }
     cut
+}
+
+fn wait_for_slice(migrations: &mut SlotMigrations, who: (u32, u32)) {
+    if !migrations.import_waiting.contains(&who) {
+        migrations.import_waiting.push(who);
+    }
 }
 
 impl Shard {
