@@ -605,7 +605,7 @@ impl Drop for TmpfsDir {
 }
 
 /// With no other traffic the source still reads FINISH's answer within about
-/// a millisecond (its loop wakes every millisecond while it hands over,
+/// a millisecond (its loop wakes every millisecond while a job works,
 /// rather than sleeping to its 10 ms tick): the writes held are held that
 /// long. The nodes keep their files on tmpfs, so the target's fsync of
 /// nodes.conf before it answers (tens of ms on the shared disk) does not

@@ -15,4 +15,5 @@ pub mod node;
 pub mod nodes_file;
 pub mod slot_map;
 pub mod slot_migration;
+pub mod slot_pace;
 pub mod topology;

@@ -194,9 +194,21 @@ pub struct SlotMigrations {
     /// Some export is handing over: writes to its slots wait (read on every
     /// command while it lasts, a few ms).
     holding: bool,
+    /// Some finished job has keys left to delete (recounted on the tick).
+    deleting: bool,
     /// Connections `(index, generation)` holding a write that waits for a
     /// handover's end.
     pub held: Vec<(u32, u32)>,
+    /// The share of the shard's time the jobs' work may take.
+    pub pace: super::slot_pace::Pace,
+    /// The slice the source's connection's input runs in now (the
+    /// target's side: when it began, how long), whether it was cut short,
+    /// and the connections `(index, generation)` waiting for a slice.
+    pub import_slice: Option<(std::time::Instant, std::time::Duration)>,
+    /// When the source's connection last began to run (the target's side).
+    pub import_ran_at: Option<std::time::Instant>,
+    pub import_cut: bool,
+    pub import_waiting: Vec<(u32, u32)>,
 }
 
 impl SlotMigrations {
@@ -212,11 +224,27 @@ impl SlotMigrations {
         self.exporting = true;
     }
 
-    /// Recount [`Self::exporting`] and [`Self::holding`] (on the shard's
-    /// tick).
+    /// Recount [`Self::exporting`], [`Self::holding`] and what
+    /// [`Self::working`] reads (on the shard's tick, and after a slice).
     pub fn recount(&mut self) {
         self.exporting = self.jobs.iter().any(|j| j.run.is_some());
         self.holding = self.jobs.iter().any(|j| j.state == JobState::HandingOver);
+        self.deleting = self.jobs.iter().any(|j| !j.deleting.is_empty());
+    }
+
+    /// Some job has work for the loop's turns (keys or writes to send, a
+    /// handover, copies to delete, an import's input): read on every turn,
+    /// so not a walk.
+    #[inline]
+    pub fn working(&self) -> bool {
+        self.exports_or_deletes() || !self.import_waiting.is_empty()
+    }
+
+    /// Some export runs or some job has copies to delete: the work the
+    /// shard's own slices do (an import's runs in its connection's).
+    #[inline]
+    pub fn exports_or_deletes(&self) -> bool {
+        self.exporting || self.deleting
     }
 
     /// Some export is handing over its slots.
@@ -366,7 +394,7 @@ impl Export {
 }
 
 /// The source's connection to the target: one ordered stream of commands,
-/// written without blocking on the shard's tick, and their replies counted.
+/// written without blocking the shard's loop, and their replies counted.
 pub struct Link {
     stream: TcpStream,
     /// Commands queued; `out[written..]` is not on the socket yet.

@@ -3,7 +3,8 @@
 //! SYNCSLOTS, what the source of a job says to the target.
 //!
 //! The jobs and the source's connection are `cluster/slot_migration.rs`; the
-//! shard drives them on its tick (`shard/slot_export.rs`). SYNCSLOTS is this
+//! shard drives them on its tick and its loop's turns
+//! (`shard/slot_export.rs`, `shard/slot_import.rs`). SYNCSLOTS is this
 //! protocol's own (Valkey's internal subcommand of that name speaks another):
 //! `START <job> <source-id> <start> <end> [<start> <end> ...]` makes the
 //! connection the job's (its commands then run whatever their slot: the keys

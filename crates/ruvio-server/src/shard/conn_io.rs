@@ -166,6 +166,13 @@ impl Shard {
             self.deferred.push((index, gen));
             return;
         }
+        let importing = self
+            .conns
+            .get(index, gen)
+            .is_some_and(|c| c.client.slot_import);
+        if importing && !super::slot_import::begin(&mut self.core, (index, gen)) {
+            return;
+        }
         let Some(mut conn) = self.conns.take(index, gen) else {
             return;
         };
@@ -190,8 +197,13 @@ impl Shard {
             &mut conn,
             (index, gen),
         );
+        // The source's connection of a slot import cut short by its pace
+        // reads no more until its slice comes (`slot_import`).
+        let import_waits = conn.client.slot_import | importing
+            && super::slot_import::end(&mut self.core, (index, gen));
         let paused = conn.replies.pending_bytes() + conn.sending.len() > OUTPUT_PAUSE_BYTES
-            || conn.replies.is_backed_up(conn.sending.len());
+            || conn.replies.is_backed_up(conn.sending.len())
+            || import_waits;
         shrink_input(&mut conn);
         self.conns.restore(index, conn);
         self.core.dirty.push((index, gen));

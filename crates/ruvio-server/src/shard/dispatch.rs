@@ -75,10 +75,16 @@ pub fn process_input(
         ..
     } = conn;
     let mut pos = conn.input_start;
+    let first = pos;
     while pos < input.len() && !client.closing && client.blocked.is_none() {
         if replies.is_backed_up(sending) {
             // The client is not reading its replies: the rest of this read waits
             // until they are sent (the shard resumes it), as the next read does.
+            break;
+        }
+        if client.slot_import && pos > first && super::slot_import::time_up(core) {
+            // A slot import's slice is over (a command at least ran in it):
+            // the rest waits for the next.
             break;
         }
         if prefetched == 0 {

@@ -58,6 +58,7 @@ mod save;
 mod settings;
 mod shared;
 mod slot_export;
+mod slot_import;
 mod state;
 mod tls;
 
@@ -98,11 +99,6 @@ const MEMORY_PUBLISH_EVERY_MS: u64 = 1000;
 const RING_BACKOFF: Duration = Duration::from_millis(1);
 /// The background tick (gauges, active expiry).
 const TICK: Duration = Duration::from_millis(10);
-/// The longest sleep of the loop while a slot export hands over: FINISH's
-/// answer, read off the ring, is looked for at least this often, so writes
-/// to the moved slots are held about a millisecond past the target's answer
-/// rather than up to a tick.
-const HANDOVER_POLL_MS: u64 = 1;
 /// Keys examined by active expiry per tick, so a tick never pauses the shard.
 const EXPIRE_KEYS_PER_TICK: usize = 500;
 
@@ -283,7 +279,8 @@ impl Shard {
             crate::shard::exec::expire_blocked(&mut self.core, &mut self.conns);
             crate::shard::exec::expire_fill_leases(&mut self.core, &mut self.conns);
             lending::expire(&mut self.core, &mut self.conns);
-            slot_export::handover_step(&mut self.core, &mut self.conns);
+            slot_export::turn(&mut self.core, &mut self.conns);
+            self.run_waiting_imports();
             crate::shard::parked::redirect_blocked(&mut self.core, &mut self.conns);
             self.shard_link_step();
             self.resume_unblocked();
@@ -334,14 +331,14 @@ impl Shard {
             .next_tick_ms
             .saturating_sub(unix_ms())
             .min(TICK.as_millis() as u64);
-        // A slot export handing over reads FINISH's answer on a plain socket,
-        // not on the ring: an idle shard would sleep to its tick with the
-        // slots' writes held. Wake every millisecond while it lasts (a round
-        // trip or so) instead.
-        let wait_ms = if slot_export::handing_over(&self.core) {
-            wait_ms.min(HANDOVER_POLL_MS)
-        } else {
-            wait_ms
+        // A slot migration's stream is a plain socket, not on the ring, and
+        // its slices are earned by the clock: an idle shard would sleep to
+        // its tick with a handover's writes held, or its keys unsent. Wake
+        // every millisecond while one works (FINISH's answer then waits a
+        // round trip or so), or at once while its clients are idle.
+        let wait_ms = match slot_export::sleep_ms_max(&self.core) {
+            Some(max) => wait_ms.min(max),
+            None => wait_ms,
         };
         // A background save writes a slice per iteration, and this shard's next
         // locked command of a batch goes on at once (`script_lock`): do not sleep

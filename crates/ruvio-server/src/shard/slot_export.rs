@@ -1,8 +1,9 @@
 //! The shard's part of whole-slot migration (`cluster/slot_migration.rs`,
 //! docs/cluster.md "Whole-slot migration"): on its tick it connects a new
-//! export to its target, sends the slots' keys a slice at a time, writes the
-//! stream and reads the acknowledgments, hands the slots over, deletes what
-//! a finished job left behind, and notices an import whose source went away;
+//! export to its target and notices an import whose source went away; on the
+//! loop's turns, in slices its clients leave it (`cluster/slot_pace.rs`), it
+//! sends the slots' keys, writes the stream and reads the acknowledgments,
+//! hands the slots over and deletes what a finished job left behind;
 //! after each write command it forwards what the command did to the keys of
 //! an export already sent ([`record_write`]); while a handover waits for the
 //! target, the writes to its slots wait too ([`holds`], called by the
@@ -33,18 +34,8 @@ use std::time::{Duration, Instant};
 /// How long connecting to a target may hold the shard.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Time a tick spends reading keys for the stream: the shard's clients wait
-/// no longer than this per tick (10 ms) for a migration. With 3 ms a node's
-/// clients kept 0.47x of their rate while 1 M keys moved in 8.5 s (source and
-/// target on one CPU, records/migration-rate-2026-12-05-2.json), below the
-/// issue's half; the target's RESTOREs cost about as much again.
-const SEND_TIME_PER_TICK: Duration = Duration::from_millis(1);
-
-/// Keys deleted per tick after a job (the source's copies, a failed
-/// import's): each DEL is logged and fed like a client's. 2,000 took the
-/// source's clients to 0.30x of their rate in the second after a 1 M-key
-/// handover (records/migration-rate-2026-12-05-2.json's note).
-const DELETE_KEYS_PER_TICK: usize = 500;
+/// Keys read into the stream, or deleted, between two looks at the clock.
+const KEYS_PER_CLOCK_CHECK: usize = 16;
 
 /// Unsent bytes below which the handover may start (the rest is written
 /// within it).
@@ -56,15 +47,6 @@ pub(super) fn exporting(core: &ShardCore) -> bool {
     core.cluster_node
         .as_deref()
         .is_some_and(|n| n.slot_migrations.exporting())
-}
-
-/// Some export hands its slots over: the loop polls for FINISH's answer
-/// (`Shard::wait_for_completions` sleeps no longer than a millisecond).
-#[inline]
-pub(super) fn handing_over(core: &ShardCore) -> bool {
-    core.cluster_node
-        .as_deref()
-        .is_some_and(|n| n.slot_migrations.holding())
 }
 
 /// While an export hands its slots over: whether `args` must wait for the
@@ -177,12 +159,13 @@ fn queue_state(link: &mut Link, engine: &Engine, key: &[u8], now_ms: u64, gone_a
     }
 }
 
-/// The shard's tick: every job that needs it takes a step.
+/// The shard's tick: new exports connect, an import whose source went away
+/// fails, and the flags [`turn`] reads are recounted.
 pub(super) fn tick(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     let busy = core
         .cluster_node
         .as_deref()
-        .is_some_and(|n| n.slot_migrations.busy());
+        .is_some_and(|n| n.slot_migrations.busy() || n.slot_migrations.working());
     if !busy {
         return;
     }
@@ -196,25 +179,86 @@ pub(super) fn tick(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     release_held(core, conns);
 }
 
-/// Between ticks, on every turn of the shard's loop while an export hands
-/// over: FINISH's answer is looked for at once, so the held writes wait
-/// about a round trip under traffic rather than a tick.
+/// On every turn of the shard's loop while an export or a deletion works
+/// here: FINISH's
+/// answer is looked for at once while an export hands over (the held writes
+/// wait about a round trip under traffic rather than a tick), and when the
+/// pace allows, a slice of the jobs' work runs (keys sent, the stream
+/// written, replies read, the source's copies deleted).
 #[inline]
-pub(super) fn handover_step(core: &mut ShardCore, conns: &mut Slab<Conn>) {
-    let jobs = match core.cluster_node.as_deref() {
-        Some(node) if node.slot_migrations.holding() => node.slot_migrations.jobs.len(),
-        _ => return,
+pub(super) fn turn(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    if core
+        .cluster_node
+        .as_deref()
+        .is_some_and(|n| n.slot_migrations.exports_or_deletes())
+    {
+        work(core, conns);
+    }
+}
+
+#[cold]
+fn work(core: &mut ShardCore, conns: &mut Slab<Conn>) {
+    let commands = core.stats.commands;
+    let Some(node) = core.cluster_node.as_deref_mut() else {
+        return;
     };
-    for i in 0..jobs {
-        let handing_over = core
-            .cluster_node
-            .as_deref()
-            .is_some_and(|n| n.slot_migrations.jobs[i].state == JobState::HandingOver);
-        if handing_over {
-            send(core, i);
+    let holding = node.slot_migrations.holding();
+    let jobs = node.slot_migrations.jobs.len();
+    if holding {
+        for i in 0..jobs {
+            let handing_over = core
+                .cluster_node
+                .as_deref()
+                .is_some_and(|n| n.slot_migrations.jobs[i].state == JobState::HandingOver);
+            if handing_over {
+                send(core, i, Instant::now());
+            }
         }
     }
-    release_held(core, conns);
+    let began = Instant::now();
+    let slice = core
+        .cluster_node
+        .as_deref_mut()
+        .and_then(|n| n.slot_migrations.pace.slice(began, commands));
+    if let Some(slice) = slice {
+        let until = began + slice;
+        // Each job does some of its work, however little time is left (a
+        // shard descheduled between the clock's reads must still progress).
+        for i in 0..jobs {
+            let sending = core.cluster_node.as_deref().is_some_and(|n| {
+                let job = &n.slot_migrations.jobs[i];
+                job.run.is_some() && job.state != JobState::HandingOver
+            });
+            if sending {
+                send(core, i, until);
+            }
+            delete_left(core, i, until);
+        }
+        let commands = core.stats.commands;
+        if let Some(node) = core.cluster_node.as_deref_mut() {
+            node.slot_migrations
+                .pace
+                .spent(slice, began.elapsed(), commands);
+        }
+    }
+    if holding || slice.is_some() {
+        release_held(core, conns);
+    }
+}
+
+/// How long the loop may sleep at most while a job works here: not at all
+/// when the clients are idle and the work goes on, else a millisecond
+/// (FINISH's answer and the stream's socket are off the ring, and the pace
+/// earns its slices by the clock).
+pub(super) fn sleep_ms_max(core: &ShardCore) -> Option<u64> {
+    let migrations = &core.cluster_node.as_deref()?.slot_migrations;
+    if !migrations.working() {
+        return None;
+    }
+    Some(match migrations.pace.eager(Instant::now()) {
+        true => 0,
+        false => 1,
+    })
 }
 
 /// The flags recounted; once no handover is left, the held writes run.
@@ -236,7 +280,7 @@ fn release_held(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     }
 }
 
-/// One job's step.
+/// One job's step on the tick.
 fn step(core: &mut ShardCore, conns: &mut Slab<Conn>, i: usize) {
     let now_ms = core.now_ms;
     let Some(node) = core.cluster_node.as_deref_mut() else {
@@ -245,8 +289,6 @@ fn step(core: &mut ShardCore, conns: &mut Slab<Conn>, i: usize) {
     let job = &mut node.slot_migrations.jobs[i];
     if job.export && job.state == JobState::Connecting {
         connect(core, i);
-    } else if job.run.is_some() {
-        send(core, i);
     } else if let Some(importer) = job.importer {
         if !conns.iter().any(|(_, c)| c.client.id == importer) {
             job.deleting = job.slots();
@@ -257,7 +299,6 @@ fn step(core: &mut ShardCore, conns: &mut Slab<Conn>, i: usize) {
             );
         }
     }
-    delete_left(core, i);
 }
 
 /// A new export connects to its target and asks it to import the slots.
@@ -312,10 +353,10 @@ fn connect(core: &mut ShardCore, i: usize) {
     node.slot_migrations.export_started();
 }
 
-/// An export's step: keys read into the stream (for a few ms at most), the
-/// stream written, the acknowledgments read, and the handover once every
-/// key is sent and little is left.
-fn send(core: &mut ShardCore, i: usize) {
+/// An export's step: keys read into the stream until `until`, the stream
+/// written, the acknowledgments read, and the handover once every key is
+/// sent and little is left.
+fn send(core: &mut ShardCore, i: usize, until: Instant) {
     let now_ms = core.now_ms;
     let engine = &mut core.engine;
     let Some(node) = core.cluster_node.as_deref_mut() else {
@@ -326,8 +367,7 @@ fn send(core: &mut ShardCore, i: usize) {
         return;
     };
     if job.state == JobState::Snapshotting {
-        let began = Instant::now();
-        let mut sent = 0u32;
+        let mut sent = 0usize;
         while run.link.unsent_bytes() < QUEUED_BYTES_MAX {
             if let Some(slot) = run.slot_to_start() {
                 let keys = engine.keys_in_slot(0, slot, usize::MAX);
@@ -342,7 +382,7 @@ fn send(core: &mut ShardCore, i: usize) {
             };
             queue_state(&mut run.link, engine, &key, now_ms, false);
             sent += 1;
-            if sent.is_multiple_of(64) && began.elapsed() > SEND_TIME_PER_TICK {
+            if sent.is_multiple_of(KEYS_PER_CLOCK_CHECK) && Instant::now() >= until {
                 break;
             }
         }
@@ -427,47 +467,49 @@ fn handed_over(node: &mut crate::cluster::node::ShardNode, i: usize, now_ms: u64
 }
 
 /// Keys of a finished job's slots that this node does not serve (the
-/// source's copies after a success, a failed import's) are deleted, a batch
-/// per tick, as DELs the shard logs and feeds to its replicas.
-fn delete_left(core: &mut ShardCore, i: usize) {
+/// source's copies after a success, a failed import's) are deleted until
+/// `until` (a batch at least), as DELs the shard logs and feeds to its
+/// replicas.
+fn delete_left(core: &mut ShardCore, i: usize, until: Instant) {
+    while delete_batch(core, i) && Instant::now() < until {}
+}
+
+/// Up to [`KEYS_PER_CLOCK_CHECK`] of those keys deleted by one DEL; false
+/// when none was left.
+fn delete_batch(core: &mut ShardCore, i: usize) -> bool {
     let mut keys = Vec::new();
     {
         let Some(node) = core.cluster_node.as_deref_mut() else {
-            return;
+            return false;
         };
-        let serves: Vec<bool> = node.slot_migrations.jobs[i]
-            .deleting
-            .iter()
-            .map(|&s| node.serves(s))
-            .collect();
-        let job = &mut node.slot_migrations.jobs[i];
+        let job = &node.slot_migrations.jobs[i];
         if job.state.active() || job.deleting.is_empty() {
-            return;
+            return false;
         }
-        let mut remaining: Vec<u16> = Vec::new();
-        for (&slot, serves) in job.deleting.iter().zip(serves) {
-            if serves {
+        // The first slot with keys gives the batch; the slots before it are
+        // done, and so is one served here (taken back by a later job: its
+        // keys stay).
+        let mut done = 0;
+        for &slot in &job.deleting {
+            if node.serves(slot) {
+                done += 1;
                 continue;
             }
-            if keys.len() < DELETE_KEYS_PER_TICK {
-                let batch = core
-                    .engine
-                    .keys_in_slot(0, slot, DELETE_KEYS_PER_TICK - keys.len());
-                let whole = core.engine.count_keys_in_slot(0, slot) == batch.len();
-                keys.extend(batch);
-                if whole {
-                    continue;
-                }
+            keys = core.engine.keys_in_slot(0, slot, KEYS_PER_CLOCK_CHECK);
+            if core.engine.count_keys_in_slot(0, slot) == keys.len() {
+                done += 1;
             }
-            remaining.push(slot);
+            if !keys.is_empty() {
+                break;
+            }
         }
-        job.deleting = remaining;
+        node.slot_migrations.jobs[i].deleting.drain(..done);
     }
     if keys.is_empty() {
-        return;
+        return false;
     }
     let Some(del) = crate::cmd::registry::registry().lookup(b"del") else {
-        return;
+        return false;
     };
     let argv: OwnedArgs = std::iter::once(b"DEL".as_slice())
         .chain(keys.iter().map(Vec::as_slice))
@@ -483,4 +525,5 @@ fn delete_left(core: &mut ShardCore, i: usize) {
     };
     let mut discarded = Vec::new();
     super::exec::run_engine(core, del, caller, argv.args(), &mut discarded);
+    true
 }
