@@ -32,6 +32,12 @@ pub const BUSY_SLICE_MAX: Duration = Duration::from_micros(200);
 /// no longer than this.
 pub const IDLE_SLICE: Duration = Duration::from_millis(1);
 
+/// The most a slice's overrun is paid back from later earnings: a slice
+/// whose last batch ran past its end (a DEL of 16 keys, a socket write)
+/// took clients' time, which the next slices give back; a shard that was
+/// descheduled mid-slice is not made to pay for more than this.
+pub const DEBT_MAX: Duration = Duration::from_millis(2);
+
 /// No client command ran for this long: the clients are idle.
 pub const CLIENTS_IDLE_AFTER: Duration = Duration::from_millis(2);
 
@@ -42,6 +48,9 @@ pub struct Pace {
     counted_at: Option<Instant>,
     /// Time earned and not spent yet (at most [`BUSY_SLICE_MAX`]).
     credit: Duration,
+    /// Time slices ran past what they had earned, to pay back first (at
+    /// most [`DEBT_MAX`]).
+    debt: Duration,
     /// The shard's count of commands run as last seen, and when a client's
     /// command was last seen to have run.
     commands: u64,
@@ -65,9 +74,13 @@ impl Pace {
         self.counted_at = Some(now);
         if self.clients_idle(now) {
             self.credit = Duration::ZERO;
+            self.debt = Duration::ZERO;
             return Some(IDLE_SLICE);
         }
-        self.credit = (self.credit + elapsed / BUSY_SHARE_DIVISOR).min(BUSY_SLICE_MAX);
+        let earned = elapsed / BUSY_SHARE_DIVISOR;
+        let repaid = earned.min(self.debt);
+        self.debt -= repaid;
+        self.credit = (self.credit + (earned - repaid)).min(BUSY_SLICE_MAX);
         (self.credit >= BUSY_SLICE_MIN).then_some(self.credit)
     }
 
@@ -75,7 +88,9 @@ impl Pace {
     /// shard's count of commands is `commands` after it (its own DELs
     /// included, which are not clients' work).
     pub fn spent(&mut self, slice: Duration, took: Duration, commands: u64) {
+        let overrun = took.saturating_sub(slice);
         self.credit = self.credit.saturating_sub(took);
+        self.debt = (self.debt + overrun).min(DEBT_MAX);
         self.commands = commands;
         self.last_slice_full = took >= slice;
     }
@@ -133,6 +148,31 @@ mod tests {
         assert_eq!(pace.slice(t3, 7), Some(rest.min(BUSY_SLICE_MAX)));
         // No client command since t2 for CLIENTS_IDLE_AFTER: idle again.
         assert_eq!(pace.slice(t2 + CLIENTS_IDLE_AFTER, 7), Some(IDLE_SLICE));
+    }
+
+    #[test]
+    fn a_slice_that_ran_long_is_paid_back_before_the_next() {
+        let us = Duration::from_micros;
+        let t0 = Instant::now();
+        let mut pace = Pace::default();
+        assert_eq!(pace.slice(t0, 0), Some(IDLE_SLICE));
+        pace.spent(IDLE_SLICE, IDLE_SLICE, 0);
+        let t1 = t0 + 100 * MS;
+        assert_eq!(pace.slice(t1, 1), Some(BUSY_SLICE_MAX));
+        // The slice's last batch ran 400 us past its 200.
+        pace.spent(BUSY_SLICE_MAX, us(600), 1);
+        // 400 us of debt: the next 3.2 ms of clients' time earns it back
+        // before any slice, then the share goes on as before.
+        assert_eq!(pace.slice(t1 + us(3200), 2), None);
+        assert_eq!(pace.slice(t1 + us(3600), 3), Some(us(50)));
+        // A descheduled shard pays back no more than DEBT_MAX.
+        pace.spent(us(50), 100 * MS, 3);
+        let repaid = DEBT_MAX * BUSY_SHARE_DIVISOR;
+        assert_eq!(pace.slice(t1 + us(3600) + repaid, 4), None);
+        assert_eq!(
+            pace.slice(t1 + us(3600) + repaid + us(400), 5),
+            Some(us(50))
+        );
     }
 
     #[test]
