@@ -16,11 +16,6 @@ use std::time::Duration;
 
 const SHARD_LINKS: [&str; 2] = ["--replica-shard-links", "yes"];
 
-fn replica_connections(server: &mut RawConn) -> usize {
-    let list = decode(&server.cmd(&["CLIENT", "LIST", "TYPE", "replica"])).text();
-    list.lines().filter(|l| !l.is_empty()).count()
-}
-
 fn count(text: &str, line: &str) -> usize {
     text.lines().filter(|l| l.contains(line)).count()
 }
@@ -48,28 +43,6 @@ fn settle(source: &Server, replicas: &[&Server], shards: usize, round: &str) {
     }
     // A cross-shard group's forwarded writes answer just after its link moved on.
     std::thread::sleep(Duration::from_millis(100));
-}
-
-/// Transactions and scripts over a key of every shard.
-fn cross_shard_load(primary: &Server, shards: usize, rounds: usize) -> std::thread::JoinHandle<()> {
-    let mut c = primary.raw();
-    let keys: Vec<String> = (0..shards)
-        .map(|shard| key_on_shard("cross:", shard, shards))
-        .collect();
-    std::thread::spawn(move || {
-        let incr_all = "for _, k in ipairs(KEYS) do redis.call('incr', k) end return #KEYS";
-        for i in 0..rounds {
-            let mut eval = vec!["EVAL".to_string(), incr_all.into(), shards.to_string()];
-            eval.extend(keys.iter().cloned());
-            assert_eq!(c.cmd(&eval), format!(":{shards}\r\n").into_bytes());
-            c.cmd(&["MULTI"]);
-            for key in &keys {
-                c.cmd(&["RPUSH", &format!("{key}:list"), &i.to_string()]);
-            }
-            let exec = c.cmd(&["EXEC"]);
-            assert!(exec.starts_with(format!("*{shards}").as_bytes()));
-        }
-    })
 }
 
 /// Writer `n`: strings with TTLs, counters, lists, hashes and deletes of

@@ -24,12 +24,6 @@ use std::time::Duration;
 
 const SHARD_LINKS: [&str; 2] = ["--replica-shard-links", "yes"];
 
-/// The primary's replica connections (CLIENT LIST TYPE replica).
-fn replica_connections(primary: &mut RawConn) -> usize {
-    let list = decode(&primary.cmd(&["CLIENT", "LIST", "TYPE", "replica"])).text();
-    list.lines().filter(|l| !l.is_empty()).count()
-}
-
 fn count(text: &str, line: &str) -> usize {
     text.lines().filter(|l| l.contains(line)).count()
 }
@@ -54,34 +48,6 @@ fn settle(primary: &Server, replica: &Server, shards: usize, round: &str) {
 
 fn encode_bulk(value: &str) -> Vec<u8> {
     format!("${}\r\n{value}\r\n", value.len()).into_bytes()
-}
-
-/// The eighth client: transactions and scripts whose keys are on every shard
-/// (its own keys; groups on keys that other clients write as well:
-/// `cross_shard_groups_beside_their_owners_writes_end_equal`).
-fn cross_shard_load(primary: &Server, shards: usize, rounds: usize) -> std::thread::JoinHandle<()> {
-    let mut c = primary.raw();
-    let keys: Vec<String> = (0..shards)
-        .map(|shard| key_on_shard("cross:", shard, shards))
-        .collect();
-    std::thread::spawn(move || {
-        let incr_all = "for _, k in ipairs(KEYS) do redis.call('incr', k) end return #KEYS";
-        for i in 0..rounds {
-            let mut eval = vec!["EVAL".to_string(), incr_all.into(), shards.to_string()];
-            eval.extend(keys.iter().cloned());
-            assert_eq!(c.cmd(&eval), format!(":{shards}\r\n").into_bytes());
-            c.cmd(&["MULTI"]);
-            for key in &keys {
-                c.cmd(&["RPUSH", &format!("{key}:list"), &i.to_string()]);
-            }
-            let exec = c.cmd(&["EXEC"]);
-            assert!(
-                exec.starts_with(format!("*{shards}").as_bytes()),
-                "EXEC: {}",
-                show(&exec)
-            );
-        }
-    })
 }
 
 fn follows_on_shard_links(shards: usize) {

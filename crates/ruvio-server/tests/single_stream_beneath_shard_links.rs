@@ -20,35 +20,6 @@ use std::time::Duration;
 
 const SHARD_LINKS: [&str; 2] = ["--replica-shard-links", "yes"];
 
-fn replica_connections(server: &mut RawConn) -> usize {
-    let list = decode(&server.cmd(&["CLIENT", "LIST", "TYPE", "replica"])).text();
-    list.lines().filter(|l| !l.is_empty()).count()
-}
-
-/// MULTI/EXEC and a script over a key of every shard, `rounds` times.
-fn cross_shard_load(primary: &Server, shards: usize, rounds: usize) -> std::thread::JoinHandle<()> {
-    let mut c = primary.raw();
-    let keys: Vec<String> = (0..shards)
-        .map(|shard| key_on_shard("cross:", shard, shards))
-        .collect();
-    std::thread::spawn(move || {
-        let incr_all = "for _, k in ipairs(KEYS) do redis.call('incr', k) end return #KEYS";
-        for i in 0..rounds {
-            let mut eval = vec!["EVAL".to_string(), incr_all.into(), shards.to_string()];
-            eval.extend(keys.iter().cloned());
-            assert_eq!(c.cmd(&eval), format!(":{shards}\r\n").into_bytes());
-            c.cmd(&["MULTI"]);
-            for key in &keys {
-                c.cmd(&["RPUSH", &format!("{key}:list"), &i.to_string()]);
-                c.cmd(&["HSET", &format!("{key}:hash"), "round", &i.to_string()]);
-            }
-            let exec = c.cmd(&["EXEC"]);
-            let want = format!("*{}", 2 * shards);
-            assert!(exec.starts_with(want.as_bytes()), "EXEC: {}", show(&exec));
-        }
-    })
-}
-
 /// A key written last on each of P's shards reached M and the redis-server
 /// (each link's stream, and M's own, keep their order), and M shows P's
 /// offset once its links applied everything P sent.

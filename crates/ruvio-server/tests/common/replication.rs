@@ -298,3 +298,40 @@ pub fn read_command(stream: &mut std::net::TcpStream) -> Vec<String> {
     let count: usize = line()[1..].parse().expect("*<count>");
     (0..count).map(|_| (line(), line()).1).collect()
 }
+
+/// Replica connections `server` lists (CLIENT LIST TYPE replica): a replica on
+/// shard links has one per shard.
+pub fn replica_connections(server: &mut RawConn) -> usize {
+    let list = decode(&server.cmd(&["CLIENT", "LIST", "TYPE", "replica"])).text();
+    list.lines().filter(|l| !l.is_empty()).count()
+}
+
+/// A client of `primary` running, `rounds` times, a script and a MULTI/EXEC
+/// over a key of every one of its `shards` (its own keys: the groups a replica
+/// must apply whole).
+pub fn cross_shard_load(
+    primary: &Server,
+    shards: usize,
+    rounds: usize,
+) -> std::thread::JoinHandle<()> {
+    let mut c = primary.raw();
+    let keys: Vec<String> = (0..shards)
+        .map(|shard| key_on_shard("cross:", shard, shards))
+        .collect();
+    std::thread::spawn(move || {
+        let incr_all = "for _, k in ipairs(KEYS) do redis.call('incr', k) end return #KEYS";
+        for i in 0..rounds {
+            let mut eval = vec!["EVAL".to_string(), incr_all.into(), shards.to_string()];
+            eval.extend(keys.iter().cloned());
+            assert_eq!(c.cmd(&eval), format!(":{shards}\r\n").into_bytes());
+            c.cmd(&["MULTI"]);
+            for key in &keys {
+                c.cmd(&["RPUSH", &format!("{key}:list"), &i.to_string()]);
+                c.cmd(&["HSET", &format!("{key}:hash"), "round", &i.to_string()]);
+            }
+            let exec = c.cmd(&["EXEC"]);
+            let want = format!("*{}", 2 * shards);
+            assert!(exec.starts_with(want.as_bytes()), "EXEC: {}", show(&exec));
+        }
+    })
+}
