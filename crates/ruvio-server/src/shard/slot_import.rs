@@ -2,8 +2,9 @@
 //! "Whole-slot migration"): the source's connection (CLIENT LIST flag `o`,
 //! between SYNCSLOTS START and FINISH) runs its commands in the slices
 //! `cluster/slot_pace.rs` gives, the same share of the shard's time as an
-//! export's work (and one command whenever it waited [`BUSY_SLICE_MAX`]). What it sent meanwhile waits unread in the socket, and TCP
-//! holds the source back (its queue fills, it stops reading keys).
+//! export's work (and one command whenever it waited [`BUSY_SLICE_MAX`]).
+//! What it sent meanwhile waits unread in the socket, and TCP holds the
+//! source back (its queue fills, it stops reading keys).
 //!
 //! Why: the stream's RESTOREs cost the target about what reading the keys
 //! costs the source, and an idle source sends as fast as the target reads,
