@@ -166,16 +166,14 @@ impl Shard {
             self.deferred.push((index, gen));
             return;
         }
-        let importing = self
-            .conns
-            .get(index, gen)
-            .is_some_and(|c| c.client.slot_import);
-        if importing && !super::slot_import::begin(&mut self.core, (index, gen)) {
-            return;
-        }
         let Some(mut conn) = self.conns.take(index, gen) else {
             return;
         };
+        let importing = conn.client.slot_import;
+        if importing && !super::slot_import::begin(&mut self.core, (index, gen)) {
+            self.conns.restore(index, conn);
+            return;
+        }
         // A bug must cost one connection, never the shard: Redis' semantics say no
         // input can panic, and the tests and fuzzers hold us to it; this is the net.
         let run = std::panic::AssertUnwindSafe(|| {
