@@ -121,14 +121,21 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    /// A pace whose first slice (clients idle: a whole one) ran `commands`
+    /// of the migration's own, and when that slice began.
+    fn after_first_slice(commands: u64) -> (Pace, Instant) {
+        let t0 = Instant::now();
+        let mut pace = Pace::default();
+        assert_eq!(pace.slice(t0, 0), Some(IDLE_SLICE));
+        pace.spent(IDLE_SLICE, IDLE_SLICE, commands);
+        (pace, t0)
+    }
+
     #[test]
     fn idle_clients_get_whole_slices_and_busy_ones_a_share() {
         let us = Duration::from_micros;
-        let t0 = Instant::now();
-        let mut pace = Pace::default();
         // Nobody served yet: full speed, and no sleep between slices.
-        assert_eq!(pace.slice(t0, 0), Some(IDLE_SLICE));
-        pace.spent(IDLE_SLICE, IDLE_SLICE, 0);
+        let (mut pace, t0) = after_first_slice(0);
         assert!(pace.eager(t0 + IDLE_SLICE));
         // A client's command ran: the share of the time since.
         let t1 = t0 + MS;
@@ -153,10 +160,7 @@ mod tests {
     #[test]
     fn a_slice_that_ran_long_is_paid_back_before_the_next() {
         let us = Duration::from_micros;
-        let t0 = Instant::now();
-        let mut pace = Pace::default();
-        assert_eq!(pace.slice(t0, 0), Some(IDLE_SLICE));
-        pace.spent(IDLE_SLICE, IDLE_SLICE, 0);
+        let (mut pace, t0) = after_first_slice(0);
         let t1 = t0 + 100 * MS;
         assert_eq!(pace.slice(t1, 1), Some(BUSY_SLICE_MAX));
         // The slice's last batch ran 400 us past its 200.
@@ -177,11 +181,8 @@ mod tests {
 
     #[test]
     fn the_migrations_own_commands_do_not_count_as_clients() {
-        let t0 = Instant::now();
-        let mut pace = Pace::default();
-        assert_eq!(pace.slice(t0, 0), Some(IDLE_SLICE));
         // The slice ran 500 DELs.
-        pace.spent(IDLE_SLICE, IDLE_SLICE, 500);
+        let (mut pace, t0) = after_first_slice(500);
         assert_eq!(pace.slice(t0 + MS, 500), Some(IDLE_SLICE));
     }
 }

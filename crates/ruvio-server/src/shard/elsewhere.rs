@@ -337,11 +337,15 @@ pub(super) fn borrow_and_run(
     let first_in_line = !replies.is_holding();
     let seq = replies.hold(Merge::Single, 1);
     client.blocked = Some(BlockedOn::waiting(seq));
+    let to = super::lending::ReplyTo {
+        conn: who,
+        seq,
+        first_in_line,
+    };
     let at_once = super::lending::start(
         core,
         conns,
-        (who, first_in_line),
-        seq,
+        to,
         Caller::of(client, core.id),
         cmd,
         args,

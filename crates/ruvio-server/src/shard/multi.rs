@@ -603,8 +603,12 @@ fn run_borrowing(
         true => client.borrowing_tx = Some((ticket, seq)),
         false => client.blocked = Some(BlockedOn::waiting(seq)),
     }
-    let mut at_once =
-        super::lending::start_transaction(core, conns, who, seq, caller, transaction, keys);
+    let to = super::lending::ReplyTo {
+        conn: who,
+        seq,
+        first_in_line: false,
+    };
+    let mut at_once = super::lending::start_transaction(core, conns, to, caller, transaction, keys);
     if at_once.is_none() {
         // Every key was here: one that needs the connection runs now, with it.
         let access = ConnAccess {

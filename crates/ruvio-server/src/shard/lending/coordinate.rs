@@ -38,18 +38,26 @@ pub(super) fn row(op: &CrossOp) -> &'static Command {
         .expect("a coordinated command names the statistics slot of its row")
 }
 
-/// Start coordinating `cmd` for connection `conn`, whose held slot `seq` gets the
-/// reply. `groups` are the owners and the argument positions of their keys. When
-/// every key is this shard's and free, or kept here by a batch of borrowing
-/// commands, the command runs before this returns, and the reply comes back here
-/// instead (the connection is out of the slab). `first_in_line`: no earlier reply
-/// of the connection is outstanding (see [`CrossOp::first_in_line`]).
-#[allow(clippy::too_many_arguments)]
+/// Where a coordinated command's reply goes.
+pub struct ReplyTo {
+    /// The connection (slab index, generation).
+    pub conn: (u32, u32),
+    /// Its held reply slot.
+    pub seq: u64,
+    /// No earlier reply of the connection is outstanding (see
+    /// [`CrossOp::first_in_line`]).
+    pub first_in_line: bool,
+}
+
+/// Start coordinating `cmd` for the connection of `to`. `groups` are the
+/// owners and the argument positions of their keys. When every key is this
+/// shard's and free, or kept here by a batch of borrowing commands, the
+/// command runs before this returns, and the reply comes back here instead
+/// (the connection is out of the slab).
 pub fn start(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
-    (conn, first_in_line): ((u32, u32), bool),
-    seq: u64,
+    to: ReplyTo,
     caller: Caller,
     cmd: &'static Command,
     args: ruvio_resp::Args<'_>,
@@ -77,8 +85,8 @@ pub fn start(
         .collect();
     plan.sort_by_key(|(shard, _)| *shard);
     let op = CrossOp {
-        conn,
-        seq,
+        conn: to.conn,
+        seq: to.seq,
         caller,
         argv: OwnedArgs::from_args(args),
         stat: cmd.stat,
@@ -94,22 +102,20 @@ pub fn start(
         borrowing: Borrowing::Idle,
         first_run_ns: None,
         sent_argv: None,
-        first_in_line,
+        first_in_line: to.first_in_line,
         lent_waited: false,
     };
     begin(core, conns, op)
 }
 
-/// Start coordinating the EXEC of `transaction` for connection `conn` (held slot
-/// `seq`): borrow `keys` (every key its commands name and every watched key),
+/// Start coordinating the EXEC of `transaction` for the connection of `to`:
+/// borrow `keys` (every key its commands name and every watched key),
 /// run it here ([`crate::shard::multi::run_borrowed`]), give them back. As [`start`],
 /// the reply comes back here when it ran before this returns.
-#[allow(clippy::too_many_arguments)]
 pub fn start_transaction(
     core: &mut ShardCore,
     conns: &mut Slab<Conn>,
-    conn: (u32, u32),
-    seq: u64,
+    to: ReplyTo,
     caller: Caller,
     transaction: Box<Transaction>,
     keys: Vec<DbKey>,
@@ -126,8 +132,8 @@ pub fn start_transaction(
     let exec = registry().lookup(b"exec").expect("EXEC is in the table");
     let wants_lock = transaction.locked;
     let op = CrossOp {
-        conn,
-        seq,
+        conn: to.conn,
+        seq: to.seq,
         caller,
         argv: [b"EXEC".as_slice()].into_iter().collect(),
         stat: exec.stat,
@@ -143,7 +149,7 @@ pub fn start_transaction(
         borrowing: Borrowing::Idle,
         first_run_ns: None,
         sent_argv: None,
-        first_in_line: false,
+        first_in_line: to.first_in_line,
         lent_waited: false,
     };
     begin(core, conns, op)

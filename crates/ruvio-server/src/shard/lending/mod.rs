@@ -23,6 +23,7 @@ pub use batch::{end_batch_if_done, send_kept_home};
 pub use coordinate::{
     finish_starting_with_conn, join_transaction, lent, must_wait_for_transaction, other_db,
     resume_parked_for_lock, send_loans_home, start, start_transaction, touches_only_named_keys,
+    ReplyTo,
 };
 pub use owner::{count_lent, keys_free, lend, take_back, take_back_acked};
 pub use waiting::{deliver, expire, forget, retry, unblock, unwatch, wake, watch, Answer};
