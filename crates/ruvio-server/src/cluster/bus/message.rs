@@ -153,8 +153,10 @@ pub struct Header {
     pub flags: u16,
     /// The cluster's state as the sender sees it: 0 ok, 1 fail.
     pub state: u8,
-    /// Message flags (`MFLAG_*` in byte 0); `MFLAG_EXT_DATA` is set by encoding
-    /// when extensions go along.
+    /// Message flags (`MFLAG_*` in byte 0). `MFLAG_EXT_DATA` says the sender
+    /// reads PING extensions (Redis 7.2.7+ and Ruvio set it on every message;
+    /// Redis 7.0 only when it sends one); encoding also sets it when extensions
+    /// go along, as a receiver reads them only then.
     pub mflags: [u8; 3],
 }
 
@@ -443,8 +445,7 @@ impl Message {
             cport: be16(buf, AT_CPORT),
             flags: be16(buf, AT_FLAGS),
             state: buf[AT_STATE],
-            // Whether extensions follow is the body's to say (encoding sets it again).
-            mflags: [mflags[0] & !MFLAG_EXT_DATA, mflags[1], mflags[2]],
+            mflags,
         };
         let data = &buf[HEADER_LEN..];
         // The total length the type and its counts make, when it is not `buf`'s.
@@ -546,8 +547,6 @@ impl Message {
         let mut mflags = h.mflags;
         if extension_count > 0 {
             mflags[0] |= MFLAG_EXT_DATA;
-        } else {
-            mflags[0] &= !MFLAG_EXT_DATA;
         }
         out.extend_from_slice(&SIGNATURE);
         out.extend_from_slice(&[0; 4]); // the total length, written last
@@ -733,6 +732,8 @@ mod tests {
         h.offset = 1234;
         h.ip = b"10.0.0.1".to_vec();
         h.flags = node_flags::MASTER;
+        // As every Ruvio header: the sender reads extensions.
+        h.mflags[0] = MFLAG_EXT_DATA;
         set_slot_bit(&mut h.slots, 0);
         set_slot_bit(&mut h.slots, 16383);
         h
@@ -869,6 +870,26 @@ mod tests {
         assert_eq!(&id_ext[6..8], &[0, 0]);
         assert_eq!(&id_ext[8..], &shard_id);
         assert!(bytes[HEADER_LEN..].len().is_multiple_of(8));
+
+        // The flag is the sender's word that it reads extensions, kept whether
+        // or not any went along.
+        let mut bare = Vec::new();
+        let empty = Body::Ping {
+            gossip: Vec::new(),
+            extensions: Vec::new(),
+        };
+        Message::new(Kind::Ping, header(), empty.clone())
+            .encode(&mut bare)
+            .unwrap();
+        let read = Message::decode(&bare).unwrap();
+        assert_eq!(read.header.mflags[0] & MFLAG_EXT_DATA, MFLAG_EXT_DATA);
+        let mut silent = header();
+        silent.mflags[0] = 0;
+        let mut old = Vec::new();
+        Message::new(Kind::Ping, silent, empty)
+            .encode(&mut old)
+            .unwrap();
+        assert_eq!(Message::decode(&old).unwrap().header.mflags[0], 0);
 
         // A type-3 payload too short for an id is kept as bytes, not read as one.
         let mut short = bytes[..HEADER_LEN].to_vec();
