@@ -234,7 +234,7 @@ const EXT_HOSTNAME: u16 = 0;
 const EXT_SHARD_ID: u16 = 3;
 // Redis refuses an extension whose length is not a multiple of 8; a shard id
 // needs no padding.
-const _: () = assert!((EXT_HEADER + NAME_LEN) % 8 == 0);
+const _: () = assert!((EXT_HEADER + NAME_LEN).is_multiple_of(8));
 
 /// A message's body, by type.
 #[derive(Clone, Debug, PartialEq, Eq)]
