@@ -8,6 +8,8 @@
 //!   same cluster (it sends no extension flag) is never sent the extension, so
 //!   its log has no "unknown extension type" warning.
 //! - Forward mode, two shards: one node, one id on either shard's connection.
+//! - Without `cluster-enabled`: per-shard mode's shards each answer an id of
+//!   their own; forward mode answers the "cluster support disabled" error.
 //! - Valkey 9.1 (a 7.2 descendant) and Ruvio on one bus: a Ruvio replica of a
 //!   Valkey master and a Valkey replica of a Ruvio master each report their
 //!   master's id, which each learnt from the other's PING extension.
@@ -292,4 +294,24 @@ fn valkey_and_ruvio_replicas_report_their_masters_shard_ids() {
     wait_for("the four agree on the replicas", || agree(&all, 4));
     let view = cluster_nodes(valkey_master.port);
     assert_eq!(view.iter().filter(|l| l.has_flag("slave")).count(), 2);
+}
+
+#[test]
+fn without_the_bus_each_shard_is_alone_in_its_shard() {
+    // Per-shard mode: each shard a master of its own shard, its id stable.
+    let server = Server::ruvio(PortMode::PerShard, 2);
+    let ids: Vec<String> = (0..2).map(|i| my_shard_id(server.shard_port(i))).collect();
+    assert_ne!(ids[0], ids[1]);
+    assert_ne!(ids[0], myid(server.shard_port(0)));
+    assert_eq!(my_shard_id(server.shard_port(0)), ids[0]);
+    // Forward mode without cluster-enabled: the error of every CLUSTER subcommand.
+    let forward = Server::ruvio(PortMode::Forward, 2);
+    let mut conn = forward.raw();
+    assert_eq!(
+        conn.cmd(&["CLUSTER", "MYSHARDID"]),
+        conn.cmd(&["CLUSTER", "MYID"])
+    );
+    assert!(conn
+        .cmd(&["CLUSTER", "MYSHARDID"])
+        .starts_with(b"-ERR This instance has cluster support disabled"));
 }
