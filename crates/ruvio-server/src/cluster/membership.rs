@@ -17,10 +17,19 @@
 //! detection and the failover election in `membership_failure.rs`; the
 //! operator's changes and the start from nodes.conf in `membership_admin.rs`;
 //! CLUSTER NODES and nodes.conf's text in `membership_show.rs`.
+//!
+//! Shard ids (Redis 7.2): every node has one, random when the node is created,
+//! as its name is; a replica takes its master's (CLUSTER REPLICATE, or when it
+//! learns whom it follows) and keeps it when promoted. Each PING/PONG/MEET
+//! carries the sender's as extension type 3, but only to a node that said it
+//! reads extensions (the `MFLAG_EXT_DATA` every Ruvio and Redis 7.2.7+ header
+//! carries): Redis 7.0 logs a warning for every unknown extension it reads, and
+//! sets the flag only when it sends a hostname, so a 7.0 peer without one is
+//! never sent the id (Redis 7.2.7's `nodeSupportsExtensions`).
 
 use super::bus::message::{
-    node_flags as flag, set_slot_bit, Body, Gossip, Header, Kind, Message, NodeName, MFLAG_PAUSED,
-    NAME_LEN, SLOT_BYTES,
+    node_flags as flag, set_slot_bit, Body, Extension, Gossip, Header, Kind, Message, NodeName,
+    MFLAG_EXT_DATA, MFLAG_PAUSED, NAME_LEN, SLOT_BYTES,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -75,6 +84,10 @@ pub struct Node {
     pub pport: u16,
     /// `node_flags` bits.
     pub flags: u16,
+    /// Its shard: 40 hex characters its master and replicas share.
+    pub shard_id: NodeName,
+    /// It sent a message with `MFLAG_EXT_DATA`: it reads PING extensions.
+    pub supports_extensions: bool,
     /// The master of a replica, by index.
     pub master: Option<usize>,
     pub config_epoch: u64,
@@ -106,6 +119,10 @@ impl Node {
             cport,
             pport: 0,
             flags,
+            // None yet: `Cluster::add_node` draws one, as Redis's
+            // `createClusterNode` does.
+            shard_id: [0; NAME_LEN],
+            supports_extensions: false,
             master: None,
             config_epoch: 0,
             repl_offset: 0,
@@ -226,6 +243,7 @@ impl Cluster {
             master_link_down_since: None,
             cant_failover: CantFailover::default(),
         };
+        cluster.node_mut(MYSELF).shard_id = cluster.random_name();
         cluster.update_state();
         cluster
     }
@@ -268,8 +286,12 @@ impl Cluster {
         name
     }
 
-    fn add_node(&mut self, node: Node) -> usize {
+    /// Adds `node`, with a random shard id unless it has one.
+    fn add_node(&mut self, mut node: Node) -> usize {
         let name = node.name;
+        if node.shard_id == [0; NAME_LEN] {
+            node.shard_id = self.random_name();
+        }
         self.nodes.push(Some(node));
         let i = self.nodes.len() - 1;
         self.by_name.insert(name, i);
@@ -456,6 +478,7 @@ impl Cluster {
                     actions.push(Action::SaveConfig);
                 }
                 node.repl_offset = header.offset;
+                node.supports_extensions |= header.mflags[0] & MFLAG_EXT_DATA != 0;
                 if header.current_epoch > self.current_epoch {
                     self.current_epoch = header.current_epoch;
                     actions.push(Action::SaveConfig);
@@ -537,6 +560,8 @@ impl Cluster {
                 }
             }
             if let Some(s) = sender.filter(|&s| s != MYSELF) {
+                // Also a node just out of its handshake (not yet `sender` above).
+                self.node_mut(s).supports_extensions |= header.mflags[0] & MFLAG_EXT_DATA != 0;
                 if kind == Kind::Ping {
                     self.update_address_if_needed(s, link, header, peer_ip, actions);
                 }
@@ -551,8 +576,9 @@ impl Cluster {
                     self.answer_stale_claim(link, s, header, actions);
                 }
                 self.handle_epoch_collision(s, actions);
-                if let Body::Ping { gossip, .. } = &message.body {
+                if let Body::Ping { gossip, extensions } = &message.body {
                     self.process_gossip(Some(s), gossip, now, actions);
+                    self.process_extensions(s, extensions, actions);
                 }
             }
             if sender.is_none() {
@@ -639,6 +665,48 @@ impl Cluster {
         actions.push(Action::SaveConfig);
     }
 
+    /// `clusterProcessPingExt`: the sender's shard id, from its extension, or
+    /// else (a node that sends none: Redis 7.0) its master's, or its own.
+    fn process_extensions(
+        &mut self,
+        s: usize,
+        extensions: &[Extension],
+        actions: &mut Vec<Action>,
+    ) {
+        let sent = extensions.iter().find_map(|e| match e {
+            Extension::ShardId(id) => Some(*id),
+            _ => None,
+        });
+        let node = self.node(s);
+        let master = node.master.filter(|_| !node.is_master());
+        let id = sent.unwrap_or_else(|| {
+            master
+                .and_then(|m| self.nodes[m].as_ref())
+                .map_or(node.shard_id, |m| m.shard_id)
+        });
+        self.update_shard_id(s, id, actions);
+    }
+
+    /// `updateShardId`: node `i` is in shard `id`, and so is this node when `i`
+    /// is its master (a replica follows its master's shard).
+    pub(super) fn update_shard_id(&mut self, i: usize, id: NodeName, actions: &mut Vec<Action>) {
+        if self.node(i).shard_id != id {
+            self.node_mut(i).shard_id = id;
+            actions.push(Action::SaveConfig);
+        }
+        let me = self.node(MYSELF);
+        if i != MYSELF && me.master == Some(i) && me.shard_id != id {
+            self.node_mut(MYSELF).shard_id = id;
+            actions.push(Action::SaveConfig);
+        }
+    }
+
+    /// This node now follows `m` (Redis's `clusterSetMaster`): it joins `m`'s
+    /// shard.
+    pub(super) fn join_shard_of(&mut self, m: usize) {
+        self.node_mut(MYSELF).shard_id = self.node(m).shard_id;
+    }
+
     fn rename(&mut self, i: usize, name: NodeName) {
         let old = self.node(i).name;
         self.by_name.remove(&old);
@@ -673,6 +741,11 @@ impl Cluster {
             node.master = master;
             for owner in self.owners.iter_mut().filter(|o| **o == s as u32) {
                 *owner = NO_OWNER;
+            }
+            if let Some(m) = master {
+                // A replica joins its master's shard (Redis 7.2 does it when
+                // it first learns the master).
+                self.update_shard_id(s, self.node(m).shard_id, actions);
             }
             self.update_state();
             actions.push(Action::SaveConfig);
@@ -798,6 +871,9 @@ impl Cluster {
             State::Ok => 0,
             State::Fail => 1,
         };
+        // Every message says this node reads PING extensions (Redis 7.2.7+),
+        // so its peers send it theirs.
+        header.mflags[0] |= MFLAG_EXT_DATA;
         if me.is_master() && self.manual.end != 0 {
             // Writes are paused for a replica's CLUSTER FAILOVER.
             header.mflags[0] |= MFLAG_PAUSED;
@@ -862,10 +938,16 @@ impl Cluster {
                 }
             })
             .collect();
-        let body = Body::Ping {
-            gossip,
-            extensions: Vec::new(),
+        // Extensions only to a node that reads them (see the module docs).
+        let reader = to.or_else(|| self.links.get(&link).copied().flatten());
+        let reads_extensions = reader
+            .and_then(|i| self.nodes[i].as_ref())
+            .is_some_and(|n| n.supports_extensions);
+        let extensions = match reads_extensions {
+            true => vec![Extension::ShardId(self.node(MYSELF).shard_id)],
+            false => Vec::new(),
         };
+        let body = Body::Ping { gossip, extensions };
         let message = Message::new(kind, self.header(), body);
         if let Some(i) = to.filter(|_| kind == Kind::Ping) {
             self.node_mut(i).ping_sent = now;
@@ -928,6 +1010,11 @@ impl Cluster {
     /// This node's name.
     pub fn myself(&self) -> NodeName {
         self.node(MYSELF).name
+    }
+
+    /// This node's shard id (CLUSTER MYSHARDID).
+    pub fn my_shard_id(&self) -> NodeName {
+        self.node(MYSELF).shard_id
     }
 }
 

@@ -51,7 +51,11 @@ impl Cluster {
                 let node = Node::new(name, &line.ip, line.port, line.cport, flags, now);
                 cluster.add_node(node)
             };
-            cluster.node_mut(i).config_epoch = line.config_epoch;
+            let node = cluster.node_mut(i);
+            node.config_epoch = line.config_epoch;
+            if let Some(id) = line.shard_id.as_deref().and_then(node_name) {
+                node.shard_id = id;
+            }
             for &(first, last) in &line.slots {
                 cluster.owners[usize::from(first)..=usize::from(last)].fill(i as u32);
             }
@@ -62,7 +66,14 @@ impl Cluster {
                 continue;
             };
             let master = node_name(master).and_then(|m| cluster.lookup(&m));
-            cluster.node_mut(*i).master = master;
+            let node = cluster.node_mut(*i);
+            node.master = master;
+            // A replica is in its master's shard: a file without shard ids
+            // (Redis 7.0's) or one saved before the replica heard its
+            // master's id gets it here, as Redis 7.2's `auxShardIdSetter`.
+            if let Some(m) = master {
+                cluster.node_mut(*i).shard_id = cluster.node(m).shard_id;
+            }
         }
         cluster.restore_in_flight(&me.migrating, &me.importing);
         cluster.update_state();
@@ -201,6 +212,7 @@ impl Cluster {
             let name = self.random_name();
             self.rename(MYSELF, name);
             self.settings.name = name;
+            self.node_mut(MYSELF).shard_id = self.random_name();
         }
         self.node_mut(MYSELF).created = now;
         self.update_state();

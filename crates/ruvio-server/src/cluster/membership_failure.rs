@@ -107,6 +107,7 @@ impl Cluster {
         let me = self.node_mut(MYSELF);
         me.flags = (me.flags | flag::REPLICA) & !flag::MASTER;
         me.master = Some(m);
+        self.join_shard_of(m);
         self.update_state();
         Ok(())
     }

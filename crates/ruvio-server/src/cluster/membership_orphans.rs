@@ -142,6 +142,7 @@ impl Cluster {
             &format!("Migrating to orphaned master {name}"),
         );
         self.node_mut(MYSELF).master = Some(t);
+        self.join_shard_of(t);
         self.reset_manual_failover(actions);
         self.update_state();
         actions.push(Action::SaveConfig);

@@ -135,6 +135,7 @@ impl Cluster {
         let me = self.node_mut(MYSELF);
         me.flags = (me.flags | flag::REPLICA) & !flag::MASTER;
         me.master = Some(s);
+        self.join_shard_of(s);
         self.reset_manual_failover(actions);
     }
 

@@ -45,6 +45,7 @@ impl Cluster {
             port: node.port,
             cport: node.cport,
             hostname: None,
+            shard_id: Some(String::from_utf8_lossy(&node.shard_id).into_owned()),
             flags: FLAG_NAMES
                 .iter()
                 .filter(|(bit, _)| node.flags & bit != 0)
@@ -70,11 +71,16 @@ impl Cluster {
         }
     }
 
-    /// CLUSTER NODES's reply text (nodes.conf's lines).
+    /// CLUSTER NODES's reply text (nodes.conf's lines without the aux fields,
+    /// which Redis 7.2 keeps from clients).
     pub fn cluster_nodes(&self) -> String {
         let mut out = String::new();
         for (i, _) in self.live() {
-            crate::cluster::nodes_file::render_line(&self.line(i), &mut out);
+            let line = NodeLine {
+                shard_id: None,
+                ..self.line(i)
+            };
+            crate::cluster::nodes_file::render_line(&line, &mut out);
             out.push('\n');
         }
         out

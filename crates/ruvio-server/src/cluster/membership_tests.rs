@@ -669,3 +669,79 @@ fn an_emptied_master_follows_the_new_owner_as_the_rules_say() {
         assert_eq!(net.nodes[0].master_name(), expected, "allowed: {allowed}");
     }
 }
+
+/// The shard id each node of `net` has for the node named `name`.
+fn shard_ids_of(net: &Net, name: NodeName) -> Vec<String> {
+    let name = String::from_utf8_lossy(&name).into_owned();
+    net.nodes
+        .iter()
+        .map(|c| {
+            let file = c.nodes_file();
+            let line = file.nodes.iter().find(|l| l.name == name).expect("known");
+            line.shard_id.clone().expect("nodes.conf keeps shard ids")
+        })
+        .collect()
+}
+
+#[test]
+fn shard_ids_travel_on_the_bus_and_a_replica_takes_its_masters() {
+    let mut net = Net::masters_and_more(4, 7400);
+    for i in 1..4 {
+        let port = 7400 + i;
+        assert!(net.nodes[0].meet("127.0.0.1", port, port + 10000, net.now));
+    }
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    let (a, d) = (net.nodes[0].myself(), net.nodes[3].myself());
+    let a_shard = String::from_utf8_lossy(&net.nodes[0].my_shard_id()).into_owned();
+    // Every node learnt a's own id from its PINGs (each drew a random one
+    // when it first heard of a).
+    assert_eq!(shard_ids_of(&net, a), vec![a_shard.clone(); 4]);
+    assert_ne!(net.nodes[1].my_shard_id(), net.nodes[0].my_shard_id());
+
+    net.nodes[3].replicate(&a).unwrap();
+    assert_eq!(net.nodes[3].my_shard_id(), net.nodes[0].my_shard_id());
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    assert_eq!(shard_ids_of(&net, d), vec![a_shard.clone(); 4]);
+
+    // Promoted, the replica keeps the id; its old master follows it into it.
+    let actions = net.nodes[3]
+        .failover(FailoverMode::Takeover, net.now)
+        .unwrap();
+    net.run(3, actions);
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    assert!(!net.nodes[3].is_replica() && net.nodes[0].is_replica());
+    assert_eq!(shard_ids_of(&net, d), vec![a_shard.clone(); 4]);
+    assert_eq!(shard_ids_of(&net, a), vec![a_shard.clone(); 4]);
+
+    // Read back from nodes.conf; a file without ids (Redis 7.0's) gives the
+    // replica its master's.
+    let text = net.nodes[0].nodes_file().render();
+    assert!(text.contains(&format!(",,shard-id={a_shard} ")), "{text}");
+    let again = Cluster::from_file(settings(b'a', 7400), &NodesFile::parse(&text).unwrap(), 0);
+    assert_eq!(again.unwrap().my_shard_id(), net.nodes[0].my_shard_id());
+    let mut old = NodesFile::parse(&text).unwrap();
+    for line in &mut old.nodes {
+        line.shard_id = None;
+    }
+    let again = Cluster::from_file(settings(b'a', 7400), &old, 0).unwrap();
+    let master = again.master_name().expect("a replica");
+    let file = again.nodes_file();
+    let shard_of = |name: &str| {
+        file.nodes
+            .iter()
+            .find(|l| l.name == name)
+            .unwrap()
+            .shard_id
+            .clone()
+    };
+    assert_eq!(
+        shard_of(&String::from_utf8_lossy(&again.myself())),
+        shard_of(&String::from_utf8_lossy(&master))
+    );
+}

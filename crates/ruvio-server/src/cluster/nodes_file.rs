@@ -2,9 +2,16 @@
 //! `cluster-config-file`) and the lines of CLUSTER NODES, one format for both.
 //!
 //! ```text
-//! <name> <ip>:<port>@<bus port>[,<hostname>] <flags> <master|-> <ping sent> <pong received> <config epoch> <connected|disconnected> <slots>...
+//! <name> <ip>:<port>@<bus port>[,<hostname>[,<aux>=<value>...]] <flags> <master|-> <ping sent> <pong received> <config epoch> <connected|disconnected> <slots>...
 //! vars currentEpoch <n> lastVoteEpoch <n>
 //! ```
+//!
+//! Aux fields (Redis 7.2) follow the hostname, which is then written even when
+//! empty (`ip:port@cport,,shard-id=...`). Ruvio keeps `shard-id` and writes it
+//! in nodes.conf only: Redis 7.2 shows no aux field to clients (CLUSTER NODES,
+//! REPLICAS), so [`NodeLine::shard_id`] is `None` in their lines. The aux fields
+//! 7.2 and Valkey write beside it (`tls-port`, `tcp-port`, `nodename`, ...)
+//! are read and dropped; a file without `shard-id` (Redis 7.0's) still loads.
 //!
 //! Slots are single numbers or `first-last` ranges, then the slots being moved:
 //! `[slot->-<node>]` (migrating to it) and `[slot-<-<node>]` (importing from it).
@@ -41,6 +48,8 @@ pub struct NodeLine {
     pub cport: u16,
     /// `cluster-announce-hostname`, when the line carries one.
     pub hostname: Option<String>,
+    /// The `shard-id` aux field: 40 hex characters, in nodes.conf's lines only.
+    pub shard_id: Option<String>,
     /// Flags by name, in Redis's order (see [`FLAG_NAMES`]).
     pub flags: Vec<&'static str>,
     /// The master's name of a replica.
@@ -102,19 +111,42 @@ fn parse_flags(field: &str) -> Result<Vec<&'static str>, String> {
     Ok(flags)
 }
 
-/// `ip:port@cport[,hostname]` (IPv6 addresses keep their colons: the port is
-/// after the last one).
-fn parse_address(field: &str) -> Result<(String, u16, u16, Option<String>), String> {
-    let (address, hostname) = match field.split_once(',') {
-        Some((address, host)) => (address, Some(host.to_string())),
-        None => (field, None),
-    };
+/// A node's address field, read.
+struct Address {
+    ip: String,
+    port: u16,
+    cport: u16,
+    hostname: Option<String>,
+    shard_id: Option<String>,
+}
+
+/// `ip:port@cport[,hostname[,aux=value...]]` (IPv6 addresses keep their
+/// colons: the port is after the last one). An aux field without `=` is refused
+/// (Redis's `clusterLoadConfig` too); one other than `shard-id` is skipped.
+fn parse_address(field: &str) -> Result<Address, String> {
+    let mut parts = field.split(',');
+    let address = parts.next().unwrap_or_default();
+    let hostname = parts.next().filter(|h| !h.is_empty()).map(str::to_string);
+    let mut shard_id = None;
+    for aux in parts {
+        match aux.split_once('=') {
+            Some(("shard-id", id)) if id.len() == 40 => shard_id = Some(id.to_string()),
+            Some(("shard-id", _)) | None => return Err(format!("bad aux field '{aux}'")),
+            Some(_) => {}
+        }
+    }
     let bad = || format!("bad node address '{field}'");
     let (ip_port, cport) = address.split_once('@').ok_or_else(bad)?;
     let (ip, port) = ip_port.rsplit_once(':').ok_or_else(bad)?;
     let port = port.parse::<u16>().map_err(|_| bad())?;
     let cport = cport.parse::<u16>().map_err(|_| bad())?;
-    Ok((ip.to_string(), port, cport, hostname))
+    Ok(Address {
+        ip: ip.to_string(),
+        port,
+        cport,
+        hostname,
+        shard_id,
+    })
 }
 
 /// One slot field: `n`, `a-b`, `[n->-node]` or `[n-<-node]`.
@@ -146,13 +178,14 @@ pub fn parse_line(text: &str) -> Result<NodeLine, String> {
     if fields.len() < 8 {
         return Err(format!("node line of {} fields: '{text}'", fields.len()));
     }
-    let (ip, port, cport, hostname) = parse_address(fields[1])?;
+    let address = parse_address(fields[1])?;
     let mut line = NodeLine {
         name: fields[0].to_string(),
-        ip,
-        port,
-        cport,
-        hostname,
+        ip: address.ip,
+        port: address.port,
+        cport: address.cport,
+        hostname: address.hostname,
+        shard_id: address.shard_id,
         flags: parse_flags(fields[2])?,
         master: (fields[3] != "-").then(|| fields[3].to_string()),
         ping_sent: number(fields[4], "ping time")?,
@@ -182,6 +215,13 @@ pub fn render_line(line: &NodeLine, out: &mut String) {
     );
     if let Some(host) = &line.hostname {
         let _ = write!(out, ",{host}");
+    }
+    if let Some(shard_id) = &line.shard_id {
+        if line.hostname.is_none() {
+            // The hostname's place stays, empty: aux fields come third.
+            out.push(',');
+        }
+        let _ = write!(out, ",shard-id={shard_id}");
     }
     out.push(' ');
     if line.flags.is_empty() {
@@ -305,6 +345,33 @@ vars currentEpoch 1 lastVoteEpoch 0
     }
 
     #[test]
+    fn a_shard_id_is_the_third_part_of_the_address_as_redis_7_2_writes_it() {
+        let id = "9d1f5c4b8a7e6d5c4b3a29180706f5e4d3c2b1a0";
+        let written = format!(
+            "29811f39f05572ed68b93005e948832950e652c5 127.0.0.1:31001@41001,,tls-port=0,shard-id={id} myself,master - 0 0 1 connected 0-5000"
+        );
+        let line = parse_line(&written).unwrap();
+        assert_eq!(line.shard_id.as_deref(), Some(id));
+        assert_eq!(line.hostname, None);
+        assert_eq!((line.port, line.cport), (31001, 41001));
+        let mut again = String::new();
+        render_line(&line, &mut again);
+        assert_eq!(
+            again,
+            format!("29811f39f05572ed68b93005e948832950e652c5 127.0.0.1:31001@41001,,shard-id={id} myself,master - 0 0 1 connected 0-5000")
+        );
+        let mut hosted = line.clone();
+        hosted.hostname = Some("host-1".into());
+        let mut text = String::new();
+        render_line(&hosted, &mut text);
+        assert!(text.contains("@41001,host-1,shard-id=9d1f"), "{text}");
+        assert_eq!(parse_line(&text).unwrap(), hosted);
+        // Valkey's fields beside it are skipped.
+        let valkey = "abc 127.0.0.1:1@2,,tls-port=0,shard-id=9d1f5c4b8a7e6d5c4b3a29180706f5e4d3c2b1a0,nodename=n1,availability-zone= master - 0 0 0 connected";
+        assert_eq!(parse_line(valkey).unwrap().shard_id.as_deref(), Some(id));
+    }
+
+    #[test]
     fn bad_lines_are_refused_with_a_reason() {
         for bad in [
             "abc 127.0.0.1:1@2 master - 0 0 0 connected 16384",
@@ -315,6 +382,8 @@ vars currentEpoch 1 lastVoteEpoch 0
             "abc 127.0.0.1:1@2 master - x 0 0 connected",
             "abc 127.0.0.1:1@2 master - 0 0",
             "abc 127.0.0.1:1@2 master - 0 0 0 connected [5=>x]",
+            "abc 127.0.0.1:1@2,,shard-id master - 0 0 0 connected",
+            "abc 127.0.0.1:1@2,,shard-id=abc master - 0 0 0 connected",
         ] {
             assert!(parse_line(bad).is_err(), "{bad}");
         }

@@ -10,6 +10,9 @@ use ruvio_engine::slot::SLOT_COUNT;
 pub struct Node {
     /// 40 hex characters, derived from the address so it is stable across restarts.
     pub id: String,
+    /// Its shard's id (CLUSTER MYSHARDID): a master alone in its shard, so
+    /// as stable as `id`, and another.
+    pub shard_id: String,
     pub port: u16,
     pub first_slot: u16,
     pub last_slot: u16,
@@ -39,7 +42,8 @@ impl Topology {
         };
         let nodes: Vec<Node> = (0..n)
             .map(|i| Node {
-                id: node_id(&host, cfg.shard_port(i), i),
+                id: node_id("ruvio", &host, cfg.shard_port(i), i),
+                shard_id: node_id("ruvio-shard", &host, cfg.shard_port(i), i),
                 port: cfg.shard_port(i),
                 first_slot: (i * SLOT_COUNT as usize / n) as u16,
                 last_slot: ((i + 1) * SLOT_COUNT as usize / n - 1) as u16,
@@ -88,11 +92,12 @@ impl Topology {
     }
 }
 
-/// A stable 40-hex-digit node id from the node's address.
-fn node_id(host: &str, port: u16, shard: usize) -> String {
+/// A stable 40-hex-digit id from the node's address, of the kind `tag` names
+/// (`ruvio`: the node's, `ruvio-shard`: its shard's).
+fn node_id(tag: &str, host: &str, port: u16, shard: usize) -> String {
     let mut state: u64 = 0xcbf2_9ce4_8422_2325;
     let mut hex = String::with_capacity(40);
-    let seed = format!("ruvio:{host}:{port}:{shard}");
+    let seed = format!("{tag}:{host}:{port}:{shard}");
     while hex.len() < 40 {
         for b in seed.bytes().chain(hex.len().to_le_bytes()) {
             state = (state ^ b as u64).wrapping_mul(0x0100_0000_01b3);

@@ -1,4 +1,4 @@
-//! CLUSTER (INFO, SLOTS, SHARDS, NODES, KEYSLOT, MYID, COUNTKEYSINSLOT,
+//! CLUSTER (INFO, SLOTS, SHARDS, NODES, KEYSLOT, MYID, MYSHARDID, COUNTKEYSINSLOT,
 //! GETKEYSINSLOT, SLOT-STATS, HELP), READONLY, READWRITE and ASKING.
 //!
 //! In per-shard mode every shard answers as one master node of a cluster that is
@@ -64,6 +64,8 @@ const SUBCOMMANDS: &[ServerCommand] = &[
         "Returns the hash slot of the specified key", "O(N) where N is the number of bytes in the key", keyslot),
     command!("cluster|myid", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
         "Return the node id", "O(1)", on_membership!(myid)),
+    command!("cluster|myshardid", 2, STALE, KeySpec::NONE, ["slow"], "cluster", "7.2.0",
+        "Returns the shard ID of a node.", "O(1)", on_membership!(myshardid)),
     command!("cluster|countkeysinslot", 3, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
         "Return the number of local keys in the specified hash slot", "O(1)", countkeysinslot),
     command!("cluster|getkeysinslot", 4, STALE, KeySpec::NONE, ["slow"], "cluster", "3.0.0",
@@ -369,6 +371,24 @@ fn myid<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>)
     Ok(())
 }
 
+/// CLUSTER MYSHARDID: the node's shard id (Redis 7.2). Without the bus each
+/// shard is a master alone in its shard, under an id as stable as its name.
+fn myshardid<S: Server>(
+    ctx: &mut Ctx<'_, S>,
+    _args: Args<'_>,
+    reply: &mut Reply<'_>,
+) -> ServerResult {
+    require_cluster(ctx)?;
+    if let Some(node) = ctx.core.cluster_node() {
+        return bus::myshardid(node, reply);
+    }
+    let id = ctx.core.topology().nodes[ctx.core.shard_id()]
+        .shard_id
+        .clone();
+    reply.bulk(id.as_bytes());
+    Ok(())
+}
+
 /// A slot argument, if it is an integer in 0..16384.
 fn parse_slot(arg: &[u8]) -> Option<u16> {
     parse_i64(arg)
@@ -548,6 +568,8 @@ fn help<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>)
             "    Return the hash slot for <key>.",
             "MYID",
             "    Return the node id.",
+            "MYSHARDID",
+            "    Return the node's shard id.",
             "NODES",
             "    Return cluster configuration seen by node. Output format:",
             "    <id> <ip:port@bus-port[,hostname]> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",

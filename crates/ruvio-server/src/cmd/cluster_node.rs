@@ -1,6 +1,6 @@
 //! CLUSTER on a node of the cluster bus (`cluster-enabled yes`): the views of
 //! the whole cluster as the shard's membership knows it (INFO, NODES, SLOTS,
-//! SHARDS, MYID) and what an operator changes (MEET, ADDSLOTS, ADDSLOTSRANGE,
+//! SHARDS, MYID, MYSHARDID) and what an operator changes (MEET, ADDSLOTS, ADDSLOTSRANGE,
 //! DELSLOTS, DELSLOTSRANGE, FLUSHSLOTS, FORGET, RESET, SAVECONFIG, SET-CONFIG-EPOCH,
 //! BUMPEPOCH, REPLICATE, FAILOVER, COUNT-FAILURE-REPORTS) and its bus links (LINKS), with redis-server 7.0's
 //! replies and error strings (tests/cluster_binary.rs compares them).
@@ -68,6 +68,8 @@ pub(super) const HELP: &[&str] = &[
     "    Connect nodes into a working cluster.",
     "MYID",
     "    Return the node id.",
+    "MYSHARDID",
+    "    Return the node's shard id.",
     "NODES",
     "    Return cluster configuration seen by node. Output format:",
     "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
@@ -168,8 +170,12 @@ pub(super) fn nodes(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> Se
 /// found them.
 fn seen_by_client(node: &ShardNode, own_ip: &str) -> Vec<NodeLine> {
     let mut lines = node.cluster.nodes_file().nodes;
-    for line in lines.iter_mut().filter(|l| l.has_flag("myself")) {
-        line.ip = own_ip.to_string();
+    for line in &mut lines {
+        // nodes.conf's aux fields are not shown to clients (Redis 7.2).
+        line.shard_id = None;
+        if line.has_flag("myself") {
+            line.ip = own_ip.to_string();
+        }
     }
     lines
 }
@@ -213,6 +219,12 @@ pub(super) fn unknown_node(name: &[u8]) -> CmdError {
 /// CLUSTER MYID.
 pub(super) fn myid(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult {
     reply.bulk(&node.cluster.myself());
+    Ok(())
+}
+
+/// CLUSTER MYSHARDID.
+pub(super) fn myshardid(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult {
+    reply.bulk(&node.cluster.my_shard_id());
     Ok(())
 }
 

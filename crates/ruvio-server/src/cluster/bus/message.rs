@@ -153,8 +153,10 @@ pub struct Header {
     pub flags: u16,
     /// The cluster's state as the sender sees it: 0 ok, 1 fail.
     pub state: u8,
-    /// Message flags (`MFLAG_*` in byte 0); `MFLAG_EXT_DATA` is set by encoding
-    /// when extensions go along.
+    /// Message flags (`MFLAG_*` in byte 0). `MFLAG_EXT_DATA` says the sender
+    /// reads PING extensions (Redis 7.2.7+ and Ruvio set it on every message;
+    /// Redis 7.0 only when it sends one); encoding also sets it when extensions
+    /// go along, as a receiver reads them only then.
     pub mflags: [u8; 3],
 }
 
@@ -218,12 +220,21 @@ pub struct Gossip {
 pub enum Extension {
     /// `cluster-announce-hostname` (type 0).
     Hostname(Vec<u8>),
-    /// A type this codec does not read (shard ids, forgotten nodes of later
-    /// versions): kept as its bytes, so it can be skipped or passed on.
+    /// The sender's shard id (type 3, Redis 7.2): 40 hex characters its
+    /// replicas share with it.
+    ShardId(NodeName),
+    /// A type this codec does not read (human node names, forgotten nodes,
+    /// later versions' types): kept as its bytes, so it can be skipped or
+    /// passed on.
     Other { kind: u16, data: Vec<u8> },
 }
 
 const EXT_HOSTNAME: u16 = 0;
+/// `CLUSTERMSG_EXT_TYPE_SHARDID`: a payload of `shard_id[40]`.
+const EXT_SHARD_ID: u16 = 3;
+// Redis refuses an extension whose length is not a multiple of 8; a shard id
+// needs no padding.
+const _: () = assert!((EXT_HEADER + NAME_LEN).is_multiple_of(8));
 
 /// A message's body, by type.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -434,8 +445,7 @@ impl Message {
             cport: be16(buf, AT_CPORT),
             flags: be16(buf, AT_FLAGS),
             state: buf[AT_STATE],
-            // Whether extensions follow is the body's to say (encoding sets it again).
-            mflags: [mflags[0] & !MFLAG_EXT_DATA, mflags[1], mflags[2]],
+            mflags,
         };
         let data = &buf[HEADER_LEN..];
         // The total length the type and its counts make, when it is not `buf`'s.
@@ -537,8 +547,6 @@ impl Message {
         let mut mflags = h.mflags;
         if extension_count > 0 {
             mflags[0] |= MFLAG_EXT_DATA;
-        } else {
-            mflags[0] &= !MFLAG_EXT_DATA;
         }
         out.extend_from_slice(&SIGNATURE);
         out.extend_from_slice(&[0; 4]); // the total length, written last
@@ -663,6 +671,9 @@ fn decode_ping(data: &[u8], count: usize, extension_count: usize) -> Result<Body
         let payload = &rest[EXT_HEADER..len];
         extensions.push(match kind {
             EXT_HOSTNAME => Extension::Hostname(until_nul(payload)),
+            // Redis reads the id's 40 bytes whatever padding follows; a shorter
+            // payload is not an id (kept as bytes, never read as one).
+            EXT_SHARD_ID if payload.len() >= NAME_LEN => Extension::ShardId(name_at(payload, 0)),
             _ => Extension::Other {
                 kind,
                 data: payload.to_vec(),
@@ -677,7 +688,9 @@ fn decode_ping(data: &[u8], count: usize, extension_count: usize) -> Result<Body
 }
 
 /// An extension: a hostname (cut at a NUL it holds) NUL-terminated and padded
-/// with NULs to a multiple of 8, as Redis writes it; another kind's bytes exactly as they were read.
+/// with NULs to a multiple of 8, as Redis writes it; a shard id as its 40 bytes
+/// (48 with the header: aligned already); another kind's bytes exactly as they
+/// were read.
 fn encode_extension(extension: &Extension, out: &mut Vec<u8>) -> Result<(), BusError> {
     let (kind, payload, len) = match extension {
         Extension::Hostname(name) => {
@@ -689,6 +702,7 @@ fn encode_extension(extension: &Extension, out: &mut Vec<u8>) -> Result<(), BusE
                 (EXT_HEADER + name.len() + 1).div_ceil(8) * 8,
             )
         }
+        Extension::ShardId(id) => (EXT_SHARD_ID, id.as_slice(), EXT_HEADER + NAME_LEN),
         Extension::Other { kind, data } => (*kind, data.as_slice(), EXT_HEADER + data.len()),
     };
     let len32 = u32::try_from(len).map_err(|_| BusError::Malformed("extension too long"))?;
@@ -718,6 +732,8 @@ mod tests {
         h.offset = 1234;
         h.ip = b"10.0.0.1".to_vec();
         h.flags = node_flags::MASTER;
+        // As every Ruvio header: the sender reads extensions.
+        h.mflags[0] = MFLAG_EXT_DATA;
         set_slot_bit(&mut h.slots, 0);
         set_slot_bit(&mut h.slots, 16383);
         h
@@ -828,6 +844,71 @@ mod tests {
         ] {
             round_trip(&Message::new(kind, header(), body));
         }
+    }
+
+    #[test]
+    fn a_shard_id_travels_as_extension_type_3_aligned() {
+        let shard_id = *b"0123456789abcdef0123456789abcdef01234567";
+        let pong = Message::new(
+            Kind::Pong,
+            header(),
+            Body::Ping {
+                gossip: Vec::new(),
+                extensions: vec![
+                    Extension::Hostname(b"abc".to_vec()),
+                    Extension::ShardId(shard_id),
+                ],
+            },
+        );
+        let bytes = round_trip(&pong);
+        // The hostname's 8 + 4 bytes padded to 16, then the id's 8 + 40.
+        assert_eq!(bytes.len(), HEADER_LEN + 16 + 48);
+        assert_eq!(be16(&bytes, AT_EXTENSIONS), 2);
+        let id_ext = &bytes[HEADER_LEN + 16..];
+        assert_eq!(be32(id_ext, 0), 48, "the length counts the header");
+        assert_eq!(be16(id_ext, 4), 3);
+        assert_eq!(&id_ext[6..8], &[0, 0]);
+        assert_eq!(&id_ext[8..], &shard_id);
+        assert!(bytes[HEADER_LEN..].len().is_multiple_of(8));
+
+        // The flag is the sender's word that it reads extensions, kept whether
+        // or not any went along.
+        let mut bare = Vec::new();
+        let empty = Body::Ping {
+            gossip: Vec::new(),
+            extensions: Vec::new(),
+        };
+        Message::new(Kind::Ping, header(), empty.clone())
+            .encode(&mut bare)
+            .unwrap();
+        let read = Message::decode(&bare).unwrap();
+        assert_eq!(read.header.mflags[0] & MFLAG_EXT_DATA, MFLAG_EXT_DATA);
+        let mut silent = header();
+        silent.mflags[0] = 0;
+        let mut old = Vec::new();
+        Message::new(Kind::Ping, silent, empty)
+            .encode(&mut old)
+            .unwrap();
+        assert_eq!(Message::decode(&old).unwrap().header.mflags[0], 0);
+
+        // A type-3 payload too short for an id is kept as bytes, not read as one.
+        let mut short = bytes[..HEADER_LEN].to_vec();
+        short[AT_EXTENSIONS..AT_EXTENSIONS + 2].copy_from_slice(&1u16.to_be_bytes());
+        short.extend_from_slice(&16u32.to_be_bytes());
+        short.extend_from_slice(&3u16.to_be_bytes());
+        short.extend_from_slice(&[0, 0, b'a', b'b', 0, 0, 0, 0, 0, 0]);
+        let total = short.len() as u32;
+        short[4..8].copy_from_slice(&total.to_be_bytes());
+        let Body::Ping { extensions, .. } = Message::decode(&short).unwrap().body else {
+            panic!("a pong");
+        };
+        assert_eq!(
+            extensions,
+            [Extension::Other {
+                kind: 3,
+                data: vec![b'a', b'b', 0, 0, 0, 0, 0, 0]
+            }]
+        );
     }
 
     #[test]
