@@ -43,6 +43,7 @@ impl Cluster {
             name: String::from_utf8_lossy(&node.name).into_owned(),
             ip: node.ip.clone(),
             port: node.port,
+            pport: node.pport,
             cport: node.cport,
             hostname: None,
             flags: FLAG_NAMES

@@ -8,6 +8,7 @@ fn settings(tag: u8, port: u16) -> Settings {
         name: [tag; NAME_LEN],
         ip: "127.0.0.1".into(),
         port,
+        pport: 0,
         cport: port + 10000,
         node_timeout: 1000,
         seed: u64::from(tag),
