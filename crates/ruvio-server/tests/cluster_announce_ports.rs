@@ -12,6 +12,7 @@
 mod common;
 
 use common::bus_node::wait_for;
+use common::certs;
 use common::cluster_process::{cluster_nodes, ok, own_line, text, Node};
 use common::*;
 use ruvio_server::cluster::nodes_file::NodeLine;
@@ -204,10 +205,12 @@ fn a_forward_mode_node_announces_its_ports_as_redis_server() {
     });
     assert_eq!(ruvio_shows[0], redis_shows[0], "CLUSTER SLOTS");
     assert!(ruvio_shows[0].contains(":TOLD\\r\\n"), "{}", ruvio_shows[0]);
-    // SHARDS: each names itself at the announced port.
-    for shown in [&ruvio_shows[1], &redis_shows[1]] {
-        assert!(shown.contains("port\\r\\n:TOLD\\r\\n"), "{shown}");
-    }
+    assert_eq!(ruvio_shows[1], redis_shows[1], "CLUSTER SHARDS");
+    assert!(
+        ruvio_shows[1].contains("port\\r\\n:TOLD\\r\\n"),
+        "{}",
+        ruvio_shows[1]
+    );
 
     // One cluster: each learns the other's announced ports and reaches it at
     // the announced bus port.
@@ -349,4 +352,79 @@ fn each_shard_announces_the_given_ports_plus_its_index() {
         format!("{}@{}", first + 1, forwarded + 1)
     );
     drop(ruvio);
+}
+
+/// The field `name` of this node's entry of CLUSTER SHARDS (its only shard).
+fn own_shard_field(port: u16, name: &str) -> Option<String> {
+    let reply = decode(&RawConn::connect(port).cmd(&["CLUSTER", "SHARDS"]));
+    let Value::Array(shards) = reply else {
+        panic!("CLUSTER SHARDS: {reply:?}");
+    };
+    let Some(Value::Array(nodes)) = shards.first()?.get("nodes") else {
+        return None;
+    };
+    let node = nodes.first()?;
+    // The map's length says what it holds (RESP2: a flat array of pairs).
+    let Value::Array(pairs) = node else {
+        panic!("a node of CLUSTER SHARDS: {node:?}");
+    };
+    let fields = ["port", "tls-port"]
+        .iter()
+        .filter(|f| node.get(f).is_some());
+    assert_eq!(pairs.len(), 2 * (6 + fields.count()), "{node:?}");
+    node.get(name).map(Value::text)
+}
+
+#[test]
+fn under_tls_cluster_the_tls_port_is_announced_and_plain_clients_see_pport() {
+    let Some(certs) = certs::certificates("announce_tls") else {
+        return;
+    };
+    let (port, tls_port) = (free_ports(1, true), free_ports(1, false));
+    let (told, told_tls) = (free_ports(1, false), free_ports(1, false));
+    let dir = unique_dir("announce-tls");
+    let (cert, key) = (
+        certs::path(&certs, "server.crt"),
+        certs::path(&certs, "server.key"),
+    );
+    let _ruvio = Node::start_bound(
+        port,
+        1,
+        &dir,
+        "127.0.0.1",
+        &[
+            "--tls-port",
+            &tls_port.to_string(),
+            "--tls-cert-file",
+            &cert,
+            "--tls-key-file",
+            &key,
+            "--tls-auth-clients",
+            "no",
+            "--tls-cluster",
+            "yes",
+            "--cluster-announce-port",
+            &told.to_string(),
+            "--cluster-announce-tls-port",
+            &told_tls.to_string(),
+        ],
+    );
+    let bus = port + 10000;
+    // The node's port is its TLS one (told_tls); this plain client is told its
+    // plain one (told); SHARDS lists both.
+    assert_eq!(own_ports(port), format!("{told}@{bus}"));
+    assert_eq!(own_shard_field(port, "port"), Some(told.to_string()));
+    assert_eq!(
+        own_shard_field(port, "tls-port"),
+        Some(told_tls.to_string())
+    );
+    // Without the TLS announcement, Redis's rule: cluster-announce-port stands
+    // for the TLS port, the plain one is the real one.
+    ok(port, &["CONFIG", "SET", "cluster-announce-tls-port", "0"]);
+    assert_eq!(own_ports(port), format!("{port}@{bus}"));
+    assert_eq!(own_shard_field(port, "tls-port"), Some(told.to_string()));
+    // tls-cluster no: the plain port alone, announced as told.
+    ok(port, &["CONFIG", "SET", "tls-cluster", "no"]);
+    assert_eq!(own_ports(port), format!("{told}@{bus}"));
+    assert_eq!(own_shard_field(port, "tls-port"), None);
 }

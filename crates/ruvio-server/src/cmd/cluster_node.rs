@@ -327,7 +327,7 @@ pub(super) fn shards(node: &ShardNode, asker: &Asker<'_>, reply: &mut Reply<'_>)
                 true => (member.pport, Some(member.port)),
                 false => (member.port, None),
             };
-            reply.map(5 + usize::from(port != 0) + usize::from(tls_port.is_some()));
+            reply.map(6 + usize::from(port != 0) + usize::from(tls_port.is_some()));
             reply.bulk(b"id");
             reply.bulk(member.name.as_bytes());
             if port != 0 {
