@@ -184,7 +184,6 @@ pub(super) fn nodes(node: &ShardNode, asker: &Asker<'_>, reply: &mut Reply<'_>) 
 /// The node table as this client is told it: this node at `own_ip`, the
 /// address the client reached it on when bound to every interface (as the fixed
 /// topology answers: `Topology::announced_host`); the other nodes where the bus
-/// found them.
 /// found them; each at its plain port when the client wants those and the node
 /// announced one.
 fn seen_by_client(node: &ShardNode, asker: &Asker<'_>) -> Vec<NodeLine> {
