@@ -66,7 +66,11 @@ pub enum Action {
 pub struct Settings {
     pub name: NodeName,
     pub ip: String,
+    /// The ports it announces (`cluster-announce-*port` or the real ones:
+    /// `config::cluster::AnnouncedPorts`): client port, plain client port when
+    /// that one is TLS (else 0), bus port.
     pub port: u16,
+    pub pport: u16,
     pub cport: u16,
     /// `cluster-node-timeout`, milliseconds.
     pub node_timeout: u64,
@@ -210,7 +214,7 @@ impl Cluster {
     /// A node alone in its cluster, a master without slots (as a redis-server
     /// started with `cluster-enabled yes` and no nodes.conf).
     pub fn new(settings: Settings, now: u64) -> Cluster {
-        let me = Node::new(
+        let mut me = Node::new(
             settings.name,
             &settings.ip,
             settings.port,
@@ -218,6 +222,7 @@ impl Cluster {
             flag::MYSELF | flag::MASTER,
             now,
         );
+        me.pport = settings.pport;
         let random = settings.seed | 1;
         let mut cluster = Cluster {
             by_name: HashMap::from([(settings.name, MYSELF)]),
@@ -496,7 +501,9 @@ impl Cluster {
                     String::from_utf8_lossy(&header.ip).into_owned()
                 };
                 let name = self.random_name();
-                let node = Node::new(name, &ip, header.port, header.cport, flag::HANDSHAKE, now);
+                let mut node =
+                    Node::new(name, &ip, header.port, header.cport, flag::HANDSHAKE, now);
+                node.pport = header.pport;
                 self.add_node(node);
                 if let Body::Ping { gossip, .. } = &message.body {
                     self.process_gossip(None, gossip, now, actions);
@@ -650,12 +657,16 @@ impl Cluster {
             false => String::from_utf8_lossy(&header.ip).into_owned(),
         };
         let node = self.node(s);
-        let same = node.ip == ip && node.port == header.port && node.cport == header.cport;
+        let same = node.ip == ip
+            && node.port == header.port
+            && node.pport == header.pport
+            && node.cport == header.cport;
         if same || node.link.map(|(l, _)| l) == Some(link) || ip.is_empty() {
             return;
         }
         let node = self.node_mut(s);
-        (node.ip, node.port, node.cport) = (ip, header.port, header.cport);
+        (node.ip, node.port, node.pport, node.cport) =
+            (ip, header.port, header.pport, header.cport);
         node.flags &= !flag::NOADDR;
         if let Some((old, _)) = node.link.take() {
             self.links.remove(&old);
@@ -862,6 +873,7 @@ impl Cluster {
             header.ip = me.ip.as_bytes().to_vec();
         }
         header.port = me.port;
+        header.pport = me.pport;
         header.cport = me.cport;
         header.current_epoch = self.current_epoch;
         header.config_epoch = me.config_epoch;

@@ -275,6 +275,22 @@ impl Cluster {
         self.announces_ip = true;
     }
 
+    /// `cluster-announce-port`, `-bus-port`, `-tls-port` (at start or by
+    /// CONFIG SET; Redis's `clusterUpdateMyselfAnnouncedPorts`): the ports this
+    /// node shows of itself and sends in every header from now on, the peers
+    /// taking them from its next PING. True when they changed (nodes.conf is
+    /// then the caller's to save).
+    pub fn announce_ports(&mut self, port: u16, pport: u16, cport: u16) -> bool {
+        let me = self.node_mut(MYSELF);
+        if (me.port, me.pport, me.cport) == (port, pport, cport) {
+            return false;
+        }
+        (me.port, me.pport, me.cport) = (port, pport, cport);
+        (self.settings.port, self.settings.pport, self.settings.cport) = (port, pport, cport);
+        self.generation += 1;
+        true
+    }
+
     /// CONFIG SET cluster-require-full-coverage: with `no`, slots without a
     /// live owner leave the cluster up (their keys still answer `not served`).
     pub fn set_require_full_coverage(&mut self, required: bool) {

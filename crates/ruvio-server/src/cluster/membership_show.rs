@@ -43,6 +43,7 @@ impl Cluster {
             name: String::from_utf8_lossy(&node.name).into_owned(),
             ip: node.ip.clone(),
             port: node.port,
+            pport: node.pport,
             cport: node.cport,
             hostname: None,
             shard_id: Some(String::from_utf8_lossy(&node.shard_id).into_owned()),

@@ -8,6 +8,7 @@ fn settings(tag: u8, port: u16) -> Settings {
         name: [tag; NAME_LEN],
         ip: "127.0.0.1".into(),
         port,
+        pport: 0,
         cport: port + 10000,
         node_timeout: 1000,
         seed: u64::from(tag),
@@ -307,6 +308,38 @@ fn a_node_back_at_another_address_is_reached_there() {
     for node in &net.nodes {
         let (_, _, port) = node.slot_owner(5000).unwrap();
         assert_eq!(port, 7611, "{}", node.cluster_nodes());
+    }
+}
+
+#[test]
+fn the_header_carries_the_announced_ports_and_the_peers_take_them() {
+    let mut net = Net::masters_and_more(3, 7700);
+    net.nodes[0].meet("127.0.0.1", 7701, 17701, net.now);
+    net.nodes[0].meet("127.0.0.1", 7702, 17702, net.now);
+    for _ in 0..50 {
+        net.tick(100);
+    }
+    let ports = |h: &Header| (h.port, h.pport, h.cport);
+    assert_eq!(ports(&net.nodes[1].header()), (7701, 0, 17701));
+    // As under tls-cluster with cluster-announce-tls-port: the TLS port, the
+    // plain one as pport, and another bus port.
+    assert!(net.nodes[1].announce_ports(8701, 7701, 18701));
+    assert!(!net.nodes[1].announce_ports(8701, 7701, 18701), "unchanged");
+    assert_eq!(ports(&net.nodes[1].header()), (8701, 7701, 18701));
+    let own = net.nodes[1].nodes_file();
+    let own = own.myself().unwrap();
+    assert_eq!((own.port, own.pport, own.cport), (8701, 7701, 18701));
+    for _ in 0..30 {
+        net.tick(100);
+    }
+    let b = [b'b'; NAME_LEN];
+    for i in [0, 2] {
+        let peer = &net.nodes[i];
+        let node = peer.node(peer.lookup(&b).unwrap());
+        assert_eq!((node.port, node.pport, node.cport), (8701, 7701, 18701));
+        // Reached at the new bus port (the net connects by it).
+        assert!(node.link.is_some(), "{}", peer.cluster_nodes());
+        assert_eq!(peer.slot_owner(5000).unwrap().2, 8701);
     }
 }
 

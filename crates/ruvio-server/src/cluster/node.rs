@@ -103,11 +103,13 @@ impl ShardNode {
             "" => host.to_string(),
             announced => announced.to_string(),
         };
+        let announced = cfg.announced_ports(shard);
         let settings = Settings {
             name: random_name(seed),
             ip,
-            port,
-            cport,
+            port: announced.port,
+            pport: announced.pport,
+            cport: announced.cport,
             node_timeout: cfg.cluster_node_timeout_ms(),
             seed,
         };
@@ -211,6 +213,19 @@ impl ShardNode {
     #[inline]
     pub fn slot_route(&self, slot: u16) -> SlotRoute {
         self.routes.slot_route(slot)
+    }
+
+    /// CONFIG SET cluster-announce-port, -bus-port, -tls-port (and
+    /// `tls-cluster`): the node's ports as `cfg` now announces them, shown and
+    /// sent from now on, and saved in nodes.conf when they changed.
+    pub fn announce_ports(&mut self, cfg: &Config, shard: usize) {
+        let ports = cfg.announced_ports(shard);
+        if self
+            .cluster
+            .announce_ports(ports.port, ports.pport, ports.cport)
+        {
+            self.changed();
+        }
     }
 
     /// CONFIG SET cluster-allow-reads-when-down.

@@ -45,6 +45,10 @@ pub struct NodeLine {
     pub name: String,
     pub ip: String,
     pub port: u16,
+    /// The plain client port when `port` is a TLS one (`tls-cluster`), else 0.
+    /// Not written: Redis 7.0's nodes.conf does not keep it either, and it
+    /// comes back with the node's next PING.
+    pub pport: u16,
     pub cport: u16,
     /// `cluster-announce-hostname`, when the line carries one.
     pub hostname: Option<String>,
@@ -183,6 +187,7 @@ pub fn parse_line(text: &str) -> Result<NodeLine, String> {
         name: fields[0].to_string(),
         ip: address.ip,
         port: address.port,
+        pport: 0,
         cport: address.cport,
         hostname: address.hostname,
         shard_id: address.shard_id,

@@ -225,7 +225,7 @@ fn reply_node(reply: &mut Reply<'_>, host: &str, node: &Node, port: u16) {
 fn slots<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
     if let Some(node) = ctx.core.cluster_node() {
-        return bus::slots(node, announced_host(ctx), reply);
+        return bus::slots(node, &asker(ctx), reply);
     }
     let topo = &ctx.core.topology();
     let host = announced_host(ctx);
@@ -246,7 +246,7 @@ fn slots<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>
 fn shards<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
     if let Some(node) = ctx.core.cluster_node() {
-        return bus::shards(node, announced_host(ctx), reply);
+        return bus::shards(node, &asker(ctx), reply);
     }
     let topo = &ctx.core.topology();
     let host = announced_host(ctx);
@@ -291,7 +291,7 @@ fn shards<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_
 fn nodes<S: Server>(ctx: &mut Ctx<'_, S>, _args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
     require_cluster(ctx)?;
     if let Some(node) = ctx.core.cluster_node() {
-        return bus::nodes(node, announced_host(ctx), reply);
+        return bus::nodes(node, &asker(ctx), reply);
     }
     let topo = &ctx.core.topology();
     let host = announced_host(ctx);
@@ -333,7 +333,7 @@ fn replicas<S: Server>(
 ) -> ServerResult {
     require_cluster(ctx)?;
     if let Some(node) = ctx.core.cluster_node() {
-        return bus::replicas(node, announced_host(ctx), args.get(2), reply);
+        return bus::replicas(node, &asker(ctx), args.get(2), reply);
     }
     if !ctx
         .core
@@ -346,6 +346,15 @@ fn replicas<S: Server>(
     }
     reply.array(0);
     Ok(())
+}
+
+/// This client, for what a node of the bus tells it of the nodes' addresses.
+fn asker<'a, S: Server>(ctx: &'a Ctx<'_, S>) -> bus::Asker<'a> {
+    bus::Asker {
+        own_ip: announced_host(ctx),
+        tls_cluster: ctx.core.settings().param("tls-cluster") == "yes",
+        tls: ctx.client.tls,
+    }
 }
 
 /// The host this client is told to connect to (see `Topology::announced_host`).

@@ -153,10 +153,29 @@ pub(super) fn info(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult {
     Ok(())
 }
 
+/// Who asks for the node table, for what they are told of its addresses.
+pub(super) struct Asker<'a> {
+    /// This node's host as the client is told it (`Topology::announced_host`).
+    pub own_ip: &'a str,
+    /// `tls-cluster yes`: a node's `port` is its TLS port, its `pport` the
+    /// plain one.
+    pub tls_cluster: bool,
+    /// The client came in on a TLS port.
+    pub tls: bool,
+}
+
+impl Asker<'_> {
+    /// Redis's `use_pport`: a plain client under `tls-cluster` is told the
+    /// nodes' plain ports.
+    fn wants_plain_ports(&self) -> bool {
+        self.tls_cluster && !self.tls
+    }
+}
+
 /// CLUSTER NODES.
-pub(super) fn nodes(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> ServerResult {
+pub(super) fn nodes(node: &ShardNode, asker: &Asker<'_>, reply: &mut Reply<'_>) -> ServerResult {
     let mut text = String::new();
-    for line in seen_by_client(node, own_ip) {
+    for line in seen_by_client(node, asker) {
         render_line(&line, &mut text);
         text.push('\n');
     }
@@ -167,14 +186,26 @@ pub(super) fn nodes(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> Se
 /// The node table as this client is told it: this node at `own_ip`, the
 /// address the client reached it on when bound to every interface (as the fixed
 /// topology answers: `Topology::announced_host`); the other nodes where the bus
-/// found them.
-fn seen_by_client(node: &ShardNode, own_ip: &str) -> Vec<NodeLine> {
+/// found them; each at its plain port when the client wants those and the node
+/// announced one.
+fn seen_by_client(node: &ShardNode, asker: &Asker<'_>) -> Vec<NodeLine> {
+    let mut lines = own_at_its_host(node, asker);
+    if asker.wants_plain_ports() {
+        for line in lines.iter_mut().filter(|l| l.pport != 0) {
+            line.port = line.pport;
+        }
+    }
+    lines
+}
+
+/// The node table with this node at the host the client is told.
+fn own_at_its_host(node: &ShardNode, asker: &Asker<'_>) -> Vec<NodeLine> {
     let mut lines = node.cluster.nodes_file().nodes;
     for line in &mut lines {
         // nodes.conf's aux fields are not shown to clients (Redis 7.2).
         line.shard_id = None;
         if line.has_flag("myself") {
-            line.ip = own_ip.to_string();
+            line.ip = asker.own_ip.to_string();
         }
     }
     lines
@@ -185,11 +216,11 @@ fn seen_by_client(node: &ShardNode, own_ip: &str) -> Vec<NodeLine> {
 /// that is itself a replica).
 pub(super) fn replicas(
     node: &ShardNode,
-    own_ip: &str,
+    asker: &Asker<'_>,
     name: &[u8],
     reply: &mut Reply<'_>,
 ) -> ServerResult {
-    let lines = seen_by_client(node, own_ip);
+    let lines = seen_by_client(node, asker);
     let Some(master) = lines.iter().find(|l| l.name.as_bytes() == name) else {
         return Err(unknown_node(name));
     };
@@ -230,8 +261,7 @@ pub(super) fn myshardid(node: &ShardNode, reply: &mut Reply<'_>) -> ServerResult
 
 /// The nodes as CLUSTER NODES lists them, without those in a handshake or
 /// without an address (Redis leaves them out of SLOTS and SHARDS).
-fn listed(node: &ShardNode, own_ip: &str) -> Vec<NodeLine> {
-    let mut lines = seen_by_client(node, own_ip);
+fn listed(mut lines: Vec<NodeLine>) -> Vec<NodeLine> {
     lines.retain(|l| !l.has_flag("handshake") && !l.has_flag("noaddr"));
     lines
 }
@@ -247,8 +277,8 @@ fn slots_entry(reply: &mut Reply<'_>, line: &NodeLine) {
 
 /// CLUSTER SLOTS: each master's slot ranges in slot order, with its replicas
 /// that are not failing.
-pub(super) fn slots(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> ServerResult {
-    let lines = listed(node, own_ip);
+pub(super) fn slots(node: &ShardNode, asker: &Asker<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let lines = listed(seen_by_client(node, asker));
     let mut ranges: Vec<(u16, u16, &NodeLine)> = lines
         .iter()
         .flat_map(|l| l.slots.iter().map(move |&(first, last)| (first, last, l)))
@@ -270,8 +300,10 @@ pub(super) fn slots(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> Se
 }
 
 /// CLUSTER SHARDS: each master with its slots and nodes (itself, replicas).
-pub(super) fn shards(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> ServerResult {
-    let lines = listed(node, own_ip);
+/// Under `tls-cluster` a node's `port` is its plain port (left out when it
+/// announced none) and `tls-port` its TLS one, whoever asks, as Redis 7.0.
+pub(super) fn shards(node: &ShardNode, asker: &Asker<'_>, reply: &mut Reply<'_>) -> ServerResult {
+    let lines = listed(own_at_its_host(node, asker));
     let masters: Vec<&NodeLine> = lines.iter().filter(|l| l.has_flag("master")).collect();
     reply.array(masters.len());
     for master in masters {
@@ -302,11 +334,21 @@ pub(super) fn shards(node: &ShardNode, own_ip: &str, reply: &mut Reply<'_>) -> S
             } else {
                 b"online"
             };
-            reply.map(7);
+            let (port, tls_port) = match asker.tls_cluster {
+                true => (member.pport, Some(member.port)),
+                false => (member.port, None),
+            };
+            reply.map(6 + usize::from(port != 0) + usize::from(tls_port.is_some()));
             reply.bulk(b"id");
             reply.bulk(member.name.as_bytes());
-            reply.bulk(b"port");
-            reply.int(i64::from(member.port));
+            if port != 0 {
+                reply.bulk(b"port");
+                reply.int(i64::from(port));
+            }
+            if let Some(tls_port) = tls_port {
+                reply.bulk(b"tls-port");
+                reply.int(i64::from(tls_port));
+            }
             reply.bulk(b"ip");
             reply.bulk(member.ip.as_bytes());
             reply.bulk(b"endpoint");

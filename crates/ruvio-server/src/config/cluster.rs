@@ -1,5 +1,6 @@
 //! The cluster bus's settings, under Redis's names: `cluster-enabled`,
-//! `cluster-port`, `cluster-node-timeout`, `cluster-config-file` (docs/cluster.md).
+//! `cluster-port`, `cluster-node-timeout`, `cluster-config-file`, and the ports a
+//! node announces (`cluster-announce-port`, `-bus-port`, `-tls-port`; docs/cluster.md).
 //!
 //! Why a file of their own: `cluster-enabled yes` changes what a shard is (in
 //! per-shard mode a node of a Redis Cluster with its own bus port, name and
@@ -15,6 +16,63 @@ use std::path::PathBuf;
 /// What `redis-server` adds to a node's client port for its bus port when
 /// `cluster-port` is 0 (Redis's `CLUSTER_PORT_INCR`).
 pub const BUS_PORT_OFFSET: u16 = 10000;
+
+/// The ports a node tells the cluster it is reached at: in every bus header it
+/// sends, in its own line of CLUSTER NODES and nodes.conf, in CLUSTER SLOTS and
+/// SHARDS (Redis's `myself->port`, `pport`, `cport`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnnouncedPorts {
+    /// The client port: the TLS port under `tls-cluster yes`, else the plain one.
+    pub port: u16,
+    /// The plain client port when `port` is the TLS one; 0 otherwise.
+    pub pport: u16,
+    /// The bus port.
+    pub cport: u16,
+}
+
+/// The ports a node really listens on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListenPorts {
+    pub plain: u16,
+    /// The TLS client port, when TLS is on.
+    pub tls: Option<u16>,
+    pub cport: u16,
+}
+
+/// `cluster-announce-port`, `-tls-port`, `-bus-port` as given; 0 for "the real one".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortAnnouncements {
+    pub port: u16,
+    pub tls_port: u16,
+    pub bus_port: u16,
+}
+
+impl ListenPorts {
+    /// Redis 7.0's `deriveAnnouncedPorts`: under `tls-cluster` the TLS port is
+    /// the node's port and the plain one its `pport`, else the plain port alone;
+    /// a non-zero announcement replaces the real port. Under `tls-cluster`,
+    /// `cluster-announce-tls-port` takes the announced plain port along with it
+    /// (a 0 there then announces no plain port at all), and without it
+    /// `cluster-announce-port` stands for the TLS port, as Redis has it.
+    pub fn announced(self, tls_cluster: bool, given: PortAnnouncements) -> AnnouncedPorts {
+        let tls = self.tls.filter(|_| tls_cluster);
+        let mut ports = AnnouncedPorts {
+            port: tls.unwrap_or(self.plain),
+            pport: tls.map_or(0, |_| self.plain),
+            cport: self.cport,
+        };
+        if tls.is_some() && given.tls_port != 0 {
+            ports.port = given.tls_port;
+            ports.pport = given.port;
+        } else if given.port != 0 {
+            ports.port = given.port;
+        }
+        if given.bus_port != 0 {
+            ports.cport = given.bus_port;
+        }
+        ports
+    }
+}
 
 /// `cluster-enabled yes` was given (file or flag).
 pub(super) fn bus_enabled(params: &BTreeMap<&'static str, String>) -> bool {
@@ -49,6 +107,32 @@ impl Config {
             0 => self.shard_port(shard).wrapping_add(BUS_PORT_OFFSET),
             first => first.wrapping_add(shard as u16),
         }
+    }
+
+    /// What shard `shard`'s node announces of its ports (see
+    /// [`ListenPorts::announced`]). In per-shard mode shard i announces each
+    /// given port + i, as its real ports count up from the first shard's; in
+    /// forward mode the process is one node and the settings are its own.
+    pub fn announced_ports(&self, shard: usize) -> AnnouncedPorts {
+        let offset = match self.port_mode {
+            PortMode::PerShard => shard as u16,
+            PortMode::Forward => 0,
+        };
+        let given = |name: &str| match self.param(name).parse::<u16>().unwrap_or(0) {
+            0 => 0,
+            port => port.wrapping_add(offset),
+        };
+        let listening = ListenPorts {
+            plain: self.shard_port(shard),
+            tls: self.tls_port(shard),
+            cport: self.cluster_bus_port(shard),
+        };
+        let given = PortAnnouncements {
+            port: given("cluster-announce-port"),
+            tls_port: given("cluster-announce-tls-port"),
+            bus_port: given("cluster-announce-bus-port"),
+        };
+        listening.announced(self.param("tls-cluster") == "yes", given)
     }
 
     /// `cluster-node-timeout` in milliseconds.
@@ -136,5 +220,63 @@ mod tests {
         );
         let plain = load(Some(PortMode::PerShard), &[]).unwrap();
         assert!(!plain.cluster_bus());
+    }
+
+    #[test]
+    fn announced_ports_follow_redis_derivation() {
+        let ports = |port, pport, cport| AnnouncedPorts { port, pport, cport };
+        let plain = ListenPorts {
+            plain: 7000,
+            tls: None,
+            cport: 17000,
+        };
+        let none = PortAnnouncements::default();
+        let all = PortAnnouncements {
+            port: 7100,
+            tls_port: 7200,
+            bus_port: 17100,
+        };
+        assert_eq!(plain.announced(false, none), ports(7000, 0, 17000));
+        assert_eq!(plain.announced(false, all), ports(7100, 0, 17100));
+        // tls-cluster without a TLS port: plain as before.
+        assert_eq!(plain.announced(true, all), ports(7100, 0, 17100));
+        let tls = ListenPorts {
+            tls: Some(7500),
+            ..plain
+        };
+        // Without tls-cluster the TLS port is not the cluster's business.
+        assert_eq!(tls.announced(false, all), ports(7100, 0, 17100));
+        assert_eq!(tls.announced(true, none), ports(7500, 7000, 17000));
+        assert_eq!(tls.announced(true, all), ports(7200, 7100, 17100));
+        // Redis: the TLS announcement carries the plain one, even a 0 ...
+        let tls_only = PortAnnouncements {
+            tls_port: 7200,
+            ..none
+        };
+        assert_eq!(tls.announced(true, tls_only), ports(7200, 0, 17000));
+        // ... and the plain announcement alone stands for the TLS port.
+        let port_only = PortAnnouncements { port: 7100, ..none };
+        assert_eq!(tls.announced(true, port_only), ports(7100, 7000, 17000));
+    }
+
+    #[test]
+    fn each_shard_announces_the_given_ports_plus_its_index() {
+        let given = [
+            ("cluster-enabled", "yes"),
+            ("cluster-announce-port", "8000"),
+            ("cluster-announce-bus-port", "18000"),
+        ];
+        let per_shard = load(None, &given).unwrap();
+        let at = |port, cport| AnnouncedPorts {
+            port,
+            pport: 0,
+            cport,
+        };
+        assert_eq!(per_shard.announced_ports(0), at(8000, 18000));
+        assert_eq!(per_shard.announced_ports(1), at(8001, 18001));
+        let forward = load(Some(PortMode::Forward), &given).unwrap();
+        assert_eq!(forward.announced_ports(0), at(8000, 18000));
+        let real = load(None, &[("cluster-enabled", "yes")]).unwrap();
+        assert_eq!(real.announced_ports(1), at(7001, 17001));
     }
 }

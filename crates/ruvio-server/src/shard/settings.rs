@@ -136,6 +136,18 @@ fn set_failover_rule(core: &mut ShardCore, change: impl FnOnce(&mut FailoverRule
     }
 }
 
+/// `cluster-announce-port`, `-bus-port`, `-tls-port`, `tls-cluster`: the
+/// node's announced ports derive from all four, so the new value is kept
+/// before they are worked out again (the caller keeps it too, the same).
+/// Applied at once, as Redis's `clusterUpdateMyselfAnnouncedPorts`.
+fn set_announced_port(core: &mut ShardCore, name: &'static str, v: &str) -> Result<(), String> {
+    core.cfg.params.insert(name, v.to_string());
+    if let Some(node) = core.cluster_node.as_mut() {
+        node.announce_ports(&core.cfg, core.id);
+    }
+    Ok(())
+}
+
 fn set_hz(core: &mut ShardCore, v: &str) -> Result<(), String> {
     // Redis clamps to 1..=500 too, and shows the clamped value.
     core.cfg.hz = number::<u64>(v)?.clamp(1, 500) as u32;
@@ -467,6 +479,18 @@ const LIVE: &[Live] = &[
             node.set_require_full_coverage(yes(v));
         }
         Ok(())
+    }),
+    applied("cluster-announce-port", |c, v| {
+        set_announced_port(c, "cluster-announce-port", v)
+    }),
+    applied("cluster-announce-bus-port", |c, v| {
+        set_announced_port(c, "cluster-announce-bus-port", v)
+    }),
+    applied("cluster-announce-tls-port", |c, v| {
+        set_announced_port(c, "cluster-announce-tls-port", v)
+    }),
+    applied("tls-cluster", |c, v| {
+        set_announced_port(c, "tls-cluster", v)
     }),
     applied("cluster-node-timeout", |c, v| {
         if let Some(node) = c.cluster_node.as_mut() {

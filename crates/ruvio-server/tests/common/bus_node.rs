@@ -38,6 +38,7 @@ impl Driver {
             name,
             ip: "127.0.0.1".into(),
             port,
+            pport: 0,
             cport: port + BUS_OFFSET,
             node_timeout: 1000,
             seed: u64::from(port),
