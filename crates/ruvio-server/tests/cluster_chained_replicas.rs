@@ -7,7 +7,8 @@
 //! B counts it (`connected_slaves:1`, online), a killed link continues
 //! (`+CONTINUE`: B's `sync_partial_ok` moves, `sync_full` stays 1), and
 //! after CLUSTER FAILOVER on B the sub-replica continues under B's new ID
-//! (A's history its `replid2`) and receives the writes now made on B. In
+//! (A's history its `replid2`) and receives the writes now made on B, as it
+//! does when A is killed and B elected. In
 //! per-shard mode (each shard a node) and in forward mode (the process one
 //! node of two shards, following A on its single stream). REPLICAOF on a
 //! cluster node, WAIT on a replica node and CLUSTER REPLICATE of a replica
@@ -15,7 +16,9 @@
 
 mod common;
 
-use common::cluster_process::{ok, text, Node};
+use common::cluster_process::{
+    holds_tagged, ok, text, three_masters_and_a_replica, write_tagged, Node,
+};
 use common::replication::{field, sync_counts, wait_for};
 use common::*;
 
@@ -243,4 +246,43 @@ fn a_redis_server_replicates_a_forward_mode_replica_node() {
     if let Some(sub) = redis_sub_replica() {
         chain(true, sub);
     }
+}
+
+/// A of three masters killed: B, elected, keeps its sub-replica, which
+/// continues with `+CONTINUE` and counts in WAIT on B.
+#[test]
+fn a_sub_replica_continues_when_its_replica_node_is_elected() {
+    let Some(sub) = redis_sub_replica() else {
+        return;
+    };
+    let (mut masters, replica) = three_masters_and_a_replica("chain-kill", &[]);
+    let b = replica.port;
+    let mut on_b = RawConn::connect(b);
+    // A hash tag of the first master's slots.
+    let tag = (0..)
+        .map(|i| format!("t{i}"))
+        .find(|tag| int(&on_b.cmd(&["CLUSTER", "KEYSLOT", tag])) < 5461)
+        .unwrap();
+    write_tagged(masters[0].port, &tag, 0..200);
+    let mut s = sub.raw();
+    assert_eq!(
+        s.cmd(&["REPLICAOF", "127.0.0.1", &b.to_string()]),
+        b"+OK\r\n"
+    );
+    wait_for("the sub-replica holds A's keys", || {
+        holds_tagged(sub.raw(), &tag, 200)
+    });
+    counts_its_sub_replica(b);
+    assert_eq!(sync_counts(&mut on_b), (1, 0));
+
+    masters[0].kill();
+    wait_for("B elected", || replication_field(b, "role") == "master");
+    let b_replid = replication_field(b, "master_replid");
+    wait_for("the sub-replica follows B's history", || {
+        field(&mut s, "master_replid") == b_replid && field(&mut s, "master_link_status") == "up"
+    });
+    assert_eq!(sync_counts(&mut on_b), (1, 1), "it continued");
+    // B's writes reach it, and WAIT on B counts it.
+    write_tagged(b, &tag, 200..300);
+    assert!(holds_tagged(sub.raw(), &tag, 300));
 }

@@ -659,7 +659,10 @@ mod tests {
         assert!(node.primary.can_continue(101, 114), "the bytes relayed");
         let before = state.replicas_generation();
         assert!(node.promote_node());
-        assert!(state.replicas_generation() > before, "sub-replicas reconnect");
+        assert!(
+            state.replicas_generation() > before,
+            "sub-replicas reconnect"
+        );
         let ids = node.ids();
         assert_ne!(ids.replid, theirs);
         assert_eq!((ids.replid2, ids.second_offset), (theirs, 115));
