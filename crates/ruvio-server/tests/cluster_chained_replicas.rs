@@ -159,16 +159,20 @@ fn counts_its_sub_replica(b: u16) {
 /// CLUSTER FAILOVER on B.
 fn chain(forward: bool, sub: Server) {
     let (a, b) = master_and_replica_node(forward);
-    let mut conn = RawConn::connect(a.port);
+    chain_between(a.port, b.port, sub);
+}
+
+/// [`chain`] between the nodes on ports `a` and `b`.
+fn chain_between(a: u16, b: u16, sub: Server) {
+    let mut conn = RawConn::connect(a);
     write_keys(&mut conn, "before", 300);
-    let mut on_b = RawConn::connect(b.port);
+    let mut on_b = RawConn::connect(b);
 
     // The sub-replica syncs from B while A is written.
-    let a_port = a.port;
     let writer = std::thread::spawn(move || {
-        write_keys(&mut RawConn::connect(a_port), "during", 600);
+        write_keys(&mut RawConn::connect(a), "during", 600);
     });
-    let b_port = b.port.to_string();
+    let b_port = b.to_string();
     let mut s = sub.raw();
     assert_eq!(s.cmd(&["REPLICAOF", "127.0.0.1", &b_port]), b"+OK\r\n");
     writer.join().unwrap();
@@ -176,13 +180,13 @@ fn chain(forward: bool, sub: Server) {
         field(&mut s, "master_link_status") == "up"
     });
     write_keys(&mut conn, "after", 30);
-    holds_same_keys(a.port, sub.port(), 930);
-    counts_its_sub_replica(b.port);
+    holds_same_keys(a, sub.port(), 930);
+    counts_its_sub_replica(b);
     // A's history, A's offsets, all the way down.
-    let a_replid = replication_field(a.port, "master_replid");
+    let a_replid = replication_field(a, "master_replid");
     assert_eq!(field(&mut s, "master_replid"), a_replid);
     wait_for("the sub-replica at A's offset", || {
-        field(&mut s, "slave_repl_offset") == replication_field(a.port, "master_repl_offset")
+        field(&mut s, "slave_repl_offset") == replication_field(a, "master_repl_offset")
     });
     assert_eq!(sync_counts(&mut on_b), (1, 0), "one full sync from B");
 
@@ -193,19 +197,17 @@ fn chain(forward: bool, sub: Server) {
         sync_counts(&mut on_b).1 == 1
     });
     assert_eq!(sync_counts(&mut on_b), (1, 1), "no second full sync");
-    holds_same_keys(a.port, sub.port(), 960);
-    counts_its_sub_replica(b.port);
+    holds_same_keys(a, sub.port(), 960);
+    counts_its_sub_replica(b);
 
     // B takes over: the sub-replica continues, and receives B's writes.
-    ok(b.port, &["CLUSTER", "FAILOVER"]);
-    wait_for("B a master", || {
-        replication_field(b.port, "role") == "master"
-    });
-    let b_replid = replication_field(b.port, "master_replid");
+    ok(b, &["CLUSTER", "FAILOVER"]);
+    wait_for("B a master", || replication_field(b, "role") == "master");
+    let b_replid = replication_field(b, "master_replid");
     assert_ne!(b_replid, a_replid);
-    assert_eq!(replication_field(b.port, "master_replid2"), a_replid);
+    assert_eq!(replication_field(b, "master_replid2"), a_replid);
     wait_for("A and the sub-replica follow B", || {
-        replication_field(b.port, "connected_slaves") == "2"
+        replication_field(b, "connected_slaves") == "2"
             && field(&mut s, "master_replid") == b_replid
             && field(&mut s, "master_link_status") == "up"
     });
@@ -215,9 +217,9 @@ fn chain(forward: bool, sub: Server) {
         "the sub-replica and A continued"
     );
     write_keys(&mut on_b, "on-b", 30);
-    holds_same_keys(b.port, sub.port(), 990);
+    holds_same_keys(b, sub.port(), 990);
     wait_for("the sub-replica at B's offset", || {
-        field(&mut s, "slave_repl_offset") == replication_field(b.port, "master_repl_offset")
+        field(&mut s, "slave_repl_offset") == replication_field(b, "master_repl_offset")
     });
 }
 
@@ -234,6 +236,22 @@ fn a_redis_server_replicates_a_replica_node() {
     if let Some(sub) = redis_sub_replica() {
         chain(false, sub);
     }
+}
+
+/// Shard 1 of a 2-shard process replicates shard 0 (another node of the
+/// same process) and serves a sub-replica on its own port: what the replica
+/// node drops when its history changes is its own replicas, not its
+/// master's (its link among them).
+#[test]
+fn a_redis_server_replicates_a_shard_node_replicating_its_sibling() {
+    let Some(sub) = redis_sub_replica() else {
+        return;
+    };
+    let nodes = Node::start(free_ports(2, true), 2, &unique_dir("chain-shards"));
+    replicate(nodes.port, nodes.port + 1);
+    chain_between(nodes.port, nodes.port + 1, sub);
+    // B's link to A synced once and was never dropped by B's changes.
+    assert_eq!(sync_counts(&mut RawConn::connect(nodes.port)), (1, 0));
 }
 
 #[test]

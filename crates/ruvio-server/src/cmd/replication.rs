@@ -216,7 +216,7 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
         last_ack_ms: core.now_ms(),
         acks: 0,
     });
-    let generation = state.replicas_generation();
+    let generation = history.replicas_generation();
     ctx.core
         .replication_part()
         .hosted

@@ -48,6 +48,12 @@ pub struct Node {
     /// oldest first: (the offset the record starts after, the server
     /// offset it names).
     marks: Mutex<VecDeque<(u64, u64)>>,
+    /// Bumped when this node's own replicas must connect again (a replica
+    /// node's link full-synced or took a new ID, or it was promoted): the
+    /// server's count drops every replica of the process, this one only the
+    /// node's (another shard node of the process may be its master, its
+    /// link one of that node's replicas).
+    replicas_generation: AtomicU64,
 }
 
 impl Default for Node {
@@ -62,6 +68,7 @@ impl Default for Node {
             replid2: Mutex::new(NO_REPLID.to_string()),
             second_offset: AtomicI64::new(-1),
             marks: Mutex::new(VecDeque::new()),
+            replicas_generation: AtomicU64::new(0),
         }
     }
 }
@@ -343,7 +350,7 @@ impl<'a> History<'a> {
         node.primary.forget_db();
         // Its sub-replicas learn the new ID by connecting again (Redis's
         // replicationUnsetMaster: `+CONTINUE <new replid>`).
-        self.state.drop_replicas();
+        self.drop_replicas();
         // The followed history is `replid2` now; following a master again
         // asks to continue this node's own (`follow_node`).
         book.full_sync("", 0);
@@ -461,6 +468,26 @@ impl<'a> History<'a> {
         // The stream's database is not known to this shard's own records.
         node.primary.forget_db();
         true
+    }
+
+    /// This history's replicas as of now: each compares the count it
+    /// attached under (`Hosted::generation`) with this one.
+    pub fn replicas_generation(&self) -> u64 {
+        let own = self
+            .node
+            .map_or(0, |node| node.replicas_generation.load(Relaxed));
+        self.state.replicas_generation() + own
+    }
+
+    /// Every replica of this history connects again (Redis's
+    /// `disconnectSlaves`): a node's alone, or the server's all.
+    pub fn drop_replicas(&self) {
+        match self.node {
+            None => self.state.drop_replicas(),
+            Some(node) => {
+                node.replicas_generation.fetch_add(1, Relaxed);
+            }
+        }
     }
 
     /// A new history begins (Redis's changeReplicationId and clearReplicationId2).
@@ -648,7 +675,7 @@ mod tests {
     /// master's bytes at the master's offsets, kept as `replid2` promoted.
     #[test]
     fn a_replica_node_relays_its_link_and_keeps_it_when_promoted() {
-        let state = State::new(1);
+        let state = State::new(2);
         let node = state.node_history(0);
         node.follow_node(("127.0.0.1".to_string(), 7000));
         let theirs = "a".repeat(40);
@@ -657,12 +684,14 @@ mod tests {
         assert_eq!((node.ids().replid, node.offset()), (theirs.clone(), 114));
         assert_eq!(node.offset_counter().load(Relaxed), 114, "its own offset");
         assert!(node.primary.can_continue(101, 114), "the bytes relayed");
-        let before = state.replicas_generation();
+        let (before, other) = (node.replicas_generation(), state.node_history(1));
+        let others = other.replicas_generation();
         assert!(node.promote_node());
         assert!(
-            state.replicas_generation() > before,
+            node.replicas_generation() > before,
             "sub-replicas reconnect"
         );
+        assert_eq!(other.replicas_generation(), others, "another node's stay");
         let ids = node.ids();
         assert_ne!(ids.replid, theirs);
         assert_eq!((ids.replid2, ids.second_offset), (theirs, 115));

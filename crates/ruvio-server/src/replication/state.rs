@@ -808,9 +808,15 @@ impl State {
         // replica followed a history that ends here (Redis's
         // replicationAttachToNewMaster), a full sync of that shard again.
         // A cluster replica node's too: its sub-replicas get its master's
-        // bytes at its master's offsets, as a Redis replica relays them.
-        self.node_history(shard).link_full_sync(replid, offset);
-        self.drop_replicas();
+        // bytes at its master's offsets, as a Redis replica relays them
+        // (its own replicas dropped: its master may be a shard node of this
+        // process, whose replicas include this link).
+        let node = self.node_history(shard);
+        node.link_full_sync(replid, offset);
+        match node.is_following() {
+            true => node.drop_replicas(),
+            false => self.drop_replicas(),
+        }
     }
 
     /// The single stream follows the primary now: no link's history goes
@@ -845,8 +851,12 @@ impl State {
             }
         }
         self.shard_links.book(shard).continued(replid);
-        if self.node_history(shard).link_continued(replid) {
-            self.drop_replicas();
+        let node = self.node_history(shard);
+        if node.link_continued(replid) {
+            match node.is_following() {
+                true => node.drop_replicas(),
+                false => self.drop_replicas(),
+            }
         }
     }
 

@@ -609,7 +609,6 @@ fn serve_replicas(
         return;
     }
     // Replicas attached before the history changed connect again.
-    let generation = core.shared.replication.replicas_generation();
     let hold = more_waiting && core.replication.stream_held < STREAM_HOLD_ITERATIONS_MAX;
     let mut held = false;
     let mut hosted = std::mem::take(&mut core.replication.hosted);
@@ -620,7 +619,8 @@ fn serve_replicas(
             gone(primary, h, core.now_ms);
             return false;
         };
-        if conn.client.closing || conn.client.killed || h.generation != generation {
+        let dropped = h.generation != history.replicas_generation();
+        if conn.client.closing || conn.client.killed || dropped {
             conn.client.closing = true;
             core.dirty.push(h.who);
             gone(primary, h, core.now_ms);
