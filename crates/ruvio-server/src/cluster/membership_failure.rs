@@ -98,7 +98,7 @@ impl Cluster {
             return Err("ERR Can't replicate myself");
         }
         if !self.node(m).is_master() {
-            return Err("I can only replicate a master, not a replica.");
+            return Err("ERR I can only replicate a master, not a replica.");
         }
         let master_itself = self.node(MYSELF).is_master();
         if master_itself && (self.owners.contains(&(MYSELF as u32)) || holds_keys) {

@@ -111,20 +111,23 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
     // A replica on shard links serves a single stream from the server's
     // own history, made of what its shards apply (`State::records_applied`).
     let shard_link = ctx.client.replica.shard_link;
-    let link_up = match shard_link {
+    let (shard, port_mode) = (core.shard_id(), core.settings().port_mode);
+    let history = state.followed(shard, port_mode, shard_link);
+    // A cluster replica node (per-shard mode) relays its link's history.
+    let relays = history.is_following();
+    let link_up = match (shard_link, relays) {
         // A link of a replica of this replica follows this shard's link.
-        true => state.shard_links.book(core.shard_id()).up(),
-        false => state.link_up(),
+        (true, _) => state.shard_links.book(core.shard_id()).up(),
+        (false, true) => history.following().up,
+        (false, false) => state.link_up(),
     };
-    if state.follows_a_primary() && !link_up {
+    if (state.follows_a_primary() || relays) && !link_up {
         // A replica serves replicas of its own only while its stream runs
         // (Redis's syncCommand).
         return Err(CmdError::Line(
             b"NOMASTERLINK Can't SYNC while not connected with my master".to_vec(),
         ));
     }
-    let (shard, port_mode) = (core.shard_id(), core.settings().port_mode);
-    let history = state.followed(shard, port_mode, ctx.client.replica.shard_link);
     let primary = history.primary;
     let psync = args.get(0).eq_ignore_ascii_case(b"psync");
     let offset = history.offset();
@@ -153,8 +156,11 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
         .parse()
         .unwrap_or(1 << 20);
     if !primary.active() {
-        // The first replica of a server without a backlog: a new history.
-        history.new_history();
+        // The first replica of a server without a backlog: a new history
+        // (a replica node's is its link's, whatever its backlog).
+        if !relays {
+            history.new_history();
+        }
         primary.create_backlog(offset, size);
     }
     let server = &state.primary;
@@ -210,7 +216,7 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
         last_ack_ms: core.now_ms(),
         acks: 0,
     });
-    let generation = state.replicas_generation();
+    let generation = history.replicas_generation();
     ctx.core
         .replication_part()
         .hosted
@@ -395,7 +401,7 @@ fn failover<S: Server>(
 /// `WAIT numreplicas timeout`: the number of replicas that acknowledged this
 /// client's writes, once `numreplicas` did or the timeout (ms, 0: none) passed.
 fn wait<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) -> ServerResult {
-    if ctx.core.shared().replication().is_replica() {
+    if follows_a_master(ctx.core) {
         return Err(CmdError::Line(
             b"ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.".to_vec(),
         ));
@@ -443,6 +449,14 @@ fn offset_after_flush<S: Server>(ctx: &mut Ctx<'_, S>) -> u64 {
     history_of(ctx.core).offset()
 }
 
+/// This server follows a primary (REPLICAOF), or this shard is a cluster
+/// replica node (per-shard mode): Redis's `server.masterhost` set, which
+/// WAIT and WAITAOF refuse (a replica node relays its master's GETACKs and
+/// sends none of its own).
+fn follows_a_master<S: Server>(core: &S) -> bool {
+    core.shared().replication().is_replica() || history_of(core).is_following()
+}
+
 /// The history this shard's clients' writes are part of (the server's, or in
 /// per-shard mode the shard node's own).
 fn history_of<S: Server>(core: &S) -> crate::replication::history::History<'_> {
@@ -470,7 +484,7 @@ fn waitaof<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_
     if timeout < 0 {
         return Err(CmdError::Line(b"ERR timeout is negative".to_vec()));
     }
-    if ctx.core.shared().replication().is_replica() {
+    if follows_a_master(ctx.core) {
         return Err(CmdError::Line(
             b"ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.".to_vec(),
         ));

@@ -48,6 +48,12 @@ pub struct Node {
     /// oldest first: (the offset the record starts after, the server
     /// offset it names).
     marks: Mutex<VecDeque<(u64, u64)>>,
+    /// Bumped when this node's own replicas must connect again (a replica
+    /// node's link full-synced or took a new ID, or it was promoted): the
+    /// server's count drops every replica of the process, this one only the
+    /// node's (another shard node of the process may be its master, its
+    /// link one of that node's replicas).
+    replicas_generation: AtomicU64,
 }
 
 impl Default for Node {
@@ -62,6 +68,7 @@ impl Default for Node {
             replid2: Mutex::new(NO_REPLID.to_string()),
             second_offset: AtomicI64::new(-1),
             marks: Mutex::new(VecDeque::new()),
+            replicas_generation: AtomicU64::new(0),
         }
     }
 }
@@ -293,6 +300,10 @@ impl<'a> History<'a> {
     /// `replicationCacheMasterUsingMyself`): a replica it had, promoted with
     /// that history as its `replid2`, answers `+CONTINUE` when nothing was
     /// written here after it took over; anyone else answers with a full sync.
+    /// Its own records stop (`shard::primary` records nothing for a
+    /// following node) and its backlog stays: from here it takes the link's
+    /// bytes verbatim ([`Self::link_processed`]), so its sub-replicas go on
+    /// in the master's history, as a Redis replica relays its master's.
     pub fn follow_node(&self, master: (String, u16)) {
         if let Some(node) = self.node {
             *node.master() = Some(master);
@@ -302,8 +313,6 @@ impl<'a> History<'a> {
                 book.full_sync(&own, node.offset.load(Relaxed));
             }
             node.following.store(true, Relaxed);
-            // Its own stream stops: what it applies is its master's.
-            node.primary.free_backlog();
         }
     }
 
@@ -326,15 +335,22 @@ impl<'a> History<'a> {
             false => followed,
         };
         node.second_offset.store(offset as i64 + 1, Relaxed);
-        // Its backlog starts again, empty, at the offset it took over at, as
-        // a promoted Redis replica keeps one: the old master and its other
-        // replicas, asking for the byte after it under `replid2`, continue.
-        node.primary.free_backlog();
+        // Its backlog, the link's bytes at the master's offsets, stays as a
+        // promoted Redis replica keeps it: the old master, its other
+        // replicas and this node's sub-replicas, asking for a byte of it
+        // under `replid2`, continue. (A backlog that is not the link's
+        // starts again, empty, at the offset taken over at.)
+        if node.offset.load(Relaxed) != offset {
+            node.primary.free_backlog();
+            node.offset.store(offset, Relaxed);
+        }
         node.primary.create_backlog(offset, 0);
-        node.offset.store(offset, Relaxed);
         *node.replid() = new_replid();
         node.following.store(false, Relaxed);
         node.primary.forget_db();
+        // Its sub-replicas learn the new ID by connecting again (Redis's
+        // replicationUnsetMaster: `+CONTINUE <new replid>`).
+        self.drop_replicas();
         // The followed history is `replid2` now; following a master again
         // asks to continue this node's own (`follow_node`).
         book.full_sync("", 0);
@@ -342,11 +358,12 @@ impl<'a> History<'a> {
         true
     }
 
-    /// Forward mode, a replica on shard links: this shard's link began a
-    /// full sync of its primary shard's `replid` at `offset`. The shard's
-    /// own history becomes that one (same ID, same offsets, an empty backlog
-    /// from there), so a replica on links of this replica follows it as it
-    /// would the primary's shard, and a promotion keeps it as `replid2`.
+    /// A replica on shard links (forward mode), or a cluster replica node
+    /// (per-shard mode): this shard's link began a full sync of its primary
+    /// shard's (its master node's) `replid` at `offset`. The shard's own
+    /// history becomes that one (same ID, same offsets, an empty backlog
+    /// from there), so a replica of this replica follows it as it would the
+    /// primary's shard, and a promotion keeps it as `replid2`.
     pub fn link_full_sync(&self, replid: &str, offset: u64) {
         let Some(node) = self.node else {
             return;
@@ -451,6 +468,26 @@ impl<'a> History<'a> {
         // The stream's database is not known to this shard's own records.
         node.primary.forget_db();
         true
+    }
+
+    /// This history's replicas as of now: each compares the count it
+    /// attached under (`Hosted::generation`) with this one.
+    pub fn replicas_generation(&self) -> u64 {
+        let own = self
+            .node
+            .map_or(0, |node| node.replicas_generation.load(Relaxed));
+        self.state.replicas_generation() + own
+    }
+
+    /// Every replica of this history connects again (Redis's
+    /// `disconnectSlaves`): a node's alone, or the server's all.
+    pub fn drop_replicas(&self) {
+        match self.node {
+            None => self.state.drop_replicas(),
+            Some(node) => {
+                node.replicas_generation.fetch_add(1, Relaxed);
+            }
+        }
     }
 
     /// A new history begins (Redis's changeReplicationId and clearReplicationId2).
@@ -632,6 +669,33 @@ mod tests {
         assert_eq!((ids.replid2, ids.second_offset), (newer, 115));
         assert!(shard.primary.can_continue(101, shard.offset()));
         assert!(!state.node_history(0).promote_link(), "no link's history");
+    }
+
+    /// A cluster replica node relays its link: its own history is the
+    /// master's bytes at the master's offsets, kept as `replid2` promoted.
+    #[test]
+    fn a_replica_node_relays_its_link_and_keeps_it_when_promoted() {
+        let state = State::new(2);
+        let node = state.node_history(0);
+        node.follow_node(("127.0.0.1".to_string(), 7000));
+        let theirs = "a".repeat(40);
+        state.shard_link_full_sync(0, &theirs, 100);
+        state.shard_link_processed(0, b"*1\r\n$4\r\nPING\r\n", (0, true), 0);
+        assert_eq!((node.ids().replid, node.offset()), (theirs.clone(), 114));
+        assert_eq!(node.offset_counter().load(Relaxed), 114, "its own offset");
+        assert!(node.primary.can_continue(101, 114), "the bytes relayed");
+        let (before, other) = (node.replicas_generation(), state.node_history(1));
+        let others = other.replicas_generation();
+        assert!(node.promote_node());
+        assert!(
+            node.replicas_generation() > before,
+            "sub-replicas reconnect"
+        );
+        assert_eq!(other.replicas_generation(), others, "another node's stay");
+        let ids = node.ids();
+        assert_ne!(ids.replid, theirs);
+        assert_eq!((ids.replid2, ids.second_offset), (theirs, 115));
+        assert!(node.primary.can_continue(101, node.offset()), "kept");
     }
 
     #[test]

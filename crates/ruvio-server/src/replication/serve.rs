@@ -75,7 +75,8 @@ pub struct Hosted {
     /// A Ruvio replica's link for this shard (forward mode): it follows the
     /// shard's own history, not the server's.
     pub shard_link: bool,
-    /// `State::replicas_generation` when it attached: a later one closes it.
+    /// `History::replicas_generation` of the history it follows when it
+    /// attached: a later one closes it.
     pub generation: u64,
     pub phase: Phase,
 }

@@ -321,7 +321,7 @@ impl State {
 
     /// Every replica of this server connects again (a chained replica learns
     /// the new history, as Redis's `disconnectSlaves`).
-    fn drop_replicas(&self) {
+    pub(super) fn drop_replicas(&self) {
         self.replicas_generation.fetch_add(1, Relaxed);
     }
 
@@ -807,11 +807,15 @@ impl State {
         // The shard's own history becomes its link's: replicas of this
         // replica followed a history that ends here (Redis's
         // replicationAttachToNewMaster), a full sync of that shard again.
-        // (A cluster replica node's history shows its book as it is.)
+        // A cluster replica node's too: its sub-replicas get its master's
+        // bytes at its master's offsets, as a Redis replica relays them
+        // (its own replicas dropped: its master may be a shard node of this
+        // process, whose replicas include this link).
         let node = self.node_history(shard);
-        if !node.is_following() {
-            node.link_full_sync(replid, offset);
-            self.drop_replicas();
+        node.link_full_sync(replid, offset);
+        match node.is_following() {
+            true => node.drop_replicas(),
+            false => self.drop_replicas(),
         }
     }
 
@@ -848,8 +852,11 @@ impl State {
         }
         self.shard_links.book(shard).continued(replid);
         let node = self.node_history(shard);
-        if !node.is_following() && node.link_continued(replid) {
-            self.drop_replicas();
+        if node.link_continued(replid) {
+            match node.is_following() {
+                true => node.drop_replicas(),
+                false => self.drop_replicas(),
+            }
         }
     }
 
@@ -869,10 +876,7 @@ impl State {
         let n = bytes.len() as u64;
         let book = self.shard_links.book(shard);
         book.processed(n, db);
-        let node = self.node_history(shard);
-        if !node.is_following() {
-            node.link_processed(bytes);
-        }
+        self.node_history(shard).link_processed(bytes);
         if settled {
             book.settle();
         }
@@ -884,10 +888,7 @@ impl State {
     /// (`ShardLinks::server_offset`).
     pub fn shard_link_marked(&self, shard: usize, server_offset: u64) {
         self.shard_links.book(shard).marked(server_offset);
-        let node = self.node_history(shard);
-        if !node.is_following() {
-            node.link_marked(server_offset);
-        }
+        self.node_history(shard).link_marked(server_offset);
         self.links_server_offset
             .store(self.shard_links.server_offset(), Relaxed);
     }

@@ -9,7 +9,10 @@
 //! `-READONLY`) and serves a READONLY client's reads of the master's slots.
 //! When the membership makes it a master again (an election won, a
 //! failover), the link stops and the node keeps the data, as REPLICAOF NO
-//! ONE: the history it followed becomes its `replid2`.
+//! ONE: the history it followed becomes its `replid2`. Meanwhile it serves
+//! replicas of its own (plain servers), relaying the link's bytes as a Redis
+//! replica does (`History::link_processed`): they follow the master's
+//! history through it, and continue it after the promotion.
 //!
 //! Why the shard link's machinery (`replication::link`, the shard's book in
 //! `replication::shard_links`): it is already one shard's own link, stepped

@@ -71,8 +71,11 @@ impl Shard {
         // its shards apply (its shards' own histories take their links').
         let follows = state.follows_a_primary();
         let records_applied = follows && state.records_applied();
-        let active =
-            (history.primary.active() && (!follows || records_applied)) || (link && !follows);
+        // A cluster replica node (per-shard mode): its history is its link's
+        // bytes (`History::link_processed`), never its own records.
+        let relays = history.is_following();
+        let active = !relays
+            && ((history.primary.active() && (!follows || records_applied)) || (link && !follows));
         // A replica's shards cut for a replica of its own (and record only
         // on shard links).
         let cutting = history.primary.cutting();
@@ -128,7 +131,12 @@ impl Shard {
         // A replica's shard cuts where shard 0 paused the stream (see
         // `shard::replica`): its data then is the stream's up to the offset.
         // On shard links its shards cut as a primary's (they record).
-        let may_cut = !follows || records_applied || core.replication.stream_cut;
+        // A replica node's cuts between two whole commands of its link's
+        // stream (its offset then is what its data holds).
+        let may_cut = match relays {
+            true => link_at_rest,
+            false => !follows || records_applied || core.replication.stream_cut,
+        };
         if primary.cutting()
             && may_cut
             && core.replication.snapshot.is_none()
@@ -196,7 +204,8 @@ impl Shard {
             }
         }
         appended |= flush_records(core, history, records_link);
-        if primary.take_getack() {
+        // A replica node relays its master's GETACKs, sends none of its own.
+        if !relays && primary.take_getack() {
             primary.append_command(&[b"REPLCONF", b"GETACK", b"*"], history.offset_counter());
             appended = true;
         }
@@ -254,6 +263,13 @@ impl Shard {
             if !per_shard && primary.give_up_barriers(history.offset_counter()) {
                 wake_hosts(primary, Some(self.core.id));
             }
+        }
+        if history.is_following() {
+            // A cluster replica node relays its master's stream, PINGs
+            // included, and keeps it for after a promotion (Redis's
+            // replicationCron pings from masters only).
+            self.next_replica_ping_ms = 0;
+            return;
         }
         if state.follows_a_primary() {
             // A replica keeps its primary's stream in its backlog, for its
@@ -593,7 +609,6 @@ fn serve_replicas(
         return;
     }
     // Replicas attached before the history changed connect again.
-    let generation = core.shared.replication.replicas_generation();
     let hold = more_waiting && core.replication.stream_held < STREAM_HOLD_ITERATIONS_MAX;
     let mut held = false;
     let mut hosted = std::mem::take(&mut core.replication.hosted);
@@ -604,7 +619,8 @@ fn serve_replicas(
             gone(primary, h, core.now_ms);
             return false;
         };
-        if conn.client.closing || conn.client.killed || h.generation != generation {
+        let dropped = h.generation != history.replicas_generation();
+        if conn.client.closing || conn.client.killed || dropped {
             conn.client.closing = true;
             core.dirty.push(h.who);
             gone(primary, h, core.now_ms);
