@@ -428,3 +428,53 @@ fn under_tls_cluster_the_tls_port_is_announced_and_plain_clients_see_pport() {
     assert_eq!(own_ports(port), format!("{told}@{bus}"));
     assert_eq!(own_shard_field(port, "tls-port"), None);
 }
+
+/// `port` sees `name` at `ip`, connected.
+fn sees_ip(port: u16, name: &str, ip: &str) -> Result<(), String> {
+    match line_of(port, name) {
+        Some(l) if l.ip == ip && l.connected => Ok(()),
+        other => Err(format!("{port} sees {name} as {other:?}")),
+    }
+}
+
+/// CONFIG SET cluster-announce-ip while running: the node's next headers
+/// carry the address and the peer shows it there, as a redis-server given the
+/// same does (Redis 7.0's clusterCron takes the new value on its next run);
+/// emptied, the headers carry none and the peer goes back to the address the
+/// connection comes from. Both listen on 127.0.0.1 and 127.0.0.2, so the
+/// links reconnect at either.
+#[test]
+fn an_ip_announced_while_running_reaches_the_peer_as_redis_servers_does() {
+    let port = free_ports(1, true);
+    let dir = unique_dir("announce-ip");
+    let ruvio = Node::start_bound(port, 1, &dir, "0.0.0.0", &[]);
+    let redis = redis_node(&["--bind", "127.0.0.1", "127.0.0.2"]);
+    ok(
+        port,
+        &["CLUSTER", "MEET", "127.0.0.1", &redis.port().to_string()],
+    );
+    let (ruvio_id, redis_id) = (myid(port), myid(redis.port()));
+    wait_for("the two nodes met", || {
+        sees_ip(port, &redis_id, "127.0.0.1")?;
+        sees_ip(redis.port(), &ruvio_id, "127.0.0.1")
+    });
+    for at in [port, redis.port()] {
+        ok(at, &["CONFIG", "SET", "cluster-announce-ip", "127.0.0.2"]);
+    }
+    wait_for("each seen at its announced address by the other", || {
+        sees_ip(port, &redis_id, "127.0.0.2")?;
+        sees_ip(redis.port(), &ruvio_id, "127.0.0.2")
+    });
+    assert!(
+        nodes_conf_own_line(&dir.join(format!("nodes-{port}.conf"))).contains("127.0.0.2:"),
+        "nodes.conf keeps the announced address"
+    );
+    for at in [port, redis.port()] {
+        ok(at, &["CONFIG", "SET", "cluster-announce-ip", ""]);
+    }
+    wait_for("each seen at its connections' address again", || {
+        sees_ip(port, &redis_id, "127.0.0.1")?;
+        sees_ip(redis.port(), &ruvio_id, "127.0.0.1")
+    });
+    drop(ruvio);
+}

@@ -269,10 +269,19 @@ impl Cluster {
         self.settings.node_timeout = timeout_ms;
     }
 
-    /// `cluster-announce-ip`: this node's address (its settings' `ip`) goes in
-    /// every message's header, for the peers to reach it there.
-    pub fn announce_ip(&mut self) {
-        self.announces_ip = true;
+    /// This node's address is `ip`; `announced` (`cluster-announce-ip`): it
+    /// goes in every message's header, for the peers to reach it there (else
+    /// they take the address its connections come from). True when the
+    /// address changed (nodes.conf is then the caller's to save).
+    pub fn set_own_ip(&mut self, ip: &str, announced: bool) -> bool {
+        self.announces_ip = announced;
+        if self.node(MYSELF).ip == ip {
+            return false;
+        }
+        self.settings.ip = ip.to_string();
+        self.node_mut(MYSELF).ip = ip.to_string();
+        self.generation += 1;
+        true
     }
 
     /// `cluster-announce-port`, `-bus-port`, `-tls-port` (at start or by

@@ -88,6 +88,9 @@ pub struct ShardNode {
     /// Whole-slot migrations this node runs or ran, either way
     /// (`slot_migration.rs`; driven by the shard: `shard/slot_export.rs`).
     pub slot_migrations: SlotMigrations,
+    /// The address this node started at, its own when `cluster-announce-ip`
+    /// is emptied.
+    host: String,
 }
 
 impl ShardNode {
@@ -121,7 +124,7 @@ impl ShardNode {
             Err(e) => return Err(format!("{}: {e}", config_path.display())),
         };
         if !cfg.cluster_announce_ip.is_empty() {
-            cluster.announce_ip();
+            cluster.set_own_ip(&cfg.cluster_announce_ip, true);
         }
         let links = Links::bind(&cfg.bind, cport)
             .map_err(|e| format!("cluster bus port {}:{cport}: {e}", cfg.bind))?;
@@ -134,6 +137,7 @@ impl ShardNode {
             published: u64::MAX,
             pause_writes: None,
             slot_migrations: SlotMigrations::default(),
+            host: host.to_string(),
         };
         node.save()
             .map_err(|e| format!("{}: {e}", node.config_path.display()))?;
@@ -224,6 +228,20 @@ impl ShardNode {
             .cluster
             .announce_ports(ports.port, ports.pport, ports.cport)
         {
+            self.changed();
+        }
+    }
+
+    /// CONFIG SET cluster-announce-ip: the address this node sends in every
+    /// header and keeps in nodes.conf from now on (Redis 7.0's clusterCron
+    /// takes the new value on its next run); empty, the one it started at,
+    /// and no address in the headers (the peers take the connection's).
+    pub fn announce_ip(&mut self, announced: &str) {
+        let ip = match announced {
+            "" => self.host.clone(),
+            announced => announced.to_string(),
+        };
+        if self.cluster.set_own_ip(&ip, !announced.is_empty()) {
             self.changed();
         }
     }

@@ -143,13 +143,17 @@ fn sync<S: Server>(ctx: &mut Ctx<'_, S>, args: Args<'_>, reply: &mut Reply<'_>) 
             }
         }
     }
-    let peer = ctx.client.replica;
+    let peer = ctx.client.replica.clone();
     ctx.client.replica.attached = true;
-    let ip = ctx
-        .client
-        .peer
-        .rsplit_once(':')
-        .map_or(String::new(), |(ip, _)| ip.to_string());
+    // Its `replica-announce-ip` when it sent one, as Redis's `slave_addr`.
+    let ip = match &peer.announced_ip {
+        Some(announced) => announced.to_string(),
+        None => ctx
+            .client
+            .peer
+            .rsplit_once(':')
+            .map_or(String::new(), |(ip, _)| ip.to_string()),
+    };
     let size = core
         .settings()
         .param("repl-backlog-size")
@@ -606,7 +610,6 @@ fn replconf<S: Server>(
     let mut i = 1;
     while i < args.len() {
         let (option, value) = (args.get(i), args.get(i + 1));
-        let known = [&b"ip-address"[..], b"rdb-only"];
         if option.eq_ignore_ascii_case(b"ack") {
             // From a replica of this server: its offset (WAIT, INFO's lag).
             if let (true, Some(offset)) = (ctx.client.replica.attached, super::parse_i64(value)) {
@@ -625,6 +628,22 @@ fn replconf<S: Server>(
                     .acked(ctx.client.id, offset, fack, core.now_ms());
             }
             return Ok(());
+        }
+        if option.eq_ignore_ascii_case(b"ip-address") {
+            // Redis's NET_HOST_STR_LEN bounds it.
+            if value.len() >= 256 {
+                return Err(CmdError::Line(
+                    format!(
+                        "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                        value.len()
+                    )
+                    .into_bytes(),
+                ));
+            }
+            let ip = String::from_utf8_lossy(value).into();
+            ctx.client.replica.announced_ip = Some(ip);
+            i += 2;
+            continue;
         }
         if option.eq_ignore_ascii_case(b"listening-port") {
             let port = super::parse_i64(value).and_then(|p| u16::try_from(p).ok());
@@ -659,7 +678,7 @@ fn replconf<S: Server>(
             }
             return Ok(());
         }
-        if !known.iter().any(|k| option.eq_ignore_ascii_case(k)) {
+        if !option.eq_ignore_ascii_case(b"rdb-only") {
             let option = String::from_utf8_lossy(option);
             return Err(CmdError::Line(
                 format!("ERR Unrecognized REPLCONF option: {option}").into_bytes(),

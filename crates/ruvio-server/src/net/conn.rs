@@ -102,12 +102,15 @@ pub struct ClientState {
 }
 
 /// What a replica told its primary before PSYNC (REPLCONF), and that it is one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReplicaPeer {
     /// PSYNC or SYNC made this connection a replica's (flag `S`, TYPE replica).
     pub attached: bool,
     /// `REPLCONF listening-port`.
     pub listening_port: u16,
+    /// `REPLCONF ip-address` (its `replica-announce-ip`): the address INFO
+    /// and ROLE show for it instead of the connection's.
+    pub announced_ip: Option<Box<str>>,
     /// `REPLCONF capa eof`: it takes the diskless `$EOF:` form.
     pub capa_eof: bool,
     /// `REPLCONF capa psync2`: `+CONTINUE` names the replication ID.

@@ -62,6 +62,8 @@ enum Expect {
     Pong,
     Auth,
     Port,
+    /// The reply to `REPLCONF ip-address` (`replica-announce-ip`).
+    Ip,
     Capa,
     Psync,
     /// The reply to `REPLCONF ruvio-shard i/n`.
@@ -491,8 +493,24 @@ impl Link {
             }
             Expect::Port => {
                 // Redis ignores an error here: old primaries lack the option.
-                self.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
-                self.phase = Phase::Reply(Expect::Capa);
+                let announced = cfg.param("replica-announce-ip");
+                if announced.is_empty() {
+                    return self.capabilities().map(|_| None);
+                }
+                let ip = announced.to_string();
+                self.send(&[b"REPLCONF", b"ip-address", ip.as_bytes()])?;
+                self.phase = Phase::Reply(Expect::Ip);
+            }
+            Expect::Ip => {
+                if error {
+                    crate::serverlog::log(
+                        crate::serverlog::Level::Notice,
+                        &format!(
+                            "(Non critical) Master does not understand REPLCONF ip-address: {line}"
+                        ),
+                    );
+                }
+                self.capabilities()?;
             }
             Expect::Capa => {
                 if let Some((shard, shards)) = self.shard.filter(|_| !self.plain) {
@@ -544,10 +562,21 @@ impl Link {
         Ok(())
     }
 
+    /// `REPLCONF listening-port`: `replica-announce-port` when set (a replica
+    /// behind NAT or a container's port map), else its own port, as Redis.
     fn listening_port(&mut self, cfg: &Config) -> Result<(), String> {
-        let port = cfg.port.to_string();
+        let port = match cfg.param("replica-announce-port") {
+            "" | "0" => cfg.port.to_string(),
+            announced => announced.to_string(),
+        };
         self.send(&[b"REPLCONF", b"listening-port", port.as_bytes()])?;
         self.phase = Phase::Reply(Expect::Port);
+        Ok(())
+    }
+
+    fn capabilities(&mut self) -> Result<(), String> {
+        self.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
+        self.phase = Phase::Reply(Expect::Capa);
         Ok(())
     }
 

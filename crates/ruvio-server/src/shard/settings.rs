@@ -452,6 +452,9 @@ const LIVE: &[Live] = &[
         |c| c.cfg.cluster_announce_ip.clone(),
         |c, v| {
             c.cfg.cluster_announce_ip = v.to_string();
+            if let Some(node) = c.cluster_node.as_mut() {
+                node.announce_ip(v);
+            }
             Ok(())
         },
     ),
