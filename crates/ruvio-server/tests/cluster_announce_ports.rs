@@ -109,20 +109,6 @@ fn shown_as(reply: &[u8], words: &[(&str, &str)]) -> String {
     shown
 }
 
-/// A redis-server cluster node (`cluster-node-timeout 1000`) with `extra`.
-fn redis_node(extra: &[&str]) -> Server {
-    let mut args = vec![
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        "nodes.conf",
-        "--cluster-node-timeout",
-        "1000",
-    ];
-    args.extend_from_slice(extra);
-    Server::redis_with(&args)
-}
-
 fn nodes_conf_own_line(path: &std::path::Path) -> String {
     let conf = std::fs::read_to_string(path).expect("nodes.conf");
     conf.lines()
@@ -142,7 +128,7 @@ fn a_forward_mode_node_announces_its_ports_as_redis_server() {
     // port forwarded to the real one.
     let (ruvio_told, redis_told) = (free_ports(1, false), free_ports(1, false));
     let ruvio_bus = Forwarder::start(free_ports(1, false), ruvio_port + 10000);
-    let redis = redis_node(&[
+    let redis = Server::redis_cluster_node_with(&[
         "--cluster-announce-port",
         &redis_told.to_string(),
         "--cluster-announce-bus-port",
@@ -448,7 +434,7 @@ fn an_ip_announced_while_running_reaches_the_peer_as_redis_servers_does() {
     let port = free_ports(1, true);
     let dir = unique_dir("announce-ip");
     let ruvio = Node::start_bound(port, 1, &dir, "0.0.0.0", &[]);
-    let redis = redis_node(&["--bind", "127.0.0.1", "127.0.0.2"]);
+    let redis = Server::redis_cluster_node_with(&["--bind", "127.0.0.1", "127.0.0.2"]);
     ok(
         port,
         &["CLUSTER", "MEET", "127.0.0.1", &redis.port().to_string()],

@@ -19,7 +19,7 @@ mod common;
 use common::cluster_process::{
     holds_tagged, ok, text, three_masters_and_a_replica, write_tagged, Node,
 };
-use common::replication::{field, sync_counts, wait_for};
+use common::replication::{field, same_keys_dumped, sync_counts, wait_for};
 use common::*;
 
 /// Keys of several types, a third with a TTL, under `prefix`.
@@ -42,36 +42,10 @@ fn int(reply: &[u8]) -> i64 {
     }
 }
 
-/// Every key of the master node is on the plain sub-replica with the same
-/// DUMP payload and a TTL within a second of the master's.
-fn same_keys(master: u16, sub: u16) -> Result<usize, String> {
-    let (mut m, mut s) = (RawConn::connect(master), RawConn::connect(sub));
-    let keys = match decode(&m.cmd(&["KEYS", "*"])) {
-        Value::Array(keys) => keys,
-        other => panic!("not an array: {other:?}"),
-    };
-    let size = int(&s.cmd(&["DBSIZE"]));
-    if size != keys.len() as i64 {
-        return Err(format!("{} keys on the master, {size} below", keys.len()));
-    }
-    for key in &keys {
-        let key = key.text();
-        let (a, b) = (m.cmd(&["DUMP", &key]), s.cmd(&["DUMP", &key]));
-        if a != b {
-            return Err(format!("{key}: DUMP {} against {}", show(&a), show(&b)));
-        }
-        let (a, b) = (int(&m.cmd(&["PTTL", &key])), int(&s.cmd(&["PTTL", &key])));
-        if (a < 0) != (b < 0) || (a - b).abs() > 1000 {
-            return Err(format!("{key}: PTTL {a} against {b}"));
-        }
-    }
-    Ok(keys.len())
-}
-
 fn holds_same_keys(master: u16, sub: u16, count: usize) {
     let mut compared = Ok(0);
     wait_for("the sub-replica holds the master's keys", || {
-        compared = same_keys(master, sub);
+        compared = same_keys_dumped(&mut RawConn::connect(master), &mut RawConn::connect(sub));
         compared.is_ok()
     });
     assert_eq!(compared, Ok(count));

@@ -11,7 +11,7 @@
 mod common;
 
 use common::cluster_process::{ok, text, Node};
-use common::replication::wait_for;
+use common::replication::{same_keys_dumped, wait_for};
 use common::*;
 
 fn items(reply: &[u8]) -> Vec<Value> {
@@ -53,29 +53,9 @@ fn write_keys(conn: &mut RawConn, prefix: &str, count: usize) {
 /// a TTL within a second of the master's (READONLY: the replica serves its
 /// master's slots to this connection).
 fn same_keys(master: u16, replica: u16) -> Result<usize, String> {
-    let mut m = RawConn::connect(master);
     let mut r = RawConn::connect(replica);
     assert_eq!(r.cmd(&["READONLY"]), b"+OK\r\n");
-    let keys = items(&m.cmd(&["KEYS", "*"]));
-    let replica_size = int(&r.cmd(&["DBSIZE"]));
-    if replica_size != keys.len() as i64 {
-        return Err(format!(
-            "{} keys on the master, {replica_size} on the replica",
-            keys.len()
-        ));
-    }
-    for key in &keys {
-        let key = key.text();
-        let (a, b) = (m.cmd(&["DUMP", &key]), r.cmd(&["DUMP", &key]));
-        if a != b {
-            return Err(format!("{key}: DUMP {} against {}", show(&a), show(&b)));
-        }
-        let (a, b) = (int(&m.cmd(&["PTTL", &key])), int(&r.cmd(&["PTTL", &key])));
-        if (a < 0) != (b < 0) || (a - b).abs() > 1000 {
-            return Err(format!("{key}: PTTL {a} against {b}"));
-        }
-    }
-    Ok(keys.len())
+    same_keys_dumped(&mut RawConn::connect(master), &mut r)
 }
 
 /// The replica node of `master_port` (node id `master_id`): follows it with

@@ -371,14 +371,21 @@ impl Server {
     /// `cluster-node-timeout 1000`, no slots): for tests that put it in a cluster
     /// with other nodes themselves.
     pub fn redis_cluster_node() -> Server {
-        Server::redis_with(&[
+        Server::redis_cluster_node_with(&[])
+    }
+
+    /// [`Server::redis_cluster_node`] with `extra` arguments.
+    pub fn redis_cluster_node_with(extra: &[&str]) -> Server {
+        let mut args = vec![
             "--cluster-enabled",
             "yes",
             "--cluster-config-file",
             "nodes.conf",
             "--cluster-node-timeout",
             "1000",
-        ])
+        ];
+        args.extend_from_slice(extra);
+        Server::redis_with(&args)
     }
 
     /// Starts a Redis Cluster of `masters` redis-servers on consecutive ports, master i

@@ -335,3 +335,39 @@ pub fn cross_shard_load(
         }
     })
 }
+
+/// Every key `primary` holds is on `replica` with the same DUMP payload and a
+/// PTTL within a second of the primary's: how many, or the first difference.
+/// (A cluster replica node's connection must have sent READONLY first.)
+pub fn same_keys_dumped(primary: &mut RawConn, replica: &mut RawConn) -> Result<usize, String> {
+    let int = |reply: &[u8]| match decode(reply) {
+        Value::Int(n) => n,
+        other => panic!("not an integer: {other:?}"),
+    };
+    let keys = match decode(&primary.cmd(&["KEYS", "*"])) {
+        Value::Array(keys) => keys,
+        other => panic!("not an array: {other:?}"),
+    };
+    let size = int(&replica.cmd(&["DBSIZE"]));
+    if size != keys.len() as i64 {
+        return Err(format!(
+            "{} keys on the primary, {size} on the replica",
+            keys.len()
+        ));
+    }
+    for key in &keys {
+        let key = key.text();
+        let (a, b) = (primary.cmd(&["DUMP", &key]), replica.cmd(&["DUMP", &key]));
+        if a != b {
+            return Err(format!("{key}: DUMP {} against {}", show(&a), show(&b)));
+        }
+        let (a, b) = (
+            int(&primary.cmd(&["PTTL", &key])),
+            int(&replica.cmd(&["PTTL", &key])),
+        );
+        if (a < 0) != (b < 0) || (a - b).abs() > 1000 {
+            return Err(format!("{key}: PTTL {a} against {b}"));
+        }
+    }
+    Ok(keys.len())
+}
