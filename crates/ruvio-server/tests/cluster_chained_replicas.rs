@@ -19,21 +19,8 @@ mod common;
 use common::cluster_process::{
     holds_tagged, ok, text, three_masters_and_a_replica, write_tagged, Node,
 };
-use common::replication::{field, same_keys_dumped, sync_counts, wait_for};
+use common::replication::{field, same_keys_dumped, sync_counts, wait_for, write_keys};
 use common::*;
-
-/// Keys of several types, a third with a TTL, under `prefix`.
-fn write_keys(conn: &mut RawConn, prefix: &str, count: usize) {
-    for i in 0..count {
-        let key = format!("{prefix}:{i}");
-        let reply = match i % 3 {
-            0 => conn.cmd(&["SET", &key, &format!("value-{i}"), "PX", "600000"]),
-            1 => conn.cmd(&["RPUSH", &key, "a", "b", &i.to_string()]),
-            _ => conn.cmd(&["HSET", &key, "field", &i.to_string()]),
-        };
-        assert!(!reply.starts_with(b"-"), "{key}: {}", show(&reply));
-    }
-}
 
 fn int(reply: &[u8]) -> i64 {
     match decode(reply) {

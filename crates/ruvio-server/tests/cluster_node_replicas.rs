@@ -11,7 +11,7 @@
 mod common;
 
 use common::cluster_process::{ok, text, Node};
-use common::replication::{same_keys_dumped, wait_for};
+use common::replication::{same_keys_dumped, wait_for, write_keys};
 use common::*;
 
 fn items(reply: &[u8]) -> Vec<Value> {
@@ -34,19 +34,6 @@ fn info_field(conn: &mut RawConn, name: &str) -> String {
         .find_map(|l| l.strip_prefix(&format!("{name}:")))
         .map(|v| v.trim().to_string())
         .unwrap_or_default()
-}
-
-/// Keys of several types, a third with a TTL, under `prefix`.
-fn write_keys(conn: &mut RawConn, prefix: &str, count: usize) {
-    for i in 0..count {
-        let key = format!("{prefix}:{i}");
-        let reply = match i % 3 {
-            0 => conn.cmd(&["SET", &key, &format!("value-{i}"), "PX", "600000"]),
-            1 => conn.cmd(&["RPUSH", &key, "a", "b", &i.to_string()]),
-            _ => conn.cmd(&["HSET", &key, "field", &i.to_string()]),
-        };
-        assert!(!reply.starts_with(b"-"), "{key}: {}", show(&reply));
-    }
 }
 
 /// Every key of the master is on the replica with the same DUMP payload and

@@ -47,6 +47,24 @@ impl Net {
         Net::new(nodes)
     }
 
+    /// Three masters on ports `base`.., node 0 meeting the other two, after
+    /// five seconds of gossip.
+    fn three_met(base: u16) -> Net {
+        let mut net = Net::masters_and_more(3, base);
+        for peer in [base + 1, base + 2] {
+            net.nodes[0].meet("127.0.0.1", peer, peer + 10000, net.now);
+        }
+        net.settle();
+        net
+    }
+
+    /// Five seconds of every node's 100 ms steps: enough for gossip to settle.
+    fn settle(&mut self) {
+        for _ in 0..50 {
+            self.tick(100);
+        }
+    }
+
     fn by_cport(&self, cport: u16) -> Option<usize> {
         let found = self.nodes.iter().position(|c| c.settings.cport == cport);
         found.filter(|&i| Some(i) != self.silent)
@@ -133,9 +151,7 @@ fn three_nodes_meet_through_gossip_and_agree() {
     let mut net = Net::masters_and_more(3, 7000);
     assert!(net.nodes[0].meet("127.0.0.1", 7001, 17001, net.now));
     assert!(net.nodes[1].meet("127.0.0.1", 7002, 17002, net.now));
-    for _ in 0..50 {
-        net.tick(100);
-    }
+    net.settle();
     let first = view(&net.nodes[0]);
     assert_eq!(first.len(), 3, "{}", net.nodes[0].cluster_nodes());
     for node in &net.nodes {
@@ -230,12 +246,7 @@ fn manual_failover_and_takeover_move_the_slots_and_the_old_master_follows() {
 
 #[test]
 fn a_silent_node_is_failed_by_a_majority() {
-    let mut net = Net::masters_and_more(3, 7100);
-    net.nodes[0].meet("127.0.0.1", 7101, 17101, net.now);
-    net.nodes[0].meet("127.0.0.1", 7102, 17102, net.now);
-    for _ in 0..50 {
-        net.tick(100);
-    }
+    let mut net = Net::three_met(7100);
     // Node 2 goes silent: its links are cut and it is no longer reachable.
     net.silence(2);
     for _ in 0..60 {
@@ -267,9 +278,7 @@ fn the_node_timeout_can_change_while_running() {
     }
     net.nodes[0].meet("127.0.0.1", 7501, 17501, net.now);
     net.nodes[0].meet("127.0.0.1", 7502, 17502, net.now);
-    for _ in 0..50 {
-        net.tick(100);
-    }
+    net.settle();
     net.silence(2);
     let suspects = |net: &Net| {
         let silent = net.nodes[0].lookup(&[b'c'; NAME_LEN]).expect("known");
@@ -288,12 +297,7 @@ fn the_node_timeout_can_change_while_running() {
 
 #[test]
 fn a_node_back_at_another_address_is_reached_there() {
-    let mut net = Net::masters_and_more(3, 7600);
-    net.nodes[0].meet("127.0.0.1", 7601, 17601, net.now);
-    net.nodes[0].meet("127.0.0.1", 7602, 17602, net.now);
-    for _ in 0..50 {
-        net.tick(100);
-    }
+    let mut net = Net::three_met(7600);
     // Node 1 comes back on port 7611, with its name and slots (its nodes.conf),
     // and meets node 0 again.
     net.silence(1);
@@ -313,12 +317,7 @@ fn a_node_back_at_another_address_is_reached_there() {
 
 #[test]
 fn the_header_carries_the_announced_ports_and_the_peers_take_them() {
-    let mut net = Net::masters_and_more(3, 7700);
-    net.nodes[0].meet("127.0.0.1", 7701, 17701, net.now);
-    net.nodes[0].meet("127.0.0.1", 7702, 17702, net.now);
-    for _ in 0..50 {
-        net.tick(100);
-    }
+    let mut net = Net::three_met(7700);
     let ports = |h: &Header| (h.port, h.pport, h.cport);
     assert_eq!(ports(&net.nodes[1].header()), (7701, 0, 17701));
     // As under tls-cluster with cluster-announce-tls-port: the TLS port, the
@@ -348,9 +347,7 @@ fn a_node_read_back_from_its_nodes_conf_is_the_node_it_was() {
     let mut net = Net::masters_and_more(3, 7300);
     net.nodes[0].meet("127.0.0.1", 7301, 17301, net.now);
     net.nodes[1].meet("127.0.0.1", 7302, 17302, net.now);
-    for _ in 0..50 {
-        net.tick(100);
-    }
+    net.settle();
     let before = &net.nodes[2];
     let text = before.nodes_file().render();
     let file = NodesFile::parse(&text).unwrap();
@@ -430,9 +427,7 @@ fn a_slot_moved_by_setslot_is_the_target_s_in_every_view() {
     let mut net = Net::masters_and_more(3, 7700);
     net.nodes[0].meet("127.0.0.1", 7701, 17701, net.now);
     net.nodes[1].meet("127.0.0.1", 7702, 17702, net.now);
-    for _ in 0..50 {
-        net.tick(100);
-    }
+    net.settle();
     let (source, target) = ([b'a'; NAME_LEN], [b'b'; NAME_LEN]);
     let now = net.now;
     net.nodes[1]

@@ -371,3 +371,16 @@ pub fn same_keys_dumped(primary: &mut RawConn, replica: &mut RawConn) -> Result<
     }
     Ok(keys.len())
 }
+
+/// Keys of several types, a third with a TTL, under `prefix`.
+pub fn write_keys(conn: &mut RawConn, prefix: &str, count: usize) {
+    for i in 0..count {
+        let key = format!("{prefix}:{i}");
+        let reply = match i % 3 {
+            0 => conn.cmd(&["SET", &key, &format!("value-{i}"), "PX", "600000"]),
+            1 => conn.cmd(&["RPUSH", &key, "a", "b", &i.to_string()]),
+            _ => conn.cmd(&["HSET", &key, "field", &i.to_string()]),
+        };
+        assert!(!reply.starts_with(b"-"), "{key}: {}", show(&reply));
+    }
+}
