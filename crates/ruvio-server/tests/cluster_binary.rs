@@ -149,6 +149,23 @@ fn two_ruvio_processes_and_a_redis_server_form_one_cluster() {
     for conn in &mut subscribers {
         assert_eq!(conn.read_reply(), from_b);
     }
+    // A script's PUBLISH travels it too, as redis-server's does.
+    let script = "return redis.call('publish', 'news', 'script')";
+    assert_eq!(
+        RawConn::connect(port_b).cmd(&["EVAL", script, "0"]),
+        b":0\r\n"
+    );
+    let from_script = b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$6\r\nscript\r\n";
+    for conn in &mut subscribers {
+        assert_eq!(conn.read_reply(), from_script);
+    }
+    assert_eq!(
+        RawConn::connect(port_r).cmd(&["EVAL", script, "0"]),
+        b":1\r\n"
+    );
+    for conn in &mut subscribers {
+        assert_eq!(conn.read_reply(), from_script);
+    }
     assert_eq!(
         RawConn::connect(port_r).cmd(&["PUBLISH", "news", "from-r"]),
         b":1\r\n"
@@ -364,6 +381,16 @@ fn two_shards_of_one_process_are_two_nodes() {
     assert_eq!(
         subscriber.read_reply(),
         b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\nm\r\n"
+    );
+    // A script's too, once.
+    let script = "return redis.call('publish', 'news', 's')";
+    assert_eq!(
+        RawConn::connect(first).cmd(&["EVAL", script, "0"]),
+        b":0\r\n"
+    );
+    assert_eq!(
+        subscriber.read_reply(),
+        b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$1\r\ns\r\n"
     );
     subscriber.expect_silence(std::time::Duration::from_millis(300));
     // Shard channels live on the slot's node too.

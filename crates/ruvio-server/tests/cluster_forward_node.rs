@@ -249,6 +249,13 @@ fn forward_mode_processes_are_one_node_each_in_a_cluster_with_redis_server() {
         for conn in &mut subscribers {
             assert_eq!(show(&conn.read_reply()), show(message(&text).as_bytes()));
         }
+        // A script's PUBLISH travels the bus too, as redis-server's does.
+        let text = format!("script-on-shard-{i}");
+        let script = format!("return redis.call('publish', 'news', '{text}')");
+        assert_eq!(publisher.cmd(&["EVAL", &script, "0"]), b":0\r\n");
+        for conn in &mut subscribers {
+            assert_eq!(show(&conn.read_reply()), show(message(&text).as_bytes()));
+        }
     }
     let reply = RawConn::connect(redis.port()).cmd(&["PUBLISH", "news", "from-r"]);
     assert_eq!(reply, b":1\r\n");

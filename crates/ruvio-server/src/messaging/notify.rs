@@ -101,16 +101,17 @@ impl Pending {
     }
 
     /// Publish the queued events (once per loop iteration, the setting's `flags`
-    /// and the port `mode` as they are now), after what scripts published.
+    /// and the port `mode` as they are now), after what scripts published
+    /// (`bus`: see [`Pending::deliver_published`]).
     pub fn deliver<R: Relay>(
         &mut self,
         flags: u32,
-        mode: PortMode,
+        (mode, bus): (PortMode, bool),
         to: &mut Delivery<'_>,
         relay: &mut R,
         conns: &mut Slab<Conn>,
     ) {
-        self.deliver_published(mode, to, relay, conns, None);
+        self.deliver_published((mode, bus), to, relay, conns, None);
         if self.events.is_empty() {
             return;
         }
@@ -132,10 +133,12 @@ impl Pending {
     /// iteration with the notifications, and before a client's PUBLISH on this
     /// shard, so that one publisher's messages (a script's, then its client's)
     /// stay in order. `caller` is the running connection, out of the slab while
-    /// its command runs.
+    /// its command runs. `bus`: this shard is a per-shard node of the cluster
+    /// bus, whose plain channels reach the process's other shards as any
+    /// nodes, over the bus (the caller sent them there), not the mesh.
     pub fn deliver_published<R: Relay>(
         &mut self,
-        mode: PortMode,
+        (mode, bus): (PortMode, bool),
         to: &mut Delivery<'_>,
         relay: &mut R,
         conns: &mut Slab<Conn>,
@@ -156,7 +159,7 @@ impl Pending {
             });
             pubsub::deliver_here(to, conns, kind, &p.channel, &p.message, running);
             // SPUBLISH in per-shard mode reaches the channel's owner only: this node.
-            if p.shard_channel && mode == PortMode::PerShard {
+            if (p.shard_channel || bus) && mode == PortMode::PerShard {
                 continue;
             }
             let me = to.shard;

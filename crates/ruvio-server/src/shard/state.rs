@@ -12,7 +12,8 @@
 use crate::clock::unix_ms;
 use crate::cluster::topology::Topology;
 use crate::cmd::registry::logged_handler;
-use crate::config::Config;
+use crate::config::change::ConfigChange;
+use crate::config::{Config, PortMode};
 use crate::mesh::forward::Outbox;
 use crate::mesh::gather::Gathering;
 use crate::mesh::lending::Lending;
@@ -384,9 +385,38 @@ impl ShardCore {
     /// Publish the keyspace notifications and script publications pending on this
     /// shard (once per loop iteration: see `messaging::notify`).
     pub fn deliver_notifications(&mut self, conns: &mut Slab<Conn>) {
-        let (flags, mode) = (self.cfg.notify_keyspace_events, self.topo.mode);
+        let flags = self.cfg.notify_keyspace_events;
+        let routes = self.publish_scripts_on_bus();
         let (mut to, outbox, pending) = self.delivery_parts();
-        pending.deliver(flags, mode, &mut to, outbox, conns);
+        pending.deliver(flags, routes, &mut to, outbox, conns);
+    }
+
+    /// What scripts published on plain channels goes to the cluster's other
+    /// nodes too, as a client's PUBLISH does (Redis Cluster carries a script's
+    /// PUBLISH over the bus like any other): from this shard's node, or in
+    /// forward mode from shard 0's, asked by a broadcast. Returns the port
+    /// mode and whether the bus also reached the process's other shards (a
+    /// per-shard node's: they are nodes like any other).
+    fn publish_scripts_on_bus(&mut self) -> (PortMode, bool) {
+        let mode = self.topo.mode;
+        if !self.cfg.cluster_bus() {
+            return (mode, false);
+        }
+        let plain = self
+            .notifications
+            .published
+            .iter()
+            .filter(|p| !p.shard_channel);
+        for p in plain {
+            match self.cluster_node.as_mut() {
+                Some(node) => node.publish(&p.channel, &p.message),
+                None => self.outbox.broadcast(ConfigChange::BusPublish {
+                    channel: p.channel.clone(),
+                    message: p.message.clone(),
+                }),
+            }
+        }
+        (mode, mode == PortMode::PerShard)
     }
 
     /// Publish what scripts published before a client's PUBLISH on this shard
@@ -399,9 +429,9 @@ impl ShardCore {
         if self.notifications.published.is_empty() {
             return;
         }
-        let mode = self.topo.mode;
+        let routes = self.publish_scripts_on_bus();
         let (mut to, outbox, pending) = self.delivery_parts();
-        pending.deliver_published(mode, &mut to, outbox, conns, caller);
+        pending.deliver_published(routes, &mut to, outbox, conns, caller);
     }
 
     /// What the script lock reads of the server, for this shard (see
