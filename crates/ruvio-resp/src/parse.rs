@@ -816,12 +816,26 @@ impl OwnedArgs {
 
 /// Many commands' arguments in one buffer: what one message between shards
 /// carries (the commands parsed once, on the shard that received them).
+///
+/// A command is laid in as its arguments end to end ([`push`](Self::push)), or
+/// as the canonical request it was parsed from ([`push_request`](Self::push_request)):
+/// then the shard that runs it can still hand its bytes to the replication
+/// stream whole ([`Args::as_multibulk`]) instead of encoding every argument
+/// again.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ArgsBatch {
     args: OwnedArgs,
     /// Index into `args.spans` where each command ends.
     ends: Vec<u32>,
+    /// Where each command's request starts in `args.base` (its spans count
+    /// from there), or [`NOT_A_REQUEST`] for arguments laid end to end (their
+    /// spans count from the start of the bytes). Empty while no command of
+    /// the batch came as a request: a batch without any pays nothing more.
+    request_starts: Vec<u32>,
 }
+
+/// In [`ArgsBatch::request_starts`]: this command's arguments are laid end to end.
+const NOT_A_REQUEST: u32 = u32::MAX;
 
 impl ArgsBatch {
     /// An empty batch with room for as many commands, arguments and bytes as
@@ -835,6 +849,7 @@ impl ArgsBatch {
                 spans: Vec::with_capacity(self.args.spans.len()),
             },
             ends: Vec::with_capacity(self.ends.len()),
+            request_starts: Vec::with_capacity(self.request_starts.len()),
         }
     }
 
@@ -847,6 +862,7 @@ impl ArgsBatch {
     pub fn clear(&mut self) {
         self.args.clear();
         self.ends.clear();
+        self.request_starts.clear();
     }
 
     /// Append one command.
@@ -854,6 +870,28 @@ impl ArgsBatch {
         for arg in args {
             self.args.push(arg);
         }
+        self.ends.push(self.args.spans.len() as u32);
+        if !self.request_starts.is_empty() {
+            self.request_starts.push(NOT_A_REQUEST);
+        }
+    }
+
+    /// Append one command as the canonical request it was parsed from, when
+    /// it was one (else as [`push`](Self::push)): one copy of its bytes, some
+    /// longer than its arguments alone, which the shard that runs it gives
+    /// the replication stream as they are.
+    pub fn push_request(&mut self, args: Args<'_>) {
+        let Some(request) = args.as_multibulk() else {
+            self.push(args);
+            return;
+        };
+        if self.request_starts.is_empty() {
+            self.request_starts.resize(self.ends.len(), NOT_A_REQUEST);
+        }
+        let start = self.args.base.len();
+        self.request_starts.push(start as u32);
+        self.args.base.extend_from_slice(request);
+        self.args.spans.extend_from_slice(args.spans);
         self.ends.push(self.args.spans.len() as u32);
     }
 
@@ -872,30 +910,42 @@ impl ArgsBatch {
         self.args.spans.len()
     }
 
-    /// Bytes of every argument together.
+    /// Bytes of every argument together (with the headers of the commands
+    /// pushed as requests).
     pub fn arg_bytes(&self) -> usize {
         self.args.base.len()
     }
 
     /// Command `i` (in the order pushed), if there is one.
     pub fn get(&self, i: usize) -> Option<Args<'_>> {
-        let end = *self.ends.get(i)? as usize;
-        let start = i.checked_sub(1).map_or(0, |p| self.ends[p] as usize);
-        Some(Args {
-            base: &self.args.base,
-            spans: &self.args.spans[start..end],
-            multibulk: false,
-        })
+        let end = *self.ends.get(i)?;
+        let start = i.checked_sub(1).map_or(0, |p| self.ends[p]);
+        Some(self.command(i, start, end))
     }
 
     /// The commands in the order pushed.
     pub fn iter(&self) -> impl Iterator<Item = Args<'_>> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        self.ends.iter().zip(starts).map(|(&end, start)| Args {
-            base: &self.args.base,
-            spans: &self.args.spans[start as usize..end as usize],
-            multibulk: false,
-        })
+        let ends = self.ends.iter().zip(starts).enumerate();
+        ends.map(|(i, (&end, start))| self.command(i, start, end))
+    }
+
+    /// Command `i`, whose spans are `args.spans[start..end]`.
+    #[inline]
+    fn command(&self, i: usize, start: u32, end: u32) -> Args<'_> {
+        let spans = &self.args.spans[start as usize..end as usize];
+        match self.request_starts.get(i) {
+            Some(&at) if at != NOT_A_REQUEST => Args {
+                base: &self.args.base[at as usize..],
+                spans,
+                multibulk: true,
+            },
+            _ => Args {
+                base: &self.args.base,
+                spans,
+                multibulk: false,
+            },
+        }
     }
 }
 
