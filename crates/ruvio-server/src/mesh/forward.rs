@@ -8,7 +8,10 @@
 //! blocked in `io_uring_enter` wakes up for it.
 //!
 //! A request carries its commands as parsed arguments (an [`ArgsBatch`], never
-//! re-encoded as RESP and parsed again) and a [`Tag`] per command naming the
+//! re-encoded as RESP and parsed again; while replicas are fed, a command that
+//! came as a canonical multibulk carries its request's bytes with them, which
+//! the owner's replication stream copies whole: [`Outbox::request_whole`])
+//! and a [`Tag`] per command naming the
 //! connection, the held reply slot, the part it fills and the client context the
 //! command runs with (database, protocol, no-touch, client id). The owner may
 //! defer an answer (a blocked command); the origin's held slot is released by the
