@@ -106,8 +106,8 @@ impl ExecCtx {
     /// no log is kept).
     fn log_record<'a>(&mut self, argv: impl IntoIterator<Item = &'a [u8]>) {
         self.effects.rewritten = true;
-        if self.effects.log_wanted {
-            self.effects.record_mut().log.push_record(argv);
+        if let Some(r) = self.effects.record.as_deref_mut().filter(|r| r.track_log) {
+            r.log.push_record(argv);
         }
     }
 }
@@ -241,16 +241,8 @@ pub struct Effects {
     pub dirty: u64,
     /// The command asked to be logged as something else ([`ExecCtx::log_as`]).
     pub rewritten: bool,
-    /// What is recorded, when the server asked for anything (asked for log
-    /// records only, made when the first one is: `spare`).
+    /// What is recorded, when the server asked for anything.
     pub record: Option<Box<Recorded>>,
-    /// Log records are kept ([`Recorded::track_log`]).
-    log_wanted: bool,
-    /// The buffers the record is made in when only log records are wanted
-    /// and the command logs something other than itself: a plain write (a
-    /// SET on a primary with replicas or a log) needs no record, and did pay
-    /// for emptying one (issue 31, docs/replication.md).
-    spare: Option<Box<Recorded>>,
     /// Messages a script published (PUBLISH / SPUBLISH from `redis.call`), in
     /// order: the server delivers them after the command, as it delivers keyspace
     /// events (docs/scripting.md).
@@ -330,43 +322,20 @@ impl Effects {
     /// in `spare` (an earlier command's record, see [`take_record`](Self::take_record))
     /// when there is one: a shard's commands reuse one record's buffers.
     pub fn recording(spare: Option<Box<Recorded>>, keys: bool, events: bool, log: bool) -> Effects {
-        if !keys && !events {
-            return Effects {
-                log_wanted: log,
-                spare,
-                ..Effects::default()
-            };
-        }
-        let mut record = spare.unwrap_or_default();
-        record.reset(keys, events, log);
+        let record = (keys || events || log).then(|| {
+            let mut record = spare.unwrap_or_default();
+            record.reset(keys, events, log);
+            record
+        });
         Effects {
-            record: Some(record),
-            log_wanted: log,
+            record,
             ..Effects::default()
         }
     }
 
-    /// The record, made now (in the spare buffers) when only log records
-    /// were wanted and none was made yet.
-    fn record_mut(&mut self) -> &mut Recorded {
-        let log = self.log_wanted;
-        let spare = &mut self.spare;
-        self.record.get_or_insert_with(|| {
-            let mut record = spare.take().unwrap_or_default();
-            record.reset(false, false, log);
-            record
-        })
-    }
-
-    /// True when log records are kept: a handler may skip formatting them
-    /// otherwise.
-    pub fn logs(&self) -> bool {
-        self.log_wanted
-    }
-
     /// Also record the keys a script's read-only calls read ([`read_keys`](Self::read_keys)).
     pub fn record_reads(&mut self) {
-        self.record_mut().track_reads = true;
+        self.record.get_or_insert_with(Default::default).track_reads = true;
     }
 
     /// The keys a script's read-only calls read, `(db, key)` in order (none
@@ -378,7 +347,7 @@ impl Effects {
     /// The record, once the server has read it, for the next command's
     /// [`recording`](Self::recording).
     pub fn take_record(&mut self) -> Option<Box<Recorded>> {
-        self.record.take().or_else(|| self.spare.take())
+        self.record.take()
     }
 
     /// The keys modified, `(db, key)` in order (none unless recorded).
@@ -454,52 +423,4 @@ pub struct Block {
     /// Arguments to replace in the parked command (index, new bytes): XREAD's `$`
     /// becomes the stream's last ID at the time it blocked.
     pub rewrite: Vec<(usize, Vec<u8>)>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn logged(effects: &Effects) -> Vec<Vec<Vec<u8>>> {
-        let parsed = ruvio_resp::OwnedArgs::from_iter([&b"SET"[..], b"k", b"v"]);
-        effects.log_records(parsed.args())
-    }
-
-    /// Asked for log records only, a command logged as itself makes no
-    /// record (its spare buffers go back untouched), and one logged as
-    /// something else gets its records, in the spare's buffers.
-    #[test]
-    fn log_records_alone_make_a_record_only_when_rewritten() {
-        let mut spare = Box::<Recorded>::default();
-        spare.log.push_record([&b"OLD"[..]]);
-        let spare_at: *const Recorded = &*spare;
-
-        let mut ctx = ExecCtx::new(0, 0);
-        ctx.effects = Effects::recording(Some(spare), false, false, true);
-        ctx.changed(b"k", Event::new(EventClass::String, "set"), 1);
-        assert!(ctx.effects.record.is_none());
-        assert_eq!(
-            logged(&ctx.effects),
-            vec![vec![b"SET".to_vec(), b"k".to_vec(), b"v".to_vec()]]
-        );
-        let back = ctx.effects.take_record().expect("the spare goes back");
-        assert!(std::ptr::eq(&*back, spare_at));
-
-        let mut ctx = ExecCtx::new(0, 0);
-        ctx.effects = Effects::recording(Some(back), false, false, true);
-        ctx.changed(b"k", Event::new(EventClass::String, "set"), 1);
-        ctx.log_as(&[b"SET", b"k", b"v", b"PXAT", b"9"]);
-        let record = ctx.effects.record.as_ref().expect("made for the rewrite");
-        assert!(std::ptr::eq(&**record, spare_at), "in the spare's buffers");
-        assert!(record.keys.is_empty() && record.events.is_empty());
-        let rewritten: Vec<Vec<u8>> = ["SET", "k", "v", "PXAT", "9"]
-            .map(|a| a.as_bytes().to_vec())
-            .into();
-        assert_eq!(logged(&ctx.effects), vec![rewritten]);
-
-        // Nothing asked: a rewrite keeps nothing.
-        let mut ctx = ExecCtx::new(0, 0);
-        ctx.log_as(&[b"SET", b"k", b"v", b"PXAT", b"9"]);
-        assert!(ctx.effects.record.is_none() && !ctx.effects.logs());
-    }
 }

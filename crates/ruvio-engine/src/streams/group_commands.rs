@@ -454,7 +454,7 @@ fn reply_pending_summary(r: &mut Reply<'_>, group: &Group) {
 
 /// True when the log records are kept (formatting them is work otherwise).
 fn logging(ctx: &ExecCtx) -> bool {
-    ctx.effects.logs()
+    ctx.effects.record.as_ref().is_some_and(|r| r.track_log)
 }
 
 /// The record Redis propagates for a claimed (or dropped) pending entry
