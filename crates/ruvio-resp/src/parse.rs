@@ -822,20 +822,22 @@ impl OwnedArgs {
 /// then the shard that runs it can still hand its bytes to the replication
 /// stream whole ([`Args::as_multibulk`]) instead of encoding every argument
 /// again.
+///
+/// A command pushed as its request has one more span in front of its
+/// arguments': `(where its request starts, REQUEST_MARK)`, and its arguments'
+/// spans count from that start. In the spans rather than in a vector of its
+/// own: a batch travels inline in every message between shards, and a larger
+/// message is a larger copy at each move (clippy's `result_large_err` too).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ArgsBatch {
     args: OwnedArgs,
     /// Index into `args.spans` where each command ends.
     ends: Vec<u32>,
-    /// Where each command's request starts in `args.base` (its spans count
-    /// from there), or [`NOT_A_REQUEST`] for arguments laid end to end (their
-    /// spans count from the start of the bytes). Empty while no command of
-    /// the batch came as a request: a batch without any pays nothing more.
-    request_starts: Vec<u32>,
 }
 
-/// In [`ArgsBatch::request_starts`]: this command's arguments are laid end to end.
-const NOT_A_REQUEST: u32 = u32::MAX;
+/// The end of a span that is no argument but says where a request pushed
+/// whole starts (no argument ends there: the bytes stay far below 4 GiB).
+const REQUEST_MARK: u32 = u32::MAX;
 
 impl ArgsBatch {
     /// An empty batch with room for as many commands, arguments and bytes as
@@ -849,7 +851,6 @@ impl ArgsBatch {
                 spans: Vec::with_capacity(self.args.spans.len()),
             },
             ends: Vec::with_capacity(self.ends.len()),
-            request_starts: Vec::with_capacity(self.request_starts.len()),
         }
     }
 
@@ -862,7 +863,6 @@ impl ArgsBatch {
     pub fn clear(&mut self) {
         self.args.clear();
         self.ends.clear();
-        self.request_starts.clear();
     }
 
     /// Append one command.
@@ -871,9 +871,6 @@ impl ArgsBatch {
             self.args.push(arg);
         }
         self.ends.push(self.args.spans.len() as u32);
-        if !self.request_starts.is_empty() {
-            self.request_starts.push(NOT_A_REQUEST);
-        }
     }
 
     /// Append one command as the canonical request it was parsed from, when
@@ -885,11 +882,8 @@ impl ArgsBatch {
             self.push(args);
             return;
         };
-        if self.request_starts.is_empty() {
-            self.request_starts.resize(self.ends.len(), NOT_A_REQUEST);
-        }
         let start = self.args.base.len();
-        self.request_starts.push(start as u32);
+        self.args.spans.push((start as u32, REQUEST_MARK));
         self.args.base.extend_from_slice(request);
         self.args.spans.extend_from_slice(args.spans);
         self.ends.push(self.args.spans.len() as u32);
@@ -905,7 +899,8 @@ impl ArgsBatch {
         self.ends.is_empty()
     }
 
-    /// Arguments of every command together.
+    /// Arguments of every command together (and one for each command
+    /// pushed as its request).
     pub fn arg_count(&self) -> usize {
         self.args.spans.len()
     }
@@ -920,24 +915,24 @@ impl ArgsBatch {
     pub fn get(&self, i: usize) -> Option<Args<'_>> {
         let end = *self.ends.get(i)?;
         let start = i.checked_sub(1).map_or(0, |p| self.ends[p]);
-        Some(self.command(i, start, end))
+        Some(self.command(start, end))
     }
 
     /// The commands in the order pushed.
     pub fn iter(&self) -> impl Iterator<Item = Args<'_>> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        let ends = self.ends.iter().zip(starts).enumerate();
-        ends.map(|(i, (&end, start))| self.command(i, start, end))
+        let ends = self.ends.iter().zip(starts);
+        ends.map(|(&end, start)| self.command(start, end))
     }
 
-    /// Command `i`, whose spans are `args.spans[start..end]`.
+    /// The command whose spans are `args.spans[start..end]`.
     #[inline]
-    fn command(&self, i: usize, start: u32, end: u32) -> Args<'_> {
+    fn command(&self, start: u32, end: u32) -> Args<'_> {
         let spans = &self.args.spans[start as usize..end as usize];
-        match self.request_starts.get(i) {
-            Some(&at) if at != NOT_A_REQUEST => Args {
+        match spans.split_first() {
+            Some((&(at, REQUEST_MARK), arguments)) => Args {
                 base: &self.args.base[at as usize..],
-                spans,
+                spans: arguments,
                 multibulk: true,
             },
             _ => Args {
