@@ -816,12 +816,28 @@ impl OwnedArgs {
 
 /// Many commands' arguments in one buffer: what one message between shards
 /// carries (the commands parsed once, on the shard that received them).
+///
+/// A command is laid in as its arguments end to end ([`push`](Self::push)), or
+/// as the canonical request it was parsed from ([`push_request`](Self::push_request)):
+/// then the shard that runs it can still hand its bytes to the replication
+/// stream whole ([`Args::as_multibulk`]) instead of encoding every argument
+/// again.
+///
+/// A command pushed as its request has one more span in front of its
+/// arguments': `(where its request starts, REQUEST_MARK)`, and its arguments'
+/// spans count from that start. In the spans rather than in a vector of its
+/// own: a batch travels inline in every message between shards, and a larger
+/// message is a larger copy at each move (clippy's `result_large_err` too).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ArgsBatch {
     args: OwnedArgs,
     /// Index into `args.spans` where each command ends.
     ends: Vec<u32>,
 }
+
+/// The end of a span that is no argument but says where a request pushed
+/// whole starts (no argument ends there: the bytes stay far below 4 GiB).
+const REQUEST_MARK: u32 = u32::MAX;
 
 impl ArgsBatch {
     /// An empty batch with room for as many commands, arguments and bytes as
@@ -857,6 +873,22 @@ impl ArgsBatch {
         self.ends.push(self.args.spans.len() as u32);
     }
 
+    /// Append one command as the canonical request it was parsed from, when
+    /// it was one (else as [`push`](Self::push)): one copy of its bytes, some
+    /// longer than its arguments alone, which the shard that runs it gives
+    /// the replication stream as they are.
+    pub fn push_request(&mut self, args: Args<'_>) {
+        let Some(request) = args.as_multibulk() else {
+            self.push(args);
+            return;
+        };
+        let start = self.args.base.len();
+        self.args.spans.push((start as u32, REQUEST_MARK));
+        self.args.base.extend_from_slice(request);
+        self.args.spans.extend_from_slice(args.spans);
+        self.ends.push(self.args.spans.len() as u32);
+    }
+
     /// Number of commands.
     pub fn len(&self) -> usize {
         self.ends.len()
@@ -867,35 +899,48 @@ impl ArgsBatch {
         self.ends.is_empty()
     }
 
-    /// Arguments of every command together.
+    /// Arguments of every command together (and one for each command
+    /// pushed as its request).
     pub fn arg_count(&self) -> usize {
         self.args.spans.len()
     }
 
-    /// Bytes of every argument together.
+    /// Bytes of every argument together (with the headers of the commands
+    /// pushed as requests).
     pub fn arg_bytes(&self) -> usize {
         self.args.base.len()
     }
 
     /// Command `i` (in the order pushed), if there is one.
     pub fn get(&self, i: usize) -> Option<Args<'_>> {
-        let end = *self.ends.get(i)? as usize;
-        let start = i.checked_sub(1).map_or(0, |p| self.ends[p] as usize);
-        Some(Args {
-            base: &self.args.base,
-            spans: &self.args.spans[start..end],
-            multibulk: false,
-        })
+        let end = *self.ends.get(i)?;
+        let start = i.checked_sub(1).map_or(0, |p| self.ends[p]);
+        Some(self.command(start, end))
     }
 
     /// The commands in the order pushed.
     pub fn iter(&self) -> impl Iterator<Item = Args<'_>> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        self.ends.iter().zip(starts).map(|(&end, start)| Args {
-            base: &self.args.base,
-            spans: &self.args.spans[start as usize..end as usize],
-            multibulk: false,
-        })
+        let ends = self.ends.iter().zip(starts);
+        ends.map(|(&end, start)| self.command(start, end))
+    }
+
+    /// The command whose spans are `args.spans[start..end]`.
+    #[inline]
+    fn command(&self, start: u32, end: u32) -> Args<'_> {
+        let spans = &self.args.spans[start as usize..end as usize];
+        match spans.split_first() {
+            Some((&(at, REQUEST_MARK), arguments)) => Args {
+                base: &self.args.base[at as usize..],
+                spans: arguments,
+                multibulk: true,
+            },
+            _ => Args {
+                base: &self.args.base,
+                spans,
+                multibulk: false,
+            },
+        }
     }
 }
 

@@ -370,6 +370,56 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A batch between shards gives back every command's arguments in order,
+    /// however each was pushed; a command pushed as its request keeps its
+    /// exact bytes (the owner's replication stream copies them), one pushed
+    /// as arguments or parsed from an inline request has none.
+    #[test]
+    fn a_batch_keeps_the_requests_pushed_whole(
+        commands in prop::collection::vec((argv_strategy(), 0..3u8), 1..6),
+    ) {
+        let mut batch = ruvio_resp::ArgsBatch::default();
+        let mut expected = Vec::new();
+        for (argv, how) in &commands {
+            // 0: arguments, 1: a multibulk request, 2: an inline request.
+            let request = match how {
+                2 => {
+                    let word = |a: &Vec<u8>| !a.is_empty() && a.iter().all(u8::is_ascii_alphanumeric);
+                    if !argv.iter().all(word) {
+                        continue;
+                    }
+                    let mut inline = argv.join(&b' ');
+                    inline.extend_from_slice(b"\r\n");
+                    inline
+                }
+                _ => encode_multibulk(argv),
+            };
+            let mut parser = CommandParser::new();
+            let Ok(Parsed::Complete { args, .. }) = parser.parse(&request, &Limits::default()) else {
+                panic!("a whole request");
+            };
+            match how {
+                0 => batch.push(args.iter()),
+                _ => batch.push_request(args),
+            }
+            let whole = (*how == 1).then(|| encode_multibulk(argv));
+            expected.push((argv.clone(), whole));
+        }
+        prop_assert_eq!(batch.len(), expected.len());
+        let got: Vec<_> = batch.iter().collect();
+        for (i, (args, (argv, whole))) in got.iter().zip(&expected).enumerate() {
+            let back: Vec<Vec<u8>> = args.iter().map(<[u8]>::to_vec).collect();
+            prop_assert_eq!(&back, argv);
+            prop_assert_eq!(args.as_multibulk(), whole.as_deref());
+            let again = batch.get(i).unwrap();
+            prop_assert_eq!(again.as_multibulk(), whole.as_deref());
+        }
+    }
+}
+
 #[test]
 fn an_inline_request_has_no_multibulk_form() {
     let mut parser = CommandParser::new();

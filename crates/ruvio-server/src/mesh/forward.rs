@@ -8,7 +8,10 @@
 //! blocked in `io_uring_enter` wakes up for it.
 //!
 //! A request carries its commands as parsed arguments (an [`ArgsBatch`], never
-//! re-encoded as RESP and parsed again) and a [`Tag`] per command naming the
+//! re-encoded as RESP and parsed again; while replicas are fed, a command that
+//! came as a canonical multibulk carries its request's bytes with them, which
+//! the owner's replication stream copies whole: [`Outbox::request_whole`])
+//! and a [`Tag`] per command naming the
 //! connection, the held reply slot, the part it fills and the client context the
 //! command runs with (database, protocol, no-touch, client id). The owner may
 //! defer an answer (a blocked command); the origin's held slot is released by the
@@ -24,7 +27,7 @@ use crate::config::change::ConfigChange;
 use crate::mesh::lending::{self, LendRequest, Lent, WatchRequest};
 use crate::mesh::queries::ClientQuery;
 use crate::messaging::pubsub::{Kind, MessageBatch};
-use ruvio_resp::ArgsBatch;
+use ruvio_resp::{Args, ArgsBatch};
 
 pub use super::channels::{
     can_send_now, install_mesh, lend_now, message_counts, position_for, request_now, ring,
@@ -520,6 +523,19 @@ impl Outbox {
         let batch = &mut self.requests[shard];
         batch.from = from;
         batch.commands.push(args);
+        batch.tags.push(tag);
+    }
+
+    /// [`request`](Self::request) of a command as its client sent it: its
+    /// request's bytes travel whole when it came as a canonical multibulk, so
+    /// that the owner's replication stream copies them instead of encoding
+    /// each argument again (`Feed::record_request`). Only while there are
+    /// replicas to feed: the bytes are some longer than the arguments alone.
+    pub fn request_whole(&mut self, shard: usize, from: usize, tag: Tag, args: Args<'_>) {
+        self.ensure(shard + 1);
+        let batch = &mut self.requests[shard];
+        batch.from = from;
+        batch.commands.push_request(args);
         batch.tags.push(tag);
     }
 

@@ -74,7 +74,11 @@ pub(super) fn run(
             if tag.tracking != 0 {
                 tag.tracking |= crate::net::conn::tracking_command::WHOLE;
             }
-            core.outbox.request(shard, core.id, tag, args.iter());
+            if core.replication.feed.on() {
+                core.outbox.request_whole(shard, core.id, tag, args);
+            } else {
+                core.outbox.request(shard, core.id, tag, args.iter());
+            }
             if cmd.meta.has(BLOCKING) {
                 // It may park on the owner: run nothing else until it answers.
                 client.blocked = Some(BlockedOn {
