@@ -129,6 +129,7 @@ fuzz_target!(|steps: Vec<Step>| {
         name: name(0),
         ip: "127.0.0.1".into(),
         port: 7000,
+        pport: 0,
         cport: 17000,
         node_timeout: 1000,
         seed: 7,
