@@ -59,8 +59,7 @@ fn build(b: &Built) -> Message {
     header.flags = b.flags;
     header.current_epoch = u64::from(b.current_epoch);
     header.config_epoch = u64::from(b.config_epoch);
-    // The extension flag is the body's to say (encoding sets it).
-    header.mflags = [b.mflags & !MFLAG_EXT_DATA, 0, 0];
+    header.mflags = [b.mflags, 0, 0];
     if let Some(m) = b.replica_of {
         header.replica_of = name(m);
     }
@@ -108,6 +107,12 @@ fn build(b: &Built) -> Message {
         },
         Kind::FailoverAuthRequest | Kind::FailoverAuthAck | Kind::MfStart => Body::Empty,
     };
+    // Encoding sets the extension flag when the body has extensions, and the
+    // decoder keeps the flag (it says the sender reads extensions): set it as
+    // the wire will carry it.
+    if matches!(&body, Body::Ping { extensions, .. } if !extensions.is_empty()) {
+        header.mflags[0] |= MFLAG_EXT_DATA;
+    }
     Message::new(kind, header, body)
 }
 
