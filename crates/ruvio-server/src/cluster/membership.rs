@@ -883,6 +883,16 @@ impl Cluster {
         Some((node.name, node.ip.as_str(), node.port))
     }
 
+    /// The plain client port of the node at `index` when its `port` is a TLS
+    /// one (it runs `tls-cluster yes`), else 0: what a plain client is told
+    /// under `tls-cluster` (Redis's `pport`).
+    pub fn node_pport(&self, index: usize) -> u16 {
+        self.nodes
+            .get(index)
+            .and_then(Option::as_ref)
+            .map_or(0, |node| node.pport)
+    }
+
     /// This node's name.
     pub fn myself(&self) -> NodeName {
         self.node(MYSELF).name

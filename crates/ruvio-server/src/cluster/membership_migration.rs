@@ -170,12 +170,13 @@ impl Cluster {
         !self.migrating.is_empty() || !self.importing.is_empty()
     }
 
-    /// This node's migrating slots, each with the client address (ip, port)
-    /// of the node it moves to: what `-ASK` names (the slot map's copy).
-    pub fn migrating_slots(&self) -> impl Iterator<Item = (u16, &str, u16)> + '_ {
+    /// This node's migrating slots, each with the client address (ip, port,
+    /// plain port under `tls-cluster`) of the node it moves to: what `-ASK`
+    /// names (the slot map's copy).
+    pub fn migrating_slots(&self) -> impl Iterator<Item = (u16, &str, u16, u16)> + '_ {
         self.migrating.iter().filter_map(|(&slot, &i)| {
             let node = self.nodes.get(i)?.as_ref()?;
-            Some((slot, node.ip.as_str(), node.port))
+            Some((slot, node.ip.as_str(), node.port, node.pport))
         })
     }
 

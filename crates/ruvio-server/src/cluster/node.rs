@@ -251,6 +251,11 @@ impl ShardNode {
         self.routes.set_reads_when_down(allowed);
     }
 
+    /// CONFIG SET tls-cluster: what redirections name to plain clients.
+    pub fn set_tls_cluster(&mut self, on: bool) {
+        self.routes.set_tls_cluster(on);
+    }
+
     /// CONFIG SET cluster-require-full-coverage: the state, and the routes,
     /// from the next command on.
     pub fn set_require_full_coverage(&mut self, required: bool) {

@@ -34,6 +34,28 @@ pub enum SlotRoute {
     Down,
 }
 
+/// Where a client is sent: a node's address as its bus header gives it.
+/// Under the node's `tls-cluster yes` `port` is its TLS port and `pport` its
+/// plain one (0 otherwise).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ClientAddress {
+    ip: String,
+    port: u16,
+    pport: u16,
+}
+
+impl ClientAddress {
+    /// The address a client is told: Redis's `clusterRedirectClient` names the
+    /// plain port to a plain client while this node runs `tls-cluster yes`
+    /// (`plain`), when the node has one.
+    fn told(&self, plain: bool) -> (&str, u16) {
+        match plain && self.pport != 0 {
+            true => (&self.ip, self.pport),
+            false => (&self.ip, self.port),
+        }
+    }
+}
+
 /// Each slot's owner as the membership of one node sees it, with the slots in
 /// flight: a copy that can cross threads.
 #[derive(Clone, Debug)]
@@ -44,10 +66,10 @@ pub struct SlotMap {
     entries: Box<[u16]>,
     /// The cluster state was `fail` when the map was built.
     down: bool,
-    /// The client addresses (ip, port) of the other nodes that serve slots.
-    targets: Vec<(String, u16)>,
+    /// The client addresses of the other nodes that serve slots.
+    targets: Vec<ClientAddress>,
     /// SETSLOT MIGRATING: the node's slots moving out, to whose address.
-    migrating: BTreeMap<u16, (String, u16)>,
+    migrating: BTreeMap<u16, ClientAddress>,
     /// SETSLOT IMPORTING: slots moving in.
     importing: BTreeSet<u16>,
     /// A replica node: its master's entry (READONLY reads of its slots run).
@@ -95,10 +117,18 @@ impl SlotMap {
             if name == myself {
                 return Some(SLOT_HERE);
             }
-            let at = match targets.iter().position(|(i, p)| i == ip && *p == port) {
+            let pport = cluster.node_pport(owner);
+            let at = match targets
+                .iter()
+                .position(|t| t.ip == ip && t.port == port && t.pport == pport)
+            {
                 Some(at) => at,
                 None => {
-                    targets.push((ip.to_string(), port));
+                    targets.push(ClientAddress {
+                        ip: ip.to_string(),
+                        port,
+                        pport,
+                    });
                     targets.len() - 1
                 }
             };
@@ -120,7 +150,10 @@ impl SlotMap {
         }
         self.migrating = cluster
             .migrating_slots()
-            .map(|(slot, ip, port)| (slot, (ip.to_string(), port)))
+            .map(|(slot, ip, port, pport)| {
+                let ip = ip.to_string();
+                (slot, ClientAddress { ip, port, pport })
+            })
             .collect();
         self.importing = cluster.importing_slots().collect();
         true
@@ -146,19 +179,24 @@ impl SlotMap {
         }
     }
 
-    /// The client address of a [`SlotRoute::Moved`] target.
-    pub fn target(&self, target: u16) -> (&str, u16) {
+    /// The client address of a [`SlotRoute::Moved`] target; `plain`: told to
+    /// a plain client under `tls-cluster yes` ([`NodeRoutes::moved`]).
+    pub fn target(&self, target: u16, plain: bool) -> (&str, u16) {
         match self.targets.get(usize::from(target)) {
-            Some((ip, port)) => (ip, *port),
+            Some(address) => address.told(plain),
             None => ("", 0),
         }
     }
 
-    /// The address `slot` is migrating to, when the node marked it MIGRATING.
-    pub fn migrating_to(&self, slot: u16) -> Option<(&str, u16)> {
-        self.migrating
-            .get(&slot)
-            .map(|(ip, port)| (ip.as_str(), *port))
+    /// The node marked `slot` MIGRATING.
+    pub fn migrating(&self, slot: u16) -> bool {
+        self.migrating.contains_key(&slot)
+    }
+
+    /// The address `slot` is migrating to, when the node marked it MIGRATING;
+    /// `plain` as for [`SlotMap::target`].
+    pub fn migrating_to(&self, slot: u16, plain: bool) -> Option<(&str, u16)> {
+        self.migrating.get(&slot).map(|address| address.told(plain))
     }
 
     /// The cluster state was `fail` when the map was built.
@@ -183,13 +221,26 @@ impl SlotMap {
     }
 }
 
+/// The client a redirection is for, as routing reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct Asker {
+    /// The stream of the master this node replicates.
+    pub master: bool,
+    /// It sent READONLY.
+    pub readonly: bool,
+    /// It came in on the TLS port.
+    pub tls: bool,
+}
+
 /// What routing reads on one shard of a node: the slot map (the node's own, or
-/// in forward mode shard 0's copy), `cluster-allow-reads-when-down`, and the
-/// slots the shard's scripts may reach.
+/// in forward mode shard 0's copy), `cluster-allow-reads-when-down`,
+/// `tls-cluster`, and the slots the shard's scripts may reach.
 pub struct NodeRoutes {
     map: Arc<SlotMap>,
     /// `cluster-allow-reads-when-down`: a down cluster still serves reads.
     reads_when_down: bool,
+    /// `tls-cluster yes`: redirections name the plain port to plain clients.
+    tls_cluster: bool,
     /// The slots whose entry is this node, for the shard's scripts.
     served: Rc<ServedSlots>,
 }
@@ -200,6 +251,7 @@ impl NodeRoutes {
         NodeRoutes {
             map: Arc::new(SlotMap::unbuilt()),
             reads_when_down: false,
+            tls_cluster: false,
             served: Rc::new(ServedSlots::new()),
         }
     }
@@ -255,6 +307,40 @@ impl NodeRoutes {
         self.reads_when_down = allowed;
     }
 
+    /// CONFIG SET tls-cluster.
+    pub fn set_tls_cluster(&mut self, on: bool) {
+        self.tls_cluster = on;
+    }
+
+    /// A client of that transport is told nodes' plain ports (Redis's
+    /// `use_pport`: this node runs `tls-cluster yes`, the client came in plain).
+    fn tells_plain(&self, client_tls: bool) -> bool {
+        self.tls_cluster && !client_tls
+    }
+
+    /// `-MOVED` to [`SlotRoute::Moved`] target `target`, as a client of that
+    /// transport is told it.
+    pub fn moved(&self, slot: u16, target: u16, client_tls: bool) -> CmdError {
+        let (host, port) = self.map.target(target, self.tells_plain(client_tls));
+        CmdError::Moved {
+            slot,
+            host: host.to_string(),
+            port,
+        }
+    }
+
+    /// `-ASK` to the node migrating `slot` goes to, as a client of that
+    /// transport is told it.
+    pub fn ask(&self, slot: u16, client_tls: bool) -> CmdError {
+        let plain = self.tells_plain(client_tls);
+        let (host, port) = self.map.migrating_to(slot, plain).unwrap_or(("", 0));
+        CmdError::Ask {
+            slot,
+            host: host.to_string(),
+            port,
+        }
+    }
+
     /// The slots this node serves, as the shard's scripts read them.
     pub fn served_slots(&self) -> Rc<ServedSlots> {
         self.served.clone()
@@ -262,9 +348,9 @@ impl NodeRoutes {
 
     /// What runs even while the cluster is down (shard channels: Redis's
     /// `cluster-allow-pubsubshard-when-down yes`, its default): here, `-MOVED`
-    /// to the owner, or not served.
-    pub fn redirect_ignoring_state(&self, slot: u16) -> Result<(), CmdError> {
-        self.moved_or_here(slot, self.owner_route(slot))
+    /// to the owner (as a client of that transport is told it), or not served.
+    pub fn redirect_ignoring_state(&self, slot: u16, client_tls: bool) -> Result<(), CmdError> {
+        self.moved_or_here(slot, self.owner_route(slot), client_tls)
     }
 
     /// Keys of `slot` (one slot, checked for CROSSSLOT before) run here, or
@@ -272,48 +358,35 @@ impl NodeRoutes {
     /// down (`write`: the keys are written, refused even when reads go on
     /// while down), no owner, `-MOVED` to the owner. For what is checked
     /// apart from a command's route: MULTI's queue and EXEC, WATCH.
-    pub fn redirect(&self, slot: u16, write: bool) -> Result<(), CmdError> {
+    pub fn redirect(&self, slot: u16, write: bool, client_tls: bool) -> Result<(), CmdError> {
         let owner = match self.slot_route(slot) {
             SlotRoute::Down if !self.reads_when_down => return Err(CmdError::ClusterDown),
             SlotRoute::Down if write => return Err(CmdError::ClusterDownReadOnly),
             SlotRoute::Down => self.owner_route(slot),
             route => route,
         };
-        self.moved_or_here(slot, owner)
+        self.moved_or_here(slot, owner, client_tls)
     }
 
-    fn moved_or_here(&self, slot: u16, owner: SlotRoute) -> Result<(), CmdError> {
+    fn moved_or_here(&self, slot: u16, owner: SlotRoute, client_tls: bool) -> Result<(), CmdError> {
         match owner {
             SlotRoute::Here => Ok(()),
-            SlotRoute::Moved(target) => {
-                let (host, port) = self.map.target(target);
-                Err(CmdError::Moved {
-                    slot,
-                    host: host.to_string(),
-                    port,
-                })
-            }
+            SlotRoute::Moved(target) => Err(self.moved(slot, target, client_tls)),
             SlotRoute::Unbound | SlotRoute::Down => Err(CmdError::SlotNotServed),
         }
     }
 
-    /// [`Self::redirect`] for client `who` (is the master's stream, sent
-    /// READONLY): the stream of the master this node replicates runs
-    /// whatever the slot (Redis's `mustObeyClient`), and a READONLY client's
-    /// reads of that master's slots run here (`getNodeByQuery`).
-    pub fn redirect_client(
-        &self,
-        slot: u16,
-        write: bool,
-        who: (bool, bool),
-    ) -> Result<(), CmdError> {
-        let (master, readonly) = who;
-        if master {
+    /// [`Self::redirect`] for client `who`: the stream of the master this
+    /// node replicates runs whatever the slot (Redis's `mustObeyClient`), and
+    /// a READONLY client's reads of that master's slots run here
+    /// (`getNodeByQuery`).
+    pub fn redirect_client(&self, slot: u16, write: bool, who: Asker) -> Result<(), CmdError> {
+        if who.master {
             return Ok(());
         }
-        match self.redirect(slot, write) {
+        match self.redirect(slot, write, who.tls) {
             Err(CmdError::Moved { .. })
-                if readonly && !write && self.map.my_master_serves(slot) =>
+                if who.readonly && !write && self.map.my_master_serves(slot) =>
             {
                 Ok(())
             }

@@ -241,14 +241,17 @@ fn check_slot<'a, S: Server>(
         return Err(CmdError::CrossSlot);
     }
     if let Some(routes) = node {
-        return routes.redirect_ignoring_state(slot);
+        return routes.redirect_ignoring_state(slot, ctx.client.tls);
     }
     let owner = topo.owner(slot);
     if owner != ctx.core.shard_id() {
         return Err(CmdError::Moved {
             slot,
             host: topo.host.clone(),
-            port: topo.nodes[owner].port,
+            port: ctx
+                .core
+                .settings()
+                .client_port(owner, topo.nodes[owner].port, ctx.client.tls),
         });
     }
     Ok(())

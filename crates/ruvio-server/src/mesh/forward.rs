@@ -64,6 +64,9 @@ pub struct Tag {
     pub db: u16,
     pub resp3: bool,
     pub no_touch: bool,
+    /// The client came in on the TLS port (a parked command's `-MOVED` when
+    /// its slot leaves the node names the port its transport is told).
+    pub tls: bool,
     pub client_id: u64,
     /// False for a command of EXEC's queue: it answers at once instead of blocking.
     pub may_block: bool,
@@ -83,7 +86,8 @@ pub struct Tag {
     pub row: u16,
 }
 
-// The part's time and the row fill the tag's padding: a tag is still 40 bytes.
+// The part's time, the row and the transport fill the tag's padding: a tag is
+// still 40 bytes.
 const _: () = assert!(std::mem::size_of::<Tag>() <= 40);
 
 impl Tag {
@@ -104,6 +108,7 @@ impl Tag {
             db: client.db as u16,
             resp3: client.proto == ruvio_resp::Protocol::Resp3,
             no_touch: client.no_touch,
+            tls: client.tls,
             client_id: client.id,
             may_block: false,
             tracking: 0,

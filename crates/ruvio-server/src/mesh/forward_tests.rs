@@ -11,6 +11,7 @@ fn tag() -> Tag {
         db: 0,
         resp3: false,
         no_touch: false,
+        tls: false,
         client_id: 1,
         may_block: true,
         tracking: 0,

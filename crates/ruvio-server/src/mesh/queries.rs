@@ -18,6 +18,7 @@ impl AskedCommand {
             local: client.local.clone(),
             db: client.db,
             asking: client.asking,
+            tls: client.tls,
         }
     }
 }
@@ -150,4 +151,7 @@ pub struct AskedCommand {
     pub db: usize,
     /// The client sent ASKING before it.
     pub asking: bool,
+    /// The client came in on the TLS port (the ports a redirection or CLUSTER
+    /// SLOTS names to it under `tls-cluster yes`).
+    pub tls: bool,
 }

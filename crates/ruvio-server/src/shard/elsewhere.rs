@@ -54,8 +54,10 @@ pub(super) fn run(
                 .cfg
                 .client_port(shard, core.topo.nodes[shard].port, client.tls),
         }),
-        Route::MovedToNode(slot, target) => Err(super::route::moved_to_node(core, slot, target)),
-        Route::Ask(slot) => Err(super::route::ask(core, slot)),
+        Route::MovedToNode(slot, target) => {
+            Err(super::route::moved_to_node(core, slot, target, client.tls))
+        }
+        Route::Ask(slot) => Err(super::route::ask(core, slot, client.tls)),
         Route::TryAgain => Err(CmdError::TryAgain),
         Route::SlotNotServed => Err(CmdError::SlotNotServed),
         Route::ClusterDown => Err(CmdError::ClusterDown),

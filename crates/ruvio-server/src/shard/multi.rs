@@ -226,7 +226,9 @@ fn transaction_owner<'a>(
     write: impl FnOnce() -> bool,
     (asking, client): (bool, &ClientState),
 ) -> Result<(), CmdError> {
-    if let Some(decided) = slot.and_then(|s| super::route::in_flight_keys(core, s, keys, asking)) {
+    if let Some(decided) =
+        slot.and_then(|s| super::route::in_flight_keys(core, s, keys, (asking, client.tls)))
+    {
         return decided;
     }
     check_owner(core, slot, write, client)
@@ -249,7 +251,7 @@ fn forward_node_owner(
     let in_flight = |slot: u16| {
         core.node_routes().is_some_and(|routes| {
             let map = routes.map();
-            map.slots_in_flight() && (map.migrating_to(slot).is_some() || map.importing(slot))
+            map.slots_in_flight() && (map.migrating(slot) || map.importing(slot))
         })
     };
     match slot {
@@ -305,7 +307,12 @@ fn check_owner(
     };
     let client_tls = client.tls;
     if let Some(node) = core.node_routes() {
-        return node.redirect_client(slot, write(), (client.master, client.readonly));
+        let who = crate::cluster::slot_map::Asker {
+            master: client.master,
+            readonly: client.readonly,
+            tls: client_tls,
+        };
+        return node.redirect_client(slot, write(), who);
     }
     match core.topo.owner(slot) {
         owner if owner == core.id => Ok(()),

@@ -137,6 +137,7 @@ pub(super) fn run_asked(
             let ends = (String::new(), asked.local.clone());
             let mut conn = Conn::new(0, 0, -1, ends, core.now_ms, (true, session));
             conn.client.proto = asked.proto;
+            conn.client.tls = asked.tls;
             conn.client.db = asked.db;
             conn.client.asking = asked.asking;
             let mut ctx = crate::cmd::Ctx {
@@ -168,7 +169,7 @@ pub(super) fn run_asked(
                     super::exec::serve_ready(core, conns);
                 }
                 refused => {
-                    let error = refusal(core, refused);
+                    let error = refusal(core, refused, asked.tls);
                     error.write(&mut Reply::new(&mut out, asked.proto));
                 }
             }

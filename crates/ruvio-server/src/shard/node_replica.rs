@@ -223,7 +223,7 @@ pub(super) fn queued_refusal(
     if obeyed(core, client) {
         return None;
     }
-    match super::route::node_refusal(core, cmd, args)? {
+    match super::route::node_refusal(core, cmd, args, client.tls)? {
         ruvio_engine::CmdError::Moved { slot, .. } if serves_read(core, client, cmd, slot) => None,
         refused => Some(refused),
     }

@@ -247,9 +247,10 @@ pub fn redirect_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
     if !core.blocking.routes_changed(generation) {
         return;
     }
-    let Some(map) = core.node_routes().map(|routes| routes.map().clone()) else {
+    let Some(routes) = core.node_routes() else {
         return;
     };
+    let map = routes.map();
     let refusal = |blocked: &Blocked| -> Option<CmdError> {
         if matches!(blocked.waiter, Waiter::Watch { .. }) {
             return None;
@@ -268,12 +269,7 @@ pub fn redirect_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
         if map.my_master_serves(slot) && reads_as_readonly(conns, blocked) {
             return None;
         }
-        let (host, port) = map.target(target);
-        Some(CmdError::Moved {
-            slot,
-            host: host.to_string(),
-            port,
-        })
+        Some(routes.moved(slot, target, came_in_tls(conns, blocked)))
     };
     let refused: Vec<(u64, CmdError)> = core
         .blocking
@@ -291,6 +287,16 @@ pub fn redirect_blocked(core: &mut ShardCore, conns: &mut Slab<Conn>) {
             observe_unblocked(core, cmd, ticket, None, (Some(0), 0));
         }
         release(core, conns, ticket, out);
+    }
+}
+
+/// The blocked client came in on the TLS port (a client of another shard: as
+/// its command's tag says).
+fn came_in_tls(conns: &Slab<Conn>, blocked: &Blocked) -> bool {
+    match blocked.waiter {
+        Waiter::Local { index, gen, .. } => conns.get(index, gen).is_some_and(|c| c.client.tls),
+        Waiter::Remote { tag, .. } => tag.tls,
+        Waiter::Watch { .. } => false,
     }
 }
 

@@ -213,15 +213,20 @@ pub(super) fn placement(
 /// Forward mode as one node: the node's refusal of `cmd` as queued in MULTI
 /// (`-MOVED`, `-CROSSSLOT`, `-CLUSTERDOWN`, `-ASK` ...), if any; a command
 /// this shard cannot decide (a slot in flight whose keys are on another
-/// shard) is left to EXEC.
-pub(super) fn node_refusal(core: &ShardCore, cmd: &Command, args: Args<'_>) -> Option<CmdError> {
+/// shard) is left to EXEC. `client_tls`: the client came in on the TLS port.
+pub(super) fn node_refusal(
+    core: &ShardCore,
+    cmd: &Command,
+    args: Args<'_>,
+    client_tls: bool,
+) -> Option<CmdError> {
     let routes = core.node_routes()?;
     if cmd.meta.keys.is_none() {
         return None;
     }
     match forward_node_route(core, routes, (cmd, args), InFlight::Plain)? {
         Route::AskShard(_) => None,
-        refused => Some(refusal(core, refused)),
+        refused => Some(refusal(core, refused, client_tls)),
     }
 }
 
@@ -270,7 +275,7 @@ fn node_route(
     let map = node.map();
     // Only a command whose own slot is in flight looks at its keys: the rest of
     // the node's traffic during a reshard routes as usual.
-    if map.slots_in_flight() && (map.migrating_to(slot).is_some() || map.importing(slot)) {
+    if map.slots_in_flight() && (map.migrating(slot) || map.importing(slot)) {
         if in_flight == InFlight::ExecChecked {
             return Route::Local;
         }
@@ -310,7 +315,7 @@ fn in_flight_route(
     (asking, server_write): (bool, bool),
 ) -> Option<Route> {
     let map = node.map();
-    let migrating = owner == SlotRoute::Here && map.migrating_to(slot).is_some();
+    let migrating = owner == SlotRoute::Here && map.migrating(slot);
     let importing = !migrating && map.importing(slot);
     if !migrating && !importing {
         return None;
@@ -343,12 +348,13 @@ fn in_flight_route(
 /// every key of the queue when EXEC begins) on a node of the bus while slots
 /// are in flight: `-ASK` / `-TRYAGAIN` as [`in_flight_route`] decides for a
 /// command, `Some(Ok)` when an importing slot serves them after ASKING (no
-/// `-MOVED` then), `None` when the slot's owner decides.
+/// `-MOVED` then), `None` when the slot's owner decides. `(asking,
+/// client_tls)`: the client sent ASKING, came in on the TLS port.
 pub(super) fn in_flight_keys<'a>(
     core: &ShardCore,
     slot: u16,
     keys: impl FnOnce() -> Vec<&'a [u8]>,
-    asking: bool,
+    (asking, client_tls): (bool, bool),
 ) -> Option<Result<(), CmdError>> {
     let node = core.node_routes()?;
     if !node.map().slots_in_flight() {
@@ -359,7 +365,7 @@ pub(super) fn in_flight_keys<'a>(
         owner => owner,
     };
     match in_flight_route(core, node, &keys(), slot, owner, (asking, false))? {
-        Route::Ask(slot) => Some(Err(ask(core, slot))),
+        Route::Ask(slot) => Some(Err(ask(core, slot, client_tls))),
         Route::TryAgain => Some(Err(CmdError::TryAgain)),
         _ => Some(Ok(())),
     }
@@ -368,10 +374,10 @@ pub(super) fn in_flight_keys<'a>(
 /// The error a route that runs nowhere answers (a redirection, a refusal);
 /// a route that runs somewhere has none to give here: asked of a shard for
 /// its keys (`shard::node_forward`), the command's keys are its own.
-pub(super) fn refusal(core: &ShardCore, route: Route) -> CmdError {
+pub(super) fn refusal(core: &ShardCore, route: Route, client_tls: bool) -> CmdError {
     match route {
-        Route::MovedToNode(slot, target) => moved_to_node(core, slot, target),
-        Route::Ask(slot) => ask(core, slot),
+        Route::MovedToNode(slot, target) => moved_to_node(core, slot, target, client_tls),
+        Route::Ask(slot) => ask(core, slot, client_tls),
         Route::TryAgain => CmdError::TryAgain,
         Route::SlotNotServed => CmdError::SlotNotServed,
         Route::ClusterDown => CmdError::ClusterDown,
@@ -390,27 +396,26 @@ pub(super) fn refusal(core: &ShardCore, route: Route) -> CmdError {
     }
 }
 
-/// `-MOVED` to another node of the bus ([`Route::MovedToNode`]).
-pub(super) fn moved_to_node(core: &ShardCore, slot: u16, target: u16) -> CmdError {
-    let node = core.node_routes();
-    let (host, port) = node.map_or(("", 0), |n| n.map().target(target));
-    CmdError::Moved {
-        slot,
-        host: host.to_string(),
-        port,
+/// `-MOVED` to another node of the bus ([`Route::MovedToNode`]), as a client
+/// of that transport is told it (`client_tls`: `NodeRoutes::moved`).
+pub(super) fn moved_to_node(
+    core: &ShardCore,
+    slot: u16,
+    target: u16,
+    client_tls: bool,
+) -> CmdError {
+    match core.node_routes() {
+        Some(node) => node.moved(slot, target, client_tls),
+        None => CmdError::SlotNotServed,
     }
 }
 
-/// `-ASK` to the node a migrating slot goes to ([`Route::Ask`]).
-pub(super) fn ask(core: &ShardCore, slot: u16) -> CmdError {
-    let node = core.node_routes();
-    let (host, port) = node
-        .and_then(|n| n.map().migrating_to(slot))
-        .unwrap_or(("", 0));
-    CmdError::Ask {
-        slot,
-        host: host.to_string(),
-        port,
+/// `-ASK` to the node a migrating slot goes to ([`Route::Ask`]), as a client
+/// of that transport is told it.
+pub(super) fn ask(core: &ShardCore, slot: u16, client_tls: bool) -> CmdError {
+    match core.node_routes() {
+        Some(node) => node.ask(slot, client_tls),
+        None => CmdError::SlotNotServed,
     }
 }
 

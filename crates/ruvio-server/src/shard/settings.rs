@@ -493,6 +493,12 @@ const LIVE: &[Live] = &[
         set_announced_port(c, "cluster-announce-tls-port", v)
     }),
     applied("tls-cluster", |c, v| {
+        if let Some(node) = c.cluster_node.as_mut() {
+            node.set_tls_cluster(yes(v));
+        }
+        if let Some(routes) = c.node_follower.as_mut() {
+            routes.set_tls_cluster(yes(v));
+        }
         set_announced_port(c, "tls-cluster", v)
     }),
     applied("cluster-node-timeout", |c, v| {
